@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Create (or refresh) the project virtual environment in .venv.
+#   bash cluster/setup-env.sh          runtime: the pipeline and its CLI
+#   bash cluster/setup-env.sh --dev    plus the test tools
+# torch is installed first and pinned (constraints.txt): the CPU build on a CPU machine,
+# the CUDA build of the same release on a GPU node. Everything else is installed against
+# that pin so no package can pull another torch.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+extra=""
+[ "${1:-}" = "--dev" ] && extra="[dev]"
+[ -x .venv/bin/python ] || "$PY" -m venv .venv
+pip=(.venv/bin/python -m pip install -q --disable-pip-version-check)
+"${pip[@]}" torch==2.13.0
+"${pip[@]}" -c constraints.txt -e ".${extra}"
+# simple-lama-inpainting would pull torchvision and opencv-python; its code needs neither.
+"${pip[@]}" -c constraints.txt --no-deps simple-lama-inpainting==0.1.2
+# DeepSpeed builds against the installed torch, so no isolated build environment.
+.venv/bin/python -c "import deepspeed" 2>/dev/null || \
+  "${pip[@]}" -c constraints.txt --no-build-isolation deepspeed==0.19.8
+echo "environment ready: .venv ($(.venv/bin/python -c 'import torch; print("torch", torch.__version__)'))"

@@ -1,0 +1,1 @@
+"""The agent protocol: prompts, tools, the action format, answer matching, the episode loop."""

@@ -1,0 +1,1 @@
+"""benchgen (see DESIGN.md)."""

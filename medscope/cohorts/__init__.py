@@ -1,0 +1,1 @@
+"""cohorts (see DESIGN.md)."""

@@ -1,0 +1,68 @@
+"""PNG bytes <-> numpy arrays. Images travel as PNG bytes inside Parquet (DESIGN.md)."""
+
+from __future__ import annotations
+
+import cv2
+import numpy as np
+
+from medscope.errors import MedScopeError
+
+
+def encode_png(array: np.ndarray) -> bytes:
+    """Lossless, deterministic PNG of a uint8 (H, W) or RGB (H, W, 3) array."""
+    array = np.asarray(array)
+    if array.dtype == bool:
+        array = array.astype(np.uint8) * 255
+    if array.dtype != np.uint8:
+        raise MedScopeError(f"encode_png needs uint8 pixels, got {array.dtype}")
+    if array.ndim == 3 and array.shape[2] == 3:
+        array = cv2.cvtColor(array, cv2.COLOR_RGB2BGR)
+    elif array.ndim != 2:
+        raise MedScopeError(f"encode_png needs (H, W) or (H, W, 3), got shape {array.shape}")
+    ok, buf = cv2.imencode(".png", array, [cv2.IMWRITE_PNG_COMPRESSION, 3])
+    if not ok:
+        raise MedScopeError("PNG encoding failed")
+    return buf.tobytes()
+
+
+def decode_png(data: bytes, *, gray: bool = False) -> np.ndarray:
+    """Decode image bytes (PNG, JPEG, ...) to uint8 RGB (H, W, 3), or (H, W) with ``gray``."""
+    if data is None:
+        raise MedScopeError("no image bytes to decode")
+    buf = np.frombuffer(data, dtype=np.uint8)
+    flag = cv2.IMREAD_GRAYSCALE if gray else cv2.IMREAD_COLOR
+    img = cv2.imdecode(buf, flag)
+    if img is None:
+        raise MedScopeError("image bytes could not be decoded (corrupt or not an image)")
+    if not gray:
+        img = cv2.cvtColor(img, cv2.COLOR_BGR2RGB)
+    return img
+
+
+def decode_mask(data: bytes) -> np.ndarray:
+    """Decode a mask PNG to a boolean (H, W) array."""
+    return decode_png(data, gray=True) > 0
+
+
+def to_gray(image: np.ndarray) -> np.ndarray:
+    """uint8 (H, W) luminance of an RGB or gray image."""
+    if image.ndim == 2:
+        return image
+    return cv2.cvtColor(image, cv2.COLOR_RGB2GRAY)
+
+
+def to_rgb(image: np.ndarray) -> np.ndarray:
+    """uint8 (H, W, 3) of an RGB or gray image."""
+    if image.ndim == 3:
+        return image
+    return np.repeat(image[:, :, None], 3, axis=2)
+
+
+def resize_long_side(image: np.ndarray, max_side: int) -> np.ndarray:
+    """Downscale (never upscale) so the long side is at most ``max_side`` pixels."""
+    h, w = image.shape[:2]
+    scale = max_side / max(h, w)
+    if scale >= 1.0:
+        return image
+    size = (max(1, round(w * scale)), max(1, round(h * scale)))
+    return cv2.resize(image, size, interpolation=cv2.INTER_AREA)

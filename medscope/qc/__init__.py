@@ -1,0 +1,1 @@
+"""qc (see DESIGN.md)."""

@@ -1,0 +1,354 @@
+"""Arrow schemas of every MedScope table (DESIGN.md, "Tables") and their readers / writers.
+
+A table is stored either as one Parquet file or as a folder of write-once part files
+(``part-<key>.parquet``) that a resumable job fills one unit at a time. Writers validate
+against the schema (columns, types, non-null fields and enumerated values) before a byte
+is written, so a bad row fails the writer, never a later reader.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterable, Mapping, Sequence
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from medscope import storage
+from medscope.errors import MedScopeError
+
+BOX = pa.list_(pa.int32())  # [x1, y1, x2, y2]; pixels in tables, 0-1000 in model replies
+TURN = pa.struct([("role", pa.string()), ("text", pa.string()), ("image_ref", pa.string())])
+ORGAN_COUNT = pa.struct([("organ", pa.string()), ("voxels", pa.int64())])
+
+VIEW_KINDS = (
+    "original",
+    "target_removal",
+    "random_removal",
+    "unmatched_control",
+    "degraded",
+    "natural_negative",
+    "insertion",
+)
+ENUMS: dict[str, dict[str, tuple[str, ...]]] = {
+    "cases": {
+        "question_kind": ("presence", "health", "open"),
+        "split": ("train", "validation", "test"),
+    },
+    "views": {
+        "kind": VIEW_KINDS,
+        "expected": ("present", "absent", "clarify"),
+        "split": ("train", "validation", "test"),
+    },
+    "episodes": {"action": ("answer", "refer", "clarify", "unparseable")},
+    "scores": {"action": ("answer", "refer", "clarify", "unparseable")},
+    "probe_items": {
+        "truth": ("present", "absent"),
+        "strategy": ("positive", "random", "popular", "adversarial"),
+        "stratum": ("transition", "mid", "out_of_range"),
+    },
+}
+
+_PRIVACY = [
+    pa.field("private", pa.bool_(), nullable=False),
+    pa.field("endpoint_allowlist", pa.list_(pa.string())),
+]
+
+SCHEMAS: dict[str, pa.Schema] = {
+    "cases": pa.schema(
+        [
+            pa.field("case_id", pa.string(), nullable=False),
+            pa.field("source", pa.string(), nullable=False),
+            pa.field("imaging_type", pa.string(), nullable=False),
+            pa.field("patient_id", pa.string()),
+            pa.field("group_id", pa.string()),
+            pa.field("split", pa.string()),
+            pa.field("image", pa.binary(), nullable=False),
+            pa.field("mask", pa.binary()),
+            pa.field("width", pa.int32(), nullable=False),
+            pa.field("height", pa.int32(), nullable=False),
+            pa.field("finding", pa.string(), nullable=False),
+            pa.field("question", pa.string(), nullable=False),
+            pa.field("question_kind", pa.string(), nullable=False),
+            pa.field("has_lesion", pa.bool_(), nullable=False),
+            pa.field("critical", pa.bool_(), nullable=False),
+            pa.field("lesion_area_frac", pa.float64(), nullable=False),
+            pa.field("lesion_bbox", BOX),
+            pa.field("source_file", pa.string()),
+            *_PRIVACY,
+        ]
+    ),
+    "views": pa.schema(
+        [
+            pa.field("view_id", pa.string(), nullable=False),
+            pa.field("case_id", pa.string(), nullable=False),
+            pa.field("kind", pa.string(), nullable=False),
+            pa.field("tool", pa.string(), nullable=False),
+            pa.field("degradation", pa.string()),
+            pa.field("image", pa.binary()),
+            pa.field("edit_mask", pa.binary()),
+            pa.field("expected", pa.string(), nullable=False),
+            pa.field("source", pa.string(), nullable=False),
+            pa.field("imaging_type", pa.string(), nullable=False),
+            pa.field("patient_id", pa.string()),
+            pa.field("group_id", pa.string()),
+            pa.field("split", pa.string()),
+            pa.field("finding", pa.string(), nullable=False),
+            pa.field("question", pa.string(), nullable=False),
+            pa.field("question_kind", pa.string(), nullable=False),
+            pa.field("critical", pa.bool_(), nullable=False),
+            pa.field("lesion_area_frac", pa.float64(), nullable=False),
+            pa.field("lesion_bbox", BOX),
+            pa.field("width", pa.int32(), nullable=False),
+            pa.field("height", pa.int32(), nullable=False),
+            pa.field("contrast_before", pa.float64()),
+            pa.field("contrast_after", pa.float64()),
+            pa.field("edit_score", pa.float64()),
+            pa.field("lesion_untouched", pa.bool_()),
+            pa.field("passed", pa.bool_(), nullable=False),
+            pa.field("reject_reason", pa.string()),
+            pa.field("recipe_hash", pa.string(), nullable=False),
+            *_PRIVACY,
+        ]
+    ),
+    "episodes": pa.schema(
+        [
+            pa.field("run_id", pa.string(), nullable=False),
+            pa.field("protocol", pa.string(), nullable=False),
+            pa.field("model", pa.string(), nullable=False),
+            pa.field("condition", pa.string(), nullable=False),
+            pa.field("view_id", pa.string(), nullable=False),
+            pa.field("case_id", pa.string(), nullable=False),
+            pa.field("request_key", pa.string(), nullable=False),
+            pa.field("prompt_version", pa.string(), nullable=False),
+            pa.field("decoding", pa.string(), nullable=False),
+            pa.field("turns", pa.list_(TURN)),
+            pa.field("raw_text", pa.string()),
+            pa.field("action", pa.string(), nullable=False),
+            pa.field("answer", pa.string()),
+            pa.field("claims_finding", pa.bool_()),
+            pa.field("box", BOX),
+            pa.field("confidence", pa.float64()),
+            pa.field("tool_calls", pa.int32(), nullable=False),
+            pa.field("input_tokens", pa.int64(), nullable=False),
+            pa.field("output_tokens", pa.int64(), nullable=False),
+            pa.field("cost_usd", pa.float64(), nullable=False),
+            pa.field("latency_s", pa.float64(), nullable=False),
+            pa.field("attempts", pa.int32(), nullable=False),
+            pa.field("error", pa.string()),
+        ]
+    ),
+    "scores": pa.schema(
+        [
+            pa.field("run_id", pa.string(), nullable=False),
+            pa.field("model", pa.string(), nullable=False),
+            pa.field("condition", pa.string(), nullable=False),
+            pa.field("view_id", pa.string(), nullable=False),
+            pa.field("case_id", pa.string(), nullable=False),
+            pa.field("kind", pa.string(), nullable=False),
+            pa.field("expected", pa.string(), nullable=False),
+            pa.field("action", pa.string(), nullable=False),
+            pa.field("claims_finding", pa.bool_()),
+            pa.field("correct", pa.bool_(), nullable=False),
+            pa.field("iou", pa.float64()),
+            pa.field("grounded", pa.bool_(), nullable=False),
+            pa.field("tool_calls", pa.int32(), nullable=False),
+            pa.field("reward", pa.float64(), nullable=False),
+            pa.field("cost_matrix", pa.string(), nullable=False),
+        ]
+    ),
+    "metrics": pa.schema(
+        [
+            pa.field("model", pa.string(), nullable=False),
+            pa.field("condition", pa.string(), nullable=False),
+            pa.field("test_set", pa.string(), nullable=False),
+            pa.field("breakdown", pa.string(), nullable=False),  # "all" or "imaging_type=..."
+            pa.field("metric", pa.string(), nullable=False),
+            pa.field("value", pa.float64()),
+            pa.field("ci_low", pa.float64()),
+            pa.field("ci_high", pa.float64()),
+            pa.field("n_cases", pa.int64(), nullable=False),
+        ]
+    ),
+    "volumes": pa.schema(
+        [
+            pa.field("case_id", pa.string(), nullable=False),
+            pa.field("source", pa.string(), nullable=False),
+            pa.field("patient_id", pa.string()),
+            pa.field("split", pa.string()),
+            pa.field("image_uri", pa.string(), nullable=False),
+            pa.field("label_uri", pa.string(), nullable=False),
+            pa.field("shape", pa.list_(pa.int32()), nullable=False),
+            pa.field("spacing", pa.list_(pa.float64()), nullable=False),
+            pa.field("orientation", pa.string(), nullable=False),  # axis codes, e.g. "RAS"
+            pa.field("organ_map", pa.string(), nullable=False),  # JSON {label: organ name}
+            *_PRIVACY,
+        ]
+    ),
+    "slices": pa.schema(
+        [
+            pa.field("case_id", pa.string(), nullable=False),
+            pa.field("z", pa.int32(), nullable=False),
+            pa.field("z_mm", pa.float64(), nullable=False),
+            pa.field("organ_voxels", pa.list_(ORGAN_COUNT), nullable=False),
+        ]
+    ),
+    "probe_items": pa.schema(
+        [
+            pa.field("item_id", pa.string(), nullable=False),
+            pa.field("case_id", pa.string(), nullable=False),
+            pa.field("z", pa.int32(), nullable=False),
+            pa.field("z_mm", pa.float64(), nullable=False),
+            pa.field("organ", pa.string(), nullable=False),
+            pa.field("truth", pa.string(), nullable=False),
+            pa.field("strategy", pa.string(), nullable=False),
+            pa.field("stratum", pa.string(), nullable=False),
+            pa.field("z_distance_mm", pa.float64()),
+            pa.field("absent_from_volume", pa.bool_(), nullable=False),
+            pa.field("render", pa.string(), nullable=False),
+            pa.field("question", pa.string(), nullable=False),
+            pa.field("image", pa.binary(), nullable=False),
+        ]
+    ),
+    "rejects": pa.schema(
+        [
+            pa.field("table", pa.string(), nullable=False),  # what the row would have become
+            pa.field("source", pa.string(), nullable=False),
+            pa.field("item_id", pa.string(), nullable=False),  # file, case or view id
+            pa.field("stage", pa.string(), nullable=False),  # load, view, qc, eval, ...
+            pa.field("reason", pa.string(), nullable=False),  # short, countable
+            pa.field("detail", pa.string()),
+        ]
+    ),
+}
+
+
+def schema(name: str) -> pa.Schema:
+    """The Arrow schema of table ``name``."""
+    try:
+        return SCHEMAS[name]
+    except KeyError:
+        raise MedScopeError(f"unknown table {name!r}; known: {', '.join(SCHEMAS)}") from None
+
+
+def empty(name: str) -> pa.Table:
+    """A zero-row table of ``name``."""
+    return schema(name).empty_table()
+
+
+def to_table(name: str, rows: Iterable[Mapping] | pa.Table) -> pa.Table:
+    """Rows (dicts) or a table -> a validated table with exactly the schema's columns."""
+    sch = schema(name)
+    if isinstance(rows, pa.Table):
+        missing = [f.name for f in sch if f.name not in rows.column_names]
+        if missing:
+            raise MedScopeError(f"{name} table lacks column(s): {', '.join(missing)}")
+        table = rows.select(sch.names)
+        try:
+            table = table.cast(sch)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, ValueError) as err:
+            raise MedScopeError(f"{name} table has a column of the wrong type: {err}") from None
+    else:
+        rows = list(rows)
+        for i, row in enumerate(rows):
+            unknown = set(row) - set(sch.names)
+            if unknown:
+                raise MedScopeError(f"{name} row {i} has unknown field(s): {sorted(unknown)}")
+        try:
+            table = pa.Table.from_pylist(rows, schema=sch) if rows else sch.empty_table()
+        except (pa.ArrowInvalid, pa.ArrowTypeError) as err:
+            raise MedScopeError(f"{name} rows do not fit the schema: {err}") from None
+    validate(name, table)
+    return table
+
+
+def validate(name: str, table: pa.Table) -> None:
+    """Raise MedScopeError if ``table`` breaks the schema's non-null or enum rules."""
+    sch = schema(name)
+    for field in sch:
+        col = table.column(field.name)
+        if not field.nullable and col.null_count:
+            raise MedScopeError(f"{name}.{field.name} must not be null ({col.null_count} nulls)")
+    for column, allowed in ENUMS.get(name, {}).items():
+        values = {v for v in table.column(column).to_pylist() if v is not None}
+        bad = sorted(values - set(allowed))
+        if bad:
+            raise MedScopeError(
+                f"{name}.{column} has value(s) {bad}; allowed: {', '.join(allowed)}"
+            )
+
+
+def to_parquet_bytes(table: pa.Table) -> bytes:
+    sink = io.BytesIO()
+    pq.write_table(table, sink, compression="zstd")
+    return sink.getvalue()
+
+
+def write_table(name: str, rows: Iterable[Mapping] | pa.Table, uri: str) -> pa.Table:
+    """Validate and write a whole table to ``uri`` (one Parquet file), atomically."""
+    table = to_table(name, rows)
+    storage.write_bytes(uri, to_parquet_bytes(table))
+    return table
+
+
+def write_part(name: str, rows: Iterable[Mapping] | pa.Table, folder_uri: str, key: str) -> bool:
+    """Write one write-once part file ``part-<key>.parquet`` under ``folder_uri``.
+
+    Returns False (and writes nothing) when the part already exists: a resumed job never
+    overwrites finished work.
+    """
+    table = to_table(name, rows)
+    return storage.write_once(part_uri(folder_uri, key), to_parquet_bytes(table))
+
+
+def part_uri(folder_uri: str, key: str) -> str:
+    return storage.join(folder_uri, f"part-{key}.parquet")
+
+
+def part_keys(folder_uri: str) -> set[str]:
+    """Keys of the part files already written under ``folder_uri``."""
+    keys = set()
+    for uri in storage.list_files(folder_uri, suffix=".parquet"):
+        base = uri.rsplit("/", 1)[-1]
+        if base.startswith("part-"):
+            keys.add(base[len("part-") : -len(".parquet")])
+    return keys
+
+
+def read_table(name: str, uri: str, columns: Sequence[str] | None = None) -> pa.Table:
+    """Read table ``name`` from a Parquet file or a folder of part files (sorted by key)."""
+    sch = schema(name)
+    if storage.is_dir(uri):
+        files = sorted(storage.list_files(uri, suffix=".parquet"))
+        pieces = [_read_one(f, sch, columns) for f in files]
+        if not pieces:
+            table = sch.empty_table()
+            return table.select(list(columns)) if columns else table
+        return pa.concat_tables(pieces)
+    if not storage.exists(uri):
+        raise MedScopeError(f"no {name} table at {uri}")
+    return _read_one(uri, sch, columns)
+
+
+def _read_one(uri: str, sch: pa.Schema, columns: Sequence[str] | None) -> pa.Table:
+    try:
+        table = pq.read_table(io.BytesIO(storage.read_bytes(uri)), columns=columns)
+    except (pa.ArrowInvalid, OSError) as err:
+        raise MedScopeError(f"{uri} is not a readable Parquet file: {err}") from None
+    target = pa.schema([sch.field(c) for c in columns]) if columns else sch
+    try:
+        return table.select(target.names).cast(target)
+    except (KeyError, pa.ArrowInvalid, ValueError) as err:
+        raise MedScopeError(f"{uri} does not hold the expected table: {err}") from None
+
+
+def reject(table: str, source: str, item_id: str, stage: str, reason: str, detail: str = "") -> dict:
+    """One rejects row. ``reason`` is a short countable label; ``detail`` the particulars."""
+    return {
+        "table": table,
+        "source": source,
+        "item_id": item_id,
+        "stage": stage,
+        "reason": reason,
+        "detail": detail or None,
+    }

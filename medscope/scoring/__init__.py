@@ -1,0 +1,1 @@
+"""scoring (see DESIGN.md)."""

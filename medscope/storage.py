@@ -1,0 +1,196 @@
+"""URI-addressed storage over fsspec: plain paths, ``file://``, ``s3://`` and ``memory://``.
+
+- ``s3://`` goes through s3fs. The endpoint comes from ``AWS_ENDPOINT_URL`` (or
+  ``configure(s3_endpoint=...)``), credentials from the usual AWS variables. Listing caches
+  are off, because other writers (Ray workers, a resumed job) add files under our feet.
+- Writes are atomic: a local file is written beside its target and renamed into place; an
+  S3 object appears whole on a single PUT. A reader never sees half a file.
+- ``write_once`` never replaces an existing object, so part files of a resumable job are
+  write-once.
+- ``memory://`` lives in one process: fine for tests and one-process tools, not for data
+  that Ray workers must share.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import tempfile
+import uuid
+from functools import lru_cache
+
+import fsspec
+
+from medscope.errors import MedScopeError
+
+_SETTINGS: dict[str, str | None] = {"s3_endpoint": None}
+
+
+def configure(*, s3_endpoint: str | None = None) -> None:
+    """Set the S3 endpoint for this process (overrides ``AWS_ENDPOINT_URL``)."""
+    _SETTINGS["s3_endpoint"] = s3_endpoint
+    _filesystem.cache_clear()
+
+
+def protocol(uri: str) -> str:
+    if "://" not in uri:
+        return "file"
+    return uri.split("://", 1)[0]
+
+
+@lru_cache(maxsize=16)
+def _filesystem(proto: str, endpoint: str | None) -> fsspec.AbstractFileSystem:
+    if proto == "s3":
+        try:
+            import s3fs  # noqa: F401
+        except ImportError:  # pragma: no cover - s3fs is a core dependency
+            raise MedScopeError("s3:// needs the s3fs package: pip install s3fs") from None
+        kwargs = {"use_listings_cache": False, "skip_instance_cache": True}
+        if endpoint:
+            kwargs["endpoint_url"] = endpoint
+        return fsspec.filesystem("s3", **kwargs)
+    if proto in ("file", "memory"):
+        return fsspec.filesystem(proto)
+    raise MedScopeError(f"unsupported storage scheme {proto}://; use a path, file://, s3:// or memory://")
+
+
+def filesystem(uri: str) -> tuple[fsspec.AbstractFileSystem, str]:
+    """(filesystem, path inside it) for a URI."""
+    proto = protocol(uri)
+    endpoint = _SETTINGS["s3_endpoint"] or os.environ.get("AWS_ENDPOINT_URL") or os.environ.get(
+        "AWS_ENDPOINT_URL_S3"
+    )
+    fs = _filesystem(proto, endpoint if proto == "s3" else None)
+    if proto == "file":
+        path = uri[len("file://") :] if uri.startswith("file://") else uri
+        return fs, os.path.abspath(os.path.expanduser(path))
+    return fs, uri.split("://", 1)[1] if proto == "s3" else uri
+
+
+def join(uri: str, *parts: str) -> str:
+    """Join path parts onto a URI with '/' (or the OS separator for plain paths)."""
+    if protocol(uri) == "file" and "://" not in uri:
+        return os.path.join(uri, *parts)
+    return posixpath.join(uri.rstrip("/"), *parts)
+
+
+def exists(uri: str) -> bool:
+    fs, path = filesystem(uri)
+    _invalidate(fs, path)
+    return fs.exists(path)
+
+
+def is_dir(uri: str) -> bool:
+    fs, path = filesystem(uri)
+    _invalidate(fs, path)
+    return fs.isdir(path)
+
+
+def read_bytes(uri: str) -> bytes:
+    fs, path = filesystem(uri)
+    try:
+        return fs.cat_file(path)
+    except FileNotFoundError:
+        raise MedScopeError(f"not found: {uri}") from None
+
+
+def read_text(uri: str) -> str:
+    return read_bytes(uri).decode("utf-8")
+
+
+def write_bytes(uri: str, data: bytes) -> None:
+    """Write ``data`` to ``uri`` atomically, replacing what was there."""
+    fs, path = filesystem(uri)
+    if protocol(uri) == "file":
+        directory = os.path.dirname(path)
+        os.makedirs(directory, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=".part")
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+            os.replace(tmp, path)
+        except BaseException:
+            _unlink_quietly(tmp)
+            raise
+        return
+    parent = posixpath.dirname(path)
+    if parent and protocol(uri) == "memory":
+        fs.makedirs(parent, exist_ok=True)
+    fs.pipe_file(path, data)
+    _invalidate(fs, path)
+
+
+def write_text(uri: str, text: str) -> None:
+    write_bytes(uri, text.encode("utf-8"))
+
+
+def write_once(uri: str, data: bytes) -> bool:
+    """Create ``uri`` with ``data`` unless it exists. Returns whether it wrote.
+
+    Local files use a hard link from a finished temporary file, which fails if the target
+    exists, so two racing writers cannot both win. On S3 and memory a check precedes the
+    PUT; keys are deterministic, so a lost race writes identical bytes.
+    """
+    fs, path = filesystem(uri)
+    if protocol(uri) == "file":
+        directory = os.path.dirname(path)
+        os.makedirs(directory, exist_ok=True)
+        tmp = os.path.join(directory, f".tmp-{uuid.uuid4().hex}.part")
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+        try:
+            os.link(tmp, path)
+            return True
+        except FileExistsError:
+            return False
+        finally:
+            _unlink_quietly(tmp)
+    if exists(uri):
+        return False
+    write_bytes(uri, data)
+    return True
+
+
+def list_files(uri: str, suffix: str = "") -> list[str]:
+    """URIs of the files directly under folder ``uri`` ending with ``suffix`` (sorted)."""
+    fs, path = filesystem(uri)
+    _invalidate(fs, path)
+    if not fs.exists(path):
+        return []
+    out = []
+    for info in fs.ls(path, detail=True):
+        name = info["name"]
+        base = name.rstrip("/").rsplit("/", 1)[-1]
+        if info.get("type") == "directory" or base.startswith(".tmp-"):
+            continue
+        if base.endswith(suffix):
+            out.append(join(uri, base))
+    return sorted(out)
+
+
+def delete(uri: str) -> None:
+    """Remove a file or a folder tree if it exists."""
+    fs, path = filesystem(uri)
+    _invalidate(fs, path)
+    if fs.exists(path):
+        fs.rm(path, recursive=True)
+
+
+def local_path(uri: str) -> str | None:
+    """The local filesystem path behind a plain path or ``file://`` URI, else None."""
+    if protocol(uri) != "file":
+        return None
+    return filesystem(uri)[1]
+
+
+def _invalidate(fs: fsspec.AbstractFileSystem, path: str) -> None:
+    invalidate = getattr(fs, "invalidate_cache", None)
+    if invalidate is not None:
+        invalidate(path)
+
+
+def _unlink_quietly(path: str) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass

@@ -1,0 +1,1 @@
+"""views (see DESIGN.md)."""

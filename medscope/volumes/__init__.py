@@ -1,0 +1,1 @@
+"""volumes (see DESIGN.md)."""

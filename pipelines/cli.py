@@ -1,0 +1,38 @@
+"""The ``medscope`` command. Each job module registers its own verbs (``register(subparsers)``)."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from pipelines.jobs import guarded
+
+# One line per job module; each issue adds its module here.
+VERB_MODULES = [
+    "pipelines.cohort",
+    "pipelines.bench",
+    "pipelines.demo",
+]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="medscope",
+        description="Does the model read the image or recite the question? "
+        "Counterfactual benchmarks, evaluation, statistics and training for medical VLMs.",
+    )
+    sub = parser.add_subparsers(dest="verb", metavar="VERB")
+    sub.required = True
+    for name in VERB_MODULES:
+        importlib.import_module(name).register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return guarded(lambda: args.func(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,50 @@
+"""Connect to the Ray cluster named by ``RAY_ADDRESS``, or start a local one sized to this machine."""
+
+from __future__ import annotations
+
+import logging
+import os
+
+import ray
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def ensure_ray(num_cpus: int | None = None) -> None:
+    """Initialise Ray once per process.
+
+    Under ``ray job submit`` (or with ``RAY_ADDRESS`` set) this attaches to that cluster;
+    otherwise it starts a local Ray with every core of the machine (or ``num_cpus``). Workers
+    get this checkout on their ``PYTHONPATH`` so that they import the same code as the driver.
+    """
+    if ray.is_initialized():
+        return
+    runtime_env = {"env_vars": {"PYTHONPATH": _pythonpath()}}
+    address = os.environ.get("RAY_ADDRESS")
+    if address:
+        ray.init(address=address, runtime_env=runtime_env, logging_level=logging.WARNING)
+    else:
+        ray.init(
+            num_cpus=num_cpus or os.cpu_count(),
+            include_dashboard=False,
+            runtime_env=runtime_env,
+            logging_level=logging.WARNING,
+        )
+    _quiet_ray_data()
+
+
+def _pythonpath() -> str:
+    parts = [REPO_ROOT, os.environ.get("PYTHONPATH", "")]
+    return os.pathsep.join(p for p in parts if p)
+
+
+def _quiet_ray_data() -> None:
+    """Progress bars of Ray Data flood logs of non-interactive runs; keep ours instead."""
+    ctx = ray.data.DataContext.get_current()
+    ctx.enable_progress_bars = False
+    ctx.print_on_execution_start = False
+
+
+def cluster_gpus() -> float:
+    """GPUs the connected cluster holds (0 on a CPU machine)."""
+    return float(ray.cluster_resources().get("GPU", 0.0))

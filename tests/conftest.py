@@ -1,0 +1,64 @@
+"""Shared fixtures: one real local Ray cluster per session and a real S3 server on loopback."""
+
+from __future__ import annotations
+
+import os
+import socket
+import urllib.request
+
+import pytest
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# Credentials for the loopback S3 server only; never real ones.
+os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
+os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
+os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
+os.environ.setdefault("RAY_DEDUP_LOGS", "0")
+os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")
+os.environ.pop("RAY_ADDRESS", None)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def ray_cluster():
+    """A real local Ray cluster with two CPUs, shared by every test of the session."""
+    import ray
+
+    from pipelines.raycluster import ensure_ray
+
+    ensure_ray(num_cpus=2)
+    yield ray
+    ray.shutdown()
+
+
+@pytest.fixture(scope="session")
+def s3_server():
+    """moto's S3-compatible server on a loopback port; yields its endpoint URL."""
+    from moto.server import ThreadedMotoServer
+
+    port = free_port()
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    yield f"http://127.0.0.1:{port}"
+    server.stop()
+
+
+@pytest.fixture
+def s3_bucket(s3_server, monkeypatch):
+    """A fresh bucket on the loopback S3 server (server state reset per test); yields s3://bucket."""
+    import boto3
+
+    from medscope import storage
+
+    urllib.request.urlopen(urllib.request.Request(f"{s3_server}/moto-api/reset", method="POST"))
+    monkeypatch.setenv("AWS_ENDPOINT_URL", s3_server)
+    storage.configure(s3_endpoint=None)  # forget cached filesystems bound to older endpoints
+    boto3.client("s3", endpoint_url=s3_server, region_name="us-east-1").create_bucket(Bucket="medscope-test")
+    yield "s3://medscope-test"
+    storage.configure(s3_endpoint=None)

@@ -1,0 +1,97 @@
+"""Storage over local paths, file://, memory:// and a real S3 server on loopback."""
+
+import os
+import threading
+
+import pytest
+
+from medscope import storage
+from medscope.errors import MedScopeError
+
+
+@pytest.fixture(params=["path", "file", "memory", "s3"])
+def root(request, tmp_path):
+    if request.param == "path":
+        return str(tmp_path / "store")
+    if request.param == "file":
+        return f"file://{tmp_path}/store"
+    if request.param == "memory":
+        return f"memory://medscope-{os.getpid()}-{id(request)}"
+    return request.getfixturevalue("s3_bucket") + "/store"
+
+
+def test_roundtrip_list_and_delete(root):
+    a, b = storage.join(root, "t", "a.bin"), storage.join(root, "t", "b.txt")
+    storage.write_bytes(a, b"\x00\x01payload")
+    storage.write_text(b, "hello")
+    assert storage.read_bytes(a) == b"\x00\x01payload"
+    assert storage.read_text(b) == "hello"
+    assert storage.list_files(storage.join(root, "t")) == sorted([a, b])
+    assert storage.list_files(storage.join(root, "t"), suffix=".txt") == [b]
+    assert storage.is_dir(storage.join(root, "t")) and not storage.is_dir(a)
+    storage.write_bytes(a, b"replaced")
+    assert storage.read_bytes(a) == b"replaced"
+    storage.delete(storage.join(root, "t"))
+    assert not storage.exists(a)
+    assert storage.list_files(storage.join(root, "t")) == []
+
+
+def test_write_once_never_replaces(root):
+    uri = storage.join(root, "parts", "part-0001.parquet")
+    assert storage.write_once(uri, b"first") is True
+    assert storage.write_once(uri, b"second") is False
+    assert storage.read_bytes(uri) == b"first"
+
+
+def test_missing_file_is_a_clear_error(root):
+    with pytest.raises(MedScopeError, match="not found"):
+        storage.read_bytes(storage.join(root, "nope.bin"))
+
+
+def test_local_write_once_race_has_one_winner(tmp_path):
+    uri = str(tmp_path / "race" / "part-x.parquet")
+    wins = []
+
+    def writer(i):
+        wins.append(storage.write_once(uri, f"writer {i}".encode()))
+
+    threads = [threading.Thread(target=writer, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert wins.count(True) == 1
+    assert storage.read_text(uri).startswith("writer ")
+    assert os.listdir(tmp_path / "race") == ["part-x.parquet"]  # no temporary files left
+
+
+def test_local_write_is_atomic_no_partial_file_visible(tmp_path, monkeypatch):
+    uri = str(tmp_path / "atomic.bin")
+    storage.write_bytes(uri, b"old")
+
+    def boom(*a, **k):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(os, "replace", boom)
+    with pytest.raises(OSError):
+        storage.write_bytes(uri, b"new contents")
+    assert storage.read_bytes(uri) == b"old"
+    assert os.listdir(tmp_path) == ["atomic.bin"]
+
+
+def test_unknown_scheme_is_rejected():
+    with pytest.raises(MedScopeError, match="unsupported storage scheme"):
+        storage.read_bytes("gopher://x/y")
+
+
+def test_s3_sees_other_writers_immediately(s3_bucket):
+    """Listings are uncached: a file another client writes shows up at once."""
+    import boto3
+
+    folder = s3_bucket + "/shared"
+    storage.write_bytes(folder + "/one.bin", b"1")
+    assert len(storage.list_files(folder)) == 1
+    boto3.client("s3", endpoint_url=os.environ["AWS_ENDPOINT_URL"]).put_object(
+        Bucket="medscope-test", Key="shared/two.bin", Body=b"2"
+    )
+    assert [u.rsplit("/", 1)[1] for u in storage.list_files(folder)] == ["one.bin", "two.bin"]
