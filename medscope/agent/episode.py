@@ -59,11 +59,16 @@ def normalize_condition(condition: str) -> str:
     return c
 
 
+def squeeze_gray(image: np.ndarray) -> np.ndarray:
+    """A grey image stored as RGB -> (H, W); colour images unchanged."""
+    if image.ndim == 3 and np.array_equal(image[..., 0], image[..., 1]) and np.array_equal(image[..., 0], image[..., 2]):
+        return np.ascontiguousarray(image[..., 0])
+    return image
+
+
 def _as_png(image: np.ndarray) -> bytes:
     # Grey images stay one channel (smaller, and what a grey study is).
-    if image.ndim == 3 and np.array_equal(image[..., 0], image[..., 1]) and np.array_equal(image[..., 0], image[..., 2]):
-        image = image[..., 0]
-    return encode_png(np.ascontiguousarray(image))
+    return encode_png(np.ascontiguousarray(squeeze_gray(image)))
 
 
 def model_png(image: np.ndarray, max_side: int) -> bytes:
@@ -106,7 +111,7 @@ class Episode:
             return None
         if not self.item.images:
             raise MedScopeError(f"item {self.item.item_id} has no image (condition {self.condition} needs one)")
-        original = decode_png(self.item.images[0])
+        original = squeeze_gray(decode_png(self.item.images[0]))
         if self.condition == "blank":
             shown = resize_long_side(original, self.settings.resize_long_side)
             return np.full(shown.shape[:2], self.settings.blank_gray, dtype=np.uint8)
