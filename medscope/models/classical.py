@@ -63,6 +63,19 @@ def strongest_blob(gray: np.ndarray) -> tuple[float, tuple[float, float, float]]
     return best_z, best
 
 
+def _blob_box(g: np.ndarray, x: float, y: float, s: float) -> tuple[int, int, int, int]:
+    """Box (0-1000) of the connected region around the peak where the DoG keeps at least
+    half the peak's value and sign (the peak of a small scale can sit on the blob's rim)."""
+    dog = cv2.GaussianBlur(g, (0, 0), s) - cv2.GaussianBlur(g, (0, 0), 2.5 * s)
+    peak = dog[int(y), int(x)]
+    region = (dog * np.sign(peak) >= 0.5 * abs(peak)).astype(np.uint8)
+    _, labels = cv2.connectedComponents(region)
+    ys, xs = np.nonzero(labels == labels[int(y), int(x)])
+    gh, gw = g.shape
+    return (int(1000 * xs.min() / gw), int(1000 * ys.min() / gh),
+            int(1000 * (xs.max() + 1) / gw), int(1000 * (ys.max() + 1) / gh))
+
+
 @dataclass
 class PixelReading:
     decision: str  # present | absent | clarify
@@ -86,12 +99,7 @@ def read_pixels(image: np.ndarray, blob_z: float = 9.0, max_noise: float = 20.0,
     z, (x, y, s) = strongest_blob(g)
     if z < blob_z:
         return PixelReading("absent", z, noise, detail, None)
-    gh, gw = g.shape
-    half = 2.0 * s
-    box = (
-        int(max(0.0, (x - half) / gw) * 1000), int(max(0.0, (y - half) / gh) * 1000),
-        int(min(1.0, (x + half) / gw) * 1000), int(min(1.0, (y + half) / gh) * 1000),
-    )
+    box = _blob_box(g, x, y, s)
     return PixelReading("present", z, noise, detail, box)
 
 

@@ -1,0 +1,116 @@
+"""Trivial policies and the classical pixel reader, through the shared episode loop."""
+
+from types import SimpleNamespace
+
+import cv2
+import numpy as np
+import pytest
+
+from medscope.agent.episode import run_episode
+from medscope.agent.prompts import few_shot_images
+from medscope.agent.protocol import Item
+from medscope.errors import MedScopeError
+from medscope.images import encode_png
+from medscope.models.base import ChatModel, Decoding
+from medscope.models.classical import ClassicalReader, noise_sigma, read_pixels
+from medscope.models.local_kinds import AGENT_MODEL_KINDS
+from medscope.models.policies import POLICIES, TrivialPolicy
+
+DEC = Decoding()
+QUESTIONS = {
+    "presence": "Is there a lesion?",
+    "health": "Is the brain healthy?",
+    "open": "What abnormality is seen?",
+}
+
+
+def _item(img, kind="presence", item_id="v"):
+    return Item(item_id=item_id, case_id="c", question=QUESTIONS[kind], truth="present",
+                images=(encode_png(img),), meta={"finding": "lesion", "question_kind": kind})
+
+
+@pytest.mark.parametrize("kind", list(QUESTIONS))
+@pytest.mark.parametrize(
+    "policy,action,claim",
+    [("always-claims", "answer", True), ("always-absent", "answer", False),
+     ("always-refers", "refer", None), ("always-clarifies", "clarify", None)],
+)
+def test_policies_mean_what_they_say_for_every_question_kind(policy, action, claim, kind):
+    img = few_shot_images(1)["lesion"]
+    for condition in ("agent", "plain", "blind", "few-shot", "paraphrase"):
+        res = run_episode(_item(img, kind), TrivialPolicy(policy), condition, DEC)
+        assert (res.action, res.claims_finding) == (action, claim), (condition, res.raw_text)
+        assert res.tool_calls == 0
+
+
+def test_policies_are_chat_models_and_unknown_is_an_error():
+    assert isinstance(TrivialPolicy("always-claims"), ChatModel)
+    assert TrivialPolicy("always-absent").name == "policy/always-absent"
+    with pytest.raises(MedScopeError, match="unknown policy"):
+        TrivialPolicy("always-guesses")
+    assert len(POLICIES) == 4
+
+
+def _degrade(img, how):
+    h, w = img.shape
+    if how == "blur":  # seed 000 §3.2: sigma = max(h, w) / 40
+        return cv2.GaussianBlur(img, (0, 0), max(h, w) / 40)
+    if how == "noise":  # sigma 60
+        rng = np.random.default_rng(0)
+        return np.clip(img + rng.normal(0, 60, img.shape), 0, 255).astype(np.uint8)
+    if how == "downup":  # 8x down and up
+        small = cv2.resize(img, (w // 8, h // 8), interpolation=cv2.INTER_AREA)
+        return cv2.resize(small, (w, h), interpolation=cv2.INTER_LINEAR)
+    raise ValueError(how)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3, 4])
+def test_pixel_reader_follows_the_image(seed):
+    ims = few_shot_images(seed, size=256)
+    assert read_pixels(ims["lesion"]).decision == "present"
+    assert read_pixels(ims["edited_elsewhere"]).decision == "present"  # lesion intact
+    assert read_pixels(ims["erased"]).decision == "absent"
+    assert read_pixels(ims["healthy"]).decision == "absent"
+    for how in ("blur", "noise", "downup"):
+        assert read_pixels(_degrade(ims["lesion"], how)).decision == "clarify", how
+    assert read_pixels(np.full((200, 300), 128, np.uint8)).decision == "clarify"
+
+
+def test_pixel_reader_box_covers_the_lesion():
+    r = read_pixels(few_shot_images(1)["lesion"])
+    x1, y1, x2, y2 = r.box
+    # lesion centre (660, 400) in thousandths, radius 80
+    assert x1 < 660 < x2 and y1 < 400 < y2
+    assert x2 - x1 < 500 and y2 - y1 < 500
+
+
+def test_noise_estimate_matches_added_gaussian_noise():
+    rng = np.random.default_rng(5)
+    flat = np.full((256, 256), 100.0) + rng.normal(0, 10, (256, 256))
+    assert noise_sigma(flat) == pytest.approx(10, rel=0.05)
+
+
+def test_classical_reader_through_the_episode_loop():
+    ims = few_shot_images(2)
+    reader = ClassicalReader()
+    res = run_episode(_item(ims["lesion"]), reader, "agent", DEC)
+    assert res.action == "answer" and res.claims_finding is True and res.box is not None
+    res = run_episode(_item(ims["erased"], "health"), reader, "agent", DEC)
+    assert res.action == "answer" and res.claims_finding is False
+    res = run_episode(_item(ims["healthy"], "open"), reader, "agent", DEC)
+    assert res.claims_finding is False
+    assert run_episode(_item(ims["lesion"]), reader, "blank", DEC).action == "clarify"
+    assert run_episode(_item(ims["lesion"]), reader, "blind", DEC).action == "refer"
+    # few-shot: reads the case image, not the examples before it
+    assert run_episode(_item(ims["healthy"]), reader, "few-shot", DEC).claims_finding is False
+
+
+def test_factories_from_config_entries():
+    entry = SimpleNamespace(name="p", kind="policy", model="always-refers", options={})
+    assert AGENT_MODEL_KINDS["policy"](entry).policy == "always-refers"
+    c = AGENT_MODEL_KINDS["classical"](SimpleNamespace(name="c", model=None, options={"blob_z": 12}))
+    assert c.name == "c" and c.blob_z == 12.0
+    with pytest.raises(MedScopeError):
+        AGENT_MODEL_KINDS["classical"](SimpleNamespace(name="c", model=None, options={"zz": 1}))
+    with pytest.raises(MedScopeError):
+        AGENT_MODEL_KINDS["policy"](SimpleNamespace(name="p", model=None, options={}))
