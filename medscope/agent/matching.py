@@ -50,8 +50,7 @@ NEGATION_BEFORE = (
 )
 NEGATION_AFTER = (
     "is absent", "are absent", "absent", "not seen", "not visible", "not present", "not identified",
-    "not detected", "not evident", "not demonstrated", "not appreciated", "is not", "are not",
-    "isn't", "aren't", "ruled out", "excluded", "not noted", "none", "cannot be seen",
+    "not detected", "not evident", "not demonstrated", "not appreciated", "ruled out", "excluded", "not noted", "none", "cannot be seen",
     "can't be seen", "is not seen", "no longer",
 )
 FLIPPERS = ("cannot", "can't", "can not", "could not", "couldn't", "unable to", "not")
@@ -65,7 +64,8 @@ NO = ("no", "nope", "negative", "false", "absent", "none", "not present", "not v
       "there is no", "there are no", "not seen", "nothing")
 HEDGES = ("cannot determine", "can't determine", "cannot be determined", "unable to determine",
           "cannot tell", "can't tell", "unclear", "uncertain", "not sure", "indeterminate",
-          "i don't know", "i do not know", "unknown", "cannot say", "can't say", "not possible to")
+          "i don't know", "i do not know", "unknown", "cannot say", "can't say", "not possible to",
+          "not clear", "difficult to", "hard to", "unable to tell", "can't be sure", "cannot be sure")
 CLARIFY_PHRASES = ("too blurry", "too blurred", "blurry", "blurred", "too noisy", "noisy",
                    "low resolution", "low-resolution", "poor quality", "image quality",
                    "unusable", "non-diagnostic", "nondiagnostic", "not diagnostic",
@@ -173,11 +173,14 @@ def _negated_after(after: str) -> bool:
 
 
 def _term_polarity(text: str, terms: tuple[str, ...]) -> bool | None:
-    """True (claimed), False (negated) or None (not mentioned) for the first mention."""
+    """True (claimed), False (negated) or None (not mentioned, or inside a hedge) for the
+    first mention."""
     m = _find_term(text, terms)
     if m is None:
         return None
     before, after = _clause_bounds(text, m.start(), m.end())
+    if _has_phrase(before, HEDGES):
+        return None  # "unclear whether there is a nodule": the mention is not a claim
     return not (_negated_before(before) or _negated_after(after))
 
 
