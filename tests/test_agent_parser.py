@@ -31,6 +31,7 @@ TABLE = [
     ('<final>{"action": "answer", "answer": "Yes", "confidence": 0.9}', FINAL_YES),  # no closing tag
     ('<final>{"action": "answer", "answer": "It\'s a polyp {left}"}</final>', ("final", "answer", "It's a polyp {left}")),
     ('<final>{"action": "answer", "answer": true}</final>', FINAL_YES),
+    ('<final>{"answer": "No", "confidence": 0.7}</final>', FINAL_NO),  # action key left out
     # first action wins
     ('<final>{"action": "answer", "answer": "No"}</final> <final>{"action": "answer", "answer": "Yes"}</final>', FINAL_NO),
     ('<tool>{"name": "zoom", "box": [0, 0, 500, 500]}</tool> Result: ... <final>{"action": "answer", "answer": "Yes"}</final>', ("tool", "zoom", None)),
@@ -51,6 +52,8 @@ TABLE = [
     ('<final>{"action": "answer", "answer": ""}</final>', ("unparseable", None, None)),
     ('<final>{"action": "answer", "answer": "Yes"</final>', ("unparseable", None, None)),
     ('{"action": "shrug"}', ("unparseable", None, None)),
+    ('<final>{"action": "answer", "answer": {"present": true}}</final>', ("unparseable", None, None)),
+    ('<final>{"reason": "unsure"}</final>', ("unparseable", None, None)),
 ]
 
 

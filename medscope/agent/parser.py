@@ -138,6 +138,8 @@ def _confidence(value) -> float | None:
 def read_final(obj: dict) -> tuple[FinalAction | None, str | None]:
     """A FinalAction from a parsed JSON object, or (None, why not)."""
     action = str(obj.get("action", "")).strip().lower()
+    if not action and "answer" in obj:
+        action = "answer"  # {"answer": "No"} without the action key: the intent is unambiguous
     if action not in FINAL_ACTIONS:
         return None, f"unknown final action {action!r}"
     if action == "answer":
@@ -176,7 +178,7 @@ def parse_reply(text: str) -> ParsedReply:
     m = _ACTION_TAG.search(clean)
     if m is None:
         obj = _first_object(clean) if clean.lstrip("`json \n").startswith("{") else None
-        if isinstance(obj, dict) and "action" in obj:
+        if isinstance(obj, dict) and ("action" in obj or "answer" in obj):
             final, err = read_final(obj)
             return ParsedReply("final", final=final, text=clean) if final else ParsedReply("unparseable", text=clean, error=err)
         if isinstance(obj, dict) and ("name" in obj or "tool" in obj):
