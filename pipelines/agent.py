@@ -1,0 +1,99 @@
+"""``medscope agent``: look at the protocol without running a sweep.
+
+- ``medscope agent prompt --condition cautious [--question Q --finding F --kind K]``: the
+  messages a model receives under a condition (images shown as placeholders) and the prompt
+  version that keys its episodes;
+- ``medscope agent try --views URI --model always-absent|classical|<checkpoint folder>
+  --condition agent --limit 5``: a few episodes on the first passed views, one line each;
+- ``medscope agent tiny-vlm --out DIR``: write the tiny random Qwen2-VL for smoke runs.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from medscope.errors import MedScopeError
+
+
+def _render(args) -> None:
+    import numpy as np
+
+    from medscope.agent import prompts
+    from medscope.agent.episode import Episode
+    from medscope.agent.protocol import Item
+    from medscope.images import encode_png
+
+    item = Item(item_id="example", case_id="example", question=args.question, truth="present",
+                images=(encode_png(np.full((512, 512), 100, np.uint8)),),
+                meta={"finding": args.finding, "question_kind": args.kind})
+    ep = Episode(item, args.condition)
+    print(f"# prompt version {prompts.PROMPT_VERSION}, condition {ep.condition}")
+    for m in ep.messages:
+        body = " ".join("[image]" if p.is_image else p.text for p in m.parts)
+        print(f"--- {m.role}\n{body}")
+
+
+def _model(spec: str):
+    from medscope.models.classical import ClassicalReader
+    from medscope.models.policies import POLICIES, TrivialPolicy
+
+    if spec in POLICIES:
+        return TrivialPolicy(spec)
+    if spec == "classical":
+        return ClassicalReader()
+    if Path(spec).is_dir():
+        from medscope.models.local_hf import LocalHFModel
+
+        return LocalHFModel(Path(spec).name, spec)
+    raise MedScopeError(f"--model {spec!r}: use one of {', '.join(POLICIES)}, classical, or a checkpoint folder")
+
+
+def _try(args) -> None:
+    from medscope.agent.counterfactual import CounterfactualProtocol
+    from medscope.models.base import Decoding
+
+    proto = CounterfactualProtocol()
+    items = proto.load_items(args.views)[: args.limit]
+    if not items:
+        raise MedScopeError(f"{args.views}: no passed views to run")
+    model = _model(args.model)
+    for item in items:
+        r = proto.run_episode(item, model, args.condition, Decoding(max_output_tokens=args.max_tokens))
+        print(f"{item.item_id}\t{item.meta.get('kind')}\texpected={item.truth}\taction={r.action}"
+              f"\tclaims={r.claims_finding}\ttools={r.tool_calls}")
+    if proto.rejects:
+        print(f"{len(proto.rejects)} passed views without an image were skipped", file=sys.stderr)
+
+
+def _tiny(args) -> None:
+    from medscope.models.tiny_vlm import save_tiny_qwen2vl
+
+    print(save_tiny_qwen2vl(args.out, seed=args.seed))
+
+
+def register(sub) -> None:
+    p = sub.add_parser("agent", help="inspect the agent protocol: prompts, a few episodes, the tiny VLM")
+    verbs = p.add_subparsers(dest="agent_verb", metavar="ACTION")
+    verbs.required = True
+    from medscope.agent.episode import CONDITIONS
+
+    pr = verbs.add_parser("prompt", help="print the messages of a condition")
+    pr.add_argument("--condition", default="agent", choices=CONDITIONS)
+    pr.add_argument("--question", default="Is there a nodule?")
+    pr.add_argument("--finding", default="nodule")
+    pr.add_argument("--kind", default="presence", choices=("presence", "health", "open"))
+    pr.set_defaults(func=_render)
+
+    tr = verbs.add_parser("try", help="run a few episodes on a views table")
+    tr.add_argument("--views", required=True, help="views table URI")
+    tr.add_argument("--model", required=True, help="a policy name, 'classical', or a local checkpoint folder")
+    tr.add_argument("--condition", default="agent", choices=CONDITIONS)
+    tr.add_argument("--limit", type=int, default=5)
+    tr.add_argument("--max-tokens", type=int, default=256)
+    tr.set_defaults(func=_try)
+
+    tv = verbs.add_parser("tiny-vlm", help="write the tiny random-initialised Qwen2-VL")
+    tv.add_argument("--out", required=True)
+    tv.add_argument("--seed", type=int, default=0)
+    tv.set_defaults(func=_tiny)
