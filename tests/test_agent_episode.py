@@ -216,3 +216,14 @@ def test_counterfactual_protocol_loads_passed_views(tmp_path):
     assert proto.prompt_version == prompts.PROMPT_VERSION and "agent" in proto.conditions()
     res = proto.run_episode(items[0], Scripted([ANSWER_YES]), "agent", DEC)
     assert res.box == [8, 13, 24, 26]  # [100, 200, 300, 400] of 80x64
+
+
+def test_protocol_options_build_episode_settings():
+    proto = CounterfactualProtocol(images={"resize_long_side": 256}, max_turns=3)
+    assert proto.settings.resize_long_side == 256 and proto.settings.max_turns == 3
+    ep = Episode(_item(), "agent", proto.settings)
+    assert max(_images(ep.messages)[0].shape[:2]) == 256
+    with pytest.raises(MedScopeError, match="unknown counterfactual protocol option"):
+        CounterfactualProtocol(resize=3)
+    with pytest.raises(MedScopeError, match="resize_long_side"):
+        CounterfactualProtocol(images={"detail": "high"})

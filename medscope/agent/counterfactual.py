@@ -10,19 +10,39 @@ from medscope import records
 from medscope.agent import prompts
 from medscope.agent.episode import CONDITIONS, EpisodeSettings, run_episode
 from medscope.agent.protocol import EpisodeResult, Item
+from medscope.errors import MedScopeError
 from medscope.models.base import ChatModel, Decoding
 
 _META = ("kind", "finding", "question_kind", "lesion_bbox", "width", "height", "critical", "imaging_type",
          "source", "split", "tool", "degradation", "lesion_area_frac")
 
 
+def episode_settings(options: dict) -> EpisodeSettings:
+    """EpisodeSettings from a sweep's ``protocol_options`` (flat keys, or ``images:
+    {resize_long_side: N}``); unknown keys are a clear error."""
+    opts = dict(options)
+    images = opts.pop("images", None) or {}
+    if not isinstance(images, dict) or set(images) - {"resize_long_side"}:
+        raise MedScopeError(f"protocol option images: only resize_long_side is known, got {images!r}")
+    opts.update(images)
+    known = set(EpisodeSettings.__dataclass_fields__)
+    unknown = sorted(set(opts) - known)
+    if unknown:
+        raise MedScopeError(f"unknown counterfactual protocol option(s) {unknown}; known: {sorted(known)}")
+    return EpisodeSettings(**opts)
+
+
 class CounterfactualProtocol:
-    """``load_items`` keeps passed views; views without an image go to ``self.rejects``."""
+    """``load_items`` keeps passed views; views without an image go to ``self.rejects``.
+
+    Built as ``CounterfactualProtocol(**protocol_options)``, e.g. ``images: {resize_long_side:
+    512}``, ``max_turns: 5``, ``templates: path/to/prompts.yaml``.
+    """
 
     name = "counterfactual"
 
-    def __init__(self, settings: EpisodeSettings | None = None):
-        self.settings = settings or EpisodeSettings()
+    def __init__(self, settings: EpisodeSettings | None = None, **options):
+        self.settings = settings or episode_settings(options)
         self.prompt_version = prompts.prompt_version(self.settings.templates)
         self.rejects: list[dict] = []
 
