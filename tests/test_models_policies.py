@@ -114,3 +114,12 @@ def test_factories_from_config_entries():
         AGENT_MODEL_KINDS["classical"](SimpleNamespace(name="c", model=None, options={"zz": 1}))
     with pytest.raises(MedScopeError):
         AGENT_MODEL_KINDS["policy"](SimpleNamespace(name="p", model=None, options={}))
+    # the spellings of configs/models/demo.yaml
+    for spelled, canonical in [("always_present", "always-claims"), ("always_absent", "always-absent"),
+                               ("always_refer", "always-refers"), ("always_clarify", "always-clarifies")]:
+        m = AGENT_MODEL_KINDS["policy"](SimpleNamespace(name=spelled, model=spelled, options={}))
+        assert m.policy == canonical and m.name == spelled
+    reader = AGENT_MODEL_KINDS["classical_reader"](SimpleNamespace(name="r", model="intensity_outlier", options={}))
+    assert reader.name == "r"
+    with pytest.raises(MedScopeError, match="classical method"):
+        AGENT_MODEL_KINDS["classical"](SimpleNamespace(name="r", model="deep_net", options={}))

@@ -6,7 +6,8 @@ returning a ChatModel. ``medscope.models.registry.MODEL_KINDS`` is extended with
 
 - ``policy``: ``model`` (or ``options.policy``) is always-claims | always-absent |
   always-refers | always-clarifies;
-- ``classical``: the pixel reader; ``options`` may set blob_z and max_noise;
+- ``classical`` (alias ``classical_reader``): the pixel reader (``model``: dog_blob, alias
+  intensity_outlier); ``options`` may set blob_z and max_noise;
 - ``local_hf``: ``model`` is a checkpoint folder; ``options``: adapter, device, dtype, batch_size.
 """
 
@@ -31,9 +32,15 @@ def build_policy(entry) -> ChatModel:
     return TrivialPolicy(policy=str(policy), name=entry.name)
 
 
+CLASSICAL_METHODS = (None, "", "dog_blob", "intensity_outlier", "pixel_reader")
+
+
 def build_classical(entry) -> ChatModel:
     from medscope.models.classical import ClassicalReader
 
+    method = getattr(entry, "model", None)
+    if method not in CLASSICAL_METHODS:
+        raise MedScopeError(f"model {entry.name}: unknown classical method {method!r}; the reader is dog_blob")
     opts = _options(entry)
     unknown = set(opts) - {"blob_z", "max_noise"}
     if unknown:
@@ -50,5 +57,6 @@ def build_local_hf(entry) -> ChatModel:
 AGENT_MODEL_KINDS: dict[str, Callable[[object], ChatModel]] = {
     "policy": build_policy,
     "classical": build_classical,
+    "classical_reader": build_classical,
     "local_hf": build_local_hf,
 }

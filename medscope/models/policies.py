@@ -16,6 +16,20 @@ from medscope.errors import MedScopeError
 from medscope.models.base import Completion, Decoding, Message
 
 POLICIES = ("always-claims", "always-absent", "always-refers", "always-clarifies")
+# Other spellings seen in configs (e.g. configs/models/demo.yaml: always_present, always_refer).
+ALIASES = {
+    "always-present": "always-claims", "always-claim": "always-claims", "always-yes": "always-claims",
+    "always-no": "always-absent", "always-refer": "always-refers", "always-clarify": "always-clarifies",
+}
+
+
+def canonical_policy(name: str) -> str:
+    """The canonical policy name for ``name`` (underscores, aliases), or a MedScopeError."""
+    key = str(name).strip().lower().replace("_", "-")
+    key = ALIASES.get(key, key)
+    if key not in POLICIES:
+        raise MedScopeError(f"unknown policy {name!r}; choose from {', '.join(POLICIES)}")
+    return key
 
 
 def last_question(messages: list[Message]) -> str:
@@ -51,8 +65,7 @@ class TrivialPolicy:
     endpoint: str = "local"
 
     def __post_init__(self):
-        if self.policy not in POLICIES:
-            raise MedScopeError(f"unknown policy {self.policy!r}; choose from {', '.join(POLICIES)}")
+        self.policy = canonical_policy(self.policy)
         self.name = self.name or f"policy/{self.policy}"
 
     def complete(self, messages: list[Message], decoding: Decoding) -> Completion:
