@@ -12,7 +12,7 @@ from medscope.agent.protocol import Item
 from medscope.errors import MedScopeError
 from medscope.images import encode_png
 from medscope.models.base import ChatModel, Decoding
-from medscope.models.classical import ClassicalReader, noise_sigma, read_pixels
+from medscope.models.classical import ClassicalReader, blockiness, noise_sigma, read_pixels
 from medscope.models.local_kinds import AGENT_MODEL_KINDS
 from medscope.models.policies import POLICIES, TrivialPolicy
 
@@ -61,6 +61,15 @@ def _degrade(img, how):
     if how == "downup":  # 8x down and up
         small = cv2.resize(img, (w // 8, h // 8), interpolation=cv2.INTER_AREA)
         return cv2.resize(small, (w, h), interpolation=cv2.INTER_LINEAR)
+    if how == "downup-nearest":
+        small = cv2.resize(img, (w // 8, h // 8), interpolation=cv2.INTER_AREA)
+        return cv2.resize(small, (w, h), interpolation=cv2.INTER_NEAREST)
+    if how == "jpeg":  # quality 5
+        ok, buf = cv2.imencode(".jpg", img, [cv2.IMWRITE_JPEG_QUALITY, 5])
+        return cv2.imdecode(buf, cv2.IMREAD_GRAYSCALE)
+    if how == "motion":  # a horizontal line kernel of max(h, w) / 15 px
+        n = max(h, w) // 15
+        return cv2.filter2D(img, -1, np.full((1, n), 1.0 / n, np.float32))
     raise ValueError(how)
 
 
@@ -71,7 +80,7 @@ def test_pixel_reader_follows_the_image(seed):
     assert read_pixels(ims["edited_elsewhere"]).decision == "present"  # lesion intact
     assert read_pixels(ims["erased"]).decision == "absent"
     assert read_pixels(ims["healthy"]).decision == "absent"
-    for how in ("blur", "noise", "downup"):
+    for how in ("blur", "noise", "downup", "downup-nearest", "jpeg", "motion"):
         assert read_pixels(_degrade(ims["lesion"], how)).decision == "clarify", how
     assert read_pixels(np.full((200, 300), 128, np.uint8)).decision == "clarify"
 
@@ -82,6 +91,23 @@ def test_pixel_reader_box_covers_the_lesion():
     # lesion centre (660, 400) in thousandths, radius 80
     assert x1 < 660 < x2 and y1 < 400 < y2
     assert x2 - x1 < 500 and y2 - y1 < 500
+
+
+def test_blockiness_is_one_for_smooth_images_and_high_for_8px_blocks():
+    rng = np.random.default_rng(3)
+    smooth = cv2.GaussianBlur(rng.normal(128, 30, (128, 128)), (0, 0), 2).astype(np.uint8)
+    assert blockiness(smooth) == pytest.approx(1.0, abs=0.15)
+    blocks = np.kron(rng.integers(0, 256, (16, 16)), np.ones((8, 8))).astype(np.uint8)
+    # every jump sits on a block border: the ratio is huge
+    assert blockiness(blocks) > 100
+
+
+def test_dark_border_is_not_read_as_a_blob():
+    # an ultrasound-like fan: structure only inside a wedge, black outside
+    img = few_shot_images(4)["healthy"].copy()
+    yy, xx = np.mgrid[0:256, 0:256]
+    img[np.abs(xx - 128) > (yy * 0.6 + 10)] = 0
+    assert read_pixels(img).decision == "absent"
 
 
 def test_noise_estimate_matches_added_gaussian_noise():
