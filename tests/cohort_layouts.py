@@ -48,6 +48,18 @@ def gray_image(h, w, seed):
     return rng.integers(30, 200, size=(h, w), dtype=np.uint8)
 
 
+def ramp16(h, w):
+    """A 12-bit-range uint16 ramp (0..3*(h*w-1)) and the 8-bit image a loader must make of it."""
+    ramp = (np.arange(h * w, dtype=np.uint16).reshape(h, w) * 3).astype(np.uint16)
+    want = np.rint(ramp.astype(float) * 255.0 / float(ramp.max())).astype(np.uint8)
+    return ramp, want
+
+
+def write16(path, ramp):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    cv2.imwrite(str(path), ramp)
+
+
 def truncated_bytes(array, fmt):
     buf = io.BytesIO()
     Image.fromarray(array).save(buf, format=fmt)
@@ -86,6 +98,19 @@ def write_kvasir(root):
     _save(f"{root}/images/whole.jpg", colour_image(h, w, 13), "JPEG")
     _save(f"{root}/masks/whole.jpg", np.full((h, w), 255, np.uint8), "JPEG")
     bad["images/whole.jpg"] = "whole-image mask"
+    # graded (non-binary) mask: thresholded at > 127 under the Kvasir default
+    _save(f"{root}/images/graded.jpg", colour_image(h, w, 14), "JPEG")
+    grades = np.zeros((h, w), np.uint8)
+    grades[8:24, 8:24] = 80
+    grades[24:40, 32:56] = 200
+    _save(f"{root}/masks/graded.jpg", grades, "JPEG", quality=95)
+    good["images/graded.jpg"] = expect(rect_mask(h, w, 32, 24, 55, 39))
+    # a 16-bit PNG among the JPEGs
+    ramp, _ = ramp16(h, w)
+    write16(f"{root}/images/deep.png", ramp)
+    m = rect_mask(h, w, 40, 2, 50, 10)
+    _save(f"{root}/masks/deep.png", m.astype(np.uint8) * 255)
+    good["images/deep.png"] = expect(m)
     return good, bad
 
 
@@ -122,6 +147,11 @@ def write_busi(root):
         fh.write(truncated_bytes(gray_image(h, w, 11), "PNG"))
     _save(f"{root}/benign/benign (6)_mask.png", rect_mask(h, w, 1, 1, 5, 5).astype(np.uint8) * 255)
     bad["benign/benign (6).png"] = "unreadable image"
+    ramp, _ = ramp16(h, w)
+    write16(f"{root}/benign/benign (7).png", ramp)
+    m = rect_mask(h, w, 10, 10, 20, 30)
+    _save(f"{root}/benign/benign (7)_mask.png", m.astype(np.uint8) * 255)
+    good["benign/benign (7).png"] = expect(m)
     return good, bad
 
 
@@ -134,9 +164,8 @@ def write_image_mask_folder(root, *, sixteen_bit_value=None):
     _save(f"{root}/masks/P001_a_mask.png", m1.astype(np.uint8))  # 0/1 mask is binary too
     good["images/P001_a.png"] = expect(m1)
     m2 = rect_mask(h, w, 20, 2, 39, 9)
-    ramp = (np.arange(h * w, dtype=np.uint16).reshape(h, w) * 3).astype(np.uint16)  # 0..3837, 12-bit
-    os.makedirs(f"{root}/images", exist_ok=True)
-    cv2.imwrite(f"{root}/images/P001_b.png", ramp)
+    ramp, _ = ramp16(h, w)  # 0..3837, 12-bit range
+    write16(f"{root}/images/P001_b.png", ramp)
     _save(f"{root}/masks/P001_b_mask.png", m2.astype(np.uint8) * 255)
     good["images/P001_b.png"] = expect(m2)
     _save(f"{root}/images/P002_a.png", gray_image(h, w, 3))  # no mask file
@@ -151,6 +180,15 @@ def write_image_mask_folder(root, *, sixteen_bit_value=None):
         fh.write(b"this is not a PNG file")
     _save(f"{root}/masks/P004_a_mask.png", m1.astype(np.uint8) * 255)
     bad["images/P004_a.png"] = "unreadable image"
+    _save(f"{root}/images/P005_a.png", gray_image(h, w, 5))
+    _save(f"{root}/masks/P005_a_mask.png", rect_mask(h + 2, w + 2, 1, 1, 5, 5).astype(np.uint8) * 255)
+    bad["images/P005_a.png"] = "mask size differs"
+    _save(f"{root}/images/P006_a.png", gray_image(h, w, 6))
+    _save(f"{root}/masks/P006_a_mask.png", np.zeros((h, w), np.uint8))
+    bad["images/P006_a.png"] = "empty mask"
+    _save(f"{root}/images/P007_a.png", gray_image(h, w, 7))
+    _save(f"{root}/masks/P007_a_mask.png", np.full((h, w), 255, np.uint8))
+    bad["images/P007_a.png"] = "whole-image mask"
     return good, bad
 
 
@@ -210,7 +248,7 @@ def write_siim(root):
     good[f"{d}/1.2.1/1.2.1.1/1.2.3.1.dcm"] = expect(m1)
     # two rows for one image: merged
     ma, mb = rect_mask(h, w, 0, 0, 4, 4), rect_mask(h, w, 20, 20, 30, 25)
-    write_dicom(f"{root}/{d}/1.2.2/1.2.2.1/1.2.3.2.dcm", (gray_image(h, w, 2).astype(np.uint16) * 16), "pat-2")
+    write_dicom(f"{root}/{d}/1.2.2/1.2.2.1/1.2.3.2.dcm", ramp16(h, w)[0], "pat-2")  # 16-bit DICOM
     rows += [("1.2.3.2", rle_encode(ma)), ("1.2.3.2", rle_encode(mb))]
     good[f"{d}/1.2.2/1.2.2.1/1.2.3.2.dcm"] = expect(ma | mb)
     # no finding
@@ -241,6 +279,10 @@ def write_siim(root):
         fh.write(data[: len(data) - 600])
     rows.append(("1.2.3.8", rle_encode(m1)))
     bad[f"{d}/x/1.2.3.8.dcm"] = "unreadable image"
+    # a run covering every pixel
+    write_dicom(f"{root}/{d}/x/1.2.3.10.dcm", gray_image(h, w, 10), "pat-10")
+    rows.append(("1.2.3.10", f"0 {h * w}"))
+    bad[f"{d}/x/1.2.3.10.dcm"] = "whole-image mask"
     # image with no CSV row
     _save(f"{root}/{d}/png/1.2.3.9.png", gray_image(h, w, 9))
     bad[f"{d}/png/1.2.3.9.png"] = "missing mask"

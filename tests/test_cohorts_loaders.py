@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from cohort_layouts import (
+    ramp16,
     rect_mask,
     write_busi,
     write_image_mask_folder,
@@ -54,6 +55,13 @@ def test_kvasir_seg(tmp_path):
     assert row["question"] == "Is there a polyp in this image?" and row["question_kind"] == "presence"
     assert images.decode_png(row["image"]).ndim == 3  # colour stays colour
     assert row["patient_id"] is None and row["split"] is None and row["group_id"] is None
+    assert_16_bit_converted(rows["images/deep.png"])
+
+
+def assert_16_bit_converted(row):
+    """The 12-bit ramp is stretched to 0..255 by its own range: monotone, never wrapped modulo 256."""
+    _, want = ramp16(row["height"], row["width"])
+    assert np.array_equal(images.decode_png(row["image"], gray=True), want)
 
 
 def test_busi_merges_masks_and_keeps_normals_lesion_free(tmp_path):
@@ -67,6 +75,7 @@ def test_busi_merges_masks_and_keeps_normals_lesion_free(tmp_path):
     stored = cv2.imdecode(np.frombuffer(rows["benign/benign (1).png"]["image"], np.uint8), cv2.IMREAD_UNCHANGED)
     assert stored.shape == (40, 56)
     assert rows["normal/normal (1).png"]["imaging_type"] == "breast ultrasound"
+    assert_16_bit_converted(rows["benign/benign (7).png"])
 
 
 def test_busi_threshold_mode_keeps_graded_mask(tmp_path):
@@ -87,11 +96,11 @@ def test_image_mask_folder_patient_ids_and_16_bit(tmp_path):
     table, rejects = cohorts.load("image-mask-folder", str(tmp_path), cfg)
     rows = check_cases(table, rejects, good, bad, "image-mask-folder")
     assert rows["images/P001_a.png"]["patient_id"] == "P001"
-    # 12-bit ramp 0..3837 stretched to 0..255: monotone, full range, never wrapped modulo 256
     img = images.decode_png(rows["images/P001_b.png"]["image"], gray=True)
-    ramp = np.arange(32 * 40).reshape(32, 40) * 3
     assert img.min() == 0 and img.max() == 255
-    assert np.array_equal(img, np.rint(ramp * 255.0 / ramp.max()).astype(np.uint8))
+    # worked by hand: pixel (row 10, col 7) holds 3 * 407 = 1221 of max 3837 -> 255 * 1221 / 3837 = 81.1
+    assert img[10, 7] == 81
+    assert_16_bit_converted(rows["images/P001_b.png"])
 
 
 def test_image_mask_folder_missing_mask_can_mean_lesion_free(tmp_path):
@@ -142,6 +151,7 @@ def test_siim_rle(tmp_path):
     assert row["patient_id"] == "pat-1" and row["critical"] is True and row["finding"] == "pneumothorax"
     assert rows["dicom-images-train/png/1.2.3.4.png"]["patient_id"] is None
     assert rows["dicom-images-train/1.2.3/1.2.3.1/1.2.3.3.dcm"]["critical"] is True  # the question is critical
+    assert_16_bit_converted(rows["dicom-images-train/1.2.2/1.2.2.1/1.2.3.2.dcm"])
 
 
 def test_nifti_labels(tmp_path):
