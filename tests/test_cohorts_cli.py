@@ -116,3 +116,13 @@ def test_demo_cohort_step(tmp_path):
     step_cohort(ctx)
     assert ctx.paths["cases"].endswith("cases.parquet") and storage.exists(ctx.paths["volumes"])
     assert ctx.summary["cohort"]["cases"]["n"] == 12
+
+
+def test_phantom_to_s3(capsys, s3_bucket):
+    out = f"{s3_bucket}/phantom"
+    summary = run_json(capsys, ["cohort", "phantom", "--out", out, "--cases", "6", "--volumes", "1"])
+    vols = records.read_table("volumes", summary["volumes"]).to_pylist()
+    assert vols[0]["image_uri"] == f"{out}/volumes/imagesTr/ct001.nii.gz"
+    assert storage.exists(vols[0]["label_uri"])
+    assert records.read_table("cases", summary["cases"]).num_rows == 6
+    assert cohort_job.show_summary(out)["cases"]["n"] == 6

@@ -131,6 +131,7 @@ def list_tree(root: str, suffixes: tuple[str, ...] = IMAGE_EXTS) -> list[str]:
     Hidden files (``.DS_Store``, macOS ``._x`` forks found in Decathlon archives) are skipped.
     """
     fs, base = storage.filesystem(root)
+    base = fs._strip_protocol(base).rstrip("/")  # find() answers without the protocol (memory://)
     if not fs.isdir(base):
         return []
     out = []
