@@ -81,7 +81,10 @@ def _soft(mask, sigma=1.2):
 def ultrasound(rng, h, w, lesion, contrast):
     """Fan-shaped speckled gray; a lesion is hypoechoic (darker) with a brighter shadow below."""
     yy, xx = _grid(h, w)
-    tissue = 0.45 + 0.16 * _smooth_noise(rng, (h, w), 12) + 0.12 * np.sin(yy / h * rng.uniform(8, 14) + rng.uniform(0, 6))
+    slope = rng.uniform(-0.3, 0.3)  # tissue layers, slightly oblique
+    layers = np.sin((yy + slope * xx) / h * rng.uniform(8, 14) + rng.uniform(0, 6))
+    # broad echogenicity changes (sigma ~ a sixth of the image), not lesion-sized dark spots
+    tissue = 0.45 + 0.14 * _smooth_noise(rng, (h, w), h / 6) + 0.1 * layers
     tissue += 0.25 * np.exp(-yy / (0.06 * h))  # bright skin line
     if lesion is not None:
         soft = _soft(lesion, 1.5)
