@@ -1,7 +1,7 @@
 """CT-like phantom volumes with BTCV-numbered organ label maps, for the volumetric probe.
 
 Each volume is a small abdomen (default 96 x 96 x 40 voxels, spacing in the header) with
-HU-like intensities (air -1000, fat -100, soft tissue ~40, liver ~60, kidney ~30, bile ~10,
+HU-like intensities (air -1000, fat -100 to -90, muscle ~40, liver ~60, kidney ~30, bile ~10,
 bone ~700) and an integer label map using the BTCV numbering (seed 003 uses BTCV). Organs
 are ellipsoids and tubes placed where they sit in a real abdomen (liver and gallbladder on
 the patient's right, spleen and stomach on the left, kidneys posterior and low, aorta left
@@ -40,8 +40,8 @@ _ELLIPSOIDS = {
     6: ((0.68, 0.52, 0.74), (0.20, 0.22, 0.30), 60.0),
     1: ((0.24, 0.40, 0.72), (0.08, 0.11, 0.16), 50.0),
     7: ((0.36, 0.64, 0.76), (0.12, 0.09, 0.16), 25.0),
-    2: ((0.67, 0.30, 0.34), (0.06, 0.075, 0.15), 30.0),
-    3: ((0.33, 0.30, 0.40), (0.06, 0.075, 0.15), 30.0),
+    2: ((0.70, 0.31, 0.34), (0.06, 0.075, 0.15), 30.0),
+    3: ((0.30, 0.31, 0.40), (0.06, 0.075, 0.15), 30.0),
     11: ((0.46, 0.50, 0.55), (0.17, 0.045, 0.07), 45.0),
     10: ((0.55, 0.52, 0.62), (0.07, 0.02, 0.04), 55.0),
     4: ((0.62, 0.66, 0.50), (0.05, 0.06, 0.10), 10.0),
@@ -70,9 +70,19 @@ def ct_phantom(rng: np.random.Generator, shape=(96, 96, 40), drop: tuple[int, ..
 
     body_r = ((x - 0.5) / 0.46) ** 2 + ((y - 0.5) / 0.36) ** 2
     body = np.broadcast_to(body_r <= 1.0, shape)
-    hu[body] = -100.0  # subcutaneous fat shell
-    inner = np.broadcast_to(body_r <= 0.78, shape)
-    hu[inner] = 20.0  # muscle and visceral fat mixed
+    hu[body] = -100.0  # subcutaneous fat
+    wall = np.broadcast_to(body_r <= 0.86, shape)
+    hu[wall] = 40.0  # abdominal wall muscle
+    inner = np.broadcast_to(body_r <= 0.74, shape)
+    hu[inner] = -90.0  # visceral fat, against which the organs stand out
+    paraspinal = np.broadcast_to(((x - 0.5) / 0.16) ** 2 + ((y - 0.27) / 0.09) ** 2 <= 1.0, shape)
+    hu[paraspinal] = 45.0
+    for _ in range(int(rng.integers(6, 10))):  # bowel loops with gas: unlabelled distractors
+        c = rng.uniform([0.3, 0.55, 0.0], [0.7, 0.75, 0.6])
+        a = rng.uniform([0.04, 0.03, 0.08], [0.07, 0.05, 0.2])
+        loop = ((x - c[0]) / a[0]) ** 2 + ((y - c[1]) / a[1]) ** 2 + ((z - c[2]) / a[2]) ** 2
+        hu[(loop <= 1.0) & inner] = 30.0
+        hu[(loop <= 0.2) & inner] = -900.0
     zshift = rng.uniform(-0.04, 0.04)
     for label, (centre, axes, value) in _ELLIPSOIDS.items():
         if label in drop:
@@ -91,12 +101,14 @@ def ct_phantom(rng: np.random.Generator, shape=(96, 96, 40), drop: tuple[int, ..
         hu[inside] = value
         labels[inside] = label
     # spine and, above the kidneys, the lower ribs: bone, unlabelled (BTCV does not label bone)
-    spine = np.broadcast_to(((x - 0.5) / 0.07) ** 2 + ((y - 0.2) / 0.06) ** 2 <= 1.0, shape)
+    spine = np.broadcast_to(((x - 0.5) / 0.065) ** 2 + ((y - 0.25) / 0.055) ** 2 <= 1.0, shape)
     hu[spine] = 700.0
     labels[spine] = 0
-    canal = np.broadcast_to(((x - 0.5) / 0.025) ** 2 + ((y - 0.15) / 0.025) ** 2 <= 1.0, shape)
+    canal = np.broadcast_to(((x - 0.5) / 0.022) ** 2 + ((y - 0.19) / 0.02) ** 2 <= 1.0, shape)
     hu[canal] = 10.0
-    ribs = np.broadcast_to((body_r > 0.80) & (body_r <= 0.88) & (y > 0.3), shape) & (z > 0.6) & (np.sin(z * 40.0) > 0.3)
+    angle = np.arctan2(y - 0.5, x - 0.5)
+    arcs = (body_r > 0.76) & (body_r <= 0.84) & (np.cos(angle * 5.0) > 0.2)
+    ribs = np.broadcast_to(arcs, shape) & (z > 0.6) & (np.sin(z * 40.0) > 0.3)
     hu[ribs] = 700.0
     labels[ribs] = 0
     hu += rng.normal(0.0, 12.0, shape).astype(np.float32)
