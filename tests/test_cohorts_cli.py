@@ -126,3 +126,20 @@ def test_phantom_to_s3(capsys, s3_bucket):
     assert storage.exists(vols[0]["label_uri"])
     assert records.read_table("cases", summary["cases"]).num_rows == 6
     assert cohort_job.show_summary(out)["cases"]["n"] == 6
+
+
+def test_shipped_configs_validate():
+    import glob
+
+    from medscope import config
+    from medscope.cohorts import FORMATS, dataset_config
+
+    for fmt in FORMATS:
+        assert dataset_config(fmt).source  # configs/datasets/<format>.yaml parses
+    btcv = dataset_config("nifti-labels")
+    assert len(btcv.organ_map) == 13 and btcv.organ_map[6] == "liver"
+    assert dataset_config("siim-rle").critical is True
+    jobs = glob.glob(os.path.join(os.path.dirname(__file__), "..", "configs", "cohort", "*.yaml"))
+    assert jobs
+    for path in jobs:
+        config.load(cohort_job.CohortJobConfig, path)
