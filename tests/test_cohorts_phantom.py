@@ -85,8 +85,10 @@ def test_lesions_differ_from_their_surroundings(cohort):
         ring[max(0, y1 - 8) : y2 + 9, max(0, x1 - 8) : x2 + 9] = True
         ring &= ~mask
         contrasts.append(abs(img[mask].mean() - img[ring].mean()) / (img[ring].std() + 1e-6))
-    assert min(contrasts) > 0.0
-    assert np.percentile(contrasts, 20) < 0.8 < np.percentile(contrasts, 80)
+    # contrast in units of the surroundings' standard deviation: none invisible, some subtle
+    # (under half a standard deviation), some obvious (over two)
+    assert min(contrasts) > 0.1
+    assert sum(c < 0.5 for c in contrasts) >= 3 and sum(c > 2.0 for c in contrasts) >= 3
 
 
 def test_patients_and_near_copies(cohort):

@@ -187,7 +187,7 @@ def _case_plan(n_cases: int, seed: int):
             patient_of_kind[kind] = f"P{patient_no:03d}"
             left_in_patient[kind] = int(rng.choice([1, 2, 2, 3]))
         left_in_patient[kind] -= 1
-        lesion = (i // 3) % 3 != 2
+        lesion = (i + i // 3) % 3 != 2  # one lesion-free case of each kind in every nine
         plan.append({"index": i, "kind": kind, "lesion": lesion, "patient": patient_of_kind[kind], "copy_of": None})
     ptx = [p for p in plan if p["kind"] == "radiograph" and p["lesion"]][:2]
     for p in ptx:
