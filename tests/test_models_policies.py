@@ -149,3 +149,17 @@ def test_factories_from_config_entries():
     assert reader.name == "r"
     with pytest.raises(MedScopeError, match="classical method"):
         AGENT_MODEL_KINDS["classical"](SimpleNamespace(name="r", model="deep_net", options={}))
+
+
+def test_pixel_reader_on_the_phantom_cohort_flags_unusable_images():
+    """On the project's phantom (ultrasound fans, endoscopy corners, radiographs) no original
+    is called unusable, and the paper's blur, noise, down/up and JPEG degradations all are."""
+    from medscope.cohorts.phantom import phantom_cases
+    from medscope.images import decode_png
+
+    rows, _ = phantom_cases(12, seed=3)
+    for row in rows:
+        img = decode_png(row["image"], gray=True)
+        assert read_pixels(img).decision != "clarify", row["case_id"]
+        for how in ("blur", "noise", "downup-nearest", "jpeg"):
+            assert read_pixels(_degrade(img, how)).decision == "clarify", (row["case_id"], how)
