@@ -10,6 +10,7 @@ import importlib
 from medscope.errors import MedScopeError
 
 BENCHES: dict[str, str] = {}
+BENCHES["agent"] = "pipelines.agent:bench"
 
 
 def register(sub) -> None:
