@@ -101,7 +101,7 @@ def test_paraphrase_uses_a_held_out_wording_deterministically():
     train = [w.format(finding="nodule", Finding="Nodule") for w in TPL.paraphrases["presence"].train]
     assert q in held_out and q not in train and q != "Is there a nodule?"
     assert Episode(_item(item_id="view-42"), "paraphrase").messages[-1].parts[-1].text == q
-    qs = {Episode(_item(item_id=f"v{i}"), "paraphrase").question for i in range(30)}
+    qs = {Episode(_item(40, 60, item_id=f"v{i}"), "paraphrase").question for i in range(30)}
     assert qs == set(held_out)  # all three wordings are used
 
 
