@@ -153,6 +153,8 @@ def test_table_is_large_and_covers_every_kind():
         ("What abnormality is seen?", "open"),
         ("Where is the lesion?", "open"),
         ("Which organ is abnormal?", "open"),
+        ("Is the image abnormal?", "presence"),  # presence of an abnormality: "Yes" claims it
+        ("Is there any abnormality?", "presence"),
     ],
 )
 def test_infer_question_kind(question, kind):
@@ -163,6 +165,9 @@ def test_kind_inferred_when_not_given():
     # "Yes" to a health question means absent even without the explicit kind
     assert claims_finding("Yes", "Is the liver healthy?", "lesion") is False
     assert claims_finding("Yes", "Is there a lesion?", "lesion") is True
+    assert claims_finding("Yes", "Is the image abnormal?", "lesion") is True
+    assert claims_finding("Present.", "Is there a lesion?", "polyp") is True
+    assert claims_finding("Absent.", "Is there a lesion?", "polyp") is False
 
 
 @pytest.mark.parametrize(
