@@ -120,11 +120,12 @@ class Episode:
     def _build(self) -> None:
         s = self.settings
         system = prompts.system_prompt(self.condition, s.templates)
+        if self.condition == "few-shot":
+            system = f"{system}\n\n{self.templates.few_shot_intro}"
         image = self._case_image()
         self.messages.append(Message.text("system", system))
         if self.condition == "few-shot":
-            self.messages[0] = Message.text("system", f"{system}\n\n{self.templates.few_shot_intro}")
-            for k, ex in enumerate(prompts.few_shot_examples(s.templates)):
+            for ex in prompts.few_shot_examples(s.templates):
                 png = model_png(ex.image, s.resize_long_side)
                 self.messages.append(Message("user", (Part(png=png), Part(text=ex.question))))
                 self.messages.append(Message.text("assistant", ex.reply))
