@@ -227,3 +227,17 @@ def test_protocol_options_build_episode_settings():
         CounterfactualProtocol(resize=3)
     with pytest.raises(MedScopeError, match="resize_long_side"):
         CounterfactualProtocol(images={"detail": "high"})
+
+
+def test_replay_builds_the_training_conversation():
+    from medscope.agent.actions import FinalAction, ToolCall, format_final, format_tool_call
+    from medscope.agent.episode import replay
+
+    replies = [format_tool_call(ToolCall("zoom", box=(0, 0, 500, 500)), "Closer."),
+               format_final(FinalAction("answer", answer="Yes", box=(100, 200, 300, 400), confidence=0.9), "Seen.")]
+    ep = replay(_item(), "agent", replies)
+    assert ep.done and ep.result.action == "answer" and ep.result.claims_finding is True
+    assert [m.role for m in ep.messages] == ["system", "user", "assistant", "user", "assistant"]
+    assert len(_images(ep.messages)) == 2  # the case image and the zoom crop
+    with pytest.raises(MedScopeError, match="after the episode ended"):
+        replay(_item(), "agent", replies + ["extra"])

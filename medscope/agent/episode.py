@@ -246,3 +246,15 @@ def run_episodes(
         for ep, completion in zip(live, completions, strict=True):
             ep.feed(completion)
     return [ep.result for ep in episodes]  # type: ignore[misc]
+
+
+def replay(item: Item, condition: str, replies: list[str], settings: EpisodeSettings | None = None) -> Episode:
+    """Feed written replies (e.g. a label-derived trajectory's tool calls and final action)
+    through the episode, so training sees exactly the messages, tool crops and error turns
+    that evaluation produces. Replies after the episode has ended are an error."""
+    ep = Episode(item, condition, settings)
+    for i, text in enumerate(replies):
+        if ep.done:
+            raise MedScopeError(f"replay of {item.item_id}: reply {i + 1} comes after the episode ended")
+        ep.feed(Completion(text=text))
+    return ep
