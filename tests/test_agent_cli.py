@@ -48,3 +48,9 @@ def test_try_verb_bad_model_is_one_line_error(tmp_path, capsys):
 def test_tiny_vlm_verb_writes_a_checkpoint(tmp_path):
     assert cli.main(["agent", "tiny-vlm", "--out", str(tmp_path / "tiny")]) == 0
     assert (tmp_path / "tiny" / "config.json").exists() and (tmp_path / "tiny" / "tokenizer.json").exists()
+
+
+def test_unknown_condition_is_one_line_error(capsys):
+    assert cli.main(["agent", "prompt", "--condition", "sideways"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "unknown condition 'sideways'" in err and len(err.splitlines()) == 1
