@@ -141,7 +141,7 @@ def test_bh_and_bonferroni():
     assert rej == [bool(x <= 0.05) for x in q]
     thr, sig = inference.bonferroni([0.001, 0.002, 0.01], 0.05)
     assert thr == pytest.approx(0.05 / 3) and sig == [True, True, True]
-    assert inference.bonferroni([0.001, 0.02], 0.05)[1] == [True, False]
+    assert inference.bonferroni([0.001, 0.03], 0.05)[1] == [True, False]
     rows = inference.adjust_families([{"family": "a", "p": 0.01}, {"family": "a", "p": 0.04},
                                       {"family": "b", "p": 0.04}])
     assert rows[1]["q"] == pytest.approx(0.04) and rows[2]["q"] == pytest.approx(0.04)
