@@ -9,7 +9,9 @@ import importlib
 
 from medscope.errors import MedScopeError
 
-BENCHES: dict[str, str] = {}
+BENCHES: dict[str, str] = {
+    "stats": "pipelines.score:bench_stats",
+}
 
 
 def register(sub) -> None:

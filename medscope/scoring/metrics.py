@@ -177,15 +177,28 @@ def metric_values(num_sum: np.ndarray, den_sum: np.ndarray) -> np.ndarray:
     return ratios_to_metrics(r)
 
 
-def ratios_to_metrics(ratios: np.ndarray) -> np.ndarray:
-    shape = ratios.shape[:-1] + (-1, len(TERMS))
-    r = ratios.reshape(shape)
-    m = metric_matrix()
-    # a NaN term only matters where the metric uses it: mask by hand instead of NaN * 0
-    out = np.einsum("...kt,tm->...km", np.nan_to_num(r), m)
-    used = m != 0
-    undefined = np.einsum("...kt,tm->...km", np.isnan(r).astype(float), used.astype(float)) > 0
-    out[undefined] = np.nan
+def ratios_to_metrics(ratios: np.ndarray, axis: int = -1) -> np.ndarray:
+    """Term ratios ``[..., K*T]`` -> metrics ``[..., K, M]``; an undefined term makes its metric NaN.
+
+    With ``axis=0`` the terms run along the first axis instead (``[K*T, ...]`` -> ``[K, M, ...]``),
+    the layout the bootstrap produces.
+    """
+    if axis == 0:
+        r = ratios.reshape((-1, len(TERMS)) + ratios.shape[1:])
+        pick = lambda t: r[:, t]  # noqa: E731
+        out = np.empty((r.shape[0], len(METRICS)) + ratios.shape[1:])
+        put = lambda j: out[:, j]  # noqa: E731
+    else:
+        r = ratios.reshape(ratios.shape[:-1] + (-1, len(TERMS)))
+        pick = lambda t: r[..., t]  # noqa: E731
+        out = np.empty(r.shape[:-1] + (len(METRICS),))
+        put = lambda j: out[..., j]  # noqa: E731
+    for j, spec in enumerate(METRICS.values()):
+        sign, term = spec[0]
+        dst = put(j)
+        np.multiply(pick(TERMS.index(term)), sign, out=dst)
+        for sign, term in spec[1:]:
+            dst += sign * pick(TERMS.index(term))
     return out
 
 
@@ -223,7 +236,8 @@ def bootstrap_metric_samples(stats: SufficientStats, n_boot: int, seed: int, clu
     if cluster_codes is not None:
         num, den = bs.regroup(num, cluster_codes, n_clusters), bs.regroup(den, cluster_codes, n_clusters)
     counts = bs.resample_counts(num.shape[0], n_boot, seed)
-    return ratios_to_metrics(bs.ratio_samples(num, den, counts))
+    terms_first = bs.ratio_samples(num, den, counts).T  # [K*T, B], contiguous
+    return np.moveaxis(ratios_to_metrics(terms_first, axis=0), -1, 0)  # [B, K, M] view
 
 
 def _compute_one(df, test_set, n_boot, seed, breakdowns, cluster, level, coverages) -> list[dict]:

@@ -49,39 +49,57 @@ def cluster_sums(values: np.ndarray, codes: np.ndarray, n_clusters: int) -> np.n
     return out
 
 
-def ratio_samples(num: np.ndarray, den: np.ndarray, counts: np.ndarray, chunk: int = 2048) -> np.ndarray:
+def ratio_samples(num: np.ndarray, den: np.ndarray, counts: np.ndarray) -> np.ndarray:
     """``[B, S]`` resampled ratios sum(num)/sum(den); NaN where a resample has no denominator.
 
-    Denominator columns repeat across models (every model sees the same views), so the
-    distinct ones are multiplied once.
+    The numerators are mostly zero (a subgroup's statistics involve only its own clusters),
+    so they are multiplied as a sparse matrix; the denominators repeat across models (every
+    model sees the same views), so only the distinct columns are multiplied. Numerators are
+    zero wherever denominators are (they are indicator x denominator per view), so an empty
+    resample gives 0/0 = NaN, never an infinity.
     """
-    out = np.empty((counts.shape[0], num.shape[1]))
-    uniq, inverse = np.unique(den.T, axis=0, return_inverse=True)
-    inverse = np.asarray(inverse).ravel()
-    den_b = counts @ uniq.T  # [B, U]
-    for start in range(0, num.shape[1], chunk):
-        sl = slice(start, start + chunk)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            out[:, sl] = (counts @ num[:, sl]) / den_b[:, inverse[sl]]
-    out[~np.isfinite(out)] = np.nan
-    return out
+    from scipy import sparse
+
+    inverse, uniq = unique_columns(den)
+    num_t = sparse.csr_matrix(num.T) @ counts.T  # [S, B], rows contiguous
+    den_t = uniq.T @ counts.T  # [U, B]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        for u in range(den_t.shape[0]):
+            rows = inverse == u
+            num_t[rows] /= den_t[u]
+    return num_t.T
+
+
+def unique_columns(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(index of each column's distinct pattern, ``[rows, U]`` distinct columns), by hashing bytes."""
+    seen: dict[bytes, int] = {}
+    inverse = np.empty(a.shape[1], dtype=np.int64)
+    cols = np.ascontiguousarray(a.T)
+    for j in range(cols.shape[0]):
+        inverse[j] = seen.setdefault(cols[j].tobytes(), len(seen))
+    firsts = np.zeros(len(seen), dtype=np.int64)
+    firsts[inverse[::-1]] = np.arange(a.shape[1])[::-1]
+    return inverse, a[:, firsts]
 
 
 def percentile_ci(samples: np.ndarray, level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
-    """Percentile interval along axis 0, ignoring resamples where the statistic is undefined."""
-    q = [(1 - level) / 2 * 100, (1 + level) / 2 * 100]
-    samples = np.asarray(samples, dtype=float)
-    flat = samples.reshape(samples.shape[0], -1)
-    lo = np.full(flat.shape[1], np.nan)
-    hi = np.full(flat.shape[1], np.nan)
-    has_nan = np.isnan(flat).any(axis=0)
-    if (~has_nan).any():
-        lo[~has_nan], hi[~has_nan] = np.percentile(flat[:, ~has_nan], q, axis=0)
-    for j in np.flatnonzero(has_nan):  # few columns (tiny subgroups); the slow path is fine
-        col = flat[:, j][~np.isnan(flat[:, j])]
-        if col.size:
-            lo[j], hi[j] = np.percentile(col, q)
-    return lo.reshape(samples.shape[1:]), hi.reshape(samples.shape[1:])
+    """Percentile interval along axis 0 (numpy's linear interpolation), ignoring resamples where
+    the statistic is undefined (NaN). Uses a partial sort along contiguous rows."""
+    q = np.array([(1 - level) / 2, (1 + level) / 2])
+    x = np.moveaxis(np.asarray(samples, dtype=float), 0, -1)
+    shape, n = x.shape[:-1], x.shape[-1]
+    flat = x.reshape(-1, n)
+    h = (n - 1) * q
+    f = np.floor(h).astype(int)
+    kth = sorted({int(min(k, n - 1)) for k in (f[0], f[0] + 1, f[1], f[1] + 1)})
+    part = np.partition(flat, kth, axis=1)
+    nxt = np.minimum(f + 1, n - 1)
+    out = part[:, f] + (h - f) * (part[:, nxt] - part[:, f])
+    lo, hi = out[:, 0].copy(), out[:, 1].copy()
+    for j in np.flatnonzero(np.isnan(flat).any(axis=1)):  # tiny subgroups: the slow path is fine
+        col = flat[j][~np.isnan(flat[j])]
+        lo[j], hi[j] = np.percentile(col, q * 100) if col.size else (np.nan, np.nan)
+    return lo.reshape(shape), hi.reshape(shape)
 
 
 @dataclass(frozen=True)
