@@ -14,6 +14,7 @@ VERB_MODULES = [
     "pipelines.bench",
     "pipelines.demo",
     "pipelines.score",
+    "pipelines.report",
 ]
 
 

@@ -42,7 +42,7 @@ def views(n_lesion: int = 219, n_negative: int = 288, n_degraded: int = 170, see
         imaging = IMAGING[i % len(IMAGING)]
         finding = FINDINGS[int(rng.integers(len(FINDINGS)))]
         critical = bool(rng.random() < 0.25)
-        side = int(rng.integers(12, 80))
+        side = int(rng.integers(max(2, min(width, height) // 20), max(3, min(width, height) // 3)))
         x, y = int(rng.integers(0, width - side)), int(rng.integers(0, height - side))
         area = side * side / (width * height)
         group = f"G{i // 2:04d}"
