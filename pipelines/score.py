@@ -86,12 +86,26 @@ def compare_run(metrics_uri: str, reference: str, scores_uri: str | None = None,
     return table.to_pandas()
 
 
-def format_comparisons(df: pd.DataFrame) -> str:
+def format_comparisons(df: pd.DataFrame, adjust: str | None = None, alpha: float = 0.05) -> str:
+    """One line per comparison; with ``adjust`` all printed comparisons form one named family
+    (Bonferroni threshold alpha/m, or Benjamini-Hochberg q)."""
+    from medscope.stats import inference
+
+    df = df[df["breakdown"] == "all"].reset_index(drop=True)
+    extra = [""] * len(df)
+    if adjust and len(df):
+        fam = inference.adjust_families([{"family": "all", "p": p} for p in df["p_value"].fillna(1.0)], alpha,
+                                        "bh" if adjust == "bh" else "bonferroni")
+        for i, f in enumerate(fam):
+            extra[i] = (f" q={f['q']:.3g}" if adjust == "bh" else f" (alpha/m={f['threshold']:.2g})") + \
+                       (" *" if f["significant"] else "")
     lines = []
-    for (ts, model, ref), part in df[df["breakdown"] == "all"].groupby(["test_set", "model", "reference"], sort=False):
+    for (ts, model, ref), part in df.groupby(["test_set", "model", "reference"], sort=False):
         cells = [f"{r.metric} {r.value:+.3f} [{r.ci_low:+.3f}, {r.ci_high:+.3f}] p={bs.format_p(r.p_value, r.n_boot)}"
-                 for r in part.itertuples()]
+                 + extra[r.Index] for r in part.itertuples()]
         lines.append(f"{ts}: {model} - {ref}: " + "; ".join(cells))
+    if adjust:
+        lines.append(f"family of {len(df)} comparisons, {adjust} at alpha {alpha}; * = significant after adjustment")
     return "\n".join(lines)
 
 
@@ -146,8 +160,10 @@ def register(sub) -> None:
     p.add_argument("--seed", type=int, default=bs.DEFAULT_SEED)
     p.add_argument("--cluster", default="case_id", choices=["case_id", "group_id", "patient_id"])
     p.add_argument("--metric", action="append", help=f"metric(s) to compare (default: {', '.join(cmp.PRIMARY)})")
+    p.add_argument("--adjust", choices=["bonferroni", "bh"], help="treat the printed comparisons as one family")
     p.set_defaults(func=lambda a: print(format_comparisons(compare_run(
-        a.metrics, a.reference, a.scores, a.out, a.n_boot, a.seed, tuple(a.metric or cmp.PRIMARY), a.cluster))))
+        a.metrics, a.reference, a.scores, a.out, a.n_boot, a.seed, tuple(a.metric or cmp.PRIMARY), a.cluster),
+        a.adjust)))
 
     p = sub.add_parser("rules", help="pre-registered decision rules: apply a plan, lock it, print its hash")
     rsub = p.add_subparsers(dest="rules_verb", metavar="ACTION")

@@ -200,3 +200,22 @@ def test_label_noise_panel_flags_and_removes_disputed_negatives(small):
     assert flagged == [target]
     rest = labelnoise.without_cases(table, flagged)
     assert target not in set(rest.column("case_id").to_pylist()) and rest.num_rows == table.num_rows - 3
+
+
+def test_seed_pairs_and_equivalence(small):
+    df = small.copy()
+    twin = df[df.model == "model-01"].assign(model="model-01-twin")
+    both = pd.concat([df, twin])
+    out = compare.seed_pairs(both, [("model-01", "model-00"), ("model-02", "model-00")], n_boot=100).to_pandas()
+    assert set(out.model) == {"model-01", "model-02"} and (out.reference == "model-00:agent").all()
+    eq = compare.equivalence(both, "model-01-twin", "model-01", "net_utility", 0.05, n_boot=100)
+    assert eq.diff == 0 and eq.equivalent and eq.ci90_low == 0 == eq.ci90_high
+    far = compare.equivalence(both, "model-02", "model-00", "esg", 0.05, n_boot=300)
+    m = metrics.compute(small, n_boot=0).to_pandas()
+    val = lambda mod: m[(m.model == mod) & (m.metric == "esg") & (m.breakdown == "all")].value.iloc[0]  # noqa: E731
+    assert far.diff == pytest.approx(val("model-02") - val("model-00"))
+    assert far.equivalent == (far.ci90_low > -0.05 and far.ci90_high < 0.05)
+    from pipelines.score import format_comparisons
+
+    text = format_comparisons(compare.compare(small, "model-00", n_boot=100).to_pandas(), adjust="bh")
+    assert "q=" in text and "family of 10 comparisons, bh" in text

@@ -92,3 +92,22 @@ def compare(scores: pa.Table | pd.DataFrame, reference: str, n_boot: int = bs.DE
 
 def _f(x):
     return float(x) if np.isfinite(x) else None
+
+
+def seed_pairs(scores: pa.Table | pd.DataFrame, pairs: list[tuple[str, str]], n_boot: int = bs.DEFAULT_B,
+               seed: int = bs.DEFAULT_SEED, metric_names=PRIMARY) -> pa.Table:
+    """Per-seed paired comparisons (seed 000 §3.9): ``pairs`` = [(arm_seed0, baseline_seed0), ...]."""
+    df = scores.to_pandas() if isinstance(scores, pa.Table) else scores
+    parts = [compare(df, ref, n_boot, seed, metric_names, models=[model]).to_pandas() for model, ref in pairs]
+    return records.to_table("metrics", pd.concat(parts, ignore_index=True).to_dict("records"))
+
+
+def equivalence(scores: pa.Table | pd.DataFrame, model: str, reference: str, metric: str, margin: float = 0.05,
+                n_boot: int = bs.DEFAULT_B, seed: int = bs.DEFAULT_SEED, condition: str = "agent"):
+    """TOST of model - reference on ``metric`` against +-margin (seed 001: 90% interval inside)."""
+    from medscope.stats import inference
+
+    df = scores.to_pandas() if isinstance(scores, pa.Table) else scores
+    _, pa_, pb_, sa, sb, _ = paired_samples(df, (model, condition), (reference, condition), n_boot, seed)
+    j = list(mt.METRICS).index(metric)
+    return inference.tost(float(pa_[0, j] - pb_[0, j]), sa[:, 0, j] - sb[:, 0, j], margin)
