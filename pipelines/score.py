@@ -29,7 +29,7 @@ RUN_MANIFEST = "run.json"
 def score_run(episodes_uri: str, views_uri: str, out: str, cost_matrix: str = costs.DEFAULT,
               test_set: str = "main", n_boot: int = bs.DEFAULT_B, seed: int = bs.DEFAULT_SEED,
               cluster: str = "case_id", plan: str | None = None, panel: list[str] | None = None,
-              min_votes: int | None = None) -> dict:
+              min_votes: int | None = None, box_units: str = "pixels") -> dict:
     """Score episodes against views, write scores + metrics (+ manifest) under ``out``."""
     t0 = time.monotonic()
     if plan:
@@ -39,7 +39,7 @@ def score_run(episodes_uri: str, views_uri: str, out: str, cost_matrix: str = co
     views = records.read_table("views", views_uri)
     if episodes.num_rows == 0:
         raise MedScopeError(f"no episodes in {episodes_uri}")
-    scores, rejects = rewards.score_episodes(episodes, views, matrix, test_set=test_set)
+    scores, rejects = rewards.score_episodes(episodes, views, matrix, test_set=test_set, box_units=box_units)
     print(f"  scored {scores.num_rows} episodes ({len(rejects)} rejected) in {time.monotonic() - t0:.1f}s",
           file=sys.stderr, flush=True)
     disputed: list[str] = []
@@ -55,6 +55,7 @@ def score_run(episodes_uri: str, views_uri: str, out: str, cost_matrix: str = co
     if rejects:
         records.write_table("rejects", rejects, storage.join(out, "rejects.parquet"))
     manifest = {"episodes": episodes_uri, "views": views_uri, "cost_matrix": matrix.name, "test_set": test_set,
+                "box_units": box_units,
                 "n_boot": n_boot, "seed": seed, "cluster": cluster, "disputed_cases": disputed,
                 "scored_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}
     storage.write_text(storage.join(out, RUN_MANIFEST), json.dumps(manifest, indent=2) + "\n")
@@ -147,9 +148,11 @@ def register(sub) -> None:
     p.add_argument("--plan", help="lock this plan's hash into the run (plan.lock.json)")
     p.add_argument("--panel", help="comma-separated consensus panel: also report metrics without disputed negatives")
     p.add_argument("--min-votes", type=int, help="panel votes that make a lesion-free label disputed (default 7/9)")
+    p.add_argument("--box-units", default="pixels", choices=list(rewards.BOX_UNITS),
+                   help="units of episode boxes: pixels (the table contract) or per_mille (raw 0-1000 replies)")
     p.set_defaults(func=lambda a: _print(score_run(
         a.episodes, a.views, a.out, a.cost_matrix, a.test_set, a.n_boot, a.seed, a.cluster, a.plan,
-        a.panel.split(",") if a.panel else None, a.min_votes)))
+        a.panel.split(",") if a.panel else None, a.min_votes, a.box_units)))
 
     p = sub.add_parser("compare", help="paired bootstrap differences of every model against a reference")
     p.add_argument("--metrics", required=True, help="metrics URI of a scored run (its scores.parquet is used)")

@@ -78,17 +78,35 @@ def test_box_bonus_iou_threshold_oversize_and_tool_cost():
     assert one(m, "natural_negative", False, "unparseable", tools=2)[0] == pytest.approx(-1.05)
 
 
-def test_box_iou_converts_0_1000_to_pixels():
-    # a 200x100 image; lesion at pixels (20,10)-(60,50); model box in 0-1000 units
-    iou, area = rewards.box_iou(np.array([[100.0, 100, 300, 500]]), np.array([[20.0, 10, 60, 50]]),
-                                np.array([200]), np.array([100]))
-    # model box in pixels: (20,10)-(60,50): identical
-    assert iou[0] == pytest.approx(1.0) and area[0] == pytest.approx(0.2 * 0.4)
-    iou, _ = rewards.box_iou(np.array([[100.0, 100, 200, 500]]), np.array([[20.0, 10, 60, 50]]),
-                             np.array([200]), np.array([100]))
+def test_box_iou_in_pixels_and_from_0_1000():
+    # a 200x100 image; lesion at pixels (20,10)-(60,50)
+    lesion = np.array([[20.0, 10, 60, 50]])
+    iou, area = rewards.box_iou(np.array([[20.0, 10, 60, 50]]), lesion, np.array([200]), np.array([100]))
+    assert iou[0] == pytest.approx(1.0) and area[0] == pytest.approx(40 * 40 / 20000)
+    iou, _ = rewards.box_iou(np.array([[20.0, 10, 40, 50]]), lesion, np.array([200]), np.array([100]))
     assert iou[0] == pytest.approx(0.5)
-    iou, _ = rewards.box_iou(np.array([[np.nan] * 4]), np.array([[20.0, 10, 60, 50]]), np.array([200]), np.array([100]))
+    # model reply units: (100,100)-(300,500) per mille of 200x100 is (20,10)-(60,50) in pixels
+    px = rewards.per_mille_to_pixels(np.array([[100.0, 100, 300, 500]]), np.array([200]), np.array([100]))
+    assert px.tolist() == [[20.0, 10.0, 60.0, 50.0]]
+    iou, _ = rewards.box_iou(np.array([[np.nan] * 4]), lesion, np.array([200]), np.array([100]))
     assert np.isnan(iou[0])
+
+
+def test_grounding_bonus_through_score_episodes_in_both_box_units():
+    v = synthetic.views(1, 0, 0, seed=8, width=200, height=100)
+    lesion = v.column("lesion_bbox")[0].as_py()
+    e = constant_episodes(v, "answer", True).to_pylist()
+    for row in e:
+        row["box"] = lesion
+    s, _ = rewards.score_episodes(records.to_table("episodes", e), v, costs.load("table2"))
+    by_kind = dict(zip(s.column("kind").to_pylist(), s.column("reward").to_pylist()))
+    assert by_kind == {"original": 1.5, "random_removal": 1.5, "target_removal": -2.0}
+    for row in e:
+        row["box"] = [round(lesion[0] * 5), round(lesion[1] * 10), round(lesion[2] * 5), round(lesion[3] * 10)]
+    s, _ = rewards.score_episodes(records.to_table("episodes", e), v, costs.load("table2"), box_units="per_mille")
+    assert s.column("grounded").to_pylist() == [True, False, True]
+    with pytest.raises(MedScopeError, match="box_units"):
+        rewards.score_episodes(records.to_table("episodes", e), v, costs.load("table2"), box_units="cm")
 
 
 def constant_episodes(views, action, claims):

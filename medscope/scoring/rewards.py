@@ -25,6 +25,7 @@ import pandas as pd
 import pyarrow as pa
 
 from medscope import records
+from medscope.errors import MedScopeError
 from medscope.scoring.costs import CostMatrix
 
 ROW_OF_KIND = {
@@ -47,18 +48,23 @@ def lesion_present(kind: np.ndarray, lesion_area_frac: np.ndarray, has_bbox: np.
     return present | ((kind == "degraded") & lesion_case)
 
 
-def box_iou(box_1000: np.ndarray, lesion_bbox: np.ndarray, width: np.ndarray, height: np.ndarray):
-    """IoU of model boxes (0-1000 image coordinates) with lesion boxes (pixels), and box area share.
-
-    Arrays of shape (n, 4) with NaN rows where a box is missing; returns (iou, area_frac), NaN
-    where either box is missing. Degenerate or inverted boxes are normalised to (min, max).
-    """
-    b = np.asarray(box_1000, dtype=float) / 1000.0
+def per_mille_to_pixels(box_1000: np.ndarray, width: np.ndarray, height: np.ndarray) -> np.ndarray:
+    """Boxes in 0-1000 image coordinates (model replies) -> pixels; NaN rows stay NaN."""
     w = np.asarray(width, dtype=float)[:, None]
     h = np.asarray(height, dtype=float)[:, None]
-    scale = np.concatenate([w, h, w, h], axis=1)
-    bp = b * scale
+    return np.asarray(box_1000, dtype=float) / 1000.0 * np.concatenate([w, h, w, h], axis=1)
+
+
+def box_iou(box_px: np.ndarray, lesion_bbox: np.ndarray, width: np.ndarray, height: np.ndarray):
+    """IoU of model boxes with lesion boxes (both pixels, as tables hold them: records.BOX), and
+    each model box's share of the image area.
+
+    Arrays of shape (n, 4) with NaN rows where a box is missing; returns (iou, area_frac), NaN
+    where either box is missing. Inverted corners are normalised to (min, max).
+    """
+    bp = np.asarray(box_px, dtype=float)
     lp = np.asarray(lesion_bbox, dtype=float)
+    img_area = np.asarray(width, dtype=float) * np.asarray(height, dtype=float)
     bx1, bx2 = np.minimum(bp[:, 0], bp[:, 2]), np.maximum(bp[:, 0], bp[:, 2])
     by1, by2 = np.minimum(bp[:, 1], bp[:, 3]), np.maximum(bp[:, 1], bp[:, 3])
     ix = np.clip(np.minimum(bx2, lp[:, 2]) - np.maximum(bx1, lp[:, 0]), 0, None)
@@ -69,7 +75,7 @@ def box_iou(box_1000: np.ndarray, lesion_bbox: np.ndarray, width: np.ndarray, he
     union = area_b + area_l - inter
     with np.errstate(invalid="ignore", divide="ignore"):
         iou = np.where(union > 0, inter / union, 0.0)
-        area_frac = area_b / (scale[:, 0] * scale[:, 1])
+        area_frac = area_b / img_area
     missing = np.isnan(bp).any(axis=1) | np.isnan(lp).any(axis=1)
     iou[missing] = np.nan
     area_frac[np.isnan(bp).any(axis=1)] = np.nan
@@ -132,14 +138,21 @@ def _boxes(values) -> np.ndarray:
     return out
 
 
+BOX_UNITS = ("pixels", "per_mille")
+
+
 def score_episodes(
-    episodes: pa.Table, views: pa.Table, matrix: CostMatrix, test_set: str = "main"
+    episodes: pa.Table, views: pa.Table, matrix: CostMatrix, test_set: str = "main", box_units: str = "pixels"
 ) -> tuple[pa.Table, list[dict]]:
     """Score every episode against its view. Returns (scores table, rejects rows).
 
-    Episodes whose view is not in ``views`` become rejects (reason ``view_missing``); the
-    rest are scored.
+    Episode boxes are pixels of the view, as tables hold them (records.BOX; the agent converts
+    the model's 0-1000 box when it records the episode); ``box_units="per_mille"`` reads
+    episodes that kept the model's 0-1000 coordinates. Episodes whose view is not in ``views``
+    become rejects (reason ``view_missing``); the rest are scored.
     """
+    if box_units not in BOX_UNITS:
+        raise MedScopeError(f"box_units must be one of {BOX_UNITS}, not {box_units!r}")
     ep = episodes.select(
         ["run_id", "model", "condition", "view_id", "case_id", "action", "claims_finding", "box",
          "confidence", "tool_calls"]
@@ -164,7 +177,10 @@ def score_episodes(
     kind = df["kind"].to_numpy(dtype=object)
     lbox = _boxes(df["lesion_bbox"].tolist())
     present = lesion_present(kind, df["lesion_area_frac"].to_numpy(dtype=float), ~np.isnan(lbox).any(axis=1))
-    iou, area = box_iou(_boxes(df["box"].tolist()), lbox, df["width"].to_numpy(), df["height"].to_numpy())
+    boxes = _boxes(df["box"].tolist())
+    if box_units == "per_mille":
+        boxes = per_mille_to_pixels(boxes, df["width"].to_numpy(), df["height"].to_numpy())
+    iou, area = box_iou(boxes, lbox, df["width"].to_numpy(), df["height"].to_numpy())
     reward, correct, grounded, oversized = view_rewards(
         kind, action, claims, present, df["critical"].to_numpy(dtype=bool), iou, area,
         df["tool_calls"].to_numpy(), matrix,

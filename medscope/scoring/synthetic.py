@@ -83,9 +83,7 @@ def episodes(views_table, models: dict[str, dict[str, float]], seed: int = 0, ru
             claims = bool(rng.random() < p.get(kind, 0.5)) if action == "answer" else None
             box = None
             if claims and row["lesion_bbox"] and rng.random() < p.get("box", 0.0):
-                x1, y1, x2, y2 = row["lesion_bbox"]
-                box = [int(x1 * 1000 / row["width"]), int(y1 * 1000 / row["height"]),
-                       int(x2 * 1000 / row["width"]), int(y2 * 1000 / row["height"])]
+                box = list(row["lesion_bbox"])  # pixels, as episode tables hold boxes
             rows.append({
                 "run_id": run_id, "protocol": "counterfactual", "model": name, "condition": "agent",
                 "view_id": row["view_id"], "case_id": row["case_id"], "request_key": f"{name}:{row['view_id']}",
