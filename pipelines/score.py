@@ -66,10 +66,19 @@ def score_run(episodes_uri: str, views_uri: str, out: str, cost_matrix: str = co
 
 
 def run_folder(uri: str) -> str:
-    """The run folder of a metrics / scores file URI (or the URI itself if it is a folder)."""
-    if storage.is_dir(uri) and not storage.exists(storage.join(uri, "_SUCCESS")) and not uri.endswith(".parquet"):
+    """The run folder of a metrics / scores URI; a run folder itself is returned as is."""
+    uri = uri.rstrip("/")
+    if storage.is_dir(uri) and storage.exists(storage.join(uri, "metrics.parquet")):
         return uri
     return uri.rsplit("/", 1)[0] if "/" in uri else "."
+
+
+def metrics_uri_of(uri: str) -> str:
+    """``uri`` itself, or ``<uri>/metrics.parquet`` when ``uri`` is a run folder."""
+    folder = uri.rstrip("/")
+    if storage.is_dir(folder) and storage.exists(storage.join(folder, "metrics.parquet")):
+        return storage.join(folder, "metrics.parquet")
+    return uri
 
 
 def compare_run(metrics_uri: str, reference: str, scores_uri: str | None = None, out: str | None = None,
@@ -111,7 +120,7 @@ def format_comparisons(df: pd.DataFrame, adjust: str | None = None, alpha: float
 
 
 def read_metrics(uris: list[str]) -> pd.DataFrame:
-    return pd.concat([records.read_table("metrics", u).to_pandas() for u in uris], ignore_index=True)
+    return pd.concat([records.read_table("metrics", metrics_uri_of(u)).to_pandas() for u in uris], ignore_index=True)
 
 
 def apply_rules(plan_uri: str, metrics_uris: list[str], lock_uri: str | None = None, unlocked: bool = False) -> str:

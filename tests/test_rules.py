@@ -172,6 +172,6 @@ def test_score_compare_and_rules_cli_end_to_end(tmp_path, capsys):
     assert "validation: stage3 - stage1:agent: esg" in printed
     comp = records.read_table("metrics", str(run / "comparisons.parquet")).to_pandas()
     assert set(comp.model) == {"stage2", "stage3", "v3"} and (comp.reference == "stage1:agent").all()
-    cli(["rules", "apply", "--plan", PLAN, "--metrics", str(run / "metrics.parquet")])
+    cli(["rules", "apply", "--plan", PLAN, "--metrics", str(run), str(run / "comparisons.parquet")])
     out = capsys.readouterr().out
     assert "stage-selection [stage_selection]: select" in out and "sensitivity-floor [floor]: eligible" in out

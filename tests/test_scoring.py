@@ -191,8 +191,10 @@ def test_unknown_view_becomes_a_reject_and_answer_without_claim_is_unparseable()
     v = synthetic.views(1, 1, 0, seed=2)
     e = constant_episodes(v, "answer", None).to_pylist()
     e.append(dict(e[0], view_id="ghost/original", request_key="ghost"))
+    e.append(dict(e[1], request_key="again"))
     s, rej = rewards.score_episodes(records.to_table("episodes", e), v, costs.load("table2"))
-    assert [r["reason"] for r in rej] == ["view_missing"]
+    assert sorted(r["reason"] for r in rej) == ["duplicate_episode", "view_missing"]
+    assert s.num_rows == v.num_rows
     assert set(s.column("action").to_pylist()) == {"unparseable"}
     assert set(s.column("reward").to_pylist()) == {-1.0}
 

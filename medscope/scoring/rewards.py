@@ -162,13 +162,19 @@ def score_episodes(
          "imaging_type", "finding", "patient_id", "group_id"]
     ).to_pandas().drop_duplicates("view_id")
     merged = ep.merge(vw, on="view_id", how="left", indicator=True)
-    lost = merged["_merge"] != "both"
+    lost = (merged["_merge"] != "both").to_numpy()
+    # one decision per model x condition x view: a second episode would count the view twice
+    dup = merged.duplicated(["model", "condition", "view_id"], keep="first").to_numpy() & ~lost
     rejects = [
         records.reject("scores", "episodes", f"{r.model}/{r.condition}/{r.view_id}", "score", "view_missing",
                        f"view {r.view_id} is not in the views table")
         for r in merged[lost].itertuples()
+    ] + [
+        records.reject("scores", "episodes", f"{r.model}/{r.condition}/{r.view_id}", "score", "duplicate_episode",
+                       f"a second episode of this view in run {r.run_id}; the first is scored")
+        for r in merged[dup].itertuples()
     ]
-    df = merged[~lost].reset_index(drop=True)
+    df = merged[~lost & ~dup].reset_index(drop=True)
     action = df["action"].to_numpy(dtype=object).copy()
     claims_raw = df["claims_finding"]
     no_claim = (action == "answer") & claims_raw.isna().to_numpy()
