@@ -232,3 +232,23 @@ def test_size_quartiles_and_selective_risk():
     per_case = v[v.kind == "original"].set_index("case_id")["lesion_area_frac"].sort_values()
     labels = q[v.kind == "original"].set_axis(v[v.kind == "original"]["case_id"]).loc[per_case.index].tolist()
     assert labels == ["Q1", "Q1", "Q2", "Q2", "Q3", "Q3", "Q4", "Q4"] or math.isclose(per_case.iloc[1], per_case.iloc[2])
+
+
+def test_selective_risk_bootstrap_matches_resampled_rows():
+    from medscope.scoring import selective
+    from medscope.stats import bootstrap as bs
+
+    rng = np.random.default_rng(3)
+    n_cases = 12
+    cluster = np.repeat(np.arange(n_cases), 2)
+    correct = rng.random(24) < 0.7
+    conf = rng.random(24).round(3)  # distinct: no ties, so the expansion order is the sort order
+    idx = bs.resample_indices(n_cases, 25, 9)
+    counts = bs.counts_from_indices(idx, n_cases)
+    boot = selective.bootstrap(correct, conf, cluster, counts, (1.0, 0.5))
+    for b in range(25):
+        rows = np.concatenate([np.flatnonzero(cluster == c) for c in idx[b]])
+        curve = selective.risk_coverage(correct[rows], conf[rows])
+        assert boot[b, 0] == pytest.approx(selective.risk_at(curve, 1.0))
+        assert boot[b, 1] == pytest.approx(selective.risk_at(curve, 0.5))
+        assert boot[b, 2] == pytest.approx(selective.aurc(curve))

@@ -14,7 +14,7 @@ unmatched-control / insertion views scored like R):
 - control_denial = P(absent answer or refer | R); referral_rate = P(refer | A);
   unparseable_rate over all views.
 
-Selective risk at fixed coverage and AURC (``selective.py``) are point estimates.
+Selective risk at fixed coverage and AURC (``selective.py``) use the same resampled clusters.
 """
 
 from __future__ import annotations
@@ -230,12 +230,13 @@ def _cluster_map(df: pd.DataFrame, case_ids: np.ndarray, cluster: str) -> tuple[
 
 
 def bootstrap_metric_samples(stats: SufficientStats, n_boot: int, seed: int, cluster_codes=None,
-                             n_clusters=None) -> np.ndarray:
+                             n_clusters=None, counts=None) -> np.ndarray:
     """``[B, K, M]`` resampled metric values, all keys on one shared set of resampled clusters."""
     num, den = stats.num, stats.den
     if cluster_codes is not None:
         num, den = bs.regroup(num, cluster_codes, n_clusters), bs.regroup(den, cluster_codes, n_clusters)
-    counts = bs.resample_counts(num.shape[0], n_boot, seed)
+    if counts is None:
+        counts = bs.resample_counts(num.shape[0], n_boot, seed)
     terms_first = bs.ratio_samples(num, den, counts).T  # [K*T, B], contiguous
     return np.moveaxis(ratios_to_metrics(terms_first, axis=0), -1, 0)  # [B, K, M] view
 
@@ -244,10 +245,14 @@ def _compute_one(df, test_set, n_boot, seed, breakdowns, cluster, level, coverag
     stats = sufficient_stats(df, breakdowns)
     point = metric_values(stats.num.sum(0), stats.den.sum(0))  # [K, M]
     n_cases = _n_cases(stats)
+    counts = case_cluster = None
     if n_boot:
         codes, n_cl = _cluster_map(df, stats.case_ids, cluster)
-        samples = bootstrap_metric_samples(stats, n_boot, seed, None if cluster == "case_id" else codes, n_cl)
+        counts = bs.resample_counts(n_cl, n_boot, seed)  # one set of resamples for everything below
+        samples = bootstrap_metric_samples(stats, n_boot, seed, None if cluster == "case_id" else codes, n_cl,
+                                           counts=counts)
         lo, hi = bs.percentile_ci(samples, level)
+        case_cluster = dict(zip(stats.case_ids, codes))
     else:
         lo = hi = np.full(point.shape, np.nan)
     names = list(METRICS)
@@ -262,12 +267,18 @@ def _compute_one(df, test_set, n_boot, seed, breakdowns, cluster, level, coverag
         ans = part[part["kind"].isin(ANSWERABLE)]
         if ans.empty:
             continue
-        curve = selective.risk_coverage(ans["correct"].to_numpy(bool), ans["confidence"].to_numpy(float))
+        correct, conf = ans["correct"].to_numpy(bool), ans["confidence"].to_numpy(float)
+        curve = selective.risk_coverage(correct, conf)
+        values = [selective.risk_at(curve, c) for c in coverages] + [selective.aurc(curve)]
+        ci = np.full((len(values), 2), np.nan)
+        if counts is not None:
+            view_cluster = ans["case_id"].astype(str).map(case_cluster).to_numpy(dtype=np.int64)
+            boot = selective.bootstrap(correct, conf, view_cluster, counts, coverages)
+            ci = np.stack(bs.percentile_ci(boot, level), axis=1)
         n = int(ans["case_id"].nunique())
-        for c in coverages:
-            rows.append(_row(model, cond, test_set, "all", f"selective_risk@{c:.2f}",
-                             selective.risk_at(curve, c), np.nan, np.nan, n))
-        rows.append(_row(model, cond, test_set, "all", "aurc", selective.aurc(curve), np.nan, np.nan, n))
+        names_sel = [f"selective_risk@{c:.2f}" for c in coverages] + ["aurc"]
+        for name, v, (lo_, hi_) in zip(names_sel, values, ci):
+            rows.append(_row(model, cond, test_set, "all", name, v, lo_, hi_, n, n_boot or None))
     return rows
 
 

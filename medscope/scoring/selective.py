@@ -42,3 +42,31 @@ def risk_at(curve: Curve, coverage: float) -> float:
 
 def aurc(curve: Curve) -> float:
     return float(np.mean(curve.risk)) if len(curve.risk) else float("nan")
+
+
+def bootstrap(correct: np.ndarray, confidence: np.ndarray, cluster: np.ndarray, counts: np.ndarray,
+              coverages=(1.0, 0.7)) -> np.ndarray:
+    """``[B, len(coverages) + 1]``: risk at each coverage and AURC in each resample.
+
+    Resample b holds view i ``counts[b, cluster[i]]`` times. The ranking is the full-data stable
+    sort; a view drawn several times appears as adjacent ties, which is one member of the
+    arbitrary tie order the stable sort allows. Not a sum of per-cluster statistics, so this is
+    a loop over resamples (cheap: one repeat and one cumsum each).
+    """
+    correct = np.asarray(correct, dtype=bool)
+    conf = np.where(np.isnan(np.asarray(confidence, float)), -np.inf, np.asarray(confidence, float))
+    order = np.argsort(-conf, kind="stable")
+    err_sorted = (~correct[order]).astype(np.int64)
+    cl_sorted = np.asarray(cluster)[order]
+    out = np.full((counts.shape[0], len(coverages) + 1), np.nan)
+    for b in range(counts.shape[0]):
+        reps = counts[b, cl_sorted].astype(np.int64)
+        errs = np.repeat(err_sorted, reps)
+        n = len(errs)
+        if n == 0:
+            continue
+        risk = np.cumsum(errs) / np.arange(1, n + 1)
+        for j, c in enumerate(coverages):
+            out[b, j] = risk[min(n, max(1, math.ceil(round(c * n, 9)))) - 1]
+        out[b, -1] = risk.mean()
+    return out
