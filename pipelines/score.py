@@ -15,6 +15,7 @@ import sys
 import time
 
 import pandas as pd
+import pyarrow as pa
 
 from medscope import records, storage
 from medscope.errors import MedScopeError
@@ -49,7 +50,8 @@ def score_run(episodes_uri: str, views_uri: str, out: str, cost_matrix: str = co
     if disputed:
         clean = metrics.compute(labelnoise.without_cases(scores, disputed), n_boot=n_boot, seed=seed, cluster=cluster)
         clean = clean.to_pandas().assign(test_set=lambda d: d["test_set"] + "-undisputed")
-        table = records.to_table("metrics", pd.concat([table.to_pandas(), clean], ignore_index=True))
+        both = pd.concat([table.to_pandas(), clean], ignore_index=True)
+        table = records.to_table("metrics", pa.Table.from_pandas(both, preserve_index=False))
     records.write_table("scores", scores, storage.join(out, "scores.parquet"))
     records.write_table("metrics", table, storage.join(out, "metrics.parquet"))
     if rejects:
@@ -83,12 +85,18 @@ def metrics_uri_of(uri: str) -> str:
 
 def compare_run(metrics_uri: str, reference: str, scores_uri: str | None = None, out: str | None = None,
                 n_boot: int = bs.DEFAULT_B, seed: int = bs.DEFAULT_SEED, metric_names=cmp.PRIMARY,
-                cluster: str = "case_id", breakdowns=()) -> pd.DataFrame:
+                cluster: str = "case_id", breakdowns=(), exclude_disputed: bool = False) -> pd.DataFrame:
     folder = run_folder(metrics_uri)
     scores_uri = scores_uri or storage.join(folder, "scores.parquet")
     if not storage.exists(scores_uri):
         raise MedScopeError(f"compare needs the scores beside the metrics ({scores_uri}); pass --scores URI")
     scores = records.read_table("scores", scores_uri)
+    if exclude_disputed:
+        manifest_uri = storage.join(folder, RUN_MANIFEST)
+        disputed = json.loads(storage.read_text(manifest_uri)).get("disputed_cases") if storage.exists(manifest_uri) else None
+        if disputed is None:
+            raise MedScopeError(f"{folder} records no disputed cases; score it with --panel first")
+        scores = labelnoise.without_cases(scores, disputed)
     table = cmp.compare(scores, reference, n_boot=n_boot, seed=seed, metric_names=metric_names,
                         cluster=cluster, breakdowns=breakdowns)
     out = out or storage.join(folder, "comparisons.parquet")
@@ -173,9 +181,11 @@ def register(sub) -> None:
     p.add_argument("--cluster", default="case_id", choices=["case_id", "group_id", "patient_id"])
     p.add_argument("--metric", action="append", help=f"metric(s) to compare (default: {', '.join(cmp.PRIMARY)})")
     p.add_argument("--adjust", choices=["bonferroni", "bh"], help="treat the printed comparisons as one family")
+    p.add_argument("--exclude-disputed", action="store_true",
+                   help="rerun without the lesion-free cases the consensus panel disputed (score --panel)")
     p.set_defaults(func=lambda a: print(format_comparisons(compare_run(
-        a.metrics, a.reference, a.scores, a.out, a.n_boot, a.seed, tuple(a.metric or cmp.PRIMARY), a.cluster),
-        a.adjust)))
+        a.metrics, a.reference, a.scores, a.out, a.n_boot, a.seed, tuple(a.metric or cmp.PRIMARY), a.cluster,
+        exclude_disputed=a.exclude_disputed), a.adjust)))
 
     p = sub.add_parser("rules", help="pre-registered decision rules: apply a plan, lock it, print its hash")
     rsub = p.add_subparsers(dest="rules_verb", metavar="ACTION")

@@ -175,3 +175,29 @@ def test_score_compare_and_rules_cli_end_to_end(tmp_path, capsys):
     cli(["rules", "apply", "--plan", PLAN, "--metrics", str(run), str(run / "comparisons.parquet")])
     out = capsys.readouterr().out
     assert "stage-selection [stage_selection]: select" in out and "sensitivity-floor [floor]: eligible" in out
+
+
+def test_label_noise_rerun_through_the_cli(tmp_path, capsys):
+    v = synthetic.views(10, 12, 0, seed=4)
+    zoo = synthetic.model_zoo(3, seed=4)
+    for z in zoo.values():
+        z["natural_negative"] = 0.6
+    e = synthetic.episodes(v, zoo, seed=4)
+    records.write_table("views", v, str(tmp_path / "views.parquet"))
+    records.write_table("episodes", e, str(tmp_path / "episodes.parquet"))
+    run = tmp_path / "run"
+    cli(["score", "--episodes", str(tmp_path / "episodes.parquet"), "--views", str(tmp_path / "views.parquet"),
+         "--out", str(run), "--n-boot", "50", "--panel", "model-00,model-01,model-02", "--min-votes", "3"])
+    summary = json.loads(capsys.readouterr().out)
+    ep = e.to_pandas()
+    claims = ep[ep.view_id.str.endswith("natural_negative") & (ep.action == "answer") & ep.claims_finding.fillna(False)]
+    expected = sorted(c for c, n in claims.groupby("case_id").model.nunique().items() if n == 3)
+    assert summary["disputed_cases"] == len(expected) > 0
+    manifest = json.loads((run / "run.json").read_text())
+    assert manifest["disputed_cases"] == expected
+    m = records.read_table("metrics", str(run / "metrics.parquet")).to_pandas()
+    clean = m[(m.test_set == "main-undisputed") & (m.metric == "healthy_claims") & (m.breakdown == "all")]
+    assert (clean.n_cases == 12 - len(expected)).all()
+    cli(["compare", "--metrics", str(run), "--reference", "model-00", "--n-boot", "50", "--exclude-disputed"])
+    comp = records.read_table("metrics", str(run / "comparisons.parquet")).to_pandas()
+    assert (comp.n_cases == 22 - len(expected)).all()
