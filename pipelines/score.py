@@ -119,7 +119,8 @@ def format_comparisons(df: pd.DataFrame, adjust: str | None = None, alpha: float
                        (" *" if f["significant"] else "")
     lines = []
     for (ts, model, ref), part in df.groupby(["test_set", "model", "reference"], sort=False):
-        cells = [f"{r.metric} {r.value:+.3f} [{r.ci_low:+.3f}, {r.ci_high:+.3f}] p={bs.format_p(r.p_value, r.n_boot)}"
+        cells = [f"{r.metric} {r.value + 0.0:+.3f} [{r.ci_low + 0.0:+.3f}, {r.ci_high + 0.0:+.3f}] "
+                 f"p {bs.format_p(r.p_value, r.n_boot)}"
                  + extra[r.Index] for r in part.itertuples()]
         lines.append(f"{ts}: {model} - {ref}: " + "; ".join(cells))
     if adjust:

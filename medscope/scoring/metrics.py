@@ -128,7 +128,8 @@ def sufficient_stats(scores: pd.DataFrame, breakdowns=BREAKDOWNS, case_ids=None)
     num_v, den_v = view_terms(df)
     mc = list(zip(df["model"].astype(str), df["condition"].astype(str)))
     mc_labels = sorted(set(mc))
-    mc_code = np.array([mc_labels.index(x) for x in mc]) if mc else np.zeros(0, int)
+    mc_pos = {x: i for i, x in enumerate(mc_labels)}
+    mc_code = np.array([mc_pos[x] for x in mc], dtype=np.int64) if mc else np.zeros(0, np.int64)
     labels = {"all": pd.Series(["all"] * len(df))}
     if "size_quartile" in breakdowns:
         labels["size_quartile"] = size_quartiles(df)
@@ -143,7 +144,8 @@ def sufficient_stats(scores: pd.DataFrame, breakdowns=BREAKDOWNS, case_ids=None)
         if not groups:
             continue
         g_code = np.full(len(df), -1)
-        g_code[ok] = [groups.index(str(v)) for v in lab[ok]]
+        g_pos = {g: i for i, g in enumerate(groups)}
+        g_code[ok] = [g_pos[str(v)] for v in lab[ok]]
         n_keys = len(mc_labels) * len(groups)
         flat = (mc_code * len(groups) + g_code) * n_cases + case_code
         sel = ok
