@@ -219,3 +219,17 @@ def test_seed_pairs_and_equivalence(small):
 
     text = format_comparisons(compare.compare(small, "model-00", n_boot=100).to_pandas(), adjust="bh")
     assert "q=" in text and "family of 10 comparisons, bh" in text
+
+
+def test_metric_table_intervals_equal_percentiles_of_the_slow_loop(small):
+    b = 60
+    table = metrics.compute(small, n_boot=b, seed=42, breakdowns=()).to_pandas()
+    case_ids = np.unique(small.case_id.astype(str))
+    idx = bs.resample_indices(len(case_ids), b, 42)
+    rows = small[small.model == "model-01"].to_dict("records")
+    by_case = {c: [r for r in rows if r["case_id"] == c] for c in case_ids}
+    for name in ("esg", "net_utility", "healthy_claims"):
+        slow = np.array([slow_metric([v for i in idx[r] for v in by_case[case_ids[i]]], name) for r in range(b)])
+        lo, hi = np.percentile(slow[~np.isnan(slow)], [2.5, 97.5])
+        got = table[(table.model == "model-01") & (table.metric == name)].iloc[0]
+        assert got.ci_low == pytest.approx(lo, abs=1e-12) and got.ci_high == pytest.approx(hi, abs=1e-12)
