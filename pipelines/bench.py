@@ -9,8 +9,10 @@ import importlib
 
 from medscope.errors import MedScopeError
 
-BENCHES: dict[str, str] = {}
-BENCHES["agent"] = "pipelines.agent:bench"
+BENCHES: dict[str, str] = {
+    "stats": "pipelines.score:bench_stats",
+    "agent": "pipelines.agent:bench",
+}
 
 
 def register(sub) -> None:

@@ -13,6 +13,8 @@ VERB_MODULES = [
     "pipelines.cohort",
     "pipelines.bench",
     "pipelines.demo",
+    "pipelines.score",
+    "pipelines.report",
     "pipelines.agent",
 ]
 

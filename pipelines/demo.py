@@ -25,6 +25,9 @@ class DemoContext:
     cases: int = 48
     paths: dict[str, str] = field(default_factory=dict)  # table name -> URI, filled by steps
     summary: dict[str, object] = field(default_factory=dict)
+    # extra report sections, (title, markdown) or (title, {"markdown", "html"}), added by steps
+    # before the report step (e.g. the volumetric probe's table and plot)
+    report_sections: list = field(default_factory=list)
 
     def uri(self, *parts: str) -> str:
         return storage.join(self.out, *parts)
@@ -43,8 +46,40 @@ def step_cohort(ctx: DemoContext) -> None:
     ctx.summary["cohort"] = show_summary(ctx.paths["cases"])
 
 
+def step_score(ctx: DemoContext) -> None:
+    """Score the evaluate step's episodes: rewards, metrics with case-bootstrap intervals."""
+    from pipelines.score import score_run
+
+    if "episodes" not in ctx.paths or "views" not in ctx.paths:
+        # said loudly, not faked: without an evaluate step there is nothing to score
+        print("  no episodes in ctx.paths (no evaluate step before this one): scoring skipped", file=sys.stderr)
+        ctx.summary["score"] = "skipped: no episodes"
+        return
+    run = ctx.uri("scoring")
+    summary = score_run(ctx.paths["episodes"], ctx.paths["views"], run, n_boot=1000)
+    ctx.paths.update(scores=summary["scores"], metrics=summary["metrics"], scoring_run=run)
+    ctx.summary["score"] = {k: summary[k] for k in ("episodes", "rejects", "models")}
+
+
+def step_report(ctx: DemoContext) -> None:
+    """The run report (Markdown + self-contained HTML); the demo ends here."""
+    from medscope.report.build import build_report
+
+    if "scoring_run" not in ctx.paths:
+        print("  nothing was scored: no report", file=sys.stderr)
+        ctx.summary["report"] = "skipped: nothing scored"
+        return
+    written = build_report(ctx.paths["scoring_run"], ctx.uri("report"), extra_sections=ctx.report_sections,
+                           title="MedScope demo report")
+    ctx.paths["report"] = written["html"]
+    ctx.summary["report"] = written
+
+
 STEPS: list[tuple[str, Step]] = [
     ("phantom cohort", step_cohort),
+    # the evaluate step (ctx.paths["episodes"], ["views"]) goes here
+    ("score", step_score),
+    ("report", step_report),
 ]
 
 
