@@ -9,7 +9,9 @@ import importlib
 
 from medscope.errors import MedScopeError
 
-BENCHES: dict[str, str] = {}
+BENCHES: dict[str, str] = {
+    "probe": "pipelines.probe_cli:bench",
+}
 
 
 def register(sub) -> None:

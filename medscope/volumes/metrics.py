@@ -1,0 +1,183 @@
+"""Probe scoring: per-episode readings and the probe's metrics with case-clustered intervals (seed 003).
+
+- sensitivity (positives), binary specificity (negatives, surface verdict), confident-answer
+  specificity (hedged replies leave numerator and denominator), abstention (hedge rate over all
+  negatives), not-addressed rate (reported apart, never counted as absent), clean resolution;
+- per model x condition (format, image mode) x render x strategy, each with a 95% interval from
+  resampling cases (volumes), not slices;
+- a logistic regression of correct rejection on z-distance (log-odds per mm, cluster-robust by
+  case), specificity far out of range and on organs absent from the whole volume.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+
+from medscope.volumes.config import split_condition
+from medscope.volumes.replies import read_reply
+
+NEGATIVE_STRATEGIES = ("random", "popular", "adversarial")
+
+
+def score_episodes(episodes: list[dict], items: dict[str, dict], lexicon) -> tuple[list[dict], int]:
+    """Read every episode against its item. Returns (probe_scores rows, episodes skipped for an
+    error with no reply -- a failed call is not the model declining to answer)."""
+    rows, skipped = [], 0
+    for ep in episodes:
+        item = items.get(ep["view_id"])
+        if item is None or (ep.get("raw_text") is None and ep.get("error")):
+            skipped += 1
+            continue
+        fmt, mode = split_condition(ep["condition"])
+        r = read_reply(ep.get("raw_text"), fmt, lexicon)
+        correct = None if r.verdict == "not_addressed" else r.verdict == item["truth"]
+        rows.append(
+            {
+                "run_id": ep.get("run_id") or "",
+                "model": ep["model"],
+                "condition": ep["condition"],
+                "format": fmt,
+                "image_mode": mode,
+                "item_id": item["item_id"],
+                "case_id": item["case_id"],
+                "z": int(item["z"]),
+                "organ": item["organ"],
+                "truth": item["truth"],
+                "strategy": item["strategy"],
+                "stratum": item["stratum"],
+                "z_distance_mm": item["z_distance_mm"],
+                "absent_from_volume": bool(item["absent_from_volume"]),
+                "render": item["render"],
+                "verdict": r.verdict,
+                "clean": r.clean,
+                "hedged": r.hedged,
+                "hedge_cue": r.hedge_cue,
+                "correct": correct,
+            }
+        )
+    return rows, skipped
+
+
+def cluster_bootstrap_ratio(
+    cases, num, den, *, b: int = 2000, seed: int = 42, alpha: float = 0.05
+) -> tuple[float | None, float | None, float | None, int]:
+    """sum(num)/sum(den) with a percentile interval from resampling whole cases with replacement.
+
+    Written here because the shared ``medscope.stats`` bootstrap was not on main when the probe
+    was built; it is the same case-clustered scheme (seed 001: B = 2000, seed 42). Returns
+    (value, low, high, number of cases with a non-zero denominator).
+    """
+    cases = np.asarray(cases)
+    num = np.asarray(num, dtype=np.float64)
+    den = np.asarray(den, dtype=np.float64)
+    keys, inv = np.unique(cases, return_inverse=True)
+    n_sum = np.bincount(inv, weights=num, minlength=len(keys))
+    d_sum = np.bincount(inv, weights=den, minlength=len(keys))
+    n_cases = int(np.sum(d_sum > 0))
+    if d_sum.sum() == 0:
+        return None, None, None, 0
+    value = float(n_sum.sum() / d_sum.sum())
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, len(keys), size=(b, len(keys)))
+    dn = d_sum[idx].sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ratios = n_sum[idx].sum(axis=1) / dn
+    ratios = ratios[dn > 0]
+    lo, hi = np.percentile(ratios, [100 * alpha / 2, 100 * (1 - alpha / 2)])
+    return value, float(lo), float(hi), n_cases
+
+
+def zdistance_logit(y, z_mm, cases, alpha: float = 0.05) -> tuple[float | None, float | None, float | None]:
+    """Slope (log-odds of correct rejection per mm) of a logistic regression on z-distance, with a
+    cluster-robust (by case) interval. None when the outcome does not vary or there is one case."""
+    import statsmodels.api as sm
+
+    y = np.asarray(y, dtype=np.float64)
+    x = np.asarray(z_mm, dtype=np.float64)
+    groups = np.unique(np.asarray(cases), return_inverse=True)[1]
+    if len(y) < 3 or y.min() == y.max() or groups.max() < 1 or x.min() == x.max():
+        return None, None, None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            fit = sm.Logit(y, sm.add_constant(x)).fit(
+                disp=0, cov_type="cluster", cov_kwds={"groups": groups}
+            )
+        except Exception:  # noqa: BLE001 - perfect separation / singular fits are a "no estimate"
+            return None, None, None
+    lo, hi = fit.conf_int(alpha)[1]
+    slope = float(fit.params[1])
+    if not np.isfinite([slope, lo, hi]).all():
+        return None, None, None
+    return slope, float(lo), float(hi)
+
+
+def probe_metrics(
+    scored: list[dict] | pd.DataFrame, *, far_mm: float = 40.0, b: int = 2000, seed: int = 42
+) -> list[dict]:
+    """Metrics rows (records 'metrics' schema) of scored probe episodes."""
+    df = scored if isinstance(scored, pd.DataFrame) else pd.DataFrame(scored)
+    if df.empty:
+        return []
+    out: list[dict] = []
+
+    def add(model, condition, breakdown, metric, frame, num, den):
+        v, lo, hi, n = cluster_bootstrap_ratio(frame["case_id"], num, den, b=b, seed=seed)
+        out.append(_row(model, condition, breakdown, metric, v, lo, hi, n))
+
+    for (model, condition, render), g in df.groupby(["model", "condition", "render"], sort=True):
+        addressed = g["verdict"] != "not_addressed"
+        add(model, condition, f"render={render}", "clean_resolution", g, g["clean"], np.ones(len(g)))
+        pos = g[g["strategy"] == "positive"]
+        if len(pos):
+            pa_ = pos["verdict"] != "not_addressed"
+            bd = f"strategy=positive;render={render}"
+            add(model, condition, bd, "sensitivity", pos, (pos["verdict"] == "present") & pa_, pa_)
+            add(model, condition, bd, "not_addressed_rate", pos, ~pa_, np.ones(len(pos)))
+        for strategy in NEGATIVE_STRATEGIES:
+            neg = g[g["strategy"] == strategy]
+            if not len(neg):
+                continue
+            bd = f"strategy={strategy};render={render}"
+            na = neg["verdict"] != "not_addressed"
+            rej = neg["verdict"] == "absent"
+            conf = na & ~neg["hedged"]
+            add(model, condition, bd, "specificity", neg, rej & na, na)
+            add(model, condition, bd, "confident_specificity", neg, rej & conf, conf)
+            add(model, condition, bd, "abstention", neg, neg["hedged"], np.ones(len(neg)))
+            add(model, condition, bd, "not_addressed_rate", neg, ~na, np.ones(len(neg)))
+        # Pooled negatives: the same query chosen by two strategies counts once.
+        neg = g[(g["truth"] == "absent") & addressed].drop_duplicates(["case_id", "z", "organ"])
+        bd = f"strategy=all_negatives;render={render}"
+        if len(neg):
+            far = neg[neg["z_distance_mm"].fillna(-1) >= far_mm]
+            if len(far):
+                add(model, condition, f"{bd};z>={far_mm:g}mm", "specificity", far,
+                    far["verdict"] == "absent", np.ones(len(far)))
+            whole = neg[neg["absent_from_volume"]]
+            if len(whole):
+                add(model, condition, f"{bd};absent_from_volume", "specificity", whole,
+                    whole["verdict"] == "absent", np.ones(len(whole)))
+            fit = neg[neg["z_distance_mm"].notna()]
+            slope, lo, hi = zdistance_logit(
+                (fit["verdict"] == "absent").astype(float), fit["z_distance_mm"], fit["case_id"]
+            )
+            out.append(_row(model, condition, bd, "zdist_slope_per_mm", slope, lo, hi, int(fit["case_id"].nunique())))
+    return out
+
+
+def _row(model, condition, breakdown, metric, value, lo, hi, n) -> dict:
+    return {
+        "model": model,
+        "condition": condition,
+        "test_set": "probe",
+        "breakdown": breakdown,
+        "metric": metric,
+        "value": value,
+        "ci_low": lo,
+        "ci_high": hi,
+        "n_cases": int(n),
+    }
