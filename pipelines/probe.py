@@ -79,19 +79,19 @@ def build(volumes_uri: str, out_uri: str, cfg: ProbeConfig, progress: bool = Tru
     from pipelines.jobs import Progress
     from pipelines.raycluster import ensure_ray
 
-    ensure_ray()
     vols = records.read_table("volumes", volumes_uri).to_pylist()
     if not vols:
         raise MedScopeError(f"{volumes_uri}: the volumes table is empty")
+    ensure_ray()
     cfg_json = cfg.model_dump_json()
     rows = [{"volume": json.dumps(v)} for v in vols]
-    conc = cfg.workers
+    compute = ray.data.TaskPoolStrategy(size=cfg.workers)
 
     # Pass 1: one volume a task; results stream back as they finish.
     ds = ray.data.from_items(rows, override_num_blocks=len(rows))
     stats, slices, rejects, ok, rss = CohortStats(), [], [], [], [0.0]
     prog = Progress("probe: counted", len(rows)) if progress else None
-    for res in ds.map(count_task, fn_kwargs={"cfg_json": cfg_json}, concurrency=conc).iter_rows():
+    for res in ds.map(count_task, fn_kwargs={"cfg_json": cfg_json}, compute=compute).iter_rows():
         payload = json.loads(res["payload"])
         rss.append(res["rss_mb"])
         if res["ok"]:
@@ -120,7 +120,7 @@ def build(volumes_uri: str, out_uri: str, cfg: ProbeConfig, progress: bool = Tru
         kw = {"cfg_json": cfg_json, "stats_json": stats_json, "items_uri": items_uri,
               "montage_uri": storage.join(out_uri, "montages")}
         prog = Progress("probe: items", len(rows2)) if progress else None
-        for res in ds2.map(items_task, fn_kwargs=kw, concurrency=conc).iter_rows():
+        for res in ds2.map(items_task, fn_kwargs=kw, compute=compute).iter_rows():
             rss.append(res["rss_mb"])
             if res["reject"]:
                 rejects.append(json.loads(res["reject"]))
