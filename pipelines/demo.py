@@ -43,8 +43,28 @@ def step_cohort(ctx: DemoContext) -> None:
     ctx.summary["cohort"] = show_summary(ctx.paths["cases"])
 
 
+def step_probe_build(ctx: DemoContext) -> None:
+    """Build the organ-presence probe items (seed 003) from the phantom volumes on Ray Data."""
+    import os
+
+    from pipelines.probe import build, load_config
+    from pipelines.raycluster import REPO_ROOT
+
+    cfg = load_config(os.path.join(REPO_ROOT, "configs", "probe", "demo.yaml"))
+    if "volumes" not in ctx.paths:  # the phantom step did not provide volumes: use small synthetic ones
+        from medscope.volumes.synthetic import write_synthetic_volumes
+
+        ctx.paths["volumes"] = write_synthetic_volumes(ctx.uri("probe", "synthetic"), 4, seed=ctx.seed)
+    summary = build(ctx.paths["volumes"], ctx.uri("probe"), cfg.model_copy(update={"seed": ctx.seed}))
+    ctx.paths["probe_items"] = summary["probe_items"]
+    ctx.paths["probe_slices"] = summary["slices"]
+    ctx.paths["probe"] = ctx.uri("probe")
+    ctx.summary["probe"] = {k: summary[k] for k in ("volumes", "volumes_used", "items_written", "rejects")}
+
+
 STEPS: list[tuple[str, Step]] = [
     ("phantom cohort", step_cohort),
+    ("organ-presence probe items", step_probe_build),
 ]
 
 

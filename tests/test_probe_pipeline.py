@@ -156,3 +156,16 @@ def test_cli_build_errors_are_one_line(tmp_path, capsys):
     r = subprocess.run([sys.executable, "-m", "pipelines.probe", "--config", str(bad)],
                        capture_output=True, text=True, env=env, cwd=REPO, timeout=120)
     assert r.returncode == 2 and "absent_voxels" in r.stderr and r.stderr.strip().count("\n") == 0
+
+
+def test_demo_step_on_synthetic_volumes(ray_cluster, tmp_path):
+    from medscope.volumes.synthetic import write_synthetic_volumes
+    from pipelines.demo import DemoContext, step_probe_build
+
+    ctx = DemoContext(out=str(tmp_path / "demo"))
+    ctx.paths["volumes"] = write_synthetic_volumes(str(tmp_path / "vols"), 2, shape=(48, 48, 24))
+    step_probe_build(ctx)
+    items = records.read_table("probe_items", ctx.paths["probe_items"]).to_pylist()
+    assert ctx.summary["probe"]["volumes_used"] == 2 and len(items) == ctx.summary["probe"]["items_written"]
+    assert {i["strategy"] for i in items} == {"positive", "random", "popular", "adversarial"}
+    assert len({(i["case_id"], i["z"]) for i in items}) <= 2 * 4  # demo.yaml: 4 slices per volume
