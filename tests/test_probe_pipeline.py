@@ -48,7 +48,7 @@ def test_build_rejects_resume_show_and_score(ray_cluster, tmp_path):
     vols = _cohort(str(tmp_path / "in"))
     out = str(tmp_path / "out")
     cfg = ProbeConfig(slices_per_volume=10, transition_mm=0.0, vessels=["aorta"], renders=["gray", "triple"],
-                      max_image_side=64, bootstrap_b=200, workers=2)
+                      max_image_side=64, bootstrap_b=200, workers=2, montage=True)
     s = build(vols, out, cfg, progress=False)
     assert s["volumes"] == 7 and s["volumes_used"] == 2
     rej = records.read_table("rejects", os.path.join(out, "rejects.parquet")).to_pylist()
@@ -83,6 +83,15 @@ def test_build_rejects_resume_show_and_score(ray_cluster, tmp_path):
 
     img = decode_png(it["image"])
     assert img.shape == (20, 20, 3)  # 20x20 slices are never upscaled past their size
+
+    from medscope.volumes.build import part_key
+
+    montage = decode_png(open(os.path.join(out, "montages", part_key("good") + ".png"), "rb").read())
+    assert montage.shape == (240, 240, 3)  # 12 x 12 tiles of 20 x 20
+
+    # one worker gives the same items as two (seeds from content, never from worker order)
+    one = build(vols, str(tmp_path / "one"), cfg.model_copy(update={"workers": 1, "montage": False}), progress=False)
+    assert records.read_table("probe_items", one["probe_items"]).to_pylist() == items
 
     # resume: a rerun writes nothing new and leaves the items byte-identical
     s2 = build(vols, out, cfg, progress=False)
