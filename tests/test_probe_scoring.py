@@ -146,3 +146,18 @@ def test_protocol_episode_conditions_and_controls():
     assert (r.action, r.answer, r.claims_finding) == ("unparseable", "not_addressed", None)
     with pytest.raises(ValueError):
         proto.run_episode(item, model, "json", Decoding())
+
+
+def test_render_concordance_by_hand():
+    rows = []
+    # four matched negatives in two cases; gray vs triple disagree on one, flipping to present
+    for case, z, g, t in (("A", 0, "absent", "absent"), ("A", 1, "absent", "present"),
+                          ("B", 0, "present", "present"), ("B", 1, "absent", "absent")):
+        rows.append(dict(_row(case, g, z=z), render="gray"))
+        rows.append(dict(_row(case, t, z=z), render="triple"))
+    m = {r["metric"]: r for r in probe_metrics(rows, b=500) if r["metric"].startswith("render_")}
+    assert m["render_concordance"]["value"] == pytest.approx(3 / 4)
+    assert m["render_concordance"]["breakdown"] == "renders=gray|triple;strategy=all_negatives"
+    assert m["render_flips_to_present"]["value"] == 1.0
+    # cases resampled: AA -> 1/2, BB -> 1, AB -> 3/4
+    assert (m["render_concordance"]["ci_low"], m["render_concordance"]["ci_high"]) == pytest.approx((0.5, 1.0))

@@ -166,6 +166,37 @@ def probe_metrics(
                 (fit["verdict"] == "absent").astype(float), fit["z_distance_mm"], fit["case_id"]
             )
             out.append(_row(model, condition, bd, "zdist_slope_per_mm", slope, lo, hi, int(fit["case_id"].nunique())))
+    out += render_concordance(df, b=b, seed=seed)
+    return out
+
+
+def render_concordance(df: pd.DataFrame, *, b: int = 2000, seed: int = 42) -> list[dict]:
+    """Verdict agreement between renders on matched negative items (seed 003, "Rendering").
+
+    Renders are not byte-identical, so the claim is concordance, not identity: for each pair of
+    renders, the share of matched negative items (same case, slice, organ, strategy) whose parsed
+    verdicts agree, with a case-clustered interval; and how many of the disagreements flip toward
+    "present" under the second render.
+    """
+    out = []
+    renders = sorted(df["render"].unique())
+    if len(renders) < 2:
+        return out
+    keys = ["model", "condition", "case_id", "z", "organ", "strategy"]
+    neg = df[df["truth"] == "absent"]
+    base = neg[neg["render"] == renders[0]].set_index(keys)["verdict"]
+    for other in renders[1:]:
+        alt = neg[neg["render"] == other].set_index(keys)["verdict"]
+        both = pd.concat([base.rename("a"), alt.rename("b")], axis=1, join="inner").reset_index()
+        for (model, condition), g in both.groupby(["model", "condition"], sort=True):
+            bd = f"renders={renders[0]}|{other};strategy=all_negatives"
+            v, lo, hi, n = cluster_bootstrap_ratio(g["case_id"], g["a"] == g["b"], np.ones(len(g)), b=b, seed=seed)
+            out.append(_row(model, condition, bd, "render_concordance", v, lo, hi, n))
+            flips = g["a"] != g["b"]
+            if flips.any():
+                v, lo, hi, n = cluster_bootstrap_ratio(
+                    g["case_id"], flips & (g["b"] == "present"), flips, b=b, seed=seed)
+                out.append(_row(model, condition, bd, "render_flips_to_present", v, lo, hi, n))
     return out
 
 
