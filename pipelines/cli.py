@@ -10,9 +10,7 @@ from pipelines.jobs import guarded
 
 # One line per job module; each issue adds its module here.
 VERB_MODULES = [
-    "pipelines.cohort",
     "pipelines.bench",
-    "pipelines.demo",
     "pipelines.probe",
 ]
 
