@@ -148,15 +148,9 @@ def test_build_rejects_resume_show_and_score(ray_cluster, tmp_path):
 
 
 def test_cli_build_errors_are_one_line(tmp_path, capsys):
-    import argparse
+    from pipelines import cli
 
-    from pipelines import probe
-    from pipelines.jobs import guarded
-
-    parser = argparse.ArgumentParser()
-    probe.register(parser.add_subparsers())
-    args = parser.parse_args(["probe", "build", "--volumes", str(tmp_path / "none.parquet"), "--out", str(tmp_path / "o")])
-    assert guarded(lambda: args.func(args)) == 2
+    assert cli.main(["probe", "build", "--volumes", str(tmp_path / "none.parquet"), "--out", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err
     assert err.strip().count("\n") == 0 and "no volumes table" in err
     bad = tmp_path / "bad.yaml"
