@@ -8,7 +8,7 @@ import pytest
 from medscope.images import decode_png, encode_png
 from medscope.models.base import Completion, Decoding
 from medscope.volumes.config import DEFAULT_HEDGES, ProbeConfig, conditions
-from medscope.volumes.metrics import cluster_bootstrap_ratio, probe_metrics, zdistance_logit
+from medscope.volumes.metrics import cluster_bootstrap_ratio, probe_metrics, score_episodes, zdistance_logit
 from medscope.volumes.probe_protocol import OrganPresenceProtocol
 from medscope.volumes.replies import read_reply
 
@@ -51,7 +51,8 @@ def test_hedge_cues_whole_words_and_all_reported():
 def _row(case, verdict, hedged=False, strategy="adversarial", truth="absent", z=0, organ="o", zd=10.0, whole=False):
     return {"model": "m", "condition": "free_text", "render": "gray", "case_id": case, "verdict": verdict,
             "hedged": hedged, "strategy": strategy, "truth": truth, "z": z, "organ": organ,
-            "z_distance_mm": zd, "absent_from_volume": whole, "clean": True}
+            "z_distance_mm": zd, "absent_from_volume": whole, "clean": True,
+            "hedge_cue": "not clearly" if hedged else None}
 
 
 def test_metrics_by_hand():
@@ -75,6 +76,26 @@ def test_metrics_by_hand():
     far = m[("strategy=all_negatives;render=gray;z>=40mm", "specificity")]
     assert far["value"] == 1.0 and far["n_cases"] == 1
     assert ("strategy=all_negatives;render=gray;absent_from_volume", "specificity") not in m  # only item unaddressed
+    # one hedged negative, its cue the whole share
+    assert m[("strategy=all_negatives;render=gray;cue=not clearly", "hedge_cue_share")]["value"] == 1.0
+
+
+def test_score_episodes_reads_and_skips():
+    items = {"i1": {"item_id": "i1", "case_id": "c", "z": 3, "organ": "spleen", "truth": "absent",
+                    "strategy": "adversarial", "stratum": "transition", "z_distance_mm": 5.0,
+                    "absent_from_volume": False, "render": "gray"}}
+    eps = [
+        {"model": "m", "condition": "reasoning_json", "view_id": "i1", "raw_text":
+         '{"observation": "The spleen is not clearly visible.", "reasoning": "-", "present": false}', "error": None},
+        {"model": "m", "condition": "free_text+blank", "view_id": "i1", "raw_text": "Yes.", "error": None},
+        {"model": "m", "condition": "free_text", "view_id": "i1", "raw_text": None, "error": "HTTP 500"},
+        {"model": "m", "condition": "agent", "view_id": "i1", "raw_text": "x", "error": None},
+        {"model": "m", "condition": "free_text", "view_id": "other", "raw_text": "x", "error": None},
+    ]
+    rows, skipped = score_episodes(eps, items, LEX)
+    assert skipped == 3
+    assert [(r["verdict"], r["hedge_cue"], r["correct"], r["image_mode"]) for r in rows] == [
+        ("absent", "not clearly", True, "image"), ("present", None, False, "blank")]
 
 
 def test_cluster_bootstrap_single_case_and_empty():

@@ -16,15 +16,15 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from medscope.volumes.config import split_condition
+from medscope.volumes.config import FORMATS, IMAGE_MODES, split_condition
 from medscope.volumes.replies import read_reply
 
 NEGATIVE_STRATEGIES = ("random", "popular", "adversarial")
 
 
 def score_episodes(episodes: list[dict], items: dict[str, dict], lexicon) -> tuple[list[dict], int]:
-    """Read every episode against its item. Returns (probe_scores rows, episodes skipped for an
-    error with no reply -- a failed call is not the model declining to answer)."""
+    """Read every episode against its item. Returns (probe_scores rows, episodes skipped: an error
+    with no reply -- a failed call is not the model declining to answer -- or not a probe condition)."""
     rows, skipped = [], 0
     for ep in episodes:
         item = items.get(ep["view_id"])
@@ -32,6 +32,9 @@ def score_episodes(episodes: list[dict], items: dict[str, dict], lexicon) -> tup
             skipped += 1
             continue
         fmt, mode = split_condition(ep["condition"])
+        if fmt not in FORMATS or mode not in IMAGE_MODES:
+            skipped += 1  # not a probe condition (another protocol's episode on the same ids)
+            continue
         r = read_reply(ep.get("raw_text"), fmt, lexicon)
         correct = None if r.verdict == "not_addressed" else r.verdict == item["truth"]
         rows.append(
@@ -166,8 +169,24 @@ def probe_metrics(
                 (fit["verdict"] == "absent").astype(float), fit["z_distance_mm"], fit["case_id"]
             )
             out.append(_row(model, condition, bd, "zdist_slope_per_mm", slope, lo, hi, int(fit["case_id"].nunique())))
+        out += hedge_cue_shares(g, model, condition, render)
     out += render_concordance(df, b=b, seed=seed)
     return out
+
+
+def hedge_cue_shares(g: pd.DataFrame, model: str, condition: str, render: str) -> list[dict]:
+    """Share of hedged negatives flagged by each first-firing cue: shows whether one unambiguous
+    cue (e.g. "not clearly") carries the abstention rather than the broad cue list."""
+    hedged = g[(g["truth"] == "absent") & g["hedged"]]
+    if not len(hedged):
+        return []
+    counts = hedged["hedge_cue"].value_counts()
+    n_cases = int(hedged["case_id"].nunique())
+    return [
+        _row(model, condition, f"strategy=all_negatives;render={render};cue={cue}", "hedge_cue_share",
+             float(n / len(hedged)), None, None, n_cases)
+        for cue, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    ]
 
 
 def render_concordance(df: pd.DataFrame, *, b: int = 2000, seed: int = 42) -> list[dict]:

@@ -68,6 +68,11 @@ def probe_report_section(metrics: list[dict], out_dir: str) -> tuple[str, str, l
     if slopes:
         lines += ["", "Correct rejection vs z-distance (logistic slope, log-odds per mm, cluster-robust CI):", ""]
         lines += [f"- {r['model']} / {r['condition']}: {_fmt(r['value'], r['ci_low'], r['ci_high'])}" for r in slopes]
+    cues = [r for r in metrics if r["metric"] == "hedge_cue_share"]
+    if cues:
+        lines += ["", "Hedge cues (first cue that fired, share of hedged negatives):", ""]
+        lines += [f"- {r['model']} / {r['condition']}: {r['breakdown'].rsplit('cue=', 1)[-1]} {r['value']:.2f}"
+                  for r in cues]
     os.makedirs(out_dir, exist_ok=True)
     png = os.path.join(out_dir, "probe_specificity.png")
     fig, ax = plt.subplots(figsize=(6.5, 3.8))
