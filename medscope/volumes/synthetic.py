@@ -16,7 +16,9 @@ import numpy as np
 from medscope import records, storage
 from medscope.seeding import rng_for
 
-# name: (label, centre as fractions of x, y, z; semi-axes as fractions; HU)
+# name: (label, centre as fractions across the displayed image (left->right, top->bottom) and z
+# (inferior->superior); semi-axes as fractions; HU). Display has the patient's right on the left
+# and anterior at the top, so the liver sits left and the vessels low (posterior).
 ORGANS = {
     "liver": (1, (0.30, 0.45, 0.70), (0.18, 0.20, 0.18), 60.0),
     "spleen": (2, (0.75, 0.55, 0.72), (0.08, 0.10, 0.10), 50.0),
@@ -40,6 +42,7 @@ def synthetic_ct(shape=(96, 96, 48), seed: int = 0, case: str = "s0") -> tuple[n
     labels = np.zeros(shape, dtype=np.int16)
     for name, (lab, c, r, value) in ORGANS.items():
         jit = rng.normal(0, 0.02, 3)
+        c = (1.0 - c[0], 1.0 - c[1], c[2])  # display fractions -> RAS+ voxel fractions
         d = sum(((g - (cc + j)) / rr) ** 2 for g, cc, rr, j in zip((x, y, z), c, r, jit))
         m = np.broadcast_to(d <= 1.0, shape)
         labels[m] = lab
