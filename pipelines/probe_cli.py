@@ -145,8 +145,8 @@ def bench(args) -> None:
     from pipelines.raycluster import ensure_ray
 
     ensure_ray()
-    shape = (96, 96, 48) if args.quick else (192, 192, 96)
-    n_speed = 4 if args.quick else 12
+    shape = (96, 96, 48) if args.quick else (256, 256, 128)
+    n_speed = 4 if args.quick else 8
     with tempfile.TemporaryDirectory() as tmp:
         vols = {n: write_synthetic_volumes(os.path.join(tmp, f"v{n}"), n, shape) for n in sorted({n_speed, 4, 16})}
         cfg = ProbeConfig(slices_per_volume=12)
