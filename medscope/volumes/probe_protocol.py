@@ -12,6 +12,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from medscope import config as cfgmod
 from medscope import records
 from medscope.agent.protocol import EpisodeResult, Item
 from medscope.images import decode_png, encode_png
@@ -34,7 +35,12 @@ class OrganPresenceProtocol:
     name = "organ_presence"
     prompt_version = "probe-v1"
 
-    def __init__(self, config: ProbeConfig | None = None):
+    def __init__(self, config: ProbeConfig | dict | str | None = None):
+        """``config``: a ProbeConfig, its fields as a dict (a sweep's protocol_options), or a YAML path."""
+        if isinstance(config, str):
+            config = cfgmod.load(ProbeConfig, config)
+        elif isinstance(config, dict):
+            config = cfgmod.parse(ProbeConfig, config, source="protocol_options.config")
         self.config = config or ProbeConfig()
 
     def load_items(self, uri: str) -> list[Item]:
