@@ -67,6 +67,7 @@ def test_load_reorients_to_canonical(tmp_path):
         (lambda d: write_pair(d, "n", labels=hand_labels().astype(np.float32) * 1.5), "non_integer_labels"),
         (lambda d: write_pair(d, "u", organ_map={k: v for k, v in ORGAN_MAP.items() if k != 4}), "unmapped_label"),
         (lambda d: write_pair(d, "x", image=_with_nan()), "nan_voxels"),
+        (lambda d: write_pair(d, "4d", image=np.zeros((20, 20, 10, 2), np.float32)), "not_3d"),
     ],
 )
 def test_bad_volumes_raise_with_reason(tmp_path, make, reason):

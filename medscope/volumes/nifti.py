@@ -63,6 +63,8 @@ def read_nifti(uri: str) -> nib.Nifti1Image:
         img = nib.Nifti1Image(np.asanyarray(img.dataobj), img.affine, img.header)
     except Exception as err:  # noqa: BLE001 - nibabel raises many types on corrupt headers/data
         raise VolumeError("corrupt_nifti", f"{uri}: {type(err).__name__}: {err}") from None
+    if img.ndim > 3:
+        img = nib.funcs.squeeze_image(img)  # (X, Y, Z, 1) exports are common; drop trailing singletons
     if img.ndim != 3:
         raise VolumeError("not_3d", f"{uri}: expected a 3-D volume, got shape {img.shape}")
     return img
