@@ -152,11 +152,14 @@ def bench(args) -> None:
         cfg = ProbeConfig(slices_per_volume=12)
         # Warm-up: worker start-up is not the probe's cost.
         build(vols[4], os.path.join(tmp, "warm"), cfg.model_copy(update={"workers": 2}), progress=False)
-        rate = {}
-        for w in (1, 2):
-            t0 = time.perf_counter()
-            build(vols[n_speed], os.path.join(tmp, f"speed{w}"), cfg.model_copy(update={"workers": w}), progress=False)
-            rate[w] = n_speed / (time.perf_counter() - t0)
+        # Alternate 1 and 2 workers and keep each one's best run: the machine may be shared.
+        rate = {1: 0.0, 2: 0.0}
+        for rep in range(1 if args.quick else 2):
+            for w in (1, 2):
+                t0 = time.perf_counter()
+                build(vols[n_speed], os.path.join(tmp, f"speed{w}-{rep}"), cfg.model_copy(update={"workers": w}),
+                      progress=False)
+                rate[w] = max(rate[w], n_speed / (time.perf_counter() - t0))
         mem = {}
         for n in (4, 16):
             s = build(vols[n], os.path.join(tmp, f"mem{n}"), cfg.model_copy(update={"workers": 2}), progress=False)
