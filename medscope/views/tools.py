@@ -150,7 +150,7 @@ class StableDiffusion:
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
         dtype = torch.float16 if self.device == "cuda" else torch.float32
         self.pipe = StableDiffusionInpaintPipeline.from_pretrained(
-            model_dir, torch_dtype=dtype, safety_checker=None, requires_safety_checker=False, local_files_only=True
+            model_dir, dtype=dtype, safety_checker=None, requires_safety_checker=False, local_files_only=True
         ).to(self.device)
         self.pipe.set_progress_bar_config(disable=True)
         self.steps, self.size = steps, size
