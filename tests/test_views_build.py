@@ -1,0 +1,98 @@
+"""The Ray Data views build: identical across worker counts, resumable after a kill,
+bad cases become reasons, splits disjoint by patient and near-copy group."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+from medscope import records, storage
+from medscope.errors import MedScopeError
+from medscope.views.recipe import Recipe
+from medscope.views.synthetic import blob, case_row, synthetic_cases, tissue
+from medscope.views.worker import case_key, parts
+from pipelines.build_views import build_views
+
+RECIPE = Recipe(seed=4)
+
+
+@pytest.fixture(scope="module")
+def cohort(tmp_path_factory):
+    root = tmp_path_factory.mktemp("views-build")
+    rows = synthetic_cases(22, seed=2, size=96)
+    rng = np.random.default_rng(9)
+    bad_small = case_row("bad-small", tissue(rng, 96), blob(96, (48, 48), 2.0))
+    bad_corrupt = case_row("bad-corrupt", tissue(rng, 96), blob(96, (48, 48), 6.0))
+    bad_corrupt["image"] = b"\x89PNG broken"
+    # a near-copy of syn-0000 from another cohort, without a patient id
+    copy = dict(rows[0], case_id="other-0000", source="other", patient_id=None)
+    uri = str(root / "cases.parquet")
+    records.write_table("cases", rows + [bad_small, bad_corrupt, copy], uri)
+    return root, uri
+
+
+def _bytes(out):
+    return storage.read_bytes(os.path.join(out, "views.parquet")), storage.read_bytes(os.path.join(out, "rejects.parquet"))
+
+
+def test_build_is_identical_on_one_and_two_workers_and_in_a_plain_loop(ray_cluster, cohort):
+    root, cases = cohort
+    s1 = build_views(cases, str(root / "w1"), RECIPE, workers=1, block_rows=2, quiet=True)
+    s2 = build_views(cases, str(root / "w2"), RECIPE, workers=2, block_rows=3, quiet=True)
+    build_views(cases, str(root / "loop"), RECIPE, engine="local", quiet=True)
+    assert _bytes(root / "w1") == _bytes(root / "w2") == _bytes(root / "loop")
+    assert s1["views"] == s2["views"] > 0 and s1["built_now"] == 25
+
+    views = records.read_table("views", str(root / "w1" / "views.parquet")).to_pylist()
+    rejects = records.read_table("rejects", str(root / "w1" / "rejects.parquet")).to_pylist()
+    reasons = {(r["item_id"], r["reason"]) for r in rejects}
+    assert ("bad-small", "lesion_too_small") in reasons
+    assert ("bad-corrupt", "unreadable_image") in reasons
+    assert not any(v["case_id"].startswith("bad-") for v in views)
+    # failed views stay, with a reason
+    failed = [v for v in views if not v["passed"]]
+    assert failed and all(v["reject_reason"] for v in failed)
+    assert all(v["reject_reason"] is None for v in views if v["passed"])
+    # one split per near-copy group and per patient; the cross-cohort copy joins syn-0000
+    split_of_group, split_of_patient = {}, {}
+    for v in views:
+        split_of_group.setdefault(v["group_id"], set()).add(v["split"])
+        if v["patient_id"]:
+            split_of_patient.setdefault((v["source"], v["patient_id"]), set()).add(v["split"])
+    assert all(len(s) == 1 for s in split_of_group.values())
+    assert all(len(s) == 1 for s in split_of_patient.values())
+    group = {v["case_id"]: v["group_id"] for v in views}
+    assert group["other-0000"] == group["syn-0000"] == group["syn-0001"]  # syn-0001 shares patient p000
+    assert s1["cross_cohort_pairs"] == 1
+    kinds = {v["kind"] for v in views}
+    assert {"original", "target_removal", "random_removal", "unmatched_control", "degraded", "natural_negative"} <= kinds
+    assert all(v["kind"] != "insertion" or v["split"] == "train" for v in views)
+
+
+def test_a_killed_build_reruns_only_missing_cases(ray_cluster, cohort):
+    root, cases = cohort
+    out = str(root / "resume")
+    build_views(cases, out, RECIPE, workers=2, block_rows=2, quiet=True)
+    folders = parts(out)
+    victims = ["syn-0003", "syn-0010", "syn-0017"]
+    # a kill after the features/rejects parts but before the views part of one case, and
+    # before anything of two others
+    os.remove(records.part_uri(folders["views"], case_key(victims[0])))
+    for cid in victims[1:]:
+        for folder in folders.values():
+            os.remove(os.path.join(folder, f"part-{case_key(cid)}.parquet"))
+    os.remove(os.path.join(out, "views.parquet"))
+    stamp = {p: os.stat(os.path.join(folders["views"], p)).st_mtime_ns for p in os.listdir(folders["views"])}
+    summary = build_views(cases, out, RECIPE, workers=2, block_rows=2, quiet=True)
+    assert summary["built_now"] == 3
+    for p, t in stamp.items():
+        assert os.stat(os.path.join(folders["views"], p)).st_mtime_ns == t  # untouched
+    assert _bytes(out) == _bytes(root / "w1")
+
+
+def test_another_recipe_cannot_reuse_an_output(ray_cluster, cohort):
+    root, cases = cohort
+    with pytest.raises(MedScopeError, match="another --out"):
+        build_views(cases, str(root / "w1"), Recipe(seed=5), workers=1, quiet=True)
