@@ -144,8 +144,9 @@ def _run_ray(pending: pa.Table, args: dict, recipe: Recipe, workers: int | None,
     if use_gpu:
         size = min(size, int(gpus))
     # many small blocks so every actor of the pool gets work and progress is steady
-    blocks = [pending.slice(i, block_rows) for i in range(0, len(pending), block_rows)]
-    ds = ray.data.from_arrow(blocks)
+    # from_items builds the blocks on the driver (no metadata tasks on the workers)
+    n_blocks = max(1, -(-len(pending) // block_rows))
+    ds = ray.data.from_items(pending.to_pylist(), override_num_blocks=n_blocks)
     pool_ref = ray.put(args.pop("pool"))
     plan_ref = ray.put(args.pop("plan"))
     done = ds.map_batches(
