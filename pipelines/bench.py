@@ -9,7 +9,9 @@ import importlib
 
 from medscope.errors import MedScopeError
 
-BENCHES: dict[str, str] = {}
+BENCHES: dict[str, str] = {
+    "views": "pipelines.build_views:bench",
+}
 
 
 def register(sub) -> None:

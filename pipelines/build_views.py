@@ -93,6 +93,7 @@ def build_views(cases_uri: str, out: str, recipe: Recipe, *, workers: int | None
     image_of = dict(zip(cases.column("case_id").to_pylist(), cases.column("image").to_pylist()))
     pool = {cid: image_of[cid] for cid in sorted(borrowed)}
 
+    t_plan = time.monotonic() - t0
     folders = parts(out)
     done = records.part_keys(folders["views"])
     todo = [i for i, cid in enumerate(cases.column("case_id").to_pylist()) if case_key(cid) not in done]
@@ -112,7 +113,7 @@ def build_views(cases_uri: str, out: str, recipe: Recipe, *, workers: int | None
                     progress.update()
         else:
             raise MedScopeError(f"unknown engine {engine!r}; use ray or local")
-    t_map = time.monotonic() - t0
+    t_map = time.monotonic() - t0 - t_plan
 
     views = records.read_table("views", folders["views"])
     views = views.take(pa.compute.sort_indices(views, [("view_id", "ascending")]))
@@ -128,7 +129,8 @@ def build_views(cases_uri: str, out: str, recipe: Recipe, *, workers: int | None
     storage.write_text(uris["qc_report"], json.dumps(report, indent=2, sort_keys=True, default=float))
     summary = summarize(views, all_rejects, report)
     summary.update(out=out, views_uri=uris["views"], rejects_uri=uris["rejects"], cases=len(cases),
-                   built_now=len(todo), seconds=round(time.monotonic() - t0, 2), map_seconds=round(t_map, 2))
+                   built_now=len(todo), seconds=round(time.monotonic() - t0, 2), plan_seconds=round(t_plan, 2),
+                   map_seconds=round(t_map, 2))
     return summary
 
 
@@ -202,6 +204,39 @@ def summarize(views: pa.Table, rejects: list[dict], report: dict) -> dict:
 def run(cfg: BuildViewsConfig) -> dict:
     recipe = load_recipe(cfg.recipe, cfg.tools)
     return build_views(cfg.cases, cfg.out, recipe, workers=cfg.workers, engine=cfg.engine)
+
+
+def bench(args) -> None:
+    """``medscope bench views``: views per second of a plain loop, Ray with 1 and 2 workers."""
+    import tempfile
+
+    from medscope.views.synthetic import synthetic_cases
+    from pipelines.raycluster import ensure_ray
+
+    # views of 512 px images: enough work per case that the fixed cost of starting actors
+    # (seconds on a loaded 2-core machine) does not hide the throughput being compared
+    n, size = (32, 160) if args.quick else (120, 512)
+    recipe = Recipe(seed=0)
+    with tempfile.TemporaryDirectory(prefix="medscope-bench-views-") as tmp:
+        cases = storage.join(tmp, "cases.parquet")
+        try:
+            from medscope.cohorts import phantom
+
+            cases = phantom.generate(storage.join(tmp, "cohort"), n_cases=n, seed=0)["cases"]
+            source = "phantom cohort"
+        except ImportError:
+            records.write_table("cases", synthetic_cases(n, seed=0, size=size), cases)
+            source = f"synthetic cohort ({size} px)"
+        ensure_ray()
+        rates = {}
+        for label, engine, workers in (("plain loop", "local", None), ("ray, 1 worker", "ray", 1), ("ray, 2 workers", "ray", 2)):
+            s = build_views(cases, storage.join(tmp, label.replace(" ", "").replace(",", "-")), recipe,
+                            workers=workers, engine=engine, quiet=True)
+            rates[label] = s["views"] / max(s["map_seconds"], 1e-9)
+            print(f"{label:<16} {s['views']:>5} views in {s['map_seconds']:6.1f}s  {rates[label]:7.1f} views/s", flush=True)
+    print(f"cohort: {n} cases, {source}")
+    print(f"ray 1 worker / plain loop : {rates['ray, 1 worker'] / rates['plain loop']:.2f}  (aim >= 0.75)")
+    print(f"ray 2 workers / 1 worker  : {rates['ray, 2 workers'] / rates['ray, 1 worker']:.2f}  (aim >= 1.7)")
 
 
 if __name__ == "__main__":

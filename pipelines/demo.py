@@ -43,8 +43,29 @@ def step_cohort(ctx: DemoContext) -> None:
     ctx.summary["cohort"] = show_summary(ctx.paths["cases"])
 
 
+def step_views(ctx: DemoContext) -> None:
+    """Counterfactual views of the cohort with the offline tools (Telea, transplant) and QC."""
+    import os
+
+    from medscope.views.recipe import Recipe, load_recipe
+    from pipelines.build_views import build_views
+    from pipelines.raycluster import REPO_ROOT
+
+    recipe_file = os.path.join(REPO_ROOT, "configs", "views", "demo.yaml")
+    recipe = load_recipe(recipe_file) if os.path.exists(recipe_file) else Recipe(name="demo", tools=["telea", "transplant"])
+    out = ctx.uri("views")
+    summary = build_views(ctx.paths["cases"], out, recipe, quiet=True)
+    ctx.paths.update(views=summary["views_uri"], view_rejects=summary["rejects_uri"], views_out=out)
+    kinds = ", ".join(f"{k} {d['passed']}/{d['views']}" for k, d in summary["by_kind"].items())
+    print(f"  views: {summary['views']} built, {summary['passed']} passed QC ({kinds})", file=sys.stderr)
+    ctx.summary["views"] = {k: summary[k] for k in ("views", "passed", "by_kind", "reject_reasons",
+                                                     "edit_detector_heldout_auc", "adversarial_auc_before",
+                                                     "adversarial_auc_after")}
+
+
 STEPS: list[tuple[str, Step]] = [
     ("phantom cohort", step_cohort),
+    ("counterfactual views", step_views),
 ]
 
 

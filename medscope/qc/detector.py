@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import cv2
 import numpy as np
-from scipy import ndimage, stats
+from scipy import ndimage
 
 from medscope.images import decode_mask, decode_png, to_gray
 from medscope.seeding import derive_seed
@@ -128,6 +128,8 @@ def auc(scores, labels) -> float | None:
     pos, neg = scores[labels], scores[~labels]
     if len(pos) == 0 or len(neg) == 0:
         return None
+    from scipy import stats  # imported here: scipy.stats costs seconds in every fresh worker
+
     u = stats.mannwhitneyu(pos, neg, alternative="two-sided").statistic
     return float(u / (len(pos) * len(neg)))
 

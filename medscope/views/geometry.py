@@ -8,7 +8,8 @@ seed alone, never on which worker built it.
 from __future__ import annotations
 
 import numpy as np
-from scipy import ndimage, signal
+import cv2
+from scipy import ndimage
 
 from medscope.images import to_gray
 
@@ -57,15 +58,15 @@ def crop_to_shape(mask: np.ndarray) -> tuple[np.ndarray, tuple[int, int]]:
 def valid_offsets(shape: np.ndarray, allowed: np.ndarray) -> np.ndarray:
     """Top-left offsets (row, col) at which every pixel of ``shape`` lands on ``allowed``.
 
-    Computed as one correlation of the allowed map with the shape (FFT), so the cost does
-    not grow with the number of candidate positions.
+    Computed as one correlation of the allowed map with the shape (``cv2.matchTemplate``,
+    which switches to the DFT for large shapes), not a loop over candidate positions.
     """
     shape = np.asarray(shape, dtype=bool)
     allowed = np.asarray(allowed, dtype=bool)
     sh, sw = shape.shape
     if sh > allowed.shape[0] or sw > allowed.shape[1]:
         return np.zeros((0, 2), dtype=np.int64)
-    hits = signal.fftconvolve(allowed.astype(np.float64), shape[::-1, ::-1].astype(np.float64), mode="valid")
+    hits = cv2.matchTemplate(allowed.astype(np.float32), shape.astype(np.float32), cv2.TM_CCORR)
     return np.argwhere(hits >= shape.sum() - 0.5)
 
 
