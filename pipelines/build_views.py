@@ -215,7 +215,7 @@ def bench(args) -> None:
 
     # views of 512 px images: enough work per case that the fixed cost of starting actors
     # (seconds on a loaded 2-core machine) does not hide the throughput being compared
-    n, size = (32, 160) if args.quick else (120, 512)
+    n, size = (32, 160) if args.quick else (96, 384)
     recipe = Recipe(seed=0)
     with tempfile.TemporaryDirectory(prefix="medscope-bench-views-") as tmp:
         cases = storage.join(tmp, "cases.parquet")
@@ -239,5 +239,9 @@ def bench(args) -> None:
     print(f"ray 2 workers / 1 worker  : {rates['ray, 2 workers'] / rates['ray, 1 worker']:.2f}  (aim >= 1.7)")
 
 
+def main_argv(argv: list[str] | None = None) -> int:
+    return job_main("build_views", BuildViewsConfig, run, argv)
+
+
 if __name__ == "__main__":
-    sys.exit(job_main("build_views", BuildViewsConfig, run))
+    sys.exit(main_argv())

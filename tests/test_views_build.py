@@ -97,3 +97,48 @@ def test_another_recipe_cannot_reuse_an_output(ray_cluster, cohort):
     root, cases = cohort
     with pytest.raises(MedScopeError, match="another --out"):
         build_views(cases, str(root / "w1"), Recipe(seed=5), workers=1, quiet=True)
+
+
+def test_show_export_and_the_job_entry_point(ray_cluster, cohort, tmp_path, capsys):
+    import argparse
+
+    from medscope.images import decode_png
+    from pipelines import views as views_cli
+    from pipelines.build_views import main_argv
+
+    root, cases = cohort
+    parser = argparse.ArgumentParser()
+    views_cli.register(parser.add_subparsers())
+    args = parser.parse_args(["views", "show", str(root / "w1")])
+    args.func(args)
+    shown = capsys.readouterr().out
+    total = records.read_table("views", str(root / "w1" / "views.parquet")).num_rows
+    assert f"{total} views" in shown and "lesion_too_small" in shown and "held-out" in shown
+    args = parser.parse_args(["views", "export", str(root / "w1"), "--dir", str(tmp_path / "png"), "--n", "2"])
+    args.func(args)
+    pngs = sorted((tmp_path / "png").iterdir())
+    assert len(pngs) == 2
+    panel = decode_png(pngs[0].read_bytes())
+    assert panel.shape[1] == 3 * 80 + 2 * 4  # three 80 px views side by side
+    # python -m pipelines.build_views --config F, in a plain loop (engine: local)
+    cfg = tmp_path / "job.yaml"
+    cfg.write_text(f"cases: {cases}\nout: {tmp_path / 'job'}\nengine: local\n")
+    assert main_argv(["--config", str(cfg)]) == 0
+    assert records.read_table("views", str(tmp_path / "job" / "views.parquet")).num_rows > 0
+    cfg.write_text(f"cases: {cases}\nout: {tmp_path / 'job2'}\nrecipe_typo: 1\n")
+    assert main_argv(["--config", str(cfg)]) == 2
+    assert "recipe_typo" in capsys.readouterr().err
+
+
+def test_demo_step_builds_views_of_the_cohort(ray_cluster, cohort, tmp_path):
+    from pipelines.demo import STEPS, DemoContext, step_views
+
+    root, cases = cohort
+    names = [name for name, _ in STEPS]
+    assert names.index("counterfactual views") == names.index("phantom cohort") + 1
+    ctx = DemoContext(out=str(tmp_path / "demo"))
+    ctx.paths["cases"] = cases
+    step_views(ctx)
+    table = records.read_table("views", ctx.paths["views"])
+    assert table.num_rows == ctx.summary["views"]["views"] > 0
+    assert set(table.column("tool").to_pylist()) <= {"none", "telea", "transplant"}

@@ -25,7 +25,10 @@ def finalize(views: pa.Table, features: list[dict], recipe: Recipe) -> tuple[pa.
     before = list(passed)
     report: dict = {}
 
-    model, report["edit_detector"] = detector.train_edit_detector(features, recipe.seed)
+    if recipe.edit_detector:
+        model, report["edit_detector"] = detector.train_edit_detector(features, recipe.seed)
+    else:
+        model, report["edit_detector"] = None, {"skipped": "edit_detector: false in the recipe"}
     if model is not None:
         scores = detector.score_targets(model, features)
         for i in range(n):

@@ -43,6 +43,7 @@ class Recipe(StrictModel):
     ring_outer_px: float = 14.0
     contrast_abs: float = 1.0
     contrast_rel: float = 0.35
+    edit_detector: bool = True  # train the edit detector and drop erasures it scores >= edit_score_max
     edit_score_max: float = pydantic.Field(0.5, gt=0, le=1)
     near_copy_bits: int = pydantic.Field(8, ge=0, le=64)
     near_copy_corr: float = pydantic.Field(0.95, gt=0, le=1)
