@@ -101,7 +101,8 @@ def build_views(cases_uri: str, out: str, recipe: Recipe, *, workers: int | None
         _log(f"{len(cases)} cases, {len(cases) - len(todo)} already built, {len(todo)} to build ({engine})")
     if todo:
         pending = cases.take(todo)
-        args = dict(recipe=recipe.model_dump(), rhash=rhash, out=out, plan=plan, pool=pool)
+        args = dict(recipe=recipe.model_dump(), rhash=rhash, out=out, plan=plan, pool=pool,
+                    s3_endpoint=storage.s3_endpoint() if storage.protocol(out) == "s3" else None)
         if engine == "ray":
             _run_ray(pending, args, recipe, workers, block_rows, quiet)
         elif engine == "local":

@@ -142,3 +142,11 @@ def test_demo_step_builds_views_of_the_cohort(ray_cluster, cohort, tmp_path):
     table = records.read_table("views", ctx.paths["views"])
     assert table.num_rows == ctx.summary["views"]["views"] > 0
     assert set(table.column("tool").to_pylist()) <= {"none", "telea", "transplant"}
+
+
+def test_build_into_s3(ray_cluster, cohort, s3_bucket):
+    root, cases = cohort
+    out = f"{s3_bucket}/views"
+    summary = build_views(cases, out, RECIPE, workers=2, block_rows=4, quiet=True)
+    assert storage.read_bytes(f"{out}/views.parquet") == _bytes(root / "w1")[0]
+    assert len(records.part_keys(f"{out}/parts/views")) == summary["cases"]  # rejected cases leave an empty part: done, not redone

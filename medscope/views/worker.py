@@ -55,7 +55,11 @@ class CaseViewWriter:
     images other cases borrow (insertion recipients, other-type donors).
     """
 
-    def __init__(self, recipe: dict, rhash: str, out: str, plan: dict[str, dict], pool: dict[str, bytes]):
+    def __init__(self, recipe: dict, rhash: str, out: str, plan: dict[str, dict], pool: dict[str, bytes],
+                 s3_endpoint: str | None = None):
+        if s3_endpoint:
+            # the driver's S3 endpoint (e.g. set after the cluster started); never credentials
+            storage.configure(s3_endpoint=s3_endpoint)
         self.recipe = Recipe.model_validate(recipe)
         self.rhash, self.plan, self.pool = rhash, plan, pool
         self.folders = parts(out)
