@@ -122,10 +122,15 @@ def unmatched_control_region(
     factor = float(rng.choice([0.5, 2.0]))
     aspect = float(rng.uniform(1.0, max_aspect))
     angle = float(rng.uniform(0.0, 180.0))
-    params = {"area_factor": factor, "aspect": aspect, "angle": angle}
-    shape = ellipse_mask(factor * float(dilated_lesion.sum()), aspect, angle)
     allowed = foreground & ~touch_zone(dilated_lesion, away_px)
-    return place_shape(shape, allowed, rng), params
+    params = {"area_factor": factor, "aspect": aspect, "angle": angle}
+    # the drawn size first; the other size only when the drawn one does not fit
+    for f in (factor, 2.5 - factor):
+        shape = ellipse_mask(f * float(dilated_lesion.sum()), aspect, angle)
+        region = place_shape(shape, allowed, rng)
+        if region is not None:
+            return region, dict(params, area_factor=f)
+    return None, params
 
 
 def ring_mask(mask: np.ndarray, inner: float = 6.0, outer: float = 14.0) -> np.ndarray:
