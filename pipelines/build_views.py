@@ -94,6 +94,7 @@ def build_views(cases_uri: str, out: str, recipe: Recipe, *, workers: int | None
     pool = {cid: image_of[cid] for cid in sorted(borrowed)}
 
     t_plan = time.monotonic() - t0
+    first_batch = None  # (seconds until the first batch came back, its cases): actor start-up
     folders = parts(out)
     done = records.part_keys(folders["views"])
     todo = [i for i, cid in enumerate(cases.column("case_id").to_pylist()) if case_key(cid) not in done]
@@ -104,7 +105,7 @@ def build_views(cases_uri: str, out: str, recipe: Recipe, *, workers: int | None
         args = dict(recipe=recipe.model_dump(), rhash=rhash, out=out, plan=plan, pool=pool,
                     s3_endpoint=storage.s3_endpoint() if storage.protocol(out) == "s3" else None)
         if engine == "ray":
-            _run_ray(pending, args, recipe, workers, block_rows, quiet)
+            first_batch = _run_ray(pending, args, recipe, workers, block_rows, quiet)
         elif engine == "local":
             writer = CaseViewWriter(**args)
             progress = None if quiet else Progress("cases", len(todo))
@@ -131,7 +132,7 @@ def build_views(cases_uri: str, out: str, recipe: Recipe, *, workers: int | None
     summary = summarize(views, all_rejects, report)
     summary.update(out=out, views_uri=uris["views"], rejects_uri=uris["rejects"], cases=len(cases),
                    built_now=len(todo), seconds=round(time.monotonic() - t0, 2), plan_seconds=round(t_plan, 2),
-                   map_seconds=round(t_map, 2))
+                   map_seconds=round(t_map, 2), first_batch=first_batch)
     return summary
 
 
@@ -159,9 +160,13 @@ def _run_ray(pending: pa.Table, args: dict, recipe: Recipe, workers: int | None,
         num_gpus=1 if use_gpu else 0, num_cpus=0 if use_gpu else 1,
     )
     progress = None if quiet else Progress("cases", len(pending))
+    start, first = time.monotonic(), None
     for batch in done.iter_batches(batch_format="pyarrow", batch_size=None):
+        if first is None:
+            first = (time.monotonic() - start, batch.num_rows)
         if progress:
             progress.update(batch.num_rows)
+    return first
 
 
 class _RayWriter(CaseViewWriter):
@@ -234,7 +239,9 @@ def bench(args) -> None:
             s = build_views(cases, storage.join(tmp, label.replace(" ", "").replace(",", "-")), recipe,
                             workers=workers, engine=engine, quiet=True)
             rates[label] = s["views"] / max(s["map_seconds"], 1e-9)
-            print(f"{label:<16} {s['views']:>5} views in {s['map_seconds']:6.1f}s  {rates[label]:7.1f} views/s", flush=True)
+            startup = f"  (first batch after {s['first_batch'][0]:.1f}s)" if s.get("first_batch") else ""
+            print(f"{label:<16} {s['views']:>5} views in {s['map_seconds']:6.1f}s  {rates[label]:7.1f} views/s{startup}",
+                  flush=True)
     print(f"cohort: {n} cases, {source}")
     print(f"ray 1 worker / plain loop : {rates['ray, 1 worker'] / rates['plain loop']:.2f}  (aim >= 0.75)")
     print(f"ray 2 workers / 1 worker  : {rates['ray, 2 workers'] / rates['ray, 1 worker']:.2f}  (aim >= 1.7)")
