@@ -25,6 +25,7 @@ from medscope.errors import MedScopeError
 from medscope.qc.finalize import finalize
 from medscope.views import plan as planmod
 from medscope.views.recipe import Recipe, load_recipe, recipe_hash
+from medscope.views.tools import check_tool
 from medscope.views.worker import CaseViewWriter, case_key, parts, read_features
 from pipelines.jobs import Progress, job_main
 
@@ -67,8 +68,10 @@ def build_views(cases_uri: str, out: str, recipe: Recipe, *, workers: int | None
         raise MedScopeError("memory:// output cannot be shared with Ray workers; use a path or s3://")
     t0 = time.monotonic()
     rhash = recipe_hash(recipe)
-    _check_recipe(out, recipe, rhash)
+    for tool in recipe.all_tools():
+        check_tool(tool, lama_model=recipe.lama_model, sd_model_dir=recipe.sd_model_dir)
     cases = records.read_table("cases", cases_uri)
+    _check_recipe(out, recipe, rhash)
     rejects: list[dict] = []
     ids = cases.column("case_id").to_pylist()
     seen, keep = set(), []

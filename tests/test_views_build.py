@@ -150,3 +150,29 @@ def test_build_into_s3(ray_cluster, cohort, s3_bucket):
     summary = build_views(cases, out, RECIPE, workers=2, block_rows=4, quiet=True)
     assert storage.read_bytes(f"{out}/views.parquet") == _bytes(root / "w1")[0]
     assert len(records.part_keys(f"{out}/parts/views")) == summary["cases"]  # rejected cases leave an empty part: done, not redone
+
+
+def test_lama_recipe_on_ray_actors_and_a_clear_error_without_weights(ray_cluster, cohort, tmp_path, monkeypatch):
+    import torch
+
+    from medscope.images import decode_mask, decode_png
+
+    root, cases = cohort
+    monkeypatch.delenv("LAMA_MODEL", raising=False)
+    with pytest.raises(MedScopeError, match="LAMA_MODEL"):
+        build_views(cases, str(tmp_path / "nolama"), Recipe(tools=["lama", "transplant"]), workers=1, quiet=True)
+
+    class ConstantFill(torch.nn.Module):
+        def forward(self, image: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+            m = mask.to(image.dtype)
+            return image * (1 - m) + 0.5 * m
+
+    weights = tmp_path / "big-lama.pt"
+    torch.jit.save(torch.jit.script(ConstantFill()), str(weights))
+    recipe = Recipe(tools=["lama", "transplant"], lama_model=str(weights), edit_detector=False)
+    build_views(cases, str(tmp_path / "lama"), recipe, workers=2, block_rows=4, quiet=True)
+    views = records.read_table("views", str(tmp_path / "lama" / "views.parquet")).to_pylist()
+    lama = [v for v in views if v["tool"] == "lama" and v["kind"] == "target_removal"]
+    assert lama and {v["tool"] for v in views if v["kind"] == "unmatched_control"} <= {"lama", "transplant"}
+    for v in lama:
+        assert (decode_png(v["image"], gray=True)[decode_mask(v["edit_mask"])] == 127).all()

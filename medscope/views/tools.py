@@ -173,6 +173,25 @@ class StableDiffusion:
         return composite(image, out, region)
 
 
+def check_tool(name: str, *, lama_model: str | None = None, sd_model_dir: str | None = None) -> None:
+    """Raise the tool's MedScopeError (missing weights, unknown name) without loading a model,
+    so a build fails on the driver with one line rather than inside a worker."""
+    if name not in TOOLS:
+        raise MedScopeError(f"unknown erasure tool {name!r}; choose from {', '.join(TOOLS)}")
+    if name == "lama":
+        path = lama_model or os.environ.get("LAMA_MODEL")
+        if not path:
+            raise MedScopeError("the lama tool needs its TorchScript weights: set LAMA_MODEL to the path of big-lama.pt")
+        if not os.path.exists(path):
+            raise MedScopeError(f"LAMA_MODEL points to {path}, which does not exist")
+    if name == "sd":
+        model_dir = sd_model_dir or os.environ.get("SD_INPAINT_MODEL")
+        if not model_dir:
+            raise MedScopeError("the sd tool needs a local model directory: set sd_model_dir in the recipe or SD_INPAINT_MODEL")
+        if not os.path.isdir(model_dir):
+            raise MedScopeError(f"sd model directory {model_dir} does not exist")
+
+
 def make_eraser(name: str, *, lama_model: str | None = None, sd_model_dir: str | None = None, sd_steps: int = 25, sd_size: int = 512) -> Eraser:
     """The eraser called ``name`` (one of TOOLS); model-holding tools load their model here."""
     if name in ("telea", "ns"):
