@@ -11,6 +11,7 @@ from medscope.errors import MedScopeError
 
 BENCHES: dict[str, str] = {
     "stats": "pipelines.score:bench_stats",
+    "views": "pipelines.build_views:bench",
 }
 
 
