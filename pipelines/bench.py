@@ -11,6 +11,8 @@ from medscope.errors import MedScopeError
 
 BENCHES: dict[str, str] = {
     "probe": "pipelines.probe_cli:bench",
+    "stats": "pipelines.score:bench_stats",
+    "views": "pipelines.build_views:bench",
 }
 
 
