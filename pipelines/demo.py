@@ -62,7 +62,7 @@ def step_probe_build(ctx: DemoContext) -> None:
     ctx.paths["probe_items"] = summary["probe_items"]
     ctx.paths["probe_slices"] = summary["slices"]
     ctx.paths["probe"] = ctx.uri("probe")
-    ctx.summary["probe"] = {k: summary[k] for k in ("volumes", "volumes_used", "items_written", "rejects")}
+    ctx.summary["probe"] = {k: summary[k] for k in ("volumes", "volumes_used", "items_written", "rejects", "notes")}
 
 
 def step_score(ctx: DemoContext) -> None:

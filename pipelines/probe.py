@@ -160,14 +160,18 @@ def _build(vols: list[dict], out_uri: str, cfg: ProbeConfig, progress: bool) -> 
     rejects.sort(key=lambda r: (r["item_id"], r["stage"], r["reason"], r["detail"] or ""))
     records.write_table("rejects", rejects, storage.join(out_uri, "rejects.parquet"))
     reasons: dict[str, int] = {}
+    notes: dict[str, int] = {}
     for r in rejects:
-        reasons[r["reason"]] = reasons.get(r["reason"], 0) + 1
+        # organ_never_present rows note a kept volume (its items are flagged absent_from_volume)
+        bucket = notes if r["reason"] == "organ_never_present" else reasons
+        bucket[r["reason"]] = bucket.get(r["reason"], 0) + 1
     return {
         "volumes": len(vols),
         "volumes_used": len(ok),
         "items_written": n_items,
         "volumes_resumed": resumed,
         "rejects": reasons,
+        "notes": notes,
         "probe_items": items_uri,
         "slices": storage.join(out_uri, "slices.parquet"),
         "worker_peak_rss_mb": round(max(rss), 1),
