@@ -16,6 +16,8 @@ import warnings
 import numpy as np
 import pandas as pd
 
+from medscope.stats import bootstrap as bs
+from medscope.stats.inference import logistic_clustered
 from medscope.volumes.config import FORMATS, IMAGE_MODES, split_condition
 from medscope.volumes.replies import read_reply
 
@@ -65,57 +67,43 @@ def score_episodes(episodes: list[dict], items: dict[str, dict], lexicon) -> tup
 
 
 def cluster_bootstrap_ratio(
-    cases, num, den, *, b: int = 2000, seed: int = 42, alpha: float = 0.05
+    cases, num, den, *, b: int = bs.DEFAULT_B, seed: int = bs.DEFAULT_SEED, alpha: float = 0.05
 ) -> tuple[float | None, float | None, float | None, int]:
-    """sum(num)/sum(den) with a percentile interval from resampling whole cases with replacement.
+    """sum(num)/sum(den) with a percentile interval from resampling whole cases with replacement
+    (the shared ``medscope.stats`` case bootstrap: B = 2000, seed 42 by default).
 
-    Written here because the shared ``medscope.stats`` bootstrap was not on main when the probe
-    was built; it is the same case-clustered scheme (seed 001: B = 2000, seed 42). Returns
-    (value, low, high, number of cases with a non-zero denominator).
+    Returns (value, low, high, number of cases with a non-zero denominator).
     """
-    cases = np.asarray(cases)
-    num = np.asarray(num, dtype=np.float64)
-    den = np.asarray(den, dtype=np.float64)
-    keys, inv = np.unique(cases, return_inverse=True)
-    n_sum = np.bincount(inv, weights=num, minlength=len(keys))
-    d_sum = np.bincount(inv, weights=den, minlength=len(keys))
-    n_cases = int(np.sum(d_sum > 0))
+    uniq, codes = bs.codes_of(cases)
+    n_sum = bs.cluster_sums(np.asarray(num, dtype=np.float64), codes, len(uniq))
+    d_sum = bs.cluster_sums(np.asarray(den, dtype=np.float64), codes, len(uniq))
+    n_cases = int(np.sum(d_sum[:, 0] > 0))
     if d_sum.sum() == 0:
         return None, None, None, 0
     value = float(n_sum.sum() / d_sum.sum())
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, len(keys), size=(b, len(keys)))
-    dn = d_sum[idx].sum(axis=1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        ratios = n_sum[idx].sum(axis=1) / dn
-    ratios = ratios[dn > 0]
-    lo, hi = np.percentile(ratios, [100 * alpha / 2, 100 * (1 - alpha / 2)])
-    return value, float(lo), float(hi), n_cases
+    samples = bs.ratio_samples(n_sum, d_sum, bs.resample_counts(len(uniq), b, seed))
+    lo, hi = bs.percentile_ci(samples, 1 - alpha)
+    return value, float(lo[0]), float(hi[0]), n_cases
 
 
 def zdistance_logit(y, z_mm, cases, alpha: float = 0.05) -> tuple[float | None, float | None, float | None]:
     """Slope (log-odds of correct rejection per mm) of a logistic regression on z-distance, with a
-    cluster-robust (by case) interval. None when the outcome does not vary or there is one case."""
-    import statsmodels.api as sm
-
+    cluster-robust (by case) interval (``medscope.stats.inference.logistic_clustered``). None when
+    the outcome or the distance does not vary, there is one case, or the fit separates perfectly."""
     y = np.asarray(y, dtype=np.float64)
     x = np.asarray(z_mm, dtype=np.float64)
-    groups = np.unique(np.asarray(cases), return_inverse=True)[1]
-    if len(y) < 3 or y.min() == y.max() or groups.max() < 1 or x.min() == x.max():
+    if len(y) < 3 or y.min() == y.max() or len(set(map(str, cases))) < 2 or x.min() == x.max():
         return None, None, None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
-            fit = sm.Logit(y, sm.add_constant(x)).fit(
-                disp=0, cov_type="cluster", cov_kwds={"groups": groups}
-            )
+            fit = logistic_clustered(y, pd.DataFrame({"z_mm": x}), list(cases), alpha=alpha)
         except Exception:  # noqa: BLE001 - perfect separation / singular fits are a "no estimate"
             return None, None, None
-    lo, hi = fit.conf_int(alpha)[1]
-    slope = float(fit.params[1])
+    slope, lo, hi = (float(fit.loc["z_mm", k]) for k in ("coef", "ci_low", "ci_high"))
     if not np.isfinite([slope, lo, hi]).all():
         return None, None, None
-    return slope, float(lo), float(hi)
+    return slope, lo, hi
 
 
 def probe_metrics(
