@@ -170,3 +170,18 @@ def bench(args) -> None:
     for n in (4, 16):
         print(f"  {n:>2} volumes: worker peak RSS {mem[n][0]:.0f} MB, driver peak RSS {mem[n][1]:.0f} MB")
     print(f"  peak memory ratio 16/4 volumes (workers): {mem[16][0] / mem[4][0]:.2f} (should stay ~1)")
+
+
+def report_entry(metrics_uri: str, work_dir: str) -> tuple[str, list]:
+    """(title, blocks) of the probe for ``build_report(extra_sections=...)`` / ``ctx.report_sections``:
+    the specificity table (Markdown) and the specificity-by-strategy plot."""
+    from medscope.report.render import Image, Raw
+    from medscope.volumes.report import probe_report_section
+
+    metrics = records.read_table("metrics", metrics_uri).to_pylist()
+    title, markdown, pngs = probe_report_section(metrics, work_dir)
+    blocks: list = [Raw(markdown)]
+    for path in pngs:
+        with open(path, "rb") as fh:
+            blocks.append(Image(fh.read(), os.path.basename(path), "probe specificity by strategy"))
+    return title, blocks

@@ -145,6 +145,12 @@ def test_build_rejects_resume_show_and_score(ray_cluster, tmp_path):
 
     title, md, pngs = probe_report_section(metrics, str(tmp_path / "report"))
     assert "| oracle | free_text |" in md and os.path.getsize(pngs[0]) > 1000
+    from medscope.report.render import Section, to_markdown
+    from pipelines.probe_cli import report_entry
+
+    title, blocks = report_entry(sc["metrics"], str(tmp_path / "report2"))
+    text, files = to_markdown("r", [Section(title, blocks)])
+    assert "| yes-man | free_text |" in text and any(f.endswith("probe_specificity.png") for f in files)
 
 
 def test_cli_build_errors_are_one_line(tmp_path, capsys):
