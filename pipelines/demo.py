@@ -54,10 +54,6 @@ def step_probe_build(ctx: DemoContext) -> None:
     from pipelines.raycluster import REPO_ROOT
 
     cfg = load_config(os.path.join(REPO_ROOT, "configs", "probe", "demo.yaml"))
-    if "volumes" not in ctx.paths:  # the phantom step did not provide volumes: use small synthetic ones
-        from medscope.volumes.synthetic import write_synthetic_volumes
-
-        ctx.paths["volumes"] = write_synthetic_volumes(ctx.uri("probe", "synthetic"), 4, seed=ctx.seed)
     summary = build(ctx.paths["volumes"], ctx.uri("probe"), cfg.model_copy(update={"seed": ctx.seed}))
     ctx.paths["probe_items"] = summary["probe_items"]
     ctx.paths["probe_slices"] = summary["slices"]
