@@ -10,7 +10,9 @@ import importlib
 from medscope.errors import MedScopeError
 
 BENCHES: dict[str, str] = {
+    "probe": "pipelines.probe_cli:bench",
     "stats": "pipelines.score:bench_stats",
+    "views": "pipelines.build_views:bench",
     "agent": "pipelines.agent:bench",
 }
 

@@ -46,6 +46,21 @@ def step_cohort(ctx: DemoContext) -> None:
     ctx.summary["cohort"] = show_summary(ctx.paths["cases"])
 
 
+def step_probe_build(ctx: DemoContext) -> None:
+    """Build the organ-presence probe items (seed 003) from the phantom volumes on Ray Data."""
+    import os
+
+    from pipelines.probe import build, load_config
+    from pipelines.raycluster import REPO_ROOT
+
+    cfg = load_config(os.path.join(REPO_ROOT, "configs", "probe", "demo.yaml"))
+    summary = build(ctx.paths["volumes"], ctx.uri("probe"), cfg.model_copy(update={"seed": ctx.seed}))
+    ctx.paths["probe_items"] = summary["probe_items"]
+    ctx.paths["probe_slices"] = summary["slices"]
+    ctx.paths["probe"] = ctx.uri("probe")
+    ctx.summary["probe"] = {k: summary[k] for k in ("volumes", "volumes_used", "items_written", "rejects", "notes")}
+
+
 def step_score(ctx: DemoContext) -> None:
     """Score the evaluate step's episodes: rewards, metrics with case-bootstrap intervals."""
     from pipelines.score import score_run
@@ -75,8 +90,29 @@ def step_report(ctx: DemoContext) -> None:
     ctx.summary["report"] = written
 
 
+def step_views(ctx: DemoContext) -> None:
+    """Counterfactual views of the cohort with the offline tools (Telea, transplant) and QC."""
+    import os
+
+    from medscope.views.recipe import load_recipe
+    from pipelines.build_views import build_views
+    from pipelines.raycluster import REPO_ROOT
+
+    recipe = load_recipe(os.path.join(REPO_ROOT, "configs", "views", "demo.yaml"))
+    out = ctx.uri("views")
+    summary = build_views(ctx.paths["cases"], out, recipe, quiet=True)
+    ctx.paths.update(views=summary["views_uri"], view_rejects=summary["rejects_uri"], views_out=out)
+    kinds = ", ".join(f"{k} {d['passed']}/{d['views']}" for k, d in summary["by_kind"].items())
+    print(f"  views: {summary['views']} built, {summary['passed']} passed QC ({kinds})", file=sys.stderr)
+    ctx.summary["views"] = {k: summary[k] for k in ("views", "passed", "by_kind", "reject_reasons",
+                                                     "edit_detector_heldout_auc", "adversarial_auc_before",
+                                                     "adversarial_auc_after")}
+
+
 STEPS: list[tuple[str, Step]] = [
     ("phantom cohort", step_cohort),
+    ("counterfactual views", step_views),
+    ("organ-presence probe items", step_probe_build),
     # the evaluate step (ctx.paths["episodes"], ["views"]) goes here
     ("score", step_score),
     ("report", step_report),
