@@ -52,7 +52,7 @@ class ModelEntry(StrictModel):
     temperature: float | None = None  # None: the provider's default sampling (seed 000 §3.10)
     max_output_tokens: int = 4000
     seed: int | None = None
-    concurrency: int = 4  # requests in flight per worker actor
+    placement: str = "auto"  # auto | pool | dedicated (one actor holding the model; GPU if any)
     settings: ProviderSettings = ProviderSettings()
     options: dict[str, str | int | float | bool] = {}  # kind-specific extras (local models, policies)
 

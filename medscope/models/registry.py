@@ -43,7 +43,20 @@ LOCAL_KINDS: set[str] = {"local_hf"}
 
 
 def build_model(entry: ModelEntry) -> ChatModel:
-    """The ChatModel for one config entry."""
+    """The ChatModel for one config entry.
+
+    ``kind`` is a registered kind, or ``package.module:Class`` for an adapter that lives
+    outside MedScope (it is called with the entry), so a new model family touches no shared code.
+    """
+    if ":" in entry.kind:
+        import importlib
+
+        module, _, attr = entry.kind.partition(":")
+        try:
+            factory = getattr(importlib.import_module(module), attr)
+        except (ImportError, AttributeError) as err:
+            raise MedScopeError(f"model {entry.name}: cannot import kind {entry.kind!r} ({err})") from None
+        return factory(entry)
     try:
         factory = MODEL_KINDS[entry.kind]
     except KeyError:

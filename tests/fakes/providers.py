@@ -29,7 +29,9 @@ WIRES = ("openai", "anthropic", "gemini")
 class Action:
     """What the server does with one request."""
 
-    kind: str = "answer"  # answer | status | slow | reset | truncated | nonjson | empty | refusal
+    # answer | status | slow | reset | truncated | nonjson | empty | refusal | echo_key (a 400
+    # whose message repeats the caller's key, as a careless proxy might)
+    kind: str = "answer"
     status: int = 200
     retry_after: float | None = None
     delay_s: float = 0.0
@@ -48,7 +50,9 @@ def slow(delay_s: float) -> Action:
     return Action("slow", delay_s=delay_s)
 
 
-RESET, TRUNCATED, NONJSON, EMPTY, REFUSAL = (Action(k) for k in ("reset", "truncated", "nonjson", "empty", "refusal"))
+RESET, TRUNCATED, NONJSON, EMPTY, REFUSAL, ECHO_KEY = (
+    Action(k) for k in ("reset", "truncated", "nonjson", "empty", "refusal", "echo_key")
+)
 
 
 @dataclass
@@ -260,6 +264,10 @@ def _handler_for(fake: FakeProvider):
             if kind == "status":
                 extra = {"Retry-After": f"{action.retry_after:g}"} if action.retry_after is not None else {}
                 return self._json(action.status, fake.error_body(action.status), extra)
+            if kind == "echo_key":
+                payload = fake.error_body(400)
+                payload["error"]["message"] = f"invalid request for key {fake.key_from(headers)}"
+                return self._json(400, payload)
             if kind == "reset":
                 # SO_LINGER 0 makes close() send RST: the client sees "connection reset by peer".
                 self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))

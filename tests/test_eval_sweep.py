@@ -1,0 +1,74 @@
+"""The evaluation sweep on a real local Ray cluster against loopback provider servers."""
+
+from __future__ import annotations
+
+import pytest
+
+from medscope import records, storage
+from medscope.models.config import ModelEntry
+from pipelines.evaluate import EvalConfig, run_sweep, show
+from tests.fakes import providers as fp
+from tests.fakes.protocols import SingleTurnProtocol, unit_tag
+from tests.fakes.views import write_views
+
+KEY_ENV = "MEDSCOPE_TEST_OPENAI_KEY"
+
+
+@pytest.fixture
+def openai_server(monkeypatch):
+    monkeypatch.setenv(KEY_ENV, "test-key-openai")
+    server = fp.FakeProvider("openai", responder=lambda text, images: "yes" if images else "no",
+                             expected_key="test-key-openai")
+    yield server
+    server.close()
+
+
+def entry(server, name="gpt-fake", **kw) -> ModelEntry:
+    base = dict(name=name, kind=server.wire, model="fake-1", base_url=server.url, api_key_env=KEY_ENV,
+                price_in_per_mtok=2.0, price_out_per_mtok=8.0, timeout_s=5.0)
+    base.update(kw)
+    return ModelEntry(**base)
+
+
+def cfg(views, out, **kw) -> EvalConfig:
+    return EvalConfig(views=views, models="unused.yaml", out=out, backoff_s=0.05, **kw)
+
+
+def test_sweep_writes_every_episode_to_s3_and_resumes_without_requests(ray_cluster, s3_bucket, openai_server):
+    views = write_views(f"{s3_bucket}/views.parquet", 6)
+    out = f"{s3_bucket}/eval"
+    protocol = SingleTurnProtocol()
+    summary = run_sweep(cfg(views, out, conditions=["agent", "blind"]), protocol, [entry(openai_server)])
+    assert summary["done"] == 12 and summary["to_run"] == 12
+    table = records.read_table("episodes", f"{out}/episodes")
+    assert table.num_rows == 12
+    assert len(set(table.column("request_key").to_pylist())) == 12
+    # One request per unit, each carrying its own tag.
+    for i in range(6):
+        for cond in ("agent", "blind"):
+            assert openai_server.count(unit_tag(f"v{i:03d}", cond)) == 1
+    rows = table.to_pylist()
+    by_cond = {c: [r for r in rows if r["condition"] == c] for c in ("agent", "blind")}
+    # The responder says yes only when an image arrived: blind episodes got no image.
+    assert all(r["answer"] == "yes" for r in by_cond["agent"])
+    assert all(r["answer"] == "no" for r in by_cond["blind"])
+    # Cost from the price table and the server's token counts, worked out independently.
+    for r in rows:
+        user_text = [req for req in openai_server.requests if unit_tag(r["view_id"], r["condition"]) in req.text][0]
+        tin, tout = fp.tokens_in(user_text.text, user_text.images), fp.tokens_out(r["raw_text"])
+        assert (r["input_tokens"], r["output_tokens"]) == (tin, tout)
+        assert r["cost_usd"] == pytest.approx((tin * 2.0 + tout * 8.0) / 1e6)
+        assert r["attempts"] == 1 and r["error"] is None
+    assert summary["spent_usd"] == pytest.approx(sum(r["cost_usd"] for r in rows), abs=1e-6)
+
+    before = len(openai_server.requests)
+    again = run_sweep(cfg(views, out, conditions=["agent", "blind"]), protocol, [entry(openai_server)])
+    assert again["to_run"] == 0 and again["skipped_finished"] == 12
+    assert len(openai_server.requests) == before  # a resumed sweep sends nothing for finished keys
+    assert records.read_table("episodes", f"{out}/episodes").num_rows == 12
+
+    shown = {r["condition"]: r for r in show(out)}
+    assert shown["agent"]["episodes"] == 6 and shown["blind"]["episodes"] == 6
+    assert shown["agent"]["unparseable_rate"] == 0.0 and shown["agent"]["errors"] == 0
+    assert shown["agent"]["cost_usd"] == pytest.approx(sum(r["cost_usd"] for r in by_cond["agent"]), abs=1e-6)
+    assert storage.exists(f"{out}/sweep.json")
