@@ -51,7 +51,9 @@ class AnthropicChatModel:
         if system:
             request["system"] = system
         if self.entry.temperature is not None:
-            request["temperature"] = decoding.temperature
+            # The current SDK no longer exposes sampling parameters; an explicit temperature
+            # from config is passed through for endpoints that still honour it.
+            request["extra_body"] = {"temperature": decoding.temperature}
         if s.thinking_budget:
             request["thinking"] = {"type": "enabled", "budget_tokens": s.thinking_budget}
         return request
