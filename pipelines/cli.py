@@ -13,6 +13,7 @@ VERB_MODULES = [
     "pipelines.cohort",
     "pipelines.bench",
     "pipelines.demo",
+    "pipelines.evaluate",
 ]
 
 
