@@ -9,7 +9,9 @@ import importlib
 
 from medscope.errors import MedScopeError
 
-BENCHES: dict[str, str] = {}
+BENCHES: dict[str, str] = {
+    "eval": "pipelines.eval_bench:bench_eval",
+}
 
 
 def register(sub) -> None:
