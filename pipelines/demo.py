@@ -42,8 +42,29 @@ def step_cohort(ctx: DemoContext) -> None:
     ctx.summary["cohort"] = show_summary(ctx.paths["cases"])
 
 
+def step_evaluate(ctx: DemoContext) -> None:
+    """Evaluate configs/models/demo.yaml (trivial policies + classical reader) on the views
+    with the counterfactual agent protocol, agent and blind conditions; writes episodes."""
+    import os
+
+    from medscope.errors import MedScopeError
+    from pipelines.evaluate import EvalConfig, run_sweep, show
+
+    if "views" not in ctx.paths:
+        raise MedScopeError("the evaluate step needs the views step before it (ctx.paths['views'])")
+    models = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "configs", "models", "demo.yaml")
+    out = ctx.uri("eval")
+    summary = run_sweep(EvalConfig(views=ctx.paths["views"], models=models, out=out,
+                                   conditions=["agent", "blind"], workers=1, concurrency=4))
+    ctx.paths["episodes"] = summary["episodes"]
+    ctx.paths["eval"] = out
+    ctx.summary["evaluate"] = {"episodes": summary["done"] + summary.get("skipped_finished", 0),
+                               "by_model_condition": show(out)}
+
+
 STEPS: list[tuple[str, Step]] = [
     ("phantom cohort", step_cohort),
+    ("evaluate models", step_evaluate),  # lead: keep after the views step
 ]
 
 
