@@ -10,6 +10,7 @@ I/O), local-model workers hold the weights once, on a GPU when the cluster has o
 from __future__ import annotations
 
 import os
+import threading
 import time
 
 import ray
@@ -84,14 +85,16 @@ class EpisodeWorker:
         self.limiters = {g: LimiterClient(h) for g, h in limiters.items()}
         self.backoff_s = backoff_s
         self._models: dict = {}
+        self._lock = threading.Lock()  # threads of one actor share its models
 
     def ping(self) -> int:
         return os.getpid()
 
     def _model(self, name: str):
-        if name not in self._models:
-            self._models[name] = build_model(self.entries[name])
-        return self._models[name]
+        with self._lock:
+            if name not in self._models:
+                self._models[name] = build_model(self.entries[name])
+            return self._models[name]
 
     def run(self, unit: dict) -> dict:
         """Run one episode and write it; returns a small summary for the driver."""

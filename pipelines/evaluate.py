@@ -100,6 +100,9 @@ def run_sweep(cfg: EvalConfig, protocol: EvalProtocol | None = None, entries: li
     if unknown:
         raise MedScopeError(f"protocol {protocol.name} has no condition(s) {unknown}; it knows {list(protocol.conditions())}")
     items = protocol.load_items(cfg.views)
+    dupes = sorted(k for k, n in Counter(i.item_id for i in items).items() if n > 1)
+    if dupes:
+        raise MedScopeError(f"{cfg.views}: item ids must be unique (they key the episodes); repeated: {dupes[:5]}")
     run_id = cfg.run_id or stable_hash("eval", cfg.out)
     episodes_uri, rejects_uri = storage.join(cfg.out, "episodes"), storage.join(cfg.out, "rejects")
 
@@ -162,7 +165,8 @@ def _drive(cfg, protocol, entries, todo, episodes_uri, run_id, spent, gpus, Prov
                 groups[e.limiter_group] = e
     limiters = {g: ProviderLimiter.remote(e.rpm, e.tpm) for g, e in groups.items()}
     secrets = {e.api_key_env: os.environ[e.api_key_env] for e in entries if e.api_key_env and e.api_key_env in os.environ}
-    s3 = os.environ.get("AWS_ENDPOINT_URL") or os.environ.get("AWS_ENDPOINT_URL_S3")
+    # Workers started before the driver's environment changed would not see a new endpoint.
+    s3 = storage._SETTINGS.get("s3_endpoint") or os.environ.get("AWS_ENDPOINT_URL") or os.environ.get("AWS_ENDPOINT_URL_S3")
     dumped = [e.model_dump() for e in entries]
     tag = f"medscope-eval-{run_id}-{uuid.uuid4().hex[:6]}"
     serial = iter(range(10**9))
@@ -182,6 +186,7 @@ def _drive(cfg, protocol, entries, todo, episodes_uri, run_id, spent, gpus, Prov
     restarts = 0
     stopped = None
     progress = Progress("episodes", total=len(todo))
+    _ACTOR_LOST = _actor_lost()
     queues = {lane: deque(u for u in todo if (u["model"] if u["model"] in dedicated else "pool") == lane) for lane in lanes}
     try:
         while inflight or (not stopped and any(queues.values())):
@@ -201,7 +206,7 @@ def _drive(cfg, protocol, entries, todo, episodes_uri, run_id, spent, gpus, Prov
                 load[actor] -= 1
                 try:
                     res = ray.get(ref)
-                except (ray.exceptions.RayActorError, ray.exceptions.ActorDiedError):
+                except _ACTOR_LOST:
                     # The worker died (killed, OOM, node lost). Its unit was not written, so it
                     # goes back to the queue; the worker is replaced a bounded number of times.
                     queues[lane].appendleft(unit)
@@ -228,6 +233,13 @@ def _drive(cfg, protocol, entries, todo, episodes_uri, run_id, spent, gpus, Prov
         for handle in limiters.values():
             ray.kill(handle)
     return results, stopped
+
+
+def _actor_lost() -> tuple:
+    import ray
+
+    names = ("RayActorError", "ActorDiedError", "ActorUnavailableError")
+    return tuple(getattr(ray.exceptions, n) for n in names if hasattr(ray.exceptions, n))
 
 
 def _spent(episodes_uri: str) -> float:

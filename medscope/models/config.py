@@ -15,8 +15,6 @@ from medscope.config import StrictModel
 from medscope.models.base import Decoding
 
 API_KINDS = ("openai", "anthropic", "gemini")
-# What a pasted key tends to look like; such a value in a config is refused (keys live in env).
-_KEYLIKE = re.compile(r"^(sk-|sk_|AIza|xai-|gsk_)|^[A-Za-z0-9_\-]{32,}$")
 
 
 class ProviderSettings(StrictModel):
@@ -59,7 +57,8 @@ class ModelEntry(StrictModel):
     @pydantic.field_validator("api_key_env")
     @classmethod
     def _env_name_not_key(cls, v: str | None) -> str | None:
-        if v is not None and (not re.fullmatch(r"[A-Z_][A-Z0-9_]*", v) or _KEYLIKE.match(v)):
+        # An environment variable name is upper case; a pasted key (sk-..., AIza...) never is.
+        if v is not None and not re.fullmatch(r"[A-Z_][A-Z0-9_]*", v):
             raise ValueError("must be the NAME of an environment variable (e.g. OPENAI_API_KEY), never the key")
         return v
 
