@@ -72,3 +72,56 @@ def test_sweep_writes_every_episode_to_s3_and_resumes_without_requests(ray_clust
     assert shown["agent"]["unparseable_rate"] == 0.0 and shown["agent"]["errors"] == 0
     assert shown["agent"]["cost_usd"] == pytest.approx(sum(r["cost_usd"] for r in by_cond["agent"]), abs=1e-6)
     assert storage.exists(f"{out}/sweep.json")
+
+
+def test_request_key_is_stable_and_changes_with_every_component():
+    from medscope.agent.protocol import Item
+    from medscope.models.config import ProviderSettings
+    from pipelines.evaluate import request_key
+
+    item = Item("v1", "c1", "Is there a nodule?", "present")
+    base = ModelEntry(name="m", kind="openai", model="x", base_url="http://h/v1", api_key_env="K")
+    key = request_key(SingleTurnProtocol(), item, base, "agent")
+    assert key == request_key(SingleTurnProtocol(), Item("v1", "c1", "other text", "absent"), base, "agent")
+    variants = [
+        request_key(SingleTurnProtocol("st-2"), item, base, "agent"),  # prompt version
+        request_key(SingleTurnProtocol(), Item("v2", "c1", "q", "present"), base, "agent"),  # item
+        request_key(SingleTurnProtocol(), item, base.model_copy(update={"name": "m2"}), "agent"),  # model
+        request_key(SingleTurnProtocol(), item, base.model_copy(update={"model": "y"}), "agent"),  # model id
+        request_key(SingleTurnProtocol(), item, base, "plain"),  # condition
+        request_key(SingleTurnProtocol(), item, base.model_copy(update={"temperature": 0.0}), "agent"),
+        request_key(SingleTurnProtocol(), item, base.model_copy(update={"max_output_tokens": 100}), "agent"),
+        request_key(SingleTurnProtocol(), item, base.model_copy(
+            update={"settings": ProviderSettings(image_detail="high")}), "agent"),  # provider setting
+    ]
+    assert len({key, *variants}) == len(variants) + 1
+
+
+def test_shipped_model_configs_parse_and_name_env_variables():
+    import glob
+
+    from medscope import config
+    from medscope.models.config import ModelsConfig
+
+    files = sorted(glob.glob("configs/models/*.yaml"))
+    assert len(files) >= 3
+    for f in files:
+        for m in config.load(ModelsConfig, f).models:
+            if m.kind in ("openai", "anthropic", "gemini"):
+                assert m.api_key_env and m.api_key_env.isupper() and m.base_url
+
+
+def test_sweep_rejects_unknown_conditions_and_duplicate_items(tmp_path):
+    from medscope.errors import MedScopeError
+
+    views = write_views(str(tmp_path / "views.parquet"), 2)
+    model = ModelEntry(name="m", kind="openai", model="x", base_url="http://127.0.0.1:9/v1", api_key_env="K")
+    with pytest.raises(MedScopeError, match="no condition"):
+        run_sweep(cfg(views, str(tmp_path / "o"), conditions=["telepathy"]), SingleTurnProtocol(), [model])
+
+    class Twice(SingleTurnProtocol):
+        def load_items(self, uri):
+            return super().load_items(uri) * 2
+
+    with pytest.raises(MedScopeError, match="unique"):
+        run_sweep(cfg(views, str(tmp_path / "o")), Twice(), [model])
