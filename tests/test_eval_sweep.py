@@ -38,8 +38,11 @@ def test_sweep_writes_every_episode_to_s3_and_resumes_without_requests(ray_clust
     views = write_views(f"{s3_bucket}/views.parquet", 6)
     out = f"{s3_bucket}/eval"
     protocol = SingleTurnProtocol()
-    summary = run_sweep(cfg(views, out, conditions=["agent", "blind"]), protocol, [entry(openai_server)])
+    # 240 rpm: the shared limiter spaces the 12 requests 0.25 s apart across both workers.
+    summary = run_sweep(cfg(views, out, conditions=["agent", "blind"]), protocol, [entry(openai_server, rpm=240)])
     assert summary["done"] == 12 and summary["to_run"] == 12
+    times = sorted(r.t for r in openai_server.requests)
+    assert times[-1] - times[0] >= 11 * 0.25 - 0.1
     table = records.read_table("episodes", f"{out}/episodes")
     assert table.num_rows == 12
     assert len(set(table.column("request_key").to_pylist())) == 12
