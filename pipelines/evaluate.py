@@ -279,9 +279,11 @@ def _print_show(uri: str) -> None:
         print(f"no episodes under {uri}")
         return
     cols = list(rows[0])
-    print("  ".join(cols))
-    for r in rows:
-        print("  ".join(f"{r[c]:.3f}" if isinstance(r[c], float) else str(r[c]) for c in cols))
+    cells = [[(f"{r[c]:.6f}" if c == "cost_usd" else f"{r[c]:.3f}") if isinstance(r[c], float) else str(r[c])
+              for c in cols] for r in rows]
+    widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(cols)]
+    for row in [cols, *cells]:
+        print("  ".join(v.ljust(w) for v, w in zip(row, widths)))
     rejects = storage.join(uri, "rejects")
     if storage.is_dir(rejects):
         reasons = Counter(records.read_table("rejects", rejects, columns=["reason"]).column("reason").to_pylist())
