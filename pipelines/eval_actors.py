@@ -102,6 +102,10 @@ class EpisodeWorker:
         entry = self.entries[unit["model"]]
         decoding = entry.decoding()
         out = {"key": unit["key"], "model": entry.name, "condition": unit["condition"], "item_id": item.item_id}
+        if storage.exists(records.part_uri(self.episodes_uri, unit["key"])):
+            # Finished by a worker that died before reporting, or by a concurrent run: never
+            # request (or bill) a finished key twice.
+            return {**out, "status": "exists", "cost_usd": 0.0, "attempts": 0, "error": None}
         start = time.monotonic()
         try:
             guarded = GuardedModel(

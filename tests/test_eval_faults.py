@@ -9,6 +9,7 @@ import time
 from medscope import records
 from pipelines.evaluate import run_sweep
 from tests.fakes import providers as fp
+from tests.fakes.fixtures import fake_provider  # noqa: F401 - a fixture
 from tests.fakes.protocols import SingleTurnProtocol, unit_tag
 from tests.fakes.views import write_views
 from tests.test_eval_sweep import KEY_ENV, cfg, entry
@@ -76,41 +77,38 @@ def test_sweep_survives_every_fault(ray_cluster, tmp_path, monkeypatch):
             s.close()
 
 
-def test_worker_killed_mid_sweep(ray_cluster, tmp_path, monkeypatch):
+def test_worker_killed_mid_sweep(ray_cluster, tmp_path, monkeypatch, fake_provider):
     """Kill a Ray worker actor while episodes are in flight; the sweep replaces it, finished
     keys are never requested again, and a rerun sends nothing."""
     import ray
 
     monkeypatch.setenv(KEY_ENV, "kill-key")
-    server = fp.FakeProvider("openai", responder=lambda text, images: "yes", latency_s=0.25, expected_key="kill-key")
-    try:
-        n = 16
-        views = write_views(str(tmp_path / "views.parquet"), n)
-        out = str(tmp_path / "eval")
-        model = entry(server)
-        config = cfg(views, out, conditions=["agent"], workers=2, concurrency=2, run_id="killtest")
-        result: dict = {}
-        sweeper = threading.Thread(target=lambda: result.update(run_sweep(config, SingleTurnProtocol(), [model])))
-        sweeper.start()
-        deadline = time.monotonic() + 60
-        while len(records.part_keys(out + "/episodes")) < 4 and time.monotonic() < deadline:
-            time.sleep(0.05)
-        finished_at_kill = {r.split("-")[0] for r in records.part_keys(out + "/episodes")}
-        victims = [a for a in ray.util.list_named_actors() if a.startswith("medscope-eval-killtest")]
-        assert victims, "no named worker actors found"
-        ray.kill(ray.get_actor(sorted(victims)[0]))
-        sweeper.join(timeout=120)
-        assert not sweeper.is_alive() and result["done"] >= n - len(finished_at_kill)
-        table = records.read_table("episodes", out + "/episodes").to_pylist()
-        assert sorted(r["view_id"] for r in table) == [f"v{i:03d}" for i in range(n)]  # none lost or doubled
-        finished_views = {r["view_id"] for r in table if r["request_key"] in finished_at_kill}
-        assert len(finished_views) == len(finished_at_kill) >= 4
-        for v in finished_views:
-            assert server.count(unit_tag(v, "agent")) == 1  # finished before the kill: asked once
-        # Only units in flight on the killed worker may have been asked twice.
-        assert sum(server.count(unit_tag(f"v{i:03d}", "agent")) - 1 for i in range(n)) <= config.concurrency
-        before = len(server.requests)
-        again = run_sweep(config, SingleTurnProtocol(), [model])
-        assert again["to_run"] == 0 and len(server.requests) == before
-    finally:
-        server.close()
+    server = fake_provider("openai", responder=lambda text, images: "yes", latency_s=0.25, expected_key="kill-key")
+    n = 16
+    views = write_views(str(tmp_path / "views.parquet"), n)
+    out = str(tmp_path / "eval")
+    model = entry(server)
+    config = cfg(views, out, conditions=["agent"], workers=2, concurrency=2, run_id="killtest")
+    result: dict = {}
+    sweeper = threading.Thread(target=lambda: result.update(run_sweep(config, SingleTurnProtocol(), [model])))
+    sweeper.start()
+    deadline = time.monotonic() + 60
+    while len(records.part_keys(out + "/episodes")) < 4 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    finished_at_kill = {r.split("-")[0] for r in records.part_keys(out + "/episodes")}
+    victims = [a for a in ray.util.list_named_actors() if a.startswith("medscope-eval-killtest")]
+    assert victims, "no named worker actors found"
+    ray.kill(ray.get_actor(sorted(victims)[0]))
+    sweeper.join(timeout=120)
+    assert not sweeper.is_alive() and result["done"] >= n - len(finished_at_kill)
+    table = records.read_table("episodes", out + "/episodes").to_pylist()
+    assert sorted(r["view_id"] for r in table) == [f"v{i:03d}" for i in range(n)]  # none lost or doubled
+    finished_views = {r["view_id"] for r in table if r["request_key"] in finished_at_kill}
+    assert len(finished_views) == len(finished_at_kill) >= 4
+    for v in finished_views:
+        assert server.count(unit_tag(v, "agent")) == 1  # finished before the kill: asked once
+    # Only units in flight on the killed worker may have been asked twice.
+    assert sum(server.count(unit_tag(f"v{i:03d}", "agent")) - 1 for i in range(n)) <= config.concurrency
+    before = len(server.requests)
+    again = run_sweep(config, SingleTurnProtocol(), [model])
+    assert again["to_run"] == 0 and len(server.requests) == before
