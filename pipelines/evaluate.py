@@ -87,9 +87,6 @@ def allowed(item: Item, entry: ModelEntry) -> bool:
 
 def run_sweep(cfg: EvalConfig, protocol: EvalProtocol | None = None, entries: list[ModelEntry] | None = None) -> dict:
     """Run (or resume) a sweep; returns its summary. ``protocol``/``entries`` override the config."""
-    import ray
-
-    from pipelines.eval_actors import ProviderLimiter, worker_class
     from pipelines.raycluster import cluster_gpus, ensure_ray
 
     protocol = protocol or load_protocol(cfg.protocol, cfg.protocol_options)
@@ -109,7 +106,7 @@ def run_sweep(cfg: EvalConfig, protocol: EvalProtocol | None = None, entries: li
     finished = records.part_keys(episodes_uri)
     spent_before = _spent(episodes_uri) if cfg.budget_usd is not None and finished else 0.0
     todo: deque[dict] = deque()
-    counts = Counter()
+    counts = Counter(skipped_finished=0, refused_private=0)
     for entry in entries:
         for condition in cfg.conditions:
             for item in items:
@@ -135,8 +132,7 @@ def run_sweep(cfg: EvalConfig, protocol: EvalProtocol | None = None, entries: li
     results: list[dict] = []
     if todo:
         ensure_ray()
-        results, stopped = _drive(cfg, protocol, entries, todo, episodes_uri, run_id, spent_before,
-                                  cluster_gpus() > 0, ProviderLimiter, worker_class, ray)
+        results, stopped = _drive(cfg, protocol, entries, todo, episodes_uri, run_id, spent_before, cluster_gpus() > 0)
         for res in results:
             if res["status"] in ("failed", "retry_later"):
                 records.write_part("rejects", [records.reject(
@@ -155,8 +151,12 @@ def run_sweep(cfg: EvalConfig, protocol: EvalProtocol | None = None, entries: li
     return summary
 
 
-def _drive(cfg, protocol, entries, todo, episodes_uri, run_id, spent, gpus, ProviderLimiter, worker_class, ray):
+def _drive(cfg, protocol, entries, todo, episodes_uri, run_id, spent, gpus):
     """Feed units to actors, keep each busy up to its capacity, replace workers that die."""
+    import ray
+
+    from pipelines.eval_actors import ProviderLimiter, worker_class
+
     groups: dict[str, ModelEntry] = {}
     for e in entries:
         if e.rpm or e.tpm:

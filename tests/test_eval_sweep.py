@@ -42,7 +42,10 @@ def test_sweep_writes_every_episode_to_s3_and_resumes_without_requests(ray_clust
     summary = run_sweep(cfg(views, out, conditions=["agent", "blind"]), protocol, [entry(openai_server, rpm=240)])
     assert summary["done"] == 12 and summary["to_run"] == 12
     times = sorted(r.t for r in openai_server.requests)
-    assert times[-1] - times[0] >= 11 * 0.25 - 0.1
+    gaps = sorted(b - a for a, b in zip(times, times[1:]))
+    # Arrival times jitter (a worker's first request also opens its connection), so check the
+    # median gap and the span with slack; unlimited, 16 request slots would send all at once.
+    assert gaps[len(gaps) // 2] >= 0.2 and times[-1] - times[0] >= 11 * 0.25 - 0.6
     table = records.read_table("episodes", f"{out}/episodes")
     assert table.num_rows == 12
     assert len(set(table.column("request_key").to_pylist())) == 12
