@@ -28,7 +28,7 @@ def server(request, monkeypatch):
 
 def model_for(srv, **kw):
     base = dict(name="m", kind=srv.wire, model="fake-model", base_url=srv.url, api_key_env="MEDSCOPE_ADAPTER_KEY",
-                timeout_s=0.5)
+                timeout_s=1.5)
     base.update(kw)
     return build_model(ModelEntry(**base))
 
@@ -77,7 +77,7 @@ def test_provider_settings_reach_the_wire(server):
     assert "temperature" not in body and "temperature" not in body.get("generationConfig", {})
 
 
-TRANSIENT = [fp.status(429, retry_after=0.2), fp.status(429), fp.status(500), fp.status(503), fp.slow(1.5),
+TRANSIENT = [fp.status(429, retry_after=0.2), fp.status(429), fp.status(500), fp.status(503), fp.slow(3.0),
              fp.RESET, fp.TRUNCATED, fp.NONJSON]
 
 

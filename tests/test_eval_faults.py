@@ -20,7 +20,7 @@ FAULTS = {
     1: (fp.status(429), 2),
     2: (fp.status(500), 2),
     3: (fp.status(503), 2),
-    4: (fp.slow(3.0), 2),  # past the 1 s timeout
+    4: (fp.slow(5.0), 2),  # past the 2.5 s timeout
     5: (fp.RESET, 2),
     6: (fp.TRUNCATED, 2),
     7: (fp.NONJSON, 2),
@@ -42,8 +42,8 @@ def test_sweep_survives_every_fault(ray_cluster, tmp_path, monkeypatch):
                 servers[wire].on(unit_tag(f"v{i:03d}", "agent"), fault)
         servers["anthropic"].on(unit_tag("v001", "agent"), fp.status(503), fp.status(503))
         out = str(tmp_path / "eval")
-        models = [entry(servers["openai"], name="oa", timeout_s=1.0, max_attempts=4),
-                  entry(servers["gemini"], name="gm", timeout_s=1.0, max_attempts=4),
+        models = [entry(servers["openai"], name="oa", timeout_s=2.5, max_attempts=4),
+                  entry(servers["gemini"], name="gm", timeout_s=2.5, max_attempts=4),
                   entry(servers["anthropic"], name="an", max_attempts=2)]
         config = cfg(views, out, conditions=["agent"], concurrency=6)
         summary = run_sweep(config, SingleTurnProtocol(), models)
