@@ -152,3 +152,24 @@ def test_rate_bucket_schedule_by_hand():
     p = RateBucket(rpm=600)
     p.penalize(3.0, now=0.0)  # Retry-After pauses everyone
     assert p.reserve(now=0.0) == pytest.approx(3.0)
+
+
+def test_multi_turn_history_keeps_roles_and_images(server):
+    """An agent episode's second request: the history with a tool result image as a user turn."""
+    history = [
+        Message.text("system", "You read images."),
+        Message("user", (Part(png=PNG), Part(text="Is there a nodule?"))),
+        Message.text("assistant", '<tool>{"name": "zoom", "box": [0, 0, 500, 500]}</tool>'),
+        Message("user", (Part(png=PNG), Part(text="zoomed crop"))),
+    ]
+    model_for(server).complete(history, Decoding())
+    req = server.requests[-1]
+    assert req.images == 2 and "zoomed crop" in req.text and "zoom" in req.text
+    body = req.body
+    roles = {
+        "openai": lambda b: [m["role"] for m in b["messages"]],
+        "anthropic": lambda b: [m["role"] for m in b["messages"]],
+        "gemini": lambda b: [c["role"] for c in b["contents"]],
+    }[server.wire](body)
+    assert roles == {"openai": ["system", "user", "assistant", "user"], "anthropic": ["user", "assistant", "user"],
+                     "gemini": ["user", "model", "user"]}[server.wire]
