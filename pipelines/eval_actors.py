@@ -102,6 +102,10 @@ class EpisodeWorker:
         entry = self.entries[unit["model"]]
         decoding = entry.decoding()
         out = {"key": unit["key"], "model": entry.name, "condition": unit["condition"], "item_id": item.item_id}
+        if not entry.may_receive(item.private, item.endpoint_allowlist):
+            # The driver never sends such a unit; this guard keeps a private item local even if
+            # a caller bypasses it.
+            return {**out, "status": "failed", "error": "private item: endpoint not on its allow-list"}
         if storage.exists(records.part_uri(self.episodes_uri, unit["key"])):
             # Finished by a worker that died before reporting, or by a concurrent run: never
             # request (or bill) a finished key twice.

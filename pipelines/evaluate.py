@@ -77,12 +77,8 @@ def request_key(protocol: EvalProtocol, item: Item, entry: ModelEntry, condition
 
 
 def allowed(item: Item, entry: ModelEntry) -> bool:
-    """Privacy: a private item goes only to endpoints on its allow-list. Models that run here
-    (local weights, policies: endpoint "local") send nothing anywhere."""
-    if not item.private or entry.endpoint == "local":
-        return True
-    allow = {a.rstrip("/") for a in item.endpoint_allowlist}
-    return entry.endpoint.rstrip("/") in allow
+    """Privacy: whether ``item`` may be sent to ``entry``'s endpoint (ModelEntry.may_receive)."""
+    return entry.may_receive(item.private, item.endpoint_allowlist)
 
 
 def run_sweep(cfg: EvalConfig, protocol: EvalProtocol | None = None, entries: list[ModelEntry] | None = None) -> dict:

@@ -80,6 +80,13 @@ class ModelEntry(StrictModel):
     def limiter_group(self) -> str:
         return self.rate_group or f"{self.kind}@{self.endpoint}"
 
+    def may_receive(self, private: bool, endpoint_allowlist: tuple[str, ...] | list[str]) -> bool:
+        """Privacy (DESIGN.md): a private item goes only to endpoints on its allow-list. Models
+        that run here (local weights, policies: endpoint "local") send nothing anywhere."""
+        if not private or self.endpoint == "local":
+            return True
+        return self.endpoint.rstrip("/") in {a.rstrip("/") for a in endpoint_allowlist}
+
     def decoding(self) -> Decoding:
         """The decoding settings of this entry; provider settings go into the request key."""
         extra = list(self.settings.items())
