@@ -155,6 +155,18 @@ SCHEMAS: dict[str, pa.Schema] = {
             pa.field("tool_calls", pa.int32(), nullable=False),
             pa.field("reward", pa.float64(), nullable=False),
             pa.field("cost_matrix", pa.string(), nullable=False),
+            # Added by scoring (nullable): what rescoring under another matrix, the metric
+            # breakdowns and the group bootstrap need, so a scores table stands on its own.
+            pa.field("test_set", pa.string()),
+            pa.field("lesion_present", pa.bool_()),  # the finding is visible in this view
+            pa.field("critical", pa.bool_()),
+            pa.field("oversized_box", pa.bool_()),  # box over half the image: no bonus
+            pa.field("confidence", pa.float64()),
+            pa.field("imaging_type", pa.string()),
+            pa.field("finding", pa.string()),
+            pa.field("lesion_area_frac", pa.float64()),
+            pa.field("patient_id", pa.string()),
+            pa.field("group_id", pa.string()),
         ]
     ),
     "metrics": pa.schema(
@@ -168,6 +180,12 @@ SCHEMAS: dict[str, pa.Schema] = {
             pa.field("ci_low", pa.float64()),
             pa.field("ci_high", pa.float64()),
             pa.field("n_cases", pa.int64(), nullable=False),
+            # Added by stats (nullable): a row with ``reference`` set is a paired difference
+            # model - reference over shared cases, with its bootstrap p (0.0 = no resample
+            # crossed zero, reported as "< 1/B"); n_boot is B.
+            pa.field("reference", pa.string()),
+            pa.field("p_value", pa.float64()),
+            pa.field("n_boot", pa.int64()),
         ]
     ),
     "volumes": pa.schema(

@@ -11,6 +11,8 @@ from medscope.errors import MedScopeError
 
 BENCHES: dict[str, str] = {
     "eval": "pipelines.eval_bench:bench_eval",
+    "stats": "pipelines.score:bench_stats",
+    "views": "pipelines.build_views:bench",
 }
 
 
