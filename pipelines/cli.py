@@ -14,6 +14,7 @@ VERB_MODULES = [
     "pipelines.views",
     "pipelines.bench",
     "pipelines.demo",
+    "pipelines.evaluate",
     "pipelines.score",
     "pipelines.report",
     "pipelines.probe",
