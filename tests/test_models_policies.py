@@ -163,3 +163,23 @@ def test_pixel_reader_on_the_phantom_cohort_flags_unusable_images():
         assert read_pixels(img).decision != "clarify", row["case_id"]
         for how in ("blur", "noise", "downup-nearest", "jpeg"):
             assert read_pixels(_degrade(img, how)).decision == "clarify", (row["case_id"], how)
+
+
+def test_demo_model_config_builds_through_the_registry():
+    """configs/models/demo.yaml's kinds (policy, classical_reader) resolve in MODEL_KINDS and
+    each model answers as its name says on a lesion image."""
+    import os
+
+    from medscope import config as cfgmod
+    from medscope.models.config import ModelsConfig
+    from medscope.models.registry import MODEL_KINDS, build_model
+
+    assert {"policy", "classical", "classical_reader", "local_hf"} <= set(MODEL_KINDS)
+    path = os.path.join(os.path.dirname(os.path.dirname(__file__)), "configs", "models", "demo.yaml")
+    entries = cfgmod.load(ModelsConfig, path).models
+    item = _item(few_shot_images(1)["lesion"])
+    got = {e.name: run_episode(item, build_model(e), "agent", DEC) for e in entries}
+    assert (got["always-present"].action, got["always-present"].claims_finding) == ("answer", True)
+    assert (got["always-absent"].action, got["always-absent"].claims_finding) == ("answer", False)
+    assert got["always-refer"].action == "refer" and got["always-clarify"].action == "clarify"
+    assert got["classical-reader"].claims_finding is True
