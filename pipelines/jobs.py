@@ -70,3 +70,23 @@ class Progress:
             self._last = now
             of = f"/{self.total}" if self.total else ""
             print(f"  {self.label}: {self.done}{of} ({now - self._start:.0f}s)", file=sys.stderr, flush=True)
+
+
+def map_timing(t_start: float, stamps: list[tuple[float, float, int]]) -> dict:
+    """Split a map stage into its fixed start-up and its steady work, from per-item stamps.
+
+    ``t_start``: wall clock (epoch s) when the stage began (before tools or actors are made);
+    ``stamps``: (start, end, worker pid) of every work item (a case, a volume). ``startup_s``
+    is the time until the first item began on any worker (worker or actor start-up, imports,
+    tool and model loading); ``steady_s`` runs from there to the last item's end, so a worker
+    that comes up late or idles at the end counts against the steady figure, never for it.
+    """
+    first = min(s[0] for s in stamps)
+    last = max(s[1] for s in stamps)
+    by_worker: dict[int, list[float]] = {}
+    for s in stamps:
+        by_worker.setdefault(s[2], []).append(s[0])
+    return {"startup_s": first - t_start, "steady_s": last - first, "total_s": last - t_start,
+            "cases": len(stamps), "workers": len(by_worker),
+            "worker_first_case_s": sorted(min(v) - t_start for v in by_worker.values()),
+            "busy_s": sum(s[1] - s[0] for s in stamps)}

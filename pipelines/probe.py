@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import resource
 import sys
+import time
 
 from medscope import config as cfgmod
 from medscope import records, storage
@@ -27,8 +29,32 @@ from medscope.volumes.presence import CohortStats
 DEFAULT_CONFIG = "configs/probe/default.yaml"
 
 
+def _reset_peak_rss() -> None:
+    """Reset this process's peak RSS to its current RSS (Linux), so that the peak read at the
+    end of a task is that task's, not the highest of every task a reused worker ran before.
+    Memory the process still holds (a leak) stays in the baseline and so still shows."""
+    try:
+        with open("/proc/self/clear_refs", "w") as fh:
+            fh.write("5")
+    except OSError:
+        pass  # not Linux, or not allowed: the peak falls back to the process lifetime's
+
+
 def _peak_rss_mb() -> float:
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024.0
+    except OSError:
+        pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def _stamp(out: dict, t_start: float) -> dict:
+    """Task result + its peak RSS and wall-clock stamps (for start-up vs steady timing)."""
+    out.update(rss_mb=_peak_rss_mb(), t_start=t_start, t_end=time.time(), pid=os.getpid())
+    return out
 
 
 def _reject_for(vol: dict, err: Exception, stage: str) -> dict:
@@ -39,38 +65,44 @@ def _reject_for(vol: dict, err: Exception, stage: str) -> dict:
 
 def count_task(row: dict, cfg_json: str) -> dict:
     """Ray task, pass 1: one volume -> its states, slices rows and notes, or a reject."""
+    t_start = time.time()
+    _reset_peak_rss()
     vol = json.loads(row["volume"])
     cfg = ProbeConfig.model_validate_json(cfg_json)
     try:
         res = B.count_volume(vol, cfg)
     except MedScopeError as err:
-        return {"case_id": vol["case_id"], "ok": False, "payload": json.dumps([_reject_for(vol, err, "load")]),
-                "rss_mb": _peak_rss_mb()}
+        return _stamp({"case_id": vol["case_id"], "ok": False, "payload": json.dumps([_reject_for(vol, err, "load")])},
+                      t_start)
     payload = {
         "states": B.states_to_json(res["organs"], res["states"]),
         "z_mm": res["z_mm"].tolist(),
         "slices": res["slices"],
         "notes": res["notes"],
     }
-    return {"case_id": vol["case_id"], "ok": True, "payload": json.dumps(payload), "rss_mb": _peak_rss_mb()}
+    return _stamp({"case_id": vol["case_id"], "ok": True, "payload": json.dumps(payload)}, t_start)
 
 
 def items_task(row: dict, cfg_json: str, stats_json: str, items_uri: str, montage_uri: str) -> dict:
     """Ray task, pass 2: one volume -> its probe_items part file (skipped when already written)."""
+    t_start = time.time()
+    _reset_peak_rss()
     vol = json.loads(row["volume"])
     cfg = ProbeConfig.model_validate_json(cfg_json)
     key = B.part_key(vol["case_id"])
     if storage.exists(records.part_uri(items_uri, key)):
-        return {"case_id": vol["case_id"], "n_items": -1, "reject": "", "rss_mb": _peak_rss_mb()}
+        return _stamp({"case_id": vol["case_id"], "n_items": -1, "reject": ""}, t_start)
     try:
-        rows = B.volume_items(vol, cfg, CohortStats.from_dict(json.loads(stats_json)))
+        loaded = B.load_row(vol)  # once, for the items and the montage
+        rows = B.volume_items(vol, cfg, CohortStats.from_dict(json.loads(stats_json)), vol=loaded)
         records.write_part("probe_items", rows, items_uri, key)
         if cfg.montage:
-            storage.write_bytes(storage.join(montage_uri, f"{key}.png"), B.volume_montage(vol, cfg.montage_window))
+            storage.write_bytes(storage.join(montage_uri, f"{key}.png"),
+                                B.volume_montage(vol, cfg.montage_window, vol=loaded))
     except MedScopeError as err:
-        return {"case_id": vol["case_id"], "n_items": 0, "reject": json.dumps(_reject_for(vol, err, "items")),
-                "rss_mb": _peak_rss_mb()}
-    return {"case_id": vol["case_id"], "n_items": len(rows), "reject": "", "rss_mb": _peak_rss_mb()}
+        return _stamp({"case_id": vol["case_id"], "n_items": 0, "reject": json.dumps(_reject_for(vol, err, "items"))},
+                      t_start)
+    return _stamp({"case_id": vol["case_id"], "n_items": len(rows), "reject": ""}, t_start)
 
 
 @contextlib.contextmanager
@@ -108,8 +140,9 @@ def build(volumes_uri: str, out_uri: str, cfg: ProbeConfig, progress: bool = Tru
 def _build(vols: list[dict], out_uri: str, cfg: ProbeConfig, progress: bool) -> dict:
     import ray
 
-    from pipelines.jobs import Progress
+    from pipelines.jobs import Progress, map_timing
 
+    t_build = time.time()
     cfg_json = cfg.model_dump_json()
     rows = [{"volume": json.dumps(v)} for v in vols]
     compute = ray.data.TaskPoolStrategy(size=cfg.workers)
@@ -117,10 +150,13 @@ def _build(vols: list[dict], out_uri: str, cfg: ProbeConfig, progress: bool) -> 
     # Pass 1: one volume a task; results stream back as they finish.
     ds = ray.data.from_items(rows, override_num_blocks=len(rows))
     stats, slices, rejects, ok, rss = CohortStats(), [], [], [], [0.0]
+    stamps: list[tuple[float, float, int]] = []
+    timing = {}
     prog = Progress("probe: counted", len(rows)) if progress else None
     for res in ds.map(count_task, fn_kwargs={"cfg_json": cfg_json}, compute=compute).iter_rows():
         payload = json.loads(res["payload"])
         rss.append(res["rss_mb"])
+        stamps.append((res["t_start"], res["t_end"], res["pid"]))
         if res["ok"]:
             organs, states = B.states_from_json(payload["states"])
             stats.add_volume(organs, states)
@@ -131,6 +167,7 @@ def _build(vols: list[dict], out_uri: str, cfg: ProbeConfig, progress: bool) -> 
             rejects += payload
         if prog:
             prog.update()
+    timing["pass1"] = map_timing(t_build, stamps)
     stats_json = json.dumps(stats.to_dict(), sort_keys=True)
     _check_recipe(out_uri, cfg, stats_json)
     slices.sort(key=lambda r: (r["case_id"], r["z"]))
@@ -143,12 +180,14 @@ def _build(vols: list[dict], out_uri: str, cfg: ProbeConfig, progress: bool) -> 
     rows2 = [r for r, v in zip(rows, vols) if v["case_id"] in ok_set]
     n_items, resumed = 0, 0
     if rows2:
+        t_pass2, stamps = time.time(), []
         ds2 = ray.data.from_items(rows2, override_num_blocks=len(rows2))
         kw = {"cfg_json": cfg_json, "stats_json": stats_json, "items_uri": items_uri,
               "montage_uri": storage.join(out_uri, "montages")}
         prog = Progress("probe: items", len(rows2)) if progress else None
         for res in ds2.map(items_task, fn_kwargs=kw, compute=compute).iter_rows():
             rss.append(res["rss_mb"])
+            stamps.append((res["t_start"], res["t_end"], res["pid"]))
             if res["reject"]:
                 rejects.append(json.loads(res["reject"]))
             elif res["n_items"] < 0:
@@ -157,6 +196,7 @@ def _build(vols: list[dict], out_uri: str, cfg: ProbeConfig, progress: bool) -> 
                 n_items += res["n_items"]
             if prog:
                 prog.update()
+        timing["pass2"] = map_timing(t_pass2, stamps)
     rejects.sort(key=lambda r: (r["item_id"], r["stage"], r["reason"], r["detail"] or ""))
     records.write_table("rejects", rejects, storage.join(out_uri, "rejects.parquet"))
     reasons: dict[str, int] = {}
@@ -174,7 +214,10 @@ def _build(vols: list[dict], out_uri: str, cfg: ProbeConfig, progress: bool) -> 
         "notes": notes,
         "probe_items": items_uri,
         "slices": storage.join(out_uri, "slices.parquet"),
+        # the highest peak RSS of a worker process during one task (peaks are reset per task)
         "worker_peak_rss_mb": round(max(rss), 1),
+        "seconds": round(time.time() - t_build, 3),
+        "timing": timing,
     }
 
 

@@ -7,6 +7,8 @@ rerun, only completes the missing cases. Ray maps it with an actor pool
 from __future__ import annotations
 
 import io
+import os
+import time
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -22,7 +24,10 @@ FEATURE_SCHEMA = pa.schema([
     ("view_id", pa.string()), ("case_id", pa.string()), ("kind", pa.string()), ("tool", pa.string()),
     ("role", pa.string()), ("x", pa.list_(pa.float64())),
 ])
-DONE = pa.schema([("case_id", pa.string()), ("views", pa.int64()), ("rejects", pa.int64())])
+# one row per built case; the wall-clock stamps (epoch seconds) and worker pid let a caller
+# separate the pool's start-up from its steady throughput (``medscope bench views``)
+DONE = pa.schema([("case_id", pa.string()), ("views", pa.int64()), ("rejects", pa.int64()),
+                  ("t_start", pa.float64()), ("t_end", pa.float64()), ("pid", pa.int64())])
 
 
 def case_key(case_id: str) -> str:
@@ -87,6 +92,8 @@ class CaseViewWriter:
     def __call__(self, batch: pa.Table) -> pa.Table:
         done = []
         for case in batch.to_pylist():
+            t_start = time.time()
             n_views, n_rejects = self.build_one(case)
-            done.append({"case_id": case["case_id"], "views": n_views, "rejects": n_rejects})
+            done.append({"case_id": case["case_id"], "views": n_views, "rejects": n_rejects,
+                         "t_start": t_start, "t_end": time.time(), "pid": os.getpid()})
         return pa.Table.from_pylist(done, schema=DONE)

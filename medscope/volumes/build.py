@@ -71,9 +71,12 @@ def render_slice(vol: Volume, z: int, render: str, cfg: ProbeConfig) -> bytes:
     return encode_png(resize_long_side(rgb, cfg.max_image_side))
 
 
-def volume_items(row: dict, cfg: ProbeConfig, stats: P.CohortStats) -> list[dict]:
-    """Pass 2 for one volume: probe_items rows with their rendered images, one set per render."""
-    vol = load_row(row)
+def volume_items(row: dict, cfg: ProbeConfig, stats: P.CohortStats, vol: Volume | None = None) -> list[dict]:
+    """Pass 2 for one volume: probe_items rows with their rendered images, one set per render.
+
+    ``vol``: the row's volume when the caller has already loaded it (loading dominates the cost).
+    """
+    vol = vol if vol is not None else load_row(row)
     organs, counts = P.organ_voxel_counts(vol.labels, vol.organ_map)
     states = P.presence_states(counts, cfg.present_voxels, cfg.absent_voxels)
     items = P.build_items(
@@ -106,9 +109,9 @@ def volume_items(row: dict, cfg: ProbeConfig, stats: P.CohortStats) -> list[dict
     return out
 
 
-def volume_montage(row: dict, window: str = "soft_tissue") -> bytes:
+def volume_montage(row: dict, window: str = "soft_tissue", vol: Volume | None = None) -> bytes:
     """Seed 001 montage PNG of one volume (144 slices, 12 x 12, long side <= 1536)."""
-    return encode_png(render_montage(load_row(row).image, window))
+    return encode_png(render_montage((vol if vol is not None else load_row(row)).image, window))
 
 
 def states_to_json(organs: list[str], states: np.ndarray) -> str:
