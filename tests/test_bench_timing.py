@@ -1,0 +1,48 @@
+"""What the side-by-side benches compute from: start-up vs steady split of a map stage, the
+per-task peak RSS reset, and the label-value histogram that replaced np.unique."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from medscope.volumes.nifti import label_values
+from pipelines.jobs import map_timing
+from pipelines.probe import _peak_rss_mb, _reset_peak_rss
+
+
+def test_map_timing_splits_startup_from_steady_work():
+    # stage begins at t=100; worker 7 starts at 103 (3 s start-up), worker 8 at 104.5;
+    # the last item ends at 110 -> steady 7 s, total 10 s, busy = sum of item durations
+    stamps = [(103.0, 105.0, 7), (105.0, 107.0, 7), (104.5, 106.5, 8), (107.0, 110.0, 8)]
+    t = map_timing(100.0, stamps)
+    assert t["startup_s"] == pytest.approx(3.0)
+    assert t["steady_s"] == pytest.approx(7.0)
+    assert t["total_s"] == pytest.approx(10.0)
+    assert t["workers"] == 2 and t["cases"] == 4
+    assert t["worker_first_case_s"] == pytest.approx([3.0, 4.5])
+    assert t["busy_s"] == pytest.approx(2 + 2 + 2 + 3)
+
+
+@pytest.mark.parametrize("lab", [
+    np.array([[0, 3], [3, 9]], dtype=np.int32),
+    np.zeros((2, 2, 2), dtype=np.int16),
+    np.array([-1, 0, 5], dtype=np.int32),          # negative: falls back to np.unique
+    np.array([0, 70000], dtype=np.int32),           # beyond the histogram range
+    np.zeros((0,), dtype=np.int32),
+])
+def test_label_values_match_unique(lab):
+    assert label_values(lab) == set(np.unique(lab).tolist())
+
+
+def test_peak_rss_reset_forgets_an_earlier_task():
+    try:
+        with open("/proc/self/clear_refs", "w") as fh:
+            fh.write("5")
+    except OSError:
+        pytest.skip("peak RSS cannot be reset here (not Linux or not permitted)")
+    block = np.ones(400 * 2**20 // 8)  # 400 MB touched, then freed
+    high = _peak_rss_mb()
+    del block
+    _reset_peak_rss()
+    assert high - _peak_rss_mb() > 300
