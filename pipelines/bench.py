@@ -30,3 +30,40 @@ def run(args) -> None:
         raise MedScopeError(f"no benchmark {args.what!r}; choose from: {', '.join(sorted(BENCHES))}")
     module, func = BENCHES[args.what].split(":")
     getattr(importlib.import_module(module), func)(args)
+
+
+_SPIN = """
+import time, zlib
+data = bytes(range(256)) * 40000
+t = time.perf_counter(); x = 0
+for i in range(4_000_000):
+    x += i
+for _ in range(20):
+    zlib.decompress(zlib.compress(data, 1))
+print(time.perf_counter() - t)
+"""
+
+
+def parallel_ceiling() -> tuple[float, float]:
+    """(one process alone in s, speed-up of two identical processes run at once) on this machine now.
+
+    The same CPU-bound loop in plain processes, no Ray: on a machine whose cores are truly
+    free the speed-up is ~2; on a shared or oversubscribed VM it is lower, and it bounds what
+    any 2-worker figure measured at the same time can reach.
+    """
+    import subprocess
+    import sys
+    import time
+
+    def spawn():
+        return subprocess.Popen([sys.executable, "-c", _SPIN], stdout=subprocess.PIPE, text=True)
+
+    t = time.perf_counter()
+    spawn().communicate()
+    one = time.perf_counter() - t
+    t = time.perf_counter()
+    procs = [spawn(), spawn()]
+    for p in procs:
+        p.communicate()
+    two = time.perf_counter() - t
+    return one, 2 * one / two

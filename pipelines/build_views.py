@@ -243,7 +243,10 @@ def bench(args) -> None:
     # next to the few seconds an actor pool takes to start; --quick is a smoke run only
     n, size = (24, 160) if args.quick else (240, 256)
     recipe = Recipe(seed=0)
+    from pipelines.bench import parallel_ceiling
+
     load_before = os.getloadavg()[0]
+    ceiling = [parallel_ceiling()[1]]
     with tempfile.TemporaryDirectory(prefix="medscope-bench-views-") as tmp:
         cases = storage.join(tmp, "cases.parquet")
         try:
@@ -279,6 +282,7 @@ def bench(args) -> None:
             res[label] = r = {"e2e": s["views"] / tm["total_s"], "steady": s["views"] / tm["steady_s"], **tm}
             print(f"{label:<15} {s['views']:>5} {tm['startup_s']:8.1f}s {tm['steady_s']:7.1f}s {tm['total_s']:6.1f}s"
                   f" {s['seconds']:8.1f}s   {r['e2e']:18.1f} {r['steady']:15.1f}", flush=True)
+        ceiling.append(parallel_ceiling()[1])
     p, r1, r2 = res["plain loop"], res["ray 1 worker"], res["ray 2 workers"]
     print(f"load average {os.getloadavg()[0]:.2f} at end (figures are only meaningful on an idle machine)")
     print("start-up = map stage until the first case begins (tools; for Ray, actor start and imports);")
@@ -286,6 +290,8 @@ def bench(args) -> None:
     print("driver's plan and QC, the same for all three. Ray runs each start their own actors.")
     print(f"ray 2 workers: workers began their first case at "
           f"{', '.join(f'{x:.1f}s' for x in r2['worker_first_case_s'])}")
+    print(f"machine ceiling: two plain processes at once ran {ceiling[0]:.2f}x / {ceiling[1]:.2f}x the speed of one"
+          " (before / after; no Ray; 2.0 on truly free cores)")
     print(f"{'ratio':<28} {'end-to-end':>10} {'steady':>7}   aim")
     print(f"{'ray 1 worker / plain loop':<28} {r1['e2e'] / p['e2e']:10.2f} {r1['steady'] / p['steady']:7.2f}   >= 0.75")
     print(f"{'ray 2 workers / 1 worker':<28} {r2['e2e'] / r1['e2e']:10.2f} {r2['steady'] / r1['steady']:7.2f}   >= 1.7")

@@ -153,7 +153,10 @@ def bench(args) -> None:
 
     shape = (64, 64, 32) if args.quick else (192, 192, 96)
     n_speed = 16
+    from pipelines.bench import parallel_ceiling
+
     load_before = os.getloadavg()[0]
+    ceiling = [parallel_ceiling()[1]]
     with tempfile.TemporaryDirectory(prefix="medscope-bench-probe-") as tmp:
         # 16 volumes written once; the 4-volume table is its first 4 rows (same files)
         vols = {16: write_synthetic_volumes(os.path.join(tmp, "v16"), 16, shape)}
@@ -186,10 +189,13 @@ def bench(args) -> None:
             _reset_peak_rss()
             s = build(vols[n], os.path.join(tmp, f"mem{n}"), cfg.model_copy(update={"workers": 2}), progress=False)
             mem[n] = (s["worker_peak_rss_mb"], _peak_rss_mb())
+        ceiling.append(parallel_ceiling()[1])
     mean = {w: {k: statistics.mean(r[k] for r in runs[w]) for k in ("e2e", "steady")} for w in (1, 2)}
     print(f"  load average {os.getloadavg()[0]:.2f} at end (figures are only meaningful on an idle machine)")
     print("  start-up = both passes' time until their first volume began; steady = the rest of the two")
     print("  passes (first volume begun to last done); build = the whole build, driver work included")
+    print(f"  machine ceiling: two plain processes at once ran {ceiling[0]:.2f}x / {ceiling[1]:.2f}x the speed of one"
+          " (before / after; no Ray; 2.0 on truly free cores)")
     print(f"  2 workers / 1 worker, end-to-end: {mean[2]['e2e'] / mean[1]['e2e']:.2f}x   "
           f"steady: {mean[2]['steady'] / mean[1]['steady']:.2f}x   (aim >= 1.7x; means of 2 runs each)")
     for n in (4, 16):
