@@ -159,11 +159,11 @@ def _run_ray(pending: pa.Table, args: dict, recipe: Recipe, workers: int | None,
     size = workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
     if use_gpu:
         size = min(size, int(gpus))
-    # many small blocks so every actor of the pool gets work and progress is steady; the
-    # blocks are zero-copy slices of the Arrow table (no round trip through Python rows)
-    pending = pending.combine_chunks()
-    blocks = [pending.slice(i, block_rows) for i in range(0, len(pending), block_rows)]
-    ds = ray.data.from_arrow(blocks)
+    # many small blocks so every actor of the pool gets work and progress is steady;
+    # from_items builds the blocks and their metadata on the driver (from_arrow would run one
+    # metadata task per block on the workers: measured, and one of them crashed inside Ray)
+    n_blocks = max(1, -(-len(pending) // block_rows))
+    ds = ray.data.from_items(pending.to_pylist(), override_num_blocks=n_blocks)
     pool_ref = ray.put(args.pop("pool"))
     plan_ref = ray.put(args.pop("plan"))
     done = ds.map_batches(
