@@ -13,6 +13,8 @@ VERB_MODULES = [
     "pipelines.cohort",
     "pipelines.bench",
     "pipelines.demo",
+    "pipelines.train",
+    "pipelines.sweep",
 ]
 
 

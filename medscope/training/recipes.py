@@ -116,15 +116,15 @@ def load_recipe(uri: str) -> TrainRecipe:
     return cfgmod.load(TrainRecipe, uri)
 
 
-def deepspeed_config(ds: DeepSpeedSettings, batch_size: int, grad_accum: int, lr: float) -> dict:
-    """A DeepSpeed ZeRO config dict for ``ds`` (what ``deepspeed.initialize`` takes)."""
+def deepspeed_config(ds: DeepSpeedSettings, batch_size: int, grad_accum: int) -> dict:
+    """A DeepSpeed ZeRO config dict for ``ds`` (what ``deepspeed.initialize`` takes, together
+    with the trainer's own AdamW, so the learning-rate schedule is the same with or without)."""
     zero: dict = {"stage": ds.stage, "overlap_comm": True, "contiguous_gradients": True}
     if ds.offload_optimizer:
         zero["offload_optimizer"] = {"device": "cpu", "pin_memory": True}
     return {
         "train_micro_batch_size_per_gpu": batch_size,
         "gradient_accumulation_steps": grad_accum,
-        "optimizer": {"type": "AdamW", "params": {"lr": lr, "weight_decay": 0.0}},
         "bf16": {"enabled": ds.bf16},
         "zero_optimization": zero,
         "gradient_clipping": 1.0,

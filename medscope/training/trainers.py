@@ -34,6 +34,8 @@ class BaseTrainer:
 
     def __init__(self, vlm: VLM, model, recipe: TrainRecipe, examples: list, device="cpu"):
         self.vlm, self.model, self.recipe, self.examples = vlm, model, recipe, examples
+        self.peft = model  # the unwrapped PEFT model (``model`` may become a DDP wrapper)
+        self.engine = None  # a DeepSpeed engine, when the recipe asks for ZeRO
         self.device = torch.device(device)
         self.model.to(self.device)
         self.params = [p for p in model.parameters() if p.requires_grad]
@@ -70,7 +72,7 @@ class BaseTrainer:
         from peft import get_peft_model_state_dict
 
         return {
-            "adapter": get_peft_model_state_dict(self.model),
+            "adapter": get_peft_model_state_dict(self.peft),
             "optimizer": self.optimizer.state_dict(),
             "scheduler": self.scheduler.state_dict(),
             "step": self.step,
@@ -80,7 +82,7 @@ class BaseTrainer:
     def load_state(self, state: dict) -> None:
         from peft import set_peft_model_state_dict
 
-        set_peft_model_state_dict(self.model, state["adapter"])
+        set_peft_model_state_dict(self.peft, state["adapter"])
         self.optimizer.load_state_dict(state["optimizer"])
         self.scheduler.load_state_dict(state["scheduler"])
         self.step = int(state["step"])
@@ -98,13 +100,18 @@ class BaseTrainer:
             if i < skip:
                 continue
             loss, parts = self.loss(batch)
-            (loss / accum).backward()
+            if self.engine is not None:  # DeepSpeed accumulates, clips and steps by its config
+                self.engine.backward(loss)
+                self.engine.step()
+            else:
+                (loss / accum).backward()
             acc.append({"loss": float(loss.detach()), **{k: float(v) for k, v in parts.items()}})
             if len(acc) == accum:
-                torch.nn.utils.clip_grad_norm_(self.params, 1.0)
-                self.optimizer.step()
+                if self.engine is None:
+                    torch.nn.utils.clip_grad_norm_(self.params, 1.0)
+                    self.optimizer.step()
+                    self.optimizer.zero_grad(set_to_none=True)
                 self.scheduler.step()
-                self.optimizer.zero_grad(set_to_none=True)
                 self.step += 1
                 metrics = {k: sum(a[k] for a in acc) / len(acc) for k in acc[0]} | {"step": self.step}
                 self.history.append(metrics)
