@@ -44,6 +44,22 @@ def with_repeats(views: list[dict], small_frac: float, small_repeat: int) -> lis
     return out
 
 
+def absent_fraction(views: list[dict]) -> float:
+    return sum(v["expected"] == "absent" for v in views) / max(1, len(views))
+
+
+def match_absent_share(views: list[dict], target: float) -> list[dict]:
+    """Repeat lesion-free views (natural negatives) until "absent" targets are ``target`` of
+    the draw: the "absent"-share matched arm of seed 000 §4.2."""
+    negatives = [v for v in views if v["kind"] == "natural_negative"]
+    if not negatives:
+        raise MedScopeError("matching the absent share needs natural-negative views")
+    absent = sum(v["expected"] == "absent" for v in views)
+    # smallest k with (absent + k) / (n + k) >= target
+    k = max(0, math.ceil((target * len(views) - absent) / (1 - target)))
+    return views + [negatives[i % len(negatives)] for i in range(k)]
+
+
 def shuffled(items: list, seed: int, salt: str = "order") -> list:
     """A seed-dependent data order."""
     perm = rng_for(seed, salt).permutation(len(items))
@@ -56,6 +72,8 @@ def sft_trajectories(views: list[dict], recipe) -> list[tj.Trajectory]:
     A repeated view gets a different trajectory per copy (the copy index is part of its key).
     """
     drawn = with_repeats(fixed_draw(views, recipe.n_views, recipe.draw_seed), recipe.trajectory.small_frac, recipe.trajectory.small_repeat)
+    if recipe.match_absent_share is not None:
+        drawn = match_absent_share(drawn, recipe.match_absent_share)
     counts: dict[str, int] = defaultdict(int)
     out = []
     t = recipe.trajectory

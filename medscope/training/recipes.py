@@ -89,6 +89,8 @@ class TrainRecipe(StrictModel):
     draw_seed: int = 0  # the fixed draw of views, shared by every seed (Appendix B)
     n_views: int | None = 16000  # None = every allowed view
     allowed_kinds: list[str] = list(VIEW_KINDS)
+    # "absent"-share matched arm (§4.2): lesion-free views repeated until this share of the draw
+    match_absent_share: float | None = Field(None, ge=0, lt=1)
     lr: float = Field(2e-4, gt=0)
     batch_size: int = Field(4, ge=1)
     grad_accum: int = Field(1, ge=1)

@@ -1,0 +1,219 @@
+"""``medscope sweep`` / ``python -m pipelines.sweep --config F``: seeds × ablation arms on Ray Tune.
+
+Each Tune trial builds and fits one TorchTrainer (``pipelines.train``) for an (arm, seed), then
+evaluates the adapter on the evaluation views and scores it. Seeds change LoRA initialisation,
+data order and trajectory sampling only: the draw of views (``draw_seed``) is shared by every
+seed of an arm, and each arm draws only from its allowed view kinds (seed 000 §4.2). The result
+is a table of arms × seeds: per-seed metrics, mean ± sd per arm, and per-seed paired
+differences against the reference arm (the first in the file).
+"""
+
+from __future__ import annotations
+
+import json
+import numpy as np
+import pyarrow as pa
+
+from medscope import config as cfgmod
+from medscope import records, storage
+from medscope.config import StrictModel
+from medscope.errors import MedScopeError
+from medscope.records import VIEW_KINDS
+
+METRICS = ("net_utility", "esg", "ccr", "erased_claims", "healthy_claims")
+
+
+class Arm(StrictModel):
+    name: str
+    allowed_kinds: list[str]
+    match_absent_share_of: str | None = None  # name of the arm whose "absent" share to match
+    overrides: dict = {}  # further recipe fields for this arm
+
+    def model_post_init(self, _ctx) -> None:
+        bad = sorted(set(self.allowed_kinds) - set(VIEW_KINDS))
+        if bad:
+            raise ValueError(f"arm {self.name}: unknown view kind(s) {bad}")
+
+
+class ArmsFile(StrictModel):
+    recipe: str  # the stage recipe every arm shares (same steps, same schedule)
+    seeds: list[int] = [0, 1, 2]
+    arms: list[Arm]
+    eval_split: str = "validation"
+    eval_n: int | None = None  # evaluate on the first n evaluation views (by view id)
+    eval_max_new_tokens: int = 128
+
+
+class SweepJob(StrictModel):
+    arms: str  # configs/arms/<file>.yaml
+    views: str  # training views (and evaluation views unless eval_views is given)
+    out: str
+    eval_views: str | None = None
+    max_concurrent: int = 2
+
+
+def load_arms(uri: str) -> ArmsFile:
+    arms = cfgmod.load(ArmsFile, uri)
+    names = [a.name for a in arms.arms]
+    if len(set(names)) != len(names):
+        raise MedScopeError(f"{uri}: arm names must be unique")
+    for a in arms.arms:
+        if a.match_absent_share_of and a.match_absent_share_of not in names:
+            raise MedScopeError(f"{uri}: arm {a.name} matches the absent share of unknown arm {a.match_absent_share_of}")
+    return arms
+
+
+def arm_overrides(arm: Arm, arms: ArmsFile, views: pa.Table, recipe) -> dict:
+    """Recipe fields for this arm; an "absent"-share matched arm gets the share of its reference
+    arm's draw (computed from the same views table, so the match is exact)."""
+    from medscope.training import data
+
+    over = {"allowed_kinds": arm.allowed_kinds, **arm.overrides}
+    if arm.match_absent_share_of:
+        ref = next(a for a in arms.arms if a.name == arm.match_absent_share_of)
+        drawn = data.fixed_draw(data.training_views(views, ref.allowed_kinds), recipe.n_views, recipe.draw_seed)
+        over["match_absent_share"] = data.absent_fraction(drawn)
+    return over
+
+
+def evaluate_adapter(recipe_dict: dict, adapter_uri: str, eval_views: list[dict], max_new_tokens: int, scores_uri: str, run_id: str) -> dict:
+    """Greedy episodes of the adapter on ``eval_views``, scored; writes a ``scores`` table.
+
+    Runs the local minimal agent loop (medscope.training.episodes) until the agent issue's
+    episode loop with the local HF adapter is on this branch."""
+    from medscope.training import trajectories as tj
+    from medscope.training.episodes import LocalEpisodeSampler, summarize
+    from medscope.training.recipes import TrainRecipe
+    from medscope.training.vlm import build_base, load_adapter
+
+    recipe = TrainRecipe.model_validate(recipe_dict)
+    vlm = build_base(recipe.base, seed=0)
+    model = load_adapter(vlm.model, adapter_uri, trainable=False).eval()
+    sampler = LocalEpisodeSampler(vlm, model, max_turns=recipe.rft.max_turns, max_new_tokens=max_new_tokens, system=tj.PROMPTS[recipe.trajectory.prompt])
+    outcomes, rows = [], []
+    for v in eval_views:
+        ep = sampler(v, 0.0, 0)
+        o = ep.outcome
+        outcomes.append((v, o))
+        rows.append({"run_id": run_id, "model": run_id, "condition": "agent", "view_id": v["view_id"], "case_id": v["case_id"],
+                     "kind": v["kind"], "expected": v["expected"], "action": o.action, "claims_finding": o.claims,
+                     "correct": o.correct, "iou": o.iou, "grounded": bool(o.iou is not None and o.iou >= 0.3),
+                     "tool_calls": o.tool_calls, "reward": o.reward, "cost_matrix": "seed000-table2"})
+    records.write_table("scores", rows, scores_uri)
+    return summarize(outcomes)
+
+
+def _trial(config: dict) -> None:
+    """One Tune trial: train (arm, seed) on Ray Train, evaluate, score, report."""
+    from ray import tune
+
+    from medscope.training.recipes import TrainRecipe
+    from pipelines.train import TrainJob, build_trainer
+
+    if config.get("s3_endpoint"):
+        storage.configure(s3_endpoint=config["s3_endpoint"])
+    arm, seed = config["arm"], config["seed"]
+    out = storage.join(config["out"], arm, f"seed{seed}")
+    recipe = TrainRecipe.model_validate({**config["recipe"], **config["overrides"][arm], "seed": seed, "name": f"{arm}-seed{seed}"})
+    job = TrainJob(recipe=config["recipe_uri"], views=config["views"], out=out, name=recipe.name, max_failures=config.get("max_failures", 1))
+    result = build_trainer(job, recipe).fit()
+    if result.error:
+        raise RuntimeError(f"{arm} seed {seed}: training failed: {result.error}")
+    eval_views = records.read_table("views", config["eval_uri"]).to_pylist()
+    eval_views = sorted((v for v in eval_views if v["passed"] and v["split"] in (None, config["eval_split"])), key=lambda v: v["view_id"])
+    if config.get("eval_n"):
+        eval_views = eval_views[: config["eval_n"]]
+    metrics = evaluate_adapter(recipe.model_dump(), storage.join(out, "adapter"), eval_views, config["eval_max_new_tokens"],
+                               storage.join(out, "scores.parquet"), f"{arm}-seed{seed}")
+    summary = json.loads(storage.read_text(storage.join(out, "train_summary.json")))
+    tune.report({**metrics, "arm": arm, "seed": seed, "steps": summary["steps"], "adapter": storage.join(out, "adapter")})
+
+
+def arms_table(results: list[dict], arm_names: list[str], seeds: list[int]) -> tuple[list[dict], str]:
+    """Rows (arm, seed or "mean±sd" / "diff vs <ref>", metric values) and a Markdown rendering."""
+    by = {(r["arm"], r["seed"]): r for r in results}
+    ref = arm_names[0]
+    rows = []
+    for arm in arm_names:
+        per_seed = [by[(arm, s)] for s in seeds if (arm, s) in by]
+        for r in per_seed:
+            rows.append({"arm": arm, "row": f"seed {r['seed']}", **{m: r[m] for m in METRICS}})
+        vals = {m: [r[m] for r in per_seed] for m in METRICS}
+        rows.append({"arm": arm, "row": "mean", **{m: float(np.mean(v)) if v else None for m, v in vals.items()}})
+        rows.append({"arm": arm, "row": "sd", **{m: float(np.std(v, ddof=1)) if len(v) > 1 else None for m, v in vals.items()}})
+        if arm != ref:
+            for s in seeds:
+                if (arm, s) in by and (ref, s) in by:
+                    rows.append({"arm": arm, "row": f"seed {s} - {ref}", **{m: by[(arm, s)][m] - by[(ref, s)][m] for m in METRICS}})
+    fmt = lambda v: "—" if v is None or v != v else f"{v:+.3f}" if v < 0 else f"{v:.3f}"  # noqa: E731
+    md = ["| arm | row | " + " | ".join(METRICS) + " |", "|---|---|" + "---|" * len(METRICS)]
+    md += [f"| {r['arm']} | {r['row']} | " + " | ".join(fmt(r[m]) for m in METRICS) + " |" for r in rows]
+    return rows, "\n".join(md) + "\n"
+
+
+def run(job: SweepJob) -> dict:
+    from ray import tune
+
+    from medscope.training.recipes import load_recipe
+    from pipelines.raycluster import ensure_ray
+    from pipelines.train import ray_storage
+
+    import os
+
+    ensure_ray()
+    arms = load_arms(job.arms)
+    recipe = load_recipe(arms.recipe)
+    views = records.read_table("views", job.views)
+    overrides = {a.name: arm_overrides(a, arms, views, recipe) for a in arms.arms}
+    path, fs = ray_storage(storage.join(job.out, "tune"))
+    space = {
+        "arm": tune.grid_search([a.name for a in arms.arms]),
+        "seed": tune.grid_search(list(arms.seeds)),
+        "recipe": recipe.model_dump(), "recipe_uri": arms.recipe, "overrides": overrides,
+        "views": job.views, "eval_uri": job.eval_views or job.views, "eval_split": arms.eval_split,
+        "eval_n": arms.eval_n, "eval_max_new_tokens": arms.eval_max_new_tokens, "out": job.out,
+        "s3_endpoint": os.environ.get("AWS_ENDPOINT_URL") or os.environ.get("AWS_ENDPOINT_URL_S3"),
+    }
+    # the trial function only drives its TorchTrainer; the Train worker holds the CPU / GPU
+    tuner = tune.Tuner(
+        tune.with_resources(_trial, {"cpu": 0.01}),
+        param_space=space,
+        tune_config=tune.TuneConfig(max_concurrent_trials=job.max_concurrent),
+        run_config=tune.RunConfig(name="sweep", storage_path=path, storage_filesystem=fs),
+    )
+    grid = tuner.fit()
+    errors = [str(r.error) for r in grid if r.error]
+    results = [r.metrics for r in grid if not r.error and r.metrics]
+    rows, md = arms_table(results, [a.name for a in arms.arms], list(arms.seeds))
+    table = pa.Table.from_pylist(rows)
+    records_uri = storage.join(job.out, "arms_table.parquet")
+    storage.write_bytes(records_uri, records.to_parquet_bytes(table))
+    storage.write_bytes(storage.join(job.out, "arms_table.md"), md.encode())
+    if errors:
+        raise MedScopeError(f"{len(errors)} of {len(grid)} trials failed; first: {errors[0]}")
+    return {"trials": len(results), "table": records_uri, "markdown": storage.join(job.out, "arms_table.md"),
+            "adapters": sorted(r["adapter"] for r in results)}
+
+
+def register(sub) -> None:
+    p = sub.add_parser("sweep", help="seeds x ablation arms on Ray Tune; evaluates and tabulates each adapter")
+    p.add_argument("--arms", required=True, help="configs/arms/<file>.yaml")
+    p.add_argument("--views", required=True, help="views table URI")
+    p.add_argument("--out", required=True, help="output folder URI")
+    p.add_argument("--eval-views", default=None, help="evaluation views (default: --views, validation split)")
+    p.add_argument("--concurrent", type=int, default=2, help="trials at once")
+
+    def go(args):
+        from pipelines.jobs import print_summary
+
+        print_summary(run(SweepJob(arms=args.arms, views=args.views, out=args.out, eval_views=args.eval_views, max_concurrent=args.concurrent)))
+
+    p.set_defaults(func=go)
+
+
+if __name__ == "__main__":
+    import sys
+
+    from pipelines.jobs import job_main
+
+    sys.exit(job_main("sweep", SweepJob, run))
