@@ -40,7 +40,8 @@ class ArmsFile(StrictModel):
     seeds: list[int] = [0, 1, 2]
     arms: list[Arm]
     eval_split: str = "validation"
-    eval_n: int | None = None  # evaluate on the first n evaluation views (by view id)
+    eval_cases: int | None = None  # evaluate on the views of the first n evaluation cases (by case id)
+    eval_max_turns: int = 4
     eval_max_new_tokens: int = 128
 
 
@@ -76,7 +77,8 @@ def arm_overrides(arm: Arm, arms: ArmsFile, views: pa.Table, recipe) -> dict:
     return over
 
 
-def evaluate_adapter(recipe_dict: dict, adapter_uri: str, eval_views: list[dict], max_new_tokens: int, scores_uri: str, run_id: str) -> dict:
+def evaluate_adapter(recipe_dict: dict, adapter_uri: str, eval_views: list[dict], max_new_tokens: int, scores_uri: str, run_id: str,
+                     max_turns: int = 4) -> dict:
     """Greedy episodes of the adapter on ``eval_views``, scored; writes a ``scores`` table.
 
     Runs the local minimal agent loop (medscope.training.episodes) until the agent issue's
@@ -89,7 +91,7 @@ def evaluate_adapter(recipe_dict: dict, adapter_uri: str, eval_views: list[dict]
     recipe = TrainRecipe.model_validate(recipe_dict)
     vlm = build_base(recipe.base, seed=0)
     model = load_adapter(vlm.model, adapter_uri, trainable=False).eval()
-    sampler = LocalEpisodeSampler(vlm, model, max_turns=recipe.rft.max_turns, max_new_tokens=max_new_tokens, system=tj.PROMPTS[recipe.trajectory.prompt])
+    sampler = LocalEpisodeSampler(vlm, model, max_turns=max_turns, max_new_tokens=max_new_tokens, system=tj.PROMPTS[recipe.trajectory.prompt])
     outcomes, rows = [], []
     for v in eval_views:
         ep = sampler(v, 0.0, 0)
@@ -121,10 +123,11 @@ def _trial(config: dict) -> None:
         raise RuntimeError(f"{arm} seed {seed}: training failed: {result.error}")
     eval_views = records.read_table("views", config["eval_uri"]).to_pylist()
     eval_views = sorted((v for v in eval_views if v["passed"] and v["split"] in (None, config["eval_split"])), key=lambda v: v["view_id"])
-    if config.get("eval_n"):
-        eval_views = eval_views[: config["eval_n"]]
+    if config.get("eval_cases"):
+        keep = sorted({v["case_id"] for v in eval_views})[: config["eval_cases"]]
+        eval_views = [v for v in eval_views if v["case_id"] in set(keep)]
     metrics = evaluate_adapter(recipe.model_dump(), storage.join(out, "adapter"), eval_views, config["eval_max_new_tokens"],
-                               storage.join(out, "scores.parquet"), f"{arm}-seed{seed}")
+                               storage.join(out, "scores.parquet"), f"{arm}-seed{seed}", config["eval_max_turns"])
     summary = json.loads(storage.read_text(storage.join(out, "train_summary.json")))
     tune.report({**metrics, "arm": arm, "seed": seed, "steps": summary["steps"], "adapter": storage.join(out, "adapter")})
 
@@ -171,7 +174,8 @@ def run(job: SweepJob) -> dict:
         "seed": tune.grid_search(list(arms.seeds)),
         "recipe": recipe.model_dump(), "recipe_uri": arms.recipe, "overrides": overrides,
         "views": job.views, "eval_uri": job.eval_views or job.views, "eval_split": arms.eval_split,
-        "eval_n": arms.eval_n, "eval_max_new_tokens": arms.eval_max_new_tokens, "out": job.out,
+        "eval_cases": arms.eval_cases, "eval_max_new_tokens": arms.eval_max_new_tokens,
+        "eval_max_turns": arms.eval_max_turns, "out": job.out,
         "s3_endpoint": os.environ.get("AWS_ENDPOINT_URL") or os.environ.get("AWS_ENDPOINT_URL_S3"),
     }
     # the trial function only drives its TorchTrainer; the Train worker holds the CPU / GPU
