@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from medscope import storage
+from medscope.config import StrictModel
 
 DEFAULT_OUT = "demo-out"
 
@@ -47,12 +48,25 @@ STEPS: list[tuple[str, Step]] = [
 ]
 
 
+class DemoConfig(StrictModel):
+    """``python -m pipelines.demo --config configs/demo.yaml`` (what ``ray job submit`` runs)."""
+
+    out: str = DEFAULT_OUT
+    seed: int = 0
+    cases: int = 48
+
+
 def register(sub) -> None:
     p = sub.add_parser("demo", help="run the whole pipeline on the generated phantom cohort")
     p.add_argument("--out", default=DEFAULT_OUT, help=f"output URI (default: ./{DEFAULT_OUT})")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--cases", type=int, default=48, help="phantom 2D cases (default 48)")
     p.set_defaults(func=lambda args: run(DemoContext(out=args.out, seed=args.seed, cases=args.cases)))
+
+
+def run_config(cfg: DemoConfig) -> dict:
+    ctx = run(DemoContext(out=cfg.out, seed=cfg.seed, cases=cfg.cases))
+    return {"out": ctx.out, "paths": ctx.paths, "summary": ctx.summary}
 
 
 def run(ctx: DemoContext) -> DemoContext:
@@ -66,3 +80,9 @@ def run(ctx: DemoContext) -> DemoContext:
     if "report" in ctx.paths:
         print(f"report: {ctx.paths['report']}")
     return ctx
+
+
+if __name__ == "__main__":
+    from pipelines.jobs import job_main
+
+    sys.exit(job_main("demo", DemoConfig, run_config))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -26,7 +27,10 @@ def job_main(name: str, model: type[C], run: Callable[[C], dict], argv: list[str
 
 
 def guarded(fn: Callable[[], object]) -> int:
-    """Run ``fn``; a MedScopeError becomes one line on stderr and exit status 2."""
+    """Run ``fn``; errors become one line on stderr (exit 2) instead of a traceback.
+
+    ``MEDSCOPE_DEBUG=1`` re-raises unexpected errors with their traceback.
+    """
     try:
         fn()
     except MedScopeError as err:
@@ -35,6 +39,14 @@ def guarded(fn: Callable[[], object]) -> int:
     except KeyboardInterrupt:
         print("medscope: interrupted; finished work is kept and a rerun resumes", file=sys.stderr)
         return 130
+    except Exception as err:  # noqa: BLE001 - the CLI's last line of defence
+        if os.environ.get("MEDSCOPE_DEBUG"):
+            raise
+        print(
+            f"medscope: error: {type(err).__name__}: {err} (set MEDSCOPE_DEBUG=1 for the traceback)",
+            file=sys.stderr,
+        )
+        return 2
     return 0
 
 

@@ -14,17 +14,22 @@ def ensure_ray(num_cpus: int | None = None) -> None:
     """Initialise Ray once per process.
 
     Under ``ray job submit`` (or with ``RAY_ADDRESS`` set) this attaches to that cluster;
-    otherwise it starts a local Ray with every core of the machine (or ``num_cpus``). Workers
-    get this checkout on their ``PYTHONPATH`` so that they import the same code as the driver.
+    otherwise it starts a local Ray with every core of the machine (or ``num_cpus``) whose
+    workers get this checkout on their ``PYTHONPATH``, so they import the driver's code.
     """
     if ray.is_initialized():
         return
-    runtime_env = {"env_vars": {"PYTHONPATH": _pythonpath()}}
     address = os.environ.get("RAY_ADDRESS")
     if address:
-        ray.init(address=address, runtime_env=runtime_env, logging_level=logging.WARNING)
+        # Under `ray job submit` the job's runtime_env (working_dir, env vars) already
+        # reaches every worker; adding one here would replace it.
+        ray.init(address=address, logging_level=logging.WARNING)
     else:
+        runtime_env = {"env_vars": {"PYTHONPATH": _pythonpath()}}
+        # address="local" always starts a fresh local cluster, never attaching to a head
+        # that `ray start` left on this machine.
         ray.init(
+            address="local",
             num_cpus=num_cpus or os.cpu_count(),
             include_dashboard=False,
             runtime_env=runtime_env,

@@ -1,1 +1,33 @@
-"""cohorts (see DESIGN.md)."""
+"""Cohort loaders: a real dataset's on-disk layout -> a cases (or volumes) table + rejects.
+
+``load(fmt, path, cfg)`` dispatches to one module per format; ``phantom.generate`` writes
+the seeded stand-in cohort. See ``common`` for the dataset config and the bad-input rules.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from medscope.cohorts.common import FORMATS, DatasetConfig, OnItem, dataset_config
+from medscope.errors import MedScopeError
+
+_MODULES = {
+    "kvasir-seg": "medscope.cohorts.kvasir_seg",
+    "busi": "medscope.cohorts.busi",
+    "image-mask-folder": "medscope.cohorts.image_mask_folder",
+    "siim-rle": "medscope.cohorts.siim_rle",
+    "nifti-labels": "medscope.cohorts.nifti_labels",
+}
+
+TABLE_OF = {fmt: ("volumes" if fmt == "nifti-labels" else "cases") for fmt in FORMATS}
+
+
+def load(fmt: str, path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None):
+    """(table, rejects rows) for dataset ``path`` in format ``fmt``; table is cases or volumes."""
+    if fmt not in _MODULES:
+        raise MedScopeError(f"unknown cohort format {fmt!r}; choose from: {', '.join(FORMATS)}")
+    module = importlib.import_module(_MODULES[fmt])
+    return module.load(path, cfg or dataset_config(fmt), on_item=on_item)
+
+
+__all__ = ["FORMATS", "TABLE_OF", "DatasetConfig", "dataset_config", "load"]

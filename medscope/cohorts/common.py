@@ -1,0 +1,392 @@
+"""What every cohort loader shares: the dataset config, image / mask decoding and checks,
+lesion statistics and the cases-row builder.
+
+A loader walks one dataset layout and returns ``(cases table, rejects rows)``. Anything
+wrong with one file becomes a rejects row (``records.reject``) with a short countable
+reason; the loader goes on, so every good case still arrives (DESIGN.md, "Nothing lost,
+nothing silent").
+
+Mask rules (one place, so every format behaves alike):
+
+- a mask must have its image's size, else ``mask size differs``;
+- a *binary* mask holds at most two values, 0 and one foreground value (0/1 and 0/255 both
+  count). Anything else is *non-binary*: with ``non_binary_mask: threshold`` (the default
+  for JPEG datasets such as Kvasir-SEG, whose masks carry compression ringing) it is
+  thresholded at ``> mask_threshold`` and kept; with ``non_binary_mask: reject`` (the
+  default for PNG datasets, where grey levels mean a label map or a soft mask slipped in)
+  it becomes a ``non-binary mask`` reject;
+- an empty mask is a ``empty mask`` reject unless the config says empty means lesion-free;
+- a mask covering at least ``whole_mask_frac`` of the image is a ``whole-image mask`` reject
+  (it localises nothing; usually an inverted or placeholder mask).
+"""
+
+from __future__ import annotations
+
+import io
+import posixpath
+import re
+import warnings
+from collections.abc import Callable
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+import pydantic
+from PIL import Image
+
+from medscope import config as cfgmod
+from medscope import images, records, storage
+from medscope.errors import MedScopeError
+from medscope.seeding import stable_hash
+
+FORMATS = ("kvasir-seg", "busi", "image-mask-folder", "siim-rle", "nifti-labels")
+IMAGE_EXTS = (".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff")
+CONFIG_DIR = Path(__file__).resolve().parents[2] / "configs" / "datasets"
+
+OnItem = Callable[[], None] | None
+
+
+class DatasetConfig(cfgmod.StrictModel):
+    """How one dataset's files become cases (``configs/datasets/<format>.yaml``)."""
+
+    source: str
+    imaging_type: str = "unknown"
+    finding: str = "lesion"
+    question: str = "Is there a lesion in this image?"
+    question_kind: Literal["presence", "health", "open"] = "presence"
+    critical: bool = False
+    # Applied with re.search to the image file name; group "patient", else group 1, else the match.
+    patient_id_regex: str | None = None
+    images_dir: str = "images"
+    masks_dir: str = "masks"
+    mask_suffix: str = ""  # mask stem = image stem + suffix (image-mask-folder)
+    missing_mask_means_lesion_free: bool = False
+    empty_mask_means_lesion_free: bool = False
+    non_binary_mask: Literal["threshold", "reject"] = "reject"
+    mask_threshold: int = pydantic.Field(127, ge=0, le=254)
+    whole_mask_frac: float = pydantic.Field(0.95, gt=0.0, le=1.0)
+    private: bool = False
+    endpoint_allowlist: list[str] = []
+    # siim-rle
+    rle_csv: str = "train-rle.csv"
+    # nifti-labels
+    labels_dir: str = "labelsTr"
+    label_name_regex: tuple[str, str] | None = None  # (pattern, replacement) image name -> label name
+    organ_map: dict[int, str] = {}
+
+    @pydantic.field_validator("patient_id_regex")
+    @classmethod
+    def _compiles(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                re.compile(value)
+            except re.error as err:
+                raise ValueError(f"not a valid regular expression: {err}") from None
+        return value
+
+    @pydantic.field_validator("organ_map")
+    @classmethod
+    def _positive_labels(cls, value: dict[int, str]) -> dict[int, str]:
+        bad = [k for k in value if k <= 0]
+        if bad:
+            raise ValueError(f"organ labels must be positive integers (0 is background), got {bad}")
+        return value
+
+
+def dataset_config(fmt: str, uri: str | None = None, overrides: dict | None = None) -> DatasetConfig:
+    """The format's default config (``configs/datasets/<fmt>.yaml``), overlaid by a user file."""
+    if fmt not in FORMATS:
+        raise MedScopeError(f"unknown cohort format {fmt!r}; choose from: {', '.join(FORMATS)}")
+    data = dict(_default_config_dict(fmt))
+    source = str(CONFIG_DIR / f"{fmt}.yaml")
+    if uri:
+        data.update(cfgmod.load_yaml(uri))
+        source = uri
+    if overrides:
+        data.update(overrides)
+    return cfgmod.parse(DatasetConfig, data, source=source)
+
+
+@lru_cache(maxsize=None)
+def _default_config_dict(fmt: str) -> dict:
+    path = CONFIG_DIR / f"{fmt}.yaml"
+    return cfgmod.load_yaml(str(path)) if path.exists() else {"source": fmt}
+
+
+class Reject(Exception):
+    """One file cannot become a case: ``reason`` is short and countable, ``detail`` specific."""
+
+    def __init__(self, reason: str, detail: str = ""):
+        super().__init__(reason)
+        self.reason, self.detail = reason, detail
+
+
+# --------------------------------------------------------------------------- files
+
+
+def list_tree(root: str, suffixes: tuple[str, ...] = IMAGE_EXTS) -> list[str]:
+    """Paths relative to ``root`` of every file below it whose name ends with a suffix (sorted).
+
+    Hidden files (``.DS_Store``, macOS ``._x`` forks found in Decathlon archives) are skipped.
+    """
+    fs, base = storage.filesystem(root)
+    base = fs._strip_protocol(base).rstrip("/")  # find() answers without the protocol (memory://)
+    if not fs.isdir(base):
+        return []
+    out = []
+    for path in fs.find(base):
+        rel = posixpath.relpath(path.replace("\\", "/"), base.replace("\\", "/"))
+        name = posixpath.basename(rel)
+        if name.startswith(".") or not name.lower().endswith(suffixes):
+            continue
+        out.append(rel)
+    return sorted(out)
+
+
+def stem(name: str) -> str:
+    """File name without folder and (double) extension: ``a/b (1).png`` -> ``b (1)``."""
+    name = posixpath.basename(name)
+    for ext in (".nii.gz",):
+        if name.lower().endswith(ext):
+            return name[: -len(ext)]
+    return posixpath.splitext(name)[0]
+
+
+def read_file(root: str, rel: str) -> bytes:
+    try:
+        return storage.read_bytes(storage.join(root, *rel.split("/")))
+    except (MedScopeError, OSError) as err:
+        raise Reject("unreadable file", str(err)) from None
+
+
+# --------------------------------------------------------------------------- pixels
+
+
+def decode_image(data: bytes) -> np.ndarray:
+    """Image bytes -> uint8 (H, W) gray or (H, W, 3) RGB.
+
+    Pillow rather than OpenCV, because OpenCV decodes a truncated JPEG with a warning and
+    grey fill where Pillow raises. 16-bit and 32-bit images are scaled to 8 bits (see
+    :func:`to_uint8`); alpha is dropped; RGB with three equal channels becomes gray.
+    """
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", Image.DecompressionBombWarning)
+            with Image.open(io.BytesIO(data)) as img:
+                img.load()
+                return _pil_to_array(img)
+    except Reject:
+        raise
+    except Exception as err:  # Pillow raises many types for broken files
+        raise Reject("unreadable image", _pil_error(err)) from None
+
+
+def _pil_to_array(img: Image.Image) -> np.ndarray:
+    mode = img.mode
+    if mode in ("I;16", "I;16B", "I;16L", "I;16N", "I", "F"):
+        return to_uint8(np.asarray(img))
+    if mode in ("1", "L", "P", "LA", "PA"):
+        if mode in ("P", "PA") and _palette_is_colour(img):
+            return _collapse_gray(np.asarray(img.convert("RGB")))
+        return np.asarray(img.convert("L"))
+    return _collapse_gray(np.asarray(img.convert("RGB")))
+
+
+def _palette_is_colour(img: Image.Image) -> bool:
+    rgb = np.asarray(img.convert("RGB"))
+    return not (np.array_equal(rgb[..., 0], rgb[..., 1]) and np.array_equal(rgb[..., 1], rgb[..., 2]))
+
+
+def _collapse_gray(rgb: np.ndarray) -> np.ndarray:
+    if np.array_equal(rgb[..., 0], rgb[..., 1]) and np.array_equal(rgb[..., 1], rgb[..., 2]):
+        return np.ascontiguousarray(rgb[..., 0])
+    return np.ascontiguousarray(rgb)
+
+
+def to_uint8(array: np.ndarray) -> np.ndarray:
+    """Scale any integer / float image to uint8 by its own min..max (never wrap modulo 256).
+
+    Medical 16-bit files rarely use the full 0..65535 range (12-bit detectors store 0..4095),
+    so a fixed ``/257`` would leave them nearly black; a per-image linear stretch keeps the
+    ordering of every pixel and the full contrast.
+    """
+    a = np.asarray(array)
+    if a.dtype == np.uint8:
+        return a
+    a = a.astype(np.float64)
+    if a.ndim == 3:
+        a = a[..., :3]
+    lo, hi = float(np.nanmin(a)), float(np.nanmax(a))
+    if hi <= lo:
+        return np.zeros(a.shape, dtype=np.uint8)
+    return np.clip(np.rint((a - lo) * (255.0 / (hi - lo))), 0, 255).astype(np.uint8)
+
+
+def decode_mask_array(data: bytes) -> np.ndarray:
+    """Mask bytes -> uint8 (H, W) of its raw values (colour masks reduced to their max channel)."""
+    try:
+        with Image.open(io.BytesIO(data)) as img:
+            img.load()
+            if img.mode in ("I;16", "I;16B", "I;16L", "I;16N", "I", "F"):
+                raw = np.asarray(img)
+                return to_uint8(raw) if raw.max() > 255 else raw.astype(np.uint8)
+            if img.mode in ("P", "PA"):
+                return np.asarray(img)  # palette index = label value
+            if img.mode in ("1", "L", "LA"):
+                return np.asarray(img.convert("L"))
+            return np.asarray(img.convert("RGB")).max(axis=2)
+    except Exception as err:
+        raise Reject("unreadable mask", _pil_error(err)) from None
+
+
+def _pil_error(err: Exception) -> str:
+    if type(err).__name__ == "UnidentifiedImageError":
+        return "not an image file Pillow can identify"
+    return f"{type(err).__name__}: {err}"
+
+
+def binarize_mask(raw: np.ndarray, image_shape: tuple[int, int], cfg: DatasetConfig) -> np.ndarray:
+    """Apply the module's mask rules to raw mask values; returns a boolean (H, W) mask.
+
+    Raises Reject for a size mismatch, a non-binary mask under ``non_binary_mask: reject``,
+    or a whole-image mask. An empty mask is returned as all-False; the caller decides.
+    """
+    if raw.shape[:2] != tuple(image_shape[:2]):
+        h, w = raw.shape[:2]
+        raise Reject("mask size differs", f"mask {w}x{h}, image {image_shape[1]}x{image_shape[0]}")
+    values = np.unique(raw)
+    if values.size > 2 or (values.size == 2 and values[0] != 0):
+        if cfg.non_binary_mask == "reject":
+            shown = ", ".join(str(int(v)) for v in values[:6]) + (", ..." if values.size > 6 else "")
+            raise Reject("non-binary mask", f"{values.size} distinct values ({shown})")
+        mask = raw > cfg.mask_threshold
+    else:
+        mask = raw > 0
+    frac = float(mask.mean())
+    if frac >= cfg.whole_mask_frac:
+        raise Reject("whole-image mask", f"mask covers {frac:.1%} of the image")
+    return mask
+
+
+def lesion_area_frac(mask: np.ndarray | None) -> float:
+    """Fraction of image pixels inside the lesion mask (0.0 for no mask)."""
+    if mask is None:
+        return 0.0
+    return float(np.count_nonzero(mask)) / float(mask.size)
+
+
+def lesion_bbox(mask: np.ndarray | None) -> list[int] | None:
+    """Tight box ``[x1, y1, x2, y2]`` in pixels around the mask, inclusive corners; None if empty."""
+    if mask is None or not mask.any():
+        return None
+    ys = np.flatnonzero(mask.any(axis=1))
+    xs = np.flatnonzero(mask.any(axis=0))
+    return [int(xs[0]), int(ys[0]), int(xs[-1]), int(ys[-1])]
+
+
+# --------------------------------------------------------------------------- rows
+
+
+def patient_id(cfg: DatasetConfig, file_name: str) -> str | None:
+    """Patient id from the config's file-name rule, or None where the dataset has none."""
+    if not cfg.patient_id_regex:
+        return None
+    m = re.search(cfg.patient_id_regex, posixpath.basename(file_name))
+    if not m:
+        return None
+    if "patient" in m.re.groupindex:
+        return m.group("patient")
+    return m.group(1) if m.re.groups else m.group(0)
+
+
+def case_id(source: str, rel_path: str) -> str:
+    """Stable id of a case: the same file of the same source always gets the same id."""
+    return stable_hash(source, rel_path)
+
+
+def case_row(
+    cfg: DatasetConfig,
+    rel_path: str,
+    image: np.ndarray,
+    mask: np.ndarray | None,
+    *,
+    patient: str | None = None,
+    finding: str | None = None,
+    question: str | None = None,
+    critical: bool | None = None,
+    source: str | None = None,
+) -> dict:
+    """One cases row. ``mask`` None (or empty) means a lesion-free case with a null mask."""
+    if mask is not None and not mask.any():
+        mask = None
+    h, w = image.shape[:2]
+    src = source or cfg.source
+    return {
+        "case_id": case_id(src, rel_path),
+        "source": src,
+        "imaging_type": cfg.imaging_type,
+        "patient_id": patient if patient is not None else patient_id(cfg, rel_path),
+        "group_id": None,
+        "split": None,
+        "image": images.encode_png(image),
+        "mask": images.encode_png(mask) if mask is not None else None,
+        "width": int(w),
+        "height": int(h),
+        "finding": finding or cfg.finding,
+        "question": question or cfg.question,
+        "question_kind": cfg.question_kind,
+        "has_lesion": mask is not None,
+        "critical": cfg.critical if critical is None else bool(critical),
+        "lesion_area_frac": lesion_area_frac(mask),
+        "lesion_bbox": lesion_bbox(mask),
+        "source_file": rel_path,
+        "private": cfg.private,
+        "endpoint_allowlist": list(cfg.endpoint_allowlist),
+    }
+
+
+def reject_row(cfg: DatasetConfig, rel_path: str, err: Reject, table: str = "cases") -> dict:
+    return records.reject(table, cfg.source, rel_path, "load", err.reason, err.detail)
+
+
+def finish(rows: list[dict], rejects: list[dict], table: str = "cases"):
+    """Validated table (sorted by case id, so file-system order never shows) and rejects."""
+    rows = sorted(rows, key=lambda r: r["case_id"])
+    rejects = sorted(rejects, key=lambda r: (r["item_id"], r["reason"]))
+    return records.to_table(table, rows), rejects
+
+
+def image_and_mask_case(
+    cfg: DatasetConfig,
+    root: str,
+    image_rel: str,
+    mask_rels: list[str],
+    *,
+    lesion_expected: bool = True,
+    on_missing: str = "reject",
+) -> dict:
+    """The common path of 2D folder formats: read the image and its mask file(s), merge, check.
+
+    ``mask_rels`` empty means no mask file: ``on_missing`` ``"lesion-free"`` makes a
+    lesion-free case, ``"reject"`` a ``missing mask`` reject. ``lesion_expected`` False (e.g.
+    BUSI ``normal``) ignores masks entirely.
+    """
+    image = decode_image(read_file(root, image_rel))
+    if not lesion_expected:
+        return case_row(cfg, image_rel, image, None)
+    if not mask_rels:
+        if on_missing == "lesion-free":
+            return case_row(cfg, image_rel, image, None)
+        raise Reject("missing mask", f"no mask file for {image_rel}")
+    merged = np.zeros(image.shape[:2], dtype=bool)
+    for rel in mask_rels:
+        raw = decode_mask_array(read_file(root, rel))
+        merged |= binarize_mask(raw, image.shape, cfg)
+    if lesion_area_frac(merged) >= cfg.whole_mask_frac:
+        raise Reject("whole-image mask", f"merged masks cover {lesion_area_frac(merged):.1%} of the image")
+    if not merged.any():
+        if cfg.empty_mask_means_lesion_free:
+            return case_row(cfg, image_rel, image, None)
+        raise Reject("empty mask", f"{', '.join(mask_rels)} has no foreground pixel")
+    return case_row(cfg, image_rel, image, merged)

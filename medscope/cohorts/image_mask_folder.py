@@ -1,0 +1,56 @@
+"""The generic 2D layout of a new institution: ``images/`` with ``masks/`` beside it.
+
+A mask is matched by file stem plus the config's ``mask_suffix`` (``a.png`` ->
+``masks/a_mask.png`` with ``mask_suffix: _mask``), any image extension. An image without a
+mask file is lesion-free only when the dataset config says ``missing_mask_means_lesion_free``;
+otherwise it is a ``missing mask`` reject, because silently calling it healthy would plant
+false negatives in every benchmark built on it. Subfolders of ``images/`` are kept in the
+relative path and matched to the same subfolder of ``masks/``.
+"""
+
+from __future__ import annotations
+
+import posixpath
+
+import pyarrow as pa
+
+from medscope import storage
+from medscope.cohorts.common import (
+    DatasetConfig,
+    OnItem,
+    Reject,
+    dataset_config,
+    finish,
+    image_and_mask_case,
+    list_tree,
+    reject_row,
+    stem,
+)
+from medscope.errors import MedScopeError
+
+
+def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None) -> tuple[pa.Table, list[dict]]:
+    """``images/`` + ``masks/`` folder at ``path`` -> (cases table, rejects rows)."""
+    cfg = cfg or dataset_config("image-mask-folder")
+    images = list_tree(storage.join(path, cfg.images_dir))
+    if not images:
+        raise MedScopeError(f"{path}: no images under {cfg.images_dir}/")
+    masks: dict[str, list[str]] = {}
+    for m in list_tree(storage.join(path, cfg.masks_dir)):
+        masks.setdefault(posixpath.join(posixpath.dirname(m), stem(m)), []).append(m)
+    on_missing = "lesion-free" if cfg.missing_mask_means_lesion_free else "reject"
+    rows, rejects = [], []
+    for name in images:
+        rel = posixpath.join(cfg.images_dir, name)
+        key = posixpath.join(posixpath.dirname(name), stem(name) + cfg.mask_suffix)
+        found = masks.get(key, [])
+        try:
+            if len(found) > 1:
+                raise Reject("ambiguous mask", f"several mask files for {rel}: {', '.join(found)}")
+            mask_rels = [posixpath.join(cfg.masks_dir, m) for m in found]
+            rows.append(image_and_mask_case(cfg, path, rel, mask_rels, on_missing=on_missing))
+        except Reject as err:
+            rejects.append(reject_row(cfg, rel, err))
+        if on_item:
+            on_item()
+    return finish(rows, rejects)

@@ -1,0 +1,183 @@
+"""``medscope cohort import | phantom | show`` and the job ``python -m pipelines.cohort --config F``.
+
+Import reads one dataset layout (``medscope.cohorts``) and writes ``<out>/cases.parquet``
+(or ``<out>/volumes.parquet`` for NIfTI) with ``<out>/rejects.parquet`` beside it. Phantom
+writes the generated cohort. Show counts what a cohort holds.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+from collections import Counter
+from typing import Literal
+
+import pyarrow.parquet as pq
+
+from medscope import cohorts, records, storage
+from medscope.cohorts import phantom
+from medscope.config import StrictModel
+from medscope.errors import MedScopeError
+from pipelines.jobs import Progress, job_main, print_summary
+
+
+class CohortJobConfig(StrictModel):
+    """``python -m pipelines.cohort --config F``: one import (or the phantom) per job."""
+
+    format: Literal["kvasir-seg", "busi", "image-mask-folder", "siim-rle", "nifti-labels", "phantom"]
+    out: str
+    path: str | None = None  # dataset root (not for phantom)
+    dataset_config: str | None = None  # YAML file overlaid on configs/datasets/<format>.yaml
+    dataset: dict = {}  # inline overrides, applied last
+    cases: int = 48  # phantom only
+    seed: int = 0  # phantom only
+    volumes: int = 4  # phantom only
+
+
+def import_cohort(fmt: str, path: str, out: str, dataset_config: str | None = None, overrides: dict | None = None) -> dict:
+    """Load dataset ``path`` in format ``fmt`` and write its table and rejects under ``out``."""
+    cfg = cohorts.dataset_config(fmt, dataset_config, overrides)
+    table_name = cohorts.TABLE_OF[fmt]
+    progress = Progress(f"import {fmt}")
+    table, rejects = cohorts.load(fmt, path, cfg, on_item=progress.update)
+    table_uri = storage.join(out, f"{table_name}.parquet")
+    rejects_uri = storage.join(out, "rejects.parquet")
+    records.write_table(table_name, table, table_uri)
+    records.write_table("rejects", rejects, rejects_uri)
+    reasons = Counter(r["reason"] for r in rejects)
+    summary = {
+        "format": fmt,
+        "source": cfg.source,
+        table_name: table.num_rows,
+        "rejects": len(rejects),
+        "rejects_by_reason": dict(sorted(reasons.items())),
+        table_name + "_uri": table_uri,
+        "rejects_uri": rejects_uri,
+    }
+    if table_name == "cases":
+        summary["lesion"] = sum(table.column("has_lesion").to_pylist())
+        summary["lesion_free"] = table.num_rows - summary["lesion"]
+    return summary
+
+
+def _kind_of(uri: str) -> str:
+    """'cases', 'volumes' or 'rejects' for a Parquet file, from its columns."""
+    try:
+        names = set(pq.read_schema(io.BytesIO(storage.read_bytes(uri))).names)
+    except Exception as err:
+        raise MedScopeError(f"{uri} is not a readable Parquet file: {err}") from None
+    for name in ("cases", "volumes", "rejects"):
+        if set(records.schema(name).names) <= names:
+            return name
+    raise MedScopeError(f"{uri} holds neither a cases, a volumes nor a rejects table")
+
+
+def _counts(values) -> dict:
+    return dict(sorted(Counter("(none)" if v is None else str(v) for v in values).items()))
+
+
+def show_summary(uri: str) -> dict:
+    """Counts of a cohort: a cases or volumes file, or a cohort folder holding them.
+
+    By source, imaging type, split, lesion / lesion-free, and rejects by reason (from the
+    ``rejects.parquet`` beside the table, when there is one).
+    """
+    if storage.is_dir(uri):
+        folder = uri
+        files = {n: storage.join(uri, f"{n}.parquet") for n in ("cases", "volumes", "rejects")}
+        files = {n: f for n, f in files.items() if storage.exists(f)}
+        if not ({"cases", "volumes"} & set(files)):
+            raise MedScopeError(f"{uri}: no cases.parquet or volumes.parquet here")
+    else:
+        if not storage.exists(uri):
+            raise MedScopeError(f"no cohort at {uri}")
+        folder = uri.rsplit("/", 1)[0] if "/" in uri else "."
+        files = {_kind_of(uri): uri}
+        beside = storage.join(folder, "rejects.parquet")
+        if "rejects" not in files and storage.exists(beside):
+            files["rejects"] = beside
+    summary: dict = {"uri": uri}
+    if "cases" in files:
+        cols = ["source", "imaging_type", "split", "has_lesion", "critical", "patient_id", "finding"]
+        t = records.read_table("cases", files["cases"], columns=cols).to_pydict()
+        n = len(t["source"])
+        lesion = sum(t["has_lesion"])
+        patients = Counter(p for p in t["patient_id"] if p is not None)
+        summary["cases"] = {
+            "n": n,
+            "by_source": _counts(t["source"]),
+            "by_imaging_type": _counts(t["imaging_type"]),
+            "by_split": _counts(t["split"]),
+            "by_finding": _counts(t["finding"]),
+            "lesion": lesion,
+            "lesion_free": n - lesion,
+            "critical": sum(t["critical"]),
+            "patients": len(patients),
+            "patients_with_several_images": sum(1 for c in patients.values() if c > 1),
+        }
+    if "volumes" in files:
+        t = records.read_table("volumes", files["volumes"], columns=["source", "split", "shape", "organ_map"]).to_pydict()
+        organs = sorted({o for m in t["organ_map"] for o in json.loads(m).values()})
+        summary["volumes"] = {
+            "n": len(t["source"]),
+            "by_source": _counts(t["source"]),
+            "by_split": _counts(t["split"]),
+            "organs": organs,
+        }
+    if "rejects" in files:
+        r = records.read_table("rejects", files["rejects"], columns=["reason", "table"]).to_pydict()
+        summary["rejects"] = {"n": len(r["reason"]), "by_reason": _counts(r["reason"])}
+    return summary
+
+
+def run_job(cfg: CohortJobConfig) -> dict:
+    if cfg.format == "phantom":
+        return phantom.generate(cfg.out, n_cases=cfg.cases, seed=cfg.seed, n_volumes=cfg.volumes)
+    if not cfg.path:
+        raise MedScopeError(f"format {cfg.format} needs path: the dataset folder")
+    return import_cohort(cfg.format, cfg.path, cfg.out, cfg.dataset_config, cfg.dataset)
+
+
+def _print(summary: dict) -> None:
+    print_summary(summary)
+
+
+def register(sub) -> None:
+    p = sub.add_parser("cohort", help="import a dataset, generate the phantom cohort, or show a cohort")
+    verbs = p.add_subparsers(dest="cohort_verb", metavar="ACTION")
+    verbs.required = True
+
+    imp = verbs.add_parser("import", help="read a dataset layout into a cases (or volumes) table + rejects")
+    imp.add_argument("--format", required=True, choices=cohorts.FORMATS)
+    imp.add_argument("--path", required=True, help="dataset folder (path or URI)")
+    imp.add_argument("--out", required=True, help="output folder URI")
+    imp.add_argument("--config", default=None, help="dataset YAML overlaid on configs/datasets/<format>.yaml")
+    imp.set_defaults(func=lambda a: _print(import_cohort(a.format, a.path, a.out, a.config)))
+
+    ph = verbs.add_parser("phantom", help="generate the seeded phantom cohort (2D cases + CT volumes)")
+    ph.add_argument("--out", required=True, help="output folder URI")
+    ph.add_argument("--cases", type=int, default=48)
+    ph.add_argument("--seed", type=int, default=0)
+    ph.add_argument("--volumes", type=int, default=4)
+
+    def _phantom(a):
+        if a.cases < 1 or a.volumes < 0:
+            raise MedScopeError("--cases must be at least 1 and --volumes at least 0")
+        print("generating phantom cohort ...", file=sys.stderr, flush=True)
+        result = phantom.generate(a.out, n_cases=a.cases, seed=a.seed, n_volumes=a.volumes)
+        _print({**result, "summary": show_summary(a.out)})
+
+    ph.set_defaults(func=_phantom)
+
+    show = verbs.add_parser("show", help="counts of a cohort (cases / volumes file or cohort folder)")
+    show.add_argument("uri")
+    show.set_defaults(func=lambda a: _print(show_summary(a.uri)))
+
+
+def main(argv: list[str] | None = None) -> int:
+    return job_main("cohort", CohortJobConfig, run_job, argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

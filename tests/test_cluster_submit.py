@@ -1,0 +1,93 @@
+"""The main job through `ray job submit` against a real Ray head on loopback, writing to S3."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+import pytest
+
+from medscope import records, storage
+from tests.conftest import REPO_ROOT, free_port
+
+RAY = os.path.join(os.path.dirname(sys.executable), "ray")
+
+
+def _wait_for_dashboard(url: str, proc: subprocess.Popen, timeout_s: float = 120) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"ray head exited early with {proc.returncode}")
+        try:
+            with urllib.request.urlopen(f"{url}/api/version", timeout=2) as resp:
+                if resp.status == 200:
+                    return
+        except OSError:
+            time.sleep(1)
+    raise TimeoutError("ray dashboard did not come up")
+
+
+@pytest.fixture
+def ray_head():
+    """`ray start --head --block` on loopback ports, in its own process group, torn down after."""
+    gcs, dash = free_port(), free_port()
+    temp_dir = tempfile.mkdtemp(prefix="rh", dir="/tmp")
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    proc = subprocess.Popen(
+        [RAY, "start", "--head", "--block", "--port", str(gcs), "--node-ip-address", "127.0.0.1",
+         "--dashboard-host", "127.0.0.1", "--dashboard-port", str(dash), "--include-dashboard", "true",
+         "--num-cpus", "2", "--temp-dir", temp_dir, "--disable-usage-stats",
+         "--ray-client-server-port", str(free_port()), "--dashboard-agent-listen-port", str(free_port()),
+         "--metrics-export-port", str(free_port()), "--runtime-env-agent-port", str(free_port())],
+        env=env, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{dash}"
+    try:
+        _wait_for_dashboard(url, proc)
+        yield url
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+
+
+@pytest.mark.slow
+def test_demo_runs_through_ray_job_submit_into_s3(ray_head, s3_bucket, s3_server, tmp_path):
+    out = f"{s3_bucket}/demo"
+    config = tmp_path / "demo.yaml"
+    config.write_text(f"out: {out}\nseed: 3\ncases: 12\n")
+    runtime_env = {
+        "working_dir": REPO_ROOT,
+        "excludes": [".git", ".venv", "demo-out", "runs", "**/__pycache__"],
+        "env_vars": {
+            "AWS_ENDPOINT_URL": s3_server,
+            "AWS_ACCESS_KEY_ID": "testing",
+            "AWS_SECRET_ACCESS_KEY": "testing",
+            "AWS_DEFAULT_REGION": "us-east-1",
+            "PYTHONUNBUFFERED": "1",
+        },
+    }
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    result = subprocess.run(
+        [RAY, "job", "submit", "--address", ray_head, "--submission-id", "medscope-demo-test",
+         "--runtime-env-json", json.dumps(runtime_env), "--",
+         sys.executable, "-m", "pipelines.demo", "--config", str(config)],
+        env=env, capture_output=True, text=True, timeout=600,
+    )
+    log = result.stdout + result.stderr
+    assert result.returncode == 0, log[-4000:]
+
+    from ray.job_submission import JobStatus, JobSubmissionClient
+
+    assert JobSubmissionClient(ray_head).get_job_status("medscope-demo-test") == JobStatus.SUCCEEDED
+    cases = records.read_table("cases", storage.join(out, "cohort", "cases.parquet"))
+    assert cases.num_rows == 12
+    assert "demo finished" in log
