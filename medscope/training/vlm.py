@@ -1,9 +1,9 @@
 """The model side of training: the base VLM, its LoRA adapter, and trajectories -> tensors.
 
 Seed 000 §3.5: LoRA on all linear layers of the *language* model, vision encoder frozen.
-Turning chat messages into tensors is written here rather than through a transformers
-processor because Qwen2-VL's processor also builds a video processor that needs torchvision
-(not installed); the image processor and tokenizer are all a single-image chat needs.
+Chat messages are turned into tensors here from the processor's tokenizer and image processor
+rather than through the processor's chat template, because training needs to know which
+tokens belong to assistant turns (the only ones with labels) and where each image sits.
 """
 
 from __future__ import annotations
@@ -54,10 +54,8 @@ def build_base(base: str, seed: int = 0) -> VLM:
 
 
 def _tiny(seed: int):
-    try:  # the agent issue's builder, once merged, is the one every test shares
-        from medscope.models.tiny_vlm import build_tiny_qwen2vl
-    except ImportError:
-        from medscope.training._tiny_fallback import build_tiny_qwen2vl
+    from medscope.models.tiny_vlm import build_tiny_qwen2vl
+
     return build_tiny_qwen2vl(seed)
 
 
