@@ -336,3 +336,15 @@ def test_selection_rule_reproduces_the_paper_and_its_fallbacks():
     worse2 = dict(worse3, stage2={"U": 0.610, "H": 0.160})  # H2 > H1 + 0.02, and U3 vs U2 fails
     assert selection.select_stage(worse2).chosen == "stage1"
     assert selection.select_stage(paper, previous={"U": 0.64, "H": 0.05}).chosen == "previous"
+
+
+def test_job_configs_validate():
+    from medscope import config as cfgmod
+    from pipelines.sweep import SweepJob
+    from pipelines.train import TrainJob, resolve_recipe
+
+    for path in glob.glob("configs/train/jobs/*.yaml"):
+        model = SweepJob if "sweep" in path else TrainJob
+        job = cfgmod.load(model, path)
+        if model is TrainJob:
+            assert resolve_recipe(job).name
