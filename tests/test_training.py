@@ -24,10 +24,11 @@ from medscope.training.vlm import apply_lora, build_base, collate, encode, seque
 def parse(text):
     """The evaluation parser once merged; until then the strict tag + JSON reader."""
     try:
-        from medscope.agent.parser import parse_action as shared  # type: ignore
+        from medscope.agent.parser import parse_reply  # type: ignore
     except ImportError:
         return parse_action(text)
-    return shared(text)
+    reply = parse_reply(text)
+    return reply.final if reply.kind == "final" else reply.tool
 
 
 @pytest.fixture(scope="module")

@@ -82,7 +82,7 @@ def sft_trajectories(views: list[dict], recipe) -> list[tj.Trajectory]:
         counts[v["view_id"]] += 1
         out.append(tj.build_trajectory(v, derive_seed(recipe.seed, copy), small_frac=t.small_frac,
                                        p_zoom=t.p_zoom, p_window=t.p_window, p_paraphrase=t.p_paraphrase,
-                                       system=tj.PROMPTS[t.prompt]))
+                                       system=tj.PROMPTS[t.prompt], via_agent_loop=t.prompt == "agent"))
     return shuffled(out, recipe.seed)
 
 

@@ -1,8 +1,10 @@
 """Loss terms that are not plain next-token likelihood (seed 000 §3.7).
 
 Written here rather than taken from TRL: the C4 terms have no library form, and TRL's
-DPOTrainer needs a transformers processor for a VLM, which Qwen2-VL cannot build without
-torchvision (its video processor); the DPO loss itself is three lines.
+DPOTrainer runs its own transformers-Trainer loop, whereas C2 must share the loop of every
+other method here (Ray Train checkpoints on the run's storage URI, resume at the same example,
+the same single-turn chat encoding as C4's s(x)); the DPO loss itself is three lines, checked
+against hand computation in the tests.
 """
 
 from __future__ import annotations

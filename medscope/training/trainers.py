@@ -218,8 +218,8 @@ def paired_examples(views: list[dict], recipe: TrainRecipe) -> list[dict]:
     t = recipe.trajectory
     for i, trip in enumerate(data.paired_triplets(views)):
         k = ("O", "C", "E")[i % 3]
-        traj = tj.build_trajectory(trip[k], recipe.seed, small_frac=t.small_frac, p_zoom=t.p_zoom, p_window=t.p_window, p_paraphrase=t.p_paraphrase, system=tj.PROMPTS[t.prompt])
-        o_traj = tj.build_trajectory(trip["O"], recipe.seed, small_frac=t.small_frac, p_zoom=t.p_zoom, p_window=0.0, p_paraphrase=0.0, system=tj.PROMPTS[t.prompt])
+        traj = tj.build_trajectory(trip[k], recipe.seed, small_frac=t.small_frac, p_zoom=t.p_zoom, p_window=t.p_window, p_paraphrase=t.p_paraphrase, system=tj.PROMPTS[t.prompt], via_agent_loop=t.prompt == "agent")
+        o_traj = tj.build_trajectory(trip["O"], recipe.seed, small_frac=t.small_frac, p_zoom=t.p_zoom, p_window=0.0, p_paraphrase=0.0, system=tj.PROMPTS[t.prompt], via_agent_loop=t.prompt == "agent")
         first = next(m["text"] for m in o_traj.messages if m["role"] == "assistant")
         out.append({**trip, "trajectory": traj, "first_action": first})
     return data.shuffled(out, recipe.seed)
@@ -264,7 +264,7 @@ def replay_examples(mix: list[dict], recipe: TrainRecipe) -> list[list[dict]]:
     for i, m in enumerate(mix):
         if "view" in m:
             out.append(tj.build_trajectory(m["view"], derive_seed(recipe.seed, i), small_frac=t.small_frac, p_zoom=t.p_zoom,
-                                           p_window=t.p_window, p_paraphrase=t.p_paraphrase, system=tj.PROMPTS[t.prompt]).messages)
+                                           p_window=t.p_window, p_paraphrase=t.p_paraphrase, system=tj.PROMPTS[t.prompt], via_agent_loop=t.prompt == "agent").messages)
         else:
             r = m["vqa"]
             final = format_final(FinalAction("answer", answer=str(r["answer"]), confidence=0.9))

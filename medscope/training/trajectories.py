@@ -155,8 +155,14 @@ def build_trajectory(
     p_paraphrase: float = 0.5,
     question: str | None = None,
     system: str = SYSTEM_PROMPT,
+    via_agent_loop: bool = True,
 ) -> Trajectory:
-    """One label-derived trajectory for a views-table row (``view`` as a dict)."""
+    """One label-derived trajectory for a views-table row (``view`` as a dict).
+
+    With ``via_agent_loop`` (and the agent issue's ``episode.replay`` on this branch) the
+    written replies are fed through the evaluation episode loop, so training sees exactly the
+    system prompt, image sizes and tool results that evaluation produces; otherwise the
+    messages are built here with ``system``."""
     rng = rng_for(seed, view["view_id"], "trajectory")
     finding = view["finding"]
     q, pi = (question, None) if question else paraphrase(view["question"], finding, view["question_kind"], rng, p_paraphrase)
@@ -183,7 +189,31 @@ def build_trajectory(
         zoomed = True
     traj.final = expected_final(view["expected"], view["question_kind"], finding, box)
     traj.messages.append({"role": "assistant", "text": format_final(traj.final, _reasoning(view["expected"], finding, zoomed)), "image": None})
+    if via_agent_loop:
+        replies = [m["text"] for m in traj.messages if m["role"] == "assistant"]
+        through_loop = agent_loop_messages(view, q, replies)
+        if through_loop is not None:
+            traj.messages = through_loop
     return traj
+
+
+def agent_loop_messages(view: dict, question: str, replies: list[str]) -> list[dict] | None:
+    """The messages the evaluation loop builds for ``replies`` on ``view`` (``None`` while the
+    agent issue's ``medscope.agent.episode.replay`` is not on this branch)."""
+    try:
+        from medscope.agent.episode import replay
+        from medscope.agent.protocol import Item
+    except ImportError:
+        return None
+    item = Item(item_id=view["view_id"], case_id=view["case_id"], question=question, truth=view["expected"],
+                images=(view["image"],), meta={"finding": view["finding"], "question_kind": view["question_kind"],
+                                               "kind": view["kind"], "width": view["width"], "height": view["height"]})
+    ep = replay(item, "agent", replies)
+    out = []
+    for m in ep.messages:
+        png = next((p.png for p in m.parts if p.is_image), None)
+        out.append({"role": m.role, "text": m.joined_text, "image": png})
+    return out
 
 
 def _tool_turn(traj: Trajectory, call: ToolCall, why: str, result: np.ndarray) -> None:
