@@ -77,38 +77,11 @@ def arm_overrides(arm: Arm, arms: ArmsFile, views: pa.Table, recipe) -> dict:
     return over
 
 
-def evaluate_adapter(recipe_dict: dict, adapter_uri: str, eval_views: list[dict], max_new_tokens: int, scores_uri: str, run_id: str,
-                     max_turns: int = 4) -> dict:
-    """Greedy episodes of the adapter on ``eval_views``, scored; writes a ``scores`` table.
-
-    Runs the local minimal agent loop (medscope.training.episodes) until the agent issue's
-    episode loop with the local HF adapter is on this branch."""
-    from medscope.training import trajectories as tj
-    from medscope.training.episodes import LocalEpisodeSampler, summarize
-    from medscope.training.recipes import TrainRecipe
-    from medscope.training.vlm import build_base, load_adapter
-
-    recipe = TrainRecipe.model_validate(recipe_dict)
-    vlm = build_base(recipe.base, seed=0)
-    model = load_adapter(vlm.model, adapter_uri, trainable=False).eval()
-    sampler = LocalEpisodeSampler(vlm, model, max_turns=max_turns, max_new_tokens=max_new_tokens, system=tj.PROMPTS[recipe.trajectory.prompt])
-    outcomes, rows = [], []
-    for v in eval_views:
-        ep = sampler(v, 0.0, 0)
-        o = ep.outcome
-        outcomes.append((v, o))
-        rows.append({"run_id": run_id, "model": run_id, "condition": "agent", "view_id": v["view_id"], "case_id": v["case_id"],
-                     "kind": v["kind"], "expected": v["expected"], "action": o.action, "claims_finding": o.claims,
-                     "correct": o.correct, "iou": o.iou, "grounded": bool(o.iou is not None and o.iou >= 0.3),
-                     "tool_calls": o.tool_calls, "reward": o.reward, "cost_matrix": "seed000-table2"})
-    records.write_table("scores", rows, scores_uri)
-    return summarize(outcomes)
-
-
 def _trial(config: dict) -> None:
     """One Tune trial: train (arm, seed) on Ray Train, evaluate, score, report."""
     from ray import tune
 
+    from medscope.training.evaluation import EvalSettings
     from medscope.training.recipes import TrainRecipe
     from pipelines.train import TrainJob, build_trainer
 
@@ -117,19 +90,15 @@ def _trial(config: dict) -> None:
     arm, seed = config["arm"], config["seed"]
     out = storage.join(config["out"], arm, f"seed{seed}")
     recipe = TrainRecipe.model_validate({**config["recipe"], **config["overrides"][arm], "seed": seed, "name": f"{arm}-seed{seed}"})
-    job = TrainJob(recipe=config["recipe_uri"], views=config["views"], out=out, name=recipe.name, max_failures=config.get("max_failures", 1))
+    ev = EvalSettings(views=config["eval_uri"], split=config["eval_split"], cases=config["eval_cases"],
+                      max_new_tokens=config["eval_max_new_tokens"], max_turns=config["eval_max_turns"])
+    # the Train worker evaluates its own adapter: no second model load in the trial process
+    job = TrainJob(recipe=config["recipe_uri"], views=config["views"], out=out, name=recipe.name, evaluation=ev)
     result = build_trainer(job, recipe).fit()
     if result.error:
         raise RuntimeError(f"{arm} seed {seed}: training failed: {result.error}")
-    eval_views = records.read_table("views", config["eval_uri"]).to_pylist()
-    eval_views = sorted((v for v in eval_views if v["passed"] and v["split"] in (None, config["eval_split"])), key=lambda v: v["view_id"])
-    if config.get("eval_cases"):
-        keep = sorted({v["case_id"] for v in eval_views})[: config["eval_cases"]]
-        eval_views = [v for v in eval_views if v["case_id"] in set(keep)]
-    metrics = evaluate_adapter(recipe.model_dump(), storage.join(out, "adapter"), eval_views, config["eval_max_new_tokens"],
-                               storage.join(out, "scores.parquet"), f"{arm}-seed{seed}", config["eval_max_turns"])
     summary = json.loads(storage.read_text(storage.join(out, "train_summary.json")))
-    tune.report({**metrics, "arm": arm, "seed": seed, "steps": summary["steps"], "adapter": storage.join(out, "adapter")})
+    tune.report({**summary["eval"], "arm": arm, "seed": seed, "steps": summary["steps"], "adapter": storage.join(out, "adapter")})
 
 
 def arms_table(results: list[dict], arm_names: list[str], seeds: list[int]) -> tuple[list[dict], str]:

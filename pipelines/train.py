@@ -17,6 +17,7 @@ from medscope import config as cfgmod
 from medscope import records, storage
 from medscope.config import StrictModel
 from medscope.errors import MedScopeError
+from medscope.training.evaluation import EvalSettings
 from medscope.training.recipes import TrainRecipe, deepspeed_config, load_recipe
 
 
@@ -29,6 +30,7 @@ class TrainJob(StrictModel):
     use_gpu: bool | None = None  # None = use GPUs when the cluster has them
     max_failures: int = 2
     overrides: dict = {}  # recipe fields to override (the sweep sets seed, allowed_kinds ...)
+    evaluation: EvalSettings | None = None  # score the final adapter on these views (validation)
 
 
 def resolve_recipe(job: TrainJob) -> TrainRecipe:
@@ -89,6 +91,14 @@ def train_loop_per_worker(cfg: dict) -> None:
         summary = {"recipe": recipe.name, "method": recipe.method, "seed": recipe.seed, "steps": trainer.step,
                    "resumed_from": resumed_from, "first_loss": trainer.history[0]["loss"] if trainer.history else None,
                    "last_loss": trainer.history[-1]["loss"] if trainer.history else None, **info}
+        if cfg.get("evaluation"):
+            from medscope.training.evaluation import evaluate_model, select_eval_views
+
+            ev = EvalSettings.model_validate(cfg["evaluation"])
+            eval_views = select_eval_views(records.read_table("views", ev.views).to_pylist(), ev.split, ev.cases)
+            metrics, rows = evaluate_model(trainer.vlm, trainer.peft, recipe.trajectory.prompt, eval_views, ev, recipe.name)
+            records.write_table("scores", rows, storage.join(cfg["out"], "scores.parquet"))
+            summary["eval"] = metrics
         storage.write_bytes(storage.join(cfg["out"], "train_summary.json"), json.dumps(summary, indent=2).encode())
 
 
@@ -120,7 +130,8 @@ def build_trainer(job: TrainJob, recipe: TrainRecipe | None = None):
     endpoint = os.environ.get("AWS_ENDPOINT_URL") or os.environ.get("AWS_ENDPOINT_URL_S3")
     return TorchTrainer(
         train_loop_per_worker,
-        train_loop_config={"recipe": recipe.model_dump(), "views": job.views, "out": job.out, "s3_endpoint": endpoint},
+        train_loop_config={"recipe": recipe.model_dump(), "views": job.views, "out": job.out, "s3_endpoint": endpoint,
+                           "evaluation": job.evaluation.model_dump() if job.evaluation else None},
         scaling_config=ScalingConfig(num_workers=job.num_workers, use_gpu=use_gpu),
         run_config=RunConfig(
             name=job.name or recipe.name,

@@ -349,3 +349,12 @@ def test_job_configs_validate():
         job = cfgmod.load(model, path)
         if model is TrainJob:
             assert resolve_recipe(job).name
+
+
+def test_cli_verbs_parse():
+    from pipelines.cli import build_parser
+
+    args = build_parser().parse_args(["train", "--recipe", "configs/train/smoke.yaml", "--views", "v", "--out", "o", "--seed", "3"])
+    assert (args.verb, args.recipe, args.seed) == ("train", "configs/train/smoke.yaml", 3) and callable(args.func)
+    args = build_parser().parse_args(["sweep", "--arms", "configs/arms/smoke.yaml", "--views", "v", "--out", "o"])
+    assert (args.verb, args.arms) == ("sweep", "configs/arms/smoke.yaml") and callable(args.func)
