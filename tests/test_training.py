@@ -358,3 +358,51 @@ def test_cli_verbs_parse():
     assert (args.verb, args.recipe, args.seed) == ("train", "configs/train/smoke.yaml", 3) and callable(args.func)
     args = build_parser().parse_args(["sweep", "--arms", "configs/arms/smoke.yaml", "--views", "v", "--out", "o"])
     assert (args.verb, args.arms) == ("sweep", "configs/arms/smoke.yaml") and callable(args.func)
+
+
+def test_rejection_sampling_keeps_the_best_right_episode_and_repeats_mostly_failed_views(views):
+    from medscope.training.episodes import Episode, Outcome
+
+    plan = {  # view index -> (correct, reward) of its k = 4 samples
+        0: [(False, -2.0), (True, 1.0), (True, 1.5), (False, -1.0)],  # 2 of 4 right: best kept x3
+        1: [(True, 1.0), (True, 1.2), (True, 1.0), (True, 0.5)],  # 4 of 4: best kept once
+        2: [(False, -2.0)] * 4,  # none right: dropped
+    }
+    index = {views[i]["view_id"]: i for i in plan}
+    calls = []
+
+    def sampler(view, temperature, seed):
+        j = sum(1 for c in calls if c[0] == view["view_id"])
+        calls.append((view["view_id"], temperature, seed))
+        ok, r = plan[index[view["view_id"]]][j]
+        return Episode(view, [{"role": "assistant", "text": f"{view['view_id']}:{r}", "image": None}], None, 0, Outcome("answer", None, ok, r, 0))
+
+    recipe = small_recipe(method="rft")
+    kept, counts = trainers.rejection_examples([views[i] for i in plan], sampler, recipe)
+    texts = [k[0]["text"] for k in kept]
+    assert texts == [f"{views[0]['view_id']}:1.5"] * 3 + [f"{views[1]['view_id']}:1.2"]
+    assert counts == {"sampled_views": 3, "kept": 2, "failed_repeated": 1, "none_right": 1}
+    assert {t for _, t, _ in calls} == {1.2} and len({s for *_, s in calls}) == 12  # k distinct seeds per view
+
+
+def test_every_method_builds_examples_from_a_views_table(tiny, views, tmp_path):
+    from medscope.training import runner
+
+    table = records.to_table("views", views)
+    eval_uri = str(tmp_path / "eval.parquet")
+    records.write_table("views", synthetic.synthetic_views(2, seed=9, split="test"), eval_uri)
+    vqa_uri = str(tmp_path / "vqa.parquet")
+    import pyarrow.parquet as pq
+
+    pq.write_table(_vqa_table(3, records.read_table("views", eval_uri).column("image")[0].as_py()), vqa_uri)
+    model = apply_lora(__import__("copy").deepcopy(tiny.model), LoraSettings(r=4, alpha=8), seed=0)
+    common = {"rft": {"k": 2, "views_per_kind": 1, "extra_per_kind": {}, "synthetic_views": 5, "max_turns": 1, "max_new_tokens": 4},
+              "replay": {"vqa_table": vqa_uri, "eval_views": eval_uri, "n_items": 20, "vqa_share": 0.3}}
+    infos = {}
+    for method in ("sft", "dpo", "paired_view", "rft", "replay"):
+        ex, info = runner.build_examples(small_recipe(method=method, **common), table, tiny, model)
+        assert ex and info["examples"] == len(ex)
+        infos[method] = info
+    assert infos["rft"]["sampled_views"] == len({v["kind"] for v in views}) and 5 <= infos["rft"]["synthetic"] <= 10  # small lesions twice
+    assert infos["replay"]["vqa_near_copies_excluded"] == 1 and infos["replay"]["absent_share"] >= 0.35
+    assert infos["paired_view"]["examples"] == len(data.paired_triplets(views))
