@@ -47,6 +47,12 @@ ENUMS: dict[str, dict[str, tuple[str, ...]]] = {
         "strategy": ("positive", "random", "popular", "adversarial"),
         "stratum": ("transition", "mid", "out_of_range"),
     },
+    "probe_scores": {
+        "truth": ("present", "absent"),
+        "verdict": ("present", "absent", "not_addressed"),
+        "image_mode": ("image", "no_image", "blank"),
+        "format": ("free_text", "verdict_json", "reasoning_json"),
+    },
 }
 
 _PRIVACY = [
@@ -155,6 +161,18 @@ SCHEMAS: dict[str, pa.Schema] = {
             pa.field("tool_calls", pa.int32(), nullable=False),
             pa.field("reward", pa.float64(), nullable=False),
             pa.field("cost_matrix", pa.string(), nullable=False),
+            # Added by scoring (nullable): what rescoring under another matrix, the metric
+            # breakdowns and the group bootstrap need, so a scores table stands on its own.
+            pa.field("test_set", pa.string()),
+            pa.field("lesion_present", pa.bool_()),  # the finding is visible in this view
+            pa.field("critical", pa.bool_()),
+            pa.field("oversized_box", pa.bool_()),  # box over half the image: no bonus
+            pa.field("confidence", pa.float64()),
+            pa.field("imaging_type", pa.string()),
+            pa.field("finding", pa.string()),
+            pa.field("lesion_area_frac", pa.float64()),
+            pa.field("patient_id", pa.string()),
+            pa.field("group_id", pa.string()),
         ]
     ),
     "metrics": pa.schema(
@@ -168,6 +186,12 @@ SCHEMAS: dict[str, pa.Schema] = {
             pa.field("ci_low", pa.float64()),
             pa.field("ci_high", pa.float64()),
             pa.field("n_cases", pa.int64(), nullable=False),
+            # Added by stats (nullable): a row with ``reference`` set is a paired difference
+            # model - reference over shared cases, with its bootstrap p (0.0 = no resample
+            # crossed zero, reported as "< 1/B"); n_boot is B.
+            pa.field("reference", pa.string()),
+            pa.field("p_value", pa.float64()),
+            pa.field("n_boot", pa.int64()),
         ]
     ),
     "volumes": pa.schema(
@@ -208,6 +232,34 @@ SCHEMAS: dict[str, pa.Schema] = {
             pa.field("render", pa.string(), nullable=False),
             pa.field("question", pa.string(), nullable=False),
             pa.field("image", pa.binary(), nullable=False),
+            # the volume's privacy, so the sweep's allow-list check sees it (nullable: added by the probe)
+            pa.field("private", pa.bool_()),
+            pa.field("endpoint_allowlist", pa.list_(pa.string())),
+        ]
+    ),
+    # One scored probe episode (seed 003): the reply read as present / absent / not-addressed.
+    "probe_scores": pa.schema(
+        [
+            pa.field("run_id", pa.string(), nullable=False),
+            pa.field("model", pa.string(), nullable=False),
+            pa.field("condition", pa.string(), nullable=False),
+            pa.field("format", pa.string(), nullable=False),
+            pa.field("image_mode", pa.string(), nullable=False),
+            pa.field("item_id", pa.string(), nullable=False),
+            pa.field("case_id", pa.string(), nullable=False),
+            pa.field("z", pa.int32(), nullable=False),
+            pa.field("organ", pa.string(), nullable=False),
+            pa.field("truth", pa.string(), nullable=False),
+            pa.field("strategy", pa.string(), nullable=False),
+            pa.field("stratum", pa.string(), nullable=False),
+            pa.field("z_distance_mm", pa.float64()),
+            pa.field("absent_from_volume", pa.bool_(), nullable=False),
+            pa.field("render", pa.string(), nullable=False),
+            pa.field("verdict", pa.string(), nullable=False),
+            pa.field("clean", pa.bool_(), nullable=False),
+            pa.field("hedged", pa.bool_(), nullable=False),
+            pa.field("hedge_cue", pa.string()),
+            pa.field("correct", pa.bool_()),
         ]
     ),
     "rejects": pa.schema(

@@ -54,6 +54,11 @@ def _filesystem(proto: str, endpoint: str | None) -> fsspec.AbstractFileSystem:
     raise MedScopeError(f"unsupported storage scheme {proto}://; use a path, file://, s3:// or memory://")
 
 
+def s3_endpoint() -> str | None:
+    """The S3 endpoint this process uses (configured, or from the environment), if any."""
+    return _SETTINGS["s3_endpoint"] or os.environ.get("AWS_ENDPOINT_URL") or os.environ.get("AWS_ENDPOINT_URL_S3")
+
+
 def filesystem(uri: str) -> tuple[fsspec.AbstractFileSystem, str]:
     """(filesystem, path inside it) for a URI."""
     proto = protocol(uri)

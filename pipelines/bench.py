@@ -9,7 +9,12 @@ import importlib
 
 from medscope.errors import MedScopeError
 
-BENCHES: dict[str, str] = {}
+BENCHES: dict[str, str] = {
+    "probe": "pipelines.probe_cli:bench",
+    "eval": "pipelines.eval_bench:bench_eval",
+    "stats": "pipelines.score:bench_stats",
+    "views": "pipelines.build_views:bench",
+}
 
 
 def register(sub) -> None:

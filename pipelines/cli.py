@@ -11,8 +11,13 @@ from pipelines.jobs import guarded
 # One line per job module; each issue adds its module here.
 VERB_MODULES = [
     "pipelines.cohort",
+    "pipelines.views",
     "pipelines.bench",
     "pipelines.demo",
+    "pipelines.evaluate",
+    "pipelines.score",
+    "pipelines.report",
+    "pipelines.probe",
     "pipelines.train",
     "pipelines.sweep",
 ]

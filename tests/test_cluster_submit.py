@@ -9,6 +9,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
 import urllib.request
 
 import pytest
@@ -19,15 +20,24 @@ from tests.conftest import REPO_ROOT, free_port
 RAY = os.path.join(os.path.dirname(sys.executable), "ray")
 
 
-def _wait_for_dashboard(url: str, proc: subprocess.Popen, timeout_s: float = 120) -> None:
+def _head_env() -> dict:
+    """Environment of the head and the submitting client: no inherited cluster address, and
+    token auth off explicitly (Ray turns it on when a ~/.ray/auth_token exists)."""
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    env["RAY_AUTH_MODE"] = "disabled"
+    return env
+
+
+def _wait_for_dashboard(url: str, proc: subprocess.Popen, timeout_s: float = 300) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise RuntimeError(f"ray head exited early with {proc.returncode}")
         try:
-            with urllib.request.urlopen(f"{url}/api/version", timeout=2) as resp:
-                if resp.status == 200:
-                    return
+            with urllib.request.urlopen(f"{url}/api/version", timeout=2):
+                return
+        except urllib.error.HTTPError:
+            return  # it answers (e.g. 401 where a Ray auth token is configured): it is up
         except OSError:
             time.sleep(1)
     raise TimeoutError("ray dashboard did not come up")
@@ -38,7 +48,7 @@ def ray_head():
     """`ray start --head --block` on loopback ports, in its own process group, torn down after."""
     gcs, dash = free_port(), free_port()
     temp_dir = tempfile.mkdtemp(prefix="rh", dir="/tmp")
-    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    env = _head_env()
     proc = subprocess.Popen(
         [RAY, "start", "--head", "--block", "--port", str(gcs), "--node-ip-address", "127.0.0.1",
          "--dashboard-host", "127.0.0.1", "--dashboard-port", str(dash), "--include-dashboard", "true",
@@ -75,7 +85,7 @@ def test_demo_runs_through_ray_job_submit_into_s3(ray_head, s3_bucket, s3_server
             "PYTHONUNBUFFERED": "1",
         },
     }
-    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    env = _head_env()
     result = subprocess.run(
         [RAY, "job", "submit", "--address", ray_head, "--submission-id", "medscope-demo-test",
          "--runtime-env-json", json.dumps(runtime_env), "--",

@@ -1,0 +1,109 @@
+"""What the three API adapters share: keys from the environment, PNG encoding, and one
+mapping of SDK failures onto TransientModelError / PermanentModelError (seed 000 §3.10,
+seed 002 Appendix A: "each request was retried on HTTP 429/5xx errors").
+
+The adapters let the SDKs retry nothing (``max_retries=0``): the sweep retries with one
+jittered backoff shared by every provider, and counts attempts itself.
+"""
+
+from __future__ import annotations
+
+import base64
+import email.utils
+import json
+import os
+import time
+
+from medscope.errors import MedScopeError
+from medscope.models.base import Message, PermanentModelError, TransientModelError
+
+# 408 request timeout, 409 conflict (OpenAI "try again"), 425 too early, 429 rate limit;
+# every 5xx (529 is Anthropic "overloaded").
+TRANSIENT_STATUS = frozenset({408, 409, 425, 429})
+
+
+def api_key(env_name: str | None, model_name: str) -> str:
+    """The key from the environment variable ``env_name`` (never from a config value)."""
+    if not env_name:
+        raise MedScopeError(f"model {model_name}: set api_key_env to the name of the variable holding its key")
+    value = os.environ.get(env_name)
+    if not value:
+        raise MedScopeError(f"model {model_name}: environment variable {env_name} is not set")
+    return value
+
+
+def b64png(png: bytes) -> str:
+    return base64.b64encode(png).decode("ascii")
+
+
+def image_count(messages: list[Message]) -> int:
+    return sum(1 for m in messages for p in m.parts if p.is_image)
+
+
+def split_system(messages: list[Message]) -> tuple[str | None, list[Message]]:
+    """Anthropic and Gemini take the system prompt beside the turns, not as a turn."""
+    system = "\n\n".join(m.joined_text for m in messages if m.role == "system") or None
+    return system, [m for m in messages if m.role != "system"]
+
+
+def retry_after_s(headers) -> float | None:
+    """Seconds from ``retry-after-ms`` / ``Retry-After`` (delta seconds or an HTTP date)."""
+    if headers is None:
+        return None
+    ms = headers.get("retry-after-ms")
+    if ms:
+        try:
+            return max(0.0, float(ms) / 1000.0)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        parsed = email.utils.parsedate_to_datetime(value) if value else None
+        return max(0.0, parsed.timestamp() - time.time()) if parsed else None
+
+
+def scrub(text: str, secret: str | None) -> str:
+    """Remove the key from any text that may end up in a table (an echoing proxy, a bad SDK)."""
+    return text.replace(secret, "[redacted]") if secret else text
+
+
+def classify(err: BaseException, secret: str | None = None) -> Exception:
+    """Map an SDK / transport failure to TransientModelError or PermanentModelError.
+
+    Works by duck typing (status code, response headers, class names) so one rule serves the
+    OpenAI, Anthropic and Gemini SDKs and their shared HTTP stack.
+    """
+    if isinstance(err, (TransientModelError, PermanentModelError)):
+        return err
+    status = getattr(err, "status_code", None)
+    if status is None and isinstance(getattr(err, "code", None), int):
+        status = err.code  # google-genai APIError
+    response = getattr(err, "response", None)
+    headers = getattr(response, "headers", None)
+    message = scrub(f"{type(err).__name__}: {err}", secret)[:500]
+    if isinstance(status, int) and status >= 400:
+        if status in TRANSIENT_STATUS or status >= 500:
+            return TransientModelError(f"HTTP {status}: {message}", retry_after_s=retry_after_s(headers))
+        return PermanentModelError(f"HTTP {status}: {message}")
+    names = {c.__name__ for c in type(err).__mro__}
+    # Timeouts, refused / reset connections, bodies cut short or not JSON: the server may
+    # answer properly next time.
+    if names & {
+        "APITimeoutError", "APIConnectionError", "TimeoutException", "TransportError", "NetworkError",
+        "RemoteProtocolError", "ConnectionError", "TimeoutError", "JSONDecodeError",
+        "APIResponseValidationError", "IncompleteRead", "UnknownApiResponseError",
+    }:
+        return TransientModelError(message)
+    if isinstance(err, (ValueError, KeyError, TypeError)) and ("JSON" in str(err) or "json" in str(err)):
+        return TransientModelError(message)
+    return PermanentModelError(message)
+
+
+def malformed(what: str, payload: object = None) -> TransientModelError:
+    """A 200 whose body lacks what every valid answer has: retry, it was cut or garbled."""
+    detail = json.dumps(payload, default=str)[:200] if payload is not None else ""
+    return TransientModelError(f"malformed response: {what} {detail}".strip())

@@ -1,0 +1,34 @@
+"""Contrast-ring test (seed 000, §3.3 (i)): does the lesion still stand out after erasure?"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from medscope.images import to_gray
+from medscope.views.geometry import ring_mask
+
+
+def ring_contrast(image: np.ndarray, mask: np.ndarray, inner: float = 6.0, outer: float = 14.0) -> float:
+    """|mean grey inside ``mask`` − mean grey in the ring [inner, outer] px around it| divided
+    by the ring's standard deviation (population, ddof = 0).
+
+    A flat ring (σ = 0) gives 0 when the means agree and +inf otherwise; an empty ring (the
+    mask fills the image) gives NaN.
+    """
+    gray = to_gray(np.asarray(image)).astype(np.float64)
+    mask = np.asarray(mask, dtype=bool)
+    ring = ring_mask(mask, inner, outer)
+    if not mask.any() or not ring.any():
+        return float("nan")
+    diff = abs(gray[mask].mean() - gray[ring].mean())
+    sd = gray[ring].std()
+    if sd == 0:
+        return 0.0 if diff == 0 else float("inf")
+    return float(diff / sd)
+
+
+def contrast_passes(before: float, after: float, absolute: float = 1.0, relative: float = 0.35) -> bool:
+    """§3.3: an erasure passes if contrast after ≤ max(``absolute``, ``relative`` × before)."""
+    if not np.isfinite(after):
+        return False
+    return bool(after <= max(absolute, relative * before))

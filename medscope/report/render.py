@@ -1,0 +1,154 @@
+"""One document model, two renderers: Markdown (with image files beside it) and a
+self-contained HTML page (images base64-inlined, styles inline, only in-page links)."""
+
+from __future__ import annotations
+
+import base64
+import html
+import re
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Table:
+    headers: list[str]
+    rows: list[list[str]]
+    caption: str = ""
+
+
+@dataclass
+class Image:
+    png: bytes
+    name: str  # file name beside the Markdown report
+    alt: str = ""
+
+
+@dataclass
+class Para:
+    text: str
+
+
+@dataclass
+class Raw:
+    markdown: str
+    html: str | None = None  # None: converted from the Markdown
+
+
+@dataclass
+class Section:
+    title: str
+    blocks: list = field(default_factory=list)
+    anchor: str = ""
+
+
+def slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+
+
+def _md_cell(s) -> str:
+    return str(s).replace("|", "\\|").replace("\n", " ")
+
+
+def to_markdown(title: str, sections: list[Section], image_dir: str = "images") -> tuple[str, dict[str, bytes]]:
+    """(Markdown text, {relative path: PNG bytes}) to write beside it."""
+    out, files = [f"# {title}", ""], {}
+    out += ["Contents: " + " · ".join(f"[{s.title}](#{s.anchor or slug(s.title)})" for s in sections), ""]
+    for s in sections:
+        out += [f"## {s.title}", ""]
+        for b in s.blocks:
+            if isinstance(b, Table):
+                if b.caption:
+                    out += [f"*{b.caption}*", ""]
+                out.append("| " + " | ".join(_md_cell(h) for h in b.headers) + " |")
+                out.append("|" + "---|" * len(b.headers))
+                out += ["| " + " | ".join(_md_cell(c) for c in r) + " |" for r in b.rows]
+                out.append("")
+            elif isinstance(b, Image):
+                path = f"{image_dir}/{b.name}"
+                files[path] = b.png
+                out += [f"![{b.alt}]({path})", ""]
+            elif isinstance(b, Para):
+                out += [b.text, ""]
+            elif isinstance(b, Raw):
+                out += [b.markdown, ""]
+    return "\n".join(out), files
+
+
+_CSS = """body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1200px;color:#222}
+table{border-collapse:collapse;margin:0.5em 0 1.5em}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}
+th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}caption{text-align:left;font-style:italic}
+img{max-width:100%}.gallery img{width:220px}.gallery td{vertical-align:top;text-align:left}
+pre{background:#f7f7f7;padding:0.5em;white-space:pre-wrap}details{margin:0.3em 0}"""
+
+
+def _inline(text: str) -> str:
+    """Escape, then the little inline Markdown this report uses: links to anchors, bold, code."""
+    t = html.escape(text, quote=False)
+    t = re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", t)
+    t = re.sub(r"`(.+?)`", r"<code>\1</code>", t)
+    t = re.sub(r"\[([^\]]+)\]\((#[^)\s]+)\)", lambda m: f'<a href="{html.escape(m[2])}">{m[1]}</a>', t)
+    return t
+
+
+def md_to_html(md: str) -> str:
+    """Minimal Markdown (headings, pipe tables, lists, paragraphs, data-URI images) to HTML."""
+    out, lines, i = [], md.splitlines(), 0
+    while i < len(lines):
+        line = lines[i]
+        if line.startswith("|"):
+            rows = []
+            while i < len(lines) and lines[i].startswith("|"):
+                cells = [c.strip() for c in re.split(r"(?<!\\)\|", lines[i].strip())[1:-1]]
+                if not all(re.fullmatch(r":?-+:?", c) for c in cells):
+                    rows.append(cells)
+                i += 1
+            head, body = rows[0], rows[1:]
+            out.append("<table><tr>" + "".join(f"<th>{_inline(c)}</th>" for c in head) + "</tr>"
+                       + "".join("<tr>" + "".join(f"<td>{_inline(c)}</td>" for c in r) + "</tr>" for r in body)
+                       + "</table>")
+            continue
+        m = re.match(r"(#{1,6})\s+(.*)", line)
+        img = re.fullmatch(r"!\[([^\]]*)\]\((data:image/png;base64,[A-Za-z0-9+/=]+)\)", line.strip())
+        if m:
+            n = min(len(m[1]) + 2, 6)
+            out.append(f"<h{n}>{_inline(m[2])}</h{n}>")
+        elif img:
+            out.append(f'<img alt="{html.escape(img[1])}" src="{img[2]}">')
+        elif line.startswith(("- ", "* ")):
+            items = []
+            while i < len(lines) and lines[i].startswith(("- ", "* ")):
+                items.append(f"<li>{_inline(lines[i][2:])}</li>")
+                i += 1
+            out.append("<ul>" + "".join(items) + "</ul>")
+            continue
+        elif line.strip():
+            out.append(f"<p>{_inline(line)}</p>")
+        i += 1
+    return "\n".join(out)
+
+
+def data_uri(png: bytes) -> str:
+    return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
+
+
+def to_html(title: str, sections: list[Section]) -> str:
+    parts = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>",
+             f"<style>{_CSS}</style></head><body><h1>{html.escape(title)}</h1>",
+             "<p>Contents: " + " · ".join(f'<a href="#{s.anchor or slug(s.title)}">{html.escape(s.title)}</a>'
+                                         for s in sections) + "</p>"]
+    for s in sections:
+        parts.append(f'<h2 id="{s.anchor or slug(s.title)}">{html.escape(s.title)}</h2>')
+        for b in s.blocks:
+            if isinstance(b, Table):
+                cap = f"<caption>{html.escape(b.caption)}</caption>" if b.caption else ""
+                parts.append(f"<table>{cap}<tr>" + "".join(f"<th>{html.escape(str(h))}</th>" for h in b.headers)
+                             + "</tr>" + "".join("<tr>" + "".join(f"<td>{_inline(str(c))}</td>" for c in r) + "</tr>"
+                                                 for r in b.rows) + "</table>")
+            elif isinstance(b, Image):
+                parts.append(f'<img alt="{html.escape(b.alt)}" src="{data_uri(b.png)}">')
+            elif isinstance(b, Para):
+                parts.append(f"<p>{_inline(b.text)}</p>")
+            elif isinstance(b, Raw):
+                parts.append(b.html if b.html is not None else md_to_html(b.markdown))
+    parts.append("</body></html>")
+    return "\n".join(parts)

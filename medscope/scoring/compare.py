@@ -1,0 +1,113 @@
+"""Paired model comparisons over shared cases (seed 000 §3.9, Table 6).
+
+For each model against a reference, on the cases both were run on, every metric's difference
+(model - reference), its percentile interval and p = twice the smaller tail proportion are taken
+from one set of resampled cases shared by both models (and by every metric), so the pairing of
+views within a case is kept. The rows have the metrics-table schema with ``reference`` set.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from medscope import records
+from medscope.errors import MedScopeError
+from medscope.scoring import metrics as mt
+from medscope.stats import bootstrap as bs
+
+PRIMARY = ("esg", "erased_claims", "healthy_claims", "ccr", "net_utility")
+
+
+def parse_reference(reference: str) -> tuple[str, str | None]:
+    model, _, cond = reference.partition(":")
+    return model, cond or None
+
+
+def paired_samples(df: pd.DataFrame, a: tuple[str, str], b: tuple[str, str], n_boot: int, seed: int,
+                   breakdowns=(), cluster: str = "case_id"):
+    """Point values and ``[B, G, M]`` resampled metrics of a and b on their shared cases.
+
+    Returns (groups, point_a, point_b, samples_a, samples_b, n_shared_cases).
+    """
+    pa_ = df[(df["model"] == a[0]) & (df["condition"] == a[1])]
+    pb_ = df[(df["model"] == b[0]) & (df["condition"] == b[1])]
+    shared = np.intersect1d(pa_["case_id"].astype(str).unique(), pb_["case_id"].astype(str).unique())
+    if len(shared) == 0:
+        raise MedScopeError(f"{a[0]} and {b[0]} share no cases")
+    both = pd.concat([pa_.assign(model="A", condition="x"), pb_.assign(model="B", condition="x")])
+    stats = mt.sufficient_stats(both, breakdowns, case_ids=shared)
+    groups = sorted({k[2] for k in stats.keys})
+    ia = [stats.index(("A", "x", g)) if ("A", "x", g) in stats.keys else None for g in groups]
+    ib = [stats.index(("B", "x", g)) if ("B", "x", g) in stats.keys else None for g in groups]
+    keep = [i for i, (x, y) in enumerate(zip(ia, ib)) if x is not None and y is not None]
+    groups = [groups[i] for i in keep]
+    ia, ib = [ia[i] for i in keep], [ib[i] for i in keep]
+    point = mt.metric_values(stats.num.sum(0), stats.den.sum(0))
+    codes, n_cl = mt._cluster_map(both, stats.case_ids, cluster)
+    samples = mt.bootstrap_metric_samples(stats, n_boot, seed, None if cluster == "case_id" else codes, n_cl)
+    return groups, point[ia], point[ib], samples[:, ia], samples[:, ib], len(shared)
+
+
+def compare(scores: pa.Table | pd.DataFrame, reference: str, n_boot: int = bs.DEFAULT_B,
+            seed: int = bs.DEFAULT_SEED, metric_names=PRIMARY, breakdowns=(), cluster: str = "case_id",
+            models: list[str] | None = None) -> pa.Table:
+    """Every model (or ``models``) minus ``reference`` ("MODEL" or "MODEL:CONDITION"), per test set."""
+    df = scores.to_pandas() if isinstance(scores, pa.Table) else scores.copy()
+    df["test_set"] = df["test_set"].fillna("main")
+    ref_model, ref_cond = parse_reference(reference)
+    if ref_model not in set(df["model"]):
+        raise MedScopeError(f"reference model {ref_model!r} is not in the scores; models: {', '.join(sorted(set(df['model'])))}")
+    names = list(mt.METRICS)
+    unknown = [m for m in metric_names if m not in names]
+    if unknown:
+        raise MedScopeError(f"unknown metric(s) {unknown}; known: {', '.join(names)}")
+    rows = []
+    for test_set, part in df.groupby("test_set", sort=True):
+        ref_conds = sorted(set(part.loc[part["model"] == ref_model, "condition"]))
+        if not ref_conds:
+            continue
+        for (model, cond), _ in part.groupby(["model", "condition"], sort=True):
+            if model == ref_model or (models and model not in models):
+                continue
+            rc = ref_cond or (cond if cond in ref_conds else ref_conds[0])
+            groups, pa_, pb_, sa, sb, n = paired_samples(part, (model, cond), (ref_model, rc), n_boot, seed,
+                                                        breakdowns, cluster)
+            d = sa - sb
+            lo, hi = bs.percentile_ci(d)
+            p = bs.two_sided_p(d)
+            for g_i, g in enumerate(groups):
+                for name in metric_names:
+                    j = names.index(name)
+                    val = pa_[g_i, j] - pb_[g_i, j]
+                    if not np.isfinite(val):
+                        continue
+                    rows.append({"model": model, "condition": cond, "test_set": str(test_set), "breakdown": g,
+                                 "metric": name, "value": float(val), "ci_low": _f(lo[g_i, j]),
+                                 "ci_high": _f(hi[g_i, j]), "n_cases": int(n), "reference": f"{ref_model}:{rc}",
+                                 "p_value": _f(p[g_i, j]), "n_boot": int(n_boot)})
+    return records.to_table("metrics", rows)
+
+
+def _f(x):
+    return float(x) if np.isfinite(x) else None
+
+
+def seed_pairs(scores: pa.Table | pd.DataFrame, pairs: list[tuple[str, str]], n_boot: int = bs.DEFAULT_B,
+               seed: int = bs.DEFAULT_SEED, metric_names=PRIMARY) -> pa.Table:
+    """Per-seed paired comparisons (seed 000 §3.9): ``pairs`` = [(arm_seed0, baseline_seed0), ...]."""
+    df = scores.to_pandas() if isinstance(scores, pa.Table) else scores
+    parts = [compare(df, ref, n_boot, seed, metric_names, models=[model]).to_pandas() for model, ref in pairs]
+    return records.to_table("metrics", pd.concat(parts, ignore_index=True).to_dict("records"))
+
+
+def equivalence(scores: pa.Table | pd.DataFrame, model: str, reference: str, metric: str, margin: float = 0.05,
+                n_boot: int = bs.DEFAULT_B, seed: int = bs.DEFAULT_SEED, condition: str = "agent"):
+    """TOST of model - reference on ``metric`` against +-margin (seed 001: 90% interval inside)."""
+    from medscope.stats import inference
+
+    df = scores.to_pandas() if isinstance(scores, pa.Table) else scores
+    _, pa_, pb_, sa, sb, _ = paired_samples(df, (model, condition), (reference, condition), n_boot, seed)
+    j = list(mt.METRICS).index(metric)
+    return inference.tost(float(pa_[0, j] - pb_[0, j]), sa[:, 0, j] - sb[:, 0, j], margin)

@@ -1,0 +1,299 @@
+"""Metrics of seed 000 §3.8 from a scores table, with case-clustered bootstrap intervals (§3.9).
+
+Every metric is a signed sum of ratio *terms*; a term is (per-view numerator indicator,
+per-view denominator indicator). With O, T, R, N, D the original, target-removal,
+random-removal, natural-negative and degraded views and A the answerable views (O, R and the
+unmatched-control / insertion views scored like R):
+
+- esg = P(absent answer or refer | T) - P(absent answer or refer | R)
+- strict_esg: the same with explicit absent answers only
+- ccr = P(correct | A); sensitivity = P(correct | O) (unedited lesions)
+- erased_claims = P(claims | T); healthy_claims = P(claims | N)
+- grounded_accuracy = P(correct with IoU >= threshold, box not oversized | O)
+- clarify_rate = P(clarify | D); net_utility = mean reward over all views
+- control_denial = P(absent answer or refer | R); referral_rate = P(refer | A);
+  unparseable_rate over all views.
+
+Selective risk at fixed coverage and AURC (``selective.py``) use the same resampled clusters.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from medscope import records
+from medscope.errors import MedScopeError
+from medscope.scoring import selective
+from medscope.stats import bootstrap as bs
+
+ANSWERABLE = ("original", "random_removal", "unmatched_control", "insertion")
+TERMS = (
+    "absref_T", "absref_R", "abs_T", "abs_R", "correct_A", "correct_O", "claims_T", "claims_N",
+    "grounded_O", "clarify_D", "reward_all", "refer_A", "unparse_all",
+)
+METRICS: dict[str, tuple[tuple[int, str], ...]] = {
+    "esg": ((1, "absref_T"), (-1, "absref_R")),
+    "strict_esg": ((1, "abs_T"), (-1, "abs_R")),
+    "ccr": ((1, "correct_A"),),
+    "sensitivity": ((1, "correct_O"),),
+    "erased_claims": ((1, "claims_T"),),
+    "healthy_claims": ((1, "claims_N"),),
+    "grounded_accuracy": ((1, "grounded_O"),),
+    "clarify_rate": ((1, "clarify_D"),),
+    "net_utility": ((1, "reward_all"),),
+    "control_denial": ((1, "absref_R"),),
+    "referral_rate": ((1, "refer_A"),),
+    "unparseable_rate": ((1, "unparse_all"),),
+}
+BREAKDOWNS = ("imaging_type", "size_quartile", "finding")
+COVERAGES = (1.0, 0.7)
+
+
+def view_terms(df: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """Per-view numerators and denominators of every term: two ``[n_views, len(TERMS)]`` arrays."""
+    kind = df["kind"].to_numpy(dtype=object)
+    action = df["action"].to_numpy(dtype=object)
+    answered = action == "answer"
+    claims = answered & df["claims_finding"].fillna(False).to_numpy(dtype=bool)
+    absent = answered & ~claims
+    refer = action == "refer"
+    correct = df["correct"].to_numpy(dtype=bool)
+    is_ = {k: kind == k for k in ("original", "target_removal", "random_removal", "natural_negative", "degraded")}
+    ans = np.isin(kind, ANSWERABLE)
+    ones = np.ones(len(df), dtype=bool)
+    pairs = {
+        "absref_T": (absent | refer, is_["target_removal"]),
+        "absref_R": (absent | refer, is_["random_removal"]),
+        "abs_T": (absent, is_["target_removal"]),
+        "abs_R": (absent, is_["random_removal"]),
+        "correct_A": (correct, ans),
+        "correct_O": (correct, is_["original"]),
+        "claims_T": (claims, is_["target_removal"]),
+        "claims_N": (claims, is_["natural_negative"]),
+        "grounded_O": (df["grounded"].to_numpy(dtype=bool), is_["original"]),
+        "clarify_D": (action == "clarify", is_["degraded"]),
+        "reward_all": (df["reward"].to_numpy(dtype=float), ones),
+        "refer_A": (refer, ans),
+        "unparse_all": (action == "unparseable", ones),
+    }
+    den = np.stack([pairs[t][1] for t in TERMS], axis=1).astype(float)
+    num = np.stack([np.asarray(pairs[t][0], dtype=float) for t in TERMS], axis=1) * den
+    return num, den
+
+
+def size_quartiles(df: pd.DataFrame) -> pd.Series:
+    """``Q1``..``Q4`` of lesion area over the lesion cases of the table; None for lesion-free cases."""
+    area = df["lesion_area_frac"].fillna(0.0).astype(float)
+    per_case = area.groupby(df["case_id"]).max()
+    lesion = per_case[per_case > 0]
+    out = pd.Series([None] * len(df), index=df.index, dtype=object)
+    if lesion.empty:
+        return out
+    cuts = np.quantile(lesion.to_numpy(), [0.25, 0.5, 0.75])
+    q = np.searchsorted(cuts, per_case.to_numpy(), side="left") + 1
+    label = pd.Series([f"Q{i}" for i in q], index=per_case.index).where(per_case > 0, None)
+    return df["case_id"].map(label)
+
+
+@dataclass
+class SufficientStats:
+    """Per-case sums of every term for every (model, condition, breakdown) key."""
+
+    case_ids: np.ndarray  # [C]
+    keys: list[tuple[str, str, str]]  # (model, condition, breakdown)
+    num: np.ndarray  # [C, K * len(TERMS)]
+    den: np.ndarray
+
+    def column(self, key_index: int, term: str) -> int:
+        return key_index * len(TERMS) + TERMS.index(term)
+
+    def index(self, key: tuple[str, str, str]) -> int:
+        return self.keys.index(key)
+
+
+def sufficient_stats(scores: pd.DataFrame, breakdowns=BREAKDOWNS, case_ids=None) -> SufficientStats:
+    """Per-case term sums for every model x condition, overall and per breakdown group."""
+    df = scores.reset_index(drop=True)
+    if case_ids is None:
+        case_ids = np.unique(df["case_id"].to_numpy(dtype=object).astype(str))
+    pos = {c: i for i, c in enumerate(case_ids)}
+    case_code = df["case_id"].map(pos)
+    keep = case_code.notna().to_numpy()
+    df, case_code = df[keep].reset_index(drop=True), case_code[keep].to_numpy(dtype=np.int64)
+    n_cases, n_terms = len(case_ids), len(TERMS)
+    num_v, den_v = view_terms(df)
+    mc = list(zip(df["model"].astype(str), df["condition"].astype(str)))
+    mc_labels = sorted(set(mc))
+    mc_pos = {x: i for i, x in enumerate(mc_labels)}
+    mc_code = np.array([mc_pos[x] for x in mc], dtype=np.int64) if mc else np.zeros(0, np.int64)
+    labels = {"all": pd.Series(["all"] * len(df))}
+    if "size_quartile" in breakdowns:
+        labels["size_quartile"] = size_quartiles(df)
+    for b in breakdowns:
+        if b != "size_quartile":
+            labels[b] = df[b]
+    keys, blocks_num, blocks_den = [], [], []
+    for dim, lab in labels.items():
+        lab = lab.to_numpy(dtype=object)
+        ok = pd.notna(lab)
+        groups = sorted(set(lab[ok].astype(str)))
+        if not groups:
+            continue
+        g_code = np.full(len(df), -1)
+        g_pos = {g: i for i, g in enumerate(groups)}
+        g_code[ok] = [g_pos[str(v)] for v in lab[ok]]
+        n_keys = len(mc_labels) * len(groups)
+        flat = (mc_code * len(groups) + g_code) * n_cases + case_code
+        sel = ok
+        size = n_keys * n_cases
+        num = np.stack([np.bincount(flat[sel], weights=num_v[sel, t], minlength=size) for t in range(n_terms)], 1)
+        den = np.stack([np.bincount(flat[sel], weights=den_v[sel, t], minlength=size) for t in range(n_terms)], 1)
+        # [K, C, T] -> [C, K, T]
+        blocks_num.append(num.reshape(n_keys, n_cases, n_terms).transpose(1, 0, 2))
+        blocks_den.append(den.reshape(n_keys, n_cases, n_terms).transpose(1, 0, 2))
+        for m, c in mc_labels:
+            for g in groups:
+                keys.append((m, c, "all" if dim == "all" else f"{dim}={g}"))
+    num = np.concatenate(blocks_num, axis=1).reshape(n_cases, -1)
+    den = np.concatenate(blocks_den, axis=1).reshape(n_cases, -1)
+    return SufficientStats(np.asarray(case_ids), keys, num, den)
+
+
+def metric_matrix() -> np.ndarray:
+    """``[len(TERMS), len(METRICS)]`` signs: metric values = term ratios @ this."""
+    m = np.zeros((len(TERMS), len(METRICS)))
+    for j, spec in enumerate(METRICS.values()):
+        for sign, term in spec:
+            m[TERMS.index(term), j] = sign
+    return m
+
+
+def metric_values(num_sum: np.ndarray, den_sum: np.ndarray) -> np.ndarray:
+    """Ratios of summed terms -> metrics: ``[..., K*T]`` -> ``[..., K, M]`` (NaN where undefined)."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        r = num_sum / den_sum
+    return ratios_to_metrics(r)
+
+
+def ratios_to_metrics(ratios: np.ndarray, axis: int = -1) -> np.ndarray:
+    """Term ratios ``[..., K*T]`` -> metrics ``[..., K, M]``; an undefined term makes its metric NaN.
+
+    With ``axis=0`` the terms run along the first axis instead (``[K*T, ...]`` -> ``[K, M, ...]``),
+    the layout the bootstrap produces.
+    """
+    if axis == 0:
+        r = ratios.reshape((-1, len(TERMS)) + ratios.shape[1:])
+        pick = lambda t: r[:, t]  # noqa: E731
+        out = np.empty((r.shape[0], len(METRICS)) + ratios.shape[1:])
+        put = lambda j: out[:, j]  # noqa: E731
+    else:
+        r = ratios.reshape(ratios.shape[:-1] + (-1, len(TERMS)))
+        pick = lambda t: r[..., t]  # noqa: E731
+        out = np.empty(r.shape[:-1] + (len(METRICS),))
+        put = lambda j: out[..., j]  # noqa: E731
+    for j, spec in enumerate(METRICS.values()):
+        sign, term = spec[0]
+        dst = put(j)
+        np.multiply(pick(TERMS.index(term)), sign, out=dst)
+        for sign, term in spec[1:]:
+            dst += sign * pick(TERMS.index(term))
+    return out
+
+
+def compute(scores: pa.Table | pd.DataFrame, n_boot: int = bs.DEFAULT_B, seed: int = bs.DEFAULT_SEED,
+            breakdowns=BREAKDOWNS, cluster: str = "case_id", level: float = 0.95,
+            coverages=COVERAGES) -> pa.Table:
+    """The metrics table: every metric for every model, condition, test set and breakdown group.
+
+    Intervals are percentile intervals over ``n_boot`` resamples of clusters (cases by default;
+    ``cluster="group_id"`` or ``"patient_id"`` resamples whole groups). One set of resamples
+    serves every metric, model and group. ``n_boot=0`` gives point estimates only.
+    """
+    df = scores.to_pandas() if isinstance(scores, pa.Table) else scores
+    rows = []
+    for test_set, part in df.groupby(df["test_set"].fillna("main"), sort=True):
+        rows += _compute_one(part, str(test_set), n_boot, seed, breakdowns, cluster, level, coverages)
+    return records.to_table("metrics", rows)
+
+
+def _cluster_map(df: pd.DataFrame, case_ids: np.ndarray, cluster: str) -> tuple[np.ndarray, int]:
+    if cluster == "case_id":
+        return np.arange(len(case_ids)), len(case_ids)
+    if cluster not in df.columns:
+        raise MedScopeError(f"cannot cluster on {cluster!r}: not a scores column")
+    first = df.groupby("case_id")[cluster].first()
+    labels = [first.get(c) if pd.notna(first.get(c)) else f"case:{c}" for c in case_ids]
+    uniq, codes = bs.codes_of(labels)
+    return codes, len(uniq)
+
+
+def bootstrap_metric_samples(stats: SufficientStats, n_boot: int, seed: int, cluster_codes=None,
+                             n_clusters=None, counts=None) -> np.ndarray:
+    """``[B, K, M]`` resampled metric values, all keys on one shared set of resampled clusters."""
+    num, den = stats.num, stats.den
+    if cluster_codes is not None:
+        num, den = bs.regroup(num, cluster_codes, n_clusters), bs.regroup(den, cluster_codes, n_clusters)
+    if counts is None:
+        counts = bs.resample_counts(num.shape[0], n_boot, seed)
+    terms_first = bs.ratio_samples(num, den, counts).T  # [K*T, B], contiguous
+    return np.moveaxis(ratios_to_metrics(terms_first, axis=0), -1, 0)  # [B, K, M] view
+
+
+def _compute_one(df, test_set, n_boot, seed, breakdowns, cluster, level, coverages) -> list[dict]:
+    stats = sufficient_stats(df, breakdowns)
+    point = metric_values(stats.num.sum(0), stats.den.sum(0))  # [K, M]
+    n_cases = _n_cases(stats)
+    counts = case_cluster = None
+    if n_boot:
+        codes, n_cl = _cluster_map(df, stats.case_ids, cluster)
+        counts = bs.resample_counts(n_cl, n_boot, seed)  # one set of resamples for everything below
+        samples = bootstrap_metric_samples(stats, n_boot, seed, None if cluster == "case_id" else codes, n_cl,
+                                           counts=counts)
+        lo, hi = bs.percentile_ci(samples, level)
+        case_cluster = dict(zip(stats.case_ids, codes))
+    else:
+        lo = hi = np.full(point.shape, np.nan)
+    names = list(METRICS)
+    rows = []
+    for k, (model, cond, brk) in enumerate(stats.keys):
+        for j, name in enumerate(names):
+            if n_cases[k, j] == 0:
+                continue
+            rows.append(_row(model, cond, test_set, brk, name, point[k, j], lo[k, j], hi[k, j], n_cases[k, j],
+                             n_boot or None))
+    for (model, cond), part in df.groupby(["model", "condition"], sort=True):
+        ans = part[part["kind"].isin(ANSWERABLE)]
+        if ans.empty:
+            continue
+        correct, conf = ans["correct"].to_numpy(bool), ans["confidence"].to_numpy(float)
+        curve = selective.risk_coverage(correct, conf)
+        values = [selective.risk_at(curve, c) for c in coverages] + [selective.aurc(curve)]
+        ci = np.full((len(values), 2), np.nan)
+        if counts is not None:
+            view_cluster = ans["case_id"].astype(str).map(case_cluster).to_numpy(dtype=np.int64)
+            boot = selective.bootstrap(correct, conf, view_cluster, counts, coverages)
+            ci = np.stack(bs.percentile_ci(boot, level), axis=1)
+        n = int(ans["case_id"].nunique())
+        names_sel = [f"selective_risk@{c:.2f}" for c in coverages] + ["aurc"]
+        for name, v, (lo_, hi_) in zip(names_sel, values, ci):
+            rows.append(_row(model, cond, test_set, "all", name, v, lo_, hi_, n, n_boot or None))
+    return rows
+
+
+def _n_cases(stats: SufficientStats) -> np.ndarray:
+    has = (stats.den > 0).reshape(stats.den.shape[0], -1, len(TERMS))  # [C, K, T]
+    used = metric_matrix() != 0  # [T, M]
+    return (np.einsum("ckt,tm->ckm", has.astype(float), used.astype(float)) > 0).sum(axis=0)
+
+
+def _row(model, cond, test_set, brk, metric, value, lo, hi, n, n_boot=None) -> dict:
+    def f(x):
+        return None if x is None or not np.isfinite(x) else float(x)
+
+    return {"model": model, "condition": cond, "test_set": test_set, "breakdown": brk, "metric": metric,
+            "value": f(value), "ci_low": f(lo), "ci_high": f(hi), "n_cases": int(n),
+            "reference": None, "p_value": None, "n_boot": n_boot}

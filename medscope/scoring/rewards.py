@@ -1,0 +1,222 @@
+"""Per-view rewards (seed 000 §3.4, Table 2): episodes x views -> the scores table.
+
+Which row of the cost matrix a view uses, and what the correct answer is:
+
+- original, random_removal: the answerable row; the finding is present.
+- unmatched_control, insertion: scored exactly like random removal (answerable row, finding
+  present, same box bonus and critical penalty). An unmatched control is a control edit of
+  another shape / tool (seed 000 §3.7, C1) and an insertion puts a real lesion into the image
+  (§3.2), so in both the lesion is there and the right answer is the original one. They count in
+  CCR and net utility, but not in ESG or control-edit denial, which the paper defines on the
+  matched random-removal control only.
+- target_removal, natural_negative: the absent row; the finding is absent.
+- degraded: the degraded row; the finding is present when the view comes from a lesion case
+  (a lesion box or area on the view), else absent. The lesion-present answer is the "correct"
+  answer on a degraded lesion view.
+
+"Correct" means an answer whose claim about the asked finding matches the view. An ``answer``
+episode without a parsed claim cannot be scored as an answer and is treated as unparseable.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from medscope import records
+from medscope.errors import MedScopeError
+from medscope.scoring.costs import CostMatrix
+
+ROW_OF_KIND = {
+    "original": "answerable",
+    "random_removal": "answerable",
+    "unmatched_control": "answerable",
+    "insertion": "answerable",
+    "target_removal": "absent",
+    "natural_negative": "absent",
+    "degraded": "degraded",
+}
+PRESENT_KINDS = ("original", "random_removal", "unmatched_control", "insertion")
+
+
+def lesion_present(kind: np.ndarray, lesion_area_frac: np.ndarray, has_bbox: np.ndarray) -> np.ndarray:
+    """Whether the asked finding is visible in each view (the truth a correct answer states)."""
+    kind = np.asarray(kind, dtype=object)
+    present = np.isin(kind, PRESENT_KINDS)
+    lesion_case = (np.nan_to_num(np.asarray(lesion_area_frac, dtype=float)) > 0) | np.asarray(has_bbox, bool)
+    return present | ((kind == "degraded") & lesion_case)
+
+
+def per_mille_to_pixels(box_1000: np.ndarray, width: np.ndarray, height: np.ndarray) -> np.ndarray:
+    """Boxes in 0-1000 image coordinates (model replies) -> pixels; NaN rows stay NaN."""
+    w = np.asarray(width, dtype=float)[:, None]
+    h = np.asarray(height, dtype=float)[:, None]
+    return np.asarray(box_1000, dtype=float) / 1000.0 * np.concatenate([w, h, w, h], axis=1)
+
+
+def box_iou(box_px: np.ndarray, lesion_bbox: np.ndarray, width: np.ndarray, height: np.ndarray):
+    """IoU of model boxes with lesion boxes (both pixels, as tables hold them: records.BOX), and
+    each model box's share of the image area.
+
+    Arrays of shape (n, 4) with NaN rows where a box is missing; returns (iou, area_frac), NaN
+    where either box is missing. Inverted corners are normalised to (min, max).
+    """
+    bp = np.asarray(box_px, dtype=float)
+    lp = np.asarray(lesion_bbox, dtype=float)
+    img_area = np.asarray(width, dtype=float) * np.asarray(height, dtype=float)
+    bx1, bx2 = np.minimum(bp[:, 0], bp[:, 2]), np.maximum(bp[:, 0], bp[:, 2])
+    by1, by2 = np.minimum(bp[:, 1], bp[:, 3]), np.maximum(bp[:, 1], bp[:, 3])
+    ix = np.clip(np.minimum(bx2, lp[:, 2]) - np.maximum(bx1, lp[:, 0]), 0, None)
+    iy = np.clip(np.minimum(by2, lp[:, 3]) - np.maximum(by1, lp[:, 1]), 0, None)
+    inter = ix * iy
+    area_b = (bx2 - bx1) * (by2 - by1)
+    area_l = np.abs(lp[:, 2] - lp[:, 0]) * np.abs(lp[:, 3] - lp[:, 1])
+    union = area_b + area_l - inter
+    with np.errstate(invalid="ignore", divide="ignore"):
+        iou = np.where(union > 0, inter / union, 0.0)
+        area_frac = area_b / img_area
+    missing = np.isnan(bp).any(axis=1) | np.isnan(lp).any(axis=1)
+    iou[missing] = np.nan
+    area_frac[np.isnan(bp).any(axis=1)] = np.nan
+    return iou, area_frac
+
+
+def view_rewards(
+    kind: np.ndarray,
+    action: np.ndarray,
+    claims: np.ndarray,
+    present: np.ndarray,
+    critical: np.ndarray,
+    iou: np.ndarray,
+    box_area_frac: np.ndarray,
+    tool_calls: np.ndarray,
+    matrix: CostMatrix,
+):
+    """Reward per view under ``matrix`` (Table 2 + §3.4 rules), vectorised.
+
+    ``claims`` is the parsed claim (True: the finding is there), meaningful where action is
+    ``answer``. Returns (reward, correct, grounded, oversized).
+    """
+    kind = np.asarray(kind, dtype=object)
+    action = np.asarray(action, dtype=object)
+    claims = np.asarray(claims, dtype=bool)
+    present = np.asarray(present, dtype=bool)
+    critical = np.asarray(critical, dtype=bool)
+    iou = np.asarray(iou, dtype=float)
+    area = np.asarray(box_area_frac, dtype=float)
+    row = np.array([ROW_OF_KIND[k] for k in kind], dtype=object)
+    answered = action == "answer"
+    correct = answered & (claims == present)
+    wrong = answered & ~correct
+    reward = np.zeros(len(kind))
+    for name in ("answerable", "absent", "degraded"):
+        r = getattr(matrix, name)
+        m = row == name
+        reward[m & correct] = r.correct
+        reward[m & wrong] = r.wrong
+        reward[m & (action == "refer")] = r.refer
+        reward[m & (action == "clarify")] = r.clarify
+    crit = (row == "answerable") & wrong & critical
+    reward[crit] = matrix.answerable.wrong_critical
+    reward[action == "unparseable"] = matrix.unparseable
+    oversized = np.nan_to_num(area, nan=0.0) > matrix.max_box_area_frac
+    grounded = (
+        (row == "answerable") & correct & (np.nan_to_num(iou, nan=-1.0) >= matrix.iou_threshold) & ~oversized
+    )
+    reward[grounded] += matrix.box_bonus
+    extra = np.clip(np.asarray(tool_calls, dtype=float) - matrix.free_tool_calls, 0, None)
+    reward -= matrix.tool_call_cost * extra
+    return reward, correct, grounded, oversized
+
+
+def _boxes(values) -> np.ndarray:
+    out = np.full((len(values), 4), np.nan)
+    for i, v in enumerate(values):
+        if v is not None and len(v) == 4:
+            out[i] = v
+    return out
+
+
+BOX_UNITS = ("pixels", "per_mille")
+
+
+def score_episodes(
+    episodes: pa.Table, views: pa.Table, matrix: CostMatrix, test_set: str = "main", box_units: str = "pixels"
+) -> tuple[pa.Table, list[dict]]:
+    """Score every episode against its view. Returns (scores table, rejects rows).
+
+    Episode boxes are pixels of the view, as tables hold them (records.BOX; the agent converts
+    the model's 0-1000 box when it records the episode); ``box_units="per_mille"`` reads
+    episodes that kept the model's 0-1000 coordinates. Episodes whose view is not in ``views``
+    become rejects (reason ``view_missing``); the rest are scored.
+    """
+    if box_units not in BOX_UNITS:
+        raise MedScopeError(f"box_units must be one of {BOX_UNITS}, not {box_units!r}")
+    ep = episodes.select(
+        ["run_id", "model", "condition", "view_id", "case_id", "action", "claims_finding", "box",
+         "confidence", "tool_calls"]
+    ).to_pandas()
+    vw = views.select(
+        ["view_id", "kind", "expected", "critical", "lesion_area_frac", "lesion_bbox", "width", "height",
+         "imaging_type", "finding", "patient_id", "group_id"]
+    ).to_pandas().drop_duplicates("view_id")
+    merged = ep.merge(vw, on="view_id", how="left", indicator=True)
+    lost = (merged["_merge"] != "both").to_numpy()
+    # one decision per model x condition x view: a second episode would count the view twice
+    dup = merged.duplicated(["model", "condition", "view_id"], keep="first").to_numpy() & ~lost
+    rejects = [
+        records.reject("scores", "episodes", f"{r.model}/{r.condition}/{r.view_id}", "score", "view_missing",
+                       f"view {r.view_id} is not in the views table")
+        for r in merged[lost].itertuples()
+    ] + [
+        records.reject("scores", "episodes", f"{r.model}/{r.condition}/{r.view_id}", "score", "duplicate_episode",
+                       f"a second episode of this view in run {r.run_id}; the first is scored")
+        for r in merged[dup].itertuples()
+    ]
+    df = merged[~lost & ~dup].reset_index(drop=True)
+    action = df["action"].to_numpy(dtype=object).copy()
+    claims_raw = df["claims_finding"]
+    no_claim = (action == "answer") & claims_raw.isna().to_numpy()
+    action[no_claim] = "unparseable"  # an answer with no readable claim cannot be scored as one
+    claims = claims_raw.fillna(False).to_numpy(dtype=bool)
+    kind = df["kind"].to_numpy(dtype=object)
+    lbox = _boxes(df["lesion_bbox"].tolist())
+    present = lesion_present(kind, df["lesion_area_frac"].to_numpy(dtype=float), ~np.isnan(lbox).any(axis=1))
+    boxes = _boxes(df["box"].tolist())
+    if box_units == "per_mille":
+        boxes = per_mille_to_pixels(boxes, df["width"].to_numpy(), df["height"].to_numpy())
+    iou, area = box_iou(boxes, lbox, df["width"].to_numpy(), df["height"].to_numpy())
+    reward, correct, grounded, oversized = view_rewards(
+        kind, action, claims, present, df["critical"].to_numpy(dtype=bool), iou, area,
+        df["tool_calls"].to_numpy(), matrix,
+    )
+    out = pd.DataFrame(
+        {
+            "run_id": df["run_id"], "model": df["model"], "condition": df["condition"],
+            "view_id": df["view_id"], "case_id": df["case_id"], "kind": kind, "expected": df["expected"],
+            "action": action, "claims_finding": df["claims_finding"].where(action == "answer", None),
+            "correct": correct, "iou": pd.Series(iou).where(~np.isnan(iou), None),
+            "grounded": grounded, "tool_calls": df["tool_calls"], "reward": reward,
+            "cost_matrix": matrix.name, "test_set": test_set, "lesion_present": present,
+            "critical": df["critical"], "oversized_box": oversized & ~np.isnan(area),
+            "confidence": df["confidence"], "imaging_type": df["imaging_type"], "finding": df["finding"],
+            "lesion_area_frac": df["lesion_area_frac"], "patient_id": df["patient_id"], "group_id": df["group_id"],
+        }
+    )
+    table = pa.Table.from_pandas(out, preserve_index=False)
+    return records.to_table("scores", table), rejects
+
+
+def rescore(scores: pa.Table, matrix: CostMatrix) -> np.ndarray:
+    """Rewards of an existing scores table under another matrix (for rankings under §5.5)."""
+    df = scores.select(["kind", "action", "claims_finding", "lesion_present", "critical", "iou",
+                        "oversized_box", "tool_calls"]).to_pandas()
+    area = np.where(df["oversized_box"].fillna(False).to_numpy(dtype=bool), 1.0, 0.0)
+    reward, *_ = view_rewards(
+        df["kind"].to_numpy(dtype=object), df["action"].to_numpy(dtype=object),
+        df["claims_finding"].fillna(False).to_numpy(dtype=bool), df["lesion_present"].fillna(False).to_numpy(dtype=bool),
+        df["critical"].fillna(False).to_numpy(dtype=bool), df["iou"].astype(float).to_numpy(),
+        area, df["tool_calls"].to_numpy(), matrix,
+    )
+    return reward

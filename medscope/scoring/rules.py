@@ -1,0 +1,292 @@
+"""Pre-registered decision rules (seed 000 §3.6, §3.7) applied verbatim to metrics tables.
+
+A plan file (``configs/plans/*.yaml``) names its test sets, endpoints, margins and rules. Rules:
+
+- ``stage_selection`` (§3.6): with U the utility and H the harm endpoint on one test set,
+  stage k is chosen if U_k >= U_{k-1} - utility_tolerance and H_k <= H_{k-1} + harm_tolerance,
+  else stage k-1 under the same rule against k-2, ..., else the first stage; an optional
+  ``fallback`` (amendment 1) keeps another model when the chosen one falls more than a margin
+  below it in U.
+- ``check`` (C1-C4): ordered outcomes, each a list of conditions that must all hold; the first
+  outcome whose conditions hold is the verdict, else ``otherwise``. A condition reads either a
+  paired difference (a metrics row with ``reference``, from ``medscope compare``) or a value.
+- ``floor``: a metric (e.g. sensitivity) must reach a floor in every group of a breakdown
+  (e.g. every asked finding); models that miss it are not eligible for selection.
+
+The plan's hash (content without its ``amendments``) is locked into ``<run>/plan.lock.json``
+when a run starts. Applying a plan whose hash differs from the lock is refused unless the
+plan's amendments chain from the locked hash to the current one (each amendment records the
+hash it ``supersedes`` and the ``hash`` it leads to, with a date and a reason).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from typing import Literal
+
+import pandas as pd
+import pydantic
+
+from medscope import config as cfgmod
+from medscope import storage
+from medscope.config import StrictModel
+from medscope.errors import MedScopeError
+
+LOCK_NAME = "plan.lock.json"
+
+
+class Condition(StrictModel):
+    test_set: str
+    metric: str
+    model: str
+    reference: str | None = None  # None: a condition on the model's own value
+    breakdown: str = "all"
+    condition: str | None = None  # evaluation condition (agent, plain ...); None: the only one
+    direction: Literal["higher", "lower"] | None = None  # superiority of model over reference
+    min_effect: float = 0.0
+    ci_excludes_zero: bool = True
+    within: float | None = None  # |difference| < within
+    worse_if: Literal["higher", "lower"] | None = None  # guard: the difference may worsen by at most
+    max_worsening: float | None = None
+    at_least: float | None = None
+    at_most: float | None = None
+
+    @pydantic.model_validator(mode="after")
+    def _one_test(self):
+        tests = [self.direction is not None, self.within is not None,
+                 self.worse_if is not None or self.max_worsening is not None,
+                 self.at_least is not None or self.at_most is not None]
+        if sum(tests) != 1:
+            raise ValueError("a condition needs exactly one of: direction, within, worse_if+max_worsening, at_least/at_most")
+        if (self.worse_if is None) != (self.max_worsening is None):
+            raise ValueError("a guard needs both worse_if and max_worsening")
+        needs_ref = self.direction is not None or self.within is not None or self.worse_if is not None
+        if needs_ref and not self.reference:
+            raise ValueError("difference conditions need a reference model")
+        return self
+
+
+class Outcome(StrictModel):
+    label: str
+    all_of: list[Condition] = pydantic.Field(min_length=1)
+
+
+class Fallback(StrictModel):
+    model: str
+    margin: float
+
+
+class Rule(StrictModel):
+    id: str
+    kind: Literal["stage_selection", "check", "floor"]
+    description: str = ""
+    test_set: str | None = None
+    # stage_selection
+    candidates: list[str] = []
+    utility: str = "net_utility"
+    harm: str = "healthy_claims"
+    utility_tolerance: float = 0.02
+    harm_tolerance: float = 0.02
+    fallback: Fallback | None = None
+    # check
+    outcomes: list[Outcome] = []
+    otherwise: str = "fail"
+    # floor
+    metric: str | None = None
+    breakdown_prefix: str = "finding="
+    floor: float | None = None
+    models: list[str] = []
+
+    @pydantic.model_validator(mode="after")
+    def _complete(self):
+        if self.kind == "stage_selection" and (len(self.candidates) < 1 or not self.test_set):
+            raise ValueError("stage_selection needs test_set and candidates (first stage first)")
+        if self.kind == "check" and not self.outcomes:
+            raise ValueError("check needs at least one outcome")
+        if self.kind == "floor" and (self.metric is None or self.floor is None or not self.test_set):
+            raise ValueError("floor needs test_set, metric and floor")
+        return self
+
+
+class Amendment(StrictModel):
+    date: str
+    reason: str
+    supersedes: str  # the plan hash before this amendment
+    hash: str  # the plan hash after it (``medscope rules hash``)
+
+
+class Plan(StrictModel):
+    name: str
+    registered: str
+    description: str = ""
+    test_sets: list[str] = []
+    endpoints: list[str] = []
+    margins: dict[str, float] = {}
+    rules: list[Rule] = pydantic.Field(min_length=1)
+    amendments: list[Amendment] = []
+
+
+def load_plan(uri: str) -> tuple[Plan, str]:
+    """(plan, hash of its content without amendments)."""
+    data = cfgmod.load_yaml(uri)
+    plan = cfgmod.parse(Plan, data, source=uri)
+    return plan, plan_hash(data)
+
+
+def plan_hash(data: dict) -> str:
+    return cfgmod.content_hash({k: v for k, v in data.items() if k != "amendments"})
+
+
+def lock_plan(plan_uri: str, run_uri: str) -> dict:
+    """Record the plan's hash in ``<run>/plan.lock.json`` (kept if already there: first lock wins)."""
+    plan, h = load_plan(plan_uri)
+    lock_uri = storage.join(run_uri, LOCK_NAME)
+    if storage.exists(lock_uri):
+        return json.loads(storage.read_text(lock_uri))
+    lock = {"plan": plan.name, "plan_uri": plan_uri, "hash": h,
+            "locked_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}
+    storage.write_text(lock_uri, json.dumps(lock, indent=2) + "\n")
+    return lock
+
+
+def check_lock(plan: Plan, current: str, lock: dict) -> list[str]:
+    """Raise unless the plan is the locked one or amendments lead from it; returns notes."""
+    locked = lock["hash"]
+    if locked == current:
+        return [f"plan hash {current} matches the lock of {lock.get('locked_at', '?')}"]
+    h, used = locked, []
+    for a in plan.amendments:
+        if a.supersedes == h:
+            h = a.hash
+            used.append(f"amendment of {a.date} ({a.reason}): {a.supersedes} -> {a.hash}")
+    if h == current:
+        return [f"plan changed after its runs began (locked {locked}); recorded amendments:"] + used
+    raise MedScopeError(
+        f"plan {plan.name!r} changed after its runs began (locked hash {locked}, now {current}) and no recorded "
+        f"amendment leads there; add an amendment with supersedes: {h} and hash: {current} (date, reason)")
+
+
+# --- applying --------------------------------------------------------------------------------
+
+
+def _rows(table: pd.DataFrame, test_set, metric, model, breakdown="all", reference=None, condition=None):
+    sel = (table["test_set"] == test_set) & (table["metric"] == metric) & (table["breakdown"] == breakdown)
+    sel &= table["model"] == model
+    if reference is None:
+        sel &= table["reference"].isna()
+    else:
+        sel &= table["reference"].fillna("").str.split(":").str[0] == reference
+    if condition is not None:
+        sel &= table["condition"] == condition
+    return table[sel]
+
+
+def _one(table, **kw) -> pd.Series:
+    rows = _rows(table, **kw)
+    if rows.empty:
+        what = f"{kw['model']}" + (f" - {kw['reference']}" if kw.get("reference") else "")
+        hint = f" (run `medscope compare --reference {kw['reference']}`)" if kw.get("reference") else ""
+        raise MedScopeError(f"no {kw['metric']} row for {what} on {kw['test_set']} ({kw.get('breakdown', 'all')}){hint}")
+    if len(rows) > 1:
+        raise MedScopeError(f"several {kw['metric']} rows for {kw['model']} on {kw['test_set']}; name the condition")
+    return rows.iloc[0]
+
+
+def _fmt_ci(r) -> str:
+    if pd.isna(r["ci_low"]):
+        return ""
+    return f" [{r['ci_low']:+.3f}, {r['ci_high']:+.3f}]"
+
+
+def evaluate_condition(c: Condition, table: pd.DataFrame) -> tuple[bool, str]:
+    kw = dict(test_set=c.test_set, metric=c.metric, model=c.model, breakdown=c.breakdown, condition=c.condition)
+    if c.reference is None:
+        r = _one(table, **kw)
+        ok = (c.at_least is None or r["value"] >= c.at_least) and (c.at_most is None or r["value"] <= c.at_most)
+        bound = " and ".join(x for x in [f">= {c.at_least}" if c.at_least is not None else "",
+                                         f"<= {c.at_most}" if c.at_most is not None else ""] if x)
+        return ok, f"{c.metric}({c.model}, {c.test_set}) = {r['value']:.3f}{_fmt_ci(r)}; needs {bound}"
+    r = _one(table, reference=c.reference, **kw)
+    d, lo, hi = r["value"], r["ci_low"], r["ci_high"]
+    head = f"{c.metric}({c.model} - {c.reference}, {c.test_set}) = {d:+.3f}{_fmt_ci(r)}"
+    if c.direction is not None:
+        sign = 1 if c.direction == "higher" else -1
+        excl = (lo > 0) if sign > 0 else (hi < 0)
+        ok = sign * d >= c.min_effect and (excl or not c.ci_excludes_zero)
+        need = f"{'>=' if sign > 0 else '<='} {sign * c.min_effect:+.3f}" + (", interval excluding 0" if c.ci_excludes_zero else "")
+        return bool(ok), f"{head}; needs {need}"
+    if c.within is not None:
+        return bool(abs(d) < c.within), f"{head}; needs |diff| < {c.within}"
+    worse = d if c.worse_if == "higher" else -d
+    return bool(worse <= c.max_worsening), f"{head}; may worsen ({c.worse_if}) by at most {c.max_worsening}"
+
+
+def apply_rule(rule: Rule, table: pd.DataFrame) -> dict:
+    lines: list[str] = []
+    if rule.kind == "stage_selection":
+        val = {m: {e: _one(table, test_set=rule.test_set, metric=e, model=m)["value"] for e in (rule.utility, rule.harm)}
+               for m in rule.candidates + ([rule.fallback.model] if rule.fallback else [])}
+        for m in rule.candidates:
+            lines.append(f"{m}: {rule.utility} = {val[m][rule.utility]:.3f}, {rule.harm} = {val[m][rule.harm]:.3f}")
+        chosen = rule.candidates[0]
+        for k in range(len(rule.candidates) - 1, 0, -1):
+            hi, lo = rule.candidates[k], rule.candidates[k - 1]
+            u_ok = val[hi][rule.utility] >= val[lo][rule.utility] - rule.utility_tolerance
+            h_ok = val[hi][rule.harm] <= val[lo][rule.harm] + rule.harm_tolerance
+            lines.append(f"{hi} vs {lo}: U {val[hi][rule.utility]:.3f} >= {val[lo][rule.utility]:.3f} - "
+                         f"{rule.utility_tolerance} is {u_ok}; H {val[hi][rule.harm]:.3f} <= "
+                         f"{val[lo][rule.harm]:.3f} + {rule.harm_tolerance} is {h_ok}")
+            if u_ok and h_ok:
+                chosen = hi
+                break
+        if rule.fallback:
+            fb = rule.fallback
+            falls = val[chosen][rule.utility] < val[fb.model][rule.utility] - fb.margin
+            lines.append(f"fallback {fb.model}: U {val[chosen][rule.utility]:.3f} < {val[fb.model][rule.utility]:.3f} - "
+                         f"{fb.margin} is {falls}")
+            if falls:
+                chosen = fb.model
+        return {"id": rule.id, "kind": rule.kind, "verdict": f"select {chosen}", "lines": lines}
+    if rule.kind == "check":
+        for outcome in rule.outcomes:
+            results = [evaluate_condition(c, table) for c in outcome.all_of]
+            lines.append(f"outcome {outcome.label!r}:")
+            lines += [f"  [{'x' if ok else ' '}] {text}" for ok, text in results]
+            if all(ok for ok, _ in results):
+                return {"id": rule.id, "kind": rule.kind, "verdict": outcome.label, "lines": lines}
+        return {"id": rule.id, "kind": rule.kind, "verdict": rule.otherwise, "lines": lines}
+    # floor
+    sel = (table["test_set"] == rule.test_set) & (table["metric"] == rule.metric) & table["reference"].isna()
+    sel &= table["breakdown"].str.startswith(rule.breakdown_prefix)
+    part = table[sel]
+    models = rule.models or sorted(part["model"].unique())
+    eligible = []
+    for m in models:
+        rows = part[part["model"] == m]
+        if rows.empty:
+            raise MedScopeError(f"floor {rule.id}: no {rule.metric} rows for {m} by {rule.breakdown_prefix}*")
+        below = rows[rows["value"] < rule.floor]
+        worst = rows.loc[rows["value"].idxmin()]
+        lines.append(f"{m}: lowest {rule.metric} {worst['value']:.3f} ({worst['breakdown']}); "
+                     f"{len(below)} of {len(rows)} groups below {rule.floor}")
+        if below.empty:
+            eligible.append(m)
+    return {"id": rule.id, "kind": rule.kind, "verdict": "eligible: " + (", ".join(eligible) or "none"),
+            "eligible": eligible, "lines": lines}
+
+
+def apply_plan(plan: Plan, table: pd.DataFrame) -> list[dict]:
+    """Every rule's verdict with the numbers behind it, in plan order."""
+    table = table.copy()
+    if "reference" not in table.columns:
+        table["reference"] = None
+    return [apply_rule(rule, table) for rule in plan.rules]
+
+
+def format_verdicts(plan: Plan, verdicts: list[dict], notes: list[str] = ()) -> str:
+    out = [f"plan {plan.name} (registered {plan.registered})"] + [f"  {n}" for n in notes]
+    for v in verdicts:
+        out.append(f"{v['id']} [{v['kind']}]: {v['verdict']}")
+        out += [f"    {line}" for line in v["lines"]]
+    return "\n".join(out)

@@ -1,0 +1,72 @@
+"""Selective prediction on answerable views (seed 000 §3.8, §5.5): risk-coverage and AURC.
+
+Views are ranked by the model's stated confidence, highest first. Ties keep the order of the
+table (a stable sort), so the risk at a cutoff inside a tie is one arbitrary member of that
+tie's range, as the paper notes. A missing confidence (refer, clarify, unparseable, or a model
+that states none) ranks last. Risk at coverage k/n is the share of wrong (not correct) views
+among the k ranked first; AURC is the mean of that risk over k = 1..n.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Curve:
+    coverage: np.ndarray  # k / n, k = 1..n
+    risk: np.ndarray  # errors among the first k / k
+
+
+def risk_coverage(correct: np.ndarray, confidence: np.ndarray) -> Curve:
+    correct = np.asarray(correct, dtype=bool)
+    conf = np.asarray(confidence, dtype=float)
+    conf = np.where(np.isnan(conf), -np.inf, conf)
+    order = np.argsort(-conf, kind="stable")
+    errors = np.cumsum(~correct[order])
+    k = np.arange(1, len(correct) + 1)
+    return Curve(k / max(len(correct), 1), errors / k)
+
+
+def risk_at(curve: Curve, coverage: float) -> float:
+    """Selective risk when the ``coverage`` share of views with the highest confidence is kept."""
+    n = len(curve.risk)
+    if n == 0:
+        return float("nan")
+    k = min(n, max(1, math.ceil(round(coverage * n, 9))))
+    return float(curve.risk[k - 1])
+
+
+def aurc(curve: Curve) -> float:
+    return float(np.mean(curve.risk)) if len(curve.risk) else float("nan")
+
+
+def bootstrap(correct: np.ndarray, confidence: np.ndarray, cluster: np.ndarray, counts: np.ndarray,
+              coverages=(1.0, 0.7)) -> np.ndarray:
+    """``[B, len(coverages) + 1]``: risk at each coverage and AURC in each resample.
+
+    Resample b holds view i ``counts[b, cluster[i]]`` times. The ranking is the full-data stable
+    sort; a view drawn several times appears as adjacent ties, which is one member of the
+    arbitrary tie order the stable sort allows. Not a sum of per-cluster statistics, so this is
+    a loop over resamples (cheap: one repeat and one cumsum each).
+    """
+    correct = np.asarray(correct, dtype=bool)
+    conf = np.where(np.isnan(np.asarray(confidence, float)), -np.inf, np.asarray(confidence, float))
+    order = np.argsort(-conf, kind="stable")
+    err_sorted = (~correct[order]).astype(np.int64)
+    cl_sorted = np.asarray(cluster)[order]
+    out = np.full((counts.shape[0], len(coverages) + 1), np.nan)
+    for b in range(counts.shape[0]):
+        reps = counts[b, cl_sorted].astype(np.int64)
+        errs = np.repeat(err_sorted, reps)
+        n = len(errs)
+        if n == 0:
+            continue
+        risk = np.cumsum(errs) / np.arange(1, n + 1)
+        for j, c in enumerate(coverages):
+            out[b, j] = risk[min(n, max(1, math.ceil(round(c * n, 9)))) - 1]
+        out[b, -1] = risk.mean()
+    return out

@@ -1,0 +1,151 @@
+"""Tests and adjustments around the bootstrap (seed 000 §3.9, seed 001 Methods, seed 002 §5).
+
+Thin wrappers over scipy / statsmodels where they fit (Fisher, exact McNemar, Benjamini-
+Hochberg, clustered GLM), and the few procedures the papers define themselves: the equivalence
+test on a bootstrap interval, accuracy against a mixed-k chance level, Bonferroni over a named
+family, seeds as mean +- sd.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from scipy import stats as sps
+
+from medscope.errors import MedScopeError
+from medscope.stats import bootstrap as bs
+
+
+def fisher_exact(success_a: int, n_a: int, success_b: int, n_b: int, alternative: str = "two-sided"):
+    """Fisher's exact test of two proportions on small subsets (seed 000 §3.9): (odds ratio, p)."""
+    if min(success_a, success_b) < 0 or success_a > n_a or success_b > n_b:
+        raise MedScopeError("fisher_exact: successes must lie between 0 and n")
+    res = sps.fisher_exact([[success_a, n_a - success_a], [success_b, n_b - success_b]], alternative=alternative)
+    return float(res.statistic), float(res.pvalue)
+
+
+def mcnemar_exact(correct_a, correct_b):
+    """Exact McNemar test on paired binary outcomes (seed 002 §5): (b, c, p).
+
+    b: A right and B wrong; c: A wrong and B right. Uses statsmodels' exact binomial version.
+    """
+    from statsmodels.stats.contingency_tables import mcnemar
+
+    a = np.asarray(correct_a, dtype=bool)
+    b = np.asarray(correct_b, dtype=bool)
+    if a.shape != b.shape:
+        raise MedScopeError("mcnemar_exact: the two outcome vectors must be paired (same length)")
+    table = [[int((a & b).sum()), int((a & ~b).sum())], [int((~a & b).sum()), int((~a & ~b).sum())]]
+    res = mcnemar(table, exact=True)
+    return table[0][1], table[1][0], float(res.pvalue)
+
+
+def bonferroni(p_values, alpha: float = 0.05) -> tuple[float, list[bool]]:
+    """Bonferroni over one named family: (threshold alpha/m, significant per test)."""
+    p = np.asarray(p_values, dtype=float)
+    thr = alpha / max(len(p), 1)
+    return thr, [bool(x <= thr) for x in p]
+
+
+def benjamini_hochberg(p_values, alpha: float = 0.05) -> tuple[list[bool], np.ndarray]:
+    """BH false-discovery control within one family (statsmodels ``fdr_bh``): (reject, q)."""
+    from statsmodels.stats.multitest import multipletests
+
+    p = np.asarray(p_values, dtype=float)
+    if len(p) == 0:
+        return [], np.zeros(0)
+    reject, q, _, _ = multipletests(p, alpha=alpha, method="fdr_bh")
+    return [bool(r) for r in reject], q
+
+
+def adjust_families(rows: list[dict], alpha: float = 0.05, method: str = "bh") -> list[dict]:
+    """Add ``q`` (BH) or ``bonferroni`` verdicts to rows ``{"family", "p", ...}``, within each family."""
+    out = [dict(r) for r in rows]
+    families: dict[str, list[int]] = {}
+    for i, r in enumerate(out):
+        families.setdefault(r["family"], []).append(i)
+    for idx in families.values():
+        ps = [out[i]["p"] for i in idx]
+        if method == "bh":
+            rej, q = benjamini_hochberg(ps, alpha)
+            for i, r, qq in zip(idx, rej, q):
+                out[i].update(q=float(qq), significant=r)
+        elif method == "bonferroni":
+            thr, rej = bonferroni(ps, alpha)
+            for i, r in zip(idx, rej):
+                out[i].update(threshold=thr, significant=r)
+        else:
+            raise MedScopeError(f"unknown multiplicity method {method!r} (bh | bonferroni)")
+    return out
+
+
+@dataclass(frozen=True)
+class Tost:
+    diff: float
+    ci90_low: float
+    ci90_high: float
+    margin: float
+    equivalent: bool  # the 90% interval lies inside (-margin, +margin)
+    p: float  # max of the two one-sided bootstrap p-values
+
+
+def tost(point_diff: float, diff_samples, margin: float = 0.05) -> Tost:
+    """Two one-sided tests against +-margin from bootstrap differences (seed 001 Methods)."""
+    d = np.asarray(diff_samples, dtype=float)
+    d = d[~np.isnan(d)]
+    lo, hi = np.percentile(d, [5, 95])
+    p_low = float(np.mean(d <= -margin))  # H0: diff <= -margin
+    p_high = float(np.mean(d >= margin))  # H0: diff >= +margin
+    return Tost(float(point_diff), float(lo), float(hi), margin, bool(lo > -margin and hi < margin),
+                max(p_low, p_high))
+
+
+@dataclass(frozen=True)
+class Chance:
+    accuracy: float
+    baseline: float  # mean of 1/k over the pool
+    excess: float
+    p_bootstrap: float  # one-sided, case-clustered: share of resamples with excess <= 0
+    p_binomial: float  # scipy binomtest against the baseline (exact when every item has the same k)
+
+
+def accuracy_vs_chance(correct, n_options, case_ids, n_boot: int = bs.DEFAULT_B, seed: int = bs.DEFAULT_SEED) -> Chance:
+    """One-sided accuracy against chance (seed 001 Methods): statistic mean(1[correct] - 1/k)."""
+    correct = np.asarray(correct, dtype=float)
+    k = np.asarray(n_options, dtype=float)
+    if (k < 1).any():
+        raise MedScopeError("accuracy_vs_chance: every item needs at least one option")
+    inv = 1.0 / k
+    uniq, codes = bs.codes_of(case_ids)
+    num = bs.cluster_sums(np.stack([correct - inv, np.ones_like(inv)], 1), codes, len(uniq))
+    counts = bs.resample_counts(len(uniq), n_boot, seed)
+    sums = counts @ num
+    excess_b = sums[:, 0] / sums[:, 1]
+    p_boot = float(np.mean(excess_b <= 0))
+    binom = sps.binomtest(int(correct.sum()), len(correct), float(inv.mean()), alternative="greater")
+    return Chance(float(correct.mean()), float(inv.mean()), float(np.mean(correct - inv)), p_boot, float(binom.pvalue))
+
+
+def seeds_summary(values) -> tuple[float, float]:
+    """Mean and sample standard deviation over seeds (seed 000 §3.9: mean +- sd over three seeds)."""
+    v = np.asarray(values, dtype=float)
+    return float(v.mean()), float(v.std(ddof=1)) if len(v) > 1 else 0.0
+
+
+def logistic_clustered(y, X: pd.DataFrame, groups, alpha: float = 0.05) -> pd.DataFrame:
+    """Logistic regression with cluster-robust (case-clustered) intervals (statsmodels GLM).
+
+    ``X`` holds the predictors (an intercept is added); ``groups`` the case (or patient) of
+    each row. Returns one row per coefficient: coef, se, ci_low, ci_high, p, odds_ratio.
+    """
+    import statsmodels.api as sm
+
+    design = sm.add_constant(pd.DataFrame(X).astype(float), has_constant="add")
+    _, codes = bs.codes_of(groups)
+    fit = sm.GLM(np.asarray(y, dtype=float), design, family=sm.families.Binomial()).fit(
+        cov_type="cluster", cov_kwds={"groups": codes})
+    ci = fit.conf_int(alpha)
+    return pd.DataFrame({"coef": fit.params, "se": fit.bse, "ci_low": ci[0], "ci_high": ci[1],
+                         "p": fit.pvalues, "odds_ratio": np.exp(fit.params)})

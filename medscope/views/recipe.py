@@ -1,0 +1,97 @@
+"""View recipes: configs/views/<name>.yaml, validated by pydantic (seed 000 §3.2–3.3)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import pydantic
+
+from medscope import config as cfgmod
+from medscope.config import StrictModel
+from medscope.views.degrade import DEGRADATIONS
+from medscope.views.tools import TOOLS
+
+Tool = Literal["telea", "ns", "transplant", "lama", "sd"]
+Degradation = Literal["blur", "noise", "downup", "jpeg", "motion", "other_type"]
+
+
+class Recipe(StrictModel):
+    name: str = "default"
+    seed: int = 0
+    # erasure tools; "per_case": one tool per case drawn from the list (training: half LaMa,
+    # half transplant); "all": target and random removal with every tool (held-out tools, §5.4)
+    tools: list[Tool] = ["telea", "transplant"]
+    tool_mode: Literal["per_case", "all"] = "per_case"
+    # §3.7 C1: tool that fills the unmatched ellipse, per erasure tool; default: the next tool
+    # of ``tools`` (transplant for LaMa erasures, LaMa for transplant erasures)
+    control_tool: dict[str, Tool] = {}
+    unmatched_control: bool = True
+    insertion: bool = True
+    degradations: list[Degradation] = list(DEGRADATIONS)
+    dilation_px: int = pydantic.Field(5, ge=0)
+    min_lesion_px: int = pydantic.Field(20, ge=1)
+    max_lesion_frac: float = pydantic.Field(0.2, gt=0, le=1)
+    control_away_px: int = pydantic.Field(5, ge=1)
+    # degradation parameters
+    blur_divisor: float = pydantic.Field(40.0, gt=0)
+    noise_sigma: float = pydantic.Field(60.0, ge=0)
+    downup_factor: int = pydantic.Field(8, ge=2)
+    jpeg_quality: int = pydantic.Field(5, ge=1, le=100)
+    motion_length_frac: float = pydantic.Field(1 / 15, gt=0, le=1)
+    # QC thresholds (§3.3)
+    ring_inner_px: float = 6.0
+    ring_outer_px: float = 14.0
+    contrast_abs: float = 1.0
+    contrast_rel: float = 0.35
+    edit_detector: bool = True  # train the edit detector and drop erasures it scores >= edit_score_max
+    edit_score_max: float = pydantic.Field(0.5, gt=0, le=1)
+    near_copy_bits: int = pydantic.Field(8, ge=0, le=64)
+    near_copy_corr: float = pydantic.Field(0.95, gt=0, le=1)
+    adversarial_auc_max: float = pydantic.Field(0.6, ge=0.5, le=1)
+    adversarial_max_drop_frac: float = pydantic.Field(0.5, ge=0, le=1)
+    # group splits over patients / near-copy groups
+    split_fractions: dict[str, float] = {"train": 0.7, "validation": 0.15, "test": 0.15}
+    # model-holding tools
+    lama_model: str | None = None  # default: env LAMA_MODEL
+    sd_model_dir: str | None = None  # default: env SD_INPAINT_MODEL
+    sd_steps: int = pydantic.Field(25, ge=1)
+    sd_size: int = pydantic.Field(512, ge=32)
+
+    @pydantic.model_validator(mode="after")
+    def _check(self) -> "Recipe":
+        if not self.tools:
+            raise ValueError("tools must name at least one erasure tool")
+        if len(set(self.tools)) != len(self.tools):
+            raise ValueError("tools lists a tool twice")
+        if set(self.split_fractions) != {"train", "validation", "test"}:
+            raise ValueError("split_fractions needs exactly train, validation and test")
+        if abs(sum(self.split_fractions.values()) - 1.0) > 1e-6 or min(self.split_fractions.values()) < 0:
+            raise ValueError("split_fractions must be non-negative and sum to 1")
+        if self.ring_outer_px <= self.ring_inner_px:
+            raise ValueError("ring_outer_px must exceed ring_inner_px")
+        return self
+
+    def control_tool_for(self, tool: str) -> str:
+        if tool in self.control_tool:
+            return self.control_tool[tool]
+        i = self.tools.index(tool) if tool in self.tools else -1
+        return self.tools[(i + 1) % len(self.tools)]
+
+    def all_tools(self) -> list[str]:
+        """Every tool the recipe can call (erasure and unmatched-control fills)."""
+        names = list(self.tools)
+        if self.unmatched_control:
+            names += [self.control_tool_for(t) for t in self.tools]
+        return [t for t in TOOLS if t in names]
+
+
+def load_recipe(uri: str | None, tools: list[str] | None = None) -> Recipe:
+    """A recipe from YAML (or the defaults), optionally with the tools overridden."""
+    data = cfgmod.load_yaml(uri) if uri else {}
+    if tools:
+        data["tools"] = tools
+    return cfgmod.parse(Recipe, data, source=uri or "recipe")
+
+
+def recipe_hash(recipe: Recipe) -> str:
+    return cfgmod.content_hash(recipe)

@@ -1,0 +1,205 @@
+"""Erasure tools behind one interface (seed 000, §3.2 and §5.4).
+
+An eraser fills a boolean ``region`` of an RGB uint8 image and returns a new image in which
+only the region's pixels differ: every tool's output is composited back over the input, so
+the "no lesion pixel changes" guarantee of the control does not depend on the tool.
+
+Tools: ``telea`` and ``ns`` (OpenCV inpainting), ``transplant`` (tissue from elsewhere in the
+image, Poisson-blended with ``cv2.seamlessClone``), ``lama`` (simple-lama-inpainting's
+TorchScript model from ``LAMA_MODEL``) and ``sd`` (diffusers Stable Diffusion inpainting from
+a local model directory). Model-holding tools load once per instance, so a Ray actor that
+holds one loads it once.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Protocol
+
+import cv2
+import numpy as np
+
+from medscope.errors import MedScopeError
+from medscope.views import geometry
+
+TOOLS = ("telea", "ns", "transplant", "lama", "sd")
+
+
+class Eraser(Protocol):
+    name: str
+
+    def fill(self, image: np.ndarray, region: np.ndarray, rng: np.random.Generator, avoid: np.ndarray | None = None) -> np.ndarray:
+        """Return ``image`` with ``region`` filled; ``avoid`` marks pixels not to copy from."""
+
+
+def composite(original: np.ndarray, filled: np.ndarray, region: np.ndarray) -> np.ndarray:
+    """``filled`` inside ``region``, ``original`` everywhere else."""
+    out = original.copy()
+    out[region] = filled[region]
+    return out
+
+
+class OpenCVInpaint:
+    """Telea (fast marching) or Navier–Stokes inpainting, ``cv2.inpaint``."""
+
+    def __init__(self, method: str = "telea", radius: float = 3.0):
+        self.name = method
+        self.flag = cv2.INPAINT_TELEA if method == "telea" else cv2.INPAINT_NS
+        self.radius = radius
+
+    def fill(self, image, region, rng, avoid=None):
+        filled = cv2.inpaint(image, region.astype(np.uint8) * 255, self.radius, self.flag)
+        return composite(image, filled, region)
+
+
+class Transplant:
+    """Tissue from elsewhere in the same image, Poisson-blended (seed 000 §3.2, ref. [20]).
+
+    The source is the region translated to a random position on tissue that overlaps
+    neither the region nor ``avoid`` (the lesion), so lesion tissue is never copied.
+    """
+
+    name = "transplant"
+
+    def fill(self, image, region, rng, avoid=None):
+        h, w = region.shape
+        forbidden = geometry.touch_zone(region, 3)
+        if avoid is not None:
+            forbidden |= geometry.touch_zone(avoid, 3)
+        grown = geometry.dilate_mask(region, 2)  # a margin so the blend boundary lies outside the region
+        shape, (r0, c0) = geometry.crop_to_shape(grown)
+        allowed = geometry.foreground_mask(image) & ~forbidden
+        offsets = geometry.valid_offsets(shape, allowed)
+        if len(offsets) == 0:
+            # no clean tissue big enough: fall back to any non-forbidden area of the image
+            offsets = geometry.valid_offsets(shape, ~forbidden)
+        if len(offsets) == 0:
+            raise MedScopeError("transplant: no source tissue of the region's size")
+        sr, sc = offsets[int(rng.integers(len(offsets)))]
+        moved = poisson_move(image, image, grown, (r0 - sr, c0 - sc))
+        return composite(image, moved, region)
+
+
+def poisson_move(src: np.ndarray, dst: np.ndarray, dst_region: np.ndarray, shift: tuple[int, int]) -> np.ndarray:
+    """``dst`` with the pixels of ``src`` that lie at ``dst_region`` minus ``shift`` (rows, cols)
+    moved onto ``dst_region`` and Poisson-blended (``cv2.seamlessClone``, normal clone).
+
+    Where the region's box reaches the image border, where seamlessClone cannot work, the
+    moved pixels are pasted unblended.
+    """
+    h, w = dst_region.shape
+    dr, dc = shift
+    warp = np.float32([[1, 0, dc], [0, 1, dr]])
+    source = cv2.warpAffine(src, warp, (w, h), flags=cv2.INTER_NEAREST, borderMode=cv2.BORDER_REFLECT)
+    x, y, bw, bh = cv2.boundingRect(dst_region.astype(np.uint8))
+    if x < 1 or y < 1 or x + bw > w - 1 or y + bh > h - 1:
+        return composite(dst, source, dst_region)
+    blend_mask = dst_region.astype(np.uint8) * 255
+    center = (x + bw // 2, y + bh // 2)
+    cloned = cv2.seamlessClone(source, dst, blend_mask, center, cv2.NORMAL_CLONE)
+    return composite(dst, cloned, dst_region)
+
+
+class Lama:
+    """LaMa through simple-lama-inpainting's code path; TorchScript weights from ``LAMA_MODEL``."""
+
+    name = "lama"
+
+    def __init__(self, model_path: str | None = None, device: str | None = None):
+        path = model_path or os.environ.get("LAMA_MODEL")
+        if not path:
+            raise MedScopeError(
+                "the lama tool needs its TorchScript weights: set LAMA_MODEL to the path of big-lama.pt"
+            )
+        if not os.path.exists(path):
+            raise MedScopeError(f"LAMA_MODEL points to {path}, which does not exist")
+        import torch
+        from simple_lama_inpainting import SimpleLama
+
+        dev = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+        old = os.environ.get("LAMA_MODEL")
+        os.environ["LAMA_MODEL"] = path  # SimpleLama reads the variable, never downloads with it set
+        try:
+            self.model = SimpleLama(device=dev)
+        finally:
+            if old is None:
+                os.environ.pop("LAMA_MODEL", None)
+            else:
+                os.environ["LAMA_MODEL"] = old
+
+    def fill(self, image, region, rng, avoid=None):
+        out = np.asarray(self.model(image, region.astype(np.uint8) * 255))
+        h, w = region.shape
+        return composite(image, out[:h, :w], region)  # LaMa pads to a multiple of 8
+
+
+class StableDiffusion:
+    """Stable Diffusion inpainting (diffusers) from a local model directory, no downloads."""
+
+    name = "sd"
+
+    def __init__(self, model_dir: str | None = None, steps: int = 25, size: int = 512, device: str | None = None):
+        model_dir = model_dir or os.environ.get("SD_INPAINT_MODEL")
+        if not model_dir:
+            raise MedScopeError("the sd tool needs a local model directory: set sd_model_dir in the recipe or SD_INPAINT_MODEL")
+        if not os.path.isdir(model_dir):
+            raise MedScopeError(f"sd model directory {model_dir} does not exist")
+        import torch
+        from diffusers import StableDiffusionInpaintPipeline
+
+        self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+        dtype = torch.float16 if self.device == "cuda" else torch.float32
+        self.pipe = StableDiffusionInpaintPipeline.from_pretrained(
+            model_dir, dtype=dtype, safety_checker=None, requires_safety_checker=False, local_files_only=True
+        ).to(self.device)
+        self.pipe.set_progress_bar_config(disable=True)
+        self.steps, self.size = steps, size
+
+    def fill(self, image, region, rng, avoid=None):
+        import torch
+        from PIL import Image
+
+        h, w = region.shape
+        s = self.size
+        img = Image.fromarray(cv2.resize(image, (s, s), interpolation=cv2.INTER_AREA))
+        msk = Image.fromarray(cv2.resize(region.astype(np.uint8) * 255, (s, s), interpolation=cv2.INTER_NEAREST))
+        gen = torch.Generator(device="cpu").manual_seed(int(rng.integers(2**31)))
+        result = self.pipe(
+            prompt="", image=img, mask_image=msk, height=s, width=s,
+            num_inference_steps=self.steps, generator=gen, output_type="np",
+        ).images[0]
+        out = np.clip(np.asarray(result) * 255.0 + 0.5, 0, 255).astype(np.uint8)
+        out = cv2.resize(out, (w, h), interpolation=cv2.INTER_CUBIC)
+        return composite(image, out, region)
+
+
+def check_tool(name: str, *, lama_model: str | None = None, sd_model_dir: str | None = None) -> None:
+    """Raise the tool's MedScopeError (missing weights, unknown name) without loading a model,
+    so a build fails on the driver with one line rather than inside a worker."""
+    if name not in TOOLS:
+        raise MedScopeError(f"unknown erasure tool {name!r}; choose from {', '.join(TOOLS)}")
+    if name == "lama":
+        path = lama_model or os.environ.get("LAMA_MODEL")
+        if not path:
+            raise MedScopeError("the lama tool needs its TorchScript weights: set LAMA_MODEL to the path of big-lama.pt")
+        if not os.path.exists(path):
+            raise MedScopeError(f"LAMA_MODEL points to {path}, which does not exist")
+    if name == "sd":
+        model_dir = sd_model_dir or os.environ.get("SD_INPAINT_MODEL")
+        if not model_dir:
+            raise MedScopeError("the sd tool needs a local model directory: set sd_model_dir in the recipe or SD_INPAINT_MODEL")
+        if not os.path.isdir(model_dir):
+            raise MedScopeError(f"sd model directory {model_dir} does not exist")
+
+
+def make_eraser(name: str, *, lama_model: str | None = None, sd_model_dir: str | None = None, sd_steps: int = 25, sd_size: int = 512) -> Eraser:
+    """The eraser called ``name`` (one of TOOLS); model-holding tools load their model here."""
+    if name in ("telea", "ns"):
+        return OpenCVInpaint(name)
+    if name == "transplant":
+        return Transplant()
+    if name == "lama":
+        return Lama(lama_model)
+    if name == "sd":
+        return StableDiffusion(sd_model_dir, steps=sd_steps, size=sd_size)
+    raise MedScopeError(f"unknown erasure tool {name!r}; choose from {', '.join(TOOLS)}")

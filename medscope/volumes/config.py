@@ -1,0 +1,107 @@
+"""Configuration of the volumetric organ-presence probe (seed 003), validated by pydantic."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import pydantic
+
+from medscope.config import StrictModel
+
+STRATEGIES = ("random", "popular", "adversarial")
+FORMATS = ("free_text", "verdict_json", "reasoning_json")
+IMAGE_MODES = ("image", "no_image", "blank")
+
+DEFAULT_HEDGES = (
+    "not clear",
+    "not clearly",
+    "unclear",
+    "obscured",
+    "cannot confirm",
+    "can not confirm",
+    "cannot be confirmed",
+    "cannot determine",
+    "cannot be determined",
+    "no definite",
+    "not definitively",
+    "possibly",
+    "possible",
+    "may be",
+    "might be",
+    "could be",
+    "appears",
+    "likely",
+    "suggest",
+    "uncertain",
+    "difficult to",
+    "partially",
+)
+
+DEFAULT_VESSELS = ("aorta", "inferior vena cava", "portal vein and splenic vein", "portal vein", "splenic vein")
+
+
+class Window(StrictModel):
+    """A CT intensity window in Hounsfield units."""
+
+    width: float = pydantic.Field(400.0, gt=0)
+    level: float = 40.0
+
+
+def _triple_default() -> list[Window]:
+    # MedGemma's native CT encoding: wide, soft-tissue and brain windows as R, G, B.
+    return [Window(width=2048, level=0), Window(width=350, level=40), Window(width=80, level=40)]
+
+
+class ProbeConfig(StrictModel):
+    """Every knob of ``medscope probe build`` / ``score`` (seed 003)."""
+
+    seed: int = 0
+    volumes: str | None = None  # volumes table URI (for ``python -m pipelines.probe``)
+    out: str | None = None  # output folder URI
+    present_voxels: int = pydantic.Field(50, ge=1)  # present at >= this many voxels
+    absent_voxels: int = pydantic.Field(5, ge=1)  # absent below this many voxels
+    window: Window = Window()  # soft tissue W400 / L40
+    triple_windows: list[Window] = pydantic.Field(default_factory=_triple_default)
+    renders: list[Literal["gray", "triple"]] = ["gray"]
+    strategies: list[Literal["random", "popular", "adversarial"]] = list(STRATEGIES)
+    negatives_per_slice: int = pydantic.Field(2, ge=1)
+    vessels: list[str] = list(DEFAULT_VESSELS)
+    formats: list[Literal["free_text", "verdict_json", "reasoning_json"]] = list(FORMATS)
+    image_modes: list[Literal["image", "no_image", "blank"]] = list(IMAGE_MODES)
+    hedge_lexicon: list[str] = list(DEFAULT_HEDGES)
+    slices_per_volume: int = pydantic.Field(12, ge=1)  # items/volume = slices x (positives + 2 x strategies)
+    transition_mm: float = pydantic.Field(10.0, ge=0)
+    far_mm: float = pydantic.Field(40.0, ge=0)
+    max_image_side: int = pydantic.Field(768, ge=16)
+    montage: bool = False  # also write one 12x12 montage PNG per volume
+    montage_window: str = "soft_tissue"
+    bootstrap_b: int = pydantic.Field(2000, ge=10)
+    bootstrap_seed: int = 42
+    workers: int | None = None  # Ray Data concurrency; None = as many as the cluster allows
+
+    @pydantic.model_validator(mode="after")
+    def _thresholds(self) -> "ProbeConfig":
+        if self.absent_voxels > self.present_voxels:
+            raise ValueError(
+                f"absent_voxels ({self.absent_voxels}) must not exceed present_voxels ({self.present_voxels})"
+            )
+        if len(self.triple_windows) != 3:
+            raise ValueError("triple_windows needs exactly three windows (R, G, B)")
+        if not self.hedge_lexicon:
+            raise ValueError("hedge_lexicon must not be empty")
+        return self
+
+
+def conditions(cfg: ProbeConfig) -> tuple[str, ...]:
+    """Condition names: ``<format>`` with the image, ``<format>+no_image`` / ``<format>+blank`` controls."""
+    out = []
+    for mode in cfg.image_modes:
+        for fmt in cfg.formats:
+            out.append(fmt if mode == "image" else f"{fmt}+{mode}")
+    return tuple(out)
+
+
+def split_condition(condition: str) -> tuple[str, str]:
+    """``"verdict_json+blank"`` -> ("verdict_json", "blank")."""
+    fmt, _, mode = condition.partition("+")
+    return fmt, (mode or "image")

@@ -1,0 +1,221 @@
+"""Probe scoring: per-episode readings and the probe's metrics with case-clustered intervals (seed 003).
+
+- sensitivity (positives), binary specificity (negatives, surface verdict), confident-answer
+  specificity (hedged replies leave numerator and denominator), abstention (hedge rate over all
+  negatives), not-addressed rate (reported apart, never counted as absent), clean resolution;
+- per model x condition (format, image mode) x render x strategy, each with a 95% interval from
+  resampling cases (volumes), not slices;
+- a logistic regression of correct rejection on z-distance (log-odds per mm, cluster-robust by
+  case), specificity far out of range and on organs absent from the whole volume.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+
+from medscope.stats import bootstrap as bs
+from medscope.stats.inference import logistic_clustered
+from medscope.volumes.config import FORMATS, IMAGE_MODES, split_condition
+from medscope.volumes.replies import read_reply
+
+NEGATIVE_STRATEGIES = ("random", "popular", "adversarial")
+
+
+def score_episodes(episodes: list[dict], items: dict[str, dict], lexicon) -> tuple[list[dict], int]:
+    """Read every episode against its item. Returns (probe_scores rows, episodes skipped: an error
+    with no reply -- a failed call is not the model declining to answer -- or not a probe condition)."""
+    rows, skipped = [], 0
+    for ep in episodes:
+        item = items.get(ep["view_id"])
+        if item is None or (ep.get("raw_text") is None and ep.get("error")):
+            skipped += 1
+            continue
+        fmt, mode = split_condition(ep["condition"])
+        if fmt not in FORMATS or mode not in IMAGE_MODES:
+            skipped += 1  # not a probe condition (another protocol's episode on the same ids)
+            continue
+        r = read_reply(ep.get("raw_text"), fmt, lexicon)
+        correct = None if r.verdict == "not_addressed" else r.verdict == item["truth"]
+        rows.append(
+            {
+                "run_id": ep.get("run_id") or "",
+                "model": ep["model"],
+                "condition": ep["condition"],
+                "format": fmt,
+                "image_mode": mode,
+                "item_id": item["item_id"],
+                "case_id": item["case_id"],
+                "z": int(item["z"]),
+                "organ": item["organ"],
+                "truth": item["truth"],
+                "strategy": item["strategy"],
+                "stratum": item["stratum"],
+                "z_distance_mm": item["z_distance_mm"],
+                "absent_from_volume": bool(item["absent_from_volume"]),
+                "render": item["render"],
+                "verdict": r.verdict,
+                "clean": r.clean,
+                "hedged": r.hedged,
+                "hedge_cue": r.hedge_cue,
+                "correct": correct,
+            }
+        )
+    return rows, skipped
+
+
+def cluster_bootstrap_ratio(
+    cases, num, den, *, b: int = bs.DEFAULT_B, seed: int = bs.DEFAULT_SEED, alpha: float = 0.05
+) -> tuple[float | None, float | None, float | None, int]:
+    """sum(num)/sum(den) with a percentile interval from resampling whole cases with replacement
+    (the shared ``medscope.stats`` case bootstrap: B = 2000, seed 42 by default).
+
+    Returns (value, low, high, number of cases with a non-zero denominator).
+    """
+    uniq, codes = bs.codes_of(cases)
+    n_sum = bs.cluster_sums(np.asarray(num, dtype=np.float64), codes, len(uniq))
+    d_sum = bs.cluster_sums(np.asarray(den, dtype=np.float64), codes, len(uniq))
+    n_cases = int(np.sum(d_sum[:, 0] > 0))
+    if d_sum.sum() == 0:
+        return None, None, None, 0
+    value = float(n_sum.sum() / d_sum.sum())
+    samples = bs.ratio_samples(n_sum, d_sum, bs.resample_counts(len(uniq), b, seed))
+    lo, hi = bs.percentile_ci(samples, 1 - alpha)
+    return value, float(lo[0]), float(hi[0]), n_cases
+
+
+def zdistance_logit(y, z_mm, cases, alpha: float = 0.05) -> tuple[float | None, float | None, float | None]:
+    """Slope (log-odds of correct rejection per mm) of a logistic regression on z-distance, with a
+    cluster-robust (by case) interval (``medscope.stats.inference.logistic_clustered``). None when
+    the outcome or the distance does not vary, there is one case, or the fit separates perfectly."""
+    y = np.asarray(y, dtype=np.float64)
+    x = np.asarray(z_mm, dtype=np.float64)
+    if len(y) < 3 or y.min() == y.max() or len(set(map(str, cases))) < 2 or x.min() == x.max():
+        return None, None, None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            fit = logistic_clustered(y, pd.DataFrame({"z_mm": x}), list(cases), alpha=alpha)
+        except Exception:  # noqa: BLE001 - perfect separation / singular fits are a "no estimate"
+            return None, None, None
+    slope, lo, hi = (float(fit.loc["z_mm", k]) for k in ("coef", "ci_low", "ci_high"))
+    if not np.isfinite([slope, lo, hi]).all():
+        return None, None, None
+    return slope, lo, hi
+
+
+def probe_metrics(
+    scored: list[dict] | pd.DataFrame, *, far_mm: float = 40.0, b: int = 2000, seed: int = 42
+) -> list[dict]:
+    """Metrics rows (records 'metrics' schema) of scored probe episodes."""
+    df = scored if isinstance(scored, pd.DataFrame) else pd.DataFrame(scored)
+    if df.empty:
+        return []
+    out: list[dict] = []
+
+    def add(model, condition, breakdown, metric, frame, num, den):
+        v, lo, hi, n = cluster_bootstrap_ratio(frame["case_id"], num, den, b=b, seed=seed)
+        out.append(_row(model, condition, breakdown, metric, v, lo, hi, n))
+
+    for (model, condition, render), g in df.groupby(["model", "condition", "render"], sort=True):
+        addressed = g["verdict"] != "not_addressed"
+        add(model, condition, f"render={render}", "clean_resolution", g, g["clean"], np.ones(len(g)))
+        pos = g[g["strategy"] == "positive"]
+        if len(pos):
+            pa_ = pos["verdict"] != "not_addressed"
+            bd = f"strategy=positive;render={render}"
+            add(model, condition, bd, "sensitivity", pos, (pos["verdict"] == "present") & pa_, pa_)
+            add(model, condition, bd, "not_addressed_rate", pos, ~pa_, np.ones(len(pos)))
+        for strategy in NEGATIVE_STRATEGIES:
+            neg = g[g["strategy"] == strategy]
+            if not len(neg):
+                continue
+            bd = f"strategy={strategy};render={render}"
+            na = neg["verdict"] != "not_addressed"
+            rej = neg["verdict"] == "absent"
+            conf = na & ~neg["hedged"]
+            add(model, condition, bd, "specificity", neg, rej & na, na)
+            add(model, condition, bd, "confident_specificity", neg, rej & conf, conf)
+            add(model, condition, bd, "abstention", neg, neg["hedged"], np.ones(len(neg)))
+            add(model, condition, bd, "not_addressed_rate", neg, ~na, np.ones(len(neg)))
+        # Pooled negatives: the same query chosen by two strategies counts once.
+        neg = g[(g["truth"] == "absent") & addressed].drop_duplicates(["case_id", "z", "organ"])
+        bd = f"strategy=all_negatives;render={render}"
+        if len(neg):
+            far = neg[neg["z_distance_mm"].fillna(-1) >= far_mm]
+            if len(far):
+                add(model, condition, f"{bd};z>={far_mm:g}mm", "specificity", far,
+                    far["verdict"] == "absent", np.ones(len(far)))
+            whole = neg[neg["absent_from_volume"]]
+            if len(whole):
+                add(model, condition, f"{bd};absent_from_volume", "specificity", whole,
+                    whole["verdict"] == "absent", np.ones(len(whole)))
+            fit = neg[neg["z_distance_mm"].notna()]
+            slope, lo, hi = zdistance_logit(
+                (fit["verdict"] == "absent").astype(float), fit["z_distance_mm"], fit["case_id"]
+            )
+            out.append(_row(model, condition, bd, "zdist_slope_per_mm", slope, lo, hi, int(fit["case_id"].nunique())))
+        out += hedge_cue_shares(g, model, condition, render)
+    out += render_concordance(df, b=b, seed=seed)
+    return out
+
+
+def hedge_cue_shares(g: pd.DataFrame, model: str, condition: str, render: str) -> list[dict]:
+    """Share of hedged negatives flagged by each first-firing cue: shows whether one unambiguous
+    cue (e.g. "not clearly") carries the abstention rather than the broad cue list."""
+    hedged = g[(g["truth"] == "absent") & g["hedged"]]
+    if not len(hedged):
+        return []
+    counts = hedged["hedge_cue"].value_counts()
+    n_cases = int(hedged["case_id"].nunique())
+    return [
+        _row(model, condition, f"strategy=all_negatives;render={render};cue={cue}", "hedge_cue_share",
+             float(n / len(hedged)), None, None, n_cases)
+        for cue, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    ]
+
+
+def render_concordance(df: pd.DataFrame, *, b: int = 2000, seed: int = 42) -> list[dict]:
+    """Verdict agreement between renders on matched negative items (seed 003, "Rendering").
+
+    Renders are not byte-identical, so the claim is concordance, not identity: for each pair of
+    renders, the share of matched negative items (same case, slice, organ, strategy) whose parsed
+    verdicts agree, with a case-clustered interval; and how many of the disagreements flip toward
+    "present" under the second render.
+    """
+    out = []
+    renders = sorted(df["render"].unique())
+    if len(renders) < 2:
+        return out
+    keys = ["model", "condition", "case_id", "z", "organ", "strategy"]
+    neg = df[df["truth"] == "absent"]
+    base = neg[neg["render"] == renders[0]].set_index(keys)["verdict"]
+    for other in renders[1:]:
+        alt = neg[neg["render"] == other].set_index(keys)["verdict"]
+        both = pd.concat([base.rename("a"), alt.rename("b")], axis=1, join="inner").reset_index()
+        for (model, condition), g in both.groupby(["model", "condition"], sort=True):
+            bd = f"renders={renders[0]}|{other};strategy=all_negatives"
+            v, lo, hi, n = cluster_bootstrap_ratio(g["case_id"], g["a"] == g["b"], np.ones(len(g)), b=b, seed=seed)
+            out.append(_row(model, condition, bd, "render_concordance", v, lo, hi, n))
+            flips = g["a"] != g["b"]
+            if flips.any():
+                v, lo, hi, n = cluster_bootstrap_ratio(
+                    g["case_id"], flips & (g["b"] == "present"), flips, b=b, seed=seed)
+                out.append(_row(model, condition, bd, "render_flips_to_present", v, lo, hi, n))
+    return out
+
+
+def _row(model, condition, breakdown, metric, value, lo, hi, n) -> dict:
+    return {
+        "model": model,
+        "condition": condition,
+        "test_set": "probe",
+        "breakdown": breakdown,
+        "metric": metric,
+        "value": value,
+        "ci_low": lo,
+        "ci_high": hi,
+        "n_cases": int(n),
+    }

@@ -1,0 +1,120 @@
+"""NIfTI image + label volumes, reoriented to the closest canonical (RAS+) orientation (seed 003).
+
+A volume that cannot be trusted raises :class:`VolumeError` with a short countable ``reason``
+(``corrupt_nifti``, ``shape_mismatch``, ``affine_mismatch``, ``non_integer_labels``,
+``unmapped_label``, ``nan_voxels``) so the pipeline writes a rejects row and goes on.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from dataclasses import dataclass
+
+import nibabel as nib
+import numpy as np
+
+from medscope import storage
+from medscope.errors import MedScopeError
+
+
+class VolumeError(MedScopeError):
+    """A volume that cannot be used; ``reason`` is the short label of the rejects row."""
+
+    def __init__(self, reason: str, detail: str):
+        super().__init__(f"{reason}: {detail}")
+        self.reason, self.detail = reason, detail
+
+
+@dataclass
+class Volume:
+    """One canonical (RAS+) CT volume with its integer label map; axis 2 is axial (inferior->superior)."""
+
+    case_id: str
+    image: np.ndarray  # float32 HU, (X, Y, Z)
+    labels: np.ndarray  # int32, (X, Y, Z)
+    affine: np.ndarray  # 4x4, canonical
+    organ_map: dict[int, str]  # label value -> organ name
+
+    @property
+    def spacing(self) -> tuple[float, float, float]:
+        return tuple(float(v) for v in np.sqrt((self.affine[:3, :3] ** 2).sum(axis=0)))
+
+    @property
+    def z_mm(self) -> np.ndarray:
+        """World z (mm) of each axial slice."""
+        return slice_z_mm(self.affine, self.image.shape[2])
+
+
+def slice_z_mm(affine: np.ndarray, n_slices: int) -> np.ndarray:
+    """World z coordinate (mm) of voxel (0, 0, k) for k in 0..n_slices-1."""
+    k = np.arange(n_slices, dtype=np.float64)
+    return affine[2, 2] * k + affine[2, 3]
+
+
+def read_nifti(uri: str) -> nib.Nifti1Image:
+    """Read a .nii or .nii.gz from any storage URI; a corrupt or truncated file -> VolumeError."""
+    data = storage.read_bytes(uri)
+    try:
+        if data[:2] == b"\x1f\x8b":
+            data = gzip.decompress(data)
+        img = nib.Nifti1Image.from_bytes(data)
+        # Force the data to be read now: a truncated file fails here, not later in a worker.
+        img = nib.Nifti1Image(np.asanyarray(img.dataobj), img.affine, img.header)
+    except Exception as err:  # noqa: BLE001 - nibabel raises many types on corrupt headers/data
+        raise VolumeError("corrupt_nifti", f"{uri}: {type(err).__name__}: {err}") from None
+    if img.ndim > 3:
+        img = nib.funcs.squeeze_image(img)  # (X, Y, Z, 1) exports are common; drop trailing singletons
+    if img.ndim != 3:
+        raise VolumeError("not_3d", f"{uri}: expected a 3-D volume, got shape {img.shape}")
+    return img
+
+
+def parse_organ_map(text: str | dict) -> dict[int, str]:
+    """The volumes table's organ_map JSON ({label: organ}) -> {int label: organ}."""
+    raw = json.loads(text) if isinstance(text, str) else text
+    try:
+        return {int(k): str(v) for k, v in raw.items()}
+    except (TypeError, ValueError, AttributeError) as err:
+        raise VolumeError("bad_organ_map", f"organ_map must map integer labels to names: {err}") from None
+
+
+def canonical_pair(image: nib.Nifti1Image, labels: nib.Nifti1Image) -> tuple[nib.Nifti1Image, nib.Nifti1Image]:
+    """Reorient both to the closest canonical orientation and check they share shape and affine."""
+    image = nib.as_closest_canonical(image)
+    labels = nib.as_closest_canonical(labels)
+    if image.shape != labels.shape:
+        raise VolumeError("shape_mismatch", f"image {image.shape} vs label {labels.shape}")
+    if not np.allclose(image.affine, labels.affine, atol=1e-3):
+        raise VolumeError("affine_mismatch", "image and label affines differ after reorientation")
+    return image, labels
+
+
+def integer_labels(data: np.ndarray) -> np.ndarray:
+    """Label voxels as int32; a non-integer (or non-finite) label map -> VolumeError."""
+    data = np.asarray(data)
+    if np.issubdtype(data.dtype, np.integer):
+        return data.astype(np.int32)
+    if not np.all(np.isfinite(data)) or not np.all(data == np.round(data)):
+        raise VolumeError("non_integer_labels", "label map holds non-integer or non-finite values")
+    return data.astype(np.int32)
+
+
+def load_volume(case_id: str, image_uri: str, label_uri: str, organ_map: str | dict) -> Volume:
+    """Read, reorient and check one image/label pair (seed 003, "Data and ground truth")."""
+    omap = parse_organ_map(organ_map)
+    image, labels = canonical_pair(read_nifti(image_uri), read_nifti(label_uri))
+    lab = integer_labels(np.asanyarray(labels.dataobj))
+    img = np.asarray(image.get_fdata(dtype=np.float32))
+    if np.isnan(img).any():
+        raise VolumeError("nan_voxels", f"{int(np.isnan(img).sum())} NaN voxels in the image")
+    present = set(np.unique(lab).tolist()) - {0}
+    unmapped = sorted(present - set(omap))
+    if unmapped:
+        raise VolumeError("unmapped_label", f"label value(s) {unmapped} not in organ_map")
+    return Volume(case_id, img, lab, image.affine.copy(), omap)
+
+
+def axial_slice(volume: np.ndarray, k: int) -> np.ndarray:
+    """Axial slice k of a canonical (RAS+) array in radiological display: anterior up, patient right on the left."""
+    return np.ascontiguousarray(volume[:, :, k].T[::-1, ::-1])

@@ -1,0 +1,97 @@
+"""The organ-presence probe as an evaluation protocol (seed 003; DESIGN.md "One harness").
+
+Items come from the probe_items table; one episode is a single turn: the slice image (none for
+the no-image control, a uniform gray field of the same size for the blank control) and the
+question under one of three output formats, then the reply is read as present / absent /
+not-addressed. The same items serve every format, so format comparisons are paired.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+
+from medscope import config as cfgmod
+from medscope import records
+from medscope.agent.protocol import EpisodeResult, Item
+from medscope.images import decode_png, encode_png
+from medscope.models.base import ChatModel, Decoding, Message, Part
+from medscope.volumes.config import ProbeConfig, conditions, split_condition
+from medscope.volumes.replies import probe_prompt, read_reply
+
+META_COLUMNS = ("organ", "strategy", "stratum", "z", "z_mm", "z_distance_mm", "absent_from_volume", "render")
+
+
+@lru_cache(maxsize=8)
+def blank_png(height: int, width: int, value: int = 128) -> bytes:
+    """A uniform gray RGB image: the blank control (an absence-biasing input, not a no-information one)."""
+    return encode_png(np.full((height, width, 3), value, dtype=np.uint8))
+
+
+class OrganPresenceProtocol:
+    """EvalProtocol of the volumetric organ-presence probe."""
+
+    name = "organ_presence"
+    prompt_version = "probe-v1"
+
+    def __init__(self, config: ProbeConfig | dict | str | None = None):
+        """``config``: a ProbeConfig, its fields as a dict (a sweep's protocol_options), or a YAML path."""
+        if isinstance(config, str):
+            config = cfgmod.load(ProbeConfig, config)
+        elif isinstance(config, dict):
+            config = cfgmod.parse(ProbeConfig, config, source="protocol_options.config")
+        self.config = config or ProbeConfig()
+
+    def load_items(self, uri: str) -> list[Item]:
+        table = records.read_table("probe_items", uri)
+        items = []
+        for row in table.to_pylist():
+            items.append(
+                Item(
+                    item_id=row["item_id"],
+                    case_id=row["case_id"],
+                    question=row["question"],
+                    truth=row["truth"],
+                    images=(row["image"],),
+                    private=bool(row.get("private") or False),
+                    endpoint_allowlist=tuple(row.get("endpoint_allowlist") or ()),
+                    meta={k: row[k] for k in META_COLUMNS},
+                )
+            )
+        return items
+
+    def conditions(self) -> tuple[str, ...]:
+        return conditions(self.config)
+
+    def run_episode(self, item: Item, model: ChatModel, condition: str, decoding: Decoding) -> EpisodeResult:
+        fmt, mode = split_condition(condition)
+        if condition not in self.conditions():
+            raise ValueError(f"unknown probe condition {condition!r}; known: {', '.join(self.conditions())}")
+        prompt = probe_prompt(item.question, fmt)
+        parts: list[Part] = []
+        image_ref = None
+        if mode == "image":
+            parts.append(Part(png=item.images[0]))
+            image_ref = item.item_id
+        elif mode == "blank":
+            h, w = decode_png(item.images[0], gray=True).shape
+            parts.append(Part(png=blank_png(h, w)))
+            image_ref = f"blank:{h}x{w}"
+        parts.append(Part(text=prompt))
+        completion = model.complete([Message("user", tuple(parts))], decoding)
+        reading = read_reply(completion.text, fmt, self.config.hedge_lexicon)
+        addressed = reading.verdict != "not_addressed"
+        return EpisodeResult(
+            turns=[
+                {"role": "user", "text": prompt, "image_ref": image_ref},
+                {"role": "assistant", "text": completion.text, "image_ref": None},
+            ],
+            raw_text=completion.text,
+            # not-addressed is its own outcome, never read as absent
+            action="answer" if addressed else "unparseable",
+            answer=reading.verdict,
+            claims_finding=(reading.verdict == "present") if addressed else None,
+            input_tokens=completion.input_tokens,
+            output_tokens=completion.output_tokens,
+        )

@@ -1,0 +1,73 @@
+"""Rendering CT slices for a VLM: windowing, triple-window false colour, 12x12 montage.
+
+Single-window grayscale replicated to three channels is the probe's render (seed 003,
+W400/L40); the triple-window false colour is MedGemma's native CT encoding, kept as an
+alternative so renders can be compared; the montage is seed 001's one-composite-per-sequence
+input for 2D models.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from medscope.images import resize_long_side
+from medscope.volumes.nifti import axial_slice
+
+# Organ-appropriate presets (width, level) in HU for montages (seed 001, "organ-appropriate windowing").
+WINDOW_PRESETS: dict[str, tuple[float, float]] = {
+    "soft_tissue": (400.0, 40.0),
+    "abdomen": (400.0, 40.0),
+    "liver": (150.0, 60.0),
+    "lung": (1500.0, -600.0),
+    "mediastinum": (350.0, 40.0),
+    "bone": (1800.0, 400.0),
+    "brain": (80.0, 40.0),
+}
+
+
+def apply_window(hu: np.ndarray, width: float, level: float) -> np.ndarray:
+    """HU -> uint8: level - width/2 maps to 0, level + width/2 to 255, linear and clipped between."""
+    lo = level - width / 2.0
+    scaled = (np.asarray(hu, dtype=np.float64) - lo) / float(width)
+    return np.floor(np.clip(scaled, 0.0, 1.0) * 255.0 + 0.5).astype(np.uint8)
+
+
+def render_gray(hu_slice: np.ndarray, width: float = 400.0, level: float = 40.0) -> np.ndarray:
+    """One window as grayscale replicated to (H, W, 3) uint8 (seed 003: soft tissue W400/L40)."""
+    g = apply_window(hu_slice, width, level)
+    return np.repeat(g[:, :, None], 3, axis=2)
+
+
+def render_triple(hu_slice: np.ndarray, windows: list[tuple[float, float]]) -> np.ndarray:
+    """Three windows as the R, G and B channels (MedGemma's native CT false colour)."""
+    if len(windows) != 3:
+        raise ValueError("render_triple needs three (width, level) windows")
+    return np.stack([apply_window(hu_slice, w, lv) for w, lv in windows], axis=2)
+
+
+def montage_indices(n_slices: int, n_tiles: int = 144) -> np.ndarray:
+    """``n_tiles`` slice indices sampled uniformly from 0..n_slices-1 (repeats when the volume is short)."""
+    return np.round(np.linspace(0, n_slices - 1, n_tiles)).astype(int)
+
+
+def render_montage(
+    volume_hu: np.ndarray,
+    window: str | tuple[float, float] = "soft_tissue",
+    grid: int = 12,
+    max_side: int = 1536,
+) -> np.ndarray:
+    """Seed 001 montage: grid**2 uniformly sampled axial slices tiled row-major, long side <= max_side.
+
+    ``volume_hu`` is a canonical (X, Y, Z) HU array; ``window`` a preset name or (width, level).
+    Returns (H, W, 3) uint8, one composite per sequence.
+    """
+    width, level = WINDOW_PRESETS[window] if isinstance(window, str) else window
+    idx = montage_indices(volume_hu.shape[2], grid * grid)
+    tiles = [apply_window(axial_slice(volume_hu, int(k)), width, level) for k in idx]
+    h, w = tiles[0].shape
+    canvas = np.zeros((grid * h, grid * w), dtype=np.uint8)
+    for n, tile in enumerate(tiles):
+        r, c = divmod(n, grid)
+        canvas[r * h : (r + 1) * h, c * w : (c + 1) * w] = tile
+    canvas = resize_long_side(canvas, max_side)
+    return np.repeat(canvas[:, :, None], 3, axis=2)

@@ -1,0 +1,326 @@
+"""``medscope eval``: items x models x conditions on Ray actors (seed 000 §3.10, §4.2, §5.5).
+
+The sweep knows a protocol only through ``EvalProtocol`` (its items, conditions and episode
+runner), so every protocol reuses it unchanged. For each unit it derives a request key from
+(protocol, item, model, condition, prompt version, decoding); finished keys are read back from
+the output and never requested again. Private items go only to endpoints on their allow-list.
+A budget cap stops submitting once the spend reaches it; work in flight finishes and is kept.
+
+Output under ``--out``: ``episodes/part-<key>.parquet`` (episodes schema), ``rejects/``
+(privacy refusals and failed units) and ``sweep.json`` (what ran; never a key).
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import sys
+import uuid
+from collections import Counter, deque
+
+import pydantic
+
+from medscope import config as cfgmod
+from medscope import records, storage
+from medscope.agent.protocol import EvalProtocol, Item
+from medscope.config import StrictModel
+from medscope.errors import MedScopeError
+from medscope.models.config import ModelEntry, ModelsConfig
+from medscope.models.registry import LOCAL_KINDS
+from medscope.seeding import stable_hash
+from pipelines.jobs import Progress, job_main
+
+DEFAULT_PROTOCOL = "medscope.agent.counterfactual:CounterfactualProtocol"
+
+
+class EvalConfig(StrictModel):
+    """``python -m pipelines.evaluate --config F``."""
+
+    views: str  # the protocol's item table (views, probe_items, ...)
+    models: str  # configs/models/<file>.yaml
+    conditions: list[str] = ["agent"]
+    out: str
+    budget_usd: float | None = None
+    protocol: str = DEFAULT_PROTOCOL  # module:Class, built with protocol_options
+    protocol_options: dict = {}
+    run_id: str | None = None  # default: derived from the output URI, so a rerun resumes
+    workers: int = 2  # pool actors for API and light models
+    concurrency: int = 8  # requests in flight per pool actor
+    max_actor_restarts: int = 3  # replacements for workers that die mid sweep
+    backoff_s: float = 0.5  # base of the jittered exponential backoff
+    models_filter: list[str] | None = None  # only these model names
+
+    @pydantic.field_validator("conditions")
+    @classmethod
+    def _some(cls, v: list[str]) -> list[str]:
+        if not v:
+            raise ValueError("name at least one condition")
+        return v
+
+
+def load_protocol(spec: str, options: dict | None = None) -> EvalProtocol:
+    module, _, attr = spec.partition(":")
+    try:
+        cls = getattr(importlib.import_module(module), attr)
+    except (ImportError, AttributeError) as err:
+        raise MedScopeError(f"cannot load protocol {spec!r} ({err})") from None
+    return cls(**(options or {}))
+
+
+def request_key(protocol: EvalProtocol, item: Item, entry: ModelEntry, condition: str) -> str:
+    """The deterministic key of one unit of work (and of its part file)."""
+    return stable_hash(
+        protocol.name, item.item_id, entry.name, entry.model, condition, protocol.prompt_version,
+        entry.decoding().key(), length=24,
+    )
+
+
+def allowed(item: Item, entry: ModelEntry) -> bool:
+    """Privacy: whether ``item`` may be sent to ``entry``'s endpoint (ModelEntry.may_receive)."""
+    return entry.may_receive(item.private, item.endpoint_allowlist)
+
+
+def run_sweep(cfg: EvalConfig, protocol: EvalProtocol | None = None, entries: list[ModelEntry] | None = None) -> dict:
+    """Run (or resume) a sweep; returns its summary. ``protocol``/``entries`` override the config."""
+    from pipelines.raycluster import cluster_gpus, ensure_ray
+
+    protocol = protocol or load_protocol(cfg.protocol, cfg.protocol_options)
+    entries = entries or cfgmod.load(ModelsConfig, cfg.models).models
+    if cfg.models_filter:
+        entries = [e for e in entries if e.name in set(cfg.models_filter)]
+    unknown = sorted(set(cfg.conditions) - set(protocol.conditions()))
+    if unknown:
+        raise MedScopeError(f"protocol {protocol.name} has no condition(s) {unknown}; it knows {list(protocol.conditions())}")
+    items = protocol.load_items(cfg.views)
+    dupes = sorted(k for k, n in Counter(i.item_id for i in items).items() if n > 1)
+    if dupes:
+        raise MedScopeError(f"{cfg.views}: item ids must be unique (they key the episodes); repeated: {dupes[:5]}")
+    run_id = cfg.run_id or stable_hash("eval", cfg.out)
+    episodes_uri, rejects_uri = storage.join(cfg.out, "episodes"), storage.join(cfg.out, "rejects")
+
+    finished = records.part_keys(episodes_uri)
+    spent_before = _spent(episodes_uri) if cfg.budget_usd is not None and finished else 0.0
+    todo: deque[dict] = deque()
+    counts = Counter(skipped_finished=0, refused_private=0)
+    for entry in entries:
+        for condition in cfg.conditions:
+            for item in items:
+                key = request_key(protocol, item, entry, condition)
+                if key in finished:
+                    counts["skipped_finished"] += 1
+                elif not allowed(item, entry):
+                    counts["refused_private"] += 1
+                    records.write_part("rejects", [records.reject(
+                        "episodes", entry.name, item.item_id, "eval", "private_endpoint_not_allowed",
+                        f"model={entry.name} condition={condition} endpoint not on the item's allow-list",
+                    )], rejects_uri, key)
+                else:
+                    todo.append({"key": key, "item": item, "model": entry.name, "condition": condition})
+    summary = {"run_id": run_id, "protocol": protocol.name, "prompt_version": protocol.prompt_version,
+               "units": len(items) * len(entries) * len(cfg.conditions), "to_run": len(todo), **counts}
+    print(f"eval {protocol.name}: {summary['units']} units, {len(finished)} already finished, "
+          f"{len(todo)} to run", file=sys.stderr, flush=True)
+
+    stopped = None
+    if cfg.budget_usd is not None and spent_before >= cfg.budget_usd and todo:
+        stopped, todo = "budget", deque()
+    results: list[dict] = []
+    if todo:
+        ensure_ray()
+        results, stopped = _drive(cfg, protocol, entries, todo, episodes_uri, run_id, spent_before, cluster_gpus() > 0)
+        for res in results:
+            if res["status"] in ("failed", "retry_later"):
+                records.write_part("rejects", [records.reject(
+                    "episodes", res["model"], res["item_id"], "eval", res["status"], res.get("error") or "",
+                )], rejects_uri, f"{res['key']}-{res['status']}-{uuid.uuid4().hex[:6]}")
+    status = Counter(r["status"] for r in results)
+    summary.update({
+        "done": status["done"], "already_written": status["exists"], "failed": status["failed"],
+        "retry_later": status["retry_later"], "permanent_errors": sum(1 for r in results if r.get("error") and r["status"] == "done"),
+        "spent_usd": round(spent_before + sum(r.get("cost_usd") or 0.0 for r in results), 6),
+        "stopped": stopped, "episodes": episodes_uri, "rejects": rejects_uri,
+        "models": [{"name": e.name, "kind": e.kind, "model": e.model, "endpoint": e.endpoint} for e in entries],
+        "conditions": list(cfg.conditions),
+    })
+    storage.write_text(storage.join(cfg.out, "sweep.json"), json.dumps(summary, indent=2, sort_keys=True))
+    return summary
+
+
+def _drive(cfg, protocol, entries, todo, episodes_uri, run_id, spent, gpus):
+    """Feed units to actors, keep each busy up to its capacity, replace workers that die."""
+    import ray
+
+    from pipelines.eval_actors import ProviderLimiter, worker_class
+
+    groups: dict[str, ModelEntry] = {}
+    for e in entries:
+        if e.rpm or e.tpm:
+            g = groups.setdefault(e.limiter_group, e)
+            if (e.rpm or float("inf")) < (g.rpm or float("inf")):
+                groups[e.limiter_group] = e
+    limiters = {g: ProviderLimiter.remote(e.rpm, e.tpm) for g, e in groups.items()}
+    secrets = {e.api_key_env: os.environ[e.api_key_env] for e in entries if e.api_key_env and e.api_key_env in os.environ}
+    # Workers started before the driver's environment changed would not see a new endpoint.
+    s3 = storage._SETTINGS.get("s3_endpoint") or os.environ.get("AWS_ENDPOINT_URL") or os.environ.get("AWS_ENDPOINT_URL_S3")
+    dumped = [e.model_dump() for e in entries]
+    tag = f"medscope-eval-{run_id}-{uuid.uuid4().hex[:6]}"
+    serial = iter(range(10**9))
+
+    def spawn(dedicated: bool):
+        cls = worker_class(dedicated, gpus, cfg.concurrency)
+        return cls.options(name=f"{tag}-{next(serial)}").remote(
+            protocol, dumped, episodes_uri, run_id, limiters, secrets, s3, cfg.backoff_s)
+
+    dedicated = {e.name for e in entries if e.placement == "dedicated" or (e.placement == "auto" and e.kind in LOCAL_KINDS)}
+    lanes: dict[str, dict] = {"pool": {"actors": [spawn(False) for _ in range(max(1, cfg.workers))], "cap": cfg.concurrency}}
+    for name in sorted(dedicated):
+        lanes[name] = {"actors": [spawn(True)], "cap": 1}
+    load: dict = {a: 0 for lane in lanes.values() for a in lane["actors"]}
+    inflight: dict = {}
+    results: list[dict] = []
+    restarts = 0
+    stopped = None
+    progress = Progress("episodes", total=len(todo))
+    _ACTOR_LOST = _actor_lost()
+    queues = {lane: deque(u for u in todo if (u["model"] if u["model"] in dedicated else "pool") == lane) for lane in lanes}
+    try:
+        while inflight or (not stopped and any(queues.values())):
+            if not stopped:
+                for lane, q in queues.items():
+                    actors, cap = lanes[lane]["actors"], lanes[lane]["cap"]
+                    while q:
+                        actor = min(actors, key=lambda a: load[a])
+                        if load[actor] >= cap:
+                            break
+                        unit = q.popleft()
+                        inflight[actor.run.remote(unit)] = (unit, actor, lane)
+                        load[actor] += 1
+            ready, _ = ray.wait(list(inflight), num_returns=1, timeout=5.0)
+            for ref in ready:
+                unit, actor, lane = inflight.pop(ref)
+                load[actor] -= 1
+                try:
+                    res = ray.get(ref)
+                except _ACTOR_LOST:
+                    # The worker died (killed, OOM, node lost). Its unit was not written, so it
+                    # goes back to the queue; the worker is replaced a bounded number of times.
+                    queues[lane].appendleft(unit)
+                    if actor in lanes[lane]["actors"]:
+                        lanes[lane]["actors"].remove(actor)
+                        if restarts >= cfg.max_actor_restarts:
+                            raise MedScopeError(f"evaluation workers died {restarts + 1} times; rerun to resume")
+                        restarts += 1
+                        fresh = spawn(lane != "pool")
+                        lanes[lane]["actors"].append(fresh)
+                        load[fresh] = 0
+                    continue
+                results.append(res)
+                spent += res.get("cost_usd") or 0.0
+                progress.update()
+                if cfg.budget_usd is not None and spent >= cfg.budget_usd and not stopped:
+                    stopped = "budget"
+                    print(f"  budget of ${cfg.budget_usd:g} reached (${spent:.4f}); finishing work in flight",
+                          file=sys.stderr, flush=True)
+    finally:
+        for lane in lanes.values():
+            for actor in lane["actors"]:
+                ray.kill(actor)
+        for handle in limiters.values():
+            ray.kill(handle)
+    return results, stopped
+
+
+def _actor_lost() -> tuple:
+    import ray
+
+    names = ("RayActorError", "ActorDiedError", "ActorUnavailableError")
+    return tuple(getattr(ray.exceptions, n) for n in names if hasattr(ray.exceptions, n))
+
+
+def _spent(episodes_uri: str) -> float:
+    table = records.read_table("episodes", episodes_uri, columns=["cost_usd"])
+    return float(sum(table.column("cost_usd").to_pylist()))
+
+
+# -- eval show -------------------------------------------------------------------------------
+def show(uri: str) -> list[dict]:
+    """Episodes per model and condition: unparseable rate, tool use, tokens, cost, errors."""
+    episodes = storage.join(uri, "episodes") if storage.is_dir(storage.join(uri, "episodes")) else uri
+    table = records.read_table("episodes", episodes)
+    groups: dict[tuple[str, str], list[dict]] = {}
+    for row in table.select(["model", "condition", "action", "tool_calls", "input_tokens", "output_tokens",
+                             "cost_usd", "error", "latency_s"]).to_pylist():
+        groups.setdefault((row["model"], row["condition"]), []).append(row)
+    out = []
+    for (model, condition), rows in sorted(groups.items()):
+        n = len(rows)
+        out.append({
+            "model": model, "condition": condition, "episodes": n,
+            "unparseable_rate": sum(r["action"] == "unparseable" and not r["error"] for r in rows) / n,
+            "tool_use_rate": sum(r["tool_calls"] > 0 for r in rows) / n,
+            "mean_tool_calls": sum(r["tool_calls"] for r in rows) / n,
+            "input_tokens": sum(r["input_tokens"] for r in rows),
+            "output_tokens": sum(r["output_tokens"] for r in rows),
+            "cost_usd": round(sum(r["cost_usd"] for r in rows), 6),
+            "errors": sum(1 for r in rows if r["error"]),
+            "mean_latency_s": round(sum(r["latency_s"] for r in rows) / n, 3),
+        })
+    return out
+
+
+def _print_show(uri: str) -> None:
+    rows = show(uri)
+    if not rows:
+        print(f"no episodes under {uri}")
+        return
+    cols = list(rows[0])
+    cells = [[(f"{r[c]:.6f}" if c == "cost_usd" else f"{r[c]:.3f}") if isinstance(r[c], float) else str(r[c])
+              for c in cols] for r in rows]
+    widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(cols)]
+    for row in [cols, *cells]:
+        print("  ".join(v.ljust(w) for v, w in zip(row, widths)))
+    rejects = storage.join(uri, "rejects")
+    if storage.is_dir(rejects):
+        reasons = Counter(records.read_table("rejects", rejects, columns=["reason"]).column("reason").to_pylist())
+        if reasons:
+            print("rejects: " + ", ".join(f"{k}={v}" for k, v in sorted(reasons.items())))
+
+
+def register(sub) -> None:
+    p = sub.add_parser("eval", help="evaluate models on a protocol's items (rate-limited, resumable Ray sweep)")
+    p.add_argument("target", nargs="?", help="'show' to summarise an output")
+    p.add_argument("uri", nargs="?", help="with show: the sweep output URI")
+    p.add_argument("--views", help="item table URI (views / probe_items)")
+    p.add_argument("--models", help="configs/models/<file>.yaml")
+    p.add_argument("--conditions", default="agent", help="comma-separated, e.g. agent,plain")
+    p.add_argument("--out", help="output URI")
+    p.add_argument("--budget-usd", type=float, default=None, help="stop cleanly once the spend reaches this")
+    p.add_argument("--protocol", default=DEFAULT_PROTOCOL, help="module:Class of the protocol")
+    p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--concurrency", type=int, default=8)
+    p.set_defaults(func=_cli)
+
+
+def _cli(args) -> None:
+    from pipelines.jobs import print_summary
+
+    if args.target == "show":
+        if not args.uri:
+            raise MedScopeError("usage: medscope eval show URI")
+        return _print_show(args.uri)
+    if args.target is not None:
+        raise MedScopeError(f"unknown eval action {args.target!r}; use 'medscope eval show URI' or flags")
+    missing = [f"--{n}" for n in ("views", "models", "out") if not getattr(args, n)]
+    if missing:
+        raise MedScopeError(f"medscope eval needs {', '.join(missing)}")
+    cfg = cfgmod.parse(EvalConfig, {
+        "views": args.views, "models": args.models, "out": args.out, "budget_usd": args.budget_usd,
+        "conditions": [c.strip() for c in args.conditions.split(",") if c.strip()], "protocol": args.protocol,
+        "workers": args.workers, "concurrency": args.concurrency,
+    }, source="medscope eval")
+    print_summary(run_sweep(cfg))
+
+
+if __name__ == "__main__":
+    sys.exit(job_main("evaluate", EvalConfig, run_sweep))

@@ -1,0 +1,95 @@
+"""The report: files exist, the HTML is self-contained, tables hold the metrics' numbers."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from medscope import images, records
+from medscope.report.build import build_report
+from medscope.report.render import md_to_html
+from medscope.scoring import synthetic
+from pipelines import demo
+from pipelines import score as score_job
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    root = tmp_path_factory.mktemp("rep")
+    rng = np.random.default_rng(0)
+    img = (rng.random((48, 48)) * 255).astype(np.uint8)
+    mask = np.zeros((48, 48), bool)
+    mask[10:20, 10:20] = True
+    pix = {k: images.encode_png(img) for k in ("original", "target_removal", "random_removal", "degraded",
+                                                "natural_negative")}
+    pix["target_removal_mask"] = images.encode_png(mask)
+    pix["random_removal_mask"] = images.encode_png(np.roll(mask, 20, axis=1))
+    v = synthetic.views(15, 15, 8, seed=1, width=48, height=48, images=pix)
+    e = synthetic.episodes(v, synthetic.model_zoo(3), seed=1)
+    records.write_table("views", v, str(root / "views.parquet"))
+    records.write_table("episodes", e, str(root / "episodes.parquet"))
+    score_job.score_run(str(root / "episodes.parquet"), str(root / "views.parquet"), str(root / "run"), n_boot=200)
+    return root
+
+
+def test_report_files_self_contained_html_and_numbers(run):
+    out = run / "report"
+    probe_md = "| organ | accuracy |\n|---|---|\n| liver | 0.812 |"
+    written = build_report(str(run / "run"), str(out), reference="model-00",
+                           extra_sections=[("Volumetric probe", probe_md)])
+    html = (out / "report.html").read_text()
+    md = (out / "report.md").read_text()
+    assert (out / "transcripts.md").exists() and len(list((out / "transcripts").glob("*.jsonl"))) == 3
+    assert (out / "images" / "esg_by_size.png").exists() and (out / "images" / "risk_coverage.png").exists()
+    # self-contained: every src is an inline image, every href an in-page anchor that exists
+    srcs = re.findall(r'\ssrc="([^"]*)"', html)
+    hrefs = re.findall(r'\shref="([^"]*)"', html)
+    assert len(srcs) >= 2 + 3 * 3 and all(s.startswith("data:image/png;base64,") for s in srcs)
+    assert hrefs and all(h.startswith("#") for h in hrefs)
+    ids = set(re.findall(r'\sid="([^"]*)"', html))
+    assert {h[1:] for h in hrefs} <= ids
+    assert "<link" not in html and "<script" not in html and "@import" not in html
+    # the main table shows the metrics table's numbers
+    m = records.read_table("metrics", str(run / "run" / "metrics.parquet")).to_pandas()
+    for model in ("model-00", "model-01", "model-02"):
+        row = lambda k: m[(m.model == model) & (m.metric == k) & (m.breakdown == "all")].iloc[0]  # noqa: E731
+        esg, nu = row("esg"), row("net_utility")
+        line = next(ln for ln in md.splitlines() if ln.startswith(f"| {model} |") and "[" in ln)
+        assert f"{esg.value:.3f} [{esg.ci_low:.3f}, {esg.ci_high:.3f}]" in line
+        assert f"{nu.value:.3f} [{nu.ci_low:.3f}, {nu.ci_high:.3f}]" in line
+        assert f"| {100 * row('erased_claims').value:.1f} |" in line
+    # paired differences: model minus the chosen reference
+    comp = records.read_table("metrics", str(run / "run" / "comparisons.parquet")).to_pandas()
+    d = comp[(comp.model == "model-02") & (comp.metric == "esg")].iloc[0]
+    assert d.reference == "model-00:agent" and f"{d.value:+.3f} [{d.ci_low:+.3f}, {d.ci_high:+.3f}]" in md
+    # rankings under all five matrices, the gallery and the extra section
+    for name in ("table2", "wrong_1", "wrong_0.5", "refer_free_negatives", "refer_minus_0.3"):
+        assert f"| {name}" in md or f" {name} |" in md
+    assert "Volumetric probe" in html and "<td>0.812</td>" in html
+    assert html.count("<details") >= 3 * 3 and written["reference"] == "model-00"
+
+
+def test_md_to_html_escapes_and_keeps_only_anchor_links():
+    out = md_to_html("# T\n\n<script>x</script> [a](#b) [c](http://x.org)\n- one\n| h |\n|---|\n| 1 |")
+    assert "&lt;script&gt;" in out and '<a href="#b">a</a>' in out and "http://x.org" not in re.findall(
+        r'href="([^"]*)"', out) and "<li>one</li>" in out and "<td>1</td>" in out
+
+
+def test_demo_score_and_report_steps(run, tmp_path):
+    ctx = demo.DemoContext(out=str(tmp_path / "demo"))
+    ctx.paths.update(episodes=str(run / "episodes.parquet"), views=str(run / "views.parquet"))
+    ctx.report_sections.append(("Probe", "probe text"))
+    demo.step_score(ctx)
+    demo.step_report(ctx)
+    assert ctx.paths["report"].endswith("report.html") and "probe text" in open(ctx.paths["report"]).read()
+    assert ctx.summary["score"]["models"] == 3
+
+
+def test_demo_steps_without_an_evaluate_step_say_so(tmp_path, capsys):
+    ctx = demo.DemoContext(out=str(tmp_path / "demo"))
+    demo.step_score(ctx)
+    demo.step_report(ctx)
+    assert "report" not in ctx.paths and ctx.summary["score"] == "skipped: no episodes"
+    assert "scoring skipped" in capsys.readouterr().err
