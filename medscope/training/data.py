@@ -130,38 +130,20 @@ def is_health(question: str) -> bool:
 
 
 def near_copy_mask(candidates: list[bytes], references: list[bytes], hash_bits: int = 8, min_corr: float = 0.97) -> np.ndarray:
-    """True for each candidate image near-identical to some reference (seed 000 §4.1 tier):
-    dhash within ``hash_bits`` bits and pixel correlation ≥ ``min_corr`` at 64 px.
-
-    Uses the QC crosswalk when it is on this branch; this local check applies the same rule.
-    """
-    try:
-        from medscope.qc.crosswalk import near_copy_mask as qc_mask  # type: ignore
-
-        return np.asarray(qc_mask(candidates, references, hash_bits=hash_bits, min_corr=min_corr), dtype=bool)
-    except ImportError:
-        pass
-    import imagehash
-    from PIL import Image
-
-    import cv2
+    """True for each candidate image near-identical to some reference (seed 000 §4.1), through
+    the QC crosswalk: dhash within ``hash_bits`` bits, confirmed by 64 px pixel correlation
+    ≥ ``min_corr``."""
+    from medscope.qc import crosswalk as cw
 
     def prep(png):
-        arr = images.to_gray(images.decode_png(png))
-        g = cv2.resize(arr, (64, 64), interpolation=cv2.INTER_AREA).astype(np.float64)
-        return imagehash.dhash(Image.fromarray(arr)), (g - g.mean()).ravel()
+        img = images.decode_png(png)
+        return cw.dhash64(img), cw.thumbnail(img)
 
     refs = [prep(r) for r in references]
     out = np.zeros(len(candidates), dtype=bool)
     for i, c in enumerate(candidates):
-        h, v = prep(c)
-        for rh, rv in refs:
-            if h - rh <= hash_bits:
-                denom = np.linalg.norm(v) * np.linalg.norm(rv)
-                corr = 1.0 if denom == 0 else float(v @ rv / denom)
-                if corr >= min_corr:
-                    out[i] = True
-                    break
+        h, t = prep(c)
+        out[i] = any(cw.hamming(h, rh) <= hash_bits and cw.pixel_correlation(t, rt) >= min_corr for rh, rt in refs)
     return out
 
 

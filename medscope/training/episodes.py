@@ -2,10 +2,10 @@
 
 Stage 2 (rejection sampling) and the sweep's evaluation need to run the trained model through
 the agent loop and score what it did. Until the agent issue's episode loop and the scoring
-issue's cost matrix are on this branch, this module holds a minimal loop (same action format,
-zoom and window tools, at most ``max_turns`` turns) and seed 000 Table 2's reward; both are
-reached only through :class:`EpisodeSampler` and :func:`view_reward`, so swapping in the shared
-ones changes nothing else.
+issue's episode loop is on this branch, this module holds a minimal loop (same action format,
+zoom and window tools, at most ``max_turns`` turns); it is
+reached only through :class:`EpisodeSampler`, so swapping in the shared one changes nothing
+else. Rewards come from the scoring issue's cost matrices (``medscope.scoring``).
 """
 
 from __future__ import annotations
@@ -91,41 +91,30 @@ class Outcome:
     iou: float | None = None
 
 
-def view_reward(view: dict, final: FinalAction | None, tool_calls: int) -> Outcome:
-    """Seed 000 Table 2 per-view reward (+0.5 box bonus at IoU ≥ 0.3 on answerable views,
-    −1 unparseable, −0.05 per tool call beyond the first)."""
-    try:
-        from medscope.scoring.rewards import view_reward as shared  # type: ignore
+def view_reward(view: dict, final: FinalAction | None, tool_calls: int, matrix=None) -> Outcome:
+    """The view's reward under the scoring issue's cost matrix (seed 000 Table 2 by default,
+    with its box bonus, critical penalty, unparseable score and tool-call cost).
 
-        return shared(view, final, tool_calls)
-    except ImportError:
-        pass
-    penalty = 0.05 * max(0, tool_calls - 1)
-    if final is None:
-        return Outcome("unparseable", None, False, -1.0 - penalty, tool_calls)
+    ``correct`` is "right" in the stage-2 sense: a correct answer, or a clarify on a degraded
+    view (the action that view expects)."""
+    from medscope.scoring import costs, rewards
+
+    matrix = matrix or costs.load()
     kind = view["kind"]
-    if final.action != "answer":
-        table = {"refer": (-0.3, 0.5, 0.0), "clarify": (-0.3, -0.5, 0.5)}[final.action]
-        r = table[0] if kind in PRESENT_KINDS else table[1] if kind in ABSENT_KINDS else table[2]
-        correct = (final.action == "clarify" and kind == "degraded")
-        return Outcome(final.action, None, correct, r - penalty, tool_calls)
-    claims = claims_finding(final.answer or "", view["question_kind"])
-    ov = None
-    if kind in PRESENT_KINDS:
-        correct = claims
-        r = 1.0 if claims else (-4.0 if view["critical"] else -2.0)
-        if claims and final.box and view.get("lesion_bbox"):
-            gt = tj.box_to_1000(view["lesion_bbox"], view["width"], view["height"])
-            ov = iou(final.box, gt)
-            big = (final.box[2] - final.box[0]) * (final.box[3] - final.box[1]) > 0.5 * 1000 * 1000
-            r += 0.5 if ov >= 0.3 and not big else 0.0
-    elif kind in ABSENT_KINDS:
-        correct = not claims
-        r = 1.0 if correct else -2.0
-    else:  # degraded: an answer is tolerated, a claim on an unusable image is not
-        correct = not claims
-        r = 0.25 if correct else -2.0
-    return Outcome("answer", claims, correct, r - penalty, tool_calls, ov)
+    action = "unparseable" if final is None else final.action
+    claims = bool(claims_finding(final.answer or "", view["question_kind"])) if action == "answer" else None
+    present = bool(rewards.lesion_present(np.array([kind], dtype=object), np.array([view["lesion_area_frac"]]),
+                                          np.array([view.get("lesion_bbox") is not None]))[0])
+    ov, area = float("nan"), float("nan")
+    if action == "answer" and final.box is not None:
+        area = (final.box[2] - final.box[0]) * (final.box[3] - final.box[1]) / 1e6
+        if view.get("lesion_bbox"):
+            ov = iou(final.box, tj.box_to_1000(view["lesion_bbox"], view["width"], view["height"]))
+    reward, correct, _, _ = rewards.view_rewards(
+        np.array([kind], dtype=object), np.array([action], dtype=object), np.array([bool(claims)]), np.array([present]),
+        np.array([bool(view["critical"])]), np.array([ov]), np.array([area]), np.array([tool_calls]), matrix)
+    right = bool(correct[0]) or (kind == "degraded" and action == "clarify")
+    return Outcome(action, claims, right, float(reward[0]), tool_calls, None if ov != ov else ov)
 
 
 @dataclass

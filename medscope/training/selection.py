@@ -1,17 +1,22 @@
-"""Pre-registered stage selection (seed 000 §3.6).
+"""Pre-registered stage selection (seed 000 §3.6), through the scoring issue's decision rules.
 
 With U the validation net utility and H the validation rate of claimed findings on healthy
 images: stage 3 is chosen if U3 ≥ U2 − 0.02 and H3 ≤ H2 + 0.02; otherwise stage 2 under the
 same rule against stage 1; otherwise stage 1. Amendment 1: a previous release is kept instead
-when the chosen stage's U falls more than 0.02 below it.
-
-The scoring issue's decision-rule machinery (``medscope.scoring.rules``) is not on this branch
-yet, so the rule is this small function with the same inputs; the lead can route it there.
+when the chosen stage's U falls more than 0.02 below it. The rule itself is
+``medscope.scoring.rules`` (``stage_selection``); this module feeds it the training run's
+validation numbers and records the choice with the comparisons behind it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
+import pandas as pd
+
+from medscope.scoring import rules
+
+TEST_SET = "validation"
 
 
 @dataclass
@@ -21,27 +26,21 @@ class Selection:
     numbers: dict[str, dict[str, float]] = field(default_factory=dict)
 
 
-def not_worse(new: dict, old: dict, margin: float) -> tuple[bool, str]:
-    ok = new["U"] >= old["U"] - margin and new["H"] <= old["H"] + margin
-    return ok, f"U {new['U']:.3f} vs {old['U']:.3f} (−{margin}), H {new['H']:.3f} vs {old['H']:.3f} (+{margin}): {'pass' if ok else 'fail'}"
-
-
 def select_stage(
     metrics: dict[str, dict[str, float]], margin: float = 0.02, previous: dict[str, float] | None = None
 ) -> Selection:
-    """``metrics`` = {"stage1": {"U": .., "H": ..}, "stage2": .., "stage3": ..} (validation)."""
-    sel = Selection("stage1", numbers=dict(metrics))
-    ok3, why3 = not_worse(metrics["stage3"], metrics["stage2"], margin)
-    sel.reasons.append(f"stage3 vs stage2: {why3}")
-    if ok3:
-        sel.chosen = "stage3"
-    else:
-        ok2, why2 = not_worse(metrics["stage2"], metrics["stage1"], margin)
-        sel.reasons.append(f"stage2 vs stage1: {why2}")
-        sel.chosen = "stage2" if ok2 else "stage1"
-    if previous is not None:
-        sel.numbers["previous"] = dict(previous)
-        if metrics[sel.chosen]["U"] < previous["U"] - margin:
-            sel.reasons.append(f"{sel.chosen} U {metrics[sel.chosen]['U']:.3f} more than {margin} below previous {previous['U']:.3f}")
-            sel.chosen = "previous"
-    return sel
+    """``metrics`` = {"stage1": {"U": .., "H": ..}, "stage2": .., "stage3": ..} (validation, in
+    stage order); ``previous`` the earlier release's {"U", "H"} for amendment 1."""
+    numbers = dict(metrics) | ({"previous": dict(previous)} if previous else {})
+    rows = [
+        {"model": m, "condition": "agent", "test_set": TEST_SET, "breakdown": "all", "metric": metric,
+         "value": float(v[key]), "ci_low": None, "ci_high": None, "n_cases": 0, "reference": None}
+        for m, v in numbers.items() for metric, key in (("net_utility", "U"), ("healthy_claims", "H"))
+    ]
+    rule = rules.Rule(
+        id="stage_selection", kind="stage_selection", test_set=TEST_SET, candidates=list(metrics),
+        utility="net_utility", harm="healthy_claims", utility_tolerance=margin, harm_tolerance=margin,
+        fallback=rules.Fallback(model="previous", margin=margin) if previous else None,
+    )
+    verdict = rules.apply_rule(rule, pd.DataFrame(rows))
+    return Selection(verdict["verdict"].removeprefix("select "), verdict["lines"], numbers)
