@@ -156,7 +156,39 @@ def run(job: TrainJob) -> dict:
     return json.loads(storage.read_text(storage.join(job.out, "train_summary.json"))) | {"adapter": storage.join(job.out, "adapter")}
 
 
+def select_stages(runs: dict[str, str], out: str, previous: str | None = None) -> dict:
+    """Apply the §3.6 rule to the validation metrics each stage's run recorded (``evaluation``
+    in its job), and write ``selection.json`` with the choice and the numbers behind it."""
+    from medscope.training.selection import select_stage
+
+    def uh(run: str) -> dict:
+        summary = json.loads(storage.read_text(storage.join(run, "train_summary.json")))
+        if "eval" not in summary:
+            raise MedScopeError(f"{run} has no validation metrics: train it with an `evaluation:` block")
+        return {"U": summary["eval"]["net_utility"], "H": summary["eval"]["healthy_claims"]}
+
+    sel = select_stage({name: uh(run) for name, run in runs.items()}, previous=uh(previous) if previous else None)
+    record = {"chosen": sel.chosen, "adapter": storage.join(runs.get(sel.chosen, previous or ""), "adapter"),
+              "reasons": sel.reasons, "numbers": sel.numbers, "runs": runs}
+    storage.write_bytes(out, json.dumps(record, indent=2).encode())
+    return record
+
+
 def register(sub) -> None:
+    s = sub.add_parser("train-select", help="pick the training stage by the pre-registered §3.6 rule")
+    s.add_argument("--run", action="append", required=True, metavar="STAGE=URI",
+                   help="a stage's run folder, in stage order (e.g. stage1=s3://.../stage1)")
+    s.add_argument("--previous", default=None, help="run folder of the previous release (amendment 1)")
+    s.add_argument("--out", required=True, help="where to write selection.json")
+
+    def pick(args):
+        from pipelines.jobs import print_summary
+
+        runs = dict(r.split("=", 1) for r in args.run)
+        print_summary(select_stages(runs, args.out, args.previous))
+
+    s.set_defaults(func=pick)
+
     p = sub.add_parser("train", help="train one LoRA stage (recipe YAML) on Ray Train")
     p.add_argument("--recipe", required=True, help="configs/train/<recipe>.yaml")
     p.add_argument("--views", required=True, help="views table URI")
@@ -164,12 +196,15 @@ def register(sub) -> None:
     p.add_argument("--workers", type=int, default=1, help="Ray Train workers (one per GPU)")
     p.add_argument("--seed", type=int, default=None, help="override the recipe's seed")
     p.add_argument("--init-adapter", default=None, help="continue from this adapter (stages 2, 3, DPO, C4)")
+    p.add_argument("--eval-views", default=None, help="score the final adapter on this views table's validation split")
 
     def go(args):
         from pipelines.jobs import print_summary
 
         over = {k: v for k, v in {"seed": args.seed, "init_adapter": args.init_adapter}.items() if v is not None}
-        print_summary(run(TrainJob(recipe=args.recipe, views=args.views, out=args.out, num_workers=args.workers, overrides=over)))
+        ev = EvalSettings(views=args.eval_views) if args.eval_views else None
+        print_summary(run(TrainJob(recipe=args.recipe, views=args.views, out=args.out, num_workers=args.workers,
+                                   overrides=over, evaluation=ev)))
 
     p.set_defaults(func=go)
 

@@ -406,3 +406,22 @@ def test_every_method_builds_examples_from_a_views_table(tiny, views, tmp_path):
     assert infos["rft"]["sampled_views"] == len({v["kind"] for v in views}) and 5 <= infos["rft"]["synthetic"] <= 10  # small lesions twice
     assert infos["replay"]["vqa_near_copies_excluded"] == 1 and infos["replay"]["absent_share"] >= 0.35
     assert infos["paired_view"]["examples"] == len(data.paired_triplets(views))
+
+
+def test_train_select_reads_each_stage_s_validation_numbers(tmp_path):
+    import json
+
+    from pipelines.train import select_stages
+
+    runs = {}
+    for name, (u, h) in {"stage1": (0.585, 0.136), "stage2": (0.610, 0.127), "stage3": (0.613, 0.077)}.items():
+        d = tmp_path / name
+        d.mkdir()
+        (d / "train_summary.json").write_text(json.dumps({"eval": {"net_utility": u, "healthy_claims": h}}))
+        runs[name] = str(d)
+    rec = select_stages(runs, str(tmp_path / "selection.json"))
+    assert rec["chosen"] == "stage3" and rec["adapter"] == str(tmp_path / "stage3" / "adapter")
+    assert json.loads((tmp_path / "selection.json").read_text())["numbers"]["stage2"] == {"U": 0.610, "H": 0.127}
+    (tmp_path / "stage1" / "train_summary.json").write_text("{}")
+    with pytest.raises(MedScopeError, match="no validation metrics"):
+        select_stages(runs, str(tmp_path / "s2.json"))
