@@ -273,11 +273,14 @@ def test_paired_view_trainer_adds_c4_terms_and_control_is_plain_nll(tiny, views)
     import copy
 
     ex = trainers.paired_examples(views, small_recipe())
-    assert ex and all({"O", "C", "E", "trajectory", "first_action"} <= set(e) for e in ex)
+    assert ex and all({"O", "C", "E", "trajectories", "first_action"} <= set(e) for e in ex)
+    # one trajectory view per case, plus a lesion-free image every third case
+    assert sorted(len(e["trajectories"]) for e in ex) == [1] * (len(ex) - len(ex) // 3) + [2] * (len(ex) // 3)
+    assert all(e["trajectories"][1].kind == "natural_negative" for e in ex if len(e["trajectories"]) == 2)
     model = apply_lora(copy.deepcopy(tiny.model), LoraSettings(r=8, alpha=16, dropout=0.0), seed=0).eval()
     control = trainers.PairedViewTrainer(tiny, model, small_recipe(method="paired_view", paired={"w_margin": 0, "w_invariance": 0, "w_first_action": 0}), ex[:2])
     loss, _ = control.loss(ex[:2])
-    nll = token_nll(model, collate(tiny, [encode(tiny, e["trajectory"].messages) for e in ex[:2]]))
+    nll = token_nll(model, collate(tiny, [encode(tiny, t.messages) for e in ex[:2] for t in e["trajectories"]]))
     assert loss.item() == pytest.approx(nll.item(), rel=1e-5)
     full = trainers.PairedViewTrainer(tiny, model, small_recipe(method="paired_view"), ex[:2])
     loss2, parts = full.loss(ex[:2])

@@ -173,11 +173,12 @@ class PairedViewTrainer(BaseTrainer):
     """C4: trajectory NLL + w·softplus(τ − (s(C) − s(E))) + w·(s(O) − s(C))² + w·first-action term.
 
     With every weight zero this is the matched-compute control: same cases, same trajectories,
-    no paired-view terms. Examples are {"O", "C", "E", "trajectory"} (see :func:`paired_examples`).
+    no paired-view terms. Examples are {"O", "C", "E", "trajectories", "first_action"} (see
+:func:`paired_examples`).
     """
 
     def loss(self, batch):
-        nll = token_nll(self.model, self._batch([_chat(e["trajectory"]) for e in batch]))
+        nll = token_nll(self.model, self._batch([_chat(t) for e in batch for t in e["trajectories"]]))
         p = self.recipe.paired
         if p.w_margin == 0 and p.w_invariance == 0 and p.w_first_action == 0:
             return nll, {"nll": nll.detach()}
@@ -212,16 +213,23 @@ def _chat(e) -> list[dict]:
 # ---------------------------------------------------------------- examples per method
 
 def paired_examples(views: list[dict], recipe: TrainRecipe) -> list[dict]:
-    """One trajectory view per case (O, C or E in turn) plus its triplet; the first action is
-    O's first assistant turn (a tool call when O's trajectory zooms, else its final)."""
+    """C4's cases (seed 000 §3.7): per triplet one trajectory view (O, C or E in turn), plus a
+    lesion-free image's trajectory every third case when natural negatives are allowed; the
+    first action is O's first assistant turn (a tool call when O's trajectory zooms, else its
+    final)."""
     out = []
     t = recipe.trajectory
+    kw = dict(small_frac=t.small_frac, p_zoom=t.p_zoom, p_paraphrase=t.p_paraphrase, system=tj.PROMPTS[t.prompt],
+              via_agent_loop=t.prompt == "agent")
+    negatives = data.fixed_draw([v for v in views if v["kind"] == "natural_negative"], None, recipe.draw_seed)
     for i, trip in enumerate(data.paired_triplets(views)):
         k = ("O", "C", "E")[i % 3]
-        traj = tj.build_trajectory(trip[k], recipe.seed, small_frac=t.small_frac, p_zoom=t.p_zoom, p_window=t.p_window, p_paraphrase=t.p_paraphrase, system=tj.PROMPTS[t.prompt], via_agent_loop=t.prompt == "agent")
-        o_traj = tj.build_trajectory(trip["O"], recipe.seed, small_frac=t.small_frac, p_zoom=t.p_zoom, p_window=0.0, p_paraphrase=0.0, system=tj.PROMPTS[t.prompt], via_agent_loop=t.prompt == "agent")
+        trajs = [tj.build_trajectory(trip[k], recipe.seed, p_window=t.p_window, **kw)]
+        if i % 3 == 2 and negatives:
+            trajs.append(tj.build_trajectory(negatives[(i // 3) % len(negatives)], recipe.seed, p_window=t.p_window, **kw))
+        o_traj = tj.build_trajectory(trip["O"], recipe.seed, p_window=0.0, **{**kw, "p_paraphrase": 0.0})
         first = next(m["text"] for m in o_traj.messages if m["role"] == "assistant")
-        out.append({**trip, "trajectory": traj, "first_action": first})
+        out.append({**trip, "trajectories": trajs, "first_action": first})
     return data.shuffled(out, recipe.seed)
 
 
