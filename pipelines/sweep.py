@@ -89,7 +89,8 @@ def _trial(config: dict) -> None:
         storage.configure(s3_endpoint=config["s3_endpoint"])
     arm, seed = config["arm"], config["seed"]
     out = storage.join(config["out"], arm, f"seed{seed}")
-    recipe = TrainRecipe.model_validate({**config["recipe"], **config["overrides"][arm], "seed": seed, "name": f"{arm}-seed{seed}"})
+    over = json.loads(config["overrides"])[arm]
+    recipe = TrainRecipe.model_validate({**json.loads(config["recipe"]), **over, "seed": seed, "name": f"{arm}-seed{seed}"})
     ev = EvalSettings(views=config["eval_uri"], split=config["eval_split"], cases=config["eval_cases"],
                       max_new_tokens=config["eval_max_new_tokens"], max_turns=config["eval_max_turns"])
     # the Train worker evaluates its own adapter: no second model load in the trial process
@@ -141,7 +142,8 @@ def run(job: SweepJob) -> dict:
     space = {
         "arm": tune.grid_search([a.name for a in arms.arms]),
         "seed": tune.grid_search(list(arms.seeds)),
-        "recipe": recipe.model_dump(), "recipe_uri": arms.recipe, "overrides": overrides,
+        # JSON strings: Tune prints every config leaf of every trial otherwise
+        "recipe": recipe.model_dump_json(), "recipe_uri": arms.recipe, "overrides": json.dumps(overrides),
         "views": job.views, "eval_uri": job.eval_views or job.views, "eval_split": arms.eval_split,
         "eval_cases": arms.eval_cases, "eval_max_new_tokens": arms.eval_max_new_tokens,
         "eval_max_turns": arms.eval_max_turns, "out": job.out,
@@ -152,7 +154,7 @@ def run(job: SweepJob) -> dict:
         tune.with_resources(_trial, {"cpu": 0.01}),
         param_space=space,
         tune_config=tune.TuneConfig(max_concurrent_trials=job.max_concurrent),
-        run_config=tune.RunConfig(name="sweep", storage_path=path, storage_filesystem=fs),
+        run_config=tune.RunConfig(name="sweep", storage_path=path, storage_filesystem=fs, verbose=1),
     )
     grid = tuner.fit()
     errors = [str(r.error) for r in grid if r.error]
