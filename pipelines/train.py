@@ -58,9 +58,13 @@ def train_loop_per_worker(cfg: dict) -> None:
     if recipe.deepspeed is not None:
         import deepspeed
 
+        # ZeRO shards optimiser state (and, at stage 3, parameters): the engine runs forward,
+        # backward and step; the trainer's LambdaLR keeps driving the wrapped AdamW's lr.
+        # Only the config is tested here (no CUDA); see README "Training".
         trainer.engine, trainer.optimizer, _, _ = deepspeed.initialize(
             model=trainer.model, optimizer=trainer.optimizer, config=deepspeed_config(recipe.deepspeed, recipe.batch_size, recipe.grad_accum)
         )
+        trainer.model = trainer.engine
     elif world > 1:
         trainer.model = ray.train.torch.prepare_model(trainer.model)
 
