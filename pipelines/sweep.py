@@ -42,6 +42,7 @@ class ArmsFile(StrictModel):
     eval_split: str = "validation"
     eval_cases: int | None = None  # evaluate on the views of the first n evaluation cases (by case id)
     eval_max_turns: int = 4
+    n_boot: int = 2000  # case-bootstrap resamples for each seed pair's paired difference (§3.9)
     eval_max_new_tokens: int = 128
 
 
@@ -159,15 +160,41 @@ def run(job: SweepJob) -> dict:
     grid = tuner.fit()
     errors = [str(r.error) for r in grid if r.error]
     results = [r.metrics for r in grid if not r.error and r.metrics]
-    rows, md = arms_table(results, [a.name for a in arms.arms], list(arms.seeds))
+    names = [a.name for a in arms.arms]
+    rows, md = arms_table(results, names, list(arms.seeds))
     table = pa.Table.from_pylist(rows)
     records_uri = storage.join(job.out, "arms_table.parquet")
     storage.write_bytes(records_uri, records.to_parquet_bytes(table))
     storage.write_bytes(storage.join(job.out, "arms_table.md"), md.encode())
     if errors:
         raise MedScopeError(f"{len(errors)} of {len(grid)} trials failed; first: {errors[0]}")
+    pairs_uri = seed_pair_tests(job.out, names, list(arms.seeds), arms.n_boot)
     return {"trials": len(results), "table": records_uri, "markdown": storage.join(job.out, "arms_table.md"),
-            "adapters": sorted(r["adapter"] for r in results)}
+            "seed_pairs": pairs_uri, "adapters": sorted(r["adapter"] for r in results)}
+
+
+def seed_pair_tests(out: str, arm_names: list[str], seeds: list[int], n_boot: int) -> str | None:
+    """Every trial's scores in one table, and each arm's per-seed paired bootstrap against the
+    reference arm at the same seed (seed 000 §3.9) through ``medscope.scoring.compare``."""
+    from medscope.scoring.compare import seed_pairs
+
+    parts = []
+    for arm in arm_names:
+        for seed in seeds:
+            uri = storage.join(out, arm, f"seed{seed}", "scores.parquet")
+            if storage.exists(uri):
+                parts.append(records.read_table("scores", uri))
+    if not parts:
+        return None
+    scores = pa.concat_tables(parts)
+    records.write_table("scores", scores, storage.join(out, "scores.parquet"))
+    ref = arm_names[0]
+    pairs = [(f"{arm}-seed{s}", f"{ref}-seed{s}") for arm in arm_names[1:] for s in seeds]
+    if not pairs:
+        return None
+    uri = storage.join(out, "seed_pairs.parquet")
+    records.write_table("metrics", seed_pairs(scores, pairs, n_boot=n_boot), uri)
+    return uri
 
 
 def register(sub) -> None:

@@ -378,7 +378,8 @@ def test_rejection_sampling_keeps_the_best_right_episode_and_repeats_mostly_fail
         j = sum(1 for c in calls if c[0] == view["view_id"])
         calls.append((view["view_id"], temperature, seed))
         ok, r = plan[index[view["view_id"]]][j]
-        return Episode(view, [{"role": "assistant", "text": f"{view['view_id']}:{r}", "image": None}], None, 0, Outcome("answer", None, ok, r, 0))
+        return Episode(view, [{"role": "assistant", "text": f"{view['view_id']}:{r}", "image": None}], None, 0,
+                       Outcome("answer", None, ok, r, 0, right=ok))
 
     recipe = small_recipe(method="rft")
     kept, counts = trainers.rejection_examples([views[i] for i in plan], sampler, recipe)
@@ -428,3 +429,35 @@ def test_train_select_reads_each_stage_s_validation_numbers(tmp_path):
     (tmp_path / "stage1" / "train_summary.json").write_text("{}")
     with pytest.raises(MedScopeError, match="no validation metrics"):
         select_stages(runs, str(tmp_path / "s2.json"))
+
+
+def test_sweep_seed_pairs_are_paired_differences_of_the_scored_trials(tmp_path):
+    from medscope.training.evaluation import score_row
+    from pipelines.sweep import arms_table, seed_pair_tests
+
+    evals = synthetic.synthetic_views(6, seed=4, split="validation")
+    replies = {"yes": FinalAction("answer", answer="Yes"), "no": FinalAction("answer", answer="No")}
+    policy = {("claim", 0): "yes", ("claim", 1): "yes", ("deny", 0): "no", ("deny", 1): "no"}
+    means = {}
+    for (arm, seed), reply in policy.items():
+        rows = [score_row(v, view_reward(v, replies[reply], 0), f"{arm}-seed{seed}", "validation") for v in evals]
+        d = tmp_path / arm / f"seed{seed}"
+        d.mkdir(parents=True)
+        records.write_table("scores", rows, str(d / "scores.parquet"))
+        means[(arm, seed)] = np.mean([r["reward"] for r in rows])
+    uri = seed_pair_tests(str(tmp_path), ["claim", "deny"], [0, 1], n_boot=200)
+    pairs = records.read_table("metrics", uri).to_pylist()
+    nu = {r["model"]: r for r in pairs if r["metric"] == "net_utility" and r["breakdown"] == "all"}
+    assert set(nu) == {"deny-seed0", "deny-seed1"}
+    assert nu["deny-seed0"]["value"] == pytest.approx(means[("deny", 0)] - means[("claim", 0)])
+    assert nu["deny-seed0"]["reference"].startswith("claim-seed0")
+    esg = {r["model"]: r["value"] for r in pairs if r["metric"] == "esg" and r["breakdown"] == "all"}
+    assert esg["deny-seed1"] == pytest.approx(0.0)  # constant policies: ESG 0 for both
+    # the arms table: mean and sd over seeds, per-seed differences
+    results = [{"arm": a, "seed": s, "net_utility": means[(a, s)], "esg": 0.0, "ccr": 0.0, "erased_claims": 0.0,
+                "healthy_claims": 0.0} for a, s in policy]
+    rows, md = arms_table(results, ["claim", "deny"], [0, 1])
+    by = {(r["arm"], r["row"]): r for r in rows}
+    assert by[("deny", "sd")]["net_utility"] == pytest.approx(0.0)
+    assert by[("deny", "seed 1 - claim")]["net_utility"] == pytest.approx(means[("deny", 1)] - means[("claim", 1)])
+    assert "| deny | mean |" in md

@@ -80,6 +80,9 @@ def test_tune_sweep_of_two_seeds_by_two_arms_trains_evaluates_and_tabulates(ray_
     out = str(tmp_path / "sweep")
     summary = run(SweepJob(arms=str(arms_path), views=views_uri, out=out, max_concurrent=2))
     assert summary["trials"] == 4 and len(summary["adapters"]) == 4
+    pairs = records.read_table("metrics", summary["seed_pairs"]).to_pylist()
+    assert {r["model"] for r in pairs} == {"without_cf-seed0", "without_cf-seed1"}
+    assert records.read_table("scores", os.path.join(out, "scores.parquet")).num_rows == 4 * 7
     eval_views = [v for v in records.read_table("views", views_uri).to_pylist() if v["split"] == "validation"]
     first_case = sorted({v["case_id"] for v in eval_views})[0]
     n_eval = sum(v["case_id"] == first_case for v in eval_views)

@@ -85,17 +85,21 @@ def iou(a, b) -> float:
 class Outcome:
     action: str  # answer | refer | clarify | unparseable
     claims: bool | None
-    correct: bool
+    correct: bool  # an answer whose claim matches the view (the scoring definition)
     reward: float
     tool_calls: int
     iou: float | None = None
+    right: bool = False  # stage 2's "right": correct, or a clarify on a degraded view
+    present: bool | None = None  # the finding is visible in the view
+    grounded: bool = False
+    oversized: bool = False
 
 
 def view_reward(view: dict, final: FinalAction | None, tool_calls: int, matrix=None) -> Outcome:
     """The view's reward under the scoring issue's cost matrix (seed 000 Table 2 by default,
     with its box bonus, critical penalty, unparseable score and tool-call cost).
 
-    ``correct`` is "right" in the stage-2 sense: a correct answer, or a clarify on a degraded
+    ``right`` is "right" in the stage-2 sense: a correct answer, or a clarify on a degraded
     view (the action that view expects)."""
     from medscope.scoring import costs, rewards
 
@@ -110,11 +114,12 @@ def view_reward(view: dict, final: FinalAction | None, tool_calls: int, matrix=N
         area = (final.box[2] - final.box[0]) * (final.box[3] - final.box[1]) / 1e6
         if view.get("lesion_bbox"):
             ov = iou(final.box, tj.box_to_1000(view["lesion_bbox"], view["width"], view["height"]))
-    reward, correct, _, _ = rewards.view_rewards(
+    reward, correct, grounded, oversized = rewards.view_rewards(
         np.array([kind], dtype=object), np.array([action], dtype=object), np.array([bool(claims)]), np.array([present]),
         np.array([bool(view["critical"])]), np.array([ov]), np.array([area]), np.array([tool_calls]), matrix)
     right = bool(correct[0]) or (kind == "degraded" and action == "clarify")
-    return Outcome(action, claims, right, float(reward[0]), tool_calls, None if ov != ov else ov)
+    return Outcome(action, claims, bool(correct[0]), float(reward[0]), tool_calls, None if ov != ov else ov,
+                   right=right, present=present, grounded=bool(grounded[0]), oversized=bool(oversized[0]))
 
 
 @dataclass

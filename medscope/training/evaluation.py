@@ -39,9 +39,17 @@ def evaluate_model(vlm, model, prompt: str, views: list[dict], settings: EvalSet
     for v in views:
         o = sampler(v, 0.0, 0).outcome
         outcomes.append((v, o))
-        rows.append({"run_id": run_id, "model": run_id, "condition": "agent", "view_id": v["view_id"], "case_id": v["case_id"],
-                     "kind": v["kind"], "expected": v["expected"], "action": o.action, "claims_finding": o.claims,
-                     "correct": o.correct, "iou": o.iou, "grounded": bool(o.iou is not None and o.iou >= 0.3),
-                     "tool_calls": o.tool_calls, "reward": o.reward, "cost_matrix": "seed000-table2"})
+        rows.append(score_row(v, o, run_id, settings.split))
     model.train(was_training)
     return summarize(outcomes), rows
+
+
+def score_row(v: dict, o, run_id: str, test_set: str) -> dict:
+    """One ``scores`` row for view ``v`` and its :class:`~medscope.training.episodes.Outcome`."""
+    return {"run_id": run_id, "model": run_id, "condition": "agent", "view_id": v["view_id"], "case_id": v["case_id"],
+            "kind": v["kind"], "expected": v["expected"], "action": o.action, "claims_finding": o.claims,
+            "correct": o.correct, "iou": o.iou, "grounded": o.grounded, "tool_calls": o.tool_calls,
+            "reward": o.reward, "cost_matrix": "table2", "test_set": test_set,
+            "lesion_present": o.present, "critical": v["critical"], "oversized_box": o.oversized,
+            "imaging_type": v["imaging_type"], "finding": v["finding"], "lesion_area_frac": v["lesion_area_frac"],
+            "patient_id": v.get("patient_id"), "group_id": v.get("group_id")}

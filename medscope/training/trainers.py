@@ -241,7 +241,7 @@ def rejection_examples(views: list[dict], sampler, recipe: TrainRecipe) -> tuple
     kept, counts = [], {"sampled_views": len(views), "kept": 0, "failed_repeated": 0, "none_right": 0}
     for v in views:
         eps = [sampler(v, rft.temperature, derive_seed(recipe.seed, v["view_id"], j)) for j in range(rft.k)]
-        right = [e for e in eps if e.outcome.correct]
+        right = [e for e in eps if e.outcome.right]
         if not right:
             counts["none_right"] += 1
             continue
