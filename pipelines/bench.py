@@ -14,6 +14,7 @@ BENCHES: dict[str, str] = {
     "eval": "pipelines.eval_bench:bench_eval",
     "stats": "pipelines.score:bench_stats",
     "views": "pipelines.build_views:bench",
+    "agent": "pipelines.agent:bench",
 }
 
 

@@ -18,6 +18,7 @@ VERB_MODULES = [
     "pipelines.score",
     "pipelines.report",
     "pipelines.probe",
+    "pipelines.agent",
     "pipelines.train",
     "pipelines.sweep",
 ]

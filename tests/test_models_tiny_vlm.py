@@ -15,6 +15,14 @@ from medscope.models.tiny_vlm import (
 )
 
 
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 @pytest.fixture(scope="module")
 def tiny():
     return build_tiny_qwen2vl(seed=0)

@@ -44,6 +44,8 @@ class EpisodeResult:
     tool_calls: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
+    parse_error: str | None = None  # why the reply was unparseable, or a tool-call problem
+    model_turns: int = 0  # how many replies the model wrote in this episode
 
 
 class EvalProtocol(Protocol):

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from medscope.errors import MedScopeError
 from medscope.models.base import ChatModel
 from medscope.models.config import ModelEntry
+from medscope.models.local_kinds import AGENT_MODEL_KINDS
 
 
 def _openai(entry: ModelEntry) -> ChatModel:
@@ -36,6 +37,8 @@ MODEL_KINDS: dict[str, Callable[[ModelEntry], ChatModel]] = {
     "openai": _openai,
     "anthropic": _anthropic,
     "gemini": _gemini,
+    # policy, classical (alias classical_reader), local_hf: no provider SDK, see local_kinds.py
+    **AGENT_MODEL_KINDS,
 }
 
 # Kinds that hold weights on an accelerator: the sweep gives them one GPU actor each.

@@ -1,0 +1,78 @@
+"""The counterfactual-views protocol (seed 000 §3.1-3.2) behind protocol.EvalProtocol.
+
+Items are the passed views of a views table; the truth is the view's expected outcome
+(present | absent | clarify); an episode is the shared agent episode under a condition.
+"""
+
+from __future__ import annotations
+
+from medscope import records
+from medscope.agent import prompts
+from medscope.agent.episode import CONDITIONS, EpisodeSettings, run_episode
+from medscope.agent.protocol import EpisodeResult, Item
+from medscope.errors import MedScopeError
+from medscope.models.base import ChatModel, Decoding
+
+_META = ("kind", "finding", "question_kind", "lesion_bbox", "width", "height", "critical", "imaging_type",
+         "source", "split", "tool", "degradation", "lesion_area_frac")
+
+
+def episode_settings(options: dict) -> EpisodeSettings:
+    """EpisodeSettings from a sweep's ``protocol_options`` (flat keys, or ``images:
+    {resize_long_side: N}``); unknown keys are a clear error."""
+    opts = dict(options)
+    images = opts.pop("images", None) or {}
+    if not isinstance(images, dict) or set(images) - {"resize_long_side"}:
+        raise MedScopeError(f"protocol option images: only resize_long_side is known, got {images!r}")
+    opts.update(images)
+    known = set(EpisodeSettings.__dataclass_fields__)
+    unknown = sorted(set(opts) - known)
+    if unknown:
+        raise MedScopeError(f"unknown counterfactual protocol option(s) {unknown}; known: {sorted(known)}")
+    return EpisodeSettings(**opts)
+
+
+class CounterfactualProtocol:
+    """``load_items`` keeps passed views; views without an image go to ``self.rejects``.
+
+    Built as ``CounterfactualProtocol(**protocol_options)``, e.g. ``images: {resize_long_side:
+    512}``, ``max_turns: 5``, ``templates: path/to/prompts.yaml``.
+    """
+
+    name = "counterfactual"
+
+    def __init__(self, settings: EpisodeSettings | None = None, **options):
+        self.settings = settings or episode_settings(options)
+        self.prompt_version = prompts.prompt_version(self.settings.templates)
+        self.rejects: list[dict] = []
+
+    def conditions(self) -> tuple[str, ...]:
+        return CONDITIONS
+
+    def load_items(self, uri: str) -> list[Item]:
+        table = records.read_table("views", uri)
+        items: list[Item] = []
+        self.rejects = []
+        for row in table.to_pylist():
+            if not row["passed"]:
+                continue
+            if not row.get("image"):
+                self.rejects.append(records.reject("views", row.get("source") or "", row["view_id"],
+                                                   "evaluate", "no_image", "passed view without image bytes"))
+                continue
+            items.append(
+                Item(
+                    item_id=row["view_id"],
+                    case_id=row["case_id"],
+                    question=row["question"],
+                    truth=row["expected"],
+                    images=(row["image"],),
+                    private=bool(row.get("private")),
+                    endpoint_allowlist=tuple(row.get("endpoint_allowlist") or ()),
+                    meta={k: row.get(k) for k in _META},
+                )
+            )
+        return items
+
+    def run_episode(self, item: Item, model: ChatModel, condition: str, decoding: Decoding) -> EpisodeResult:
+        return run_episode(item, model, condition, decoding, self.settings)

@@ -1,0 +1,62 @@
+"""Factories for the model kinds of this package that need no provider SDK.
+
+``AGENT_MODEL_KINDS`` maps a config entry's ``kind`` to a factory taking the entry (any object
+with ``name``, ``model`` and ``options``, i.e. ``medscope.models.config.ModelEntry``) and
+returning a ChatModel. ``medscope.models.registry.MODEL_KINDS`` is extended with it:
+
+- ``policy``: ``model`` (or ``options.policy``) is always-claims | always-absent |
+  always-refers | always-clarifies;
+- ``classical`` (alias ``classical_reader``): the pixel reader (``model``: dog_blob, alias
+  intensity_outlier); ``options`` may set blob_z and max_noise;
+- ``local_hf``: ``model`` is a checkpoint folder; ``options``: adapter, device, dtype, batch_size.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from medscope.errors import MedScopeError
+from medscope.models.base import ChatModel
+
+
+def _options(entry) -> dict:
+    return dict(getattr(entry, "options", None) or {})
+
+
+def build_policy(entry) -> ChatModel:
+    from medscope.models.policies import TrivialPolicy
+
+    policy = getattr(entry, "model", None) or _options(entry).get("policy")
+    if not policy:
+        raise MedScopeError(f"model {entry.name}: kind policy needs model: always-claims | always-absent | ...")
+    return TrivialPolicy(policy=str(policy), name=entry.name)
+
+
+CLASSICAL_METHODS = (None, "", "dog_blob", "intensity_outlier", "pixel_reader")
+
+
+def build_classical(entry) -> ChatModel:
+    from medscope.models.classical import ClassicalReader
+
+    method = getattr(entry, "model", None)
+    if method not in CLASSICAL_METHODS:
+        raise MedScopeError(f"model {entry.name}: unknown classical method {method!r}; the reader is dog_blob")
+    opts = _options(entry)
+    unknown = set(opts) - {"blob_z", "max_noise"}
+    if unknown:
+        raise MedScopeError(f"model {entry.name}: unknown classical options {sorted(unknown)}")
+    return ClassicalReader(name=entry.name, **{k: float(v) for k, v in opts.items()})
+
+
+def build_local_hf(entry) -> ChatModel:
+    from medscope.models.local_hf import from_entry
+
+    return from_entry(entry)
+
+
+AGENT_MODEL_KINDS: dict[str, Callable[[object], ChatModel]] = {
+    "policy": build_policy,
+    "classical": build_classical,
+    "classical_reader": build_classical,
+    "local_hf": build_local_hf,
+}
