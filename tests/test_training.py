@@ -461,3 +461,23 @@ def test_sweep_seed_pairs_are_paired_differences_of_the_scored_trials(tmp_path):
     assert by[("deny", "sd")]["net_utility"] == pytest.approx(0.0)
     assert by[("deny", "seed 1 - claim")]["net_utility"] == pytest.approx(means[("deny", 1)] - means[("claim", 1)])
     assert "| deny | mean |" in md
+
+
+def test_agent_loop_sampler_runs_the_evaluation_loop_on_the_model_in_training(tiny, views):
+    import copy
+
+    from medscope.agent.prompts import system_prompt
+    from medscope.scoring import costs
+    from medscope.training.episodes import AgentLoopSampler
+
+    model = apply_lora(copy.deepcopy(tiny.model), LoraSettings(r=4, alpha=8), seed=0)
+    sampler = AgentLoopSampler(tiny, model, max_turns=2, max_new_tokens=6)
+    ep = sampler(views[0], temperature=1.2, seed=7)
+    assert ep.messages[0] == {"role": "system", "text": system_prompt("agent"), "image": None}
+    assert ep.messages[1]["image"] is not None and views[0]["question"] in ep.messages[1]["text"]
+    assert [m["text"] for m in ep.messages if m["role"] == "assistant"] == ep.texts and 1 <= len(ep.texts) <= 2
+    if ep.outcome.action == "unparseable":
+        assert ep.outcome.reward == costs.load().unparseable - 0.05 * max(0, ep.tool_calls - 1)
+    assert encode(tiny, ep.messages)["labels"].ne(-100).any()  # the transcript is trainable as is
+    # the same seed samples the same episode
+    assert sampler(views[0], temperature=1.2, seed=7).texts == ep.texts

@@ -1,11 +1,10 @@
 """Sampling and scoring episodes of a local adapter, behind one small interface.
 
-Stage 2 (rejection sampling) and the sweep's evaluation need to run the trained model through
-the agent loop and score what it did. Until the agent issue's episode loop and the scoring
-issue's episode loop is on this branch, this module holds a minimal loop (same action format,
-zoom and window tools, at most ``max_turns`` turns); it is
-reached only through :class:`EpisodeSampler`, so swapping in the shared one changes nothing
-else. Rewards come from the scoring issue's cost matrices (``medscope.scoring``).
+Stage 2 (rejection sampling) and the evaluations run the trained model through the agent loop
+and score what it did. :class:`AgentLoopSampler` is the agent issue's episode loop with the
+model in training as its local HF adapter (recipes with the "agent" prompt);
+:class:`LocalEpisodeSampler` is a minimal loop with the same action format and tools for the
+one-line "short" prompt of CPU smoke runs. Rewards come from ``medscope.scoring``.
 """
 
 from __future__ import annotations
@@ -95,7 +94,7 @@ class Outcome:
     oversized: bool = False
 
 
-def view_reward(view: dict, final: FinalAction | None, tool_calls: int, matrix=None) -> Outcome:
+def view_reward(view: dict, final: FinalAction | None, tool_calls: int, matrix=None, claims: bool | None = None) -> Outcome:
     """The view's reward under the scoring issue's cost matrix (seed 000 Table 2 by default,
     with its box bonus, critical penalty, unparseable score and tool-call cost).
 
@@ -106,7 +105,9 @@ def view_reward(view: dict, final: FinalAction | None, tool_calls: int, matrix=N
     matrix = matrix or costs.load()
     kind = view["kind"]
     action = "unparseable" if final is None else final.action
-    claims = bool(claims_finding(final.answer or "", view["question_kind"])) if action == "answer" else None
+    if action == "answer" and claims is None:  # the agent loop's matcher decides when it ran
+        claims = bool(claims_finding(final.answer or "", view["question_kind"]))
+    claims = bool(claims) if action == "answer" else None
     present = bool(rewards.lesion_present(np.array([kind], dtype=object), np.array([view["lesion_area_frac"]]),
                                           np.array([view.get("lesion_bbox") is not None]))[0])
     ov, area = float("nan"), float("nan")
@@ -173,6 +174,56 @@ class LocalEpisodeSampler:
             break
         ep.outcome = view_reward(view, ep.final, ep.tool_calls)
         return ep
+
+
+class AgentLoopSampler:
+    """Episodes through the agent issue's loop (``medscope.agent.episode``, condition ``agent``)
+    with the model in training wrapped as its local HF adapter: the evaluation prompt, tools,
+    turn limit and parser, exactly."""
+
+    def __init__(self, vlm, model, max_turns: int = 5, max_new_tokens: int = 256, name: str = "training"):
+        from medscope.agent.episode import EpisodeSettings
+        from medscope.models.local_hf import LocalHFModel
+
+        if vlm.processor is None:
+            raise ValueError("the agent loop needs the model's processor")
+        p = next(model.parameters())
+        self.chat = LocalHFModel(name, path="", model=model, processor=vlm.processor, device=str(p.device),
+                                 dtype=str(p.dtype).replace("torch.", ""))
+        self.settings = EpisodeSettings(max_turns=max_turns)
+        self.max_new_tokens = max_new_tokens
+
+    def __call__(self, view: dict, temperature: float, seed: int) -> Episode:
+        from medscope.agent.episode import Episode as AgentEpisode
+        from medscope.agent.parser import parse_reply
+        from medscope.agent.protocol import Item
+        from medscope.models.base import Decoding
+
+        item = Item(item_id=view["view_id"], case_id=view["case_id"], question=view["question"], truth=view["expected"],
+                    images=(view["image"],), meta={"finding": view["finding"], "question_kind": view["question_kind"],
+                                                   "kind": view["kind"], "width": view["width"], "height": view["height"]})
+        ep = AgentEpisode(item, "agent", self.settings)
+        decoding = Decoding(temperature=float(temperature), max_output_tokens=self.max_new_tokens, seed=int(seed) % (2**31))
+        while not ep.feed(self.chat.complete(list(ep.messages), decoding)):
+            pass
+        res = ep.result
+        final = None
+        if res.action != "unparseable":
+            parsed = parse_reply(res.raw_text)
+            final = parsed.final if parsed.kind == "final" else FinalAction("answer", answer=res.answer or "")
+        messages = [{"role": m.role, "text": m.joined_text, "image": next((q.png for q in m.parts if q.is_image), None)}
+                    for m in ep.messages]
+        out = Episode(view, messages, final, res.tool_calls, texts=[m["text"] for m in messages if m["role"] == "assistant"])
+        out.outcome = view_reward(view, final, res.tool_calls, claims=res.claims_finding)
+        return out
+
+
+def sampler_for(vlm, model, prompt: str, max_turns: int, max_new_tokens: int):
+    """The agent loop for the "agent" prompt (what evaluation runs); the minimal local loop for
+    the one-line "short" prompt of CPU smoke runs."""
+    if prompt == "agent":
+        return AgentLoopSampler(vlm, model, max_turns=max_turns, max_new_tokens=max_new_tokens)
+    return LocalEpisodeSampler(vlm, model, max_turns, max_new_tokens, system=tj.PROMPTS[prompt])
 
 
 def _valid_box(b):

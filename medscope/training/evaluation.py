@@ -1,15 +1,14 @@
 """Evaluation of a freshly trained adapter on held-out views, scored per view (seed 000 §3.8).
 
 Used by the training job (validation metrics for the §3.6 selection) and by the sweep (every
-arm x seed). Episodes run through :class:`medscope.training.episodes.LocalEpisodeSampler`
-greedily; rewards follow seed 000 Table 2.
+arm x seed). Episodes run greedily through the agent loop (``episodes.sampler_for``); rewards
+follow the scoring issue's Table 2 matrix.
 """
 
 from __future__ import annotations
 
 from medscope.config import StrictModel
-from medscope.training import trajectories as tj
-from medscope.training.episodes import LocalEpisodeSampler, summarize
+from medscope.training.episodes import sampler_for, summarize
 
 
 class EvalSettings(StrictModel):
@@ -17,7 +16,7 @@ class EvalSettings(StrictModel):
     split: str = "validation"
     cases: int | None = None  # only the views of the first n cases (by case id)
     max_new_tokens: int = 128
-    max_turns: int = 4
+    max_turns: int = 5  # model replies: 3 tools + final + 1 spare, as the agent loop
 
 
 def select_eval_views(rows: list[dict], split: str, cases: int | None) -> list[dict]:
@@ -33,8 +32,7 @@ def evaluate_model(vlm, model, prompt: str, views: list[dict], settings: EvalSet
     """(metrics, scores rows) of greedy episodes of ``model`` on ``views``."""
     was_training = model.training
     model.eval()
-    sampler = LocalEpisodeSampler(vlm, model, max_turns=settings.max_turns, max_new_tokens=settings.max_new_tokens,
-                                  system=tj.PROMPTS[prompt])
+    sampler = sampler_for(vlm, model, prompt, settings.max_turns, settings.max_new_tokens)
     outcomes, rows = [], []
     for v in views:
         o = sampler(v, 0.0, 0).outcome

@@ -45,7 +45,7 @@ class RFTSettings(StrictModel):
     failed_max_right: int = 2  # views with at most this many right of k ...
     failed_repeat: int = 3  # ... are repeated this many times
     synthetic_views: int = Field(3000, ge=0)  # label-derived trajectories added to the sampled ones
-    max_turns: int = 4
+    max_turns: int = 5  # model replies: 3 tools + final + 1 spare, as the agent loop
     max_new_tokens: int = 256
 
 

@@ -13,8 +13,7 @@ import pyarrow.parquet as pq
 from medscope import records, storage
 from medscope.errors import MedScopeError
 from medscope.training import data, trainers
-from medscope.training import trajectories as tj
-from medscope.training.episodes import LocalEpisodeSampler
+from medscope.training.episodes import sampler_for
 from medscope.training.recipes import TrainRecipe
 from medscope.training.vlm import apply_lora, build_base, load_adapter
 
@@ -42,7 +41,7 @@ def build_examples(recipe: TrainRecipe, views_table, vlm=None, model=None) -> tu
     elif recipe.method == "rft":
         if model is None:
             raise MedScopeError("stage 2 needs the stage-1 model to sample from")
-        sampler = LocalEpisodeSampler(vlm, model, recipe.rft.max_turns, recipe.rft.max_new_tokens, system=tj.PROMPTS[recipe.trajectory.prompt])
+        sampler = sampler_for(vlm, model, recipe.trajectory.prompt, recipe.rft.max_turns, recipe.rft.max_new_tokens)
         model.eval()
         kept, counts = trainers.rejection_examples(trainers.rft_view_sample(views, recipe), sampler, recipe)
         # "synthetic views": label-derived trajectories of a further draw of training views

@@ -29,6 +29,7 @@ class VLM:
     image_processor: object
     image_token: str = "<|image_pad|>"
     merge_size: int = 2
+    processor: object = None  # the full processor (what the agent loop's local HF adapter uses)
 
     @property
     def image_token_id(self) -> int:
@@ -45,12 +46,17 @@ def build_base(base: str, seed: int = 0) -> VLM:
         if not os.path.isdir(base):
             raise MedScopeError(f"base model {base!r} is neither 'tiny' nor a local model directory")
         model = AutoModelForImageTextToText.from_pretrained(base, torch_dtype=torch.bfloat16)
-        processor = AutoProcessor.from_pretrained(base)
+        try:
+            processor = AutoProcessor.from_pretrained(base)
+        except Exception:  # Qwen2-VL checkpoints without torchvision: the image-only processor
+            from medscope.models.tiny_vlm import load_processor
+
+            processor = load_processor(base)
     tok = getattr(processor, "tokenizer", None)
     ip = getattr(processor, "image_processor", None)
     if tok is None or ip is None:
         raise MedScopeError(f"processor of {base!r} lacks a tokenizer or image processor")
-    return VLM(model=model, tokenizer=tok, image_processor=ip, merge_size=int(getattr(ip, "merge_size", 2)))
+    return VLM(model=model, tokenizer=tok, image_processor=ip, merge_size=int(getattr(ip, "merge_size", 2)), processor=processor)
 
 
 def _tiny(seed: int):
