@@ -4,9 +4,10 @@ A trajectory is built from a view's labels alone: optionally a zoom on a jittere
 around the lesion (always when the lesion covers under 2% of the image), a windowing call on
 30% of grey-scale images, then the expected final action with short templated reasoning.
 Every action is written with :mod:`medscope.agent.actions`, so it parses back through the
-evaluation parser. Half of the presence questions are reworded with one of four training
-paraphrases; :data:`HELD_OUT_PARAPHRASES` are for the evaluation ``paraphrase`` condition and
-never appear in training.
+evaluation parser. Half of the questions are reworded with one of the four training wordings
+of their kind; the wordings live in the agent protocol's prompt templates
+(``configs/prompts``), whose three held-out ``test`` wordings per kind serve the evaluation
+``paraphrase`` condition and never appear in training.
 
 Parameters (defaults = the paper's): ``small_frac`` 0.02, ``p_zoom`` 0.5 for larger lesions,
 ``p_window`` 0.3, ``p_paraphrase`` 0.5. Every random choice comes from
@@ -24,17 +25,15 @@ from medscope import images
 from medscope.agent.actions import FinalAction, ToolCall, format_final, format_tool_call
 from medscope.seeding import rng_for
 
-TRAIN_PARAPHRASES = (
-    "Does this image show {finding}?",
-    "Can you see {finding} in this image?",
-    "Is {finding} visible here?",
-    "Do you find any {finding} on this image?",
-)
-HELD_OUT_PARAPHRASES = (
-    "Is there any evidence of {finding} in this picture?",
-    "Would you report {finding} on this scan?",
-    "Is {finding} depicted anywhere in the image?",
-)
+def _wordings(kind: str, split: str) -> tuple[str, ...]:
+    # one source for training and held-out wordings: the agent protocol's prompt templates
+    from medscope.agent.prompts import load_templates
+
+    return tuple(getattr(load_templates().paraphrases[kind], split))
+
+
+TRAIN_PARAPHRASES = _wordings("presence", "train")  # presence-question wordings (4)
+HELD_OUT_PARAPHRASES = _wordings("presence", "test")  # the evaluation's `paraphrase` condition (3)
 
 SYSTEM_PROMPT = (
     "You are MedScope, a careful medical imaging assistant used for research. You look at a medical "
@@ -67,11 +66,17 @@ class Trajectory:
 
 
 def paraphrase(question: str, finding: str, kind: str, rng: np.random.Generator, p: float) -> tuple[str, int | None]:
-    """Reword a presence question with one of the four training paraphrases, with probability ``p``."""
-    if kind != "presence" or rng.random() >= p:
+    """Reword a question with one of the four training wordings of its kind (presence, health,
+    open), with probability ``p``; the held-out test wordings are never drawn."""
+    if rng.random() >= p:
         return question, None
-    i = int(rng.integers(len(TRAIN_PARAPHRASES)))
-    return TRAIN_PARAPHRASES[i].format(finding=finding), i
+    try:
+        wordings = _wordings(kind, "train")
+    except KeyError:
+        return question, None
+    i = int(rng.integers(len(wordings)))
+    f = finding.strip()
+    return wordings[i].format(finding=f, Finding=f[:1].upper() + f[1:]), i
 
 
 def held_out_question(finding: str, index: int) -> str:
