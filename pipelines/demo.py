@@ -61,6 +61,56 @@ def step_probe_build(ctx: DemoContext) -> None:
     ctx.summary["probe"] = {k: summary[k] for k in ("volumes", "volumes_used", "items_written", "rejects", "notes")}
 
 
+FIT_PLACEHOLDER = "fitted-by-demo"  # configs/models/demo.yaml: options.weights the fit step fills
+
+
+def step_fit_reader(ctx: DemoContext) -> None:
+    """Fit the classical reader on the TRAIN split's views (medscope.models.classical_fit), fill
+    its weights into a copy of configs/models/demo.yaml, and hand the evaluation only the
+    validation and test views, so that no model is scored on a view the reader was fitted on."""
+    import os
+
+    import pyarrow.compute as pc
+    import yaml
+
+    from medscope import config as cfgmod
+    from medscope import records
+    from medscope.models.classical_fit import fit_reader, save_artifact
+    from medscope.models.config import ModelsConfig
+    from pipelines.raycluster import REPO_ROOT
+
+    views = ctx.paths["views"]
+    art = fit_reader(views, split="train")
+    weights = ctx.uri("reader", "classical_reader.json")
+    save_artifact(art, weights)
+    cfg = cfgmod.load(ModelsConfig, os.path.join(REPO_ROOT, "configs", "models", "demo.yaml"))
+    models = []
+    for e in cfg.models:
+        d = e.model_dump(exclude_defaults=True)
+        if e.options.get("weights") == FIT_PLACEHOLDER:
+            d["options"] = {**e.options, "weights": weights}
+        models.append(d)
+    models_uri = ctx.uri("reader", "models.yaml")
+    storage.write_text(models_uri, yaml.safe_dump({"models": models}, sort_keys=False))
+    table = records.read_table("views", views)
+    held_out = table.filter(pc.not_equal(table.column("split"), "train"))
+    eval_uri = ctx.uri("reader", "eval_views.parquet")
+    records.write_table("views", held_out, eval_uri)
+    ctx.paths.update(views_all=views, views=eval_uri, models_config=models_uri, reader_weights=weights)
+    fitted = art["fitted_on"]
+    n_eval = sum(held_out.column("passed").to_pylist())
+    print(f"  reader: fitted on {fitted['images']} train views ({fitted['present']} with the finding), "
+          f"train balanced accuracy {fitted['train_balanced_accuracy']:.2f}; evaluating on {n_eval} passed "
+          f"validation/test views", file=sys.stderr)
+    ctx.summary["fit_reader"] = {"weights": weights, **fitted, "eval_views_passed": n_eval}
+    ctx.report_sections.append(("Classical reader and evaluation split", (
+        f"The classical reader (a per-pixel logistic regression over multi-scale difference-of-Gaussians "
+        f"responses, max-pooled; not a medical model) was fitted on {fitted['images']} views of the "
+        f"**train** split ({fitted['present']} with the finding, {fitted['pixels']} sampled pixels; "
+        f"train balanced accuracy {fitted['train_balanced_accuracy']:.2f}). Every model in this report is "
+        f"evaluated on the {n_eval} passed views of the **validation and test** splits only.")))
+
+
 def step_evaluate(ctx: DemoContext) -> None:
     """Evaluate configs/models/demo.yaml (trivial policies + classical reader) on the views
     with the counterfactual agent protocol, agent and blind conditions; writes episodes."""
@@ -76,7 +126,7 @@ def step_evaluate(ctx: DemoContext) -> None:
 
     if "views" not in ctx.paths:
         raise MedScopeError("the evaluate step needs the views step before it (ctx.paths['views'])")
-    models = os.path.join(REPO_ROOT, "configs", "models", "demo.yaml")
+    models = ctx.paths.get("models_config") or os.path.join(REPO_ROOT, "configs", "models", "demo.yaml")
     missing = sorted({m.kind for m in cfgmod.load(ModelsConfig, models).models} - set(MODEL_KINDS))
     if importlib.util.find_spec(DEFAULT_PROTOCOL.split(":")[0]) is None or missing:
         # said loudly, not faked: the agent protocol and the demo's policy kinds come from the
@@ -146,6 +196,7 @@ STEPS: list[tuple[str, Step]] = [
     ("phantom cohort", step_cohort),
     ("counterfactual views", step_views),
     ("organ-presence probe items", step_probe_build),
+    ("fit the classical reader (train split)", step_fit_reader),
     ("evaluate models", step_evaluate),
     ("score", step_score),
     ("report", step_report),
