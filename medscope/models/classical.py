@@ -133,12 +133,14 @@ class PixelReading:
 
 def fitted_reading(image: np.ndarray, artifact: dict) -> PixelReading:
     """present / absent from a fitted lesion-score map (medscope.models.classical_fit): the
-    maximum of the smoothed per-pixel logit against the fitted threshold; the box is the
+    maximum of the smoothed per-pixel logit against the fitted threshold of the image's pixel
+    family; the box is the
     connected region around the maximum where the logit stays above the threshold."""
     from medscope.models.classical_fit import score_map
 
-    z, fg, _ = score_map(image, np.asarray(artifact["weights"], np.float32))
-    thr = float(artifact["threshold"])
+    z, fg, family = score_map(image, np.asarray(artifact["weights"], np.float32))
+    thr = float(artifact["thresholds"][family])
+    z = z - float(np.median(z[fg]))  # pooled(): the score is the max over the median
     zin = np.where(fg, z, -np.inf)
     idx = int(np.argmax(zin))
     top = float(zin.flat[idx])

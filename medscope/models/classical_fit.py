@@ -37,8 +37,8 @@ from medscope.images import decode_png
 SIZE = 128
 SCALES = (1.5, 2.5, 4.0, 6.0, 9.0, 13.0)
 FAMILIES = ("colour", "grey_surround", "grey_full")
-N_FEAT = 2 * len(SCALES)
-FORMAT = "medscope-classical-reader/1"
+N_FEAT = 4 * len(SCALES)
+FORMAT = "medscope-classical-reader/2"
 
 
 def _to_gray(image: np.ndarray) -> tuple[np.ndarray, float]:
@@ -57,19 +57,36 @@ def pixel_family(image: np.ndarray, fg: np.ndarray) -> int:
     return 1 if fg.mean() < 0.8 else 2
 
 
+def hessian_blob(g: np.ndarray, s: float) -> np.ndarray:
+    """Scale-normalised determinant-of-Hessian blob response at scale ``s``, signed by the
+    blob's polarity (+ bright, - dark) and square-rooted back to intensity units. Unlike the
+    DoG it is near zero on edges and ridges (ribs, folds, tissue layers), where one
+    curvature vanishes."""
+    b = cv2.GaussianBlur(g, (0, 0), s)
+    lxx = cv2.Sobel(b, cv2.CV_32F, 2, 0, ksize=3)
+    lyy = cv2.Sobel(b, cv2.CV_32F, 0, 2, ksize=3)
+    lxy = cv2.Sobel(b, cv2.CV_32F, 1, 1, ksize=3)
+    det = np.maximum(lxx * lyy - lxy * lxy, 0.0) * s**4
+    return -np.sign(lxx + lyy) * np.sqrt(det)
+
+
 def pixel_features(image: np.ndarray) -> tuple[np.ndarray, np.ndarray, int, float]:
     """(features H x W x N_FEAT, foreground mask, family, resize factor) of one image."""
     from medscope.models.classical import dog, foreground
 
     g, scale = _to_gray(image)
     fg = foreground(g, margin=5)
-    maps = []
+    maps, blobs = [], []
     for s in SCALES:
         d = dog(g, s, fg)
         v = d[fg]
-        maps.append(d / (1.4826 * float(np.median(np.abs(v - np.median(v)))) + 1e-3))
-    f = np.stack(maps, -1)
-    f = np.clip(np.concatenate([f, np.abs(f)], -1), -20, 20) / 5.0
+        # both in units of the DoG's robust spread: the clipped DoH is zero over most pixels,
+        # so its own spread is no scale
+        spread = 1.4826 * float(np.median(np.abs(v - np.median(v)))) + 1e-3
+        maps.append(d / spread)
+        blobs.append(hessian_blob(g, s) / spread)
+    f, b = np.stack(maps, -1), np.stack(blobs, -1)
+    f = np.clip(np.concatenate([f, np.abs(f), b, np.abs(b)], -1), -20, 20) / 5.0
     return f.astype(np.float32), fg, pixel_family(image, fg), scale
 
 
@@ -82,17 +99,18 @@ def _design(f: np.ndarray, family: int) -> np.ndarray:
     return out
 
 
-def score_map(image: np.ndarray, weights: np.ndarray, smooth: float = 2.0) -> tuple[np.ndarray, np.ndarray, float]:
-    """(smoothed logit map, foreground, resize factor): the per-pixel lesion evidence."""
-    f, fg, family, scale = pixel_features(image)
+def score_map(image: np.ndarray, weights: np.ndarray, smooth: float = 2.0) -> tuple[np.ndarray, np.ndarray, int]:
+    """(smoothed logit map, foreground, pixel family): the per-pixel lesion evidence."""
+    f, fg, family, _ = pixel_features(image)
     z = _design(f, family) @ np.asarray(weights, np.float32)
-    return cv2.GaussianBlur(z.astype(np.float32), (0, 0), smooth), fg, scale
+    return cv2.GaussianBlur(z.astype(np.float32), (0, 0), smooth), fg, family
 
 
-def image_score(image: np.ndarray, weights: np.ndarray) -> float:
-    """Maximum of the smoothed logit map inside the foreground."""
-    z, fg, _ = score_map(image, weights)
-    return float(z[fg].max())
+def pooled(z: np.ndarray, fg: np.ndarray) -> float:
+    """Image score: the strongest evidence over the image's typical level (its median), so a
+    busy background does not lift every pixel alike."""
+    v = z[fg]
+    return float(v.max() - np.median(v))
 
 
 def _lesion_region(shape, box, scale) -> np.ndarray:
@@ -144,17 +162,23 @@ def fit_reader(views_uri: str, *, split: str = "train", per_image: int = 60, lam
                 pick = rng.choice(idx, min(len(idx), per_image), replace=False)
                 xs.append(d.reshape(-1, d.shape[-1])[pick])
                 ys.append(np.full(len(pick), label))
-        designs.append((d, fg, r["expected"] == "present"))
+        designs.append((d, fg, r["expected"] == "present", family))
     w = _logistic(np.concatenate(xs).astype(np.float64), np.concatenate(ys), lam)
-    scores = np.array([float(cv2.GaussianBlur((d @ w.astype(np.float32)), (0, 0), 2.0)[fg].max()) for d, fg, _ in designs])
-    present = np.array([p for _, _, p in designs])
+    scores = np.array([pooled(cv2.GaussianBlur((d @ w.astype(np.float32)), (0, 0), 2.0), fg) for d, fg, _, _ in designs])
+    present = np.array([p for _, _, p, _ in designs])
+    fams = np.array([f for _, _, _, f in designs])
     thr = best_threshold(scores, present)
+    # max-pooled scores of different pixel families sit at different levels: one cut each
+    # (the common cut where a family lacks images with or without the finding)
+    thresholds = [best_threshold(scores[fams == k], present[fams == k])
+                  if present[fams == k].any() and (~present[fams == k]).any() else thr for k in range(len(FAMILIES))]
+    cut = np.array(thresholds)[fams]
     return {"format": FORMAT, "size": SIZE, "scales": list(SCALES), "families": list(FAMILIES),
-            "weights": [round(float(v), 6) for v in w], "threshold": round(thr, 6),
+            "weights": [round(float(v), 6) for v in w], "thresholds": [round(t, 6) for t in thresholds],
             "fitted_on": {"views": views_uri, "split": split, "images": len(rows), "present": int(present.sum()),
                           "pixels": int(sum(len(y) for y in ys)), "per_image": per_image, "lam": lam, "seed": seed,
-                          "train_balanced_accuracy": round(float((np.mean(scores[present] > thr)
-                                                                  + np.mean(scores[~present] <= thr)) / 2), 4)}}
+                          "train_balanced_accuracy": round(float((np.mean(scores[present] > cut[present])
+                                                                  + np.mean(scores[~present] <= cut[~present])) / 2), 4)}}
 
 
 def save_artifact(artifact: dict, uri: str) -> None:
