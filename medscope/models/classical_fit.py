@@ -1,13 +1,15 @@
 """The fitted part of the classical pixel reader: a per-pixel logistic regression over
-multi-scale difference-of-Gaussians responses, max-pooled into one lesion score per image.
+multi-scale blob responses (difference of Gaussians, determinant of Hessian), max-pooled into
+one lesion score per image.
 
 This is a radiomics-style baseline, NOT a medical model. It exists so that the demo report
 can show a policy that follows the image (seed 000 §3.8: ESG > 0 needs answers that change
 when the lesion is erased) beside constant policies that cannot.
 
 What it reads: the pixels only. On a grey copy with long side ``SIZE`` px, inside the imaged
-foreground, the DoG response at scales ``SCALES`` (px) divided by its robust spread (MAD) in
-the image, signed and absolute (bright and dark blobs), clipped at +-20. Which of three pixel
+foreground, at scales ``SCALES`` (px): the DoG response and the polarity-signed square root of
+the scale-normalised determinant of Hessian (blob-like, not edge- or ridge-like), both divided
+by the DoG's robust spread (MAD) in the image, signed and absolute, clipped at +-20. Which of three pixel
 families the image belongs to is read from the pixels as well (colour; grey with a dark
 surround, like an ultrasound fan; grey filling the frame), and each family has its own weights.
 
@@ -17,8 +19,9 @@ gates of ``classical.read_pixels``). Pixels of the central half of the lesion bo
 "present" view are positives, other foreground pixels are negatives (``per_image`` of each,
 drawn with a fixed seed); an L2-penalised, class-balanced logistic regression is fitted with
 L-BFGS (scipy; scikit-learn is not part of the environment). The image score is the maximum
-of the Gaussian-smoothed logit map; the decision threshold is the one that maximises balanced
-accuracy (present vs absent views) on the same training images. No mask, view kind or label
+of the Gaussian-smoothed logit map over its median; the decision threshold of each pixel family
+is the one that maximises balanced accuracy (present vs absent views) on the same training
+images. On the phantom it is a weak reader (it follows the image on some cases, not most). No mask, view kind or label
 of an answered item is used at answer time.
 """
 
