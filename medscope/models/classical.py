@@ -16,6 +16,11 @@ foreground (dark fan / scope corners excluded):
   ``blob_z``;
 - **absent** otherwise; **refer** when there is no image at all (blind condition).
 
+With ``weights`` (a reader fitted on a train split by ``medscope.models.classical_fit``), the
+fitted lesion score replaces the blob rule after the same quality gates: present (box around
+the strongest evidence) when it exceeds the fitted threshold, absent otherwise. Either way it
+reads only the pixels of the image it answers.
+
 Thresholds were set on generated images (tests/test_models_policies.py) and the phantom's
 degradations; as a lesion detector on structured backgrounds it is weak by design.
 """
