@@ -15,7 +15,7 @@ surround, like an ultrasound fan; grey filling the frame), and each family has i
 
 How it is fitted (``fit_reader``): on views of the TRAIN split only, whatever their QC verdict,
 labelled by their expected outcome (present | absent; degraded views are left to the quality
-gates of ``classical.read_pixels``). Pixels of the central half of the lesion box of a
+gates of ``classical.read_pixels``). Pixels of the ellipse inscribed in the lesion box of a
 "present" view are positives, other foreground pixels are negatives (``per_image`` of each,
 drawn with a fixed seed); an L2-penalised, class-balanced logistic regression is fitted with
 L-BFGS (scipy; scikit-learn is not part of the environment). The image score is the maximum
@@ -117,11 +117,11 @@ def pooled(z: np.ndarray, fg: np.ndarray) -> float:
 
 
 def _lesion_region(shape, box, scale) -> np.ndarray:
-    """Central half (in squared radius) of the ellipse inscribed in the lesion box."""
+    """The ellipse inscribed in the lesion box."""
     x1, y1, x2, y2 = (v * scale for v in box)
     cy, cx, ry, rx = (y1 + y2) / 2, (x1 + x2) / 2, max(1.0, (y2 - y1) / 2), max(1.0, (x2 - x1) / 2)
     yy, xx = np.mgrid[: shape[0], : shape[1]]
-    return ((yy - cy) / ry) ** 2 + ((xx - cx) / rx) ** 2 <= 0.5
+    return ((yy - cy) / ry) ** 2 + ((xx - cx) / rx) ** 2 <= 1.0
 
 
 def _logistic(x: np.ndarray, y: np.ndarray, lam: float) -> np.ndarray:
