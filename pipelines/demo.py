@@ -22,7 +22,7 @@ DEFAULT_OUT = "demo-out"
 class DemoContext:
     out: str  # root URI of this demo run
     seed: int = 0
-    cases: int = 48
+    cases: int = 192
     paths: dict[str, str] = field(default_factory=dict)  # table name -> URI, filled by steps
     summary: dict[str, object] = field(default_factory=dict)
     # extra report sections, (title, markdown) or (title, {"markdown", "html"}), added by steps
@@ -75,20 +75,28 @@ def step_fit_reader(ctx: DemoContext) -> None:
 
     from medscope import config as cfgmod
     from medscope import records
+    from medscope.errors import MedScopeError
     from medscope.models.classical_fit import fit_reader, save_artifact
     from medscope.models.config import ModelsConfig
     from pipelines.raycluster import REPO_ROOT
 
     views = ctx.paths["views"]
-    art = fit_reader(views, split="train")
     weights = ctx.uri("reader", "classical_reader.json")
-    save_artifact(art, weights)
+    try:
+        art = fit_reader(views, split="train")
+        save_artifact(art, weights)
+    except MedScopeError as err:
+        # a tiny cohort's train split may lack views with or without the finding: said loudly,
+        # and the reader runs unfitted (its blob rule) rather than stopping the demo
+        print(f"  reader: not fitted ({err}); the classical reader runs its unfitted blob rule", file=sys.stderr)
+        art, weights = None, None
     cfg = cfgmod.load(ModelsConfig, os.path.join(REPO_ROOT, "configs", "models", "demo.yaml"))
     models = []
     for e in cfg.models:
         d = e.model_dump(exclude_defaults=True)
         if e.options.get("weights") == FIT_PLACEHOLDER:
-            d["options"] = {**e.options, "weights": weights}
+            opts = {k: v for k, v in e.options.items() if k != "weights"}
+            d["options"] = {**opts, "weights": weights} if weights else opts
         models.append(d)
     models_uri = ctx.uri("reader", "models.yaml")
     storage.write_text(models_uri, yaml.safe_dump({"models": models}, sort_keys=False))
@@ -96,9 +104,17 @@ def step_fit_reader(ctx: DemoContext) -> None:
     held_out = table.filter(pc.not_equal(table.column("split"), "train"))
     eval_uri = ctx.uri("reader", "eval_views.parquet")
     records.write_table("views", held_out, eval_uri)
-    ctx.paths.update(views_all=views, views=eval_uri, models_config=models_uri, reader_weights=weights)
-    fitted = art["fitted_on"]
+    ctx.paths.update(views_all=views, views=eval_uri, models_config=models_uri)
     n_eval = sum(held_out.column("passed").to_pylist())
+    if art is None:
+        ctx.summary["fit_reader"] = {"weights": None, "eval_views_passed": n_eval}
+        ctx.report_sections.append(("Classical reader and evaluation split", (
+            f"The classical reader could not be fitted (the train split lacks views with or without the "
+            f"finding) and ran its unfitted blob rule. Every model in this report is evaluated on the "
+            f"{n_eval} passed views of the **validation and test** splits only.")))
+        return
+    ctx.paths["reader_weights"] = weights
+    fitted = art["fitted_on"]
     print(f"  reader: fitted on {fitted['images']} train views ({fitted['present']} with the finding), "
           f"train balanced accuracy {fitted['train_balanced_accuracy']:.2f}; evaluating on {n_eval} passed "
           f"validation/test views", file=sys.stderr)
@@ -225,14 +241,14 @@ class DemoConfig(StrictModel):
 
     out: str = DEFAULT_OUT
     seed: int = 0
-    cases: int = 48
+    cases: int = 192
 
 
 def register(sub) -> None:
     p = sub.add_parser("demo", help="run the whole pipeline on the generated phantom cohort")
     p.add_argument("--out", default=DEFAULT_OUT, help=f"output URI (default: ./{DEFAULT_OUT})")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--cases", type=int, default=48, help="phantom 2D cases (default 48)")
+    p.add_argument("--cases", type=int, default=192, help="phantom 2D cases (default 192)")
     p.set_defaults(func=lambda args: run(DemoContext(out=args.out, seed=args.seed, cases=args.cases)))
 
 

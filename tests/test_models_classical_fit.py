@@ -132,3 +132,25 @@ def test_best_threshold_maximises_balanced_accuracy():
     assert best_threshold(s, np.array([False, False, True, True])) == 2.5
     s2 = np.array([1.0, 2.0, 3.0, 3.0, 4.0])
     assert best_threshold(s2, np.array([False, False, False, True, True])) == 2.5
+
+
+def test_demo_step_fits_on_train_and_hands_evaluation_the_other_splits(fitted, tmp_path):
+    from medscope import config as cfgmod
+    from medscope.models.config import ModelsConfig
+    from medscope.models.registry import build_model
+    from pipelines.demo import DemoContext, step_fit_reader
+
+    views, _ = fitted
+    ctx = DemoContext(out=str(tmp_path / "demo"))
+    ctx.paths["views"] = views
+    step_fit_reader(ctx)
+    assert ctx.paths["views_all"] == views
+    held = records.read_table("views", ctx.paths["views"])
+    assert len(held) > 0 and "train" not in set(held.column("split").to_pylist())
+    assert len(held) == sum(s != "train" for s in records.read_table("views", views).column("split").to_pylist())
+    entries = {e.name: e for e in cfgmod.load(ModelsConfig, ctx.paths["models_config"]).models}
+    assert entries["classical-reader"].options["weights"] == ctx.paths["reader_weights"]
+    assert load_artifact(ctx.paths["reader_weights"])["fitted_on"]["split"] == "train"
+    assert build_model(entries["classical-reader"])._fitted is not None
+    assert entries["always-absent"].kind == "policy"  # the other models are copied as they are
+    assert ctx.report_sections and "validation and test" in ctx.report_sections[-1][1]
