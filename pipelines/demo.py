@@ -120,8 +120,8 @@ def step_fit_reader(ctx: DemoContext) -> None:
           f"validation/test views", file=sys.stderr)
     ctx.summary["fit_reader"] = {"weights": weights, **fitted, "eval_views_passed": n_eval}
     ctx.report_sections.append(("Classical reader and evaluation split", (
-        f"The classical reader (a per-pixel logistic regression over multi-scale difference-of-Gaussians "
-        f"responses, max-pooled; not a medical model) was fitted on {fitted['images']} views of the "
+        f"The classical reader (a per-pixel logistic regression over multi-scale difference-of-Gaussians and "
+        f"determinant-of-Hessian blob responses, max-pooled; it reads only pixels and is not a medical model) was fitted on {fitted['images']} views of the "
         f"**train** split ({fitted['present']} with the finding, {fitted['pixels']} sampled pixels; "
         f"train balanced accuracy {fitted['train_balanced_accuracy']:.2f}). Every model in this report is "
         f"evaluated on the {n_eval} passed views of the **validation and test** splits only.")))
