@@ -100,6 +100,8 @@ def test_fit_is_deterministic_and_the_artifact_round_trips(fitted, tmp_path):
     a = fit_reader(views, per_image=10)
     b = fit_reader(views, per_image=10)
     assert a == b
+    hard = fit_reader(views, per_image=10, hard_rounds=1)  # the optional hard-negative refit
+    assert hard["fitted_on"]["hard_rounds"] == 1 and hard["weights"] != a["weights"]
     uri = str(tmp_path / "reader.json")
     save_artifact(a, uri)
     assert load_artifact(uri) == json.loads(json.dumps(a))
