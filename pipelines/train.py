@@ -18,7 +18,10 @@ from medscope import records, storage
 from medscope.config import StrictModel
 from medscope.errors import MedScopeError
 from medscope.training.evaluation import EvalSettings
+from medscope.training.data import training_views
 from medscope.training.recipes import TrainRecipe, deepspeed_config, load_recipe
+
+VIEW_COLUMNS_FOR_CHECK = ("passed", "split", "kind")
 
 
 class TrainJob(StrictModel):
@@ -154,6 +157,10 @@ def run(job: TrainJob) -> dict:
     recipe = resolve_recipe(job)
     if not storage.exists(job.views):
         raise MedScopeError(f"no views table at {job.views}")
+    # Checked on the driver so that unusable input fails once, in one line, instead of in
+    # every worker restart that Ray Train's failure policy would attempt.
+    training_views(records.read_table("views", job.views, columns=list(VIEW_COLUMNS_FOR_CHECK)),
+                   recipe.allowed_kinds)
     result = build_trainer(job, recipe).fit()
     if result.error:
         raise MedScopeError(f"training failed: {result.error}")
