@@ -19,6 +19,8 @@ VERB_MODULES = [
     "pipelines.report",
     "pipelines.probe",
     "pipelines.agent",
+    "pipelines.train",
+    "pipelines.sweep",
 ]
 
 

@@ -177,6 +177,13 @@ def test_demo_model_config_builds_through_the_registry():
     assert {"policy", "classical", "classical_reader", "local_hf"} <= set(MODEL_KINDS)
     path = os.path.join(os.path.dirname(os.path.dirname(__file__)), "configs", "models", "demo.yaml")
     entries = cfgmod.load(ModelsConfig, path).models
+    # the classical reader's weights are fitted by the demo (pipelines/demo.py step_fit_reader);
+    # the config holds a placeholder that is a clear error if built without that step
+    reader = next(e for e in entries if e.name == "classical-reader")
+    assert reader.options["weights"] == "fitted-by-demo"
+    with pytest.raises(MedScopeError, match="fitted-by-demo not found"):
+        build_model(reader)
+    entries = [e if e is not reader else e.model_copy(update={"options": {}}) for e in entries]
     item = _item(few_shot_images(1)["lesion"])
     got = {e.name: run_episode(item, build_model(e), "agent", DEC) for e in entries}
     assert (got["always-present"].action, got["always-present"].claims_finding) == ("answer", True)

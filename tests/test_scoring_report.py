@@ -85,11 +85,3 @@ def test_demo_score_and_report_steps(run, tmp_path):
     demo.step_report(ctx)
     assert ctx.paths["report"].endswith("report.html") and "probe text" in open(ctx.paths["report"]).read()
     assert ctx.summary["score"]["models"] == 3
-
-
-def test_demo_steps_without_an_evaluate_step_say_so(tmp_path, capsys):
-    ctx = demo.DemoContext(out=str(tmp_path / "demo"))
-    demo.step_score(ctx)
-    demo.step_report(ctx)
-    assert "report" not in ctx.paths and ctx.summary["score"] == "skipped: no episodes"
-    assert "scoring skipped" in capsys.readouterr().err

@@ -16,13 +16,18 @@ foreground (dark fan / scope corners excluded):
   ``blob_z``;
 - **absent** otherwise; **refer** when there is no image at all (blind condition).
 
+With ``weights`` (a reader fitted on a train split by ``medscope.models.classical_fit``), the
+fitted lesion score replaces the blob rule after the same quality gates: present (box around
+the strongest evidence) when it exceeds the fitted threshold, absent otherwise. Either way it
+reads only the pixels of the image it answers.
+
 Thresholds were set on generated images (tests/test_models_policies.py) and the phantom's
 degradations; as a lesion detector on structured backgrounds it is weak by design.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import cv2
 import numpy as np
@@ -131,9 +136,33 @@ class PixelReading:
     box: tuple[int, int, int, int] | None = None  # 0-1000 on the image
 
 
+def fitted_reading(image: np.ndarray, artifact: dict) -> PixelReading:
+    """present / absent from a fitted lesion-score map (medscope.models.classical_fit): the
+    maximum of the smoothed per-pixel logit against the fitted threshold of the image's pixel
+    family; the box is the
+    connected region around the maximum where the logit stays above the threshold."""
+    from medscope.models.classical_fit import score_map
+
+    z, fg, family = score_map(image, np.asarray(artifact["weights"], np.float32))
+    thr = float(artifact["thresholds"][family])
+    z = z - float(np.median(z[fg]))  # pooled(): the score is the max over the median
+    zin = np.where(fg, z, -np.inf)
+    idx = int(np.argmax(zin))
+    top = float(zin.flat[idx])
+    if top <= thr:
+        return PixelReading("absent", f"lesion score {top:.2f} <= {thr:.2f}", top - thr)
+    y, x = divmod(idx, z.shape[1])
+    _, labels = cv2.connectedComponents((zin > thr).astype(np.uint8))
+    ys, xs = np.nonzero(labels == labels[y, x])
+    gh, gw = z.shape
+    box = (int(1000 * xs.min() / gw), int(1000 * ys.min() / gh), int(1000 * (xs.max() + 1) / gw), int(1000 * (ys.max() + 1) / gh))
+    return PixelReading("present", f"lesion score {top:.2f} > {thr:.2f}", top - thr, box)
+
+
 def read_pixels(image: np.ndarray, blob_z: float = 9.0, max_noise: float = 9.0, max_block: float = 2.0,
-                min_peak: float = 10.0, size: int = 256) -> PixelReading:
-    """The reader's decision on one image (uint8 grey or RGB)."""
+                min_peak: float = 10.0, size: int = 256, fitted: dict | None = None) -> PixelReading:
+    """The reader's decision on one image (uint8 grey or RGB); ``fitted`` (an artifact of
+    classical_fit.fit_reader) replaces the unfitted blob rule after the quality gates."""
     gray = image if image.ndim == 2 else cv2.cvtColor(image, cv2.COLOR_RGB2GRAY)
     h, w = gray.shape
     block = blockiness(gray)  # at the stored resolution, where the 8-px grid lives
@@ -151,6 +180,8 @@ def read_pixels(image: np.ndarray, blob_z: float = 9.0, max_noise: float = 9.0, 
     peak = detail_peak(g, fg)
     if peak < min_peak:
         return PixelReading("clarify", f"detail {peak:.1f}")
+    if fitted is not None:
+        return fitted_reading(image, fitted)
     z, (x, y, s) = strongest_blob(g, fg)
     if z < blob_z:
         return PixelReading("absent", f"strongest blob z={z:.1f}", z)
@@ -178,21 +209,34 @@ class ClassicalReader:
     endpoint: str = "local"
     blob_z: float = 9.0
     max_noise: float = 9.0
+    weights: str | None = None  # URI of a fitted artifact (classical_fit); None: unfitted blob rule
+    _fitted: dict | None = field(default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.weights:
+            from medscope.models.classical_fit import load_artifact
+
+            self._fitted = load_artifact(self.weights)
 
     def complete(self, messages: list[Message], decoding: Decoding) -> Completion:
         image = _case_image(messages)
         if image is None:
             final = FinalAction("refer", reason="There is no image to read.")
             return Completion(format_final(final, "No image."), finish_reason="stop")
-        r = read_pixels(image, blob_z=self.blob_z, max_noise=self.max_noise)
+        r = read_pixels(image, blob_z=self.blob_z, max_noise=self.max_noise, fitted=self._fitted)
         kind = infer_question_kind(last_question(messages))
         if r.decision == "clarify":
             final = FinalAction("clarify", question="The image is unusable (blank, blurred or noisy); please provide a clearer one.")
         elif r.decision == "present":
             answer = {"health": "No", "open": "Abnormality present"}.get(kind, "Yes")
-            final = FinalAction("answer", answer=answer, box=r.box, confidence=round(min(0.99, r.z / (2 * self.blob_z)), 2))
+            final = FinalAction("answer", answer=answer, box=r.box, confidence=self._confidence(r.z))
         else:
             answer = {"health": "Yes", "open": "No abnormality"}.get(kind, "No")
             final = FinalAction("answer", answer=answer, confidence=0.6)
         reason = f"Pixel reading: {r.reason}."
         return Completion(format_final(final, reason), finish_reason="stop")
+
+    def _confidence(self, z: float) -> float:
+        if self._fitted is not None:  # z is the logit margin over the fitted threshold
+            return round(float(min(0.99, 1.0 / (1.0 + np.exp(-z)))), 2)
+        return round(min(0.99, z / (2 * self.blob_z)), 2)

@@ -7,7 +7,9 @@ returning a ChatModel. ``medscope.models.registry.MODEL_KINDS`` is extended with
 - ``policy``: ``model`` (or ``options.policy``) is always-claims | always-absent |
   always-refers | always-clarifies;
 - ``classical`` (alias ``classical_reader``): the pixel reader (``model``: dog_blob, alias
-  intensity_outlier); ``options`` may set blob_z and max_noise;
+  intensity_outlier); ``options`` may set blob_z, max_noise and ``weights`` (URI of a
+  reader fitted by medscope.models.classical_fit on a train split: the fitted lesion score
+  then replaces the unfitted blob rule);
 - ``local_hf``: ``model`` is a checkpoint folder; ``options``: adapter, device, dtype, batch_size.
 """
 
@@ -42,10 +44,12 @@ def build_classical(entry) -> ChatModel:
     if method not in CLASSICAL_METHODS:
         raise MedScopeError(f"model {entry.name}: unknown classical method {method!r}; the reader is dog_blob")
     opts = _options(entry)
-    unknown = set(opts) - {"blob_z", "max_noise"}
+    unknown = set(opts) - {"blob_z", "max_noise", "weights"}
     if unknown:
         raise MedScopeError(f"model {entry.name}: unknown classical options {sorted(unknown)}")
-    return ClassicalReader(name=entry.name, **{k: float(v) for k, v in opts.items()})
+    weights = opts.pop("weights", None)
+    return ClassicalReader(name=entry.name, weights=str(weights) if weights else None,
+                           **{k: float(v) for k, v in opts.items()})
 
 
 def build_local_hf(entry) -> ChatModel:

@@ -1,0 +1,53 @@
+"""Evaluation of a freshly trained adapter on held-out views, scored per view (seed 000 §3.8).
+
+Used by the training job (validation metrics for the §3.6 selection) and by the sweep (every
+arm x seed). Episodes run greedily through the agent loop (``episodes.sampler_for``); rewards
+follow the scoring issue's Table 2 matrix.
+"""
+
+from __future__ import annotations
+
+from medscope.config import StrictModel
+from medscope.training.episodes import sampler_for, summarize
+
+
+class EvalSettings(StrictModel):
+    views: str  # views table URI holding the evaluation split
+    split: str = "validation"
+    cases: int | None = None  # only the views of the first n cases (by case id)
+    max_new_tokens: int = 128
+    max_turns: int = 5  # model replies: 3 tools + final + 1 spare, as the agent loop
+
+
+def select_eval_views(rows: list[dict], split: str, cases: int | None) -> list[dict]:
+    """QC-passed views of ``split`` (sorted by view id), optionally of the first ``cases`` cases."""
+    views = sorted((v for v in rows if v["passed"] and v["split"] in (None, split)), key=lambda v: v["view_id"])
+    if cases:
+        keep = set(sorted({v["case_id"] for v in views})[:cases])
+        views = [v for v in views if v["case_id"] in keep]
+    return views
+
+
+def evaluate_model(vlm, model, prompt: str, views: list[dict], settings: EvalSettings, run_id: str) -> tuple[dict, list[dict]]:
+    """(metrics, scores rows) of greedy episodes of ``model`` on ``views``."""
+    was_training = model.training
+    model.eval()
+    sampler = sampler_for(vlm, model, prompt, settings.max_turns, settings.max_new_tokens)
+    outcomes, rows = [], []
+    for v in views:
+        o = sampler(v, 0.0, 0).outcome
+        outcomes.append((v, o))
+        rows.append(score_row(v, o, run_id, settings.split))
+    model.train(was_training)
+    return summarize(outcomes), rows
+
+
+def score_row(v: dict, o, run_id: str, test_set: str) -> dict:
+    """One ``scores`` row for view ``v`` and its :class:`~medscope.training.episodes.Outcome`."""
+    return {"run_id": run_id, "model": run_id, "condition": "agent", "view_id": v["view_id"], "case_id": v["case_id"],
+            "kind": v["kind"], "expected": v["expected"], "action": o.action, "claims_finding": o.claims,
+            "correct": o.correct, "iou": o.iou, "grounded": o.grounded, "tool_calls": o.tool_calls,
+            "reward": o.reward, "cost_matrix": "table2", "test_set": test_set,
+            "lesion_present": o.present, "critical": v["critical"], "oversized_box": o.oversized,
+            "imaging_type": v["imaging_type"], "finding": v["finding"], "lesion_area_frac": v["lesion_area_frac"],
+            "patient_id": v.get("patient_id"), "group_id": v.get("group_id")}

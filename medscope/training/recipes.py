@@ -1,0 +1,133 @@
+"""Training recipes: one pydantic-validated config per stage / method (seed 000 §3.5, §3.7).
+
+Defaults are the paper's values; each YAML in ``configs/train/`` overrides what differs.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from medscope import config as cfgmod
+from medscope.config import StrictModel
+from medscope.records import VIEW_KINDS
+
+Method = Literal["sft", "rft", "replay", "dpo", "paired_view"]
+
+
+class LoraSettings(StrictModel):
+    """LoRA on every linear layer of the language model; the vision tower stays frozen."""
+
+    r: int = Field(16, ge=1)
+    alpha: int = Field(32, ge=1)
+    dropout: float = Field(0.05, ge=0.0, lt=1.0)
+    target_modules: str | list[str] = "all-linear"
+    exclude_modules: str = r".*visual.*"
+
+
+class TrajectorySettings(StrictModel):
+    prompt: Literal["agent", "short"] = "agent"  # system prompt (trajectories.PROMPTS)
+    small_frac: float = 0.02
+    small_repeat: int = Field(2, ge=1)  # lesions under small_frac appear this many times
+    p_zoom: float = Field(0.5, ge=0, le=1)
+    p_window: float = Field(0.3, ge=0, le=1)
+    p_paraphrase: float = Field(0.5, ge=0, le=1)
+
+
+class RFTSettings(StrictModel):
+    """Stage 2: rejection sampling from the stage-1 model through the agent loop."""
+
+    k: int = Field(4, ge=1)
+    temperature: float = Field(1.2, gt=0)
+    views_per_kind: int = Field(200, ge=1)
+    extra_per_kind: dict[str, int] = {"natural_negative": 500, "target_removal": 300}
+    failed_max_right: int = 2  # views with at most this many right of k ...
+    failed_repeat: int = 3  # ... are repeated this many times
+    synthetic_views: int = Field(3000, ge=0)  # label-derived trajectories added to the sampled ones
+    max_turns: int = 5  # model replies: 3 tools + final + 1 spare, as the agent loop
+    max_new_tokens: int = 256
+
+
+class ReplaySettings(StrictModel):
+    """Stage 3: MedScope views mixed with ordinary VQA items."""
+
+    vqa_table: str | None = None  # Parquet: image (png), question, answer, [question_kind, expected]
+    eval_views: str | None = None  # evaluation views; near-copies of these are excluded
+    n_items: int = Field(5000, ge=1)
+    vqa_share: float = Field(0.3, ge=0, le=1)
+    absent_share_min: float = Field(0.35, ge=0, le=1)
+    hash_bits: int = 8  # dhash Hamming distance at most this ...
+    min_corr: float = 0.97  # ... and pixel correlation at least this = near-copy
+
+
+class DPOSettings(StrictModel):
+    beta: float = Field(0.1, gt=0)
+
+
+class PairedViewSettings(StrictModel):
+    """C4: s(x) = log p(present | x) - log p(absent | x) over original O, control C, erasure E."""
+
+    tau: float = 2.0
+    w_margin: float = Field(0.5, ge=0)
+    w_invariance: float = Field(0.5, ge=0)
+    w_first_action: float = Field(0.5, ge=0)
+
+
+class DeepSpeedSettings(StrictModel):
+    stage: Literal[0, 1, 2, 3] = 2
+    offload_optimizer: bool = False
+    bf16: bool = True
+
+
+class TrainRecipe(StrictModel):
+    name: str
+    method: Method = "sft"
+    base: str = "tiny"  # "tiny" or a local HF model directory
+    init_adapter: str | None = None  # continue from this adapter (stages 2, 3, DPO, C4)
+    seed: int = 0  # LoRA init, data order, trajectory sampling
+    draw_seed: int = 0  # the fixed draw of views, shared by every seed (Appendix B)
+    n_views: int | None = 16000  # None = every allowed view
+    allowed_kinds: list[str] = list(VIEW_KINDS)
+    # "absent"-share matched arm (§4.2): lesion-free views repeated until this share of the draw
+    match_absent_share: float | None = Field(None, ge=0, lt=1)
+    lr: float = Field(2e-4, gt=0)
+    batch_size: int = Field(4, ge=1)
+    grad_accum: int = Field(1, ge=1)
+    epochs: int = Field(1, ge=1)
+    max_steps: int | None = None  # cap on optimiser steps (smoke runs)
+    warmup_frac: float = Field(0.03, ge=0, lt=1)
+    checkpoint_every: int = Field(200, ge=1)
+    lora: LoraSettings = LoraSettings()
+    trajectory: TrajectorySettings = TrajectorySettings()
+    rft: RFTSettings = RFTSettings()
+    replay: ReplaySettings = ReplaySettings()
+    dpo: DPOSettings = DPOSettings()
+    paired: PairedViewSettings = PairedViewSettings()
+    deepspeed: DeepSpeedSettings | None = None
+
+    @model_validator(mode="after")
+    def _kinds_known(self):
+        bad = sorted(set(self.allowed_kinds) - set(VIEW_KINDS))
+        if bad:
+            raise ValueError(f"unknown view kind(s) {bad}; known: {', '.join(VIEW_KINDS)}")
+        return self
+
+
+def load_recipe(uri: str) -> TrainRecipe:
+    return cfgmod.load(TrainRecipe, uri)
+
+
+def deepspeed_config(ds: DeepSpeedSettings, batch_size: int, grad_accum: int) -> dict:
+    """A DeepSpeed ZeRO config dict for ``ds`` (what ``deepspeed.initialize`` takes, together
+    with the trainer's own AdamW, so the learning-rate schedule is the same with or without)."""
+    zero: dict = {"stage": ds.stage, "overlap_comm": True, "contiguous_gradients": True}
+    if ds.offload_optimizer:
+        zero["offload_optimizer"] = {"device": "cpu", "pin_memory": True}
+    return {
+        "train_micro_batch_size_per_gpu": batch_size,
+        "gradient_accumulation_steps": grad_accum,
+        "bf16": {"enabled": ds.bf16},
+        "zero_optimization": zero,
+        "gradient_clipping": 1.0,
+    }

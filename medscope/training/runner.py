@@ -1,0 +1,86 @@
+"""From a recipe and a views table to a ready trainer: base model, adapter, examples.
+
+This is the whole training run minus distribution; ``pipelines/train.py`` calls it inside each
+Ray Train worker (rank / world shard the examples) and adds checkpoints and storage.
+"""
+
+from __future__ import annotations
+
+import io
+
+import pyarrow.parquet as pq
+
+from medscope import records, storage
+from medscope.errors import MedScopeError
+from medscope.training import data, trainers
+from medscope.training.episodes import sampler_for
+from medscope.training.recipes import TrainRecipe
+from medscope.training.vlm import apply_lora, build_base, load_adapter
+
+
+def build_model(recipe: TrainRecipe):
+    """(vlm, peft model): a fresh LoRA (init seeded by the run seed) or the starting adapter."""
+    vlm = build_base(recipe.base, seed=0)  # the base is the same for every seed; only LoRA init varies
+    if recipe.init_adapter:
+        model = load_adapter(vlm.model, recipe.init_adapter, trainable=True)
+    else:
+        model = apply_lora(vlm.model, recipe.lora, recipe.seed)
+    return vlm, model
+
+
+def build_examples(recipe: TrainRecipe, views_table, vlm=None, model=None) -> tuple[list, dict]:
+    """The method's examples and counts describing them."""
+    views = data.training_views(views_table, recipe.allowed_kinds)
+    info: dict = {"views_allowed": len(views)}
+    if recipe.method == "sft":
+        ex = data.sft_trajectories(views, recipe)
+    elif recipe.method == "dpo":
+        ex = data.shuffled(data.dpo_pairs(data.fixed_draw(views, recipe.n_views, recipe.draw_seed)), recipe.seed)
+    elif recipe.method == "paired_view":
+        ex = trainers.paired_examples(views, recipe)
+    elif recipe.method == "rft":
+        if model is None:
+            raise MedScopeError("stage 2 needs the stage-1 model to sample from")
+        sampler = sampler_for(vlm, model, recipe.trajectory.prompt, recipe.rft.max_turns, recipe.rft.max_new_tokens)
+        model.eval()
+        kept, counts = trainers.rejection_examples(trainers.rft_view_sample(views, recipe), sampler, recipe)
+        # "synthetic views": label-derived trajectories of a further draw of training views
+        synth = data.sft_trajectories(views, recipe.model_copy(update={"n_views": recipe.rft.synthetic_views, "draw_seed": recipe.draw_seed + 2}))
+        ex = data.shuffled(kept + [t.messages for t in synth], recipe.seed)
+        info.update(counts, synthetic=len(synth))
+    elif recipe.method == "replay":
+        rp = recipe.replay
+        vqa, rejects = [], []
+        if rp.vqa_table:
+            eval_images = []
+            if rp.eval_views:
+                eval_images = [r for r in records.read_table("views", rp.eval_views, columns=["image"]).column("image").to_pylist() if r]
+            vqa, rejects = data.vqa_items(read_parquet(rp.vqa_table), eval_images, rp, recipe.seed)
+        mix = data.replay_mix(views, vqa, rp, recipe.seed)
+        ex = trainers.replay_examples(mix, recipe)
+        info.update(vqa_used=sum("vqa" in m for m in mix), vqa_near_copies_excluded=len(rejects), absent_share=round(data.absent_share(mix), 4))
+    else:  # pragma: no cover - the recipe's Literal forbids it
+        raise MedScopeError(f"unknown method {recipe.method}")
+    if not ex:
+        raise MedScopeError(f"{recipe.method}: no training examples from the allowed views")
+    info["examples"] = len(ex)
+    return ex, info
+
+
+def read_parquet(uri: str):
+    if storage.is_dir(uri):
+        import pyarrow as pa
+
+        return pa.concat_tables([pq.read_table(io.BytesIO(storage.read_bytes(f))) for f in sorted(storage.list_files(uri, suffix=".parquet"))])
+    return pq.read_table(io.BytesIO(storage.read_bytes(uri)))
+
+
+def make_trainer(recipe: TrainRecipe, views_table, rank: int = 0, world: int = 1, device="cpu"):
+    """(trainer, info) for this worker: every worker builds the same examples, keeps its shard."""
+    vlm, model = build_model(recipe)
+    model.to(device)
+    examples, info = build_examples(recipe, views_table, vlm, model)
+    usable = (len(examples) // world) * world or len(examples)  # equal shards: DDP steps in lockstep
+    shard = examples[:usable][rank::world]
+    trainer = trainers.TRAINERS[recipe.method](vlm, model, recipe, shard, device=device)
+    return trainer, info

@@ -1,0 +1,280 @@
+"""One trainer per method (TRL style), each configured by a :class:`TrainRecipe`.
+
+A trainer owns the optimisation loop over its examples; where checkpoints go is the caller's
+business (``on_step`` gets the trainer and can save :meth:`state`). The data order is fixed by
+the seed, so resuming from step ``s`` skips the first ``s`` optimiser steps' examples and
+continues exactly where the killed run was.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import torch
+
+from medscope.seeding import derive_seed
+from medscope.training import data, losses
+from medscope.training import trajectories as tj
+from medscope.training.recipes import TrainRecipe
+from medscope.training.vlm import VLM, collate, encode, sequence_logps, to_device, token_nll
+
+
+def single_turn(view: dict, reply: str, system: str = tj.SYSTEM_PROMPT) -> list[dict]:
+    """The one-turn chat used for decision log-odds and preference pairs."""
+    return [
+        {"role": "system", "text": system, "image": None},
+        {"role": "user", "text": view["question"], "image": view["image"]},
+        {"role": "assistant", "text": reply, "image": None},
+    ]
+
+
+class BaseTrainer:
+    """Optimiser, schedule (linear warm-up, linear decay), accumulation, checkpoint state."""
+
+    def __init__(self, vlm: VLM, model, recipe: TrainRecipe, examples: list, device="cpu"):
+        self.vlm, self.model, self.recipe, self.examples = vlm, model, recipe, examples
+        self.peft = model  # the unwrapped PEFT model (``model`` may become a DDP wrapper)
+        self.engine = None  # a DeepSpeed engine, when the recipe asks for ZeRO
+        self.device = torch.device(device)
+        self.model.to(self.device)
+        self.params = [p for p in model.parameters() if p.requires_grad]
+        self.optimizer = torch.optim.AdamW(self.params, lr=recipe.lr, weight_decay=0.0)
+        total = self.total_steps
+        warm = max(1, int(recipe.warmup_frac * total)) if recipe.warmup_frac else 0
+
+        def factor(step: int) -> float:
+            if warm and step < warm:
+                return (step + 1) / warm
+            return max(0.0, (total - step) / max(1, total - warm))
+
+        self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, factor)
+        self.step = 0
+        self.history: list[dict] = []
+        self.system = tj.PROMPTS[recipe.trajectory.prompt]
+
+    @property
+    def total_steps(self) -> int:
+        per_epoch = math.ceil(len(self.examples) / (self.recipe.batch_size * self.recipe.grad_accum))
+        steps = per_epoch * self.recipe.epochs
+        return min(steps, self.recipe.max_steps) if self.recipe.max_steps else steps
+
+    def micro_batches(self):
+        b = self.recipe.batch_size
+        for _ in range(self.recipe.epochs):
+            for i in range(0, len(self.examples), b):
+                yield self.examples[i : i + b]
+
+    def loss(self, batch: list) -> tuple[torch.Tensor, dict]:
+        raise NotImplementedError
+
+    def state(self) -> dict:
+        from peft import get_peft_model_state_dict
+
+        return {
+            "adapter": get_peft_model_state_dict(self.peft),
+            "optimizer": self.optimizer.state_dict(),
+            "scheduler": self.scheduler.state_dict(),
+            "step": self.step,
+            "history": self.history,
+        }
+
+    def load_state(self, state: dict) -> None:
+        from peft import set_peft_model_state_dict
+
+        set_peft_model_state_dict(self.peft, state["adapter"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.scheduler.load_state_dict(state["scheduler"])
+        self.step = int(state["step"])
+        self.history = list(state.get("history", []))
+
+    def fit(self, on_step: Callable[["BaseTrainer", dict], None] | None = None) -> list[dict]:
+        """Train to ``total_steps`` from ``self.step``; returns the per-step history."""
+        self.model.train()
+        accum = self.recipe.grad_accum
+        skip = self.step * accum  # micro-batches already consumed before a resume
+        acc: list[dict] = []
+        for i, batch in enumerate(self.micro_batches()):
+            if self.step >= self.total_steps:
+                break
+            if i < skip:
+                continue
+            loss, parts = self.loss(batch)
+            if self.engine is not None:  # DeepSpeed accumulates, clips and steps by its config
+                self.engine.backward(loss)
+                self.engine.step()
+            else:
+                (loss / accum).backward()
+            acc.append({"loss": float(loss.detach()), **{k: float(v) for k, v in parts.items()}})
+            if len(acc) == accum:
+                if self.engine is None:
+                    torch.nn.utils.clip_grad_norm_(self.params, 1.0)
+                    self.optimizer.step()
+                    self.optimizer.zero_grad(set_to_none=True)
+                self.scheduler.step()
+                self.step += 1
+                metrics = {k: sum(a[k] for a in acc) / len(acc) for k in acc[0]} | {"step": self.step}
+                self.history.append(metrics)
+                acc = []
+                if on_step:
+                    on_step(self, metrics)
+        return self.history
+
+    def _batch(self, chats: list[list[dict]]) -> dict:
+        return to_device(collate(self.vlm, [encode(self.vlm, c) for c in chats]), self.device)
+
+
+class SFTTrainer(BaseTrainer):
+    """Stage 1 (and the likelihood part of every other stage): token NLL of the trajectories.
+
+    Examples are chats: lists of {role, text, image}; only assistant turns are trained."""
+
+    def loss(self, batch):
+        return token_nll(self.model, self._batch([_chat(e) for e in batch])), {}
+
+
+class RFTTrainer(SFTTrainer):
+    """Stage 2: the same likelihood on kept sampled episodes plus synthetic trajectories; its
+    examples come from :func:`rejection_examples`."""
+
+
+class ReplayTrainer(SFTTrainer):
+    """Stage 3: the same likelihood on the replay mix (see :func:`replay_examples`)."""
+
+
+class DPOTrainer(BaseTrainer):
+    """C2: DPO on single-turn reply pairs; the reference is the starting adapter, whose
+    log-probabilities are computed once before the first update (it never changes)."""
+
+    def __init__(self, vlm, model, recipe, examples, device="cpu"):
+        super().__init__(vlm, model, recipe, examples, device)
+        self.model.eval()
+        with torch.no_grad():
+            for i in range(0, len(examples), recipe.batch_size):
+                part = examples[i : i + recipe.batch_size]
+                c, r = self._pair_logps(part)
+                for e, lc, lr in zip(part, c.tolist(), r.tolist()):
+                    e["ref_chosen"], e["ref_rejected"] = lc, lr
+
+    def _pair_logps(self, part):
+        chats = [single_turn(e["view"], e["chosen"], self.system) for e in part] + [single_turn(e["view"], e["rejected"], self.system) for e in part]
+        logp, _ = sequence_logps(self.model, self._batch(chats))
+        return logp[: len(part)], logp[len(part) :]
+
+    def loss(self, batch):
+        c, r = self._pair_logps(batch)
+        ref_c = torch.tensor([e["ref_chosen"] for e in batch], device=c.device)
+        ref_r = torch.tensor([e["ref_rejected"] for e in batch], device=c.device)
+        loss, margin = losses.dpo_loss(c, r, ref_c, ref_r, self.recipe.dpo.beta)
+        return loss, {"reward_margin": margin.mean(), "pref_acc": (margin > 0).float().mean()}
+
+
+class PairedViewTrainer(BaseTrainer):
+    """C4: trajectory NLL + w·softplus(τ − (s(C) − s(E))) + w·(s(O) − s(C))² + w·first-action term.
+
+    With every weight zero this is the matched-compute control: same cases, same trajectories,
+    no paired-view terms. Examples are {"O", "C", "E", "trajectories", "first_action"} (see
+:func:`paired_examples`).
+    """
+
+    def loss(self, batch):
+        nll = token_nll(self.model, self._batch([_chat(t) for e in batch for t in e["trajectories"]]))
+        p = self.recipe.paired
+        if p.w_margin == 0 and p.w_invariance == 0 and p.w_first_action == 0:
+            return nll, {"nll": nll.detach()}
+        chats = []
+        for e in batch:
+            present, absent = tj.reply_texts(e["O"])  # one reply pair for all three views of the case
+            for k in ("O", "C", "E"):
+                chats += [single_turn(e[k], present, self.system), single_turn(e[k], absent, self.system)]
+            first = e["first_action"]
+            chats += [single_turn(e["O"], first, self.system), single_turn(e["C"], first, self.system)]
+        logp, _ = sequence_logps(self.model, self._batch(chats))
+        logp = logp.view(len(batch), 8)
+        s = logp[:, 0:6:2] - logp[:, 1:6:2]  # columns O, C, E
+        terms = losses.paired_view_terms(s[:, 0], s[:, 1], s[:, 2], logp[:, 6], logp[:, 7], p.tau)
+        total = nll + p.w_margin * terms["margin"] + p.w_invariance * terms["invariance"] + p.w_first_action * terms["first_action"]
+        return total, {"nll": nll.detach(), **{k: v.detach() for k, v in terms.items()}}
+
+
+TRAINERS: dict[str, type[BaseTrainer]] = {
+    "sft": SFTTrainer,
+    "rft": RFTTrainer,
+    "replay": ReplayTrainer,
+    "dpo": DPOTrainer,
+    "paired_view": PairedViewTrainer,
+}
+
+
+def _chat(e) -> list[dict]:
+    return e.messages if isinstance(e, tj.Trajectory) else e
+
+
+# ---------------------------------------------------------------- examples per method
+
+def paired_examples(views: list[dict], recipe: TrainRecipe) -> list[dict]:
+    """C4's cases (seed 000 §3.7): per triplet one trajectory view (O, C or E in turn), plus a
+    lesion-free image's trajectory every third case when natural negatives are allowed; the
+    first action is O's first assistant turn (a tool call when O's trajectory zooms, else its
+    final)."""
+    out = []
+    t = recipe.trajectory
+    kw = dict(small_frac=t.small_frac, p_zoom=t.p_zoom, p_paraphrase=t.p_paraphrase, system=tj.PROMPTS[t.prompt],
+              via_agent_loop=t.prompt == "agent")
+    negatives = data.fixed_draw([v for v in views if v["kind"] == "natural_negative"], None, recipe.draw_seed)
+    for i, trip in enumerate(data.paired_triplets(views)):
+        k = ("O", "C", "E")[i % 3]
+        trajs = [tj.build_trajectory(trip[k], recipe.seed, p_window=t.p_window, **kw)]
+        if i % 3 == 2 and negatives:
+            trajs.append(tj.build_trajectory(negatives[(i // 3) % len(negatives)], recipe.seed, p_window=t.p_window, **kw))
+        o_traj = tj.build_trajectory(trip["O"], recipe.seed, p_window=0.0, **{**kw, "p_paraphrase": 0.0})
+        first = next(m["text"] for m in o_traj.messages if m["role"] == "assistant")
+        out.append({**trip, "trajectories": trajs, "first_action": first})
+    return data.shuffled(out, recipe.seed)
+
+
+def rejection_examples(views: list[dict], sampler, recipe: TrainRecipe) -> tuple[list[list[dict]], dict]:
+    """Stage 2: ``k`` episodes per view at the recipe's temperature; the best successful one
+    is kept, repeated ``failed_repeat`` times when at most ``failed_max_right`` of k were right;
+    then ``synthetic_views`` label-derived trajectories are added. Returns (chats, counts)."""
+    rft = recipe.rft
+    kept, counts = [], {"sampled_views": len(views), "kept": 0, "failed_repeated": 0, "none_right": 0}
+    for v in views:
+        eps = [sampler(v, rft.temperature, derive_seed(recipe.seed, v["view_id"], j)) for j in range(rft.k)]
+        right = [e for e in eps if e.outcome.right]
+        if not right:
+            counts["none_right"] += 1
+            continue
+        best = max(right, key=lambda e: e.outcome.reward)
+        reps = rft.failed_repeat if len(right) <= rft.failed_max_right else 1
+        counts["kept"] += 1
+        counts["failed_repeated"] += int(reps > 1)
+        kept += [best.messages] * reps
+    return kept, counts
+
+
+def rft_view_sample(views: list[dict], recipe: TrainRecipe) -> list[dict]:
+    """The views stage 2 samples on: ``views_per_kind`` per kind, plus the extra lesion-free
+    and erased views of ``extra_per_kind``; drawn by the draw seed."""
+    out = []
+    for kind in sorted({v["kind"] for v in views}):
+        pool = data.fixed_draw([v for v in views if v["kind"] == kind], None, recipe.draw_seed + 1)
+        out += pool[: recipe.rft.views_per_kind + recipe.rft.extra_per_kind.get(kind, 0)]
+    return out
+
+
+def replay_examples(mix: list[dict], recipe: TrainRecipe) -> list[list[dict]]:
+    """Chats for the stage-3 mix: a VQA item is one question and its short answer."""
+    from medscope.agent.actions import FinalAction, format_final
+
+    out = []
+    t = recipe.trajectory
+    for i, m in enumerate(mix):
+        if "view" in m:
+            out.append(tj.build_trajectory(m["view"], derive_seed(recipe.seed, i), small_frac=t.small_frac, p_zoom=t.p_zoom,
+                                           p_window=t.p_window, p_paraphrase=t.p_paraphrase, system=tj.PROMPTS[t.prompt], via_agent_loop=t.prompt == "agent").messages)
+        else:
+            r = m["vqa"]
+            final = format_final(FinalAction("answer", answer=str(r["answer"]), confidence=0.9))
+            out.append(single_turn({"image": r["image"], "question": r["question"]}, final, tj.PROMPTS[t.prompt]))
+    return out

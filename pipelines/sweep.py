@@ -1,0 +1,221 @@
+"""``medscope sweep`` / ``python -m pipelines.sweep --config F``: seeds × ablation arms on Ray Tune.
+
+Each Tune trial builds and fits one TorchTrainer (``pipelines.train``) for an (arm, seed), then
+evaluates the adapter on the evaluation views and scores it. Seeds change LoRA initialisation,
+data order and trajectory sampling only: the draw of views (``draw_seed``) is shared by every
+seed of an arm, and each arm draws only from its allowed view kinds (seed 000 §4.2). The result
+is a table of arms × seeds: per-seed metrics, mean ± sd per arm, and per-seed paired
+differences against the reference arm (the first in the file).
+"""
+
+from __future__ import annotations
+
+import json
+import numpy as np
+import pyarrow as pa
+
+from medscope import config as cfgmod
+from medscope import records, storage
+from medscope.config import StrictModel
+from medscope.errors import MedScopeError
+from medscope.records import VIEW_KINDS
+
+METRICS = ("net_utility", "esg", "ccr", "erased_claims", "healthy_claims")
+
+
+class Arm(StrictModel):
+    name: str
+    allowed_kinds: list[str]
+    match_absent_share_of: str | None = None  # name of the arm whose "absent" share to match
+    overrides: dict = {}  # further recipe fields for this arm
+
+    def model_post_init(self, _ctx) -> None:
+        bad = sorted(set(self.allowed_kinds) - set(VIEW_KINDS))
+        if bad:
+            raise ValueError(f"arm {self.name}: unknown view kind(s) {bad}")
+
+
+class ArmsFile(StrictModel):
+    recipe: str  # the stage recipe every arm shares (same steps, same schedule)
+    seeds: list[int] = [0, 1, 2]
+    arms: list[Arm]
+    eval_split: str = "validation"
+    eval_cases: int | None = None  # evaluate on the views of the first n evaluation cases (by case id)
+    eval_max_turns: int = 4
+    n_boot: int = 2000  # case-bootstrap resamples for each seed pair's paired difference (§3.9)
+    eval_max_new_tokens: int = 128
+
+
+class SweepJob(StrictModel):
+    arms: str  # configs/arms/<file>.yaml
+    views: str  # training views (and evaluation views unless eval_views is given)
+    out: str
+    eval_views: str | None = None
+    max_concurrent: int = 2
+
+
+def load_arms(uri: str) -> ArmsFile:
+    arms = cfgmod.load(ArmsFile, uri)
+    names = [a.name for a in arms.arms]
+    if len(set(names)) != len(names):
+        raise MedScopeError(f"{uri}: arm names must be unique")
+    for a in arms.arms:
+        if a.match_absent_share_of and a.match_absent_share_of not in names:
+            raise MedScopeError(f"{uri}: arm {a.name} matches the absent share of unknown arm {a.match_absent_share_of}")
+    return arms
+
+
+def arm_overrides(arm: Arm, arms: ArmsFile, views: pa.Table, recipe) -> dict:
+    """Recipe fields for this arm; an "absent"-share matched arm gets the share of its reference
+    arm's draw (computed from the same views table, so the match is exact)."""
+    from medscope.training import data
+
+    over = {"allowed_kinds": arm.allowed_kinds, **arm.overrides}
+    if arm.match_absent_share_of:
+        ref = next(a for a in arms.arms if a.name == arm.match_absent_share_of)
+        drawn = data.fixed_draw(data.training_views(views, ref.allowed_kinds), recipe.n_views, recipe.draw_seed)
+        over["match_absent_share"] = data.absent_fraction(drawn)
+    return over
+
+
+def _trial(config: dict) -> None:
+    """One Tune trial: train (arm, seed) on Ray Train, evaluate, score, report."""
+    from ray import tune
+
+    from medscope.training.evaluation import EvalSettings
+    from medscope.training.recipes import TrainRecipe
+    from pipelines.train import TrainJob, build_trainer
+
+    if config.get("s3_endpoint"):
+        storage.configure(s3_endpoint=config["s3_endpoint"])
+    arm, seed = config["arm"], config["seed"]
+    out = storage.join(config["out"], arm, f"seed{seed}")
+    over = json.loads(config["overrides"])[arm]
+    recipe = TrainRecipe.model_validate({**json.loads(config["recipe"]), **over, "seed": seed, "name": f"{arm}-seed{seed}"})
+    ev = EvalSettings(views=config["eval_uri"], split=config["eval_split"], cases=config["eval_cases"],
+                      max_new_tokens=config["eval_max_new_tokens"], max_turns=config["eval_max_turns"])
+    # the Train worker evaluates its own adapter: no second model load in the trial process
+    job = TrainJob(recipe=config["recipe_uri"], views=config["views"], out=out, name=recipe.name, evaluation=ev)
+    result = build_trainer(job, recipe).fit()
+    if result.error:
+        raise RuntimeError(f"{arm} seed {seed}: training failed: {result.error}")
+    summary = json.loads(storage.read_text(storage.join(out, "train_summary.json")))
+    tune.report({**summary["eval"], "arm": arm, "seed": seed, "steps": summary["steps"], "adapter": storage.join(out, "adapter")})
+
+
+def arms_table(results: list[dict], arm_names: list[str], seeds: list[int]) -> tuple[list[dict], str]:
+    """Rows (arm, seed or "mean±sd" / "diff vs <ref>", metric values) and a Markdown rendering."""
+    by = {(r["arm"], r["seed"]): r for r in results}
+    ref = arm_names[0]
+    rows = []
+    for arm in arm_names:
+        per_seed = [by[(arm, s)] for s in seeds if (arm, s) in by]
+        for r in per_seed:
+            rows.append({"arm": arm, "row": f"seed {r['seed']}", **{m: r[m] for m in METRICS}})
+        vals = {m: [r[m] for r in per_seed] for m in METRICS}
+        rows.append({"arm": arm, "row": "mean", **{m: float(np.mean(v)) if v else None for m, v in vals.items()}})
+        rows.append({"arm": arm, "row": "sd", **{m: float(np.std(v, ddof=1)) if len(v) > 1 else None for m, v in vals.items()}})
+        if arm != ref:
+            for s in seeds:
+                if (arm, s) in by and (ref, s) in by:
+                    rows.append({"arm": arm, "row": f"seed {s} - {ref}", **{m: by[(arm, s)][m] - by[(ref, s)][m] for m in METRICS}})
+    fmt = lambda v: "—" if v is None or v != v else f"{v:+.3f}" if v < 0 else f"{v:.3f}"  # noqa: E731
+    md = ["| arm | row | " + " | ".join(METRICS) + " |", "|---|---|" + "---|" * len(METRICS)]
+    md += [f"| {r['arm']} | {r['row']} | " + " | ".join(fmt(r[m]) for m in METRICS) + " |" for r in rows]
+    return rows, "\n".join(md) + "\n"
+
+
+def run(job: SweepJob) -> dict:
+    from ray import tune
+
+    from medscope.training.recipes import load_recipe
+    from pipelines.raycluster import ensure_ray
+    from pipelines.train import ray_storage
+
+    import os
+
+    ensure_ray()
+    arms = load_arms(job.arms)
+    recipe = load_recipe(arms.recipe)
+    views = records.read_table("views", job.views)
+    overrides = {a.name: arm_overrides(a, arms, views, recipe) for a in arms.arms}
+    path, fs = ray_storage(storage.join(job.out, "tune"))
+    space = {
+        "arm": tune.grid_search([a.name for a in arms.arms]),
+        "seed": tune.grid_search(list(arms.seeds)),
+        # JSON strings: Tune prints every config leaf of every trial otherwise
+        "recipe": recipe.model_dump_json(), "recipe_uri": arms.recipe, "overrides": json.dumps(overrides),
+        "views": job.views, "eval_uri": job.eval_views or job.views, "eval_split": arms.eval_split,
+        "eval_cases": arms.eval_cases, "eval_max_new_tokens": arms.eval_max_new_tokens,
+        "eval_max_turns": arms.eval_max_turns, "out": job.out,
+        "s3_endpoint": os.environ.get("AWS_ENDPOINT_URL") or os.environ.get("AWS_ENDPOINT_URL_S3"),
+    }
+    # the trial function only drives its TorchTrainer; the Train worker holds the CPU / GPU
+    tuner = tune.Tuner(
+        tune.with_resources(_trial, {"cpu": 0.01}),
+        param_space=space,
+        tune_config=tune.TuneConfig(max_concurrent_trials=job.max_concurrent),
+        run_config=tune.RunConfig(name="sweep", storage_path=path, storage_filesystem=fs, verbose=1),
+    )
+    grid = tuner.fit()
+    errors = [str(r.error) for r in grid if r.error]
+    results = [r.metrics for r in grid if not r.error and r.metrics]
+    names = [a.name for a in arms.arms]
+    rows, md = arms_table(results, names, list(arms.seeds))
+    table = pa.Table.from_pylist(rows)
+    records_uri = storage.join(job.out, "arms_table.parquet")
+    storage.write_bytes(records_uri, records.to_parquet_bytes(table))
+    storage.write_bytes(storage.join(job.out, "arms_table.md"), md.encode())
+    if errors:
+        raise MedScopeError(f"{len(errors)} of {len(grid)} trials failed; first: {errors[0]}")
+    pairs_uri = seed_pair_tests(job.out, names, list(arms.seeds), arms.n_boot)
+    return {"trials": len(results), "table": records_uri, "markdown": storage.join(job.out, "arms_table.md"),
+            "seed_pairs": pairs_uri, "adapters": sorted(r["adapter"] for r in results)}
+
+
+def seed_pair_tests(out: str, arm_names: list[str], seeds: list[int], n_boot: int) -> str | None:
+    """Every trial's scores in one table, and each arm's per-seed paired bootstrap against the
+    reference arm at the same seed (seed 000 §3.9) through ``medscope.scoring.compare``."""
+    from medscope.scoring.compare import seed_pairs
+
+    parts = []
+    for arm in arm_names:
+        for seed in seeds:
+            uri = storage.join(out, arm, f"seed{seed}", "scores.parquet")
+            if storage.exists(uri):
+                parts.append(records.read_table("scores", uri))
+    if not parts:
+        return None
+    scores = pa.concat_tables(parts)
+    records.write_table("scores", scores, storage.join(out, "scores.parquet"))
+    ref = arm_names[0]
+    pairs = [(f"{arm}-seed{s}", f"{ref}-seed{s}") for arm in arm_names[1:] for s in seeds]
+    if not pairs:
+        return None
+    uri = storage.join(out, "seed_pairs.parquet")
+    records.write_table("metrics", seed_pairs(scores, pairs, n_boot=n_boot), uri)
+    return uri
+
+
+def register(sub) -> None:
+    p = sub.add_parser("sweep", help="seeds x ablation arms on Ray Tune; evaluates and tabulates each adapter")
+    p.add_argument("--arms", required=True, help="configs/arms/<file>.yaml")
+    p.add_argument("--views", required=True, help="views table URI")
+    p.add_argument("--out", required=True, help="output folder URI")
+    p.add_argument("--eval-views", default=None, help="evaluation views (default: --views, validation split)")
+    p.add_argument("--concurrent", type=int, default=2, help="trials at once")
+
+    def go(args):
+        from pipelines.jobs import print_summary
+
+        print_summary(run(SweepJob(arms=args.arms, views=args.views, out=args.out, eval_views=args.eval_views, max_concurrent=args.concurrent)))
+
+    p.set_defaults(func=go)
+
+
+if __name__ == "__main__":
+    import sys
+
+    from pipelines.jobs import job_main
+
+    sys.exit(job_main("sweep", SweepJob, run))

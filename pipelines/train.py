@@ -1,0 +1,228 @@
+"""``medscope train`` / ``python -m pipelines.train --config F``: one training stage on Ray Train.
+
+A TorchTrainer with one worker per GPU (or CPU workers; the code is the same). Checkpoints
+(adapter + optimiser + step) go under ``<out>/ray/<name>`` through Ray Train's storage (any
+URI: a path, file:// or s3://), the final adapter to ``<out>/adapter``. A killed worker is
+restarted by Ray (``max_failures``) and resumes from the latest checkpoint; rerunning the same
+command after the whole job died resumes the same way.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+
+from medscope import config as cfgmod
+from medscope import records, storage
+from medscope.config import StrictModel
+from medscope.errors import MedScopeError
+from medscope.training.evaluation import EvalSettings
+from medscope.training.data import training_views
+from medscope.training.recipes import TrainRecipe, deepspeed_config, load_recipe
+
+VIEW_COLUMNS_FOR_CHECK = ("passed", "split", "kind")
+
+
+class TrainJob(StrictModel):
+    recipe: str  # YAML path / URI
+    views: str  # views table URI
+    out: str  # run folder URI: checkpoints, adapter, summary
+    name: str | None = None  # Ray Train run name (default: the recipe's)
+    num_workers: int = 1
+    use_gpu: bool | None = None  # None = use GPUs when the cluster has them
+    max_failures: int = 2
+    overrides: dict = {}  # recipe fields to override (the sweep sets seed, allowed_kinds ...)
+    evaluation: EvalSettings | None = None  # score the final adapter on these views (validation)
+
+
+def resolve_recipe(job: TrainJob) -> TrainRecipe:
+    base = cfgmod.load_yaml(job.recipe)
+    return cfgmod.parse(TrainRecipe, {**base, **job.overrides}, source=job.recipe)
+
+
+def train_loop_per_worker(cfg: dict) -> None:
+    """Runs in every Ray Train worker."""
+    import ray.train
+    import torch
+    from ray.train import Checkpoint
+
+    from medscope.training.runner import make_trainer
+    from medscope.training.vlm import save_adapter
+
+    recipe = TrainRecipe.model_validate(cfg["recipe"])
+    if cfg.get("s3_endpoint"):
+        storage.configure(s3_endpoint=cfg["s3_endpoint"])
+    ctx = ray.train.get_context()
+    rank, world = ctx.get_world_rank(), ctx.get_world_size()
+    device = ray.train.torch.get_device() if torch.cuda.is_available() else torch.device("cpu")
+    views = records.read_table("views", cfg["views"])
+    trainer, info = make_trainer(recipe, views, rank, world, device)
+    if recipe.deepspeed is not None:
+        import deepspeed
+
+        # ZeRO shards optimiser state (and, at stage 3, parameters): the engine runs forward,
+        # backward and step; the trainer's LambdaLR keeps driving the wrapped AdamW's lr.
+        # Only the config is tested here (no CUDA); see README "Training".
+        trainer.engine, trainer.optimizer, _, _ = deepspeed.initialize(
+            model=trainer.model, optimizer=trainer.optimizer, config=deepspeed_config(recipe.deepspeed, recipe.batch_size, recipe.grad_accum)
+        )
+        trainer.model = trainer.engine
+    elif world > 1:
+        trainer.model = ray.train.torch.prepare_model(trainer.model)
+
+    resumed_from = 0
+    ckpt = ray.train.get_checkpoint()
+    if ckpt:
+        with ckpt.as_directory() as d:
+            trainer.load_state(torch.load(os.path.join(d, "state.pt"), map_location=device, weights_only=False))
+        resumed_from = trainer.step
+
+    def on_step(tr, metrics):
+        last = tr.step >= tr.total_steps
+        metrics = {**metrics, "resumed_from": resumed_from, "total_steps": tr.total_steps}
+        if tr.step % recipe.checkpoint_every and not last:
+            ray.train.report(metrics)
+            return
+        with tempfile.TemporaryDirectory() as tmp:
+            if rank == 0:
+                torch.save(tr.state(), os.path.join(tmp, "state.pt"))
+            ray.train.report(metrics, checkpoint=Checkpoint.from_directory(tmp) if rank == 0 else None)
+        if rank == 0:  # a small progress file, for people (and the resume test) to watch
+            storage.write_bytes(storage.join(cfg["out"], "progress.json"),
+                                json.dumps({"step": tr.step, "pid": os.getpid(), "resumed_from": resumed_from}).encode())
+
+    trainer.fit(on_step)
+    if rank == 0:
+        save_adapter(trainer.peft, storage.join(cfg["out"], "adapter"))
+        summary = {"recipe": recipe.name, "method": recipe.method, "seed": recipe.seed, "steps": trainer.step,
+                   "resumed_from": resumed_from, "first_loss": trainer.history[0]["loss"] if trainer.history else None,
+                   "last_loss": trainer.history[-1]["loss"] if trainer.history else None, **info}
+        if cfg.get("evaluation"):
+            from medscope.training.evaluation import evaluate_model, select_eval_views
+
+            ev = EvalSettings.model_validate(cfg["evaluation"])
+            eval_views = select_eval_views(records.read_table("views", ev.views).to_pylist(), ev.split, ev.cases)
+            metrics, rows = evaluate_model(trainer.vlm, trainer.peft, recipe.trajectory.prompt, eval_views, ev, recipe.name)
+            records.write_table("scores", rows, storage.join(cfg["out"], "scores.parquet"))
+            summary["eval"] = metrics
+        storage.write_bytes(storage.join(cfg["out"], "train_summary.json"), json.dumps(summary, indent=2).encode())
+
+
+def ray_storage(uri: str):
+    """(storage_path, storage_filesystem) for Ray Train: local paths as they are, anything else
+    (s3://, memory-less remote) through a pyarrow wrapper of our fsspec filesystem, so the
+    endpoint and credentials are the ones ``medscope.storage`` uses."""
+    if storage.protocol(uri) == "file":
+        return storage.filesystem(uri)[1], None
+    if storage.protocol(uri) == "memory":
+        raise MedScopeError("Ray Train checkpoints need shared storage: use a path or s3:// for --out")
+    from pyarrow.fs import FSSpecHandler, PyFileSystem
+
+    fs, path = storage.filesystem(uri)
+    return path, PyFileSystem(FSSpecHandler(fs))
+
+
+def build_trainer(job: TrainJob, recipe: TrainRecipe | None = None):
+    """The TorchTrainer for ``job`` (not yet fitted)."""
+    from ray.train import CheckpointConfig, FailureConfig, RunConfig, ScalingConfig
+    from ray.train.torch import TorchTrainer
+
+    from pipelines.raycluster import cluster_gpus
+
+    recipe = recipe or resolve_recipe(job)
+    use_gpu = cluster_gpus() > 0 if job.use_gpu is None else job.use_gpu
+    path, fs = ray_storage(storage.join(job.out, "ray"))
+    # workers may have been started before this process set its S3 endpoint; hand it over
+    endpoint = os.environ.get("AWS_ENDPOINT_URL") or os.environ.get("AWS_ENDPOINT_URL_S3")
+    return TorchTrainer(
+        train_loop_per_worker,
+        train_loop_config={"recipe": recipe.model_dump(), "views": job.views, "out": job.out, "s3_endpoint": endpoint,
+                           "evaluation": job.evaluation.model_dump() if job.evaluation else None},
+        scaling_config=ScalingConfig(num_workers=job.num_workers, use_gpu=use_gpu),
+        run_config=RunConfig(
+            name=job.name or recipe.name,
+            storage_path=path,
+            storage_filesystem=fs,
+            failure_config=FailureConfig(max_failures=job.max_failures),
+            checkpoint_config=CheckpointConfig(num_to_keep=2),
+        ),
+    )
+
+
+def run(job: TrainJob) -> dict:
+    from pipelines.raycluster import ensure_ray
+
+    ensure_ray()
+    recipe = resolve_recipe(job)
+    if not storage.exists(job.views):
+        raise MedScopeError(f"no views table at {job.views}")
+    # Checked on the driver so that unusable input fails once, in one line, instead of in
+    # every worker restart that Ray Train's failure policy would attempt.
+    training_views(records.read_table("views", job.views, columns=list(VIEW_COLUMNS_FOR_CHECK)),
+                   recipe.allowed_kinds)
+    result = build_trainer(job, recipe).fit()
+    if result.error:
+        raise MedScopeError(f"training failed: {result.error}")
+    return json.loads(storage.read_text(storage.join(job.out, "train_summary.json"))) | {"adapter": storage.join(job.out, "adapter")}
+
+
+def select_stages(runs: dict[str, str], out: str, previous: str | None = None) -> dict:
+    """Apply the §3.6 rule to the validation metrics each stage's run recorded (``evaluation``
+    in its job), and write ``selection.json`` with the choice and the numbers behind it."""
+    from medscope.training.selection import select_stage
+
+    def uh(run: str) -> dict:
+        summary = json.loads(storage.read_text(storage.join(run, "train_summary.json")))
+        if "eval" not in summary:
+            raise MedScopeError(f"{run} has no validation metrics: train it with an `evaluation:` block")
+        return {"U": summary["eval"]["net_utility"], "H": summary["eval"]["healthy_claims"]}
+
+    sel = select_stage({name: uh(run) for name, run in runs.items()}, previous=uh(previous) if previous else None)
+    record = {"chosen": sel.chosen, "adapter": storage.join(runs.get(sel.chosen, previous or ""), "adapter"),
+              "reasons": sel.reasons, "numbers": sel.numbers, "runs": runs}
+    storage.write_bytes(out, json.dumps(record, indent=2).encode())
+    return record
+
+
+def register(sub) -> None:
+    s = sub.add_parser("train-select", help="pick the training stage by the pre-registered §3.6 rule")
+    s.add_argument("--run", action="append", required=True, metavar="STAGE=URI",
+                   help="a stage's run folder, in stage order (e.g. stage1=s3://.../stage1)")
+    s.add_argument("--previous", default=None, help="run folder of the previous release (amendment 1)")
+    s.add_argument("--out", required=True, help="where to write selection.json")
+
+    def pick(args):
+        from pipelines.jobs import print_summary
+
+        runs = dict(r.split("=", 1) for r in args.run)
+        print_summary(select_stages(runs, args.out, args.previous))
+
+    s.set_defaults(func=pick)
+
+    p = sub.add_parser("train", help="train one LoRA stage (recipe YAML) on Ray Train")
+    p.add_argument("--recipe", required=True, help="configs/train/<recipe>.yaml")
+    p.add_argument("--views", required=True, help="views table URI")
+    p.add_argument("--out", required=True, help="run folder URI (checkpoints, adapter)")
+    p.add_argument("--workers", type=int, default=1, help="Ray Train workers (one per GPU)")
+    p.add_argument("--seed", type=int, default=None, help="override the recipe's seed")
+    p.add_argument("--init-adapter", default=None, help="continue from this adapter (stages 2, 3, DPO, C4)")
+    p.add_argument("--eval-views", default=None, help="score the final adapter on this views table's validation split")
+
+    def go(args):
+        from pipelines.jobs import print_summary
+
+        over = {k: v for k, v in {"seed": args.seed, "init_adapter": args.init_adapter}.items() if v is not None}
+        ev = EvalSettings(views=args.eval_views) if args.eval_views else None
+        print_summary(run(TrainJob(recipe=args.recipe, views=args.views, out=args.out, num_workers=args.workers,
+                                   overrides=over, evaluation=ev)))
+
+    p.set_defaults(func=go)
+
+
+if __name__ == "__main__":
+    import sys
+
+    from pipelines.jobs import job_main
+
+    sys.exit(job_main("train", TrainJob, run))

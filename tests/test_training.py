@@ -1,0 +1,487 @@
+"""Training library on CPU with the tiny Qwen2-VL: trajectories, draws, LoRA, losses, trainers,
+selection (seed 000 §3.5-§3.7). Expected values are worked out by hand from the definitions."""
+
+from __future__ import annotations
+
+import glob
+import math
+
+import numpy as np
+import pyarrow as pa
+import pytest
+import torch
+
+from medscope import images, records
+from medscope.agent.actions import FinalAction, ToolCall
+from medscope.errors import MedScopeError
+from medscope.training import data, losses, selection, synthetic, trainers
+from medscope.training import trajectories as tj
+from medscope.training.episodes import parse_action, view_reward
+from medscope.training.recipes import DeepSpeedSettings, LoraSettings, TrainRecipe, deepspeed_config, load_recipe
+from medscope.training.vlm import apply_lora, build_base, collate, encode, sequence_logps, token_nll
+
+
+def parse(text):
+    """The evaluation parser once merged; until then the strict tag + JSON reader."""
+    try:
+        from medscope.agent.parser import parse_reply  # type: ignore
+    except ImportError:
+        return parse_action(text)
+    reply = parse_reply(text)
+    return reply.final if reply.kind == "final" else reply.tool
+
+
+@pytest.fixture(scope="module")
+def views():
+    return synthetic.synthetic_views(9, seed=3)
+
+
+@pytest.fixture(scope="module")
+def many_views():
+    return synthetic.synthetic_views(60, seed=5, size=48)
+
+
+def small_recipe(**kw) -> TrainRecipe:
+    base = dict(name="t", n_views=None, batch_size=2, lr=1e-2, warmup_frac=0.0, trajectory={"prompt": "short"},
+                lora={"r": 8, "alpha": 16, "dropout": 0.0})
+    return TrainRecipe.model_validate({**base, **kw})
+
+
+# ---------------------------------------------------------------- trajectories
+
+def test_trajectories_parse_back_to_the_expected_action(views):
+    for v in views:
+        traj = tj.build_trajectory(v, seed=0)
+        assistant = [m["text"] for m in traj.messages if m["role"] == "assistant"]
+        *tools, final = assistant
+        assert [parse(t) for t in tools] == traj.tools
+        got = parse(final)
+        assert isinstance(got, FinalAction)
+        if v["expected"] == "clarify":
+            assert got.action == "clarify"
+            continue
+        x1, y1, x2, y2 = v["lesion_bbox"] or (0, 0, 0, 0)
+        want_box = tuple(round(c * 1000 / 64) for c in (x1, y1, x2, y2))
+        if v["expected"] == "present":
+            assert (got.answer, got.box) == ("Yes", want_box)
+        else:
+            assert (got.answer, got.box) == ("No", None)
+        # the label-derived answer earns the full reward under Table 2 (+0.5 box bonus on O / R)
+        bonus = 0.5 if v["kind"] in ("original", "random_removal", "unmatched_control", "insertion") else 0.0
+        assert view_reward(v, got, len(tools)).reward == pytest.approx(1.0 + bonus - 0.05 * max(0, len(tools) - 1))
+
+
+def test_answer_conventions_for_health_and_open_questions():
+    assert tj.expected_final("present", "health", "mass", (1, 2, 3, 4)).answer == "No"
+    assert tj.expected_final("absent", "health", "mass", None).answer == "Yes"
+    assert tj.expected_final("absent", "open", "mass", None).answer == "No abnormality"
+    assert tj.expected_final("present", "open", "mass", (1, 2, 3, 4)).answer == "Mass"
+
+
+def test_small_lesions_are_always_zoomed_inside_a_box_that_holds_the_lesion(many_views):
+    small = [v for v in many_views if v["lesion_bbox"] and v["lesion_area_frac"] < 0.02 and v["expected"] != "clarify"]
+    assert len(small) > 10
+    for v in small:
+        traj = tj.build_trajectory(v, seed=1, p_zoom=0.0, p_window=0.0)
+        zooms = [t for t in traj.tools if t.name == "zoom"]
+        assert len(zooms) == 1
+        lx1, ly1, lx2, ly2 = tj.box_to_1000(v["lesion_bbox"], v["width"], v["height"])
+        zx1, zy1, zx2, zy2 = zooms[0].box
+        assert zx1 <= lx1 and zy1 <= ly1 and zx2 >= lx2 and zy2 >= ly2 and 0 <= zx1 and zx2 <= 1000
+
+
+def test_windowing_share_and_only_on_grayscale(many_views):
+    usable = [v for v in many_views if v["expected"] != "clarify"]
+    rate = np.mean([any(t.name == "window" for t in tj.build_trajectory(v, seed=2).tools) for v in usable])
+    assert 0.2 < rate < 0.4  # 30% of grey-scale images, binomial with n ~ 300
+    rgb = dict(usable[0], image=images.encode_png(np.dstack([np.full((32, 32), c, np.uint8) for c in (10, 80, 200)])))
+    assert not any(t.name == "window" for t in tj.build_trajectory(rgb, seed=2, p_window=1.0).tools)
+
+
+def test_paraphrases_half_of_questions_and_held_out_wordings_never_train(many_views):
+    from medscope.seeding import rng_for
+
+    picks = [tj.paraphrase("Is there a nodule?", "nodule", "presence", rng_for(s, i), 0.5)[1] for i in range(1000) for s in range(2)]
+    share = np.mean([p is not None for p in picks])
+    assert 0.46 < share < 0.54  # binomial(2000, 0.5): sd 0.011
+    assert {p for p in picks if p is not None} == {0, 1, 2, 3}
+    from medscope.agent.prompts import load_templates
+
+    health = load_templates().paraphrases["health"]
+    q, i = tj.paraphrase("Is the liver healthy?", "mass", "health", rng_for(0, 0), 1.0)
+    assert q == health.train[i] and q not in health.test
+    trajs = [tj.build_trajectory(v, seed=s, p_zoom=0.0, p_window=0.0) for v in many_views[:60] for s in range(2)]
+    held = {p.format(finding="nodule") for p in tj.HELD_OUT_PARAPHRASES}
+    train = {p.format(finding="nodule") for p in tj.TRAIN_PARAPHRASES}
+    asked = {t.question for t in trajs}
+    assert not asked & held and train <= asked
+    assert len(tj.TRAIN_PARAPHRASES) == 4 and len(tj.HELD_OUT_PARAPHRASES) == 3
+    assert tj.held_out_question("nodule", 1) == tj.HELD_OUT_PARAPHRASES[1].format(finding="nodule")
+
+
+def test_trajectories_are_deterministic_per_seed_and_vary_across_seeds(many_views):
+    def texts(seed):
+        out = []
+        for v in many_views[:30]:
+            t = tj.build_trajectory(v, seed=seed)
+            out.append([m["text"] for m in t.messages])
+        return out
+
+    a = texts(0)
+    assert a == texts(0) and a != texts(1)
+
+
+# ---------------------------------------------------------------- draws and mixes
+
+def test_fixed_draw_is_shared_by_seeds_and_small_lesions_repeat_twice(many_views):
+    r0, r1 = small_recipe(n_views=40, seed=0), small_recipe(n_views=40, seed=1)
+    t0, t1 = data.sft_trajectories(many_views, r0), data.sft_trajectories(many_views, r1)
+    assert sorted(t.view_id for t in t0) == sorted(t.view_id for t in t1)  # same draw
+    assert [t.view_id for t in t0] != [t.view_id for t in t1]  # different order
+    drawn = data.fixed_draw(many_views, 40, 0)
+    n_small = sum(1 for v in drawn if v["lesion_bbox"] and v["lesion_area_frac"] < 0.02)
+    assert len(t0) == 40 + n_small and n_small > 0
+
+
+def test_absent_share_matching_reaches_the_reference_share(many_views):
+    without = [v for v in many_views if v["kind"] in ("original", "degraded", "natural_negative")]
+    target = data.absent_fraction([v for v in many_views if v["kind"] != "unmatched_control"])
+    matched = data.match_absent_share(without, target)
+    assert data.absent_fraction(matched) >= target
+    assert data.absent_fraction(matched[:-1]) < target  # the smallest number of repeats
+    assert {v["kind"] for v in matched[len(without):]} == {"natural_negative"}
+
+
+def test_dpo_pairs_follow_the_c2_polarities(views):
+    pairs = data.dpo_pairs(views)
+    by_kind = {}
+    for p in pairs:
+        by_kind.setdefault(p["view"]["kind"], []).append(p)
+    assert set(by_kind) == {"target_removal", "original", "natural_negative"}
+    for kind, ps in by_kind.items():
+        for p in ps:
+            chosen = parse(p["chosen"])
+            want = "Yes" if kind == "original" else "No"
+            assert chosen.answer == want and parse(p["rejected"]).answer != want
+    erased = by_kind["target_removal"][0]
+    assert parse(erased["rejected"]).box is not None  # the finding with its former box
+
+
+def _vqa_table(n_each: int, eval_png: bytes) -> pa.Table:
+    rng = np.random.default_rng(0)
+    rows = []
+    for i in range(n_each):
+        img = images.encode_png(rng.integers(0, 255, (32, 32), dtype=np.uint8))
+        rows.append({"image": img, "question": "Is the liver healthy?", "answer": "Yes"})
+        rows.append({"image": img, "question": "Is there a fracture?", "answer": "yes"})
+    for i in range(2):
+        img = images.encode_png(rng.integers(0, 255, (32, 32), dtype=np.uint8))
+        rows.append({"image": img, "question": "Is the lung healthy?", "answer": "No"})
+    rows.append({"image": eval_png, "question": "Is there a mass?", "answer": "No"})
+    return pa.Table.from_pylist(rows)
+
+
+def test_replay_mix_excludes_eval_near_copies_balances_health_and_meets_absent_share(views):
+    eval_png = views[0]["image"]
+    settings = small_recipe().replay.model_copy(update={"n_items": 40, "vqa_share": 0.5})
+    items, rejects = data.vqa_items(_vqa_table(6, eval_png), [eval_png], settings, seed=0)
+    assert len(rejects) == 1 and rejects[0]["reason"] == "near_copy_of_eval_image"
+    assert all(r["image"] != eval_png for r in items)
+    health = [r for r in items if data.is_health(r["question"])]
+    assert sum(r["answer"] == "Yes" for r in health) == sum(r["answer"] == "No" for r in health) == 2
+    only_present = [v for v in views if v["expected"] != "absent"] + [v for v in views if v["expected"] == "absent"][:1]
+    mix = data.replay_mix(only_present, items, settings, seed=0)
+    assert len(mix) == 40 and data.absent_share(mix) >= 0.35
+
+
+# ---------------------------------------------------------------- model, LoRA, losses
+
+@pytest.fixture(scope="module")
+def tiny():
+    return build_base("tiny", seed=0)
+
+
+def test_lora_adapter_has_the_configured_rank_alpha_dropout_and_spares_the_vision_tower(tiny):
+    import copy
+
+    model = apply_lora(copy.deepcopy(tiny.model), LoraSettings(), seed=0)
+    cfg = model.peft_config["default"]
+    assert (cfg.r, cfg.lora_alpha, cfg.lora_dropout) == (16, 32, 0.05)
+    lora_modules = [n for n, m in model.named_modules() if hasattr(m, "lora_A") and "default" in m.lora_A]
+    assert lora_modules and not [n for n in lora_modules if "visual" in n]
+    for suffix in ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"):
+        assert sum(n.endswith(suffix) for n in lora_modules) == tiny.model.config.text_config.num_hidden_layers
+    layer = model.get_submodule(lora_modules[0])
+    assert layer.lora_A["default"].weight.shape[0] == 16 and layer.scaling["default"] == pytest.approx(32 / 16)
+    assert layer.lora_dropout["default"].p == 0.05
+    trainable = [n for n, p in model.named_parameters() if p.requires_grad]
+    assert trainable and all("lora_" in n and "visual" not in n for n in trainable)
+
+
+def test_labels_cover_only_assistant_turns(tiny, views):
+    traj = tj.build_trajectory(views[1], seed=0, system=tj.SHORT_PROMPT)
+    enc = encode(tiny, traj.messages)
+    trained = tiny.tokenizer.decode([t for t in enc["labels"].tolist() if t != -100])
+    want = "".join(m["text"] + "<|im_end|>" for m in traj.messages if m["role"] == "assistant")
+    assert trained == want
+
+
+def test_sft_loss_falls_on_a_fixed_batch(tiny, views):
+    import copy
+
+    recipe = small_recipe(max_steps=6)
+    traj = [tj.build_trajectory(v, seed=0, system=tj.SHORT_PROMPT) for v in views[:2]]
+    model = apply_lora(copy.deepcopy(tiny.model), recipe.lora, seed=0)
+    tr = trainers.SFTTrainer(tiny, model, recipe, traj * 6)
+    hist = tr.fit()
+    assert len(hist) == 6 and tr.step == 6
+    losses_ = [h["loss"] for h in hist]
+    assert all(b < a for a, b in zip(losses_, losses_[1:]))  # every step on the same batch lowers it
+    assert losses_[-1] < losses_[0] - 0.15
+
+
+def test_c4_terms_match_hand_computation():
+    s_o, s_c, s_e = torch.tensor([1.0, 0.5]), torch.tensor([0.0, 2.0]), torch.tensor([-1.0, 1.5])
+    f_o, f_c = torch.tensor([-3.0, -2.0]), torch.tensor([-2.5, -2.0])
+    t = losses.paired_view_terms(s_o, s_c, s_e, f_o, f_c, tau=2.0)
+    # case 1: C−E = 1 -> softplus(1) = ln(1+e); case 2: C−E = 0.5 -> softplus(1.5)
+    assert t["margin"].item() == pytest.approx((math.log1p(math.e) + math.log1p(math.exp(1.5))) / 2, rel=1e-6)
+    assert t["invariance"].item() == pytest.approx((1.0 + 2.25) / 2)
+    assert t["first_action"].item() == pytest.approx((0.25 + 0.0) / 2)
+    lp, la = torch.tensor([-2.0]), torch.tensor([-5.0])
+    assert losses.decision_logodds(lp, la).item() == pytest.approx(3.0)
+
+
+def test_dpo_loss_matches_hand_computation():
+    loss, margin = losses.dpo_loss(torch.tensor([-10.0]), torch.tensor([-12.0]), torch.tensor([-11.0]), torch.tensor([-11.0]), beta=0.1)
+    # margin = 0.1 * ((−10 + 11) − (−12 + 11)) = 0.2
+    assert margin.item() == pytest.approx(0.2)
+    assert loss.item() == pytest.approx(math.log1p(math.exp(-0.2)), rel=1e-6)
+
+
+def test_dpo_trainer_runs_a_step_from_the_reference(tiny, views):
+    import copy
+
+    recipe = small_recipe(method="dpo", max_steps=2, lr=5e-3, dpo={"beta": 0.1})
+    pairs = data.dpo_pairs(views)[:2] * 2  # the same two pairs twice: step 2 sees step 1's pairs
+    model = apply_lora(copy.deepcopy(tiny.model), recipe.lora, seed=0)
+    model.eval()  # dropout 0: the reference log-probs equal the policy's before any update
+    tr = trainers.DPOTrainer(tiny, model, recipe, [dict(p) for p in pairs])
+    hist = tr.fit()
+    assert hist[0]["loss"] == pytest.approx(math.log(2), abs=1e-4)  # policy == reference
+    assert hist[0]["reward_margin"] == pytest.approx(0.0, abs=1e-4)
+    assert tr.step == 2 and hist[1]["reward_margin"] > 0  # the update moved towards the chosen
+
+
+def test_paired_view_trainer_adds_c4_terms_and_control_is_plain_nll(tiny, views):
+    import copy
+
+    ex = trainers.paired_examples(views, small_recipe())
+    assert ex and all({"O", "C", "E", "trajectories", "first_action"} <= set(e) for e in ex)
+    # one trajectory view per case, plus a lesion-free image every third case
+    assert sorted(len(e["trajectories"]) for e in ex) == [1] * (len(ex) - len(ex) // 3) + [2] * (len(ex) // 3)
+    assert all(e["trajectories"][1].kind == "natural_negative" for e in ex if len(e["trajectories"]) == 2)
+    model = apply_lora(copy.deepcopy(tiny.model), LoraSettings(r=8, alpha=16, dropout=0.0), seed=0).eval()
+    control = trainers.PairedViewTrainer(tiny, model, small_recipe(method="paired_view", paired={"w_margin": 0, "w_invariance": 0, "w_first_action": 0}), ex[:2])
+    loss, _ = control.loss(ex[:2])
+    nll = token_nll(model, collate(tiny, [encode(tiny, t.messages) for e in ex[:2] for t in e["trajectories"]]))
+    assert loss.item() == pytest.approx(nll.item(), rel=1e-5)
+    full = trainers.PairedViewTrainer(tiny, model, small_recipe(method="paired_view"), ex[:2])
+    loss2, parts = full.loss(ex[:2])
+    want = parts["nll"] + 0.5 * (parts["margin"] + parts["invariance"] + parts["first_action"])
+    assert loss2.item() == pytest.approx(want.item(), rel=1e-5) and parts["margin"] > 0
+
+
+def test_sequence_logps_equal_a_manual_sum(tiny, views):
+    chat = trainers.single_turn(views[0], 'Yes <final>{"action": "refer", "reason": "x"}</final>', tj.SHORT_PROMPT)
+    batch = collate(tiny, [encode(tiny, chat)])
+    lp, n = sequence_logps(tiny.model, batch)
+    logits = tiny.model(**{k: v for k, v in batch.items() if k != "labels"}).logits[0].float()
+    ids, labels = batch["input_ids"][0], batch["labels"][0]
+    manual = sum(torch.log_softmax(logits[i - 1], -1)[ids[i]].item() for i in range(1, len(ids)) if labels[i] != -100)
+    assert lp.item() == pytest.approx(manual, rel=1e-4) and n.item() == int((labels != -100).sum())
+
+
+# ---------------------------------------------------------------- recipes and selection
+
+def test_every_recipe_and_arms_file_validates():
+    from pipelines.sweep import load_arms
+
+    for path in glob.glob("configs/train/*.yaml"):
+        load_recipe(path)
+    for path in glob.glob("configs/arms/*.yaml"):
+        load_arms(path)
+    stage1 = load_recipe("configs/train/stage1_sft.yaml")
+    assert (stage1.lora.r, stage1.lora.alpha, stage1.lora.dropout, stage1.lr) == (16, 32, 0.05, 2e-4)
+    assert load_recipe("configs/train/dpo_c2.yaml").dpo.beta == 0.1
+
+
+def test_bad_recipe_is_a_clear_error(tmp_path):
+    p = tmp_path / "bad.yaml"
+    p.write_text("name: x\nallowed_kinds: [original, erased]\n")
+    with pytest.raises(MedScopeError, match="erased"):
+        load_recipe(str(p))
+    p.write_text("name: x\nlora: {rank: 8}\n")
+    with pytest.raises(MedScopeError, match="lora.rank"):
+        load_recipe(str(p))
+
+
+def test_deepspeed_zero_config_builds():
+    from deepspeed.runtime.config import DeepSpeedConfig
+
+    cfg = deepspeed_config(DeepSpeedSettings(stage=2, offload_optimizer=True), batch_size=4, grad_accum=2)
+    ds = DeepSpeedConfig(cfg)
+    assert ds.zero_optimization_stage == 2 and ds.train_batch_size == 8 and ds.bfloat16_config.enabled
+    assert ds.zero_config.offload_optimizer.device == "cpu"
+
+
+def test_selection_rule_reproduces_the_paper_and_its_fallbacks():
+    paper = {"stage1": {"U": 0.585, "H": 0.136}, "stage2": {"U": 0.610, "H": 0.127}, "stage3": {"U": 0.613, "H": 0.077}}
+    sel = selection.select_stage(paper, previous={"U": 0.593, "H": 0.082})
+    assert sel.chosen == "stage3" and any("stage3 vs stage2" in r and "True; H" in r for r in sel.reasons)
+    worse3 = dict(paper, stage3={"U": 0.589, "H": 0.077})  # U3 < U2 − 0.02
+    assert selection.select_stage(worse3).chosen == "stage2"
+    worse2 = dict(worse3, stage2={"U": 0.610, "H": 0.160})  # H2 > H1 + 0.02, and U3 vs U2 fails
+    assert selection.select_stage(worse2).chosen == "stage1"
+    assert selection.select_stage(paper, previous={"U": 0.64, "H": 0.05}).chosen == "previous"
+
+
+def test_job_configs_validate():
+    from medscope import config as cfgmod
+    from pipelines.sweep import SweepJob
+    from pipelines.train import TrainJob, resolve_recipe
+
+    for path in glob.glob("configs/train/jobs/*.yaml"):
+        model = SweepJob if "sweep" in path else TrainJob
+        job = cfgmod.load(model, path)
+        if model is TrainJob:
+            assert resolve_recipe(job).name
+
+
+def test_cli_verbs_parse():
+    from pipelines.cli import build_parser
+
+    args = build_parser().parse_args(["train", "--recipe", "configs/train/smoke.yaml", "--views", "v", "--out", "o", "--seed", "3"])
+    assert (args.verb, args.recipe, args.seed) == ("train", "configs/train/smoke.yaml", 3) and callable(args.func)
+    args = build_parser().parse_args(["sweep", "--arms", "configs/arms/smoke.yaml", "--views", "v", "--out", "o"])
+    assert (args.verb, args.arms) == ("sweep", "configs/arms/smoke.yaml") and callable(args.func)
+
+
+def test_rejection_sampling_keeps_the_best_right_episode_and_repeats_mostly_failed_views(views):
+    from medscope.training.episodes import Episode, Outcome
+
+    plan = {  # view index -> (correct, reward) of its k = 4 samples
+        0: [(False, -2.0), (True, 1.0), (True, 1.5), (False, -1.0)],  # 2 of 4 right: best kept x3
+        1: [(True, 1.0), (True, 1.2), (True, 1.0), (True, 0.5)],  # 4 of 4: best kept once
+        2: [(False, -2.0)] * 4,  # none right: dropped
+    }
+    index = {views[i]["view_id"]: i for i in plan}
+    calls = []
+
+    def sampler(view, temperature, seed):
+        j = sum(1 for c in calls if c[0] == view["view_id"])
+        calls.append((view["view_id"], temperature, seed))
+        ok, r = plan[index[view["view_id"]]][j]
+        return Episode(view, [{"role": "assistant", "text": f"{view['view_id']}:{r}", "image": None}], None, 0,
+                       Outcome("answer", None, ok, r, 0, right=ok))
+
+    recipe = small_recipe(method="rft")
+    kept, counts = trainers.rejection_examples([views[i] for i in plan], sampler, recipe)
+    texts = [k[0]["text"] for k in kept]
+    assert texts == [f"{views[0]['view_id']}:1.5"] * 3 + [f"{views[1]['view_id']}:1.2"]
+    assert counts == {"sampled_views": 3, "kept": 2, "failed_repeated": 1, "none_right": 1}
+    assert {t for _, t, _ in calls} == {1.2} and len({s for *_, s in calls}) == 12  # k distinct seeds per view
+
+
+def test_every_method_builds_examples_from_a_views_table(tiny, views, tmp_path):
+    from medscope.training import runner
+
+    table = records.to_table("views", views)
+    eval_uri = str(tmp_path / "eval.parquet")
+    records.write_table("views", synthetic.synthetic_views(2, seed=9, split="test"), eval_uri)
+    vqa_uri = str(tmp_path / "vqa.parquet")
+    import pyarrow.parquet as pq
+
+    pq.write_table(_vqa_table(3, records.read_table("views", eval_uri).column("image")[0].as_py()), vqa_uri)
+    model = apply_lora(__import__("copy").deepcopy(tiny.model), LoraSettings(r=4, alpha=8), seed=0)
+    common = {"rft": {"k": 2, "views_per_kind": 1, "extra_per_kind": {}, "synthetic_views": 5, "max_turns": 1, "max_new_tokens": 4},
+              "replay": {"vqa_table": vqa_uri, "eval_views": eval_uri, "n_items": 20, "vqa_share": 0.3}}
+    infos = {}
+    for method in ("sft", "dpo", "paired_view", "rft", "replay"):
+        ex, info = runner.build_examples(small_recipe(method=method, **common), table, tiny, model)
+        assert ex and info["examples"] == len(ex)
+        infos[method] = info
+    assert infos["rft"]["sampled_views"] == len({v["kind"] for v in views}) and 5 <= infos["rft"]["synthetic"] <= 10  # small lesions twice
+    assert infos["replay"]["vqa_near_copies_excluded"] == 1 and infos["replay"]["absent_share"] >= 0.35
+    assert infos["paired_view"]["examples"] == len(data.paired_triplets(views))
+
+
+def test_train_select_reads_each_stage_s_validation_numbers(tmp_path):
+    import json
+
+    from pipelines.train import select_stages
+
+    runs = {}
+    for name, (u, h) in {"stage1": (0.585, 0.136), "stage2": (0.610, 0.127), "stage3": (0.613, 0.077)}.items():
+        d = tmp_path / name
+        d.mkdir()
+        (d / "train_summary.json").write_text(json.dumps({"eval": {"net_utility": u, "healthy_claims": h}}))
+        runs[name] = str(d)
+    rec = select_stages(runs, str(tmp_path / "selection.json"))
+    assert rec["chosen"] == "stage3" and rec["adapter"] == str(tmp_path / "stage3" / "adapter")
+    assert json.loads((tmp_path / "selection.json").read_text())["numbers"]["stage2"] == {"U": 0.610, "H": 0.127}
+    (tmp_path / "stage1" / "train_summary.json").write_text("{}")
+    with pytest.raises(MedScopeError, match="no validation metrics"):
+        select_stages(runs, str(tmp_path / "s2.json"))
+
+
+def test_sweep_seed_pairs_are_paired_differences_of_the_scored_trials(tmp_path):
+    from medscope.training.evaluation import score_row
+    from pipelines.sweep import arms_table, seed_pair_tests
+
+    evals = synthetic.synthetic_views(6, seed=4, split="validation")
+    replies = {"yes": FinalAction("answer", answer="Yes"), "no": FinalAction("answer", answer="No")}
+    policy = {("claim", 0): "yes", ("claim", 1): "yes", ("deny", 0): "no", ("deny", 1): "no"}
+    means = {}
+    for (arm, seed), reply in policy.items():
+        rows = [score_row(v, view_reward(v, replies[reply], 0), f"{arm}-seed{seed}", "validation") for v in evals]
+        d = tmp_path / arm / f"seed{seed}"
+        d.mkdir(parents=True)
+        records.write_table("scores", rows, str(d / "scores.parquet"))
+        means[(arm, seed)] = np.mean([r["reward"] for r in rows])
+    uri = seed_pair_tests(str(tmp_path), ["claim", "deny"], [0, 1], n_boot=200)
+    pairs = records.read_table("metrics", uri).to_pylist()
+    nu = {r["model"]: r for r in pairs if r["metric"] == "net_utility" and r["breakdown"] == "all"}
+    assert set(nu) == {"deny-seed0", "deny-seed1"}
+    assert nu["deny-seed0"]["value"] == pytest.approx(means[("deny", 0)] - means[("claim", 0)])
+    assert nu["deny-seed0"]["reference"].startswith("claim-seed0")
+    esg = {r["model"]: r["value"] for r in pairs if r["metric"] == "esg" and r["breakdown"] == "all"}
+    assert esg["deny-seed1"] == pytest.approx(0.0)  # constant policies: ESG 0 for both
+    # the arms table: mean and sd over seeds, per-seed differences
+    results = [{"arm": a, "seed": s, "net_utility": means[(a, s)], "esg": 0.0, "ccr": 0.0, "erased_claims": 0.0,
+                "healthy_claims": 0.0} for a, s in policy]
+    rows, md = arms_table(results, ["claim", "deny"], [0, 1])
+    by = {(r["arm"], r["row"]): r for r in rows}
+    assert by[("deny", "sd")]["net_utility"] == pytest.approx(0.0)
+    assert by[("deny", "seed 1 - claim")]["net_utility"] == pytest.approx(means[("deny", 1)] - means[("claim", 1)])
+    assert "| deny | mean |" in md
+
+
+def test_agent_loop_sampler_runs_the_evaluation_loop_on_the_model_in_training(tiny, views):
+    import copy
+
+    from medscope.agent.prompts import system_prompt
+    from medscope.scoring import costs
+    from medscope.training.episodes import AgentLoopSampler
+
+    model = apply_lora(copy.deepcopy(tiny.model), LoraSettings(r=4, alpha=8), seed=0)
+    sampler = AgentLoopSampler(tiny, model, max_turns=2, max_new_tokens=6)
+    ep = sampler(views[0], temperature=1.2, seed=7)
+    assert ep.messages[0] == {"role": "system", "text": system_prompt("agent"), "image": None}
+    assert ep.messages[1]["image"] is not None and views[0]["question"] in ep.messages[1]["text"]
+    assert [m["text"] for m in ep.messages if m["role"] == "assistant"] == ep.texts and 1 <= len(ep.texts) <= 2
+    if ep.outcome.action == "unparseable":
+        assert ep.outcome.reward == costs.load().unparseable - 0.05 * max(0, ep.tool_calls - 1)
+    assert encode(tiny, ep.messages)["labels"].ne(-100).any()  # the transcript is trainable as is
+    # the same seed samples the same episode
+    assert sampler(views[0], temperature=1.2, seed=7).texts == ep.texts

@@ -1,0 +1,104 @@
+"""Training on the real local Ray cluster: Ray Train with checkpoints on S3 (loopback server)
+resuming after a killed worker, and a Ray Tune sweep of 2 seeds x 2 arms."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import threading
+import time
+
+import pyarrow.parquet as pq
+import pytest
+import yaml
+
+from medscope import records, storage
+from medscope.training import synthetic
+
+
+@pytest.fixture(scope="module")
+def views_uri(tmp_path_factory):
+    uri = str(tmp_path_factory.mktemp("views") / "views.parquet")
+    rows = synthetic.synthetic_views(6, seed=0) + synthetic.synthetic_views(3, seed=1, split="validation")
+    records.write_table("views", rows, uri)
+    return uri
+
+
+def _recipe(tmp_path, **kw) -> str:
+    base = yaml.safe_load(open("configs/train/smoke.yaml"))
+    path = tmp_path / "recipe.yaml"
+    path.write_text(yaml.safe_dump({**base, **kw}))
+    return str(path)
+
+
+def test_killed_worker_resumes_from_its_checkpoint_on_s3(ray_cluster, s3_bucket, views_uri, tmp_path):
+    from medscope.training.vlm import build_base, load_adapter
+    from pipelines.train import TrainJob, run
+
+    out = f"{s3_bucket}/runs/smoke"
+    job = TrainJob(recipe=_recipe(tmp_path, max_steps=6, checkpoint_every=2), views=views_uri, out=out, max_failures=2)
+    result: dict = {}
+    runner = threading.Thread(target=lambda: result.setdefault("r", run(job)))  # the job's own entry
+    runner.start()
+    progress = storage.join(out, "progress.json")
+    # Ray Train's controller records a reported checkpoint in this snapshot; kill only after
+    # that, since a checkpoint the controller never saw cannot be resumed from
+    snapshot = storage.join(out, "ray", "smoke", "checkpoint_manager_snapshot.json")
+    killed = None
+    deadline = time.monotonic() + 240
+    while runner.is_alive() and time.monotonic() < deadline:
+        if storage.exists(progress) and storage.exists(snapshot) and "checkpoint_" in storage.read_text(snapshot):
+            p = json.loads(storage.read_text(progress))
+            if p["step"] >= 2 and p["resumed_from"] == 0:
+                os.kill(p["pid"], signal.SIGKILL)  # the Ray Train worker process, mid-run
+                killed = p
+                break
+        time.sleep(0.05)
+    runner.join(timeout=300)
+    assert killed is not None, "the run ended before a checkpoint could be watched"
+    summary = json.loads(storage.read_text(storage.join(out, "train_summary.json")))
+    assert result["r"] == {**summary, "adapter": storage.join(out, "adapter")}
+    assert summary["steps"] == 6
+    assert killed["step"] < 6
+    assert summary["resumed_from"] >= 2 and summary["resumed_from"] % 2 == 0  # from a checkpoint, not from scratch
+    # checkpoints and the final adapter live in the bucket
+    fs, root = storage.filesystem(storage.join(out, "ray"))
+    assert any("/checkpoint_" in f and f.endswith("/state.pt") for f in fs.find(root))
+    model = load_adapter(build_base("tiny").model, storage.join(out, "adapter"), trainable=False)
+    assert model.peft_config["default"].r == 16
+
+
+@pytest.mark.slow
+def test_tune_sweep_of_two_seeds_by_two_arms_trains_evaluates_and_tabulates(ray_cluster, views_uri, tmp_path):
+    from pipelines.sweep import SweepJob, run
+
+    arms = yaml.safe_load(open("configs/arms/smoke.yaml"))
+    arms["recipe"] = _recipe(tmp_path, max_steps=2, checkpoint_every=2, n_views=8)
+    arms_path = tmp_path / "arms.yaml"
+    arms_path.write_text(yaml.safe_dump(arms))
+    out = str(tmp_path / "sweep")
+    summary = run(SweepJob(arms=str(arms_path), views=views_uri, out=out, max_concurrent=2))
+    assert summary["trials"] == 4 and len(summary["adapters"]) == 4
+    pairs = records.read_table("metrics", summary["seed_pairs"]).to_pylist()
+    assert {r["model"] for r in pairs} == {"without_cf-seed0", "without_cf-seed1"}
+    eval_views = [v for v in records.read_table("views", views_uri).to_pylist() if v["split"] == "validation"]
+    first_case = sorted({v["case_id"] for v in eval_views})[0]
+    n_eval = sum(v["case_id"] == first_case for v in eval_views)
+    assert records.read_table("scores", os.path.join(out, "scores.parquet")).num_rows == 4 * n_eval
+    for arm in ("with_cf", "without_cf"):
+        for seed in (0, 1):
+            run_dir = os.path.join(out, arm, f"seed{seed}")
+            scores = records.read_table("scores", os.path.join(run_dir, "scores.parquet"))
+            assert scores.num_rows == n_eval
+            s = json.load(open(os.path.join(run_dir, "train_summary.json")))
+            assert (s["seed"], s["steps"]) == (seed, 2)
+            assert os.path.exists(os.path.join(run_dir, "adapter", "adapter_model.safetensors"))
+    # the without-CF arm drew only from its allowed kinds; seeds share the draw
+    table = pq.read_table(os.path.join(out, "arms_table.parquet")).to_pylist()
+    rows = {(r["arm"], r["row"]) for r in table}
+    assert {("with_cf", "seed 0"), ("with_cf", "mean"), ("with_cf", "sd"), ("without_cf", "seed 1 - with_cf")} <= rows
+    per_seed = {(r["arm"], r["row"]): r["net_utility"] for r in table}
+    assert per_seed[("without_cf", "seed 0 - with_cf")] == pytest.approx(per_seed[("without_cf", "seed 0")] - per_seed[("with_cf", "seed 0")])
+    mean = (per_seed[("with_cf", "seed 0")] + per_seed[("with_cf", "seed 1")]) / 2
+    assert per_seed[("with_cf", "mean")] == pytest.approx(mean)
