@@ -155,27 +155,9 @@ def step_probe_evaluate(ctx: DemoContext) -> None:
 def step_evaluate(ctx: DemoContext) -> None:
     """Evaluate configs/models/demo.yaml (trivial policies + classical reader) on the views
     with the counterfactual agent protocol, agent and blind conditions; writes episodes."""
-    import importlib.util
-    import os
+    from pipelines.evaluate import EvalConfig, run_sweep, show
 
-    from medscope import config as cfgmod
-    from medscope.errors import MedScopeError
-    from medscope.models.config import ModelsConfig
-    from medscope.models.registry import MODEL_KINDS
-    from pipelines.evaluate import DEFAULT_PROTOCOL, EvalConfig, run_sweep, show
-    from pipelines.raycluster import REPO_ROOT
-
-    if "views" not in ctx.paths:
-        raise MedScopeError("the evaluate step needs the views step before it (ctx.paths['views'])")
-    models = ctx.paths.get("models_config") or os.path.join(REPO_ROOT, "configs", "models", "demo.yaml")
-    missing = sorted({m.kind for m in cfgmod.load(ModelsConfig, models).models} - set(MODEL_KINDS))
-    if importlib.util.find_spec(DEFAULT_PROTOCOL.split(":")[0]) is None or missing:
-        # said loudly, not faked: the agent protocol and the demo's policy kinds come from the
-        # agent branch; until they are merged there is nothing to evaluate with
-        print(f"  evaluation skipped: protocol {DEFAULT_PROTOCOL} or model kinds {missing} not available",
-              file=sys.stderr)
-        ctx.summary["evaluate"] = "skipped: agent protocol or demo model kinds missing"
-        return
+    models = ctx.paths["models_config"]  # demo.yaml with the fitted reader's weights
     out = ctx.uri("eval")
     summary = run_sweep(EvalConfig(views=ctx.paths["views"], models=models, out=out,
                                    conditions=["agent", "blind"], workers=1, concurrency=4))

@@ -19,7 +19,7 @@ from medscope.config import StrictModel
 from medscope.errors import MedScopeError
 from medscope.training.evaluation import EvalSettings
 from medscope.training.data import training_views
-from medscope.training.recipes import TrainRecipe, deepspeed_config, load_recipe
+from medscope.training.recipes import TrainRecipe, deepspeed_config
 
 VIEW_COLUMNS_FOR_CHECK = ("passed", "split", "kind")
 

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from medscope import images, records
-from medscope.agent.actions import FinalAction, ToolCall
+from medscope.agent.actions import FinalAction
 from medscope.errors import MedScopeError
 from medscope.training import data, losses, selection, synthetic, trainers
 from medscope.training import trajectories as tj
