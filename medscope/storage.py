@@ -62,9 +62,7 @@ def s3_endpoint() -> str | None:
 def filesystem(uri: str) -> tuple[fsspec.AbstractFileSystem, str]:
     """(filesystem, path inside it) for a URI."""
     proto = protocol(uri)
-    endpoint = _SETTINGS["s3_endpoint"] or os.environ.get("AWS_ENDPOINT_URL") or os.environ.get(
-        "AWS_ENDPOINT_URL_S3"
-    )
+    endpoint = s3_endpoint()
     fs = _filesystem(proto, endpoint if proto == "s3" else None)
     if proto == "file":
         path = uri[len("file://") :] if uri.startswith("file://") else uri

@@ -162,7 +162,7 @@ def _drive(cfg, protocol, entries, todo, episodes_uri, run_id, spent, gpus):
     limiters = {g: ProviderLimiter.remote(e.rpm, e.tpm) for g, e in groups.items()}
     secrets = {e.api_key_env: os.environ[e.api_key_env] for e in entries if e.api_key_env and e.api_key_env in os.environ}
     # Workers started before the driver's environment changed would not see a new endpoint.
-    s3 = storage._SETTINGS.get("s3_endpoint") or os.environ.get("AWS_ENDPOINT_URL") or os.environ.get("AWS_ENDPOINT_URL_S3")
+    s3 = storage.s3_endpoint()
     dumped = [e.model_dump() for e in entries]
     tag = f"medscope-eval-{run_id}-{uuid.uuid4().hex[:6]}"
     serial = iter(range(10**9))
