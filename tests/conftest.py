@@ -62,3 +62,14 @@ def s3_bucket(s3_server, monkeypatch):
     boto3.client("s3", endpoint_url=s3_server, region_name="us-east-1").create_bucket(Bucket="medscope-test")
     yield "s3://medscope-test"
     storage.configure(s3_endpoint=None)
+
+
+@pytest.fixture(scope="module")
+def torch_one_thread():
+    """Tiny models run far faster on one thread than on two contended ones (shared CI cores)."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)

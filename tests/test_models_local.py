@@ -18,13 +18,7 @@ from medscope.models.tiny_vlm import save_tiny_qwen2vl
 DEC = Decoding(max_output_tokens=12)
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    # The tiny model is far faster on one thread than on two contended ones (shared CI cores).
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("torch_one_thread")
 
 
 @pytest.fixture(scope="module")
