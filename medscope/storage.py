@@ -70,6 +70,17 @@ def filesystem(uri: str) -> tuple[fsspec.AbstractFileSystem, str]:
     return fs, uri.split("://", 1)[1] if proto == "s3" else uri
 
 
+def absolute(uri: str) -> str:
+    """The URI with a relative local path made absolute; other schemes unchanged.
+
+    Workers do not share the driver's working directory (Ray Train and Tune change into
+    their trial folder), so a URI handed to them must not depend on it.
+    """
+    if protocol(uri) != "file":
+        return uri
+    return filesystem(uri)[1]
+
+
 def join(uri: str, *parts: str) -> str:
     """Join path parts onto a URI with '/' (or the OS separator for plain paths)."""
     if protocol(uri) == "file" and "://" not in uri:

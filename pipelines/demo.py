@@ -265,6 +265,7 @@ def run_config(cfg: DemoConfig) -> dict:
 
 
 def run(ctx: DemoContext) -> DemoContext:
+    ctx.out = storage.absolute(ctx.out)  # steps hand URIs to Ray workers with other working dirs
     start = time.monotonic()
     for i, (name, step) in enumerate(STEPS, 1):
         t0 = time.monotonic()

@@ -14,6 +14,8 @@ import json
 import numpy as np
 import pyarrow as pa
 
+import pydantic
+
 from medscope import config as cfgmod
 from medscope import records, storage
 from medscope.config import StrictModel
@@ -52,6 +54,12 @@ class SweepJob(StrictModel):
     out: str
     eval_views: str | None = None
     max_concurrent: int = 2
+
+    @pydantic.field_validator("arms", "views", "out", "eval_views")
+    @classmethod
+    def _absolute(cls, uri: str | None) -> str | None:
+        # the Ray Train / Tune workers run in their own trial folder
+        return storage.absolute(uri) if uri else uri
 
 
 def load_arms(uri: str) -> ArmsFile:

@@ -13,6 +13,8 @@ import json
 import os
 import tempfile
 
+import pydantic
+
 from medscope import config as cfgmod
 from medscope import records, storage
 from medscope.config import StrictModel
@@ -34,6 +36,12 @@ class TrainJob(StrictModel):
     max_failures: int = 2
     overrides: dict = {}  # recipe fields to override (the sweep sets seed, allowed_kinds ...)
     evaluation: EvalSettings | None = None  # score the final adapter on these views (validation)
+
+    @pydantic.field_validator("recipe", "views", "out")
+    @classmethod
+    def _absolute(cls, uri: str | None) -> str | None:
+        # the Ray Train / Tune workers run in their own trial folder
+        return storage.absolute(uri) if uri else uri
 
 
 def resolve_recipe(job: TrainJob) -> TrainRecipe:

@@ -95,3 +95,23 @@ def test_s3_sees_other_writers_immediately(s3_bucket):
         Bucket="medscope-test", Key="shared/two.bin", Body=b"2"
     )
     assert [u.rsplit("/", 1)[1] for u in storage.list_files(folder)] == ["one.bin", "two.bin"]
+
+
+def test_absolute_anchors_relative_local_paths_only(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert storage.absolute("demo-out/views") == str(tmp_path / "demo-out" / "views")
+    assert storage.absolute(f"file://{tmp_path}/x") == str(tmp_path / "x")
+    assert storage.absolute("s3://bucket/run") == "s3://bucket/run"
+    assert storage.absolute("memory://run") == "memory://run"
+
+
+def test_training_jobs_hand_workers_absolute_paths(tmp_path, monkeypatch):
+    """Ray Train and Tune workers run in their trial folder: relative paths would miss."""
+    from pipelines.sweep import SweepJob
+    from pipelines.train import TrainJob
+
+    monkeypatch.chdir(tmp_path)
+    job = TrainJob(recipe="r.yaml", views="out/views.parquet", out="out/train")
+    assert (job.views, job.out) == (str(tmp_path / "out" / "views.parquet"), str(tmp_path / "out" / "train"))
+    sweep = SweepJob(arms="a.yaml", views="v.parquet", out="s3://b/sweep")
+    assert sweep.views == str(tmp_path / "v.parquet") and sweep.out == "s3://b/sweep" and sweep.eval_views is None
