@@ -21,7 +21,7 @@ def _render(args) -> None:
 
     from medscope.agent import prompts
     from medscope.agent.episode import Episode
-    from medscope.agent.protocol import Item
+    from medscope.protocols.base import Item
     from medscope.images import encode_png
 
     item = Item(item_id="example", case_id="example", question=args.question, truth="present",
@@ -50,7 +50,7 @@ def _model(spec: str):
 
 
 def _try(args) -> None:
-    from medscope.agent.counterfactual import CounterfactualProtocol
+    from medscope.protocols.counterfactual.protocol import CounterfactualProtocol
     from medscope.models.base import Decoding
 
     proto = CounterfactualProtocol()
@@ -109,9 +109,9 @@ def bench(args) -> None:
     import numpy as np
 
     from medscope.agent.episode import run_episode, run_episodes
-    from medscope.agent.matching import claims_finding
-    from medscope.agent.parser import parse_reply
-    from medscope.agent.protocol import Item
+    from medscope.answers.matching import claims_finding
+    from medscope.answers.parser import parse_reply
+    from medscope.protocols.base import Item
     from medscope.images import encode_png
     from medscope.models.base import Decoding
     from medscope.models.local_hf import LocalHFModel

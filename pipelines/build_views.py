@@ -27,7 +27,7 @@ from medscope.views import plan as planmod
 from medscope.views.recipe import Recipe, load_recipe, recipe_hash
 from medscope.views.tools import check_tool
 from medscope.views.worker import CaseViewWriter, case_key, parts, read_features
-from pipelines.jobs import Progress, job_main, map_timing
+from pipelines.support.jobs import Progress, job_main, map_timing
 
 PLAN_COLUMNS = ["case_id", "source", "imaging_type", "patient_id", "split", "has_lesion"]
 MODEL_TOOLS = {"lama", "sd"}
@@ -150,7 +150,7 @@ def _run_ray(pending: pa.Table, args: dict, recipe: Recipe, workers: int | None,
              quiet: bool) -> dict:
     import ray
 
-    from pipelines.raycluster import cluster_gpus, ensure_ray
+    from pipelines.support.raycluster import cluster_gpus, ensure_ray
 
     t_start = time.time()
     ensure_ray()
@@ -258,7 +258,7 @@ def bench(args) -> None:
             records.write_table("cases", synthetic_cases(n, seed=0, size=size), cases)
             source = f"synthetic cohort ({size} px)"
         t = time.monotonic()
-        from pipelines.raycluster import ensure_ray
+        from pipelines.support.raycluster import ensure_ray
 
         ensure_ray()
         cluster_s = time.monotonic() - t

@@ -6,7 +6,7 @@ import argparse
 import importlib
 import sys
 
-from pipelines.jobs import guarded
+from pipelines.support.jobs import guarded
 
 # One line per job module; each issue adds its module here.
 VERB_MODULES = [
@@ -14,7 +14,7 @@ VERB_MODULES = [
     "pipelines.views",
     "pipelines.bench",
     "pipelines.demo",
-    "pipelines.evaluate",
+    "pipelines.eval",
     "pipelines.score",
     "pipelines.report",
     "pipelines.probe",

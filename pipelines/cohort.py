@@ -19,7 +19,7 @@ from medscope import cohorts, records, storage
 from medscope.cohorts import phantom
 from medscope.config import StrictModel
 from medscope.errors import MedScopeError
-from pipelines.jobs import Progress, job_main, print_summary
+from pipelines.support.jobs import Progress, job_main, print_summary
 
 
 class CohortJobConfig(StrictModel):

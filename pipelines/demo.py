@@ -51,7 +51,7 @@ def step_probe_build(ctx: DemoContext) -> None:
     import os
 
     from pipelines.probe import build, load_config
-    from pipelines.raycluster import REPO_ROOT
+    from pipelines.support.raycluster import REPO_ROOT
 
     cfg = load_config(os.path.join(REPO_ROOT, "configs", "probe", "demo.yaml"))
     summary = build(ctx.paths["volumes"], ctx.uri("probe"), cfg.model_copy(update={"seed": ctx.seed}))
@@ -78,7 +78,7 @@ def step_fit_reader(ctx: DemoContext) -> None:
     from medscope.errors import MedScopeError
     from medscope.models.classical_fit import fit_reader, save_artifact
     from medscope.models.config import ModelsConfig
-    from pipelines.raycluster import REPO_ROOT
+    from pipelines.support.raycluster import REPO_ROOT
 
     views = ctx.paths["views"]
     weights = ctx.uri("reader", "classical_reader.json")
@@ -131,17 +131,17 @@ def step_probe_evaluate(ctx: DemoContext) -> None:
     probe's specificity table and plot to the report (seed 003)."""
     import os
 
-    from pipelines.evaluate import EvalConfig, run_sweep
+    from pipelines.eval import EvalConfig, run_sweep
     from pipelines.probe import load_config
     from pipelines.probe_cli import report_entry, score
-    from pipelines.raycluster import REPO_ROOT
+    from pipelines.support.raycluster import REPO_ROOT
 
     out = ctx.uri("probe", "eval")
     run_sweep(EvalConfig(
         views=ctx.paths["probe_items"], out=out,
         models=os.path.join(REPO_ROOT, "configs", "models", "demo.yaml"),
         models_filter=["always-present", "always-absent", "classical-reader"],
-        protocol="medscope.volumes.probe_protocol:OrganPresenceProtocol",
+        protocol="medscope.protocols.organ_presence.protocol:OrganPresenceProtocol",
         conditions=["verdict_json", "reasoning_json", "verdict_json+no_image", "verdict_json+blank"],
         workers=1, concurrency=4,
     ))
@@ -155,7 +155,7 @@ def step_probe_evaluate(ctx: DemoContext) -> None:
 def step_evaluate(ctx: DemoContext) -> None:
     """Evaluate configs/models/demo.yaml (trivial policies + classical reader) on the views
     with the counterfactual agent protocol, agent and blind conditions; writes episodes."""
-    from pipelines.evaluate import EvalConfig, run_sweep, show
+    from pipelines.eval import EvalConfig, run_sweep, show
 
     models = ctx.paths["models_config"]  # demo.yaml with the fitted reader's weights
     out = ctx.uri("eval")
@@ -173,7 +173,7 @@ def step_train_smoke(ctx: DemoContext) -> None:
     path end to end; a real run uses configs/train/stage1_sft.yaml on GPUs (README, Training)."""
     import os
 
-    from pipelines.raycluster import REPO_ROOT
+    from pipelines.support.raycluster import REPO_ROOT
     from pipelines.train import TrainJob, run
 
     # the whole views table: training draws its train split (ctx.paths["views"] holds only the
@@ -217,7 +217,7 @@ def step_views(ctx: DemoContext) -> None:
 
     from medscope.views.recipe import load_recipe
     from pipelines.build_views import build_views
-    from pipelines.raycluster import REPO_ROOT
+    from pipelines.support.raycluster import REPO_ROOT
 
     recipe = load_recipe(os.path.join(REPO_ROOT, "configs", "views", "demo.yaml"))
     out = ctx.uri("views")
@@ -279,6 +279,6 @@ def run(ctx: DemoContext) -> DemoContext:
 
 
 if __name__ == "__main__":
-    from pipelines.jobs import job_main
+    from pipelines.support.jobs import job_main
 
     sys.exit(job_main("demo", DemoConfig, run_config))

@@ -127,7 +127,7 @@ def _all_cpus_to_tasks():
 
 def build(volumes_uri: str, out_uri: str, cfg: ProbeConfig, progress: bool = True) -> dict:
     """Build the probe from a volumes table; returns a summary (counts, rejects, timing)."""
-    from pipelines.raycluster import ensure_ray
+    from pipelines.support.raycluster import ensure_ray
 
     vols = records.read_table("volumes", volumes_uri).to_pylist()
     if not vols:
@@ -140,7 +140,7 @@ def build(volumes_uri: str, out_uri: str, cfg: ProbeConfig, progress: bool = Tru
 def _build(vols: list[dict], out_uri: str, cfg: ProbeConfig, progress: bool) -> dict:
     import ray
 
-    from pipelines.jobs import Progress, map_timing
+    from pipelines.support.jobs import Progress, map_timing
 
     t_build = time.time()
     cfg_json = cfg.model_dump_json()
@@ -256,6 +256,6 @@ def register(sub) -> None:
 
 
 if __name__ == "__main__":
-    from pipelines.jobs import job_main
+    from pipelines.support.jobs import job_main
 
     sys.exit(job_main("probe", ProbeConfig, run_job))

@@ -9,7 +9,7 @@ import time
 
 from medscope import records, storage
 from medscope.errors import MedScopeError
-from medscope.volumes.metrics import probe_metrics, score_episodes
+from medscope.protocols.organ_presence.scoring import probe_metrics, score_episodes
 from medscope.volumes.presence import CohortStats
 
 ITEM_COLUMNS = ["item_id", "case_id", "z", "z_mm", "organ", "truth", "strategy", "stratum",
@@ -38,7 +38,7 @@ def register(sub) -> None:
 
 
 def _build_cmd(args) -> None:
-    from pipelines.jobs import print_summary
+    from pipelines.support.jobs import print_summary
     from pipelines.probe import build, load_config
 
     print_summary(build(args.volumes, args.out, load_config(args.config)))
@@ -130,7 +130,7 @@ def score(episodes_uri: str, items_uri: str, out_uri: str, cfg=None) -> dict:
 
 
 def _score_cmd(args) -> None:
-    from pipelines.jobs import print_summary
+    from pipelines.support.jobs import print_summary
     from pipelines.probe import load_config
 
     print_summary(score(args.episodes, args.items, args.out, load_config(args.config)))
@@ -149,7 +149,7 @@ def bench(args) -> None:
     from medscope.volumes.config import ProbeConfig
     from medscope.volumes.synthetic import write_synthetic_volumes
     from pipelines.probe import _peak_rss_mb, _reset_peak_rss, build
-    from pipelines.raycluster import ensure_ray
+    from pipelines.support.raycluster import ensure_ray
 
     shape = (64, 64, 32) if args.quick else (192, 192, 96)
     n_speed = 16
@@ -217,7 +217,7 @@ def report_entry(metrics_uri: str, work_dir: str) -> tuple[str, list]:
     """(title, blocks) of the probe for ``build_report(extra_sections=...)`` / ``ctx.report_sections``:
     the specificity table (Markdown) and the specificity-by-strategy plot."""
     from medscope.report.render import Image, Raw
-    from medscope.volumes.report import probe_report_section
+    from medscope.protocols.organ_presence.report import probe_report_section
 
     metrics = records.read_table("metrics", metrics_uri).to_pylist()
     title, markdown, pngs = probe_report_section(metrics, work_dir)

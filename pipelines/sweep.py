@@ -137,7 +137,7 @@ def run(job: SweepJob) -> dict:
     from ray import tune
 
     from medscope.training.recipes import load_recipe
-    from pipelines.raycluster import ensure_ray
+    from pipelines.support.raycluster import ensure_ray
     from pipelines.train import ray_storage
 
     import os
@@ -214,7 +214,7 @@ def register(sub) -> None:
     p.add_argument("--concurrent", type=int, default=2, help="trials at once")
 
     def go(args):
-        from pipelines.jobs import print_summary
+        from pipelines.support.jobs import print_summary
 
         print_summary(run(SweepJob(arms=args.arms, views=args.views, out=args.out, eval_views=args.eval_views, max_concurrent=args.concurrent)))
 
@@ -224,6 +224,6 @@ def register(sub) -> None:
 if __name__ == "__main__":
     import sys
 
-    from pipelines.jobs import job_main
+    from pipelines.support.jobs import job_main
 
     sys.exit(job_main("sweep", SweepJob, run))

@@ -136,7 +136,7 @@ def build_trainer(job: TrainJob, recipe: TrainRecipe | None = None):
     from ray.train import CheckpointConfig, FailureConfig, RunConfig, ScalingConfig
     from ray.train.torch import TorchTrainer
 
-    from pipelines.raycluster import cluster_gpus
+    from pipelines.support.raycluster import cluster_gpus
 
     recipe = recipe or resolve_recipe(job)
     use_gpu = cluster_gpus() > 0 if job.use_gpu is None else job.use_gpu
@@ -159,7 +159,7 @@ def build_trainer(job: TrainJob, recipe: TrainRecipe | None = None):
 
 
 def run(job: TrainJob) -> dict:
-    from pipelines.raycluster import ensure_ray
+    from pipelines.support.raycluster import ensure_ray
 
     ensure_ray()
     recipe = resolve_recipe(job)
@@ -201,7 +201,7 @@ def register(sub) -> None:
     s.add_argument("--out", required=True, help="where to write selection.json")
 
     def pick(args):
-        from pipelines.jobs import print_summary
+        from pipelines.support.jobs import print_summary
 
         runs = dict(r.split("=", 1) for r in args.run)
         print_summary(select_stages(runs, args.out, args.previous))
@@ -218,7 +218,7 @@ def register(sub) -> None:
     p.add_argument("--eval-views", default=None, help="score the final adapter on this views table's validation split")
 
     def go(args):
-        from pipelines.jobs import print_summary
+        from pipelines.support.jobs import print_summary
 
         over = {k: v for k, v in {"seed": args.seed, "init_adapter": args.init_adapter}.items() if v is not None}
         ev = EvalSettings(views=args.eval_views) if args.eval_views else None
@@ -231,6 +231,6 @@ def register(sub) -> None:
 if __name__ == "__main__":
     import sys
 
-    from pipelines.jobs import job_main
+    from pipelines.support.jobs import job_main
 
     sys.exit(job_main("train", TrainJob, run))

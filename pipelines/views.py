@@ -37,7 +37,7 @@ def register(sub) -> None:
 def cmd_build(args) -> None:
     from medscope.views.recipe import load_recipe
     from pipelines.build_views import build_views
-    from pipelines.jobs import print_summary
+    from pipelines.support.jobs import print_summary
 
     tools = [t.strip() for t in args.tools.split(",") if t.strip()] if args.tools else None
     recipe = load_recipe(args.recipe, tools)

@@ -30,7 +30,7 @@ def ray_cluster():
     """A real local Ray cluster with two CPUs, shared by every test of the session."""
     import ray
 
-    from pipelines.raycluster import ensure_ray
+    from pipelines.support.raycluster import ensure_ray
 
     ensure_ray(num_cpus=2)
     yield ray

@@ -6,9 +6,9 @@ import pytest
 
 from medscope import records
 from medscope.agent import prompts
-from medscope.agent.counterfactual import CounterfactualProtocol
+from medscope.protocols.counterfactual.protocol import CounterfactualProtocol
 from medscope.agent.episode import CONDITIONS, Episode, EpisodeSettings, run_episode, run_episodes
-from medscope.agent.protocol import Item
+from medscope.protocols.base import Item
 from medscope.errors import MedScopeError
 from medscope.images import decode_png, encode_png
 from medscope.models.base import Completion, Decoding
@@ -88,7 +88,7 @@ def test_plain_cautious_fewshot_prompts():
     roles = [m.role for m in few]
     assert roles == ["system"] + ["user", "assistant"] * 4 + ["user"]
     assert len(_images(few)) == 5
-    from medscope.agent.parser import parse_reply
+    from medscope.answers.parser import parse_reply
 
     answers = [parse_reply(m.joined_text).final.answer for m in few if m.role == "assistant"]
     assert answers == ["Yes", "No", "Yes", "No"]  # lesion, erased, edit elsewhere, healthy
@@ -230,7 +230,7 @@ def test_protocol_options_build_episode_settings():
 
 
 def test_replay_builds_the_training_conversation():
-    from medscope.agent.actions import FinalAction, ToolCall, format_final, format_tool_call
+    from medscope.answers.actions import FinalAction, ToolCall, format_final, format_tool_call
     from medscope.agent.episode import replay
 
     replies = [format_tool_call(ToolCall("zoom", box=(0, 0, 500, 500)), "Closer."),

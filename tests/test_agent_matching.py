@@ -7,7 +7,7 @@ asked finding.
 
 import pytest
 
-from medscope.agent.matching import claims_finding, infer_question_kind, read_free_text
+from medscope.answers.matching import claims_finding, infer_question_kind, read_free_text
 
 PTX = ("Is there a pneumothorax?", "pneumothorax", "presence")
 NOD = ("Is there a nodule in the lung?", "nodule", "presence")

@@ -2,8 +2,8 @@
 
 import pytest
 
-from medscope.agent.actions import FinalAction, ToolCall, format_final, format_tool_call
-from medscope.agent.parser import parse_reply, strip_reasoning
+from medscope.answers.actions import FinalAction, ToolCall, format_final, format_tool_call
+from medscope.answers.parser import parse_reply, strip_reasoning
 
 FINAL_YES = ("final", "answer", "Yes")
 FINAL_NO = ("final", "answer", "No")

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from medscope.agent import prompts
-from medscope.agent.parser import parse_reply
+from medscope.answers.parser import parse_reply
 from medscope.errors import MedScopeError
 from medscope.models.classical import read_pixels
 
@@ -54,7 +54,7 @@ def test_held_out_wordings_never_appear_in_training(kind):
 
 
 def test_paraphrase_keeps_the_question_kind_readable():
-    from medscope.agent.matching import infer_question_kind
+    from medscope.answers.matching import infer_question_kind
 
     for kind in prompts.QUESTION_KINDS:
         for split in ("train", "test"):

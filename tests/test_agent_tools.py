@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from medscope.agent import prompts
-from medscope.agent.actions import ToolCall
+from medscope.answers.actions import ToolCall
 from medscope.agent.tools import ToolInputError, ToolRunner, window, zoom
 from medscope.images import decode_png
 

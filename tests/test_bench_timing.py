@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from medscope.volumes.nifti import label_values
-from pipelines.jobs import map_timing
+from pipelines.support.jobs import map_timing
 from pipelines.probe import _peak_rss_mb, _reset_peak_rss
 
 

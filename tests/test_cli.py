@@ -4,7 +4,8 @@ import pytest
 
 from medscope.config import StrictModel
 from medscope.errors import MedScopeError
-from pipelines import cli, jobs
+from pipelines import cli
+from pipelines.support import jobs
 
 
 def test_every_verb_module_registers():

@@ -12,7 +12,7 @@ from medscope.models.guarded import GuardedModel
 from medscope.models.ratelimit import RateBucket
 from medscope.models.registry import build_model
 from medscope.errors import MedScopeError
-from tests.fakes import providers as fp
+from medscope.testing import providers as fp
 
 KEY = "adapter-test-key"
 PNG = encode_png(np.arange(64, dtype=np.uint8).reshape(8, 8))

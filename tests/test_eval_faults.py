@@ -7,11 +7,11 @@ import threading
 import time
 
 from medscope import records
-from pipelines.evaluate import run_sweep
-from tests.fakes import providers as fp
+from pipelines.eval import run_sweep
+from medscope.testing import providers as fp
 from tests.fakes.fixtures import fake_provider  # noqa: F401 - a fixture
-from tests.fakes.protocols import SingleTurnProtocol, unit_tag
-from tests.fakes.views import write_views
+from medscope.testing.protocols import SingleTurnProtocol, unit_tag
+from medscope.testing.views import write_views
 from tests.test_eval_sweep import KEY_ENV, cfg, entry
 
 # item index -> (fault, requests the unit needs: 2 when the fault is retried once)

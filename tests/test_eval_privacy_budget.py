@@ -11,16 +11,16 @@ import pytest
 import yaml
 
 from medscope import records
-from pipelines import evaluate
-from pipelines.evaluate import EvalConfig, run_sweep
-from pipelines.jobs import guarded, job_main
-from tests.fakes import providers as fp
-from tests.fakes.protocols import SingleTurnProtocol, unit_tag
-from tests.fakes.views import write_views
+from pipelines import eval as evaluate
+from pipelines.eval import EvalConfig, run_sweep
+from pipelines.support.jobs import guarded, job_main
+from medscope.testing import providers as fp
+from medscope.testing.protocols import SingleTurnProtocol, unit_tag
+from medscope.testing.views import write_views
 from tests.test_eval_sweep import KEY_ENV, cfg, entry
 
 SENTINEL = "sk-SENTINEL-9d2f61c4e8b7a035"
-PROTOCOL = "tests.fakes.protocols:SingleTurnProtocol"
+PROTOCOL = "medscope.testing.protocols:SingleTurnProtocol"
 
 
 def cli_main(argv: list[str]) -> int:

@@ -6,10 +6,10 @@ import pytest
 
 from medscope import records, storage
 from medscope.models.config import ModelEntry
-from pipelines.evaluate import EvalConfig, run_sweep, show
-from tests.fakes import providers as fp
-from tests.fakes.protocols import SingleTurnProtocol, unit_tag
-from tests.fakes.views import write_views
+from pipelines.eval import EvalConfig, run_sweep, show
+from medscope.testing import providers as fp
+from medscope.testing.protocols import SingleTurnProtocol, unit_tag
+from medscope.testing.views import write_views
 
 KEY_ENV = "MEDSCOPE_TEST_OPENAI_KEY"
 
@@ -81,9 +81,9 @@ def test_sweep_writes_every_episode_to_s3_and_resumes_without_requests(ray_clust
 
 
 def test_request_key_is_stable_and_changes_with_every_component():
-    from medscope.agent.protocol import Item
+    from medscope.protocols.base import Item
     from medscope.models.config import ProviderSettings
-    from pipelines.evaluate import request_key
+    from pipelines.eval import request_key
 
     item = Item("v1", "c1", "Is there a nodule?", "present")
     base = ModelEntry(name="m", kind="openai", model="x", base_url="http://h/v1", api_key_env="K")

@@ -10,7 +10,7 @@ import pytest
 
 from medscope import records
 from medscope.agent.episode import run_episode
-from medscope.agent.protocol import Item
+from medscope.protocols.base import Item
 from medscope.cohorts import phantom
 from medscope.errors import MedScopeError
 from medscope.images import decode_png, encode_png

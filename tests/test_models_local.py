@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from medscope.agent.episode import run_episode, run_episodes
-from medscope.agent.protocol import Item
+from medscope.protocols.base import Item
 from medscope.errors import MedScopeError
 from medscope.images import encode_png
 from medscope.models.base import Decoding, Message, Part

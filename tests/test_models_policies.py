@@ -8,7 +8,7 @@ import pytest
 
 from medscope.agent.episode import run_episode
 from medscope.agent.prompts import few_shot_images
-from medscope.agent.protocol import Item
+from medscope.protocols.base import Item
 from medscope.errors import MedScopeError
 from medscope.images import encode_png
 from medscope.models.base import ChatModel, Decoding

@@ -12,7 +12,7 @@ import numpy as np
 from medscope import records
 from medscope.models.base import Decoding
 from medscope.volumes.config import ProbeConfig
-from medscope.volumes.probe_protocol import OrganPresenceProtocol
+from medscope.protocols.organ_presence.protocol import OrganPresenceProtocol
 from tests.probe_fixtures import hand_labels, write_pair
 from tests.test_probe_scoring import Scripted
 
@@ -141,7 +141,7 @@ def test_build_rejects_resume_show_and_score(ray_cluster, tmp_path):
     assert m[("yes-man", "free_text", "strategy=positive;render=gray", "sensitivity")] == 1.0
     assert m[("oracle", "free_text", "strategy=all_negatives;render=gray;absent_from_volume", "specificity")] == 1.0
 
-    from medscope.volumes.report import probe_report_section
+    from medscope.protocols.organ_presence.report import probe_report_section
 
     title, md, pngs = probe_report_section(metrics, str(tmp_path / "report"))
     assert "| oracle | free_text |" in md and os.path.getsize(pngs[0]) > 1000

@@ -8,9 +8,9 @@ import pytest
 from medscope.images import decode_png, encode_png
 from medscope.models.base import Completion, Decoding
 from medscope.volumes.config import DEFAULT_HEDGES, ProbeConfig, conditions
-from medscope.volumes.metrics import cluster_bootstrap_ratio, probe_metrics, score_episodes, zdistance_logit
-from medscope.volumes.probe_protocol import OrganPresenceProtocol
-from medscope.volumes.replies import read_reply
+from medscope.protocols.organ_presence.scoring import cluster_bootstrap_ratio, probe_metrics, score_episodes, zdistance_logit
+from medscope.protocols.organ_presence.protocol import OrganPresenceProtocol
+from medscope.protocols.organ_presence.replies import read_reply
 
 LEX = list(DEFAULT_HEDGES)
 
@@ -137,7 +137,7 @@ class Scripted:
 
 
 def _item(truth="absent"):
-    from medscope.agent.protocol import Item
+    from medscope.protocols.base import Item
 
     img = np.zeros((12, 20, 3), np.uint8)
     img[2:5, 3:9] = 200

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from medscope import images, records
-from medscope.agent.actions import FinalAction
+from medscope.answers.actions import FinalAction
 from medscope.errors import MedScopeError
 from medscope.training import data, losses, selection, synthetic, trainers
 from medscope.training import trajectories as tj
@@ -24,7 +24,7 @@ from medscope.training.vlm import apply_lora, build_base, collate, encode, seque
 def parse(text):
     """The evaluation parser once merged; until then the strict tag + JSON reader."""
     try:
-        from medscope.agent.parser import parse_reply  # type: ignore
+        from medscope.answers.parser import parse_reply  # type: ignore
     except ImportError:
         return parse_action(text)
     reply = parse_reply(text)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
-from medscope.agent.actions import ToolCall
+from medscope.answers.actions import ToolCall
 from medscope.images import encode_png, resize_long_side
 
 MAX_TOOL_CALLS = 3

@@ -32,8 +32,8 @@ from dataclasses import dataclass, field
 import cv2
 import numpy as np
 
-from medscope.agent.actions import FinalAction, format_final
-from medscope.agent.matching import infer_question_kind
+from medscope.answers.actions import FinalAction, format_final
+from medscope.answers.matching import infer_question_kind
 from medscope.images import decode_png
 from medscope.models.base import Completion, Decoding, Message
 from medscope.models.policies import last_question

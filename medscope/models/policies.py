@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from medscope.agent.actions import FinalAction, format_final
-from medscope.agent.matching import infer_question_kind
+from medscope.answers.actions import FinalAction, format_final
+from medscope.answers.matching import infer_question_kind
 from medscope.errors import MedScopeError
 from medscope.models.base import Completion, Decoding, Message
 

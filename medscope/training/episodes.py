@@ -17,7 +17,7 @@ from typing import Protocol
 import numpy as np
 
 from medscope import images
-from medscope.agent.actions import FinalAction, ToolCall
+from medscope.answers.actions import FinalAction, ToolCall
 from medscope.training import trajectories as tj
 
 _ACTION = re.compile(r"<(tool|final)>\s*(\{.*?\})\s*</\1>", re.S)
@@ -195,8 +195,8 @@ class AgentLoopSampler:
 
     def __call__(self, view: dict, temperature: float, seed: int) -> Episode:
         from medscope.agent.episode import Episode as AgentEpisode
-        from medscope.agent.parser import parse_reply
-        from medscope.agent.protocol import Item
+        from medscope.answers.parser import parse_reply
+        from medscope.protocols.base import Item
         from medscope.models.base import Decoding
 
         item = Item(item_id=view["view_id"], case_id=view["case_id"], question=view["question"], truth=view["expected"],

@@ -265,7 +265,7 @@ def rft_view_sample(views: list[dict], recipe: TrainRecipe) -> list[dict]:
 
 def replay_examples(mix: list[dict], recipe: TrainRecipe) -> list[list[dict]]:
     """Chats for the stage-3 mix: a VQA item is one question and its short answer."""
-    from medscope.agent.actions import FinalAction, format_final
+    from medscope.answers.actions import FinalAction, format_final
 
     out = []
     t = recipe.trajectory

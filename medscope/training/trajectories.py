@@ -3,7 +3,7 @@
 A trajectory is built from a view's labels alone: optionally a zoom on a jittered box
 around the lesion (always when the lesion covers under 2% of the image), a windowing call on
 30% of grey-scale images, then the expected final action with short templated reasoning.
-Every action is written with :mod:`medscope.agent.actions`, so it parses back through the
+Every action is written with :mod:`medscope.answers.actions`, so it parses back through the
 evaluation parser. Half of the questions are reworded with one of the four training wordings
 of their kind; the wordings live in the agent protocol's prompt templates
 (``configs/prompts``), whose three held-out ``test`` wordings per kind serve the evaluation
@@ -22,7 +22,7 @@ import cv2
 import numpy as np
 
 from medscope import images
-from medscope.agent.actions import FinalAction, ToolCall, format_final, format_tool_call
+from medscope.answers.actions import FinalAction, ToolCall, format_final, format_tool_call
 from medscope.seeding import rng_for
 
 def _wordings(kind: str, split: str) -> tuple[str, ...]:
@@ -207,7 +207,7 @@ def agent_loop_messages(view: dict, question: str, replies: list[str]) -> list[d
     agent issue's ``medscope.agent.episode.replay`` is not on this branch)."""
     try:
         from medscope.agent.episode import replay
-        from medscope.agent.protocol import Item
+        from medscope.protocols.base import Item
     except ImportError:
         return None
     item = Item(item_id=view["view_id"], case_id=view["case_id"], question=question, truth=view["expected"],

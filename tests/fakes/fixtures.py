@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.fakes.providers import FakeProvider
+from medscope.testing.providers import FakeProvider
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ from medscope.errors import MedScopeError
 
 BENCHES: dict[str, str] = {
     "probe": "pipelines.probe_cli:bench",
-    "eval": "pipelines.eval_bench:bench_eval",
+    "eval": "pipelines.bench.eval:bench_eval",
     "stats": "pipelines.score:bench_stats",
     "views": "pipelines.build_views:bench",
     "agent": "pipelines.agent:bench",

@@ -9,7 +9,7 @@ from __future__ import annotations
 from medscope import records
 from medscope.agent import prompts
 from medscope.agent.episode import CONDITIONS, EpisodeSettings, run_episode
-from medscope.agent.protocol import EpisodeResult, Item
+from medscope.protocols.base import EpisodeResult, Item
 from medscope.errors import MedScopeError
 from medscope.models.base import ChatModel, Decoding
 

@@ -23,19 +23,19 @@ import pydantic
 
 from medscope import config as cfgmod
 from medscope import records, storage
-from medscope.agent.protocol import EvalProtocol, Item
+from medscope.protocols.base import EvalProtocol, Item
 from medscope.config import StrictModel
 from medscope.errors import MedScopeError
 from medscope.models.config import ModelEntry, ModelsConfig
 from medscope.models.registry import LOCAL_KINDS
 from medscope.seeding import stable_hash
-from pipelines.jobs import Progress, job_main
+from pipelines.support.jobs import Progress, job_main
 
-DEFAULT_PROTOCOL = "medscope.agent.counterfactual:CounterfactualProtocol"
+DEFAULT_PROTOCOL = "medscope.protocols.counterfactual.protocol:CounterfactualProtocol"
 
 
 class EvalConfig(StrictModel):
-    """``python -m pipelines.evaluate --config F``."""
+    """``python -m pipelines.eval --config F``."""
 
     views: str  # the protocol's item table (views, probe_items, ...)
     models: str  # configs/models/<file>.yaml
@@ -83,7 +83,7 @@ def allowed(item: Item, entry: ModelEntry) -> bool:
 
 def run_sweep(cfg: EvalConfig, protocol: EvalProtocol | None = None, entries: list[ModelEntry] | None = None) -> dict:
     """Run (or resume) a sweep; returns its summary. ``protocol``/``entries`` override the config."""
-    from pipelines.raycluster import cluster_gpus, ensure_ray
+    from pipelines.support.raycluster import cluster_gpus, ensure_ray
 
     protocol = protocol or load_protocol(cfg.protocol, cfg.protocol_options)
     entries = entries or cfgmod.load(ModelsConfig, cfg.models).models
@@ -151,7 +151,7 @@ def _drive(cfg, protocol, entries, todo, episodes_uri, run_id, spent, gpus):
     """Feed units to actors, keep each busy up to its capacity, replace workers that die."""
     import ray
 
-    from pipelines.eval_actors import ProviderLimiter, worker_class
+    from pipelines.support.actors import ProviderLimiter, worker_class
 
     groups: dict[str, ModelEntry] = {}
     for e in entries:
@@ -303,7 +303,7 @@ def register(sub) -> None:
 
 
 def _cli(args) -> None:
-    from pipelines.jobs import print_summary
+    from pipelines.support.jobs import print_summary
 
     if args.target == "show":
         if not args.uri:

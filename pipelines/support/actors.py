@@ -16,7 +16,7 @@ import time
 import ray
 
 from medscope import records, storage
-from medscope.agent.protocol import EpisodeResult, EvalProtocol, Item
+from medscope.protocols.base import EpisodeResult, EvalProtocol, Item
 from medscope.models.api_common import scrub
 from medscope.models.base import PermanentModelError, TransientModelError
 from medscope.models.config import ModelEntry

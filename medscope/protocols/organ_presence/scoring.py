@@ -19,7 +19,7 @@ import pandas as pd
 from medscope.stats import bootstrap as bs
 from medscope.stats.inference import logistic_clustered
 from medscope.volumes.config import FORMATS, IMAGE_MODES, split_condition
-from medscope.volumes.replies import read_reply
+from medscope.protocols.organ_presence.replies import read_reply
 
 NEGATIVE_STRATEGIES = ("random", "popular", "adversarial")
 

@@ -17,15 +17,12 @@ from medscope.errors import MedScopeError
 
 
 def bench_eval(args) -> dict:
-    try:
-        from tests.fakes import providers as fp
-        from tests.fakes.protocols import SingleTurnProtocol
-        from tests.fakes.views import write_views
-    except ImportError:
-        raise MedScopeError("bench eval uses the loopback servers under tests/fakes: run it from a source checkout") from None
+    from medscope.testing import providers as fp
+    from medscope.testing.protocols import SingleTurnProtocol
+    from medscope.testing.views import write_views
     from medscope.models.config import ModelEntry
-    from pipelines.evaluate import EvalConfig, run_sweep
-    from pipelines.raycluster import ensure_ray
+    from pipelines.eval import EvalConfig, run_sweep
+    from pipelines.support.raycluster import ensure_ray
 
     quick = getattr(args, "quick", False)
     rpm, latency, n = (240.0, 0.2, 24) if quick else (300.0, 0.25, 60)

@@ -2,8 +2,9 @@
 
 A protocol supplies its items (images + question + expected truth), how one episode is run
 for an item under a condition (its prompt builder and reply reader, through the shared model
-interface), and its metrics. The sweep in ``pipelines/evaluate.py`` knows nothing else, so a
-new protocol touches no shared code.
+interface), its scoring (episodes -> per-item scores and metrics with intervals) and its
+report sections. ``medscope eval``, ``score`` and ``report`` know nothing else, so a new
+protocol is a new folder under ``medscope/protocols/`` and touches no shared code.
 """
 
 from __future__ import annotations
@@ -60,6 +61,24 @@ class EvalProtocol(Protocol):
 
     def run_episode(self, item: Item, model: ChatModel, condition: str, decoding: Decoding) -> EpisodeResult:
         """Run one episode: build the prompt for ``condition``, talk to ``model``, read the reply."""
+
+    def score(self, episodes_uri: str, items_uri: str, out: str, options: ScoreOptions) -> dict:
+        """Score episodes against the items: write the scored-run folder ``out`` (its scores
+        and metrics tables and ``run.json``, laid out by ``medscope.layout.ScoredRun``) and
+        return a summary."""
+
+    def report_sections(self, scored_run: str, work_dir: str) -> list[tuple[str, list]]:
+        """(title, blocks) sections of the report for a scored run this protocol wrote."""
+
+
+@dataclass(frozen=True)
+class ScoreOptions:
+    """What every protocol's scoring takes from ``medscope score``; ``extra`` carries the
+    protocol's own options (a cost matrix, a test set, a judge...), checked by the protocol."""
+
+    n_boot: int = 2000
+    seed: int = 42
+    extra: dict = field(default_factory=dict)
 
 
 def items_table_kind(table: pa.Table) -> str:

@@ -14,11 +14,11 @@ import numpy as np
 
 from medscope import config as cfgmod
 from medscope import records
-from medscope.agent.protocol import EpisodeResult, Item
+from medscope.protocols.base import EpisodeResult, Item
 from medscope.images import decode_png, encode_png
 from medscope.models.base import ChatModel, Decoding, Message, Part
 from medscope.volumes.config import ProbeConfig, conditions, split_condition
-from medscope.volumes.replies import probe_prompt, read_reply
+from medscope.protocols.organ_presence.replies import probe_prompt, read_reply
 
 META_COLUMNS = ("organ", "strategy", "stratum", "z", "z_mm", "z_distance_mm", "absent_from_volume", "render")
 

@@ -6,7 +6,7 @@ import os
 
 import numpy as np
 
-from medscope.volumes.metrics import NEGATIVE_STRATEGIES
+from medscope.protocols.organ_presence.scoring import NEGATIVE_STRATEGIES
 
 
 def _fmt(v, lo, hi) -> str:

@@ -26,7 +26,7 @@ import json
 import re
 from dataclasses import dataclass
 
-from medscope.agent.actions import FINAL_ACTIONS, TOOLS, FinalAction, ToolCall
+from medscope.answers.actions import FINAL_ACTIONS, TOOLS, FinalAction, ToolCall
 
 _REASONING_TAGS = ("think", "thinking", "reasoning", "reflection", "thought")
 _BLOCK = re.compile(

@@ -1,0 +1,38 @@
+"""Evaluation protocols, one folder each (DESIGN.md "One harness, four protocols").
+
+Each sub-package ``medscope.protocols.<name>`` exports ``PROTOCOL``, a class implementing
+:class:`medscope.protocols.base.EvalProtocol`: its items, prompt builder, reply reader,
+scoring and report sections. ``eval``, ``score`` and ``report`` find a protocol by the name
+that episodes carry, so adding a protocol is adding a folder: no shared code changes.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+
+from medscope.errors import MedScopeError
+
+
+def names() -> list[str]:
+    """Names of the protocols shipped in this package (its sub-packages)."""
+    return sorted(m.name for m in pkgutil.iter_modules(__path__) if m.ispkg)
+
+
+def protocol_class(spec: str) -> type:
+    """The protocol class for a name (``counterfactual``) or a ``module:Class`` spec (a
+    protocol living outside this package, e.g. a test double)."""
+    if ":" in spec:
+        module, cls = spec.split(":", 1)
+        try:
+            return getattr(importlib.import_module(module), cls)
+        except (ImportError, AttributeError) as err:
+            raise MedScopeError(f"cannot load protocol {spec!r} ({err})") from None
+    if spec not in names():
+        raise MedScopeError(f"unknown protocol {spec!r}; known: {', '.join(names())} (or module:Class)")
+    return importlib.import_module(f"{__name__}.{spec}").PROTOCOL
+
+
+def load(spec: str, options: dict | None = None):
+    """An instance of the protocol ``spec``, built with its ``protocol_options``."""
+    return protocol_class(spec)(**(options or {}))

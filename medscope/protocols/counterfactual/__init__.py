@@ -1,0 +1,6 @@
+"""Seed 000's counterfactual-views protocol: items are QC-passed views, the episode is the
+shared agent loop, scoring is the §3.4 reward with the §3.8 metrics."""
+
+from medscope.protocols.counterfactual.protocol import CounterfactualProtocol as PROTOCOL
+
+__all__ = ["PROTOCOL"]
