@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import hashlib
+import os
+from pathlib import Path
 from typing import TypeVar
 
 import pydantic
@@ -13,6 +15,30 @@ from medscope.errors import MedScopeError
 
 M = TypeVar("M", bound=pydantic.BaseModel)
 
+# The repo's configs/, shipped inside the package (medscope/_configs links to it), so the
+# library and the demo find their files after a plain `pip install` from any directory.
+SHIPPED_DIR = Path(__file__).resolve().parent / "_configs"
+
+
+def shipped(*parts: str) -> str:
+    """Path of a config file shipped with the package, e.g. ``shipped("views", "demo.yaml")``."""
+    return str(SHIPPED_DIR.joinpath(*parts))
+
+
+def resolve(uri: str) -> str:
+    """``uri`` itself, or, when it is a relative ``configs/...`` path that does not exist here,
+    the shipped copy of that file: ``--recipe configs/views/demo.yaml`` works from any directory."""
+    norm = uri.replace("\\", "/")
+    if "://" in norm or os.path.isabs(norm) or os.path.exists(norm):
+        return uri
+    if norm.startswith("./"):
+        norm = norm[2:]
+    if norm.startswith("configs/"):
+        candidate = SHIPPED_DIR / norm[len("configs/"):]
+        if candidate.exists():
+            return str(candidate)
+    return uri
+
 
 class StrictModel(pydantic.BaseModel):
     """Base for config models: unknown keys are errors, so typos never pass silently."""
@@ -22,6 +48,7 @@ class StrictModel(pydantic.BaseModel):
 
 def load_yaml(uri: str) -> dict:
     """Parse a YAML mapping from a path or URI."""
+    uri = resolve(uri)
     try:
         data = yaml.safe_load(storage.read_text(uri))
     except yaml.YAMLError as err:

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from medscope import storage
+from medscope import layout, storage
 from medscope.errors import MedScopeError
 
 BOX = pa.list_(pa.int32())  # [x1, y1, x2, y2]; pixels in tables, 0-1000 in model replies
@@ -368,8 +368,10 @@ def part_keys(folder_uri: str) -> set[str]:
 
 
 def read_table(name: str, uri: str, columns: Sequence[str] | None = None) -> pa.Table:
-    """Read table ``name`` from a Parquet file or a folder of part files (sorted by key)."""
+    """Read table ``name`` from a Parquet file, a folder of part files (sorted by key), or the
+    output folder a verb wrote that holds it (``medscope.layout.table_uri``)."""
     sch = schema(name)
+    uri = layout.table_uri(name, uri)
     if storage.is_dir(uri):
         files = sorted(storage.list_files(uri, suffix=".parquet"))
         pieces = [_read_one(f, sch, columns) for f in files]
@@ -382,9 +384,20 @@ def read_table(name: str, uri: str, columns: Sequence[str] | None = None) -> pa.
     return _read_one(uri, sch, columns)
 
 
+def read_parquet(uri: str, columns: Sequence[str] | None = None) -> pa.Table:
+    """One Parquet file from any URI, read on this thread.
+
+    pyarrow 26.0.1 aborts the interpreter at exit ("terminate called without an active
+    exception", exit 134) in most runs after ``pq.read_table`` of an in-memory buffer has used
+    its thread pool; ``use_threads=False`` avoids it, and one file of a table is small enough
+    that the pool bought nothing. Every Parquet read in MedScope goes through here.
+    """
+    return pq.read_table(io.BytesIO(storage.read_bytes(uri)), columns=columns, use_threads=False)
+
+
 def _read_one(uri: str, sch: pa.Schema, columns: Sequence[str] | None) -> pa.Table:
     try:
-        table = pq.read_table(io.BytesIO(storage.read_bytes(uri)), columns=columns)
+        table = read_parquet(uri, columns)
     except (pa.ArrowInvalid, OSError) as err:
         raise MedScopeError(f"{uri} is not a readable Parquet file: {err}") from None
     target = pa.schema([sch.field(c) for c in columns]) if columns else sch

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 from pipelines.support.jobs import guarded
@@ -30,6 +31,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Does the model read the image or recite the question? "
         "Counterfactual benchmarks, evaluation, statistics and training for medical VLMs.",
     )
+    parser.add_argument("--verbose", "-v", action="store_true",
+                        help="show Ray's own log lines too (quiet by default: steps, progress, results)")
     sub = parser.add_subparsers(dest="verb", metavar="VERB")
     sub.required = True
     for name in VERB_MODULES:
@@ -39,6 +42,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.verbose:
+        os.environ["MEDSCOPE_VERBOSE"] = "1"
     return guarded(lambda: args.func(args))
 
 

@@ -48,12 +48,11 @@ def step_cohort(ctx: DemoContext) -> None:
 
 def step_probe_build(ctx: DemoContext) -> None:
     """Build the organ-presence probe items (seed 003) from the phantom volumes on Ray Data."""
-    import os
 
     from pipelines.probe import build, load_config
-    from pipelines.support.raycluster import REPO_ROOT
+    from medscope.config import shipped
 
-    cfg = load_config(os.path.join(REPO_ROOT, "configs", "probe", "demo.yaml"))
+    cfg = load_config(shipped("probe", "demo.yaml"))
     summary = build(ctx.paths["volumes"], ctx.uri("probe"), cfg.model_copy(update={"seed": ctx.seed}))
     ctx.paths["probe_items"] = summary["probe_items"]
     ctx.paths["probe_slices"] = summary["slices"]
@@ -68,7 +67,6 @@ def step_fit_reader(ctx: DemoContext) -> None:
     """Fit the classical reader on the TRAIN split's views (medscope.models.classical_fit), fill
     its weights into a copy of configs/models/demo.yaml, and hand the evaluation only the
     validation and test views, so that no model is scored on a view the reader was fitted on."""
-    import os
 
     import pyarrow.compute as pc
     import yaml
@@ -78,7 +76,7 @@ def step_fit_reader(ctx: DemoContext) -> None:
     from medscope.errors import MedScopeError
     from medscope.models.classical_fit import fit_reader, save_artifact
     from medscope.models.config import ModelsConfig
-    from pipelines.support.raycluster import REPO_ROOT
+    from medscope.config import shipped
 
     views = ctx.paths["views"]
     weights = ctx.uri("reader", "classical_reader.json")
@@ -90,7 +88,7 @@ def step_fit_reader(ctx: DemoContext) -> None:
         # and the reader runs unfitted (its blob rule) rather than stopping the demo
         print(f"  reader: not fitted ({err}); the classical reader runs its unfitted blob rule", file=sys.stderr)
         art, weights = None, None
-    cfg = cfgmod.load(ModelsConfig, os.path.join(REPO_ROOT, "configs", "models", "demo.yaml"))
+    cfg = cfgmod.load(ModelsConfig, shipped("models", "demo.yaml"))
     models = []
     for e in cfg.models:
         d = e.model_dump(exclude_defaults=True)
@@ -127,28 +125,23 @@ def step_fit_reader(ctx: DemoContext) -> None:
         f"evaluated on the {n_eval} passed views of the **validation and test** splits only.")))
 
 def step_probe_evaluate(ctx: DemoContext) -> None:
-    """Run the demo's policies on the probe items through the same sweep, score them and add the
-    probe's specificity table and plot to the report (seed 003)."""
-    import os
-
+    """Run the demo's policies on the probe items through the same sweep and score them with the
+    organ-presence protocol (seed 003); its specificity table and plot join the report."""
+    from medscope.config import shipped
     from pipelines.eval import EvalConfig, run_sweep
-    from pipelines.probe import load_config
-    from pipelines.probe_cli import report_entry, score
-    from pipelines.support.raycluster import REPO_ROOT
+    from pipelines.score import score
 
     out = ctx.uri("probe", "eval")
+    options = {"config": shipped("probe", "demo.yaml")}
     run_sweep(EvalConfig(
-        views=ctx.paths["probe_items"], out=out,
-        models=os.path.join(REPO_ROOT, "configs", "models", "demo.yaml"),
+        items=ctx.paths["probe_items"], out=out, models=shipped("models", "demo.yaml"),
         models_filter=["always-present", "always-absent", "classical-reader"],
-        protocol="medscope.protocols.organ_presence.protocol:OrganPresenceProtocol",
+        protocol="organ_presence", protocol_options=options,
         conditions=["verdict_json", "reasoning_json", "verdict_json+no_image", "verdict_json+blank"],
         workers=1, concurrency=4,
     ))
-    cfg = load_config(os.path.join(REPO_ROOT, "configs", "probe", "demo.yaml"))
-    summary = score(storage.join(out, "episodes"), ctx.paths["probe_items"], ctx.uri("probe", "scored"), cfg)
-    ctx.paths["probe_metrics"] = summary["metrics"]
-    ctx.report_sections.append(report_entry(summary["metrics"], ctx.uri("probe", "report")))
+    summary = score(out, ctx.uri("probe", "scored"), items_uri=ctx.paths["probe_items"], protocol_options=options)
+    ctx.paths.update(probe_metrics=summary["metrics"], probe_scored=ctx.uri("probe", "scored"))
     ctx.summary["probe_eval"] = {"episodes": summary["episodes"], "specificity": summary["specificity"]}
 
 
@@ -159,7 +152,7 @@ def step_evaluate(ctx: DemoContext) -> None:
 
     models = ctx.paths["models_config"]  # demo.yaml with the fitted reader's weights
     out = ctx.uri("eval")
-    summary = run_sweep(EvalConfig(views=ctx.paths["views"], models=models, out=out,
+    summary = run_sweep(EvalConfig(items=ctx.paths["views"], models=models, out=out,
                                    conditions=["agent", "blind"], workers=1, concurrency=4))
     ctx.paths["episodes"] = summary["episodes"]
     ctx.paths["eval"] = out
@@ -171,14 +164,13 @@ def step_train_smoke(ctx: DemoContext) -> None:
     """LoRA stage 1 (SFT on label-derived trajectories) of the tiny random Qwen2-VL on the demo's
     training views, a few steps on Ray Train (configs/train/smoke.yaml). It shows the training
     path end to end; a real run uses configs/train/stage1_sft.yaml on GPUs (README, Training)."""
-    import os
 
-    from pipelines.support.raycluster import REPO_ROOT
+    from medscope.config import shipped
     from pipelines.train import TrainJob, run
 
     # the whole views table: training draws its train split (ctx.paths["views"] holds only the
     # held-out splits once the reader has been fitted)
-    summary = run(TrainJob(recipe=os.path.join(REPO_ROOT, "configs", "train", "smoke.yaml"),
+    summary = run(TrainJob(recipe=shipped("train", "smoke.yaml"),
                            views=ctx.paths["views_all"], out=ctx.uri("train", "smoke")))
     ctx.paths["adapter"] = summary["adapter"]
     ctx.summary["train"] = {k: summary[k] for k in ("recipe", "method", "steps", "first_loss", "last_loss", "examples")}
@@ -193,10 +185,10 @@ def step_train_smoke(ctx: DemoContext) -> None:
 
 def step_score(ctx: DemoContext) -> None:
     """Score the evaluate step's episodes: rewards, metrics with case-bootstrap intervals."""
-    from pipelines.score import score_run
+    from pipelines.score import score
 
     run = ctx.uri("scoring")
-    summary = score_run(ctx.paths["episodes"], ctx.paths["views"], run, n_boot=1000)
+    summary = score(ctx.paths["episodes"], run, items_uri=ctx.paths["views"], n_boot=1000)
     ctx.paths.update(scores=summary["scores"], metrics=summary["metrics"], scoring_run=run)
     ctx.summary["score"] = {k: summary[k] for k in ("episodes", "rejects", "models")}
 
@@ -205,21 +197,20 @@ def step_report(ctx: DemoContext) -> None:
     """The run report (Markdown + self-contained HTML); the demo ends here."""
     from medscope.report.build import build_report
 
-    written = build_report(ctx.paths["scoring_run"], ctx.uri("report"), extra_sections=ctx.report_sections,
-                           title="MedScope demo report")
+    runs = [ctx.paths["scoring_run"]] + ([ctx.paths["probe_scored"]] if "probe_scored" in ctx.paths else [])
+    written = build_report(runs, ctx.uri("report"), extra_sections=ctx.report_sections, title="MedScope demo report")
     ctx.paths["report"] = written["html"]
     ctx.summary["report"] = written
 
 
 def step_views(ctx: DemoContext) -> None:
     """Counterfactual views of the cohort with the offline tools (Telea, transplant) and QC."""
-    import os
 
     from medscope.views.recipe import load_recipe
-    from pipelines.build_views import build_views
-    from pipelines.support.raycluster import REPO_ROOT
+    from pipelines.views import build_views
+    from medscope.config import shipped
 
-    recipe = load_recipe(os.path.join(REPO_ROOT, "configs", "views", "demo.yaml"))
+    recipe = load_recipe(shipped("views", "demo.yaml"))
     out = ctx.uri("views")
     summary = build_views(ctx.paths["cases"], out, recipe, quiet=True)
     ctx.paths.update(views=summary["views_uri"], view_rejects=summary["rejects_uri"], views_out=out)

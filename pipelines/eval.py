@@ -12,7 +12,6 @@ Output under ``--out``: ``episodes/part-<key>.parquet`` (episodes schema), ``rej
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
 import sys
@@ -22,34 +21,36 @@ from collections import Counter, deque
 import pydantic
 
 from medscope import config as cfgmod
-from medscope import records, storage
+from medscope import layout, protocols, records, storage
 from medscope.protocols.base import EvalProtocol, Item
 from medscope.config import StrictModel
 from medscope.errors import MedScopeError
 from medscope.models.config import ModelEntry, ModelsConfig
 from medscope.models.registry import LOCAL_KINDS
 from medscope.seeding import stable_hash
-from pipelines.support.jobs import Progress, job_main
+from pipelines.support.flags import add_config_flags, config_from_args
+from pipelines.support.jobs import Progress, job_main, print_summary
 
-DEFAULT_PROTOCOL = "medscope.protocols.counterfactual.protocol:CounterfactualProtocol"
+DEFAULT_PROTOCOL = "counterfactual"
 
 
 class EvalConfig(StrictModel):
-    """``python -m pipelines.eval --config F``."""
+    """One evaluation sweep: ``medscope eval run`` flags, or ``python -m pipelines.eval --config F``."""
 
-    views: str  # the protocol's item table (views, probe_items, ...)
-    models: str  # configs/models/<file>.yaml
-    conditions: list[str] = ["agent"]
-    out: str
-    budget_usd: float | None = None
-    protocol: str = DEFAULT_PROTOCOL  # module:Class, built with protocol_options
-    protocol_options: dict = {}
-    run_id: str | None = None  # default: derived from the output URI, so a rerun resumes
-    workers: int = 2  # pool actors for API and light models
-    concurrency: int = 8  # requests in flight per pool actor
-    max_actor_restarts: int = 3  # replacements for workers that die mid sweep
-    backoff_s: float = 0.5  # base of the jittered exponential backoff
-    models_filter: list[str] | None = None  # only these model names
+    items: str = pydantic.Field(validation_alias=pydantic.AliasChoices("items", "views"),
+                                description="the protocol's item table (views, probe_items, ...) or the folder holding it")
+    models: str = pydantic.Field(description="models YAML (configs/models/<file>.yaml)")
+    out: str = pydantic.Field(description="output folder URI (episodes/, rejects/, sweep.json)")
+    conditions: list[str] = pydantic.Field(["agent"], description="conditions to run, e.g. agent,blind")
+    budget_usd: float | None = pydantic.Field(None, description="stop submitting once the spend reaches this")
+    protocol: str = pydantic.Field(DEFAULT_PROTOCOL, description="protocol name (counterfactual, organ_presence, ...) or module:Class")
+    protocol_options: dict = pydantic.Field({}, description="the protocol's own options (YAML mapping)")
+    run_id: str | None = pydantic.Field(None, description="default: derived from the output URI, so a rerun resumes")
+    workers: int = pydantic.Field(2, description="pool actors for API and light models")
+    concurrency: int = pydantic.Field(8, description="requests in flight per pool actor")
+    max_actor_restarts: int = pydantic.Field(3, description="replacements for workers that die mid sweep")
+    backoff_s: float = pydantic.Field(0.5, description="base of the jittered exponential backoff")
+    models_filter: list[str] | None = pydantic.Field(None, description="only these model names")
 
     @pydantic.field_validator("conditions")
     @classmethod
@@ -60,12 +61,8 @@ class EvalConfig(StrictModel):
 
 
 def load_protocol(spec: str, options: dict | None = None) -> EvalProtocol:
-    module, _, attr = spec.partition(":")
-    try:
-        cls = getattr(importlib.import_module(module), attr)
-    except (ImportError, AttributeError) as err:
-        raise MedScopeError(f"cannot load protocol {spec!r} ({err})") from None
-    return cls(**(options or {}))
+    """The protocol named ``spec`` (a folder of medscope.protocols, or module:Class)."""
+    return protocols.load(spec, options)
 
 
 def request_key(protocol: EvalProtocol, item: Item, entry: ModelEntry, condition: str) -> str:
@@ -92,12 +89,13 @@ def run_sweep(cfg: EvalConfig, protocol: EvalProtocol | None = None, entries: li
     unknown = sorted(set(cfg.conditions) - set(protocol.conditions()))
     if unknown:
         raise MedScopeError(f"protocol {protocol.name} has no condition(s) {unknown}; it knows {list(protocol.conditions())}")
-    items = protocol.load_items(cfg.views)
+    items = protocol.load_items(cfg.items)
     dupes = sorted(k for k, n in Counter(i.item_id for i in items).items() if n > 1)
     if dupes:
-        raise MedScopeError(f"{cfg.views}: item ids must be unique (they key the episodes); repeated: {dupes[:5]}")
+        raise MedScopeError(f"{cfg.items}: item ids must be unique (they key the episodes); repeated: {dupes[:5]}")
     run_id = cfg.run_id or stable_hash("eval", cfg.out)
-    episodes_uri, rejects_uri = storage.join(cfg.out, "episodes"), storage.join(cfg.out, "rejects")
+    run = layout.EvalRun(cfg.out)
+    episodes_uri, rejects_uri = run.episodes, run.rejects
 
     finished = records.part_keys(episodes_uri)
     spent_before = _spent(episodes_uri) if cfg.budget_usd is not None and finished else 0.0
@@ -141,9 +139,9 @@ def run_sweep(cfg: EvalConfig, protocol: EvalProtocol | None = None, entries: li
         "spent_usd": round(spent_before + sum(r.get("cost_usd") or 0.0 for r in results), 6),
         "stopped": stopped, "episodes": episodes_uri, "rejects": rejects_uri,
         "models": [{"name": e.name, "kind": e.kind, "model": e.model, "endpoint": e.endpoint} for e in entries],
-        "conditions": list(cfg.conditions),
+        "conditions": list(cfg.conditions), "items": cfg.items,
     })
-    storage.write_text(storage.join(cfg.out, "sweep.json"), json.dumps(summary, indent=2, sort_keys=True))
+    storage.write_text(run.summary, json.dumps(summary, indent=2, sort_keys=True))
     return summary
 
 
@@ -246,8 +244,7 @@ def _spent(episodes_uri: str) -> float:
 # -- eval show -------------------------------------------------------------------------------
 def show(uri: str) -> list[dict]:
     """Episodes per model and condition: unparseable rate, tool use, tokens, cost, errors."""
-    episodes = storage.join(uri, "episodes") if storage.is_dir(storage.join(uri, "episodes")) else uri
-    table = records.read_table("episodes", episodes)
+    table = records.read_table("episodes", uri)
     groups: dict[tuple[str, str], list[dict]] = {}
     for row in table.select(["model", "condition", "action", "tool_calls", "input_tokens", "output_tokens",
                              "cost_usd", "error", "latency_s"]).to_pylist():
@@ -280,7 +277,7 @@ def _print_show(uri: str) -> None:
     widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(cols)]
     for row in [cols, *cells]:
         print("  ".join(v.ljust(w) for v, w in zip(row, widths)))
-    rejects = storage.join(uri, "rejects")
+    rejects = layout.EvalRun(layout.folder_of("episodes", uri)).rejects
     if storage.is_dir(rejects):
         reasons = Counter(records.read_table("rejects", rejects, columns=["reason"]).column("reason").to_pylist())
         if reasons:
@@ -289,38 +286,15 @@ def _print_show(uri: str) -> None:
 
 def register(sub) -> None:
     p = sub.add_parser("eval", help="evaluate models on a protocol's items (rate-limited, resumable Ray sweep)")
-    p.add_argument("target", nargs="?", help="'show' to summarise an output")
-    p.add_argument("uri", nargs="?", help="with show: the sweep output URI")
-    p.add_argument("--views", help="item table URI (views / probe_items)")
-    p.add_argument("--models", help="configs/models/<file>.yaml")
-    p.add_argument("--conditions", default="agent", help="comma-separated, e.g. agent,plain")
-    p.add_argument("--out", help="output URI")
-    p.add_argument("--budget-usd", type=float, default=None, help="stop cleanly once the spend reaches this")
-    p.add_argument("--protocol", default=DEFAULT_PROTOCOL, help="module:Class of the protocol")
-    p.add_argument("--workers", type=int, default=2)
-    p.add_argument("--concurrency", type=int, default=8)
-    p.set_defaults(func=_cli)
-
-
-def _cli(args) -> None:
-    from pipelines.support.jobs import print_summary
-
-    if args.target == "show":
-        if not args.uri:
-            raise MedScopeError("usage: medscope eval show URI")
-        return _print_show(args.uri)
-    if args.target is not None:
-        raise MedScopeError(f"unknown eval action {args.target!r}; use 'medscope eval show URI' or flags")
-    missing = [f"--{n}" for n in ("views", "models", "out") if not getattr(args, n)]
-    if missing:
-        raise MedScopeError(f"medscope eval needs {', '.join(missing)}")
-    cfg = cfgmod.parse(EvalConfig, {
-        "views": args.views, "models": args.models, "out": args.out, "budget_usd": args.budget_usd,
-        "conditions": [c.strip() for c in args.conditions.split(",") if c.strip()], "protocol": args.protocol,
-        "workers": args.workers, "concurrency": args.concurrency,
-    }, source="medscope eval")
-    print_summary(run_sweep(cfg))
+    verbs = p.add_subparsers(dest="eval_verb", metavar="ACTION")
+    verbs.required = True
+    r = verbs.add_parser("run", help="run (or resume) a sweep: items x models x conditions")
+    add_config_flags(r, EvalConfig, aliases={"items": ["views"]})
+    r.set_defaults(func=lambda a: print_summary(run_sweep(config_from_args(a, source="medscope eval run"))))
+    s = verbs.add_parser("show", help="episodes per model and condition; rejects by reason")
+    s.add_argument("uri", help="an eval run folder (or its episodes table)")
+    s.set_defaults(func=lambda a: _print_show(a.uri))
 
 
 if __name__ == "__main__":
-    sys.exit(job_main("evaluate", EvalConfig, run_sweep))
+    sys.exit(job_main("eval", EvalConfig, run_sweep))

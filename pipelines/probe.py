@@ -5,7 +5,8 @@ build: volumes are sharded one per task and streamed. Pass 1 counts organ voxels
 co-occurrence; pass 2 samples slices, picks negatives and renders only the chosen slices, each
 task writing its volume's probe_items part file. Bad volumes become rejects rows.
 show: items per organ, strategy and stratum, and the co-occurrence heat map.
-score: read episodes against items -> probe_scores and metrics tables.
+Evaluation and scoring are the shared ``medscope eval run --protocol organ_presence`` and
+``medscope score`` (medscope/protocols/organ_presence/).
 """
 
 from __future__ import annotations
@@ -18,12 +19,13 @@ import sys
 import time
 
 from medscope import config as cfgmod
-from medscope import records, storage
+from medscope import layout, records, storage
 from medscope.config import content_hash
 from medscope.errors import MedScopeError
 from medscope.volumes import build as B
 from medscope.volumes.config import ProbeConfig
 from medscope.volumes.nifti import VolumeError
+from medscope.protocols.organ_presence.scoring import ITEM_COLUMNS
 from medscope.volumes.presence import CohortStats
 
 DEFAULT_CONFIG = "configs/probe/default.yaml"
@@ -171,11 +173,11 @@ def _build(vols: list[dict], out_uri: str, cfg: ProbeConfig, progress: bool) -> 
     stats_json = json.dumps(stats.to_dict(), sort_keys=True)
     _check_recipe(out_uri, cfg, stats_json)
     slices.sort(key=lambda r: (r["case_id"], r["z"]))
-    records.write_table("slices", slices, storage.join(out_uri, "slices.parquet"))
-    storage.write_text(storage.join(out_uri, "cohort_stats.json"), stats_json)
+    records.write_table("slices", slices, layout.ProbeBuild(out_uri).slices)
+    storage.write_text(layout.ProbeBuild(out_uri).cohort_stats, stats_json)
 
     # Pass 2: items and renders, each task writes its own part file.
-    items_uri = storage.join(out_uri, "probe_items")
+    items_uri = layout.ProbeBuild(out_uri).probe_items
     ok_set = set(ok)
     rows2 = [r for r, v in zip(rows, vols) if v["case_id"] in ok_set]
     n_items, resumed = 0, 0
@@ -183,7 +185,7 @@ def _build(vols: list[dict], out_uri: str, cfg: ProbeConfig, progress: bool) -> 
         t_pass2, stamps = time.time(), []
         ds2 = ray.data.from_items(rows2, override_num_blocks=len(rows2))
         kw = {"cfg_json": cfg_json, "stats_json": stats_json, "items_uri": items_uri,
-              "montage_uri": storage.join(out_uri, "montages")}
+              "montage_uri": layout.ProbeBuild(out_uri).montages}
         prog = Progress("probe: items", len(rows2)) if progress else None
         for res in ds2.map(items_task, fn_kwargs=kw, compute=compute).iter_rows():
             rss.append(res["rss_mb"])
@@ -198,7 +200,7 @@ def _build(vols: list[dict], out_uri: str, cfg: ProbeConfig, progress: bool) -> 
                 prog.update()
         timing["pass2"] = map_timing(t_pass2, stamps)
     rejects.sort(key=lambda r: (r["item_id"], r["stage"], r["reason"], r["detail"] or ""))
-    records.write_table("rejects", rejects, storage.join(out_uri, "rejects.parquet"))
+    records.write_table("rejects", rejects, layout.ProbeBuild(out_uri).rejects)
     reasons: dict[str, int] = {}
     notes: dict[str, int] = {}
     for r in rejects:
@@ -213,7 +215,7 @@ def _build(vols: list[dict], out_uri: str, cfg: ProbeConfig, progress: bool) -> 
         "rejects": reasons,
         "notes": notes,
         "probe_items": items_uri,
-        "slices": storage.join(out_uri, "slices.parquet"),
+        "slices": layout.ProbeBuild(out_uri).slices,
         # the highest peak RSS of a worker process during one task (peaks are reset per task)
         "worker_peak_rss_mb": round(max(rss), 1),
         "seconds": round(time.time() - t_build, 3),
@@ -224,7 +226,7 @@ def _build(vols: list[dict], out_uri: str, cfg: ProbeConfig, progress: bool) -> 
 def _check_recipe(out_uri: str, cfg: ProbeConfig, stats_json: str) -> None:
     """Part files are write-once; refuse to mix items of another config or cohort into one folder."""
     recipe = content_hash(cfg.model_copy(update={"workers": None}).model_dump_json() + stats_json)
-    uri = storage.join(out_uri, "recipe.json")
+    uri = layout.ProbeBuild(out_uri).recipe
     if storage.exists(uri):
         old = json.loads(storage.read_text(uri)).get("recipe")
         if old != recipe:
@@ -250,9 +252,77 @@ def run_job(cfg: ProbeConfig) -> dict:
 
 
 def register(sub) -> None:
-    from pipelines import probe_cli
+    p = sub.add_parser("probe", help="volumetric organ-presence probe (seed 003)")
+    verbs = p.add_subparsers(dest="probe_verb", metavar="VERB")
+    verbs.required = True
+    b = verbs.add_parser("build", help="volumes table -> probe_items (+ slices, rejects) on Ray Data")
+    b.add_argument("--volumes", required=True, help="volumes table URI")
+    b.add_argument("--out", required=True, help="output folder URI")
+    b.add_argument("--config", default=None, help="configs/probe/<file>.yaml (default: built-in defaults)")
+    b.set_defaults(func=_build_cmd)
+    s = verbs.add_parser("show", help="items per organ, strategy and stratum; co-occurrence heat map PNG")
+    s.add_argument("uri", help="a probe build folder (or its probe_items table)")
+    s.add_argument("--png", default=None, help="where to write the heat map (default: <build>/cooccurrence.png)")
+    s.set_defaults(func=lambda a: print(json.dumps(show(a.uri, a.png), indent=2)))
 
-    probe_cli.register(sub)
+
+def _build_cmd(args) -> None:
+    from pipelines.support.jobs import print_summary
+
+    print_summary(build(args.volumes, args.out, load_config(args.config)))
+
+
+def show(uri: str, png: str | None = None) -> dict:
+    """Counts of items per organ / strategy / stratum, and the co-occurrence heat map."""
+    items_uri, folder = layout.table_uri("probe_items", uri), layout.folder_of("probe_items", uri)
+    rows = records.read_table("probe_items", items_uri, columns=ITEM_COLUMNS).to_pylist()
+    if not rows:
+        raise MedScopeError(f"{items_uri}: no probe items")
+
+    def count(*keys):
+        out: dict[str, int] = {}
+        for r in rows:
+            k = " / ".join(str(r[x]) for x in keys)
+            out[k] = out.get(k, 0) + 1
+        return dict(sorted(out.items()))
+
+    summary = {
+        "items": len(rows),
+        "cases": len({r["case_id"] for r in rows}),
+        "by_organ_truth": count("organ", "truth"),
+        "by_strategy": count("strategy"),
+        "by_strategy_stratum": count("strategy", "stratum"),
+        "absent_from_volume": sum(1 for r in rows if r["absent_from_volume"]),
+    }
+    stats_uri = layout.ProbeBuild(folder).cohort_stats
+    if storage.exists(stats_uri):
+        png = png or layout.ProbeBuild(folder).cooccurrence
+        storage.write_bytes(png, cooccurrence_png(CohortStats.from_dict(json.loads(storage.read_text(stats_uri)))))
+        summary["heatmap"] = png
+    return summary
+
+
+def cooccurrence_png(stats: CohortStats) -> bytes:
+    """Heat map of P(column organ present | row organ present) over slices."""
+    import io
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names, m = stats.matrix()
+    fig, ax = plt.subplots(figsize=(1.2 + 0.45 * len(names), 1.0 + 0.45 * len(names)))
+    im = ax.imshow(m, vmin=0, vmax=1, cmap="viridis")
+    ax.set_xticks(range(len(names)), names, rotation=60, ha="right", fontsize=7)
+    ax.set_yticks(range(len(names)), [f"{n} ({stats.frequency(n):.2f})" for n in names], fontsize=7)
+    ax.set_title("P(column present | row present), slice level", fontsize=8)
+    fig.colorbar(im, ax=ax, fraction=0.046)
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=100)
+    plt.close(fig)
+    return buf.getvalue()
 
 
 if __name__ == "__main__":

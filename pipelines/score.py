@@ -1,105 +1,64 @@
-"""``medscope score``, ``medscope compare``, ``medscope rules``, and ``medscope bench stats``.
+"""``medscope score``, ``medscope compare`` and ``medscope rules``.
 
-A scored run is a folder: ``scores.parquet``, ``metrics.parquet`` (bootstrap intervals),
-``comparisons.parquet`` (paired differences, after ``compare``), ``run.json`` (what was scored
-and how) and, when a plan is named, ``plan.lock.json``.
+``score`` reads which protocol an eval run's episodes belong to and lets that protocol score
+them; a scored run is a folder (``medscope.layout.ScoredRun``): scores, metrics with bootstrap
+intervals, comparisons (paired differences, after ``compare``), ``run.json`` (what was scored,
+by which protocol, and how) and, when a plan is named, ``plan.lock.json``.
 """
 
 from __future__ import annotations
 
-import datetime as dt
+import argparse
 import json
-import os
-import subprocess
-import sys
-import time
 
 import pandas as pd
-import pyarrow as pa
 
-from medscope import records, storage
+from medscope import layout, protocols, records, storage
+from medscope.protocols.base import ScoreOptions
 from medscope.errors import MedScopeError
 from medscope.scoring import compare as cmp
-from medscope.scoring import costs, metrics, rewards, rules
+from medscope.scoring import costs, rewards, rules
 from medscope.stats import bootstrap as bs
 from medscope.stats import labelnoise
 
-RUN_MANIFEST = "run.json"
 
 
-def score_run(episodes_uri: str, views_uri: str, out: str, cost_matrix: str = costs.DEFAULT,
-              test_set: str = "main", n_boot: int = bs.DEFAULT_B, seed: int = bs.DEFAULT_SEED,
-              cluster: str = "case_id", plan: str | None = None, panel: list[str] | None = None,
-              min_votes: int | None = None, box_units: str = "pixels") -> dict:
-    """Score episodes against views, write scores + metrics (+ manifest) under ``out``."""
-    t0 = time.monotonic()
-    if plan:
-        rules.lock_plan(plan, out)
-    matrix = costs.load(cost_matrix)
-    episodes = records.read_table("episodes", episodes_uri)
-    views = records.read_table("views", views_uri)
-    if episodes.num_rows == 0:
-        raise MedScopeError(f"no episodes in {episodes_uri}")
-    scores, rejects = rewards.score_episodes(episodes, views, matrix, test_set=test_set, box_units=box_units)
-    print(f"  scored {scores.num_rows} episodes ({len(rejects)} rejected) in {time.monotonic() - t0:.1f}s",
-          file=sys.stderr, flush=True)
-    disputed: list[str] = []
-    if panel:
-        disputed = labelnoise.disputed_cases(scores, panel, min_votes)
-    table = metrics.compute(scores, n_boot=n_boot, seed=seed, cluster=cluster)
-    if disputed:
-        clean = metrics.compute(labelnoise.without_cases(scores, disputed), n_boot=n_boot, seed=seed, cluster=cluster)
-        clean = clean.to_pandas().assign(test_set=lambda d: d["test_set"] + "-undisputed")
-        both = pd.concat([table.to_pandas(), clean], ignore_index=True)
-        table = records.to_table("metrics", pa.Table.from_pandas(both, preserve_index=False))
-    records.write_table("scores", scores, storage.join(out, "scores.parquet"))
-    records.write_table("metrics", table, storage.join(out, "metrics.parquet"))
-    if rejects:
-        records.write_table("rejects", rejects, storage.join(out, "rejects.parquet"))
-    manifest = {"episodes": episodes_uri, "views": views_uri, "cost_matrix": matrix.name, "test_set": test_set,
-                "box_units": box_units,
-                "n_boot": n_boot, "seed": seed, "cluster": cluster, "disputed_cases": disputed,
-                "scored_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}
-    storage.write_text(storage.join(out, RUN_MANIFEST), json.dumps(manifest, indent=2) + "\n")
-    print(f"  metrics with {n_boot} case-clustered resamples in {time.monotonic() - t0:.1f}s", file=sys.stderr)
-    return {"scores": storage.join(out, "scores.parquet"), "metrics": storage.join(out, "metrics.parquet"),
-            "episodes": scores.num_rows, "rejects": len(rejects), "models": len(set(scores.column("model").to_pylist())),
-            "disputed_cases": len(disputed)}
+def _yaml_mapping(text: str) -> dict:
+    import yaml
+
+    value = yaml.safe_load(text)
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError("expected a YAML mapping, e.g. '{key: value}'")
+    return value
 
 
 def run_folder(uri: str) -> str:
-    """The run folder of a metrics / scores URI; a run folder itself is returned as is."""
-    uri = uri.rstrip("/")
-    if storage.is_dir(uri) and storage.exists(storage.join(uri, "metrics.parquet")):
-        return uri
-    return uri.rsplit("/", 1)[0] if "/" in uri else "."
+    """The scored-run folder of a metrics / scores URI; a run folder itself is returned as is."""
+    return layout.folder_of("metrics", uri)
 
 
 def metrics_uri_of(uri: str) -> str:
-    """``uri`` itself, or ``<uri>/metrics.parquet`` when ``uri`` is a run folder."""
-    folder = uri.rstrip("/")
-    if storage.is_dir(folder) and storage.exists(storage.join(folder, "metrics.parquet")):
-        return storage.join(folder, "metrics.parquet")
-    return uri
+    """``uri`` itself, or the metrics table inside it when ``uri`` is a scored-run folder."""
+    return layout.table_uri("metrics", uri)
 
 
 def compare_run(metrics_uri: str, reference: str, scores_uri: str | None = None, out: str | None = None,
                 n_boot: int = bs.DEFAULT_B, seed: int = bs.DEFAULT_SEED, metric_names=cmp.PRIMARY,
                 cluster: str = "case_id", breakdowns=(), exclude_disputed: bool = False) -> pd.DataFrame:
     folder = run_folder(metrics_uri)
-    scores_uri = scores_uri or storage.join(folder, "scores.parquet")
+    scores_uri = scores_uri or layout.ScoredRun(folder).scores
     if not storage.exists(scores_uri):
         raise MedScopeError(f"compare needs the scores beside the metrics ({scores_uri}); pass --scores URI")
     scores = records.read_table("scores", scores_uri)
     if exclude_disputed:
-        manifest_uri = storage.join(folder, RUN_MANIFEST)
+        manifest_uri = layout.ScoredRun(folder).manifest
         disputed = json.loads(storage.read_text(manifest_uri)).get("disputed_cases") if storage.exists(manifest_uri) else None
         if disputed is None:
             raise MedScopeError(f"{folder} records no disputed cases; score it with --panel first")
         scores = labelnoise.without_cases(scores, disputed)
     table = cmp.compare(scores, reference, n_boot=n_boot, seed=seed, metric_names=metric_names,
                         cluster=cluster, breakdowns=breakdowns)
-    out = out or storage.join(folder, "comparisons.parquet")
+    out = out or layout.ScoredRun(folder).comparisons
     records.write_table("metrics", table, out)
     return table.to_pandas()
 
@@ -152,25 +111,63 @@ def apply_rules(plan_uri: str, metrics_uris: list[str], lock_uri: str | None = N
 # --- CLI ----------------------------------------------------------------------------------------
 
 
+def episodes_protocol(episodes_uri: str) -> str:
+    """The one protocol whose episodes these are (the ``protocol`` column)."""
+    names = sorted(set(records.read_table("episodes", episodes_uri, columns=["protocol"]).column("protocol").to_pylist()))
+    if not names:
+        raise MedScopeError(f"no episodes in {episodes_uri}")
+    if len(names) > 1:
+        raise MedScopeError(f"{episodes_uri} holds episodes of several protocols ({', '.join(names)}); "
+                            "score each eval run on its own")
+    return names[0]
+
+
+def items_of(episodes_uri: str) -> str:
+    """The item table an eval run was swept over (its sweep.json), for ``score`` without ``--items``."""
+    summary = layout.EvalRun(layout.folder_of("episodes", episodes_uri)).summary
+    if storage.exists(summary):
+        items = json.loads(storage.read_text(summary)).get("items")
+        if items:
+            return items
+    raise MedScopeError(f"{episodes_uri}: the eval run does not record its items; pass --items")
+
+
+def score(episodes_uri: str, out: str, items_uri: str | None = None, protocol: str | None = None,
+          protocol_options: dict | None = None, n_boot: int | None = None, seed: int | None = None,
+          **extra) -> dict:
+    """Score an eval run with the protocol its episodes name; writes the scored-run folder ``out``."""
+    episodes_uri = layout.require("episodes", episodes_uri)
+    name = protocol or episodes_protocol(episodes_uri)
+    proto = protocols.load(name, protocol_options)
+    items_uri = items_uri or items_of(episodes_uri)
+    options = ScoreOptions(n_boot=n_boot, seed=seed, extra={k: v for k, v in extra.items() if v is not None})
+    return proto.score(episodes_uri, items_uri, out, options)
+
+
 def register(sub) -> None:
-    p = sub.add_parser("score", help="score episodes against views: rewards, metrics, bootstrap intervals")
-    p.add_argument("--episodes", required=True, help="episodes table URI (file or folder of parts)")
-    p.add_argument("--views", required=True, help="views table URI")
-    p.add_argument("--out", required=True, help="run folder URI (scores.parquet, metrics.parquet, run.json)")
-    p.add_argument("--cost-matrix", default=costs.DEFAULT, help=f"one of {', '.join(costs.available())} or a YAML path")
-    p.add_argument("--test-set", default="main")
-    p.add_argument("--n-boot", type=int, default=bs.DEFAULT_B)
-    p.add_argument("--seed", type=int, default=bs.DEFAULT_SEED)
-    p.add_argument("--cluster", default="case_id", choices=["case_id", "group_id", "patient_id"],
-                   help="bootstrap unit: cases (default), near-copy groups or patients")
-    p.add_argument("--plan", help="lock this plan's hash into the run (plan.lock.json)")
-    p.add_argument("--panel", help="comma-separated consensus panel: also report metrics without disputed negatives")
-    p.add_argument("--min-votes", type=int, help="panel votes that make a lesion-free label disputed (default 7/9)")
-    p.add_argument("--box-units", default="pixels", choices=list(rewards.BOX_UNITS),
-                   help="units of episode boxes: pixels (the table contract) or per_mille (raw 0-1000 replies)")
-    p.set_defaults(func=lambda a: _print(score_run(
-        a.episodes, a.views, a.out, a.cost_matrix, a.test_set, a.n_boot, a.seed, a.cluster, a.plan,
-        a.panel.split(",") if a.panel else None, a.min_votes, a.box_units)))
+    p = sub.add_parser("score", help="score an eval run with its protocol: per-item scores, metrics, bootstrap intervals")
+    p.add_argument("--episodes", required=True, help="an eval run folder (or its episodes table)")
+    p.add_argument("--items", "--views", dest="items", help="the item table evaluated (default: the one the eval run records)")
+    p.add_argument("--out", required=True, help="scored-run folder URI (scores, metrics, run.json)")
+    p.add_argument("--protocol", help="override the protocol the episodes name")
+    p.add_argument("--protocol-options", type=_yaml_mapping, default=None, metavar="YAML",
+                   help="the protocol's options, e.g. '{config: configs/probe/default.yaml}'")
+    p.add_argument("--n-boot", type=int, default=None, help="bootstrap resamples (default: the protocol's, 2000)")
+    p.add_argument("--seed", type=int, default=None, help="bootstrap seed (default: the protocol's, 42)")
+    cf = p.add_argument_group("counterfactual protocol")
+    cf.add_argument("--cost-matrix", default=None, help=f"one of {', '.join(costs.available())} or a YAML path (default table2)")
+    cf.add_argument("--test-set", default=None, help="name the scores carry (default main)")
+    cf.add_argument("--cluster", default=None, choices=["case_id", "group_id", "patient_id"],
+                    help="bootstrap unit: cases (default), near-copy groups or patients")
+    cf.add_argument("--plan", help="lock this plan's hash into the run (plan.lock.json)")
+    cf.add_argument("--panel", type=lambda v: v.split(","), help="comma-separated consensus panel: also report metrics without disputed negatives")
+    cf.add_argument("--min-votes", type=int, help="panel votes that make a lesion-free label disputed (default 7/9)")
+    cf.add_argument("--box-units", default=None, choices=list(rewards.BOX_UNITS),
+                    help="units of episode boxes: pixels (the table contract) or per_mille (raw 0-1000 replies)")
+    p.set_defaults(func=lambda a: _print(score(
+        a.episodes, a.out, a.items, a.protocol, a.protocol_options, a.n_boot, a.seed, cost_matrix=a.cost_matrix,
+        test_set=a.test_set, cluster=a.cluster, plan=a.plan, panel=a.panel, min_votes=a.min_votes,
+        box_units=a.box_units)))
 
     p = sub.add_parser("compare", help="paired bootstrap differences of every model against a reference")
     p.add_argument("--metrics", required=True, help="metrics URI of a scored run (its scores.parquet is used)")
@@ -208,51 +205,3 @@ def register(sub) -> None:
 
 def _print(obj) -> None:
     print(json.dumps(obj, indent=2, sort_keys=True, default=str))
-
-
-# --- bench --------------------------------------------------------------------------------------
-
-
-def bench_stats(args) -> None:
-    """2,000 case-clustered resamples of every metric for 16 models on the 1,115-view layout.
-
-    Runs in a child process pinned to one BLAS thread, so the figure is a one-core figure.
-    """
-    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
-    code = f"from pipelines.score import _bench_body; _bench_body({bool(getattr(args, 'quick', False))})"
-    subprocess.run([sys.executable, "-c", code], env=env, check=True)
-
-
-def _bench_body(quick: bool) -> None:
-    import numpy as np
-
-    from medscope.scoring import synthetic
-
-    n_boot = 200 if quick else 2000
-    views = synthetic.views(219, 288, 170, seed=0)
-    episodes = synthetic.episodes(views, synthetic.model_zoo(16), seed=0)
-    scores, _ = rewards.score_episodes(episodes, views, costs.load())
-    df = scores.to_pandas()
-    stats = metrics.sufficient_stats(df)
-    n_cases, n_cols = stats.num.shape
-    print(f"bench stats: {views.num_rows} views, {n_cases} cases, 16 models, {len(stats.keys)} model x group keys, "
-          f"{len(metrics.METRICS)} metrics ({n_cols} ratio terms), B={n_boot}, 1 BLAS thread")
-
-    t0, c0 = time.perf_counter(), time.process_time()
-    idx = bs.resample_indices(n_cases, n_boot, 42)
-    counts = bs.counts_from_indices(idx, n_cases)
-    fast = np.moveaxis(metrics.ratios_to_metrics(bs.ratio_samples(stats.num, stats.den, counts).T, axis=0), -1, 0)
-    lo, hi = bs.percentile_ci(fast)
-    t_fast, c_fast = time.perf_counter() - t0, time.process_time() - c0
-
-    t0, c0 = time.perf_counter(), time.process_time()
-    slow = np.empty_like(fast)
-    for b in range(n_boot):  # the obvious loop: gather the resampled cases, sum, divide
-        rows = idx[b]
-        slow[b] = metrics.metric_values(stats.num[rows].sum(0), stats.den[rows].sum(0))
-    lo2, hi2 = bs.percentile_ci(slow)
-    t_slow, c_slow = time.perf_counter() - t0, time.process_time() - c0
-    same = np.allclose(np.nan_to_num(fast, nan=-9), np.nan_to_num(slow, nan=-9), atol=1e-9)
-    print(f"  vectorised (count matrix @ per-case sums): {t_fast:.2f} s wall, {c_fast:.2f} s CPU")
-    print(f"  naive per-resample loop:                   {t_slow:.2f} s wall, {c_slow:.2f} s CPU")
-    print(f"  ratio: {t_slow / t_fast:.1f}x wall, {c_slow / c_fast:.1f}x CPU; identical resampled metrics: {same}")

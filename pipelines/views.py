@@ -1,15 +1,237 @@
-"""``medscope views build|show|export``: counterfactual views and their QC (seed 000 §3.2–3.3)."""
+"""``medscope views build|show|export`` and ``python -m pipelines.views --config F`` (seed 000 §3.2–3.3).
+
+cases -> plan (near-copy crosswalk, group splits, insertion recipients) on the driver
+      -> Ray Data map_batches with an actor pool (each actor holds the recipe's tools, model
+         weights loaded once; GPU actors when the cluster has GPUs) writing write-once part
+         files per case under ``<out>/parts/`` -> cross-case QC on the driver (edit detector,
+         keep rules, adversarial filtering) -> ``<out>/views.parquet``, ``<out>/rejects.parquet``,
+         ``<out>/qc_report.json``.
+
+The final tables are sorted by key, so they are byte-identical whatever the number of
+workers or blocks; a rerun after a kill builds only the cases without a views part.
+"""
 
 from __future__ import annotations
 
 import json
+import sys
+import time
+from typing import Literal
 
 import cv2
 import numpy as np
+import pyarrow as pa
+import pydantic
 
-from medscope import records, storage
+from medscope import layout, records, storage
+from medscope.config import StrictModel
 from medscope.errors import MedScopeError
+from medscope.views.finalize import finalize
+from medscope.views import plan as planmod
+from medscope.views.recipe import Recipe, load_recipe, recipe_hash
+from medscope.views.tools import check_tool
+from medscope.views.worker import CaseViewWriter, case_key, parts, read_features
 from medscope.images import decode_mask, decode_png, encode_png, to_rgb
+from pipelines.support.flags import add_config_flags, config_from_args
+from pipelines.support.jobs import Progress, job_main, map_timing, print_summary
+
+PLAN_COLUMNS = ["case_id", "source", "imaging_type", "patient_id", "split", "has_lesion"]
+MODEL_TOOLS = {"lama", "sd"}
+
+
+class BuildViewsConfig(StrictModel):
+    """One views build: ``medscope views build`` flags, or ``python -m pipelines.views --config F``."""
+
+    cases: str = pydantic.Field(description="cases table, or the cohort folder holding it")
+    out: str = pydantic.Field(description="output folder URI (views, rejects, QC report)")
+    recipe: str | None = pydantic.Field(None, description="view recipe YAML, e.g. configs/views/demo.yaml (default: built-in defaults)")
+    tools: list[str] | None = pydantic.Field(None, description="erasure tools, overriding the recipe's, e.g. telea,transplant")
+    workers: int | None = pydantic.Field(None, description="actor pool size (default: all CPUs)")
+    engine: Literal["ray", "local"] = pydantic.Field("ray", description="ray, or local: a plain loop in this process")
+
+
+def output_uris(out: str) -> dict[str, str]:
+    build = layout.ViewsBuild(out)
+    return {"views": build.views, "rejects": build.rejects, "qc_report": build.qc_report}
+
+
+def _check_recipe(out: str, recipe: Recipe, rhash: str) -> None:
+    uri = layout.ViewsBuild(out).recipe
+    if storage.exists(uri):
+        held = json.loads(storage.read_text(uri)).get("recipe_hash")
+        if held != rhash:
+            raise MedScopeError(f"{out} holds views of recipe {held}, not {rhash}; choose another --out")
+    else:
+        storage.write_text(uri, json.dumps({"recipe_hash": rhash, "recipe": recipe.model_dump()}, indent=2, sort_keys=True))
+
+
+def _log(msg: str) -> None:
+    print(f"  views: {msg}", file=sys.stderr, flush=True)
+
+
+def build_views(cases_uri: str, out: str, recipe: Recipe, *, workers: int | None = None, engine: str = "ray",
+                block_rows: int = 4, quiet: bool = False) -> dict:
+    """Build, QC and write the views of every case; returns the job summary."""
+    if storage.protocol(out) == "memory" and engine == "ray":
+        raise MedScopeError("memory:// output cannot be shared with Ray workers; use a path or s3://")
+    t0 = time.monotonic()
+    rhash = recipe_hash(recipe)
+    for tool in recipe.all_tools():
+        check_tool(tool, lama_model=recipe.lama_model, sd_model_dir=recipe.sd_model_dir)
+    cases = records.read_table("cases", cases_uri)
+    _check_recipe(out, recipe, rhash)
+    rejects: list[dict] = []
+    ids = cases.column("case_id").to_pylist()
+    seen, keep = set(), []
+    for i, cid in enumerate(ids):
+        if cid in seen:
+            rejects.append(records.reject("views", cases.column("source")[i].as_py(), cid, "load", "duplicate_case_id"))
+        else:
+            seen.add(cid)
+            keep.append(i)
+    if len(keep) < len(ids):
+        cases = cases.take(keep)
+
+    # the plan: hashes, near-copy groups, splits, borrowed images
+    meta = cases.select(PLAN_COLUMNS).to_pylist()
+    # the image column is converted to Python bytes once (it is the bulk of the table)
+    image_of = dict(zip(cases.column("case_id").to_pylist(), cases.column("image").to_pylist()))
+    hashes = {}
+    for cid, img in image_of.items():
+        h, thumb = planmod.hash_case(img)
+        if h is not None:
+            hashes[cid] = (h, thumb)
+    plan, cross_report = planmod.make_plan(meta, hashes, recipe)
+    borrowed = {p[k] for p in plan.values() for k in ("recipient", "donor") if p[k]}
+    pool = {cid: image_of[cid] for cid in sorted(borrowed)}
+    del image_of
+
+    t_plan = time.monotonic() - t0
+    timing = None  # map-stage start-up vs steady work, from per-case stamps (see map_timing)
+    folders = parts(out)
+    done = records.part_keys(folders["views"])
+    todo = [i for i, cid in enumerate(cases.column("case_id").to_pylist()) if case_key(cid) not in done]
+    if not quiet:
+        _log(f"{len(cases)} cases, {len(cases) - len(todo)} already built, {len(todo)} to build ({engine})")
+    if todo:
+        pending = cases.take(todo)
+        args = dict(recipe=recipe.model_dump(), rhash=rhash, out=out, plan=plan, pool=pool,
+                    s3_endpoint=storage.s3_endpoint() if storage.protocol(out) == "s3" else None)
+        if engine == "ray":
+            timing = _run_ray(pending, args, recipe, workers, block_rows, quiet)
+        elif engine == "local":
+            t_start = time.time()
+            writer = CaseViewWriter(**args)
+            progress = None if quiet else Progress("cases", len(todo))
+            stamps = []
+            for case in pending.to_pylist():
+                t_case = time.time()
+                writer.build_one(case)
+                stamps.append((t_case, time.time(), 0))
+                if progress:
+                    progress.update()
+            timing = map_timing(t_start, stamps)
+        else:
+            raise MedScopeError(f"unknown engine {engine!r}; use ray or local")
+    t_map = time.monotonic() - t0 - t_plan
+
+    views = records.read_table("views", folders["views"])
+    views = views.take(pa.compute.sort_indices(views, [("view_id", "ascending")]))
+    part_rejects = records.read_table("rejects", folders["rejects"]).to_pylist()
+    features = sorted(read_features(folders["features"]), key=lambda f: (f["view_id"], f["role"]))
+    views, qc_rejects, qc_report = finalize(views, features, recipe)
+    all_rejects = sorted(rejects + part_rejects + qc_rejects,
+                         key=lambda r: (r["item_id"], r["stage"], r["reason"], r["detail"] or ""))
+    uris = output_uris(out)
+    records.write_table("views", views.combine_chunks(), uris["views"])
+    records.write_table("rejects", all_rejects, uris["rejects"])
+    report = {"recipe_hash": rhash, "crosswalk": cross_report, **qc_report}
+    storage.write_text(uris["qc_report"], json.dumps(report, indent=2, sort_keys=True, default=float))
+    summary = summarize(views, all_rejects, report)
+    summary.update(out=out, views_uri=uris["views"], rejects_uri=uris["rejects"], cases=len(cases),
+                   built_now=len(todo), seconds=round(time.monotonic() - t0, 2), plan_seconds=round(t_plan, 2),
+                   map_seconds=round(t_map, 2), map_timing=timing)
+    return summary
+
+
+def _run_ray(pending: pa.Table, args: dict, recipe: Recipe, workers: int | None, block_rows: int,
+             quiet: bool) -> dict:
+    import ray
+
+    from pipelines.support.raycluster import cluster_gpus, ensure_ray
+
+    t_start = time.time()
+    ensure_ray()
+    gpus = cluster_gpus()
+    use_gpu = gpus > 0 and bool(MODEL_TOOLS & set(recipe.all_tools()))
+    size = workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
+    if use_gpu:
+        size = min(size, int(gpus))
+    # many small blocks so every actor of the pool gets work and progress is steady;
+    # from_items builds the blocks and their metadata on the driver (from_arrow would run one
+    # metadata task per block on the workers: measured, and one of them crashed inside Ray)
+    n_blocks = max(1, -(-len(pending) // block_rows))
+    ds = ray.data.from_items(pending.to_pylist(), override_num_blocks=n_blocks)
+    pool_ref = ray.put(args.pop("pool"))
+    plan_ref = ray.put(args.pop("plan"))
+    done = ds.map_batches(
+        _RayWriter, batch_size=block_rows, batch_format="pyarrow",
+        # two blocks in flight per actor keep it fed without queueing the tail of the
+        # cohort on one actor while another idles
+        compute=ray.data.ActorPoolStrategy(size=size, max_tasks_in_flight_per_actor=2),
+        fn_constructor_kwargs=dict(args, plan_ref=plan_ref, pool_ref=pool_ref),
+        num_gpus=1 if use_gpu else 0, num_cpus=0 if use_gpu else 1,
+    )
+    progress = None if quiet else Progress("cases", len(pending))
+    stamps = []
+    for batch in done.iter_batches(batch_format="pyarrow", batch_size=None):
+        stamps += zip(*(batch.column(c).to_pylist() for c in ("t_start", "t_end", "pid")))
+        if progress:
+            progress.update(batch.num_rows)
+    return map_timing(t_start, stamps)
+
+
+class _RayWriter(CaseViewWriter):
+    """CaseViewWriter whose plan and borrowed images come from the object store."""
+
+    def __init__(self, plan_ref, pool_ref, **kwargs):
+        import ray
+
+        plan, pool = (ray.get(r) if isinstance(r, ray.ObjectRef) else r for r in (plan_ref, pool_ref))
+        super().__init__(plan=plan, pool=pool, **kwargs)
+
+
+def summarize(views: pa.Table, rejects: list[dict], report: dict) -> dict:
+    """Counts per kind, tool and imaging type; QC pass rates and reasons; AUCs."""
+    rows = views.select(["kind", "tool", "imaging_type", "passed", "reject_reason", "split"]).to_pylist()
+
+    def count(key):
+        out: dict[str, dict[str, int]] = {}
+        for r in rows:
+            d = out.setdefault(str(r[key]), {"views": 0, "passed": 0})
+            d["views"] += 1
+            d["passed"] += int(r["passed"])
+        return dict(sorted(out.items()))
+
+    reasons: dict[str, int] = {}
+    for r in rejects:
+        reasons[r["reason"]] = reasons.get(r["reason"], 0) + 1
+    det, adv = report.get("edit_detector", {}), report.get("adversarial", {})
+    return {
+        "views": len(rows), "passed": sum(r["passed"] for r in rows),
+        "by_kind": count("kind"), "by_tool": count("tool"), "by_imaging_type": count("imaging_type"),
+        "by_split": count("split"), "reject_reasons": dict(sorted(reasons.items())),
+        "edit_detector_heldout_auc": det.get("heldout_auc"), "edit_detector_train_auc": det.get("train_auc"),
+        "adversarial_auc_before": adv.get("auc_before"), "adversarial_auc_after": adv.get("auc_after"),
+        "adversarial_dropped_cases": adv.get("dropped"),
+        "cross_cohort_pairs": len(report.get("crosswalk", {}).get("cross_cohort_pairs", [])),
+        "near_copy_pairs_by_tier": report.get("crosswalk", {}).get("pairs_by_tier", {}),
+    }
+
+
+def run(cfg: BuildViewsConfig) -> dict:
+    recipe = load_recipe(cfg.recipe, cfg.tools)
+    return build_views(cfg.cases, cfg.out, recipe, workers=cfg.workers, engine=cfg.engine)
 
 
 def register(sub) -> None:
@@ -17,13 +239,8 @@ def register(sub) -> None:
     vs = p.add_subparsers(dest="views_cmd", metavar="CMD")
     vs.required = True
     b = vs.add_parser("build", help="build views of a cases table on Ray Data (resumable)")
-    b.add_argument("--cases", required=True, help="cases table URI")
-    b.add_argument("--out", required=True, help="output folder URI (views.parquet, rejects.parquet, qc_report.json)")
-    b.add_argument("--recipe", default=None, help="configs/views/<name>.yaml (default: built-in defaults)")
-    b.add_argument("--tools", default=None, help="comma-separated erasure tools, e.g. telea,transplant")
-    b.add_argument("--workers", type=int, default=None, help="actor pool size (default: all CPUs)")
-    b.add_argument("--local", action="store_true", help="plain loop in this process instead of Ray")
-    b.set_defaults(func=cmd_build)
+    add_config_flags(b, BuildViewsConfig)
+    b.set_defaults(func=lambda a: print_summary(run(config_from_args(a, source="medscope views build"))))
     s = vs.add_parser("show", help="counts per kind, tool, imaging type; QC pass rates, reasons, AUCs")
     s.add_argument("uri", help="views output folder (or a views.parquet)")
     s.set_defaults(func=cmd_show)
@@ -34,35 +251,12 @@ def register(sub) -> None:
     e.set_defaults(func=cmd_export)
 
 
-def cmd_build(args) -> None:
-    from medscope.views.recipe import load_recipe
-    from pipelines.build_views import build_views
-    from pipelines.support.jobs import print_summary
-
-    tools = [t.strip() for t in args.tools.split(",") if t.strip()] if args.tools else None
-    recipe = load_recipe(args.recipe, tools)
-    print_summary(build_views(args.cases, args.out, recipe, workers=args.workers,
-                              engine="local" if args.local else "ray"))
-
-
-def _views_uri(uri: str) -> tuple[str, str | None]:
-    if uri.endswith(".parquet"):
-        return uri, None
-    return storage.join(uri, "views.parquet"), storage.join(uri, "rejects.parquet")
-
-
 def show_summary(uri: str) -> dict:
     """The summary ``views show`` prints (also used by the demo)."""
-    from pipelines.build_views import summarize
-
-    views_uri, rejects_uri = _views_uri(uri)
-    views = records.read_table("views", views_uri)
-    rejects = records.read_table("rejects", rejects_uri).to_pylist() if rejects_uri and storage.exists(rejects_uri) else []
-    report = {}
-    if rejects_uri:
-        rep = storage.join(uri, "qc_report.json")
-        if storage.exists(rep):
-            report = json.loads(storage.read_text(rep))
+    build = layout.ViewsBuild(layout.folder_of("views", uri))
+    views = records.read_table("views", uri)
+    rejects = records.read_table("rejects", build.rejects).to_pylist() if storage.exists(build.rejects) else []
+    report = json.loads(storage.read_text(build.qc_report)) if storage.exists(build.qc_report) else {}
     return summarize(views, rejects, report)
 
 
@@ -97,8 +291,7 @@ def _outlined(image: np.ndarray, mask: np.ndarray | None, color=(255, 0, 0)) -> 
 
 def export_panels(uri: str, folder: str, n: int = 12) -> list[str]:
     """Write up to ``n`` PNG panels (original | erased | control) for a person to look at."""
-    views_uri, _ = _views_uri(uri)
-    table = records.read_table("views", views_uri, columns=["view_id", "case_id", "kind", "tool", "image", "edit_mask", "passed"])
+    table = records.read_table("views", uri, columns=["view_id", "case_id", "kind", "tool", "image", "edit_mask", "passed"])
     by_case: dict[str, dict[str, dict]] = {}
     for r in table.to_pylist():
         if r["kind"] in ("original", "target_removal", "random_removal") and r["image"] is not None:
@@ -133,3 +326,7 @@ def export_panels(uri: str, folder: str, n: int = 12) -> list[str]:
 def cmd_export(args) -> None:
     paths = export_panels(args.uri, args.dir, args.n)
     print(f"wrote {len(paths)} panels to {args.dir} (original | erased | control; red: erased mask, blue: control)")
+
+
+if __name__ == "__main__":
+    sys.exit(job_main("views", BuildViewsConfig, run))

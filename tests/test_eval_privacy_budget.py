@@ -57,7 +57,7 @@ def test_api_key_reaches_the_server_and_nothing_else(ray_cluster, tmp_path, monk
             "name": "gpt-sentinel", "kind": "openai", "model": "fake-1", "base_url": server.url,
             "api_key_env": "MEDSCOPE_SENTINEL_KEY", "price_in_per_mtok": 1.0, "price_out_per_mtok": 2.0}]}))
         out = str(tmp_path / "eval")
-        assert cli_main(["eval", "--views", views, "--models", str(models), "--conditions", "agent,plain",
+        assert cli_main(["eval", "run", "--items", views, "--models", str(models), "--conditions", "agent,plain",
                          "--out", out, "--protocol", PROTOCOL]) == 0
         assert cli_main(["eval", "show", out]) == 0
         captured = capfd.readouterr()

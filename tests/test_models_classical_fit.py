@@ -26,7 +26,7 @@ ROOT = os.path.dirname(os.path.dirname(__file__))
 def fitted(tmp_path_factory):
     """(views URI, artifact): 72 phantom cases, the demo's view recipe built without Ray, the
     reader fitted on the train split."""
-    from pipelines.build_views import build_views
+    from pipelines.views import build_views
 
     out = tmp_path_factory.mktemp("reader")
     uris = phantom.generate(str(out / "cohort"), n_cases=72, seed=7, n_volumes=0)

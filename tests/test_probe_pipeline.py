@@ -42,8 +42,8 @@ def _cohort(tmp):
 
 
 def test_build_rejects_resume_show_and_score(ray_cluster, tmp_path):
-    from pipelines.probe import build
-    from pipelines.probe_cli import score, show
+    from pipelines.probe import build, show
+    from pipelines.score import score
 
     vols = _cohort(str(tmp_path / "in"))
     out = str(tmp_path / "out")
@@ -128,7 +128,8 @@ def test_build_rejects_resume_show_and_score(ray_cluster, tmp_path):
                              "latency_s": 0.0, "attempts": 1, "error": None})
     ep_uri = str(tmp_path / "episodes.parquet")
     records.write_table("episodes", rows, ep_uri)
-    sc = score(ep_uri, out, str(tmp_path / "scored"), ProbeConfig(bootstrap_b=200))
+    # `medscope score` reads the protocol from the episodes and takes the probe build folder as items
+    sc = score(ep_uri, str(tmp_path / "scored"), items_uri=out, n_boot=200)
     metrics = records.read_table("metrics", sc["metrics"]).to_pylist()
     m = {(r["model"], r["condition"], r["breakdown"], r["metric"]): r["value"] for r in metrics}
     for strat in ("random", "popular", "adversarial"):
@@ -145,11 +146,10 @@ def test_build_rejects_resume_show_and_score(ray_cluster, tmp_path):
 
     title, md, pngs = probe_report_section(metrics, str(tmp_path / "report"))
     assert "| oracle | free_text |" in md and os.path.getsize(pngs[0]) > 1000
-    from medscope.report.render import Section, to_markdown
-    from pipelines.probe_cli import report_entry
+    from medscope.report.render import to_markdown
 
-    title, blocks = report_entry(sc["metrics"], str(tmp_path / "report2"))
-    text, files = to_markdown("r", [Section(title, blocks)])
+    sections, _ = OrganPresenceProtocol().report_sections(str(tmp_path / "scored"), str(tmp_path / "report2"))
+    text, files = to_markdown("r", sections)
     assert "| yes-man | free_text |" in text and any(f.endswith("probe_specificity.png") for f in files)
 
 

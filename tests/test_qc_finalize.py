@@ -5,7 +5,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 from medscope import records
-from medscope.qc.finalize import finalize
+from medscope.views.finalize import finalize
 from medscope.views.build import CaseContext, build_case_views
 from medscope.views.recipe import Recipe
 from medscope.views.synthetic import synthetic_cases

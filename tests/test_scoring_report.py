@@ -12,7 +12,7 @@ from medscope.report.build import build_report
 from medscope.report.render import md_to_html
 from medscope.scoring import synthetic
 from pipelines import demo
-from pipelines import score as score_job
+from medscope.protocols.counterfactual.scoring import score_run
 
 
 @pytest.fixture(scope="module")
@@ -30,7 +30,7 @@ def run(tmp_path_factory):
     e = synthetic.episodes(v, synthetic.model_zoo(3), seed=1)
     records.write_table("views", v, str(root / "views.parquet"))
     records.write_table("episodes", e, str(root / "episodes.parquet"))
-    score_job.score_run(str(root / "episodes.parquet"), str(root / "views.parquet"), str(root / "run"), n_boot=200)
+    score_run(str(root / "episodes.parquet"), str(root / "views.parquet"), str(root / "run"), n_boot=200)
     return root
 
 

@@ -14,7 +14,7 @@ from medscope.errors import MedScopeError
 from medscope.views.recipe import Recipe
 from medscope.views.synthetic import blob, case_row, synthetic_cases, tissue
 from medscope.views.worker import case_key, parts
-from pipelines.build_views import build_views
+from pipelines.views import build_views
 
 RECIPE = Recipe(seed=4)
 
@@ -104,7 +104,11 @@ def test_show_export_and_the_job_entry_point(ray_cluster, cohort, tmp_path, caps
 
     from medscope.images import decode_png
     from pipelines import views as views_cli
-    from pipelines.build_views import main_argv
+    from pipelines.support.jobs import job_main
+    from pipelines.views import BuildViewsConfig, run
+
+    def main_argv(argv):
+        return job_main("views", BuildViewsConfig, run, argv)
 
     root, cases = cohort
     parser = argparse.ArgumentParser()
@@ -120,7 +124,7 @@ def test_show_export_and_the_job_entry_point(ray_cluster, cohort, tmp_path, caps
     assert len(pngs) == 2
     panel = decode_png(pngs[0].read_bytes())
     assert panel.shape[1] == 3 * 80 + 2 * 4  # three 80 px views side by side
-    # python -m pipelines.build_views --config F, in a plain loop (engine: local)
+    # python -m pipelines.views --config F, in a plain loop (engine: local)
     cfg = tmp_path / "job.yaml"
     cfg.write_text(f"cases: {cases}\nout: {tmp_path / 'job'}\nengine: local\n")
     assert main_argv(["--config", str(cfg)]) == 0

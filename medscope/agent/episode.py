@@ -25,7 +25,7 @@ import numpy as np
 from medscope.agent import prompts
 from medscope.answers.matching import claims_finding, infer_question_kind, read_free_text
 from medscope.answers.parser import parse_reply
-from medscope.protocols.base import EpisodeResult, Item
+from medscope.items import EpisodeResult, Item
 from medscope.agent.tools import MAX_TOOL_CALLS, ToolRunner
 from medscope.errors import MedScopeError
 from medscope.images import decode_png, encode_png, resize_long_side

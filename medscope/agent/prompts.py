@@ -15,11 +15,11 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from medscope.config import StrictModel, content_hash, load_yaml, parse
+from medscope.config import StrictModel, content_hash, load_yaml, parse, shipped
 from medscope.errors import MedScopeError
 from medscope.seeding import stable_hash
 
-TEMPLATE_PATH = Path(__file__).resolve().parents[2] / "configs" / "prompts" / "counterfactual_v1.yaml"
+TEMPLATE_PATH = Path(shipped("prompts", "counterfactual_v1.yaml"))
 QUESTION_KINDS = ("presence", "health", "open")
 
 

@@ -42,7 +42,7 @@ from medscope.seeding import stable_hash
 
 FORMATS = ("kvasir-seg", "busi", "image-mask-folder", "siim-rle", "nifti-labels")
 IMAGE_EXTS = (".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff")
-CONFIG_DIR = Path(__file__).resolve().parents[2] / "configs" / "datasets"
+CONFIG_DIR = Path(cfgmod.shipped("datasets"))
 
 OnItem = Callable[[], None] | None
 

@@ -77,7 +77,7 @@ def hessian_blob(g: np.ndarray, s: float) -> np.ndarray:
 
 def pixel_features(image: np.ndarray) -> tuple[np.ndarray, np.ndarray, int, float]:
     """(features H x W x N_FEAT, foreground mask, family, resize factor) of one image."""
-    from medscope.models.classical import dog, foreground
+    from medscope.models.pixel_filters import dog, foreground
 
     g, scale = _to_gray(image)
     fg = foreground(g, margin=5)

@@ -14,39 +14,8 @@ from typing import Protocol
 
 import pyarrow as pa
 
+from medscope.items import EpisodeResult, Item  # noqa: F401 - the protocol interface names them
 from medscope.models.base import ChatModel, Decoding
-
-
-@dataclass(frozen=True)
-class Item:
-    """One unit of evaluation: a 2D view, a probe slice x organ, a question of a montage..."""
-
-    item_id: str  # view_id / probe item_id: the key column of the episodes table (view_id)
-    case_id: str  # the bootstrap cluster: one source image or volume
-    question: str
-    truth: str  # the protocol's expected outcome (present | absent | clarify | a letter ...)
-    images: tuple[bytes, ...] = ()  # PNG bytes, in the order the prompt shows them
-    private: bool = False
-    endpoint_allowlist: tuple[str, ...] = ()
-    meta: dict = field(default_factory=dict)  # protocol-specific (finding, kind, box, ...)
-
-
-@dataclass
-class EpisodeResult:
-    """What one episode produced; the sweep adds run/model/condition/key columns and timing."""
-
-    turns: list[dict]  # {"role", "text", "image_ref"}
-    raw_text: str  # the final reply's raw text
-    action: str  # answer | refer | clarify | unparseable
-    answer: str | None = None
-    claims_finding: bool | None = None
-    box: list[int] | None = None
-    confidence: float | None = None
-    tool_calls: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    parse_error: str | None = None  # why the reply was unparseable, or a tool-call problem
-    model_turns: int = 0  # how many replies the model wrote in this episode
 
 
 class EvalProtocol(Protocol):
@@ -67,17 +36,19 @@ class EvalProtocol(Protocol):
         and metrics tables and ``run.json``, laid out by ``medscope.layout.ScoredRun``) and
         return a summary."""
 
-    def report_sections(self, scored_run: str, work_dir: str) -> list[tuple[str, list]]:
-        """(title, blocks) sections of the report for a scored run this protocol wrote."""
+    def report_sections(self, scored_run: str, work_dir: str, **options) -> tuple[list, dict]:
+        """The report's sections (``medscope.report.render.Section``) for a scored run this
+        protocol wrote, and a dict of anything else it wrote under ``work_dir`` (the report folder)."""
 
 
 @dataclass(frozen=True)
 class ScoreOptions:
-    """What every protocol's scoring takes from ``medscope score``; ``extra`` carries the
-    protocol's own options (a cost matrix, a test set, a judge...), checked by the protocol."""
+    """What every protocol's scoring takes from ``medscope score``: bootstrap resamples and seed
+    (None: the protocol's own default, its paper's), and ``extra``, the protocol's own options
+    (a cost matrix, a test set, a judge...), which the protocol checks."""
 
-    n_boot: int = 2000
-    seed: int = 42
+    n_boot: int | None = None
+    seed: int | None = None
     extra: dict = field(default_factory=dict)
 
 

@@ -3,9 +3,16 @@
 from __future__ import annotations
 
 import numpy as np
+from scipy import ndimage
 
 from medscope.images import to_gray
-from medscope.views.geometry import ring_mask
+
+
+def ring_mask(mask: np.ndarray, inner: float = 6.0, outer: float = 14.0) -> np.ndarray:
+    """Pixels whose Euclidean distance to the mask lies in [inner, outer] (§3.3 ring)."""
+    mask = np.asarray(mask, dtype=bool)
+    dist = ndimage.distance_transform_edt(~mask)
+    return (dist >= inner) & (dist <= outer)
 
 
 def ring_contrast(image: np.ndarray, mask: np.ndarray, inner: float = 6.0, outer: float = 14.0) -> float:

@@ -17,7 +17,7 @@ from medscope import config as cfgmod
 from medscope.config import StrictModel
 from medscope.errors import MedScopeError
 
-CONFIG_DIR = Path(__file__).resolve().parents[2] / "configs" / "cost_matrices"
+CONFIG_DIR = Path(cfgmod.shipped("cost_matrices"))
 DEFAULT = "table2"
 
 

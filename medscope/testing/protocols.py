@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 from medscope import records
-from medscope.protocols.base import EpisodeResult, Item
+from medscope.items import EpisodeResult, Item
 from medscope.models.base import ChatModel, Decoding, Message, Part
 
 

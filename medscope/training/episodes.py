@@ -196,7 +196,7 @@ class AgentLoopSampler:
     def __call__(self, view: dict, temperature: float, seed: int) -> Episode:
         from medscope.agent.episode import Episode as AgentEpisode
         from medscope.answers.parser import parse_reply
-        from medscope.protocols.base import Item
+        from medscope.items import Item
         from medscope.models.base import Decoding
 
         item = Item(item_id=view["view_id"], case_id=view["case_id"], question=view["question"], truth=view["expected"],

@@ -6,9 +6,7 @@ Ray Train worker (rank / world shard the examples) and adds checkpoints and stor
 
 from __future__ import annotations
 
-import io
 
-import pyarrow.parquet as pq
 
 from medscope import records, storage
 from medscope.errors import MedScopeError
@@ -71,8 +69,8 @@ def read_parquet(uri: str):
     if storage.is_dir(uri):
         import pyarrow as pa
 
-        return pa.concat_tables([pq.read_table(io.BytesIO(storage.read_bytes(f))) for f in sorted(storage.list_files(uri, suffix=".parquet"))])
-    return pq.read_table(io.BytesIO(storage.read_bytes(uri)))
+        return pa.concat_tables([records.read_parquet(f) for f in sorted(storage.list_files(uri, suffix=".parquet"))])
+    return records.read_parquet(uri)
 
 
 def make_trainer(recipe: TrainRecipe, views_table, rank: int = 0, world: int = 1, device="cpu"):

@@ -207,7 +207,7 @@ def agent_loop_messages(view: dict, question: str, replies: list[str]) -> list[d
     agent issue's ``medscope.agent.episode.replay`` is not on this branch)."""
     try:
         from medscope.agent.episode import replay
-        from medscope.protocols.base import Item
+        from medscope.items import Item
     except ImportError:
         return None
     item = Item(item_id=view["view_id"], case_id=view["case_id"], question=question, truth=view["expected"],

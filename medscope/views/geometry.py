@@ -133,11 +133,6 @@ def unmatched_control_region(
     return None, params
 
 
-def ring_mask(mask: np.ndarray, inner: float = 6.0, outer: float = 14.0) -> np.ndarray:
-    """Pixels whose Euclidean distance to the mask lies in [inner, outer] (§3.3 ring)."""
-    mask = np.asarray(mask, dtype=bool)
-    dist = ndimage.distance_transform_edt(~mask)
-    return (dist >= inner) & (dist <= outer)
 
 
 def bbox(mask: np.ndarray) -> list[int] | None:

@@ -48,7 +48,7 @@ def write_features(rows: list[dict], folder: str, key: str) -> bool:
 def read_features(folder: str) -> list[dict]:
     out = []
     for uri in storage.list_files(folder, suffix=".parquet"):
-        out.extend(pq.read_table(io.BytesIO(storage.read_bytes(uri))).to_pylist())
+        out.extend(records.read_parquet(uri).to_pylist())
     return out
 
 

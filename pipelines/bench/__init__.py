@@ -10,11 +10,11 @@ import importlib
 from medscope.errors import MedScopeError
 
 BENCHES: dict[str, str] = {
-    "probe": "pipelines.probe_cli:bench",
+    "probe": "pipelines.bench.probe:bench",
     "eval": "pipelines.bench.eval:bench_eval",
-    "stats": "pipelines.score:bench_stats",
-    "views": "pipelines.build_views:bench",
-    "agent": "pipelines.agent:bench",
+    "stats": "pipelines.bench.stats:bench_stats",
+    "views": "pipelines.bench.views:bench",
+    "agent": "pipelines.bench.agent:bench",
 }
 
 

@@ -13,7 +13,6 @@ import os
 import tempfile
 import time
 
-from medscope.errors import MedScopeError
 
 
 def bench_eval(args) -> dict:

@@ -55,16 +55,27 @@ def print_summary(summary: dict) -> None:
 
 
 class Progress:
-    """A plain progress line for long steps (no terminal tricks, so logs stay readable)."""
+    """Progress of a long step: a live bar on a terminal (tqdm), plain lines every few seconds
+    in logs and under ``ray job submit`` (no terminal tricks in files)."""
 
     def __init__(self, label: str, total: int | None = None, every_s: float = 2.0):
         self.label, self.total, self.every_s = label, total, every_s
         self.done = 0
         self._last = 0.0
         self._start = time.monotonic()
+        self._bar = None
+        if sys.stderr.isatty():
+            from tqdm import tqdm
+
+            self._bar = tqdm(total=total, desc=f"  {label}", unit="", leave=True, dynamic_ncols=True)
 
     def update(self, n: int = 1) -> None:
         self.done += n
+        if self._bar is not None:
+            self._bar.update(n)
+            if self.total and self.done >= self.total:
+                self._bar.close()
+            return
         now = time.monotonic()
         if now - self._last >= self.every_s or (self.total and self.done >= self.total):
             self._last = now

@@ -7,7 +7,11 @@ import os
 
 import ray
 
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+import pipelines
+
+# The folder holding the medscope and pipelines packages (a checkout, or site-packages after
+# a plain install): Ray workers of a local cluster get it on their path to import our code.
+CODE_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(pipelines.__file__)))
 
 
 def ensure_ray(num_cpus: int | None = None) -> None:
@@ -19,11 +23,19 @@ def ensure_ray(num_cpus: int | None = None) -> None:
     """
     if ray.is_initialized():
         return
+    verbose = is_verbose()
+    if not verbose:
+        _quiet_ray_loggers()
+    # Quiet: Ray's own chatter (worker log lines forwarded to the driver, the Train
+    # controller's state polling, Ray Data's per-dataset lines) stays in Ray's session logs
+    # under /tmp/ray; MedScope prints its steps and progress. `--verbose` shows everything.
+    quiet = {} if verbose else {"log_to_driver": False}
+    level = logging.INFO if verbose else logging.ERROR
     address = os.environ.get("RAY_ADDRESS")
     if address:
         # Under `ray job submit` the job's runtime_env (working_dir, env vars) already
         # reaches every worker; adding one here would replace it.
-        ray.init(address=address, logging_level=logging.WARNING)
+        ray.init(address=address, logging_level=level, **quiet)
     else:
         runtime_env = {"env_vars": {"PYTHONPATH": _pythonpath()}}
         # address="local" always starts a fresh local cluster, never attaching to a head
@@ -33,13 +45,29 @@ def ensure_ray(num_cpus: int | None = None) -> None:
             num_cpus=num_cpus or os.cpu_count(),
             include_dashboard=False,
             runtime_env=runtime_env,
-            logging_level=logging.WARNING,
+            logging_level=level,
+            **quiet,
         )
     _quiet_ray_data()
+    if not verbose:
+        _quiet_ray_loggers()
+
+
+def is_verbose() -> bool:
+    """``medscope --verbose`` (or ``MEDSCOPE_VERBOSE=1``): Ray's own logs on the console too."""
+    return os.environ.get("MEDSCOPE_VERBOSE", "") not in ("", "0")
+
+
+def _quiet_ray_loggers() -> None:
+    # the C++ core workers print known-harmless actor notices at ERROR level to stderr;
+    # failures still reach the driver as Python exceptions
+    os.environ.setdefault("RAY_BACKEND_LOG_LEVEL", "fatal")
+    for name in ("ray", "ray.data", "ray.train", "ray.tune", "ray._private", "ray.util"):
+        logging.getLogger(name).setLevel(logging.ERROR)
 
 
 def _pythonpath() -> str:
-    parts = [REPO_ROOT, os.environ.get("PYTHONPATH", "")]
+    parts = [CODE_ROOT, os.environ.get("PYTHONPATH", "")]
     return os.pathsep.join(p for p in parts if p)
 
 

@@ -9,10 +9,11 @@ from __future__ import annotations
 from medscope import records
 from medscope.agent import prompts
 from medscope.agent.episode import CONDITIONS, EpisodeSettings, run_episode
-from medscope.protocols.base import EpisodeResult, Item
+from medscope.protocols.base import EpisodeResult, Item, ScoreOptions
 from medscope.errors import MedScopeError
 from medscope.models.base import ChatModel, Decoding
 
+SCORE_OPTIONS = {"cost_matrix", "test_set", "cluster", "plan", "panel", "min_votes", "box_units"}
 _META = ("kind", "finding", "question_kind", "lesion_bbox", "width", "height", "critical", "imaging_type",
          "source", "split", "tool", "degradation", "lesion_area_frac")
 
@@ -76,3 +77,24 @@ class CounterfactualProtocol:
 
     def run_episode(self, item: Item, model: ChatModel, condition: str, decoding: Decoding) -> EpisodeResult:
         return run_episode(item, model, condition, decoding, self.settings)
+
+    def score(self, episodes_uri: str, items_uri: str, out: str, options: ScoreOptions) -> dict:
+        """Rewards under a cost matrix and the §3.8 metrics; ``options.extra`` takes
+        ``cost_matrix``, ``test_set``, ``cluster``, ``plan``, ``panel``, ``min_votes``, ``box_units``."""
+        from medscope.protocols.counterfactual.scoring import score_run
+
+        extra = dict(options.extra)
+        unknown = sorted(set(extra) - SCORE_OPTIONS)
+        if unknown:
+            raise MedScopeError(f"unknown counterfactual score option(s) {unknown}; known: {sorted(SCORE_OPTIONS)}")
+        if options.n_boot is not None:
+            extra["n_boot"] = options.n_boot
+        if options.seed is not None:
+            extra["seed"] = options.seed
+        return score_run(episodes_uri, items_uri, out, **extra)
+
+    def report_sections(self, scored_run: str, work_dir: str, reference: str | None = None,
+                        gallery_cases: int = 4) -> tuple[list, dict]:
+        from medscope.protocols.counterfactual.report import report_sections
+
+        return report_sections(scored_run, work_dir, reference=reference, gallery_cases=gallery_cases)

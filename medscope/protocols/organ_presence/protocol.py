@@ -14,7 +14,7 @@ import numpy as np
 
 from medscope import config as cfgmod
 from medscope import records
-from medscope.protocols.base import EpisodeResult, Item
+from medscope.protocols.base import EpisodeResult, Item, ScoreOptions
 from medscope.images import decode_png, encode_png
 from medscope.models.base import ChatModel, Decoding, Message, Part
 from medscope.volumes.config import ProbeConfig, conditions, split_condition
@@ -95,3 +95,22 @@ class OrganPresenceProtocol:
             input_tokens=completion.input_tokens,
             output_tokens=completion.output_tokens,
         )
+
+    def score(self, episodes_uri: str, items_uri: str, out: str, options: ScoreOptions) -> dict:
+        """Probe scores and metrics; the bootstrap B and seed come from the probe config (the
+        paper's), unless ``medscope score`` was given other values."""
+        from medscope.protocols.organ_presence.scoring import score_run
+
+        if options.extra:
+            raise ValueError(f"the organ-presence protocol takes no score options, got {sorted(options.extra)}")
+        cfg = self.config
+        if options.n_boot is not None:
+            cfg = cfg.model_copy(update={"bootstrap_b": options.n_boot})
+        if options.seed is not None:
+            cfg = cfg.model_copy(update={"bootstrap_seed": options.seed})
+        return score_run(episodes_uri, items_uri, out, cfg)
+
+    def report_sections(self, scored_run: str, work_dir: str) -> tuple[list, dict]:
+        from medscope.protocols.organ_presence.report import report_sections
+
+        return report_sections(scored_run, work_dir)

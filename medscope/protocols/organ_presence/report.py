@@ -6,6 +6,7 @@ import os
 
 import numpy as np
 
+from medscope import layout, records
 from medscope.protocols.organ_presence.scoring import NEGATIVE_STRATEGIES
 
 
@@ -94,3 +95,16 @@ def probe_report_section(metrics: list[dict], out_dir: str) -> tuple[str, str, l
     fig.savefig(png, dpi=110)
     plt.close(fig)
     return title, "\n".join(lines), [png]
+
+
+def report_sections(scored_run: str, work_dir: str) -> tuple[list, dict]:
+    """The probe's report section: the specificity table and the specificity-by-strategy plot."""
+    from medscope.report.render import Image, Raw, Section
+
+    metrics = records.read_table("metrics", layout.ScoredRun(scored_run).metrics).to_pylist()
+    title, markdown, pngs = probe_report_section(metrics, work_dir)
+    blocks: list = [Raw(markdown)]
+    for path in pngs:
+        with open(path, "rb") as fh:
+            blocks.append(Image(fh.read(), os.path.basename(path), "probe specificity by strategy"))
+    return [Section(title, blocks)], {}

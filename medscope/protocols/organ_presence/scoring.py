@@ -11,17 +11,22 @@
 
 from __future__ import annotations
 
+import json
 import warnings
 
 import numpy as np
 import pandas as pd
 
+from medscope import layout, records, storage
+from medscope.errors import MedScopeError
 from medscope.stats import bootstrap as bs
 from medscope.stats.inference import logistic_clustered
-from medscope.volumes.config import FORMATS, IMAGE_MODES, split_condition
+from medscope.volumes.config import FORMATS, IMAGE_MODES, ProbeConfig, split_condition
 from medscope.protocols.organ_presence.replies import read_reply
 
 NEGATIVE_STRATEGIES = ("random", "popular", "adversarial")
+ITEM_COLUMNS = ["item_id", "case_id", "z", "z_mm", "organ", "truth", "strategy", "stratum",
+                "z_distance_mm", "absent_from_volume", "render"]
 
 
 def score_episodes(episodes: list[dict], items: dict[str, dict], lexicon) -> tuple[list[dict], int]:
@@ -219,3 +224,28 @@ def _row(model, condition, breakdown, metric, value, lo, hi, n) -> dict:
         "ci_high": hi,
         "n_cases": int(n),
     }
+
+
+def score_run(episodes_uri: str, items_uri: str, out_uri: str, cfg=None) -> dict:
+    """Read episodes against probe items; write probe_scores.parquet and metrics.parquet under out."""
+    cfg = cfg or ProbeConfig()
+    items = {r["item_id"]: r for r in records.read_table("probe_items", items_uri, columns=ITEM_COLUMNS).to_pylist()}
+    cols = ["run_id", "model", "condition", "view_id", "case_id", "raw_text", "error"]
+    episodes = [e for e in records.read_table("episodes", episodes_uri, columns=cols).to_pylist() if e["view_id"] in items]
+    if not episodes:
+        raise MedScopeError(f"{episodes_uri}: no episodes of the probe items in {items_uri}")
+    scored, skipped = score_episodes(episodes, items, cfg.hedge_lexicon)
+    metrics = probe_metrics(scored, far_mm=cfg.far_mm, b=cfg.bootstrap_b, seed=cfg.bootstrap_seed)
+    run = layout.ScoredRun(out_uri)
+    records.write_table("probe_scores", scored, run.table("probe_scores"))
+    records.write_table("metrics", metrics, run.metrics)
+    manifest = {"protocol": "organ_presence", "episodes": episodes_uri, "items": items_uri,
+                "n_boot": cfg.bootstrap_b, "seed": cfg.bootstrap_seed, "far_mm": cfg.far_mm}
+    storage.write_text(run.manifest, json.dumps(manifest, indent=2) + "\n")
+    headline = {
+        f"{m['model']} | {m['condition']} | {m['breakdown']}": round(m["value"], 3)
+        for m in metrics if m["metric"] == "specificity" and m["value"] is not None and "z>" not in m["breakdown"]
+        and "absent_from_volume" not in m["breakdown"]
+    }
+    return {"episodes": len(episodes), "scored": len(scored), "skipped_errors": skipped,
+            "metrics": run.metrics, "specificity": headline}

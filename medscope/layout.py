@@ -1,0 +1,281 @@
+"""Every output folder's layout, and the one answer to "is this a folder or a table?".
+
+Each verb writes one kind of folder (a cohort, a views build, a probe build, an eval run, a
+scored run, a training run, an arms sweep, a report). The file names inside them are written
+here and nowhere else; verbs and jobs ask a layout object for a path::
+
+    run = layout.ScoredRun(out)
+    records.write_table("metrics", table, run.metrics)
+
+and every verb that reads a table accepts either the folder a previous verb wrote or the table
+inside it (:func:`table_uri`; ``records.read_table`` calls it, so ``--cases cohorts/kv``,
+``--views runs/v1`` and ``--volumes cohorts/btcv`` all work).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from medscope import storage
+from medscope.errors import MedScopeError
+
+
+@dataclass(frozen=True)
+class _Folder:
+    root: str
+
+    def _at(self, *parts: str) -> str:
+        return storage.join(self.root, *parts)
+
+
+@dataclass(frozen=True)
+class Cohort(_Folder):
+    """``medscope cohort import | phantom``: a cases or volumes table with its rejects."""
+
+    @property
+    def cases(self) -> str:
+        return self._at("cases.parquet")
+
+    @property
+    def volumes(self) -> str:
+        return self._at("volumes.parquet")
+
+    @property
+    def rejects(self) -> str:
+        return self._at("rejects.parquet")
+
+    @property
+    def near_copies(self) -> str:
+        return self._at("near_copies.json")
+
+    @property
+    def nifti(self) -> str:
+        """Where the phantom writes its generated NIfTI volumes (imagesTr/, labelsTr/)."""
+        return self._at("volumes")
+
+
+@dataclass(frozen=True)
+class ViewsBuild(_Folder):
+    """``medscope views build``: views, rejects, the QC report, the recipe and per-case parts."""
+
+    @property
+    def views(self) -> str:
+        return self._at("views.parquet")
+
+    @property
+    def rejects(self) -> str:
+        return self._at("rejects.parquet")
+
+    @property
+    def qc_report(self) -> str:
+        return self._at("qc_report.json")
+
+    @property
+    def recipe(self) -> str:
+        return self._at("recipe.json")
+
+    def parts(self, table: str) -> str:
+        """Write-once per-case part files of ``views``, ``rejects`` or ``features``."""
+        return self._at("parts", table)
+
+
+@dataclass(frozen=True)
+class ProbeBuild(_Folder):
+    """``medscope probe build``: probe items (part files), slices, cohort statistics, montages."""
+
+    @property
+    def probe_items(self) -> str:
+        return self._at("probe_items")
+
+    @property
+    def slices(self) -> str:
+        return self._at("slices.parquet")
+
+    @property
+    def cohort_stats(self) -> str:
+        return self._at("cohort_stats.json")
+
+    @property
+    def montages(self) -> str:
+        return self._at("montages")
+
+    @property
+    def rejects(self) -> str:
+        return self._at("rejects.parquet")
+
+    @property
+    def recipe(self) -> str:
+        return self._at("recipe.json")
+
+    @property
+    def cooccurrence(self) -> str:
+        return self._at("cooccurrence.png")
+
+
+@dataclass(frozen=True)
+class EvalRun(_Folder):
+    """``medscope eval``: episodes and rejects as write-once part files, and the sweep summary."""
+
+    @property
+    def episodes(self) -> str:
+        return self._at("episodes")
+
+    @property
+    def rejects(self) -> str:
+        return self._at("rejects")
+
+    @property
+    def summary(self) -> str:
+        return self._at("sweep.json")
+
+
+@dataclass(frozen=True)
+class ScoredRun(_Folder):
+    """``medscope score``: per-item scores, metrics with intervals, paired comparisons, manifest."""
+
+    @property
+    def scores(self) -> str:
+        return self._at("scores.parquet")
+
+    @property
+    def metrics(self) -> str:
+        return self._at("metrics.parquet")
+
+    @property
+    def comparisons(self) -> str:
+        return self._at("comparisons.parquet")
+
+    @property
+    def rejects(self) -> str:
+        return self._at("rejects.parquet")
+
+    @property
+    def manifest(self) -> str:
+        """``run.json``: what was scored and how; it names the protocol."""
+        return self._at("run.json")
+
+    @property
+    def plan_lock(self) -> str:
+        return self._at("plan.lock.json")
+
+    def table(self, name: str) -> str:
+        """A protocol's own scores table (e.g. ``probe_scores``) inside the run."""
+        return self._at(f"{name}.parquet")
+
+
+@dataclass(frozen=True)
+class TrainRun(_Folder):
+    """``medscope train``: Ray Train state, progress, the adapter and the run summary."""
+
+    @property
+    def adapter(self) -> str:
+        return self._at("adapter")
+
+    @property
+    def summary(self) -> str:
+        return self._at("train_summary.json")
+
+    @property
+    def progress(self) -> str:
+        return self._at("progress.json")
+
+    @property
+    def scores(self) -> str:
+        return self._at("scores.parquet")
+
+    @property
+    def ray(self) -> str:
+        return self._at("ray")
+
+
+@dataclass(frozen=True)
+class ArmsSweep(_Folder):
+    """``medscope sweep``: one training run per arm and seed, the arms table and seed pairs."""
+
+    def run(self, arm: str, seed: int) -> TrainRun:
+        return TrainRun(self._at(arm, f"seed{seed}"))
+
+    @property
+    def tune(self) -> str:
+        return self._at("tune")
+
+    @property
+    def arms_table(self) -> str:
+        return self._at("arms_table.parquet")
+
+    @property
+    def arms_markdown(self) -> str:
+        return self._at("arms_table.md")
+
+    @property
+    def seed_pairs(self) -> str:
+        return self._at("seed_pairs.parquet")
+
+
+@dataclass(frozen=True)
+class Report(_Folder):
+    """``medscope report``: Markdown and self-contained HTML, images and transcripts."""
+
+    @property
+    def markdown(self) -> str:
+        return self._at("report.md")
+
+    @property
+    def html(self) -> str:
+        return self._at("report.html")
+
+    @property
+    def transcripts_index(self) -> str:
+        return self._at("transcripts.md")
+
+    def file(self, rel: str) -> str:
+        return self._at(*rel.split("/"))
+
+
+# Where each table sits inside the folders that hold it: a name here is looked up under a
+# folder given in place of the table. Part-file tables (episodes, probe_items) are folders.
+TABLE_MEMBERS: dict[str, tuple[str, ...]] = {
+    "cases": ("cases.parquet",),
+    "volumes": ("volumes.parquet",),
+    "views": ("views.parquet",),
+    "rejects": ("rejects.parquet", "rejects"),
+    "episodes": ("episodes",),
+    "probe_items": ("probe_items",),
+    "slices": ("slices.parquet",),
+    "scores": ("scores.parquet",),
+    "probe_scores": ("probe_scores.parquet",),
+    "metrics": ("metrics.parquet",),
+    "comparisons": ("comparisons.parquet",),
+}
+
+
+def table_uri(name: str, uri: str) -> str:
+    """The URI of table ``name`` given ``uri``: the table itself (a Parquet file or a folder of
+    part files), or a folder a verb wrote that holds it under its layout name."""
+    uri = uri.rstrip("/") or uri
+    if storage.is_dir(uri):
+        for member in TABLE_MEMBERS.get(name, ()):
+            inner = storage.join(uri, member)
+            if storage.exists(inner):
+                return inner
+    return uri
+
+
+def folder_of(name: str, uri: str) -> str:
+    """The output folder that holds table ``name``, given that folder or the table's URI."""
+    uri = uri.rstrip("/") or uri
+    inner = table_uri(name, uri)
+    if inner != uri:
+        return uri
+    if storage.is_dir(uri) and not storage.list_files(uri, suffix=".parquet"):
+        return uri
+    return uri.rsplit("/", 1)[0] if "/" in uri else "."
+
+
+def require(name: str, uri: str) -> str:
+    """Like :func:`table_uri`, with a clear error when nothing is there."""
+    found = table_uri(name, uri)
+    if not storage.exists(found):
+        looked = ", ".join(TABLE_MEMBERS.get(name, ())) or f"{name}.parquet"
+        raise MedScopeError(f"no {name} table at {uri} (a {name} table, or a folder holding {looked})")
+    return found

@@ -1,0 +1,300 @@
+"""The counterfactual protocol's report sections (seed 000 §5.1-§5.5) for a scored run.
+
+Reads the run's scores, metrics, comparisons (made here if missing) and ``run.json`` (which
+names the views and episodes); writes per-model transcript files ``transcripts/<model>.jsonl``
+and ``transcripts.md`` into the report folder. ``medscope.report.build`` composes these
+sections with other protocols' into one Markdown + self-contained HTML report.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import numpy as np
+import pandas as pd
+
+from medscope import images, layout, records, storage
+from medscope.errors import MedScopeError
+from medscope.report import gallery, plots
+from medscope.report.render import Image, Para, Raw, Section, Table, slug
+from medscope.scoring import compare as cmp
+from medscope.scoring import costs, rewards
+from medscope.stats import bootstrap as bs
+
+MAIN = [("ccr", "CCR", False), ("esg", "ESG", True), ("erased_claims", "Erased %", False),
+        ("healthy_claims", "Healthy %", False), ("net_utility", "Net utility", True)]
+MORE = ["strict_esg", "sensitivity", "grounded_accuracy", "clarify_rate", "control_denial", "referral_rate",
+        "unparseable_rate", "selective_risk@1.00", "selective_risk@0.70", "aurc"]
+
+
+def _fmt(v, pct=False) -> str:
+    if v is None or (isinstance(v, float) and not np.isfinite(v)):
+        return "–"
+    return f"{100 * v:.1f}" if pct else f"{v:.3f}"
+
+
+def _ci(r, pct=False) -> str:
+    if r is None:
+        return "–"
+    s = _fmt(r.value, pct)
+    if pd.notna(r.ci_low):
+        s += f" [{_fmt(r.ci_low, pct)}, {_fmt(r.ci_high, pct)}]"
+    return s
+
+
+def _get(m: pd.DataFrame, model, cond, test_set, metric, breakdown="all"):
+    r = m[(m.model == model) & (m.condition == cond) & (m.test_set == test_set) & (m.metric == metric)
+          & (m.breakdown == breakdown)]
+    return r.iloc[0] if len(r) else None
+
+
+def _label(model, cond, multi) -> str:
+    return f"{model} [{cond}]" if multi else model
+
+
+def report_sections(run: str, work_dir: str, reference: str | None = None, gallery_cases: int = 4) -> tuple[list, dict]:
+    """The counterfactual protocol's report sections for scored run ``run`` (seed 000 §5.1-§5.5).
+
+    Transcript files are written under ``work_dir`` (the report folder); returns the sections
+    and what else was written (the transcripts index, the reference model).
+    """
+    scored = layout.ScoredRun(run)
+    manifest = json.loads(storage.read_text(scored.manifest)) if storage.exists(scored.manifest) else {}
+    scores_t = records.read_table("scores", scored.scores)
+    scores = scores_t.to_pandas()
+    metrics = records.read_table("metrics", scored.metrics).to_pandas()
+    if scores.empty:
+        raise MedScopeError(f"{run}: no scores to report")
+    metrics = metrics[metrics.reference.isna()]
+    multi = scores.groupby("model")["condition"].nunique().max() > 1
+    keys = sorted({(r.model, r.condition) for r in scores[["model", "condition"]].drop_duplicates().itertuples()})
+    test_sets = sorted(set(metrics.test_set))
+    ts0 = manifest.get("test_set", test_sets[0]) if manifest.get("test_set") in test_sets else test_sets[0]
+
+    def esg_of(k):
+        r = _get(metrics, k[0], k[1], ts0, "esg")
+        return -np.inf if r is None or pd.isna(r.value) else r.value
+
+    keys.sort(key=lambda k: (-esg_of(k), k))
+    reference = reference or keys[0][0]
+    comp_uri = scored.comparisons
+    comps = records.read_table("metrics", comp_uri).to_pandas() if storage.exists(comp_uri) else pd.DataFrame()
+    if comps.empty or not comps.reference.str.split(":").str[0].eq(reference).any():
+        n_boot = int(manifest.get("n_boot", bs.DEFAULT_B)) or bs.DEFAULT_B
+        comps = cmp.compare(scores_t, reference, n_boot=n_boot, seed=int(manifest.get("seed", bs.DEFAULT_SEED))).to_pandas()
+        records.write_table("metrics", records.to_table("metrics", comps.to_dict("records")), comp_uri)
+    comps = comps[comps.reference.str.split(":").str[0] == reference]
+
+    sections = [Section("Run", [Para(_run_text(manifest, scores, keys, reference))])]
+    for ts in test_sets:
+        sections.append(Section(f"Main table: {ts}", [_main_table(metrics, keys, ts, multi)], anchor=f"main-{slug(ts)}"))
+    sections.append(Section(f"Paired differences against {reference}", [_paired_table(comps, multi)],
+                            anchor="paired"))
+    sections.append(Section("By imaging type", [_by_breakdown(metrics, keys, ts0, "imaging_type", multi)],
+                            anchor="imaging"))
+    labels = [_label(m, c, multi) for m, c in keys]
+    sm = metrics.assign(model=[_label(m, c, multi) for m, c in zip(metrics.model, metrics.condition)])
+    sections.append(Section("ESG by lesion-size quartile", [
+        Image(plots.esg_by_size_quartile(sm[sm.test_set == ts0], labels), "esg_by_size.png", "ESG by lesion-size quartile"),
+        _by_breakdown(metrics, keys, ts0, "size_quartile", multi, metric_list=("esg", "erased_claims"))], anchor="size"))
+    ss = scores.assign(model=[_label(m, c, multi) for m, c in zip(scores.model, scores.condition)])
+    sections.append(Section("Risk-coverage", [
+        Image(plots.risk_coverage(ss[ss.test_set.fillna("main") == ts0], labels), "risk_coverage.png", "risk-coverage"),
+        Para("Answerable views ranked by stated confidence (stable sort on ties; missing confidence ranks last). "
+             "These curves describe each model's own trade-off and do not rank models.")], anchor="risk"))
+    sections.append(Section("Further metrics", [_more_table(metrics, keys, ts0, multi)], anchor="more"))
+    sections.append(Section("Sensitivity by asked finding", [_by_breakdown(
+        metrics, keys, ts0, "finding", multi, metric_list=("sensitivity", "erased_claims", "healthy_claims",
+                                                             "referral_rate"))], anchor="finding"))
+    sections.append(Section("Rankings under every cost matrix", [_rankings(scores_t, keys, multi)], anchor="rankings"))
+    transcripts = _write_transcripts(manifest, work_dir)
+    gal = _gallery(manifest, scores, keys, multi, gallery_cases)
+    sections.append(Section("Gallery", gal["blocks"], anchor="gallery"))
+    sections.append(Section("Transcripts", _transcript_blocks(transcripts, gal["views"]), anchor="transcripts"))
+    return sections, {"transcripts": transcripts.get("index"), "reference": reference}
+
+
+def _run_text(manifest, scores, keys, reference) -> str:
+    n_cases = scores.case_id.nunique()
+    bits = [f"{len(keys)} model/condition runs, {scores.view_id.nunique()} views of {n_cases} cases",
+            f"cost matrix `{manifest.get('cost_matrix', scores.cost_matrix.iloc[0])}`",
+            f"{manifest.get('n_boot', '?')} bootstrap resamples of {manifest.get('cluster', 'case_id')} "
+            f"(seed {manifest.get('seed', '?')})", f"paired differences against **{reference}**"]
+    if manifest.get("disputed_cases"):
+        bits.append(f"{len(manifest['disputed_cases'])} disputed lesion-free labels (metrics without them: "
+                    f"test set '<name>-undisputed')")
+    return "; ".join(bits) + "."
+
+
+def _main_table(metrics, keys, ts, multi) -> Table:
+    rows = []
+    for m, c in keys:
+        cells = [_label(m, c, multi)]
+        for metric, _, with_ci in MAIN:
+            r = _get(metrics, m, c, ts, metric)
+            pct = metric.endswith("claims")
+            cells.append(_ci(r, pct) if with_ci else (_fmt(r.value, pct) if r is not None else "–"))
+        rows.append(cells)
+    return Table(["Model"] + [h for _, h, _ in MAIN], rows,
+                 "Erased / Healthy: % of erased-lesion and lesion-free views on which the finding is claimed; "
+                 "95% case-bootstrap intervals in brackets.")
+
+
+def _paired_table(comps, multi) -> Table:
+    order = ["esg", "erased_claims", "healthy_claims", "ccr", "net_utility"]
+    names = {"esg": "ESG", "erased_claims": "Erased-lesion claims", "healthy_claims": "Healthy-image claims",
+             "ccr": "CCR", "net_utility": "Net utility"}
+    rows = []
+    for (ts, m, c), part in comps[comps.breakdown == "all"].groupby(["test_set", "model", "condition"], sort=False):
+        cells = [f"{_label(m, c, multi)} ({ts})"]
+        for metric in order:
+            r = part[part.metric == metric]
+            if r.empty:
+                cells.append("–")
+                continue
+            r = r.iloc[0]
+            cells.append(f"{r.value + 0.0:+.3f} [{r.ci_low + 0.0:+.3f}, {r.ci_high + 0.0:+.3f}] "
+                         f"p {bs.format_p(r.p_value, int(r.n_boot))}")
+        rows.append(cells)
+    ref = comps.reference.iloc[0] if len(comps) else "?"
+    return Table(["Model minus reference"] + [names[o] for o in order], rows,
+                 f"Each model minus {ref}, paired bootstrap over shared cases: difference [95% CI], p "
+                 "(twice the smaller tail; '< 1/B' when no resample crossed zero).")
+
+
+def _by_breakdown(metrics, keys, ts, dim, multi, metric_list=("esg", "erased_claims", "net_utility")) -> Table:
+    part = metrics[(metrics.test_set == ts) & metrics.breakdown.str.startswith(f"{dim}=")]
+    groups = sorted(set(part.breakdown))
+    rows = []
+    for g in groups:
+        n = part[part.breakdown == g].n_cases.max()
+        cells = [f"{g.split('=', 1)[1]} ({n})"]
+        for m, c in keys:
+            cells.append(" / ".join(_fmt(getattr(_get(metrics, m, c, ts, k, g), "value", None)) for k in metric_list))
+        rows.append(cells)
+    return Table([dim.replace("_", " ") + " (cases)"] + [_label(m, c, multi) for m, c in keys], rows,
+                 " / ".join(metric_list) + f" on {ts}.")
+
+
+def _more_table(metrics, keys, ts, multi) -> Table:
+    rows = [[_label(m, c, multi)] + [_fmt(getattr(_get(metrics, m, c, ts, k), "value", None)) for k in MORE]
+            for m, c in keys]
+    return Table(["Model"] + MORE, rows)
+
+
+def _rankings(scores_t, keys, multi) -> Table:
+    df = scores_t.select(["model", "condition"]).to_pandas()
+    cols, ranks = [], {}
+    for matrix in costs.load_all():
+        nu = df.assign(r=rewards.rescore(scores_t, matrix)).groupby(["model", "condition"])["r"].mean()
+        order = nu.sort_values(ascending=False, kind="stable")
+        ranks[matrix.name] = {k: (i + 1, v) for i, (k, v) in enumerate(order.items())}
+        cols.append(matrix.name)
+    rows = [[_label(m, c, multi)] + [f"{ranks[n][(m, c)][0]} ({ranks[n][(m, c)][1]:.3f})" for n in cols]
+            for m, c in sorted(keys, key=lambda k: ranks[cols[0]][k][0])]
+    return Table(["Model"] + cols, rows, "Rank (net utility) under each cost matrix (configs/cost_matrices/).")
+
+
+def _gallery(manifest, scores, keys, multi, n_cases) -> dict:
+    views_uri = manifest.get("views")
+    if not views_uri or not storage.exists(views_uri) or n_cases <= 0:
+        return {"blocks": [Para("No views table recorded in run.json; no gallery.")], "views": []}
+    views = records.read_table("views", views_uri).to_pandas()
+    edited = views[views.kind == "target_removal"]
+    chosen = []
+    for _, part in edited.groupby("imaging_type", sort=True):
+        chosen.append(part.case_id.iloc[0])
+    for c in edited.case_id:
+        if len(chosen) >= n_cases:
+            break
+        if c not in chosen:
+            chosen.append(c)
+    chosen = chosen[:n_cases]
+    kinds = ["original", "target_removal", "random_removal"]
+    blocks, shown = [], []
+    header = ["View"] + [_label(m, c, multi) for m, c in keys]
+    for case in chosen:
+        cv = views[views.case_id == case].set_index("kind")
+        lesion = None
+        if "target_removal" in cv.index and cv.loc["target_removal", "edit_mask"] is not None:
+            lesion = images.decode_mask(cv.loc["target_removal", "edit_mask"])  # the dilated lesion mask
+        blocks.append(Para(f"**{case}** ({cv.imaging_type.iloc[0]}): {cv.question.iloc[0]}"))
+        rows = []
+        for k in kinds:
+            if k not in cv.index:
+                continue
+            v = cv.loc[k].to_dict() | {"kind": k}
+            png = gallery.panel(v, lesion)
+            if png is not None:
+                blocks.append(Image(png, f"{slug(case)}_{k}.png", f"{case} {k}"))
+            shown.append(v["view_id"])
+            cells = [k]
+            for m, c in keys:
+                s = scores[(scores.model == m) & (scores.condition == c) & (scores.view_id == v["view_id"])]
+                if s.empty:
+                    cells.append("–")
+                    continue
+                s = s.iloc[0]
+                what = ("claims finding" if s.claims_finding else "absent") if s.action == "answer" else s.action
+                mark = "✓" if s.correct else "✗"
+                cells.append(f"[{what} {mark} ({s.reward:+.2f})](#{_tr_anchor(m, c, v['view_id'])})")
+            rows.append(cells)
+        blocks.append(Table(header, rows, "Each model's decision (reward); links go to its transcript below. "
+                                          "Yellow: lesion; dashed cyan: edited region."))
+    return {"blocks": blocks, "views": shown}
+
+
+def _tr_anchor(model, cond, view_id) -> str:
+    return "tr-" + slug(f"{model}-{cond}-{view_id}")
+
+
+def _write_transcripts(manifest, out) -> dict:
+    uri = manifest.get("episodes")
+    if not uri or not storage.exists(uri):
+        return {}
+    ep = records.read_table("episodes", uri, columns=["model", "condition", "view_id", "turns", "raw_text", "action",
+                                                      "answer", "confidence", "tool_calls"]).to_pandas()
+    files, index = {}, ["# Transcripts", ""]
+    for (m, c), part in ep.groupby(["model", "condition"], sort=True):
+        name = f"transcripts/{re.sub(r'[^A-Za-z0-9._-]+', '_', f'{m}__{c}')}.jsonl"
+        lines = [json.dumps({k: _plain(v) for k, v in r.items()}, ensure_ascii=False) for r in part.to_dict("records")]
+        storage.write_text(layout.Report(out).file(name), "\n".join(lines) + "\n")
+        files[(m, c)] = (name, part)
+        index.append(f"- [{m} ({c})]({name}): {len(part)} episodes")
+    index_uri = layout.Report(out).transcripts_index
+    storage.write_text(index_uri, "\n".join(index) + "\n")
+    return {"index": index_uri, "files": files}
+
+
+def _plain(v):
+    if isinstance(v, np.ndarray):
+        return [_plain(x) for x in v]
+    if isinstance(v, dict):
+        return {k: _plain(x) for k, x in v.items()}
+    if isinstance(v, (np.floating, np.integer)):
+        return v.item()
+    if isinstance(v, float) and np.isnan(v):
+        return None
+    return v
+
+
+def _transcript_blocks(transcripts, shown_views) -> list:
+    if not transcripts:
+        return [Para("No episodes table recorded in run.json; no transcripts.")]
+    md = ["Full transcripts, one JSON line per episode: [transcripts.md](transcripts.md)"]
+    md += [f"- {m} ({c}): [{name}]({name})" for (m, c), (name, _) in transcripts["files"].items()]
+    html_parts = ["<p>Full transcripts, one JSON line per episode, are written beside this report: "
+                  "<code>transcripts.md</code> and:</p><ul>"]
+    html_parts += [f"<li><code>{name}</code> ({m}, {c})</li>" for (m, c), (name, _) in transcripts["files"].items()]
+    html_parts.append("</ul>")
+    import html as h
+
+    for (m, c), (_, part) in transcripts["files"].items():
+        for r in part[part.view_id.isin(shown_views)].to_dict("records"):
+            turns = _plain(r["turns"]) or []
+            body = "\n\n".join(f"[{t.get('role')}] {t.get('text') or ''}" for t in turns) or (r["raw_text"] or "")
+            html_parts.append(f'<details id="{_tr_anchor(m, c, r["view_id"])}"><summary>{h.escape(m)} ({h.escape(c)}) '
+                              f'on {h.escape(r["view_id"])}: {h.escape(str(r["action"]))}</summary>'
+                              f"<pre>{h.escape(body)}</pre></details>")
+    return [Raw("\n".join(md), "\n".join(html_parts))]

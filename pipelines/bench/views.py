@@ -1,0 +1,79 @@
+"""``medscope bench views``: Ray Data views build against a plain loop, and 2 workers against 1."""
+
+from __future__ import annotations
+
+import time
+
+from medscope import records, storage
+from medscope.views.recipe import Recipe
+from pipelines.views import build_views
+
+def bench(args) -> None:
+    """``medscope bench views``: views/s of a plain loop, Ray with 1 worker and with 2 workers.
+
+    All three run the real job (``build_views``: plan, map, QC) on the same generated cohort,
+    one after the other in this process. For each, the map stage is split by per-case stamps
+    into its fixed start-up (tool construction; for Ray also actor start-up and imports) and
+    its steady throughput; end-to-end and steady ratios are printed side by side.
+    """
+    import os
+    import tempfile
+
+    from medscope.views.synthetic import synthetic_cases
+
+    # sized so that the steady work (about 10 s for the plain loop on 2 idle cores) is large
+    # next to the few seconds an actor pool takes to start; --quick is a smoke run only
+    n, size = (24, 160) if args.quick else (240, 256)
+    recipe = Recipe(seed=0)
+    from pipelines.bench import parallel_ceiling
+
+    load_before = os.getloadavg()[0]
+    ceiling = [parallel_ceiling()[1]]
+    with tempfile.TemporaryDirectory(prefix="medscope-bench-views-") as tmp:
+        cases = storage.join(tmp, "cases.parquet")
+        try:
+            from medscope.cohorts import phantom
+
+            cases = phantom.generate(storage.join(tmp, "cohort"), n_cases=n, seed=0)["cases"]
+            source = "phantom cohort"
+        except ImportError:
+            records.write_table("cases", synthetic_cases(n, seed=0, size=size), cases)
+            source = f"synthetic cohort ({size} px)"
+        t = time.monotonic()
+        from pipelines.support.raycluster import ensure_ray
+
+        ensure_ray()
+        cluster_s = time.monotonic() - t
+        print(f"cohort: {n} cases, {source}; load average {load_before:.2f} at start", flush=True)
+        # The first Ray Data job of a process starts worker processes for our runtime env; a
+        # real build pays this once. It is measured here on a few cases and printed, so that
+        # it neither hides in nor inflates whichever worker count happens to run first.
+        few = storage.join(tmp, "few.parquet")
+        records.write_table("cases", records.read_table("cases", cases).slice(0, 8), few)
+        cold = build_views(few, storage.join(tmp, "cold"), recipe, workers=1, engine="ray", quiet=True)["map_timing"]
+        print(f"first Ray job of the process (8 cases, 1 worker): start-up {cold['startup_s']:.1f}s; "
+              f"Ray cluster start before it {cluster_s:.1f}s (both paid once per job)", flush=True)
+        print(f"{'':<15} {'views':>5} {'start-up':>9} {'steady':>8} {'map':>7} {'whole job':>9}"
+              f"   {'views/s end-to-end':>18} {'views/s steady':>15}", flush=True)
+        res = {}
+        for label, engine, workers in (("plain loop", "local", None), ("ray 1 worker", "ray", 1),
+                                       ("ray 2 workers", "ray", 2)):
+            s = build_views(cases, storage.join(tmp, label.replace(" ", "-")), recipe,
+                            workers=workers, engine=engine, quiet=True)
+            tm = s["map_timing"]
+            res[label] = r = {"e2e": s["views"] / tm["total_s"], "steady": s["views"] / tm["steady_s"], **tm}
+            print(f"{label:<15} {s['views']:>5} {tm['startup_s']:8.1f}s {tm['steady_s']:7.1f}s {tm['total_s']:6.1f}s"
+                  f" {s['seconds']:8.1f}s   {r['e2e']:18.1f} {r['steady']:15.1f}", flush=True)
+        ceiling.append(parallel_ceiling()[1])
+    p, r1, r2 = res["plain loop"], res["ray 1 worker"], res["ray 2 workers"]
+    print(f"load average {os.getloadavg()[0]:.2f} at end (figures are only meaningful on an idle machine)")
+    print("start-up = map stage until the first case begins (tools; for Ray, actor start and imports);")
+    print("steady = first case begun to last case done; map = start-up + steady; whole job adds the")
+    print("driver's plan and QC, the same for all three. Ray runs each start their own actors.")
+    print(f"ray 2 workers: workers began their first case at "
+          f"{', '.join(f'{x:.1f}s' for x in r2['worker_first_case_s'])}")
+    print(f"machine ceiling: two plain processes at once ran {ceiling[0]:.2f}x / {ceiling[1]:.2f}x the speed of one"
+          " (before / after; no Ray; 2.0 on truly free cores)")
+    print(f"{'ratio':<28} {'end-to-end':>10} {'steady':>7}   aim")
+    print(f"{'ray 1 worker / plain loop':<28} {r1['e2e'] / p['e2e']:10.2f} {r1['steady'] / p['steady']:7.2f}   >= 0.75")
+    print(f"{'ray 2 workers / 1 worker':<28} {r2['e2e'] / r1['e2e']:10.2f} {r2['steady'] / r1['steady']:7.2f}   >= 1.7")
