@@ -38,10 +38,11 @@ def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None) ->
     """BUSI folder at ``path`` (holding the class folders) -> (cases table, rejects rows)."""
     cfg = cfg or dataset_config("busi")
     files, ignored = scan_tree(path)
+    ignored = [(rel, why if _in_class_folder(rel) else "outside the BUSI class folders") for rel, why in ignored]
     folders: dict[str, list[str]] = {}  # folder as found on disk -> files below it
     for rel in files:
         top, _, rest = rel.partition("/")
-        if rest and top.lower() in CLASSES:
+        if _in_class_folder(rel):
             folders.setdefault(top, []).append(rest)
         else:
             ignored.append((rel, "outside the BUSI class folders"))
@@ -75,3 +76,8 @@ def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None) ->
         rejects += leftovers(cfg, "", [], orphans)
     rejects += leftovers(cfg, "", ignored)
     return finish(rows, rejects)
+
+
+def _in_class_folder(rel: str) -> bool:
+    top, _, rest = rel.partition("/")
+    return bool(rest) and top.lower() in CLASSES

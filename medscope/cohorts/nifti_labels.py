@@ -10,7 +10,8 @@ by URI (DESIGN.md). Rejects: ``corrupt NIfTI`` (image or label unreadable), ``mi
 map``, ``label shape differs``, ``label affine differs`` (the label map would sit on other
 anatomy), ``non-integer label map`` (a soft / probability map, or an RGB one, is not a label
 map), ``invalid affine`` (an all-zero or singular sform / qform places the voxels nowhere),
-``label map without image`` (a label file no image claims), and the budgets of
+``label map without image`` (a label file no image claims), ``file name not UTF-8`` (the
+row keeps the file's URI, which must stay readable), and the budgets of
 ``safe_io.Limits``: the header's shape x dtype is checked, and a ``.nii.gz`` inflated only
 as far as the header says it needs, before any voxel is read.
 """
@@ -161,6 +162,9 @@ def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None) ->
         lrel = posixpath.join(cfg.labels_dir, lname)
         used.add(lname)
         try:
+            for file_rel in (rel, lrel):
+                if safe_io.display_name(file_rel) != file_rel:  # the row keeps a URI that must round-trip
+                    raise Reject("file name not UTF-8", f"{safe_io.display_name(file_rel)} cannot be stored as a URI")
             image = read_nifti(read_file(path, rel, cfg.limits), "image", cfg.limits)
             if lname not in labels:
                 raise Reject("missing label map", f"no {lrel}")
