@@ -78,6 +78,29 @@ def save_with_orientation(path, array, orientation, fmt="PNG"):
     Image.fromarray(array).save(path, format=fmt, exif=exif)
 
 
+_ZERO_CHUNK = 1 << 24
+
+
+def deflate_zeros(prefix: bytes, n_zeros: int) -> bytes:
+    """Raw deflate of ``prefix`` + ``n_zeros`` zero bytes, built fast: one fully flushed block
+    of 16 MiB zeros repeated (a full flush resets the window, so copies of it chain validly)."""
+    c = zlib.compressobj(9, zlib.DEFLATED, -15)
+    head = c.compress(prefix) + c.flush(zlib.Z_FULL_FLUSH)
+    block = c.compress(b"\0" * _ZERO_CHUNK) + c.flush(zlib.Z_FULL_FLUSH)
+    rest = c.compress(b"\0" * (n_zeros % _ZERO_CHUNK)) + c.flush(zlib.Z_FINISH)
+    return head + block * (n_zeros // _ZERO_CHUNK) + rest
+
+
+def gzip_zeros(prefix: bytes, n_zeros: int) -> bytes:
+    """A gzip member holding ``prefix`` + ``n_zeros`` zero bytes (see :func:`deflate_zeros`)."""
+    crc, zeros = zlib.crc32(prefix), b"\0" * _ZERO_CHUNK
+    for _ in range(n_zeros // _ZERO_CHUNK):
+        crc = zlib.crc32(zeros, crc)
+    crc = zlib.crc32(b"\0" * (n_zeros % _ZERO_CHUNK), crc)
+    size = (len(prefix) + n_zeros) & 0xFFFFFFFF
+    return b"\x1f\x8b\x08\0\0\0\0\0\0\xff" + deflate_zeros(prefix, n_zeros) + struct.pack("<II", crc & 0xFFFFFFFF, size)
+
+
 def add_bad_2d(root, images="images", masks="masks", ext="jpg"):
     """Kvasir-SEG / image-mask-folder bad kinds (mask file name = image stem + ``ext``)."""
     good, bad, ignored = {}, {}, {}
@@ -187,19 +210,12 @@ def deflated_dicom(path, pixels, patient_id, pad_bytes=0):
     body = DicomBytesIO()
     body.is_little_endian, body.is_implicit_VR = True, False
     write_dataset(body, ds)
-    comp = zlib.compressobj(9, zlib.DEFLATED, -15)
-    out = [comp.compress(body.getvalue())]
+    prefix = body.getvalue()
     if pad_bytes:
-        # (7FE1,0010) private OB element, odd group: after PixelData in tag order is fine for the
-        # inflater; pydicom would inflate all of it before parsing anything
-        out.append(comp.compress(struct.pack("<HH", 0x7FE1, 0x1010) + b"OB\0\0" + struct.pack("<I", pad_bytes)))
-        zeros = b"\0" * (1 << 24)
-        left = pad_bytes
-        while left:
-            n = min(left, len(zeros))
-            out.append(comp.compress(zeros[:n]))
-            left -= n
-    out.append(comp.flush())
+        # a (7FE1,1010) private OB element after the pixels; pydicom would inflate all of it
+        # before parsing anything
+        prefix += struct.pack("<HH", 0x7FE1, 0x1010) + b"OB\0\0" + struct.pack("<I", pad_bytes)
+    out = [deflate_zeros(prefix, pad_bytes)]
     meta = DicomBytesIO()
     meta.is_little_endian, meta.is_implicit_VR = True, False
     write_file_meta_info(meta, ds.file_meta, enforce_standard=True)

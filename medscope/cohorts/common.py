@@ -242,7 +242,7 @@ def to_uint8(array: np.ndarray) -> np.ndarray:
     if hi <= lo:
         return out
     # float64 a band of rows at a time: a whole-image float copy would be 8x the input (issue 20)
-    step = max(1, (1 << 22) // max(1, a[0].size))
+    step = max(1, (1 << 18) // max(1, a[0].size))  # ~2 MB of float64 per temporary
     for r in range(0, a.shape[0], step):
         band = a[r : r + step].astype(np.float64)
         out[r : r + step] = np.clip(np.rint((band - lo) * (255.0 / (hi - lo))), 0, 255)

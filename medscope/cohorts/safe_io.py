@@ -202,26 +202,32 @@ def _read_remote(uri: str, max_bytes: int) -> bytes:
     return data
 
 
-def inflate_bounded(data: bytes, max_out: int, wbits: int, *, what: str = "data", strict: bool = True) -> bytes:
+def inflate_bounded(
+    data: bytes, max_out: int, wbits: int, *, what: str = "data", strict: bool = True, keep: bool = True
+) -> bytes:
     """Inflate ``data`` (zlib ``wbits``: 31 gzip, -15 raw deflate) to at most ``max_out`` bytes.
 
     With ``strict`` more output than ``max_out`` is a ``over max_decoded_bytes`` reject; without,
     the first ``max_out`` bytes are returned (a caller that knows from a header how much it
-    needs). A broken stream is a Reject with reason ``corrupt <what>``.
+    needs). ``keep=False`` only measures (returns b""), holding one 1 MiB piece at a time.
+    A broken stream is a Reject with reason ``corrupt <what>``.
     """
     out, total = [], 0
     try:
         d = zlib.decompressobj(wbits)
         buf = data
-        while buf and total <= max_out:
-            piece = d.decompress(buf, max_out + 1 - total)
-            out.append(piece)
+        while total <= max_out:  # until the stream ends: output may be pending after all input
+            piece = d.decompress(buf, min(_CHUNK, max_out + 1 - total))
+            if keep:
+                out.append(piece)
             total += len(piece)
             buf = d.unconsumed_tail
             if d.eof:
                 if wbits == 31 and d.unused_data[:2] == b"\x1f\x8b":  # gzip members concatenated
                     buf, d = d.unused_data, zlib.decompressobj(wbits)
                     continue
+                break
+            if not buf and not piece:
                 break
     except zlib.error as err:
         raise Reject(f"corrupt {what}", f"zlib: {err}") from None

@@ -145,7 +145,7 @@ def read_dicom(data: bytes, limits: Limits = DEFAULT_LIMITS):
     except Exception:
         syntax, fp = "", None  # no file meta: dcmread below says what is wrong
     if fp is not None and syntax == pydicom.uid.DeflatedExplicitVRLittleEndian:
-        safe_io.inflate_bounded(fp.read(), limits.max_decoded_bytes, -15, what="DICOM")
+        safe_io.inflate_bounded(fp.read(), limits.max_decoded_bytes, -15, what="DICOM", keep=False)
     try:
         ds = pydicom.dcmread(io.BytesIO(data))
         rows, cols = int(ds.Rows), int(ds.Columns)
