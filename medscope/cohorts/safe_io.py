@@ -153,7 +153,8 @@ def read_bounded(uri: str, max_bytes: int) -> bytes:
     if local is None:
         return _read_remote(uri, max_bytes)
     try:
-        _require_regular(os.stat(local).st_mode, max_bytes, os.stat(local).st_size)
+        st = os.stat(local)
+        _require_regular(st.st_mode, max_bytes, st.st_size)
         fd = os.open(local, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     except OSError as err:
         raise Reject("unreadable file", err.strerror or str(err)) from None
