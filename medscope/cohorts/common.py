@@ -6,7 +6,7 @@ wrong with one file becomes a rejects row (``records.reject``) with a short coun
 reason; the loader goes on, so every good case still arrives (DESIGN.md, "Nothing lost,
 nothing silent"). Files are listed and read only through ``safe_io`` (regular files, bounded
 reads, header-checked pixel budgets, EXIF orientation; docs/cohorts-bad-input.md), and
-:func:`leftovers` accounts for every file a loader did not turn into a case or reject.
+:func:`safe_io.leftovers` accounts for every file a loader did not turn into a case or reject.
 
 Mask rules (one place, so every format behaves alike):
 
@@ -33,10 +33,12 @@ from typing import Literal
 
 import numpy as np
 import pydantic
+from PIL import Image
+
 from medscope import config as cfgmod
 from medscope import images, records, storage
 from medscope.cohorts import safe_io
-from medscope.cohorts.safe_io import DEFAULT_LIMITS, Limits, Reject, display_name
+from medscope.cohorts.safe_io import DEFAULT_LIMITS, Limits, Reject, display_name, leftovers  # noqa: F401
 from medscope.errors import MedScopeError
 from medscope.seeding import stable_hash
 
@@ -129,44 +131,8 @@ def list_tree(root: str, suffixes: tuple[str, ...] = IMAGE_EXTS) -> list[str]:
 
 
 def scan_tree(root: str, suffixes: tuple[str, ...] = IMAGE_EXTS) -> tuple[list[str], list[tuple[str, str]]]:
-    """(files ending with a suffix, [(other entry, why it is ignored)]) below ``root``.
-
-    Symlinked folders are followed once (``safe_io.walk``); FIFOs and devices named like an
-    image are listed, so reading them becomes a ``not a regular file`` reject.
-    """
-    files, ignored = safe_io.walk(root)
-    out = []
-    for rel in files:
-        name = posixpath.basename(rel)
-        if name.startswith("."):
-            ignored.append((rel, "hidden file"))
-        elif not name.lower().endswith(suffixes):
-            ignored.append((rel, "not a " + "/".join(s.lstrip(".") for s in suffixes) + " file"))
-        else:
-            out.append(rel)
-    return out, sorted(ignored)
-
-
-def leftovers(
-    cfg: DatasetConfig,
-    folder: str,
-    ignored: list[tuple[str, str]],
-    unused: list[str] = (),
-    unused_reason: str = "mask without image",
-    table: str = "cases",
-) -> list[dict]:
-    """Rows for every file under a layout folder that became neither case nor reject.
-
-    ``unused`` (e.g. masks no image claims) become rejects with ``unused_reason``; entries
-    of ``ignored`` (from :func:`scan_tree`) become rows of stage ``ignored``, so every file
-    on disk is accounted for and ``cohort show`` can count them.
-    """
-    rows = [reject_row(cfg, posixpath.join(folder, rel), Reject(unused_reason, "no image claims this file"), table)
-            for rel in unused]
-    for rel, why in ignored:
-        item = display_name(posixpath.join(folder, rel))
-        rows.append(records.reject(table, cfg.source, item, "ignored", why, ""))
-    return rows
+    """(files ending with a suffix, [(other file, why it is ignored)]): ``safe_io.scan_tree``."""
+    return safe_io.scan_tree(root, suffixes)
 
 
 def stem(name: str) -> str:

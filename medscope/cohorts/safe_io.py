@@ -41,7 +41,7 @@ import pydantic
 from PIL import Image, ImageOps
 
 from medscope import config as cfgmod
-from medscope import storage
+from medscope import records, storage
 from medscope.errors import MedScopeError
 
 _CHUNK = 1 << 20
@@ -137,6 +137,48 @@ def walk(root: str) -> tuple[list[str], list[tuple[str, str]]]:
             else:
                 files.append(sub)
     return sorted(files), sorted(ignored)
+
+
+def scan_tree(root: str, suffixes: tuple[str, ...]) -> tuple[list[str], list[tuple[str, str]]]:
+    """(files ending with a suffix, [(other entry, why it is ignored)]) below ``root``.
+
+    Symlinked folders are followed once (:func:`walk`); FIFOs and devices named like an
+    image are listed, so reading them becomes a ``not a regular file`` reject.
+    """
+    files, ignored = walk(root)
+    out = []
+    for rel in files:
+        name = posixpath.basename(rel)
+        if name.startswith("."):
+            ignored.append((rel, "hidden file"))
+        elif not name.lower().endswith(suffixes):
+            ignored.append((rel, "not a " + "/".join(s.lstrip(".") for s in suffixes) + " file"))
+        else:
+            out.append(rel)
+    return out, sorted(ignored)
+
+
+def leftovers(
+    cfg,
+    folder: str,
+    ignored: list[tuple[str, str]],
+    unused: list[str] = (),
+    unused_reason: str = "mask without image",
+    table: str = "cases",
+) -> list[dict]:
+    """Rows for every file under a layout folder that became neither case nor reject
+    (``cfg``: the dataset config; only its ``source`` is used).
+
+    ``unused`` (e.g. masks no image claims) become rejects with ``unused_reason``; entries
+    of ``ignored`` (from :func:`scan_tree`) become rows of stage ``ignored``, so every file
+    on disk is accounted for and ``cohort show`` can count them.
+    """
+    rows = [records.reject(table, cfg.source, display_name(posixpath.join(folder, rel)), "load", unused_reason,
+                           "no image claims this file") for rel in unused]
+    for rel, why in ignored:
+        item = display_name(posixpath.join(folder, rel))
+        rows.append(records.reject(table, cfg.source, item, "ignored", why, ""))
+    return rows
 
 
 # --------------------------------------------------------------------------- bytes
