@@ -19,6 +19,9 @@ file into ``Reject(reason, detail)`` with a short countable reason, and checks s
   DICOM, ``.nii.gz``), so a small file cannot decode to gigabytes.
 - :func:`csv_rows` parses a CSV line by line: a non-UTF-8 byte, an unclosed quote or a huge
   field makes one bad row, never a failed or swallowed file; CR, LF and CRLF all end a line.
+- :func:`scan_tree` splits a listing into candidate files and ignored ones (hidden, wrong
+  extension); :func:`leftovers` turns what a loader did not use into rejects (``mask without
+  image``) or ``ignored`` rows, so every file on disk is accounted for.
 - :func:`display_name` makes a file name that is not valid UTF-8 printable (Arrow strings
   must be UTF-8) while the real name is still used to read the file.
 
