@@ -3,6 +3,12 @@
 Import reads one dataset layout (``medscope.cohorts``) and writes ``<out>/cases.parquet``
 (or ``<out>/volumes.parquet`` for NIfTI) with ``<out>/rejects.parquet`` beside it. Phantom
 writes the generated cohort. Show counts what a cohort holds.
+
+An import's outputs are one unit: ``<out>/import.json`` says ``writing`` before the first
+table is touched (tables of an earlier import are removed then) and ``complete`` with the
+list of this run's files after the last, so a failed import never leaves new cases beside
+stale rejects; ``show`` refuses a folder whose import did not finish. Rejects rows of stage
+``ignored`` (files that are neither image nor mask) are counted apart from true rejects.
 """
 
 from __future__ import annotations
@@ -21,6 +27,11 @@ from medscope.config import StrictModel
 from medscope.errors import MedScopeError
 from pipelines.support.jobs import Progress, job_main, print_summary
 
+# Output file names of an import folder (to move to medscope/layout.py when it lands).
+MANIFEST = "import.json"
+TABLE_FILES = {"cases": "cases.parquet", "volumes": "volumes.parquet", "rejects": "rejects.parquet"}
+IGNORED_STAGE = "ignored"
+
 
 class CohortJobConfig(StrictModel):
     """``python -m pipelines.cohort --config F``: one import (or the phantom) per job."""
@@ -37,28 +48,63 @@ class CohortJobConfig(StrictModel):
 
 def import_cohort(fmt: str, path: str, out: str, dataset_config: str | None = None, overrides: dict | None = None) -> dict:
     """Load dataset ``path`` in format ``fmt`` and write its table and rejects under ``out``."""
+    if not (path or "").strip():
+        raise MedScopeError("--path is empty: give the dataset folder")
+    if not (out or "").strip():
+        raise MedScopeError("--out is empty: give the output folder")
     cfg = cohorts.dataset_config(fmt, dataset_config, overrides)
     table_name = cohorts.TABLE_OF[fmt]
     progress = Progress(f"import {fmt}")
     table, rejects = cohorts.load(fmt, path, cfg, on_item=progress.update)
-    table_uri = storage.join(out, f"{table_name}.parquet")
-    rejects_uri = storage.join(out, "rejects.parquet")
-    records.write_table(table_name, table, table_uri)
-    records.write_table("rejects", rejects, rejects_uri)
-    reasons = Counter(r["reason"] for r in rejects)
+    # validate everything before the first byte is written: a failure here leaves --out as it was
+    table = records.to_table(table_name, table)
+    rejects_table = records.to_table("rejects", rejects)
+    table_uri = storage.join(out, TABLE_FILES[table_name])
+    rejects_uri = storage.join(out, TABLE_FILES["rejects"])
+    true_rejects = [r for r in rejects if r["stage"] != IGNORED_STAGE]
+    ignored = [r for r in rejects if r["stage"] == IGNORED_STAGE]
     summary = {
         "format": fmt,
         "source": cfg.source,
         table_name: table.num_rows,
-        "rejects": len(rejects),
-        "rejects_by_reason": dict(sorted(reasons.items())),
+        "rejects": len(true_rejects),
+        "rejects_by_reason": dict(sorted(Counter(r["reason"] for r in true_rejects).items())),
+        "ignored": len(ignored),
+        "ignored_by_reason": dict(sorted(Counter(r["reason"] for r in ignored).items())),
         table_name + "_uri": table_uri,
         "rejects_uri": rejects_uri,
     }
+    write_import(out, {table_name: table, "rejects": rejects_table}, {k: v for k, v in summary.items() if not k.endswith("_uri")})
     if table_name == "cases":
         summary["lesion"] = sum(table.column("has_lesion").to_pylist())
         summary["lesion_free"] = table.num_rows - summary["lesion"]
     return summary
+
+
+def write_import(out: str, tables: dict, summary: dict) -> None:
+    """Write an import's tables under ``out`` as one unit (see the module docstring)."""
+    manifest = storage.join(out, MANIFEST)
+    storage.write_text(manifest, json.dumps({"status": "writing"}))
+    for name in TABLE_FILES.values():
+        storage.delete(storage.join(out, name))
+    for name, table in tables.items():
+        records.write_table(name, table, storage.join(out, TABLE_FILES[name]))
+    done = {"status": "complete", "files": {n: TABLE_FILES[n] for n in tables}, "summary": summary}
+    storage.write_text(manifest, json.dumps(done, indent=1, sort_keys=True))
+
+
+def _manifest_files(folder: str) -> dict | None:
+    """{table: uri} named by a finished import's manifest; None where there is no manifest."""
+    uri = storage.join(folder, MANIFEST)
+    if not storage.exists(uri):
+        return None
+    try:
+        manifest = json.loads(storage.read_text(uri))
+    except (ValueError, UnicodeDecodeError) as err:
+        raise MedScopeError(f"{uri} is not readable JSON: {err}") from None
+    if manifest.get("status") != "complete":
+        raise MedScopeError(f"{folder}: the import into this folder did not finish; run it again")
+    return {n: storage.join(folder, f) for n, f in manifest.get("files", {}).items()}
 
 
 def _kind_of(uri: str) -> str:
@@ -84,18 +130,20 @@ def show_summary(uri: str) -> dict:
     ``rejects.parquet`` beside the table, when there is one).
     """
     if storage.is_dir(uri):
-        folder = uri
-        files = {n: storage.join(uri, f"{n}.parquet") for n in ("cases", "volumes", "rejects")}
-        files = {n: f for n, f in files.items() if storage.exists(f)}
+        files = _manifest_files(uri)
+        if files is None:  # a folder written without a manifest (the phantom)
+            files = {n: storage.join(uri, f) for n, f in TABLE_FILES.items()}
+            files = {n: f for n, f in files.items() if storage.exists(f)}
         if not ({"cases", "volumes"} & set(files)):
             raise MedScopeError(f"{uri}: no cases.parquet or volumes.parquet here")
     else:
         if not storage.exists(uri):
             raise MedScopeError(f"no cohort at {uri}")
         folder = uri.rsplit("/", 1)[0] if "/" in uri else "."
+        named = _manifest_files(folder)
         files = {_kind_of(uri): uri}
-        beside = storage.join(folder, "rejects.parquet")
-        if "rejects" not in files and storage.exists(beside):
+        beside = storage.join(folder, TABLE_FILES["rejects"])
+        if "rejects" not in files and (named is None or "rejects" in named) and storage.exists(beside):
             files["rejects"] = beside
     summary: dict = {"uri": uri}
     if "cases" in files:
@@ -126,14 +174,23 @@ def show_summary(uri: str) -> dict:
             "organs": organs,
         }
     if "rejects" in files:
-        r = records.read_table("rejects", files["rejects"], columns=["reason", "table"]).to_pydict()
-        summary["rejects"] = {"n": len(r["reason"]), "by_reason": _counts(r["reason"])}
+        r = records.read_table("rejects", files["rejects"], columns=["reason", "stage"]).to_pydict()
+        kept = [reason for reason, stage in zip(r["reason"], r["stage"]) if stage != IGNORED_STAGE]
+        skipped = [reason for reason, stage in zip(r["reason"], r["stage"]) if stage == IGNORED_STAGE]
+        summary["rejects"] = {"n": len(kept), "by_reason": _counts(kept)}
+        if skipped:
+            summary["ignored"] = {"n": len(skipped), "by_reason": _counts(skipped)}
     return summary
+
+
+def _generate_phantom(out: str, **kw) -> dict:
+    storage.delete(storage.join(out, MANIFEST))  # the phantom writes no manifest; an old one would mislead show
+    return phantom.generate(out, **kw)
 
 
 def run_job(cfg: CohortJobConfig) -> dict:
     if cfg.format == "phantom":
-        return phantom.generate(cfg.out, n_cases=cfg.cases, seed=cfg.seed, n_volumes=cfg.volumes)
+        return _generate_phantom(cfg.out, n_cases=cfg.cases, seed=cfg.seed, n_volumes=cfg.volumes)
     if not cfg.path:
         raise MedScopeError(f"format {cfg.format} needs path: the dataset folder")
     return import_cohort(cfg.format, cfg.path, cfg.out, cfg.dataset_config, cfg.dataset)
@@ -165,7 +222,7 @@ def register(sub) -> None:
         if a.cases < 1 or a.volumes < 0:
             raise MedScopeError("--cases must be at least 1 and --volumes at least 0")
         print("generating phantom cohort ...", file=sys.stderr, flush=True)
-        result = phantom.generate(a.out, n_cases=a.cases, seed=a.seed, n_volumes=a.volumes)
+        result = _generate_phantom(a.out, n_cases=a.cases, seed=a.seed, n_volumes=a.volumes)
         _print({**result, "summary": show_summary(a.out)})
 
     ph.set_defaults(func=_phantom)

@@ -4,7 +4,9 @@ lesion statistics and the cases-row builder.
 A loader walks one dataset layout and returns ``(cases table, rejects rows)``. Anything
 wrong with one file becomes a rejects row (``records.reject``) with a short countable
 reason; the loader goes on, so every good case still arrives (DESIGN.md, "Nothing lost,
-nothing silent").
+nothing silent"). Files are listed and read only through ``safe_io`` (regular files, bounded
+reads, header-checked pixel budgets, EXIF orientation; docs/cohorts-bad-input.md), and
+:func:`safe_io.leftovers` accounts for every file a loader did not turn into a case or reject.
 
 Mask rules (one place, so every format behaves alike):
 
@@ -22,10 +24,8 @@ Mask rules (one place, so every format behaves alike):
 
 from __future__ import annotations
 
-import io
 import posixpath
 import re
-import warnings
 from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
@@ -37,6 +37,8 @@ from PIL import Image
 
 from medscope import config as cfgmod
 from medscope import images, records, storage
+from medscope.cohorts import safe_io
+from medscope.cohorts.safe_io import DEFAULT_LIMITS, Limits, Reject, display_name, leftovers  # noqa: F401
 from medscope.errors import MedScopeError
 from medscope.seeding import stable_hash
 
@@ -74,6 +76,8 @@ class DatasetConfig(cfgmod.StrictModel):
     labels_dir: str = "labelsTr"
     label_name_regex: tuple[str, str] | None = None  # (pattern, replacement) image name -> label name
     organ_map: dict[int, str] = {}
+    # per-file budgets checked before reading / decoding (safe_io.Limits, docs/cohorts-bad-input.md)
+    limits: Limits = Limits()
 
     @pydantic.field_validator("patient_id_regex")
     @classmethod
@@ -114,34 +118,21 @@ def _default_config_dict(fmt: str) -> dict:
     return cfgmod.load_yaml(str(path)) if path.exists() else {"source": fmt}
 
 
-class Reject(Exception):
-    """One file cannot become a case: ``reason`` is short and countable, ``detail`` specific."""
-
-    def __init__(self, reason: str, detail: str = ""):
-        super().__init__(reason)
-        self.reason, self.detail = reason, detail
-
-
 # --------------------------------------------------------------------------- files
 
 
 def list_tree(root: str, suffixes: tuple[str, ...] = IMAGE_EXTS) -> list[str]:
     """Paths relative to ``root`` of every file below it whose name ends with a suffix (sorted).
 
-    Hidden files (``.DS_Store``, macOS ``._x`` forks found in Decathlon archives) are skipped.
+    Hidden files (``.DS_Store``, macOS ``._x`` forks found in Decathlon archives) are skipped;
+    :func:`scan_tree` also says what was skipped and why.
     """
-    fs, base = storage.filesystem(root)
-    base = fs._strip_protocol(base).rstrip("/")  # find() answers without the protocol (memory://)
-    if not fs.isdir(base):
-        return []
-    out = []
-    for path in fs.find(base):
-        rel = posixpath.relpath(path.replace("\\", "/"), base.replace("\\", "/"))
-        name = posixpath.basename(rel)
-        if name.startswith(".") or not name.lower().endswith(suffixes):
-            continue
-        out.append(rel)
-    return sorted(out)
+    return scan_tree(root, suffixes)[0]
+
+
+def scan_tree(root: str, suffixes: tuple[str, ...] = IMAGE_EXTS) -> tuple[list[str], list[tuple[str, str]]]:
+    """(files ending with a suffix, [(other file, why it is ignored)]): ``safe_io.scan_tree``."""
+    return safe_io.scan_tree(root, suffixes)
 
 
 def stem(name: str) -> str:
@@ -153,33 +144,31 @@ def stem(name: str) -> str:
     return posixpath.splitext(name)[0]
 
 
-def read_file(root: str, rel: str) -> bytes:
-    try:
-        return storage.read_bytes(storage.join(root, *rel.split("/")))
-    except (MedScopeError, OSError) as err:
-        raise Reject("unreadable file", str(err)) from None
+def read_file(root: str, rel: str, limits: Limits = DEFAULT_LIMITS) -> bytes:
+    """Bytes of a regular file, bounded by ``limits.max_file_bytes`` (``safe_io.read_bounded``)."""
+    return safe_io.read_bounded(storage.join(root, *rel.split("/")), limits.max_file_bytes)
 
 
 # --------------------------------------------------------------------------- pixels
 
 
-def decode_image(data: bytes) -> np.ndarray:
-    """Image bytes -> uint8 (H, W) gray or (H, W, 3) RGB.
+def decode_image(data: bytes, limits: Limits = DEFAULT_LIMITS) -> np.ndarray:
+    """Image bytes -> uint8 (H, W) gray or (H, W, 3) RGB, turned upright by its EXIF tag.
 
     Pillow rather than OpenCV, because OpenCV decodes a truncated JPEG with a warning and
-    grey fill where Pillow raises. 16-bit and 32-bit images are scaled to 8 bits (see
-    :func:`to_uint8`); alpha is dropped; RGB with three equal channels becomes gray.
+    grey fill where Pillow raises. The header is checked against ``limits`` before decoding.
+    16-bit and 32-bit images are scaled to 8 bits (see :func:`to_uint8`); alpha is dropped;
+    RGB with three equal channels becomes gray.
     """
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("error", Image.DecompressionBombWarning)
-            with Image.open(io.BytesIO(data)) as img:
-                img.load()
-                return _pil_to_array(img)
-    except Reject:
-        raise
-    except Exception as err:  # Pillow raises many types for broken files
-        raise Reject("unreadable image", _pil_error(err)) from None
+    with safe_io.open_image(data, limits, "image") as img:
+        try:
+            img.load()
+            upright = safe_io.exif_upright(img, "image")
+            return _pil_to_array(upright)
+        except Reject:
+            raise
+        except Exception as err:  # Pillow raises many types for broken files
+            raise Reject("unreadable image", _pil_error(err)) from None
 
 
 def _pil_to_array(img: Image.Image) -> np.ndarray:
@@ -214,20 +203,29 @@ def to_uint8(array: np.ndarray) -> np.ndarray:
     a = np.asarray(array)
     if a.dtype == np.uint8:
         return a
-    a = a.astype(np.float64)
     if a.ndim == 3:
         a = a[..., :3]
     lo, hi = float(np.nanmin(a)), float(np.nanmax(a))
+    out = np.zeros(a.shape, dtype=np.uint8)
     if hi <= lo:
-        return np.zeros(a.shape, dtype=np.uint8)
-    return np.clip(np.rint((a - lo) * (255.0 / (hi - lo))), 0, 255).astype(np.uint8)
+        return out
+    # float64 a band of rows at a time: a whole-image float copy would be 8x the input (issue 20)
+    step = max(1, (1 << 18) // max(1, a[0].size))  # ~2 MB of float64 per temporary
+    for r in range(0, a.shape[0], step):
+        band = a[r : r + step].astype(np.float64)
+        out[r : r + step] = np.clip(np.rint((band - lo) * (255.0 / (hi - lo))), 0, 255)
+    return out
 
 
-def decode_mask_array(data: bytes) -> np.ndarray:
-    """Mask bytes -> uint8 (H, W) of its raw values (colour masks reduced to their max channel)."""
-    try:
-        with Image.open(io.BytesIO(data)) as img:
-            img.load()
+def decode_mask_array(data: bytes, limits: Limits = DEFAULT_LIMITS) -> np.ndarray:
+    """Mask bytes -> uint8 (H, W) of its raw values (colour masks reduced to their max channel).
+
+    The header is checked against ``limits`` first (Pillow's bomb guard only warns for masks).
+    """
+    with safe_io.open_image(data, limits, "mask") as opened:
+        try:
+            opened.load()
+            img = safe_io.exif_upright(opened, "mask")
             if img.mode in ("I;16", "I;16B", "I;16L", "I;16N", "I", "F"):
                 raw = np.asarray(img)
                 return to_uint8(raw) if raw.max() > 255 else raw.astype(np.uint8)
@@ -236,14 +234,13 @@ def decode_mask_array(data: bytes) -> np.ndarray:
             if img.mode in ("1", "L", "LA"):
                 return np.asarray(img.convert("L"))
             return np.asarray(img.convert("RGB")).max(axis=2)
-    except Exception as err:
-        raise Reject("unreadable mask", _pil_error(err)) from None
+        except Reject:
+            raise
+        except Exception as err:
+            raise Reject("unreadable mask", _pil_error(err)) from None
 
 
-def _pil_error(err: Exception) -> str:
-    if type(err).__name__ == "UnidentifiedImageError":
-        return "not an image file Pillow can identify"
-    return f"{type(err).__name__}: {err}"
+_pil_error = safe_io.pil_error
 
 
 def binarize_mask(raw: np.ndarray, image_shape: tuple[int, int], cfg: DatasetConfig) -> np.ndarray:
@@ -322,6 +319,7 @@ def case_row(
         mask = None
     h, w = image.shape[:2]
     src = source or cfg.source
+    rel_path = display_name(rel_path)
     return {
         "case_id": case_id(src, rel_path),
         "source": src,
@@ -347,7 +345,7 @@ def case_row(
 
 
 def reject_row(cfg: DatasetConfig, rel_path: str, err: Reject, table: str = "cases") -> dict:
-    return records.reject(table, cfg.source, rel_path, "load", err.reason, err.detail)
+    return records.reject(table, cfg.source, display_name(rel_path), "load", err.reason, display_name(err.detail))
 
 
 def finish(rows: list[dict], rejects: list[dict], table: str = "cases"):
@@ -372,7 +370,7 @@ def image_and_mask_case(
     lesion-free case, ``"reject"`` a ``missing mask`` reject. ``lesion_expected`` False (e.g.
     BUSI ``normal``) ignores masks entirely.
     """
-    image = decode_image(read_file(root, image_rel))
+    image = decode_image(read_file(root, image_rel, cfg.limits), cfg.limits)
     if not lesion_expected:
         return case_row(cfg, image_rel, image, None)
     if not mask_rels:
@@ -381,7 +379,7 @@ def image_and_mask_case(
         raise Reject("missing mask", f"no mask file for {image_rel}")
     merged = np.zeros(image.shape[:2], dtype=bool)
     for rel in mask_rels:
-        raw = decode_mask_array(read_file(root, rel))
+        raw = decode_mask_array(read_file(root, rel, cfg.limits), cfg.limits)
         merged |= binarize_mask(raw, image.shape, cfg)
     if lesion_area_frac(merged) >= cfg.whole_mask_frac:
         raise Reject("whole-image mask", f"merged masks cover {lesion_area_frac(merged):.1%} of the image")

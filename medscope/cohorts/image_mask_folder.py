@@ -5,7 +5,8 @@ A mask is matched by file stem plus the config's ``mask_suffix`` (``a.png`` ->
 mask file is lesion-free only when the dataset config says ``missing_mask_means_lesion_free``;
 otherwise it is a ``missing mask`` reject, because silently calling it healthy would plant
 false negatives in every benchmark built on it. Subfolders of ``images/`` are kept in the
-relative path and matched to the same subfolder of ``masks/``.
+relative path and matched to the same subfolder of ``masks/``. A mask no image claims is a
+``mask without image`` reject; other files are listed as ignored.
 """
 
 from __future__ import annotations
@@ -22,8 +23,9 @@ from medscope.cohorts.common import (
     dataset_config,
     finish,
     image_and_mask_case,
-    list_tree,
+    leftovers,
     reject_row,
+    scan_tree,
     stem,
 )
 from medscope.errors import MedScopeError
@@ -32,18 +34,20 @@ from medscope.errors import MedScopeError
 def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None) -> tuple[pa.Table, list[dict]]:
     """``images/`` + ``masks/`` folder at ``path`` -> (cases table, rejects rows)."""
     cfg = cfg or dataset_config("image-mask-folder")
-    images = list_tree(storage.join(path, cfg.images_dir))
+    images, ignored_images = scan_tree(storage.join(path, cfg.images_dir))
     if not images:
         raise MedScopeError(f"{path}: no images under {cfg.images_dir}/")
     masks: dict[str, list[str]] = {}
-    for m in list_tree(storage.join(path, cfg.masks_dir)):
+    mask_files, ignored_masks = scan_tree(storage.join(path, cfg.masks_dir))
+    for m in mask_files:
         masks.setdefault(posixpath.join(posixpath.dirname(m), stem(m)), []).append(m)
     on_missing = "lesion-free" if cfg.missing_mask_means_lesion_free else "reject"
-    rows, rejects = [], []
+    rows, rejects, used = [], [], set()
     for name in images:
         rel = posixpath.join(cfg.images_dir, name)
         key = posixpath.join(posixpath.dirname(name), stem(name) + cfg.mask_suffix)
         found = masks.get(key, [])
+        used.update(found)
         try:
             if len(found) > 1:
                 raise Reject("ambiguous mask", f"several mask files for {rel}: {', '.join(found)}")
@@ -53,4 +57,6 @@ def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None) ->
             rejects.append(reject_row(cfg, rel, err))
         if on_item:
             on_item()
+    rejects += leftovers(cfg, cfg.images_dir, ignored_images)
+    rejects += leftovers(cfg, cfg.masks_dir, ignored_masks, [m for m in mask_files if m not in used])
     return finish(rows, rejects)

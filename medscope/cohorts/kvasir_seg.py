@@ -3,6 +3,8 @@
 Every Kvasir-SEG image shows a polyp, so an image without its mask is a ``missing mask``
 reject, and an empty mask is an ``empty mask`` reject. Masks are JPEG, hence carry
 compression ringing; the default config thresholds them at > 127 (see ``common``).
+Two mask files of one stem (``a.jpg`` and ``a.png``) are an ``ambiguous mask``; a mask no
+image claims is a ``mask without image`` reject; other files are listed as ignored.
 """
 
 from __future__ import annotations
@@ -19,8 +21,9 @@ from medscope.cohorts.common import (
     dataset_config,
     finish,
     image_and_mask_case,
-    list_tree,
+    leftovers,
     reject_row,
+    scan_tree,
     stem,
 )
 from medscope.errors import MedScopeError
@@ -30,19 +33,26 @@ def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None) ->
     """Kvasir-SEG folder at ``path`` -> (cases table, rejects rows)."""
     cfg = cfg or dataset_config("kvasir-seg")
     image_root = storage.join(path, cfg.images_dir)
-    images = list_tree(image_root)
+    images, ignored_images = scan_tree(image_root)
     if not images:
         raise MedScopeError(f"{path}: no images under {cfg.images_dir}/ (is this a Kvasir-SEG folder?)")
-    masks = {stem(m): m for m in list_tree(storage.join(path, cfg.masks_dir))}
-    rows, rejects = [], []
+    mask_files, ignored_masks = scan_tree(storage.join(path, cfg.masks_dir))
+    masks: dict[str, list[str]] = {}
+    for m in mask_files:
+        masks.setdefault(stem(m), []).append(m)
+    rows, rejects, used = [], [], set()
     for name in images:
         rel = posixpath.join(cfg.images_dir, name)
-        mask = masks.get(stem(name))
-        mask_rels = [posixpath.join(cfg.masks_dir, mask)] if mask else []
+        found = masks.get(stem(name), [])
+        used.update(found)
         try:
-            rows.append(image_and_mask_case(cfg, path, rel, mask_rels))
+            if len(found) > 1:
+                raise Reject("ambiguous mask", f"several mask files for {rel}: {', '.join(found)}")
+            rows.append(image_and_mask_case(cfg, path, rel, [posixpath.join(cfg.masks_dir, m) for m in found]))
         except Reject as err:
             rejects.append(reject_row(cfg, rel, err))
         if on_item:
             on_item()
+    rejects += leftovers(cfg, cfg.images_dir, ignored_images)
+    rejects += leftovers(cfg, cfg.masks_dir, ignored_masks, [m for m in mask_files if m not in used])
     return finish(rows, rejects)

@@ -8,21 +8,26 @@ which may be a separate YAML file given with ``--config``.
 The output is a ``volumes`` table: the NIfTI files stay where they are and are referenced
 by URI (DESIGN.md). Rejects: ``corrupt NIfTI`` (image or label unreadable), ``missing label
 map``, ``label shape differs``, ``label affine differs`` (the label map would sit on other
-anatomy), ``non-integer label map`` (a soft / probability map is not a label map).
+anatomy), ``non-integer label map`` (a soft / probability map, or an RGB one, is not a label
+map), ``invalid affine`` (an all-zero or singular sform / qform places the voxels nowhere),
+``label map without image`` (a label file no image claims), ``file name not UTF-8`` (the
+row keeps the file's URI, which must stay readable), and the budgets of
+``safe_io.Limits``: the header's shape x dtype is checked, and a ``.nii.gz`` inflated only
+as far as the header says it needs, before any voxel is read.
 """
 
 from __future__ import annotations
 
-import gzip
+import io
 import json
 import posixpath
 import re
-import zlib
 
 import numpy as np
 import pyarrow as pa
 
 from medscope import storage
+from medscope.cohorts import safe_io
 from medscope.cohorts.common import (
     DatasetConfig,
     OnItem,
@@ -30,30 +35,53 @@ from medscope.cohorts.common import (
     case_id,
     dataset_config,
     finish,
-    list_tree,
+    leftovers,
     patient_id,
     read_file,
     reject_row,
+    scan_tree,
 )
+from medscope.cohorts.safe_io import DEFAULT_LIMITS, Limits
 from medscope.errors import MedScopeError
 
 NIFTI_EXTS = (".nii.gz", ".nii")
 AFFINE_TOL_MM = 1e-3
 
 
-def read_nifti(data: bytes, what: str = "image"):
-    """NIfTI bytes (gzip or plain) -> nibabel image with its data loaded; Reject if corrupt."""
+def read_nifti(data: bytes, what: str = "image", limits: Limits = DEFAULT_LIMITS):
+    """NIfTI bytes (gzip or plain) -> nibabel image over complete voxel bytes; Reject if corrupt.
+
+    The header is read first (from at most 540 inflated bytes); its shape x dtype must fit
+    ``limits.max_decoded_bytes``; then only header + voxels are inflated, so a small
+    ``.nii.gz`` that would inflate to gigabytes is refused before it does. A file shorter
+    than its header promises is ``corrupt NIfTI``.
+    """
     import nibabel as nib
 
+    gz = data[:2] == b"\x1f\x8b"
+    head = safe_io.inflate_bounded(data, 540, 31, what="NIfTI", strict=False) if gz else data[:540]
     try:
-        raw = gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data
-        img = nib.Nifti1Image.from_bytes(raw) if raw[344:348] in (b"n+1\0", b"ni1\0") else nib.Nifti2Image.from_bytes(raw)
-        np.asanyarray(img.dataobj)  # forces a full read: a short file fails here
-        return img
-    except (EOFError, OSError, zlib.error, ValueError, nib.filebasedimages.ImageFileError) as err:
-        raise Reject("corrupt NIfTI", f"{what}: {type(err).__name__}: {err}") from None
+        size = int.from_bytes(head[:4], "little")
+        kind = nib.Nifti2Header if size == 540 or int.from_bytes(head[:4], "big") == 540 else nib.Nifti1Header
+        hdr = kind.from_fileobj(io.BytesIO(head))
+        shape, dtype = hdr.get_data_shape(), hdr.get_data_dtype()
+        need = int(hdr.get_data_offset()) + int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
     except Exception as err:  # nibabel raises assorted types on garbage headers
         raise Reject("corrupt NIfTI", f"{what}: {type(err).__name__}: {err}") from None
+    safe_io.check_decoded(shape, dtype.itemsize, limits, f"NIfTI {what}")
+    if need > limits.max_decoded_bytes + (1 << 20):  # header + extensions + voxels
+        raise Reject("over max_decoded_bytes", f"NIfTI {what} needs {need} B (limits.max_decoded_bytes)")
+    raw = safe_io.inflate_bounded(data, need, 31, what="NIfTI", strict=False) if gz else data
+    if len(raw) < need:
+        raise Reject("corrupt NIfTI", f"{what}: {len(raw)} bytes, header promises {need}")
+    try:
+        img = (nib.Nifti2Image if kind is nib.Nifti2Header else nib.Nifti1Image).from_bytes(raw[:need])
+        affine = np.asarray(img.affine, dtype=float)
+    except Exception as err:
+        raise Reject("corrupt NIfTI", f"{what}: {type(err).__name__}: {err}") from None
+    if not np.all(np.isfinite(affine)) or abs(float(np.linalg.det(affine[:3, :3]))) < 1e-12:
+        raise Reject("invalid affine", f"{what}: voxel-to-world matrix is singular (e.g. an all-zero sform)")
+    return img
 
 
 def label_name(cfg: DatasetConfig, image_name: str) -> str:
@@ -63,12 +91,21 @@ def label_name(cfg: DatasetConfig, image_name: str) -> str:
     return image_name
 
 
-def check_pair(image, label) -> np.ndarray:
-    """Validate a label map against its image; returns the integer label array."""
+def check_pair(image, label, limits: Limits = DEFAULT_LIMITS) -> np.ndarray:
+    """Validate a label map against its image; returns the integer label array.
+
+    A scaled label map (scl_slope / scl_inter set) reads as float64: that size is checked too.
+    """
     if tuple(label.shape) != tuple(image.shape):
         raise Reject("label shape differs", f"label {tuple(label.shape)}, image {tuple(image.shape)}")
     if not np.allclose(label.affine, image.affine, atol=AFFINE_TOL_MM):
         raise Reject("label affine differs", f"label spacing {_zooms(label)}, image {_zooms(image)}")
+    dtype = label.get_data_dtype()
+    if dtype.fields is not None or dtype.kind not in "biuf":
+        raise Reject("non-integer label map", f"dtype {dtype}")
+    slope, inter = label.header.get_slope_inter()
+    scaled = (slope not in (None, 1.0)) or (inter not in (None, 0.0))
+    safe_io.check_decoded(label.shape, 8 if scaled else dtype.itemsize, limits, "NIfTI label map")
     data = np.asanyarray(label.dataobj)
     if not np.issubdtype(data.dtype, np.integer):
         if not np.all(np.isfinite(data)) or not np.array_equal(data, np.rint(data)):
@@ -113,24 +150,31 @@ def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None) ->
     cfg = cfg or dataset_config("nifti-labels")
     if not cfg.organ_map:
         raise MedScopeError(f"{path}: the dataset config has no organ_map (label -> organ name)")
-    images = list_tree(storage.join(path, cfg.images_dir), NIFTI_EXTS)
+    images, ignored_images = scan_tree(storage.join(path, cfg.images_dir), NIFTI_EXTS)
     if not images:
         raise MedScopeError(f"{path}: no NIfTI images under {cfg.images_dir}/")
-    labels = set(list_tree(storage.join(path, cfg.labels_dir), NIFTI_EXTS))
+    label_files, ignored_labels = scan_tree(storage.join(path, cfg.labels_dir), NIFTI_EXTS)
+    labels, used = set(label_files), set()
     rows, rejects = [], []
     for name in images:
         rel = posixpath.join(cfg.images_dir, name)
         lname = label_name(cfg, name)
         lrel = posixpath.join(cfg.labels_dir, lname)
+        used.add(lname)
         try:
-            image = read_nifti(read_file(path, rel), "image")
+            for file_rel in (rel, lrel):
+                if safe_io.display_name(file_rel) != file_rel:  # the row keeps a URI that must round-trip
+                    raise Reject("file name not UTF-8", f"{safe_io.display_name(file_rel)} cannot be stored as a URI")
+            image = read_nifti(read_file(path, rel, cfg.limits), "image", cfg.limits)
             if lname not in labels:
                 raise Reject("missing label map", f"no {lrel}")
-            label = read_nifti(read_file(path, lrel), "label map")
-            check_pair(image, label)
+            label = read_nifti(read_file(path, lrel, cfg.limits), "label map", cfg.limits)
+            check_pair(image, label, cfg.limits)
             rows.append(volume_row(cfg, _uri(path, rel), _uri(path, lrel), rel, image, cfg.organ_map))
         except Reject as err:
             rejects.append(reject_row(cfg, rel, err, table="volumes"))
         if on_item:
             on_item()
+    rejects += leftovers(cfg, cfg.images_dir, ignored_images, table="volumes")
+    rejects += leftovers(cfg, cfg.labels_dir, ignored_labels, sorted(labels - used), "label map without image", "volumes")
     return finish(rows, rejects, table="volumes")

@@ -8,13 +8,20 @@ several rows (one per region): they are merged. A DICOM ``PatientID`` becomes th
 patient id; otherwise the config's file-name rule applies.
 
 Rejects: unreadable image, ``malformed RLE`` (odd count, not integers, negative, running
-past the image), ``missing mask`` (an image with no CSV row), ``missing image`` (a CSV row
+past the image), ``missing mask`` (an image with no CSV row), ``missing RLE`` (a row with an
+ImageId but no EncodedPixels: never read as "no pneumothorax"), ``missing image`` (a CSV row
 whose ImageId has no file), and the common mask rules (empty, whole-image).
+
+The CSV is parsed line by line (``safe_io.csv_rows``): a row that is not UTF-8 or has a
+broken quote is one ``CSV row not UTF-8`` / ``malformed CSV row`` reject. When the ImageId of
+such a row can still be read, its image is rejected with that reason (its mask would be
+missing a region); otherwise the line itself is the reject (``train-rle.csv:line N``).
+DICOM files are read through :func:`read_dicom`, which bounds a deflated transfer syntax's
+inflation and checks Rows x Columns x frames before decoding pixels.
 """
 
 from __future__ import annotations
 
-import csv
 import io
 import posixpath
 
@@ -22,6 +29,7 @@ import numpy as np
 import pyarrow as pa
 
 from medscope import records, storage
+from medscope.cohorts import safe_io
 from medscope.cohorts.common import (
     DatasetConfig,
     OnItem,
@@ -30,13 +38,15 @@ from medscope.cohorts.common import (
     dataset_config,
     decode_image,
     finish,
+    leftovers,
     lesion_area_frac,
-    list_tree,
     read_file,
     reject_row,
+    scan_tree,
     stem,
     to_uint8,
 )
+from medscope.cohorts.safe_io import DEFAULT_LIMITS, Limits
 from medscope.errors import MedScopeError
 
 NO_FINDING = "-1"
@@ -86,38 +96,76 @@ def rle_encode(mask: np.ndarray) -> str:
     return " ".join(str(int(v)) for v in pairs)
 
 
-def read_rle_csv(data: bytes) -> dict[str, list[str]]:
-    """CSV bytes -> {ImageId: [EncodedPixels, ...]} in file order."""
-    try:
-        reader = csv.reader(io.StringIO(data.decode("utf-8-sig")))
-        header = [h.strip() for h in next(reader)]
-    except (UnicodeDecodeError, StopIteration, csv.Error) as err:
-        raise MedScopeError(f"RLE CSV is not readable: {err}") from None
+def read_rle_csv(data: bytes) -> tuple[dict[str, list[str]], list[tuple[int, str, safe_io.Reject]]]:
+    """CSV bytes -> ({ImageId: [EncodedPixels, ...]} in file order, bad rows).
+
+    Each bad row is ``(line number, ImageId as far as readable or "", Reject)``. An unusable
+    header is a one-line MedScopeError: then no row can be read.
+    """
+    rows = safe_io.csv_rows(data)
+    first = next(rows, None)
+    if first is None or isinstance(first[1], safe_io.Reject):
+        why = "empty file" if first is None else f"{first[1].reason}: {first[1].detail}"
+        raise MedScopeError(f"RLE CSV is not readable: header line: {why}")
+    header = first[1]
     try:
         id_col, rle_col = header.index("ImageId"), header.index("EncodedPixels")
     except ValueError:
         raise MedScopeError(f"RLE CSV needs columns ImageId, EncodedPixels; has {header}") from None
     out: dict[str, list[str]] = {}
-    for row in reader:
-        if not row or not any(c.strip() for c in row):
+    bad: list[tuple[int, str, safe_io.Reject]] = []
+    for no, fields, raw in rows:
+        if isinstance(fields, safe_io.Reject):
+            guess = raw.split(b",")[id_col].strip().strip(b'"') if raw.count(b",") >= id_col else b""
+            image_id = guess.decode("utf-8", "backslashreplace") if b'"' not in guess else ""
+            bad.append((no, image_id, fields))
             continue
-        image_id = row[id_col].strip() if len(row) > id_col else ""
-        rle = row[rle_col].strip() if len(row) > rle_col else ""
-        out.setdefault(image_id, []).append(rle)
-    return out
+        image_id = fields[id_col] if len(fields) > id_col else ""
+        if not image_id:
+            bad.append((no, "", safe_io.Reject("CSV row without ImageId", f"fields {fields[:3]}")))
+            continue
+        out.setdefault(image_id, []).append(fields[rle_col] if len(fields) > rle_col else "")
+    return out, bad
 
 
-def load_radiograph(data: bytes, name: str) -> tuple[np.ndarray, str | None]:
-    """DICOM or PNG/JPEG bytes -> (uint8 gray image, DICOM PatientID or None)."""
-    if not name.lower().endswith(".dcm"):
-        return decode_image(data), None
+def read_dicom(data: bytes, limits: Limits = DEFAULT_LIMITS):
+    """DICOM bytes -> (pydicom dataset, pixel array), within ``limits``; Reject otherwise.
+
+    pydicom inflates a deflated transfer syntax whole, before any header can be checked, so
+    the inflation is first tried here with a bound. Rows x Columns x frames x samples x bits
+    are checked before ``pixel_array`` decodes (a compressed frame can be tiny on disk).
+    """
     import pydicom  # imported here: only SIIM needs it
+    from pydicom.filereader import _read_file_meta_info, read_preamble
 
     try:
+        fp = io.BytesIO(data)
+        read_preamble(fp, True)
+        syntax = str(_read_file_meta_info(fp).get("TransferSyntaxUID", ""))
+    except Exception:
+        syntax, fp = "", None  # no file meta: dcmread below says what is wrong
+    if fp is not None and syntax == pydicom.uid.DeflatedExplicitVRLittleEndian:
+        safe_io.inflate_bounded(fp.read(), limits.max_decoded_bytes, -15, what="DICOM", keep=False)
+    try:
         ds = pydicom.dcmread(io.BytesIO(data))
-        pixels = ds.pixel_array
+        rows, cols = int(ds.Rows), int(ds.Columns)
+        frames = int(getattr(ds, "NumberOfFrames", 1) or 1)
+        samples = int(getattr(ds, "SamplesPerPixel", 1) or 1)
+        itemsize = max(1, (int(ds.BitsAllocated) + 7) // 8)
     except Exception as err:
         raise Reject("unreadable image", f"DICOM: {type(err).__name__}: {err}") from None
+    safe_io.check_decoded((frames, rows, cols, samples), itemsize, limits, "DICOM", planar=rows * cols)
+    try:
+        return ds, ds.pixel_array
+    except Exception as err:
+        raise Reject("unreadable image", f"DICOM: {type(err).__name__}: {err}") from None
+
+
+def load_radiograph(data: bytes, name: str, limits: Limits = DEFAULT_LIMITS) -> tuple[np.ndarray, str | None]:
+    """DICOM or PNG/JPEG bytes -> (uint8 gray image, DICOM PatientID or None)."""
+    if not name.lower().endswith(".dcm"):
+        return decode_image(data, limits), None
+    ds, pixels = read_dicom(data, limits)
     if pixels.ndim != 2:
         raise Reject("unreadable image", f"DICOM pixel array of shape {pixels.shape}; expected one gray frame")
     image = to_uint8(pixels)
@@ -133,8 +181,12 @@ def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None) ->
     csv_uri = storage.join(path, cfg.rle_csv)
     if not storage.exists(csv_uri):
         raise MedScopeError(f"{path}: no {cfg.rle_csv} (set rle_csv in the dataset config)")
-    rles = read_rle_csv(storage.read_bytes(csv_uri))
-    images = list_tree(storage.join(path, cfg.images_dir), (".dcm", ".png", ".jpg", ".jpeg"))
+    try:
+        rles, bad_rows = read_rle_csv(safe_io.read_bounded(csv_uri, cfg.limits.max_file_bytes))
+    except safe_io.Reject as err:
+        raise MedScopeError(f"{csv_uri}: {err.reason}: {err.detail}") from None
+    tainted = {image_id: (no, err) for no, image_id, err in bad_rows if image_id}
+    images, ignored = scan_tree(storage.join(path, cfg.images_dir), (".dcm", ".png", ".jpg", ".jpeg"))
     if not images:
         raise MedScopeError(f"{path}: no DICOM or PNG images under {cfg.images_dir}/")
     rows, rejects, seen = [], [], set()
@@ -143,9 +195,14 @@ def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None) ->
         image_id = stem(name)
         seen.add(image_id)
         try:
+            if image_id in tainted:
+                no, err = tainted[image_id]
+                raise Reject(err.reason, f"{cfg.rle_csv} line {no}: {err.detail}")
             if image_id not in rles:
                 raise Reject("missing mask", f"no row for ImageId {image_id} in {cfg.rle_csv}")
-            image, pid = load_radiograph(read_file(path, rel), name)
+            if any(not rle for rle in rles[image_id]):
+                raise Reject("missing RLE", f"a row for ImageId {image_id} has no EncodedPixels (-1 means none)")
+            image, pid = load_radiograph(read_file(path, rel, cfg.limits), name, cfg.limits)
             h, w = image.shape[:2]
             mask = np.zeros((h, w), dtype=bool)
             for rle in rles[image_id]:
@@ -162,4 +219,8 @@ def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None) ->
             records.reject("cases", cfg.source, f"{cfg.rle_csv}:{image_id}", "load", "missing image",
                            f"ImageId {image_id} has no file under {cfg.images_dir}/")
         )
+    for no, image_id, err in bad_rows:
+        if not image_id or image_id not in seen:
+            rejects.append(reject_row(cfg, f"{cfg.rle_csv}:line {no}", err))
+    rejects += leftovers(cfg, cfg.images_dir, ignored)
     return finish(rows, rejects)
