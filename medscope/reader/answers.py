@@ -88,7 +88,8 @@ def load_answers(paths: list[str], keys: dict[str, dict]) -> tuple[list[dict], l
             chosen[k] = parsed
     rows, readers = [], {}
     item_of = {h: {i["image"]: i for i in key["items"]} for h, key in keys.items()}
-    for (rid, phash), p in sorted(chosen.items()):
+    rank = {h: i for i, h in enumerate(keys)}  # packs in the order given: main pack, then supplements
+    for (rid, phash), p in sorted(chosen.items(), key=lambda kv: (kv[0][0], rank[kv[0][1]])):
         info = readers.setdefault(rid, {"specialty": p["reader"]["specialty"],
                                         "years_experience": p["reader"]["years_experience"], "packs": [], "files": []})
         info["packs"].append(keys[phash]["name"])
