@@ -6,6 +6,7 @@ Reader A, edit ratings: lesion 1,2,2,3; lesion-free 1,1,2,4; erased 4,3,2,1; con
   Edited vs unmodified: negatives {1:3, 2:3, 3:1, 4:1}; each positive scores (#neg below +
   half #neg equal): 4 -> 7.5; 3 -> 6.5 (x3); 2 -> 4.5 (x2); 1 -> 1.5 (x2); sum 39 -> AUC 39/64.
   Erased vs control: control {1,2,3,3}: 4 -> 4; 3 -> 2 + 1 = 3; 2 -> 1.5; 1 -> 0.5; 9/16.
+  Erased vs unmodified with finding: lesion {1,2,2,3}: 4 -> 4; 3 -> 3.5; 2 -> 1 + 1 = 2; 1 -> 0.5; 10/16.
   Rated edited (3 or 4): lesion 1/4, lesion-free 1/4, erased 2/4, control 2/4.
   "Yes": lesion 3/4, lesion-free 1/4, erased 1/4 (the residual findings), control 3/4.
   Clopper-Pearson of 1/4: lower = 1 - 0.975^(1/4) (the k=1 closed form); upper p solves
@@ -147,6 +148,7 @@ def test_analysis_reproduces_hand_worked_auc_kappa_and_clopper_pearson(tmp_path,
     ra, rb = res["readers"]["A"], res["readers"]["B"]
     assert ra["auc_edited_vs_unmodified"] == pytest.approx(39 / 64)
     assert ra["auc_erased_vs_control"] == pytest.approx(9 / 16)
+    assert ra["auc_erased_vs_original"] == pytest.approx(10 / 16)
     assert rb["auc_edited_vs_unmodified"] == pytest.approx(49 / 64)
     assert {k: v["edited"] for k, v in ra["kinds"].items()} == {"lesion": 0.25, "erased": 0.5, "control": 0.5,
                                                                 "lesion_free": 0.25}

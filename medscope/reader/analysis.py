@@ -58,6 +58,8 @@ def reader_summary(rows: list[dict], acceptable: float = ACCEPTABLE_RESIDUAL) ->
     return {"n": len(rows), "kinds": kind_shares(rows),
             "auc_edited_vs_unmodified": rating_auc(ratings(EDITED_KINDS), ratings(UNMODIFIED_KINDS)),
             "auc_erased_vs_control": rating_auc(ratings(("erased",)), ratings(("control",))),
+            # like for like with the §5.4 reference (models: erased-lesion views vs originals)
+            "auc_erased_vs_original": rating_auc(ratings(("erased",)), ratings(("lesion",))),
             "residual": residual_rate(sum(r["clinical"] == "yes" for r in erased), len(erased), acceptable)}
 
 

@@ -39,20 +39,21 @@ def reader_section(analysis: dict) -> tuple[str, list]:
     packs = ", ".join(f"{p['name']} ({p['images']} images, {p['pack_hash'][:12]})" for p in analysis["packs"])
     blocks: list = [Para(
         f"Blinded physician reading (seed 000 §7) of packs {packs}: {analysis['answers_scored']} answers from "
-        f"{len(analysis['readers'])} readers. An image is *rated edited* when the reader chose probably or "
+        f"{len(analysis['readers'])} readers. An image is "rated edited" when the reader chose probably or "
         f"definitely edited. AUCs use the four-level rating (0.5: no separation). The residual-finding rate is the "
         f"share of erased images still answered \"yes\", with its exact (Clopper-Pearson) 95% interval, read "
         f"against an acceptable rate of {_pct(acc)}.")]
     if analysis.get("files_rejected"):
         blocks.append(Para(f"Answer files not scored (see rejects.parquet): {', '.join(analysis['files_rejected'])}."))
     head = ["Reader", "Specialty", "Years", "Images"] + [f"Rated edited: {KIND_LABEL[k]}" for k in READER_KINDS] + \
-        ["AUC edited vs unmodified", "AUC erased vs control"]
+        ["AUC edited vs unmodified", "AUC erased vs control", "AUC erased vs unmodified with finding"]
     rows = []
     for rid, r in analysis["readers"].items():
         rows.append([rid, r.get("specialty") or "", str(r.get("years_experience") or ""), str(r["n"])] +
                     [_pct(r["kinds"][k]["edited"]) for k in READER_KINDS] +
-                    [_f(r["auc_edited_vs_unmodified"]), _f(r["auc_erased_vs_control"])])
-    blocks.append(Table(head, rows, "Edit visibility per reader."))
+                    [_f(r["auc_edited_vs_unmodified"]), _f(r["auc_erased_vs_control"]), _f(r["auc_erased_vs_original"])])
+    blocks.append(Table(head, rows, "Edit visibility per reader. The last AUC compares like for like with the "
+                              "models' reference (erased-lesion views vs unedited images with the finding)."))
     ref = analysis.get("reference")
     if ref:
         blocks.append(Table(["Model (zero-shot)", "Measure", "AUC"],
