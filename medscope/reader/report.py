@@ -39,7 +39,7 @@ def reader_section(analysis: dict) -> tuple[str, list]:
     packs = ", ".join(f"{p['name']} ({p['images']} images, {p['pack_hash'][:12]})" for p in analysis["packs"])
     blocks: list = [Para(
         f"Blinded physician reading (seed 000 §7) of packs {packs}: {analysis['answers_scored']} answers from "
-        f"{len(analysis['readers'])} readers. An image is "rated edited" when the reader chose probably or "
+        f"{len(analysis['readers'])} readers. An image is 'rated edited' when the reader chose probably or "
         f"definitely edited. AUCs use the four-level rating (0.5: no separation). The residual-finding rate is the "
         f"share of erased images still answered \"yes\", with its exact (Clopper-Pearson) 95% interval, read "
         f"against an acceptable rate of {_pct(acc)}.")]
