@@ -21,7 +21,13 @@ import pytest
 from medscope.reader import KEY_FILE
 from medscope.reader.pack import write_pack
 from pipelines.cli import main
-from tests.reader_fixtures import READER_A, READER_B, answer_file, build_small_views, scripted
+from tests.reader_fixtures import (
+    READER_A,
+    READER_B,
+    answer_file,
+    build_small_views,
+    scripted,
+)
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CHROMEDRIVER = shutil.which("chromedriver")
@@ -29,9 +35,9 @@ webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not in
 if not (CHROMIUM and CHROMEDRIVER):
     pytest.skip("chromium / chromedriver not installed (apt-get install chromium chromium-driver; "
                 "cluster/setup-env.sh --dev does it)", allow_module_level=True)
-from selenium.webdriver.common.by import By  # noqa: E402
-from selenium.webdriver.common.keys import Keys  # noqa: E402
-from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
+from selenium.webdriver.support.ui import Select, WebDriverWait
 
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync",
@@ -110,7 +116,8 @@ def test_a_reader_answers_every_image_survives_a_reload_and_downloads_a_scored_f
         time.sleep(0.2)
     files = glob.glob(str(downloads / "answers-*.json"))
     assert files, "the answer file was not downloaded"
-    doc = json.loads(open(files[0]).read())
+    with open(files[0]) as fh:
+        doc = json.load(fh)
     assert os.path.basename(files[0]) == f"answers-A-{key['pack_hash'][:12]}.json"
     assert doc["pack_hash"] == key["pack_hash"] and doc["complete"] is True
     assert doc["reader"] == {"id": "A", "specialty": "Radiology", "years_experience": 12}

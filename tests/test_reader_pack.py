@@ -39,7 +39,13 @@ from medscope.reader.report import reader_section
 from medscope.reader.sample import draw_sample, source_quotas
 from medscope.reader.stats import clopper_pearson
 from pipelines.cli import main
-from tests.reader_fixtures import READER_A, READER_B, answer_file, build_small_views, scripted
+from tests.reader_fixtures import (
+    READER_A,
+    READER_B,
+    answer_file,
+    build_small_views,
+    scripted,
+)
 
 
 @pytest.fixture(scope="module")
@@ -103,6 +109,10 @@ def test_pack_is_blinded_stratified_one_image_per_case_and_keyed_by_hash(tmp_pat
         assert max(decode_png(data).shape[:2]) == 200 and len(f.stem) == 16
     with pytest.raises(MedScopeError, match="never rewritten"):
         write_pack(views, str(tmp_path / "p"), name="main", per_kind=4, seed=5)
+    # an image changed after the key was written: the pack no longer matches its hash
+    pngs[0].write_bytes(pngs[1].read_bytes())
+    with pytest.raises(MedScopeError, match="do not match"):
+        analyse([str(tmp_path / "p")], [], str(tmp_path / "out"))
 
 
 def test_supplement_draws_new_cases_localized_first_and_tags_stress_tests(tmp_path, views):
@@ -172,6 +182,7 @@ def test_analysis_reproduces_hand_worked_auc_kappa_and_clopper_pearson(tmp_path,
     reasons = {(x["source"], x["reason"]) for x in res["rejects"]}
     assert reasons == {("other.json", "unknown_pack"), ("broken.json", "unreadable_answer_file")}
     assert records.read_table("rejects", str(tmp_path / "out" / "rejects.parquet")).num_rows == 2
+    assert res["files_rejected"] == ["broken.json", "other.json"]
     title, blocks = reader_section(res)
     assert title == "Reader study" and any("0.609" in str(bl) for bl in blocks)
 

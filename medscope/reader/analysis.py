@@ -18,8 +18,14 @@ import numpy as np
 
 from medscope import records, storage
 from medscope.errors import MedScopeError
-from medscope.reader import (ANALYSIS_FILE, CLINICAL_ANSWERS, EDITED_KINDS, READER_KINDS, REJECTS_FILE,
-                             UNMODIFIED_KINDS)
+from medscope.reader import (
+    ANALYSIS_FILE,
+    CLINICAL_ANSWERS,
+    EDITED_KINDS,
+    READER_KINDS,
+    REJECTS_FILE,
+    UNMODIFIED_KINDS,
+)
 from medscope.reader.answers import load_answers
 from medscope.reader.pack import read_key, verify_pack
 from medscope.reader.stats import clopper_pearson, kappa, rating_auc
@@ -143,7 +149,7 @@ def analyse(packs: list[str], answer_files: list[str], out: str, *, reference: s
     result = analyse_rows(rows, readers, acceptable)
     result["packs"] = [{"name": k["name"], "pack_hash": k["pack_hash"], "images": len(k["items"])} for k in keys.values()]
     result["answers_scored"] = len(rows)
-    result["files_rejected"] = sorted({r["source"] for r in rejects if r["item_id"].endswith(r["source"])})
+    result["files_rejected"] = sorted({r["source"] for r in rejects if r["stage"] == "file"})
     result["reference"] = load_reference(reference) if reference else None
     result = _json_safe(result)
     storage.write_text(storage.join(out, ANALYSIS_FILE), json.dumps(result, indent=1, sort_keys=True))

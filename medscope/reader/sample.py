@@ -58,7 +58,7 @@ def _eligible(views: list[dict], tool: str | None, exclude_cases: set[str]) -> t
         tools = Counter(v["tool"] for v in rows if v["kind"] == "target_removal")
         if not tools:
             raise MedScopeError("the views table has no passed target_removal views in its test split")
-        tool = sorted(tools.items(), key=lambda kv: (-kv[1], kv[0]))[0][0]
+        tool = min(tools.items(), key=lambda kv: (-kv[1], kv[0]))[0]
     by_case: dict[str, dict] = {}
     for v in rows:
         for rk, vk in VIEW_KIND_OF.items():
