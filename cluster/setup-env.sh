@@ -19,4 +19,15 @@ pip=(.venv/bin/python -m pip install -q --disable-pip-version-check)
 # DeepSpeed builds against the installed torch, so no isolated build environment.
 .venv/bin/python -c "import deepspeed" 2>/dev/null || \
   "${pip[@]}" -c constraints.txt --no-build-isolation deepspeed==0.19.8
+# --dev: the reading-page test (tests/test_reader_browser.py) drives Debian's chromium through
+# chromedriver; without them that one test skips, saying why.
+if [ -n "$extra" ] && ! { command -v chromium >/dev/null && command -v chromedriver >/dev/null; }; then
+  if command -v apt-get >/dev/null; then
+    sudo=""; [ "$(id -u)" = 0 ] || sudo="sudo"
+    { $sudo apt-get update -qq && $sudo apt-get install -y -qq chromium chromium-driver; } ||
+      echo "warning: chromium / chromium-driver not installed; the reader browser test will skip" >&2
+  else
+    echo "warning: no apt-get; install chromium and chromedriver for the reader browser test" >&2
+  fi
+fi
 echo "environment ready: .venv ($(.venv/bin/python -c 'import torch; print("torch", torch.__version__)'))"

@@ -22,6 +22,7 @@ VERB_MODULES = [
     "pipelines.agent",
     "pipelines.train",
     "pipelines.sweep",
+    "pipelines.reader",
 ]
 
 

@@ -1,0 +1,39 @@
+"""The blinded physician reading of seed 000 §7: does an erased finding stay visible, do erased
+images look edited, is the control edit as recognisable as the erasure?
+
+- :mod:`medscope.reader.sample` draws the stratified image sample from a views table's main test;
+- :mod:`medscope.reader.pack` re-saves the images under opaque names, writes the static reading
+  page (:mod:`medscope.reader.page`) and keeps the answer key beside the pack, with its hash;
+- :mod:`medscope.reader.answers` reads readers' answer files (only those of the given packs);
+- :mod:`medscope.reader.stats` holds the pre-specified statistics (AUC, Cohen's kappa,
+  Clopper-Pearson) and :mod:`medscope.reader.analysis` applies them per reader, by majority and
+  by source; :mod:`medscope.reader.report` turns the result into a report section.
+"""
+
+# The reader's four image kinds (§7 "Images") and the views-table kinds they are drawn from.
+VIEW_KIND_OF = {
+    "lesion": "original",  # unmodified image with the finding
+    "erased": "target_removal",  # the finding erased
+    "control": "random_removal",  # the same shape erased elsewhere with the same tool, finding intact
+    "lesion_free": "natural_negative",  # unmodified image without the finding
+}
+READER_KINDS = tuple(VIEW_KIND_OF)
+EDITED_KINDS = ("erased", "control")
+UNMODIFIED_KINDS = ("lesion", "lesion_free")
+
+# The page's answer scales; the edit rating's order is the four-level score the AUCs use (1..4).
+EDIT_RATINGS = ("definitely_real", "probably_real", "probably_edited", "definitely_edited")
+CLINICAL_ANSWERS = ("yes", "no", "cannot_tell")
+
+# File names inside a pack folder (one place, so medscope/layout.py can take them over).
+READING_DIR = "reading"  # what the readers get: the page and its images, no key
+PAGE_FILE = "index.html"
+IMAGES_DIR = "images"
+KEY_FILE = "key.json"  # the answer key, beside the reading folder, naming the pack hash
+ANSWERS_FORMAT = "medscope-reader-answers"
+
+# File names inside an analysis folder.
+ANALYSIS_FILE = "analysis.json"
+REJECTS_FILE = "rejects.parquet"
+REPORT_MD = "report.md"
+REPORT_HTML = "report.html"

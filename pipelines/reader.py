@@ -1,0 +1,78 @@
+"""``medscope reader``: the blinded physician reading of seed 000 §7.
+
+pack: draw the stratified sample from a views table's main test and write a reading pack
+(``reading/`` = the static page and its images, for the readers; ``key.json`` beside it).
+analyse: score the answer files of a pack and its supplements; write analysis.json,
+rejects.parquet and a report (report.md, report.html) with the reader-study section.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from medscope import storage
+from medscope.reader import PAGE_FILE, READING_DIR, REPORT_HTML, REPORT_MD
+
+
+def _pack(a) -> int:
+    from medscope.reader.pack import write_pack
+
+    key = write_pack(a.views, a.out, name=a.name, per_kind=a.per_kind, seed=a.seed, size=a.size, tool=a.tool,
+                     after=a.after or [], title=a.title)
+    if key["per_kind"] < key["per_kind_requested"]:
+        print(f"warning: only {key['per_kind']} images per kind (asked {key['per_kind_requested']}): the test split "
+              f"has {key['eligible_lesion_cases']} eligible lesion cases and {key['eligible_lesion_free_cases']} "
+              f"lesion-free cases", file=sys.stderr)
+    summary = {k: key[k] for k in ("name", "pack_hash", "tool", "per_kind", "per_kind_requested", "size")}
+    summary.update(images=len(key["items"]), page=storage.join(a.out, READING_DIR, PAGE_FILE),
+                   give_readers=storage.join(a.out, READING_DIR), keep=storage.join(a.out, "key.json"))
+    print(json.dumps(summary, indent=2))
+    return 0
+
+
+def _analyse(a) -> int:
+    from medscope.reader.analysis import analyse
+    from medscope.reader.report import write_report
+
+    result = analyse(a.pack, a.answers, a.out, reference=a.reference, acceptable=a.acceptable)
+    md, html, images = write_report(result)
+    storage.write_text(storage.join(a.out, REPORT_MD), md)
+    storage.write_text(storage.join(a.out, REPORT_HTML), html)
+    for name, png in images.items():
+        storage.write_bytes(storage.join(a.out, "images", name), png)
+    m = result["majority_localized"]
+    print(json.dumps({"readers": sorted(result["readers"]), "answers_scored": result["answers_scored"],
+                      "rejects": len(result["rejects"]), "files_rejected": result["files_rejected"],
+                      "majority_residual": {k: m[k] for k in ("k", "n", "ties", "rate", "ci_low", "ci_high")},
+                      "per_reader": {r: {"auc_edited_vs_unmodified": v["auc_edited_vs_unmodified"],
+                                         "auc_erased_vs_control": v["auc_erased_vs_control"],
+                                         "residual": f"{v['residual']['k']}/{v['residual']['n']}"}
+                                     for r, v in result["readers"].items()},
+                      "out": a.out}, indent=2))
+    return 0
+
+
+def register(sub) -> None:
+    p = sub.add_parser("reader", help="reader-study packs (static reading page) and their analysis (seed 000 §7)")
+    rs = p.add_subparsers(dest="reader_verb", metavar="ACTION")
+    rs.required = True
+    pk = rs.add_parser("pack", help="draw the blinded sample and write the reading page + answer key")
+    pk.add_argument("--views", required=True, help="views table (or the folder `medscope views build` wrote)")
+    pk.add_argument("--out", required=True, help="new pack folder: reading/ for readers, key.json kept back")
+    pk.add_argument("--name", default="reading", help="pack name (part of the hash; use e.g. 'main', 'supplement-1')")
+    pk.add_argument("--per-kind", type=int, default=32, help="images per kind (4 kinds; supplements: 24)")
+    pk.add_argument("--seed", type=int, default=0)
+    pk.add_argument("--size", type=int, default=768, help="long side of every re-saved image, pixels")
+    pk.add_argument("--tool", help="erasure tool of the erased and control images (default: the commonest)")
+    pk.add_argument("--after", action="append", metavar="PACK",
+                    help="earlier pack: draw a supplement from cases not in it (repeatable)")
+    pk.add_argument("--title", default="Image reading", help="heading shown to readers")
+    pk.set_defaults(func=_pack)
+    an = rs.add_parser("analyse", aliases=["analyze"], help="score answer files against their pack(s)")
+    an.add_argument("--pack", required=True, action="append", help="pack folder (repeat for supplements)")
+    an.add_argument("--answers", required=True, nargs="+", help="answer files downloaded from the page")
+    an.add_argument("--out", required=True, help="folder for analysis.json, rejects.parquet, report.md/.html")
+    an.add_argument("--reference", help="JSON of zero-shot edit-visibility AUCs (model -> AUC), §5.4")
+    an.add_argument("--acceptable", type=float, default=0.10, help="acceptable residual-finding rate")
+    an.set_defaults(func=_analyse)
