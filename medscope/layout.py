@@ -15,6 +15,7 @@ inside it (:func:`table_uri`; ``records.read_table`` calls it, so ``--cases coho
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from medscope import storage
 from medscope.errors import MedScopeError
@@ -30,7 +31,18 @@ class _Folder:
 
 @dataclass(frozen=True)
 class Cohort(_Folder):
-    """``medscope cohort import | phantom``: a cases or volumes table with its rejects."""
+    """``medscope cohort import | phantom``: a cases or volumes table with its rejects, and the
+    import's manifest (which of them this import wrote; absent for the phantom)."""
+
+    FILES: ClassVar[dict[str, str]] = {"cases": "cases.parquet", "volumes": "volumes.parquet",
+                                       "rejects": "rejects.parquet"}
+
+    def table(self, name: str) -> str:
+        return self._at(self.FILES[name])
+
+    @property
+    def manifest(self) -> str:
+        return self._at("import.json")
 
     @property
     def cases(self) -> str:
@@ -249,6 +261,11 @@ TABLE_MEMBERS: dict[str, tuple[str, ...]] = {
 }
 
 
+# Tables written as folders of write-once part files: an empty folder is an empty table (a
+# sweep with nothing finished yet); any other table must be a file or sit in its folder.
+PART_TABLES = frozenset({"episodes", "probe_items", "rejects"})
+
+
 def table_uri(name: str, uri: str) -> str:
     """The URI of table ``name`` given ``uri``: the table itself (a Parquet file or a folder of
     part files), or a folder a verb wrote that holds it under its layout name."""
@@ -273,9 +290,16 @@ def folder_of(name: str, uri: str) -> str:
 
 
 def require(name: str, uri: str) -> str:
-    """Like :func:`table_uri`, with a clear error when nothing is there."""
+    """Like :func:`table_uri`, with a clear error when nothing is there: no such path, or a
+    folder that neither holds the table nor is a folder of its part files."""
     found = table_uri(name, uri)
-    if not storage.exists(found):
-        looked = ", ".join(TABLE_MEMBERS.get(name, ())) or f"{name}.parquet"
+    missing = not storage.exists(found)
+    if not missing and storage.is_dir(found):
+        files = [f.rsplit("/", 1)[-1] for f in storage.list_files(found, suffix=".parquet")]
+        # a folder of part files holds only part-*.parquet; a folder with other tables in it
+        # (a cohort folder asked for the wrong table) is not this table
+        missing = (not files and name not in PART_TABLES) or not all(f.startswith("part-") for f in files)
+    if missing:
+        looked = " or ".join(TABLE_MEMBERS.get(name, ())) or f"{name}.parquet"
         raise MedScopeError(f"no {name} table at {uri} (a {name} table, or a folder holding {looked})")
     return found

@@ -371,7 +371,7 @@ def read_table(name: str, uri: str, columns: Sequence[str] | None = None) -> pa.
     """Read table ``name`` from a Parquet file, a folder of part files (sorted by key), or the
     output folder a verb wrote that holds it (``medscope.layout.table_uri``)."""
     sch = schema(name)
-    uri = layout.table_uri(name, uri)
+    uri = layout.require(name, uri)
     if storage.is_dir(uri):
         files = sorted(storage.list_files(uri, suffix=".parquet"))
         pieces = [_read_one(f, sch, columns) for f in files]

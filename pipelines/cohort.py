@@ -21,15 +21,14 @@ from typing import Literal
 
 import pyarrow.parquet as pq
 
-from medscope import cohorts, records, storage
+from medscope import cohorts, layout, records, storage
 from medscope.cohorts import phantom
 from medscope.config import StrictModel
 from medscope.errors import MedScopeError
 from pipelines.support.jobs import Progress, job_main, print_summary
 
 # Output file names of an import folder (to move to medscope/layout.py when it lands).
-MANIFEST = "import.json"
-TABLE_FILES = {"cases": "cases.parquet", "volumes": "volumes.parquet", "rejects": "rejects.parquet"}
+TABLE_FILES = layout.Cohort.FILES
 IGNORED_STAGE = "ignored"
 
 
@@ -59,8 +58,8 @@ def import_cohort(fmt: str, path: str, out: str, dataset_config: str | None = No
     # validate everything before the first byte is written: a failure here leaves --out as it was
     table = records.to_table(table_name, table)
     rejects_table = records.to_table("rejects", rejects)
-    table_uri = storage.join(out, TABLE_FILES[table_name])
-    rejects_uri = storage.join(out, TABLE_FILES["rejects"])
+    table_uri = layout.Cohort(out).table(table_name)
+    rejects_uri = layout.Cohort(out).rejects
     true_rejects = [r for r in rejects if r["stage"] != IGNORED_STAGE]
     ignored = [r for r in rejects if r["stage"] == IGNORED_STAGE]
     summary = {
@@ -83,19 +82,19 @@ def import_cohort(fmt: str, path: str, out: str, dataset_config: str | None = No
 
 def write_import(out: str, tables: dict, summary: dict) -> None:
     """Write an import's tables under ``out`` as one unit (see the module docstring)."""
-    manifest = storage.join(out, MANIFEST)
+    manifest = layout.Cohort(out).manifest
     storage.write_text(manifest, json.dumps({"status": "writing"}))
     for name in TABLE_FILES.values():
-        storage.delete(storage.join(out, name))
+        storage.delete(storage.join(out, name))  # the layout's file names (TABLE_FILES)
     for name, table in tables.items():
-        records.write_table(name, table, storage.join(out, TABLE_FILES[name]))
+        records.write_table(name, table, layout.Cohort(out).table(name))
     done = {"status": "complete", "files": {n: TABLE_FILES[n] for n in tables}, "summary": summary}
     storage.write_text(manifest, json.dumps(done, indent=1, sort_keys=True))
 
 
 def _manifest_files(folder: str) -> dict | None:
     """{table: uri} named by a finished import's manifest; None where there is no manifest."""
-    uri = storage.join(folder, MANIFEST)
+    uri = layout.Cohort(folder).manifest
     if not storage.exists(uri):
         return None
     try:
@@ -132,7 +131,7 @@ def show_summary(uri: str) -> dict:
     if storage.is_dir(uri):
         files = _manifest_files(uri)
         if files is None:  # a folder written without a manifest (the phantom)
-            files = {n: storage.join(uri, f) for n, f in TABLE_FILES.items()}
+            files = {n: layout.Cohort(uri).table(n) for n in TABLE_FILES}
             files = {n: f for n, f in files.items() if storage.exists(f)}
         if not ({"cases", "volumes"} & set(files)):
             raise MedScopeError(f"{uri}: no cases.parquet or volumes.parquet here")
@@ -142,7 +141,7 @@ def show_summary(uri: str) -> dict:
         folder = uri.rsplit("/", 1)[0] if "/" in uri else "."
         named = _manifest_files(folder)
         files = {_kind_of(uri): uri}
-        beside = storage.join(folder, TABLE_FILES["rejects"])
+        beside = layout.Cohort(folder).rejects
         if "rejects" not in files and (named is None or "rejects" in named) and storage.exists(beside):
             files["rejects"] = beside
     summary: dict = {"uri": uri}
@@ -184,7 +183,7 @@ def show_summary(uri: str) -> dict:
 
 
 def _generate_phantom(out: str, **kw) -> dict:
-    storage.delete(storage.join(out, MANIFEST))  # the phantom writes no manifest; an old one would mislead show
+    storage.delete(layout.Cohort(out).manifest)  # the phantom writes no manifest; an old one would mislead show
     return phantom.generate(out, **kw)
 
 

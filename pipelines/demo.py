@@ -12,8 +12,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import pydantic
+
 from medscope import storage
 from medscope.config import StrictModel
+from pipelines.support.flags import add_config_flags, config_from_args
 
 DEFAULT_OUT = "demo-out"
 
@@ -235,19 +238,18 @@ STEPS: list[tuple[str, Step]] = [
 
 
 class DemoConfig(StrictModel):
-    """``python -m pipelines.demo --config configs/demo.yaml`` (what ``ray job submit`` runs)."""
+    """``medscope demo`` flags, or ``python -m pipelines.demo --config configs/demo.yaml`` (what
+    ``ray job submit`` runs)."""
 
-    out: str = DEFAULT_OUT
-    seed: int = 0
-    cases: int = 192
+    out: str = pydantic.Field(DEFAULT_OUT, description="output URI (a folder, or s3://bucket/prefix)")
+    seed: int = pydantic.Field(0, description="run seed: every random choice derives from it")
+    cases: int = pydantic.Field(192, ge=8, description="phantom 2D cases (half train the classical reader)")
 
 
 def register(sub) -> None:
     p = sub.add_parser("demo", help="run the whole pipeline on the generated phantom cohort")
-    p.add_argument("--out", default=DEFAULT_OUT, help=f"output URI (default: ./{DEFAULT_OUT})")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--cases", type=int, default=192, help="phantom 2D cases (default 192)")
-    p.set_defaults(func=lambda args: run(DemoContext(out=args.out, seed=args.seed, cases=args.cases)))
+    add_config_flags(p, DemoConfig)
+    p.set_defaults(func=lambda a: run_config(config_from_args(a, source="medscope demo")))
 
 
 def run_config(cfg: DemoConfig) -> dict:

@@ -20,6 +20,7 @@ import time
 
 from medscope import config as cfgmod
 from medscope import layout, records, storage
+from pipelines.support.flags import add_config_flags, config_from_args
 from medscope.config import content_hash
 from medscope.errors import MedScopeError
 from medscope.volumes import build as B
@@ -256,9 +257,7 @@ def register(sub) -> None:
     verbs = p.add_subparsers(dest="probe_verb", metavar="VERB")
     verbs.required = True
     b = verbs.add_parser("build", help="volumes table -> probe_items (+ slices, rejects) on Ray Data")
-    b.add_argument("--volumes", required=True, help="volumes table URI")
-    b.add_argument("--out", required=True, help="output folder URI")
-    b.add_argument("--config", default=None, help="configs/probe/<file>.yaml (default: built-in defaults)")
+    add_config_flags(b, ProbeConfig)
     b.set_defaults(func=_build_cmd)
     s = verbs.add_parser("show", help="items per organ, strategy and stratum; co-occurrence heat map PNG")
     s.add_argument("uri", help="a probe build folder (or its probe_items table)")
@@ -269,7 +268,7 @@ def register(sub) -> None:
 def _build_cmd(args) -> None:
     from pipelines.support.jobs import print_summary
 
-    print_summary(build(args.volumes, args.out, load_config(args.config)))
+    print_summary(run_job(config_from_args(args, source="medscope probe build")))
 
 
 def show(uri: str, png: str | None = None) -> dict:

@@ -21,6 +21,7 @@ from medscope import records, storage
 from medscope.config import StrictModel
 from medscope.errors import MedScopeError
 from medscope.records import VIEW_KINDS
+from pipelines.support.flags import add_config_flags, config_from_args
 
 METRICS = ("net_utility", "esg", "ccr", "erased_claims", "healthy_claims")
 
@@ -49,17 +50,17 @@ class ArmsFile(StrictModel):
 
 
 class SweepJob(StrictModel):
-    arms: str  # configs/arms/<file>.yaml
-    views: str  # training views (and evaluation views unless eval_views is given)
-    out: str
-    eval_views: str | None = None
-    max_concurrent: int = 2
+    arms: str = pydantic.Field(description="ablation arms YAML (configs/arms/<file>.yaml)")
+    views: str = pydantic.Field(description="training views (and evaluation views unless eval_views is given)")
+    out: str = pydantic.Field(description="output folder URI (one run per arm and seed, arms table)")
+    eval_views: str | None = pydantic.Field(None, description="evaluation views (default: views, validation split)")
+    max_concurrent: int = pydantic.Field(2, description="trials at once")
 
     @pydantic.field_validator("arms", "views", "out", "eval_views")
     @classmethod
     def _absolute(cls, uri: str | None) -> str | None:
         # the Ray Train / Tune workers run in their own trial folder
-        return storage.absolute(uri) if uri else uri
+        return storage.absolute(cfgmod.resolve(uri)) if uri else uri  # configs/... may be the shipped copy
 
 
 def load_arms(uri: str) -> ArmsFile:
@@ -207,16 +208,12 @@ def seed_pair_tests(out: str, arm_names: list[str], seeds: list[int], n_boot: in
 
 def register(sub) -> None:
     p = sub.add_parser("sweep", help="seeds x ablation arms on Ray Tune; evaluates and tabulates each adapter")
-    p.add_argument("--arms", required=True, help="configs/arms/<file>.yaml")
-    p.add_argument("--views", required=True, help="views table URI")
-    p.add_argument("--out", required=True, help="output folder URI")
-    p.add_argument("--eval-views", default=None, help="evaluation views (default: --views, validation split)")
-    p.add_argument("--concurrent", type=int, default=2, help="trials at once")
+    add_config_flags(p, SweepJob)
 
     def go(args):
         from pipelines.support.jobs import print_summary
 
-        print_summary(run(SweepJob(arms=args.arms, views=args.views, out=args.out, eval_views=args.eval_views, max_concurrent=args.concurrent)))
+        print_summary(run(config_from_args(args, source="medscope sweep")))
 
     p.set_defaults(func=go)
 

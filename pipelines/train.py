@@ -21,27 +21,28 @@ from medscope.config import StrictModel
 from medscope.errors import MedScopeError
 from medscope.training.evaluation import EvalSettings
 from medscope.training.data import training_views
+from pipelines.support.flags import add_config_flags, config_from_args
 from medscope.training.recipes import TrainRecipe, deepspeed_config
 
 VIEW_COLUMNS_FOR_CHECK = ("passed", "split", "kind")
 
 
 class TrainJob(StrictModel):
-    recipe: str  # YAML path / URI
-    views: str  # views table URI
-    out: str  # run folder URI: checkpoints, adapter, summary
-    name: str | None = None  # Ray Train run name (default: the recipe's)
-    num_workers: int = 1
-    use_gpu: bool | None = None  # None = use GPUs when the cluster has them
-    max_failures: int = 2
-    overrides: dict = {}  # recipe fields to override (the sweep sets seed, allowed_kinds ...)
-    evaluation: EvalSettings | None = None  # score the final adapter on these views (validation)
+    recipe: str = pydantic.Field(description="training recipe YAML (configs/train/<recipe>.yaml)")
+    views: str = pydantic.Field(description="views table, or the views build folder holding it")
+    out: str = pydantic.Field(description="run folder URI: checkpoints, adapter, summary")
+    name: str | None = pydantic.Field(None, description="Ray Train run name (default: the recipe's)")
+    num_workers: int = pydantic.Field(1, description="Ray Train workers (one per GPU)")
+    use_gpu: bool | None = pydantic.Field(None, description="default: use GPUs when the cluster has them")
+    max_failures: int = pydantic.Field(2, description="worker failures survived (resume from the last checkpoint)")
+    overrides: dict = pydantic.Field({}, description="recipe fields to override (YAML mapping; the sweep sets seed, allowed_kinds ...)")
+    evaluation: EvalSettings | None = pydantic.Field(None, description="score the final adapter on these views (YAML mapping)")
 
     @pydantic.field_validator("recipe", "views", "out")
     @classmethod
     def _absolute(cls, uri: str | None) -> str | None:
         # the Ray Train / Tune workers run in their own trial folder
-        return storage.absolute(uri) if uri else uri
+        return storage.absolute(cfgmod.resolve(uri)) if uri else uri  # configs/... may be the shipped copy
 
 
 def resolve_recipe(job: TrainJob) -> TrainRecipe:
@@ -209,21 +210,25 @@ def register(sub) -> None:
     s.set_defaults(func=pick)
 
     p = sub.add_parser("train", help="train one LoRA stage (recipe YAML) on Ray Train")
-    p.add_argument("--recipe", required=True, help="configs/train/<recipe>.yaml")
-    p.add_argument("--views", required=True, help="views table URI")
-    p.add_argument("--out", required=True, help="run folder URI (checkpoints, adapter)")
-    p.add_argument("--workers", type=int, default=1, help="Ray Train workers (one per GPU)")
-    p.add_argument("--seed", type=int, default=None, help="override the recipe's seed")
-    p.add_argument("--init-adapter", default=None, help="continue from this adapter (stages 2, 3, DPO, C4)")
-    p.add_argument("--eval-views", default=None, help="score the final adapter on this views table's validation split")
+    add_config_flags(p, TrainJob, aliases={"num_workers": ["workers"]})
+    short = p.add_argument_group("shorthands")
+    short.add_argument("--seed", type=int, default=None, help="override the recipe's seed (overrides.seed)")
+    short.add_argument("--init-adapter", default=None,
+                       help="continue from this adapter (stages 2, 3, DPO, C4; overrides.init_adapter)")
+    short.add_argument("--eval-views", default=None,
+                       help="score the final adapter on this views table's validation split (evaluation.views)")
 
     def go(args):
         from pipelines.support.jobs import print_summary
 
+        job = config_from_args(args, source="medscope train")
         over = {k: v for k, v in {"seed": args.seed, "init_adapter": args.init_adapter}.items() if v is not None}
-        ev = EvalSettings(views=args.eval_views) if args.eval_views else None
-        print_summary(run(TrainJob(recipe=args.recipe, views=args.views, out=args.out, num_workers=args.workers,
-                                   overrides=over, evaluation=ev)))
+        update: dict = {}
+        if over:
+            update["overrides"] = {**job.overrides, **over}
+        if args.eval_views:
+            update["evaluation"] = EvalSettings(views=args.eval_views)
+        print_summary(run(job.model_copy(update=update) if update else job))
 
     p.set_defaults(func=go)
 

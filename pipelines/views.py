@@ -135,9 +135,11 @@ def build_views(cases_uri: str, out: str, recipe: Recipe, *, workers: int | None
             raise MedScopeError(f"unknown engine {engine!r}; use ray or local")
     t_map = time.monotonic() - t0 - t_plan
 
-    views = records.read_table("views", folders["views"])
+    has_views = storage.is_dir(folders["views"]) and storage.list_files(folders["views"], suffix=".parquet")
+    views = records.read_table("views", folders["views"]) if has_views else records.schema("views").empty_table()
     views = views.take(pa.compute.sort_indices(views, [("view_id", "ascending")]))
-    part_rejects = records.read_table("rejects", folders["rejects"]).to_pylist()
+    has_rejects = storage.is_dir(folders["rejects"])
+    part_rejects = records.read_table("rejects", folders["rejects"]).to_pylist() if has_rejects else []
     features = sorted(read_features(folders["features"]), key=lambda f: (f["view_id"], f["role"]))
     views, qc_rejects, qc_report = finalize(views, features, recipe)
     all_rejects = sorted(rejects + part_rejects + qc_rejects,

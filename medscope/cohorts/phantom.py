@@ -20,7 +20,7 @@ import json
 import cv2
 import numpy as np
 
-from medscope import records, storage
+from medscope import layout, records, storage
 from medscope.cohorts import nifti_labels, phantom_ct
 from medscope.cohorts.common import DatasetConfig, case_row
 from medscope.seeding import rng_for
@@ -262,7 +262,7 @@ def phantom_cases(n_cases: int = 48, seed: int = 0) -> tuple[list[dict], list[tu
 
 def write_volumes(out_uri: str, n_volumes: int = 4, seed: int = 0, shape=(96, 96, 40)) -> str:
     """Write the CT phantoms in Decathlon layout under ``<out>/volumes`` and the volumes table."""
-    root = storage.join(out_uri, "volumes")
+    root = layout.Cohort(out_uri).nifti
     for v in range(n_volumes):
         rng = rng_for(seed, "phantom-ct", v)
         hu, labels = phantom_ct.ct_phantom(rng, shape, drop=phantom_ct.MISSING.get(v, ()))
@@ -276,7 +276,7 @@ def write_volumes(out_uri: str, n_volumes: int = 4, seed: int = 0, shape=(96, 96
         labels_dir="labelsTr", patient_id_regex=r"^(ct\d+)", organ_map=phantom_ct.BTCV_ORGANS,
     )
     table = nifti_labels.load(root, cfg)[0] if n_volumes else records.empty("volumes")
-    uri = storage.join(out_uri, "volumes.parquet")
+    uri = layout.Cohort(out_uri).volumes
     records.write_table("volumes", table, uri)
     return uri
 
@@ -289,10 +289,10 @@ def generate(out_uri: str, n_cases: int = 48, seed: int = 0, n_volumes: int = 4)
     ``<out>/near_copies.json`` (the planted near-duplicate pairs, ground truth for QC).
     """
     rows, pairs = phantom_cases(n_cases, seed)
-    cases_uri = storage.join(out_uri, "cases.parquet")
+    cases_uri = layout.Cohort(out_uri).cases
     records.write_table("cases", sorted(rows, key=lambda r: r["case_id"]), cases_uri)
-    rejects_uri = storage.join(out_uri, "rejects.parquet")
+    rejects_uri = layout.Cohort(out_uri).rejects
     records.write_table("rejects", [], rejects_uri)
-    storage.write_text(storage.join(out_uri, "near_copies.json"), json.dumps(sorted(pairs), indent=1))
+    storage.write_text(layout.Cohort(out_uri).near_copies, json.dumps(sorted(pairs), indent=1))
     volumes_uri = write_volumes(out_uri, n_volumes, seed)
     return {"cases": cases_uri, "cohort_rejects": rejects_uri, "volumes": volumes_uri}

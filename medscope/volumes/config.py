@@ -56,8 +56,8 @@ class ProbeConfig(StrictModel):
     """Every knob of ``medscope probe build`` / ``score`` (seed 003)."""
 
     seed: int = 0
-    volumes: str | None = None  # volumes table URI (for ``python -m pipelines.probe``)
-    out: str | None = None  # output folder URI
+    volumes: str | None = pydantic.Field(None, description="volumes table, or the cohort folder holding it")
+    out: str | None = pydantic.Field(None, description="output folder URI (probe_items/, slices, montages, rejects)")
     present_voxels: int = pydantic.Field(50, ge=1)  # present at >= this many voxels
     absent_voxels: int = pydantic.Field(5, ge=1)  # absent below this many voxels
     window: Window = Window()  # soft tissue W400 / L40

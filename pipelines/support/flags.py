@@ -39,6 +39,8 @@ def _kind(annotation) -> tuple[str, type | None]:
         return "scalar", annotation
     if origin in (list, tuple) and args and args[0] in _SCALARS:
         return "list", args[0]
+    if origin in (list, tuple) and args and typing.get_origin(args[0]) is typing.Literal:
+        return "list", str
     if typing.get_origin(annotation) is typing.Literal:
         return "scalar", type(args[0]) if args else str
     return "yaml", None
