@@ -1,4 +1,4 @@
-"""PNG bytes <-> numpy arrays. Images travel as PNG bytes inside Parquet (DESIGN.md)."""
+"""PNG bytes <-> numpy arrays. Images travel as PNG bytes inside Parquet (docs/design.md)."""
 
 from __future__ import annotations
 

@@ -244,6 +244,41 @@ class Report(_Folder):
         return self._at(*rel.split("/"))
 
 
+@dataclass(frozen=True)
+class ReaderPack(_Folder):
+    """``medscope reader pack``: the readers' folder (page + images, no key) and the key beside it."""
+
+    READING: ClassVar[str] = "reading"
+    PAGE: ClassVar[str] = "index.html"
+    IMAGES: ClassVar[str] = "images"
+    KEY: ClassVar[str] = "key.json"
+
+    @property
+    def reading(self) -> str:
+        return self._at(self.READING)
+
+    @property
+    def page(self) -> str:
+        return self._at(self.READING, self.PAGE)
+
+    def image(self, name: str) -> str:
+        return self._at(self.READING, self.IMAGES, f"{name}.png")
+
+    @property
+    def key(self) -> str:
+        return self._at(self.KEY)
+
+
+@dataclass(frozen=True)
+class ReaderAnalysis(_Folder):
+    """``medscope reader analyse``: the analysis, rejected answer files and its report."""
+
+    ANALYSIS: ClassVar[str] = "analysis.json"
+    REJECTS: ClassVar[str] = "rejects.parquet"
+    MARKDOWN: ClassVar[str] = "report.md"
+    HTML: ClassVar[str] = "report.html"
+
+
 # Where each table sits inside the folders that hold it: a name here is looked up under a
 # folder given in place of the table. Part-file tables (episodes, probe_items) are folders.
 TABLE_MEMBERS: dict[str, tuple[str, ...]] = {

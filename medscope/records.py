@@ -1,4 +1,4 @@
-"""Arrow schemas of every MedScope table (DESIGN.md, "Tables") and their readers / writers.
+"""Arrow schemas of every MedScope table (docs/design.md, "Tables") and their readers / writers.
 
 A table is stored either as one Parquet file or as a folder of write-once part files
 (``part-<key>.parquet``) that a resumable job fills one unit at a time. Writers validate

@@ -1,4 +1,4 @@
-"""Seeds derived from content, never from worker order (DESIGN.md, "Reproducible under any
+"""Seeds derived from content, never from worker order (docs/design.md, "Reproducible under any
 partitioning").
 
 Every random choice -- placement, degradation, jitter, sampling -- takes its generator from

@@ -206,6 +206,26 @@ def step_report(ctx: DemoContext) -> None:
     ctx.summary["report"] = written
 
 
+def step_reader_pack(ctx: DemoContext) -> None:
+    """A blinded reader-study pack of the test split's views (seed 000 §7): the static page a
+    physician opens from a USB stick, and the answer key kept beside it."""
+    from medscope import layout
+    from medscope.reader.pack import write_pack
+
+    pack = layout.ReaderPack(ctx.uri("reader-study"))
+    key = write_pack(ctx.paths["views_out"], pack.root, name="demo", seed=ctx.seed)
+    ctx.paths.update(reader_pack=pack.root, reader_page=pack.page)
+    ctx.summary["reader_pack"] = {"images": len(key["items"]), "per_kind": key["per_kind"], "pack_hash": key["pack_hash"]}
+    print(f"  reader pack: {len(key['items'])} images ({key['per_kind']} per kind; asked {key['per_kind_requested']}: "
+          f"the demo's test split is small), page {pack.page}", file=sys.stderr)
+    ctx.report_sections.append(("Reader-study pack", (
+        f"A blinded reading pack of {len(key['items'])} test-split images ({key['per_kind']} per kind: unmodified "
+        f"with the finding, erased, control-edited with the same tool, lesion-free) is at `{pack.reading}` (open "
+        f"`{layout.ReaderPack.PAGE}` in a browser); its answer key `{pack.key}` stays with the study team. "
+        f"`medscope reader analyse --pack {pack.root} --answers FILES --out DIR` scores the readers' answer files "
+        "(seed 000 §7).")))
+
+
 def step_views(ctx: DemoContext) -> None:
     """Counterfactual views of the cohort with the offline tools (Telea, transplant) and QC."""
 
@@ -227,6 +247,7 @@ def step_views(ctx: DemoContext) -> None:
 STEPS: list[tuple[str, Step]] = [
     ("phantom cohort", step_cohort),
     ("counterfactual views", step_views),
+    ("reader-study pack", step_reader_pack),
     ("organ-presence probe items", step_probe_build),
     ("organ-presence probe evaluation", step_probe_evaluate),
     ("fit the classical reader (train split)", step_fit_reader),

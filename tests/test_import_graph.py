@@ -1,7 +1,7 @@
 """The import graph of the code: no import goes upward, none goes in a circle.
 
 Every import counts, also those inside functions (a lazy import is still a dependency).
-Layers of ``medscope`` (DESIGN.md "Direction of imports"), lowest first; a module may import
+Layers of ``medscope`` (docs/design.md "Direction of imports"), lowest first; a module may import
 its own layer's modules or lower ones, and the packages of one layer must not import each other
 in a circle. ``pipelines`` may import ``medscope``; ``medscope`` never imports ``pipelines``,
 ``ray`` or ``tests``.

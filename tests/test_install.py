@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -25,8 +26,12 @@ pytestmark = pytest.mark.slow
 def installed(tmp_path_factory):
     root = tmp_path_factory.mktemp("install")
     wheels = root / "wheels"
+    # build from a copy: setuptools leaves build/ in the source tree and would reuse stale files
+    src = root / "src"
+    shutil.copytree(REPO_ROOT, src, symlinks=True,
+                    ignore=shutil.ignore_patterns(".venv", ".git", "build", "*.egg-info", "__pycache__", "demo-out"))
     subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
-                    "-w", str(wheels), REPO_ROOT], check=True, cwd=root, timeout=300)
+                    "-w", str(wheels), str(src)], check=True, cwd=root, timeout=300)
     venv = root / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
     py = venv / "bin" / "python"

@@ -1,1 +1,1 @@
-"""benchgen (see DESIGN.md)."""
+"""benchgen (see docs/design.md)."""

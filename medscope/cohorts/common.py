@@ -3,7 +3,7 @@ lesion statistics and the cases-row builder.
 
 A loader walks one dataset layout and returns ``(cases table, rejects rows)``. Anything
 wrong with one file becomes a rejects row (``records.reject``) with a short countable
-reason; the loader goes on, so every good case still arrives (DESIGN.md, "Nothing lost,
+reason; the loader goes on, so every good case still arrives (docs/design.md, "Nothing lost,
 nothing silent"). Files are listed and read only through ``safe_io`` (regular files, bounded
 reads, header-checked pixel budgets, EXIF orientation; docs/cohorts-bad-input.md), and
 :func:`safe_io.leftovers` accounts for every file a loader did not turn into a case or reject.

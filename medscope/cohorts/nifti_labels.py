@@ -6,7 +6,7 @@ The organ-name map (integer label -> organ) comes from the dataset config (``org
 which may be a separate YAML file given with ``--config``.
 
 The output is a ``volumes`` table: the NIfTI files stay where they are and are referenced
-by URI (DESIGN.md). Rejects: ``corrupt NIfTI`` (image or label unreadable), ``missing label
+by URI (docs/design.md). Rejects: ``corrupt NIfTI`` (image or label unreadable), ``missing label
 map``, ``label shape differs``, ``label affine differs`` (the label map would sit on other
 anatomy), ``non-integer label map`` (a soft / probability map, or an RGB one, is not a label
 map), ``invalid affine`` (an all-zero or singular sform / qform places the voxels nowhere),

@@ -1,1 +1,1 @@
-"""models (see DESIGN.md)."""
+"""models (see docs/design.md)."""

@@ -1,4 +1,4 @@
-"""The one interface every model adapter implements (DESIGN.md, "Same protocol for every model").
+"""The one interface every model adapter implements (docs/design.md, "Same protocol for every model").
 
 Adapters only translate: the prompt, tools, turn limit, image size and parsing are shared and
 live in ``medscope.agent``. An adapter receives provider-neutral messages and returns one

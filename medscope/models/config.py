@@ -81,7 +81,7 @@ class ModelEntry(StrictModel):
         return self.rate_group or f"{self.kind}@{self.endpoint}"
 
     def may_receive(self, private: bool, endpoint_allowlist: tuple[str, ...] | list[str]) -> bool:
-        """Privacy (DESIGN.md): a private item goes only to endpoints on its allow-list. Models
+        """Privacy (docs/design.md): a private item goes only to endpoints on its allow-list. Models
         that run here (local weights, policies: endpoint "local") send nothing anywhere."""
         if not private or self.endpoint == "local":
             return True

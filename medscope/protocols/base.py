@@ -1,4 +1,4 @@
-"""The contract between a protocol and the shared harness (DESIGN.md, "One harness, four protocols").
+"""The contract between a protocol and the shared harness (docs/design.md, "One harness, four protocols").
 
 A protocol supplies its items (images + question + expected truth), how one episode is run
 for an item under a condition (its prompt builder and reply reader, through the shared model

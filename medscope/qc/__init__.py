@@ -1,1 +1,1 @@
-"""qc (see DESIGN.md)."""
+"""qc (see docs/design.md)."""

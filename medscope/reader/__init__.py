@@ -10,6 +10,8 @@ images look edited, is the control edit as recognisable as the erasure?
   by source; :mod:`medscope.reader.report` turns the result into a report section.
 """
 
+from medscope import layout
+
 # The reader's four image kinds (§7 "Images") and the views-table kinds they are drawn from.
 VIEW_KIND_OF = {
     "lesion": "original",  # unmodified image with the finding
@@ -25,15 +27,14 @@ UNMODIFIED_KINDS = ("lesion", "lesion_free")
 EDIT_RATINGS = ("definitely_real", "probably_real", "probably_edited", "definitely_edited")
 CLINICAL_ANSWERS = ("yes", "no", "cannot_tell")
 
-# File names inside a pack folder (one place, so medscope/layout.py can take them over).
-READING_DIR = "reading"  # what the readers get: the page and its images, no key
-PAGE_FILE = "index.html"
-IMAGES_DIR = "images"
-KEY_FILE = "key.json"  # the answer key, beside the reading folder, naming the pack hash
+# File names inside a pack folder and an analysis folder: medscope.layout owns them.
+READING_DIR = layout.ReaderPack.READING  # what the readers get: the page and its images, no key
+PAGE_FILE = layout.ReaderPack.PAGE
+IMAGES_DIR = layout.ReaderPack.IMAGES
+KEY_FILE = layout.ReaderPack.KEY  # the answer key, beside the reading folder, naming the pack hash
 ANSWERS_FORMAT = "medscope-reader-answers"
 
-# File names inside an analysis folder.
-ANALYSIS_FILE = "analysis.json"
-REJECTS_FILE = "rejects.parquet"
-REPORT_MD = "report.md"
-REPORT_HTML = "report.html"
+ANALYSIS_FILE = layout.ReaderAnalysis.ANALYSIS
+REJECTS_FILE = layout.ReaderAnalysis.REJECTS
+REPORT_MD = layout.ReaderAnalysis.MARKDOWN
+REPORT_HTML = layout.ReaderAnalysis.HTML

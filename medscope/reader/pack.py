@@ -61,18 +61,12 @@ def read_key(pack: str) -> dict:
     return key
 
 
-def _views_uri(views: str) -> str:
-    if storage.is_dir(views) and storage.exists(storage.join(views, "views.parquet")):
-        return storage.join(views, "views.parquet")
-    return views
-
-
 def write_pack(views: str, out: str, *, name: str = "reading", per_kind: int = 32, seed: int = 0, size: int = 768,
                tool: str | None = None, after: list[str] = (), title: str = "Image reading") -> dict:
     """Draw the sample, write ``out/reading/`` (page + images) and ``out/key.json``; return the key."""
     if storage.exists(storage.join(out, KEY_FILE)):
         raise MedScopeError(f"{out} already holds a pack; a pack is never rewritten (readers may hold it)")
-    table = records.read_table("views", _views_uri(views), columns=VIEW_COLUMNS)
+    table = records.read_table("views", views, columns=VIEW_COLUMNS)
     earlier = [read_key(p) for p in after]
     exclude = {i["case_id"] for k in earlier for i in k["items"]}
     chosen, notes = draw_sample(table.to_pylist(), per_kind, seed, tool=tool, exclude_cases=exclude,

@@ -1,1 +1,1 @@
-"""report (see DESIGN.md)."""
+"""report (see docs/design.md)."""

@@ -1,1 +1,1 @@
-"""scoring (see DESIGN.md)."""
+"""scoring (see docs/design.md)."""

@@ -1,1 +1,1 @@
-"""stats (see DESIGN.md)."""
+"""stats (see docs/design.md)."""

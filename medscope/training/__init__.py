@@ -1,1 +1,1 @@
-"""training (see DESIGN.md)."""
+"""training (see docs/design.md)."""

@@ -1,1 +1,1 @@
-"""views (see DESIGN.md)."""
+"""views (see docs/design.md)."""

@@ -1,7 +1,7 @@
 """The unit of work of a views build: a callable class that turns a batch of cases into
 write-once part files (views, rejects, QC features) keyed by case, so that a killed build,
 rerun, only completes the missing cases. Ray maps it with an actor pool
-(``pipelines/build_views.py``); a plain loop calls it the same way.
+(``pipelines/views.py``); a plain loop calls it the same way.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The organ-presence probe as an evaluation protocol (seed 003; DESIGN.md "One harness").
+"""The organ-presence probe as an evaluation protocol (seed 003; docs/design.md "One harness").
 
 Items come from the probe_items table; one episode is a single turn: the slice image (none for
 the no-image control, a uniform gray field of the same size for the blank control) and the
