@@ -96,8 +96,9 @@ class BenchmarkMCQProtocol:
     def score(self, episodes_uri: str, items_uri: str, out: str, options: ScoreOptions | None = None) -> dict:
         options = options or ScoreOptions()
         b_tests = int(options.extra.get("n_boot_tests", 10_000))
-        items = read_items(items_uri)
-        by_id = {r["item_id"]: r for r in items.to_dict("records")}
+        table = records.read_table("mcq_items", storage.join(build_folder(items_uri), ITEMS_DIR))
+        items = table.to_pandas()
+        by_id = {r["item_id"]: r for r in table.to_pylist()}
         episodes = records.read_table("episodes", episodes_uri).to_pylist()
         rows, skipped = scoring.score_rows(episodes, by_id)
         scores = records.write_table("mcq_scores", rows, storage.join(out, SCORES))

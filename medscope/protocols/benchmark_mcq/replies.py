@@ -39,6 +39,8 @@ def read_choice(text: str | None, options: list[str]) -> str | None:
 
     Accepts a bare letter, "answer: B", "B. text", the exact text of one option, and the agent
     format's ``<final>{"answer": ...}</final>`` (trivial policies and other agent-format models).
+    When the options are exactly Yes / No, a free-text answer is read by the shared finding
+    matcher (``medscope.answers.matching.claims_finding``): a claim is Yes, a denial No.
     """
     if not text:
         return None
@@ -56,4 +58,11 @@ def read_choice(text: str | None, options: list[str]) -> str | None:
         if hit and LETTERS.index(hit.group(1)) < k:
             return hit.group(1)
     by_text = {_norm(o): LETTERS[i] for i, o in enumerate(options)}
-    return by_text.get(_norm(text))
+    if _norm(text) in by_text:
+        return by_text[_norm(text)]
+    if sorted(by_text) == ["no", "yes"]:
+        from medscope.answers.matching import claims_finding
+
+        claim = claims_finding(text, "Is there a finding?", "", "presence")
+        return None if claim is None else by_text["yes" if claim else "no"]
+    return None
