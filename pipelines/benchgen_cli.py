@@ -41,6 +41,25 @@ def register(sub) -> None:
     s.add_argument("--by", default="", help="approve: the reviewer's name")
     s.set_defaults(func=_schema)
 
+    ph = verbs.add_parser("phantom", help="write the phantom cohort: CT volumes with liver lesions + reports")
+    ph.add_argument("--out", required=True)
+    ph.add_argument("--cases", type=int, default=6)
+    ph.set_defaults(func=_phantom)
+
+    sc = verbs.add_parser("score", help="score an eval of a benchmark (until `medscope score` dispatches on protocol)")
+    sc.add_argument("--episodes", required=True, help="episodes of `medscope eval` (the folder or its episodes/)")
+    sc.add_argument("--items", required=True, help="the build folder")
+    sc.add_argument("--out", required=True, help="scored-run folder")
+    sc.add_argument("--n-boot", type=int, default=2000)
+    sc.add_argument("--n-boot-tests", type=int, default=10_000)
+    sc.add_argument("--seed", type=int, default=42)
+    sc.set_defaults(func=_score)
+
+    rp = verbs.add_parser("report", help="Markdown + HTML report (Tables 1-4) of a scored run")
+    rp.add_argument("--run", required=True)
+    rp.add_argument("--out", required=True)
+    rp.set_defaults(func=_report)
+
     w = verbs.add_parser("show", help="summarise a build folder")
     w.add_argument("uri")
     w.set_defaults(func=lambda a: print(json.dumps(_show(a.uri), indent=2, default=str)))
@@ -50,6 +69,33 @@ def _show(uri):
     from pipelines.benchgen import show
 
     return show(uri)
+
+
+def _score(a) -> None:
+    from medscope import storage
+    from medscope.protocols.base import ScoreOptions
+    from medscope.protocols.benchmark_mcq import PROTOCOL
+
+    episodes = a.episodes
+    if storage.is_dir(storage.join(episodes, "episodes")):
+        episodes = storage.join(episodes, "episodes")
+    opts = ScoreOptions(n_boot=a.n_boot, seed=a.seed, extra={"n_boot_tests": a.n_boot_tests})
+    print(json.dumps(PROTOCOL().score(episodes, a.items, a.out, opts), indent=2))
+
+
+def _report(a) -> None:
+    from medscope.protocols.benchmark_mcq import PROTOCOL
+    from pipelines.benchgen_demo import write_report
+
+    sections = PROTOCOL().report_sections(a.run, a.out)
+    print(json.dumps(write_report(sections, a.out, "MedScope: contamination-controlled multiple-choice benchmark"),
+                     indent=2))
+
+
+def _phantom(a) -> None:
+    from medscope.benchgen.phantom import phantom_cohort
+
+    print(json.dumps(phantom_cohort(a.out, n_cases=a.cases), indent=2))
 
 
 def _build(a) -> None:

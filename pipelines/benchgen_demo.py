@@ -34,6 +34,7 @@ DEMO_MODELS = (
 def write_report(sections: list[tuple[str, list]], out_dir: str, title: str) -> dict:
     secs = [Section(t, blocks) for t, blocks in sections]
     md, images = to_markdown(title, secs)
+    os.makedirs(out_dir, exist_ok=True)
     for name, png in images.items():
         os.makedirs(os.path.dirname(os.path.join(out_dir, name)), exist_ok=True)
         with open(os.path.join(out_dir, name), "wb") as f:

@@ -48,12 +48,16 @@ def study_questions(study: dict, schema: Schema, fields: dict[str, tuple[str, st
         qs += kept
         rejects += [records.reject("mcq_items", cohort["name"], qid, "generate", why) for qid, why in dropped]
     default = [s for s in schema.report_sequences if s in rendered] or sorted(rendered)
-    rows = []
+    rows, seen = [], set()
     for q in qs:
         seqs = q["sequences"] or (default if q["qtype"] == "report" else sorted(rendered))
         missing = [s for s in seqs if s not in rendered]
         key = q["field"] or q["question"]
         item_id = f"{case}/{q['qtype']}/{stable_hash(cohort['name'], case, q['qtype'], key, length=10)}"
+        if item_id in seen:
+            rejects.append(records.reject("mcq_items", cohort["name"], item_id, "assemble", "duplicate_question"))
+            continue
+        seen.add(item_id)
         if missing or not seqs:
             rejects.append(records.reject("mcq_items", cohort["name"], item_id, "assemble", "missing_sequence",
                                           f"needs {missing or 'a sequence'}"))
