@@ -233,3 +233,25 @@ def test_phantom_reports_match_label_maps(tmp_path):
     png = cohort.sequence_montage(cohort.read_sequence(str(tmp_path / "volumes" / reports[1]["case_id"] / "ct.nii.gz")),
                                   sch.load_schema("liver").sequences["ct"])
     assert png.shape[:2] == (12 * 64, 12 * 64)
+
+
+def test_unreadable_series_becomes_a_reject_and_its_questions_are_not_shown(tmp_path):
+    from medscope.benchgen.build import render_study, study_questions
+
+    out = phantom.phantom_cohort(str(tmp_path), n_cases=2, shape=(32, 32, 12))
+    s = sch.load_schema("liver")
+    good = str(tmp_path / "volumes" / "phantom-001" / "ct.nii.gz")
+    bad = tmp_path / "volumes" / "phantom-001" / "t2.nii.gz"
+    bad.write_bytes(b"\x1f\x8b not really gzip")
+    report = json.loads(open(out["reports"]).read().splitlines()[1])
+    study = {**report, "sequences": {"ct": good, "t2": str(bad)}}
+    montages, rejects = render_study(study, s)
+    assert [m["sequence"] for m in montages] == ["ct"]
+    assert [(r["item_id"], r["reason"]) for r in rejects] == [("phantom-001", "corrupt_nifti")]
+    fields = extract_rules(s, report["findings"], report["impression"])
+    rows, qrej = study_questions(study, s, fields, {}, None, {"ct"}, {"name": "c", "private": True})
+    assert rows and all(r["sequences"] == ["ct"] for r in rows)  # only what was rendered is shown
+    # a field that needs the arterial phase this case lacks is rejected, never shown without it
+    needs = {**fields, "arterial_hyperenhancement": ("yes", "APHE.")}
+    rows2, qrej2 = study_questions(study, s, needs, {}, None, {"ct"}, {"name": "c", "private": True})
+    assert len(rows2) == len(rows) and [r["reason"] for r in qrej2] == ["missing_sequence"]

@@ -142,3 +142,26 @@ def test_reply_reader():
     assert read_choice(final, opts) is None  # free text that is no option of a non-binary item
     text = mcq_prompt("Where?", opts, ["ct"])
     assert "A. right lobe" in text and "C. both lobes" in text and "12 x 12" in text
+
+
+def test_table3_pairs_public_and_private_cohorts_of_one_matched_group():
+    from medscope.protocols.benchmark_mcq.report import table3, table4
+
+    items, eps = [], []
+    for cohort, source, blind_right in (("pub", "public", True), ("priv", "private", False)):
+        for n in range(4):
+            iid = f"{cohort}{n}"
+            items.append({"item_id": iid, "case_id": f"{cohort}-case{n % 2}", "cohort": cohort, "qtype": "rads",
+                          "subcategory": "s", "k": 2, "answer": "A", "options": ["Yes", "No"],
+                          "imaging_source": source, "matched_group": "brain"})
+            eps += [_ep("m", "sighted", iid, "A"), _ep("m", "blind", iid, "A" if blind_right else "B")]
+    rows, _ = scoring.score_rows(eps, {r["item_id"]: r for r in items})
+    df = pd.DataFrame(rows)
+    m = pd.DataFrame(scoring.metrics_rows(df, pd.DataFrame(items), b=200))
+    t3 = table3(m, df)
+    got = {(r[0], r[2]): (r[3], r[4], r[5]) for r in t3.rows}
+    assert got[("pub (public)", "m")] == ("1.000", "1.000", "+0.000 ± 0.000")
+    assert got[("priv (private)", "m")] == ("1.000", "0.000", "+1.000 ± 0.000")
+    t4 = table4(pd.DataFrame(scoring.test_rows(df, b=500)))
+    verdicts = {r[0]: r[-1] for r in t4.rows}
+    assert verdicts == {"priv": "Effect", "pub": "Equivalent"}
