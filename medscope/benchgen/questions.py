@@ -37,7 +37,7 @@ Reply with JSON only: {"questions": [{"question": "...", "options": ["...", "...
 # Clinical subcategory tags from question content (first match wins): graded and quantitative
 # judgments before recognition, so "size of the lesion" is a size question, not detection.
 SUBCATEGORY_RULES: tuple[tuple[str, str], ...] = (
-    (r"\b(?:size|measur\w*|diameter|how large|\d+(?:\.\d+)? ?(?:mm|cm))\b", "lesion size"),
+    (r"\b(?:size|measur\w*|diameter|length|how large|\d+(?:\.\d+)? ?(?:mm|cm))\b", "lesion size"),
     (r"\b(?:how many|number of|count)\b", "lesion count"),
     (r"\b(?:lung-?rads|li-?rads|category|grade|grading|severity)\b", "category / grade"),
     (r"\bmass effect|midline shift\b", "mass effect"),

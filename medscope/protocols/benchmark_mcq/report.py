@@ -114,7 +114,8 @@ def supp_table1(t: pd.DataFrame) -> Table:
 
 
 def subcategory_plot(m: pd.DataFrame, out_dir: str) -> list[Image]:
-    """Fig. 2: per-cohort polar plots of report-derived accuracy by subcategory, chance dashed."""
+    """Fig. 2: per-cohort polar plots of report-derived accuracy by subcategory, chance dashed; a
+    subcategory where a model gave no valid answer is left out of its line (a gap, never a zero)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -131,10 +132,10 @@ def subcategory_plot(m: pd.DataFrame, out_dir: str) -> list[Image]:
         fig = plt.figure(figsize=(5.5, 5.5))
         ax = fig.add_subplot(projection="polar")
         for model, gm in g.groupby("model"):
-            acc = gm[gm["metric"] == "accuracy"].set_index("subcategory")["value"].reindex(cats).fillna(0).to_numpy()
+            acc = gm[gm["metric"] == "accuracy"].set_index("subcategory")["value"].reindex(cats).to_numpy(dtype=float)
             ax.plot(np.r_[theta, theta[:1]], np.r_[acc, acc[:1]], marker="o", label=model)
-        ch = g[g["metric"] == "chance_valid_pool"].groupby("subcategory")["value"].mean().reindex(cats).fillna(0)
-        ax.plot(np.r_[theta, theta[:1]], np.r_[ch.to_numpy(), ch.to_numpy()[:1]], "k--", lw=1, label="chance")
+        ch = g[g["metric"] == "chance_valid_pool"].groupby("subcategory")["value"].mean().reindex(cats)
+        ax.plot(np.r_[theta, theta[:1]], np.r_[ch.to_numpy(), ch.to_numpy()[:1]], "k--", marker="x", lw=1, label="chance")
         ax.set_xticks(theta, cats, fontsize=7)
         ax.set_ylim(0, 1)
         ax.set_title(f"{cohort}: report-derived accuracy by subcategory", fontsize=9)
