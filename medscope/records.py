@@ -47,6 +47,8 @@ ENUMS: dict[str, dict[str, tuple[str, ...]]] = {
         "strategy": ("positive", "random", "popular", "adversarial"),
         "stratum": ("transition", "mid", "out_of_range"),
     },
+    "mcq_items": {"qtype": ("rads", "report")},
+    "mcq_scores": {"qtype": ("rads", "report")},
     "probe_scores": {
         "truth": ("present", "absent"),
         "verdict": ("present", "absent", "not_addressed"),
@@ -260,6 +262,79 @@ SCHEMAS: dict[str, pa.Schema] = {
             pa.field("hedged", pa.bool_(), nullable=False),
             pa.field("hedge_cue", pa.string()),
             pa.field("correct", pa.bool_()),
+        ]
+    ),
+    # Seed 001: one multiple-choice question of a generated benchmark (medscope benchgen build).
+    "mcq_items": pa.schema(
+        [
+            pa.field("item_id", pa.string(), nullable=False),
+            pa.field("case_id", pa.string(), nullable=False),
+            pa.field("cohort", pa.string(), nullable=False),
+            pa.field("qtype", pa.string(), nullable=False),  # rads | report
+            pa.field("field", pa.string()),  # schema field (rads)
+            pa.field("subcategory", pa.string(), nullable=False),
+            pa.field("level", pa.string()),  # perception | characterization | diagnosis (report)
+            pa.field("question", pa.string(), nullable=False),
+            pa.field("options", pa.list_(pa.string()), nullable=False),
+            pa.field("answer", pa.string(), nullable=False),  # letter
+            pa.field("k", pa.int32(), nullable=False),
+            pa.field("sequences", pa.list_(pa.string()), nullable=False),  # montages shown, in order
+            pa.field("evidence", pa.string()),  # the report sentence that supports the answer
+            pa.field("imaging_source", pa.string()),  # public | private (Table 3)
+            pa.field("matched_group", pa.string()),  # cohorts generated identically, compared in Table 3
+            *_PRIVACY,
+        ]
+    ),
+    # Seed 001: one composite image per (case, sequence).
+    "montages": pa.schema(
+        [
+            pa.field("case_id", pa.string(), nullable=False),
+            pa.field("sequence", pa.string(), nullable=False),
+            pa.field("image", pa.binary(), nullable=False),
+            pa.field("height", pa.int32(), nullable=False),
+            pa.field("width", pa.int32(), nullable=False),
+            pa.field("slices", pa.int32(), nullable=False),  # slices in the source volume
+        ]
+    ),
+    # Seed 001: one scored multiple-choice episode.
+    "mcq_scores": pa.schema(
+        [
+            pa.field("model", pa.string(), nullable=False),
+            pa.field("condition", pa.string(), nullable=False),
+            pa.field("item_id", pa.string(), nullable=False),
+            pa.field("case_id", pa.string(), nullable=False),
+            pa.field("cohort", pa.string(), nullable=False),
+            pa.field("qtype", pa.string(), nullable=False),
+            pa.field("subcategory", pa.string(), nullable=False),
+            pa.field("k", pa.int32(), nullable=False),
+            pa.field("answer", pa.string(), nullable=False),
+            pa.field("chosen", pa.string()),  # null: invalid (unparseable) reply
+            pa.field("valid", pa.bool_(), nullable=False),
+            pa.field("correct", pa.bool_()),
+            pa.field("imaging_source", pa.string()),
+            pa.field("matched_group", pa.string()),
+        ]
+    ),
+    # Seed 001: the confirmatory tests (Family 1: accuracy above chance; Family 2: image effect).
+    "mcq_tests": pa.schema(
+        [
+            pa.field("family", pa.string(), nullable=False),  # above_chance | image_effect
+            pa.field("cohort", pa.string(), nullable=False),
+            pa.field("qtype", pa.string(), nullable=False),
+            pa.field("model", pa.string(), nullable=False),
+            pa.field("estimate", pa.float64()),  # acc - chance, or Δ = sighted - blind
+            pa.field("ci_low", pa.float64()),
+            pa.field("ci_high", pa.float64()),
+            pa.field("p_value", pa.float64()),
+            pa.field("q_value", pa.float64()),  # Benjamini-Hochberg within the family
+            pa.field("tost_p", pa.float64()),
+            pa.field("tost_q", pa.float64()),
+            pa.field("ci90_low", pa.float64()),
+            pa.field("ci90_high", pa.float64()),
+            pa.field("verdict", pa.string()),
+            pa.field("n_cases", pa.int64(), nullable=False),
+            pa.field("n_items", pa.int64(), nullable=False),
+            pa.field("n_boot", pa.int64(), nullable=False),
         ]
     ),
     "rejects": pa.schema(

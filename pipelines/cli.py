@@ -23,6 +23,7 @@ VERB_MODULES = [
     "pipelines.train",
     "pipelines.sweep",
     "pipelines.reader",
+    "pipelines.benchgen",
 ]
 
 

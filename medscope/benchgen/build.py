@@ -1,0 +1,72 @@
+"""One study's share of a benchmark build: its montages and its questions (seed 001 Methods).
+
+Pure functions on one study (report + sequence URIs), so ``pipelines/benchgen.py`` can shard
+a build on Ray Data one study per task and every result depends only on the study and the
+build's seed, never on worker order.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from medscope import records
+from medscope.benchgen.cohort import read_sequence, sequence_montage
+from medscope.benchgen.questions import report_questions, schema_questions
+from medscope.benchgen.schema import Schema
+from medscope.images import encode_png
+from medscope.seeding import stable_hash
+from medscope.volumes.nifti import VolumeError
+
+
+def render_study(study: dict, schema: Schema, grid: int = 12, max_side: int = 1536
+                 ) -> tuple[list[dict], list[dict]]:
+    """(montages rows, rejects) of every schema sequence the study has."""
+    rows, rejects = [], []
+    for seq, uri in sorted(study["sequences"].items()):
+        try:
+            vol = read_sequence(uri)
+        except VolumeError as err:
+            rejects.append(records.reject("montages", uri, study["case_id"], "render", err.reason, err.detail))
+            continue
+        img = sequence_montage(vol, schema.sequences[seq], grid=grid, max_side=max_side)
+        rows.append({"case_id": study["case_id"], "sequence": seq, "image": encode_png(img),
+                     "height": int(img.shape[0]), "width": int(img.shape[1]), "slices": int(vol.shape[2])})
+    return rows, rejects
+
+
+def study_questions(study: dict, schema: Schema, fields: dict[str, tuple[str, str]], pools: dict[str, Counter],
+                    generated: str | None, rendered: set[str], cohort: dict, seed: int = 42
+                    ) -> tuple[list[dict], list[dict]]:
+    """(mcq_items rows, rejects) of one study: RADS-style from ``fields``, report-derived from the
+    generator's reply ``generated`` (None: that path was not run). A question whose required
+    sequences were not all rendered is rejected, never shown with a missing image."""
+    case = study["case_id"]
+    qs = schema_questions(schema, case, fields, pools, seed)
+    rejects: list[dict] = []
+    if generated is not None:
+        kept, dropped = report_questions(case, generated, study["findings"], study["impression"], seed)
+        qs += kept
+        rejects += [records.reject("mcq_items", cohort["name"], qid, "generate", why) for qid, why in dropped]
+    default = [s for s in schema.report_sequences if s in rendered] or sorted(rendered)
+    rows, seen = [], set()
+    for q in qs:
+        seqs = q["sequences"] or (default if q["qtype"] == "report" else sorted(rendered))
+        missing = [s for s in seqs if s not in rendered]
+        key = q["field"] or q["question"]
+        item_id = f"{case}/{q['qtype']}/{stable_hash(cohort['name'], case, q['qtype'], key, length=10)}"
+        if item_id in seen:
+            rejects.append(records.reject("mcq_items", cohort["name"], item_id, "assemble", "duplicate_question"))
+            continue
+        seen.add(item_id)
+        if missing or not seqs:
+            rejects.append(records.reject("mcq_items", cohort["name"], item_id, "assemble", "missing_sequence",
+                                          f"needs {missing or 'a sequence'}"))
+            continue
+        rows.append({"item_id": item_id, "case_id": case, "cohort": cohort["name"], "qtype": q["qtype"],
+                     "field": q["field"] or None, "subcategory": q["subcategory"], "level": q["level"] or None,
+                     "question": q["question"], "options": q["options"], "answer": q["answer"], "k": q["k"],
+                     "sequences": list(seqs), "evidence": q["evidence"] or None,
+                     "imaging_source": cohort.get("imaging_source", "private"),
+                     "matched_group": cohort.get("matched_group"), "private": bool(cohort["private"]),
+                     "endpoint_allowlist": list(cohort.get("endpoint_allowlist") or [])})
+    return rows, rejects

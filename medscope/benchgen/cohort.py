@@ -1,0 +1,165 @@
+"""Paired reports and volumes of a cohort, and one montage per sequence (seed 001 Methods).
+
+Reports: CSV or JSONL with ``case_id``, ``findings``, ``impression`` and optionally ``study``
+(free text as institutions export it). Volumes: ``<root>/<case_id>/<sequence>.nii[.gz]`` or
+``<root>/<case_id>/<sequence>/`` holding one DICOM series (read with pydicom). Bad input
+(a report without a study, a study without a report, empty sections, a duplicate report, an
+unreadable series) becomes a rejects row with its reason; everything good goes on.
+
+Montage: 144 axial slices sampled uniformly, tiled 12 x 12, long side <= 1,536 px; CT with
+the sequence's organ window, MRI scaled between intensity percentiles (1st-99th by default).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import numpy as np
+
+from medscope import records, storage
+from medscope.benchgen.schema import SequenceSpec
+from medscope.volumes.nifti import VolumeError, read_nifti
+from medscope.volumes.render import render_montage
+
+NIFTI_SUFFIXES = (".nii.gz", ".nii")
+REQUIRED = ("case_id", "findings", "impression")
+
+
+def read_reports(uri: str) -> tuple[list[dict], list[dict]]:
+    """(report rows, rejects rows) of a CSV or JSONL reports export."""
+    text = storage.read_text(uri)
+    rejects: list[dict] = []
+    if uri.endswith((".jsonl", ".ndjson")):
+        raw = []
+        for n, line in enumerate(text.splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as err:
+                rejects.append(records.reject("reports", uri, f"line {n}", "load", "not_json", str(err)))
+                continue
+            raw.append(obj if isinstance(obj, dict) else {})
+    else:
+        raw = list(csv.DictReader(io.StringIO(text)))
+    rows, seen = [], set()
+    for n, r in enumerate(raw, 1):
+        case = str(r.get("case_id") or "").strip()
+        rid = case or f"row {n}"
+        findings, impression = (str(r.get(k) or "").strip() for k in ("findings", "impression"))
+        reason = ("no_case_id" if not case else "duplicate_report" if case in seen
+                  else "empty_findings" if not findings else "empty_impression" if not impression else None)
+        if reason:
+            rejects.append(records.reject("reports", uri, rid, "load", reason))
+            continue
+        seen.add(case)
+        rows.append({"case_id": case, "study": str(r.get("study") or "").strip(), "findings": findings,
+                     "impression": impression})
+    return rows, rejects
+
+
+def _entries(uri: str) -> list[tuple[str, bool]]:
+    """(name, is folder) of what lies directly under ``uri``."""
+    fs, path = storage.filesystem(uri)
+    if not fs.exists(path):
+        return []
+    out = []
+    for info in fs.ls(path, detail=True):
+        base = info["name"].rstrip("/").rsplit("/", 1)[-1]
+        if not base.startswith("."):
+            out.append((base, info.get("type") == "directory"))
+    return sorted(out)
+
+
+def index_volumes(root: str) -> dict[str, dict[str, str]]:
+    """``{case_id: {sequence: uri}}``: NIfTI files and DICOM series folders under ``root/<case>/``."""
+    out: dict[str, dict[str, str]] = {}
+    for case, is_dir in _entries(root):
+        if not is_dir:
+            continue
+        seqs = {}
+        for name, sub_dir in _entries(storage.join(root, case)):
+            uri = storage.join(root, case, name)
+            if sub_dir:
+                seqs[name] = uri
+            else:
+                for suf in NIFTI_SUFFIXES:
+                    if name.endswith(suf):
+                        seqs[name[: -len(suf)]] = uri
+        if seqs:
+            out[case] = seqs
+    return out
+
+
+def pair_studies(reports: list[dict], volumes: dict[str, dict[str, str]], schema_sequences: set[str],
+                 source: str) -> tuple[list[dict], list[dict]]:
+    """Studies (report + the schema's sequences the case has) and rejects for the unpaired."""
+    studies, rejects = [], []
+    by_case = {r["case_id"]: r for r in reports}
+    for case, r in sorted(by_case.items()):
+        seqs = {s: u for s, u in volumes.get(case, {}).items() if s in schema_sequences}
+        if not seqs:
+            why = "report_without_study" if case not in volumes else "no_schema_sequence"
+            rejects.append(records.reject("reports", source, case, "pair", why,
+                                          f"sequences found: {sorted(volumes.get(case, {}))}"))
+            continue
+        studies.append({**r, "sequences": seqs})
+    for case in sorted(set(volumes) - set(by_case)):
+        rejects.append(records.reject("volumes", source, case, "pair", "study_without_report"))
+    return studies, rejects
+
+
+def read_dicom_series(uri: str) -> np.ndarray:
+    """One axial DICOM series -> (X, Y, Z) array in RAS voxel order, rescaled (HU for CT)."""
+    import pydicom
+
+    files = storage.list_files(uri)
+    slices = []
+    for f in files:
+        try:
+            ds = pydicom.dcmread(io.BytesIO(storage.read_bytes(f)))
+            px = ds.pixel_array.astype(np.float32)
+        except Exception as err:  # noqa: BLE001 - pydicom raises many types on bad files
+            raise VolumeError("unreadable_dicom", f"{f}: {type(err).__name__}: {err}") from None
+        cos = [float(v) for v in getattr(ds, "ImageOrientationPatient", [1, 0, 0, 0, 1, 0])]
+        if not np.allclose(cos, [1, 0, 0, 0, 1, 0], atol=1e-3):
+            raise VolumeError("non_axial_series", f"{f}: orientation {cos}")
+        z = float(ds.ImagePositionPatient[2]) if "ImagePositionPatient" in ds else float(ds.InstanceNumber)
+        hu = px * float(getattr(ds, "RescaleSlope", 1)) + float(getattr(ds, "RescaleIntercept", 0))
+        slices.append((z, hu))
+    if len(slices) < 2:
+        raise VolumeError("too_few_slices", f"{uri}: {len(slices)} DICOM slice(s)")
+    if len({s[1].shape for s in slices}) != 1:
+        raise VolumeError("mixed_slice_shapes", uri)
+    slices.sort(key=lambda s: s[0])
+    # pixel rows run anterior->posterior and columns right->left (LPS); RAS reverses both
+    return np.stack([s[1].T[::-1, ::-1] for s in slices], axis=2)
+
+
+def read_sequence(uri: str) -> np.ndarray:
+    """A sequence's canonical (X, Y, Z) array from a NIfTI file or a DICOM series folder."""
+    if storage.is_dir(uri):
+        return read_dicom_series(uri)
+    import nibabel as nib
+
+    img = nib.as_closest_canonical(read_nifti(uri))
+    return np.asarray(img.get_fdata(dtype=np.float32))
+
+
+def percentile_window(volume: np.ndarray, percentiles: tuple[float, float] = (1.0, 99.0)) -> tuple[float, float]:
+    """(width, level) spanning the given intensity percentiles of the non-zero voxels (MRI scaling)."""
+    v = volume[volume > 0] if np.any(volume > 0) else volume.ravel()
+    lo, hi = np.percentile(v, percentiles)
+    return max(float(hi - lo), 1e-6), float(hi + lo) / 2.0
+
+
+def sequence_montage(volume: np.ndarray, spec: SequenceSpec, grid: int = 12, max_side: int = 1536) -> np.ndarray:
+    """Seed 001's composite of one sequence: CT with its window, MRI with percentile scaling."""
+    if spec.modality == "CT":
+        window = spec.window or "soft_tissue"
+        window = tuple(window) if isinstance(window, (list, tuple)) else window
+    else:
+        window = percentile_window(volume, spec.percentiles)
+    return render_montage(volume, window=window, grid=grid, max_side=max_side)

@@ -1,0 +1,123 @@
+"""Populate a schema's fields from report text (seed 001, "RADS-style questions").
+
+Two extractors give the same output, ``{field: (value, evidence sentence)}`` for the fields the
+report settles (a field the report does not settle is absent, and yields no question):
+
+- ``extract_rules``: deterministic patterns from the schema. Per sentence of findings +
+  impression: a binary field is "no" when a negation pattern matches, else "yes" when a
+  positive pattern matches; a multi-value field takes the first value (schema order) whose
+  pattern matches; a binned field reads the first measurement and bins it (cm -> mm). The first
+  sentence that settles a field settles it, so the order of the report decides, not chance.
+- ``extraction_prompt`` / ``read_extraction``: an LLM endpoint asked for one JSON object; every
+  value must be one of the field's choices, anything else is dropped with a reason.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from medscope.benchgen.schema import FieldSpec, Schema
+
+_SENTENCE = re.compile(r"(?<=[.;!?])\s+|\n+")
+
+
+def sentences(text: str) -> list[str]:
+    """Report text split into sentences (section headers such as ``LIVER:`` stay attached)."""
+    return [s.strip() for s in _SENTENCE.split(text or "") if s.strip()]
+
+
+def _any(patterns: list[str], text: str) -> bool:
+    return any(re.search(p, text, flags=re.IGNORECASE) for p in patterns)
+
+
+def field_value(field: FieldSpec, sentence: str) -> str | None:
+    """The value one sentence gives ``field``, or None when it says nothing about it."""
+    if field.context and not _any(field.context, sentence):
+        return None
+    if field.type == "binary":
+        if _any(field.no_patterns, sentence):
+            return "no"
+        return "yes" if _any(field.yes_patterns, sentence) else None
+    if field.type == "multi":
+        for v in field.values:
+            if _any(v.patterns, sentence):
+                return v.value
+        return None
+    m = re.search(field.measure, sentence, flags=re.IGNORECASE)
+    if not m:
+        return None
+    mm = float(m.group(1)) * (10.0 if m.group(2).lower() == "cm" else 1.0)
+    return bin_value(field, mm)
+
+
+def bin_value(field: FieldSpec, mm: float) -> str:
+    """The bin of a measurement in mm: the first bin whose upper bound exceeds it."""
+    for b in field.bins:
+        if b.below is None or mm < b.below:
+            return b.value
+    return field.bins[-1].value
+
+
+def extract_rules(schema: Schema, findings: str, impression: str) -> dict[str, tuple[str, str]]:
+    """``{field: (value, evidence sentence)}`` from the schema's deterministic patterns."""
+    out: dict[str, tuple[str, str]] = {}
+    sents = sentences(findings) + sentences(impression)
+    for field in schema.fields:
+        for s in sents:
+            v = field_value(field, s)
+            if v is not None:
+                out[field.name] = (v, s)
+                break
+    return out
+
+
+def extraction_prompt(schema: Schema, findings: str, impression: str) -> str:
+    """The LLM extractor's prompt: the fields with their allowed values, then the report."""
+    lines = ["Read the radiology report below and fill in each field of the schema.",
+             "Use only what the report states; use null when the report does not settle a field.",
+             "Reply with one JSON object mapping each field name to one allowed value or null, "
+             "and an object \"evidence\" mapping each filled field to the report sentence that supports it.",
+             "", "Fields:"]
+    for f in schema.fields:
+        lines.append(f"- {f.name}: {f.question} Allowed values: {', '.join(json.dumps(c) for c in f.choices())}")
+    lines += ["", "FINDINGS:", findings.strip(), "", "IMPRESSION:", impression.strip()]
+    return "\n".join(lines)
+
+
+def first_json_object(text: str) -> dict | None:
+    """The first JSON object in a reply (models wrap JSON in prose or code fences)."""
+    dec = json.JSONDecoder()
+    for m in re.finditer(r"\{", text or ""):
+        try:
+            obj, _ = dec.raw_decode(text[m.start():])
+        except json.JSONDecodeError:
+            continue
+        if isinstance(obj, dict):
+            return obj
+    return None
+
+
+def read_extraction(schema: Schema, reply: str, findings: str, impression: str
+                    ) -> tuple[dict[str, tuple[str, str]], list[tuple[str, str]]]:
+    """(``{field: (value, evidence)}``, [(field, why dropped)]) from an LLM extractor's reply."""
+    obj = first_json_object(reply)
+    if obj is None:
+        return {}, [("*", "reply_not_json")]
+    evidence = obj.get("evidence") if isinstance(obj.get("evidence"), dict) else {}
+    text = f"{findings}\n{impression}".lower()
+    out, dropped = {}, []
+    for f in schema.fields:
+        v = obj.get(f.name)
+        if v is None:
+            continue
+        v = str(v).strip()
+        if v.lower() not in [c.lower() for c in f.choices()]:
+            dropped.append((f.name, f"value_not_allowed:{v[:40]}"))
+            continue
+        ev = str(evidence.get(f.name) or "").strip()
+        if ev and ev.lower() not in text:
+            dropped.append((f.name, "evidence_not_in_report"))
+            continue
+        out[f.name] = (next(c for c in f.choices() if c.lower() == v.lower()), ev)
+    return out, dropped

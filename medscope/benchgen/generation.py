@@ -1,0 +1,85 @@
+"""Generation calls as a protocol of the shared sweep (seed 001: "limited language-model calls").
+
+Each report is an item; condition ``questions`` asks the generator for report-derived
+questions, ``extract`` asks an LLM extractor to fill the schema's fields as JSON. Running them
+through ``medscope eval``'s sweep gives generation the same rate-limited Ray actors, request-key
+cache (a finished call is never repeated, so a rerun resumes), budget and privacy allow-list as
+every evaluation. The item id carries a hash of the report text and the prompt version carries
+a hash of the prompt, so an edited report or prompt is a new request, never a stale cache hit.
+"""
+
+from __future__ import annotations
+
+import json
+
+from medscope import config as cfgmod
+from medscope import storage
+from medscope.benchgen.extract import extraction_prompt
+from medscope.benchgen.questions import REPORT_PROMPT, report_prompt
+from medscope.benchgen.schema import Schema, resolve
+from medscope.models.base import ChatModel, Decoding, Message
+from medscope.protocols.base import EpisodeResult, Item
+from medscope.seeding import stable_hash
+
+CONDITIONS = ("questions", "extract")
+
+
+def study_item_id(case_id: str, findings: str, impression: str) -> str:
+    return f"{case_id}#{stable_hash(findings, impression, length=10)}"
+
+
+def write_studies(studies: list[dict], uri: str, private: bool, allowlist: list[str]) -> None:
+    """The generation sweep's item file: one JSON line per study (report text + privacy)."""
+    lines = [json.dumps({"case_id": s["case_id"], "findings": s["findings"], "impression": s["impression"],
+                         "private": private, "endpoint_allowlist": list(allowlist)}) for s in studies]
+    storage.write_text(uri, "\n".join(lines) + "\n")
+
+
+class GenerationProtocol:
+    """EvalProtocol whose episodes are generation calls (questions / extraction) on reports."""
+
+    name = "benchgen_generate"
+
+    def __init__(self, schema: str, report_prompt: str = REPORT_PROMPT):
+        self.schema: Schema = cfgmod.load(Schema, resolve(schema))
+        self.report_prompt = report_prompt
+        self.prompt_version = "gen-" + stable_hash(report_prompt, self.schema.model_dump_json(), length=12)
+
+    def load_items(self, uri: str) -> list[Item]:
+        items = []
+        for line in storage.read_text(uri).splitlines():
+            if not line.strip():
+                continue
+            r = json.loads(line)
+            items.append(Item(
+                item_id=study_item_id(r["case_id"], r["findings"], r["impression"]), case_id=r["case_id"],
+                question="", truth="", private=bool(r["private"]),
+                endpoint_allowlist=tuple(r["endpoint_allowlist"]),
+                meta={"findings": r["findings"], "impression": r["impression"]}))
+        return items
+
+    def conditions(self) -> tuple[str, ...]:
+        return CONDITIONS
+
+    def prompt(self, item: Item, condition: str) -> str:
+        f, i = item.meta["findings"], item.meta["impression"]
+        if condition == "questions":
+            return report_prompt(f, i, self.report_prompt)
+        if condition == "extract":
+            return extraction_prompt(self.schema, f, i)
+        raise ValueError(f"unknown generation condition {condition!r}")
+
+    def run_episode(self, item: Item, model: ChatModel, condition: str, decoding: Decoding) -> EpisodeResult:
+        text = self.prompt(item, condition)
+        reply = model.complete([Message.text("user", text)], decoding)
+        return EpisodeResult(
+            turns=[{"role": "user", "text": text, "image_ref": None},
+                   {"role": "assistant", "text": reply.text, "image_ref": None}],
+            raw_text=reply.text, action="answer" if reply.text.strip() else "unparseable",
+            input_tokens=reply.input_tokens, output_tokens=reply.output_tokens, model_turns=1)
+
+    def score(self, *args, **kwargs):
+        raise NotImplementedError("generation episodes are read by `medscope benchgen build`, not scored")
+
+    def report_sections(self, *args, **kwargs):
+        return []

@@ -1,0 +1,221 @@
+"""Multiple-choice questions: schema-driven and report-derived (seed 001 Methods).
+
+- ``schema_questions``: one question per populated field; binary fields -> Yes / No, multi-value
+  and binned fields -> 3-5 options, the distractors drawn from the values the field takes
+  across the whole dataset (then from the schema's other values), shuffled per (case, field).
+- ``report_prompt`` / ``read_generated``: a language model writes 2-5-option questions (mostly
+  four) from findings and impression, spanning perception, characterization and diagnosis;
+  ``validate_structure`` checks each; ``grounded`` keeps only items whose correct answer is
+  explicitly supported by a sentence of the source report; ``subcategory_tag`` tags each by its
+  clinical content.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from collections import Counter
+
+from medscope.benchgen.extract import first_json_object, sentences
+from medscope.benchgen.schema import FieldSpec, Schema
+from medscope.seeding import rng_for, stable_hash
+
+LETTERS = string.ascii_uppercase[:5]
+LEVELS = ("perception", "characterization", "diagnosis")
+
+REPORT_PROMPT = """You write multiple-choice questions for a radiology benchmark from one report.
+Write between 3 and 6 questions about what the images of this study show, answerable from the
+images alone (never ask about the report, the patient's history or the radiologist).
+Span three levels: perception (is a finding present, where is it), characterization (its size,
+number, attenuation or signal, margins, enhancement, grade) and diagnosis (what the findings
+most likely represent). Give each question 2 to 5 options, usually 4, exactly one correct.
+The correct answer must be stated explicitly in the report; quote the supporting sentence.
+Reply with JSON only: {"questions": [{"question": "...", "options": ["...", "..."],
+"answer": <index of the correct option, from 0>, "level": "perception|characterization|diagnosis",
+"subcategory": "<short clinical tag>", "evidence": "<sentence copied from the report>"}]}"""
+
+# Clinical subcategory tags from question content (first match wins): graded and quantitative
+# judgments before recognition, so "size of the lesion" is a size question, not detection.
+SUBCATEGORY_RULES: tuple[tuple[str, str], ...] = (
+    (r"\b(?:size|measur\w*|diameter|length|how large|\d+(?:\.\d+)? ?(?:mm|cm))\b", "lesion size"),
+    (r"\b(?:how many|number of|count)\b", "lesion count"),
+    (r"\b(?:lung-?rads|li-?rads|category|grade|grading|severity)\b", "category / grade"),
+    (r"\bmass effect|midline shift\b", "mass effect"),
+    (r"\b(?:where|which (?:lobe|segment|side)|located|location|laterality)\b", "anatomic distribution"),
+    (r"\benhanc\w*|washout|attenuation|signal|density|margins?\b", "characterization"),
+    (r"\b(?:diagnos\w*|most likely|consistent with|suspicious|represent\w*|impression)\b", "clinical interpretation"),
+    (r"\b(?:effusion|pleura\w*)\b", "pleural findings"),
+    (r"\b(?:edema|oedema|flair)\b", "oedema"),
+    (r"\b(?:gallbladder|spleen|kidney\w*|pancrea\w*|adrenal\w*|aorta|vein\w*)\b", "other organs"),
+    (r"\b(?:is there|are there|present|seen|visible)\b", "lesion detection"),
+)
+STOPWORDS = frozenset(
+    "a an the of in on at to and or with without is are was were be been there this that these those "
+    "which what how for from by as it its into than then has have had no not yes".split())
+NEGATION = re.compile(r"\b(?:no|not|without|absent|negative for|free of|unremarkable|patent|normal)\b", re.I)
+
+
+def _shuffle(options: list[str], correct: str, seed: int, *keys) -> tuple[list[str], str]:
+    order = rng_for(seed, *keys).permutation(len(options))
+    shuffled = [options[i] for i in order]
+    return shuffled, LETTERS[shuffled.index(correct)]
+
+
+def value_pools(extracted: dict[str, dict[str, tuple[str, str]]]) -> dict[str, Counter]:
+    """Dataset-wide distractor pools: how often each field takes each value over all cases."""
+    pools: dict[str, Counter] = {}
+    for fields in extracted.values():
+        for name, (value, _) in fields.items():
+            pools.setdefault(name, Counter())[value] += 1
+    return pools
+
+
+def field_options(field: FieldSpec, correct: str, pool: Counter, min_k: int, max_k: int, seed: int, case_id: str
+                  ) -> list[str]:
+    """The correct value plus distractors: other values seen in the dataset (drawn at random,
+    seeded per case and field), then the schema's remaining values, up to ``max_k``."""
+    rng = rng_for(seed, case_id, field.name, "distractors")
+    seen = [v for v in sorted(pool) if v != correct]
+    seen = [seen[i] for i in rng.permutation(len(seen))] if seen else []
+    rest = [v for v in field.choices() if v != correct and v not in seen]
+    options = [correct, *seen, *rest][:max_k]
+    return options if len(options) >= min(min_k, len(field.choices())) else []
+
+
+def schema_questions(schema: Schema, case_id: str, fields: dict[str, tuple[str, str]],
+                     pools: dict[str, Counter], seed: int = 42) -> list[dict]:
+    """RADS-style questions of one case (dicts: field, question, options, answer, k, evidence...)."""
+    t = schema.templates
+    out = []
+    for field in schema.fields:
+        if field.name not in fields:
+            continue
+        value, evidence = fields[field.name]
+        if field.type == "binary":
+            options = list(t.binary_options)
+            correct = options[0] if value == "yes" else options[1]
+        else:
+            correct = value
+            options = field_options(field, value, pools.get(field.name, Counter()), t.min_options,
+                                    t.max_options, seed, case_id)
+            if not options:
+                continue
+        options, letter = _shuffle(options, correct, seed, case_id, field.name)
+        out.append({"qtype": "rads", "field": field.name, "subcategory": field.subcategory, "level": "",
+                    "question": field.question, "options": options, "answer": letter,
+                    "k": len(options), "evidence": evidence, "sequences": field.sequences})
+    return out
+
+
+def report_prompt(findings: str, impression: str, prompt: str = REPORT_PROMPT) -> str:
+    return f"{prompt}\n\nFINDINGS:\n{findings.strip()}\n\nIMPRESSION:\n{impression.strip()}"
+
+
+def read_generated(reply: str) -> tuple[list[dict], list[str]]:
+    """(candidate questions, problems) from a generator's reply; structure is checked later."""
+    obj = first_json_object(reply)
+    if obj is None or not isinstance(obj.get("questions"), list):
+        return [], ["reply_not_json"]
+    return [q for q in obj["questions"] if isinstance(q, dict)], []
+
+
+def validate_structure(q: dict) -> str | None:
+    """Why a generated question is malformed, or None: a question, 2-5 distinct non-empty
+    options, an answer index among them, a known level."""
+    if not isinstance(q.get("question"), str) or len(q["question"].strip()) < 8:
+        return "no_question_text"
+    opts = q.get("options")
+    if not isinstance(opts, list) or not 2 <= len(opts) <= 5:
+        return "option_count_outside_2_5"
+    if any(not isinstance(o, str) or not o.strip() for o in opts):
+        return "empty_option"
+    if len({o.strip().lower() for o in opts}) != len(opts):
+        return "duplicate_options"
+    ans = q.get("answer")
+    if isinstance(ans, str) and len(ans.strip()) == 1 and ans.strip().upper() in LETTERS:
+        ans = LETTERS.index(ans.strip().upper())
+    if not isinstance(ans, int) or isinstance(ans, bool) or not 0 <= ans < len(opts):
+        return "answer_not_an_option"
+    if q.get("level") not in LEVELS:
+        return "unknown_level"
+    q["answer"] = ans
+    return None
+
+
+def content_tokens(text: str) -> set[str]:
+    """Lower-case words and numbers that carry meaning (stopwords dropped, "2.0" -> "2")."""
+    toks = re.findall(r"[a-z]+|\d+(?:\.\d+)?", text.lower())
+    return {re.sub(r"\.0+$", "", t) for t in toks if t not in STOPWORDS and (len(t) > 2 or t[0].isdigit())}
+
+
+def _stem(tok: str) -> str:
+    return re.sub(r"(?:es|s)$", "", tok) if len(tok) > 4 else tok
+
+
+def supports(sentence: str, question: str, answer: str) -> bool:
+    """Whether ``sentence`` explicitly states ``answer`` to ``question``: every content word of
+    the answer occurs in it (plural-insensitive); a bare Yes / No answer needs the question's
+    subject in the sentence and a negation cue exactly when the answer is No."""
+    have = {_stem(t) for t in content_tokens(sentence)}
+    need = {_stem(t) for t in content_tokens(answer)}
+    if need:
+        return need <= have
+    if answer.strip().lower() not in ("yes", "no"):
+        return False
+    subject = {_stem(t) for t in content_tokens(question)} - {"finding", "study", "image", "seen", "present"}
+    if not subject or len(subject & have) < max(1, len(subject) // 2):
+        return False
+    return bool(NEGATION.search(sentence)) == (answer.strip().lower() == "no")
+
+
+def grounded(q: dict, findings: str, impression: str) -> tuple[bool, str, str]:
+    """Report-grounded check: (kept, evidence sentence, reason). The quoted evidence must be in
+    the report and state the correct answer; without a usable quote, some report sentence must."""
+    answer = q["options"][q["answer"]]
+    sents = sentences(findings) + sentences(impression)
+    norm = lambda s: re.sub(r"\s+", " ", s.strip().lower())  # noqa: E731
+    quote = norm(str(q.get("evidence") or ""))
+    if quote:
+        host = [s for s in sents if quote in norm(s) or norm(s) in quote]
+        if not host:
+            return False, "", "evidence_not_in_report"
+        for s in host:
+            if supports(s, q["question"], answer):
+                return True, s, ""
+        return False, "", "answer_not_supported_by_evidence"
+    for s in sents:
+        if supports(s, q["question"], answer):
+            return True, s, ""
+    return False, "", "answer_not_supported"
+
+
+def subcategory_tag(question: str) -> str:
+    """Clinical subcategory of a question from its content (``SUBCATEGORY_RULES``)."""
+    for pattern, tag in SUBCATEGORY_RULES:
+        if re.search(pattern, question, flags=re.IGNORECASE):
+            return tag
+    return "other"
+
+
+def report_questions(case_id: str, reply: str, findings: str, impression: str, seed: int = 42
+                     ) -> tuple[list[dict], list[tuple[str, str]]]:
+    """Kept report-derived questions of one case and [(candidate id, reject reason)]."""
+    candidates, problems = read_generated(reply)
+    rejects = [(f"{case_id}/report", p) for p in problems]
+    out = []
+    for n, q in enumerate(candidates):
+        qid = f"{case_id}/report/{n}"
+        why = validate_structure(q)
+        if why:
+            rejects.append((qid, f"structure:{why}"))
+            continue
+        ok, evidence, why = grounded(q, findings, impression)
+        if not ok:
+            rejects.append((qid, f"grounding:{why}"))
+            continue
+        options = [o.strip() for o in q["options"]]
+        options, letter = _shuffle(options, options[q["answer"]], seed, case_id, "report", stable_hash(q["question"]))
+        out.append({"qtype": "report", "field": "", "subcategory": subcategory_tag(q["question"]),
+                    "level": q["level"], "question": q["question"].strip(), "options": options, "answer": letter,
+                    "k": len(options), "evidence": evidence, "sequences": None})
+    return out, rejects

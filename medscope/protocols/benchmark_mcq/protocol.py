@@ -1,0 +1,121 @@
+"""Seed 001's contamination-controlled multiple-choice benchmark as an evaluation protocol.
+
+Items are the questions of a ``medscope benchgen build`` with their montages (one composite
+per required sequence, in order). Conditions: ``sighted`` (the montages, the question, the
+options) and ``blind`` (a blank mid-gray image of each montage's size in its place, the same
+text). The reply is read as one option letter; anything else is an invalid response, counted
+and excluded from accuracy. Scoring writes mcq_scores, metrics (B = 2000) and tests (B = 10,000)
+tables plus run.json; the report prints the paper's Tables 1-4 and the subcategory polar plot.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+
+import numpy as np
+import pandas as pd
+
+from medscope import records, storage
+from medscope.images import encode_png
+from medscope.models.base import ChatModel, Decoding, Message, Part
+from medscope.protocols.base import EpisodeResult, Item, ScoreOptions
+from medscope.protocols.benchmark_mcq import scoring
+from medscope.protocols.benchmark_mcq.replies import PROMPT_VERSION, mcq_prompt, read_choice
+
+# Output names (to move to medscope.layout when it lands).
+ITEMS_DIR, MONTAGES_DIR = "items", "montages"
+SCORES, METRICS, TESTS, MANIFEST = "mcq_scores.parquet", "metrics.parquet", "tests.parquet", "run.json"
+META = ("cohort", "qtype", "field", "subcategory", "level", "options", "k", "sequences", "imaging_source",
+        "matched_group")
+
+
+def blank_like(png_shape: tuple[int, int], value: int = 128) -> bytes:
+    return encode_png(np.full((*png_shape, 3), value, dtype=np.uint8))
+
+
+def build_folder(uri: str) -> str:
+    """A build folder from the folder itself or its items table / folder."""
+    uri = uri.rstrip("/")
+    if storage.is_dir(storage.join(uri, ITEMS_DIR)):
+        return uri
+    return uri.rsplit("/", 1)[0] if "/" in uri else "."
+
+
+def read_items(uri: str) -> pd.DataFrame:
+    return records.read_table("mcq_items", storage.join(build_folder(uri), ITEMS_DIR)).to_pandas()
+
+
+class BenchmarkMCQProtocol:
+    """EvalProtocol of seed 001's multiple-choice benchmark."""
+
+    name = "benchmark_mcq"
+    prompt_version = PROMPT_VERSION
+
+    def __init__(self, margin: float = 0.05):
+        self.margin = margin
+
+    def load_items(self, uri: str) -> list[Item]:
+        folder = build_folder(uri)
+        items = records.read_table("mcq_items", storage.join(folder, ITEMS_DIR)).to_pylist()
+        mont = records.read_table("montages", storage.join(folder, MONTAGES_DIR)).to_pylist()
+        images = {(m["case_id"], m["sequence"]): m for m in mont}
+        out = []
+        for r in items:
+            shown = [images.get((r["case_id"], s)) for s in r["sequences"]]
+            if any(m is None for m in shown):
+                continue  # a build never writes such an item; a hand-edited table may
+            out.append(Item(
+                item_id=r["item_id"], case_id=r["case_id"],
+                question=mcq_prompt(r["question"], r["options"], r["sequences"]), truth=r["answer"],
+                images=tuple(m["image"] for m in shown), private=bool(r["private"]),
+                endpoint_allowlist=tuple(r["endpoint_allowlist"] or ()),
+                meta={**{k: r[k] for k in META}, "sizes": [(m["height"], m["width"]) for m in shown]}))
+        return out
+
+    def conditions(self) -> tuple[str, ...]:
+        return (scoring.SIGHTED, scoring.BLIND)
+
+    def run_episode(self, item: Item, model: ChatModel, condition: str, decoding: Decoding) -> EpisodeResult:
+        if condition not in self.conditions():
+            raise ValueError(f"unknown condition {condition!r}; known: {self.conditions()}")
+        if condition == scoring.SIGHTED:
+            pngs, refs = list(item.images), [f"{item.case_id}:{s}" for s in item.meta["sequences"]]
+        else:  # same text, a blank of each montage's size in its place
+            pngs = [blank_like(hw) for hw in item.meta["sizes"]]
+            refs = [f"blank:{h}x{w}" for h, w in item.meta["sizes"]]
+        parts = tuple([Part(png=p) for p in pngs] + [Part(text=item.question)])
+        reply = model.complete([Message("user", parts)], decoding)
+        letter = read_choice(reply.text, item.meta["options"])
+        return EpisodeResult(
+            turns=[{"role": "user", "text": item.question, "image_ref": ",".join(refs)},
+                   {"role": "assistant", "text": reply.text, "image_ref": None}],
+            raw_text=reply.text, action="answer" if letter else "unparseable", answer=letter,
+            input_tokens=reply.input_tokens, output_tokens=reply.output_tokens, model_turns=1)
+
+    def score(self, episodes_uri: str, items_uri: str, out: str, options: ScoreOptions | None = None) -> dict:
+        options = options or ScoreOptions()
+        b_tests = int(options.extra.get("n_boot_tests", 10_000))
+        table = records.read_table("mcq_items", storage.join(build_folder(items_uri), ITEMS_DIR))
+        items = table.to_pandas()
+        by_id = {r["item_id"]: r for r in table.to_pylist()}
+        episodes = records.read_table("episodes", episodes_uri).to_pylist()
+        rows, skipped = scoring.score_rows(episodes, by_id)
+        scores = records.write_table("mcq_scores", rows, storage.join(out, SCORES))
+        df = scores.to_pandas()
+        metrics = scoring.metrics_rows(df, items, options.n_boot, options.seed) if len(df) else []
+        tests = scoring.test_rows(df, b_tests, options.seed, self.margin) if len(df) else []
+        records.write_table("metrics", metrics, storage.join(out, METRICS))
+        records.write_table("mcq_tests", tests, storage.join(out, TESTS))
+        manifest = {"protocol": self.name, "prompt_version": self.prompt_version, "episodes": episodes_uri,
+                    "items": build_folder(items_uri), "n_boot": options.n_boot, "n_boot_tests": b_tests,
+                    "seed": options.seed, "margin": self.margin, "cluster": "case_id", "skipped": skipped,
+                    "scored_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}
+        storage.write_text(storage.join(out, MANIFEST), json.dumps(manifest, indent=2) + "\n")
+        return {"scores": storage.join(out, SCORES), "metrics": storage.join(out, METRICS),
+                "tests": storage.join(out, TESTS), "episodes": len(rows), "skipped": skipped}
+
+    def report_sections(self, scored_run: str, work_dir: str) -> list[tuple[str, list]]:
+        from medscope.protocols.benchmark_mcq.report import sections
+
+        return sections(scored_run, work_dir)

@@ -1,0 +1,167 @@
+"""The benchmark's report sections in seed 001's layout: Tables 1-4, Supplementary Table 1, Fig. 2."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pandas as pd
+
+from medscope import records, storage
+from medscope.report.render import Image, Para, Table
+from medscope.stats.bootstrap import format_p
+
+QTYPES = (("rads", "RADS-style"), ("report", "Report-derived"))
+
+
+def _pm(v, lo, hi, signed=False) -> str:
+    if v is None or pd.isna(v):
+        return "–"
+    s = f"{v:+.3f}" if signed else f"{v:.3f}"
+    return s if lo is None or pd.isna(lo) else f"{s} ± {(hi - lo) / 2:.3f}"
+
+
+def _pq(p, q, b) -> str:
+    return "–" if p is None or pd.isna(p) else f"{format_p(p, b)} / {format_p(q, b)}"
+
+
+def _metric(m: pd.DataFrame, cohort, qtype, model, cond, metric) -> pd.Series | None:
+    sel = m[(m["test_set"] == cohort) & (m["breakdown"] == f"qtype={qtype}") & (m["model"] == model)
+            & (m["condition"] == cond) & (m["metric"] == metric)]
+    return None if sel.empty else sel.iloc[0]
+
+
+def table1(m: pd.DataFrame, items: pd.DataFrame) -> Table:
+    cohorts = sorted(items["cohort"].unique())
+    models = sorted(m.loc[(m["metric"] == "accuracy") & (m["condition"] == "sighted"), "model"].unique())
+    rows = [["Cases", *[str(items.loc[items["cohort"] == c, "case_id"].nunique()) for c in cohorts]],
+            ["Questions (RADS / Report-derived)",
+             *[" / ".join(str(int(((items["cohort"] == c) & (items["qtype"] == q)).sum())) for q, _ in QTYPES)
+               for c in cohorts]]]
+    for q, label in QTYPES:
+        rows.append([f"**({'a' if q == 'rads' else 'b'}) {label} questions**", *[""] * len(cohorts)])
+        base = [_metric(m, c, q, "random", "-", "random_baseline") for c in cohorts]
+        rows.append(["Random baseline", *["–" if r is None else f"{r['value']:.3f}" for r in base]])
+        for model in models:
+            cells = [_metric(m, c, q, model, "sighted", "accuracy") for c in cohorts]
+            rows.append([model, *["–" if r is None else _pm(r["value"], r["ci_low"], r["ci_high"]) for r in cells]])
+    return Table(["", *cohorts], rows, "Table 1. Zero-shot accuracy (sighted) over valid responses: mean ± half-width "
+                 "of the 95% case-clustered bootstrap interval; random baseline = mean of 1/k over the pool.")
+
+
+def table2(m: pd.DataFrame) -> Table:
+    d = m[m["metric"] == "delta"]
+    models = sorted(d["model"].unique())
+    rows = []
+    for cohort in sorted(d["test_set"].unique()):
+        for q, label in QTYPES:
+            cells = []
+            for model in models:
+                blind = _metric(m, cohort, q, model, "blind", "accuracy_paired")
+                delta = _metric(m, cohort, q, model, "sighted", "delta")
+                cells += ["–" if blind is None else f"{blind['value']:.3f}",
+                          "–" if delta is None else _pm(delta["value"], delta["ci_low"], delta["ci_high"], True)]
+            if any(c != "–" for c in cells):
+                rows.append([cohort, label, *cells])
+    headers = ["Dataset", "Q. type", *[f"{m_} {h}" for m_ in models for h in ("blind", "Δ")]]
+    return Table(headers, rows, "Table 2. Blind ablation on the questions valid in both runs; Δ = sighted − blind "
+                 "± half-width of the 95% case-clustered paired bootstrap interval.")
+
+
+def table3(m: pd.DataFrame, scores: pd.DataFrame) -> Table:
+    groups = scores.dropna(subset=["matched_group"]).groupby("matched_group")["cohort"].unique()
+    rows = []
+    for group, cohorts in groups.items():
+        if len(cohorts) < 2:
+            continue
+        for cohort in sorted(cohorts):
+            src = scores.loc[scores["cohort"] == cohort, "imaging_source"].iloc[0]
+            for q, label in QTYPES:
+                for model in sorted(m.loc[(m["metric"] == "delta") & (m["test_set"] == cohort), "model"].unique()):
+                    s = _metric(m, cohort, q, model, "sighted", "accuracy_paired")
+                    b = _metric(m, cohort, q, model, "blind", "accuracy_paired")
+                    dl = _metric(m, cohort, q, model, "sighted", "delta")
+                    if dl is not None:
+                        rows.append([f"{cohort} ({src})", label, model, f"{s['value']:.3f}", f"{b['value']:.3f}",
+                                     _pm(dl["value"], dl["ci_low"], dl["ci_high"], True)])
+    caption = ("Table 3. Public versus private imaging under matched generation (cohorts sharing a matched_group); "
+               "paired on sighted ∩ blind.")
+    if not rows:
+        caption += " No matched group with two cohorts was evaluated in this run."
+    return Table(["Cohort", "Question type", "Model", "Sighted", "Blind", "Δ"], rows, caption)
+
+
+def table4(t: pd.DataFrame) -> Table:
+    rows = []
+    for r in t[t["family"] == "image_effect"].to_dict("records"):
+        b = int(r["n_boot"])
+        rows.append([r["cohort"], dict(QTYPES)[r["qtype"]], r["model"],
+                     f"{r['estimate']:+.3f} [{r['ci_low']:+.3f}, {r['ci_high']:+.3f}]",
+                     _pq(r["p_value"], r["q_value"], b), _pq(r["tost_p"], r["tost_q"], b),
+                     f"[{r['ci90_low']:+.3f}, {r['ci90_high']:+.3f}]", r["verdict"]])
+    return Table(["Cohort", "Q. type", "Model", "Δ (95% CI)", "p / q (FDR)", "TOST p / q", "90% CI", "Verdict"], rows,
+                 "Table 4. Image effect under multiplicity control (Family 2, Benjamini–Hochberg; TOST at ±0.05).")
+
+
+def supp_table1(t: pd.DataFrame) -> Table:
+    rows = [[r["cohort"], dict(QTYPES)[r["qtype"]], r["model"],
+             f"{r['estimate']:+.3f} [{r['ci_low']:+.3f}, {r['ci_high']:+.3f}]",
+             _pq(r["p_value"], r["q_value"], int(r["n_boot"])), r["verdict"]]
+            for r in t[t["family"] == "above_chance"].to_dict("records")]
+    return Table(["Cohort", "Q. type", "Model", "acc − chance (95% CI)", "p / q (FDR, one-sided)", "Verdict"], rows,
+                 "Supplementary Table 1. Accuracy above per-question chance (Family 1).")
+
+
+def subcategory_plot(m: pd.DataFrame, out_dir: str) -> list[Image]:
+    """Fig. 2: per-cohort polar plots of report-derived accuracy by subcategory, chance dashed; a
+    subcategory where a model gave no valid answer is left out of its line (a gap, never a zero)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    sub = m[m["breakdown"].str.startswith("qtype=report;subcategory=") & (m["condition"] == "sighted")].copy()
+    if sub.empty:
+        return []
+    sub["subcategory"] = sub["breakdown"].str.split("subcategory=").str[1]
+    images = []
+    for cohort, g in sub.groupby("test_set"):
+        cats = sorted(g["subcategory"].unique())
+        theta = np.linspace(0, 2 * np.pi, len(cats), endpoint=False)
+        fig = plt.figure(figsize=(5.5, 5.5))
+        ax = fig.add_subplot(projection="polar")
+        for model, gm in g.groupby("model"):
+            acc = gm[gm["metric"] == "accuracy"].set_index("subcategory")["value"].reindex(cats).to_numpy(dtype=float)
+            ax.plot(np.r_[theta, theta[:1]], np.r_[acc, acc[:1]], marker="o", label=model)
+        ch = g[g["metric"] == "chance_valid_pool"].groupby("subcategory")["value"].mean().reindex(cats)
+        ax.plot(np.r_[theta, theta[:1]], np.r_[ch.to_numpy(), ch.to_numpy()[:1]], "k--", marker="x", lw=1, label="chance")
+        ax.set_xticks(theta, cats, fontsize=7)
+        ax.set_ylim(0, 1)
+        ax.set_title(f"{cohort}: report-derived accuracy by subcategory", fontsize=9)
+        ax.legend(fontsize=6, loc="lower left", bbox_to_anchor=(-0.15, -0.15))
+        fig.tight_layout()
+        os.makedirs(out_dir, exist_ok=True)
+        path = os.path.join(out_dir, f"mcq_subcategories_{cohort}.png")
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        with open(path, "rb") as f:
+            images.append(Image(f.read(), os.path.basename(path), f"{cohort} subcategory accuracy"))
+    return images
+
+
+def sections(scored_run: str, work_dir: str) -> list[tuple[str, list]]:
+    from medscope.protocols.benchmark_mcq.protocol import METRICS, SCORES, TESTS, MANIFEST, read_items
+
+    run = json.loads(storage.read_text(storage.join(scored_run, MANIFEST)))
+    m = records.read_table("metrics", storage.join(scored_run, METRICS)).to_pandas()
+    t = records.read_table("mcq_tests", storage.join(scored_run, TESTS)).to_pandas()
+    scores = records.read_table("mcq_scores", storage.join(scored_run, SCORES)).to_pandas()
+    items = read_items(run["items"])
+    invalid = scores.groupby(["model", "condition"])["valid"].agg(lambda v: int((~v).sum())).to_dict()
+    note = Para(f"Case-clustered bootstrap: B = {run['n_boot']} for intervals, B = {run['n_boot_tests']} for the "
+                f"tests, seed {run['seed']}; TOST margin ±{run['margin']}. Invalid responses (excluded): "
+                + ", ".join(f"{k[0]} {k[1]} {v}" for k, v in sorted(invalid.items())) + ".")
+    return [("Contamination-controlled multiple-choice benchmark (seed 001)",
+             [note, table1(m, items), table2(m), table3(m, scores), table4(t), supp_table1(t),
+              *subcategory_plot(m, work_dir)])]

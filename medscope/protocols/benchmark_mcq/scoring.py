@@ -1,0 +1,116 @@
+"""Scoring of multiple-choice episodes into seed 001's tables (Tables 1-4, Fig. 2).
+
+Cells are (cohort, question type, model). ``metrics_rows`` gives the interval estimates
+(B = 2000): accuracy per condition, the random baseline of each pool, the paired sighted /
+blind accuracies and Δ on the questions valid in both runs, and per-subcategory accuracy with
+its own chance. ``test_rows`` gives the confirmatory tests at higher resolution (B = 10,000):
+Family 1 (accuracy above chance, one-sided) and Family 2 (Δ != 0 two-sided, with TOST), each
+with Benjamini-Hochberg q-values within its family.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from medscope.protocols.benchmark_mcq import stats
+from medscope.protocols.benchmark_mcq.replies import read_choice
+
+SIGHTED, BLIND = "sighted", "blind"
+
+
+def score_rows(episodes: list[dict], items: dict[str, dict]) -> tuple[list[dict], int]:
+    """(mcq_scores rows, episodes skipped: unknown item, another protocol's condition, or a failed
+    call with no reply -- a provider failure is not the model's invalid answer)."""
+    rows, skipped = [], 0
+    for ep in episodes:
+        it = items.get(ep["view_id"])
+        if it is None or ep["condition"] not in (SIGHTED, BLIND) or (ep.get("raw_text") is None and ep.get("error")):
+            skipped += 1
+            continue
+        chosen = read_choice(ep.get("raw_text"), it["options"])
+        rows.append({"model": ep["model"], "condition": ep["condition"], "item_id": it["item_id"],
+                     "case_id": it["case_id"], "cohort": it["cohort"], "qtype": it["qtype"],
+                     "subcategory": it["subcategory"], "k": int(it["k"]), "answer": it["answer"], "chosen": chosen,
+                     "valid": chosen is not None, "correct": None if chosen is None else chosen == it["answer"],
+                     "imaging_source": it.get("imaging_source"), "matched_group": it.get("matched_group")})
+    return rows, skipped
+
+
+def _row(model, condition, cohort, breakdown, metric, value, lo=None, hi=None, n=0, reference=None, p=None, b=None):
+    f = lambda v: None if v is None or (isinstance(v, float) and np.isnan(v)) else float(v)  # noqa: E731
+    return {"model": model, "condition": condition, "test_set": cohort, "breakdown": breakdown, "metric": metric,
+            "value": f(value), "ci_low": f(lo), "ci_high": f(hi), "n_cases": int(n), "reference": reference,
+            "p_value": f(p), "n_boot": b}
+
+
+def paired_frame(g: pd.DataFrame) -> pd.DataFrame:
+    """One row per question valid in both the sighted and the blind run of one model."""
+    s = g[(g["condition"] == SIGHTED) & g["valid"]].set_index("item_id")
+    bl = g[(g["condition"] == BLIND) & g["valid"]].set_index("item_id")
+    both = s[["case_id", "correct"]].join(bl[["correct"]], how="inner", rsuffix="_blind")
+    return both.rename(columns={"correct": "correct_sighted"}).reset_index()
+
+
+def metrics_rows(df: pd.DataFrame, items: pd.DataFrame, b: int = 2000, seed: int = 42) -> list[dict]:
+    out = []
+    for (cohort, qtype), pool in items.groupby(["cohort", "qtype"], sort=True):
+        out.append(_row("random", "-", cohort, f"qtype={qtype}", "random_baseline", stats.random_baseline(pool["k"]),
+                        n=pool["case_id"].nunique()))
+    for (cohort, qtype, model, cond), g in df.groupby(["cohort", "qtype", "model", "condition"], sort=True):
+        bd = f"qtype={qtype}"
+        est = stats.accuracy(g["case_id"], g["correct"].fillna(False), g["valid"], b, seed)
+        out.append(_row(model, cond, cohort, bd, "accuracy", est.value, est.ci_low, est.ci_high, est.n_cases, b=b))
+        out.append(_row(model, cond, cohort, bd, "valid", float(g["valid"].sum()), n=g["case_id"].nunique()))
+        out.append(_row(model, cond, cohort, bd, "invalid", float((~g["valid"]).sum()), n=g["case_id"].nunique()))
+        valid = g[g["valid"]]
+        out.append(_row(model, cond, cohort, bd, "chance_valid_pool", stats.random_baseline(valid["k"]),
+                        n=valid["case_id"].nunique()))
+        for sub, gs in g.groupby("subcategory", sort=True):
+            e = stats.accuracy(gs["case_id"], gs["correct"].fillna(False), gs["valid"], b, seed)
+            v = gs[gs["valid"]]
+            sbd = f"{bd};subcategory={sub}"
+            out.append(_row(model, cond, cohort, sbd, "accuracy", e.value, e.ci_low, e.ci_high, e.n_cases, b=b))
+            out.append(_row(model, cond, cohort, sbd, "chance_valid_pool", stats.random_baseline(v["k"]),
+                            n=v["case_id"].nunique()))
+    for (cohort, qtype, model), g in df.groupby(["cohort", "qtype", "model"], sort=True):
+        pf = paired_frame(g)
+        if pf.empty:
+            continue
+        d = stats.paired_delta(pf["case_id"], pf["correct_sighted"], pf["correct_blind"], b, seed)
+        bd, n = f"qtype={qtype}", pf["case_id"].nunique()
+        out.append(_row(model, SIGHTED, cohort, bd, "accuracy_paired", d.sighted, n=n))
+        out.append(_row(model, BLIND, cohort, bd, "accuracy_paired", d.blind, n=n))
+        out.append(_row(model, SIGHTED, cohort, bd, "delta", d.delta.value, d.delta.ci_low, d.delta.ci_high, n,
+                        reference=BLIND, p=d.p, b=b))
+    return out
+
+
+def test_rows(df: pd.DataFrame, b: int = 10_000, seed: int = 42, margin: float = 0.05) -> list[dict]:
+    fam1, fam2 = [], []
+    for (cohort, qtype, model), g in df[df["condition"] == SIGHTED].groupby(["cohort", "qtype", "model"], sort=True):
+        v = g[g["valid"]]
+        if v.empty:
+            continue
+        est, p = stats.above_chance(v["case_id"], v["correct"].astype(bool), v["k"], b, seed)
+        fam1.append({"family": "above_chance", "cohort": cohort, "qtype": qtype, "model": model,
+                     "estimate": est.value, "ci_low": est.ci_low, "ci_high": est.ci_high, "p_value": p,
+                     "n_cases": est.n_cases, "n_items": est.n_items, "n_boot": b})
+    for (cohort, qtype, model), g in df.groupby(["cohort", "qtype", "model"], sort=True):
+        pf = paired_frame(g)
+        if pf.empty:
+            continue
+        d = stats.paired_delta(pf["case_id"], pf["correct_sighted"], pf["correct_blind"], b, seed, margin)
+        fam2.append({"family": "image_effect", "cohort": cohort, "qtype": qtype, "model": model,
+                     "estimate": d.delta.value, "ci_low": d.delta.ci_low, "ci_high": d.delta.ci_high,
+                     "p_value": d.p, "tost_p": d.tost_p, "ci90_low": d.ci90_low, "ci90_high": d.ci90_high,
+                     "n_cases": d.delta.n_cases, "n_items": d.delta.n_items, "n_boot": b})
+    for fam in (fam1, fam2):
+        for r, q in zip(fam, stats.bh([r["p_value"] for r in fam])):
+            r["q_value"] = float(q)
+    for r, q in zip(fam2, stats.bh([r["tost_p"] for r in fam2])):
+        r["tost_q"] = float(q)
+        r["verdict"] = stats.verdict(r["q_value"], r["tost_q"])
+    for r in fam1:
+        r["verdict"] = "Above chance" if r["q_value"] < 0.05 else "Not above chance"
+    return fam1 + fam2

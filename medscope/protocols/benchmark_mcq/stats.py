@@ -1,0 +1,117 @@
+"""Seed 001's statistics (Methods, "Statistics and reproducibility"), arrays in, numbers out.
+
+- accuracy: fraction of valid responses that are correct (invalid ones are excluded);
+- random baseline: mean of 1/k over a pool's questions (k = that question's option count);
+- every interval: a case-clustered percentile bootstrap that resamples cases, not questions
+  (B = 2000, seed 42; ``medscope.stats.bootstrap``), 95 %;
+- Δ = sighted - blind on the questions valid in both runs, from the per-question difference,
+  so one resampled case set serves both arms;
+- Family 1: accuracy above chance, one-sided, statistic mean(1[correct] - 1/k) over the valid
+  pool, p = share of resamples <= 0; Family 2: Δ != 0, two-sided percentile-inversion p;
+  Benjamini-Hochberg within each family (statsmodels); both at B = 10,000;
+- TOST against ±margin (0.05): p = max(P*(Δ <= -m), P*(Δ >= +m)); the 90 % interval is reported,
+  equivalence is declared when it lies inside (-m, +m).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from medscope.stats import bootstrap as bs
+
+
+@dataclass(frozen=True)
+class Estimate:
+    value: float
+    ci_low: float
+    ci_high: float
+    n_cases: int
+    n_items: int
+
+
+def ratio_bootstrap(cases, num, den, b: int = bs.DEFAULT_B, seed: int = bs.DEFAULT_SEED) -> tuple[float, np.ndarray, int]:
+    """(sum(num)/sum(den), [B] resampled ratios resampling whole cases, number of cases)."""
+    uniq, codes = bs.codes_of(cases)
+    n = bs.cluster_sums(np.asarray(num, dtype=float), codes, len(uniq))
+    d = bs.cluster_sums(np.asarray(den, dtype=float), codes, len(uniq))
+    samples = bs.ratio_samples(n, d, bs.resample_counts(len(uniq), b, seed))[:, 0]
+    return float(n.sum() / d.sum()), samples, len(uniq)
+
+
+def _estimate(cases, values, b, seed, level=0.95) -> tuple[Estimate, np.ndarray]:
+    values = np.asarray(values, dtype=float)
+    if values.size == 0:
+        return Estimate(np.nan, np.nan, np.nan, 0, 0), np.full(b, np.nan)
+    point, samples, n_cases = ratio_bootstrap(cases, values, np.ones_like(values), b, seed)
+    lo, hi = bs.percentile_ci(samples[:, None], level)
+    return Estimate(point, float(lo[0]), float(hi[0]), n_cases, int(values.size)), samples
+
+
+def accuracy(cases, correct, valid, b: int = bs.DEFAULT_B, seed: int = bs.DEFAULT_SEED) -> Estimate:
+    """Accuracy over the valid responses with its 95 % case-clustered interval."""
+    valid = np.asarray(valid, dtype=bool)
+    return _estimate(np.asarray(cases, dtype=object)[valid], np.asarray(correct, dtype=float)[valid], b, seed)[0]
+
+
+def random_baseline(k) -> float:
+    """Mean of 1/k over the pool's questions."""
+    k = np.asarray(k, dtype=float)
+    return float(np.mean(1.0 / k)) if k.size else float("nan")
+
+
+def above_chance(cases, correct, k, b: int = 10_000, seed: int = bs.DEFAULT_SEED) -> tuple[Estimate, float]:
+    """(mean(1[correct] - 1/k) over the valid pool with its interval, one-sided bootstrap p)."""
+    diff = np.asarray(correct, dtype=float) - 1.0 / np.asarray(k, dtype=float)
+    est, samples = _estimate(cases, diff, b, seed)
+    s = samples[~np.isnan(samples)]
+    return est, float(np.mean(s <= 0.0)) if s.size else float("nan")
+
+
+@dataclass(frozen=True)
+class Delta:
+    sighted: float
+    blind: float
+    delta: Estimate
+    p: float  # two-sided, Δ != 0
+    tost_p: float
+    ci90_low: float
+    ci90_high: float
+    equivalent90: bool  # the 90 % interval lies inside (-margin, +margin)
+
+
+def paired_delta(cases, correct_sighted, correct_blind, b: int = bs.DEFAULT_B, seed: int = bs.DEFAULT_SEED,
+                 margin: float = 0.05) -> Delta:
+    """Δ = sighted - blind over questions valid in both runs (rows here), with its 95 % interval,
+    two-sided p, TOST p and 90 % interval, from one case-clustered resample of the difference."""
+    cs, cb = np.asarray(correct_sighted, dtype=float), np.asarray(correct_blind, dtype=float)
+    est, samples = _estimate(cases, cs - cb, b, seed)
+    s = samples[~np.isnan(samples)]
+    if not s.size:
+        return Delta(np.nan, np.nan, est, np.nan, np.nan, np.nan, np.nan, False)
+    p = float(bs.two_sided_p(s[:, None])[0])
+    tost_p = float(max(np.mean(s <= -margin), np.mean(s >= margin)))
+    lo90, hi90 = bs.percentile_ci(s[:, None], 0.90)
+    lo90, hi90 = float(lo90[0]), float(hi90[0])
+    return Delta(float(cs.mean()), float(cb.mean()), est, p, tost_p, lo90, hi90, bool(-margin < lo90 and hi90 < margin))
+
+
+def bh(pvalues) -> np.ndarray:
+    """Benjamini-Hochberg q-values (statsmodels ``multipletests``, ``fdr_bh``); NaN stays NaN."""
+    from statsmodels.stats.multitest import multipletests
+
+    p = np.asarray(pvalues, dtype=float)
+    q = np.full_like(p, np.nan)
+    ok = ~np.isnan(p)
+    if ok.any():
+        q[ok] = multipletests(p[ok], method="fdr_bh")[1]
+    return q
+
+
+def verdict(q: float, tost_q: float, alpha: float = 0.05) -> str:
+    """Table 4's verdict: Effect (q < alpha), Equivalent (TOST q < alpha), both, or neither."""
+    effect, equivalent = bool(q < alpha), bool(tost_q < alpha)
+    if effect and equivalent:
+        return "Effect (small)"
+    return "Effect" if effect else "Equivalent" if equivalent else "Undetermined"

@@ -1,0 +1,242 @@
+"""``medscope benchgen build | schema | show``: a private multiple-choice benchmark from an
+institution's own reports and volumes (seed 001 Methods).
+
+build: approved schema -> reports paired with volumes (rejects for the rest) -> generation
+calls (report-derived questions; optionally LLM extraction) through the shared evaluation sweep
+(rate-limited Ray actors, request-key cache, resume, privacy allow-list) -> deterministic rule
+extraction and dataset-wide distractor pools -> one Ray Data task per study: montages + its
+questions, each written as a write-once part (a rerun skips finished studies).
+
+Output under ``--out`` (names in ``OUT``): ``items/`` (mcq_items parts), ``montages/``,
+``rejects/``, ``generation/`` (the generation sweep: episodes, its own rejects), ``build.json``.
+Then ``medscope eval --protocol medscope.protocols.benchmark_mcq.protocol:BenchmarkMCQProtocol
+--views <out> --conditions sighted,blind``, score and report as for every protocol.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections import Counter
+
+import pydantic
+
+from medscope import config as cfgmod
+from medscope import records, storage
+from medscope.benchgen import cohort as cohortmod
+from medscope.benchgen import schema as schemamod
+from medscope.benchgen.build import render_study, study_questions
+from medscope.benchgen.extract import extract_rules, read_extraction
+from medscope.benchgen.generation import GenerationProtocol, study_item_id, write_studies
+from medscope.benchgen.questions import REPORT_PROMPT, value_pools
+from medscope.config import StrictModel
+from medscope.errors import MedScopeError
+from medscope.models.config import ModelEntry, ModelsConfig
+from medscope.seeding import stable_hash
+from pipelines.support.jobs import job_main
+
+OUT = {"items": "items", "montages": "montages", "rejects": "rejects", "generation": "generation",
+       "studies": "generation/studies.jsonl", "manifest": "build.json"}
+GENERATION_PROTOCOL = "medscope.benchgen.generation:GenerationProtocol"
+MCQ_PROTOCOL = "medscope.protocols.benchmark_mcq.protocol:BenchmarkMCQProtocol"
+
+
+class BuildConfig(StrictModel):
+    """``python -m pipelines.benchgen --config F``."""
+
+    reports: str  # CSV / JSONL: case_id, study, findings, impression
+    volumes: str  # <root>/<case_id>/<sequence>.nii.gz or <sequence>/ (DICOM series)
+    schema_: str = pydantic.Field(alias="schema")  # an approved schema YAML
+    out: str
+    cohort: str = "cohort"
+    private: bool = True  # cohorts are private unless said otherwise
+    endpoint_allowlist: list[str] = []  # endpoints allowed to receive this cohort's report text
+    imaging_source: str = "private"  # public | private (Table 3)
+    matched_group: str | None = None  # cohorts generated identically, compared in Table 3
+    extractor: str = "rules"  # rules | llm
+    report_questions: bool = True  # needs a generator
+    generator_models: str | None = None  # configs/models/<file>.yaml holding the generator
+    generator_name: str | None = None
+    generator_entry: dict | None = None  # inline ModelEntry (programmatic use)
+    seed: int = 42
+    grid: int = 12
+    max_side: int = 1536
+    workers: int = 1
+    concurrency: int = 4
+
+
+def generator_of(cfg: BuildConfig) -> ModelEntry | None:
+    if cfg.generator_entry:
+        return ModelEntry.model_validate(cfg.generator_entry)
+    if not cfg.generator_models:
+        return None
+    entries = cfgmod.load(ModelsConfig, cfg.generator_models).models
+    pick = [e for e in entries if e.name == cfg.generator_name] if cfg.generator_name else entries[:1]
+    if not pick:
+        raise MedScopeError(f"no model {cfg.generator_name!r} in {cfg.generator_models}")
+    return pick[0]
+
+
+def check_privacy(cfg: BuildConfig, entry: ModelEntry | None) -> None:
+    """Refuse before any call: a private cohort's report text goes only to allow-listed endpoints."""
+    if entry is not None and not entry.may_receive(cfg.private, cfg.endpoint_allowlist):
+        raise MedScopeError(
+            f"refusing to build: generator {entry.name} at {entry.endpoint} is not on cohort {cfg.cohort}'s "
+            "endpoint allow-list, and its reports are private (serve a model locally, e.g. vLLM or Ollama, "
+            "and add its base URL to endpoint_allowlist)")
+
+
+def generate(cfg: BuildConfig, entry: ModelEntry, studies: list[dict], conditions: list[str], schema_uri: str
+             ) -> tuple[dict, dict]:
+    """Run (or resume) the generation calls on the shared sweep; {(case, condition): reply}, summary."""
+    from pipelines.eval import EvalConfig, run_sweep
+
+    studies_uri = storage.join(cfg.out, OUT["studies"])
+    write_studies(studies, studies_uri, cfg.private, cfg.endpoint_allowlist)
+    gen_out = storage.join(cfg.out, OUT["generation"])
+    sweep = EvalConfig(views=studies_uri, models="(inline)", conditions=conditions, out=gen_out,
+                       protocol=GENERATION_PROTOCOL, protocol_options={"schema": schema_uri},
+                       workers=cfg.workers, concurrency=cfg.concurrency)
+    summary = run_sweep(sweep, protocol=GenerationProtocol(schema_uri), entries=[entry])
+    current = {study_item_id(s["case_id"], s["findings"], s["impression"]): s["case_id"] for s in studies}
+    replies = {}
+    eps = records.read_table("episodes", storage.join(gen_out, "episodes"),
+                             columns=["view_id", "model", "condition", "raw_text", "error"]).to_pylist()
+    for ep in eps:
+        if ep["view_id"] in current and ep["model"] == entry.name and ep["raw_text"] and not ep["error"]:
+            replies[(current[ep["view_id"]], ep["condition"])] = ep["raw_text"]
+    return replies, summary
+
+
+def _study_task(row: dict, schema_uri: str, out: str, cohort: dict, seed: int, grid: int, max_side: int) -> dict:
+    """One Ray Data task: a study's montages and questions, written as write-once parts."""
+    task = json.loads(row["payload"])
+    key, study = task["key"], task["study"]
+    items_dir = storage.join(out, OUT["items"])
+    if storage.exists(records.part_uri(items_dir, key)):
+        return {"case_id": study["case_id"], "status": "exists", "items": -1}
+    schema = cfgmod.load(schemamod.Schema, schema_uri)
+    montages, rejects = render_study(study, schema, grid, max_side)
+    fields = {k: tuple(v) for k, v in task["fields"].items()}
+    pools = {k: Counter(v) for k, v in task["pools"].items()}
+    rows, qrejects = study_questions(study, schema, fields, pools, task["generated"],
+                                     {m["sequence"] for m in montages}, cohort, seed)
+    records.write_part("montages", montages, storage.join(out, OUT["montages"]), key)
+    records.write_part("rejects", rejects + qrejects, storage.join(out, OUT["rejects"]), key)
+    records.write_part("mcq_items", rows, items_dir, key)  # last: it marks the study finished
+    return {"case_id": study["case_id"], "status": "done", "items": len(rows)}
+
+
+def build(cfg: BuildConfig) -> dict:
+    """Build (or resume) a benchmark; returns the build summary (also written as build.json)."""
+    from pipelines.support.raycluster import ensure_ray
+
+    schema_uri = schemamod.resolve(cfg.schema_)
+    approvals = schemamod.require_approved(schema_uri, REPORT_PROMPT)
+    schema = cfgmod.load(schemamod.Schema, schema_uri)
+    entry = generator_of(cfg)
+    check_privacy(cfg, entry)
+    reports, rejects = cohortmod.read_reports(cfg.reports)
+    studies, pair_rejects = cohortmod.pair_studies(reports, cohortmod.index_volumes(cfg.volumes),
+                                                   set(schema.sequences), cfg.cohort)
+    rejects += pair_rejects
+    conditions = (["questions"] if cfg.report_questions else []) + (["extract"] if cfg.extractor == "llm" else [])
+    if cfg.extractor == "llm" and entry is None:
+        raise MedScopeError("extractor llm needs a generator (generator_models / generator_name)")
+    replies, gen_summary = {}, None
+    if conditions and entry is not None and studies:
+        replies, gen_summary = generate(cfg, entry, studies, conditions, schema_uri)
+    fields = {}
+    for s in studies:
+        if cfg.extractor == "llm":
+            reply = replies.get((s["case_id"], "extract"))
+            got, dropped = read_extraction(schema, reply or "", s["findings"], s["impression"])
+            rejects += [records.reject("extraction", cfg.cohort, f"{s['case_id']}/{f}", "extract", why)
+                        for f, why in dropped]
+        else:
+            got = extract_rules(schema, s["findings"], s["impression"])
+        fields[s["case_id"]] = got
+    pools = value_pools(fields)
+    cohort = {"name": cfg.cohort, "private": cfg.private, "endpoint_allowlist": cfg.endpoint_allowlist,
+              "imaging_source": cfg.imaging_source, "matched_group": cfg.matched_group}
+    hashes = {cp: approvals[cp]["sha256"] for cp in schemamod.CHECKPOINTS}
+    tasks = []
+    for s in studies:
+        generated = replies.get((s["case_id"], "questions")) if entry is not None and cfg.report_questions else None
+        if entry is not None and cfg.report_questions and generated is None:
+            rejects.append(records.reject("mcq_items", cfg.cohort, s["case_id"], "generate", "generation_failed"))
+        payload = {"study": s, "fields": fields[s["case_id"]], "pools": {k: dict(v) for k, v in pools.items()},
+                   "generated": generated}
+        payload["key"] = f"{s['case_id']}-" + stable_hash(json.dumps(payload, sort_keys=True), hashes, cohort,
+                                                         cfg.seed, cfg.grid, cfg.max_side, length=12)
+        tasks.append({"payload": json.dumps(payload)})
+    keys = {json.loads(t["payload"])["key"] for t in tasks}
+    for folder in ("items", "montages", "rejects"):  # parts of an older build of other inputs go
+        uri = storage.join(cfg.out, OUT[folder])
+        for stale in records.part_keys(uri) - keys - {"driver"}:
+            storage.delete(records.part_uri(uri, stale))
+    items_dir = storage.join(cfg.out, OUT["items"])
+    todo = [t for t in tasks if not storage.exists(records.part_uri(items_dir, json.loads(t["payload"])["key"]))]
+    results = [{"case_id": "", "status": "exists", "items": -1}] * (len(tasks) - len(todo))
+    if todo:
+        import ray
+
+        ensure_ray()
+        ds = ray.data.from_items(todo, override_num_blocks=len(todo))
+        results += ds.map(_study_task, fn_kwargs={"schema_uri": schema_uri, "out": cfg.out, "cohort": cohort,
+                                                 "seed": cfg.seed, "grid": cfg.grid, "max_side": cfg.max_side},
+                         num_cpus=1).take_all()
+    storage.delete(records.part_uri(storage.join(cfg.out, OUT["rejects"]), "driver"))
+    records.write_part("rejects", rejects, storage.join(cfg.out, OUT["rejects"]), "driver")
+    return _summarise(cfg, schema_uri, approvals, entry, studies, results, gen_summary)
+
+
+def _summarise(cfg, schema_uri, approvals, entry, studies, results, gen_summary) -> dict:
+    items = records.read_table("mcq_items", storage.join(cfg.out, OUT["items"]),
+                               columns=["qtype", "k", "subcategory"]).to_pandas()
+    rej = records.read_table("rejects", storage.join(cfg.out, OUT["rejects"]), columns=["reason"])
+    summary = {
+        "cohort": cfg.cohort, "private": cfg.private, "schema": schema_uri, "approvals": approvals,
+        "extractor": cfg.extractor, "seed": cfg.seed,
+        "generator": None if entry is None else {"name": entry.name, "model": entry.model, "endpoint": entry.endpoint},
+        "studies": len(studies), "studies_built": sum(r["status"] == "done" for r in results),
+        "studies_resumed": sum(r["status"] == "exists" for r in results),
+        "items": {q: int((items["qtype"] == q).sum()) for q in ("rads", "report")},
+        "random_baseline": {q: float((1.0 / items.loc[items["qtype"] == q, "k"]).mean()) if (items["qtype"] == q).any()
+                            else None for q in ("rads", "report")},
+        "options": {str(k): int(n) for k, n in sorted(Counter(items["k"]).items())},
+        "rejects": dict(sorted(Counter(rej.column("reason").to_pylist()).items())),
+        "generation": None if gen_summary is None else {k: gen_summary[k] for k in (
+            "units", "to_run", "skipped_finished", "refused_private", "done", "failed")},
+        "out": cfg.out,
+    }
+    storage.write_text(storage.join(cfg.out, OUT["manifest"]), json.dumps(summary, indent=2, sort_keys=True) + "\n")
+    return summary
+
+
+def show(uri: str) -> dict:
+    """What a build holds: its manifest and its questions per type and subcategory."""
+    manifest = json.loads(storage.read_text(storage.join(uri, OUT["manifest"])))
+    items = records.read_table("mcq_items", storage.join(uri, OUT["items"])).to_pandas()
+    by_sub = items.groupby(["qtype", "subcategory"]).size()
+    return {**manifest, "subcategories": {f"{q}/{s}": int(n) for (q, s), n in by_sub.items()},
+            "example": None if items.empty else {k: items.iloc[0][k] if k != "options" else list(items.iloc[0][k])
+                                                for k in ("item_id", "question", "options", "answer")}}
+
+
+def run_benchgen_demo(out_dir: str) -> dict:
+    """The embedded default end to end (phantom volumes + generated reports -> build -> trivial
+    policies and the classical reader sighted and blind -> score -> report); returns paths."""
+    from pipelines.benchgen_demo import run_demo
+
+    return run_demo(out_dir)
+
+
+def register(sub) -> None:
+    from pipelines.benchgen_cli import register as reg
+
+    reg(sub)
+
+
+if __name__ == "__main__":
+    sys.exit(job_main("benchgen build", BuildConfig, build))

@@ -1,0 +1,167 @@
+"""Seed 001 statistics against hand-worked values (no Ray).
+
+The two-case designs make every bootstrap distribution enumerable by hand: with cases A and B
+resampled with replacement, a resample is AA, AB/BA or BB with probabilities 1/4, 1/2, 1/4, so
+each tail probability is 0, 1/4, 3/4 or 1 up to Monte-Carlo error (B = 10,000: SD <= 0.005).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from medscope.protocols.benchmark_mcq import scoring, stats
+from medscope.protocols.benchmark_mcq.replies import mcq_prompt, read_choice
+
+MC = 0.03  # tolerance on a bootstrap tail share at B = 10,000
+
+
+def test_accuracy_counts_only_valid_responses():
+    est = stats.accuracy(["a", "a", "b", "b"], [1, 0, 1, 0], [True, True, True, False], b=200)
+    assert est.value == pytest.approx(2 / 3)  # 2 correct of 3 valid; the invalid one is excluded
+    assert est.n_items == 3 and est.n_cases == 2
+
+
+def test_random_baseline_is_mean_of_one_over_k():
+    assert stats.random_baseline([2, 4, 5]) == pytest.approx((1 / 2 + 1 / 4 + 1 / 5) / 3)
+    assert stats.random_baseline([4, 4, 4, 4]) == pytest.approx(0.25)
+
+
+def test_case_clustered_interval_of_two_opposite_cases():
+    # Case A: both questions right; case B: both wrong. Resampling cases, accuracy is 1, 0.5 or 0
+    # with probabilities 1/4, 1/2, 1/4, so the 95 % percentile interval is [0, 1]; resampling
+    # questions instead would give a far narrower interval.
+    est = stats.accuracy(["A", "A", "B", "B"], [1, 1, 0, 0], [True] * 4, b=10_000, seed=42)
+    assert est.value == 0.5
+    assert (est.ci_low, est.ci_high) == (0.0, 1.0)
+
+
+def test_bootstrap_matches_an_explicit_case_resampling_loop():
+    rng = np.random.default_rng(7)
+    cases = np.repeat([f"c{i}" for i in range(9)], 4)
+    correct = rng.integers(0, 2, cases.size)
+    est = stats.accuracy(cases, correct, np.ones(cases.size, bool), b=500, seed=42)
+    uniq = np.unique(cases)
+    draws = np.random.default_rng(42).integers(0, len(uniq), size=(500, len(uniq)))
+    means = [np.mean(np.concatenate([correct[cases == uniq[j]] for j in row])) for row in draws]
+    lo, hi = np.percentile(means, [2.5, 97.5])
+    assert est.ci_low == pytest.approx(lo) and est.ci_high == pytest.approx(hi)
+
+
+def test_paired_delta_p_and_tost_by_hand():
+    # A: sighted right, blind wrong on both questions (d = 1, 1); B: both arms agree (d = 0, 0).
+    # Δ = 0.5; Δ* is 1, 0.5, 0 with probabilities 1/4, 1/2, 1/4.
+    d = stats.paired_delta(["A", "A", "B", "B"], [1, 1, 1, 0], [0, 0, 1, 0], b=10_000, seed=42)
+    assert d.delta.value == 0.5 and d.sighted == 0.75 and d.blind == 0.25
+    assert d.p == pytest.approx(2 * 0.25, abs=2 * MC)  # two-sided: 2 * P(Δ* <= 0)
+    assert d.tost_p == pytest.approx(0.75, abs=MC)  # max(P(Δ* <= -0.05) = 0, P(Δ* >= 0.05) = 3/4)
+    assert (d.ci90_low, d.ci90_high) == (0.0, 1.0) and not d.equivalent90
+
+
+def test_tost_declares_equivalence_when_90_interval_inside_margin():
+    cases = np.repeat([f"c{i}" for i in range(40)], 5)
+    same = np.ones(cases.size)
+    d = stats.paired_delta(cases, same, same, b=2000)
+    assert d.delta.value == 0.0 and d.tost_p == 0.0 and d.equivalent90 and d.p == 1.0
+
+
+def test_above_chance_one_sided_by_hand():
+    # A: two 2-option questions right (1 - 1/2 each); B: two 4-option questions wrong (0 - 1/4).
+    est, p = stats.above_chance(["A", "A", "B", "B"], [1, 1, 0, 0], [2, 2, 4, 4], b=10_000, seed=42)
+    assert est.value == pytest.approx((0.5 + 0.5 - 0.25 - 0.25) / 4)
+    assert p == pytest.approx(0.25, abs=MC)  # only the BB resamples (-0.25) fall at or below 0
+
+
+def test_benjamini_hochberg_by_hand():
+    # sorted p: .01 .03 .04 .2 -> p*m/rank: .04 .06 .0533 .2 -> running minimum from the top
+    q = stats.bh([0.01, 0.04, 0.03, 0.2])
+    assert q == pytest.approx([0.04, 0.16 / 3, 0.16 / 3, 0.2])
+    assert np.isnan(stats.bh([0.01, np.nan])[1])
+
+
+@pytest.mark.parametrize("q,tq,want", [(0.01, 0.3, "Effect"), (0.3, 0.01, "Equivalent"),
+                                        (0.01, 0.01, "Effect (small)"), (0.3, 0.3, "Undetermined")])
+def test_verdicts(q, tq, want):
+    assert stats.verdict(q, tq) == want
+
+
+def _items():
+    rows = []
+    for n, (case, k, ans) in enumerate([("A", 2, "A"), ("A", 4, "B"), ("B", 2, "B"), ("B", 3, "C")]):
+        rows.append({"item_id": f"i{n}", "case_id": case, "cohort": "c", "qtype": "rads", "subcategory": "s",
+                     "k": k, "answer": ans, "options": ["Yes", "No", "x", "y"][:k], "imaging_source": "private",
+                     "matched_group": None})
+    return rows
+
+
+def _ep(model, cond, item, text):
+    return {"model": model, "condition": cond, "view_id": item, "raw_text": text, "error": None}
+
+
+def test_scoring_pairs_on_questions_valid_in_both_runs():
+    items = {r["item_id"]: r for r in _items()}
+    eps = [_ep("m", "sighted", "i0", "A"), _ep("m", "sighted", "i1", "B"), _ep("m", "sighted", "i2", "A"),
+           _ep("m", "sighted", "i3", "C"),
+           _ep("m", "blind", "i0", "B"), _ep("m", "blind", "i1", "B"), _ep("m", "blind", "i2", "I am not sure"),
+           _ep("m", "blind", "i3", "C"), _ep("m", "agent", "i3", "C"),
+           {"model": "m", "condition": "blind", "view_id": "i9", "raw_text": "A", "error": None}]
+    rows, skipped = scoring.score_rows(eps, items)
+    assert skipped == 2  # another protocol's condition, an unknown item
+    df = pd.DataFrame(rows)
+    m = pd.DataFrame(scoring.metrics_rows(df, pd.DataFrame(_items()), b=200))
+    get = lambda metric, cond: m[(m["metric"] == metric) & (m["condition"] == cond)  # noqa: E731
+                                 & (m["model"] == "m")]["value"].iloc[0]
+    assert get("accuracy", "sighted") == 0.75  # i0, i1, i3 right, i2 wrong
+    assert get("accuracy", "blind") == pytest.approx(2 / 3)  # i2 invalid: excluded
+    assert get("invalid", "blind") == 1.0
+    # paired on i0, i1, i3 only: sighted 3/3, blind 2/3 -> Δ = 1/3
+    assert get("accuracy_paired", "sighted") == 1.0 and get("accuracy_paired", "blind") == pytest.approx(2 / 3)
+    assert get("delta", "sighted") == pytest.approx(1 / 3)
+    base = m[m["metric"] == "random_baseline"]["value"].iloc[0]
+    assert base == pytest.approx((1 / 2 + 1 / 4 + 1 / 2 + 1 / 3) / 4)
+    tests = pd.DataFrame(scoring.test_rows(df, b=500))
+    assert set(tests["family"]) == {"above_chance", "image_effect"}
+    assert tests["q_value"].notna().all() and tests.loc[tests["family"] == "image_effect", "verdict"].notna().all()
+
+
+def test_reply_reader():
+    opts = ["right lobe", "left lobe", "both lobes"]
+    assert read_choice("B", opts) == "B"
+    assert read_choice("The answer is (C).", opts) == "C"
+    assert read_choice("C. both lobes", opts) == "C"
+    assert read_choice("both lobes", opts) == "C"
+    assert read_choice("D", opts) is None  # not an option of a 3-option question
+    assert read_choice("I cannot tell", opts) is None
+    assert read_choice("", opts) is None
+    yes_no = ["No", "Yes"]
+    final = '<final>{"action": "answer", "answer": "Abnormality present"}</final>'
+    assert read_choice(final, yes_no) == "B"  # a claim reads as Yes
+    assert read_choice('<final>{"action": "answer", "answer": "No abnormality"}</final>', yes_no) == "A"
+    assert read_choice('<final>{"action": "refer", "reason": "x"}</final>', yes_no) is None
+    assert read_choice(final, opts) is None  # free text that is no option of a non-binary item
+    text = mcq_prompt("Where?", opts, ["ct"])
+    assert "A. right lobe" in text and "C. both lobes" in text and "12 x 12" in text
+
+
+def test_table3_pairs_public_and_private_cohorts_of_one_matched_group():
+    from medscope.protocols.benchmark_mcq.report import table3, table4
+
+    items, eps = [], []
+    for cohort, source, blind_right in (("pub", "public", True), ("priv", "private", False)):
+        for n in range(4):
+            iid = f"{cohort}{n}"
+            items.append({"item_id": iid, "case_id": f"{cohort}-case{n % 2}", "cohort": cohort, "qtype": "rads",
+                          "subcategory": "s", "k": 2, "answer": "A", "options": ["Yes", "No"],
+                          "imaging_source": source, "matched_group": "brain"})
+            eps += [_ep("m", "sighted", iid, "A"), _ep("m", "blind", iid, "A" if blind_right else "B")]
+    rows, _ = scoring.score_rows(eps, {r["item_id"]: r for r in items})
+    df = pd.DataFrame(rows)
+    m = pd.DataFrame(scoring.metrics_rows(df, pd.DataFrame(items), b=200))
+    t3 = table3(m, df)
+    got = {(r[0], r[2]): (r[3], r[4], r[5]) for r in t3.rows}
+    assert got[("pub (public)", "m")] == ("1.000", "1.000", "+0.000 ± 0.000")
+    assert got[("priv (private)", "m")] == ("1.000", "0.000", "+1.000 ± 0.000")
+    t4 = table4(pd.DataFrame(scoring.test_rows(df, b=500)))
+    verdicts = {r[0]: r[-1] for r in t4.rows}
+    assert verdicts == {"priv": "Effect", "pub": "Equivalent"}
