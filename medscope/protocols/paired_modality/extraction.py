@@ -34,7 +34,7 @@ _SUGGEST = (r"suggestive" + _SEP + r"of|impression|(?:differential" + _SEP + r")
 _HEADER = re.compile(
     r"^[ \t]*(?:#{1,6}[ \t]*)?(?:\d+[.)][ \t]*)?[*_]{0,3}[ \t]*"
     rf"(?P<name>{_PHOTO}|{_RADIO}|{_SUGGEST})"
-    r"[ \t]*[*_]{0,3}[ \t]*(?::|-|–|—|\n|$)[*_]{0,3}",
+    r"(?:[ \t]*\([^)\n]{0,40}\))?[ \t]*[*_]{0,3}[ \t]*(?::|-|–|—|\n|$)[*_]{0,3}",
     re.IGNORECASE | re.MULTILINE,
 )
 _DIAGNOSTIC = re.compile(r"suggestive of|consistent with|diagnos[ie]s|differential|likely represents", re.IGNORECASE)
