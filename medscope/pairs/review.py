@@ -6,7 +6,7 @@
   reviewer's feedback and which is an edit of that candidate (the paper's strategies 1 and 3).
   "Same person, other finding": with ``shared_base`` both photographs are edits of one base
   image of the subject; with ``edit_from_matched`` the mismatched photograph is an edit of the
-  matched one (the approved one when there is one).
+  approved matched one (it waits for that approval).
 - The review file (``review.yaml``) lists every candidate with ``decision: pending``; a person
   sets ``approve``, ``reject`` or ``retry`` (with ``feedback``), by hand or with
   ``medscope pairs review``. Nothing is ever deleted from it: it is the review history.
@@ -92,8 +92,8 @@ def generate_round(spec: PairsSpec, work: str, generator) -> dict:
             elif plan.strategy == "shared_base":
                 init, parent = _base(plan, generator, review, work)
             elif plan.strategy == "edit_from_matched" and pt == "mismatched":
-                matched = _slot(review, plan.condition, "matched")
-                source = _approved(matched) or (matched[-1] if matched else None)
+                # only an approved matched photograph: the person must be the one who stays
+                source = _approved(_slot(review, plan.condition, "matched"))
                 if source is None:
                     waiting += 1
                     continue

@@ -8,7 +8,7 @@ caption and clinically significant findings, and how "same person, other finding
 - ``shared_base``: a base image of the subject is generated once, then both photographs are
   edits of it (image-to-image / image edit);
 - ``edit_from_matched``: the matched photograph is generated from text; the mismatched one is an
-  edit of the approved matched photograph (or of its latest candidate);
+  edit of the approved matched photograph (made in the round after that approval);
 - ``independent``: both from text with the same seed (weakest control of the person).
 """
 
