@@ -56,7 +56,7 @@ class DiffusersGenerator:
         self.spec = spec
         self._torch = torch
         dtype = getattr(torch, spec.dtype)
-        self.text2image = AutoPipelineForText2Image.from_pretrained(spec.model_dir, torch_dtype=dtype).to(spec.device)
+        self.text2image = AutoPipelineForText2Image.from_pretrained(spec.model_dir, dtype=dtype).to(spec.device)
         self.text2image.set_progress_bar_config(disable=True)
         self.image2image = AutoPipelineForImage2Image.from_pipe(self.text2image)
         self.image2image.set_progress_bar_config(disable=True)
