@@ -3,7 +3,7 @@
 One interface: ``generate(prompt, seed, plan, init_png=None) -> (png bytes, metadata)``; with
 ``init_png`` the call is an edit of that image ("same person, other finding"). Three kinds:
 
-- ``procedural``: ``medscope.pairs.draw`` (no model; the embedded set and tests);
+- ``procedural``: ``medscope.protocols.paired_modality.draw`` (no model; the embedded set and tests);
 - ``diffusers``: a diffusers pipeline from a local folder (``model_dir``; nothing is
   downloaded): ``AutoPipelineForText2Image`` for text, ``AutoPipelineForImage2Image`` (built
   from the same components) for edits, seeded with ``torch.Generator.manual_seed(seed)``;
@@ -18,7 +18,7 @@ import io
 
 from medscope.errors import MedScopeError
 from medscope.images import decode_png, encode_png
-from medscope.pairs import draw
+from medscope.protocols.paired_modality import draw
 from medscope.pairs.spec import GeneratorSpec, PhotoPlan
 
 

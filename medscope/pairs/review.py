@@ -21,7 +21,7 @@ import yaml
 
 from medscope import storage
 from medscope.errors import MedScopeError
-from medscope.pairs import draw
+from medscope.protocols.paired_modality import draw
 from medscope.pairs.spec import ConditionPlan, PairsSpec, RadiographSpec
 from medscope.images import encode_png
 from medscope.protocols.paired_modality import names

@@ -39,7 +39,7 @@ class PhotoPlan(StrictModel):
     prompt: str
     caption: str
     findings: list[Finding | str] = []
-    mark: str | None = None  # procedural generator: the sign drawn (medscope.pairs.draw.MARKS)
+    mark: str | None = None  # procedural generator: the sign drawn (medscope.protocols.paired_modality.draw.MARKS)
 
 
 class RadiographSpec(StrictModel):

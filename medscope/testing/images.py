@@ -24,7 +24,7 @@ class ImageRequest:
 
 def default_painter(prompt: str) -> bytes:
     from medscope.images import encode_png
-    from medscope.pairs import draw
+    from medscope.protocols.paired_modality import draw
 
     text = prompt.lower()
     mark = next((m for m in ("vesicles", "acne", "cyanosis", "nail_polish", "ecchymosis", "port_wine")

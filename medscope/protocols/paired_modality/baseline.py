@@ -4,7 +4,7 @@ shared registry is untouched). Neither is a medical model.
 - ``colour-knn-reader`` (:func:`build_reader`): reads only the photograph's pixels. Features:
   the share of pixels whose Lab colour departs from the image's median, their (a*, b*) histogram
   and the number of separate spots; it answers with the description of the nearest exemplar
-  among photographs drawn by ``medscope.pairs.draw`` with seeds disjoint from any set it is
+  among photographs drawn by ``paired_modality.draw`` with seeds disjoint from any set it is
   evaluated on (a 1-nearest-neighbour reader "fitted" on its own exemplars). It ignores the
   radiograph, so its photo-only and paired labels agree: McNemar p = 1 by construction.
 - ``swayed-reader-sim`` (:func:`build_swayed`): a *simulation* of the failure seed 002 reports
@@ -55,7 +55,7 @@ def colour_features(rgb: np.ndarray) -> np.ndarray:
 
 @lru_cache(maxsize=1)
 def exemplars() -> tuple[np.ndarray, tuple[str, ...]]:
-    from medscope.pairs import draw
+    from medscope.protocols.paired_modality import draw
 
     feats, labels = [], []
     for region, marks in draw.MARKS.items():
