@@ -24,6 +24,7 @@ VERB_MODULES = [
     "pipelines.sweep",
     "pipelines.reader",
     "pipelines.benchgen",
+    "pipelines.pairs",
 ]
 
 

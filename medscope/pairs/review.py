@@ -1,0 +1,184 @@
+"""Generate -> review -> build: how an institution makes its own pair set (seed 002 §3.3).
+
+- ``generate_round``: for every photograph slot (condition x matched / mismatched) still without
+  an approved or pending candidate, generate ``candidates_per_round`` new candidates. A slot
+  whose last candidate was sent back with ``retry`` gets a new attempt whose prompt carries the
+  reviewer's feedback and which is an edit of that candidate (the paper's strategies 1 and 3).
+  "Same person, other finding": with ``shared_base`` both photographs are edits of one base
+  image of the subject; with ``edit_from_matched`` the mismatched photograph is an edit of the
+  approved matched one (it waits for that approval).
+- The review file (``review.yaml``) lists every candidate with ``decision: pending``; a person
+  sets ``approve``, ``reject`` or ``retry`` (with ``feedback``), by hand or with
+  ``medscope pairs review``. Nothing is ever deleted from it: it is the review history.
+- ``build``: only approved photographs enter the manifest (the latest approved per slot), with
+  their prompt, seed, generator settings and the slot's whole review history; conditions
+  lacking an approved matched or mismatched photograph are listed as incomplete.
+"""
+
+from __future__ import annotations
+
+import yaml
+
+from medscope import storage
+from medscope.errors import MedScopeError
+from medscope.protocols.paired_modality import draw
+from medscope.pairs.spec import ConditionPlan, PairsSpec, RadiographSpec
+from medscope.images import encode_png
+from medscope.protocols.paired_modality import names
+from medscope.protocols.paired_modality.manifest import PHOTO_TYPES, slug
+
+DECISIONS = ("pending", "approve", "reject", "retry")
+
+
+def load_review(work: str) -> dict:
+    uri = storage.join(work, names.REVIEW)
+    if not storage.exists(uri):
+        return {"candidates": [], "bases": {}}
+    data = yaml.safe_load(storage.read_text(uri)) or {}
+    data.setdefault("candidates", [])
+    data.setdefault("bases", {})
+    for c in data["candidates"]:
+        if c.get("decision") not in DECISIONS:
+            raise MedScopeError(f"{uri}: candidate {c.get('id')} has decision {c.get('decision')!r}; "
+                                f"use one of {', '.join(DECISIONS)}")
+    return data
+
+
+def save_review(work: str, review: dict) -> None:
+    header = ("# Review file: set each candidate's decision to approve, reject or retry (retry: say what to\n"
+              "# change in feedback). `medscope pairs generate` makes new attempts; `build` takes approved ones.\n")
+    storage.write_text(storage.join(work, names.REVIEW), header + yaml.safe_dump(review, sort_keys=False, width=110))
+
+
+def _slot(review: dict, condition: str, photo_type: str) -> list[dict]:
+    return [c for c in review["candidates"] if c["condition"] == condition and c["photo_type"] == photo_type]
+
+
+def _approved(cands: list[dict]) -> dict | None:
+    ok = [c for c in cands if c["decision"] == "approve"]
+    return ok[-1] if ok else None
+
+
+def _base(plan: ConditionPlan, generator, review: dict, work: str) -> tuple[bytes | None, str | None]:
+    """The shared base image of a condition (generated once, recorded in the review file)."""
+    if plan.strategy != "shared_base" or generator.name == "procedural":
+        return None, None  # the procedural subject is already fixed by the condition's seed
+    key = slug(plan.condition)
+    rec = review["bases"].get(key)
+    if rec is None:
+        prompt = f"{plan.subject}. Normal skin, no visible abnormality."
+        png, meta = generator.generate(prompt, plan.seed, None, None, plan.region)
+        path = f"{names.CANDIDATES}/{key}/base.png"
+        storage.write_bytes(storage.join(work, path), png)
+        rec = review["bases"][key] = {"image": path, "prompt": prompt, "seed": plan.seed, "generator": generator.name,
+                                       "meta": meta}
+    return storage.read_bytes(storage.join(work, rec["image"])), f"base:{key}"
+
+
+def generate_round(spec: PairsSpec, work: str, generator) -> dict:
+    """One round of candidates (see the module docstring); returns counts."""
+    review = load_review(work)
+    made, waiting = 0, 0
+    for plan in spec.conditions:
+        for pt in PHOTO_TYPES:
+            cands = _slot(review, plan.condition, pt)
+            if _approved(cands) or any(c["decision"] == "pending" for c in cands):
+                continue
+            photo = getattr(plan, pt)
+            retry = next((c for c in reversed(cands) if c["decision"] == "retry" and not c.get("retried")), None)
+            init, parent = None, None
+            if retry is not None:
+                init, parent = storage.read_bytes(storage.join(work, retry["image"])), retry["id"]
+            elif plan.strategy == "shared_base":
+                init, parent = _base(plan, generator, review, work)
+            elif plan.strategy == "edit_from_matched" and pt == "mismatched":
+                # only an approved matched photograph: the person must be the one who stays
+                source = _approved(_slot(review, plan.condition, "matched"))
+                if source is None:
+                    waiting += 1
+                    continue
+                init, parent = storage.read_bytes(storage.join(work, source["image"])), source["id"]
+            feedback = [c["feedback"] for c in cands if c.get("feedback")]
+            prompt = f"{plan.subject}. {photo.prompt}" + "".join(f"\nReviewer feedback: {f}" for f in feedback)
+            attempt = 1 + max((c["attempt"] for c in cands), default=0)
+            for k in range(spec.candidates_per_round):
+                seed = plan.seed + 1000 * (attempt - 1) + k
+                png, meta = generator.generate(prompt, seed, photo, init, plan.region)
+                cid = f"{slug(plan.condition)}:{pt}:a{attempt}:{k}"
+                path = f"{names.CANDIDATES}/{slug(plan.condition)}/{pt}-a{attempt}-{k}.png"
+                storage.write_bytes(storage.join(work, path), png)
+                review["candidates"].append({
+                    "id": cid, "condition": plan.condition, "photo_type": pt, "attempt": attempt, "image": path,
+                    "prompt": prompt, "seed": seed if generator.seeded else None, "generator": generator.name,
+                    "generator_meta": meta, "parent": parent, "decision": "pending", "feedback": "", "reviewer": ""})
+                made += 1
+            if retry is not None:
+                retry["retried"] = True
+    save_review(work, review)
+    pending = sum(1 for c in review["candidates"] if c["decision"] == "pending")
+    return {"generated": made, "pending_review": pending, "waiting_for_matched": waiting,
+            "review_file": storage.join(work, names.REVIEW)}
+
+
+def decide(work: str, ids: list[str], decision: str, feedback: str = "", reviewer: str = "") -> int:
+    """Record a decision for candidates ``ids`` (``all-pending`` = every pending one)."""
+    if decision not in DECISIONS:
+        raise MedScopeError(f"decision must be one of {', '.join(DECISIONS)}")
+    if decision == "retry" and not feedback:
+        raise MedScopeError("a retry needs feedback: say what the next attempt should change")
+    review = load_review(work)
+    by_id = {c["id"]: c for c in review["candidates"]}
+    chosen = [c for c in review["candidates"] if c["decision"] == "pending"] if ids == ["all-pending"] else []
+    for i in ids if ids != ["all-pending"] else []:
+        if i not in by_id:
+            raise MedScopeError(f"no candidate {i!r} in {storage.join(work, names.REVIEW)}")
+        chosen.append(by_id[i])
+    for c in chosen:
+        c.update(decision=decision, feedback=feedback or c.get("feedback", ""), reviewer=reviewer)
+    save_review(work, review)
+    return len(chosen)
+
+
+def _radiograph(plan: ConditionPlan, spec_dir: str, out: str) -> str:
+    key = slug(plan.condition)
+    if isinstance(plan.radiograph, RadiographSpec):
+        rel = f"radiographs/{key}.png"
+        storage.write_bytes(storage.join(out, rel), encode_png(draw.radiograph(plan.seed, pattern=plan.radiograph.phantom)))
+        return rel
+    src = plan.radiograph if ("://" in plan.radiograph or plan.radiograph.startswith("/")) else storage.join(spec_dir, plan.radiograph)
+    if not storage.exists(src):
+        raise MedScopeError(f"{plan.condition}: radiograph {src} does not exist")
+    rel = f"radiographs/{key}.{src.rsplit('.', 1)[-1].lower()}"
+    storage.write_bytes(storage.join(out, rel), storage.read_bytes(src))
+    return rel
+
+
+def build(spec: PairsSpec, work: str, out: str, spec_dir: str = ".") -> dict:
+    """Write ``<out>/manifest.yaml`` (+ photographs and radiographs) from approved candidates."""
+    review = load_review(work)
+    entries, incomplete = [], []
+    for plan in spec.conditions:
+        chosen = {pt: _approved(_slot(review, plan.condition, pt)) for pt in PHOTO_TYPES}
+        if not all(chosen.values()):
+            incomplete.append({"condition": plan.condition, "missing": [pt for pt, c in chosen.items() if not c]})
+            continue
+        entry = {"condition": plan.condition, "body_region": plan.body_region,
+                 "radiograph": _radiograph(plan, spec_dir, out), "radiograph_findings": plan.radiograph_findings}
+        for pt, cand in chosen.items():
+            photo = getattr(plan, pt)
+            rel = f"photos/{slug(plan.condition)}-{pt}.png"
+            storage.write_bytes(storage.join(out, rel), storage.read_bytes(storage.join(work, cand["image"])))
+            history = [{k: c.get(k) for k in ("id", "attempt", "prompt", "seed", "parent", "decision", "feedback", "reviewer")}
+                       for c in _slot(review, plan.condition, pt)]
+            entry[pt] = {"image": rel, "caption": photo.caption,
+                         "findings": [f if isinstance(f, str) else f.model_dump() for f in photo.findings],
+                         "provenance": {"candidate": cand["id"], "prompt": cand["prompt"], "seed": cand["seed"],
+                                        "generator": cand["generator"], "generator_meta": cand.get("generator_meta"),
+                                        "parent": cand.get("parent"), "review_history": history}}
+        entry["provenance"] = {"strategy": plan.strategy, "subject": plan.subject,
+                               "base": review["bases"].get(slug(plan.condition))}
+        entries.append(entry)
+    manifest = {"name": spec.name, "conditions": entries}
+    uri = storage.join(out, names.MANIFEST)
+    storage.write_text(uri, yaml.safe_dump(manifest, sort_keys=False, width=110))
+    return {"manifest": uri, "conditions": len(entries), "incomplete": incomplete}

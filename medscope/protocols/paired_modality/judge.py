@@ -1,0 +1,217 @@
+"""The judge of extract-then-judge (seed 002 §4.2, Appendix A): FP and FN labels of one
+photo-findings text against the photograph's ground-truth caption, under one rubric.
+
+- ``ModelJudge``: any ChatModel (medscope.models registry: OpenAI, Anthropic, Gemini, local...)
+  asked with the versioned prompt + rubric (``data/judge.yaml``); its JSON reply is read by
+  :func:`read_verdict`.
+- ``RuleJudge``: a deterministic judge for tests and the demo (no service): a finding is
+  reported when one of its terms is affirmed (not negated in its clause); FP when the text
+  affirms an abnormality term of the manifest's vocabulary that is not this photograph's, or,
+  on a photograph with no significant finding, a generic abnormality; FN when a significant
+  finding is not reported. ``rule_judge_responder`` serves it from a loopback provider.
+- ``judge_all``: every request keyed by (judge identity, prompt version, full prompt text);
+  replies are stored as ``<cache>/<key>.json`` and reused, so a rescoring or a resumed run
+  never asks twice.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+
+import yaml
+
+from medscope import storage
+from medscope.models.base import ChatModel, Decoding, Message, PermanentModelError, TransientModelError
+from medscope.seeding import stable_hash
+
+GENERIC_ABNORMALITY = ("abnormality", "abnormalities", "abnormal finding", "abnormal findings", "pathology",
+                       "pathologic finding", "lesion", "lesions")
+_NEGATION = re.compile(r"\b(no|not|without|absent|absence of|negative for|free of|nor|rather than|instead of|"
+                       r"rules? out|ruled out|unlikely|denies)\b")
+
+
+@lru_cache(maxsize=1)
+def judge_spec() -> dict:
+    return yaml.safe_load(resources.files(__package__).joinpath("data/judge.yaml").read_text())
+
+
+def judge_prompt(description: str, caption: str, findings: list[tuple[str, list[str]]]) -> str:
+    """The judge's prompt for one text: rubric, caption, significant findings (with synonyms)."""
+    spec = judge_spec()
+    lines = [f"- {name}" + (f" (also: {', '.join(t for t in terms if t != name.lower())})"
+                            if any(t != name.lower() for t in terms) else "") for name, terms in findings]
+    return spec["template"].format(rubric=spec["rubric"].strip(), caption=caption.strip(),
+                                   findings="\n".join(lines) or "- none", description=description.strip())
+
+
+def parse_judge_prompt(text: str) -> tuple[str, str, list[tuple[str, list[str]]]]:
+    """(description, caption, findings) back from a judge prompt: what a loopback judge reads."""
+    caption = re.search(r'GROUND-TRUTH CAPTION:\s*"""(.*?)"""', text, re.S)
+    desc = re.search(r'MODEL\'S PHOTO FINDINGS:\s*"""(.*?)"""', text, re.S)
+    block = re.search(r"CLINICALLY SIGNIFICANT FINDINGS IN THE PHOTOGRAPH:\s*\n(.*?)\nMODEL'S", text, re.S)
+    findings = []
+    for line in (block.group(1) if block else "").splitlines():
+        m = re.match(r"\s*-\s*(.+?)(?:\s*\(also:\s*(.*)\))?\s*$", line)
+        if m and m.group(1).strip().lower() != "none":
+            name = m.group(1).strip()
+            extra = [t.strip().lower() for t in (m.group(2) or "").split(",") if t.strip()]
+            findings.append((name, [name.lower(), *extra]))
+    return (desc.group(1) if desc else ""), (caption.group(1) if caption else ""), findings
+
+
+@dataclass(frozen=True)
+class Verdict:
+    fp: bool | None
+    fn: bool | None
+    raw: str = ""
+    error: str | None = None  # why no labels could be read
+
+
+def read_verdict(text: str) -> Verdict:
+    """FP / FN from a judge reply: the first JSON object with both keys (fences, prose around it
+    tolerated), else ``FALSE POSITIVE: yes`` style lines; otherwise an error, never a guess."""
+    body = text or ""
+    for m in re.finditer(r"\{[^{}]*\}", body, re.S):
+        try:
+            obj = json.loads(m.group(0))
+        except json.JSONDecodeError:
+            continue
+        keys = {k.lower().replace(" ", "_"): v for k, v in obj.items()}
+        fp, fn = keys.get("false_positive", keys.get("fp")), keys.get("false_negative", keys.get("fn"))
+        if isinstance(fp, bool) and isinstance(fn, bool):
+            return Verdict(fp, fn, body)
+    got = {}
+    for name, key in (("false[ _-]?positive|fp", "fp"), ("false[ _-]?negative|fn", "fn")):
+        m = re.search(rf"\b(?:{name})\b\W{{0,4}}(yes|no|true|false)\b", body, re.I)
+        if m:
+            got[key] = m.group(1).lower() in ("yes", "true")
+    if len(got) == 2:
+        return Verdict(got["fp"], got["fn"], body)
+    return Verdict(None, None, body, "judge reply has no FP / FN labels")
+
+
+def affirmed(text: str, term: str) -> bool:
+    """Whether ``term`` occurs in ``text`` at least once outside a negated clause."""
+    low = text.lower()
+    for m in re.finditer(rf"(?<![a-z]){re.escape(term.lower())}(?![a-z])", low):
+        start = max(low.rfind(sep, 0, m.start()) for sep in (".", ";", "\n", ",", " but ", " however"))
+        if not _NEGATION.search(low[start + 1: m.start()]):
+            return True
+    return False
+
+
+class RuleJudge:
+    """Deterministic judge (see the module docstring). ``vocabulary``: every significant-finding
+    term of the manifest; ``generic_fp``: count an unnamed "abnormality" on a photograph without
+    significant findings as FP (a stricter second rule judge sets it False)."""
+
+    kind = "rule"
+
+    def __init__(self, vocabulary: list[str], generic_fp: bool = True, name: str | None = None):
+        self.vocabulary = sorted({v.lower() for v in vocabulary})
+        self.generic_fp = generic_fp
+        self.name = name or ("rule" if generic_fp else "rule-named-only")
+
+    def identity(self) -> str:
+        return f"rule:{self.name}:generic_fp={self.generic_fp}:{stable_hash(*self.vocabulary)}"
+
+    def label(self, description: str, findings: list[tuple[str, list[str]]]) -> Verdict:
+        own = {t for _, terms in findings for t in terms}
+        reported = [any(affirmed(description, t) for t in terms) for _, terms in findings]
+        fn = not all(reported)
+        invented = [t for t in self.vocabulary if t not in own and not any(t in o or o in t for o in own)
+                    and affirmed(description, t)]
+        generic = self.generic_fp and not findings and any(affirmed(description, g) for g in GENERIC_ABNORMALITY)
+        fp = bool(invented) or generic
+        why = f"invented {invented}" if invented else ("generic abnormality claimed" if generic else "none invented")
+        raw = json.dumps({"false_positive": fp, "false_negative": fn, "rationale": f"{why}; reported {reported}"})
+        return Verdict(fp, fn, raw)
+
+    def ask(self, prompt: str) -> str:
+        description, _caption, findings = parse_judge_prompt(prompt)
+        return self.label(description, findings).raw
+
+
+def rule_judge_responder(vocabulary: list[str], generic_fp: bool = True):
+    """A ``FakeProvider`` responder that judges each request with a RuleJudge: a loopback judge
+    server speaking a provider's wire format, so the demo exercises the real adapter path."""
+    judge = RuleJudge(vocabulary, generic_fp)
+    return lambda text, images: judge.ask(text)
+
+
+class ModelJudge:
+    """A judge behind any ChatModel. Transient errors (429, 5xx, timeouts) are retried with
+    backoff up to ``max_attempts``; the sampling settings are the entry's (default: provider's)."""
+
+    kind = "model"
+
+    def __init__(self, model: ChatModel, decoding: Decoding, identity: str, max_attempts: int = 6,
+                 backoff_s: float = 0.5):
+        self.model = model
+        self.name = model.name
+        self.decoding = decoding
+        self._identity = identity
+        self.max_attempts = max_attempts
+        self.backoff_s = backoff_s
+
+    def identity(self) -> str:
+        return self._identity
+
+    def ask(self, prompt: str) -> str:
+        for attempt in range(1, self.max_attempts + 1):
+            try:
+                return self.model.complete([Message.text("user", prompt)], self.decoding).text
+            except TransientModelError as err:
+                if attempt == self.max_attempts:
+                    raise
+                time.sleep(err.retry_after_s if err.retry_after_s is not None else self.backoff_s * 2 ** (attempt - 1))
+        raise AssertionError("unreachable")
+
+
+def judge_key(judge, prompt: str) -> str:
+    """The request key of one judge call: who judges, which prompt version, which text."""
+    return stable_hash(judge.identity(), judge_spec()["version"], prompt, length=24)
+
+
+def judge_all(judge, prompts: list[str], cache_uri: str, workers: int = 4) -> tuple[list[Verdict], dict]:
+    """Verdicts for ``prompts`` in order; cached replies are reused, new ones stored as they come.
+
+    Returns (verdicts, counts: cached / requested / failed)."""
+    keys = [judge_key(judge, p) for p in prompts]
+    todo = {k: p for k, p in zip(keys, prompts) if not storage.exists(storage.join(cache_uri, f"{k}.json"))}
+    counts = {"cached": len(set(keys)) - len(todo), "requested": 0, "failed": 0}
+    errors: dict[str, str] = {}
+
+    def one(item):
+        key, prompt = item
+        try:
+            reply = judge.ask(prompt)
+        except (TransientModelError, PermanentModelError) as err:
+            return key, None, str(err)[:300]
+        storage.write_once(storage.join(cache_uri, f"{key}.json"), json.dumps(
+            {"key": key, "judge": judge.name, "prompt_version": judge_spec()["version"], "reply": reply}).encode())
+        return key, reply, None
+
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        for key, reply, err in pool.map(one, todo.items()):
+            counts["requested"] += 1
+            if err:
+                counts["failed"] += 1
+                errors[key] = err
+    if counts["failed"]:
+        print(f"  judge {judge.name}: {counts['failed']} requests failed (rerun to retry them)", file=sys.stderr)
+    out = []
+    for key in keys:
+        if key in errors:
+            out.append(Verdict(None, None, "", errors[key]))
+            continue
+        cached = json.loads(storage.read_text(storage.join(cache_uri, f"{key}.json")))
+        out.append(read_verdict(cached["reply"]))
+    return out, counts

@@ -1,0 +1,192 @@
+"""The paired-modality manifest: conditions with one radiograph and two photographs (seed 002 §3).
+
+A manifest is a YAML file (or a folder holding ``manifest.yaml``)::
+
+    name: my-pairs
+    conditions:
+      - condition: varicella pneumonia
+        body_region: upper back skin
+        radiograph: radiographs/varicella.png        # any URI; relative to the manifest
+        radiograph_findings: diffuse nodular opacities   # optional, for the reader of the report
+        matched:    {image: photos/varicella_m.png, caption: "...",
+                     findings: [{name: crusted vesicles, terms: [vesicle, crusted]}]}
+        mismatched: {image: photos/varicella_x.png, caption: "...", findings: []}
+        provenance: {...}                            # optional: prompts, seeds, review history
+
+``findings`` are the photograph's clinically significant findings (a name, or a name with
+synonym ``terms``); an empty list means none. Bad entries never stop a read; each becomes a
+rejects row with a countable reason and every good photograph still arrives:
+
+- ``missing file`` / ``unreadable image``: of the radiograph (the whole condition goes: no
+  paired setting without it) or of one photograph (that photograph goes, the other stays);
+- ``photo without caption``: that photograph goes (the judge has nothing to compare with);
+- ``duplicate condition``: a condition name seen before (the first one is kept);
+- ``malformed entry``: fields missing or of the wrong type.
+
+Images are sent as PNG at native size when the long side is at most 1,568 px, else downscaled
+to it (seed 002 Appendix A).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import pydantic
+
+from medscope import config as cfgmod
+from medscope import records, storage
+from medscope.config import StrictModel
+from medscope.errors import MedScopeError
+from medscope.images import decode_png, encode_png, resize_long_side
+from medscope.protocols.paired_modality import names
+
+MAX_SIDE = 1568  # seed 002 Appendix A
+PHOTO_TYPES = ("matched", "mismatched")
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+class Finding(StrictModel):
+    name: str
+    terms: list[str] = []  # synonyms a reader may use; the name itself always counts
+
+    def all_terms(self) -> list[str]:
+        return list(dict.fromkeys([self.name.lower(), *(t.lower() for t in self.terms)]))
+
+
+class Photo(StrictModel):
+    image: str
+    caption: str | None = None
+    findings: list[Finding | str] = []
+    provenance: dict = {}
+
+    def finding_list(self) -> list[Finding]:
+        return [f if isinstance(f, Finding) else Finding(name=f) for f in self.findings]
+
+
+class ConditionEntry(StrictModel):
+    condition: str
+    body_region: str = ""
+    radiograph: str
+    radiograph_findings: str = ""
+    matched: Photo
+    mismatched: Photo
+    private: bool = False
+    endpoint_allowlist: list[str] = []
+    provenance: dict = {}
+
+
+@dataclass(frozen=True)
+class PairPhoto:
+    """One photograph of a condition with everything an item needs."""
+
+    condition: str
+    photo_type: str  # matched | mismatched
+    body_region: str
+    caption: str
+    findings: tuple[Finding, ...]
+    photo_png: bytes
+    radiograph_png: bytes
+    radiograph_findings: str = ""
+    private: bool = False
+    endpoint_allowlist: tuple[str, ...] = ()
+    provenance: dict = field(default_factory=dict)
+
+    @property
+    def item_id(self) -> str:
+        return f"{slug(self.condition)}:{self.photo_type}"
+
+
+def slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "condition"
+
+
+def manifest_uri(uri: str) -> str:
+    """The manifest file of ``uri`` (the file itself, or ``manifest.yaml`` inside a folder)."""
+    if storage.is_dir(uri):
+        return storage.join(uri, names.MANIFEST)
+    return uri
+
+
+def fit_long_side(data: bytes, max_side: int = MAX_SIDE) -> bytes:
+    """PNG bytes of an image at native size when its long side is at most ``max_side``, else
+    downscaled (area interpolation) so the long side is ``max_side`` (seed 002 Appendix A).
+    PNG input within the limit is passed through byte for byte; other formats are re-encoded."""
+    image = decode_png(data)  # raises MedScopeError when unreadable
+    if max(image.shape[:2]) <= max_side and data.startswith(PNG_SIGNATURE):
+        return data
+    gray = image.ndim == 3 and (image[..., 0] == image[..., 1]).all() and (image[..., 1] == image[..., 2]).all()
+    out = resize_long_side(image, max_side)
+    return encode_png(out[..., 0] if gray else out)
+
+
+def _resolve(base: str, ref: str) -> str:
+    if "://" in ref or ref.startswith("/"):
+        return ref
+    return storage.join(base, ref)
+
+
+def _load_image(base: str, ref: str, max_side: int) -> tuple[bytes | None, str | None, str]:
+    uri = _resolve(base, ref)
+    if not storage.exists(uri):
+        return None, "missing file", uri
+    try:
+        return fit_long_side(storage.read_bytes(uri), max_side), None, uri
+    except MedScopeError as err:
+        return None, "unreadable image", f"{uri}: {err}"
+
+
+def read_manifest(uri: str, max_side: int = MAX_SIDE) -> tuple[list[PairPhoto], list[dict]]:
+    """(good photographs, rejects rows) of a manifest (see the module docstring)."""
+    path = manifest_uri(uri)
+    data = cfgmod.load_yaml(path)
+    base = path.rsplit("/", 1)[0] if "/" in path else "."
+    entries = data.get("conditions")
+    if not isinstance(entries, list):
+        raise MedScopeError(f"{path}: expected a list under 'conditions'")
+    photos: list[PairPhoto] = []
+    rejects: list[dict] = []
+    seen: set[str] = set()
+
+    def reject(item: str, reason: str, detail: str) -> None:
+        rejects.append(records.reject("pairs", path, item, "manifest", reason, detail))
+
+    for i, raw in enumerate(entries):
+        label = str(raw.get("condition", f"entry {i}")) if isinstance(raw, dict) else f"entry {i}"
+        try:
+            entry = ConditionEntry.model_validate(raw)
+        except pydantic.ValidationError as err:
+            reject(label, "malformed entry", "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in err.errors()))
+            continue
+        key = entry.condition.strip().lower()
+        if key in seen:
+            reject(entry.condition, "duplicate condition", f"entry {i} repeats a condition listed before")
+            continue
+        seen.add(key)
+        radiograph, why, where = _load_image(base, entry.radiograph, max_side)
+        if radiograph is None:
+            reject(entry.condition, why, f"radiograph {where}")
+            continue
+        for photo_type in PHOTO_TYPES:
+            spec: Photo = getattr(entry, photo_type)
+            item = f"{slug(entry.condition)}:{photo_type}"
+            if not (spec.caption or "").strip():
+                reject(item, "photo without caption", f"{photo_type} photograph {spec.image}")
+                continue
+            png, why, where = _load_image(base, spec.image, max_side)
+            if png is None:
+                reject(item, why, f"{photo_type} photograph {where}")
+                continue
+            photos.append(PairPhoto(
+                condition=entry.condition, photo_type=photo_type, body_region=entry.body_region,
+                caption=spec.caption.strip(), findings=tuple(spec.finding_list()), photo_png=png,
+                radiograph_png=radiograph, radiograph_findings=entry.radiograph_findings,
+                private=entry.private, endpoint_allowlist=tuple(entry.endpoint_allowlist),
+                provenance={**entry.provenance, **spec.provenance},
+            ))
+    return photos, rejects
+
+
+def vocabulary(photos: list[PairPhoto]) -> list[str]:
+    """Every significant-finding term of a manifest: what a rule judge counts as an abnormality."""
+    return sorted({t for p in photos for f in p.findings for t in f.all_terms()})

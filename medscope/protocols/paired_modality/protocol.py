@@ -1,0 +1,145 @@
+"""Seed 002's paired-modality evaluation as a protocol of the shared harness.
+
+Items are photographs (two per condition: matched, mismatched); the sweep's conditions are the
+settings: ``photo_only`` (the photograph alone) and ``paired`` (the photograph, then the
+condition's radiograph). The three settings of the paper are then photo only (both photos),
+matched photo + radiograph and mismatched photo + radiograph, and every photograph is seen in
+both settings, so the comparison is paired (exact McNemar). One turn per episode, the prompt of
+``data/prompts.yaml``; the reply's PHOTO FINDINGS section is kept as the episode's answer.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import sys
+from functools import lru_cache
+from importlib import resources
+
+import pyarrow as pa
+import yaml
+
+from medscope import records, storage
+from medscope.models.base import ChatModel, Decoding, Message, Part
+from medscope.protocols.base import EpisodeResult, Item, ScoreOptions
+from medscope.protocols.paired_modality import names, scoring
+from medscope.protocols.paired_modality.extraction import extract_photo_findings
+from medscope.protocols.paired_modality.manifest import MAX_SIDE, PairPhoto, read_manifest, vocabulary
+
+
+@lru_cache(maxsize=1)
+def prompts() -> dict:
+    return yaml.safe_load(resources.files(__package__).joinpath("data/prompts.yaml").read_text())
+
+
+def episode_messages(item: Item, setting: str) -> list[Message]:
+    """The one user turn of an episode: photograph (and radiograph when paired), then the prompt."""
+    images = item.images[:1] if setting == "photo_only" else item.images[:2]
+    return [Message("user", (*(Part(png=p) for p in images), Part(text=prompts()[setting].strip())))]
+
+
+class PairedModalityProtocol:
+    """EvalProtocol of seed 002 (see the module docstring)."""
+
+    name = "paired_modality"
+
+    def __init__(self, max_side: int = MAX_SIDE):
+        self.max_side = int(max_side)
+        self.prompt_version = prompts()["version"]
+
+    # -- items -----------------------------------------------------------------------------
+    def photos(self, uri: str) -> tuple[list[PairPhoto], list[dict]]:
+        return read_manifest(uri, self.max_side)
+
+    def load_items(self, uri: str) -> list[Item]:
+        photos, rejects = self.photos(uri)
+        if rejects:
+            print(f"pairs manifest {uri}: {len(rejects)} rejected ("
+                  + ", ".join(sorted({r['reason'] for r in rejects})) + "); good photographs kept",
+                  file=sys.stderr)
+        return [Item(item_id=p.item_id, case_id=p.condition, question=prompts()["paired"], truth=p.photo_type,
+                     images=(p.photo_png, p.radiograph_png), private=p.private,
+                     endpoint_allowlist=p.endpoint_allowlist,
+                     meta={"condition": p.condition, "photo_type": p.photo_type, "caption": p.caption,
+                           "body_region": p.body_region})
+                for p in photos]
+
+    def conditions(self) -> tuple[str, ...]:
+        return scoring.SETTINGS
+
+    # -- one episode ---------------------------------------------------------------------------
+    def run_episode(self, item: Item, model: ChatModel, condition: str, decoding: Decoding) -> EpisodeResult:
+        if condition not in scoring.SETTINGS:
+            raise ValueError(f"unknown setting {condition!r}; known: {', '.join(scoring.SETTINGS)}")
+        messages = episode_messages(item, condition)
+        completion = model.complete(messages, decoding)
+        ext = extract_photo_findings(completion.text)
+        refs = [f"{item.item_id}#photo"] + ([f"{item.case_id}#radiograph"] if condition == "paired" else [])
+        return EpisodeResult(
+            turns=[{"role": "user", "text": messages[0].joined_text, "image_ref": ",".join(refs)},
+                   {"role": "assistant", "text": completion.text, "image_ref": None}],
+            raw_text=completion.text,
+            # an empty reply (a refusal) is its own outcome; the judge still sees it as no findings
+            action="answer" if completion.text.strip() else "unparseable",
+            answer=ext.text,
+            parse_error=None if completion.text.strip() else "empty reply",
+            input_tokens=completion.input_tokens,
+            output_tokens=completion.output_tokens,
+        )
+
+    # -- scoring -----------------------------------------------------------------------------------
+    def score(self, episodes_uri: str, items_uri: str, out: str, options: ScoreOptions | None = None) -> dict:
+        """Extract, judge (cached), label, and write labels / metrics / McNemar / agreement / run.json.
+
+        ``options.extra``: ``judge`` (``rule`` | ``rule-named-only`` | a model entry dict | an entry
+        name in ``judge_models``), ``second_judge`` (same; gives Cohen's kappa), ``judge_models``
+        (a configs/models/*.yaml), ``judge_cache`` (default ``<out>/judge_cache``; share it between
+        runs to reuse judgements), ``judge_workers`` (default 4), ``alpha`` (default 0.05).
+        """
+        options = options or ScoreOptions()
+        extra = dict(options.extra)
+        unknown = set(extra) - {"judge", "second_judge", "judge_models", "judge_cache", "judge_workers", "alpha"}
+        if unknown:
+            raise ValueError(f"unknown paired_modality score option(s): {sorted(unknown)}")
+        if storage.is_dir(episodes_uri) and storage.is_dir(storage.join(episodes_uri, "episodes")):
+            episodes_uri = storage.join(episodes_uri, "episodes")  # a sweep folder
+        photos, rejects = self.photos(items_uri)
+        vocab = vocabulary(photos)
+        judges = [scoring.make_judge(extra.get("judge", "rule"), vocab, extra.get("judge_models"))]
+        if extra.get("second_judge"):
+            judges.append(scoring.make_judge(extra["second_judge"], vocab, extra.get("judge_models")))
+        table = records.read_table("episodes", episodes_uri)
+        episodes = [e for e in table.to_pylist() if e["protocol"] == self.name]
+        cache = extra.get("judge_cache") or storage.join(out, names.JUDGE_CACHE)
+        labels, counts = scoring.label_episodes(episodes, {p.item_id: p for p in photos}, judges, cache,
+                                                int(extra.get("judge_workers", 4)))
+        alpha = float(extra.get("alpha", 0.05))
+        metrics = scoring.rate_rows(labels, alpha)
+        tests = scoring.mcnemar_rows(labels)
+        kappa = scoring.agreement(labels)
+        if labels:
+            storage.write_bytes(storage.join(out, names.LABELS), records.to_parquet_bytes(pa.Table.from_pylist(labels)))
+        records.write_table("metrics", metrics, storage.join(out, names.METRICS))
+        if tests:
+            storage.write_bytes(storage.join(out, names.MCNEMAR), records.to_parquet_bytes(pa.Table.from_pylist(tests)))
+        if kappa:
+            storage.write_text(storage.join(out, names.AGREEMENT), json.dumps(kappa, indent=2) + "\n")
+        if rejects:
+            records.write_table("rejects", rejects, storage.join(out, names.REJECTS))
+        unjudged = sum(1 for r in labels if r["fp"] is None)
+        run = {"protocol": self.name, "prompt_version": self.prompt_version, "episodes": episodes_uri,
+               "items": items_uri, "judges": [j.identity() for j in judges],
+               "judge_prompt_version": scoring.jd.judge_spec()["version"], "judge_cache": cache, "alpha": alpha,
+               "counts": counts, "labelled": len(labels) - unjudged, "unjudged": unjudged,
+               "manifest_rejects": len(rejects),
+               "scored_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}
+        storage.write_text(storage.join(out, names.RUN), json.dumps(run, indent=2, default=str) + "\n")
+        return {"out": out, "labels": storage.join(out, names.LABELS), "metrics": storage.join(out, names.METRICS),
+                "mcnemar": storage.join(out, names.MCNEMAR), "labelled": len(labels) - unjudged,
+                "unjudged": unjudged, "judge_requests": {k: v for k, v in counts.items() if k.startswith("judge")},
+                "kappa_fp": kappa.get("fp", {}).get("kappa") if kappa else None}
+
+    def report_sections(self, scored_run: str, work_dir: str) -> list[tuple[str, list]]:
+        from medscope.protocols.paired_modality.report import sections
+
+        return sections(scored_run)

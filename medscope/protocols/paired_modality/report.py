@@ -1,0 +1,123 @@
+"""Report sections of a paired-modality scored run: the paper's Table 1 layout (rates with exact
+95% intervals, the higher of the two settings in bold), the exact McNemar tests, judge agreement,
+and a figure of the shift from photo only to photo + radiograph (seed 002 Table 1, Figure 3)."""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+
+import pyarrow.parquet as pq
+
+from medscope import records, storage
+from medscope.protocols.paired_modality import names
+from medscope.protocols.paired_modality.manifest import PHOTO_TYPES
+from medscope.protocols.paired_modality.scoring import METRICS, SETTING_LABELS, SETTINGS
+from medscope.report.render import Image, Para, Table
+
+SHORT = {"fp_rate": "FP", "fn_rate": "FN", "any_rate": "Any"}
+
+
+def _cell(r: dict | None, bold: bool) -> str:
+    if r is None:
+        return "–"
+    text = f"{100 * r['value']:.1f} ({100 * r['ci_low']:.1f}–{100 * r['ci_high']:.1f})"
+    return f"**{text}**" if bold else text
+
+
+def table1(metrics: list[dict]) -> Table:
+    """Rows: model x setting; columns: matched FP / FN / Any, mismatched FP / FN / Any. Bold: the
+    higher rate of the two settings within a model, photo type and metric (ties: neither)."""
+    at = {(r["model"], r["condition"], r["breakdown"].split("=", 1)[1], r["metric"]): r for r in metrics}
+    models = sorted({r["model"] for r in metrics})
+    rows = []
+    for model in models:
+        for setting in SETTINGS:
+            cells = [model, SETTING_LABELS[setting]]
+            for pt in PHOTO_TYPES:
+                for metric in METRICS:
+                    mine = at.get((model, setting, pt, metric))
+                    other = at.get((model, SETTINGS[1 - SETTINGS.index(setting)], pt, metric))
+                    bold = mine is not None and other is not None and mine["value"] > other["value"]
+                    cells.append(_cell(mine, bold))
+            rows.append(cells)
+    headers = ["Model", "Setting"] + [f"{pt.capitalize()} {SHORT[m]}" for pt in PHOTO_TYPES for m in METRICS]
+    return Table(headers, rows, caption="Per-photograph error rates (%) with exact (Clopper–Pearson) 95% CIs")
+
+
+def mcnemar_table(tests: list[dict]) -> Table:
+    rows = [[t["model"], t["photo_type"], SHORT[t["metric"]], str(t["n"]),
+             f"{100 * t['rate_before']:.1f} → {100 * t['rate_after']:.1f}", f"{t['b']} / {t['c']}",
+             "–" if math.isnan(t["p_value"]) else f"{t['p_value']:.3g}"] for t in tests]
+    return Table(["Model", "Photo type", "Metric", "Photos", "Photo only → paired (%)",
+                  "Discordant (only photo-only / only paired)", "Exact McNemar p"], rows)
+
+
+def shift_figure(metrics: list[dict]) -> bytes:
+    """FP and FN rates (rows) on matched and mismatched photographs (columns), photo only ->
+    paired, one line per model with its exact intervals."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    at = {(r["model"], r["condition"], r["breakdown"].split("=", 1)[1], r["metric"]): r for r in metrics}
+    models = sorted({r["model"] for r in metrics})
+    fig, axes = plt.subplots(2, 2, figsize=(8, 6), sharey=True)
+    for i, metric in enumerate(("fp_rate", "fn_rate")):
+        for j, pt in enumerate(PHOTO_TYPES):
+            ax = axes[i][j]
+            for k, model in enumerate(models):
+                pts = [at.get((model, s, pt, metric)) for s in SETTINGS]
+                if any(p is None for p in pts):
+                    continue
+                x = [0 + 0.03 * k, 1 + 0.03 * k]
+                v = [100 * p["value"] for p in pts]
+                err = [[100 * (p["value"] - p["ci_low"]) for p in pts], [100 * (p["ci_high"] - p["value"]) for p in pts]]
+                ax.errorbar(x, v, yerr=err, marker="o", capsize=3, label=model)
+            ax.set_xticks([0, 1], [SETTING_LABELS[s] for s in SETTINGS])
+            ax.set_xlim(-0.3, 1.5)
+            ax.set_title(f"{pt} photographs: {SHORT[metric]}")
+            ax.set_ylabel("% of photographs")
+    axes[0][0].legend(fontsize=7, loc="best")
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=100)
+    plt.close(fig)
+    return buf.getvalue()
+
+
+def _parquet_rows(uri: str) -> list[dict]:
+    return pq.read_table(io.BytesIO(storage.read_bytes(uri))).to_pylist() if storage.exists(uri) else []
+
+
+def sections(scored_run: str) -> list[tuple[str, list]]:
+    """(title, blocks) of the report for a scored run folder."""
+    metrics = records.read_table("metrics", storage.join(scored_run, names.METRICS)).to_pylist()
+    tests = _parquet_rows(storage.join(scored_run, names.MCNEMAR))
+    labels = _parquet_rows(storage.join(scored_run, names.LABELS))
+    run = json.loads(storage.read_text(storage.join(scored_run, names.RUN)))
+    blocks: list = [
+        Para("Extract-then-judge (seed 002 §4.2): only each reply's PHOTO FINDINGS section is judged against the "
+             "photograph's ground-truth caption. FP: a clinically significant abnormality the photograph does not "
+             "contain; FN: one it contains but the reply misses; Any: at least one of them. "
+             f"Judge(s): {', '.join(run['judges'])}; judge prompt {run['judge_prompt_version']}; "
+             f"model prompt {run['prompt_version']}. Labelled episodes: {run['labelled']}, unjudged: {run['unjudged']}."),
+        table1(metrics),
+        Image(shift_figure(metrics), "pairs_shift.png", "photo only to photo + radiograph"),
+    ]
+    if tests:
+        blocks += [Para("Exact McNemar tests, photo only vs photo + radiograph on the same photographs (per model, "
+                        "and pooled across models)."), mcnemar_table(tests)]
+    if storage.exists(storage.join(scored_run, names.AGREEMENT)):
+        k = json.loads(storage.read_text(storage.join(scored_run, names.AGREEMENT)))
+        blocks.append(Para(f"Judge agreement ({' vs '.join(k['judges'])}, {k['n']} replies): Cohen's kappa "
+                           + "; ".join(f"{SHORT.get(c + '_rate', c)} {k[c]['kappa']:.2f} (agreement {k[c]['agreement']:.2f})"
+                                       for c in ("fp", "fn") if c in k)))
+    if labels:
+        methods: dict[str, int] = {}
+        for r in labels:
+            methods[r["extraction_method"]] = methods.get(r["extraction_method"], 0) + 1
+        blocks.append(Para("Extraction: " + ", ".join(f"{k} {v}" for k, v in sorted(methods.items()))))
+    return [("Paired modality: photo findings with and without a radiograph (seed 002)", blocks)]

@@ -1,0 +1,70 @@
+"""Statistics of the paired-modality protocol (seed 002, Table 1 and §5).
+
+Rates are proportions of photographs with exact Clopper-Pearson 95% intervals; the photo-only
+vs paired comparison on the same photographs is an exact McNemar test (binomial on the
+discordant pairs); agreement between two judges is Cohen's kappa. Each wraps statsmodels so
+the numbers are the library's, not ours.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+
+def clopper_pearson(k: int, n: int, alpha: float = 0.05) -> tuple[float, float]:
+    """Exact (Clopper-Pearson) interval of a proportion k/n (seed 002 Table 1: "exact 95% CI").
+
+    ``k`` events in ``n`` trials; returns (low, high) in [0, 1], NaNs when ``n`` is 0.
+    """
+    from statsmodels.stats.proportion import proportion_confint
+
+    if n <= 0:
+        return math.nan, math.nan
+    lo, hi = proportion_confint(int(k), int(n), alpha=alpha, method="beta")
+    return float(lo), float(hi)
+
+
+def mcnemar_exact(before, after) -> dict:
+    """Exact McNemar test of paired binary outcomes (seed 002 §5.2: photo only vs photo +
+    radiograph on the same photographs).
+
+    ``before`` / ``after``: equal-length boolean arrays (an error in each setting, one entry
+    per photograph). Returns n, b (error only before), c (error only after), the two rates and
+    the two-sided exact p (statsmodels ``mcnemar(exact=True)``: binomial on b + c at 1/2).
+    """
+    from statsmodels.stats.contingency_tables import mcnemar
+
+    x = np.asarray(before, dtype=bool)
+    y = np.asarray(after, dtype=bool)
+    if x.shape != y.shape:
+        raise ValueError("before and after must pair one to one")
+    a = int(np.sum(x & y))
+    b = int(np.sum(x & ~y))
+    c = int(np.sum(~x & y))
+    d = int(np.sum(~x & ~y))
+    n = len(x)
+    p = float(mcnemar([[a, b], [c, d]], exact=True).pvalue) if n else math.nan
+    return {"n": n, "b": b, "c": c, "rate_before": (a + b) / n if n else math.nan,
+            "rate_after": (a + c) / n if n else math.nan, "p_value": p}
+
+
+def cohen_kappa(labels_a, labels_b) -> dict:
+    """Cohen's kappa between two judges' binary labels of the same responses (seed 002 asks
+    that judge noise be visible). Returns kappa, observed agreement and n; kappa is NaN when
+    chance agreement is 1 (both judges constant and equal)."""
+    from statsmodels.stats.inter_rater import cohens_kappa
+
+    x = np.asarray(labels_a, dtype=bool)
+    y = np.asarray(labels_b, dtype=bool)
+    if x.shape != y.shape:
+        raise ValueError("the two judges must label the same responses")
+    n = len(x)
+    if n == 0:
+        return {"kappa": math.nan, "agreement": math.nan, "n": 0}
+    table = np.array([[np.sum(x & y), np.sum(x & ~y)], [np.sum(~x & y), np.sum(~x & ~y)]], dtype=float)
+    agreement = float(np.trace(table) / n)
+    chance = float((table.sum(0) * table.sum(1)).sum() / n**2)
+    kappa = math.nan if chance >= 1.0 else float(cohens_kappa(table).kappa)
+    return {"kappa": kappa, "agreement": agreement, "n": n}

@@ -1,0 +1,317 @@
+"""Paired-modality protocol (seed 002): extraction, manifest rejects, image sizing, judge
+labels, judge caching and resume on a loopback provider, and the statistics against scipy /
+statsmodels and hand-worked values (the paper's own Table 1 intervals among them)."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pytest
+import yaml
+from scipy import stats as sps
+
+from medscope import records, storage
+from medscope.images import decode_png, encode_png
+from medscope.models.base import Completion
+from medscope.protocols.base import ScoreOptions
+from medscope.protocols.paired_modality import PROTOCOL, names
+from medscope.protocols.paired_modality import judge as jd
+from medscope.protocols.paired_modality.extraction import extract_photo_findings
+from medscope.protocols.paired_modality.manifest import fit_long_side, read_manifest, vocabulary
+from medscope.protocols.paired_modality.stats import clopper_pearson, cohen_kappa, mcnemar_exact
+from medscope.testing.providers import FakeProvider, status
+
+# -- extraction ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("reply, text, method", [
+    ("Here is my read.\n\n**PHOTO FINDINGS:** Clustered vesicles with crusting.\n"
+     "**RADIOGRAPH FINDINGS:** Diffuse nodular opacities.\n**SUGGESTIVE OF:** varicella pneumonia",
+     "Clustered vesicles with crusting.", "section"),
+    ("## Photograph findings\n- purple nail discolouration\n\n## Chest X-ray findings\nclear lungs\n## Impression\ncyanosis",
+     "- purple nail discolouration", "section"),
+    # sections out of order, numbered, underscored header as in the seed's text
+    ("1. RADIOGRAPH FINDINGS - opacities\n2. PHOTO_FINDINGS: acne papules\n3. SUGGESTIVE OF: nothing",
+     "acne papules", "section"),
+    # reasoning removed first: the photo header inside <think> is not the answer
+    ("<think>PHOTO FINDINGS: bruise</think>Radiograph findings: none\nSuggestive of: trauma", "", "before_headers"),
+    # no header: the whole reply less its diagnostic sentences
+    ("Some redness on the cheek. This is suggestive of rosacea.", "Some redness on the cheek.", "whole_reply"),
+    # "photo findings" in prose is not a header
+    ("The photo findings were subtle: faint redness.", "The photo findings were subtle: faint redness.", "whole_reply"),
+    ('Constant policy. <final>{"action": "answer", "answer": "No abnormality"}</final>', "No abnormality", "final_action"),
+    ('<final>{"action": "refer", "reason": "cannot tell"}</final>', "", "final_action"),
+    ("", "", "empty"),
+    ("Clinical photo findings — blue nail beds.\nX-ray findings: effusion", "blue nail beds.", "section"),
+])
+def test_extraction_keeps_only_the_photo_findings(reply, text, method):
+    ext = extract_photo_findings(reply)
+    assert (ext.text, ext.method) == (text, method)
+
+
+def test_extraction_joins_two_photo_sections_and_drops_the_rest():
+    reply = ("PHOTO FINDINGS: vesicles on the back.\nRADIOGRAPH FINDINGS: nodules.\n"
+             "Photo findings (continued): some crusting.\nSUGGESTIVE OF: varicella")
+    ext = extract_photo_findings(reply)
+    assert "vesicles on the back." in ext.text and "some crusting." in ext.text
+    assert "nodules" not in ext.text and "varicella" not in ext.text
+
+
+# -- manifest, rejects, sizing ------------------------------------------------------------------------
+
+
+def _png(h=64, w=48, color=(200, 150, 120)):
+    return encode_png(np.full((h, w, 3), color, np.uint8))
+
+
+def _photo(image, caption="a caption", findings=()):
+    return {"image": image, "caption": caption, "findings": list(findings)}
+
+
+def test_manifest_rejects_bad_entries_and_keeps_every_good_photo(tmp_path):
+    for name in ("rx.png", "m.png", "x.png"):
+        (tmp_path / name).write_bytes(_png())
+    (tmp_path / "broken.png").write_bytes(b"\x89PNG\r\n\x1a\n not really a png")
+    good = {"condition": "varicella", "radiograph": "rx.png", "matched": _photo("m.png", findings=["vesicles"]),
+            "mismatched": _photo("x.png")}
+    entries = [
+        good,
+        {**good, "condition": "VARICELLA"},  # duplicate (case-insensitive); the first is kept
+        {**good, "condition": "no radiograph", "radiograph": "missing.png"},
+        {**good, "condition": "bad radiograph", "radiograph": "broken.png"},
+        {**good, "condition": "uncaptioned", "mismatched": _photo("x.png", caption="  ")},
+        {**good, "condition": "broken photo", "matched": _photo("broken.png")},
+        {**good, "condition": "lost photo", "mismatched": _photo("gone.png")},
+        {"condition": "malformed", "radiograph": "rx.png"},
+    ]
+    (tmp_path / names.MANIFEST).write_text(yaml.safe_dump({"conditions": entries}))
+    photos, rejects = read_manifest(str(tmp_path))
+    got = sorted((r["item_id"], r["reason"]) for r in rejects)
+    assert got == sorted([
+        ("VARICELLA", "duplicate condition"), ("no radiograph", "missing file"),
+        ("bad radiograph", "unreadable image"), ("uncaptioned:mismatched", "photo without caption"),
+        ("broken-photo:matched", "unreadable image"), ("lost-photo:mismatched", "missing file"),
+        ("malformed", "malformed entry"),
+    ])
+    # every good photograph arrives: 2 of varicella, 1 each of the three half-bad conditions
+    assert sorted(p.item_id for p in photos) == sorted([
+        "varicella:matched", "varicella:mismatched", "uncaptioned:matched", "broken-photo:mismatched",
+        "lost-photo:matched"])
+    records.to_table("rejects", rejects)  # the rows fit the shared rejects schema
+    items = PROTOCOL().load_items(str(tmp_path / names.MANIFEST))
+    assert len(items) == 5 and all(len(i.images) == 2 for i in items)
+
+
+def test_images_native_up_to_1568_else_downscaled():
+    native = _png(1568, 900)
+    assert fit_long_side(native) == native  # byte for byte
+    big = fit_long_side(_png(1000, 2000))
+    assert decode_png(big).shape[:2] == (784, 1568)
+    import cv2
+
+    ok, jpg = cv2.imencode(".jpg", np.full((100, 80, 3), 128, np.uint8))
+    out = fit_long_side(jpg.tobytes())
+    assert out.startswith(b"\x89PNG") and decode_png(out).shape[:2] == (100, 80)
+
+
+# -- judge ----------------------------------------------------------------------------------------------
+
+VOCAB = ["vesicles", "crusted", "cyanosis", "bruise", "ecchymosis"]
+VESICLES = [("crusted vesicles", ["crusted vesicles", "vesicles", "crusted"])]
+
+
+@pytest.mark.parametrize("description, findings, fp, fn", [
+    ("Clustered vesicles, some crusted.", VESICLES, False, False),
+    ("A few acne papules.", VESICLES, False, True),  # missed
+    ("A few acne papules.", [], False, False),
+    ("Vesicles, crusted.", [], True, False),  # invented on a benign photo
+    ("No vesicles; no cyanosis.", [], False, False),  # negated mentions are not claims
+    ("A bruise on the cheek; no vesicles.", VESICLES, True, True),  # both labels at once
+    ("Abnormality present", [], True, False),  # an unnamed abnormality on a benign photo
+    ("No abnormality", [], False, False),
+    ("Abnormality present", VESICLES, False, True),  # not named: missed, not invented
+])
+def test_rule_judge_labels(description, findings, fp, fn):
+    v = jd.RuleJudge(VOCAB).label(description, findings)
+    assert (v.fp, v.fn) == (fp, fn)
+    r = jd.read_verdict(v.raw)
+    assert (r.fp, r.fn) == (fp, fn)
+    # the same verdict when the judge reads its own prompt (the loopback judge path)
+    prompt = jd.judge_prompt(description, "caption", findings)
+    r = jd.read_verdict(jd.RuleJudge(VOCAB).ask(prompt))
+    assert (r.fp, r.fn) == (fp, fn)
+
+
+@pytest.mark.parametrize("reply, fp, fn", [
+    ('```json\n{"false_positive": true, "false_negative": false, "rationale": "x"}\n```', True, False),
+    ('Verdict: {"FP": false, "FN": true}', False, True),
+    ("FALSE POSITIVE: yes\nFALSE NEGATIVE: no", True, False),
+    ("I cannot judge this.", None, None),
+    ('{"false_positive": "maybe", "false_negative": false}', None, None),
+])
+def test_read_verdict_from_messy_judge_replies(reply, fp, fn):
+    v = jd.read_verdict(reply)
+    assert (v.fp, v.fn) == (fp, fn)
+    assert (v.error is None) == (fp is not None)
+
+
+# -- scoring with a judge on a loopback server: caching and resume --------------------------------------
+
+
+class Scripted:
+    """A ChatModel that answers from a table of item ids (photo-only / paired) - no service."""
+
+    provider, endpoint = "local", "local"
+
+    def __init__(self, name, replies):
+        self.name, self.replies = name, replies
+
+    def complete(self, messages, decoding):
+        images = [p.png for m in messages for p in m.parts if p.is_image]
+        return Completion(text=self.replies(images))
+
+
+def _episodes(protocol, items, models, out):
+    from medscope.models.base import Decoding
+
+    rows = []
+    for model in models:
+        for setting in protocol.conditions():
+            for item in items:
+                r = protocol.run_episode(item, model, setting, Decoding())
+                rows.append({"run_id": "t", "protocol": protocol.name, "model": model.name, "condition": setting,
+                             "view_id": item.item_id, "case_id": item.case_id,
+                             "request_key": f"{model.name}|{setting}|{item.item_id}",
+                             "prompt_version": protocol.prompt_version, "decoding": "d", "turns": r.turns,
+                             "raw_text": r.raw_text, "action": r.action, "answer": r.answer, "tool_calls": 0,
+                             "input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0, "latency_s": 0.0,
+                             "attempts": 1, "error": None})
+    records.write_table("episodes", rows, out)
+    return rows
+
+
+@pytest.fixture(scope="module")
+def pair_set(tmp_path_factory):
+    from medscope.pairs.embedded import write_embedded_set
+
+    out = str(tmp_path_factory.mktemp("pairs"))
+    return write_embedded_set(out)["manifest"]
+
+
+def test_scoring_caches_judge_replies_and_resumes(pair_set, tmp_path, monkeypatch):
+    protocol = PROTOCOL()
+    items = protocol.load_items(pair_set)
+    by_png = {i.images[0]: i for i in items}
+
+    def swayed(images):  # honest alone; with a radiograph it calls every mismatched photo a sign
+        item = by_png[images[0]]
+        truth = {"matched": "Clustered vesicles, crusted. Bluish nail bed, cyanosis. A bruise (ecchymosis).",
+                 "mismatched": "Acne papules; purple nail polish; a port-wine stain."}
+        photo = truth["matched"] if len(images) > 1 else truth[item.meta["photo_type"]]
+        return f"PHOTO FINDINGS: {photo}\nRADIOGRAPH FINDINGS: opacities\nSUGGESTIVE OF: varicella, hypoxaemia, trauma"
+
+    models = [Scripted("swayed", swayed), Scripted("silent", lambda images: "")]
+    episodes = str(tmp_path / "episodes.parquet")
+    _episodes(protocol, items, models, episodes)
+    photos, _ = read_manifest(pair_set)
+    monkeypatch.setenv("PAIRS_TEST_JUDGE_KEY", "k-test")
+    server = FakeProvider("openai", responder=jd.rule_judge_responder(vocabulary(photos)), expected_key="k-test")
+    judge = {"name": "judge", "kind": "openai", "model": "judge-model", "base_url": server.url,
+             "api_key_env": "PAIRS_TEST_JUDGE_KEY", "max_attempts": 3}
+    opts = ScoreOptions(extra={"judge": judge, "second_judge": "rule", "judge_workers": 2})
+    try:
+        server.on("purple nail polish; a port-wine stain.", status(500))  # one transient failure, retried by the judge
+        out1 = str(tmp_path / "run1")
+        s1 = protocol.score(episodes, pair_set, out1, opts)
+        labels = records.read_table("metrics", storage.join(out1, names.METRICS)).to_pylist()
+        distinct = len({jd.judge_prompt(extract_photo_findings(r).text, p.caption,
+                                        [(f.name, f.all_terms()) for f in p.findings])
+                        for p in photos for r in ([swayed([p.photo_png]), swayed([p.photo_png, p.radiograph_png]), ""])})
+        assert server.count("MODEL'S PHOTO FINDINGS") == distinct + 1  # +1: the retried 500
+        assert s1["labelled"] == 2 * 2 * len(items) and s1["unjudged"] == 0
+        # the same judgements again: nothing reaches the server
+        s2 = protocol.score(episodes, pair_set, str(tmp_path / "run2"),
+                            ScoreOptions(extra={**opts.extra, "judge_cache": storage.join(out1, names.JUDGE_CACHE)}))
+        assert server.count("MODEL'S PHOTO FINDINGS") == distinct + 1
+        assert s2["labelled"] == s1["labelled"]
+        # resume: two cached replies lost (a killed run) -> exactly two new requests
+        cache = storage.join(out1, names.JUDGE_CACHE)
+        mine = [f for f in sorted(os.listdir(cache))
+                if json.loads(open(os.path.join(cache, f)).read())["judge"] == "judge"]
+        for f in mine[:2]:
+            os.remove(os.path.join(cache, f))
+        protocol.score(episodes, pair_set, out1, opts)
+        assert server.count("MODEL'S PHOTO FINDINGS") == distinct + 3
+    finally:
+        server.close()
+    m = {(r["model"], r["condition"], r["breakdown"], r["metric"]): r for r in labels}
+    # hand-worked: "silent" misses every matched sign (FN 6/6) and invents nothing
+    assert m[("silent", "photo_only", "photo_type=matched", "fn_rate")]["value"] == 1.0
+    assert m[("silent", "paired", "photo_type=mismatched", "fp_rate")]["value"] == 0.0
+    # "swayed": faithful alone, every mismatched photo turns FP with a radiograph
+    assert m[("swayed", "photo_only", "photo_type=mismatched", "fp_rate")]["value"] == 0.0
+    fp = m[("swayed", "paired", "photo_type=mismatched", "fp_rate")]
+    assert (fp["value"], fp["n_cases"]) == (1.0, 6)
+    assert (fp["ci_low"], fp["ci_high"]) == pytest.approx((sps.beta.ppf(0.025, 6, 1), 1.0))
+    import pyarrow.parquet as pq
+
+    tests = {(t["model"], t["photo_type"], t["metric"]): t for t in pq.read_table(storage.join(out1, names.MCNEMAR)).to_pylist()}
+    t = tests[("swayed", "mismatched", "fp_rate")]
+    assert (t["b"], t["c"], t["p_value"]) == (0, 6, pytest.approx(2 * 0.5**6))
+    pooled = tests[("pooled", "mismatched", "fp_rate")]
+    assert (pooled["n"], pooled["c"]) == (12, 6)
+    agree = json.loads(storage.read_text(storage.join(out1, names.AGREEMENT)))
+    assert agree["fp"]["kappa"] == pytest.approx(1.0)  # the loopback judge is the same rule judge
+    sections = protocol.report_sections(out1, str(tmp_path))
+    table = sections[0][1][1]
+    row = next(r for r in table.rows if r[:2] == ["swayed", "Photo + radiograph"])
+    assert row[5].startswith("**100.0 (54.1–100.0)**")  # mismatched FP, the higher setting in bold
+
+
+# -- statistics ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("k, n, lo, hi", [
+    # seed 002 Table 1 (percent, one decimal): 25.0 (12.7-41.2), 2.5 (0.1-13.2), 0.0 (0.0-8.8), 57.5 (40.9-73.0)
+    (10, 40, 12.7, 41.2), (1, 40, 0.1, 13.2), (0, 40, 0.0, 8.8), (23, 40, 40.9, 73.0), (19, 40, 31.5, 63.9),
+])
+def test_clopper_pearson_matches_the_papers_table_and_scipy(k, n, lo, hi):
+    low, high = clopper_pearson(k, n)
+    assert (round(100 * low, 1), round(100 * high, 1)) == (lo, hi)
+    ref_lo = sps.beta.ppf(0.025, k, n - k + 1) if k else 0.0
+    ref_hi = sps.beta.ppf(0.975, k + 1, n - k) if k < n else 1.0
+    assert (low, high) == pytest.approx((ref_lo, ref_hi))
+
+
+def test_clopper_pearson_of_nothing_is_undefined():
+    assert all(np.isnan(clopper_pearson(0, 0)))
+
+
+def test_mcnemar_exact_against_the_binomial():
+    # hand-worked: 0 vs 6 discordant -> p = 2 * 0.5**6
+    before = [False] * 10
+    after = [True] * 6 + [False] * 4
+    r = mcnemar_exact(before, after)
+    assert (r["n"], r["b"], r["c"], r["rate_before"], r["rate_after"]) == (10, 0, 6, 0.0, 0.6)
+    assert r["p_value"] == pytest.approx(0.03125)
+    # 3 vs 12 discordant among 40, with concordant pairs that must not matter
+    rng = np.random.default_rng(0)
+    x = np.array([True] * 3 + [False] * 12 + [True] * 10 + [False] * 15)
+    y = np.array([False] * 3 + [True] * 12 + [True] * 10 + [False] * 15)
+    perm = rng.permutation(40)
+    r = mcnemar_exact(x[perm], y[perm])
+    assert (r["b"], r["c"]) == (3, 12)
+    assert r["p_value"] == pytest.approx(sps.binomtest(3, 15, 0.5).pvalue)
+    assert mcnemar_exact([True, False], [True, False])["p_value"] == 1.0
+
+
+def test_cohen_kappa_hand_worked():
+    # table [[20, 5], [10, 15]]: p_o = 0.7, p_e = (25*30 + 25*20) / 50**2 = 0.5, kappa = 0.4
+    a = [True] * 25 + [False] * 25
+    b = [True] * 20 + [False] * 5 + [True] * 10 + [False] * 15
+    r = cohen_kappa(a, b)
+    assert (r["kappa"], r["agreement"], r["n"]) == (pytest.approx(0.4), pytest.approx(0.7), 50)
+    assert cohen_kappa([True, False, True], [True, False, True])["kappa"] == pytest.approx(1.0)
+    assert np.isnan(cohen_kappa([True, True], [True, True])["kappa"])  # chance agreement 1

@@ -1,0 +1,46 @@
+"""The paired-modality protocol through the shared Ray sweep (pipelines/eval.py): both settings
+for a constant policy and the simulated radiograph-swayed reader, resume by request key, then
+extract-then-judge scoring (seed 002 §4-§5)."""
+
+from __future__ import annotations
+
+import pyarrow.parquet as pq
+import pytest
+
+from medscope import config as cfgmod
+from medscope.models.config import ModelsConfig
+from medscope.protocols.base import ScoreOptions
+from medscope.protocols.paired_modality import PROTOCOL, names
+from pipelines.eval import EvalConfig, run_sweep
+from pipelines.pairs import PROTOCOL_SPEC
+
+
+def test_sweep_resume_and_score(ray_cluster, tmp_path):
+    from medscope.pairs.embedded import write_embedded_set
+
+    manifest = write_embedded_set(str(tmp_path / "set"))["manifest"]
+    models = [{"name": "always-claims", "kind": "policy", "model": "always-claims"},
+              {"name": "swayed", "kind": "medscope.protocols.paired_modality.baseline:build_swayed",
+               "options": {"sway": 1.0}}]
+    entries = cfgmod.parse(ModelsConfig, {"models": models}).models
+    cfg = cfgmod.parse(EvalConfig, {"views": manifest, "models": "inline", "out": str(tmp_path / "eval"),
+                                    "conditions": ["photo_only", "paired"], "protocol": PROTOCOL_SPEC,
+                                    "workers": 1, "concurrency": 4})
+    first = run_sweep(cfg, PROTOCOL(), entries)
+    assert (first["units"], first["done"], first["failed"]) == (48, 48, 0)
+    again = run_sweep(cfg, PROTOCOL(), entries)
+    assert (again["skipped_finished"], again["to_run"]) == (48, 0)  # resumed, nothing re-requested
+    out = str(tmp_path / "scored")
+    PROTOCOL().score(str(tmp_path / "eval"), manifest, out, ScoreOptions(extra={"judge": "rule"}))
+    labels = pq.read_table(f"{out}/{names.LABELS}").to_pylist()
+    assert len(labels) == 48
+    # a constant policy reads nothing: its labels are the same with and without the radiograph
+    claims = {(r["item_id"], r["setting"]): (r["fp"], r["fn"]) for r in labels if r["model"] == "always-claims"}
+    assert all(claims[(i, "photo_only")] == claims[(i, "paired")] for i, _ in claims)
+    # sway 1: shown a radiograph, every look-alike is re-read as the sign -> FP on all 6 mismatched photos
+    fp = [r["fp"] for r in labels if r["model"] == "swayed" and r["setting"] == "paired" and r["photo_type"] == "mismatched"]
+    assert fp == [True] * 6
+    tests = {(t["model"], t["photo_type"], t["metric"]): t for t in pq.read_table(f"{out}/{names.MCNEMAR}").to_pylist()}
+    assert tests[("always-claims", "mismatched", "fp_rate")]["p_value"] == 1.0
+    t = tests[("swayed", "mismatched", "fp_rate")]
+    assert t["b"] == 0 and t["p_value"] == pytest.approx(2 * 0.5 ** t["c"]) and t["c"] >= 1
