@@ -245,6 +245,57 @@ class Report(_Folder):
 
 
 @dataclass(frozen=True)
+class BenchgenBuild(_Folder):
+    """``medscope benchgen build``: questions and montages (part files), rejects, the generation
+    calls' cache and the build manifest."""
+
+    @property
+    def items(self) -> str:
+        return self._at("items")
+
+    @property
+    def montages(self) -> str:
+        return self._at("montages")
+
+    @property
+    def rejects(self) -> str:
+        return self._at("rejects")
+
+    @property
+    def generation(self) -> str:
+        return self._at("generation")
+
+    @property
+    def studies(self) -> str:
+        return self._at("generation", "studies.jsonl")
+
+    @property
+    def manifest(self) -> str:
+        return self._at("build.json")
+
+
+@dataclass(frozen=True)
+class PairSet(_Folder):
+    """``medscope pairs generate | review | build``: candidates, the review file a person edits,
+    and the built manifest of approved pairs with its rejects."""
+
+    MANIFEST: ClassVar[str] = "manifest.yaml"
+    MANIFEST_REJECTS: ClassVar[str] = "manifest_rejects.parquet"
+    CANDIDATES: ClassVar[str] = "candidates"
+    REVIEW: ClassVar[str] = "review.yaml"
+
+
+class PairedScoredRun(ScoredRun):
+    """A scored run of the paired-modality protocol: per-episode labels, McNemar tests, judge
+    agreement and the judge cache, beside the shared metrics and manifest."""
+
+    LABELS: ClassVar[str] = "labels.parquet"
+    MCNEMAR: ClassVar[str] = "mcnemar.parquet"
+    AGREEMENT: ClassVar[str] = "agreement.json"
+    JUDGE_CACHE: ClassVar[str] = "judge_cache"
+
+
+@dataclass(frozen=True)
 class ReaderPack(_Folder):
     """``medscope reader pack``: the readers' folder (page + images, no key) and the key beside it."""
 
@@ -293,12 +344,16 @@ TABLE_MEMBERS: dict[str, tuple[str, ...]] = {
     "probe_scores": ("probe_scores.parquet",),
     "metrics": ("metrics.parquet",),
     "comparisons": ("comparisons.parquet",),
+    "mcq_items": ("items",),
+    "montages": ("montages",),
+    "mcq_scores": ("mcq_scores.parquet",),
+    "mcq_tests": ("tests.parquet",),
 }
 
 
 # Tables written as folders of write-once part files: an empty folder is an empty table (a
 # sweep with nothing finished yet); any other table must be a file or sit in its folder.
-PART_TABLES = frozenset({"episodes", "probe_items", "rejects"})
+PART_TABLES = frozenset({"episodes", "probe_items", "rejects", "mcq_items", "montages"})
 
 
 def table_uri(name: str, uri: str) -> str:

@@ -1,4 +1,4 @@
-"""``medscope benchgen build | schema | show``: a private multiple-choice benchmark from an
+"""``medscope benchgen build | schema | phantom | show``: a private multiple-choice benchmark from an
 institution's own reports and volumes (seed 001 Methods).
 
 build: approved schema -> reports paired with volumes (rejects for the rest) -> generation
@@ -9,19 +9,21 @@ questions, each written as a write-once part (a rerun skips finished studies).
 
 Output under ``--out`` (names in ``OUT``): ``items/`` (mcq_items parts), ``montages/``,
 ``rejects/``, ``generation/`` (the generation sweep: episodes, its own rejects), ``build.json``.
-Then ``medscope eval --protocol medscope.protocols.benchmark_mcq.protocol:BenchmarkMCQProtocol
---views <out> --conditions sighted,blind``, score and report as for every protocol.
+Then ``medscope eval run --protocol benchmark_mcq --items <out> --conditions sighted,blind``,
+``medscope score`` and ``medscope report`` as for every protocol.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import sys
 from collections import Counter
 
 import pydantic
 
-from medscope import config as cfgmod
+from medscope import layout, config as cfgmod
 from medscope import records, storage
 from medscope.benchgen import cohort as cohortmod
 from medscope.benchgen import schema as schemamod
@@ -35,10 +37,13 @@ from medscope.models.config import ModelEntry, ModelsConfig
 from medscope.seeding import stable_hash
 from pipelines.support.jobs import job_main
 
+# the build folder's names, from medscope.layout.BenchgenBuild
 OUT = {"items": "items", "montages": "montages", "rejects": "rejects", "generation": "generation",
        "studies": "generation/studies.jsonl", "manifest": "build.json"}
+assert all(getattr(layout.BenchgenBuild("."), k) == storage.join(".", *v.split("/")) for k, v in OUT.items())
 GENERATION_PROTOCOL = "medscope.benchgen.generation:GenerationProtocol"
-MCQ_PROTOCOL = "medscope.protocols.benchmark_mcq.protocol:BenchmarkMCQProtocol"
+MCQ_PROTOCOL = "benchmark_mcq"
+LOCAL_KEY_ENV = "MEDSCOPE_BENCHGEN_LOCAL_KEY"
 
 
 class BuildConfig(StrictModel):
@@ -224,18 +229,124 @@ def show(uri: str) -> dict:
                                                 for k in ("item_id", "question", "options", "answer")}}
 
 
-def run_benchgen_demo(out_dir: str) -> dict:
-    """The embedded default end to end (phantom volumes + generated reports -> build -> trivial
-    policies and the classical reader sighted and blind -> score -> report); returns paths."""
-    from pipelines.benchgen_demo import run_demo
+DEMO_CASES = 6
 
-    return run_demo(out_dir)
+
+def build_demo_benchmark(out: str, n_cases: int = DEMO_CASES) -> dict:
+    """Seed 001's embedded default: phantom CT volumes with liver lesions and reports written from
+    their label maps -> the shipped liver schema, approved at both checkpoints (the demo stands in
+    for the clinician) -> a build with the deterministic rule extractor and a loopback
+    OpenAI-compatible server writing the report-derived questions. Returns the build summary."""
+    import shutil
+
+    from medscope.benchgen.phantom import phantom_cohort
+    from medscope.testing.benchgen_author import author_responder
+    from medscope.testing.providers import FakeProvider
+
+    out = storage.absolute(out)
+    cohort = phantom_cohort(storage.join(out, "cohort"), n_cases=n_cases)
+    schema_uri = storage.join(out, "liver_schema.yaml")
+    shutil.copyfile(schemamod.shipped_path("liver"), schema_uri)
+    for cp in schemamod.CHECKPOINTS:
+        schemamod.approve(schema_uri, cp, "demo (automatic; a clinician approves a real cohort)", REPORT_PROMPT)
+    os.environ.setdefault(LOCAL_KEY_ENV, "local-server-no-key")  # a local OpenAI-compatible server takes any key
+    author = FakeProvider("openai", responder=author_responder(schemamod.load_schema(schema_uri)))
+    try:
+        gen = {"name": "author-llm", "kind": "openai", "model": "local-author", "base_url": author.url,
+               "api_key_env": LOCAL_KEY_ENV, "max_attempts": 2}
+        cfg = BuildConfig.model_validate({
+            "reports": cohort["reports"], "volumes": cohort["volumes"], "schema": schema_uri,
+            "out": storage.join(out, "benchmark"), "cohort": "phantom_liver_ct", "private": True,
+            "endpoint_allowlist": [author.url], "generator_entry": gen})
+        built = build(cfg)
+        built["generation_requests_served"] = len(author.requests)
+    finally:
+        author.close()
+    return {**built, "build": cfg.out}
 
 
 def register(sub) -> None:
-    from pipelines.benchgen_cli import register as reg
+    p = sub.add_parser("benchgen", help="build a private multiple-choice benchmark from reports + volumes (seed 001)")
+    verbs = p.add_subparsers(dest="benchgen_verb", metavar="ACTION")
+    verbs.required = True
 
-    reg(sub)
+    b = verbs.add_parser("build", help="reports + volumes + approved schema -> items, montages, rejects")
+    b.add_argument("--reports", required=True, help="CSV or JSONL: case_id, study, findings, impression")
+    b.add_argument("--volumes", required=True, help="<root>/<case_id>/<sequence>.nii.gz or <sequence>/ (DICOM)")
+    b.add_argument("--schema", required=True, help="approved schema YAML (see `benchgen schema init|approve`)")
+    b.add_argument("--out", required=True)
+    b.add_argument("--cohort", default="cohort", help="cohort name (a column of every table)")
+    b.add_argument("--public", action="store_true", help="the cohort's reports are not private")
+    b.add_argument("--allow-endpoint", action="append", default=[], help="endpoint allowed to receive report text")
+    b.add_argument("--imaging-source", default="private", choices=("private", "public"))
+    b.add_argument("--matched-group", default=None, help="cohorts generated identically (Table 3)")
+    b.add_argument("--extractor", default="rules", choices=("rules", "llm"))
+    b.add_argument("--generator-models", default=None, help="configs/models/<file>.yaml with the question writer")
+    b.add_argument("--generator", default=None, help="model name in --generator-models (default: the first)")
+    b.add_argument("--no-report-questions", action="store_true", help="schema-driven questions only")
+    b.add_argument("--seed", type=int, default=42)
+    b.set_defaults(func=_build)
+
+    s = verbs.add_parser("schema", help="show a schema's checkpoint hashes, copy a shipped one, approve")
+    s.add_argument("action", choices=("show", "init", "approve"))
+    s.add_argument("schema", help="schema YAML, or a shipped name (liver | lung | brain) for show / init")
+    s.add_argument("--out", help="init: where to copy the shipped schema")
+    s.add_argument("--checkpoint", choices=schemamod.CHECKPOINTS, help="approve: schema | templates")
+    s.add_argument("--by", default="", help="approve: the reviewer's name")
+    s.set_defaults(func=_schema)
+
+    ph = verbs.add_parser("phantom", help="write the phantom cohort: CT volumes with liver lesions + reports")
+    ph.add_argument("--out", required=True)
+    ph.add_argument("--cases", type=int, default=6)
+    ph.set_defaults(func=_phantom)
+
+    w = verbs.add_parser("show", help="summarise a build folder")
+    w.add_argument("uri")
+    w.set_defaults(func=lambda a: print(json.dumps(show(a.uri), indent=2, default=str)))
+
+
+def _phantom(a) -> None:
+    from medscope.benchgen.phantom import phantom_cohort
+
+    print(json.dumps(phantom_cohort(a.out, n_cases=a.cases), indent=2))
+
+
+def _build(a) -> None:
+    from pipelines.support.jobs import print_summary
+
+    cfg = cfgmod.parse(BuildConfig, {
+        "reports": a.reports, "volumes": a.volumes, "schema": a.schema, "out": a.out, "cohort": a.cohort,
+        "private": not a.public, "endpoint_allowlist": a.allow_endpoint, "imaging_source": a.imaging_source,
+        "matched_group": a.matched_group, "extractor": a.extractor, "generator_models": a.generator_models,
+        "generator_name": a.generator, "report_questions": not a.no_report_questions, "seed": a.seed,
+    }, source="medscope benchgen build")
+    print_summary(build(cfg))
+
+
+def _schema(a) -> None:
+    if a.action == "init":
+        if not a.out:
+            raise MedScopeError("benchgen schema init NAME --out FILE")
+        shutil.copyfile(schemamod.shipped_path(a.schema), a.out)
+        print(f"copied {a.schema} schema to {a.out}; review it, then approve both checkpoints")
+        return
+    uri = schemamod.resolve(a.schema)
+    if a.action == "approve":
+        if not a.checkpoint:
+            raise MedScopeError("approve needs --checkpoint schema|templates and --by NAME")
+        print(json.dumps(schemamod.approve(uri, a.checkpoint, a.by, REPORT_PROMPT), indent=2))
+        return
+    sch = cfgmod.load(schemamod.Schema, uri)
+    print(f"schema {sch.name} ({sch.organ}; {sch.framework})")
+    for f in sch.fields:
+        print(f"  {f.name:<28} {f.type:<7} {f.subcategory:<22} {' | '.join(f.choices())}")
+    hashes = schemamod.checkpoint_hashes(sch, REPORT_PROMPT)
+    approved = schemamod.read_approval(uri)
+    for cp in schemamod.CHECKPOINTS:
+        got = (approved.get(cp) or {})
+        state = "approved by " + got["by"] if got.get("sha256") == hashes[cp] else (
+            "CHANGED since approval" if got else "not approved")
+        print(f"  checkpoint {cp}: {hashes[cp][:16]}… {state}")
 
 
 if __name__ == "__main__":

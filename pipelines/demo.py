@@ -186,6 +186,60 @@ def step_train_smoke(ctx: DemoContext) -> None:
     ))
 
 
+def step_benchgen(ctx: DemoContext) -> None:
+    """Seed 001: a contamination-controlled multiple-choice benchmark from phantom reports and
+    volumes (rule extractor; a loopback OpenAI-compatible server writes the report-derived
+    questions), evaluated sighted and blind through the same sweep and scored by its protocol."""
+    from medscope.config import shipped
+    from pipelines.benchgen import MCQ_PROTOCOL, build_demo_benchmark
+    from pipelines.eval import EvalConfig, run_sweep
+    from pipelines.score import score
+
+    built = build_demo_benchmark(ctx.uri("benchgen"))
+    items = built["items"]
+    print(f"  benchmark: {items['rads']} schema-driven + {items['report']} report-derived questions from "
+          f"{built['studies_built']} studies", file=sys.stderr)
+    out = ctx.uri("benchgen", "eval")
+    run_sweep(EvalConfig(items=built["build"], models=shipped("models", "benchgen_baselines.yaml"), out=out,
+                         protocol=MCQ_PROTOCOL, conditions=["sighted", "blind"], workers=1, concurrency=4))
+    scored = ctx.uri("benchgen", "scored")
+    summary = score(out, scored, items_uri=built["build"])
+    ctx.paths.update(benchgen=built["build"], benchgen_scored=scored)
+    ctx.summary["benchgen"] = {"questions": items, "episodes": summary["episodes"]}
+
+
+def step_pairs(ctx: DemoContext) -> None:
+    """Seed 002: the embedded paired-modality set (phantom radiographs, drawn photo-like patches
+    with and without a sign), photo only vs paired through the same sweep, extract-then-judge
+    scoring with a loopback judge (Anthropic wire) and a second rule judge for agreement."""
+    import json
+
+    from medscope.pairs.embedded import write_embedded_set
+    from medscope.protocols.paired_modality.judge import rule_judge_responder
+    from medscope.protocols.paired_modality.manifest import read_manifest, vocabulary
+    from medscope.testing.providers import FakeProvider
+    from pipelines.eval import EvalConfig, run_sweep
+    from pipelines.pairs import DEMO_MODELS, PROTOCOL_SPEC, demo_judge_entry
+    from pipelines.score import score
+
+    built = write_embedded_set(ctx.uri("pairs", "set"))
+    models = ctx.uri("pairs", "models.yaml")
+    storage.write_text(models, json.dumps({"models": DEMO_MODELS}, indent=1))
+    out = ctx.uri("pairs", "eval")
+    run_sweep(EvalConfig(items=built["manifest"], models=models, out=out, protocol=PROTOCOL_SPEC,
+                         conditions=["photo_only", "paired"], workers=1, concurrency=4))
+    photos, _ = read_manifest(built["manifest"])
+    judge = FakeProvider("anthropic", responder=rule_judge_responder(vocabulary(photos)))
+    try:
+        scored = ctx.uri("pairs", "scored")
+        summary = score(out, scored, items_uri=built["manifest"], judge=demo_judge_entry(judge.url),
+                        second_judge="rule-named-only")
+    finally:
+        judge.close()
+    ctx.paths.update(pairs=built["manifest"], pairs_scored=scored)
+    ctx.summary["pairs"] = {"labelled": summary["labelled"], "kappa_fp": summary["kappa_fp"]}
+
+
 def step_score(ctx: DemoContext) -> None:
     """Score the evaluate step's episodes: rewards, metrics with case-bootstrap intervals."""
     from pipelines.score import score
@@ -200,7 +254,8 @@ def step_report(ctx: DemoContext) -> None:
     """The run report (Markdown + self-contained HTML); the demo ends here."""
     from medscope.report.build import build_report
 
-    runs = [ctx.paths["scoring_run"]] + ([ctx.paths["probe_scored"]] if "probe_scored" in ctx.paths else [])
+    runs = [ctx.paths["scoring_run"]] + [ctx.paths[k] for k in ("probe_scored", "benchgen_scored", "pairs_scored")
+                                         if k in ctx.paths]
     written = build_report(runs, ctx.uri("report"), extra_sections=ctx.report_sections, title="MedScope demo report")
     ctx.paths["report"] = written["html"]
     ctx.summary["report"] = written
@@ -253,6 +308,8 @@ STEPS: list[tuple[str, Step]] = [
     ("fit the classical reader (train split)", step_fit_reader),
     ("evaluate models", step_evaluate),
     ("training smoke run", step_train_smoke),
+    ("report-derived multiple-choice benchmark (seed 001)", step_benchgen),
+    ("paired-modality evaluation (seed 002)", step_pairs),
     ("score", step_score),
     ("report", step_report),
 ]

@@ -1,17 +1,17 @@
-"""``medscope pairs``: build, check, score and report paired-modality sets (seed 002).
+"""``medscope pairs``: generate, review, build and check paired-modality sets (seed 002).
 
     medscope pairs generate --spec pairs.yaml --work W      # candidates -> W/review.yaml (pending)
     medscope pairs review W [--approve ID ...] [--reject ID ...] [--retry ID ... --feedback TEXT]
     medscope pairs build --spec pairs.yaml --work W --out SET   # approved photos -> SET/manifest.yaml
     medscope pairs check SET                                 # counts and manifest rejects
     medscope pairs embedded --out SET                        # the generated stand-in set
-    medscope eval --protocol medscope.protocols.paired_modality:PROTOCOL --views SET \
-        --models M.yaml --conditions photo_only,paired --out EVAL
-    medscope pairs score --episodes EVAL --items SET --out RUN [--judge rule|NAME --judge-models F]
-    medscope pairs report RUN --out REPORT
-    medscope pairs demo [--out DIR]                          # all of it on the embedded set
+    medscope eval run --protocol paired_modality --items SET --models M.yaml \
+        --conditions photo_only,paired --out EVAL
+    medscope score --episodes EVAL --out RUN [--score-option judge=rule|NAME --score-option judge_models=F]
+    medscope report --run RUN --out REPORT
 
-``run_pairs_demo(out_dir)`` is the demo as a function (the main demo can call it).
+Evaluation, scoring (extract-then-judge) and the report are the shared verbs; ``medscope demo``
+runs the whole protocol on the embedded set with a loopback judge.
 """
 
 from __future__ import annotations
@@ -19,15 +19,13 @@ from __future__ import annotations
 import json
 import os
 import sys
-import time
 
 from medscope import config as cfgmod
 from medscope import records, storage
 from medscope.errors import MedScopeError
-from medscope.protocols.base import ScoreOptions
 from medscope.protocols.paired_modality import PROTOCOL, names
 
-PROTOCOL_SPEC = "medscope.protocols.paired_modality:PROTOCOL"
+PROTOCOL_SPEC = "paired_modality"
 JUDGE_KEY_ENV = "MEDSCOPE_PAIRS_LOOPBACK_JUDGE_KEY"  # a placeholder for the loopback judge, not a secret
 DEMO_MODELS = [
     {"name": "always-claims", "kind": "policy", "model": "always-claims"},
@@ -65,86 +63,19 @@ def check(uri: str, rejects_out: str | None = None) -> dict:
             "rejects": reasons, "rejects_table": out if rejects else None}
 
 
-def score(episodes: str, items: str, out: str, judge: str = "rule", judge_models: str | None = None,
-          second_judge: str | None = None, judge_cache: str | None = None) -> dict:
-    extra = {"judge": judge}
-    if judge_models:
-        extra["judge_models"] = judge_models
-    if second_judge:
-        extra["second_judge"] = second_judge
-    if judge_cache:
-        extra["judge_cache"] = judge_cache
-    return PROTOCOL().score(episodes, items, out, ScoreOptions(extra=extra))
-
-
-def report(scored_run: str, out: str) -> dict:
-    """``report.md`` (+ images) and a self-contained ``report.html`` of a scored run."""
-    from medscope.report.render import Section, to_html, to_markdown
-
-    sections = [Section(t, b) for t, b in PROTOCOL().report_sections(scored_run, out)]
-    title = "MedScope paired-modality report"
-    md, files = to_markdown(title, sections)
-    for rel, data in files.items():
-        storage.write_bytes(storage.join(out, rel), data)
-    storage.write_text(storage.join(out, "report.md"), md)
-    storage.write_text(storage.join(out, "report.html"), to_html(title, sections))
-    return {"markdown": storage.join(out, "report.md"), "html": storage.join(out, "report.html")}
-
-
-def run_pairs_demo(out_dir: str = "pairs-demo-out", workers: int = 1) -> dict:
-    """The paired-modality protocol end to end with no external service: the embedded set; the
-    trivial policies, the colour k-NN reader and a simulated radiograph-swayed reader in both
-    settings through the shared Ray sweep; a loopback judge server (Anthropic wire, rule judge
-    behind it) and a second, stricter rule judge; scores and a report. Returns paths and timings."""
-    from medscope.models.config import ModelsConfig
-    from medscope.pairs.embedded import write_embedded_set
-    from medscope.protocols.paired_modality.judge import rule_judge_responder
-    from medscope.protocols.paired_modality.manifest import read_manifest, vocabulary
-    from medscope.testing.providers import FakeProvider
-    from pipelines.eval import EvalConfig, run_sweep
-
-    t0 = time.monotonic()
-    timings = {}
-    built = write_embedded_set(storage.join(out_dir, "pairs"))
-    timings["pairs_s"] = round(time.monotonic() - t0, 1)
-    models_uri = storage.join(out_dir, "models.yaml")
-    storage.write_text(models_uri, json.dumps({"models": DEMO_MODELS}, indent=1))
-    entries = cfgmod.parse(ModelsConfig, {"models": DEMO_MODELS}).models
-    t = time.monotonic()
-    cfg = cfgmod.parse(EvalConfig, {"views": built["manifest"], "models": models_uri, "out": storage.join(out_dir, "eval"),
-                                    "conditions": ["photo_only", "paired"], "protocol": PROTOCOL_SPEC,
-                                    "workers": workers, "concurrency": 4}, source="pairs demo")
-    sweep = run_sweep(cfg, PROTOCOL(), entries)
-    timings["eval_s"] = round(time.monotonic() - t, 1)
-    photos, _ = read_manifest(built["manifest"])
+def demo_judge_entry(url: str) -> dict:
+    """The judge of the embedded demo: a loopback server speaking the Anthropic wire with the
+    deterministic rule judge behind it, reached through the real Anthropic adapter."""
     os.environ.setdefault(JUDGE_KEY_ENV, "loopback-placeholder")
-    server = FakeProvider("anthropic", responder=rule_judge_responder(vocabulary(photos)))
-    try:
-        judge = {"name": "loopback-rule-judge", "kind": "anthropic", "model": "rule-judge-loopback",
-                 "base_url": server.url, "api_key_env": JUDGE_KEY_ENV, "max_output_tokens": 500, "timeout_s": 30}
-        t = time.monotonic()
-        scored_dir = storage.join(out_dir, "scored")
-        summary = PROTOCOL().score(storage.join(out_dir, "eval"), built["manifest"], scored_dir,
-                                   ScoreOptions(extra={"judge": judge, "second_judge": "rule-named-only"}))
-        timings["score_s"] = round(time.monotonic() - t, 1)
-        judge_requests = len(server.requests)
-    finally:
-        server.close()
-    t = time.monotonic()
-    rep = report(scored_dir, storage.join(out_dir, "report"))
-    timings["report_s"] = round(time.monotonic() - t, 1)
-    timings["total_s"] = round(time.monotonic() - t0, 1)
-    return {"manifest": built["manifest"], "episodes": sweep["episodes"], "scored": scored_dir,
-            "metrics": summary["metrics"], "mcnemar": summary["mcnemar"], "labels": summary["labels"],
-            "report_md": rep["markdown"], "report_html": rep["html"], "episodes_run": sweep["done"],
-            "judge_requests_served": judge_requests, "kappa_fp": summary["kappa_fp"], "timings": timings}
+    return {"name": "loopback-rule-judge", "kind": "anthropic", "model": "rule-judge-loopback",
+            "base_url": url, "api_key_env": JUDGE_KEY_ENV, "max_output_tokens": 500, "timeout_s": 30}
 
 
 # --- CLI --------------------------------------------------------------------------------------------
 
 
 def register(sub) -> None:
-    p = sub.add_parser("pairs", help="paired-modality sets (seed 002): generate, review, build, check, score, report")
+    p = sub.add_parser("pairs", help="paired-modality sets (seed 002): generate, review, build, check")
     v = p.add_subparsers(dest="pairs_verb", metavar="VERB")
     v.required = True
     g = v.add_parser("generate", help="one round of candidate photographs into WORK/review.yaml")
@@ -171,23 +102,6 @@ def register(sub) -> None:
     e = v.add_parser("embedded", help="write the embedded generated pair set")
     e.add_argument("--out", required=True)
     e.set_defaults(func=lambda a: _print(__import__("medscope.pairs.embedded", fromlist=["x"]).write_embedded_set(a.out)))
-    s = v.add_parser("score", help="extract-then-judge episodes: labels, rates with exact CIs, McNemar, kappa")
-    s.add_argument("--episodes", required=True, help="an eval output folder or its episodes table")
-    s.add_argument("--items", required=True, help="the manifest the episodes ran on")
-    s.add_argument("--out", required=True)
-    s.add_argument("--judge", default="rule", help="rule | rule-named-only | a model name in --judge-models")
-    s.add_argument("--second-judge", default=None, help="same choices; gives Cohen's kappa")
-    s.add_argument("--judge-models", default=None, help="configs/models/<file>.yaml holding the judge entries")
-    s.add_argument("--judge-cache", default=None, help="judge reply cache (default: OUT/judge_cache)")
-    s.set_defaults(func=lambda a: _print(score(a.episodes, a.items, a.out, a.judge, a.judge_models,
-                                               a.second_judge, a.judge_cache)))
-    rp = v.add_parser("report", help="Table 1, McNemar tests and the shift figure of a scored run")
-    rp.add_argument("run")
-    rp.add_argument("--out", required=True)
-    rp.set_defaults(func=lambda a: _print(report(a.run, a.out)))
-    d = v.add_parser("demo", help="the whole protocol on the embedded set, no external service")
-    d.add_argument("--out", default="pairs-demo-out")
-    d.set_defaults(func=lambda a: _print(run_pairs_demo(a.out)))
 
 
 def _generate(args) -> None:

@@ -23,6 +23,15 @@ from medscope.stats import labelnoise
 
 
 
+def _key_value(text: str) -> tuple[str, object]:
+    import yaml
+
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError("expected KEY=VALUE")
+    return key.strip().replace("-", "_"), yaml.safe_load(value)
+
+
 def _yaml_mapping(text: str) -> dict:
     import yaml
 
@@ -152,6 +161,8 @@ def register(sub) -> None:
     p.add_argument("--protocol", help="override the protocol the episodes name")
     p.add_argument("--protocol-options", type=_yaml_mapping, default=None, metavar="YAML",
                    help="the protocol's options, e.g. '{config: configs/probe/default.yaml}'")
+    p.add_argument("--score-option", action="append", type=_key_value, default=[], metavar="KEY=VALUE",
+                   help="a scoring option of the protocol (YAML value), e.g. judge=rule, n_boot_tests=10000")
     p.add_argument("--n-boot", type=int, default=None, help="bootstrap resamples (default: the protocol's, 2000)")
     p.add_argument("--seed", type=int, default=None, help="bootstrap seed (default: the protocol's, 42)")
     cf = p.add_argument_group("counterfactual protocol")
@@ -165,9 +176,9 @@ def register(sub) -> None:
     cf.add_argument("--box-units", default=None, choices=list(rewards.BOX_UNITS),
                     help="units of episode boxes: pixels (the table contract) or per_mille (raw 0-1000 replies)")
     p.set_defaults(func=lambda a: _print(score(
-        a.episodes, a.out, a.items, a.protocol, a.protocol_options, a.n_boot, a.seed, cost_matrix=a.cost_matrix,
-        test_set=a.test_set, cluster=a.cluster, plan=a.plan, panel=a.panel, min_votes=a.min_votes,
-        box_units=a.box_units)))
+        a.episodes, a.out, a.items, a.protocol, a.protocol_options, a.n_boot, a.seed, **dict(a.score_option),
+        cost_matrix=a.cost_matrix, test_set=a.test_set, cluster=a.cluster, plan=a.plan, panel=a.panel,
+        min_votes=a.min_votes, box_units=a.box_units)))
 
     p = sub.add_parser("compare", help="paired bootstrap differences of every model against a reference")
     p.add_argument("--metrics", required=True, help="metrics URI of a scored run (its scores.parquet is used)")

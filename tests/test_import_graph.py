@@ -42,7 +42,9 @@ def _modules(package: str) -> dict[str, str]:
     return found
 
 
-def _imports(path: str, module: str) -> set[str]:
+def _imports(path: str, module: str, mods: dict | None = None) -> set[str]:
+    """Names this module imports. ``from pkg import sub`` names ``pkg.sub`` when that is a module
+    (the package's own ``__init__`` is not counted as a dependency then), else ``pkg``."""
     tree = ast.parse(open(path, encoding="utf-8").read(), path)
     out = set()
     for node in ast.walk(tree):
@@ -50,12 +52,15 @@ def _imports(path: str, module: str) -> set[str]:
             out.update(a.name for a in node.names)
         elif isinstance(node, ast.ImportFrom):
             if node.level:  # relative: resolve against this module's package
-                base = module.split(".")[: -node.level] if not path.endswith("__init__.py") else module.split(".")[: len(module.split(".")) - node.level + 1]
-                name = ".".join(base + ([node.module] if node.module else []))
+                parts = module.split(".")
+                keep = len(parts) - node.level + (1 if path.endswith("__init__.py") else 0)
+                name = ".".join(parts[:keep] + ([node.module] if node.module else []))
             else:
                 name = node.module or ""
-            out.add(name)
-            out.update(f"{name}.{a.name}" for a in node.names)
+            subs = {f"{name}.{a.name}" for a in node.names}
+            found = {s for s in subs if mods is not None and s in mods}
+            out.update(found or {name})
+            out.update(subs - found if mods is None else set())
     return out
 
 
@@ -64,8 +69,8 @@ def _graph(package: str) -> dict[str, set[str]]:
     graph = {}
     for mod, path in mods.items():
         deps = set()
-        for name in _imports(path, mod):
-            # the longest known module this name refers to (from X import Y may name a module Y)
+        for name in _imports(path, mod, mods):
+            # the longest known module this name refers to
             while name and name not in mods:
                 name = name.rpartition(".")[0]
             if name and name != mod and name != package:  # `from medscope import x` names x, not the package

@@ -16,7 +16,7 @@ import json
 import numpy as np
 import pandas as pd
 
-from medscope import records, storage
+from medscope import layout, records, storage
 from medscope.images import encode_png
 from medscope.models.base import ChatModel, Decoding, Message, Part
 from medscope.protocols.base import EpisodeResult, Item, ScoreOptions
@@ -24,8 +24,6 @@ from medscope.protocols.benchmark_mcq import scoring
 from medscope.protocols.benchmark_mcq.replies import PROMPT_VERSION, mcq_prompt, read_choice
 
 # Output names (to move to medscope.layout when it lands).
-ITEMS_DIR, MONTAGES_DIR = "items", "montages"
-SCORES, METRICS, TESTS, MANIFEST = "mcq_scores.parquet", "metrics.parquet", "tests.parquet", "run.json"
 META = ("cohort", "qtype", "field", "subcategory", "level", "options", "k", "sequences", "imaging_source",
         "matched_group")
 
@@ -36,14 +34,11 @@ def blank_like(png_shape: tuple[int, int], value: int = 128) -> bytes:
 
 def build_folder(uri: str) -> str:
     """A build folder from the folder itself or its items table / folder."""
-    uri = uri.rstrip("/")
-    if storage.is_dir(storage.join(uri, ITEMS_DIR)):
-        return uri
-    return uri.rsplit("/", 1)[0] if "/" in uri else "."
+    return layout.folder_of("mcq_items", uri)
 
 
 def read_items(uri: str) -> pd.DataFrame:
-    return records.read_table("mcq_items", storage.join(build_folder(uri), ITEMS_DIR)).to_pandas()
+    return records.read_table("mcq_items", uri).to_pandas()
 
 
 class BenchmarkMCQProtocol:
@@ -57,8 +52,9 @@ class BenchmarkMCQProtocol:
 
     def load_items(self, uri: str) -> list[Item]:
         folder = build_folder(uri)
-        items = records.read_table("mcq_items", storage.join(folder, ITEMS_DIR)).to_pylist()
-        mont = records.read_table("montages", storage.join(folder, MONTAGES_DIR)).to_pylist()
+        build = layout.BenchgenBuild(folder)
+        items = records.read_table("mcq_items", build.items).to_pylist()
+        mont = records.read_table("montages", build.montages).to_pylist()
         images = {(m["case_id"], m["sequence"]): m for m in mont}
         out = []
         for r in items:
@@ -94,28 +90,37 @@ class BenchmarkMCQProtocol:
             input_tokens=reply.input_tokens, output_tokens=reply.output_tokens, model_turns=1)
 
     def score(self, episodes_uri: str, items_uri: str, out: str, options: ScoreOptions | None = None) -> dict:
+        """Accuracy over valid replies, Δ sighted − blind, BH families and TOST (seed 001 Methods):
+        B = 2000 resamples for intervals, 10,000 for the tests, seed 42 unless told otherwise."""
         options = options or ScoreOptions()
+        unknown = sorted(set(options.extra) - {"n_boot_tests"})
+        if unknown:
+            raise ValueError(f"unknown benchmark_mcq score option(s) {unknown}; known: ['n_boot_tests']")
+        options = ScoreOptions(n_boot=options.n_boot or 2000, seed=42 if options.seed is None else options.seed,
+                               extra=options.extra)
         b_tests = int(options.extra.get("n_boot_tests", 10_000))
-        table = records.read_table("mcq_items", storage.join(build_folder(items_uri), ITEMS_DIR))
+        run = layout.ScoredRun(out)
+        table = records.read_table("mcq_items", items_uri)
         items = table.to_pandas()
         by_id = {r["item_id"]: r for r in table.to_pylist()}
         episodes = records.read_table("episodes", episodes_uri).to_pylist()
         rows, skipped = scoring.score_rows(episodes, by_id)
-        scores = records.write_table("mcq_scores", rows, storage.join(out, SCORES))
+        scores = records.write_table("mcq_scores", rows, run.table("mcq_scores"))
         df = scores.to_pandas()
         metrics = scoring.metrics_rows(df, items, options.n_boot, options.seed) if len(df) else []
         tests = scoring.test_rows(df, b_tests, options.seed, self.margin) if len(df) else []
-        records.write_table("metrics", metrics, storage.join(out, METRICS))
-        records.write_table("mcq_tests", tests, storage.join(out, TESTS))
+        records.write_table("metrics", metrics, run.metrics)
+        records.write_table("mcq_tests", tests, run.table("tests"))
         manifest = {"protocol": self.name, "prompt_version": self.prompt_version, "episodes": episodes_uri,
                     "items": build_folder(items_uri), "n_boot": options.n_boot, "n_boot_tests": b_tests,
                     "seed": options.seed, "margin": self.margin, "cluster": "case_id", "skipped": skipped,
                     "scored_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}
-        storage.write_text(storage.join(out, MANIFEST), json.dumps(manifest, indent=2) + "\n")
-        return {"scores": storage.join(out, SCORES), "metrics": storage.join(out, METRICS),
-                "tests": storage.join(out, TESTS), "episodes": len(rows), "skipped": skipped}
+        storage.write_text(run.manifest, json.dumps(manifest, indent=2) + "\n")
+        return {"scores": run.table("mcq_scores"), "metrics": run.metrics,
+                "tests": run.table("tests"), "episodes": len(rows), "skipped": skipped}
 
-    def report_sections(self, scored_run: str, work_dir: str) -> list[tuple[str, list]]:
+    def report_sections(self, scored_run: str, work_dir: str) -> tuple[list, dict]:
         from medscope.protocols.benchmark_mcq.report import sections
+        from medscope.report.render import Section
 
-        return sections(scored_run, work_dir)
+        return [Section(title, blocks) for title, blocks in sections(scored_run, work_dir)], {}

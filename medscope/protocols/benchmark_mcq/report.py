@@ -8,7 +8,7 @@ import os
 import numpy as np
 import pandas as pd
 
-from medscope import records, storage
+from medscope import layout, records, storage
 from medscope.report.render import Image, Para, Table
 from medscope.stats.bootstrap import format_p
 
@@ -151,13 +151,12 @@ def subcategory_plot(m: pd.DataFrame, out_dir: str) -> list[Image]:
 
 
 def sections(scored_run: str, work_dir: str) -> list[tuple[str, list]]:
-    from medscope.protocols.benchmark_mcq.protocol import METRICS, SCORES, TESTS, MANIFEST, read_items
-
-    run = json.loads(storage.read_text(storage.join(scored_run, MANIFEST)))
-    m = records.read_table("metrics", storage.join(scored_run, METRICS)).to_pandas()
-    t = records.read_table("mcq_tests", storage.join(scored_run, TESTS)).to_pandas()
-    scores = records.read_table("mcq_scores", storage.join(scored_run, SCORES)).to_pandas()
-    items = read_items(run["items"])
+    sr = layout.ScoredRun(scored_run)
+    run = json.loads(storage.read_text(sr.manifest))
+    m = records.read_table("metrics", sr.metrics).to_pandas()
+    t = records.read_table("mcq_tests", sr.table("tests")).to_pandas()
+    scores = records.read_table("mcq_scores", sr.table("mcq_scores")).to_pandas()
+    items = records.read_table("mcq_items", run["items"]).to_pandas()
     invalid = scores.groupby(["model", "condition"])["valid"].agg(lambda v: int((~v).sum())).to_dict()
     note = Para(f"Case-clustered bootstrap: B = {run['n_boot']} for intervals, B = {run['n_boot_tests']} for the "
                 f"tests, seed {run['seed']}; TOST margin ±{run['margin']}. Invalid responses (excluded): "

@@ -1,21 +1,26 @@
-"""Every file name this protocol and ``medscope pairs`` write, in one place (until
-``medscope.layout`` owns them): move these constants there and nothing else changes."""
+"""The file names this protocol and ``medscope pairs`` write; ``medscope.layout`` owns them."""
 
 from __future__ import annotations
 
+from medscope import layout
+
 # A pair set (what ``medscope pairs build`` and the embedded generator write)
-MANIFEST = "manifest.yaml"
-MANIFEST_REJECTS = "manifest_rejects.parquet"
+MANIFEST = layout.PairSet.MANIFEST
+MANIFEST_REJECTS = layout.PairSet.MANIFEST_REJECTS
 
 # A scored run (what ``PairedModalityProtocol.score`` writes)
-LABELS = "labels.parquet"  # one row per episode: extracted findings, FP / FN per judge
+LABELS = layout.PairedScoredRun.LABELS  # one row per episode: extracted findings, FP / FN per judge
 METRICS = "metrics.parquet"  # records "metrics" schema: rates with Clopper-Pearson intervals
-MCNEMAR = "mcnemar.parquet"  # exact McNemar, photo only vs paired, per model and pooled
-AGREEMENT = "agreement.json"  # Cohen's kappa between judges, when a second judge is configured
+MCNEMAR = layout.PairedScoredRun.MCNEMAR  # exact McNemar, photo only vs paired, per model and pooled
+AGREEMENT = layout.PairedScoredRun.AGREEMENT  # Cohen's kappa between judges, when a second judge is configured
 RUN = "run.json"
 REJECTS = "rejects.parquet"
-JUDGE_CACHE = "judge_cache"  # one JSON file per judge request key
+JUDGE_CACHE = layout.PairedScoredRun.JUDGE_CACHE  # one JSON file per judge request key
 
 # Construction (``medscope pairs generate | review | build``)
-CANDIDATES = "candidates"  # folder of candidate PNGs
-REVIEW = "review.yaml"  # the file a person edits: approve / reject / retry + feedback
+CANDIDATES = layout.PairSet.CANDIDATES  # folder of candidate PNGs
+REVIEW = layout.PairSet.REVIEW  # the file a person edits: approve / reject / retry + feedback
+
+# the shared names must agree with the layout's scored run
+assert layout.ScoredRun("r").metrics.endswith(METRICS) and layout.ScoredRun("r").manifest.endswith(RUN)
+assert layout.ScoredRun("r").rejects.endswith(REJECTS)

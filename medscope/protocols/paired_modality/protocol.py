@@ -19,7 +19,7 @@ from importlib import resources
 import pyarrow as pa
 import yaml
 
-from medscope import records, storage
+from medscope import layout, records, storage
 from medscope.models.base import ChatModel, Decoding, Message, Part
 from medscope.protocols.base import EpisodeResult, Item, ScoreOptions
 from medscope.protocols.paired_modality import names, scoring
@@ -101,8 +101,7 @@ class PairedModalityProtocol:
         unknown = set(extra) - {"judge", "second_judge", "judge_models", "judge_cache", "judge_workers", "alpha"}
         if unknown:
             raise ValueError(f"unknown paired_modality score option(s): {sorted(unknown)}")
-        if storage.is_dir(episodes_uri) and storage.is_dir(storage.join(episodes_uri, "episodes")):
-            episodes_uri = storage.join(episodes_uri, "episodes")  # a sweep folder
+        episodes_uri = layout.table_uri("episodes", episodes_uri)  # an eval run folder, or its episodes
         photos, rejects = self.photos(items_uri)
         vocab = vocabulary(photos)
         judges = [scoring.make_judge(extra.get("judge", "rule"), vocab, extra.get("judge_models"))]
@@ -139,7 +138,8 @@ class PairedModalityProtocol:
                 "unjudged": unjudged, "judge_requests": {k: v for k, v in counts.items() if k.startswith("judge")},
                 "kappa_fp": kappa.get("fp", {}).get("kappa") if kappa else None}
 
-    def report_sections(self, scored_run: str, work_dir: str) -> list[tuple[str, list]]:
+    def report_sections(self, scored_run: str, work_dir: str) -> tuple[list, dict]:
         from medscope.protocols.paired_modality.report import sections
+        from medscope.report.render import Section
 
-        return sections(scored_run)
+        return [Section(title, blocks) for title, blocks in sections(scored_run)], {}
