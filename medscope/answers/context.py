@@ -43,7 +43,8 @@ FORWARD = {
         "no sign of", "no signs of", "no definite", "no obvious", "no convincing", "absence of",
         "absent", "free of", "negative for", "rule out", "rules out", "ruled out", "excludes",
         "exclude", "lack of", "lacks", "doubt", "unlikely to be", "unable to see", "resolved",
-        "resolution of", "no longer", "no residual", "fails to", "failed to",
+        "resolution of", "no longer", "no residual", "fails to", "failed to", "resected", "excised",
+        "removed",
     ),
     "possible": (
         "possible", "possibly", "probable", "probably", "likely", "may", "might", "could",
@@ -65,7 +66,8 @@ FORWARD = {
 BACKWARD = {
     "negated": (
         "is absent", "are absent", "absent", "none", "unlikely", "is unlikely", "excluded",
-        "ruled out", "has resolved", "resolved", "no longer", "was removed", "removed",
+        "ruled out", "has resolved", "resolved", "no longer", "was removed", "removed", "was resected",
+        "resected", "excised",
         "not seen", "not visible", "not present", "not identified", "not detected",
         "not demonstrated", "not shown", "not depicted", "not included", "not in", "not there",
         "not evident", "not appreciated", "not noted", "not found", "not captured",

@@ -203,7 +203,8 @@ def _leading(sentence: str, kind: str, flip: bool) -> bool | None:
                 if p == "no" and not re.match(r"no(?:$|\s*[,.!?;:()\u2013\u2014]|\s-|\s+(?:there|it|i|the|this|that|they|we)\b)", s):
                     continue  # "no pneumothorax", "no doubt": a determiner, not the answer particle
                 return (not value) if (flip and kind == "health") else value
-    m = re.match(r"(present|positive|absent|negative|none|nothing)(?=$|\s*[,.!;:()\u2013\u2014]|\s-)", s)
+    m = re.match(r"(present|positive|absent|negative|none|nothing)"
+                 r"(?:\s+(?:seen|identified|visible|detected|found|noted))?(?=$|\s*[,.!;:()\u2013\u2014]|\s-)", s)
     return POLARITY_WORDS[m.group(1)] if m else None
 
 

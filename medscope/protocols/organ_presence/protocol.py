@@ -80,7 +80,8 @@ class OrganPresenceProtocol:
             image_ref = f"blank:{h}x{w}"
         parts.append(Part(text=prompt))
         completion = model.complete([Message("user", tuple(parts))], decoding)
-        reading = read_reply(completion.text, fmt, self.config.hedge_lexicon)
+        reading = read_reply(completion.text, fmt, self.config.hedge_lexicon,
+                             organ=str(item.meta.get("organ") or ""), question=item.question)
         addressed = reading.verdict != "not_addressed"
         return EpisodeResult(
             turns=[
