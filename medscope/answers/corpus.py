@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 from importlib import resources
 
 import yaml
@@ -28,9 +29,10 @@ class LabelledReply:
     expect: str  # one of DECISIONS
 
 
-def load_corpus() -> list[LabelledReply]:
-    """Every labelled reply shipped with the package."""
-    raw = yaml.safe_load(resources.files("medscope.answers").joinpath("data", CORPUS_FILE).read_text("utf-8"))
+@lru_cache(maxsize=1)
+def _corpus() -> tuple[LabelledReply, ...]:
+    text = resources.files("medscope.answers").joinpath("data", CORPUS_FILE).read_text("utf-8")
+    raw = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     qs = raw["questions"]
     out = []
     for row in raw["replies"]:
@@ -38,7 +40,12 @@ def load_corpus() -> list[LabelledReply]:
         if row["expect"] not in DECISIONS:
             raise ValueError(f"unknown decision {row['expect']!r} in {CORPUS_FILE}")
         out.append(LabelledReply(row["reply"], q["question"], q["finding"], q["kind"], row["style"], row["expect"]))
-    return out
+    return tuple(out)
+
+
+def load_corpus() -> list[LabelledReply]:
+    """Every labelled reply shipped with the package."""
+    return list(_corpus())
 
 
 def decision(action: str, claim: bool | None) -> str:

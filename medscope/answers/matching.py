@@ -169,6 +169,7 @@ def finding_terms(finding: str, synonyms: tuple[str, ...] = ()) -> tuple[str, ..
     return tuple(sorted(terms, key=len, reverse=True))
 
 
+@lru_cache(maxsize=256)
 def _term_pattern(terms: tuple[str, ...]) -> re.Pattern | None:
     if not terms:
         return None
@@ -197,14 +198,12 @@ def _sentences(line: str) -> list[str]:
 def _leading(sentence: str, kind: str, flip: bool) -> bool | None:
     """The claim carried by a leading yes/no particle or polarity word, or None."""
     s = re.sub(r"^[\W_]+", "", sentence)
-    for phrases, value in ((NO_PARTICLES, False), (YES_PARTICLES, True)):
-        for p in sorted(phrases, key=len, reverse=True):
-            if re.match(re.escape(p) + _PARTICLE_END, s):
-                if p == "no" and not re.match(r"no(?:$|\s*[,.!?;:()\u2013\u2014]|\s-|\s+(?:there|it|i|the|this|that|they|we)\b)", s):
-                    continue  # "no pneumothorax", "no doubt": a determiner, not the answer particle
-                return (not value) if (flip and kind == "health") else value
-    m = re.match(r"(present|positive|absent|negative|none|nothing)"
-                 r"(?:\s+(?:seen|identified|visible|detected|found|noted))?(?=$|\s*[,.!;:()\u2013\u2014]|\s-)", s)
+    m = _NO.match(s)
+    if m and not (m.group(0) == "no" and not _BARE_NO.match(s)):  # "no pneumothorax": a determiner
+        return True if (flip and kind == "health") else False
+    if _YES.match(s):
+        return False if (flip and kind == "health") else True
+    m = _POLARITY.match(s)
     return POLARITY_WORDS[m.group(1)] if m else None
 
 
@@ -302,12 +301,17 @@ def _verdict_lines(lines, terms, finding, kind):
     return None
 
 
+@lru_cache(maxsize=256)
+def _label_pattern(terms: tuple[str, ...]) -> re.Pattern:
+    alt = "|".join(re.escape(t) for t in terms)
+    return re.compile(rf"^{_LABEL_PREFIX}(?:{alt}){_LABEL_SUFFIX}\s*(?:[:=?]|\s[-\u2013\u2014])\s*(?P<rest>.*)$")
+
+
 def _label_lines(lines, terms):
     """Rule 2: "<finding>: <value>" lines; the value is finding polarity."""
     if not terms:
         return None
-    alt = "|".join(re.escape(t) for t in terms)
-    pat = re.compile(rf"^{_LABEL_PREFIX}(?:{alt}){_LABEL_SUFFIX}\s*(?:[:=?]|\s[-\u2013\u2014])\s*(?P<rest>.*)$")
+    pat = _label_pattern(terms)
     found = None
     for part in (p for line in lines for p in [line] + _sentences(line)[1:]):
         m = pat.match(part)
@@ -325,10 +329,24 @@ def _label_lines(lines, terms):
     return (*found, "label-line") if found else None
 
 
+def _phrases(phrases) -> re.Pattern:
+    alt = "|".join(re.escape(p) for p in sorted(phrases, key=len, reverse=True))
+    return re.compile(rf"(?<![\w-])(?:{alt})(?![\w-])")
+
+
+_CLARIFY = _phrases(CLARIFY_PHRASES)
+_REFER = _phrases(REFER_PHRASES)
+_YES = re.compile("(?:" + "|".join(re.escape(p) for p in sorted(YES_PARTICLES, key=len, reverse=True)) + ")" + _PARTICLE_END)
+_NO = re.compile("(?:" + "|".join(re.escape(p) for p in sorted(NO_PARTICLES, key=len, reverse=True)) + ")" + _PARTICLE_END)
+_BARE_NO = re.compile(r"no(?:$|\s*[,.!?;:()\u2013\u2014]|\s-|\s+(?:there|it|i|the|this|that|they|we)\b)")
+_POLARITY = re.compile(r"(present|positive|absent|negative|none|nothing)"
+                       r"(?:\s+(?:seen|identified|visible|detected|found|noted))?(?=$|\s*[,.!;:()\u2013\u2014]|\s-)")
+
+
 def _undecided(text: str) -> str | None:
-    if any(re.search(rf"(?<![\w-]){re.escape(p)}(?![\w-])", text) for p in CLARIFY_PHRASES) or _WRONG_ANATOMY.search(text):
+    if _CLARIFY.search(text) or _WRONG_ANATOMY.search(text):
         return "clarify"
-    if any(re.search(rf"(?<![\w-]){re.escape(p)}(?![\w-])", text) for p in REFER_PHRASES):
+    if _REFER.search(text):
         return "refer"
     return None
 
