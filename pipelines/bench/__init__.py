@@ -15,6 +15,7 @@ BENCHES: dict[str, str] = {
     "stats": "pipelines.score:bench_stats",
     "views": "pipelines.build_views:bench",
     "agent": "pipelines.agent:bench",
+    "replies": "pipelines.agent:bench_replies",
 }
 
 
