@@ -93,6 +93,8 @@ class OrganPresenceProtocol:
             action="answer" if addressed else "unparseable",
             answer=reading.verdict,
             claims_finding=(reading.verdict == "present") if addressed else None,
+            # a clean JSON verdict is read from the format; anything else by the free-text rules
+            reading="json" if reading.clean and fmt != "free_text" else "rules",
             input_tokens=completion.input_tokens,
             output_tokens=completion.output_tokens,
         )
