@@ -148,6 +148,19 @@ SCHEMAS: dict[str, pa.Schema] = {
             pa.field("reading", pa.string()),
         ]
     ),
+    # One free-text reply read by the rules and by a judge model (issue 18, medscope judge-replies).
+    "reply_judgements": pa.schema(
+        [
+            pa.field("model", pa.string(), nullable=False),
+            pa.field("condition", pa.string(), nullable=False),
+            pa.field("view_id", pa.string(), nullable=False),
+            pa.field("judge", pa.string(), nullable=False),  # the judge model's name
+            pa.field("rubric", pa.string(), nullable=False),  # rubric version
+            pa.field("rules_decision", pa.string(), nullable=False),
+            pa.field("judge_decision", pa.string()),  # null: the judge's reply was unreadable
+            pa.field("evidence", pa.string()),
+        ]
+    ),
     "scores": pa.schema(
         [
             pa.field("run_id", pa.string(), nullable=False),

@@ -21,6 +21,7 @@ VERB_MODULES = [
     "pipelines.agent",
     "pipelines.train",
     "pipelines.sweep",
+    "pipelines.judge",
 ]
 
 
