@@ -42,11 +42,14 @@ class ProviderJudge:
         return self.model.complete([Message.text("user", prompt)], self.decoding).text or ""
 
 
+def _episodes_folder(uri: str) -> str:
+    """An eval output folder or its episodes folder -> the episodes folder."""
+    return storage.join(uri, "episodes") if storage.is_dir(storage.join(uri, "episodes")) else uri
+
+
 def free_text_rows(episodes_uri: str, items: dict, entry: ModelEntry) -> tuple[list[dict], int]:
     """(rows to judge, private replies withheld from the judge's endpoint)."""
-    if storage.is_dir(storage.join(episodes_uri, "episodes")):
-        episodes_uri = storage.join(episodes_uri, "episodes")  # an eval output folder
-    table = records.read_table("episodes", episodes_uri)
+    table = records.read_table("episodes", _episodes_folder(episodes_uri))
     rows, withheld = [], 0
     for ep in table.to_pylist():
         item = items.get(ep["view_id"])
@@ -64,6 +67,26 @@ def free_text_rows(episodes_uri: str, items: dict, entry: ModelEntry) -> tuple[l
                      "kind": item.meta.get("question_kind") or infer_question_kind(item.question),
                      "rules": decision(ep["action"], ep["claims_finding"])})
     return rows, withheld
+
+
+_AS_ACTION = {"claim": ("answer", True), "deny": ("answer", False), "refer": ("refer", None),
+              "clarify": ("clarify", None), "unparseable": ("unparseable", None)}
+
+
+def judged_episodes(episodes_uri: str, judged: list[dict]) -> list[dict]:
+    """The episodes with every judged free-text decision replaced by the judge's (reading
+    ``judge``); replies the judge could not read keep the rules' decision. Scoring this table
+    gives every metric under the judge reading."""
+    by_key = {(r["model"], r["condition"], r["view_id"]): r["judge"] for r in judged if r["judge"] is not None}
+    out = []
+    for ep in records.read_table("episodes", episodes_uri).to_pylist():
+        j = by_key.get((ep["model"], ep["condition"], ep["view_id"]))
+        if j is not None:
+            action, claim = _AS_ACTION[j]
+            ep = {**ep, "action": action, "claims_finding": claim, "reading": "judge",
+                  "answer": ep["answer"] if action == "answer" else None}
+        out.append(ep)
+    return out
 
 
 def run(args) -> dict:
@@ -84,6 +107,9 @@ def run(args) -> dict:
         {"model": r["model"], "condition": r["condition"], "view_id": r["view_id"], "judge": entry.name,
          "rubric": version, "rules_decision": r["rules"], "judge_decision": r["judge"], "evidence": r["evidence"]}
         for r in judged], storage.join(args.out, JUDGEMENTS))
+    if args.write_episodes:
+        records.write_part("episodes", judged_episodes(_episodes_folder(args.episodes), judged), args.write_episodes,
+                           "judged")
     per_model = agreement_by_model(judged)
     summary = {"judge": entry.name, "rubric": version, "judged": len(judged), "withheld_private": withheld,
                **counts, "per_model": per_model}
@@ -108,4 +134,6 @@ def register(sub) -> None:
     p.add_argument("--cache", help="judgement cache folder (default <out>/judge_cache)")
     p.add_argument("--workers", type=int, default=4)
     p.add_argument("--limit", type=int, default=0, help="judge at most this many replies (0: all)")
+    p.add_argument("--write-episodes", help="also write the episodes with the judge's decisions (reading "
+                                            "'judge') to this folder, for 'medscope score' under the judge reading")
     p.set_defaults(func=run)

@@ -80,8 +80,18 @@ def test_judge_replies_agreement_cache_and_privacy(tmp_path, monkeypatch):
         assert sorted((r["model"], r["view_id"], r["rules_decision"], r["judge_decision"]) for r in table) == [
             ("a", "v001", "deny", "deny"), ("a", "v002", "claim", "claim"), ("a", "v003", "claim", "deny"),
             ("b", "v001", "deny", "deny"), ("b", "v002", "clarify", "clarify"), ("b", "v003", "unparseable", None)]
-        # a rerun asks nothing: every judgement comes from the cache
-        assert cli(args) == 0
+        # a rerun asks nothing: every judgement comes from the cache; it can also write the
+        # episodes under the judge reading
+        assert cli(args + ["--write-episodes", str(tmp_path / "judged")]) == 0
+        judged = {(r["model"], r["view_id"]): r for r in
+                  records.read_table("episodes", str(tmp_path / "judged")).to_pylist()}
+        assert len(judged) == 8
+        assert (judged[("a", "v003")]["action"], judged[("a", "v003")]["claims_finding"],
+                judged[("a", "v003")]["reading"]) == ("answer", False, "judge")
+        assert (judged[("b", "v002")]["action"], judged[("b", "v002")]["reading"]) == ("clarify", "judge")
+        assert judged[("b", "v003")]["reading"] == "rules"  # the judge could not read it: rules kept
+        assert judged[("a", "v000")]["reading"] == "rules"  # private, never judged
+        assert judged[("b", "v004")]["reading"] == "format"
         assert len(srv.requests) == 6
         assert json.loads((tmp_path / "out" / "reply_judge.json").read_text())["cached"] == 6
     finally:
