@@ -69,3 +69,18 @@ def test_table_written_before_the_column_reads_as_null(tmp_path):
     assert table.column("reading").to_pylist() == [None]
     assert table.column("reading").type == pa.string()
     assert records.read_table("episodes", str(tmp_path / "episodes"), columns=["view_id", "reading"]).num_rows == 1
+
+
+def test_report_counts_reading_paths(tmp_path):
+    from medscope.report.build import _reading_blocks
+
+    base = {f.name: None for f in records.schema("episodes")}
+    base.update(run_id="r", protocol="counterfactual", condition="plain", case_id="c", request_key="k",
+                prompt_version="p", decoding="d", action="answer", tool_calls=0, input_tokens=1, output_tokens=1,
+                cost_usd=0.0, latency_s=0.1, attempts=1)
+    readings = {"a": ["format", "format", "rules", None], "b": ["json", "rules", "rules", "judge"]}
+    rows = [{**base, "model": m, "view_id": f"v{i}", "reading": r} for m, rs in readings.items() for i, r in enumerate(rs)]
+    records.write_table("episodes", rows, str(tmp_path / "episodes.parquet"))
+    (table,) = _reading_blocks({"episodes": str(tmp_path / "episodes.parquet")})
+    assert table.headers == ["model", "condition", "episodes", "format", "json", "rules", "judge", "not recorded"]
+    assert table.rows == [["a", "plain", "4", "2", "0", "1", "0", "1"], ["b", "plain", "4", "0", "1", "2", "1", "0"]]
