@@ -77,8 +77,9 @@ REFER_PHRASES = (
     "radiologist should", "opinion", "further imaging", "further evaluation", "clinical correlation",
     "can not answer", "unable to answer", "not able to", "may or may not",
 )
-_WRONG_ANATOMY = re.compile(r"\b(?:this|the image|it) (?:is|appears to be|looks like|seems to be) an? [^.;]{0,40}?"
-                            r"(?:rather than|not) an?\b")
+_WRONG_ANATOMY = re.compile(r"\b(?:this|it|the (?:\w+ )?(?:image|scan|study|film|picture))"
+                            r" (?:is|appears to be|looks like|seems to be|shows) an? [^.;]{0,40}?"
+                            r"(?:rather than|not|instead of) an?\b")
 _CONTRACTIONS = ((r"\bcan't\b", "can not"), (r"\bcannot\b", "can not"), (r"\bwon't\b", "will not"),
                  (r"\bshan't\b", "shall not"), (r"\bain't\b", "is not"), (r"n't\b", " not"),
                  (r"\b(there|it|that|what|here)'s\b", r"\1 is"), (r"\bi'm\b", "i am"),
