@@ -85,6 +85,9 @@ _CONTRACTIONS = ((r"\bcan't\b", "can not"), (r"\bcannot\b", "can not"), (r"\bwon
                  (r"\b(there|it|that|what|here)'s\b", r"\1 is"), (r"\bi'm\b", "i am"),
                  (r"\b(i|we|you|they)'d\b", r"\1 would"), (r"\b(i|we|you|they)'ve\b", r"\1 have"),
                  (r"\b(they|we|you)'re\b", r"\1 are"))
+_CONTRACTION_RES = tuple((re.compile(p), r) for p, r in _CONTRACTIONS)
+_MARKDOWN = re.compile(r"[*_\"`#>]")
+_SPACES = re.compile(r"[ \t]+")
 _PARTICLE_END = r"(?=$|[\s,.!?;:()\u2013\u2014\uff0c\u3002]|\s-)"
 _VERDICT = re.compile(
     r"(?:^|(?<=[\s(]))(?:(?:my|the|final|so the|so my) answer(?: would be| is)?|final verdict|verdict|"
@@ -115,10 +118,11 @@ def normalize(text: str) -> str:
     """Lower case, unified quotes and spaces, markdown removed, contractions expanded
     ("doesn't" -> "does not", "can't" -> "can not")."""
     text = (text or "").lower().replace("\u2019", "'").replace("\u2018", "'")
-    text = re.sub(r"[*_\"`#>]", " ", text)
-    for pat, rep in _CONTRACTIONS:
-        text = re.sub(pat, rep, text)
-    return re.sub(r"[ \t]+", " ", text).strip()
+    text = _MARKDOWN.sub(" ", text)
+    if "'" in text or "cannot" in text:
+        for pat, rep in _CONTRACTION_RES:
+            text = pat.sub(rep, text)
+    return _SPACES.sub(" ", text).strip()
 
 
 def infer_question_kind(question: str) -> str:
