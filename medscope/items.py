@@ -21,6 +21,9 @@ class Item:
     meta: dict = field(default_factory=dict)  # protocol-specific (finding, kind, box, ...)
 
 
+READINGS = ("format", "json", "rules", "judge")  # how an episode's decision was read
+
+
 @dataclass
 class EpisodeResult:
     """What one episode produced; the sweep adds run/model/condition/key columns and timing."""
@@ -37,3 +40,4 @@ class EpisodeResult:
     output_tokens: int = 0
     parse_error: str | None = None  # why the reply was unparseable, or a tool-call problem
     model_turns: int = 0  # how many replies the model wrote in this episode
+    reading: str | None = None  # how the decision was read: format | json | rules | judge (READINGS)

@@ -40,7 +40,8 @@ ENUMS: dict[str, dict[str, tuple[str, ...]]] = {
         "expected": ("present", "absent", "clarify"),
         "split": ("train", "validation", "test"),
     },
-    "episodes": {"action": ("answer", "refer", "clarify", "unparseable")},
+    "episodes": {"action": ("answer", "refer", "clarify", "unparseable"),
+                 "reading": ("format", "json", "rules", "judge")},
     "scores": {"action": ("answer", "refer", "clarify", "unparseable")},
     "probe_items": {
         "truth": ("present", "absent"),
@@ -144,6 +145,22 @@ SCHEMAS: dict[str, pa.Schema] = {
             pa.field("latency_s", pa.float64(), nullable=False),
             pa.field("attempts", pa.int32(), nullable=False),
             pa.field("error", pa.string()),
+            # Added by issue 18 (nullable; older tables read as null): how the decision was
+            # read -- format (<final> tag), json (bare JSON action), rules (free text), judge.
+            pa.field("reading", pa.string()),
+        ]
+    ),
+    # One free-text reply read by the rules and by a judge model (issue 18, medscope judge-replies).
+    "reply_judgements": pa.schema(
+        [
+            pa.field("model", pa.string(), nullable=False),
+            pa.field("condition", pa.string(), nullable=False),
+            pa.field("view_id", pa.string(), nullable=False),
+            pa.field("judge", pa.string(), nullable=False),  # the judge model's name
+            pa.field("rubric", pa.string(), nullable=False),  # rubric version
+            pa.field("rules_decision", pa.string(), nullable=False),
+            pa.field("judge_decision", pa.string()),  # null: the judge's reply was unreadable
+            pa.field("evidence", pa.string()),
         ]
     ),
     "scores": pa.schema(
@@ -472,10 +489,18 @@ def read_parquet(uri: str, columns: Sequence[str] | None = None) -> pa.Table:
 
 def _read_one(uri: str, sch: pa.Schema, columns: Sequence[str] | None) -> pa.Table:
     try:
-        table = read_parquet(uri, columns)
+        pf = pq.ParquetFile(io.BytesIO(storage.read_bytes(uri)))
+        present = set(pf.schema_arrow.names)
+        # no thread pool: see read_parquet
+        table = pf.read(columns=[c for c in columns if c in present] if columns else None, use_threads=False)
     except (pa.ArrowInvalid, OSError) as err:
         raise MedScopeError(f"{uri} is not a readable Parquet file: {err}") from None
     target = pa.schema([sch.field(c) for c in columns]) if columns else sch
+    for field in target:
+        # A nullable column added to a schema after a table was written reads as nulls, so
+        # finished work from before the change stays readable (and resumable).
+        if field.nullable and field.name not in table.column_names:
+            table = table.append_column(field.name, pa.nulls(table.num_rows, field.type))
     try:
         return table.select(target.names).cast(target)
     except (KeyError, pa.ArrowInvalid, ValueError) as err:

@@ -25,6 +25,7 @@ VERB_MODULES = [
     "pipelines.reader",
     "pipelines.benchgen",
     "pipelines.pairs",
+    "pipelines.judge",
 ]
 
 

@@ -243,11 +243,12 @@ def _spent(episodes_uri: str) -> float:
 
 # -- eval show -------------------------------------------------------------------------------
 def show(uri: str) -> list[dict]:
-    """Episodes per model and condition: unparseable rate, tool use, tokens, cost, errors."""
+    """Episodes per model and condition: unparseable rate, tool use, tokens, cost, errors, and
+    how decisions were read (``read_by``: format / json / rules / judge counts)."""
     table = records.read_table("episodes", uri)
     groups: dict[tuple[str, str], list[dict]] = {}
     for row in table.select(["model", "condition", "action", "tool_calls", "input_tokens", "output_tokens",
-                             "cost_usd", "error", "latency_s"]).to_pylist():
+                             "cost_usd", "error", "latency_s", "reading"]).to_pylist():
         groups.setdefault((row["model"], row["condition"]), []).append(row)
     out = []
     for (model, condition), rows in sorted(groups.items()):
@@ -262,6 +263,8 @@ def show(uri: str) -> list[dict]:
             "cost_usd": round(sum(r["cost_usd"] for r in rows), 6),
             "errors": sum(1 for r in rows if r["error"]),
             "mean_latency_s": round(sum(r["latency_s"] for r in rows) / n, 3),
+            "read_by": " ".join(f"{k}={v}" for k, v in sorted(Counter(r["reading"] for r in rows if r["reading"]).items()))
+            or "-",
         })
     return out
 

@@ -92,6 +92,8 @@ class Episode:
         self.settings = settings or EpisodeSettings()
         self.templates = prompts.load_templates(self.settings.templates)
         self.finding, self.kind = item_fields(item)
+        # A view may carry its own synonyms of the finding (added to data/synonyms.yaml's).
+        self.synonyms = tuple(str(s) for s in (item.meta.get("finding_synonyms") or ()))
         self.question = item.question
         if self.condition == "paraphrase":
             self.question = prompts.paraphrase_question(
@@ -159,15 +161,18 @@ class Episode:
         self.messages.append(Message.text("assistant", text))
         self.turns.append({"role": "assistant", "text": text, "image_ref": None})
         parsed = parse_reply(text)
+        # How the decision is read, recorded per episode: the action format (a <final> tag),
+        # a bare JSON action, or the free-text rules.
+        reading = "json" if parsed.source == "json" else "format"
         if parsed.kind == "final":
-            self._finish_final(text, parsed.final)
+            self._finish_final(text, parsed.final, reading)
         elif parsed.kind == "free":
-            action, claim = read_free_text(parsed.text, self.question, self.finding, self.kind)
+            action, claim = read_free_text(parsed.text, self.question, self.finding, self.kind, self.synonyms)
             answer = parsed.text if action == "answer" else None
             err = "no action tag and no readable decision" if action == "unparseable" else None
-            self._finish(text, action, answer=answer, claims=claim, error=err)
+            self._finish(text, action, answer=answer, claims=claim, error=err, reading="rules")
         elif parsed.kind == "unparseable":
-            self._finish(text, "unparseable", error=parsed.error)
+            self._finish(text, "unparseable", error=parsed.error, reading=reading)
         elif self.condition == "plain":
             self._finish(text, "unparseable", error="tool call in the plain condition (one reply, no tools)")
         elif self.replies >= self.settings.max_turns:
@@ -180,13 +185,13 @@ class Episode:
             self.turns.append({"role": "user", "text": res.text, "image_ref": ref})
         return self.done
 
-    def _finish_final(self, text: str, final) -> None:
+    def _finish_final(self, text: str, final, reading: str) -> None:
         if final.action != "answer":
-            self._finish(text, final.action)
+            self._finish(text, final.action, reading=reading)
             return
-        claim = claims_finding(final.answer, self.question, self.finding, self.kind)
+        claim = claims_finding(final.answer, self.question, self.finding, self.kind, self.synonyms)
         self._finish(text, "answer", answer=final.answer, claims=claim,
-                     box=self._box_pixels(final.box), confidence=final.confidence)
+                     box=self._box_pixels(final.box), confidence=final.confidence, reading=reading)
 
     def _box_pixels(self, box) -> list[int] | None:
         """Model boxes are 0-1000 on the original image; tables hold pixels (records.BOX)."""
@@ -201,7 +206,8 @@ class Episode:
         x1, y1, x2, y2 = (min(max(int(v), 0), 1000) for v in box)
         return [round(x1 * w / 1000), round(y1 * h / 1000), round(x2 * w / 1000), round(y2 * h / 1000)]
 
-    def _finish(self, text, action, *, answer=None, claims=None, box=None, confidence=None, error=None) -> None:
+    def _finish(self, text, action, *, answer=None, claims=None, box=None, confidence=None, error=None,
+                reading=None) -> None:
         self.result = EpisodeResult(
             turns=self.turns,
             raw_text=text,
@@ -215,6 +221,7 @@ class Episode:
             output_tokens=self.output_tokens,
             parse_error=error,
             model_turns=self.replies,
+            reading=reading,
         )
 
 

@@ -1,89 +1,128 @@
-"""Answer matching: does a reply claim the asked finding? (seed 000 §3.1, §3.10)
+"""Answer matching: what does a reply decide about the asked finding? (seed 000 §3.1, §3.10)
 
-:func:`claims_finding` reads, in this order:
+One reader for every protocol (the counterfactual episodes, the organ-presence probe of seed
+003, the plain condition's free text and the prose inside ``<final>`` answers). It reads a reply
+as a careful clinician would, in this order; the first rule that decides wins, and the rule's
+name is returned with the decision (:class:`Reading`, ``rule``):
 
-1. **the asked finding** (or a synonym, plural, head noun): its first mention, with negation
-   read inside its clause — before it ("no", "without", "no evidence of", "negative for",
-   "free of", "rules out"; a preceding "cannot"/"not" flips them: "cannot rule out X" claims X)
-   and after it ("X is absent", "X not seen"). "pneumothorax without mediastinal shift" claims
-   pneumothorax; "no pneumothorax" does not;
-2. **a leading yes/no**, with the question's polarity: to a health question ("Is … healthy /
-   normal?") "Yes" means absent and "No" present;
-3. **health words** ("normal", "unremarkable", "healthy", "no abnormality"; "abnormal") and
-   **generic abnormality words** ("lesion", "mass", "abnormality"), again with negation;
-4. for an **open** question, any other substantive answer names an abnormality (claims).
+1. ``verdict-line`` — an explicit verdict ("Final answer: No", "Conclusion: no pneumothorax",
+   "The answer is yes", "Therefore, ...", "Impression: ..."); the *last* one that decides wins,
+   so a reply that reasons aloud and then concludes is read by its conclusion.
+2. ``label-line`` — the finding as a label ("Pneumothorax: No", "PTX: no", "Polyp? No.",
+   "| Lesion | No |", "- Pneumothorax: absent"). Finding polarity: never flipped.
+3. ``leading-yes-no`` — the reply opens with a yes/no particle (also "sí", "oui", "nein",
+   "нет", "是", "いいえ"...) or a polarity word ("None.", "Absent", "Present (left apex)").
+   Only yes/no particles carry the *question's* polarity: to a health question ("Is this image
+   healthy?") "Yes" means no finding; "None." / "No lesion." keep the finding's polarity.
+4. ``mention`` — every mention of the finding (its words, plural, head noun, synonyms from
+   ``data/synonyms.yaml`` or the view's own list), each with its ConText status
+   (:mod:`medscope.answers.context`): any affirmed mention is a claim; possible and negated
+   mentions together ("no definite X, but a small one cannot be excluded") commit to neither
+   and are ``refer``; otherwise possible is a claim, negated a denial. Hypothetical ("whether
+   there is X", "assess for X") and historical mentions are not assertions.
+5. ``health-words`` — normal / abnormal words with their status ("Nothing abnormal",
+   "I don't think it's normal", "A lesion is visible"), the same aggregation.
+6. ``undecided`` — nothing asserted and the reply says why: an unusable image or the wrong
+   anatomy is ``clarify``; declining to decide on a usable image ("cannot determine",
+   "unclear", "a radiologist should review") is ``refer``.
+7. ``predicate`` — the finding is never named but the reply states presence or absence of its
+   subject ("It is not visible on this slice").
+8. ``open`` — to an open question, any other substantive reply names an abnormality (claim).
 
-Hedges that commit to nothing ("cannot determine", "unclear") give None, as does an empty
-reply. :func:`read_free_text` reads a reply with no action tag into an action the same way for
-every model (clarify and refer phrases first, then the matcher).
+Hedges (the rule, from seed 000's cost matrix where any claim of the finding is a claim): a
+hedged affirmation ("possible", "cannot be excluded", "consistent with") is a claim; a hedged
+denial ("unlikely", "no definite", "I doubt") is a denial; a reply that commits to neither is
+``refer``. Seed 003's lexical hedge flag is separate (``protocols/organ_presence/replies``):
+the verdict follows the surface reading, the hedge is reported beside it.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
 
-# Synonyms of common findings; the finding's own words, plurals and head noun are always tried.
-SYNONYMS: dict[str, tuple[str, ...]] = {
-    "tumor": ("tumour", "neoplasm", "mass", "glioma", "malignancy", "cancer", "carcinoma"),
-    "tumour": ("tumor", "neoplasm", "mass", "glioma", "malignancy", "cancer", "carcinoma"),
-    "mass": ("tumor", "tumour", "neoplasm", "lump"),
-    "nodule": ("nodular opacity", "lump"),
-    "polyp": ("polypoid lesion", "adenoma"),
-    "pneumothorax": ("collapsed lung", "ptx"),
-    "effusion": ("fluid collection",),
-    "lesion": ("abnormality", "mass", "tumor", "tumour"),
-    "opacity": ("opacification", "consolidation", "infiltrate"),
-    "consolidation": ("opacity", "infiltrate", "airspace disease"),
-    "fracture": ("break",),
-    "cardiomegaly": ("enlarged heart", "cardiac enlargement"),
-    "hemorrhage": ("haemorrhage", "bleed", "bleeding", "hematoma"),
-    "calcification": ("calcified",),
-}
-GENERIC_ABNORMAL = ("abnormality", "abnormalities", "lesion", "lesions", "mass", "masses", "finding",
-                    "findings", "pathology", "tumor", "tumour", "anomaly")
-NEGATION_BEFORE = (
-    "no evidence of", "no sign of", "no signs of", "no definite", "no obvious", "no visible",
-    "no apparent", "no", "not", "without", "absence of", "absent", "negative for", "free of",
-    "rules out", "ruled out", "rule out", "excludes", "exclude", "excluded", "nor", "neither",
-    "lack of", "lacks", "none", "never", "don't see", "do not see", "cannot see", "can't see",
-    "cannot identify", "unable to see", "isn't", "is not", "aren't", "are not", "there is no",
-)
-NEGATION_AFTER = (
-    "is absent", "are absent", "absent", "not seen", "not visible", "not present", "not identified",
-    "not detected", "not evident", "not demonstrated", "not appreciated", "ruled out", "excluded", "not noted", "none", "cannot be seen",
-    "can't be seen", "is not seen", "no longer",
-)
-FLIPPERS = ("cannot", "can't", "can not", "could not", "couldn't", "unable to", "not")
-HEALTHY_WORDS = ("normal", "healthy", "unremarkable", "within normal limits", "no abnormality",
-                 "no abnormalities", "no abnormal", "no acute", "no pathology", "no lesion",
-                 "no lesions", "no findings", "no finding", "nothing abnormal", "clear", "clean")
-ABNORMAL_WORDS = ("abnormal", "unhealthy", "pathological", "diseased", "not normal", "not healthy")
-YES = ("yes", "yeah", "yep", "correct", "affirmative", "true", "positive", "present", "there is",
-       "there are", "visible", "seen")
-NO = ("no", "nope", "negative", "false", "absent", "none", "not present", "not visible",
-      "there is no", "there are no", "not seen", "nothing")
-HEDGES = ("cannot determine", "can't determine", "cannot be determined", "unable to determine",
-          "cannot tell", "can't tell", "unclear", "uncertain", "not sure", "indeterminate",
-          "i don't know", "i do not know", "unknown", "cannot say", "can't say", "not possible to",
-          "not clear", "difficult to", "hard to", "unable to tell", "can't be sure", "cannot be sure")
-CLARIFY_PHRASES = ("too blurry", "too blurred", "blurry", "blurred", "too noisy", "noisy",
-                   "low resolution", "low-resolution", "poor quality", "image quality",
-                   "unusable", "non-diagnostic", "nondiagnostic", "not diagnostic",
-                   "wrong anatomy", "different anatomy", "not the anatomy", "different modality",
-                   "cannot be interpreted", "uninterpretable", "please provide", "could you provide",
-                   "can you provide", "degraded", "artifact")
-REFER_PHRASES = ("refer", "specialist", "radiologist should", "further imaging", "further evaluation",
-                 "clinical correlation", "cannot decide", "can't decide") + HEDGES
+import yaml
 
-_CLAUSE_SPLIT = re.compile(r"[.;!?\n\u2013\u2014]| - |,|\bbut\b|\bhowever\b|\balthough\b|\bthough\b|\bwhereas\b")
-_WORD = re.compile(r"[a-z0-9']+")
+from medscope.answers.context import status
+
+RULES = ("verdict-line", "label-line", "leading-yes-no", "mention", "health-words", "undecided",
+         "predicate", "open", "none")
+
+YES_PARTICLES = ("yes", "yeah", "yep", "yup", "correct", "affirmative", "true", "indeed", "i think so",
+                 "i believe so", "sí", "si", "oui", "ja", "да", "是", "有", "はい", "sim", "evet", "tak")
+NO_PARTICLES = ("no", "nope", "nah", "false", "incorrect", "non", "nein", "nee", "нет", "否", "没有",
+                "いいえ", "não", "nao", "hayır", "nie", "not that i can see", "i do not think so",
+                "i do not believe so", "not really", "not at all")
+POLARITY_WORDS = {"present": True, "positive": True, "absent": False, "negative": False, "none": False,
+                  "nothing": False}
+NORMAL_WORDS = ("within normal limits", "normal", "healthy", "unremarkable", "no acute")
+ABNORMAL_WORDS = ("abnormal", "abnormality", "abnormalities", "unhealthy", "pathological", "pathology",
+                  "diseased", "lesion", "lesions", "mass", "masses", "tumor", "tumour", "anomaly",
+                  "suspicious")
+CLARIFY_PHRASES = (
+    "too blurry", "blurry", "blurred", "blur", "too noisy", "noisy", "noise", "low resolution",
+    "low-resolution", "poor quality", "image quality", "poor image", "unusable", "non-diagnostic",
+    "nondiagnostic", "not diagnostic", "uninterpretable", "can not be interpreted", "degraded",
+    "artifact", "artefact", "please provide", "could you provide", "can you provide", "better image",
+    "clearer image", "another image", "wrong anatomy", "different anatomy", "different modality",
+    "different body part", "wrong body part",
+)
+REFER_PHRASES = (
+    "can not determine", "unable to determine", "can not be determined", "can not tell", "unclear",
+    "uncertain", "not sure", "indeterminate", "equivocal", "i do not know", "unknown", "can not say",
+    "not possible to", "not clear", "difficult to", "hard to", "unable to assess", "unable to evaluate",
+    "can not assess", "can not evaluate", "can not decide", "unable to decide", "refer", "specialist",
+    "radiologist should", "opinion", "further imaging", "further evaluation", "clinical correlation",
+    "can not answer", "unable to answer", "not able to", "may or may not",
+)
+_WRONG_ANATOMY = re.compile(r"\b(?:this|it|the (?:\w+ )?(?:image|scan|study|film|picture))"
+                            r" (?:is|appears to be|looks like|seems to be|shows) an? [^.;]{0,40}?"
+                            r"(?:rather than|not|instead of) an?\b")
+_CONTRACTIONS = ((r"\bcan't\b", "can not"), (r"\bcannot\b", "can not"), (r"\bwon't\b", "will not"),
+                 (r"\bshan't\b", "shall not"), (r"\bain't\b", "is not"), (r"n't\b", " not"),
+                 (r"\b(there|it|that|what|here)'s\b", r"\1 is"), (r"\bi'm\b", "i am"),
+                 (r"\b(i|we|you|they)'d\b", r"\1 would"), (r"\b(i|we|you|they)'ve\b", r"\1 have"),
+                 (r"\b(they|we|you)'re\b", r"\1 are"))
+_CONTRACTION_RES = tuple((re.compile(p), r) for p, r in _CONTRACTIONS)
+_MARKDOWN = re.compile(r"[*_\"`#>]")
+_SPACES = re.compile(r"[ \t]+")
+_PARTICLE_END = r"(?=$|[\s,.!?;:()\u2013\u2014\uff0c\u3002]|\s-)"
+_VERDICT = re.compile(
+    r"(?:^|(?<=[\s(]))(?:(?:my|the|final|so the|so my) answer(?: would be| is)?|final verdict|verdict|"
+    r"answer|in conclusion|conclusion|impression|bottom line|in summary|summary|overall|decision)"
+    r"\s*(?:is\s*)?[:\-\u2013\u2014,]?\s+(?P<rest>\S.*)$"
+)
+_THEREFORE = re.compile(r"^(?:therefore|thus|hence|so)\b,?\s*(?P<rest>\S.*)$")
+_LABEL_PREFIX = r"(?:(?:evidence of|evaluate for|evaluation for|assess for|signs? of|checking for|check for|any)\s+)?"
+_LABEL_SUFFIX = r"(?:\s+(?:present|detected|seen|visible|identified|found))?"
+_SIDES = {"left": "right", "right": "left"}
+_ABSENT_PREDICATE = re.compile(
+    r"\bnot\s+(?:\w+\s+){0,2}?(?:visible|present|seen|identified|depicted|shown|visuali[sz]ed|evident|"
+    r"appreciated|included|captured|detected|in (?:this|the) (?:image|slice))\b|\bno evidence of\b|"
+    r"\babsent\b|\bdoes not (?:appear|show|contain|include)\b")
+_PRESENT_PREDICATE = re.compile(
+    r"\b(?:visible|present|seen|identified|depicted|shown|visuali[sz]ed|evident|appreciated|included|"
+    r"captured|detected|appears?|contains?|can see|i see)\b")
+
+
+@dataclass(frozen=True)
+class Reading:
+    action: str  # answer | refer | clarify | unparseable
+    claim: bool | None  # for an answer: does it claim the finding
+    rule: str  # which rule decided (RULES)
 
 
 def normalize(text: str) -> str:
-    """Lower case, unified quotes and spaces, markdown emphasis removed."""
-    text = (text or "").lower().replace("\u2019", "'").replace("*", " ").replace("_", " ")
-    text = re.sub(r"[\"`#>]", " ", text)
-    return re.sub(r"\s+", " ", text).strip()
+    """Lower case, unified quotes and spaces, markdown removed, contractions expanded
+    ("doesn't" -> "does not", "can't" -> "can not")."""
+    text = (text or "").lower().replace("\u2019", "'").replace("\u2018", "'")
+    text = _MARKDOWN.sub(" ", text)
+    if "'" in text or "cannot" in text:
+        for pat, rep in _CONTRACTION_RES:
+            text = pat.sub(rep, text)
+    return _SPACES.sub(" ", text).strip()
 
 
 def infer_question_kind(question: str) -> str:
@@ -98,6 +137,13 @@ def infer_question_kind(question: str) -> str:
     return "open"
 
 
+@lru_cache(maxsize=1)
+def synonym_table() -> dict[str, tuple[str, ...]]:
+    """Finding -> synonyms, from ``data/synonyms.yaml`` shipped with the package."""
+    raw = yaml.safe_load(resources.files("medscope.answers").joinpath("data", "synonyms.yaml").read_text("utf-8"))
+    return {normalize(k): tuple(normalize(s) for s in v) for k, v in raw.items()}
+
+
 def _plural(word: str) -> tuple[str, ...]:
     if word.endswith(("s", "x", "sh", "ch")):
         return (word, word + "es")
@@ -106,140 +152,249 @@ def _plural(word: str) -> tuple[str, ...]:
     return (word, word + "s")
 
 
-def finding_terms(finding: str) -> tuple[str, ...]:
+@lru_cache(maxsize=256)
+def finding_terms(finding: str, synonyms: tuple[str, ...] = ()) -> tuple[str, ...]:
     """Words that name the finding: itself, plural, head noun, synonyms (longest first)."""
     f = normalize(finding)
-    terms: set[str] = set()
-    if f:
-        terms.update(_plural(f))
-        words = f.split()
-        head = words[-1] if words else f
-        if len(words) > 1 and head not in GENERIC_ABNORMAL:
-            terms.update(_plural(head))
-        for key in {f, head}:
-            for syn in SYNONYMS.get(key, ()):
-                terms.update(_plural(syn))
+    if not f:
+        return ()
+    table = synonym_table()
+    words = f.split()
+    head = words[-1]
+    terms: set[str] = set(_plural(f))
+    if len(words) > 1 and head not in ("lesion", "lesions", "abnormality", "finding"):
+        terms.update(_plural(head))
+    for key in (f, head):
+        for syn in table.get(key, ()):
+            terms.update(_plural(syn))
+    for syn in synonyms:
+        terms.update(_plural(normalize(syn)))
+    if len(words) > 1 and head in ("lesion", "lesions"):
+        terms.update(_plural(head))  # "breast lesion": "lesion" itself names it
     return tuple(sorted(terms, key=len, reverse=True))
 
 
-def _find_term(text: str, terms: tuple[str, ...]) -> re.Match | None:
-    best = None
-    for term in terms:
-        m = re.search(rf"(?<![a-z]){re.escape(term)}(?![a-z])", text)
-        if m and (best is None or m.start() < best.start()):
-            best = m
-    return best
+@lru_cache(maxsize=256)
+def _term_pattern(terms: tuple[str, ...]) -> re.Pattern | None:
+    if not terms:
+        return None
+    alt = "|".join(re.escape(t) for t in terms)
+    return re.compile(rf"(?<![\w-])(?:{alt})(?![\w-])(?! effect)")
 
 
-def _has_phrase(text: str, phrases: tuple[str, ...]) -> str | None:
-    for p in sorted(phrases, key=len, reverse=True):
-        if re.search(rf"(?<![a-z']){re.escape(p)}(?![a-z])", text):
-            return p
+def _lines(text: str) -> list[str]:
+    """Normalised non-empty lines; list bullets dropped, table rows read as "label: value"."""
+    out = []
+    for raw in (text or "").splitlines():
+        line = normalize(raw)
+        if line.count("|") >= 2:
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            line = f"{cells[0]}: {' '.join(cells[1:])}" if len(cells) > 1 else cells[0]
+        line = re.sub(r"^(?:[-+\u2022]\s+|\d{1,2}[.)]\s+|[a-z][.)]\s+(?=\w))", "", line).strip()
+        if line and re.search(r"\w", line):
+            out.append(line)
+    return out
+
+
+def _sentences(line: str) -> list[str]:
+    return [s for s in re.split(r"(?<=[.!?])\s+", line) if re.search(r"\w", s)]
+
+
+def _leading(sentence: str, kind: str, flip: bool) -> bool | None:
+    """The claim carried by a leading yes/no particle or polarity word, or None."""
+    s = re.sub(r"^[\W_]+", "", sentence)
+    m = _NO.match(s)
+    if m and not (m.group(0) == "no" and not _BARE_NO.match(s)):  # "no pneumothorax": a determiner
+        return True if (flip and kind == "health") else False
+    if _YES.match(s):
+        return False if (flip and kind == "health") else True
+    m = _POLARITY.match(s)
+    return POLARITY_WORDS[m.group(1)] if m else None
+
+
+def _aggregate(statuses: list[str]) -> tuple[str, bool | None] | None:
+    """Statuses of every mention -> (action, claim), or None when nothing is asserted."""
+    if "affirmed" in statuses:
+        return "answer", True
+    if "possible" in statuses and "negated" in statuses:
+        return "refer", None  # hedged both ways: commits to neither
+    if "possible" in statuses:
+        return "answer", True
+    if "negated" in statuses:
+        return "answer", False
     return None
 
 
-def _clause_bounds(text: str, start: int, end: int) -> tuple[str, str]:
-    """The text of the clause before and after the span [start, end)."""
-    before_all, after_all = text[:start], text[end:]
-    cuts = list(_CLAUSE_SPLIT.finditer(before_all))
-    before = before_all[cuts[-1].end():] if cuts else before_all
-    m = _CLAUSE_SPLIT.search(after_all)
-    after = after_all[: m.start()] if m else after_all
-    return before, after
-
-
-def _negated_before(before: str) -> bool:
-    words = _WORD.findall(before)[-7:]
-    window = " ".join(words)
-    cue = None
-    for phrase in sorted(NEGATION_BEFORE, key=len, reverse=True):
-        for m in re.finditer(rf"(?<![a-z']){re.escape(phrase)}(?![a-z'])", window):
-            if cue is None or m.start() > cue.start():
-                cue = m
-    if cue is None:
-        return False
-    # "cannot rule out X", "not excluded": a flipper right before the cue undoes it.
-    prefix = " ".join(_WORD.findall(window[: cue.start()])[-2:])
-    if cue.group(0) not in ("not", "no") and _has_phrase(prefix, FLIPPERS):
-        return False
-    return True
-
-
-def _negated_after(after: str) -> bool:
-    window = " ".join(_WORD.findall(after)[:5])
-    if re.search(r"\b(cannot|can't|can not|could not|couldn't|not) (be )?(excluded|ruled out)", window):
-        return False  # "X cannot be excluded": a hedged claim, like "cannot rule out X"
-    return _has_phrase(window, NEGATION_AFTER) is not None
-
-
-def _term_polarity(text: str, terms: tuple[str, ...]) -> bool | None:
-    """True (claimed), False (negated) or None (not mentioned, or inside a hedge) for the
-    first mention."""
-    m = _find_term(text, terms)
-    if m is None:
+def _side_conflict(sentence: str, start: int, finding: str) -> str | None:
+    """'negated' / 'skip' when a mention names the other side than the finding's ("right kidney"
+    for "left kidney"); None when it does not."""
+    side = next((w for w in normalize(finding).split() if w in _SIDES), None)
+    if side is None:
         return None
-    before, after = _clause_bounds(text, m.start(), m.end())
-    if _has_phrase(before, HEDGES):
-        return None  # "unclear whether there is a nodule": the mention is not a claim
-    return not (_negated_before(before) or _negated_after(after))
-
-
-def _leading_yes_no(text: str) -> bool | None:
-    head = re.sub(r"^(answer|final answer|response|a)\s*[:\-]\s*", "", text)
-    first = _CLAUSE_SPLIT.split(head, maxsplit=1)[0].strip()
-    words = _WORD.findall(first)
-    if not words:
-        return None
-    lead = " ".join(words[:3])
-    for phrase in sorted(NO + YES, key=len, reverse=True):
-        if re.match(rf"{re.escape(phrase)}(?![a-z'])", lead):
-            return phrase in YES
+    before = sentence[:start].split()[-3:]
+    if _SIDES[side] in before:
+        return "negated" if "only" in before else "skip"
     return None
 
 
-def claims_finding(answer: str, question: str, finding: str, question_kind: str | None = None) -> bool | None:
-    """Whether ``answer`` claims ``finding`` is present: True, False, or None (undecided)."""
-    text = normalize(answer)
-    if not text:
+def _mention_statuses(sentences: list[str], terms: tuple[str, ...], finding: str) -> list[str]:
+    pat = _term_pattern(terms)
+    if pat is None:
+        return []
+    out, found = [], False
+    for s in sentences:
+        hits = list(pat.finditer(s))
+        for m in hits:
+            found = True
+            conflict = _side_conflict(s, m.start(), finding)
+            if conflict == "skip":
+                continue
+            out.append(conflict or status(s, m.start(), m.end()))
+        tail = s[hits[-1].end():] if hits else s
+        if found and re.search(r"\b(?:one|it|this)\s+(?:can|could) not be (?:excluded|ruled out)", tail):
+            out.append("possible")  # "... but a small one cannot be excluded": refers back
+    return out
+
+
+def _health_statuses(sentences: list[str]) -> list[str]:
+    """Normal / abnormal words as mentions of the finding (a normal word's polarity inverted)."""
+    out = []
+    abnormal = _term_pattern(ABNORMAL_WORDS)
+    normal = _term_pattern(NORMAL_WORDS)
+    invert = {"affirmed": "negated", "negated": "affirmed"}
+    for s in sentences:
+        for m in abnormal.finditer(s):
+            out.append(status(s, m.start(), m.end()))
+        for m in normal.finditer(s):
+            if m.group(0) == "no acute":
+                out.append("negated")
+                continue
+            st = status(s, m.start(), m.end())
+            out.append(invert.get(st, st))
+        if re.search(r"\b(?:are|is|look|looks|appear|appears|remain|remains)\s+clear\b", s):
+            out.append("negated")
+    return out
+
+
+def _content(sentences: list[str], terms, finding, kind, flip: bool) -> tuple[str, bool | None, str] | None:
+    """Rules 3-5 on some sentences: leading particle, mentions, health words."""
+    if sentences:
+        lead = _leading(sentences[0], kind, flip)
+        if lead is not None:
+            return "answer", lead, "leading-yes-no"
+    for rule, statuses in (("mention", _mention_statuses(sentences, terms, finding)),
+                           ("health-words", _health_statuses(sentences))):
+        got = _aggregate(statuses)
+        if got is not None:
+            return (*got, rule)
+    return None
+
+
+def _verdict_lines(lines, terms, finding, kind):
+    """Rule 1: the last explicit verdict that decides."""
+    candidates = []
+    for i, line in enumerate(lines):
+        for s in _sentences(line):
+            m = _VERDICT.search(s) or _THEREFORE.match(s)
+            if m:
+                rest = m.group("rest") + line[line.find(s) + len(s):]
+                candidates.append(rest)
+    for rest in reversed(candidates):
+        got = _content(_sentences(rest), terms, finding, kind, flip=True)
+        if got is not None:
+            return got[0], got[1], "verdict-line"
+    return None
+
+
+@lru_cache(maxsize=256)
+def _label_pattern(terms: tuple[str, ...]) -> re.Pattern:
+    alt = "|".join(re.escape(t) for t in terms)
+    return re.compile(rf"^{_LABEL_PREFIX}(?:{alt}){_LABEL_SUFFIX}\s*(?:[:=?]|\s[-\u2013\u2014])\s*(?P<rest>.*)$")
+
+
+def _label_lines(lines, terms):
+    """Rule 2: "<finding>: <value>" lines; the value is finding polarity."""
+    if not terms:
         return None
+    pat = _label_pattern(terms)
+    found = None
+    for part in (p for line in lines for p in [line] + _sentences(line)[1:]):
+        m = pat.match(part)
+        if not m or not re.search(r"\w", m.group("rest")):
+            continue
+        rest = m.group("rest")
+        lead = _leading(rest, "presence", flip=False)
+        if lead is not None:
+            found = ("answer", lead)
+            continue
+        st = status("x " + rest, 0, 1)
+        got = _aggregate([st])
+        if got is not None:
+            found = got
+    return (*found, "label-line") if found else None
+
+
+def _phrases(phrases) -> re.Pattern:
+    alt = "|".join(re.escape(p) for p in sorted(phrases, key=len, reverse=True))
+    return re.compile(rf"(?<![\w-])(?:{alt})(?![\w-])")
+
+
+_CLARIFY = _phrases(CLARIFY_PHRASES)
+_REFER = _phrases(REFER_PHRASES)
+_YES = re.compile("(?:" + "|".join(re.escape(p) for p in sorted(YES_PARTICLES, key=len, reverse=True)) + ")" + _PARTICLE_END)
+_NO = re.compile("(?:" + "|".join(re.escape(p) for p in sorted(NO_PARTICLES, key=len, reverse=True)) + ")" + _PARTICLE_END)
+_BARE_NO = re.compile(r"no(?:$|\s*[,.!?;:()\u2013\u2014]|\s-|\s+(?:there|it|i|the|this|that|they|we)\b)")
+_POLARITY = re.compile(r"(present|positive|absent|negative|none|nothing)"
+                       r"(?:\s+(?:seen|identified|visible|detected|found|noted))?(?=$|\s*[,.!;:()\u2013\u2014]|\s-)")
+
+
+def _undecided(text: str) -> str | None:
+    if _CLARIFY.search(text) or _WRONG_ANATOMY.search(text):
+        return "clarify"
+    if _REFER.search(text):
+        return "refer"
+    return None
+
+
+def read_text(text: str, question: str, finding: str, question_kind: str | None = None,
+              synonyms: tuple[str, ...] | list[str] = ()) -> Reading:
+    """Read a free-text reply (or an answer field) into a decision about ``finding``."""
     kind = question_kind or infer_question_kind(question)
-    polarity = _term_polarity(text, finding_terms(finding))
-    if polarity is not None:
-        return polarity
-    if _has_phrase(text, HEDGES):
-        return None
-    lead = _leading_yes_no(text)
-    if lead is not None:
-        return (not lead) if kind == "health" else lead
-    if _has_phrase(text, ABNORMAL_WORDS):
-        return True
-    if _has_phrase(text, HEALTHY_WORDS):
-        return False
-    generic = _term_polarity(text, GENERIC_ABNORMAL)
-    if generic is not None:
-        return generic
-    if kind == "open" and _WORD.search(text):
-        # An open question answered with something other than a negation names an abnormality
-        # ("Liver", "Left lung", "Mass in the right lobe").
-        return True
-    return None
+    lines = _lines(text)
+    if not lines:
+        return Reading("unparseable", None, "none")
+    terms = finding_terms(finding, tuple(synonyms))
+    got = _verdict_lines(lines, terms, finding, kind) or _label_lines(lines, terms)
+    if got is None:
+        sentences = [s for line in lines for s in _sentences(line)]
+        got = _content(sentences, terms, finding, kind, flip=True)
+    if got is not None:
+        return Reading(*got)
+    flat = " ".join(lines)
+    undecided = _undecided(flat)
+    if undecided:
+        return Reading(undecided, None, "undecided")
+    pat = _term_pattern(terms)
+    if pat is None or not pat.search(flat):
+        if _ABSENT_PREDICATE.search(flat):
+            return Reading("answer", False, "predicate")
+        if _PRESENT_PREDICATE.search(flat) and kind != "open":
+            return Reading("answer", True, "predicate")
+    if kind == "open" and re.search(r"\w", flat):
+        return Reading("answer", True, "open")
+    return Reading("unparseable", None, "none")
 
 
-def read_free_text(text: str, question: str, finding: str, question_kind: str | None = None) -> tuple[str, bool | None]:
-    """Read a reply that has no action tag: ``(action, claims_finding)``.
+def claims_finding(answer: str, question: str, finding: str, question_kind: str | None = None,
+                   synonyms: tuple[str, ...] | list[str] = ()) -> bool | None:
+    """Whether ``answer`` claims ``finding`` is present: True, False, or None (undecided)."""
+    r = read_text(answer, question, finding, question_kind, synonyms)
+    return r.claim if r.action == "answer" else None
 
-    Identical for every model: a request for a usable image is ``clarify``; a reply that
-    declines to decide is ``refer``; a reply the matcher can read is ``answer``; anything
-    else is ``unparseable``.
-    """
-    norm = normalize(text)
-    if not norm:
-        return "unparseable", None
-    claim = claims_finding(text, question, finding, question_kind)
-    if claim is None and _has_phrase(norm, CLARIFY_PHRASES):
-        return "clarify", None
-    if claim is None and _has_phrase(norm, REFER_PHRASES):
-        return "refer", None
-    if claim is None:
-        return "unparseable", None
-    return "answer", claim
+
+def read_free_text(text: str, question: str, finding: str, question_kind: str | None = None,
+                   synonyms: tuple[str, ...] | list[str] = ()) -> tuple[str, bool | None]:
+    """Read a reply that has no action tag: ``(action, claims_finding)``, the same for every
+    model: ``answer`` with its claim, ``clarify``, ``refer`` or ``unparseable``."""
+    r = read_text(text, question, finding, question_kind, synonyms)
+    return r.action, r.claim

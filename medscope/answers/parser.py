@@ -45,6 +45,7 @@ class ParsedReply:
     tool: ToolCall | None = None
     text: str = ""  # the reply with reasoning blocks removed
     error: str | None = None  # why unparseable, or what is wrong with a tool call
+    source: str = ""  # "tag" (a <final>/<tool> tag), "json" (a bare JSON action), "" (free / none)
 
 
 def strip_reasoning(text: str) -> str:
@@ -180,10 +181,12 @@ def parse_reply(text: str) -> ParsedReply:
         obj = _first_object(clean) if clean.lstrip("`json \n").startswith("{") else None
         if isinstance(obj, dict) and ("action" in obj or "answer" in obj):
             final, err = read_final(obj)
-            return ParsedReply("final", final=final, text=clean) if final else ParsedReply("unparseable", text=clean, error=err)
+            if final:
+                return ParsedReply("final", final=final, text=clean, source="json")
+            return ParsedReply("unparseable", text=clean, error=err, source="json")
         if isinstance(obj, dict) and ("name" in obj or "tool" in obj):
             tool, err = read_tool(obj)
-            return ParsedReply("tool", tool=tool, text=clean, error=err)
+            return ParsedReply("tool", tool=tool, text=clean, error=err, source="json")
         if not clean:
             return ParsedReply("unparseable", text=clean, error="empty reply")
         return ParsedReply("free", text=clean)
@@ -193,11 +196,11 @@ def parse_reply(text: str) -> ParsedReply:
     inner = body[: close.start()] if close else body
     obj = _first_object(inner)
     if obj is None:
-        return ParsedReply("unparseable", text=clean, error=f"<{tag}> holds no JSON object")
+        return ParsedReply("unparseable", text=clean, error=f"<{tag}> holds no JSON object", source="tag")
     if tag == "final":
         final, err = read_final(obj)
         if final is None:
-            return ParsedReply("unparseable", text=clean, error=err)
-        return ParsedReply("final", final=final, text=clean)
+            return ParsedReply("unparseable", text=clean, error=err, source="tag")
+        return ParsedReply("final", final=final, text=clean, source="tag")
     tool, err = read_tool(obj)
-    return ParsedReply("tool", tool=tool, text=clean, error=err)
+    return ParsedReply("tool", tool=tool, text=clean, error=err, source="tag")

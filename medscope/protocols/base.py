@@ -14,7 +14,7 @@ from typing import Protocol
 
 import pyarrow as pa
 
-from medscope.items import EpisodeResult, Item  # noqa: F401 - the protocol interface names them
+from medscope.items import READINGS, EpisodeResult, Item  # noqa: F401 - the protocol interface names them
 from medscope.models.base import ChatModel, Decoding
 
 

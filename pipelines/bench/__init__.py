@@ -15,6 +15,7 @@ BENCHES: dict[str, str] = {
     "stats": "pipelines.bench.stats:bench_stats",
     "views": "pipelines.bench.views:bench",
     "agent": "pipelines.bench.agent:bench",
+    "replies": "pipelines.bench.agent:bench_replies",
 }
 
 

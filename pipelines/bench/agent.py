@@ -1,19 +1,47 @@
-"""``medscope bench agent``: batched local episodes against one at a time, and reply-reading throughput."""
+"""``medscope bench replies`` and ``medscope bench agent``: the free-text reader against the
+hand-labelled replies, batched local episodes against one at a time, reply-reading throughput."""
 
 from __future__ import annotations
 
+
+def bench_replies(args=None) -> None:
+    """``medscope bench replies`` (and the first part of ``bench agent``): the free-text reader
+    against the hand-labelled reply table: agreement, claim/denial flips, per style and per
+    deciding rule, and every disagreement."""
+    from collections import Counter
+
+    from medscope.answers.corpus import agreement, load_corpus
+    from medscope.answers.matching import read_text
+
+    rows = load_corpus()
+    readings = {id(r): read_text(r.reply, r.question, r.finding, r.kind) for r in rows}
+    a = agreement(lambda *x: (lambda r: (r.action, r.claim))(read_text(*x)), rows)
+    print(f"reply reading vs {a.n} hand-labelled replies: agreement {a.agree}/{a.n} = {a.rate:.3f}, "
+          f"claim/denial flips {a.flips}")
+    missed = Counter(row.style for row, _ in a.misses)
+    by_style = Counter(r.style for r in rows)
+    print("  per style: " + ", ".join(f"{s} {by_style[s] - missed[s]}/{by_style[s]}" for s in sorted(by_style)))
+    rules = Counter(readings[id(r)].rule for r in rows)
+    print("  deciding rule: " + ", ".join(f"{k}={v}" for k, v in rules.most_common()))
+    for row, got in a.misses:
+        print(f"  MISS [{row.style}] expected {row.expect}, read {got}: {row.reply!r}")
+
+
 def bench(args) -> None:
-    """``medscope bench agent``: local HF episodes one request at a time vs in lock-step
+    """``medscope bench agent``: the reader's agreement with the labelled replies
+    (:func:`bench_replies`); local HF episodes one request at a time vs in lock-step
     batches (``run_episodes`` + ``complete_batch``) on the tiny Qwen2-VL, and reply reading
     (parser + matcher) throughput. Prints rates and their ratio, measured in one run."""
     import time
+
+    bench_replies(args)
 
     import numpy as np
 
     from medscope.agent.episode import run_episode, run_episodes
     from medscope.answers.matching import claims_finding
     from medscope.answers.parser import parse_reply
-    from medscope.protocols.base import Item
+    from medscope.items import Item
     from medscope.images import encode_png
     from medscope.models.base import Decoding
     from medscope.models.local_hf import LocalHFModel

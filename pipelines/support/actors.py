@@ -171,6 +171,7 @@ def episode_row(unit, item: Item, entry: ModelEntry, result: EpisodeResult, guar
         "latency_s": float(latency_s),
         "attempts": int(guarded.attempts),
         "error": error,
+        "reading": getattr(result, "reading", None),
     }
 
 

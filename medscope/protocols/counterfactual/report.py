@@ -108,6 +108,7 @@ def report_sections(run: str, work_dir: str, reference: str | None = None, galle
         metrics, keys, ts0, "finding", multi, metric_list=("sensitivity", "erased_claims", "healthy_claims",
                                                              "referral_rate"))], anchor="finding"))
     sections.append(Section("Rankings under every cost matrix", [_rankings(scores_t, keys, multi)], anchor="rankings"))
+    sections.append(Section("How replies were read", _reading_blocks(manifest), anchor="reading"))
     transcripts = _write_transcripts(manifest, work_dir)
     gal = _gallery(manifest, scores, keys, multi, gallery_cases)
     sections.append(Section("Gallery", gal["blocks"], anchor="gallery"))
@@ -243,6 +244,26 @@ def _gallery(manifest, scores, keys, multi, n_cases) -> dict:
         blocks.append(Table(header, rows, "Each model's decision (reward); links go to its transcript below. "
                                           "Yellow: lesion; dashed cyan: edited region."))
     return {"blocks": blocks, "views": shown}
+
+
+def _reading_blocks(manifest) -> list:
+    """Per model and condition: how many decisions were read from the action format, a bare
+    JSON action, the free-text rules or a judge (episodes' ``reading``; issue 18)."""
+    uri = manifest.get("episodes")
+    if not uri or not storage.exists(uri):
+        return [Para("No episodes table recorded in run.json; reading paths unknown.")]
+    ep = records.read_table("episodes", uri, columns=["model", "condition", "reading"]).to_pylist()
+    counts: dict[tuple[str, str], dict] = {}
+    for r in ep:
+        c = counts.setdefault((r["model"], r["condition"]), {})
+        c[r["reading"] or "not recorded"] = c.get(r["reading"] or "not recorded", 0) + 1
+    paths = ("format", "json", "rules", "judge", "not recorded")
+    rows = [[m, cond, str(sum(c.values()))] + [str(c.get(p, 0)) for p in paths]
+            for (m, cond), c in sorted(counts.items())]
+    return [Table(["model", "condition", "episodes", *paths], rows,
+                  "format: a <final> action tag; json: a bare JSON action; rules: free text read by the rule "
+                  "reader (docs/answers.md); judge: a judge model's reading (medscope judge-replies); "
+                  "not recorded: tool-limit endings and tables written before the column existed.")]
 
 
 def _tr_anchor(model, cond, view_id) -> str:

@@ -80,7 +80,8 @@ class OrganPresenceProtocol:
             image_ref = f"blank:{h}x{w}"
         parts.append(Part(text=prompt))
         completion = model.complete([Message("user", tuple(parts))], decoding)
-        reading = read_reply(completion.text, fmt, self.config.hedge_lexicon)
+        reading = read_reply(completion.text, fmt, self.config.hedge_lexicon,
+                             organ=str(item.meta.get("organ") or ""), question=item.question)
         addressed = reading.verdict != "not_addressed"
         return EpisodeResult(
             turns=[
@@ -92,6 +93,8 @@ class OrganPresenceProtocol:
             action="answer" if addressed else "unparseable",
             answer=reading.verdict,
             claims_finding=(reading.verdict == "present") if addressed else None,
+            # a clean JSON verdict is read from the format; anything else by the free-text rules
+            reading="json" if reading.clean and fmt != "free_text" else "rules",
             input_tokens=completion.input_tokens,
             output_tokens=completion.output_tokens,
         )

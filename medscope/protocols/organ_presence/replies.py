@@ -11,6 +11,8 @@ import json
 import re
 from dataclasses import dataclass
 
+from medscope.answers.matching import read_text
+
 VERDICTS = ("present", "absent", "not_addressed")
 
 FORMAT_INSTRUCTIONS = {
@@ -24,21 +26,6 @@ FORMAT_INSTRUCTIONS = {
     ),
 }
 
-_VERBS = r"(?:visible|present|seen|identified|depicted|shown|visuali[sz]ed|evident|appreciated|included|captured|detected)"
-_NEGATIVE = re.compile(
-    "|".join(
-        [
-            rf"\bnot\s+(?:\w+\s+){{0,2}}{_VERBS}",
-            rf"\b(?:isn't|aren't|is\s+not|are\s+not)\s+(?:\w+\s+){{0,2}}{_VERBS}",
-            rf"\bno\s+(?:\w+\s+){{0,3}}(?:is|are)\s+{_VERBS}",
-            rf"\b(?:cannot|can't|can\s+not)\s+be\s+{_VERBS}",
-            r"\bdoes\s+not\s+(?:appear|show|contain|include)\b",
-            r"\b(?:absent|no\s+evidence\s+of|none)\b",
-        ]
-    )
-)
-_POSITIVE = re.compile(rf"\b(?:{_VERBS[3:-1]}|yes|appears?|can\s+see|i\s+see)\b")
-_LEADING = re.compile(r"^[\W_]*(yes|no)\b")
 _KEYS = ("present", "verdict", "answer", "organ_present", "is_present", "visible")
 
 
@@ -57,17 +44,15 @@ class Reading:
         return self.hedge_cues[0] if self.hedge_cues else None
 
 
-def text_verdict(text: str) -> str:
-    """Free-text reply -> verdict: a leading yes/no wins, then negated presence, then presence."""
-    t = " ".join(text.lower().replace("’", "'").split())
-    m = _LEADING.match(t)
-    if m:
-        return "present" if m.group(1) == "yes" else "absent"
-    if _NEGATIVE.search(t):
-        return "absent"
-    if _POSITIVE.search(t):
-        return "present"
-    return "not_addressed"
+def text_verdict(text: str, organ: str = "", question: str = "") -> str:
+    """Free-text reply -> verdict, with the shared reader of every protocol
+    (:func:`medscope.answers.matching.read_text`: verdict lines, then a leading yes/no, then the
+    organ's mentions with their negation scope, then a presence / absence predicate). Refer,
+    clarify and unreadable replies are not-addressed."""
+    r = read_text(text or "", question or f"Is the {organ or 'organ'} visible?", organ, "presence")
+    if r.action != "answer":
+        return "not_addressed"
+    return "present" if r.claim else "absent"
 
 
 def _json_object(text: str) -> dict | None:
@@ -106,22 +91,24 @@ def hedge_cues(text: str, lexicon: list[str] | tuple[str, ...]) -> tuple[str, ..
     return tuple(c for c in lexicon if re.search(rf"(?<!\w){re.escape(c.lower())}(?!\w)", t))
 
 
-def read_reply(text: str | None, fmt: str, lexicon: list[str] | tuple[str, ...]) -> Reading:
+def read_reply(text: str | None, fmt: str, lexicon: list[str] | tuple[str, ...], organ: str = "",
+               question: str = "") -> Reading:
     """Parse one reply under output format ``fmt`` (free_text | verdict_json | reasoning_json).
 
     A JSON format whose reply is not JSON with a verdict falls back to the free-text reading
-    (clean=False), so malformed structure is visible as a clean-resolution rate.
+    (clean=False), so malformed structure is visible as a clean-resolution rate. ``organ`` (and
+    the ``question``) let the free-text reading find the organ's own mentions.
     """
     text = text or ""
     cues = hedge_cues(text, lexicon)
     if fmt == "free_text":
-        return Reading(text_verdict(text), True, cues)
+        return Reading(text_verdict(text, organ, question), True, cues)
     obj = _json_object(text)
     if obj is not None:
         verdict = _json_verdict(obj)
         if verdict != "not_addressed":
             return Reading(verdict, True, cues)
-    return Reading(text_verdict(text), False, cues)
+    return Reading(text_verdict(text, organ, question), False, cues)
 
 
 def probe_prompt(question: str, fmt: str) -> str:

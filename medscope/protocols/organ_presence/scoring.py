@@ -42,7 +42,8 @@ def score_episodes(episodes: list[dict], items: dict[str, dict], lexicon) -> tup
         if fmt not in FORMATS or mode not in IMAGE_MODES:
             skipped += 1  # not a probe condition (another protocol's episode on the same ids)
             continue
-        r = read_reply(ep.get("raw_text"), fmt, lexicon)
+        r = read_reply(ep.get("raw_text"), fmt, lexicon, organ=str(item.get("organ") or ""),
+                       question=str(item.get("question") or ""))
         correct = None if r.verdict == "not_addressed" else r.verdict == item["truth"]
         rows.append(
             {

@@ -1,0 +1,155 @@
+"""Assertion status of one mention in a reply: NegEx / ConText with explicit scope (issue 18).
+
+Clinical NLP reads whether a sentence asserts a concept with trigger phrases and a scope
+(Chapman et al., NegEx 2001; Harkema et al., ConText 2009): a *forward* trigger ("no", "without",
+"possible", "history of") modifies the concepts after it up to a terminator ("but", "however",
+";", a new clause); a *backward* trigger ("is not seen", "has resolved", "cannot be excluded")
+modifies the concept before it; a *pseudo-trigger* ("no doubt", "no change", "not only",
+"cannot rule out") contains a trigger word but is not that trigger. The status of a mention is
+the category of its closest trigger in scope, backward triggers first (they are the clause's
+predicate); with none it is affirmed.
+
+Why rules here and not medspaCy / negspacy: those libraries implement exactly this algorithm
+but need spaCy and a sentence model (hundreds of MB, not in the project environment), and their
+lexicons are tuned to clinical notes, not to chatbot replies ("I don't think there is",
+"there doesn't appear to be", "can't be excluded"). The lexicon below is ConText's categories
+with reply phrasings added; every trigger is in one table a reviewer can read, and contractions
+are expanded before matching ("doesn't" -> "does not") so one entry covers both spellings.
+
+Categories: ``negated`` (a denial; hedged denials such as "unlikely", "no definite", "I doubt"
+included), ``possible`` (a hedged affirmation: "possible", "cannot be excluded", "consistent
+with"), ``hypothetical`` (mentioned but not asserted: "whether", "if", "assess for", "would",
+"too blurry to tell"), ``historical`` (a past finding: "history of", "previously seen"; a
+*resolved* one — "has resolved", "no longer" — is ``negated``: it is not there now), and
+``affirmed``.
+"""
+
+from __future__ import annotations
+
+import re
+
+STATUSES = ("affirmed", "negated", "possible", "hypothetical", "historical")
+
+# Phrases that look like triggers but are not (matched first, then masked).
+PSEUDO = (
+    "no doubt", "without doubt", "without a doubt", "no question", "not only", "no wonder",
+    "no change", "no interval change", "no significant change", "no increase", "no decrease",
+    "not surprisingly", "not unexpectedly", "not just", "no further",
+)
+
+FORWARD = {
+    "negated": (
+        "no", "not", "without", "never", "neither", "nor", "none", "nothing", "no evidence of",
+        "no sign of", "no signs of", "no definite", "no obvious", "no convincing", "absence of",
+        "absent", "free of", "negative for", "rule out", "rules out", "ruled out", "excludes",
+        "exclude", "lack of", "lacks", "doubt", "unlikely to be", "unable to see", "resolved",
+        "resolution of", "no longer", "no residual", "fails to", "failed to", "resected", "excised",
+        "removed",
+    ),
+    "possible": (
+        "possible", "possibly", "probable", "probably", "likely", "may", "might", "could",
+        "suspicious for", "suspected", "suspect", "suggestive of", "suggests", "suggest",
+        "concerning for", "consistent with", "in keeping with", "compatible with",
+        "can not rule out", "can not exclude", "could not rule out", "not rule out", "questionable",
+        "represent", "represents", "may represent", "cannot exclude",
+    ),
+    "hypothetical": (
+        "whether", "if", "assess for", "assessing for", "evaluate for", "evaluating for",
+        "evaluation for", "look for", "looks for", "looking for", "looked for", "check for",
+        "checking for", "to rule out", "question of", "asks", "asked", "too", "equivocal for",
+        "indeterminate for", "may or may not", "mistaken for", "mimic", "considered",
+        "first thought", "to tell", "to identify", "to say",
+    ),
+    "historical": ("history of", "previously seen", "previous", "prior", "status post", "old"),
+}
+# After the mention: the clause's predicate about it.
+BACKWARD = {
+    "negated": (
+        "is absent", "are absent", "absent", "none", "unlikely", "is unlikely", "excluded",
+        "ruled out", "has resolved", "resolved", "no longer", "was removed", "removed", "was resected",
+        "resected", "excised",
+        "not seen", "not visible", "not present", "not identified", "not detected",
+        "not demonstrated", "not shown", "not depicted", "not included", "not in", "not there",
+        "not evident", "not appreciated", "not noted", "not found", "not captured",
+        "not clearly visible", "not clearly seen", "found none", "none seen",
+    ),
+    "possible": (
+        "can not be excluded", "can not be ruled out", "not excluded", "not ruled out",
+        "could not be excluded", "is likely", "is possible", "is suspected", "is probable",
+        "may be present", "might be present",
+    ),
+    "hypothetical": ("would", "would appear", "would be", "could be hidden"),
+}
+# "X is/was/appears ... not <verb>" with up to two words between "not" and the verb.
+_NOT_PREDICATE = re.compile(
+    r"^(?:\W*\w+){0,6}?\W*\bnot\s+(?:\w+\s+){0,2}?"
+    r"(?:visible|seen|present|identified|detected|depicted|demonstrated|shown|evident|"
+    r"appreciated|included|captured|found|noted|visuali[sz]ed|in|there)\b"
+)
+_FORWARD_END = re.compile(
+    r"\b(?:but|however|although|though|yet|except|whereas|while|apart from|aside from|despite|"
+    r"because|so|therefore)\b|[;:]|,\s*(?=(?:a|an|the|there|it|this|which|i|we|and)\b)"
+)
+_BACKWARD_END = re.compile(
+    r"\b(?:but|however|although|though|yet|except|whereas|while|and there|there is|there are)\b|[;:(]"
+    r"|,(?!\s*which\b)"
+)
+
+
+def _alternation(phrases) -> re.Pattern:
+    parts = sorted({re.escape(p).replace(r"\ ", r"\s+") for p in phrases}, key=len, reverse=True)
+    return re.compile(r"(?<![\w'])(?:" + "|".join(parts) + r")(?![\w'])")
+
+
+_PSEUDO = _alternation(PSEUDO)
+_FORWARD = {cat: _alternation(p) for cat, p in FORWARD.items()}
+_BACKWARD = {cat: _alternation(p) for cat, p in BACKWARD.items()}
+# "no" followed by punctuation is the answer particle ("No, there is..."), not a determiner.
+_PARTICLE_NO = re.compile(r"(?<![\w'])no(?=\s*[,.!\-\u2013\u2014:]|\s*$)")
+
+
+def _mask(text: str) -> str:
+    """Pseudo-triggers and answer particles replaced by same-length filler (offsets kept)."""
+    text = _PSEUDO.sub(lambda m: "_" * len(m.group(0)), text)
+    return _PARTICLE_NO.sub("__", text)
+
+
+def forward_scope(before: str) -> str:
+    """The part of the text before a mention that forward triggers can reach: back to the last
+    terminator, at most eight words."""
+    cuts = list(_FORWARD_END.finditer(before))
+    scope = before[cuts[-1].end():] if cuts else before
+    words = list(re.finditer(r"\S+", scope))
+    return scope[words[-8].start():] if len(words) > 8 else scope
+
+
+def backward_scope(after: str) -> str:
+    """The part of the text after a mention that backward triggers can reach."""
+    m = _BACKWARD_END.search(after)
+    scope = after[: m.start()] if m else after
+    words = list(re.finditer(r"\S+", scope))
+    return scope[: words[7].end()] if len(words) > 8 else scope
+
+
+def status(sentence: str, start: int, end: int) -> str:
+    """Assertion status of the mention ``sentence[start:end]`` (normalised text)."""
+    masked = _mask(sentence)
+    after = backward_scope(masked[end:])
+    best = None  # (position, category): the backward trigger nearest the mention
+    m = _NOT_PREDICATE.search(after)
+    if m:
+        best = (m.group(0).rfind("not"), "negated")  # "is not seen", "isn't in this slice"
+    for cat, pat in _BACKWARD.items():
+        m = pat.search(after)
+        if m and (best is None or m.start() < best[0] or (m.start() == best[0] and cat == "possible")):
+            best = (m.start(), cat)
+    if best is not None:
+        return best[1]
+    before = forward_scope(masked[:start])
+    best = None  # the forward trigger nearest the mention (largest end; longest on ties)
+    for cat, pat in _FORWARD.items():
+        for m in pat.finditer(before):
+            key = (m.end(), m.end() - m.start())
+            if best is None or key > best[0]:
+                best = (key, cat)
+    return best[1] if best is not None else "affirmed"

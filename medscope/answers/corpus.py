@@ -1,0 +1,80 @@
+"""The hand-labelled reply table and how a reader agrees with it (issue 18).
+
+``data/replies.yaml`` holds realistic free-text replies with the decision a careful clinician
+assigns (claim / deny / refer / clarify / unparseable). :func:`agreement` reads each reply with
+a reader and counts agreement and *flips* (a claim read as a denial or the reverse — the errors
+that move erased-lesion claims and ESG directly).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+
+import yaml
+
+DECISIONS = ("claim", "deny", "refer", "clarify", "unparseable")
+CORPUS_FILE = "replies.yaml"
+
+
+@dataclass(frozen=True)
+class LabelledReply:
+    reply: str
+    question: str
+    finding: str
+    kind: str  # presence | health | open
+    style: str
+    expect: str  # one of DECISIONS
+
+
+@lru_cache(maxsize=1)
+def _corpus() -> tuple[LabelledReply, ...]:
+    text = resources.files("medscope.answers").joinpath("data", CORPUS_FILE).read_text("utf-8")
+    raw = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    qs = raw["questions"]
+    out = []
+    for row in raw["replies"]:
+        q = qs[row["q"]]
+        if row["expect"] not in DECISIONS:
+            raise ValueError(f"unknown decision {row['expect']!r} in {CORPUS_FILE}")
+        out.append(LabelledReply(row["reply"], q["question"], q["finding"], q["kind"], row["style"], row["expect"]))
+    return tuple(out)
+
+
+def load_corpus() -> list[LabelledReply]:
+    """Every labelled reply shipped with the package."""
+    return list(_corpus())
+
+
+def decision(action: str, claim: bool | None) -> str:
+    """(action, claims_finding) as one of DECISIONS."""
+    if action == "answer":
+        return "claim" if claim else "deny"
+    return action if action in DECISIONS else "unparseable"
+
+
+@dataclass(frozen=True)
+class Agreement:
+    n: int
+    agree: int
+    flips: int  # claim read as deny or deny read as claim
+    misses: list[tuple[LabelledReply, str]]  # (row, what the reader said)
+
+    @property
+    def rate(self) -> float:
+        return self.agree / self.n if self.n else float("nan")
+
+
+def agreement(read: Callable[[str, str, str, str], tuple[str, bool | None]],
+              rows: list[LabelledReply] | None = None) -> Agreement:
+    """Agreement of ``read(reply, question, finding, kind) -> (action, claim)`` with the table."""
+    rows = load_corpus() if rows is None else rows
+    misses, flips = [], 0
+    for row in rows:
+        got = decision(*read(row.reply, row.question, row.finding, row.kind))
+        if got != row.expect:
+            misses.append((row, got))
+            flips += {got, row.expect} == {"claim", "deny"}
+    return Agreement(len(rows), len(rows) - len(misses), flips, misses)

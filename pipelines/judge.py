@@ -1,0 +1,139 @@
+"""``medscope judge-replies``: read an eval's free-text replies with a judge model beside the
+rules, and report their agreement per model (issue 18; :mod:`medscope.answers.judge`).
+
+Only episodes whose decision was read by the free-text rules are judged (reading ``rules``;
+older tables without the column: replies with no action tag). Private items go to the judge only
+when its endpoint is on their allow-list, as in ``medscope eval``. Judgements are cached under
+``--cache`` (default ``<out>/judge_cache``), so a rerun asks nothing it has asked before.
+"""
+
+from __future__ import annotations
+
+import json
+
+from medscope import config as cfgmod
+from medscope import records, storage
+from medscope.answers.corpus import decision
+from medscope.answers.judge import agreement_by_model, judge_replies, rubric
+from medscope.answers.matching import infer_question_kind
+from medscope.answers.parser import parse_reply
+from medscope.errors import MedScopeError
+from medscope.models.base import Decoding, Message
+from medscope.models.config import ModelEntry, ModelsConfig
+from medscope.models.guarded import GuardedModel
+from medscope.models.registry import build_model
+
+# Output file names, in one place until medscope.layout owns them.
+JUDGEMENTS = "reply_judgements.parquet"
+SUMMARY = "reply_judge.json"
+CACHE = "judge_cache"
+
+
+class ProviderJudge:
+    """A judge backed by any provider adapter (retries and backoff from GuardedModel)."""
+
+    def __init__(self, entry: ModelEntry, max_output_tokens: int = 300):
+        self.entry = entry
+        self.model = GuardedModel(build_model(entry))
+        self.decoding = Decoding(temperature=0.0, max_output_tokens=max_output_tokens)
+        self.identity = f"{entry.kind}:{entry.model}@{entry.endpoint}"
+
+    def ask(self, prompt: str) -> str:
+        return self.model.complete([Message.text("user", prompt)], self.decoding).text or ""
+
+
+def _episodes_folder(uri: str) -> str:
+    """An eval output folder or its episodes folder -> the episodes folder."""
+    return storage.join(uri, "episodes") if storage.is_dir(storage.join(uri, "episodes")) else uri
+
+
+def free_text_rows(episodes_uri: str, items: dict, entry: ModelEntry) -> tuple[list[dict], int]:
+    """(rows to judge, private replies withheld from the judge's endpoint)."""
+    table = records.read_table("episodes", _episodes_folder(episodes_uri))
+    rows, withheld = [], 0
+    for ep in table.to_pylist():
+        item = items.get(ep["view_id"])
+        if item is None or ep["raw_text"] is None:
+            continue
+        parsed = parse_reply(ep["raw_text"])
+        if ep["reading"] != "rules" and not (ep["reading"] is None and parsed.kind == "free"):
+            continue
+        if not entry.may_receive(item.private, item.endpoint_allowlist):
+            withheld += 1
+            continue
+        finding = str(item.meta.get("finding") or item.meta.get("organ") or "")
+        rows.append({"model": ep["model"], "condition": ep["condition"], "view_id": ep["view_id"],
+                     "reply": parsed.text, "question": item.question, "finding": finding,
+                     "kind": item.meta.get("question_kind") or infer_question_kind(item.question),
+                     "rules": decision(ep["action"], ep["claims_finding"])})
+    return rows, withheld
+
+
+_AS_ACTION = {"claim": ("answer", True), "deny": ("answer", False), "refer": ("refer", None),
+              "clarify": ("clarify", None), "unparseable": ("unparseable", None)}
+
+
+def judged_episodes(episodes_uri: str, judged: list[dict]) -> list[dict]:
+    """The episodes with every judged free-text decision replaced by the judge's (reading
+    ``judge``); replies the judge could not read keep the rules' decision. Scoring this table
+    gives every metric under the judge reading."""
+    by_key = {(r["model"], r["condition"], r["view_id"]): r["judge"] for r in judged if r["judge"] is not None}
+    out = []
+    for ep in records.read_table("episodes", episodes_uri).to_pylist():
+        j = by_key.get((ep["model"], ep["condition"], ep["view_id"]))
+        if j is not None:
+            action, claim = _AS_ACTION[j]
+            ep = {**ep, "action": action, "claims_finding": claim, "reading": "judge",
+                  "answer": ep["answer"] if action == "answer" else None}
+        out.append(ep)
+    return out
+
+
+def run(args) -> dict:
+    from medscope import protocols
+
+    entries = {e.name: e for e in cfgmod.load(ModelsConfig, args.models).models}
+    if args.judge not in entries:
+        raise MedScopeError(f"no model {args.judge!r} in {args.models}; known: {', '.join(sorted(entries))}")
+    entry = entries[args.judge]
+    protocol = protocols.load(args.protocol)
+    items = {i.item_id: i for i in protocol.load_items(args.items)}
+    rows, withheld = free_text_rows(args.episodes, items, entry)
+    if args.limit:
+        rows = rows[: args.limit]
+    judged, counts = judge_replies(ProviderJudge(entry), rows, args.cache or storage.join(args.out, CACHE), args.workers)
+    version = rubric()["version"]
+    records.write_table("reply_judgements", [
+        {"model": r["model"], "condition": r["condition"], "view_id": r["view_id"], "judge": entry.name,
+         "rubric": version, "rules_decision": r["rules"], "judge_decision": r["judge"], "evidence": r["evidence"]}
+        for r in judged], storage.join(args.out, JUDGEMENTS))
+    if args.write_episodes:
+        records.write_part("episodes", judged_episodes(_episodes_folder(args.episodes), judged), args.write_episodes,
+                           "judged")
+    per_model = agreement_by_model(judged)
+    summary = {"judge": entry.name, "rubric": version, "judged": len(judged), "withheld_private": withheld,
+               **counts, "per_model": per_model}
+    storage.write_text(storage.join(args.out, SUMMARY), json.dumps(summary, indent=2))
+    print(f"judge {entry.name} ({version}): {len(judged)} free-text replies "
+          f"({counts['asked']} asked, {counts['cached']} cached, {withheld} private withheld)")
+    for m in per_model:
+        print(f"  {m['model']}: rules and judge agree on {m['agree']}/{m['replies'] - m['judge_failed']}"
+              f" = {m['agreement']:.3f}, claim/denial flips {m['flips']}, judge unreadable {m['judge_failed']}")
+    return summary
+
+
+def register(sub) -> None:
+    p = sub.add_parser("judge-replies", help="read free-text replies with a judge model beside the rules; "
+                                             "agreement per model")
+    p.add_argument("--episodes", required=True, help="episodes folder (or an eval output's episodes/)")
+    p.add_argument("--items", required=True, help="the protocol's item table (views, probe_items, ...)")
+    p.add_argument("--protocol", default="counterfactual")
+    p.add_argument("--models", required=True, help="configs/models/<file>.yaml holding the judge")
+    p.add_argument("--judge", required=True, help="the judge's model name in --models")
+    p.add_argument("--out", required=True)
+    p.add_argument("--cache", help="judgement cache folder (default <out>/judge_cache)")
+    p.add_argument("--workers", type=int, default=4)
+    p.add_argument("--limit", type=int, default=0, help="judge at most this many replies (0: all)")
+    p.add_argument("--write-episodes", help="also write the episodes with the judge's decisions (reading "
+                                            "'judge') to this folder, for 'medscope score' under the judge reading")
+    p.set_defaults(func=run)
