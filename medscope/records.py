@@ -47,6 +47,7 @@ ENUMS: dict[str, dict[str, tuple[str, ...]]] = {
         "strategy": ("positive", "random", "popular", "adversarial"),
         "stratum": ("transition", "mid", "out_of_range"),
     },
+    "vqa_items": {"answer_type": ("closed", "open"), "split": ("train", "validation", "test")},
     "probe_scores": {
         "truth": ("present", "absent"),
         "verdict": ("present", "absent", "not_addressed"),
@@ -260,6 +261,24 @@ SCHEMAS: dict[str, pa.Schema] = {
             pa.field("hedged", pa.bool_(), nullable=False),
             pa.field("hedge_cue", pa.string()),
             pa.field("correct", pa.bool_()),
+        ]
+    ),
+    # Standard medical-VQA questions (VQA-RAD, SLAKE, PathVQA; seed 000 §5.6): one row per
+    # released question; several rows may share one image (same image_file, same image bytes).
+    "vqa_items": pa.schema(
+        [
+            pa.field("item_id", pa.string(), nullable=False),
+            pa.field("source", pa.string(), nullable=False),
+            pa.field("split", pa.string()),
+            pa.field("image_file", pa.string(), nullable=False),
+            pa.field("image", pa.binary(), nullable=False),
+            pa.field("question", pa.string(), nullable=False),
+            pa.field("answer", pa.string(), nullable=False),
+            pa.field("answer_type", pa.string(), nullable=False),  # closed | open
+            pa.field("modality", pa.string()),
+            pa.field("content_type", pa.string()),
+            pa.field("released_id", pa.string()),
+            *_PRIVACY,
         ]
     ),
     "rejects": pa.schema(

@@ -25,7 +25,7 @@ from pipelines.support.jobs import Progress, job_main, print_summary
 class CohortJobConfig(StrictModel):
     """``python -m pipelines.cohort --config F``: one import (or the phantom) per job."""
 
-    format: Literal["kvasir-seg", "busi", "image-mask-folder", "siim-rle", "nifti-labels", "phantom"]
+    format: Literal[cohorts.FORMATS + ("phantom",)]  # type: ignore[valid-type]
     out: str
     path: str | None = None  # dataset root (not for phantom)
     dataset_config: str | None = None  # YAML file overlaid on configs/datasets/<format>.yaml
@@ -67,7 +67,7 @@ def _kind_of(uri: str) -> str:
         names = set(pq.read_schema(io.BytesIO(storage.read_bytes(uri))).names)
     except Exception as err:
         raise MedScopeError(f"{uri} is not a readable Parquet file: {err}") from None
-    for name in ("cases", "volumes", "rejects"):
+    for name in ("cases", "volumes", "vqa_items", "rejects"):
         if set(records.schema(name).names) <= names:
             return name
     raise MedScopeError(f"{uri} holds neither a cases, a volumes nor a rejects table")
@@ -85,10 +85,10 @@ def show_summary(uri: str) -> dict:
     """
     if storage.is_dir(uri):
         folder = uri
-        files = {n: storage.join(uri, f"{n}.parquet") for n in ("cases", "volumes", "rejects")}
+        files = {n: storage.join(uri, f"{n}.parquet") for n in ("cases", "volumes", "vqa_items", "rejects")}
         files = {n: f for n, f in files.items() if storage.exists(f)}
-        if not ({"cases", "volumes"} & set(files)):
-            raise MedScopeError(f"{uri}: no cases.parquet or volumes.parquet here")
+        if not ({"cases", "volumes", "vqa_items"} & set(files)):
+            raise MedScopeError(f"{uri}: no cases.parquet, volumes.parquet or vqa_items.parquet here")
     else:
         if not storage.exists(uri):
             raise MedScopeError(f"no cohort at {uri}")
@@ -124,6 +124,15 @@ def show_summary(uri: str) -> dict:
             "by_source": _counts(t["source"]),
             "by_split": _counts(t["split"]),
             "organs": organs,
+        }
+    if "vqa_items" in files:
+        t = records.read_table("vqa_items", files["vqa_items"], columns=["source", "split", "answer_type", "image_file"]).to_pydict()
+        summary["vqa_items"] = {
+            "n": len(t["source"]),
+            "by_source": _counts(t["source"]),
+            "by_split": _counts(t["split"]),
+            "by_answer_type": _counts(t["answer_type"]),
+            "images": len(set(t["image_file"])),
         }
     if "rejects" in files:
         r = records.read_table("rejects", files["rejects"], columns=["reason", "table"]).to_pydict()

@@ -41,6 +41,11 @@ from medscope.errors import MedScopeError
 from medscope.seeding import stable_hash
 
 FORMATS = ("kvasir-seg", "busi", "image-mask-folder", "siim-rle", "nifti-labels")
+# The paper's own cohorts in their released layouts (issue 17); slake-vqa, vqa-rad and pathvqa
+# write question items (records "vqa_items"), the others cases.
+RELEASE_FORMATS = ("slake", "chestx-det", "hyperkvasir", "lgg-mri", "brats", "qata-cov19")
+VQA_FORMATS = ("slake-vqa", "vqa-rad", "pathvqa")
+FORMATS = FORMATS + RELEASE_FORMATS + VQA_FORMATS
 IMAGE_EXTS = (".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff")
 CONFIG_DIR = Path(__file__).resolve().parents[2] / "configs" / "datasets"
 
@@ -74,6 +79,27 @@ class DatasetConfig(cfgmod.StrictModel):
     labels_dir: str = "labelsTr"
     label_name_regex: tuple[str, str] | None = None  # (pattern, replacement) image name -> label name
     organ_map: dict[int, str] = {}
+    # --- release loaders (issue 17); each field is read by the one loader named
+    # chestx-det: the 13 categories it may hold, those left out (diffuse), annotation file -> image folder
+    categories: list[str] = []
+    exclude_categories: list[str] = []
+    annotation_files: dict[str, str] = {}
+    # slake: detection.json object names that are lesions; slake / slake-vqa: kept languages, modalities
+    lesion_objects: list[str] = []
+    languages: list[str] = []
+    modalities: list[str] = []
+    # hyperkvasir: labelled-images class folders whose images are lesion-free
+    lesion_free_classes: list[str] = []
+    # lgg-mri / brats: 2D slices chosen by rule from each patient's stack
+    lesion_slices_per_patient: int = pydantic.Field(3, ge=0)
+    free_slices_per_patient: int = pydantic.Field(2, ge=0)
+    min_slice_gap: int = pydantic.Field(3, ge=1)
+    min_tissue_frac: float = pydantic.Field(0.25, ge=0.0, le=1.0)
+    tissue_threshold: float = pydantic.Field(0.05, ge=0.0, lt=1.0)
+    min_lesion_area_frac: float = pydantic.Field(0.002, ge=0.0, lt=1.0)
+    label_values: list[int] = []  # brats: the label values its release uses (others -> reject)
+    # slake-vqa / vqa-rad / pathvqa: which released question files to read, file -> split
+    question_files: dict[str, str] = {}
 
     @pydantic.field_validator("patient_id_regex")
     @classmethod
