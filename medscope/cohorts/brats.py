@@ -67,16 +67,15 @@ def patient_of(case_folder: str) -> str:
 
 
 def scale_volume(image: np.ndarray) -> np.ndarray:
-    """Float MRI volume -> uint8 by the 0.5-99.5th percentile of its non-zero voxels (one
-    scale per volume, so slices of one patient stay comparable; outliers do not wash it out)."""
+    """Float MRI volume -> uint8, 0 staying 0 and the 99.5th percentile of the brain (non-zero
+    voxels) becoming 255: one scale per volume, so slices of one patient stay comparable and a
+    few hot voxels do not wash the image out. MRI intensities are arbitrary positive units, so no
+    lower cut is taken (it would black out the most common tissue value)."""
     brain = image[image > 0]
     if brain.size == 0:
         return np.zeros(image.shape, np.uint8)
-    lo, hi = np.percentile(brain, [0.5, 99.5])
-    if hi <= lo:
-        hi = lo + 1.0
-    out = np.clip((image - lo) / (hi - lo), 0.0, 1.0) * 255.0
-    out[image <= 0] = 0
+    hi = float(np.percentile(brain, 99.5))
+    out = np.clip(image / hi, 0.0, 1.0) * 255.0
     return np.rint(out).astype(np.uint8)
 
 

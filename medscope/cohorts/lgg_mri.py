@@ -96,7 +96,8 @@ def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None) ->
         rows_before = len(rows)
         rows.extend(_patient_cases(cfg, slices, patient))
         if len(rows) == rows_before and slices:
-            rejects.append(reject_row(cfg, folder, Reject("no eligible slice", f"tissue < {cfg.min_tissue_frac}")))
+            where = posixpath.dirname(images[(folder, by_folder[folder][0])])
+            rejects.append(reject_row(cfg, where, Reject("no eligible slice", f"tissue < {cfg.min_tissue_frac}")))
     return finish(rows, rejects)
 
 

@@ -34,8 +34,10 @@ def _image_file(path: str, folder: str, name: str) -> str | None:
 
 
 def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None):
-    """PathVQA ``pvqa`` folder at ``path`` -> (vqa_items table, rejects rows)."""
+    """PathVQA ``pvqa`` folder (or the one holding it) at ``path`` -> (vqa_items table, rejects rows)."""
     cfg = cfg or dataset_config("pathvqa")
+    if not storage.is_dir(storage.join(path, "qas")) and storage.is_dir(storage.join(path, "pvqa", "qas")):
+        path = storage.join(path, "pvqa")  # the folder the archive unpacks into
     present = [s for s in SPLITS if storage.exists(storage.join(path, "qas", s, f"{s}_qa.pkl"))]
     if not present:
         raise MedScopeError(f"{path}: no qas/<split>/<split>_qa.pkl")
