@@ -281,6 +281,22 @@ SCHEMAS: dict[str, pa.Schema] = {
             *_PRIVACY,
         ]
     ),
+    # One standard-VQA episode scored (medscope/protocols/standard_vqa).
+    "vqa_scores": pa.schema(
+        [
+            pa.field("run_id", pa.string(), nullable=False),
+            pa.field("model", pa.string(), nullable=False),
+            pa.field("condition", pa.string(), nullable=False),
+            pa.field("item_id", pa.string(), nullable=False),
+            pa.field("case_id", pa.string(), nullable=False),  # the image file: the bootstrap cluster
+            pa.field("source", pa.string(), nullable=False),
+            pa.field("answer_type", pa.string(), nullable=False),
+            pa.field("answer", pa.string(), nullable=False),
+            pa.field("reply", pa.string()),
+            pa.field("correct", pa.bool_(), nullable=False),
+            pa.field("token_recall", pa.float64()),
+        ]
+    ),
     "rejects": pa.schema(
         [
             pa.field("table", pa.string(), nullable=False),  # what the row would have become
