@@ -129,6 +129,19 @@ def write_slake(root):
 # --------------------------------------------------------------------------- ChestX-Det
 
 
+def film_image(h, w, seed):
+    """A smooth chest-film-like gray image (two dark lung fields on a bright body, a spine):
+    unlike noise it survives re-sizing, as real films do, so near-copy tests mean something."""
+    rng = np.random.default_rng(seed)
+    yy, xx = np.mgrid[0:h, 0:w] / np.array([h, w])[:, None, None]
+    img = 170 + 40 * yy
+    for cx in (0.3, 0.7):
+        cx += rng.uniform(-0.03, 0.03)
+        img -= 90 * np.exp(-(((xx - cx) / 0.14) ** 2 + ((yy - 0.45) / 0.28) ** 2))
+    img += 30 * np.exp(-(((xx - 0.5) / 0.04) ** 2))
+    return np.clip(img, 0, 255).astype(np.uint8)
+
+
 def _poly(x1, y1, x2, y2):
     return [[x1, y1], [x2, y1], [x2, y2], [x1, y2]]
 
@@ -150,7 +163,7 @@ def write_chestx_det(root):
               [_poly(5, 40, 15, 55), _poly(40, 2, 60, 12), _poly(48, 40, 58, 50)])
     good[f"{rel}#Effusion"] = expect(rect_mask(h, w, 5, 40, 15, 55) | rect_mask(h, w, 48, 40, 58, 50))
     good[f"{rel}#Pneumothorax"] = expect(rect_mask(h, w, 40, 2, 60, 12))
-    good[rec("36201.png", [], [], [])] = None  # no finding -> lesion-free
+    good[rec("36201.png", [], [], [], image=film_image(h, w, 1))] = None  # no finding -> lesion-free
     rgb = np.repeat(gray_image(h, w, 99)[..., None], 3, axis=2)
     rgb[..., 0] = np.clip(rgb[..., 0].astype(int) + 7, 0, 255).astype(np.uint8)  # an RGB re-export, not gray
     good[rec("36207.png", [], [], [], image=rgb)] = None

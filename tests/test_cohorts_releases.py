@@ -158,3 +158,44 @@ def test_cli_import_and_show(tmp_path, capsys):
     assert s["cases"] == 2 and s["lesion"] == 2
     assert records.read_table("cases", s["cases_uri"]).num_rows == 2
     assert json.dumps(show_summary(str(tmp_path / "qout")))  # a summary that serialises
+
+
+def test_crosswalk_over_every_cohort_protects_test_images(tmp_path):
+    """All six case loaders' fixtures in one cohort; a ChestX-Det "no finding" film re-sized into
+    QaTa-COV19's test set (as seed 000 §4.1 found one NIH film in two datasets) is found across
+    cohorts and pulls the ChestX-Det case into the test split."""
+    import cv2
+
+    from medscope.views.plan import hash_case, make_plan
+    from medscope.views.recipe import Recipe
+
+    writers = {"slake": write_slake, "chestx-det": write_chestx_det, "hyperkvasir": write_hyperkvasir,
+               "lgg-mri": write_lgg, "brats": write_brats, "qata-cov19": write_qata}
+    for fmt, writer in writers.items():
+        writer(tmp_path / fmt)
+    film = cv2.imread(str(tmp_path / "chestx-det/train/36201.png"), cv2.IMREAD_GRAYSCALE)
+    test_dir = tmp_path / "qata-cov19/QaTa-COV19-v2/Test Set"
+    cv2.imwrite(str(test_dir / "Images/covid_77.png"), cv2.resize(film, (40, 40), interpolation=cv2.INTER_AREA))
+    mask = np.zeros((40, 40), np.uint8)
+    mask[5:15, 5:15] = 255
+    cv2.imwrite(str(test_dir / "Ground-truths/mask_covid_77.png"), mask)
+    cases = []
+    for fmt in writers:
+        cases.extend(cohorts.load(fmt, str(tmp_path / fmt))[0].to_pylist())
+    by_file = {(c["source"], c["source_file"]): c for c in cases}
+    chest = by_file[("chestx-det", "train/36201.png")]["case_id"]
+    qata = by_file[("qata-cov19", "QaTa-COV19-v2/Test Set/Images/covid_77.png")]
+    qata["split"] = "test"  # QaTa's released test set, protected
+    hashes = {c["case_id"]: hash_case(c["image"]) for c in cases}
+    plan, report = make_plan([{k: v for k, v in c.items() if k not in ("image", "mask")} for c in cases], hashes,
+                             Recipe())
+    assert report["n_hashed"] == len(cases) == 4 + 5 + 3 + 5 + 12 + 3
+    cross = {(p["a"], p["b"]): p for p in report["cross_cohort_pairs"]}
+    pair = cross[tuple(sorted((chest, qata["case_id"])))]
+    assert {pair["source_a"], pair["source_b"]} == {"chestx-det", "qata-cov19"} and pair["correlation"] > 0.95
+    assert plan[chest]["split"] == "test" and plan[chest]["group_id"] == plan[qata["case_id"]]["group_id"]
+    # one patient, one group: every chosen slice of a TCGA-LGG / BraTS patient shares its split
+    for source in ("tcga-lgg", "brats"):
+        for pid in {c["patient_id"] for c in cases if c["source"] == source}:
+            got = {plan[c["case_id"]]["split"] for c in cases if c["source"] == source and c["patient_id"] == pid}
+            assert len(got) == 1
