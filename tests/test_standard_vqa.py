@@ -73,8 +73,9 @@ def test_policies_and_tiny_vlm_through_the_sweep(ray_cluster, tmp_path):
     tiny = save_tiny_qwen2vl(tmp_path / "tiny", seed=0)
     models = [ModelEntry(name="always-yes", kind="policy", model="always-claims"),
               ModelEntry(name="always-no", kind="policy", model="always-absent"),
-              ModelEntry(name="tiny", kind="local_hf", model=str(tiny), max_output_tokens=8, temperature=0.0)]
-    cfg = EvalConfig(views=items, models="unused.yaml", out=str(tmp_path / "eval"), conditions=["plain"],
+              ModelEntry(name="tiny", kind="local_hf", model=str(tiny), max_output_tokens=8, temperature=0.0,
+                         placement="pool")]
+    cfg = EvalConfig(views=items, models="unused.yaml", out=str(tmp_path / "eval"), conditions=["plain"], workers=1,
                      protocol="medscope.protocols.standard_vqa.protocol:StandardVQAProtocol")
     summary = run_sweep(cfg, protocol, models)
     assert summary["done"] == 24
