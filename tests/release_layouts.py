@@ -83,6 +83,12 @@ def write_slake(root):
     rel = folder(2, [("Liver", [4, 5, 36, 30])], m, None)
     _json(f"{root}/imgs/xmlab2/question.json", [_slake_q("xmlab2", 900, "Is this a CT?", "Yes", "CLOSED", "CT")])
     good[rel] = None
+    # 10: the same as 0 but a colour mask: liver red, cancer green (equal max channel, other colour)
+    m = np.zeros((h, w, 3), np.uint8)
+    m[5:35, 4:40] = (255, 0, 0)
+    m[cancer] = (0, 255, 0)
+    rel = folder(10, [("Liver", [4, 5, 36, 30]), ("Liver Cancer", [12, 10, 10, 8])], m, "CT")
+    good[f"{rel}#Liver Cancer"] = expect(cancer)
     # 3: chest X-ray: not a kept modality
     bad[folder(3, [("Lung", [1, 1, 20, 20])], np.zeros((h, w), np.uint8), "X-Ray")] = "excluded modality"
     # 4: lesion listed, mask.png missing

@@ -189,7 +189,7 @@ def test_crosswalk_over_every_cohort_protects_test_images(tmp_path):
     hashes = {c["case_id"]: hash_case(c["image"]) for c in cases}
     plan, report = make_plan([{k: v for k, v in c.items() if k not in ("image", "mask")} for c in cases], hashes,
                              Recipe())
-    assert report["n_hashed"] == len(cases) == 4 + 5 + 3 + 5 + 12 + 3
+    assert report["n_hashed"] == len(cases) == 5 + 5 + 3 + 5 + 12 + 3
     cross = {(p["a"], p["b"]): p for p in report["cross_cohort_pairs"]}
     pair = cross[tuple(sorted((chest, qata["case_id"])))]
     assert {pair["source_a"], pair["source_b"]} == {"chestx-det", "qata-cov19"} and pair["correlation"] > 0.95

@@ -2,7 +2,8 @@
 ``mask.png`` and ``detection.json`` (seed 000 §4.1: SLAKE CT/MRI).
 
 ``detection.json`` lists the image's objects as ``[{"<name>": [x, y, w, h]}, ...]`` (organs and
-lesions alike); ``mask.png`` holds every object as its own pixel value. A lesion object is one
+lesions alike); ``mask.png`` holds every object as its own gray value or colour
+(:func:`label_image`). A lesion object is one
 whose name is in ``lesion_objects`` (case-insensitive). Its mask is read from ``mask.png`` by
 geometry, never by a guessed colour table: the mask values whose pixels have a bounding box
 matching the lesion's box (IoU >= 0.5) are that lesion. One case per (image, lesion name),
@@ -16,11 +17,13 @@ mask`` (no mask region fits the box), ``whole-image mask``, ``excluded modality`
 
 from __future__ import annotations
 
+import io
 import json
 import posixpath
 
 import numpy as np
 import pyarrow as pa
+from PIL import Image
 
 from medscope import storage
 from medscope.cohorts.common import (
@@ -30,7 +33,6 @@ from medscope.cohorts.common import (
     case_row,
     dataset_config,
     decode_image,
-    decode_mask_array,
     finish,
     read_file,
     reject_row,
@@ -63,6 +65,23 @@ def lesion_mask(raw: np.ndarray, box_xywh: list[float]) -> np.ndarray:
         if box_iou([xs.min(), ys.min(), xs.max(), ys.max()], want) >= BOX_IOU:
             out |= raw == v
     return out
+
+
+def label_image(data: bytes) -> np.ndarray:
+    """mask.png bytes -> int32 (H, W) with one integer per object: gray / palette values as they
+    are, colour masks by distinct colour (never by max channel, which would merge a red and a
+    green object of equal brightness)."""
+    try:
+        with Image.open(io.BytesIO(data)) as img:
+            img.load()
+            if img.mode in ("RGB", "RGBA", "CMYK", "YCbCr"):
+                rgb = np.asarray(img.convert("RGB")).astype(np.int32)
+                return (rgb[..., 0] << 16) | (rgb[..., 1] << 8) | rgb[..., 2]
+            if img.mode == "P":
+                return np.asarray(img).astype(np.int32)
+            return np.asarray(img.convert("I")).astype(np.int32)
+    except Exception as err:  # Pillow raises many types for broken files
+        raise Reject("unreadable mask", f"{type(err).__name__}: {err}") from None
 
 
 def _modalities(path: str, cfg: DatasetConfig) -> dict[str, str]:
@@ -139,7 +158,7 @@ def _image_cases(cfg, path, folder, rel, modality, lesions) -> list[dict]:
     mask_rel = posixpath.join(IMAGES_DIR, folder, "mask.png")
     if not storage.exists(storage.join(path, *mask_rel.split("/"))):
         raise Reject("missing mask", f"no {mask_rel}")
-    raw = decode_mask_array(read_file(path, mask_rel))
+    raw = label_image(read_file(path, mask_rel))
     if raw.shape[:2] != (h, w):
         raise Reject("mask size differs", f"mask {raw.shape[1]}x{raw.shape[0]}, image {w}x{h}")
     by_name: dict[str, np.ndarray] = {}
