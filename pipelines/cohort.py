@@ -140,6 +140,22 @@ def show_summary(uri: str) -> dict:
     return summary
 
 
+def crosswalk_cohorts(uris: list[str], out: str | None = None) -> dict:
+    """``cohort crosswalk``: the §4.1 file crosswalk over several cohorts (folders or cases files)."""
+    from medscope.cohorts.crosswalk_report import crosswalk
+
+    cases = []
+    for uri in uris:
+        path = storage.join(uri, "cases.parquet") if storage.is_dir(uri) else uri
+        cases.extend(records.read_table("cases", path, columns=["case_id", "source", "source_file", "split", "image"]).to_pylist())
+    report = crosswalk(cases)
+    if out:
+        storage.write_bytes(out, json.dumps(report, indent=2).encode())
+    shown = {k: v for k, v in report.items() if k != "pairs"}
+    shown["cross_cohort_pairs"] = [p for p in report["pairs"] if p["cross_cohort"] and p["tier"] == "same_image"]
+    return shown
+
+
 def run_job(cfg: CohortJobConfig) -> dict:
     if cfg.format == "phantom":
         return phantom.generate(cfg.out, n_cases=cfg.cases, seed=cfg.seed, n_volumes=cfg.volumes)
@@ -178,6 +194,11 @@ def register(sub) -> None:
         _print({**result, "summary": show_summary(a.out)})
 
     ph.set_defaults(func=_phantom)
+
+    cw = verbs.add_parser("crosswalk", help="near-copy crosswalk across cohorts, by image file (seed 000 §4.1)")
+    cw.add_argument("uris", nargs="+", help="cohort folders (or cases.parquet files)")
+    cw.add_argument("--out", default=None, help="write the full report (every pair) as JSON here")
+    cw.set_defaults(func=lambda a: _print(crosswalk_cohorts(a.uris, a.out)))
 
     show = verbs.add_parser("show", help="counts of a cohort (cases / volumes file or cohort folder)")
     show.add_argument("uri")
