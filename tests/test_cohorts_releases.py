@@ -13,11 +13,10 @@ from release_layouts import (
     write_chestx_det,
     write_hyperkvasir,
     write_lgg,
-    write_pathvqa,
     write_qata,
     write_slake,
-    write_vqa_rad,
 )
+from vqa_layouts import write_pathvqa, write_vqa_rad
 from medscope import cohorts, images, records
 from medscope.cohorts.slices import choose_slices, tissue_fraction
 from medscope.seeding import stable_hash

@@ -3,7 +3,8 @@ policies plus the tiny VLM through the shared Ray sweep on VQA-RAD / SLAKE / Pat
 
 import pytest
 
-from release_layouts import write_pathvqa, write_slake, write_vqa_rad
+from release_layouts import write_slake
+from vqa_layouts import write_pathvqa, write_vqa_rad
 from medscope import cohorts, protocols, records
 from medscope.models.config import ModelEntry
 from medscope.models.tiny_vlm import save_tiny_qwen2vl

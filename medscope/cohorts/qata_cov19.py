@@ -20,7 +20,6 @@ import posixpath
 
 import pyarrow as pa
 
-from medscope import storage
 from medscope.cohorts.common import (
     DatasetConfig,
     OnItem,
