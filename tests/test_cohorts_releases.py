@@ -193,3 +193,16 @@ def test_cli_crosswalk(tmp_path):
     assert shown["n_files"] == 5 and shown["files_by_source"] == {"hyperkvasir": 3, "qata-cov19": 2}
     full = json.loads((tmp_path / "cw.json").read_text())
     assert len(full["pairs"]) == sum(full["pairs_by_tier"].values())
+
+
+def test_released_splits_on_request(tmp_path):
+    write_qata(tmp_path / "q")
+    write_chestx_det(tmp_path / "c")
+    plain, _ = cohorts.load("qata-cov19", str(tmp_path / "q"))
+    assert set(plain.column("split").to_pylist()) == {None}  # by default the group splits decide
+    cfg = cohorts.dataset_config("qata-cov19", overrides={"use_released_split": True})
+    got = {r["source_file"]: r["split"] for r in cohorts.load("qata-cov19", str(tmp_path / "q"), cfg)[0].to_pylist()}
+    assert got == {"QaTa-COV19-v2/Train Set/Images/covid_1.png": "train",
+                   "QaTa-COV19-v2/Test Set/Images/sub-S09393_ses-E16849_run-1_bp-chest_vp-ap_cr.png": "test"}
+    cfg = cohorts.dataset_config("chestx-det", overrides={"use_released_split": True})
+    assert set(cohorts.load("chestx-det", str(tmp_path / "c"), cfg)[0].column("split").to_pylist()) == {"train"}

@@ -14,7 +14,8 @@ ones) make no case; an image whose every sym is excluded is an ``excluded catego
 never a lesion-free case (it has a finding). Rejects: ``corrupt JSON`` (the whole file),
 ``missing image``, ``unreadable image``, ``unknown category``, ``polygon outside image``,
 ``bad polygon`` (fewer than 3 points, not numbers, or count differs from syms),
-``whole-image mask``, ``excluded category``.
+``whole-image mask``, ``excluded category``. With ``use_released_split`` the annotation file's
+folder (``train`` / ``test``) becomes the cases' ``split``.
 """
 
 from __future__ import annotations
@@ -92,7 +93,10 @@ def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None) ->
         for i, rec in enumerate(records):
             rel = posixpath.join(folder, str(rec.get("file_name", ""))) if isinstance(rec, dict) else f"{ann}[{i}]"
             try:
-                rows.extend(_image_cases(cfg, path, rel, rec, known, excluded))
+                got = _image_cases(cfg, path, rel, rec, known, excluded)
+                if cfg.use_released_split and folder in ("train", "test"):
+                    got = [r | {"split": folder} for r in got]
+                rows.extend(got)
             except Reject as err:
                 rejects.append(reject_row(cfg, rel, err))
             if on_item:

@@ -100,6 +100,9 @@ class DatasetConfig(cfgmod.StrictModel):
     label_values: list[int] = []  # brats: the label values its release uses (others -> reject)
     # slake-vqa / vqa-rad / pathvqa: which released question files to read, file -> split
     question_files: dict[str, str] = {}
+    # chestx-det / qata-cov19: carry the release's own train / test split into ``split`` (then
+    # group splits keep its test images, and their near-copies, out of training)
+    use_released_split: bool = False
 
     @pydantic.field_validator("patient_id_regex")
     @classmethod

@@ -11,7 +11,8 @@ The mask of ``Images/X`` is ``Ground-truths/mask_X`` (any image extension). Seed
 §8 as the diffuse-finding stress test, so its opacities are cases although diffuse. Every image
 is expected to hold a finding: ``missing mask``, ``empty mask`` (unless the config says empty
 means lesion-free), ``mask size differs``, ``non-binary mask``, ``whole-image mask``,
-``unreadable image`` / ``unreadable mask`` are rejects.
+``unreadable image`` / ``unreadable mask`` are rejects. With ``use_released_split`` the
+``Train Set`` / ``Test Set`` folder becomes the cases' ``split``.
 """
 
 from __future__ import annotations
@@ -34,6 +35,12 @@ from medscope.cohorts.common import (
 from medscope.errors import MedScopeError
 
 
+def released_split(rel: str) -> str | None:
+    """``train`` / ``test`` from the release's ``Train Set`` / ``Test Set`` folder, else None."""
+    parts = [p.lower() for p in rel.split("/")]
+    return "test" if "test set" in parts else ("train" if "train set" in parts else None)
+
+
 def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None) -> tuple[pa.Table, list[dict]]:
     """QaTa-COV19 folder (holding ``Train Set`` / ``Test Set``, or an ``Images`` folder) -> (cases, rejects)."""
     cfg = cfg or dataset_config("qata-cov19")
@@ -50,7 +57,10 @@ def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None) ->
     for rel in image_rels:
         key = (posixpath.dirname(posixpath.dirname(rel)), stem(rel))
         try:
-            rows.append(image_and_mask_case(cfg, path, rel, [masks[key]] if key in masks else []))
+            row = image_and_mask_case(cfg, path, rel, [masks[key]] if key in masks else [])
+            if cfg.use_released_split:
+                row["split"] = released_split(rel)
+            rows.append(row)
         except Reject as err:
             rejects.append(reject_row(cfg, rel, err))
         if on_item:
