@@ -87,6 +87,9 @@ def write_slake(root):
     m[cancer] = (0, 255, 0)
     rel = folder(10, [("Liver", [4, 5, 36, 30]), ("Liver Cancer", [12, 10, 10, 8])], m, "CT")
     good[f"{rel}#Liver Cancer"] = expect(cancer)
+    # 11: a soft (blurred) mask: hundreds of grey levels, no object values to read
+    m = np.tile(np.arange(w, dtype=np.uint8) * 5, (h, 1)) + np.arange(h, dtype=np.uint8)[:, None]
+    bad[folder(11, [("Liver Cancer", [12, 10, 10, 8])], m, "CT")] = "not a label mask"
     # 3: chest X-ray: not a kept modality
     bad[folder(3, [("Lung", [1, 1, 20, 20])], np.zeros((h, w), np.uint8), "X-Ray")] = "excluded modality"
     # 4: lesion listed, mask.png missing

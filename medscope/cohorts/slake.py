@@ -12,7 +12,8 @@ object is one lesion-free case. Modality comes from the split files (``train.jso
 the image's own ``question.json``; images outside ``modalities`` are ``excluded modality``
 rejects (counted, not silent). Rejects: ``corrupt JSON``, ``missing mask``, ``unreadable
 image`` / ``unreadable mask``, ``mask size differs``, ``box outside image``, ``lesion not in
-mask`` (no mask region fits the box), ``whole-image mask``, ``excluded modality``.
+mask`` (no mask region fits the box), ``not a label mask`` (over 64 distinct values),
+``whole-image mask``, ``excluded modality``.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from medscope.cohorts.slake_vqa import IMAGES_DIR, split_records
 from medscope.errors import MedScopeError
 
 BOX_IOU = 0.5
+MAX_LABELS = 64  # a SLAKE image holds at most a few dozen objects
 IMAGING_TYPE = {"ct": "ct", "mri": "mri", "x-ray": "chest x-ray"}
 
 
@@ -159,6 +161,9 @@ def _image_cases(cfg, path, folder, rel, modality, lesions) -> list[dict]:
     if not storage.exists(storage.join(path, *mask_rel.split("/"))):
         raise Reject("missing mask", f"no {mask_rel}")
     raw = label_image(read_file(path, mask_rel))
+    n_labels = len(np.unique(raw))
+    if n_labels > MAX_LABELS:  # smoothed or photographic, not one value per object
+        raise Reject("not a label mask", f"{n_labels} distinct values")
     if raw.shape[:2] != (h, w):
         raise Reject("mask size differs", f"mask {raw.shape[1]}x{raw.shape[0]}, image {w}x{h}")
     by_name: dict[str, np.ndarray] = {}
