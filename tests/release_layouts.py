@@ -87,6 +87,12 @@ def write_slake(root):
     m[cancer] = (0, 255, 0)
     rel = folder(10, [("Liver", [4, 5, 36, 30]), ("Liver Cancer", [12, 10, 10, 8])], m, "CT")
     good[f"{rel}#Liver Cancer"] = expect(cancer)
+    # 12: as 0, but the lesion box re-exported in corner form [x1, y1, x2, y2]
+    m = np.zeros((h, w), np.uint8)
+    m[5:35, 4:40] = 50
+    m[cancer] = 100
+    rel = folder(12, [("Liver", [4, 5, 36, 30]), ("Liver Cancer", [12, 10, 21, 17])], m, "CT")
+    good[f"{rel}#Liver Cancer"] = expect(cancer)
     # 11: a soft (blurred) mask: hundreds of grey levels, no object values to read
     m = np.tile(np.arange(w, dtype=np.uint8) * 5, (h, 1)) + np.arange(h, dtype=np.uint8)[:, None]
     bad[folder(11, [("Liver Cancer", [12, 10, 10, 8])], m, "CT")] = "not a label mask"

@@ -55,16 +55,28 @@ def box_iou(a: list[float], b: list[float]) -> float:
     return inter / (area(a) + area(b) - inter)
 
 
-def lesion_mask(raw: np.ndarray, box_xywh: list[float]) -> np.ndarray:
-    """The pixels of ``raw`` (label-valued mask) whose value's bounding box matches the box."""
-    x, y, w, h = (float(v) for v in box_xywh)
-    want = [x, y, x + w - 1, y + h - 1]
+def box_readings(box: list[float], width: int, height: int) -> list[list[float]]:
+    """Inclusive [x1, y1, x2, y2] readings of a detection box that fit the image: first as
+    [x, y, w, h] (SLAKE's convention), then as [x1, y1, x2, y2] in case a copy was re-exported
+    in corner form; the mask geometry decides which reading holds (:func:`lesion_mask`)."""
+    x, y, a, b = (float(v) for v in box)
+    out = []
+    if x >= 0 and y >= 0 and a > 0 and b > 0 and x + a <= width and y + b <= height:
+        out.append([x, y, x + a - 1, y + b - 1])
+    if x >= 0 and y >= 0 and x < a <= width - 1 and y < b <= height - 1:
+        out.append([x, y, a, b])
+    return out
+
+
+def lesion_mask(raw: np.ndarray, box: list[float]) -> np.ndarray:
+    """The pixels of ``raw`` (label map) whose value's bounding box matches the inclusive
+    ``[x1, y1, x2, y2]`` box with IoU >= 0.5."""
     out = np.zeros(raw.shape, bool)
     for v in np.unique(raw):
         if v == 0:
             continue
         ys, xs = np.nonzero(raw == v)
-        if box_iou([xs.min(), ys.min(), xs.max(), ys.max()], want) >= BOX_IOU:
+        if box_iou([xs.min(), ys.min(), xs.max(), ys.max()], box) >= BOX_IOU:
             out |= raw == v
     return out
 
@@ -167,10 +179,15 @@ def _image_cases(cfg, path, folder, rel, modality, lesions) -> list[dict]:
     if raw.shape[:2] != (h, w):
         raise Reject("mask size differs", f"mask {raw.shape[1]}x{raw.shape[0]}, image {w}x{h}")
     by_name: dict[str, np.ndarray] = {}
-    for name, (x, y, bw, bh) in found:
-        if x < 0 or y < 0 or bw <= 0 or bh <= 0 or x + bw > w or y + bh > h:
-            raise Reject("box outside image", f"{name} [{x}, {y}, {bw}, {bh}] on {w}x{h}")
-        m = lesion_mask(raw, [x, y, bw, bh])
+    for name, box in found:
+        readings = box_readings(box, w, h)
+        if not readings:
+            raise Reject("box outside image", f"{name} {box} on {w}x{h}")
+        m = np.zeros((h, w), bool)
+        for reading in readings:
+            m = lesion_mask(raw, reading)
+            if m.any():
+                break
         if not m.any():
             raise Reject("lesion not in mask", f"no mask region fits the {name} box")
         by_name[name] = by_name.get(name, np.zeros((h, w), bool)) | m
