@@ -102,3 +102,5 @@ def test_policies_and_tiny_vlm_through_the_sweep(ray_cluster, tmp_path):
     assert table.rows[0][0] == "always-no (plain)" and table.rows[0][1:] == ["0.500 / 0.000 / 0.333",
                                                                               "0.000 / 0.000 / 0.000",
                                                                               "0.000 / 0.000 / 0.000"]
+    title, blocks = protocol.report_sections(out, str(tmp_path))[0]
+    assert title.startswith("Standard medical VQA") and blocks[0].rows == table.rows
