@@ -384,8 +384,8 @@ def write_brats(root):
 def write_qata(root):
     h, w = 40, 40
     good, bad = {}, {}
-    for split, name, box in [("Train Set", "covid_1", (4, 6, 20, 30)),
-                             ("Test Set", "sub-S09393_ses-E16849_run-1_bp-chest_vp-ap_cr", (10, 10, 35, 25))]:
+    for split, name, box in [("Train Set", "covid_1", (4, 6, 15, 20)),
+                             ("Test Set", "sub-S09393_ses-E16849_run-1_bp-chest_vp-ap_cr", (10, 10, 25, 22))]:
         rel = f"QaTa-COV19-v2/{split}/Images/{name}.png"
         _save(f"{root}/{rel}", gray_image(h, w, len(good)), "PNG")
         m = rect_mask(h, w, *box)
