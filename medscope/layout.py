@@ -35,7 +35,7 @@ class Cohort(_Folder):
     import's manifest (which of them this import wrote; absent for the phantom)."""
 
     FILES: ClassVar[dict[str, str]] = {"cases": "cases.parquet", "volumes": "volumes.parquet",
-                                       "rejects": "rejects.parquet"}
+                                       "vqa_items": "vqa_items.parquet", "rejects": "rejects.parquet"}
 
     def table(self, name: str) -> str:
         return self._at(self.FILES[name])
@@ -336,6 +336,8 @@ TABLE_MEMBERS: dict[str, tuple[str, ...]] = {
     "cases": ("cases.parquet",),
     "volumes": ("volumes.parquet",),
     "views": ("views.parquet",),
+    "vqa_items": ("vqa_items.parquet",),
+    "vqa_scores": ("vqa_scores.parquet",),
     "rejects": ("rejects.parquet", "rejects"),
     "episodes": ("episodes",),
     "probe_items": ("probe_items",),

@@ -50,6 +50,7 @@ ENUMS: dict[str, dict[str, tuple[str, ...]]] = {
     },
     "mcq_items": {"qtype": ("rads", "report")},
     "mcq_scores": {"qtype": ("rads", "report")},
+    "vqa_items": {"answer_type": ("closed", "open"), "split": ("train", "validation", "test")},
     "probe_scores": {
         "truth": ("present", "absent"),
         "verdict": ("present", "absent", "not_addressed"),
@@ -352,6 +353,40 @@ SCHEMAS: dict[str, pa.Schema] = {
             pa.field("n_cases", pa.int64(), nullable=False),
             pa.field("n_items", pa.int64(), nullable=False),
             pa.field("n_boot", pa.int64(), nullable=False),
+        ]
+    ),
+    # Standard medical-VQA questions (VQA-RAD, SLAKE, PathVQA; seed 000 §5.6): one row per
+    # released question; several rows may share one image (same image_file, same image bytes).
+    "vqa_items": pa.schema(
+        [
+            pa.field("item_id", pa.string(), nullable=False),
+            pa.field("source", pa.string(), nullable=False),
+            pa.field("split", pa.string()),
+            pa.field("image_file", pa.string(), nullable=False),
+            pa.field("image", pa.binary(), nullable=False),
+            pa.field("question", pa.string(), nullable=False),
+            pa.field("answer", pa.string(), nullable=False),
+            pa.field("answer_type", pa.string(), nullable=False),  # closed | open
+            pa.field("modality", pa.string()),
+            pa.field("content_type", pa.string()),
+            pa.field("released_id", pa.string()),
+            *_PRIVACY,
+        ]
+    ),
+    # One standard-VQA episode scored (medscope/protocols/standard_vqa).
+    "vqa_scores": pa.schema(
+        [
+            pa.field("run_id", pa.string(), nullable=False),
+            pa.field("model", pa.string(), nullable=False),
+            pa.field("condition", pa.string(), nullable=False),
+            pa.field("item_id", pa.string(), nullable=False),
+            pa.field("case_id", pa.string(), nullable=False),  # the image file: the bootstrap cluster
+            pa.field("source", pa.string(), nullable=False),
+            pa.field("answer_type", pa.string(), nullable=False),
+            pa.field("answer", pa.string(), nullable=False),
+            pa.field("reply", pa.string()),
+            pa.field("correct", pa.bool_(), nullable=False),
+            pa.field("token_recall", pa.float64()),
         ]
     ),
     "rejects": pa.schema(

@@ -35,7 +35,7 @@ IGNORED_STAGE = "ignored"
 class CohortJobConfig(StrictModel):
     """``python -m pipelines.cohort --config F``: one import (or the phantom) per job."""
 
-    format: Literal["kvasir-seg", "busi", "image-mask-folder", "siim-rle", "nifti-labels", "phantom"]
+    format: Literal[cohorts.FORMATS + ("phantom",)]  # type: ignore[valid-type]
     out: str
     path: str | None = None  # dataset root (not for phantom)
     dataset_config: str | None = None  # YAML file overlaid on configs/datasets/<format>.yaml
@@ -112,7 +112,7 @@ def _kind_of(uri: str) -> str:
         names = set(pq.read_schema(io.BytesIO(storage.read_bytes(uri))).names)
     except Exception as err:
         raise MedScopeError(f"{uri} is not a readable Parquet file: {err}") from None
-    for name in ("cases", "volumes", "rejects"):
+    for name in ("cases", "volumes", "vqa_items", "rejects"):
         if set(records.schema(name).names) <= names:
             return name
     raise MedScopeError(f"{uri} holds neither a cases, a volumes nor a rejects table")
@@ -133,8 +133,8 @@ def show_summary(uri: str) -> dict:
         if files is None:  # a folder written without a manifest (the phantom)
             files = {n: layout.Cohort(uri).table(n) for n in TABLE_FILES}
             files = {n: f for n, f in files.items() if storage.exists(f)}
-        if not ({"cases", "volumes"} & set(files)):
-            raise MedScopeError(f"{uri}: no cases.parquet or volumes.parquet here")
+        if not ({"cases", "volumes", "vqa_items"} & set(files)):
+            raise MedScopeError(f"{uri}: no cases.parquet, volumes.parquet or vqa_items.parquet here")
     else:
         if not storage.exists(uri):
             raise MedScopeError(f"no cohort at {uri}")
@@ -172,6 +172,15 @@ def show_summary(uri: str) -> dict:
             "by_split": _counts(t["split"]),
             "organs": organs,
         }
+    if "vqa_items" in files:
+        t = records.read_table("vqa_items", files["vqa_items"], columns=["source", "split", "answer_type", "image_file"]).to_pydict()
+        summary["vqa_items"] = {
+            "n": len(t["source"]),
+            "by_source": _counts(t["source"]),
+            "by_split": _counts(t["split"]),
+            "by_answer_type": _counts(t["answer_type"]),
+            "images": len(set(t["image_file"])),
+        }
     if "rejects" in files:
         r = records.read_table("rejects", files["rejects"], columns=["reason", "stage"]).to_pydict()
         kept = [reason for reason, stage in zip(r["reason"], r["stage"]) if stage != IGNORED_STAGE]
@@ -185,6 +194,21 @@ def show_summary(uri: str) -> dict:
 def _generate_phantom(out: str, **kw) -> dict:
     storage.delete(layout.Cohort(out).manifest)  # the phantom writes no manifest; an old one would mislead show
     return phantom.generate(out, **kw)
+
+
+def crosswalk_cohorts(uris: list[str], out: str | None = None) -> dict:
+    """``cohort crosswalk``: the §4.1 file crosswalk over several cohorts (folders or cases files)."""
+    from medscope.cohorts.crosswalk_report import crosswalk
+
+    cases = []
+    for uri in uris:
+        cases.extend(records.read_table("cases", uri, columns=["case_id", "source", "source_file", "split", "image"]).to_pylist())
+    report = crosswalk(cases)
+    if out:
+        storage.write_bytes(out, json.dumps(report, indent=2).encode())
+    shown = {k: v for k, v in report.items() if k != "pairs"}
+    shown["cross_cohort_pairs"] = [p for p in report["pairs"] if p["cross_cohort"] and p["tier"] == "same_image"]
+    return shown
 
 
 def run_job(cfg: CohortJobConfig) -> dict:
@@ -225,6 +249,11 @@ def register(sub) -> None:
         _print({**result, "summary": show_summary(a.out)})
 
     ph.set_defaults(func=_phantom)
+
+    cw = verbs.add_parser("crosswalk", help="near-copy crosswalk across cohorts, by image file (seed 000 §4.1)")
+    cw.add_argument("uris", nargs="+", help="cohort folders (or cases.parquet files)")
+    cw.add_argument("--out", default=None, help="write the full report (every pair) as JSON here")
+    cw.set_defaults(func=lambda a: _print(crosswalk_cohorts(a.uris, a.out)))
 
     show = verbs.add_parser("show", help="counts of a cohort (cases / volumes file or cohort folder)")
     show.add_argument("uri")

@@ -95,6 +95,6 @@ def test_build_resumes_without_repeating_generation_and_evaluates(cohort, ray_cl
     binary = scores[scores["k"] == 2]
     # a constant policy on Yes/No items: always valid; on other items: invalid and excluded
     assert binary["valid"].all() and not scores[scores["k"] > 2]["valid"].any()
-    titles = proto.report_sections(scored, str(tmp_path / "rep"))
-    captions = [getattr(b, "caption", "") for b in titles[0][1]]
+    sections, _ = proto.report_sections(scored, str(tmp_path / "rep"))
+    captions = [getattr(b, "caption", "") for b in sections[0].blocks]
     assert sum(c.startswith("Table") for c in captions) == 4

@@ -264,8 +264,8 @@ def test_scoring_caches_judge_replies_and_resumes(pair_set, tmp_path, monkeypatc
     assert (pooled["n"], pooled["c"]) == (12, 6)
     agree = json.loads(storage.read_text(storage.join(out1, names.AGREEMENT)))
     assert agree["fp"]["kappa"] == pytest.approx(1.0)  # the loopback judge is the same rule judge
-    sections = protocol.report_sections(out1, str(tmp_path))
-    table = sections[0][1][1]
+    sections, _ = protocol.report_sections(out1, str(tmp_path))
+    table = sections[0].blocks[1]
     row = next(r for r in table.rows if r[:2] == ["swayed", "Photo + radiograph"])
     assert row[5].startswith("**100.0 (54.1–100.0)**")  # mismatched FP, the higher setting in bold
 

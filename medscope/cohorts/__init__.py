@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import importlib
 
-from medscope.cohorts.common import FORMATS, DatasetConfig, OnItem, dataset_config
+from medscope.cohorts.common import FORMATS, VQA_FORMATS, DatasetConfig, OnItem, dataset_config
 from medscope.errors import MedScopeError
 
 _MODULES = {
@@ -17,9 +17,19 @@ _MODULES = {
     "image-mask-folder": "medscope.cohorts.image_mask_folder",
     "siim-rle": "medscope.cohorts.siim_rle",
     "nifti-labels": "medscope.cohorts.nifti_labels",
+    "slake": "medscope.cohorts.slake",
+    "chestx-det": "medscope.cohorts.chestx_det",
+    "hyperkvasir": "medscope.cohorts.hyperkvasir",
+    "lgg-mri": "medscope.cohorts.lgg_mri",
+    "brats": "medscope.cohorts.brats",
+    "qata-cov19": "medscope.cohorts.qata_cov19",
+    "slake-vqa": "medscope.cohorts.slake_vqa",
+    "vqa-rad": "medscope.cohorts.vqa_rad",
+    "pathvqa": "medscope.cohorts.pathvqa",
 }
 
 TABLE_OF = {fmt: ("volumes" if fmt == "nifti-labels" else "cases") for fmt in FORMATS}
+TABLE_OF.update({fmt: "vqa_items" for fmt in VQA_FORMATS})
 
 
 def load(fmt: str, path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None):

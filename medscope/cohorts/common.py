@@ -43,6 +43,11 @@ from medscope.errors import MedScopeError
 from medscope.seeding import stable_hash
 
 FORMATS = ("kvasir-seg", "busi", "image-mask-folder", "siim-rle", "nifti-labels")
+# The paper's own cohorts in their released layouts (issue 17); slake-vqa, vqa-rad and pathvqa
+# write question items (records "vqa_items"), the others cases.
+RELEASE_FORMATS = ("slake", "chestx-det", "hyperkvasir", "lgg-mri", "brats", "qata-cov19")
+VQA_FORMATS = ("slake-vqa", "vqa-rad", "pathvqa")
+FORMATS = FORMATS + RELEASE_FORMATS + VQA_FORMATS
 IMAGE_EXTS = (".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff")
 CONFIG_DIR = Path(cfgmod.shipped("datasets"))
 
@@ -78,6 +83,30 @@ class DatasetConfig(cfgmod.StrictModel):
     organ_map: dict[int, str] = {}
     # per-file budgets checked before reading / decoding (safe_io.Limits, docs/cohorts-bad-input.md)
     limits: Limits = Limits()
+    # --- release loaders (issue 17); each field is read by the one loader named
+    # chestx-det: the 13 categories it may hold, those left out (diffuse), annotation file -> image folder
+    categories: list[str] = []
+    exclude_categories: list[str] = []
+    annotation_files: dict[str, str] = {}
+    # slake: detection.json object names that are lesions; slake / slake-vqa: kept languages, modalities
+    lesion_objects: list[str] = []
+    languages: list[str] = []
+    modalities: list[str] = []
+    # hyperkvasir: labelled-images class folders whose images are lesion-free
+    lesion_free_classes: list[str] = []
+    # lgg-mri / brats: 2D slices chosen by rule from each patient's stack
+    lesion_slices_per_patient: int = pydantic.Field(3, ge=0)
+    free_slices_per_patient: int = pydantic.Field(2, ge=0)
+    min_slice_gap: int = pydantic.Field(3, ge=1)
+    min_tissue_frac: float = pydantic.Field(0.25, ge=0.0, le=1.0)
+    tissue_threshold: float = pydantic.Field(0.05, ge=0.0, lt=1.0)
+    min_lesion_area_frac: float = pydantic.Field(0.002, ge=0.0, lt=1.0)
+    label_values: list[int] = []  # brats: the label values its release uses (others -> reject)
+    # slake-vqa / vqa-rad / pathvqa: which released question files to read, file -> split
+    question_files: dict[str, str] = {}
+    # chestx-det / qata-cov19: carry the release's own train / test split into ``split`` (then
+    # group splits keep its test images, and their near-copies, out of training)
+    use_released_split: bool = False
 
     @pydantic.field_validator("patient_id_regex")
     @classmethod

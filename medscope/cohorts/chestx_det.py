@@ -1,0 +1,139 @@
+"""ChestX-Det (Deepwise; 3,578 NIH ChestX-ray14 images, 13 categories, boxes + polygons).
+
+Layout as downloaded (``ChestX-Det-Dataset`` repository + its image archives)::
+
+    ChestX_Det_train.json   ChestX_Det_test.json
+    train/36199.png ...     test/...           1024x1024 8-bit gray PNG
+
+Each JSON is a list of ``{"file_name", "syms": [category, ...], "boxes": [[x1, y1, x2, y2], ...],
+"polygons": [[[x, y], ...], ...]}`` with one box and one polygon per sym. Polygons are
+rasterised (cv2.fillPoly, the polygon's own pixels included) and merged per category: one case
+per (image, kept category), ``source_file`` ``train/36199.png#Nodule``. An image with no sym
+is lesion-free (the "no finding" images). Categories in ``exclude_categories`` (the diffuse
+ones) make no case; an image whose every sym is excluded is an ``excluded category`` reject,
+never a lesion-free case (it has a finding). Rejects: ``corrupt JSON`` (the whole file),
+``missing image``, ``unreadable image``, ``unknown category``, ``polygon outside image``,
+``bad polygon`` (fewer than 3 points, not numbers, or count differs from syms),
+``whole-image mask``, ``excluded category``. With ``use_released_split`` the annotation file's
+folder (``train`` / ``test``) becomes the cases' ``split``.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+
+import cv2
+import numpy as np
+import pyarrow as pa
+
+from medscope import storage
+from medscope.cohorts.common import (
+    DatasetConfig,
+    OnItem,
+    Reject,
+    case_row,
+    dataset_config,
+    decode_image,
+    finish,
+    read_file,
+    reject_row,
+)
+from medscope.errors import MedScopeError
+
+CRITICAL = {"pneumothorax"}  # the one ChestX-Det finding that needs action now (seed 000 §3.2)
+
+
+def rasterise(polygons: list, shape: tuple[int, int]) -> np.ndarray:
+    """Polygons ``[[[x, y], ...], ...]`` (pixels) -> boolean (H, W) mask, edges included.
+
+    Raises Reject for a polygon with a vertex outside the image or under 3 points.
+    """
+    h, w = shape
+    mask = np.zeros((h, w), np.uint8)
+    for poly in polygons:
+        try:
+            pts = np.asarray(poly, dtype=np.float64).reshape(-1, 2)
+        except (TypeError, ValueError):
+            raise Reject("bad polygon", f"not a list of [x, y] points: {str(poly)[:60]}") from None
+        if len(pts) < 3 or not np.all(np.isfinite(pts)):
+            raise Reject("bad polygon", f"{len(pts)} points")
+        if pts[:, 0].min() < 0 or pts[:, 1].min() < 0 or pts[:, 0].max() > w - 1 or pts[:, 1].max() > h - 1:
+            raise Reject("polygon outside image", f"x {pts[:, 0].min():g}..{pts[:, 0].max():g}, "
+                         f"y {pts[:, 1].min():g}..{pts[:, 1].max():g}, image {w}x{h}")
+        cv2.fillPoly(mask, [np.rint(pts).astype(np.int32)], 1)
+    return mask.astype(bool)
+
+
+def _records(path: str, name: str) -> list:
+    try:
+        data = json.loads(storage.read_bytes(storage.join(path, name)))
+    except (ValueError, UnicodeDecodeError) as err:
+        raise Reject("corrupt JSON", f"{name}: {err}") from None
+    if not isinstance(data, list):
+        raise Reject("corrupt JSON", f"{name}: expected a list of image records")
+    return data
+
+
+def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None) -> tuple[pa.Table, list[dict]]:
+    """ChestX-Det folder at ``path`` -> (cases table, rejects rows)."""
+    cfg = cfg or dataset_config("chestx-det")
+    files = {a: d for a, d in cfg.annotation_files.items() if storage.exists(storage.join(path, a))}
+    if not files:
+        raise MedScopeError(f"{path}: none of {', '.join(cfg.annotation_files)} found")
+    known = {c.lower(): c for c in cfg.categories}
+    excluded = {c.lower() for c in cfg.exclude_categories}
+    rows, rejects = [], []
+    for ann, folder in sorted(files.items()):
+        try:
+            records = _records(path, ann)
+        except Reject as err:
+            rejects.append(reject_row(cfg, ann, err))
+            continue
+        for i, rec in enumerate(records):
+            rel = posixpath.join(folder, str(rec.get("file_name", ""))) if isinstance(rec, dict) else f"{ann}[{i}]"
+            try:
+                got = _image_cases(cfg, path, rel, rec, known, excluded)
+                if cfg.use_released_split and folder in ("train", "test"):
+                    got = [r | {"split": folder} for r in got]
+                rows.extend(got)
+            except Reject as err:
+                rejects.append(reject_row(cfg, rel, err))
+            if on_item:
+                on_item()
+    return finish(rows, rejects)
+
+
+def _image_cases(cfg, path, rel, rec, known, excluded) -> list[dict]:
+    if not isinstance(rec, dict) or not rec.get("file_name"):
+        raise Reject("corrupt JSON", "record without file_name")
+    syms = rec.get("syms") or []
+    polygons = rec.get("polygons") or []
+    unknown = sorted({s for s in syms if str(s).lower() not in known})
+    if unknown:
+        raise Reject("unknown category", ", ".join(map(str, unknown)))
+    if len(polygons) != len(syms):
+        raise Reject("bad polygon", f"{len(syms)} syms but {len(polygons)} polygons")
+    if not storage.exists(storage.join(path, *rel.split("/"))):
+        raise Reject("missing image", f"{rel} listed in the annotations but not on disk")
+    image = decode_image(read_file(path, rel))
+    if image.ndim == 3:  # NIH films are gray; an RGB export of one is read as its gray
+        image = cv2.cvtColor(image, cv2.COLOR_RGB2GRAY)
+    if not syms:
+        return [case_row(cfg, rel, image, None, question=cfg.question.replace("{finding}", cfg.finding))]
+    by_cat: dict[str, list] = {}
+    for sym, poly in zip(syms, polygons):
+        by_cat.setdefault(known[str(sym).lower()], []).append(poly)
+    masks = {cat: rasterise(polys, image.shape[:2]) for cat, polys in by_cat.items()}  # every polygon checked
+    out = []
+    for cat, mask in sorted(masks.items()):
+        if cat.lower() in excluded:
+            continue
+        if mask.mean() >= cfg.whole_mask_frac:
+            raise Reject("whole-image mask", f"{cat} covers {mask.mean():.1%}")
+        finding = cat.lower()
+        out.append(case_row(cfg, f"{rel}#{cat}", image, mask, finding=finding, critical=finding in CRITICAL,
+                            question=cfg.question.replace("{finding}", finding)))
+    if not out:
+        raise Reject("excluded category", ", ".join(sorted(by_cat)))
+    return out

@@ -1,0 +1,56 @@
+"""HyperKvasir labelled images: normal colonoscopy landmarks as lesion-free cases (seed 000 §4.1).
+
+Layout as downloaded (``hyper-kvasir-labeled-images.zip``)::
+
+    labeled-images/
+      image-labels.csv
+      lower-gi-tract/anatomical-landmarks/{cecum,ileum,retroflex-rectum}/<uuid>.jpg
+      lower-gi-tract/pathological-findings/{polyps,ulcerative-colitis-grade-1,...}/<uuid>.jpg
+      lower-gi-tract/quality-of-mucosal-views/... lower-gi-tract/therapeutic-interventions/...
+      upper-gi-tract/...
+
+Only images of the class folders in ``lesion_free_classes`` (the lower-GI landmarks) become
+cases, all lesion-free, asked the Kvasir-SEG polyp question; every other class folder is left
+unread (pathological findings carry no masks here). The class folder is matched on its name, so
+an extracted archive with an extra top folder reads alike. Rejects: ``unreadable image``.
+"""
+
+from __future__ import annotations
+
+import posixpath
+
+import pyarrow as pa
+
+from medscope.cohorts.common import (
+    DatasetConfig,
+    OnItem,
+    Reject,
+    case_row,
+    dataset_config,
+    decode_image,
+    finish,
+    list_tree,
+    read_file,
+    reject_row,
+)
+from medscope.errors import MedScopeError
+
+
+def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None) -> tuple[pa.Table, list[dict]]:
+    """HyperKvasir ``labeled-images`` folder (or one above it) -> (cases, rejects)."""
+    cfg = cfg or dataset_config("hyperkvasir")
+    keep = {c.lower() for c in cfg.lesion_free_classes}
+    if not keep:
+        raise MedScopeError("the hyperkvasir config names no lesion_free_classes")
+    files = [r for r in list_tree(path) if posixpath.basename(posixpath.dirname(r)).lower() in keep]
+    if not files:
+        raise MedScopeError(f"{path}: no images under class folders {', '.join(sorted(keep))}")
+    rows, rejects = [], []
+    for rel in files:
+        try:
+            rows.append(case_row(cfg, rel, decode_image(read_file(path, rel)), None))
+        except Reject as err:
+            rejects.append(reject_row(cfg, rel, err))
+        if on_item:
+            on_item()
+    return finish(rows, rejects)

@@ -1,0 +1,125 @@
+"""TCGA-LGG, the "LGG MRI segmentation" release (Buda et al.; Kaggle ``lgg-mri-segmentation``).
+
+Layout as downloaded::
+
+    kaggle_3m/
+      data.csv  README.md
+      TCGA_CS_4941_19960909/
+        TCGA_CS_4941_19960909_1.tif         256x256 RGB: pre-contrast, FLAIR, post-contrast
+        TCGA_CS_4941_19960909_1_mask.tif    0/255 FLAIR abnormality mask
+        ...
+
+The Kaggle archive holds the tree twice (``kaggle_3m/`` and ``lgg-mri-segmentation/kaggle_3m/``):
+a slice seen again under a deeper path is a ``duplicate copy`` reject, the shallowest copy is
+read. Slices are numbered ``_1.._N`` (numeric order, not text order). Per patient the rule in
+:mod:`medscope.cohorts.slices` picks lesion and lesion-free slices; the patient id
+(``TCGA_CS_4941``) is also the group, so one patient never spans two splits.
+Rejects per slice file: ``unreadable image``, ``missing mask``, ``mask size differs``,
+``non-binary mask``, ``whole-image mask``, ``unexpected file name``; per patient:
+``no eligible slice`` (no slice with enough tissue).
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+
+import numpy as np
+import pyarrow as pa
+
+from medscope.cohorts.common import (
+    DatasetConfig,
+    OnItem,
+    Reject,
+    binarize_mask,
+    case_row,
+    dataset_config,
+    decode_image,
+    decode_mask_array,
+    finish,
+    lesion_area_frac,
+    list_tree,
+    read_file,
+    reject_row,
+)
+from medscope.cohorts.slices import choose_slices, tissue_fraction
+from medscope.errors import MedScopeError
+
+SLICE = re.compile(
+    r"^(?P<folder>(?P<patient>TCGA_[A-Z0-9]{2}_[A-Z0-9]{4})_\d{8})_(?P<n>\d+)(?P<mask>_mask)?\.tiff?$", re.I
+)
+
+
+def _index(path: str) -> tuple[dict, dict, list[dict]]:
+    """{(folder, n): image rel}, {(folder, n): mask rel}, rejects for odd names and duplicates."""
+    images, masks, rejects, seen = {}, {}, [], {}
+    for rel in sorted(list_tree(path, (".tif", ".tiff")), key=lambda r: (r.count("/"), r)):
+        name = posixpath.basename(rel)
+        m = SLICE.match(name)
+        if not m:
+            rejects.append(("unexpected file name", rel, "not <TCGA patient>_<date>_<n>[_mask].tif"))
+            continue
+        key = (m.group("folder"), int(m.group("n")), bool(m.group("mask")))
+        if key in seen:
+            rejects.append(("duplicate copy", rel, f"same file as {seen[key]}"))
+            continue
+        seen[key] = rel
+        (masks if key[2] else images)[key[:2]] = rel
+    return images, masks, rejects
+
+
+def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None) -> tuple[pa.Table, list[dict]]:
+    """LGG MRI segmentation folder (or any folder above ``kaggle_3m``) -> (cases, rejects)."""
+    cfg = cfg or dataset_config("lgg-mri")
+    images, masks, odd = _index(path)
+    if not images:
+        raise MedScopeError(f"{path}: no TCGA_<site>_<id>_<date>_<n>.tif slices found")
+    rows, rejects = [], [reject_row(cfg, rel, Reject(reason, detail)) for reason, rel, detail in odd]
+    by_folder: dict[str, list[int]] = {}
+    for folder, n in images:
+        by_folder.setdefault(folder, []).append(n)
+    for folder in sorted(by_folder):
+        slices = []  # (n, rel, image, mask)
+        for n in sorted(by_folder[folder]):
+            rel = images[(folder, n)]
+            try:
+                image = decode_image(read_file(path, rel))
+                if (folder, n) not in masks:
+                    raise Reject("missing mask", f"no {folder}_{n}_mask.tif")
+                raw = decode_mask_array(read_file(path, masks[(folder, n)]))
+                slices.append((n, rel, image, binarize_mask(raw, image.shape, cfg)))
+            except Reject as err:
+                rejects.append(reject_row(cfg, rel, err))
+            if on_item:
+                on_item()
+        patient = SLICE.match(posixpath.basename(images[(folder, by_folder[folder][0])])).group("patient")
+        rows_before = len(rows)
+        rows.extend(_patient_cases(cfg, slices, patient))
+        if len(rows) == rows_before and slices:
+            where = posixpath.dirname(images[(folder, by_folder[folder][0])])
+            rejects.append(reject_row(cfg, where, Reject("no eligible slice", f"tissue < {cfg.min_tissue_frac}")))
+    return finish(rows, rejects)
+
+
+def _patient_cases(cfg: DatasetConfig, slices: list, patient: str) -> list[dict]:
+    """Cases of one patient's readable slices; arrays run over slice numbers, so a rejected
+    slice in the middle is a gap (never eligible) and ``min_slice_gap`` counts real slices."""
+    if not slices:
+        return []
+    size = max(n for n, _, _, _ in slices) + 1
+    lesion, tissue = np.zeros(size), np.zeros(size)
+    by_n = {}
+    for n, rel, image, mask in slices:
+        lesion[n], tissue[n] = lesion_area_frac(mask), tissue_fraction(image, cfg.tissue_threshold)
+        by_n[n] = (rel, image, mask)
+    pick_l, pick_f = choose_slices(
+        lesion, tissue, n_lesion=cfg.lesion_slices_per_patient, n_free=cfg.free_slices_per_patient,
+        gap=cfg.min_slice_gap, min_tissue=cfg.min_tissue_frac, min_lesion=cfg.min_lesion_area_frac,
+    )
+    out = []
+    for n in pick_l + pick_f:
+        rel, image, mask = by_n[n]
+        row = case_row(cfg, rel, image, mask if n in pick_l else None, patient=patient)
+        row["group_id"] = patient
+        out.append(row)
+    return out

@@ -1,0 +1,80 @@
+"""SLAKE question sets (English subset) as ``vqa_items`` for stage-3 replay and standard VQA.
+
+Layout as downloaded (``Slake1.0``)::
+
+    Slake1.0/
+      train.json  validate.json  test.json      (some mirrors: validation.json)
+      imgs/xmlab0/source.jpg  mask.png  detection.json  question.json
+      ...
+
+Each split file is a list of ``{"img_id", "img_name": "xmlab0/source.jpg", "question", "answer",
+"q_lang": "en" | "zh", "location", "modality", "answer_type": "OPEN" | "CLOSED", "base_type",
+"content_type", "triple", "qid"}``. Questions in a language not in ``languages`` are skipped
+(SLAKE is bilingual; the paper uses English). Rejects: ``corrupt JSON`` (a whole split file),
+``missing image``, ``unreadable image``, ``empty question`` / ``empty answer``,
+``unknown answer type``.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+
+from medscope import storage
+from medscope.cohorts import vqa
+from medscope.cohorts.common import DatasetConfig, OnItem, Reject, dataset_config
+from medscope.errors import MedScopeError
+
+IMAGES_DIR = "imgs"
+
+
+def split_records(path: str, cfg: DatasetConfig) -> tuple[list[tuple[str, str, list]], list[dict]]:
+    """[(file, split, records)] for every configured split file present, and rejects for broken ones."""
+    out, rejects = [], []
+    for name, split in cfg.question_files.items():
+        uri = storage.join(path, name)
+        if not storage.exists(uri):
+            continue
+        try:
+            data = json.loads(storage.read_bytes(uri))
+            if not isinstance(data, list):
+                raise ValueError("expected a list of questions")
+        except (ValueError, UnicodeDecodeError) as err:
+            rejects.append(vqa.reject_item(cfg, name, Reject("corrupt JSON", f"{name}: {err}")))
+            continue
+        out.append((name, split, data))
+    return out, rejects
+
+
+def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None):
+    """SLAKE folder at ``path`` -> (vqa_items table, rejects rows)."""
+    cfg = cfg or dataset_config("slake-vqa")
+    files, rejects = split_records(path, cfg)
+    if not files and not rejects:
+        raise MedScopeError(f"{path}: none of {', '.join(cfg.question_files)} found")
+    cache, rows = vqa.ImageCache(path), []
+    langs = {lang.lower() for lang in cfg.languages}
+    for name, split, data in files:
+        for i, q in enumerate(data):
+            item = f"{name}[{i}]"
+            try:
+                if not isinstance(q, dict):
+                    raise Reject("corrupt JSON", f"question {i} is not an object")
+                if langs and str(q.get("q_lang", "")).lower() not in langs:
+                    continue
+                image_file = posixpath.join(IMAGES_DIR, str(q.get("img_name", "")))
+                item = f"{image_file}#{q.get('qid', i)}"
+                if not q.get("img_name") or not storage.exists(storage.join(path, *image_file.split("/"))):
+                    raise Reject("missing image", f"{image_file} not on disk")
+                answer = vqa.clean_text(q.get("answer"), "answer")
+                rows.append(vqa.item_row(
+                    cfg, split=split, image_file=image_file, image=cache.png(image_file),
+                    question=vqa.clean_text(q.get("question"), "question"), answer=answer,
+                    kind=vqa.answer_type(q.get("answer_type"), answer), released_id=str(q.get("qid", i)),
+                    modality=q.get("modality"), content_type=q.get("content_type"),
+                ))
+            except Reject as err:
+                rejects.append(vqa.reject_item(cfg, item, err))
+            if on_item:
+                on_item()
+    return vqa.finish_items(rows, rejects)

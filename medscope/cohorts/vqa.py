@@ -1,0 +1,104 @@
+"""What the question-set loaders share (SLAKE, VQA-RAD, PathVQA; seed 000 §5.6 / Table 16).
+
+A question set becomes a ``vqa_items`` table: one row per released question, with the image
+re-encoded as PNG (so a corrupt file is caught at import, not in a worker) and the released
+answer and answer type. Several questions share one image; each image file is decoded once.
+``item_id`` is stable across re-imports: a hash of source, image file and the released question
+id (or the question's position in its split file where the release has no id).
+"""
+
+from __future__ import annotations
+
+import io
+import pickle
+
+from medscope import images, records
+from medscope.cohorts.common import DatasetConfig, Reject, decode_image, read_file
+from medscope.seeding import stable_hash
+
+CLOSED_ANSWERS = ("yes", "no")
+OUT_TABLE = "vqa_items"
+
+
+def answer_type(released: str | None, answer: str) -> str:
+    """``closed`` | ``open`` from the release's own label (``CLOSED``, ``closed ``...); where the
+    release has none (PathVQA) a yes/no answer is closed, anything else open (He et al. 2020)."""
+    if released is not None and str(released).strip():
+        kind = str(released).strip().lower()
+        if kind not in ("closed", "open"):
+            raise Reject("unknown answer type", repr(released))
+        return kind
+    return "closed" if answer.strip().lower() in CLOSED_ANSWERS else "open"
+
+
+def clean_text(value, what: str) -> str:
+    """A released question / answer as stripped text (VQA-RAD stores some answers as numbers)."""
+    if value is None or isinstance(value, (dict, list)):
+        raise Reject(f"empty {what}", f"{what} is {value!r}")
+    text = str(value).strip()
+    if not text:
+        raise Reject(f"empty {what}", f"{what} is blank")
+    return text
+
+
+class ImageCache:
+    """Decode each image file of a dataset once; remember the failures too."""
+
+    def __init__(self, root: str):
+        self.root, self._done = root, {}
+
+    def png(self, rel: str) -> bytes:
+        if rel not in self._done:
+            try:
+                self._done[rel] = images.encode_png(decode_image(read_file(self.root, rel)))
+            except Reject as err:
+                self._done[rel] = err
+        got = self._done[rel]
+        if isinstance(got, Reject):
+            raise got
+        return got
+
+
+def item_row(cfg: DatasetConfig, *, split: str | None, image_file: str, image: bytes, question: str,
+             answer: str, kind: str, released_id: str, modality: str | None = None,
+             content_type: str | None = None) -> dict:
+    return {
+        "item_id": stable_hash(cfg.source, image_file, released_id),
+        "source": cfg.source,
+        "split": split,
+        "image_file": image_file,
+        "image": image,
+        "question": question,
+        "answer": answer,
+        "answer_type": kind,
+        "modality": modality,
+        "content_type": content_type,
+        "released_id": released_id,
+        "private": cfg.private,
+        "endpoint_allowlist": list(cfg.endpoint_allowlist),
+    }
+
+
+def reject_item(cfg: DatasetConfig, item: str, err: Reject) -> dict:
+    return records.reject(OUT_TABLE, cfg.source, item, "load", err.reason, err.detail)
+
+
+def finish_items(rows: list[dict], rejects: list[dict]):
+    rows = sorted(rows, key=lambda r: r["item_id"])
+    rejects = sorted(rejects, key=lambda r: (r["item_id"], r["reason"]))
+    return records.to_table(OUT_TABLE, rows), rejects
+
+
+class _DataOnly(pickle.Unpickler):
+    """PathVQA ships its splits as pickles; a pickle can run code, so only plain data
+    (lists, dicts, strings, numbers) is let through: any class or function is refused."""
+
+    def find_class(self, module, name):
+        raise pickle.UnpicklingError(f"refusing {module}.{name}: only plain lists/dicts/strings are read")
+
+
+def load_data_pickle(data: bytes):
+    try:
+        return _DataOnly(io.BytesIO(data)).load()
+    except Exception as err:  # truncated, foreign or code-carrying pickles alike
+        raise Reject("corrupt pickle", f"{type(err).__name__}: {err}") from None

@@ -1,0 +1,68 @@
+"""VQA-RAD (Lau et al. 2018, OSF release) as ``vqa_items``.
+
+Layout as downloaded::
+
+    VQA_RAD Dataset Public.json     (also shipped as .xlsx / .xml; the JSON is read)
+    VQA_RAD Image Folder/synpic54610.jpg ...
+
+The JSON is a list of ``{"qid", "image_name", "image_organ", "answer", "answer_type":
+"CLOSED" | "OPEN", "question_type", "question", "phrase_type", ...}``. The test set is the
+``phrase_type`` ``test_freeform`` / ``test_para`` questions (451, seed 000 Table 16); every other
+question is ``train``. Answers may be numbers and answer types carry stray spaces or case;
+both are normalised. Rejects: ``corrupt JSON``, ``missing image``, ``unreadable image``,
+``empty question`` / ``empty answer``, ``unknown answer type``.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+
+from medscope import storage
+from medscope.cohorts import vqa
+from medscope.cohorts.common import DatasetConfig, OnItem, Reject, dataset_config
+from medscope.errors import MedScopeError
+
+JSON_NAME = "VQA_RAD Dataset Public.json"
+IMAGES_DIR = "VQA_RAD Image Folder"
+
+
+def split_of(phrase_type) -> str:
+    return "test" if str(phrase_type or "").strip().lower().startswith("test") else "train"
+
+
+def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None):
+    """VQA-RAD folder at ``path`` -> (vqa_items table, rejects rows)."""
+    cfg = cfg or dataset_config("vqa-rad")
+    uri = storage.join(path, JSON_NAME)
+    if not storage.exists(uri):
+        raise MedScopeError(f"{path}: no {JSON_NAME!r}")
+    try:
+        data = json.loads(storage.read_bytes(uri))
+        if not isinstance(data, list):
+            raise ValueError("expected a list of questions")
+    except (ValueError, UnicodeDecodeError) as err:
+        return vqa.finish_items([], [vqa.reject_item(cfg, JSON_NAME, Reject("corrupt JSON", str(err)))])
+    cache, rows, rejects = vqa.ImageCache(path), [], []
+    for i, q in enumerate(data):
+        item = f"{JSON_NAME}[{i}]"
+        try:
+            if not isinstance(q, dict):
+                raise Reject("corrupt JSON", f"question {i} is not an object")
+            image_file = posixpath.join(IMAGES_DIR, str(q.get("image_name", "")).strip())
+            released = str(q.get("qid", i))
+            item = f"{image_file}#{released}"
+            if not q.get("image_name") or not storage.exists(storage.join(path, *image_file.split("/"))):
+                raise Reject("missing image", f"{image_file} not on disk")
+            answer = vqa.clean_text(q.get("answer"), "answer")
+            rows.append(vqa.item_row(
+                cfg, split=split_of(q.get("phrase_type")), image_file=image_file, image=cache.png(image_file),
+                question=vqa.clean_text(q.get("question"), "question"), answer=answer,
+                kind=vqa.answer_type(q.get("answer_type"), answer), released_id=released,
+                modality=q.get("image_organ"), content_type=q.get("question_type"),
+            ))
+        except Reject as err:
+            rejects.append(vqa.reject_item(cfg, item, err))
+        if on_item:
+            on_item()
+    return vqa.finish_items(rows, rejects)

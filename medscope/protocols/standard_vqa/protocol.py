@@ -1,0 +1,173 @@
+"""Standard medical VQA as an evaluation protocol (seed 000 §5.6, Table 16).
+
+Items are ``vqa_items`` rows (``medscope cohort import --format vqa-rad | slake-vqa | pathvqa``):
+by default the released test split, with a seeded sample per source (the paper: all 451 VQA-RAD
+test questions, 300 sampled of SLAKE's English test and 300 of PathVQA's). One episode is one
+turn: the image, the question and "answer with a word or short phrase"; the reply is read as the
+final action's answer when the model answers in the agent format (constant policies, MedScope
+adapters), else as its free text. Scoring: ``scoring``.
+
+Not the paper's full setting: the paper runs "the same agent loop for every model"; this
+protocol's one condition, ``plain``, is a single turn without tools.
+"""
+
+from __future__ import annotations
+
+import json
+
+from medscope import layout, records, storage
+from medscope.answers.parser import parse_reply
+from medscope.models.base import ChatModel, Decoding, Message, Part
+from medscope.protocols.base import EpisodeResult, Item, ScoreOptions
+from medscope.protocols.standard_vqa.scoring import score_one, vqa_metrics
+from medscope.report.render import Table
+from medscope.seeding import stable_hash
+
+INSTRUCTION = "Answer the question about the image with a single word or a short phrase."
+DEFAULT_SAMPLE = {"slake": 300, "pathvqa": 300}  # Table 16; sources not named are taken whole
+
+
+class StandardVQAProtocol:
+    """EvalProtocol of the standard-VQA check."""
+
+    name = "standard_vqa"
+    prompt_version = "svqa-v1"
+
+    def __init__(self, splits: list[str] | tuple[str, ...] = ("test",), sample: dict | None = None, seed: int = 0):
+        """``splits``: the released splits evaluated (empty: all); ``sample``: {source: n} questions
+        drawn per source (default Table 16's; a source not named is taken whole); ``seed`` of the draw."""
+        self.splits = tuple(splits)
+        self.sample = dict(DEFAULT_SAMPLE if sample is None else sample)
+        self.seed = int(seed)
+
+    # ------------------------------------------------------------------ items
+
+    def load_items(self, uri: str) -> list[Item]:
+        """Items of one or more vqa_items tables (comma-separated URIs; a folder means its
+        ``vqa_items.parquet``): the chosen splits, then a seeded sample per source."""
+        rows = []
+        for one in (u.strip() for u in uri.split(",") if u.strip()):
+            rows.extend(records.read_table("vqa_items", one).to_pylist())
+        rows = [r for r in rows if not self.splits or r["split"] in self.splits]
+        chosen = []
+        for source in sorted({r["source"] for r in rows}):
+            mine = sorted((r for r in rows if r["source"] == source), key=lambda r: stable_hash(self.seed, r["item_id"]))
+            n = self.sample.get(source)
+            chosen.extend(mine[:n] if n is not None else mine)
+        return [self._item(r) for r in sorted(chosen, key=lambda r: r["item_id"])]
+
+    @staticmethod
+    def _item(r: dict) -> Item:
+        return Item(
+            item_id=r["item_id"],
+            case_id=stable_hash(r["source"], r["image_file"]),  # questions on one image are one cluster
+            question=r["question"],
+            truth=r["answer"],
+            images=(r["image"],),
+            private=bool(r["private"]),
+            endpoint_allowlist=tuple(r["endpoint_allowlist"] or ()),
+            meta={"source": r["source"], "answer_type": r["answer_type"], "split": r["split"]},
+        )
+
+    def conditions(self) -> tuple[str, ...]:
+        return ("plain",)
+
+    # ------------------------------------------------------------------ episodes
+
+    def run_episode(self, item: Item, model: ChatModel, condition: str, decoding: Decoding) -> EpisodeResult:
+        if condition not in self.conditions():
+            raise ValueError(f"unknown standard_vqa condition {condition!r}; known: {', '.join(self.conditions())}")
+        prompt = f"{item.question}\n{INSTRUCTION}"
+        completion = model.complete([Message("user", (Part(png=item.images[0]), Part(text=prompt)))], decoding)
+        answer = read_answer(completion.text)
+        return EpisodeResult(
+            turns=[{"role": "user", "text": prompt, "image_ref": item.item_id},
+                   {"role": "assistant", "text": completion.text, "image_ref": None}],
+            raw_text=completion.text,
+            action="answer" if answer else "unparseable",
+            answer=answer,
+            input_tokens=completion.input_tokens,
+            output_tokens=completion.output_tokens,
+            model_turns=1,
+        )
+
+    # ------------------------------------------------------------------ scoring
+
+    def score(self, episodes_uri: str, items_uri: str, out: str, options: ScoreOptions) -> dict:
+        """Write ``vqa_scores.parquet``, ``metrics.parquet`` and ``run.json`` under ``out``."""
+        if options.extra:
+            raise ValueError(f"the standard_vqa protocol takes no score options, got {sorted(options.extra)}")
+        n_boot = 2000 if options.n_boot is None else options.n_boot
+        seed = 42 if options.seed is None else options.seed
+        items = {i.item_id: i for i in self.load_items(items_uri)}
+        episodes = records.read_table("episodes", episodes_uri).to_pylist()
+        scores, skipped = score_episodes(episodes, items)
+        metrics = vqa_metrics(scores, n_boot=n_boot, seed=seed)
+        run = layout.ScoredRun(out)
+        records.write_table("vqa_scores", scores, run.table("vqa_scores"))
+        records.write_table("metrics", metrics, run.metrics)
+        summary = {"protocol": self.name, "prompt_version": self.prompt_version, "episodes": episodes_uri,
+                   "items": items_uri, "n_items": len(items), "scored": len(scores), "skipped": skipped,
+                   "n_boot": n_boot, "seed": seed, "metrics": run.metrics}
+        storage.write_bytes(run.manifest, json.dumps(summary, indent=2).encode())
+        return summary
+
+    def report_sections(self, scored_run: str, work_dir: str) -> tuple[list, dict]:
+        from medscope.report.render import Section
+
+        metrics = records.read_table("metrics", layout.ScoredRun(scored_run).metrics).to_pylist()
+        return [Section("Standard medical VQA (Table 16)", [table16(metrics)])], {}
+
+
+def read_answer(text: str | None) -> str | None:
+    """The answer in a reply: the final action's answer if the model used the agent format, else
+    the reply's text without reasoning blocks; None for an empty reply."""
+    parsed = parse_reply(text or "")
+    if parsed.kind == "final" and parsed.final is not None and parsed.final.answer:
+        return parsed.final.answer.strip()
+    clean = (parsed.text or "").strip()
+    return clean or None
+
+
+def score_episodes(episodes: list[dict], items: dict[str, Item]) -> tuple[list[dict], int]:
+    """vqa_scores rows of the episodes that belong to an item; (rows, episodes skipped: another
+    protocol's episode, or a failed call with no reply -- a failed call is not a wrong answer)."""
+    rows, skipped = [], 0
+    for ep in episodes:
+        item = items.get(ep["view_id"])
+        if item is None or ep.get("protocol") not in (None, StandardVQAProtocol.name) or ep.get("raw_text") is None:
+            skipped += 1
+            continue
+        reply = ep.get("answer") if ep.get("answer") is not None else read_answer(ep.get("raw_text"))
+        correct, recall = score_one(reply, item.truth, item.meta["answer_type"])
+        rows.append({"run_id": ep.get("run_id") or "", "model": ep["model"], "condition": ep["condition"],
+                     "item_id": item.item_id, "case_id": item.case_id, "source": item.meta["source"],
+                     "answer_type": item.meta["answer_type"], "answer": item.truth, "reply": reply,
+                     "correct": bool(correct), "token_recall": recall})
+    return rows, skipped
+
+
+def table16(metrics: list[dict]) -> Table:
+    """Closed / open / all accuracy per model (rows) and source (columns), as the paper's Table 16."""
+    cell: dict[tuple, dict] = {}
+    for r in metrics:
+        source = r["breakdown"].split("=", 1)[1]
+        cell.setdefault((r["model"], r["condition"], source), {})[r["metric"]] = r
+    sources = sorted({k[2] for k in cell})
+    models = sorted({k[:2] for k in cell})
+
+    def fmt(c, metric):
+        r = (c or {}).get(metric)
+        return "–" if r is None or r["value"] is None else f"{r['value']:.3f}"
+
+    rows = [[f"{m} ({cond})"] + [" / ".join(fmt(cell.get((m, cond, s)), k) for k in
+                                             ("accuracy_closed", "accuracy_open", "accuracy_all")) for s in sources]
+            for m, cond in models]
+    n = {s: max((r["n_cases"] for r in metrics if r["breakdown"] == f"source={s}" and r["metric"] == "accuracy_all"),
+                default=0) for s in sources}
+    return Table(headers=["model"] + [f"{s} ({n[s]} images)" for s in sources], rows=rows,
+                 caption="Closed / open / all accuracy; closed by yes/no or exact match, open correct when every "
+                         "answer token is in the reply. Intervals are in metrics.parquet.")
+
+
+__all__ = ["StandardVQAProtocol", "read_answer", "score_episodes", "table16"]
