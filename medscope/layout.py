@@ -223,6 +223,11 @@ class ArmsSweep(_Folder):
     def seed_pairs(self) -> str:
         return self._at("seed_pairs.parquet")
 
+    @property
+    def scores(self) -> str:
+        """Every trial's validation scores, pooled (with arm and seed)."""
+        return self._at("scores.parquet")
+
 
 @dataclass(frozen=True)
 class Report(_Folder):

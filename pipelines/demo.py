@@ -16,6 +16,7 @@ import pydantic
 
 from medscope import storage
 from medscope.config import StrictModel
+from medscope.errors import MedScopeError
 from pipelines.support.flags import add_config_flags, config_from_args
 
 DEFAULT_OUT = "demo-out"
@@ -313,6 +314,28 @@ STEPS: list[tuple[str, Step]] = [
     ("score", step_score),
     ("report", step_report),
 ]
+# `--steps` names (the step function without its prefix) and what each needs run before it
+STEP_NAMES = [fn.__name__.removeprefix("step_") for _, fn in STEPS]
+NEEDS = {"views": ["cohort"], "reader_pack": ["views"], "probe_build": ["cohort"],
+         "probe_evaluate": ["probe_build"], "fit_reader": ["views"], "evaluate": ["fit_reader"],
+         "train_smoke": ["views"], "score": ["evaluate"], "report": ["score"]}
+
+
+def chosen_steps(names: list[str] | None) -> list[tuple[str, Step]]:
+    """The steps to run, in pipeline order: all, or the named ones with what they need."""
+    if not names:
+        return list(STEPS)
+    unknown = sorted(set(names) - set(STEP_NAMES))
+    if unknown:
+        raise MedScopeError(f"unknown demo step(s) {unknown}; steps: {', '.join(STEP_NAMES)}")
+    want: set[str] = set()
+    todo = list(names)
+    while todo:
+        name = todo.pop()
+        if name not in want:
+            want.add(name)
+            todo.extend(NEEDS.get(name, []))
+    return [(title, fn) for (title, fn), name in zip(STEPS, STEP_NAMES) if name in want]
 
 
 class DemoConfig(StrictModel):
@@ -322,6 +345,10 @@ class DemoConfig(StrictModel):
     out: str = pydantic.Field(DEFAULT_OUT, description="output URI (a folder, or s3://bucket/prefix)")
     seed: int = pydantic.Field(0, description="run seed: every random choice derives from it")
     cases: int = pydantic.Field(192, ge=8, description="phantom 2D cases (half train the classical reader)")
+    steps: list[str] | None = pydantic.Field(
+        None, description="only these steps and what they need, e.g. evaluate,report (default: all; "
+                          "names: cohort, views, reader_pack, probe_build, probe_evaluate, fit_reader, evaluate, "
+                          "train_smoke, benchgen, pairs, score, report)")
 
 
 def register(sub) -> None:
@@ -331,18 +358,19 @@ def register(sub) -> None:
 
 
 def run_config(cfg: DemoConfig) -> dict:
-    ctx = run(DemoContext(out=cfg.out, seed=cfg.seed, cases=cfg.cases))
+    ctx = run(DemoContext(out=cfg.out, seed=cfg.seed, cases=cfg.cases), cfg.steps)
     return {"out": ctx.out, "paths": ctx.paths, "summary": ctx.summary}
 
 
-def run(ctx: DemoContext) -> DemoContext:
+def run(ctx: DemoContext, steps: list[str] | None = None) -> DemoContext:
     ctx.out = storage.absolute(ctx.out)  # steps hand URIs to Ray workers with other working dirs
     start = time.monotonic()
-    for i, (name, step) in enumerate(STEPS, 1):
+    plan = chosen_steps(steps)
+    for i, (name, step) in enumerate(plan, 1):
         t0 = time.monotonic()
-        print(f"[{i}/{len(STEPS)}] {name} ...", file=sys.stderr, flush=True)
+        print(f"[{i}/{len(plan)}] {name} ...", file=sys.stderr, flush=True)
         step(ctx)
-        print(f"[{i}/{len(STEPS)}] {name} done in {time.monotonic() - t0:.1f}s", file=sys.stderr, flush=True)
+        print(f"[{i}/{len(plan)}] {name} done in {time.monotonic() - t0:.1f}s", file=sys.stderr, flush=True)
     print(f"demo finished in {time.monotonic() - start:.0f}s; outputs under {ctx.out}")
     if "report" in ctx.paths:
         print(f"report: {ctx.paths['report']}")

@@ -1,4 +1,5 @@
-"""``medscope report --run URI --out DIR``: the Markdown + self-contained HTML report of a scored run."""
+"""``medscope report --run URI [--run URI ...] --out DIR``: one Markdown + self-contained HTML
+report of one or more scored runs, each protocol writing its own sections."""
 
 from __future__ import annotations
 
@@ -8,8 +9,9 @@ from medscope.report.build import build_report
 
 
 def register(sub) -> None:
-    p = sub.add_parser("report", help="Markdown + self-contained HTML report of a scored run folder")
-    p.add_argument("--run", required=True, help="run folder written by `medscope score`")
+    p = sub.add_parser("report", help="Markdown + self-contained HTML report of one or more scored runs")
+    p.add_argument("--run", required=True, action="append",
+                   help="scored-run folder written by `medscope score` (repeat for several protocols' runs)")
     p.add_argument("--out", required=True, help="folder for report.md, report.html, images/, transcripts/")
     p.add_argument("--reference", help="model the paired differences are taken against (default: highest ESG)")
     p.add_argument("--gallery-cases", type=int, default=4)

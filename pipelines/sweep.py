@@ -16,7 +16,7 @@ import pyarrow as pa
 
 import pydantic
 
-from medscope import config as cfgmod
+from medscope import layout, config as cfgmod
 from medscope import records, storage
 from medscope.config import StrictModel
 from medscope.errors import MedScopeError
@@ -98,7 +98,7 @@ def _trial(config: dict) -> None:
     if config.get("s3_endpoint"):
         storage.configure(s3_endpoint=config["s3_endpoint"])
     arm, seed = config["arm"], config["seed"]
-    out = storage.join(config["out"], arm, f"seed{seed}")
+    out = layout.ArmsSweep(config["out"]).run(arm, seed).root
     over = json.loads(config["overrides"])[arm]
     recipe = TrainRecipe.model_validate({**json.loads(config["recipe"]), **over, "seed": seed, "name": f"{arm}-seed{seed}"})
     ev = EvalSettings(views=config["eval_uri"], split=config["eval_split"], cases=config["eval_cases"],
@@ -108,8 +108,8 @@ def _trial(config: dict) -> None:
     result = build_trainer(job, recipe).fit()
     if result.error:
         raise RuntimeError(f"{arm} seed {seed}: training failed: {result.error}")
-    summary = json.loads(storage.read_text(storage.join(out, "train_summary.json")))
-    tune.report({**summary["eval"], "arm": arm, "seed": seed, "steps": summary["steps"], "adapter": storage.join(out, "adapter")})
+    summary = json.loads(storage.read_text(layout.TrainRun(out).summary))
+    tune.report({**summary["eval"], "arm": arm, "seed": seed, "steps": summary["steps"], "adapter": layout.TrainRun(out).adapter})
 
 
 def arms_table(results: list[dict], arm_names: list[str], seeds: list[int]) -> tuple[list[dict], str]:
@@ -148,12 +148,12 @@ def run(job: SweepJob) -> dict:
     recipe = load_recipe(arms.recipe)
     views = records.read_table("views", job.views)
     overrides = {a.name: arm_overrides(a, arms, views, recipe) for a in arms.arms}
-    path, fs = ray_storage(storage.join(job.out, "tune"))
+    path, fs = ray_storage(layout.ArmsSweep(job.out).tune)
     space = {
         "arm": tune.grid_search([a.name for a in arms.arms]),
         "seed": tune.grid_search(list(arms.seeds)),
         # JSON strings: Tune prints every config leaf of every trial otherwise
-        "recipe": recipe.model_dump_json(), "recipe_uri": arms.recipe, "overrides": json.dumps(overrides),
+        "recipe": recipe.model_dump_json(), "recipe_uri": storage.absolute(cfgmod.resolve(arms.recipe)), "overrides": json.dumps(overrides),
         "views": job.views, "eval_uri": job.eval_views or job.views, "eval_split": arms.eval_split,
         "eval_cases": arms.eval_cases, "eval_max_new_tokens": arms.eval_max_new_tokens,
         "eval_max_turns": arms.eval_max_turns, "out": job.out,
@@ -172,13 +172,13 @@ def run(job: SweepJob) -> dict:
     names = [a.name for a in arms.arms]
     rows, md = arms_table(results, names, list(arms.seeds))
     table = pa.Table.from_pylist(rows)
-    records_uri = storage.join(job.out, "arms_table.parquet")
+    records_uri = layout.ArmsSweep(job.out).arms_table
     storage.write_bytes(records_uri, records.to_parquet_bytes(table))
-    storage.write_bytes(storage.join(job.out, "arms_table.md"), md.encode())
+    storage.write_bytes(layout.ArmsSweep(job.out).arms_markdown, md.encode())
     if errors:
         raise MedScopeError(f"{len(errors)} of {len(grid)} trials failed; first: {errors[0]}")
     pairs_uri = seed_pair_tests(job.out, names, list(arms.seeds), arms.n_boot)
-    return {"trials": len(results), "table": records_uri, "markdown": storage.join(job.out, "arms_table.md"),
+    return {"trials": len(results), "table": records_uri, "markdown": layout.ArmsSweep(job.out).arms_markdown,
             "seed_pairs": pairs_uri, "adapters": sorted(r["adapter"] for r in results)}
 
 
@@ -190,18 +190,18 @@ def seed_pair_tests(out: str, arm_names: list[str], seeds: list[int], n_boot: in
     parts = []
     for arm in arm_names:
         for seed in seeds:
-            uri = storage.join(out, arm, f"seed{seed}", "scores.parquet")
+            uri = layout.ArmsSweep(out).run(arm, seed).scores
             if storage.exists(uri):
                 parts.append(records.read_table("scores", uri))
     if not parts:
         return None
     scores = pa.concat_tables(parts)
-    records.write_table("scores", scores, storage.join(out, "scores.parquet"))
+    records.write_table("scores", scores, layout.ArmsSweep(out).scores)
     ref = arm_names[0]
     pairs = [(f"{arm}-seed{s}", f"{ref}-seed{s}") for arm in arm_names[1:] for s in seeds]
     if not pairs:
         return None
-    uri = storage.join(out, "seed_pairs.parquet")
+    uri = layout.ArmsSweep(out).seed_pairs
     records.write_table("metrics", seed_pairs(scores, pairs, n_boot=n_boot), uri)
     return uri
 

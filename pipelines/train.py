@@ -15,7 +15,7 @@ import tempfile
 
 import pydantic
 
-from medscope import config as cfgmod
+from medscope import layout, config as cfgmod
 from medscope import records, storage
 from medscope.config import StrictModel
 from medscope.errors import MedScopeError
@@ -98,12 +98,12 @@ def train_loop_per_worker(cfg: dict) -> None:
                 torch.save(tr.state(), os.path.join(tmp, "state.pt"))
             ray.train.report(metrics, checkpoint=Checkpoint.from_directory(tmp) if rank == 0 else None)
         if rank == 0:  # a small progress file, for people (and the resume test) to watch
-            storage.write_bytes(storage.join(cfg["out"], "progress.json"),
+            storage.write_bytes(layout.TrainRun(cfg["out"]).progress,
                                 json.dumps({"step": tr.step, "pid": os.getpid(), "resumed_from": resumed_from}).encode())
 
     trainer.fit(on_step)
     if rank == 0:
-        save_adapter(trainer.peft, storage.join(cfg["out"], "adapter"))
+        save_adapter(trainer.peft, layout.TrainRun(cfg["out"]).adapter)
         summary = {"recipe": recipe.name, "method": recipe.method, "seed": recipe.seed, "steps": trainer.step,
                    "resumed_from": resumed_from, "first_loss": trainer.history[0]["loss"] if trainer.history else None,
                    "last_loss": trainer.history[-1]["loss"] if trainer.history else None, **info}
@@ -113,9 +113,9 @@ def train_loop_per_worker(cfg: dict) -> None:
             ev = EvalSettings.model_validate(cfg["evaluation"])
             eval_views = select_eval_views(records.read_table("views", ev.views).to_pylist(), ev.split, ev.cases)
             metrics, rows = evaluate_model(trainer.vlm, trainer.peft, recipe.trajectory.prompt, eval_views, ev, recipe.name)
-            records.write_table("scores", rows, storage.join(cfg["out"], "scores.parquet"))
+            records.write_table("scores", rows, layout.TrainRun(cfg["out"]).scores)
             summary["eval"] = metrics
-        storage.write_bytes(storage.join(cfg["out"], "train_summary.json"), json.dumps(summary, indent=2).encode())
+        storage.write_bytes(layout.TrainRun(cfg["out"]).summary, json.dumps(summary, indent=2).encode())
 
 
 def ray_storage(uri: str):
@@ -141,7 +141,7 @@ def build_trainer(job: TrainJob, recipe: TrainRecipe | None = None):
 
     recipe = recipe or resolve_recipe(job)
     use_gpu = cluster_gpus() > 0 if job.use_gpu is None else job.use_gpu
-    path, fs = ray_storage(storage.join(job.out, "ray"))
+    path, fs = ray_storage(layout.TrainRun(job.out).ray)
     # workers may have been started before this process set its S3 endpoint; hand it over
     endpoint = os.environ.get("AWS_ENDPOINT_URL") or os.environ.get("AWS_ENDPOINT_URL_S3")
     return TorchTrainer(
@@ -173,7 +173,7 @@ def run(job: TrainJob) -> dict:
     result = build_trainer(job, recipe).fit()
     if result.error:
         raise MedScopeError(f"training failed: {result.error}")
-    return json.loads(storage.read_text(storage.join(job.out, "train_summary.json"))) | {"adapter": storage.join(job.out, "adapter")}
+    return json.loads(storage.read_text(layout.TrainRun(job.out).summary)) | {"adapter": layout.TrainRun(job.out).adapter}
 
 
 def select_stages(runs: dict[str, str], out: str, previous: str | None = None) -> dict:
@@ -182,13 +182,13 @@ def select_stages(runs: dict[str, str], out: str, previous: str | None = None) -
     from medscope.training.selection import select_stage
 
     def uh(run: str) -> dict:
-        summary = json.loads(storage.read_text(storage.join(run, "train_summary.json")))
+        summary = json.loads(storage.read_text(layout.TrainRun(run).summary))
         if "eval" not in summary:
             raise MedScopeError(f"{run} has no validation metrics: train it with an `evaluation:` block")
         return {"U": summary["eval"]["net_utility"], "H": summary["eval"]["healthy_claims"]}
 
     sel = select_stage({name: uh(run) for name, run in runs.items()}, previous=uh(previous) if previous else None)
-    record = {"chosen": sel.chosen, "adapter": storage.join(runs.get(sel.chosen, previous or ""), "adapter"),
+    record = {"chosen": sel.chosen, "adapter": layout.TrainRun(runs.get(sel.chosen, previous or "")).adapter,
               "reasons": sel.reasons, "numbers": sel.numbers, "runs": runs}
     storage.write_bytes(out, json.dumps(record, indent=2).encode())
     return record

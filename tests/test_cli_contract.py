@@ -68,6 +68,9 @@ def test_flags_override_the_config_file(tmp_path):
     got = config_from_args(args)
     assert (got.items, got.workers, got.conditions, got.protocol_options) == ("a.parquet", 3, ["agent", "blind"],
                                                                               {"max_turns": 2})
+    # the file names the items by the field's other name (views:); the flag still wins
+    args = cli.build_parser().parse_args(["eval", "run", "--config", str(cfg), "--items", "b.parquet"])
+    assert config_from_args(args).items == "b.parquet"
     args = cli.build_parser().parse_args(["eval", "run", "--items", "a", "--models", "m", "--out", "o", "--workers", "x"])
     with pytest.raises(Exception, match="workers"):
         config_from_args(args)

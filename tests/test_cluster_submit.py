@@ -76,7 +76,8 @@ def ray_head():
 def test_demo_runs_through_ray_job_submit_into_s3(ray_head, s3_bucket, s3_server, tmp_path):
     out = f"{s3_bucket}/demo"
     config = tmp_path / "demo.yaml"
-    config.write_text(f"out: {out}\nseed: 3\ncases: 12\n")
+    # the counterfactual path end to end (the other steps are tested on their own)
+    config.write_text(f"out: {out}\nseed: 3\ncases: 12\nsteps: [report]\n")
     runtime_env = {
         "working_dir": REPO_ROOT,
         "excludes": [".git", ".venv", "demo-out", "runs", "**/__pycache__"],
@@ -104,3 +105,26 @@ def test_demo_runs_through_ray_job_submit_into_s3(ray_head, s3_bucket, s3_server
     cases = records.read_table("cases", storage.join(out, "cohort", "cases.parquet"))
     assert cases.num_rows == 12
     assert "demo finished" in log
+
+
+def test_submit_script_forwards_settings_but_never_keys(tmp_path):
+    """cluster/submit.sh parses, ships the checkout and the job's command, and keeps secrets out
+    of the runtime env (Ray keeps env_vars in its job table, shown by `ray job list`)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    seen = tmp_path / "args.json"
+    fake = bin_dir / "ray"
+    fake.write_text(f"#!{sys.executable}\nimport json, sys\njson.dump(sys.argv[1:], open({str(seen)!r}, 'w'))\n")
+    fake.chmod(0o755)
+    env = dict(os.environ, PATH=f"{bin_dir}:{os.environ['PATH']}", RAY_ADDRESS="http://127.0.0.1:1",
+               AWS_ENDPOINT_URL="http://127.0.0.1:9", AWS_SECRET_ACCESS_KEY="sentinel-secret-1",
+               OPENAI_API_KEY="sentinel-secret-2")
+    r = subprocess.run(["bash", os.path.join(REPO_ROOT, "cluster", "submit.sh"), "demo", "configs/demo.yaml"],
+                       env=env, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    args = json.loads(seen.read_text())
+    assert args[:3] == ["job", "submit", "--address"] and args[-6:] == [
+        "--", "python", "-m", "pipelines.demo", "--config", "configs/demo.yaml"]
+    runtime_env = json.loads(args[args.index("--runtime-env-json") + 1])
+    assert runtime_env["working_dir"] == "." and runtime_env["env_vars"]["AWS_ENDPOINT_URL"] == "http://127.0.0.1:9"
+    assert "sentinel-secret" not in json.dumps(args)

@@ -89,5 +89,14 @@ def config_from_args(args: argparse.Namespace, model: type[pydantic.BaseModel] |
                 value = yaml.safe_load(value)
             except yaml.YAMLError as err:
                 raise MedScopeError(f"{_flag(name)}: not valid YAML ({err})") from None
+        for alias in _aliases(field):  # a flag wins over the file's key, by any of its names
+            data.pop(alias, None)
         data[name] = value
     return cfgmod.parse(model, data, source=source or (args.config or "command line"))
+
+
+def _aliases(field) -> list[str]:
+    alias = field.validation_alias
+    if isinstance(alias, pydantic.AliasChoices):
+        return [a for a in alias.choices if isinstance(a, str)]
+    return [alias] if isinstance(alias, str) else []

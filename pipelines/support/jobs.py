@@ -36,6 +36,10 @@ def guarded(fn: Callable[[], object]) -> int:
     except MedScopeError as err:
         print(f"medscope: error: {err}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        # the reader of our output went away (`medscope ... | head`): not an error of ours
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except KeyboardInterrupt:
         print("medscope: interrupted; finished work is kept and a rerun resumes", file=sys.stderr)
         return 130

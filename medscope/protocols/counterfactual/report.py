@@ -83,7 +83,8 @@ def report_sections(run: str, work_dir: str, reference: str | None = None, galle
     if comps.empty or not comps.reference.str.split(":").str[0].eq(reference).any():
         n_boot = int(manifest.get("n_boot", bs.DEFAULT_B)) or bs.DEFAULT_B
         comps = cmp.compare(scores_t, reference, n_boot=n_boot, seed=int(manifest.get("seed", bs.DEFAULT_SEED))).to_pandas()
-        records.write_table("metrics", records.to_table("metrics", comps.to_dict("records")), comp_uri)
+        if not storage.exists(comp_uri):  # kept for `compare`/`rules`; an earlier compare is never replaced
+            records.write_table("metrics", records.to_table("metrics", comps.to_dict("records")), comp_uri)
     comps = comps[comps.reference.str.split(":").str[0] == reference]
 
     sections = [Section("Run", [Para(_run_text(manifest, scores, keys, reference))])]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import os
+import io
 
 import numpy as np
 
@@ -35,11 +35,10 @@ def specificity_table(metrics: list[dict], metric: str = "specificity") -> list[
     return [table[k] for k in sorted(table)]
 
 
-def probe_report_section(metrics: list[dict], out_dir: str) -> tuple[str, str, list[str]]:
-    """(title, markdown, PNG paths) of the probe for the report.
+def probe_report_section(metrics: list[dict]) -> tuple[str, str, dict[str, bytes]]:
+    """(title, markdown, {file name: PNG bytes}) of the probe for the report.
 
-    ``metrics``: rows of the probe's metrics table (``medscope probe score``); ``out_dir``: a
-    local folder for the plot.
+    ``metrics``: rows of the probe's metrics table (``medscope score`` of an organ-presence run).
     """
     import matplotlib
 
@@ -74,8 +73,6 @@ def probe_report_section(metrics: list[dict], out_dir: str) -> tuple[str, str, l
         lines += ["", "Hedge cues (first cue that fired, share of hedged negatives):", ""]
         lines += [f"- {r['model']} / {r['condition']}: {r['breakdown'].rsplit('cue=', 1)[-1]} {r['value']:.2f}"
                   for r in cues]
-    os.makedirs(out_dir, exist_ok=True)
-    png = os.path.join(out_dir, "probe_specificity.png")
     fig, ax = plt.subplots(figsize=(6.5, 3.8))
     xs = np.arange(len(NEGATIVE_STRATEGIES))
     for r in spec:
@@ -92,9 +89,11 @@ def probe_report_section(metrics: list[dict], out_dir: str) -> tuple[str, str, l
     if spec:
         ax.legend(fontsize=6, loc="best")
     fig.tight_layout()
-    fig.savefig(png, dpi=110)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110)
     plt.close(fig)
-    return title, "\n".join(lines), [png]
+    # the renderer writes images where the report lives (any URI), so nothing is written here
+    return title, "\n".join(lines), {"probe_specificity.png": buf.getvalue()}
 
 
 def report_sections(scored_run: str, work_dir: str) -> tuple[list, dict]:
@@ -102,9 +101,7 @@ def report_sections(scored_run: str, work_dir: str) -> tuple[list, dict]:
     from medscope.report.render import Image, Raw, Section
 
     metrics = records.read_table("metrics", layout.ScoredRun(scored_run).metrics).to_pylist()
-    title, markdown, pngs = probe_report_section(metrics, work_dir)
+    title, markdown, pngs = probe_report_section(metrics)
     blocks: list = [Raw(markdown)]
-    for path in pngs:
-        with open(path, "rb") as fh:
-            blocks.append(Image(fh.read(), os.path.basename(path), "probe specificity by strategy"))
+    blocks += [Image(png, name, "probe specificity by negative strategy") for name, png in pngs.items()]
     return [Section(title, blocks)], {}
