@@ -173,6 +173,9 @@ SCHEMAS: dict[str, pa.Schema] = {
             pa.field("lesion_area_frac", pa.float64()),
             pa.field("patient_id", pa.string()),
             pa.field("group_id", pa.string()),
+            # per-tool (Table 12) and per-source (Table 15, §5.6) breakdowns
+            pa.field("tool", pa.string()),
+            pa.field("source", pa.string()),
         ]
     ),
     "metrics": pa.schema(

@@ -13,6 +13,7 @@ Output under ``--out``: ``episodes/part-<key>.parquet`` (episodes schema), ``rej
 from __future__ import annotations
 
 import importlib
+import inspect
 import json
 import os
 import sys
@@ -50,6 +51,10 @@ class EvalConfig(StrictModel):
     max_actor_restarts: int = 3  # replacements for workers that die mid sweep
     backoff_s: float = 0.5  # base of the jittered exponential backoff
     models_filter: list[str] | None = None  # only these model names
+    # the named test set and the split(s) it reads (seed 000 Tables 3-4; medscope.views.testsets);
+    # protocols that take them (counterfactual) evaluate only those views; sweep.json records them
+    test_set: str = "main"
+    splits: list[str] | None = None  # default: the test set's own (test; validation for "validation")
 
     @pydantic.field_validator("conditions")
     @classmethod
@@ -59,13 +64,20 @@ class EvalConfig(StrictModel):
         return v
 
 
-def load_protocol(spec: str, options: dict | None = None) -> EvalProtocol:
+def load_protocol(spec: str, options: dict | None = None, test_set: str | None = None,
+                  splits: list[str] | None = None) -> EvalProtocol:
     module, _, attr = spec.partition(":")
     try:
         cls = getattr(importlib.import_module(module), attr)
     except (ImportError, AttributeError) as err:
         raise MedScopeError(f"cannot load protocol {spec!r} ({err})") from None
-    return cls(**(options or {}))
+    options = dict(options or {})
+    params = inspect.signature(cls).parameters
+    if test_set is not None and "test_set" in params:
+        options.setdefault("test_set", test_set)
+    if splits and "splits" in params:
+        options.setdefault("splits", splits)
+    return cls(**options)
 
 
 def request_key(protocol: EvalProtocol, item: Item, entry: ModelEntry, condition: str) -> str:
@@ -85,7 +97,7 @@ def run_sweep(cfg: EvalConfig, protocol: EvalProtocol | None = None, entries: li
     """Run (or resume) a sweep; returns its summary. ``protocol``/``entries`` override the config."""
     from pipelines.support.raycluster import cluster_gpus, ensure_ray
 
-    protocol = protocol or load_protocol(cfg.protocol, cfg.protocol_options)
+    protocol = protocol or load_protocol(cfg.protocol, cfg.protocol_options, cfg.test_set, cfg.splits)
     entries = entries or cfgmod.load(ModelsConfig, cfg.models).models
     if cfg.models_filter:
         entries = [e for e in entries if e.name in set(cfg.models_filter)]
@@ -118,6 +130,8 @@ def run_sweep(cfg: EvalConfig, protocol: EvalProtocol | None = None, entries: li
                 else:
                     todo.append({"key": key, "item": item, "model": entry.name, "condition": condition})
     summary = {"run_id": run_id, "protocol": protocol.name, "prompt_version": protocol.prompt_version,
+               "test_set": getattr(protocol, "test_set", cfg.test_set),
+               "splits": list(getattr(protocol, "splits", None) or cfg.splits or []),
                "units": len(items) * len(entries) * len(cfg.conditions), "to_run": len(todo), **counts}
     print(f"eval {protocol.name}: {summary['units']} units, {len(finished)} already finished, "
           f"{len(todo)} to run", file=sys.stderr, flush=True)
@@ -299,6 +313,10 @@ def register(sub) -> None:
     p.add_argument("--protocol", default=DEFAULT_PROTOCOL, help="module:Class of the protocol")
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--concurrency", type=int, default=8)
+    p.add_argument("--test-set", default="main",
+                   help="named test set: main, heldout_tools, fresh_external, fresh_internal, external_centres, "
+                        "heldout_wordings, validation (or your own with --splits)")
+    p.add_argument("--splits", help="comma-separated split(s) to evaluate (default: the test set's; main -> test)")
     p.set_defaults(func=_cli)
 
 
@@ -317,7 +335,8 @@ def _cli(args) -> None:
     cfg = cfgmod.parse(EvalConfig, {
         "views": args.views, "models": args.models, "out": args.out, "budget_usd": args.budget_usd,
         "conditions": [c.strip() for c in args.conditions.split(",") if c.strip()], "protocol": args.protocol,
-        "workers": args.workers, "concurrency": args.concurrency,
+        "workers": args.workers, "concurrency": args.concurrency, "test_set": args.test_set,
+        "splits": [x.strip() for x in args.splits.split(",") if x.strip()] if args.splits else None,
     }, source="medscope eval")
     print_summary(run_sweep(cfg))
 

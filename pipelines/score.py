@@ -27,12 +27,26 @@ from medscope.stats import labelnoise
 RUN_MANIFEST = "run.json"
 
 
+def sweep_test_set(episodes_uri: str) -> str | None:
+    """The test set the sweep that wrote ``episodes_uri`` recorded in its sweep.json, if any."""
+    folder = episodes_uri.rstrip("/")
+    for cand in (folder, folder.rsplit("/", 1)[0] if "/" in folder else "."):
+        uri = storage.join(cand, "sweep.json")
+        if storage.exists(uri):
+            return json.loads(storage.read_text(uri)).get("test_set")
+    return None
+
+
 def score_run(episodes_uri: str, views_uri: str, out: str, cost_matrix: str = costs.DEFAULT,
-              test_set: str = "main", n_boot: int = bs.DEFAULT_B, seed: int = bs.DEFAULT_SEED,
+              test_set: str | None = None, n_boot: int = bs.DEFAULT_B, seed: int = bs.DEFAULT_SEED,
               cluster: str = "case_id", plan: str | None = None, panel: list[str] | None = None,
               min_votes: int | None = None, box_units: str = "pixels") -> dict:
     """Score episodes against views, write scores + metrics (+ manifest) under ``out``."""
     t0 = time.monotonic()
+    swept = sweep_test_set(episodes_uri)
+    if test_set and swept and test_set != swept:
+        raise MedScopeError(f"--test-set {test_set} but the sweep of {episodes_uri} ran test set {swept}")
+    test_set = test_set or swept or "main"
     if plan:
         rules.lock_plan(plan, out)
     matrix = costs.load(cost_matrix)
@@ -158,7 +172,7 @@ def register(sub) -> None:
     p.add_argument("--views", required=True, help="views table URI")
     p.add_argument("--out", required=True, help="run folder URI (scores.parquet, metrics.parquet, run.json)")
     p.add_argument("--cost-matrix", default=costs.DEFAULT, help=f"one of {', '.join(costs.available())} or a YAML path")
-    p.add_argument("--test-set", default="main")
+    p.add_argument("--test-set", help="the test set the episodes ran on (default: the sweep's sweep.json, else main)")
     p.add_argument("--n-boot", type=int, default=bs.DEFAULT_B)
     p.add_argument("--seed", type=int, default=bs.DEFAULT_SEED)
     p.add_argument("--cluster", default="case_id", choices=["case_id", "group_id", "patient_id"],
