@@ -16,6 +16,7 @@ VERB_MODULES = [
     "pipelines.demo",
     "pipelines.eval",
     "pipelines.score",
+    "pipelines.stats",
     "pipelines.report",
     "pipelines.probe",
     "pipelines.agent",
