@@ -13,5 +13,6 @@ def register(sub) -> None:
     p.add_argument("--out", required=True, help="folder for report.md, report.html, images/, transcripts/")
     p.add_argument("--reference", help="model the paired differences are taken against (default: highest ESG)")
     p.add_argument("--gallery-cases", type=int, default=4)
+    p.add_argument("--plan", help="plan file whose families to adjust and print (configs/plans/primary_27.yaml)")
     p.set_defaults(func=lambda a: print(json.dumps(
-        build_report(a.run, a.out, reference=a.reference, gallery_cases=a.gallery_cases), indent=2)))
+        build_report(a.run, a.out, reference=a.reference, gallery_cases=a.gallery_cases, plan=a.plan), indent=2)))

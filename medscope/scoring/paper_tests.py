@@ -190,3 +190,39 @@ def format_result(res: dict) -> str:
         return f"{v:.4g}" if isinstance(v, float) else str(v)
 
     return "; ".join(f"{k} {f(v)}" for k, v in res.items() if v is not None)
+
+
+def tests_against(scores, reference: str, test_set: str = "main", n_boot: int = bs.DEFAULT_B,
+                  seed: int = bs.DEFAULT_SEED, margin: float = 0.05) -> pd.DataFrame:
+    """One row per model: the exact and equivalence tests of §3.9 against ``reference`` (for the
+    report): exact McNemar on CCR views, Fisher on erased- and healthy-image claims, TOST of CCR
+    within +-margin, and each model's CCR against chance (1/2)."""
+    df = _frame(scores)
+    df = df[df["test_set"] == test_set]
+    ref_conds = sorted(set(df.loc[df["model"] == reference, "condition"]))
+    rows = []
+    for (model, cond), _ in df.groupby(["model", "condition"], sort=True):
+        row = {"model": model, "condition": cond}
+        try:
+            row["chance_ccr_p"] = chance(df, model, "ccr", 2, test_set, cond, n_boot, seed)["p_binomial"]
+        except MedScopeError:
+            row["chance_ccr_p"] = np.nan
+        if model != reference and ref_conds:
+            rc = cond if cond in ref_conds else ref_conds[0]
+            sub = pd.concat([df[(df["model"] == model) & (df["condition"] == cond)],
+                             df[(df["model"] == reference) & (df["condition"] == rc)].assign(condition=cond)])
+            for name, fn in (("mcnemar_ccr_p", lambda: mcnemar(sub, model, reference, "ccr", test_set, cond)["p"]),
+                             ("fisher_erased_p", lambda: fisher(sub, model, reference, "erased_claims", test_set, cond)["p"]),
+                             ("fisher_healthy_p", lambda: fisher(sub, model, reference, "healthy_claims", test_set, cond)["p"])):
+                try:
+                    row[name] = fn()
+                except MedScopeError:
+                    row[name] = np.nan
+            try:
+                t = tost(sub, model, reference, "ccr", margin, test_set, cond, n_boot, seed)
+                row["tost_ccr"] = f"{t['diff']:+.3f} [{t['ci90_low']:+.3f}, {t['ci90_high']:+.3f}] " + \
+                                  ("equivalent" if t["equivalent"] else "not shown")
+            except MedScopeError:
+                row["tost_ccr"] = None
+        rows.append(row)
+    return pd.DataFrame(rows)
