@@ -4,8 +4,11 @@ Every unedited image gets a 64-bit difference hash (``imagehash.dhash``); every 
 ``max_bits`` bits is confirmed by the Pearson correlation of 64 × 64 grey thumbnails, so the
 same image, or the same study re-sized or re-compressed, is found wherever it occurs.
 
-Tiers of a pair: ``identical`` (distance 0, correlation ≥ 0.999), ``near_copy`` (confirmed:
-correlation ≥ ``min_corr``) and ``hash_only`` (close hashes, pixels disagree: not a copy).
+Tiers of a pair (§4.1): ``identical`` (distance 0, correlation ≥ 0.999), ``near_copy``
+(confirmed, the same image or study: correlation ≥ ``min_corr``, 0.97 by default),
+``shared_anatomy`` (the paper's looser tier, correlation 0.90 to 0.97: at 64 px this is reached
+by pairs that cannot share a patient, so it is reported, never treated as a copy) and
+``hash_only`` (close hashes, pixels disagree).
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ from PIL import Image
 from medscope.images import to_gray
 
 THUMB = 64
+SAME_IMAGE_CORR = 0.97  # §4.1: "same image" at >= 0.97
+SHARED_ANATOMY_CORR = 0.90  # §4.1: the looser tier, 0.90-0.97, reflects shared anatomy
 
 
 def dhash64(image: np.ndarray) -> int:
@@ -70,7 +75,7 @@ def candidate_pairs(hashes: np.ndarray, max_bits: int = 8, block: int = 2048) ->
 
 
 def find_near_copies(ids: list[str], hashes: list[int], thumbs: list[np.ndarray], *, max_bits: int = 8,
-                     min_corr: float = 0.95) -> list[Pair]:
+                     min_corr: float = SAME_IMAGE_CORR, loose_corr: float = SHARED_ANATOMY_CORR) -> list[Pair]:
     """Every hash-close pair with its correlation and tier, sorted by ids."""
     pairs = []
     for i, j, d in candidate_pairs(np.array(hashes, dtype=np.uint64), max_bits):
@@ -79,6 +84,8 @@ def find_near_copies(ids: list[str], hashes: list[int], thumbs: list[np.ndarray]
             tier = "identical"
         elif corr >= min_corr:
             tier = "near_copy"
+        elif corr >= loose_corr:
+            tier = "shared_anatomy"
         else:
             tier = "hash_only"
         a, b = sorted((ids[i], ids[j]))
@@ -88,7 +95,7 @@ def find_near_copies(ids: list[str], hashes: list[int], thumbs: list[np.ndarray]
 
 def confirmed(pairs: list[Pair]) -> list[Pair]:
     """The pairs that are copies (identical or near_copy)."""
-    return [p for p in pairs if p.tier != "hash_only"]
+    return [p for p in pairs if p.tier in ("identical", "near_copy")]
 
 
 def cross_cohort_pairs(pairs: list[Pair], source_of: dict[str, str]) -> list[Pair]:
