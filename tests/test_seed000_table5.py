@@ -209,3 +209,20 @@ def test_test_sets_name_their_splits_and_refuse_training_pools(tmp_path):
     with pytest.raises(MedScopeError, match="name its split"):
         CounterfactualProtocol(test_set="mine")
     assert CounterfactualProtocol(test_set="mine", splits=["test"]).splits == ("test",)
+
+
+def test_sweeps_pass_their_test_set_to_protocols_that_take_one(tmp_path):
+    from pipelines.eval import DEFAULT_PROTOCOL, EvalConfig, load_protocol
+    from pipelines.score import sweep_test_set
+
+    cfg = EvalConfig(views="v", models="m", out="o")
+    assert cfg.test_set == "main" and cfg.splits is None  # default: the main test, split test
+    proto = load_protocol(DEFAULT_PROTOCOL, {}, "validation", None)
+    assert proto.test_set == "validation" and proto.splits == ("validation",)
+    proto = load_protocol(DEFAULT_PROTOCOL, {}, "fresh_external", ["test"])
+    assert proto.splits == ("test",)
+    # medscope score takes the test set from the sweep's sweep.json
+    (tmp_path / "episodes").mkdir()
+    (tmp_path / "sweep.json").write_text('{"test_set": "fresh_external"}')
+    assert sweep_test_set(str(tmp_path / "episodes")) == "fresh_external"
+    assert sweep_test_set(str(tmp_path / "nowhere" / "episodes")) is None
