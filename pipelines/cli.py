@@ -17,6 +17,7 @@ VERB_MODULES = [
     "pipelines.eval",
     "pipelines.score",
     "pipelines.stats",
+    "pipelines.crosswalk",
     "pipelines.report",
     "pipelines.probe",
     "pipelines.agent",

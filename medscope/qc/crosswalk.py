@@ -101,3 +101,52 @@ def confirmed(pairs: list[Pair]) -> list[Pair]:
 def cross_cohort_pairs(pairs: list[Pair], source_of: dict[str, str]) -> list[Pair]:
     """Confirmed pairs whose two images come from different sources (the §4.1 report)."""
     return [p for p in confirmed(pairs) if source_of.get(p.a) != source_of.get(p.b)]
+
+
+def crosswalk_sets(sets: dict[str, list[tuple[str, bytes]]], max_bits: int = 8,
+                   min_corr: float = SAME_IMAGE_CORR, loose_corr: float = SHARED_ANATOMY_CORR) -> dict:
+    """§4.1 across cohorts and splits: every unedited image of every named set, hashed once per
+    file (identical bytes are one file), every hash-close pair tiered by pixel correlation.
+
+    ``sets`` maps a set name (a cohort, a split, a test set) to its (image id, PNG bytes).
+    Returns counts per set and per tier, and every confirmed or shared-anatomy pair that joins
+    two different sets (the pairs that would leak across them).
+    """
+    import hashlib
+
+    from medscope.images import decode_png
+
+    ids, hashes, thumbs, where = [], [], [], {}
+    unreadable: list[str] = []
+    for name in sorted(sets):
+        for item_id, data in sets[name]:
+            key = hashlib.sha256(data).hexdigest()
+            if key in where:  # the same file again (e.g. two question-cases on one image)
+                where[key][1].add(name)
+                continue
+            try:
+                image = decode_png(data)
+            except Exception:
+                unreadable.append(f"{name}:{item_id}")
+                continue
+            where[key] = (f"{name}:{item_id}", {name})
+            ids.append(key)
+            hashes.append(dhash64(image))
+            thumbs.append(thumbnail(image))
+    pairs = find_near_copies(ids, hashes, thumbs, max_bits=max_bits, min_corr=min_corr, loose_corr=loose_corr)
+    tiers: dict[str, int] = {}
+    for p in pairs:
+        tiers[p.tier] = tiers.get(p.tier, 0) + 1
+    joins = []
+    for p in pairs:
+        sa, sb = where[p.a][1], where[p.b][1]
+        if p.tier != "hash_only" and (sa != sb or len(sa) > 1):
+            joins.append({"a": where[p.a][0], "b": where[p.b][0], "sets_a": sorted(sa), "sets_b": sorted(sb),
+                          "distance": p.distance, "correlation": round(p.correlation, 4), "tier": p.tier})
+    shared_files = [{"file": v[0], "sets": sorted(v[1])} for v in where.values() if len(v[1]) > 1]
+    return {"images": {n: len(v) for n, v in sets.items()}, "files": len(ids), "pairs_by_tier": tiers,
+            "same_file_in_several_sets": shared_files,
+            "cross_set_copies": [j for j in joins if j["tier"] in ("identical", "near_copy")],
+            "cross_set_shared_anatomy": [j for j in joins if j["tier"] == "shared_anatomy"],
+            "unreadable": unreadable, "thresholds": {"max_bits": max_bits, "same_image_corr": min_corr,
+                                                     "shared_anatomy_corr": loose_corr}}
