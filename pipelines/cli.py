@@ -18,6 +18,7 @@ VERB_MODULES = [
     "pipelines.score",
     "pipelines.stats",
     "pipelines.crosswalk",
+    "pipelines.visibility",
     "pipelines.report",
     "pipelines.probe",
     "pipelines.agent",

@@ -59,3 +59,21 @@ def test_probes_find_visible_edits_and_not_invisible_ones(torch_one_thread):
     # identical inputs for both classes: every score ties, AUC exactly one half
     assert blind["R_vs_O"]["resnet18"]["auc"] == pytest.approx(0.5)
     assert blind["R_vs_O"]["linear_probe"]["auc"] == pytest.approx(0.5)
+
+
+def test_visibility_cli_writes_the_report_section(tmp_path, torch_one_thread):
+    from medscope import records
+    from pipelines import cli
+
+    rows = make_views(12, True)
+    base = {"source": "s", "imaging_type": "x", "finding": "f", "question": "q?", "question_kind": "presence",
+            "critical": False, "lesion_area_frac": 0.04, "lesion_bbox": None, "width": 48, "height": 48,
+            "recipe_hash": "r", "private": False, "endpoint_allowlist": None, "degradation": None}
+    views = [dict(base, **r, view_id=f"{r['case_id']}/{r['kind']}", tool="telea",
+                  expected="absent" if r["kind"] == "target_removal" else "present") for r in rows]
+    records.write_table("views", views, str(tmp_path / "views.parquet"))
+    out = tmp_path / "vis.json"
+    cli.main(["visibility", "--views", str(tmp_path / "views.parquet"), "--out", str(out), "--size", "32",
+              "--epochs", "1", "--n-boot", "20"])
+    md = vis.report_markdown(__import__("json").loads(out.read_text()))
+    assert "| R_vs_O | resnet18 |" in md and "(6) |" in md
