@@ -36,3 +36,20 @@ def test_texture_fill_keeps_texture_where_telea_smooths_and_touches_nothing_else
     # deterministic in its rng
     again = make_eraser("texture").fill(image, region, np.random.default_rng(0), avoid=lesion)
     assert np.array_equal(tex, again)
+
+
+def test_bench_pass_rates_count_target_removals_and_complete_cases():
+    from medscope import records
+    from medscope.scoring import synthetic
+    from pipelines.bench.erasure import pass_rates
+
+    v = synthetic.views(4, 2, 0, seed=0).to_pylist()
+    # case L0000: target fails; L0001: random removal fails; L0002, L0003 complete
+    for r in v:
+        if (r["case_id"], r["kind"]) in (("L0000", "target_removal"), ("L0001", "random_removal")):
+            r["passed"] = False
+    got = pass_rates(records.to_table("views", v))
+    assert got["complete_cases"] == (2, 4)
+    assert got["target_removal"]["all"] == (3, 4)
+    by_type = {k: b for k, (p, b) in got["target_removal"].items() if k != "all"}
+    assert sum(by_type.values()) == 4

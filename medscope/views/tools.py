@@ -66,8 +66,28 @@ class TextureFill:
 
     name = "texture"
 
-    def __init__(self, sigma: float = 2.0, radius: float = 5.0):
-        self.sigma, self.radius = sigma, radius
+    def __init__(self, sigma: float = 8.0, radius: float = 5.0, candidates: int = 64, ring_px: int = 6):
+        self.sigma, self.radius, self.candidates, self.ring_px = sigma, radius, candidates, ring_px
+
+    def _best_source(self, img, region, offsets, top_left, rng):
+        """The exemplar: of ``candidates`` random source positions, the one whose surrounding
+        ring best matches the target's ring (sum of squared differences), so the copied texture
+        continues what surrounds the region."""
+        ring = geometry.dilate_mask(region, self.ring_px) & ~region
+        rr, cc = np.nonzero(ring)
+        h, w = region.shape
+        pick = offsets[rng.choice(len(offsets), size=min(self.candidates, len(offsets)), replace=False)]
+        target = img[rr, cc].astype(np.float32)
+        best, best_cost = pick[0], np.inf
+        for sr, sc in pick:
+            r2, c2 = rr + (sr - top_left[0]), cc + (sc - top_left[1])
+            ok = (r2 >= 0) & (r2 < h) & (c2 >= 0) & (c2 < w)
+            if ok.mean() < 0.8:
+                continue
+            cost = float(np.mean((img[r2[ok], c2[ok]].astype(np.float32) - target[ok]) ** 2))
+            if cost < best_cost:
+                best, best_cost = (sr, sc), cost
+        return best
 
     def fill(self, image, region, rng, avoid=None):
         base = cv2.inpaint(image, region.astype(np.uint8) * 255, self.radius, cv2.INPAINT_TELEA).astype(np.float32)
@@ -82,7 +102,7 @@ class TextureFill:
             offsets = geometry.valid_offsets(shape, ~forbidden)
         if len(offsets) == 0:
             raise MedScopeError("texture: no source tissue of the region's size")
-        sr, sc = offsets[int(rng.integers(len(offsets)))]
+        sr, sc = self._best_source(img, region, offsets, (r0, c0), rng)
         h, w = region.shape
         warp = np.float32([[1, 0, c0 - sc], [0, 1, r0 - sr]])
         moved = cv2.warpAffine(residual, warp, (w, h), flags=cv2.INTER_NEAREST, borderMode=cv2.BORDER_REFLECT)
@@ -115,7 +135,7 @@ class Transplant:
             offsets = geometry.valid_offsets(shape, ~forbidden)
         if len(offsets) == 0:
             raise MedScopeError("transplant: no source tissue of the region's size")
-        sr, sc = offsets[int(rng.integers(len(offsets)))]
+        sr, sc = self._best_source(img, region, offsets, (r0, c0), rng)
         moved = poisson_move(image, image, grown, (r0 - sr, c0 - sc))
         return composite(image, moved, region)
 

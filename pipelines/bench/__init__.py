@@ -14,6 +14,7 @@ BENCHES: dict[str, str] = {
     "eval": "pipelines.bench.eval:bench_eval",
     "stats": "pipelines.score:bench_stats",
     "views": "pipelines.build_views:bench",
+    "erasure": "pipelines.bench.erasure:bench_erasure",
     "agent": "pipelines.agent:bench",
 }
 
