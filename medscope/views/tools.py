@@ -135,7 +135,7 @@ class Transplant:
             offsets = geometry.valid_offsets(shape, ~forbidden)
         if len(offsets) == 0:
             raise MedScopeError("transplant: no source tissue of the region's size")
-        sr, sc = self._best_source(img, region, offsets, (r0, c0), rng)
+        sr, sc = offsets[int(rng.integers(len(offsets)))]
         moved = poisson_move(image, image, grown, (r0 - sr, c0 - sc))
         return composite(image, moved, region)
 
