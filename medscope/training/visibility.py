@@ -11,8 +11,9 @@ Two probes ask whether the edit leaves a trace a reader could use:
 
 Inputs are crops around the edited region of each pair (the random-removal edit region for
 R vs O; each view's own edit region for T vs R), grey, ``size`` x ``size``. AUCs come with a
-case-bootstrap 95% interval (§3.9). The zero-shot "was this image edited?" ratings are not
-built here.
+case-bootstrap 95% interval (§3.9). The zero-shot "was this image edited?" ratings are a
+protocol (``medscope.protocols.edit_rating``) run through the sweep; ``report_markdown`` adds
+their AUCs when the report holds them.
 """
 
 from __future__ import annotations
@@ -209,4 +210,9 @@ def report_markdown(report: dict) -> str:
     lines.append(f"Trained on the {report.get('train_split')} split, tested on the {report.get('test_split')} split; "
                  "crops around the edited region. Seed 000 §5.4 reports ResNet-18 R vs O 0.83, linear probe R vs O "
                  "0.60 and T vs R 0.86: an AUC near 0.5 means the probe cannot see the edit.")
+    if report.get("zero_shot"):
+        from medscope.protocols.edit_rating.protocol import format_ratings
+
+        lines += ["", "Zero-shot ratings (each model asked whether the image was edited):", "",
+                  format_ratings(report["zero_shot"])]
     return "\n".join(lines)
