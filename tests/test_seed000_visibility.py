@@ -51,11 +51,11 @@ def test_probes_find_visible_edits_and_not_invisible_ones(torch_one_thread):
     from medscope.models.tiny_vlm import build_tiny_qwen2vl
 
     vlm = build_tiny_qwen2vl(seed=0)
-    seen = vis.run_probes(make_views(40, True), vlm=vlm, size=32, epochs=3, n_boot=100)
+    seen = vis.run_probes(make_views(24, True), vlm=vlm, size=32, epochs=3, n_boot=100)
     assert seen["R_vs_O"]["resnet18"]["auc"] > 0.9
     assert seen["R_vs_O"]["linear_probe"]["auc"] > 0.8
-    assert seen["R_vs_O"]["n_test"] == 40 and "linear_probe" in seen["T_vs_R"]
-    blind = vis.run_probes(make_views(40, False), vlm=vlm, size=32, epochs=1, n_boot=50)
+    assert seen["R_vs_O"]["n_test"] == 24 and "linear_probe" in seen["T_vs_R"]
+    blind = vis.run_probes(make_views(16, False), vlm=vlm, size=32, epochs=1, n_boot=50)
     # identical inputs for both classes: every score ties, AUC exactly one half
     assert blind["R_vs_O"]["resnet18"]["auc"] == pytest.approx(0.5)
     assert blind["R_vs_O"]["linear_probe"]["auc"] == pytest.approx(0.5)
