@@ -193,6 +193,9 @@ SCHEMAS: dict[str, pa.Schema] = {
             pa.field("lesion_area_frac", pa.float64()),
             pa.field("patient_id", pa.string()),
             pa.field("group_id", pa.string()),
+            # per-tool (Table 12) and per-source (Table 15, §5.6) breakdowns
+            pa.field("tool", pa.string()),
+            pa.field("source", pa.string()),
         ]
     ),
     "metrics": pa.schema(
@@ -208,7 +211,7 @@ SCHEMAS: dict[str, pa.Schema] = {
             pa.field("n_cases", pa.int64(), nullable=False),
             # Added by stats (nullable): a row with ``reference`` set is a paired difference
             # model - reference over shared cases, with its bootstrap p (0.0 = no resample
-            # crossed zero, reported as "< 1/B"); n_boot is B.
+            # crossed zero, reported as "< 2/B"); n_boot is B.
             pa.field("reference", pa.string()),
             pa.field("p_value", pa.float64()),
             pa.field("n_boot", pa.int64()),

@@ -69,8 +69,8 @@ FIT_PLACEHOLDER = "fitted-by-demo"  # configs/models/demo.yaml: options.weights 
 
 def step_fit_reader(ctx: DemoContext) -> None:
     """Fit the classical reader on the TRAIN split's views (medscope.models.classical_fit), fill
-    its weights into a copy of configs/models/demo.yaml, and hand the evaluation only the
-    validation and test views, so that no model is scored on a view the reader was fitted on."""
+    its weights into a copy of configs/models/demo.yaml, and hand the evaluation only the test
+    split's views (the main test set), so that no model is scored on a view the reader was fitted on."""
 
     import pyarrow.compute as pc
     import yaml
@@ -103,7 +103,8 @@ def step_fit_reader(ctx: DemoContext) -> None:
     models_uri = ctx.uri("reader", "models.yaml")
     storage.write_text(models_uri, yaml.safe_dump({"models": models}, sort_keys=False))
     table = records.read_table("views", views)
-    held_out = table.filter(pc.not_equal(table.column("split"), "train"))
+    # the main test set reads the test split only (seed 000 Table 3; medscope.views.testsets)
+    held_out = table.filter(pc.equal(table.column("split"), "test"))
     eval_uri = ctx.uri("reader", "eval_views.parquet")
     records.write_table("views", held_out, eval_uri)
     ctx.paths.update(views_all=views, views=eval_uri, models_config=models_uri)
@@ -113,20 +114,20 @@ def step_fit_reader(ctx: DemoContext) -> None:
         ctx.report_sections.append(("Classical reader and evaluation split", (
             f"The classical reader could not be fitted (the train split lacks views with or without the "
             f"finding) and ran its unfitted blob rule. Every model in this report is evaluated on the "
-            f"{n_eval} passed views of the **validation and test** splits only.")))
+            f"{n_eval} passed views of the **test** split only (the main test set).")))
         return
     ctx.paths["reader_weights"] = weights
     fitted = art["fitted_on"]
     print(f"  reader: fitted on {fitted['images']} train views ({fitted['present']} with the finding), "
           f"train balanced accuracy {fitted['train_balanced_accuracy']:.2f}; evaluating on {n_eval} passed "
-          f"validation/test views", file=sys.stderr)
+          f"test views", file=sys.stderr)
     ctx.summary["fit_reader"] = {"weights": weights, **fitted, "eval_views_passed": n_eval}
     ctx.report_sections.append(("Classical reader and evaluation split", (
         f"The classical reader (a per-pixel logistic regression over multi-scale difference-of-Gaussians and "
         f"determinant-of-Hessian blob responses, max-pooled; it reads only pixels and is not a medical model) was fitted on {fitted['images']} views of the "
         f"**train** split ({fitted['present']} with the finding, {fitted['pixels']} sampled pixels; "
         f"train balanced accuracy {fitted['train_balanced_accuracy']:.2f}). Every model in this report is "
-        f"evaluated on the {n_eval} passed views of the **validation and test** splits only.")))
+        f"evaluated on the {n_eval} passed views of the **test** split only (the main test set).")))
 
 def step_probe_evaluate(ctx: DemoContext) -> None:
     """Run the demo's policies on the probe items through the same sweep and score them with the

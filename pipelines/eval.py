@@ -12,6 +12,7 @@ Output under ``--out``: ``episodes/part-<key>.parquet`` (episodes schema), ``rej
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import sys
@@ -51,6 +52,11 @@ class EvalConfig(StrictModel):
     max_actor_restarts: int = pydantic.Field(3, description="replacements for workers that die mid sweep")
     backoff_s: float = pydantic.Field(0.5, description="base of the jittered exponential backoff")
     models_filter: list[str] | None = pydantic.Field(None, description="only these model names")
+    # the named test set and the split(s) it reads (seed 000 Tables 3-4; medscope.views.testsets);
+    # protocols that take them (counterfactual) evaluate only those views; sweep.json records them
+    test_set: str = pydantic.Field("main", description="named test set: main, heldout_tools, fresh_external, "
+                                   "fresh_internal, external_centres, heldout_wordings, validation")
+    splits: list[str] | None = pydantic.Field(None, description="split(s) to evaluate (default: the test set's; main -> test)")
 
     @pydantic.field_validator("conditions")
     @classmethod
@@ -60,9 +66,18 @@ class EvalConfig(StrictModel):
         return v
 
 
-def load_protocol(spec: str, options: dict | None = None) -> EvalProtocol:
-    """The protocol named ``spec`` (a folder of medscope.protocols, or module:Class)."""
-    return protocols.load(spec, options)
+def load_protocol(spec: str, options: dict | None = None, test_set: str | None = None,
+                  splits: list[str] | None = None) -> EvalProtocol:
+    """The protocol named ``spec`` (a folder of medscope.protocols, or module:Class); a protocol
+    that takes ``test_set`` / ``splits`` (the counterfactual one) gets the sweep's."""
+    cls = protocols.protocol_class(spec)
+    options = dict(options or {})
+    params = inspect.signature(cls).parameters
+    if test_set is not None and "test_set" in params:
+        options.setdefault("test_set", test_set)
+    if splits and "splits" in params:
+        options.setdefault("splits", splits)
+    return cls(**options)
 
 
 def request_key(protocol: EvalProtocol, item: Item, entry: ModelEntry, condition: str) -> str:
@@ -82,7 +97,7 @@ def run_sweep(cfg: EvalConfig, protocol: EvalProtocol | None = None, entries: li
     """Run (or resume) a sweep; returns its summary. ``protocol``/``entries`` override the config."""
     from pipelines.support.raycluster import cluster_gpus, ensure_ray
 
-    protocol = protocol or load_protocol(cfg.protocol, cfg.protocol_options)
+    protocol = protocol or load_protocol(cfg.protocol, cfg.protocol_options, cfg.test_set, cfg.splits)
     entries = entries or cfgmod.load(ModelsConfig, cfg.models).models
     if cfg.models_filter:
         entries = [e for e in entries if e.name in set(cfg.models_filter)]
@@ -116,6 +131,8 @@ def run_sweep(cfg: EvalConfig, protocol: EvalProtocol | None = None, entries: li
                 else:
                     todo.append({"key": key, "item": item, "model": entry.name, "condition": condition})
     summary = {"run_id": run_id, "protocol": protocol.name, "prompt_version": protocol.prompt_version,
+               "test_set": getattr(protocol, "test_set", cfg.test_set),
+               "splits": list(getattr(protocol, "splits", None) or cfg.splits or []),
                "units": len(items) * len(entries) * len(cfg.conditions), "to_run": len(todo), **counts}
     print(f"eval {protocol.name}: {summary['units']} units, {len(finished)} already finished, "
           f"{len(todo)} to run", file=sys.stderr, flush=True)

@@ -53,7 +53,8 @@ def metrics_uri_of(uri: str) -> str:
 
 def compare_run(metrics_uri: str, reference: str, scores_uri: str | None = None, out: str | None = None,
                 n_boot: int = bs.DEFAULT_B, seed: int = bs.DEFAULT_SEED, metric_names=cmp.PRIMARY,
-                cluster: str = "case_id", breakdowns=(), exclude_disputed: bool = False) -> pd.DataFrame:
+                cluster: str = "case_id", breakdowns=(), exclude_disputed: bool = False,
+                pools: list[str] | None = None) -> pd.DataFrame:
     folder = run_folder(metrics_uri)
     scores_uri = scores_uri or layout.ScoredRun(folder).scores
     if not storage.exists(scores_uri):
@@ -66,7 +67,7 @@ def compare_run(metrics_uri: str, reference: str, scores_uri: str | None = None,
             raise MedScopeError(f"{folder} records no disputed cases; score it with --panel first")
         scores = labelnoise.without_cases(scores, disputed)
     table = cmp.compare(scores, reference, n_boot=n_boot, seed=seed, metric_names=metric_names,
-                        cluster=cluster, breakdowns=breakdowns)
+                        cluster=cluster, breakdowns=breakdowns, pools=cmp.parse_pools(pools))
     out = out or layout.ScoredRun(folder).comparisons
     records.write_table("metrics", table, out)
     return table.to_pandas()
@@ -189,12 +190,16 @@ def register(sub) -> None:
     p.add_argument("--seed", type=int, default=bs.DEFAULT_SEED)
     p.add_argument("--cluster", default="case_id", choices=["case_id", "group_id", "patient_id"])
     p.add_argument("--metric", action="append", help=f"metric(s) to compare (default: {', '.join(cmp.PRIMARY)})")
-    p.add_argument("--adjust", choices=["bonferroni", "bh"], help="treat the printed comparisons as one family")
+    p.add_argument("--adjust", choices=["bonferroni", "bh"],
+                   help="treat the printed comparisons as one ad-hoc family (the paper's named families: "
+                        "`medscope stats family --plan`)")
     p.add_argument("--exclude-disputed", action="store_true",
                    help="rerun without the lesion-free cases the consensus panel disputed (score --panel)")
+    p.add_argument("--pool", action="append",
+                   help="NAME=MODEL_S0,MODEL_S1,...: also compare the seeds pooled as one model (C4, Table 8)")
     p.set_defaults(func=lambda a: print(format_comparisons(compare_run(
         a.metrics, a.reference, a.scores, a.out, a.n_boot, a.seed, tuple(a.metric or cmp.PRIMARY), a.cluster,
-        exclude_disputed=a.exclude_disputed), a.adjust)))
+        exclude_disputed=a.exclude_disputed, pools=a.pool), a.adjust)))
 
     p = sub.add_parser("rules", help="pre-registered decision rules: apply a plan, lock it, print its hash")
     rsub = p.add_subparsers(dest="rules_verb", metavar="ACTION")

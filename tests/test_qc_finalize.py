@@ -12,11 +12,12 @@ from medscope.views.synthetic import synthetic_cases
 from medscope.views.tools import make_eraser
 
 
-def _views(recipe):
+def _views(recipe, split="train"):
+    # train split: the only one with C1's unmatched edits (seed 000 §3.7, a training arm's pool)
     erasers = {t: make_eraser(t) for t in recipe.all_tools()}
     rows = []
     for case in synthetic_cases(6, seed=11, size=96):
-        rows += build_case_views(case, recipe, erasers, CaseContext(split="test"), "h")[0]
+        rows += build_case_views(case, recipe, erasers, CaseContext(split=split), "h")[0]
     return records.to_table("views", rows)
 
 
@@ -54,3 +55,8 @@ def test_all_tools_mode_pairs_each_tool_and_keeps_ids_unique():
     masks = {r["edit_mask"] for r in case if r["kind"] == "random_removal"}
     assert len(masks) == 1
     assert sum(r["kind"] == "unmatched_control" for r in case) == 1
+    # the test split gets the evaluation kinds only: no unmatched edit is ever a test view
+    test_rows = _views(recipe, split="test").to_pylist()
+    assert not any(r["kind"] == "unmatched_control" for r in test_rows)
+    assert {r["kind"] for r in test_rows} == {"original", "target_removal", "random_removal", "degraded",
+                                             "natural_negative"} & {r["kind"] for r in rows}

@@ -193,3 +193,22 @@ def test_adversarial_filter_drops_easy_cases_until_auc_bound():
     assert len({c for c in dropped if int(c[1:]) < 20}) >= 0.7 * len(dropped)
     none, rep2 = detector.adversarial_filter(_features(60, 0, seed=2), cases, max_auc=0.9, seed=0)
     assert none == set() and rep2["auc_after"] == rep2["auc_before"]
+
+
+def test_crosswalk_tiers_follow_section_4_1_thresholds():
+    """Same image at correlation >= 0.97; 0.90-0.97 is the looser 'shared anatomy' tier (reported,
+    never a copy); below 0.90 the hashes alone matched. Same hash, thumbnails of set correlation."""
+    rng = np.random.default_rng(0)
+    base = rng.normal(0, 1, (64, 64)).astype(np.float32)
+    noise = rng.normal(0, 1, (64, 64)).astype(np.float32)
+    # corr(base, base + s * noise) = 1 / sqrt(1 + s^2) for independent unit-variance fields
+    thumbs = {"x": base, "r985": base + 0.175 * noise, "r93": base + 0.395 * noise, "r80": base + 0.75 * noise}
+    got = {k: crosswalk.pixel_correlation(base, t) for k, t in thumbs.items() if k != "x"}
+    assert got["r985"] > 0.97 and 0.90 <= got["r93"] < 0.97 and got["r80"] < 0.90
+    tiers = {}
+    for k in ("r985", "r93", "r80"):
+        (p,) = crosswalk.find_near_copies(["x", k], [7, 7], [thumbs["x"], thumbs[k]])
+        tiers[k] = p.tier
+    assert tiers == {"r985": "near_copy", "r93": "shared_anatomy", "r80": "hash_only"}
+    pairs = [crosswalk.find_near_copies(["x", k], [7, 7], [thumbs["x"], thumbs[k]])[0] for k in tiers]
+    assert [{p.a, p.b} for p in crosswalk.confirmed(pairs)] == [{"x", "r985"}]

@@ -71,6 +71,31 @@ def test_report_files_self_contained_html_and_numbers(run):
     assert html.count("<details") >= 3 * 3 and written["reference"] == "model-00"
 
 
+def test_gallery_shows_evaluated_cases_and_the_tests_of_section_3_9(run, tmp_path):
+    """Half the cases were never evaluated: the gallery picks from the evaluated ones only, so
+    every decision cell holds a decision; the §3.9 section lists the exact tests."""
+    v = records.read_table("views", str(run / "views.parquet"))
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    e = records.read_table("episodes", str(run / "episodes.parquet"))
+    evaluated = sorted(set(e.column("case_id").to_pylist()))[1::2]
+    part = e.filter(pc.is_in(e.column("case_id"), value_set=pa.array(evaluated)))
+    records.write_table("episodes", part, str(tmp_path / "ep.parquet"))
+    records.write_table("views", v, str(tmp_path / "views.parquet"))
+    score_run(str(tmp_path / "ep.parquet"), str(tmp_path / "views.parquet"), str(tmp_path / "run"), n_boot=50)
+    build_report(str(tmp_path / "run"), str(tmp_path / "rep"), reference="model-00", gallery_cases=3)
+    md = (tmp_path / "rep" / "report.md").read_text()
+    gallery = md[md.index("## Gallery"):md.index("## Transcripts")]
+    cells = [ln for ln in gallery.splitlines() if ln.startswith("| original") or ln.startswith("| target_removal")]
+    assert len(cells) == 2 * 3 and all("–" not in ln for ln in cells)
+    shown = re.findall(r"\*\*(L\d{4})\*\*", gallery)
+    assert shown and set(shown) <= set(evaluated)
+    tests = md[md.index("## Tests of §3.9"):]
+    assert "McNemar CCR vs model-00 p" in tests and "Fisher erased p" in tests and "TOST CCR" in tests
+    assert "## By source (Table 15)" in md and "## By erasure tool (Table 12)" in md
+
+
 def test_md_to_html_escapes_and_keeps_only_anchor_links():
     out = md_to_html("# T\n\n<script>x</script> [a](#b) [c](http://x.org)\n- one\n| h |\n|---|\n| 1 |")
     assert "&lt;script&gt;" in out and '<a href="#b">a</a>' in out and "http://x.org" not in re.findall(

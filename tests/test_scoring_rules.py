@@ -62,8 +62,19 @@ def test_stage_selection_as_in_the_paper_and_its_branches():
     assert verdicts(paper_selection(stage3={"net_utility": 0.59}))["stage-selection"]["verdict"] == "select stage3"
     # amendment-1 fallback: v3 kept when the chosen stage falls more than 0.02 below it
     assert verdicts(paper_selection(v3={"net_utility": 0.70}))["stage-selection"]["verdict"] == "select v3"
-    # the sensitivity floor per finding gates stage 2 out
-    assert v["sensitivity-floor"]["eligible"] == ["stage1", "stage3"]
+    # §3.6 registers no per-finding sensitivity floor: the plan holds the selection rule only
+    assert set(v) == {"stage-selection"}
+
+
+def test_a_floor_rule_declared_as_an_addition_gates_models_out():
+    plan = rules.Plan.model_validate({
+        "name": "floor", "registered": "2026-11-30", "test_sets": ["validation"], "endpoints": ["sensitivity"],
+        "rules": [{"id": "sensitivity-floor", "kind": "floor", "test_set": "validation", "metric": "sensitivity",
+                   "floor": 0.25, "models": ["stage1", "stage2", "stage3"],
+                   "addition": "not in seed 000 §3.6; a per-finding floor"}]})
+    v = rules.apply_plan(plan, paper_selection())
+    assert v[0]["eligible"] == ["stage1", "stage3"]  # stage 2's tumour sensitivity 0.2 < 0.25
+    assert "[addition: not in seed 000 §3.6" in rules.format_verdicts(plan, v)
 
 
 def test_checks_c1_to_c3_with_the_papers_numbers():
@@ -71,6 +82,11 @@ def test_checks_c1_to_c3_with_the_papers_numbers():
         # C1 (Table 10): denial matched 51.2% vs unmatched 31.5% on fresh external; 13.7 vs 12.9 held-out tools
         diff_row("matched", "unmatched", "fresh_external", "control_denial", 0.197, 0.15, 0.24),
         diff_row("matched", "unmatched", "heldout_tools", "control_denial", 0.008, -0.02, 0.04),
+        # C1's constraints (Table 10): erased 8.3 vs 27.4 and 11.0 vs 10.5; CCR 0.488 vs 0.670 and 0.859 vs 0.868
+        diff_row("matched", "unmatched", "fresh_external", "erased_claims", -0.191, -0.24, -0.14),
+        diff_row("matched", "unmatched", "heldout_tools", "erased_claims", 0.005, -0.02, 0.03),
+        diff_row("matched", "unmatched", "fresh_external", "ccr", -0.182, -0.24, -0.12),
+        diff_row("matched", "unmatched", "heldout_tools", "ccr", -0.009, -0.04, 0.02),
         # C2: ESG +0.012 [-0.053, 0.077]; net utility +0.148 [0.054, 0.247]
         diff_row("recipe", "removal_dpo", "fresh_external", "esg", 0.012, -0.053, 0.077),
         diff_row("recipe", "removal_dpo", "fresh_external", "net_utility", 0.148, 0.054, 0.247),
@@ -96,6 +112,76 @@ def test_checks_c1_to_c3_with_the_papers_numbers():
     assert rules.apply_rule(plan.rules[0], table)["verdict"] == "within margins"
     with pytest.raises(MedScopeError, match="medscope compare --reference cmcc_control"):
         rules.apply_rule(plan.rules[3], table)
+
+
+def c1_rows(denial_fe, denial_ht, erased_fe=0.0, ccr_ht=0.0):
+    return pd.DataFrame([
+        diff_row("matched", "unmatched", "fresh_external", "control_denial", denial_fe, denial_fe - 0.03, denial_fe + 0.03),
+        diff_row("matched", "unmatched", "heldout_tools", "control_denial", denial_ht, denial_ht - 0.03, denial_ht + 0.03),
+        diff_row("matched", "unmatched", "fresh_external", "erased_claims", erased_fe, erased_fe - 0.02, erased_fe + 0.02),
+        diff_row("matched", "unmatched", "heldout_tools", "erased_claims", 0.0, -0.02, 0.02),
+        diff_row("matched", "unmatched", "fresh_external", "ccr", 0.0, -0.02, 0.02),
+        diff_row("matched", "unmatched", "heldout_tools", "ccr", ccr_ht, ccr_ht - 0.02, ccr_ht + 0.02),
+    ])
+
+
+def test_c1_matters_only_within_its_constraints_on_erased_claims_and_ccr():
+    plan, _ = rules.load_plan("configs/plans/checks_c1_c4.yaml")
+    c1 = plan.rules[0]
+    # matched 8 and 6 points lower on both, intervals excluding zero, constraints held
+    assert rules.apply_rule(c1, c1_rows(-0.08, -0.06))["verdict"] == "matching matters"
+    # ... but not when it buys that with 5 more points of erased-lesion claims, or 4 points of CCR
+    assert rules.apply_rule(c1, c1_rows(-0.08, -0.06, erased_fe=0.05))["verdict"] == "inconclusive"
+    assert rules.apply_rule(c1, c1_rows(-0.08, -0.06, ccr_ht=-0.04))["verdict"] == "inconclusive"
+    # 4.9 points lower is not "at least 5 points"; it is within margins (under 5 points)
+    assert rules.apply_rule(c1, c1_rows(-0.049, -0.06))["verdict"] == "inconclusive"
+    assert rules.apply_rule(c1, c1_rows(-0.049, -0.02))["verdict"] == "within margins"
+    text = rules.format_verdicts(plan, [rules.apply_rule(c1, c1_rows(-0.08, -0.06))])
+    assert "[addition: the paper names a constraint on erased-lesion claims" in text
+
+
+def c4_rows(seed_diffs, pooled=(-0.03, -0.05, -0.01), esg=0.02, healthy=0.01):
+    rows = [diff_row(f"cmcc_s{i}", f"cmcc_control_s{i}", "heldout_tools", "erased_claims", d, d - 0.03, d + 0.03)
+            for i, d in enumerate(seed_diffs)]
+    rows += [diff_row("cmcc", "cmcc_control", "heldout_tools", "erased_claims", *pooled),
+             diff_row("cmcc", "cmcc_control", "heldout_tools", "esg", esg, esg - 0.02, esg + 0.02),
+             diff_row("cmcc", "cmcc_control", "main", "healthy_claims", healthy, healthy - 0.02, healthy + 0.02),
+             diff_row("cmcc", "cmcc_control", "fresh_external", "esg", 0.0, -0.03, 0.03),
+             diff_row("cmcc", "cmcc_control", "fresh_external", "net_utility", 0.0, -0.03, 0.03)]
+    return pd.DataFrame(rows)
+
+
+def test_c4_needs_every_seed_pair_lower_and_the_pooled_interval_below_zero():
+    plan, _ = rules.load_plan("configs/plans/checks_c1_c4.yaml")
+    c4 = plan.rules[3]
+    assert rules.apply_rule(c4, c4_rows([-0.02, -0.01, -0.03]))["verdict"] == "pass"
+    # the paper's per-seed differences (Table 8: -0.029, +0.059, +0.005) fail the every-seed condition
+    assert rules.apply_rule(c4, c4_rows([-0.029, 0.059, 0.005]))["verdict"] == "fail"
+    # a tie in one seed is not "lower"
+    assert rules.apply_rule(c4, c4_rows([-0.02, 0.0, -0.03]))["verdict"] == "fail"
+    # pooled interval reaching zero, ESG lower, or the healthy-image guard (Table 8: +0.052) fail it
+    assert rules.apply_rule(c4, c4_rows([-0.02, -0.01, -0.03], pooled=(-0.01, -0.03, 0.01)))["verdict"] == "fail"
+    assert rules.apply_rule(c4, c4_rows([-0.02, -0.01, -0.03], esg=-0.001))["verdict"] == "fail"
+    assert rules.apply_rule(c4, c4_rows([-0.02, -0.01, -0.03], healthy=0.052))["verdict"] == "fail"
+
+
+def test_plan_fields_bind_the_rules(tmp_path):
+    base = {"name": "x", "registered": "now", "test_sets": ["main"], "endpoints": ["esg"], "margins": {"m": 0.05},
+            "rules": [{"id": "r", "kind": "check", "outcomes": [{"label": "a", "all_of": [
+                {"test_set": "main", "metric": "esg", "model": "a", "reference": "b", "direction": "higher",
+                 "min_effect": "m"}]}]}]}
+    p = tmp_path / "p.yaml"
+    write_plan(p, base)
+    plan, _ = rules.load_plan(str(p))
+    assert plan.rules[0].outcomes[0].all_of[0].min_effect == 0.05  # the margin's value
+    for bad, msg in [({"test_set": "fresh_external"}, "not among the plan's test_sets"),
+                     ({"metric": "ccr"}, "not among the plan's endpoints"),
+                     ({"min_effect": "nope"}, "margins do not define")]:
+        data = yaml.safe_load(yaml.safe_dump(base))
+        data["rules"][0]["outcomes"][0]["all_of"][0].update(bad)
+        write_plan(p, data)
+        with pytest.raises(MedScopeError, match=msg):
+            rules.load_plan(str(p))
 
 
 def write_plan(path, data):
@@ -174,7 +260,7 @@ def test_score_compare_and_rules_cli_end_to_end(tmp_path, capsys):
     assert set(comp.model) == {"stage2", "stage3", "v3"} and (comp.reference == "stage1:agent").all()
     cli(["rules", "apply", "--plan", PLAN, "--metrics", str(run), str(run / "comparisons.parquet")])
     out = capsys.readouterr().out
-    assert "stage-selection [stage_selection]: select" in out and "sensitivity-floor [floor]: eligible" in out
+    assert "stage-selection [stage_selection]: select" in out and "floor" not in out
 
 
 def test_label_noise_rerun_through_the_cli(tmp_path, capsys):

@@ -96,7 +96,7 @@ def test_paired_p_is_twice_the_smaller_tail_and_below_one_over_b():
     d = np.array([-1.0, 1, 2, 3, 4, 5, 6, 7, 8, 9])
     assert bs.two_sided_p(d) == pytest.approx(0.2)
     res = bs.paired(1.0, 0.0, np.ones(2000) + np.linspace(0, 1, 2000), np.zeros(2000))
-    assert res.p == 0.0 and res.p_text == "< 0.0005"
+    assert res.p == 0.0 and res.p_text == "< 0.001"  # B = 2000: the smallest non-zero p is 2/B (§3.9)
     same = bs.paired(0.5, 0.5, np.ones(10), np.ones(10))
     assert same.p == 1.0
 

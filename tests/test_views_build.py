@@ -70,6 +70,8 @@ def test_build_is_identical_on_one_and_two_workers_and_in_a_plain_loop(ray_clust
     kinds = {v["kind"] for v in views}
     assert {"original", "target_removal", "random_removal", "unmatched_control", "degraded", "natural_negative"} <= kinds
     assert all(v["kind"] != "insertion" or v["split"] == "train" for v in views)
+    # C1's unmatched edit is a training-arm view (seed 000 §3.7), never a test view
+    assert all(v["kind"] != "unmatched_control" or v["split"] == "train" for v in views)
 
 
 def test_a_killed_build_reruns_only_missing_cases(ray_cluster, cohort):

@@ -28,11 +28,12 @@ def run_protocol(run: str) -> str:
 
 
 def build_report(runs: str | list[str], out: str, reference: str | None = None, extra_sections=(),
-                 gallery_cases: int = 4, title: str | None = None) -> dict:
+                 gallery_cases: int = 4, title: str | None = None, plan: str | None = None) -> dict:
     """Write the report of the scored run folder(s) ``runs`` into folder ``out``; returns the written paths.
 
-    ``reference`` and ``gallery_cases`` reach the counterfactual protocol's sections (the model
-    the paired differences are taken against; cases shown in the gallery).
+    ``reference``, ``gallery_cases`` and ``plan`` reach the counterfactual protocol's sections
+    (the model the paired differences are taken against; cases shown in the gallery; a plan
+    whose families are adjusted and printed as the paper's Table 6).
     """
     runs = [runs] if isinstance(runs, str) else list(runs)
     if not runs:
@@ -42,7 +43,8 @@ def build_report(runs: str | list[str], out: str, reference: str | None = None, 
     for run in runs:
         name = run_protocol(run)
         protocol = protocols.load(name)
-        options = {"reference": reference, "gallery_cases": gallery_cases} if name == "counterfactual" else {}
+        options = ({"reference": reference, "gallery_cases": gallery_cases, "plan": plan}
+                   if name == "counterfactual" else {})
         more, info = protocol.report_sections(run, out, **options)
         sections.extend(more)
         written.update(info)

@@ -47,8 +47,7 @@ def risk_coverage(scores: pd.DataFrame, models: list[str]) -> bytes:
     """Selective risk against coverage on answerable views, ranked by stated confidence."""
     fig, ax = plt.subplots(figsize=(6.5, 3.8))
     for m in models:
-        part = scores[(scores.model == m) & scores.kind.isin(
-            ("original", "random_removal", "unmatched_control", "insertion"))]
+        part = scores[(scores.model == m) & scores.kind.isin(("original", "random_removal"))]  # O u R (§5.5)
         if part.empty:
             continue
         c = selective.risk_coverage(part.correct.to_numpy(bool), part.confidence.to_numpy(float))

@@ -20,6 +20,32 @@ from medscope.stats import bootstrap as bs
 PRIMARY = ("esg", "erased_claims", "healthy_claims", "ccr", "net_utility")
 
 
+def pool_models(scores: pd.DataFrame, pools: dict[str, list[str]]) -> pd.DataFrame:
+    """``scores`` plus each pool's seeds relabelled as one model (seed 000 §3.7 C4, Table 8's
+    "pooled over seeds"): a case keeps every seed's views, so the case bootstrap resamples them
+    together and a pooled comparison stays paired by case."""
+    parts = [scores]
+    for name, members in pools.items():
+        missing = sorted(set(members) - set(scores["model"]))
+        if missing:
+            raise MedScopeError(f"pool {name}: no scores for {missing}")
+        if name in set(scores["model"]):
+            raise MedScopeError(f"pool {name}: a model of that name is already scored")
+        parts.append(scores[scores["model"].isin(members)].assign(model=name))
+    return pd.concat(parts, ignore_index=True)
+
+
+def parse_pools(specs: list[str] | None) -> dict[str, list[str]]:
+    """``["cmcc=cmcc_s0,cmcc_s1,cmcc_s2", ...]`` -> {name: members}."""
+    out = {}
+    for spec in specs or []:
+        name, _, members = spec.partition("=")
+        if not name or not members:
+            raise MedScopeError(f"pool {spec!r}: use NAME=MODEL_SEED0,MODEL_SEED1,...")
+        out[name] = [m.strip() for m in members.split(",") if m.strip()]
+    return out
+
+
 def parse_reference(reference: str) -> tuple[str, str | None]:
     model, _, cond = reference.partition(":")
     return model, cond or None
@@ -52,9 +78,12 @@ def paired_samples(df: pd.DataFrame, a: tuple[str, str], b: tuple[str, str], n_b
 
 def compare(scores: pa.Table | pd.DataFrame, reference: str, n_boot: int = bs.DEFAULT_B,
             seed: int = bs.DEFAULT_SEED, metric_names=PRIMARY, breakdowns=(), cluster: str = "case_id",
-            models: list[str] | None = None) -> pa.Table:
-    """Every model (or ``models``) minus ``reference`` ("MODEL" or "MODEL:CONDITION"), per test set."""
+            models: list[str] | None = None, pools: dict[str, list[str]] | None = None) -> pa.Table:
+    """Every model (or ``models``) minus ``reference`` ("MODEL" or "MODEL:CONDITION"), per test set;
+    ``pools`` adds seed-pooled models first (``pool_models``)."""
     df = scores.to_pandas() if isinstance(scores, pa.Table) else scores.copy()
+    if pools:
+        df = pool_models(df, pools)
     df["test_set"] = df["test_set"].fillna("main")
     ref_model, ref_cond = parse_reference(reference)
     if ref_model not in set(df["model"]):

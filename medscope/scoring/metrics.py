@@ -2,19 +2,36 @@
 
 Every metric is a signed sum of ratio *terms*; a term is (per-view numerator indicator,
 per-view denominator indicator). With O, T, R, N, D the original, target-removal,
-random-removal, natural-negative and degraded views and A the answerable views (O, R and the
-unmatched-control / insertion views scored like R):
+random-removal, natural-negative and degraded views (the only evaluation kinds:
+``medscope.views.testsets.EVAL_KINDS``; a scores table never holds the training-only kinds,
+and they would count in no denominator here if it did):
 
 - esg = P(absent answer or refer | T) - P(absent answer or refer | R)
 - strict_esg: the same with explicit absent answers only
-- ccr = P(correct | A); sensitivity = P(correct | O) (unedited lesions)
+- ccr = P(correct | O u R) (the answerable views; Table 5: "CCR over the 438 original and
+  random-removal views"); sensitivity = P(correct | O) (unedited lesions, C3 / Table 8)
 - erased_claims = P(claims | T); healthy_claims = P(claims | N)
 - grounded_accuracy = P(correct with IoU >= threshold, box not oversized | O)
-- clarify_rate = P(clarify | D); net_utility = mean reward over all views
-- control_denial = P(absent answer or refer | R); referral_rate = P(refer | A);
-  unparseable_rate over all views.
+- clarify_rate = P(clarify | D)
+- net_utility = mean reward over O u T u R u N u D (all views of the test set, §3.8);
+  net_utility_no_degraded = mean reward over O u T u R u N (§5.5, "without the degraded views")
+- control_denial = P(absent answer or refer | R) (Table 10 "Denial"); referral_rate =
+  P(refer | O u R); unparseable_rate over O u T u R u N u D.
 
-Selective risk at fixed coverage and AURC (``selective.py``) use the same resampled clusters.
+Selective prediction (``selective.py``), with the same resampled clusters:
+
+- ``selective_risk@c`` and ``aurc``: §5.5's figures, on the answerable views O u R ranked by
+  stated confidence, ties in table order. On this view set a constant "always claims the
+  finding" policy is never wrong (risk 0, the best possible AURC), which is why the paper does
+  not rank models by it; these rows reproduce the paper's numbers only.
+- ``decision_risk@c`` and ``decision_aurc`` (an addition, not in the paper): the same curve on
+  every view that expects an answer (O u T u R u N), with ties averaged over their orderings.
+  There a constant policy's curve is flat at its error rate (always claim: |T u N| / |O u T u R
+  u N|; always absent: |O u R| / ...; refer or clarify: 1), so no constant policy looks better
+  than its own chance-level error, on any data.
+
+Breakdowns: imaging type, lesion-size quartile, asked finding, source (Table 15, §5.6), and
+erasure tool (Table 12; T and R views only, grouped by the tool that made the edit).
 """
 
 from __future__ import annotations
@@ -29,11 +46,13 @@ from medscope import records
 from medscope.errors import MedScopeError
 from medscope.scoring import selective
 from medscope.stats import bootstrap as bs
+from medscope.views.testsets import EVAL_KINDS
 
-ANSWERABLE = ("original", "random_removal", "unmatched_control", "insertion")
+ANSWERABLE = ("original", "random_removal")  # §3.8: CCR is over O u R
+DECISION = ("original", "target_removal", "random_removal", "natural_negative")  # views expecting an answer
 TERMS = (
     "absref_T", "absref_R", "abs_T", "abs_R", "correct_A", "correct_O", "claims_T", "claims_N",
-    "grounded_O", "clarify_D", "reward_all", "refer_A", "unparse_all",
+    "grounded_O", "clarify_D", "reward_all", "refer_A", "unparse_all", "reward_noD",
 )
 METRICS: dict[str, tuple[tuple[int, str], ...]] = {
     "esg": ((1, "absref_T"), (-1, "absref_R")),
@@ -45,11 +64,13 @@ METRICS: dict[str, tuple[tuple[int, str], ...]] = {
     "grounded_accuracy": ((1, "grounded_O"),),
     "clarify_rate": ((1, "clarify_D"),),
     "net_utility": ((1, "reward_all"),),
+    "net_utility_no_degraded": ((1, "reward_noD"),),
     "control_denial": ((1, "absref_R"),),
     "referral_rate": ((1, "refer_A"),),
     "unparseable_rate": ((1, "unparse_all"),),
 }
-BREAKDOWNS = ("imaging_type", "size_quartile", "finding")
+BREAKDOWNS = ("imaging_type", "size_quartile", "finding", "source", "tool")
+EDIT_KINDS = ("target_removal", "random_removal")  # the views a tool breakdown groups
 COVERAGES = (1.0, 0.7)
 
 
@@ -64,7 +85,8 @@ def view_terms(df: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     correct = df["correct"].to_numpy(dtype=bool)
     is_ = {k: kind == k for k in ("original", "target_removal", "random_removal", "natural_negative", "degraded")}
     ans = np.isin(kind, ANSWERABLE)
-    ones = np.ones(len(df), dtype=bool)
+    evaluated = np.isin(kind, EVAL_KINDS)  # net utility: the test set's five kinds, nothing else
+    no_d = np.isin(kind, DECISION)
     pairs = {
         "absref_T": (absent | refer, is_["target_removal"]),
         "absref_R": (absent | refer, is_["random_removal"]),
@@ -76,9 +98,10 @@ def view_terms(df: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
         "claims_N": (claims, is_["natural_negative"]),
         "grounded_O": (df["grounded"].to_numpy(dtype=bool), is_["original"]),
         "clarify_D": (action == "clarify", is_["degraded"]),
-        "reward_all": (df["reward"].to_numpy(dtype=float), ones),
+        "reward_all": (df["reward"].to_numpy(dtype=float), evaluated),
         "refer_A": (refer, ans),
-        "unparse_all": (action == "unparseable", ones),
+        "unparse_all": (action == "unparseable", evaluated),
+        "reward_noD": (df["reward"].to_numpy(dtype=float), no_d),
     }
     den = np.stack([pairs[t][1] for t in TERMS], axis=1).astype(float)
     num = np.stack([np.asarray(pairs[t][0], dtype=float) for t in TERMS], axis=1) * den
@@ -133,8 +156,12 @@ def sufficient_stats(scores: pd.DataFrame, breakdowns=BREAKDOWNS, case_ids=None)
     labels = {"all": pd.Series(["all"] * len(df))}
     if "size_quartile" in breakdowns:
         labels["size_quartile"] = size_quartiles(df)
+    if "tool" in breakdowns and "tool" in df.columns:
+        labels["tool"] = df["tool"].where(df["kind"].isin(EDIT_KINDS), None)
     for b in breakdowns:
-        if b != "size_quartile":
+        if b not in ("size_quartile", "tool"):
+            if b not in df.columns:  # a scores table written before the column existed
+                continue
             labels[b] = df[b]
     keys, blocks_num, blocks_den = [], [], []
     for dim, lab in labels.items():
@@ -266,22 +293,36 @@ def _compute_one(df, test_set, n_boot, seed, breakdowns, cluster, level, coverag
             rows.append(_row(model, cond, test_set, brk, name, point[k, j], lo[k, j], hi[k, j], n_cases[k, j],
                              n_boot or None))
     for (model, cond), part in df.groupby(["model", "condition"], sort=True):
-        ans = part[part["kind"].isin(ANSWERABLE)]
-        if ans.empty:
-            continue
-        correct, conf = ans["correct"].to_numpy(bool), ans["confidence"].to_numpy(float)
-        curve = selective.risk_coverage(correct, conf)
-        values = [selective.risk_at(curve, c) for c in coverages] + [selective.aurc(curve)]
-        ci = np.full((len(values), 2), np.nan)
-        if counts is not None:
-            view_cluster = ans["case_id"].astype(str).map(case_cluster).to_numpy(dtype=np.int64)
-            boot = selective.bootstrap(correct, conf, view_cluster, counts, coverages)
-            ci = np.stack(bs.percentile_ci(boot, level), axis=1)
-        n = int(ans["case_id"].nunique())
-        names_sel = [f"selective_risk@{c:.2f}" for c in coverages] + ["aurc"]
-        for name, v, (lo_, hi_) in zip(names_sel, values, ci):
-            rows.append(_row(model, cond, test_set, "all", name, v, lo_, hi_, n, n_boot or None))
+        for kinds, ties, prefix, auc_name in SELECTIVE:
+            rows += _selective_rows(part[part["kind"].isin(kinds)], model, cond, test_set, ties, prefix, auc_name,
+                                    coverages, counts, case_cluster, level, n_boot)
     return rows
+
+
+# (view kinds, tie rule, risk name, AURC name): §5.5's figures, then the guarded addition
+SELECTIVE = (
+    (ANSWERABLE, "stable", "selective_risk", "aurc"),
+    (DECISION, "mean", "decision_risk", "decision_aurc"),
+)
+
+
+def _selective_rows(views, model, cond, test_set, ties, prefix, auc_name, coverages, counts, case_cluster, level,
+                    n_boot) -> list[dict]:
+    """Risk at each coverage and AURC of one model on one view set, with bootstrap intervals."""
+    if views.empty:
+        return []
+    correct, conf = views["correct"].to_numpy(bool), views["confidence"].to_numpy(float)
+    curve = selective.risk_coverage(correct, conf, ties)
+    values = [selective.risk_at(curve, c) for c in coverages] + [selective.aurc(curve)]
+    ci = np.full((len(values), 2), np.nan)
+    if counts is not None:
+        view_cluster = views["case_id"].astype(str).map(case_cluster).to_numpy(dtype=np.int64)
+        boot = selective.bootstrap(correct, conf, view_cluster, counts, coverages, ties)
+        ci = np.stack(bs.percentile_ci(boot, level), axis=1)
+    n = int(views["case_id"].nunique())
+    names = [f"{prefix}@{c:.2f}" for c in coverages] + [auc_name]
+    return [_row(model, cond, test_set, "all", name, v, lo, hi, n, n_boot or None)
+            for name, v, (lo, hi) in zip(names, values, ci)]
 
 
 def _n_cases(stats: SufficientStats) -> np.ndarray:

@@ -3,12 +3,10 @@
 Which row of the cost matrix a view uses, and what the correct answer is:
 
 - original, random_removal: the answerable row; the finding is present.
-- unmatched_control, insertion: scored exactly like random removal (answerable row, finding
-  present, same box bonus and critical penalty). An unmatched control is a control edit of
-  another shape / tool (seed 000 §3.7, C1) and an insertion puts a real lesion into the image
-  (§3.2), so in both the lesion is there and the right answer is the original one. They count in
-  CCR and net utility, but not in ESG or control-edit denial, which the paper defines on the
-  matched random-removal control only.
+- unmatched_control, insertion: training-only kinds (C1's arm, §3.7; insertions, §3.2). The
+  training reward (stage-2 rejection sampling) scores them like random removal (the lesion is
+  there); ``score_episodes`` (evaluation) never does: an episode of such a view becomes a reject
+  (``not_an_evaluation_view``), so no test-set metric can count it.
 - target_removal, natural_negative: the absent row; the finding is absent.
 - degraded: the degraded row; the finding is present when the view comes from a lesion case
   (a lesion box or area on the view), else absent. The lesion-present answer is the "correct"
@@ -27,6 +25,7 @@ import pyarrow as pa
 from medscope import records
 from medscope.errors import MedScopeError
 from medscope.scoring.costs import CostMatrix
+from medscope.views.testsets import EVAL_KINDS
 
 ROW_OF_KIND = {
     "original": "answerable",
@@ -149,7 +148,9 @@ def score_episodes(
     Episode boxes are pixels of the view, as tables hold them (records.BOX; the agent converts
     the model's 0-1000 box when it records the episode); ``box_units="per_mille"`` reads
     episodes that kept the model's 0-1000 coordinates. Episodes whose view is not in ``views``
-    become rejects (reason ``view_missing``); the rest are scored.
+    become rejects (reason ``view_missing``), and so do episodes of training-only views
+    (``not_an_evaluation_view``: C1's unmatched edits, insertions); the rest are scored and
+    carry ``test_set``.
     """
     if box_units not in BOX_UNITS:
         raise MedScopeError(f"box_units must be one of {BOX_UNITS}, not {box_units!r}")
@@ -159,12 +160,14 @@ def score_episodes(
     ).to_pandas()
     vw = views.select(
         ["view_id", "kind", "expected", "critical", "lesion_area_frac", "lesion_bbox", "width", "height",
-         "imaging_type", "finding", "patient_id", "group_id"]
+         "imaging_type", "finding", "patient_id", "group_id", "tool", "source"]
     ).to_pandas().drop_duplicates("view_id")
     merged = ep.merge(vw, on="view_id", how="left", indicator=True)
     lost = (merged["_merge"] != "both").to_numpy()
     # one decision per model x condition x view: a second episode would count the view twice
     dup = merged.duplicated(["model", "condition", "view_id"], keep="first").to_numpy() & ~lost
+    training_only = ~lost & ~merged["kind"].isin(EVAL_KINDS).to_numpy()
+    dup &= ~training_only
     rejects = [
         records.reject("scores", "episodes", f"{r.model}/{r.condition}/{r.view_id}", "score", "view_missing",
                        f"view {r.view_id} is not in the views table")
@@ -173,8 +176,12 @@ def score_episodes(
         records.reject("scores", "episodes", f"{r.model}/{r.condition}/{r.view_id}", "score", "duplicate_episode",
                        f"a second episode of this view in run {r.run_id}; the first is scored")
         for r in merged[dup].itertuples()
+    ] + [
+        records.reject("scores", "episodes", f"{r.model}/{r.condition}/{r.view_id}", "score", "not_an_evaluation_view",
+                       f"a {r.kind} view is a training-pool view (seed 000 §3.2, §3.7), never scored on a test set")
+        for r in merged[training_only].itertuples()
     ]
-    df = merged[~lost & ~dup].reset_index(drop=True)
+    df = merged[~lost & ~dup & ~training_only].reset_index(drop=True)
     action = df["action"].to_numpy(dtype=object).copy()
     claims_raw = df["claims_finding"]
     no_claim = (action == "answer") & claims_raw.isna().to_numpy()
@@ -202,6 +209,7 @@ def score_episodes(
             "critical": df["critical"], "oversized_box": oversized & ~np.isnan(area),
             "confidence": df["confidence"], "imaging_type": df["imaging_type"], "finding": df["finding"],
             "lesion_area_frac": df["lesion_area_frac"], "patient_id": df["patient_id"], "group_id": df["group_id"],
+            "tool": df["tool"], "source": df["source"],
         }
     )
     table = pa.Table.from_pandas(out, preserve_index=False)

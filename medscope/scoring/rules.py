@@ -13,6 +13,12 @@ A plan file (``configs/plans/*.yaml``) names its test sets, endpoints, margins a
 - ``floor``: a metric (e.g. sensitivity) must reach a floor in every group of a breakdown
   (e.g. every asked finding); models that miss it are not eligible for selection.
 
+The plan's ``test_sets``, ``endpoints`` and ``margins`` are binding: every condition must use a
+declared test set and endpoint, and a threshold (``min_effect``, ``within``, ``max_worsening``,
+``at_least``, ``at_most``) may name a margin instead of a number (``min_effect: c1_effect``).
+A condition or rule that the paper does not state carries ``addition: <why>``; the verdict
+prints it as ``[addition: ...]`` so nobody mistakes it for the registered rule.
+
 The plan's hash (content without its ``amendments``) is locked into ``<run>/plan.lock.json``
 when a run starts. Applying a plan whose hash differs from the lock is refused unless the
 plan's amendments chain from the locked hash to the current one (each amendment records the
@@ -36,6 +42,9 @@ from medscope.errors import MedScopeError
 LOCK_NAME = "plan.lock.json"
 
 
+Threshold = float | str  # a number, or the name of one of the plan's margins
+
+
 class Condition(StrictModel):
     test_set: str
     metric: str
@@ -44,13 +53,14 @@ class Condition(StrictModel):
     breakdown: str = "all"
     condition: str | None = None  # evaluation condition (agent, plain ...); None: the only one
     direction: Literal["higher", "lower"] | None = None  # superiority of model over reference
-    min_effect: float = 0.0
+    min_effect: Threshold = 0.0
     ci_excludes_zero: bool = True
-    within: float | None = None  # |difference| < within
+    within: Threshold | None = None  # |difference| < within
     worse_if: Literal["higher", "lower"] | None = None  # guard: the difference may worsen by at most
-    max_worsening: float | None = None
-    at_least: float | None = None
-    at_most: float | None = None
+    max_worsening: Threshold | None = None
+    at_least: Threshold | None = None
+    at_most: Threshold | None = None
+    addition: str | None = None  # not in the paper's wording: why it was added
 
     @pydantic.model_validator(mode="after")
     def _one_test(self):
@@ -81,6 +91,7 @@ class Rule(StrictModel):
     id: str
     kind: Literal["stage_selection", "check", "floor"]
     description: str = ""
+    addition: str | None = None  # a rule the paper does not register: why it was added
     test_set: str | None = None
     # stage_selection
     candidates: list[str] = []
@@ -116,6 +127,21 @@ class Amendment(StrictModel):
     hash: str  # the plan hash after it (``medscope rules hash``)
 
 
+class Family(StrictModel):
+    """A multiplicity family (seed 000 §3.9): every ``model`` against ``reference`` on every
+    ``metric`` of ``test_set``, adjusted together by ``method``."""
+
+    name: str
+    test_set: str
+    reference: str
+    models: list[str] = pydantic.Field(min_length=1)
+    metrics: list[str] = pydantic.Field(min_length=1)
+    method: Literal["bonferroni", "bh"] = "bonferroni"
+    alpha: float = pydantic.Field(0.05, gt=0, lt=1)
+    condition: str | None = None
+    addition: str | None = None
+
+
 class Plan(StrictModel):
     name: str
     registered: str
@@ -123,15 +149,65 @@ class Plan(StrictModel):
     test_sets: list[str] = []
     endpoints: list[str] = []
     margins: dict[str, float] = {}
-    rules: list[Rule] = pydantic.Field(min_length=1)
+    rules: list[Rule] = []
+    families: list[Family] = []
     amendments: list[Amendment] = []
+
+    @pydantic.model_validator(mode="after")
+    def _binding(self):
+        if not self.rules and not self.families:
+            raise ValueError("a plan needs rules or families")
+        problems = []
+        for rule in self.rules:
+            for outcome in rule.outcomes:
+                for c in outcome.all_of:
+                    problems += self._check_condition(rule.id, c)
+            for ts in filter(None, [rule.test_set]):
+                if self.test_sets and ts not in self.test_sets:
+                    problems.append(f"{rule.id}: test set {ts!r} is not among the plan's test_sets")
+            used = [rule.utility, rule.harm] if rule.kind == "stage_selection" else [rule.metric] if rule.metric else []
+            bad = [m for m in used if self.endpoints and m not in self.endpoints]
+            if bad:
+                problems.append(f"{rule.id}: endpoint(s) {bad} are not among the plan's endpoints")
+        for fam in self.families:
+            if self.test_sets and fam.test_set not in self.test_sets:
+                problems.append(f"family {fam.name}: test set {fam.test_set!r} is not among the plan's test_sets")
+            bad = [m for m in fam.metrics if self.endpoints and m not in self.endpoints]
+            if bad:
+                problems.append(f"family {fam.name}: endpoint(s) {bad} are not among the plan's endpoints")
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
+    def _check_condition(self, rule_id: str, c: Condition) -> list[str]:
+        out = []
+        if self.test_sets and c.test_set not in self.test_sets:
+            out.append(f"{rule_id}: test set {c.test_set!r} is not among the plan's test_sets {self.test_sets}")
+        if self.endpoints and c.metric not in self.endpoints:
+            out.append(f"{rule_id}: endpoint {c.metric!r} is not among the plan's endpoints {self.endpoints}")
+        for field in ("min_effect", "within", "max_worsening", "at_least", "at_most"):
+            v = getattr(c, field)
+            if isinstance(v, str) and v not in self.margins:
+                out.append(f"{rule_id}: {field} names margin {v!r}, which the plan's margins do not define")
+        return out
+
+    def resolved(self) -> "Plan":
+        """The plan with every margin name replaced by its value."""
+        data = self.model_dump()
+        for rule in data["rules"]:
+            for outcome in rule["outcomes"]:
+                for c in outcome["all_of"]:
+                    for field in ("min_effect", "within", "max_worsening", "at_least", "at_most"):
+                        if isinstance(c[field], str):
+                            c[field] = self.margins[c[field]]
+        return Plan.model_validate(data)
 
 
 def load_plan(uri: str) -> tuple[Plan, str]:
     """(plan, hash of its content without amendments)."""
     data = cfgmod.load_yaml(uri)
     plan = cfgmod.parse(Plan, data, source=uri)
-    return plan, plan_hash(data)
+    return plan.resolved(), plan_hash(data)
 
 
 def plan_hash(data: dict) -> str:
@@ -213,7 +289,8 @@ def evaluate_condition(c: Condition, table: pd.DataFrame) -> tuple[bool, str]:
     if c.direction is not None:
         sign = 1 if c.direction == "higher" else -1
         excl = (lo > 0) if sign > 0 else (hi < 0)
-        ok = sign * d >= c.min_effect and (excl or not c.ci_excludes_zero)
+        # "lower" / "higher" is strict even with min_effect 0 (C4: "lower in every seed pair")
+        ok = sign * d > 0 and sign * d >= c.min_effect and (excl or not c.ci_excludes_zero)
         need = f"{'>=' if sign > 0 else '<='} {sign * c.min_effect:+.3f}" + (", interval excluding 0" if c.ci_excludes_zero else "")
         return bool(ok), f"{head}; needs {need}"
     if c.within is not None:
@@ -252,7 +329,8 @@ def apply_rule(rule: Rule, table: pd.DataFrame) -> dict:
         for outcome in rule.outcomes:
             results = [evaluate_condition(c, table) for c in outcome.all_of]
             lines.append(f"outcome {outcome.label!r}:")
-            lines += [f"  [{'x' if ok else ' '}] {text}" for ok, text in results]
+            lines += [f"  [{'x' if ok else ' '}] {text}" + (f" [addition: {c.addition}]" if c.addition else "")
+                      for (ok, text), c in zip(results, outcome.all_of)]
             if all(ok for ok, _ in results):
                 return {"id": rule.id, "kind": rule.kind, "verdict": outcome.label, "lines": lines}
         return {"id": rule.id, "kind": rule.kind, "verdict": rule.otherwise, "lines": lines}
@@ -286,7 +364,9 @@ def apply_plan(plan: Plan, table: pd.DataFrame) -> list[dict]:
 
 def format_verdicts(plan: Plan, verdicts: list[dict], notes: list[str] = ()) -> str:
     out = [f"plan {plan.name} (registered {plan.registered})"] + [f"  {n}" for n in notes]
+    additions = {r.id: r.addition for r in plan.rules if r.addition}
     for v in verdicts:
-        out.append(f"{v['id']} [{v['kind']}]: {v['verdict']}")
+        out.append(f"{v['id']} [{v['kind']}]: {v['verdict']}"
+                   + (f"  [addition: {additions[v['id']]}]" if v["id"] in additions else ""))
         out += [f"    {line}" for line in v["lines"]]
     return "\n".join(out)

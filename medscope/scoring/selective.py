@@ -1,10 +1,15 @@
-"""Selective prediction on answerable views (seed 000 §3.8, §5.5): risk-coverage and AURC.
+"""Selective prediction (seed 000 §3.8, §5.5): risk-coverage and AURC.
 
-Views are ranked by the model's stated confidence, highest first. Ties keep the order of the
-table (a stable sort), so the risk at a cutoff inside a tie is one arbitrary member of that
-tie's range, as the paper notes. A missing confidence (refer, clarify, unparseable, or a model
-that states none) ranks last. Risk at coverage k/n is the share of wrong (not correct) views
-among the k ranked first; AURC is the mean of that risk over k = 1..n.
+Views are ranked by the model's stated confidence, highest first. A missing confidence (refer,
+clarify, unparseable, or a model that states none) ranks last. Risk at coverage k/n is the
+share of wrong (not correct) views among the k ranked first; AURC is the mean of that risk
+over k = 1..n. Ties:
+
+- ``ties="stable"`` (the paper's convention, §5.5): ties keep the order of the table, so the
+  risk at a cutoff inside a tie is one arbitrary member of that tie's range.
+- ``ties="mean"``: the expected risk over every order of each tie (errors of a tie are spread
+  evenly over its positions). A policy with one confidence for every view then has a flat
+  curve at its error rate, whatever the order of the table.
 """
 
 from __future__ import annotations
@@ -21,12 +26,38 @@ class Curve:
     risk: np.ndarray  # errors among the first k / k
 
 
-def risk_coverage(correct: np.ndarray, confidence: np.ndarray) -> Curve:
+TIES = ("stable", "mean")
+
+
+def cumulative_errors(errors_sorted: np.ndarray, conf_sorted: np.ndarray, ties: str = "stable") -> np.ndarray:
+    """Errors among the first k = 1..n views (sorted by confidence, highest first).
+
+    With ``ties="mean"``, inside a run of equal confidences the count grows linearly from the
+    errors before the run to the errors after it (its expectation over the run's orders).
+    """
+    if ties not in TIES:
+        raise ValueError(f"ties must be one of {TIES}, not {ties!r}")
+    errs = np.asarray(errors_sorted, dtype=float)
+    cum = np.cumsum(errs)
+    if ties == "stable" or len(errs) == 0:
+        return cum
+    c = np.asarray(conf_sorted, dtype=float)
+    start = np.r_[True, c[1:] != c[:-1]]  # first position of each run of equal confidence
+    run = np.cumsum(start) - 1
+    starts = np.flatnonzero(start)
+    ends = np.r_[starts[1:], len(c)]  # one past the last position of each run
+    before = np.r_[0.0, cum][starts]  # errors ranked above the run
+    rate = (cum[ends - 1] - before) / (ends - starts)
+    pos = np.arange(len(c)) - starts[run] + 1  # 1-based position inside the run
+    return before[run] + pos * rate[run]
+
+
+def risk_coverage(correct: np.ndarray, confidence: np.ndarray, ties: str = "stable") -> Curve:
     correct = np.asarray(correct, dtype=bool)
     conf = np.asarray(confidence, dtype=float)
     conf = np.where(np.isnan(conf), -np.inf, conf)
     order = np.argsort(-conf, kind="stable")
-    errors = np.cumsum(~correct[order])
+    errors = cumulative_errors(~correct[order], conf[order], ties)
     k = np.arange(1, len(correct) + 1)
     return Curve(k / max(len(correct), 1), errors / k)
 
@@ -45,7 +76,7 @@ def aurc(curve: Curve) -> float:
 
 
 def bootstrap(correct: np.ndarray, confidence: np.ndarray, cluster: np.ndarray, counts: np.ndarray,
-              coverages=(1.0, 0.7)) -> np.ndarray:
+              coverages=(1.0, 0.7), ties: str = "stable") -> np.ndarray:
     """``[B, len(coverages) + 1]``: risk at each coverage and AURC in each resample.
 
     Resample b holds view i ``counts[b, cluster[i]]`` times. The ranking is the full-data stable
@@ -57,6 +88,7 @@ def bootstrap(correct: np.ndarray, confidence: np.ndarray, cluster: np.ndarray, 
     conf = np.where(np.isnan(np.asarray(confidence, float)), -np.inf, np.asarray(confidence, float))
     order = np.argsort(-conf, kind="stable")
     err_sorted = (~correct[order]).astype(np.int64)
+    conf_sorted = conf[order]
     cl_sorted = np.asarray(cluster)[order]
     out = np.full((counts.shape[0], len(coverages) + 1), np.nan)
     for b in range(counts.shape[0]):
@@ -65,7 +97,7 @@ def bootstrap(correct: np.ndarray, confidence: np.ndarray, cluster: np.ndarray, 
         n = len(errs)
         if n == 0:
             continue
-        risk = np.cumsum(errs) / np.arange(1, n + 1)
+        risk = cumulative_errors(errs, np.repeat(conf_sorted, reps), ties) / np.arange(1, n + 1)
         for j, c in enumerate(coverages):
             out[b, j] = risk[min(n, max(1, math.ceil(round(c * n, 9)))) - 1]
         out[b, -1] = risk.mean()

@@ -118,11 +118,16 @@ class Paired:
 
 
 def format_p(p: float, n_boot: int) -> str:
-    """p for a table: ``< 1/B`` when no resample crossed zero (seed 000 §3.9)."""
+    """p for a table: ``< 2/B`` when no resample crossed zero (seed 000 §3.9).
+
+    p is twice the smaller tail proportion, so the smallest non-zero value is 2/B: with
+    B = 2,000 resamples the paper's "smallest reportable value is 1/1000", and "p < 0.001" means
+    no resample crossed zero.
+    """
     if p is None or np.isnan(p):
         return "n/a"
     if p <= 0.0:
-        return f"< {1 / n_boot:.2g}"
+        return f"< {2 / n_boot:.2g}"
     return f"{p:.3f}" if p >= 0.001 else f"{p:.1e}"
 
 

@@ -20,8 +20,12 @@ class EvalSettings(StrictModel):
 
 
 def select_eval_views(rows: list[dict], split: str, cases: int | None) -> list[dict]:
-    """QC-passed views of ``split`` (sorted by view id), optionally of the first ``cases`` cases."""
-    views = sorted((v for v in rows if v["passed"] and v["split"] in (None, split)), key=lambda v: v["view_id"])
+    """QC-passed evaluation views (O, T, R, N, D: never the training-only kinds) of ``split``
+    (sorted by view id), optionally of the first ``cases`` cases."""
+    from medscope.views.testsets import EVAL_KINDS
+
+    views = sorted((v for v in rows if v["passed"] and v["split"] in (None, split) and v["kind"] in EVAL_KINDS),
+                   key=lambda v: v["view_id"])
     if cases:
         keep = set(sorted({v["case_id"] for v in views})[:cases])
         views = [v for v in views if v["case_id"] in keep]

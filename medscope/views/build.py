@@ -1,5 +1,9 @@
 """All views of one case (seed 000, §3.2; §3.7 C1), with the per-view QC of §3.3.
 
+Every case gets the evaluation kinds (original, target and random removal, degraded; a
+lesion-free case its natural negative). The training-only kinds (``unmatched_control`` for C1's
+arm, ``insertion``) are built on the train split alone (``medscope.views.testsets``).
+
 ``build_case_views`` is the unit of work a Ray actor maps: one case row in, its view rows and
 reject rows out. Every random draw comes from ``rng_for(recipe.seed, case_id, view_kind, ...)``,
 so a case's views are the same on any worker. Cross-case QC (edit detector, near-copies,
@@ -164,8 +168,10 @@ def build_case_views(case: dict, recipe: Recipe, erasers: dict[str, Eraser], ctx
                 detail=f"contrast {before:.2f} -> {after:.2f}")
         _control(row, image, mask, placement, eraser, tool, "random_removal",
                  rng_for(recipe.seed, cid, "random_removal", tool), dilated)
-        if recipe.unmatched_control and tool == tools[0]:
-            # one unmatched control per case; its tool column names the tool that filled it
+        if recipe.unmatched_control and tool == tools[0] and base["split"] == "train":
+            # C1's training pool only (§3.7: the unmatched edit replaces the control view in a
+            # training arm; it is never a test view). One per case; its tool column names the
+            # tool that filled it.
             region, params = geometry.unmatched_control_region(
                 dilated, foreground, rng_for(recipe.seed, cid, "unmatched_control", "place"), away_px=recipe.control_away_px)
             ctool = recipe.control_tool_for(tool)

@@ -11,7 +11,7 @@ from medscope.config import StrictModel
 from medscope.views.degrade import DEGRADATIONS
 from medscope.views.tools import TOOLS
 
-Tool = Literal["telea", "ns", "transplant", "lama", "sd"]
+Tool = Literal["telea", "ns", "texture", "transplant", "lama", "sd"]
 Degradation = Literal["blur", "noise", "downup", "jpeg", "motion", "other_type"]
 
 
@@ -46,7 +46,7 @@ class Recipe(StrictModel):
     edit_detector: bool = True  # train the edit detector and drop erasures it scores >= edit_score_max
     edit_score_max: float = pydantic.Field(0.5, gt=0, le=1)
     near_copy_bits: int = pydantic.Field(8, ge=0, le=64)
-    near_copy_corr: float = pydantic.Field(0.95, gt=0, le=1)
+    near_copy_corr: float = pydantic.Field(0.97, gt=0, le=1)  # §4.1: same image at >= 0.97
     adversarial_auc_max: float = pydantic.Field(0.6, ge=0.5, le=1)
     adversarial_max_drop_frac: float = pydantic.Field(0.5, ge=0, le=1)
     # group splits over patients / near-copy groups

@@ -4,7 +4,9 @@ An eraser fills a boolean ``region`` of an RGB uint8 image and returns a new ima
 only the region's pixels differ: every tool's output is composited back over the input, so
 the "no lesion pixel changes" guarantee of the control does not depend on the tool.
 
-Tools: ``telea`` and ``ns`` (OpenCV inpainting), ``transplant`` (tissue from elsewhere in the
+Tools: ``telea`` and ``ns`` (OpenCV inpainting), ``texture`` (offline, no weights: Telea for
+the low-frequency structure plus the high-frequency texture of tissue from elsewhere in the
+image, so the fill is not the smooth patch an edit detector flags), ``transplant`` (tissue from elsewhere in the
 image, Poisson-blended with ``cv2.seamlessClone``), ``lama`` (simple-lama-inpainting's
 TorchScript model from ``LAMA_MODEL``) and ``sd`` (diffusers Stable Diffusion inpainting from
 a local model directory). Model-holding tools load once per instance, so a Ray actor that
@@ -22,7 +24,7 @@ import numpy as np
 from medscope.errors import MedScopeError
 from medscope.views import geometry
 
-TOOLS = ("telea", "ns", "transplant", "lama", "sd")
+TOOLS = ("telea", "ns", "texture", "transplant", "lama", "sd")
 
 
 class Eraser(Protocol):
@@ -50,6 +52,64 @@ class OpenCVInpaint:
     def fill(self, image, region, rng, avoid=None):
         filled = cv2.inpaint(image, region.astype(np.uint8) * 255, self.radius, self.flag)
         return composite(image, filled, region)
+
+
+class TextureFill:
+    """Structure + texture synthesis without network weights.
+
+    The region's structure (its low frequencies) comes from Telea inpainting, which matches the
+    surrounding grey levels; its texture is the high-frequency residual (image minus a Gaussian
+    blur of ``sigma``) of a same-shaped patch of tissue elsewhere in the image that overlaps
+    neither the region nor ``avoid`` (the lesion). Smooth fills are what the §3.3 edit
+    detector catches; this fill keeps the surroundings' noise and fine structure.
+    """
+
+    name = "texture"
+
+    def __init__(self, sigma: float = 8.0, radius: float = 5.0, candidates: int = 64, ring_px: int = 6):
+        self.sigma, self.radius, self.candidates, self.ring_px = sigma, radius, candidates, ring_px
+
+    def _best_source(self, img, region, offsets, top_left, rng):
+        """The exemplar: of ``candidates`` random source positions, the one whose surrounding
+        ring best matches the target's ring (sum of squared differences), so the copied texture
+        continues what surrounds the region."""
+        ring = geometry.dilate_mask(region, self.ring_px) & ~region
+        rr, cc = np.nonzero(ring)
+        h, w = region.shape
+        pick = offsets[rng.choice(len(offsets), size=min(self.candidates, len(offsets)), replace=False)]
+        target = img[rr, cc].astype(np.float32)
+        best, best_cost = pick[0], np.inf
+        for sr, sc in pick:
+            r2, c2 = rr + (sr - top_left[0]), cc + (sc - top_left[1])
+            ok = (r2 >= 0) & (r2 < h) & (c2 >= 0) & (c2 < w)
+            if ok.mean() < 0.8:
+                continue
+            cost = float(np.mean((img[r2[ok], c2[ok]].astype(np.float32) - target[ok]) ** 2))
+            if cost < best_cost:
+                best, best_cost = (sr, sc), cost
+        return best
+
+    def fill(self, image, region, rng, avoid=None):
+        base = cv2.inpaint(image, region.astype(np.uint8) * 255, self.radius, cv2.INPAINT_TELEA).astype(np.float32)
+        img = image.astype(np.float32)
+        residual = img - cv2.GaussianBlur(img, (0, 0), self.sigma)
+        forbidden = geometry.touch_zone(region, 3)
+        if avoid is not None:
+            forbidden |= geometry.touch_zone(avoid, 3)
+        shape, (r0, c0) = geometry.crop_to_shape(region)
+        offsets = geometry.valid_offsets(shape, geometry.foreground_mask(image) & ~forbidden)
+        if len(offsets) == 0:
+            offsets = geometry.valid_offsets(shape, ~forbidden)
+        if len(offsets) == 0:
+            raise MedScopeError("texture: no source tissue of the region's size")
+        sr, sc = self._best_source(img, region, offsets, (r0, c0), rng)
+        h, w = region.shape
+        warp = np.float32([[1, 0, c0 - sc], [0, 1, r0 - sr]])
+        moved = cv2.warpAffine(residual, warp, (w, h), flags=cv2.INTER_NEAREST, borderMode=cv2.BORDER_REFLECT)
+        if moved.ndim == 2 and base.ndim == 3:
+            moved = moved[:, :, None]
+        out = np.clip(base + moved.reshape(base.shape) + 0.5, 0, 255).astype(np.uint8)
+        return composite(image, out, region)
 
 
 class Transplant:
@@ -196,6 +256,8 @@ def make_eraser(name: str, *, lama_model: str | None = None, sd_model_dir: str |
     """The eraser called ``name`` (one of TOOLS); model-holding tools load their model here."""
     if name in ("telea", "ns"):
         return OpenCVInpaint(name)
+    if name == "texture":
+        return TextureFill()
     if name == "transplant":
         return Transplant()
     if name == "lama":

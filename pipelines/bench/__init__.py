@@ -16,6 +16,7 @@ BENCHES: dict[str, str] = {
     "views": "pipelines.bench.views:bench",
     "agent": "pipelines.bench.agent:bench",
     "replies": "pipelines.bench.agent:bench_replies",
+    "erasure": "pipelines.bench.erasure:bench_erasure",
 }
 
 

@@ -1,7 +1,10 @@
 """The counterfactual-views protocol (seed 000 §3.1-3.2) behind protocol.EvalProtocol.
 
-Items are the passed views of a views table; the truth is the view's expected outcome
-(present | absent | clarify); an episode is the shared agent episode under a condition.
+Items are the passed evaluation views (O, T, R, N, D) of the named test set's split(s) of a
+views table (``medscope.views.testsets``; default: the main test, split ``test``). The
+training-only kinds (C1's unmatched edits, insertions) are never items. The truth is the view's
+expected outcome (present | absent | clarify); an episode is the shared agent episode under a
+condition.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from medscope.agent.episode import CONDITIONS, EpisodeSettings, run_episode
 from medscope.protocols.base import EpisodeResult, Item, ScoreOptions
 from medscope.errors import MedScopeError
 from medscope.models.base import ChatModel, Decoding
+from medscope.views import testsets
 
 SCORE_OPTIONS = {"cost_matrix", "test_set", "cluster", "plan", "panel", "min_votes", "box_units"}
 _META = ("kind", "finding", "question_kind", "lesion_bbox", "width", "height", "critical", "imaging_type",
@@ -34,15 +38,20 @@ def episode_settings(options: dict) -> EpisodeSettings:
 
 
 class CounterfactualProtocol:
-    """``load_items`` keeps passed views; views without an image go to ``self.rejects``.
+    """``load_items`` keeps passed evaluation views of the test set's splits; views without an
+    image go to ``self.rejects``.
 
     Built as ``CounterfactualProtocol(**protocol_options)``, e.g. ``images: {resize_long_side:
-    512}``, ``max_turns: 5``, ``templates: path/to/prompts.yaml``.
+    512}``, ``max_turns: 5``, ``templates: path/to/prompts.yaml``, ``test_set: fresh_external``,
+    ``splits: [test]``.
     """
 
     name = "counterfactual"
 
-    def __init__(self, settings: EpisodeSettings | None = None, **options):
+    def __init__(self, settings: EpisodeSettings | None = None, test_set: str = testsets.DEFAULT_TEST_SET,
+                 splits: list[str] | None = None, **options):
+        self.test_set = test_set
+        self.splits = testsets.splits_of(test_set, splits)
         self.settings = settings or episode_settings(options)
         self.prompt_version = prompts.prompt_version(self.settings.templates)
         self.rejects: list[dict] = []
@@ -55,7 +64,7 @@ class CounterfactualProtocol:
         items: list[Item] = []
         self.rejects = []
         for row in table.to_pylist():
-            if not row["passed"]:
+            if not row["passed"] or not testsets.is_evaluation_view(row["kind"], row.get("split"), self.splits):
                 continue
             if not row.get("image"):
                 self.rejects.append(records.reject("views", row.get("source") or "", row["view_id"],
@@ -70,7 +79,7 @@ class CounterfactualProtocol:
                     images=(row["image"],),
                     private=bool(row.get("private")),
                     endpoint_allowlist=tuple(row.get("endpoint_allowlist") or ()),
-                    meta={k: row.get(k) for k in _META},
+                    meta={**{k: row.get(k) for k in _META}, "test_set": self.test_set},
                 )
             )
         return items
@@ -94,7 +103,7 @@ class CounterfactualProtocol:
         return score_run(episodes_uri, items_uri, out, **extra)
 
     def report_sections(self, scored_run: str, work_dir: str, reference: str | None = None,
-                        gallery_cases: int = 4) -> tuple[list, dict]:
+                        gallery_cases: int = 4, plan: str | None = None) -> tuple[list, dict]:
         from medscope.protocols.counterfactual.report import report_sections
 
-        return report_sections(scored_run, work_dir, reference=reference, gallery_cases=gallery_cases)
+        return report_sections(scored_run, work_dir, reference=reference, gallery_cases=gallery_cases, plan=plan)

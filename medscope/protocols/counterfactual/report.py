@@ -20,12 +20,14 @@ from medscope.report import gallery, plots
 from medscope.report.render import Image, Para, Raw, Section, Table, slug
 from medscope.scoring import compare as cmp
 from medscope.scoring import costs, rewards
+from medscope.scoring import paper_tests as pt
 from medscope.stats import bootstrap as bs
 
 MAIN = [("ccr", "CCR", False), ("esg", "ESG", True), ("erased_claims", "Erased %", False),
         ("healthy_claims", "Healthy %", False), ("net_utility", "Net utility", True)]
 MORE = ["strict_esg", "sensitivity", "grounded_accuracy", "clarify_rate", "control_denial", "referral_rate",
-        "unparseable_rate", "selective_risk@1.00", "selective_risk@0.70", "aurc"]
+        "unparseable_rate", "net_utility_no_degraded", "selective_risk@1.00", "selective_risk@0.70", "aurc",
+        "decision_risk@0.70", "decision_aurc"]
 
 
 def _fmt(v, pct=False) -> str:
@@ -53,9 +55,12 @@ def _label(model, cond, multi) -> str:
     return f"{model} [{cond}]" if multi else model
 
 
-def report_sections(run: str, work_dir: str, reference: str | None = None, gallery_cases: int = 4) -> tuple[list, dict]:
+def report_sections(run: str, work_dir: str, reference: str | None = None, gallery_cases: int = 4,
+                    plan: str | None = None) -> tuple[list, dict]:
     """The counterfactual protocol's report sections for scored run ``run`` (seed 000 §5.1-§5.5).
 
+    ``plan``: a plan file whose ``families`` (e.g. configs/plans/primary_27.yaml) are adjusted
+    and printed as the paper's Table 6 with its multiplicity verdict.
     Transcript files are written under ``work_dir`` (the report folder); returns the sections
     and what else was written (the transcripts index, the reference model).
     """
@@ -92,8 +97,14 @@ def report_sections(run: str, work_dir: str, reference: str | None = None, galle
         sections.append(Section(f"Main table: {ts}", [_main_table(metrics, keys, ts, multi)], anchor=f"main-{slug(ts)}"))
     sections.append(Section(f"Paired differences against {reference}", [_paired_table(comps, multi)],
                             anchor="paired"))
+    sections.append(Section("Tests of §3.9", _tests_blocks(scores, reference, ts0, comps, plan, manifest),
+                            anchor="tests"))
     sections.append(Section("By imaging type", [_by_breakdown(metrics, keys, ts0, "imaging_type", multi)],
                             anchor="imaging"))
+    sections.append(Section("By source (Table 15)", [_by_breakdown(
+        metrics, keys, ts0, "source", multi, metric_list=("ccr", "esg", "net_utility"))], anchor="source"))
+    sections.append(Section("By erasure tool (Table 12)", [_by_breakdown(
+        metrics, keys, ts0, "tool", multi, metric_list=("esg", "erased_claims", "control_denial"))], anchor="tool"))
     labels = [_label(m, c, multi) for m, c in keys]
     sm = metrics.assign(model=[_label(m, c, multi) for m, c in zip(metrics.model, metrics.condition)])
     sections.append(Section("ESG by lesion-size quartile", [
@@ -102,8 +113,11 @@ def report_sections(run: str, work_dir: str, reference: str | None = None, galle
     ss = scores.assign(model=[_label(m, c, multi) for m, c in zip(scores.model, scores.condition)])
     sections.append(Section("Risk-coverage", [
         Image(plots.risk_coverage(ss[ss.test_set.fillna("main") == ts0], labels), "risk_coverage.png", "risk-coverage"),
-        Para("Answerable views ranked by stated confidence (stable sort on ties; missing confidence ranks last). "
-             "These curves describe each model's own trade-off and do not rank models.")], anchor="risk"))
+        Para("Answerable views (original, random removal) ranked by stated confidence (stable sort on ties; "
+             "missing confidence ranks last), as §5.5. These curves describe each model's own trade-off and do not "
+             "rank models: on answerable views 'always claims the finding' is never wrong. decision_risk / "
+             "decision_aurc (Further metrics) use every view that expects an answer, with ties averaged, where a "
+             "constant policy sits at its own error rate.")], anchor="risk"))
     sections.append(Section("Further metrics", [_more_table(metrics, keys, ts0, multi)], anchor="more"))
     sections.append(Section("Sensitivity by asked finding", [_by_breakdown(
         metrics, keys, ts0, "finding", multi, metric_list=("sensitivity", "erased_claims", "healthy_claims",
@@ -162,7 +176,7 @@ def _paired_table(comps, multi) -> Table:
     ref = comps.reference.iloc[0] if len(comps) else "?"
     return Table(["Model minus reference"] + [names[o] for o in order], rows,
                  f"Each model minus {ref}, paired bootstrap over shared cases: difference [95% CI], p "
-                 "(twice the smaller tail; '< 1/B' when no resample crossed zero).")
+                 "(twice the smaller tail; '< 2/B' (< 0.001 at B = 2,000) when no resample crossed zero).")
 
 
 def _by_breakdown(metrics, keys, ts, dim, multi, metric_list=("esg", "erased_claims", "net_utility")) -> Table:
@@ -203,6 +217,8 @@ def _gallery(manifest, scores, keys, multi, n_cases) -> dict:
     if not views_uri or not storage.exists(views_uri) or n_cases <= 0:
         return {"blocks": [Para("No views table recorded in run.json; no gallery.")], "views": []}
     views = records.read_table("views", views_uri).to_pandas()
+    # only views the models were evaluated on: a gallery case shows every model's decision
+    views = views[views.view_id.isin(set(scores.view_id))].drop_duplicates(["case_id", "kind"])
     edited = views[views.kind == "target_removal"]
     chosen = []
     for _, part in edited.groupby("imaging_type", sort=True):
@@ -265,6 +281,30 @@ def _reading_blocks(manifest) -> list:
                   "format: a <final> action tag; json: a bare JSON action; rules: free text read by the rule "
                   "reader (docs/answers.md); judge: a judge model's reading (medscope judge-replies); "
                   "not recorded: tool-limit endings and tables written before the column existed.")]
+
+
+def _tests_blocks(scores, reference, ts, comps, plan, manifest) -> list:
+    """The exact and equivalence tests against the reference, and the plan's families."""
+    n_boot = int(manifest.get("n_boot") or bs.DEFAULT_B)
+    t = pt.tests_against(scores, reference, ts, n_boot=n_boot, seed=int(manifest.get("seed", bs.DEFAULT_SEED)))
+    fmt = lambda v: "–" if v is None or (isinstance(v, float) and not np.isfinite(v)) else f"{v:.3g}"  # noqa: E731
+    rows = [[f"{r.model} [{r.condition}]", fmt(r.mcnemar_ccr_p) if "mcnemar_ccr_p" in t else "–",
+             fmt(getattr(r, "fisher_erased_p", None)), fmt(getattr(r, "fisher_healthy_p", None)),
+             getattr(r, "tost_ccr", None) or "–", fmt(r.chance_ccr_p)] for r in t.itertuples()]
+    blocks = [Table(["Model", f"McNemar CCR vs {reference} p", "Fisher erased p", "Fisher healthy p",
+                     "TOST CCR ±0.05 (90% CI)", "CCR vs chance p"], rows,
+                    f"On {ts}: exact McNemar on the original and random-removal views both models answered; Fisher's "
+                    "exact test of erased- and healthy-image claims; TOST of the CCR difference on the paired case "
+                    "bootstrap; one-sided binomial test of CCR against 1/2. Unadjusted (secondary, §3.9).")]
+    if plan:
+        from medscope.scoring import rules
+
+        for fam in rules.load_plan(plan)[0].families:
+            try:
+                blocks.append(Raw("```\n" + pt.format_family(fam, pt.family(comps, fam)) + "\n```"))
+            except MedScopeError as err:
+                blocks.append(Para(f"Family {fam.name}: {err}"))
+    return blocks
 
 
 def _tr_anchor(model, cond, view_id) -> str:

@@ -1,0 +1,70 @@
+"""Named test sets and training pools of seed 000 (§3.2, §3.6, §3.7, §4.1, Tables 3-4).
+
+Which views a sweep evaluates is a property of the *test set*, never "every passed view":
+
+- Evaluation views are the five kinds of §3.8 only: original (O), target removal (T), random
+  removal (R), natural negative (N) and degraded (D).
+- ``unmatched_control`` views exist for C1's training arm only (§3.7: "the same stage-1 training
+  as the matched-control arm, with every control view replaced by an unmatched edit") and
+  ``insertion`` views for training only (§3.2: "Training additionally uses lesion-insertion
+  views"). Both are *training pools*: they are built on the train split alone and no test set
+  can select them.
+- A test set names the split(s) of its views table it reads. The main test, the held-out tools
+  (the main test's cases remade with unseen tools, §5.4), the fresh internal / external and
+  external-centre cohorts all read the ``test`` split of their own build; ``validation`` reads
+  the validation split (stage selection, §3.6).
+"""
+
+from __future__ import annotations
+
+from medscope.errors import MedScopeError
+
+EVAL_KINDS = ("original", "target_removal", "random_removal", "natural_negative", "degraded")
+TRAINING_ONLY_KINDS = ("unmatched_control", "insertion")
+
+# test set -> the splits of its views table it reads (Tables 3-4, §3.6)
+TEST_SETS: dict[str, tuple[str, ...]] = {
+    "main": ("test",),
+    "heldout_tools": ("test",),
+    "heldout_wordings": ("test",),
+    "external_centres": ("test",),
+    "fresh_internal": ("test",),
+    "fresh_external": ("test",),
+    "validation": ("validation",),
+}
+# training pools: kinds built on the train split only, never evaluated
+TRAINING_POOLS: dict[str, tuple[str, ...]] = {
+    "c1_unmatched_pool": ("unmatched_control",),
+    "insertion_pool": ("insertion",),
+}
+DEFAULT_TEST_SET = "main"
+
+
+def splits_of(test_set: str, splits: list[str] | tuple[str, ...] | None = None) -> tuple[str, ...]:
+    """The splits a sweep on ``test_set`` reads: ``splits`` when given, else the test set's own.
+
+    An unknown test-set name is allowed only with explicit ``splits`` (a user's own cohort); a
+    training pool's name is refused: those views are never evaluated.
+    """
+    if test_set in TRAINING_POOLS:
+        raise MedScopeError(f"{test_set!r} is a training pool (seed 000 §3.2, §3.7), not a test set; "
+                            f"test sets: {', '.join(TEST_SETS)}")
+    if splits:
+        bad = sorted(set(splits) - {"train", "validation", "test"})
+        if bad:
+            raise MedScopeError(f"unknown split(s) {bad}; splits are train, validation, test")
+        if "train" in splits:
+            raise MedScopeError("the train split is never evaluated (its views are the training pools)")
+        return tuple(splits)
+    if test_set not in TEST_SETS:
+        raise MedScopeError(f"unknown test set {test_set!r}: name its split(s) too (--splits test), "
+                            f"or use one of {', '.join(TEST_SETS)}")
+    return TEST_SETS[test_set]
+
+
+def is_evaluation_view(kind: str, split: str | None, splits: tuple[str, ...]) -> bool:
+    """Whether a (passed) view of ``kind`` in ``split`` belongs to a test set reading ``splits``.
+
+    A view without a split (a table built before splits existed) counts as in every split.
+    """
+    return kind in EVAL_KINDS and (split is None or split in splits)
