@@ -376,12 +376,10 @@ def table_uri(name: str, uri: str) -> str:
 
 
 def folder_of(name: str, uri: str) -> str:
-    """The output folder that holds table ``name``, given that folder or the table's URI."""
+    """The output folder that holds table ``name``, given that folder or the table's URI (a
+    Parquet file, or a folder of part files: its parent is the output folder)."""
     uri = uri.rstrip("/") or uri
-    inner = table_uri(name, uri)
-    if inner != uri:
-        return uri
-    if storage.is_dir(uri) and not storage.list_files(uri, suffix=".parquet"):
+    if table_uri(name, uri) != uri:
         return uri
     return uri.rsplit("/", 1)[0] if "/" in uri else "."
 

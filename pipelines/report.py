@@ -12,7 +12,7 @@ from medscope.report.build import build_report
 def _extra(args) -> list:
     sections = []
     if args.visibility:
-        from medscope.training.visibility import report_markdown
+        from medscope.qc.visibility import report_markdown
 
         sections.append(("Edit visibility (§5.4)", report_markdown(json.loads(storage.read_text(args.visibility)))))
     return sections

@@ -6,7 +6,7 @@
         --conditions zero_shot --views VIEWS --models M --out runs/ratings
     medscope report --run RUN --out REPORT --visibility visibility.json
 
-The logic is ``medscope.training.visibility``.
+The logic is ``medscope.qc.visibility``.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 
 from medscope import records, storage
-from medscope.training import visibility as vis
+from medscope.qc import visibility as vis
 
 
 def run(views_uri: str, out: str, vlm: str | None = None, size: int = 64, epochs: int = 5, n_boot: int = 2000,

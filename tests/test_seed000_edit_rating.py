@@ -68,7 +68,7 @@ def test_zero_shot_ratings_protocol_end_to_end(tmp_path):
 
 
 def test_visibility_report_carries_the_zero_shot_table():
-    from medscope.training.visibility import report_markdown
+    from medscope.qc.visibility import report_markdown
 
     entry = {"episodes": 6, "unparseable": 1, "T_vs_O": {"auc": 0.7, "ci_low": 0.6, "ci_high": 0.8},
              "target_rated_unedited": 1, "target_rated_between": 0, "target_rated_edited": 1}

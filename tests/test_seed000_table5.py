@@ -213,7 +213,7 @@ def test_test_sets_name_their_splits_and_refuse_training_pools(tmp_path):
 
 def test_sweeps_pass_their_test_set_to_protocols_that_take_one(tmp_path):
     from pipelines.eval import DEFAULT_PROTOCOL, EvalConfig, load_protocol
-    from pipelines.score import sweep_test_set
+    from medscope.protocols.counterfactual.scoring import sweep_test_set
 
     cfg = EvalConfig(views="v", models="m", out="o")
     assert cfg.test_set == "main" and cfg.splits is None  # default: the main test, split test

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from medscope.images import encode_png
-from medscope.training import visibility as vis
+from medscope.qc import visibility as vis
 
 
 def make_views(n_cases: int, visible: bool, seed: int = 0) -> list[dict]:

@@ -17,7 +17,8 @@ import re
 
 import numpy as np
 
-from medscope import records, storage
+from medscope import layout, records, storage
+from medscope.qc.visibility import format_ratings  # noqa: F401 - re-exported
 from medscope.models.base import ChatModel, Decoding, Message, Part
 from medscope.protocols.base import EpisodeResult, Item
 from medscope.views import testsets
@@ -73,21 +74,28 @@ class EditRatingProtocol:
             parse_error=None if rating is not None else "no probability in the reply", model_turns=1)
 
     def score(self, episodes_uri: str, items_uri: str, out: str, options=None) -> dict:
-        n_boot = getattr(options, "n_boot", 2000)
-        seed = getattr(options, "seed", 42)
+        """Per model, AUC [95% CI] of its edit ratings (R vs O, T vs O), written as
+        ``edit_ratings.json`` beside the scored run's ``run.json``."""
+        n_boot = getattr(options, "n_boot", None) or 2000
+        seed = 42 if getattr(options, "seed", None) is None else options.seed
         result = rating_aucs(records.read_table("episodes", episodes_uri), records.read_table("views", items_uri),
                              n_boot, seed)
+        run = layout.ScoredRun(out)
         storage.write_text(storage.join(out, RESULT_FILE), json.dumps(result, indent=2) + "\n")
+        storage.write_text(run.manifest, json.dumps({"protocol": self.name, "episodes": episodes_uri,
+                                                     "items": items_uri, "n_boot": n_boot, "seed": seed}, indent=2))
         return result
 
-    def report_sections(self, scored_run: str, work_dir: str) -> list:
+    def report_sections(self, scored_run: str, work_dir: str) -> tuple[list, dict]:
+        from medscope.report.render import Raw, Section
+
         result = json.loads(storage.read_text(storage.join(scored_run, RESULT_FILE)))
-        return [("Zero-shot edit ratings (§5.4)", format_ratings(result))]
+        return [Section("Zero-shot edit ratings (§5.4)", [Raw(format_ratings(result))])], {}
 
 
 def rating_aucs(episodes, views, n_boot: int = 2000, seed: int = 42) -> dict:
     """Per model: AUC [95% CI] of R vs O and T vs O ratings, unparseable share, T rating split."""
-    from medscope.training.visibility import auc_with_ci
+    from medscope.qc.visibility import auc_with_ci
 
     kind_of = dict(zip(views.column("view_id").to_pylist(), views.column("kind").to_pylist()))
     out: dict = {}
@@ -109,20 +117,3 @@ def rating_aucs(episodes, views, n_boot: int = 2000, seed: int = 42) -> dict:
             entry["target_rated_between"] = int(len(t) - entry["target_rated_unedited"] - entry["target_rated_edited"])
         out[model] = entry
     return out
-
-
-def format_ratings(result: dict) -> str:
-    lines = ["| model | R vs O AUC [95% CI] | T vs O AUC [95% CI] | erased views rated <= 0.20 / between / >= 0.75 |"
-             " unparseable |", "|---|---|---|---|---|"]
-
-    def cell(r):
-        return f"{r['auc']:.3f} [{r['ci_low']:.3f}, {r['ci_high']:.3f}]" if r else "–"
-
-    for model, e in result.items():
-        split = (f"{e['target_rated_unedited']} / {e['target_rated_between']} / {e['target_rated_edited']}"
-                 if "target_rated_edited" in e else "–")
-        lines.append(f"| {model} | {cell(e.get('R_vs_O'))} | {cell(e.get('T_vs_O'))} | {split} | "
-                     f"{e['unparseable']} of {e['episodes']} |")
-    lines += ["", "Seed 000 §5.4: gemini-4-argon and gpt-6.1-sol cannot separate random removal from originals "
-              "(AUC 0.52-0.55) but find erased-lesion views suspicious (0.70-0.75)."]
-    return "\n".join(lines)

@@ -211,8 +211,23 @@ def report_markdown(report: dict) -> str:
                  "crops around the edited region. Seed 000 §5.4 reports ResNet-18 R vs O 0.83, linear probe R vs O "
                  "0.60 and T vs R 0.86: an AUC near 0.5 means the probe cannot see the edit.")
     if report.get("zero_shot"):
-        from medscope.protocols.edit_rating.protocol import format_ratings
-
         lines += ["", "Zero-shot ratings (each model asked whether the image was edited):", "",
                   format_ratings(report["zero_shot"])]
+    return "\n".join(lines)
+
+
+def format_ratings(result: dict) -> str:
+    lines = ["| model | R vs O AUC [95% CI] | T vs O AUC [95% CI] | erased views rated <= 0.20 / between / >= 0.75 |"
+             " unparseable |", "|---|---|---|---|---|"]
+
+    def cell(r):
+        return f"{r['auc']:.3f} [{r['ci_low']:.3f}, {r['ci_high']:.3f}]" if r else "–"
+
+    for model, e in result.items():
+        split = (f"{e['target_rated_unedited']} / {e['target_rated_between']} / {e['target_rated_edited']}"
+                 if "target_rated_edited" in e else "–")
+        lines.append(f"| {model} | {cell(e.get('R_vs_O'))} | {cell(e.get('T_vs_O'))} | {split} | "
+                     f"{e['unparseable']} of {e['episodes']} |")
+    lines += ["", "Seed 000 §5.4: gemini-4-argon and gpt-6.1-sol cannot separate random removal from originals "
+              "(AUC 0.52-0.55) but find erased-lesion views suspicious (0.70-0.75)."]
     return "\n".join(lines)
