@@ -72,7 +72,7 @@ def test_table_written_before_the_column_reads_as_null(tmp_path):
 
 
 def test_report_counts_reading_paths(tmp_path):
-    from medscope.report.build import _reading_blocks
+    from medscope.protocols.counterfactual.report import _reading_blocks
 
     base = {f.name: None for f in records.schema("episodes")}
     base.update(run_id="r", protocol="counterfactual", condition="plain", case_id="c", request_key="k",
