@@ -79,8 +79,9 @@ def forest(table: pd.DataFrame) -> bytes:
     axes[0].set_yticks(y, labels, fontsize=8)
     axes[0].set_ylim(-0.7, len(labels) - 0.3)
     if table.constant.any():
-        axes[-1].legend(loc="upper center", bbox_to_anchor=(-0.7, -0.12 - 0.5 / max(len(labels), 1)),
-                        fontsize=8, frameon=False)
+        fig.legend(*axes[0].get_legend_handles_labels(), loc="lower center", bbox_to_anchor=(0.5, -0.02),
+                   fontsize=8, frameon=False, ncol=2)
+        fig.subplots_adjust(bottom=0.3 / (0.9 + 0.38 * max(len(labels), 1)) * 2.5)
     return _png(fig)
 
 
@@ -94,15 +95,19 @@ def claims_vs_ccr(table: pd.DataFrame) -> bytes:
     real = table[~table.constant]
     sc = ax.scatter(real.ccr, 100 * real.erased, c=real.esg, cmap="viridis", vmin=0, vmax=1, s=45,
                     edgecolor="k", zorder=3)
+    def note(r, **kw):  # labels on the right half point left, so none runs into the colour bar
+        right = r.ccr > 0.6
+        ax.annotate(r.label, (r.ccr, 100 * r.erased), xytext=(-5 if right else 5, kw.pop("dy", 3)),
+                    textcoords="offset points", ha="right" if right else "left", **kw)
+
     for r in real.itertuples():
-        ax.annotate(r.label, (r.ccr, 100 * r.erased), fontsize=7, xytext=(4, 3), textcoords="offset points")
+        note(r, fontsize=7)
     const = table[table.constant].drop_duplicates(["ccr", "erased"])
     if len(const):
         ax.scatter(const.ccr, 100 * const.erased, marker="x", color="grey", label="constant policy", zorder=2)
         for r in const.itertuples():
-            ax.annotate(r.label, (r.ccr, 100 * r.erased), fontsize=6, color="grey", xytext=(4, -9),
-                        textcoords="offset points")
-        ax.legend(fontsize=7, loc="upper left", frameon=False)
+            note(r, fontsize=6, color="grey", dy=-10)
+        ax.legend(fontsize=7, loc="center right", frameon=False)
     fig.colorbar(sc, ax=ax, label="ESG")
     ax.set_xlabel("CCR (share of original and random-removal views answered correctly)")
     ax.set_ylabel("erased-lesion claims (% of erased views)")

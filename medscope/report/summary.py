@@ -61,8 +61,9 @@ class RunFacts:
 def constant_policies(scores: pd.DataFrame, keys=("model", "condition")) -> set[tuple]:
     """(model, condition) pairs whose decision (action and claimed finding) is the same on every
     view: image-blind by construction, whatever they are called."""
-    dec = scores["action"].astype(str) + "/" + scores["claims_finding"].astype(str)
-    n = dec.groupby([scores[k] for k in keys]).nunique()
+    # str() of each value, so a missing claim ("refer", None) is a decision too, not a dropped NaN
+    dec = [f"{a}/{c}" for a, c in zip(scores["action"].astype(object), scores["claims_finding"].astype(object))]
+    n = pd.Series(dec, index=scores.index).groupby([scores[k] for k in keys]).nunique()
     return {k for k, v in n.items() if v <= 1}
 
 

@@ -5,8 +5,10 @@ from __future__ import annotations
 import os
 
 import numpy as np
+import pandas as pd
 
-from medscope import layout, records
+from medscope import layout, records, storage
+from medscope.report import plots
 from medscope.protocols.organ_presence.scoring import NEGATIVE_STRATEGIES
 
 
@@ -31,29 +33,40 @@ def specificity_table(metrics: list[dict], metric: str = "specificity") -> list[
             continue
         key = (r["model"], r["condition"], b.get("render", ""))
         table.setdefault(key, {"model": key[0], "condition": key[1], "render": key[2]})[b["strategy"]] = (
-            r["value"], r["ci_low"], r["ci_high"])
+            r["value"], r["ci_low"], r["ci_high"], r.get("n_cases"))
     return [table[k] for k in sorted(table)]
 
 
-def probe_report_section(metrics: list[dict], out_dir: str) -> tuple[str, str, list[str]]:
+def specificity_long(spec: list[dict], constant=frozenset()) -> pd.DataFrame:
+    """The specificity table in long form for ``plots.specificity_by_strategy``."""
+    rows = []
+    for r in spec:
+        for st in NEGATIVE_STRATEGIES:
+            v, lo, hi, n = r.get(st, (np.nan, np.nan, np.nan, 0))
+            rows.append({"label": f"{r['model']} · {r['condition']}", "strategy": st,
+                         "value": np.nan if v is None else v, "lo": np.nan if lo is None else lo,
+                         "hi": np.nan if hi is None else hi, "n": n or 0,
+                         "constant": (r["model"], r["condition"]) in constant})
+    return pd.DataFrame(rows, columns=["label", "strategy", "value", "lo", "hi", "n", "constant"])
+
+
+def probe_report_section(metrics: list[dict], out_dir: str, constant=frozenset()) -> tuple[str, str, list[str]]:
     """(title, markdown, PNG paths) of the probe for the report.
 
     ``metrics``: rows of the probe's metrics table (``medscope probe score``); ``out_dir``: a
     local folder for the plot.
     """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     title = "Volumetric organ presence (POPE for 3D anatomy)"
     spec = specificity_table(metrics, "specificity")
     conf = {(r["model"], r["condition"], r["render"]): r for r in specificity_table(metrics, "confident_specificity")}
     sens = {(r["model"], r["condition"]): r for r in metrics
             if r["metric"] == "sensitivity" and r["breakdown"].startswith("strategy=positive")}
     lines = [
-        "Specificity on real absences (no pixel altered) by negative strategy, with case-clustered 95% CIs; "
-        "confident-answer specificity drops hedged replies from numerator and denominator.",
+        "Sensitivity: share of questions on an organ that is present answered 'present'; specificity: share of "
+        "questions on an absent organ (a real absence, no pixel altered) answered 'absent', by the strategy that "
+        "chose the absent organ (seed 003); case-clustered 95% intervals in brackets. Confident-answer specificity "
+        "drops hedged replies from numerator and denominator. (constant): the same verdict on every question, a "
+        "reference that reads no image.",
         "",
         "| model | condition | sensitivity | " + " | ".join(f"spec. {s}" for s in NEGATIVE_STRATEGIES)
         + " | conf. spec. adversarial |",
@@ -62,9 +75,10 @@ def probe_report_section(metrics: list[dict], out_dir: str) -> tuple[str, str, l
     for r in spec:
         s = sens.get((r["model"], r["condition"]))
         sv = _fmt(s["value"], s["ci_low"], s["ci_high"]) if s else "–"
-        cells = [_fmt(*r.get(st, (None, None, None))) for st in NEGATIVE_STRATEGIES]
-        c = conf.get((r["model"], r["condition"], r["render"]), {}).get("adversarial", (None, None, None))
-        lines.append(f"| {r['model']} | {r['condition']} | {sv} | " + " | ".join(cells) + f" | {_fmt(*c)} |")
+        cells = [_fmt(*r.get(st, (None, None, None, None))[:3]) for st in NEGATIVE_STRATEGIES]
+        c = conf.get((r["model"], r["condition"], r["render"]), {}).get("adversarial", (None, None, None, None))
+        name = r["model"] + (" (constant)" if (r["model"], r["condition"]) in constant else "")
+        lines.append(f"| {name} | {r['condition']} | {sv} | " + " | ".join(cells) + f" | {_fmt(*c[:3])} |")
     slopes = [r for r in metrics if r["metric"] == "zdist_slope_per_mm" and r["value"] is not None]
     if slopes:
         lines += ["", "Correct rejection vs z-distance (logistic slope, log-odds per mm, cluster-robust CI):", ""]
@@ -76,35 +90,79 @@ def probe_report_section(metrics: list[dict], out_dir: str) -> tuple[str, str, l
                   for r in cues]
     os.makedirs(out_dir, exist_ok=True)
     png = os.path.join(out_dir, "probe_specificity.png")
-    fig, ax = plt.subplots(figsize=(6.5, 3.8))
-    xs = np.arange(len(NEGATIVE_STRATEGIES))
-    for r in spec:
-        vals = [r.get(s, (np.nan, np.nan, np.nan)) for s in NEGATIVE_STRATEGIES]
-        v = np.array([np.nan if x[0] is None else x[0] for x in vals], dtype=float)
-        lo = np.array([np.nan if x[1] is None else x[1] for x in vals], dtype=float)
-        hi = np.array([np.nan if x[2] is None else x[2] for x in vals], dtype=float)
-        ax.errorbar(xs, v, yerr=[np.nan_to_num(v - lo), np.nan_to_num(hi - v)], marker="o", capsize=3,
-                    label=f"{r['model']} · {r['condition']}")
-    ax.set_xticks(xs, NEGATIVE_STRATEGIES)
-    ax.set_ylim(-0.02, 1.02)
-    ax.set_ylabel("specificity")
-    ax.set_title("Organ-presence probe: specificity by negative strategy")
-    if spec:
-        ax.legend(fontsize=6, loc="best")
-    fig.tight_layout()
-    fig.savefig(png, dpi=110)
-    plt.close(fig)
+    with open(png, "wb") as fh:
+        fh.write(plots.specificity_by_strategy(specificity_long(spec, constant), NEGATIVE_STRATEGIES))
     return title, "\n".join(lines), [png]
 
 
+def pope_summary(truth_present: np.ndarray, said_present: np.ndarray) -> dict:
+    """POPE's summary (Li et al. 2023) of yes/no answers: accuracy, precision, recall and F1 of
+    "present", and the yes-ratio (share answered "present"). Anything but "present" (absent, hedged,
+    not addressed) counts as "no", as POPE does. NaN where a denominator is 0."""
+    t, y = np.asarray(truth_present, bool), np.asarray(said_present, bool)
+    tp, fp, fn = int((t & y).sum()), int((~t & y).sum()), int((t & ~y).sum())
+    n = len(t)
+    prec = tp / (tp + fp) if tp + fp else np.nan
+    rec = tp / (tp + fn) if tp + fn else np.nan
+    f1 = 2 * prec * rec / (prec + rec) if np.isfinite(prec) and np.isfinite(rec) and prec + rec else np.nan
+    return {"n": n, "accuracy": float((t == y).mean()) if n else np.nan, "precision": prec, "recall": rec,
+            "f1": f1, "yes_ratio": float(y.mean()) if n else np.nan}
+
+
+def pope_table(scores: pd.DataFrame) -> pd.DataFrame:
+    """POPE's summary per model x condition x render x negative strategy: every present-organ
+    question plus the absent-organ questions that strategy chose (POPE's random / popular /
+    adversarial splits)."""
+    rows = []
+    for (m, c, rend), g in scores.groupby(["model", "condition", "render"], sort=True):
+        pos = g[g.truth == "present"]
+        for st in NEGATIVE_STRATEGIES:
+            part = pd.concat([pos, g[(g.truth == "absent") & (g.strategy == st)]])
+            rows.append({"model": m, "condition": c, "render": rend, "strategy": st,
+                         **pope_summary(part.truth.eq("present").to_numpy(), part.verdict.eq("present").to_numpy())})
+    return pd.DataFrame(rows)
+
+
+def _pope_markdown(pope: pd.DataFrame, constant) -> str:
+    f = lambda v: "–" if not np.isfinite(v) else f"{v:.3f}"  # noqa: E731
+    lines = ["| model | condition | strategy | n | accuracy | precision | recall | F1 | yes-ratio |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for r in pope.itertuples():
+        name = r.model + (" (constant)" if (r.model, r.condition) in constant else "")
+        lines.append(f"| {name} | {r.condition} | {r.strategy} | {r.n} | {f(r.accuracy)} | {f(r.precision)} | "
+                     f"{f(r.recall)} | {f(r.f1)} | {f(r.yes_ratio)} |")
+    return "\n".join(lines)
+
+
 def report_sections(scored_run: str, work_dir: str) -> tuple[list, dict]:
-    """The probe's report section: the specificity table and the specificity-by-strategy plot."""
+    """The probe's report section: sensitivity / specificity with intervals, the specificity-by-
+    strategy plot, and POPE's own summary so POPE users can compare."""
     from medscope.report.render import Image, Raw, Section
 
-    metrics = records.read_table("metrics", layout.ScoredRun(scored_run).metrics).to_pylist()
-    title, markdown, pngs = probe_report_section(metrics, work_dir)
+    run = layout.ScoredRun(scored_run)
+    metrics = records.read_table("metrics", run.metrics).to_pylist()
+    scores_uri = run.table("probe_scores")
+    scores = records.read_table("probe_scores", scores_uri).to_pandas() if storage.exists(scores_uri) else None
+    constant = set()
+    if scores is not None and len(scores):
+        n = scores.groupby(["model", "condition"]).verdict.nunique()
+        constant = {k for k, v in n.items() if v <= 1}
+    title, markdown, pngs = probe_report_section(metrics, work_dir, constant)
     blocks: list = [Raw(markdown)]
     for path in pngs:
         with open(path, "rb") as fh:
-            blocks.append(Image(fh.read(), os.path.basename(path), "probe specificity by strategy"))
-    return [Section(title, blocks)], {}
+            blocks.append(Image(fh.read(), os.path.basename(path),
+                                "Probe specificity by negative strategy with 95% intervals, one series per model and "
+                                "condition that reads the image; constant policies as a grey band"))
+    only_const = bool(constant) and {(r["model"], r["condition"]) for r in metrics} <= constant
+    blocks.append(Raw("Specificity per negative strategy, 95% case-clustered intervals; n under each strategy is the "
+                      "number of cases. Constant policies are the grey band (always 'absent' scores specificity 1 and "
+                      "sensitivity 0), never a competitor."
+                      + (" Every run in this probe is a constant policy, so no series is drawn." if only_const else "")))
+    if scores is not None and len(scores):
+        blocks.append(Raw("POPE's summary (for comparison with POPE results): each strategy's absent-organ questions "
+                          "with every present-organ question; 'yes' = a 'present' verdict, anything else (absent, "
+                          "hedged, not addressed) = 'no'; precision, recall and F1 of 'yes'; yes-ratio = share "
+                          "answered 'yes'; n = questions. Point estimates (intervals are in the table above).\n\n"
+                          + _pope_markdown(pope_table(scores), constant)))
+    return [Section(title, blocks, anchor="probe")], {}
