@@ -107,7 +107,7 @@ def claims_vs_ccr(table: pd.DataFrame) -> bytes:
         ax.scatter(const.ccr, 100 * const.erased, marker="x", color="grey", label="constant policy", zorder=2)
         for r in const.itertuples():
             note(r, fontsize=6, color="grey", dy=-10)
-        ax.legend(fontsize=7, loc="center right", frameon=False)
+        ax.legend(fontsize=7, loc="lower left", bbox_to_anchor=(0, 1.0), frameon=False)
     fig.colorbar(sc, ax=ax, label="ESG")
     ax.set_xlabel("CCR (share of original and random-removal views answered correctly)")
     ax.set_ylabel("erased-lesion claims (% of erased views)")
@@ -165,14 +165,16 @@ def risk_coverage(scores: pd.DataFrame, models: list[str]) -> bytes:
 
 def specificity_by_strategy(table: pd.DataFrame, strategies) -> bytes:
     """Probe specificity per negative strategy with 95% intervals, one dodged series per
-    model x condition; constant policies as the grey band of their range.
+    model x condition; constant policies as dashed grey reference lines.
 
     ``table``: columns label, strategy, value, lo, hi, n, constant.
     """
     labels = list(dict.fromkeys(table[~table.constant].label))
     fig, ax = plt.subplots(figsize=(7.5, 3.8))
     xs = np.arange(len(strategies))
-    _band(ax, table[table.constant].value, vertical=False, label="constant policies (range)")
+    # constant policies sit at 0 and 1 here, so a band would cover the whole axis: dashed lines instead
+    for i, v in enumerate(sorted({round(float(x), 6) for x in table[table.constant].value if np.isfinite(x)})):
+        ax.axhline(v, color="grey", ls="--", lw=1, zorder=0, label="constant policies" if i == 0 else None)
     width = 0.7 / max(len(labels), 1)
     for i, lab in enumerate(labels):
         rows = table[table.label == lab].set_index("strategy").reindex(list(strategies))
@@ -182,6 +184,6 @@ def specificity_by_strategy(table: pd.DataFrame, strategies) -> bytes:
     ax.set_xticks(xs, [f"{s}\nn = {int(ns.get(s, 0))}" for s in strategies])
     ax.set_ylim(-0.05, 1.05)
     ax.set_ylabel("specificity (absent on a real absence)")
-    ax.set_xlabel("negative strategy; n = absent-organ questions per model")
+    ax.set_xlabel("negative strategy; n = cases")
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)
     return _png(fig)

@@ -20,6 +20,7 @@ CONSTANT = "image-blind (constant policy)"
 UNCLEAR = "no evidence it follows the image"
 AGAINST = "answers against the image"
 
+MAX_HEADLINES = 4  # models whose paired differences the summary spells out
 SMALL_N = 100  # below this many cases an interval is too wide to separate most models
 
 
@@ -122,15 +123,13 @@ def summary_lines(rows: list[ModelRow], diffs: list[Difference], facts: RunFacts
         out.append("- **Image-blind by construction** (the same decision on every view; ESG 0; shown as a "
                    "reference, never ranked): " + ", ".join(r.label for r in by[CONSTANT]) + ".")
     heads = [d for d in diffs if d.metric in ("esg", "erased_claims", "net_utility") and np.isfinite(d.value)]
-    if heads:
-        ref = heads[0].reference
-        parts = []
-        for label in dict.fromkeys(d.label for d in heads):
-            ds = [d for d in heads if d.label == label]
-            parts.append(f"{label}: " + ", ".join(
-                f"{NAMES[d.metric]} {d.value:+.3f} [{d.lo:+.3f}, {d.hi:+.3f}] ({_p(d.p, d.n_boot)})" for d in ds))
-        out.append(f"- **Headline differences**, each model minus {ref} (paired case bootstrap): "
-                   + "; ".join(parts) + ".")
+    labels = list(dict.fromkeys(d.label for d in heads))
+    for label in labels[:MAX_HEADLINES]:  # one line per model; the paired table holds every comparison
+        ds = [d for d in heads if d.label == label]
+        out.append(f"- **{label} minus {ds[0].reference}** (paired case bootstrap): " + "; ".join(
+            f"{NAMES[d.metric]} {d.value:+.3f} [{d.lo:+.3f}, {d.hi:+.3f}], {_p(d.p, d.n_boot)}" for d in ds) + ".")
+    if len(labels) > MAX_HEADLINES:
+        out.append(f"- {len(labels) - MAX_HEADLINES} more comparisons in [the paired differences](#paired).")
     readers = [r for r in rows if not r.constant and np.isfinite(r.net_utility)]
     blind = [r for r in rows if r.constant and np.isfinite(r.net_utility)]
     if readers and blind:

@@ -250,6 +250,8 @@ def _gallery(manifest, scores, keys, multi, n_cases) -> dict:
     if not views_uri or not storage.exists(views_uri) or n_cases <= 0:
         return {"blocks": [Para("No views table recorded in run.json; no gallery.")], "views": []}
     views = records.read_table("views", views_uri).to_pandas()
+    # only views that were scored: the views table may hold more (other splits, QC-rejected views)
+    views = views[views.view_id.isin(set(scores.view_id))]
     edited = views[views.kind == "target_removal"]
     chosen = []
     for _, part in edited.groupby("imaging_type", sort=True):
@@ -276,7 +278,10 @@ def _gallery(manifest, scores, keys, multi, n_cases) -> dict:
             v = cv.loc[k].to_dict() | {"kind": k}
             png = gallery.panel(v, lesion)
             if png is not None:
-                blocks.append(Image(png, f"{slug(case)}_{k}.png", f"{case} {k}"))
+                what = {"original": "original view, lesion outlined in yellow",
+                        "target_removal": "lesion erased, erased region dashed cyan",
+                        "random_removal": "edit elsewhere (dashed cyan), lesion in yellow"}[k]
+                blocks.append(Image(png, f"{slug(case)}_{k}.png", f"Case {case} ({cv.imaging_type.iloc[0]}): {what}"))
             shown.append(v["view_id"])
             cells = [k]
             for m, c in keys:

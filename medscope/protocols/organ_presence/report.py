@@ -88,10 +88,13 @@ def probe_report_section(metrics: list[dict], out_dir: str, constant=frozenset()
         lines += ["", "Hedge cues (first cue that fired, share of hedged negatives):", ""]
         lines += [f"- {r['model']} / {r['condition']}: {r['breakdown'].rsplit('cue=', 1)[-1]} {r['value']:.2f}"
                   for r in cues]
+    long = specificity_long(spec, constant)
+    if long.empty or long.constant.all():  # nothing but reference lines to draw
+        return title, "\n".join(lines), []
     os.makedirs(out_dir, exist_ok=True)
     png = os.path.join(out_dir, "probe_specificity.png")
     with open(png, "wb") as fh:
-        fh.write(plots.specificity_by_strategy(specificity_long(spec, constant), NEGATIVE_STRATEGIES))
+        fh.write(plots.specificity_by_strategy(long, NEGATIVE_STRATEGIES))
     return title, "\n".join(lines), [png]
 
 
@@ -154,11 +157,13 @@ def report_sections(scored_run: str, work_dir: str) -> tuple[list, dict]:
             blocks.append(Image(fh.read(), os.path.basename(path),
                                 "Probe specificity by negative strategy with 95% intervals, one series per model and "
                                 "condition that reads the image; constant policies as a grey band"))
-    only_const = bool(constant) and {(r["model"], r["condition"]) for r in metrics} <= constant
-    blocks.append(Raw("Specificity per negative strategy, 95% case-clustered intervals; n under each strategy is the "
-                      "number of cases. Constant policies are the grey band (always 'absent' scores specificity 1 and "
-                      "sensitivity 0), never a competitor."
-                      + (" Every run in this probe is a constant policy, so no series is drawn." if only_const else "")))
+    if pngs:
+        blocks.append(Raw("Specificity per negative strategy, 95% case-clustered intervals; n under each strategy is "
+                          "the number of cases. Constant policies are the dashed grey lines (always 'absent' scores "
+                          "specificity 1 and sensitivity 0), never a competitor."))
+    else:
+        blocks.append(Raw("No specificity plot: every run in this probe is a constant policy (the same verdict on "
+                          "every question), which reads no image; the tables show their values as references."))
     if scores is not None and len(scores):
         blocks.append(Raw("POPE's summary (for comparison with POPE results): each strategy's absent-organ questions "
                           "with every present-organ question; 'yes' = a 'present' verdict, anything else (absent, "
