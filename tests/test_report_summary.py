@@ -141,3 +141,22 @@ def test_report_opens_with_the_summary_and_never_ranks_the_constant_policy(repor
     assert row.rstrip(" |").endswith("n/a | n/a | n/a")
     assert (report / "report" / "images" / "forest.png").exists()
     assert (report / "report" / "images" / "claims_vs_ccr.png").exists()
+
+
+def test_probe_section_draws_readers_marks_constant_policies_and_skips_an_empty_plot(tmp_path):
+    from medscope.protocols.organ_presence.report import probe_report_section
+
+    def row(model, strategy, v, lo, hi):
+        return {"model": model, "condition": "verdict_json", "breakdown": f"strategy={strategy};render=gray",
+                "metric": "specificity", "value": v, "ci_low": lo, "ci_high": hi, "n_cases": 12}
+
+    reader = [row("reader", s, v, v - 0.1, v + 0.1) for s, v in (("random", 0.9), ("popular", 0.7),
+                                                                  ("adversarial", 0.5))]
+    blind = [row("always-absent", s, 1.0, 1.0, 1.0) for s in ("random", "popular", "adversarial")]
+    constant = {("always-absent", "verdict_json")}
+    _, md, pngs = probe_report_section(reader + blind, str(tmp_path / "a"), constant)
+    assert len(pngs) == 1 and open(pngs[0], "rb").read(8) == b"\x89PNG\r\n\x1a\n"
+    assert "| always-absent (constant) | verdict_json |" in md
+    assert "| reader | verdict_json | – | 0.900 [0.800, 1.000] | 0.700 [0.600, 0.800] | 0.500 [0.400, 0.600]" in md
+    _, _, pngs = probe_report_section(blind, str(tmp_path / "b"), constant)
+    assert pngs == []  # nothing but constant policies: no plot of reference lines alone
