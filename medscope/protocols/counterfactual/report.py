@@ -21,6 +21,7 @@ from medscope.report import gallery, plots, summary
 from medscope.report.render import Image, Para, Raw, Section, Table, slug
 from medscope.scoring import compare as cmp
 from medscope.scoring import costs, rewards
+from medscope.scoring import metrics as scoring_metrics
 from medscope.stats import bootstrap as bs
 
 MAIN = [("ccr", "CCR", False), ("esg", "ESG", True), ("erased_claims", "Erased %", False),
@@ -103,7 +104,8 @@ def report_sections(run: str, work_dir: str, reference: str | None = None, galle
                                 anchor=f"main-{slug(ts)}"))
     sections.append(Section(f"Paired differences against {reference}", [_paired_table(comps, multi, keys)],
                             anchor="paired"))
-    sections.append(Section("By imaging type", [_by_breakdown(metrics, keys, ts0, "imaging_type", multi)],
+    sections.append(Section("By imaging type", [_by_breakdown(metrics, keys, ts0, "imaging_type", multi,
+                                                                  constant=constant)],
                             anchor="imaging"))
     readers = [k for k in keys if k not in constant]
     labels = [_label(m, c, multi) for m, c in readers]
@@ -133,7 +135,8 @@ def report_sections(run: str, work_dir: str, reference: str | None = None, galle
     sections.append(Section("Further metrics", [_more_table(metrics, keys, ts0, multi, constant)], anchor="more"))
     sections.append(Section("Sensitivity by asked finding", [_by_breakdown(
         metrics, keys, ts0, "finding", multi, metric_list=("sensitivity", "erased_claims", "healthy_claims",
-                                                             "referral_rate"))], anchor="finding"))
+                                                             "referral_rate"), constant=constant)],
+                            anchor="finding"))
     sections.append(Section("Rankings under every cost matrix", [_rankings(scores_t, keys, multi, constant)],
                             anchor="rankings"))
     sections.append(Section("How replies were read", _reading_blocks(manifest), anchor="reading"))
@@ -199,7 +202,8 @@ def _paired_table(comps, multi, keys=()) -> Table:
                  "net utility; negative is better for the claim rates.")
 
 
-def _by_breakdown(metrics, keys, ts, dim, multi, metric_list=("esg", "erased_claims", "net_utility")) -> Table:
+def _by_breakdown(metrics, keys, ts, dim, multi, metric_list=("esg", "erased_claims", "net_utility"),
+                  constant=frozenset()) -> Table:
     part = metrics[(metrics.test_set == ts) & metrics.breakdown.str.startswith(f"{dim}=")]
     groups = sorted(set(part.breakdown))
     rows = []
@@ -209,8 +213,14 @@ def _by_breakdown(metrics, keys, ts, dim, multi, metric_list=("esg", "erased_cla
         for m, c in keys:
             cells.append(" / ".join(_fmt(getattr(_get(metrics, m, c, ts, k, g), "value", None)) for k in metric_list))
         rows.append(cells)
-    return Table([dim.replace("_", " ") + " (cases)"] + [_label(m, c, multi) for m, c in keys], rows,
-                 " / ".join(metric_list) + f" on {ts}.")
+    over = {"esg": "ESG (erased and random-removal views)", "erased_claims": "erased-lesion claims (share of erased "
+            "views)", "net_utility": "net utility (all views)", "sensitivity": "sensitivity (original views)",
+            "healthy_claims": "healthy-image claims (share of lesion-free views)",
+            "referral_rate": "referral rate (all views)"}
+    return Table([dim.replace("_", " ") + " (cases)"] + [_label(m, c, multi) + (" (constant)" if (m, c) in constant
+                                                                                   else "") for m, c in keys], rows,
+                 "Each cell: " + " / ".join(over.get(k, k) for k in metric_list)
+                 + f", on {ts}, within each {dim.replace('_', ' ')}; cases in brackets.")
 
 
 def _more_table(metrics, keys, ts, multi, constant=frozenset()) -> Table:
@@ -226,7 +236,15 @@ def _more_table(metrics, keys, ts, multi, constant=frozenset()) -> Table:
                  "views; grounded_accuracy: correct with IoU ≥ 0.3 on original views; clarify_rate: over degraded views; "
                  "control_denial: 'absent' on random-removal views; referral_rate and unparseable_rate: over all views; "
                  "selective_risk@c: share wrong among the c most confident answerable views; aurc: area under that "
-                 "curve (as computed by the scoring). n/a: not defined for a constant policy (one confidence tie).")
+                 f"curve. Both as the scoring computes them, over the view kinds {_answerable()} (the "
+                 "risk-coverage plot uses original and random-removal views, seed 000 §3.8). n/a: not defined for a "
+                 "constant policy (one confidence tie).")
+
+
+def _answerable() -> str:
+    # the scoring owns this view set (issue 11 may change it); say whatever it currently is
+    kinds = getattr(scoring_metrics, "ANSWERABLE", ())
+    return ", ".join(kinds) if kinds else "the scoring calls answerable"
 
 
 def _rankings(scores_t, keys, multi, constant=frozenset()) -> Table:
