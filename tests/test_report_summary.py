@@ -160,3 +160,19 @@ def test_probe_section_draws_readers_marks_constant_policies_and_skips_an_empty_
     assert "| reader | verdict_json | – | 0.900 [0.800, 1.000] | 0.700 [0.600, 0.800] | 0.500 [0.400, 0.600]" in md
     _, _, pngs = probe_report_section(blind, str(tmp_path / "b"), constant)
     assert pngs == []  # nothing but constant policies: no plot of reference lines alone
+
+
+def test_probe_summary_puts_each_reader_beside_its_no_image_control():
+    from medscope.protocols.organ_presence.report import summary_lines
+
+    spec = [{"model": "reader", "condition": "verdict_json", "render": "gray", "adversarial": (0.8, 0.7, 0.9, 10)},
+            {"model": "reader", "condition": "verdict_json+no_image", "render": "gray",
+             "adversarial": (0.3, 0.2, 0.4, 10)},
+            {"model": "always-absent", "condition": "verdict_json", "render": "gray",
+             "adversarial": (1.0, 1.0, 1.0, 10)}]
+    lines = summary_lines(spec, {("always-absent", "verdict_json")})
+    reader = [ln for ln in lines if ln.startswith("- reader")]
+    assert reader == ["- reader · verdict_json: adversarial specificity 0.800 [0.700, 0.900], "
+                      "no-image control 0.300 [0.200, 0.400]."]
+    assert any(ln.startswith("- Constant policies") and "always-absent" in ln for ln in lines)
+    assert not any("always-absent · " in ln for ln in lines)

@@ -137,6 +137,30 @@ def _pope_markdown(pope: pd.DataFrame, constant) -> str:
     return "\n".join(lines)
 
 
+def summary_lines(spec: list[dict], constant) -> list[str]:
+    """The probe's lines for the report's opening summary: per model and image condition, its
+    adversarial specificity beside the same format's no-image and blank-image controls (seed 003:
+    a model that reads the image should lose specificity when the image is taken away)."""
+    by = {(r["model"], r["condition"]): r.get("adversarial") for r in spec}
+    out = []
+    for (m, c), v in sorted(by.items()):
+        if "+" in c or (m, c) in constant or not v or v[0] is None:
+            continue
+        parts = [f"{m} · {c}: adversarial specificity {_fmt(*v[:3])}"]
+        for ctl in ("no_image", "blank"):
+            w = by.get((m, f"{c}+{ctl}"))
+            if w and w[0] is not None:
+                parts.append(f"{ctl.replace('_', '-')} control {_fmt(*w[:3])}")
+        out.append("- " + ", ".join(parts) + ".")
+    blind = sorted({m for m, _ in constant})
+    if blind:
+        out.append("- Constant policies (the same verdict on every question; references): " + ", ".join(blind) + ".")
+    if not out:
+        return []
+    return ["Organ-presence probe (seed 003; specificity = 'absent' on a real absence, 95% case-clustered "
+            "intervals; the [probe section](#probe) has every strategy and POPE's summary):", ""] + out
+
+
 def report_sections(scored_run: str, work_dir: str) -> tuple[list, dict]:
     """The probe's report section: sensitivity / specificity with intervals, the specificity-by-
     strategy plot, and POPE's own summary so POPE users can compare."""
@@ -170,4 +194,6 @@ def report_sections(scored_run: str, work_dir: str) -> tuple[list, dict]:
                           "hedged, not addressed) = 'no'; precision, recall and F1 of 'yes'; yes-ratio = share "
                           "answered 'yes'; n = questions. Point estimates (intervals are in the table above).\n\n"
                           + _pope_markdown(pope_table(scores), constant)))
-    return [Section(title, blocks, anchor="probe")], {}
+    lines = summary_lines(specificity_table(metrics, "specificity"), constant)
+    top = [Section("Summary: organ-presence probe", [Raw("\n".join(lines))], anchor="summary-probe")] if lines else []
+    return top + [Section(title, blocks, anchor="probe")], {}
