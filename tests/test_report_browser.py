@@ -7,13 +7,15 @@ Needs Debian's chromium and chromium-driver (cluster/setup-env.sh --dev installs
 
 from __future__ import annotations
 
+import json
 import shutil
 
 import numpy as np
 import pytest
 
-from medscope import images, records
+from medscope import images, layout, records
 from medscope.protocols.counterfactual.scoring import score_run
+from medscope.protocols.organ_presence.scoring import probe_metrics
 from medscope.report.build import build_report
 from medscope.scoring import synthetic
 
@@ -69,8 +71,37 @@ def report(tmp_path_factory):
     records.write_table("views", v, str(root / "views.parquet"))
     records.write_table("episodes", e, str(root / "episodes.parquet"))
     score_run(str(root / "episodes.parquet"), str(root / "views.parquet"), str(root / "run"), n_boot=100)
-    build_report(str(root / "run"), str(root / "report"), gallery_cases=2)
+    _probe_run(str(root / "probe"), rng)
+    build_report([str(root / "run"), str(root / "probe")], str(root / "report"), gallery_cases=2)
     return root
+
+
+def _probe_run(out: str, rng) -> None:
+    """A scored organ-presence run from constructed probe scores (the real metrics code): a reader
+    that is right 85% of the time and a constant 'absent' policy, 6 cases x 3 strategies."""
+    rows = []
+    for model, cond in (("reader", "verdict_json"), ("reader", "verdict_json+no_image"), ("always-absent", "verdict_json")):
+        for case in range(6):
+            for strategy, truth in (("positive", "present"), ("random", "absent"), ("popular", "absent"),
+                                    ("adversarial", "absent")):
+                for k in range(2):
+                    right = model == "always-absent" and truth == "absent" or (
+                        model == "reader" and rng.random() < (0.85 if "+" not in cond else 0.5))
+                    if model == "always-absent":
+                        verdict = "absent"
+                    else:
+                        verdict = truth if right else {"present": "absent", "absent": "present"}[truth]
+                    rows.append({"run_id": "r", "model": model, "condition": cond, "format": "verdict_json",
+                                 "image_mode": "no_image" if "+" in cond else "image", "item_id": f"{case}-{strategy}-{k}",
+                                 "case_id": f"c{case}", "z": 10, "organ": "liver", "truth": truth, "strategy": strategy,
+                                 "stratum": "in_range", "z_distance_mm": 10.0 + k, "absent_from_volume": False,
+                                 "render": "gray", "verdict": verdict, "clean": True, "hedged": False,
+                                 "hedge_cue": None, "correct": verdict == truth})
+    run = layout.ScoredRun(out)
+    records.write_table("probe_scores", rows, run.table("probe_scores"))
+    records.write_table("metrics", probe_metrics(rows, b=100), run.metrics)
+    with open(run.manifest, "w") as fh:
+        json.dump({"protocol": "organ_presence"}, fh)
 
 
 @pytest.fixture
@@ -96,7 +127,7 @@ def test_report_in_chromium_fits_loads_links_and_opens_with_the_summary(report, 
     assert facts["W"] >= 1200
     assert facts["docW"] <= facts["W"] + 1, "the page scrolls sideways"
     assert facts["wide"] == [], f"elements wider than the page: {facts['wide'][:10]}"
-    assert len(facts["imgs"]) >= 5, "forest, scatter, size, risk and gallery images expected"
+    assert len(facts["imgs"]) >= 6, "forest, scatter, size, risk, probe and gallery images expected"
     assert all(i["ok"] for i in facts["imgs"]), "an image did not decode"
     assert all(i["alt"].strip() for i in facts["imgs"]), "an image without alt text"
     assert facts["links"] >= 10 and facts["dead"] == [], f"links that resolve to nothing: {facts['dead'][:10]}"
@@ -104,3 +135,6 @@ def test_report_in_chromium_fits_loads_links_and_opens_with_the_summary(report, 
     assert facts["summaryTop"] is not None and 0 <= facts["summaryTop"] < facts["innerH"] / 2
     follow = next(ln for ln in facts["summaryText"].splitlines() if ln.startswith("Follow the image"))
     assert "model-06" in follow and "always-present" not in follow
+    # the probe's summary lines and POPE's own table are in the page
+    assert browser.find_element("id", "summary-probe").is_displayed()
+    assert "yes-ratio" in browser.find_element("tag name", "body").text
