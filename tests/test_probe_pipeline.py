@@ -150,7 +150,8 @@ def test_build_rejects_resume_show_and_score(ray_cluster, tmp_path):
 
     sections, _ = OrganPresenceProtocol().report_sections(str(tmp_path / "scored"), str(tmp_path / "report2"))
     text, files = to_markdown("r", sections)
-    assert "| yes-man | free_text |" in text and any(f.endswith("probe_specificity.png") for f in files)
+    # yes-man says "present" to every question: a constant policy, marked as such
+    assert "| yes-man (constant) | free_text |" in text and any(f.endswith("probe_specificity.png") for f in files)
 
 
 def test_cli_build_errors_are_one_line(tmp_path, capsys):

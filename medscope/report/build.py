@@ -50,6 +50,8 @@ def build_report(runs: str | list[str], out: str, reference: str | None = None, 
         written.update(info)
     for t, body in extra_sections:
         sections.append(_extra(t, body))
+    # the summaries open the document, so its first screen answers "which models read the image?"
+    sections.sort(key=lambda s: not (s.anchor or "").startswith("summary"))
     rep = layout.Report(out)
     title = title or f"MedScope report: {runs[0].rstrip('/').rsplit('/', 1)[-1]}"
     md, files = to_markdown(title, sections)

@@ -66,7 +66,7 @@ def to_markdown(title: str, sections: list[Section], image_dir: str = "images") 
             elif isinstance(b, Image):
                 path = f"{image_dir}/{b.name}"
                 files[path] = b.png
-                out += [f"![{b.alt}]({path})", ""]
+                out += [f"![{b.alt or b.name}]({path})", ""]
             elif isinstance(b, Para):
                 out += [b.text, ""]
             elif isinstance(b, Raw):
@@ -74,9 +74,12 @@ def to_markdown(title: str, sections: list[Section], image_dir: str = "images") 
     return "\n".join(out), files
 
 
-_CSS = """body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1200px;color:#222}
-table{border-collapse:collapse;margin:0.5em 0 1.5em}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}
-th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}caption{text-align:left;font-style:italic}
+_CSS = """body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1200px;padding:0 1em;color:#222}
+.scroll{overflow-x:auto;max-width:100%;margin:0.5em 0 1.5em}table{border-collapse:collapse}
+#summary+ul{background:#f4f8fb;border-left:4px solid #1f4e79;padding:0.6em 0.6em 0.6em 2em}
+pre,code{overflow-wrap:anywhere}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}
+th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}td{white-space:nowrap}
+.caption{font-style:italic;margin:0.8em 0 0.2em}
 img{max-width:100%}.gallery img{width:220px}.gallery td{vertical-align:top;text-align:left}
 pre{background:#f7f7f7;padding:0.5em;white-space:pre-wrap}details{margin:0.3em 0}"""
 
@@ -103,9 +106,9 @@ def md_to_html(md: str) -> str:
                     rows.append(cells)
                 i += 1
             head, body = rows[0], rows[1:]
-            out.append("<table><tr>" + "".join(f"<th>{_inline(c)}</th>" for c in head) + "</tr>"
+            out.append("<div class='scroll'><table><tr>" + "".join(f"<th>{_inline(c)}</th>" for c in head) + "</tr>"
                        + "".join("<tr>" + "".join(f"<td>{_inline(c)}</td>" for c in r) + "</tr>" for r in body)
-                       + "</table>")
+                       + "</table></div>")
             continue
         m = re.match(r"(#{1,6})\s+(.*)", line)
         img = re.fullmatch(r"!\[([^\]]*)\]\((data:image/png;base64,[A-Za-z0-9+/=]+)\)", line.strip())
@@ -140,12 +143,13 @@ def to_html(title: str, sections: list[Section]) -> str:
         parts.append(f'<h2 id="{s.anchor or slug(s.title)}">{html.escape(s.title)}</h2>')
         for b in s.blocks:
             if isinstance(b, Table):
-                cap = f"<caption>{html.escape(b.caption)}</caption>" if b.caption else ""
-                parts.append(f"<table>{cap}<tr>" + "".join(f"<th>{html.escape(str(h))}</th>" for h in b.headers)
+                # the caption sits above the scroller, so it wraps at the page width, not the table's
+                cap = f"<p class='caption'>{html.escape(b.caption)}</p>" if b.caption else ""
+                parts.append(f"{cap}<div class='scroll'><table><tr>" + "".join(f"<th>{html.escape(str(h))}</th>" for h in b.headers)
                              + "</tr>" + "".join("<tr>" + "".join(f"<td>{_inline(str(c))}</td>" for c in r) + "</tr>"
-                                                 for r in b.rows) + "</table>")
+                                                 for r in b.rows) + "</table></div>")
             elif isinstance(b, Image):
-                parts.append(f'<img alt="{html.escape(b.alt)}" src="{data_uri(b.png)}">')
+                parts.append(f'<img alt="{html.escape(b.alt or b.name)}" src="{data_uri(b.png)}">')
             elif isinstance(b, Para):
                 parts.append(f"<p>{_inline(b.text)}</p>")
             elif isinstance(b, Raw):

@@ -16,11 +16,13 @@ import pandas as pd
 
 from medscope import images, layout, records, storage
 from medscope.errors import MedScopeError
-from medscope.report import gallery, plots
+from medscope.protocols.counterfactual import report_summary as rs
+from medscope.report import gallery, plots, summary
 from medscope.report.render import Image, Para, Raw, Section, Table, slug
 from medscope.scoring import compare as cmp
 from medscope.scoring import costs, rewards
 from medscope.scoring import paper_tests as pt
+from medscope.scoring import metrics as scoring_metrics
 from medscope.stats import bootstrap as bs
 
 MAIN = [("ccr", "CCR", False), ("esg", "ESG", True), ("erased_claims", "Erased %", False),
@@ -81,7 +83,9 @@ def report_sections(run: str, work_dir: str, reference: str | None = None, galle
         r = _get(metrics, k[0], k[1], ts0, "esg")
         return -np.inf if r is None or pd.isna(r.value) else r.value
 
-    keys.sort(key=lambda k: (-esg_of(k), k))
+    constant = summary.constant_policies(scores)
+    # models that read the image first, by ESG; constant policies (reference rows) last
+    keys.sort(key=lambda k: (k in constant, -esg_of(k), k))
     reference = reference or keys[0][0]
     comp_uri = scored.comparisons
     comps = records.read_table("metrics", comp_uri).to_pandas() if storage.exists(comp_uri) else pd.DataFrame()
@@ -92,37 +96,64 @@ def report_sections(run: str, work_dir: str, reference: str | None = None, galle
             records.write_table("metrics", records.to_table("metrics", comps.to_dict("records")), comp_uri)
     comps = comps[comps.reference.str.split(":").str[0] == reference]
 
-    sections = [Section("Run", [Para(_run_text(manifest, scores, keys, reference))])]
+    def label(m, c):
+        return _label(m, c, multi)
+
+    facts = summary.RunFacts(int(scores.case_id.nunique()), int(scores.view_id.nunique()), rs.sources(manifest),
+                             ts0, str(manifest.get("cost_matrix", scores.cost_matrix.iloc[0])))
+    sections = [rs.summary_section(rs.model_rows(metrics, keys, ts0, constant, label),
+                                   rs.differences(comps, ts0, constant, label), facts),
+                rs.figures_section(metrics, keys, ts0, constant, label),
+                Section("Run", [Para(_run_text(manifest, scores, keys, reference))])]
     for ts in test_sets:
-        sections.append(Section(f"Main table: {ts}", [_main_table(metrics, keys, ts, multi)], anchor=f"main-{slug(ts)}"))
-    sections.append(Section(f"Paired differences against {reference}", [_paired_table(comps, multi)],
+        sections.append(Section(f"Main table: {ts}", [_main_table(metrics, keys, ts, multi, constant)],
+                                anchor=f"main-{slug(ts)}"))
+    sections.append(Section(f"Paired differences against {reference}", [_paired_table(comps, multi, keys)],
                             anchor="paired"))
     sections.append(Section("Tests of §3.9", _tests_blocks(scores, reference, ts0, comps, plan, manifest),
                             anchor="tests"))
-    sections.append(Section("By imaging type", [_by_breakdown(metrics, keys, ts0, "imaging_type", multi)],
+    sections.append(Section("By imaging type", [_by_breakdown(metrics, keys, ts0, "imaging_type", multi,
+                                                                  constant=constant)],
                             anchor="imaging"))
     sections.append(Section("By source (Table 15)", [_by_breakdown(
-        metrics, keys, ts0, "source", multi, metric_list=("ccr", "esg", "net_utility"))], anchor="source"))
+        metrics, keys, ts0, "source", multi, metric_list=("ccr", "esg", "net_utility"), constant=constant)],
+        anchor="source"))
     sections.append(Section("By erasure tool (Table 12)", [_by_breakdown(
-        metrics, keys, ts0, "tool", multi, metric_list=("esg", "erased_claims", "control_denial"))], anchor="tool"))
-    labels = [_label(m, c, multi) for m, c in keys]
+        metrics, keys, ts0, "tool", multi, metric_list=("esg", "erased_claims", "control_denial"), constant=constant)],
+        anchor="tool"))
+    readers = [k for k in keys if k not in constant]
+    labels = [_label(m, c, multi) for m, c in readers]
+    omitted = ("; constant policies (" + ", ".join(_label(m, c, multi) for m, c in keys if (m, c) in constant)
+               + ") are left out: they read no image" if constant else "")
     sm = metrics.assign(model=[_label(m, c, multi) for m, c in zip(metrics.model, metrics.condition)])
     sections.append(Section("ESG by lesion-size quartile", [
-        Image(plots.esg_by_size_quartile(sm[sm.test_set == ts0], labels), "esg_by_size.png", "ESG by lesion-size quartile"),
-        _by_breakdown(metrics, keys, ts0, "size_quartile", multi, metric_list=("esg", "erased_claims"))], anchor="size"))
+        Image(plots.esg_by_size_quartile(sm[sm.test_set == ts0], labels), "esg_by_size.png",
+              "ESG with 95% intervals by quartile of lesion area, one series per model that reads the image, "
+              "n cases per quartile under each tick"),
+        Para(f"ESG on {ts0} by quartile of lesion area (share of the image), 95% case-bootstrap intervals; n under "
+             f"each quartile is the number of cases with a lesion mask in it, so intervals on a few cases are wide"
+             f"{omitted}."),
+        _by_breakdown(metrics, readers, ts0, "size_quartile", multi, metric_list=("esg", "erased_claims"))],
+        anchor="size"))
     ss = scores.assign(model=[_label(m, c, multi) for m, c in zip(scores.model, scores.condition)])
     sections.append(Section("Risk-coverage", [
-        Image(plots.risk_coverage(ss[ss.test_set.fillna("main") == ts0], labels), "risk_coverage.png", "risk-coverage"),
-        Para("Answerable views (original, random removal) ranked by stated confidence (stable sort on ties; "
-             "missing confidence ranks last), as §5.5. These curves describe each model's own trade-off and do not "
-             "rank models: on answerable views 'always claims the finding' is never wrong. decision_risk / "
-             "decision_aurc (Further metrics) use every view that expects an answer, with ties averaged, where a "
-             "constant policy sits at its own error rate.")], anchor="risk"))
-    sections.append(Section("Further metrics", [_more_table(metrics, keys, ts0, multi)], anchor="more"))
+        Image(plots.risk_coverage(ss[ss.test_set.fillna("main") == ts0], labels), "risk_coverage.png",
+              "Selective risk against coverage on original and random-removal views, one curve per model that "
+              "reads the image"),
+        Para(f"Selective risk (share answered wrongly) on the answerable views of {ts0}: original and random-removal "
+             "views (seed 000 §3.8), ranked by stated confidence (stable sort on ties; missing confidence ranks "
+             "last); AURC is the area under each curve. Erased and lesion-free views are not in this curve, so a "
+             "policy that always says 'present' would be right on every view in it: constant policies are left out "
+             "(one confidence tie, no ranking). These curves describe each model's own trade-off and do not rank "
+             "models (seed 000 §5.5). decision_risk / decision_aurc (Further metrics) use every view that expects an "
+              "answer, with ties averaged, where a constant policy sits at its own error rate.")], anchor="risk"))
+    sections.append(Section("Further metrics", [_more_table(metrics, keys, ts0, multi, constant)], anchor="more"))
     sections.append(Section("Sensitivity by asked finding", [_by_breakdown(
         metrics, keys, ts0, "finding", multi, metric_list=("sensitivity", "erased_claims", "healthy_claims",
-                                                             "referral_rate"))], anchor="finding"))
-    sections.append(Section("Rankings under every cost matrix", [_rankings(scores_t, keys, multi)], anchor="rankings"))
+                                                             "referral_rate"), constant=constant)],
+                            anchor="finding"))
+    sections.append(Section("Rankings under every cost matrix", [_rankings(scores_t, keys, multi, constant)],
+                            anchor="rankings"))
     sections.append(Section("How replies were read", _reading_blocks(manifest), anchor="reading"))
     transcripts = _write_transcripts(manifest, work_dir)
     gal = _gallery(manifest, scores, keys, multi, gallery_cases)
@@ -143,27 +174,32 @@ def _run_text(manifest, scores, keys, reference) -> str:
     return "; ".join(bits) + "."
 
 
-def _main_table(metrics, keys, ts, multi) -> Table:
+def _main_table(metrics, keys, ts, multi, constant=frozenset()) -> Table:
     rows = []
     for m, c in keys:
-        cells = [_label(m, c, multi)]
+        cells = [_label(m, c, multi) + (" (constant)" if (m, c) in constant else "")]
         for metric, _, with_ci in MAIN:
             r = _get(metrics, m, c, ts, metric)
             pct = metric.endswith("claims")
             cells.append(_ci(r, pct) if with_ci else (_fmt(r.value, pct) if r is not None else "–"))
         rows.append(cells)
     return Table(["Model"] + [h for _, h, _ in MAIN], rows,
-                 "Erased / Healthy: % of erased-lesion and lesion-free views on which the finding is claimed; "
-                 "95% case-bootstrap intervals in brackets.")
+                 f"Test set {ts}. CCR: share of original and random-removal views answered correctly; ESG: "
+                 "P(absent or refer | erased) − P(absent or refer | edit elsewhere); Erased / Healthy: % of erased-lesion "
+                 "and of lesion-free views on which the finding is claimed; net utility: mean reward over all views. "
+                 "95% case-bootstrap intervals in brackets. (constant): the same decision on every view, a reference "
+                 "that reads no image.")
 
 
-def _paired_table(comps, multi) -> Table:
+def _paired_table(comps, multi, keys=()) -> Table:
     order = ["esg", "erased_claims", "healthy_claims", "ccr", "net_utility"]
     names = {"esg": "ESG", "erased_claims": "Erased-lesion claims", "healthy_claims": "Healthy-image claims",
              "ccr": "CCR", "net_utility": "Net utility"}
     rows = []
-    for (ts, m, c), part in comps[comps.breakdown == "all"].groupby(["test_set", "model", "condition"], sort=False):
-        cells = [f"{_label(m, c, multi)} ({ts})"]
+    for (ts, m, c, ref), part in comps[comps.breakdown == "all"].groupby(["test_set", "model", "condition", "reference"],
+                                                                         sort=False):
+        rm, _, rc = str(ref).partition(":")
+        cells = [f"{_label(m, c, multi)} ({ts})", _label(rm, rc or c, multi)]
         for metric in order:
             r = part[part.metric == metric]
             if r.empty:
@@ -173,13 +209,16 @@ def _paired_table(comps, multi) -> Table:
             cells.append(f"{r.value + 0.0:+.3f} [{r.ci_low + 0.0:+.3f}, {r.ci_high + 0.0:+.3f}] "
                          f"p {bs.format_p(r.p_value, int(r.n_boot))}")
         rows.append(cells)
-    ref = comps.reference.iloc[0] if len(comps) else "?"
-    return Table(["Model minus reference"] + [names[o] for o in order], rows,
-                 f"Each model minus {ref}, paired bootstrap over shared cases: difference [95% CI], p "
-                 "(twice the smaller tail; '< 2/B' (< 0.001 at B = 2,000) when no resample crossed zero).")
+    refs = sorted(set(comps.reference)) if len(comps) else []
+    return Table(["Model (test set)", "minus"] + [names[o] for o in order], rows,
+                 "Each row: the model minus the reference run named in 'minus' (the reference model in the same "
+                 f"condition: {', '.join(refs) or '?'}), paired bootstrap over shared cases: difference [95% CI], p "
+                 "(twice the smaller tail; '< 2/B' (< 0.001 at B = 2,000) when no resample crossed zero). Positive is better for ESG, CCR and "
+                 "net utility; negative is better for the claim rates.")
 
 
-def _by_breakdown(metrics, keys, ts, dim, multi, metric_list=("esg", "erased_claims", "net_utility")) -> Table:
+def _by_breakdown(metrics, keys, ts, dim, multi, metric_list=("esg", "erased_claims", "net_utility"),
+                  constant=frozenset()) -> Table:
     part = metrics[(metrics.test_set == ts) & metrics.breakdown.str.startswith(f"{dim}=")]
     groups = sorted(set(part.breakdown))
     rows = []
@@ -189,27 +228,54 @@ def _by_breakdown(metrics, keys, ts, dim, multi, metric_list=("esg", "erased_cla
         for m, c in keys:
             cells.append(" / ".join(_fmt(getattr(_get(metrics, m, c, ts, k, g), "value", None)) for k in metric_list))
         rows.append(cells)
-    return Table([dim.replace("_", " ") + " (cases)"] + [_label(m, c, multi) for m, c in keys], rows,
-                 " / ".join(metric_list) + f" on {ts}.")
+    over = {"esg": "ESG (erased and random-removal views)", "erased_claims": "erased-lesion claims (share of erased "
+            "views)", "net_utility": "net utility (all views)", "sensitivity": "sensitivity (original views)",
+            "healthy_claims": "healthy-image claims (share of lesion-free views)",
+            "referral_rate": "referral rate (all views)"}
+    return Table([dim.replace("_", " ") + " (cases)"] + [_label(m, c, multi) + (" (constant)" if (m, c) in constant
+                                                                                   else "") for m, c in keys], rows,
+                 "Each cell: " + " / ".join(over.get(k, k) for k in metric_list)
+                 + f", on {ts}, within each {dim.replace('_', ' ')}; cases in brackets.")
 
 
-def _more_table(metrics, keys, ts, multi) -> Table:
-    rows = [[_label(m, c, multi)] + [_fmt(getattr(_get(metrics, m, c, ts, k), "value", None)) for k in MORE]
+def _more_table(metrics, keys, ts, multi, constant=frozenset()) -> Table:
+    def cell(m, c, k):
+        if (m, c) in constant and (k.startswith("selective_risk") or k == "aurc"):
+            return "n/a"  # one confidence tie: no ranking to select by
+        return _fmt(getattr(_get(metrics, m, c, ts, k), "value", None))
+
+    rows = [[_label(m, c, multi) + (" (constant)" if (m, c) in constant else "")] + [cell(m, c, k) for k in MORE]
             for m, c in keys]
-    return Table(["Model"] + MORE, rows)
+    return Table(["Model"] + MORE, rows,
+                 f"Test set {ts}. strict_esg: ESG counting explicit 'absent' only; sensitivity: 'present' on original "
+                 "views; grounded_accuracy: correct with IoU ≥ 0.3 on original views; clarify_rate: over degraded views; "
+                 "control_denial: 'absent' on random-removal views; referral_rate and unparseable_rate: over all views; "
+                 "selective_risk@c: share wrong among the c most confident answerable views; aurc: area under that "
+                 f"curve. Both as the scoring computes them, over the view kinds {_answerable()} (the "
+                 "risk-coverage plot uses original and random-removal views, seed 000 §3.8). n/a: not defined for a "
+                 "constant policy (one confidence tie).")
 
 
-def _rankings(scores_t, keys, multi) -> Table:
+def _answerable() -> str:
+    # the scoring owns this view set (issue 11 may change it); say whatever it currently is
+    kinds = getattr(scoring_metrics, "ANSWERABLE", ())
+    return ", ".join(kinds) if kinds else "the scoring calls answerable"
+
+
+def _rankings(scores_t, keys, multi, constant=frozenset()) -> Table:
     df = scores_t.select(["model", "condition"]).to_pandas()
     cols, ranks = [], {}
     for matrix in costs.load_all():
         nu = df.assign(r=rewards.rescore(scores_t, matrix)).groupby(["model", "condition"])["r"].mean()
-        order = nu.sort_values(ascending=False, kind="stable")
+        order = nu[[k not in constant for k in nu.index]].sort_values(ascending=False, kind="stable")
         ranks[matrix.name] = {k: (i + 1, v) for i, (k, v) in enumerate(order.items())}
+        ranks[matrix.name].update({k: ("ref.", v) for k, v in nu.items() if k in constant})
         cols.append(matrix.name)
     rows = [[_label(m, c, multi)] + [f"{ranks[n][(m, c)][0]} ({ranks[n][(m, c)][1]:.3f})" for n in cols]
-            for m, c in sorted(keys, key=lambda k: ranks[cols[0]][k][0])]
-    return Table(["Model"] + cols, rows, "Rank (net utility) under each cost matrix (configs/cost_matrices/).")
+            for m, c in sorted(keys, key=lambda k: (k in constant, ranks[cols[0]][k][0] if k not in constant else 0))]
+    return Table(["Model"] + cols, rows, "Rank by net utility (mean reward over all views) under each cost matrix "
+                                         "(configs/cost_matrices/), among models that read the image; 'ref.': a "
+                                         "constant policy, shown with its net utility but not ranked.")
 
 
 def _gallery(manifest, scores, keys, multi, n_cases) -> dict:
@@ -245,7 +311,10 @@ def _gallery(manifest, scores, keys, multi, n_cases) -> dict:
             v = cv.loc[k].to_dict() | {"kind": k}
             png = gallery.panel(v, lesion)
             if png is not None:
-                blocks.append(Image(png, f"{slug(case)}_{k}.png", f"{case} {k}"))
+                what = {"original": "original view, lesion outlined in yellow",
+                        "target_removal": "lesion erased, erased region dashed cyan",
+                        "random_removal": "edit elsewhere (dashed cyan), lesion in yellow"}[k]
+                blocks.append(Image(png, f"{slug(case)}_{k}.png", f"Case {case} ({cv.imaging_type.iloc[0]}): {what}"))
             shown.append(v["view_id"])
             cells = [k]
             for m, c in keys:

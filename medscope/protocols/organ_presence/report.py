@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import io
 
 import numpy as np
+import pandas as pd
 
-from medscope import layout, records
+from medscope import layout, records, storage
+from medscope.report import plots
 from medscope.protocols.organ_presence.scoring import NEGATIVE_STRATEGIES
 
 
@@ -31,28 +32,41 @@ def specificity_table(metrics: list[dict], metric: str = "specificity") -> list[
             continue
         key = (r["model"], r["condition"], b.get("render", ""))
         table.setdefault(key, {"model": key[0], "condition": key[1], "render": key[2]})[b["strategy"]] = (
-            r["value"], r["ci_low"], r["ci_high"])
+            r["value"], r["ci_low"], r["ci_high"], r.get("n_cases"))
     return [table[k] for k in sorted(table)]
 
 
-def probe_report_section(metrics: list[dict]) -> tuple[str, str, dict[str, bytes]]:
-    """(title, markdown, {file name: PNG bytes}) of the probe for the report.
+def specificity_long(spec: list[dict], constant=frozenset()) -> pd.DataFrame:
+    """The specificity table in long form for ``plots.specificity_by_strategy``."""
+    rows = []
+    for r in spec:
+        for st in NEGATIVE_STRATEGIES:
+            v, lo, hi, n = r.get(st, (np.nan, np.nan, np.nan, 0))
+            rows.append({"label": f"{r['model']} · {r['condition']}", "strategy": st,
+                         "value": np.nan if v is None else v, "lo": np.nan if lo is None else lo,
+                         "hi": np.nan if hi is None else hi, "n": n or 0,
+                         "constant": (r["model"], r["condition"]) in constant})
+    return pd.DataFrame(rows, columns=["label", "strategy", "value", "lo", "hi", "n", "constant"])
 
-    ``metrics``: rows of the probe's metrics table (``medscope score`` of an organ-presence run).
+
+def probe_report_section(metrics: list[dict], constant=frozenset()) -> tuple[str, str, dict[str, bytes]]:
+    """(title, markdown, {file name: PNG bytes}) of the probe for the report (no plot when every
+    run is a constant policy).
+
+    ``metrics``: rows of the probe's metrics table (``medscope score`` of an organ-presence run);
+    ``constant``: the (model, condition) pairs that gave one verdict everywhere.
     """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     title = "Volumetric organ presence (POPE for 3D anatomy)"
     spec = specificity_table(metrics, "specificity")
     conf = {(r["model"], r["condition"], r["render"]): r for r in specificity_table(metrics, "confident_specificity")}
     sens = {(r["model"], r["condition"]): r for r in metrics
             if r["metric"] == "sensitivity" and r["breakdown"].startswith("strategy=positive")}
     lines = [
-        "Specificity on real absences (no pixel altered) by negative strategy, with case-clustered 95% CIs; "
-        "confident-answer specificity drops hedged replies from numerator and denominator.",
+        "Sensitivity: share of questions on an organ that is present answered 'present'; specificity: share of "
+        "questions on an absent organ (a real absence, no pixel altered) answered 'absent', by the strategy that "
+        "chose the absent organ (seed 003); case-clustered 95% intervals in brackets. Confident-answer specificity "
+        "drops hedged replies from numerator and denominator. (constant): the same verdict on every question, a "
+        "reference that reads no image.",
         "",
         "| model | condition | sensitivity | " + " | ".join(f"spec. {s}" for s in NEGATIVE_STRATEGIES)
         + " | conf. spec. adversarial |",
@@ -61,9 +75,10 @@ def probe_report_section(metrics: list[dict]) -> tuple[str, str, dict[str, bytes
     for r in spec:
         s = sens.get((r["model"], r["condition"]))
         sv = _fmt(s["value"], s["ci_low"], s["ci_high"]) if s else "–"
-        cells = [_fmt(*r.get(st, (None, None, None))) for st in NEGATIVE_STRATEGIES]
-        c = conf.get((r["model"], r["condition"], r["render"]), {}).get("adversarial", (None, None, None))
-        lines.append(f"| {r['model']} | {r['condition']} | {sv} | " + " | ".join(cells) + f" | {_fmt(*c)} |")
+        cells = [_fmt(*r.get(st, (None, None, None, None))[:3]) for st in NEGATIVE_STRATEGIES]
+        c = conf.get((r["model"], r["condition"], r["render"]), {}).get("adversarial", (None, None, None, None))
+        name = r["model"] + (" (constant)" if (r["model"], r["condition"]) in constant else "")
+        lines.append(f"| {name} | {r['condition']} | {sv} | " + " | ".join(cells) + f" | {_fmt(*c[:3])} |")
     slopes = [r for r in metrics if r["metric"] == "zdist_slope_per_mm" and r["value"] is not None]
     if slopes:
         lines += ["", "Correct rejection vs z-distance (logistic slope, log-odds per mm, cluster-robust CI):", ""]
@@ -73,35 +88,107 @@ def probe_report_section(metrics: list[dict]) -> tuple[str, str, dict[str, bytes
         lines += ["", "Hedge cues (first cue that fired, share of hedged negatives):", ""]
         lines += [f"- {r['model']} / {r['condition']}: {r['breakdown'].rsplit('cue=', 1)[-1]} {r['value']:.2f}"
                   for r in cues]
-    fig, ax = plt.subplots(figsize=(6.5, 3.8))
-    xs = np.arange(len(NEGATIVE_STRATEGIES))
-    for r in spec:
-        vals = [r.get(s, (np.nan, np.nan, np.nan)) for s in NEGATIVE_STRATEGIES]
-        v = np.array([np.nan if x[0] is None else x[0] for x in vals], dtype=float)
-        lo = np.array([np.nan if x[1] is None else x[1] for x in vals], dtype=float)
-        hi = np.array([np.nan if x[2] is None else x[2] for x in vals], dtype=float)
-        ax.errorbar(xs, v, yerr=[np.nan_to_num(v - lo), np.nan_to_num(hi - v)], marker="o", capsize=3,
-                    label=f"{r['model']} · {r['condition']}")
-    ax.set_xticks(xs, NEGATIVE_STRATEGIES)
-    ax.set_ylim(-0.02, 1.02)
-    ax.set_ylabel("specificity")
-    ax.set_title("Organ-presence probe: specificity by negative strategy")
-    if spec:
-        ax.legend(fontsize=6, loc="best")
-    fig.tight_layout()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=110)
-    plt.close(fig)
+    long = specificity_long(spec, constant)
+    if long.empty or long.constant.all():  # nothing but reference lines to draw
+        return title, "\n".join(lines), {}
     # the renderer writes images where the report lives (any URI), so nothing is written here
-    return title, "\n".join(lines), {"probe_specificity.png": buf.getvalue()}
+    return title, "\n".join(lines), {"probe_specificity.png": plots.specificity_by_strategy(long, NEGATIVE_STRATEGIES)}
+
+
+def pope_summary(truth_present: np.ndarray, said_present: np.ndarray) -> dict:
+    """POPE's summary (Li et al. 2023) of yes/no answers: accuracy, precision, recall and F1 of
+    "present", and the yes-ratio (share answered "present"). Anything but "present" (absent, hedged,
+    not addressed) counts as "no", as POPE does. NaN where a denominator is 0."""
+    t, y = np.asarray(truth_present, bool), np.asarray(said_present, bool)
+    tp, fp, fn = int((t & y).sum()), int((~t & y).sum()), int((t & ~y).sum())
+    n = len(t)
+    prec = tp / (tp + fp) if tp + fp else np.nan
+    rec = tp / (tp + fn) if tp + fn else np.nan
+    f1 = 2 * prec * rec / (prec + rec) if np.isfinite(prec) and np.isfinite(rec) and prec + rec else np.nan
+    return {"n": n, "accuracy": float((t == y).mean()) if n else np.nan, "precision": prec, "recall": rec,
+            "f1": f1, "yes_ratio": float(y.mean()) if n else np.nan}
+
+
+def pope_table(scores: pd.DataFrame) -> pd.DataFrame:
+    """POPE's summary per model x condition x render x negative strategy: every present-organ
+    question plus the absent-organ questions that strategy chose (POPE's random / popular /
+    adversarial splits)."""
+    rows = []
+    for (m, c, rend), g in scores.groupby(["model", "condition", "render"], sort=True):
+        pos = g[g.truth == "present"]
+        for st in NEGATIVE_STRATEGIES:
+            part = pd.concat([pos, g[(g.truth == "absent") & (g.strategy == st)]])
+            rows.append({"model": m, "condition": c, "render": rend, "strategy": st,
+                         **pope_summary(part.truth.eq("present").to_numpy(), part.verdict.eq("present").to_numpy())})
+    return pd.DataFrame(rows)
+
+
+def _pope_markdown(pope: pd.DataFrame, constant) -> str:
+    f = lambda v: "–" if not np.isfinite(v) else f"{v:.3f}"  # noqa: E731
+    lines = ["| model | condition | strategy | n | accuracy | precision | recall | F1 | yes-ratio |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for r in pope.itertuples():
+        name = r.model + (" (constant)" if (r.model, r.condition) in constant else "")
+        lines.append(f"| {name} | {r.condition} | {r.strategy} | {r.n} | {f(r.accuracy)} | {f(r.precision)} | "
+                     f"{f(r.recall)} | {f(r.f1)} | {f(r.yes_ratio)} |")
+    return "\n".join(lines)
+
+
+def summary_lines(spec: list[dict], constant) -> list[str]:
+    """The probe's lines for the report's opening summary: per model and image condition, its
+    adversarial specificity beside the same format's no-image and blank-image controls (seed 003:
+    a model that reads the image should lose specificity when the image is taken away)."""
+    by = {(r["model"], r["condition"]): r.get("adversarial") for r in spec}
+    out = []
+    for (m, c), v in sorted(by.items()):
+        if "+" in c or (m, c) in constant or not v or v[0] is None:
+            continue
+        parts = [f"{m} · {c}: adversarial specificity {_fmt(*v[:3])}"]
+        for ctl in ("no_image", "blank"):
+            w = by.get((m, f"{c}+{ctl}"))
+            if w and w[0] is not None:
+                parts.append(f"{ctl.replace('_', '-')} control {_fmt(*w[:3])}")
+        out.append("- " + ", ".join(parts) + ".")
+    blind = sorted({m for m, _ in constant})
+    if blind:
+        out.append("- Constant policies (the same verdict on every question; references): " + ", ".join(blind) + ".")
+    if not out:
+        return []
+    return ["Organ-presence probe (seed 003; specificity = 'absent' on a real absence, 95% case-clustered "
+            "intervals; the [probe section](#probe) has every strategy and POPE's summary):", ""] + out
 
 
 def report_sections(scored_run: str, work_dir: str) -> tuple[list, dict]:
-    """The probe's report section: the specificity table and the specificity-by-strategy plot."""
+    """The probe's report section: sensitivity / specificity with intervals, the specificity-by-
+    strategy plot, and POPE's own summary so POPE users can compare."""
     from medscope.report.render import Image, Raw, Section
 
-    metrics = records.read_table("metrics", layout.ScoredRun(scored_run).metrics).to_pylist()
-    title, markdown, pngs = probe_report_section(metrics)
+    run = layout.ScoredRun(scored_run)
+    metrics = records.read_table("metrics", run.metrics).to_pylist()
+    scores_uri = run.table("probe_scores")
+    scores = records.read_table("probe_scores", scores_uri).to_pandas() if storage.exists(scores_uri) else None
+    constant = set()
+    if scores is not None and len(scores):
+        n = scores.groupby(["model", "condition"]).verdict.nunique()
+        constant = {k for k, v in n.items() if v <= 1}
+    title, markdown, pngs = probe_report_section(metrics, constant)
     blocks: list = [Raw(markdown)]
-    blocks += [Image(png, name, "probe specificity by negative strategy") for name, png in pngs.items()]
-    return [Section(title, blocks)], {}
+    for name, png in pngs.items():
+        blocks.append(Image(png, name, "Probe specificity by negative strategy with 95% intervals, one series per "
+                                       "model and condition that reads the image; constant policies as a grey band"))
+    if pngs:
+        blocks.append(Raw("Specificity per negative strategy, 95% case-clustered intervals; n under each strategy is "
+                          "the number of cases. Constant policies are the dashed grey lines (always 'absent' scores "
+                          "specificity 1 and sensitivity 0), never a competitor."))
+    else:
+        blocks.append(Raw("No specificity plot: every run in this probe is a constant policy (the same verdict on "
+                          "every question), which reads no image; the tables show their values as references."))
+    if scores is not None and len(scores):
+        blocks.append(Raw("POPE's summary (for comparison with POPE results): each strategy's absent-organ questions "
+                          "with every present-organ question; 'yes' = a 'present' verdict, anything else (absent, "
+                          "hedged, not addressed) = 'no'; precision, recall and F1 of 'yes'; yes-ratio = share "
+                          "answered 'yes'; n = questions. Point estimates (intervals are in the table above).\n\n"
+                          + _pope_markdown(pope_table(scores), constant)))
+    lines = summary_lines(specificity_table(metrics, "specificity"), constant)
+    top = [Section("Summary: organ-presence probe", [Raw("\n".join(lines))], anchor="summary-probe")] if lines else []
+    return top + [Section(title, blocks, anchor="probe")], {}

@@ -1,0 +1,91 @@
+"""The counterfactual run's opening summary and key figures (issue 19; seed 000 §5.1, Table 5,
+Table 6, Figure 3): the metrics tables turned into ``medscope.report.summary`` rows, the
+summary section, the forest plot and the erased-claims-vs-CCR scatter."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from medscope import records, storage
+from medscope.report import plots, summary
+from medscope.report.render import Image, Raw, Section, slug
+
+
+def _val(metrics, model, cond, ts, metric):
+    r = metrics[(metrics.model == model) & (metrics.condition == cond) & (metrics.test_set == ts)
+                & (metrics.metric == metric) & (metrics.breakdown == "all")]
+    if r.empty:
+        return np.nan, np.nan, np.nan
+    r = r.iloc[0]
+    return tuple(float(x) if pd.notna(x) else np.nan for x in (r.value, r.ci_low, r.ci_high))
+
+
+def model_rows(metrics: pd.DataFrame, keys, ts: str, constant: set, label) -> list[summary.ModelRow]:
+    """One ``summary.ModelRow`` per (model, condition) of test set ``ts``."""
+    rows = []
+    for m, c in keys:
+        e, lo, hi = _val(metrics, m, c, ts, "esg")
+        rows.append(summary.ModelRow(label(m, c), e, lo, hi, _val(metrics, m, c, ts, "erased_claims")[0],
+                                     _val(metrics, m, c, ts, "net_utility")[0], (m, c) in constant))
+    return rows
+
+
+def differences(comps: pd.DataFrame, ts: str, constant: set, label) -> list[summary.Difference]:
+    """Paired differences of non-constant models against the reference on test set ``ts``."""
+    out = []
+    part = comps[(comps.breakdown == "all") & (comps.test_set == ts)]
+    for r in part.itertuples():
+        if (r.model, r.condition) in constant:
+            continue
+        ref_model, _, ref_cond = str(r.reference).partition(":")
+        out.append(summary.Difference(label(r.model, r.condition), label(ref_model, ref_cond or r.condition),
+                                      r.metric, float(r.value), float(r.ci_low), float(r.ci_high),
+                                      float(r.p_value) if pd.notna(r.p_value) else np.nan,
+                                      int(r.n_boot) if pd.notna(r.n_boot) else 0))
+    return out
+
+
+def sources(manifest: dict) -> list[str]:
+    uri = manifest.get("views")
+    if not uri or not storage.exists(uri):
+        return []
+    return sorted({s for s in records.read_table("views", uri, columns=["source"]).column("source").to_pylist() if s})
+
+
+def summary_section(rows, diffs, facts) -> Section:
+    lines = summary.summary_lines(rows, diffs, facts)
+    lines.append("- Definitions: ESG = P(absent or refer | lesion erased) − P(absent or refer | an edit elsewhere), "
+                 "seed 000 §3.8; details in [the main table](#main-" + slug(facts.test_set) + ") and [the paired differences](#paired).")
+    return Section("Summary: which models read the image?", [Raw("\n".join(lines))], anchor="summary")
+
+
+def figures_section(metrics, keys, ts, constant, label) -> Section:
+    """Forest plot of ESG / erased claims / net utility and the erased-claims-vs-CCR scatter."""
+    long, wide = [], []
+    for m, c in keys:
+        const = (m, c) in constant
+        row = {"label": label(m, c), "constant": const}
+        for metric in ("esg", "erased_claims", "net_utility", "ccr"):
+            v, lo, hi = _val(metrics, m, c, ts, metric)
+            row[{"erased_claims": "erased"}.get(metric, metric)] = v
+            if metric != "ccr":
+                long.append({"label": label(m, c), "metric": metric, "value": v, "lo": lo, "hi": hi,
+                             "constant": const})
+        wide.append(row)
+    long, wide = pd.DataFrame(long), pd.DataFrame(wide)
+    n_const = int(wide.constant.sum())
+    return Section("Key figures", [
+        Image(plots.forest(long), "forest.png",
+              "Forest plot: ESG, erased-lesion claims and net utility per model with 95% intervals; "
+              "constant policies as one grey reference band"),
+        Raw(f"Main test '{ts}': point = estimate, bar = 95% case-bootstrap interval. ESG is over erased and "
+            "random-removal views, erased-lesion claims over erased views, net utility over all views. "
+            f"Grey band: the range of the {n_const} constant-policy runs (the same decision on every view), which "
+            "read no image and are a reference, not a competitor."),
+        Image(plots.claims_vs_ccr(wide), "claims_vs_ccr.png",
+              "Scatter of erased-lesion claims against CCR per model, coloured by ESG; constant policies as grey crosses"),
+        Raw("Erased-lesion claims (% of erased views) against CCR (share of original and random-removal views "
+            "answered correctly). Low claims alone do not mean a model reads the image: a model that rarely says "
+            "'present' also has low CCR (seed 000 §5.1); the colour is ESG, which weighs both."),
+    ], anchor="figures")
