@@ -315,3 +315,19 @@ def test_cohen_kappa_hand_worked():
     assert (r["kappa"], r["agreement"], r["n"]) == (pytest.approx(0.4), pytest.approx(0.7), 50)
     assert cohen_kappa([True, False, True], [True, False, True])["kappa"] == pytest.approx(1.0)
     assert np.isnan(cohen_kappa([True, True], [True, True])["kappa"])  # chance agreement 1
+
+
+def test_the_rule_judge_reads_mentions_with_the_shared_reply_reader():
+    """Seed 002's judge and every other protocol read a mention with one set of scope rules
+    (medscope.answers, issue 18): negated, hypothetical and historical mentions do not report a
+    finding; affirmed and hedged ones do."""
+    from medscope.answers.matching import mention_statuses
+    from medscope.protocols.paired_modality.judge import affirmed
+
+    assert affirmed("Clustered vesicles on the forearm.", "vesicles")
+    assert affirmed("Possible vesicles near the wrist.", "vesicles")
+    assert not affirmed("No vesicles; papules consistent with acne.", "vesicles")
+    assert not affirmed("Acne rather than vesicles.", "vesicles")
+    assert not affirmed("Look for vesicles at follow-up.", "vesicles")
+    assert not affirmed("Pustules, but vesicles are absent.", "vesicles")
+    assert mention_statuses("No cyanosis. Cyanosis of the nail bed is doubtful.", "cyanosis")[0] == "negated"

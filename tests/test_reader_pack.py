@@ -185,6 +185,11 @@ def test_analysis_reproduces_hand_worked_auc_kappa_and_clopper_pearson(tmp_path,
     assert res["files_rejected"] == ["broken.json", "other.json"]
     title, blocks = reader_section(res)
     assert title == "Reader study" and any("0.609" in str(bl) for bl in blocks)
+    # `medscope report --reader-analysis` adds the same section to a run's report
+    from pipelines.report import extra_sections
+
+    ((title2, blocks2),) = extra_sections(reader_analysis=str(tmp_path / "out"))
+    assert title2 == "Reader study" and any("0.609" in str(bl) for bl in blocks2)
 
 
 def test_clopper_pearson_matches_the_papers_bound():

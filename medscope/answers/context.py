@@ -44,7 +44,7 @@ FORWARD = {
         "absent", "free of", "negative for", "rule out", "rules out", "ruled out", "excludes",
         "exclude", "lack of", "lacks", "doubt", "unlikely to be", "unable to see", "resolved",
         "resolution of", "no longer", "no residual", "fails to", "failed to", "resected", "excised",
-        "removed",
+        "removed", "rather than", "instead of",
     ),
     "possible": (
         "possible", "possibly", "probable", "probably", "likely", "may", "might", "could",

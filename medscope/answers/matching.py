@@ -237,6 +237,17 @@ def _side_conflict(sentence: str, start: int, finding: str) -> str | None:
     return None
 
 
+def mention_statuses(text: str, term: str) -> list[str]:
+    """The assertion status (affirmed | negated | possible | hypothetical | historical) of every
+    mention of ``term`` in free ``text``, by the same scope rules as every reply: for readers of
+    descriptions rather than answers (seed 002's judge asks whether a photo finding is reported)."""
+    pat = _term_pattern((normalize(term),))
+    if pat is None:
+        return []
+    sentences = [s for line in _lines(text) for s in _sentences(line)]
+    return [status(s, m.start(), m.end()) for s in sentences for m in pat.finditer(s)]
+
+
 def _mention_statuses(sentences: list[str], terms: tuple[str, ...], finding: str) -> list[str]:
     pat = _term_pattern(terms)
     if pat is None:

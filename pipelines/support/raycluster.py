@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import sys
+import tempfile
 
 import ray
 
@@ -32,25 +35,52 @@ def ensure_ray(num_cpus: int | None = None) -> None:
     quiet = {} if verbose else {"log_to_driver": False}
     level = logging.INFO if verbose else logging.ERROR
     address = os.environ.get("RAY_ADDRESS")
-    if address:
-        # Under `ray job submit` the job's runtime_env (working_dir, env vars) already
-        # reaches every worker; adding one here would replace it.
-        ray.init(address=address, logging_level=level, **quiet)
-    else:
-        runtime_env = {"env_vars": {"PYTHONPATH": _pythonpath()}}
-        # address="local" always starts a fresh local cluster, never attaching to a head
-        # that `ray start` left on this machine.
-        ray.init(
-            address="local",
-            num_cpus=num_cpus or os.cpu_count(),
-            include_dashboard=False,
-            runtime_env=runtime_env,
-            logging_level=level,
-            **quiet,
-        )
+    with contextlib.nullcontext() if verbose else _init_lines_to_log():
+        if address:
+            # Under `ray job submit` the job's runtime_env (working_dir, env vars) already
+            # reaches every worker; adding one here would replace it.
+            ray.init(address=address, logging_level=level, **quiet)
+        else:
+            runtime_env = {"env_vars": {"PYTHONPATH": _pythonpath()}}
+            # address="local" always starts a fresh local cluster, never attaching to a head
+            # that `ray start` left on this machine.
+            ray.init(
+                address="local",
+                num_cpus=num_cpus or os.cpu_count(),
+                include_dashboard=False,
+                runtime_env=runtime_env,
+                logging_level=level,
+                **quiet,
+            )
     _quiet_ray_data()
     if not verbose:
         _quiet_ray_loggers()
+
+
+@contextlib.contextmanager
+def _init_lines_to_log():
+    """Send what Ray's C++ core prints on stderr while it starts (e.g. "Set ray log level from
+    environment variable ...") to a file instead of the console; errors still raise in Python,
+    and the file is named if start-up fails."""
+    log = os.path.join(tempfile.gettempdir(), f"medscope-ray-init-{os.getpid()}.log")
+    try:
+        fd = sys.stderr.fileno()
+    except (AttributeError, OSError, ValueError):  # no real stderr (a notebook): nothing to hide
+        yield
+        return
+    sys.stderr.flush()
+    saved = os.dup(fd)
+    with open(log, "w") as sink:
+        os.dup2(sink.fileno(), fd)
+        try:
+            yield
+        except Exception:
+            os.dup2(saved, fd)
+            print(f"medscope: Ray's start-up output is in {log}", file=sys.stderr)
+            raise
+        finally:
+            os.dup2(saved, fd)
+            os.close(saved)
 
 
 def is_verbose() -> bool:

@@ -28,13 +28,12 @@ from importlib import resources
 import yaml
 
 from medscope import storage
+from medscope.answers.matching import mention_statuses
 from medscope.models.base import ChatModel, Decoding, Message, PermanentModelError, TransientModelError
 from medscope.seeding import stable_hash
 
 GENERIC_ABNORMALITY = ("abnormality", "abnormalities", "abnormal finding", "abnormal findings", "pathology",
                        "pathologic finding", "lesion", "lesions")
-_NEGATION = re.compile(r"\b(no|not|without|absent|absence of|negative for|free of|nor|rather than|instead of|"
-                       r"rules? out|ruled out|unlikely|denies)\b")
 
 
 @lru_cache(maxsize=1)
@@ -98,13 +97,10 @@ def read_verdict(text: str) -> Verdict:
 
 
 def affirmed(text: str, term: str) -> bool:
-    """Whether ``term`` occurs in ``text`` at least once outside a negated clause."""
-    low = text.lower()
-    for m in re.finditer(rf"(?<![a-z]){re.escape(term.lower())}(?![a-z])", low):
-        start = max(low.rfind(sep, 0, m.start()) for sep in (".", ";", "\n", ",", " but ", " however"))
-        if not _NEGATION.search(low[start + 1: m.start()]):
-            return True
-    return False
+    """Whether ``term`` is reported in ``text`` at least once: a mention the shared reply reader
+    (medscope.answers, issue 18) reads as affirmed or possible, not negated, hypothetical or
+    historical ("no vesicles", "acne rather than vesicles", "look for vesicles" do not report them)."""
+    return any(st in ("affirmed", "possible") for st in mention_statuses(text, term))
 
 
 class RuleJudge:
