@@ -437,6 +437,7 @@ def test_train_select_reads_each_stage_s_validation_numbers(tmp_path):
 
 def test_sweep_seed_pairs_are_paired_differences_of_the_scored_trials(tmp_path):
     from medscope.training.evaluation import score_row
+    from medscope.views.testsets import EVAL_KINDS
     from pipelines.sweep import arms_table, seed_pair_tests
 
     evals = synthetic.synthetic_views(6, seed=4, split="validation")
@@ -448,7 +449,8 @@ def test_sweep_seed_pairs_are_paired_differences_of_the_scored_trials(tmp_path):
         d = tmp_path / arm / f"seed{seed}"
         d.mkdir(parents=True)
         records.write_table("scores", rows, str(d / "scores.parquet"))
-        means[(arm, seed)] = np.mean([r["reward"] for r in rows])
+        # net utility: the mean reward over the main test's five kinds (never the training-only ones)
+        means[(arm, seed)] = np.mean([r["reward"] for r in rows if r["kind"] in EVAL_KINDS])
     uri = seed_pair_tests(str(tmp_path), ["claim", "deny"], [0, 1], n_boot=200)
     pairs = records.read_table("metrics", uri).to_pylist()
     nu = {r["model"]: r for r in pairs if r["metric"] == "net_utility" and r["breakdown"] == "all"}

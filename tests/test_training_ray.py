@@ -82,7 +82,11 @@ def test_tune_sweep_of_two_seeds_by_two_arms_trains_evaluates_and_tabulates(ray_
     assert summary["trials"] == 4 and len(summary["adapters"]) == 4
     pairs = records.read_table("metrics", summary["seed_pairs"]).to_pylist()
     assert {r["model"] for r in pairs} == {"without_cf-seed0", "without_cf-seed1"}
-    eval_views = [v for v in records.read_table("views", views_uri).to_pylist() if v["split"] == "validation"]
+    from medscope.views.testsets import EVAL_KINDS
+
+    # validation scoring reads the five evaluation kinds only (never unmatched controls / insertions)
+    eval_views = [v for v in records.read_table("views", views_uri).to_pylist()
+                  if v["split"] == "validation" and v["kind"] in EVAL_KINDS]
     first_case = sorted({v["case_id"] for v in eval_views})[0]
     n_eval = sum(v["case_id"] == first_case for v in eval_views)
     assert records.read_table("scores", os.path.join(out, "scores.parquet")).num_rows == 4 * n_eval

@@ -117,7 +117,8 @@ def test_controls_change_no_lesion_pixel_and_only_their_region(tool):
     rec = Recipe(tools=[tool], unmatched_control=True, control_tool={tool: tool})
     erasers = {tool: make_eraser(tool)}
     case = synthetic_cases(1, seed=5)[0]
-    rows, rejects = build_case_views(case, rec, erasers, CaseContext(split="test"), recipe_hash(rec))
+    # the train split: unmatched controls are C1's training arm, built for training pools only
+    rows, rejects = build_case_views(case, rec, erasers, CaseContext(split="train"), recipe_hash(rec))
     # only the target erasure may fail (its contrast QC); the controls never do
     assert {r["item_id"].split("/")[1] for r in rejects} <= {"target_removal"}
     original = decode_png(case["image"])
