@@ -5,8 +5,10 @@
 #      cluster/submit.sh demo configs/demo-s3.yaml
 # OUT (an absolute path every node sees, or s3://...) overrides the config's out:. A job refuses a
 # relative out: it would land in Ray's temporary copy of the working dir, which Ray deletes.
-# With Ray token auth on (a head started where ~/.ray/auth_token exists), ray job submit reads
-# the same token file (or RAY_AUTH_TOKEN / RAY_AUTH_TOKEN_PATH) on this side.
+# Ray token auth (a head started where ~/.ray/auth_token exists requires it): the Ray 2.60
+# client sends the token only in RAY_AUTH_MODE=token, so where a token is at hand
+# (~/.ray/auth_token, RAY_AUTH_TOKEN or RAY_AUTH_TOKEN_PATH) and RAY_AUTH_MODE is unset, this
+# script sets it; RAY_AUTH_MODE=disabled keeps it off.
 #      cluster/submit.sh train configs/train/jobs/stage1.yaml
 # Only non-secret settings are forwarded as the job's environment: a runtime_env's env_vars
 # are kept in Ray's job table and shown by `ray job list` and the dashboard, so credentials
@@ -27,6 +29,10 @@ env.update({"PYTHONUNBUFFERED": "1", "TOKENIZERS_PARALLELISM": "false", "HF_HUB_
 excludes = [".git", ".venv", "demo-out", "runs", "**/__pycache__", "*.nii.gz"]
 print(json.dumps({"working_dir": ".", "excludes": excludes, "env_vars": env}))
 ')
+if [ -z "${RAY_AUTH_MODE:-}" ] && { [ -n "${RAY_AUTH_TOKEN:-}" ] || [ -n "${RAY_AUTH_TOKEN_PATH:-}" ] \
+     || [ -f "$HOME/.ray/auth_token" ]; }; then
+  export RAY_AUTH_MODE=token
+fi
 out_args=()
 if [ -n "${OUT:-}" ]; then
   case "$OUT" in
