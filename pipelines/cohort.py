@@ -211,6 +211,24 @@ def crosswalk_cohorts(uris: list[str], out: str | None = None) -> dict:
     return shown
 
 
+def remove(cases: str, folders: list[str], reason: str) -> dict:
+    """``cohort remove``: the withdrawn cases out of every folder, with a record in each."""
+    from medscope.cohorts.removal import remove_cases
+
+    text = storage.read_text(cases[1:]) if cases.startswith("@") else cases.replace(",", "\n")
+    ids = [c.strip() for c in text.splitlines() if c.strip()]
+    if not ids:
+        raise MedScopeError("--cases is empty: give the case ids to remove")
+    missing = [f for f in folders if not storage.is_dir(f)]
+    if missing:
+        raise MedScopeError(f"not a folder: {', '.join(missing)}")
+    summary = remove_cases(ids, folders, reason)
+    if summary["rescore"]:
+        print(f"medscope: rescore {', '.join(summary['rescore'])} (their metrics held the removed cases)",
+              file=sys.stderr)
+    return summary
+
+
 def run_job(cfg: CohortJobConfig) -> dict:
     if cfg.format == "phantom":
         return _generate_phantom(cfg.out, n_cases=cfg.cases, seed=cfg.seed, n_volumes=cfg.volumes)
@@ -254,6 +272,13 @@ def register(sub) -> None:
     cw.add_argument("uris", nargs="+", help="cohort folders (or cases.parquet files)")
     cw.add_argument("--out", default=None, help="write the full report (every pair) as JSON here")
     cw.set_defaults(func=lambda a: _print(crosswalk_cohorts(a.uris, a.out)))
+
+    rm = verbs.add_parser("remove", help="remove cases (withdrawn consent) from every table of the given folders")
+    rm.add_argument("--cases", required=True, help="case ids, comma-separated, or @FILE with one id a line")
+    rm.add_argument("--from", dest="folders", nargs="+", required=True, metavar="FOLDER",
+                    help="output folders: cohort, views builds, eval runs, scored runs")
+    rm.add_argument("--reason", default="withdrawn consent", help="kept in each folder's removals.jsonl")
+    rm.set_defaults(func=lambda a: _print(remove(a.cases, a.folders, a.reason)))
 
     show = verbs.add_parser("show", help="counts of a cohort (cases / volumes file or cohort folder)")
     show.add_argument("uri")
