@@ -11,7 +11,6 @@ import pytest
 from medscope import layout, records, storage
 from medscope.cohorts import phantom
 from medscope.cohorts.common import case_id
-from medscope.cohorts.removal import remove_cases
 from medscope.qc import splits
 from medscope.seeding import stable_hash
 from medscope.views.recipe import Recipe
@@ -86,8 +85,10 @@ def test_a_new_near_copy_of_a_test_image_joins_its_group_on_the_test_side(grown)
     assert frozenset((grown["copy"], grown["target"])) in pairs
 
 
-def test_removing_cases_clears_every_table_and_part_with_a_record(grown, tmp_path):
+def test_removing_cases_clears_every_table_and_part_with_a_record(grown, tmp_path, capsys):
     import shutil
+
+    from pipelines import cli
 
     cohort, out = str(tmp_path / "cohort"), str(tmp_path / "views")
     shutil.copytree(grown["cohort"], cohort)
@@ -95,7 +96,10 @@ def test_removing_cases_clears_every_table_and_part_with_a_record(grown, tmp_pat
     gone = [grown["target"], grown["copy"]]
     gone_views = {v for v, r in _views(out).items() if r["case_id"] in gone}
     assert gone_views
-    summary = remove_cases(gone, [cohort, out])
+    ids = tmp_path / "withdrawn.txt"
+    ids.write_text("\n".join(gone) + "\n")
+    assert cli.main(["cohort", "remove", "--cases", f"@{ids}", "--from", cohort, out]) == 0
+    summary = json.loads(capsys.readouterr().out)
     assert summary["views_and_items"] >= len(gone_views)
     cases = records.read_table("cases", layout.Cohort(cohort).cases)
     assert set(cases.column("case_id").to_pylist()) == {r["case_id"] for r in grown["batch1"] + grown["batch2"]} - set(gone)

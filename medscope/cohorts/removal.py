@@ -28,7 +28,7 @@ from medscope.seeding import stable_hash
 CASE_COLUMN = "case_id"
 DERIVED_COLUMNS = ("view_id", "item_id")
 # Tables of a scored run that aggregate over cases: removed, to be recomputed by `score`.
-AGGREGATES = ("metrics.parquet", "comparisons.parquet")
+AGGREGATES = tuple(uri.rsplit("/", 1)[-1] for uri in (layout.ScoredRun("_").metrics, layout.ScoredRun("_").comparisons))
 
 
 def _parquet_files(folder: str) -> list[str]:
@@ -90,15 +90,20 @@ def remove_cases(case_ids: list[str], folders: list[str], reason: str = "withdra
                 storage.delete(uri)
                 changed["deleted_files"].append(rel)
                 changed["rows"][rel] = t.num_rows
-            elif n and base in AGGREGATES:
-                storage.delete(uri)
-                changed["deleted_files"].append(rel)
-                changed["rescore"] = True
+            elif base in AGGREGATES:
+                continue  # summaries over cases, whatever their columns: decided below
             elif n:
                 sink = io.BytesIO()
                 pq.write_table(t.filter(pc.invert(drop)), sink, compression="zstd")
                 storage.write_bytes(uri, sink.getvalue())
                 changed["rows"][rel] = n
+        if changed["rows"]:  # a folder whose rows changed: its summaries held the withdrawn cases
+            for name in AGGREGATES:
+                uri = storage.join(folder, name)
+                if storage.exists(uri):
+                    storage.delete(uri)
+                    changed["deleted_files"].append(name)
+                    changed["rescore"] = True
         ledger = layout.ViewsBuild(folder).splits
         if storage.exists(ledger):
             held = json.loads(storage.read_text(ledger))
