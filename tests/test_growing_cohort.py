@@ -118,3 +118,33 @@ def test_removing_cases_clears_every_table_and_part_with_a_record(grown, tmp_pat
     # a rebuild after the removal builds nothing and brings nothing back
     again = build_views(cohort, out, RECIPE, engine="local", quiet=True)
     assert again["built_now"] == 0 and set(_views(out)) == set(left)
+
+
+def test_reimporting_a_grown_dataset_folder_keeps_every_earlier_case_id_and_row(tmp_path):
+    """`cohort import` of the same institution export, a month later with more files."""
+    import cv2
+
+    from medscope.images import decode_mask, decode_png
+    from pipelines.cohort import import_cohort
+
+    root, out = tmp_path / "export", str(tmp_path / "cohort")
+    (root / "images").mkdir(parents=True)
+    (root / "masks").mkdir()
+
+    def add(rows, prefix):
+        for i, r in enumerate(rows):
+            name = f"{prefix}{i:03d}.png"
+            cv2.imwrite(str(root / "images" / name), cv2.cvtColor(decode_png(r["image"]), cv2.COLOR_RGB2BGR))
+            if r["mask"] is not None:
+                cv2.imwrite(str(root / "masks" / name), decode_mask(r["mask"]).astype("uint8") * 255)
+
+    overrides = {"missing_mask_means_lesion_free": True}
+    batch1, _ = phantom.phantom_cases(6, seed=0)
+    add(batch1, "m1_")
+    import_cohort("image-mask-folder", str(root), out, overrides=overrides)
+    first = {r["case_id"]: r for r in records.read_table("cases", out).to_pylist()}
+    add(phantom.phantom_batch(3, seed=0, batch=2), "m2_")
+    import_cohort("image-mask-folder", str(root), out, overrides=overrides)
+    second = {r["case_id"]: r for r in records.read_table("cases", out).to_pylist()}
+    assert len(first) == 6 and len(second) == 9 and set(first) < set(second)
+    assert all(second[c] == row for c, row in first.items())
