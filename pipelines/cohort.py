@@ -223,6 +223,9 @@ def remove(cases: str, folders: list[str], reason: str) -> dict:
     if missing:
         raise MedScopeError(f"not a folder: {', '.join(missing)}")
     summary = remove_cases(ids, folders, reason)
+    if summary["rebuild"]:
+        print(f"medscope: rerun views build into {', '.join(summary['rebuild'])} (it builds nothing; "
+              "it rewrites the QC report without the removed cases)", file=sys.stderr)
     if summary["rescore"]:
         print(f"medscope: rescore {', '.join(summary['rescore'])} (their metrics held the removed cases)",
               file=sys.stderr)

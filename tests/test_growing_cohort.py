@@ -100,6 +100,7 @@ def test_removing_cases_clears_every_table_and_part_with_a_record(grown, tmp_pat
     ids.write_text("\n".join(gone) + "\n")
     assert cli.main(["cohort", "remove", "--cases", f"@{ids}", "--from", cohort, out]) == 0
     summary = json.loads(capsys.readouterr().out)
+    assert summary["rebuild"] == [out] and summary["rescore"] == []
     assert summary["views_and_items"] >= len(gone_views)
     cases = records.read_table("cases", layout.Cohort(cohort).cases)
     assert set(cases.column("case_id").to_pylist()) == {r["case_id"] for r in grown["batch1"] + grown["batch2"]} - set(gone)
@@ -118,6 +119,8 @@ def test_removing_cases_clears_every_table_and_part_with_a_record(grown, tmp_pat
     # a rebuild after the removal builds nothing and brings nothing back
     again = build_views(cohort, out, RECIPE, engine="local", quiet=True)
     assert again["built_now"] == 0 and set(_views(out)) == set(left)
+    qc_report = storage.read_text(layout.ViewsBuild(out).qc_report)
+    assert not any(c in qc_report for c in gone)  # the rebuilt report no longer names them
 
 
 def test_reimporting_a_grown_dataset_folder_keeps_every_earlier_case_id_and_row(tmp_path):

@@ -7,7 +7,8 @@ their views or items (views, episodes, scores, rejects, QC features). Part files
 only withdrawn rows are deleted, so a resumed job never counts them as done work of a case
 that is still there. A views build's split ledger forgets them. Aggregates computed from the
 withdrawn rows (a scored run's metrics and comparisons) cannot be edited row by row: they are
-deleted and the record says to rescore. Each changed folder gets one line appended to its
+deleted and the record says to rescore; a views build's QC report is rewritten by rerunning
+``views build`` (it builds nothing), which the record says too. Each changed folder gets one line appended to its
 ``removals.jsonl`` (:data:`medscope.layout.REMOVALS`).
 """
 
@@ -79,7 +80,7 @@ def remove_cases(case_ids: list[str], folders: list[str], reason: str = "withdra
     summary: dict = {"cases": sorted(cases), "reason": reason, "folders": {}}
     part_names = {f"part-{stable_hash(c)}.parquet" for c in cases}  # per-case parts (views builds)
     for folder in folders:
-        changed: dict = {"rows": {}, "deleted_files": [], "rescore": False}
+        changed: dict = {"rows": {}, "deleted_files": [], "rescore": False, "rebuild": False}
         for uri in _parquet_files(folder):
             rel = uri[len(folder.rstrip("/")) + 1:]
             t = _read(uri)
@@ -104,6 +105,9 @@ def remove_cases(case_ids: list[str], folders: list[str], reason: str = "withdra
                     storage.delete(uri)
                     changed["deleted_files"].append(name)
                     changed["rescore"] = True
+        # a views build's QC report names near-copy pairs and thresholds over all cases: a rerun
+        # of `views build` (which builds nothing) rewrites it, and its tables, from what is left
+        changed["rebuild"] = bool(changed["rows"]) and storage.exists(layout.ViewsBuild(folder).qc_report)
         ledger = layout.ViewsBuild(folder).splits
         if storage.exists(ledger):
             held = json.loads(storage.read_text(ledger))
@@ -123,4 +127,5 @@ def remove_cases(case_ids: list[str], folders: list[str], reason: str = "withdra
     summary["views_and_items"] = len(derived)
     summary["rows_removed"] = sum(sum(c["rows"].values()) for c in summary["folders"].values())
     summary["rescore"] = sorted(f for f, c in summary["folders"].items() if c["rescore"])
+    summary["rebuild"] = sorted(f for f, c in summary["folders"].items() if c["rebuild"])
     return summary
