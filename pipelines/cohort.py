@@ -196,6 +196,22 @@ def _generate_phantom(out: str, **kw) -> dict:
     return phantom.generate(out, **kw)
 
 
+def _add_phantom_batch(out: str, n_cases: int, seed: int, batch: int) -> dict:
+    """A later batch of the phantom appended to the cohort in ``out`` (earlier rows untouched)."""
+    uri = layout.Cohort(out).cases
+    if not storage.exists(uri):
+        raise MedScopeError(f"no phantom cohort in {out}: generate batch 1 first (without --batch)")
+    earlier = records.read_table("cases", uri).to_pylist()
+    prefix = f"batch{batch}/"
+    if any(r["source_file"].startswith(prefix) for r in earlier):
+        raise MedScopeError(f"{out} already holds batch {batch}")
+    added = phantom.phantom_batch(n_cases, seed, batch, copies_of=earlier[:1])
+    records.write_table("cases", sorted(earlier + added, key=lambda r: r["case_id"]), uri)
+    return {"cases": uri, "earlier": len(earlier), "added": len(added),
+            "near_copy_of": {added_row["case_id"]: earlier[0]["case_id"] for added_row in added
+                             if "/copy" in added_row["source_file"]}}
+
+
 def crosswalk_cohorts(uris: list[str], out: str | None = None) -> dict:
     """``cohort crosswalk``: the §4.1 file crosswalk over several cohorts (folders or cases files)."""
     from medscope.cohorts.crosswalk_report import crosswalk
@@ -261,10 +277,16 @@ def register(sub) -> None:
     ph.add_argument("--cases", type=int, default=48)
     ph.add_argument("--seed", type=int, default=0)
     ph.add_argument("--volumes", type=int, default=4)
+    ph.add_argument("--batch", type=int, default=1,
+                    help="2, 3, ...: add a later batch of --cases new cases (and a near-copy of an earlier "
+                         "case) to the phantom cohort already in --out: a growing cohort")
 
     def _phantom(a):
         if a.cases < 1 or a.volumes < 0:
             raise MedScopeError("--cases must be at least 1 and --volumes at least 0")
+        if a.batch > 1:
+            _print({**_add_phantom_batch(a.out, a.cases, a.seed, a.batch), "summary": show_summary(a.out)})
+            return
         print("generating phantom cohort ...", file=sys.stderr, flush=True)
         result = _generate_phantom(a.out, n_cases=a.cases, seed=a.seed, n_volumes=a.volumes)
         _print({**result, "summary": show_summary(a.out)})
