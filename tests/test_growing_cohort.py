@@ -151,3 +151,17 @@ def test_reimporting_a_grown_dataset_folder_keeps_every_earlier_case_id_and_row(
     second = {r["case_id"]: r for r in records.read_table("cases", out).to_pylist()}
     assert len(first) == 6 and len(second) == 9 and set(first) < set(second)
     assert all(second[c] == row for c, row in first.items())
+
+
+def test_a_new_case_bridging_earlier_splits_goes_to_the_most_protected_and_is_reported():
+    """pin_earlier by hand: earlier a (train, g1) and b (test, g2); new x is a near-copy of both;
+    new y joins nothing. a and b cannot move; x goes to test with b's group; y keeps its draw."""
+    cases = [{"case_id": c, "source": "s", "patient_id": None, "split": None} for c in ("a", "b", "x", "y")]
+    groups = splits.case_groups(cases, [("a", "x"), ("b", "x")])
+    drawn = {"a": "validation", "b": "validation", "x": "validation", "y": "train"}
+    pinned = {"a": {"split": "train", "group_id": "g1"}, "b": {"split": "test", "group_id": "g2"}}
+    split_of, group_of, conflicts = splits.pin_earlier(cases, groups, drawn, pinned)
+    assert split_of == {"a": "train", "b": "test", "x": "test", "y": "train"}
+    assert group_of["a"] == "g1" and group_of["b"] == group_of["x"] == "g2" and group_of["y"] == groups["y"]
+    assert len(conflicts) == 1 and conflicts[0]["earlier"] == {"a": "train", "b": "test"}
+    assert conflicts[0]["new"] == ["x"] and conflicts[0]["new_split"] == "test"

@@ -40,7 +40,7 @@ def _sweep(views: str, out: str, server) -> dict:
 def test_new_views_only_are_evaluated_scoring_covers_all_and_removal_reaches_episodes_and_scores(
         ray_cluster, server, tmp_path):
     cohort, views, run, scored = (str(tmp_path / n) for n in ("cohort", "views", "eval", "scored"))
-    batch1, _ = phantom.phantom_cases(12, seed=0)
+    batch1, _ = phantom.phantom_cases(8, seed=0)
     records.write_table("cases", batch1, layout.Cohort(cohort).cases)
     build_views(cohort, views, RECIPE, engine="local", quiet=True)
     first_views = set(records.read_table("views", views).column("view_id").to_pylist())
@@ -48,7 +48,7 @@ def test_new_views_only_are_evaluated_scoring_covers_all_and_removal_reaches_epi
     assert first["to_run"] == len(first_views)
     sent_before = len(server.requests)
 
-    batch2 = phantom.phantom_batch(4, seed=0, batch=2, copies_of=batch1[:1])
+    batch2 = phantom.phantom_batch(2, seed=0, batch=2, copies_of=batch1[:1])
     records.write_table("cases", batch1 + batch2, layout.Cohort(cohort).cases)
     build_views(cohort, views, RECIPE, engine="local", quiet=True)
     all_views = set(records.read_table("views", views).column("view_id").to_pylist())
@@ -60,7 +60,7 @@ def test_new_views_only_are_evaluated_scoring_covers_all_and_removal_reaches_epi
     assert len(sent) == len(new_views)  # nothing re-sent (nor re-billed) for earlier views
     assert all(any(unit_tag(v, "agent") in r.text for r in sent) for v in new_views)
 
-    score_run(run, views, scored, n_boot=50)
+    score_run(run, views, scored, n_boot=20)
     scores = records.read_table("scores", layout.ScoredRun(scored).scores)
     assert set(scores.column("view_id").to_pylist()) == all_views  # the rescoring covers all
     assert storage.exists(layout.ScoredRun(scored).metrics)
@@ -83,6 +83,6 @@ def test_new_views_only_are_evaluated_scoring_covers_all_and_removal_reaches_epi
     before = len(server.requests)
     third = _sweep(views, run, server)
     assert third["to_run"] == 0 and len(server.requests) == before
-    score_run(run, views, scored, n_boot=50)
+    score_run(run, views, scored, n_boot=20)
     again = records.read_table("scores", layout.ScoredRun(scored).scores)
     assert set(again.column("view_id").to_pylist()) == all_views - gone_views
