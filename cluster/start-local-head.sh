@@ -4,6 +4,10 @@
 #   bash cluster/start-local-head.sh            # all CPUs and GPUs of the machine
 #   RAY_ADDRESS=http://127.0.0.1:8265 cluster/submit.sh demo configs/demo.yaml
 #   .venv/bin/ray stop                          # when done
+# Extra arguments go to `ray start` (e.g. --block, --temp-dir DIR, other ports).
+# Token auth: Ray 2.60 turns it on for a head started where ~/.ray/auth_token exists (or with
+# RAY_AUTH_MODE=token); submit.sh on the same machine then reads the same token file. Set
+# RAY_AUTH_MODE=disabled for a head without it (loopback only: anyone on the box can submit).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RAY=${RAY:-.venv/bin/ray}
@@ -13,5 +17,6 @@ args=(--head --port "$GCS_PORT" --dashboard-host 127.0.0.1 --dashboard-port "$DA
       --node-ip-address 127.0.0.1 --include-dashboard true --disable-usage-stats)
 [ -n "${NUM_CPUS:-}" ] && args+=(--num-cpus "$NUM_CPUS")
 [ -n "${NUM_GPUS:-}" ] && args+=(--num-gpus "$NUM_GPUS")
-"$RAY" start "${args[@]}"
-echo "Ray head up. Submit with: RAY_ADDRESS=http://127.0.0.1:$DASHBOARD_PORT cluster/submit.sh <job> <config>"
+"$RAY" start "${args[@]}" "$@"
+mode=${RAY_AUTH_MODE:-$([ -f "$HOME/.ray/auth_token" ] && echo token || echo disabled)}
+echo "Ray head up (auth: $mode). Submit with: RAY_ADDRESS=http://127.0.0.1:$DASHBOARD_PORT cluster/submit.sh <job> <config>"

@@ -1,7 +1,14 @@
 #!/usr/bin/env bash
 # Submit one MedScope job to a Ray cluster:
-#   RAY_ADDRESS=http://HEAD:8265 cluster/submit.sh <job> <config.yaml> [extra ray job submit args]
-# e.g. cluster/submit.sh demo configs/demo.yaml
+#   RAY_ADDRESS=http://HEAD:8265 [OUT=URI] cluster/submit.sh <job> <config.yaml> [extra ray job submit args]
+# e.g. OUT=$PWD/demo-out cluster/submit.sh demo configs/demo.yaml
+#      cluster/submit.sh demo configs/demo-s3.yaml
+# OUT (an absolute path every node sees, or s3://...) overrides the config's out:. A job refuses a
+# relative out: it would land in Ray's temporary copy of the working dir, which Ray deletes.
+# Ray token auth (a head started where ~/.ray/auth_token exists requires it): the Ray 2.60
+# client sends the token only in RAY_AUTH_MODE=token, so where a token is at hand
+# (~/.ray/auth_token, RAY_AUTH_TOKEN or RAY_AUTH_TOKEN_PATH) and RAY_AUTH_MODE is unset, this
+# script sets it; RAY_AUTH_MODE=disabled keeps it off.
 #      cluster/submit.sh train configs/train/jobs/stage1.yaml
 # Only non-secret settings are forwarded as the job's environment: a runtime_env's env_vars
 # are kept in Ray's job table and shown by `ray job list` and the dashboard, so credentials
@@ -22,6 +29,17 @@ env.update({"PYTHONUNBUFFERED": "1", "TOKENIZERS_PARALLELISM": "false", "HF_HUB_
 excludes = [".git", ".venv", "demo-out", "runs", "**/__pycache__", "*.nii.gz"]
 print(json.dumps({"working_dir": ".", "excludes": excludes, "env_vars": env}))
 ')
-exec ray job submit --address "$RAY_ADDRESS" --runtime-env-json "$env_json" "$@" \
-  -- python -m "pipelines.$job" --config "$config"
+if [ -z "${RAY_AUTH_MODE:-}" ] && { [ -n "${RAY_AUTH_TOKEN:-}" ] || [ -n "${RAY_AUTH_TOKEN_PATH:-}" ] \
+     || [ -f "$HOME/.ray/auth_token" ]; }; then
+  export RAY_AUTH_MODE=token
+fi
+out_args=()
+if [ -n "${OUT:-}" ]; then
+  case "$OUT" in
+    /*|*://*) out_args=(--out "$OUT") ;;
+    *) echo "submit.sh: OUT=$OUT is relative; give an absolute path (e.g. OUT=\$PWD/$OUT) or s3://..." >&2; exit 2 ;;
+  esac
+fi
+exec "${RAY:-ray}" job submit --address "$RAY_ADDRESS" --runtime-env-json "$env_json" "$@" \
+  -- python -m "pipelines.$job" --config "$config" "${out_args[@]}"
 

@@ -86,9 +86,19 @@ class ViewsBuild(_Folder):
     def recipe(self) -> str:
         return self._at("recipe.json")
 
+    @property
+    def splits(self) -> str:
+        """case_id -> {split, group_id} of every case planned so far: a grown cohort keeps them."""
+        return self._at("splits.json")
+
     def parts(self, table: str) -> str:
         """Write-once per-case part files of ``views``, ``rejects`` or ``features``."""
         return self._at("parts", table)
+
+
+# ``medscope cohort remove`` appends one JSON line per removal to this file in every folder it
+# changed (which cases, which files, how many rows), so the record lives beside the data.
+REMOVALS = "removals.jsonl"
 
 
 @dataclass(frozen=True)

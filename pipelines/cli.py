@@ -7,6 +7,7 @@ import importlib
 import os
 import sys
 
+from pipelines.support import outputs
 from pipelines.support.jobs import guarded
 
 # One line per job module; each issue adds its module here.
@@ -51,7 +52,18 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.verbose:
         os.environ["MEDSCOPE_VERBOSE"] = "1"
-    return guarded(lambda: args.func(args))
+
+    def go():
+        # every verb's --out: refused where a Ray job would lose it, named when done
+        out = getattr(args, "out", None)
+        if isinstance(out, str) and out:
+            outputs.check_out(out)
+        args.func(args)
+        out = getattr(args, "out", None)  # a --config file may have named it (flags.config_from_args)
+        if isinstance(out, str) and out:
+            outputs.announce(outputs.check_out(out))
+
+    return guarded(go)
 
 
 if __name__ == "__main__":

@@ -196,6 +196,22 @@ def _generate_phantom(out: str, **kw) -> dict:
     return phantom.generate(out, **kw)
 
 
+def _add_phantom_batch(out: str, n_cases: int, seed: int, batch: int) -> dict:
+    """A later batch of the phantom appended to the cohort in ``out`` (earlier rows untouched)."""
+    uri = layout.Cohort(out).cases
+    if not storage.exists(uri):
+        raise MedScopeError(f"no phantom cohort in {out}: generate batch 1 first (without --batch)")
+    earlier = records.read_table("cases", uri).to_pylist()
+    prefix = f"batch{batch}/"
+    if any(r["source_file"].startswith(prefix) for r in earlier):
+        raise MedScopeError(f"{out} already holds batch {batch}")
+    added = phantom.phantom_batch(n_cases, seed, batch, copies_of=earlier[:1])
+    records.write_table("cases", sorted(earlier + added, key=lambda r: r["case_id"]), uri)
+    return {"cases": uri, "earlier": len(earlier), "added": len(added),
+            "near_copy_of": {added_row["case_id"]: earlier[0]["case_id"] for added_row in added
+                             if "/copy" in added_row["source_file"]}}
+
+
 def crosswalk_cohorts(uris: list[str], out: str | None = None) -> dict:
     """``cohort crosswalk``: the §4.1 file crosswalk over several cohorts (folders or cases files)."""
     from medscope.cohorts.crosswalk_report import crosswalk
@@ -209,6 +225,27 @@ def crosswalk_cohorts(uris: list[str], out: str | None = None) -> dict:
     shown = {k: v for k, v in report.items() if k != "pairs"}
     shown["cross_cohort_pairs"] = [p for p in report["pairs"] if p["cross_cohort"] and p["tier"] == "same_image"]
     return shown
+
+
+def remove(cases: str, folders: list[str], reason: str) -> dict:
+    """``cohort remove``: the withdrawn cases out of every folder, with a record in each."""
+    from medscope.cohorts.removal import remove_cases
+
+    text = storage.read_text(cases[1:]) if cases.startswith("@") else cases.replace(",", "\n")
+    ids = [c.strip() for c in text.splitlines() if c.strip()]
+    if not ids:
+        raise MedScopeError("--cases is empty: give the case ids to remove")
+    missing = [f for f in folders if not storage.is_dir(f)]
+    if missing:
+        raise MedScopeError(f"not a folder: {', '.join(missing)}")
+    summary = remove_cases(ids, folders, reason)
+    if summary["rebuild"]:
+        print(f"medscope: rerun views build into {', '.join(summary['rebuild'])} (it builds nothing; "
+              "it rewrites the QC report without the removed cases)", file=sys.stderr)
+    if summary["rescore"]:
+        print(f"medscope: rescore {', '.join(summary['rescore'])} (their metrics held the removed cases)",
+              file=sys.stderr)
+    return summary
 
 
 def run_job(cfg: CohortJobConfig) -> dict:
@@ -240,10 +277,16 @@ def register(sub) -> None:
     ph.add_argument("--cases", type=int, default=48)
     ph.add_argument("--seed", type=int, default=0)
     ph.add_argument("--volumes", type=int, default=4)
+    ph.add_argument("--batch", type=int, default=1,
+                    help="2, 3, ...: add a later batch of --cases new cases (and a near-copy of an earlier "
+                         "case) to the phantom cohort already in --out: a growing cohort")
 
     def _phantom(a):
         if a.cases < 1 or a.volumes < 0:
             raise MedScopeError("--cases must be at least 1 and --volumes at least 0")
+        if a.batch > 1:
+            _print({**_add_phantom_batch(a.out, a.cases, a.seed, a.batch), "summary": show_summary(a.out)})
+            return
         print("generating phantom cohort ...", file=sys.stderr, flush=True)
         result = _generate_phantom(a.out, n_cases=a.cases, seed=a.seed, n_volumes=a.volumes)
         _print({**result, "summary": show_summary(a.out)})
@@ -254,6 +297,13 @@ def register(sub) -> None:
     cw.add_argument("uris", nargs="+", help="cohort folders (or cases.parquet files)")
     cw.add_argument("--out", default=None, help="write the full report (every pair) as JSON here")
     cw.set_defaults(func=lambda a: _print(crosswalk_cohorts(a.uris, a.out)))
+
+    rm = verbs.add_parser("remove", help="remove cases (withdrawn consent) from every table of the given folders")
+    rm.add_argument("--cases", required=True, help="case ids, comma-separated, or @FILE with one id a line")
+    rm.add_argument("--from", dest="folders", nargs="+", required=True, metavar="FOLDER",
+                    help="output folders: cohort, views builds, eval runs, scored runs")
+    rm.add_argument("--reason", default="withdrawn consent", help="kept in each folder's removals.jsonl")
+    rm.set_defaults(func=lambda a: _print(remove(a.cases, a.folders, a.reason)))
 
     show = verbs.add_parser("show", help="counts of a cohort (cases / volumes file or cohort folder)")
     show.add_argument("uri")

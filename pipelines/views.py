@@ -65,6 +65,26 @@ def _check_recipe(out: str, recipe: Recipe, rhash: str) -> None:
         storage.write_text(uri, json.dumps({"recipe_hash": rhash, "recipe": recipe.model_dump()}, indent=2, sort_keys=True))
 
 
+def _earlier_splits(out: str) -> dict[str, dict]:
+    """case_id -> {split, group_id} of an earlier build into ``out`` (a growing cohort keeps
+    them): the split ledger, or, for a build older than the ledger, its views parts."""
+    uri = layout.ViewsBuild(out).splits
+    if storage.exists(uri):
+        return json.loads(storage.read_text(uri))
+    folder = parts(out)["views"]
+    if not (storage.is_dir(folder) and storage.list_files(folder, suffix=".parquet")):
+        return {}
+    rows = records.read_table("views", folder, columns=["case_id", "split", "group_id"]).to_pylist()
+    return {r["case_id"]: {"split": r["split"], "group_id": r["group_id"]} for r in rows}
+
+
+def _write_splits(out: str, pinned: dict[str, dict], plan: dict) -> None:
+    """The split ledger: every case planned into ``out`` so far, earlier ones unchanged."""
+    ledger = dict(pinned)
+    ledger.update({cid: {"split": p["split"], "group_id": p["group_id"]} for cid, p in plan.items()})
+    storage.write_text(layout.ViewsBuild(out).splits, json.dumps(ledger, indent=0, sort_keys=True))
+
+
 def _log(msg: str) -> None:
     print(f"  views: {msg}", file=sys.stderr, flush=True)
 
@@ -101,7 +121,9 @@ def build_views(cases_uri: str, out: str, recipe: Recipe, *, workers: int | None
         h, thumb = planmod.hash_case(img)
         if h is not None:
             hashes[cid] = (h, thumb)
-    plan, cross_report = planmod.make_plan(meta, hashes, recipe)
+    pinned = _earlier_splits(out)
+    plan, cross_report = planmod.make_plan(meta, hashes, recipe, pinned)
+    _write_splits(out, pinned, plan)
     borrowed = {p[k] for p in plan.values() for k in ("recipient", "donor") if p[k]}
     pool = {cid: image_of[cid] for cid in sorted(borrowed)}
     del image_of

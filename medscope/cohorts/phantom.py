@@ -22,7 +22,8 @@ import numpy as np
 
 from medscope import layout, records, storage
 from medscope.cohorts import nifti_labels, phantom_ct
-from medscope.cohorts.common import DatasetConfig, case_row
+from medscope.cohorts.common import DatasetConfig, case_id, case_row
+from medscope.images import decode_mask, decode_png
 from medscope.seeding import rng_for
 
 SOURCE = "phantom"
@@ -258,6 +259,28 @@ def phantom_cases(n_cases: int = 48, seed: int = 0) -> tuple[list[dict], list[tu
             src_rel = f"{entry['kind']}/{entry['copy_of']:04d}.png"
             pairs.append((next(r["case_id"] for r in rows if r["source_file"] == src_rel), rows[-1]["case_id"]))
     return rows, pairs
+
+
+def phantom_batch(n_cases: int, seed: int, batch: int, copies_of: list[dict] = ()) -> list[dict]:
+    """Cases of a later batch of a growing phantom cohort (batch 2, 3, ...): new files under
+    ``batch<b>/`` with their own patients, plus a re-acquired near-copy (new patient id) of
+    each case in ``copies_of`` (rows of earlier batches) -- the leak a grown cohort must catch.
+    Earlier batches' rows are untouched: their ids come from their unchanged file names."""
+    rows, _ = phantom_cases(n_cases, seed=seed + 1000 * batch)
+    cfg_of = {c.imaging_type: c for c in KINDS.values()}
+    out = []
+    for r in rows:
+        rel = f"batch{batch}/{r['source_file']}"
+        out.append({**r, "case_id": case_id(SOURCE, rel), "source_file": rel,
+                    "patient_id": f"B{batch}-{r['patient_id']}"})
+    for j, src in enumerate(copies_of):
+        image, mask = near_copy(rng_for(seed, "phantom-batch-copy", batch, j), decode_png(src["image"]),
+                                decode_mask(src["mask"]) if src["mask"] is not None else None)
+        kind = next(k for k, c in KINDS.items() if c.imaging_type == src["imaging_type"])
+        extra = {k: src[k] for k in ("finding", "question", "critical")}
+        out.append(case_row(cfg_of[src["imaging_type"]], f"batch{batch}/{kind}/copy{j:03d}.png", image, mask,
+                            patient=f"B{batch}-C{j:03d}", **extra))
+    return sorted(out, key=lambda r: r["case_id"])
 
 
 def write_volumes(out_uri: str, n_volumes: int = 4, seed: int = 0, shape=(96, 96, 40)) -> str:

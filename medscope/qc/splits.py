@@ -96,6 +96,39 @@ def assign_splits(cases: list[dict], groups: dict[str, str], seed: int,
     return out
 
 
+def pin_earlier(cases: list[dict], groups: dict[str, str], split_of: dict[str, str],
+                pinned: dict[str, dict]) -> tuple[dict[str, str], dict[str, str], list[dict]]:
+    """A growing cohort: earlier cases keep the split and group they were given; new cases
+    that joined a group holding earlier cases take its most protected earlier split (a
+    near-copy of a test image goes to test) and its earlier group id.
+
+    ``pinned``: case_id -> {"split", "group_id"} of the earlier build. Returns (split_of,
+    groups, conflicts): a conflict is a group in which the new cases bridged earlier cases of
+    different splits; those earlier cases cannot move (their views and scores exist), so the
+    conflict is reported for a person to look at, and the new cases take the most protected.
+    """
+    members: dict[str, list[str]] = {}
+    for c in cases:
+        members.setdefault(groups[c["case_id"]], []).append(c["case_id"])
+    split_out, group_out, conflicts = dict(split_of), dict(groups), []
+    for gid, ids in sorted(members.items()):
+        old = [i for i in ids if i in pinned]
+        if not old:
+            continue
+        old_splits = {pinned[i]["split"] for i in old}
+        top = max(old_splits, key=lambda s: PROTECT.get(s, 0))
+        top_group = min(pinned[i]["group_id"] for i in old if pinned[i]["split"] == top)
+        for i in ids:
+            if i in pinned:
+                split_out[i], group_out[i] = pinned[i]["split"], pinned[i]["group_id"]
+            else:
+                split_out[i], group_out[i] = top, top_group
+        if len(old_splits) > 1:
+            conflicts.append({"group": gid, "earlier": {i: pinned[i]["split"] for i in sorted(old)},
+                              "new": sorted(i for i in ids if i not in pinned), "new_split": top})
+    return split_out, group_out, conflicts
+
+
 def _draw(seed: int, group: str, fractions: dict[str, float]) -> str:
     u = derive_seed(seed, "split", group) / 2.0**63
     acc = 0.0

@@ -23,11 +23,14 @@ def hash_case(image_bytes: bytes) -> tuple[int | None, np.ndarray | None]:
     return crosswalk.dhash64(image), crosswalk.thumbnail(image)
 
 
-def make_plan(cases: list[dict], hashes: dict[str, tuple[int, np.ndarray]], recipe: Recipe) -> tuple[dict, dict]:
+def make_plan(cases: list[dict], hashes: dict[str, tuple[int, np.ndarray]], recipe: Recipe,
+              pinned: dict[str, dict] | None = None) -> tuple[dict, dict]:
     """(plan: case_id -> {split, group_id, recipient, donor}, crosswalk report).
 
     ``cases`` are case rows without pixels (ids, source, imaging type, patient, split,
-    has_lesion); ``hashes`` holds the readable ones.
+    has_lesion); ``hashes`` holds the readable ones. ``pinned`` (case_id -> {split,
+    group_id}) holds the splits of an earlier build of a cohort that has since grown: they
+    never change, and new near-copies of earlier cases join their side (splits.pin_earlier).
     """
     ids = sorted(hashes)
     pairs = crosswalk.find_near_copies(ids, [hashes[i][0] for i in ids], [hashes[i][1] for i in ids],
@@ -35,6 +38,9 @@ def make_plan(cases: list[dict], hashes: dict[str, tuple[int, np.ndarray]], reci
     copies = crosswalk.confirmed(pairs)
     groups = splits.case_groups(cases, [(p.a, p.b) for p in copies])
     split_of = splits.assign_splits(cases, groups, recipe.seed, recipe.split_fractions)
+    conflicts: list[dict] = []
+    if pinned:
+        split_of, groups, conflicts = splits.pin_earlier(cases, groups, split_of, pinned)
     source_of = {c["case_id"]: c["source"] for c in cases}
     tiers: dict[str, int] = {}
     for p in pairs:
@@ -44,6 +50,8 @@ def make_plan(cases: list[dict], hashes: dict[str, tuple[int, np.ndarray]], reci
         "n_hashed": len(ids),
         "pairs_by_tier": tiers,
         "n_groups": len(set(groups.values())),
+        "earlier_cases": sum(1 for c in cases if c["case_id"] in (pinned or {})),
+        "pinned_split_conflicts": conflicts,
         "split_counts": {s: sum(1 for v in split_of.values() if v == s) for s in splits.SPLITS},
         "cross_cohort_pairs": [
             {"a": p.a, "b": p.b, "source_a": source_of[p.a], "source_b": source_of[p.b], "distance": p.distance,

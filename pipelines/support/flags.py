@@ -17,6 +17,7 @@ import yaml
 
 from medscope import config as cfgmod
 from medscope.errors import MedScopeError
+from pipelines.support import outputs
 
 _SCALARS = (str, int, float)
 
@@ -92,7 +93,13 @@ def config_from_args(args: argparse.Namespace, model: type[pydantic.BaseModel] |
         for alias in _aliases(field):  # a flag wins over the file's key, by any of its names
             data.pop(alias, None)
         data[name] = value
-    return cfgmod.parse(model, data, source=source or (args.config or "command line"))
+    cfg = cfgmod.parse(model, data, source=source or (args.config or "command line"))
+    out = getattr(cfg, "out", None)
+    if isinstance(out, str) and out and getattr(args, "out", None) is None:
+        # `out:` came from the --config file (or the default): the same check as a flag's
+        outputs.check_out(out, "out:" if "out" in data else "--out")
+        args.out = out  # so the CLI says where the results went
+    return cfg
 
 
 def _aliases(field) -> list[str]:

@@ -14,6 +14,7 @@ import pydantic
 
 from medscope import config as cfgmod
 from medscope.errors import MedScopeError
+from pipelines.support import outputs
 
 C = TypeVar("C", bound=pydantic.BaseModel)
 
@@ -22,8 +23,23 @@ def job_main(name: str, model: type[C], run: Callable[[C], dict], argv: list[str
     """Entry point of ``python -m pipelines.<name> --config F``: load, validate, run, summarise."""
     parser = argparse.ArgumentParser(prog=f"python -m pipelines.{name}")
     parser.add_argument("--config", required=True, help="YAML file (path or URI)")
+    if "out" in model.model_fields:
+        parser.add_argument("--out", default=None,
+                            help="output URI, overriding the config's out: (absolute or s3:// under a Ray job)")
     args = parser.parse_args(argv)
-    return guarded(lambda: print_summary(run(cfgmod.load(model, args.config))))
+
+    def go():
+        if getattr(args, "out", None):
+            data = dict(cfgmod.load_yaml(args.config) or {}, out=args.out)
+            cfg = cfgmod.parse(model, data, source=args.config)
+        else:
+            cfg = cfgmod.load(model, args.config)
+        where = outputs.check_out(cfg.out, "out:") if isinstance(getattr(cfg, "out", None), str) else None
+        print_summary(run(cfg))
+        if where:
+            outputs.announce(where)
+
+    return guarded(go)
 
 
 def guarded(fn: Callable[[], object]) -> int:

@@ -1,0 +1,131 @@
+"""Remove cases everywhere (a patient who withdrew consent), with a record of what was removed.
+
+Every Parquet table under the given output folders (cohort tables, views builds with their
+per-case parts, eval runs' episode parts, scored runs) loses the rows of the withdrawn cases:
+rows whose ``case_id`` is one of them, and rows whose ``view_id`` / ``item_id`` names one of
+their views or items (views, episodes, scores, rejects, QC features). Part files that held
+only withdrawn rows are deleted, so a resumed job never counts them as done work of a case
+that is still there. A views build's split ledger forgets them. Aggregates computed from the
+withdrawn rows (a scored run's metrics and comparisons) cannot be edited row by row: they are
+deleted and the record says to rescore; a views build's QC report is rewritten by rerunning
+``views build`` (it builds nothing), which the record says too. Each changed folder gets one line appended to its
+``removals.jsonl`` (:data:`medscope.layout.REMOVALS`).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import time
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from medscope import layout, storage
+from medscope.seeding import stable_hash
+
+# Columns that name a case, or one of its views / items, in the project's tables.
+CASE_COLUMN = "case_id"
+DERIVED_COLUMNS = ("view_id", "item_id")
+# Tables of a scored run that aggregate over cases: removed, to be recomputed by `score`.
+AGGREGATES = tuple(uri.rsplit("/", 1)[-1] for uri in (layout.ScoredRun("_").metrics, layout.ScoredRun("_").comparisons))
+
+
+def _parquet_files(folder: str) -> list[str]:
+    """Every Parquet file under ``folder``, at any depth (URIs, sorted)."""
+    fs, path = storage.filesystem(folder)
+    if not fs.exists(path):
+        return []
+    prefix = folder.rstrip("/")
+    found = [p for p in fs.find(path) if p.endswith(".parquet") and "/.tmp-" not in p]
+    return sorted(prefix + p[len(path.rstrip("/")):] for p in found)
+
+
+def _read(uri: str) -> pa.Table:
+    return pq.read_table(io.BytesIO(storage.read_bytes(uri)))
+
+
+def derived_ids(folders: list[str], cases: set[str]) -> set[str]:
+    """Ids of the withdrawn cases' views and items, from every table that pairs them with a case."""
+    out: set[str] = set()
+    for folder in folders:
+        for uri in _parquet_files(folder):
+            names = set(pq.read_schema(io.BytesIO(storage.read_bytes(uri))).names)
+            cols = [c for c in DERIVED_COLUMNS if c in names]
+            if CASE_COLUMN not in names or not cols:
+                continue
+            t = _read(uri).select([CASE_COLUMN, *cols])
+            hit = t.filter(pc.is_in(t[CASE_COLUMN], value_set=pa.array(sorted(cases), pa.string())))
+            for c in cols:
+                out.update(v for v in hit[c].to_pylist() if v)
+    return out
+
+
+def _drop_mask(t: pa.Table, cases: set[str], derived: set[str]):
+    """Boolean array: rows that belong to a withdrawn case."""
+    mask = pa.array([False] * t.num_rows, pa.bool_())
+    ids = cases | derived
+    for col, values in ((CASE_COLUMN, cases), *((c, ids) for c in DERIVED_COLUMNS)):
+        if col in t.column_names and values:
+            hit = pc.fill_null(pc.is_in(t[col], value_set=pa.array(sorted(values), pa.string())), False)
+            mask = pc.or_(mask, hit)
+    return mask
+
+
+def remove_cases(case_ids: list[str], folders: list[str], reason: str = "withdrawn consent") -> dict:
+    """Remove ``case_ids`` from every table under ``folders``; returns (and records) what went."""
+    cases = set(case_ids)
+    derived = derived_ids(folders, cases)
+    summary: dict = {"cases": sorted(cases), "reason": reason, "folders": {}}
+    part_names = {f"part-{stable_hash(c)}.parquet" for c in cases}  # per-case parts (views builds)
+    for folder in folders:
+        changed: dict = {"rows": {}, "deleted_files": [], "rescore": False, "rebuild": False}
+        for uri in _parquet_files(folder):
+            rel = uri[len(folder.rstrip("/")) + 1:]
+            t = _read(uri)
+            drop = _drop_mask(t, cases, derived)
+            n = pc.sum(drop).as_py() or 0
+            base = rel.rsplit("/", 1)[-1]
+            if base in part_names or (n and n == t.num_rows and base.startswith("part-")):
+                storage.delete(uri)
+                changed["deleted_files"].append(rel)
+                changed["rows"][rel] = t.num_rows
+            elif base in AGGREGATES:
+                continue  # summaries over cases, whatever their columns: decided below
+            elif n:
+                sink = io.BytesIO()
+                pq.write_table(t.filter(pc.invert(drop)), sink, compression="zstd")
+                storage.write_bytes(uri, sink.getvalue())
+                changed["rows"][rel] = n
+        if changed["rows"]:  # a folder whose rows changed: its summaries held the withdrawn cases
+            for name in AGGREGATES:
+                uri = storage.join(folder, name)
+                if storage.exists(uri):
+                    storage.delete(uri)
+                    changed["deleted_files"].append(name)
+                    changed["rescore"] = True
+        # a views build's QC report names near-copy pairs and thresholds over all cases: a rerun
+        # of `views build` (which builds nothing) rewrites it, and its tables, from what is left
+        changed["rebuild"] = bool(changed["rows"]) and storage.exists(layout.ViewsBuild(folder).qc_report)
+        ledger = layout.ViewsBuild(folder).splits
+        if storage.exists(ledger):
+            held = json.loads(storage.read_text(ledger))
+            gone = sorted(cases & set(held))
+            if gone:
+                storage.write_text(ledger, json.dumps({k: v for k, v in held.items() if k not in cases},
+                                                      indent=0, sort_keys=True))
+                changed["rows"][ledger.rsplit("/", 1)[-1]] = len(gone)
+        if changed["rows"] or changed["deleted_files"]:
+            record = {"at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **summary, "folders": None,
+                      "removed": changed, "views_and_items": sorted(derived)}
+            record.pop("folders")
+            uri = storage.join(folder, layout.REMOVALS)
+            held = storage.read_text(uri) if storage.exists(uri) else ""
+            storage.write_text(uri, held + json.dumps(record, sort_keys=True) + "\n")
+        summary["folders"][folder] = changed
+    summary["views_and_items"] = len(derived)
+    summary["rows_removed"] = sum(sum(c["rows"].values()) for c in summary["folders"].values())
+    summary["rescore"] = sorted(f for f, c in summary["folders"].items() if c["rescore"])
+    summary["rebuild"] = sorted(f for f, c in summary["folders"].items() if c["rebuild"])
+    return summary
