@@ -17,13 +17,16 @@ Method = Literal["sft", "rft", "replay", "dpo", "paired_view"]
 
 
 class LoraSettings(StrictModel):
-    """LoRA on every linear layer of the language model; the vision tower stays frozen."""
+    """LoRA on every linear layer of the language model; the vision tower stays frozen.
+
+    ``target_modules: language-linear`` finds those layers from the model itself (its
+    ``get_decoder()``), whatever the family; a list or regex is passed to PEFT as written."""
 
     r: int = Field(16, ge=1)
     alpha: int = Field(32, ge=1)
     dropout: float = Field(0.05, ge=0.0, lt=1.0)
-    target_modules: str | list[str] = "all-linear"
-    exclude_modules: str = r".*visual.*"
+    target_modules: str | list[str] = "language-linear"
+    exclude_modules: str | list[str] | None = None
 
 
 class TrajectorySettings(StrictModel):
@@ -83,7 +86,7 @@ class DeepSpeedSettings(StrictModel):
 class TrainRecipe(StrictModel):
     name: str
     method: Method = "sft"
-    base: str = "tiny"  # "tiny" or a local HF model directory
+    base: str = "tiny"  # "tiny[:qwen2-vl|qwen2.5-vl|gemma3]" or a local HF model directory
     init_adapter: str | None = None  # continue from this adapter (stages 2, 3, DPO, C4)
     seed: int = 0  # LoRA init, data order, trajectory sampling
     draw_seed: int = 0  # the fixed draw of views, shared by every seed (Appendix B)
