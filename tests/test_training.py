@@ -17,7 +17,7 @@ from medscope.errors import MedScopeError
 from medscope.training import data, losses, selection, synthetic, trainers
 from medscope.training import trajectories as tj
 from medscope.training.episodes import parse_action, view_reward
-from medscope.training.recipes import DeepSpeedSettings, LoraSettings, TrainRecipe, deepspeed_config, load_recipe
+from medscope.training.recipes import RECIPE_KINDS, DeepSpeedSettings, LoraSettings, TrainRecipe, deepspeed_config, load_recipe
 from medscope.training.vlm import apply_lora, build_base, collate, encode, sequence_logps, token_nll
 
 
@@ -42,7 +42,7 @@ def many_views():
 
 
 def small_recipe(**kw) -> TrainRecipe:
-    base = dict(name="t", n_views=None, batch_size=2, lr=1e-2, warmup_frac=0.0, trajectory={"prompt": "short"},
+    base = dict(name="t", n_views=None, batch_size=2, allowed_kinds=list(RECIPE_KINDS), lr=1e-2, warmup_frac=0.0, trajectory={"prompt": "short"},
                 lora={"r": 8, "alpha": 16, "dropout": 0.0})
     return TrainRecipe.model_validate({**base, **kw})
 
@@ -153,7 +153,7 @@ def test_absent_share_matching_reaches_the_reference_share(many_views):
 
 
 def test_dpo_pairs_follow_the_c2_polarities(views):
-    pairs = data.dpo_pairs(views)
+    pairs = data.dpo_pairs([v for v in views if v["kind"] in ("original", "target_removal", "natural_negative")])
     by_kind = {}
     for p in pairs:
         by_kind.setdefault(p["view"]["kind"], []).append(p)
@@ -165,6 +165,16 @@ def test_dpo_pairs_follow_the_c2_polarities(views):
             assert chosen.answer == want and parse(p["rejected"]).answer != want
     erased = by_kind["target_removal"][0]
     assert parse(erased["rejected"]).box is not None  # the finding with its former box
+
+
+def test_c3_pairs_include_insertions_as_lesions(views):
+    inserted = [v for v in views if v["kind"] == "insertion"]
+    assert inserted
+    pairs = data.dpo_pairs(inserted)
+    assert len(pairs) == len(inserted)
+    for p in pairs:
+        chosen, rejected = parse(p["chosen"]), parse(p["rejected"])
+        assert (chosen.answer, rejected.answer) == ("Yes", "No") and chosen.box is not None
 
 
 def _vqa_table(n_each: int, eval_png: bytes) -> pa.Table:
@@ -316,12 +326,53 @@ def test_every_recipe_and_arms_file_validates():
     assert load_recipe("configs/train/dpo_c2.yaml").dpo.beta == 0.1
 
 
+def test_each_shipped_recipe_names_the_view_kinds_the_paper_trains_on():
+    # seed 000 §3.2/§3.5: the recipe's pools are the four views of a case (original, target
+    # removal, random-removal control, degraded), lesion-free images and training-only insertions;
+    # §3.7 C2: "no control edits, degraded views or tools"; C3: the recipe's pools, insertions
+    # included (its preference pairs have no degraded or control-edit pair); C4: triplets O, C, E
+    # plus a lesion-free image every third case.
+    pools = {"original", "target_removal", "random_removal", "degraded", "natural_negative", "insertion"}
+    want = {"stage1_sft": pools, "stage2_rft": pools, "stage3_replay": pools, "stage1_sft_zero2": pools, "smoke": pools,
+            "dpo_c2": {"original", "target_removal", "natural_negative"},
+            "dpo_c3": {"original", "target_removal", "natural_negative", "insertion"},
+            "paired_c4": {"original", "random_removal", "target_removal", "natural_negative"},
+            "paired_c4_control": {"original", "random_removal", "target_removal", "natural_negative"}}
+    import yaml
+
+    got = {}
+    for path in glob.glob("configs/train/*.yaml"):
+        raw = yaml.safe_load(open(path))
+        assert "allowed_kinds" in raw, f"{path} does not name its view kinds"
+        got[raw["name"]] = set(load_recipe(path).allowed_kinds)
+    assert got == want
+    # unmatched-control edits appear in C1's arm only, in place of the random-removal control
+    from pipelines.sweep import load_arms
+
+    for path in glob.glob("configs/arms/*.yaml"):
+        for arm in load_arms(path).arms:
+            if "unmatched_control" in arm.allowed_kinds:
+                assert arm.name == "unmatched_control" and "random_removal" not in arm.allowed_kinds
+    factorial = {a.name: set(a.allowed_kinds) for a in load_arms("configs/arms/factorial.yaml").arms}
+    assert factorial["unmatched_control"] == factorial["control_edits_only"] - {"random_removal"} | {"unmatched_control"}
+
+
+def test_a_recipe_must_name_its_kinds_and_never_mixes_the_two_controls(tmp_path):
+    p = tmp_path / "r.yaml"
+    p.write_text("name: x\n")
+    with pytest.raises(MedScopeError, match="allowed_kinds"):
+        load_recipe(str(p))
+    p.write_text("name: x\nallowed_kinds: [original, random_removal, unmatched_control]\n")
+    with pytest.raises(MedScopeError, match="unmatched_control replaces random_removal"):
+        load_recipe(str(p))
+
+
 def test_bad_recipe_is_a_clear_error(tmp_path):
     p = tmp_path / "bad.yaml"
     p.write_text("name: x\nallowed_kinds: [original, erased]\n")
     with pytest.raises(MedScopeError, match="erased"):
         load_recipe(str(p))
-    p.write_text("name: x\nlora: {rank: 8}\n")
+    p.write_text("name: x\nallowed_kinds: [original]\nlora: {rank: 8}\n")
     with pytest.raises(MedScopeError, match="lora.rank"):
         load_recipe(str(p))
 
@@ -411,7 +462,7 @@ def test_every_method_builds_examples_from_a_views_table(tiny, views, tmp_path):
         ex, info = runner.build_examples(small_recipe(method=method, **common), table, tiny, model)
         assert ex and info["examples"] == len(ex)
         infos[method] = info
-    assert infos["rft"]["sampled_views"] == len({v["kind"] for v in views}) and 5 <= infos["rft"]["synthetic"] <= 10  # small lesions twice
+    assert infos["rft"]["sampled_views"] == len(RECIPE_KINDS) and 5 <= infos["rft"]["synthetic"] <= 10  # small lesions twice
     assert infos["replay"]["vqa_near_copies_excluded"] == 1 and infos["replay"]["absent_share"] >= 0.35
     assert infos["paired_view"]["examples"] == len(data.paired_triplets(views))
 

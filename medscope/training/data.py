@@ -89,13 +89,15 @@ def sft_trajectories(views: list[dict], recipe) -> list[tj.Trajectory]:
 def dpo_pairs(views: list[dict]) -> list[dict]:
     """C2's pairs (seed 000 §3.7): erased -> "absent" over the finding with its former box;
     unedited lesion -> the reverse; lesion-free -> "No" over "Yes". Open questions on lesion-free
-    images have no pair. Returns {view, chosen, rejected} with single-turn reply texts."""
+    images have no pair. C3 uses the same pass on the recipe's pools "insertions included": an
+    inserted lesion is a lesion, so "present" (with its box) over "absent". Which kinds take
+    part is the recipe's ``allowed_kinds``. Returns {view, chosen, rejected}."""
     pairs = []
     for v in views:
         present, absent = tj.reply_texts(v)
         if v["kind"] == "target_removal":
             pairs.append({"view": v, "chosen": absent, "rejected": present})
-        elif v["kind"] == "original" and v["expected"] == "present":
+        elif v["kind"] in ("original", "insertion") and v["expected"] == "present":
             pairs.append({"view": v, "chosen": present, "rejected": absent})
         elif v["kind"] == "natural_negative" and v["question_kind"] != "open":
             pairs.append({"view": v, "chosen": absent, "rejected": present})

@@ -15,6 +15,15 @@ from medscope.records import VIEW_KINDS
 
 Method = Literal["sft", "rft", "replay", "dpo", "paired_view"]
 
+# The view kinds each training arm of seed 000 draws from (§3.2, §3.5, §3.7, §4.2). A recipe names
+# its own; these are the paper's sets, for recipes, arms files and tests to refer to.
+RECIPE_KINDS = ("original", "target_removal", "random_removal", "degraded", "natural_negative", "insertion")
+WITHOUT_CF_KINDS = ("original", "degraded", "natural_negative")  # "without counterfactual views"
+C2_PAIR_KINDS = ("original", "target_removal", "natural_negative")  # no control edits, degraded views, tools
+C3_PAIR_KINDS = C2_PAIR_KINDS + ("insertion",)  # "the recipe's own pools (insertions included)"
+# C1: the matched-control arm with every control view replaced by an unmatched edit
+C1_KINDS = ("original", "target_removal", "unmatched_control", "degraded", "natural_negative")
+
 
 class LoraSettings(StrictModel):
     """LoRA on every linear layer of the language model; the vision tower stays frozen.
@@ -91,7 +100,9 @@ class TrainRecipe(StrictModel):
     seed: int = 0  # LoRA init, data order, trajectory sampling
     draw_seed: int = 0  # the fixed draw of views, shared by every seed (Appendix B)
     n_views: int | None = 16000  # None = every allowed view
-    allowed_kinds: list[str] = list(VIEW_KINDS)
+    # required: every recipe says which view kinds it trains on (§3.5, §4.2); unmatched-control
+    # edits belong to C1's arm only, where they replace the random-removal controls
+    allowed_kinds: list[str]
     # "absent"-share matched arm (§4.2): lesion-free views repeated until this share of the draw
     match_absent_share: float | None = Field(None, ge=0, lt=1)
     lr: float = Field(2e-4, gt=0)
@@ -114,6 +125,9 @@ class TrainRecipe(StrictModel):
         bad = sorted(set(self.allowed_kinds) - set(VIEW_KINDS))
         if bad:
             raise ValueError(f"unknown view kind(s) {bad}; known: {', '.join(VIEW_KINDS)}")
+        if {"unmatched_control", "random_removal"} <= set(self.allowed_kinds):
+            raise ValueError("allowed_kinds: unmatched_control replaces random_removal (C1, seed 000 §3.7); "
+                             "an arm trains on one control edit or the other, never both")
         return self
 
 
