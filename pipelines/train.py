@@ -25,6 +25,7 @@ from pipelines.support.flags import add_config_flags, config_from_args
 from medscope.training.recipes import TrainRecipe, deepspeed_config
 
 VIEW_COLUMNS_FOR_CHECK = ("passed", "split", "kind")
+TRAIN_LOG = "train_log.jsonl"  # one JSON line per optimiser step (rank 0)
 
 
 class TrainJob(StrictModel):
@@ -105,6 +106,7 @@ def train_loop_per_worker(cfg: dict) -> None:
     if rank == 0:
         save_adapter(trainer.peft, storage.join(cfg["out"], "adapter"))
         summary = {"recipe": recipe.name, "method": recipe.method, "seed": recipe.seed, "steps": trainer.step,
+                   "total_steps": trainer.total_steps, "allowed_kinds": recipe.allowed_kinds,
                    "resumed_from": resumed_from, "first_loss": trainer.history[0]["loss"] if trainer.history else None,
                    "last_loss": trainer.history[-1]["loss"] if trainer.history else None, **info}
         if cfg.get("evaluation"):
@@ -116,6 +118,8 @@ def train_loop_per_worker(cfg: dict) -> None:
             records.write_table("scores", rows, storage.join(cfg["out"], "scores.parquet"))
             summary["eval"] = metrics
         storage.write_bytes(storage.join(cfg["out"], "train_summary.json"), json.dumps(summary, indent=2).encode())
+        # the per-step log (loss, lr, examples): what shows that arms are step- and schedule-matched
+        storage.write_bytes(storage.join(cfg["out"], TRAIN_LOG), "".join(json.dumps(h) + "\n" for h in trainer.history).encode())
 
 
 def ray_storage(uri: str):

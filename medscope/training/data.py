@@ -49,15 +49,22 @@ def absent_fraction(views: list[dict]) -> float:
 
 
 def match_absent_share(views: list[dict], target: float) -> list[dict]:
-    """Repeat lesion-free views (natural negatives) until "absent" targets are ``target`` of
-    the draw: the "absent"-share matched arm of seed 000 §4.2."""
+    """The "absent"-share matched arm of seed 000 §4.2: lesion-free views (natural negatives)
+    repeated until "absent" targets are at least ``target`` of the draw, *at the same draw
+    size* (so the arm keeps the reference arm's size and steps): the last non-absent views of
+    the random draw are replaced, one repeated negative each, the fewest that reach the share."""
     negatives = [v for v in views if v["kind"] == "natural_negative"]
     if not negatives:
         raise MedScopeError("matching the absent share needs natural-negative views")
-    absent = sum(v["expected"] == "absent" for v in views)
-    # smallest k with (absent + k) / (n + k) >= target
-    k = max(0, math.ceil((target * len(views) - absent) / (1 - target)))
-    return views + [negatives[i % len(negatives)] for i in range(k)]
+    n, absent = len(views), sum(v["expected"] == "absent" for v in views)
+    k = max(0, math.ceil(target * n - absent - 1e-9))  # each replacement adds one absent target
+    others = [i for i, v in enumerate(views) if v["expected"] != "absent"]
+    if k > len(others):
+        raise MedScopeError(f"cannot reach an absent share of {target:.3f} in a draw of {n}")
+    out = list(views)
+    for j, i in enumerate(reversed(others[len(others) - k :])):
+        out[i] = negatives[j % len(negatives)]
+    return out
 
 
 def shuffled(items: list, seed: int, salt: str = "order") -> list:
@@ -66,14 +73,27 @@ def shuffled(items: list, seed: int, salt: str = "order") -> list:
     return [items[i] for i in perm]
 
 
+def sft_draw(views: list[dict], recipe) -> list[dict]:
+    """Stage 1's views in draw order: ``n_views`` drawn once (by ``draw_seed``), the absent
+    share matched if the arm asks, then small lesions repeated (§3.5)."""
+    drawn = fixed_draw(views, recipe.n_views, recipe.draw_seed)
+    if recipe.match_absent_share is not None:
+        drawn = match_absent_share(drawn, recipe.match_absent_share)
+    return with_repeats(drawn, recipe.trajectory.small_frac, recipe.trajectory.small_repeat)
+
+
+def one_pass_steps(n_examples: int, recipe, world: int = 1) -> int:
+    """Optimiser steps of one pass over ``n_examples``: ceil(n / (batch × accumulation ×
+    workers)). Seed 000 §3.5's 3,706 stage-1 steps are this for its draw and batch."""
+    return math.ceil(n_examples / (recipe.batch_size * recipe.grad_accum * world))
+
+
 def sft_trajectories(views: list[dict], recipe) -> list[tj.Trajectory]:
     """Stage-1 examples: the fixed draw, small lesions repeated, trajectories sampled per seed.
 
     A repeated view gets a different trajectory per copy (the copy index is part of its key).
     """
-    drawn = with_repeats(fixed_draw(views, recipe.n_views, recipe.draw_seed), recipe.trajectory.small_frac, recipe.trajectory.small_repeat)
-    if recipe.match_absent_share is not None:
-        drawn = match_absent_share(drawn, recipe.match_absent_share)
+    drawn = sft_draw(views, recipe)
     counts: dict[str, int] = defaultdict(int)
     out = []
     t = recipe.trajectory

@@ -110,6 +110,10 @@ class TrainRecipe(StrictModel):
     grad_accum: int = Field(1, ge=1)
     epochs: int = Field(1, ge=1)
     max_steps: int | None = None  # cap on optimiser steps (smoke runs)
+    # a fixed number of optimiser steps: the examples are passed over again (each pass in a new
+    # seed order) until it is reached, or cut. The sweep sets every arm's to the reference
+    # arm's one-pass count, so all arms have the same steps and schedule (§4.2).
+    steps: int | None = Field(None, ge=1)
     warmup_frac: float = Field(0.03, ge=0, lt=1)
     checkpoint_every: int = Field(200, ge=1)
     lora: LoraSettings = LoraSettings()

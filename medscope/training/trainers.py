@@ -8,6 +8,7 @@ continues exactly where the killed run was.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable
 
@@ -55,15 +56,21 @@ class BaseTrainer:
 
     @property
     def total_steps(self) -> int:
-        per_epoch = math.ceil(len(self.examples) / (self.recipe.batch_size * self.recipe.grad_accum))
-        steps = per_epoch * self.recipe.epochs
+        if self.recipe.steps:
+            steps = self.recipe.steps
+        else:
+            steps = math.ceil(len(self.examples) / (self.recipe.batch_size * self.recipe.grad_accum)) * self.recipe.epochs
         return min(steps, self.recipe.max_steps) if self.recipe.max_steps else steps
 
     def micro_batches(self):
+        """The examples in micro-batches: ``epochs`` passes, or as many passes as a fixed
+        ``steps`` needs (passes after the first in a new order of the run seed)."""
         b = self.recipe.batch_size
-        for _ in range(self.recipe.epochs):
-            for i in range(0, len(self.examples), b):
-                yield self.examples[i : i + b]
+        passes = range(self.recipe.epochs) if not self.recipe.steps else itertools.count()
+        for p in passes:
+            order = self.examples if p == 0 else data.shuffled(self.examples, self.recipe.seed, f"pass{p}")
+            for i in range(0, len(order), b):
+                yield order[i : i + b]
 
     def loss(self, batch: list) -> tuple[torch.Tensor, dict]:
         raise NotImplementedError
@@ -107,13 +114,15 @@ class BaseTrainer:
                 (loss / accum).backward()
             acc.append({"loss": float(loss.detach()), **{k: float(v) for k, v in parts.items()}})
             if len(acc) == accum:
+                lr = self.optimizer.param_groups[0]["lr"]  # the rate this step used (the schedule, logged)
                 if self.engine is None:
                     torch.nn.utils.clip_grad_norm_(self.params, 1.0)
                     self.optimizer.step()
                     self.optimizer.zero_grad(set_to_none=True)
                 self.scheduler.step()
                 self.step += 1
-                metrics = {k: sum(a[k] for a in acc) / len(acc) for k in acc[0]} | {"step": self.step}
+                metrics = {k: sum(a[k] for a in acc) / len(acc) for k in acc[0]} | {"step": self.step, "lr": lr,
+                                                                                     "examples": len(self.examples)}
                 self.history.append(metrics)
                 acc = []
                 if on_step:
