@@ -392,6 +392,21 @@ def test_each_shipped_recipe_names_the_view_kinds_the_paper_trains_on():
     assert factorial["unmatched_control"] == factorial["control_edits_only"] - {"random_removal"} | {"unmatched_control"}
 
 
+def test_c4_recipes_take_3000_cases_in_375_steps_from_each_seed_s_adapter(views):
+    # §3.7 / §5.3: "the recipe adapter continued for 3,000 triplet cases", "the C4 arms add 375
+    # steps on 3,000 triplet cases" (8 cases a step), "each pair from that seed's recipe adapter"
+    from medscope.training.runner import init_adapter_uri
+
+    for name in ("paired_c4", "paired_c4_control"):
+        r = load_recipe(f"configs/train/{name}.yaml")
+        assert r.paired.max_cases == 3000 and data.one_pass_steps(3000, r) == 375
+        assert init_adapter_uri(r.model_copy(update={"seed": 2})).endswith("/with_cf/seed2/adapter")
+    capped = [trainers.paired_examples(views, small_recipe(seed=s, paired={"max_cases": 2})) for s in (0, 1)]
+    all_cases = {e["O"]["case_id"] for e in trainers.paired_examples(views, small_recipe(paired={"max_cases": None}))}
+    assert len(all_cases) > 2 and all(len(c) == 2 for c in capped)
+    assert {e["O"]["case_id"] for e in capped[0]} == {e["O"]["case_id"] for e in capped[1]} <= all_cases  # one draw
+
+
 def test_a_recipe_must_name_its_kinds_and_never_mixes_the_two_controls(tmp_path):
     p = tmp_path / "r.yaml"
     p.write_text("name: x\n")

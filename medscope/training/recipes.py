@@ -81,6 +81,7 @@ class PairedViewSettings(StrictModel):
     """C4: s(x) = log p(present | x) - log p(absent | x) over original O, control C, erasure E."""
 
     tau: float = 2.0
+    max_cases: int | None = Field(3000, ge=1)  # "continued for 3,000 triplet cases" (drawn by draw_seed)
     w_margin: float = Field(0.5, ge=0)
     w_invariance: float = Field(0.5, ge=0)
     w_first_action: float = Field(0.5, ge=0)
@@ -96,7 +97,9 @@ class TrainRecipe(StrictModel):
     name: str
     method: Method = "sft"
     base: str = "tiny"  # "tiny[:qwen2-vl|qwen2.5-vl|gemma3]" or a local HF model directory
-    init_adapter: str | None = None  # continue from this adapter (stages 2, 3, DPO, C4)
+    # continue from this adapter (stages 2, 3, DPO, C4); "{seed}" is replaced by the run seed, so
+    # each seed continues its own adapter ("each pair from that seed's recipe adapter", §3.7 C4)
+    init_adapter: str | None = None
     seed: int = 0  # LoRA init, data order, trajectory sampling
     draw_seed: int = 0  # the fixed draw of views, shared by every seed (Appendix B)
     n_views: int | None = 16000  # None = every allowed view

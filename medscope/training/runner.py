@@ -20,10 +20,15 @@ def build_model(recipe: TrainRecipe):
     """(vlm, peft model): a fresh LoRA (init seeded by the run seed) or the starting adapter."""
     vlm = build_base(recipe.base, seed=0)  # the base is the same for every seed; only LoRA init varies
     if recipe.init_adapter:
-        model = load_adapter(vlm.model, recipe.init_adapter, trainable=True)
+        model = load_adapter(vlm.model, init_adapter_uri(recipe), trainable=True)
     else:
         model = apply_lora(vlm.model, recipe.lora, recipe.seed)
     return vlm, model
+
+
+def init_adapter_uri(recipe: TrainRecipe) -> str | None:
+    """The adapter this run continues: ``init_adapter`` with ``{seed}`` filled in."""
+    return recipe.init_adapter.replace("{seed}", str(recipe.seed)) if recipe.init_adapter else None
 
 
 def build_examples(recipe: TrainRecipe, views_table, vlm=None, model=None) -> tuple[list, dict]:

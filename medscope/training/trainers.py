@@ -9,7 +9,6 @@ continues exactly where the killed run was.
 from __future__ import annotations
 
 import itertools
-import math
 from collections.abc import Callable
 
 import torch
@@ -59,7 +58,7 @@ class BaseTrainer:
         if self.recipe.steps:
             steps = self.recipe.steps
         else:
-            steps = math.ceil(len(self.examples) / (self.recipe.batch_size * self.recipe.grad_accum)) * self.recipe.epochs
+            steps = data.one_pass_steps(len(self.examples), self.recipe) * self.recipe.epochs
         return min(steps, self.recipe.max_steps) if self.recipe.max_steps else steps
 
     def micro_batches(self):
@@ -222,7 +221,7 @@ def _chat(e) -> list[dict]:
 # ---------------------------------------------------------------- examples per method
 
 def paired_examples(views: list[dict], recipe: TrainRecipe) -> list[dict]:
-    """C4's cases (seed 000 §3.7): per triplet one trajectory view (O, C or E in turn), plus a
+    """C4's cases (seed 000 §3.7): at most ``paired.max_cases`` triplets; per triplet one trajectory view (O, C or E in turn), plus a
     lesion-free image's trajectory every third case when natural negatives are allowed; the
     first action is O's first assistant turn (a tool call when O's trajectory zooms, else its
     final)."""
@@ -231,7 +230,11 @@ def paired_examples(views: list[dict], recipe: TrainRecipe) -> list[dict]:
     kw = dict(small_frac=t.small_frac, p_zoom=t.p_zoom, p_paraphrase=t.p_paraphrase, system=tj.PROMPTS[t.prompt],
               via_agent_loop=t.prompt == "agent")
     negatives = data.fixed_draw([v for v in views if v["kind"] == "natural_negative"], None, recipe.draw_seed)
-    for i, trip in enumerate(data.paired_triplets(views)):
+    triplets = data.paired_triplets(views)
+    if recipe.paired.max_cases is not None:  # the 3,000 cases: a fixed draw, shared by the seeds
+        triplets = sorted(sorted(triplets, key=lambda t: derive_seed(recipe.draw_seed, t["O"]["case_id"], "c4"))[: recipe.paired.max_cases],
+                          key=lambda t: t["O"]["case_id"])
+    for i, trip in enumerate(triplets):
         k = ("O", "C", "E")[i % 3]
         trajs = [tj.build_trajectory(trip[k], recipe.seed, p_window=t.p_window, **kw)]
         if i % 3 == 2 and negatives:
