@@ -24,7 +24,9 @@ from medscope.training.vlm import (
     collate,
     encode,
     language_linear_modules,
+    save_adapter,
     sequence_logps,
+    to_messages,
     vision_parameter_names,
 )
 
@@ -134,7 +136,7 @@ def _first_tensor(args, kw):
     return next(v for v in list(args) + list(kw.values()) if torch.is_tensor(v))
 
 
-def test_one_sft_step_from_a_tiny_vlm_folder(folder, views):
+def test_one_sft_step_from_a_tiny_vlm_folder_and_its_adapter_loads_for_evaluation(folder, views, tmp_path):
     recipe = TrainRecipe.model_validate(dict(
         name="one-step", base=folder, n_views=4, batch_size=2, max_steps=1, lr=1e-2, warmup_frac=0.0,
         allowed_kinds=["original", "target_removal", "random_removal", "natural_negative"],
@@ -149,4 +151,18 @@ def test_one_sft_step_from_a_tiny_vlm_folder(folder, views):
     changed = {n for n in before if not torch.equal(before[n], after[n].detach())}
     assert changed and all("lora_" in n for n in changed)  # only the adapter moved
     assert any("lora_B" in n for n in changed)
+
+    # the adapter loads where evaluation loads it (kind local_hf: base folder + adapter folder)
+    adapter = tmp_path / "adapter"
+    save_adapter(model, str(adapter))
+    local = LocalHFModel("trained", folder, adapter=str(adapter), device="cpu")
+    loaded = dict(local.model.named_parameters())
+    for n in changed:
+        assert torch.equal(loaded[n].detach(), after[n].detach()), n
+    reply = local.complete(to_messages(traj_messages(views[0])[:2]), Decoding(max_output_tokens=4))
+    assert reply.input_tokens > 0 and reply.output_tokens >= 1
+
+
+def traj_messages(view):
+    return tj.build_trajectory(view, seed=0, p_paraphrase=0.0, system=tj.SHORT_PROMPT).messages
 
