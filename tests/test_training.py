@@ -143,6 +143,22 @@ def test_fixed_draw_is_shared_by_seeds_and_small_lesions_repeat_twice(many_views
     assert len(t0) == 40 + n_small and n_small > 0
 
 
+def test_workers_build_only_their_own_shard_of_stage_1(many_views):
+    recipe = small_recipe(n_views=10, seed=4)
+    full = data.sft_trajectories(many_views, recipe)
+
+    def key(t):
+        return (t.view_id, tuple(m["text"] for m in t.messages))
+
+    shards = [data.sft_trajectories(many_views, recipe, rank, 3) for rank in range(3)]
+    usable = len(full) // 3 * 3
+    assert len(full) > usable  # a remainder is dropped, so shards stay equal (DDP lock step)
+    for rank, part in enumerate(shards):
+        assert len(part) == usable // 3
+        assert [key(t) for t in part] == [key(t) for t in full[:usable][rank::3]]
+    assert sorted(key(t) for p in shards for t in p) == sorted(key(t) for t in full[:usable])
+
+
 def test_absent_share_matching_reaches_the_reference_share_at_the_same_draw_size(many_views):
     without = data.fixed_draw([v for v in many_views if v["kind"] in ("original", "degraded", "natural_negative")], 40, 0)
     target = data.absent_fraction(data.fixed_draw([v for v in many_views if v["kind"] != "unmatched_control"], 40, 0))

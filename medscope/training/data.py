@@ -88,22 +88,31 @@ def one_pass_steps(n_examples: int, recipe, world: int = 1) -> int:
     return math.ceil(n_examples / (recipe.batch_size * recipe.grad_accum * world))
 
 
-def sft_trajectories(views: list[dict], recipe) -> list[tj.Trajectory]:
-    """Stage-1 examples: the fixed draw, small lesions repeated, trajectories sampled per seed.
+def sft_trajectories(views: list[dict], recipe, rank: int = 0, world: int = 1) -> list[tj.Trajectory]:
+    """Stage-1 examples: the fixed draw, small lesions repeated, trajectories sampled per seed,
+    in the seed's order. With ``world`` > 1, only this ``rank``'s shard (:func:`shard`) is built,
+    so Ray Train workers split the work instead of each building every example.
 
     A repeated view gets a different trajectory per copy (the copy index is part of its key).
     """
     drawn = sft_draw(views, recipe)
     counts: dict[str, int] = defaultdict(int)
-    out = []
-    t = recipe.trajectory
+    keyed = []
     for v in drawn:
-        copy = counts[v["view_id"]]
+        keyed.append((v, counts[v["view_id"]]))
         counts[v["view_id"]] += 1
-        out.append(tj.build_trajectory(v, derive_seed(recipe.seed, copy), small_frac=t.small_frac,
-                                       p_zoom=t.p_zoom, p_window=t.p_window, p_paraphrase=t.p_paraphrase,
-                                       system=tj.PROMPTS[t.prompt], via_agent_loop=t.prompt == "agent"))
-    return shuffled(out, recipe.seed)
+    t = recipe.trajectory
+    return [tj.build_trajectory(v, derive_seed(recipe.seed, copy), small_frac=t.small_frac,
+                                p_zoom=t.p_zoom, p_window=t.p_window, p_paraphrase=t.p_paraphrase,
+                                system=tj.PROMPTS[t.prompt], via_agent_loop=t.prompt == "agent")
+            for v, copy in shard(shuffled(keyed, recipe.seed), rank, world)]
+
+
+def shard(items: list, rank: int, world: int) -> list:
+    """This worker's share of ``items``: equal shards (DDP steps in lock step), every
+    ``world``-th item from ``rank``; the remainder is dropped (all items if fewer than ``world``)."""
+    usable = (len(items) // world) * world or len(items)
+    return items[:usable][rank::world]
 
 
 def dpo_pairs(views: list[dict]) -> list[dict]:

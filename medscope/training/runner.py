@@ -31,12 +31,13 @@ def init_adapter_uri(recipe: TrainRecipe) -> str | None:
     return recipe.init_adapter.replace("{seed}", str(recipe.seed)) if recipe.init_adapter else None
 
 
-def build_examples(recipe: TrainRecipe, views_table, vlm=None, model=None) -> tuple[list, dict]:
-    """The method's examples and counts describing them."""
+def build_examples(recipe: TrainRecipe, views_table, vlm=None, model=None, rank: int = 0, world: int = 1) -> tuple[list, dict]:
+    """This worker's examples of the method (its shard when ``world`` > 1) and counts
+    describing them. Stage 1 builds only its own shard; the other methods build all and cut."""
     views = data.training_views(views_table, recipe.allowed_kinds)
     info: dict = {"views_allowed": len(views)}
     if recipe.method == "sft":
-        ex = data.sft_trajectories(views, recipe)
+        ex = data.sft_trajectories(views, recipe, rank, world)
     elif recipe.method == "dpo":
         ex = data.shuffled(data.dpo_pairs(data.fixed_draw(views, recipe.n_views, recipe.draw_seed)), recipe.seed)
     elif recipe.method == "paired_view":
@@ -66,7 +67,9 @@ def build_examples(recipe: TrainRecipe, views_table, vlm=None, model=None) -> tu
         raise MedScopeError(f"unknown method {recipe.method}")
     if not ex:
         raise MedScopeError(f"{recipe.method}: no training examples from the allowed views")
-    info["examples"] = len(ex)
+    if recipe.method != "sft":
+        ex = data.shard(ex, rank, world)
+    info["examples"] = len(ex)  # this worker's
     return ex, info
 
 
@@ -79,11 +82,9 @@ def read_parquet(uri: str):
 
 
 def make_trainer(recipe: TrainRecipe, views_table, rank: int = 0, world: int = 1, device="cpu"):
-    """(trainer, info) for this worker: every worker builds the same examples, keeps its shard."""
+    """(trainer, info) for this worker, on its shard of the examples."""
     vlm, model = build_model(recipe)
     model.to(device)
-    examples, info = build_examples(recipe, views_table, vlm, model)
-    usable = (len(examples) // world) * world or len(examples)  # equal shards: DDP steps in lockstep
-    shard = examples[:usable][rank::world]
-    trainer = trainers.TRAINERS[recipe.method](vlm, model, recipe, shard, device=device)
+    examples, info = build_examples(recipe, views_table, vlm, model, rank, world)
+    trainer = trainers.TRAINERS[recipe.method](vlm, model, recipe, examples, device=device)
     return trainer, info
