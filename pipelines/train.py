@@ -163,6 +163,15 @@ def build_trainer(job: TrainJob, recipe: TrainRecipe | None = None):
     )
 
 
+def check_deepspeed(recipe: TrainRecipe, use_gpu: bool) -> None:
+    """A DeepSpeed ZeRO recipe runs on CUDA GPUs only: say so in one line before any worker
+    starts, rather than fail inside every worker restart."""
+    if recipe.deepspeed is not None and not use_gpu:
+        raise MedScopeError(f"recipe {recipe.name} uses DeepSpeed ZeRO-{recipe.deepspeed.stage}, which needs CUDA GPUs, "
+                            "and this Ray cluster has none (or use_gpu is false): run it on a GPU node, or use the "
+                            "same recipe without its `deepspeed:` block (configs/train/stage1_sft.yaml)")
+
+
 def run(job: TrainJob) -> dict:
     from pipelines.support.raycluster import ensure_ray
 
@@ -174,6 +183,9 @@ def run(job: TrainJob) -> dict:
     # every worker restart that Ray Train's failure policy would attempt.
     training_views(records.read_table("views", job.views, columns=list(VIEW_COLUMNS_FOR_CHECK)),
                    recipe.allowed_kinds)
+    from pipelines.support.raycluster import cluster_gpus
+
+    check_deepspeed(recipe, cluster_gpus() > 0 if job.use_gpu is None else job.use_gpu)
     result = build_trainer(job, recipe).fit()
     if result.error:
         raise MedScopeError(f"training failed: {result.error}")

@@ -443,6 +443,16 @@ def test_bad_recipe_is_a_clear_error(tmp_path):
         load_recipe(str(p))
 
 
+def test_zero2_recipe_without_a_gpu_is_one_clear_error():
+    from pipelines.train import check_deepspeed
+
+    zero2 = load_recipe("configs/train/zero2.yaml")
+    with pytest.raises(MedScopeError, match="ZeRO-2, which needs CUDA GPUs"):
+        check_deepspeed(zero2, use_gpu=False)
+    check_deepspeed(zero2, use_gpu=True)  # nothing to say where GPUs are
+    check_deepspeed(load_recipe("configs/train/stage1_sft.yaml"), use_gpu=False)
+
+
 def test_deepspeed_zero_config_builds():
     from deepspeed.runtime.config import DeepSpeedConfig
 
