@@ -520,6 +520,60 @@ def test_rejection_sampling_keeps_the_best_right_episode_and_repeats_mostly_fail
     assert {t for _, t, _ in calls} == {1.2} and len({s for *_, s in calls}) == 12  # k distinct seeds per view
 
 
+def _hash_sampler(view, temperature, seed):
+    """A stateless stand-in policy: right / reward a fixed function of (view, seed)."""
+    from medscope.training.episodes import Episode, Outcome
+
+    h = seed % 7
+    ok = h % 3 != 0
+    return Episode(view, [{"role": "assistant", "text": f"{view['view_id']}:{h}", "image": None}], None, 0,
+                   Outcome("answer", None, ok, float(h), 0, right=ok))
+
+
+def _rft_worker(rank, world, port, views, out):
+    import pickle
+
+    import torch.distributed as dist
+
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
+    try:
+        calls = []
+
+        def sampler(view, temperature, seed):
+            calls.append(view["view_id"])
+            return _hash_sampler(view, temperature, seed)
+
+        result = trainers.rejection_examples(views, sampler, small_recipe(method="rft"), rank, world)
+        with open(f"{out}/{rank}.pkl", "wb") as fh:
+            pickle.dump((*result, calls), fh)
+    finally:
+        dist.destroy_process_group()
+
+
+def test_stage_2_sampling_is_split_across_workers_and_gathered_in_view_order(many_views, tmp_path):
+    import pickle
+    import socket
+
+    import torch.multiprocessing as mp
+
+    views = many_views[:9]
+    single = trainers.rejection_examples(views, _hash_sampler, small_recipe(method="rft"))
+    assert single[1]["kept"] >= 3 and single[1]["sampled_views"] == 9
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    mp.spawn(_rft_worker, args=(2, port, views, str(tmp_path)), nprocs=2, join=True)
+    sampled = []
+    for rank in range(2):
+        with open(tmp_path / f"{rank}.pkl", "rb") as fh:
+            kept, counts, calls = pickle.load(fh)
+        assert counts == single[1]  # gathered: the counts of all nine views
+        assert [c[0]["text"] for c in kept] == [c[0]["text"] for c in single[0]]  # same list, view order
+        assert len(calls) == 4 * (5 - rank)  # k = 4 episodes on each of this worker's 5 or 4 views
+        sampled.append(set(calls))
+    assert not sampled[0] & sampled[1] and len(sampled[0] | sampled[1]) == 9  # split, not repeated
+
+
 def test_every_method_builds_examples_from_a_views_table(tiny, views, tmp_path):
     from medscope.training import runner
 

@@ -47,7 +47,7 @@ def build_examples(recipe: TrainRecipe, views_table, vlm=None, model=None, rank:
             raise MedScopeError("stage 2 needs the stage-1 model to sample from")
         sampler = sampler_for(vlm, model, recipe.trajectory.prompt, recipe.rft.max_turns, recipe.rft.max_new_tokens)
         model.eval()
-        kept, counts = trainers.rejection_examples(trainers.rft_view_sample(views, recipe), sampler, recipe)
+        kept, counts = trainers.rejection_examples(trainers.rft_view_sample(views, recipe), sampler, recipe, rank, world)
         # "synthetic views": label-derived trajectories of a further draw of training views
         synth = data.sft_trajectories(views, recipe.model_copy(update={"n_views": recipe.rft.synthetic_views, "draw_seed": recipe.draw_seed + 2}))
         ex = data.shuffled(kept + [t.messages for t in synth], recipe.seed)

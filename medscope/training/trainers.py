@@ -245,13 +245,20 @@ def paired_examples(views: list[dict], recipe: TrainRecipe) -> list[dict]:
     return data.shuffled(out, recipe.seed)
 
 
-def rejection_examples(views: list[dict], sampler, recipe: TrainRecipe) -> tuple[list[list[dict]], dict]:
+def rejection_examples(views: list[dict], sampler, recipe: TrainRecipe, rank: int = 0, world: int = 1) -> tuple[list[list[dict]], dict]:
     """Stage 2: ``k`` episodes per view at the recipe's temperature; the best successful one
     is kept, repeated ``failed_repeat`` times when at most ``failed_max_right`` of k were right;
-    then ``synthetic_views`` label-derived trajectories are added. Returns (chats, counts)."""
+    then ``synthetic_views`` label-derived trajectories are added. Returns (chats, counts).
+
+    With ``world`` > 1 (Ray Train workers), each worker samples every ``world``-th view from
+    ``rank`` and the kept episodes are gathered from all workers (torch.distributed), so the
+    sampling is split, not repeated, and every worker ends with the same list, in view order."""
     rft = recipe.rft
-    kept, counts = [], {"sampled_views": len(views), "kept": 0, "failed_repeated": 0, "none_right": 0}
-    for v in views:
+    mine: dict[int, list] = {}
+    counts = {"sampled_views": 0, "kept": 0, "failed_repeated": 0, "none_right": 0}
+    for i in range(rank, len(views), world):
+        v = views[i]
+        counts["sampled_views"] += 1
         eps = [sampler(v, rft.temperature, derive_seed(recipe.seed, v["view_id"], j)) for j in range(rft.k)]
         right = [e for e in eps if e.outcome.right]
         if not right:
@@ -261,8 +268,24 @@ def rejection_examples(views: list[dict], sampler, recipe: TrainRecipe) -> tuple
         reps = rft.failed_repeat if len(right) <= rft.failed_max_right else 1
         counts["kept"] += 1
         counts["failed_repeated"] += int(reps > 1)
-        kept += [best.messages] * reps
-    return kept, counts
+        mine[i] = [best.messages] * reps
+    if world > 1:
+        parts = all_gather((mine, counts))
+        mine = {i: m for part, _ in parts for i, m in part.items()}
+        counts = {k: sum(c[k] for _, c in parts) for k in counts}
+    return [m for i in sorted(mine) for m in mine[i]], counts
+
+
+def all_gather(obj) -> list:
+    """``obj`` from every worker of the torch.distributed group (Ray Train sets it up), in rank
+    order; ``[obj]`` when there is no group."""
+    import torch.distributed as dist
+
+    if not (dist.is_available() and dist.is_initialized()):
+        return [obj]
+    out: list = [None] * dist.get_world_size()
+    dist.all_gather_object(out, obj)
+    return out
 
 
 def rft_view_sample(views: list[dict], recipe: TrainRecipe) -> list[dict]:
