@@ -202,6 +202,11 @@ class TrainRun(_Folder):
         return self._at("progress.json")
 
     @property
+    def log(self) -> str:
+        """``train_log.jsonl``: loss, learning rate and examples per optimiser step."""
+        return self._at("train_log.jsonl")
+
+    @property
     def scores(self) -> str:
         return self._at("scores.parquet")
 

@@ -5,7 +5,8 @@
   version that keys its episodes;
 - ``medscope agent try --views URI --model always-absent|classical|<checkpoint folder>
   --condition agent --limit 5``: a few episodes on the first passed views, one line each;
-- ``medscope agent tiny-vlm --out DIR``: write the tiny random Qwen2-VL for smoke runs.
+- ``medscope agent tiny-vlm --arch qwen2-vl|qwen2.5-vl|gemma3 --out DIR``: write a tiny random
+  VLM of that architecture for smoke runs (a training recipe's ``base:`` takes DIR).
 """
 
 from __future__ import annotations
@@ -67,9 +68,9 @@ def _try(args) -> None:
 
 
 def _tiny(args) -> None:
-    from medscope.models.tiny_vlm import save_tiny_qwen2vl
+    from medscope.models.tiny_vlm import save_tiny
 
-    print(save_tiny_qwen2vl(args.out, seed=args.seed))
+    print(save_tiny(args.out, args.arch, seed=args.seed))
 
 
 def register(sub) -> None:
@@ -94,7 +95,9 @@ def register(sub) -> None:
     tr.add_argument("--max-tokens", type=int, default=256)
     tr.set_defaults(func=_try)
 
-    tv = verbs.add_parser("tiny-vlm", help="write the tiny random-initialised Qwen2-VL")
+    tv = verbs.add_parser("tiny-vlm", help="write a tiny random-initialised VLM (Qwen2-VL, Qwen2.5-VL or Gemma-3)")
+    # the choices are tiny_vlm.ARCHS, written out so that building the CLI imports no torch
+    tv.add_argument("--arch", default="qwen2-vl", choices=("qwen2-vl", "qwen2.5-vl", "gemma3"))
     tv.add_argument("--out", required=True)
     tv.add_argument("--seed", type=int, default=0)
     tv.set_defaults(func=_tiny)

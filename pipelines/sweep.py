@@ -75,8 +75,12 @@ def load_arms(uri: str) -> ArmsFile:
 
 
 def arm_overrides(arm: Arm, arms: ArmsFile, views: pa.Table, recipe) -> dict:
-    """Recipe fields for this arm; an "absent"-share matched arm gets the share of its reference
-    arm's draw (computed from the same views table, so the match is exact)."""
+    """Recipe fields for this arm (seed 000 §4.2: "all at stage 1 with the same number of
+    optimiser steps and the same learning-rate schedule"; "each arm draws from its own allowed
+    view kinds"). Every arm draws ``n_views`` from its own kinds and trains for the reference
+    arm's (the first arm's) one-pass step count, so steps, schedule and draw size match; an
+    "absent"-share matched arm gets the share of its reference arm's draw (computed from the
+    same views table, so the match is exact) at that same draw size."""
     from medscope.training import data
 
     over = {"allowed_kinds": arm.allowed_kinds, **arm.overrides}
@@ -84,6 +88,11 @@ def arm_overrides(arm: Arm, arms: ArmsFile, views: pa.Table, recipe) -> dict:
         ref = next(a for a in arms.arms if a.name == arm.match_absent_share_of)
         drawn = data.fixed_draw(data.training_views(views, ref.allowed_kinds), recipe.n_views, recipe.draw_seed)
         over["match_absent_share"] = data.absent_fraction(drawn)
+    if recipe.method == "sft" and "steps" not in arm.overrides:
+        first = arms.arms[0]
+        ref_recipe = recipe.model_copy(update={"allowed_kinds": first.allowed_kinds, **first.overrides})
+        n_ref = len(data.sft_draw(data.training_views(views, first.allowed_kinds), ref_recipe))
+        over["steps"] = data.one_pass_steps(n_ref, ref_recipe)
     return over
 
 

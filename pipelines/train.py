@@ -105,6 +105,7 @@ def train_loop_per_worker(cfg: dict) -> None:
     if rank == 0:
         save_adapter(trainer.peft, layout.TrainRun(cfg["out"]).adapter)
         summary = {"recipe": recipe.name, "method": recipe.method, "seed": recipe.seed, "steps": trainer.step,
+                   "total_steps": trainer.total_steps, "allowed_kinds": recipe.allowed_kinds,
                    "resumed_from": resumed_from, "first_loss": trainer.history[0]["loss"] if trainer.history else None,
                    "last_loss": trainer.history[-1]["loss"] if trainer.history else None, **info}
         if cfg.get("evaluation"):
@@ -116,6 +117,8 @@ def train_loop_per_worker(cfg: dict) -> None:
             records.write_table("scores", rows, layout.TrainRun(cfg["out"]).scores)
             summary["eval"] = metrics
         storage.write_bytes(layout.TrainRun(cfg["out"]).summary, json.dumps(summary, indent=2).encode())
+        # the per-step log (loss, lr, examples): what shows that arms are step- and schedule-matched
+        storage.write_bytes(layout.TrainRun(cfg["out"]).log, "".join(json.dumps(h) + "\n" for h in trainer.history).encode())
 
 
 def ray_storage(uri: str):
@@ -159,6 +162,15 @@ def build_trainer(job: TrainJob, recipe: TrainRecipe | None = None):
     )
 
 
+def check_deepspeed(recipe: TrainRecipe, use_gpu: bool) -> None:
+    """A DeepSpeed ZeRO recipe runs on CUDA GPUs only: say so in one line before any worker
+    starts, rather than fail inside every worker restart."""
+    if recipe.deepspeed is not None and not use_gpu:
+        raise MedScopeError(f"recipe {recipe.name} uses DeepSpeed ZeRO-{recipe.deepspeed.stage}, which needs CUDA GPUs, "
+                            "and this Ray cluster has none (or use_gpu is false): run it on a GPU node, or use the "
+                            "same recipe without its `deepspeed:` block (configs/train/stage1_sft.yaml)")
+
+
 def run(job: TrainJob) -> dict:
     from pipelines.support.raycluster import ensure_ray
 
@@ -170,6 +182,9 @@ def run(job: TrainJob) -> dict:
     # every worker restart that Ray Train's failure policy would attempt.
     training_views(records.read_table("views", job.views, columns=list(VIEW_COLUMNS_FOR_CHECK)),
                    recipe.allowed_kinds)
+    from pipelines.support.raycluster import cluster_gpus
+
+    check_deepspeed(recipe, cluster_gpus() > 0 if job.use_gpu is None else job.use_gpu)
     result = build_trainer(job, recipe).fit()
     if result.error:
         raise MedScopeError(f"training failed: {result.error}")

@@ -1,5 +1,7 @@
 """``medscope agent``: prompt rendering, a few episodes on a views table, the tiny VLM writer."""
 
+import pytest
+
 from medscope import records
 from medscope.agent import prompts
 from medscope.agent.prompts import few_shot_images
@@ -48,6 +50,17 @@ def test_try_verb_bad_model_is_one_line_error(tmp_path, capsys):
 def test_tiny_vlm_verb_writes_a_checkpoint(tmp_path):
     assert cli.main(["agent", "tiny-vlm", "--out", str(tmp_path / "tiny")]) == 0
     assert (tmp_path / "tiny" / "config.json").exists() and (tmp_path / "tiny" / "tokenizer.json").exists()
+
+
+@pytest.mark.parametrize("arch,model_type", [("qwen2.5-vl", "qwen2_5_vl"), ("gemma3", "gemma3")])
+def test_tiny_vlm_verb_writes_each_architecture(tmp_path, arch, model_type):
+    import json
+
+    from medscope.models.tiny_vlm import ARCHS
+
+    assert arch in ARCHS
+    assert cli.main(["agent", "tiny-vlm", "--arch", arch, "--out", str(tmp_path / arch)]) == 0
+    assert json.loads((tmp_path / arch / "config.json").read_text())["model_type"] == model_type
 
 
 def test_unknown_condition_is_one_line_error(capsys):

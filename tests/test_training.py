@@ -17,7 +17,7 @@ from medscope.errors import MedScopeError
 from medscope.training import data, losses, selection, synthetic, trainers
 from medscope.training import trajectories as tj
 from medscope.training.episodes import parse_action, view_reward
-from medscope.training.recipes import DeepSpeedSettings, LoraSettings, TrainRecipe, deepspeed_config, load_recipe
+from medscope.training.recipes import RECIPE_KINDS, DeepSpeedSettings, LoraSettings, TrainRecipe, deepspeed_config, load_recipe
 from medscope.training.vlm import apply_lora, build_base, collate, encode, sequence_logps, token_nll
 
 
@@ -42,7 +42,7 @@ def many_views():
 
 
 def small_recipe(**kw) -> TrainRecipe:
-    base = dict(name="t", n_views=None, batch_size=2, lr=1e-2, warmup_frac=0.0, trajectory={"prompt": "short"},
+    base = dict(name="t", n_views=None, batch_size=2, allowed_kinds=list(RECIPE_KINDS), lr=1e-2, warmup_frac=0.0, trajectory={"prompt": "short"},
                 lora={"r": 8, "alpha": 16, "dropout": 0.0})
     return TrainRecipe.model_validate({**base, **kw})
 
@@ -143,17 +143,68 @@ def test_fixed_draw_is_shared_by_seeds_and_small_lesions_repeat_twice(many_views
     assert len(t0) == 40 + n_small and n_small > 0
 
 
-def test_absent_share_matching_reaches_the_reference_share(many_views):
-    without = [v for v in many_views if v["kind"] in ("original", "degraded", "natural_negative")]
-    target = data.absent_fraction([v for v in many_views if v["kind"] != "unmatched_control"])
+def test_workers_build_only_their_own_shard_of_stage_1(many_views):
+    recipe = small_recipe(n_views=10, seed=4)
+    full = data.sft_trajectories(many_views, recipe)
+
+    def key(t):
+        return (t.view_id, tuple(m["text"] for m in t.messages))
+
+    shards = [data.sft_trajectories(many_views, recipe, rank, 3) for rank in range(3)]
+    usable = len(full) // 3 * 3
+    assert len(full) > usable  # a remainder is dropped, so shards stay equal (DDP lock step)
+    for rank, part in enumerate(shards):
+        assert len(part) == usable // 3
+        assert [key(t) for t in part] == [key(t) for t in full[:usable][rank::3]]
+    assert sorted(key(t) for p in shards for t in p) == sorted(key(t) for t in full[:usable])
+
+
+def test_absent_share_matching_reaches_the_reference_share_at_the_same_draw_size(many_views):
+    without = data.fixed_draw([v for v in many_views if v["kind"] in ("original", "degraded", "natural_negative")], 40, 0)
+    target = data.absent_fraction(data.fixed_draw([v for v in many_views if v["kind"] != "unmatched_control"], 40, 0))
+    assert data.absent_fraction(without) < target
     matched = data.match_absent_share(without, target)
-    assert data.absent_fraction(matched) >= target
-    assert data.absent_fraction(matched[:-1]) < target  # the smallest number of repeats
-    assert {v["kind"] for v in matched[len(without):]} == {"natural_negative"}
+    assert len(matched) == len(without) and data.absent_fraction(matched) >= target
+    # the fewest replacements: one fewer would miss the share
+    k = sum(a is not b for a, b in zip(without, matched))
+    assert (sum(v["expected"] == "absent" for v in without) + k - 1) / len(without) < target
+    assert {v["kind"] for a, v in zip(without, matched) if a is not v} == {"natural_negative"}
+
+
+def test_ablation_arms_are_step_matched_in_the_trainers_own_logs(tiny, many_views):
+    """§4.2: every stage-1 arm has the same optimiser steps and learning-rate schedule and draws
+    the same number of views from its own kinds; read back from each trainer's step log."""
+    import copy
+
+    from pipelines.sweep import arm_overrides, load_arms
+
+    arms = load_arms("configs/arms/counterfactual.yaml")
+    table = records.to_table("views", many_views)
+    recipe = small_recipe(n_views=8, batch_size=2, lr=1e-3, warmup_frac=0.5)
+    logs, draws = {}, {}
+    for arm in arms.arms:
+        r = TrainRecipe.model_validate({**recipe.model_dump(), **arm_overrides(arm, arms, table, recipe)})
+        views = data.training_views(table, r.allowed_kinds)
+        draws[arm.name] = data.fixed_draw(views, r.n_views, r.draw_seed)
+        examples = data.sft_trajectories(views, r)
+        model = apply_lora(copy.deepcopy(tiny.model), LoraSettings(r=2, alpha=4, dropout=0.0), seed=0)
+        logs[arm.name] = trainers.SFTTrainer(tiny, model, r, examples).fit()
+    ref = logs["with_cf"]
+    # the reference arm trains one pass: ceil(its examples / batch) steps, from its own log
+    assert len(ref) == math.ceil(ref[0]["examples"] / 2) >= 4
+    for name, log in logs.items():
+        assert [h["step"] for h in log] == list(range(1, len(ref) + 1)), name
+        assert [h["lr"] for h in log] == pytest.approx([h["lr"] for h in ref]), name
+        assert len(draws[name]) == 8, name
+    # the arms without counterfactual views have fewer examples (fewer small-lesion repeats), so
+    # they pass over their examples more than once to make the same steps
+    assert logs["without_cf"][0]["examples"] < ref[0]["examples"]
+    lrs = [h["lr"] for h in ref]
+    assert lrs[0] < lrs[1] and lrs[-1] < max(lrs)  # warm-up, then decay
 
 
 def test_dpo_pairs_follow_the_c2_polarities(views):
-    pairs = data.dpo_pairs(views)
+    pairs = data.dpo_pairs([v for v in views if v["kind"] in ("original", "target_removal", "natural_negative")])
     by_kind = {}
     for p in pairs:
         by_kind.setdefault(p["view"]["kind"], []).append(p)
@@ -165,6 +216,16 @@ def test_dpo_pairs_follow_the_c2_polarities(views):
             assert chosen.answer == want and parse(p["rejected"]).answer != want
     erased = by_kind["target_removal"][0]
     assert parse(erased["rejected"]).box is not None  # the finding with its former box
+
+
+def test_c3_pairs_include_insertions_as_lesions(views):
+    inserted = [v for v in views if v["kind"] == "insertion"]
+    assert inserted
+    pairs = data.dpo_pairs(inserted)
+    assert len(pairs) == len(inserted)
+    for p in pairs:
+        chosen, rejected = parse(p["chosen"]), parse(p["rejected"])
+        assert (chosen.answer, rejected.answer) == ("Yes", "No") and chosen.box is not None
 
 
 def _vqa_table(n_each: int, eval_png: bytes) -> pa.Table:
@@ -316,14 +377,80 @@ def test_every_recipe_and_arms_file_validates():
     assert load_recipe("configs/train/dpo_c2.yaml").dpo.beta == 0.1
 
 
+def test_each_shipped_recipe_names_the_view_kinds_the_paper_trains_on():
+    # seed 000 §3.2/§3.5: the recipe's pools are the four views of a case (original, target
+    # removal, random-removal control, degraded), lesion-free images and training-only insertions;
+    # §3.7 C2: "no control edits, degraded views or tools"; C3: the recipe's pools, insertions
+    # included (its preference pairs have no degraded or control-edit pair); C4: triplets O, C, E
+    # plus a lesion-free image every third case.
+    pools = {"original", "target_removal", "random_removal", "degraded", "natural_negative", "insertion"}
+    want = {"stage1_sft": pools, "stage2_rft": pools, "stage3_replay": pools, "stage1_sft_zero2": pools, "smoke": pools,
+            "dpo_c2": {"original", "target_removal", "natural_negative"},
+            "dpo_c3": {"original", "target_removal", "natural_negative", "insertion"},
+            "paired_c4": {"original", "random_removal", "target_removal", "natural_negative"},
+            "paired_c4_control": {"original", "random_removal", "target_removal", "natural_negative"}}
+    import yaml
+
+    got = {}
+    for path in glob.glob("configs/train/*.yaml"):
+        raw = yaml.safe_load(open(path))
+        assert "allowed_kinds" in raw, f"{path} does not name its view kinds"
+        got[raw["name"]] = set(load_recipe(path).allowed_kinds)
+    assert got == want
+    # unmatched-control edits appear in C1's arm only, in place of the random-removal control
+    from pipelines.sweep import load_arms
+
+    for path in glob.glob("configs/arms/*.yaml"):
+        for arm in load_arms(path).arms:
+            if "unmatched_control" in arm.allowed_kinds:
+                assert arm.name == "unmatched_control" and "random_removal" not in arm.allowed_kinds
+    factorial = {a.name: set(a.allowed_kinds) for a in load_arms("configs/arms/factorial.yaml").arms}
+    assert factorial["unmatched_control"] == factorial["control_edits_only"] - {"random_removal"} | {"unmatched_control"}
+
+
+def test_c4_recipes_take_3000_cases_in_375_steps_from_each_seed_s_adapter(views):
+    # §3.7 / §5.3: "the recipe adapter continued for 3,000 triplet cases", "the C4 arms add 375
+    # steps on 3,000 triplet cases" (8 cases a step), "each pair from that seed's recipe adapter"
+    from medscope.training.runner import init_adapter_uri
+
+    for name in ("paired_c4", "paired_c4_control"):
+        r = load_recipe(f"configs/train/{name}.yaml")
+        assert r.paired.max_cases == 3000 and data.one_pass_steps(3000, r) == 375
+        assert init_adapter_uri(r.model_copy(update={"seed": 2})).endswith("/with_cf/seed2/adapter")
+    capped = [trainers.paired_examples(views, small_recipe(seed=s, paired={"max_cases": 2})) for s in (0, 1)]
+    all_cases = {e["O"]["case_id"] for e in trainers.paired_examples(views, small_recipe(paired={"max_cases": None}))}
+    assert len(all_cases) > 2 and all(len(c) == 2 for c in capped)
+    assert {e["O"]["case_id"] for e in capped[0]} == {e["O"]["case_id"] for e in capped[1]} <= all_cases  # one draw
+
+
+def test_a_recipe_must_name_its_kinds_and_never_mixes_the_two_controls(tmp_path):
+    p = tmp_path / "r.yaml"
+    p.write_text("name: x\n")
+    with pytest.raises(MedScopeError, match="allowed_kinds"):
+        load_recipe(str(p))
+    p.write_text("name: x\nallowed_kinds: [original, random_removal, unmatched_control]\n")
+    with pytest.raises(MedScopeError, match="unmatched_control replaces random_removal"):
+        load_recipe(str(p))
+
+
 def test_bad_recipe_is_a_clear_error(tmp_path):
     p = tmp_path / "bad.yaml"
     p.write_text("name: x\nallowed_kinds: [original, erased]\n")
     with pytest.raises(MedScopeError, match="erased"):
         load_recipe(str(p))
-    p.write_text("name: x\nlora: {rank: 8}\n")
+    p.write_text("name: x\nallowed_kinds: [original]\nlora: {rank: 8}\n")
     with pytest.raises(MedScopeError, match="lora.rank"):
         load_recipe(str(p))
+
+
+def test_zero2_recipe_without_a_gpu_is_one_clear_error():
+    from pipelines.train import check_deepspeed
+
+    zero2 = load_recipe("configs/train/zero2.yaml")
+    with pytest.raises(MedScopeError, match="ZeRO-2, which needs CUDA GPUs"):
+        check_deepspeed(zero2, use_gpu=False)
+    check_deepspeed(zero2, use_gpu=True)  # nothing to say where GPUs are
+    check_deepspeed(load_recipe("configs/train/stage1_sft.yaml"), use_gpu=False)
 
 
 def test_deepspeed_zero_config_builds():
@@ -393,6 +520,60 @@ def test_rejection_sampling_keeps_the_best_right_episode_and_repeats_mostly_fail
     assert {t for _, t, _ in calls} == {1.2} and len({s for *_, s in calls}) == 12  # k distinct seeds per view
 
 
+def _hash_sampler(view, temperature, seed):
+    """A stateless stand-in policy: right / reward a fixed function of (view, seed)."""
+    from medscope.training.episodes import Episode, Outcome
+
+    h = seed % 7
+    ok = h % 3 != 0
+    return Episode(view, [{"role": "assistant", "text": f"{view['view_id']}:{h}", "image": None}], None, 0,
+                   Outcome("answer", None, ok, float(h), 0, right=ok))
+
+
+def _rft_worker(rank, world, port, views, out):
+    import pickle
+
+    import torch.distributed as dist
+
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
+    try:
+        calls = []
+
+        def sampler(view, temperature, seed):
+            calls.append(view["view_id"])
+            return _hash_sampler(view, temperature, seed)
+
+        result = trainers.rejection_examples(views, sampler, small_recipe(method="rft"), rank, world)
+        with open(f"{out}/{rank}.pkl", "wb") as fh:
+            pickle.dump((*result, calls), fh)
+    finally:
+        dist.destroy_process_group()
+
+
+def test_stage_2_sampling_is_split_across_workers_and_gathered_in_view_order(many_views, tmp_path):
+    import pickle
+    import socket
+
+    import torch.multiprocessing as mp
+
+    views = many_views[:9]
+    single = trainers.rejection_examples(views, _hash_sampler, small_recipe(method="rft"))
+    assert single[1]["kept"] >= 3 and single[1]["sampled_views"] == 9
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    mp.spawn(_rft_worker, args=(2, port, views, str(tmp_path)), nprocs=2, join=True)
+    sampled = []
+    for rank in range(2):
+        with open(tmp_path / f"{rank}.pkl", "rb") as fh:
+            kept, counts, calls = pickle.load(fh)
+        assert counts == single[1]  # gathered: the counts of all nine views
+        assert [c[0]["text"] for c in kept] == [c[0]["text"] for c in single[0]]  # same list, view order
+        assert len(calls) == 4 * (5 - rank)  # k = 4 episodes on each of this worker's 5 or 4 views
+        sampled.append(set(calls))
+    assert not sampled[0] & sampled[1] and len(sampled[0] | sampled[1]) == 9  # split, not repeated
+
+
 def test_every_method_builds_examples_from_a_views_table(tiny, views, tmp_path):
     from medscope.training import runner
 
@@ -411,7 +592,7 @@ def test_every_method_builds_examples_from_a_views_table(tiny, views, tmp_path):
         ex, info = runner.build_examples(small_recipe(method=method, **common), table, tiny, model)
         assert ex and info["examples"] == len(ex)
         infos[method] = info
-    assert infos["rft"]["sampled_views"] == len({v["kind"] for v in views}) and 5 <= infos["rft"]["synthetic"] <= 10  # small lesions twice
+    assert infos["rft"]["sampled_views"] == len(RECIPE_KINDS) and 5 <= infos["rft"]["synthetic"] <= 10  # small lesions twice
     assert infos["replay"]["vqa_near_copies_excluded"] == 1 and infos["replay"]["absent_share"] >= 0.35
     assert infos["paired_view"]["examples"] == len(data.paired_triplets(views))
 

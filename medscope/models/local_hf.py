@@ -37,6 +37,28 @@ def to_hf_chat(messages: list[Message]) -> tuple[list[dict], list]:
     return chat, images
 
 
+def render_chat(processor, messages: list[Message], add_generation_prompt: bool = True) -> str:
+    """The prompt text of one conversation through the checkpoint's own chat template."""
+    chat, _ = to_hf_chat(messages)
+    return processor.apply_chat_template(chat, add_generation_prompt=add_generation_prompt, tokenize=False)
+
+
+def chat_inputs(processor, conversations: list[list[Message]], add_generation_prompt: bool = True):
+    """Model inputs for ``conversations``: each rendered by the processor's chat template, then
+    tokenized with its images by the processor (which expands each image placeholder to the
+    model's image tokens). The one path from messages to tokens, shared by evaluation (here)
+    and training (``medscope.training.vlm.encode``), so both see the same tokens (seed 000
+    §4.2: "model-specific chat templates were applied by each model's processor").
+
+    ``add_special_tokens=False``: a chat template writes its own BOS and turn markers, and a
+    tokenizer that also adds BOS (Gemma's) would otherwise begin every prompt with two."""
+    texts, images = [], []
+    for conv in conversations:
+        texts.append(render_chat(processor, conv, add_generation_prompt))
+        images.extend(to_hf_chat(conv)[1])
+    return processor(text=texts, images=images or None, return_tensors="pt", padding=True, add_special_tokens=False)
+
+
 class LocalHFModel:
     """A local VLM. ``path``: a checkpoint folder; ``adapter``: an optional PEFT adapter folder."""
 
@@ -90,12 +112,7 @@ class LocalHFModel:
     def _generate(self, conversations: list[list[Message]], decoding: Decoding) -> list[Completion]:
         import torch
 
-        texts, images = [], []
-        for conv in conversations:
-            chat, imgs = to_hf_chat(conv)
-            texts.append(self.processor.apply_chat_template(chat, add_generation_prompt=True, tokenize=False))
-            images.extend(imgs)
-        inputs = self.processor(text=texts, images=images or None, return_tensors="pt", padding=True)
+        inputs = chat_inputs(self.processor, conversations, add_generation_prompt=True)
         inputs = {k: v.to(self.device) if hasattr(v, "to") else v for k, v in inputs.items()}
         if "pixel_values" in inputs:
             inputs["pixel_values"] = inputs["pixel_values"].to(self.dtype)

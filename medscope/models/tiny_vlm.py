@@ -1,16 +1,21 @@
-"""A tiny random-initialised Qwen2-VL built from config, with a processor that works offline.
+"""Tiny random-initialised VLMs built from config, with processors that work offline.
 
-Tests, the demo and the training smoke runs need a real vision-language architecture but have
-no weights and no internet. This module builds the real ``Qwen2VLForConditionalGeneration``
-with tiny sizes (text hidden 64, 2 layers; vision depth 1, patch 4) and a matching processor:
+Tests, the demo and the training smoke runs need real vision-language architectures but have
+no weights and no internet. ``ARCHS`` names the three built here (seed 000 §4.2, §5.3: the
+Qwen family and MedGemma's Gemma-3): ``qwen2-vl`` (the real ``Qwen2VLForConditionalGeneration``
+with text hidden 64, 2 layers; vision depth 1, patch 4), ``qwen2.5-vl``
+(``Qwen2_5_VLForConditionalGeneration``, windowed vision blocks) and ``gemma3``
+(``Gemma3ForConditionalGeneration`` with a 1-layer SigLIP tower on 32 px images, 16 soft tokens
+per image; see :mod:`medscope.models.tiny_gemma3`). The Qwen pair share a processor:
 
 - a byte-level BPE tokenizer trained here on a small built-in corpus (any text encodes, since
   byte-level BPE falls back to bytes), carrying the Qwen2-VL special tokens and chat template;
 - the PIL Qwen2-VL image processor (the fast one needs torchvision, which is not installed);
 - :class:`ImageOnlyQwen2VLProcessor`, the Qwen2-VL processor without a video processor.
 
-``save_tiny_qwen2vl(dir)`` writes both with ``save_pretrained`` so that
-``AutoModelForImageTextToText.from_pretrained(dir)`` and :func:`load_processor` read them back.
+``save_tiny(dir, arch)`` writes model and processor with ``save_pretrained`` so that
+``AutoModelForImageTextToText.from_pretrained(dir)`` and :func:`load_processor` read them back
+(``medscope agent tiny-vlm --arch A --out DIR``; a training recipe's ``base:`` takes DIR).
 """
 
 from __future__ import annotations
@@ -64,7 +69,7 @@ _CORPUS = (
 )
 
 
-def _build_tokenizer(vocab_size: int = 800):
+def _build_tokenizer(vocab_size: int = 800, special_tokens=SPECIAL_TOKENS, chat_template=CHAT_TEMPLATE, **named):
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
@@ -73,18 +78,18 @@ def _build_tokenizer(vocab_size: int = 800):
     tok.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
         vocab_size=vocab_size,
-        special_tokens=list(SPECIAL_TOKENS),
+        special_tokens=list(special_tokens),
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
         show_progress=False,
     )
     # Training is deterministic for a fixed corpus, so the same vocabulary comes out every time.
     tok.train_from_iterator(list(_CORPUS) * 4, trainer)
+    named = named or {"eos_token": "<|im_end|>", "pad_token": "<|endoftext|>"}
     return PreTrainedTokenizerFast(
         tokenizer_object=tok,
-        eos_token="<|im_end|>",
-        pad_token="<|endoftext|>",
-        chat_template=CHAT_TEMPLATE,
+        chat_template=chat_template,
         padding_side="left",  # decoder-only batched generation pads on the left
+        **named,
     )
 
 
@@ -117,9 +122,10 @@ def build_tiny_processor(max_pixels: int = 64 * 64, min_pixels: int = 16 * 16):
     return ImageOnlyQwen2VLProcessor(image_processor=image_processor, tokenizer=tokenizer, chat_template=CHAT_TEMPLATE)
 
 
-def tiny_qwen2vl_config(tokenizer):
-    """A Qwen2VLConfig with tiny sizes whose special token ids match ``tokenizer``."""
-    from transformers import Qwen2VLConfig
+def tiny_qwen2vl_config(tokenizer, arch: str = "qwen2-vl"):
+    """A Qwen2VLConfig (or Qwen2_5_VLConfig) with tiny sizes whose special token ids match
+    ``tokenizer``."""
+    from transformers import Qwen2_5_VLConfig, Qwen2VLConfig
 
     vocab = tokenizer.get_vocab()
     ids = {t: vocab[t] for t in SPECIAL_TOKENS}
@@ -141,7 +147,15 @@ def tiny_qwen2vl_config(tokenizer):
         depth=1, embed_dim=32, hidden_size=64, num_heads=2, mlp_ratio=2,
         patch_size=4, spatial_merge_size=2, temporal_patch_size=2, in_channels=3,
     )
-    return Qwen2VLConfig(
+    cls = Qwen2VLConfig
+    if arch == "qwen2.5-vl":
+        # Qwen2.5-VL's vision blocks: windowed attention except the full-attention indexes, a
+        # gated MLP, and a merger projecting to the text width (out_hidden_size)
+        cls = Qwen2_5_VLConfig
+        vision = dict(depth=2, hidden_size=32, intermediate_size=64, num_heads=2, out_hidden_size=64,
+                      patch_size=4, spatial_merge_size=2, temporal_patch_size=2, in_channels=3,
+                      window_size=16, fullatt_block_indexes=[1])
+    return cls(
         text_config=text,
         vision_config=vision,
         image_token_id=ids["<|image_pad|>"],
@@ -154,31 +168,52 @@ def tiny_qwen2vl_config(tokenizer):
     )
 
 
-def build_tiny_qwen2vl(seed: int = 0):
-    """``(model, processor)``: a random-initialised tiny Qwen2-VL (eval mode, fp32, CPU)."""
-    import torch
-    from transformers import Qwen2VLForConditionalGeneration
+ARCHS = ("qwen2-vl", "qwen2.5-vl", "gemma3")
 
-    processor = build_tiny_processor()
-    config = tiny_qwen2vl_config(processor.tokenizer)
-    # Seed only the construction, restoring the caller's global RNG state afterwards.
+
+def build_tiny(arch: str = "qwen2-vl", seed: int = 0):
+    """``(model, processor)``: a random-initialised tiny ``arch`` (one of :data:`ARCHS`; eval
+    mode, fp32, CPU). ``seed`` fixes the weights; the caller's global RNG is left as it was."""
+    import torch
+    from transformers import AutoModelForImageTextToText
+
+    if arch not in ARCHS:
+        raise MedScopeError(f"tiny VLM arch {arch!r}: use one of {', '.join(ARCHS)}")
+    if arch == "gemma3":
+        from medscope.models.tiny_gemma3 import build_tiny_gemma3_processor, tiny_gemma3_config
+
+        processor = build_tiny_gemma3_processor(_build_tokenizer)
+        config = tiny_gemma3_config(processor.tokenizer)
+    else:
+        processor = build_tiny_processor()
+        config = tiny_qwen2vl_config(processor.tokenizer, arch)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
-        model = Qwen2VLForConditionalGeneration(config)
-    model.generation_config.eos_token_id = config.eos_token_id
-    model.generation_config.pad_token_id = config.pad_token_id
+        model = AutoModelForImageTextToText.from_config(config)
+    eos = config.eos_token_id if config.eos_token_id is not None else config.get_text_config().eos_token_id
+    model.generation_config.eos_token_id = eos
+    model.generation_config.pad_token_id = config.get_text_config().pad_token_id
     model.generation_config.do_sample = False
     return model.eval(), processor
 
 
-def save_tiny_qwen2vl(directory: str | Path, seed: int = 0) -> Path:
-    """Write the tiny model and its processor to ``directory`` (``save_pretrained`` of both)."""
+def build_tiny_qwen2vl(seed: int = 0):
+    """``(model, processor)``: a random-initialised tiny Qwen2-VL (eval mode, fp32, CPU)."""
+    return build_tiny("qwen2-vl", seed)
+
+
+def save_tiny(directory: str | Path, arch: str = "qwen2-vl", seed: int = 0) -> Path:
+    """Write a tiny ``arch`` model and its processor to ``directory`` (``save_pretrained``)."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    model, processor = build_tiny_qwen2vl(seed)
+    model, processor = build_tiny(arch, seed)
     model.save_pretrained(directory)
     processor.save_pretrained(directory)
     return directory
+
+
+def save_tiny_qwen2vl(directory: str | Path, seed: int = 0) -> Path:
+    return save_tiny(directory, "qwen2-vl", seed)
 
 
 def load_processor(directory: str | Path):

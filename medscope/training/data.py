@@ -49,15 +49,22 @@ def absent_fraction(views: list[dict]) -> float:
 
 
 def match_absent_share(views: list[dict], target: float) -> list[dict]:
-    """Repeat lesion-free views (natural negatives) until "absent" targets are ``target`` of
-    the draw: the "absent"-share matched arm of seed 000 §4.2."""
+    """The "absent"-share matched arm of seed 000 §4.2: lesion-free views (natural negatives)
+    repeated until "absent" targets are at least ``target`` of the draw, *at the same draw
+    size* (so the arm keeps the reference arm's size and steps): the last non-absent views of
+    the random draw are replaced, one repeated negative each, the fewest that reach the share."""
     negatives = [v for v in views if v["kind"] == "natural_negative"]
     if not negatives:
         raise MedScopeError("matching the absent share needs natural-negative views")
-    absent = sum(v["expected"] == "absent" for v in views)
-    # smallest k with (absent + k) / (n + k) >= target
-    k = max(0, math.ceil((target * len(views) - absent) / (1 - target)))
-    return views + [negatives[i % len(negatives)] for i in range(k)]
+    n, absent = len(views), sum(v["expected"] == "absent" for v in views)
+    k = max(0, math.ceil(target * n - absent - 1e-9))  # each replacement adds one absent target
+    others = [i for i, v in enumerate(views) if v["expected"] != "absent"]
+    if k > len(others):
+        raise MedScopeError(f"cannot reach an absent share of {target:.3f} in a draw of {n}")
+    out = list(views)
+    for j, i in enumerate(reversed(others[len(others) - k :])):
+        out[i] = negatives[j % len(negatives)]
+    return out
 
 
 def shuffled(items: list, seed: int, salt: str = "order") -> list:
@@ -66,36 +73,60 @@ def shuffled(items: list, seed: int, salt: str = "order") -> list:
     return [items[i] for i in perm]
 
 
-def sft_trajectories(views: list[dict], recipe) -> list[tj.Trajectory]:
-    """Stage-1 examples: the fixed draw, small lesions repeated, trajectories sampled per seed.
+def sft_draw(views: list[dict], recipe) -> list[dict]:
+    """Stage 1's views in draw order: ``n_views`` drawn once (by ``draw_seed``), the absent
+    share matched if the arm asks, then small lesions repeated (§3.5)."""
+    drawn = fixed_draw(views, recipe.n_views, recipe.draw_seed)
+    if recipe.match_absent_share is not None:
+        drawn = match_absent_share(drawn, recipe.match_absent_share)
+    return with_repeats(drawn, recipe.trajectory.small_frac, recipe.trajectory.small_repeat)
+
+
+def one_pass_steps(n_examples: int, recipe, world: int = 1) -> int:
+    """Optimiser steps of one pass over ``n_examples``: ceil(n / (batch × accumulation ×
+    workers)). Seed 000 §3.5's 3,706 stage-1 steps are this for its draw and batch."""
+    return math.ceil(n_examples / (recipe.batch_size * recipe.grad_accum * world))
+
+
+def sft_trajectories(views: list[dict], recipe, rank: int = 0, world: int = 1) -> list[tj.Trajectory]:
+    """Stage-1 examples: the fixed draw, small lesions repeated, trajectories sampled per seed,
+    in the seed's order. With ``world`` > 1, only this ``rank``'s shard (:func:`shard`) is built,
+    so Ray Train workers split the work instead of each building every example.
 
     A repeated view gets a different trajectory per copy (the copy index is part of its key).
     """
-    drawn = with_repeats(fixed_draw(views, recipe.n_views, recipe.draw_seed), recipe.trajectory.small_frac, recipe.trajectory.small_repeat)
-    if recipe.match_absent_share is not None:
-        drawn = match_absent_share(drawn, recipe.match_absent_share)
+    drawn = sft_draw(views, recipe)
     counts: dict[str, int] = defaultdict(int)
-    out = []
-    t = recipe.trajectory
+    keyed = []
     for v in drawn:
-        copy = counts[v["view_id"]]
+        keyed.append((v, counts[v["view_id"]]))
         counts[v["view_id"]] += 1
-        out.append(tj.build_trajectory(v, derive_seed(recipe.seed, copy), small_frac=t.small_frac,
-                                       p_zoom=t.p_zoom, p_window=t.p_window, p_paraphrase=t.p_paraphrase,
-                                       system=tj.PROMPTS[t.prompt], via_agent_loop=t.prompt == "agent"))
-    return shuffled(out, recipe.seed)
+    t = recipe.trajectory
+    return [tj.build_trajectory(v, derive_seed(recipe.seed, copy), small_frac=t.small_frac,
+                                p_zoom=t.p_zoom, p_window=t.p_window, p_paraphrase=t.p_paraphrase,
+                                system=tj.PROMPTS[t.prompt], via_agent_loop=t.prompt == "agent")
+            for v, copy in shard(shuffled(keyed, recipe.seed), rank, world)]
+
+
+def shard(items: list, rank: int, world: int) -> list:
+    """This worker's share of ``items``: equal shards (DDP steps in lock step), every
+    ``world``-th item from ``rank``; the remainder is dropped (all items if fewer than ``world``)."""
+    usable = (len(items) // world) * world or len(items)
+    return items[:usable][rank::world]
 
 
 def dpo_pairs(views: list[dict]) -> list[dict]:
     """C2's pairs (seed 000 §3.7): erased -> "absent" over the finding with its former box;
     unedited lesion -> the reverse; lesion-free -> "No" over "Yes". Open questions on lesion-free
-    images have no pair. Returns {view, chosen, rejected} with single-turn reply texts."""
+    images have no pair. C3 uses the same pass on the recipe's pools "insertions included": an
+    inserted lesion is a lesion, so "present" (with its box) over "absent". Which kinds take
+    part is the recipe's ``allowed_kinds``. Returns {view, chosen, rejected}."""
     pairs = []
     for v in views:
         present, absent = tj.reply_texts(v)
         if v["kind"] == "target_removal":
             pairs.append({"view": v, "chosen": absent, "rejected": present})
-        elif v["kind"] == "original" and v["expected"] == "present":
+        elif v["kind"] in ("original", "insertion") and v["expected"] == "present":
             pairs.append({"view": v, "chosen": present, "rejected": absent})
         elif v["kind"] == "natural_negative" and v["question_kind"] != "open":
             pairs.append({"view": v, "chosen": absent, "rejected": present})

@@ -15,15 +15,27 @@ from medscope.records import VIEW_KINDS
 
 Method = Literal["sft", "rft", "replay", "dpo", "paired_view"]
 
+# The view kinds each training arm of seed 000 draws from (§3.2, §3.5, §3.7, §4.2). A recipe names
+# its own; these are the paper's sets, for recipes, arms files and tests to refer to.
+RECIPE_KINDS = ("original", "target_removal", "random_removal", "degraded", "natural_negative", "insertion")
+WITHOUT_CF_KINDS = ("original", "degraded", "natural_negative")  # "without counterfactual views"
+C2_PAIR_KINDS = ("original", "target_removal", "natural_negative")  # no control edits, degraded views, tools
+C3_PAIR_KINDS = C2_PAIR_KINDS + ("insertion",)  # "the recipe's own pools (insertions included)"
+# C1: the matched-control arm with every control view replaced by an unmatched edit
+C1_KINDS = ("original", "target_removal", "unmatched_control", "degraded", "natural_negative")
+
 
 class LoraSettings(StrictModel):
-    """LoRA on every linear layer of the language model; the vision tower stays frozen."""
+    """LoRA on every linear layer of the language model; the vision tower stays frozen.
+
+    ``target_modules: language-linear`` finds those layers from the model itself (its
+    ``get_decoder()``), whatever the family; a list or regex is passed to PEFT as written."""
 
     r: int = Field(16, ge=1)
     alpha: int = Field(32, ge=1)
     dropout: float = Field(0.05, ge=0.0, lt=1.0)
-    target_modules: str | list[str] = "all-linear"
-    exclude_modules: str = r".*visual.*"
+    target_modules: str | list[str] = "language-linear"
+    exclude_modules: str | list[str] | None = None
 
 
 class TrajectorySettings(StrictModel):
@@ -69,6 +81,7 @@ class PairedViewSettings(StrictModel):
     """C4: s(x) = log p(present | x) - log p(absent | x) over original O, control C, erasure E."""
 
     tau: float = 2.0
+    max_cases: int | None = Field(3000, ge=1)  # "continued for 3,000 triplet cases" (drawn by draw_seed)
     w_margin: float = Field(0.5, ge=0)
     w_invariance: float = Field(0.5, ge=0)
     w_first_action: float = Field(0.5, ge=0)
@@ -83,12 +96,16 @@ class DeepSpeedSettings(StrictModel):
 class TrainRecipe(StrictModel):
     name: str
     method: Method = "sft"
-    base: str = "tiny"  # "tiny" or a local HF model directory
-    init_adapter: str | None = None  # continue from this adapter (stages 2, 3, DPO, C4)
+    base: str = "tiny"  # "tiny[:qwen2-vl|qwen2.5-vl|gemma3]" or a local HF model directory
+    # continue from this adapter (stages 2, 3, DPO, C4); "{seed}" is replaced by the run seed, so
+    # each seed continues its own adapter ("each pair from that seed's recipe adapter", §3.7 C4)
+    init_adapter: str | None = None
     seed: int = 0  # LoRA init, data order, trajectory sampling
     draw_seed: int = 0  # the fixed draw of views, shared by every seed (Appendix B)
     n_views: int | None = 16000  # None = every allowed view
-    allowed_kinds: list[str] = list(VIEW_KINDS)
+    # required: every recipe says which view kinds it trains on (§3.5, §4.2); unmatched-control
+    # edits belong to C1's arm only, where they replace the random-removal controls
+    allowed_kinds: list[str]
     # "absent"-share matched arm (§4.2): lesion-free views repeated until this share of the draw
     match_absent_share: float | None = Field(None, ge=0, lt=1)
     lr: float = Field(2e-4, gt=0)
@@ -96,6 +113,10 @@ class TrainRecipe(StrictModel):
     grad_accum: int = Field(1, ge=1)
     epochs: int = Field(1, ge=1)
     max_steps: int | None = None  # cap on optimiser steps (smoke runs)
+    # a fixed number of optimiser steps: the examples are passed over again (each pass in a new
+    # seed order) until it is reached, or cut. The sweep sets every arm's to the reference
+    # arm's one-pass count, so all arms have the same steps and schedule (§4.2).
+    steps: int | None = Field(None, ge=1)
     warmup_frac: float = Field(0.03, ge=0, lt=1)
     checkpoint_every: int = Field(200, ge=1)
     lora: LoraSettings = LoraSettings()
@@ -111,6 +132,9 @@ class TrainRecipe(StrictModel):
         bad = sorted(set(self.allowed_kinds) - set(VIEW_KINDS))
         if bad:
             raise ValueError(f"unknown view kind(s) {bad}; known: {', '.join(VIEW_KINDS)}")
+        if {"unmatched_control", "random_removal"} <= set(self.allowed_kinds):
+            raise ValueError("allowed_kinds: unmatched_control replaces random_removal (C1, seed 000 §3.7); "
+                             "an arm trains on one control edit or the other, never both")
         return self
 
 

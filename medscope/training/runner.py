@@ -20,18 +20,24 @@ def build_model(recipe: TrainRecipe):
     """(vlm, peft model): a fresh LoRA (init seeded by the run seed) or the starting adapter."""
     vlm = build_base(recipe.base, seed=0)  # the base is the same for every seed; only LoRA init varies
     if recipe.init_adapter:
-        model = load_adapter(vlm.model, recipe.init_adapter, trainable=True)
+        model = load_adapter(vlm.model, init_adapter_uri(recipe), trainable=True)
     else:
         model = apply_lora(vlm.model, recipe.lora, recipe.seed)
     return vlm, model
 
 
-def build_examples(recipe: TrainRecipe, views_table, vlm=None, model=None) -> tuple[list, dict]:
-    """The method's examples and counts describing them."""
+def init_adapter_uri(recipe: TrainRecipe) -> str | None:
+    """The adapter this run continues: ``init_adapter`` with ``{seed}`` filled in."""
+    return recipe.init_adapter.replace("{seed}", str(recipe.seed)) if recipe.init_adapter else None
+
+
+def build_examples(recipe: TrainRecipe, views_table, vlm=None, model=None, rank: int = 0, world: int = 1) -> tuple[list, dict]:
+    """This worker's examples of the method (its shard when ``world`` > 1) and counts
+    describing them. Stage 1 builds only its own shard; the other methods build all and cut."""
     views = data.training_views(views_table, recipe.allowed_kinds)
     info: dict = {"views_allowed": len(views)}
     if recipe.method == "sft":
-        ex = data.sft_trajectories(views, recipe)
+        ex = data.sft_trajectories(views, recipe, rank, world)
     elif recipe.method == "dpo":
         ex = data.shuffled(data.dpo_pairs(data.fixed_draw(views, recipe.n_views, recipe.draw_seed)), recipe.seed)
     elif recipe.method == "paired_view":
@@ -41,7 +47,7 @@ def build_examples(recipe: TrainRecipe, views_table, vlm=None, model=None) -> tu
             raise MedScopeError("stage 2 needs the stage-1 model to sample from")
         sampler = sampler_for(vlm, model, recipe.trajectory.prompt, recipe.rft.max_turns, recipe.rft.max_new_tokens)
         model.eval()
-        kept, counts = trainers.rejection_examples(trainers.rft_view_sample(views, recipe), sampler, recipe)
+        kept, counts = trainers.rejection_examples(trainers.rft_view_sample(views, recipe), sampler, recipe, rank, world)
         # "synthetic views": label-derived trajectories of a further draw of training views
         synth = data.sft_trajectories(views, recipe.model_copy(update={"n_views": recipe.rft.synthetic_views, "draw_seed": recipe.draw_seed + 2}))
         ex = data.shuffled(kept + [t.messages for t in synth], recipe.seed)
@@ -61,7 +67,9 @@ def build_examples(recipe: TrainRecipe, views_table, vlm=None, model=None) -> tu
         raise MedScopeError(f"unknown method {recipe.method}")
     if not ex:
         raise MedScopeError(f"{recipe.method}: no training examples from the allowed views")
-    info["examples"] = len(ex)
+    if recipe.method != "sft":
+        ex = data.shard(ex, rank, world)
+    info["examples"] = len(ex)  # this worker's
     return ex, info
 
 
@@ -74,11 +82,9 @@ def read_parquet(uri: str):
 
 
 def make_trainer(recipe: TrainRecipe, views_table, rank: int = 0, world: int = 1, device="cpu"):
-    """(trainer, info) for this worker: every worker builds the same examples, keeps its shard."""
+    """(trainer, info) for this worker, on its shard of the examples."""
     vlm, model = build_model(recipe)
     model.to(device)
-    examples, info = build_examples(recipe, views_table, vlm, model)
-    usable = (len(examples) // world) * world or len(examples)  # equal shards: DDP steps in lockstep
-    shard = examples[:usable][rank::world]
-    trainer = trainers.TRAINERS[recipe.method](vlm, model, recipe, shard, device=device)
+    examples, info = build_examples(recipe, views_table, vlm, model, rank, world)
+    trainer = trainers.TRAINERS[recipe.method](vlm, model, recipe, examples, device=device)
     return trainer, info

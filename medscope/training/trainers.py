@@ -8,7 +8,7 @@ continues exactly where the killed run was.
 
 from __future__ import annotations
 
-import math
+import itertools
 from collections.abc import Callable
 
 import torch
@@ -55,15 +55,21 @@ class BaseTrainer:
 
     @property
     def total_steps(self) -> int:
-        per_epoch = math.ceil(len(self.examples) / (self.recipe.batch_size * self.recipe.grad_accum))
-        steps = per_epoch * self.recipe.epochs
+        if self.recipe.steps:
+            steps = self.recipe.steps
+        else:
+            steps = data.one_pass_steps(len(self.examples), self.recipe) * self.recipe.epochs
         return min(steps, self.recipe.max_steps) if self.recipe.max_steps else steps
 
     def micro_batches(self):
+        """The examples in micro-batches: ``epochs`` passes, or as many passes as a fixed
+        ``steps`` needs (passes after the first in a new order of the run seed)."""
         b = self.recipe.batch_size
-        for _ in range(self.recipe.epochs):
-            for i in range(0, len(self.examples), b):
-                yield self.examples[i : i + b]
+        passes = range(self.recipe.epochs) if not self.recipe.steps else itertools.count()
+        for p in passes:
+            order = self.examples if p == 0 else data.shuffled(self.examples, self.recipe.seed, f"pass{p}")
+            for i in range(0, len(order), b):
+                yield order[i : i + b]
 
     def loss(self, batch: list) -> tuple[torch.Tensor, dict]:
         raise NotImplementedError
@@ -107,13 +113,15 @@ class BaseTrainer:
                 (loss / accum).backward()
             acc.append({"loss": float(loss.detach()), **{k: float(v) for k, v in parts.items()}})
             if len(acc) == accum:
+                lr = self.optimizer.param_groups[0]["lr"]  # the rate this step used (the schedule, logged)
                 if self.engine is None:
                     torch.nn.utils.clip_grad_norm_(self.params, 1.0)
                     self.optimizer.step()
                     self.optimizer.zero_grad(set_to_none=True)
                 self.scheduler.step()
                 self.step += 1
-                metrics = {k: sum(a[k] for a in acc) / len(acc) for k in acc[0]} | {"step": self.step}
+                metrics = {k: sum(a[k] for a in acc) / len(acc) for k in acc[0]} | {"step": self.step, "lr": lr,
+                                                                                     "examples": len(self.examples)}
                 self.history.append(metrics)
                 acc = []
                 if on_step:
@@ -213,7 +221,7 @@ def _chat(e) -> list[dict]:
 # ---------------------------------------------------------------- examples per method
 
 def paired_examples(views: list[dict], recipe: TrainRecipe) -> list[dict]:
-    """C4's cases (seed 000 §3.7): per triplet one trajectory view (O, C or E in turn), plus a
+    """C4's cases (seed 000 §3.7): at most ``paired.max_cases`` triplets; per triplet one trajectory view (O, C or E in turn), plus a
     lesion-free image's trajectory every third case when natural negatives are allowed; the
     first action is O's first assistant turn (a tool call when O's trajectory zooms, else its
     final)."""
@@ -222,7 +230,11 @@ def paired_examples(views: list[dict], recipe: TrainRecipe) -> list[dict]:
     kw = dict(small_frac=t.small_frac, p_zoom=t.p_zoom, p_paraphrase=t.p_paraphrase, system=tj.PROMPTS[t.prompt],
               via_agent_loop=t.prompt == "agent")
     negatives = data.fixed_draw([v for v in views if v["kind"] == "natural_negative"], None, recipe.draw_seed)
-    for i, trip in enumerate(data.paired_triplets(views)):
+    triplets = data.paired_triplets(views)
+    if recipe.paired.max_cases is not None:  # the 3,000 cases: a fixed draw, shared by the seeds
+        triplets = sorted(sorted(triplets, key=lambda t: derive_seed(recipe.draw_seed, t["O"]["case_id"], "c4"))[: recipe.paired.max_cases],
+                          key=lambda t: t["O"]["case_id"])
+    for i, trip in enumerate(triplets):
         k = ("O", "C", "E")[i % 3]
         trajs = [tj.build_trajectory(trip[k], recipe.seed, p_window=t.p_window, **kw)]
         if i % 3 == 2 and negatives:
@@ -233,13 +245,20 @@ def paired_examples(views: list[dict], recipe: TrainRecipe) -> list[dict]:
     return data.shuffled(out, recipe.seed)
 
 
-def rejection_examples(views: list[dict], sampler, recipe: TrainRecipe) -> tuple[list[list[dict]], dict]:
+def rejection_examples(views: list[dict], sampler, recipe: TrainRecipe, rank: int = 0, world: int = 1) -> tuple[list[list[dict]], dict]:
     """Stage 2: ``k`` episodes per view at the recipe's temperature; the best successful one
     is kept, repeated ``failed_repeat`` times when at most ``failed_max_right`` of k were right;
-    then ``synthetic_views`` label-derived trajectories are added. Returns (chats, counts)."""
+    then ``synthetic_views`` label-derived trajectories are added. Returns (chats, counts).
+
+    With ``world`` > 1 (Ray Train workers), each worker samples every ``world``-th view from
+    ``rank`` and the kept episodes are gathered from all workers (torch.distributed), so the
+    sampling is split, not repeated, and every worker ends with the same list, in view order."""
     rft = recipe.rft
-    kept, counts = [], {"sampled_views": len(views), "kept": 0, "failed_repeated": 0, "none_right": 0}
-    for v in views:
+    mine: dict[int, list] = {}
+    counts = {"sampled_views": 0, "kept": 0, "failed_repeated": 0, "none_right": 0}
+    for i in range(rank, len(views), world):
+        v = views[i]
+        counts["sampled_views"] += 1
         eps = [sampler(v, rft.temperature, derive_seed(recipe.seed, v["view_id"], j)) for j in range(rft.k)]
         right = [e for e in eps if e.outcome.right]
         if not right:
@@ -249,8 +268,24 @@ def rejection_examples(views: list[dict], sampler, recipe: TrainRecipe) -> tuple
         reps = rft.failed_repeat if len(right) <= rft.failed_max_right else 1
         counts["kept"] += 1
         counts["failed_repeated"] += int(reps > 1)
-        kept += [best.messages] * reps
-    return kept, counts
+        mine[i] = [best.messages] * reps
+    if world > 1:
+        parts = all_gather((mine, counts))
+        mine = {i: m for part, _ in parts for i, m in part.items()}
+        counts = {k: sum(c[k] for _, c in parts) for k in counts}
+    return [m for i in sorted(mine) for m in mine[i]], counts
+
+
+def all_gather(obj) -> list:
+    """``obj`` from every worker of the torch.distributed group (Ray Train sets it up), in rank
+    order; ``[obj]`` when there is no group."""
+    import torch.distributed as dist
+
+    if not (dist.is_available() and dist.is_initialized()):
+        return [obj]
+    out: list = [None] * dist.get_world_size()
+    dist.all_gather_object(out, obj)
+    return out
 
 
 def rft_view_sample(views: list[dict], recipe: TrainRecipe) -> list[dict]:

@@ -1,142 +1,200 @@
-"""The model side of training: the base VLM, its LoRA adapter, and trajectories -> tensors.
+"""The model side of training: the base VLM, its LoRA adapter, and chats -> tensors.
 
-Seed 000 §3.5: LoRA on all linear layers of the *language* model, vision encoder frozen.
-Chat messages are turned into tensors here from the processor's tokenizer and image processor
-rather than through the processor's chat template, because training needs to know which
-tokens belong to assistant turns (the only ones with labels) and where each image sits.
+Seed 000 §3.5: LoRA on all linear layers of the *language* model, vision encoder frozen; §4.2:
+"model-specific chat templates were applied by each model's processor". Nothing here knows a
+model family: a chat becomes tokens through :func:`medscope.models.local_hf.chat_inputs` (the
+processor's own chat template and image expansion, exactly what evaluation feeds the model),
+and the language model and vision side are found from the model (``get_decoder()``).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 from dataclasses import dataclass
 
 import torch
 
-from medscope import images, storage
+from medscope import storage
 from medscope.errors import MedScopeError
+from medscope.models.base import Message, Part
 
 IGNORE = -100
+TINY_PREFIX = "tiny"  # recipe base "tiny" / "tiny:<arch>": a random tiny model built in memory
 
 
 @dataclass
 class VLM:
-    """A causal VLM with what is needed to feed it: tokenizer and image processor."""
+    """A causal VLM and its processor (tokenizer, image processor and chat template)."""
 
     model: torch.nn.Module
-    tokenizer: object
-    image_processor: object
-    image_token: str = "<|image_pad|>"
-    merge_size: int = 2
-    processor: object = None  # the full processor (what the agent loop's local HF adapter uses)
+    processor: object
 
     @property
-    def image_token_id(self) -> int:
-        return int(self.tokenizer.convert_tokens_to_ids(self.image_token))
+    def tokenizer(self):
+        return self.processor.tokenizer
 
 
 def build_base(base: str, seed: int = 0) -> VLM:
-    """``base`` = "tiny" (random-initialised tiny Qwen2-VL) or a local HF model directory."""
-    if base == "tiny":
-        model, processor = _tiny(seed)
-    else:
-        from transformers import AutoModelForImageTextToText, AutoProcessor
+    """``base``: "tiny" / "tiny:<arch>" (a random tiny model of :data:`tiny_vlm.ARCHS`) or a
+    local HF checkpoint folder (any ``AutoModelForImageTextToText``; ``medscope agent tiny-vlm``
+    writes such folders)."""
+    from medscope.models import tiny_vlm
 
-        if not os.path.isdir(base):
-            raise MedScopeError(f"base model {base!r} is neither 'tiny' nor a local model directory")
-        model = AutoModelForImageTextToText.from_pretrained(base, torch_dtype=torch.bfloat16)
-        try:
-            processor = AutoProcessor.from_pretrained(base)
-        except Exception:  # Qwen2-VL checkpoints without torchvision: the image-only processor
-            from medscope.models.tiny_vlm import load_processor
+    if base == TINY_PREFIX or base.startswith(TINY_PREFIX + ":"):
+        arch = base.partition(":")[2] or "qwen2-vl"
+        model, processor = tiny_vlm.build_tiny(arch, seed)
+        return VLM(model=model, processor=processor)
+    from transformers import AutoModelForImageTextToText
 
-            processor = load_processor(base)
-    tok = getattr(processor, "tokenizer", None)
-    ip = getattr(processor, "image_processor", None)
-    if tok is None or ip is None:
-        raise MedScopeError(f"processor of {base!r} lacks a tokenizer or image processor")
-    return VLM(model=model, tokenizer=tok, image_processor=ip, merge_size=int(getattr(ip, "merge_size", 2)), processor=processor)
+    if not os.path.isdir(base):
+        raise MedScopeError(f"base model {base!r} is neither 'tiny[:arch]' nor a local model directory")
+    dtype = torch.bfloat16 if torch.cuda.is_available() else torch.float32
+    model = AutoModelForImageTextToText.from_pretrained(base, dtype=dtype)
+    processor = tiny_vlm.load_processor(base)  # AutoProcessor, or the image-only Qwen processor
+    if getattr(processor, "tokenizer", None) is None or getattr(processor, "apply_chat_template", None) is None:
+        raise MedScopeError(f"processor of {base!r} has no tokenizer or chat template")
+    return VLM(model=model, processor=processor)
 
 
-def _tiny(seed: int):
-    from medscope.models.tiny_vlm import build_tiny_qwen2vl
+# ---------------------------------------------------------------- LoRA on the language model
 
-    return build_tiny_qwen2vl(seed)
+def language_model_prefix(model: torch.nn.Module) -> str:
+    """The module path of the language model inside a VLM, found as the module that
+    ``model.get_decoder()`` returns (transformers' own answer; no family's names assumed)."""
+    dec = model.get_decoder() if hasattr(model, "get_decoder") else None
+    for name, mod in model.named_modules():
+        if mod is dec and name:
+            return name
+    raise MedScopeError(f"{type(model).__name__}: cannot find its language model (get_decoder())")
+
+
+def language_linear_modules(model: torch.nn.Module) -> list[str]:
+    """Full names of every linear layer of the language model (the output head excluded, as
+    PEFT's "all-linear" does): seed 000 §3.5's LoRA targets."""
+    prefix = language_model_prefix(model)
+    return [n for n, m in model.named_modules() if isinstance(m, torch.nn.Linear) and n.startswith(prefix + ".")]
+
+
+def vision_parameter_names(model: torch.nn.Module) -> list[str]:
+    """Parameters outside the language model, its embeddings and the output head: the vision
+    tower and projector, which stay frozen throughout (§3.5)."""
+    prefix = language_model_prefix(model) + "."
+    head = model.get_output_embeddings()
+    head_ids = {id(p) for p in head.parameters()} if head is not None else set()
+    return [n for n, p in model.named_parameters() if not n.startswith(prefix) and id(p) not in head_ids]
+
+
+def lora_target_regex(model: torch.nn.Module) -> str:
+    """A PEFT ``target_modules`` regex matching exactly :func:`language_linear_modules`: the
+    language model's path followed by any of its linear layers' leaf names. (Leaf names alone
+    are not enough: Qwen2.5-VL's and SigLIP's vision blocks also have q_proj, gate_proj ...)"""
+    prefix = language_model_prefix(model)
+    leaves = sorted({n.rsplit(".", 1)[-1] for n in language_linear_modules(model)})
+    return rf"{re.escape(prefix)}\..*\.({'|'.join(map(re.escape, leaves))})"
 
 
 def apply_lora(model: torch.nn.Module, lora, seed: int):
-    """Wrap ``model`` in a PEFT LoRA adapter; ``seed`` fixes the adapter's initialisation."""
+    """Wrap ``model`` in a PEFT LoRA adapter; ``seed`` fixes the adapter's initialisation.
+    ``target_modules: language-linear`` (the default) = every linear layer of the language
+    model, found from the model; anything else is passed to PEFT as written."""
     from peft import LoraConfig, get_peft_model
 
+    targets = lora_target_regex(model) if lora.target_modules == "language-linear" else lora.target_modules
     cfg = LoraConfig(
         r=lora.r,
         lora_alpha=lora.alpha,
         lora_dropout=lora.dropout,
-        target_modules=lora.target_modules,
+        target_modules=targets,
         exclude_modules=lora.exclude_modules,
         task_type="CAUSAL_LM",
     )
     torch.manual_seed(int(seed))
-    return get_peft_model(model, cfg)
+    peft_model = get_peft_model(model, cfg)
+    for name, p in peft_model.named_parameters():  # the vision side never trains (§3.5)
+        if "lora_" not in name:
+            p.requires_grad_(False)
+    return peft_model
 
 
 # ---------------------------------------------------------------- encoding
 
-def encode(vlm: VLM, messages: list[dict], train_roles: tuple[str, ...] = ("assistant",)) -> dict:
-    """Chat ``messages`` ({role, text, image: png bytes | None}) -> one example's tensors.
-
-    Qwen chat format; labels cover only the text of ``train_roles`` turns (plus their end
-    tag), so the loss never rewards predicting the question or a tool's result.
-    """
-    ids: list[int] = []
-    labels: list[int] = []
-    pixels, grids = [], []
-    tok = vlm.tokenizer
+def to_messages(messages: list[dict]) -> list[Message]:
+    """Training chats ({role, text, image: png | None}) -> the provider-neutral messages the
+    episode loop sends: the image part before the text, as ``medscope.agent.episode`` builds them."""
+    out = []
     for m in messages:
-        head = f"<|im_start|>{m['role']}\n"
-        body_ids: list[int] = []
-        if m.get("image") is not None:
-            px = vlm.image_processor(images=[images.decode_png(m["image"])], return_tensors="pt")
-            pixels.append(px["pixel_values"])
-            grids.append(px["image_grid_thw"])
-            n = int(px["image_grid_thw"].prod()) // (vlm.merge_size**2)
-            body_ids += _ids(tok, "<|vision_start|>") + [vlm.image_token_id] * n + _ids(tok, "<|vision_end|>")
-        text_ids = _ids(tok, m.get("text") or "")
-        tail = _ids(tok, "<|im_end|>\n")
-        head_ids = _ids(tok, head)
-        ids += head_ids + body_ids + text_ids + tail
-        if m["role"] in train_roles:
-            labels += [IGNORE] * (len(head_ids) + len(body_ids)) + text_ids + tail[:1] + [IGNORE] * (len(tail) - 1)
-        else:
-            labels += [IGNORE] * (len(head_ids) + len(body_ids) + len(text_ids) + len(tail))
-    out = {"input_ids": torch.tensor(ids), "labels": torch.tensor(labels)}
-    if pixels:
-        out["pixel_values"] = torch.cat(pixels)
-        out["image_grid_thw"] = torch.cat(grids)
+        parts = ((Part(png=m["image"]),) if m.get("image") is not None else ()) + ((Part(text=m["text"]),) if m.get("text") else ())
+        out.append(Message(m["role"], parts))
     return out
 
 
-def _ids(tok, text: str) -> list[int]:
-    return list(tok(text, add_special_tokens=False)["input_ids"]) if text else []
+def _inputs(vlm: VLM, conv: list[Message], add_generation_prompt: bool) -> dict:
+    from medscope.models.local_hf import chat_inputs
+
+    return dict(chat_inputs(vlm.processor, [conv], add_generation_prompt=add_generation_prompt))
+
+
+def encode(vlm: VLM, messages: list[dict], train_roles: tuple[str, ...] = ("assistant",)) -> dict:
+    """Chat ``messages`` -> one example's tensors, through the processor's chat template.
+
+    Labels cover each ``train_roles`` turn from the end of the prompt evaluation would send
+    before it (the chat up to that turn with the generation prompt) to the end of the turn's
+    own tokens, trailing whitespace after the end-of-turn marker left out; the loss never
+    rewards predicting the question or a tool's result. The prompt before every trained turn is
+    checked to be a token prefix of the whole sequence, so what the model is trained to
+    continue is token for token what it is shown at evaluation."""
+    conv = to_messages(messages)
+    full = _inputs(vlm, conv, add_generation_prompt=False)
+    ids = full["input_ids"][0]
+    labels = torch.full_like(ids, IGNORE)
+    last = len(conv) - 1
+    for i, m in enumerate(conv):
+        if m.role not in train_roles or i == 0:
+            continue
+        prompt = _inputs(vlm, conv[:i], add_generation_prompt=True)["input_ids"][0]
+        end_ids = ids if i == last else _inputs(vlm, conv[: i + 1], add_generation_prompt=False)["input_ids"][0]
+        for part in (prompt, end_ids):
+            if len(part) > len(ids) or not torch.equal(ids[: len(part)], part):
+                raise MedScopeError(f"the chat template of {type(vlm.model).__name__} renders turn {i} differently "
+                                    "once later turns follow; training one sequence per conversation needs a template "
+                                    "whose earlier turns do not change")
+        start, end = len(prompt), len(end_ids)
+        while end > start and not vlm.tokenizer.decode(ids[end - 1 : end]).strip():
+            end -= 1  # the newline after the end-of-turn token is the template's, not the reply's
+        labels[start:end] = ids[start:end]
+    out = {"input_ids": ids, "labels": labels, "token_inputs": {}, "media_inputs": {}}
+    for k, v in full.items():
+        if k in ("input_ids", "attention_mask"):
+            continue
+        if v.dim() == 2 and v.shape == full["input_ids"].shape:
+            out["token_inputs"][k] = v[0]  # per-token inputs: mm_token_type_ids, token_type_ids ...
+        else:
+            out["media_inputs"][k] = v  # pixel_values, image_grid_thw ...
+    return out
 
 
 def collate(vlm: VLM, examples: list[dict]) -> dict:
-    """Right-pad a list of encoded examples into one batch."""
+    """Right-pad a list of encoded examples into one batch; per-token inputs pad with 0, image
+    inputs concatenate in example order (what the processor does for a batch)."""
     pad = vlm.tokenizer.pad_token_id or 0
     n = max(len(e["input_ids"]) for e in examples)
     ids = torch.full((len(examples), n), pad, dtype=torch.long)
     labels = torch.full((len(examples), n), IGNORE, dtype=torch.long)
     attn = torch.zeros((len(examples), n), dtype=torch.long)
+    batch = {"input_ids": ids, "labels": labels, "attention_mask": attn}
+    token_keys = sorted({k for e in examples for k in e.get("token_inputs", {})})
+    for k in token_keys:
+        batch[k] = torch.zeros((len(examples), n), dtype=torch.long)
     for i, e in enumerate(examples):
         k = len(e["input_ids"])
         ids[i, :k], labels[i, :k], attn[i, :k] = e["input_ids"], e["labels"], 1
-    batch = {"input_ids": ids, "labels": labels, "attention_mask": attn}
-    with_px = [e for e in examples if "pixel_values" in e]
-    if with_px:
-        batch["pixel_values"] = torch.cat([e["pixel_values"] for e in with_px])
-        batch["image_grid_thw"] = torch.cat([e["image_grid_thw"] for e in with_px])
-        batch["mm_token_type_ids"] = (ids == vlm.image_token_id).long()
+        for key in token_keys:
+            batch[key][i, :k] = e["token_inputs"][key]
+    media_keys = sorted({k for e in examples for k in e.get("media_inputs", {})})
+    for key in media_keys:
+        batch[key] = torch.cat([e["media_inputs"][key] for e in examples if key in e.get("media_inputs", {})])
     return batch
 
 
@@ -191,20 +249,13 @@ def load_adapter(base_model, uri: str, trainable: bool = True):
 
 
 def generate_text(vlm: VLM, model, messages: list[dict], max_new_tokens: int, temperature: float, seed: int) -> str:
-    """One assistant turn sampled (temperature > 0) or greedy (0) after ``messages``."""
-    enc = encode(vlm, messages + [{"role": "assistant", "text": None, "image": None}])
-    # drop the empty assistant turn's end tag so generation continues the open turn
-    k = len(_ids(vlm.tokenizer, "<|im_end|>\n"))
-    batch = collate(vlm, [{**enc, "input_ids": enc["input_ids"][:-k], "labels": enc["labels"][:-k]}])
-    batch.pop("labels")
-    device = next(model.parameters()).device
-    batch = to_device(batch, device)
+    """One assistant turn sampled (temperature > 0) or greedy (0) after ``messages``, from the
+    same prompt evaluation builds (chat template + generation prompt)."""
+    batch = to_device(_inputs(vlm, to_messages(messages), add_generation_prompt=True), next(model.parameters()).device)
     torch.manual_seed(int(seed) % (2**63))  # generate() samples from the global generator
     kwargs = {"do_sample": temperature > 0, "max_new_tokens": max_new_tokens}
     if temperature > 0:
         kwargs.update(temperature=float(temperature), top_k=0, top_p=1.0)
-    eos = vlm.tokenizer.convert_tokens_to_ids("<|im_end|>")
     with torch.no_grad():
-        out = model.generate(**batch, eos_token_id=eos, pad_token_id=vlm.tokenizer.pad_token_id or 0, **kwargs)
+        out = model.generate(**batch, pad_token_id=vlm.tokenizer.pad_token_id or 0, **kwargs)
     return vlm.tokenizer.decode(out[0, batch["input_ids"].shape[1] :], skip_special_tokens=True)
-
