@@ -86,6 +86,7 @@ def test_training_prompt_is_token_identical_to_the_evaluation_prompt(vlm, views,
     from medscope.protocols.counterfactual.protocol import CounterfactualProtocol
 
     view = next(v for v in views if v["kind"] == "original" and v["lesion_bbox"])
+    view = dict(view, split="test")  # the protocol's items are the main test set's (seed 000 Table 3)
     uri = str(tmp_path / "views.parquet")
     records.write_table("views", [view], uri)
     item = CounterfactualProtocol().load_items(uri)[0]  # the evaluation's item for this view
