@@ -15,7 +15,6 @@ import glob
 import http.server
 import json
 import os
-import shutil
 import threading
 import time
 
@@ -32,37 +31,24 @@ from tests.reader_fixtures import (
     scripted,
 )
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-CHROMEDRIVER = shutil.which("chromedriver")
-webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed (pip install -e '.[dev]')")
-if not (CHROMIUM and CHROMEDRIVER):
-    pytest.skip("chromium / chromedriver not installed (apt-get install chromium chromium-driver; "
-                "cluster/setup-env.sh --dev does it)", allow_module_level=True)
+from tests import browser as chromium
+
+chromium.require()  # skips the module, saying why, without Chromium
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--window-size=1366,768"]
 KEY_OF = {"definitely_real": "1", "probably_real": "2", "probably_edited": "3", "definitely_edited": "4",
           "yes": "y", "no": "n", "cannot_tell": "c"}
 
 
 @pytest.fixture
 def browser(tmp_path, monkeypatch):
-    monkeypatch.setenv("SE_OFFLINE", "true")  # selenium-manager must not look for drivers online
     downloads = tmp_path / "downloads"
     downloads.mkdir()
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = CHROMIUM
-    for flag in FLAGS + [f"--user-data-dir={tmp_path / 'profile'}"]:
-        opts.add_argument(flag)
-    opts.add_experimental_option("prefs", {"download.default_directory": str(downloads),
-                                           "download.prompt_for_download": False})
-    driver = webdriver.Chrome(service=webdriver.ChromeService(executable_path=CHROMEDRIVER), options=opts)
+    driver = chromium.start(tmp_path, monkeypatch, flags=["--window-size=1366,768"],
+                            prefs={"download.default_directory": str(downloads), "download.prompt_for_download": False})
     driver.execute_cdp_cmd("Browser.setDownloadBehavior", {"behavior": "allow", "downloadPath": str(downloads)})
-    driver.set_page_load_timeout(30)
     yield driver, downloads
     driver.quit()
 

@@ -8,7 +8,6 @@ Needs Debian's chromium and chromium-driver (cluster/setup-env.sh --dev installs
 from __future__ import annotations
 
 import json
-import shutil
 
 import numpy as np
 import pytest
@@ -19,16 +18,9 @@ from medscope.protocols.organ_presence.scoring import probe_metrics
 from medscope.report.build import build_report
 from medscope.scoring import synthetic
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-CHROMEDRIVER = shutil.which("chromedriver")
-webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed (pip install -e '.[dev]')")
-if not (CHROMIUM and CHROMEDRIVER):
-    pytest.skip("chromium / chromedriver not installed (apt-get install chromium chromium-driver; "
-                "cluster/setup-env.sh --dev does it)", allow_module_level=True)
+from tests import browser as chromium
 
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--window-size=1300,900", "--hide-scrollbars"]
+chromium.require()
 
 # In-page facts the test reads from the rendered page.
 PAGE_FACTS = """
@@ -106,13 +98,7 @@ def _probe_run(out: str, rng) -> None:
 
 @pytest.fixture
 def browser(tmp_path, monkeypatch):
-    monkeypatch.setenv("SE_OFFLINE", "true")  # selenium-manager must not look for drivers online
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = CHROMIUM
-    for flag in FLAGS + [f"--user-data-dir={tmp_path / 'profile'}"]:
-        opts.add_argument(flag)
-    driver = webdriver.Chrome(service=webdriver.ChromeService(executable_path=CHROMEDRIVER), options=opts)
-    driver.set_page_load_timeout(30)
+    driver = chromium.start(tmp_path, monkeypatch, flags=["--window-size=1300,900", "--hide-scrollbars"])
     yield driver
     driver.quit()
 
