@@ -110,3 +110,16 @@ def test_demo_score_and_report_steps(run, tmp_path):
     demo.step_report(ctx)
     assert ctx.paths["report"].endswith("report.html") and "probe text" in open(ctx.paths["report"]).read()
     assert ctx.summary["score"]["models"] == 3
+
+
+def test_a_test_set_without_lesion_views_still_reports(tmp_path):
+    """A small cohort whose test split kept only lesion-free views after QC: the metrics over
+    lesion views are undefined, and the report says so in its cells instead of failing."""
+    v = synthetic.views(0, 6, 0, seed=3)
+    e = synthetic.episodes(v, synthetic.model_zoo(2), seed=3)
+    records.write_table("views", v, str(tmp_path / "views.parquet"))
+    records.write_table("episodes", e, str(tmp_path / "episodes.parquet"))
+    score_run(str(tmp_path / "episodes.parquet"), str(tmp_path / "views.parquet"), str(tmp_path / "run"), n_boot=50)
+    written = build_report(str(tmp_path / "run"), str(tmp_path / "rep"), gallery_cases=2)
+    md = (tmp_path / "rep" / "report.md").read_text()
+    assert written["html"].endswith("report.html") and "## Tests of §3.9" in md

@@ -95,6 +95,8 @@ def tost(point_diff: float, diff_samples, margin: float = 0.05) -> Tost:
     """Two one-sided tests against +-margin from bootstrap differences (seed 001 Methods)."""
     d = np.asarray(diff_samples, dtype=float)
     d = d[~np.isnan(d)]
+    if not d.size:  # the metric is undefined in every resample (no views of its kind)
+        raise MedScopeError("TOST: the difference is undefined in every resample (no views of the metric's kind)")
     lo, hi = np.percentile(d, [5, 95])
     p_low = float(np.mean(d <= -margin))  # H0: diff <= -margin
     p_high = float(np.mean(d >= margin))  # H0: diff >= +margin
