@@ -1,4 +1,7 @@
-"""The ``medscope`` command. Each job module registers its own verbs (``register(subparsers)``)."""
+"""The ``medscope`` command. Each job module registers its own verbs (``register(subparsers)``).
+
+Only the named verb's module is imported (``VERBS``), so a verb starts without loading every
+other stage's libraries; ``medscope --help`` (or no verb) loads them all to list them."""
 
 from __future__ import annotations
 
@@ -33,7 +36,28 @@ VERB_MODULES = [
 ]
 
 
-def build_parser() -> argparse.ArgumentParser:
+# verb -> the module that registers it (a test checks this against what the modules register)
+VERBS = {
+    "cohort": "pipelines.cohort", "views": "pipelines.views", "bench": "pipelines.bench",
+    "demo": "pipelines.demo", "eval": "pipelines.eval", "score": "pipelines.score",
+    "compare": "pipelines.score", "rules": "pipelines.score", "stats": "pipelines.stats",
+    "crosswalk": "pipelines.crosswalk", "visibility": "pipelines.visibility", "report": "pipelines.report",
+    "probe": "pipelines.probe", "agent": "pipelines.agent", "train": "pipelines.train",
+    "train-select": "pipelines.train", "sweep": "pipelines.sweep", "reader": "pipelines.reader",
+    "benchgen": "pipelines.benchgen", "pairs": "pipelines.pairs", "judge-replies": "pipelines.judge",
+}
+
+
+def _verb_of(argv: list[str]) -> str | None:
+    """The verb named on the command line (the first word that is not an option), if known."""
+    for word in argv:
+        if not word.startswith("-"):
+            return word if word in VERBS else None
+    return None
+
+
+def build_parser(modules: list[str] | None = None) -> argparse.ArgumentParser:
+    """The parser with the verbs of ``modules`` (default: every verb module)."""
     parser = argparse.ArgumentParser(
         prog="medscope",
         description="Does the model read the image or recite the question? "
@@ -43,13 +67,15 @@ def build_parser() -> argparse.ArgumentParser:
                         help="show Ray's own log lines too (quiet by default: steps, progress, results)")
     sub = parser.add_subparsers(dest="verb", metavar="VERB")
     sub.required = True
-    for name in VERB_MODULES:
+    for name in modules or VERB_MODULES:
         importlib.import_module(name).register(sub)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    verb = _verb_of(argv)
+    args = build_parser([VERBS[verb]] if verb else None).parse_args(argv)
     if args.verbose:
         os.environ["MEDSCOPE_VERBOSE"] = "1"
 

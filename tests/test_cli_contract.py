@@ -94,3 +94,19 @@ def test_verbs_that_read_tables_exit_0_every_time(tmp_path):
                             capture_output=True, text=True, timeout=300) for _ in range(4)]
     assert [s.returncode for s in shows] == [0] * 4
     assert json.loads(shows[0].stdout)["cases"]["n"] == 16
+
+
+def test_the_verb_table_names_the_module_that_registers_each_verb():
+    """`medscope VERB` imports only VERBS[VERB]: the table must match what the modules register."""
+    import argparse
+
+    for verb, module in cli.VERBS.items():
+        assert verb in _choices(cli.build_parser([module])), verb
+    assert set(_choices(cli.build_parser())) == set(cli.VERBS)
+    assert cli._verb_of(["-v", "cohort", "show", "x"]) == "cohort" and cli._verb_of(["--help"]) is None
+    assert isinstance(cli.build_parser([cli.VERBS["train-select"]]), argparse.ArgumentParser)
+
+
+def _choices(parser) -> list[str]:
+    action = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
+    return list(action.choices)
