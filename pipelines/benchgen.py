@@ -7,7 +7,7 @@ calls (report-derived questions; optionally LLM extraction) through the shared e
 extraction and dataset-wide distractor pools -> one Ray Data task per study: montages + its
 questions, each written as a write-once part (a rerun skips finished studies).
 
-Output under ``--out`` (names in ``OUT``): ``items/`` (mcq_items parts), ``montages/``,
+Output under ``--out`` (names in ``medscope.layout.BenchgenBuild``): ``items/`` (mcq_items parts), ``montages/``,
 ``rejects/``, ``generation/`` (the generation sweep: episodes, its own rejects), ``build.json``.
 Then ``medscope eval run --protocol benchmark_mcq --items <out> --conditions sighted,blind``,
 ``medscope score`` and ``medscope report`` as for every protocol.
@@ -37,10 +37,6 @@ from medscope.models.config import ModelEntry, ModelsConfig
 from medscope.seeding import stable_hash
 from pipelines.support.jobs import job_main
 
-# the build folder's names, from medscope.layout.BenchgenBuild
-OUT = {"items": "items", "montages": "montages", "rejects": "rejects", "generation": "generation",
-       "studies": "generation/studies.jsonl", "manifest": "build.json"}
-assert all(getattr(layout.BenchgenBuild("."), k) == storage.join(".", *v.split("/")) for k, v in OUT.items())
 GENERATION_PROTOCOL = "medscope.benchgen.generation:GenerationProtocol"
 MCQ_PROTOCOL = "benchmark_mcq"
 LOCAL_KEY_ENV = "MEDSCOPE_BENCHGEN_LOCAL_KEY"
@@ -96,9 +92,9 @@ def generate(cfg: BuildConfig, entry: ModelEntry, studies: list[dict], condition
     """Run (or resume) the generation calls on the shared sweep; {(case, condition): reply}, summary."""
     from pipelines.eval import EvalConfig, run_sweep
 
-    studies_uri = storage.join(cfg.out, OUT["studies"])
+    studies_uri = layout.BenchgenBuild(cfg.out).studies
     write_studies(studies, studies_uri, cfg.private, cfg.endpoint_allowlist)
-    gen_out = storage.join(cfg.out, OUT["generation"])
+    gen_out = layout.BenchgenBuild(cfg.out).generation
     sweep = EvalConfig(views=studies_uri, models="(inline)", conditions=conditions, out=gen_out,
                        protocol=GENERATION_PROTOCOL, protocol_options={"schema": schema_uri},
                        workers=cfg.workers, concurrency=cfg.concurrency)
@@ -117,7 +113,7 @@ def _study_task(row: dict, schema_uri: str, out: str, cohort: dict, seed: int, g
     """One Ray Data task: a study's montages and questions, written as write-once parts."""
     task = json.loads(row["payload"])
     key, study = task["key"], task["study"]
-    items_dir = storage.join(out, OUT["items"])
+    items_dir = layout.BenchgenBuild(out).items
     if storage.exists(records.part_uri(items_dir, key)):
         return {"case_id": study["case_id"], "status": "exists", "items": -1}
     schema = cfgmod.load(schemamod.Schema, schema_uri)
@@ -126,8 +122,8 @@ def _study_task(row: dict, schema_uri: str, out: str, cohort: dict, seed: int, g
     pools = {k: Counter(v) for k, v in task["pools"].items()}
     rows, qrejects = study_questions(study, schema, fields, pools, task["generated"],
                                      {m["sequence"] for m in montages}, cohort, seed)
-    records.write_part("montages", montages, storage.join(out, OUT["montages"]), key)
-    records.write_part("rejects", rejects + qrejects, storage.join(out, OUT["rejects"]), key)
+    records.write_part("montages", montages, layout.BenchgenBuild(out).montages, key)
+    records.write_part("rejects", rejects + qrejects, layout.BenchgenBuild(out).rejects, key)
     records.write_part("mcq_items", rows, items_dir, key)  # last: it marks the study finished
     return {"case_id": study["case_id"], "status": "done", "items": len(rows)}
 
@@ -177,10 +173,10 @@ def build(cfg: BuildConfig) -> dict:
         tasks.append({"payload": json.dumps(payload)})
     keys = {json.loads(t["payload"])["key"] for t in tasks}
     for folder in ("items", "montages", "rejects"):  # parts of an older build of other inputs go
-        uri = storage.join(cfg.out, OUT[folder])
+        uri = getattr(layout.BenchgenBuild(cfg.out), folder)
         for stale in records.part_keys(uri) - keys - {"driver"}:
             storage.delete(records.part_uri(uri, stale))
-    items_dir = storage.join(cfg.out, OUT["items"])
+    items_dir = layout.BenchgenBuild(cfg.out).items
     todo = [t for t in tasks if not storage.exists(records.part_uri(items_dir, json.loads(t["payload"])["key"]))]
     results = [{"case_id": "", "status": "exists", "items": -1}] * (len(tasks) - len(todo))
     if todo:
@@ -191,15 +187,15 @@ def build(cfg: BuildConfig) -> dict:
         results += ds.map(_study_task, fn_kwargs={"schema_uri": schema_uri, "out": cfg.out, "cohort": cohort,
                                                  "seed": cfg.seed, "grid": cfg.grid, "max_side": cfg.max_side},
                          num_cpus=1).take_all()
-    storage.delete(records.part_uri(storage.join(cfg.out, OUT["rejects"]), "driver"))
-    records.write_part("rejects", rejects, storage.join(cfg.out, OUT["rejects"]), "driver")
+    storage.delete(records.part_uri(layout.BenchgenBuild(cfg.out).rejects, "driver"))
+    records.write_part("rejects", rejects, layout.BenchgenBuild(cfg.out).rejects, "driver")
     return _summarise(cfg, schema_uri, approvals, entry, studies, results, gen_summary)
 
 
 def _summarise(cfg, schema_uri, approvals, entry, studies, results, gen_summary) -> dict:
-    items = records.read_table("mcq_items", storage.join(cfg.out, OUT["items"]),
+    items = records.read_table("mcq_items", layout.BenchgenBuild(cfg.out).items,
                                columns=["qtype", "k", "subcategory"]).to_pandas()
-    rej = records.read_table("rejects", storage.join(cfg.out, OUT["rejects"]), columns=["reason"])
+    rej = records.read_table("rejects", layout.BenchgenBuild(cfg.out).rejects, columns=["reason"])
     summary = {
         "cohort": cfg.cohort, "private": cfg.private, "schema": schema_uri, "approvals": approvals,
         "extractor": cfg.extractor, "seed": cfg.seed,
@@ -215,14 +211,14 @@ def _summarise(cfg, schema_uri, approvals, entry, studies, results, gen_summary)
             "units", "to_run", "skipped_finished", "refused_private", "done", "failed")},
         "out": cfg.out,
     }
-    storage.write_text(storage.join(cfg.out, OUT["manifest"]), json.dumps(summary, indent=2, sort_keys=True) + "\n")
+    storage.write_text(layout.BenchgenBuild(cfg.out).manifest, json.dumps(summary, indent=2, sort_keys=True) + "\n")
     return summary
 
 
 def show(uri: str) -> dict:
     """What a build holds: its manifest and its questions per type and subcategory."""
-    manifest = json.loads(storage.read_text(storage.join(uri, OUT["manifest"])))
-    items = records.read_table("mcq_items", storage.join(uri, OUT["items"])).to_pandas()
+    manifest = json.loads(storage.read_text(layout.BenchgenBuild(uri).manifest))
+    items = records.read_table("mcq_items", layout.BenchgenBuild(uri).items).to_pandas()
     by_sub = items.groupby(["qtype", "subcategory"]).size()
     return {**manifest, "subcategories": {f"{q}/{s}": int(n) for (q, s), n in by_sub.items()},
             "example": None if items.empty else {k: items.iloc[0][k] if k != "options" else list(items.iloc[0][k])
