@@ -47,7 +47,16 @@ class TrainJob(StrictModel):
 
 def resolve_recipe(job: TrainJob) -> TrainRecipe:
     base = cfgmod.load_yaml(job.recipe)
-    return cfgmod.parse(TrainRecipe, {**base, **job.overrides}, source=job.recipe)
+    return cfgmod.parse(TrainRecipe, merge(base, job.overrides), source=job.recipe)
+
+
+def merge(base: dict, over: dict) -> dict:
+    """``over`` laid on ``base``: mappings merged key by key (a job can name where stage 3's
+    question sets live and keep the recipe's shares), anything else replaced."""
+    out = dict(base)
+    for k, v in over.items():
+        out[k] = merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
 
 
 def train_loop_per_worker(cfg: dict) -> None:
@@ -66,7 +75,8 @@ def train_loop_per_worker(cfg: dict) -> None:
     rank, world = ctx.get_world_rank(), ctx.get_world_size()
     device = ray.train.torch.get_device() if torch.cuda.is_available() else torch.device("cpu")
     views = records.read_table("views", cfg["views"])
-    trainer, info = make_trainer(recipe, views, rank, world, device)
+    excluded = set(cfg["replay_excluded"]) if cfg.get("replay_excluded") is not None else None
+    trainer, info = make_trainer(recipe, views, rank, world, device, replay_excluded=excluded)
     if recipe.deepspeed is not None:
         import deepspeed
 
@@ -135,7 +145,20 @@ def ray_storage(uri: str):
     return path, PyFileSystem(FSSpecHandler(fs))
 
 
-def build_trainer(job: TrainJob, recipe: TrainRecipe | None = None):
+def replay_exclusions(job: TrainJob, recipe: TrainRecipe) -> list[str] | None:
+    """Stage 3 on the driver, once: the replay questions whose image is a near-copy of an
+    evaluation image (seed 000 §3.5, §4.1), written with the image each copies to the run's
+    ``rejects.parquet``; the workers get their ids and hash nothing. None for other methods."""
+    if recipe.method != "replay" or not recipe.replay.question_sets or recipe.replay.vqa_share == 0:
+        return None
+    from medscope.training.runner import replay_pools
+
+    _, rejects = replay_pools(recipe)
+    records.write_table("rejects", rejects, layout.TrainRun(job.out).rejects)
+    return sorted(r["item_id"] for r in rejects)
+
+
+def build_trainer(job: TrainJob, recipe: TrainRecipe | None = None, replay_excluded: list[str] | None = None):
     """The TorchTrainer for ``job`` (not yet fitted)."""
     from ray.train import CheckpointConfig, FailureConfig, RunConfig, ScalingConfig
     from ray.train.torch import TorchTrainer
@@ -150,7 +173,8 @@ def build_trainer(job: TrainJob, recipe: TrainRecipe | None = None):
     return TorchTrainer(
         train_loop_per_worker,
         train_loop_config={"recipe": recipe.model_dump(), "views": job.views, "out": job.out, "s3_endpoint": endpoint,
-                           "evaluation": job.evaluation.model_dump() if job.evaluation else None},
+                           "evaluation": job.evaluation.model_dump() if job.evaluation else None,
+                           "replay_excluded": replay_excluded},
         scaling_config=ScalingConfig(num_workers=job.num_workers, use_gpu=use_gpu),
         run_config=RunConfig(
             name=job.name or recipe.name,
@@ -185,7 +209,7 @@ def run(job: TrainJob) -> dict:
     from pipelines.support.raycluster import cluster_gpus
 
     check_deepspeed(recipe, cluster_gpus() > 0 if job.use_gpu is None else job.use_gpu)
-    result = build_trainer(job, recipe).fit()
+    result = build_trainer(job, recipe, replay_exclusions(job, recipe)).fit()
     if result.error:
         raise MedScopeError(f"training failed: {result.error}")
     return json.loads(storage.read_text(layout.TrainRun(job.out).summary)) | {"adapter": layout.TrainRun(job.out).adapter}
