@@ -228,31 +228,23 @@ def test_c3_pairs_include_insertions_as_lesions(views):
         assert (chosen.answer, rejected.answer) == ("Yes", "No") and chosen.box is not None
 
 
-def _vqa_table(n_each: int, eval_png: bytes) -> pa.Table:
+def _vqa_items(n_each: int, eval_png: bytes) -> pa.Table:
+    """A vqa_items table (train split) whose last question sits on an evaluation image."""
     rng = np.random.default_rng(0)
     rows = []
+
+    def add(img, q, a):
+        rows.append({"item_id": f"q{len(rows)}", "source": "vqa-rad", "split": "train", "image_file": f"f{len(rows)}.png",
+                     "image": img, "question": q, "answer": a, "answer_type": "closed", "private": False})
+
     for i in range(n_each):
         img = images.encode_png(rng.integers(0, 255, (32, 32), dtype=np.uint8))
-        rows.append({"image": img, "question": "Is the liver healthy?", "answer": "Yes"})
-        rows.append({"image": img, "question": "Is there a fracture?", "answer": "yes"})
+        add(img, "Is the liver healthy?", "Yes")
+        add(img, "Is there a fracture?", "yes")
     for i in range(2):
-        img = images.encode_png(rng.integers(0, 255, (32, 32), dtype=np.uint8))
-        rows.append({"image": img, "question": "Is the lung healthy?", "answer": "No"})
-    rows.append({"image": eval_png, "question": "Is there a mass?", "answer": "No"})
-    return pa.Table.from_pylist(rows)
-
-
-def test_replay_mix_excludes_eval_near_copies_balances_health_and_meets_absent_share(views):
-    eval_png = views[0]["image"]
-    settings = small_recipe().replay.model_copy(update={"n_items": 40, "vqa_share": 0.5})
-    items, rejects = data.vqa_items(_vqa_table(6, eval_png), [eval_png], settings, seed=0)
-    assert len(rejects) == 1 and rejects[0]["reason"] == "near_copy_of_eval_image"
-    assert all(r["image"] != eval_png for r in items)
-    health = [r for r in items if data.is_health(r["question"])]
-    assert sum(r["answer"] == "Yes" for r in health) == sum(r["answer"] == "No" for r in health) == 2
-    only_present = [v for v in views if v["expected"] != "absent"] + [v for v in views if v["expected"] == "absent"][:1]
-    mix = data.replay_mix(only_present, items, settings, seed=0)
-    assert len(mix) == 40 and data.absent_share(mix) >= 0.35
+        add(images.encode_png(rng.integers(0, 255, (32, 32), dtype=np.uint8)), "Is the lung healthy?", "No")
+    add(eval_png, "Is there a mass?", "No")
+    return records.to_table("vqa_items", rows)
 
 
 # ---------------------------------------------------------------- model, LoRA, losses
@@ -581,12 +573,11 @@ def test_every_method_builds_examples_from_a_views_table(tiny, views, tmp_path):
     eval_uri = str(tmp_path / "eval.parquet")
     records.write_table("views", synthetic.synthetic_views(2, seed=9, split="test"), eval_uri)
     vqa_uri = str(tmp_path / "vqa.parquet")
-    import pyarrow.parquet as pq
-
-    pq.write_table(_vqa_table(3, records.read_table("views", eval_uri).column("image")[0].as_py()), vqa_uri)
+    records.write_table("vqa_items", _vqa_items(3, records.read_table("views", eval_uri).column("image")[0].as_py()), vqa_uri)
     model = apply_lora(__import__("copy").deepcopy(tiny.model), LoraSettings(r=4, alpha=8), seed=0)
     common = {"rft": {"k": 2, "views_per_kind": 1, "extra_per_kind": {}, "synthetic_views": 5, "max_turns": 1, "max_new_tokens": 4},
-              "replay": {"vqa_table": vqa_uri, "eval_views": eval_uri, "n_items": 20, "vqa_share": 0.3}}
+              "replay": {"question_sets": {"vqa-rad": {"items": vqa_uri, "share": 1}}, "eval_views": {"test": eval_uri},
+                         "n_items": 20, "vqa_share": 0.3}}
     infos = {}
     for method in ("sft", "dpo", "paired_view", "rft", "replay"):
         ex, info = runner.build_examples(small_recipe(method=method, **common), table, tiny, model)

@@ -172,7 +172,8 @@ def draw_questions(rows: list[dict], n: int, draw_seed: int) -> list[dict]:
         else:
             waiting[h].append(r)
     if len(out) < n:
-        raise MedScopeError(f"a question set has {len(rows)} usable training questions: too few for its {n} replay items")
+        raise MedScopeError(f"a question set has {len(rows)} usable training questions ({len(out)} once its health "
+                            f"questions are paired yes with no): too few for its {n} replay items")
     return out
 
 
