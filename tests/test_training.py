@@ -522,10 +522,14 @@ def _hash_sampler(view, temperature, seed):
                    Outcome("answer", None, ok, float(h), 0, right=ok))
 
 
-def _rft_worker(rank, world, port, views, out):
+def _rft_worker(rank, world, port, views, vqa_uri, build_views, out):
+    """One of two gloo workers: stage 2's sampling (gathered) and this worker's DPO, C4 and
+    replay examples (one spawn for both tests' worth of work: starting processes is the slow part)."""
     import pickle
 
     import torch.distributed as dist
+
+    from medscope.training import runner
 
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
     try:
@@ -536,34 +540,73 @@ def _rft_worker(rank, world, port, views, out):
             return _hash_sampler(view, temperature, seed)
 
         result = trainers.rejection_examples(views, sampler, small_recipe(method="rft"), rank, world)
+        table = records.to_table("views", build_views)
+        built = {m: [_example_key(m, e) for e in runner.build_examples(r, table, rank=rank, world=world)[0]]
+                 for m, r in _shard_recipes(vqa_uri).items()}
         with open(f"{out}/{rank}.pkl", "wb") as fh:
-            pickle.dump((*result, calls), fh)
+            pickle.dump((*result, calls, built), fh)
     finally:
         dist.destroy_process_group()
 
 
-def test_stage_2_sampling_is_split_across_workers_and_gathered_in_view_order(many_views, tmp_path):
+def test_each_worker_samples_and_builds_only_its_share_and_together_the_one_worker_data(many_views, views, tmp_path):
+    """Two gloo workers, as Ray Train runs them. Stage 2: each samples its share of the views and
+    the kept episodes are gathered in view order. DPO, C4 and replay: each builds only its shard,
+    and the shards together are the one-worker examples, in its order, none twice."""
     import pickle
     import socket
+    from collections import Counter
 
     import torch.multiprocessing as mp
 
-    views = many_views[:9]
-    single = trainers.rejection_examples(views, _hash_sampler, small_recipe(method="rft"))
+    from medscope.training import runner
+
+    rft_views = many_views[:9]
+    single = trainers.rejection_examples(rft_views, _hash_sampler, small_recipe(method="rft"))
     assert single[1]["kept"] >= 3 and single[1]["sampled_views"] == 9
+    vqa_uri = str(tmp_path / "vqa.parquet")
+    records.write_table("vqa_items", _vqa_items(4, views[0]["image"]), vqa_uri)
+    table = records.to_table("views", views)
+    single_built = {m: [_example_key(m, e) for e in runner.build_examples(r, table)[0]] for m, r in _shard_recipes(vqa_uri).items()}
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    mp.spawn(_rft_worker, args=(2, port, views, str(tmp_path)), nprocs=2, join=True)
-    sampled = []
+    mp.spawn(_rft_worker, args=(2, port, rft_views, vqa_uri, views, str(tmp_path)), nprocs=2, join=True)
+    sampled, built = [], []
     for rank in range(2):
         with open(tmp_path / f"{rank}.pkl", "rb") as fh:
-            kept, counts, calls = pickle.load(fh)
+            kept, counts, calls, mine = pickle.load(fh)
         assert counts == single[1]  # gathered: the counts of all nine views
         assert [c[0]["text"] for c in kept] == [c[0]["text"] for c in single[0]]  # same list, view order
         assert len(calls) == 4 * (5 - rank)  # k = 4 episodes on each of this worker's 5 or 4 views
         sampled.append(set(calls))
+        built.append(mine)
     assert not sampled[0] & sampled[1] and len(sampled[0] | sampled[1]) == 9  # split, not repeated
+    for method, full in single_built.items():
+        assert len(full) >= 5, method
+        usable = len(full) // 2 * 2  # equal shards (DDP lock step): an odd last example is left out
+        a, b = built[0][method], built[1][method]
+        assert len(a) == len(b) == usable // 2, method
+        assert a == full[:usable][0::2] and b == full[:usable][1::2], method  # the one-worker order
+        # together exactly the one-worker examples: none built twice, none missing (a replay mix may
+        # hold equal examples, e.g. a view repeated to reach the absent share: count, not set)
+        assert Counter(a) + Counter(b) == Counter(full[:usable]), method
+
+
+def _example_key(method, e):
+    """A comparable form of one example of ``method``."""
+    if method == "dpo":
+        return (e["view"]["view_id"], e["chosen"], e["rejected"])
+    if method == "paired_view":
+        return (e["O"]["case_id"], tuple(tuple(m["text"] for m in t.messages) for t in e["trajectories"]), e["first_action"])
+    return tuple(m["text"] for m in e)  # replay: a chat
+
+
+def _shard_recipes(vqa_uri):
+    return {"dpo": small_recipe(method="dpo", seed=3),
+            "paired_view": small_recipe(method="paired_view", seed=3, paired={"max_cases": 5}),
+            "replay": small_recipe(method="replay", seed=3, replay={"question_sets": {"vqa-rad": {"items": vqa_uri, "share": 1}},
+                                                                    "n_items": 15, "vqa_share": 0.4})}
 
 
 def test_every_method_builds_examples_from_a_views_table(tiny, views, tmp_path):
