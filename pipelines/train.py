@@ -114,10 +114,7 @@ def train_loop_per_worker(cfg: dict) -> None:
     trainer.fit(on_step)
     if rank == 0:
         save_adapter(trainer.peft, layout.TrainRun(cfg["out"]).adapter)
-        summary = {"recipe": recipe.name, "method": recipe.method, "seed": recipe.seed, "steps": trainer.step,
-                   "total_steps": trainer.total_steps, "allowed_kinds": recipe.allowed_kinds,
-                   "resumed_from": resumed_from, "first_loss": trainer.history[0]["loss"] if trainer.history else None,
-                   "last_loss": trainer.history[-1]["loss"] if trainer.history else None, **info}
+        summary = run_summary(recipe, trainer, info, resumed_from, world)
         if cfg.get("evaluation"):
             from medscope.training.evaluation import evaluate_model, select_eval_views
 
@@ -126,9 +123,25 @@ def train_loop_per_worker(cfg: dict) -> None:
             metrics, rows = evaluate_model(trainer.vlm, trainer.peft, recipe.trajectory.prompt, eval_views, ev, recipe.name)
             records.write_table("scores", rows, layout.TrainRun(cfg["out"]).scores)
             summary["eval"] = metrics
-        storage.write_bytes(layout.TrainRun(cfg["out"]).summary, json.dumps(summary, indent=2).encode())
-        # the per-step log (loss, lr, examples): what shows that arms are step- and schedule-matched
-        storage.write_bytes(layout.TrainRun(cfg["out"]).log, "".join(json.dumps(h) + "\n" for h in trainer.history).encode())
+        write_run_records(cfg["out"], summary, trainer.history)
+
+
+def run_summary(recipe: TrainRecipe, trainer, info: dict, resumed_from: int = 0, world: int = 1) -> dict:
+    """``train_summary.json``: what the run trained on (data counts, kinds), its steps and its
+    schedule, as the recipe states them (seed 000 §3.5, §4.2)."""
+    return {"recipe": recipe.name, "method": recipe.method, "seed": recipe.seed, "steps": trainer.step,
+            "total_steps": trainer.total_steps, "allowed_kinds": recipe.allowed_kinds, "workers": world,
+            "batch_size": recipe.batch_size, "grad_accum": recipe.grad_accum, "epochs": recipe.epochs,
+            "lr": recipe.lr, "warmup_frac": recipe.warmup_frac, "n_views": recipe.n_views,
+            "resumed_from": resumed_from, "first_loss": trainer.history[0]["loss"] if trainer.history else None,
+            "last_loss": trainer.history[-1]["loss"] if trainer.history else None, **info}
+
+
+def write_run_records(out: str, summary: dict, history: list[dict]) -> None:
+    """The run summary and the per-step log (loss, lr, examples): what shows a recipe's steps and
+    schedule, and that arms are step- and schedule-matched."""
+    storage.write_bytes(layout.TrainRun(out).summary, json.dumps(summary, indent=2).encode())
+    storage.write_bytes(layout.TrainRun(out).log, "".join(json.dumps(h) + "\n" for h in history).encode())
 
 
 def ray_storage(uri: str):

@@ -84,6 +84,25 @@ def one_pass_steps(n_examples: int, recipe, world: int = 1) -> int:
     return math.ceil(n_examples / (recipe.batch_size * recipe.grad_accum * world))
 
 
+def effective_batches_for(n_views: int, steps: int, small_repeat: int, max_small_share: float = 1.0) -> dict[int, tuple[int, int]]:
+    """The effective batches B = batch × accumulation under which one pass over ``n_views``
+    drawn views, each small-lesion view appearing ``small_repeat`` times, takes exactly
+    ``steps`` optimiser steps, with the range of small-lesion views s that needs:
+    ceil((n + (r − 1)·s) / B) = steps  ⇔  (steps − 1)·B < n + (r − 1)·s ≤ steps·B.
+    Only B whose range holds an s ≤ ``max_small_share``·n are returned, as {B: (s_min, s_max)}.
+    Seed 000 §3.5 gives n, steps and the repeat but not the batch: this recovers it."""
+    if small_repeat < 2:
+        raise MedScopeError("small_repeat must be at least 2 for the steps to say anything about the batch")
+    extra = small_repeat - 1
+    out = {}
+    for b in range(1, math.ceil(n_views * small_repeat / max(1, steps - 1)) + 1):
+        lo = max(0, ((steps - 1) * b - n_views) // extra + 1)  # smallest s with n + extra·s > (steps−1)·b
+        hi = min(n_views, (steps * b - n_views) // extra) if steps * b >= n_views else -1
+        if lo <= hi and lo <= max_small_share * n_views:
+            out[b] = (lo, min(hi, math.floor(max_small_share * n_views)))
+    return out
+
+
 def sft_trajectories(views: list[dict], recipe, rank: int = 0, world: int = 1) -> list[tj.Trajectory]:
     """Stage-1 examples: the fixed draw, small lesions repeated, trajectories sampled per seed,
     in the seed's order. With ``world`` > 1, only this ``rank``'s shard (:func:`shard`) is built,

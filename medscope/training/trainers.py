@@ -113,20 +113,30 @@ class BaseTrainer:
                 (loss / accum).backward()
             acc.append({"loss": float(loss.detach()), **{k: float(v) for k, v in parts.items()}})
             if len(acc) == accum:
-                lr = self.optimizer.param_groups[0]["lr"]  # the rate this step used (the schedule, logged)
-                if self.engine is None:
-                    torch.nn.utils.clip_grad_norm_(self.params, 1.0)
-                    self.optimizer.step()
-                    self.optimizer.zero_grad(set_to_none=True)
-                self.scheduler.step()
-                self.step += 1
-                metrics = {k: sum(a[k] for a in acc) / len(acc) for k in acc[0]} | {"step": self.step, "lr": lr,
-                                                                                     "examples": len(self.examples)}
-                self.history.append(metrics)
+                self._optimiser_step(acc, on_step)
                 acc = []
-                if on_step:
-                    on_step(self, metrics)
+        if acc and self.engine is None and self.step < self.total_steps:
+            # the pass ended inside an accumulation window: its micro-batches make the last step
+            # (ceil in the step count), their gradients averaged over what there is
+            for p in self.params:
+                if p.grad is not None:
+                    p.grad.mul_(accum / len(acc))
+            self._optimiser_step(acc, on_step)
         return self.history
+
+    def _optimiser_step(self, acc: list[dict], on_step) -> None:
+        lr = self.optimizer.param_groups[0]["lr"]  # the rate this step used (the schedule, logged)
+        if self.engine is None:
+            torch.nn.utils.clip_grad_norm_(self.params, 1.0)
+            self.optimizer.step()
+            self.optimizer.zero_grad(set_to_none=True)
+        self.scheduler.step()
+        self.step += 1
+        metrics = {k: sum(a[k] for a in acc) / len(acc) for k in acc[0]} | {"step": self.step, "lr": lr,
+                                                                             "examples": len(self.examples)}
+        self.history.append(metrics)
+        if on_step:
+            on_step(self, metrics)
 
     def _batch(self, chats: list[list[dict]]) -> dict:
         return to_device(collate(self.vlm, [encode(self.vlm, c) for c in chats]), self.device)
