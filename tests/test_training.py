@@ -543,6 +543,7 @@ def _rft_worker(rank, world, port, views, vqa_uri, build_views, out):
         table = records.to_table("views", build_views)
         built = {m: [_example_key(m, e) for e in runner.build_examples(r, table, rank=rank, world=world)[0]]
                  for m, r in _shard_recipes(vqa_uri).items()}
+        built["rft"] = [_example_key("rft", e) for e in trainers.rft_examples(result[0], *_rft_synth(build_views), rank, world)]
         with open(f"{out}/{rank}.pkl", "wb") as fh:
             pickle.dump((*result, calls, built), fh)
     finally:
@@ -551,7 +552,8 @@ def _rft_worker(rank, world, port, views, vqa_uri, build_views, out):
 
 def test_each_worker_samples_and_builds_only_its_share_and_together_the_one_worker_data(many_views, views, tmp_path):
     """Two gloo workers, as Ray Train runs them. Stage 2: each samples its share of the views and
-    the kept episodes are gathered in view order. DPO, C4 and replay: each builds only its shard,
+    the kept episodes are gathered in view order, and only its shard of the kept episodes and
+    synthetic trajectories is built. DPO, C4 and replay: each builds only its shard,
     and the shards together are the one-worker examples, in its order, none twice."""
     import pickle
     import socket
@@ -568,6 +570,8 @@ def test_each_worker_samples_and_builds_only_its_share_and_together_the_one_work
     records.write_table("vqa_items", _vqa_items(4, views[0]["image"]), vqa_uri)
     table = records.to_table("views", views)
     single_built = {m: [_example_key(m, e) for e in runner.build_examples(r, table)[0]] for m, r in _shard_recipes(vqa_uri).items()}
+    # stage 2's examples: the gathered kept episodes plus its synthetic trajectories, sharded
+    single_built["rft"] = [_example_key("rft", e) for e in trainers.rft_examples(single[0], *_rft_synth(views))]
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -600,6 +604,12 @@ def _example_key(method, e):
     if method == "paired_view":
         return (e["O"]["case_id"], tuple(tuple(m["text"] for m in t.messages) for t in e["trajectories"]), e["first_action"])
     return tuple(m["text"] for m in e)  # replay: a chat
+
+
+def _rft_synth(views):
+    """(stage 2's synthetic plan, recipe): 6 label-derived trajectories of a further draw."""
+    recipe = small_recipe(method="rft", seed=3, rft={"synthetic_views": 6})
+    return data.sft_plan(views, recipe.model_copy(update={"n_views": 6, "draw_seed": 2})), recipe
 
 
 def _shard_recipes(vqa_uri):

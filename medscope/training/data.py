@@ -103,24 +103,32 @@ def effective_batches_for(n_views: int, steps: int, small_repeat: int, max_small
     return out
 
 
+def sft_plan(views: list[dict], recipe) -> list[tuple[dict, int]]:
+    """Stage 1's examples before any is built: (view, copy index) for the fixed draw with small
+    lesions repeated, in the seed's order. A repeated view gets a different trajectory per copy
+    (the copy index is part of its key)."""
+    counts: dict[str, int] = defaultdict(int)
+    keyed = []
+    for v in sft_draw(views, recipe):
+        keyed.append((v, counts[v["view_id"]]))
+        counts[v["view_id"]] += 1
+    return shuffled(keyed, recipe.seed)
+
+
+def sft_build(item: tuple[dict, int], recipe) -> tj.Trajectory:
+    """The trajectory of one planned example (:func:`sft_plan`)."""
+    v, copy = item
+    t = recipe.trajectory
+    return tj.build_trajectory(v, derive_seed(recipe.seed, copy), small_frac=t.small_frac,
+                               p_zoom=t.p_zoom, p_window=t.p_window, p_paraphrase=t.p_paraphrase,
+                               system=tj.PROMPTS[t.prompt], via_agent_loop=t.prompt == "agent")
+
+
 def sft_trajectories(views: list[dict], recipe, rank: int = 0, world: int = 1) -> list[tj.Trajectory]:
     """Stage-1 examples: the fixed draw, small lesions repeated, trajectories sampled per seed,
     in the seed's order. With ``world`` > 1, only this ``rank``'s shard (:func:`shard`) is built,
-    so Ray Train workers split the work instead of each building every example.
-
-    A repeated view gets a different trajectory per copy (the copy index is part of its key).
-    """
-    drawn = sft_draw(views, recipe)
-    counts: dict[str, int] = defaultdict(int)
-    keyed = []
-    for v in drawn:
-        keyed.append((v, counts[v["view_id"]]))
-        counts[v["view_id"]] += 1
-    t = recipe.trajectory
-    return [tj.build_trajectory(v, derive_seed(recipe.seed, copy), small_frac=t.small_frac,
-                                p_zoom=t.p_zoom, p_window=t.p_window, p_paraphrase=t.p_paraphrase,
-                                system=tj.PROMPTS[t.prompt], via_agent_loop=t.prompt == "agent")
-            for v, copy in shard(shuffled(keyed, recipe.seed), rank, world)]
+    so Ray Train workers split the work instead of each building every example."""
+    return [sft_build(item, recipe) for item in shard(sft_plan(views, recipe), rank, world)]
 
 
 def shard(items: list, rank: int, world: int) -> list:

@@ -57,8 +57,8 @@ def build_examples(recipe: TrainRecipe, views_table, vlm=None, model=None, rank:
         model.eval()
         kept, counts = trainers.rejection_examples(trainers.rft_view_sample(views, recipe), sampler, recipe, rank, world)
         # "synthetic views": label-derived trajectories of a further draw of training views
-        synth = data.sft_trajectories(views, recipe.model_copy(update={"n_views": recipe.rft.synthetic_views, "draw_seed": recipe.draw_seed + 2}))
-        ex = data.shard(data.shuffled(kept + [t.messages for t in synth], recipe.seed), rank, world)
+        synth = data.sft_plan(views, recipe.model_copy(update={"n_views": recipe.rft.synthetic_views, "draw_seed": recipe.draw_seed + 2}))
+        ex = trainers.rft_examples(kept, synth, recipe, rank, world)
         info.update(counts, synthetic=len(synth))
     elif recipe.method == "replay":
         mix, counts = replay_plan(recipe, views, replay_excluded)

@@ -289,6 +289,17 @@ def rejection_examples(views: list[dict], sampler, recipe: TrainRecipe, rank: in
     return [m for i in sorted(mine) for m in mine[i]], counts
 
 
+def rft_examples(kept: list, synth_plan: list, recipe: TrainRecipe, rank: int = 0, world: int = 1) -> list:
+    """Stage 2's examples: the kept episodes (every worker has all of them, gathered) and the
+    synthetic trajectories of ``synth_plan`` (:func:`data.sft_plan`), in the run seed's order;
+    only this worker's shard is built, so no worker builds the other workers' trajectories."""
+    n = len(kept) + len(synth_plan)
+    out = []
+    for i in data.shard(data.shuffled(list(range(n)), recipe.seed), rank, world):
+        out.append(kept[i] if i < len(kept) else data.sft_build(synth_plan[i - len(kept)], recipe).messages)
+    return out
+
+
 def all_gather(obj) -> list:
     """``obj`` from every worker of the torch.distributed group (Ray Train sets it up), in rank
     order; ``[obj]`` when there is no group."""
