@@ -58,6 +58,7 @@ def _scaled(path: str, vqa_uri: str) -> TrainRecipe:
                checkpoint_every=1000)
     if raw["method"] == "sft":
         raw["n_views"] = 6
+        raw["max_steps"] = None
     if raw["method"] == "replay":
         raw["replay"] = {**raw["replay"], "n_items": 10, "eval_views": {},
                          "question_sets": {k: {"items": vqa_uri, "share": 1} for k in raw["replay"]["question_sets"]}}
@@ -80,7 +81,8 @@ def _expected_examples(recipe: TrainRecipe, views: list[dict]) -> int:
 
 
 @pytest.mark.parametrize("path", ["configs/train/stage1_sft.yaml", "configs/train/stage3_replay.yaml",
-                                  "configs/train/dpo_c2.yaml", "configs/train/dpo_c3.yaml", "configs/train/paired_c4_control.yaml"])
+                                  "configs/train/dpo_c2.yaml", "configs/train/dpo_c3.yaml", "configs/train/paired_c4.yaml",
+                                  "configs/train/paired_c4_control.yaml", "configs/train/smoke.yaml"])
 def test_recipe_states_its_data_steps_and_schedule_and_the_run_logs_show_them(path, tmp_path):
     views = synthetic.synthetic_views(4, seed=2)
     recipe = _scaled(path, _vqa_uri(tmp_path, views[0]["image"]))
