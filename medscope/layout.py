@@ -211,6 +211,12 @@ class TrainRun(_Folder):
         return self._at("scores.parquet")
 
     @property
+    def rejects(self) -> str:
+        """``rejects.parquet``: what the run left out of its data and why (stage 3: each replay
+        question whose image is a near-copy of an evaluation image, with the image it copies)."""
+        return self._at("rejects.parquet")
+
+    @property
     def ray(self) -> str:
         return self._at("ray")
 

@@ -47,7 +47,16 @@ class TrainJob(StrictModel):
 
 def resolve_recipe(job: TrainJob) -> TrainRecipe:
     base = cfgmod.load_yaml(job.recipe)
-    return cfgmod.parse(TrainRecipe, {**base, **job.overrides}, source=job.recipe)
+    return cfgmod.parse(TrainRecipe, merge(base, job.overrides), source=job.recipe)
+
+
+def merge(base: dict, over: dict) -> dict:
+    """``over`` laid on ``base``: mappings merged key by key (a job can name where stage 3's
+    question sets live and keep the recipe's shares), anything else replaced."""
+    out = dict(base)
+    for k, v in over.items():
+        out[k] = merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
 
 
 def train_loop_per_worker(cfg: dict) -> None:
@@ -66,7 +75,8 @@ def train_loop_per_worker(cfg: dict) -> None:
     rank, world = ctx.get_world_rank(), ctx.get_world_size()
     device = ray.train.torch.get_device() if torch.cuda.is_available() else torch.device("cpu")
     views = records.read_table("views", cfg["views"])
-    trainer, info = make_trainer(recipe, views, rank, world, device)
+    excluded = set(cfg["replay_excluded"]) if cfg.get("replay_excluded") is not None else None
+    trainer, info = make_trainer(recipe, views, rank, world, device, replay_excluded=excluded)
     if recipe.deepspeed is not None:
         import deepspeed
 
@@ -104,10 +114,7 @@ def train_loop_per_worker(cfg: dict) -> None:
     trainer.fit(on_step)
     if rank == 0:
         save_adapter(trainer.peft, layout.TrainRun(cfg["out"]).adapter)
-        summary = {"recipe": recipe.name, "method": recipe.method, "seed": recipe.seed, "steps": trainer.step,
-                   "total_steps": trainer.total_steps, "allowed_kinds": recipe.allowed_kinds,
-                   "resumed_from": resumed_from, "first_loss": trainer.history[0]["loss"] if trainer.history else None,
-                   "last_loss": trainer.history[-1]["loss"] if trainer.history else None, **info}
+        summary = run_summary(recipe, trainer, info, resumed_from, world)
         if cfg.get("evaluation"):
             from medscope.training.evaluation import evaluate_model, select_eval_views
 
@@ -116,9 +123,25 @@ def train_loop_per_worker(cfg: dict) -> None:
             metrics, rows = evaluate_model(trainer.vlm, trainer.peft, recipe.trajectory.prompt, eval_views, ev, recipe.name)
             records.write_table("scores", rows, layout.TrainRun(cfg["out"]).scores)
             summary["eval"] = metrics
-        storage.write_bytes(layout.TrainRun(cfg["out"]).summary, json.dumps(summary, indent=2).encode())
-        # the per-step log (loss, lr, examples): what shows that arms are step- and schedule-matched
-        storage.write_bytes(layout.TrainRun(cfg["out"]).log, "".join(json.dumps(h) + "\n" for h in trainer.history).encode())
+        write_run_records(cfg["out"], summary, trainer.history)
+
+
+def run_summary(recipe: TrainRecipe, trainer, info: dict, resumed_from: int = 0, world: int = 1) -> dict:
+    """``train_summary.json``: what the run trained on (data counts, kinds), its steps and its
+    schedule, as the recipe states them (seed 000 §3.5, §4.2)."""
+    return {"recipe": recipe.name, "method": recipe.method, "seed": recipe.seed, "steps": trainer.step,
+            "total_steps": trainer.total_steps, "allowed_kinds": recipe.allowed_kinds, "workers": world,
+            "batch_size": recipe.batch_size, "grad_accum": recipe.grad_accum, "epochs": recipe.epochs,
+            "lr": recipe.lr, "warmup_frac": recipe.warmup_frac, "n_views": recipe.n_views,
+            "resumed_from": resumed_from, "first_loss": trainer.history[0]["loss"] if trainer.history else None,
+            "last_loss": trainer.history[-1]["loss"] if trainer.history else None, **info}
+
+
+def write_run_records(out: str, summary: dict, history: list[dict]) -> None:
+    """The run summary and the per-step log (loss, lr, examples): what shows a recipe's steps and
+    schedule, and that arms are step- and schedule-matched."""
+    storage.write_bytes(layout.TrainRun(out).summary, json.dumps(summary, indent=2).encode())
+    storage.write_bytes(layout.TrainRun(out).log, "".join(json.dumps(h) + "\n" for h in history).encode())
 
 
 def ray_storage(uri: str):
@@ -135,7 +158,20 @@ def ray_storage(uri: str):
     return path, PyFileSystem(FSSpecHandler(fs))
 
 
-def build_trainer(job: TrainJob, recipe: TrainRecipe | None = None):
+def replay_exclusions(job: TrainJob, recipe: TrainRecipe) -> list[str] | None:
+    """Stage 3 on the driver, once: the replay questions whose image is a near-copy of an
+    evaluation image (seed 000 §3.5, §4.1), written with the image each copies to the run's
+    ``rejects.parquet``; the workers get their ids and hash nothing. None for other methods."""
+    if recipe.method != "replay" or not recipe.replay.question_sets or recipe.replay.vqa_share == 0:
+        return None
+    from medscope.training.runner import replay_pools
+
+    _, rejects = replay_pools(recipe)
+    records.write_table("rejects", rejects, layout.TrainRun(job.out).rejects)
+    return sorted(r["item_id"] for r in rejects)
+
+
+def build_trainer(job: TrainJob, recipe: TrainRecipe | None = None, replay_excluded: list[str] | None = None):
     """The TorchTrainer for ``job`` (not yet fitted)."""
     from ray.train import CheckpointConfig, FailureConfig, RunConfig, ScalingConfig
     from ray.train.torch import TorchTrainer
@@ -150,7 +186,8 @@ def build_trainer(job: TrainJob, recipe: TrainRecipe | None = None):
     return TorchTrainer(
         train_loop_per_worker,
         train_loop_config={"recipe": recipe.model_dump(), "views": job.views, "out": job.out, "s3_endpoint": endpoint,
-                           "evaluation": job.evaluation.model_dump() if job.evaluation else None},
+                           "evaluation": job.evaluation.model_dump() if job.evaluation else None,
+                           "replay_excluded": replay_excluded},
         scaling_config=ScalingConfig(num_workers=job.num_workers, use_gpu=use_gpu),
         run_config=RunConfig(
             name=job.name or recipe.name,
@@ -185,7 +222,7 @@ def run(job: TrainJob) -> dict:
     from pipelines.support.raycluster import cluster_gpus
 
     check_deepspeed(recipe, cluster_gpus() > 0 if job.use_gpu is None else job.use_gpu)
-    result = build_trainer(job, recipe).fit()
+    result = build_trainer(job, recipe, replay_exclusions(job, recipe)).fit()
     if result.error:
         raise MedScopeError(f"training failed: {result.error}")
     return json.loads(storage.read_text(layout.TrainRun(job.out).summary)) | {"adapter": layout.TrainRun(job.out).adapter}

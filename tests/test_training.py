@@ -228,31 +228,23 @@ def test_c3_pairs_include_insertions_as_lesions(views):
         assert (chosen.answer, rejected.answer) == ("Yes", "No") and chosen.box is not None
 
 
-def _vqa_table(n_each: int, eval_png: bytes) -> pa.Table:
+def _vqa_items(n_each: int, eval_png: bytes) -> pa.Table:
+    """A vqa_items table (train split) whose last question sits on an evaluation image."""
     rng = np.random.default_rng(0)
     rows = []
+
+    def add(img, q, a):
+        rows.append({"item_id": f"q{len(rows)}", "source": "vqa-rad", "split": "train", "image_file": f"f{len(rows)}.png",
+                     "image": img, "question": q, "answer": a, "answer_type": "closed", "private": False})
+
     for i in range(n_each):
         img = images.encode_png(rng.integers(0, 255, (32, 32), dtype=np.uint8))
-        rows.append({"image": img, "question": "Is the liver healthy?", "answer": "Yes"})
-        rows.append({"image": img, "question": "Is there a fracture?", "answer": "yes"})
+        add(img, "Is the liver healthy?", "Yes")
+        add(img, "Is there a fracture?", "yes")
     for i in range(2):
-        img = images.encode_png(rng.integers(0, 255, (32, 32), dtype=np.uint8))
-        rows.append({"image": img, "question": "Is the lung healthy?", "answer": "No"})
-    rows.append({"image": eval_png, "question": "Is there a mass?", "answer": "No"})
-    return pa.Table.from_pylist(rows)
-
-
-def test_replay_mix_excludes_eval_near_copies_balances_health_and_meets_absent_share(views):
-    eval_png = views[0]["image"]
-    settings = small_recipe().replay.model_copy(update={"n_items": 40, "vqa_share": 0.5})
-    items, rejects = data.vqa_items(_vqa_table(6, eval_png), [eval_png], settings, seed=0)
-    assert len(rejects) == 1 and rejects[0]["reason"] == "near_copy_of_eval_image"
-    assert all(r["image"] != eval_png for r in items)
-    health = [r for r in items if data.is_health(r["question"])]
-    assert sum(r["answer"] == "Yes" for r in health) == sum(r["answer"] == "No" for r in health) == 2
-    only_present = [v for v in views if v["expected"] != "absent"] + [v for v in views if v["expected"] == "absent"][:1]
-    mix = data.replay_mix(only_present, items, settings, seed=0)
-    assert len(mix) == 40 and data.absent_share(mix) >= 0.35
+        add(images.encode_png(rng.integers(0, 255, (32, 32), dtype=np.uint8)), "Is the lung healthy?", "No")
+    add(eval_png, "Is there a mass?", "No")
+    return records.to_table("vqa_items", rows)
 
 
 # ---------------------------------------------------------------- model, LoRA, losses
@@ -530,10 +522,14 @@ def _hash_sampler(view, temperature, seed):
                    Outcome("answer", None, ok, float(h), 0, right=ok))
 
 
-def _rft_worker(rank, world, port, views, out):
+def _rft_worker(rank, world, port, views, vqa_uri, build_views, out):
+    """One of two gloo workers: stage 2's sampling (gathered) and this worker's DPO, C4 and
+    replay examples (one spawn for both tests' worth of work: starting processes is the slow part)."""
     import pickle
 
     import torch.distributed as dist
+
+    from medscope.training import runner
 
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
     try:
@@ -544,34 +540,83 @@ def _rft_worker(rank, world, port, views, out):
             return _hash_sampler(view, temperature, seed)
 
         result = trainers.rejection_examples(views, sampler, small_recipe(method="rft"), rank, world)
+        table = records.to_table("views", build_views)
+        built = {m: [_example_key(m, e) for e in runner.build_examples(r, table, rank=rank, world=world)[0]]
+                 for m, r in _shard_recipes(vqa_uri).items()}
+        built["rft"] = [_example_key("rft", e) for e in trainers.rft_examples(result[0], *_rft_synth(build_views), rank, world)]
         with open(f"{out}/{rank}.pkl", "wb") as fh:
-            pickle.dump((*result, calls), fh)
+            pickle.dump((*result, calls, built), fh)
     finally:
         dist.destroy_process_group()
 
 
-def test_stage_2_sampling_is_split_across_workers_and_gathered_in_view_order(many_views, tmp_path):
+def test_each_worker_samples_and_builds_only_its_share_and_together_the_one_worker_data(many_views, views, tmp_path):
+    """Two gloo workers, as Ray Train runs them. Stage 2: each samples its share of the views and
+    the kept episodes are gathered in view order, and only its shard of the kept episodes and
+    synthetic trajectories is built. DPO, C4 and replay: each builds only its shard,
+    and the shards together are the one-worker examples, in its order, none twice."""
     import pickle
     import socket
+    from collections import Counter
 
     import torch.multiprocessing as mp
 
-    views = many_views[:9]
-    single = trainers.rejection_examples(views, _hash_sampler, small_recipe(method="rft"))
+    from medscope.training import runner
+
+    rft_views = many_views[:9]
+    single = trainers.rejection_examples(rft_views, _hash_sampler, small_recipe(method="rft"))
     assert single[1]["kept"] >= 3 and single[1]["sampled_views"] == 9
+    vqa_uri = str(tmp_path / "vqa.parquet")
+    records.write_table("vqa_items", _vqa_items(4, views[0]["image"]), vqa_uri)
+    table = records.to_table("views", views)
+    single_built = {m: [_example_key(m, e) for e in runner.build_examples(r, table)[0]] for m, r in _shard_recipes(vqa_uri).items()}
+    # stage 2's examples: the gathered kept episodes plus its synthetic trajectories, sharded
+    single_built["rft"] = [_example_key("rft", e) for e in trainers.rft_examples(single[0], *_rft_synth(views))]
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    mp.spawn(_rft_worker, args=(2, port, views, str(tmp_path)), nprocs=2, join=True)
-    sampled = []
+    mp.spawn(_rft_worker, args=(2, port, rft_views, vqa_uri, views, str(tmp_path)), nprocs=2, join=True)
+    sampled, built = [], []
     for rank in range(2):
         with open(tmp_path / f"{rank}.pkl", "rb") as fh:
-            kept, counts, calls = pickle.load(fh)
+            kept, counts, calls, mine = pickle.load(fh)
         assert counts == single[1]  # gathered: the counts of all nine views
         assert [c[0]["text"] for c in kept] == [c[0]["text"] for c in single[0]]  # same list, view order
         assert len(calls) == 4 * (5 - rank)  # k = 4 episodes on each of this worker's 5 or 4 views
         sampled.append(set(calls))
+        built.append(mine)
     assert not sampled[0] & sampled[1] and len(sampled[0] | sampled[1]) == 9  # split, not repeated
+    for method, full in single_built.items():
+        assert len(full) >= 5, method
+        usable = len(full) // 2 * 2  # equal shards (DDP lock step): an odd last example is left out
+        a, b = built[0][method], built[1][method]
+        assert len(a) == len(b) == usable // 2, method
+        assert a == full[:usable][0::2] and b == full[:usable][1::2], method  # the one-worker order
+        # together exactly the one-worker examples: none built twice, none missing (a replay mix may
+        # hold equal examples, e.g. a view repeated to reach the absent share: count, not set)
+        assert Counter(a) + Counter(b) == Counter(full[:usable]), method
+
+
+def _example_key(method, e):
+    """A comparable form of one example of ``method``."""
+    if method == "dpo":
+        return (e["view"]["view_id"], e["chosen"], e["rejected"])
+    if method == "paired_view":
+        return (e["O"]["case_id"], tuple(tuple(m["text"] for m in t.messages) for t in e["trajectories"]), e["first_action"])
+    return tuple(m["text"] for m in e)  # replay: a chat
+
+
+def _rft_synth(views):
+    """(stage 2's synthetic plan, recipe): 6 label-derived trajectories of a further draw."""
+    recipe = small_recipe(method="rft", seed=3, rft={"synthetic_views": 6})
+    return data.sft_plan(views, recipe.model_copy(update={"n_views": 6, "draw_seed": 2})), recipe
+
+
+def _shard_recipes(vqa_uri):
+    return {"dpo": small_recipe(method="dpo", seed=3),
+            "paired_view": small_recipe(method="paired_view", seed=3, paired={"max_cases": 5}),
+            "replay": small_recipe(method="replay", seed=3, replay={"question_sets": {"vqa-rad": {"items": vqa_uri, "share": 1}},
+                                                                    "n_items": 15, "vqa_share": 0.4})}
 
 
 def test_every_method_builds_examples_from_a_views_table(tiny, views, tmp_path):
@@ -581,12 +626,11 @@ def test_every_method_builds_examples_from_a_views_table(tiny, views, tmp_path):
     eval_uri = str(tmp_path / "eval.parquet")
     records.write_table("views", synthetic.synthetic_views(2, seed=9, split="test"), eval_uri)
     vqa_uri = str(tmp_path / "vqa.parquet")
-    import pyarrow.parquet as pq
-
-    pq.write_table(_vqa_table(3, records.read_table("views", eval_uri).column("image")[0].as_py()), vqa_uri)
+    records.write_table("vqa_items", _vqa_items(3, records.read_table("views", eval_uri).column("image")[0].as_py()), vqa_uri)
     model = apply_lora(__import__("copy").deepcopy(tiny.model), LoraSettings(r=4, alpha=8), seed=0)
     common = {"rft": {"k": 2, "views_per_kind": 1, "extra_per_kind": {}, "synthetic_views": 5, "max_turns": 1, "max_new_tokens": 4},
-              "replay": {"vqa_table": vqa_uri, "eval_views": eval_uri, "n_items": 20, "vqa_share": 0.3}}
+              "replay": {"question_sets": {"vqa-rad": {"items": vqa_uri, "share": 1}}, "eval_views": {"test": eval_uri},
+                         "n_items": 20, "vqa_share": 0.3}}
     infos = {}
     for method in ("sft", "dpo", "paired_view", "rft", "replay"):
         ex, info = runner.build_examples(small_recipe(method=method, **common), table, tiny, model)

@@ -1,5 +1,5 @@
 """What each stage trains on: the fixed draw of views, repeats, preference pairs, paired-view
-triplets and the replay mix (seed 000 §3.5, §3.7, §4.2).
+triplets (seed 000 §3.5, §3.7, §4.2); the stage-3 mix is :mod:`medscope.training.replay`.
 
 Every draw is deterministic: the stage-1 draw depends on ``draw_seed`` only (shared by the
 seeds of an arm, Appendix B); data order and trajectory sampling on the run ``seed``.
@@ -10,15 +10,11 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 
-import numpy as np
 import pyarrow as pa
 
-from medscope import images, records
 from medscope.errors import MedScopeError
 from medscope.seeding import derive_seed, rng_for
 from medscope.training import trajectories as tj
-
-ABSENT_ANSWERS = {"no", "none", "no abnormality", "normal", "absent"}
 
 
 def training_views(table: pa.Table, allowed_kinds, split: str = "train") -> list[dict]:
@@ -88,24 +84,51 @@ def one_pass_steps(n_examples: int, recipe, world: int = 1) -> int:
     return math.ceil(n_examples / (recipe.batch_size * recipe.grad_accum * world))
 
 
+def effective_batches_for(n_views: int, steps: int, small_repeat: int, max_small_share: float = 1.0) -> dict[int, tuple[int, int]]:
+    """The effective batches B = batch × accumulation under which one pass over ``n_views``
+    drawn views, each small-lesion view appearing ``small_repeat`` times, takes exactly
+    ``steps`` optimiser steps, with the range of small-lesion views s that needs:
+    ceil((n + (r − 1)·s) / B) = steps  ⇔  (steps − 1)·B < n + (r − 1)·s ≤ steps·B.
+    Only B whose range holds an s ≤ ``max_small_share``·n are returned, as {B: (s_min, s_max)}.
+    Seed 000 §3.5 gives n, steps and the repeat but not the batch: this recovers it."""
+    if small_repeat < 2:
+        raise MedScopeError("small_repeat must be at least 2 for the steps to say anything about the batch")
+    extra = small_repeat - 1
+    out = {}
+    for b in range(1, math.ceil(n_views * small_repeat / max(1, steps - 1)) + 1):
+        lo = max(0, ((steps - 1) * b - n_views) // extra + 1)  # smallest s with n + extra·s > (steps−1)·b
+        hi = min(n_views, (steps * b - n_views) // extra) if steps * b >= n_views else -1
+        if lo <= hi and lo <= max_small_share * n_views:
+            out[b] = (lo, min(hi, math.floor(max_small_share * n_views)))
+    return out
+
+
+def sft_plan(views: list[dict], recipe) -> list[tuple[dict, int]]:
+    """Stage 1's examples before any is built: (view, copy index) for the fixed draw with small
+    lesions repeated, in the seed's order. A repeated view gets a different trajectory per copy
+    (the copy index is part of its key)."""
+    counts: dict[str, int] = defaultdict(int)
+    keyed = []
+    for v in sft_draw(views, recipe):
+        keyed.append((v, counts[v["view_id"]]))
+        counts[v["view_id"]] += 1
+    return shuffled(keyed, recipe.seed)
+
+
+def sft_build(item: tuple[dict, int], recipe) -> tj.Trajectory:
+    """The trajectory of one planned example (:func:`sft_plan`)."""
+    v, copy = item
+    t = recipe.trajectory
+    return tj.build_trajectory(v, derive_seed(recipe.seed, copy), small_frac=t.small_frac,
+                               p_zoom=t.p_zoom, p_window=t.p_window, p_paraphrase=t.p_paraphrase,
+                               system=tj.PROMPTS[t.prompt], via_agent_loop=t.prompt == "agent")
+
+
 def sft_trajectories(views: list[dict], recipe, rank: int = 0, world: int = 1) -> list[tj.Trajectory]:
     """Stage-1 examples: the fixed draw, small lesions repeated, trajectories sampled per seed,
     in the seed's order. With ``world`` > 1, only this ``rank``'s shard (:func:`shard`) is built,
-    so Ray Train workers split the work instead of each building every example.
-
-    A repeated view gets a different trajectory per copy (the copy index is part of its key).
-    """
-    drawn = sft_draw(views, recipe)
-    counts: dict[str, int] = defaultdict(int)
-    keyed = []
-    for v in drawn:
-        keyed.append((v, counts[v["view_id"]]))
-        counts[v["view_id"]] += 1
-    t = recipe.trajectory
-    return [tj.build_trajectory(v, derive_seed(recipe.seed, copy), small_frac=t.small_frac,
-                                p_zoom=t.p_zoom, p_window=t.p_window, p_paraphrase=t.p_paraphrase,
-                                system=tj.PROMPTS[t.prompt], via_agent_loop=t.prompt == "agent")
-            for v, copy in shard(shuffled(keyed, recipe.seed), rank, world)]
+    so Ray Train workers split the work instead of each building every example."""
+    return [sft_build(item, recipe) for item in shard(sft_plan(views, recipe), rank, world)]
 
 
 def shard(items: list, rank: int, world: int) -> list:
@@ -115,6 +138,19 @@ def shard(items: list, rank: int, world: int) -> list:
     return items[:usable][rank::world]
 
 
+def has_dpo_pair(v: dict) -> bool:
+    """Whether a view gives a C2 / C3 preference pair (see :func:`dpo_pairs`)."""
+    return (v["kind"] == "target_removal"
+            or (v["kind"] in ("original", "insertion") and v["expected"] == "present")
+            or (v["kind"] == "natural_negative" and v["question_kind"] != "open"))
+
+
+def dpo_pair_views(views: list[dict]) -> list[dict]:
+    """The views that give a pair, in order: one pair each, so a draw, order or shard of these is
+    the same draw, order or shard of the pairs, chosen without building any pair."""
+    return [v for v in views if has_dpo_pair(v)]
+
+
 def dpo_pairs(views: list[dict]) -> list[dict]:
     """C2's pairs (seed 000 §3.7): erased -> "absent" over the finding with its former box;
     unedited lesion -> the reverse; lesion-free -> "No" over "Yes". Open questions on lesion-free
@@ -122,14 +158,12 @@ def dpo_pairs(views: list[dict]) -> list[dict]:
     inserted lesion is a lesion, so "present" (with its box) over "absent". Which kinds take
     part is the recipe's ``allowed_kinds``. Returns {view, chosen, rejected}."""
     pairs = []
-    for v in views:
+    for v in dpo_pair_views(views):
         present, absent = tj.reply_texts(v)
-        if v["kind"] == "target_removal":
+        if v["kind"] == "target_removal" or v["kind"] == "natural_negative":
             pairs.append({"view": v, "chosen": absent, "rejected": present})
-        elif v["kind"] in ("original", "insertion") and v["expected"] == "present":
+        else:
             pairs.append({"view": v, "chosen": present, "rejected": absent})
-        elif v["kind"] == "natural_negative" and v["question_kind"] != "open":
-            pairs.append({"view": v, "chosen": absent, "rejected": present})
     return pairs
 
 
@@ -143,84 +177,3 @@ def paired_triplets(views: list[dict]) -> list[dict]:
         for _, k in sorted(by_case.items())
         if {"original", "random_removal", "target_removal"} <= set(k)
     ]
-
-
-# ---------------------------------------------------------------- stage 3 replay
-
-def vqa_expected(question: str, answer: str) -> str:
-    """Whether a VQA item's target is an "absent" answer (for the ≥ 35% share)."""
-    a, q = answer.strip().lower().rstrip("."), question.strip().lower()
-    if ("healthy" in q or "normal" in q) and a == "yes":
-        return "absent"
-    return "absent" if a in ABSENT_ANSWERS else "present"
-
-
-def is_health(question: str) -> bool:
-    q = question.strip().lower()
-    return q.startswith(("is", "are", "does")) and ("healthy" in q or "normal" in q)
-
-
-def near_copy_mask(candidates: list[bytes], references: list[bytes], hash_bits: int = 8, min_corr: float = 0.97) -> np.ndarray:
-    """True for each candidate image near-identical to some reference (seed 000 §4.1), through
-    the QC crosswalk: dhash within ``hash_bits`` bits, confirmed by 64 px pixel correlation
-    ≥ ``min_corr``."""
-    from medscope.qc import crosswalk as cw
-
-    def prep(png):
-        img = images.decode_png(png)
-        return cw.dhash64(img), cw.thumbnail(img)
-
-    refs = [prep(r) for r in references]
-    out = np.zeros(len(candidates), dtype=bool)
-    for i, c in enumerate(candidates):
-        h, t = prep(c)
-        out[i] = any(cw.hamming(h, rh) <= hash_bits and cw.pixel_correlation(t, rt) >= min_corr for rh, rt in refs)
-    return out
-
-
-def vqa_items(table: pa.Table, eval_images: list[bytes], settings, seed: int) -> tuple[list[dict], list[dict]]:
-    """VQA rows usable for replay (near-copies of evaluation images dropped, health questions
-    balanced between yes and no), and rejects rows for what was dropped."""
-    need = {"image", "question", "answer"}
-    if not need <= set(table.column_names):
-        raise MedScopeError(f"VQA table needs columns {sorted(need)}; has {table.column_names}")
-    rows = table.to_pylist()
-    dup = near_copy_mask([r["image"] for r in rows], eval_images, settings.hash_bits, settings.min_corr) if eval_images else np.zeros(len(rows), bool)
-    rejects = [records.reject("vqa", "replay", r.get("item_id") or str(i), "replay", "near_copy_of_eval_image") for i, r in enumerate(rows) if dup[i]]
-    kept = [dict(r, expected=vqa_expected(r["question"], r["answer"])) for r, d in zip(rows, dup) if not d]
-    health = [r for r in kept if is_health(r["question"])]
-    yes = [r for r in health if r["answer"].strip().lower().startswith("yes")]
-    no = [r for r in health if not r["answer"].strip().lower().startswith("yes")]
-    m = min(len(yes), len(no))
-    keep_health = shuffled(yes, seed, "health-yes")[:m] + shuffled(no, seed, "health-no")[:m]
-    kept = [r for r in kept if not is_health(r["question"])] + keep_health
-    return shuffled(kept, seed, "vqa"), rejects
-
-
-def replay_mix(views: list[dict], vqa: list[dict], settings, seed: int) -> list[dict]:
-    """Stage-3 mix of ``settings.n_items``: VQA items ({"vqa": row}) and views ({"view": row}),
-    with "absent" targets at least ``absent_share_min`` of the whole (absent views are drawn
-    first, with repetition if the pool is small)."""
-    n = settings.n_items
-    n_vqa = min(len(vqa), round(settings.vqa_share * n))
-    chosen_vqa = vqa[:n_vqa]
-    a_vqa = sum(r["expected"] == "absent" for r in chosen_vqa)
-    n_views = n - n_vqa
-    absent_pool = [v for v in views if v["expected"] == "absent"]
-    other_pool = [v for v in views if v["expected"] != "absent"]
-    natural = round(n_views * len(absent_pool) / max(1, len(views)))
-    n_absent = min(n_views, max(natural, math.ceil(settings.absent_share_min * n) - a_vqa))
-    if n_absent and not absent_pool:
-        raise MedScopeError("replay mix needs absent views (target removal or natural negatives) to reach its absent share")
-    pick = _cycle(shuffled(absent_pool, seed, "absent"), n_absent) + _cycle(shuffled(other_pool or absent_pool, seed, "other"), n_views - n_absent)
-    mix = [{"vqa": r} for r in chosen_vqa] + [{"view": v} for v in pick]
-    return shuffled(mix, seed, "replay")
-
-
-def _cycle(pool: list, n: int) -> list:
-    return [pool[i % len(pool)] for i in range(n)] if pool else []
-
-
-def absent_share(mix: list[dict]) -> float:
-    a = sum((m["vqa"]["expected"] if "vqa" in m else m["view"]["expected"]) == "absent" for m in mix)
-    return a / max(1, len(mix))

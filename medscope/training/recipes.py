@@ -61,16 +61,34 @@ class RFTSettings(StrictModel):
     max_new_tokens: int = 256
 
 
-class ReplaySettings(StrictModel):
-    """Stage 3: MedScope views mixed with ordinary VQA items."""
+class QuestionSet(StrictModel):
+    """One ordinary-VQA question set of the replay (its ``train`` split is drawn from)."""
 
-    vqa_table: str | None = None  # Parquet: image (png), question, answer, [question_kind, expected]
-    eval_views: str | None = None  # evaluation views; near-copies of these are excluded
+    items: str  # vqa_items table or cohort folder (``medscope cohort import --format vqa-rad|slake-vqa|pathvqa``)
+    share: float = Field(..., gt=0)  # of the VQA part of the mix (normalised over the sets)
+
+
+class ReplaySettings(StrictModel):
+    """Stage 3: MedScope views mixed with ordinary VQA questions (seed 000 §3.5).
+
+    Near-copies of evaluation images are found with the crosswalk's own thresholds (dhash
+    within 8 bits, 64 px correlation ≥ 0.97, §4.1; ``medscope.qc.crosswalk``), not set here."""
+
+    # name (vqa-rad, slake, pathvqa) -> its table and share of the VQA items
+    question_sets: dict[str, QuestionSet] = {}
+    # every evaluation views table (name -> URI) whose images no replay image may copy; the
+    # question sets' own test splits (the standard-VQA test) are protected as well
+    eval_views: dict[str, str] = {}
     n_items: int = Field(5000, ge=1)
-    vqa_share: float = Field(0.3, ge=0, le=1)
+    vqa_share: float = Field(..., ge=0, le=1)  # of n_items: the paper gives no number (see ``addition``)
     absent_share_min: float = Field(0.35, ge=0, le=1)
-    hash_bits: int = 8  # dhash Hamming distance at most this ...
-    min_corr: float = 0.97  # ... and pixel correlation at least this = near-copy
+    addition: str | None = None  # what the recipe sets that the paper does not state, and why
+
+    @model_validator(mode="after")
+    def _sets_if_vqa(self):
+        if self.vqa_share > 0 and not self.question_sets:
+            raise ValueError("replay.vqa_share > 0 needs replay.question_sets (VQA-RAD, SLAKE, PathVQA vqa_items tables)")
+        return self
 
 
 class DPOSettings(StrictModel):
@@ -122,7 +140,7 @@ class TrainRecipe(StrictModel):
     lora: LoraSettings = LoraSettings()
     trajectory: TrajectorySettings = TrajectorySettings()
     rft: RFTSettings = RFTSettings()
-    replay: ReplaySettings = ReplaySettings()
+    replay: ReplaySettings = ReplaySettings(vqa_share=0.0)
     dpo: DPOSettings = DPOSettings()
     paired: PairedViewSettings = PairedViewSettings()
     deepspeed: DeepSpeedSettings | None = None
@@ -132,6 +150,8 @@ class TrainRecipe(StrictModel):
         bad = sorted(set(self.allowed_kinds) - set(VIEW_KINDS))
         if bad:
             raise ValueError(f"unknown view kind(s) {bad}; known: {', '.join(VIEW_KINDS)}")
+        if self.method == "replay" and "replay" not in self.model_fields_set:
+            raise ValueError("a replay recipe needs its `replay:` block (question sets, vqa_share, evaluation views)")
         if {"unmatched_control", "random_removal"} <= set(self.allowed_kinds):
             raise ValueError("allowed_kinds: unmatched_control replaces random_removal (C1, seed 000 §3.7); "
                              "an arm trains on one control edit or the other, never both")

@@ -6,11 +6,9 @@ Ray Train worker (rank / world shard the examples) and adds checkpoints and stor
 
 from __future__ import annotations
 
-
-
 from medscope import records, storage
 from medscope.errors import MedScopeError
-from medscope.training import data, trainers
+from medscope.training import data, replay, trainers
 from medscope.training.episodes import sampler_for
 from medscope.training.recipes import TrainRecipe
 from medscope.training.vlm import apply_lora, build_base, load_adapter
@@ -31,17 +29,27 @@ def init_adapter_uri(recipe: TrainRecipe) -> str | None:
     return recipe.init_adapter.replace("{seed}", str(recipe.seed)) if recipe.init_adapter else None
 
 
-def build_examples(recipe: TrainRecipe, views_table, vlm=None, model=None, rank: int = 0, world: int = 1) -> tuple[list, dict]:
+def build_examples(recipe: TrainRecipe, views_table, vlm=None, model=None, rank: int = 0, world: int = 1,
+                   replay_excluded: set[str] | None = None) -> tuple[list, dict]:
     """This worker's examples of the method (its shard when ``world`` > 1) and counts
-    describing them. Stage 1 builds only its own shard; the other methods build all and cut."""
+    describing them. Every method builds only its own shard: the choice of what to train on
+    (draws, pairs, triplets, the replay mix) is made from the tables' fields alone, the same in
+    every worker, and only this worker's positions of it become examples, so the workers' shards
+    together are the one-worker examples in the same order (:func:`data.shard`). Stage 2 splits
+    its sampling and gathers the kept episodes (:func:`trainers.rejection_examples`).
+
+    ``replay_excluded``: the question ids stage 3 leaves out as near-copies of evaluation images,
+    when the driver has already found them (:func:`replay_pools`); otherwise they are found here."""
     views = data.training_views(views_table, recipe.allowed_kinds)
     info: dict = {"views_allowed": len(views)}
     if recipe.method == "sft":
         ex = data.sft_trajectories(views, recipe, rank, world)
     elif recipe.method == "dpo":
-        ex = data.shuffled(data.dpo_pairs(data.fixed_draw(views, recipe.n_views, recipe.draw_seed)), recipe.seed)
+        eligible = data.shuffled(data.dpo_pair_views(data.fixed_draw(views, recipe.n_views, recipe.draw_seed)), recipe.seed)
+        info["pairs"] = len(eligible)
+        ex = data.dpo_pairs(data.shard(eligible, rank, world))
     elif recipe.method == "paired_view":
-        ex = trainers.paired_examples(views, recipe)
+        ex = trainers.paired_examples(views, recipe, rank, world)
     elif recipe.method == "rft":
         if model is None:
             raise MedScopeError("stage 2 needs the stage-1 model to sample from")
@@ -49,42 +57,66 @@ def build_examples(recipe: TrainRecipe, views_table, vlm=None, model=None, rank:
         model.eval()
         kept, counts = trainers.rejection_examples(trainers.rft_view_sample(views, recipe), sampler, recipe, rank, world)
         # "synthetic views": label-derived trajectories of a further draw of training views
-        synth = data.sft_trajectories(views, recipe.model_copy(update={"n_views": recipe.rft.synthetic_views, "draw_seed": recipe.draw_seed + 2}))
-        ex = data.shuffled(kept + [t.messages for t in synth], recipe.seed)
+        synth = data.sft_plan(views, recipe.model_copy(update={"n_views": recipe.rft.synthetic_views, "draw_seed": recipe.draw_seed + 2}))
+        ex = trainers.rft_examples(kept, synth, recipe, rank, world)
         info.update(counts, synthetic=len(synth))
     elif recipe.method == "replay":
-        rp = recipe.replay
-        vqa, rejects = [], []
-        if rp.vqa_table:
-            eval_images = []
-            if rp.eval_views:
-                eval_images = [r for r in records.read_table("views", rp.eval_views, columns=["image"]).column("image").to_pylist() if r]
-            vqa, rejects = data.vqa_items(read_parquet(rp.vqa_table), eval_images, rp, recipe.seed)
-        mix = data.replay_mix(views, vqa, rp, recipe.seed)
-        ex = trainers.replay_examples(mix, recipe)
-        info.update(vqa_used=sum("vqa" in m for m in mix), vqa_near_copies_excluded=len(rejects), absent_share=round(data.absent_share(mix), 4))
+        mix, counts = replay_plan(recipe, views, replay_excluded)
+        ex = trainers.replay_examples(mix, recipe, data.shard(list(range(len(mix))), rank, world))
+        info.update(counts, mix=len(mix))
     else:  # pragma: no cover - the recipe's Literal forbids it
         raise MedScopeError(f"unknown method {recipe.method}")
     if not ex:
         raise MedScopeError(f"{recipe.method}: no training examples from the allowed views")
-    if recipe.method != "sft":
-        ex = data.shard(ex, rank, world)
     info["examples"] = len(ex)  # this worker's
     return ex, info
 
 
-def read_parquet(uri: str):
-    if storage.is_dir(uri):
-        import pyarrow as pa
-
-        return pa.concat_tables([records.read_parquet(f) for f in sorted(storage.list_files(uri, suffix=".parquet"))])
-    return records.read_parquet(uri)
+def read_question_sets(recipe: TrainRecipe) -> dict[str, list[dict]]:
+    """Each replay question set's rows (its vqa_items table), by name."""
+    return {name: records.read_table("vqa_items", qs.items).to_pylist() for name, qs in recipe.replay.question_sets.items()}
 
 
-def make_trainer(recipe: TrainRecipe, views_table, rank: int = 0, world: int = 1, device="cpu"):
+def replay_pools(recipe: TrainRecipe, question_sets: dict[str, list[dict]] | None = None) -> tuple[dict[str, list[dict]], list[dict]]:
+    """Stage 3's usable training questions per set and a rejects row for each question left out
+    as a near-copy of an evaluation image (every table in ``replay.eval_views`` and the sets'
+    own test splits), at the crosswalk's thresholds (§4.1)."""
+    from medscope.cohorts.crosswalk_report import MAX_BITS
+    from medscope.qc.crosswalk import SAME_IMAGE_CORR
+
+    sets = read_question_sets(recipe) if question_sets is None else question_sets
+    views = {name: records.read_table("views", uri, columns=["view_id", "split", "image"]).to_pylist()
+             for name, uri in recipe.replay.eval_views.items()}
+    return replay.exclude_near_copies(sets, replay.evaluation_images(views, sets), MAX_BITS, SAME_IMAGE_CORR)
+
+
+def replay_plan(recipe: TrainRecipe, views: list[dict], excluded: set[str] | None = None) -> tuple[list[dict], dict]:
+    """The stage-3 mix (seed 000 §3.5) and its counts: ``vqa_share`` of ``n_items`` drawn from the
+    question sets' training questions by their shares, near-copies of evaluation images left out;
+    the rest MedScope views, "absent" targets at least ``absent_share_min`` of the mix."""
+    rp = recipe.replay
+    pools: dict[str, list[dict]] = {}
+    n_excluded = 0
+    if rp.question_sets and rp.vqa_share > 0:
+        if excluded is None:
+            pools, rejects = replay_pools(recipe)
+            n_excluded = len(rejects)
+        else:
+            pools = {name: [r for r in rows if r["split"] == "train" and r["item_id"] not in excluded]
+                     for name, rows in read_question_sets(recipe).items()}
+            n_excluded = len(excluded)
+    n_vqa = round(rp.vqa_share * rp.n_items)
+    shares = {name: qs.share for name, qs in rp.question_sets.items()}
+    vqa = replay.draw_vqa(pools, n_vqa, shares, recipe.draw_seed) if n_vqa else []
+    mix = replay.replay_mix(views, vqa, rp.n_items, rp.absent_share_min, recipe.seed, recipe.draw_seed)
+    return mix, {**replay.mix_counts(mix), "vqa_near_copies_excluded": n_excluded}
+
+
+def make_trainer(recipe: TrainRecipe, views_table, rank: int = 0, world: int = 1, device="cpu",
+                 replay_excluded: set[str] | None = None):
     """(trainer, info) for this worker, on its shard of the examples."""
     vlm, model = build_model(recipe)
     model.to(device)
-    examples, info = build_examples(recipe, views_table, vlm, model, rank, world)
+    examples, info = build_examples(recipe, views_table, vlm, model, rank, world, replay_excluded)
     trainer = trainers.TRAINERS[recipe.method](vlm, model, recipe, examples, device=device)
     return trainer, info

@@ -113,20 +113,30 @@ class BaseTrainer:
                 (loss / accum).backward()
             acc.append({"loss": float(loss.detach()), **{k: float(v) for k, v in parts.items()}})
             if len(acc) == accum:
-                lr = self.optimizer.param_groups[0]["lr"]  # the rate this step used (the schedule, logged)
-                if self.engine is None:
-                    torch.nn.utils.clip_grad_norm_(self.params, 1.0)
-                    self.optimizer.step()
-                    self.optimizer.zero_grad(set_to_none=True)
-                self.scheduler.step()
-                self.step += 1
-                metrics = {k: sum(a[k] for a in acc) / len(acc) for k in acc[0]} | {"step": self.step, "lr": lr,
-                                                                                     "examples": len(self.examples)}
-                self.history.append(metrics)
+                self._optimiser_step(acc, on_step)
                 acc = []
-                if on_step:
-                    on_step(self, metrics)
+        if acc and self.engine is None and self.step < self.total_steps:
+            # the pass ended inside an accumulation window: its micro-batches make the last step
+            # (ceil in the step count), their gradients averaged over what there is
+            for p in self.params:
+                if p.grad is not None:
+                    p.grad.mul_(accum / len(acc))
+            self._optimiser_step(acc, on_step)
         return self.history
+
+    def _optimiser_step(self, acc: list[dict], on_step) -> None:
+        lr = self.optimizer.param_groups[0]["lr"]  # the rate this step used (the schedule, logged)
+        if self.engine is None:
+            torch.nn.utils.clip_grad_norm_(self.params, 1.0)
+            self.optimizer.step()
+            self.optimizer.zero_grad(set_to_none=True)
+        self.scheduler.step()
+        self.step += 1
+        metrics = {k: sum(a[k] for a in acc) / len(acc) for k in acc[0]} | {"step": self.step, "lr": lr,
+                                                                             "examples": len(self.examples)}
+        self.history.append(metrics)
+        if on_step:
+            on_step(self, metrics)
 
     def _batch(self, chats: list[list[dict]]) -> dict:
         return to_device(collate(self.vlm, [encode(self.vlm, c) for c in chats]), self.device)
@@ -220,11 +230,12 @@ def _chat(e) -> list[dict]:
 
 # ---------------------------------------------------------------- examples per method
 
-def paired_examples(views: list[dict], recipe: TrainRecipe) -> list[dict]:
-    """C4's cases (seed 000 §3.7): at most ``paired.max_cases`` triplets; per triplet one trajectory view (O, C or E in turn), plus a
-    lesion-free image's trajectory every third case when natural negatives are allowed; the
-    first action is O's first assistant turn (a tool call when O's trajectory zooms, else its
-    final)."""
+def paired_examples(views: list[dict], recipe: TrainRecipe, rank: int = 0, world: int = 1) -> list[dict]:
+    """C4's cases (seed 000 §3.7): at most ``paired.max_cases`` triplets; per triplet one
+    trajectory view (O, C or E in turn), plus a lesion-free image's trajectory every third case
+    when natural negatives are allowed; the first action is O's first assistant turn (a tool
+    call when O's trajectory zooms, else its final). In the run seed's order; with ``world`` > 1
+    only this ``rank``'s shard of that order is built (:func:`data.shard`)."""
     out = []
     t = recipe.trajectory
     kw = dict(small_frac=t.small_frac, p_zoom=t.p_zoom, p_paraphrase=t.p_paraphrase, system=tj.PROMPTS[t.prompt],
@@ -234,7 +245,9 @@ def paired_examples(views: list[dict], recipe: TrainRecipe) -> list[dict]:
     if recipe.paired.max_cases is not None:  # the 3,000 cases: a fixed draw, shared by the seeds
         triplets = sorted(sorted(triplets, key=lambda t: derive_seed(recipe.draw_seed, t["O"]["case_id"], "c4"))[: recipe.paired.max_cases],
                           key=lambda t: t["O"]["case_id"])
-    for i, trip in enumerate(triplets):
+    # case i's roles depend on i (its position among the cases), not on where it lands
+    for i in data.shard(data.shuffled(list(range(len(triplets))), recipe.seed), rank, world):
+        trip = triplets[i]
         k = ("O", "C", "E")[i % 3]
         trajs = [tj.build_trajectory(trip[k], recipe.seed, p_window=t.p_window, **kw)]
         if i % 3 == 2 and negatives:
@@ -242,7 +255,7 @@ def paired_examples(views: list[dict], recipe: TrainRecipe) -> list[dict]:
         o_traj = tj.build_trajectory(trip["O"], recipe.seed, p_window=0.0, **{**kw, "p_paraphrase": 0.0})
         first = next(m["text"] for m in o_traj.messages if m["role"] == "assistant")
         out.append({**trip, "trajectories": trajs, "first_action": first})
-    return data.shuffled(out, recipe.seed)
+    return out
 
 
 def rejection_examples(views: list[dict], sampler, recipe: TrainRecipe, rank: int = 0, world: int = 1) -> tuple[list[list[dict]], dict]:
@@ -276,6 +289,17 @@ def rejection_examples(views: list[dict], sampler, recipe: TrainRecipe, rank: in
     return [m for i in sorted(mine) for m in mine[i]], counts
 
 
+def rft_examples(kept: list, synth_plan: list, recipe: TrainRecipe, rank: int = 0, world: int = 1) -> list:
+    """Stage 2's examples: the kept episodes (every worker has all of them, gathered) and the
+    synthetic trajectories of ``synth_plan`` (:func:`data.sft_plan`), in the run seed's order;
+    only this worker's shard is built, so no worker builds the other workers' trajectories."""
+    n = len(kept) + len(synth_plan)
+    out = []
+    for i in data.shard(data.shuffled(list(range(n)), recipe.seed), rank, world):
+        out.append(kept[i] if i < len(kept) else data.sft_build(synth_plan[i - len(kept)], recipe).messages)
+    return out
+
+
 def all_gather(obj) -> list:
     """``obj`` from every worker of the torch.distributed group (Ray Train sets it up), in rank
     order; ``[obj]`` when there is no group."""
@@ -298,13 +322,16 @@ def rft_view_sample(views: list[dict], recipe: TrainRecipe) -> list[dict]:
     return out
 
 
-def replay_examples(mix: list[dict], recipe: TrainRecipe) -> list[list[dict]]:
-    """Chats for the stage-3 mix: a VQA item is one question and its short answer."""
+def replay_examples(mix: list[dict], recipe: TrainRecipe, positions=None) -> list[list[dict]]:
+    """Chats for the stage-3 mix (those at ``positions`` only, when given: a worker's shard); a
+    VQA item is one question and its short answer. A view's trajectory is seeded by its position
+    in the whole mix, so a shard's chats are the one-worker build's chats at those positions."""
     from medscope.answers.actions import FinalAction, format_final
 
     out = []
     t = recipe.trajectory
-    for i, m in enumerate(mix):
+    for i in range(len(mix)) if positions is None else positions:
+        m = mix[i]
         if "view" in m:
             out.append(tj.build_trajectory(m["view"], derive_seed(recipe.seed, i), small_frac=t.small_frac, p_zoom=t.p_zoom,
                                            p_window=t.p_window, p_paraphrase=t.p_paraphrase, system=tj.PROMPTS[t.prompt], via_agent_loop=t.prompt == "agent").messages)
