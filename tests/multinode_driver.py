@@ -32,9 +32,9 @@ from medscope import layout, records, storage
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 
-# the small sizes the test uses (two shared cores): a phantom of 10 cases, 4 CT volumes,
-# 8 items x 2 conditions, 8 training steps
-N_CASES, N_VOLUMES, N_ITEMS, TRAIN_STEPS = 10, 4, 8, 8
+# the small sizes the test uses (two shared cores): a phantom of 8 cases, 4 CT volumes,
+# 8 items x 2 conditions, 6 training steps
+N_CASES, N_VOLUMES, N_ITEMS, TRAIN_STEPS = 8, 4, 8, 6
 CONDITIONS = ["agent", "blind"]
 KEY_ENV = "MEDSCOPE_TEST_OPENAI_KEY"
 PROVIDER_LATENCY_S = 0.3  # each request takes a while, so the sweep is still running at the kill
@@ -149,7 +149,11 @@ class ThreeNodes:
         from ray.cluster_utils import Cluster
 
         self.serial = 0
-        self.cluster = Cluster(initialize_head=True, head_node_args=self._args(0, "head"))
+        # a lost node is declared dead after ~5 missed 1 s health checks (Ray's default is
+        # 3 s x 5); only then are its tasks retried and its actors restarted elsewhere
+        head = dict(self._args(0, "head"), _system_config={"health_check_period_ms": 1000,
+                                                           "health_check_failure_threshold": 5})
+        self.cluster = Cluster(initialize_head=True, head_node_args=head)
         self.workers = [self.add() for _ in range(2)]
         self.cluster.wait_for_nodes()
 
