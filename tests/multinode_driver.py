@@ -214,14 +214,15 @@ def _running_on(node, marks: tuple[str, ...]) -> bool:
 class Killer(threading.Thread):
     """Waits for ``ready()`` and then kills a worker node running the job's ``work``."""
 
-    def __init__(self, nodes: ThreeNodes, ready, work: tuple[str, ...], snapshot=None, timeout_s: float = 120):
+    def __init__(self, nodes: ThreeNodes, ready, work: tuple[str, ...], snapshot=None):
         super().__init__(daemon=True)
-        self.nodes, self.ready, self.work, self.snapshot, self.timeout_s = nodes, ready, work, snapshot, timeout_s
+        self.nodes, self.ready, self.work, self.snapshot = nodes, ready, work, snapshot
         self.info: dict = {"killed": False}
+        self.job_done = threading.Event()  # set when the job returned: nothing left to kill
 
     def run(self) -> None:
         t0 = time.monotonic()
-        while time.monotonic() - t0 < self.timeout_s:
+        while not self.job_done.is_set():
             try:
                 if self.ready():
                     self.info["titles"] = sorted({t for n in self.nodes.workers for t in _titles(n)})
@@ -317,7 +318,8 @@ def scenario(inputs: dict, out: str, jobs: list[str]) -> dict:
                 res["log"] = train_log(folder)
             else:
                 raise SystemExit(f"unknown job {job}")
-            killer.join(timeout=1)
+            killer.job_done.set()
+            killer.join(timeout=5)
             info = dict(killer.info)
             t_end = time.time()
             report[job] = {"summary": res, "seconds": secs, "kill": info}
