@@ -91,6 +91,18 @@ def multi(s3_server, inputs):
         storage.configure(s3_endpoint=None)
     print(f"\nmultinode: three nodes, one lost per job: {seconds:.1f}s (cluster start {report['cluster_start_s']}s; "
           + ", ".join(f"{j} {report[j]['seconds']}s" for j in ("views", "probe", "eval", "train")) + ")")
+    for job in ("views", "probe", "eval", "train"):
+        kill = report[job]["kill"]
+        seen = kill.get("finished_before_kill")
+        extra = ""
+        if job == "eval":
+            per_unit = report[job]["summary"]["requests_per_unit"]
+            extra = f", requests {sum(per_unit.values())} for {len(per_unit)} units"
+        if job == "train":
+            extra = f", resumed from step {report[job]['summary']['resumed_from']}"
+        print(f"multinode: {job}: node lost {kill.get('kill_after_start_s')}s into the job, "
+              f"{kill.get('end_after_kill_s')}s before its end; finished before: "
+              f"{len(seen) if isinstance(seen, list) else seen}{extra}")
     return {"report": report, "out": outputs, "seconds": seconds}
 
 
