@@ -182,33 +182,24 @@ class ThreeNodes:
 
 
 def _titles(node) -> list[str]:
+    """The command lines of ``node``'s worker processes: Ray names a worker's process after the
+    task or actor it runs (``ray::EpisodeWorker.run``, ``ray::Map(items_task)``), and every
+    worker process of a node is a child of that node's raylet (no dashboard needed)."""
     import psutil
 
     raylet = psutil.Process(node.all_processes["raylet"][0].process.pid)
     out = []
     for child in raylet.children(recursive=True):
         try:
-            out.append(" ".join(child.cmdline())[:80])
+            out.append(" ".join(child.cmdline()))
         except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
             continue
     return out
 
 
 def _running_on(node, marks: tuple[str, ...]) -> bool:
-    """Whether a worker process of ``node`` runs the job's work now: Ray names a worker's process
-    after the task or actor it runs (``ray::EpisodeWorker.run``, ``ray::Map(items_task)``), and
-    every worker process of a node is a child of that node's raylet (no dashboard needed)."""
-    import psutil
-
-    raylet = psutil.Process(node.all_processes["raylet"][0].process.pid)
-    for child in raylet.children(recursive=True):
-        try:
-            title = " ".join(child.cmdline())
-        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
-            continue
-        if title.startswith("ray::") and any(m in title for m in marks):
-            return True
-    return False
+    """Whether a worker process of ``node`` runs the job's work now."""
+    return any(t.startswith("ray::") and any(m in t for m in marks) for t in _titles(node))
 
 
 class Killer(threading.Thread):
@@ -225,7 +216,9 @@ class Killer(threading.Thread):
         while not self.job_done.is_set():
             try:
                 if self.ready():
-                    self.info["titles"] = sorted({t for n in self.nodes.workers for t in _titles(n)})
+                    # what ran where, for a kill that finds nothing to kill
+                    self.info["titles"] = sorted({t[:80] for n in self.nodes.workers for t in _titles(n)
+                                                  if t.startswith("ray::")})
                     victim = self.nodes.node_running(self.work)
                     if victim is not None:
                         t_mono = time.monotonic()
