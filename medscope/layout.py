@@ -203,7 +203,8 @@ class TrainRun(_Folder):
 
     @property
     def log(self) -> str:
-        """``train_log.jsonl``: loss, learning rate and examples per optimiser step."""
+        """``train_log.jsonl``: loss, learning rate and examples per optimiser step, and
+        ``resumed_from`` (0, or the checkpoint step of the attempt that ran the step)."""
         return self._at("train_log.jsonl")
 
     @property

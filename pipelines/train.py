@@ -99,6 +99,8 @@ def train_loop_per_worker(cfg: dict) -> None:
 
     def on_step(tr, metrics):
         last = tr.step >= tr.total_steps
+        # the step log says which attempt ran each step: 0, or the checkpoint step it resumed from
+        tr.history[-1]["resumed_from"] = resumed_from
         metrics = {**metrics, "resumed_from": resumed_from, "total_steps": tr.total_steps}
         if tr.step % recipe.checkpoint_every and not last:
             ray.train.report(metrics)

@@ -25,7 +25,9 @@ from medscope.models.ratelimit import RateBucket
 from medscope.models.registry import build_model
 
 
-@ray.remote(num_cpus=0)
+# Restarted (with a fresh bucket) and its calls retried if its node is lost: otherwise every
+# worker's next reserve() would raise and the sweep would record its units as failed.
+@ray.remote(num_cpus=0, max_restarts=-1, max_task_retries=-1)
 class ProviderLimiter:
     """One provider's requests-per-minute and tokens-per-minute, shared by every worker."""
 
@@ -180,4 +182,7 @@ def worker_class(dedicated: bool, gpus: bool, concurrency: int):
     model's weights once (on one GPU when the cluster has GPUs)."""
     if dedicated:
         return ray.remote(num_gpus=1 if gpus else 0, num_cpus=1, max_concurrency=1)(EpisodeWorker)
-    return ray.remote(num_cpus=0, max_concurrency=concurrency)(EpisodeWorker)
+    # SPREAD: the pool's actors go to different nodes, so a lost node takes only its share of
+    # the units in flight (the driver re-queues those and replaces the actor); zero-CPU actors
+    # would otherwise all land on the driver's node.
+    return ray.remote(num_cpus=0, max_concurrency=concurrency, scheduling_strategy="SPREAD")(EpisodeWorker)

@@ -1,0 +1,201 @@
+"""Several nodes, one lost (issue 16): views build, probe build, evaluation sweep and training on
+a three-node Ray cluster (tests/multinode_driver.py, in a subprocess), one worker node removed in
+the middle of each job, outputs on the loopback S3 server; compared with single-node runs of the
+same inputs on the session's Ray."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pyarrow.compute as pc
+import pytest
+
+from medscope import layout, records, storage
+from tests import multinode_driver as drv
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BUCKET = "medscope-multinode"
+RUN_VOLATILE = ("latency_s",)
+# a three-node cluster running four jobs, and three single-node references, take more than the
+# ~20 s of an ordinary test file; pytest-timeout's 600 s per test is too tight on a loaded machine
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]  # an episode's wall time: the only run-specific column
+
+
+def _parts(folder: str) -> dict[str, bytes]:
+    return {f.rsplit("/", 1)[-1]: storage.read_bytes(f) for f in storage.list_files(folder, suffix=".parquet")}
+
+
+def _collect(out: str, job: str):
+    """What the comparisons need of one job's output, read while the S3 server still holds it."""
+    folder = storage.join(out, job)
+    if job == "views":
+        vb = layout.ViewsBuild(folder)
+        return {"views": storage.read_bytes(vb.views), "rejects": storage.read_bytes(vb.rejects),
+                "qc_report": storage.read_text(vb.qc_report),
+                "rows": records.read_table("views", vb.views, columns=["view_id", "case_id"]).to_pylist(),
+                "parts": sorted(_parts(storage.join(folder, "parts", "views")))}
+    if job == "probe":
+        pb = layout.ProbeBuild(folder)
+        return {"slices": storage.read_bytes(pb.slices), "rejects": storage.read_bytes(pb.rejects),
+                "stats": storage.read_text(pb.cohort_stats), "items": _parts(pb.probe_items),
+                "item_ids": records.read_table("probe_items", pb.probe_items).column("item_id").to_pylist()}
+    if job == "eval":
+        episodes = records.read_table("episodes", layout.EvalRun(folder).episodes)
+        episodes = episodes.take(pc.sort_indices(episodes, [("request_key", "ascending")]))
+        return {"rows": episodes.drop_columns(list(RUN_VOLATILE)).to_pylist(),
+                "keys": episodes.column("request_key").to_pylist()}
+    return {"log": drv.train_log(folder), "summary": json.loads(storage.read_text(layout.TrainRun(folder).summary))}
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("multinode")
+    made = drv.write_inputs(str(root / "in"))
+    with open(root / "in" / "inputs.json", "w") as fh:
+        json.dump(made, fh)
+    return root, made
+
+
+@pytest.fixture(scope="module")
+def multi(s3_server, inputs):
+    """The three-node run, one worker node lost per job (a subprocess, outputs on S3): its
+    report and its outputs, read back."""
+    import boto3
+
+    root, _ = inputs
+    boto3.client("s3", endpoint_url=s3_server, region_name="us-east-1").create_bucket(Bucket=BUCKET)
+    env = dict(os.environ, PYTHONPATH=REPO, AWS_ENDPOINT_URL=s3_server)
+    env.pop("RAY_ADDRESS", None)  # the driver starts its own cluster
+    t0 = time.monotonic()
+    proc = subprocess.run([sys.executable, os.path.join(REPO, "tests", "multinode_driver.py"),
+                           "--inputs", str(root / "in"), "--out", f"s3://{BUCKET}/run"],
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
+    seconds = time.monotonic() - t0
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("MULTINODE-REPORT ")]
+    assert proc.returncode == 0 and lines, f"driver failed ({proc.returncode}):\n{proc.stderr[-6000:]}"
+    report = json.loads(lines[-1].split(" ", 1)[1])
+    before = os.environ.get("AWS_ENDPOINT_URL")
+    os.environ["AWS_ENDPOINT_URL"] = s3_server
+    storage.configure(s3_endpoint=None)
+    try:
+        outputs = {job: _collect(f"s3://{BUCKET}/run", job) for job in ("views", "probe", "eval", "train")}
+    finally:
+        if before is None:
+            os.environ.pop("AWS_ENDPOINT_URL", None)
+        else:
+            os.environ["AWS_ENDPOINT_URL"] = before
+        storage.configure(s3_endpoint=None)
+    print(f"\nmultinode: three nodes, one lost per job: {seconds:.1f}s (cluster start {report['cluster_start_s']}s; "
+          + ", ".join(f"{j} {report[j]['seconds']}s" for j in ("views", "probe", "eval", "train")) + ")")
+    for job in ("views", "probe", "eval", "train"):
+        kill = report[job]["kill"]
+        seen = kill.get("finished_before_kill")
+        extra = ""
+        if job == "eval":
+            per_unit = report[job]["summary"]["requests_per_unit"]
+            extra = f", requests {sum(per_unit.values())} for {len(per_unit)} units"
+        if job == "train":
+            extra = f", resumed from step {report[job]['summary']['resumed_from']}"
+        print(f"multinode: {job}: node lost {kill.get('kill_after_start_s')}s into the job, "
+              f"{kill.get('end_after_kill_s')}s before its end; finished before: "
+              f"{len(seen) if isinstance(seen, list) else seen}{extra}")
+    return {"report": report, "out": outputs, "seconds": seconds}
+
+
+def _single(ray_cluster, inputs, job: str) -> tuple[dict, dict]:
+    """The same job on one node (this session's Ray, local disk): (its summary, its outputs)."""
+    root, made = inputs
+    out = str(root / "single")
+    t0 = time.monotonic()
+    if job == "eval":
+        server = drv.provider()
+        try:
+            summary = drv.run_eval(made, os.path.join(out, "eval"), server)
+            summary["requests_total"] = len(server.requests)
+        finally:
+            server.close()
+    else:
+        summary = {"views": drv.run_views, "probe": drv.run_probe}[job](made, os.path.join(out, job))
+    print(f"\nmultinode: single-node {job}: {time.monotonic() - t0:.1f}s")
+    return summary, _collect(out, job)
+
+
+def _killed_mid_job(report: dict, job: str) -> dict:
+    kill = report[job]["kill"]
+    assert kill["killed"], f"{job}: no worker node was running its work to kill: {kill}"
+    # the node went after the job started and before it ended: it was lost mid-job
+    assert kill["kill_after_start_s"] > 0 and kill["end_after_kill_s"] > 0
+    return kill
+
+
+def test_cluster_had_three_nodes_with_their_own_resources(multi):
+    nodes = multi["report"]["nodes"]
+    assert len(nodes) == 3
+    assert sorted(r.get("CPU", 0.0) for r in nodes.values()) == [0.0, 1.0, 1.0]
+    assert sum(any(k.startswith("medscope_worker") for k in r) for r in nodes.values()) == 2
+
+
+def test_views_build_survives_a_lost_node_byte_identical(ray_cluster, inputs, multi):
+    kill = _killed_mid_job(multi["report"], "views")
+    assert 1 <= kill["finished_before_kill"] < drv.N_CASES  # parts written before the node went
+    ref, single = _single(ray_cluster, inputs, "views")
+    got = multi["out"]["views"]
+    assert got["views"] == single["views"] and got["rejects"] == single["rejects"]
+    assert got["qc_report"] == single["qc_report"]
+    ids = [r["view_id"] for r in got["rows"]]
+    assert len(ids) == len(set(ids)) == ref["views"] > 0
+    assert got["parts"] == single["parts"] and len(got["parts"]) > drv.N_CASES // 2  # per case: none lost, none twice
+    assert multi["report"]["views"]["summary"]["built_now"] == ref["built_now"] == drv.N_CASES
+
+
+def test_probe_build_survives_a_lost_node_byte_identical(ray_cluster, inputs, multi):
+    _killed_mid_job(multi["report"], "probe")
+    ref, single = _single(ray_cluster, inputs, "probe")
+    got = multi["out"]["probe"]
+    assert got["slices"] == single["slices"] and got["rejects"] == single["rejects"]
+    assert got["stats"] == single["stats"]
+    assert got["items"] == single["items"]  # the same part files, byte for byte
+    assert len(got["items"]) == ref["volumes_used"] == drv.N_VOLUMES
+    assert len(got["item_ids"]) == len(set(got["item_ids"])) == ref["items_written"] > 0
+
+
+def test_eval_sweep_survives_a_lost_node_without_rebilling_finished_units(ray_cluster, inputs, multi):
+    kill = _killed_mid_job(multi["report"], "eval")
+    units = drv.N_ITEMS * len(drv.CONDITIONS)
+    summary = multi["report"]["eval"]["summary"]
+    finished_before = set(kill["finished_before_kill"])
+    assert 3 <= len(finished_before) < units
+    # same episodes as on one node (wall time aside), one per unit
+    ref, single = _single(ray_cluster, inputs, "eval")
+    got = multi["out"]["eval"]
+    assert got["rows"] == single["rows"]
+    assert len(got["keys"]) == len(set(got["keys"])) == units
+    per_unit = summary["requests_per_unit"]
+    assert set(per_unit) == set(got["keys"]) and all(n >= 1 for n in per_unit.values())
+    # a unit whose episode was written before the kill was requested once, before the kill;
+    # only units in flight on the lost node were sent again
+    for key in finished_before:
+        assert per_unit[key] == 1 and all(t < 0 for t in summary["request_times_after_kill"][key])
+    resent = {k: n for k, n in per_unit.items() if n > 1}
+    assert not set(resent) & finished_before
+    assert summary["requests_total"] == units + sum(n - 1 for n in resent.values())
+    assert len(resent) <= 2 * 2  # at most the lost node's share: one actor x its 2 request slots
+    assert ref["requests_total"] == units  # the single-node run sent each unit once
+    assert summary["failed"] == summary["retry_later"] == 0
+
+
+def test_training_resumes_from_its_last_checkpoint_after_a_lost_node(multi):
+    kill = _killed_mid_job(multi["report"], "train")
+    summary, log = multi["out"]["train"]["summary"], multi["out"]["train"]["log"]
+    resumed = summary["resumed_from"]
+    assert summary["steps"] == drv.TRAIN_STEPS
+    # resumed from a checkpoint (every 2 steps) at or after the one seen before the kill, not from 0
+    assert resumed >= kill["finished_before_kill"]["step"] >= 2 and resumed % 2 == 0 and resumed < drv.TRAIN_STEPS
+    # the step log: every step once, the first attempt's up to the checkpoint, the rest by the resumed one
+    assert [r["step"] for r in log] == list(range(1, drv.TRAIN_STEPS + 1))
+    assert [r["resumed_from"] for r in log] == [0] * resumed + [resumed] * (drv.TRAIN_STEPS - resumed)
+    assert all(r["loss"] == r["loss"] and r["loss"] > 0 for r in log)  # finite, not NaN
