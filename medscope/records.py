@@ -460,9 +460,18 @@ def validate(name: str, table: pa.Table) -> None:
             )
 
 
+ROW_GROUP_BYTES = 16 * 2**20
+
+
 def to_parquet_bytes(table: pa.Table) -> bytes:
+    """Parquet bytes; a table over ROW_GROUP_BYTES in memory is cut into row groups of about
+    that size, so a reader that wants a few rows by id (a sweep's worker fetching its items,
+    ``medscope.tablescan``) reads a few groups, not the whole image column. A smaller table is
+    one row group, as before."""
     sink = io.BytesIO()
-    pq.write_table(table, sink, compression="zstd")
+    rows = table.num_rows
+    per_group = max(1, int(rows * ROW_GROUP_BYTES / table.nbytes)) if table.nbytes > ROW_GROUP_BYTES else None
+    pq.write_table(table, sink, compression="zstd", row_group_size=per_group)
     return sink.getvalue()
 
 
@@ -533,6 +542,11 @@ def _read_one(uri: str, sch: pa.Schema, columns: Sequence[str] | None) -> pa.Tab
         table = pf.read(columns=[c for c in columns if c in present] if columns else None, use_threads=False)
     except (pa.ArrowInvalid, OSError) as err:
         raise MedScopeError(f"{uri} is not a readable Parquet file: {err}") from None
+    return conform(table, sch, columns, uri)
+
+
+def conform(table: pa.Table, sch: pa.Schema, columns: Sequence[str] | None, uri: str) -> pa.Table:
+    """``table`` (read from ``uri``) as exactly ``columns`` of schema ``sch`` (all when None)."""
     target = pa.schema([sch.field(c) for c in columns]) if columns else sch
     for field in target:
         # A nullable column added to a schema after a table was written reads as nulls, so

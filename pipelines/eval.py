@@ -6,12 +6,18 @@ runner), so every protocol reuses it unchanged. For each unit it derives a reque
 the output and never requested again. Private items go only to endpoints on their allow-list.
 A budget cap stops submitting once the spend reaches it; work in flight finishes and is kept.
 
+The driver holds keys, not pixels (issue 16): it reads the items without their images (ids,
+privacy flags) and hands each worker a unit's item id with the block of ids around it; the
+worker fetches that block from the items table by id and caches it. A protocol whose
+``load_items`` takes no ``ids`` / ``images`` (an older one) still gets its items shipped whole.
+
 Output under ``--out``: ``episodes/part-<key>.parquet`` (episodes schema), ``rejects/``
 (privacy refusals and failed units) and ``sweep.json`` (what ran; never a key).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import json
 import os
@@ -33,6 +39,7 @@ from pipelines.support.flags import add_config_flags, config_from_args
 from pipelines.support.jobs import Progress, job_main, print_summary
 
 DEFAULT_PROTOCOL = "counterfactual"
+FETCH_BLOCK = 64  # items a worker fetches from the items table at once (consecutive in the table)
 
 
 class EvalConfig(StrictModel):
@@ -88,6 +95,40 @@ def request_key(protocol: EvalProtocol, item: Item, entry: ModelEntry, condition
     )
 
 
+def reads_by_id(protocol: EvalProtocol) -> bool:
+    """Whether ``protocol.load_items`` takes ``ids`` and ``images`` (EvalProtocol): then the
+    driver reads items without pixels and workers fetch theirs by id."""
+    params = inspect.signature(protocol.load_items).parameters
+    return "ids" in params and "images" in params
+
+
+def driver_items(protocol: EvalProtocol, uri: str) -> tuple[list[Item], bool]:
+    """(the sweep's items as the driver keeps them, whether workers fetch them by id).
+
+    By id: each item is cut down to its key and privacy fields (no images, question or meta),
+    so the driver's memory is ids and flags, whatever the images weigh."""
+    if not reads_by_id(protocol):
+        return protocol.load_items(uri), False
+    return [dataclasses.replace(i, question="", truth="", images=(), meta={})
+            for i in protocol.load_items(uri, images=False)], True
+
+
+def finished_keys(episodes_uri: str) -> set[str]:
+    """Request keys whose episode is already written (resume skips them). The one place the
+    sweep lists finished work, so a change of how parts are stored (compaction) lands here."""
+    return records.part_keys(episodes_uri)
+
+
+def fetch_blocks(items: list[Item], size: int = FETCH_BLOCK) -> dict[str, tuple[str, ...]]:
+    """item id -> the block of consecutive item ids a worker fetches with it."""
+    ids = [i.item_id for i in items]
+    out: dict[str, tuple[str, ...]] = {}
+    for start in range(0, len(ids), size):
+        block = tuple(ids[start:start + size])
+        out.update(dict.fromkeys(block, block))
+    return out
+
+
 def allowed(item: Item, entry: ModelEntry) -> bool:
     """Privacy: whether ``item`` may be sent to ``entry``'s endpoint (ModelEntry.may_receive)."""
     return entry.may_receive(item.private, item.endpoint_allowlist)
@@ -104,7 +145,7 @@ def run_sweep(cfg: EvalConfig, protocol: EvalProtocol | None = None, entries: li
     unknown = sorted(set(cfg.conditions) - set(protocol.conditions()))
     if unknown:
         raise MedScopeError(f"protocol {protocol.name} has no condition(s) {unknown}; it knows {list(protocol.conditions())}")
-    items = protocol.load_items(cfg.items)
+    items, by_id = driver_items(protocol, cfg.items)
     dupes = sorted(k for k, n in Counter(i.item_id for i in items).items() if n > 1)
     if dupes:
         raise MedScopeError(f"{cfg.items}: item ids must be unique (they key the episodes); repeated: {dupes[:5]}")
@@ -112,7 +153,8 @@ def run_sweep(cfg: EvalConfig, protocol: EvalProtocol | None = None, entries: li
     run = layout.EvalRun(cfg.out)
     episodes_uri, rejects_uri = run.episodes, run.rejects
 
-    finished = records.part_keys(episodes_uri)
+    finished = finished_keys(episodes_uri)
+    blocks = fetch_blocks(items) if by_id else {}
     spent_before = _spent(episodes_uri) if cfg.budget_usd is not None and finished else 0.0
     todo: deque[dict] = deque()
     counts = Counter(skipped_finished=0, refused_private=0)
@@ -128,8 +170,12 @@ def run_sweep(cfg: EvalConfig, protocol: EvalProtocol | None = None, entries: li
                         "episodes", entry.name, item.item_id, "eval", "private_endpoint_not_allowed",
                         f"model={entry.name} condition={condition} endpoint not on the item's allow-list",
                     )], rejects_uri, key)
+                elif by_id:  # keys only: the worker fetches the item (and its block) by id
+                    todo.append({"key": key, "item_id": item.item_id, "block": blocks[item.item_id],
+                                 "model": entry.name, "condition": condition})
                 else:
-                    todo.append({"key": key, "item": item, "model": entry.name, "condition": condition})
+                    todo.append({"key": key, "item_id": item.item_id, "item": item, "model": entry.name,
+                                 "condition": condition})
     summary = {"run_id": run_id, "protocol": protocol.name, "prompt_version": protocol.prompt_version,
                "test_set": getattr(protocol, "test_set", cfg.test_set),
                "splits": list(getattr(protocol, "splits", None) or cfg.splits or []),
@@ -185,7 +231,7 @@ def _drive(cfg, protocol, entries, todo, episodes_uri, run_id, spent, gpus):
     def spawn(dedicated: bool):
         cls = worker_class(dedicated, gpus, cfg.concurrency)
         return cls.options(name=f"{tag}-{next(serial)}").remote(
-            protocol, dumped, episodes_uri, run_id, limiters, secrets, s3, cfg.backoff_s)
+            protocol, dumped, episodes_uri, run_id, limiters, secrets, s3, cfg.backoff_s, cfg.items)
 
     dedicated = {e.name for e in entries if e.placement == "dedicated" or (e.placement == "auto" and e.kind in LOCAL_KINDS)}
     lanes: dict[str, dict] = {"pool": {"actors": [spawn(False) for _ in range(max(1, cfg.workers))], "cap": cfg.concurrency}}

@@ -11,6 +11,7 @@ a hash of the prompt, so an edited report or prompt is a new request, never a st
 from __future__ import annotations
 
 import json
+from collections.abc import Collection
 
 from medscope import config as cfgmod
 from medscope import storage
@@ -45,14 +46,18 @@ class GenerationProtocol:
         self.report_prompt = report_prompt
         self.prompt_version = "gen-" + stable_hash(report_prompt, self.schema.model_dump_json(), length=12)
 
-    def load_items(self, uri: str) -> list[Item]:
+    def load_items(self, uri: str, ids: Collection[str] | None = None, images: bool = True) -> list[Item]:
+        """The studies of the JSON-lines file (``ids``: only those; no images either way)."""
         items = []
         for line in storage.read_text(uri).splitlines():
             if not line.strip():
                 continue
             r = json.loads(line)
+            item_id = study_item_id(r["case_id"], r["findings"], r["impression"])
+            if ids is not None and item_id not in ids:
+                continue
             items.append(Item(
-                item_id=study_item_id(r["case_id"], r["findings"], r["impression"]), case_id=r["case_id"],
+                item_id=item_id, case_id=r["case_id"],
                 question="", truth="", private=bool(r["private"]),
                 endpoint_allowlist=tuple(r["endpoint_allowlist"]),
                 meta={"findings": r["findings"], "impression": r["impression"]}))

@@ -9,6 +9,7 @@ protocol is a new folder under ``medscope/protocols/`` and touches no shared cod
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -22,8 +23,14 @@ class EvalProtocol(Protocol):
     name: str  # e.g. "counterfactual", "organ_presence"
     prompt_version: str  # bumps whenever a template changes; part of every request key
 
-    def load_items(self, uri: str) -> list[Item]:
-        """Read the protocol's item table (views, probe_items, ...) into items."""
+    def load_items(self, uri: str, ids: Collection[str] | None = None, images: bool = True) -> list[Item]:
+        """Read the protocol's item table (views, probe_items, ...) into items, in its order.
+
+        ``ids``: only the items with these item ids (a sweep's worker fetching the few it is
+        about to run). ``images=False``: the same items with ``images=()``, read without holding
+        the table's pixels (a sweep's driver needs ids and privacy flags only; issue 16). The
+        selection never depends on the two arguments, so the driver's items and the workers'
+        agree; read through ``medscope.tablescan``, which streams a table instead of loading it."""
 
     def conditions(self) -> tuple[str, ...]:
         """Condition names this protocol understands (agent, plain, blind, blank, ...)."""

@@ -8,8 +8,9 @@ Each prompt carries ``[item <id> <condition>]`` so loopback servers can count re
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 
-from medscope import records
+from medscope import tablescan
 from medscope.items import EpisodeResult, Item
 from medscope.models.base import ChatModel, Decoding, Message, Part
 
@@ -20,10 +21,12 @@ class SingleTurnProtocol:
     def __init__(self, prompt_version: str = "st-1"):
         self.prompt_version = prompt_version
 
-    def load_items(self, uri: str) -> list[Item]:
-        rows = records.read_table("views", uri).to_pylist()
+    def load_items(self, uri: str, ids: Collection[str] | None = None, images: bool = True) -> list[Item]:
+        columns = None if images else tablescan.columns_without("views", "image")
+        rows = tablescan.iter_rows("views", uri, columns, where=tablescan.id_filter("view_id", ids))
         return [
-            Item(r["view_id"], r["case_id"], r["question"], r["expected"], (r["image"],) if r["image"] else (),
+            Item(r["view_id"], r["case_id"], r["question"], r["expected"],
+                 (r["image"],) if images and r["image"] else (),
                  private=r["private"], endpoint_allowlist=tuple(r["endpoint_allowlist"] or ()))
             for r in rows
         ]

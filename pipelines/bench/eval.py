@@ -5,14 +5,27 @@ Against a loopback OpenAI-wire server with fixed latency, one model with an rpm 
 swept over N units with enough concurrency to exceed the limit; the achieved request rate at
 the server is reported as a share of the limit (aim >= 90%). The same sweep is then rerun on
 the same output, and the requests it sends are counted (must be 0).
+
+Then the driver's memory against the sweep's size: sweeps of ~130 / ~480 / ~1,900 units (views
+with 256 x 256 noise images, ~66 KB of PNG each), each in a process of its own
+(``pipelines.bench.eval_driver``), print the driver's peak RSS beside episodes/s. The driver
+holds keys, not pixels (workers fetch their items by id), so the peak should not grow with
+the units. The machine is shared: the figures are noisy, and episodes/s includes actor start-up.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
 import tempfile
 import time
 
+import numpy as np
+
+MEMORY_SIZES = (128, 480, 1920)
+QUICK_MEMORY_SIZES = (32, 128)
 
 
 def bench_eval(args) -> dict:
@@ -61,4 +74,59 @@ def bench_eval(args) -> dict:
     print(f"  achieved {steady:.1f} rpm = {steady / rpm:.1%} of the limit (after 4 warm-up requests)")
     print(f"  end to end incl. actor start-up: {result['end_to_end_rpm_incl_startup']:.1f} rpm")
     print(f"  resumed sweep: {resent} requests for {first['done']} finished episodes (must be 0)")
+    result["driver_memory"] = driver_memory(QUICK_MEMORY_SIZES if quick else MEMORY_SIZES)
     return result
+
+
+def noise_views(uri: str, n: int, side: int = 256, seed: int = 0) -> str:
+    """A views table of ``n`` views whose images are ``side`` x ``side`` gray noise (PNG does
+    not shrink noise, so each image is ~side^2 bytes, like a real radiograph's crop)."""
+    from medscope import records
+    from medscope.images import encode_png
+    from medscope.testing.views import views_rows
+
+    rng = np.random.default_rng(seed)
+    rows = views_rows(n)
+    for row in rows:
+        row["image"] = encode_png(rng.integers(0, 256, (side, side), dtype=np.uint8))
+        row["width"] = row["height"] = side
+    records.write_table("views", rows, uri)
+    return uri
+
+
+def driver_memory(sizes: tuple[int, ...], side: int = 256, latency: float = 0.02) -> list[dict]:
+    """Peak RSS of the sweep's driver at each size, each sweep in a fresh process with its own
+    local Ray (so one size's peak cannot hide another's), against one loopback server."""
+    from medscope.testing import providers as fp
+
+    key = "bench-loopback-only"
+    server = fp.FakeProvider("openai", responder=lambda text, images: "yes", latency_s=latency, expected_key=key)
+    rows = []
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            for n in sizes:
+                views = noise_views(os.path.join(tmp, f"views-{n}.parquet"), n, side)
+                spec = os.path.join(tmp, f"spec-{n}.json")
+                with open(spec, "w") as fh:
+                    json.dump({"views": views, "out": os.path.join(tmp, f"eval-{n}"), "url": server.url,
+                               "key": key}, fh)
+                proc = subprocess.run([sys.executable, "-m", "pipelines.bench.eval_driver", spec],
+                                      capture_output=True, text=True, timeout=900)
+                if proc.returncode != 0:
+                    raise RuntimeError(f"bench sweep of {n} units failed:\n{proc.stderr[-2000:]}")
+                got = json.loads(proc.stdout.strip().splitlines()[-1])
+                got["views_mb"] = round(os.path.getsize(views) / 2**20, 1)
+                got["episodes_per_s"] = round(got["done"] / got["wall_s"], 1) if got["wall_s"] else 0.0
+                rows.append(got)
+                server.requests.clear()  # the server's log is the parent's memory, not the driver's
+    finally:
+        server.close()
+    print(f"eval driver memory ({side}x{side} noise images; shared machine: figures are noisy)")
+    print(f"  {'units':>6}  {'views MB':>8}  {'driver peak RSS MB':>18}  {'episodes/s':>10}")
+    for r in rows:
+        print(f"  {r['units']:>6}  {r['views_mb']:>8.1f}  {r['driver_peak_rss_mb']:>18.1f}  {r['episodes_per_s']:>10.1f}")
+    if len(rows) > 1:
+        slope = (rows[-1]["driver_peak_rss_mb"] - rows[0]["driver_peak_rss_mb"]) / (rows[-1]["units"] - rows[0]["units"])
+        print(f"  growth: {slope * 1024:.1f} KB of driver memory per unit "
+              f"({rows[0]['units']} -> {rows[-1]['units']} units)")
+    return rows

@@ -5,6 +5,10 @@ protocol, and writes the finished episode to object storage itself, as a write-o
 keyed by the request key, before it reports back: whatever happens to the driver later, a
 finished episode is never requested again. API workers are threaded actors (requests are
 I/O), local-model workers hold the weights once, on a GPU when the cluster has one.
+
+A unit names its item by id (the driver holds no pixels): the worker fetches the unit's block
+of items from the items table by id (``protocol.load_items(uri, ids=...)``) and keeps the last
+few blocks, so the items of one block cost one read per worker, not one per unit.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections import OrderedDict
 
 import ray
 
@@ -23,6 +28,8 @@ from medscope.models.config import ModelEntry
 from medscope.models.guarded import GuardedModel
 from medscope.models.ratelimit import RateBucket
 from medscope.models.registry import build_model
+
+ITEM_CACHE_BLOCKS = 4  # blocks of items a worker keeps (units in flight span one or two)
 
 
 # Restarted (with a fresh bucket) and its calls retried if its node is lost: otherwise every
@@ -73,6 +80,7 @@ class EpisodeWorker:
         secrets: dict[str, str],
         s3_endpoint: str | None,
         backoff_s: float = 0.5,
+        items_uri: str | None = None,
     ):
         # Keys travel as actor arguments, never as runtime_env (which Ray may log), and stay
         # in this process's environment, where the adapters read them.
@@ -88,6 +96,11 @@ class EpisodeWorker:
         self.backoff_s = backoff_s
         self._models: dict = {}
         self._lock = threading.Lock()  # threads of one actor share its models
+        self.items_uri = items_uri
+        self._items: OrderedDict[str, Item] = OrderedDict()  # item id -> item, oldest first
+        self._cache_lock = threading.Lock()
+        self._fetch_lock = threading.Lock()  # one fetch at a time: threads wanting it wait, then hit
+        self.fetches = 0
 
     def ping(self) -> int:
         return os.getpid()
@@ -98,12 +111,53 @@ class EpisodeWorker:
                 self._models[name] = build_model(self.entries[name])
             return self._models[name]
 
+    def _cached(self, item_id: str) -> Item | None:
+        with self._cache_lock:
+            item = self._items.get(item_id)
+            if item is not None:
+                self._items.move_to_end(item_id)
+            return item
+
+    def item(self, unit: dict) -> Item | None:
+        """The unit's item: shipped whole (a protocol without ``load_items(ids=...)``), or from
+        this worker's cache, or fetched by id with the unit's block; None if the items table
+        no longer holds it."""
+        if "item" in unit:
+            return unit["item"]
+        item_id = unit["item_id"]
+        item = self._cached(item_id)
+        if item is not None:
+            return item
+        with self._fetch_lock:
+            item = self._cached(item_id)  # fetched by another thread while this one waited
+            if item is not None:
+                return item
+            block = unit.get("block") or (item_id,)
+            fetched = self.protocol.load_items(self.items_uri, ids=block)
+            self.fetches += 1
+            with self._cache_lock:
+                for it in fetched:
+                    self._items[it.item_id] = it
+                    self._items.move_to_end(it.item_id)
+                while len(self._items) > ITEM_CACHE_BLOCKS * len(block):
+                    self._items.popitem(last=False)
+        return self._cached(item_id)
+
+    def fetch_count(self) -> int:
+        """How many times this worker read items from the items table."""
+        return self.fetches
+
     def run(self, unit: dict) -> dict:
         """Run one episode and write it; returns a small summary for the driver."""
-        item: Item = unit["item"]
         entry = self.entries[unit["model"]]
         decoding = entry.decoding()
-        out = {"key": unit["key"], "model": entry.name, "condition": unit["condition"], "item_id": item.item_id}
+        out = {"key": unit["key"], "model": entry.name, "condition": unit["condition"], "item_id": unit["item_id"]}
+        try:
+            item = self.item(unit)
+        except Exception as err:  # an unreadable items table: the unit fails, a rerun retries it
+            return {**out, "status": "failed", "error": self._clean(f"items: {type(err).__name__}: {err}")}
+        if item is None:
+            return {**out, "status": "failed", "error": "item no longer in the items table"}
         if not entry.may_receive(item.private, item.endpoint_allowlist):
             # The driver never sends such a unit; this guard keeps a private item local even if
             # a caller bypasses it.

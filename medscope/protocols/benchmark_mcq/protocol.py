@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from collections.abc import Collection
 
 import numpy as np
 import pandas as pd
 
-from medscope import layout, records, storage
+from medscope import layout, records, storage, tablescan
 from medscope.images import encode_png
 from medscope.models.base import ChatModel, Decoding, Message, Part
 from medscope.protocols.base import EpisodeResult, Item, ScoreOptions
@@ -50,21 +51,24 @@ class BenchmarkMCQProtocol:
     def __init__(self, margin: float = 0.05):
         self.margin = margin
 
-    def load_items(self, uri: str) -> list[Item]:
+    def load_items(self, uri: str, ids: Collection[str] | None = None, images: bool = True) -> list[Item]:
         folder = build_folder(uri)
         build = layout.BenchgenBuild(folder)
-        items = records.read_table("mcq_items", build.items).to_pylist()
-        mont = records.read_table("montages", build.montages).to_pylist()
-        images = {(m["case_id"], m["sequence"]): m for m in mont}
+        items = list(tablescan.iter_rows("mcq_items", build.items, where=tablescan.id_filter("item_id", ids)))
+        # only the montages of these items' cases; without their pixels when images=False
+        columns = None if images else tablescan.columns_without("montages", "image")
+        mont = tablescan.iter_rows("montages", build.montages, columns,
+                                   where=("case_id", {r["case_id"] for r in items}))
+        montages = {(m["case_id"], m["sequence"]): m for m in mont}
         out = []
         for r in items:
-            shown = [images.get((r["case_id"], s)) for s in r["sequences"]]
+            shown = [montages.get((r["case_id"], s)) for s in r["sequences"]]
             if any(m is None for m in shown):
                 continue  # a build never writes such an item; a hand-edited table may
             out.append(Item(
                 item_id=r["item_id"], case_id=r["case_id"],
                 question=mcq_prompt(r["question"], r["options"], r["sequences"]), truth=r["answer"],
-                images=tuple(m["image"] for m in shown), private=bool(r["private"]),
+                images=tuple(m["image"] for m in shown) if images else (), private=bool(r["private"]),
                 endpoint_allowlist=tuple(r["endpoint_allowlist"] or ()),
                 meta={**{k: r[k] for k in META}, "sizes": [(m["height"], m["width"]) for m in shown]}))
         return out

@@ -9,7 +9,9 @@ condition.
 
 from __future__ import annotations
 
-from medscope import records
+from collections.abc import Collection
+
+from medscope import records, tablescan
 from medscope.agent import prompts
 from medscope.agent.episode import CONDITIONS, EpisodeSettings, run_episode
 from medscope.protocols.base import EpisodeResult, Item, ScoreOptions
@@ -59,11 +61,11 @@ class CounterfactualProtocol:
     def conditions(self) -> tuple[str, ...]:
         return CONDITIONS
 
-    def load_items(self, uri: str) -> list[Item]:
-        table = records.read_table("views", uri)
+    def load_items(self, uri: str, ids: Collection[str] | None = None, images: bool = True) -> list[Item]:
         items: list[Item] = []
         self.rejects = []
-        for row in table.to_pylist():
+        # the image column is read even without images: a view without one is not an item
+        for row in tablescan.iter_rows("views", uri, where=tablescan.id_filter("view_id", ids)):
             if not row["passed"] or not testsets.is_evaluation_view(row["kind"], row.get("split"), self.splits):
                 continue
             if not row.get("image"):
@@ -76,7 +78,7 @@ class CounterfactualProtocol:
                     case_id=row["case_id"],
                     question=row["question"],
                     truth=row["expected"],
-                    images=(row["image"],),
+                    images=(row["image"],) if images else (),
                     private=bool(row.get("private")),
                     endpoint_allowlist=tuple(row.get("endpoint_allowlist") or ()),
                     meta={**{k: row.get(k) for k in _META}, "test_set": self.test_set},

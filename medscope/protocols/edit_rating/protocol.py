@@ -17,7 +17,9 @@ import re
 
 import numpy as np
 
-from medscope import layout, records, storage
+from collections.abc import Collection
+
+from medscope import layout, records, storage, tablescan
 from medscope.qc.visibility import format_ratings  # noqa: F401 - re-exported
 from medscope.models.base import ChatModel, Decoding, Message, Part
 from medscope.protocols.base import EpisodeResult, Item
@@ -50,14 +52,15 @@ class EditRatingProtocol:
     def conditions(self) -> tuple[str, ...]:
         return ("zero_shot",)
 
-    def load_items(self, uri: str) -> list[Item]:
+    def load_items(self, uri: str, ids: Collection[str] | None = None, images: bool = True) -> list[Item]:
         items = []
-        for row in records.read_table("views", uri).to_pylist():
+        # the image column is read even without images: a view without one is not an item
+        for row in tablescan.iter_rows("views", uri, where=tablescan.id_filter("view_id", ids)):
             if (row["passed"] and row["kind"] in KINDS and row.get("image")
                     and testsets.is_evaluation_view(row["kind"], row.get("split"), self.splits)):
                 items.append(Item(item_id=row["view_id"], case_id=row["case_id"], question=PROMPT,
                                   truth="unedited" if row["kind"] == "original" else "edited",
-                                  images=(row["image"],), private=bool(row.get("private")),
+                                  images=(row["image"],) if images else (), private=bool(row.get("private")),
                                   endpoint_allowlist=tuple(row.get("endpoint_allowlist") or ()),
                                   meta={"kind": row["kind"], "tool": row["tool"], "test_set": self.test_set}))
         return items

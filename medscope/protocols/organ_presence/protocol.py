@@ -8,12 +8,13 @@ not-addressed. The same items serve every format, so format comparisons are pair
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from functools import lru_cache
 
 import numpy as np
 
 from medscope import config as cfgmod
-from medscope import records
+from medscope import tablescan
 from medscope.protocols.base import EpisodeResult, Item, ScoreOptions
 from medscope.images import decode_png, encode_png
 from medscope.models.base import ChatModel, Decoding, Message, Part
@@ -43,17 +44,17 @@ class OrganPresenceProtocol:
             config = cfgmod.parse(ProbeConfig, config, source="protocol_options.config")
         self.config = config or ProbeConfig()
 
-    def load_items(self, uri: str) -> list[Item]:
-        table = records.read_table("probe_items", uri)
+    def load_items(self, uri: str, ids: Collection[str] | None = None, images: bool = True) -> list[Item]:
         items = []
-        for row in table.to_pylist():
+        columns = None if images else tablescan.columns_without("probe_items", "image")
+        for row in tablescan.iter_rows("probe_items", uri, columns, where=tablescan.id_filter("item_id", ids)):
             items.append(
                 Item(
                     item_id=row["item_id"],
                     case_id=row["case_id"],
                     question=row["question"],
                     truth=row["truth"],
-                    images=(row["image"],),
+                    images=(row["image"],) if images else (),
                     private=bool(row.get("private") or False),
                     endpoint_allowlist=tuple(row.get("endpoint_allowlist") or ()),
                     meta={k: row[k] for k in META_COLUMNS},

@@ -30,6 +30,7 @@ to it (seed 002 Appendix A).
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from dataclasses import dataclass, field
 
 import pydantic
@@ -136,8 +137,14 @@ def _load_image(base: str, ref: str, max_side: int) -> tuple[bytes | None, str |
         return None, "unreadable image", f"{uri}: {err}"
 
 
-def read_manifest(uri: str, max_side: int = MAX_SIDE) -> tuple[list[PairPhoto], list[dict]]:
-    """(good photographs, rejects rows) of a manifest (see the module docstring)."""
+def read_manifest(uri: str, max_side: int = MAX_SIDE, ids: Collection[str] | None = None,
+                  keep_images: bool = True) -> tuple[list[PairPhoto], list[dict]]:
+    """(good photographs, rejects rows) of a manifest (see the module docstring).
+
+    ``ids``: only the photographs with these item ids (their images alone are read).
+    ``keep_images=False``: every image is still read and checked (an unreadable one rejects its
+    photograph, as always) but not kept: ``photo_png`` / ``radiograph_png`` are empty, so a
+    sweep's driver holds no pixels (issue 16)."""
     path = manifest_uri(uri)
     data = cfgmod.load_yaml(path)
     base = path.rsplit("/", 1)[0] if "/" in path else "."
@@ -163,6 +170,8 @@ def read_manifest(uri: str, max_side: int = MAX_SIDE) -> tuple[list[PairPhoto], 
             reject(entry.condition, "duplicate condition", f"entry {i} repeats a condition listed before")
             continue
         seen.add(key)
+        if ids is not None and not any(f"{slug(entry.condition)}:{t}" in ids for t in PHOTO_TYPES):
+            continue
         radiograph, why, where = _load_image(base, entry.radiograph, max_side)
         if radiograph is None:
             reject(entry.condition, why, f"radiograph {where}")
@@ -170,6 +179,8 @@ def read_manifest(uri: str, max_side: int = MAX_SIDE) -> tuple[list[PairPhoto], 
         for photo_type in PHOTO_TYPES:
             spec: Photo = getattr(entry, photo_type)
             item = f"{slug(entry.condition)}:{photo_type}"
+            if ids is not None and item not in ids:
+                continue
             if not (spec.caption or "").strip():
                 reject(item, "photo without caption", f"{photo_type} photograph {spec.image}")
                 continue
@@ -179,8 +190,9 @@ def read_manifest(uri: str, max_side: int = MAX_SIDE) -> tuple[list[PairPhoto], 
                 continue
             photos.append(PairPhoto(
                 condition=entry.condition, photo_type=photo_type, body_region=entry.body_region,
-                caption=spec.caption.strip(), findings=tuple(spec.finding_list()), photo_png=png,
-                radiograph_png=radiograph, radiograph_findings=entry.radiograph_findings,
+                caption=spec.caption.strip(), findings=tuple(spec.finding_list()),
+                photo_png=png if keep_images else b"", radiograph_png=radiograph if keep_images else b"",
+                radiograph_findings=entry.radiograph_findings,
                 private=entry.private, endpoint_allowlist=tuple(entry.endpoint_allowlist),
                 provenance={**entry.provenance, **spec.provenance},
             ))

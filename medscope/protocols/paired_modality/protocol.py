@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import sys
+from collections.abc import Collection
 from functools import lru_cache
 from importlib import resources
 
@@ -51,14 +52,14 @@ class PairedModalityProtocol:
     def photos(self, uri: str) -> tuple[list[PairPhoto], list[dict]]:
         return read_manifest(uri, self.max_side)
 
-    def load_items(self, uri: str) -> list[Item]:
-        photos, rejects = self.photos(uri)
+    def load_items(self, uri: str, ids: Collection[str] | None = None, images: bool = True) -> list[Item]:
+        photos, rejects = read_manifest(uri, self.max_side, ids=ids, keep_images=images)
         if rejects:
             print(f"pairs manifest {uri}: {len(rejects)} rejected ("
                   + ", ".join(sorted({r['reason'] for r in rejects})) + "); good photographs kept",
                   file=sys.stderr)
         return [Item(item_id=p.item_id, case_id=p.condition, question=prompts()["paired"], truth=p.photo_type,
-                     images=(p.photo_png, p.radiograph_png), private=p.private,
+                     images=(p.photo_png, p.radiograph_png) if images else (), private=p.private,
                      endpoint_allowlist=p.endpoint_allowlist,
                      meta={"condition": p.condition, "photo_type": p.photo_type, "caption": p.caption,
                            "body_region": p.body_region})

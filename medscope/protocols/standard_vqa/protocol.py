@@ -14,8 +14,9 @@ protocol's one condition, ``plain``, is a single turn without tools.
 from __future__ import annotations
 
 import json
+from collections.abc import Collection
 
-from medscope import layout, records, storage
+from medscope import layout, records, storage, tablescan
 from medscope.answers.parser import parse_reply
 from medscope.models.base import ChatModel, Decoding, Message, Part
 from medscope.protocols.base import EpisodeResult, Item, ScoreOptions
@@ -42,28 +43,41 @@ class StandardVQAProtocol:
 
     # ------------------------------------------------------------------ items
 
-    def load_items(self, uri: str) -> list[Item]:
+    def load_items(self, uri: str, ids: Collection[str] | None = None, images: bool = True) -> list[Item]:
         """Items of one or more vqa_items tables (comma-separated URIs; a folder means its
-        ``vqa_items.parquet``): the chosen splits, then a seeded sample per source."""
+        ``vqa_items.parquet``): the chosen splits, then a seeded sample per source. The sample
+        is drawn on every row's id without pixels; only the chosen items' images are read."""
+        uris = [u.strip() for u in uri.split(",") if u.strip()]
+        columns = tablescan.columns_without("vqa_items", "image")
         rows = []
-        for one in (u.strip() for u in uri.split(",") if u.strip()):
-            rows.extend(records.read_table("vqa_items", one).to_pylist())
-        rows = [r for r in rows if not self.splits or r["split"] in self.splits]
+        for one in uris:
+            rows.extend(r for r in tablescan.iter_rows("vqa_items", one, columns)
+                        if not self.splits or r["split"] in self.splits)
         chosen = []
         for source in sorted({r["source"] for r in rows}):
             mine = sorted((r for r in rows if r["source"] == source), key=lambda r: stable_hash(self.seed, r["item_id"]))
             n = self.sample.get(source)
             chosen.extend(mine[:n] if n is not None else mine)
-        return [self._item(r) for r in sorted(chosen, key=lambda r: r["item_id"])]
+        if ids is not None:
+            ids = set(ids)
+            chosen = [r for r in chosen if r["item_id"] in ids]
+        pixels: dict[str, bytes] = {}
+        if images and chosen:
+            wanted = {r["item_id"] for r in chosen}
+            for one in uris:
+                pixels.update((r["item_id"], r["image"]) for r in
+                              tablescan.iter_rows("vqa_items", one, ["item_id", "image"], where=("item_id", wanted)))
+        return [self._item(r, pixels.get(r["item_id"]) if images else None)
+                for r in sorted(chosen, key=lambda r: r["item_id"])]
 
     @staticmethod
-    def _item(r: dict) -> Item:
+    def _item(r: dict, image: bytes | None) -> Item:
         return Item(
             item_id=r["item_id"],
             case_id=stable_hash(r["source"], r["image_file"]),  # questions on one image are one cluster
             question=r["question"],
             truth=r["answer"],
-            images=(r["image"],),
+            images=(image,) if image is not None else (),
             private=bool(r["private"]),
             endpoint_allowlist=tuple(r["endpoint_allowlist"] or ()),
             meta={"source": r["source"], "answer_type": r["answer_type"], "split": r["split"]},

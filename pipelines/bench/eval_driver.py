@@ -1,0 +1,60 @@
+"""One evaluation sweep in a process of its own, so ``bench eval`` can read the driver's peak RSS.
+
+``python -m pipelines.bench.eval_driver SPEC.json``: SPEC names the views table, the output
+folder and the loopback server; the process starts its own local Ray, runs the sweep with the
+single-turn test protocol and prints one JSON line: units, episodes written, the sweep's wall
+time and this process's peak resident memory (the driver only, not Ray's own processes nor the
+workers).
+
+The peak is ``VmHWM`` of /proc/self/status, the high-water mark of this program's own memory.
+Not ``ru_maxrss``: Linux carries a process's peak across fork and exec, so a child of a large
+parent (the bench, which holds the loopback server's request log and wrote the views) would
+report the parent's size.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import sys
+import time
+
+
+def peak_rss_kb() -> int:
+    """This program's peak resident memory in KiB (VmHWM; ru_maxrss where /proc has none)."""
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+
+def main(argv: list[str]) -> int:
+    from medscope.models.config import ModelEntry
+    from medscope.testing.protocols import SingleTurnProtocol
+    from pipelines.eval import EvalConfig, run_sweep
+    from pipelines.support.raycluster import ensure_ray
+
+    with open(argv[0]) as fh:
+        spec = json.load(fh)
+    os.environ["MEDSCOPE_BENCH_KEY"] = spec["key"]
+    ensure_ray(num_cpus=spec.get("num_cpus", 2))
+    entry = ModelEntry(name="bench", kind="openai", model="loopback", base_url=spec["url"],
+                       api_key_env="MEDSCOPE_BENCH_KEY", timeout_s=30)
+    cfg = EvalConfig(views=spec["views"], models="-", out=spec["out"], conditions=["agent"],
+                     workers=spec.get("workers", 2), concurrency=spec.get("concurrency", 8))
+    t0 = time.monotonic()
+    summary = run_sweep(cfg, SingleTurnProtocol(), [entry])
+    wall = time.monotonic() - t0
+    peak_kb = peak_rss_kb()
+    print(json.dumps({"units": summary["units"], "done": summary["done"], "wall_s": round(wall, 2),
+                      "driver_peak_rss_mb": round(peak_kb / 1024, 1)}), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
