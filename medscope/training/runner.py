@@ -77,7 +77,9 @@ def read_parquet(uri: str):
     if storage.is_dir(uri):
         import pyarrow as pa
 
-        return pa.concat_tables([records.read_parquet(f) for f in sorted(storage.list_files(uri, suffix=".parquet"))])
+        from medscope import parts
+
+        return pa.concat_tables([records.read_parquet(f) for f in parts.visible_files(uri)])
     return records.read_parquet(uri)
 
 
