@@ -161,13 +161,15 @@ def _fetch(uris: list[str], in_flight: int = 64) -> list[bytes]:
     return list(sync(fs.loop, fetch_all))
 
 
-def write_compacted(folder: str, batch: list[str], seq: int) -> dict:
-    """Step 1: concatenate ``batch`` (part URIs, in order) into one new compacted file; returns
-    its manifest entry. Parts written under older schemas are unified (missing nullable columns
-    become nulls; readers cast to the current schema as they do for parts)."""
-    blobs = _fetch(batch)
+def _read_parts(uris: list[str]) -> list[pa.Table]:
     # no thread pool: see medscope.records.read_parquet
-    tables = [pq.read_table(io.BytesIO(b), use_threads=False) for b in blobs]
+    return [pq.read_table(io.BytesIO(b), use_threads=False) for b in _fetch(uris)]
+
+
+def write_compacted(folder: str, batch: list[str], tables: list[pa.Table], seq: int) -> dict:
+    """Step 1: concatenate ``tables`` (the parts ``batch`` names, in order) into one new
+    compacted file; returns its manifest entry. Parts written under older schemas are unified
+    (missing nullable columns become nulls; readers cast to the current schema as for parts)."""
     table = pa.concat_tables(tables, promote_options="permissive")
     sink = io.BytesIO()
     pq.write_table(table, sink, compression="zstd")
@@ -192,16 +194,22 @@ def delete_absorbed(batch: list[str]) -> None:
     _delete(batch)
 
 
-def _batches(live: list[tuple[str, int]], target_bytes: int, max_parts: int | None) -> list[list[str]]:
-    out: list[list[str]] = []
-    size = 0
-    for uri, nbytes in live:
-        if not out or size >= target_bytes or (max_parts and len(out[-1]) >= max_parts):
-            out.append([])
-            size = 0
-        out[-1].append(uri)
-        size += nbytes
-    return out
+def _batches(uris: list[str], target_bytes: int, max_parts: int | None, chunk: int = 64):
+    """(part URIs, their tables) per compacted file: parts are read ``chunk`` at a time until
+    their rows hold ``target_bytes`` (Arrow, uncompressed) or ``max_parts`` parts."""
+    i = 0
+    while i < len(uris):
+        batch: list[str] = []
+        tables: list[pa.Table] = []
+        size = 0
+        while i < len(uris) and size < target_bytes and not (max_parts and len(batch) >= max_parts):
+            step = min(chunk, max_parts - len(batch)) if max_parts else chunk
+            got = _read_parts(uris[i:i + step])
+            batch += uris[i:i + step]
+            tables += got
+            size += sum(t.nbytes for t in got)
+            i += step
+        yield batch, tables
 
 
 def compact_folder(folder: str, target_bytes: int = TARGET_BYTES, max_parts: int | None = None) -> dict:
@@ -212,8 +220,8 @@ def compact_folder(folder: str, target_bytes: int = TARGET_BYTES, max_parts: int
     _delete([u for u, _ in orphans] + [u for u, _ in stale])
     seq = 1 + max((int(_name(u)[len(COMPACTED):].split("-")[0]) for u, _ in committed), default=-1)
     written = []
-    for batch in _batches(live, target_bytes, max_parts):
-        entry = write_compacted(folder, batch, seq)
+    for batch, tables in _batches([u for u, _ in live], target_bytes, max_parts):
+        entry = write_compacted(folder, batch, tables, seq)
         held = commit(folder, held, entry)
         delete_absorbed(batch)
         written.append(entry["name"])

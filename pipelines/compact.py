@@ -41,7 +41,8 @@ def register(sub) -> None:
                        "(with a manifest; resume stays exact)")
     p.add_argument("run_folder", help="an output folder (eval run, probe build, benchgen build) or one part folder")
     p.add_argument("--target-mb", type=float, default=parts.TARGET_BYTES / 2**20,
-                   help="size of each compacted file, in MB of parts absorbed (default 128)")
+                   help="rows per compacted file, in MB of uncompressed (Arrow) rows (default 128; "
+                   "the file itself is smaller, zstd-compressed)")
     p.add_argument("--max-parts", type=int, default=None, help="at most this many parts per compacted file")
     p.add_argument("--verify", action="store_true",
                    help="check every compacted file's hash and row counts against the manifest; change nothing")

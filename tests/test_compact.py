@@ -215,3 +215,16 @@ def test_a_resumed_sweep_after_compaction_sends_nothing(ray_cluster, tmp_path, m
         assert _rows(f"{out}/episodes") == rows
     finally:
         server.close()
+
+
+def test_files_are_sized_by_their_rows(tmp_path):
+    folder = str(tmp_path / "episodes")
+    _, e = _episodes(10, 10, 3, models=2)  # 86 parts
+    _write_parts(folder, e)
+    before = records.read_table("episodes", folder)
+    per_row = e.nbytes / e.num_rows
+    target = int(40 * per_row)  # about 40 parts' rows per file; parts are read 64 at a time
+    parts.compact_folder(folder, target_bytes=target)
+    files = parts.manifest(folder)["files"]
+    assert [len(f["parts"]) for f in files] == [64, 22]
+    assert records.read_table("episodes", folder).equals(before)
