@@ -100,6 +100,10 @@ class ViewsBuild(_Folder):
 # changed (which cases, which files, how many rows), so the record lives beside the data.
 REMOVALS = "removals.jsonl"
 
+# ``medscope compact`` folds a part folder's write-once parts into a few large files and records
+# in this manifest, inside the part folder, which part keys each absorbed (medscope.parts).
+COMPACTION = "compaction.json"
+
 
 @dataclass(frozen=True)
 class ProbeBuild(_Folder):

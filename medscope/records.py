@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from medscope import layout, storage
+from medscope import layout, parts, storage
 from medscope.errors import MedScopeError
 
 BOX = pa.list_(pa.int32())  # [x1, y1, x2, y2]; pixels in tables, 0-1000 in model replies
@@ -497,22 +497,24 @@ def part_uri(folder_uri: str, key: str) -> str:
 
 
 def part_keys(folder_uri: str) -> set[str]:
-    """Keys of the part files already written under ``folder_uri``."""
-    keys = set()
-    for uri in storage.list_files(folder_uri, suffix=".parquet"):
-        base = uri.rsplit("/", 1)[-1]
-        if base.startswith("part-"):
-            keys.add(base[len("part-") : -len(".parquet")])
-    return keys
+    """Keys of the finished units under part folder ``folder_uri``: its part files and the keys
+    compaction absorbed (``medscope.parts``). A resumed job skips exactly these."""
+    return parts.part_keys(folder_uri)
+
+
+def has_part(folder_uri: str, key: str) -> bool:
+    """Whether unit ``key`` is finished under ``folder_uri`` (its part, or absorbed by compaction)."""
+    return parts.has_part(folder_uri, key)
 
 
 def read_table(name: str, uri: str, columns: Sequence[str] | None = None) -> pa.Table:
-    """Read table ``name`` from a Parquet file, a folder of part files (sorted by key), or the
-    output folder a verb wrote that holds it (``medscope.layout.table_uri``)."""
+    """Read table ``name`` from a Parquet file, a folder of part files (sorted by file name; the
+    compacted files and remaining parts ``medscope.parts.visible_files`` names), or the output
+    folder a verb wrote that holds it (``medscope.layout.table_uri``)."""
     sch = schema(name)
     uri = layout.require(name, uri)
     if storage.is_dir(uri):
-        files = sorted(storage.list_files(uri, suffix=".parquet"))
+        files = parts.visible_files(uri)
         pieces = [_read_one(f, sch, columns) for f in files]
         if not pieces:
             table = sch.empty_table()

@@ -114,7 +114,7 @@ def _study_task(row: dict, schema_uri: str, out: str, cohort: dict, seed: int, g
     task = json.loads(row["payload"])
     key, study = task["key"], task["study"]
     items_dir = layout.BenchgenBuild(out).items
-    if storage.exists(records.part_uri(items_dir, key)):
+    if records.has_part(items_dir, key):
         return {"case_id": study["case_id"], "status": "exists", "items": -1}
     schema = cfgmod.load(schemamod.Schema, schema_uri)
     montages, rejects = render_study(study, schema, grid, max_side)
@@ -177,7 +177,8 @@ def build(cfg: BuildConfig) -> dict:
         for stale in records.part_keys(uri) - keys - {"driver"}:
             storage.delete(records.part_uri(uri, stale))
     items_dir = layout.BenchgenBuild(cfg.out).items
-    todo = [t for t in tasks if not storage.exists(records.part_uri(items_dir, json.loads(t["payload"])["key"]))]
+    done = records.part_keys(items_dir)  # one listing; compacted parts count as done
+    todo = [t for t in tasks if json.loads(t["payload"])["key"] not in done]
     results = [{"case_id": "", "status": "exists", "items": -1}] * (len(tasks) - len(todo))
     if todo:
         import ray

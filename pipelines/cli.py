@@ -33,6 +33,7 @@ VERB_MODULES = [
     "pipelines.benchgen",
     "pipelines.pairs",
     "pipelines.judge",
+    "pipelines.compact",
 ]
 
 
@@ -45,6 +46,7 @@ VERBS = {
     "probe": "pipelines.probe", "agent": "pipelines.agent", "train": "pipelines.train",
     "train-select": "pipelines.train", "sweep": "pipelines.sweep", "reader": "pipelines.reader",
     "benchgen": "pipelines.benchgen", "pairs": "pipelines.pairs", "judge-replies": "pipelines.judge",
+    "compact": "pipelines.compact",
 }
 
 

@@ -93,7 +93,7 @@ def items_task(row: dict, cfg_json: str, stats_json: str, items_uri: str, montag
     vol = json.loads(row["volume"])
     cfg = ProbeConfig.model_validate_json(cfg_json)
     key = B.part_key(vol["case_id"])
-    if storage.exists(records.part_uri(items_uri, key)):
+    if records.has_part(items_uri, key):
         return _stamp({"case_id": vol["case_id"], "n_items": -1, "reject": ""}, t_start)
     try:
         loaded = B.load_row(vol)  # once, for the items and the montage

@@ -69,3 +69,53 @@ def test_rayjob_yaml_against_the_kuberay_crd_schema():
     schema = next(v for v in crd["spec"]["versions"] if v["name"] == version)["schema"]["openAPIV3Schema"]
     errors = [f"{list(e.path)}: {e.message}" for e in jsonschema.Draft7Validator(schema).iter_errors(doc)]
     assert not errors, errors
+
+
+def _dockerfile() -> list[tuple[str, str]]:
+    """cluster/Dockerfile as (INSTRUCTION, arguments), continuation lines joined, comments dropped
+    (Docker is not available here; the file is simple enough to read line by line)."""
+    out, held = [], ""
+    with open(os.path.join(REPO_ROOT, "cluster", "Dockerfile")) as f:
+        for raw in f:
+            line = raw.strip()
+            if not line or line.startswith("#"):
+                continue
+            held += line[:-1] + " " if line.endswith("\\") else line
+            if not line.endswith("\\"):
+                word, _, rest = held.partition(" ")
+                out.append((word.upper(), rest.strip()))
+                held = ""
+    return out
+
+
+def test_dockerfile_builds_both_bases_through_setup_env_for_the_rayjob_image():
+    steps = _dockerfile()
+    args = dict(a.split("=", 1) for i, a in steps if i == "ARG" and "=" in a)
+    froms = [a.split() for i, a in steps if i == "FROM"]
+    stages = {f[2]: f[0] for f in froms if len(f) == 3 and f[1].upper() == "AS"}
+    assert stages["base-cuda"].startswith("nvidia/cuda:") and "cudnn" in stages["base-cuda"]
+    assert stages["base-cpu"].startswith("python:3.")
+    # the final stage is the one BASE names, and BASE defaults to a stage that exists
+    assert froms[-1] == ["base-${BASE}"] and f"base-{args['BASE']}" in stages
+    runs = [a for i, a in steps if i == "RUN"]
+    assert any("bash cluster/setup-env.sh" in r for r in runs)  # the README's installer, not a copy of it
+    # the CPU base's torch comes from constraints.txt's pin, so setup-env.sh's pin is already met
+    with open(os.path.join(REPO_ROOT, "constraints.txt")) as f:
+        torch_pin = next(line.strip() for line in f if line.startswith("torch=="))
+    with open(os.path.join(REPO_ROOT, "cluster", "setup-env.sh")) as f:
+        assert torch_pin in f.read()
+    assert any("grep -E '^torch==' constraints.txt" in r for r in runs)
+    # the image tag the Dockerfile labels is the one rayjob.yaml runs, on every node
+    spec = _load("rayjob.yaml")["spec"]["rayClusterSpec"]
+    images = {c["image"] for g in [spec["headGroupSpec"], *spec["workerGroupSpecs"]]
+              for c in g["template"]["spec"]["containers"]}
+    assert images == {args["IMAGE"]}
+    labels = " ".join(a for i, a in steps if i == "LABEL")
+    assert 'org.opencontainers.image.ref.name="$IMAGE"' in labels
+    env = " ".join(a for i, a in steps if i == "ENV")
+    assert "PATH=/opt/medscope/.venv/bin:$PATH" in env  # ray and python of the environment
+    # the checkout sits where the job's working_dir says
+    assert ("COPY", ". /opt/medscope") in steps
+    assert _load("rayjob.yaml")["spec"]["runtimeEnvYAML"].count("working_dir: /opt/medscope") == 1
+    with open(os.path.join(REPO_ROOT, ".dockerignore")) as f:
+        assert ".venv" in f.read().split()  # the local environment never enters the image

@@ -20,7 +20,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LAYERS: list[set[str]] = [
     {"errors", "seeding"},
     {"storage", "images", "config"},
-    {"layout", "records", "items"},
+    {"layout", "records", "items", "parts"},
     {"stats", "answers", "cohorts", "qc", "volumes", "report", "report.render", "report.gallery"},
     {"views", "scoring"},
     {"models", "report.plots"},

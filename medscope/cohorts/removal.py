@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from medscope import layout, storage
+from medscope import layout, parts, storage
 from medscope.seeding import stable_hash
 
 # Columns that name a case, or one of its views / items, in the project's tables.
@@ -87,6 +87,12 @@ def remove_cases(case_ids: list[str], folders: list[str], reason: str = "withdra
             drop = _drop_mask(t, cases, derived)
             n = pc.sum(drop).as_py() or 0
             base = rel.rsplit("/", 1)[-1]
+            # a compacted file keeps its manifest true: rows, hash, and the keys it absorbed
+            if n and parts.is_compacted(base) and parts.filter_compacted(uri, t, pc.invert(drop)):
+                changed["rows"][rel] = n
+                if n == t.num_rows:
+                    changed["deleted_files"].append(rel)
+                continue
             if base in part_names or (n and n == t.num_rows and base.startswith("part-")):
                 storage.delete(uri)
                 changed["deleted_files"].append(rel)

@@ -17,6 +17,8 @@ BENCHES: dict[str, str] = {
     "agent": "pipelines.bench.agent:bench",
     "replies": "pipelines.bench.agent:bench_replies",
     "erasure": "pipelines.bench.erasure:bench_erasure",
+    "compact": "pipelines.bench.compact:bench_compact",
+    "faults": "pipelines.bench.faults:bench_faults",
 }
 
 

@@ -1,0 +1,39 @@
+"""S3 errors on write, made on the wire (medscope.testing.s3proxy in front of the loopback moto
+server): a few 503 SlowDown answers are retried by the client and the write lands whole; a
+store that keeps failing surfaces as an error, never as a half-written or silently missing part."""
+
+from __future__ import annotations
+
+import pytest
+
+from medscope import records, storage
+from medscope.testing.s3proxy import FailingS3Proxy
+
+
+def _row(i: int) -> dict:
+    return records.reject("episodes", "m", f"v{i}", "eval", "failed")
+
+
+def test_a_few_failed_puts_are_retried_and_the_part_lands(s3_bucket, s3_server):
+    proxy = FailingS3Proxy(s3_server, fail_puts=3, match="/rejects/part-")
+    try:
+        storage.configure(s3_endpoint=proxy.url)
+        assert records.write_part("rejects", [_row(1)], f"{s3_bucket}/run/rejects", "k1")
+        assert len(proxy.failed) == 3 and all("/rejects/part-k1" in p for p in proxy.failed)
+        storage.configure(s3_endpoint=s3_server)  # read straight from the server: it really landed
+        assert records.read_table("rejects", f"{s3_bucket}/run/rejects").column("item_id").to_pylist() == ["v1"]
+    finally:
+        proxy.close()
+
+
+def test_a_store_that_keeps_failing_raises_and_leaves_no_part(s3_bucket, s3_server):
+    proxy = FailingS3Proxy(s3_server, fail_puts=1000, match="/rejects/part-", status=500, code="InternalError")
+    try:
+        storage.configure(s3_endpoint=proxy.url)
+        with pytest.raises(Exception):
+            records.write_part("rejects", [_row(2)], f"{s3_bucket}/run/rejects", "k2")
+        assert len(proxy.failed) >= 2  # the client retried before giving up
+        storage.configure(s3_endpoint=s3_server)
+        assert records.part_keys(f"{s3_bucket}/run/rejects") == set()
+    finally:
+        proxy.close()
