@@ -6,7 +6,7 @@ Ray Train worker (rank / world shard the examples) and adds checkpoints and stor
 
 from __future__ import annotations
 
-from medscope import records, storage
+from medscope import records
 from medscope.errors import MedScopeError
 from medscope.training import data, replay, trainers
 from medscope.training.episodes import sampler_for
