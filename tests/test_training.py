@@ -652,6 +652,15 @@ def test_sweep_seed_pairs_are_paired_differences_of_the_scored_trials(tmp_path):
     assert set(pnu) == {"deny"} and pnu["deny"]["reference"] == "claim:agent"
     pooled_diff = (means[("deny", 0)] + means[("deny", 1)]) / 2 - (means[("claim", 0)] + means[("claim", 1)]) / 2
     assert pnu["deny"]["value"] == pytest.approx(pooled_diff)
+    # `medscope compare --reference claim --pool-seeds` on the same scores: the same rows
+    from pipelines.score import compare_run
+
+    cli_rows = compare_run(str(tmp_path / "x"), "claim", str(tmp_path / "scores.parquet"), str(tmp_path / "cmp.parquet"), n_boot=200,
+                           pool_seeds=True)
+    got = {(r.model, r.metric): r.value for r in cli_rows.itertuples() if r.breakdown == "all"}
+    assert got[("deny@seed0", "net_utility")] == pytest.approx(nu["deny@seed0"]["value"])
+    assert got[("deny", "net_utility")] == pytest.approx(pooled_diff)
+    assert {m for m, _ in got} == {"deny@seed0", "deny@seed1", "deny"}
     # the arms table: mean and sd over seeds, per-seed differences
     results = [{"arm": a, "seed": s, "net_utility": means[(a, s)], "esg": 0.0, "ccr": 0.0, "erased_claims": 0.0,
                 "healthy_claims": 0.0} for a, s in policy]
