@@ -79,6 +79,10 @@ def load_arms(uri: str) -> ArmsFile:
     for a in arms.arms:
         if a.match_absent_share_of and a.match_absent_share_of not in names:
             raise MedScopeError(f"{uri}: arm {a.name} matches the absent share of unknown arm {a.match_absent_share_of}")
+    if arms.plan:  # a plan that does not load fails here, before any trial trains
+        from medscope.scoring.rules import load_plan
+
+        load_plan(cfgmod.resolve(arms.plan))
     return arms
 
 
