@@ -22,7 +22,7 @@ from medscope.training import synthetic
 from medscope.training import trajectories as tj
 from medscope.training.vlm import IGNORE, build_base, encode, vision_parameter_names
 
-pytestmark = pytest.mark.usefixtures("torch_one_thread")
+pytestmark = [pytest.mark.usefixtures("torch_one_thread"), pytest.mark.slow]  # three Ray Train fits + an eval sweep
 
 KINDS = ["original", "target_removal", "random_removal", "natural_negative"]
 
@@ -129,7 +129,8 @@ def test_recipe_trains_on_ray_train_and_the_adapter_evaluates_through_medscope_e
     assert episodes[view["view_id"]]["input_tokens"] == first
     # ... and the same entry, in this process, is sent exactly the training prompt's tokens
     seen = []
-    hook = trained.model.register_forward_pre_hook(
+    # generate runs the wrapped model's forward (PEFT injects LoRA into it): hook that module
+    hook = trained.model.get_base_model().register_forward_pre_hook(
         lambda mod, args, kw: seen.append(kw["input_ids"][0].clone()) if kw["input_ids"].shape[1] > 1 else None,
         with_kwargs=True)
     try:
