@@ -250,9 +250,23 @@ class ArmsSweep(_Folder):
         return self._at("seed_pairs.parquet")
 
     @property
+    def pooled(self) -> str:
+        """Each arm's seeds pooled as one model (``<arm>``) minus the reference arm's, paired by case."""
+        return self._at("pooled.parquet")
+
+    @property
     def scores(self) -> str:
         """Every trial's validation scores, pooled (with arm and seed)."""
         return self._at("scores.parquet")
+
+    @property
+    def checks(self) -> str:
+        """The plan's rules (C1-C4) applied to the seed pairs and pooled comparisons: verdicts."""
+        return self._at("checks.json")
+
+    @property
+    def checks_text(self) -> str:
+        return self._at("checks.txt")
 
 
 @dataclass(frozen=True)

@@ -54,7 +54,7 @@ def metrics_uri_of(uri: str) -> str:
 def compare_run(metrics_uri: str, reference: str, scores_uri: str | None = None, out: str | None = None,
                 n_boot: int = bs.DEFAULT_B, seed: int = bs.DEFAULT_SEED, metric_names=cmp.PRIMARY,
                 cluster: str = "case_id", breakdowns=(), exclude_disputed: bool = False,
-                pools: list[str] | None = None) -> pd.DataFrame:
+                pools: list[str] | None = None, pool_seeds: bool = False) -> pd.DataFrame:
     folder = run_folder(metrics_uri)
     scores_uri = scores_uri or layout.ScoredRun(folder).scores
     if not storage.exists(scores_uri):
@@ -66,8 +66,12 @@ def compare_run(metrics_uri: str, reference: str, scores_uri: str | None = None,
         if disputed is None:
             raise MedScopeError(f"{folder} records no disputed cases; score it with --panel first")
         scores = labelnoise.without_cases(scores, disputed)
-    table = cmp.compare(scores, reference, n_boot=n_boot, seed=seed, metric_names=metric_names,
-                        cluster=cluster, breakdowns=breakdowns, pools=cmp.parse_pools(pools))
+    if pool_seeds:
+        # seed runs <arm>@seed<k>: each seed pair, and the arms pooled over their seeds (§3.7, §3.9)
+        table = cmp.arm_comparisons(scores, reference, n_boot=n_boot, seed=seed, metric_names=metric_names, cluster=cluster)
+    else:
+        table = cmp.compare(scores, reference, n_boot=n_boot, seed=seed, metric_names=metric_names,
+                            cluster=cluster, breakdowns=breakdowns, pools=cmp.parse_pools(pools))
     out = out or layout.ScoredRun(folder).comparisons
     records.write_table("metrics", table, out)
     return table.to_pandas()
@@ -197,9 +201,12 @@ def register(sub) -> None:
                    help="rerun without the lesion-free cases the consensus panel disputed (score --panel)")
     p.add_argument("--pool", action="append",
                    help="NAME=MODEL_S0,MODEL_S1,...: also compare the seeds pooled as one model (C4, Table 8)")
+    p.add_argument("--pool-seeds", action="store_true",
+                   help="models <arm>@seed<k>: --reference names an arm; compare each seed pair "
+                        "(arm@seed<k> - reference@seed<k>) and the arms pooled over their seeds (§3.7 C4, §3.9)")
     p.set_defaults(func=lambda a: print(format_comparisons(compare_run(
         a.metrics, a.reference, a.scores, a.out, a.n_boot, a.seed, tuple(a.metric or cmp.PRIMARY), a.cluster,
-        exclude_disputed=a.exclude_disputed, pools=a.pool), a.adjust)))
+        exclude_disputed=a.exclude_disputed, pools=a.pool, pool_seeds=a.pool_seeds), a.adjust)))
 
     p = sub.add_parser("rules", help="pre-registered decision rules: apply a plan, lock it, print its hash")
     rsub = p.add_subparsers(dest="rules_verb", metavar="ACTION")

@@ -6,6 +6,13 @@ data order and trajectory sampling only: the draw of views (``draw_seed``) is sh
 seed of an arm, and each arm draws only from its allowed view kinds (seed 000 §4.2). The result
 is a table of arms × seeds: per-seed metrics, mean ± sd per arm, and per-seed paired
 differences against the reference arm (the first in the file).
+
+Each (arm, seed) run is its own model, ``<arm>@seed<k>`` (``medscope.scoring.seeds``), in the
+scores, which carry ``arm`` and ``seed`` columns. ``seed_pairs.parquet`` holds each seed pair's
+case-bootstrap difference against the reference arm at the same seed (§3.9), ``pooled.parquet``
+every arm pooled over its seeds against the reference pooled (§3.7 C4's "pooled interval"); with
+``plan:`` in the arms file the plan's rules (C1-C4, ``configs/plans/checks_c1_c4.yaml``) are
+applied to both and written to ``checks.json`` / ``checks.txt``.
 """
 
 from __future__ import annotations
@@ -47,6 +54,7 @@ class ArmsFile(StrictModel):
     eval_max_turns: int = 4
     n_boot: int = 2000  # case-bootstrap resamples for each seed pair's paired difference (§3.9)
     eval_max_new_tokens: int = 128
+    plan: str | None = None  # pre-registered rules applied to the sweep's comparisons (configs/plans/*.yaml)
 
 
 class SweepJob(StrictModel):
@@ -71,6 +79,10 @@ def load_arms(uri: str) -> ArmsFile:
     for a in arms.arms:
         if a.match_absent_share_of and a.match_absent_share_of not in names:
             raise MedScopeError(f"{uri}: arm {a.name} matches the absent share of unknown arm {a.match_absent_share_of}")
+    if arms.plan:  # a plan that does not load fails here, before any trial trains
+        from medscope.scoring.rules import load_plan
+
+        load_plan(cfgmod.resolve(arms.plan))
     return arms
 
 
@@ -100,6 +112,7 @@ def _trial(config: dict) -> None:
     """One Tune trial: train (arm, seed) on Ray Train, evaluate, score, report."""
     from ray import tune
 
+    from medscope.scoring.seeds import seed_model_id
     from medscope.training.evaluation import EvalSettings
     from medscope.training.recipes import TrainRecipe
     from pipelines.train import TrainJob, build_trainer
@@ -109,7 +122,8 @@ def _trial(config: dict) -> None:
     arm, seed = config["arm"], config["seed"]
     out = layout.ArmsSweep(config["out"]).run(arm, seed).root
     over = json.loads(config["overrides"])[arm]
-    recipe = TrainRecipe.model_validate({**json.loads(config["recipe"]), **over, "seed": seed, "name": f"{arm}-seed{seed}"})
+    # each seed run is its own model in the scores (<arm>@seed<k>): seeds are never merged by name
+    recipe = TrainRecipe.model_validate({**json.loads(config["recipe"]), **over, "seed": seed, "name": seed_model_id(arm, seed)})
     ev = EvalSettings(views=config["eval_uri"], split=config["eval_split"], cases=config["eval_cases"],
                       max_new_tokens=config["eval_max_new_tokens"], max_turns=config["eval_max_turns"])
     # the Train worker evaluates its own adapter: no second model load in the trial process
@@ -187,14 +201,19 @@ def run(job: SweepJob) -> dict:
     if errors:
         raise MedScopeError(f"{len(errors)} of {len(grid)} trials failed; first: {errors[0]}")
     pairs_uri = seed_pair_tests(job.out, names, list(arms.seeds), arms.n_boot)
+    checks = apply_checks(job.out, arms.plan) if arms.plan and pairs_uri else None
     return {"trials": len(results), "table": records_uri, "markdown": layout.ArmsSweep(job.out).arms_markdown,
-            "seed_pairs": pairs_uri, "adapters": sorted(r["adapter"] for r in results)}
+            "seed_pairs": pairs_uri, "pooled": layout.ArmsSweep(job.out).pooled if pairs_uri else None,
+            "checks": checks, "adapters": sorted(r["adapter"] for r in results)}
 
 
 def seed_pair_tests(out: str, arm_names: list[str], seeds: list[int], n_boot: int) -> str | None:
-    """Every trial's scores in one table, and each arm's per-seed paired bootstrap against the
-    reference arm at the same seed (seed 000 §3.9) through ``medscope.scoring.compare``."""
-    from medscope.scoring.compare import seed_pairs
+    """Every trial's scores in one table; each arm's per-seed paired bootstrap against the
+    reference arm at the same seed (seed 000 §3.9) in ``seed_pairs.parquet``, and every arm
+    pooled over its seeds against the reference pooled (§3.7 C4) in ``pooled.parquet``, through
+    ``medscope.scoring.compare.arm_comparisons`` (case-clustered, paired over shared cases)."""
+    from medscope.scoring.compare import arm_comparisons
+    from medscope.scoring.seeds import arm_and_seed
 
     parts = []
     for arm in arm_names:
@@ -206,13 +225,38 @@ def seed_pair_tests(out: str, arm_names: list[str], seeds: list[int], n_boot: in
         return None
     scores = pa.concat_tables(parts)
     records.write_table("scores", scores, layout.ArmsSweep(out).scores)
-    ref = arm_names[0]
-    pairs = [(f"{arm}-seed{s}", f"{ref}-seed{s}") for arm in arm_names[1:] for s in seeds]
-    if not pairs:
+    if len(arm_names) < 2:
         return None
+    table = arm_comparisons(scores, arm_names[0], n_boot=n_boot).to_pandas()
+    per_seed = table["model"].map(lambda m: arm_and_seed(m)[1] is not None)
     uri = layout.ArmsSweep(out).seed_pairs
-    records.write_table("metrics", seed_pairs(scores, pairs, n_boot=n_boot), uri)
+    records.write_table("metrics", records.to_table("metrics", table[per_seed].to_dict("records")), uri)
+    records.write_table("metrics", records.to_table("metrics", table[~per_seed].to_dict("records")), layout.ArmsSweep(out).pooled)
     return uri
+
+
+def apply_checks(out: str, plan_uri: str) -> dict:
+    """The plan's rules (seed 000 §3.7: C1-C3 as conditions on paired differences, C4 with
+    ``every_seed_pair``: ``scoring.seeds.lower_in_every_seed_pair``) on the sweep's seed pairs and
+    pooled comparisons. A rule whose rows the sweep did not produce (a test set it did not
+    evaluate, an arm it did not train) is recorded as not applied, with the reason."""
+    import pandas as pd
+
+    from medscope.scoring import rules
+
+    plan, _ = rules.load_plan(cfgmod.resolve(plan_uri))
+    sweep = layout.ArmsSweep(out)
+    table = pd.concat([records.read_table("metrics", sweep.seed_pairs).to_pandas(),
+                       records.read_table("metrics", sweep.pooled).to_pandas()], ignore_index=True)
+    verdicts = []
+    for rule in plan.rules:
+        try:
+            verdicts.append(rules.apply_rule(rule, table))
+        except MedScopeError as err:
+            verdicts.append({"id": rule.id, "kind": rule.kind, "verdict": "not applied", "lines": [str(err)]})
+    storage.write_text(sweep.checks, json.dumps({"plan": plan.name, "verdicts": verdicts}, indent=2) + "\n")
+    storage.write_text(sweep.checks_text, rules.format_verdicts(plan, verdicts) + "\n")
+    return {v["id"]: v["verdict"] for v in verdicts}
 
 
 def register(sub) -> None:

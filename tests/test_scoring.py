@@ -252,3 +252,20 @@ def test_selective_risk_bootstrap_matches_resampled_rows():
         assert boot[b, 0] == pytest.approx(selective.risk_at(curve, 1.0))
         assert boot[b, 1] == pytest.approx(selective.risk_at(curve, 0.5))
         assert boot[b, 2] == pytest.approx(selective.aurc(curve))
+
+
+def test_seed_runs_are_distinct_models_with_arm_and_seed_columns():
+    """Two seeds of one arm on the same views are two models (<arm>@seed<k>): neither seed's
+    episodes are dropped as a second episode, and the scores carry arm and seed; a plain model
+    has neither. The same view twice under one model id is still a duplicate."""
+    v = synthetic.views(2, 1, 0, seed=3)
+    base = constant_episodes(v, "answer", True).to_pylist()
+    eps = [dict(e, model=m, request_key=f"{m}/{e['view_id']}") for m in ("recipe@seed0", "recipe@seed1", "gpt-x") for e in base]
+    s, rej = rewards.score_episodes(records.to_table("episodes", eps), v, costs.load("table2"))
+    assert rej == [] and s.num_rows == 3 * v.num_rows
+    got = s.to_pandas().groupby("model")[["arm", "seed"]].first()
+    assert got.loc["recipe@seed0"].tolist() == ["recipe", 0] and got.loc["recipe@seed1"].tolist() == ["recipe", 1]
+    assert got.loc["gpt-x"].isna().all()
+    again = eps + [dict(eps[0], request_key="again")]
+    s, rej = rewards.score_episodes(records.to_table("episodes", again), v, costs.load("table2"))
+    assert [r["reason"] for r in rej] == ["duplicate_episode"] and s.num_rows == 3 * v.num_rows

@@ -141,7 +141,7 @@ def test_c1_matters_only_within_its_constraints_on_erased_claims_and_ccr():
 
 
 def c4_rows(seed_diffs, pooled=(-0.03, -0.05, -0.01), esg=0.02, healthy=0.01):
-    rows = [diff_row(f"cmcc_s{i}", f"cmcc_control_s{i}", "heldout_tools", "erased_claims", d, d - 0.03, d + 0.03)
+    rows = [diff_row(f"cmcc@seed{i}", f"cmcc_control@seed{i}", "heldout_tools", "erased_claims", d, d - 0.03, d + 0.03)
             for i, d in enumerate(seed_diffs)]
     rows += [diff_row("cmcc", "cmcc_control", "heldout_tools", "erased_claims", *pooled),
              diff_row("cmcc", "cmcc_control", "heldout_tools", "esg", esg, esg - 0.02, esg + 0.02),
@@ -163,6 +163,37 @@ def test_c4_needs_every_seed_pair_lower_and_the_pooled_interval_below_zero():
     assert rules.apply_rule(c4, c4_rows([-0.02, -0.01, -0.03], pooled=(-0.01, -0.03, 0.01)))["verdict"] == "fail"
     assert rules.apply_rule(c4, c4_rows([-0.02, -0.01, -0.03], esg=-0.001))["verdict"] == "fail"
     assert rules.apply_rule(c4, c4_rows([-0.02, -0.01, -0.03], healthy=0.052))["verdict"] == "fail"
+    # a seed pair that was never run is not lower: two seeds of three do not pass
+    assert rules.apply_rule(c4, c4_rows([-0.02, -0.01]))["verdict"] == "fail"
+    line = next(x for x in rules.apply_rule(c4, c4_rows([-0.029, 0.059, 0.005]))["lines"] if "per seed pair" in x)
+    assert "seed 0: -0.029, seed 1: +0.059, seed 2: +0.005" in line and line.startswith("  [ ]")
+
+
+def test_lower_in_every_seed_pair_on_hand_worked_per_seed_values():
+    """§3.7 C4 "lower in every seed pair", from per-seed erased-lesion claim rates worked by hand:
+    a seed pair is (C4 arm at seed k) - (its matched-compute control at seed k)."""
+    from medscope.scoring.seeds import lower_in_every_seed_pair, seed_pair_differences
+
+    # held-out tools, 200 erased views per model: claims counted per seed
+    c4 = {0: 20 / 200, 1: 30 / 200, 2: 25 / 200}        # 0.100, 0.150, 0.125
+    control = {0: 26 / 200, 1: 31 / 200, 2: 40 / 200}   # 0.130, 0.155, 0.200
+    # by hand: -0.030, -0.005, -0.075: every seed lower
+    ok, text = lower_in_every_seed_pair({k: c4[k] - control[k] for k in c4})
+    assert ok and text == "seed 0: -0.030, seed 1: -0.005, seed 2: -0.075"
+    # exactly one seed fails: seed 1's C4 arm claims 32 of 200 (0.160 vs 0.155: +0.005)
+    c4_bad = {**c4, 1: 32 / 200}
+    ok, text = lower_in_every_seed_pair({k: c4_bad[k] - control[k] for k in c4})
+    assert not ok and "seed 1: +0.005" in text
+    # the same values through the metrics rows the sweep writes (model <arm>@seed<k>)
+    table = pd.DataFrame([diff_row(f"cmcc@seed{k}", f"cmcc_control@seed{k}", "heldout_tools", "erased_claims",
+                                   c4_bad[k] - control[k], None, None) for k in c4]
+                         + [diff_row("cmcc", "cmcc_control", "heldout_tools", "erased_claims", -0.03, -0.05, -0.01),
+                            diff_row("other@seed1", "cmcc_control@seed1", "heldout_tools", "erased_claims", -0.5, None, None)])
+    diffs = seed_pair_differences(table, "cmcc", "cmcc_control", "erased_claims", "heldout_tools")
+    assert diffs == pytest.approx({0: -0.030, 1: 0.005, 2: -0.075})
+    assert lower_in_every_seed_pair(diffs, [0, 2]) == (True, "seed 0: -0.030, seed 2: -0.075")
+    assert lower_in_every_seed_pair(diffs, [0, 1, 2])[0] is False
+    assert lower_in_every_seed_pair({0: -0.1}, [0, 1]) == (False, "seed 0: -0.100, seed 1: missing")
 
 
 def test_plan_fields_bind_the_rules(tmp_path):

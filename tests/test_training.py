@@ -10,6 +10,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 import torch
+import yaml
 
 from medscope import images, records
 from medscope.answers.actions import FinalAction
@@ -663,27 +664,47 @@ def test_train_select_reads_each_stage_s_validation_numbers(tmp_path):
 def test_sweep_seed_pairs_are_paired_differences_of_the_scored_trials(tmp_path):
     from medscope.training.evaluation import score_row
     from medscope.views.testsets import EVAL_KINDS
-    from pipelines.sweep import arms_table, seed_pair_tests
+    from pipelines.sweep import apply_checks, arms_table, seed_pair_tests
 
     evals = synthetic.synthetic_views(6, seed=4, split="validation")
     replies = {"yes": FinalAction("answer", answer="Yes"), "no": FinalAction("answer", answer="No")}
     policy = {("claim", 0): "yes", ("claim", 1): "yes", ("deny", 0): "no", ("deny", 1): "no"}
-    means = {}
+    means, n_views = {}, 0
     for (arm, seed), reply in policy.items():
-        rows = [score_row(v, view_reward(v, replies[reply], 0), f"{arm}-seed{seed}", "validation") for v in evals]
+        # the sweep's trial names each run <arm>@seed<k>: the seeds of one arm are distinct models
+        rows = [score_row(v, view_reward(v, replies[reply], 0), f"{arm}@seed{seed}", "validation") for v in evals]
         d = tmp_path / arm / f"seed{seed}"
         d.mkdir(parents=True)
         records.write_table("scores", rows, str(d / "scores.parquet"))
         # net utility: the mean reward over the main test's five kinds (never the training-only ones)
         means[(arm, seed)] = np.mean([r["reward"] for r in rows if r["kind"] in EVAL_KINDS])
+        n_views = len(rows)
     uri = seed_pair_tests(str(tmp_path), ["claim", "deny"], [0, 1], n_boot=200)
+    scores = records.read_table("scores", str(tmp_path / "scores.parquet")).to_pandas()
+    assert len(scores) == 4 * n_views  # no seed's episodes were merged into another's
+    assert scores.groupby(["arm", "seed"]).size().to_dict() == {(a, s): n_views for a, s in policy}
     pairs = records.read_table("metrics", uri).to_pylist()
     nu = {r["model"]: r for r in pairs if r["metric"] == "net_utility" and r["breakdown"] == "all"}
-    assert set(nu) == {"deny-seed0", "deny-seed1"}
-    assert nu["deny-seed0"]["value"] == pytest.approx(means[("deny", 0)] - means[("claim", 0)])
-    assert nu["deny-seed0"]["reference"].startswith("claim-seed0")
+    assert set(nu) == {"deny@seed0", "deny@seed1"}
+    assert nu["deny@seed0"]["value"] == pytest.approx(means[("deny", 0)] - means[("claim", 0)])
+    assert nu["deny@seed0"]["reference"].startswith("claim@seed0")
     esg = {r["model"]: r["value"] for r in pairs if r["metric"] == "esg" and r["breakdown"] == "all"}
-    assert esg["deny-seed1"] == pytest.approx(0.0)  # constant policies: ESG 0 for both
+    assert esg["deny@seed1"] == pytest.approx(0.0)  # constant policies: ESG 0 for both
+    # pooled over seeds: each arm's two seeds as one model, paired by case with the reference's
+    pooled = records.read_table("metrics", str(tmp_path / "pooled.parquet")).to_pylist()
+    pnu = {r["model"]: r for r in pooled if r["metric"] == "net_utility" and r["breakdown"] == "all"}
+    assert set(pnu) == {"deny"} and pnu["deny"]["reference"] == "claim:agent"
+    pooled_diff = (means[("deny", 0)] + means[("deny", 1)]) / 2 - (means[("claim", 0)] + means[("claim", 1)]) / 2
+    assert pnu["deny"]["value"] == pytest.approx(pooled_diff)
+    # `medscope compare --reference claim --pool-seeds` on the same scores: the same rows
+    from pipelines.score import compare_run
+
+    cli_rows = compare_run(str(tmp_path / "x"), "claim", str(tmp_path / "scores.parquet"), str(tmp_path / "cmp.parquet"), n_boot=200,
+                           pool_seeds=True)
+    got = {(r.model, r.metric): r.value for r in cli_rows.itertuples() if r.breakdown == "all"}
+    assert got[("deny@seed0", "net_utility")] == pytest.approx(nu["deny@seed0"]["value"])
+    assert got[("deny", "net_utility")] == pytest.approx(pooled_diff)
+    assert {m for m, _ in got} == {"deny@seed0", "deny@seed1", "deny"}
     # the arms table: mean and sd over seeds, per-seed differences
     results = [{"arm": a, "seed": s, "net_utility": means[(a, s)], "esg": 0.0, "ccr": 0.0, "erased_claims": 0.0,
                 "healthy_claims": 0.0} for a, s in policy]
@@ -692,6 +713,30 @@ def test_sweep_seed_pairs_are_paired_differences_of_the_scored_trials(tmp_path):
     assert by[("deny", "sd")]["net_utility"] == pytest.approx(0.0)
     assert by[("deny", "seed 1 - claim")]["net_utility"] == pytest.approx(means[("deny", 1)] - means[("claim", 1)])
     assert "| deny | mean |" in md
+
+    # the sweep's checks: a C4-worded rule (erased-lesion claims lower in every seed pair, pooled
+    # interval excluding zero). "deny" never claims (0 of the erased views), "claim" always (1):
+    # -1 in each seed, so the rule passes; on ESG (0 for both constant policies) each seed pair
+    # ties, and a tie is not lower; a third seed that was never run fails the every-seed condition.
+    def c4(rule_id, metric, seeds):
+        return {"id": rule_id, "kind": "check", "outcomes": [{"label": "pass", "all_of": [
+            {"test_set": "validation", "metric": metric, "model": "deny", "reference": "claim", "direction": "lower",
+             "ci_excludes_zero": False, "every_seed_pair": True, "seeds": seeds},
+            {"test_set": "validation", "metric": metric, "model": "deny", "reference": "claim", "direction": "lower"}]}],
+            "otherwise": "fail"}
+    plan = {"name": "sweep-checks", "registered": "2026-11-07", "test_sets": ["validation", "fresh_external"],
+            "endpoints": ["erased_claims", "esg"],
+            "rules": [c4("deny", "erased_claims", [0, 1]), c4("esg", "esg", [0, 1]),
+                      c4("three seeds", "erased_claims", [0, 1, 2]),
+                      {"id": "C2", "kind": "check", "outcomes": [{"label": "beats", "all_of": [
+                          {"test_set": "fresh_external", "metric": "erased_claims", "model": "deny", "reference": "claim",
+                           "direction": "lower"}]}]}]}
+    (tmp_path / "plan.yaml").write_text(yaml.safe_dump(plan))
+    verdicts = apply_checks(str(tmp_path), str(tmp_path / "plan.yaml"))
+    assert verdicts == {"deny": "pass", "esg": "fail", "three seeds": "fail", "C2": "not applied"}
+    text = (tmp_path / "checks.txt").read_text()
+    assert "seed 0: -1.000, seed 1: -1.000, seed 2: missing" in text
+    assert "no erased_claims row for deny - claim on fresh_external" in text
 
 
 def test_agent_loop_sampler_runs_the_evaluation_loop_on_the_model_in_training(tiny, views):

@@ -81,7 +81,9 @@ def test_tune_sweep_of_two_seeds_by_two_arms_trains_evaluates_and_tabulates(ray_
     summary = run(SweepJob(arms=str(arms_path), views=views_uri, out=out, max_concurrent=2))
     assert summary["trials"] == 4 and len(summary["adapters"]) == 4
     pairs = records.read_table("metrics", summary["seed_pairs"]).to_pylist()
-    assert {r["model"] for r in pairs} == {"without_cf-seed0", "without_cf-seed1"}
+    assert {r["model"] for r in pairs} == {"without_cf@seed0", "without_cf@seed1"}
+    pooled = records.read_table("metrics", summary["pooled"]).to_pylist()
+    assert {(r["model"], r["reference"]) for r in pooled} == {("without_cf", "with_cf:agent")}
     from medscope.views.testsets import EVAL_KINDS
 
     # validation scoring reads the five evaluation kinds only (never unmatched controls / insertions)

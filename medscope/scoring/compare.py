@@ -131,6 +131,36 @@ def seed_pairs(scores: pa.Table | pd.DataFrame, pairs: list[tuple[str, str]], n_
     return records.to_table("metrics", pd.concat(parts, ignore_index=True).to_dict("records"))
 
 
+def arm_comparisons(scores: pa.Table | pd.DataFrame, reference: str, n_boot: int = bs.DEFAULT_B,
+                    seed: int = bs.DEFAULT_SEED, metric_names=PRIMARY, cluster: str = "case_id") -> pa.Table:
+    """Seed runs (``<arm>@seed<k>``, ``medscope.scoring.seeds``) against reference arm ``reference``:
+
+    - per seed pair (§3.9: "each seed pair also compared by paired bootstrap"; §3.7 C4: "each
+      pair from that seed's recipe adapter"): ``arm@seed<k>`` - ``reference@seed<k>`` for every
+      arm and every seed both have, each on its own case bootstrap;
+    - pooled (§3.7 C4: "the pooled interval"): every arm's seeds pooled as the model ``arm``
+      (``pool_models``) minus the reference's seeds pooled, and every model that is no seed run
+      (a base checkpoint, an API model) minus the pooled reference.
+    """
+    from medscope.scoring import seeds as sd
+
+    df = scores.to_pandas() if isinstance(scores, pa.Table) else scores.copy()
+    pools = sd.arm_pools(df["model"].unique())
+    if reference not in pools:
+        raise MedScopeError(f"reference arm {reference!r} has no seed runs ({reference}@seed<k>); arms: {', '.join(pools) or 'none'}")
+    ref_seeds = {sd.arm_and_seed(m)[1]: m for m in pools[reference]}
+    pairs = [(m, ref_seeds[sd.arm_and_seed(m)[1]]) for arm, members in pools.items() if arm != reference
+             for m in members if sd.arm_and_seed(m)[1] in ref_seeds]
+    parts = [compare(df, ref, n_boot, seed, metric_names, cluster=cluster, models=[model]).to_pandas() for model, ref in pairs]
+    plain = sorted(m for m in df["model"].unique() if sd.arm_and_seed(m)[1] is None)
+    pooled_models = [a for a in pools if a != reference] + plain
+    if pooled_models:
+        parts.append(compare(df, reference, n_boot, seed, metric_names, cluster=cluster, models=pooled_models,
+                             pools=pools).to_pandas())
+    rows = pd.concat(parts, ignore_index=True).to_dict("records") if parts else []
+    return records.to_table("metrics", rows)
+
+
 def equivalence(scores: pa.Table | pd.DataFrame, model: str, reference: str, metric: str, margin: float = 0.05,
                 n_boot: int = bs.DEFAULT_B, seed: int = bs.DEFAULT_SEED, condition: str = "agent"):
     """TOST of model - reference on ``metric`` against +-margin (seed 001: 90% interval inside)."""

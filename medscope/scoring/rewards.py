@@ -25,6 +25,7 @@ import pyarrow as pa
 from medscope import records
 from medscope.errors import MedScopeError
 from medscope.scoring.costs import CostMatrix
+from medscope.scoring.seeds import arm_seed_columns
 from medscope.views.testsets import EVAL_KINDS
 
 ROW_OF_KIND = {
@@ -174,7 +175,8 @@ def score_episodes(
         for r in merged[lost].itertuples()
     ] + [
         records.reject("scores", "episodes", f"{r.model}/{r.condition}/{r.view_id}", "score", "duplicate_episode",
-                       f"a second episode of this view in run {r.run_id}; the first is scored")
+                       f"a second episode of this view in run {r.run_id}; the first is scored "
+                       "(runs of different seeds must be distinct models: <arm>@seed<k>)")
         for r in merged[dup].itertuples()
     ] + [
         records.reject("scores", "episodes", f"{r.model}/{r.condition}/{r.view_id}", "score", "not_an_evaluation_view",
@@ -212,6 +214,10 @@ def score_episodes(
             "tool": df["tool"], "source": df["source"],
         }
     )
+    # one model per seed run (<arm>@seed<k>): its arm and seed as columns (scoring.seeds)
+    arm, seed = arm_seed_columns(out["model"])
+    out["arm"] = pd.Series(arm, dtype=object)
+    out["seed"] = pd.array(seed, dtype="Int32")
     table = pa.Table.from_pandas(out, preserve_index=False)
     return records.to_table("scores", table), rejects
 

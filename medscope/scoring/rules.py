@@ -61,6 +61,10 @@ class Condition(StrictModel):
     at_least: Threshold | None = None
     at_most: Threshold | None = None
     addition: str | None = None  # not in the paper's wording: why it was added
+    # §3.7 C4 "lower in every seed pair": model and reference name arms; the condition reads the
+    # per-seed rows <model>@seed<k> - <reference>@seed<k> (scoring.seeds.lower_in_every_seed_pair)
+    every_seed_pair: bool = False
+    seeds: list[int] | None = None  # the seeds that must each be lower (default: every seed found)
 
     @pydantic.model_validator(mode="after")
     def _one_test(self):
@@ -74,6 +78,9 @@ class Condition(StrictModel):
         needs_ref = self.direction is not None or self.within is not None or self.worse_if is not None
         if needs_ref and not self.reference:
             raise ValueError("difference conditions need a reference model")
+        if self.every_seed_pair and (self.direction != "lower" or not self.reference):
+            raise ValueError("every_seed_pair is seed 000 §3.7 C4's 'lower in every seed pair': it needs "
+                             "direction: lower and a reference arm")
         return self
 
 
@@ -276,6 +283,15 @@ def _fmt_ci(r) -> str:
 
 
 def evaluate_condition(c: Condition, table: pd.DataFrame) -> tuple[bool, str]:
+    if c.every_seed_pair:
+        from medscope.scoring.seeds import lower_in_every_seed_pair, seed_pair_differences
+
+        diffs = seed_pair_differences(table, c.model, c.reference, c.metric, c.test_set, c.breakdown)
+        if not diffs and not c.seeds:
+            raise MedScopeError(f"no {c.metric} rows for {c.model}@seed<k> - {c.reference}@seed<k> on {c.test_set} "
+                                f"(the sweep's seed_pairs, or `medscope compare` of each seed pair)")
+        ok, text = lower_in_every_seed_pair(diffs, c.seeds)
+        return ok, f"{c.metric}({c.model} - {c.reference}, {c.test_set}) per seed pair: {text}; needs every seed < 0"
     kw = dict(test_set=c.test_set, metric=c.metric, model=c.model, breakdown=c.breakdown, condition=c.condition)
     if c.reference is None:
         r = _one(table, **kw)

@@ -8,6 +8,7 @@ follow the scoring issue's Table 2 matrix.
 from __future__ import annotations
 
 from medscope.config import StrictModel
+from medscope.scoring.seeds import arm_seed_columns
 from medscope.training.episodes import sampler_for, summarize
 
 
@@ -54,4 +55,6 @@ def score_row(v: dict, o, run_id: str, test_set: str) -> dict:
             "reward": o.reward, "cost_matrix": "table2", "test_set": test_set,
             "lesion_present": o.present, "critical": v["critical"], "oversized_box": o.oversized,
             "imaging_type": v["imaging_type"], "finding": v["finding"], "lesion_area_frac": v["lesion_area_frac"],
-            "patient_id": v.get("patient_id"), "group_id": v.get("group_id")}
+            "patient_id": v.get("patient_id"), "group_id": v.get("group_id"),
+            # a seed run (<arm>@seed<k>) is its own model; its arm and seed are columns too
+            **dict(zip(("arm", "seed"), (c[0] for c in arm_seed_columns([run_id]))))}
