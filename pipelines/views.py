@@ -141,12 +141,14 @@ def build_views(cases_uri: str, out: str, recipe: Recipe, *, workers: int | None
             writer = CaseViewWriter(**args)
             progress = None if quiet else Progress("cases", n_todo)
             stamps = []
-            for rg, ids in staged.blocks:
-                for d in writer.build_block(rg, ids):
-                    stamps.append((d["t_start"], d["t_end"], 0))
-                    if progress:
-                        progress.update()
-            writer.staged.close()
+            try:
+                for rg, ids in staged.blocks:
+                    for d in writer.build_block(rg, ids):
+                        stamps.append((d["t_start"], d["t_end"], 0))
+                        if progress:
+                            progress.update()
+            finally:
+                writer.staged.close()
             timing = map_timing(t_start, stamps)
     if staged.staged:
         storage.delete(build.staging)

@@ -51,21 +51,27 @@ def run_sizes(sizes: list[int], workdir: str, workers: int = 2) -> list[dict]:
         cases = phantom.generate(cohort, n_cases=n, seed=0)["cases"]
         cmd = [sys.executable, "-m", "pipelines.bench.views_memory", cases, storage.join(workdir, f"views-{n}"),
                "--workers", str(workers)]
-        done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        for _attempt in range(2):  # a local Ray can time out starting on a busy machine: once more
+            done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+            if done.returncode == 0 or "timed out during startup" not in done.stderr:
+                break
         lines = [ln for ln in done.stdout.splitlines() if ln.startswith("{")]
         if done.returncode or not lines:
             raise RuntimeError(f"views build of {n} cases failed ({done.returncode}): {done.stderr[-2000:]}")
         rows.append({"cases": n, **json.loads(lines[-1])})
+        print_table(rows[-1:], header=len(rows) == 1, footer=False)
     return rows
 
 
-def print_table(rows: list[dict]) -> None:
-    print(f"{'cases':>6} {'views':>6} {'views MB':>9} {'driver peak RSS MB':>19} {'views/s':>8} {'seconds':>8}")
+def print_table(rows: list[dict], header: bool = True, footer: bool = True) -> None:
+    if header:
+        print(f"{'cases':>6} {'views':>6} {'views MB':>9} {'driver peak RSS MB':>19} {'views/s':>8} {'seconds':>8}")
     for r in rows:
         print(f"{r['cases']:>6} {r['views']:>6} {r['views_mb']:>9} {r['driver_peak_rss_mb']:>19} "
               f"{r['views_per_s']:>8} {r['seconds']:>8}", flush=True)
-    print("driver peak RSS: getrusage(RUSAGE_SELF).ru_maxrss of the driver process alone (a fresh process per "
-          "size; Ray's own processes and workers not counted); views/s: whole job, Ray start-up included")
+    if footer:
+        print("driver peak RSS: getrusage(RUSAGE_SELF).ru_maxrss of the driver process alone (a fresh process per "
+              "size; Ray's own processes and workers not counted); views/s: whole job, Ray start-up included")
 
 
 def main(argv: list[str] | None = None) -> int:
