@@ -31,7 +31,9 @@ PLAN_COLUMNS = ["case_id", "source", "imaging_type", "patient_id", "split", "has
 # the columns of the views table the cross-case QC and the build summary read: no pixels
 QC_COLUMNS = ["view_id", "case_id", "kind", "tool", "imaging_type", "split", "source", "passed",
               "reject_reason", "edit_score"]
-FLUSH_BYTES = 32 << 20  # a row group of the final table holds about this much (one part at least)
+# a row group of the final table holds about this much (one part at least): the driver holds
+# it twice over while writing (the rows, and their encoded pages until the row group closes)
+FLUSH_BYTES = 8 << 20
 
 
 @dataclass
@@ -168,7 +170,7 @@ def write_views(views_parts: str, qc: pa.Table, case_key, out_uri: str, flush_by
         def flush():
             nonlocal buffered, size
             if buffered:
-                writer.write_table(pa.concat_tables(buffered).combine_chunks(), row_group_size=1 << 30)
+                writer.write_table(pa.concat_tables(buffered), row_group_size=1 << 30)
             buffered, size = [], 0
 
         for group in view_groups(qc.column("case_id").to_pylist()):
