@@ -51,7 +51,7 @@ def run_sizes(sizes: list[int], workdir: str, workers: int = 2) -> list[dict]:
         cases = phantom.generate(cohort, n_cases=n, seed=0)["cases"]
         cmd = [sys.executable, "-m", "pipelines.bench.views_memory", cases, storage.join(workdir, f"views-{n}"),
                "--workers", str(workers)]
-        for _attempt in range(2):  # a local Ray can time out starting on a busy machine: once more
+        for _attempt in range(4):  # a local Ray can time out starting (30 s) on a busy machine: retry
             done = subprocess.run(cmd, capture_output=True, text=True, check=False)
             if done.returncode == 0 or "timed out during startup" not in done.stderr:
                 break
