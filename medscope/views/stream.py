@@ -172,6 +172,9 @@ def write_views(views_parts: str, qc: pa.Table, case_key, out_uri: str, flush_by
             if buffered:
                 writer.write_table(pa.concat_tables(buffered), row_group_size=1 << 30)
             buffered, size = [], 0
+            # Arrow's allocator (mimalloc) keeps freed pages otherwise, and the row groups'
+            # sizes differ, so the driver's resident memory crept up with the table (measured)
+            pa.default_memory_pool().release_unused()
 
         for group in view_groups(qc.column("case_id").to_pylist()):
             t = pa.concat_tables([records.read_table("views", records.part_uri(views_parts, case_key(c)))
