@@ -91,6 +91,18 @@ class ViewsBuild(_Folder):
         """case_id -> {split, group_id} of every case planned so far: a grown cohort keeps them."""
         return self._at("splits.json")
 
+    @property
+    def staging(self) -> str:
+        """Scratch of a build in progress, removed when its map stage has finished."""
+        return self._at("staging")
+
+    @property
+    def staged_cases(self) -> str:
+        """The cases being built, copied once from the cases table in row groups of one block
+        each, so a worker reads its own block (and a borrowed image) by range and the driver
+        never holds the cohort's pixels."""
+        return self._at("staging", "cases.parquet")
+
     def parts(self, table: str) -> str:
         """Write-once per-case part files of ``views``, ``rejects`` or ``features``."""
         return self._at("parts", table)

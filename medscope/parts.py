@@ -163,7 +163,7 @@ def _fetch(uris: list[str], in_flight: int = 64) -> list[bytes]:
 
 def _read_parts(uris: list[str]) -> list[pa.Table]:
     # no thread pool: see medscope.records.read_parquet
-    return [pq.read_table(io.BytesIO(b), use_threads=False) for b in _fetch(uris)]
+    return [pq.read_table(io.BytesIO(b), use_threads=False, pre_buffer=False) for b in _fetch(uris)]
 
 
 def write_compacted(folder: str, batch: list[str], tables: list[pa.Table], seq: int) -> dict:

@@ -9,7 +9,7 @@ is written, so a bad row fails the writer, never a later reader.
 from __future__ import annotations
 
 import io
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -466,6 +466,24 @@ def validate(name: str, table: pa.Table) -> None:
 
 ROW_GROUP_BYTES = 16 * 2**20
 
+# Parquet compresses and decodes a column a data page at a time, and the writer closes a page
+# only between mini-batches of ``write_batch_size`` rows (1,024 by default): a table of images
+# under 1,024 rows would hold all of them in one page, which a reader must hold whole. Tables
+# with a binary (pixel) column are written in mini-batches of this many rows, so that a
+# reader streaming them (``iter_batches``) holds about 1 MB or a few images at a time.
+PIXEL_WRITE_BATCH_ROWS = 16
+
+
+def parquet_options(sch: pa.Schema) -> dict:
+    """Writer options of a MedScope table: zstd, and small pages where it holds pixels."""
+    options = {"compression": "zstd"}
+    pixels = [f.name for f in sch if pa.types.is_binary(f.type) or pa.types.is_large_binary(f.type)]
+    if pixels:
+        options["write_batch_size"] = PIXEL_WRITE_BATCH_ROWS
+        # encoded images never repeat: a dictionary page of them is one more page held whole
+        options["use_dictionary"] = [f.name for f in sch if f.name not in pixels]
+    return options
+
 
 def to_parquet_bytes(table: pa.Table) -> bytes:
     """Parquet bytes; a table over ROW_GROUP_BYTES in memory is cut into row groups of about
@@ -475,7 +493,7 @@ def to_parquet_bytes(table: pa.Table) -> bytes:
     sink = io.BytesIO()
     rows = table.num_rows
     per_group = max(1, int(rows * ROW_GROUP_BYTES / table.nbytes)) if table.nbytes > ROW_GROUP_BYTES else None
-    pq.write_table(table, sink, compression="zstd", row_group_size=per_group)
+    pq.write_table(table, sink, row_group_size=per_group, **parquet_options(table.schema))
     return sink.getvalue()
 
 
@@ -535,9 +553,33 @@ def read_parquet(uri: str, columns: Sequence[str] | None = None) -> pa.Table:
     pyarrow 26.0.1 aborts the interpreter at exit ("terminate called without an active
     exception", exit 134) in most runs after ``pq.read_table`` of an in-memory buffer has used
     its thread pool; ``use_threads=False`` avoids it, and one file of a table is small enough
-    that the pool bought nothing. Every Parquet read in MedScope goes through here.
+    that the pool bought nothing. ``pre_buffer=False`` keeps the IO thread pool unstarted too
+    (``pq.read_table`` pre-buffers through it by default). Every Parquet read in MedScope goes
+    through here.
     """
-    return pq.read_table(io.BytesIO(storage.read_bytes(uri)), columns=columns, use_threads=False)
+    return pq.read_table(io.BytesIO(storage.read_bytes(uri)), columns=columns, use_threads=False, pre_buffer=False)
+
+
+def iter_batches(name: str, uri: str, columns: Sequence[str] | None = None,
+                 batch_rows: int = 64) -> Iterator[pa.Table]:
+    """Table ``name`` (a file, a folder of parts, or the folder holding it) as tables of at
+    most ``batch_rows`` rows, in the order ``read_table`` gives, holding one batch at a time:
+    the file is read in ranges (buffered pages), never whole."""
+    sch = schema(name)
+    uri = layout.require(name, uri)
+    files = parts.visible_files(uri) if storage.is_dir(uri) else [uri]
+    target = pa.schema([sch.field(c) for c in columns]) if columns else sch
+    for f in files:
+        with storage.open_read(f) as fh:
+            try:
+                pf = pq.ParquetFile(fh, buffer_size=1 << 16, pre_buffer=False)
+                present = set(pf.schema_arrow.names)
+                wanted = [c for c in target.names if c in present]
+                # no thread pool: see read_parquet
+                for batch in pf.iter_batches(batch_size=batch_rows, columns=wanted, use_threads=False):
+                    yield _conform(pa.Table.from_batches([batch]), target, f)
+            except (pa.ArrowInvalid, OSError) as err:
+                raise MedScopeError(f"{f} is not a readable Parquet file: {err}") from None
 
 
 def _read_one(uri: str, sch: pa.Schema, columns: Sequence[str] | None) -> pa.Table:
@@ -554,6 +596,10 @@ def _read_one(uri: str, sch: pa.Schema, columns: Sequence[str] | None) -> pa.Tab
 def conform(table: pa.Table, sch: pa.Schema, columns: Sequence[str] | None, uri: str) -> pa.Table:
     """``table`` (read from ``uri``) as exactly ``columns`` of schema ``sch`` (all when None)."""
     target = pa.schema([sch.field(c) for c in columns]) if columns else sch
+    return _conform(table, target, uri)
+
+
+def _conform(table: pa.Table, target: pa.Schema, uri: str) -> pa.Table:
     for field in target:
         # A nullable column added to a schema after a table was written reads as nulls, so
         # finished work from before the change stays readable (and resumable).

@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import posixpath
 import tempfile
@@ -132,6 +133,42 @@ def write_bytes(uri: str, data: bytes) -> None:
         fs.makedirs(parent, exist_ok=True)
     fs.pipe_file(path, data)
     _invalidate(fs, path)
+
+
+@contextlib.contextmanager
+def open_write(uri: str):
+    """A binary file object to stream a large file to ``uri`` (one piece at a time, e.g. a
+    Parquet writer's row groups), which appears only when the block exits without error: a
+    temporary file renamed into place locally; on S3 the multipart upload completes on close."""
+    fs, path = filesystem(uri)
+    if protocol(uri) == "file":
+        directory = os.path.dirname(path)
+        os.makedirs(directory, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=".part")
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                yield fh
+            os.replace(tmp, path)
+        except BaseException:
+            _unlink_quietly(tmp)
+            raise
+        return
+    parent = posixpath.dirname(path)
+    if parent and protocol(uri) == "memory":
+        fs.makedirs(parent, exist_ok=True)
+    with fs.open(path, "wb") as fh:
+        yield fh
+    _invalidate(fs, path)
+
+
+def open_read(uri: str):
+    """A seekable binary file object on ``uri`` that reads ranges on demand (a Parquet reader
+    then fetches only the row groups it is asked for)."""
+    fs, path = filesystem(uri)
+    try:
+        return fs.open(path, "rb")
+    except FileNotFoundError:
+        raise MedScopeError(f"not found: {uri}") from None
 
 
 def write_text(uri: str, text: str) -> None:

@@ -1,11 +1,16 @@
 """``medscope views build|show|export`` and ``python -m pipelines.views --config F`` (seed 000 §3.2–3.3).
 
-cases -> plan (near-copy crosswalk, group splits, insertion recipients) on the driver
-      -> Ray Data map_batches with an actor pool (each actor holds the recipe's tools, model
-         weights loaded once; GPU actors when the cluster has GPUs) writing write-once part
-         files per case under ``<out>/parts/`` -> cross-case QC on the driver (edit detector,
-         keep rules, adversarial filtering) -> ``<out>/views.parquet``, ``<out>/rejects.parquet``,
-         ``<out>/qc_report.json``.
+cases, read in batches -> hashes and a staging table in row groups of one block each
+      -> plan (near-copy crosswalk, group splits, insertion recipients) on the driver
+      -> Ray Data map_batches with an actor pool over the blocks (each actor reads its block's
+         pixels from the staging table and holds the recipe's tools, model weights loaded once;
+         GPU actors when the cluster has GPUs) writing write-once part files per case under
+         ``<out>/parts/`` -> cross-case QC on the driver on QC features and id columns only
+         (edit detector, keep rules, adversarial filtering) -> ``<out>/views.parquet`` streamed
+         from the parts, ``<out>/rejects.parquet``, ``<out>/qc_report.json``.
+
+The driver never holds the cohort's pixels (issue 16): its memory is one block of cases, one
+group of views parts, and the per-case ids, hashes and QC features.
 
 The final tables are sorted by key, so they are byte-identical whatever the number of
 workers or blocks; a rerun after a kill builds only the cases without a views part.
@@ -30,12 +35,12 @@ from medscope.views.finalize import finalize
 from medscope.views import plan as planmod
 from medscope.views.recipe import Recipe, load_recipe, recipe_hash
 from medscope.views.tools import check_tool
+from medscope.views.stream import FLUSH_BYTES, QC_COLUMNS, stage_cases, write_views
 from medscope.views.worker import CaseViewWriter, case_key, parts, read_features
 from medscope.images import decode_mask, decode_png, encode_png, to_rgb
 from pipelines.support.flags import add_config_flags, config_from_args
 from pipelines.support.jobs import Progress, job_main, map_timing, print_summary
 
-PLAN_COLUMNS = ["case_id", "source", "imaging_type", "patient_id", "split", "has_lesion"]
 MODEL_TOOLS = {"lama", "sd"}
 
 
@@ -90,95 +95,91 @@ def _log(msg: str) -> None:
 
 
 def build_views(cases_uri: str, out: str, recipe: Recipe, *, workers: int | None = None, engine: str = "ray",
-                block_rows: int = 4, quiet: bool = False) -> dict:
-    """Build, QC and write the views of every case; returns the job summary."""
+                block_rows: int = 4, quiet: bool = False, row_group_bytes: int = FLUSH_BYTES) -> dict:
+    """Build, QC and write the views of every case; returns the job summary.
+
+    ``block_rows`` cases make one unit of work; ``row_group_bytes`` bounds how much of the
+    views table the driver gathers before writing it out as one Parquet row group.
+
+    The driver holds ids, plan columns, crosswalk hashes and QC features, never the cohort's
+    pixels: cases are read in batches and staged for the workers (medscope.views.stream), the
+    cross-case QC reads the features parts and the views' id columns, and the final table is
+    streamed from the views parts."""
     if storage.protocol(out) == "memory" and engine == "ray":
         raise MedScopeError("memory:// output cannot be shared with Ray workers; use a path or s3://")
+    if engine not in ("ray", "local"):
+        raise MedScopeError(f"unknown engine {engine!r}; use ray or local")
     t0 = time.monotonic()
     rhash = recipe_hash(recipe)
     for tool in recipe.all_tools():
         check_tool(tool, lama_model=recipe.lama_model, sd_model_dir=recipe.sd_model_dir)
-    cases = records.read_table("cases", cases_uri)
     _check_recipe(out, recipe, rhash)
-    rejects: list[dict] = []
-    ids = cases.column("case_id").to_pylist()
-    seen, keep = set(), []
-    for i, cid in enumerate(ids):
-        if cid in seen:
-            rejects.append(records.reject("views", cases.column("source")[i].as_py(), cid, "load", "duplicate_case_id"))
-        else:
-            seen.add(cid)
-            keep.append(i)
-    if len(keep) < len(ids):
-        cases = cases.take(keep)
-
-    # the plan: hashes, near-copy groups, splits, borrowed images
-    meta = cases.select(PLAN_COLUMNS).to_pylist()
-    # the image column is converted to Python bytes once (it is the bulk of the table)
-    image_of = dict(zip(cases.column("case_id").to_pylist(), cases.column("image").to_pylist()))
-    hashes = {}
-    for cid, img in image_of.items():
-        h, thumb = planmod.hash_case(img)
-        if h is not None:
-            hashes[cid] = (h, thumb)
+    build = layout.ViewsBuild(out)
+    folders = parts(out)
+    done = records.part_keys(folders["views"])
+    # one pass over the cases, one block in memory: ids, plan columns, hashes, staging table
+    staged = stage_cases(cases_uri, build.staged_cases, done, case_key, batch_rows=block_rows)
     pinned = _earlier_splits(out)
-    plan, cross_report = planmod.make_plan(meta, hashes, recipe, pinned)
+    plan, cross_report = planmod.make_plan(staged.meta, staged.hashes, recipe, pinned)
     _write_splits(out, pinned, plan)
     borrowed = {p[k] for p in plan.values() for k in ("recipient", "donor") if p[k]}
-    pool = {cid: image_of[cid] for cid in sorted(borrowed)}
-    del image_of
+    where = {cid: staged.where[cid] for cid in sorted(borrowed) if cid in staged.where}
+    n_cases, n_todo = len(staged.meta), sum(len(ids) for _, ids in staged.blocks)
+    del staged.hashes
 
     t_plan = time.monotonic() - t0
     timing = None  # map-stage start-up vs steady work, from per-case stamps (see map_timing)
-    folders = parts(out)
-    done = records.part_keys(folders["views"])
-    todo = [i for i, cid in enumerate(cases.column("case_id").to_pylist()) if case_key(cid) not in done]
     if not quiet:
-        _log(f"{len(cases)} cases, {len(cases) - len(todo)} already built, {len(todo)} to build ({engine})")
-    if todo:
-        pending = cases.take(todo)
-        args = dict(recipe=recipe.model_dump(), rhash=rhash, out=out, plan=plan, pool=pool,
-                    s3_endpoint=storage.s3_endpoint() if storage.protocol(out) == "s3" else None)
+        _log(f"{n_cases} cases, {n_cases - n_todo} already built, {n_todo} to build ({engine})")
+    if staged.blocks:
+        args = dict(recipe=recipe.model_dump(), rhash=rhash, out=out, plan=plan, staged=build.staged_cases,
+                    where=where, s3_endpoint=storage.s3_endpoint() if storage.protocol(out) == "s3" else None)
         if engine == "ray":
-            timing = _run_ray(pending, args, recipe, workers, block_rows, quiet)
-        elif engine == "local":
+            timing = _run_ray(staged.blocks, n_todo, args, recipe, workers, quiet)
+        else:
             t_start = time.time()
             writer = CaseViewWriter(**args)
-            progress = None if quiet else Progress("cases", len(todo))
+            progress = None if quiet else Progress("cases", n_todo)
             stamps = []
-            for case in pending.to_pylist():
-                t_case = time.time()
-                writer.build_one(case)
-                stamps.append((t_case, time.time(), 0))
-                if progress:
-                    progress.update()
+            try:
+                for rg, ids in staged.blocks:
+                    for d in writer.build_block(rg, ids):
+                        stamps.append((d["t_start"], d["t_end"], 0))
+                        if progress:
+                            progress.update()
+            finally:
+                writer.staged.close()
             timing = map_timing(t_start, stamps)
-        else:
-            raise MedScopeError(f"unknown engine {engine!r}; use ray or local")
+    if staged.staged:
+        storage.delete(build.staging)
     t_map = time.monotonic() - t0 - t_plan
 
+    # cross-case QC on features and the views' id and QC columns: no pixels
     has_views = storage.is_dir(folders["views"]) and storage.list_files(folders["views"], suffix=".parquet")
-    views = records.read_table("views", folders["views"]) if has_views else records.schema("views").empty_table()
-    views = views.take(pa.compute.sort_indices(views, [("view_id", "ascending")]))
+    qc = records.read_table("views", folders["views"], columns=QC_COLUMNS) if has_views \
+        else records.schema("views").empty_table().select(QC_COLUMNS)
+    qc = qc.take(pa.compute.sort_indices(qc, [("view_id", "ascending")]))
     has_rejects = storage.is_dir(folders["rejects"])
     part_rejects = records.read_table("rejects", folders["rejects"]).to_pylist() if has_rejects else []
     features = sorted(read_features(folders["features"]), key=lambda f: (f["view_id"], f["role"]))
-    views, qc_rejects, qc_report = finalize(views, features, recipe)
-    all_rejects = sorted(rejects + part_rejects + qc_rejects,
+    qc, qc_rejects, qc_report = finalize(qc, features, recipe)
+    del features
+    all_rejects = sorted(staged.rejects + part_rejects + qc_rejects,
                          key=lambda r: (r["item_id"], r["stage"], r["reason"], r["detail"] or ""))
     uris = output_uris(out)
-    records.write_table("views", views.combine_chunks(), uris["views"])
+    # the final table, streamed from the parts a few at a time (see medscope.views.stream)
+    write_views(folders["views"], qc.combine_chunks(), case_key, uris["views"], row_group_bytes)
     records.write_table("rejects", all_rejects, uris["rejects"])
     report = {"recipe_hash": rhash, "crosswalk": cross_report, **qc_report}
     storage.write_text(uris["qc_report"], json.dumps(report, indent=2, sort_keys=True, default=float))
-    summary = summarize(views, all_rejects, report)
-    summary.update(out=out, views_uri=uris["views"], rejects_uri=uris["rejects"], cases=len(cases),
-                   built_now=len(todo), seconds=round(time.monotonic() - t0, 2), plan_seconds=round(t_plan, 2),
+    summary = summarize(qc, all_rejects, report)
+    summary.update(out=out, views_uri=uris["views"], rejects_uri=uris["rejects"], cases=n_cases,
+                   built_now=n_todo, seconds=round(time.monotonic() - t0, 2), plan_seconds=round(t_plan, 2),
                    map_seconds=round(t_map, 2), map_timing=timing)
     return summary
 
 
-def _run_ray(pending: pa.Table, args: dict, recipe: Recipe, workers: int | None, block_rows: int,
+def _run_ray(blocks: list[tuple[int, list[str]]], n_todo: int, args: dict, recipe: Recipe, workers: int | None,
              quiet: bool) -> dict:
     import ray
 
@@ -191,22 +192,23 @@ def _run_ray(pending: pa.Table, args: dict, recipe: Recipe, workers: int | None,
     size = workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
     if use_gpu:
         size = min(size, int(gpus))
-    # many small blocks so every actor of the pool gets work and progress is steady;
-    # from_items builds the blocks and their metadata on the driver (from_arrow would run one
+    # one Ray Data row per block of cases (a row group of the staging table: the worker reads
+    # the pixels itself), one block per Ray block so every actor of the pool gets work and
+    # progress is steady; from_items builds the blocks on the driver (from_arrow would run one
     # metadata task per block on the workers: measured, and one of them crashed inside Ray)
-    n_blocks = max(1, -(-len(pending) // block_rows))
-    ds = ray.data.from_items(pending.to_pylist(), override_num_blocks=n_blocks)
-    pool_ref = ray.put(args.pop("pool"))
+    items = [{"row_group": rg, "case_ids": ids} for rg, ids in blocks]
+    ds = ray.data.from_items(items, override_num_blocks=len(items))
     plan_ref = ray.put(args.pop("plan"))
+    where_ref = ray.put(args.pop("where"))
     done = ds.map_batches(
-        _RayWriter, batch_size=block_rows, batch_format="pyarrow",
+        _RayWriter, batch_size=1, batch_format="pyarrow",
         # two blocks in flight per actor keep it fed without queueing the tail of the
         # cohort on one actor while another idles
         compute=ray.data.ActorPoolStrategy(size=size, max_tasks_in_flight_per_actor=2),
-        fn_constructor_kwargs=dict(args, plan_ref=plan_ref, pool_ref=pool_ref),
+        fn_constructor_kwargs=dict(args, plan_ref=plan_ref, where_ref=where_ref),
         num_gpus=1 if use_gpu else 0, num_cpus=0 if use_gpu else 1,
     )
-    progress = None if quiet else Progress("cases", len(pending))
+    progress = None if quiet else Progress("cases", n_todo)
     stamps = []
     for batch in done.iter_batches(batch_format="pyarrow", batch_size=None):
         stamps += zip(*(batch.column(c).to_pylist() for c in ("t_start", "t_end", "pid")))
@@ -216,13 +218,13 @@ def _run_ray(pending: pa.Table, args: dict, recipe: Recipe, workers: int | None,
 
 
 class _RayWriter(CaseViewWriter):
-    """CaseViewWriter whose plan and borrowed images come from the object store."""
+    """CaseViewWriter whose plan and borrowed images' places come from the object store."""
 
-    def __init__(self, plan_ref, pool_ref, **kwargs):
+    def __init__(self, plan_ref, where_ref, **kwargs):
         import ray
 
-        plan, pool = (ray.get(r) if isinstance(r, ray.ObjectRef) else r for r in (plan_ref, pool_ref))
-        super().__init__(plan=plan, pool=pool, **kwargs)
+        plan, where = (ray.get(r) if isinstance(r, ray.ObjectRef) else r for r in (plan_ref, where_ref))
+        super().__init__(plan=plan, where=where, **kwargs)
 
 
 def summarize(views: pa.Table, rejects: list[dict], report: dict) -> dict:

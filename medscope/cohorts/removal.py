@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from medscope import layout, parts, storage
+from medscope import layout, parts, records, storage
 from medscope.seeding import stable_hash
 
 # Columns that name a case, or one of its views / items, in the project's tables.
@@ -43,7 +43,7 @@ def _parquet_files(folder: str) -> list[str]:
 
 
 def _read(uri: str) -> pa.Table:
-    return pq.read_table(io.BytesIO(storage.read_bytes(uri)))
+    return records.read_parquet(uri)
 
 
 def derived_ids(folders: list[str], cases: set[str]) -> set[str]:

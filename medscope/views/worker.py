@@ -18,6 +18,7 @@ from medscope.qc.detector import case_feature_rows
 from medscope.seeding import stable_hash
 from medscope.views.build import CaseContext, build_case_views
 from medscope.views.recipe import Recipe
+from medscope.views.stream import StagedImages
 from medscope.views.tools import make_eraser
 
 FEATURE_SCHEMA = pa.schema([
@@ -46,6 +47,7 @@ def write_features(rows: list[dict], folder: str, key: str) -> bool:
 
 
 def read_features(folder: str) -> list[dict]:
+    """Every QC feature row of a build (small per-view vectors, no pixels), one part at a time."""
     out = []
     for uri in storage.list_files(folder, suffix=".parquet"):
         out.extend(records.read_parquet(uri).to_pylist())
@@ -53,20 +55,23 @@ def read_features(folder: str) -> list[dict]:
 
 
 class CaseViewWriter:
-    """Build every view of each case of a batch and write its parts; returns one row per case.
+    """Build every view of each case of a block and write its parts; returns one row per case.
 
     Tools (and so model weights) are created once per instance: once per Ray actor.
-    ``plan`` maps case_id -> CaseContext fields; ``pool`` maps case_id -> PNG bytes of the
-    images other cases borrow (insertion recipients, other-type donors).
+    ``plan`` maps case_id -> CaseContext fields. The cases come from the build's staging
+    table (``staged``, see medscope.views.stream): a block is one of its row groups, and the
+    images other cases borrow (insertion recipients, other-type donors) are read from it by
+    ``where`` (case_id -> row group, row), so nothing holds the cohort's pixels.
     """
 
-    def __init__(self, recipe: dict, rhash: str, out: str, plan: dict[str, dict], pool: dict[str, bytes],
-                 s3_endpoint: str | None = None):
+    def __init__(self, recipe: dict, rhash: str, out: str, plan: dict[str, dict], staged: str | None,
+                 where: dict[str, tuple[int, int]], s3_endpoint: str | None = None):
         if s3_endpoint:
             # the driver's S3 endpoint (e.g. set after the cluster started); never credentials
             storage.configure(s3_endpoint=s3_endpoint)
         self.recipe = Recipe.model_validate(recipe)
-        self.rhash, self.plan, self.pool = rhash, plan, pool
+        self.rhash, self.plan = rhash, plan
+        self.staged = StagedImages(staged, where) if staged else None
         self.folders = parts(out)
         r = self.recipe
         self.erasers = {t: make_eraser(t, lama_model=r.lama_model, sd_model_dir=r.sd_model_dir,
@@ -76,8 +81,8 @@ class CaseViewWriter:
         p = self.plan.get(case_id, {})
         return CaseContext(
             split=p.get("split"), group_id=p.get("group_id"), recipient_id=p.get("recipient"),
-            recipient_image=self.pool.get(p["recipient"]) if p.get("recipient") else None,
-            donor_image=self.pool.get(p["donor"]) if p.get("donor") else None,
+            recipient_image=self.staged.image(p.get("recipient")) if self.staged else None,
+            donor_image=self.staged.image(p.get("donor")) if self.staged else None,
         )
 
     def build_one(self, case: dict) -> tuple[int, int]:
@@ -89,11 +94,19 @@ class CaseViewWriter:
         records.write_part("views", views, self.folders["views"], key)
         return len(views), len(rejects)
 
-    def __call__(self, batch: pa.Table) -> pa.Table:
+    def build_block(self, row_group: int, case_ids: list[str]) -> list[dict]:
+        """Build the cases ``case_ids`` of staging row group ``row_group``; one DONE row each."""
         done = []
-        for case in batch.to_pylist():
+        for case in self.staged.block(row_group, case_ids):
             t_start = time.time()
             n_views, n_rejects = self.build_one(case)
             done.append({"case_id": case["case_id"], "views": n_views, "rejects": n_rejects,
                          "t_start": t_start, "t_end": time.time(), "pid": os.getpid()})
+        return done
+
+    def __call__(self, batch: pa.Table) -> pa.Table:
+        """A batch of blocks (columns ``row_group``, ``case_ids``) -> one DONE row per case."""
+        done = []
+        for rg, ids in zip(batch.column("row_group").to_pylist(), batch.column("case_ids").to_pylist()):
+            done += self.build_block(rg, ids)
         return pa.Table.from_pylist(done, schema=DONE)

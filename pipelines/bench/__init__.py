@@ -26,6 +26,9 @@ def register(sub) -> None:
     p = sub.add_parser("bench", help="side-by-side performance benchmarks (prints ratios)")
     p.add_argument("what", help=f"one of: {', '.join(sorted(BENCHES)) or '(none yet)'}")
     p.add_argument("--quick", action="store_true", help="smaller sizes, for a smoke run")
+    p.add_argument("--sizes", default=None,
+                   help="comma-separated cohort sizes, for benches that take them (views: driver memory only, "
+                        "e.g. 100,400,1600)")
     p.set_defaults(func=run)
 
 

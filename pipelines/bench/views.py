@@ -1,4 +1,5 @@
-"""``medscope bench views``: Ray Data views build against a plain loop, and 2 workers against 1."""
+"""``medscope bench views``: Ray Data views build against a plain loop, and 2 workers against 1;
+then the driver's peak memory against cohort size (``--sizes``; pipelines/bench/views_memory.py)."""
 
 from __future__ import annotations
 
@@ -8,8 +9,34 @@ from medscope import records, storage
 from medscope.views.recipe import Recipe
 from pipelines.views import build_views
 
+DEFAULT_SIZES = (100, 400, 1600)
+QUICK_SIZES = (24, 48)
+
+
 def bench(args) -> None:
-    """``medscope bench views``: views/s of a plain loop, Ray with 1 worker and with 2 workers.
+    """``medscope bench views``: the throughput comparison, then driver memory at 100 / 400 / 1,600
+    phantom cases. With ``--sizes 100,400`` only the driver-memory table, at those sizes."""
+    sizes = getattr(args, "sizes", None)
+    if not sizes:
+        bench_throughput(args)
+    bench_memory([int(x) for x in sizes.split(",")] if sizes else list(QUICK_SIZES if args.quick else DEFAULT_SIZES))
+
+
+def bench_memory(sizes: list[int], workers: int = 2) -> None:
+    """Driver peak RSS and views/s of ``views build`` (Ray, ``workers`` actors) at each size."""
+    import tempfile
+
+    from pipelines.bench.views_memory import print_table, run_sizes
+
+    print(f"driver memory of views build (Ray, {workers} workers), phantom cohorts of {', '.join(map(str, sizes))} cases",
+          flush=True)
+    with tempfile.TemporaryDirectory(prefix="medscope-bench-views-mem-") as tmp:
+        run_sizes(sizes, tmp, workers)  # prints each size's row as it is measured
+    print_table([], header=False)
+
+
+def bench_throughput(args) -> None:
+    """Views/s of a plain loop, Ray with 1 worker and with 2 workers.
 
     All three run the real job (``build_views``: plan, map, QC) on the same generated cohort,
     one after the other in this process. For each, the map stage is split by per-case stamps

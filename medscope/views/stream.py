@@ -1,0 +1,198 @@
+"""The views build's driver-side passes, each holding one batch or one case at a time, so the
+driver's memory does not grow with the cohort's pixels (issue 16):
+
+- :func:`stage_cases` reads the cases table once in batches: ids and plan columns kept (small),
+  each readable image hashed for the near-copy crosswalk (a 64-bit dHash and a 64 × 64 uint8
+  thumbnail, 4 KB a case), and the cases copied to a staging table in row groups of one block
+  each, which workers read by range;
+- :func:`read_block` / :func:`StagedImages` are the workers' side of that table;
+- :func:`write_views` streams the per-case views parts into the final ``views.parquet`` with a
+  ``pyarrow.parquet.ParquetWriter``, a few parts at a time, setting the QC fields that the
+  cross-case QC computed from features and ids alone.
+
+Row order of the final table is by ``view_id`` (as a whole-table sort gives), whatever order
+the parts were written in, so its bytes do not depend on workers or scheduling.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from medscope import records, storage
+from medscope.errors import MedScopeError
+from medscope.views.plan import hash_case
+
+PLAN_COLUMNS = ["case_id", "source", "imaging_type", "patient_id", "split", "has_lesion"]
+# the columns of the views table the cross-case QC and the build summary read: no pixels
+QC_COLUMNS = ["view_id", "case_id", "kind", "tool", "imaging_type", "split", "source", "passed",
+              "reject_reason", "edit_score"]
+# a row group of the final table holds about this much (one part at least): the driver holds
+# it twice over while writing (the rows, and their encoded pages until the row group closes)
+FLUSH_BYTES = 8 << 20
+
+
+@dataclass
+class StagedCohort:
+    """What the plan needs of every case (ids, plan columns, hashes) and where each case sits in
+    the staging table; no pixels."""
+
+    meta: list[dict] = field(default_factory=list)
+    hashes: dict[str, tuple[int, np.ndarray]] = field(default_factory=dict)
+    where: dict[str, tuple[int, int]] = field(default_factory=dict)  # case_id -> (row group, row)
+    blocks: list[tuple[int, list[str]]] = field(default_factory=list)  # (row group, case ids to build)
+    rejects: list[dict] = field(default_factory=list)
+    staged: bool = False
+
+
+def compact_thumbnail(thumb: np.ndarray) -> np.ndarray:
+    """The crosswalk thumbnail as uint8 when that is exact (an 8-bit image: cv2's area resize
+    of uint8 gives whole numbers), a quarter of float32's memory; unchanged otherwise."""
+    small = thumb.astype(np.uint8)
+    return small if np.array_equal(small, thumb) else thumb
+
+
+def stage_cases(cases_uri: str, staged_uri: str, done: set[str], case_key, batch_rows: int = 4) -> StagedCohort:
+    """One pass over the cases table, one batch of ``batch_rows`` cases in memory at a time.
+
+    A repeated case id is rejected (``duplicate_case_id``; its first row is kept). Cases whose
+    key (``case_key(case_id)``) is in ``done`` already have views; when every case is done no
+    staging table is written. Every staged batch is its own row group, so row group ``i`` is
+    one block of work."""
+    out = StagedCohort()
+    first: set[str] = set()
+    for t in records.iter_batches("cases", cases_uri, columns=PLAN_COLUMNS, batch_rows=4096):
+        for row in t.to_pylist():
+            if row["case_id"] in first:
+                out.rejects.append(records.reject("views", row["source"], row["case_id"], "load", "duplicate_case_id"))
+            else:
+                first.add(row["case_id"])
+                out.meta.append(row)
+    out.staged = any(case_key(c) not in done for c in first)
+    seen: set[str] = set()
+    with contextlib.ExitStack() as stack:
+        writer = None
+        if out.staged:
+            fh = stack.enter_context(storage.open_write(staged_uri))
+            writer = stack.enter_context(pq.ParquetWriter(fh, records.schema("cases"), **records.parquet_options(records.schema("cases"))))
+        rg = 0
+        for t in records.iter_batches("cases", cases_uri, batch_rows=batch_rows):
+            ids = t.column("case_id").to_pylist()
+            keep = [i for i, c in enumerate(ids) if c not in seen]
+            seen.update(ids)
+            if not keep:
+                continue
+            t = t.take(keep) if len(keep) < len(ids) else t
+            todo = []
+            for j, (cid, img) in enumerate(zip(t.column("case_id").to_pylist(), t.column("image").to_pylist())):
+                h, thumb = hash_case(img)
+                if h is not None:
+                    out.hashes[cid] = (h, compact_thumbnail(thumb))
+                out.where[cid] = (rg, j)
+                if case_key(cid) not in done:
+                    todo.append(cid)
+            if writer:
+                writer.write_table(t, row_group_size=len(t))
+                if todo:
+                    out.blocks.append((rg, todo))
+            rg += 1
+    return out
+
+
+def read_block(pf: pq.ParquetFile, row_group: int, case_ids: list[str] | None = None,
+               columns: list[str] | None = None) -> pa.Table:
+    """Row group ``row_group`` of the staging table (only ``case_ids``, when given)."""
+    t = pf.read_row_group(row_group, columns=columns, use_threads=False)
+    if case_ids is not None:
+        want = set(case_ids)
+        t = t.take([i for i, c in enumerate(t.column("case_id").to_pylist()) if c in want])
+    return t
+
+
+class StagedImages:
+    """A worker's handle on the staging table: its blocks, and the images other cases borrow
+    (insertion recipients, other-type donors), read by range and kept in a small cache."""
+
+    def __init__(self, staged_uri: str, where: dict[str, tuple[int, int]], cache_size: int = 32):
+        self.uri, self.where, self.cache_size = staged_uri, where, cache_size
+        self._fh = storage.open_read(staged_uri)
+        self.file = pq.ParquetFile(self._fh, pre_buffer=False)
+        self._cache: dict[str, bytes | None] = {}
+
+    def block(self, row_group: int, case_ids: list[str]) -> list[dict]:
+        return read_block(self.file, row_group, case_ids).to_pylist()
+
+    def image(self, case_id: str | None) -> bytes | None:
+        if case_id is None or case_id not in self.where:
+            return None
+        if case_id not in self._cache:
+            if len(self._cache) >= self.cache_size:
+                self._cache.pop(next(iter(self._cache)))
+            rg, row = self.where[case_id]
+            self._cache[case_id] = read_block(self.file, rg, columns=["image"]).column("image")[row].as_py()
+        return self._cache[case_id]
+
+    def close(self) -> None:
+        self._fh.close()
+
+
+def view_groups(case_ids: list[str]) -> list[list[str]]:
+    """Cases in the order their views sort by ``view_id`` (``<case>/<kind>/<tool>``), grouped
+    where one id extends another with "/" (their views could interleave, so they are sorted
+    together): sorted by ``case_id + "/"``, a group is the run of ids under its first one."""
+    groups: list[list[str]] = []
+    prefix = None
+    for cid in sorted(set(case_ids), key=lambda c: c + "/"):
+        if prefix is not None and (cid + "/").startswith(prefix):
+            groups[-1].append(cid)
+        else:
+            prefix = cid + "/"
+            groups.append([cid])
+    return groups
+
+
+def write_views(views_parts: str, qc: pa.Table, case_key, out_uri: str, flush_bytes: int = FLUSH_BYTES) -> int:
+    """Stream the views parts into one table at ``out_uri``, sorted by ``view_id``.
+
+    ``qc`` holds the final ``passed``, ``reject_reason`` and ``edit_score`` of every view,
+    sorted by ``view_id`` (the QC columns only). Parts are read one group of cases at a time
+    (a case's part is ``part-<case_key(case_id)>``); rows gather until ``flush_bytes`` and go
+    out as one row group. Returns the number of rows written."""
+    sch = records.schema("views")
+    pos, buffered, size = 0, [], 0
+    with storage.open_write(out_uri) as fh:
+        writer = pq.ParquetWriter(fh, sch, **records.parquet_options(sch))
+
+        def flush():
+            nonlocal buffered, size
+            if buffered:
+                writer.write_table(pa.concat_tables(buffered), row_group_size=1 << 30)
+            buffered, size = [], 0
+            # Arrow's allocator (mimalloc) keeps freed pages otherwise, and the row groups'
+            # sizes differ, so the driver's resident memory crept up with the table (measured)
+            pa.default_memory_pool().release_unused()
+
+        for group in view_groups(qc.column("case_id").to_pylist()):
+            t = pa.concat_tables([records.read_table("views", records.part_uri(views_parts, case_key(c)))
+                                  for c in group])
+            t = t.take(pa.compute.sort_indices(t, [("view_id", "ascending")]))
+            final = qc.slice(pos, t.num_rows)
+            if t.num_rows != final.num_rows or not t.column("view_id").equals(final.column("view_id")):
+                raise MedScopeError(f"the views parts of {group[0]} changed while the build wrote its table")
+            pos += t.num_rows
+            for name in ("passed", "reject_reason", "edit_score"):
+                t = t.set_column(t.schema.get_field_index(name), name, final.column(name))
+            t = records.to_table("views", t)
+            buffered.append(t)
+            size += t.nbytes
+            if size >= flush_bytes:
+                flush()
+        flush()
+        writer.close()
+    if pos != qc.num_rows:
+        raise MedScopeError(f"wrote {pos} of {qc.num_rows} views: the views parts changed during the build")
+    return pos

@@ -1,0 +1,88 @@
+"""Driver peak memory of ``views build`` against cohort size (``medscope bench views``; issue 16).
+
+Each size runs the real job (``build_views``, Ray engine) in a fresh Python process, so that
+one process's peak is one build's peak. The figure is that process's own peak resident set
+size, ``resource.getrusage(RUSAGE_SELF).ru_maxrss``: the driver only; Ray's raylet, GCS and
+worker processes are other processes and are not counted (pages of Ray's shared-memory
+object store that the driver itself touched are, as they are resident in it).
+
+``python -m pipelines.bench.views_memory CASES OUT [--workers N]`` prints one JSON line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+
+
+def peak_rss_mb() -> float:
+    """Peak resident set size of this process so far, in MB (Linux reports KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 1e6
+
+
+def measure(cases: str, out: str, workers: int = 2) -> dict:
+    """Build views of ``cases`` into ``out`` in this process; the summary figures and peak RSS."""
+    from medscope import layout, storage
+    from medscope.views.recipe import Recipe
+    from pipelines.views import build_views
+
+    t = time.monotonic()
+    s = build_views(cases, out, Recipe(seed=0), workers=workers, engine="ray", quiet=True)
+    seconds = time.monotonic() - t
+    views_path = storage.local_path(layout.ViewsBuild(out).views)
+    return {"views": s["views"], "seconds": round(seconds, 2), "views_per_s": round(s["views"] / seconds, 2),
+            "views_mb": round(os.path.getsize(views_path) / 1e6, 2) if views_path else None,
+            "driver_peak_rss_mb": round(peak_rss_mb(), 1)}
+
+
+def run_sizes(sizes: list[int], workdir: str, workers: int = 2) -> list[dict]:
+    """For each size: a phantom cohort of that many cases, then one build in a fresh process."""
+    from medscope import storage
+    from medscope.cohorts import phantom
+
+    rows = []
+    for n in sizes:
+        cohort = storage.join(workdir, f"cohort-{n}")
+        cases = phantom.generate(cohort, n_cases=n, seed=0)["cases"]
+        cmd = [sys.executable, "-m", "pipelines.bench.views_memory", cases, storage.join(workdir, f"views-{n}"),
+               "--workers", str(workers)]
+        for _attempt in range(4):  # a local Ray can time out starting (30 s) on a busy machine: retry
+            done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+            if done.returncode == 0 or "timed out during startup" not in done.stderr:
+                break
+        lines = [ln for ln in done.stdout.splitlines() if ln.startswith("{")]
+        if done.returncode or not lines:
+            raise RuntimeError(f"views build of {n} cases failed ({done.returncode}): {done.stderr[-2000:]}")
+        rows.append({"cases": n, **json.loads(lines[-1])})
+        print_table(rows[-1:], header=len(rows) == 1, footer=False)
+    return rows
+
+
+def print_table(rows: list[dict], header: bool = True, footer: bool = True) -> None:
+    if header:
+        print(f"{'cases':>6} {'views':>6} {'views MB':>9} {'driver peak RSS MB':>19} {'views/s':>8} {'seconds':>8}")
+    for r in rows:
+        print(f"{r['cases']:>6} {r['views']:>6} {r['views_mb']:>9} {r['driver_peak_rss_mb']:>19} "
+              f"{r['views_per_s']:>8} {r['seconds']:>8}", flush=True)
+    if footer:
+        print("driver peak RSS: getrusage(RUSAGE_SELF).ru_maxrss of the driver process alone (a fresh process per "
+              "size; Ray's own processes and workers not counted); views/s: whole job, Ray start-up included")
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m pipelines.bench.views_memory")
+    p.add_argument("cases")
+    p.add_argument("out")
+    p.add_argument("--workers", type=int, default=2)
+    a = p.parse_args(argv)
+    print(json.dumps(measure(a.cases, a.out, a.workers)), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
