@@ -470,7 +470,7 @@ ROW_GROUP_BYTES = 16 * 2**20
 # only between mini-batches of ``write_batch_size`` rows (1,024 by default): a table of images
 # under 1,024 rows would hold all of them in one page, which a reader must hold whole. Tables
 # with a binary (pixel) column are written in mini-batches of this many rows, so that a
-# reader streaming them (``iter_batches``) holds about 1 MB or a few images at a time.
+# reader streaming them (``tablescan.iter_tables``) holds about 1 MB or a few images at a time.
 PIXEL_WRITE_BATCH_ROWS = 16
 
 
@@ -560,28 +560,6 @@ def read_parquet(uri: str, columns: Sequence[str] | None = None) -> pa.Table:
     return pq.read_table(io.BytesIO(storage.read_bytes(uri)), columns=columns, use_threads=False, pre_buffer=False)
 
 
-def iter_batches(name: str, uri: str, columns: Sequence[str] | None = None,
-                 batch_rows: int = 64) -> Iterator[pa.Table]:
-    """Table ``name`` (a file, a folder of parts, or the folder holding it) as tables of at
-    most ``batch_rows`` rows, in the order ``read_table`` gives, holding one batch at a time:
-    the file is read in ranges (buffered pages), never whole."""
-    sch = schema(name)
-    uri = layout.require(name, uri)
-    files = parts.visible_files(uri) if storage.is_dir(uri) else [uri]
-    target = pa.schema([sch.field(c) for c in columns]) if columns else sch
-    for f in files:
-        with storage.open_read(f) as fh:
-            try:
-                pf = pq.ParquetFile(fh, buffer_size=1 << 16, pre_buffer=False)
-                present = set(pf.schema_arrow.names)
-                wanted = [c for c in target.names if c in present]
-                # no thread pool: see read_parquet
-                for batch in pf.iter_batches(batch_size=batch_rows, columns=wanted, use_threads=False):
-                    yield _conform(pa.Table.from_batches([batch]), target, f)
-            except (pa.ArrowInvalid, OSError) as err:
-                raise MedScopeError(f"{f} is not a readable Parquet file: {err}") from None
-
-
 def _read_one(uri: str, sch: pa.Schema, columns: Sequence[str] | None) -> pa.Table:
     try:
         pf = pq.ParquetFile(io.BytesIO(storage.read_bytes(uri)))
@@ -596,10 +574,6 @@ def _read_one(uri: str, sch: pa.Schema, columns: Sequence[str] | None) -> pa.Tab
 def conform(table: pa.Table, sch: pa.Schema, columns: Sequence[str] | None, uri: str) -> pa.Table:
     """``table`` (read from ``uri``) as exactly ``columns`` of schema ``sch`` (all when None)."""
     target = pa.schema([sch.field(c) for c in columns]) if columns else sch
-    return _conform(table, target, uri)
-
-
-def _conform(table: pa.Table, target: pa.Schema, uri: str) -> pa.Table:
     for field in target:
         # A nullable column added to a schema after a table was written reads as nulls, so
         # finished work from before the change stays readable (and resumable).

@@ -17,11 +17,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from medscope import layout, records, storage
+from medscope import layout, parts, records, storage
 from medscope.errors import MedScopeError
 
 BATCH_ROWS = 64  # rows decoded at once: with 16 MB row groups a scan peaks at tens of MB
-READ_BUFFER = 1 << 20  # buffered page reads: a column chunk is never read whole
+READ_BUFFER = 1 << 16  # buffered page reads: a column chunk is never read whole
 
 
 def iter_rows(name: str, uri: str, columns: Sequence[str] | None = None,
@@ -32,10 +32,19 @@ def iter_rows(name: str, uri: str, columns: Sequence[str] | None = None,
     ``where=(column, values)``: only rows whose ``column`` is in ``values``; of each file, the
     key column is read first and then only the row groups holding a wanted value.
     """
+    for table in iter_tables(name, uri, columns, where, batch_rows):
+        yield from table.to_pylist()
+
+
+def iter_tables(name: str, uri: str, columns: Sequence[str] | None = None,
+                where: tuple[str, Collection[str]] | None = None, batch_rows: int = BATCH_ROWS) -> Iterator[pa.Table]:
+    """As ``iter_rows``, as tables of at most ``batch_rows`` rows conformed to the table's schema,
+    holding one batch at a time. The files are those ``records.read_table`` reads (compacted
+    files and the parts they have not absorbed), in the same order."""
     sch = records.schema(name)
     uri = layout.require(name, uri)
     if storage.is_dir(uri):
-        files = sorted(storage.list_files(uri, suffix=".parquet"))
+        files = parts.visible_files(uri)
     elif storage.exists(uri):
         files = [uri]
     else:
@@ -46,11 +55,11 @@ def iter_rows(name: str, uri: str, columns: Sequence[str] | None = None,
         if not len(wanted):
             return
     for file in files:
-        yield from _file_rows(file, sch, columns, where[0] if where else None, wanted, batch_rows)
+        yield from _file_tables(file, sch, columns, where[0] if where else None, wanted, batch_rows)
 
 
-def _file_rows(uri: str, sch: pa.Schema, columns: Sequence[str] | None, key: str | None,
-               wanted: pa.Array | None, batch_rows: int) -> Iterator[dict]:
+def _file_tables(uri: str, sch: pa.Schema, columns: Sequence[str] | None, key: str | None,
+                 wanted: pa.Array | None, batch_rows: int) -> Iterator[pa.Table]:
     fs, path = storage.filesystem(uri)
     try:
         with fs.open(path, "rb") as fh:
@@ -75,7 +84,7 @@ def _file_rows(uri: str, sch: pa.Schema, columns: Sequence[str] | None, key: str
                     table = table.filter(pc.is_in(table.column(key), value_set=wanted))
                     if not table.num_rows:
                         continue
-                yield from records.conform(table, sch, columns, uri).to_pylist()
+                yield records.conform(table, sch, columns, uri)
     except (pa.ArrowInvalid, OSError) as err:
         raise MedScopeError(f"{uri} is not a readable Parquet file: {err}") from None
 

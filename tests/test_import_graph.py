@@ -21,7 +21,7 @@ LAYERS: list[set[str]] = [
     {"errors", "seeding"},
     {"storage", "images", "config"},
     {"layout", "records", "items", "parts"},
-    {"stats", "answers", "cohorts", "qc", "volumes", "report", "report.render", "report.gallery"},
+    {"tablescan", "stats", "answers", "cohorts", "qc", "volumes", "report", "report.render", "report.gallery"},
     {"views", "scoring"},
     {"models", "report.plots"},
     {"agent"},

@@ -23,7 +23,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from medscope import records, storage
+from medscope import records, storage, tablescan
 from medscope.errors import MedScopeError
 from medscope.views.plan import hash_case
 
@@ -65,7 +65,7 @@ def stage_cases(cases_uri: str, staged_uri: str, done: set[str], case_key, batch
     one block of work."""
     out = StagedCohort()
     first: set[str] = set()
-    for t in records.iter_batches("cases", cases_uri, columns=PLAN_COLUMNS, batch_rows=4096):
+    for t in tablescan.iter_tables("cases", cases_uri, columns=PLAN_COLUMNS, batch_rows=4096):
         for row in t.to_pylist():
             if row["case_id"] in first:
                 out.rejects.append(records.reject("views", row["source"], row["case_id"], "load", "duplicate_case_id"))
@@ -80,7 +80,7 @@ def stage_cases(cases_uri: str, staged_uri: str, done: set[str], case_key, batch
             fh = stack.enter_context(storage.open_write(staged_uri))
             writer = stack.enter_context(pq.ParquetWriter(fh, records.schema("cases"), **records.parquet_options(records.schema("cases"))))
         rg = 0
-        for t in records.iter_batches("cases", cases_uri, batch_rows=batch_rows):
+        for t in tablescan.iter_tables("cases", cases_uri, batch_rows=batch_rows):
             ids = t.column("case_id").to_pylist()
             keep = [i for i, c in enumerate(ids) if c not in seen]
             seen.update(ids)
