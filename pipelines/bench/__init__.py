@@ -19,6 +19,7 @@ BENCHES: dict[str, str] = {
     "erasure": "pipelines.bench.erasure:bench_erasure",
     "compact": "pipelines.bench.compact:bench_compact",
     "faults": "pipelines.bench.faults:bench_faults",
+    "scale": "pipelines.bench.scale:bench_scale",
 }
 
 
@@ -29,6 +30,9 @@ def register(sub) -> None:
     p.add_argument("--sizes", default=None,
                    help="comma-separated cohort sizes, for benches that take them (views: driver memory only, "
                         "e.g. 100,400,1600)")
+    p.add_argument("--cases", type=int, default=None, help="scale: cohort size (default 60; --quick 12)")
+    p.add_argument("--usd-per-vcpu-hour", type=float, default=None,
+                   help="scale: price for the cost column (default 0.048: AWS m6i.large on-demand, us-east-1)")
     p.set_defaults(func=run)
 
 
@@ -40,30 +44,32 @@ def run(args) -> None:
 
 
 _SPIN = """
-import time, zlib
+import sys, time, zlib
+work = float(sys.argv[1])
 data = bytes(range(256)) * 40000
 t = time.perf_counter(); x = 0
-for i in range(4_000_000):
+for i in range(int(4_000_000 * work)):
     x += i
-for _ in range(20):
+for _ in range(max(1, int(20 * work))):
     zlib.decompress(zlib.compress(data, 1))
 print(time.perf_counter() - t)
 """
 
 
-def parallel_ceiling() -> tuple[float, float]:
+def parallel_ceiling(work: float = 1.0) -> tuple[float, float]:
     """(one process alone in s, speed-up of two identical processes run at once) on this machine now.
 
     The same CPU-bound loop in plain processes, no Ray: on a machine whose cores are truly
     free the speed-up is ~2; on a shared or oversubscribed VM it is lower, and it bounds what
-    any 2-worker figure measured at the same time can reach.
+    any 2-worker figure measured at the same time can reach. ``work`` scales the loop (1.0:
+    about 3 s alone on this machine).
     """
     import subprocess
     import sys
     import time
 
     def spawn():
-        return subprocess.Popen([sys.executable, "-c", _SPIN], stdout=subprocess.PIPE, text=True)
+        return subprocess.Popen([sys.executable, "-c", _SPIN, str(work)], stdout=subprocess.PIPE, text=True)
 
     t = time.perf_counter()
     spawn().communicate()
