@@ -152,7 +152,9 @@ def step_probe_evaluate(ctx: DemoContext) -> None:
 
 def step_evaluate(ctx: DemoContext) -> None:
     """Evaluate configs/models/demo.yaml (trivial policies + classical reader) on the views
-    with the counterfactual agent protocol, agent and blind conditions; writes episodes."""
+    with the counterfactual agent protocol, agent and blind conditions; writes episodes, then
+    compacts the run's write-once parts (``medscope compact``) before anything reads them."""
+    from medscope import parts
     from pipelines.eval import EvalConfig, run_sweep, show
 
     models = ctx.paths["models_config"]  # demo.yaml with the fitted reader's weights
@@ -161,8 +163,11 @@ def step_evaluate(ctx: DemoContext) -> None:
                                    conditions=["agent", "blind"], workers=1, concurrency=4))
     ctx.paths["episodes"] = summary["episodes"]
     ctx.paths["eval"] = out
+    compacted = parts.compact(out)
     ctx.summary["evaluate"] = {"episodes": summary["done"] + summary["skipped_finished"],
-                               "by_model_condition": show(out)}
+                               "by_model_condition": show(out),
+                               "compacted": {c["folder"].rstrip("/").rsplit("/", 1)[-1]:
+                                             {k: c[k] for k in ("parts_compacted", "files_written", "rows")} for c in compacted}}
 
 
 def step_train_smoke(ctx: DemoContext) -> None:

@@ -51,7 +51,7 @@ def bench_scale(args) -> list[dict]:
     with tempfile.TemporaryDirectory(prefix="medscope-bench-scale-") as tmp:
         cases = phantom.generate(storage.join(tmp, "cohort"), n_cases=n_cases, seed=0)["cases"]
         measured = []
-        for nodes, cpus in LAYOUTS:
+        for nodes, cpus in getattr(args, "layouts", None) or LAYOUTS:
             spec = {"nodes": nodes, "cpus_per_node": cpus, "cases": cases, "out": os.path.join(tmp, f"{nodes}x{cpus}")}
             measured.append(_run_layout(spec))
             print(f"  measured {nodes} node(s) x {cpus} CPU(s)", file=sys.stderr, flush=True)
