@@ -50,11 +50,23 @@ class ArmsFile(StrictModel):
     seeds: list[int] = [0, 1, 2]
     arms: list[Arm]
     eval_split: str = "validation"
+    # test set -> views table (seed 000 Tables 3-4): every trial is also scored on these, so the
+    # plan's C1-C4, worded on held-out tools / fresh external / the main test, apply in checks.txt
+    eval_test_sets: dict[str, str] = {}
     eval_cases: int | None = None  # evaluate on the views of the first n evaluation cases (by case id)
     eval_max_turns: int = 4
     n_boot: int = 2000  # case-bootstrap resamples for each seed pair's paired difference (§3.9)
     eval_max_new_tokens: int = 128
     plan: str | None = None  # pre-registered rules applied to the sweep's comparisons (configs/plans/*.yaml)
+
+    def model_post_init(self, _ctx) -> None:
+        from medscope.views.testsets import splits_of
+
+        for name in self.eval_test_sets:
+            try:
+                splits_of(name)  # a named test set reads its own splits; training pools are refused
+            except MedScopeError as err:
+                raise ValueError(f"eval_test_sets: {err}") from None
 
 
 class SweepJob(StrictModel):
@@ -125,7 +137,8 @@ def _trial(config: dict) -> None:
     # each seed run is its own model in the scores (<arm>@seed<k>): seeds are never merged by name
     recipe = TrainRecipe.model_validate({**json.loads(config["recipe"]), **over, "seed": seed, "name": seed_model_id(arm, seed)})
     ev = EvalSettings(views=config["eval_uri"], split=config["eval_split"], cases=config["eval_cases"],
-                      max_new_tokens=config["eval_max_new_tokens"], max_turns=config["eval_max_turns"])
+                      max_new_tokens=config["eval_max_new_tokens"], max_turns=config["eval_max_turns"],
+                      test_sets=json.loads(config.get("eval_test_sets") or "{}"))
     # the Train worker evaluates its own adapter: no second model load in the trial process
     job = TrainJob(recipe=config["recipe_uri"], views=config["views"], out=out, name=recipe.name, evaluation=ev)
     result = build_trainer(job, recipe).fit()
@@ -178,6 +191,7 @@ def run(job: SweepJob) -> dict:
         # JSON strings: Tune prints every config leaf of every trial otherwise
         "recipe": recipe.model_dump_json(), "recipe_uri": storage.absolute(cfgmod.resolve(arms.recipe)), "overrides": json.dumps(overrides),
         "views": job.views, "eval_uri": job.eval_views or job.views, "eval_split": arms.eval_split,
+        "eval_test_sets": json.dumps({k: storage.absolute(v) for k, v in arms.eval_test_sets.items()}),
         "eval_cases": arms.eval_cases, "eval_max_new_tokens": arms.eval_max_new_tokens,
         "eval_max_turns": arms.eval_max_turns, "out": job.out,
         "s3_endpoint": os.environ.get("AWS_ENDPOINT_URL") or os.environ.get("AWS_ENDPOINT_URL_S3"),

@@ -118,13 +118,15 @@ def train_loop_per_worker(cfg: dict) -> None:
         save_adapter(trainer.peft, layout.TrainRun(cfg["out"]).adapter)
         summary = run_summary(recipe, trainer, info, resumed_from, world)
         if cfg.get("evaluation"):
-            from medscope.training.evaluation import evaluate_model, select_eval_views
+            from medscope.training.evaluation import evaluate_all
 
             ev = EvalSettings.model_validate(cfg["evaluation"])
-            eval_views = select_eval_views(records.read_table("views", ev.views).to_pylist(), ev.split, ev.cases)
-            metrics, rows = evaluate_model(trainer.vlm, trainer.peft, recipe.trajectory.prompt, eval_views, ev, recipe.name)
+            metrics, per_set, rows = evaluate_all(trainer.vlm, trainer.peft, recipe.trajectory.prompt, ev, recipe.name,
+                                                  lambda uri: records.read_table("views", uri).to_pylist())
             records.write_table("scores", rows, layout.TrainRun(cfg["out"]).scores)
             summary["eval"] = metrics
+            if per_set:
+                summary["eval_test_sets"] = per_set
         write_run_records(cfg["out"], summary, trainer.history)
 
 

@@ -757,3 +757,38 @@ def test_agent_loop_sampler_runs_the_evaluation_loop_on_the_model_in_training(ti
     assert encode(tiny, ep.messages)["labels"].ne(-100).any()  # the transcript is trainable as is
     # the same seed samples the same episode
     assert sampler(views[0], temperature=1.2, seed=7).texts == ep.texts
+
+
+def test_training_evaluation_scores_validation_and_every_named_test_set(tiny, views):
+    """A sweep trial scores its adapter on the validation split and on each named test set (seed
+    000 Tables 3-4) read on that set's own splits, rows labelled by test set, so C1-C4 (§3.7),
+    worded on the test sets, find their rows in the sweep's own scores."""
+    import copy
+
+    from medscope.training.evaluation import EvalSettings, evaluate_all, evaluate_model, select_eval_views
+    from pipelines.sweep import ArmsFile
+
+    def relabel(rows, split):
+        return [{**v, "split": split, "view_id": f"{split}-{v['view_id']}"} for v in rows]
+
+    tables = {"val": relabel(views[:14], "validation"), "main": relabel(views[14:28], "test") + relabel(views[:7], "validation"),
+              "tools": relabel(views[28:], "test")}
+    model = apply_lora(copy.deepcopy(tiny.model), LoraSettings(r=4, alpha=8), seed=0)
+    ev = EvalSettings(views="val", test_sets={"main": "main", "heldout_tools": "tools"}, max_new_tokens=4, max_turns=1)
+    metrics, per_set, rows = evaluate_all(tiny, model, "short", ev, "arm@seed0", lambda uri: tables[uri])
+
+    def expected(table, split):  # by hand: passed views of the evaluation kinds in that split
+        return sorted(v["view_id"] for v in table if v["split"] == split and v["passed"]
+                      and v["kind"] in ("original", "target_removal", "random_removal", "natural_negative", "degraded"))
+
+    by_set = {}
+    for r in rows:
+        by_set.setdefault(r["test_set"], []).append(r["view_id"])
+    assert by_set == {"validation": expected(tables["val"], "validation"), "main": expected(tables["main"], "test"),
+                      "heldout_tools": expected(tables["tools"], "test")}
+    assert all(r["arm"] == "arm" and r["seed"] == 0 for r in rows)
+    # the validation metrics are those of the validation split alone, as before test sets existed
+    alone, _ = evaluate_model(tiny, model, "short", select_eval_views(tables["val"], "validation", None), ev, "arm@seed0")
+    assert metrics == alone and set(per_set) == {"main", "heldout_tools"}
+    with pytest.raises(ValueError, match="training pool"):
+        ArmsFile(recipe="r.yaml", arms=[], eval_test_sets={"c1_unmatched_pool": "x"})

@@ -3,6 +3,7 @@ checkpoint on S3 after the run's worker is lost is tested on three nodes in test
 
 from __future__ import annotations
 
+import json
 import os
 
 import pyarrow.parquet as pq
@@ -34,6 +35,10 @@ def test_tune_sweep_of_two_seeds_by_two_arms_trains_evaluates_and_tabulates(ray_
 
     arms = yaml.safe_load(open("configs/arms/smoke.yaml"))
     arms["recipe"] = _recipe(tmp_path, max_steps=2, checkpoint_every=2, n_views=8)
+    # a named test set scored beside validation (the C1-C4 rules are worded on test sets)
+    main_uri = str(tmp_path / "main-views.parquet")
+    records.write_table("views", synthetic.synthetic_views(1, seed=2, split="test"), main_uri)
+    arms["eval_test_sets"] = {"main": main_uri}
     arms_path = tmp_path / "arms.yaml"
     arms_path.write_text(yaml.safe_dump(arms))
     out = str(tmp_path / "sweep")
@@ -50,12 +55,16 @@ def test_tune_sweep_of_two_seeds_by_two_arms_trains_evaluates_and_tabulates(ray_
                   if v["split"] == "validation" and v["kind"] in EVAL_KINDS]
     first_case = sorted({v["case_id"] for v in eval_views})[0]
     n_eval = sum(v["case_id"] == first_case for v in eval_views)
-    assert records.read_table("scores", os.path.join(out, "scores.parquet")).num_rows == 4 * n_eval
+    main_views = [v for v in records.read_table("views", main_uri).to_pylist() if v["kind"] in EVAL_KINDS and v["passed"]]
+    all_scores = records.read_table("scores", os.path.join(out, "scores.parquet")).to_pylist()
+    assert sorted(r["test_set"] for r in all_scores) == sorted(["validation"] * (4 * n_eval) + ["main"] * (4 * len(main_views)))
+    # each seed pair is compared on the validation split and on the main test set
+    assert {(r["model"], r["test_set"]) for r in pairs} == {(f"without_cf@seed{k}", t) for k in (0, 1) for t in ("validation", "main")}
     for arm in ("with_cf", "without_cf"):
         for seed in (0, 1):
             run_dir = os.path.join(out, arm, f"seed{seed}")
             scores = records.read_table("scores", os.path.join(run_dir, "scores.parquet"))
-            assert scores.num_rows == n_eval
+            assert scores.num_rows == n_eval + len(main_views)
             s = json.load(open(os.path.join(run_dir, "train_summary.json")))
             assert (s["seed"], s["steps"]) == (seed, 2)
             assert os.path.exists(os.path.join(run_dir, "adapter", "adapter_model.safetensors"))

@@ -18,14 +18,19 @@ class EvalSettings(StrictModel):
     cases: int | None = None  # only the views of the first n cases (by case id)
     max_new_tokens: int = 128
     max_turns: int = 5  # model replies: 3 tools + final + 1 spare, as the agent loop
+    # named test sets (seed 000 Tables 3-4: main, heldout_tools, fresh_external, ...) -> the views
+    # table each is read from, on its own splits (views.testsets.TEST_SETS); scored beside the
+    # validation split, so C1-C4 (§3.7), worded on the test sets, apply to a sweep's own scores
+    test_sets: dict[str, str] = {}
 
 
-def select_eval_views(rows: list[dict], split: str, cases: int | None) -> list[dict]:
-    """QC-passed evaluation views (O, T, R, N, D: never the training-only kinds) of ``split``
-    (sorted by view id), optionally of the first ``cases`` cases."""
-    from medscope.views.testsets import EVAL_KINDS
+def select_eval_views(rows: list[dict], split: str | tuple[str, ...], cases: int | None) -> list[dict]:
+    """QC-passed evaluation views (O, T, R, N, D: never the training-only kinds) of ``split`` (one
+    split or several), sorted by view id, optionally of the first ``cases`` cases."""
+    from medscope.views.testsets import is_evaluation_view
 
-    views = sorted((v for v in rows if v["passed"] and v["split"] in (None, split) and v["kind"] in EVAL_KINDS),
+    splits = (split,) if isinstance(split, str) else tuple(split)
+    views = sorted((v for v in rows if v["passed"] and is_evaluation_view(v["kind"], v["split"], splits)),
                    key=lambda v: v["view_id"])
     if cases:
         keep = set(sorted({v["case_id"] for v in views})[:cases])
@@ -33,8 +38,10 @@ def select_eval_views(rows: list[dict], split: str, cases: int | None) -> list[d
     return views
 
 
-def evaluate_model(vlm, model, prompt: str, views: list[dict], settings: EvalSettings, run_id: str) -> tuple[dict, list[dict]]:
-    """(metrics, scores rows) of greedy episodes of ``model`` on ``views``."""
+def evaluate_model(vlm, model, prompt: str, views: list[dict], settings: EvalSettings, run_id: str,
+                   test_set: str | None = None) -> tuple[dict, list[dict]]:
+    """(metrics, scores rows) of greedy episodes of ``model`` on ``views``; the rows name
+    ``test_set`` (default: the settings' split)."""
     was_training = model.training
     model.eval()
     sampler = sampler_for(vlm, model, prompt, settings.max_turns, settings.max_new_tokens)
@@ -42,9 +49,24 @@ def evaluate_model(vlm, model, prompt: str, views: list[dict], settings: EvalSet
     for v in views:
         o = sampler(v, 0.0, 0).outcome
         outcomes.append((v, o))
-        rows.append(score_row(v, o, run_id, settings.split))
+        rows.append(score_row(v, o, run_id, test_set or settings.split))
     model.train(was_training)
     return summarize(outcomes), rows
+
+
+def evaluate_all(vlm, model, prompt: str, settings: EvalSettings, run_id: str, read_views) -> tuple[dict, dict, list[dict]]:
+    """The validation split and every named test set of ``settings``: (validation metrics,
+    {test set: metrics}, every scores row). ``read_views(uri)`` gives a views table's rows."""
+    from medscope.views.testsets import splits_of
+
+    val = select_eval_views(read_views(settings.views), settings.split, settings.cases)
+    metrics, rows = evaluate_model(vlm, model, prompt, val, settings, run_id)
+    per_set = {}
+    for name, uri in settings.test_sets.items():
+        views = select_eval_views(read_views(uri), splits_of(name), settings.cases)
+        per_set[name], more = evaluate_model(vlm, model, prompt, views, settings, run_id, test_set=name)
+        rows += more
+    return metrics, per_set, rows
 
 
 def score_row(v: dict, o, run_id: str, test_set: str) -> dict:
