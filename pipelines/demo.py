@@ -164,6 +164,8 @@ def step_evaluate(ctx: DemoContext) -> None:
     ctx.paths["episodes"] = summary["episodes"]
     ctx.paths["eval"] = out
     compacted = parts.compact(out)
+    print("  compacted: " + ", ".join(f"{c['folder'].rstrip('/').rsplit('/', 1)[-1]} {c['parts_compacted']} parts -> "
+                                      f"{c['compacted_files']} file(s), {c['rows']} rows" for c in compacted), file=sys.stderr)
     ctx.summary["evaluate"] = {"episodes": summary["done"] + summary["skipped_finished"],
                                "by_model_condition": show(out),
                                "compacted": {c["folder"].rstrip("/").rsplit("/", 1)[-1]:
