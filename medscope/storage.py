@@ -115,24 +115,38 @@ def read_text(uri: str) -> str:
 
 def write_bytes(uri: str, data: bytes) -> None:
     """Write ``data`` to ``uri`` atomically, replacing what was there."""
-    fs, path = filesystem(uri)
     if protocol(uri) == "file":
-        directory = os.path.dirname(path)
-        os.makedirs(directory, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=".part")
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-            os.replace(tmp, path)
-        except BaseException:
-            _unlink_quietly(tmp)
-            raise
+        with _local_atomic(filesystem(uri)[1]) as fh:
+            fh.write(data)
         return
+    fs, path = _remote_target(uri)
+    fs.pipe_file(path, data)  # one PUT, atomic on S3
+    _invalidate(fs, path)
+
+
+@contextlib.contextmanager
+def _local_atomic(path: str):
+    """A file object on a temporary file beside ``path``, renamed onto it when the block exits
+    without error (readers never see half a file) and removed otherwise."""
+    directory = os.path.dirname(path)
+    os.makedirs(directory, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=".part")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            yield fh
+        os.replace(tmp, path)
+    except BaseException:
+        _unlink_quietly(tmp)
+        raise
+
+
+def _remote_target(uri: str):
+    """(fs, path) of a non-local ``uri``, its parent made where the store needs one (memory)."""
+    fs, path = filesystem(uri)
     parent = posixpath.dirname(path)
     if parent and protocol(uri) == "memory":
         fs.makedirs(parent, exist_ok=True)
-    fs.pipe_file(path, data)
-    _invalidate(fs, path)
+    return fs, path
 
 
 @contextlib.contextmanager
@@ -140,22 +154,11 @@ def open_write(uri: str):
     """A binary file object to stream a large file to ``uri`` (one piece at a time, e.g. a
     Parquet writer's row groups), which appears only when the block exits without error: a
     temporary file renamed into place locally; on S3 the multipart upload completes on close."""
-    fs, path = filesystem(uri)
     if protocol(uri) == "file":
-        directory = os.path.dirname(path)
-        os.makedirs(directory, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=".part")
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                yield fh
-            os.replace(tmp, path)
-        except BaseException:
-            _unlink_quietly(tmp)
-            raise
+        with _local_atomic(filesystem(uri)[1]) as fh:
+            yield fh
         return
-    parent = posixpath.dirname(path)
-    if parent and protocol(uri) == "memory":
-        fs.makedirs(parent, exist_ok=True)
+    fs, path = _remote_target(uri)
     with fs.open(path, "wb") as fh:
         yield fh
     _invalidate(fs, path)

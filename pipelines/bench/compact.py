@@ -9,18 +9,8 @@ finished keys are listed (what a resumed sweep does), and the whole table is rea
 
 from __future__ import annotations
 
-import logging
 import os
 import time
-import urllib.request
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class _Counter:
@@ -58,24 +48,13 @@ def _rows(n: int) -> list[bytes]:
 
 
 def bench_compact(args) -> dict:
-    import boto3
-    from moto.server import ThreadedMotoServer
-
     from medscope import parts, records, storage
     from medscope.seeding import stable_hash
 
     n = getattr(args, "parts", None) or (1_000 if getattr(args, "quick", False) else 10_000)
-    for k, v in (("AWS_ACCESS_KEY_ID", "testing"), ("AWS_SECRET_ACCESS_KEY", "testing"), ("AWS_DEFAULT_REGION", "us-east-1")):
-        os.environ.setdefault(k, v)  # the loopback server's; never real credentials
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)
-    port = _free_port()
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
-    endpoint = f"http://127.0.0.1:{port}"
-    try:
-        urllib.request.urlopen(urllib.request.Request(f"{endpoint}/moto-api/reset", method="POST"))
-        storage.configure(s3_endpoint=endpoint)
-        boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1").create_bucket(Bucket="medscope-bench")
+    from pipelines.bench.loopback_s3 import loopback_s3
+
+    with loopback_s3("medscope-bench"):
         folder = "s3://medscope-bench/eval/episodes"
         fs, path = storage.filesystem(folder)
         blobs = _rows(n)
@@ -109,9 +88,6 @@ def bench_compact(args) -> dict:
         after, keys_after, table_after = measure()
         same = keys_before == keys_after and table_before.sort_by("request_key").equals(table_after.sort_by("request_key"))
         compacted_bytes = sum(e["bytes"] for e in parts.manifest(folder)["files"])
-    finally:
-        storage.configure(s3_endpoint=None)
-        server.stop()
     result = {
         "parts": n, "part_bytes": part_bytes, "write_parts_s": round(t_write, 1),
         "compact_s": round(t_compact, 1), "compact_requests": compact_requests,

@@ -17,12 +17,10 @@ actor killed mid-sweep. After the sweep the same sweep is run again (a resume). 
 
 from __future__ import annotations
 
-import logging
 import os
 import tempfile
 import threading
 import time
-import urllib.request
 
 KEY_ENV = "MEDSCOPE_BENCH_FAULT_KEY"
 BILLED = {"answer", "slow", "truncated", "empty", "refusal"}
@@ -125,28 +123,14 @@ def _one(label, fault, concurrency: int, n: int, tmp: str, s3_endpoint: str | No
 
 
 def bench_faults(args) -> list[dict]:
-    import boto3
-    from moto.server import ThreadedMotoServer
-
-    from medscope import storage
-    from pipelines.bench.compact import _free_port
+    from pipelines.bench.loopback_s3 import loopback_s3
     from pipelines.support.raycluster import ensure_ray
 
     quick = getattr(args, "quick", False)
     n, concurrencies = (8, (2,)) if quick else (12, (2, 8))
     os.environ[KEY_ENV] = "fault-bench-loopback"
-    for k, v in (("AWS_ACCESS_KEY_ID", "testing"), ("AWS_SECRET_ACCESS_KEY", "testing"), ("AWS_DEFAULT_REGION", "us-east-1")):
-        os.environ.setdefault(k, v)  # the loopback server's; never real credentials
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)
-    port = _free_port()
-    moto = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    moto.start()
-    endpoint = f"http://127.0.0.1:{port}"
     rows = []
-    try:
-        urllib.request.urlopen(urllib.request.Request(f"{endpoint}/moto-api/reset", method="POST"))
-        boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1").create_bucket(Bucket="medscope-faults")
-        storage.configure(s3_endpoint=endpoint)
+    with loopback_s3("medscope-faults") as endpoint:
         for attempt in range(3):  # Ray's 30 s start-up wait can pass on a crowded machine
             try:
                 ensure_ray(num_cpus=2)
@@ -165,9 +149,6 @@ def bench_faults(args) -> list[dict]:
                     print(f"  {label} @ {c}: lost {row['lost']}, duplicated {row['duplicated']}, "
                           f"re-billed {row['rebilled']}, resume requests {row['resume_requests']} ({row['wall_s']} s)",
                           flush=True)
-    finally:
-        storage.configure(s3_endpoint=None)
-        moto.stop()
     cols = ["fault", "concurrency", "units", "lost", "duplicated", "extra_requests", "rebilled",
             "resume_requests", "injected", "first_run"]
     print(f"\nfault campaign ({time.strftime('%Y-%m-%d', time.gmtime())}): {n} units per sweep, 2 workers, "
