@@ -75,6 +75,21 @@ def reproduce(cfg: ReproduceConfig, stream=None) -> dict:
     return summary
 
 
+def report_section(summary: dict, page_dir: str) -> tuple[str, dict]:
+    """A report section that says how many derivable cells matched and links the page
+    (``page_dir``: where the page lies relative to the report, e.g. ``../reproduce/``)."""
+    import html
+
+    text = (f"{summary['matched']} of {summary['cells']} derivable cells of the four papers' tables match the printed "
+            f"values within their rounding; all {summary['entries']} tables and figures are listed, with the commands "
+            "that regenerate the rest on real data (`medscope reproduce`).")
+    href = page_dir + PAGE_HTML
+    return "Paper reproduction", {
+        "markdown": f"{text} Page: [{PAGE_HTML}]({href}).",
+        "html": f"<p>{html.escape(text).replace('`medscope reproduce`', '<code>medscope reproduce</code>')} "
+                f"Page: <a href=\"{html.escape(href)}\">{PAGE_HTML}</a>.</p>"}
+
+
 def register(sub) -> None:
     p = sub.add_parser("reproduce", help="every table of the four papers: the paper's numbers beside MedScope's, "
                                          "or the commands that regenerate them")

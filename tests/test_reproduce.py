@@ -249,3 +249,17 @@ def test_bad_requests_are_one_clear_line(capsys, tmp_path):
     paper = registry.Paper(paper="001", title="t", source="s", entries=[entry])
     rows = check.check_entry(paper, entry, derive.Context())
     assert rows[0].status == "error" and "no derivation 'no_such_thing'" in rows[0].detail
+
+
+def test_the_demo_step_checks_and_links_the_page(tmp_path):
+    from pipelines.demo import DemoContext, step_reproduce
+
+    ctx = DemoContext(out=str(tmp_path / "demo"))
+    step_reproduce(ctx)
+    assert ctx.summary["reproduce"]["mismatched"] == 0 and ctx.summary["reproduce"]["cells"] > 300
+    assert os.path.exists(ctx.paths["reproduce"]) and ctx.paths["reproduce"].endswith("reproduce/reproduce.html")
+    title, body = ctx.report_sections[-1]
+    assert title == "Paper reproduction"
+    assert "(../reproduce/reproduce.html)" in body["markdown"] and 'href="../reproduce/reproduce.html"' in body["html"]
+    # the link, followed from the report folder, reaches the page
+    assert os.path.exists(os.path.normpath(os.path.join(str(tmp_path / "demo" / "report"), "../reproduce/reproduce.html")))
