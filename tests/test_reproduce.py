@@ -263,3 +263,15 @@ def test_the_demo_step_checks_and_links_the_page(tmp_path):
     assert "(../reproduce/reproduce.html)" in body["markdown"] and 'href="../reproduce/reproduce.html"' in body["html"]
     # the link, followed from the report folder, reaches the page
     assert os.path.exists(os.path.normpath(os.path.join(str(tmp_path / "demo" / "report"), "../reproduce/reproduce.html")))
+
+
+def test_the_docs_list_every_entry(papers):
+    from tests.conftest import REPO_ROOT
+
+    doc = Path(REPO_ROOT, "docs", "reproduce.md").read_text(encoding="utf-8")
+    for p in papers.values():
+        section = doc.split(f"### Seed {p.paper}:", 1)[1].split("### Seed", 1)[0]
+        for e in p.entries:
+            assert f"| {e.id}: {e.title} | {e.status} |" in section, (p.paper, e.id)
+            if e.needs_data:
+                assert e.needs_data.reason in section
