@@ -31,6 +31,8 @@ class CellResult:
 
 def _fmt(x: float, like: str) -> str:
     decimals = len(like.split(".", 1)[1]) if "." in like else 0
+    if decimals == 0 and float(x).is_integer():
+        return str(int(x))  # a count
     return f"{x:.{decimals + 2}f}" if abs(x) < 1e6 else f"{x:.6g}"
 
 

@@ -4,6 +4,8 @@ plain-text lines the command prints."""
 
 from __future__ import annotations
 
+import html
+
 from medscope.reproduce.check import CellResult
 from medscope.reproduce.registry import Entry, Paper
 from medscope.report.render import Para, Raw, Section, Table, to_html, to_markdown
@@ -14,9 +16,10 @@ TITLE = "MedScope reproduce: the four papers' tables beside MedScope's numbers"
 def _summary(papers: list[Paper], results: dict) -> Section:
     rows = []
     for p in papers:
-        cells = [r for e in p.entries for r in results.get((p.paper, e.id), [])]
-        by = {s: sum(e.status == s for e in p.entries) for s in ("derivable", "partly derivable", "needs data", "qualitative")}
-        rows.append([f"seed {p.paper}", p.title, str(len(p.entries)), str(by["derivable"]), str(by["partly derivable"]),
+        entries = [e for e in p.entries if (p.paper, e.id) in results]
+        cells = [r for e in entries for r in results[(p.paper, e.id)]]
+        by = {s: sum(e.status == s for e in entries) for s in ("derivable", "partly derivable", "needs data", "qualitative")}
+        rows.append([f"seed {p.paper}", p.title, str(len(entries)), str(by["derivable"]), str(by["partly derivable"]),
                      str(by["needs data"]), str(by["qualitative"]), str(len(cells)),
                      str(sum(r.status == "match" for r in cells)), str(sum(r.status != "match" for r in cells))])
     return Section("Summary", [Table(
@@ -37,7 +40,9 @@ def entry_blocks(entry: Entry, rows: list[CellResult]) -> list:
     nd = entry.needs_data
     if nd:
         cmds = "\n".join(nd.commands)
-        blocks.append(Raw(f"Needs data: {nd.reason}\n\nCohort: {nd.cohort}. Models: {nd.models}.\n\n```bash\n{cmds}\n```"))
+        text = f"Needs data: {nd.reason}. Cohort: {nd.cohort}. Models: {nd.models}."
+        blocks.append(Raw(f"{text}\n\n```bash\n{cmds}\n```",
+                          f"<p>{html.escape(text)}</p><pre><code>{html.escape(cmds)}</code></pre>"))
     return blocks
 
 
@@ -45,6 +50,8 @@ def sections(papers: list[Paper], results: dict) -> list[Section]:
     out = [_summary(papers, results)]
     for p in papers:
         for e in p.entries:
+            if (p.paper, e.id) not in results:
+                continue  # --table: only the entry asked for
             out.append(Section(f"Seed {p.paper} {e.id}: {e.title}", entry_blocks(e, results.get((p.paper, e.id), [])),
                                anchor=f"seed{p.paper}-{e.id}".lower().replace(" ", "-").replace("§", "s").replace(".", "-")))
     return out
