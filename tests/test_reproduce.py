@@ -275,3 +275,15 @@ def test_the_docs_list_every_entry(papers):
             assert f"| {e.id}: {e.title} | {e.status} |" in section, (p.paper, e.id)
             if e.needs_data:
                 assert e.needs_data.reason in section
+
+
+def test_the_selection_cell_follows_the_rule_not_a_constant(results):
+    _, ctx = results
+    stages = {"stage1": {"U": "0.585", "H": "13.6"}, "stage2": {"U": "0.610", "H": "12.7"},
+              "stage3": {"U": "0.613", "H": "7.7"}}
+    assert derive.stage_selection(ctx, stages, {"U": "0.593", "H": "8.2"}) == "stage3"
+    # by hand: H3 15.0% > H2 + 2 points (14.7%) fails stage 3; stage 2 passes against stage 1
+    worse = dict(stages, stage3={"U": "0.613", "H": "15.0"})
+    assert derive.stage_selection(ctx, worse, {"U": "0.593", "H": "8.2"}) == "stage2"
+    # amendment 1: a previous release 0.02 above the chosen stage's U is kept instead
+    assert derive.stage_selection(ctx, stages, {"U": "0.640", "H": "8.2"}) == "previous"

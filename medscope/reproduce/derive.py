@@ -347,3 +347,14 @@ def constant_probe_metric(ctx: Context, reply: str, strategy: str, metric: str =
         if r["metric"] == metric and r["breakdown"] == want:
             return float(r["value"])
     raise MedScopeError(f"the probe metrics have no {metric} for {want}")
+
+
+@derivation
+def stage_selection(ctx: Context, stages: dict, previous: dict | None = None, margin: float = 0.02) -> str:
+    """The stage the pre-registered rule picks from printed validation U and H (seed 000 §3.6),
+    through ``medscope.training.selection.select_stage`` (what ``medscope train-select`` runs)."""
+    from medscope.training.selection import select_stage
+
+    metrics = {name: {"U": printed(str(v["U"]))[0], "H": printed(str(v["H"]))[0] / 100} for name, v in stages.items()}
+    prev = {"U": printed(str(previous["U"]))[0], "H": printed(str(previous["H"]))[0] / 100} if previous else None
+    return select_stage(metrics, margin=margin, previous=prev).chosen
