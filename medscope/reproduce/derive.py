@@ -35,11 +35,10 @@ MAIN_TEST = {"lesion": 219, "negative": 288, "degraded": 170}
 # only integer for which always-absent's net utility rounds to Table 5's -0.848
 # (tests/test_seed000_table5.py works it out), so that one cell checks consistency, not a prediction
 N_CRITICAL = 59
-CONSTANT_POLICIES = {  # Table 5's image-blind rows (and §4.2's fourth): (action, claims the finding)
+CONSTANT_POLICIES = {  # Table 5's image-blind rows: (action, claims the finding)
     "always_claims": ("answer", True),
     "always_absent": ("answer", False),
     "always_refers": ("refer", None),
-    "always_clarifies": ("clarify", None),
 }
 
 
