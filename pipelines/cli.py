@@ -34,6 +34,7 @@ VERB_MODULES = [
     "pipelines.pairs",
     "pipelines.judge",
     "pipelines.compact",
+    "pipelines.reproduce",
 ]
 
 
@@ -47,6 +48,7 @@ VERBS = {
     "train-select": "pipelines.train", "sweep": "pipelines.sweep", "reader": "pipelines.reader",
     "benchgen": "pipelines.benchgen", "pairs": "pipelines.pairs", "judge-replies": "pipelines.judge",
     "compact": "pipelines.compact",
+    "reproduce": "pipelines.reproduce",
 }
 
 

@@ -249,6 +249,21 @@ def step_pairs(ctx: DemoContext) -> None:
     ctx.summary["pairs"] = {"labelled": summary["labelled"], "kappa_fp": summary["kappa_fp"]}
 
 
+def step_reproduce(ctx: DemoContext) -> None:
+    """``medscope reproduce --check``: the four papers' derivable table cells beside the printed
+    values (docs/reproduce.md); the page is written beside the report, which links it."""
+    import io
+
+    from pipelines.reproduce import ReproduceConfig, report_section, reproduce
+
+    printed = io.StringIO()
+    summary = reproduce(ReproduceConfig(check=True, quiet=True, out=ctx.uri("reproduce")), stream=printed)
+    print("  " + printed.getvalue().strip().splitlines()[-1], file=sys.stderr)
+    ctx.paths["reproduce"] = summary["html"]
+    ctx.summary["reproduce"] = {k: summary[k] for k in ("entries", "cells", "matched", "mismatched")}
+    ctx.report_sections.append(report_section(summary, "../reproduce/"))
+
+
 def step_score(ctx: DemoContext) -> None:
     """Score the evaluate step's episodes: rewards, metrics with case-bootstrap intervals."""
     from pipelines.score import score
@@ -319,6 +334,7 @@ STEPS: list[tuple[str, Step]] = [
     ("training smoke run", step_train_smoke),
     ("report-derived multiple-choice benchmark (seed 001)", step_benchgen),
     ("paired-modality evaluation (seed 002)", step_pairs),
+    ("paper tables beside ours (reproduce --check)", step_reproduce),
     ("score", step_score),
     ("report", step_report),
 ]
@@ -356,7 +372,7 @@ class DemoConfig(StrictModel):
     steps: list[str] | None = pydantic.Field(
         None, description="only these steps and what they need, e.g. evaluate,report (default: all; "
                           "names: cohort, views, reader_pack, probe_build, probe_evaluate, fit_reader, evaluate, "
-                          "train_smoke, benchgen, pairs, score, report)")
+                          "train_smoke, benchgen, pairs, reproduce, score, report)")
 
 
 def register(sub) -> None:

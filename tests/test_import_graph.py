@@ -27,7 +27,7 @@ LAYERS: list[set[str]] = [
     {"agent"},
     {"protocols"},
     {"testing", "training", "benchgen", "reader", "pairs"},
-    {"report.build"},
+    {"report.build", "reproduce"},
 ]
 
 

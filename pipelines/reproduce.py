@@ -1,0 +1,97 @@
+"""``medscope reproduce``: every table and figure of the four source papers, the paper's printed
+values beside what MedScope computes (``medscope/reproduce``; docs/reproduce.md).
+
+Derivable cells are computed by the scoring and statistics code a user's run goes through; a
+needs-data entry prints the commands that regenerate it on the user's own cohort. ``--check``
+fails (exit 2) when any derivable cell differs from the paper beyond its printed rounding;
+``--out DIR`` writes ``reproduce.md`` and a self-contained ``reproduce.html``.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Literal
+
+import pydantic
+
+from medscope import storage
+from medscope.config import StrictModel
+from medscope.errors import MedScopeError
+from pipelines.support.flags import add_config_flags, config_from_args
+
+PAGE_MD, PAGE_HTML = "reproduce.md", "reproduce.html"
+
+
+class ReproduceConfig(StrictModel):
+    """``medscope reproduce`` flags (or ``--config FILE`` of the same keys)."""
+
+    paper: Literal["000", "001", "002", "003"] | None = pydantic.Field(
+        None, description="only this paper (default: all four)")
+    table: str | None = pydantic.Field(
+        None, description="only this table or figure of --paper, e.g. 'Table 5', T5, 'Figure 3', '§5.2 McNemar'")
+    check: bool = pydantic.Field(False, description="exit non-zero if any derivable cell differs from the paper")
+    out: str | None = pydantic.Field(None, description="folder URI for reproduce.md and reproduce.html (default: print only)")
+    quiet: bool = pydantic.Field(False, description="print only the summary line (and any mismatch)")
+
+
+class ReproduceMismatch(MedScopeError):
+    """A derivable cell differs from the paper beyond its printed rounding."""
+
+
+def reproduce(cfg: ReproduceConfig, stream=None) -> dict:
+    """Check the registry's derivable cells, print them, write the page; returns counts and paths."""
+    from medscope.reproduce import check, registry, render
+
+    stream = stream or sys.stdout
+    if cfg.table and not cfg.paper:
+        raise MedScopeError("--table needs --paper (tables are numbered per paper)")
+    papers = [registry.load(p) for p in ([cfg.paper] if cfg.paper else registry.PAPER_IDS)]
+    results = check.check_papers(papers, cfg.table)
+    bad = check.failures(results)
+    n_cells = sum(len(v) for v in results.values())
+    if not cfg.quiet:
+        for line in render.text_lines(papers, results):
+            print(line, file=stream)
+    else:
+        for r in bad:
+            print(f"seed {r.paper} {r.entry} / {r.cell}: paper {r.printed}, ours {r.ours}: {r.status} {r.detail}".rstrip(),
+                  file=stream)
+    entries = [e for p in papers for e in p.entries if (p.paper, e.id) in results]
+    by_status = {s: sum(e.status == s for e in entries) for s in ("derivable", "partly derivable", "needs data", "qualitative")}
+    summary = {"entries": len(entries), **{k.replace(" ", "_"): v for k, v in by_status.items()},
+               "cells": n_cells, "matched": n_cells - len(bad), "mismatched": len(bad)}
+    print(f"reproduce: {summary['matched']} of {n_cells} derivable cells match the papers "
+          f"({len(entries)} entries: {by_status['derivable']} derivable, {by_status['partly derivable']} partly, "
+          f"{by_status['needs data']} need data, {by_status['qualitative']} qualitative)", file=stream)
+    if cfg.out:
+        md, html = render.page(papers, results)
+        storage.write_text(storage.join(cfg.out, PAGE_MD), md)
+        storage.write_text(storage.join(cfg.out, PAGE_HTML), html)
+        summary.update(markdown=storage.join(cfg.out, PAGE_MD), html=storage.join(cfg.out, PAGE_HTML))
+    if cfg.check and bad:
+        raise ReproduceMismatch(f"{len(bad)} derivable cell(s) differ from the paper: "
+                                + "; ".join(f"seed {r.paper} {r.entry} / {r.cell}" for r in bad[:5])
+                                + (" ..." if len(bad) > 5 else ""))
+    return summary
+
+
+def report_section(summary: dict, page_dir: str) -> tuple[str, dict]:
+    """A report section that says how many derivable cells matched and links the page
+    (``page_dir``: where the page lies relative to the report, e.g. ``../reproduce/``)."""
+    import html
+
+    text = (f"{summary['matched']} of {summary['cells']} derivable cells of the four papers' tables match the printed "
+            f"values within their rounding; all {summary['entries']} tables and figures are listed, with the commands "
+            "that regenerate the rest on real data (`medscope reproduce`).")
+    href = page_dir + PAGE_HTML
+    return "Paper reproduction", {
+        "markdown": f"{text} Page: [{PAGE_HTML}]({href}).",
+        "html": f"<p>{html.escape(text).replace('`medscope reproduce`', '<code>medscope reproduce</code>')} "
+                f"Page: <a href=\"{html.escape(href)}\">{PAGE_HTML}</a>.</p>"}
+
+
+def register(sub) -> None:
+    p = sub.add_parser("reproduce", help="every table of the four papers: the paper's numbers beside MedScope's, "
+                                         "or the commands that regenerate them")
+    add_config_flags(p, ReproduceConfig)
+    p.set_defaults(func=lambda a: reproduce(config_from_args(a, source="medscope reproduce")))
