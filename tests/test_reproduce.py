@@ -18,7 +18,9 @@ from medscope.errors import MedScopeError
 from medscope.reproduce import check, derive, registry
 from pipelines import cli
 
-SEEDS = Path(os.environ.get("MEDSCOPE_SEEDS", "/work/shared/seeds"))
+# The papers sit in shared/ beside the checkout (as CI lays it out), or where MEDSCOPE_SEEDS says.
+_BESIDE = Path(__file__).resolve().parents[2] / "shared" / "seeds"
+SEEDS = Path(os.environ.get("MEDSCOPE_SEEDS") or (_BESIDE if _BESIDE.is_dir() else "/work/shared/seeds"))
 NUMBERED = re.compile(r"(Supplementary\s+)?\b(Table|Figure|Fig\.)\s*(\d+)\b")
 
 
