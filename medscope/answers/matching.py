@@ -47,8 +47,8 @@ import yaml
 
 from medscope.answers.context import status
 
-RULES = ("verdict-line", "label-line", "leading-yes-no", "mention", "health-words", "undecided",
-         "predicate", "open", "none")
+RULES = ("final-tag", "json-field", "json-partial", "self-correction", "verdict-line", "label-line", "final-colon",
+         "leading-yes-no", "search-outcome", "mention", "health-words", "undecided", "predicate", "open", "none")
 
 YES_PARTICLES = ("yes", "yeah", "yep", "yup", "correct", "affirmative", "true", "indeed", "i think so",
                  "i believe so", "sí", "si", "oui", "ja", "да", "是", "有", "はい", "sim", "evet", "tak")
@@ -56,7 +56,7 @@ NO_PARTICLES = ("no", "nope", "nah", "false", "incorrect", "non", "nein", "nee",
                 "いいえ", "não", "nao", "hayır", "nie", "not that i can see", "i do not think so",
                 "i do not believe so", "not really", "not at all")
 POLARITY_WORDS = {"present": True, "positive": True, "absent": False, "negative": False, "none": False,
-                  "nothing": False}
+                  "nothing": False, "unlikely": False, "likely": True}
 NORMAL_WORDS = ("within normal limits", "normal", "healthy", "unremarkable", "no acute")
 ABNORMAL_WORDS = ("abnormal", "abnormality", "abnormalities", "unhealthy", "pathological", "pathology",
                   "diseased", "lesion", "lesions", "mass", "masses", "tumor", "tumour", "anomaly",
@@ -164,7 +164,10 @@ def finding_terms(finding: str, synonyms: tuple[str, ...] = ()) -> tuple[str, ..
     terms: set[str] = set(_plural(f))
     if len(words) > 1 and head not in ("lesion", "lesions", "abnormality", "finding"):
         terms.update(_plural(head))
-    for key in (f, head):
+    sideless = " ".join(w for w in words if w not in _SIDES)
+    if sideless != f and sideless:
+        terms.update(_plural(sideless))  # "only the left adrenal gland" names the side-less organ
+    for key in (f, sideless, head):
         for syn in table.get(key, ()):
             terms.update(_plural(syn))
     for syn in synonyms:
@@ -289,12 +292,21 @@ def _health_statuses(sentences: list[str]) -> list[str]:
 
 def _content(sentences: list[str], terms, finding, kind, flip: bool) -> tuple[str, bool | None, str] | None:
     """Rules 3-5 on some sentences: leading particle, mentions, health words."""
+    mentions = _mention_statuses(sentences, terms, finding)
+    if kind == "health" and flip:
+        # To "Is this normal?", "No, I don't see a pneumothorax" denies the finding: the particle's
+        # polarity is ambiguous there, an explicit statement about the finding is not (issue 29).
+        got = _aggregate(mentions)
+        if got is not None:
+            return (*got, "mention")
     if sentences:
         lead = _leading(sentences[0], kind, flip)
         if lead is not None:
             return "answer", lead, "leading-yes-no"
-    for rule, statuses in (("mention", _mention_statuses(sentences, terms, finding)),
-                           ("health-words", _health_statuses(sentences))):
+    searched = search_outcome(" ".join(sentences), terms)
+    if searched is not None:
+        return "answer", searched, "search-outcome"
+    for rule, statuses in (("mention", mentions), ("health-words", _health_statuses(sentences))):
         got = _aggregate(statuses)
         if got is not None:
             return (*got, rule)
@@ -355,7 +367,7 @@ _REFER = _phrases(REFER_PHRASES)
 _YES = re.compile("(?:" + "|".join(re.escape(p) for p in sorted(YES_PARTICLES, key=len, reverse=True)) + ")" + _PARTICLE_END)
 _NO = re.compile("(?:" + "|".join(re.escape(p) for p in sorted(NO_PARTICLES, key=len, reverse=True)) + ")" + _PARTICLE_END)
 _BARE_NO = re.compile(r"no(?:$|\s*[,.!?;:()\u2013\u2014]|\s-|\s+(?:there|it|i|the|this|that|they|we)\b)")
-_POLARITY = re.compile(r"(present|positive|absent|negative|none|nothing)"
+_POLARITY = re.compile(r"(present|positive|absent|negative|none|nothing|unlikely|likely)"
                        r"(?:\s+(?:seen|identified|visible|detected|found|noted))?(?=$|\s*[,.!;:()\u2013\u2014]|\s-)")
 
 
@@ -367,15 +379,134 @@ def _undecided(text: str) -> str | None:
     return None
 
 
+_SEARCH = re.compile(
+    r"\b(?:look(?:ed|ing|s)?|search(?:ed|ing|es)?|check(?:ed|ing|s)?|scan(?:ned|ning|s)?|evaluat(?:ed|ing|es?)|"
+    r"assess(?:ed|ing|es)?|examin(?:ed|ing|es?)|inspect(?:ed|ing|s)?|trac(?:ed|ing)|hunt(?:ed|ing)?|screen(?:ed|ing)?)"
+    r"\b(?:\s+[\w'-]+){0,5}?\s+for\b|\b(?:tried|try|trying|attempted) to (?:find|locate|identify|see)\b")
+_FOUND_NONE = re.compile(
+    r"\b(?:found|find|see|saw|identified|detected)\s+(?:none|nothing|no)\b|\bnothing\b|\bnone\b|"
+    r"\b(?:could|can|did|do) not (?:find|see|identify|locate|detect)\b|\bcame up empty\b|\bwithout success\b|"
+    r"\bno (?:sign|signs|evidence|trace)\b|\bfound (?:it |them )?empty\b|\b(?:is|are|was|were) not there\b|"
+    r"\bnot (?:found|seen|present|detected|identified)\b|\bunsuccessful(?:ly)?\b")
+_FOUND_ONE = re.compile(r"\b(?:found|find|identified|detected|see|saw|there (?:is|are|was|were))\s+"
+                        r"(?:one|it|them|a|an|\d|several|two|multiple)\b(?! empty)|[:;]\s*(?:one|a|an|\d)\b")
+
+
+def search_outcome(text: str, terms: tuple[str, ...]) -> bool | None:
+    """A reply that reports a search for the finding and its outcome ("I looked for a pneumothorax
+    and found none" -> False; "... and found one at the apex" -> True); None when it reports no
+    search of the finding or no outcome. The mention itself is hypothetical ("looked for X"), so
+    the outcome after it decides (issue 29)."""
+    pat = _term_pattern(terms)
+    if pat is None:
+        return None
+    for s in _SEARCH.finditer(text):
+        m = pat.search(text, s.end(), s.end() + 80)
+        if m is None or len(text[s.end():m.start()].split()) > 4:
+            continue
+        rest = text[m.end():]
+        hits = [(h.start(), v) for p, v in ((_FOUND_NONE, False), (_FOUND_ONE, True)) for h in [p.search(rest)] if h]
+        if hits:
+            return min(hits)[1]
+    return None
+
+
+_CORRECTION = re.compile(
+    r"\b(?:actually|wait|correction|on (?:a )?(?:closer|further|second) (?:inspection|look|review|examination)|"
+    r"on second thoughts?|looking (?:again|more closely)|on reflection|re-?(?:checking|reading|examination|"
+    r"examining|viewing)|on review|i misspoke|i retract(?: that)?|let me correct(?: that| myself)?|"
+    r"correct myself|revised answer|update after review|i was wrong|i stand corrected|scratch that)\b")
+
+
+def _self_correction(lines, question, finding, kind, synonyms) -> Reading | None:
+    """A reply that takes its answer back ("Yes - actually, on closer inspection, no") is read by
+    what follows its last correction (issue 29)."""
+    flat = "\n".join(lines)
+    last = None
+    for last in _CORRECTION.finditer(flat):
+        pass
+    if last is None:
+        return None
+    tail = flat[last.end():].lstrip(" ,:;.-\u2014\u2013")
+    if last.group(0) == "revised answer":
+        tail = "answer: " + tail
+    r = read_text(tail, question, finding, kind, synonyms, _corrections=False) if tail else None
+    return Reading(r.action, r.claim, "self-correction") if r is not None and r.action == "answer" else None
+
+
+def _final_colon(lines, terms, finding, kind):
+    """A short verdict after the reply's last colon ("... so my verdict is: yes", "Result:
+    negative."), read with the question's polarity (issue 29)."""
+    last = _sentences(lines[-1])[-1] if _sentences(lines[-1]) else ""
+    if ":" not in last:
+        return None
+    rest = last.rsplit(":", 1)[1].strip()
+    if not rest or len(rest.split()) > 5:
+        return None
+    got = _content([rest], terms, finding, kind, flip=True)
+    return (got[0], got[1], "final-colon") if got is not None else None
+
+
+_FINAL_TAG = re.compile(r"<\s*final\s*>(?P<inner>.*?)(?:<\s*/\s*final\s*>|$)", re.IGNORECASE | re.DOTALL)
+
+
+def _structured(text, question, finding, kind, synonyms) -> Reading | str | None:
+    """``<final>`` and JSON replies (issue 29): a Reading when the structure decides, the reply's
+    string values (its words without the JSON keys) when it is JSON without a verdict field, or
+    None when the reply is not structured."""
+    from medscope.answers import parser, structured
+
+    m = _FINAL_TAG.search(text or "")
+    if m:
+        inner = m.group("inner")
+        obj = parser._first_object(inner)
+        if isinstance(obj, dict) and ("action" in obj or "answer" in obj):
+            final, _ = parser.read_final(obj)
+            if final is None:
+                return Reading("unparseable", None, "final-tag")
+            if final.action != "answer":
+                return Reading(final.action, None, "final-tag")
+            inner = final.answer or ""
+        r = read_text(inner, question, finding, kind, synonyms)
+        return Reading(r.action, r.claim, "final-tag")
+    t = (text or "").strip()
+    brace = t.find("{")
+    if brace < 0 or (brace > 80 and not t.lstrip("`json \n").startswith("{")):
+        return None
+    terms = finding_terms(finding, tuple(synonyms))
+    obj = parser._first_object(t)
+    complete = isinstance(obj, dict)
+    if not complete:
+        obj = structured.complete_pairs(t[brace:])
+    v = structured.json_verdict(obj, question, finding, terms)
+    if v.found:
+        if v.claim is None:
+            return Reading("refer", None, "json-field")
+        return Reading("answer", v.claim, "json-field" if complete else "json-partial")
+    if not complete:
+        return Reading("unparseable", None, "none")  # a cut-off object: its verdict never came
+    return "\n".join(structured.string_values(obj))
+
+
 def read_text(text: str, question: str, finding: str, question_kind: str | None = None,
-              synonyms: tuple[str, ...] | list[str] = ()) -> Reading:
+              synonyms: tuple[str, ...] | list[str] = (), *, _corrections: bool = True) -> Reading:
     """Read a free-text reply (or an answer field) into a decision about ``finding``."""
     kind = question_kind or infer_question_kind(question)
+    got = _structured(text, question, finding, kind, synonyms)
+    if isinstance(got, Reading):
+        return got
+    if isinstance(got, str):
+        text = got
     lines = _lines(text)
     if not lines:
         return Reading("unparseable", None, "none")
+    if _corrections:
+        corrected = _self_correction(lines, question, finding, kind, synonyms)
+        if corrected is not None:
+            return corrected
     terms = finding_terms(finding, tuple(synonyms))
-    got = _verdict_lines(lines, terms, finding, kind) or _label_lines(lines, terms)
+    got = (_verdict_lines(lines, terms, finding, kind) or _label_lines(lines, terms)
+           or _final_colon(lines, terms, finding, kind))
     if got is None:
         sentences = [s for line in lines for s in _sentences(line)]
         got = _content(sentences, terms, finding, kind, flip=True)
