@@ -89,6 +89,7 @@ def volume_items(row: dict, cfg: ProbeConfig, stats: P.CohortStats, vol: Volume 
         slices_per_volume=cfg.slices_per_volume,
         strategies=tuple(cfg.strategies),
         negatives_per_slice=cfg.negatives_per_slice,
+        positives_per_slice=cfg.positives_per_slice,
         vessels=tuple(cfg.vessels),
         transition_mm=cfg.transition_mm,
     )
