@@ -221,6 +221,13 @@ def test_build_items_by_hand():
     # pancreas is absent from the whole volume: flagged, no distance
     panc = [i for i in items if i["organ"] == "pancreas"]
     assert panc and all(i["absent_from_volume"] and i["z_distance_mm"] is None for i in panc)
+    # an organ with 5-49 voxels on one slice and never 50 is not absent from the volume (seed 003:
+    # absent only below 5 everywhere); it has no presence slice, so no distance either
+    st2 = st.copy()
+    st2[0, 4] = P.EXCLUDED
+    faint = [i for i in P.build_items("c1", z, organs, st2, stats, seed=3, slices_per_volume=10, vessels=("aorta",),
+                                      transition_mm=0.0) if i["organ"] == "pancreas"]
+    assert faint and not any(i["absent_from_volume"] for i in faint) and all(i["z_distance_mm"] is None for i in faint)
     # POPE's balance: one positive a slice, drawn from the present organs; negatives unchanged
     one = P.build_items("c1", z, organs, st, stats, seed=3, slices_per_volume=10, positives_per_slice=1,
                         vessels=("aorta",), transition_mm=0.0)

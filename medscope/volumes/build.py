@@ -53,7 +53,7 @@ def count_volume(row: dict, cfg: ProbeConfig) -> dict:
         records.reject(
             "probe_items", row.get("source") or "volumes", vol.case_id, "presence", "organ_never_present",
             f"{o} is mapped but never reaches {cfg.present_voxels} voxels on a slice; the volume is kept and "
-            f"its {o} items are flagged absent_from_volume",
+            f"its {o} items are flagged absent_from_volume where it stays below {cfg.absent_voxels} on every slice",
         )
         for j, o in enumerate(organs)
         if P.presence_extent(states[:, j]) is None

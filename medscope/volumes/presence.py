@@ -240,7 +240,10 @@ def build_items(
 
     def item(k: int, j: int, truth: str, strategy: str) -> dict:
         col = states[:, j]
-        never = presence_extent(col) is None
+        # "absent from the entire volume" (seed 003): below the absent threshold on every slice. An
+        # organ that never reaches 50 voxels but has 5-49 on some slice is not absent from the
+        # volume (those slices are excluded); it has no presence slice, so no z-distance either.
+        never = bool((col == ABSENT).all())
         return {
             "case_id": case_id,
             "z": int(k),
