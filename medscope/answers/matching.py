@@ -5,15 +5,26 @@ One reader for every protocol (the counterfactual episodes, the organ-presence p
 as a careful clinician would, in this order; the first rule that decides wins, and the rule's
 name is returned with the decision (:class:`Reading`, ``rule``):
 
+0. Structure and revisions (issue 29): ``final-tag`` — a ``<final>`` tag outranks everything
+   (its answer text is read by these rules; refer / clarify stay what they are); ``json-field``
+   — a JSON reply's verdict field, whatever its name (:mod:`medscope.answers.structured`; one
+   that does not resolve is ``refer``, never a claim; a JSON reply without one is read from its
+   string values, never its keys); ``self-correction`` — a reply that takes its answer back
+   ("Yes - actually, on closer inspection, no") is read by what follows its last correction.
 1. ``verdict-line`` — an explicit verdict ("Final answer: No", "Conclusion: no pneumothorax",
    "The answer is yes", "Therefore, ...", "Impression: ..."); the *last* one that decides wins,
    so a reply that reasons aloud and then concludes is read by its conclusion.
 2. ``label-line`` — the finding as a label ("Pneumothorax: No", "PTX: no", "Polyp? No.",
    "| Lesion | No |", "- Pneumothorax: absent"). Finding polarity: never flipped.
+   Then ``final-colon``: a short verdict after the reply's last colon ("... my assessment: no",
+   "Result: negative."), with the question's polarity.
 3. ``leading-yes-no`` — the reply opens with a yes/no particle (also "sí", "oui", "nein",
    "нет", "是", "いいえ"...) or a polarity word ("None.", "Absent", "Present (left apex)").
    Only yes/no particles carry the *question's* polarity: to a health question ("Is this image
    healthy?") "Yes" means no finding; "None." / "No lesion." keep the finding's polarity.
+   To a health question an explicit statement about the finding outranks the particle ("No, I
+   don't see a pneumothorax" denies it). Then ``search-outcome``: a reported search and its
+   result ("I looked for a polyp and found none" denies; "... and found one" claims).
 4. ``mention`` — every mention of the finding (its words, plural, head noun, synonyms from
    ``data/synonyms.yaml`` or the view's own list), each with its ConText status
    (:mod:`medscope.answers.context`): any affirmed mention is a claim; possible and negated
@@ -303,6 +314,8 @@ def _content(sentences: list[str], terms, finding, kind, flip: bool) -> tuple[st
         lead = _leading(sentences[0], kind, flip)
         if lead is not None:
             return "answer", lead, "leading-yes-no"
+    from medscope.answers.revisions import search_outcome
+
     searched = search_outcome(" ".join(sentences), terms)
     if searched is not None:
         return "answer", searched, "search-outcome"
@@ -379,120 +392,14 @@ def _undecided(text: str) -> str | None:
     return None
 
 
-_SEARCH = re.compile(
-    r"\b(?:look(?:ed|ing|s)?|search(?:ed|ing|es)?|check(?:ed|ing|s)?|scan(?:ned|ning|s)?|evaluat(?:ed|ing|es?)|"
-    r"assess(?:ed|ing|es)?|examin(?:ed|ing|es?)|inspect(?:ed|ing|s)?|trac(?:ed|ing)|hunt(?:ed|ing)?|screen(?:ed|ing)?)"
-    r"\b(?:\s+[\w'-]+){0,5}?\s+for\b|\b(?:tried|try|trying|attempted) to (?:find|locate|identify|see)\b")
-_FOUND_NONE = re.compile(
-    r"\b(?:found|find|see|saw|identified|detected)\s+(?:none|nothing|no)\b|\bnothing\b|\bnone\b|"
-    r"\b(?:could|can|did|do) not (?:find|see|identify|locate|detect)\b|\bcame up empty\b|\bwithout success\b|"
-    r"\bno (?:sign|signs|evidence|trace)\b|\bfound (?:it |them )?empty\b|\b(?:is|are|was|were) not there\b|"
-    r"\bnot (?:found|seen|present|detected|identified)\b|\bunsuccessful(?:ly)?\b")
-_FOUND_ONE = re.compile(r"\b(?:found|find|identified|detected|see|saw|there (?:is|are|was|were))\s+"
-                        r"(?:one|it|them|a|an|\d|several|two|multiple)\b(?! empty)|[:;]\s*(?:one|a|an|\d)\b")
-
-
-def search_outcome(text: str, terms: tuple[str, ...]) -> bool | None:
-    """A reply that reports a search for the finding and its outcome ("I looked for a pneumothorax
-    and found none" -> False; "... and found one at the apex" -> True); None when it reports no
-    search of the finding or no outcome. The mention itself is hypothetical ("looked for X"), so
-    the outcome after it decides (issue 29)."""
-    pat = _term_pattern(terms)
-    if pat is None:
-        return None
-    for s in _SEARCH.finditer(text):
-        m = pat.search(text, s.end(), s.end() + 80)
-        if m is None or len(text[s.end():m.start()].split()) > 4:
-            continue
-        rest = text[m.end():]
-        hits = [(h.start(), v) for p, v in ((_FOUND_NONE, False), (_FOUND_ONE, True)) for h in [p.search(rest)] if h]
-        if hits:
-            return min(hits)[1]
-    return None
-
-
-_CORRECTION = re.compile(
-    r"\b(?:actually|wait|correction|on (?:a )?(?:closer|further|second) (?:inspection|look|review|examination)|"
-    r"on second thoughts?|looking (?:again|more closely)|on reflection|re-?(?:checking|reading|examination|"
-    r"examining|viewing)|on review|i misspoke|i retract(?: that)?|let me correct(?: that| myself)?|"
-    r"correct myself|revised answer|update after review|i was wrong|i stand corrected|scratch that)\b")
-
-
-def _self_correction(lines, question, finding, kind, synonyms) -> Reading | None:
-    """A reply that takes its answer back ("Yes - actually, on closer inspection, no") is read by
-    what follows its last correction (issue 29)."""
-    flat = "\n".join(lines)
-    last = None
-    for last in _CORRECTION.finditer(flat):
-        pass
-    if last is None:
-        return None
-    tail = flat[last.end():].lstrip(" ,:;.-\u2014\u2013")
-    if last.group(0) == "revised answer":
-        tail = "answer: " + tail
-    r = read_text(tail, question, finding, kind, synonyms, _corrections=False) if tail else None
-    return Reading(r.action, r.claim, "self-correction") if r is not None and r.action == "answer" else None
-
-
-def _final_colon(lines, terms, finding, kind):
-    """A short verdict after the reply's last colon ("... so my verdict is: yes", "Result:
-    negative."), read with the question's polarity (issue 29)."""
-    last = _sentences(lines[-1])[-1] if _sentences(lines[-1]) else ""
-    if ":" not in last:
-        return None
-    rest = last.rsplit(":", 1)[1].strip()
-    if not rest or len(rest.split()) > 5:
-        return None
-    got = _content([rest], terms, finding, kind, flip=True)
-    return (got[0], got[1], "final-colon") if got is not None else None
-
-
-_FINAL_TAG = re.compile(r"<\s*final\s*>(?P<inner>.*?)(?:<\s*/\s*final\s*>|$)", re.IGNORECASE | re.DOTALL)
-
-
-def _structured(text, question, finding, kind, synonyms) -> Reading | str | None:
-    """``<final>`` and JSON replies (issue 29): a Reading when the structure decides, the reply's
-    string values (its words without the JSON keys) when it is JSON without a verdict field, or
-    None when the reply is not structured."""
-    from medscope.answers import parser, structured
-
-    m = _FINAL_TAG.search(text or "")
-    if m:
-        inner = m.group("inner")
-        obj = parser._first_object(inner)
-        if isinstance(obj, dict) and ("action" in obj or "answer" in obj):
-            final, _ = parser.read_final(obj)
-            if final is None:
-                return Reading("unparseable", None, "final-tag")
-            if final.action != "answer":
-                return Reading(final.action, None, "final-tag")
-            inner = final.answer or ""
-        r = read_text(inner, question, finding, kind, synonyms)
-        return Reading(r.action, r.claim, "final-tag")
-    t = (text or "").strip()
-    brace = t.find("{")
-    if brace < 0 or (brace > 80 and not t.lstrip("`json \n").startswith("{")):
-        return None
-    terms = finding_terms(finding, tuple(synonyms))
-    obj = parser._first_object(t)
-    complete = isinstance(obj, dict)
-    if not complete:
-        obj = structured.complete_pairs(t[brace:])
-    v = structured.json_verdict(obj, question, finding, terms)
-    if v.found:
-        if v.claim is None:
-            return Reading("refer", None, "json-field")
-        return Reading("answer", v.claim, "json-field" if complete else "json-partial")
-    if not complete:
-        return Reading("unparseable", None, "none")  # a cut-off object: its verdict never came
-    return "\n".join(structured.string_values(obj))
-
-
 def read_text(text: str, question: str, finding: str, question_kind: str | None = None,
               synonyms: tuple[str, ...] | list[str] = (), *, _corrections: bool = True) -> Reading:
     """Read a free-text reply (or an answer field) into a decision about ``finding``."""
     kind = question_kind or infer_question_kind(question)
-    got = _structured(text, question, finding, kind, synonyms)
+    from medscope.answers.revisions import final_colon, self_correction
+    from medscope.answers.structured import read_structured
+
+    got = read_structured(text, question, finding, kind, synonyms)
     if isinstance(got, Reading):
         return got
     if isinstance(got, str):
@@ -501,12 +408,12 @@ def read_text(text: str, question: str, finding: str, question_kind: str | None 
     if not lines:
         return Reading("unparseable", None, "none")
     if _corrections:
-        corrected = _self_correction(lines, question, finding, kind, synonyms)
+        corrected = self_correction(lines, question, finding, kind, synonyms)
         if corrected is not None:
             return corrected
     terms = finding_terms(finding, tuple(synonyms))
     got = (_verdict_lines(lines, terms, finding, kind) or _label_lines(lines, terms)
-           or _final_colon(lines, terms, finding, kind))
+           or final_colon(lines, terms, finding, kind))
     if got is None:
         sentences = [s for line in lines for s in _sentences(line)]
         got = _content(sentences, terms, finding, kind, flip=True)

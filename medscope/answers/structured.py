@@ -26,10 +26,12 @@ name as the key ``{"pneumothorax": "absent"}``, ``{"left_kidney_present": false}
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 
 from medscope.answers import matching as M
+from medscope.answers import parser
 from medscope.answers.context import status
 
 # Words that make a key a verdict key on their own (after the prefixes below are removed).
@@ -160,8 +162,6 @@ _PAIR = re.compile(r'"([^"\\]{1,60})"\s*:\s*("(?:[^"\\]|\\.)*"|true|false|null|-
 def complete_pairs(text: str) -> dict:
     """The complete ``"key": value`` pairs of a JSON object that does not parse (a truncated reply):
     a verdict that was cut off is not read from its first letters."""
-    import json
-
     out = {}
     for m in _PAIR.finditer(text):
         try:
@@ -180,3 +180,42 @@ def string_values(obj) -> list[str]:
     if isinstance(obj, list):
         return [s for v in obj for s in string_values(v)]
     return []
+
+
+_FINAL_TAG = re.compile(r"<\s*final\s*>(?P<inner>.*?)(?:<\s*/\s*final\s*>|$)", re.IGNORECASE | re.DOTALL)
+
+
+def read_structured(text, question, finding, kind, synonyms) -> M.Reading | str | None:
+    """``<final>`` and JSON replies (issue 29): a Reading when the structure decides, the reply's
+    string values (its words without the JSON keys) when it is JSON without a verdict field, or
+    None when the reply is not structured."""
+    m = _FINAL_TAG.search(text or "")
+    if m:
+        inner = m.group("inner")
+        obj = parser._first_object(inner)
+        if isinstance(obj, dict) and ("action" in obj or "answer" in obj):
+            final, _ = parser.read_final(obj)
+            if final is None:
+                return M.Reading("unparseable", None, "final-tag")
+            if final.action != "answer":
+                return M.Reading(final.action, None, "final-tag")
+            inner = final.answer or ""
+        r = M.read_text(inner, question, finding, kind, synonyms)
+        return M.Reading(r.action, r.claim, "final-tag")
+    t = (text or "").strip()
+    brace = t.find("{")
+    if brace < 0 or (brace > 80 and not t.lstrip("`json \n").startswith("{")):
+        return None
+    terms = M.finding_terms(finding, tuple(synonyms))
+    obj = parser._first_object(t)
+    complete = isinstance(obj, dict)
+    if not complete:
+        obj = complete_pairs(t[brace:])
+    v = json_verdict(obj, question, finding, terms)
+    if v.found:
+        if v.claim is None:
+            return M.Reading("refer", None, "json-field")
+        return M.Reading("answer", v.claim, "json-field" if complete else "json-partial")
+    if not complete:
+        return M.Reading("unparseable", None, "none")  # a cut-off object: its verdict never came
+    return "\n".join(string_values(obj))
