@@ -61,12 +61,19 @@ def test_probe_table_zero_flips_and_unresolved_fields_not_addressed():
         ("No, the spleen is not visible.", "verdict_json", False),  # resolved, but not as JSON
         ('<final>{"action": "answer", "answer": "No"}</final>', "verdict_json", False),
         ('{"present": fal', "verdict_json", False),
+        ('{"present": true, "reason": "x"}\nFinal answer: No, the spleen is not visible.', "verdict_json", False),
         ("No.", "free_text", True),
         ("I cannot determine this.", "free_text", False),
     ],
 )
 def test_clean_resolution_is_the_parse_rate(reply, fmt, clean):
     assert read_reply(reply, fmt, ["x"], organ="spleen").clean is clean
+
+
+def test_a_verdict_line_after_the_json_outranks_it():
+    r = read_reply('{"present": true, "reason": "x"}\nFinal answer: No, the spleen is not visible.', "verdict_json",
+                   ["x"], organ="spleen")
+    assert (r.verdict, r.clean) == ("absent", False)
 
 
 @pytest.mark.parametrize("row", ITEM6, ids=lambda r: f"{r.style}-{r.reply[:30]}")

@@ -207,6 +207,10 @@ def read_structured(text, question, finding, kind, synonyms) -> M.Reading | str 
     if brace < 0 or (brace > 80 and not t.lstrip("`json \n").startswith("{")):
         return None
     terms = M.finding_terms(finding, tuple(synonyms))
+    after = M._lines(t[t.rfind("}") + 1:])
+    late = M._verdict_lines(after, terms, finding, kind) if after else None
+    if late is not None:  # "Final answer: No" after the object outranks it, as in every format
+        return M.Reading(late[0], late[1], "verdict-line")
     obj = parser._first_object(t)
     complete = isinstance(obj, dict)
     if not complete:
