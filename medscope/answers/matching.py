@@ -56,6 +56,7 @@ from importlib import resources
 
 import yaml
 
+from medscope.answers import parser, revisions, structured
 from medscope.answers.context import status
 
 RULES = ("final-tag", "json-field", "json-partial", "self-correction", "verdict-line", "label-line", "final-colon",
@@ -314,9 +315,7 @@ def _content(sentences: list[str], terms, finding, kind, flip: bool) -> tuple[st
         lead = _leading(sentences[0], kind, flip)
         if lead is not None:
             return "answer", lead, "leading-yes-no"
-    from medscope.answers.revisions import search_outcome
-
-    searched = search_outcome(" ".join(sentences), terms)
+    searched = revisions.search_outcome(" ".join(sentences), _term_pattern(terms))
     if searched is not None:
         return "answer", searched, "search-outcome"
     for rule, statuses in (("mention", mentions), ("health-words", _health_statuses(sentences))):
@@ -392,14 +391,84 @@ def _undecided(text: str) -> str | None:
     return None
 
 
+def _final_colon(lines, terms, finding, kind):
+    """Rule ``final-colon``: a short verdict after the reply's last colon, question polarity."""
+    last = _sentences(lines[-1])
+    rest = revisions.final_colon_rest(last[-1]) if last else None
+    got = _content([rest], terms, finding, kind, flip=True) if rest else None
+    return (got[0], got[1], "final-colon") if got is not None else None
+
+
+def _json_value_reader(question: str, finding: str, kind: str):
+    """How a JSON verdict string is read (:mod:`medscope.answers.structured`): a general key's value
+    ("answer", "verdict") as a whole reply to the question; a presence or finding key's value as a
+    label's value in the finding's polarity ("no, not seen", "not visualised", "surgically absent").
+    Undecided values ("cannot determine", "difficult to assess") do not resolve."""
+    def read(key_kind: str, value: str) -> tuple[bool, bool | None]:
+        if key_kind == "general":
+            r = read_text(value, question, finding, kind)
+            return r.action == "answer", (r.claim if r.action == "answer" else None)
+        v = normalize(value).strip(" .!")
+        lead = _leading(v, "presence", flip=False)
+        if lead is not None:
+            return True, lead
+        if _undecided(v):
+            return False, None
+        st = status("x " + v, 0, 1)  # the value as a label's predicate
+        if st == "negated":
+            return True, False
+        if st in ("affirmed", "possible"):
+            return True, True
+        return False, None
+
+    return read
+
+
+_FINAL_TAG = re.compile(r"<\s*final\s*>(?P<inner>.*?)(?:<\s*/\s*final\s*>|$)", re.IGNORECASE | re.DOTALL)
+
+
+def _structured(text, question, finding, kind, synonyms) -> Reading | str | None:
+    """Rules ``final-tag`` and ``json-field``: a Reading when the structure decides, the reply's
+    string values (its words without the JSON keys) when it is JSON without a verdict field, None
+    when the reply is not structured."""
+    m = _FINAL_TAG.search(text or "")
+    if m:
+        inner = m.group("inner")
+        obj = parser._first_object(inner)
+        if isinstance(obj, dict) and ("action" in obj or "answer" in obj):
+            final, _ = parser.read_final(obj)
+            if final is None or final.action != "answer":
+                return Reading(final.action if final else "unparseable", None, "final-tag")
+            inner = final.answer or ""
+        r = read_text(inner, question, finding, kind, synonyms)
+        return Reading(r.action, r.claim, "final-tag")
+    t = (text or "").strip()
+    brace = t.find("{")
+    if brace < 0 or (brace > 80 and not t.lstrip("`json \n").startswith("{")):
+        return None
+    terms = finding_terms(finding, tuple(synonyms))
+    after = _lines(t[t.rfind("}") + 1:])
+    late = _verdict_lines(after, terms, finding, kind) if after else None
+    if late is not None:  # "Final answer: No" after the object outranks it, as in every format
+        return Reading(late[0], late[1], "verdict-line")
+    obj = parser._first_object(t)
+    complete = isinstance(obj, dict)
+    v = structured.json_verdict(obj if complete else structured.complete_pairs(t[brace:]), finding, terms,
+                                _json_value_reader(question, finding, kind))
+    if v.found:
+        if v.claim is None:
+            return Reading("refer", None, "json-field")
+        return Reading("answer", v.claim, "json-field" if complete else "json-partial")
+    if not complete:
+        return Reading("unparseable", None, "none")  # a cut-off object: its verdict never came
+    return "\n".join(structured.string_values(obj))
+
+
 def read_text(text: str, question: str, finding: str, question_kind: str | None = None,
               synonyms: tuple[str, ...] | list[str] = (), *, _corrections: bool = True) -> Reading:
     """Read a free-text reply (or an answer field) into a decision about ``finding``."""
     kind = question_kind or infer_question_kind(question)
-    from medscope.answers.revisions import final_colon, self_correction
-    from medscope.answers.structured import read_structured
-
-    got = read_structured(text, question, finding, kind, synonyms)
+    got = _structured(text, question, finding, kind, synonyms)
     if isinstance(got, Reading):
         return got
     if isinstance(got, str):
@@ -408,12 +477,13 @@ def read_text(text: str, question: str, finding: str, question_kind: str | None 
     if not lines:
         return Reading("unparseable", None, "none")
     if _corrections:
-        corrected = self_correction(lines, question, finding, kind, synonyms)
-        if corrected is not None:
-            return corrected
+        tail = revisions.correction_tail("\n".join(lines))
+        r = read_text(tail, question, finding, kind, synonyms, _corrections=False) if tail else None
+        if r is not None and r.action == "answer":  # read by what follows its last correction
+            return Reading(r.action, r.claim, "self-correction")
     terms = finding_terms(finding, tuple(synonyms))
     got = (_verdict_lines(lines, terms, finding, kind) or _label_lines(lines, terms)
-           or final_colon(lines, terms, finding, kind))
+           or _final_colon(lines, terms, finding, kind))
     if got is None:
         sentences = [s for line in lines for s in _sentences(line)]
         got = _content(sentences, terms, finding, kind, flip=True)

@@ -1,12 +1,11 @@
 """Where a reply revises or completes its answer (issue 29): a self-correction read by what
-follows it, a search reported with its outcome, a short verdict after the last colon. Rules of
-the shared reader (:mod:`medscope.answers.matching`, whose docstring gives the order)."""
+follows it, a search reported with its outcome, a short verdict after the last colon. Pattern
+helpers of the shared reader (:mod:`medscope.answers.matching`, whose docstring gives the order
+and which reads what these find)."""
 
 from __future__ import annotations
 
 import re
-
-from medscope.answers.matching import Reading, _content, _sentences, _term_pattern, read_text
 
 _SEARCH = re.compile(
     r"\b(?:look(?:ed|ing|s)?|search(?:ed|ing|es)?|check(?:ed|ing|s)?|scan(?:ned|ning|s)?|evaluat(?:ed|ing|es?)|"
@@ -21,12 +20,11 @@ _FOUND_ONE = re.compile(r"\b(?:found|find|identified|detected|see|saw|there (?:i
                         r"(?:one|it|them|a|an|\d|several|two|multiple)\b(?! empty)|[:;]\s*(?:one|a|an|\d)\b")
 
 
-def search_outcome(text: str, terms: tuple[str, ...]) -> bool | None:
+def search_outcome(text: str, pat: re.Pattern | None) -> bool | None:
     """A reply that reports a search for the finding and its outcome ("I looked for a pneumothorax
     and found none" -> False; "... and found one at the apex" -> True); None when it reports no
     search of the finding or no outcome. The mention itself is hypothetical ("looked for X"), so
-    the outcome after it decides (issue 29)."""
-    pat = _term_pattern(terms)
+    the outcome after it decides (issue 29). ``pat`` matches the finding's words."""
     if pat is None:
         return None
     for s in _SEARCH.finditer(text):
@@ -47,32 +45,24 @@ _CORRECTION = re.compile(
     r"correct myself|revised answer|update after review|i was wrong|i stand corrected|scratch that)\b")
 
 
-def self_correction(lines, question, finding, kind, synonyms) -> Reading | None:
-    """A reply that takes its answer back ("Yes - actually, on closer inspection, no") is read by
-    what follows its last correction (issue 29)."""
-    flat = "\n".join(lines)
+def correction_tail(text: str) -> str | None:
+    """What follows a reply's last self-correction ("Yes - actually, on closer inspection, no" ->
+    "no"), or None when the reply corrects nothing (issue 29)."""
     last = None
-    for last in _CORRECTION.finditer(flat):
+    for last in _CORRECTION.finditer(text):
         pass
     if last is None:
         return None
-    tail = flat[last.end():].lstrip(" ,:;.-\u2014\u2013")
+    tail = text[last.end():].lstrip(" ,:;.-\u2014\u2013")
     if last.group(0) == "revised answer":
         tail = "answer: " + tail
-    r = read_text(tail, question, finding, kind, synonyms, _corrections=False) if tail else None
-    return Reading(r.action, r.claim, "self-correction") if r is not None and r.action == "answer" else None
+    return tail or None
 
 
-def final_colon(lines, terms, finding, kind):
-    """A short verdict after the reply's last colon ("... so my verdict is: yes", "Result:
-    negative."), read with the question's polarity (issue 29)."""
-    last = _sentences(lines[-1])[-1] if _sentences(lines[-1]) else ""
-    if ":" not in last:
+def final_colon_rest(sentence: str) -> str | None:
+    """A short verdict (five words at most) after a sentence's last colon ("... so my verdict is:
+    yes", "Result: negative."), or None (issue 29)."""
+    if ":" not in sentence:
         return None
-    rest = last.rsplit(":", 1)[1].strip()
-    if not rest or len(rest.split()) > 5:
-        return None
-    got = _content([rest], terms, finding, kind, flip=True)
-    return (got[0], got[1], "final-colon") if got is not None else None
-
-
+    rest = sentence.rsplit(":", 1)[1].strip()
+    return rest if rest and len(rest.split()) <= 5 else None

@@ -28,11 +28,8 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-
-from medscope.answers import matching as M
-from medscope.answers import parser
-from medscope.answers.context import status
 
 # Words that make a key a verdict key on their own (after the prefixes below are removed).
 PRESENCE_KEY_WORDS = ("present", "presence", "visible", "visibility", "detected", "seen", "exists", "exist",
@@ -52,9 +49,18 @@ class JsonVerdict:
     key: str = ""
 
 
+SIDES = ("left", "right")
+# read_value(kind, text) -> (resolved?, claim): how the caller reads a verdict string ("presence" /
+# "finding" keys as a label's value in the finding's polarity, "general" keys as a whole reply).
+ValueReader = Callable[[str, str], "tuple[bool, bool | None]"]
+
+
+def _norm(text: str) -> str:
+    return " ".join(str(text).lower().replace("_", " ").replace("-", " ").split())
+
+
 def _key_words(key: str) -> str:
-    k = M.normalize(str(key)).replace("_", " ").replace("-", " ")
-    words = k.split()
+    words = _norm(key).split()
     while words and words[0] in KEY_PREFIXES:
         words = words[1:]
     return " ".join(words)
@@ -80,22 +86,22 @@ def key_kind(key: str, terms: tuple[str, ...], finding: str) -> str | None:
 def names_finding(words: str, terms: tuple[str, ...], finding: str) -> bool:
     """Whether ``words`` (a key or a name field) is the finding: one of its terms, and not a term
     of the other side ("right kidney" for "left kidney"; a side-less head noun is not enough)."""
-    words = " ".join(M.normalize(words).replace("_", " ").replace("-", " ").split())
-    side = next((w for w in M.normalize(finding).split() if w in M._SIDES), None)
+    words = _norm(words)
+    side = next((w for w in _norm(finding).split() if w in SIDES), None)
     for t in terms:
         if words == t:
             return side is None or side in t.split()
     return False
 
 
-def _value_claim(value, kind: str, question: str, finding: str, terms) -> tuple[bool, bool | None]:
+def _value_claim(value, kind: str, finding: str, terms, read_value: ValueReader) -> tuple[bool, bool | None]:
     """(resolved?, claim) of one verdict value. ``kind``: presence | general | finding."""
     if value is None or isinstance(value, bool):
         return (value is not None, value)
     if isinstance(value, (int, float)):
         return (value in (0, 1), bool(value) if value in (0, 1) else None)
     if isinstance(value, dict):
-        got = json_verdict(value, question, finding, terms)
+        got = json_verdict(value, finding, terms, read_value)
         if got.found:
             return got.claim is not None, got.claim
         if kind == "finding":  # {"lesion": {"type": "cyst", ...}}: described, so claimed
@@ -106,48 +112,35 @@ def _value_claim(value, kind: str, question: str, finding: str, terms) -> tuple[
             return True, False  # {"polyps": []}
         for v in value:
             if isinstance(v, dict):
-                got = json_verdict(v, question, finding, terms)
+                got = json_verdict(v, finding, terms, read_value)
                 if got.found:
                     return got.claim is not None, got.claim
         if kind == "finding":
             return True, True
         return False, None
-    s = M.normalize(str(value)).strip(" .!")
+    s = _norm(value).strip(" .!")
     if not re.search(r"\w", s) or s in UNRESOLVED_VALUES:
         return False, None
-    if kind == "general":
-        r = M.read_text(s, question, finding)
-        return (r.action == "answer", r.claim if r.action == "answer" else None)
-    lead = M._leading(s, "presence", flip=False)
-    if lead is not None:
-        return True, lead
-    if M._undecided(s):
-        return False, None
-    st = status("x " + s, 0, 1)  # the value as a label's predicate: "not visualised", "surgically absent"
-    if st in ("affirmed", "possible"):
-        return True, True
-    if st == "negated":
-        return True, False
-    return False, None
+    return read_value(kind, str(value))
 
 
-def json_verdict(obj: dict, question: str, finding: str, terms: tuple[str, ...] = ()) -> JsonVerdict:
-    """The verdict a JSON object gives about ``finding`` (rules in the module docstring)."""
-    terms = terms or M.finding_terms(finding)
-    name = next((obj[k] for k in obj if M.normalize(str(k)) in NAME_FIELDS and isinstance(obj[k], str)), None)
+def json_verdict(obj: dict, finding: str, terms: tuple[str, ...], read_value: ValueReader) -> JsonVerdict:
+    """The verdict a JSON object gives about ``finding`` (rules in the module docstring); ``terms``
+    name the finding, ``read_value`` reads a verdict string."""
+    name = next((obj[k] for k in obj if _norm(k) in NAME_FIELDS and isinstance(obj[k], str)), None)
     if name is not None and terms and not names_finding(name, terms, finding):
         return JsonVerdict(False, None)  # this object is about another organ / finding
     kinds = [(k, key_kind(k, terms, finding)) for k in obj]
     for want in ("finding", "presence", "general"):
         for k, kind in kinds:
             if kind == want:
-                ok, claim = _value_claim(obj[k], kind, question, finding, terms)
+                ok, claim = _value_claim(obj[k], kind, finding, terms, read_value)
                 return JsonVerdict(True, claim if ok else None, str(k))
     for k, v in obj.items():
         if isinstance(v, dict):
-            got = json_verdict(v, question, finding, terms)
+            got = json_verdict(v, finding, terms, read_value)
         elif isinstance(v, list):
-            got = next((g for g in (json_verdict(e, question, finding, terms) for e in v if isinstance(e, dict))
+            got = next((g for g in (json_verdict(e, finding, terms, read_value) for e in v if isinstance(e, dict))
                         if g.found), JsonVerdict(False, None))
         else:
             continue
@@ -180,46 +173,3 @@ def string_values(obj) -> list[str]:
     if isinstance(obj, list):
         return [s for v in obj for s in string_values(v)]
     return []
-
-
-_FINAL_TAG = re.compile(r"<\s*final\s*>(?P<inner>.*?)(?:<\s*/\s*final\s*>|$)", re.IGNORECASE | re.DOTALL)
-
-
-def read_structured(text, question, finding, kind, synonyms) -> M.Reading | str | None:
-    """``<final>`` and JSON replies (issue 29): a Reading when the structure decides, the reply's
-    string values (its words without the JSON keys) when it is JSON without a verdict field, or
-    None when the reply is not structured."""
-    m = _FINAL_TAG.search(text or "")
-    if m:
-        inner = m.group("inner")
-        obj = parser._first_object(inner)
-        if isinstance(obj, dict) and ("action" in obj or "answer" in obj):
-            final, _ = parser.read_final(obj)
-            if final is None:
-                return M.Reading("unparseable", None, "final-tag")
-            if final.action != "answer":
-                return M.Reading(final.action, None, "final-tag")
-            inner = final.answer or ""
-        r = M.read_text(inner, question, finding, kind, synonyms)
-        return M.Reading(r.action, r.claim, "final-tag")
-    t = (text or "").strip()
-    brace = t.find("{")
-    if brace < 0 or (brace > 80 and not t.lstrip("`json \n").startswith("{")):
-        return None
-    terms = M.finding_terms(finding, tuple(synonyms))
-    after = M._lines(t[t.rfind("}") + 1:])
-    late = M._verdict_lines(after, terms, finding, kind) if after else None
-    if late is not None:  # "Final answer: No" after the object outranks it, as in every format
-        return M.Reading(late[0], late[1], "verdict-line")
-    obj = parser._first_object(t)
-    complete = isinstance(obj, dict)
-    if not complete:
-        obj = complete_pairs(t[brace:])
-    v = json_verdict(obj, question, finding, terms)
-    if v.found:
-        if v.claim is None:
-            return M.Reading("refer", None, "json-field")
-        return M.Reading("answer", v.claim, "json-field" if complete else "json-partial")
-    if not complete:
-        return M.Reading("unparseable", None, "none")  # a cut-off object: its verdict never came
-    return "\n".join(string_values(obj))
