@@ -287,6 +287,7 @@ SCHEMAS: dict[str, pa.Schema] = {
             pa.field("hedged", pa.bool_(), nullable=False),
             pa.field("hedge_cue", pa.string()),
             pa.field("correct", pa.bool_()),
+            pa.field("pope_yes", pa.bool_()),  # POPE's own rule on the raw reply (scoring.pope_rule_yes)
         ]
     ),
     # Seed 001: one multiple-choice question of a generated benchmark (medscope benchgen build).

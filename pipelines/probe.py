@@ -216,6 +216,7 @@ def _build(vols: list[dict], out_uri: str, cfg: ProbeConfig, progress: bool) -> 
         "rejects": reasons,
         "notes": notes,
         "probe_items": items_uri,
+        "sampling": sampling_record(cfg),
         "slices": layout.ProbeBuild(out_uri).slices,
         # the highest peak RSS of a worker process during one task (peaks are reset per task)
         "worker_peak_rss_mb": round(max(rss), 1),
@@ -236,7 +237,17 @@ def _check_recipe(out_uri: str, cfg: ProbeConfig, stats_json: str) -> None:
                 "use a new --out"
             )
     else:
-        storage.write_text(uri, json.dumps({"recipe": recipe}))
+        storage.write_text(uri, json.dumps({"recipe": recipe, "sampling": sampling_record(cfg)}))
+
+
+def sampling_record(cfg: ProbeConfig) -> dict:
+    """How the items were drawn, for the run record (build summary and recipe.json): slices a volume,
+    positives a slice (POPE's balance, or every present organ), negatives a slice and strategy, and
+    the vessels kept out of the adversarial setting."""
+    return {"slices_per_volume": cfg.slices_per_volume,
+            "positives_per_slice": cfg.positives_per_slice if cfg.positives_per_slice is not None else "all present",
+            "negatives_per_slice": cfg.negatives_per_slice, "strategies": list(cfg.strategies),
+            "adversarial_excludes_vessels": list(cfg.vessels)}
 
 
 def load_config(path: str | None) -> ProbeConfig:

@@ -70,6 +70,10 @@ def test_build_rejects_resume_show_and_score(ray_cluster, tmp_path):
 
     items = records.read_table("probe_items", s["probe_items"]).to_pylist()
     assert s["items_written"] == len(items) > 0
+    # the run record states how items were drawn (POPE's positives-per-image balance included)
+    assert s["sampling"] == {"slices_per_volume": 10, "positives_per_slice": 2, "negatives_per_slice": 2,
+                             "strategies": ["random", "popular", "adversarial"], "adversarial_excludes_vessels": ["aorta"]}
+    assert json.loads(open(os.path.join(out, "recipe.json")).read())["sampling"] == s["sampling"]
     gray = [i for i in items if i["render"] == "gray"]
     assert len(gray) * 2 == len(items)  # same items for both renders
     assert {(i["case_id"], i["z"], i["organ"], i["strategy"]) for i in gray} == {

@@ -23,7 +23,7 @@ LEX = list(DEFAULT_HEDGES)
         ("The spleen is not clearly visible on this slice.", "free_text", "absent", True, "not clearly"),
         ("There is no evidence of the pancreas here.", "free_text", "absent", True, None),
         ("The kidney appears in the posterior abdomen.", "free_text", "present", True, "appears"),
-        ("I am sorry, I can only describe the image in general.", "free_text", "not_addressed", True, None),
+        ("I am sorry, I can only describe the image in general.", "free_text", "not_addressed", False, None),
         ("This slice possibly contains the gallbladder, which is present.", "free_text", "present", True, "possibly"),
         ('{"present": true, "reason": "homogeneous organ on the right"}', "verdict_json", "present", True, None),
         ('```json\n{"present": false, "reason": "no definite spleen"}\n```', "verdict_json", "absent", True,
@@ -33,7 +33,7 @@ LEX = list(DEFAULT_HEDGES)
         ('{"observation": "x", "reasoning": "y", "present": "absent"}', "reasoning_json", "absent", True, None),
         ('{"observation": "x", "reasoning": "y"}', "reasoning_json", "not_addressed", False, None),
         ("The liver is visible.", "verdict_json", "present", False, None),  # not JSON: falls back, unclean
-        ("", "free_text", "not_addressed", True, None),
+        ("", "free_text", "not_addressed", False, None),  # clean = parse rate: nothing resolved
     ],
 )
 def test_read_reply_table(text, fmt, verdict, clean, cue):
@@ -156,7 +156,7 @@ def test_protocol_episode_conditions_and_controls():
     item = _item()
     r = proto.run_episode(item, model, "free_text", Decoding())
     assert (r.answer, r.action, r.claims_finding) == ("present", "answer", True)
-    assert model.calls[-1][1] == [item.images[0]] and "Answer in free text." in model.calls[-1][0]
+    assert model.calls[-1][1] == [item.images[0]] and model.calls[-1][0].endswith("Answer yes or no.")
     r = proto.run_episode(item, model, "free_text+no_image", Decoding())
     assert model.calls[-1][1] == [] and r.answer == "absent" and r.turns[0]["image_ref"] is None
     r = proto.run_episode(item, model, "verdict_json+blank", Decoding())
@@ -164,6 +164,7 @@ def test_protocol_episode_conditions_and_controls():
     assert blank.shape == (12, 20, 3) and (blank == 128).all() and r.turns[0]["image_ref"] == "blank:12x20"
     r = proto.run_episode(item, model, "reasoning_json", Decoding())
     assert r.answer == "absent" and r.raw_text.startswith("{") and r.output_tokens == 5
+    assert '"presence": {"spleen": true or false}' in model.calls[-1][0]  # the presence map names the organ
     silent = Scripted("q", lambda t, im: "I cannot help with that.")
     r = proto.run_episode(item, silent, "free_text", Decoding())
     assert (r.action, r.answer, r.claims_finding) == ("unparseable", "not_addressed", None)

@@ -10,6 +10,7 @@ import pytest
 
 from medscope.seeding import rng_for
 from medscope.volumes import presence as P
+from medscope.volumes.config import ProbeConfig
 from medscope.volumes.nifti import VolumeError, axial_slice, load_volume
 from medscope.volumes.render import apply_window, montage_indices, render_gray, render_montage, render_triple
 from tests.probe_fixtures import ORGAN_MAP, hand_labels, write_pair
@@ -174,8 +175,15 @@ def test_negative_strategies_by_hand():
     # without the vessel exclusion the aorta drags it back to the popular choice:
     # gb (.25+.111)/2=.181, stomach (.1+.333)/2=.217, kidney (.05+.389)/2=.219
     assert P.adversarial_negatives(absent, ["liver", "aorta"], s, 2, []) == ["kidney", "stomach"]
-    # only a vessel present: condition on it; nothing present: popular
-    assert P.adversarial_negatives(absent, ["aorta"], s, 1, ["aorta"]) == ["kidney"]
+    # a vessel is never an adversarial negative: P(aorta | liver) = 40/40 = 1 would top the ranking
+    assert P.adversarial_negatives(absent + ["aorta"], ["liver"], s, 2, ["aorta"]) == ["gallbladder", "stomach"]
+    assert P.adversarial_negatives(absent + ["aorta"], ["liver"], s, 1, []) == ["aorta"]
+    # (popular and random may still ask about an absent vessel: the paper excludes them from the adversarial setting)
+    assert P.popular_negatives(absent + ["aorta"], s, 1) == ["aorta"]
+    # only a vessel present: nothing localised to condition on -> the popular ranking (kidney .35, stomach .30),
+    # not P(.|aorta); nothing present: popular too
+    assert P.adversarial_negatives(absent, ["aorta"], s, 2, ["aorta"]) == ["kidney", "stomach"]
+    assert P.adversarial_negatives(["gallbladder", "stomach"], ["aorta"], s, 1, ["aorta"]) == ["stomach"]
     assert P.adversarial_negatives(absent, [], s, 2, ["aorta"]) == ["kidney", "stomach"]
     # random: uniform over the absent organs -> each of 3 picked in 2/3 of draws
     hits = {o: 0 for o in absent}
@@ -213,6 +221,65 @@ def test_build_items_by_hand():
     # pancreas is absent from the whole volume: flagged, no distance
     panc = [i for i in items if i["organ"] == "pancreas"]
     assert panc and all(i["absent_from_volume"] and i["z_distance_mm"] is None for i in panc)
+    # an organ with 5-49 voxels on one slice and never 50 is not absent from the volume (seed 003:
+    # absent only below 5 everywhere); it has no presence slice, so no distance either
+    st2 = st.copy()
+    st2[0, 4] = P.EXCLUDED
+    faint = [i for i in P.build_items("c1", z, organs, st2, stats, seed=3, slices_per_volume=10, vessels=("aorta",),
+                                      transition_mm=0.0) if i["organ"] == "pancreas"]
+    assert faint and not any(i["absent_from_volume"] for i in faint) and all(i["z_distance_mm"] is None for i in faint)
+    # POPE's balance: one positive a slice, drawn from the present organs; negatives unchanged
+    one = P.build_items("c1", z, organs, st, stats, seed=3, slices_per_volume=10, positives_per_slice=1,
+                        vessels=("aorta",), transition_mm=0.0)
+    pos = [i for i in one if i["strategy"] == "positive"]
+    assert len(pos) == len({i["z"] for i in items if i["strategy"] == "positive"})
+    assert {(i["z"], i["organ"]) for i in pos} <= {(i["z"], i["organ"]) for i in items if i["strategy"] == "positive"}
+    assert [i for i in one if i["strategy"] != "positive"] == [i for i in items if i["strategy"] != "positive"]
     assert all(i["truth"] == "absent" for i in panc)
     # two negatives per slice and strategy (z3 has three absent organs)
     assert sum(1 for (k, o, s) in by if k == 3 and s == "random") == 2
+
+
+BTCV_EXTENTS = {  # a synthetic abdomen: each organ's presence range as fractions of the volume's z extent
+    "spleen": (0.55, 0.90), "right kidney": (0.30, 0.60), "left kidney": (0.32, 0.62), "gallbladder": (0.50, 0.65),
+    "esophagus": (0.85, 1.00), "liver": (0.45, 0.95), "stomach": (0.50, 0.90), "aorta": (0.00, 1.00),
+    "inferior vena cava": (0.05, 0.95), "portal vein and splenic vein": (0.50, 0.65), "pancreas": (0.45, 0.60),
+    "right adrenal gland": (0.60, 0.70), "left adrenal gland": (0.58, 0.68),
+}
+
+
+def test_default_scale_gives_the_papers_item_counts():
+    """Seed 003: 3,639 positives and 3,951 negatives per strategy over 30 cases and 13 organs. The
+    defaults (66 slices a volume, 2 negatives and at most 2 positives a slice) on a synthetic cohort
+    of that size (30 volumes of 90-177 slices, the BTCV range; no pixels, only the item sampler)."""
+    cfg = ProbeConfig()
+    organs = list(BTCV_EXTENTS)
+    vols = []
+    for v in range(30):
+        n = 90 + 3 * v
+        f = (np.arange(n) + 0.5) / n
+        st = np.stack([np.where((f >= lo) & (f <= hi), P.PRESENT, P.ABSENT) for lo, hi in BTCV_EXTENTS.values()], 1)
+        vols.append((f"case{v:02d}", np.arange(n) * 2.5, st.astype(np.int8)))
+    stats = P.CohortStats()
+    for _, _, st in vols:
+        stats.add_volume(organs, st)
+    items, expect_pos, expect_neg, expect_adv = [], 0, 0, 0
+    vessel = np.array([P.normalise_name(o) in {P.normalise_name(x) for x in cfg.vessels} for o in organs])
+    for case, z, st in vols:
+        got = P.build_items(case, z, organs, st, stats, seed=cfg.seed, slices_per_volume=cfg.slices_per_volume,
+                            negatives_per_slice=cfg.negatives_per_slice, positives_per_slice=cfg.positives_per_slice,
+                            vessels=tuple(cfg.vessels), transition_mm=cfg.transition_mm)
+        items += got
+        ks = sorted({i["z"] for i in got})
+        assert len(ks) == 66
+        # independent arithmetic per sampled slice: min(2, present), min(2, absent), min(2, absent non-vessel)
+        for k in ks:
+            expect_pos += min(2, int((st[k] == P.PRESENT).sum()))
+            expect_neg += min(2, int((st[k] == P.ABSENT).sum()))
+            expect_adv += min(2, int(((st[k] == P.ABSENT) & ~vessel).sum()))
+    count = {s: sum(i["strategy"] == s for i in items) for s in ("positive", "random", "popular", "adversarial")}
+    assert count == {"positive": expect_pos, "random": expect_neg, "popular": expect_neg, "adversarial": expect_adv}
+    assert 30 * 66 == 1980 and count["random"] == 2 * 1980  # every slice has >= 2 absent organs here
+    assert abs(count["random"] - 3951) / 3951 < 0.005  # the paper's negatives a strategy, within 0.5%
+    assert abs(count["positive"] - 3639) / 3639 < 0.10  # positives depend on the anatomy: within 10% here
+    assert not [i for i in items if i["strategy"] == "adversarial" and i["organ"] in cfg.vessels]

@@ -78,13 +78,13 @@ BACKWARD = {
         "could not be excluded", "is likely", "is possible", "is suspected", "is probable",
         "may be present", "might be present",
     ),
-    "hypothetical": ("would", "would appear", "would be", "could be hidden"),
+    "hypothetical": ("would", "would appear", "would be", "could be hidden", "may or may not", "might or might not"),
 }
 # "X is/was/appears ... not <verb>" with up to two words between "not" and the verb.
 _NOT_PREDICATE = re.compile(
     r"^(?:\W*\w+){0,6}?\W*\bnot\s+(?:\w+\s+){0,2}?"
     r"(?:visible|seen|present|identified|detected|depicted|demonstrated|shown|evident|"
-    r"appreciated|included|captured|found|noted|visuali[sz]ed|in|there)\b"
+    r"appreciated|included|captured|found|noted|visuali[sz]ed|in|on|there)\b"
 )
 _FORWARD_END = re.compile(
     r"\b(?:but|however|although|though|yet|except|whereas|while|apart from|aside from|despite|"

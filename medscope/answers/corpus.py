@@ -48,6 +48,23 @@ def load_corpus() -> list[LabelledReply]:
     return list(_corpus())
 
 
+def load_jsonl_table(name: str) -> list[LabelledReply]:
+    """A labelled table shipped as JSON lines under ``data/`` (issue 29's held-out tables): one
+    object a line with question, finding, kind, style, expect and reply."""
+    import json
+
+    text = resources.files("medscope.answers").joinpath("data", name).read_text("utf-8")
+    out = []
+    for i, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        row = json.loads(line)
+        if row["expect"] not in DECISIONS:
+            raise ValueError(f"{name}:{i}: unknown decision {row['expect']!r}")
+        out.append(LabelledReply(row["reply"], row["question"], row["finding"], row["kind"], row["style"], row["expect"]))
+    return out
+
+
 def decision(action: str, claim: bool | None) -> str:
     """(action, claims_finding) as one of DECISIONS."""
     if action == "answer":

@@ -5,15 +5,26 @@ One reader for every protocol (the counterfactual episodes, the organ-presence p
 as a careful clinician would, in this order; the first rule that decides wins, and the rule's
 name is returned with the decision (:class:`Reading`, ``rule``):
 
+0. Structure and revisions (issue 29): ``final-tag`` — a ``<final>`` tag outranks everything
+   (its answer text is read by these rules; refer / clarify stay what they are); ``json-field``
+   — a JSON reply's verdict field, whatever its name (:mod:`medscope.answers.structured`; one
+   that does not resolve is ``refer``, never a claim; a JSON reply without one is read from its
+   string values, never its keys); ``self-correction`` — a reply that takes its answer back
+   ("Yes - actually, on closer inspection, no") is read by what follows its last correction.
 1. ``verdict-line`` — an explicit verdict ("Final answer: No", "Conclusion: no pneumothorax",
    "The answer is yes", "Therefore, ...", "Impression: ..."); the *last* one that decides wins,
    so a reply that reasons aloud and then concludes is read by its conclusion.
 2. ``label-line`` — the finding as a label ("Pneumothorax: No", "PTX: no", "Polyp? No.",
    "| Lesion | No |", "- Pneumothorax: absent"). Finding polarity: never flipped.
+   Then ``final-colon``: a short verdict after the reply's last colon ("... my assessment: no",
+   "Result: negative."), with the question's polarity.
 3. ``leading-yes-no`` — the reply opens with a yes/no particle (also "sí", "oui", "nein",
    "нет", "是", "いいえ"...) or a polarity word ("None.", "Absent", "Present (left apex)").
    Only yes/no particles carry the *question's* polarity: to a health question ("Is this image
    healthy?") "Yes" means no finding; "None." / "No lesion." keep the finding's polarity.
+   To a health question an explicit statement about the finding outranks the particle ("No, I
+   don't see a pneumothorax" denies it). Then ``search-outcome``: a reported search and its
+   result ("I looked for a polyp and found none" denies; "... and found one" claims).
 4. ``mention`` — every mention of the finding (its words, plural, head noun, synonyms from
    ``data/synonyms.yaml`` or the view's own list), each with its ConText status
    (:mod:`medscope.answers.context`): any affirmed mention is a claim; possible and negated
@@ -45,38 +56,15 @@ from importlib import resources
 
 import yaml
 
+from medscope.answers import parser, revisions, structured
 from medscope.answers.context import status
-
-RULES = ("verdict-line", "label-line", "leading-yes-no", "mention", "health-words", "undecided",
-         "predicate", "open", "none")
-
-YES_PARTICLES = ("yes", "yeah", "yep", "yup", "correct", "affirmative", "true", "indeed", "i think so",
-                 "i believe so", "sí", "si", "oui", "ja", "да", "是", "有", "はい", "sim", "evet", "tak")
-NO_PARTICLES = ("no", "nope", "nah", "false", "incorrect", "non", "nein", "nee", "нет", "否", "没有",
-                "いいえ", "não", "nao", "hayır", "nie", "not that i can see", "i do not think so",
-                "i do not believe so", "not really", "not at all")
-POLARITY_WORDS = {"present": True, "positive": True, "absent": False, "negative": False, "none": False,
-                  "nothing": False}
-NORMAL_WORDS = ("within normal limits", "normal", "healthy", "unremarkable", "no acute")
-ABNORMAL_WORDS = ("abnormal", "abnormality", "abnormalities", "unhealthy", "pathological", "pathology",
-                  "diseased", "lesion", "lesions", "mass", "masses", "tumor", "tumour", "anomaly",
-                  "suspicious")
-CLARIFY_PHRASES = (
-    "too blurry", "blurry", "blurred", "blur", "too noisy", "noisy", "noise", "low resolution",
-    "low-resolution", "poor quality", "image quality", "poor image", "unusable", "non-diagnostic",
-    "nondiagnostic", "not diagnostic", "uninterpretable", "can not be interpreted", "degraded",
-    "artifact", "artefact", "please provide", "could you provide", "can you provide", "better image",
-    "clearer image", "another image", "wrong anatomy", "different anatomy", "different modality",
-    "different body part", "wrong body part",
+from medscope.answers.lexicon import (  # the word lists, importable from here as before
+    ABNORMAL_WORDS, CLARIFY_PHRASES, NO_PARTICLES, NORMAL_WORDS, POLARITY_WORDS, REFER_PHRASES, YES_PARTICLES,
 )
-REFER_PHRASES = (
-    "can not determine", "unable to determine", "can not be determined", "can not tell", "unclear",
-    "uncertain", "not sure", "indeterminate", "equivocal", "i do not know", "unknown", "can not say",
-    "not possible to", "not clear", "difficult to", "hard to", "unable to assess", "unable to evaluate",
-    "can not assess", "can not evaluate", "can not decide", "unable to decide", "refer", "specialist",
-    "radiologist should", "opinion", "further imaging", "further evaluation", "clinical correlation",
-    "can not answer", "unable to answer", "not able to", "may or may not",
-)
+
+RULES = ("final-tag", "json-field", "json-partial", "self-correction", "verdict-line", "label-line", "final-colon",
+         "leading-yes-no", "search-outcome", "mention", "health-words", "undecided", "predicate", "open", "none")
+
 _WRONG_ANATOMY = re.compile(r"\b(?:this|it|the (?:\w+ )?(?:image|scan|study|film|picture))"
                             r" (?:is|appears to be|looks like|seems to be|shows) an? [^.;]{0,40}?"
                             r"(?:rather than|not|instead of) an?\b")
@@ -164,7 +152,10 @@ def finding_terms(finding: str, synonyms: tuple[str, ...] = ()) -> tuple[str, ..
     terms: set[str] = set(_plural(f))
     if len(words) > 1 and head not in ("lesion", "lesions", "abnormality", "finding"):
         terms.update(_plural(head))
-    for key in (f, head):
+    sideless = " ".join(w for w in words if w not in _SIDES)
+    if sideless != f and sideless:
+        terms.update(_plural(sideless))  # "only the left adrenal gland" names the side-less organ
+    for key in (f, sideless, head):
         for syn in table.get(key, ()):
             terms.update(_plural(syn))
     for syn in synonyms:
@@ -289,12 +280,21 @@ def _health_statuses(sentences: list[str]) -> list[str]:
 
 def _content(sentences: list[str], terms, finding, kind, flip: bool) -> tuple[str, bool | None, str] | None:
     """Rules 3-5 on some sentences: leading particle, mentions, health words."""
+    mentions = _mention_statuses(sentences, terms, finding)
+    if kind == "health" and flip:
+        # To "Is this normal?", "No, I don't see a pneumothorax" denies the finding: the particle's
+        # polarity is ambiguous there, an explicit statement about the finding is not (issue 29).
+        got = _aggregate(mentions)
+        if got is not None:
+            return (*got, "mention")
     if sentences:
         lead = _leading(sentences[0], kind, flip)
         if lead is not None:
             return "answer", lead, "leading-yes-no"
-    for rule, statuses in (("mention", _mention_statuses(sentences, terms, finding)),
-                           ("health-words", _health_statuses(sentences))):
+    searched = revisions.search_outcome(" ".join(sentences), _term_pattern(terms))
+    if searched is not None:
+        return "answer", searched, "search-outcome"
+    for rule, statuses in (("mention", mentions), ("health-words", _health_statuses(sentences))):
         got = _aggregate(statuses)
         if got is not None:
             return (*got, rule)
@@ -355,7 +355,7 @@ _REFER = _phrases(REFER_PHRASES)
 _YES = re.compile("(?:" + "|".join(re.escape(p) for p in sorted(YES_PARTICLES, key=len, reverse=True)) + ")" + _PARTICLE_END)
 _NO = re.compile("(?:" + "|".join(re.escape(p) for p in sorted(NO_PARTICLES, key=len, reverse=True)) + ")" + _PARTICLE_END)
 _BARE_NO = re.compile(r"no(?:$|\s*[,.!?;:()\u2013\u2014]|\s-|\s+(?:there|it|i|the|this|that|they|we)\b)")
-_POLARITY = re.compile(r"(present|positive|absent|negative|none|nothing)"
+_POLARITY = re.compile(r"(present|positive|absent|negative|none|nothing|unlikely|likely)"
                        r"(?:\s+(?:seen|identified|visible|detected|found|noted))?(?=$|\s*[,.!;:()\u2013\u2014]|\s-)")
 
 
@@ -367,15 +367,99 @@ def _undecided(text: str) -> str | None:
     return None
 
 
+def _final_colon(lines, terms, finding, kind):
+    """Rule ``final-colon``: a short verdict after the reply's last colon, question polarity."""
+    last = _sentences(lines[-1])
+    rest = revisions.final_colon_rest(last[-1]) if last else None
+    got = _content([rest], terms, finding, kind, flip=True) if rest else None
+    return (got[0], got[1], "final-colon") if got is not None else None
+
+
+def _json_value_reader(question: str, finding: str, kind: str):
+    """How a JSON verdict string is read (:mod:`medscope.answers.structured`): a general key's value
+    ("answer", "verdict") as a whole reply to the question; a presence or finding key's value as a
+    label's value in the finding's polarity ("no, not seen", "not visualised", "surgically absent").
+    Undecided values ("cannot determine", "difficult to assess") do not resolve."""
+    def read(key_kind: str, value: str) -> tuple[bool, bool | None]:
+        if key_kind == "general":
+            r = read_text(value, question, finding, kind)
+            return r.action == "answer", (r.claim if r.action == "answer" else None)
+        v = normalize(value).strip(" .!")
+        lead = _leading(v, "presence", flip=False)
+        if lead is not None:
+            return True, lead
+        if _undecided(v):
+            return False, None
+        st = status("x " + v, 0, 1)  # the value as a label's predicate
+        if st == "negated":
+            return True, False
+        if st in ("affirmed", "possible"):
+            return True, True
+        return False, None
+
+    return read
+
+
+_FINAL_TAG = re.compile(r"<\s*final\s*>(?P<inner>.*?)(?:<\s*/\s*final\s*>|$)", re.IGNORECASE | re.DOTALL)
+
+
+def _structured(text, question, finding, kind, synonyms) -> Reading | str | None:
+    """Rules ``final-tag`` and ``json-field``: a Reading when the structure decides, the reply's
+    string values (its words without the JSON keys) when it is JSON without a verdict field, None
+    when the reply is not structured."""
+    m = _FINAL_TAG.search(text or "")
+    if m:
+        inner = m.group("inner")
+        obj = parser._first_object(inner)
+        if isinstance(obj, dict) and ("action" in obj or "answer" in obj):
+            final, _ = parser.read_final(obj)
+            if final is None or final.action != "answer":
+                return Reading(final.action if final else "unparseable", None, "final-tag")
+            inner = final.answer or ""
+        r = read_text(inner, question, finding, kind, synonyms)
+        return Reading(r.action, r.claim, "final-tag")
+    t = (text or "").strip()
+    brace = t.find("{")
+    if brace < 0 or (brace > 80 and not t.lstrip("`json \n").startswith("{")):
+        return None
+    terms = finding_terms(finding, tuple(synonyms))
+    after = _lines(t[t.rfind("}") + 1:])
+    late = _verdict_lines(after, terms, finding, kind) if after else None
+    if late is not None:  # "Final answer: No" after the object outranks it, as in every format
+        return Reading(late[0], late[1], "verdict-line")
+    obj = parser._first_object(t)
+    complete = isinstance(obj, dict)
+    v = structured.json_verdict(obj if complete else structured.complete_pairs(t[brace:]), finding, terms,
+                                _json_value_reader(question, finding, kind))
+    if v.found:
+        if v.claim is None:
+            return Reading("refer", None, "json-field")
+        return Reading("answer", v.claim, "json-field" if complete else "json-partial")
+    if not complete:
+        return Reading("unparseable", None, "none")  # a cut-off object: its verdict never came
+    return "\n".join(structured.string_values(obj))
+
+
 def read_text(text: str, question: str, finding: str, question_kind: str | None = None,
-              synonyms: tuple[str, ...] | list[str] = ()) -> Reading:
+              synonyms: tuple[str, ...] | list[str] = (), *, _corrections: bool = True) -> Reading:
     """Read a free-text reply (or an answer field) into a decision about ``finding``."""
     kind = question_kind or infer_question_kind(question)
+    got = _structured(text, question, finding, kind, synonyms)
+    if isinstance(got, Reading):
+        return got
+    if isinstance(got, str):
+        text = got
     lines = _lines(text)
     if not lines:
         return Reading("unparseable", None, "none")
+    if _corrections:
+        tail = revisions.correction_tail("\n".join(lines))
+        r = read_text(tail, question, finding, kind, synonyms, _corrections=False) if tail else None
+        if r is not None and r.action == "answer":  # read by what follows its last correction
+            return Reading(r.action, r.claim, "self-correction")
     terms = finding_terms(finding, tuple(synonyms))
-    got = _verdict_lines(lines, terms, finding, kind) or _label_lines(lines, terms)
+    got = (_verdict_lines(lines, terms, finding, kind) or _label_lines(lines, terms)
+           or _final_colon(lines, terms, finding, kind))
     if got is None:
         sentences = [s for line in lines for s in _sentences(line)]
         got = _content(sentences, terms, finding, kind, flip=True)

@@ -53,7 +53,7 @@ def count_volume(row: dict, cfg: ProbeConfig) -> dict:
         records.reject(
             "probe_items", row.get("source") or "volumes", vol.case_id, "presence", "organ_never_present",
             f"{o} is mapped but never reaches {cfg.present_voxels} voxels on a slice; the volume is kept and "
-            f"its {o} items are flagged absent_from_volume",
+            f"its {o} items are flagged absent_from_volume where it stays below {cfg.absent_voxels} on every slice",
         )
         for j, o in enumerate(organs)
         if P.presence_extent(states[:, j]) is None
@@ -89,6 +89,7 @@ def volume_items(row: dict, cfg: ProbeConfig, stats: P.CohortStats, vol: Volume 
         slices_per_volume=cfg.slices_per_volume,
         strategies=tuple(cfg.strategies),
         negatives_per_slice=cfg.negatives_per_slice,
+        positives_per_slice=cfg.positives_per_slice,
         vessels=tuple(cfg.vessels),
         transition_mm=cfg.transition_mm,
     )

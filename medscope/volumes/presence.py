@@ -167,15 +167,19 @@ def popular_negatives(absent: list[str], stats: CohortStats, n: int) -> list[str
 def adversarial_negatives(
     absent: list[str], present: list[str], stats: CohortStats, n: int, vessels: list[str]
 ) -> list[str]:
-    """The n absent organs most co-occurring with the organs present on the slice.
+    """The n absent organs most co-occurring with the organs present on the slice (seed 003,
+    "Adversarial").
 
-    Score = mean over conditioning organs a of P(organ | a). Conditioning uses only spatially
-    localised organs (``vessels`` excluded), since near-ubiquitous vessels pull the score back
-    to the marginal frequency. A slice with only vessels present conditions on them; a slice
-    with nothing present falls back to the popular ranking.
+    Score = mean over conditioning organs a of P(organ | a). Co-occurrence is conditioned only on
+    spatially localised organs: the near-ubiquitous ``vessels`` are left out of the conditioning
+    set (they pull the score back to the marginal frequency and turn the setting into the
+    popular one) and are never picked as adversarial negatives. A slice with no localised organ
+    present has nothing to condition on and falls back to the popular ranking of the localised
+    absent organs.
     """
     skip = {normalise_name(v) for v in vessels}
-    cond = [a for a in present if normalise_name(a) not in skip] or list(present)
+    absent = [o for o in absent if normalise_name(o) not in skip]
+    cond = [a for a in present if normalise_name(a) not in skip]
     if not cond:
         return popular_negatives(absent, stats, n)
 
@@ -189,6 +193,16 @@ def random_negatives(absent: list[str], n: int, rng: np.random.Generator) -> lis
     """n absent organs drawn uniformly without replacement."""
     pool = sorted(absent)
     if len(pool) <= n:
+        return pool
+    return sorted(rng.choice(pool, size=n, replace=False).tolist())
+
+
+def random_positives(present: list[str], n: int | None, rng: np.random.Generator) -> list[str]:
+    """The slice's positives: every present organ (``n`` None), or n of them drawn uniformly
+    without replacement, as POPE draws a fixed number of ground-truth objects per image so that
+    positives and negatives per image balance."""
+    pool = sorted(present)
+    if n is None or len(pool) <= n:
         return pool
     return sorted(rng.choice(pool, size=n, replace=False).tolist())
 
@@ -208,10 +222,12 @@ def build_items(
     slices_per_volume: int = 12,
     strategies: tuple[str, ...] = ("random", "popular", "adversarial"),
     negatives_per_slice: int = 2,
+    positives_per_slice: int | None = None,
     vessels: tuple[str, ...] = (),
     transition_mm: float = 10.0,
 ) -> list[dict]:
-    """Probe items of one volume (no images yet): positives plus negatives per strategy.
+    """Probe items of one volume (no images yet): positives (every present organ, or
+    ``positives_per_slice`` of them) plus negatives per strategy.
 
     Returns dicts with case_id, z, z_mm, organ, truth, strategy, stratum, z_distance_mm,
     absent_from_volume and question. Seeds come from (seed, case_id, z, ...), never order.
@@ -224,7 +240,10 @@ def build_items(
 
     def item(k: int, j: int, truth: str, strategy: str) -> dict:
         col = states[:, j]
-        never = presence_extent(col) is None
+        # "absent from the entire volume" (seed 003): below the absent threshold on every slice. An
+        # organ that never reaches 50 voxels but has 5-49 on some slice is not absent from the
+        # volume (those slices are excluded); it has no presence slice, so no z-distance either.
+        never = bool((col == ABSENT).all())
         return {
             "case_id": case_id,
             "z": int(k),
@@ -242,7 +261,8 @@ def build_items(
     for k in chosen:
         present = [o for j, o in enumerate(organs) if states[k, j] == PRESENT]
         absent = [o for j, o in enumerate(organs) if states[k, j] == ABSENT]
-        items += [item(k, index[o], "present", "positive") for o in present]
+        positives = random_positives(present, positives_per_slice, rng_for(seed, case_id, k, "positives"))
+        items += [item(k, index[o], "present", "positive") for o in positives]
         for strategy in strategies:
             if strategy == "random":
                 picks = random_negatives(absent, negatives_per_slice, rng_for(seed, case_id, k, "random"))

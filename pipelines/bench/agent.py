@@ -10,7 +10,7 @@ def bench_replies(args=None) -> None:
     deciding rule, and every disagreement."""
     from collections import Counter
 
-    from medscope.answers.corpus import agreement, load_corpus
+    from medscope.answers.corpus import agreement, load_corpus, load_jsonl_table
     from medscope.answers.matching import read_text
 
     rows = load_corpus()
@@ -24,6 +24,12 @@ def bench_replies(args=None) -> None:
     rules = Counter(readings[id(r)].rule for r in rows)
     print("  deciding rule: " + ", ".join(f"{k}={v}" for k, v in rules.most_common()))
     for row, got in a.misses:
+        print(f"  MISS [{row.style}] expected {row.expect}, read {got}: {row.reply!r}")
+    held = load_jsonl_table("replies_item6.jsonl")  # issue 29's table of item 6's kinds
+    b = agreement(lambda *x: (lambda r: (r.action, r.claim))(read_text(*x)), held)
+    print(f"  issue 29 table (self-correction, post-negation, final colon, JSON keyed by the finding, health "
+          f"denials): agreement {b.agree}/{b.n} = {b.rate:.3f}, claim/denial flips {b.flips}")
+    for row, got in b.misses:
         print(f"  MISS [{row.style}] expected {row.expect}, read {got}: {row.reply!r}")
 
 

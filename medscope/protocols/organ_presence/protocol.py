@@ -34,7 +34,7 @@ class OrganPresenceProtocol:
     """EvalProtocol of the volumetric organ-presence probe."""
 
     name = "organ_presence"
-    prompt_version = "probe-v1"
+    prompt_version = "probe-v2"  # v2: the paper-worded formats (issue 29)
 
     def __init__(self, config: ProbeConfig | dict | str | None = None):
         """``config``: a ProbeConfig, its fields as a dict (a sweep's protocol_options), or a YAML path."""
@@ -69,7 +69,7 @@ class OrganPresenceProtocol:
         fmt, mode = split_condition(condition)
         if condition not in self.conditions():
             raise ValueError(f"unknown probe condition {condition!r}; known: {', '.join(self.conditions())}")
-        prompt = probe_prompt(item.question, fmt)
+        prompt = probe_prompt(item.question, fmt, str(item.meta.get("organ") or ""))
         parts: list[Part] = []
         image_ref = None
         if mode == "image":

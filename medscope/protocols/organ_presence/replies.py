@@ -7,7 +7,6 @@ how much one unambiguous cue carries.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 
@@ -15,24 +14,27 @@ from medscope.answers.matching import read_text
 
 VERDICTS = ("present", "absent", "not_addressed")
 
+# The paper's three output formats (seed 003): forced-choice free text ("where abstention is
+# unavailable"), verdict-first JSON, and reasoning-first JSON, where the model "writes an
+# observation and a rationale before committing to a presence map". addition: the paper does not
+# print its prompt text; these sentences are ours, worded from those descriptions
+# (docs/probe.md "Prompts").
 FORMAT_INSTRUCTIONS = {
-    "free_text": "Answer in free text.",
+    "free_text": "Answer yes or no.",
     "verdict_json": (
         'Reply with JSON only, the verdict first: {"present": true or false, "reason": "<one sentence>"}'
     ),
     "reasoning_json": (
-        'Reply with JSON only, reasoning first: {"observation": "<what you see>", '
-        '"reasoning": "<why>", "present": true or false}'
+        'Reply with JSON only, reasoning first: {"observation": "<what you see on this slice>", '
+        '"reasoning": "<why>", "presence": {"<organ>": true or false}}'
     ),
 }
-
-_KEYS = ("present", "verdict", "answer", "organ_present", "is_present", "visible")
 
 
 @dataclass(frozen=True)
 class Reading:
     verdict: str  # present | absent | not_addressed
-    clean: bool  # a JSON format whose reply parsed as JSON with a verdict (clean resolution)
+    clean: bool  # parsed: the format's own verdict resolved (JSON: a verdict field; free text: any verdict)
     hedge_cues: tuple[str, ...]  # every lexicon cue that fired, in lexicon order
 
     @property
@@ -44,45 +46,20 @@ class Reading:
         return self.hedge_cues[0] if self.hedge_cues else None
 
 
+def _question(organ: str, question: str) -> str:
+    return question or f"Is the {organ or 'organ'} visible?"
+
+
 def text_verdict(text: str, organ: str = "", question: str = "") -> str:
-    """Free-text reply -> verdict, with the shared reader of every protocol
-    (:func:`medscope.answers.matching.read_text`: verdict lines, then a leading yes/no, then the
-    organ's mentions with their negation scope, then a presence / absence predicate). Refer,
-    clarify and unreadable replies are not-addressed."""
-    r = read_text(text or "", question or f"Is the {organ or 'organ'} visible?", organ, "presence")
+    """Reply -> verdict, with the shared reader of every protocol
+    (:func:`medscope.answers.matching.read_text`: ``<final>`` tags and JSON verdict fields first,
+    then self-corrections, verdict lines, label lines, a leading yes/no, the organ's mentions with
+    their negation scope, a presence / absence predicate). Refer, clarify, unresolved verdict
+    fields and unreadable replies are not-addressed."""
+    r = read_text(text or "", _question(organ, question), organ, "presence")
     if r.action != "answer":
         return "not_addressed"
     return "present" if r.claim else "absent"
-
-
-def _json_object(text: str) -> dict | None:
-    t = text.strip()
-    if t.startswith("```"):
-        t = re.sub(r"^```\w*\s*|\s*```$", "", t)
-    start, end = t.find("{"), t.rfind("}")
-    if start < 0 or end <= start:
-        return None
-    try:
-        obj = json.loads(t[start : end + 1])
-    except json.JSONDecodeError:
-        return None
-    return obj if isinstance(obj, dict) else None
-
-
-def _json_verdict(obj: dict) -> str:
-    for key in _KEYS:
-        if key not in obj:
-            continue
-        v = obj[key]
-        if isinstance(v, bool):
-            return "present" if v else "absent"
-        if isinstance(v, str):
-            s = v.strip().lower()
-            if s in ("yes", "true", "present", "visible"):
-                return "present"
-            if s in ("no", "false", "absent", "not present", "not visible"):
-                return "absent"
-    return "not_addressed"
 
 
 def hedge_cues(text: str, lexicon: list[str] | tuple[str, ...]) -> tuple[str, ...]:
@@ -95,25 +72,28 @@ def read_reply(text: str | None, fmt: str, lexicon: list[str] | tuple[str, ...],
                question: str = "") -> Reading:
     """Parse one reply under output format ``fmt`` (free_text | verdict_json | reasoning_json).
 
-    A JSON format whose reply is not JSON with a verdict falls back to the free-text reading
-    (clean=False), so malformed structure is visible as a clean-resolution rate. ``organ`` (and
-    the ``question``) let the free-text reading find the organ's own mentions.
+    Every format goes through the same reader (``<final>`` / verdict lines outrank everything; a
+    JSON verdict field is read whatever its name; one that does not resolve is not-addressed).
+    ``clean`` is the parse rate of seed 003's "clean resolution": for a JSON format, the reply was
+    a JSON object whose verdict field resolved; for free text, the reply resolved to a verdict.
+    ``organ`` (and the ``question``) let the reader find the organ's own mentions and keys.
     """
+    if fmt not in FORMAT_INSTRUCTIONS:
+        raise ValueError(f"unknown probe format {fmt!r}; known: {', '.join(FORMAT_INSTRUCTIONS)}")
     text = text or ""
     cues = hedge_cues(text, lexicon)
-    if fmt == "free_text":
-        return Reading(text_verdict(text, organ, question), True, cues)
-    obj = _json_object(text)
-    if obj is not None:
-        verdict = _json_verdict(obj)
-        if verdict != "not_addressed":
-            return Reading(verdict, True, cues)
-    return Reading(text_verdict(text, organ, question), False, cues)
+    r = read_text(text, _question(organ, question), organ, "presence")
+    verdict = "not_addressed" if r.action != "answer" else ("present" if r.claim else "absent")
+    resolved = verdict != "not_addressed"
+    clean = resolved and (fmt == "free_text" or r.rule == "json-field")
+    return Reading(verdict, clean, cues)
 
 
-def probe_prompt(question: str, fmt: str) -> str:
-    """The single-turn prompt: the question and the output format's instruction."""
+def probe_prompt(question: str, fmt: str, organ: str = "") -> str:
+    """The single-turn prompt: the question and the output format's instruction (the reasoning-
+    first presence map keyed by the asked ``organ``)."""
     try:
-        return f"{question} {FORMAT_INSTRUCTIONS[fmt]}"
+        instruction = FORMAT_INSTRUCTIONS[fmt]
     except KeyError:
         raise ValueError(f"unknown probe format {fmt!r}; known: {', '.join(FORMAT_INSTRUCTIONS)}") from None
+    return f"{question} {instruction.replace('<organ>', organ.replace('_', ' ') or 'organ')}"

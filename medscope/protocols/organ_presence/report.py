@@ -97,8 +97,8 @@ def probe_report_section(metrics: list[dict], constant=frozenset()) -> tuple[str
 
 def pope_summary(truth_present: np.ndarray, said_present: np.ndarray) -> dict:
     """POPE's summary (Li et al. 2023) of yes/no answers: accuracy, precision, recall and F1 of
-    "present", and the yes-ratio (share answered "present"). Anything but "present" (absent, hedged,
-    not addressed) counts as "no", as POPE does. NaN where a denominator is 0."""
+    "yes", and the yes-ratio (share answered "yes"). ``said_present`` is the reading's "yes" (see
+    :func:`pope_table`). NaN where a denominator is 0."""
     t, y = np.asarray(truth_present, bool), np.asarray(said_present, bool)
     tp, fp, fn = int((t & y).sum()), int((~t & y).sum()), int((t & ~y).sum())
     n = len(t)
@@ -109,18 +109,35 @@ def pope_summary(truth_present: np.ndarray, said_present: np.ndarray) -> dict:
             "f1": f1, "yes_ratio": float(y.mean()) if n else np.nan}
 
 
-def pope_table(scores: pd.DataFrame) -> pd.DataFrame:
+POPE_READINGS = {
+    # MedScope's reading: "yes" = a "present" verdict (a hedged "present" included); absent and
+    # not-addressed replies are "no" -- unlike POPE's rule, which makes most non-answers "yes".
+    "medscope": lambda g: g.verdict.eq("present").to_numpy(),
+    # POPE's own rule on the raw reply (scoring.pope_rule_yes); tables written before it: absent.
+    "pope": lambda g: g["pope_yes"].fillna(True).astype(bool).to_numpy(),
+}
+
+
+def pope_table(scores: pd.DataFrame, reading: str = "medscope") -> pd.DataFrame:
     """POPE's summary per model x condition x render x negative strategy: every present-organ
     question plus the absent-organ questions that strategy chose (POPE's random / popular /
-    adversarial splits)."""
+    adversarial splits), under ``reading`` ("medscope": our verdicts; "pope": POPE's rule)."""
+    said = POPE_READINGS[reading]
     rows = []
     for (m, c, rend), g in scores.groupby(["model", "condition", "render"], sort=True):
         pos = g[g.truth == "present"]
         for st in NEGATIVE_STRATEGIES:
             part = pd.concat([pos, g[(g.truth == "absent") & (g.strategy == st)]])
             rows.append({"model": m, "condition": c, "render": rend, "strategy": st,
-                         **pope_summary(part.truth.eq("present").to_numpy(), part.verdict.eq("present").to_numpy())})
+                         **pope_summary(part.truth.eq("present").to_numpy(), said(part))})
     return pd.DataFrame(rows)
+
+
+POPE_INTRO = ("POPE's summary, computed twice (for comparison with POPE results): each strategy's absent-organ "
+              "questions with every present-organ question; precision, recall and F1 of 'yes'; yes-ratio = share "
+              "answered 'yes'; n = questions. Point estimates (intervals are in the table above). The two readings "
+              "differ on replies that do not say 'present': MedScope counts them 'no', POPE's rule counts every "
+              "reply without 'no' / 'not' in its first sentence as 'yes'.")
 
 
 def _pope_markdown(pope: pd.DataFrame, constant) -> str:
@@ -184,11 +201,14 @@ def report_sections(scored_run: str, work_dir: str) -> tuple[list, dict]:
         blocks.append(Raw("No specificity plot: every run in this probe is a constant policy (the same verdict on "
                           "every question), which reads no image; the tables show their values as references."))
     if scores is not None and len(scores):
-        blocks.append(Raw("POPE's summary (for comparison with POPE results): each strategy's absent-organ questions "
-                          "with every present-organ question; 'yes' = a 'present' verdict, anything else (absent, "
-                          "hedged, not addressed) = 'no'; precision, recall and F1 of 'yes'; yes-ratio = share "
-                          "answered 'yes'; n = questions. Point estimates (intervals are in the table above).\n\n"
-                          + _pope_markdown(pope_table(scores), constant)))
+        blocks.append(Raw(POPE_INTRO + "\n\n**With MedScope's reading** ('yes' = a 'present' verdict, a hedged "
+                          "'present' included; 'absent' and not-addressed replies = 'no'):\n\n"
+                          + _pope_markdown(pope_table(scores, "medscope"), constant)))
+        if "pope_yes" in scores and scores["pope_yes"].notna().any():
+            blocks.append(Raw("**With POPE's own rule** (the text before the first '.', commas dropped; a word 'No', "
+                              "'no' or 'not' = 'no', anything else = 'yes': 'Absent.', 'Not visible.', refusals and "
+                              "JSON replies count as 'yes'), for setting beside published POPE tables:\n\n"
+                              + _pope_markdown(pope_table(scores, "pope"), constant)))
     lines = summary_lines(specificity_table(metrics, "specificity"), constant)
     top = [Section("Summary: organ-presence probe", [Raw("\n".join(lines))], anchor="summary-probe")] if lines else []
     return top + [Section(title, blocks, anchor="probe")], {}

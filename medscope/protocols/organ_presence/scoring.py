@@ -67,9 +67,22 @@ def score_episodes(episodes: list[dict], items: dict[str, dict], lexicon) -> tup
                 "hedged": r.hedged,
                 "hedge_cue": r.hedge_cue,
                 "correct": correct,
+                "pope_yes": pope_rule_yes(ep.get("raw_text") or ""),
             }
         )
     return rows, skipped
+
+
+def pope_rule_yes(text: str) -> bool:
+    """POPE's own reading of a reply (Li et al. 2023, the POPE repository's evaluation script):
+    keep the text before the first '.', drop commas, split on spaces; the words "No", "no" or
+    "not" make it "no", anything else is "yes" -- so "Absent.", "Not visible." (capital N),
+    "I cannot tell" and a JSON reply all count as "yes". Kept exactly, so that numbers can be set
+    beside published POPE tables; MedScope's own reading is the ``verdict`` column."""
+    if text.find(".") != -1:
+        text = text.split(".")[0]
+    words = text.replace(",", "").split(" ")
+    return not ("No" in words or "not" in words or "no" in words)
 
 
 def cluster_bootstrap_ratio(

@@ -1,0 +1,175 @@
+"""Reading a JSON reply: the verdict field, whatever its name (issue 29; seed 003 "Responses parse
+into present, absent and not-addressed").
+
+Structured replies name their verdict many ways: ``{"present": false}``, ``{"visible": "no"}``,
+``{"answer": {"present": false}}``, a presence map ``{"presence": {"liver": true, "spleen":
+false}}``, a list ``{"findings": [{"organ": "spleen", "present": false}]}``, or the finding's own
+name as the key ``{"pneumothorax": "absent"}``, ``{"left_kidney_present": false}``. The rules:
+
+1. In a dict, a key that names the finding (its words, synonyms, with an optional ``is_`` /
+   ``has_`` prefix or ``_present`` / ``_visible`` ... suffix) wins; then a verdict key
+   (``present``, ``verdict``, ``answer``, ``visible``, ``detected``, ``presence``, ``result``,
+   ``status``, ``conclusion``, ``exists`` ... also prefixed ``is_`` / ``organ_``); then nested
+   dicts and lists are searched. A dict naming another finding in its ``organ`` / ``name`` field
+   is about that finding and skipped; a key naming the other side ("right_kidney" for the left
+   kidney) is not the finding.
+2. A value resolves: ``true``/``false``, ``1``/``0``, or a string read as a label value ("no, not
+   seen", "not visualised", "surgically absent", "yes, partially", "False.") — the finding's
+   polarity. General verdict keys (``answer``, ``verdict``, ``conclusion``, ...) are read as a
+   whole reply to the question, so a health question's ``{"answer": "yes"}`` means healthy.
+   A finding-named key whose value is a description (a dict or text with no verdict) claims
+   the finding; an empty list denies it.
+3. A verdict field that does not resolve — ``null``, ``"unclear"``, ``"uncertain"``, ``"N/A"``,
+   ``"maybe"``, ``""``, ``"cannot determine"`` — is **unresolved**, whatever the key's name: the
+   reply does not address the finding (never "present" because the key is called "present").
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+# Words that make a key a verdict key on their own (after the prefixes below are removed).
+PRESENCE_KEY_WORDS = ("present", "presence", "visible", "visibility", "detected", "seen", "exists", "exist",
+                      "identified", "found", "in slice", "in image", "in view")
+GENERAL_KEY_WORDS = ("verdict", "answer", "final answer", "result", "status", "conclusion", "decision", "outcome")
+KEY_PREFIXES = ("is", "has", "organ", "finding", "any", "final", "the")
+NAME_FIELDS = ("organ", "name", "finding", "structure", "label", "target")
+UNRESOLVED_VALUES = ("null", "none?", "n/a", "na", "unknown", "unclear", "uncertain", "undetermined", "undecided",
+                     "indeterminate", "equivocal", "maybe", "perhaps", "unsure", "not sure", "not applicable",
+                     "tbd", "pending", "not assessable", "not evaluable", "cannot say")
+
+
+@dataclass(frozen=True)
+class JsonVerdict:
+    found: bool  # a field carrying the verdict exists
+    claim: bool | None  # its reading; None = unresolved (not addressed)
+    key: str = ""
+
+
+SIDES = ("left", "right")
+# read_value(kind, text) -> (resolved?, claim): how the caller reads a verdict string ("presence" /
+# "finding" keys as a label's value in the finding's polarity, "general" keys as a whole reply).
+ValueReader = Callable[[str, str], "tuple[bool, bool | None]"]
+
+
+def _norm(text: str) -> str:
+    return " ".join(str(text).lower().replace("_", " ").replace("-", " ").split())
+
+
+def _key_words(key: str) -> str:
+    words = _norm(key).split()
+    while words and words[0] in KEY_PREFIXES:
+        words = words[1:]
+    return " ".join(words)
+
+
+def _strip_suffix(words: str) -> str:
+    for w in sorted(PRESENCE_KEY_WORDS, key=len, reverse=True):
+        if words.endswith(" " + w):
+            return words[: -len(w) - 1].strip()
+    return words
+
+
+def key_kind(key: str, terms: tuple[str, ...], finding: str) -> str | None:
+    """'finding' (the key names the finding), 'presence' / 'general' (a verdict key), or None."""
+    words = _key_words(key)
+    if words in PRESENCE_KEY_WORDS or words == "":
+        return "presence" if words else None
+    if words in GENERAL_KEY_WORDS:
+        return "general"
+    return "finding" if names_finding(_strip_suffix(words), terms, finding) else None
+
+
+def names_finding(words: str, terms: tuple[str, ...], finding: str) -> bool:
+    """Whether ``words`` (a key or a name field) is the finding: one of its terms, and not a term
+    of the other side ("right kidney" for "left kidney"; a side-less head noun is not enough)."""
+    words = _norm(words)
+    side = next((w for w in _norm(finding).split() if w in SIDES), None)
+    for t in terms:
+        if words == t:
+            return side is None or side in t.split()
+    return False
+
+
+def _value_claim(value, kind: str, finding: str, terms, read_value: ValueReader) -> tuple[bool, bool | None]:
+    """(resolved?, claim) of one verdict value. ``kind``: presence | general | finding."""
+    if value is None or isinstance(value, bool):
+        return (value is not None, value)
+    if isinstance(value, (int, float)):
+        return (value in (0, 1), bool(value) if value in (0, 1) else None)
+    if isinstance(value, dict):
+        got = json_verdict(value, finding, terms, read_value)
+        if got.found:
+            return got.claim is not None, got.claim
+        if kind == "finding":  # {"lesion": {"type": "cyst", ...}}: described, so claimed
+            return bool(value), True if value else None
+        return False, None
+    if isinstance(value, list):
+        if kind == "finding" and not value:
+            return True, False  # {"polyps": []}
+        for v in value:
+            if isinstance(v, dict):
+                got = json_verdict(v, finding, terms, read_value)
+                if got.found:
+                    return got.claim is not None, got.claim
+        if kind == "finding":
+            return True, True
+        return False, None
+    s = _norm(value).strip(" .!")
+    if not re.search(r"\w", s) or s in UNRESOLVED_VALUES:
+        return False, None
+    return read_value(kind, str(value))
+
+
+def json_verdict(obj: dict, finding: str, terms: tuple[str, ...], read_value: ValueReader) -> JsonVerdict:
+    """The verdict a JSON object gives about ``finding`` (rules in the module docstring); ``terms``
+    name the finding, ``read_value`` reads a verdict string."""
+    name = next((obj[k] for k in obj if _norm(k) in NAME_FIELDS and isinstance(obj[k], str)), None)
+    if name is not None and terms and not names_finding(name, terms, finding):
+        return JsonVerdict(False, None)  # this object is about another organ / finding
+    kinds = [(k, key_kind(k, terms, finding)) for k in obj]
+    for want in ("finding", "presence", "general"):
+        for k, kind in kinds:
+            if kind == want:
+                ok, claim = _value_claim(obj[k], kind, finding, terms, read_value)
+                return JsonVerdict(True, claim if ok else None, str(k))
+    for k, v in obj.items():
+        if isinstance(v, dict):
+            got = json_verdict(v, finding, terms, read_value)
+        elif isinstance(v, list):
+            got = next((g for g in (json_verdict(e, finding, terms, read_value) for e in v if isinstance(e, dict))
+                        if g.found), JsonVerdict(False, None))
+        else:
+            continue
+        if got.found:
+            return got
+    return JsonVerdict(False, None)
+
+
+_PAIR = re.compile(r'"([^"\\]{1,60})"\s*:\s*("(?:[^"\\]|\\.)*"|true|false|null|-?\d+(?:\.\d+)?)\s*[,}]')
+
+
+def complete_pairs(text: str) -> dict:
+    """The complete ``"key": value`` pairs of a JSON object that does not parse (a truncated reply):
+    a verdict that was cut off is not read from its first letters."""
+    out = {}
+    for m in _PAIR.finditer(text):
+        try:
+            out[m.group(1)] = json.loads(m.group(2))
+        except ValueError:
+            continue
+    return out
+
+
+def string_values(obj) -> list[str]:
+    """Every string value of a JSON value, in order (keys left out: a key is not the reply's words)."""
+    if isinstance(obj, str):
+        return [obj]
+    if isinstance(obj, dict):
+        return [s for v in obj.values() for s in string_values(v)]
+    if isinstance(obj, list):
+        return [s for v in obj for s in string_values(v)]
+    return []
