@@ -165,3 +165,18 @@ def test_table3_pairs_public_and_private_cohorts_of_one_matched_group():
     t4 = table4(pd.DataFrame(scoring.test_rows(df, b=500)))
     verdicts = {r[0]: r[-1] for r in t4.rows}
     assert verdicts == {"priv": "Effect", "pub": "Equivalent"}
+
+
+@pytest.mark.parametrize("reply,want", [
+    ("Option A is unlikely; the answer is B.", "B"),  # a verdict outranks an earlier mention
+    ("b", "B"), ("(c)", "C"), ("Option b", "B"), ("answer: c", "C"),
+    ("The answer is a mass in the liver.", None),  # "a" the article, not option A
+    ("A and B are possible, but the correct answer is (a).", "A"),
+    ("I considered A.\nFinal answer: c", "C"),
+    ("The answer is B. On reflection, the answer is C.", "C"),  # the last verdict wins
+    ("<think>The answer is A</think>The answer is B", "B"),  # reasoning is not the verdict
+    ("Therefore, B.", "B"), ("I would choose option c.", "C"),
+    ("The answer is E.", None),  # not an option of a 3-option question
+])
+def test_reply_reader_verdicts_and_case(reply, want):
+    assert read_choice(reply, ["right lobe", "left lobe", "both lobes"]) == want
