@@ -27,7 +27,7 @@ from medscope import layout, config as cfgmod
 from medscope import records, storage
 from medscope.benchgen import cohort as cohortmod
 from medscope.benchgen import schema as schemamod
-from medscope.benchgen.build import render_study, study_questions
+from medscope.benchgen.build import build_cohorts, render_study, study_questions
 from medscope.benchgen.extract import extract_rules, read_extraction
 from medscope.benchgen.generation import GenerationProtocol, study_item_id, write_studies
 from medscope.benchgen.questions import REPORT_PROMPT, value_pools
@@ -64,6 +64,38 @@ class BuildConfig(StrictModel):
     max_side: int = 1536
     workers: int = 1
     concurrency: int = 4
+    append: bool = False  # add this cohort to a build folder that holds other cohorts
+
+
+def cohort_prefix(cohort: str) -> str:
+    """The part-key prefix of a cohort's parts: one build folder holds several cohorts, and a
+    rebuild of one touches only its own parts."""
+    return stable_hash("cohort", cohort, length=8) + "--"
+
+
+def check_append(cfg: BuildConfig) -> None:
+    """A build folder holding other cohorts takes a new one only with ``--append`` (issue 27):
+    without it, building there is refused, so no cohort's items are ever deleted by another's build.
+    Kept local to benchgen; the generic ``--out`` guard of the job plumbing is separate."""
+    others = sorted(set(build_cohorts(cfg.out)) - {cfg.cohort})
+    items = layout.BenchgenBuild(cfg.out).items
+    foreign = [k for k in records.part_keys(items) if not k.startswith(cohort_prefix(cfg.cohort))] if not others else []
+    if (others or foreign) and not cfg.append:
+        held = ", ".join(others) if others else f"{len(foreign)} part(s) of another build"
+        raise MedScopeError(
+            f"{cfg.out} already holds cohort(s) {held}; add cohort {cfg.cohort!r} to it with --append "
+            "(each cohort keeps its own items, montages and rejects), or build into another --out")
+
+
+def generation_record(cfg: BuildConfig, entry: ModelEntry | None, hashes: dict) -> dict:
+    """What makes two cohorts' questions generated identically (seed 001 Table 3): the approved
+    schema and wording, the extractor, the question writer, the prompt, the seed and the montage
+    geometry. Recorded per cohort in build.json; Table 3 compares these, never a flag."""
+    return {"schema_sha256": hashes["schema"], "templates_sha256": hashes["templates"],
+            "extractor": cfg.extractor, "report_questions": cfg.report_questions,
+            "generator": None if entry is None else {"kind": entry.kind, "model": entry.model},
+            "report_prompt_sha256": stable_hash(REPORT_PROMPT, length=16), "seed": cfg.seed,
+            "grid": cfg.grid, "max_side": cfg.max_side}
 
 
 def generator_of(cfg: BuildConfig) -> ModelEntry | None:
@@ -117,7 +149,7 @@ def _study_task(row: dict, schema_uri: str, out: str, cohort: dict, seed: int, g
     if records.has_part(items_dir, key):
         return {"case_id": study["case_id"], "status": "exists", "items": -1}
     schema = cfgmod.load(schemamod.Schema, schema_uri)
-    montages, rejects = render_study(study, schema, grid, max_side)
+    montages, rejects = render_study(study, schema, grid, max_side, cohort=cohort["name"])
     fields = {k: tuple(v) for k, v in task["fields"].items()}
     pools = {k: Counter(v) for k, v in task["pools"].items()}
     rows, qrejects = study_questions(study, schema, fields, pools, task["generated"],
@@ -133,6 +165,7 @@ def build(cfg: BuildConfig) -> dict:
     from pipelines.support.raycluster import ensure_ray
 
     schema_uri = schemamod.resolve(cfg.schema_)
+    check_append(cfg)
     approvals = schemamod.require_approved(schema_uri, REPORT_PROMPT)
     schema = cfgmod.load(schemamod.Schema, schema_uri)
     entry = generator_of(cfg)
@@ -168,14 +201,16 @@ def build(cfg: BuildConfig) -> dict:
             rejects.append(records.reject("mcq_items", cfg.cohort, s["case_id"], "generate", "generation_failed"))
         payload = {"study": s, "fields": fields[s["case_id"]], "pools": {k: dict(v) for k, v in pools.items()},
                    "generated": generated}
-        payload["key"] = f"{s['case_id']}-" + stable_hash(json.dumps(payload, sort_keys=True), hashes, cohort,
+        payload["key"] = f"{cohort_prefix(cfg.cohort)}{s['case_id']}-" + stable_hash(json.dumps(payload, sort_keys=True), hashes, cohort,
                                                          cfg.seed, cfg.grid, cfg.max_side, length=12)
         tasks.append({"payload": json.dumps(payload)})
     keys = {json.loads(t["payload"])["key"] for t in tasks}
-    for folder in ("items", "montages", "rejects"):  # parts of an older build of other inputs go
+    prefix, driver = cohort_prefix(cfg.cohort), cohort_prefix(cfg.cohort) + "driver"
+    for folder in ("items", "montages", "rejects"):  # this cohort's parts of an older build of other inputs go
         uri = getattr(layout.BenchgenBuild(cfg.out), folder)
-        for stale in records.part_keys(uri) - keys - {"driver"}:
-            storage.delete(records.part_uri(uri, stale))
+        for stale in records.part_keys(uri) - keys - {driver}:
+            if stale.startswith(prefix):  # never another cohort's
+                storage.delete(records.part_uri(uri, stale))
     items_dir = layout.BenchgenBuild(cfg.out).items
     done = records.part_keys(items_dir)  # one listing; compacted parts count as done
     todo = [t for t in tasks if json.loads(t["payload"])["key"] not in done]
@@ -188,15 +223,20 @@ def build(cfg: BuildConfig) -> dict:
         results += ds.map(_study_task, fn_kwargs={"schema_uri": schema_uri, "out": cfg.out, "cohort": cohort,
                                                  "seed": cfg.seed, "grid": cfg.grid, "max_side": cfg.max_side},
                          num_cpus=1).take_all()
-    storage.delete(records.part_uri(layout.BenchgenBuild(cfg.out).rejects, "driver"))
-    records.write_part("rejects", rejects, layout.BenchgenBuild(cfg.out).rejects, "driver")
+    storage.delete(records.part_uri(layout.BenchgenBuild(cfg.out).rejects, driver))
+    records.write_part("rejects", rejects, layout.BenchgenBuild(cfg.out).rejects, driver)
     return _summarise(cfg, schema_uri, approvals, entry, studies, results, gen_summary)
 
 
 def _summarise(cfg, schema_uri, approvals, entry, studies, results, gen_summary) -> dict:
     items = records.read_table("mcq_items", layout.BenchgenBuild(cfg.out).items,
-                               columns=["qtype", "k", "subcategory"]).to_pandas()
-    rej = records.read_table("rejects", layout.BenchgenBuild(cfg.out).rejects, columns=["reason"])
+                               columns=["cohort", "qtype", "k", "subcategory"]).to_pandas()
+    items = items[items["cohort"] == cfg.cohort]
+    rej = records.read_table("rejects", layout.BenchgenBuild(cfg.out).rejects, columns=["source", "reason"])
+    sources = {cfg.cohort, cfg.reports, cfg.volumes}  # a cohort's rejects name its inputs or the cohort
+    rej_reasons = [r for s, r in zip(rej.column("source").to_pylist(), rej.column("reason").to_pylist())
+                   if s in sources or (s or "").startswith((cfg.volumes, cfg.reports))]
+    hashes = {cp: approvals[cp]["sha256"] for cp in schemamod.CHECKPOINTS}
     summary = {
         "cohort": cfg.cohort, "private": cfg.private, "schema": schema_uri, "approvals": approvals,
         "extractor": cfg.extractor, "seed": cfg.seed,
@@ -207,11 +247,16 @@ def _summarise(cfg, schema_uri, approvals, entry, studies, results, gen_summary)
         "random_baseline": {q: float((1.0 / items.loc[items["qtype"] == q, "k"]).mean()) if (items["qtype"] == q).any()
                             else None for q in ("rads", "report")},
         "options": {str(k): int(n) for k, n in sorted(Counter(items["k"]).items())},
-        "rejects": dict(sorted(Counter(rej.column("reason").to_pylist()).items())),
+        "rejects": dict(sorted(Counter(rej_reasons).items())),
+        "generation_record": generation_record(cfg, entry, hashes),
         "generation": None if gen_summary is None else {k: gen_summary[k] for k in (
             "units", "to_run", "skipped_finished", "refused_private", "done", "failed")},
         "out": cfg.out,
     }
+    summary["generation_record_sha256"] = stable_hash(json.dumps(summary["generation_record"], sort_keys=True),
+                                                      length=16)
+    cohorts = {**build_cohorts(cfg.out), cfg.cohort: {k: v for k, v in summary.items() if k != "cohorts"}}
+    summary["cohorts"] = dict(sorted(cohorts.items()))
     storage.write_text(layout.BenchgenBuild(cfg.out).manifest, json.dumps(summary, indent=2, sort_keys=True) + "\n")
     return summary
 
@@ -282,6 +327,8 @@ def register(sub) -> None:
     b.add_argument("--generator", default=None, help="model name in --generator-models (default: the first)")
     b.add_argument("--no-report-questions", action="store_true", help="schema-driven questions only")
     b.add_argument("--seed", type=int, default=42)
+    b.add_argument("--append", action="store_true",
+                   help="add this cohort to a build folder holding other cohorts (refused without it)")
     b.set_defaults(func=_build)
 
     s = verbs.add_parser("schema", help="show a schema's checkpoint hashes, copy a shipped one, approve")
@@ -316,6 +363,7 @@ def _build(a) -> None:
         "private": not a.public, "endpoint_allowlist": a.allow_endpoint, "imaging_source": a.imaging_source,
         "matched_group": a.matched_group, "extractor": a.extractor, "generator_models": a.generator_models,
         "generator_name": a.generator, "report_questions": not a.no_report_questions, "seed": a.seed,
+        "append": a.append,
     }, source="medscope benchgen build")
     print_summary(build(cfg))
 

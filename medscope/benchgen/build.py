@@ -7,9 +7,10 @@ build's seed, never on worker order.
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 
-from medscope import records
+from medscope import layout, records, storage
 from medscope.benchgen.cohort import read_sequence, sequence_montage
 from medscope.benchgen.questions import report_questions, schema_questions
 from medscope.benchgen.schema import Schema
@@ -18,9 +19,10 @@ from medscope.seeding import stable_hash
 from medscope.volumes.nifti import VolumeError
 
 
-def render_study(study: dict, schema: Schema, grid: int = 12, max_side: int = 1536
+def render_study(study: dict, schema: Schema, grid: int = 12, max_side: int = 1536, cohort: str | None = None
                  ) -> tuple[list[dict], list[dict]]:
-    """(montages rows, rejects) of every schema sequence the study has."""
+    """(montages rows, rejects) of every schema sequence the study has; montages carry their
+    cohort, so cohorts sharing case ids in one build never show each other's images."""
     rows, rejects = [], []
     for seq, uri in sorted(study["sequences"].items()):
         try:
@@ -29,7 +31,7 @@ def render_study(study: dict, schema: Schema, grid: int = 12, max_side: int = 15
             rejects.append(records.reject("montages", uri, study["case_id"], "render", err.reason, err.detail))
             continue
         img = sequence_montage(vol, schema.sequences[seq], grid=grid, max_side=max_side)
-        rows.append({"case_id": study["case_id"], "sequence": seq, "image": encode_png(img),
+        rows.append({"case_id": study["case_id"], "cohort": cohort, "sequence": seq, "image": encode_png(img),
                      "height": int(img.shape[0]), "width": int(img.shape[1]), "slices": int(vol.shape[2])})
     return rows, rejects
 
@@ -70,3 +72,13 @@ def study_questions(study: dict, schema: Schema, fields: dict[str, tuple[str, st
                      "matched_group": cohort.get("matched_group"), "private": bool(cohort["private"]),
                      "endpoint_allowlist": list(cohort.get("endpoint_allowlist") or [])})
     return rows, rejects
+
+
+def build_cohorts(out: str) -> dict[str, dict]:
+    """``{cohort: its build record}`` of a build folder's ``build.json`` (empty when nothing is
+    built there). A build of several cohorts (``benchgen build --append``) records each."""
+    uri = layout.BenchgenBuild(out).manifest
+    if not storage.exists(uri):
+        return {}
+    manifest = json.loads(storage.read_text(uri))
+    return manifest.get("cohorts") or ({manifest["cohort"]: manifest} if "cohort" in manifest else {})
