@@ -129,11 +129,14 @@ def _mention_status(sent: str, start: int, end: int) -> str:
         return "possible"
     if st != "possible":
         return st
+    return "favoured" if nearest_hedge(before) in FAVOURING else "possible"
+
+
+def nearest_hedge(before: str) -> str | None:
+    """The hedge trigger ("likely", "suspicious for", ...) nearest before a mention, in scope."""
     scope = forward_scope(before)
     hedges = [(m.end(), p) for p in FORWARD["possible"] for m in re.finditer(rf"\b{re.escape(p)}\b", scope)]
-    if hedges and max(hedges, key=lambda h: (h[0], len(h[1])))[1] in FAVOURING:
-        return "favoured"
-    return "possible"
+    return max(hedges, key=lambda h: (h[0], len(h[1])))[1] if hedges else None
 
 
 def _best_sentences(sents: list[str], subject: set[str]) -> tuple[list[tuple[str, list]], int]:
@@ -300,7 +303,12 @@ def check_term(question: str, answer: str, sents: list[str]) -> tuple[bool, str,
         if not need <= have or (subject and not subject & have and not diagnosis):
             continue
         first = next(t for t in toks if t[0] in need)
-        st = _mention_status(s, first[1], first[2])
+        last = max((t for t in toks if t[0] in need), key=lambda t: t[2])
+        # the answer's whole span is the mention: "surgically absent" states absence itself
+        st = _mention_status(s, first[1], last[2] if last[2] - first[1] < 60 else first[2])
+        hedge = nearest_hedge(s[: first[1]]) if st == "possible" else None
+        if hedge and re.search(rf"\b{re.escape(hedge)}\b", q):
+            st = "affirmed"  # "What are the lesions suspicious for?" asks about the suspicion itself
         if SECONDARY.search(s[: first[1]]):
             st = "secondary"
         statuses.append(st)
