@@ -331,10 +331,17 @@ def register(sub) -> None:
                    help="add this cohort to a build folder holding other cohorts (refused without it)")
     b.set_defaults(func=_build)
 
-    s = verbs.add_parser("schema", help="show a schema's checkpoint hashes, copy a shipped one, approve")
-    s.add_argument("action", choices=("show", "init", "approve"))
-    s.add_argument("schema", help="schema YAML, or a shipped name (liver | lung | brain) for show / init")
-    s.add_argument("--out", help="init: where to copy the shipped schema")
+    s = verbs.add_parser("schema", help="show a schema's checkpoint hashes, copy a shipped one, induce one, approve")
+    s.add_argument("action", choices=("show", "init", "induce", "approve"))
+    s.add_argument("schema", nargs="?", help="schema YAML, or a shipped name (liver | lung | brain) for show / init")
+    s.add_argument("--out", help="init / induce: where to write the schema YAML")
+    s.add_argument("--reports", help="induce: reports export (CSV / JSONL; one text field is split)")
+    s.add_argument("--sample", type=int, default=200, help="induce: reports in the stratified sample (by study)")
+    s.add_argument("--organ", default="organ", help="induce: the organ the schema covers")
+    s.add_argument("--sequence", action="append", default=[], metavar="NAME:CT|MR",
+                   help="induce: a sequence of the cohort (repeat; default ct:CT)")
+    s.add_argument("--min-support", type=int, default=2, help="induce: reports a field's values each need")
+    s.add_argument("--seed", type=int, default=42)
     s.add_argument("--checkpoint", choices=schemamod.CHECKPOINTS, help="approve: schema | templates")
     s.add_argument("--by", default="", help="approve: the reviewer's name")
     s.set_defaults(func=_schema)
@@ -368,7 +375,36 @@ def _build(a) -> None:
     print_summary(build(cfg))
 
 
+def _induce(a) -> None:
+    import yaml
+
+    from medscope.benchgen.induce import propose_rules, stratified_sample
+
+    if not a.reports or not a.out:
+        raise MedScopeError("benchgen schema induce --reports R --sample N --out Y")
+    reports, rejects = cohortmod.read_reports(a.reports)
+    sample = stratified_sample(reports, a.sample, a.seed)
+    seqs = dict(s.split(":", 1) for s in (a.sequence or ["ct:CT"]))
+    proposed, notes = propose_rules(sample, a.organ, seqs, a.min_support)
+    if not proposed["fields"]:
+        raise MedScopeError(f"no field found in {len(sample)} sampled reports (min support {a.min_support}); "
+                            "sample more reports or lower --min-support")
+    cfgmod.parse(schemamod.Schema, proposed, source="induced schema")  # what approve will load
+    header = ["# Proposed by `medscope benchgen schema induce` (offline rule proposer); a clinician",
+              "# reviews it, edits what is not visually answerable, then approves both checkpoints."]
+    header += [f"# {n}" for n in notes] + [f"# reports read {len(reports)}, rejected {len(rejects)}"]
+    storage.write_text(a.out, "\n".join(header) + "\n" + yaml.safe_dump(proposed, sort_keys=False))
+    print(f"wrote {a.out}: {len(proposed['fields'])} field(s) from {len(sample)} sampled reports")
+    for n in notes:
+        print(f"  {n}")
+
+
 def _schema(a) -> None:
+    if a.action == "induce":
+        _induce(a)
+        return
+    if not a.schema:
+        raise MedScopeError(f"benchgen schema {a.action} needs a schema")
     if a.action == "init":
         if not a.out:
             raise MedScopeError("benchgen schema init NAME --out FILE")
