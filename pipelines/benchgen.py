@@ -272,13 +272,16 @@ def show(uri: str) -> dict:
 
 
 DEMO_CASES = 6
+DEMO_CASES_B = 3  # the second phantom cohort: small, so the demo's added time stays small
 
 
-def build_demo_benchmark(out: str, n_cases: int = DEMO_CASES) -> dict:
-    """Seed 001's embedded default: phantom CT volumes with liver lesions and reports written from
-    their label maps -> the shipped liver schema, approved at both checkpoints (the demo stands in
-    for the clinician) -> a build with the deterministic rule extractor and a loopback
-    OpenAI-compatible server writing the report-derived questions. Returns the build summary."""
+def build_demo_benchmark(out: str, n_cases: int = DEMO_CASES, n_cases_b: int = DEMO_CASES_B) -> dict:
+    """Seed 001's embedded default: two phantom CT cohorts with liver lesions and reports written
+    from their label maps (the second from another seed, sharing case ids, appended to the same
+    build; both in one matched group, generated identically, so Table 3 compares them) -> the
+    shipped liver schema, approved at both checkpoints (the demo stands in for the clinician) ->
+    builds with the deterministic rule extractor and a loopback OpenAI-compatible server writing
+    the report-derived questions. Returns the build summary with both cohorts' counts."""
     import shutil
 
     from medscope.benchgen.phantom import phantom_cohort
@@ -286,7 +289,9 @@ def build_demo_benchmark(out: str, n_cases: int = DEMO_CASES) -> dict:
     from medscope.testing.providers import FakeProvider
 
     out = storage.absolute(out)
-    cohort = phantom_cohort(storage.join(out, "cohort"), n_cases=n_cases)
+    cohorts = [("phantom_liver_ct", phantom_cohort(storage.join(out, "cohort"), n_cases=n_cases), "public"),
+               ("phantom_liver_ct_b", phantom_cohort(storage.join(out, "cohort_b"), n_cases=n_cases_b, seed=1),
+                "private")]
     schema_uri = storage.join(out, "liver_schema.yaml")
     shutil.copyfile(schemamod.shipped_path("liver"), schema_uri)
     for cp in schemamod.CHECKPOINTS:
@@ -296,15 +301,20 @@ def build_demo_benchmark(out: str, n_cases: int = DEMO_CASES) -> dict:
     try:
         gen = {"name": "author-llm", "kind": "openai", "model": "local-author", "base_url": author.url,
                "api_key_env": LOCAL_KEY_ENV, "max_attempts": 2}
-        cfg = BuildConfig.model_validate({
-            "reports": cohort["reports"], "volumes": cohort["volumes"], "schema": schema_uri,
-            "out": storage.join(out, "benchmark"), "cohort": "phantom_liver_ct", "private": True,
-            "endpoint_allowlist": [author.url], "generator_entry": gen})
-        built = build(cfg)
+        for n, (name, cohort, source) in enumerate(cohorts):
+            cfg = BuildConfig.model_validate({
+                "reports": cohort["reports"], "volumes": cohort["volumes"], "schema": schema_uri,
+                "out": storage.join(out, "benchmark"), "cohort": name, "private": True,
+                "imaging_source": source, "matched_group": "phantom_liver", "append": n > 0,
+                "endpoint_allowlist": [author.url], "generator_entry": gen})
+            built = build(cfg)
         built["generation_requests_served"] = len(author.requests)
     finally:
         author.close()
-    return {**built, "build": cfg.out}
+    per = built["cohorts"]
+    return {**built, "build": cfg.out,
+            "items": {q: sum(c["items"][q] for c in per.values()) for q in ("rads", "report")},
+            "studies_built": sum(c["studies_built"] for c in per.values())}
 
 
 def register(sub) -> None:
