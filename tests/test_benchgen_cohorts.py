@@ -77,7 +77,7 @@ def test_two_cohorts_one_build_one_eval_tables_1_and_3(ray_cluster, tmp_path, ca
     assert by_key[("site_a", "phantom-000", "ct")] != by_key[("site_b", "phantom-000", "ct")]
 
     models = tmp_path / "models.yaml"
-    models.write_text("models:\n  - {name: yes, kind: policy, model: always-claims}\n")
+    models.write_text("models:\n  - {name: claims, kind: policy, model: always-claims}\n")
     ev = str(tmp_path / "eval")
     assert cli.main(["eval", "run", "--protocol", "benchmark_mcq", "--items", build, "--items", other,
                      "--models", str(models), "--conditions", "sighted,blind", "--out", ev, "--workers", "1"]) == 0
@@ -88,7 +88,7 @@ def test_two_cohorts_one_build_one_eval_tables_1_and_3(ray_cluster, tmp_path, ca
     capsys.readouterr()
     assert cli.main(["score", "--episodes", ev, "--out", scored, "--plan", str(plan), "--n-boot", "200",
                      "--score-option", "n_boot_tests=300"]) == 0
-    assert "BH family matched (image_effect): 2 test(s): site_a/rads/yes, site_b/rads/yes" in capsys.readouterr().out
+    assert "BH family matched (image_effect): 2 test(s): site_a/rads/claims, site_b/rads/claims" in capsys.readouterr().out
     tests = records.read_table("mcq_tests", storage.join(scored, "tests.parquet")).to_pylist()
     assert {t["family_size"] for t in tests if t["bh_family"] == "matched"} == {2}
     assert all(t["q_value"] is None for t in tests if t["bh_family"] == "undeclared")
@@ -100,3 +100,33 @@ def test_two_cohorts_one_build_one_eval_tables_1_and_3(ray_cluster, tmp_path, ca
     assert tables["Table 1"].headers == ["", "site_a", "site_b", "site_c"]
     t3 = tables["Table 3"]
     assert {r[0] for r in t3.rows} == {"site_a (public)", "site_b (private)"}
+
+
+def test_append_guard_and_multi_items_refusal_without_ray(tmp_path):
+    from medscope.errors import MedScopeError
+    from pipelines.benchgen import BuildConfig, check_append
+    from medscope.models.config import ModelEntry
+    from pipelines.eval import EvalConfig, run_sweep
+
+    out = str(tmp_path / "b")
+    storage.write_text(storage.join(out, "build.json"), json.dumps({"cohorts": {"site_a": {"cohort": "site_a"}}}))
+
+    def cfg(cohort, append=False):
+        return BuildConfig.model_validate({"reports": "r.csv", "volumes": "v", "schema": "liver", "out": out,
+                                           "cohort": cohort, "append": append})
+
+    with pytest.raises(MedScopeError, match="already holds cohort\\(s\\) site_a; add cohort 'site_b' to it with --append"):
+        check_append(cfg("site_b"))
+    check_append(cfg("site_b", append=True))  # added
+    check_append(cfg("site_a"))  # a rebuild (resume) of the cohort it holds needs no flag
+
+    class OneTable:  # a protocol that reads one item table
+        name = "one_table"
+
+        def conditions(self):
+            return ("plain",)
+
+    with pytest.raises(MedScopeError, match="reads one item table; --items named 2"):
+        run_sweep(EvalConfig(items="a,b", models="(inline)", out=str(tmp_path / "e"), conditions=["plain"]),
+                  protocol=OneTable(), entries=[ModelEntry.model_validate({"name": "x", "kind": "policy",
+                                                                           "model": "always-claims"})])
