@@ -65,6 +65,14 @@ class EvalConfig(StrictModel):
                                    "fresh_internal, external_centres, heldout_wordings, validation")
     splits: list[str] | None = pydantic.Field(None, description="split(s) to evaluate (default: the test set's; main -> test)")
 
+    @pydantic.field_validator("items", mode="before")
+    @classmethod
+    def _sources(cls, v):
+        """Several item sources (``--items A --items B``, a YAML list) become one comma list."""
+        if isinstance(v, (list, tuple)):
+            return ",".join(u.strip() for x in v for u in str(x).split(",") if u.strip())
+        return v
+
     @pydantic.field_validator("conditions")
     @classmethod
     def _some(cls, v: list[str]) -> list[str]:
@@ -364,12 +372,6 @@ def _repeatable_items(parser) -> None:
             action.help = "item table or folder; repeat (or give a comma list) to evaluate several together"
 
 
-def _join_items(args):
-    if isinstance(getattr(args, "items", None), list):
-        args.items = ",".join(u.strip() for v in args.items for u in v.split(",") if u.strip())
-    return args
-
-
 def item_sources(uri: str) -> list[str]:
     """The item sources of an items argument (a comma list of several)."""
     return [u.strip() for u in str(uri).split(",") if u.strip()]
@@ -382,7 +384,7 @@ def register(sub) -> None:
     r = verbs.add_parser("run", help="run (or resume) a sweep: items x models x conditions")
     add_config_flags(r, EvalConfig, aliases={"items": ["views"]})
     _repeatable_items(r)
-    r.set_defaults(func=lambda a: print_summary(run_sweep(config_from_args(_join_items(a), source="medscope eval run"))))
+    r.set_defaults(func=lambda a: print_summary(run_sweep(config_from_args(a, source="medscope eval run"))))
     s = verbs.add_parser("show", help="episodes per model and condition; rejects by reason")
     s.add_argument("uri", help="an eval run folder (or its episodes table)")
     s.set_defaults(func=lambda a: _print_show(a.uri))

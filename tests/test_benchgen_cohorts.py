@@ -130,3 +130,13 @@ def test_append_guard_and_multi_items_refusal_without_ray(tmp_path):
         run_sweep(EvalConfig(items="a,b", models="(inline)", out=str(tmp_path / "e"), conditions=["plain"]),
                   protocol=OneTable(), entries=[ModelEntry.model_validate({"name": "x", "kind": "policy",
                                                                            "model": "always-claims"})])
+
+
+def test_eval_items_repeat_and_accumulate():
+    from pipelines.support.flags import config_from_args
+
+    args = cli.build_parser().parse_args(["eval", "run", "--items", "a", "--items", "b,c", "--views", "d",
+                                          "--models", "m", "--out", "o"])
+    assert config_from_args(args).items == "a,b,c,d"
+    args = cli.build_parser().parse_args(["eval", "run", "--items", "a", "--models", "m", "--out", "o"])
+    assert config_from_args(args).items == "a"
