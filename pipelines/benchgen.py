@@ -27,7 +27,8 @@ from medscope import layout, config as cfgmod
 from medscope import records, storage
 from medscope.benchgen import cohort as cohortmod
 from medscope.benchgen import schema as schemamod
-from medscope.benchgen.build import build_cohorts, render_study, study_questions
+from medscope.benchgen.build import (build_cohorts, check_append, cohort_prefix, generation_record,
+                                     render_study, study_questions)
 from medscope.benchgen.extract import extract_rules, read_extraction
 from medscope.benchgen.generation import GenerationProtocol, study_item_id, write_studies
 from medscope.benchgen.questions import REPORT_PROMPT, value_pools
@@ -65,37 +66,6 @@ class BuildConfig(StrictModel):
     workers: int = 1
     concurrency: int = 4
     append: bool = False  # add this cohort to a build folder that holds other cohorts
-
-
-def cohort_prefix(cohort: str) -> str:
-    """The part-key prefix of a cohort's parts: one build folder holds several cohorts, and a
-    rebuild of one touches only its own parts."""
-    return stable_hash("cohort", cohort, length=8) + "--"
-
-
-def check_append(cfg: BuildConfig) -> None:
-    """A build folder holding other cohorts takes a new one only with ``--append`` (issue 27):
-    without it, building there is refused, so no cohort's items are ever deleted by another's build.
-    Kept local to benchgen; the generic ``--out`` guard of the job plumbing is separate."""
-    others = sorted(set(build_cohorts(cfg.out)) - {cfg.cohort})
-    items = layout.BenchgenBuild(cfg.out).items
-    foreign = [k for k in records.part_keys(items) if not k.startswith(cohort_prefix(cfg.cohort))] if not others else []
-    if (others or foreign) and not cfg.append:
-        held = ", ".join(others) if others else f"{len(foreign)} part(s) of another build"
-        raise MedScopeError(
-            f"{cfg.out} already holds cohort(s) {held}; add cohort {cfg.cohort!r} to it with --append "
-            "(each cohort keeps its own items, montages and rejects), or build into another --out")
-
-
-def generation_record(cfg: BuildConfig, entry: ModelEntry | None, hashes: dict) -> dict:
-    """What makes two cohorts' questions generated identically (seed 001 Table 3): the approved
-    schema and wording, the extractor, the question writer, the prompt, the seed and the montage
-    geometry. Recorded per cohort in build.json; Table 3 compares these, never a flag."""
-    return {"schema_sha256": hashes["schema"], "templates_sha256": hashes["templates"],
-            "extractor": cfg.extractor, "report_questions": cfg.report_questions,
-            "generator": None if entry is None else {"kind": entry.kind, "model": entry.model},
-            "report_prompt_sha256": stable_hash(REPORT_PROMPT, length=16), "seed": cfg.seed,
-            "grid": cfg.grid, "max_side": cfg.max_side}
 
 
 def generator_of(cfg: BuildConfig) -> ModelEntry | None:

@@ -11,8 +11,9 @@ import json
 from collections import Counter
 
 from medscope import layout, records, storage
+from medscope.errors import MedScopeError
 from medscope.benchgen.cohort import read_sequence, sequence_montage
-from medscope.benchgen.questions import report_questions, schema_questions
+from medscope.benchgen.questions import REPORT_PROMPT, report_questions, schema_questions
 from medscope.benchgen.schema import Schema
 from medscope.images import encode_png
 from medscope.seeding import stable_hash
@@ -82,3 +83,34 @@ def build_cohorts(out: str) -> dict[str, dict]:
         return {}
     manifest = json.loads(storage.read_text(uri))
     return manifest.get("cohorts") or ({manifest["cohort"]: manifest} if "cohort" in manifest else {})
+
+
+def cohort_prefix(cohort: str) -> str:
+    """The part-key prefix of a cohort's parts: one build folder holds several cohorts, and a
+    rebuild of one touches only its own parts."""
+    return stable_hash("cohort", cohort, length=8) + "--"
+
+
+def check_append(cfg) -> None:
+    """A build folder holding other cohorts takes a new one only with ``--append`` (issue 27):
+    without it, building there is refused, so no cohort's items are ever deleted by another's build.
+    Kept local to benchgen; the generic ``--out`` guard of the job plumbing is separate."""
+    others = sorted(set(build_cohorts(cfg.out)) - {cfg.cohort})
+    items = layout.BenchgenBuild(cfg.out).items
+    foreign = [k for k in records.part_keys(items) if not k.startswith(cohort_prefix(cfg.cohort))] if not others else []
+    if (others or foreign) and not cfg.append:
+        held = ", ".join(others) if others else f"{len(foreign)} part(s) of another build"
+        raise MedScopeError(
+            f"{cfg.out} already holds cohort(s) {held}; add cohort {cfg.cohort!r} to it with --append "
+            "(each cohort keeps its own items, montages and rejects), or build into another --out")
+
+
+def generation_record(cfg, entry, hashes: dict) -> dict:
+    """What makes two cohorts' questions generated identically (seed 001 Table 3): the approved
+    schema and wording, the extractor, the question writer, the prompt, the seed and the montage
+    geometry. Recorded per cohort in build.json; Table 3 compares these, never a flag."""
+    return {"schema_sha256": hashes["schema"], "templates_sha256": hashes["templates"],
+            "extractor": cfg.extractor, "report_questions": cfg.report_questions,
+            "generator": None if entry is None else {"kind": entry.kind, "model": entry.model},
+            "report_prompt_sha256": stable_hash(REPORT_PROMPT, length=16), "seed": cfg.seed,
+            "grid": cfg.grid, "max_side": cfg.max_side}
