@@ -320,6 +320,7 @@ SCHEMAS: dict[str, pa.Schema] = {
             pa.field("height", pa.int32(), nullable=False),
             pa.field("width", pa.int32(), nullable=False),
             pa.field("slices", pa.int32(), nullable=False),  # slices in the source volume
+            pa.field("cohort", pa.string()),  # builds holding several cohorts key montages by it too
         ]
     ),
     # Seed 001: one scored multiple-choice episode.
@@ -361,6 +362,8 @@ SCHEMAS: dict[str, pa.Schema] = {
             pa.field("n_cases", pa.int64(), nullable=False),
             pa.field("n_items", pa.int64(), nullable=False),
             pa.field("n_boot", pa.int64(), nullable=False),
+            pa.field("bh_family", pa.string()),  # the declared BH family (plan file), or run:<test> without one
+            pa.field("family_size", pa.int64()),  # tests in that family (q depends on it)
         ]
     ),
     # Standard medical-VQA questions (VQA-RAD, SLAKE, PathVQA; seed 000 §5.6): one row per

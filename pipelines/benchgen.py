@@ -27,7 +27,8 @@ from medscope import layout, config as cfgmod
 from medscope import records, storage
 from medscope.benchgen import cohort as cohortmod
 from medscope.benchgen import schema as schemamod
-from medscope.benchgen.build import render_study, study_questions
+from medscope.benchgen.build import (build_cohorts, check_append, cohort_prefix, generation_record,
+                                     render_study, study_questions)
 from medscope.benchgen.extract import extract_rules, read_extraction
 from medscope.benchgen.generation import GenerationProtocol, study_item_id, write_studies
 from medscope.benchgen.questions import REPORT_PROMPT, value_pools
@@ -64,6 +65,7 @@ class BuildConfig(StrictModel):
     max_side: int = 1536
     workers: int = 1
     concurrency: int = 4
+    append: bool = False  # add this cohort to a build folder that holds other cohorts
 
 
 def generator_of(cfg: BuildConfig) -> ModelEntry | None:
@@ -117,7 +119,7 @@ def _study_task(row: dict, schema_uri: str, out: str, cohort: dict, seed: int, g
     if records.has_part(items_dir, key):
         return {"case_id": study["case_id"], "status": "exists", "items": -1}
     schema = cfgmod.load(schemamod.Schema, schema_uri)
-    montages, rejects = render_study(study, schema, grid, max_side)
+    montages, rejects = render_study(study, schema, grid, max_side, cohort=cohort["name"])
     fields = {k: tuple(v) for k, v in task["fields"].items()}
     pools = {k: Counter(v) for k, v in task["pools"].items()}
     rows, qrejects = study_questions(study, schema, fields, pools, task["generated"],
@@ -133,6 +135,7 @@ def build(cfg: BuildConfig) -> dict:
     from pipelines.support.raycluster import ensure_ray
 
     schema_uri = schemamod.resolve(cfg.schema_)
+    check_append(cfg)
     approvals = schemamod.require_approved(schema_uri, REPORT_PROMPT)
     schema = cfgmod.load(schemamod.Schema, schema_uri)
     entry = generator_of(cfg)
@@ -168,14 +171,16 @@ def build(cfg: BuildConfig) -> dict:
             rejects.append(records.reject("mcq_items", cfg.cohort, s["case_id"], "generate", "generation_failed"))
         payload = {"study": s, "fields": fields[s["case_id"]], "pools": {k: dict(v) for k, v in pools.items()},
                    "generated": generated}
-        payload["key"] = f"{s['case_id']}-" + stable_hash(json.dumps(payload, sort_keys=True), hashes, cohort,
+        payload["key"] = f"{cohort_prefix(cfg.cohort)}{s['case_id']}-" + stable_hash(json.dumps(payload, sort_keys=True), hashes, cohort,
                                                          cfg.seed, cfg.grid, cfg.max_side, length=12)
         tasks.append({"payload": json.dumps(payload)})
     keys = {json.loads(t["payload"])["key"] for t in tasks}
-    for folder in ("items", "montages", "rejects"):  # parts of an older build of other inputs go
+    prefix, driver = cohort_prefix(cfg.cohort), cohort_prefix(cfg.cohort) + "driver"
+    for folder in ("items", "montages", "rejects"):  # this cohort's parts of an older build of other inputs go
         uri = getattr(layout.BenchgenBuild(cfg.out), folder)
-        for stale in records.part_keys(uri) - keys - {"driver"}:
-            storage.delete(records.part_uri(uri, stale))
+        for stale in records.part_keys(uri) - keys - {driver}:
+            if stale.startswith(prefix):  # never another cohort's
+                storage.delete(records.part_uri(uri, stale))
     items_dir = layout.BenchgenBuild(cfg.out).items
     done = records.part_keys(items_dir)  # one listing; compacted parts count as done
     todo = [t for t in tasks if json.loads(t["payload"])["key"] not in done]
@@ -188,15 +193,20 @@ def build(cfg: BuildConfig) -> dict:
         results += ds.map(_study_task, fn_kwargs={"schema_uri": schema_uri, "out": cfg.out, "cohort": cohort,
                                                  "seed": cfg.seed, "grid": cfg.grid, "max_side": cfg.max_side},
                          num_cpus=1).take_all()
-    storage.delete(records.part_uri(layout.BenchgenBuild(cfg.out).rejects, "driver"))
-    records.write_part("rejects", rejects, layout.BenchgenBuild(cfg.out).rejects, "driver")
+    storage.delete(records.part_uri(layout.BenchgenBuild(cfg.out).rejects, driver))
+    records.write_part("rejects", rejects, layout.BenchgenBuild(cfg.out).rejects, driver)
     return _summarise(cfg, schema_uri, approvals, entry, studies, results, gen_summary)
 
 
 def _summarise(cfg, schema_uri, approvals, entry, studies, results, gen_summary) -> dict:
     items = records.read_table("mcq_items", layout.BenchgenBuild(cfg.out).items,
-                               columns=["qtype", "k", "subcategory"]).to_pandas()
-    rej = records.read_table("rejects", layout.BenchgenBuild(cfg.out).rejects, columns=["reason"])
+                               columns=["cohort", "qtype", "k", "subcategory"]).to_pandas()
+    items = items[items["cohort"] == cfg.cohort]
+    rej = records.read_table("rejects", layout.BenchgenBuild(cfg.out).rejects, columns=["source", "reason"])
+    sources = {cfg.cohort, cfg.reports, cfg.volumes}  # a cohort's rejects name its inputs or the cohort
+    rej_reasons = [r for s, r in zip(rej.column("source").to_pylist(), rej.column("reason").to_pylist())
+                   if s in sources or (s or "").startswith((cfg.volumes, cfg.reports))]
+    hashes = {cp: approvals[cp]["sha256"] for cp in schemamod.CHECKPOINTS}
     summary = {
         "cohort": cfg.cohort, "private": cfg.private, "schema": schema_uri, "approvals": approvals,
         "extractor": cfg.extractor, "seed": cfg.seed,
@@ -207,11 +217,16 @@ def _summarise(cfg, schema_uri, approvals, entry, studies, results, gen_summary)
         "random_baseline": {q: float((1.0 / items.loc[items["qtype"] == q, "k"]).mean()) if (items["qtype"] == q).any()
                             else None for q in ("rads", "report")},
         "options": {str(k): int(n) for k, n in sorted(Counter(items["k"]).items())},
-        "rejects": dict(sorted(Counter(rej.column("reason").to_pylist()).items())),
+        "rejects": dict(sorted(Counter(rej_reasons).items())),
+        "generation_record": generation_record(cfg, entry, hashes),
         "generation": None if gen_summary is None else {k: gen_summary[k] for k in (
             "units", "to_run", "skipped_finished", "refused_private", "done", "failed")},
         "out": cfg.out,
     }
+    summary["generation_record_sha256"] = stable_hash(json.dumps(summary["generation_record"], sort_keys=True),
+                                                      length=16)
+    cohorts = {**build_cohorts(cfg.out), cfg.cohort: {k: v for k, v in summary.items() if k != "cohorts"}}
+    summary["cohorts"] = dict(sorted(cohorts.items()))
     storage.write_text(layout.BenchgenBuild(cfg.out).manifest, json.dumps(summary, indent=2, sort_keys=True) + "\n")
     return summary
 
@@ -227,13 +242,16 @@ def show(uri: str) -> dict:
 
 
 DEMO_CASES = 6
+DEMO_CASES_B = 3  # the second phantom cohort: small, so the demo's added time stays small
 
 
-def build_demo_benchmark(out: str, n_cases: int = DEMO_CASES) -> dict:
-    """Seed 001's embedded default: phantom CT volumes with liver lesions and reports written from
-    their label maps -> the shipped liver schema, approved at both checkpoints (the demo stands in
-    for the clinician) -> a build with the deterministic rule extractor and a loopback
-    OpenAI-compatible server writing the report-derived questions. Returns the build summary."""
+def build_demo_benchmark(out: str, n_cases: int = DEMO_CASES, n_cases_b: int = DEMO_CASES_B) -> dict:
+    """Seed 001's embedded default: two phantom CT cohorts with liver lesions and reports written
+    from their label maps (the second from another seed, sharing case ids, appended to the same
+    build; both in one matched group, generated identically, so Table 3 compares them) -> the
+    shipped liver schema, approved at both checkpoints (the demo stands in for the clinician) ->
+    builds with the deterministic rule extractor and a loopback OpenAI-compatible server writing
+    the report-derived questions. Returns the build summary with both cohorts' counts."""
     import shutil
 
     from medscope.benchgen.phantom import phantom_cohort
@@ -241,7 +259,9 @@ def build_demo_benchmark(out: str, n_cases: int = DEMO_CASES) -> dict:
     from medscope.testing.providers import FakeProvider
 
     out = storage.absolute(out)
-    cohort = phantom_cohort(storage.join(out, "cohort"), n_cases=n_cases)
+    cohorts = [("phantom_liver_ct", phantom_cohort(storage.join(out, "cohort"), n_cases=n_cases), "public"),
+               ("phantom_liver_ct_b", phantom_cohort(storage.join(out, "cohort_b"), n_cases=n_cases_b, seed=1),
+                "private")]
     schema_uri = storage.join(out, "liver_schema.yaml")
     shutil.copyfile(schemamod.shipped_path("liver"), schema_uri)
     for cp in schemamod.CHECKPOINTS:
@@ -251,15 +271,20 @@ def build_demo_benchmark(out: str, n_cases: int = DEMO_CASES) -> dict:
     try:
         gen = {"name": "author-llm", "kind": "openai", "model": "local-author", "base_url": author.url,
                "api_key_env": LOCAL_KEY_ENV, "max_attempts": 2}
-        cfg = BuildConfig.model_validate({
-            "reports": cohort["reports"], "volumes": cohort["volumes"], "schema": schema_uri,
-            "out": storage.join(out, "benchmark"), "cohort": "phantom_liver_ct", "private": True,
-            "endpoint_allowlist": [author.url], "generator_entry": gen})
-        built = build(cfg)
+        for n, (name, cohort, source) in enumerate(cohorts):
+            cfg = BuildConfig.model_validate({
+                "reports": cohort["reports"], "volumes": cohort["volumes"], "schema": schema_uri,
+                "out": storage.join(out, "benchmark"), "cohort": name, "private": True,
+                "imaging_source": source, "matched_group": "phantom_liver", "append": n > 0,
+                "endpoint_allowlist": [author.url], "generator_entry": gen})
+            built = build(cfg)
         built["generation_requests_served"] = len(author.requests)
     finally:
         author.close()
-    return {**built, "build": cfg.out}
+    per = built["cohorts"]
+    return {**built, "build": cfg.out,
+            "items": {q: sum(c["items"][q] for c in per.values()) for q in ("rads", "report")},
+            "studies_built": sum(c["studies_built"] for c in per.values())}
 
 
 def register(sub) -> None:
@@ -282,12 +307,21 @@ def register(sub) -> None:
     b.add_argument("--generator", default=None, help="model name in --generator-models (default: the first)")
     b.add_argument("--no-report-questions", action="store_true", help="schema-driven questions only")
     b.add_argument("--seed", type=int, default=42)
+    b.add_argument("--append", action="store_true",
+                   help="add this cohort to a build folder holding other cohorts (refused without it)")
     b.set_defaults(func=_build)
 
-    s = verbs.add_parser("schema", help="show a schema's checkpoint hashes, copy a shipped one, approve")
-    s.add_argument("action", choices=("show", "init", "approve"))
-    s.add_argument("schema", help="schema YAML, or a shipped name (liver | lung | brain) for show / init")
-    s.add_argument("--out", help="init: where to copy the shipped schema")
+    s = verbs.add_parser("schema", help="show a schema's checkpoint hashes, copy a shipped one, induce one, approve")
+    s.add_argument("action", choices=("show", "init", "induce", "approve"))
+    s.add_argument("schema", nargs="?", help="schema YAML, or a shipped name (liver | lung | brain) for show / init")
+    s.add_argument("--out", help="init / induce: where to write the schema YAML")
+    s.add_argument("--reports", help="induce: reports export (CSV / JSONL; one text field is split)")
+    s.add_argument("--sample", type=int, default=200, help="induce: reports in the stratified sample (by study)")
+    s.add_argument("--organ", default="organ", help="induce: the organ the schema covers")
+    s.add_argument("--sequence", action="append", default=[], metavar="NAME:CT|MR",
+                   help="induce: a sequence of the cohort (repeat; default ct:CT)")
+    s.add_argument("--min-support", type=int, default=2, help="induce: reports a field's values each need")
+    s.add_argument("--seed", type=int, default=42)
     s.add_argument("--checkpoint", choices=schemamod.CHECKPOINTS, help="approve: schema | templates")
     s.add_argument("--by", default="", help="approve: the reviewer's name")
     s.set_defaults(func=_schema)
@@ -316,11 +350,41 @@ def _build(a) -> None:
         "private": not a.public, "endpoint_allowlist": a.allow_endpoint, "imaging_source": a.imaging_source,
         "matched_group": a.matched_group, "extractor": a.extractor, "generator_models": a.generator_models,
         "generator_name": a.generator, "report_questions": not a.no_report_questions, "seed": a.seed,
+        "append": a.append,
     }, source="medscope benchgen build")
     print_summary(build(cfg))
 
 
+def _induce(a) -> None:
+    import yaml
+
+    from medscope.benchgen.induce import propose_rules, stratified_sample
+
+    if not a.reports or not a.out:
+        raise MedScopeError("benchgen schema induce --reports R --sample N --out Y")
+    reports, rejects = cohortmod.read_reports(a.reports)
+    sample = stratified_sample(reports, a.sample, a.seed)
+    seqs = dict(s.split(":", 1) for s in (a.sequence or ["ct:CT"]))
+    proposed, notes = propose_rules(sample, a.organ, seqs, a.min_support)
+    if not proposed["fields"]:
+        raise MedScopeError(f"no field found in {len(sample)} sampled reports (min support {a.min_support}); "
+                            "sample more reports or lower --min-support")
+    cfgmod.parse(schemamod.Schema, proposed, source="induced schema")  # what approve will load
+    header = ["# Proposed by `medscope benchgen schema induce` (offline rule proposer); a clinician",
+              "# reviews it, edits what is not visually answerable, then approves both checkpoints."]
+    header += [f"# {n}" for n in notes] + [f"# reports read {len(reports)}, rejected {len(rejects)}"]
+    storage.write_text(a.out, "\n".join(header) + "\n" + yaml.safe_dump(proposed, sort_keys=False))
+    print(f"wrote {a.out}: {len(proposed['fields'])} field(s) from {len(sample)} sampled reports")
+    for n in notes:
+        print(f"  {n}")
+
+
 def _schema(a) -> None:
+    if a.action == "induce":
+        _induce(a)
+        return
+    if not a.schema:
+        raise MedScopeError(f"benchgen schema {a.action} needs a schema")
     if a.action == "init":
         if not a.out:
             raise MedScopeError("benchgen schema init NAME --out FILE")

@@ -207,7 +207,8 @@ def step_benchgen(ctx: DemoContext) -> None:
     built = build_demo_benchmark(ctx.uri("benchgen"))
     items = built["items"]
     print(f"  benchmark: {items['rads']} schema-driven + {items['report']} report-derived questions from "
-          f"{built['studies_built']} studies", file=sys.stderr)
+          f"{built['studies_built']} studies in {len(built['cohorts'])} cohorts ({', '.join(built['cohorts'])})",
+          file=sys.stderr)
     out = ctx.uri("benchgen", "eval")
     run_sweep(EvalConfig(items=built["build"], models=shipped("models", "benchgen_baselines.yaml"), out=out,
                          protocol=MCQ_PROTOCOL, conditions=["sighted", "blind"], workers=1, concurrency=4))

@@ -65,6 +65,14 @@ class EvalConfig(StrictModel):
                                    "fresh_internal, external_centres, heldout_wordings, validation")
     splits: list[str] | None = pydantic.Field(None, description="split(s) to evaluate (default: the test set's; main -> test)")
 
+    @pydantic.field_validator("items", mode="before")
+    @classmethod
+    def _sources(cls, v):
+        """Several item sources (``--items A --items B``, a YAML list) become one comma list."""
+        if isinstance(v, (list, tuple)):
+            return ",".join(u.strip() for x in v for u in str(x).split(",") if u.strip())
+        return v
+
     @pydantic.field_validator("conditions")
     @classmethod
     def _some(cls, v: list[str]) -> list[str]:
@@ -145,6 +153,9 @@ def run_sweep(cfg: EvalConfig, protocol: EvalProtocol | None = None, entries: li
     unknown = sorted(set(cfg.conditions) - set(protocol.conditions()))
     if unknown:
         raise MedScopeError(f"protocol {protocol.name} has no condition(s) {unknown}; it knows {list(protocol.conditions())}")
+    if len(item_sources(cfg.items)) > 1 and not getattr(protocol, "multi_items", False):
+        raise MedScopeError(f"protocol {protocol.name} reads one item table; --items named "
+                            f"{len(item_sources(cfg.items))}: {cfg.items}")
     items, by_id = driver_items(protocol, cfg.items)
     dupes = sorted(k for k, n in Counter(i.item_id for i in items).items() if n > 1)
     if dupes:
@@ -350,12 +361,29 @@ def _print_show(uri: str) -> None:
             print("rejects: " + ", ".join(f"{k}={v}" for k, v in sorted(reasons.items())))
 
 
+def _repeatable_items(parser) -> None:
+    """``--items A --items B`` (and ``--items A,B``): several item sources in one sweep (issue 27),
+    for protocols that read several (``multi_items``); they accumulate, never replace."""
+    import argparse
+
+    for action in parser._actions:
+        if action.dest == "items":
+            action.__class__ = argparse._AppendAction  # same constructor state as the store action
+            action.help = "item table or folder; repeat (or give a comma list) to evaluate several together"
+
+
+def item_sources(uri: str) -> list[str]:
+    """The item sources of an items argument (a comma list of several)."""
+    return [u.strip() for u in str(uri).split(",") if u.strip()]
+
+
 def register(sub) -> None:
     p = sub.add_parser("eval", help="evaluate models on a protocol's items (rate-limited, resumable Ray sweep)")
     verbs = p.add_subparsers(dest="eval_verb", metavar="ACTION")
     verbs.required = True
     r = verbs.add_parser("run", help="run (or resume) a sweep: items x models x conditions")
     add_config_flags(r, EvalConfig, aliases={"items": ["views"]})
+    _repeatable_items(r)
     r.set_defaults(func=lambda a: print_summary(run_sweep(config_from_args(a, source="medscope eval run"))))
     s = verbs.add_parser("show", help="episodes per model and condition; rejects by reason")
     s.add_argument("uri", help="an eval run folder (or its episodes table)")

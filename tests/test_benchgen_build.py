@@ -68,7 +68,7 @@ def test_build_resumes_without_repeating_generation_and_evaluates(cohort, ray_cl
         calls = fake.count()
         assert calls == 3 * 2  # one question-writing and one extraction call per study
         assert first["studies_built"] == 3 and first["items"]["rads"] > 0 and first["items"]["report"] > 0
-        assert first["rejects"]["grounding:answer_not_supported_by_evidence"] == 3  # the hallucinated item
+        assert first["rejects"]["grounding:contradicted_by_report"] == 3  # the hallucinated splenomegaly
         assert first["rejects"]["structure:option_count_outside_2_5"] == 3
         again = build(_cfg(cohort, out, fake.url, [fake.url]))
         assert fake.count() == calls  # resumed: no generation call repeated

@@ -158,10 +158,64 @@ def test_table3_pairs_public_and_private_cohorts_of_one_matched_group():
     rows, _ = scoring.score_rows(eps, {r["item_id"]: r for r in items})
     df = pd.DataFrame(rows)
     m = pd.DataFrame(scoring.metrics_rows(df, pd.DataFrame(items), b=200))
-    t3 = table3(m, df)
+    gen = {"schema_sha256": "s", "templates_sha256": "t", "extractor": "rules", "seed": 42}
+    same = {c: {"generation_record": dict(gen)} for c in ("pub", "priv")}
+    t3 = table3(m, df, same)
     got = {(r[0], r[2]): (r[3], r[4], r[5]) for r in t3.rows}
     assert got[("pub (public)", "m")] == ("1.000", "1.000", "+0.000 ± 0.000")
     assert got[("priv (private)", "m")] == ("1.000", "0.000", "+1.000 ± 0.000")
-    t4 = table4(pd.DataFrame(scoring.test_rows(df, b=500)))
+    # the matched_group flag alone is not trusted: records that differ (or are missing) leave the group out
+    other = {**same, "priv": {"generation_record": {**gen, "seed": 7}}}
+    assert table3(m, df, other).rows == [] and "differs in seed" in table3(m, df, other).caption
+    assert table3(m, df, {}).rows == [] and "no build record" in table3(m, df, {}).caption
+    tests = scoring.test_rows(df, b=500)
+    t4 = table4(pd.DataFrame(tests))
     verdicts = {r[0]: r[-1] for r in t4.rows}
     assert verdicts == {"priv": "Effect", "pub": "Equivalent"}
+    assert {r[3] for r in t4.rows} == {"run:image_effect (2)"}
+
+
+def test_bh_families_come_from_the_plan_not_from_the_run(tmp_path):
+    from statsmodels.stats.multitest import multipletests
+
+    from medscope.errors import MedScopeError
+    from medscope.protocols.benchmark_mcq.families import FamilyPlan, describe
+
+    items, eps = [], []
+    for cohort, right in (("a", (1, 1, 1, 0, 1, 1)), ("b", (1, 0, 1, 0, 1, 0)), ("c", (1, 1, 1, 1, 1, 0))):
+        for n, ok in enumerate(right):
+            iid = f"{cohort}{n}"
+            items.append({"item_id": iid, "case_id": f"{cohort}-case{n}", "cohort": cohort, "qtype": "rads",
+                          "subcategory": "s", "k": 2, "answer": "A", "options": ["Yes", "No"]})
+            eps.append(_ep("m", "sighted", iid, "A" if ok else "B"))
+    df = pd.DataFrame(scoring.score_rows(eps, {r["item_id"]: r for r in items})[0])
+    run_formed = scoring.test_rows(df, b=400)
+    p = [r["p_value"] for r in run_formed]
+    assert [r["q_value"] for r in run_formed] == pytest.approx(list(multipletests(p, method="fdr_bh")[1]))
+    assert {r["family_size"] for r in run_formed} == {3}
+    plan = FamilyPlan.model_validate({"families": [
+        {"name": "ab", "test": "above_chance", "members": [{"cohort": "a"}, {"cohort": "b"}]}]})
+    declared = {r["cohort"]: r for r in scoring.test_rows(df, b=400, plan=plan)}
+    assert [declared[c]["q_value"] for c in "ab"] == pytest.approx(
+        list(multipletests([declared[c]["p_value"] for c in "ab"], method="fdr_bh")[1]))
+    assert declared["c"]["q_value"] is None and declared["c"]["bh_family"] == "undeclared"
+    assert describe(list(declared.values()))[0] == "BH family ab (above_chance): 2 test(s): a/rads/m, b/rads/m"
+    missing = FamilyPlan.model_validate({"families": [
+        {"name": "x", "test": "above_chance", "members": [{"cohort": "a"}, {"cohort": "zzz"}]}]})
+    with pytest.raises(MedScopeError, match="matches no above_chance test"):
+        scoring.test_rows(df, b=400, plan=missing)
+
+
+@pytest.mark.parametrize("reply,want", [
+    ("Option A is unlikely; the answer is B.", "B"),  # a verdict outranks an earlier mention
+    ("b", "B"), ("(c)", "C"), ("Option b", "B"), ("answer: c", "C"),
+    ("The answer is a mass in the liver.", None),  # "a" the article, not option A
+    ("A and B are possible, but the correct answer is (a).", "A"),
+    ("I considered A.\nFinal answer: c", "C"),
+    ("The answer is B. On reflection, the answer is C.", "C"),  # the last verdict wins
+    ("<think>The answer is A</think>The answer is B", "B"),  # reasoning is not the verdict
+    ("Therefore, B.", "B"), ("I would choose option c.", "C"),
+    ("The answer is E.", None),  # not an option of a 3-option question
+])
+def test_reply_reader_verdicts_and_case(reply, want):
+    assert read_choice(reply, ["right lobe", "left lobe", "both lobes"]) == want

@@ -7,20 +7,23 @@ build's seed, never on worker order.
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 
-from medscope import records
+from medscope import layout, records, storage
+from medscope.errors import MedScopeError
 from medscope.benchgen.cohort import read_sequence, sequence_montage
-from medscope.benchgen.questions import report_questions, schema_questions
+from medscope.benchgen.questions import REPORT_PROMPT, report_questions, schema_questions
 from medscope.benchgen.schema import Schema
 from medscope.images import encode_png
 from medscope.seeding import stable_hash
 from medscope.volumes.nifti import VolumeError
 
 
-def render_study(study: dict, schema: Schema, grid: int = 12, max_side: int = 1536
+def render_study(study: dict, schema: Schema, grid: int = 12, max_side: int = 1536, cohort: str | None = None
                  ) -> tuple[list[dict], list[dict]]:
-    """(montages rows, rejects) of every schema sequence the study has."""
+    """(montages rows, rejects) of every schema sequence the study has; montages carry their
+    cohort, so cohorts sharing case ids in one build never show each other's images."""
     rows, rejects = [], []
     for seq, uri in sorted(study["sequences"].items()):
         try:
@@ -29,7 +32,7 @@ def render_study(study: dict, schema: Schema, grid: int = 12, max_side: int = 15
             rejects.append(records.reject("montages", uri, study["case_id"], "render", err.reason, err.detail))
             continue
         img = sequence_montage(vol, schema.sequences[seq], grid=grid, max_side=max_side)
-        rows.append({"case_id": study["case_id"], "sequence": seq, "image": encode_png(img),
+        rows.append({"case_id": study["case_id"], "cohort": cohort, "sequence": seq, "image": encode_png(img),
                      "height": int(img.shape[0]), "width": int(img.shape[1]), "slices": int(vol.shape[2])})
     return rows, rejects
 
@@ -70,3 +73,44 @@ def study_questions(study: dict, schema: Schema, fields: dict[str, tuple[str, st
                      "matched_group": cohort.get("matched_group"), "private": bool(cohort["private"]),
                      "endpoint_allowlist": list(cohort.get("endpoint_allowlist") or [])})
     return rows, rejects
+
+
+def build_cohorts(out: str) -> dict[str, dict]:
+    """``{cohort: its build record}`` of a build folder's ``build.json`` (empty when nothing is
+    built there). A build of several cohorts (``benchgen build --append``) records each."""
+    uri = layout.BenchgenBuild(out).manifest
+    if not storage.exists(uri):
+        return {}
+    manifest = json.loads(storage.read_text(uri))
+    return manifest.get("cohorts") or ({manifest["cohort"]: manifest} if "cohort" in manifest else {})
+
+
+def cohort_prefix(cohort: str) -> str:
+    """The part-key prefix of a cohort's parts: one build folder holds several cohorts, and a
+    rebuild of one touches only its own parts."""
+    return stable_hash("cohort", cohort, length=8) + "--"
+
+
+def check_append(cfg) -> None:
+    """A build folder holding other cohorts takes a new one only with ``--append`` (issue 27):
+    without it, building there is refused, so no cohort's items are ever deleted by another's build.
+    Kept local to benchgen; the generic ``--out`` guard of the job plumbing is separate."""
+    others = sorted(set(build_cohorts(cfg.out)) - {cfg.cohort})
+    items = layout.BenchgenBuild(cfg.out).items
+    foreign = [k for k in records.part_keys(items) if not k.startswith(cohort_prefix(cfg.cohort))] if not others else []
+    if (others or foreign) and not cfg.append:
+        held = ", ".join(others) if others else f"{len(foreign)} part(s) of another build"
+        raise MedScopeError(
+            f"{cfg.out} already holds cohort(s) {held}; add cohort {cfg.cohort!r} to it with --append "
+            "(each cohort keeps its own items, montages and rejects), or build into another --out")
+
+
+def generation_record(cfg, entry, hashes: dict) -> dict:
+    """What makes two cohorts' questions generated identically (seed 001 Table 3): the approved
+    schema and wording, the extractor, the question writer, the prompt, the seed and the montage
+    geometry. Recorded per cohort in build.json; Table 3 compares these, never a flag."""
+    return {"schema_sha256": hashes["schema"], "templates_sha256": hashes["templates"],
+            "extractor": cfg.extractor, "report_questions": cfg.report_questions,
+            "generator": None if entry is None else {"kind": entry.kind, "model": entry.model},
+            "report_prompt_sha256": stable_hash(REPORT_PROMPT, length=16), "seed": cfg.seed,
+            "grid": cfg.grid, "max_side": cfg.max_side}

@@ -1,7 +1,9 @@
 """Paired reports and volumes of a cohort, and one montage per sequence (seed 001 Methods).
 
 Reports: CSV or JSONL with ``case_id``, ``findings``, ``impression`` and optionally ``study``
-(free text as institutions export it). Volumes: ``<root>/<case_id>/<sequence>.nii[.gz]`` or
+(free text as institutions export it) -- or, as many RIS exports give it, ``case_id`` and one
+text field (``report`` / ``text`` / ``report_text`` / ``narrative``) that ``split_sections``
+cuts at its headers (FINDINGS / IMPRESSION / CONCLUSION and their variants). Volumes: ``<root>/<case_id>/<sequence>.nii[.gz]`` or
 ``<root>/<case_id>/<sequence>/`` holding one DICOM series (read with pydicom). Bad input
 (a report without a study, a study without a report, empty sections, a duplicate report, an
 unreadable series) becomes a rejects row with its reason; everything good goes on.
@@ -15,6 +17,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 
 import numpy as np
 
@@ -25,6 +28,41 @@ from medscope.volumes.render import render_montage
 
 NIFTI_SUFFIXES = (".nii.gz", ".nii")
 REQUIRED = ("case_id", "findings", "impression")
+TEXT_COLUMNS = ("report", "text", "report_text", "narrative")
+# Section headers of one-field report exports (upper or mixed case, then ":" / "-" or a line end).
+FINDINGS_HEADERS = ("findings", "finding", "report", "description", "observations", "body of report")
+IMPRESSION_HEADERS = ("impressions", "impression", "conclusions", "conclusion", "summary", "opinion",
+                      "assessment", "diagnosis", "interpretation", "impression and recommendations",
+                      "conclusion and recommendations")
+OTHER_HEADERS = ("clinical history", "history", "clinical information", "clinical indication", "indications",
+                 "indication", "reason for exam", "technique", "procedure", "comparison", "comparisons",
+                 "recommendations", "recommendation", "examination", "exam", "addendum", "signed by")
+_HEADER = re.compile(
+    r"(?:^|(?<=[.!?])[ \t]+|\n)[ \t]*(?:\d+[.)][ \t]*)?(?P<h>"
+    + "|".join(sorted((re.escape(h).replace(r"\ ", r"\s+") for h in
+                       FINDINGS_HEADERS + IMPRESSION_HEADERS + OTHER_HEADERS), key=len, reverse=True))
+    + r")[ \t]*(?::|\s-\s|\s*\n|$)", re.IGNORECASE)
+
+
+def split_sections(text: str) -> tuple[str, str, str | None]:
+    """(findings, impression, reject reason or None) of a report exported as one text field.
+    A section runs from its header to the next header; a repeated section is joined."""
+    found = list(_HEADER.finditer(text or ""))
+    parts: dict[str, list[str]] = {"findings": [], "impression": []}
+    for n, m in enumerate(found):
+        head = re.sub(r"\s+", " ", m.group("h").lower())
+        body = text[m.end(): found[n + 1].start() if n + 1 < len(found) else len(text)].strip()
+        kind = "findings" if head in FINDINGS_HEADERS else "impression" if head in IMPRESSION_HEADERS else None
+        if kind and body:
+            parts[kind].append(body)
+    findings, impression = ("\n".join(parts[k]).strip() for k in ("findings", "impression"))
+    if not findings and not impression:
+        return "", "", "no_sections_found"
+    if not findings:
+        return "", impression, "no_findings_section"
+    if not impression:
+        return findings, "", "no_impression_section"
+    return findings, impression, None
 
 
 def read_reports(uri: str) -> tuple[list[dict], list[dict]]:
@@ -49,8 +87,12 @@ def read_reports(uri: str) -> tuple[list[dict], list[dict]]:
         case = str(r.get("case_id") or "").strip()
         rid = case or f"row {n}"
         findings, impression = (str(r.get(k) or "").strip() for k in ("findings", "impression"))
-        reason = ("no_case_id" if not case else "duplicate_report" if case in seen
-                  else "empty_findings" if not findings else "empty_impression" if not impression else None)
+        split = None
+        one_field = next((str(r[c]) for c in TEXT_COLUMNS if str(r.get(c) or "").strip()), None)
+        if not findings and not impression and one_field is not None:
+            findings, impression, split = split_sections(one_field)
+        reason = ("no_case_id" if not case else "duplicate_report" if case in seen else split
+                  or ("empty_findings" if not findings else "empty_impression" if not impression else None))
         if reason:
             rejects.append(records.reject("reports", uri, rid, "load", reason))
             continue

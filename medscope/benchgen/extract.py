@@ -3,11 +3,9 @@
 Two extractors give the same output, ``{field: (value, evidence sentence)}`` for the fields the
 report settles (a field the report does not settle is absent, and yields no question):
 
-- ``extract_rules``: deterministic patterns from the schema. Per sentence of findings +
-  impression: a binary field is "no" when a negation pattern matches, else "yes" when a
-  positive pattern matches; a multi-value field takes the first value (schema order) whose
-  pattern matches; a binned field reads the first measurement and bins it (cm -> mm). The first
-  sentence that settles a field settles it, so the order of the report decides, not chance.
+- ``extract_rules``: deterministic patterns from the schema, read through the shared negation /
+  uncertainty scope (see ``field_value``). The first sentence that settles a field settles it,
+  so the order of the report decides, not chance.
 - ``extraction_prompt`` / ``read_extraction``: an LLM endpoint asked for one JSON object; every
   value must be one of the field's choices, anything else is dropped with a reason.
 """
@@ -31,20 +29,54 @@ def _any(patterns: list[str], text: str) -> bool:
     return any(re.search(p, text, flags=re.IGNORECASE) for p in patterns)
 
 
+INCIDENTAL = re.compile(r"\bincidental(?:ly)?\b", re.IGNORECASE)
+_SIZE_KEY = re.compile(r"\b(?:largest|measuring|measures|measured|size of|diameter of|up to)\b", re.IGNORECASE)
+
+
+def _matches(patterns: list[str], text: str) -> list[re.Match]:
+    return [m for p in patterns for m in re.finditer(p, text, flags=re.IGNORECASE)]
+
+
 def field_value(field: FieldSpec, sentence: str) -> str | None:
-    """The value one sentence gives ``field``, or None when it says nothing about it."""
-    if field.context and not _any(field.context, sentence):
+    """The value one sentence gives ``field``, or None when it says nothing about it.
+
+    Mentions are read through the shared NegEx/ConText scope (``medscope.answers.context`` via
+    ``benchgen.grounding``): a binary field's positive mention that the sentence denies ("without
+    midline shift", "enhancement is absent") is "no"; hedged, hypothetical or historical mentions
+    settle nothing; the earliest deciding mention of the sentence wins ("enhancing mass with
+    surrounding non-enhancing signal" enhances). A multi-value field takes the earliest asserted
+    value (schema order on a tie), never one reached by "extending into" nor a denied one ("no
+    right effusion"); incidental sentences ("incidental left thalamic infarct") settle no
+    location or size. A binned field reads the measurement after a size word, its largest
+    dimension ("3.2 x 5.5 cm" -> 55 mm)."""
+    from medscope.benchgen.grounding import SECONDARY, _mention_status, measurements, read_text
+
+    text = read_text(sentence)
+    if field.context and not _any(field.context, text):
         return None
     if field.type == "binary":
-        if _any(field.no_patterns, sentence):
-            return "no"
-        return "yes" if _any(field.yes_patterns, sentence) else None
-    if field.type == "multi":
-        for v in field.values:
-            if _any(v.patterns, sentence):
-                return v.value
+        calls = [(m.start(), "no") for m in _matches(field.no_patterns, text)]
+        for m in _matches(field.yes_patterns, text):
+            st = _mention_status(text, m.start(), m.end())
+            if st in ("affirmed", "negated"):
+                calls.append((m.start(), "yes" if st == "affirmed" else "no"))
+        return min(calls)[1] if calls else None
+    if INCIDENTAL.search(text):
         return None
-    m = re.search(field.measure, sentence, flags=re.IGNORECASE)
+    if field.type == "multi":
+        found = []
+        for order, v in enumerate(field.values):
+            for m in _matches(v.patterns, text):
+                if SECONDARY.search(text[: m.start()]) or _mention_status(text, m.start(), m.end()) not in (
+                        "affirmed", "favoured"):
+                    continue
+                found.append((m.start(), order, v.value))
+        return min(found)[2] if found else None
+    key = _SIZE_KEY.search(text)
+    sizes = [dims for kind, dims, _ in measurements(text[key.end():])] if key else []
+    if key and sizes and _mention_status(text, key.start(), key.end()) not in ("negated", "historical"):
+        return bin_value(field, max(sizes[0]))
+    m = re.search(field.measure, text, flags=re.IGNORECASE)
     if not m:
         return None
     mm = float(m.group(1)) * (10.0 if m.group(2).lower() == "cm" else 1.0)

@@ -17,6 +17,7 @@ import string
 from collections import Counter
 
 from medscope.benchgen.extract import first_json_object, sentences
+from medscope.benchgen.grounding import check_key
 from medscope.benchgen.schema import FieldSpec, Schema
 from medscope.seeding import rng_for, stable_hash
 
@@ -49,10 +50,6 @@ SUBCATEGORY_RULES: tuple[tuple[str, str], ...] = (
     (r"\b(?:gallbladder|spleen|kidney\w*|pancrea\w*|adrenal\w*|aorta|vein\w*)\b", "other organs"),
     (r"\b(?:is there|are there|present|seen|visible)\b", "lesion detection"),
 )
-STOPWORDS = frozenset(
-    "a an the of in on at to and or with without is are was were be been there this that these those "
-    "which what how for from by as it its into than then has have had no not yes".split())
-NEGATION = re.compile(r"\b(?:no|not|without|absent|negative for|free of|unremarkable|patent|normal)\b", re.I)
 
 
 def _shuffle(options: list[str], correct: str, seed: int, *keys) -> tuple[list[str], str]:
@@ -142,51 +139,18 @@ def validate_structure(q: dict) -> str | None:
     return None
 
 
-def content_tokens(text: str) -> set[str]:
-    """Lower-case words and numbers that carry meaning (stopwords dropped, "2.0" -> "2")."""
-    toks = re.findall(r"[a-z]+|\d+(?:\.\d+)?", text.lower())
-    return {re.sub(r"\.0+$", "", t) for t in toks if t not in STOPWORDS and (len(t) > 2 or t[0].isdigit())}
-
-
-def _stem(tok: str) -> str:
-    return re.sub(r"(?:es|s)$", "", tok) if len(tok) > 4 else tok
-
-
-def supports(sentence: str, question: str, answer: str) -> bool:
-    """Whether ``sentence`` explicitly states ``answer`` to ``question``: every content word of
-    the answer occurs in it (plural-insensitive); a bare Yes / No answer needs the question's
-    subject in the sentence and a negation cue exactly when the answer is No."""
-    have = {_stem(t) for t in content_tokens(sentence)}
-    need = {_stem(t) for t in content_tokens(answer)}
-    if need:
-        return need <= have
-    if answer.strip().lower() not in ("yes", "no"):
-        return False
-    subject = {_stem(t) for t in content_tokens(question)} - {"finding", "study", "image", "seen", "present"}
-    if not subject or len(subject & have) < max(1, len(subject) // 2):
-        return False
-    return bool(NEGATION.search(sentence)) == (answer.strip().lower() == "no")
-
-
 def grounded(q: dict, findings: str, impression: str) -> tuple[bool, str, str]:
-    """Report-grounded check: (kept, evidence sentence, reason). The quoted evidence must be in
-    the report and state the correct answer; without a usable quote, some report sentence must."""
+    """Report-grounded check: (kept, evidence sentence, reason). A quoted evidence sentence must
+    be in the report; the key must then be stated by the report as a radiologist reads it
+    (:func:`medscope.benchgen.grounding.check_key`: negation and uncertainty scope, quantities
+    with units, laterality, differentials), the whole report read so a later denial counts."""
     answer = q["options"][q["answer"]]
-    sents = sentences(findings) + sentences(impression)
     norm = lambda s: re.sub(r"\s+", " ", s.strip().lower())  # noqa: E731
     quote = norm(str(q.get("evidence") or ""))
-    if quote:
-        host = [s for s in sents if quote in norm(s) or norm(s) in quote]
-        if not host:
-            return False, "", "evidence_not_in_report"
-        for s in host:
-            if supports(s, q["question"], answer):
-                return True, s, ""
-        return False, "", "answer_not_supported_by_evidence"
-    for s in sents:
-        if supports(s, q["question"], answer):
-            return True, s, ""
-    return False, "", "answer_not_supported"
+    if quote and not any(quote in norm(s) or norm(s) in quote
+                         for s in sentences(findings) + sentences(impression)):
+        return False, "", "evidence_not_in_report"
+    return check_key(q["question"], answer, findings, impression)
 
 
 def subcategory_tag(question: str) -> str:

@@ -49,7 +49,7 @@ def write_questions(findings: str, impression: str) -> list[dict]:
         out.append(_q("What is the size of the largest liver lesion?", _sizes(f"{size.group(1)} cm"), 0,
                       "characterization", liver))
         imp = next((s for s in sents if "suspicious for" in s), "")
-        out.append(_q("What do the liver lesions most likely represent?",
+        out.append(_q("What are the liver lesions suspicious for?",
                       ["metastatic disease", "simple cysts", "hemangiomas", "hepatic abscesses"], 0, "diagnosis", imp))
     else:
         no = next((s for s in sents if "No focal hepatic lesion" in s), "")

@@ -22,6 +22,7 @@ from medscope.images import encode_png
 from medscope.models.base import ChatModel, Decoding, Message, Part
 from medscope.protocols.base import EpisodeResult, Item, ScoreOptions
 from medscope.protocols.benchmark_mcq import scoring
+from medscope.protocols.benchmark_mcq.families import describe, load_plan
 from medscope.protocols.benchmark_mcq.replies import PROMPT_VERSION, mcq_prompt, read_choice
 
 # Output names (to move to medscope.layout when it lands).
@@ -38,8 +39,23 @@ def build_folder(uri: str) -> str:
     return layout.folder_of("mcq_items", uri)
 
 
+def build_folders(uri: str) -> list[str]:
+    """The build folders of an items argument: one, or several joined by commas
+    (``medscope eval run --items A --items B``; each may hold several cohorts)."""
+    folders = [build_folder(u.strip()) for u in str(uri).split(",") if u.strip()]
+    return list(dict.fromkeys(folders))
+
+
+def read_items_table(uri: str, columns=None):
+    """The mcq_items of every build the items argument names, as one table."""
+    import pyarrow as pa
+
+    tables = [records.read_table("mcq_items", layout.BenchgenBuild(f).items, columns) for f in build_folders(uri)]
+    return pa.concat_tables(tables) if len(tables) > 1 else tables[0]
+
+
 def read_items(uri: str) -> pd.DataFrame:
-    return records.read_table("mcq_items", uri).to_pandas()
+    return read_items_table(uri).to_pandas()
 
 
 class BenchmarkMCQProtocol:
@@ -51,18 +67,30 @@ class BenchmarkMCQProtocol:
     def __init__(self, margin: float = 0.05):
         self.margin = margin
 
+    multi_items = True  # the items argument may name several builds (eval run --items A --items B)
+
     def load_items(self, uri: str, ids: Collection[str] | None = None, images: bool = True) -> list[Item]:
-        folder = build_folder(uri)
+        out = []
+        for folder in build_folders(uri):
+            out += self._load_build(folder, ids, images)
+        return out
+
+    def _load_build(self, folder: str, ids: Collection[str] | None, images: bool) -> list[Item]:
         build = layout.BenchgenBuild(folder)
         items = list(tablescan.iter_rows("mcq_items", build.items, where=tablescan.id_filter("item_id", ids)))
+        if not items:
+            return []
         # only the montages of these items' cases; without their pixels when images=False
         columns = None if images else tablescan.columns_without("montages", "image")
         mont = tablescan.iter_rows("montages", build.montages, columns,
                                    where=("case_id", {r["case_id"] for r in items}))
-        montages = {(m["case_id"], m["sequence"]): m for m in mont}
+        # keyed by cohort too: two cohorts of one build may share case ids (a build from before
+        # montages carried their cohort has None there, and holds one cohort)
+        montages = {(m.get("cohort"), m["case_id"], m["sequence"]): m for m in mont}
         out = []
         for r in items:
-            shown = [montages.get((r["case_id"], s)) for s in r["sequences"]]
+            shown = [montages.get((r["cohort"], r["case_id"], s), montages.get((None, r["case_id"], s)))
+                     for s in r["sequences"]]
             if any(m is None for m in shown):
                 continue  # a build never writes such an item; a hand-edited table may
             out.append(Item(
@@ -97,14 +125,15 @@ class BenchmarkMCQProtocol:
         """Accuracy over valid replies, Δ sighted − blind, BH families and TOST (seed 001 Methods):
         B = 2000 resamples for intervals, 10,000 for the tests, seed 42 unless told otherwise."""
         options = options or ScoreOptions()
-        unknown = sorted(set(options.extra) - {"n_boot_tests"})
+        unknown = sorted(set(options.extra) - {"n_boot_tests", "plan"})
         if unknown:
-            raise ValueError(f"unknown benchmark_mcq score option(s) {unknown}; known: ['n_boot_tests']")
+            raise ValueError(f"unknown benchmark_mcq score option(s) {unknown}; known: ['n_boot_tests', 'plan']")
+        plan = load_plan(options.extra.get("plan"))  # BH families, declared (issue 27)
         options = ScoreOptions(n_boot=options.n_boot or 2000, seed=42 if options.seed is None else options.seed,
                                extra=options.extra)
         b_tests = int(options.extra.get("n_boot_tests", 10_000))
         run = layout.ScoredRun(out)
-        table = records.read_table("mcq_items", items_uri)
+        table = read_items_table(items_uri)
         items = table.to_pandas()
         by_id = {r["item_id"]: r for r in table.to_pylist()}
         episodes = records.read_table("episodes", episodes_uri).to_pylist()
@@ -112,12 +141,18 @@ class BenchmarkMCQProtocol:
         scores = records.write_table("mcq_scores", rows, run.table("mcq_scores"))
         df = scores.to_pandas()
         metrics = scoring.metrics_rows(df, items, options.n_boot, options.seed) if len(df) else []
-        tests = scoring.test_rows(df, b_tests, options.seed, self.margin) if len(df) else []
+        tests = scoring.test_rows(df, b_tests, options.seed, self.margin, plan) if len(df) else []
+        families = {}
+        for t in tests:
+            families.setdefault(t["bh_family"], t["family_size"])
+        for line in describe(tests):
+            print(line)
         records.write_table("metrics", metrics, run.metrics)
         records.write_table("mcq_tests", tests, run.table("tests"))
         manifest = {"protocol": self.name, "prompt_version": self.prompt_version, "episodes": episodes_uri,
-                    "items": build_folder(items_uri), "n_boot": options.n_boot, "n_boot_tests": b_tests,
+                    "items": ",".join(build_folders(items_uri)), "n_boot": options.n_boot, "n_boot_tests": b_tests,
                     "seed": options.seed, "margin": self.margin, "cluster": "case_id", "skipped": skipped,
+                    "bh_families": families, "plan": options.extra.get("plan"),
                     "scored_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}
         storage.write_text(run.manifest, json.dumps(manifest, indent=2) + "\n")
         return {"scores": run.table("mcq_scores"), "metrics": run.metrics,

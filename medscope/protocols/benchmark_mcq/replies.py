@@ -23,27 +23,46 @@ def mcq_prompt(question: str, options: list[str], sequences: list[str]) -> str:
 
 
 _FINAL = re.compile(r"<final>(.*?)</final>", re.S)
-_PATTERNS = (
-    re.compile(r"^\W*\(?([A-E])\)?\W*$"),  # the whole reply is one letter
-    re.compile(r"\b(?i:answer|option|choice)\s*(?i:is|:)?\s*\(?\**([A-E])\b"),
-    re.compile(r"^\W*\(?([A-E])[.):]\s"),  # "B. ..." / "(B) ..."
+# A letter as an answer: upper case anywhere a word ends; lower case only where nothing follows
+# but punctuation (so "the answer is a mass" is not read as A).
+_LETTER = r"[(\[*\"']*(?:([A-E])(?![\w'-])|([a-e])(?=\s*(?:$|[).:,;!*\"'\]\n])))"
+_WHOLE = re.compile(r"^\W*(?:(?:option|choice|letter|answer)\s*:?\s*)?\(?([A-Ea-e])\)?\W*$", re.I)
+# Verdicts: "the answer is B", "Final answer: (b)", "correct option: B", "I choose B", "Therefore B".
+_VERDICTS = (
+    re.compile(r"(?i:\b(?:final\s+|correct\s+|best\s+|right\s+)?(?:answer|option|choice)\s*(?:is|:|=|would be|"
+               r"should be)\s*(?:option\s+|choice\s+|letter\s+)?)" + _LETTER),
+    re.compile(r"(?i:\bi\s+(?:would\s+)?(?:choose|select|pick|go with)\s+(?:option\s+|choice\s+)?)" + _LETTER),
+    re.compile(r"(?i:\b(?:therefore|thus|hence|so)\s*,?\s+(?:the\s+answer\s+is\s+)?(?:option\s+)?)" + _LETTER),
+    re.compile(r"(?im:^\W*(?:final\s+)?(?:answer|verdict|choice)\s*[:\-]\s*)" + _LETTER),
 )
+_LEADING = re.compile(r"^\W*\(?([A-Ea-e])[.):]\s")  # "B. ..." / "(b) ..."
 
 
 def _norm(s: str) -> str:
     return re.sub(r"[^a-z0-9.]+", " ", s.lower()).strip(" .")
 
 
+def _letter(m: re.Match) -> str:
+    return (m.group(m.lastindex) or "").upper()
+
+
 def read_choice(text: str | None, options: list[str]) -> str | None:
     """The letter a reply chooses among ``options``, or None (an invalid response).
 
-    Accepts a bare letter, "answer: B", "B. text", the exact text of one option, and the agent
-    format's ``<final>{"answer": ...}</final>`` (trivial policies and other agent-format models).
-    When the options are exactly Yes / No, a free-text answer is read by the shared finding
-    matcher (``medscope.answers.matching.claims_finding``): a claim is Yes, a denial No.
+    Read in this order, the first rule that decides wins: the agent format's
+    ``<final>{"answer": ...}</final>``; a reply that is one letter ("B", "(b)", "Option B");
+    the *last* verdict ("the answer is B", "Final answer: b", "I choose B", "Therefore, B") --
+    a verdict outranks earlier mentions, so "Option A is unlikely; the answer is B." is B; a
+    reply opening "B. text"; the exact text of one option. Letters in either case (a lower-case
+    letter only where nothing but punctuation follows it). When the options are exactly Yes /
+    No, a free-text answer is read by the shared finding matcher
+    (``medscope.answers.matching.claims_finding``): a claim is Yes, a denial No.
     """
     if not text:
         return None
+    from medscope.answers.parser import strip_reasoning
+
+    text = strip_reasoning(text)
     m = _FINAL.search(text)
     if m:
         try:
@@ -53,10 +72,16 @@ def read_choice(text: str | None, options: list[str]) -> str | None:
             return None
     text = text.strip()
     k = len(options)
-    for pat in _PATTERNS:
-        hit = pat.search(text)
-        if hit and LETTERS.index(hit.group(1)) < k:
-            return hit.group(1)
+    valid = lambda letter: letter if letter and LETTERS.index(letter) < k else None  # noqa: E731
+    whole = _WHOLE.match(text)
+    if whole:
+        return valid(whole.group(1).upper())
+    verdicts = [(v.end(), _letter(v)) for pat in _VERDICTS for v in pat.finditer(text)]
+    if verdicts:
+        return valid(max(verdicts)[1])
+    lead = _LEADING.match(text)
+    if lead:
+        return valid(lead.group(1).upper())
     by_text = {_norm(o): LETTERS[i] for i, o in enumerate(options)}
     if _norm(text) in by_text:
         return by_text[_norm(text)]

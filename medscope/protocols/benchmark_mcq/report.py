@@ -26,6 +26,12 @@ def _pq(p, q, b) -> str:
     return "–" if p is None or pd.isna(p) else f"{format_p(p, b)} / {format_p(q, b)}"
 
 
+def _fam(r) -> str:
+    name = r.get("bh_family") or "run"
+    size = r.get("family_size")
+    return name if size is None or pd.isna(size) else f"{name} ({int(size)})"
+
+
 def _metric(m: pd.DataFrame, cohort, qtype, model, cond, metric) -> pd.Series | None:
     sel = m[(m["test_set"] == cohort) & (m["breakdown"] == f"qtype={qtype}") & (m["model"] == model)
             & (m["condition"] == cond) & (m["metric"] == metric)]
@@ -69,11 +75,29 @@ def table2(m: pd.DataFrame) -> Table:
                  "± half-width of the 95% case-clustered paired bootstrap interval.")
 
 
-def table3(m: pd.DataFrame, scores: pd.DataFrame) -> Table:
+def identical_generation(cohorts, build_records: dict[str, dict]) -> tuple[bool, str]:
+    """Whether the cohorts' build records show identical generation (same approved schema and
+    wording, extractor, question writer, prompt, seed, montage geometry), and why not."""
+    recs = {c: (build_records.get(c) or {}).get("generation_record") for c in cohorts}
+    missing = sorted(c for c, r in recs.items() if not r)
+    if missing:
+        return False, f"no build record for {', '.join(missing)}"
+    first = recs[sorted(recs)[0]]
+    differ = sorted({k for r in recs.values() for k in set(r) | set(first) if r.get(k) != first.get(k)})
+    return (not differ), ("differs in " + ", ".join(differ)) if differ else ""
+
+
+def table3(m: pd.DataFrame, scores: pd.DataFrame, build_records: dict[str, dict] | None = None) -> Table:
+    """Table 3: cohorts of one matched group whose build records show identical generation --
+    checked from the records (``generation_record`` in build.json), not trusted from the flag."""
     groups = scores.dropna(subset=["matched_group"]).groupby("matched_group")["cohort"].unique()
-    rows = []
+    rows, notes = [], []
     for group, cohorts in groups.items():
         if len(cohorts) < 2:
+            continue
+        same, why = identical_generation(list(cohorts), build_records or {})
+        if not same:
+            notes.append(f"group {group} left out: not generated identically ({why})")
             continue
         for cohort in sorted(cohorts):
             src = scores.loc[scores["cohort"] == cohort, "imaging_source"].iloc[0]
@@ -88,7 +112,9 @@ def table3(m: pd.DataFrame, scores: pd.DataFrame) -> Table:
     caption = ("Table 3. Public versus private imaging under matched generation (cohorts sharing a matched_group); "
                "paired on sighted ∩ blind.")
     if not rows:
-        caption += " No matched group with two cohorts was evaluated in this run."
+        caption += " No matched group with two identically generated cohorts was evaluated in this run."
+    if notes:
+        caption += " " + "; ".join(notes) + "."
     return Table(["Cohort", "Question type", "Model", "Sighted", "Blind", "Δ"], rows, caption)
 
 
@@ -96,20 +122,20 @@ def table4(t: pd.DataFrame) -> Table:
     rows = []
     for r in t[t["family"] == "image_effect"].to_dict("records"):
         b = int(r["n_boot"])
-        rows.append([r["cohort"], dict(QTYPES)[r["qtype"]], r["model"],
+        rows.append([r["cohort"], dict(QTYPES)[r["qtype"]], r["model"], _fam(r),
                      f"{r['estimate']:+.3f} [{r['ci_low']:+.3f}, {r['ci_high']:+.3f}]",
                      _pq(r["p_value"], r["q_value"], b), _pq(r["tost_p"], r["tost_q"], b),
                      f"[{r['ci90_low']:+.3f}, {r['ci90_high']:+.3f}]", r["verdict"]])
-    return Table(["Cohort", "Q. type", "Model", "Δ (95% CI)", "p / q (FDR)", "TOST p / q", "90% CI", "Verdict"], rows,
+    return Table(["Cohort", "Q. type", "Model", "BH family (size)", "Δ (95% CI)", "p / q (FDR)", "TOST p / q", "90% CI", "Verdict"], rows,
                  "Table 4. Image effect under multiplicity control (Family 2, Benjamini–Hochberg; TOST at ±0.05).")
 
 
 def supp_table1(t: pd.DataFrame) -> Table:
-    rows = [[r["cohort"], dict(QTYPES)[r["qtype"]], r["model"],
+    rows = [[r["cohort"], dict(QTYPES)[r["qtype"]], r["model"], _fam(r),
              f"{r['estimate']:+.3f} [{r['ci_low']:+.3f}, {r['ci_high']:+.3f}]",
              _pq(r["p_value"], r["q_value"], int(r["n_boot"])), r["verdict"]]
             for r in t[t["family"] == "above_chance"].to_dict("records")]
-    return Table(["Cohort", "Q. type", "Model", "acc − chance (95% CI)", "p / q (FDR, one-sided)", "Verdict"], rows,
+    return Table(["Cohort", "Q. type", "Model", "BH family (size)", "acc − chance (95% CI)", "p / q (FDR, one-sided)", "Verdict"], rows,
                  "Supplementary Table 1. Accuracy above per-question chance (Family 1).")
 
 
@@ -156,11 +182,17 @@ def sections(scored_run: str, work_dir: str) -> list[tuple[str, list]]:
     m = records.read_table("metrics", sr.metrics).to_pandas()
     t = records.read_table("mcq_tests", sr.table("tests")).to_pandas()
     scores = records.read_table("mcq_scores", sr.table("mcq_scores")).to_pandas()
-    items = records.read_table("mcq_items", run["items"]).to_pandas()
+    from medscope.benchgen.build import build_cohorts
+    from medscope.protocols.benchmark_mcq.families import describe
+    from medscope.protocols.benchmark_mcq.protocol import build_folders, read_items
+
+    items = read_items(run["items"])
+    build_records = {c: rec for f in build_folders(run["items"]) for c, rec in build_cohorts(f).items()}
     invalid = scores.groupby(["model", "condition"])["valid"].agg(lambda v: int((~v).sum())).to_dict()
     note = Para(f"Case-clustered bootstrap: B = {run['n_boot']} for intervals, B = {run['n_boot_tests']} for the "
                 f"tests, seed {run['seed']}; TOST margin ±{run['margin']}. Invalid responses (excluded): "
                 + ", ".join(f"{k[0]} {k[1]} {v}" for k, v in sorted(invalid.items())) + ".")
     return [("Contamination-controlled multiple-choice benchmark (seed 001)",
-             [note, table1(m, items), table2(m), table3(m, scores), table4(t), supp_table1(t),
+             [note, Para("; ".join(describe(t.to_dict("records"))) + "." if len(t) else "No tests."),
+              table1(m, items), table2(m), table3(m, scores, build_records), table4(t), supp_table1(t),
               *subcategory_plot(m, work_dir)])]

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from medscope.protocols.benchmark_mcq import stats
+from medscope.protocols.benchmark_mcq.families import assign_families
 from medscope.protocols.benchmark_mcq.replies import read_choice
 
 SIGHTED, BLIND = "sighted", "blind"
@@ -86,7 +87,9 @@ def metrics_rows(df: pd.DataFrame, items: pd.DataFrame, b: int = 2000, seed: int
     return out
 
 
-def test_rows(df: pd.DataFrame, b: int = 10_000, seed: int = 42, margin: float = 0.05) -> list[dict]:
+def test_rows(df: pd.DataFrame, b: int = 10_000, seed: int = 42, margin: float = 0.05, plan=None) -> list[dict]:
+    """Family 1 and Family 2 tests; Benjamini-Hochberg within the families the plan declares
+    (``medscope.protocols.benchmark_mcq.families``; without a plan, each test kind in the run)."""
     fam1, fam2 = [], []
     for (cohort, qtype, model), g in df[df["condition"] == SIGHTED].groupby(["cohort", "qtype", "model"], sort=True):
         v = g[g["valid"]]
@@ -105,12 +108,20 @@ def test_rows(df: pd.DataFrame, b: int = 10_000, seed: int = 42, margin: float =
                      "estimate": d.delta.value, "ci_low": d.delta.ci_low, "ci_high": d.delta.ci_high,
                      "p_value": d.p, "tost_p": d.tost_p, "ci90_low": d.ci90_low, "ci90_high": d.ci90_high,
                      "n_cases": d.delta.n_cases, "n_items": d.delta.n_items, "n_boot": b})
-    for fam in (fam1, fam2):
-        for r, q in zip(fam, stats.bh([r["p_value"] for r in fam])):
-            r["q_value"] = float(q)
-    for r, q in zip(fam2, stats.bh([r["tost_p"] for r in fam2])):
-        r["tost_q"] = float(q)
-        r["verdict"] = stats.verdict(r["q_value"], r["tost_q"])
-    for r in fam1:
-        r["verdict"] = "Above chance" if r["q_value"] < 0.05 else "Not above chance"
-    return fam1 + fam2
+    rows = fam1 + fam2
+    for idx in assign_families(rows, plan).values():
+        for i, q in zip(idx, stats.bh([rows[i]["p_value"] for i in idx])):
+            rows[i]["q_value"] = float(q)
+        if rows and idx and rows[idx[0]]["family"] == "image_effect":
+            for i, q in zip(idx, stats.bh([rows[i]["tost_p"] for i in idx])):
+                rows[i]["tost_q"] = float(q)
+    for r in rows:
+        r.setdefault("q_value", None)
+        if r["family"] == "image_effect":
+            r.setdefault("tost_q", None)
+        q = r["q_value"]
+        if r["family"] == "image_effect":
+            r["verdict"] = None if q is None else stats.verdict(q, r["tost_q"])
+        else:
+            r["verdict"] = None if q is None else "Above chance" if q < 0.05 else "Not above chance"
+    return rows

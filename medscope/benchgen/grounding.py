@@ -1,0 +1,354 @@
+"""The report-grounded check a radiologist would sign (seed 001 Methods, "report-grounded check").
+
+A generated question is kept only when its correct answer is *explicitly stated* by the source
+report. "Stated" is read the way a radiologist reads a report, not as word overlap:
+
+- **Assertion scope.** Every mention is read with the shared NegEx/ConText reader
+  (:func:`medscope.answers.context.status`): "No hydrocephalus." denies hydrocephalus, "the
+  common bile duct is not dilated" denies dilatation, "has resolved" / "no longer seen" deny a
+  finding now. An answer only negated in the report is ``contradicted_by_report``.
+- **Uncertainty.** "differential includes", "versus", "cannot exclude", "possibly", "suspicious
+  for", "concerning for", "is also possible" are uncertainty: such an answer is
+  ``uncertain_in_report`` (a differential is not a diagnosis). A diagnosis question ("most likely
+  diagnosis") accepts the favouring hedges radiologists sign ("consistent with", "likely",
+  "in keeping with"), because that is how an impression states the favoured diagnosis.
+- **Quantities.** Numbers are read with their units (mm / cm converted; HU apart), and
+  "4.2 x 3.1 cm" is one measurement whose size is its largest dimension; "the largest lesion"
+  takes the largest measurement among the sentences about the question's subject. Another
+  number, another unit, the short axis: ``quantity_not_stated``.
+- **Laterality and location.** The side must be the side of the question's subject in the same
+  clause ("incidental left thalamic infarct" says nothing of the right parietal mass; "rightward
+  midline shift" is not a side); a location reached only by "extending into" is not where a
+  lesion is centred (``secondary_location``).
+- **Yes / No.** The sentences that best match the question's subject decide: affirmed -> Yes,
+  negated (or "normal" / "unremarkable" about the subject) -> No, hedged -> neither.
+
+Rules, not a language model, by default: the paper's second LLM call is the option
+``verify: llm`` (``pipelines/benchgen.py``) layered on top of this check, never in place of it.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+from medscope.answers.context import FORWARD, forward_scope, status
+from medscope.answers.matching import normalize
+from medscope.benchgen.extract import sentences
+
+# Words of a question that name what is asked, not what it is about.
+GENERIC = frozenset(
+    "what which where how is are was were does do did the a an of in on at to and or with there this that "
+    "these those it its be been being any show shows showing demonstrate demonstrates contain contains "
+    "present presence seen visible evidence sign signs finding findings most likely diagnosis cause "
+    "type size dimension dimensions diameter length largest maximal maximum greatest long short axis "
+    "measure measurement many number side lobe segment located location severity amount degree grade "
+    "category li rads rad lr attenuation margins margin complication for from by as much centered "
+    "centred mainly primarily predominantly epicenter within into adjacent".split())
+# Nouns that name the object of a question ("Does the mass enhance?"): used only when nothing else is.
+TOPIC = frozenset("mass masses lesion lesions nodule nodules observation observations tumor tumour".split())
+STOP = frozenset("a an the of in on at to and or with is are was were be been there this that it its "
+                 "by as for from into".split())
+# Same-meaning spellings read as one word (both sides of the comparison).
+SAME = {"hepatic": "liver", "hepatocellular": "hepatocellular", "oedema": "edema", "tumour": "tumor",
+        "haemorrhage": "hemorrhage", "metastasi": "metastas", "metastas": "metastas"}
+REWRITES = (  # abbreviations and one-word findings spelled out, so either wording is found
+    (r"\bhcc\b", "hepatocellular carcinoma hcc"), (r"\brcc\b", "renal cell carcinoma rcc"),
+    (r"\bgbm\b", "glioblastoma gbm"), (r"\bsplenomegaly\b", "enlarged spleen"),
+    (r"\bhepatomegaly\b", "enlarged liver"), (r"\bcardiomegaly\b", "enlarged heart"),
+    (r"\bsteatosis\b", "steatosis fatty infiltration"), (r"\bcholelithiasis\b", "cholelithiasis gallstones"),
+    (r"\bnon(?=enhanc|calcif|obstruct|occlus|dilat)", "non-"),
+)
+FAVOURING = ("consistent with", "most consistent with", "compatible with", "in keeping with", "likely",
+             "most likely", "probably", "probable", "represents", "represent", "diagnostic of",
+             "characteristic of", "typical of", "favored", "favoured")
+UNCERTAIN_BEFORE = re.compile(r"\b(?:differential|ddx|considerations? (?:include|includes)|versus|vs\.?|"
+                              r"or)\s+(?:\w+\s+){0,3}$")
+UNCERTAIN_AFTER = re.compile(r"^\W*(?:\w+\W+){0,2}?(?:versus|vs\b|or\b|(?:is|are) (?:also )?"
+                             r"(?:possible|considered|a consideration|not excluded|less likely)|"
+                             r"can not be (?:excluded|ruled out))")
+SECONDARY = re.compile(r"\b(?:extend\w*|extension|spread\w*|involv\w*(?: also)?)\s+(?:in)?to\s+(?:the\s+)?$"
+                       r"|\b(?:extend\w*|extension)\s+(?:in(?:to)?|to)\s+(?:the\s+)?(?:\w+\s+){0,2}$")
+NORMAL = re.compile(r"\b(?:normal|unremarkable|clear|patent|preserved)\b")
+SIDES = {"left": "left", "right": "right", "bilateral": "bilateral", "both": "bilateral"}
+_SIDE = re.compile(r"\b(left|right|bilateral|bilaterally|both)\b")
+_CLAUSE = re.compile(r"[;:]|,\s*(?=(?:the|a|an|and|which|with|one|another|no)\b)|\band (?=one|another)")
+UNITS = {"mm": ("length", 1.0), "cm": ("length", 10.0), "hu": ("hu", 1.0)}
+_MEASURE = re.compile(r"((?:\d+(?:\.\d+)?\s*(?:x|×|by)\s*)*\d+(?:\.\d+)?)\s*(mm|cm|hu)\b")
+NUMBER_WORDS = {"one": 1, "single": 1, "solitary": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
+                "seven": 7, "eight": 8, "nine": 9, "ten": 10}
+_SUFFIXES = ("ational", "ations", "ation", "ating", "ement", "ments", "ment", "ions", "ion", "ated", "ates",
+             "ary", "ate", "ing", "ial", "ed", "es", "ly", "ar", "um", "al", "s", "e", "y")
+
+
+def read_text(text: str) -> str:
+    """A sentence as the check reads it: the shared normalisation, then ``REWRITES``."""
+    text = normalize(text)
+    for pat, rep in REWRITES:
+        text = re.sub(pat, rep, text)
+    return text
+
+
+def stem(word: str) -> str:
+    """A crude suffix stripper ("enhancing", "enhancement" -> "enhanc"); stems keep 4 letters."""
+    word = SAME.get(word, word)
+    for suf in _SUFFIXES:
+        if word.endswith(suf) and len(word) - len(suf) >= 4:
+            word = word[: -len(suf)]
+            break
+    return SAME.get(word, word)
+
+
+def tokens(text: str) -> list[tuple[str, int, int]]:
+    """(stem, start, end) of every word or number of normalised text, stopwords dropped."""
+    out = []
+    for m in re.finditer(r"[a-z]+|\d+(?:\.\d+)?[a-z]?", text):
+        w = m.group(0)
+        if w not in STOP:
+            out.append((stem(w), m.start(), m.end()))
+    return out
+
+
+def subject_stems(question: str) -> set[str]:
+    """What a question is about: its content words minus ``GENERIC``; topic nouns only when alone."""
+    words = {s for s, _, _ in tokens(read_text(question)) if s not in {stem(g) for g in GENERIC}}
+    topic = {stem(t) for t in TOPIC}
+    return (words - topic) or words
+
+
+def _mention_status(sent: str, start: int, end: int) -> str:
+    """ConText status, with the hedge split into ``favoured`` (signed as a diagnosis) and
+    ``possible``, and differentials / "X versus Y" / "X is also possible" read as ``possible``."""
+    before, after = sent[:start], sent[end:]
+    if re.search(r"\bnon[- ]$", before):
+        return "negated"  # "non-enhancing" denies only its own word, so it is read here, not as a trigger
+    st = status(sent, start, end)
+    if st == "negated":
+        return st  # "no X or Y" is a denied list, not a differential
+    if UNCERTAIN_BEFORE.search(forward_scope(before)) or UNCERTAIN_AFTER.search(after):
+        return "possible"
+    if st != "possible":
+        return st
+    return "favoured" if nearest_hedge(before) in FAVOURING else "possible"
+
+
+def nearest_hedge(before: str) -> str | None:
+    """The hedge trigger ("likely", "suspicious for", ...) nearest before a mention, in scope."""
+    scope = forward_scope(before)
+    hedges = [(m.end(), p) for p in FORWARD["possible"] for m in re.finditer(rf"\b{re.escape(p)}\b", scope)]
+    return max(hedges, key=lambda h: (h[0], len(h[1])))[1] if hedges else None
+
+
+def _best_sentences(sents: list[str], subject: set[str]) -> tuple[list[tuple[str, list]], int]:
+    """Sentences with the largest overlap with the subject, each with its matching tokens; on a
+    tie, those that also name a topic noun ("No enhancement of the adjacent dura" is not about
+    whether the mass enhances)."""
+    topic = {stem(t) for t in TOPIC}
+    scored = []
+    for s in sents:
+        toks = tokens(s)
+        hits = [t for t in toks if t[0] in subject]
+        n = len({t[0] for t in hits})
+        scored.append(((n, bool(n) and any(t[0] in topic for t in toks)), s, hits))
+    best = max((k for k, _, _ in scored), default=(0, False))
+    return [(s, hits) for k, s, hits in scored if k == best and k[0] > 0], best[0]
+
+
+def _verdict(statuses: list[str]) -> str:
+    if "negated" in statuses:
+        return "negated"
+    if "possible" in statuses or "hypothetical" in statuses:
+        return "possible"
+    return "favoured" if "favoured" in statuses else "affirmed" if statuses else "absent"
+
+
+def check_yes_no(question: str, yes: bool, sents: list[str]) -> tuple[bool, str, str]:
+    """A Yes / No key against the sentences that best match the question's subject."""
+    subject = subject_stems(question)
+    best, n = _best_sentences(sents, subject)
+    if not best:
+        return False, "", "subject_not_in_report"
+    verdicts = []
+    for s, hits in best:
+        first = {}
+        for st_, a, b in hits:
+            first.setdefault(st_, (a, b))
+        v = _verdict([_mention_status(s, a, b) for a, b in first.values()])
+        if v in ("affirmed", "favoured") and n < len(subject) and NORMAL.search(s):
+            v = "negated"  # "Spleen measures 11 cm, normal." answers "Is the spleen enlarged?"
+        verdicts.append((v, s))
+    kinds = {v for v, _ in verdicts if v != "historical"}
+    if not kinds:
+        return False, "", "only_historical"
+    if "possible" in kinds or kinds == {"favoured"}:
+        return False, "", "uncertain_in_report"
+    if "negated" in kinds and kinds & {"affirmed", "favoured"}:
+        return False, "", "conflicting_statements"
+    said_yes = "negated" not in kinds
+    if said_yes != yes:
+        return False, "", "contradicted_by_report"
+    return True, verdicts[0][1], ""
+
+
+def measurements(sent: str) -> list[tuple[str, list[float], int]]:
+    """(unit kind, dimensions in mm or HU, position) of every measurement: "4.2 x 3.1 cm" is one."""
+    out = []
+    for m in _MEASURE.finditer(sent):
+        kind, scale = UNITS[m.group(2)]
+        dims = [float(x) * scale for x in re.findall(r"\d+(?:\.\d+)?", m.group(1))]
+        out.append((kind, dims, m.start()))
+    return out
+
+
+def check_quantity(question: str, answer: str, sents: list[str]) -> tuple[bool, str, str]:
+    """A measured key: the size of a measurement is its largest dimension (the short axis when
+    asked); "largest" / "smallest" pick among the subject's measurements; several other values
+    without such a word make the question ambiguous."""
+    (kind, dims, _), = measurements(read_text(answer))[:1] or [(None, [], 0)]
+    if kind is None or len(dims) != 1:
+        return False, "", "answer_not_a_quantity"
+    q = read_text(question)
+    best, _ = _best_sentences(sents, subject_stems(question))
+    short = "short axis" in q or "smallest dimension" in q
+    values = []
+    for s, _ in best:
+        for k, ds, _ in measurements(s):
+            if k == kind:
+                values.append((min(ds) if short else max(ds), s))
+    if not values:
+        return False, "", "quantity_not_stated"
+    if re.search(r"\b(?:largest|biggest|dominant)\b", q):
+        values = [max(values)]
+    elif re.search(r"\bsmallest\b", q):
+        values = [min(values)]
+    distinct = {round(v, 3) for v, _ in values}
+    hit = [s for v, s in values if math.isclose(v, dims[0], rel_tol=1e-6, abs_tol=1e-6)]
+    if not hit:
+        return False, "", "quantity_not_stated"
+    if len(distinct) > 1:
+        return False, "", "ambiguous_measurement"
+    return True, hit[0], ""
+
+
+def _count(answer: str) -> int | None:
+    a = read_text(answer).strip(" .")
+    return int(a) if a.isdigit() else NUMBER_WORDS.get(a)
+
+
+def check_count(question: str, answer: str, sents: list[str]) -> tuple[bool, str, str]:
+    """"How many X": the counts the report gives for X (a number within three words before it)."""
+    n = _count(answer)
+    subject = subject_stems(question)
+    counts = {}
+    for s in sents:
+        for m in re.finditer(r"\b(\d+|" + "|".join(NUMBER_WORDS) + r")\b((?:\s+[a-z-]+){1,3})", s):
+            if {t[0] for t in tokens(m.group(2))} & subject:
+                counts.setdefault(_count(m.group(1)), s)
+    if not counts:
+        return False, "", "count_not_stated"
+    if n not in counts:
+        return False, "", "contradicted_by_report"
+    if len(counts) > 1:
+        return False, "", "ambiguous_count"
+    return True, counts[n], ""
+
+
+def _clauses(sent: str) -> list[str]:
+    return [c for c in _CLAUSE.split(sent) if c.strip()]
+
+
+def check_side(question: str, answer: str, sents: list[str]) -> tuple[bool, str, str]:
+    """Laterality: the side words in the clauses that name the question's subject (negated
+    mentions skipped: "No right pleural effusion" is not a right-sided effusion)."""
+    want = SIDES[read_text(answer).strip(" .")]
+    subject = subject_stems(question)
+    best, _ = _best_sentences(sents, subject)
+    sides, where = set(), ""
+    for s, _ in best:
+        for clause in _clauses(s):
+            hits = [t for t in tokens(clause) if t[0] in subject]
+            if not hits or _mention_status(clause, hits[0][1], hits[0][2]) in ("negated", "possible"):
+                continue
+            # the side word names the subject: up to five words before it, or "... in the left X" after
+            near = " ".join(clause[: hits[0][1]].split()[-5:])
+            after = re.match(r"\W*(?:[\w-]+\W+){0,3}?(?:on|in|of) the (left|right)\b", clause[hits[-1][2]:])
+            found = {SIDES.get(m.group(1), "bilateral") for m in _SIDE.finditer(near)}
+            found |= {after.group(1)} if after else set()
+            sides |= found
+            where = where or (s if want in found else "")
+    if not sides:
+        return False, "", "side_not_stated"
+    if want not in sides:
+        return False, "", "contradicted_by_report"
+    if len(sides) > 1:
+        return False, "", "ambiguous_side"
+    return True, where, ""
+
+
+def check_term(question: str, answer: str, sents: list[str]) -> tuple[bool, str, str]:
+    """Any other key (a diagnosis, a location, a grade, a category): every content word of the
+    answer in one sentence about the question's subject, asserted there and nowhere denied."""
+    need = {s for s, _, _ in tokens(read_text(answer))}
+    if len(need) > 1:
+        need -= {"lobe"}  # "parietal lesion" states the parietal lobe
+    if not need:
+        return False, "", "empty_answer"
+    q = read_text(question)
+    subject = subject_stems(question)
+    diagnosis = bool(re.search(r"\b(?:diagnos\w*|most likely|represent\w*|favou?red)\b", q))
+    statuses, where = [], ""
+    for s in sents:
+        toks = tokens(s)
+        have = {t[0] for t in toks}
+        if not need <= have or (subject and not subject & have and not diagnosis):
+            continue
+        first = next(t for t in toks if t[0] in need)
+        last = max((t for t in toks if t[0] in need), key=lambda t: t[2])
+        # the answer's whole span is the mention: "surgically absent" states absence itself
+        st = _mention_status(s, first[1], last[2] if last[2] - first[1] < 60 else first[2])
+        hedge = nearest_hedge(s[: first[1]]) if st == "possible" else None
+        if hedge and re.search(rf"\b{re.escape(hedge)}\b", q):
+            st = "affirmed"  # "What are the lesions suspicious for?" asks about the suspicion itself
+        if SECONDARY.search(s[: first[1]]):
+            st = "secondary"
+        statuses.append(st)
+        if st in ("affirmed", "favoured") and not where:
+            where = s
+    if not statuses:
+        return False, "", "answer_not_in_report"
+    if "negated" in statuses:
+        return False, "", "contradicted_by_report"
+    if "secondary" in statuses and not where:
+        return False, "", "secondary_location"
+    if "possible" in statuses or "hypothetical" in statuses:
+        return False, "", "uncertain_in_report"
+    if not where:
+        return False, "", "only_historical" if "historical" in statuses else "uncertain_in_report"
+    if "favoured" in statuses and not diagnosis:
+        return False, "", "uncertain_in_report"
+    return True, where, ""
+
+
+def answer_kind(question: str, answer: str) -> str:
+    """yes_no | quantity | count | side | term: which rule reads this key."""
+    a = read_text(answer).strip(" .")
+    if a in ("yes", "no"):
+        return "yes_no"
+    if measurements(a):
+        return "quantity"
+    if re.search(r"\bhow many\b", read_text(question)) and _count(a) is not None:
+        return "count"
+    return "side" if a in SIDES else "term"
+
+
+def check_key(question: str, answer: str, findings: str, impression: str) -> tuple[bool, str, str]:
+    """(kept, supporting sentence, reject reason) of one key against its report."""
+    original = sentences(findings) + sentences(impression)
+    sents = [read_text(s) for s in original]
+    kind = answer_kind(question, answer)
+    if kind == "yes_no":
+        kept, where, why = check_yes_no(question, read_text(answer).startswith("yes"), sents)
+    else:
+        kept, where, why = {"quantity": check_quantity, "count": check_count, "side": check_side,
+                            "term": check_term}[kind](question, answer, sents)
+    return kept, (original[sents.index(where)] if where in sents else where), why
