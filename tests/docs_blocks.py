@@ -99,7 +99,7 @@ def can_isolate() -> bool:
     """Whether this machine lets us run a block in its own PID + network namespace."""
     if not shutil.which("unshare"):
         return False
-    r = subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", "--net", "true"], capture_output=True)
+    r = subprocess.run(["unshare", "--pid", "--kill-child", "--mount-proc", "--net", "true"], capture_output=True)
     return r.returncode == 0
 
 
@@ -112,5 +112,5 @@ def run_block(text: str, clone: str, env: dict, timeout: float, prelude: str = "
     inner = f"{prelude}\nbash {script}"
     argv = ["bash", "-c", inner]
     if can_isolate():
-        argv = ["unshare", "--pid", "--fork", "--mount-proc", "--net", "bash", "-c", f"ip link set lo up\n{inner}"]
+        argv = ["unshare", "--pid", "--kill-child", "--mount-proc", "--net", "bash", "-c", f"ip link set lo up\n{inner}"]
     return subprocess.run(argv, cwd=clone, env=env, capture_output=True, text=True, timeout=timeout)

@@ -124,7 +124,7 @@ def test_workstation_runbook(tmp_path):
     root = fresh_copy(str(tmp_path / "medscope"))
     epilogue = ("test -s demo-out/report/report.html && test -s demo-out/report/report.md\n"
                 "if pgrep -x raylet || pgrep -x gcs_server; then echo 'Ray still running after ray stop' >&2; exit 3; fi\n")
-    r = run_block(block.text + epilogue, root, plain_env(root, str(tmp_path)), timeout=1200)
+    r = run_block(block.text + epilogue, root, plain_env(root, str(tmp_path)), timeout=2400)
     log = r.stdout + r.stderr
     assert r.returncode == 0, log[-5000:]
     assert f"medscope: results in {root}/demo-out" in log
