@@ -113,6 +113,7 @@ def test_every_command_in_a_config_comment_is_a_docs_block_line():
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(2700)  # the demo: ~2-3 min on an idle 2-core machine, far longer on a loaded one
 def test_workstation_runbook(tmp_path):
     """docs/cluster.md "One workstation" as written, nothing activated: the head starts, the demo
     is submitted as a Ray job, its report lands in ./demo-out, and `.venv/bin/ray stop` leaves no
