@@ -2,8 +2,10 @@
 # Start a Ray head on this workstation (e.g. one A100 box) so that jobs can be submitted
 # to it exactly as to a cluster:
 #   bash cluster/start-local-head.sh            # all CPUs and GPUs of the machine
-#   RAY_ADDRESS=http://127.0.0.1:8265 cluster/submit.sh demo configs/demo.yaml
+#   export RAY_ADDRESS=http://127.0.0.1:8265
+#   OUT=$PWD/demo-out cluster/submit.sh demo configs/demo.yaml
 #   .venv/bin/ray stop                          # when done
+# (docs/cluster.md, "One workstation"; nothing needs activating.)
 # Extra arguments go to `ray start` (e.g. --block, --temp-dir DIR, other ports).
 # Token auth: Ray 2.60 turns it on for a head started where ~/.ray/auth_token exists (or with
 # RAY_AUTH_MODE=token); submit.sh on the same machine then reads the same token file. Set
@@ -11,6 +13,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RAY=${RAY:-.venv/bin/ray}
+# Ray runs a job's entrypoint (`python -m pipelines.<job>`, as submit.sh sends it) as a shell
+# command on the head, in the environment the head was started in. So the head starts with the
+# bin/ folder of the environment that holds this `ray` (the checkout's .venv) first on PATH:
+# the job's `python` is then the interpreter with MedScope installed, whatever the caller's PATH.
+ray_path=$(command -v "$RAY") || { echo "start-local-head.sh: no $RAY; run bash cluster/setup-env.sh first" >&2; exit 127; }
+PATH="$(cd "$(dirname "$ray_path")" && pwd):$PATH"
+export PATH
 GCS_PORT=${GCS_PORT:-6379}
 DASHBOARD_PORT=${DASHBOARD_PORT:-8265}
 args=(--head --port "$GCS_PORT" --dashboard-host 127.0.0.1 --dashboard-port "$DASHBOARD_PORT"

@@ -10,6 +10,10 @@
 # (~/.ray/auth_token, RAY_AUTH_TOKEN or RAY_AUTH_TOKEN_PATH) and RAY_AUTH_MODE is unset, this
 # script sets it; RAY_AUTH_MODE=disabled keeps it off.
 #      cluster/submit.sh train configs/train/jobs/stage1.yaml
+# The entrypoint's `python` is the head's: Ray runs the entrypoint as a shell command on the head
+# in the environment the head was started in, so heads start with MedScope's environment first
+# on PATH (start-local-head.sh, the launcher's head_start_ray_commands, the image's PATH for
+# KubeRay); a head started otherwise fails the job with ModuleNotFoundError.
 # Only non-secret settings are forwarded as the job's environment: a runtime_env's env_vars
 # are kept in Ray's job table and shown by `ray job list` and the dashboard, so credentials
 # and provider keys must come from the nodes themselves (instance roles, Kubernetes Secrets,
@@ -20,6 +24,13 @@ job=${1:?usage: submit.sh <job> <config.yaml>}
 config=${2:?usage: submit.sh <job> <config.yaml>}
 shift 2
 : "${RAY_ADDRESS:?set RAY_ADDRESS to the cluster dashboard, e.g. http://127.0.0.1:8265}"
+# The checkout's own ray (as start-local-head.sh uses), else one on PATH; RAY= overrides both.
+if [ -z "${RAY:-}" ]; then
+  if [ -x .venv/bin/ray ]; then RAY=.venv/bin/ray
+  elif command -v ray >/dev/null; then RAY=ray
+  else echo "submit.sh: no .venv/bin/ray in $PWD and no ray on PATH; run bash cluster/setup-env.sh first (or set RAY=)" >&2; exit 127
+  fi
+fi
 # (python -c, not a heredoc: bash cannot parse a quoted heredoc inside $(...) here)
 env_json=$(python3 -c '
 import json, os
@@ -40,6 +51,6 @@ if [ -n "${OUT:-}" ]; then
     *) echo "submit.sh: OUT=$OUT is relative; give an absolute path (e.g. OUT=\$PWD/$OUT) or s3://..." >&2; exit 2 ;;
   esac
 fi
-exec "${RAY:-ray}" job submit --address "$RAY_ADDRESS" --runtime-env-json "$env_json" "$@" \
+exec "$RAY" job submit --address "$RAY_ADDRESS" --runtime-env-json "$env_json" "$@" \
   -- python -m "pipelines.$job" --config "$config" "${out_args[@]}"
 

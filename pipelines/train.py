@@ -22,7 +22,7 @@ from medscope.errors import MedScopeError
 from medscope.training.evaluation import EvalSettings
 from medscope.training.data import training_views
 from pipelines.support.flags import add_config_flags, config_from_args
-from medscope.training.recipes import TrainRecipe, deepspeed_config
+from medscope.training.recipes import TrainRecipe
 
 VIEW_COLUMNS_FOR_CHECK = ("passed", "split", "kind")
 
@@ -65,7 +65,7 @@ def train_loop_per_worker(cfg: dict) -> None:
     import torch
     from ray.train import Checkpoint
 
-    from medscope.training.runner import make_trainer
+    from medscope.training.runner import make_worker_trainer
     from medscope.training.vlm import save_adapter
 
     recipe = TrainRecipe.model_validate(cfg["recipe"])
@@ -76,18 +76,8 @@ def train_loop_per_worker(cfg: dict) -> None:
     device = ray.train.torch.get_device() if torch.cuda.is_available() else torch.device("cpu")
     views = records.read_table("views", cfg["views"])
     excluded = set(cfg["replay_excluded"]) if cfg.get("replay_excluded") is not None else None
-    trainer, info = make_trainer(recipe, views, rank, world, device, replay_excluded=excluded)
-    if recipe.deepspeed is not None:
-        import deepspeed
-
-        # ZeRO shards optimiser state (and, at stage 3, parameters): the engine runs forward,
-        # backward and step; the trainer's LambdaLR keeps driving the wrapped AdamW's lr.
-        # Only the config is tested here (no CUDA); see README "Training".
-        trainer.engine, trainer.optimizer, _, _ = deepspeed.initialize(
-            model=trainer.model, optimizer=trainer.optimizer, config=deepspeed_config(recipe.deepspeed, recipe.batch_size, recipe.grad_accum)
-        )
-        trainer.model = trainer.engine
-    elif world > 1:
+    trainer, info = make_worker_trainer(recipe, views, rank, world, device, replay_excluded=excluded)
+    if recipe.deepspeed is None and world > 1:
         trainer.model = ray.train.torch.prepare_model(trainer.model)
 
     resumed_from = 0

@@ -116,7 +116,7 @@ def test_submit_script_forwards_settings_but_never_keys(tmp_path):
     fake = bin_dir / "ray"
     fake.write_text(f"#!{sys.executable}\nimport json, sys\njson.dump(sys.argv[1:], open({str(seen)!r}, 'w'))\n")
     fake.chmod(0o755)
-    env = dict(os.environ, PATH=f"{bin_dir}:{os.environ['PATH']}", RAY_ADDRESS="http://127.0.0.1:1",
+    env = dict(os.environ, RAY=str(fake), RAY_ADDRESS="http://127.0.0.1:1",  # (not the checkout's .venv/bin/ray)
                AWS_ENDPOINT_URL="http://127.0.0.1:9", AWS_SECRET_ACCESS_KEY="sentinel-secret-1",
                OPENAI_API_KEY="sentinel-secret-2")
     r = subprocess.run(["bash", os.path.join(REPO_ROOT, "cluster", "submit.sh"), "demo", "configs/demo.yaml"],

@@ -112,6 +112,26 @@ def replay_plan(recipe: TrainRecipe, views: list[dict], excluded: set[str] | Non
     return mix, {**replay.mix_counts(mix), "vqa_near_copies_excluded": n_excluded}
 
 
+def make_worker_trainer(recipe: TrainRecipe, views_table, rank: int = 0, world: int = 1, device="cpu",
+                        replay_excluded: set[str] | None = None):
+    """(trainer, info) as each Ray Train worker trains (``pipelines/train.py``), without Ray: for a
+    ZeRO recipe the model and AdamW are wrapped in a DeepSpeed engine, which runs forward,
+    backward and step (ZeRO shards optimiser state; at stage 3 parameters too) while the
+    trainer's LambdaLR keeps driving the wrapped AdamW's lr. ``cluster/gpu-check.sh`` calls
+    this directly on one GPU (docs/cluster.md, GPU runbook)."""
+    trainer, info = make_trainer(recipe, views_table, rank, world, device, replay_excluded)
+    if recipe.deepspeed is not None:
+        import deepspeed
+
+        from medscope.training.recipes import deepspeed_config
+
+        trainer.engine, trainer.optimizer, _, _ = deepspeed.initialize(
+            model=trainer.model, optimizer=trainer.optimizer,
+            config=deepspeed_config(recipe.deepspeed, recipe.batch_size, recipe.grad_accum))
+        trainer.model = trainer.engine
+    return trainer, info
+
+
 def make_trainer(recipe: TrainRecipe, views_table, rank: int = 0, world: int = 1, device="cpu",
                  replay_excluded: set[str] | None = None):
     """(trainer, info) for this worker, on its shard of the examples."""

@@ -20,6 +20,7 @@ BENCHES: dict[str, str] = {
     "compact": "pipelines.bench.compact:bench_compact",
     "faults": "pipelines.bench.faults:bench_faults",
     "scale": "pipelines.bench.scale:bench_scale",
+    "gpu": "pipelines.bench.gpu:bench_gpu",
 }
 
 
