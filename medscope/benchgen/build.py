@@ -7,14 +7,14 @@ build's seed, never on worker order.
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 
-from medscope import layout, records, storage
+from medscope import layout, records
 from medscope.errors import MedScopeError
 from medscope.benchgen.cohort import read_sequence, sequence_montage
 from medscope.benchgen.questions import REPORT_PROMPT, report_questions, schema_questions
 from medscope.benchgen.schema import Schema
+from medscope.protocols.benchmark_mcq.builds import build_cohorts
 from medscope.images import encode_png
 from medscope.seeding import stable_hash
 from medscope.volumes.nifti import VolumeError
@@ -73,16 +73,6 @@ def study_questions(study: dict, schema: Schema, fields: dict[str, tuple[str, st
                      "matched_group": cohort.get("matched_group"), "private": bool(cohort["private"]),
                      "endpoint_allowlist": list(cohort.get("endpoint_allowlist") or [])})
     return rows, rejects
-
-
-def build_cohorts(out: str) -> dict[str, dict]:
-    """``{cohort: its build record}`` of a build folder's ``build.json`` (empty when nothing is
-    built there). A build of several cohorts (``benchgen build --append``) records each."""
-    uri = layout.BenchgenBuild(out).manifest
-    if not storage.exists(uri):
-        return {}
-    manifest = json.loads(storage.read_text(uri))
-    return manifest.get("cohorts") or ({manifest["cohort"]: manifest} if "cohort" in manifest else {})
 
 
 def cohort_prefix(cohort: str) -> str:

@@ -15,14 +15,9 @@ from __future__ import annotations
 import json
 import re
 
+from medscope.benchgen.grounding import SECONDARY, _mention_status, measurements, read_text, sentences
 from medscope.benchgen.schema import FieldSpec, Schema
 
-_SENTENCE = re.compile(r"(?<=[.;!?])\s+|\n+")
-
-
-def sentences(text: str) -> list[str]:
-    """Report text split into sentences (section headers such as ``LIVER:`` stay attached)."""
-    return [s.strip() for s in _SENTENCE.split(text or "") if s.strip()]
 
 
 def _any(patterns: list[str], text: str) -> bool:
@@ -49,7 +44,6 @@ def field_value(field: FieldSpec, sentence: str) -> str | None:
     right effusion"); incidental sentences ("incidental left thalamic infarct") settle no
     location or size. A binned field reads the measurement after a size word, its largest
     dimension ("3.2 x 5.5 cm" -> 55 mm)."""
-    from medscope.benchgen.grounding import SECONDARY, _mention_status, measurements, read_text
 
     text = read_text(sentence)
     if field.context and not _any(field.context, text):

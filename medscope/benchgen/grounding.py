@@ -34,7 +34,13 @@ import re
 
 from medscope.answers.context import FORWARD, forward_scope, status
 from medscope.answers.matching import normalize
-from medscope.benchgen.extract import sentences
+
+_SENTENCE = re.compile(r"(?<=[.;!?])\s+|\n+")
+
+
+def sentences(text: str) -> list[str]:
+    """Report text split into sentences (section headers such as ``LIVER:`` stay attached)."""
+    return [s.strip() for s in _SENTENCE.split(text or "") if s.strip()]
 
 # Words of a question that name what is asked, not what it is about.
 GENERIC = frozenset(

@@ -15,13 +15,13 @@ import json
 from collections.abc import Collection
 
 import numpy as np
-import pandas as pd
 
 from medscope import layout, records, storage, tablescan
 from medscope.images import encode_png
 from medscope.models.base import ChatModel, Decoding, Message, Part
 from medscope.protocols.base import EpisodeResult, Item, ScoreOptions
 from medscope.protocols.benchmark_mcq import scoring
+from medscope.protocols.benchmark_mcq.builds import build_folders, read_items_table
 from medscope.protocols.benchmark_mcq.families import describe, load_plan
 from medscope.protocols.benchmark_mcq.replies import PROMPT_VERSION, mcq_prompt, read_choice
 
@@ -32,30 +32,6 @@ META = ("cohort", "qtype", "field", "subcategory", "level", "options", "k", "seq
 
 def blank_like(png_shape: tuple[int, int], value: int = 128) -> bytes:
     return encode_png(np.full((*png_shape, 3), value, dtype=np.uint8))
-
-
-def build_folder(uri: str) -> str:
-    """A build folder from the folder itself or its items table / folder."""
-    return layout.folder_of("mcq_items", uri)
-
-
-def build_folders(uri: str) -> list[str]:
-    """The build folders of an items argument: one, or several joined by commas
-    (``medscope eval run --items A --items B``; each may hold several cohorts)."""
-    folders = [build_folder(u.strip()) for u in str(uri).split(",") if u.strip()]
-    return list(dict.fromkeys(folders))
-
-
-def read_items_table(uri: str, columns=None):
-    """The mcq_items of every build the items argument names, as one table."""
-    import pyarrow as pa
-
-    tables = [records.read_table("mcq_items", layout.BenchgenBuild(f).items, columns) for f in build_folders(uri)]
-    return pa.concat_tables(tables) if len(tables) > 1 else tables[0]
-
-
-def read_items(uri: str) -> pd.DataFrame:
-    return read_items_table(uri).to_pandas()
 
 
 class BenchmarkMCQProtocol:

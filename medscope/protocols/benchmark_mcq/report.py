@@ -182,9 +182,8 @@ def sections(scored_run: str, work_dir: str) -> list[tuple[str, list]]:
     m = records.read_table("metrics", sr.metrics).to_pandas()
     t = records.read_table("mcq_tests", sr.table("tests")).to_pandas()
     scores = records.read_table("mcq_scores", sr.table("mcq_scores")).to_pandas()
-    from medscope.benchgen.build import build_cohorts
     from medscope.protocols.benchmark_mcq.families import describe
-    from medscope.protocols.benchmark_mcq.protocol import build_folders, read_items
+    from medscope.protocols.benchmark_mcq.builds import build_cohorts, build_folders, read_items
 
     items = read_items(run["items"])
     build_records = {c: rec for f in build_folders(run["items"]) for c, rec in build_cohorts(f).items()}
