@@ -56,6 +56,7 @@ _REASONS = {
     "shape_mismatch": "segmentation shape differs",
     "affine_mismatch": "segmentation affine differs",
     "non_integer_labels": "non-integer label map",
+    "label_out_of_range": "label out of range",
 }
 
 
@@ -138,7 +139,11 @@ def _case_rows(cfg: DatasetConfig, path: str, folder: str, flair: str, seg: str,
     bad = sorted(nifti.label_values(lab) - set(allowed))
     if bad:
         raise Reject("unexpected label value", f"{bad}; this release uses {list(allowed)}")
-    vol = scale_volume(np.asarray(image.get_fdata(dtype=np.float32)))
+    raw = np.asarray(image.get_fdata(dtype=np.float32))
+    if not np.isfinite(raw).all():  # NaN would make the percentile NaN and the volume garbage
+        raise Reject("non-finite voxels", f"{int((~np.isfinite(raw)).sum())} NaN or infinite voxels in {flair}")
+    vol = scale_volume(raw)
+    del raw
     tumour = lab > 0
     n = vol.shape[2]
     lesion = np.array([float(tumour[:, :, k].mean()) for k in range(n)])

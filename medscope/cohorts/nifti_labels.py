@@ -81,7 +81,22 @@ def read_nifti(data: bytes, what: str = "image", limits: Limits = DEFAULT_LIMITS
         raise Reject("corrupt NIfTI", f"{what}: {type(err).__name__}: {err}") from None
     if not np.all(np.isfinite(affine)) or abs(float(np.linalg.det(affine[:3, :3]))) < 1e-12:
         raise Reject("invalid affine", f"{what}: voxel-to-world matrix is singular (e.g. an all-zero sform)")
+    core = tuple(shape)
+    while len(core) > 3 and core[-1] == 1:  # (X, Y, Z, 1) exports are common
+        core = core[:-1]
+    if len(core) != 3:  # a 4-D / 5-D series would be referenced as if it were one volume
+        raise Reject("not a 3-D volume", f"{what}: shape {tuple(int(s) for s in shape)}")
     return img
+
+
+def check_finite(img, what: str = "image") -> None:
+    """Reject a float volume holding NaN or inf voxels (checked a slab at a time)."""
+    if img.get_data_dtype().kind != "f":
+        return
+    data = np.asanyarray(img.dataobj)
+    bad = sum(int(np.count_nonzero(~np.isfinite(data[..., k : k + 8]))) for k in range(0, data.shape[-1], 8))
+    if bad:
+        raise Reject("non-finite voxels", f"{what}: {bad} NaN or infinite voxel(s)")
 
 
 def label_name(cfg: DatasetConfig, image_name: str) -> str:
@@ -113,6 +128,8 @@ def check_pair(image, label, limits: Limits = DEFAULT_LIMITS) -> np.ndarray:
         data = np.rint(data).astype(np.int32)
     if data.min() < 0:
         raise Reject("non-integer label map", f"negative label {int(data.min())}")
+    if data.max() > np.iinfo(np.int32).max:  # the probe casts to int32: 2**32 + 2 would wrap to 2
+        raise Reject("label out of range", f"label {int(data.max())} does not fit int32")
     return data
 
 
@@ -166,6 +183,7 @@ def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None) ->
                 if safe_io.display_name(file_rel) != file_rel:  # the row keeps a URI that must round-trip
                     raise Reject("file name not UTF-8", f"{safe_io.display_name(file_rel)} cannot be stored as a URI")
             image = read_nifti(read_file(path, rel, cfg.limits), "image", cfg.limits)
+            check_finite(image)
             if lname not in labels:
                 raise Reject("missing label map", f"no {lrel}")
             label = read_nifti(read_file(path, lrel, cfg.limits), "label map", cfg.limits)
