@@ -32,8 +32,11 @@ MAX_JSON_DEPTH = 200  # addition: far deeper than any file MedScope reads; below
 MAX_TEXT_BYTES = 256 << 20  # addition: a key / sweep / answer / manifest file larger than this is not one
 
 
-class BadText(MedScopeError):
-    """A text file that cannot be read; the message names the file (``source``)."""
+class BadText(MedScopeError, ValueError):
+    """A text file that cannot be read; the message names the file (``source``).
+
+    Also a ValueError, so every reader that already turned a JSON ValueError into a reject
+    row catches a too-deep or duplicate-key file the same way."""
 
     def __init__(self, source: str, reason: str, detail: str = ""):
         super().__init__(f"{source}: {reason}" + (f" ({detail})" if detail else ""))

@@ -20,7 +20,6 @@ folder (``train`` / ``test``) becomes the cases' ``split``.
 
 from __future__ import annotations
 
-import json
 import posixpath
 
 import cv2
@@ -28,6 +27,7 @@ import numpy as np
 import pyarrow as pa
 
 from medscope import storage
+from medscope.cohorts import safe_io
 from medscope.cohorts.common import (
     DatasetConfig,
     OnItem,
@@ -67,7 +67,7 @@ def rasterise(polygons: list, shape: tuple[int, int]) -> np.ndarray:
 
 def _records(path: str, name: str) -> list:
     try:
-        data = json.loads(storage.read_bytes(storage.join(path, name)))
+        data = safe_io.loads_json(safe_io.read_bounded(storage.join(path, name), safe_io.DEFAULT_LIMITS.max_file_bytes), name)
     except (ValueError, UnicodeDecodeError) as err:
         raise Reject("corrupt JSON", f"{name}: {err}") from None
     if not isinstance(data, list):

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import io
 import pickle
+import posixpath
 
 from medscope import images, records
+from medscope.cohorts import safe_io
 from medscope.cohorts.common import DatasetConfig, Reject, decode_image, read_file
 from medscope.seeding import stable_hash
 
@@ -39,6 +41,15 @@ def clean_text(value, what: str) -> str:
     if not text:
         raise Reject(f"empty {what}", f"{what} is blank")
     return text
+
+
+def image_rel(images_dir: str, name) -> str:
+    """The dataset-relative path of an image named in a release's JSON; a name that leaves the
+    dataset folder (``../../outside/secret.png``) is a ``path leaves the input root`` reject."""
+    try:
+        return safe_io.inside_root(posixpath.join(images_dir, str(name or "").strip()))
+    except safe_io.BadText as err:
+        raise Reject(err.reason, f"{name!r}: {err.detail}") from None
 
 
 class ImageCache:

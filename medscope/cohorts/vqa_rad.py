@@ -15,11 +15,9 @@ both are normalised. Rejects: ``corrupt JSON``, ``missing image``, ``unreadable 
 
 from __future__ import annotations
 
-import json
-import posixpath
 
 from medscope import storage
-from medscope.cohorts import vqa
+from medscope.cohorts import safe_io, vqa
 from medscope.cohorts.common import DatasetConfig, OnItem, Reject, dataset_config
 from medscope.errors import MedScopeError
 
@@ -38,9 +36,11 @@ def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None):
     if not storage.exists(uri):
         raise MedScopeError(f"{path}: no {JSON_NAME!r}")
     try:
-        data = json.loads(storage.read_bytes(uri))
+        data = safe_io.loads_json(safe_io.read_bounded(uri, cfg.limits.max_file_bytes), JSON_NAME)
         if not isinstance(data, list):
             raise ValueError("expected a list of questions")
+    except safe_io.Reject as err:
+        return vqa.finish_items([], [vqa.reject_item(cfg, JSON_NAME, err)])
     except (ValueError, UnicodeDecodeError) as err:
         return vqa.finish_items([], [vqa.reject_item(cfg, JSON_NAME, Reject("corrupt JSON", str(err)))])
     cache, rows, rejects = vqa.ImageCache(path), [], []
@@ -49,7 +49,7 @@ def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None):
         try:
             if not isinstance(q, dict):
                 raise Reject("corrupt JSON", f"question {i} is not an object")
-            image_file = posixpath.join(IMAGES_DIR, str(q.get("image_name", "")).strip())
+            image_file = vqa.image_rel(IMAGES_DIR, q.get("image_name", ""))
             released = str(q.get("qid", i))
             item = f"{image_file}#{released}"
             if not q.get("image_name") or not storage.exists(storage.join(path, *image_file.split("/"))):

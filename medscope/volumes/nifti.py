@@ -13,7 +13,6 @@ from dataclasses import dataclass
 import nibabel as nib
 import numpy as np
 
-from medscope import storage
 from medscope.errors import MedScopeError
 
 
