@@ -34,6 +34,7 @@ from medscope.cohorts.common import (
     DatasetConfig,
     OnItem,
     Reject,
+    as_reject,
     case_row,
     dataset_config,
     finish,
@@ -114,7 +115,8 @@ def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None) ->
             if not got:
                 raise Reject("no eligible slice", f"no slice with tissue >= {cfg.min_tissue_frac}")
             rows.extend(got)
-        except Reject as err:
+        except Exception as err:  # noqa: BLE001 - one bad file never sinks the import (issue 32)
+            err = as_reject(err)
             rejects.append(reject_row(cfg, item, err))
         if on_item:
             on_item()

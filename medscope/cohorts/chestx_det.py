@@ -32,6 +32,7 @@ from medscope.cohorts.common import (
     DatasetConfig,
     OnItem,
     Reject,
+    as_reject,
     case_row,
     dataset_config,
     decode_image,
@@ -87,7 +88,8 @@ def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None) ->
     for ann, folder in sorted(files.items()):
         try:
             records = _records(path, ann)
-        except Reject as err:
+        except Exception as err:  # noqa: BLE001 - one bad file never sinks the import (issue 32)
+            err = as_reject(err)
             rejects.append(reject_row(cfg, ann, err))
             continue
         for i, rec in enumerate(records):
@@ -97,7 +99,8 @@ def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None) ->
                 if cfg.use_released_split and folder in ("train", "test"):
                     got = [r | {"split": folder} for r in got]
                 rows.extend(got)
-            except Reject as err:
+            except Exception as err:  # noqa: BLE001 - one bad file never sinks the import (issue 32)
+                err = as_reject(err)
                 rejects.append(reject_row(cfg, rel, err))
             if on_item:
                 on_item()

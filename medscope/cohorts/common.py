@@ -38,7 +38,7 @@ from PIL import Image
 from medscope import config as cfgmod
 from medscope import images, records, storage
 from medscope.cohorts import safe_io
-from medscope.cohorts.safe_io import DEFAULT_LIMITS, Limits, Reject, display_name, leftovers  # noqa: F401
+from medscope.cohorts.safe_io import DEFAULT_LIMITS, Limits, Reject, as_reject, display_name, leftovers  # noqa: F401
 from medscope.errors import MedScopeError
 from medscope.seeding import stable_hash
 
@@ -175,8 +175,12 @@ def scan_tree(root: str, suffixes: tuple[str, ...] = IMAGE_EXTS) -> tuple[list[s
 
 
 def stem(name: str) -> str:
-    """File name without folder and (double) extension: ``a/b (1).png`` -> ``b (1)``."""
-    name = posixpath.basename(name)
+    """File name without folder and (double) extension: ``a/b (1).png`` -> ``b (1)``.
+
+    In Unicode NFC, so an image and its mask match whether a macOS export wrote the name
+    decomposed (NFD) or not (issue 32).
+    """
+    name = safe_io.nfc(posixpath.basename(name))
     for ext in (".nii.gz",):
         if name.lower().endswith(ext):
             return name[: -len(ext)]

@@ -32,6 +32,7 @@ from medscope.cohorts.common import (
     DatasetConfig,
     OnItem,
     Reject,
+    as_reject,
     case_id,
     dataset_config,
     finish,
@@ -189,7 +190,8 @@ def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None) ->
             label = read_nifti(read_file(path, lrel, cfg.limits), "label map", cfg.limits)
             check_pair(image, label, cfg.limits)
             rows.append(volume_row(cfg, _uri(path, rel), _uri(path, lrel), rel, image, cfg.organ_map))
-        except Reject as err:
+        except Exception as err:  # noqa: BLE001 - one bad file never sinks the import (issue 32)
+            err = as_reject(err)
             rejects.append(reject_row(cfg, rel, err, table="volumes"))
         if on_item:
             on_item()

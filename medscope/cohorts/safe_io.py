@@ -58,6 +58,21 @@ class Reject(Exception):
         self.reason, self.detail = reason, detail
 
 
+def as_reject(err: Exception) -> Reject:
+    """Any exception met while reading one file, as that file's Reject (per-file isolation).
+
+    A Reject passes through; a text guard's error keeps its reason; anything else (a library's
+    ValueError, RecursionError, MemoryError, ...) becomes ``unexpected error`` with the
+    exception's class in the detail, so one bad file is one rejects row, never a stopped run.
+    """
+    if isinstance(err, Reject):
+        return err
+    reason = getattr(err, "reason", None)
+    if isinstance(reason, str) and type(err).__name__ == "BadText":
+        return Reject(reason, f"{type(err).__name__}: {getattr(err, 'detail', '')}"[:500])
+    return Reject("unexpected error", f"{type(err).__name__}: {err}"[:500])
+
+
 class Limits(cfgmod.StrictModel):
     """Per-file budgets, checked before reading or decoding (``limits:`` in a dataset config).
 

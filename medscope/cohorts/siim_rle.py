@@ -34,6 +34,7 @@ from medscope.cohorts.common import (
     DatasetConfig,
     OnItem,
     Reject,
+    as_reject,
     case_row,
     dataset_config,
     decode_image,
@@ -210,7 +211,8 @@ def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None) ->
             if lesion_area_frac(mask) >= cfg.whole_mask_frac:
                 raise Reject("whole-image mask", f"mask covers {lesion_area_frac(mask):.1%} of the image")
             rows.append(case_row(cfg, rel, image, mask if mask.any() else None, patient=pid))
-        except Reject as err:
+        except Exception as err:  # noqa: BLE001 - one bad file never sinks the import (issue 32)
+            err = as_reject(err)
             rejects.append(reject_row(cfg, rel, err))
         if on_item:
             on_item()

@@ -31,6 +31,7 @@ from medscope.cohorts.common import (
     DatasetConfig,
     OnItem,
     Reject,
+    as_reject,
     case_row,
     dataset_config,
     decode_image,
@@ -153,7 +154,8 @@ def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None) ->
             if keep and (modality or "").lower() not in keep:
                 raise Reject("excluded modality", f"modality {modality!r}")
             rows.extend(_image_cases(cfg, path, folder, rel, modality, lesions))
-        except Reject as err:
+        except Exception as err:  # noqa: BLE001 - one bad file never sinks the import (issue 32)
+            err = as_reject(err)
             rejects.append(reject_row(cfg, rel, err))
         if on_item:
             on_item()

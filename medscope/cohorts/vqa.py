@@ -15,7 +15,7 @@ import posixpath
 
 from medscope import images, records
 from medscope.cohorts import safe_io
-from medscope.cohorts.common import DatasetConfig, Reject, decode_image, read_file
+from medscope.cohorts.common import DatasetConfig, Reject, as_reject, decode_image, read_file
 from medscope.seeding import stable_hash
 
 CLOSED_ANSWERS = ("yes", "no")
@@ -62,7 +62,8 @@ class ImageCache:
         if rel not in self._done:
             try:
                 self._done[rel] = images.encode_png(decode_image(read_file(self.root, rel)))
-            except Reject as err:
+            except Exception as err:  # noqa: BLE001 - one bad file never sinks the import (issue 32)
+                err = as_reject(err)
                 self._done[rel] = err
         got = self._done[rel]
         if isinstance(got, Reject):

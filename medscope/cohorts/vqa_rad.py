@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from medscope import storage
 from medscope.cohorts import safe_io, vqa
-from medscope.cohorts.common import DatasetConfig, OnItem, Reject, dataset_config
+from medscope.cohorts.common import DatasetConfig, OnItem, Reject, as_reject, dataset_config
 from medscope.errors import MedScopeError
 
 JSON_NAME = "VQA_RAD Dataset Public.json"
@@ -61,7 +61,8 @@ def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None):
                 kind=vqa.answer_type(q.get("answer_type"), answer), released_id=released,
                 modality=q.get("image_organ"), content_type=q.get("question_type"),
             ))
-        except Reject as err:
+        except Exception as err:  # noqa: BLE001 - one bad file never sinks the import (issue 32)
+            err = as_reject(err)
             rejects.append(vqa.reject_item(cfg, item, err))
         if on_item:
             on_item()
