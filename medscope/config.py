@@ -12,6 +12,7 @@ import yaml
 
 from medscope import storage
 from medscope.errors import MedScopeError
+from medscope.safe_text import decode_text
 
 M = TypeVar("M", bound=pydantic.BaseModel)
 
@@ -79,7 +80,7 @@ def load_yaml(uri: str) -> dict:
     """Parse a YAML mapping from a path or URI (duplicate keys are an error naming the key)."""
     uri = resolve(uri)
     try:
-        data = safe_load_unique(storage.read_text(uri))
+        data = safe_load_unique(decode_text(storage.read_bytes(uri), uri))  # BOM / UTF-16 / cp1252 too
     except yaml.YAMLError as err:
         raise MedScopeError(f"{uri}: not valid YAML ({err})") from None
     if data is None:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import io
 import posixpath
+from collections import Counter
 
 import numpy as np
 import pyarrow as pa
@@ -191,11 +192,14 @@ def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None) ->
     if not images:
         raise MedScopeError(f"{path}: no DICOM or PNG images under {cfg.images_dir}/")
     rows, rejects, seen = [], [], set()
+    copies = Counter(stem(name) for name in images)
     for name in images:
         rel = posixpath.join(cfg.images_dir, name)
         image_id = stem(name)
         seen.add(image_id)
         try:
+            if copies[image_id] > 1:  # one RLE row cannot say which study folder's file it was drawn on
+                raise Reject("duplicate ImageId", f"{copies[image_id]} files are named {image_id}")
             if image_id in tainted:
                 no, err = tainted[image_id]
                 raise Reject(err.reason, f"{cfg.rle_csv} line {no}: {err.detail}")

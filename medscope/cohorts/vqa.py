@@ -96,6 +96,24 @@ def reject_item(cfg: DatasetConfig, item: str, err: Reject) -> dict:
 
 
 def finish_items(rows: list[dict], rejects: list[dict]):
+    """Validated items table and rejects. A record listed twice would be counted twice: an
+    exact repeat keeps its first copy (``duplicate record`` for the rest); two different
+    records under one id are both ``conflicting records`` (which one is right is unknown)."""
+    groups: dict[str, list[dict]] = {}
+    for r in rows:
+        groups.setdefault(r["item_id"], []).append(r)
+    rows = []
+    for group in groups.values():
+        where = f"{group[0]['image_file']}#{group[0]['released_id']}"
+        if len(group) == 1:
+            rows.append(group[0])
+        elif all(g == group[0] for g in group[1:]):
+            rows.append(group[0])
+            rejects = rejects + [records.reject(OUT_TABLE, g["source"], where, "load", "duplicate record",
+                                                f"listed {len(group)} times; counted once") for g in group[1:]]
+        else:
+            rejects = rejects + [records.reject(OUT_TABLE, g["source"], where, "load", "conflicting records",
+                                                f"{len(group)} different records share this id") for g in group]
     rows = sorted(rows, key=lambda r: r["item_id"])
     rejects = sorted(rejects, key=lambda r: (r["item_id"], r["reason"]))
     return records.to_table(OUT_TABLE, rows), rejects
