@@ -28,7 +28,7 @@ def encode_png(array: np.ndarray) -> bytes:
     return buf.tobytes()
 
 
-# Pixel budget of every decode of image bytes held in a table or manifest (issue 32): the
+# addition: pixel budget of every decode of image bytes held in a table or manifest (issue 32): the
 # same default as the importer's ``limits.max_image_pixels`` (docs/cohorts-bad-input.md).
 MAX_DECODE_PIXELS = 50_000_000
 

@@ -18,7 +18,8 @@ brain), and the slice rule of :mod:`medscope.cohorts.slices` picks the cases. Th
 minus the 2023 time-point suffix is the patient and group. ``source_file`` is
 ``<flair file>#z=<k>``. Rejects: ``missing segmentation`` (validation folders ship none),
 ``missing FLAIR``, ``corrupt NIfTI``, ``segmentation shape differs`` / ``affine differs``,
-``non-integer label map``, ``unexpected label value``, ``no eligible slice``.
+``non-integer label map``, ``label out of range`` (beyond int32: checked before the cast),
+``non-finite voxels`` (NaN / inf in the FLAIR), ``unexpected label value``, ``no eligible slice``.
 """
 
 from __future__ import annotations

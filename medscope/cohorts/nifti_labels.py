@@ -10,7 +10,9 @@ by URI (docs/design.md). Rejects: ``corrupt NIfTI`` (image or label unreadable),
 map``, ``label shape differs``, ``label affine differs`` (the label map would sit on other
 anatomy), ``non-integer label map`` (a soft / probability map, or an RGB one, is not a label
 map), ``invalid affine`` (an all-zero or singular sform / qform places the voxels nowhere),
-``label map without image`` (a label file no image claims), ``file name not UTF-8`` (the
+``label map without image`` (a label file no image claims), ``not a 3-D volume``,
+``non-finite voxels`` (NaN / inf in a float image), ``label out of range`` (beyond int32,
+which the probe casts to), ``file name not UTF-8`` (the
 row keeps the file's URI, which must stay readable), and the budgets of
 ``safe_io.Limits``: the header's shape x dtype is checked, and a ``.nii.gz`` inflated only
 as far as the header says it needs, before any voxel is read.

@@ -10,7 +10,8 @@ patient id; otherwise the config's file-name rule applies.
 Rejects: unreadable image, ``malformed RLE`` (odd count, not integers, negative, running
 past the image), ``missing mask`` (an image with no CSV row), ``missing RLE`` (a row with an
 ImageId but no EncodedPixels: never read as "no pneumothorax"), ``missing image`` (a CSV row
-whose ImageId has no file), and the common mask rules (empty, whole-image).
+whose ImageId has no file), ``duplicate ImageId`` (two files, e.g. in two study folders, share
+one ImageId: the row cannot say which file it was drawn on), and the common mask rules.
 
 The CSV is parsed line by line (``safe_io.csv_rows``): a row that is not UTF-8 or has a
 broken quote is one ``CSV row not UTF-8`` / ``malformed CSV row`` reject. When the ImageId of
