@@ -118,45 +118,47 @@ def _no_duplicates(source: str):
     return hook
 
 
-def json_depth_ok(text: str, limit: int = MAX_JSON_DEPTH) -> int | None:
-    """The position where nesting first exceeds ``limit`` (brackets outside strings), else None."""
-    depth, in_str, esc = 0, False, False
-    # only walk when brackets could be that deep: a cheap upper bound first
+def _bracket_bound(text: str, limit: int) -> bool:
+    """True when brackets could nest deeper than ``limit`` (a vectorised upper bound: brackets
+    inside strings count too, so it can only over-estimate)."""
     if text.count("[") + text.count("{") <= limit:
-        return None
-    for i, ch in enumerate(text):
-        if in_str:
-            if esc:
-                esc = False
-            elif ch == "\\":
-                esc = True
-            elif ch == '"':
-                in_str = False
-        elif ch == '"':
-            in_str = True
-        elif ch in "[{":
-            depth += 1
-            if depth > limit:
-                return i
-        elif ch in "]}":
-            depth -= 1
-    return None
+        return False
+    import numpy as np
+
+    raw = np.frombuffer(text.encode("utf-8", "surrogatepass"), np.uint8)
+    step = ((raw == 91) | (raw == 123)).astype(np.int32) - ((raw == 93) | (raw == 125)).astype(np.int32)
+    return int(np.cumsum(step).max(initial=0)) > limit
+
+
+def json_depth(obj, stop: int | None = None) -> int:
+    """Nesting depth of a parsed JSON value (iterative: no recursion limit to trip on); stops
+    early once past ``stop``. Only run when :func:`_bracket_bound` says it could matter."""
+    best, stack = 0, [(obj, 1)] if isinstance(obj, (dict, list)) else []
+    while stack:
+        node, d = stack.pop()
+        best = max(best, d)
+        if stop is not None and best > stop:
+            break
+        for v in node.values() if isinstance(node, dict) else node:
+            if isinstance(v, (dict, list)):
+                stack.append((v, d + 1))
+    return best
 
 
 def loads_json(text: str | bytes, source: str = "JSON", *, max_depth: int = MAX_JSON_DEPTH):
     """Parse JSON; a truncated / malformed / too-deep / duplicate-key document -> :class:`BadText`."""
     if isinstance(text, (bytes, bytearray)):
         text = decode_text(bytes(text), source)
-    at = json_depth_ok(text, max_depth)
-    if at is not None:
-        raise BadText(source, "JSON nested too deeply", f"more than {max_depth} levels at character {at}")
     try:
-        return json.loads(text, object_pairs_hook=_no_duplicates(source))
+        obj = json.loads(text, object_pairs_hook=_no_duplicates(source))
     except json.JSONDecodeError as err:
         hint = "the file ends early (truncated?)" if err.pos >= len(text.rstrip()) else err.msg
         raise BadText(source, "not valid JSON", f"line {err.lineno} column {err.colno}: {hint}") from None
     except RecursionError:
         raise BadText(source, "JSON nested too deeply", "more than the interpreter's recursion limit") from None
+    if _bracket_bound(text, max_depth) and json_depth(obj, max_depth) > max_depth:
+        raise BadText(source, "JSON nested too deeply", f"more than {max_depth} levels")
+    return obj
 
 
 def read_json(uri: str, max_bytes: int = MAX_TEXT_BYTES, *, max_depth: int = MAX_JSON_DEPTH):
