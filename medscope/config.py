@@ -12,6 +12,7 @@ import yaml
 
 from medscope import storage
 from medscope.errors import MedScopeError
+from medscope.safe_text import decode_text
 
 M = TypeVar("M", bound=pydantic.BaseModel)
 
@@ -43,14 +44,43 @@ def resolve(uri: str) -> str:
 class StrictModel(pydantic.BaseModel):
     """Base for config models: unknown keys are errors, so typos never pass silently."""
 
-    model_config = pydantic.ConfigDict(extra="forbid", frozen=True)
+    # NaN / inf are refused in every config (issue 32): `lr: .inf` trained to a NaN loss and exit 0
+    model_config = pydantic.ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+
+class _UniqueKeyLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
+    """SafeLoader that refuses a key given twice in one mapping (a second ``models:`` block
+    would otherwise silently replace the first)."""
+
+
+def _unique_mapping(loader, node, deep=False):
+    seen = set()
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=deep)
+        try:
+            dup = key in seen
+            seen.add(key)
+        except TypeError:  # an unhashable key: let the constructor report it
+            break
+        if dup:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"duplicate key {key!r} (line {key_node.start_mark.line + 1})", key_node.start_mark)
+    return loader.construct_mapping(node, deep=deep)
+
+
+_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _unique_mapping)
+
+
+def safe_load_unique(text: str):
+    """``yaml.safe_load`` that refuses duplicate keys (``yaml.YAMLError``)."""
+    return yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
 
 
 def load_yaml(uri: str) -> dict:
-    """Parse a YAML mapping from a path or URI."""
+    """Parse a YAML mapping from a path or URI (duplicate keys are an error naming the key)."""
     uri = resolve(uri)
     try:
-        data = yaml.safe_load(storage.read_text(uri))
+        data = safe_load_unique(decode_text(storage.read_bytes(uri), uri))  # BOM / UTF-16 / cp1252 too
     except yaml.YAMLError as err:
         raise MedScopeError(f"{uri}: not valid YAML ({err})") from None
     if data is None:

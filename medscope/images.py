@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import io
+import warnings
+
 import cv2
 import numpy as np
 
@@ -25,10 +28,39 @@ def encode_png(array: np.ndarray) -> bytes:
     return buf.tobytes()
 
 
-def decode_png(data: bytes, *, gray: bool = False) -> np.ndarray:
-    """Decode image bytes (PNG, JPEG, ...) to uint8 RGB (H, W, 3), or (H, W) with ``gray``."""
+# addition: pixel budget of every decode of image bytes held in a table or manifest (issue 32): the
+# same default as the importer's ``limits.max_image_pixels`` (docs/cohorts-bad-input.md).
+MAX_DECODE_PIXELS = 50_000_000
+
+
+def image_size(data: bytes) -> tuple[int, int]:
+    """(width, height) from the header alone; MedScopeError when no header can be read."""
+    from PIL import Image
+
+    try:
+        with warnings.catch_warnings():  # the caller's budget decides, not Pillow's warning
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            with Image.open(io.BytesIO(data)) as img:  # lazy: reads the header, decodes nothing
+                return img.size
+    except Image.DecompressionBombError as err:
+        raise MedScopeError(f"image is over the decode budget ({err})") from None
+    except Exception as err:  # noqa: BLE001 - Pillow raises many types for broken files
+        raise MedScopeError(f"image bytes could not be decoded (corrupt or not an image: {type(err).__name__})") from None
+
+
+def decode_png(data: bytes, *, gray: bool = False, max_pixels: int | None = None) -> np.ndarray:
+    """Decode image bytes (PNG, JPEG, ...) to uint8 RGB (H, W, 3), or (H, W) with ``gray``.
+
+    The header's width x height is checked against ``max_pixels`` (default
+    :data:`MAX_DECODE_PIXELS`) before OpenCV allocates: a 250 KB PNG in a table may claim
+    gigabytes of pixels.
+    """
     if data is None:
         raise MedScopeError("no image bytes to decode")
+    w, h = image_size(bytes(data))
+    limit = MAX_DECODE_PIXELS if max_pixels is None else max_pixels
+    if w * h > limit:
+        raise MedScopeError(f"image of {w}x{h} = {w * h} pixels is over the {limit}-pixel decode budget")
     buf = np.frombuffer(data, dtype=np.uint8)
     flag = cv2.IMREAD_GRAYSCALE if gray else cv2.IMREAD_COLOR
     img = cv2.imdecode(buf, flag)

@@ -21,7 +21,7 @@ from typing import Literal
 
 import pyarrow.parquet as pq
 
-from medscope import cohorts, layout, records, storage
+from medscope import cohorts, folder_lock, layout, records, safe_text, storage
 from medscope.cohorts import phantom
 from medscope.config import StrictModel
 from medscope.errors import MedScopeError
@@ -52,6 +52,11 @@ def import_cohort(fmt: str, path: str, out: str, dataset_config: str | None = No
     if not (out or "").strip():
         raise MedScopeError("--out is empty: give the output folder")
     cfg = cohorts.dataset_config(fmt, dataset_config, overrides)
+    with folder_lock.writer_lock(out, "cohort import") as writer:  # one writer per --out (issue 32)
+        return _import(fmt, path, out, cfg, writer)
+
+
+def _import(fmt: str, path: str, out: str, cfg, writer: str) -> dict:
     table_name = cohorts.TABLE_OF[fmt]
     progress = Progress(f"import {fmt}")
     table, rejects = cohorts.load(fmt, path, cfg, on_item=progress.update)
@@ -73,22 +78,30 @@ def import_cohort(fmt: str, path: str, out: str, dataset_config: str | None = No
         table_name + "_uri": table_uri,
         "rejects_uri": rejects_uri,
     }
-    write_import(out, {table_name: table, "rejects": rejects_table}, {k: v for k, v in summary.items() if not k.endswith("_uri")})
+    write_import(out, {table_name: table, "rejects": rejects_table}, {k: v for k, v in summary.items() if not k.endswith("_uri")},
+                 writer)
     if table_name == "cases":
         summary["lesion"] = sum(table.column("has_lesion").to_pylist())
         summary["lesion_free"] = table.num_rows - summary["lesion"]
     return summary
 
 
-def write_import(out: str, tables: dict, summary: dict) -> None:
-    """Write an import's tables under ``out`` as one unit (see the module docstring)."""
+def write_import(out: str, tables: dict, summary: dict, writer: str = "") -> None:
+    """Write an import's tables under ``out`` as one unit (see the module docstring).
+
+    ``writer`` (the folder lock's token) is recorded while writing and checked again before
+    ``complete`` is written: a folder another writer took over is never marked complete.
+    """
     manifest = layout.Cohort(out).manifest
-    storage.write_text(manifest, json.dumps({"status": "writing"}))
+    storage.write_text(manifest, json.dumps({"status": "writing", "writer": writer}))
     for name in TABLE_FILES.values():
         storage.delete(storage.join(out, name))  # the layout's file names (TABLE_FILES)
     for name, table in tables.items():
         records.write_table(name, table, layout.Cohort(out).table(name))
-    done = {"status": "complete", "files": {n: TABLE_FILES[n] for n in tables}, "summary": summary}
+    if not folder_lock.still_ours(manifest, writer):
+        raise MedScopeError(f"{out}: another import wrote into this folder meanwhile; its import.json is left "
+                            "unfinished, run one import again")
+    done = {"status": "complete", "writer": writer, "files": {n: TABLE_FILES[n] for n in tables}, "summary": summary}
     storage.write_text(manifest, json.dumps(done, indent=1, sort_keys=True))
 
 
@@ -98,7 +111,7 @@ def _manifest_files(folder: str) -> dict | None:
     if not storage.exists(uri):
         return None
     try:
-        manifest = json.loads(storage.read_text(uri))
+        manifest = safe_text.expect_mapping(safe_text.read_json(uri), uri)
     except (ValueError, UnicodeDecodeError) as err:
         raise MedScopeError(f"{uri} is not readable JSON: {err}") from None
     if manifest.get("status") != "complete":

@@ -28,7 +28,7 @@ from collections import Counter, deque
 import pydantic
 
 from medscope import config as cfgmod
-from medscope import layout, protocols, records, storage
+from medscope import layout, protocols, records, safe_text, storage
 from medscope.protocols.base import EvalProtocol, Item
 from medscope.config import StrictModel
 from medscope.errors import MedScopeError
@@ -212,7 +212,7 @@ def run_sweep(cfg: EvalConfig, protocol: EvalProtocol | None = None, entries: li
         "retry_later": status["retry_later"], "permanent_errors": sum(1 for r in results if r.get("error") and r["status"] == "done"),
         "spent_usd": round(spent_before + sum(r.get("cost_usd") or 0.0 for r in results), 6),
         "stopped": stopped, "episodes": episodes_uri, "rejects": rejects_uri,
-        "models": [{"name": e.name, "kind": e.kind, "model": e.model, "endpoint": e.endpoint} for e in entries],
+        "models": [{"name": e.name, "kind": e.kind, "model": e.model, "endpoint": safe_text.redact_url(e.endpoint)} for e in entries],
         "conditions": list(cfg.conditions), "items": cfg.items,
     })
     storage.write_text(run.summary, json.dumps(summary, indent=2, sort_keys=True))

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 
 from medscope import config as cfgmod
-from medscope import records, storage
+from medscope import records, safe_text, storage
 from medscope.answers.corpus import decision
 from medscope.answers.judge import agreement_by_model, judge_replies, rubric
 from medscope.answers.matching import infer_question_kind
@@ -36,7 +36,7 @@ class ProviderJudge:
         self.entry = entry
         self.model = GuardedModel(build_model(entry))
         self.decoding = Decoding(temperature=0.0, max_output_tokens=max_output_tokens)
-        self.identity = f"{entry.kind}:{entry.model}@{entry.endpoint}"
+        self.identity = f"{entry.kind}:{entry.model}@{safe_text.redact_url(entry.endpoint)}"  # written to judgements
 
     def ask(self, prompt: str) -> str:
         return self.model.complete([Message.text("user", prompt)], self.decoding).text or ""

@@ -13,7 +13,7 @@ import json
 
 import pandas as pd
 
-from medscope import layout, protocols, records, storage
+from medscope import layout, protocols, records, safe_text, storage
 from medscope.protocols.base import ScoreOptions
 from medscope.errors import MedScopeError
 from medscope.scoring import compare as cmp
@@ -140,7 +140,7 @@ def items_of(episodes_uri: str) -> str:
     """The item table an eval run was swept over (its sweep.json), for ``score`` without ``--items``."""
     summary = layout.EvalRun(layout.folder_of("episodes", episodes_uri)).summary
     if storage.exists(summary):
-        items = json.loads(storage.read_text(summary)).get("items")
+        items = safe_text.expect_mapping(safe_text.read_json(summary), summary).get("items")
         if items:
             return items
     raise MedScopeError(f"{episodes_uri}: the eval run does not record its items; pass --items")

@@ -18,7 +18,8 @@ brain), and the slice rule of :mod:`medscope.cohorts.slices` picks the cases. Th
 minus the 2023 time-point suffix is the patient and group. ``source_file`` is
 ``<flair file>#z=<k>``. Rejects: ``missing segmentation`` (validation folders ship none),
 ``missing FLAIR``, ``corrupt NIfTI``, ``segmentation shape differs`` / ``affine differs``,
-``non-integer label map``, ``unexpected label value``, ``no eligible slice``.
+``non-integer label map``, ``label out of range`` (beyond int32: checked before the cast),
+``non-finite voxels`` (NaN / inf in the FLAIR), ``unexpected label value``, ``no eligible slice``.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from medscope.cohorts.common import (
     DatasetConfig,
     OnItem,
     Reject,
+    as_reject,
     case_row,
     dataset_config,
     finish,
@@ -56,6 +58,7 @@ _REASONS = {
     "shape_mismatch": "segmentation shape differs",
     "affine_mismatch": "segmentation affine differs",
     "non_integer_labels": "non-integer label map",
+    "label_out_of_range": "label out of range",
 }
 
 
@@ -113,7 +116,8 @@ def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None) ->
             if not got:
                 raise Reject("no eligible slice", f"no slice with tissue >= {cfg.min_tissue_frac}")
             rows.extend(got)
-        except Reject as err:
+        except Exception as err:  # noqa: BLE001 - one bad file never sinks the import (issue 32)
+            err = as_reject(err)
             rejects.append(reject_row(cfg, item, err))
         if on_item:
             on_item()
@@ -138,7 +142,11 @@ def _case_rows(cfg: DatasetConfig, path: str, folder: str, flair: str, seg: str,
     bad = sorted(nifti.label_values(lab) - set(allowed))
     if bad:
         raise Reject("unexpected label value", f"{bad}; this release uses {list(allowed)}")
-    vol = scale_volume(np.asarray(image.get_fdata(dtype=np.float32)))
+    raw = np.asarray(image.get_fdata(dtype=np.float32))
+    if not np.isfinite(raw).all():  # NaN would make the percentile NaN and the volume garbage
+        raise Reject("non-finite voxels", f"{int((~np.isfinite(raw)).sum())} NaN or infinite voxels in {flair}")
+    vol = scale_volume(raw)
+    del raw
     tumour = lab > 0
     n = vol.shape[2]
     lesion = np.array([float(tumour[:, :, k].mean()) for k in range(n)])

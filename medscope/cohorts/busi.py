@@ -20,6 +20,7 @@ from medscope.cohorts.common import (
     DatasetConfig,
     OnItem,
     Reject,
+    as_reject,
     dataset_config,
     finish,
     image_and_mask_case,
@@ -68,7 +69,8 @@ def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None) ->
                 rows.append(
                     image_and_mask_case(cfg, path, rel, sorted(masks.get(key, [])), lesion_expected=lesion_expected)
                 )
-            except Reject as err:
+            except Exception as err:  # noqa: BLE001 - one bad file never sinks the import (issue 32)
+                err = as_reject(err)
                 rejects.append(reject_row(cfg, rel, err))
             if on_item:
                 on_item()

@@ -20,7 +20,6 @@ folder (``train`` / ``test``) becomes the cases' ``split``.
 
 from __future__ import annotations
 
-import json
 import posixpath
 
 import cv2
@@ -28,10 +27,12 @@ import numpy as np
 import pyarrow as pa
 
 from medscope import storage
+from medscope.cohorts import safe_io
 from medscope.cohorts.common import (
     DatasetConfig,
     OnItem,
     Reject,
+    as_reject,
     case_row,
     dataset_config,
     decode_image,
@@ -67,7 +68,7 @@ def rasterise(polygons: list, shape: tuple[int, int]) -> np.ndarray:
 
 def _records(path: str, name: str) -> list:
     try:
-        data = json.loads(storage.read_bytes(storage.join(path, name)))
+        data = safe_io.loads_json(safe_io.read_bounded(storage.join(path, name), safe_io.DEFAULT_LIMITS.max_file_bytes), name)
     except (ValueError, UnicodeDecodeError) as err:
         raise Reject("corrupt JSON", f"{name}: {err}") from None
     if not isinstance(data, list):
@@ -87,7 +88,8 @@ def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None) ->
     for ann, folder in sorted(files.items()):
         try:
             records = _records(path, ann)
-        except Reject as err:
+        except Exception as err:  # noqa: BLE001 - one bad file never sinks the import (issue 32)
+            err = as_reject(err)
             rejects.append(reject_row(cfg, ann, err))
             continue
         for i, rec in enumerate(records):
@@ -97,7 +99,8 @@ def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None) ->
                 if cfg.use_released_split and folder in ("train", "test"):
                     got = [r | {"split": folder} for r in got]
                 rows.extend(got)
-            except Reject as err:
+            except Exception as err:  # noqa: BLE001 - one bad file never sinks the import (issue 32)
+                err = as_reject(err)
                 rejects.append(reject_row(cfg, rel, err))
             if on_item:
                 on_item()

@@ -38,7 +38,7 @@ from PIL import Image
 from medscope import config as cfgmod
 from medscope import images, records, storage
 from medscope.cohorts import safe_io
-from medscope.cohorts.safe_io import DEFAULT_LIMITS, Limits, Reject, display_name, leftovers  # noqa: F401
+from medscope.cohorts.safe_io import DEFAULT_LIMITS, Limits, Reject, as_reject, display_name, leftovers  # noqa: F401
 from medscope.errors import MedScopeError
 from medscope.seeding import stable_hash
 
@@ -118,6 +118,16 @@ class DatasetConfig(cfgmod.StrictModel):
                 raise ValueError(f"not a valid regular expression: {err}") from None
         return value
 
+    @pydantic.field_validator("label_name_regex")
+    @classmethod
+    def _pattern_compiles(cls, value: tuple[str, str] | None) -> tuple[str, str] | None:
+        if value is not None:
+            try:
+                re.compile(value[0])
+            except re.error as err:
+                raise ValueError(f"pattern {value[0]!r} is not a valid regular expression: {err}") from None
+        return value
+
     @pydantic.field_validator("organ_map")
     @classmethod
     def _positive_labels(cls, value: dict[int, str]) -> dict[int, str]:
@@ -165,8 +175,12 @@ def scan_tree(root: str, suffixes: tuple[str, ...] = IMAGE_EXTS) -> tuple[list[s
 
 
 def stem(name: str) -> str:
-    """File name without folder and (double) extension: ``a/b (1).png`` -> ``b (1)``."""
-    name = posixpath.basename(name)
+    """File name without folder and (double) extension: ``a/b (1).png`` -> ``b (1)``.
+
+    In Unicode NFC, so an image and its mask match whether a macOS export wrote the name
+    decomposed (NFD) or not (issue 32).
+    """
+    name = safe_io.nfc(posixpath.basename(name))
     for ext in (".nii.gz",):
         if name.lower().endswith(ext):
             return name[: -len(ext)]
@@ -174,7 +188,15 @@ def stem(name: str) -> str:
 
 
 def read_file(root: str, rel: str, limits: Limits = DEFAULT_LIMITS) -> bytes:
-    """Bytes of a regular file, bounded by ``limits.max_file_bytes`` (``safe_io.read_bounded``)."""
+    """Bytes of a regular file, bounded by ``limits.max_file_bytes`` (``safe_io.read_bounded``).
+
+    ``rel`` may come from a dataset's own JSON: one that leaves ``root`` (``../../x.png``,
+    an absolute path) is a ``path leaves the input root`` reject, never a read (issue 32).
+    """
+    try:
+        rel = safe_io.inside_root(rel)
+    except safe_io.BadText as err:
+        raise Reject(err.reason, err.detail) from None
     return safe_io.read_bounded(storage.join(root, *rel.split("/")), limits.max_file_bytes)
 
 
@@ -234,6 +256,10 @@ def to_uint8(array: np.ndarray) -> np.ndarray:
         return a
     if a.ndim == 3:
         a = a[..., :3]
+    if a.dtype.kind == "f":  # NaN / inf would stretch to garbage or an all-black case (issue 32)
+        bad = sum(int(np.count_nonzero(~np.isfinite(a[r : r + 512]))) for r in range(0, a.shape[0], 512))
+        if bad:
+            raise Reject("non-finite pixels", f"{bad} NaN or infinite pixel(s)")
     lo, hi = float(np.nanmin(a)), float(np.nanmax(a))
     out = np.zeros(a.shape, dtype=np.uint8)
     if hi <= lo:

@@ -25,6 +25,7 @@ from medscope.cohorts.common import (
     DatasetConfig,
     OnItem,
     Reject,
+    as_reject,
     case_row,
     dataset_config,
     decode_image,
@@ -49,7 +50,8 @@ def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None) ->
     for rel in files:
         try:
             rows.append(case_row(cfg, rel, decode_image(read_file(path, rel)), None))
-        except Reject as err:
+        except Exception as err:  # noqa: BLE001 - one bad file never sinks the import (issue 32)
+            err = as_reject(err)
             rejects.append(reject_row(cfg, rel, err))
         if on_item:
             on_item()

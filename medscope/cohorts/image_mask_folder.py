@@ -20,6 +20,7 @@ from medscope.cohorts.common import (
     DatasetConfig,
     OnItem,
     Reject,
+    as_reject,
     dataset_config,
     finish,
     image_and_mask_case,
@@ -28,6 +29,7 @@ from medscope.cohorts.common import (
     scan_tree,
     stem,
 )
+from medscope.cohorts.safe_io import nfc
 from medscope.errors import MedScopeError
 
 
@@ -40,12 +42,12 @@ def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None) ->
     masks: dict[str, list[str]] = {}
     mask_files, ignored_masks = scan_tree(storage.join(path, cfg.masks_dir))
     for m in mask_files:
-        masks.setdefault(posixpath.join(posixpath.dirname(m), stem(m)), []).append(m)
+        masks.setdefault(posixpath.join(nfc(posixpath.dirname(m)), stem(m)), []).append(m)
     on_missing = "lesion-free" if cfg.missing_mask_means_lesion_free else "reject"
     rows, rejects, used = [], [], set()
     for name in images:
         rel = posixpath.join(cfg.images_dir, name)
-        key = posixpath.join(posixpath.dirname(name), stem(name) + cfg.mask_suffix)
+        key = posixpath.join(nfc(posixpath.dirname(name)), stem(name) + cfg.mask_suffix)
         found = masks.get(key, [])
         used.update(found)
         try:
@@ -53,7 +55,8 @@ def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None) ->
                 raise Reject("ambiguous mask", f"several mask files for {rel}: {', '.join(found)}")
             mask_rels = [posixpath.join(cfg.masks_dir, m) for m in found]
             rows.append(image_and_mask_case(cfg, path, rel, mask_rels, on_missing=on_missing))
-        except Reject as err:
+        except Exception as err:  # noqa: BLE001 - one bad file never sinks the import (issue 32)
+            err = as_reject(err)
             rejects.append(reject_row(cfg, rel, err))
         if on_item:
             on_item()

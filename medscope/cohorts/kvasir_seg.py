@@ -18,6 +18,7 @@ from medscope.cohorts.common import (
     DatasetConfig,
     OnItem,
     Reject,
+    as_reject,
     dataset_config,
     finish,
     image_and_mask_case,
@@ -49,7 +50,8 @@ def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None) ->
             if len(found) > 1:
                 raise Reject("ambiguous mask", f"several mask files for {rel}: {', '.join(found)}")
             rows.append(image_and_mask_case(cfg, path, rel, [posixpath.join(cfg.masks_dir, m) for m in found]))
-        except Reject as err:
+        except Exception as err:  # noqa: BLE001 - one bad file never sinks the import (issue 32)
+            err = as_reject(err)
             rejects.append(reject_row(cfg, rel, err))
         if on_item:
             on_item()

@@ -15,7 +15,8 @@ read. Slices are numbered ``_1.._N`` (numeric order, not text order). Per patien
 :mod:`medscope.cohorts.slices` picks lesion and lesion-free slices; the patient id
 (``TCGA_CS_4941``) is also the group, so one patient never spans two splits.
 Rejects per slice file: ``unreadable image``, ``missing mask``, ``mask size differs``,
-``non-binary mask``, ``whole-image mask``, ``unexpected file name``; per patient:
+``non-binary mask``, ``whole-image mask``, ``unexpected file name``, ``slice number out of range``
+(over ``MAX_SLICE_NUMBER``: the number sizes arrays); per patient:
 ``no eligible slice`` (no slice with enough tissue).
 """
 
@@ -31,6 +32,7 @@ from medscope.cohorts.common import (
     DatasetConfig,
     OnItem,
     Reject,
+    as_reject,
     binarize_mask,
     case_row,
     dataset_config,
@@ -45,6 +47,8 @@ from medscope.cohorts.common import (
 from medscope.cohorts.slices import choose_slices, tissue_fraction
 from medscope.errors import MedScopeError
 
+# addition: slice numbers size per-patient arrays; LGG volumes have 20..88 slices
+MAX_SLICE_NUMBER = 10_000
 SLICE = re.compile(
     r"^(?P<folder>(?P<patient>TCGA_[A-Z0-9]{2}_[A-Z0-9]{4})_\d{8})_(?P<n>\d+)(?P<mask>_mask)?\.tiff?$", re.I
 )
@@ -58,6 +62,9 @@ def _index(path: str) -> tuple[dict, dict, list[dict]]:
         m = SLICE.match(name)
         if not m:
             rejects.append(("unexpected file name", rel, "not <TCGA patient>_<date>_<n>[_mask].tif"))
+            continue
+        if len(m.group("n")) > 5 or int(m.group("n")) > MAX_SLICE_NUMBER:  # it sizes arrays below (issue 32)
+            rejects.append(("slice number out of range", rel, f"slice {m.group('n')[:30]} > {MAX_SLICE_NUMBER}"))
             continue
         key = (m.group("folder"), int(m.group("n")), bool(m.group("mask")))
         if key in seen:
@@ -88,7 +95,8 @@ def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None) ->
                     raise Reject("missing mask", f"no {folder}_{n}_mask.tif")
                 raw = decode_mask_array(read_file(path, masks[(folder, n)]))
                 slices.append((n, rel, image, binarize_mask(raw, image.shape, cfg)))
-            except Reject as err:
+            except Exception as err:  # noqa: BLE001 - one bad file never sinks the import (issue 32)
+                err = as_reject(err)
                 rejects.append(reject_row(cfg, rel, err))
             if on_item:
                 on_item()

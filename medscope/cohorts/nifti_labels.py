@@ -10,7 +10,9 @@ by URI (docs/design.md). Rejects: ``corrupt NIfTI`` (image or label unreadable),
 map``, ``label shape differs``, ``label affine differs`` (the label map would sit on other
 anatomy), ``non-integer label map`` (a soft / probability map, or an RGB one, is not a label
 map), ``invalid affine`` (an all-zero or singular sform / qform places the voxels nowhere),
-``label map without image`` (a label file no image claims), ``file name not UTF-8`` (the
+``label map without image`` (a label file no image claims), ``not a 3-D volume``,
+``non-finite voxels`` (NaN / inf in a float image), ``label out of range`` (beyond int32,
+which the probe casts to), ``file name not UTF-8`` (the
 row keeps the file's URI, which must stay readable), and the budgets of
 ``safe_io.Limits``: the header's shape x dtype is checked, and a ``.nii.gz`` inflated only
 as far as the header says it needs, before any voxel is read.
@@ -32,6 +34,7 @@ from medscope.cohorts.common import (
     DatasetConfig,
     OnItem,
     Reject,
+    as_reject,
     case_id,
     dataset_config,
     finish,
@@ -81,7 +84,22 @@ def read_nifti(data: bytes, what: str = "image", limits: Limits = DEFAULT_LIMITS
         raise Reject("corrupt NIfTI", f"{what}: {type(err).__name__}: {err}") from None
     if not np.all(np.isfinite(affine)) or abs(float(np.linalg.det(affine[:3, :3]))) < 1e-12:
         raise Reject("invalid affine", f"{what}: voxel-to-world matrix is singular (e.g. an all-zero sform)")
+    core = tuple(shape)
+    while len(core) > 3 and core[-1] == 1:  # (X, Y, Z, 1) exports are common
+        core = core[:-1]
+    if len(core) != 3:  # a 4-D / 5-D series would be referenced as if it were one volume
+        raise Reject("not a 3-D volume", f"{what}: shape {tuple(int(s) for s in shape)}")
     return img
+
+
+def check_finite(img, what: str = "image") -> None:
+    """Reject a float volume holding NaN or inf voxels (checked a slab at a time)."""
+    if img.get_data_dtype().kind != "f":
+        return
+    data = np.asanyarray(img.dataobj)
+    bad = sum(int(np.count_nonzero(~np.isfinite(data[..., k : k + 8]))) for k in range(0, data.shape[-1], 8))
+    if bad:
+        raise Reject("non-finite voxels", f"{what}: {bad} NaN or infinite voxel(s)")
 
 
 def label_name(cfg: DatasetConfig, image_name: str) -> str:
@@ -113,6 +131,8 @@ def check_pair(image, label, limits: Limits = DEFAULT_LIMITS) -> np.ndarray:
         data = np.rint(data).astype(np.int32)
     if data.min() < 0:
         raise Reject("non-integer label map", f"negative label {int(data.min())}")
+    if data.max() > np.iinfo(np.int32).max:  # the probe casts to int32: 2**32 + 2 would wrap to 2
+        raise Reject("label out of range", f"label {int(data.max())} does not fit int32")
     return data
 
 
@@ -166,12 +186,14 @@ def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None) ->
                 if safe_io.display_name(file_rel) != file_rel:  # the row keeps a URI that must round-trip
                     raise Reject("file name not UTF-8", f"{safe_io.display_name(file_rel)} cannot be stored as a URI")
             image = read_nifti(read_file(path, rel, cfg.limits), "image", cfg.limits)
+            check_finite(image)
             if lname not in labels:
                 raise Reject("missing label map", f"no {lrel}")
             label = read_nifti(read_file(path, lrel, cfg.limits), "label map", cfg.limits)
             check_pair(image, label, cfg.limits)
             rows.append(volume_row(cfg, _uri(path, rel), _uri(path, lrel), rel, image, cfg.organ_map))
-        except Reject as err:
+        except Exception as err:  # noqa: BLE001 - one bad file never sinks the import (issue 32)
+            err = as_reject(err)
             rejects.append(reject_row(cfg, rel, err, table="volumes"))
         if on_item:
             on_item()

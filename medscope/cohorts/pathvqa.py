@@ -18,8 +18,8 @@ from __future__ import annotations
 import posixpath
 
 from medscope import storage
-from medscope.cohorts import vqa
-from medscope.cohorts.common import DatasetConfig, OnItem, Reject, dataset_config, IMAGE_EXTS
+from medscope.cohorts import safe_io, vqa
+from medscope.cohorts.common import DatasetConfig, IMAGE_EXTS, OnItem, Reject, as_reject, dataset_config
 from medscope.errors import MedScopeError
 
 SPLITS = {"train": "train", "val": "validation", "test": "test"}
@@ -45,10 +45,11 @@ def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None):
     for split in present:
         rel_pkl = f"qas/{split}/{split}_qa.pkl"
         try:
-            data = vqa.load_data_pickle(storage.read_bytes(storage.join(path, "qas", split, f"{split}_qa.pkl")))
+            data = vqa.load_data_pickle(safe_io.read_bounded(storage.join(path, "qas", split, f"{split}_qa.pkl"), cfg.limits.max_file_bytes))
             if not isinstance(data, list):
                 raise Reject("corrupt pickle", "expected a list of questions")
-        except Reject as err:
+        except Exception as err:  # noqa: BLE001 - one bad file never sinks the import (issue 32)
+            err = as_reject(err)
             rejects.append(vqa.reject_item(cfg, rel_pkl, err))
             continue
         for i, q in enumerate(data):
@@ -67,7 +68,8 @@ def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None):
                     question=vqa.clean_text(q.get("question"), "question"), answer=answer,
                     kind=vqa.answer_type(None, answer), released_id=f"{split}:{i}", modality="pathology",
                 ))
-            except Reject as err:
+            except Exception as err:  # noqa: BLE001 - one bad file never sinks the import (issue 32)
+                err = as_reject(err)
                 rejects.append(vqa.reject_item(cfg, item, err))
             if on_item:
                 on_item()

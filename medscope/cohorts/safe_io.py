@@ -58,6 +58,21 @@ class Reject(Exception):
         self.reason, self.detail = reason, detail
 
 
+def as_reject(err: Exception) -> Reject:
+    """Any exception met while reading one file, as that file's Reject (per-file isolation).
+
+    A Reject passes through; a text guard's error keeps its reason; anything else (a library's
+    ValueError, RecursionError, MemoryError, ...) becomes ``unexpected error`` with the
+    exception's class in the detail, so one bad file is one rejects row, never a stopped run.
+    """
+    if isinstance(err, Reject):
+        return err
+    reason = getattr(err, "reason", None)
+    if isinstance(reason, str) and type(err).__name__ == "BadText":
+        return Reject(reason, f"{type(err).__name__}: {getattr(err, 'detail', '')}"[:500])
+    return Reject("unexpected error", f"{type(err).__name__}: {err}"[:500])
+
+
 class Limits(cfgmod.StrictModel):
     """Per-file budgets, checked before reading or decoding (``limits:`` in a dataset config).
 
@@ -294,9 +309,11 @@ def check_decoded(shape: tuple[int, ...], itemsize: int, limits: Limits, what: s
 
     ``planar`` (for 2D images) is the width x height checked against ``max_image_pixels``.
     """
+    if any(int(s) <= 0 for s in shape):
+        raise Reject("zero-size dimension", f"{what} shape {'x'.join(str(int(s)) for s in shape)}")
     n = 1
     for s in shape:
-        n *= max(int(s), 0)
+        n *= int(s)
     if planar is not None and planar > limits.max_image_pixels:
         dims = "x".join(str(int(s)) for s in shape[:2][::-1])
         raise Reject("over max_image_pixels", f"{what} {dims} = {planar} pixels > {limits.max_image_pixels}")
@@ -325,6 +342,12 @@ def open_image(data: bytes, limits: Limits, what: str = "image") -> Image.Image:
     w, h = img.size
     bands = len(img.getbands())
     check_decoded((h, w, bands), _BYTES_PER_BAND.get(img.mode, 1), limits, what, planar=w * h)
+    try:
+        pages = int(getattr(img, "n_frames", 1) or 1)
+    except Exception as err:  # a broken page chain in a TIFF
+        raise Reject(f"unreadable {what}", pil_error(err)) from None
+    if pages > 1:  # keeping page 0 would drop the rest silently (a multi-page TIFF, an animation)
+        raise Reject("multi-page image", f"{what} has {pages} pages; give one image per file")
     return img
 
 
@@ -355,7 +378,15 @@ def pil_error(err: Exception) -> str:
 
 
 def csv_lines(data: bytes) -> Iterator[tuple[int, bytes]]:
-    """(1-based line number, raw bytes) of each non-blank line; CRLF, LF and CR all end a line."""
+    """(1-based line number, raw bytes) of each non-blank line; CRLF, LF and CR all end a line.
+
+    A UTF-16 / UTF-32 file (Excel's "Unicode text") is transcoded to UTF-8 first; UTF-8 and
+    other bytes stay per-row, so one stray byte is one ``CSV row not UTF-8`` reject.
+    """
+    from medscope.safe_text import detect_encoding
+
+    if detect_encoding(data).startswith(("utf-16", "utf-32")):
+        data = decode_text(data, "CSV").encode("utf-8")
     text = data[3:] if data.startswith(b"\xef\xbb\xbf") else data
     for no, line in enumerate(text.replace(b"\r\n", b"\n").replace(b"\r", b"\n").split(b"\n"), start=1):
         if line.strip():
@@ -391,3 +422,18 @@ def csv_rows(data: bytes) -> Iterator[tuple[int, list[str] | Reject, bytes]]:
             yield no, csv_fields(line), line
         except Reject as err:
             yield no, err, line
+
+
+# --------------------------------------------------------------------------- text (issue 32)
+# The text guards live in medscope/safe_text.py (light, importable by pipelines and benchgen
+# without loading every cohort loader); re-exported here so the cohort readers have one layer.
+from medscope.safe_text import (  # noqa: E402,F401
+    BadText,
+    decode_text,
+    inside_root,
+    loads_json,
+    nfc,
+    read_json,
+    redact_url,
+    redact_urls,
+)

@@ -10,7 +10,8 @@ patient id; otherwise the config's file-name rule applies.
 Rejects: unreadable image, ``malformed RLE`` (odd count, not integers, negative, running
 past the image), ``missing mask`` (an image with no CSV row), ``missing RLE`` (a row with an
 ImageId but no EncodedPixels: never read as "no pneumothorax"), ``missing image`` (a CSV row
-whose ImageId has no file), and the common mask rules (empty, whole-image).
+whose ImageId has no file), ``duplicate ImageId`` (two files, e.g. in two study folders, share
+one ImageId: the row cannot say which file it was drawn on), and the common mask rules.
 
 The CSV is parsed line by line (``safe_io.csv_rows``): a row that is not UTF-8 or has a
 broken quote is one ``CSV row not UTF-8`` / ``malformed CSV row`` reject. When the ImageId of
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import io
 import posixpath
+from collections import Counter
 
 import numpy as np
 import pyarrow as pa
@@ -34,6 +36,7 @@ from medscope.cohorts.common import (
     DatasetConfig,
     OnItem,
     Reject,
+    as_reject,
     case_row,
     dataset_config,
     decode_image,
@@ -190,11 +193,14 @@ def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None) ->
     if not images:
         raise MedScopeError(f"{path}: no DICOM or PNG images under {cfg.images_dir}/")
     rows, rejects, seen = [], [], set()
+    copies = Counter(stem(name) for name in images)
     for name in images:
         rel = posixpath.join(cfg.images_dir, name)
         image_id = stem(name)
         seen.add(image_id)
         try:
+            if copies[image_id] > 1:  # one RLE row cannot say which study folder's file it was drawn on
+                raise Reject("duplicate ImageId", f"{copies[image_id]} files are named {image_id}")
             if image_id in tainted:
                 no, err = tainted[image_id]
                 raise Reject(err.reason, f"{cfg.rle_csv} line {no}: {err.detail}")
@@ -210,7 +216,8 @@ def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None) ->
             if lesion_area_frac(mask) >= cfg.whole_mask_frac:
                 raise Reject("whole-image mask", f"mask covers {lesion_area_frac(mask):.1%} of the image")
             rows.append(case_row(cfg, rel, image, mask if mask.any() else None, patient=pid))
-        except Reject as err:
+        except Exception as err:  # noqa: BLE001 - one bad file never sinks the import (issue 32)
+            err = as_reject(err)
             rejects.append(reject_row(cfg, rel, err))
         if on_item:
             on_item()

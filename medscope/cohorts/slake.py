@@ -19,7 +19,6 @@ mask`` (no mask region fits the box), ``not a label mask`` (over 64 distinct val
 from __future__ import annotations
 
 import io
-import json
 import posixpath
 
 import numpy as np
@@ -27,10 +26,12 @@ import pyarrow as pa
 from PIL import Image
 
 from medscope import storage
+from medscope.cohorts import safe_io
 from medscope.cohorts.common import (
     DatasetConfig,
     OnItem,
     Reject,
+    as_reject,
     case_row,
     dataset_config,
     decode_image,
@@ -110,7 +111,7 @@ def _modalities(path: str, cfg: DatasetConfig) -> dict[str, str]:
 
 def _objects(path: str, rel: str) -> list[tuple[str, list]]:
     try:
-        data = json.loads(read_file(path, rel))
+        data = safe_io.loads_json(read_file(path, rel), rel)
         out = [(str(k), v) for obj in data for k, v in obj.items()]
         for name, box in out:
             if len(box) != 4 or not all(isinstance(c, (int, float)) for c in box):
@@ -126,10 +127,10 @@ def _modality_of(path: str, folder: str, known: dict[str, str]) -> str | None:
     uri = storage.join(path, IMAGES_DIR, folder, "question.json")
     if storage.exists(uri):
         try:
-            for q in json.loads(storage.read_bytes(uri)):
+            for q in safe_io.loads_json(safe_io.read_bounded(uri, safe_io.DEFAULT_LIMITS.max_file_bytes), uri):
                 if q.get("modality"):
                     return str(q["modality"])
-        except (ValueError, TypeError, AttributeError, UnicodeDecodeError):
+        except (ValueError, TypeError, AttributeError, UnicodeDecodeError, safe_io.Reject):
             return None
     return None
 
@@ -153,7 +154,8 @@ def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None) ->
             if keep and (modality or "").lower() not in keep:
                 raise Reject("excluded modality", f"modality {modality!r}")
             rows.extend(_image_cases(cfg, path, folder, rel, modality, lesions))
-        except Reject as err:
+        except Exception as err:  # noqa: BLE001 - one bad file never sinks the import (issue 32)
+            err = as_reject(err)
             rejects.append(reject_row(cfg, rel, err))
         if on_item:
             on_item()

@@ -17,12 +17,10 @@ Each split file is a list of ``{"img_id", "img_name": "xmlab0/source.jpg", "ques
 
 from __future__ import annotations
 
-import json
-import posixpath
 
 from medscope import storage
-from medscope.cohorts import vqa
-from medscope.cohorts.common import DatasetConfig, OnItem, Reject, dataset_config
+from medscope.cohorts import safe_io, vqa
+from medscope.cohorts.common import DatasetConfig, OnItem, Reject, as_reject, dataset_config
 from medscope.errors import MedScopeError
 
 IMAGES_DIR = "imgs"
@@ -36,9 +34,12 @@ def split_records(path: str, cfg: DatasetConfig) -> tuple[list[tuple[str, str, l
         if not storage.exists(uri):
             continue
         try:
-            data = json.loads(storage.read_bytes(uri))
+            data = safe_io.loads_json(safe_io.read_bounded(uri, cfg.limits.max_file_bytes), name)
             if not isinstance(data, list):
                 raise ValueError("expected a list of questions")
+        except safe_io.Reject as err:
+            rejects.append(vqa.reject_item(cfg, name, err))
+            continue
         except (ValueError, UnicodeDecodeError) as err:
             rejects.append(vqa.reject_item(cfg, name, Reject("corrupt JSON", f"{name}: {err}")))
             continue
@@ -62,7 +63,7 @@ def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None):
                     raise Reject("corrupt JSON", f"question {i} is not an object")
                 if langs and str(q.get("q_lang", "")).lower() not in langs:
                     continue
-                image_file = posixpath.join(IMAGES_DIR, str(q.get("img_name", "")))
+                image_file = vqa.image_rel(IMAGES_DIR, q.get("img_name", ""))
                 item = f"{image_file}#{q.get('qid', i)}"
                 if not q.get("img_name") or not storage.exists(storage.join(path, *image_file.split("/"))):
                     raise Reject("missing image", f"{image_file} not on disk")
@@ -73,7 +74,8 @@ def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None):
                     kind=vqa.answer_type(q.get("answer_type"), answer), released_id=str(q.get("qid", i)),
                     modality=q.get("modality"), content_type=q.get("content_type"),
                 ))
-            except Reject as err:
+            except Exception as err:  # noqa: BLE001 - one bad file never sinks the import (issue 32)
+                err = as_reject(err)
                 rejects.append(vqa.reject_item(cfg, item, err))
             if on_item:
                 on_item()

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import io
 import pickle
+import posixpath
 
 from medscope import images, records
-from medscope.cohorts.common import DatasetConfig, Reject, decode_image, read_file
+from medscope.cohorts import safe_io
+from medscope.cohorts.common import DatasetConfig, Reject, as_reject, decode_image, read_file
 from medscope.seeding import stable_hash
 
 CLOSED_ANSWERS = ("yes", "no")
@@ -41,6 +43,15 @@ def clean_text(value, what: str) -> str:
     return text
 
 
+def image_rel(images_dir: str, name) -> str:
+    """The dataset-relative path of an image named in a release's JSON; a name that leaves the
+    dataset folder (``../../outside/secret.png``) is a ``path leaves the input root`` reject."""
+    try:
+        return safe_io.inside_root(posixpath.join(images_dir, str(name or "").strip()))
+    except safe_io.BadText as err:
+        raise Reject(err.reason, f"{name!r}: {err.detail}") from None
+
+
 class ImageCache:
     """Decode each image file of a dataset once; remember the failures too."""
 
@@ -51,7 +62,8 @@ class ImageCache:
         if rel not in self._done:
             try:
                 self._done[rel] = images.encode_png(decode_image(read_file(self.root, rel)))
-            except Reject as err:
+            except Exception as err:  # noqa: BLE001 - one bad file never sinks the import (issue 32)
+                err = as_reject(err)
                 self._done[rel] = err
         got = self._done[rel]
         if isinstance(got, Reject):
@@ -84,6 +96,24 @@ def reject_item(cfg: DatasetConfig, item: str, err: Reject) -> dict:
 
 
 def finish_items(rows: list[dict], rejects: list[dict]):
+    """Validated items table and rejects. A record listed twice would be counted twice: an
+    exact repeat keeps its first copy (``duplicate record`` for the rest); two different
+    records under one id are both ``conflicting records`` (which one is right is unknown)."""
+    groups: dict[str, list[dict]] = {}
+    for r in rows:
+        groups.setdefault(r["item_id"], []).append(r)
+    rows = []
+    for group in groups.values():
+        where = f"{group[0]['image_file']}#{group[0]['released_id']}"
+        if len(group) == 1:
+            rows.append(group[0])
+        elif all(g == group[0] for g in group[1:]):
+            rows.append(group[0])
+            rejects = rejects + [records.reject(OUT_TABLE, g["source"], where, "load", "duplicate record",
+                                                f"listed {len(group)} times; counted once") for g in group[1:]]
+        else:
+            rejects = rejects + [records.reject(OUT_TABLE, g["source"], where, "load", "conflicting records",
+                                                f"{len(group)} different records share this id") for g in group]
     rows = sorted(rows, key=lambda r: r["item_id"])
     rejects = sorted(rejects, key=lambda r: (r["item_id"], r["reason"]))
     return records.to_table(OUT_TABLE, rows), rejects

@@ -15,12 +15,10 @@ both are normalised. Rejects: ``corrupt JSON``, ``missing image``, ``unreadable 
 
 from __future__ import annotations
 
-import json
-import posixpath
 
 from medscope import storage
-from medscope.cohorts import vqa
-from medscope.cohorts.common import DatasetConfig, OnItem, Reject, dataset_config
+from medscope.cohorts import safe_io, vqa
+from medscope.cohorts.common import DatasetConfig, OnItem, Reject, as_reject, dataset_config
 from medscope.errors import MedScopeError
 
 JSON_NAME = "VQA_RAD Dataset Public.json"
@@ -38,9 +36,11 @@ def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None):
     if not storage.exists(uri):
         raise MedScopeError(f"{path}: no {JSON_NAME!r}")
     try:
-        data = json.loads(storage.read_bytes(uri))
+        data = safe_io.loads_json(safe_io.read_bounded(uri, cfg.limits.max_file_bytes), JSON_NAME)
         if not isinstance(data, list):
             raise ValueError("expected a list of questions")
+    except safe_io.Reject as err:
+        return vqa.finish_items([], [vqa.reject_item(cfg, JSON_NAME, err)])
     except (ValueError, UnicodeDecodeError) as err:
         return vqa.finish_items([], [vqa.reject_item(cfg, JSON_NAME, Reject("corrupt JSON", str(err)))])
     cache, rows, rejects = vqa.ImageCache(path), [], []
@@ -49,7 +49,7 @@ def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None):
         try:
             if not isinstance(q, dict):
                 raise Reject("corrupt JSON", f"question {i} is not an object")
-            image_file = posixpath.join(IMAGES_DIR, str(q.get("image_name", "")).strip())
+            image_file = vqa.image_rel(IMAGES_DIR, q.get("image_name", ""))
             released = str(q.get("qid", i))
             item = f"{image_file}#{released}"
             if not q.get("image_name") or not storage.exists(storage.join(path, *image_file.split("/"))):
@@ -61,7 +61,8 @@ def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None):
                 kind=vqa.answer_type(q.get("answer_type"), answer), released_id=released,
                 modality=q.get("image_organ"), content_type=q.get("question_type"),
             ))
-        except Reject as err:
+        except Exception as err:  # noqa: BLE001 - one bad file never sinks the import (issue 32)
+            err = as_reject(err)
             rejects.append(vqa.reject_item(cfg, item, err))
         if on_item:
             on_item()

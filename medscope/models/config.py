@@ -40,15 +40,15 @@ class ModelEntry(StrictModel):
     model: str | None = None  # provider model id / HF checkpoint / policy name
     base_url: str | None = None  # API endpoint; checked against a private cohort's allow-list
     api_key_env: str | None = None  # NAME of the environment variable holding the key
-    price_in_per_mtok: float = 0.0  # USD per 1M input tokens
-    price_out_per_mtok: float = 0.0  # USD per 1M output tokens
-    rpm: float | None = None  # requests per minute for this provider (None: unlimited)
-    tpm: float | None = None  # tokens per minute (input + output)
+    price_in_per_mtok: float = pydantic.Field(0.0, ge=0)  # USD per 1M input tokens
+    price_out_per_mtok: float = pydantic.Field(0.0, ge=0)  # USD per 1M output tokens
+    rpm: float | None = pydantic.Field(None, gt=0)  # requests per minute for this provider (None: unlimited)
+    tpm: float | None = pydantic.Field(None, gt=0)  # tokens per minute (input + output)
     rate_group: str | None = None  # models sharing one provider quota share a limiter; default: base_url
-    timeout_s: float = 120.0
-    max_attempts: int = 6  # tries per request for transient errors (429, 5xx, timeouts, resets)
+    timeout_s: float = pydantic.Field(120.0, gt=0)
+    max_attempts: int = pydantic.Field(6, ge=1)  # tries per request for transient errors (429, 5xx, timeouts, resets)
     temperature: float | None = None  # None: the provider's default sampling (seed 000 §3.10)
-    max_output_tokens: int = 4000
+    max_output_tokens: int = pydantic.Field(4000, ge=1)
     seed: int | None = None
     placement: str = "auto"  # auto | pool | dedicated (one actor holding the model; GPU if any)
     settings: ProviderSettings = ProviderSettings()

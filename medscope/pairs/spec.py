@@ -14,6 +14,8 @@ caption and clinically significant findings, and how "same person, other finding
 
 from __future__ import annotations
 
+import pydantic
+
 from medscope.config import StrictModel
 from medscope.protocols.paired_modality.manifest import Finding
 
@@ -32,7 +34,7 @@ class GeneratorSpec(StrictModel):
     model: str | None = None  # provider: image model id
     base_url: str | None = None  # provider: an OpenAI-compatible images endpoint
     api_key_env: str | None = None  # provider: NAME of the variable holding the key
-    timeout_s: float = 300.0
+    timeout_s: float = pydantic.Field(300.0, gt=0)
 
 
 class PhotoPlan(StrictModel):

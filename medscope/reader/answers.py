@@ -9,10 +9,9 @@ and pack keeps the one with more answers (then the later save) and rejects the o
 
 from __future__ import annotations
 
-import json
 import os
 
-from medscope import records, storage
+from medscope import records, safe_text, storage
 from medscope.reader import ANSWERS_FORMAT, CLINICAL_ANSWERS, EDIT_RATINGS
 
 TABLE = "reader_answers"  # the rejects rows' "table": what the row would have become
@@ -28,7 +27,7 @@ def parse_answer_file(path: str, text: str, keys: dict[str, dict]) -> tuple[dict
     """(a parsed file {reader, pack_hash, saved_at, answers: {image: (edit, clinical)}} or None,
     rejects). ``keys`` maps pack hash -> pack key."""
     try:
-        doc = json.loads(text)
+        doc = safe_text.loads_json(text, path)
     except (ValueError, UnicodeDecodeError) as err:
         return None, [_reject(path, path, "unreadable_answer_file", str(err)[:200])]
     if not isinstance(doc, dict) or doc.get("format") != ANSWERS_FORMAT:
@@ -71,11 +70,14 @@ def load_answers(paths: list[str], keys: dict[str, dict]) -> tuple[list[dict], l
     chosen: dict[tuple[str, str], dict] = {}
     for path in paths:
         try:
-            text = storage.read_text(path)
-        except (OSError, UnicodeDecodeError) as err:
+            text = safe_text.read_text(path)  # bounded; BOM / UTF-16 / cp1252 read
+        except (OSError, UnicodeDecodeError, ValueError) as err:
             rejects.append(_reject(path, path, "unreadable_answer_file", str(err)[:200]))
             continue
-        parsed, rej = parse_answer_file(path, text, keys)
+        try:
+            parsed, rej = parse_answer_file(path, text, keys)
+        except (TypeError, AttributeError, KeyError, ValueError) as err:  # wrong types inside: this file only
+            parsed, rej = None, [_reject(path, path, "malformed_answer_file", f"{type(err).__name__}: {err}"[:200])]
         rejects += rej
         if parsed is None:
             continue

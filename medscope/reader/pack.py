@@ -16,7 +16,7 @@ import json
 import cv2
 import numpy as np
 
-from medscope import records, storage
+from medscope import records, safe_text, storage
 from medscope.errors import MedScopeError
 from medscope.images import decode_png, encode_png
 from medscope.reader import IMAGES_DIR, KEY_FILE, PAGE_FILE, READING_DIR
@@ -55,7 +55,7 @@ def read_key(pack: str) -> dict:
     uri = pack if pack.endswith(".json") else storage.join(pack, KEY_FILE)
     if not storage.exists(uri):
         raise MedScopeError(f"{pack}: no {KEY_FILE}; give a folder written by `medscope reader pack`")
-    key = json.loads(storage.read_text(uri))
+    key = safe_text.expect_mapping(safe_text.read_json(uri), uri)  # a truncated key names the file
     if key.get("format") != KEY_FORMAT:
         raise MedScopeError(f"{uri}: not a reader-pack key (format {key.get('format')!r})")
     return key

@@ -2,19 +2,17 @@
 
 A volume that cannot be trusted raises :class:`VolumeError` with a short countable ``reason``
 (``corrupt_nifti``, ``shape_mismatch``, ``affine_mismatch``, ``non_integer_labels``,
-``unmapped_label``, ``nan_voxels``) so the pipeline writes a rejects row and goes on.
+``unmapped_label``, ``nan_voxels``, ``label_out_of_range``) so the pipeline writes a rejects row and goes on.
 """
 
 from __future__ import annotations
 
-import gzip
 import json
 from dataclasses import dataclass
 
 import nibabel as nib
 import numpy as np
 
-from medscope import storage
 from medscope.errors import MedScopeError
 
 
@@ -53,14 +51,24 @@ def slice_z_mm(affine: np.ndarray, n_slices: int) -> np.ndarray:
 
 
 def read_nifti(uri: str) -> nib.Nifti1Image:
-    """Read a .nii or .nii.gz from any storage URI; a corrupt or truncated file -> VolumeError."""
-    data = storage.read_bytes(uri)
+    """Read a .nii or .nii.gz from any storage URI; a corrupt, truncated or over-budget file -> VolumeError.
+
+    Through the guarded reader of the cohort importer (issue 32): at most
+    ``max_file_bytes`` read, the header's shape x dtype checked against
+    ``max_decoded_bytes`` and a ``.nii.gz`` inflated only as far as the header says
+    (``safe_io.Limits`` defaults), so two small gzipped files cannot inflate to gigabytes.
+    Trailing singleton axes are dropped; anything else that is not 3-D is ``not_3d``.
+    """
+    from medscope.cohorts import nifti_labels, safe_io  # local: the cohorts package imports this module
+
     try:
-        if data[:2] == b"\x1f\x8b":
-            data = gzip.decompress(data)
-        img = nib.Nifti1Image.from_bytes(data)
+        data = safe_io.read_bounded(uri, safe_io.DEFAULT_LIMITS.max_file_bytes)
+        img = nifti_labels.read_nifti(data, uri, safe_io.DEFAULT_LIMITS)
         # Force the data to be read now: a truncated file fails here, not later in a worker.
         img = nib.Nifti1Image(np.asanyarray(img.dataobj), img.affine, img.header)
+    except safe_io.Reject as err:
+        reason = {"corrupt NIfTI": "corrupt_nifti", "not a 3-D volume": "not_3d"}.get(err.reason, err.reason)
+        raise VolumeError(reason, f"{uri}: {err.detail}") from None
     except Exception as err:  # noqa: BLE001 - nibabel raises many types on corrupt headers/data
         raise VolumeError("corrupt_nifti", f"{uri}: {type(err).__name__}: {err}") from None
     if img.ndim > 3:
@@ -90,9 +98,22 @@ def canonical_pair(image: nib.Nifti1Image, labels: nib.Nifti1Image) -> tuple[nib
     return image, labels
 
 
+INT32 = np.iinfo(np.int32)
+
+
 def integer_labels(data: np.ndarray) -> np.ndarray:
-    """Label voxels as int32; a non-integer (or non-finite) label map -> VolumeError."""
+    """Label voxels as int32; a non-integer, non-finite or out-of-range label map -> VolumeError.
+
+    The range is checked before the cast: an int64 label of 2**32 + 2 would otherwise wrap to
+    2 (another structure) and 2**32 to 0 (the lesion vanishes), with no reject (issue 32).
+    """
     data = np.asarray(data)
+    if data.size and (np.issubdtype(data.dtype, np.integer) or np.issubdtype(data.dtype, np.floating)):
+        if np.issubdtype(data.dtype, np.floating) and not np.all(np.isfinite(data)):
+            raise VolumeError("non_integer_labels", "label map holds non-integer or non-finite values")
+        lo, hi = data.min(), data.max()
+        if lo < INT32.min or hi > INT32.max:
+            raise VolumeError("label_out_of_range", f"label values {lo}..{hi} do not fit int32")
     if np.issubdtype(data.dtype, np.integer):
         return data.astype(np.int32)
     if not np.all(np.isfinite(data)) or not np.all(data == np.round(data)):
@@ -106,8 +127,8 @@ def load_volume(case_id: str, image_uri: str, label_uri: str, organ_map: str | d
     image, labels = canonical_pair(read_nifti(image_uri), read_nifti(label_uri))
     lab = integer_labels(np.asanyarray(labels.dataobj))
     img = np.asarray(image.get_fdata(dtype=np.float32))
-    if np.isnan(img).any():
-        raise VolumeError("nan_voxels", f"{int(np.isnan(img).sum())} NaN voxels in the image")
+    if not np.isfinite(img).all():
+        raise VolumeError("nan_voxels", f"{int((~np.isfinite(img)).sum())} NaN or infinite voxels in the image")
     present = label_values(lab) - {0}
     unmapped = sorted(present - set(omap))
     if unmapped:

@@ -14,6 +14,7 @@ import pydantic
 
 from medscope import config as cfgmod
 from medscope.errors import MedScopeError
+from medscope.safe_text import redact_urls
 from pipelines.support import outputs
 
 C = TypeVar("C", bound=pydantic.BaseModel)
@@ -50,7 +51,7 @@ def guarded(fn: Callable[[], object]) -> int:
     try:
         fn()
     except MedScopeError as err:
-        print(f"medscope: error: {err}", file=sys.stderr)
+        print(redact_urls(f"medscope: error: {err}"), file=sys.stderr)
         return 2
     except BrokenPipeError:
         # the reader of our output went away (`medscope ... | head`): not an error of ours
@@ -63,7 +64,7 @@ def guarded(fn: Callable[[], object]) -> int:
         if os.environ.get("MEDSCOPE_DEBUG"):
             raise
         print(
-            f"medscope: error: {type(err).__name__}: {err} (set MEDSCOPE_DEBUG=1 for the traceback)",
+            redact_urls(f"medscope: error: {type(err).__name__}: {err} (set MEDSCOPE_DEBUG=1 for the traceback)"),
             file=sys.stderr,
         )
         return 2
@@ -71,7 +72,7 @@ def guarded(fn: Callable[[], object]) -> int:
 
 
 def print_summary(summary: dict) -> None:
-    print(json.dumps(summary, indent=2, sort_keys=True, default=str))
+    print(redact_urls(json.dumps(summary, indent=2, sort_keys=True, default=str)))  # no user:password@ URLs
 
 
 class Progress:

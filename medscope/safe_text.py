@@ -1,0 +1,215 @@
+"""Guarded readers for text inputs: CSV / JSON / JSON-lines bytes, URLs shown to people (issue 32).
+
+Every reader of a text file a person or another tool wrote goes through here, so one bad file
+gives one clear line naming the file (a ``MedScopeError``; loaders turn it into a reject row):
+
+- :func:`decode_text` reads UTF-8 with or without a BOM, UTF-16 / UTF-32 (BOM, or the NUL
+  pattern of BOM-less UTF-16), and falls back to Windows-1252 (Excel's "CSV" on Windows);
+  CRLF and CR line endings become LF. benchgen's report CSVs call it too.
+- :func:`loads_json` / :func:`read_json`: a truncated file names the file, line and column;
+  nesting deeper than ``MAX_JSON_DEPTH`` and duplicate keys (a second ``"models"`` would
+  silently win) are errors; :func:`read_json` reads at most ``max_bytes``.
+- :func:`redact_url` / :func:`redact_urls`: ``https://user:password@host`` -> ``https://***@host``
+  in every URL printed or written.
+- :func:`inside_root`: a relative path named inside a dataset file (``../../secret.png``)
+  may not leave the dataset root.
+
+Re-exported by :mod:`medscope.cohorts.safe_io`, the guarded layer of the cohort readers.
+"""
+
+from __future__ import annotations
+
+import codecs
+import json
+import posixpath
+import re
+import unicodedata
+
+from medscope import storage
+from medscope.errors import MedScopeError
+
+MAX_JSON_DEPTH = 200  # addition: far deeper than any file MedScope reads; below Python's recursion limit
+MAX_TEXT_BYTES = 256 << 20  # addition: a key / sweep / answer / manifest file larger than this is not one
+
+
+class BadText(MedScopeError, ValueError):
+    """A text file that cannot be read; the message names the file (``source``).
+
+    Also a ValueError, so every reader that already turned a JSON ValueError into a reject
+    row catches a too-deep or duplicate-key file the same way."""
+
+    def __init__(self, source: str, reason: str, detail: str = ""):
+        super().__init__(f"{source}: {reason}" + (f" ({detail})" if detail else ""))
+        self.source, self.reason, self.detail = source, reason, detail
+
+
+_BOMS = ((codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"), (codecs.BOM_UTF8, "utf-8-sig"),
+         (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16"))
+
+
+def detect_encoding(data: bytes) -> str:
+    """The encoding of ``data``: from its BOM, BOM-less UTF-16 by its NULs, UTF-8, else cp1252."""
+    for bom, enc in _BOMS:
+        if data.startswith(bom):
+            return enc
+    head = data[:4096]
+    if len(head) >= 4 and len(head) % 2 == 0:  # BOM-less UTF-16: mostly-ASCII text has a NUL in every other byte
+        even, odd = head[0::2].count(0) / (len(head) / 2), head[1::2].count(0) / (len(head) / 2)
+        if odd > 0.4 and even < 0.1:
+            return "utf-16-le"
+        if even > 0.4 and odd < 0.1:
+            return "utf-16-be"
+    try:
+        data.decode("utf-8")
+        return "utf-8"
+    except UnicodeDecodeError:
+        return "cp1252"
+
+
+def _cp1252_table() -> dict[int, str]:
+    table = {}
+    for b in range(0x80, 0xA0):
+        try:
+            table[b] = bytes([b]).decode("cp1252")
+        except UnicodeDecodeError:
+            pass  # undefined in cp1252: keep the Latin-1 control character
+    return table
+
+
+_CP1252 = _cp1252_table()
+
+
+def decode_text(data: bytes, source: str = "text") -> str:
+    """Bytes of a text file -> str with LF line endings, whatever its encoding (see module doc).
+
+    cp1252 leaves five byte values undefined; those map to the same code points as Latin-1,
+    so no byte is ever lost or raises.
+    """
+    enc = detect_encoding(data)
+    try:
+        text = data.decode("latin-1").translate(_CP1252) if enc == "cp1252" else data.decode(enc)
+    except UnicodeError as err:  # e.g. UTF-16 with an odd byte count or a lone surrogate
+        raise BadText(source, f"not valid {enc} text", str(err)) from None
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def read_text(uri: str, max_bytes: int = MAX_TEXT_BYTES) -> str:
+    """A text file's content (:func:`decode_text`), refusing files over ``max_bytes``."""
+    if not storage.exists(uri):
+        raise BadText(uri, "no such file")
+    from medscope.cohorts import safe_io  # local: importing the cohorts package loads every loader
+
+    try:
+        data = safe_io.read_bounded(uri, max_bytes)
+    except safe_io.Reject as err:
+        raise BadText(uri, err.reason, err.detail) from None
+    return decode_text(data, uri)
+
+
+def _no_duplicates(source: str):
+    def hook(pairs):
+        seen = {}
+        for key, value in pairs:
+            if key in seen:
+                raise BadText(source, "duplicate key", f"{key!r} appears twice in one object")
+            seen[key] = value
+        return seen
+
+    return hook
+
+
+def _bracket_bound(text: str, limit: int) -> bool:
+    """True when brackets could nest deeper than ``limit`` (a vectorised upper bound: brackets
+    inside strings count too, so it can only over-estimate)."""
+    if text.count("[") + text.count("{") <= limit:
+        return False
+    import numpy as np
+
+    raw = np.frombuffer(text.encode("utf-8", "surrogatepass"), np.uint8)
+    step = ((raw == 91) | (raw == 123)).astype(np.int32) - ((raw == 93) | (raw == 125)).astype(np.int32)
+    return int(np.cumsum(step).max(initial=0)) > limit
+
+
+def json_depth(obj, stop: int | None = None) -> int:
+    """Nesting depth of a parsed JSON value (iterative: no recursion limit to trip on); stops
+    early once past ``stop``. Only run when :func:`_bracket_bound` says it could matter."""
+    best, stack = 0, [(obj, 1)] if isinstance(obj, (dict, list)) else []
+    while stack:
+        node, d = stack.pop()
+        best = max(best, d)
+        if stop is not None and best > stop:
+            break
+        for v in node.values() if isinstance(node, dict) else node:
+            if isinstance(v, (dict, list)):
+                stack.append((v, d + 1))
+    return best
+
+
+def loads_json(text: str | bytes, source: str = "JSON", *, max_depth: int = MAX_JSON_DEPTH):
+    """Parse JSON; a truncated / malformed / too-deep / duplicate-key document -> :class:`BadText`."""
+    if isinstance(text, (bytes, bytearray)):
+        text = decode_text(bytes(text), source)
+    try:
+        obj = json.loads(text, object_pairs_hook=_no_duplicates(source))
+    except json.JSONDecodeError as err:
+        hint = "the file ends early (truncated?)" if err.pos >= len(text.rstrip()) else err.msg
+        raise BadText(source, "not valid JSON", f"line {err.lineno} column {err.colno}: {hint}") from None
+    except RecursionError:
+        raise BadText(source, "JSON nested too deeply", "more than the interpreter's recursion limit") from None
+    if _bracket_bound(text, max_depth) and json_depth(obj, max_depth) > max_depth:
+        raise BadText(source, "JSON nested too deeply", f"more than {max_depth} levels")
+    return obj
+
+
+def read_json(uri: str, max_bytes: int = MAX_TEXT_BYTES, *, max_depth: int = MAX_JSON_DEPTH):
+    """Parse the JSON file at ``uri`` (bounded read, any encoding); errors name the file."""
+    return loads_json(read_text(uri, max_bytes), uri, max_depth=max_depth)
+
+
+def expect_mapping(obj, source: str, fields: dict[str, type | tuple] | None = None) -> dict:
+    """``obj`` if it is a JSON object whose ``fields`` have the given types; else :class:`BadText`."""
+    if not isinstance(obj, dict):
+        raise BadText(source, "expected a JSON object", f"got {type(obj).__name__}")
+    for name, kind in (fields or {}).items():
+        if name in obj and not isinstance(obj[name], kind):
+            raise BadText(source, f"field {name!r} has the wrong type", f"got {type(obj[name]).__name__}")
+    return obj
+
+
+# --------------------------------------------------------------------------- URLs
+
+_CRED = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.\-]*://)(?P<user>[^\s/@:]*)(?::(?P<pw>[^\s/@]*))?@")
+
+
+def redact_url(url: str | None) -> str | None:
+    """``url`` with any ``user:password@`` replaced by ``***@`` (a token in the user part is a secret too)."""
+    if not url:
+        return url
+    return _CRED.sub(lambda m: m.group("scheme") + "***@", url)
+
+
+def redact_urls(text: str) -> str:
+    """Every URL in ``text`` redacted (:func:`redact_url`)."""
+    return _CRED.sub(lambda m: m.group("scheme") + "***@", text) if "@" in text else text
+
+
+# --------------------------------------------------------------------------- paths
+
+
+def nfc(name: str) -> str:
+    """``name`` in Unicode NFC (macOS exports NFD: ``é`` as ``e`` + combining accent)."""
+    return unicodedata.normalize("NFC", name)
+
+
+def inside_root(rel: str) -> str:
+    """A relative path named in a dataset file, normalised; BadText when it leaves the root.
+
+    ``a/../b.png`` -> ``b.png``; ``../x``, ``/etc/x``, ``C:/x`` and ``a/../../x`` are refused.
+    """
+    rel = rel.replace("\\", "/")
+    if not rel or rel.startswith("/") or re.match(r"^[A-Za-z]:/", rel) or "://" in rel or "\x00" in rel:
+        raise BadText(rel or "(empty)", "path leaves the input root", "absolute, URL or empty path")
+    norm = posixpath.normpath(rel)
+    if norm == ".." or norm.startswith("../"):
+        raise BadText(rel, "path leaves the input root", "it climbs above the dataset folder")
+    return norm
