@@ -14,7 +14,7 @@ gives one clear line naming the file (a ``MedScopeError``; loaders turn it into 
 - :func:`inside_root`: a relative path named inside a dataset file (``../../secret.png``)
   may not leave the dataset root.
 
-Re-exported by :mod:`medscope.cohorts.safe_io`, the guarded layer of the cohort readers.
+Re-exported by :mod:`medscope.safe_io`, the guarded layer of the cohort readers.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ import re
 import unicodedata
 
 from medscope import storage
+from medscope.bounded_io import Reject, read_bounded
 from medscope.errors import MedScopeError
 
 MAX_JSON_DEPTH = 200  # addition: far deeper than any file MedScope reads; below Python's recursion limit
@@ -97,11 +98,9 @@ def read_text(uri: str, max_bytes: int = MAX_TEXT_BYTES) -> str:
     """A text file's content (:func:`decode_text`), refusing files over ``max_bytes``."""
     if not storage.exists(uri):
         raise BadText(uri, "no such file")
-    from medscope.cohorts import safe_io  # local: importing the cohorts package loads every loader
-
     try:
-        data = safe_io.read_bounded(uri, max_bytes)
-    except safe_io.Reject as err:
+        data = read_bounded(uri, max_bytes)
+    except Reject as err:
         raise BadText(uri, err.reason, err.detail) from None
     return decode_text(data, uri)
 

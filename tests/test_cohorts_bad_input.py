@@ -19,7 +19,8 @@ from cohort_bad_layouts import (
 )
 from cohort_layouts import write_busi, write_image_mask_folder, write_kvasir, write_nifti_labels, write_siim
 from medscope import cohorts, images, records
-from medscope.cohorts import common, safe_io
+from medscope import safe_io
+from medscope.cohorts import common
 from medscope.errors import MedScopeError
 from medscope.seeding import stable_hash
 

@@ -19,8 +19,8 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 LAYERS: list[set[str]] = [
     {"errors", "seeding"},
-    {"storage", "images", "config"},
-    {"layout", "records", "items", "parts"},
+    {"storage", "images", "config", "bounded_io", "safe_text", "folder_lock"},
+    {"layout", "records", "items", "parts", "safe_io"},
     {"tablescan", "stats", "answers", "cohorts", "qc", "volumes", "report", "report.render", "report.gallery"},
     {"views", "scoring"},
     {"models", "report.plots"},

@@ -27,7 +27,7 @@ import numpy as np
 import pyarrow as pa
 
 from medscope import storage
-from medscope.cohorts import safe_io
+from medscope import safe_io
 from medscope.cohorts.common import (
     DatasetConfig,
     OnItem,

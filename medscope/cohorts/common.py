@@ -37,8 +37,8 @@ from PIL import Image
 
 from medscope import config as cfgmod
 from medscope import images, records, storage
-from medscope.cohorts import safe_io
-from medscope.cohorts.safe_io import DEFAULT_LIMITS, Limits, Reject, as_reject, display_name, leftovers  # noqa: F401
+from medscope import safe_io
+from medscope.safe_io import DEFAULT_LIMITS, Limits, Reject, as_reject, display_name, leftovers  # noqa: F401
 from medscope.errors import MedScopeError
 from medscope.seeding import stable_hash
 

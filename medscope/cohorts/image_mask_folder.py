@@ -29,7 +29,7 @@ from medscope.cohorts.common import (
     scan_tree,
     stem,
 )
-from medscope.cohorts.safe_io import nfc
+from medscope.safe_io import nfc
 from medscope.errors import MedScopeError
 
 

@@ -18,7 +18,8 @@ from __future__ import annotations
 import posixpath
 
 from medscope import storage
-from medscope.cohorts import safe_io, vqa
+from medscope import safe_io
+from medscope.cohorts import vqa
 from medscope.cohorts.common import DatasetConfig, IMAGE_EXTS, OnItem, Reject, as_reject, dataset_config
 from medscope.errors import MedScopeError
 

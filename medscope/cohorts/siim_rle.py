@@ -31,7 +31,7 @@ import numpy as np
 import pyarrow as pa
 
 from medscope import records, storage
-from medscope.cohorts import safe_io
+from medscope import safe_io
 from medscope.cohorts.common import (
     DatasetConfig,
     OnItem,
@@ -49,7 +49,7 @@ from medscope.cohorts.common import (
     stem,
     to_uint8,
 )
-from medscope.cohorts.safe_io import DEFAULT_LIMITS, Limits
+from medscope.safe_io import DEFAULT_LIMITS, Limits
 from medscope.errors import MedScopeError
 
 NO_FINDING = "-1"

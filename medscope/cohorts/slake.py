@@ -26,7 +26,7 @@ import pyarrow as pa
 from PIL import Image
 
 from medscope import storage
-from medscope.cohorts import safe_io
+from medscope import safe_io
 from medscope.cohorts.common import (
     DatasetConfig,
     OnItem,

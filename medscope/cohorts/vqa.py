@@ -14,7 +14,7 @@ import pickle
 import posixpath
 
 from medscope import images, records
-from medscope.cohorts import safe_io
+from medscope import safe_io
 from medscope.cohorts.common import DatasetConfig, Reject, as_reject, decode_image, read_file
 from medscope.seeding import stable_hash
 

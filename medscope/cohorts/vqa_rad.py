@@ -17,7 +17,8 @@ from __future__ import annotations
 
 
 from medscope import storage
-from medscope.cohorts import safe_io, vqa
+from medscope import safe_io
+from medscope.cohorts import vqa
 from medscope.cohorts.common import DatasetConfig, OnItem, Reject, as_reject, dataset_config
 from medscope.errors import MedScopeError
 

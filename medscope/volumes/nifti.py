@@ -7,12 +7,14 @@ A volume that cannot be trusted raises :class:`VolumeError` with a short countab
 
 from __future__ import annotations
 
+import io
 import json
 from dataclasses import dataclass
 
 import nibabel as nib
 import numpy as np
 
+from medscope import safe_io
 from medscope.errors import MedScopeError
 
 
@@ -50,6 +52,45 @@ def slice_z_mm(affine: np.ndarray, n_slices: int) -> np.ndarray:
     return affine[2, 2] * k + affine[2, 3]
 
 
+def nifti_from_bytes(data: bytes, what: str = "image", limits: safe_io.Limits = safe_io.DEFAULT_LIMITS):
+    """NIfTI bytes (gzip or plain) -> nibabel image over complete voxel bytes; Reject if corrupt.
+
+    The header is read first (from at most 540 inflated bytes); its shape x dtype must fit
+    ``limits.max_decoded_bytes``; then only header + voxels are inflated, so a small
+    ``.nii.gz`` that would inflate to gigabytes is refused before it does. A file shorter
+    than its header promises is ``corrupt NIfTI``.
+    """
+    gz = data[:2] == b"\x1f\x8b"
+    head = safe_io.inflate_bounded(data, 540, 31, what="NIfTI", strict=False) if gz else data[:540]
+    try:
+        size = int.from_bytes(head[:4], "little")
+        kind = nib.Nifti2Header if size == 540 or int.from_bytes(head[:4], "big") == 540 else nib.Nifti1Header
+        hdr = kind.from_fileobj(io.BytesIO(head))
+        shape, dtype = hdr.get_data_shape(), hdr.get_data_dtype()
+        need = int(hdr.get_data_offset()) + int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    except Exception as err:  # nibabel raises assorted types on garbage headers
+        raise safe_io.Reject("corrupt NIfTI", f"{what}: {type(err).__name__}: {err}") from None
+    safe_io.check_decoded(shape, dtype.itemsize, limits, f"NIfTI {what}")
+    if need > limits.max_decoded_bytes + (1 << 20):  # header + extensions + voxels
+        raise safe_io.Reject("over max_decoded_bytes", f"NIfTI {what} needs {need} B (limits.max_decoded_bytes)")
+    raw = safe_io.inflate_bounded(data, need, 31, what="NIfTI", strict=False) if gz else data
+    if len(raw) < need:
+        raise safe_io.Reject("corrupt NIfTI", f"{what}: {len(raw)} bytes, header promises {need}")
+    try:
+        img = (nib.Nifti2Image if kind is nib.Nifti2Header else nib.Nifti1Image).from_bytes(raw[:need])
+        affine = np.asarray(img.affine, dtype=float)
+    except Exception as err:
+        raise safe_io.Reject("corrupt NIfTI", f"{what}: {type(err).__name__}: {err}") from None
+    if not np.all(np.isfinite(affine)) or abs(float(np.linalg.det(affine[:3, :3]))) < 1e-12:
+        raise safe_io.Reject("invalid affine", f"{what}: voxel-to-world matrix is singular (e.g. an all-zero sform)")
+    core = tuple(shape)
+    while len(core) > 3 and core[-1] == 1:  # (X, Y, Z, 1) exports are common
+        core = core[:-1]
+    if len(core) != 3:  # a 4-D / 5-D series would be referenced as if it were one volume
+        raise safe_io.Reject("not a 3-D volume", f"{what}: shape {tuple(int(s) for s in shape)}")
+    return img
+
+
 def read_nifti(uri: str) -> nib.Nifti1Image:
     """Read a .nii or .nii.gz from any storage URI; a corrupt, truncated or over-budget file -> VolumeError.
 
@@ -59,11 +100,9 @@ def read_nifti(uri: str) -> nib.Nifti1Image:
     (``safe_io.Limits`` defaults), so two small gzipped files cannot inflate to gigabytes.
     Trailing singleton axes are dropped; anything else that is not 3-D is ``not_3d``.
     """
-    from medscope.cohorts import nifti_labels, safe_io  # local: the cohorts package imports this module
-
     try:
         data = safe_io.read_bounded(uri, safe_io.DEFAULT_LIMITS.max_file_bytes)
-        img = nifti_labels.read_nifti(data, uri, safe_io.DEFAULT_LIMITS)
+        img = nifti_from_bytes(data, uri, safe_io.DEFAULT_LIMITS)
         # Force the data to be read now: a truncated file fails here, not later in a worker.
         img = nib.Nifti1Image(np.asanyarray(img.dataobj), img.affine, img.header)
     except safe_io.Reject as err:

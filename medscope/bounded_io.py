@@ -1,0 +1,83 @@
+"""Reading one file's bytes within a byte budget, from any URI: a regular file (never a FIFO,
+socket or device, which could block or never end) of at most ``max_bytes``, or a ``Reject``
+saying why not. The lowest of the guarded readers (docs/cohorts-bad-input.md): the cohort
+loaders, the text guards (``medscope.safe_text``) and configs all read through it."""
+
+from __future__ import annotations
+
+import os
+import stat
+
+from medscope import storage
+from medscope.errors import MedScopeError
+
+_CHUNK = 1 << 20
+
+
+class Reject(Exception):
+    """One file cannot become a case: ``reason`` is short and countable, ``detail`` specific."""
+
+    def __init__(self, reason: str, detail: str = ""):
+        super().__init__(reason)
+        self.reason, self.detail = reason, detail
+
+
+def read_bounded(uri: str, max_bytes: int) -> bytes:
+    """The bytes of a regular file, at most ``max_bytes`` of them; Reject otherwise.
+
+    Local files: ``stat`` first (follows symlinks), then a non-blocking open and ``fstat``
+    again, so a FIFO, socket or device -- named like an image or behind a symlink -- is
+    refused without ever blocking or reading without bound.
+    """
+    local = storage.local_path(uri)
+    if local is None:
+        return _read_remote(uri, max_bytes)
+    try:
+        st = os.stat(local)
+        _require_regular(st.st_mode, max_bytes, st.st_size)
+        fd = os.open(local, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError as err:
+        raise Reject("unreadable file", err.strerror or str(err)) from None
+    try:
+        st = os.fstat(fd)
+        _require_regular(st.st_mode, max_bytes, st.st_size)
+        chunks, total = [], 0
+        while True:
+            chunk = os.read(fd, min(_CHUNK, max_bytes + 1 - total))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+            if total > max_bytes:  # grew while we read it
+                raise Reject("over max_file_bytes", f"more than {max_bytes} bytes (limits.max_file_bytes)")
+        return b"".join(chunks)
+    except OSError as err:
+        raise Reject("unreadable file", err.strerror or str(err)) from None
+    finally:
+        os.close(fd)
+
+
+def _require_regular(mode: int, max_bytes: int, size: int) -> None:
+    if not stat.S_ISREG(mode):
+        kind = {stat.S_IFIFO: "FIFO", stat.S_IFCHR: "character device", stat.S_IFBLK: "block device",
+                stat.S_IFSOCK: "socket"}.get(stat.S_IFMT(mode), "special file")
+        raise Reject("not a regular file", kind)
+    if size > max_bytes:
+        raise Reject("over max_file_bytes", f"{size} bytes > {max_bytes} (limits.max_file_bytes)")
+
+
+def _read_remote(uri: str, max_bytes: int) -> bytes:
+    fs, path = storage.filesystem(uri)
+    try:
+        size = fs.info(path).get("size")
+        if size is not None and size > max_bytes:
+            raise Reject("over max_file_bytes", f"{size} bytes > {max_bytes} (limits.max_file_bytes)")
+        with fs.open(path, "rb") as fh:
+            data = fh.read(max_bytes + 1)
+    except Reject:
+        raise
+    except (MedScopeError, OSError) as err:
+        raise Reject("unreadable file", str(err)) from None
+    if len(data) > max_bytes:
+        raise Reject("over max_file_bytes", f"more than {max_bytes} bytes (limits.max_file_bytes)")
+    return data

@@ -1,0 +1,369 @@
+"""The one guarded path by which every cohort loader reaches its files (issue 20).
+
+Bad input must never stop an import, hang it or flood memory. Every guard here turns a bad
+file into ``Reject(reason, detail)`` with a short countable reason, and checks sizes from
+*headers* before anything is decoded:
+
+- :func:`walk` lists a folder tree: symlinked folders are followed once (a loop or a second
+  link to the same folder becomes an ``ignored`` entry, never an endless walk); FIFOs and
+  devices are listed so that reading them becomes a reject rather than a silent skip.
+- :func:`read_bounded` reads regular files only (``not a regular file`` for FIFOs, sockets,
+  devices, also behind a symlink such as one to ``/dev/zero``), opened non-blocking so a
+  FIFO cannot hang the import, and never more than ``max_file_bytes``.
+- :func:`open_image` / :func:`check_decoded` reject an image or mask whose header promises
+  more than ``max_image_pixels`` pixels or ``max_decoded_bytes`` bytes, before Pillow
+  decodes it (Pillow's own bomb guard covers only what the caller turns into an error).
+- :func:`exif_upright` applies the EXIF orientation, so a mask drawn on the displayed image
+  lines up with it.
+- :func:`inflate_bounded` inflates zlib / gzip / raw-deflate data up to a limit (deflated
+  DICOM, ``.nii.gz``), so a small file cannot decode to gigabytes.
+- :func:`csv_rows` parses a CSV line by line: a non-UTF-8 byte, an unclosed quote or a huge
+  field makes one bad row, never a failed or swallowed file; CR, LF and CRLF all end a line.
+- :func:`scan_tree` splits a listing into candidate files and ignored ones (hidden, wrong
+  extension); :func:`leftovers` turns what a loader did not use into rejects (``mask without
+  image``) or ``ignored`` rows, so every file on disk is accounted for.
+- :func:`display_name` makes a file name that is not valid UTF-8 printable (Arrow strings
+  must be UTF-8) while the real name is still used to read the file.
+
+The limits live in the dataset config (``limits:``); the reason names the limit and the
+detail gives the numbers. docs/cohorts-bad-input.md lists every reason.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+import posixpath
+import warnings
+import zlib
+from collections.abc import Iterator
+
+import pydantic
+from PIL import Image, ImageOps
+
+from medscope import config as cfgmod
+from medscope import records, storage
+from medscope.bounded_io import _CHUNK, Reject, read_bounded  # noqa: F401  (the cohort readers' one layer)
+
+
+
+
+def as_reject(err: Exception) -> Reject:
+    """Any exception met while reading one file, as that file's Reject (per-file isolation).
+
+    A Reject passes through; a text guard's error keeps its reason; anything else (a library's
+    ValueError, RecursionError, MemoryError, ...) becomes ``unexpected error`` with the
+    exception's class in the detail, so one bad file is one rejects row, never a stopped run.
+    """
+    if isinstance(err, Reject):
+        return err
+    reason = getattr(err, "reason", None)
+    if isinstance(reason, str) and type(err).__name__ == "BadText":
+        return Reject(reason, f"{type(err).__name__}: {getattr(err, 'detail', '')}"[:500])
+    return Reject("unexpected error", f"{type(err).__name__}: {err}"[:500])
+
+
+class Limits(cfgmod.StrictModel):
+    """Per-file budgets, checked before reading or decoding (``limits:`` in a dataset config).
+
+    ``max_file_bytes`` bounds the bytes read from one file (CSV included);
+    ``max_image_pixels`` the width x height of one 2D image, mask or DICOM frame;
+    ``max_decoded_bytes`` the decoded array of one image, mask, DICOM or NIfTI volume, and the
+    inflated size of a deflated DICOM or gzipped NIfTI.
+    """
+
+    max_file_bytes: int = pydantic.Field(1 << 30, gt=0)
+    max_image_pixels: int = pydantic.Field(50_000_000, gt=0)
+    max_decoded_bytes: int = pydantic.Field(1 << 30, gt=0)
+
+
+DEFAULT_LIMITS = Limits()
+
+
+# --------------------------------------------------------------------------- names
+
+
+def display_name(name: str) -> str:
+    """A file name as valid UTF-8 text: undecodable bytes become ``\\xNN`` escapes.
+
+    Python hands non-UTF-8 names over as lone surrogates (PEP 383), which Arrow refuses; the
+    escaped form is stable, so the case id stays the same across imports.
+    """
+    try:
+        name.encode("utf-8")
+        return name
+    except UnicodeEncodeError:
+        return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
+# --------------------------------------------------------------------------- listing
+
+
+def walk(root: str) -> tuple[list[str], list[tuple[str, str]]]:
+    """(files, ignored) below ``root``: relative paths of every non-folder entry (sorted), and
+    ``(relative path, reason)`` for folders not walked (symlink loop or repeat).
+
+    Local folders are walked with ``os.scandir``, following symlinked folders once each;
+    other schemes (s3://, memory://) through fsspec, which has no symlinks or FIFOs.
+    """
+    local = storage.local_path(root)
+    if local is None:
+        fs, base = storage.filesystem(root)
+        base = fs._strip_protocol(base).rstrip("/")
+        if not fs.isdir(base):
+            return [], []
+        rels = [posixpath.relpath(p.replace("\\", "/"), base.replace("\\", "/")) for p in fs.find(base)]
+        return sorted(rels), []
+    if not os.path.isdir(local):
+        return [], []
+    files: list[str] = []
+    ignored: list[tuple[str, str]] = []
+    seen: set[tuple[int, int]] = set()
+    stack = [(local, "")]
+    while stack:
+        path, rel = stack.pop()
+        try:
+            st = os.stat(path)
+            key = (st.st_dev, st.st_ino)
+            if key in seen:
+                ignored.append((rel, "folder already listed (symlink loop or repeat)"))
+                continue
+            seen.add(key)
+            with os.scandir(path) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError as err:
+            ignored.append((rel or ".", f"unreadable folder: {err.strerror}"))
+            continue
+        for entry in entries:
+            sub = posixpath.join(rel, entry.name) if rel else entry.name
+            try:
+                is_dir = entry.is_dir(follow_symlinks=True)
+            except OSError:
+                is_dir = False
+            if is_dir:
+                stack.append((entry.path, sub))
+            else:
+                files.append(sub)
+    return sorted(files), sorted(ignored)
+
+
+def scan_tree(root: str, suffixes: tuple[str, ...]) -> tuple[list[str], list[tuple[str, str]]]:
+    """(files ending with a suffix, [(other entry, why it is ignored)]) below ``root``.
+
+    Symlinked folders are followed once (:func:`walk`); FIFOs and devices named like an
+    image are listed, so reading them becomes a ``not a regular file`` reject.
+    """
+    files, ignored = walk(root)
+    out = []
+    for rel in files:
+        name = posixpath.basename(rel)
+        if name.startswith("."):
+            ignored.append((rel, "hidden file"))
+        elif not name.lower().endswith(suffixes):
+            ignored.append((rel, "not a " + "/".join(s.lstrip(".") for s in suffixes) + " file"))
+        else:
+            out.append(rel)
+    return out, sorted(ignored)
+
+
+def leftovers(
+    cfg,
+    folder: str,
+    ignored: list[tuple[str, str]],
+    unused: list[str] = (),
+    unused_reason: str = "mask without image",
+    table: str = "cases",
+) -> list[dict]:
+    """Rows for every file under a layout folder that became neither case nor reject
+    (``cfg``: the dataset config; only its ``source`` is used).
+
+    ``unused`` (e.g. masks no image claims) become rejects with ``unused_reason``; entries
+    of ``ignored`` (from :func:`scan_tree`) become rows of stage ``ignored``, so every file
+    on disk is accounted for and ``cohort show`` can count them.
+    """
+    rows = [records.reject(table, cfg.source, display_name(posixpath.join(folder, rel)), "load", unused_reason,
+                           "no image claims this file") for rel in unused]
+    for rel, why in ignored:
+        item = display_name(posixpath.join(folder, rel))
+        rows.append(records.reject(table, cfg.source, item, "ignored", why, ""))
+    return rows
+
+
+# --------------------------------------------------------------------------- bytes
+
+
+def inflate_bounded(
+    data: bytes, max_out: int, wbits: int, *, what: str = "data", strict: bool = True, keep: bool = True
+) -> bytes:
+    """Inflate ``data`` (zlib ``wbits``: 31 gzip, -15 raw deflate) to at most ``max_out`` bytes.
+
+    With ``strict`` more output than ``max_out`` is a ``over max_decoded_bytes`` reject; without,
+    the first ``max_out`` bytes are returned (a caller that knows from a header how much it
+    needs). ``keep=False`` only measures (returns b""), holding one 1 MiB piece at a time.
+    A broken stream is a Reject with reason ``corrupt <what>``.
+    """
+    out, total = [], 0
+    try:
+        d = zlib.decompressobj(wbits)
+        buf = data
+        while total <= max_out:  # until the stream ends: output may be pending after all input
+            piece = d.decompress(buf, min(_CHUNK, max_out + 1 - total))
+            if keep:
+                out.append(piece)
+            total += len(piece)
+            buf = d.unconsumed_tail
+            if d.eof:
+                if wbits == 31 and d.unused_data[:2] == b"\x1f\x8b":  # gzip members concatenated
+                    buf, d = d.unused_data, zlib.decompressobj(wbits)
+                    continue
+                break
+            if not buf and not piece:
+                break
+    except zlib.error as err:
+        raise Reject(f"corrupt {what}", f"zlib: {err}") from None
+    if total > max_out:
+        if strict:
+            raise Reject("over max_decoded_bytes", f"{what} inflates past {max_out} bytes (limits.max_decoded_bytes)")
+        return b"".join(out)[:max_out]
+    return b"".join(out)
+
+
+# --------------------------------------------------------------------------- pixels
+
+_BYTES_PER_BAND = {"1": 1, "I;16": 2, "I;16B": 2, "I;16L": 2, "I;16N": 2, "I": 4, "F": 4}
+
+
+def check_decoded(shape: tuple[int, ...], itemsize: int, limits: Limits, what: str, *, planar: int | None = None) -> None:
+    """Reject an array of ``shape`` x ``itemsize`` bytes over the budget, before it exists.
+
+    ``planar`` (for 2D images) is the width x height checked against ``max_image_pixels``.
+    """
+    if any(int(s) <= 0 for s in shape):
+        raise Reject("zero-size dimension", f"{what} shape {'x'.join(str(int(s)) for s in shape)}")
+    n = 1
+    for s in shape:
+        n *= int(s)
+    if planar is not None and planar > limits.max_image_pixels:
+        dims = "x".join(str(int(s)) for s in shape[:2][::-1])
+        raise Reject("over max_image_pixels", f"{what} {dims} = {planar} pixels > {limits.max_image_pixels}")
+    if n * itemsize > limits.max_decoded_bytes:
+        raise Reject(
+            "over max_decoded_bytes",
+            f"{what} {'x'.join(str(int(s)) for s in shape)} x {itemsize} B = {n * itemsize} B > "
+            f"{limits.max_decoded_bytes} (limits.max_decoded_bytes)",
+        )
+
+
+def open_image(data: bytes, limits: Limits, what: str = "image") -> Image.Image:
+    """Pillow image from bytes, its header checked against ``limits``; not yet decoded.
+
+    Rejects ``over max_image_pixels`` / ``over max_decoded_bytes`` (Pillow's
+    DecompressionBombError too), or ``unreadable <what>``.
+    """
+    try:
+        with warnings.catch_warnings():  # our own budget below decides, not Pillow's warning
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            img = Image.open(io.BytesIO(data))
+    except Image.DecompressionBombError as err:
+        raise Reject("over max_image_pixels", str(err)) from None
+    except Exception as err:  # Pillow raises many types for broken files
+        raise Reject(f"unreadable {what}", pil_error(err)) from None
+    w, h = img.size
+    bands = len(img.getbands())
+    check_decoded((h, w, bands), _BYTES_PER_BAND.get(img.mode, 1), limits, what, planar=w * h)
+    try:
+        pages = int(getattr(img, "n_frames", 1) or 1)
+    except Exception as err:  # a broken page chain in a TIFF
+        raise Reject(f"unreadable {what}", pil_error(err)) from None
+    if pages > 1:  # keeping page 0 would drop the rest silently (a multi-page TIFF, an animation)
+        raise Reject("multi-page image", f"{what} has {pages} pages; give one image per file")
+    return img
+
+
+def exif_upright(img: Image.Image, what: str = "image") -> Image.Image:
+    """The loaded image turned the way its EXIF orientation says it is displayed.
+
+    Masks are drawn on the displayed image, so both image and mask are turned by their own tag.
+    An orientation outside 1..8 is a ``bad EXIF orientation`` reject: which way is up is unknown.
+    """
+    try:
+        orientation = img.getexif().get(0x0112, 1)
+    except Exception:  # a broken EXIF block: Pillow could still decode the pixels
+        return img
+    if orientation in (None, 1):
+        return img
+    if orientation not in range(2, 9):
+        raise Reject("bad EXIF orientation", f"{what} EXIF orientation {orientation!r} is not 1..8")
+    return ImageOps.exif_transpose(img)
+
+
+def pil_error(err: Exception) -> str:
+    if type(err).__name__ == "UnidentifiedImageError":
+        return "not an image file Pillow can identify"
+    return f"{type(err).__name__}: {err}"
+
+
+# --------------------------------------------------------------------------- CSV
+
+
+def csv_lines(data: bytes) -> Iterator[tuple[int, bytes]]:
+    """(1-based line number, raw bytes) of each non-blank line; CRLF, LF and CR all end a line.
+
+    A UTF-16 / UTF-32 file (Excel's "Unicode text") is transcoded to UTF-8 first; UTF-8 and
+    other bytes stay per-row, so one stray byte is one ``CSV row not UTF-8`` reject.
+    """
+    from medscope.safe_text import detect_encoding
+
+    if detect_encoding(data).startswith(("utf-16", "utf-32")):
+        data = decode_text(data, "CSV").encode("utf-8")
+    text = data[3:] if data.startswith(b"\xef\xbb\xbf") else data
+    for no, line in enumerate(text.replace(b"\r\n", b"\n").replace(b"\r", b"\n").split(b"\n"), start=1):
+        if line.strip():
+            yield no, line
+
+
+def csv_fields(line: bytes) -> list[str]:
+    """One CSV line -> its stripped fields; Reject for a non-UTF-8 byte or a broken quote.
+
+    A line without quotes is split on commas (no field-size limit to trip on: RLE strings
+    can be long); a quoted one goes through ``csv`` in strict mode, so an unclosed quote
+    is this row's error instead of swallowing every later row.
+    """
+    try:
+        text = line.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise Reject("CSV row not UTF-8", f"byte {line[err.start]:#04x} at column {err.start + 1}") from None
+    if '"' not in text:
+        return [f.strip() for f in text.split(",")]
+    try:
+        rows = list(csv.reader([text], strict=True, skipinitialspace=True))
+    except csv.Error as err:
+        raise Reject("malformed CSV row", str(err)) from None
+    if len(rows) != 1:
+        raise Reject("malformed CSV row", "quoted field runs past the end of the line")
+    return [f.strip() for f in rows[0]]
+
+
+def csv_rows(data: bytes) -> Iterator[tuple[int, list[str] | Reject, bytes]]:
+    """(line number, fields or the Reject of that line, raw line) for each non-blank line."""
+    for no, line in csv_lines(data):
+        try:
+            yield no, csv_fields(line), line
+        except Reject as err:
+            yield no, err, line
+
+
+# --------------------------------------------------------------------------- text (issue 32)
+# The text guards live in medscope/safe_text.py (light, importable by pipelines and benchgen
+# without loading every cohort loader); re-exported here so the cohort readers have one layer.
+from medscope.safe_text import (  # noqa: E402,F401
+    BadText,
+    decode_text,
+    inside_root,
+    loads_json,
+    nfc,
+    read_json,
+    redact_url,
+    redact_urls,
+)
