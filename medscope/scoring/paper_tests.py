@@ -116,10 +116,20 @@ def chance(scores, model: str, metric: str = "ccr", k: int = 2, test_set: str = 
             "p_bootstrap": res.p_bootstrap, "p_binomial": res.p_binomial}
 
 
-def seeds(metrics_table, arms: dict[str, list[str]], metric_names=cmp.PRIMARY, test_set: str = "main") -> pd.DataFrame:
-    """Mean +- sd over seeds (§3.9) of each arm's metrics: ``arms`` = {arm: [model per seed]}."""
+def seeds(metrics_table, arms: dict[str, list[str]], metric_names=cmp.PRIMARY, test_set: str = "main",
+          condition: str | None = None) -> pd.DataFrame:
+    """Mean +- sd over seeds (§3.9) of each arm's metrics: ``arms`` = {arm: [model per seed]}.
+
+    A run scored under several prompting conditions holds one row per condition; ``condition``
+    names the one to summarise (a run with a single condition needs none).
+    """
     df = metrics_table.to_pandas() if hasattr(metrics_table, "to_pandas") else metrics_table
     df = df[(df["test_set"] == test_set) & (df["breakdown"] == "all") & df["reference"].isna()]
+    if condition is not None:
+        if condition not in set(df["condition"].astype(str)):
+            raise MedScopeError(f"seeds: no rows of condition {condition!r} on {test_set}; conditions: "
+                                f"{', '.join(sorted(set(df['condition'].astype(str))))}")
+        df = df[df["condition"] == condition]
     rows = []
     for arm, models in arms.items():
         for metric in metric_names:
@@ -127,7 +137,9 @@ def seeds(metrics_table, arms: dict[str, list[str]], metric_names=cmp.PRIMARY, t
             for m in models:
                 hit = df[(df["model"] == m) & (df["metric"] == metric)]
                 if len(hit) != 1:
-                    raise MedScopeError(f"seeds: {len(hit)} {metric} rows for {m} on {test_set} (need one)")
+                    several = f"; name one with --condition ({', '.join(sorted(set(hit['condition'].astype(str))))})" \
+                        if len(hit) > 1 and condition is None else ""
+                    raise MedScopeError(f"seeds: {len(hit)} {metric} rows for {m} on {test_set} (need one){several}")
                 vals.append(float(hit["value"].iloc[0]))
             mean, sd = inference.seeds_summary(vals)
             rows.append({"arm": arm, "metric": metric, "mean": mean, "sd": sd, "n_seeds": len(vals),

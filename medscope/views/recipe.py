@@ -26,6 +26,9 @@ class Recipe(StrictModel):
     # of ``tools`` (transplant for LaMa erasures, LaMa for transplant erasures)
     control_tool: dict[str, Tool] = {}
     unmatched_control: bool = True
+    # a held-out recipe (§5.4) names the training recipe it is held out from; loading it refuses
+    # a tool the two share (medscope.views.testsets.check_heldout)
+    heldout_from: str | None = None
     insertion: bool = True
     degradations: list[Degradation] = list(DEGRADATIONS)
     dilation_px: int = pydantic.Field(5, ge=0)
@@ -90,7 +93,13 @@ def load_recipe(uri: str | None, tools: list[str] | None = None) -> Recipe:
     data = cfgmod.load_yaml(uri) if uri else {}
     if tools:
         data["tools"] = tools
-    return cfgmod.parse(Recipe, data, source=uri or "recipe")
+    recipe = cfgmod.parse(Recipe, data, source=uri or "recipe")
+    if recipe.heldout_from:
+        from medscope.views.testsets import check_heldout
+
+        training = load_recipe(recipe.heldout_from)
+        check_heldout(recipe.all_tools(), training.all_tools(), recipe.name, f"{training.name} ({recipe.heldout_from})")
+    return recipe
 
 
 def recipe_hash(recipe: Recipe) -> str:
