@@ -43,7 +43,7 @@ def _family(args) -> None:
         raise MedScopeError(f"plan {plan.name} names no family {args.family or ''}".strip())
     comparisons = _table("metrics", args.comparisons, "comparisons.parquet")
     for fam in fams:
-        print(pt.format_family(fam, pt.family(comparisons, fam)))
+        print(pt.format_family(fam, pt.family(comparisons, fam), args.direction))
 
 
 def register(sub) -> None:
@@ -110,4 +110,6 @@ def register(sub) -> None:
     q.add_argument("--plan", required=True)
     q.add_argument("--comparisons", required=True, help="comparisons URI (medscope compare) or its run folder")
     q.add_argument("--family", help="only this family of the plan")
+    q.add_argument("--direction", choices=["model", "paper"], default="model",
+                   help="model - reference (default) or paper: reference - model, as Table 6 prints it")
     q.set_defaults(func=_family)

@@ -8,6 +8,7 @@ only (§3.7, §5.4, Table 10); a case whose random removal failed keeps no view 
 from __future__ import annotations
 
 import json
+import re
 
 import pandas as pd
 import pyarrow as pa
@@ -186,3 +187,70 @@ def test_stats_seeds_names_the_condition_of_a_multi_condition_run(tmp_path, caps
     assert "main plain: recipe esg 0.200 ± 0.100 (seeds: 0.100, 0.300, 0.200)" in capsys.readouterr().out
     assert cli.main(args + ["--condition", "cautious"]) == 2
     assert "no rows of condition 'cautious'" in capsys.readouterr().err
+
+
+# -- item 4: captions say what the code computes ---------------------------------------------
+
+@pytest.fixture(scope="module")
+def scored(tmp_path_factory):
+    from medscope.protocols.counterfactual.scoring import score_run
+    from medscope.scoring import synthetic
+
+    root = tmp_path_factory.mktemp("captions")
+    v = synthetic.views(12, 10, 6, seed=4)
+    e = synthetic.episodes(v, synthetic.model_zoo(2), seed=4)
+    records.write_table("views", v, str(root / "views.parquet"))
+    records.write_table("episodes", e, str(root / "episodes.parquet"))
+    score_run(str(root / "episodes.parquet"), str(root / "views.parquet"), str(root / "run"), n_boot=50)
+    return root
+
+
+def test_further_metrics_captions_match_the_computed_definitions(scored):
+    """§3.8 and Table 10: "Denial: intact lesion denied or referred after a control edit"; CCR and
+    referrals are over the answerable views O ∪ R; decision_risk / decision_aurc are ours. Each
+    caption is checked against the number the scoring wrote, recomputed by hand from the scores."""
+    from medscope.report.build import build_report
+
+    build_report(str(scored / "run"), str(scored / "rep"), reference="model-00", gallery_cases=0)
+    md = (scored / "rep" / "report.md").read_text()
+    more = md[md.index("## Further metrics"):md.index("## Sensitivity by asked finding")]
+    assert "control_denial: 'absent' or refer on R (Table 10's Denial)" in more
+    assert "referral_rate: refer on O ∪ R" in more and "decision_aurc (addition)" in more
+    assert "decision_risk@c, decision_aurc: addition" in more and "referral rate (all views)" not in md
+    scores = records.read_table("scores", str(scored / "run" / "scores.parquet")).to_pandas()
+    metrics = records.read_table("metrics", str(scored / "run" / "metrics.parquet")).to_pandas()
+    m = scores[scores.model == "model-01"]
+    r, a = m[m.kind == "random_removal"], m[m.kind.isin(["original", "random_removal"])]
+    by_hand = {"control_denial": ((r.action == "refer") | ((r.action == "answer") & (r.claims_finding == False))).mean(),  # noqa: E712
+               "referral_rate": (a.action == "refer").mean()}
+    for metric, want in by_hand.items():
+        got = metrics[(metrics.model == "model-01") & (metrics.metric == metric) & (metrics.breakdown == "all")
+                      & metrics.reference.isna()]["value"].iloc[0]
+        assert got == pytest.approx(want)
+    # "Tests of §3.9" held tests §3.9 does not name; Fisher is §3.9's, the rest are labelled additions
+    tests = md[md.index("## Further tests"):]
+    assert "Tests of §3.9" not in md and "are additions, not seed 000's tests" in tests
+
+
+def test_direction_paper_prints_table_6_orientation(scored, capsys):
+    """Table 6: "MedScope-4B minus each model ... Positive is better for ESG and net utility". The
+    stored rows are model − reference; --direction paper prints reference − model, the interval
+    negated with its ends swapped, the same p."""
+    run = str(scored / "run")
+    cli.main(["compare", "--metrics", run, "--reference", "model-00", "--n-boot", "100", "--metric", "esg"])
+    model_first = capsys.readouterr().out
+    cli.main(["compare", "--metrics", run, "--reference", "model-00", "--n-boot", "100", "--metric", "esg",
+              "--direction", "paper"])
+    paper = capsys.readouterr().out
+    scores = records.read_table("scores", str(scored / "run" / "scores.parquet")).to_pandas()
+
+    def esg(model):
+        s = scores[scores.model == model]
+        absent = (s.action == "refer") | ((s.action == "answer") & (s.claims_finding == False))  # noqa: E712
+        return absent[s.kind == "target_removal"].mean() - absent[s.kind == "random_removal"].mean()
+
+    diff = esg("model-00") - esg("model-01")  # MedScope minus the model, Table 6's way
+    assert f"main: model-00:agent - model-01: esg {diff:+.3f}" in paper
+    assert f"main: model-01 - model-00:agent: esg {-diff:+.3f}" in model_first
+    lo, hi = re.search(r"esg [+-]\d\.\d+ \[([+-]\d\.\d+), ([+-]\d\.\d+)\]", model_first).groups()
+    assert f"[{-float(hi):+.3f}, {-float(lo):+.3f}]" in paper

@@ -177,13 +177,17 @@ def family(comparisons, fam) -> pd.DataFrame:
     return out
 
 
-def format_family(fam, table: pd.DataFrame) -> str:
-    """Table 6's layout: one line per compared model, a cell per metric, then the verdict."""
+def format_family(fam, table: pd.DataFrame, direction: str = "model") -> str:
+    """Table 6's layout: one line per compared model, a cell per metric, then the verdict.
+    ``direction="paper"`` prints reference − model, Table 6's "MedScope-4B minus each model"."""
     metrics = list(fam.metrics)
+    table = cmp.orient(table, direction)
     head = [f"family {fam.name} ({fam.test_set}, {len(table)} comparisons, {fam.method} at alpha {fam.alpha}"
             + (f"; threshold {fam.alpha}/{len(table)} = {fam.alpha / len(table):.4f}" if fam.method == "bonferroni" else "")
-            + ")" + (f"  [addition: {fam.addition}]" if fam.addition else "")]
-    head.append(f"{'model - ' + fam.reference:<34}" + "".join(f"{m:<42}" for m in metrics))
+            + ")" + (f"  [addition: {fam.addition}]" if fam.addition else "")
+            + (f"  [paper: {fam.note}]" if getattr(fam, "note", None) else "")]
+    pair = f"{fam.reference} - model" if direction == "paper" else f"model - {fam.reference}"
+    head.append(f"{pair:<34}" + "".join(f"{m:<42}" for m in metrics))
     for model in fam.models:
         cells = []
         for m in metrics:

@@ -6,7 +6,9 @@ the "no lesion pixel changes" guarantee of the control does not depend on the to
 
 Tools: ``telea`` and ``ns`` (OpenCV inpainting), ``texture`` (offline, no weights: Telea for
 the low-frequency structure plus the high-frequency texture of tissue from elsewhere in the
-image, so the fill is not the smooth patch an edit detector flags), ``transplant`` (tissue from elsewhere in the
+image, so the fill is not the smooth patch an edit detector flags), ``fsr_fast`` / ``fsr_best`` /
+``shiftmap`` (OpenCV contrib's ``cv2.xphoto.inpaint``: frequency-selective reconstruction and
+shift-map exemplar inpainting, offline, no weights), ``transplant`` (tissue from elsewhere in the
 image, Poisson-blended with ``cv2.seamlessClone``), ``lama`` (simple-lama-inpainting's
 TorchScript model from ``LAMA_MODEL``) and ``sd`` (diffusers Stable Diffusion inpainting from
 a local model directory). Model-holding tools load once per instance, so a Ray actor that
@@ -24,7 +26,7 @@ import numpy as np
 from medscope.errors import MedScopeError
 from medscope.views import geometry
 
-TOOLS = ("telea", "ns", "texture", "transplant", "lama", "sd")
+TOOLS = ("telea", "ns", "texture", "fsr_fast", "fsr_best", "shiftmap", "transplant", "lama", "sd")
 
 
 class Eraser(Protocol):
@@ -51,6 +53,46 @@ class OpenCVInpaint:
 
     def fill(self, image, region, rng, avoid=None):
         filled = cv2.inpaint(image, region.astype(np.uint8) * 255, self.radius, self.flag)
+        return composite(image, filled, region)
+
+
+class XPhotoInpaint:
+    """OpenCV contrib's exemplar / frequency-selective inpainting, ``cv2.xphoto.inpaint``.
+
+    ``fsr_best`` / ``fsr_fast``: frequency-selective reconstruction (a sparse model of each block
+    in the Fourier domain, fitted to the known pixels around it), which continues texture and
+    noise into the region instead of the smooth fill of Telea; ``shiftmap``: exemplar-based, the
+    region pieced together from shifted copies of the image. No weights; CPU only. Needs
+    ``opencv-contrib-python-headless`` (cv2.xphoto). The fill is computed on a crop of the
+    region's box with ``margin_px`` of context on each side (the methods read the pixels near
+    the hole; the whole image would only cost time).
+    """
+
+    FLAGS = {"fsr_best": "INPAINT_FSR_BEST", "fsr_fast": "INPAINT_FSR_FAST", "shiftmap": "INPAINT_SHIFTMAP"}
+
+    def __init__(self, method: str = "fsr_fast", margin_px: int = 24):
+        xphoto = getattr(cv2, "xphoto", None)
+        if xphoto is None:
+            raise MedScopeError(f"the {method} tool needs OpenCV's contrib module (cv2.xphoto): install "
+                                "opencv-contrib-python-headless (cluster/setup-env.sh does)")
+        self.name, self.flag, self.margin = method, getattr(xphoto, self.FLAGS[method]), margin_px
+
+    def fill(self, image, region, rng, avoid=None):
+        h, w = region.shape
+        rows, cols = np.flatnonzero(region.any(1)), np.flatnonzero(region.any(0))
+        r0, r1 = max(0, rows[0] - self.margin), min(h, rows[-1] + self.margin + 1)
+        c0, c1 = max(0, cols[0] - self.margin), min(w, cols[-1] + self.margin + 1)
+        crop = np.ascontiguousarray(image[r0:r1, c0:c1])
+        hole = region[r0:r1, c0:c1]
+        gray = crop.ndim == 3 and bool((crop[:, :, 0] == crop[:, :, 1]).all() and (crop[:, :, 1] == crop[:, :, 2]).all())
+        src = np.ascontiguousarray(crop[:, :, 0]) if gray else crop
+        dst = np.zeros_like(src)
+        # xphoto's mask marks the *known* pixels (non-zero), the reverse of cv2.inpaint's
+        cv2.xphoto.inpaint(src, (~hole).astype(np.uint8) * 255, dst, self.flag)
+        if gray:
+            dst = np.repeat(dst[:, :, None], 3, axis=2)
+        filled = image.copy()
+        filled[r0:r1, c0:c1] = dst
         return composite(image, filled, region)
 
 
@@ -238,6 +280,9 @@ def check_tool(name: str, *, lama_model: str | None = None, sd_model_dir: str | 
     so a build fails on the driver with one line rather than inside a worker."""
     if name not in TOOLS:
         raise MedScopeError(f"unknown erasure tool {name!r}; choose from {', '.join(TOOLS)}")
+    if name in XPhotoInpaint.FLAGS and getattr(cv2, "xphoto", None) is None:
+        raise MedScopeError(f"the {name} tool needs OpenCV's contrib module (cv2.xphoto): install "
+                            "opencv-contrib-python-headless (cluster/setup-env.sh does)")
     if name == "lama":
         path = lama_model or os.environ.get("LAMA_MODEL")
         if not path:
@@ -258,6 +303,8 @@ def make_eraser(name: str, *, lama_model: str | None = None, sd_model_dir: str |
         return OpenCVInpaint(name)
     if name == "texture":
         return TextureFill()
+    if name in XPhotoInpaint.FLAGS:
+        return XPhotoInpaint(name)
     if name == "transplant":
         return Transplant()
     if name == "lama":
