@@ -11,7 +11,7 @@ from medscope.config import StrictModel
 from medscope.views.degrade import DEGRADATIONS
 from medscope.views.tools import TOOLS
 
-Tool = Literal["telea", "ns", "texture", "fsr_fast", "fsr_best", "shiftmap", "transplant", "lama", "sd"]
+Tool = Literal["telea", "ns", "texture", "fsr_fast", "fsr_best", "shiftmap", "exemplar", "transplant", "lama", "sd"]
 Degradation = Literal["blur", "noise", "downup", "jpeg", "motion", "other_type"]
 
 

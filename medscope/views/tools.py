@@ -8,7 +8,8 @@ Tools: ``telea`` and ``ns`` (OpenCV inpainting), ``texture`` (offline, no weight
 the low-frequency structure plus the high-frequency texture of tissue from elsewhere in the
 image, so the fill is not the smooth patch an edit detector flags), ``fsr_fast`` / ``fsr_best`` /
 ``shiftmap`` (OpenCV contrib's ``cv2.xphoto.inpaint``: frequency-selective reconstruction and
-shift-map exemplar inpainting, offline, no weights), ``transplant`` (tissue from elsewhere in the
+shift-map exemplar inpainting, offline, no weights), ``exemplar`` (transplant from the source
+whose surrounding ring best matches the region's, of 64 random candidates), ``transplant`` (tissue from elsewhere in the
 image, Poisson-blended with ``cv2.seamlessClone``), ``lama`` (simple-lama-inpainting's
 TorchScript model from ``LAMA_MODEL``) and ``sd`` (diffusers Stable Diffusion inpainting from
 a local model directory). Model-holding tools load once per instance, so a Ray actor that
@@ -26,7 +27,7 @@ import numpy as np
 from medscope.errors import MedScopeError
 from medscope.views import geometry
 
-TOOLS = ("telea", "ns", "texture", "fsr_fast", "fsr_best", "shiftmap", "transplant", "lama", "sd")
+TOOLS = ("telea", "ns", "texture", "fsr_fast", "fsr_best", "shiftmap", "exemplar", "transplant", "lama", "sd")
 
 
 class Eraser(Protocol):
@@ -96,6 +97,28 @@ class XPhotoInpaint:
         return composite(image, filled, region)
 
 
+def best_matching_source(img: np.ndarray, region: np.ndarray, offsets: np.ndarray, top_left: tuple[int, int],
+                         rng: np.random.Generator, candidates: int = 64, ring_px: int = 6) -> tuple[int, int]:
+    """The exemplar: of ``candidates`` random source positions (top-left corners, ``offsets``),
+    the one whose surrounding ring best matches the region's ring (mean squared difference), so
+    copied tissue continues what surrounds the region."""
+    ring = geometry.dilate_mask(region, ring_px) & ~region
+    rr, cc = np.nonzero(ring)
+    h, w = region.shape
+    pick = offsets[rng.choice(len(offsets), size=min(candidates, len(offsets)), replace=False)]
+    target = img[rr, cc].astype(np.float32)
+    best, best_cost = pick[0], np.inf
+    for sr, sc in pick:
+        r2, c2 = rr + (sr - top_left[0]), cc + (sc - top_left[1])
+        ok = (r2 >= 0) & (r2 < h) & (c2 >= 0) & (c2 < w)
+        if ok.mean() < 0.8:
+            continue
+        cost = float(np.mean((img[r2[ok], c2[ok]].astype(np.float32) - target[ok]) ** 2))
+        if cost < best_cost:
+            best, best_cost = (sr, sc), cost
+    return best
+
+
 class TextureFill:
     """Structure + texture synthesis without network weights.
 
@@ -112,24 +135,7 @@ class TextureFill:
         self.sigma, self.radius, self.candidates, self.ring_px = sigma, radius, candidates, ring_px
 
     def _best_source(self, img, region, offsets, top_left, rng):
-        """The exemplar: of ``candidates`` random source positions, the one whose surrounding
-        ring best matches the target's ring (sum of squared differences), so the copied texture
-        continues what surrounds the region."""
-        ring = geometry.dilate_mask(region, self.ring_px) & ~region
-        rr, cc = np.nonzero(ring)
-        h, w = region.shape
-        pick = offsets[rng.choice(len(offsets), size=min(self.candidates, len(offsets)), replace=False)]
-        target = img[rr, cc].astype(np.float32)
-        best, best_cost = pick[0], np.inf
-        for sr, sc in pick:
-            r2, c2 = rr + (sr - top_left[0]), cc + (sc - top_left[1])
-            ok = (r2 >= 0) & (r2 < h) & (c2 >= 0) & (c2 < w)
-            if ok.mean() < 0.8:
-                continue
-            cost = float(np.mean((img[r2[ok], c2[ok]].astype(np.float32) - target[ok]) ** 2))
-            if cost < best_cost:
-                best, best_cost = (sr, sc), cost
-        return best
+        return best_matching_source(img, region, offsets, top_left, rng, self.candidates, self.ring_px)
 
     def fill(self, image, region, rng, avoid=None):
         base = cv2.inpaint(image, region.astype(np.uint8) * 255, self.radius, cv2.INPAINT_TELEA).astype(np.float32)
@@ -163,6 +169,11 @@ class Transplant:
 
     name = "transplant"
 
+    def __init__(self, candidates: int = 0, name: str = "transplant"):
+        # candidates 0: a random source (the paper's tool); > 0: the best ring match of that many
+        # random sources (``exemplar``), so the blended tissue continues its surroundings
+        self.candidates, self.name = candidates, name
+
     def fill(self, image, region, rng, avoid=None):
         h, w = region.shape
         forbidden = geometry.touch_zone(region, 3)
@@ -177,7 +188,9 @@ class Transplant:
             offsets = geometry.valid_offsets(shape, ~forbidden)
         if len(offsets) == 0:
             raise MedScopeError("transplant: no source tissue of the region's size")
-        sr, sc = offsets[int(rng.integers(len(offsets)))]
+        img = image.astype(np.float32)
+        sr, sc = (best_matching_source(img, grown, offsets, (r0, c0), rng, self.candidates) if self.candidates
+                  else offsets[int(rng.integers(len(offsets)))])
         moved = poisson_move(image, image, grown, (r0 - sr, c0 - sc))
         return composite(image, moved, region)
 
@@ -307,6 +320,8 @@ def make_eraser(name: str, *, lama_model: str | None = None, sd_model_dir: str |
         return XPhotoInpaint(name)
     if name == "transplant":
         return Transplant()
+    if name == "exemplar":
+        return Transplant(candidates=64, name="exemplar")
     if name == "lama":
         return Lama(lama_model)
     if name == "sd":
