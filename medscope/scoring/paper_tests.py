@@ -208,6 +208,7 @@ def format_result(res: dict) -> str:
     return "; ".join(f"{k} {f(v)}" for k, v in res.items() if v is not None)
 
 
+# addition: McNemar, TOST and chance are not seed 000 §3.9's tests (Fisher is); seeds 001/002 use them
 def tests_against(scores, reference: str, test_set: str = "main", n_boot: int = bs.DEFAULT_B,
                   seed: int = bs.DEFAULT_SEED, margin: float = 0.05) -> pd.DataFrame:
     """One row per model: the exact and equivalence tests of §3.9 against ``reference`` (for the

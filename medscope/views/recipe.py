@@ -34,13 +34,13 @@ class Recipe(StrictModel):
     dilation_px: int = pydantic.Field(5, ge=0)
     min_lesion_px: int = pydantic.Field(20, ge=1)
     max_lesion_frac: float = pydantic.Field(0.2, gt=0, le=1)
-    control_away_px: int = pydantic.Field(5, ge=1)
+    control_away_px: int = pydantic.Field(5, ge=1)  # addition: §3.2 says only "does not touch"
     # degradation parameters
     blur_divisor: float = pydantic.Field(40.0, gt=0)
     noise_sigma: float = pydantic.Field(60.0, ge=0)
     downup_factor: int = pydantic.Field(8, ge=2)
-    jpeg_quality: int = pydantic.Field(5, ge=1, le=100)
-    motion_length_frac: float = pydantic.Field(1 / 15, gt=0, le=1)
+    jpeg_quality: int = pydantic.Field(5, ge=1, le=100)  # addition: §3.2 gives no JPEG quality
+    motion_length_frac: float = pydantic.Field(1 / 15, gt=0, le=1)  # addition: §3.2 gives no motion length
     # QC thresholds (§3.3)
     ring_inner_px: float = 6.0
     ring_outer_px: float = 14.0
@@ -51,9 +51,9 @@ class Recipe(StrictModel):
     near_copy_bits: int = pydantic.Field(8, ge=0, le=64)
     near_copy_corr: float = pydantic.Field(0.97, gt=0, le=1)  # §4.1: same image at >= 0.97
     adversarial_auc_max: float = pydantic.Field(0.6, ge=0.5, le=1)
-    adversarial_max_drop_frac: float = pydantic.Field(0.5, ge=0, le=1)
+    adversarial_max_drop_frac: float = pydantic.Field(0.5, ge=0, le=1)  # addition: §3.3 caps no drop
     # group splits over patients / near-copy groups
-    split_fractions: dict[str, float] = {"train": 0.7, "validation": 0.15, "test": 0.15}
+    split_fractions: dict[str, float] = {"train": 0.7, "validation": 0.15, "test": 0.15}  # addition
     # model-holding tools
     lama_model: str | None = None  # default: env LAMA_MODEL
     sd_model_dir: str | None = None  # default: env SD_INPAINT_MODEL

@@ -1,5 +1,8 @@
 """Erasure tools behind one interface (seed 000, §3.2 and §5.4).
 
+addition: the offline tools (exemplar, texture, fsr_fast, shiftmap) stand in for LaMa, which needs a
+GPU and downloaded weights; the paper's tools are LaMa, transplant, Telea and diffusion.
+
 An eraser fills a boolean ``region`` of an RGB uint8 image and returns a new image in which
 only the region's pixels differ: every tool's output is composited back over the input, so
 the "no lesion pixel changes" guarantee of the control does not depend on the tool.
