@@ -285,3 +285,23 @@ def test_every_addition_is_listed_in_the_docs_and_marked_where_it_is_set(scored)
         md = (scored / "rep" / "report.md").read_text()
     run = md[md.index("## Run"):md.index("## Main table")]
     assert "additions in force" in run and "grounded_box_rule" in run and "decision_risk" in run
+
+
+# -- the offline erasure tools ---------------------------------------------------------------
+
+def test_offline_tools_change_only_the_region_and_continue_its_surroundings():
+    """§3.2: "The lesion mask, dilated by 5 pixels, is inpainted" and for the control "No lesion
+    pixel changes". Every offline tool changes the region alone; on an image whose two halves
+    differ by 100 grey levels, the exemplar tool takes tissue from the matching half, and the
+    contrib tools (cv2.xphoto) fill with the surroundings' grey level."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    gray = np.where(np.arange(96)[None, :] < 48, 60, 160) + rng.normal(0, 6, (96, 96))
+    image = np.repeat(np.clip(gray, 0, 255).astype(np.uint8)[:, :, None], 3, axis=2)
+    region = np.zeros((96, 96), bool)
+    region[40:52, 12:24] = True  # in the dark half
+    for tool in ("exemplar", "fsr_fast", "shiftmap"):
+        out = make_eraser(tool).fill(image, region, np.random.default_rng(1))
+        assert np.array_equal(out[~region], image[~region]), tool
+        assert abs(float(out[region].mean()) - 60) < 15, tool
