@@ -14,6 +14,12 @@ extra=""
 pip=(.venv/bin/python -m pip install -q --disable-pip-version-check)
 "${pip[@]}" torch==2.13.0
 "${pip[@]}" -c constraints.txt -e ".${extra}"
+# opencv-contrib-python-headless and opencv-python-headless both own cv2/: in an env that had the
+# plain one, remove it and reinstall contrib so cv2 (with cv2.xphoto) is contrib's alone.
+if .venv/bin/python -m pip show -q opencv-python-headless >/dev/null 2>&1; then
+  .venv/bin/python -m pip uninstall -q -y opencv-python-headless
+  "${pip[@]}" -c constraints.txt --force-reinstall --no-deps opencv-contrib-python-headless
+fi
 # simple-lama-inpainting would pull torchvision and opencv-python; its code needs neither.
 "${pip[@]}" -c constraints.txt --no-deps simple-lama-inpainting==0.1.2
 # DeepSpeed builds against the installed torch, so no isolated build environment.

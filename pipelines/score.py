@@ -77,12 +77,14 @@ def compare_run(metrics_uri: str, reference: str, scores_uri: str | None = None,
     return table.to_pandas()
 
 
-def format_comparisons(df: pd.DataFrame, adjust: str | None = None, alpha: float = 0.05) -> str:
+def format_comparisons(df: pd.DataFrame, adjust: str | None = None, alpha: float = 0.05,
+                       direction: str = "model") -> str:
     """One line per comparison; with ``adjust`` all printed comparisons form one named family
-    (Bonferroni threshold alpha/m, or Benjamini-Hochberg q)."""
+    (Bonferroni threshold alpha/m, or Benjamini-Hochberg q). ``direction="paper"``: reference −
+    model, Table 6's orientation (``compare.orient``)."""
     from medscope.stats import inference
 
-    df = df[df["breakdown"] == "all"].reset_index(drop=True)
+    df = cmp.orient(df[df["breakdown"] == "all"].reset_index(drop=True), direction)
     extra = [""] * len(df)
     if adjust and len(df):
         fam = inference.adjust_families([{"family": "all", "p": p} for p in df["p_value"].fillna(1.0)], alpha,
@@ -95,7 +97,8 @@ def format_comparisons(df: pd.DataFrame, adjust: str | None = None, alpha: float
         cells = [f"{r.metric} {r.value + 0.0:+.3f} [{r.ci_low + 0.0:+.3f}, {r.ci_high + 0.0:+.3f}] "
                  f"p {bs.format_p(r.p_value, r.n_boot)}"
                  + extra[r.Index] for r in part.itertuples()]
-        lines.append(f"{ts}: {model} - {ref}: " + "; ".join(cells))
+        pair = f"{ref} - {model}" if direction == "paper" else f"{model} - {ref}"
+        lines.append(f"{ts}: {pair}: " + "; ".join(cells))
     if adjust:
         lines.append(f"family of {len(df)} comparisons, {adjust} at alpha {alpha}; * = significant after adjustment")
     return "\n".join(lines)
@@ -201,12 +204,16 @@ def register(sub) -> None:
                    help="rerun without the lesion-free cases the consensus panel disputed (score --panel)")
     p.add_argument("--pool", action="append",
                    help="NAME=MODEL_S0,MODEL_S1,...: also compare the seeds pooled as one model (C4, Table 8)")
+    p.add_argument("--direction", choices=list(cmp.DIRECTIONS), default="model",
+                   help="print model - reference (default, as stored) or paper: reference - model, Table 6's "
+                        "'MedScope minus each model'")
     p.add_argument("--pool-seeds", action="store_true",
                    help="models <arm>@seed<k>: --reference names an arm; compare each seed pair "
                         "(arm@seed<k> - reference@seed<k>) and the arms pooled over their seeds (§3.7 C4, §3.9)")
     p.set_defaults(func=lambda a: print(format_comparisons(compare_run(
         a.metrics, a.reference, a.scores, a.out, a.n_boot, a.seed, tuple(a.metric or cmp.PRIMARY), a.cluster,
-        exclude_disputed=a.exclude_disputed, pools=a.pool, pool_seeds=a.pool_seeds), a.adjust)))
+        exclude_disputed=a.exclude_disputed, pools=a.pool, pool_seeds=a.pool_seeds), a.adjust,
+        direction=a.direction)))
 
     p = sub.add_parser("rules", help="pre-registered decision rules: apply a plan, lock it, print its hash")
     rsub = p.add_subparsers(dest="rules_verb", metavar="ACTION")

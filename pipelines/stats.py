@@ -43,7 +43,7 @@ def _family(args) -> None:
         raise MedScopeError(f"plan {plan.name} names no family {args.family or ''}".strip())
     comparisons = _table("metrics", args.comparisons, "comparisons.parquet")
     for fam in fams:
-        print(pt.format_family(fam, pt.family(comparisons, fam)))
+        print(pt.format_family(fam, pt.family(comparisons, fam), args.direction))
 
 
 def register(sub) -> None:
@@ -94,14 +94,15 @@ def register(sub) -> None:
     q.add_argument("--arm", required=True, action="append", help="NAME=MODEL_SEED0,MODEL_SEED1,...")
     q.add_argument("--metric", action="append", help=f"default: {', '.join(cmp.PRIMARY)}")
     q.add_argument("--test-set", default="main")
+    q.add_argument("--condition", help="the prompting condition, when a run holds several (e.g. agent)")
 
     def _seeds(a):
         import pandas as pd
 
         table = pd.concat([_table("metrics", u, "metrics.parquet").to_pandas() for u in a.metrics], ignore_index=True)
-        df = pt.seeds(table, _arms(a.arm), tuple(a.metric or cmp.PRIMARY), a.test_set)
+        df = pt.seeds(table, _arms(a.arm), tuple(a.metric or cmp.PRIMARY), a.test_set, a.condition)
         for r in df.itertuples():
-            print(f"{a.test_set}: {r.arm} {r.metric} {r.mean:.3f} ± {r.sd:.3f} (seeds: "
+            print(f"{a.test_set}{' ' + a.condition if a.condition else ''}: {r.arm} {r.metric} {r.mean:.3f} ± {r.sd:.3f} (seeds: "
                   + ", ".join(f"{v:.3f}" for v in r.per_seed) + ")")
 
     q.set_defaults(func=_seeds)
@@ -109,4 +110,6 @@ def register(sub) -> None:
     q.add_argument("--plan", required=True)
     q.add_argument("--comparisons", required=True, help="comparisons URI (medscope compare) or its run folder")
     q.add_argument("--family", help="only this family of the plan")
+    q.add_argument("--direction", choices=["model", "paper"], default="model",
+                   help="model - reference (default) or paper: reference - model, as Table 6 prints it")
     q.set_defaults(func=_family)

@@ -249,7 +249,7 @@ def summarize(views: pa.Table, rejects: list[dict], report: dict) -> dict:
         "by_split": count("split"), "reject_reasons": dict(sorted(reasons.items())),
         "edit_detector_heldout_auc": det.get("heldout_auc"), "edit_detector_train_auc": det.get("train_auc"),
         "adversarial_auc_before": adv.get("auc_before"), "adversarial_auc_after": adv.get("auc_after"),
-        "adversarial_dropped_cases": adv.get("dropped"),
+        "adversarial_dropped_cases": adv.get("dropped"), "keep_rules": report.get("keep_rules", {}),
         "cross_cohort_pairs": len(report.get("crosswalk", {}).get("cross_cohort_pairs", [])),
         "near_copy_pairs_by_tier": report.get("crosswalk", {}).get("pairs_by_tier", {}),
     }
@@ -304,6 +304,10 @@ def cmd_show(args) -> None:
     print(f"edit detector AUC: train {f(s['edit_detector_train_auc'])}, held-out {f(s['edit_detector_heldout_auc'])}")
     print(f"adversarial filter AUC: before {f(s['adversarial_auc_before'])}, after {f(s['adversarial_auc_after'])}"
           f" ({s['adversarial_dropped_cases']} cases dropped)")
+    k = s["keep_rules"]
+    if k:
+        print(f"keep rules (§3.3): {k['kept_by_rules']} of {k['lesion_cases']} lesion cases kept; dropped by "
+              f"(i) {k['dropped_rule_i']}, by (ii) {k['dropped_rule_ii']} ({k['dropped_rule_ii_only']} by (ii) alone)")
     print(f"near-copy pairs by tier: {s['near_copy_pairs_by_tier']}; cross-cohort pairs: {s['cross_cohort_pairs']}")
 
 

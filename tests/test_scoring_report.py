@@ -91,7 +91,7 @@ def test_gallery_shows_evaluated_cases_and_the_tests_of_section_3_9(run, tmp_pat
     assert len(cells) == 2 * 3 and all("–" not in ln for ln in cells)
     shown = re.findall(r"\*\*(L\d{4})\*\*", gallery)
     assert shown and set(shown) <= set(evaluated)
-    tests = md[md.index("## Tests of §3.9"):]
+    tests = md[md.index("## Further tests"):]
     assert "McNemar CCR vs model-00 p" in tests and "Fisher erased p" in tests and "TOST CCR" in tests
     assert "## By source (Table 15)" in md and "## By erasure tool (Table 12)" in md
 
@@ -122,4 +122,4 @@ def test_a_test_set_without_lesion_views_still_reports(tmp_path):
     score_run(str(tmp_path / "episodes.parquet"), str(tmp_path / "views.parquet"), str(tmp_path / "run"), n_boot=50)
     written = build_report(str(tmp_path / "run"), str(tmp_path / "rep"), gallery_cases=2)
     md = (tmp_path / "rep" / "report.md").read_text()
-    assert written["html"].endswith("report.html") and "## Tests of §3.9" in md
+    assert written["html"].endswith("report.html") and "## Further tests" in md

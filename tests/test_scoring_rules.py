@@ -90,9 +90,9 @@ def test_checks_c1_to_c3_with_the_papers_numbers():
         # C2: ESG +0.012 [-0.053, 0.077]; net utility +0.148 [0.054, 0.247]
         diff_row("recipe", "removal_dpo", "fresh_external", "esg", 0.012, -0.053, 0.077),
         diff_row("recipe", "removal_dpo", "fresh_external", "net_utility", 0.148, 0.054, 0.247),
-        # C3: sensitivity -0.018 [-0.068, 0.040] on fresh external
-        diff_row("recipe_dpo", "recipe", "fresh_external", "sensitivity", -0.018, -0.068, 0.040),
-        diff_row("recipe_dpo", "recipe", "heldout_tools", "sensitivity", 0.027, 0.0, 0.05),
+        # C3: CCR -0.018 [-0.068, 0.040] on fresh external (Table 10: 0.542 vs 0.560)
+        diff_row("recipe_dpo", "recipe", "fresh_external", "ccr", -0.018, -0.068, 0.040),
+        diff_row("recipe_dpo", "recipe", "heldout_tools", "ccr", 0.027, 0.0, 0.05),
         diff_row("recipe_dpo", "recipe", "fresh_external", "erased_claims", -0.012, -0.04, 0.02),
         diff_row("recipe_dpo", "recipe", "heldout_tools", "erased_claims", 0.080, 0.046, 0.118),
     ]

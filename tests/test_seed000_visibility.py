@@ -32,11 +32,28 @@ def make_views(n_cases: int, visible: bool, seed: int = 0) -> list[dict]:
 
 
 def test_crops_pair_each_edit_region_with_its_counterpart():
-    X, y, cases, splits = vis.edit_crops(make_views(4, True), "R_vs_O", size=32)
+    X, y, cases, splits = vis.edit_crops(make_views(4, True), "R_vs_O", size=32, field="crop")
     assert X.shape == (8, 32, 32) and list(y) == [1, 0] * 4 and list(cases[:2]) == ["c000", "c000"]
     # R vs O crops cover the same place: identical where nothing was edited
-    X0, *_ = vis.edit_crops(make_views(4, False), "R_vs_O", size=32)
+    X0, *_ = vis.edit_crops(make_views(4, False), "R_vs_O", size=32, field="crop")
     assert np.array_equal(X0[0], X0[1])
+
+
+def test_probes_read_whole_views_by_default_as_the_paper_does():
+    """§5.4: "A ResNet-18 trained on 5,126 training views separates random-removal from original
+    views": the probe's input is the whole view, resized; crops are an option, labelled as such."""
+    import cv2
+
+    from medscope.images import decode_png, to_gray
+
+    views = make_views(2, True)
+    X, y, _, _ = vis.edit_crops(views, "R_vs_O", size=24)
+    r = next(v for v in views if v["kind"] == "random_removal")
+    whole = cv2.resize(to_gray(decode_png(r["image"])), (24, 24), interpolation=cv2.INTER_AREA) / 255.0
+    assert X.shape == (4, 24, 24) and np.allclose(X[0], whole)
+    crop_md = vis.report_markdown({"field": "crop", "size": 64, "train_split": "train", "test_split": "test"})
+    view_md = vis.report_markdown({"field": "view", "size": 224, "train_split": "train", "test_split": "test"})
+    assert "not comparable with the paper's" in crop_md and "whole views" in view_md
 
 
 def test_auc_interval_by_hand_on_a_perfect_and_a_tied_score():
@@ -51,11 +68,12 @@ def test_probes_find_visible_edits_and_not_invisible_ones(torch_one_thread):
     from medscope.models.tiny_vlm import build_tiny_qwen2vl
 
     vlm = build_tiny_qwen2vl(seed=0)
-    seen = vis.run_probes(make_views(24, True), vlm=vlm, size=32, epochs=3, n_boot=100)
+    # whole views at their own 48 px (§5.4 probes whole views; a flat 12-px fill is then plain to see)
+    seen = vis.run_probes(make_views(24, True), vlm=vlm, size=48, epochs=3, n_boot=100)
     assert seen["R_vs_O"]["resnet18"]["auc"] > 0.9
     assert seen["R_vs_O"]["linear_probe"]["auc"] > 0.8
     assert seen["R_vs_O"]["n_test"] == 24 and "linear_probe" in seen["T_vs_R"]
-    blind = vis.run_probes(make_views(16, False), vlm=vlm, size=32, epochs=1, n_boot=50)
+    blind = vis.run_probes(make_views(16, False), vlm=vlm, size=48, epochs=1, n_boot=50)
     # identical inputs for both classes: every score ties, AUC exactly one half
     assert blind["R_vs_O"]["resnet18"]["auc"] == pytest.approx(0.5)
     assert blind["R_vs_O"]["linear_probe"]["auc"] == pytest.approx(0.5)

@@ -772,7 +772,8 @@ def test_training_evaluation_scores_validation_and_every_named_test_set(tiny, vi
         return [{**v, "split": split, "view_id": f"{split}-{v['view_id']}"} for v in rows]
 
     tables = {"val": relabel(views[:14], "validation"), "main": relabel(views[14:28], "test") + relabel(views[:7], "validation"),
-              "tools": relabel(views[28:], "test")}
+              # a held-out-tools build: its edits made with an unseen tool (§5.4: Telea, diffusion)
+              "tools": [{**v, "tool": "telea" if v["tool"] == "synthetic" else v["tool"]} for v in relabel(views[28:], "test")]}
     model = apply_lora(copy.deepcopy(tiny.model), LoraSettings(r=4, alpha=8), seed=0)
     ev = EvalSettings(views="val", test_sets={"main": "main", "heldout_tools": "tools"}, max_new_tokens=4, max_turns=1)
     metrics, per_set, rows = evaluate_all(tiny, model, "short", ev, "arm@seed0", lambda uri: tables[uri])

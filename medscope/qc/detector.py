@@ -1,5 +1,6 @@
 """Edit detector and adversarial filtering (seed 000, §3.3 (i) and last paragraph).
 
+addition: §3.3 says only "a trained edit detector"; its form below is ours.
 Both are small logistic regressions on texture features of an edited region against its
 surroundings (noise residual, Laplacian and gradient energy, seams at the region boundary).
 We write the regression ourselves (ridge-penalised Newton / IRLS on standardised features,

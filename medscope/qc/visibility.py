@@ -9,8 +9,11 @@ Two probes ask whether the edit leaves a trace a reader could use:
   regression on mean-pooled tower outputs (the paper: random removal vs original AUC 0.60;
   target vs random removal 0.86).
 
-Inputs are crops around the edited region of each pair (the random-removal edit region for
-R vs O; each view's own edit region for T vs R), grey, ``size`` x ``size``. AUCs come with a
+Inputs are whole views, as §5.4 probes them ("separates random-removal from original views"),
+grey, resized to ``size`` x ``size`` (``field="view"``; the size is an addition: the paper does
+not give its input resolution, 224 is ResNet's usual). ``field="crop"`` is a labelled option, not
+the paper's: crops around the edited region of each pair (the random-removal edit region for R
+vs O; each view's own edit region for T vs R), whose AUCs are not comparable with §5.4's. AUCs come with a
 case-bootstrap 95% interval (§3.9). The zero-shot "was this image edited?" ratings are a
 protocol (``medscope.protocols.edit_rating``) run through the sweep; ``report_markdown`` adds
 their AUCs when the report holds them.
@@ -25,6 +28,14 @@ from medscope.qc.detector import Logistic, auc
 from medscope.stats import bootstrap as bs
 
 PAIRS = {"R_vs_O": ("random_removal", "original"), "T_vs_R": ("target_removal", "random_removal")}
+FIELDS = ("view", "crop")
+DEFAULT_SIZE = {"view": 224, "crop": 64}  # addition: the paper gives no input size
+
+
+def _whole(image: np.ndarray, size: int) -> np.ndarray:
+    import cv2
+
+    return cv2.resize(to_gray(image), (size, size), interpolation=cv2.INTER_AREA).astype(np.float32) / 255.0
 
 
 def _crop(image: np.ndarray, region: np.ndarray, size: int, margin: int = 8) -> np.ndarray:
@@ -37,12 +48,16 @@ def _crop(image: np.ndarray, region: np.ndarray, size: int, margin: int = 8) -> 
     return cv2.resize(gray, (size, size), interpolation=cv2.INTER_AREA).astype(np.float32) / 255.0
 
 
-def edit_crops(views: list[dict], pair: str = "R_vs_O", size: int = 64) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(crops [n, size, size], labels (1 = the first kind of ``pair``), case ids, splits).
+def edit_crops(views: list[dict], pair: str = "R_vs_O", size: int = 64,
+               field: str = "view") -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(inputs [n, size, size], labels (1 = the first kind of ``pair``), case ids, splits).
 
-    For R vs O both crops cover the random-removal edit region (same place, edited or not); for
-    T vs R each view's crop covers its own edit region.
+    ``field="view"``: each whole view resized (§5.4). ``field="crop"``: for R vs O both crops
+    cover the random-removal edit region (same place, edited or not); for T vs R each view's
+    crop covers its own edit region.
     """
+    if field not in FIELDS:
+        raise ValueError(f"field {field!r}: one of {', '.join(FIELDS)}")
     pos_kind, neg_kind = PAIRS[pair]
     by_case: dict[str, dict[str, dict]] = {}
     for v in views:
@@ -59,7 +74,8 @@ def edit_crops(views: list[dict], pair: str = "R_vs_O", size: int = 64) -> tuple
         if neg_region is None or not pos_region.any() or not neg_region.any():
             continue
         for kind, region, label in ((pos_kind, pos_region, 1), (neg_kind, neg_region, 0)):
-            X.append(_crop(decode_png(c[kind]["image"]), region, size))
+            image = decode_png(c[kind]["image"])
+            X.append(_crop(image, region, size) if field == "crop" else _whole(image, size))
             y.append(label)
             cases.append(cid)
             splits.append(c[kind].get("split"))
@@ -169,15 +185,18 @@ def linear_probe(F_train: np.ndarray, y_train: np.ndarray, F_test: np.ndarray, l
     return Logistic(l2=l2).fit(F_train, y_train).predict_proba(F_test)
 
 
-def run_probes(views: list[dict], vlm=None, size: int = 64, epochs: int = 5, n_boot: int = 2000, seed: int = 0,
-               train_split: str = "train", test_split: str = "test") -> dict:
+def run_probes(views: list[dict], vlm=None, size: int | None = None, epochs: int = 5, n_boot: int = 2000,
+               seed: int = 0, train_split: str = "train", test_split: str = "test", field: str = "view") -> dict:
     """Every probe on every pair: trained on ``train_split`` views, AUC on ``test_split`` views.
 
-    ``vlm`` is ``(model, processor)`` for the linear probe, or None to skip it.
+    ``vlm`` is ``(model, processor)`` for the linear probe, or None to skip it. ``field``: whole
+    views (§5.4, default) or crops around the edit (an option); ``size``: DEFAULT_SIZE[field].
     """
-    report: dict = {"size": size, "epochs": epochs, "train_split": train_split, "test_split": test_split}
+    size = size or DEFAULT_SIZE[field]
+    report: dict = {"size": size, "field": field, "epochs": epochs, "train_split": train_split,
+                    "test_split": test_split}
     for pair in PAIRS:
-        X, y, cases, splits = edit_crops(views, pair, size)
+        X, y, cases, splits = edit_crops(views, pair, size, field)
         tr, te = splits == train_split, splits == test_split
         entry = {"n_train": int(tr.sum()), "n_test": int(te.sum())}
         if len(set(y[tr])) < 2 or len(set(y[te])) < 2:
@@ -207,9 +226,15 @@ def report_markdown(report: dict) -> str:
                 lines.append(f"| {pair} | {probe} | {r['auc']:.3f} [{r['ci_low']:.3f}, {r['ci_high']:.3f}] | "
                              f"{r['n_views']} ({r['n_cases']}) |")
     lines.append("")
+    size = report.get("size")
+    if report.get("field", "crop") == "view":
+        what = (f"whole views, grey, resized to {size} x {size} px as §5.4 probes them (the size is an addition). "
+                "Seed 000 §5.4 reports ResNet-18 R vs O 0.83, linear probe R vs O 0.60 and T vs R 0.86")
+    else:
+        what = (f"CROPS around the edited region, {size} x {size} px: an option, not §5.4's whole-view probe, so "
+                "these AUCs are not comparable with the paper's (0.83 / 0.60 / 0.86)")
     lines.append(f"Trained on the {report.get('train_split')} split, tested on the {report.get('test_split')} split; "
-                 "crops around the edited region. Seed 000 §5.4 reports ResNet-18 R vs O 0.83, linear probe R vs O "
-                 "0.60 and T vs R 0.86: an AUC near 0.5 means the probe cannot see the edit.")
+                 f"{what}: an AUC near 0.5 means the probe cannot see the edit.")
     if report.get("zero_shot"):
         lines += ["", "Zero-shot ratings (each model asked whether the image was edited):", "",
                   format_ratings(report["zero_shot"])]

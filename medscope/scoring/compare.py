@@ -20,6 +20,22 @@ from medscope.stats import bootstrap as bs
 PRIMARY = ("esg", "erased_claims", "healthy_claims", "ccr", "net_utility")
 
 
+DIRECTIONS = ("model", "paper")
+
+
+def orient(df: pd.DataFrame, direction: str = "model") -> pd.DataFrame:
+    """Comparison rows in the orientation asked for. ``model``: model − reference, as computed;
+    ``paper``: reference − model, Table 6's "MedScope-4B minus each model" (value and interval
+    negated, the interval's ends swapped; p and n unchanged: the test is the same)."""
+    if direction not in DIRECTIONS:
+        raise MedScopeError(f"direction {direction!r}: choose model (model − reference) or paper (reference − model)")
+    if direction == "model" or df.empty:
+        return df
+    out = df.copy()
+    out["value"], out["ci_low"], out["ci_high"] = -df["value"], -df["ci_high"], -df["ci_low"]
+    return out
+
+
 def pool_models(scores: pd.DataFrame, pools: dict[str, list[str]]) -> pd.DataFrame:
     """``scores`` plus each pool's seeds relabelled as one model (seed 000 §3.7 C4, Table 8's
     "pooled over seeds"): a case keeps every seed's views, so the case bootstrap resamples them

@@ -9,7 +9,8 @@ and they would count in no denominator here if it did):
 - esg = P(absent answer or refer | T) - P(absent answer or refer | R)
 - strict_esg: the same with explicit absent answers only
 - ccr = P(correct | O u R) (the answerable views; Table 5: "CCR over the 438 original and
-  random-removal views"); sensitivity = P(correct | O) (unedited lesions, C3 / Table 8)
+  random-removal views"; C3's "sensitivity on unedited lesions", Table 8's "CCR (unedited
+  lesions)"); sensitivity = P(correct | O) (addition: original views only, not a paper metric)
 - erased_claims = P(claims | T); healthy_claims = P(claims | N)
 - grounded_accuracy = P(correct with IoU >= threshold, box not oversized | O)
 - clarify_rate = P(clarify | D)
@@ -58,7 +59,7 @@ METRICS: dict[str, tuple[tuple[int, str], ...]] = {
     "esg": ((1, "absref_T"), (-1, "absref_R")),
     "strict_esg": ((1, "abs_T"), (-1, "abs_R")),
     "ccr": ((1, "correct_A"),),
-    "sensitivity": ((1, "correct_O"),),
+    "sensitivity": ((1, "correct_O"),),  # addition: O only; C3's endpoint is ccr
     "erased_claims": ((1, "claims_T"),),
     "healthy_claims": ((1, "claims_N"),),
     "grounded_accuracy": ((1, "grounded_O"),),

@@ -116,10 +116,20 @@ def chance(scores, model: str, metric: str = "ccr", k: int = 2, test_set: str = 
             "p_bootstrap": res.p_bootstrap, "p_binomial": res.p_binomial}
 
 
-def seeds(metrics_table, arms: dict[str, list[str]], metric_names=cmp.PRIMARY, test_set: str = "main") -> pd.DataFrame:
-    """Mean +- sd over seeds (§3.9) of each arm's metrics: ``arms`` = {arm: [model per seed]}."""
+def seeds(metrics_table, arms: dict[str, list[str]], metric_names=cmp.PRIMARY, test_set: str = "main",
+          condition: str | None = None) -> pd.DataFrame:
+    """Mean +- sd over seeds (§3.9) of each arm's metrics: ``arms`` = {arm: [model per seed]}.
+
+    A run scored under several prompting conditions holds one row per condition; ``condition``
+    names the one to summarise (a run with a single condition needs none).
+    """
     df = metrics_table.to_pandas() if hasattr(metrics_table, "to_pandas") else metrics_table
     df = df[(df["test_set"] == test_set) & (df["breakdown"] == "all") & df["reference"].isna()]
+    if condition is not None:
+        if condition not in set(df["condition"].astype(str)):
+            raise MedScopeError(f"seeds: no rows of condition {condition!r} on {test_set}; conditions: "
+                                f"{', '.join(sorted(set(df['condition'].astype(str))))}")
+        df = df[df["condition"] == condition]
     rows = []
     for arm, models in arms.items():
         for metric in metric_names:
@@ -127,7 +137,9 @@ def seeds(metrics_table, arms: dict[str, list[str]], metric_names=cmp.PRIMARY, t
             for m in models:
                 hit = df[(df["model"] == m) & (df["metric"] == metric)]
                 if len(hit) != 1:
-                    raise MedScopeError(f"seeds: {len(hit)} {metric} rows for {m} on {test_set} (need one)")
+                    several = f"; name one with --condition ({', '.join(sorted(set(hit['condition'].astype(str))))})" \
+                        if len(hit) > 1 and condition is None else ""
+                    raise MedScopeError(f"seeds: {len(hit)} {metric} rows for {m} on {test_set} (need one){several}")
                 vals.append(float(hit["value"].iloc[0]))
             mean, sd = inference.seeds_summary(vals)
             rows.append({"arm": arm, "metric": metric, "mean": mean, "sd": sd, "n_seeds": len(vals),
@@ -165,13 +177,17 @@ def family(comparisons, fam) -> pd.DataFrame:
     return out
 
 
-def format_family(fam, table: pd.DataFrame) -> str:
-    """Table 6's layout: one line per compared model, a cell per metric, then the verdict."""
+def format_family(fam, table: pd.DataFrame, direction: str = "model") -> str:
+    """Table 6's layout: one line per compared model, a cell per metric, then the verdict.
+    ``direction="paper"`` prints reference − model, Table 6's "MedScope-4B minus each model"."""
     metrics = list(fam.metrics)
+    table = cmp.orient(table, direction)
     head = [f"family {fam.name} ({fam.test_set}, {len(table)} comparisons, {fam.method} at alpha {fam.alpha}"
             + (f"; threshold {fam.alpha}/{len(table)} = {fam.alpha / len(table):.4f}" if fam.method == "bonferroni" else "")
-            + ")" + (f"  [addition: {fam.addition}]" if fam.addition else "")]
-    head.append(f"{'model - ' + fam.reference:<34}" + "".join(f"{m:<42}" for m in metrics))
+            + ")" + (f"  [addition: {fam.addition}]" if fam.addition else "")
+            + (f"  [paper: {fam.note}]" if getattr(fam, "note", None) else "")]
+    pair = f"{fam.reference} - model" if direction == "paper" else f"model - {fam.reference}"
+    head.append(f"{pair:<34}" + "".join(f"{m:<42}" for m in metrics))
     for model in fam.models:
         cells = []
         for m in metrics:
@@ -192,6 +208,7 @@ def format_result(res: dict) -> str:
     return "; ".join(f"{k} {f(v)}" for k, v in res.items() if v is not None)
 
 
+# addition: McNemar, TOST and chance are not seed 000 §3.9's tests (Fisher is); seeds 001/002 use them
 def tests_against(scores, reference: str, test_set: str = "main", n_boot: int = bs.DEFAULT_B,
                   seed: int = bs.DEFAULT_SEED, margin: float = 0.05) -> pd.DataFrame:
     """One row per model: the exact and equivalence tests of §3.9 against ``reference`` (for the

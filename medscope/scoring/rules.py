@@ -146,7 +146,8 @@ class Family(StrictModel):
     method: Literal["bonferroni", "bh"] = "bonferroni"
     alpha: float = pydantic.Field(0.05, gt=0, lt=1)
     condition: str | None = None
-    addition: str | None = None
+    addition: str | None = None  # a family the paper does not name
+    note: str | None = None  # the paper's own wording about the family (e.g. added after review)
 
 
 class Plan(StrictModel):

@@ -24,13 +24,16 @@ class EvalSettings(StrictModel):
     test_sets: dict[str, str] = {}
 
 
-def select_eval_views(rows: list[dict], split: str | tuple[str, ...], cases: int | None) -> list[dict]:
+def select_eval_views(rows: list[dict], split: str | tuple[str, ...], cases: int | None,
+                      tools: tuple[str, ...] | None = None) -> list[dict]:
     """QC-passed evaluation views (O, T, R, N, D: never the training-only kinds) of ``split`` (one
-    split or several), sorted by view id, optionally of the first ``cases`` cases."""
+    split or several), edited views of ``tools`` only when given (``testsets.tools_of``), sorted
+    by view id, optionally of the first ``cases`` cases."""
     from medscope.views.testsets import is_evaluation_view
 
     splits = (split,) if isinstance(split, str) else tuple(split)
-    views = sorted((v for v in rows if v["passed"] and is_evaluation_view(v["kind"], v["split"], splits)),
+    views = sorted((v for v in rows if v["passed"] and is_evaluation_view(v["kind"], v["split"], splits,
+                                                                            v.get("tool"), tools)),
                    key=lambda v: v["view_id"])
     if cases:
         keep = set(sorted({v["case_id"] for v in views})[:cases])
@@ -57,13 +60,13 @@ def evaluate_model(vlm, model, prompt: str, views: list[dict], settings: EvalSet
 def evaluate_all(vlm, model, prompt: str, settings: EvalSettings, run_id: str, read_views) -> tuple[dict, dict, list[dict]]:
     """The validation split and every named test set of ``settings``: (validation metrics,
     {test set: metrics}, every scores row). ``read_views(uri)`` gives a views table's rows."""
-    from medscope.views.testsets import splits_of
+    from medscope.views.testsets import splits_of, tools_of
 
     val = select_eval_views(read_views(settings.views), settings.split, settings.cases)
     metrics, rows = evaluate_model(vlm, model, prompt, val, settings, run_id)
     per_set = {}
     for name, uri in settings.test_sets.items():
-        views = select_eval_views(read_views(uri), splits_of(name), settings.cases)
+        views = select_eval_views(read_views(uri), splits_of(name), settings.cases, tools_of(name))
         per_set[name], more = evaluate_model(vlm, model, prompt, views, settings, run_id, test_set=name)
         rows += more
     return metrics, per_set, rows

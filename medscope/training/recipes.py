@@ -42,7 +42,7 @@ class TrajectorySettings(StrictModel):
     prompt: Literal["agent", "short"] = "agent"  # system prompt (trajectories.PROMPTS)
     small_frac: float = 0.02
     small_repeat: int = Field(2, ge=1)  # lesions under small_frac appear this many times
-    p_zoom: float = Field(0.5, ge=0, le=1)
+    p_zoom: float = Field(0.5, ge=0, le=1)  # addition: §3.5 "optionally a zoom", no rate
     p_window: float = Field(0.3, ge=0, le=1)
     p_paraphrase: float = Field(0.5, ge=0, le=1)
 
@@ -135,7 +135,7 @@ class TrainRecipe(StrictModel):
     # seed order) until it is reached, or cut. The sweep sets every arm's to the reference
     # arm's one-pass count, so all arms have the same steps and schedule (§4.2).
     steps: int | None = Field(None, ge=1)
-    warmup_frac: float = Field(0.03, ge=0, lt=1)
+    warmup_frac: float = Field(0.03, ge=0, lt=1)  # addition: §3.5 gives no schedule
     checkpoint_every: int = Field(200, ge=1)
     lora: LoraSettings = LoraSettings()
     trajectory: TrajectorySettings = TrajectorySettings()
@@ -173,5 +173,5 @@ def deepspeed_config(ds: DeepSpeedSettings, batch_size: int, grad_accum: int) ->
         "gradient_accumulation_steps": grad_accum,
         "bf16": {"enabled": ds.bf16},
         "zero_optimization": zero,
-        "gradient_clipping": 1.0,
+        "gradient_clipping": 1.0,  # addition: §3.5 gives no clipping
     }

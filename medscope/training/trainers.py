@@ -30,7 +30,9 @@ def single_turn(view: dict, reply: str, system: str = tj.SYSTEM_PROMPT) -> list[
 
 
 class BaseTrainer:
-    """Optimiser, schedule (linear warm-up, linear decay), accumulation, checkpoint state."""
+    """Optimiser, schedule (linear warm-up, linear decay), accumulation, checkpoint state.
+
+    addition: the paper gives no schedule; linear warm-up and linear decay to 0 are ours."""
 
     def __init__(self, vlm: VLM, model, recipe: TrainRecipe, examples: list, device="cpu"):
         self.vlm, self.model, self.recipe, self.examples = vlm, model, recipe, examples

@@ -9,8 +9,8 @@ of their kind; the wordings live in the agent protocol's prompt templates
 (``configs/prompts``), whose three held-out ``test`` wordings per kind serve the evaluation
 ``paraphrase`` condition and never appear in training.
 
-Parameters (defaults = the paper's): ``small_frac`` 0.02, ``p_zoom`` 0.5 for larger lesions,
-``p_window`` 0.3, ``p_paraphrase`` 0.5. Every random choice comes from
+Parameters: ``small_frac`` 0.02, ``p_window`` 0.3, ``p_paraphrase`` 0.5 (the paper's, §3.5) and
+``p_zoom`` 0.5 for larger lesions (addition: §3.5 says "optionally a zoom" without a rate). Every random choice comes from
 ``rng_for(seed, view_id, "trajectory")``.
 """
 

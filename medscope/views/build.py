@@ -80,6 +80,7 @@ def check_case(image: np.ndarray, mask: np.ndarray | None, recipe: Recipe) -> tu
         return "lesion_too_small", f"{area} px < {recipe.min_lesion_px} px"
     if area > recipe.max_lesion_frac * h * w:
         return "lesion_too_large", f"{area / (h * w):.1%} of the image > {recipe.max_lesion_frac:.0%}"
+    # addition: the paper excludes by size only; a border lesion has no full §3.3 ring
     if mask[0, :].any() or mask[-1, :].any() or mask[:, 0].any() or mask[:, -1].any():
         return "mask_touches_border", "the ring around the lesion and the erasure context are cut off"
     return None

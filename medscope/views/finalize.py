@@ -1,11 +1,13 @@
 """Cross-case QC over a built views table (seed 000, §3.3): the edit detector, case-level
 keep rules and adversarial filtering. Failed views stay, with ``passed = false`` and a reason.
 
-Keep rules: a target erasure passes its contrast test and scores below the edit-score bound;
-a random removal (and unmatched control) changes no lesion pixel; the random removal of a
-tool goes with its target erasure (they share tool and shape, §3.2); a lesion case with no
-passing target erasure keeps none of its views (its original, controls, degraded and
-insertion views fail with ``case_failed_qc``).
+Keep rules (§3.3: "A case is kept only if (i) the lesion no longer stands out after target
+removal ... and (ii) no lesion pixel changed in random removal"): a target erasure passes its
+contrast test and scores below the edit-score bound; a random removal (and unmatched control)
+changes no lesion pixel; the target and random removal of a tool stand or fall together (they
+share tool and shape, §3.2); a lesion case with no tool whose pair passes both rules keeps none
+of its views (its original, degraded, unmatched and insertion views fail with
+``case_failed_qc``). ``report["keep_rules"]`` counts the cases dropped by each rule.
 """
 
 from __future__ import annotations
@@ -42,29 +44,52 @@ def finalize(views: pa.Table, features: list[dict], recipe: Recipe) -> tuple[pa.
         if passed[i]:
             passed[i], reason[i] = False, why
 
-    def propagate() -> None:
-        target_ok: dict[tuple[str, str], bool] = {}
-        lesion_case: dict[str, bool] = {}
-        for i in range(n):
-            c = cols["case_id"][i]
-            if cols["kind"][i] == "target_removal":
-                target_ok[(c, cols["tool"][i])] = target_ok.get((c, cols["tool"][i]), False) or passed[i]
-            if cols["kind"][i] == "original":
-                lesion_case[c] = True
-        case_ok = dict.fromkeys(lesion_case, False)
-        for (c, _), ok in target_ok.items():
-            if c in case_ok:
-                case_ok[c] = case_ok[c] or ok
+    def propagate() -> dict:
+        """§3.3's case keep rules: a lesion case is kept only if, for one tool, (i) its target
+        removal passes (contrast, edit detector) and (ii) its random removal succeeded without
+        changing a lesion pixel; the two views of a tool stand or fall together (§3.2: they share
+        tool and shape). Returns the counts of dropped cases by rule."""
+        ok: dict[tuple[str, str, str], bool] = {}
+        lesion_case: set[str] = set()
         for i in range(n):
             c, k = cols["case_id"][i], cols["kind"][i]
-            if k == "random_removal" and not target_ok.get((c, cols["tool"][i]), False):
+            if k in ("target_removal", "random_removal"):
+                ok[(c, k, cols["tool"][i])] = ok.get((c, k, cols["tool"][i]), False) or passed[i]
+            if k == "original":
+                lesion_case.add(c)
+        tools_of: dict[str, set[str]] = {}
+        for (c, _, t) in ok:
+            tools_of.setdefault(c, set()).add(t)
+
+        def pair_ok(c: str, t: str) -> bool:
+            return ok.get((c, "target_removal", t), False) and ok.get((c, "random_removal", t), False)
+
+        case_ok = {c: any(pair_ok(c, t) for t in tools_of.get(c, ())) for c in lesion_case}
+        counts = {"lesion_cases": len(lesion_case), "kept_by_rules": sum(case_ok.values()), "dropped": 0,
+                  "dropped_rule_i": 0, "dropped_rule_ii": 0, "dropped_rule_ii_only": 0, "dropped_unpaired": 0}
+        for c in sorted(lesion_case):
+            if case_ok[c]:
+                continue
+            rule_i = any(ok.get((c, "target_removal", t), False) for t in tools_of.get(c, ()))
+            rule_ii = any(ok.get((c, "random_removal", t), False) for t in tools_of.get(c, ()))
+            counts["dropped"] += 1
+            counts["dropped_rule_i"] += not rule_i
+            counts["dropped_rule_ii"] += not rule_ii
+            counts["dropped_rule_ii_only"] += rule_i and not rule_ii
+            counts["dropped_unpaired"] += rule_i and rule_ii  # (i) on one tool, (ii) on another
+        for i in range(n):
+            c, k, t = cols["case_id"][i], cols["kind"][i], cols["tool"][i]
+            if k == "random_removal" and not ok.get((c, "target_removal", t), False):
                 fail(i, "paired_target_failed")
-            elif k == "target_removal" and not passed[i]:
+            elif k == "target_removal" and passed[i] and not ok.get((c, "random_removal", t), False):
+                fail(i, "paired_control_failed")
+            elif k in ("target_removal", "random_removal") and not passed[i]:
                 continue
             elif c in case_ok and not case_ok[c]:
                 fail(i, "case_failed_qc")
+        return counts
 
-    propagate()
+    report["keep_rules"] = propagate()
     kept = {cols["case_id"][i] for i in range(n) if cols["kind"][i] == "target_removal" and passed[i]}
     dropped, report["adversarial"] = detector.adversarial_filter(
         features, kept, max_auc=recipe.adversarial_auc_max, max_drop_frac=recipe.adversarial_max_drop_frac,

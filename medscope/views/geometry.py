@@ -112,7 +112,7 @@ def unmatched_control_region(
     rng: np.random.Generator,
     *,
     away_px: int = 5,
-    max_aspect: float = 3.0,
+    max_aspect: float = 3.0,  # addition: §3.7 gives "random aspect ratio" without a range
 ) -> tuple[np.ndarray | None, dict]:
     """§3.7 C1: an ellipse of half or twice the erased area, random aspect ratio and
     orientation, on tissue at least ``away_px`` from the dilated lesion.

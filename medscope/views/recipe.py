@@ -11,7 +11,7 @@ from medscope.config import StrictModel
 from medscope.views.degrade import DEGRADATIONS
 from medscope.views.tools import TOOLS
 
-Tool = Literal["telea", "ns", "texture", "transplant", "lama", "sd"]
+Tool = Literal["telea", "ns", "texture", "fsr_fast", "fsr_best", "shiftmap", "exemplar", "transplant", "lama", "sd"]
 Degradation = Literal["blur", "noise", "downup", "jpeg", "motion", "other_type"]
 
 
@@ -26,18 +26,21 @@ class Recipe(StrictModel):
     # of ``tools`` (transplant for LaMa erasures, LaMa for transplant erasures)
     control_tool: dict[str, Tool] = {}
     unmatched_control: bool = True
+    # a held-out recipe (§5.4) names the training recipe it is held out from; loading it refuses
+    # a tool the two share (medscope.views.testsets.check_heldout)
+    heldout_from: str | None = None
     insertion: bool = True
     degradations: list[Degradation] = list(DEGRADATIONS)
     dilation_px: int = pydantic.Field(5, ge=0)
     min_lesion_px: int = pydantic.Field(20, ge=1)
     max_lesion_frac: float = pydantic.Field(0.2, gt=0, le=1)
-    control_away_px: int = pydantic.Field(5, ge=1)
+    control_away_px: int = pydantic.Field(5, ge=1)  # addition: §3.2 says only "does not touch"
     # degradation parameters
     blur_divisor: float = pydantic.Field(40.0, gt=0)
     noise_sigma: float = pydantic.Field(60.0, ge=0)
     downup_factor: int = pydantic.Field(8, ge=2)
-    jpeg_quality: int = pydantic.Field(5, ge=1, le=100)
-    motion_length_frac: float = pydantic.Field(1 / 15, gt=0, le=1)
+    jpeg_quality: int = pydantic.Field(5, ge=1, le=100)  # addition: §3.2 gives no JPEG quality
+    motion_length_frac: float = pydantic.Field(1 / 15, gt=0, le=1)  # addition: §3.2 gives no motion length
     # QC thresholds (§3.3)
     ring_inner_px: float = 6.0
     ring_outer_px: float = 14.0
@@ -48,9 +51,9 @@ class Recipe(StrictModel):
     near_copy_bits: int = pydantic.Field(8, ge=0, le=64)
     near_copy_corr: float = pydantic.Field(0.97, gt=0, le=1)  # §4.1: same image at >= 0.97
     adversarial_auc_max: float = pydantic.Field(0.6, ge=0.5, le=1)
-    adversarial_max_drop_frac: float = pydantic.Field(0.5, ge=0, le=1)
+    adversarial_max_drop_frac: float = pydantic.Field(0.5, ge=0, le=1)  # addition: §3.3 caps no drop
     # group splits over patients / near-copy groups
-    split_fractions: dict[str, float] = {"train": 0.7, "validation": 0.15, "test": 0.15}
+    split_fractions: dict[str, float] = {"train": 0.7, "validation": 0.15, "test": 0.15}  # addition
     # model-holding tools
     lama_model: str | None = None  # default: env LAMA_MODEL
     sd_model_dir: str | None = None  # default: env SD_INPAINT_MODEL
@@ -90,7 +93,13 @@ def load_recipe(uri: str | None, tools: list[str] | None = None) -> Recipe:
     data = cfgmod.load_yaml(uri) if uri else {}
     if tools:
         data["tools"] = tools
-    return cfgmod.parse(Recipe, data, source=uri or "recipe")
+    recipe = cfgmod.parse(Recipe, data, source=uri or "recipe")
+    if recipe.heldout_from:
+        from medscope.views.testsets import check_heldout
+
+        training = load_recipe(recipe.heldout_from)
+        check_heldout(recipe.all_tools(), training.all_tools(), recipe.name, f"{training.name} ({recipe.heldout_from})")
+    return recipe
 
 
 def recipe_hash(recipe: Recipe) -> str:

@@ -13,6 +13,9 @@ Which views a sweep evaluates is a property of the *test set*, never "every pass
   (the main test's cases remade with unseen tools, §5.4), the fresh internal / external and
   external-centre cohorts all read the ``test`` split of their own build; ``validation`` reads
   the validation split (stage selection, §3.6).
+- ``heldout_tools`` reads the target and random removals of the unseen tools only (Telea and
+  Stable Diffusion; ``TEST_SET_TOOLS``); a held-out recipe names the training recipe it is held
+  out from and a build refuses one that shares a tool with it (``check_heldout``).
 """
 
 from __future__ import annotations
@@ -38,6 +41,13 @@ TRAINING_POOLS: dict[str, tuple[str, ...]] = {
     "insertion_pool": ("insertion",),
 }
 DEFAULT_TEST_SET = "main"
+# §5.4 / Table 10: "Held-out tools: Telea and diffusion edits of the main test, pooled" -- tools
+# used neither in training nor in selection. Only their T and R views belong to the test set; a
+# transplant (training tool) edit of the same cases is Table 12's column, never pooled here.
+HELDOUT_TOOLS = ("telea", "sd")
+# test set -> the erasure tools whose target / random removals it reads (others: every tool)
+TEST_SET_TOOLS: dict[str, tuple[str, ...]] = {"heldout_tools": HELDOUT_TOOLS}
+EDITED_KINDS = ("target_removal", "random_removal")
 
 
 def splits_of(test_set: str, splits: list[str] | tuple[str, ...] | None = None) -> tuple[str, ...]:
@@ -62,9 +72,43 @@ def splits_of(test_set: str, splits: list[str] | tuple[str, ...] | None = None) 
     return TEST_SETS[test_set]
 
 
-def is_evaluation_view(kind: str, split: str | None, splits: tuple[str, ...]) -> bool:
-    """Whether a (passed) view of ``kind`` in ``split`` belongs to a test set reading ``splits``.
+def tools_of(test_set: str, tools: list[str] | tuple[str, ...] | None = None) -> tuple[str, ...] | None:
+    """The erasure tools whose edited views (T, R) ``test_set`` reads; None: every tool.
+
+    ``tools`` overrides the test set's own list; for ``heldout_tools`` it may only narrow it.
+    """
+    own = TEST_SET_TOOLS.get(test_set)
+    if tools:
+        if own is not None and set(tools) - set(own):
+            raise MedScopeError(f"test set {test_set!r} pools the unseen tools {', '.join(own)} only (seed 000 "
+                                f"§5.4, Table 10); {', '.join(sorted(set(tools) - set(own)))} cannot be added")
+        return tuple(tools)
+    return own
+
+
+def check_heldout(heldout_tools: list[str] | tuple[str, ...], training_tools: list[str] | tuple[str, ...],
+                  heldout_name: str = "heldout_tools", training_name: str = "training") -> None:
+    """Refuse a held-out set that shares a tool with the training recipe it is checked against.
+
+    §3.7 (C1): "Telea and diffusion stay unseen"; §5.4: the held-out tools were "neither used in
+    training or selection". ``training_tools`` is every tool the training recipe calls (its
+    erasure tools and the unmatched-control fills).
+    """
+    shared = sorted(set(heldout_tools) & set(training_tools))
+    if shared:
+        raise MedScopeError(
+            f"held-out set {heldout_name!r} uses {', '.join(shared)}, which training recipe {training_name!r} also "
+            f"uses ({', '.join(sorted(set(training_tools)))}); a held-out tool must be unseen in training "
+            "(seed 000 §3.7, §5.4)")
+
+
+def is_evaluation_view(kind: str, split: str | None, splits: tuple[str, ...], tool: str | None = None,
+                       tools: tuple[str, ...] | None = None) -> bool:
+    """Whether a (passed) view of ``kind`` in ``split`` belongs to a test set reading ``splits``
+    (and, for its edited views, made with one of ``tools`` when the test set names tools).
 
     A view without a split (a table built before splits existed) counts as in every split.
     """
-    return kind in EVAL_KINDS and (split is None or split in splits)
+    if kind not in EVAL_KINDS or not (split is None or split in splits):
+        return False
+    return tools is None or kind not in EDITED_KINDS or tool in tools

@@ -1,12 +1,18 @@
 """Erasure tools behind one interface (seed 000, §3.2 and §5.4).
 
+addition: the offline tools (exemplar, texture, fsr_fast, shiftmap) stand in for LaMa, which needs a
+GPU and downloaded weights; the paper's tools are LaMa, transplant, Telea and diffusion.
+
 An eraser fills a boolean ``region`` of an RGB uint8 image and returns a new image in which
 only the region's pixels differ: every tool's output is composited back over the input, so
 the "no lesion pixel changes" guarantee of the control does not depend on the tool.
 
 Tools: ``telea`` and ``ns`` (OpenCV inpainting), ``texture`` (offline, no weights: Telea for
 the low-frequency structure plus the high-frequency texture of tissue from elsewhere in the
-image, so the fill is not the smooth patch an edit detector flags), ``transplant`` (tissue from elsewhere in the
+image, so the fill is not the smooth patch an edit detector flags), ``fsr_fast`` / ``fsr_best`` /
+``shiftmap`` (OpenCV contrib's ``cv2.xphoto.inpaint``: frequency-selective reconstruction and
+shift-map exemplar inpainting, offline, no weights), ``exemplar`` (transplant from the source
+whose surrounding ring best matches the region's, of 64 random candidates), ``transplant`` (tissue from elsewhere in the
 image, Poisson-blended with ``cv2.seamlessClone``), ``lama`` (simple-lama-inpainting's
 TorchScript model from ``LAMA_MODEL``) and ``sd`` (diffusers Stable Diffusion inpainting from
 a local model directory). Model-holding tools load once per instance, so a Ray actor that
@@ -24,7 +30,7 @@ import numpy as np
 from medscope.errors import MedScopeError
 from medscope.views import geometry
 
-TOOLS = ("telea", "ns", "texture", "transplant", "lama", "sd")
+TOOLS = ("telea", "ns", "texture", "fsr_fast", "fsr_best", "shiftmap", "exemplar", "transplant", "lama", "sd")
 
 
 class Eraser(Protocol):
@@ -54,6 +60,68 @@ class OpenCVInpaint:
         return composite(image, filled, region)
 
 
+class XPhotoInpaint:
+    """OpenCV contrib's exemplar / frequency-selective inpainting, ``cv2.xphoto.inpaint``.
+
+    ``fsr_best`` / ``fsr_fast``: frequency-selective reconstruction (a sparse model of each block
+    in the Fourier domain, fitted to the known pixels around it), which continues texture and
+    noise into the region instead of the smooth fill of Telea; ``shiftmap``: exemplar-based, the
+    region pieced together from shifted copies of the image. No weights; CPU only. Needs
+    ``opencv-contrib-python-headless`` (cv2.xphoto). The fill is computed on a crop of the
+    region's box with ``margin_px`` of context on each side (the methods read the pixels near
+    the hole; the whole image would only cost time).
+    """
+
+    FLAGS = {"fsr_best": "INPAINT_FSR_BEST", "fsr_fast": "INPAINT_FSR_FAST", "shiftmap": "INPAINT_SHIFTMAP"}
+
+    def __init__(self, method: str = "fsr_fast", margin_px: int = 24):
+        xphoto = getattr(cv2, "xphoto", None)
+        if xphoto is None:
+            raise MedScopeError(f"the {method} tool needs OpenCV's contrib module (cv2.xphoto): install "
+                                "opencv-contrib-python-headless (cluster/setup-env.sh does)")
+        self.name, self.flag, self.margin = method, getattr(xphoto, self.FLAGS[method]), margin_px
+
+    def fill(self, image, region, rng, avoid=None):
+        h, w = region.shape
+        rows, cols = np.flatnonzero(region.any(1)), np.flatnonzero(region.any(0))
+        r0, r1 = max(0, rows[0] - self.margin), min(h, rows[-1] + self.margin + 1)
+        c0, c1 = max(0, cols[0] - self.margin), min(w, cols[-1] + self.margin + 1)
+        crop = np.ascontiguousarray(image[r0:r1, c0:c1])
+        hole = region[r0:r1, c0:c1]
+        gray = crop.ndim == 3 and bool((crop[:, :, 0] == crop[:, :, 1]).all() and (crop[:, :, 1] == crop[:, :, 2]).all())
+        src = np.ascontiguousarray(crop[:, :, 0]) if gray else crop
+        dst = np.zeros_like(src)
+        # xphoto's mask marks the *known* pixels (non-zero), the reverse of cv2.inpaint's
+        cv2.xphoto.inpaint(src, (~hole).astype(np.uint8) * 255, dst, self.flag)
+        if gray:
+            dst = np.repeat(dst[:, :, None], 3, axis=2)
+        filled = image.copy()
+        filled[r0:r1, c0:c1] = dst
+        return composite(image, filled, region)
+
+
+def best_matching_source(img: np.ndarray, region: np.ndarray, offsets: np.ndarray, top_left: tuple[int, int],
+                         rng: np.random.Generator, candidates: int = 64, ring_px: int = 6) -> tuple[int, int]:
+    """The exemplar: of ``candidates`` random source positions (top-left corners, ``offsets``),
+    the one whose surrounding ring best matches the region's ring (mean squared difference), so
+    copied tissue continues what surrounds the region."""
+    ring = geometry.dilate_mask(region, ring_px) & ~region
+    rr, cc = np.nonzero(ring)
+    h, w = region.shape
+    pick = offsets[rng.choice(len(offsets), size=min(candidates, len(offsets)), replace=False)]
+    target = img[rr, cc].astype(np.float32)
+    best, best_cost = pick[0], np.inf
+    for sr, sc in pick:
+        r2, c2 = rr + (sr - top_left[0]), cc + (sc - top_left[1])
+        ok = (r2 >= 0) & (r2 < h) & (c2 >= 0) & (c2 < w)
+        if ok.mean() < 0.8:
+            continue
+        cost = float(np.mean((img[r2[ok], c2[ok]].astype(np.float32) - target[ok]) ** 2))
+        if cost < best_cost:
+            best, best_cost = (sr, sc), cost
+    return best
+
+
 class TextureFill:
     """Structure + texture synthesis without network weights.
 
@@ -70,24 +138,7 @@ class TextureFill:
         self.sigma, self.radius, self.candidates, self.ring_px = sigma, radius, candidates, ring_px
 
     def _best_source(self, img, region, offsets, top_left, rng):
-        """The exemplar: of ``candidates`` random source positions, the one whose surrounding
-        ring best matches the target's ring (sum of squared differences), so the copied texture
-        continues what surrounds the region."""
-        ring = geometry.dilate_mask(region, self.ring_px) & ~region
-        rr, cc = np.nonzero(ring)
-        h, w = region.shape
-        pick = offsets[rng.choice(len(offsets), size=min(self.candidates, len(offsets)), replace=False)]
-        target = img[rr, cc].astype(np.float32)
-        best, best_cost = pick[0], np.inf
-        for sr, sc in pick:
-            r2, c2 = rr + (sr - top_left[0]), cc + (sc - top_left[1])
-            ok = (r2 >= 0) & (r2 < h) & (c2 >= 0) & (c2 < w)
-            if ok.mean() < 0.8:
-                continue
-            cost = float(np.mean((img[r2[ok], c2[ok]].astype(np.float32) - target[ok]) ** 2))
-            if cost < best_cost:
-                best, best_cost = (sr, sc), cost
-        return best
+        return best_matching_source(img, region, offsets, top_left, rng, self.candidates, self.ring_px)
 
     def fill(self, image, region, rng, avoid=None):
         base = cv2.inpaint(image, region.astype(np.uint8) * 255, self.radius, cv2.INPAINT_TELEA).astype(np.float32)
@@ -121,6 +172,11 @@ class Transplant:
 
     name = "transplant"
 
+    def __init__(self, candidates: int = 0, name: str = "transplant"):
+        # candidates 0: a random source (the paper's tool); > 0: the best ring match of that many
+        # random sources (``exemplar``), so the blended tissue continues its surroundings
+        self.candidates, self.name = candidates, name
+
     def fill(self, image, region, rng, avoid=None):
         h, w = region.shape
         forbidden = geometry.touch_zone(region, 3)
@@ -135,7 +191,9 @@ class Transplant:
             offsets = geometry.valid_offsets(shape, ~forbidden)
         if len(offsets) == 0:
             raise MedScopeError("transplant: no source tissue of the region's size")
-        sr, sc = offsets[int(rng.integers(len(offsets)))]
+        img = image.astype(np.float32)
+        sr, sc = (best_matching_source(img, grown, offsets, (r0, c0), rng, self.candidates) if self.candidates
+                  else offsets[int(rng.integers(len(offsets)))])
         moved = poisson_move(image, image, grown, (r0 - sr, c0 - sc))
         return composite(image, moved, region)
 
@@ -238,6 +296,9 @@ def check_tool(name: str, *, lama_model: str | None = None, sd_model_dir: str | 
     so a build fails on the driver with one line rather than inside a worker."""
     if name not in TOOLS:
         raise MedScopeError(f"unknown erasure tool {name!r}; choose from {', '.join(TOOLS)}")
+    if name in XPhotoInpaint.FLAGS and getattr(cv2, "xphoto", None) is None:
+        raise MedScopeError(f"the {name} tool needs OpenCV's contrib module (cv2.xphoto): install "
+                            "opencv-contrib-python-headless (cluster/setup-env.sh does)")
     if name == "lama":
         path = lama_model or os.environ.get("LAMA_MODEL")
         if not path:
@@ -258,8 +319,12 @@ def make_eraser(name: str, *, lama_model: str | None = None, sd_model_dir: str |
         return OpenCVInpaint(name)
     if name == "texture":
         return TextureFill()
+    if name in XPhotoInpaint.FLAGS:
+        return XPhotoInpaint(name)
     if name == "transplant":
         return Transplant()
+    if name == "exemplar":
+        return Transplant(candidates=64, name="exemplar")
     if name == "lama":
         return Lama(lama_model)
     if name == "sd":

@@ -32,6 +32,9 @@ def register(sub) -> None:
                    help="comma-separated cohort sizes, for benches that take them (views: driver memory only, "
                         "e.g. 100,400,1600)")
     p.add_argument("--cases", type=int, default=None, help="scale: cohort size (default 60; --quick 12)")
+    p.add_argument("--tools", default=None, help="erasure: comma-separated tools (default: every offline tool "
+                   "but the slow fsr_best)")
+    p.add_argument("--recipe", default=None, help="erasure: also build with this views recipe's own tool mix")
     p.add_argument("--usd-per-vcpu-hour", type=float, default=None,
                    help="scale: price for the cost column (default 0.048: AWS m6i.large on-demand, us-east-1)")
     p.set_defaults(func=run)

@@ -45,15 +45,27 @@ class CounterfactualProtocol:
 
     Built as ``CounterfactualProtocol(**protocol_options)``, e.g. ``images: {resize_long_side:
     512}``, ``max_turns: 5``, ``templates: path/to/prompts.yaml``, ``test_set: fresh_external``,
-    ``splits: [test]``.
+    ``splits: [test]``, ``tools: [telea]`` (narrow a held-out set's tools), ``training_recipe:
+    configs/views/training.yaml`` (refuse a held-out tool the training recipe uses).
     """
 
     name = "counterfactual"
 
     def __init__(self, settings: EpisodeSettings | None = None, test_set: str = testsets.DEFAULT_TEST_SET,
-                 splits: list[str] | None = None, **options):
+                 splits: list[str] | None = None, tools: list[str] | None = None,
+                 training_recipe: str | None = None, **options):
         self.test_set = test_set
         self.splits = testsets.splits_of(test_set, splits)
+        # edited views of these tools only (heldout_tools: Telea and diffusion, §5.4); None: all
+        self.tools = testsets.tools_of(test_set, tools)
+        if training_recipe:
+            from medscope.views.recipe import load_recipe
+
+            if self.tools is None:
+                raise MedScopeError(f"training_recipe: test set {test_set!r} names no tools to hold out; "
+                                    "name them (tools: [...]) or use heldout_tools")
+            training = load_recipe(training_recipe)
+            testsets.check_heldout(self.tools, training.all_tools(), test_set, f"{training.name} ({training_recipe})")
         self.settings = settings or episode_settings(options)
         self.prompt_version = prompts.prompt_version(self.settings.templates)
         self.rejects: list[dict] = []
@@ -66,7 +78,8 @@ class CounterfactualProtocol:
         self.rejects = []
         # the image column is read even without images: a view without one is not an item
         for row in tablescan.iter_rows("views", uri, where=tablescan.id_filter("view_id", ids)):
-            if not row["passed"] or not testsets.is_evaluation_view(row["kind"], row.get("split"), self.splits):
+            if not row["passed"] or not testsets.is_evaluation_view(row["kind"], row.get("split"), self.splits,
+                                                                    row.get("tool"), self.tools):
                 continue
             if not row.get("image"):
                 self.rejects.append(records.reject("views", row.get("source") or "", row["view_id"],

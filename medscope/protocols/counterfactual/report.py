@@ -30,6 +30,21 @@ MAIN = [("ccr", "CCR", False), ("esg", "ESG", True), ("erased_claims", "Erased %
 MORE = ["strict_esg", "sensitivity", "grounded_accuracy", "clarify_rate", "control_denial", "referral_rate",
         "unparseable_rate", "net_utility_no_degraded", "selective_risk@1.00", "selective_risk@0.70", "aurc",
         "decision_risk@0.70", "decision_aurc"]
+# what each "Further metrics" column counts and over which views, as medscope.scoring.metrics
+# computes it (O, T, R, N, D: original, target removal, random removal, natural negative, degraded)
+MORE_DEFS = {
+    "strict_esg": "ESG counting explicit 'absent' answers only (T; R)",
+    "sensitivity": "correct on O only (addition: C3's 'sensitivity on unedited lesions' is CCR, O ∪ R)",
+    "grounded_accuracy": "correct with IoU ≥ 0.3 on O",
+    "clarify_rate": "clarify on D",
+    "control_denial": "'absent' or refer on R (Table 10's Denial)",
+    "referral_rate": "refer on O ∪ R",
+    "unparseable_rate": "unparseable over O ∪ T ∪ R ∪ N ∪ D",
+    "net_utility_no_degraded": "mean reward over O ∪ T ∪ R ∪ N (§5.5)",
+    "selective_risk@c, aurc": "share wrong among the c most confident of O ∪ R, ties in table order, and the area "
+                              "under that curve (§3.8, §5.5)",
+    "decision_risk@c, decision_aurc": "addition: the same over O ∪ T ∪ R ∪ N, ties averaged",
+}
 
 
 def _fmt(v, pct=False) -> str:
@@ -110,7 +125,7 @@ def report_sections(run: str, work_dir: str, reference: str | None = None, galle
                                 anchor=f"main-{slug(ts)}"))
     sections.append(Section(f"Paired differences against {reference}", [_paired_table(comps, multi, keys)],
                             anchor="paired"))
-    sections.append(Section("Tests of §3.9", _tests_blocks(scores, reference, ts0, comps, plan, manifest),
+    sections.append(Section("Further tests", _tests_blocks(scores, reference, ts0, comps, plan, manifest),
                             anchor="tests"))
     sections.append(Section("By imaging type", [_by_breakdown(metrics, keys, ts0, "imaging_type", multi,
                                                                   constant=constant)],
@@ -168,6 +183,9 @@ def _run_text(manifest, scores, keys, reference) -> str:
             f"cost matrix `{manifest.get('cost_matrix', scores.cost_matrix.iloc[0])}`",
             f"{manifest.get('n_boot', '?')} bootstrap resamples of {manifest.get('cluster', 'case_id')} "
             f"(seed {manifest.get('seed', '?')})", f"paired differences against **{reference}**"]
+    from medscope.protocols.counterfactual.additions import in_force
+
+    bits.append("additions in force (values the paper does not give, docs/seed000.md): " + "; ".join(in_force(manifest)))
     if manifest.get("disputed_cases"):
         bits.append(f"{len(manifest['disputed_cases'])} disputed lesion-free labels (metrics without them: "
                     f"test set '<name>-undisputed')")
@@ -214,7 +232,8 @@ def _paired_table(comps, multi, keys=()) -> Table:
                  "Each row: the model minus the reference run named in 'minus' (the reference model in the same "
                  f"condition: {', '.join(refs) or '?'}), paired bootstrap over shared cases: difference [95% CI], p "
                  "(twice the smaller tail; '< 2/B' (< 0.001 at B = 2,000) when no resample crossed zero). Positive is better for ESG, CCR and "
-                 "net utility; negative is better for the claim rates.")
+                 "net utility; negative is better for the claim rates. Table 6 prints the reverse, reference minus "
+                 "model: `medscope compare --direction paper`.")
 
 
 def _by_breakdown(metrics, keys, ts, dim, multi, metric_list=("esg", "erased_claims", "net_utility"),
@@ -231,7 +250,7 @@ def _by_breakdown(metrics, keys, ts, dim, multi, metric_list=("esg", "erased_cla
     over = {"esg": "ESG (erased and random-removal views)", "erased_claims": "erased-lesion claims (share of erased "
             "views)", "net_utility": "net utility (all views)", "sensitivity": "sensitivity (original views)",
             "healthy_claims": "healthy-image claims (share of lesion-free views)",
-            "referral_rate": "referral rate (all views)"}
+            "referral_rate": "referral rate (original and random-removal views)"}
     return Table([dim.replace("_", " ") + " (cases)"] + [_label(m, c, multi) + (" (constant)" if (m, c) in constant
                                                                                    else "") for m, c in keys], rows,
                  "Each cell: " + " / ".join(over.get(k, k) for k in metric_list)
@@ -246,14 +265,11 @@ def _more_table(metrics, keys, ts, multi, constant=frozenset()) -> Table:
 
     rows = [[_label(m, c, multi) + (" (constant)" if (m, c) in constant else "")] + [cell(m, c, k) for k in MORE]
             for m, c in keys]
-    return Table(["Model"] + MORE, rows,
-                 f"Test set {ts}. strict_esg: ESG counting explicit 'absent' only; sensitivity: 'present' on original "
-                 "views; grounded_accuracy: correct with IoU ≥ 0.3 on original views; clarify_rate: over degraded views; "
-                 "control_denial: 'absent' on random-removal views; referral_rate and unparseable_rate: over all views; "
-                 "selective_risk@c: share wrong among the c most confident answerable views; aurc: area under that "
-                 f"curve. Both as the scoring computes them, over the view kinds {_answerable()} (the "
-                 "risk-coverage plot uses original and random-removal views, seed 000 §3.8). n/a: not defined for a "
-                 "constant policy (one confidence tie).")
+    head = [k + (" (addition)" if k.startswith("decision_") or k == "sensitivity" else "") for k in MORE]
+    return Table(["Model"] + head, rows,
+                 f"Test set {ts}. O, T, R, N, D: original, target-removal, random-removal, natural-negative and "
+                 "degraded views. " + "; ".join(f"{k}: {v}" for k, v in MORE_DEFS.items())
+                 + ". n/a: not defined for a constant policy (one confidence tie).")
 
 
 def _answerable() -> str:
@@ -362,9 +378,10 @@ def _tests_blocks(scores, reference, ts, comps, plan, manifest) -> list:
              getattr(r, "tost_ccr", None) or "–", fmt(r.chance_ccr_p)] for r in t.itertuples()]
     blocks = [Table(["Model", f"McNemar CCR vs {reference} p", "Fisher erased p", "Fisher healthy p",
                      "TOST CCR ±0.05 (90% CI)", "CCR vs chance p"], rows,
-                    f"On {ts}: exact McNemar on the original and random-removal views both models answered; Fisher's "
-                    "exact test of erased- and healthy-image claims; TOST of the CCR difference on the paired case "
-                    "bootstrap; one-sided binomial test of CCR against 1/2. Unadjusted (secondary, §3.9).")]
+                    f"On {ts}, unadjusted (secondary). Fisher's exact test of erased- and healthy-image claims is "
+                    "§3.9's ('proportions on small subsets'); exact McNemar on the original and random-removal views "
+                    "both models answered, TOST of the CCR difference on the paired case bootstrap and the one-sided "
+                    "binomial test of CCR against 1/2 are additions, not seed 000's tests (seeds 001/002 use them).")]
     if plan:
         from medscope.scoring import rules
 

@@ -1,0 +1,106 @@
+"""Values the implementation chose where seed 000 is silent ("additions"), in one list.
+
+Each entry names the value, the file where it is set (marked ``addition:`` there) and why. The
+same list is the table "Additions" of docs/seed000.md (a test holds the two together), and the
+report's Run section names the ones in force for its run (``in_force``).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from medscope import layout, storage
+
+
+@dataclass(frozen=True)
+class Addition:
+    id: str
+    value: str
+    where: str  # the file that sets it, marked "addition:" there
+    scope: str  # views | scoring | cost_matrix | training | probe | plan
+    why: str
+
+
+ADDITIONS = (
+    Addition("jpeg_quality", "5", "medscope/views/recipe.py", "views",
+             "§3.2 names JPEG compression without a quality"),
+    Addition("motion_length_frac", "1/15 of the long side", "medscope/views/recipe.py", "views",
+             "§3.2 names motion blur without a length"),
+    Addition("mask_touches_border", "lesion masks touching the image border are excluded", "medscope/views/build.py",
+             "views", "the ring of §3.3 and the erasure context would be cut off; the paper excludes by size only"),
+    Addition("control_away_px", "5 px between the control edit and the dilated lesion",
+             "medscope/views/recipe.py", "views", "§3.2 says only 'does not touch the dilated lesion'"),
+    Addition("split_fractions", "train 0.7 / validation 0.15 / test 0.15", "medscope/views/recipe.py", "views",
+             "the paper gives its split sizes, not fractions for a new cohort"),
+    Addition("adversarial_max_drop_frac", "at most half of the kept cases dropped by adversarial filtering",
+             "medscope/views/recipe.py", "views", "§3.3 gives the AUC bound (0.6), not a cap on what is dropped"),
+    Addition("edit_detector", "ridge logistic regression on seven texture features, trained on control edits "
+             "against the same regions of the original", "medscope/qc/detector.py", "views",
+             "§3.3 says 'a trained edit detector' and no more"),
+    Addition("offline_erasure_tool", "exemplar / texture / fsr_fast / shiftmap (no weights) where LaMa cannot run",
+             "medscope/views/tools.py", "views", "LaMa needs a GPU and downloaded weights; §3.2 uses LaMa"),
+    Addition("ellipse_max_aspect", "3", "medscope/views/geometry.py", "views",
+             "§3.7 C1: 'random aspect ratio' without a range"),
+    Addition("grounded_box_rule", "grounded accuracy gives no credit to a box over half the image",
+             "configs/cost_matrices/table2.yaml", "scoring",
+             "§3.4 applies the half-image rule to the box bonus; §3.8's grounded accuracy states IoU >= 0.3 only"),
+    Addition("sensitivity", "P(correct | O), original views only", "medscope/scoring/metrics.py", "scoring",
+             "not a paper metric: C3's 'sensitivity on unedited lesions' is CCR"),
+    Addition("decision_risk", "decision_risk@c and decision_aurc over O, T, R, N with ties averaged",
+             "medscope/scoring/metrics.py", "scoring", "§3.8's AURC over O, R rewards 'always present'"),
+    Addition("extra_tests", "exact McNemar, TOST (margin 0.05) and accuracy against chance in the report",
+             "medscope/scoring/paper_tests.py", "scoring", "seed 000 §3.9 names the bootstrap and Fisher only"),
+    Addition("critical_alternatives", "critical wrong answers -1 (wrong_0.5) and -2 (wrong_1)",
+             "configs/cost_matrices/wrong_1.yaml", "cost_matrix",
+             "§5.5 gives the alternative wrong-answer penalties, not their critical ones (double, as Table 2)"),
+    Addition("c1_guard", "0.03 on erased-lesion claims and CCR", "configs/plans/checks_c1_c4.yaml", "plan",
+             "§3.7 C1 names the constraints, not their size"),
+    Addition("p_zoom", "0.5", "medscope/training/recipes.py", "training",
+             "§3.5 'optionally a zoom' (always under 2% of the image) without a rate"),
+    Addition("warmup_frac", "3% of the steps", "medscope/training/recipes.py", "training", "§3.5 gives no schedule"),
+    Addition("lr_decay", "linear decay to 0 after the warm-up", "medscope/training/trainers.py", "training",
+             "§3.5 gives no schedule"),
+    Addition("gradient_clipping", "1.0", "medscope/training/recipes.py", "training", "§3.5 gives none"),
+    Addition("stage2_batch", "4", "configs/train/stage2_rft.yaml", "training", "§3.5 gives no stage-2 batch"),
+    Addition("c4_lr", "5e-5", "configs/train/paired_c4.yaml", "training", "§3.7 C4 gives no learning rate"),
+    Addition("probe_size", "whole views resized to 224 px", "medscope/qc/visibility.py", "probe",
+             "§5.4 gives no input size"),
+)
+
+_PAPER_TOOLS = {"lama", "transplant", "telea", "sd"}
+
+
+def _views_recipe(manifest: dict) -> dict | None:
+    views = manifest.get("views")
+    if not views:
+        return None
+    try:
+        uri = layout.ViewsBuild(layout.folder_of("views", views)).recipe
+        return json.loads(storage.read_text(uri)).get("recipe") if storage.exists(uri) else None
+    except Exception:  # a views table outside a build folder: its recipe is unknown
+        return None
+
+
+def in_force(manifest: dict) -> list[str]:
+    """The additions a scored run relies on: the scoring's always, the cost matrix's when it is
+    an alternative, and its views recipe's when the build folder records the recipe."""
+    by_id = {a.id: a for a in ADDITIONS}
+    ids = ["grounded_box_rule", "sensitivity", "decision_risk", "extra_tests"]
+    if str(manifest.get("cost_matrix", "")).split("/")[-1].removesuffix(".yaml") in ("wrong_0.5", "wrong_1"):
+        ids.append("critical_alternatives")
+    recipe = _views_recipe(manifest)
+    out = [f"{by_id[i].id} ({by_id[i].value})" for i in ids]
+    if recipe is None:
+        out.append("views recipe not recorded beside the views table (its additions: docs/seed000.md)")
+        return out
+    out += [f"jpeg_quality {recipe.get('jpeg_quality')}", f"motion_length_frac {recipe.get('motion_length_frac'):.4g}",
+            "mask_touches_border exclusion", f"control_away_px {recipe.get('control_away_px')}",
+            f"split_fractions {recipe.get('split_fractions')}",
+            f"adversarial_max_drop_frac {recipe.get('adversarial_max_drop_frac')}", "edit_detector (logistic)"]
+    if recipe.get("unmatched_control"):
+        out.append("ellipse_max_aspect 3")
+    offline = sorted(set(recipe.get("tools") or []) - _PAPER_TOOLS)
+    if offline:
+        out.append(f"offline_erasure_tool ({', '.join(offline)})")
+    return out
