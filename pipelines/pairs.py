@@ -98,10 +98,19 @@ def register(sub) -> None:
         _spec(a.spec), a.work, a.out, _spec_dir(a.spec))))
     c = v.add_parser("check", help="read a manifest: good photographs and rejects by reason")
     c.add_argument("manifest", help="manifest.yaml or its folder")
-    c.set_defaults(func=lambda a: _print(check(a.manifest)))
+    c.add_argument("--strict", action="store_true", help="fail (exit non-zero) when any entry is rejected")
+    c.set_defaults(func=_check)
     e = v.add_parser("embedded", help="write the embedded generated pair set")
     e.add_argument("--out", required=True)
     e.set_defaults(func=lambda a: _print(__import__("medscope.pairs.embedded", fromlist=["x"]).write_embedded_set(a.out)))
+
+
+def _check(args) -> None:
+    got = check(args.manifest)
+    _print(got)
+    if args.strict and got["rejects"]:
+        raise MedScopeError(f"{args.manifest}: {sum(got['rejects'].values())} entries rejected "
+                            f"({', '.join(sorted(got['rejects']))}); see {got['rejects_table']}")
 
 
 def _generate(args) -> None:

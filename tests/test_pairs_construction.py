@@ -4,6 +4,7 @@ retry with feedback), and a manifest holding only approved photographs with thei
 
 from __future__ import annotations
 
+import numpy as np
 import yaml
 
 from medscope import config as cfgmod
@@ -18,9 +19,14 @@ from medscope.testing.images import FakeImageProvider
 
 
 def _two_condition_spec(**generator) -> PairsSpec:
-    spec = embedded_spec().model_dump()
+    spec = embedded_spec().model_dump(exclude_unset=True)
     spec["conditions"] = spec["conditions"][:2]
     spec["generator"] = {**spec["generator"], **generator}
+    if spec["generator"]["kind"] != "procedural":  # marks and regions are the procedural generator's
+        for c in spec["conditions"]:
+            c.pop("region")
+            c["matched"].pop("mark")
+            c["mismatched"].pop("mark")
     return cfgmod.parse(PairsSpec, spec)
 
 
@@ -114,3 +120,82 @@ def test_cli_check_reports_manifest_rejects(tmp_path, capsys):
     got = json.loads(capsys.readouterr().out)
     assert got["photos"] == 11 and got["rejects"] == {"duplicate condition": 1, "photo without caption": 1}
     assert (out / names.MANIFEST_REJECTS).exists()
+
+
+# -- issue 28: pairs that are really pairs ----------------------------------------------------------------------
+
+
+def test_procedural_candidates_and_retries_keep_the_subject(tmp_path):
+    spec = _two_condition_spec().model_copy(update={"candidates_per_round": 2})
+    spec = spec.model_copy(update={"conditions": spec.conditions[:1]})
+    work = str(tmp_path / "work")
+    gen = ProceduralGenerator(spec.generator)
+    rv.generate_round(spec, work, gen)
+    rv.decide(work, ["varicella-pneumonia:matched:a1:1"], "approve", reviewer="dr-a")
+    rv.decide(work, ["varicella-pneumonia:mismatched:a1:1"], "retry", "fewer papules", reviewer="dr-a")
+    rv.decide(work, ["all-pending"], "reject", reviewer="dr-a")
+    rv.generate_round(spec, work, gen)  # a retry (edit) with two new candidates, new seeds
+    rv.decide(work, ["varicella-pneumonia:mismatched:a2:1"], "approve", reviewer="dr-b")
+    cands = rv.load_review(work)["candidates"]
+    assert len({c["seed"] for c in cands}) == 4 and {c["subject"] for c in cands} == {"seed:11"}
+    built = rv.build(spec, work, str(tmp_path / "set"))
+    photos, rejects = read_manifest(built["manifest"])
+    assert len(photos) == 2 and not rejects
+    # the same person: the drawn skin tone agrees (the bug had (68,45,29) against (142,109,82))
+    m, x = (decode_png(p.photo_png).reshape(-1, 3).astype(float) for p in photos)
+    assert abs(np.median(m, 0) - np.median(x, 0)).max() < 8
+
+
+def test_check_refuses_two_people_from_an_unseeded_endpoint(tmp_path, monkeypatch):
+    server = FakeImageProvider()
+    monkeypatch.setenv("PAIRS_TEST_IMAGE_KEY", "img-key")
+    try:
+        spec = _two_condition_spec(kind="provider", model="image-model-1", base_url=server.url,
+                                   api_key_env="PAIRS_TEST_IMAGE_KEY", size=64)
+        spec = spec.model_copy(update={"conditions": [c.model_copy(update={"strategy": "independent"})
+                                                      for c in spec.conditions[:1]]})
+        work = str(tmp_path / "work")
+        rv.generate_round(spec, work, build_generator(spec.generator))
+        rv.decide(work, ["all-pending"], "approve", reviewer="dr-c")
+        built = rv.build(spec, work, str(tmp_path / "set"))
+    finally:
+        server.close()
+    photos, rejects = read_manifest(built["manifest"])
+    assert not photos and {r["reason"] for r in rejects} == {"subject differs"}
+
+
+def test_generator_options_are_validated(tmp_path):
+    import pytest
+
+    from medscope.errors import MedScopeError
+
+    example = yaml.safe_load(open("configs/pairs/example.yaml").read())
+    # the issue's reproduction: the example copied with kind procedural
+    with pytest.raises(MedScopeError, match="does not use .*model_dir"):
+        cfgmod.parse(PairsSpec, {**example, "generator": {**example["generator"], "kind": "procedural"}})
+    with pytest.raises(MedScopeError, match="two different marks"):
+        cfgmod.parse(PairsSpec, {**example, "generator": {"kind": "procedural"}})
+    with pytest.raises(MedScopeError, match="not drawn on skin"):
+        bad = dict(example["conditions"][0], matched={**example["conditions"][0]["matched"], "mark": "cyanosis"})
+        cfgmod.parse(PairsSpec, {**example, "generator": {"kind": "procedural"}, "conditions": [bad]})
+    with pytest.raises(MedScopeError, match="needs model_dir"):
+        cfgmod.parse(PairsSpec, {**example, "generator": {"kind": "diffusers"}})
+    with pytest.raises(MedScopeError, match="strategy must be one of"):
+        cfgmod.parse(PairsSpec, {**example, "conditions": [dict(example["conditions"][0], strategy="shared")]})
+    cfgmod.parse(PairsSpec, example)  # the example as written is valid
+
+
+def test_cli_check_strict_fails_on_an_item_id_collision(tmp_path, capsys):
+    import json
+
+    from medscope.pairs.embedded import write_embedded_set
+    from pipelines.cli import main
+
+    out = tmp_path / "set"
+    write_embedded_set(str(out))
+    manifest = yaml.safe_load((out / names.MANIFEST).read_text())
+    manifest["conditions"].append({**manifest["conditions"][0], "condition": "Varicella-Pneumonia"})
+    (out / names.MANIFEST).write_text(yaml.safe_dump(manifest))
+    assert main(["pairs", "check", str(out)]) == 0
+    assert json.loads(capsys.readouterr().out)["rejects"] == {"item id collision": 1}
+    assert main(["pairs", "check", str(out), "--strict"]) != 0

@@ -88,8 +88,9 @@ def _photo(image, caption="a caption", findings=()):
 
 
 def test_manifest_rejects_bad_entries_and_keeps_every_good_photo(tmp_path):
-    for name in ("rx.png", "m.png", "x.png"):
+    for name in ("rx.png", "m.png"):
         (tmp_path / name).write_bytes(_png())
+    (tmp_path / "x.png").write_bytes(_png(color=(120, 60, 160)))
     (tmp_path / "broken.png").write_bytes(b"\x89PNG\r\n\x1a\n not really a png")
     good = {"condition": "varicella", "radiograph": "rx.png", "matched": _photo("m.png", findings=["vesicles"]),
             "mismatched": _photo("x.png")}
@@ -102,11 +103,20 @@ def test_manifest_rejects_bad_entries_and_keeps_every_good_photo(tmp_path):
         {**good, "condition": "broken photo", "matched": _photo("broken.png")},
         {**good, "condition": "lost photo", "mismatched": _photo("gone.png")},
         {"condition": "malformed", "radiograph": "rx.png"},
+        # issue 28: pairs that are no pairs, and two names with one item id
+        {**good, "condition": "same picture", "mismatched": _photo("m.png")},
+        {**good, "condition": "Varicella!"},  # item ids varicella:* again, under another name
+        {**good, "condition": "two people",
+         "matched": {**_photo("m.png", findings=["vesicles"]), "provenance": {"subject": "seed:7"}},
+         "mismatched": {**_photo("x.png"), "provenance": {"subject": "seed:1007"}}},
     ]
     (tmp_path / names.MANIFEST).write_text(yaml.safe_dump({"conditions": entries}))
     photos, rejects = read_manifest(str(tmp_path))
     got = sorted((r["item_id"], r["reason"]) for r in rejects)
     assert got == sorted([
+        ("same-picture:matched", "identical photos"), ("same-picture:mismatched", "identical photos"),
+        ("Varicella!", "item id collision"),
+        ("two-people:matched", "subject differs"), ("two-people:mismatched", "subject differs"),
         ("VARICELLA", "duplicate condition"), ("no radiograph", "missing file"),
         ("bad radiograph", "unreadable image"), ("uncaptioned:mismatched", "photo without caption"),
         ("broken-photo:matched", "unreadable image"), ("lost-photo:mismatched", "missing file"),

@@ -30,15 +30,16 @@ class ProceduralGenerator:
         self.spec = spec or GeneratorSpec()
 
     def generate(self, prompt: str, seed: int, plan: PhotoPlan | None = None, init_png: bytes | None = None,
-                 region: str = "skin") -> tuple[bytes, dict]:
+                 region: str = "skin", subject_seed: int | None = None) -> tuple[bytes, dict]:
         mark = (plan.mark if plan else None) or "none"
-        # The subject comes from the seed alone, so every photograph of a condition shows the same
-        # person; an edit re-paints the finding on that same subject (init_png is not needed).
-        return draw_photo(region, mark, seed, self.spec.size or 256), {"mark": mark, "region": region}
+        # The subject comes from the condition's seed alone, so every photograph, candidate and
+        # retry of a condition shows the same person; ``seed`` only varies how the mark is drawn.
+        subject = seed if subject_seed is None else subject_seed
+        return draw_photo(region, mark, subject, self.spec.size or 256, mark_seed=seed), {"mark": mark, "region": region}
 
 
-def draw_photo(region: str, mark: str, seed: int, size: int) -> bytes:
-    return encode_png(draw.photo(region, mark, seed, size))
+def draw_photo(region: str, mark: str, seed: int, size: int, mark_seed: int | None = None) -> bytes:
+    return encode_png(draw.photo(region, mark, seed, size, mark_seed=mark_seed))
 
 
 class DiffusersGenerator:
@@ -62,7 +63,7 @@ class DiffusersGenerator:
         self.image2image.set_progress_bar_config(disable=True)
 
     def generate(self, prompt: str, seed: int, plan: PhotoPlan | None = None, init_png: bytes | None = None,
-                 region: str = "skin") -> tuple[bytes, dict]:
+                 region: str = "skin", subject_seed: int | None = None) -> tuple[bytes, dict]:
         from PIL import Image
 
         s = self.spec
@@ -98,7 +99,7 @@ class ProviderImageGenerator:
         self._client = openai.OpenAI(api_key=self._key, base_url=spec.base_url, timeout=spec.timeout_s, max_retries=2)
 
     def generate(self, prompt: str, seed: int, plan: PhotoPlan | None = None, init_png: bytes | None = None,
-                 region: str = "skin") -> tuple[bytes, dict]:
+                 region: str = "skin", subject_seed: int | None = None) -> tuple[bytes, dict]:
         import base64
 
         from medscope.models.api_common import classify

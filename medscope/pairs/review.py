@@ -86,11 +86,13 @@ def generate_round(spec: PairsSpec, work: str, generator) -> dict:
                 continue
             photo = getattr(plan, pt)
             retry = next((c for c in reversed(cands) if c["decision"] == "retry" and not c.get("retried")), None)
-            init, parent = None, None
+            init, parent, subject = None, None, None
             if retry is not None:
                 init, parent = storage.read_bytes(storage.join(work, retry["image"])), retry["id"]
+                subject = retry.get("subject")  # an edit of that candidate: its person stays
             elif plan.strategy == "shared_base":
                 init, parent = _base(plan, generator, review, work)
+                subject = f"base:{slug(plan.condition)}:seed{plan.seed}" if parent else None
             elif plan.strategy == "edit_from_matched" and pt == "mismatched":
                 # only an approved matched photograph: the person must be the one who stays
                 source = _approved(_slot(review, plan.condition, "matched"))
@@ -98,19 +100,26 @@ def generate_round(spec: PairsSpec, work: str, generator) -> dict:
                     waiting += 1
                     continue
                 init, parent = storage.read_bytes(storage.join(work, source["image"])), source["id"]
+                subject = source.get("subject")
             feedback = [c["feedback"] for c in cands if c.get("feedback")]
             prompt = f"{plan.subject}. {photo.prompt}" + "".join(f"\nReviewer feedback: {f}" for f in feedback)
             attempt = 1 + max((c["attempt"] for c in cands), default=0)
             for k in range(spec.candidates_per_round):
                 seed = plan.seed + 1000 * (attempt - 1) + k
-                png, meta = generator.generate(prompt, seed, photo, init, plan.region)
+                png, meta = generator.generate(prompt, seed, photo, init, plan.region, subject_seed=plan.seed)
                 cid = f"{slug(plan.condition)}:{pt}:a{attempt}:{k}"
+                # who is pictured: kept across retries and candidates so `pairs check` can refuse
+                # a pair of two different people. A seeded text-to-image candidate is its seed's
+                # person (the procedural subject is always the condition's seed); an unseeded
+                # endpoint draws someone new every time.
+                who = subject or (f"seed:{plan.seed if generator.name == 'procedural' else seed}" if generator.seeded
+                                  else f"generated:{cid}")
                 path = f"{names.CANDIDATES}/{slug(plan.condition)}/{pt}-a{attempt}-{k}.png"
                 storage.write_bytes(storage.join(work, path), png)
                 review["candidates"].append({
                     "id": cid, "condition": plan.condition, "photo_type": pt, "attempt": attempt, "image": path,
                     "prompt": prompt, "seed": seed if generator.seeded else None, "generator": generator.name,
-                    "generator_meta": meta, "parent": parent, "decision": "pending", "feedback": "", "reviewer": ""})
+                    "generator_meta": meta, "parent": parent, "subject": who, "decision": "pending", "feedback": "", "reviewer": ""})
                 made += 1
             if retry is not None:
                 retry["retried"] = True
@@ -174,7 +183,8 @@ def build(spec: PairsSpec, work: str, out: str, spec_dir: str = ".") -> dict:
                          "findings": [f if isinstance(f, str) else f.model_dump() for f in photo.findings],
                          "provenance": {"candidate": cand["id"], "prompt": cand["prompt"], "seed": cand["seed"],
                                         "generator": cand["generator"], "generator_meta": cand.get("generator_meta"),
-                                        "parent": cand.get("parent"), "review_history": history}}
+                                        "parent": cand.get("parent"), "subject": cand.get("subject"),
+                                        "review_history": history}}
         entry["provenance"] = {"strategy": plan.strategy, "subject": plan.subject,
                                "base": review["bases"].get(slug(plan.condition))}
         entries.append(entry)

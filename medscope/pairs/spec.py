@@ -14,10 +14,21 @@ caption and clinically significant findings, and how "same person, other finding
 
 from __future__ import annotations
 
+import pydantic
+
 from medscope.config import StrictModel
+from medscope.protocols.paired_modality import draw
 from medscope.protocols.paired_modality.manifest import Finding
 
 STRATEGIES = ("shared_base", "edit_from_matched", "independent")
+# The options each generator kind reads; any other key set under `generator:` is an error, so a
+# copied spec never silently ignores what it says (docs/paired-modality.md lists them).
+GENERATOR_OPTIONS = {
+    "procedural": {"kind", "size"},
+    "diffusers": {"kind", "model_dir", "device", "dtype", "steps", "guidance_scale", "strength", "size"},
+    "provider": {"kind", "model", "base_url", "api_key_env", "timeout_s", "size"},
+}
+REQUIRED_OPTIONS = {"diffusers": ("model_dir",), "provider": ("model",)}
 
 
 class GeneratorSpec(StrictModel):
@@ -33,6 +44,19 @@ class GeneratorSpec(StrictModel):
     base_url: str | None = None  # provider: an OpenAI-compatible images endpoint
     api_key_env: str | None = None  # provider: NAME of the variable holding the key
     timeout_s: float = 300.0
+
+    @pydantic.model_validator(mode="after")
+    def _options_of_kind(self) -> "GeneratorSpec":
+        if self.kind not in GENERATOR_OPTIONS:
+            raise ValueError(f"unknown generator kind {self.kind!r}; known: {', '.join(GENERATOR_OPTIONS)}")
+        stray = sorted(set(self.model_fields_set) - GENERATOR_OPTIONS[self.kind])
+        if stray:
+            raise ValueError(f"generator kind {self.kind} does not use {', '.join(stray)}; its options: "
+                             f"{', '.join(sorted(GENERATOR_OPTIONS[self.kind]))}")
+        missing = [k for k in REQUIRED_OPTIONS.get(self.kind, ()) if not getattr(self, k)]
+        if missing:
+            raise ValueError(f"generator kind {self.kind} needs {', '.join(missing)}")
+        return self
 
 
 class PhotoPlan(StrictModel):
@@ -54,6 +78,13 @@ class ConditionPlan(StrictModel):
     radiograph_findings: str = ""
     region: str = "skin"  # procedural generator: skin | nail | face
     strategy: str = "shared_base"
+
+    @pydantic.field_validator("strategy")
+    @classmethod
+    def _known_strategy(cls, v: str) -> str:
+        if v not in STRATEGIES:
+            raise ValueError(f"strategy must be one of {', '.join(STRATEGIES)}")
+        return v
     seed: int = 0
     matched: PhotoPlan
     mismatched: PhotoPlan
@@ -64,3 +95,29 @@ class PairsSpec(StrictModel):
     generator: GeneratorSpec = GeneratorSpec()
     candidates_per_round: int = 1
     conditions: list[ConditionPlan]
+
+    @pydantic.model_validator(mode="after")
+    def _procedural_fields(self) -> "PairsSpec":
+        """``region`` and ``mark`` belong to the procedural generator: it needs a known region and
+        two different marks (the same mark twice draws the same picture); other kinds refuse them."""
+        for c in self.conditions:
+            used = ["region"] if "region" in c.model_fields_set else []
+            used += [f"{pt}.mark" for pt in ("matched", "mismatched") if getattr(c, pt).mark is not None]
+            if self.generator.kind != "procedural":
+                if used:
+                    raise ValueError(f"condition {c.condition!r}: {', '.join(used)} only apply to the procedural "
+                                     f"generator, not {self.generator.kind}")
+                continue
+            if c.region not in draw.MARKS:
+                raise ValueError(f"condition {c.condition!r}: region must be one of {', '.join(draw.MARKS)}")
+            known = (*draw.MARKS[c.region], "none")
+            marks = [getattr(c, pt).mark or "none" for pt in ("matched", "mismatched")]
+            bad = [m for m in marks if m not in known]
+            if bad:
+                raise ValueError(f"condition {c.condition!r}: mark {bad[0]!r} is not drawn on {c.region}; "
+                                 f"marks there: {', '.join(known)}")
+            if marks[0] == marks[1]:
+                raise ValueError(f"condition {c.condition!r}: the procedural generator needs two different marks "
+                                 f"(matched.mark, mismatched.mark from {', '.join(known)}); the same mark twice "
+                                 "draws the same picture")
+        return self
