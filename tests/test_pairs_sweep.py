@@ -44,3 +44,28 @@ def test_sweep_resume_and_score(ray_cluster, tmp_path):
     assert tests[("always-claims", "mismatched", "fp_rate")]["p_value"] == 1.0
     t = tests[("swayed", "mismatched", "fp_rate")]
     assert t["b"] == 0 and t["p_value"] == pytest.approx(2 * 0.5 ** t["c"]) and t["c"] >= 1
+    # one subject model besides a constant policy: nothing to pool (the policy is never pooled unnamed)
+    assert not [k for k in tests if k[0] == "pooled"]
+
+
+def test_the_demo_models_pool_their_subjects_only(ray_cluster, tmp_path):
+    """The demo's five models (issue 28): the pooled rows name the two reading models and leave the
+    three constant policies out; the run records why."""
+    import json
+
+    from medscope.pairs.embedded import write_embedded_set
+    from pipelines.pairs import DEMO_MODELS
+
+    manifest = write_embedded_set(str(tmp_path / "set"))["manifest"]
+    cfg = cfgmod.parse(EvalConfig, {"views": manifest, "models": "inline", "out": str(tmp_path / "eval"),
+                                    "conditions": ["photo_only", "paired"], "protocol": PROTOCOL_SPEC,
+                                    "workers": 1, "concurrency": 4})
+    run_sweep(cfg, PROTOCOL(), cfgmod.parse(ModelsConfig, {"models": DEMO_MODELS}).models)
+    out = str(tmp_path / "scored")
+    PROTOCOL().score(str(tmp_path / "eval"), manifest, out, ScoreOptions(extra={"judge": "rule"}))
+    run = json.loads(open(f"{out}/{names.RUN}").read())
+    assert run["pooled_models"] == ["colour-knn-reader", "swayed-reader-sim"]
+    assert sorted(run["not_pooled"]) == ["always-absent", "always-claims", "always-refers"]
+    pooled = [t for t in pq.read_table(f"{out}/{names.MCNEMAR}").to_pylist() if t["model"] == "pooled"]
+    assert len(pooled) == 6 and {t["pooled_models"] for t in pooled} == {"colour-knn-reader, swayed-reader-sim"}
+    assert all(t["n"] == 12 for t in pooled)  # 6 photographs of a type x 2 subject models
