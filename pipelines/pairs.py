@@ -5,9 +5,10 @@
     medscope pairs build --spec pairs.yaml --work W --out SET   # approved photos -> SET/manifest.yaml
     medscope pairs check SET                                 # counts and manifest rejects
     medscope pairs embedded --out SET                        # the generated stand-in set
-    medscope eval run --protocol paired_modality --items SET --models M.yaml \
+    medscope eval run --protocol paired_modality --items SET --models configs/models/pairs.yaml \
         --conditions photo_only,paired --out EVAL
-    medscope score --episodes EVAL --out RUN [--score-option judge=rule|NAME --score-option judge_models=F]
+    medscope score --episodes EVAL --out RUN [--score-option judge=rule|NAME
+        --score-option judge_models=configs/models/pairs-judge.yaml --score-option pooled_models=A,B]
     medscope report --run RUN --out REPORT
 
 Evaluation, scoring (extract-then-judge) and the report are the shared verbs; ``medscope demo``
@@ -27,14 +28,8 @@ from medscope.protocols.paired_modality import PROTOCOL, names
 
 PROTOCOL_SPEC = "paired_modality"
 JUDGE_KEY_ENV = "MEDSCOPE_PAIRS_LOOPBACK_JUDGE_KEY"  # a placeholder for the loopback judge, not a secret
-DEMO_MODELS = [
-    {"name": "always-claims", "kind": "policy", "model": "always-claims"},
-    {"name": "always-absent", "kind": "policy", "model": "always-absent"},
-    {"name": "always-refers", "kind": "policy", "model": "always-refers"},
-    {"name": "colour-knn-reader", "kind": "medscope.protocols.paired_modality.baseline:build_reader"},
-    {"name": "swayed-reader-sim", "kind": "medscope.protocols.paired_modality.baseline:build_swayed",
-     "options": {"sway": 0.6}},
-]
+# The demo's offline subjects (three constant policies, the colour reader, the swayed simulation)
+DEMO_MODELS = cfgmod.load_yaml(cfgmod.shipped("models", "pairs-offline.yaml"))["models"]
 
 
 def _spec(path: str):
