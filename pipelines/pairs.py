@@ -117,7 +117,7 @@ def _generate(args) -> None:
 
 
 def _review(args) -> None:
-    from medscope.pairs.review import decide, load_review
+    from medscope.pairs.review import approvers, decide, load_review
 
     done = 0
     if args.retry and not args.feedback:
@@ -128,7 +128,9 @@ def _review(args) -> None:
     if done:
         print(f"recorded {done} decision(s) in {storage.join(args.work, names.REVIEW)}", file=sys.stderr)
     for c in load_review(args.work)["candidates"]:
-        print(f"{c['decision']:8s} {c['id']:48s} {c['image']}" + (f"  feedback: {c['feedback']}" if c.get("feedback") else ""))
+        by = approvers(c)
+        print(f"{c['decision']:8s} {c['id']:48s} {c['image']}" + (f"  approved by: {', '.join(by)}" if by else "")
+              + (f"  feedback: {c['feedback']}" if c.get("feedback") else ""))
 
 
 def _print(obj) -> None:

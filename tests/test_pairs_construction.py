@@ -199,3 +199,23 @@ def test_cli_check_strict_fails_on_an_item_id_collision(tmp_path, capsys):
     assert main(["pairs", "check", str(out)]) == 0
     assert json.loads(capsys.readouterr().out)["rejects"] == {"item id collision": 1}
     assert main(["pairs", "check", str(out), "--strict"]) != 0
+
+
+def test_build_waits_for_the_required_number_of_reviewers(tmp_path):
+    spec = _two_condition_spec().model_copy(update={"approvals_required": 2})
+    spec = spec.model_copy(update={"conditions": spec.conditions[:1]})
+    work, out = str(tmp_path / "work"), str(tmp_path / "set")
+    rv.generate_round(spec, work, ProceduralGenerator(spec.generator))
+    rv.decide(work, ["all-pending"], "approve", reviewer="dr-a")
+    ids = [c["id"] for c in rv.load_review(work)["candidates"]]
+    rv.decide(work, ids, "approve", reviewer="dr-a")  # the same physician twice is one approval
+    assert rv.build(spec, work, out)["conditions"] == 0
+    assert rv.generate_round(spec, work, ProceduralGenerator(spec.generator))["generated"] == 0  # awaiting, not redrawn
+    rv.decide(work, ids[:1], "approve", reviewer="dr-b")
+    built = rv.build(spec, work, out)
+    assert built["conditions"] == 0 and built["incomplete"][0]["missing"] == ["mismatched"]
+    rv.decide(work, ids[1:], "approve", reviewer="dr-c")
+    built = rv.build(spec, work, out)
+    assert built["conditions"] == 1
+    entry = yaml.safe_load(open(built["manifest"]).read())["conditions"][0]
+    assert entry["matched"]["provenance"]["review_history"][0]["approvals"] == ["dr-a", "dr-b"]

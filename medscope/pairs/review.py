@@ -54,8 +54,17 @@ def _slot(review: dict, condition: str, photo_type: str) -> list[dict]:
     return [c for c in review["candidates"] if c["condition"] == condition and c["photo_type"] == photo_type]
 
 
-def _approved(cands: list[dict]) -> dict | None:
-    ok = [c for c in cands if c["decision"] == "approve"]
+def approvers(c: dict) -> list[str]:
+    """The distinct reviewers who approved a candidate (a review file from before issue 28 holds
+    one ``reviewer`` per decision)."""
+    names = c.get("approvals") or ([c.get("reviewer") or "unnamed"] if c["decision"] == "approve" else [])
+    return list(dict.fromkeys(names))
+
+
+def _approved(cands: list[dict], need: int = 1) -> dict | None:
+    """The latest candidate approved by at least ``need`` different reviewers (seed 002 §3.3:
+    each question approved by 1-3 physicians)."""
+    ok = [c for c in cands if c["decision"] == "approve" and len(approvers(c)) >= need]
     return ok[-1] if ok else None
 
 
@@ -82,7 +91,8 @@ def generate_round(spec: PairsSpec, work: str, generator) -> dict:
     for plan in spec.conditions:
         for pt in PHOTO_TYPES:
             cands = _slot(review, plan.condition, pt)
-            if _approved(cands) or any(c["decision"] == "pending" for c in cands):
+            # a slot with an approval (complete or awaiting more reviewers) or a pending candidate waits
+            if any(c["decision"] in ("pending", "approve") for c in cands):
                 continue
             photo = getattr(plan, pt)
             retry = next((c for c in reversed(cands) if c["decision"] == "retry" and not c.get("retried")), None)
@@ -95,7 +105,7 @@ def generate_round(spec: PairsSpec, work: str, generator) -> dict:
                 subject = f"base:{slug(plan.condition)}:seed{plan.seed}" if parent else None
             elif plan.strategy == "edit_from_matched" and pt == "mismatched":
                 # only an approved matched photograph: the person must be the one who stays
-                source = _approved(_slot(review, plan.condition, "matched"))
+                source = _approved(_slot(review, plan.condition, "matched"), spec.approvals_required)
                 if source is None:
                     waiting += 1
                     continue
@@ -143,6 +153,8 @@ def decide(work: str, ids: list[str], decision: str, feedback: str = "", reviewe
             raise MedScopeError(f"no candidate {i!r} in {storage.join(work, names.REVIEW)}")
         chosen.append(by_id[i])
     for c in chosen:
+        if decision == "approve":  # approvals accumulate: one per reviewer, however often they approve
+            c["approvals"] = list(dict.fromkeys([*approvers(c), reviewer or "unnamed"]))
         c.update(decision=decision, feedback=feedback or c.get("feedback", ""), reviewer=reviewer)
     save_review(work, review)
     return len(chosen)
@@ -167,7 +179,7 @@ def build(spec: PairsSpec, work: str, out: str, spec_dir: str = ".") -> dict:
     review = load_review(work)
     entries, incomplete = [], []
     for plan in spec.conditions:
-        chosen = {pt: _approved(_slot(review, plan.condition, pt)) for pt in PHOTO_TYPES}
+        chosen = {pt: _approved(_slot(review, plan.condition, pt), spec.approvals_required) for pt in PHOTO_TYPES}
         if not all(chosen.values()):
             incomplete.append({"condition": plan.condition, "missing": [pt for pt, c in chosen.items() if not c]})
             continue
@@ -177,7 +189,8 @@ def build(spec: PairsSpec, work: str, out: str, spec_dir: str = ".") -> dict:
             photo = getattr(plan, pt)
             rel = f"photos/{slug(plan.condition)}-{pt}.png"
             storage.write_bytes(storage.join(out, rel), storage.read_bytes(storage.join(work, cand["image"])))
-            history = [{k: c.get(k) for k in ("id", "attempt", "prompt", "seed", "parent", "decision", "feedback", "reviewer")}
+            history = [{k: c.get(k) for k in ("id", "attempt", "prompt", "seed", "parent", "decision", "feedback", "reviewer",
+                                              "approvals")}
                        for c in _slot(review, plan.condition, pt)]
             entry[pt] = {"image": rel, "caption": photo.caption,
                          "findings": [f if isinstance(f, str) else f.model_dump() for f in photo.findings],

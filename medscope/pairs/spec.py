@@ -94,6 +94,9 @@ class PairsSpec(StrictModel):
     name: str = "pairs"
     generator: GeneratorSpec = GeneratorSpec()
     candidates_per_round: int = 1
+    # distinct reviewers whose approval a photograph needs before `build` takes it (seed 002 §3.3:
+    # 1-3 board-certified physicians); addition: the default 1 is the paper's minimum
+    approvals_required: int = pydantic.Field(1, ge=1)
     conditions: list[ConditionPlan]
 
     @pydantic.model_validator(mode="after")
