@@ -113,7 +113,7 @@ def _generate(args) -> None:
     from medscope.pairs.review import generate_round
 
     spec = _spec(args.spec)
-    _print(generate_round(spec, args.work, build_generator(spec.generator)))
+    _print(generate_round(spec, args.work, build_generator(spec.generator), _spec_dir(args.spec)))
 
 
 def _review(args) -> None:

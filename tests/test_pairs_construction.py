@@ -219,3 +219,34 @@ def test_build_waits_for_the_required_number_of_reviewers(tmp_path):
     assert built["conditions"] == 1
     entry = yaml.safe_load(open(built["manifest"]).read())["conditions"][0]
     assert entry["matched"]["provenance"]["review_history"][0]["approvals"] == ["dr-a", "dr-b"]
+
+
+def test_provider_gets_the_reference_and_a_mask_of_the_edit_box(tmp_path, monkeypatch):
+    """Seed 002 §3.3 strategies 2 and 4 through an images endpoint: the edit carries the source, the
+    reference image beside it, and a mask transparent exactly inside the box."""
+    import io
+
+    from PIL import Image
+
+    from medscope.images import encode_png
+
+    (tmp_path / "ref.png").write_bytes(encode_png(np.full((8, 8, 3), (120, 40, 90), np.uint8)))
+    server = FakeImageProvider()
+    monkeypatch.setenv("PAIRS_TEST_IMAGE_KEY", "img-key")
+    try:
+        spec = _two_condition_spec(kind="provider", model="image-model-1", base_url=server.url,
+                                   api_key_env="PAIRS_TEST_IMAGE_KEY", size=64)
+        cond = spec.conditions[0]
+        matched = cond.matched.model_copy(update={"reference": "ref.png", "edit_box": [0.5, 0.0, 1.0, 0.5]})
+        spec = spec.model_copy(update={"conditions": [cond.model_copy(update={"matched": matched})]})
+        rv.generate_round(spec, str(tmp_path / "work"), build_generator(spec.generator), spec_dir=str(tmp_path))
+    finally:
+        server.close()
+    edits = [r for r in server.requests if r.path == "/v1/images/edits"]
+    with_ref = [r for r in edits if r.images == 2]
+    assert len(edits) == 2 and len(with_ref) == 1 and with_ref[0].mask is not None  # matched: base + reference
+    alpha = np.asarray(Image.open(io.BytesIO(with_ref[0].mask)))[..., 3]
+    h, w = alpha.shape
+    assert (alpha[: h // 2, w // 2:] == 0).all() and (alpha[h // 2:, :] == 255).all() and (alpha[:, : w // 2] == 255).all()
+    plain = next(r for r in edits if r.images == 1)
+    assert plain.mask is None  # the mismatched photo names no box

@@ -84,8 +84,20 @@ def _base(plan: ConditionPlan, generator, review: dict, work: str) -> tuple[byte
     return storage.read_bytes(storage.join(work, rec["image"])), f"base:{key}"
 
 
-def generate_round(spec: PairsSpec, work: str, generator) -> dict:
-    """One round of candidates (see the module docstring); returns counts."""
+def _reference(photo, spec_dir: str) -> bytes | None:
+    """The reference image of a photograph (seed 002 §3.3 strategy 2), or None."""
+    if not photo.reference:
+        return None
+    ref = photo.reference
+    uri = ref if ("://" in ref or ref.startswith("/")) else storage.join(spec_dir, ref)
+    if not storage.exists(uri):
+        raise MedScopeError(f"reference image {uri} does not exist")
+    return storage.read_bytes(uri)
+
+
+def generate_round(spec: PairsSpec, work: str, generator, spec_dir: str = ".") -> dict:
+    """One round of candidates (see the module docstring); returns counts. ``spec_dir``: where
+    the spec's relative paths (reference images) start."""
     review = load_review(work)
     made, waiting = 0, 0
     for plan in spec.conditions:
@@ -116,7 +128,8 @@ def generate_round(spec: PairsSpec, work: str, generator) -> dict:
             attempt = 1 + max((c["attempt"] for c in cands), default=0)
             for k in range(spec.candidates_per_round):
                 seed = plan.seed + 1000 * (attempt - 1) + k
-                png, meta = generator.generate(prompt, seed, photo, init, plan.region, subject_seed=plan.seed)
+                png, meta = generator.generate(prompt, seed, photo, init, plan.region, subject_seed=plan.seed,
+                                               reference_png=_reference(photo, spec_dir))
                 cid = f"{slug(plan.condition)}:{pt}:a{attempt}:{k}"
                 # who is pictured: kept across retries and candidates so `pairs check` can refuse
                 # a pair of two different people. A seeded text-to-image candidate is its seed's

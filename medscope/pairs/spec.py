@@ -64,6 +64,20 @@ class PhotoPlan(StrictModel):
     caption: str
     findings: list[Finding | str] = []
     mark: str | None = None  # procedural generator: the sign drawn (medscope.protocols.paired_modality.draw.MARKS)
+    # seed 002 §3.3 strategy 2: a reference image of the finding (licensed for this use), relative
+    # to the spec; sent beside the edited image (provider) or pasted into edit_box and harmonised
+    # by the edit (diffusers)
+    reference: str | None = None
+    # §3.3 strategy 4: where the edit should be focused, as fractions of the image: [x0, y0, x1,
+    # y1]; the edit is masked to it (provider: a transparent mask region; diffusers: inpainting)
+    edit_box: list[float] | None = None
+
+    @pydantic.field_validator("edit_box")
+    @classmethod
+    def _box(cls, v: list[float] | None) -> list[float] | None:
+        if v is not None and not (len(v) == 4 and 0 <= v[0] < v[2] <= 1 and 0 <= v[1] < v[3] <= 1):
+            raise ValueError("edit_box is [x0, y0, x1, y1] with 0 <= x0 < x1 <= 1 and 0 <= y0 < y1 <= 1")
+        return v
 
 
 class RadiographSpec(StrictModel):
@@ -104,6 +118,18 @@ class PairsSpec(StrictModel):
         """``region`` and ``mark`` belong to the procedural generator: it needs a known region and
         two different marks (the same mark twice draws the same picture); other kinds refuse them."""
         for c in self.conditions:
+            for pt in ("matched", "mismatched"):
+                p = getattr(c, pt)
+                if (p.reference or p.edit_box) and self.generator.kind == "procedural":
+                    raise ValueError(f"condition {c.condition!r}: {pt}.reference / edit_box need an image model "
+                                     "(diffusers or provider), not the procedural generator")
+                if p.reference and self.generator.kind == "diffusers" and not p.edit_box:
+                    raise ValueError(f"condition {c.condition!r}: with diffusers a {pt}.reference is pasted into "
+                                     "edit_box and harmonised; give edit_box")
+                # an edit box needs an image to edit: a shared base, the matched photo, or a retry
+                if p.edit_box and c.strategy == "independent":
+                    raise ValueError(f"condition {c.condition!r}: {pt}.edit_box focuses an edit; strategy "
+                                     "independent makes none (use shared_base or edit_from_matched)")
             used = ["region"] if "region" in c.model_fields_set else []
             used += [f"{pt}.mark" for pt in ("matched", "mismatched") if getattr(c, pt).mark is not None]
             if self.generator.kind != "procedural":
