@@ -250,3 +250,29 @@ def test_provider_gets_the_reference_and_a_mask_of_the_edit_box(tmp_path, monkey
     assert (alpha[: h // 2, w // 2:] == 0).all() and (alpha[h // 2:, :] == 255).all() and (alpha[:, : w // 2] == 255).all()
     plain = next(r for r in edits if r.images == 1)
     assert plain.mask is None  # the mismatched photo names no box
+
+
+def test_subject_demographics_from_the_radiograph_else_a_reproducible_draw(tmp_path):
+    from medscope.pairs.spec import US_2020_WEIGHTS, DemographicsSpec, subject_demographics
+
+    spec = _two_condition_spec()
+    from medscope.pairs.spec import RadiographMeta
+
+    cond = spec.conditions[0].model_copy(update={"radiograph_meta": RadiographMeta(age=52, sex="female")})
+    spec = spec.model_copy(update={"conditions": [cond]})
+    work = str(tmp_path / "work")
+    rv.generate_round(spec, work, ProceduralGenerator(spec.generator))
+    first = rv.load_review(work)["candidates"][0]["prompt"]
+    d = subject_demographics(spec.conditions[0], spec.demographics)
+    assert f"Patient: 52-year-old female, {d['ethnicity']}." in first and d["ethnicity_source"] == "drawn"
+    assert subject_demographics(spec.conditions[0], spec.demographics) == d  # the same draw every time
+    # the metadata's own ethnicity wins over the draw
+    known = spec.conditions[0].model_copy(update={"radiograph_meta": spec.conditions[0].radiograph_meta.model_copy(
+        update={"ethnicity": "Asian"})})
+    assert subject_demographics(known, spec.demographics)["ethnicity_source"] == "radiograph metadata"
+    # over many conditions the draw follows the weights (binomial sd at n = 4000 is under 0.8 points)
+    plans = [spec.conditions[0].model_copy(update={"condition": f"c{i}"}) for i in range(4000)]
+    got = [subject_demographics(p, DemographicsSpec(seed=3))["ethnicity"] for p in plans]
+    total = sum(US_2020_WEIGHTS.values())
+    for group, w in US_2020_WEIGHTS.items():
+        assert abs(got.count(group) / len(got) - w / total) < 0.03

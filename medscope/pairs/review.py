@@ -22,7 +22,7 @@ import yaml
 from medscope import storage
 from medscope.errors import MedScopeError
 from medscope.protocols.paired_modality import draw
-from medscope.pairs.spec import ConditionPlan, PairsSpec, RadiographSpec
+from medscope.pairs.spec import ConditionPlan, PairsSpec, RadiographSpec, demographics_phrase, subject_demographics
 from medscope.images import encode_png
 from medscope.protocols.paired_modality import names
 from medscope.protocols.paired_modality.manifest import PHOTO_TYPES, slug
@@ -68,14 +68,14 @@ def _approved(cands: list[dict], need: int = 1) -> dict | None:
     return ok[-1] if ok else None
 
 
-def _base(plan: ConditionPlan, generator, review: dict, work: str) -> tuple[bytes | None, str | None]:
+def _base(plan: ConditionPlan, generator, review: dict, work: str, who: str = "") -> tuple[bytes | None, str | None]:
     """The shared base image of a condition (generated once, recorded in the review file)."""
     if plan.strategy != "shared_base" or generator.name == "procedural":
         return None, None  # the procedural subject is already fixed by the condition's seed
     key = slug(plan.condition)
     rec = review["bases"].get(key)
     if rec is None:
-        prompt = f"{plan.subject}. Normal skin, no visible abnormality."
+        prompt = f"{plan.subject}. {who}. Normal skin, no visible abnormality."
         png, meta = generator.generate(prompt, plan.seed, None, None, plan.region)
         path = f"{names.CANDIDATES}/{key}/base.png"
         storage.write_bytes(storage.join(work, path), png)
@@ -101,6 +101,7 @@ def generate_round(spec: PairsSpec, work: str, generator, spec_dir: str = ".") -
     review = load_review(work)
     made, waiting = 0, 0
     for plan in spec.conditions:
+        demo = subject_demographics(plan, spec.demographics)
         for pt in PHOTO_TYPES:
             cands = _slot(review, plan.condition, pt)
             # a slot with an approval (complete or awaiting more reviewers) or a pending candidate waits
@@ -113,7 +114,7 @@ def generate_round(spec: PairsSpec, work: str, generator, spec_dir: str = ".") -
                 init, parent = storage.read_bytes(storage.join(work, retry["image"])), retry["id"]
                 subject = retry.get("subject")  # an edit of that candidate: its person stays
             elif plan.strategy == "shared_base":
-                init, parent = _base(plan, generator, review, work)
+                init, parent = _base(plan, generator, review, work, demographics_phrase(demo))
                 subject = f"base:{slug(plan.condition)}:seed{plan.seed}" if parent else None
             elif plan.strategy == "edit_from_matched" and pt == "mismatched":
                 # only an approved matched photograph: the person must be the one who stays
@@ -124,7 +125,7 @@ def generate_round(spec: PairsSpec, work: str, generator, spec_dir: str = ".") -
                 init, parent = storage.read_bytes(storage.join(work, source["image"])), source["id"]
                 subject = source.get("subject")
             feedback = [c["feedback"] for c in cands if c.get("feedback")]
-            prompt = f"{plan.subject}. {photo.prompt}" + "".join(f"\nReviewer feedback: {f}" for f in feedback)
+            prompt = f"{plan.subject}. {demographics_phrase(demo)}. {photo.prompt}" + "".join(f"\nReviewer feedback: {f}" for f in feedback)
             attempt = 1 + max((c["attempt"] for c in cands), default=0)
             for k in range(spec.candidates_per_round):
                 seed = plan.seed + 1000 * (attempt - 1) + k
@@ -212,6 +213,7 @@ def build(spec: PairsSpec, work: str, out: str, spec_dir: str = ".") -> dict:
                                         "parent": cand.get("parent"), "subject": cand.get("subject"),
                                         "review_history": history}}
         entry["provenance"] = {"strategy": plan.strategy, "subject": plan.subject,
+                               "demographics": subject_demographics(plan, spec.demographics),
                                "base": review["bases"].get(slug(plan.condition))}
         entries.append(entry)
     manifest = {"name": spec.name, "conditions": entries}

@@ -80,6 +80,35 @@ class PhotoPlan(StrictModel):
         return v
 
 
+class RadiographMeta(StrictModel):
+    """What the radiograph's own metadata says of the patient (seed 002 §3.3: the photograph's
+    subject is matched to it); any field may be missing."""
+
+    age: int | None = pydantic.Field(None, ge=0, le=120)
+    sex: str | None = None  # as the metadata says it: female | male | ...
+    ethnicity: str | None = None  # rarely present (3 of 40 in the paper); else drawn
+
+
+# addition: the four groups of seed 002 §3.3 weighted by the US 2020 census shares (White alone,
+# not Hispanic 57.8%; Hispanic or Latino 18.7%; Black alone 12.1%; Asian alone 5.9%), normalised
+US_2020_WEIGHTS = {"White": 57.8, "Hispanic/Latino": 18.7, "Black": 12.1, "Asian": 5.9}
+
+
+class DemographicsSpec(StrictModel):
+    """The reproducible ethnicity draw (seed 002 §3.3): one draw per condition from ``seed`` and
+    the condition's name, over ``ethnicity_weights``; a radiograph's own ethnicity wins."""
+
+    seed: int = 0
+    ethnicity_weights: dict[str, float] = US_2020_WEIGHTS
+
+    @pydantic.field_validator("ethnicity_weights")
+    @classmethod
+    def _positive(cls, v: dict[str, float]) -> dict[str, float]:
+        if not v or any(w < 0 for w in v.values()) or sum(v.values()) <= 0:
+            raise ValueError("ethnicity_weights: non-negative weights, at least one positive")
+        return v
+
+
 class RadiographSpec(StrictModel):
     phantom: str  # nodular | patchy | none: a generated phantom radiograph
 
@@ -90,6 +119,7 @@ class ConditionPlan(StrictModel):
     subject: str  # e.g. "a 45-year-old woman, upper back, clinical photograph, plain background"
     radiograph: str | RadiographSpec
     radiograph_findings: str = ""
+    radiograph_meta: RadiographMeta = RadiographMeta()  # the photo subject's age / sex come from here
     region: str = "skin"  # procedural generator: skin | nail | face
     strategy: str = "shared_base"
 
@@ -111,6 +141,7 @@ class PairsSpec(StrictModel):
     # distinct reviewers whose approval a photograph needs before `build` takes it (seed 002 §3.3:
     # 1-3 board-certified physicians); addition: the default 1 is the paper's minimum
     approvals_required: int = pydantic.Field(1, ge=1)
+    demographics: DemographicsSpec = DemographicsSpec()
     conditions: list[ConditionPlan]
 
     @pydantic.model_validator(mode="after")
@@ -150,3 +181,26 @@ class PairsSpec(StrictModel):
                                  f"(matched.mark, mismatched.mark from {', '.join(known)}); the same mark twice "
                                  "draws the same picture")
         return self
+
+
+def subject_demographics(plan: ConditionPlan, spec: DemographicsSpec) -> dict:
+    """The photograph subject's age, sex and ethnicity (seed 002 §3.3): age and sex from the
+    radiograph's metadata when present, ethnicity from it when present, else a reproducible draw
+    (the same spec seed and condition always give the same group). ``source`` says which."""
+    from medscope.seeding import rng_for
+
+    meta = plan.radiograph_meta
+    groups = list(spec.ethnicity_weights)
+    if meta.ethnicity:
+        ethnicity, source = meta.ethnicity, "radiograph metadata"
+    else:
+        w = [spec.ethnicity_weights[g] for g in groups]
+        rng = rng_for(spec.seed, "ethnicity", plan.condition.strip().lower())
+        ethnicity, source = groups[int(rng.choice(len(groups), p=[x / sum(w) for x in w]))], "drawn"
+    return {"age": meta.age, "sex": meta.sex, "ethnicity": ethnicity, "ethnicity_source": source}
+
+
+def demographics_phrase(d: dict) -> str:
+    """"Patient: 52-year-old female, Black" (only what is known)."""
+    who = " ".join(x for x in (f"{d['age']}-year-old" if d.get("age") is not None else "", d.get("sex") or "") if x)
+    return "Patient: " + ", ".join(x for x in (who, d.get("ethnicity") or "") if x)
