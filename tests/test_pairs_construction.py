@@ -173,6 +173,11 @@ def test_generator_options_are_validated(tmp_path):
     # the reproduction: the example copied with kind procedural
     with pytest.raises(MedScopeError, match="does not use .*model_dir"):
         cfgmod.parse(PairsSpec, {**example, "generator": {**example["generator"], "kind": "procedural"}})
+    with pytest.raises(MedScopeError, match="need an image model"):  # strategy 4 is no drawing option
+        cfgmod.parse(PairsSpec, {**example, "generator": {"kind": "procedural"}})
+    cond = dict(example["conditions"][0], matched={k: v for k, v in example["conditions"][0]["matched"].items()
+                                                   if k != "edit_box"})
+    example = {**example, "conditions": [cond]}
     with pytest.raises(MedScopeError, match="two different marks"):
         cfgmod.parse(PairsSpec, {**example, "generator": {"kind": "procedural"}})
     with pytest.raises(MedScopeError, match="not drawn on skin"):
