@@ -373,6 +373,8 @@ def test_rule_judge_reports_an_unnamed_hallucination_as_unverified():
     # what the caption describes, negations and named findings are not "unverified"
     v = judge.label("Acne papules with white heads. No bruising. Crusted vesicles.", [], caption)
     assert (v.fp, v.unverified) == (True, ())
+    v = judge.label("Abnormality present", [], caption)  # the generic claim: weighed as such, not unverified
+    assert (v.fp, v.unverified) == (True, ())
     # the same verdict survives the loopback round trip (JSON reply read back)
     assert jd.read_verdict(judge.ask(jd.judge_prompt("A purple bruise.", caption, []))).unverified == ("A purple bruise",)
 

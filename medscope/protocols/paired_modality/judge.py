@@ -158,7 +158,8 @@ class RuleJudge:
 
     def label(self, description: str, findings: list[tuple[str, list[str]]], caption: str = "") -> Verdict:
         own = {t for _, terms in findings for t in terms}
-        unverified = unverified_statements(description, [*self.vocabulary, *own], caption)
+        # a bare "abnormality" is the generic claim this judge already weighs (generic_fp), not an unnamed finding
+        unverified = unverified_statements(description, [*self.vocabulary, *own, *GENERIC_ABNORMALITY], caption)
         reported = [any(affirmed(description, t) for t in terms) for _, terms in findings]
         fn = not all(reported)
         invented = [t for t in self.vocabulary if t not in own and not any(t in o or o in t for o in own)
