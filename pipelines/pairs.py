@@ -5,9 +5,10 @@
     medscope pairs build --spec pairs.yaml --work W --out SET   # approved photos -> SET/manifest.yaml
     medscope pairs check SET                                 # counts and manifest rejects
     medscope pairs embedded --out SET                        # the generated stand-in set
-    medscope eval run --protocol paired_modality --items SET --models M.yaml \
+    medscope eval run --protocol paired_modality --items SET --models configs/models/pairs.yaml \
         --conditions photo_only,paired --out EVAL
-    medscope score --episodes EVAL --out RUN [--score-option judge=rule|NAME --score-option judge_models=F]
+    medscope score --episodes EVAL --out RUN [--score-option judge=rule|NAME
+        --score-option judge_models=configs/models/pairs-judge.yaml --score-option pooled_models=A,B]
     medscope report --run RUN --out REPORT
 
 Evaluation, scoring (extract-then-judge) and the report are the shared verbs; ``medscope demo``
@@ -27,14 +28,8 @@ from medscope.protocols.paired_modality import PROTOCOL, names
 
 PROTOCOL_SPEC = "paired_modality"
 JUDGE_KEY_ENV = "MEDSCOPE_PAIRS_LOOPBACK_JUDGE_KEY"  # a placeholder for the loopback judge, not a secret
-DEMO_MODELS = [
-    {"name": "always-claims", "kind": "policy", "model": "always-claims"},
-    {"name": "always-absent", "kind": "policy", "model": "always-absent"},
-    {"name": "always-refers", "kind": "policy", "model": "always-refers"},
-    {"name": "colour-knn-reader", "kind": "medscope.protocols.paired_modality.baseline:build_reader"},
-    {"name": "swayed-reader-sim", "kind": "medscope.protocols.paired_modality.baseline:build_swayed",
-     "options": {"sway": 0.6}},
-]
+# The demo's offline subjects (three constant policies, the colour reader, the swayed simulation)
+DEMO_MODELS = cfgmod.load_yaml(cfgmod.shipped("models", "pairs-offline.yaml"))["models"]
 
 
 def _spec(path: str):
@@ -98,10 +93,19 @@ def register(sub) -> None:
         _spec(a.spec), a.work, a.out, _spec_dir(a.spec))))
     c = v.add_parser("check", help="read a manifest: good photographs and rejects by reason")
     c.add_argument("manifest", help="manifest.yaml or its folder")
-    c.set_defaults(func=lambda a: _print(check(a.manifest)))
+    c.add_argument("--strict", action="store_true", help="fail (exit non-zero) when any entry is rejected")
+    c.set_defaults(func=_check)
     e = v.add_parser("embedded", help="write the embedded generated pair set")
     e.add_argument("--out", required=True)
     e.set_defaults(func=lambda a: _print(__import__("medscope.pairs.embedded", fromlist=["x"]).write_embedded_set(a.out)))
+
+
+def _check(args) -> None:
+    got = check(args.manifest)
+    _print(got)
+    if args.strict and got["rejects"]:
+        raise MedScopeError(f"{args.manifest}: {sum(got['rejects'].values())} entries rejected "
+                            f"({', '.join(sorted(got['rejects']))}); see {got['rejects_table']}")
 
 
 def _generate(args) -> None:
@@ -109,11 +113,11 @@ def _generate(args) -> None:
     from medscope.pairs.review import generate_round
 
     spec = _spec(args.spec)
-    _print(generate_round(spec, args.work, build_generator(spec.generator)))
+    _print(generate_round(spec, args.work, build_generator(spec.generator), _spec_dir(args.spec)))
 
 
 def _review(args) -> None:
-    from medscope.pairs.review import decide, load_review
+    from medscope.pairs.review import approvers, decide, load_review
 
     done = 0
     if args.retry and not args.feedback:
@@ -124,7 +128,9 @@ def _review(args) -> None:
     if done:
         print(f"recorded {done} decision(s) in {storage.join(args.work, names.REVIEW)}", file=sys.stderr)
     for c in load_review(args.work)["candidates"]:
-        print(f"{c['decision']:8s} {c['id']:48s} {c['image']}" + (f"  feedback: {c['feedback']}" if c.get("feedback") else ""))
+        by = approvers(c)
+        print(f"{c['decision']:8s} {c['id']:48s} {c['image']}" + (f"  approved by: {', '.join(by)}" if by else "")
+              + (f"  feedback: {c['feedback']}" if c.get("feedback") else ""))
 
 
 def _print(obj) -> None:

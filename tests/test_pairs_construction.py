@@ -4,6 +4,7 @@ retry with feedback), and a manifest holding only approved photographs with thei
 
 from __future__ import annotations
 
+import numpy as np
 import yaml
 
 from medscope import config as cfgmod
@@ -18,9 +19,14 @@ from medscope.testing.images import FakeImageProvider
 
 
 def _two_condition_spec(**generator) -> PairsSpec:
-    spec = embedded_spec().model_dump()
+    spec = embedded_spec().model_dump(exclude_unset=True)
     spec["conditions"] = spec["conditions"][:2]
     spec["generator"] = {**spec["generator"], **generator}
+    if spec["generator"]["kind"] != "procedural":  # marks and regions are the procedural generator's
+        for c in spec["conditions"]:
+            c.pop("region")
+            c["matched"].pop("mark")
+            c["mismatched"].pop("mark")
     return cfgmod.parse(PairsSpec, spec)
 
 
@@ -114,3 +120,164 @@ def test_cli_check_reports_manifest_rejects(tmp_path, capsys):
     got = json.loads(capsys.readouterr().out)
     assert got["photos"] == 11 and got["rejects"] == {"duplicate condition": 1, "photo without caption": 1}
     assert (out / names.MANIFEST_REJECTS).exists()
+
+
+# -- issue 28: pairs that are really pairs ----------------------------------------------------------------------
+
+
+def test_procedural_candidates_and_retries_keep_the_subject(tmp_path):
+    spec = _two_condition_spec().model_copy(update={"candidates_per_round": 2})
+    spec = spec.model_copy(update={"conditions": spec.conditions[:1]})
+    work = str(tmp_path / "work")
+    gen = ProceduralGenerator(spec.generator)
+    rv.generate_round(spec, work, gen)
+    rv.decide(work, ["varicella-pneumonia:matched:a1:1"], "approve", reviewer="dr-a")
+    rv.decide(work, ["varicella-pneumonia:mismatched:a1:1"], "retry", "fewer papules", reviewer="dr-a")
+    rv.decide(work, ["all-pending"], "reject", reviewer="dr-a")
+    rv.generate_round(spec, work, gen)  # a retry (edit) with two new candidates, new seeds
+    rv.decide(work, ["varicella-pneumonia:mismatched:a2:1"], "approve", reviewer="dr-b")
+    cands = rv.load_review(work)["candidates"]
+    assert len({c["seed"] for c in cands}) == 4 and {c["subject"] for c in cands} == {"seed:11"}
+    built = rv.build(spec, work, str(tmp_path / "set"))
+    photos, rejects = read_manifest(built["manifest"])
+    assert len(photos) == 2 and not rejects
+    # the same person: the drawn skin tone agrees (the bug had (68,45,29) against (142,109,82))
+    m, x = (decode_png(p.photo_png).reshape(-1, 3).astype(float) for p in photos)
+    assert abs(np.median(m, 0) - np.median(x, 0)).max() < 8
+
+
+def test_check_refuses_two_people_from_an_unseeded_endpoint(tmp_path, monkeypatch):
+    server = FakeImageProvider()
+    monkeypatch.setenv("PAIRS_TEST_IMAGE_KEY", "img-key")
+    try:
+        spec = _two_condition_spec(kind="provider", model="image-model-1", base_url=server.url,
+                                   api_key_env="PAIRS_TEST_IMAGE_KEY", size=64)
+        spec = spec.model_copy(update={"conditions": [c.model_copy(update={"strategy": "independent"})
+                                                      for c in spec.conditions[:1]]})
+        work = str(tmp_path / "work")
+        rv.generate_round(spec, work, build_generator(spec.generator))
+        rv.decide(work, ["all-pending"], "approve", reviewer="dr-c")
+        built = rv.build(spec, work, str(tmp_path / "set"))
+    finally:
+        server.close()
+    photos, rejects = read_manifest(built["manifest"])
+    assert not photos and {r["reason"] for r in rejects} == {"subject differs"}
+
+
+def test_generator_options_are_validated(tmp_path):
+    import pytest
+
+    from medscope.errors import MedScopeError
+
+    example = yaml.safe_load(open("configs/pairs/example.yaml").read())
+    # the issue's reproduction: the example copied with kind procedural
+    with pytest.raises(MedScopeError, match="does not use .*model_dir"):
+        cfgmod.parse(PairsSpec, {**example, "generator": {**example["generator"], "kind": "procedural"}})
+    with pytest.raises(MedScopeError, match="need an image model"):  # strategy 4 is no drawing option
+        cfgmod.parse(PairsSpec, {**example, "generator": {"kind": "procedural"}})
+    cond = dict(example["conditions"][0], matched={k: v for k, v in example["conditions"][0]["matched"].items()
+                                                   if k != "edit_box"})
+    example = {**example, "conditions": [cond]}
+    with pytest.raises(MedScopeError, match="two different marks"):
+        cfgmod.parse(PairsSpec, {**example, "generator": {"kind": "procedural"}})
+    with pytest.raises(MedScopeError, match="not drawn on skin"):
+        bad = dict(example["conditions"][0], matched={**example["conditions"][0]["matched"], "mark": "cyanosis"})
+        cfgmod.parse(PairsSpec, {**example, "generator": {"kind": "procedural"}, "conditions": [bad]})
+    with pytest.raises(MedScopeError, match="needs model_dir"):
+        cfgmod.parse(PairsSpec, {**example, "generator": {"kind": "diffusers"}})
+    with pytest.raises(MedScopeError, match="strategy must be one of"):
+        cfgmod.parse(PairsSpec, {**example, "conditions": [dict(example["conditions"][0], strategy="shared")]})
+    cfgmod.parse(PairsSpec, example)  # the example as written is valid
+
+
+def test_cli_check_strict_fails_on_an_item_id_collision(tmp_path, capsys):
+    import json
+
+    from medscope.pairs.embedded import write_embedded_set
+    from pipelines.cli import main
+
+    out = tmp_path / "set"
+    write_embedded_set(str(out))
+    manifest = yaml.safe_load((out / names.MANIFEST).read_text())
+    manifest["conditions"].append({**manifest["conditions"][0], "condition": "Varicella-Pneumonia"})
+    (out / names.MANIFEST).write_text(yaml.safe_dump(manifest))
+    assert main(["pairs", "check", str(out)]) == 0
+    assert json.loads(capsys.readouterr().out)["rejects"] == {"item id collision": 1}
+    assert main(["pairs", "check", str(out), "--strict"]) != 0
+
+
+def test_build_waits_for_the_required_number_of_reviewers(tmp_path):
+    spec = _two_condition_spec().model_copy(update={"approvals_required": 2})
+    spec = spec.model_copy(update={"conditions": spec.conditions[:1]})
+    work, out = str(tmp_path / "work"), str(tmp_path / "set")
+    rv.generate_round(spec, work, ProceduralGenerator(spec.generator))
+    rv.decide(work, ["all-pending"], "approve", reviewer="dr-a")
+    ids = [c["id"] for c in rv.load_review(work)["candidates"]]
+    rv.decide(work, ids, "approve", reviewer="dr-a")  # the same physician twice is one approval
+    assert rv.build(spec, work, out)["conditions"] == 0
+    assert rv.generate_round(spec, work, ProceduralGenerator(spec.generator))["generated"] == 0  # awaiting, not redrawn
+    rv.decide(work, ids[:1], "approve", reviewer="dr-b")
+    built = rv.build(spec, work, out)
+    assert built["conditions"] == 0 and built["incomplete"][0]["missing"] == ["mismatched"]
+    rv.decide(work, ids[1:], "approve", reviewer="dr-c")
+    built = rv.build(spec, work, out)
+    assert built["conditions"] == 1
+    entry = yaml.safe_load(open(built["manifest"]).read())["conditions"][0]
+    assert entry["matched"]["provenance"]["review_history"][0]["approvals"] == ["dr-a", "dr-b"]
+
+
+def test_provider_gets_the_reference_and_a_mask_of_the_edit_box(tmp_path, monkeypatch):
+    """Seed 002 §3.3 strategies 2 and 4 through an images endpoint: the edit carries the source, the
+    reference image beside it, and a mask transparent exactly inside the box."""
+    import io
+
+    from PIL import Image
+
+    from medscope.images import encode_png
+
+    (tmp_path / "ref.png").write_bytes(encode_png(np.full((8, 8, 3), (120, 40, 90), np.uint8)))
+    server = FakeImageProvider()
+    monkeypatch.setenv("PAIRS_TEST_IMAGE_KEY", "img-key")
+    try:
+        spec = _two_condition_spec(kind="provider", model="image-model-1", base_url=server.url,
+                                   api_key_env="PAIRS_TEST_IMAGE_KEY", size=64)
+        cond = spec.conditions[0]
+        matched = cond.matched.model_copy(update={"reference": "ref.png", "edit_box": [0.5, 0.0, 1.0, 0.5]})
+        spec = spec.model_copy(update={"conditions": [cond.model_copy(update={"matched": matched})]})
+        rv.generate_round(spec, str(tmp_path / "work"), build_generator(spec.generator), spec_dir=str(tmp_path))
+    finally:
+        server.close()
+    edits = [r for r in server.requests if r.path == "/v1/images/edits"]
+    with_ref = [r for r in edits if r.images == 2]
+    assert len(edits) == 2 and len(with_ref) == 1 and with_ref[0].mask is not None  # matched: base + reference
+    alpha = np.asarray(Image.open(io.BytesIO(with_ref[0].mask)))[..., 3]
+    h, w = alpha.shape
+    assert (alpha[: h // 2, w // 2:] == 0).all() and (alpha[h // 2:, :] == 255).all() and (alpha[:, : w // 2] == 255).all()
+    plain = next(r for r in edits if r.images == 1)
+    assert plain.mask is None  # the mismatched photo names no box
+
+
+def test_subject_demographics_from_the_radiograph_else_a_reproducible_draw(tmp_path):
+    from medscope.pairs.spec import US_2020_WEIGHTS, DemographicsSpec, subject_demographics
+
+    spec = _two_condition_spec()
+    from medscope.pairs.spec import RadiographMeta
+
+    cond = spec.conditions[0].model_copy(update={"radiograph_meta": RadiographMeta(age=52, sex="female")})
+    spec = spec.model_copy(update={"conditions": [cond]})
+    work = str(tmp_path / "work")
+    rv.generate_round(spec, work, ProceduralGenerator(spec.generator))
+    first = rv.load_review(work)["candidates"][0]["prompt"]
+    d = subject_demographics(spec.conditions[0], spec.demographics)
+    assert f"Patient: 52-year-old female, {d['ethnicity']}." in first and d["ethnicity_source"] == "drawn"
+    assert subject_demographics(spec.conditions[0], spec.demographics) == d  # the same draw every time
+    # the metadata's own ethnicity wins over the draw
+    known = spec.conditions[0].model_copy(update={"radiograph_meta": spec.conditions[0].radiograph_meta.model_copy(
+        update={"ethnicity": "Asian"})})
+    assert subject_demographics(known, spec.demographics)["ethnicity_source"] == "radiograph metadata"
+    # over many conditions the draw follows the weights (binomial sd at n = 4000 is under 0.8 points)
+    plans = [spec.conditions[0].model_copy(update={"condition": f"c{i}"}) for i in range(4000)]
+    got = [subject_demographics(p, DemographicsSpec(seed=3))["ethnicity"] for p in plans]
+    total = sum(US_2020_WEIGHTS.values())
+    for group, w in US_2020_WEIGHTS.items():
+        assert abs(got.count(group) / len(got) - w / total) < 0.03

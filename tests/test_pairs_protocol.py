@@ -36,11 +36,22 @@ from medscope.testing.providers import FakeProvider, status
     ("1. RADIOGRAPH FINDINGS - opacities\n2. PHOTO_FINDINGS: acne papules\n3. SUGGESTIVE OF: nothing",
      "acne papules", "section"),
     # reasoning removed first: the photo header inside <think> is not the answer
-    ("<think>PHOTO FINDINGS: bruise</think>Radiograph findings: none\nSuggestive of: trauma", "", "before_headers"),
-    # no header: the whole reply less its diagnostic sentences
+    # and with no photo section left, the photo findings cannot be isolated: nothing is judged
+    ("<think>PHOTO FINDINGS: bruise</think>Radiograph findings: none\nSuggestive of: trauma", "", "extraction_failed"),
+    # no header in a photo-only reply: the whole reply less its diagnostic sentences
     ("Some redness on the cheek. This is suggestive of rosacea.", "Some redness on the cheek.", "whole_reply"),
     # "photo findings" in prose is not a header
     ("The photo findings were subtle: faint redness.", "The photo findings were subtle: faint redness.", "whole_reply"),
+    # issue 28: a radiograph section first, then a bold "Clinical photograph:" header
+    ("RADIOGRAPH FINDINGS: bilateral opacities\n**Clinical photograph:** irregular purple bruise (ecchymosis)\n"
+     "**Suggestive of:** trauma", "irregular purple bruise (ecchymosis)", "section"),
+    ("Photograph: scattered acne papules.\nChest X-ray: nodular opacities.\nImpression: varicella",
+     "scattered acne papules.", "section"),
+    ("**Skin:** crusted vesicles\n**CXR:** clear lungs", "crusted vesicles", "section"),
+    ("Clinical photo - blue nail beds\nRadiograph - effusion", "blue nail beds", "section"),
+    # a preamble and a radiograph section, no photo section: not guessed
+    ("Here is my analysis of both images.\nRADIOGRAPH FINDINGS: opacities", "", "extraction_failed"),
+    ("Photo-realistic view of acne.\nRadiograph: clear", "", "extraction_failed"),
     ('Constant policy. <final>{"action": "answer", "answer": "No abnormality"}</final>', "No abnormality", "final_action"),
     ('<final>{"action": "refer", "reason": "cannot tell"}</final>', "", "final_action"),
     ("", "", "empty"),
@@ -49,6 +60,12 @@ from medscope.testing.providers import FakeProvider, status
 def test_extraction_keeps_only_the_photo_findings(reply, text, method):
     ext = extract_photo_findings(reply)
     assert (ext.text, ext.method) == (text, method)
+
+
+def test_an_unsectioned_paired_reply_fails_extraction_but_a_photo_only_one_does_not():
+    reply = "Purple nail polish on the nail. The lungs show a right effusion."
+    assert extract_photo_findings(reply, "paired").method == "extraction_failed"
+    assert extract_photo_findings(reply, "photo_only").method == "whole_reply"
 
 
 def test_extraction_joins_two_photo_sections_and_drops_the_rest():
@@ -71,8 +88,9 @@ def _photo(image, caption="a caption", findings=()):
 
 
 def test_manifest_rejects_bad_entries_and_keeps_every_good_photo(tmp_path):
-    for name in ("rx.png", "m.png", "x.png"):
+    for name in ("rx.png", "m.png"):
         (tmp_path / name).write_bytes(_png())
+    (tmp_path / "x.png").write_bytes(_png(color=(120, 60, 160)))
     (tmp_path / "broken.png").write_bytes(b"\x89PNG\r\n\x1a\n not really a png")
     good = {"condition": "varicella", "radiograph": "rx.png", "matched": _photo("m.png", findings=["vesicles"]),
             "mismatched": _photo("x.png")}
@@ -85,11 +103,20 @@ def test_manifest_rejects_bad_entries_and_keeps_every_good_photo(tmp_path):
         {**good, "condition": "broken photo", "matched": _photo("broken.png")},
         {**good, "condition": "lost photo", "mismatched": _photo("gone.png")},
         {"condition": "malformed", "radiograph": "rx.png"},
+        # issue 28: pairs that are no pairs, and two names with one item id
+        {**good, "condition": "same picture", "mismatched": _photo("m.png")},
+        {**good, "condition": "Varicella!"},  # item ids varicella:* again, under another name
+        {**good, "condition": "two people",
+         "matched": {**_photo("m.png", findings=["vesicles"]), "provenance": {"subject": "seed:7"}},
+         "mismatched": {**_photo("x.png"), "provenance": {"subject": "seed:1007"}}},
     ]
     (tmp_path / names.MANIFEST).write_text(yaml.safe_dump({"conditions": entries}))
     photos, rejects = read_manifest(str(tmp_path))
     got = sorted((r["item_id"], r["reason"]) for r in rejects)
     assert got == sorted([
+        ("same-picture:matched", "identical photos"), ("same-picture:mismatched", "identical photos"),
+        ("Varicella!", "item id collision"),
+        ("two-people:matched", "subject differs"), ("two-people:mismatched", "subject differs"),
         ("VARICELLA", "duplicate condition"), ("no radiograph", "missing file"),
         ("bad radiograph", "unreadable image"), ("uncaptioned:mismatched", "photo without caption"),
         ("broken-photo:matched", "unreadable image"), ("lost-photo:mismatched", "missing file"),
@@ -331,3 +358,102 @@ def test_the_rule_judge_reads_mentions_with_the_shared_reply_reader():
     assert not affirmed("Look for vesicles at follow-up.", "vesicles")
     assert not affirmed("Pustules, but vesicles are absent.", "vesicles")
     assert mention_statuses("No cyanosis. Cyanosis of the nail bed is doubtful.", "cyanosis")[0] == "negated"
+
+
+# -- issue 28: pooled subjects, the judge never a subject, extraction failures, unverified findings --------
+
+
+def test_rule_judge_reports_an_unnamed_hallucination_as_unverified():
+    # the manifest names only vesicles: a bruise on an acne photograph is no FP the rule judge can see
+    judge = jd.RuleJudge(["vesicle", "vesicles", "crusted"])
+    caption = "Scattered small acne papules, a few with white heads; otherwise normal skin."
+    v = judge.label("Scattered acne papules. Irregular purple bruise (ecchymosis) on the flank.", [], caption)
+    assert (v.fp, v.fn) == (False, False)
+    assert v.unverified == ("Irregular purple bruise (ecchymosis) on the flank",)
+    # what the caption describes, negations and named findings are not "unverified"
+    v = judge.label("Acne papules with white heads. No bruising. Crusted vesicles.", [], caption)
+    assert (v.fp, v.unverified) == (True, ())
+    v = judge.label("Abnormality present", [], caption)  # the generic claim: weighed as such, not unverified
+    assert (v.fp, v.unverified) == (True, ())
+    # the same verdict survives the loopback round trip (JSON reply read back)
+    assert jd.read_verdict(judge.ask(jd.judge_prompt("A purple bruise.", caption, []))).unverified == ("A purple bruise",)
+
+
+def test_pooled_tests_pool_named_subjects_and_never_the_judge_or_a_constant_policy(pair_set, tmp_path):
+    protocol = PROTOCOL()
+    items = protocol.load_items(pair_set)
+    by_png = {i.images[0]: i for i in items}
+
+    def honest(images):
+        item = by_png[images[0]]
+        sign = {"matched": "Clustered vesicles, crusted. Bluish nail bed, cyanosis. A bruise (ecchymosis).",
+                "mismatched": "Acne papules; purple nail polish; a port-wine stain."}[item.meta["photo_type"]]
+        if len(images) == 1:
+            return f"PHOTO FINDINGS: {sign}\nSUGGESTIVE OF: nothing"
+        # paired: the bruise / flank claim is out of every vocabulary; mismatched photos get no section
+        if item.meta["photo_type"] == "mismatched":
+            return f"{sign} The radiograph shows opacities."  # no sections: cannot be split
+        return f"RADIOGRAPH FINDINGS: opacities\n**Clinical photograph:** {sign} Flank haematoma."
+
+    models = [Scripted("reader-a", honest), Scripted("reader-b", honest),
+              Scripted("always-claims", lambda images: "PHOTO FINDINGS: abnormality"),
+              Scripted("judge-model", honest)]
+    episodes = str(tmp_path / "episodes.parquet")
+    _episodes(protocol, items, models, episodes)
+    judge = jd.RuleJudge(vocabulary(read_manifest(pair_set)[0]), name="judge-model")
+    from medscope.protocols.paired_modality import scoring
+
+    rows = records.read_table("episodes", episodes).to_pylist()
+    assert scoring.judge_subjects([judge], [], [r["model"] for r in rows]) == ["judge-model"]
+    pool, left = scoring.pooled_subjects([], ["reader-a", "reader-b", "always-claims"], ["judge-model"])
+    assert pool == ["reader-a", "reader-b"] and "constant policy" in left["always-claims"]
+    pool, _ = scoring.pooled_subjects([{"name": "reader-a", "kind": "policy"}], ["reader-a", "reader-b"], [],
+                                      named=["reader-a", "reader-b"])
+    assert pool == ["reader-a", "reader-b"]  # a constant policy enters the pool when named
+    with pytest.raises(Exception, match="not in this run"):
+        scoring.pooled_subjects([], ["reader-a"], [], named=["nobody"])
+
+    out = str(tmp_path / "scored")
+    photos = read_manifest(pair_set)[0]
+    server = FakeProvider("openai", responder=jd.rule_judge_responder(vocabulary(photos)))
+    os.environ.setdefault("PAIRS_TEST_JUDGE_KEY", "k-test")
+    entry = {"name": "judge-model", "kind": "openai", "model": "judge-model", "base_url": server.url,
+             "api_key_env": "PAIRS_TEST_JUDGE_KEY"}
+    try:
+        s = protocol.score(episodes, pair_set, out, ScoreOptions(extra={"judge": entry}))
+    finally:
+        server.close()
+    run = json.loads(storage.read_text(storage.join(out, names.RUN)))
+    assert run["pooled_models"] == ["reader-a", "reader-b"]
+    assert run["not_pooled"] == {"always-claims": "constant policy (name it in pooled_models to pool it)",
+                                 "judge-model": "the judge (never a subject)"}
+    import pyarrow.parquet as pq
+
+    labels = pq.read_table(storage.join(out, names.LABELS)).to_pylist()
+    assert {r["model"] for r in labels} == {"reader-a", "reader-b", "always-claims"}  # the judge judged only
+    # 6 mismatched photographs x 2 honest subjects, paired, without sections: failed, never judged
+    assert s["extraction_failed"] == run["extraction_failed"] == 12
+    assert server.count("The radiograph shows") == 0  # the 12 failures never reached the judge
+    assert server.count("Flank haematoma") == 6  # one per matched photograph: both readers' replies share a key
+    failed = [r for r in labels if r["extraction_method"] == "extraction_failed"]
+    assert len(failed) == 12 and all(r["fp"] is None and r["extracted"] == "" for r in failed)
+    metrics = {(r["model"], r["condition"], r["breakdown"], r["metric"]): r
+               for r in records.read_table("metrics", storage.join(out, names.METRICS)).to_pylist()}
+    assert ("reader-a", "paired", "photo_type=mismatched", "fp_rate") not in metrics  # not scored as "no finding"
+    cells = {(c["model"], c["setting"], c["photo_type"]): c for c in run["cells"]}
+    assert cells[("reader-a", "paired", "mismatched")]["extraction_failed"] == 6
+    # the haematoma sentence is named nowhere: unverified on every matched paired reply, nowhere else
+    assert cells[("reader-a", "paired", "matched")]["unverified"] == 6
+    assert cells[("reader-a", "photo_only", "matched")]["unverified"] == 0
+    tests = pq.read_table(storage.join(out, names.MCNEMAR)).to_pylist()
+    pooled = next(t for t in tests if t["model"] == "pooled" and t["photo_type"] == "matched" and t["metric"] == "fp_rate")
+    assert pooled["pooled_models"] == "reader-a, reader-b" and pooled["n"] == 12
+    sections, _ = protocol.report_sections(out, str(tmp_path))
+    text = "\n".join(getattr(b, "text", "") for b in sections[0].blocks)
+    assert "pooled over the subject models: reader-a, reader-b (left out: always-claims" in text
+    assert "Use a model judge" in text
+
+    # named explicitly, a constant policy is pooled
+    s2 = protocol.score(episodes, pair_set, str(tmp_path / "scored2"),
+                        ScoreOptions(extra={"judge": "rule", "pooled_models": "reader-a,always-claims"}))
+    assert s2["pooled_models"] == ["reader-a", "always-claims"]

@@ -14,7 +14,7 @@ import pydantic
 from medscope.config import StrictModel
 from medscope.models.base import Decoding
 
-API_KINDS = ("openai", "anthropic", "gemini")
+API_KINDS = ("openai", "anthropic", "gemini", "azure_openai")
 
 
 class ProviderSettings(StrictModel):
@@ -27,6 +27,7 @@ class ProviderSettings(StrictModel):
     max_tokens_param: str = "max_completion_tokens"  # OpenAI-compatible servers may want max_tokens
     max_output_tokens_multi_image: int | None = None  # seed 002 App. A: larger cap for 2-image requests
     anthropic_version: str | None = None  # header override; None keeps the SDK's
+    api_version: str | None = None  # azure_openai: the api-version query (seed 002 App. A: 2024-12-01-preview)
 
     def items(self) -> tuple[tuple[str, str], ...]:
         return tuple((k, str(v)) for k, v in sorted(self.model_dump(exclude_none=True).items()))

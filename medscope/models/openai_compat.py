@@ -7,6 +7,7 @@ settings from config (seed 000 §3.10, §5.5).
 
 from __future__ import annotations
 
+from medscope.errors import MedScopeError
 from medscope.models import api_common as common
 from medscope.models.base import Completion, Decoding, Message
 from medscope.models.config import ModelEntry
@@ -24,9 +25,10 @@ class OpenAIChatModel:
         self.name = entry.name
         self.endpoint = entry.endpoint
         self._key = common.api_key(entry.api_key_env, entry.name)
-        self._client = openai.OpenAI(
-            api_key=self._key, base_url=entry.base_url, timeout=entry.timeout_s, max_retries=0
-        )
+        self._client = self.client(openai, entry)
+
+    def client(self, openai, entry: ModelEntry):
+        return openai.OpenAI(api_key=self._key, base_url=entry.base_url, timeout=entry.timeout_s, max_retries=0)
 
     def to_request(self, messages: list[Message], decoding: Decoding) -> dict:
         s = self.entry.settings
@@ -79,3 +81,21 @@ class OpenAIChatModel:
             refusal=refused,
             raw={"id": getattr(response, "id", None), "model": getattr(response, "model", None)},
         )
+
+
+class AzureOpenAIChatModel(OpenAIChatModel):
+    """An Azure OpenAI deployment (seed 002 App. A ran its GPT model so): ``model`` is the
+    deployment name, ``base_url`` the resource endpoint (https://NAME.openai.azure.com),
+    ``settings.api_version`` the chat-completions API version (App. A: 2024-12-01-preview). The
+    SDK's ``AzureOpenAI`` client posts to /openai/deployments/{deployment}/chat/completions
+    ?api-version=... with the key in an ``api-key`` header; bodies are OpenAI's."""
+
+    provider = "azure_openai"
+
+    def client(self, openai, entry: ModelEntry):
+        if not entry.base_url or not entry.settings.api_version:
+            raise MedScopeError(f"model {entry.name}: kind azure_openai needs base_url (the resource endpoint) and "
+                               "settings.api_version (e.g. 2024-12-01-preview)")
+        return openai.AzureOpenAI(api_key=self._key, azure_endpoint=entry.base_url, api_version=entry.settings.api_version,
+                                  timeout=entry.timeout_s, max_retries=0)
+

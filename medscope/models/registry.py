@@ -21,6 +21,12 @@ def _openai(entry: ModelEntry) -> ChatModel:
     return OpenAIChatModel(entry)
 
 
+def _azure_openai(entry: ModelEntry) -> ChatModel:
+    from medscope.models.openai_compat import AzureOpenAIChatModel
+
+    return AzureOpenAIChatModel(entry)
+
+
 def _anthropic(entry: ModelEntry) -> ChatModel:
     from medscope.models.anthropic_api import AnthropicChatModel
 
@@ -35,6 +41,7 @@ def _gemini(entry: ModelEntry) -> ChatModel:
 
 MODEL_KINDS: dict[str, Callable[[ModelEntry], ChatModel]] = {
     "openai": _openai,
+    "azure_openai": _azure_openai,
     "anthropic": _anthropic,
     "gemini": _gemini,
     # policy, classical (alias classical_reader), local_hf: no provider SDK, see local_kinds.py

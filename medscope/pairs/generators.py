@@ -30,15 +30,17 @@ class ProceduralGenerator:
         self.spec = spec or GeneratorSpec()
 
     def generate(self, prompt: str, seed: int, plan: PhotoPlan | None = None, init_png: bytes | None = None,
-                 region: str = "skin") -> tuple[bytes, dict]:
+                 region: str = "skin", subject_seed: int | None = None, reference_png: bytes | None = None
+                 ) -> tuple[bytes, dict]:
         mark = (plan.mark if plan else None) or "none"
-        # The subject comes from the seed alone, so every photograph of a condition shows the same
-        # person; an edit re-paints the finding on that same subject (init_png is not needed).
-        return draw_photo(region, mark, seed, self.spec.size or 256), {"mark": mark, "region": region}
+        # The subject comes from the condition's seed alone, so every photograph, candidate and
+        # retry of a condition shows the same person; ``seed`` only varies how the mark is drawn.
+        subject = seed if subject_seed is None else subject_seed
+        return draw_photo(region, mark, subject, self.spec.size or 256, mark_seed=seed), {"mark": mark, "region": region}
 
 
-def draw_photo(region: str, mark: str, seed: int, size: int) -> bytes:
-    return encode_png(draw.photo(region, mark, seed, size))
+def draw_photo(region: str, mark: str, seed: int, size: int, mark_seed: int | None = None) -> bytes:
+    return encode_png(draw.photo(region, mark, seed, size, mark_seed=mark_seed))
 
 
 class DiffusersGenerator:
@@ -60,15 +62,36 @@ class DiffusersGenerator:
         self.text2image.set_progress_bar_config(disable=True)
         self.image2image = AutoPipelineForImage2Image.from_pipe(self.text2image)
         self.image2image.set_progress_bar_config(disable=True)
+        self._inpaint = None  # built on first use of an edit_box (strategy 4)
+
+    def inpaint(self):
+        if self._inpaint is None:
+            from diffusers import AutoPipelineForInpainting
+
+            self._inpaint = AutoPipelineForInpainting.from_pipe(self.text2image)
+            self._inpaint.set_progress_bar_config(disable=True)
+        return self._inpaint
 
     def generate(self, prompt: str, seed: int, plan: PhotoPlan | None = None, init_png: bytes | None = None,
-                 region: str = "skin") -> tuple[bytes, dict]:
+                 region: str = "skin", subject_seed: int | None = None, reference_png: bytes | None = None
+                 ) -> tuple[bytes, dict]:
         from PIL import Image
 
         s = self.spec
         gen = self._torch.Generator(device="cpu").manual_seed(int(seed))
         common = {"prompt": prompt, "generator": gen, "num_inference_steps": s.steps, "guidance_scale": s.guidance_scale}
-        if init_png is not None:
+        box = plan.edit_box if plan is not None else None
+        if init_png is not None and box:
+            # strategies 4 (and 2): the edit is confined to the box; a reference is pasted there
+            # first and the masked edit harmonises it with the person around it
+            source = Image.fromarray(decode_png(init_png)).convert("RGB")
+            init = paste_reference(source, reference_png, box) if reference_png is not None else source
+            mask = box_mask(init.size, box, "L")
+            out = self.inpaint()(image=init, mask_image=mask, strength=s.strength,
+                                 height=init.size[1], width=init.size[0], **common).images[0]
+            # outside the box the person is the source's, pixel for pixel (the VAE would drift it)
+            out = Image.composite(out.convert("RGB").resize(source.size), source, mask)
+        elif init_png is not None:
             init = Image.fromarray(decode_png(init_png))
             out = self.image2image(image=init, strength=s.strength, **common).images[0]
         else:
@@ -77,7 +100,9 @@ class DiffusersGenerator:
         buf = io.BytesIO()
         out.convert("RGB").save(buf, format="PNG")
         return buf.getvalue(), {"model_dir": s.model_dir, "steps": s.steps, "guidance_scale": s.guidance_scale,
-                                "strength": s.strength if init_png is not None else None}
+                                "strength": s.strength if init_png is not None else None,
+                                "edit_box": box if init_png is not None else None,
+                                "reference": reference_png is not None and init_png is not None and bool(box)}
 
 
 class ProviderImageGenerator:
@@ -98,17 +123,29 @@ class ProviderImageGenerator:
         self._client = openai.OpenAI(api_key=self._key, base_url=spec.base_url, timeout=spec.timeout_s, max_retries=2)
 
     def generate(self, prompt: str, seed: int, plan: PhotoPlan | None = None, init_png: bytes | None = None,
-                 region: str = "skin") -> tuple[bytes, dict]:
+                 region: str = "skin", subject_seed: int | None = None, reference_png: bytes | None = None
+                 ) -> tuple[bytes, dict]:
         import base64
 
         from medscope.models.api_common import classify
 
         size = f"{self.spec.size}x{self.spec.size}" if self.spec.size else None
         extra = {"size": size} if size else {}
+        box = plan.edit_box if plan is not None else None
+        sources = [("source.png", init_png, "image/png")] if init_png is not None else []
+        if reference_png is not None:  # strategy 2: the finding's reference travels beside the image
+            sources.append(("reference.png", reference_png, "image/png"))
+        if init_png is not None and box:  # strategy 4: transparent where the edit may paint
+            from PIL import Image
+
+            size = Image.open(io.BytesIO(init_png)).size
+            mask = io.BytesIO()
+            box_mask(size, box, "RGBA").save(mask, format="PNG")
+            extra["mask"] = ("mask.png", mask.getvalue(), "image/png")
         try:
-            if init_png is not None:
+            if sources:
                 res = self._client.images.edit(model=self.spec.model, prompt=prompt,
-                                               image=("source.png", init_png, "image/png"), **extra)
+                                               image=sources[0] if len(sources) == 1 else sources, **extra)
             else:
                 res = self._client.images.generate(model=self.spec.model, prompt=prompt, n=1, **extra)
         except Exception as err:  # noqa: BLE001 - mapped to transient / permanent, key scrubbed
@@ -117,7 +154,37 @@ class ProviderImageGenerator:
             raise MedScopeError("image endpoint returned no image")
         png = base64.b64decode(res.data[0].b64_json)
         decode_png(png)  # fail here, not in the manifest, if the bytes are not an image
-        return png, {"model": self.spec.model, "edit": init_png is not None, "seed_honoured": False}
+        return png, {"model": self.spec.model, "edit": init_png is not None, "seed_honoured": False,
+                     "edit_box": box if init_png is not None else None, "reference": reference_png is not None}
+
+
+def box_mask(size: tuple[int, int], box: list[float], mode: str):
+    """A mask of ``size`` (w, h) for the fractional ``box``: "L" white inside (diffusers inpaints
+    white), "RGBA" transparent inside and opaque outside (the OpenAI images edit convention)."""
+    from PIL import Image, ImageDraw
+
+    w, h = size
+    xy = (round(box[0] * w), round(box[1] * h), round(box[2] * w) - 1, round(box[3] * h) - 1)
+    if mode == "L":
+        mask = Image.new("L", size, 0)
+        ImageDraw.Draw(mask).rectangle(xy, fill=255)
+        return mask
+    mask = Image.new("RGBA", size, (0, 0, 0, 255))
+    ImageDraw.Draw(mask).rectangle(xy, fill=(0, 0, 0, 0))
+    return mask
+
+
+def paste_reference(init, reference_png: bytes, box: list[float]):
+    """``init`` with the reference image resized into ``box`` (strategy 2 for a model that takes
+    one image: the edit then blends the pasted finding into the person)."""
+    from PIL import Image
+
+    w, h = init.size
+    x0, y0, x1, y1 = round(box[0] * w), round(box[1] * h), round(box[2] * w), round(box[3] * h)
+    ref = Image.open(io.BytesIO(reference_png)).convert("RGB").resize((x1 - x0, y1 - y0))
+    out = init.copy()
+    out.paste(ref, (x0, y0))
+    return out
 
 
 def build_generator(spec: GeneratorSpec):

@@ -22,7 +22,7 @@ import yaml
 from medscope import storage
 from medscope.errors import MedScopeError
 from medscope.protocols.paired_modality import draw
-from medscope.pairs.spec import ConditionPlan, PairsSpec, RadiographSpec
+from medscope.pairs.spec import ConditionPlan, PairsSpec, RadiographSpec, demographics_phrase, subject_demographics
 from medscope.images import encode_png
 from medscope.protocols.paired_modality import names
 from medscope.protocols.paired_modality.manifest import PHOTO_TYPES, slug
@@ -54,19 +54,28 @@ def _slot(review: dict, condition: str, photo_type: str) -> list[dict]:
     return [c for c in review["candidates"] if c["condition"] == condition and c["photo_type"] == photo_type]
 
 
-def _approved(cands: list[dict]) -> dict | None:
-    ok = [c for c in cands if c["decision"] == "approve"]
+def approvers(c: dict) -> list[str]:
+    """The distinct reviewers who approved a candidate (a review file from before issue 28 holds
+    one ``reviewer`` per decision)."""
+    names = c.get("approvals") or ([c.get("reviewer") or "unnamed"] if c["decision"] == "approve" else [])
+    return list(dict.fromkeys(names))
+
+
+def _approved(cands: list[dict], need: int = 1) -> dict | None:
+    """The latest candidate approved by at least ``need`` different reviewers (seed 002 §3.3:
+    each question approved by 1-3 physicians)."""
+    ok = [c for c in cands if c["decision"] == "approve" and len(approvers(c)) >= need]
     return ok[-1] if ok else None
 
 
-def _base(plan: ConditionPlan, generator, review: dict, work: str) -> tuple[bytes | None, str | None]:
+def _base(plan: ConditionPlan, generator, review: dict, work: str, who: str = "") -> tuple[bytes | None, str | None]:
     """The shared base image of a condition (generated once, recorded in the review file)."""
     if plan.strategy != "shared_base" or generator.name == "procedural":
         return None, None  # the procedural subject is already fixed by the condition's seed
     key = slug(plan.condition)
     rec = review["bases"].get(key)
     if rec is None:
-        prompt = f"{plan.subject}. Normal skin, no visible abnormality."
+        prompt = f"{plan.subject}. {who}. Normal skin, no visible abnormality."
         png, meta = generator.generate(prompt, plan.seed, None, None, plan.region)
         path = f"{names.CANDIDATES}/{key}/base.png"
         storage.write_bytes(storage.join(work, path), png)
@@ -75,42 +84,66 @@ def _base(plan: ConditionPlan, generator, review: dict, work: str) -> tuple[byte
     return storage.read_bytes(storage.join(work, rec["image"])), f"base:{key}"
 
 
-def generate_round(spec: PairsSpec, work: str, generator) -> dict:
-    """One round of candidates (see the module docstring); returns counts."""
+def _reference(photo, spec_dir: str) -> bytes | None:
+    """The reference image of a photograph (seed 002 §3.3 strategy 2), or None."""
+    if not photo.reference:
+        return None
+    ref = photo.reference
+    uri = ref if ("://" in ref or ref.startswith("/")) else storage.join(spec_dir, ref)
+    if not storage.exists(uri):
+        raise MedScopeError(f"reference image {uri} does not exist")
+    return storage.read_bytes(uri)
+
+
+def generate_round(spec: PairsSpec, work: str, generator, spec_dir: str = ".") -> dict:
+    """One round of candidates (see the module docstring); returns counts. ``spec_dir``: where
+    the spec's relative paths (reference images) start."""
     review = load_review(work)
     made, waiting = 0, 0
     for plan in spec.conditions:
+        demo = subject_demographics(plan, spec.demographics)
         for pt in PHOTO_TYPES:
             cands = _slot(review, plan.condition, pt)
-            if _approved(cands) or any(c["decision"] == "pending" for c in cands):
+            # a slot with an approval (complete or awaiting more reviewers) or a pending candidate waits
+            if any(c["decision"] in ("pending", "approve") for c in cands):
                 continue
             photo = getattr(plan, pt)
             retry = next((c for c in reversed(cands) if c["decision"] == "retry" and not c.get("retried")), None)
-            init, parent = None, None
+            init, parent, subject = None, None, None
             if retry is not None:
                 init, parent = storage.read_bytes(storage.join(work, retry["image"])), retry["id"]
+                subject = retry.get("subject")  # an edit of that candidate: its person stays
             elif plan.strategy == "shared_base":
-                init, parent = _base(plan, generator, review, work)
+                init, parent = _base(plan, generator, review, work, demographics_phrase(demo))
+                subject = f"base:{slug(plan.condition)}:seed{plan.seed}" if parent else None
             elif plan.strategy == "edit_from_matched" and pt == "mismatched":
                 # only an approved matched photograph: the person must be the one who stays
-                source = _approved(_slot(review, plan.condition, "matched"))
+                source = _approved(_slot(review, plan.condition, "matched"), spec.approvals_required)
                 if source is None:
                     waiting += 1
                     continue
                 init, parent = storage.read_bytes(storage.join(work, source["image"])), source["id"]
+                subject = source.get("subject")
             feedback = [c["feedback"] for c in cands if c.get("feedback")]
-            prompt = f"{plan.subject}. {photo.prompt}" + "".join(f"\nReviewer feedback: {f}" for f in feedback)
+            prompt = f"{plan.subject}. {demographics_phrase(demo)}. {photo.prompt}" + "".join(f"\nReviewer feedback: {f}" for f in feedback)
             attempt = 1 + max((c["attempt"] for c in cands), default=0)
             for k in range(spec.candidates_per_round):
                 seed = plan.seed + 1000 * (attempt - 1) + k
-                png, meta = generator.generate(prompt, seed, photo, init, plan.region)
+                png, meta = generator.generate(prompt, seed, photo, init, plan.region, subject_seed=plan.seed,
+                                               reference_png=_reference(photo, spec_dir))
                 cid = f"{slug(plan.condition)}:{pt}:a{attempt}:{k}"
+                # who is pictured: kept across retries and candidates so `pairs check` can refuse
+                # a pair of two different people. A seeded text-to-image candidate is its seed's
+                # person (the procedural subject is always the condition's seed); an unseeded
+                # endpoint draws someone new every time.
+                who = subject or (f"seed:{plan.seed if generator.name == 'procedural' else seed}" if generator.seeded
+                                  else f"generated:{cid}")
                 path = f"{names.CANDIDATES}/{slug(plan.condition)}/{pt}-a{attempt}-{k}.png"
                 storage.write_bytes(storage.join(work, path), png)
                 review["candidates"].append({
                     "id": cid, "condition": plan.condition, "photo_type": pt, "attempt": attempt, "image": path,
                     "prompt": prompt, "seed": seed if generator.seeded else None, "generator": generator.name,
-                    "generator_meta": meta, "parent": parent, "decision": "pending", "feedback": "", "reviewer": ""})
+                    "generator_meta": meta, "parent": parent, "subject": who, "decision": "pending", "feedback": "", "reviewer": ""})
                 made += 1
             if retry is not None:
                 retry["retried"] = True
@@ -134,6 +167,8 @@ def decide(work: str, ids: list[str], decision: str, feedback: str = "", reviewe
             raise MedScopeError(f"no candidate {i!r} in {storage.join(work, names.REVIEW)}")
         chosen.append(by_id[i])
     for c in chosen:
+        if decision == "approve":  # approvals accumulate: one per reviewer, however often they approve
+            c["approvals"] = list(dict.fromkeys([*approvers(c), reviewer or "unnamed"]))
         c.update(decision=decision, feedback=feedback or c.get("feedback", ""), reviewer=reviewer)
     save_review(work, review)
     return len(chosen)
@@ -158,7 +193,7 @@ def build(spec: PairsSpec, work: str, out: str, spec_dir: str = ".") -> dict:
     review = load_review(work)
     entries, incomplete = [], []
     for plan in spec.conditions:
-        chosen = {pt: _approved(_slot(review, plan.condition, pt)) for pt in PHOTO_TYPES}
+        chosen = {pt: _approved(_slot(review, plan.condition, pt), spec.approvals_required) for pt in PHOTO_TYPES}
         if not all(chosen.values()):
             incomplete.append({"condition": plan.condition, "missing": [pt for pt, c in chosen.items() if not c]})
             continue
@@ -168,14 +203,17 @@ def build(spec: PairsSpec, work: str, out: str, spec_dir: str = ".") -> dict:
             photo = getattr(plan, pt)
             rel = f"photos/{slug(plan.condition)}-{pt}.png"
             storage.write_bytes(storage.join(out, rel), storage.read_bytes(storage.join(work, cand["image"])))
-            history = [{k: c.get(k) for k in ("id", "attempt", "prompt", "seed", "parent", "decision", "feedback", "reviewer")}
+            history = [{k: c.get(k) for k in ("id", "attempt", "prompt", "seed", "parent", "decision", "feedback", "reviewer",
+                                              "approvals")}
                        for c in _slot(review, plan.condition, pt)]
             entry[pt] = {"image": rel, "caption": photo.caption,
                          "findings": [f if isinstance(f, str) else f.model_dump() for f in photo.findings],
                          "provenance": {"candidate": cand["id"], "prompt": cand["prompt"], "seed": cand["seed"],
                                         "generator": cand["generator"], "generator_meta": cand.get("generator_meta"),
-                                        "parent": cand.get("parent"), "review_history": history}}
+                                        "parent": cand.get("parent"), "subject": cand.get("subject"),
+                                        "review_history": history}}
         entry["provenance"] = {"strategy": plan.strategy, "subject": plan.subject,
+                               "demographics": subject_demographics(plan, spec.demographics),
                                "base": review["bases"].get(slug(plan.condition))}
         entries.append(entry)
     manifest = {"name": spec.name, "conditions": entries}

@@ -20,6 +20,8 @@ class ImageRequest:
     prompt: str
     has_image: bool
     model: str
+    images: int = 0  # image parts sent (an edit's source, then any reference images)
+    mask: bytes | None = None  # the edit mask PNG, when one came (transparent = edit here)
 
 
 def default_painter(prompt: str) -> bytes:
@@ -53,16 +55,16 @@ class FakeImageProvider:
         self._server.server_close()
 
 
-def _multipart_fields(body: bytes, ctype: str) -> dict[str, bytes]:
+def _multipart_parts(body: bytes, ctype: str) -> list[tuple[str, bytes]]:
     m = re.search(r"boundary=\"?([^\";]+)\"?", ctype)
     if not m:
-        return {}
-    out = {}
+        return []
+    out = []
     for part in body.split(b"--" + m.group(1).encode()):
         head, _, value = part.partition(b"\r\n\r\n")
         name = re.search(rb'name="([^"]+)"', head)
         if name:
-            out[name.group(1).decode()] = value.rstrip(b"\r\n")
+            out.append((name.group(1).decode(), value.rstrip(b"\r\n")))
     return out
 
 
@@ -77,15 +79,17 @@ def _handler(fake: FakeImageProvider):
             raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
             ctype = self.headers.get("Content-Type", "")
             if ctype.startswith("multipart/"):
-                fields = _multipart_fields(raw, ctype)
+                parts = _multipart_parts(raw, ctype)
+                fields = dict(parts)
                 prompt = fields.get("prompt", b"").decode()
                 model = fields.get("model", b"").decode()
-                has_image = any(k.startswith("image") for k in fields)
+                images = sum(1 for k, _ in parts if k.startswith("image"))
+                mask = fields.get("mask")
             else:
                 body = json.loads(raw or b"{}")
-                prompt, model, has_image = body.get("prompt", ""), body.get("model", ""), False
+                prompt, model, images, mask = body.get("prompt", ""), body.get("model", ""), 0, None
             with fake._lock:
-                fake.requests.append(ImageRequest(self.path, prompt, has_image, model))
+                fake.requests.append(ImageRequest(self.path, prompt, images > 0, model, images, mask))
             auth = self.headers.get("Authorization", "")
             if fake.expected_key is not None and auth != f"Bearer {fake.expected_key}":
                 return self._send(401, {"error": {"message": "bad key", "type": "invalid_request_error"}})

@@ -1,4 +1,4 @@
-"""Loopback HTTP servers speaking the OpenAI, Anthropic and Gemini wire formats.
+"""Loopback HTTP servers speaking the OpenAI, Anthropic, Gemini and Azure OpenAI wire formats.
 
 Each ``FakeProvider`` is a real ``ThreadingHTTPServer`` on 127.0.0.1 in a daemon thread. It
 answers with a responder function (request text, image count -> reply text) and can be
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import socket
 import struct
 import threading
@@ -23,6 +24,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 WIRES = ("openai", "anthropic", "gemini")
+AZURE = "azure_openai"
+# Azure OpenAI: POST /openai/deployments/{deployment}/chat/completions?api-version=..., key in
+# an `api-key` header, bodies as OpenAI's chat completions
+AZURE_PATH = re.compile(r"^/openai/deployments/(?P<deployment>[^/?]+)/chat/completions\?(?:.*&)?api-version=[^&]+")
 
 
 @dataclass
@@ -85,8 +90,8 @@ class FakeProvider:
         latency_s: float = 0.0,
         expected_key: str | None = None,
     ):
-        if wire not in WIRES:
-            raise ValueError(f"wire must be one of {WIRES}")
+        if wire not in (*WIRES, AZURE):
+            raise ValueError(f"wire must be one of {(*WIRES, AZURE)}")
         self.wire = wire
         self.responder = responder or (lambda text, images: "ok")
         self.latency_s = latency_s
@@ -138,7 +143,7 @@ class FakeProvider:
     def parse(self, body: dict) -> tuple[str, int]:
         texts: list[str] = []
         images = 0
-        if self.wire == "openai":
+        if self.wire in ("openai", "azure_openai"):
             for m in body.get("messages", []):
                 content = m.get("content")
                 if isinstance(content, str):
@@ -178,7 +183,7 @@ class FakeProvider:
 
     def success_body(self, reply: str, refusal: bool, text_in: str, images: int, model: str) -> dict:
         tin, tout = tokens_in(text_in, images), tokens_out(reply)
-        if self.wire == "openai":
+        if self.wire in ("openai", "azure_openai"):
             message = {"role": "assistant", "content": None if refusal else reply, "refusal": reply if refusal else None}
             return {
                 "id": "chatcmpl-fake",
@@ -213,7 +218,7 @@ class FakeProvider:
                  401: ("authentication_error", "UNAUTHENTICATED"), 404: ("not_found_error", "NOT_FOUND")}
         kind, gstatus = kinds.get(code, ("api_error", "UNKNOWN"))
         message = f"fake {kind} ({code})"
-        if self.wire == "openai":
+        if self.wire in ("openai", "azure_openai"):
             return {"error": {"message": message, "type": kind, "code": None, "param": None}}
         if self.wire == "anthropic":
             return {"type": "error", "error": {"type": kind, "message": message}}
@@ -224,6 +229,8 @@ class FakeProvider:
         bearer = auth[len("Bearer ") :] if auth.startswith("Bearer ") else None
         if self.wire == "openai":
             return bearer
+        if self.wire == "azure_openai":
+            return headers.get("api-key")
         if self.wire == "anthropic":  # the SDK sends x-api-key or, in recent versions, a bearer token
             return headers.get("x-api-key") or bearer
         return headers.get("x-goog-api-key")
@@ -257,6 +264,11 @@ def _handler_for(fake: FakeProvider):
                 fake.requests.append(Request(self.path, text, images, headers, body, action.kind))
             if fake.expected_key is not None and fake.key_from(headers) != fake.expected_key:
                 return self._json(401, fake.error_body(401))
+            if fake.wire == "azure_openai":
+                route = AZURE_PATH.match(self.path)
+                if route is None:  # Azure answers an unknown deployment path or a missing api-version so
+                    return self._json(404, fake.error_body(404))
+                body.setdefault("model", route.group("deployment"))
             if fake.latency_s:
                 time.sleep(fake.latency_s)
             model = body.get("model") or self.path.split("/models/")[-1].split(":")[0]

@@ -126,12 +126,13 @@ def to_uint8(img: np.ndarray) -> np.ndarray:
     return np.clip(img * 255, 0, 255).astype(np.uint8)
 
 
-def photo(region: str, mark: str, seed: int, size: int = 256) -> np.ndarray:
-    """uint8 RGB photograph of ``region`` (subject from ``seed``) with ``mark`` painted on."""
+def photo(region: str, mark: str, seed: int, size: int = 256, mark_seed: int | None = None) -> np.ndarray:
+    """uint8 RGB photograph of ``region`` (subject from ``seed``) with ``mark`` painted on (its
+    placement from ``mark_seed``, default ``seed``)."""
     if region not in REGIONS:
         raise ValueError(f"unknown region {region!r}; known: {REGIONS}")
     img, geo = base(region, seed, size)
-    return to_uint8(paint(img, geo, region, mark, seed))
+    return to_uint8(paint(img, geo, region, mark, seed if mark_seed is None else mark_seed))
 
 
 def radiograph(seed: int, size: int = 320, pattern: str = "nodular") -> np.ndarray:

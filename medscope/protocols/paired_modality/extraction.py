@@ -3,16 +3,18 @@
 Only the PHOTO FINDINGS section of a reply reaches the judge: the radiograph description and
 the SUGGESTIVE OF hypotheses are removed, so a diagnosis stated elsewhere is never counted as a
 photographic finding. Replies are messy, so headers are found in any common spelling
-(``PHOTO FINDINGS:``, ``## Photo findings``, ``**Photograph findings**``, ``1. Clinical
-photo findings -``, ``PHOTO_FINDINGS``) and in any order. Fallbacks, each named in ``method``:
+(``PHOTO FINDINGS:``, ``## Photo findings``, ``**Clinical photograph:**``, ``Photograph:``,
+``1. Clinical photo findings -``, ``Skin:``, ``PHOTO_FINDINGS``) and in any order. Fallbacks, each named in ``method``:
 
 - ``section``: one or more photo-findings sections, joined;
-- ``before_headers``: no photo header but other sections: the text before the first one;
 - ``final_action``: a reply in the agent action format (``<final>{...}</final>``): its
   answer, or nothing for refer / clarify;
-- ``whole_reply``: no recognisable section at all: the whole reply (reasoning removed), less
-  its sentences that state a diagnosis ("suggestive of", "consistent with", "diagnosis");
-- ``empty``: nothing was written.
+- ``whole_reply``: a photo-only reply with no recognisable section at all: the whole reply
+  (reasoning removed), less its sentences that state a diagnosis ("suggestive of", "diagnosis");
+- ``empty``: nothing was written (the judge sees no findings: a refusal misses what is there);
+- ``extraction_failed``: the photo section cannot be isolated (other sections but no photo one,
+  or a paired reply without sections). Nothing goes to the judge; the episode is counted and
+  shown as ``extraction_failed`` and never scored as "no finding".
 """
 
 from __future__ import annotations
@@ -23,27 +25,36 @@ from dataclasses import dataclass
 from medscope.answers.parser import parse_reply, strip_reasoning
 
 _SEP = r"[\s_\-]*"
-_PHOTO = (rf"(?:clinical{_SEP})?(?:external{_SEP})?photo(?:graph(?:ic)?)?(?:{_SEP}\d)?{_SEP}(?:findings?|description)"
-          rf"|findings{_SEP}(?:in|on|from){_SEP}(?:the{_SEP})?(?:clinical{_SEP})?photo(?:graph)?")
-_RADIO = (rf"(?:chest{_SEP})?(?:radiograph(?:ic)?|x{_SEP}?ray|cxr){_SEP}(?:findings?|description)"
-          rf"|findings{_SEP}(?:in|on|from){_SEP}(?:the{_SEP})?(?:chest{_SEP})?(?:radiograph|x{_SEP}?ray)")
+_WHAT = r"(?:findings?|description|analysis|assessment|interpretation|exam(?:ination)?)"
+_PHOTO_NOUN = r"photo(?:graph(?:ic)?)?"
+# Photo section names: "Photo findings", "Photograph", "Clinical photo", "External photograph
+# analysis", "Skin", "Skin examination", "Findings on the photograph", "Description of the photo".
+_PHOTO = (rf"(?:(?:clinical|external){_SEP})*{_PHOTO_NOUN}(?:{_SEP}\d)?(?:{_SEP}{_WHAT})?"
+          rf"|skin(?:{_SEP}{_WHAT})?"
+          rf"|(?:findings|{_WHAT}){_SEP}(?:in|on|from|of){_SEP}(?:the{_SEP})?(?:clinical{_SEP})?{_PHOTO_NOUN}")
+_RADIO = (rf"(?:chest{_SEP})?(?:radiograph(?:ic)?|x{_SEP}?ray|cxr|film)(?:{_SEP}{_WHAT})?"
+          rf"|(?:findings|{_WHAT}){_SEP}(?:in|on|from|of){_SEP}(?:the{_SEP})?(?:chest{_SEP})?(?:radiograph|x{_SEP}?ray)")
 _SUGGEST = (r"suggestive" + _SEP + r"of|impression|(?:differential" + _SEP + r")?diagnos[ie]s|differential|assessment"
             r"|synthesis|summary|conclusion")
-# A header: at a line start, optional list number / markdown marks, the name, then a colon,
-# dash or the end of the line (so "photo findings were subtle" in prose is not a header).
+# A header: at a line start, optional list number / markdown marks, the name, then a colon, a
+# spaced dash or the end of the line (so "photo findings were subtle" or "Photo-realistic" in
+# prose is not a header).
 _HEADER = re.compile(
     r"^[ \t]*(?:#{1,6}[ \t]*)?(?:\d+[.)][ \t]*)?[*_]{0,3}[ \t]*"
     rf"(?P<name>{_PHOTO}|{_RADIO}|{_SUGGEST})"
-    r"(?:[ \t]*\([^)\n]{0,40}\))?[ \t]*[*_]{0,3}[ \t]*(?::|-|–|—|\n|$)[*_]{0,3}",
+    r"(?:[ \t]*\([^)\n]{0,40}\))?[ \t]*[*_]{0,3}[ \t]*(?::|[-–—](?=[ \t])|\n|$)[*_]{0,3}",
     re.IGNORECASE | re.MULTILINE,
 )
 _DIAGNOSTIC = re.compile(r"suggestive of|consistent with|diagnos[ie]s|differential|likely represents", re.IGNORECASE)
 
 
+FAILED = "extraction_failed"
+
+
 @dataclass(frozen=True)
 class Extraction:
     text: str  # what the judge sees
-    method: str  # section | before_headers | final_action | whole_reply | empty
+    method: str  # section | final_action | whole_reply | empty | extraction_failed
 
 
 def header_kind(name: str) -> str:
@@ -73,8 +84,10 @@ def _tidy(text: str) -> str:
     return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip(" \n*_")
 
 
-def extract_photo_findings(reply: str | None) -> Extraction:
-    """The PHOTO FINDINGS section of one reply (see the module docstring for the fallbacks)."""
+def extract_photo_findings(reply: str | None, setting: str | None = None) -> Extraction:
+    """The PHOTO FINDINGS section of one reply (see the module docstring for the fallbacks).
+    ``setting``: ``paired`` when the reply may also describe a radiograph, so a reply without
+    headers cannot be split and extraction fails."""
     clean = strip_reasoning(reply or "").strip()
     if not clean:
         return Extraction("", "empty")
@@ -82,11 +95,13 @@ def extract_photo_findings(reply: str | None) -> Extraction:
         parsed = parse_reply(clean)
         if parsed.kind == "final" and parsed.final is not None:
             return Extraction(parsed.final.answer or "" if parsed.final.action == "answer" else "", "final_action")
-    before, sections = split_sections(clean)
+    _before, sections = split_sections(clean)
     photo = [body for kind, body in sections if kind == "photo"]
     if photo:
         return Extraction(_tidy("\n\n".join(photo)), "section")
-    if sections:
-        return Extraction(_tidy(before), "before_headers")
+    if sections or setting == "paired":
+        # other sections but no photo one, or an unsectioned reply that may mix both images:
+        # guessing would hand the judge radiograph text or nothing at all (seed 002 §4.2)
+        return Extraction("", FAILED)
     kept = [s for s in re.split(r"(?<=[.!?])\s+", clean) if not _DIAGNOSTIC.search(s)]
     return Extraction(_tidy(" ".join(kept)), "whole_reply")

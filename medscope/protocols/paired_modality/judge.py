@@ -8,7 +8,9 @@ photo-findings text against the photograph's ground-truth caption, under one rub
   reported when one of its terms is affirmed (not negated in its clause); FP when the text
   affirms an abnormality term of the manifest's vocabulary that is not this photograph's, or,
   on a photograph with no significant finding, a generic abnormality; FN when a significant
-  finding is not reported. ``rule_judge_responder`` serves it from a loopback provider.
+  finding is not reported. It cannot recognise a hallucination the manifest never names, so it
+  lists every asserted statement it could not verify (``unverified``) beside its labels.
+  ``rule_judge_responder`` serves it from a loopback provider.
 - ``judge_all``: every request keyed by (judge identity, prompt version, full prompt text);
   replies are stored as ``<cache>/<key>.json`` and reused, so a rescoring or a resumed run
   never asks twice.
@@ -71,6 +73,9 @@ class Verdict:
     fn: bool | None
     raw: str = ""
     error: str | None = None  # why no labels could be read
+    # asserted photo findings the judge could not match to anything it knows (a rule judge's
+    # vocabulary and the caption); None when the judge does not say (a model judge)
+    unverified: tuple[str, ...] | None = None
 
 
 def read_verdict(text: str) -> Verdict:
@@ -85,7 +90,8 @@ def read_verdict(text: str) -> Verdict:
         keys = {k.lower().replace(" ", "_"): v for k, v in obj.items()}
         fp, fn = keys.get("false_positive", keys.get("fp")), keys.get("false_negative", keys.get("fn"))
         if isinstance(fp, bool) and isinstance(fn, bool):
-            return Verdict(fp, fn, body)
+            extra = keys.get("unverified")
+            return Verdict(fp, fn, body, unverified=tuple(map(str, extra)) if isinstance(extra, list) else None)
     got = {}
     for name, key in (("false[ _-]?positive|fp", "fp"), ("false[ _-]?negative|fn", "fn")):
         m = re.search(rf"\b(?:{name})\b\W{{0,4}}(yes|no|true|false)\b", body, re.I)
@@ -103,6 +109,38 @@ def affirmed(text: str, term: str) -> bool:
     return any(st in ("affirmed", "possible") for st in mention_statuses(text, term))
 
 
+_NOT_A_FINDING = re.compile(r"\b(?:no|not|none|without|absent|negative|normal|unremarkable|nothing|"
+                            r"cannot|can't|unable|unclear)\b", re.IGNORECASE)
+_FILLER = frozenset("""with some there this that these those which appears appear seen visible noted present
+presence area areas region skin photo photograph image picture shows showing shown patient person also
+about around along over under into onto from their mild small large several multiple scattered
+few single left right upper lower side surface overall otherwise keeping""".split())
+
+
+def _stem(word: str) -> str:
+    return word.lower()[:5]
+
+
+def unverified_statements(description: str, known_terms: list[str], caption: str) -> list[str]:
+    """Statements of ``description`` that assert a finding the rule judge cannot check: not
+    negated or "normal", naming no known finding term, and sharing no content word with the
+    caption (seed 002 §4.2: a hallucination need not be a finding named anywhere else). A
+    non-empty list means the offline judgement may have missed a false positive."""
+    caption_stems = {_stem(w) for w in re.findall(r"[a-z]{3,}", caption.lower())}
+    out = []
+    for clause in re.split(r"[.;!?\n,•]+", description):
+        text = re.sub(r"^[\s*\-\d)]+", "", clause).strip()
+        low = text.lower()
+        if not text or _NOT_A_FINDING.search(low) or any(t in low for t in known_terms if t):
+            continue
+        content = [w for w in re.findall(r"[a-z]{4,}", low) if w not in _FILLER]
+        # a statement sharing a content word with the caption describes what is there (the
+        # judge's terms decide FP / FN); one sharing none is a claim it cannot check
+        if content and not any(_stem(w) in caption_stems for w in content):
+            out.append(text)
+    return out
+
+
 class RuleJudge:
     """Deterministic judge (see the module docstring). ``vocabulary``: every significant-finding
     term of the manifest; ``generic_fp``: count an unnamed "abnormality" on a photograph without
@@ -118,8 +156,10 @@ class RuleJudge:
     def identity(self) -> str:
         return f"rule:{self.name}:generic_fp={self.generic_fp}:{stable_hash(*self.vocabulary)}"
 
-    def label(self, description: str, findings: list[tuple[str, list[str]]]) -> Verdict:
+    def label(self, description: str, findings: list[tuple[str, list[str]]], caption: str = "") -> Verdict:
         own = {t for _, terms in findings for t in terms}
+        # a bare "abnormality" is the generic claim this judge already weighs (generic_fp), not an unnamed finding
+        unverified = unverified_statements(description, [*self.vocabulary, *own, *GENERIC_ABNORMALITY], caption)
         reported = [any(affirmed(description, t) for t in terms) for _, terms in findings]
         fn = not all(reported)
         invented = [t for t in self.vocabulary if t not in own and not any(t in o or o in t for o in own)
@@ -127,12 +167,13 @@ class RuleJudge:
         generic = self.generic_fp and not findings and any(affirmed(description, g) for g in GENERIC_ABNORMALITY)
         fp = bool(invented) or generic
         why = f"invented {invented}" if invented else ("generic abnormality claimed" if generic else "none invented")
-        raw = json.dumps({"false_positive": fp, "false_negative": fn, "rationale": f"{why}; reported {reported}"})
-        return Verdict(fp, fn, raw)
+        raw = json.dumps({"false_positive": fp, "false_negative": fn, "rationale": f"{why}; reported {reported}",
+                          "unverified": unverified})
+        return Verdict(fp, fn, raw, unverified=tuple(unverified))
 
     def ask(self, prompt: str) -> str:
-        description, _caption, findings = parse_judge_prompt(prompt)
-        return self.label(description, findings).raw
+        description, caption, findings = parse_judge_prompt(prompt)
+        return self.label(description, findings, caption).raw
 
 
 def rule_judge_responder(vocabulary: list[str], generic_fp: bool = True):

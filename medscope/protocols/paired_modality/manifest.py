@@ -21,6 +21,12 @@ rejects row with a countable reason and every good photograph still arrives:
   paired setting without it) or of one photograph (that photograph goes, the other stays);
 - ``photo without caption``: that photograph goes (the judge has nothing to compare with);
 - ``duplicate condition``: a condition name seen before (the first one is kept);
+- ``item id collision``: another name with the same item ids ("varicella pneumonia" and
+  "Varicella-Pneumonia" both make ``varicella-pneumonia:*``; the first is kept);
+- ``identical photos``: matched and mismatched photographs the same or nearly so (perceptual
+  hash within ``NEAR_IDENTICAL_BITS`` and the same colour hash): both go, no finding differs;
+- ``subject differs``: the two photographs' provenance names different subjects (a generator
+  seed or base image): both go, the pair is not "the same person, other finding";
 - ``malformed entry``: fields missing or of the wrong type.
 
 Images are sent as PNG at native size when the long side is at most 1,568 px, else downscaled
@@ -44,6 +50,10 @@ from medscope.protocols.paired_modality import names
 
 MAX_SIDE = 1568  # seed 002 Appendix A
 PHOTO_TYPES = ("matched", "mismatched")
+# addition: a pair whose photographs are at most this many of 256 perceptual-hash bits apart
+# with equal colour hashes is "identical" (the embedded set's pairs are 32-110 bits apart; a
+# colour-only sign such as cyanosis on an unchanged finger is 8 bits and a colour hash apart)
+NEAR_IDENTICAL_BITS = 4
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
@@ -138,7 +148,8 @@ def _load_image(base: str, ref: str, max_side: int) -> tuple[bytes | None, str |
 
 
 def read_manifest(uri: str, max_side: int = MAX_SIDE, ids: Collection[str] | None = None,
-                  keep_images: bool = True) -> tuple[list[PairPhoto], list[dict]]:
+                  keep_images: bool = True, min_hash_distance: int = NEAR_IDENTICAL_BITS
+                  ) -> tuple[list[PairPhoto], list[dict]]:
     """(good photographs, rejects rows) of a manifest (see the module docstring).
 
     ``ids``: only the photographs with these item ids (their images alone are read).
@@ -153,7 +164,7 @@ def read_manifest(uri: str, max_side: int = MAX_SIDE, ids: Collection[str] | Non
         raise MedScopeError(f"{path}: expected a list under 'conditions'")
     photos: list[PairPhoto] = []
     rejects: list[dict] = []
-    seen: set[str] = set()
+    seen: dict[str, str] = {}  # item-id stem -> the condition name that took it
 
     def reject(item: str, reason: str, detail: str) -> None:
         rejects.append(records.reject("pairs", path, item, "manifest", reason, detail))
@@ -165,28 +176,40 @@ def read_manifest(uri: str, max_side: int = MAX_SIDE, ids: Collection[str] | Non
         except pydantic.ValidationError as err:
             reject(label, "malformed entry", "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in err.errors()))
             continue
-        key = entry.condition.strip().lower()
+        key = slug(entry.condition)  # the item ids' stem: two names with one stem would collide
         if key in seen:
-            reject(entry.condition, "duplicate condition", f"entry {i} repeats a condition listed before")
+            same = seen[key].strip().lower() == entry.condition.strip().lower()
+            reject(entry.condition, "duplicate condition" if same else "item id collision",
+                   f"entry {i} repeats a condition listed before" if same else
+                   f"entry {i}: {entry.condition!r} and {seen[key]!r} both make item ids {key}:*; rename one")
             continue
-        seen.add(key)
-        if ids is not None and not any(f"{slug(entry.condition)}:{t}" in ids for t in PHOTO_TYPES):
+        seen[key] = entry.condition
+        if ids is not None and not any(f"{key}:{t}" in ids for t in PHOTO_TYPES):
             continue
         radiograph, why, where = _load_image(base, entry.radiograph, max_side)
         if radiograph is None:
             reject(entry.condition, why, f"radiograph {where}")
             continue
+        loaded: dict[str, bytes] = {}
         for photo_type in PHOTO_TYPES:
             spec: Photo = getattr(entry, photo_type)
-            item = f"{slug(entry.condition)}:{photo_type}"
-            if ids is not None and item not in ids:
-                continue
+            item = f"{key}:{photo_type}"
             if not (spec.caption or "").strip():
                 reject(item, "photo without caption", f"{photo_type} photograph {spec.image}")
                 continue
             png, why, where = _load_image(base, spec.image, max_side)
             if png is None:
                 reject(item, why, f"{photo_type} photograph {where}")
+                continue
+            loaded[photo_type] = png
+        refusal = pair_refusal(entry, loaded, min_hash_distance)
+        if refusal:
+            for photo_type in loaded:
+                reject(f"{key}:{photo_type}", *refusal)
+            continue
+        for photo_type, png in loaded.items():
+            spec = getattr(entry, photo_type)
+            if ids is not None and f"{key}:{photo_type}" not in ids:
                 continue
             photos.append(PairPhoto(
                 condition=entry.condition, photo_type=photo_type, body_region=entry.body_region,
@@ -197,6 +220,36 @@ def read_manifest(uri: str, max_side: int = MAX_SIDE, ids: Collection[str] | Non
                 provenance={**entry.provenance, **spec.provenance},
             ))
     return photos, rejects
+
+
+def photo_distance(png_a: bytes, png_b: bytes) -> tuple[int, int]:
+    """(perceptual-hash distance, colour-hash distance) of two photographs (imagehash: a 16 x 16
+    DCT hash of the luminance, 256 bits, and the colour histogram hash)."""
+    import io
+
+    import imagehash
+    from PIL import Image
+
+    a, b = (Image.open(io.BytesIO(x)).convert("RGB") for x in (png_a, png_b))
+    return (int(imagehash.phash(a, hash_size=16) - imagehash.phash(b, hash_size=16)),
+            int(imagehash.colorhash(a) - imagehash.colorhash(b)))
+
+
+def pair_refusal(entry: ConditionEntry, loaded: dict[str, bytes], min_hash_distance: int) -> tuple[str, str] | None:
+    """(reason, detail) when a condition's two photographs are no valid pair (seed 002 §3.3: the
+    same person with a different finding): the same picture or nearly so (perceptual hash and
+    colour hash), or two different subjects by their provenance (the subject identity the
+    generator recorded: one seed or one base image). None when the pair stands."""
+    if len(loaded) < 2:
+        return None
+    subjects = [getattr(entry, t).provenance.get("subject") for t in PHOTO_TYPES]
+    if all(subjects) and subjects[0] != subjects[1]:
+        return "subject differs", f"matched photograph shows subject {subjects[0]}, mismatched {subjects[1]}"
+    bits, colour = photo_distance(loaded["matched"], loaded["mismatched"])
+    if bits <= min_hash_distance and colour == 0:
+        return ("identical photos", f"matched and mismatched photographs are {bits} of 256 perceptual-hash bits "
+                f"apart with the same colours (at most {min_hash_distance} refused): no finding differs")
+    return None
 
 
 def vocabulary(photos: list[PairPhoto]) -> list[str]:

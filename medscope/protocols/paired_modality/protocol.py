@@ -39,6 +39,15 @@ def episode_messages(item: Item, setting: str) -> list[Message]:
     return [Message("user", (*(Part(png=p) for p in images), Part(text=prompts()[setting].strip())))]
 
 
+def eval_run_models(episodes_uri: str) -> list[dict]:
+    """The models (name, kind, model id) the eval run records in its sweep.json; [] when the
+    episodes table stands alone."""
+    summary = layout.EvalRun(layout.folder_of("episodes", episodes_uri)).summary
+    if not storage.exists(summary):
+        return []
+    return list(json.loads(storage.read_text(summary)).get("models") or [])
+
+
 class PairedModalityProtocol:
     """EvalProtocol of seed 002 (see the module docstring)."""
 
@@ -74,7 +83,7 @@ class PairedModalityProtocol:
             raise ValueError(f"unknown setting {condition!r}; known: {', '.join(scoring.SETTINGS)}")
         messages = episode_messages(item, condition)
         completion = model.complete(messages, decoding)
-        ext = extract_photo_findings(completion.text)
+        ext = extract_photo_findings(completion.text, condition)
         refs = [f"{item.item_id}#photo"] + ([f"{item.case_id}#radiograph"] if condition == "paired" else [])
         return EpisodeResult(
             turns=[{"role": "user", "text": messages[0].joined_text, "image_ref": ",".join(refs)},
@@ -95,11 +104,14 @@ class PairedModalityProtocol:
         ``options.extra``: ``judge`` (``rule`` | ``rule-named-only`` | a model entry dict | an entry
         name in ``judge_models``), ``second_judge`` (same; gives Cohen's kappa), ``judge_models``
         (a configs/models/*.yaml), ``judge_cache`` (default ``<out>/judge_cache``; share it between
-        runs to reuse judgements), ``judge_workers`` (default 4), ``alpha`` (default 0.05).
+        runs to reuse judgements), ``judge_workers`` (default 4), ``alpha`` (default 0.05),
+        ``pooled_models`` (the subject models the pooled McNemar rows pool, a list or
+        comma-separated; default: every evaluated model but constant policies; a judge never).
         """
         options = options or ScoreOptions()
         extra = dict(options.extra)
-        unknown = set(extra) - {"judge", "second_judge", "judge_models", "judge_cache", "judge_workers", "alpha"}
+        unknown = set(extra) - {"judge", "second_judge", "judge_models", "judge_cache", "judge_workers", "alpha",
+                                 "pooled_models"}
         if unknown:
             raise ValueError(f"unknown paired_modality score option(s): {sorted(unknown)}")
         episodes_uri = layout.table_uri("episodes", episodes_uri)  # an eval run folder, or its episodes
@@ -110,12 +122,29 @@ class PairedModalityProtocol:
             judges.append(scoring.make_judge(extra["second_judge"], vocab, extra.get("judge_models")))
         table = records.read_table("episodes", episodes_uri)
         episodes = [e for e in table.to_pylist() if e["protocol"] == self.name]
+        run_models = eval_run_models(episodes_uri)
+        as_judge = scoring.judge_subjects(judges, run_models, [e["model"] for e in episodes])
+        if as_judge:
+            print(f"paired_modality: {', '.join(as_judge)} judged this run and was also evaluated; a judge is "
+                  "never a subject, so its episodes are left out (evaluate subjects from a models file "
+                  "without the judge: configs/models/pairs.yaml, judge in configs/models/pairs-judge.yaml)",
+                  file=sys.stderr)
+            episodes = [e for e in episodes if e["model"] not in as_judge]
+        named = extra.get("pooled_models")
+        if isinstance(named, str):
+            named = [m.strip() for m in named.split(",") if m.strip()]
+        pool, left_out = scoring.pooled_subjects(run_models, [e["model"] for e in episodes],
+                                                 [j.name for j in judges], named)
+        left_out.update({m: "the judge (never a subject)" for m in as_judge})
+        print(f"paired_modality: pooled McNemar over {len(pool)} subject model(s): {', '.join(pool) or 'none'}"
+              + (f"; left out: {', '.join(f'{m} ({why})' for m, why in sorted(left_out.items()))}" if left_out else ""),
+              file=sys.stderr)
         cache = extra.get("judge_cache") or storage.join(out, names.JUDGE_CACHE)
         labels, counts = scoring.label_episodes(episodes, {p.item_id: p for p in photos}, judges, cache,
                                                 int(extra.get("judge_workers", 4)))
         alpha = float(extra.get("alpha", 0.05))
         metrics = scoring.rate_rows(labels, alpha)
-        tests = scoring.mcnemar_rows(labels)
+        tests = scoring.mcnemar_rows(labels, pool)
         kappa = scoring.agreement(labels)
         if labels:
             storage.write_bytes(storage.join(out, names.LABELS), records.to_parquet_bytes(pa.Table.from_pylist(labels)))
@@ -126,17 +155,20 @@ class PairedModalityProtocol:
             storage.write_text(storage.join(out, names.AGREEMENT), json.dumps(kappa, indent=2) + "\n")
         if rejects:
             records.write_table("rejects", rejects, storage.join(out, names.REJECTS))
-        unjudged = sum(1 for r in labels if r["fp"] is None)
+        failed = sum(1 for r in labels if r["extraction_method"] == scoring.FAILED)
+        unjudged = sum(1 for r in labels if r["fp"] is None) - failed
+        cells = scoring.cell_counts(labels)
         run = {"protocol": self.name, "prompt_version": self.prompt_version, "episodes": episodes_uri,
                "items": items_uri, "judges": [j.identity() for j in judges],
                "judge_prompt_version": scoring.jd.judge_spec()["version"], "judge_cache": cache, "alpha": alpha,
-               "counts": counts, "labelled": len(labels) - unjudged, "unjudged": unjudged,
-               "manifest_rejects": len(rejects),
+               "counts": counts, "labelled": len(labels) - unjudged - failed, "unjudged": unjudged,
+               "extraction_failed": failed, "unverified": sum(c["unverified"] for c in cells), "cells": cells,
+               "manifest_rejects": len(rejects), "pooled_models": pool, "not_pooled": left_out,
                "scored_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}
         storage.write_text(storage.join(out, names.RUN), json.dumps(run, indent=2, default=str) + "\n")
         return {"out": out, "labels": storage.join(out, names.LABELS), "metrics": storage.join(out, names.METRICS),
-                "mcnemar": storage.join(out, names.MCNEMAR), "labelled": len(labels) - unjudged,
-                "unjudged": unjudged, "judge_requests": {k: v for k, v in counts.items() if k.startswith("judge")},
+                "mcnemar": storage.join(out, names.MCNEMAR), "labelled": len(labels) - unjudged - failed,
+                "unjudged": unjudged, "extraction_failed": failed, "pooled_models": pool, "judge_requests": {k: v for k, v in counts.items() if k.startswith("judge")},
                 "kappa_fp": kappa.get("fp", {}).get("kappa") if kappa else None}
 
     def report_sections(self, scored_run: str, work_dir: str) -> tuple[list, dict]:

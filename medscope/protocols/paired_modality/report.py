@@ -47,11 +47,50 @@ def table1(metrics: list[dict]) -> Table:
 
 
 def mcnemar_table(tests: list[dict]) -> Table:
-    rows = [[t["model"], t["photo_type"], SHORT[t["metric"]], str(t["n"]),
+    rows = [[f"pooled ({t['pooled_models']})" if t.get("pooled_models") else t["model"], t["photo_type"], SHORT[t["metric"]], str(t["n"]),
              f"{100 * t['rate_before']:.1f} → {100 * t['rate_after']:.1f}", f"{t['b']} / {t['c']}",
              "–" if math.isnan(t["p_value"]) else f"{t['p_value']:.3g}"] for t in tests]
     return Table(["Model", "Photo type", "Metric", "Photos", "Photo only → paired (%)",
                   "Discordant (only photo-only / only paired)", "Exact McNemar p"], rows)
+
+
+def cells_table(cells: list[dict]) -> Table:
+    """Per model x setting x photo type: replies, extraction failures (not judged, not scored)
+    and replies with findings the judge could not verify."""
+    rows = [[c["model"], SETTING_LABELS[c["setting"]], c["photo_type"], str(c["episodes"]), str(c["extraction_failed"]),
+             f"{c['unverified']} ({c['unverified_findings']} statements)"] for c in cells]
+    return Table(["Model", "Setting", "Photo type", "Replies", "Extraction failed", "Unverified findings"], rows,
+                 caption="Replies per cell: extraction failures are left out of every rate; unverified findings are "
+                         "asserted photo findings the judge could not match to a known finding or the caption")
+
+
+FLIPS_SHOWN = 6  # addition: how many flipped readings the report quotes (seed 002 Figures 1 and 4 show a few)
+
+
+def flipped_readings(labels: list[dict], limit: int = FLIPS_SHOWN) -> list[dict]:
+    """The same model on the same photograph, labelled differently with and without the radiograph
+    (seed 002 Figures 1 and 4): FP or FN in one setting and not the other. Mismatched photographs
+    turning FP with the radiograph first, the paper's failure."""
+    by = {(r["model"], r["item_id"], r["setting"]): r for r in labels if r.get("fp") is not None}
+    out = []
+    for (model, item, setting), alone in sorted(by.items()):
+        paired = by.get((model, item, "paired"))
+        if setting != "photo_only" or paired is None:
+            continue
+        for col in ("fp", "fn"):
+            if bool(alone[col]) != bool(paired[col]):
+                out.append({"model": model, "item_id": item, "photo_type": alone["photo_type"], "label": col.upper(),
+                            "direction": "gained with radiograph" if paired[col] else "lost with radiograph",
+                            "photo_only": alone["extracted"], "paired": paired["extracted"]})
+    out.sort(key=lambda f: (f["photo_type"] != "mismatched", f["label"] != "FP", f["direction"] != "gained with radiograph"))
+    return out[:limit]
+
+
+def flips_table(flips: list[dict]) -> Table:
+    quote = lambda t: (t or "").replace("\n", " ")[:240]  # noqa: E731 - one-line cell formatter
+    return Table(["Model", "Photograph", "Label", "Change", "Photo only: the model's words", "Photo + radiograph: the model's words"],
+                 [[f["model"], f["item_id"], f["label"], f["direction"], quote(f["photo_only"]), quote(f["paired"])]
+                  for f in flips], caption="Flipped readings: same model, same photograph")
 
 
 def shift_figure(metrics: list[dict]) -> bytes:
@@ -108,8 +147,11 @@ def sections(scored_run: str) -> list[tuple[str, list]]:
         Image(shift_figure(metrics), "pairs_shift.png", "photo only to photo + radiograph"),
     ]
     if tests:
-        blocks += [Para("Exact McNemar tests, photo only vs photo + radiograph on the same photographs (per model, "
-                        "and pooled across models)."), mcnemar_table(tests)]
+        left = run.get("not_pooled") or {}
+        blocks += [Para("Exact McNemar tests, photo only vs photo + radiograph on the same photographs, per model "
+                        f"and pooled over the subject models: {', '.join(run.get('pooled_models') or []) or 'none'}"
+                        + (f" (left out: {', '.join(f'{m}, {why}' for m, why in sorted(left.items()))})" if left else "")
+                        + "."), mcnemar_table(tests)]
     if storage.exists(storage.join(scored_run, names.AGREEMENT)):
         k = json.loads(storage.read_text(storage.join(scored_run, names.AGREEMENT)))
         blocks.append(Para(f"Judge agreement ({' vs '.join(k['judges'])}, {k['n']} replies): Cohen's kappa "
@@ -119,5 +161,18 @@ def sections(scored_run: str) -> list[tuple[str, list]]:
         methods: dict[str, int] = {}
         for r in labels:
             methods[r["extraction_method"]] = methods.get(r["extraction_method"], 0) + 1
-        blocks.append(Para("Extraction: " + ", ".join(f"{k} {v}" for k, v in sorted(methods.items()))))
+        blocks.append(Para("Extraction: " + ", ".join(f"{k} {v}" for k, v in sorted(methods.items()))
+                           + ". An extraction failure (no photo section could be isolated) is never judged and never "
+                             "counted as \"no finding\"."))
+    if run.get("cells"):
+        blocks.append(cells_table(run["cells"]))
+        if run.get("unverified"):
+            blocks.append(Para(f"The judge could not verify asserted photo findings in {run['unverified']} replies: an "
+                               "offline rule judge only recognises findings the manifest names, so these FP rates may "
+                               "be too low. Use a model judge (--score-option judge=NAME --score-option "
+                               "judge_models=configs/models/pairs-judge.yaml)."))
+    flips = flipped_readings(labels)
+    if flips:
+        blocks += [Para("Flipped readings (seed 002 Figures 1 and 4): the same photograph described differently by "
+                        "the same model with and without the radiograph."), flips_table(flips)]
     return [("Paired modality: photo findings with and without a radiograph (seed 002)", blocks)]

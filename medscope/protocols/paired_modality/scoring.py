@@ -2,7 +2,8 @@
 
 episodes -> extract PHOTO FINDINGS -> judge (FP, FN; optional second judge) -> per-photo labels
 -> rates by model x photo type x setting with exact Clopper-Pearson intervals -> exact McNemar,
-photo only vs paired on the same photographs, per model and pooled across models.
+photo only vs paired on the same photographs, per model and pooled over the subject models
+(constant policies and the judge left out unless named).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from collections import defaultdict
 from medscope.models.config import ModelEntry, ModelsConfig
 from medscope.errors import MedScopeError
 from medscope.protocols.paired_modality import judge as jd
-from medscope.protocols.paired_modality.extraction import extract_photo_findings
+from medscope.protocols.paired_modality.extraction import FAILED, extract_photo_findings
 from medscope.protocols.paired_modality.manifest import PHOTO_TYPES, PairPhoto
 from medscope.protocols.paired_modality.stats import clopper_pearson, cohen_kappa, mcnemar_exact
 
@@ -45,15 +46,29 @@ def make_judge(spec, vocabulary: list[str], models_file: str | None = None):
         raise MedScopeError(f"judge must be 'rule', a model entry or its name; got {spec!r}")
     decoding = entry.decoding()
     identity = f"model:{entry.name}:{entry.kind}:{entry.model}:{decoding.key()}"
-    return jd.ModelJudge(build_model(entry), decoding, identity, max_attempts=entry.max_attempts)
+    judge = jd.ModelJudge(build_model(entry), decoding, identity, max_attempts=entry.max_attempts)
+    judge.served = (entry.kind, entry.model)  # a subject with the same kind and model id is this judge
+    return judge
+
+
+def judge_subjects(judges: list, run_models: list[dict], episode_models: list[str]) -> list[str]:
+    """The evaluated models that are one of the judges (same name, or same kind and model id):
+    seed 002's judge is never a subject, so their episodes are left out of every table."""
+    served = {getattr(j, "served", None) for j in judges} - {None}
+    names = {j.name for j in judges}
+    out = {m for m in episode_models if m in names}
+    out |= {m["name"] for m in run_models if (m.get("kind"), m.get("model")) in served}
+    return sorted(out & set(episode_models))
 
 
 def label_episodes(episodes: list[dict], photos: dict[str, PairPhoto], judges: list, cache_uri: str,
                    workers: int = 4) -> tuple[list[dict], dict]:
-    """One labels row per judged episode; returns (rows, counts). Episodes of other protocols,
-    unknown items and failed calls (an error and no reply) are skipped and counted."""
-    counts = {"episodes": len(episodes), "skipped_error": 0, "skipped_unknown": 0}
-    rows, prompts = [], []
+    """One labels row per episode with a reply; returns (rows, counts). Episodes of other
+    protocols, unknown items and failed calls (an error and no reply) are skipped and counted.
+    A reply whose photo section cannot be isolated is kept as ``extraction_failed``: nothing is
+    sent to the judge and its labels stay empty (never "no finding")."""
+    counts = {"episodes": len(episodes), "skipped_error": 0, "skipped_unknown": 0, FAILED: 0}
+    rows, prompts, judged = [], [], []
     for ep in episodes:
         photo = photos.get(ep["view_id"])
         if photo is None or ep["condition"] not in SETTINGS:
@@ -62,25 +77,49 @@ def label_episodes(episodes: list[dict], photos: dict[str, PairPhoto], judges: l
         if ep.get("raw_text") is None and ep.get("error"):
             counts["skipped_error"] += 1  # a failed call is not a description
             continue
-        ext = extract_photo_findings(ep.get("raw_text"))
+        ext = extract_photo_findings(ep.get("raw_text"), ep["condition"])
+        row = {"run_id": ep.get("run_id") or "", "model": ep["model"], "setting": ep["condition"],
+               "item_id": photo.item_id, "condition": photo.condition, "photo_type": photo.photo_type,
+               "body_region": photo.body_region, "request_key": ep["request_key"],
+               "extracted": ext.text, "extraction_method": ext.method, "reply": ep.get("raw_text")}
+        rows.append(row)
+        if ext.method == FAILED:
+            counts[FAILED] += 1
+            continue
         findings = [(f.name, f.all_terms()) for f in photo.findings]
         prompts.append(jd.judge_prompt(ext.text, photo.caption, findings))
-        rows.append({"run_id": ep.get("run_id") or "", "model": ep["model"], "setting": ep["condition"],
-                     "item_id": photo.item_id, "condition": photo.condition, "photo_type": photo.photo_type,
-                     "body_region": photo.body_region, "request_key": ep["request_key"],
-                     "extracted": ext.text, "extraction_method": ext.method})
+        judged.append(row)
     for j, judge in enumerate(judges):
         verdicts, c = jd.judge_all(judge, prompts, cache_uri, workers)
         suffix = "" if j == 0 else f"_{j + 1}"
         counts[f"judge{suffix or '_1'}"] = {"name": judge.name, **c}
-        for row, v in zip(rows, verdicts):
-            row[f"judge{suffix}"] = judge.name
+        for row in rows:  # extraction failures: no verdict, said so
+            row.update({f"judge{suffix}": judge.name, f"fp{suffix}": None, f"fn{suffix}": None,
+                        f"any_error{suffix}": None, f"judge_error{suffix}": FAILED, f"judge_reply{suffix}": None,
+                        f"unverified{suffix}": None})
+        for row, v in zip(judged, verdicts):
             row[f"fp{suffix}"] = v.fp
             row[f"fn{suffix}"] = v.fn
             row[f"any_error{suffix}"] = None if v.fp is None else bool(v.fp or v.fn)
             row[f"judge_error{suffix}"] = v.error
             row[f"judge_reply{suffix}"] = v.raw
+            row[f"unverified{suffix}"] = None if v.unverified is None else list(v.unverified)
     return rows, counts
+
+
+def cell_counts(labels: list[dict]) -> list[dict]:
+    """Per model x setting x photo type: episodes, extraction failures, and episodes whose (first)
+    judge found asserted photo findings it could not verify (a rule judge's "unverified")."""
+    cells: dict[tuple, dict] = {}
+    for r in labels:
+        c = cells.setdefault((r["model"], r["setting"], r["photo_type"]),
+                             {"episodes": 0, FAILED: 0, "unverified": 0, "unverified_findings": 0})
+        c["episodes"] += 1
+        c[FAILED] += r["extraction_method"] == FAILED
+        if r.get("unverified"):
+            c["unverified"] += 1
+            c["unverified_findings"] += len(r["unverified"])
+    return [{"model": m, "setting": s, "photo_type": pt, **c} for (m, s, pt), c in sorted(cells.items())]
 
 
 def rate_rows(labels: list[dict], alpha: float = 0.05) -> list[dict]:
@@ -103,14 +142,50 @@ def rate_rows(labels: list[dict], alpha: float = 0.05) -> list[dict]:
     return out
 
 
-def mcnemar_rows(labels: list[dict]) -> list[dict]:
+CONSTANT_KINDS = ("policy",)  # kinds whose replies ignore both images: never pooled unless named
+
+
+def pooled_subjects(run_models: list[dict], episode_models: list[str], judges: list[str],
+                    named: list[str] | None = None) -> tuple[list[str], dict[str, str]]:
+    """The subject models a pooled test pools (seed 002 §5.2 pools its *evaluated* models), and
+    the models left out with the reason. ``run_models``: the eval run's models (name, kind) from
+    its sweep.json, or [] when unknown; ``named``: an explicit list (constant policies may be
+    named); a judge is never a subject, named or not."""
+    kinds = {m["name"]: m.get("kind") for m in run_models}
+    present = sorted(set(episode_models))
+    left: dict[str, str] = {}
+    for name in present:
+        if name in judges:
+            left[name] = "the judge (never a subject)"
+    if named:
+        missing = sorted(set(named) - set(present))
+        if missing:
+            raise MedScopeError(f"pooled_models names {missing}, not in this run; its models: {present}")
+        pool = [m for m in dict.fromkeys(named) if m not in left]
+        left.update({m: "not named in pooled_models" for m in present if m not in pool and m not in left})
+        return pool, left
+    from medscope.models.policies import POLICIES, ALIASES
+
+    for name in present:
+        if name in left:
+            continue
+        constant = kinds.get(name) in CONSTANT_KINDS if name in kinds else (
+            name.lower().replace("_", "-") in POLICIES or name.lower().replace("_", "-") in ALIASES)
+        if constant:
+            left[name] = "constant policy (name it in pooled_models to pool it)"
+    return [m for m in present if m not in left], left
+
+
+def mcnemar_rows(labels: list[dict], pool: list[str] | None = None) -> list[dict]:
     """Exact McNemar, photo only (before) vs paired (after), on photographs labelled in both
-    settings: per model x photo type x metric, and pooled across models (every model's pairs)."""
+    settings: per model x photo type x metric, and pooled over the subject models ``pool``
+    (default: every model) when it holds two or more; the pooled row names them."""
     by: dict[tuple, dict] = {}
     for r in labels:
         if r["fp"] is not None:
             by[(r["model"], r["item_id"], r["setting"])] = r
     models = sorted({m for m, _, _ in by})
+    pool = models if pool is None else [m for m in pool if m in models]
     out = []
     for photo_type in PHOTO_TYPES:
         for metric, col in METRICS.items():
@@ -122,12 +197,14 @@ def mcnemar_rows(labels: list[dict]) -> list[dict]:
                         x.append(bool(r[col]))
                         y.append(bool(by[(m, item, "paired")][col]))
                 if x:
-                    out.append({"model": model, "photo_type": photo_type, "metric": metric, **mcnemar_exact(x, y)})
-                pooled_x += x
-                pooled_y += y
-            if pooled_x and len(models) > 1:
+                    out.append({"model": model, "photo_type": photo_type, "metric": metric, "pooled_models": None,
+                                **mcnemar_exact(x, y)})
+                if model in pool:
+                    pooled_x += x
+                    pooled_y += y
+            if pooled_x and len(pool) > 1:
                 out.append({"model": "pooled", "photo_type": photo_type, "metric": metric,
-                            **mcnemar_exact(pooled_x, pooled_y)})
+                            "pooled_models": ", ".join(pool), **mcnemar_exact(pooled_x, pooled_y)})
     return out
 
 
