@@ -36,7 +36,8 @@ def _bench_body(quick: bool) -> None:
     stats = metrics.sufficient_stats(df)
     n_cases, n_cols = stats.num.shape
     print(f"bench stats: {views.num_rows} views, {n_cases} cases, 16 models, {len(stats.keys)} model x group keys, "
-          f"{len(metrics.METRICS)} metrics ({n_cols} ratio terms), B={n_boot}, 1 BLAS thread")
+          f"{len(metrics.METRICS)} metrics ({n_cols} ratio terms), B={n_boot}, 1 BLAS thread; "
+          f"load average {os.getloadavg()[0]:.2f} at start")
 
     t0, c0 = time.perf_counter(), time.process_time()
     idx = bs.resample_indices(n_cases, n_boot, 42)
