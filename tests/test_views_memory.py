@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 import pyarrow as pa
+import pytest
 
 from medscope import records
 from medscope.views.stream import view_groups
@@ -19,6 +20,7 @@ from medscope.views.synthetic import synthetic_cases
 _DRIVER = """
 import json, sys
 import pyarrow as pa
+import pytest
 from medscope.views.recipe import Recipe
 from pipelines.views import build_views
 s = build_views(sys.argv[1], sys.argv[2], Recipe(seed=0), engine="local", quiet=True, block_rows=2,
@@ -60,3 +62,15 @@ def test_view_groups_put_cases_whose_views_interleave_together():
     views = sorted(f"{c}/{k}" for c in ids for k in ("original", "target_removal"))
     streamed = [v for g in view_groups(ids) for v in sorted(f"{c}/{k}" for c in g for k in ("original", "target_removal"))]
     assert streamed == views
+
+
+def test_bench_views_growth_is_the_slope_and_the_bound_fits_a_million_cases():
+    from pipelines.bench.views import GROWTH_BOUND_KB, growth_per_case_kb
+
+    # 100 -> 1,600 cases, 374 -> 770 MB (issue 33's quiet-machine figures): 396 MB / 1,500 cases
+    assert growth_per_case_kb([{"cases": 100, "driver_peak_rss_mb": 374.0},
+                               {"cases": 1600, "driver_peak_rss_mb": 770.0}]) == pytest.approx(264.0)
+    # three points on a line with 10 KB/case plus noise that cancels in least squares: (-1, +2, -1) MB
+    rows = [{"cases": n, "driver_peak_rss_mb": 300 + n * 0.010 + e} for n, e in ((100, -1), (400, 2), (700, -1))]
+    assert growth_per_case_kb(rows) == pytest.approx(10.0)
+    assert GROWTH_BOUND_KB * 1_000_000 / 1e9 <= 16  # KB/case x 1M cases within a 16 GB driver

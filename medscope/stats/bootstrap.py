@@ -33,10 +33,12 @@ def resample_indices(n_clusters: int, n_boot: int = DEFAULT_B, seed: int = DEFAU
 
 
 def counts_from_indices(idx: np.ndarray, n_clusters: int) -> np.ndarray:
-    """``[B, C]`` how many times each cluster appears in each resample (multinomial counts)."""
+    """``[B, C]`` int32: how many times each cluster appears in each resample (multinomial counts).
+
+    Integers, so one matrix serves every model and metric exactly (and as float32 below)."""
     n_boot = idx.shape[0]
     flat = (idx + np.arange(n_boot)[:, None] * n_clusters).ravel()
-    return np.bincount(flat, minlength=n_boot * n_clusters).reshape(n_boot, n_clusters).astype(np.float64)
+    return np.bincount(flat, minlength=n_boot * n_clusters).reshape(n_boot, n_clusters).astype(np.int32)
 
 
 def resample_counts(n_clusters: int, n_boot: int = DEFAULT_B, seed: int = DEFAULT_SEED) -> np.ndarray:
@@ -53,25 +55,62 @@ def cluster_sums(values: np.ndarray, codes: np.ndarray, n_clusters: int) -> np.n
     return out
 
 
+def exact_in_float32(a: np.ndarray, n_clusters: int | None = None) -> np.ndarray:
+    """Per column: True where every resampled sum of the column is exact in float32.
+
+    A column of integers whose absolute values times the number of clusters stay below 2**24:
+    every product count x value and every partial sum of a resample (whose counts add up to the
+    number of clusters, ``n_clusters``: the rows of ``a`` by default) is then an integer float32
+    holds exactly, in any summation order, so the
+    float32 product equals the float64 one bit for bit."""
+    a = np.asarray(a, dtype=float)
+    if a.shape[0] == 0:
+        return np.ones(a.shape[1], dtype=bool)
+    integral = (a == np.round(a)).all(axis=0)
+    return integral & (np.abs(a).max(axis=0) * (n_clusters or a.shape[0]) < 2 ** 24)
+
+
 def ratio_samples(num: np.ndarray, den: np.ndarray, counts: np.ndarray) -> np.ndarray:
     """``[B, S]`` resampled ratios sum(num)/sum(den); NaN where a resample has no denominator.
 
-    The numerators are mostly zero (a subgroup's statistics involve only its own clusters),
-    so they are multiplied as a sparse matrix; the denominators repeat across models (every
-    model sees the same views), so only the distinct columns are multiplied. Numerators are
-    zero wherever denominators are (they are indicator x denominator per view), so an empty
-    resample gives 0/0 = NaN, never an infinity.
+    One kernel for the case, paired and group bootstraps (a group bootstrap passes group sums,
+    see :func:`regroup`; a paired comparison subtracts two columns of the same resamples).
+    Numerators are zero wherever their denominators are (indicator x denominator per view), and
+    the denominators repeat across models (every model sees the same views), so the columns are
+    taken in blocks sharing one distinct denominator: each block is a dense product over only the
+    clusters where that denominator is non-zero (a subgroup's statistics involve only its own
+    clusters), divided by one resampled denominator. Blocks whose values are exact in float32
+    (counts and indicator sums: :func:`exact_in_float32`) multiply in float32, twice the BLAS
+    rate with identical results; the others (rewards) in float64. An empty resample gives
+    0/0 = NaN, never an infinity.
     """
-    from scipy import sparse
-
+    num = np.asarray(num, dtype=float)
+    den = np.asarray(den, dtype=float)
     inverse, uniq = unique_columns(den)
-    num_t = sparse.csr_matrix(num.T) @ counts.T  # [S, B], rows contiguous
-    den_t = uniq.T @ counts.T  # [U, B]
+    n_boot = counts.shape[0]
+    counts_t = np.ascontiguousarray(counts.T)  # [C, B]: a cluster's counts are one contiguous row
+    c32, c64 = counts_t.astype(np.float32), counts_t.astype(np.float64)
+    dens = uniq.T @ c64  # [U, B]: every distinct resampled denominator (integers: exact in float64)
+    # a numerator outside its denominator's clusters would be a caller's bug; it is still summed
+    # (over every cluster), as the plain loop would
+    within = bool(np.all((num == 0) | (den != 0)))
+    out = np.empty((num.shape[1], n_boot))  # [S, B], rows contiguous
+    order = np.argsort(inverse, kind="stable")
+    bounds = np.searchsorted(inverse[order], np.arange(uniq.shape[1] + 1))
     with np.errstate(invalid="ignore", divide="ignore"):
-        for u in range(den_t.shape[0]):
-            rows = inverse == u
-            num_t[rows] /= den_t[u]
-    return num_t.T
+        for u in range(uniq.shape[1]):
+            cols = order[bounds[u]:bounds[u + 1]]
+            rows = np.flatnonzero(uniq[:, u]) if within else np.arange(num.shape[0])
+            if rows.size == 0:
+                out[cols] = np.nan  # 0/0 in every resample: no cluster has this statistic
+                continue
+            vals = num[np.ix_(rows, cols)].T  # [block columns, clusters]; zero elsewhere
+            exact = exact_in_float32(vals.T, n_clusters=num.shape[0])
+            for pick, cm, dt in ((exact, c32, np.float32), (~exact, c64, np.float64)):
+                if pick.any():
+                    block = np.ascontiguousarray(vals[pick], dtype=dt) @ cm[rows]
+                    out[cols[pick]] = np.divide(block, dens[u], dtype=np.float64)
+    return out.T
 
 
 def unique_columns(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -88,22 +127,28 @@ def unique_columns(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def percentile_ci(samples: np.ndarray, level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
     """Percentile interval along axis 0 (numpy's linear interpolation), ignoring resamples where
-    the statistic is undefined (NaN). Uses a partial sort along contiguous rows."""
+    the statistic is undefined (NaN).
+
+    One vectorised sort of contiguous rows (numpy's SIMD sort is faster here than a partition
+    with four pivots); NaNs sort last, so a statistic with n defined resamples reads its
+    order statistics from the first n places of its row."""
     q = np.array([(1 - level) / 2, (1 + level) / 2])
     x = np.moveaxis(np.asarray(samples, dtype=float), 0, -1)
     shape, n = x.shape[:-1], x.shape[-1]
-    flat = x.reshape(-1, n)
-    h = (n - 1) * q
-    f = np.floor(h).astype(int)
-    kth = sorted({int(min(k, n - 1)) for k in (f[0], f[0] + 1, f[1], f[1] + 1)})
-    part = np.partition(flat, kth, axis=1)
-    nxt = np.minimum(f + 1, n - 1)
-    out = part[:, f] + (h - f) * (part[:, nxt] - part[:, f])
-    lo, hi = out[:, 0].copy(), out[:, 1].copy()
-    for j in np.flatnonzero(np.isnan(flat).any(axis=1)):  # tiny subgroups: the slow path is fine
-        col = flat[j][~np.isnan(flat[j])]
-        lo[j], hi[j] = np.percentile(col, q * 100) if col.size else (np.nan, np.nan)
-    return lo.reshape(shape), hi.reshape(shape)
+    if n == 0:
+        return np.full(shape, np.nan), np.full(shape, np.nan)
+    flat = np.sort(x.reshape(-1, n), axis=1)
+    n_valid = np.full(flat.shape[0], n, dtype=np.int64)
+    some_nan = np.isnan(flat[:, -1])  # tiny subgroups: only these rows are counted
+    n_valid[some_nan] = n - np.isnan(flat[some_nan]).sum(axis=1)
+    last = np.maximum(n_valid, 1)[:, None] - 1
+    h = last * q  # [R, 2] fractional ranks
+    f = np.floor(h).astype(np.int64)
+    rows = np.arange(flat.shape[0])[:, None]
+    lo_v, hi_v = flat[rows, f], flat[rows, np.minimum(f + 1, last)]
+    out = lo_v + (h - f) * (hi_v - lo_v)
+    out[n_valid == 0] = np.nan
+    return out[:, 0].reshape(shape), out[:, 1].reshape(shape)
 
 
 @dataclass(frozen=True)

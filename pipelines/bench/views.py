@@ -31,8 +31,29 @@ def bench_memory(sizes: list[int], workers: int = 2) -> None:
     print(f"driver memory of views build (Ray, {workers} workers), phantom cohorts of {', '.join(map(str, sizes))} cases",
           flush=True)
     with tempfile.TemporaryDirectory(prefix="medscope-bench-views-mem-") as tmp:
-        run_sizes(sizes, tmp, workers)  # prints each size's row as it is measured
+        rows = run_sizes(sizes, tmp, workers)  # prints each size's row as it is measured
     print_table([], header=False)
+    if len(rows) >= 2:
+        kb = growth_per_case_kb(rows)
+        ok = kb <= GROWTH_BOUND_KB
+        print(f"driver growth: {kb:.1f} KB per case from {rows[0]['cases']} to {rows[-1]['cases']} cases "
+              f"(bound {GROWTH_BOUND_KB:.0f} KB/case, so 1M cases fit a 16 GB driver): {'within' if ok else 'ABOVE'}")
+        if not ok:
+            raise SystemExit(1)
+
+
+# issue 33: 1,000,000 cases in a 16 GB driver leaves 16 KB of driver memory per case
+GROWTH_BOUND_KB = 16.0
+
+
+def growth_per_case_kb(rows: list[dict]) -> float:
+    """Least-squares slope of driver peak RSS (MB) against cases, in KB per case (1 MB = 1,000 KB):
+    the figure that decides the largest cohort one driver can build."""
+    import numpy as np
+
+    n = np.array([r["cases"] for r in rows], dtype=float)
+    mb = np.array([r["driver_peak_rss_mb"] for r in rows], dtype=float)
+    return float(np.polyfit(n, mb, 1)[0] * 1000)
 
 
 def bench_throughput(args) -> None:
