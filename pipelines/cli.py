@@ -86,10 +86,12 @@ def main(argv: list[str] | None = None) -> int:
         out = getattr(args, "out", None)
         if isinstance(out, str) and out:
             outputs.check_out(out)
-        args.func(args)
-        out = getattr(args, "out", None)  # a --config file may have named it (flags.config_from_args)
-        if isinstance(out, str) and out:
-            outputs.announce(outputs.check_out(out))
+        try:
+            args.func(args)
+        finally:  # said also when failed units decide a non-zero exit (what was done is kept there)
+            out = getattr(args, "out", None)  # a --config file may have named it (flags.config_from_args)
+            if isinstance(out, str) and out and ("://" in out or os.path.exists(out)):
+                outputs.announce(outputs.check_out(out))
 
     return guarded(go)
 
