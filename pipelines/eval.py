@@ -32,6 +32,7 @@ from medscope import layout, protocols, records, storage
 from medscope.protocols.base import EvalProtocol, Item
 from medscope.config import StrictModel
 from medscope.errors import MedScopeError
+from medscope.models.api_common import short_secret_warning
 from medscope.models.config import ModelEntry, ModelsConfig
 from medscope.models.registry import LOCAL_KINDS
 from medscope.seeding import stable_hash
@@ -255,6 +256,9 @@ def _drive(cfg, protocol, entries, todo, episodes_uri, run_id, spent, gpus):
                 groups[e.limiter_group] = e
     limiters = {g: ProviderLimiter.remote(e.rpm, e.tpm) for g, e in groups.items()}
     secrets = {e.api_key_env: os.environ[e.api_key_env] for e in entries if e.api_key_env and e.api_key_env in os.environ}
+    for env_name, key in sorted(secrets.items()):  # too short to scrub from text: said, not edited
+        if (warning := short_secret_warning(env_name, key)):
+            print(warning, file=sys.stderr, flush=True)
     # Workers started before the driver's environment changed would not see a new endpoint.
     s3 = storage.s3_endpoint()
     dumped = [e.model_dump() for e in entries]
