@@ -10,7 +10,7 @@ import importlib
 import os
 import sys
 
-from pipelines.support import outputs
+from pipelines.support import outguard, outputs
 from pipelines.support.jobs import guarded
 
 # One line per job module; each issue adds its module here.
@@ -71,6 +71,7 @@ def build_parser(modules: list[str] | None = None) -> argparse.ArgumentParser:
     sub.required = True
     for name in modules or VERB_MODULES:
         importlib.import_module(name).register(sub)
+    outguard.add_flags(parser)  # --append / --overwrite beside every --out
     return parser
 
 
@@ -84,12 +85,20 @@ def main(argv: list[str] | None = None) -> int:
     def go():
         # every verb's --out: refused where a Ray job would lose it, named when done
         out = getattr(args, "out", None)
+        run = outguard.identity(outguard.verb_of(argv), outguard.settings_of(args))
+        out = out or outguard.settings_of(args).get("out")
         if isinstance(out, str) and out:
             outputs.check_out(out)
+            # an --out holding a different run is refused unless --append / --overwrite
+            # (`cohort phantom --batch N`, N > 1, grows the cohort already in --out: an append by design)
+            append = getattr(args, "append", False) or (run["verb"] == "cohort phantom" and args.batch > 1)
+            outguard.check(out, run, append, getattr(args, "overwrite", False))
         try:
             args.func(args)
         finally:  # said also when failed units decide a non-zero exit (what was done is kept there)
-            out = getattr(args, "out", None)  # a --config file may have named it (flags.config_from_args)
+            out = getattr(args, "out", None) or out  # a --config file may have named it (flags.config_from_args)
+            if isinstance(out, str) and out:
+                outguard.record(out, run)
             if isinstance(out, str) and out and ("://" in out or os.path.exists(out)):
                 outputs.announce(outputs.check_out(out))
 

@@ -15,7 +15,7 @@ import pydantic
 
 from medscope import config as cfgmod
 from medscope.errors import MedScopeError
-from pipelines.support import outputs
+from pipelines.support import outguard, outputs
 
 C = TypeVar("C", bound=pydantic.BaseModel)
 
@@ -27,6 +27,9 @@ def job_main(name: str, model: type[C], run: Callable[[C], dict], argv: list[str
     if "out" in model.model_fields:
         parser.add_argument("--out", default=None,
                             help="output URI, overriding the config's out: (absolute or s3:// under a Ray job)")
+    if "out" in model.model_fields:
+        parser.add_argument("--append", action="store_true", help="out: holds another run: add this one to it")
+        parser.add_argument("--overwrite", action="store_true", help="out: holds another run: replace it")
     args = parser.parse_args(argv)
 
     def go():
@@ -36,7 +39,14 @@ def job_main(name: str, model: type[C], run: Callable[[C], dict], argv: list[str
         else:
             cfg = cfgmod.load(model, args.config)
         where = outputs.check_out(cfg.out, "out:") if isinstance(getattr(cfg, "out", None), str) else None
-        summary = run(cfg)
+        marked = outguard.identity(name, cfg.model_dump()) if where else None
+        if where:  # an out: holding a different run is refused unless --append / --overwrite
+            outguard.check(cfg.out, marked, args.append, args.overwrite, "out:")
+        try:
+            summary = run(cfg)
+        finally:
+            if where:
+                outguard.record(cfg.out, marked)
         print_summary(summary)
         if where:
             outputs.announce(where)

@@ -1,0 +1,131 @@
+"""Refusing an ``--out`` that holds a different run, unless told to add to it or replace it.
+
+Every verb that writes into an ``--out`` folder marks it with ``.medscope-out.json``: the verb
+and the settings that make its output what it is (inputs, protocol, cohort, recipe, seeds; not
+the operational ones such as workers, budget or --max-failed). A later run into the same folder:
+
+- with the same verb and settings (a rerun, a resume): goes ahead;
+- with different ones: refused with a one-line error naming what differs, unless ``--append``
+  (add this run to the folder; the marker then lists both) or ``--overwrite`` (delete what the
+  folder holds, then run). Nothing is deleted without ``--overwrite``.
+
+A folder without a marker (written by a library call, e.g. the demo's steps) is claimed by the
+first verb that writes into it. ``pipelines.cli`` applies this to every verb with ``--out`` and
+``pipelines.support.jobs`` to every ``python -m pipelines.<job> --config F``.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+
+from medscope import storage
+from medscope.errors import MedScopeError
+from medscope.seeding import stable_hash
+
+MARKER = ".medscope-out.json"
+# settings that change how a run goes, not what it writes: never part of a run's identity
+OPERATIONAL = frozenset({
+    "out", "config", "append", "overwrite", "verbose", "workers", "concurrency", "budget_usd", "max_failed",
+    "max_actor_restarts", "backoff_s", "models_filter", "run_id", "func", "verb", "quiet", "batch",
+})
+FILE_SUFFIXES = (".json", ".yaml", ".yml", ".parquet", ".csv", ".md", ".html", ".png", ".txt")
+
+
+def identity(verb: str, settings: dict) -> dict:
+    """What makes a run's output what it is: the verb and its non-operational settings."""
+    kept = {k: v for k, v in sorted(settings.items())
+            if k not in OPERATIONAL and not k.startswith("_") and not callable(v) and v not in (None, [], {}, "")}
+    kept = json.loads(json.dumps(kept, default=str))
+    return {"verb": verb, "settings": kept, "hash": stable_hash(verb, json.dumps(kept, sort_keys=True), length=16)}
+
+
+def is_folder_out(out: str) -> bool:
+    """Whether ``out`` names a folder (a file output such as a report JSON is not guarded)."""
+    return not posixpath.basename(out.rstrip("/")).lower().endswith(FILE_SUFFIXES)
+
+
+def _held(out: str) -> list[dict]:
+    marker = storage.join(out, MARKER)
+    if not storage.exists(marker):
+        return []
+    try:
+        return list(json.loads(storage.read_text(marker)).get("runs") or [])
+    except (ValueError, AttributeError):
+        raise MedScopeError(f"{marker}: not a MedScope output marker; remove it or pass --overwrite") from None
+
+
+def _differs(a: dict, b: dict) -> str:
+    if a["verb"] != b["verb"]:
+        return f"it holds a `{a['verb']}` run, this is `{b['verb']}`"
+    keys = sorted(k for k in set(a["settings"]) | set(b["settings"]) if a["settings"].get(k) != b["settings"].get(k))
+    shown = ", ".join(f"{k}: {a['settings'].get(k)!r} there, {b['settings'].get(k)!r} now" for k in keys[:3])
+    return f"its {a['verb']} run had other settings ({shown}{', ...' if len(keys) > 3 else ''})"
+
+
+def check(out: str, run: dict, append: bool = False, overwrite: bool = False, flag: str = "--out") -> None:
+    """Refuse (MedScopeError) an ``out`` holding a different run; ``overwrite`` empties it first."""
+    if not out or not is_folder_out(out):
+        return
+    if overwrite:
+        if storage.exists(out):
+            storage.delete(out)
+        return
+    held = _held(out)
+    if not held or append or run["hash"] in {r.get("hash") for r in held}:
+        return
+    raise MedScopeError(
+        f"{flag} {out} holds a different run ({_differs(held[-1], run)}); pass --append to add this run to it, "
+        f"--overwrite to replace it (deletes what is there), or choose another {flag}")
+
+
+def record(out: str, run: dict) -> None:
+    """Mark ``out`` as holding ``run`` (once it exists; a run that wrote nothing leaves no mark)."""
+    if not out or not is_folder_out(out) or not storage.exists(out) or not storage.is_dir(out):
+        return
+    held = _held(out)
+    if run["hash"] not in {r.get("hash") for r in held}:
+        storage.write_text(storage.join(out, MARKER), json.dumps({"runs": [*held, run]}, indent=1, sort_keys=True))
+
+
+def add_flags(parser) -> None:
+    """Give every verb (leaf parser) that has ``--out`` the ``--append`` and ``--overwrite``
+    flags, unless it defines its own."""
+    import argparse
+
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in set(action.choices.values()):
+                add_flags(sub)
+    opts = parser._option_string_actions
+    if "--out" not in opts:
+        return
+    if "--append" not in opts:
+        parser.add_argument("--append", action="store_true", default=False,
+                            help="--out holds another run: add this one to it")
+    if "--overwrite" not in opts:
+        parser.add_argument("--overwrite", action="store_true", default=False,
+                            help="--out holds another run: delete it, then write this one")
+
+
+def verb_of(argv: list[str]) -> str:
+    """The verb and action named on the command line (``eval run``), for the marker."""
+    words: list[str] = []
+    for word in argv:
+        if word.startswith("-"):
+            if words:
+                break
+            continue  # options before the verb (-v)
+        words.append(word)
+        if len(words) == 2:
+            break
+    return " ".join(words)
+
+
+def settings_of(args) -> dict:
+    """The run's settings: its --config file's, overridden by the flags given."""
+    from medscope import config as cfgmod
+
+    data = dict(cfgmod.load_yaml(args.config) or {}) if getattr(args, "config", None) else {}
+    data.update({k: v for k, v in vars(args).items() if v is not None})
+    return data
