@@ -162,6 +162,13 @@ def test_table3_pairs_public_and_private_cohorts_of_one_matched_group():
     got = {(r[0], r[2]): (r[3], r[4], r[5]) for r in t3.rows}
     assert got[("pub (public)", "m")] == ("1.000", "1.000", "+0.000 ± 0.000")
     assert got[("priv (private)", "m")] == ("1.000", "0.000", "+1.000 ± 0.000")
-    t4 = table4(pd.DataFrame(scoring.test_rows(df, b=500)))
+    from medscope.report import thin
+
+    with thin.configure(min_items=1, min_cases=1):  # the verdict rule itself, on this tiny pool
+        t4 = table4(pd.DataFrame(scoring.test_rows(df, b=500)))
     verdicts = {r[0]: r[-1] for r in t4.rows}
     assert verdicts == {"priv": "Effect", "pub": "Equivalent"}
+    # by default 4 items of 2 cases are a thin cell: never called an effect or equivalent
+    t4 = table4(pd.DataFrame(scoring.test_rows(df, b=500)))
+    assert {r[0]: r[-1] for r in t4.rows} == {c: "thin (n=4, 2 cases): not tested" for c in ("priv", "pub")}
+    assert all(r[3].endswith("(n=4, 2 cases) †") for r in t4.rows)

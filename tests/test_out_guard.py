@@ -41,8 +41,14 @@ def test_check_record_append_overwrite(tmp_path):
     marker = json.loads((tmp_path / "run" / outguard.MARKER).read_text())
     assert [r["settings"]["cohort"] for r in marker["runs"]] == ["liver", "kidney"]
     third = outguard.identity("benchgen build", {"cohort": "lung"})
-    outguard.check(out, third, overwrite=True)
+    aside = outguard.check(out, third, overwrite=True)
     assert not (tmp_path / "run").exists()
+    outguard.settle(out, aside, finished=False)  # the new run failed: the old one is back, whole
+    assert (tmp_path / "run" / "items.parquet").read_bytes() == b"231 items"
+    aside = outguard.check(out, third, overwrite=True)
+    (tmp_path / "run").mkdir()
+    outguard.settle(out, aside, finished=True)
+    assert not list(tmp_path.glob(".run*")) and (tmp_path / "run").exists()
 
 
 def test_second_build_into_the_same_folder_is_refused_and_keeps_the_first(tmp_path, capsys):
@@ -54,6 +60,9 @@ def test_second_build_into_the_same_folder_is_refused_and_keeps_the_first(tmp_pa
     assert cli.main(["cohort", "phantom", "--out", out, "--cases", "12", "--volumes", "0"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "holds a different run" in err and "cases: 8 there, 12 now" in err
+    assert records.read_table("cases", out + "/cases.parquet").num_rows == n
+    # --overwrite with bad input: the error, and the first cohort still whole
+    assert cli.main(["cohort", "phantom", "--out", out, "--cases", "0", "--volumes", "0", "--overwrite"]) == 2
     assert records.read_table("cases", out + "/cases.parquet").num_rows == n
     assert cli.main(["cohort", "phantom", "--out", out, "--cases", "12", "--volumes", "0", "--overwrite"]) == 0
     assert records.read_table("cases", out + "/cases.parquet").num_rows != n

@@ -42,11 +42,9 @@ def job_main(name: str, model: type[C], run: Callable[[C], dict], argv: list[str
         marked = outguard.identity(name, cfg.model_dump()) if where else None
         if where:  # an out: holding a different run is refused unless --append / --overwrite
             outguard.check(cfg.out, marked, args.append, args.overwrite, "out:")
-        try:
-            summary = run(cfg)
-        finally:
-            if where:
-                outguard.record(cfg.out, marked)
+        summary = run(cfg)
+        if where:
+            outguard.record(cfg.out, marked)
         print_summary(summary)
         if where:
             outputs.announce(where)

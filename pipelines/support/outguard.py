@@ -6,8 +6,10 @@ the operational ones such as workers, budget or --max-failed). A later run into 
 
 - with the same verb and settings (a rerun, a resume): goes ahead;
 - with different ones: refused with a one-line error naming what differs, unless ``--append``
-  (add this run to the folder; the marker then lists both) or ``--overwrite`` (delete what the
-  folder holds, then run). Nothing is deleted without ``--overwrite``.
+  (add this run to the folder; the marker then lists both) or ``--overwrite`` (replace what the
+  folder holds; a local folder is moved aside and deleted only once the new run finished, so a
+  new run that fails on bad input leaves the old one whole). Nothing is deleted without
+  ``--overwrite``.
 
 A folder without a marker (written by a library call, e.g. the demo's steps) is claimed by the
 first verb that writes into it. ``pipelines.cli`` applies this to every verb with ``--out`` and
@@ -17,6 +19,7 @@ first verb that writes into it. ``pipelines.cli`` applies this to every verb wit
 from __future__ import annotations
 
 import json
+import os
 import posixpath
 
 from medscope import storage
@@ -63,20 +66,41 @@ def _differs(a: dict, b: dict) -> str:
     return f"its {a['verb']} run had other settings ({shown}{', ...' if len(keys) > 3 else ''})"
 
 
-def check(out: str, run: dict, append: bool = False, overwrite: bool = False, flag: str = "--out") -> None:
-    """Refuse (MedScopeError) an ``out`` holding a different run; ``overwrite`` empties it first."""
+def check(out: str, run: dict, append: bool = False, overwrite: bool = False, flag: str = "--out") -> str | None:
+    """Refuse (MedScopeError) an ``out`` holding a different run. ``overwrite``: a local folder is
+    moved aside (returned: ``settle`` deletes it once the new run finished, or puts it back if
+    the new run failed, so bad input never costs the old run); a remote one is emptied first."""
     if not out or not is_folder_out(out):
-        return
+        return None
     if overwrite:
-        if storage.exists(out):
+        if not storage.exists(out):
+            return None
+        path = storage.local_path(out)
+        if path is None:
             storage.delete(out)
-        return
+            return None
+        aside = posixpath.join(posixpath.dirname(path.rstrip("/")), f".{posixpath.basename(path.rstrip('/'))}.replaced")
+        storage.delete(aside)
+        os.replace(path, aside)
+        return aside
     held = _held(out)
     if not held or append or run["hash"] in {r.get("hash") for r in held}:
-        return
+        return None
     raise MedScopeError(
         f"{flag} {out} holds a different run ({_differs(held[-1], run)}); pass --append to add this run to it, "
         f"--overwrite to replace it (deletes what is there), or choose another {flag}")
+
+
+def settle(out: str, aside: str | None, finished: bool) -> None:
+    """After an --overwrite run: drop the old run moved aside, or restore it when the new run failed."""
+    if not aside or not os.path.exists(aside):
+        return
+    if finished:
+        storage.delete(aside)
+        return
+    path = storage.local_path(out)
+    storage.delete(out)
+    os.replace(aside, path)
 
 
 def record(out: str, run: dict) -> None:

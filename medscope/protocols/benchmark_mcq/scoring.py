@@ -15,6 +15,7 @@ import pandas as pd
 
 from medscope.protocols.benchmark_mcq import stats
 from medscope.protocols.benchmark_mcq.replies import read_choice
+from medscope.report import thin
 
 SIGHTED, BLIND = "sighted", "blind"
 
@@ -110,7 +111,7 @@ def test_rows(df: pd.DataFrame, b: int = 10_000, seed: int = 42, margin: float =
             r["q_value"] = float(q)
     for r, q in zip(fam2, stats.bh([r["tost_p"] for r in fam2])):
         r["tost_q"] = float(q)
-        r["verdict"] = stats.verdict(r["q_value"], r["tost_q"])
-    for r in fam1:
-        r["verdict"] = "Above chance" if r["q_value"] < 0.05 else "Not above chance"
+        r["verdict"] = thin.claim(stats.verdict(r["q_value"], r["tost_q"]), r["n_items"], r["n_cases"])
+    for r in fam1:  # a thin cell is never called above chance / effect / equivalent (medscope.report.thin)
+        r["verdict"] = thin.claim("Above chance" if r["q_value"] < 0.05 else "Not above chance", r["n_items"], r["n_cases"])
     return fam1 + fam2

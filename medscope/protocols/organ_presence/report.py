@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 
 from medscope import layout, records, storage
-from medscope.report import plots
+from medscope.report import plots, thin
 from medscope.protocols.organ_presence.scoring import NEGATIVE_STRATEGIES
 
 
@@ -66,7 +66,7 @@ def probe_report_section(metrics: list[dict], constant=frozenset()) -> tuple[str
         "questions on an absent organ (a real absence, no pixel altered) answered 'absent', by the strategy that "
         "chose the absent organ (seed 003); case-clustered 95% intervals in brackets. Confident-answer specificity "
         "drops hedged replies from numerator and denominator. (constant): the same verdict on every question, a "
-        "reference that reads no image.",
+        "reference that reads no image. " + thin.note(),
         "",
         "| model | condition | sensitivity | " + " | ".join(f"spec. {s}" for s in NEGATIVE_STRATEGIES)
         + " | conf. spec. adversarial |",
@@ -74,8 +74,9 @@ def probe_report_section(metrics: list[dict], constant=frozenset()) -> tuple[str
     ]
     for r in spec:
         s = sens.get((r["model"], r["condition"]))
-        sv = _fmt(s["value"], s["ci_low"], s["ci_high"]) if s else "–"
-        cells = [_fmt(*r.get(st, (None, None, None, None))[:3]) for st in NEGATIVE_STRATEGIES]
+        sv = thin.cell(_fmt(s["value"], s["ci_low"], s["ci_high"]), None, s.get("n_cases")) if s else "–"
+        cells = [thin.cell(_fmt(*x[:3]), None, x[3]) if x[0] is not None else _fmt(*x[:3])
+                 for x in (r.get(st, (None, None, None, None)) for st in NEGATIVE_STRATEGIES)]
         c = conf.get((r["model"], r["condition"], r["render"]), {}).get("adversarial", (None, None, None, None))
         name = r["model"] + (" (constant)" if (r["model"], r["condition"]) in constant else "")
         lines.append(f"| {name} | {r['condition']} | {sv} | " + " | ".join(cells) + f" | {_fmt(*c[:3])} |")
