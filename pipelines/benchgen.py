@@ -210,6 +210,8 @@ def _summarise(cfg, schema_uri, approvals, entry, studies, results, gen_summary)
         "rejects": dict(sorted(Counter(rej.column("reason").to_pylist()).items())),
         "generation": None if gen_summary is None else {k: gen_summary[k] for k in (
             "units", "to_run", "skipped_finished", "refused_private", "done", "failed")},
+        # the generation calls' units (pipelines.support.accounting): failed ones decide the exit code
+        "accounting": None if gen_summary is None else gen_summary["accounting"],
         "out": cfg.out,
     }
     storage.write_text(layout.BenchgenBuild(cfg.out).manifest, json.dumps(summary, indent=2, sort_keys=True) + "\n")
@@ -317,7 +319,12 @@ def _build(a) -> None:
         "matched_group": a.matched_group, "extractor": a.extractor, "generator_models": a.generator_models,
         "generator_name": a.generator, "report_questions": not a.no_report_questions, "seed": a.seed,
     }, source="medscope benchgen build")
-    print_summary(build(cfg))
+    summary = build(cfg)
+    print_summary(summary)
+    if summary.get("accounting"):
+        from pipelines.support.accounting import conclude
+
+        conclude(summary, None, "benchgen build (generation calls)")
 
 
 def _schema(a) -> None:

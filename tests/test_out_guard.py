@@ -14,7 +14,8 @@ from pipelines.support import outguard
 
 def test_identity_ignores_operational_settings():
     a = outguard.identity("eval run", {"items": "a/", "protocol": "counterfactual", "workers": 2, "budget_usd": 1.0})
-    b = outguard.identity("eval run", {"items": "a/", "protocol": "counterfactual", "workers": 8, "max_failed": 3})
+    b = outguard.identity("eval run", {"items": "a/", "protocol": "counterfactual", "workers": 8, "max_failed": 3,
+                                       "models": "more-models.yaml"})  # adding models extends the same run
     c = outguard.identity("eval run", {"items": "b/", "protocol": "counterfactual", "workers": 2})
     assert a["hash"] == b["hash"] and a["hash"] != c["hash"]
     assert outguard.identity("score", {"items": "a/"})["hash"] != outguard.identity("eval run", {"items": "a/"})["hash"]

@@ -48,7 +48,7 @@ def job_main(name: str, model: type[C], run: Callable[[C], dict], argv: list[str
         print_summary(summary)
         if where:
             outputs.announce(where)
-        if isinstance(summary, dict) and "accounting" in summary:  # a sweep: its units decide the exit code
+        if isinstance(summary, dict) and summary.get("accounting"):  # a sweep: its units decide the exit code
             from pipelines.support.accounting import conclude
 
             conclude(summary, getattr(cfg, "max_failed", None), name)

@@ -1,8 +1,9 @@
 """Refusing an ``--out`` that holds a different run, unless told to add to it or replace it.
 
 Every verb that writes into an ``--out`` folder marks it with ``.medscope-out.json``: the verb
-and the settings that make its output what it is (inputs, protocol, cohort, recipe, seeds; not
-the operational ones such as workers, budget or --max-failed). A later run into the same folder:
+and the settings that make its output what it is (``IDENTITY``: inputs, protocol, cohort, recipe,
+schema, seed; not workers, budget, --max-failed or models added to a sweep). A later run into
+the same folder:
 
 - with the same verb and settings (a rerun, a resume): goes ahead;
 - with different ones: refused with a one-line error naming what differs, unless ``--append``
@@ -27,18 +28,20 @@ from medscope.errors import MedScopeError
 from medscope.seeding import stable_hash
 
 MARKER = ".medscope-out.json"
-# settings that change how a run goes, not what it writes: never part of a run's identity
-OPERATIONAL = frozenset({
-    "out", "config", "append", "overwrite", "verbose", "workers", "concurrency", "budget_usd", "max_failed",
-    "max_actor_restarts", "backoff_s", "models_filter", "run_id", "func", "verb", "quiet", "batch",
+# The settings that say what a run's output IS: its inputs, protocol, cohort, recipe, schema and
+# seed (under any verb's name for them). Everything else (workers, budget, --max-failed, extra
+# outputs, models added to a sweep) changes how a run goes or adds to it, and is not compared:
+# a rerun that resumes or extends the same run must never be refused.
+IDENTITY = frozenset({
+    "items", "views", "volumes", "cases", "path", "format", "episodes", "reports", "manifest", "protocol",
+    "protocol_options", "cohort", "recipe", "schema", "spec", "seed", "test_set", "splits", "judge", "organ_map",
 })
 FILE_SUFFIXES = (".json", ".yaml", ".yml", ".parquet", ".csv", ".md", ".html", ".png", ".txt")
 
 
 def identity(verb: str, settings: dict) -> dict:
     """What makes a run's output what it is: the verb and its non-operational settings."""
-    kept = {k: v for k, v in sorted(settings.items())
-            if k not in OPERATIONAL and not k.startswith("_") and not callable(v) and v not in (None, [], {}, "")}
+    kept = {k: v for k, v in sorted(settings.items()) if k in IDENTITY and not callable(v) and v not in (None, [], {}, "")}
     kept = json.loads(json.dumps(kept, default=str))
     return {"verb": verb, "settings": kept, "hash": stable_hash(verb, json.dumps(kept, sort_keys=True), length=16)}
 
