@@ -10,7 +10,7 @@ import importlib
 import os
 import sys
 
-from pipelines.support import outguard, outputs
+from pipelines.support import inputs, outguard, outputs
 from pipelines.support.accounting import UnitsIncomplete
 from pipelines.support.jobs import guarded
 
@@ -73,6 +73,7 @@ def build_parser(modules: list[str] | None = None) -> argparse.ArgumentParser:
     for name in modules or VERB_MODULES:
         importlib.import_module(name).register(sub)
     outguard.add_flags(parser)  # --append / --overwrite beside every --out
+    inputs.refuse_repeats(parser)  # an input flag given twice is an error, never keep-the-last
     return parser
 
 
