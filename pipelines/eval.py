@@ -124,6 +124,13 @@ def finished_keys(episodes_uri: str) -> set[str]:
     return records.part_keys(episodes_uri)
 
 
+def errored_keys(episodes_uri: str) -> dict[str, str]:
+    """request key -> error of the finished episodes written with a permanent provider error: a
+    resumed sweep never re-sends them, and still counts them as failed."""
+    table = records.read_table("episodes", episodes_uri, columns=["request_key", "error"])
+    return {k: e for k, e in zip(table.column("request_key").to_pylist(), table.column("error").to_pylist()) if e}
+
+
 def fetch_blocks(items: list[Item], size: int = FETCH_BLOCK) -> dict[str, tuple[str, ...]]:
     """item id -> the block of consecutive item ids a worker fetches with it."""
     ids = [i.item_id for i in items]
@@ -164,13 +171,17 @@ def run_sweep(cfg: EvalConfig, protocol: EvalProtocol | None = None, entries: li
     todo: deque[dict] = deque()
     counts = Counter(skipped_finished=0, refused_private=0)
     acc = Accounting()
+    errored = errored_keys(episodes_uri) if finished else {}
     for entry in entries:
         for condition in cfg.conditions:
             for item in items:
                 key = request_key(protocol, item, entry, condition)
                 if key in finished:
                     counts["skipped_finished"] += 1
-                    acc.add(entry.name, condition, "skipped")
+                    if key in errored:  # written with a permanent error by an earlier run: still a failure
+                        acc.add(entry.name, condition, "failed", failure_reason("done", errored[key]) + " (earlier run)")
+                    else:
+                        acc.add(entry.name, condition, "skipped")
                 elif not allowed(item, entry):
                     counts["refused_private"] += 1
                     acc.add(entry.name, condition, "refused", endpoint=entry.endpoint, fix=ALLOW_FIX)

@@ -121,3 +121,28 @@ def test_private_items_without_allow_list_are_refused_with_the_fix(ray_cluster, 
         assert server.url in err and "endpoint_allowlist" in err and "--allow-endpoint" in err
     finally:
         server.close()
+
+
+def test_permanent_error_stays_a_failure_on_resume_without_a_resend(ray_cluster, tmp_path, monkeypatch, capfd):
+    from medscope.testing.protocols import unit_tag
+
+    monkeypatch.setenv(KEY_ENV, "k")
+    server = fp.FakeProvider("openai", responder=lambda text, images: "yes", expected_key="k")
+    server.on(unit_tag("v001", "plain"), fp.status(400))  # a 4xx: written once with its error
+    try:
+        views = write_views(str(tmp_path / "views.parquet"), 3)
+        models = tmp_path / "models.yaml"
+        models.write_text(yaml.safe_dump({"models": [entry(server, name="m").model_dump(exclude_defaults=True)]}))
+        out = tmp_path / "eval"
+        argv = ["eval", "run", "--items", views, "--models", str(models), "--conditions", "plain",
+                "--out", str(out), "--protocol", PROTOCOL]
+        assert cli_main(argv) == EXIT_UNITS_FAILED
+        acc = json.loads((out / "sweep.json").read_text())["accounting"]
+        assert (acc["done"], acc["failed"]) == (2, 1) and list(acc["failed_by_reason"]) == ["done: permanent HTTP 400"]
+        n = server.count()
+        assert cli_main(argv) == EXIT_UNITS_FAILED and server.count() == n  # counted again, never re-sent
+        acc = json.loads((out / "sweep.json").read_text())["accounting"]
+        assert (acc["skipped"], acc["failed"]) == (2, 1)
+        assert list(acc["failed_by_reason"]) == ["done: permanent HTTP 400 (earlier run)"]
+    finally:
+        server.close()
