@@ -56,3 +56,13 @@ def test_paired_table_shows_n_per_cell():
     metrics = [row("photo_only", "fp_rate", 3, 1 / 3), row("paired", "fp_rate", 2, 0.5)]
     cells = [c for r in pairs_table1(metrics).rows for c in r if "(n=" in c]
     assert sorted(c.rsplit("(", 1)[-1] for c in cells) == ["n=2) †", "n=3) †"]
+
+
+def test_report_summary_counts_thin_cells(tmp_path):
+    from medscope.report.render import Section, Table
+
+    sections = [Section("Probe", [Table(["a", "b"], [[thin.cell("0.5", 3, 1), thin.cell("0.7", 40, 9)],
+                                                     [thin.cell("0.1", 12, 2), "–"]], thin.note())])]
+    s = thin.summary_section(sections)
+    assert s.anchor.startswith("summary") and "2 table cells are thin" in s.blocks[0].text and "Probe: 2" in s.blocks[0].text
+    assert thin.summary_section([Section("Fine", [Table(["a"], [[thin.cell("0.7", 40, 9)]])])]) is None

@@ -93,3 +93,29 @@ def summary(labels: list[str]) -> str:
     shown = "; ".join(labels[:12]) + (f"; and {len(labels) - 12} more" if len(labels) > 12 else "")
     return (f"Thin cells ({len(labels)}; fewer than {_RULE.min_items} items or {_RULE.min_cases} cases, marked "
             f"{MARK}, never called significant): {shown}.")
+
+
+def marked_cells(sections) -> dict[str, int]:
+    """Section title -> how many of its table cells carry the thin mark (for the report summary)."""
+    from medscope.report.render import to_markdown
+
+    out = {}
+    for s in sections:
+        n = to_markdown("", [s])[0].count(f"{MARK} |")
+        if n:
+            out[s.title] = n
+    return out
+
+
+def summary_section(sections):
+    """The report summary's "Thin cells" section (None when no cell is thin)."""
+    from medscope.report.render import Para, Section
+
+    counts = marked_cells(sections)
+    if not counts:
+        return None
+    where = "; ".join(f"{t}: {n}" for t, n in counts.items())
+    return Section("Thin cells", [Para(
+        f"{sum(counts.values())} table cells are thin (fewer than {_RULE.min_items} items or {_RULE.min_cases} cases; "
+        f"marked {MARK}): shown with their n, never called significant, above chance or equivalent. By section: "
+        f"{where}.")], anchor="summary-thin-cells")
