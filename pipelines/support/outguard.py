@@ -43,7 +43,9 @@ def identity(verb: str, settings: dict) -> dict:
     """What makes a run's output what it is: the verb and its non-operational settings."""
     kept = {k: v for k, v in sorted(settings.items()) if k in IDENTITY and not callable(v) and v not in (None, [], {}, "")}
     kept = json.loads(json.dumps(kept, default=str))
-    return {"verb": verb, "settings": kept, "hash": stable_hash(verb, json.dumps(kept, sort_keys=True), length=16)}
+    # the hash is over the settings only: the same job run as a verb (`eval run`) or as
+    # `python -m pipelines.eval` is the same run; the verb is kept for the message
+    return {"verb": verb, "settings": kept, "hash": stable_hash(json.dumps(kept, sort_keys=True), length=16)}
 
 
 def is_folder_out(out: str) -> bool:
@@ -62,11 +64,9 @@ def _held(out: str) -> list[dict]:
 
 
 def _differs(a: dict, b: dict) -> str:
-    if a["verb"] != b["verb"]:
-        return f"it holds a `{a['verb']}` run, this is `{b['verb']}`"
     keys = sorted(k for k in set(a["settings"]) | set(b["settings"]) if a["settings"].get(k) != b["settings"].get(k))
     shown = ", ".join(f"{k}: {a['settings'].get(k)!r} there, {b['settings'].get(k)!r} now" for k in keys[:3])
-    return f"its {a['verb']} run had other settings ({shown}{', ...' if len(keys) > 3 else ''})"
+    return f"its `{a['verb']}` run had other settings ({shown}{', ...' if len(keys) > 3 else ''})"
 
 
 def check(out: str, run: dict, append: bool = False, overwrite: bool = False, flag: str = "--out") -> str | None:
