@@ -259,6 +259,8 @@ def step_benchgen(ctx: DemoContext) -> None:
     from pipelines.score import score
 
     built = build_demo_benchmark(ctx.uri("benchgen"))
+    if built.get("accounting"):  # the generation calls of the build are a sweep too
+        require_complete(built, "benchmark generation (seed 001)")
     items = built["items"]
     print(f"  benchmark: {items['rads']} schema-driven + {items['report']} report-derived questions from "
           f"{built['studies_built']} studies", file=sys.stderr)
@@ -301,6 +303,11 @@ def step_pairs(ctx: DemoContext) -> None:
                         second_judge="rule-named-only")
     finally:
         judge.close()
+    if summary.get("unjudged"):  # a reply the judge could not label is a failed unit of the judging
+        from pipelines.support.accounting import EXIT_UNITS_FAILED, UnitsIncomplete
+
+        raise UnitsIncomplete(f"demo step 'paired-modality scoring (seed 002)': {summary['unjudged']} replies "
+                              f"unjudged (see {scored}); the demo stops here", EXIT_UNITS_FAILED)
     ctx.paths.update(pairs=built["manifest"], pairs_scored=scored)
     ctx.summary["pairs"] = {"labelled": summary["labelled"], "kappa_fp": summary["kappa_fp"]}
 
