@@ -69,7 +69,7 @@ def test_demo_probe_step_has_no_failed_unit_and_a_reader_that_reads(ray_cluster,
     acc = json.loads((tmp_path / "demo" / "probe" / "eval" / "sweep.json").read_text())["accounting"]
     assert acc["failed"] == 0 and acc["refused"] == 0 and acc["done"] > 0
     items = {r["item_id"]: r for r in records.read_table("probe_items", ctx.uri("probe", "eval_items.parquet")).to_pylist()}
-    assert {i["case_id"] for i in items} == {"syn-0002", "syn-0003"}  # the held-out half only
+    assert {i["case_id"] for i in items.values()} == {"syn-0002", "syn-0003"}  # the held-out half only
     rows = records.read_table("episodes", ctx.uri("probe", "eval", "episodes")).to_pylist()
     sighted = [(items[r["view_id"]]["truth"], r["answer"]) for r in rows
                if r["model"] == "organ-reader" and r["condition"] == "verdict_json"]
