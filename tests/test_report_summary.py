@@ -174,9 +174,10 @@ def test_probe_summary_puts_each_reader_beside_its_no_image_control():
              "adversarial": (0.3, 0.2, 0.4, 10)},
             {"model": "always-absent", "condition": "verdict_json", "render": "gray",
              "adversarial": (1.0, 1.0, 1.0, 10)}]
-    lines = summary_lines(spec, {("always-absent", "verdict_json")})
+    # the reader declines every no-image question (constant THERE): still not a constant policy
+    lines = summary_lines(spec, {("always-absent", "verdict_json"), ("reader", "verdict_json+no_image")})
     reader = [ln for ln in lines if ln.startswith("- reader")]
-    assert reader == ["- reader · verdict_json: adversarial specificity 0.800 [0.700, 0.900], "
-                      "no-image control 0.300 [0.200, 0.400]."]
-    assert any(ln.startswith("- Constant policies") and "always-absent" in ln for ln in lines)
+    assert reader == ["- reader · verdict_json: adversarial specificity 0.800 [0.700, 0.900] (10 cases), "
+                      "no-image control 0.300 [0.200, 0.400] (10 cases)."]
+    assert any(ln.startswith("- Constant policies") and "always-absent" in ln and "reader" not in ln for ln in lines)
     assert not any("always-absent · " in ln for ln in lines)

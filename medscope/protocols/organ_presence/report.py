@@ -74,7 +74,8 @@ def probe_report_section(metrics: list[dict], constant=frozenset()) -> tuple[str
     ]
     for r in spec:
         s = sens.get((r["model"], r["condition"]))
-        sv = thin.cell(_fmt(s["value"], s["ci_low"], s["ci_high"]), None, s.get("n_cases")) if s else "–"
+        sv = thin.cell(_fmt(s["value"], s["ci_low"], s["ci_high"]), None, s.get("n_cases")) \
+            if s and s["value"] is not None else "–"
         cells = [thin.cell(_fmt(*x[:3]), None, x[3]) if x[0] is not None else _fmt(*x[:3])
                  for x in (r.get(st, (None, None, None, None)) for st in NEGATIVE_STRATEGIES)]
         c = conf.get((r["model"], r["condition"], r["render"]), {}).get("adversarial", (None, None, None, None))
@@ -144,13 +145,15 @@ def summary_lines(spec: list[dict], constant) -> list[str]:
     for (m, c), v in sorted(by.items()):
         if "+" in c or (m, c) in constant or not v or v[0] is None:
             continue
-        parts = [f"{m} · {c}: adversarial specificity {_fmt(*v[:3])}"]
+        parts = [f"{m} · {c}: adversarial specificity {thin.cell(_fmt(*v[:3]), None, v[3])}"]
         for ctl in ("no_image", "blank"):
             w = by.get((m, f"{c}+{ctl}"))
             if w and w[0] is not None:
-                parts.append(f"{ctl.replace('_', '-')} control {_fmt(*w[:3])}")
+                parts.append(f"{ctl.replace('_', '-')} control {thin.cell(_fmt(*w[:3]), None, w[3])}")
         out.append("- " + ", ".join(parts) + ".")
-    blind = sorted({m for m, _ in constant})
+    # a model is a constant policy only if constant in every condition it ran (a reader declining
+    # every no-image question is constant there, and still reads the image elsewhere)
+    blind = sorted({m for m, _ in constant if all((m, c) in constant for mm, c in by if mm == m)})
     if blind:
         out.append("- Constant policies (the same verdict on every question; references): " + ", ".join(blind) + ".")
     if not out:
