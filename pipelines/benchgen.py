@@ -221,6 +221,8 @@ def _summarise(cfg, schema_uri, approvals, entry, studies, results, gen_summary)
         "generation_record": generation_record(cfg, entry, hashes),
         "generation": None if gen_summary is None else {k: gen_summary[k] for k in (
             "units", "to_run", "skipped_finished", "refused_private", "done", "failed")},
+        # the generation calls' units (pipelines.support.accounting): failed ones decide the exit code
+        "accounting": None if gen_summary is None else gen_summary["accounting"],
         "out": cfg.out,
     }
     summary["generation_record_sha256"] = stable_hash(json.dumps(summary["generation_record"], sort_keys=True),
@@ -352,7 +354,12 @@ def _build(a) -> None:
         "generator_name": a.generator, "report_questions": not a.no_report_questions, "seed": a.seed,
         "append": a.append,
     }, source="medscope benchgen build")
-    print_summary(build(cfg))
+    summary = build(cfg)
+    print_summary(summary)
+    if summary.get("accounting"):
+        from pipelines.support.accounting import conclude
+
+        conclude(summary, None, "benchgen build (generation calls)")
 
 
 def _induce(a) -> None:

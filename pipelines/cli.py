@@ -10,7 +10,8 @@ import importlib
 import os
 import sys
 
-from pipelines.support import outputs
+from pipelines.support import inputs, outguard, outputs
+from pipelines.support.accounting import UnitsIncomplete
 from pipelines.support.jobs import guarded
 
 # One line per job module; each issue adds its module here.
@@ -73,6 +74,8 @@ def build_parser(modules: list[str] | None = None) -> argparse.ArgumentParser:
     sub.required = True
     for name in modules or VERB_MODULES:
         importlib.import_module(name).register(sub)
+    outguard.add_flags(parser)  # --append / --overwrite beside every --out
+    inputs.refuse_repeats(parser)  # an input flag given twice is an error, never keep-the-last
     return parser
 
 
@@ -85,13 +88,28 @@ def main(argv: list[str] | None = None) -> int:
 
     def go():
         # every verb's --out: refused where a Ray job would lose it, named when done
-        out = getattr(args, "out", None)
+        run = outguard.identity(outguard.verb_of(argv), outguard.settings_of(args))
+        out = getattr(args, "out", None) or outguard.settings_of(args).get("out")
+        aside = None
         if isinstance(out, str) and out:
             outputs.check_out(out)
-        args.func(args)
-        out = getattr(args, "out", None)  # a --config file may have named it (flags.config_from_args)
-        if isinstance(out, str) and out:
-            outputs.announce(outputs.check_out(out))
+            # an --out holding a different run is refused unless --append / --overwrite
+            # (`cohort phantom --batch N`, N > 1, grows the cohort already in --out: an append by design)
+            append = getattr(args, "append", False) or (run["verb"] == "cohort phantom" and args.batch > 1)
+            aside = outguard.check(out, run, append, getattr(args, "overwrite", False))
+        finished = False
+        try:
+            args.func(args)
+            finished = True
+        except UnitsIncomplete:  # the run finished, some units failed: what was done is kept there
+            finished = True
+            raise
+        finally:
+            out = getattr(args, "out", None) or out  # a --config file may have named it (flags.config_from_args)
+            outguard.settle(out, aside, finished)  # --overwrite: drop the old run, or restore it on failure
+            if finished and isinstance(out, str) and out:
+                outguard.record(out, run)
+                outputs.announce(outputs.check_out(out))
 
     return guarded(go)
 

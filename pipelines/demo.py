@@ -40,6 +40,19 @@ class DemoContext:
 Step = Callable[[DemoContext], None]
 
 
+def require_complete(summary: dict, step: str) -> dict:
+    """The demo fails loudly (exit 3) when a sweep of one of its steps has a failed or refused
+    unit: a demo that reports numbers over fewer units than it ran is a broken demo."""
+    from pipelines.support.accounting import EXIT_UNITS_FAILED, UnitsIncomplete, render
+
+    acc = summary["accounting"]
+    if acc["failed"] or acc["refused"]:
+        print(render(acc), file=sys.stderr, flush=True)
+        raise UnitsIncomplete(f"demo step {step!r}: {acc['failed']} unit(s) failed and {acc['refused']} were refused "
+                              f"(see {summary['out']}/sweep.json); the demo stops here", EXIT_UNITS_FAILED)
+    return summary
+
+
 def step_cohort(ctx: DemoContext) -> None:
     """Generate the phantom cohort (2D cases and 3D volumes) and show its counts."""
     from medscope.cohorts import phantom
@@ -129,23 +142,63 @@ def step_fit_reader(ctx: DemoContext) -> None:
         f"train balanced accuracy {fitted['train_balanced_accuracy']:.2f}). Every model in this report is "
         f"evaluated on the {n_eval} passed views of the **test** split only (the main test set).")))
 
+def split_volumes(case_ids: list[str]) -> tuple[list[str], list[str]]:
+    """(train, held-out) volume ids for the probe's pixel reader: the sorted first half trains it
+    (addition: the phantom's volumes carry no split), the rest is what the probe evaluates."""
+    ids = sorted(case_ids)
+    half = max(1, len(ids) // 2)
+    return ids[:half], ids[half:]
+
+
 def step_probe_evaluate(ctx: DemoContext) -> None:
-    """Run the demo's policies on the probe items through the same sweep and score them with the
-    organ-presence protocol (seed 003); its specificity table and plot join the report."""
+    """Fit the pixel organ reader (medscope.models.organ_reader) on every slice of the TRAIN
+    volumes, then run it beside the two constant policies on the probe items of the held-out
+    volumes through the same sweep, and score them with the organ-presence protocol (seed 003);
+    its specificity table and plot join the report."""
+    import json
+
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from medscope import records
     from medscope.config import shipped
+    from medscope.models.organ_reader import fit_organ_reader, save_reader, slices_of_volumes
     from pipelines.eval import EvalConfig, run_sweep
+    from pipelines.probe import load_config
     from pipelines.score import score
 
+    probe_cfg = load_config(shipped("probe", "demo.yaml"))
+    volumes = records.read_table("volumes", ctx.paths["volumes"]).to_pylist()
+    train, held_out = split_volumes([v["case_id"] for v in volumes])
+    reader = fit_organ_reader(slices_of_volumes([v for v in volumes if v["case_id"] in train], probe_cfg))
+    weights = ctx.uri("probe", "organ_reader.json")
+    save_reader(reader, weights)
+    baccs = [r["train_balanced_accuracy"] for r in reader["organs"].values()]
+    print(f"  organ reader: fitted on {reader['slices']} slices of {len(train)} train volume(s), {len(baccs)} organs, "
+          f"train balanced accuracy {min(baccs):.2f}-{max(baccs):.2f}", file=sys.stderr)
+    items = records.read_table("probe_items", ctx.paths["probe_items"])
+    items = items.filter(pc.is_in(items.column("case_id"), value_set=pa.array(held_out, pa.string())))
+    items_uri = ctx.uri("probe", "eval_items.parquet")
+    records.write_table("probe_items", items, items_uri)
+    models = ctx.uri("probe", "models.yaml")
+    storage.write_text(models, json.dumps({"models": [
+        {"name": "always-present", "kind": "policy", "model": "always_present"},
+        {"name": "always-absent", "kind": "policy", "model": "always_absent"},
+        {"name": "organ-reader", "kind": "organ_reader", "model": "thumbnail_centroid", "options": {"weights": weights}},
+    ]}, indent=1))
     out = ctx.uri("probe", "eval")
     options = {"config": shipped("probe", "demo.yaml")}
-    run_sweep(EvalConfig(
-        items=ctx.paths["probe_items"], out=out, models=shipped("models", "demo.yaml"),
-        models_filter=["always-present", "always-absent", "classical-reader"],
-        protocol="organ_presence", protocol_options=options,
+    require_complete(run_sweep(EvalConfig(
+        items=items_uri, out=out, models=models, protocol="organ_presence", protocol_options=options,
         conditions=["verdict_json", "reasoning_json", "verdict_json+no_image", "verdict_json+blank"],
         workers=1, concurrency=4,
-    ))
-    summary = score(out, ctx.uri("probe", "scored"), items_uri=ctx.paths["probe_items"], protocol_options=options)
+    )), "organ-presence probe evaluation")
+    summary = score(out, ctx.uri("probe", "scored"), items_uri=items_uri, protocol_options=options)
+    ctx.report_sections.append(("Organ reader (probe baseline)", (
+        f"The organ reader (a per-organ nearest-centroid rule on {reader['grid']}x{reader['grid']} grey thumbnails; "
+        f"it reads only pixels and is not a medical model) was fitted on all {reader['slices']} slices of the "
+        f"**train** volumes ({', '.join(train)}); the probe evaluates the {items.num_rows} items of the held-out "
+        f"volumes ({', '.join(held_out)}) only.")))
     ctx.paths.update(probe_metrics=summary["metrics"], probe_scored=ctx.uri("probe", "scored"))
     ctx.summary["probe_eval"] = {"episodes": summary["episodes"], "specificity": summary["specificity"]}
 
@@ -159,8 +212,9 @@ def step_evaluate(ctx: DemoContext) -> None:
 
     models = ctx.paths["models_config"]  # demo.yaml with the fitted reader's weights
     out = ctx.uri("eval")
-    summary = run_sweep(EvalConfig(items=ctx.paths["views"], models=models, out=out,
-                                   conditions=["agent", "blind"], workers=1, concurrency=4))
+    summary = require_complete(run_sweep(EvalConfig(items=ctx.paths["views"], models=models, out=out,
+                                                    conditions=["agent", "blind"], workers=1, concurrency=4)),
+                               "evaluate models")
     ctx.paths["episodes"] = summary["episodes"]
     ctx.paths["eval"] = out
     compacted = parts.compact(out)
@@ -205,13 +259,16 @@ def step_benchgen(ctx: DemoContext) -> None:
     from pipelines.score import score
 
     built = build_demo_benchmark(ctx.uri("benchgen"))
+    if built.get("accounting"):  # the generation calls of the build are a sweep too
+        require_complete(built, "benchmark generation (seed 001)")
     items = built["items"]
     print(f"  benchmark: {items['rads']} schema-driven + {items['report']} report-derived questions from "
           f"{built['studies_built']} studies in {len(built['cohorts'])} cohorts ({', '.join(built['cohorts'])})",
           file=sys.stderr)
     out = ctx.uri("benchgen", "eval")
-    run_sweep(EvalConfig(items=built["build"], models=shipped("models", "benchgen_baselines.yaml"), out=out,
-                         protocol=MCQ_PROTOCOL, conditions=["sighted", "blind"], workers=1, concurrency=4))
+    require_complete(run_sweep(EvalConfig(items=built["build"], models=shipped("models", "benchgen_baselines.yaml"),
+                                          out=out, protocol=MCQ_PROTOCOL, conditions=["sighted", "blind"], workers=1,
+                                          concurrency=4)), "benchmark evaluation (seed 001)")
     scored = ctx.uri("benchgen", "scored")
     summary = score(out, scored, items_uri=built["build"])
     ctx.paths.update(benchgen=built["build"], benchgen_scored=scored)
@@ -236,8 +293,9 @@ def step_pairs(ctx: DemoContext) -> None:
     models = ctx.uri("pairs", "models.yaml")
     storage.write_text(models, json.dumps({"models": DEMO_MODELS}, indent=1))
     out = ctx.uri("pairs", "eval")
-    run_sweep(EvalConfig(items=built["manifest"], models=models, out=out, protocol=PROTOCOL_SPEC,
-                         conditions=["photo_only", "paired"], workers=1, concurrency=4))
+    require_complete(run_sweep(EvalConfig(items=built["manifest"], models=models, out=out, protocol=PROTOCOL_SPEC,
+                                          conditions=["photo_only", "paired"], workers=1, concurrency=4)),
+                     "paired-modality evaluation (seed 002)")
     photos, _ = read_manifest(built["manifest"])
     judge = FakeProvider("anthropic", responder=rule_judge_responder(vocabulary(photos)))
     try:
@@ -246,6 +304,11 @@ def step_pairs(ctx: DemoContext) -> None:
                         second_judge="rule-named-only")
     finally:
         judge.close()
+    if summary.get("unjudged"):  # a reply the judge could not label is a failed unit of the judging
+        from pipelines.support.accounting import EXIT_UNITS_FAILED, UnitsIncomplete
+
+        raise UnitsIncomplete(f"demo step 'paired-modality scoring (seed 002)': {summary['unjudged']} replies "
+                              f"unjudged (see {scored}); the demo stops here", EXIT_UNITS_FAILED)
     ctx.paths.update(pairs=built["manifest"], pairs_scored=scored)
     ctx.summary["pairs"] = {"labelled": summary["labelled"], "kappa_fp": summary["kappa_fp"]}
 

@@ -32,9 +32,11 @@ from medscope import layout, protocols, records, safe_text, storage
 from medscope.protocols.base import EvalProtocol, Item
 from medscope.config import StrictModel
 from medscope.errors import MedScopeError
+from medscope.models.api_common import short_secret_warning
 from medscope.models.config import ModelEntry, ModelsConfig
 from medscope.models.registry import LOCAL_KINDS
 from medscope.seeding import stable_hash
+from pipelines.support.accounting import Accounting, conclude, failure_reason
 from pipelines.support.flags import add_config_flags, config_from_args
 from pipelines.support.jobs import Progress, job_main, print_summary
 
@@ -64,6 +66,9 @@ class EvalConfig(StrictModel):
     test_set: str = pydantic.Field("main", description="named test set: main, heldout_tools, fresh_external, "
                                    "fresh_internal, external_centres, heldout_wordings, validation")
     splits: list[str] | None = pydantic.Field(None, description="split(s) to evaluate (default: the test set's; main -> test)")
+    # addition: the paper sets no tolerance; by default any failed or refused unit exits non-zero
+    max_failed: float | None = pydantic.Field(None, ge=0, description="failed + refused units accepted before the exit "
+                                              "code says so: a count (3) or a fraction of the units run (0.05)")
 
     @pydantic.field_validator("items", mode="before")
     @classmethod
@@ -127,6 +132,13 @@ def finished_keys(episodes_uri: str) -> set[str]:
     return records.part_keys(episodes_uri)
 
 
+def errored_keys(episodes_uri: str) -> dict[str, str]:
+    """request key -> error of the finished episodes written with a permanent provider error: a
+    resumed sweep never re-sends them, and still counts them as failed."""
+    table = records.read_table("episodes", episodes_uri, columns=["request_key", "error"])
+    return {k: e for k, e in zip(table.column("request_key").to_pylist(), table.column("error").to_pylist()) if e}
+
+
 def fetch_blocks(items: list[Item], size: int = FETCH_BLOCK) -> dict[str, tuple[str, ...]]:
     """item id -> the block of consecutive item ids a worker fetches with it."""
     ids = [i.item_id for i in items]
@@ -169,14 +181,21 @@ def run_sweep(cfg: EvalConfig, protocol: EvalProtocol | None = None, entries: li
     spent_before = _spent(episodes_uri) if cfg.budget_usd is not None and finished else 0.0
     todo: deque[dict] = deque()
     counts = Counter(skipped_finished=0, refused_private=0)
+    acc = Accounting()
+    errored = errored_keys(episodes_uri) if finished else {}
     for entry in entries:
         for condition in cfg.conditions:
             for item in items:
                 key = request_key(protocol, item, entry, condition)
                 if key in finished:
                     counts["skipped_finished"] += 1
+                    if key in errored:  # written with a permanent error by an earlier run: still a failure
+                        acc.add(entry.name, condition, "failed", failure_reason("done", errored[key]) + " (earlier run)")
+                    else:
+                        acc.add(entry.name, condition, "skipped")
                 elif not allowed(item, entry):
                     counts["refused_private"] += 1
+                    acc.add(entry.name, condition, "refused", endpoint=entry.endpoint, fix=ALLOW_FIX)
                     records.write_part("rejects", [records.reject(
                         "episodes", entry.name, item.item_id, "eval", "private_endpoint_not_allowed",
                         f"model={entry.name} condition={condition} endpoint not on the item's allow-list",
@@ -191,8 +210,10 @@ def run_sweep(cfg: EvalConfig, protocol: EvalProtocol | None = None, entries: li
                "test_set": getattr(protocol, "test_set", cfg.test_set),
                "splits": list(getattr(protocol, "splits", None) or cfg.splits or []),
                "units": len(items) * len(entries) * len(cfg.conditions), "to_run": len(todo), **counts}
+    refused = f", {counts['refused_private']} refused (private items, endpoint not allow-listed)" \
+        if counts["refused_private"] else ""
     print(f"eval {protocol.name}: {summary['units']} units, {len(finished)} already finished, "
-          f"{len(todo)} to run", file=sys.stderr, flush=True)
+          f"{len(todo)} to run{refused}", file=sys.stderr, flush=True)
 
     stopped = None
     if cfg.budget_usd is not None and spent_before >= cfg.budget_usd and todo:
@@ -207,16 +228,40 @@ def run_sweep(cfg: EvalConfig, protocol: EvalProtocol | None = None, entries: li
                     "episodes", res["model"], res["item_id"], "eval", res["status"], res.get("error") or "",
                 )], rejects_uri, f"{res['key']}-{res['status']}-{uuid.uuid4().hex[:6]}")
     status = Counter(r["status"] for r in results)
+    for res in results:
+        outcome, reason = unit_outcome(res)
+        acc.add(res["model"], res["condition"], outcome, reason)
+    ran = Counter(r["key"] for r in results)
+    for unit in todo:  # never started: the budget stopped the sweep first
+        if unit["key"] not in ran:
+            acc.add(unit["model"], unit["condition"], "stopped")
     summary.update({
         "done": status["done"], "already_written": status["exists"], "failed": status["failed"],
         "retry_later": status["retry_later"], "permanent_errors": sum(1 for r in results if r.get("error") and r["status"] == "done"),
         "spent_usd": round(spent_before + sum(r.get("cost_usd") or 0.0 for r in results), 6),
         "stopped": stopped, "episodes": episodes_uri, "rejects": rejects_uri,
         "models": [{"name": e.name, "kind": e.kind, "model": e.model, "endpoint": safe_text.redact_url(e.endpoint)} for e in entries],
-        "conditions": list(cfg.conditions), "items": cfg.items,
+        "conditions": list(cfg.conditions), "items": cfg.items, "out": cfg.out,
+        "accounting": acc.to_dict(),
     })
     storage.write_text(run.summary, json.dumps(summary, indent=2, sort_keys=True))
     return summary
+
+
+# what a refused unit's summary line tells the user to do (the allow-list is set when items are built)
+ALLOW_FIX = ("to send them, rebuild the items with this endpoint on their allow-list (cohort config "
+             "`endpoint_allowlist: [URL]`, or `benchgen build --allow-endpoint URL`), or serve the model locally")
+
+
+def unit_outcome(res: dict) -> tuple[str, str | None]:
+    """(outcome, failure reason) of one worker result (pipelines.support.accounting): a written
+    episode is done unless it carries a permanent provider error; ``exists`` (written by an earlier
+    worker) is skipped; failed and retries-exhausted units are failed, with their reason."""
+    if res["status"] == "exists":
+        return "skipped", None
+    if res["status"] == "done" and not res.get("error"):
+        return "done", None
+    return "failed", failure_reason(res["status"], res.get("error"))
 
 
 def _drive(cfg, protocol, entries, todo, episodes_uri, run_id, spent, gpus):
@@ -233,6 +278,9 @@ def _drive(cfg, protocol, entries, todo, episodes_uri, run_id, spent, gpus):
                 groups[e.limiter_group] = e
     limiters = {g: ProviderLimiter.remote(e.rpm, e.tpm) for g, e in groups.items()}
     secrets = {e.api_key_env: os.environ[e.api_key_env] for e in entries if e.api_key_env and e.api_key_env in os.environ}
+    for env_name, key in sorted(secrets.items()):  # too short to scrub from text: said, not edited
+        if (warning := short_secret_warning(env_name, key)):
+            print(warning, file=sys.stderr, flush=True)
     # Workers started before the driver's environment changed would not see a new endpoint.
     s3 = storage.s3_endpoint()
     dumped = [e.model_dump() for e in entries]
@@ -289,7 +337,7 @@ def _drive(cfg, protocol, entries, todo, episodes_uri, run_id, spent, gpus):
                     continue
                 results.append(res)
                 spent += res.get("cost_usd") or 0.0
-                progress.update()
+                progress.update(outcome=unit_outcome(res)[0])
                 if cfg.budget_usd is not None and spent >= cfg.budget_usd and not stopped:
                     stopped = "budget"
                     print(f"  budget of ${cfg.budget_usd:g} reached (${spent:.4f}); finishing work in flight",
@@ -377,6 +425,14 @@ def item_sources(uri: str) -> list[str]:
     return [u.strip() for u in str(uri).split(",") if u.strip()]
 
 
+def _run_cli(args) -> None:
+    """``medscope eval run``: the sweep, its JSON summary, then the accounting and exit code."""
+    cfg = config_from_args(args, source="medscope eval run")
+    summary = run_sweep(cfg)
+    print_summary(summary)
+    conclude(summary, cfg.max_failed, "eval run")
+
+
 def register(sub) -> None:
     p = sub.add_parser("eval", help="evaluate models on a protocol's items (rate-limited, resumable Ray sweep)")
     verbs = p.add_subparsers(dest="eval_verb", metavar="ACTION")
@@ -384,7 +440,7 @@ def register(sub) -> None:
     r = verbs.add_parser("run", help="run (or resume) a sweep: items x models x conditions")
     add_config_flags(r, EvalConfig, aliases={"items": ["views"]})
     _repeatable_items(r)
-    r.set_defaults(func=lambda a: print_summary(run_sweep(config_from_args(a, source="medscope eval run"))))
+    r.set_defaults(func=_run_cli)
     s = verbs.add_parser("show", help="episodes per model and condition; rejects by reason")
     s.add_argument("uri", help="an eval run folder (or its episodes table)")
     s.set_defaults(func=lambda a: _print_show(a.uri))

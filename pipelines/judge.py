@@ -89,6 +89,21 @@ def judged_episodes(episodes_uri: str, judged: list[dict]) -> list[dict]:
     return out
 
 
+def _accounting(judged: list[dict], withheld: int, entry: ModelEntry) -> dict:
+    """The judging sweep's units (pipelines.support.accounting): a reply the judge gave no
+    decision for is a failed unit; a private reply withheld from the judge's endpoint is refused."""
+    from pipelines.eval import ALLOW_FIX
+    from pipelines.support.accounting import Accounting
+
+    acc = Accounting()
+    for r in judged:
+        acc.add(r["model"], r["condition"], "done" if r["judge"] is not None else "failed",
+                "judge: no decision read (provider error or unreadable judgement)")
+    if withheld:
+        acc.add(entry.name, "judge", "refused", endpoint=entry.endpoint, fix=ALLOW_FIX, n=withheld)
+    return acc.to_dict()
+
+
 def run(args) -> dict:
     from medscope import protocols
 
@@ -112,7 +127,7 @@ def run(args) -> dict:
                            "judged")
     per_model = agreement_by_model(judged)
     summary = {"judge": entry.name, "rubric": version, "judged": len(judged), "withheld_private": withheld,
-               **counts, "per_model": per_model}
+               **counts, "per_model": per_model, "out": args.out, "accounting": _accounting(judged, withheld, entry)}
     storage.write_text(storage.join(args.out, SUMMARY), json.dumps(summary, indent=2))
     print(f"judge {entry.name} ({version}): {len(judged)} free-text replies "
           f"({counts['asked']} asked, {counts['cached']} cached, {withheld} private withheld)")
@@ -136,4 +151,12 @@ def register(sub) -> None:
     p.add_argument("--limit", type=int, default=0, help="judge at most this many replies (0: all)")
     p.add_argument("--write-episodes", help="also write the episodes with the judge's decisions (reading "
                                             "'judge') to this folder, for 'medscope score' under the judge reading")
-    p.set_defaults(func=run)
+    p.add_argument("--max-failed", type=float, default=None,
+                   help="failed + withheld replies accepted before the exit code says so: a count or a fraction")
+    p.set_defaults(func=_run_cli)
+
+
+def _run_cli(args) -> None:
+    from pipelines.support.accounting import conclude
+
+    conclude(run(args), args.max_failed, "judge-replies")

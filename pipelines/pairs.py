@@ -113,7 +113,17 @@ def _generate(args) -> None:
     from medscope.pairs.review import generate_round
 
     spec = _spec(args.spec)
-    _print(generate_round(spec, args.work, build_generator(spec.generator), _spec_dir(args.spec)))
+    summary = generate_round(spec, args.work, build_generator(spec.generator), _spec_dir(args.spec))
+    _print(summary)
+    for h in summary["retries_waiting_on_pending"]:  # a retry never vanishes without a word
+        print(f"medscope: retry of {h['retry']} not generated: sibling candidate(s) {', '.join(h['pending'])} still "
+              f"pending; decide them first (medscope pairs review {args.work} --approve/--reject ID), then rerun",
+              file=sys.stderr)
+    if summary["retries_waiting_on_pending"] and not summary["generated"]:
+        from pipelines.support.accounting import EXIT_NO_WORK, UnitsIncomplete
+
+        raise UnitsIncomplete(f"pairs generate made nothing: {len(summary['retries_waiting_on_pending'])} retry(ies) "
+                              "wait on pending candidates (above)", EXIT_NO_WORK)
 
 
 def _review(args) -> None:

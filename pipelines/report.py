@@ -35,6 +35,15 @@ def register(sub) -> None:
     p.add_argument("--plan", help="plan file whose families to adjust and print (configs/plans/primary_27.yaml)")
     p.add_argument("--visibility", help="JSON of `medscope visibility`: the §5.4 probes' AUCs as a section")
     p.add_argument("--reader-analysis", help="folder of `medscope reader analyse`: the reader study (§7) as a section")
-    p.set_defaults(func=lambda a: print(json.dumps(
-        build_report(a.run, a.out, reference=a.reference, gallery_cases=a.gallery_cases, plan=a.plan,
-                     extra_sections=extra_sections(a.visibility, a.reader_analysis)), indent=2)))
+    p.add_argument("--min-items", type=int, default=None,
+                   help="cells over fewer items are thin: marked, never called significant (default 10)")
+    p.add_argument("--min-cases", type=int, default=None, help="cells over fewer cases are thin (default 5)")
+    p.set_defaults(func=_report)
+
+
+def _report(a) -> None:
+    from medscope.report import thin
+
+    with thin.configure(a.min_items, a.min_cases):
+        print(json.dumps(build_report(a.run, a.out, reference=a.reference, gallery_cases=a.gallery_cases, plan=a.plan,
+                                      extra_sections=extra_sections(a.visibility, a.reader_analysis)), indent=2))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 
 import pandas as pd
 
@@ -158,7 +159,24 @@ def score(episodes_uri: str, out: str, items_uri: str | None = None, protocol: s
     proto = protocols.load(name, protocol_options)
     items_uri = items_uri or items_of(episodes_uri)
     options = ScoreOptions(n_boot=n_boot, seed=seed, extra={k: v for k, v in extra.items() if v is not None})
-    return proto.score(episodes_uri, items_uri, out, options)
+    result = proto.score(episodes_uri, items_uri, out, options)
+    missing = units_not_scored(episodes_uri)
+    if missing and isinstance(result, dict):  # what the numbers are NOT over, and why (issue 25)
+        result["units_not_scored"] = missing
+        print(f"score: {missing['failed']} unit(s) of the eval run failed and {missing['refused']} were refused; "
+              f"no number here is over them ({missing['failed_by_reason'] or ''})", file=sys.stderr)
+    return result
+
+
+def units_not_scored(episodes_uri: str) -> dict | None:
+    """The eval run's failed and refused units (its sweep.json accounting), when there are any."""
+    summary = layout.EvalRun(layout.folder_of("episodes", episodes_uri)).summary
+    if not storage.exists(summary):
+        return None
+    acc = json.loads(storage.read_text(summary)).get("accounting") or {}
+    if not (acc.get("failed") or acc.get("refused")):
+        return None
+    return {k: acc[k] for k in ("failed", "refused", "failed_by_reason", "refused_endpoints")}
 
 
 def register(sub) -> None:

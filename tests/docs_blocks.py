@@ -16,6 +16,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 
 from tests.conftest import REPO_ROOT
 
@@ -90,8 +91,10 @@ def plain_env(clone: str, tmp: str) -> dict:
     keep = ("HOME", "LANG", "LC_ALL", "USER", "LOGNAME", "TERM")
     env = {k: os.environ[k] for k in keep if k in os.environ}
     os.makedirs(os.path.join(tmp, "t"), exist_ok=True)
+    # Ray's socket paths live under RAY_TMPDIR and must stay under 107 bytes: a short folder of its own
+    ray_tmp = tempfile.mkdtemp(prefix="rb", dir="/tmp")
     env.update(PATH=":".join(path), PYTHONPATH=clone, TMPDIR=os.path.join(tmp, "t"),
-               RAY_TMPDIR=os.path.join(tmp, "t"), MPLBACKEND="Agg")
+               RAY_TMPDIR=ray_tmp, MPLBACKEND="Agg")
     return env
 
 

@@ -66,11 +66,15 @@ def test_judge_replies_agreement_cache_and_privacy(tmp_path, monkeypatch):
                                                        "timeout_s": 5.0}]}))
         args = ["judge-replies", "--episodes", str(tmp_path / "episodes"), "--items", views, "--models", str(models),
                 "--judge", "judge", "--out", str(tmp_path / "out"), "--workers", "2"]
-        assert cli(args) == 0
+        # one reply the judge could not read (failed) and one private reply withheld (refused): exit 3
+        assert cli(args) == 3
         assert len(srv.requests) == 6  # 7 free-text replies, one private; the <final> reply is not judged
         assert not any("A private nodule reply." in r.text for r in srv.requests)
         summary = json.loads((tmp_path / "out" / "reply_judge.json").read_text())
         assert summary["withheld_private"] == 1 and summary["asked"] == 6 and summary["rubric"] == rubric()["version"]
+        acc = summary["accounting"]
+        assert (acc["done"], acc["failed"], acc["refused"]) == (5, 1, 1)
+        assert acc["refused_endpoints"][0]["endpoint"] == srv.url
         by = {m["model"]: m for m in summary["per_model"]}
         # model a: deny/deny, claim/claim, claim/deny (flip) -> 2 of 3 agree, 1 flip
         assert (by["a"]["agree"], by["a"]["replies"], by["a"]["flips"]) == (2, 3, 1)
@@ -82,7 +86,7 @@ def test_judge_replies_agreement_cache_and_privacy(tmp_path, monkeypatch):
             ("b", "v001", "deny", "deny"), ("b", "v002", "clarify", "clarify"), ("b", "v003", "unparseable", None)]
         # a rerun asks nothing: every judgement comes from the cache; it can also write the
         # episodes under the judge reading
-        assert cli(args + ["--write-episodes", str(tmp_path / "judged")]) == 0
+        assert cli(args + ["--write-episodes", str(tmp_path / "judged"), "--max-failed", "2"]) == 0
         judged = {(r["model"], r["view_id"]): r for r in
                   records.read_table("episodes", str(tmp_path / "judged")).to_pylist()}
         assert len(judged) == 8

@@ -168,11 +168,17 @@ def test_table3_pairs_public_and_private_cohorts_of_one_matched_group():
     other = {**same, "priv": {"generation_record": {**gen, "seed": 7}}}
     assert table3(m, df, other).rows == [] and "differs in seed" in table3(m, df, other).caption
     assert table3(m, df, {}).rows == [] and "no build record" in table3(m, df, {}).caption
-    tests = scoring.test_rows(df, b=500)
-    t4 = table4(pd.DataFrame(tests))
+    from medscope.report import thin
+
+    with thin.configure(min_items=1, min_cases=1):  # the verdict rule itself, on this tiny pool
+        t4 = table4(pd.DataFrame(scoring.test_rows(df, b=500)))
     verdicts = {r[0]: r[-1] for r in t4.rows}
     assert verdicts == {"priv": "Effect", "pub": "Equivalent"}
     assert {r[3] for r in t4.rows} == {"run:image_effect (2)"}
+    # by default 4 items of 2 cases are a thin cell: never called an effect or equivalent
+    t4 = table4(pd.DataFrame(scoring.test_rows(df, b=500)))
+    assert {r[0]: r[-1] for r in t4.rows} == {c: "thin (n=4, 2 cases): not tested" for c in ("priv", "pub")}
+    assert all(r[4].endswith("(n=4, 2 cases) †") for r in t4.rows)
 
 
 def test_bh_families_come_from_the_plan_not_from_the_run(tmp_path):

@@ -13,7 +13,8 @@ import pytest
 from pipelines import cli
 from tests.conftest import REPO_ROOT
 
-_PLUMBING = {"help", "config", "func", "verb", "verbose", "_config_model", "_config_skip"}
+# --append / --overwrite: the --out guard every writing verb shares (pipelines/support/outguard.py)
+_PLUMBING = {"help", "config", "func", "verb", "verbose", "_config_model", "_config_skip", "append", "overwrite"}
 
 
 def _subparser(parser, *path):
@@ -54,7 +55,7 @@ def test_cohort_import_flags_name_fields_of_its_job_config():
 
     sub = _subparser(cli.build_parser(), "cohort", "import")
     renamed = {"config": "dataset_config"}
-    fields = {renamed.get(a.dest, a.dest) for a in sub._actions if a.dest not in ("help", "func")}
+    fields = {renamed.get(a.dest, a.dest) for a in sub._actions if a.dest not in ("help", "func", "append", "overwrite")}
     assert fields <= set(CohortJobConfig.model_fields)
 
 

@@ -39,8 +39,12 @@ def test_format_change_and_failed_import_leave_no_mix(tmp_path, capsys):
     run_json(capsys, ["cohort", "import", "--format", "nifti-labels", "--path", str(tmp_path / "btcv"), "--out", out,
                       "--config", str(tmp_path / "btcv" / "organs.yaml")])
     good, bad = write_kvasir(tmp_path / "kv")
-    summary = run_json(capsys, ["cohort", "import", "--format", "kvasir-seg", "--path", str(tmp_path / "kv"), "--out", out])
-    assert sorted(os.listdir(out)) == ["cases.parquet", "import.json", "rejects.parquet"]  # no stale volumes
+    # another dataset into the same --out is refused unless --overwrite (issue 25: nothing deleted unasked)
+    one_line_error(capsys, ["cohort", "import", "--format", "kvasir-seg", "--path", str(tmp_path / "kv"), "--out", out],
+                   "holds a different run")
+    summary = run_json(capsys, ["cohort", "import", "--format", "kvasir-seg", "--path", str(tmp_path / "kv"), "--out", out,
+                                "--overwrite"])
+    assert sorted(os.listdir(out)) == [".medscope-out.json", "cases.parquet", "import.json", "rejects.parquet"]  # no stale volumes
     manifest = json.loads(storage.read_text(f"{out}/import.json"))
     assert manifest["status"] == "complete" and manifest["files"] == {"cases": "cases.parquet", "rejects": "rejects.parquet"}
     shown = run_json(capsys, ["cohort", "show", out])
@@ -48,8 +52,8 @@ def test_format_change_and_failed_import_leave_no_mix(tmp_path, capsys):
     assert shown["rejects"]["n"] == len(bad)
     # an import that fails (here: no such folder) leaves the previous import whole
     before = {n: (tmp_path / "out" / n).read_bytes() for n in os.listdir(out)}
-    one_line_error(capsys, ["cohort", "import", "--format", "kvasir-seg", "--path", str(tmp_path / "gone"), "--out", out],
-                   "no images under images/")
+    one_line_error(capsys, ["cohort", "import", "--format", "kvasir-seg", "--path", str(tmp_path / "gone"), "--out", out,
+                            "--overwrite"], "no images under images/")
     assert {n: (tmp_path / "out" / n).read_bytes() for n in os.listdir(out)} == before
     # an import killed while writing leaves import.json saying so: show refuses the folder
     storage.write_text(f"{out}/import.json", json.dumps({"status": "writing"}))

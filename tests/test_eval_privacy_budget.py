@@ -57,8 +57,9 @@ def test_api_key_reaches_the_server_and_nothing_else(ray_cluster, tmp_path, monk
             "name": "gpt-sentinel", "kind": "openai", "model": "fake-1", "base_url": server.url,
             "api_key_env": "MEDSCOPE_SENTINEL_KEY", "price_in_per_mtok": 1.0, "price_out_per_mtok": 2.0}]}))
         out = str(tmp_path / "eval")
+        # the echoing server's one error is a failed unit: accepted here with --max-failed 1
         assert cli_main(["eval", "run", "--items", views, "--models", str(models), "--conditions", "agent,plain",
-                         "--out", out, "--protocol", PROTOCOL]) == 0
+                         "--out", out, "--protocol", PROTOCOL, "--max-failed", "1"]) == 0
         assert cli_main(["eval", "show", out]) == 0
         captured = capfd.readouterr()
         assert "gpt-sentinel" in captured.out and "episodes" in captured.out
@@ -95,7 +96,8 @@ def test_private_items_go_only_to_allowed_endpoints(ray_cluster, tmp_path, monke
         models_file.write_text(yaml.safe_dump({"models": [m.model_dump(exclude_defaults=True) for m in models]}))
         config_file.write_text(yaml.safe_dump({"views": views, "models": str(models_file), "out": out,
                                                "conditions": ["agent"], "protocol": PROTOCOL, "backoff_s": 0.05}))
-        assert job_main("evaluate", EvalConfig, run_sweep, ["--config", str(config_file)]) == 0
+        # 3 refused units: the exit code says so (pipelines.support.accounting.EXIT_UNITS_FAILED)
+        assert job_main("evaluate", EvalConfig, run_sweep, ["--config", str(config_file)]) == 3
         private = [f"v{i:03d}" for i in (0, 2, 4)]
         for v in private:
             assert other_srv.count(unit_tag(v, "agent")) == 0
@@ -111,7 +113,7 @@ def test_private_items_go_only_to_allowed_endpoints(ray_cluster, tmp_path, monke
         assert len(local) == 6 and len(set(local)) == 1  # one model instance in one actor for all
         # A rerun sends nothing and writes no second reject.
         n_allowed, n_other = allowed_srv.count(), other_srv.count()
-        assert job_main("evaluate", EvalConfig, run_sweep, ["--config", str(config_file)]) == 0
+        assert job_main("evaluate", EvalConfig, run_sweep, ["--config", str(config_file)]) == 3
         assert (allowed_srv.count(), other_srv.count()) == (n_allowed, n_other)
         assert records.read_table("rejects", out + "/rejects").num_rows == 3
     finally:

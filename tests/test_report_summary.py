@@ -159,7 +159,9 @@ def test_probe_section_draws_readers_marks_constant_policies_and_skips_an_empty_
     _, md, pngs = probe_report_section(reader + blind, constant)
     assert len(pngs) == 1 and pngs["probe_specificity.png"][:8] == b"\x89PNG\r\n\x1a\n"
     assert "| always-absent (constant) | verdict_json |" in md
-    assert "| reader | verdict_json | – | 0.900 [0.800, 1.000] | 0.700 [0.600, 0.800] | 0.500 [0.400, 0.600]" in md
+    # every cell says what it is over (issue 25: 12 cases, not thin)
+    assert ("| reader | verdict_json | – | 0.900 [0.800, 1.000] (12 cases) | 0.700 [0.600, 0.800] (12 cases) | "
+            "0.500 [0.400, 0.600] (12 cases)") in md
     _, _, pngs = probe_report_section(blind, constant)
     assert pngs == {}  # nothing but constant policies: no plot of reference lines alone
 
@@ -172,9 +174,10 @@ def test_probe_summary_puts_each_reader_beside_its_no_image_control():
              "adversarial": (0.3, 0.2, 0.4, 10)},
             {"model": "always-absent", "condition": "verdict_json", "render": "gray",
              "adversarial": (1.0, 1.0, 1.0, 10)}]
-    lines = summary_lines(spec, {("always-absent", "verdict_json")})
+    # the reader declines every no-image question (constant THERE): still not a constant policy
+    lines = summary_lines(spec, {("always-absent", "verdict_json"), ("reader", "verdict_json+no_image")})
     reader = [ln for ln in lines if ln.startswith("- reader")]
-    assert reader == ["- reader · verdict_json: adversarial specificity 0.800 [0.700, 0.900], "
-                      "no-image control 0.300 [0.200, 0.400]."]
-    assert any(ln.startswith("- Constant policies") and "always-absent" in ln for ln in lines)
+    assert reader == ["- reader · verdict_json: adversarial specificity 0.800 [0.700, 0.900] (10 cases), "
+                      "no-image control 0.300 [0.200, 0.400] (10 cases)."]
+    assert any(ln.startswith("- Constant policies") and "always-absent" in ln and "reader" not in ln for ln in lines)
     assert not any("always-absent · " in ln for ln in lines)

@@ -12,6 +12,7 @@ import base64
 import email.utils
 import json
 import os
+import re
 import time
 
 from medscope.errors import MedScopeError
@@ -66,9 +67,29 @@ def retry_after_s(headers) -> float | None:
         return max(0.0, parsed.timestamp() - time.time()) if parsed else None
 
 
+# addition (issue 25): keys shorter than this are never scrubbed out of text: replacing a short
+# key ("x", "test") would cut it out of ordinary words ("e[redacted]tending"); keys travel in
+# headers only, and the sweep warns about a short one instead (``short_secret_warning``).
+MIN_SCRUB_LEN = 8
+_KEY_CHARS = "A-Za-z0-9_\\-"  # what a key is made of: an occurrence must not touch more of them
+
+
 def scrub(text: str, secret: str | None) -> str:
-    """Remove the key from any text that may end up in a table (an echoing proxy, a bad SDK)."""
-    return text.replace(secret, "[redacted]") if secret else text
+    """Second line of defence (keys never enter episode text, they live in headers): replace
+    whole occurrences of a key of at least MIN_SCRUB_LEN characters (an echoing proxy, a bad SDK)
+    with ``[redacted]``; a shorter key, or one inside a longer token, leaves the text as it is."""
+    if not secret or len(secret) < MIN_SCRUB_LEN or secret not in text:
+        return text
+    return re.sub(rf"(?<![{_KEY_CHARS}]){re.escape(secret)}(?![{_KEY_CHARS}])", "[redacted]", text)
+
+
+def short_secret_warning(env_name: str, secret: str) -> str | None:
+    """The warning for a key too short to scrub (never the key itself), or None."""
+    if len(secret) >= MIN_SCRUB_LEN:
+        return None
+    return (f"medscope: warning: the key in ${env_name} is {len(secret)} character(s), shorter than "
+            f"{MIN_SCRUB_LEN}: it is sent only in request headers and is not scrubbed from replies "
+            "(that would cut it out of ordinary words); use a real key where it matters")
 
 
 def classify(err: BaseException, secret: str | None = None) -> Exception:

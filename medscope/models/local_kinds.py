@@ -10,6 +10,8 @@ returning a ChatModel. ``medscope.models.registry.MODEL_KINDS`` is extended with
   intensity_outlier); ``options`` may set blob_z, max_noise and ``weights`` (URI of a
   reader fitted by medscope.models.classical_fit on a train split: the fitted lesion score
   then replaces the unfitted blob rule);
+- ``organ_reader``: the organ-presence probe's pixel reader (medscope.models.organ_reader);
+  ``options.weights``: its fitted artifact;
 - ``local_hf``: ``model`` is a checkpoint folder; ``options``: adapter, device, dtype, batch_size.
 """
 
@@ -52,6 +54,16 @@ def build_classical(entry) -> ChatModel:
                            **{k: float(v) for k, v in opts.items()})
 
 
+def build_organ_reader(entry) -> ChatModel:
+    """``organ_reader``: the probe's pixel organ reader; ``options.weights``: its fitted artifact."""
+    from medscope.models.organ_reader import OrganReader
+
+    weights = _options(entry).get("weights")
+    if not weights:
+        raise MedScopeError(f"model {entry.name}: kind organ_reader needs options.weights (medscope.models.organ_reader)")
+    return OrganReader(weights=str(weights), name=entry.name)
+
+
 def build_local_hf(entry) -> ChatModel:
     from medscope.models.local_hf import from_entry
 
@@ -63,4 +75,5 @@ AGENT_MODEL_KINDS: dict[str, Callable[[object], ChatModel]] = {
     "classical": build_classical,
     "classical_reader": build_classical,
     "local_hf": build_local_hf,
+    "organ_reader": build_organ_reader,
 }

@@ -99,13 +99,17 @@ def generate_round(spec: PairsSpec, work: str, generator, spec_dir: str = ".") -
     """One round of candidates (see the module docstring); returns counts. ``spec_dir``: where
     the spec's relative paths (reference images) start."""
     review = load_review(work)
-    made, waiting = 0, 0
+    made, waiting, held = 0, 0, []
     for plan in spec.conditions:
         demo = subject_demographics(plan, spec.demographics)
         for pt in PHOTO_TYPES:
             cands = _slot(review, plan.condition, pt)
             # a slot with an approval (complete or awaiting more reviewers) or a pending candidate waits
             if any(c["decision"] in ("pending", "approve") for c in cands):
+                # a retry asked for in a slot whose sibling is still pending waits: said, not dropped
+                held += [{"retry": c["id"], "pending": [p["id"] for p in cands if p["decision"] == "pending"]}
+                         for c in cands if c["decision"] == "retry" and not c.get("retried")
+                         and not any(a["decision"] == "approve" for a in cands)]
                 continue
             photo = getattr(plan, pt)
             retry = next((c for c in reversed(cands) if c["decision"] == "retry" and not c.get("retried")), None)
@@ -150,7 +154,7 @@ def generate_round(spec: PairsSpec, work: str, generator, spec_dir: str = ".") -
     save_review(work, review)
     pending = sum(1 for c in review["candidates"] if c["decision"] == "pending")
     return {"generated": made, "pending_review": pending, "waiting_for_matched": waiting,
-            "review_file": storage.join(work, names.REVIEW)}
+            "retries_waiting_on_pending": held, "review_file": storage.join(work, names.REVIEW)}
 
 
 def decide(work: str, ids: list[str], decision: str, feedback: str = "", reviewer: str = "") -> int:

@@ -13,6 +13,7 @@ import json
 
 from medscope import layout, protocols, storage
 from medscope.errors import MedScopeError
+from medscope.report import thin
 from medscope.report.render import Raw, Section, to_html, to_markdown
 
 
@@ -50,6 +51,9 @@ def build_report(runs: str | list[str], out: str, reference: str | None = None, 
         written.update(info)
     for t, body in extra_sections:
         sections.append(_extra(t, body))
+    thin_cells = thin.summary_section(sections)  # the summary names the thin cells (issue 25)
+    if thin_cells is not None:
+        sections.append(thin_cells)
     # the summaries open the document, so its first screen answers "which models read the image?"
     sections.sort(key=lambda s: not (s.anchor or "").startswith("summary"))
     rep = layout.Report(out)

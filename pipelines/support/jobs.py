@@ -7,6 +7,7 @@ import json
 import os
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable
 from typing import TypeVar
 
@@ -15,7 +16,7 @@ import pydantic
 from medscope import config as cfgmod
 from medscope.errors import MedScopeError
 from medscope.safe_text import redact_urls
-from pipelines.support import outputs
+from pipelines.support import outguard, outputs
 
 C = TypeVar("C", bound=pydantic.BaseModel)
 
@@ -27,6 +28,9 @@ def job_main(name: str, model: type[C], run: Callable[[C], dict], argv: list[str
     if "out" in model.model_fields:
         parser.add_argument("--out", default=None,
                             help="output URI, overriding the config's out: (absolute or s3:// under a Ray job)")
+    if "out" in model.model_fields:
+        parser.add_argument("--append", action="store_true", help="out: holds another run: add this one to it")
+        parser.add_argument("--overwrite", action="store_true", help="out: holds another run: replace it")
     args = parser.parse_args(argv)
 
     def go():
@@ -36,15 +40,26 @@ def job_main(name: str, model: type[C], run: Callable[[C], dict], argv: list[str
         else:
             cfg = cfgmod.load(model, args.config)
         where = outputs.check_out(cfg.out, "out:") if isinstance(getattr(cfg, "out", None), str) else None
-        print_summary(run(cfg))
+        marked = outguard.identity(name, cfg.model_dump()) if where else None
+        if where:  # an out: holding a different run is refused unless --append / --overwrite
+            outguard.check(cfg.out, marked, args.append, args.overwrite, "out:")
+        summary = run(cfg)
+        if where:
+            outguard.record(cfg.out, marked)
+        print_summary(summary)
         if where:
             outputs.announce(where)
+        if isinstance(summary, dict) and summary.get("accounting"):  # a sweep: its units decide the exit code
+            from pipelines.support.accounting import conclude
+
+            conclude(summary, getattr(cfg, "max_failed", None), name)
 
     return guarded(go)
 
 
 def guarded(fn: Callable[[], object]) -> int:
-    """Run ``fn``; errors become one line on stderr (exit 2) instead of a traceback.
+    """Run ``fn``; errors become one line on stderr (exit 2, or the error's own ``exit_code``:
+    pipelines.support.accounting) instead of a traceback.
 
     ``MEDSCOPE_DEBUG=1`` re-raises unexpected errors with their traceback.
     """
@@ -52,7 +67,7 @@ def guarded(fn: Callable[[], object]) -> int:
         fn()
     except MedScopeError as err:
         print(redact_urls(f"medscope: error: {err}"), file=sys.stderr)
-        return 2
+        return getattr(err, "exit_code", 2)
     except BrokenPipeError:
         # the reader of our output went away (`medscope ... | head`): not an error of ours
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
@@ -82,6 +97,7 @@ class Progress:
     def __init__(self, label: str, total: int | None = None, every_s: float = 2.0):
         self.label, self.total, self.every_s = label, total, every_s
         self.done = 0
+        self.outcomes: Counter = Counter()  # failed / refused ... as they happen (shown beside the count)
         self._last = 0.0
         self._start = time.monotonic()
         self._bar = None
@@ -90,9 +106,13 @@ class Progress:
 
             self._bar = tqdm(total=total, desc=f"  {label}", unit="", leave=True, dynamic_ncols=True)
 
-    def update(self, n: int = 1) -> None:
+    def update(self, n: int = 1, outcome: str | None = None) -> None:
         self.done += n
+        if outcome and outcome != "done":
+            self.outcomes[outcome] += n
         if self._bar is not None:
+            if outcome and outcome != "done":
+                self._bar.set_postfix_str(self._tally(), refresh=False)
             self._bar.update(n)
             if self.total and self.done >= self.total:
                 self._bar.close()
@@ -101,7 +121,11 @@ class Progress:
         if now - self._last >= self.every_s or (self.total and self.done >= self.total):
             self._last = now
             of = f"/{self.total}" if self.total else ""
-            print(f"  {self.label}: {self.done}{of} ({now - self._start:.0f}s)", file=sys.stderr, flush=True)
+            tally = f", {self._tally()}" if self.outcomes else ""
+            print(f"  {self.label}: {self.done}{of} ({now - self._start:.0f}s{tally})", file=sys.stderr, flush=True)
+
+    def _tally(self) -> str:
+        return ", ".join(f"{k} {v}" for k, v in sorted(self.outcomes.items()))
 
 
 def map_timing(t_start: float, stamps: list[tuple[float, float, int]]) -> dict:

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from medscope import layout, records, storage
+from medscope.report import thin
 from medscope.report.render import Image, Para, Table
 from medscope.stats.bootstrap import format_p
 
@@ -38,8 +39,17 @@ def _metric(m: pd.DataFrame, cohort, qtype, model, cond, metric) -> pd.Series | 
     return None if sel.empty else sel.iloc[0]
 
 
-def table1(m: pd.DataFrame, items: pd.DataFrame) -> Table:
+def _valid_n(scores: pd.DataFrame | None) -> dict:
+    """(cohort, qtype, model) -> valid sighted answers: the n of a Table 1 cell."""
+    if scores is None or scores.empty:
+        return {}
+    v = scores[(scores["condition"] == "sighted") & scores["valid"]]
+    return v.groupby(["cohort", "qtype", "model"]).size().to_dict()
+
+
+def table1(m: pd.DataFrame, items: pd.DataFrame, scores: pd.DataFrame | None = None) -> Table:
     cohorts = sorted(items["cohort"].unique())
+    n_valid = _valid_n(scores)
     models = sorted(m.loc[(m["metric"] == "accuracy") & (m["condition"] == "sighted"), "model"].unique())
     rows = [["Cases", *[str(items.loc[items["cohort"] == c, "case_id"].nunique()) for c in cohorts]],
             ["Questions (RADS / Report-derived)",
@@ -50,10 +60,13 @@ def table1(m: pd.DataFrame, items: pd.DataFrame) -> Table:
         base = [_metric(m, c, q, "random", "-", "random_baseline") for c in cohorts]
         rows.append(["Random baseline", *["–" if r is None else f"{r['value']:.3f}" for r in base]])
         for model in models:
-            cells = [_metric(m, c, q, model, "sighted", "accuracy") for c in cohorts]
-            rows.append([model, *["–" if r is None else _pm(r["value"], r["ci_low"], r["ci_high"]) for r in cells]])
+            cells = [(c, _metric(m, c, q, model, "sighted", "accuracy")) for c in cohorts]
+            rows.append([model, *["–" if r is None else thin.cell(_pm(r["value"], r["ci_low"], r["ci_high"]),
+                                                                  n_valid.get((c, q, model)), r["n_cases"])
+                                  for c, r in cells]])
     return Table(["", *cohorts], rows, "Table 1. Zero-shot accuracy (sighted) over valid responses: mean ± half-width "
-                 "of the 95% case-clustered bootstrap interval; random baseline = mean of 1/k over the pool.")
+                 "of the 95% case-clustered bootstrap interval (n valid answers, cases); random baseline = mean of 1/k "
+                 "over the pool. " + thin.note())
 
 
 def table2(m: pd.DataFrame) -> Table:
@@ -123,20 +136,21 @@ def table4(t: pd.DataFrame) -> Table:
     for r in t[t["family"] == "image_effect"].to_dict("records"):
         b = int(r["n_boot"])
         rows.append([r["cohort"], dict(QTYPES)[r["qtype"]], r["model"], _fam(r),
-                     f"{r['estimate']:+.3f} [{r['ci_low']:+.3f}, {r['ci_high']:+.3f}]",
+                     thin.cell(f"{r['estimate']:+.3f} [{r['ci_low']:+.3f}, {r['ci_high']:+.3f}]", r["n_items"], r["n_cases"]),
                      _pq(r["p_value"], r["q_value"], b), _pq(r["tost_p"], r["tost_q"], b),
-                     f"[{r['ci90_low']:+.3f}, {r['ci90_high']:+.3f}]", r["verdict"]])
+                     f"[{r['ci90_low']:+.3f}, {r['ci90_high']:+.3f}]", thin.claim(r["verdict"], r["n_items"], r["n_cases"])])
     return Table(["Cohort", "Q. type", "Model", "BH family (size)", "Δ (95% CI)", "p / q (FDR)", "TOST p / q", "90% CI", "Verdict"], rows,
-                 "Table 4. Image effect under multiplicity control (Family 2, Benjamini–Hochberg; TOST at ±0.05).")
+                 "Table 4. Image effect under multiplicity control (Family 2, Benjamini–Hochberg; TOST at ±0.05). "
+                 + thin.note())
 
 
 def supp_table1(t: pd.DataFrame) -> Table:
     rows = [[r["cohort"], dict(QTYPES)[r["qtype"]], r["model"], _fam(r),
-             f"{r['estimate']:+.3f} [{r['ci_low']:+.3f}, {r['ci_high']:+.3f}]",
-             _pq(r["p_value"], r["q_value"], int(r["n_boot"])), r["verdict"]]
+             thin.cell(f"{r['estimate']:+.3f} [{r['ci_low']:+.3f}, {r['ci_high']:+.3f}]", r["n_items"], r["n_cases"]),
+             _pq(r["p_value"], r["q_value"], int(r["n_boot"])), thin.claim(r["verdict"], r["n_items"], r["n_cases"])]
             for r in t[t["family"] == "above_chance"].to_dict("records")]
     return Table(["Cohort", "Q. type", "Model", "BH family (size)", "acc − chance (95% CI)", "p / q (FDR, one-sided)", "Verdict"], rows,
-                 "Supplementary Table 1. Accuracy above per-question chance (Family 1).")
+                 "Supplementary Table 1. Accuracy above per-question chance (Family 1). " + thin.note())
 
 
 def subcategory_plot(m: pd.DataFrame, out_dir: str) -> list[Image]:
@@ -176,6 +190,12 @@ def subcategory_plot(m: pd.DataFrame, out_dir: str) -> list[Image]:
     return images
 
 
+def thin_cells(t: pd.DataFrame) -> list[str]:
+    """The tests' cells too small to be tested (medscope.report.thin), for the summary line."""
+    return [f"{r['family']} {r['cohort']} {r['qtype']} {r['model']} ({thin.n_text(r['n_items'], r['n_cases'])})"
+            for r in t.to_dict("records") if thin.is_thin(r["n_items"], r["n_cases"])]
+
+
 def sections(scored_run: str, work_dir: str) -> list[tuple[str, list]]:
     sr = layout.ScoredRun(scored_run)
     run = json.loads(storage.read_text(sr.manifest))
@@ -193,5 +213,6 @@ def sections(scored_run: str, work_dir: str) -> list[tuple[str, list]]:
                 + ", ".join(f"{k[0]} {k[1]} {v}" for k, v in sorted(invalid.items())) + ".")
     return [("Contamination-controlled multiple-choice benchmark (seed 001)",
              [note, Para("; ".join(describe(t.to_dict("records"))) + "." if len(t) else "No tests."),
-              table1(m, items), table2(m), table3(m, scores, build_records), table4(t), supp_table1(t),
+              Para(thin.summary(thin_cells(t))),
+              table1(m, items, scores), table2(m), table3(m, scores, build_records), table4(t), supp_table1(t),
               *subcategory_plot(m, work_dir)])]

@@ -17,7 +17,7 @@ import pandas as pd
 from medscope import images, layout, records, storage
 from medscope.errors import MedScopeError
 from medscope.protocols.counterfactual import report_summary as rs
-from medscope.report import gallery, plots, summary
+from medscope.report import gallery, plots, summary, thin
 from medscope.report.render import Image, Para, Raw, Section, Table, slug
 from medscope.scoring import compare as cmp
 from medscope.scoring import costs, rewards
@@ -243,7 +243,7 @@ def _by_breakdown(metrics, keys, ts, dim, multi, metric_list=("esg", "erased_cla
     rows = []
     for g in groups:
         n = part[part.breakdown == g].n_cases.max()
-        cells = [f"{g.split('=', 1)[1]} ({n})"]
+        cells = [thin.cell(g.split("=", 1)[1], None, n)]  # "label (n cases)", marked when thin
         for m, c in keys:
             cells.append(" / ".join(_fmt(getattr(_get(metrics, m, c, ts, k, g), "value", None)) for k in metric_list))
         rows.append(cells)
@@ -254,7 +254,7 @@ def _by_breakdown(metrics, keys, ts, dim, multi, metric_list=("esg", "erased_cla
     return Table([dim.replace("_", " ") + " (cases)"] + [_label(m, c, multi) + (" (constant)" if (m, c) in constant
                                                                                    else "") for m, c in keys], rows,
                  "Each cell: " + " / ".join(over.get(k, k) for k in metric_list)
-                 + f", on {ts}, within each {dim.replace('_', ' ')}; cases in brackets.")
+                 + f", on {ts}, within each {dim.replace('_', ' ')}; cases in brackets. " + thin.note())
 
 
 def _more_table(metrics, keys, ts, multi, constant=frozenset()) -> Table:

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 
 from medscope import layout, records, storage
-from medscope.report import plots
+from medscope.report import plots, thin
 from medscope.protocols.organ_presence.scoring import NEGATIVE_STRATEGIES
 
 
@@ -66,7 +66,7 @@ def probe_report_section(metrics: list[dict], constant=frozenset()) -> tuple[str
         "questions on an absent organ (a real absence, no pixel altered) answered 'absent', by the strategy that "
         "chose the absent organ (seed 003); case-clustered 95% intervals in brackets. Confident-answer specificity "
         "drops hedged replies from numerator and denominator. (constant): the same verdict on every question, a "
-        "reference that reads no image.",
+        "reference that reads no image. " + thin.note(),
         "",
         "| model | condition | sensitivity | " + " | ".join(f"spec. {s}" for s in NEGATIVE_STRATEGIES)
         + " | conf. spec. adversarial |",
@@ -74,8 +74,10 @@ def probe_report_section(metrics: list[dict], constant=frozenset()) -> tuple[str
     ]
     for r in spec:
         s = sens.get((r["model"], r["condition"]))
-        sv = _fmt(s["value"], s["ci_low"], s["ci_high"]) if s else "–"
-        cells = [_fmt(*r.get(st, (None, None, None, None))[:3]) for st in NEGATIVE_STRATEGIES]
+        sv = thin.cell(_fmt(s["value"], s["ci_low"], s["ci_high"]), None, s.get("n_cases")) \
+            if s and s["value"] is not None else "–"
+        cells = [thin.cell(_fmt(*x[:3]), None, x[3]) if x[0] is not None else _fmt(*x[:3])
+                 for x in (r.get(st, (None, None, None, None)) for st in NEGATIVE_STRATEGIES)]
         c = conf.get((r["model"], r["condition"], r["render"]), {}).get("adversarial", (None, None, None, None))
         name = r["model"] + (" (constant)" if (r["model"], r["condition"]) in constant else "")
         lines.append(f"| {name} | {r['condition']} | {sv} | " + " | ".join(cells) + f" | {_fmt(*c[:3])} |")
@@ -160,13 +162,15 @@ def summary_lines(spec: list[dict], constant) -> list[str]:
     for (m, c), v in sorted(by.items()):
         if "+" in c or (m, c) in constant or not v or v[0] is None:
             continue
-        parts = [f"{m} · {c}: adversarial specificity {_fmt(*v[:3])}"]
+        parts = [f"{m} · {c}: adversarial specificity {thin.cell(_fmt(*v[:3]), None, v[3])}"]
         for ctl in ("no_image", "blank"):
             w = by.get((m, f"{c}+{ctl}"))
             if w and w[0] is not None:
-                parts.append(f"{ctl.replace('_', '-')} control {_fmt(*w[:3])}")
+                parts.append(f"{ctl.replace('_', '-')} control {thin.cell(_fmt(*w[:3]), None, w[3])}")
         out.append("- " + ", ".join(parts) + ".")
-    blind = sorted({m for m, _ in constant})
+    # a model is a constant policy only if constant in every condition it ran (a reader declining
+    # every no-image question is constant there, and still reads the image elsewhere)
+    blind = sorted({m for m, _ in constant if all((m, c) in constant for mm, c in by if mm == m)})
     if blind:
         out.append("- Constant policies (the same verdict on every question; references): " + ", ".join(blind) + ".")
     if not out:

@@ -14,6 +14,7 @@ from medscope import records, storage
 from medscope.protocols.paired_modality import names
 from medscope.protocols.paired_modality.manifest import PHOTO_TYPES
 from medscope.protocols.paired_modality.scoring import METRICS, SETTING_LABELS, SETTINGS
+from medscope.report import thin
 from medscope.report.render import Image, Para, Table
 
 SHORT = {"fp_rate": "FP", "fn_rate": "FN", "any_rate": "Any"}
@@ -23,7 +24,8 @@ def _cell(r: dict | None, bold: bool) -> str:
     if r is None:
         return "–"
     text = f"{100 * r['value']:.1f} ({100 * r['ci_low']:.1f}–{100 * r['ci_high']:.1f})"
-    return f"**{text}**" if bold else text
+    # n: the photographs the judge labelled in this cell (its unjudged ones are not in it)
+    return thin.cell(f"**{text}**" if bold else text, r["n_cases"])
 
 
 def table1(metrics: list[dict]) -> Table:
@@ -43,7 +45,8 @@ def table1(metrics: list[dict]) -> Table:
                     cells.append(_cell(mine, bold))
             rows.append(cells)
     headers = ["Model", "Setting"] + [f"{pt.capitalize()} {SHORT[m]}" for pt in PHOTO_TYPES for m in METRICS]
-    return Table(headers, rows, caption="Per-photograph error rates (%) with exact (Clopper–Pearson) 95% CIs")
+    return Table(headers, rows, caption="Per-photograph error rates (%) with exact (Clopper–Pearson) 95% CIs; n: "
+                 "photographs judged in the cell. " + thin.note())
 
 
 def mcnemar_table(tests: list[dict]) -> Table:

@@ -21,6 +21,7 @@ from medscope.answers.parser import parse_reply
 from medscope.models.base import ChatModel, Decoding, Message, Part
 from medscope.protocols.base import EpisodeResult, Item, ScoreOptions
 from medscope.protocols.standard_vqa.scoring import score_one, vqa_metrics
+from medscope.report import thin
 from medscope.report.render import Table
 from medscope.seeding import stable_hash
 
@@ -179,9 +180,10 @@ def table16(metrics: list[dict]) -> Table:
             for m, cond in models]
     n = {s: max((r["n_cases"] for r in metrics if r["breakdown"] == f"source={s}" and r["metric"] == "accuracy_all"),
                 default=0) for s in sources}
-    return Table(headers=["model"] + [f"{s} ({n[s]} images)" for s in sources], rows=rows,
+    return Table(headers=["model"] + [thin.cell(s, n[s]) for s in sources], rows=rows,
                  caption="Closed / open / all accuracy; closed by yes/no or exact match, open correct when every "
-                         "answer token is in the reply. Intervals are in metrics.parquet.")
+                         "answer token is in the reply; n: images per source. Intervals are in metrics.parquet. "
+                         + thin.note())
 
 
 __all__ = ["StandardVQAProtocol", "read_answer", "score_episodes", "table16"]
