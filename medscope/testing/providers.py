@@ -5,7 +5,9 @@ answers with a responder function (request text, image count -> reply text) and 
 scripted, per request or per request text, to fail the way real providers fail: 429 with or
 without Retry-After, 500/503, a slow answer past the client's timeout, a reset connection, a
 truncated or non-JSON body, an empty completion, a refusal. Every request is logged (path,
-text, images, headers) so tests can count what reached the server.
+text, images, headers, client port) so tests can count what reached the server. ``gate``
+(medscope.testing.gate) can hold requests in flight until the test releases them, so a fault
+test knows a request is in flight before it strikes.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from medscope.testing.gate import Gate
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 WIRES = ("openai", "anthropic", "gemini")
@@ -64,6 +68,7 @@ class Request:
     body: dict
     action: str
     t: float = field(default_factory=time.monotonic)
+    client_port: int = 0
 
 
 def tokens_in(text: str, images: int) -> int:
@@ -95,6 +100,7 @@ class FakeProvider:
         self._script: deque[Action] = deque()
         self._by_text: dict[str, deque[Action]] = {}
         self._lock = threading.Lock()
+        self.gate = Gate()  # holds chosen requests (matched on their text) until released
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, args=(0.02,), daemon=True)
@@ -122,6 +128,7 @@ class FakeProvider:
             return sum(1 for r in self.requests if substring in r.text)
 
     def close(self) -> None:
+        self.gate.release(drop=lambda h: True)  # nobody left to answer
         self._server.shutdown()
         self._server.server_close()
 
@@ -254,9 +261,13 @@ def _handler_for(fake: FakeProvider):
             text, images = fake.parse(body)
             action = fake._next_action(text)
             with fake._lock:
-                fake.requests.append(Request(self.path, text, images, headers, body, action.kind))
+                fake.requests.append(Request(self.path, text, images, headers, body, action.kind,
+                                             client_port=self.client_address[1]))
             if fake.expected_key is not None and fake.key_from(headers) != fake.expected_key:
                 return self._json(401, fake.error_body(401))
+            if not fake.gate.admit("POST", text, self.client_address[1]):
+                self.close_connection = True  # dropped at the gate: closed unanswered
+                return
             if fake.latency_s:
                 time.sleep(fake.latency_s)
             model = body.get("model") or self.path.split("/models/")[-1].split(":")[0]
