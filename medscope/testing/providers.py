@@ -3,7 +3,8 @@
 Each ``FakeProvider`` is a real ``ThreadingHTTPServer`` on 127.0.0.1 in a daemon thread. It
 answers with a responder function (request text, image count -> reply text) and can be
 scripted, per request or per request text, to fail the way real providers fail: 429 with or
-without Retry-After, 500/503, a slow answer past the client's timeout, a reset connection, a
+without Retry-After, 500/503, a slow answer past the client's timeout (``slow``: a fixed delay;
+``HANG``: no answer until the client gives up, however long its timeout), a reset connection, a
 truncated or non-JSON body, an empty completion, a refusal. Every request is logged (path,
 text, images, headers, client port) so tests can count what reached the server. ``gate``
 (medscope.testing.gate) can hold requests in flight until the test releases them, so a fault
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import base64
 import json
+import select
 import socket
 import struct
 import threading
@@ -33,7 +35,7 @@ WIRES = ("openai", "anthropic", "gemini")
 class Action:
     """What the server does with one request."""
 
-    # answer | status | slow | reset | truncated | nonjson | empty | refusal | echo_key (a 400
+    # answer | status | slow | hang | reset | truncated | nonjson | empty | refusal | echo_key (a 400
     # whose message repeats the caller's key, as a careless proxy might)
     kind: str = "answer"
     status: int = 200
@@ -54,9 +56,10 @@ def slow(delay_s: float) -> Action:
     return Action("slow", delay_s=delay_s)
 
 
-RESET, TRUNCATED, NONJSON, EMPTY, REFUSAL, ECHO_KEY = (
-    Action(k) for k in ("reset", "truncated", "nonjson", "empty", "refusal", "echo_key")
+RESET, TRUNCATED, NONJSON, EMPTY, REFUSAL, ECHO_KEY, HANG = (
+    Action(k) for k in ("reset", "truncated", "nonjson", "empty", "refusal", "echo_key", "hang")
 )
+HANG_LIMIT_S = 300.0  # a client that never gives up: the server closes after this
 
 
 @dataclass
@@ -243,6 +246,20 @@ def _is_png(b64: str) -> int:
         return 0
 
 
+def _wait_for_close(conn: socket.socket, limit_s: float) -> None:
+    """Return once the peer has closed ``conn`` (or reset it), or after ``limit_s``."""
+    end = time.monotonic() + limit_s
+    while time.monotonic() < end:
+        readable, _, _ = select.select([conn], [], [], 0.2)
+        if readable:
+            try:
+                if not conn.recv(1, socket.MSG_PEEK):
+                    return
+            except OSError:
+                return
+            time.sleep(0.05)  # pipelined bytes of a next request: keep waiting for the close
+
+
 def _handler_for(fake: FakeProvider):
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -284,6 +301,12 @@ def _handler_for(fake: FakeProvider):
                 self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
                 self.close_connection = True
                 self.connection.close()
+                return
+            if kind == "hang":
+                # past the client's timeout by construction: no answer until the client closes
+                # the connection, so the fault does not depend on how busy the machine is
+                _wait_for_close(self.connection, HANG_LIMIT_S)
+                self.close_connection = True
                 return
             if kind == "slow":
                 time.sleep(action.delay_s)
