@@ -35,6 +35,7 @@ import yaml
 
 from medscope import layout, records, storage
 from medscope.testing.gate import wait_for
+from medscope.testing.raystart import started
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
@@ -162,7 +163,7 @@ class ThreeNodes:
         # 3 s x 5); only then are its tasks retried and its actors restarted elsewhere
         head = dict(self._args(0, "head"), _system_config={"health_check_period_ms": 1000,
                                                            "health_check_failure_threshold": 5})
-        self.cluster = _start(lambda: Cluster(initialize_head=True, head_node_args=head), "the head node")
+        self.cluster = started(lambda: Cluster(initialize_head=True, head_node_args=head), "the head node")
         self.workers = [self.add() for _ in range(2)]
         self.cluster.wait_for_nodes()
 
@@ -174,7 +175,7 @@ class ThreeNodes:
     def add(self):
         self.serial += 1
         args = self._args(1, f"worker{self.serial}")
-        return _start(lambda: self.cluster.add_node(**args), args["resources"])
+        return started(lambda: self.cluster.add_node(**args), f"worker node {self.serial}")
 
     def replace(self, node) -> None:
         self.workers.remove(node)
@@ -218,27 +219,6 @@ class ThreeNodes:
         self.cluster.shutdown()
 
 
-def _start(make, what, attempts: int = 3):
-    """``make()`` a node, again if Ray gives up on it: Ray allows a starting raylet a fixed 30 s
-    to register, which a loaded machine can exceed; the processes of a failed try are ended."""
-    import psutil
-
-    for attempt in range(1, attempts + 1):
-        before = {p.pid for p in psutil.Process().children(recursive=True)}
-        try:
-            return make()
-        except Exception as err:  # noqa: BLE001 - Ray raises a bare Exception for this
-            if attempt == attempts or "timed out during startup" not in str(err):
-                raise
-            print(f"multinode: starting {what} timed out in Ray ({err}); try {attempt + 1}", file=sys.stderr)
-            for proc in psutil.Process().children(recursive=True):
-                if proc.pid not in before:
-                    try:
-                        proc.kill()
-                    except psutil.NoSuchProcess:
-                        pass
-
-
 def _processes(node) -> list:
     """``node``'s worker processes: every worker process of a node is a child of its raylet."""
     import psutil
@@ -272,15 +252,18 @@ class NodeLoss(threading.Thread):
 
     def _victim(self):
         if self.job_done.is_set():
-            raise JobEnded
-        if not self.ready():
-            return None
-        held = self.gate.held()
-        for node in list(self.nodes.workers):
-            ports = self.nodes.ports_of(node, self.server_port)
-            mine = [h for h in held if h.client_port in ports]
-            if mine:
-                return node, mine
+            raise JobEnded(self.info.get("last_error"))
+        try:
+            if not self.ready():
+                return None
+            held = self.gate.held()
+            for node in list(self.nodes.workers):
+                ports = self.nodes.ports_of(node, self.server_port)
+                mine = [h for h in held if h.client_port in ports]
+                if mine:
+                    return node, mine
+        except Exception as err:  # noqa: BLE001 - a slow S3 listing, a process gone: look again
+            self.info["last_error"] = f"{type(err).__name__}: {err}"
         return None
 
     def run(self) -> None:
@@ -294,9 +277,9 @@ class NodeLoss(threading.Thread):
             self.info = {"killed": True, "node_id": node.node_id, "finished_before_kill": seen,
                          "held_on_node": sorted(h.what for h in held), "in_flight": sorted(h.what for h in dropped)}
         except JobEnded:
-            self.info["error"] = f"the job ended before {self.what}"
+            self.info["error"] = f"the job ended before {self.what} (last error: {self.info.get('last_error')})"
         except Exception as err:  # noqa: BLE001 - reported to the test, which says what was awaited
-            self.info["error"] = f"{type(err).__name__}: {err}"
+            self.info["error"] = f"{type(err).__name__}: {err} (last error: {self.info.get('last_error')})"
         finally:
             self.gate.release()  # whatever happened, the job must not hang on a held request
 
@@ -356,7 +339,7 @@ def scenario(inputs: dict, out: str, jobs: list[str]) -> dict:
 
     t_start = time.monotonic()
     # Ray's own wait for a starting raylet to register (30 s by default) is too short for a
-    # loaded machine; _start retries what Python-side Ray still times out on
+    # loaded machine; `started` retries what Python-side Ray still times out on
     os.environ.setdefault("RAY_raylet_start_wait_time_s", "120")
     # every S3 request of the driver and of the nodes goes through a loopback proxy, whose gate
     # holds a job's part writes (or checkpoint uploads) in flight; the nodes inherit the endpoint

@@ -1,0 +1,68 @@
+"""Start a Ray node in a test without failing on a slow start.
+
+Ray allows a starting raylet a fixed 30 s to register with the GCS (``ray._private.node``: a
+local constant, not configurable). On a loaded machine a start takes longer, and the test would
+fail for a reason that has nothing to do with what it checks. ``started`` runs a Ray start
+with that wait made patient (Ray's node-info lookup, ``ray._private.services.get_node``,
+retried for up to ``REGISTER_LIMIT_S``) and, should Ray still give up, tries the start again,
+ending the processes the failed try left behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import time
+
+SLOW_START = "timed out during startup"
+REGISTER_LIMIT_S = 300.0  # a hang guard: a node that has not registered by then is broken
+
+
+@contextlib.contextmanager
+def patient_registration(limit_s: float = REGISTER_LIMIT_S):
+    """While active, Ray's lookup of a starting node's info waits up to ``limit_s`` for the
+    node to register instead of failing at once (Ray calls it in a 30 s loop)."""
+    import ray._private.services as services
+
+    original = services.get_node
+
+    def get_node(gcs_address, node_id, *args, **kwargs):
+        end = time.monotonic() + limit_s
+        while True:
+            try:
+                return original(gcs_address, node_id, *args, **kwargs)
+            except RuntimeError:  # not registered yet, or the GCS too busy to say
+                if time.monotonic() > end:
+                    raise
+                time.sleep(0.5)
+
+    services.get_node = get_node
+    try:
+        yield
+    finally:
+        services.get_node = original
+
+
+def started(make, what: str, attempts: int = 3, cleanup=None):
+    """``make()`` (a Ray start) with a patient registration wait, up to ``attempts`` times while
+    Ray still reports a slow start; ``cleanup()`` runs after a failed try (e.g. ``ray.shutdown``)."""
+    import psutil
+
+    for attempt in range(1, attempts + 1):
+        before = {p.pid for p in psutil.Process().children(recursive=True)}
+        try:
+            with patient_registration():
+                return make()
+        except Exception as err:  # noqa: BLE001 - Ray raises a bare Exception for this
+            if attempt == attempts or SLOW_START not in str(err):
+                raise
+            print(f"starting {what}: Ray gave up on a slow start ({err}); try {attempt + 1} of {attempts}",
+                  file=sys.stderr, flush=True)
+            if cleanup is not None:
+                cleanup()
+            for proc in psutil.Process().children(recursive=True):
+                if proc.pid not in before:
+                    try:
+                        proc.kill()
+                    except psutil.NoSuchProcess:
+                        pass
