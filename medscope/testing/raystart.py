@@ -11,11 +11,23 @@ ending the processes the failed try left behind.
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 import time
 
 SLOW_START = "timed out during startup"
-REGISTER_LIMIT_S = 300.0  # a hang guard: a node that has not registered by then is broken
+REGISTER_LIMIT_S = 180.0  # a hang guard: a node that has not registered by then is broken
+# the raylet's own waits, read from its environment (inherited from here): for its agents
+# (dashboard / metrics agent) to report their ports -- at a load average of ~40 the default ran
+# out and the raylet aborted ("Timed out waiting for file .../metrics_agent_port") -- and for a
+# worker process it started to register (60 s by default; a late worker is killed and started again)
+AGENT_WAIT_ENV = {"RAY_agent_register_timeout_ms": "600000", "RAY_worker_register_timeout_seconds": "600"}
+
+
+def patient_environment() -> None:
+    """Set Ray's agent and worker waits for the nodes this process starts (before they start)."""
+    for key, value in AGENT_WAIT_ENV.items():
+        os.environ.setdefault(key, value)
 
 
 @contextlib.contextmanager
@@ -48,6 +60,7 @@ def started(make, what: str, attempts: int = 3, cleanup=None):
     Ray still reports a slow start; ``cleanup()`` runs after a failed try (e.g. ``ray.shutdown``)."""
     import psutil
 
+    patient_environment()
     for attempt in range(1, attempts + 1):
         before = {p.pid for p in psutil.Process().children(recursive=True)}
         try:
