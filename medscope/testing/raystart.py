@@ -1,17 +1,20 @@
 """Start a Ray node in a test without failing on a slow start.
 
-Ray allows a starting raylet a fixed 30 s to register with the GCS (``ray._private.node``: a
-local constant, not configurable). On a loaded machine a start takes longer, and the test would
-fail for a reason that has nothing to do with what it checks. ``started`` runs a Ray start
-with that wait made patient (Ray's node-info lookup, ``ray._private.services.get_node``,
-retried for up to ``REGISTER_LIMIT_S``) and, should Ray still give up, tries the start again,
-ending the processes the failed try left behind.
+Ray's start-up has fixed deadlines that a loaded machine exceeds, and the test would fail for a
+reason that has nothing to do with what it checks: a starting raylet has 30 s to register with
+the GCS (``ray._private.node``), and the raylet waits 15-30 s for its agents to report the ports
+they bound, then aborts. ``started`` runs a Ray start with the first made patient (Ray's
+node-info lookup, ``ray._private.services.get_node``, retried for up to ``REGISTER_LIMIT_S``),
+the agents' ports chosen up front (so the raylet has nothing to wait for), the raylet's
+configurable waits raised, and, should Ray still give up, tries the start again, ending the
+processes the failed try left behind.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import socket
 import sys
 import time
 
@@ -48,11 +51,30 @@ def patient_registration(limit_s: float = REGISTER_LIMIT_S):
                     raise
                 time.sleep(0.5)
 
-    services.get_node = get_node
+    # The raylet waits a fixed 15-30 s (not configurable) for its metrics and runtime-env agents
+    # to write the ports they bound to a file, and aborts the node when they are slower (seen at
+    # load ~40); ports chosen up front are handed to the agents instead, and nothing waits.
+    from ray._private.parameter import RayParams
+
+    params_init = RayParams.__init__
+
+    def init(self, *args, **kwargs):
+        params_init(self, *args, **kwargs)
+        for name in ("metrics_agent_port", "metrics_export_port", "runtime_env_agent_port"):
+            if not getattr(self, name, None):
+                setattr(self, name, _free_port())
+
+    services.get_node, RayParams.__init__ = get_node, init
     try:
         yield
     finally:
-        services.get_node = original
+        services.get_node, RayParams.__init__ = original, params_init
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def started(make, what: str, attempts: int = 3, cleanup=None):
