@@ -60,7 +60,7 @@ def patient_registration(limit_s: float = REGISTER_LIMIT_S):
 
     def init(self, *args, **kwargs):
         params_init(self, *args, **kwargs)
-        for name in ("metrics_agent_port", "metrics_export_port", "runtime_env_agent_port"):
+        for name in ("metrics_agent_port", "metrics_export_port", "runtime_env_agent_port", "dashboard_agent_listen_port"):
             if not getattr(self, name, None):
                 setattr(self, name, _free_port())
 
