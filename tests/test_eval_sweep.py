@@ -50,7 +50,9 @@ def test_sweep_writes_every_episode_to_s3_and_resumes_without_requests(ray_clust
     openai_server.gate.hold(lambda method, text: True)
     config = cfg(views, out, conditions=["agent", "blind"], workers=2, concurrency=1)
     summary: dict = {}
-    sweeper = threading.Thread(target=lambda: summary.update(run_sweep(config, protocol, [entry(openai_server, rpm=240)])))
+    # the held requests wait as long as the test takes to see both: a client timeout must not end them
+    limited = entry(openai_server, rpm=240, timeout_s=300.0)
+    sweeper = threading.Thread(target=lambda: summary.update(run_sweep(config, protocol, [limited])))
     sweeper.start()
     try:
         wait_for(lambda: len(openai_server.gate.held()) == 2, "both workers' first request held at the provider")
