@@ -32,7 +32,9 @@ def ray_cluster():
 
     from pipelines.support.raycluster import ensure_ray
 
-    ensure_ray(num_cpus=2)
+    from medscope.testing.raystart import started
+
+    started(lambda: ensure_ray(num_cpus=2), "the session's Ray", cleanup=ray.shutdown)  # again if Ray's 30 s start limit runs out
     yield ray
     ray.shutdown()
 

@@ -6,11 +6,16 @@ Run as a subprocess (the test session already holds an in-process single-node Ra
 
 It starts ``ray.cluster_utils.Cluster``: a head with no CPUs (it holds the driver, the GCS and
 the Ray Train controller) and two worker nodes of one CPU each, with their own custom
-resources. For each job a watcher thread waits for a progress signal on S3 (a views part, a
-probe items part, episode parts, a recorded training checkpoint), finds the worker node that
-runs the job's work (Ray's state API) and removes it, without a graceful drain. When the job
-has finished, a fresh worker node joins for the next job. One JSON line on stdout reports,
-per job, the summary, what was killed and when, and the figures the test checks.
+resources. Every node loss is driven by events, never by time (issue 30): the job's own
+requests are held in flight at a loopback server's gate (medscope.testing.gate) -- S3 writes of
+its parts or checkpoint uploads at a loopback S3 proxy, model requests at the loopback provider.
+Once the job has finished a known amount of work (one views part, one probe items part, four
+episodes, the first checkpoint) and a held request comes from a worker node, that node is
+killed (raylet and processes, no graceful drain); when its processes are gone, its held
+requests are dropped unanswered and the others let through. So what was finished before the
+kill and what was in flight on the lost node are both known exactly. When the job has
+finished, a fresh worker node joins for the next job. One JSON line on stdout reports, per
+job, the summary, what was in flight and finished at the kill, and the figures the test checks.
 
 The job calls themselves (``run_views`` ...) are shared with the single-node reference run of
 the test, so both runs get exactly the same inputs and settings.
@@ -21,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 import threading
 import time
@@ -28,6 +34,8 @@ import time
 import yaml
 
 from medscope import layout, records, storage
+from medscope.testing.gate import wait_for
+from medscope.testing.raystart import started
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
@@ -37,7 +45,6 @@ REPO = os.path.dirname(HERE)
 N_CASES, N_VOLUMES, N_ITEMS, TRAIN_STEPS = 8, 4, 8, 6
 CONDITIONS = ["agent", "blind"]
 KEY_ENV = "MEDSCOPE_TEST_OPENAI_KEY"
-PROVIDER_LATENCY_S = 0.3  # each request takes a while, so the sweep is still running at the kill
 
 
 # -- inputs and the job calls (shared with the single-node reference in the test) -----------------
@@ -89,7 +96,7 @@ def provider():
 
     os.environ.setdefault(KEY_ENV, "test-key-openai")
     return fp.FakeProvider("openai", responder=lambda text, images: "yes" if images else "no",
-                           latency_s=PROVIDER_LATENCY_S, expected_key=os.environ[KEY_ENV])
+                           expected_key=os.environ[KEY_ENV])
 
 
 def eval_parts(server):
@@ -141,6 +148,9 @@ def train_log(out: str) -> list[dict]:
 
 
 # -- the cluster ---------------------------------------------------------------------------
+DEADLINE_S = 300.0  # a wait for an event gives up only so that a broken run ends; never a verdict
+
+
 class ThreeNodes:
     """A head without CPUs and two one-CPU worker nodes on loopback; lost nodes are replaced
     between jobs (as an autoscaler would), never during one."""
@@ -153,7 +163,7 @@ class ThreeNodes:
         # 3 s x 5); only then are its tasks retried and its actors restarted elsewhere
         head = dict(self._args(0, "head"), _system_config={"health_check_period_ms": 1000,
                                                            "health_check_failure_threshold": 5})
-        self.cluster = Cluster(initialize_head=True, head_node_args=head)
+        self.cluster = started(lambda: Cluster(initialize_head=True, head_node_args=head), "the head node")
         self.workers = [self.add() for _ in range(2)]
         self.cluster.wait_for_nodes()
 
@@ -164,73 +174,122 @@ class ThreeNodes:
 
     def add(self):
         self.serial += 1
-        return self.cluster.add_node(**self._args(1, f"worker{self.serial}"))
+        args = self._args(1, f"worker{self.serial}")
+        return started(lambda: self.cluster.add_node(**args), f"worker node {self.serial}")
 
     def replace(self, node) -> None:
         self.workers.remove(node)
         self.workers.append(self.add())
         self.cluster.wait_for_nodes()
 
-    def node_running(self, marks: tuple[str, ...]):
-        return next((n for n in self.workers if _running_on(n, marks)), None)
+    def ports_of(self, node, server_port: int) -> set[int]:
+        """The client ports of ``node``'s connections to the loopback server on ``server_port``."""
+        out = set()
+        for proc in _processes(node):
+            try:
+                conns = proc.net_connections(kind="tcp")
+            except Exception:  # noqa: BLE001 - a process gone while looked at
+                continue
+            out.update(c.laddr.port for c in conns if c.raddr and c.raddr.port == server_port)
+        return out
 
     def kill(self, node) -> None:
+        """Lose ``node`` as a machine is lost: its raylet and every process it started killed at
+        once, no graceful drain; returns once none of them can send anything any more."""
+        import psutil
+
+        procs = _processes(node)
         self.cluster.remove_node(node, allow_graceful=False)
+        for proc in procs:
+            try:
+                proc.kill()
+            except psutil.NoSuchProcess:
+                pass
+
+        def gone(proc) -> bool:
+            try:
+                return proc.status() == psutil.STATUS_ZOMBIE
+            except psutil.NoSuchProcess:
+                return True
+
+        wait_for(lambda: all(gone(p) for p in procs), f"the processes of lost node {node.node_id[:8]} to exit",
+                 DEADLINE_S)
 
     def shutdown(self) -> None:
         self.cluster.shutdown()
 
 
-def _titles(node) -> list[str]:
-    """The command lines of ``node``'s worker processes: Ray names a worker's process after the
-    task or actor it runs (``ray::EpisodeWorker.run``, ``ray::Map(items_task)``), and every
-    worker process of a node is a child of that node's raylet (no dashboard needed)."""
+def _processes(node) -> list:
+    """``node``'s worker processes: every worker process of a node is a child of its raylet."""
     import psutil
 
-    raylet = psutil.Process(node.all_processes["raylet"][0].process.pid)
-    out = []
-    for child in raylet.children(recursive=True):
-        try:
-            out.append(" ".join(child.cmdline()))
-        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
-            continue
-    return out
+    try:
+        return psutil.Process(node.all_processes["raylet"][0].process.pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        return []
 
 
-def _running_on(node, marks: tuple[str, ...]) -> bool:
-    """Whether a worker process of ``node`` runs the job's work now."""
-    return any(t.startswith("ray::") and any(m in t for m in marks) for t in _titles(node))
+class JobEnded(Exception):
+    """The job returned before the event the node loss waits for."""
 
 
-class Killer(threading.Thread):
-    """Waits for ``ready()`` and then kills a worker node running the job's ``work``."""
+class NodeLoss(threading.Thread):
+    """Loses a worker node at a moment the job's own requests define, never at a time.
 
-    def __init__(self, nodes: ThreeNodes, ready, work: tuple[str, ...], snapshot=None):
+    ``gate`` (a loopback server's medscope.testing.gate.Gate) holds the job's requests in
+    flight; once ``ready()`` and a held request comes from a process of a worker node, that node
+    is killed (raylet and processes), and only when its processes are gone are the held
+    requests released: the lost node's dropped unanswered, the others let through. So the work
+    in flight on the lost node is known (``in_flight``) and cannot have finished, and what was
+    finished before the kill (``snapshot()``) is exactly what it was when the node went."""
+
+    def __init__(self, nodes: ThreeNodes, gate, server_port: int, ready, snapshot, what: str):
         super().__init__(daemon=True)
-        self.nodes, self.ready, self.work, self.snapshot = nodes, ready, work, snapshot
+        self.nodes, self.gate, self.server_port = nodes, gate, server_port
+        self.ready, self.snapshot, self.what = ready, snapshot, what
         self.info: dict = {"killed": False}
         self.job_done = threading.Event()  # set when the job returned: nothing left to kill
 
+    def _victim(self):
+        if self.job_done.is_set():
+            raise JobEnded(self.info.get("last_error"))
+        try:
+            if not self.ready():
+                return None
+            held = self.gate.held()
+            for node in list(self.nodes.workers):
+                ports = self.nodes.ports_of(node, self.server_port)
+                mine = [h for h in held if h.client_port in ports]
+                if mine:
+                    return node, mine
+        except Exception as err:  # noqa: BLE001 - a slow S3 listing, a process gone: look again
+            self.info["last_error"] = f"{type(err).__name__}: {err}"
+        return None
+
     def run(self) -> None:
-        t0 = time.monotonic()
-        while not self.job_done.is_set():
-            try:
-                if self.ready():
-                    # what ran where, for a kill that finds nothing to kill
-                    self.info["titles"] = sorted({t[:80] for n in self.nodes.workers for t in _titles(n)
-                                                  if t.startswith("ray::")})
-                    victim = self.nodes.node_running(self.work)
-                    if victim is not None:
-                        t_mono = time.monotonic()
-                        seen = self.snapshot() if self.snapshot else None  # what was finished just before
-                        self.nodes.kill(victim)
-                        self.info = {"killed": True, "node_id": victim.node_id, "at_s": round(time.monotonic() - t0, 2),
-                                     "t_kill": time.time(), "finished_before_kill": seen, "work": self.work,
-                                     "t_kill_monotonic": t_mono}
-                        return
-            except Exception as err:  # noqa: BLE001 - a process gone while looked at: look again
-                self.info["last_error"] = f"{type(err).__name__}: {err}"
-            time.sleep(0.05)
+        try:
+            node, held = wait_for(self._victim, self.what, DEADLINE_S)
+            seen = self.snapshot()  # held requests stop the job's progress: exact at the kill
+            self.nodes.kill(node)
+            # a held request whose sender is gone was in flight on the lost node: it never lands
+            alive = _client_ports(self.server_port)
+            dropped = self.gate.release(drop=lambda h: h.client_port not in alive)
+            self.info = {"killed": True, "node_id": node.node_id, "finished_before_kill": seen,
+                         "held_on_node": sorted(h.what for h in held), "in_flight": sorted(h.what for h in dropped)}
+        except JobEnded:
+            self.info["error"] = f"the job ended before {self.what} (last error: {self.info.get('last_error')})"
+        except Exception as err:  # noqa: BLE001 - reported to the test, which says what was awaited
+            self.info["error"] = f"{type(err).__name__}: {err} (last error: {self.info.get('last_error')})"
+        finally:
+            self.gate.release()  # whatever happened, the job must not hang on a held request
+
+
+def _client_ports(server_port: int) -> set[int]:
+    """Client ports of the connections to ``server_port`` that a live process still holds."""
+    import psutil
+
+    return {c.laddr.port for c in psutil.net_connections(kind="tcp")
+            if c.pid and c.raddr and c.raddr.port == server_port}
 
 
 def _count_parts(folder: str) -> int:
@@ -243,12 +302,51 @@ def _timed(fn, *args) -> tuple[dict, float]:
     return res, round(time.monotonic() - t, 2)
 
 
+def _part_puts(s3, folder: str) -> list[str]:
+    """Paths of the part files under ``folder`` the S3 server accepted, one per PUT."""
+    prefix = "/" + folder.split("://", 1)[1] + "/part-"
+    return [p.split("?", 1)[0] for p in s3.puts if p.startswith(prefix)]
+
+
+def _parts_rule(folder: str):
+    prefix = "/" + folder.split("://", 1)[1] + "/part-"
+    return lambda method, path: method == "PUT" and path.startswith(prefix)
+
+
+def _checkpoint_rule():
+    """Holds the upload of every checkpoint after the first (Ray Train writes each into its
+    own ``checkpoint_<time>/`` folder)."""
+    first: list[str] = []
+
+    def rule(method: str, path: str) -> bool:
+        m = re.search(r"/(checkpoint_\d[^/?]*)/", path)
+        if method not in ("PUT", "POST") or not m:
+            return False
+        first[:] = first or [m.group(1)]
+        return m.group(1) != first[0]
+
+    return rule
+
+
+EVAL_ANSWERED_FIRST = 4  # units answered before the provider holds the rest
+
+
 def scenario(inputs: dict, out: str, jobs: list[str]) -> dict:
     import ray
 
+    from medscope.testing.s3proxy import FailingS3Proxy
     from pipelines.support import raycluster
 
     t_start = time.monotonic()
+    # Ray's own wait for a starting raylet to register (30 s by default) is too short for a
+    # loaded machine; `started` retries what Python-side Ray still times out on
+    os.environ.setdefault("RAY_raylet_start_wait_time_s", "120")
+    # every S3 request of the driver and of the nodes goes through a loopback proxy, whose gate
+    # holds a job's part writes (or checkpoint uploads) in flight; the nodes inherit the endpoint
+    s3 = FailingS3Proxy(os.environ["AWS_ENDPOINT_URL"])
+    os.environ["AWS_ENDPOINT_URL"] = s3.url
+    storage.configure(s3_endpoint=None)
+    s3_port = int(s3.url.rsplit(":", 1)[1])
     nodes = ThreeNodes()
     raycluster._quiet_ray_loggers()
     # the nodes inherit this process's environment (PYTHONPATH of the checkout, the S3
@@ -259,73 +357,83 @@ def scenario(inputs: dict, out: str, jobs: list[str]) -> dict:
                     "nodes": {n["NodeID"]: n["Resources"] for n in ray.nodes() if n["Alive"]}}
     try:
         for job in jobs:
-            t_job = time.time()
+            folder = storage.join(out, job)
             if job == "views":
-                folder = storage.join(out, "views")
                 vparts = storage.join(folder, "parts", "views")
-                killer = Killer(nodes, lambda: _count_parts(vparts) >= 1, ("_RayWriter",),
-                                snapshot=lambda: _count_parts(vparts))
-                killer.start()
+                s3.gate.hold(_parts_rule(vparts), after=1)
+                loss = NodeLoss(nodes, s3.gate, s3_port, lambda: _count_parts(vparts) >= 1,
+                                lambda: sorted(records.part_keys(vparts)),
+                                "a views part written and another one's write held from a worker node")
+                loss.start()
                 res, secs = _timed(run_views, inputs, folder)
+                res["part_puts"] = _part_puts(s3, vparts)
             elif job == "probe":
-                folder = storage.join(out, "probe")
                 iparts = layout.ProbeBuild(folder).probe_items
-                killer = Killer(nodes, lambda: _count_parts(iparts) >= 1, ("items_task", "count_task"),
-                                snapshot=lambda: _count_parts(iparts))
-                killer.start()
+                s3.gate.hold(_parts_rule(iparts), after=1)
+                loss = NodeLoss(nodes, s3.gate, s3_port, lambda: _count_parts(iparts) >= 1,
+                                lambda: sorted(records.part_keys(iparts)),
+                                "a probe items part written and another one's write held from a worker node")
+                loss.start()
                 res, secs = _timed(run_probe, inputs, folder)
+                res["part_puts"] = _part_puts(s3, iparts)
             elif job == "eval":
-                folder = storage.join(out, "eval")
                 episodes = layout.EvalRun(folder).episodes
                 server = provider()
-                killer = Killer(nodes, lambda: _count_parts(episodes) >= 3, ("EpisodeWorker",),
-                                snapshot=lambda: sorted(records.part_keys(episodes)))
-                killer.start()
+                # the first units are answered; every later request waits, in flight, at the provider
+                server.gate.hold(lambda method, text: True, after=EVAL_ANSWERED_FIRST)
+                at_kill: dict = {}
+
+                def snapshot():
+                    at_kill["requests"] = len(server.requests)
+                    return sorted(records.part_keys(episodes))
+
+                loss = NodeLoss(nodes, server.gate, int(server.url.rsplit(":", 1)[1].split("/")[0]),
+                                lambda: _count_parts(episodes) >= EVAL_ANSWERED_FIRST, snapshot,
+                                f"{EVAL_ANSWERED_FIRST} episodes written and a request held from a worker node")
+                loss.start()
                 try:
                     res, secs = _timed(run_eval, inputs, folder, server)
                 finally:
                     server.close()
                 by_tag = unit_keys(inputs["items"])
+                before = server.requests[:at_kill.get("requests", 0)]
                 res["requests_per_unit"] = {by_tag[t]: server.count(t) for t in by_tag}
+                res["requests_before_kill"] = {by_tag[t]: sum(t in r.text for r in before) for t in by_tag}
                 res["requests_total"] = len(server.requests)
-                t_kill = killer.info.get("t_kill_monotonic")
-                # when each unit's requests arrived, in seconds after the kill (negative: before)
-                res["request_times_after_kill"] = {
-                    by_tag[t]: [round(r.t - t_kill, 3) for r in server.requests if t in r.text] for t in by_tag
-                } if t_kill else {}
+                # held prompts -> the units they ask about
+                for key in ("in_flight", "held_on_node"):
+                    if key in loss.info:
+                        loss.info[key] = sorted({by_tag[t] for t in by_tag for text in loss.info[key] if t in text})
             elif job == "train":
-                folder = storage.join(out, "train")
                 snap = storage.join(folder, "ray", "smoke", "checkpoint_manager_snapshot.json")
                 progress = layout.TrainRun(folder).progress
+                s3.gate.hold(_checkpoint_rule())
 
                 def ready():
                     if not (storage.exists(progress) and storage.exists(snap)):
                         return False
-                    p = json.loads(storage.read_text(progress))
-                    return p["step"] >= 2 and p["resumed_from"] == 0 and "checkpoint_" in storage.read_text(snap)
+                    return json.loads(storage.read_text(progress))["step"] >= 2 and "checkpoint_" in storage.read_text(snap)
 
-                killer = Killer(nodes, ready, ("RayTrainWorker",),
-                                snapshot=lambda: json.loads(storage.read_text(progress)))
-                killer.start()
+                loss = NodeLoss(nodes, s3.gate, s3_port, ready, lambda: json.loads(storage.read_text(progress)),
+                                "the first checkpoint recorded and the next one's upload held from a worker node")
+                loss.start()
                 res, secs = _timed(run_train, inputs, folder)
                 res["log"] = train_log(folder)
             else:
                 raise SystemExit(f"unknown job {job}")
-            killer.job_done.set()
-            killer.join(timeout=5)
-            info = dict(killer.info)
-            t_end = time.time()
+            loss.job_done.set()
+            loss.join(timeout=DEADLINE_S)
+            s3.gate.release()
+            info = dict(loss.info)
             report[job] = {"summary": res, "seconds": secs, "kill": info}
             if info.get("killed"):
-                # the job's own clock: it started before the kill and ended after it
-                info["kill_after_start_s"] = round(info["t_kill"] - t_job, 2)
-                info["end_after_kill_s"] = round(t_end - info["t_kill"], 2)
                 lost = next((n for n in list(nodes.workers) if n.node_id == info["node_id"]), None)
                 if lost is not None:
                     nodes.replace(lost)
     finally:
         ray.shutdown()
         nodes.shutdown()
+        s3.close()
     report["total_s"] = round(time.monotonic() - t_start, 2)
     return report
 

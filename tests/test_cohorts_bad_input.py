@@ -24,7 +24,7 @@ from medscope.cohorts import common
 from medscope.errors import MedScopeError
 from medscope.seeding import stable_hash
 
-pytestmark = pytest.mark.timeout(60)  # a FIFO or an unbounded read would hang here, not pass
+pytestmark = pytest.mark.timeout(300)  # a FIFO or an unbounded read would hang here, not pass (300 s: a busy machine)
 
 
 def split(rejects):

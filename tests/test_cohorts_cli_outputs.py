@@ -11,7 +11,7 @@ from cohort_layouts import write_kvasir, write_nifti_labels
 from medscope import records, storage
 from pipelines.cli import main
 
-pytestmark = pytest.mark.timeout(60)
+pytestmark = pytest.mark.timeout(300)  # a hang guard, ample on a busy machine
 
 
 def run_json(capsys, argv):

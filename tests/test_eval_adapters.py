@@ -28,7 +28,7 @@ def server(request, monkeypatch):
 
 def model_for(srv, **kw):
     base = dict(name="m", kind=srv.wire, model="fake-model", base_url=srv.url, api_key_env="MEDSCOPE_ADAPTER_KEY",
-                timeout_s=1.5)
+                timeout_s=10.0)  # ample for a loopback answer on a busy machine
     base.update(kw)
     return build_model(ModelEntry(**base))
 
@@ -77,8 +77,9 @@ def test_provider_settings_reach_the_wire(server):
     assert "temperature" not in body and "temperature" not in body.get("generationConfig", {})
 
 
-TRANSIENT = [fp.status(429, retry_after=0.2), fp.status(429), fp.status(500), fp.status(503), fp.slow(3.0),
+TRANSIENT = [fp.status(429, retry_after=0.2), fp.status(429), fp.status(500), fp.status(503), fp.HANG,
              fp.RESET, fp.TRUNCATED, fp.NONJSON]
+HANG_TIMEOUT_S = 3.0  # the client's timeout that ends a hanging request (the fault waits for it)
 
 
 @pytest.mark.parametrize("fault", TRANSIENT, ids=lambda a: f"{a.kind}{a.status if a.kind == 'status' else ''}"
@@ -86,7 +87,8 @@ TRANSIENT = [fp.status(429, retry_after=0.2), fp.status(429), fp.status(500), fp
 def test_transient_faults_are_retried_once_then_answered(server, fault):
     server.push(fault)
     waits = []
-    guarded = GuardedModel(model_for(server), max_attempts=3, backoff_s=0.01, sleep=waits.append)
+    model = model_for(server, **({"timeout_s": HANG_TIMEOUT_S} if fault is fp.HANG else {}))
+    guarded = GuardedModel(model, max_attempts=3, backoff_s=0.01, sleep=waits.append)
     c = guarded.complete(two_image_messages(), Decoding())
     assert c.text == "yes, 2 image(s)"
     assert len(server.requests) == 2 and guarded.attempts == 2

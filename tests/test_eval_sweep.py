@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import threading
+import time
+
 import pytest
 
 from medscope import records, storage
 from medscope.models.config import ModelEntry
 from pipelines.eval import EvalConfig, run_sweep, show
 from medscope.testing import providers as fp
+from medscope.testing.gate import wait_for
 from medscope.testing.protocols import SingleTurnProtocol, unit_tag
 from medscope.testing.views import write_views
 
@@ -38,14 +42,28 @@ def test_sweep_writes_every_episode_to_s3_and_resumes_without_requests(ray_clust
     views = write_views(f"{s3_bucket}/views.parquet", 6)
     out = f"{s3_bucket}/eval"
     protocol = SingleTurnProtocol()
-    # 240 rpm: the shared limiter spaces the 12 requests 0.25 s apart across both workers.
-    summary = run_sweep(cfg(views, out, conditions=["agent", "blind"]), protocol, [entry(openai_server, rpm=240)])
+    # 240 rpm: one limiter shared by both workers books a request every 0.25 s. Each worker has
+    # one request slot, and the provider holds the first two requests (one per worker), so every
+    # later request is booked after the test releases them: the j-th to arrive after the release
+    # (j = 0, 1, ...) came no sooner than j x 0.25 s after it. A busy machine only adds to that
+    # bound; two limiters (one per worker), or none, would break it.
+    openai_server.gate.hold(lambda method, text: True)
+    config = cfg(views, out, conditions=["agent", "blind"], workers=2, concurrency=1)
+    summary: dict = {}
+    # the held requests wait as long as the test takes to see both: a client timeout must not end them
+    limited = entry(openai_server, rpm=240, timeout_s=300.0)
+    sweeper = threading.Thread(target=lambda: summary.update(run_sweep(config, protocol, [limited])))
+    sweeper.start()
+    try:
+        wait_for(lambda: len(openai_server.gate.held()) == 2, "both workers' first request held at the provider")
+        released = time.monotonic()
+    finally:
+        openai_server.gate.release()
+        sweeper.join(timeout=300)
     assert summary["done"] == 12 and summary["to_run"] == 12
-    times = sorted(r.t for r in openai_server.requests)
-    gaps = sorted(b - a for a, b in zip(times, times[1:]))
-    # Arrival times jitter (a worker's first request also opens its connection), so check the
-    # median gap and the span with slack; unlimited, 16 request slots would send all at once.
-    assert gaps[len(gaps) // 2] >= 0.2 and times[-1] - times[0] >= 11 * 0.25 - 0.6
+    after = sorted(r.t - released for r in openai_server.requests if r.t > released)
+    assert len(after) == 10
+    assert all(t >= j * 0.25 - 0.01 for j, t in enumerate(after)), after  # 0.01 s: two clocks' rounding
     table = records.read_table("episodes", f"{out}/episodes")
     assert table.num_rows == 12
     assert len(set(table.column("request_key").to_pylist())) == 12

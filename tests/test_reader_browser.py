@@ -16,13 +16,13 @@ import http.server
 import json
 import os
 import threading
-import time
 
 import pytest
 
 from medscope.reader import KEY_FILE
 from medscope.reader.analysis import analyse
 from medscope.reader.pack import write_pack
+from medscope.testing.gate import wait_for
 from tests.reader_fixtures import (
     READER_A,
     READER_B,
@@ -38,6 +38,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
+WAIT_S = 120  # a wait for the page, never a verdict: ample on a busy machine
 KEY_OF = {"definitely_real": "1", "probably_real": "2", "probably_edited": "3", "definitely_edited": "4",
           "yes": "y", "no": "n", "cannot_tell": "c"}
 
@@ -75,7 +76,7 @@ def test_a_reader_answers_every_image_survives_a_reload_and_downloads_a_scored_f
     driver.find_element(By.ID, "start").click()
     body = driver.find_element(By.TAG_NAME, "body")
     # the image loads from the pack folder, re-saved at the pack's size (64 px synthetic -> 768)
-    WebDriverWait(driver, 10).until(lambda d: d.execute_script(
+    WebDriverWait(driver, WAIT_S).until(lambda d: d.execute_script(
         "var i = document.getElementById('img'); return i.complete && i.naturalWidth"))
     assert driver.execute_script("return document.getElementById('img').naturalWidth") == 768
     assert not driver.find_element(By.ID, "nostore").is_displayed()
@@ -99,17 +100,14 @@ def test_a_reader_answers_every_image_survives_a_reload_and_downloads_a_scored_f
         else:
             body.send_keys(KEY_OF[edit], KEY_OF[clinical], Keys.ENTER)
     assert sorted(seen) == sorted(script)  # every image once
-    WebDriverWait(driver, 10).until(lambda d: d.find_element(By.ID, "done").is_displayed())
+    WebDriverWait(driver, WAIT_S).until(lambda d: d.find_element(By.ID, "done").is_displayed())
     page_text = driver.find_element(By.TAG_NAME, "body").get_attribute("innerText").lower()
     for leak in ("erased", "control", "lesion_free", "target_removal", "nodule"):
         assert leak not in page_text  # nothing about kinds or findings is shown
 
     driver.find_element(By.ID, "download").click()
-    deadline = time.time() + 20
-    while time.time() < deadline and not glob.glob(str(downloads / "answers-*.json")):
-        time.sleep(0.2)
-    files = glob.glob(str(downloads / "answers-*.json"))
-    assert files, "the answer file was not downloaded"
+    files = wait_for(lambda: glob.glob(str(downloads / "answers-*.json")), "the browser to download the answer file",
+                     deadline_s=WAIT_S)
     with open(files[0]) as fh:
         doc = json.load(fh)
     assert os.path.basename(files[0]) == f"answers-A-{key['pack_hash'][:12]}.json"
@@ -130,7 +128,7 @@ def test_a_reader_answers_every_image_survives_a_reload_and_downloads_a_scored_f
         driver.find_element(By.ID, "specialty-other").send_keys("Pathology")
         driver.find_element(By.ID, "years").send_keys("3")
         driver.find_element(By.ID, "start").click()
-        WebDriverWait(driver, 10).until(lambda d: d.execute_script(
+        WebDriverWait(driver, WAIT_S).until(lambda d: d.execute_script(
             "var i = document.getElementById('img'); return i.complete && i.naturalWidth == 768"))
     finally:
         server.shutdown()

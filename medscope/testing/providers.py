@@ -3,9 +3,12 @@
 Each ``FakeProvider`` is a real ``ThreadingHTTPServer`` on 127.0.0.1 in a daemon thread. It
 answers with a responder function (request text, image count -> reply text) and can be
 scripted, per request or per request text, to fail the way real providers fail: 429 with or
-without Retry-After, 500/503, a slow answer past the client's timeout, a reset connection, a
+without Retry-After, 500/503, a slow answer past the client's timeout (``slow``: a fixed delay;
+``HANG``: no answer until the client gives up, however long its timeout), a reset connection, a
 truncated or non-JSON body, an empty completion, a refusal. Every request is logged (path,
-text, images, headers) so tests can count what reached the server.
+text, images, headers, client port) so tests can count what reached the server. ``gate``
+(medscope.testing.gate) can hold requests in flight until the test releases them, so a fault
+test knows a request is in flight before it strikes.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from __future__ import annotations
 import base64
 import json
 import re
+import select
 import socket
 import struct
 import threading
@@ -21,6 +25,8 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from medscope.testing.gate import Gate
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 WIRES = ("openai", "anthropic", "gemini")
@@ -34,7 +40,7 @@ AZURE_PATH = re.compile(r"^/openai/deployments/(?P<deployment>[^/?]+)/chat/compl
 class Action:
     """What the server does with one request."""
 
-    # answer | status | slow | reset | truncated | nonjson | empty | refusal | echo_key (a 400
+    # answer | status | slow | hang | reset | truncated | nonjson | empty | refusal | echo_key (a 400
     # whose message repeats the caller's key, as a careless proxy might)
     kind: str = "answer"
     status: int = 200
@@ -55,9 +61,10 @@ def slow(delay_s: float) -> Action:
     return Action("slow", delay_s=delay_s)
 
 
-RESET, TRUNCATED, NONJSON, EMPTY, REFUSAL, ECHO_KEY = (
-    Action(k) for k in ("reset", "truncated", "nonjson", "empty", "refusal", "echo_key")
+RESET, TRUNCATED, NONJSON, EMPTY, REFUSAL, ECHO_KEY, HANG = (
+    Action(k) for k in ("reset", "truncated", "nonjson", "empty", "refusal", "echo_key", "hang")
 )
+HANG_LIMIT_S = 300.0  # a client that never gives up: the server closes after this
 
 
 @dataclass
@@ -69,6 +76,7 @@ class Request:
     body: dict
     action: str
     t: float = field(default_factory=time.monotonic)
+    client_port: int = 0
 
 
 def tokens_in(text: str, images: int) -> int:
@@ -100,6 +108,7 @@ class FakeProvider:
         self._script: deque[Action] = deque()
         self._by_text: dict[str, deque[Action]] = {}
         self._lock = threading.Lock()
+        self.gate = Gate()  # holds chosen requests (matched on their text) until released
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, args=(0.02,), daemon=True)
@@ -127,6 +136,7 @@ class FakeProvider:
             return sum(1 for r in self.requests if substring in r.text)
 
     def close(self) -> None:
+        self.gate.release(drop=lambda h: True)  # nobody left to answer
         self._server.shutdown()
         self._server.server_close()
 
@@ -243,6 +253,20 @@ def _is_png(b64: str) -> int:
         return 0
 
 
+def _wait_for_close(conn: socket.socket, limit_s: float) -> None:
+    """Return once the peer has closed ``conn`` (or reset it), or after ``limit_s``."""
+    end = time.monotonic() + limit_s
+    while time.monotonic() < end:
+        readable, _, _ = select.select([conn], [], [], 0.2)
+        if readable:
+            try:
+                if not conn.recv(1, socket.MSG_PEEK):
+                    return
+            except OSError:
+                return
+            time.sleep(0.05)  # pipelined bytes of a next request: keep waiting for the close
+
+
 def _handler_for(fake: FakeProvider):
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -261,7 +285,8 @@ def _handler_for(fake: FakeProvider):
             text, images = fake.parse(body)
             action = fake._next_action(text)
             with fake._lock:
-                fake.requests.append(Request(self.path, text, images, headers, body, action.kind))
+                fake.requests.append(Request(self.path, text, images, headers, body, action.kind,
+                                             client_port=self.client_address[1]))
             if fake.expected_key is not None and fake.key_from(headers) != fake.expected_key:
                 return self._json(401, fake.error_body(401))
             if fake.wire == "azure_openai":
@@ -269,6 +294,9 @@ def _handler_for(fake: FakeProvider):
                 if route is None:  # Azure answers an unknown deployment path or a missing api-version so
                     return self._json(404, fake.error_body(404))
                 body.setdefault("model", route.group("deployment"))
+            if not fake.gate.admit("POST", text, self.client_address[1]):
+                self.close_connection = True  # dropped at the gate: closed unanswered
+                return
             if fake.latency_s:
                 time.sleep(fake.latency_s)
             model = body.get("model") or self.path.split("/models/")[-1].split(":")[0]
@@ -285,6 +313,12 @@ def _handler_for(fake: FakeProvider):
                 self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
                 self.close_connection = True
                 self.connection.close()
+                return
+            if kind == "hang":
+                # past the client's timeout by construction: no answer until the client closes
+                # the connection, so the fault does not depend on how busy the machine is
+                _wait_for_close(self.connection, HANG_LIMIT_S)
+                self.close_connection = True
                 return
             if kind == "slow":
                 time.sleep(action.delay_s)

@@ -4,7 +4,9 @@ moto cannot inject errors, so faults on write are made on the wire: ``FailingS3P
 every request to the real (loopback) S3 server, except the first ``fail_puts`` PUTs whose path
 contains ``match``: those get ``status`` with S3's XML error body (503 ``SlowDown`` by default)
 and never reach the server. Clients (s3fs / botocore in the driver and in Ray workers) take the
-proxy's URL as their endpoint and go through their real retry paths.
+proxy's URL as their endpoint and go through their real retry paths. ``gate``
+(medscope.testing.gate) holds chosen requests in flight until the test releases or drops them,
+and ``puts`` lists the paths of the PUTs the server accepted, in order.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ import http.client
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
+
+from medscope.testing.gate import Gate
 
 _HOP = {"connection", "keep-alive", "transfer-encoding", "proxy-connection", "upgrade"}
 
@@ -24,6 +28,8 @@ class FailingS3Proxy:
         self.fail_puts, self.match, self.status, self.code = fail_puts, match, status, code
         self.failed: list[str] = []  # paths of the PUTs answered with an error
         self.forwarded = 0
+        self.puts: list[str] = []  # paths of the PUTs the server answered with success
+        self.gate = Gate()  # holds chosen requests (matched on method and path) until released
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
         self._server.daemon_threads = True
@@ -44,6 +50,7 @@ class FailingS3Proxy:
         return False
 
     def close(self) -> None:
+        self.gate.release(drop=lambda h: True)
         self._server.shutdown()
         self._server.server_close()
 
@@ -67,6 +74,9 @@ def _handler(proxy: FailingS3Proxy):
                 self.end_headers()
                 self.wfile.write(payload)
                 return
+            if not proxy.gate.admit(self.command, self.path, self.client_address[1]):
+                self.close_connection = True  # dropped at the gate: it never reaches the server
+                return
             conn = http.client.HTTPConnection(proxy.upstream.hostname, proxy.upstream.port, timeout=60)
             try:
                 headers = {k: v for k, v in self.headers.items() if k.lower() not in _HOP}
@@ -76,11 +86,15 @@ def _handler(proxy: FailingS3Proxy):
                 data = resp.read()
                 with proxy._lock:
                     proxy.forwarded += 1
+                    if self.command == "PUT" and resp.status < 300:
+                        proxy.puts.append(self.path)
                 self.send_response(resp.status)
                 for k, v in resp.getheaders():
                     if k.lower() not in _HOP and k.lower() != "content-length":
                         self.send_header(k, v)
-                self.send_header("Content-Length", str(len(data)))
+                # a HEAD's Content-Length is the object's size (clients read sizes from it)
+                size = resp.getheader("Content-Length", "0") if self.command == "HEAD" else str(len(data))
+                self.send_header("Content-Length", size)
                 self.end_headers()
                 if self.command != "HEAD":
                     self.wfile.write(data)
