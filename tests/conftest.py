@@ -32,7 +32,7 @@ def ray_cluster():
 
     from pipelines.support.raycluster import ensure_ray
 
-    from medscope.testing.raystart import started
+    from tests.raystart import started
 
     started(lambda: ensure_ray(num_cpus=2), "the session's Ray", cleanup=ray.shutdown)  # again if Ray's 30 s start limit runs out
     yield ray

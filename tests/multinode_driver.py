@@ -35,7 +35,7 @@ import yaml
 
 from medscope import layout, records, storage
 from medscope.testing.gate import wait_for
-from medscope.testing.raystart import started
+from raystart import started  # tests/raystart.py: this script runs from tests/
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)

@@ -131,8 +131,9 @@ def _vqa(tmp):
 
 
 def _pairs(tmp):
+    # photographs of different content (pairs check refuses a matched / mismatched pair that look alike)
     for name, v in (("rx.png", 10), ("m.png", 20), ("x.png", 30), ("rx2.png", 40), ("m2.png", 50), ("x2.png", 60)):
-        (tmp / name).write_bytes(_png(8, 8, v))
+        (tmp / name).write_bytes(encode_png(np.random.default_rng(v).integers(0, 256, (32, 32), dtype=np.uint8)))
     entries = [{"condition": c, "radiograph": rx, "private": c == "b",
                 "matched": {"image": m, "caption": "cap", "findings": ["f"]},
                 "mismatched": {"image": x, "caption": "cap", "findings": []}}

@@ -191,7 +191,7 @@ def test_the_flags_are_the_config_models_fields():
 
     parser = cli.build_parser(["pipelines.reproduce"])
     sub = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction").choices["reproduce"]
-    dests = {a.dest for a in sub._actions} - {"help", "config"}
+    dests = {a.dest for a in sub._actions} - {"help", "config", "append", "overwrite"}  # the shared --out guard
     assert dests == set(ReproduceConfig.model_fields)
 
 

@@ -57,7 +57,7 @@ def test_report_files_self_contained_html_and_numbers(run):
         row = lambda k: m[(m.model == model) & (m.metric == k) & (m.breakdown == "all")].iloc[0]  # noqa: E731
         esg, nu = row("esg"), row("net_utility")
         line = next(ln for ln in md.splitlines() if ln.startswith(f"| {model} |") and "[" in ln)
-        assert f"{esg.value:.3f} [{esg.ci_low:.3f}, {esg.ci_high:.3f}]" in line
+        assert f"{esg.value:.3f} [{esg.ci_low:.3f}, {esg.ci_high:.3f}] ({esg.n_cases} cases)" in line
         assert f"{nu.value:.3f} [{nu.ci_low:.3f}, {nu.ci_high:.3f}]" in line
         assert f"| {100 * row('erased_claims').value:.1f} |" in line
     # paired differences: model minus the chosen reference

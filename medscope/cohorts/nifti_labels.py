@@ -45,10 +45,17 @@ from medscope.cohorts.common import (
 )
 from medscope.safe_io import DEFAULT_LIMITS, Limits
 from medscope.errors import MedScopeError
-from medscope.volumes.nifti import nifti_from_bytes as read_nifti  # noqa: F401  (this loader's name for it)
 
 NIFTI_EXTS = (".nii.gz", ".nii")
 AFFINE_TOL_MM = 1e-3
+
+
+def read_nifti(data: bytes, what: str = "image", limits: Limits = DEFAULT_LIMITS):
+    """NIfTI bytes -> nibabel image within ``limits`` (:func:`medscope.volumes.nifti.nifti_from_bytes`);
+    imported here, not at the top, so the phantom cohort imports without nibabel (the GPU check)."""
+    from medscope.volumes.nifti import nifti_from_bytes
+
+    return nifti_from_bytes(data, what, limits)
 
 
 def check_finite(img, what: str = "image") -> None:

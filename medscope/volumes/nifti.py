@@ -106,7 +106,8 @@ def read_nifti(uri: str) -> nib.Nifti1Image:
         # Force the data to be read now: a truncated file fails here, not later in a worker.
         img = nib.Nifti1Image(np.asanyarray(img.dataobj), img.affine, img.header)
     except safe_io.Reject as err:
-        reason = {"corrupt NIfTI": "corrupt_nifti", "not a 3-D volume": "not_3d"}.get(err.reason, err.reason)
+        reason = {"corrupt NIfTI": "corrupt_nifti", "not a 3-D volume": "not_3d",
+                  "unreadable file": "unreadable"}.get(err.reason, err.reason)
         raise VolumeError(reason, f"{uri}: {err.detail}") from None
     except Exception as err:  # noqa: BLE001 - nibabel raises many types on corrupt headers/data
         raise VolumeError("corrupt_nifti", f"{uri}: {type(err).__name__}: {err}") from None

@@ -199,14 +199,16 @@ def _main_table(metrics, keys, ts, multi, constant=frozenset()) -> Table:
         for metric, _, with_ci in MAIN:
             r = _get(metrics, m, c, ts, metric)
             pct = metric.endswith("claims")
-            cells.append(_ci(r, pct) if with_ci else (_fmt(r.value, pct) if r is not None else "–"))
+            # a cell with an interval says how many cases it is over, and is marked when thin
+            cells.append((_ci(r, pct) if r is None else thin.cell(_ci(r, pct), None, r.n_cases)) if with_ci
+                         else (_fmt(r.value, pct) if r is not None else "–"))
         rows.append(cells)
     return Table(["Model"] + [h for _, h, _ in MAIN], rows,
                  f"Test set {ts}. CCR: share of original and random-removal views answered correctly; ESG: "
                  "P(absent or refer | erased) − P(absent or refer | edit elsewhere); Erased / Healthy: % of erased-lesion "
                  "and of lesion-free views on which the finding is claimed; net utility: mean reward over all views. "
-                 "95% case-bootstrap intervals in brackets. (constant): the same decision on every view, a reference "
-                 "that reads no image.")
+                 "95% case-bootstrap intervals in brackets, the cases they are over in parentheses. (constant): the same "
+                 "decision on every view, a reference that reads no image. " + thin.note())
 
 
 def _paired_table(comps, multi, keys=()) -> Table:

@@ -33,6 +33,7 @@ class StandardVQAProtocol:
     """EvalProtocol of the standard-VQA check."""
 
     name = "standard_vqa"
+    multi_items = True  # several vqa_items tables (VQA-RAD, SLAKE, PathVQA) in one sweep
     prompt_version = "svqa-v1"
 
     def __init__(self, splits: list[str] | tuple[str, ...] = ("test",), sample: dict | None = None, seed: int = 0):
