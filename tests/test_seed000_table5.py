@@ -29,6 +29,7 @@ import pytest
 
 from medscope import records
 from medscope.errors import MedScopeError
+from medscope.reproduce.derive import constant_policy_episodes
 from medscope.scoring import synthetic
 from medscope.views import testsets
 from pipelines import cli
@@ -61,18 +62,8 @@ def table5_views(extra_training_views: bool = True):
 
 
 def trivial_episodes(views, policies=TRIVIAL):
-    rows = []
-    for name, (action, claims) in policies.items():
-        for v in views.select(["view_id", "case_id"]).to_pylist():
-            rows.append({
-                "run_id": "table5", "protocol": "counterfactual", "model": name, "condition": "agent",
-                "view_id": v["view_id"], "case_id": v["case_id"], "request_key": f"{name}:{v['view_id']}",
-                "prompt_version": "v1", "decoding": "greedy", "turns": None, "raw_text": "", "action": action,
-                "answer": None, "claims_finding": claims, "box": None,
-                "confidence": 0.9 if action == "answer" else None, "tool_calls": 0, "input_tokens": 0,
-                "output_tokens": 0, "cost_usd": 0.0, "latency_s": 0.0, "attempts": 1, "error": None,
-            })
-    return records.to_table("episodes", rows)
+    """The episodes a sweep writes for image-blind policies (the builder ``medscope reproduce`` uses)."""
+    return constant_policy_episodes(views, policies)
 
 
 @pytest.fixture(scope="module")
