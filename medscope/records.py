@@ -196,7 +196,7 @@ SCHEMAS: dict[str, pa.Schema] = {
             # per-tool (Table 12) and per-source (Table 15, §5.6) breakdowns
             pa.field("tool", pa.string()),
             pa.field("source", pa.string()),
-            # a trained run's arm and seed (model id <arm>@seed<k>, medscope.scoring.seeds): runs of
+            # a trained run's arm and seed (model id <arm>@seed<k>, medscope.protocols.counterfactual.training_seeds): runs of
             # different seeds are distinct models, pooled by arm where seed 000 pools (§3.7, §3.9)
             pa.field("arm", pa.string()),
             pa.field("seed", pa.int32()),

@@ -20,8 +20,8 @@ from medscope.errors import MedScopeError
 def _render(args) -> None:
     import numpy as np
 
-    from medscope.agent import prompts
-    from medscope.agent.episode import Episode
+    from medscope.protocols.counterfactual import prompts
+    from medscope.protocols.counterfactual.agent_episode import Episode
     from medscope.protocols.base import Item
     from medscope.images import encode_png
 

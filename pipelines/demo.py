@@ -116,7 +116,7 @@ def step_fit_reader(ctx: DemoContext) -> None:
     models_uri = ctx.uri("reader", "models.yaml")
     storage.write_text(models_uri, yaml.safe_dump({"models": models}, sort_keys=False))
     table = records.read_table("views", views)
-    # the main test set reads the test split only (seed 000 Table 3; medscope.views.testsets)
+    # the main test set reads the test split only (seed 000 Table 3; medscope.protocols.counterfactual.testsets)
     held_out = table.filter(pc.equal(table.column("split"), "test"))
     eval_uri = ctx.uri("reader", "eval_views.parquet")
     records.write_table("views", held_out, eval_uri)

@@ -61,7 +61,7 @@ class EvalConfig(StrictModel):
     max_actor_restarts: int = pydantic.Field(3, description="replacements for workers that die mid sweep")
     backoff_s: float = pydantic.Field(0.5, description="base of the jittered exponential backoff")
     models_filter: list[str] | None = pydantic.Field(None, description="only these model names")
-    # the named test set and the split(s) it reads (seed 000 Tables 3-4; medscope.views.testsets);
+    # the named test set and the split(s) it reads (seed 000 Tables 3-4; medscope.protocols.counterfactual.testsets);
     # protocols that take them (counterfactual) evaluate only those views; sweep.json records them
     test_set: str = pydantic.Field("main", description="named test set: main, heldout_tools, fresh_external, "
                                    "fresh_internal, external_centres, heldout_wordings, validation")

@@ -17,8 +17,8 @@ import pandas as pd
 from medscope import layout, protocols, records, safe_text, storage
 from medscope.protocols.base import ScoreOptions
 from medscope.errors import MedScopeError
-from medscope.scoring import compare as cmp
-from medscope.scoring import costs, rewards, rules
+from medscope.protocols.counterfactual import comparisons as cmp
+from medscope.protocols.counterfactual import costs, rewards, decision_rules as rules
 from medscope.stats import bootstrap as bs
 from medscope.stats import labelnoise
 

@@ -1,5 +1,5 @@
 """``medscope stats``: the paper's tests on scored runs (seed 000 §3.9; seed 001's TOST and
-chance test; seed 002's exact McNemar). The logic is ``medscope.scoring.paper_tests``.
+chance test; seed 002's exact McNemar). The logic is ``medscope.protocols.counterfactual.significance``.
 
     medscope stats mcnemar --scores RUN --a M1 --b M2 --metric ccr
     medscope stats fisher  --scores RUN --a M1 --b M2 --metric erased_claims --subset source=siim
@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from medscope import records, storage
 from medscope.errors import MedScopeError
-from medscope.scoring import compare as cmp
-from medscope.scoring import paper_tests as pt
-from medscope.scoring import rules
+from medscope.protocols.counterfactual import comparisons as cmp
+from medscope.protocols.counterfactual import significance as pt
+from medscope.protocols.counterfactual import decision_rules as rules
 from medscope.stats import bootstrap as bs
 
 

@@ -3,8 +3,8 @@
 import pytest
 
 from medscope import records
-from medscope.agent import prompts
-from medscope.agent.prompts import few_shot_images
+from medscope.protocols.counterfactual import prompts
+from medscope.protocols.counterfactual.prompts import few_shot_images
 from medscope.images import encode_png
 from pipelines import cli
 

@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 
 from medscope import records
-from medscope.agent import prompts
+from medscope.protocols.counterfactual import prompts
 from medscope.protocols.counterfactual.protocol import CounterfactualProtocol
-from medscope.agent.episode import CONDITIONS, Episode, EpisodeSettings, run_episode, run_episodes
+from medscope.protocols.counterfactual.agent_episode import CONDITIONS, Episode, EpisodeSettings, run_episode, run_episodes
 from medscope.protocols.base import Item
 from medscope.errors import MedScopeError
 from medscope.images import decode_png, encode_png
@@ -231,7 +231,7 @@ def test_protocol_options_build_episode_settings():
 
 def test_replay_builds_the_training_conversation():
     from medscope.answers.actions import FinalAction, ToolCall, format_final, format_tool_call
-    from medscope.agent.episode import replay
+    from medscope.protocols.counterfactual.agent_episode import replay
 
     replies = [format_tool_call(ToolCall("zoom", box=(0, 0, 500, 500)), "Closer."),
                format_final(FinalAction("answer", answer="Yes", box=(100, 200, 300, 400), confidence=0.9), "Seen.")]

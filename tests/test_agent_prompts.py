@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from medscope.agent import prompts
+from medscope.protocols.counterfactual import prompts
 from medscope.answers.parser import parse_reply
 from medscope.errors import MedScopeError
 from medscope.models.classical import read_pixels

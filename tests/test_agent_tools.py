@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
-from medscope.agent import prompts
+from medscope.protocols.counterfactual import prompts
 from medscope.answers.actions import ToolCall
-from medscope.agent.tools import ToolInputError, ToolRunner, window, zoom
+from medscope.protocols.counterfactual.viewing_tools import ToolInputError, ToolRunner, window, zoom
 from medscope.images import decode_png
 
 TPL = prompts.load_templates()

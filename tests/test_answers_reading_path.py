@@ -8,7 +8,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from medscope import records
-from medscope.agent.episode import run_episode
+from medscope.protocols.counterfactual.agent_episode import run_episode
 from medscope.images import encode_png
 from medscope.models.base import Decoding
 from medscope.models.config import ModelEntry

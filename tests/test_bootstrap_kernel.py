@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from medscope.scoring import costs, metrics, rewards, synthetic
+from medscope.protocols.counterfactual import costs, metrics, rewards, synthetic_runs as synthetic
 from medscope.stats import bootstrap as bs
 
 

@@ -22,9 +22,8 @@ LAYERS: list[set[str]] = [
     {"storage", "images", "config", "bounded_io", "safe_text", "folder_lock"},
     {"layout", "records", "items", "parts", "safe_io"},
     {"tablescan", "stats", "answers", "cohorts", "qc", "volumes", "report", "report.render", "report.gallery"},
-    {"views", "scoring"},
+    {"views"},
     {"models", "report.plots"},
-    {"agent"},
     {"protocols"},
     {"testing", "training", "benchgen", "reader", "pairs"},
     {"report.build", "reproduce"},
@@ -156,6 +155,6 @@ def test_library_never_imports_ray_tests_or_jobs(package):
 def test_the_checker_sees_a_circle_and_an_upward_import():
     assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert _cycle({"a": {"b"}, "b": set()}) is None
-    assert _layer("medscope.records") < _layer("medscope.agent.episode")
+    assert _layer("medscope.records") < _layer("medscope.protocols.counterfactual.agent_episode")
     assert _layer("medscope.report.render") < _layer("medscope.protocols.base") < _layer("medscope.report.build")
     assert _unit("medscope.report.build") == "report.build" and _unit("medscope.report.plots") == "report.plots"

@@ -70,6 +70,6 @@ def test_installed_package_runs_verbs_from_another_directory(installed):
     assert r.returncode == 0, r.stderr
     r = _run(py, work, "views", "show", "views")
     assert r.returncode == 0 and "passed QC" in r.stdout, r.stderr
-    r = subprocess.run([str(py), "-c", "from medscope.agent import prompts; from medscope.scoring import costs; "
+    r = subprocess.run([str(py), "-c", "from medscope.protocols.counterfactual import prompts, costs; "
                         "print(prompts.PROMPT_VERSION, costs.available())"], cwd=work, capture_output=True, text=True)
     assert r.returncode == 0 and "table2" in r.stdout, r.stderr

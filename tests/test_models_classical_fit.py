@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from medscope import records
-from medscope.agent.episode import run_episode
+from medscope.protocols.counterfactual.agent_episode import run_episode
 from medscope.protocols.base import Item
 from medscope.cohorts import phantom
 from medscope.errors import MedScopeError

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from medscope.agent.episode import run_episode, run_episodes
+from medscope.protocols.counterfactual.agent_episode import run_episode, run_episodes
 from medscope.protocols.base import Item
 from medscope.errors import MedScopeError
 from medscope.images import encode_png

@@ -6,8 +6,8 @@ import cv2
 import numpy as np
 import pytest
 
-from medscope.agent.episode import run_episode
-from medscope.agent.prompts import few_shot_images
+from medscope.protocols.counterfactual.agent_episode import run_episode
+from medscope.protocols.counterfactual.prompts import few_shot_images
 from medscope.protocols.base import Item
 from medscope.errors import MedScopeError
 from medscope.images import encode_png

@@ -16,7 +16,7 @@ from medscope import images, layout, records
 from medscope.protocols.counterfactual.scoring import score_run
 from medscope.protocols.organ_presence.scoring import probe_metrics
 from medscope.report.build import build_report
-from medscope.scoring import synthetic
+from medscope.protocols.counterfactual import synthetic_runs as synthetic
 
 from tests import browser as chromium
 

@@ -13,7 +13,7 @@ from medscope.protocols.counterfactual.scoring import score_run
 from medscope.protocols.organ_presence.report import pope_summary, pope_table
 from medscope.report import summary
 from medscope.report.build import build_report
-from medscope.scoring import synthetic
+from medscope.protocols.counterfactual import synthetic_runs as synthetic
 
 S = summary
 

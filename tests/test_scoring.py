@@ -9,7 +9,7 @@ import pytest
 
 from medscope import records
 from medscope.errors import MedScopeError
-from medscope.scoring import costs, metrics, rewards, synthetic
+from medscope.protocols.counterfactual import costs, metrics, rewards, synthetic_runs as synthetic
 
 # Hand-copied from seed 000 Table 2 / §5.5, independent of the YAML files:
 # row -> (correct, wrong, wrong_critical, refer, clarify)
@@ -219,7 +219,7 @@ def test_rescore_matches_scoring_under_every_matrix():
 
 
 def test_size_quartiles_and_selective_risk():
-    from medscope.scoring import selective
+    from medscope.protocols.counterfactual import selective_risk as selective
 
     c = selective.risk_coverage(np.array([True, False, True, False]), np.array([0.9, 0.9, 0.5, np.nan]))
     # order: 0.9 (correct), 0.9 (wrong, stable), 0.5 (correct), nan (wrong)
@@ -235,7 +235,7 @@ def test_size_quartiles_and_selective_risk():
 
 
 def test_selective_risk_bootstrap_matches_resampled_rows():
-    from medscope.scoring import selective
+    from medscope.protocols.counterfactual import selective_risk as selective
     from medscope.stats import bootstrap as bs
 
     rng = np.random.default_rng(3)

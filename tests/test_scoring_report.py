@@ -10,7 +10,7 @@ import pytest
 from medscope import images, records
 from medscope.report.build import build_report
 from medscope.report.render import md_to_html
-from medscope.scoring import synthetic
+from medscope.protocols.counterfactual import synthetic_runs as synthetic
 from pipelines import demo
 from medscope.protocols.counterfactual.scoring import score_run
 

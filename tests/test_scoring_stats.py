@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 from scipy import stats as sps
 
-from medscope.scoring import compare, costs, metrics, rewards, synthetic
+from medscope.protocols.counterfactual import comparisons as compare, costs, metrics, rewards, synthetic_runs as synthetic
 from medscope.stats import bootstrap as bs
 from medscope.stats import inference, labelnoise
 

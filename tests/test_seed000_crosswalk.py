@@ -10,7 +10,7 @@ import numpy as np
 
 from medscope import records
 from medscope.images import encode_png
-from medscope.scoring import synthetic
+from medscope.protocols.counterfactual import synthetic_runs as synthetic
 from pipelines import cli
 
 

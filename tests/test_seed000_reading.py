@@ -18,11 +18,11 @@ import yaml
 from medscope import records
 from medscope.errors import MedScopeError
 from medscope.protocols.counterfactual.protocol import CounterfactualProtocol
-from medscope.scoring import rules
-from medscope.views import testsets
+from medscope.protocols.counterfactual import decision_rules as rules
+from medscope.protocols.counterfactual import testsets
 from medscope.views.build import CaseContext, build_case_views
 from medscope.views.finalize import finalize
-from medscope.views.recipe import Recipe, load_recipe
+from medscope.views.recipe import Recipe, check_heldout, load_recipe
 from medscope.views.synthetic import synthetic_cases
 from medscope.views.tools import make_eraser
 from pipelines import cli
@@ -80,7 +80,7 @@ def test_heldout_tools_recipe_pools_unseen_tools_and_is_checked_against_training
         load_recipe(str(path))
     # the same check at evaluation time, against the training recipe named there
     with pytest.raises(MedScopeError, match="transplant"):
-        testsets.check_heldout(["telea", "transplant"], training.all_tools())
+        check_heldout(["telea", "transplant"], training.all_tools())
     CounterfactualProtocol(test_set="heldout_tools", training_recipe="configs/views/training.yaml")
     with pytest.raises(MedScopeError, match="cannot be added"):
         CounterfactualProtocol(test_set="heldout_tools", tools=["telea", "transplant"])
@@ -194,7 +194,7 @@ def test_stats_seeds_names_the_condition_of_a_multi_condition_run(tmp_path, caps
 @pytest.fixture(scope="module")
 def scored(tmp_path_factory):
     from medscope.protocols.counterfactual.scoring import score_run
-    from medscope.scoring import synthetic
+    from medscope.protocols.counterfactual import synthetic_runs as synthetic
 
     root = tmp_path_factory.mktemp("captions")
     v = synthetic.views(12, 10, 6, seed=4)

@@ -106,7 +106,7 @@ def test_paraphrases_half_of_questions_and_held_out_wordings_never_train(many_vi
     share = np.mean([p is not None for p in picks])
     assert 0.46 < share < 0.54  # binomial(2000, 0.5): sd 0.011
     assert {p for p in picks if p is not None} == {0, 1, 2, 3}
-    from medscope.agent.prompts import load_templates
+    from medscope.protocols.counterfactual.prompts import load_templates
 
     health = load_templates().paraphrases["health"]
     q, i = tj.paraphrase("Is the liver healthy?", "mass", "health", rng_for(0, 0), 1.0)
@@ -663,7 +663,7 @@ def test_train_select_reads_each_stage_s_validation_numbers(tmp_path):
 
 def test_sweep_seed_pairs_are_paired_differences_of_the_scored_trials(tmp_path):
     from medscope.training.evaluation import score_row
-    from medscope.views.testsets import EVAL_KINDS
+    from medscope.protocols.counterfactual.testsets import EVAL_KINDS
     from pipelines.sweep import apply_checks, arms_table, seed_pair_tests
 
     evals = synthetic.synthetic_views(6, seed=4, split="validation")
@@ -742,8 +742,8 @@ def test_sweep_seed_pairs_are_paired_differences_of_the_scored_trials(tmp_path):
 def test_agent_loop_sampler_runs_the_evaluation_loop_on_the_model_in_training(tiny, views):
     import copy
 
-    from medscope.agent.prompts import system_prompt
-    from medscope.scoring import costs
+    from medscope.protocols.counterfactual.prompts import system_prompt
+    from medscope.protocols.counterfactual import costs
     from medscope.training.episodes import AgentLoopSampler
 
     model = apply_lora(copy.deepcopy(tiny.model), LoraSettings(r=4, alpha=8), seed=0)

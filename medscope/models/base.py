@@ -1,7 +1,7 @@
 """The one interface every model adapter implements (docs/design.md, "Same protocol for every model").
 
 Adapters only translate: the prompt, tools, turn limit, image size and parsing are shared and
-live in ``medscope.agent``. An adapter receives provider-neutral messages and returns one
+live in the protocols (``medscope.protocols.counterfactual.agent_episode``). An adapter receives provider-neutral messages and returns one
 completion with its token counts.
 """
 

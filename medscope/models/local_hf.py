@@ -4,7 +4,7 @@
 :class:`~medscope.models.tiny_vlm.ImageOnlyQwen2VLProcessor`, which needs no torchvision),
 optionally with a PEFT adapter. Messages are rendered with the model's own chat template.
 ``complete_batch`` generates for several conversations at once (left padding), which
-:func:`medscope.agent.episode.run_episodes` uses to advance episodes in lock step.
+:func:`medscope.protocols.counterfactual.agent_episode.run_episodes` uses to advance episodes in lock step.
 """
 
 from __future__ import annotations

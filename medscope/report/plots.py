@@ -1,11 +1,6 @@
-"""Report figures drawn for a reader (matplotlib, Agg backend; issue 19). Each returns PNG bytes.
-
-- ``forest``: ESG, erased-lesion claims and net utility per model with 95% intervals, the
-  constant policies as one grey reference band per panel (seed 000 Table 5, Table 6).
-- ``claims_vs_ccr``: erased-lesion claims against CCR (seed 000 §5.1's ranking reversal).
-- ``esg_by_size_quartile``: ESG by lesion-area quartile with n per quartile (seed 000 Figure 3).
-- ``risk_coverage``: selective risk against coverage on answerable views (seed 000 §3.8, §5.5).
-- ``specificity_by_strategy``: the probe's specificity per negative strategy (seed 003).
+"""Shared pieces of the report's figures (matplotlib, Agg backend): PNG bytes, error bars from
+intervals, the grey band of the constant policies. Each protocol draws its own figures from
+these (``protocols/counterfactual/plots.py``, ``protocols/organ_presence/plots.py``).
 
 Constant policies are never drawn as competitors: a policy that ignores the image has ESG 0 by
 construction and would otherwise sit at the "best" end of some axes (claims, selective risk).
@@ -20,28 +15,25 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
 
-from medscope.scoring import selective  # noqa: E402
-
-# Seed 000 §3.8: CCR and selective risk are over the answerable views O ∪ R.
-RISK_KINDS = ("original", "random_removal")
 BAND = "#cfcfcf"
 
 
-def _png(fig) -> bytes:
+def png(fig) -> bytes:
+    """The figure as PNG bytes (no software tag, so identical figures give identical bytes); closes it."""
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=90, bbox_inches="tight", metadata={"Software": None})
     plt.close(fig)
     return buf.getvalue()
 
 
-def _err(y, lo, hi) -> np.ndarray:
+def error_bars(y, lo, hi) -> np.ndarray:
+    """matplotlib's ``yerr`` (distances below and above) from values and their interval bounds."""
     y, lo, hi = (np.asarray(a, float) for a in (y, lo, hi))
     return np.vstack([np.nan_to_num(np.clip(y - lo, 0, None)), np.nan_to_num(np.clip(hi - y, 0, None))])
 
 
-def _band(ax, values, vertical=True, label="constant policies"):
+def band(ax, values, vertical=True, label="constant policies"):
     """One grey reference band over the range of the constant policies' values."""
     v = np.asarray([x for x in values if np.isfinite(x)], float)
     if not len(v):
@@ -53,137 +45,3 @@ def _band(ax, values, vertical=True, label="constant policies"):
         line(lo, color=BAND, lw=6, zorder=0, label=label)
     else:
         span(lo, hi, color=BAND, zorder=0, label=label)
-
-
-def forest(table: pd.DataFrame) -> bytes:
-    """Forest plot: one panel per metric, one row per non-constant model, point and 95% interval.
-
-    ``table``: columns label, metric (esg | erased_claims | net_utility), value, lo, hi, constant.
-    """
-    panels = [("esg", "ESG (higher: follows the image)"), ("erased_claims", "erased-lesion claims (%)"),
-              ("net_utility", "net utility")]
-    labels = list(dict.fromkeys(table[~table.constant].label))
-    fig, axes = plt.subplots(1, 3, figsize=(10, 0.9 + 0.38 * max(len(labels), 1)), sharey=True)
-    y = np.arange(len(labels))[::-1]
-    for ax, (metric, title) in zip(axes, panels):
-        part = table[table.metric == metric]
-        scale = 100.0 if metric == "erased_claims" else 1.0
-        _band(ax, part[part.constant].value * scale)
-        rows = part[~part.constant].set_index("label").reindex(labels)
-        ax.errorbar(rows.value * scale, y, xerr=_err(rows.value * scale, rows.lo * scale, rows.hi * scale),
-                    fmt="o", color="#1f4e79", capsize=3)
-        if metric == "esg":
-            ax.axvline(0, color="#555", lw=0.8, ls=":")
-        ax.set_title(title, fontsize=9)
-        ax.grid(axis="x", alpha=0.3)
-    axes[0].set_yticks(y, labels, fontsize=8)
-    axes[0].set_ylim(-0.7, len(labels) - 0.3)
-    if table.constant.any():
-        fig.legend(*axes[0].get_legend_handles_labels(), loc="lower center", bbox_to_anchor=(0.5, -0.02),
-                   fontsize=8, frameon=False, ncol=2)
-        fig.subplots_adjust(bottom=0.3 / (0.9 + 0.38 * max(len(labels), 1)) * 2.5)
-    return _png(fig)
-
-
-def claims_vs_ccr(table: pd.DataFrame) -> bytes:
-    """Erased-lesion claims (% of erased views) against CCR, one point per model; constant
-    policies as grey crosses, labelled, since both axes are gamed by always answering one way.
-
-    ``table``: columns label, ccr, erased, esg, constant.
-    """
-    fig, ax = plt.subplots(figsize=(6.5, 4.2))
-    real = table[~table.constant]
-    sc = ax.scatter(real.ccr, 100 * real.erased, c=real.esg, cmap="viridis", vmin=0, vmax=1, s=45,
-                    edgecolor="k", zorder=3)
-    def note(r, **kw):  # labels on the right half point left, so none runs into the colour bar
-        right = r.ccr > 0.6
-        ax.annotate(r.label, (r.ccr, 100 * r.erased), xytext=(-5 if right else 5, kw.pop("dy", 3)),
-                    textcoords="offset points", ha="right" if right else "left", **kw)
-
-    for r in real.itertuples():
-        note(r, fontsize=7)
-    const = table[table.constant].drop_duplicates(["ccr", "erased"])
-    if len(const):
-        ax.scatter(const.ccr, 100 * const.erased, marker="x", color="grey", label="constant policy", zorder=2)
-        for r in const.itertuples():
-            note(r, fontsize=6, color="grey", dy=-10)
-        ax.legend(fontsize=7, loc="lower left", bbox_to_anchor=(0, 1.0), frameon=False)
-    fig.colorbar(sc, ax=ax, label="ESG")
-    ax.set_xlabel("CCR (share of original and random-removal views answered correctly)")
-    ax.set_ylabel("erased-lesion claims (% of erased views)")
-    ax.set_xlim(-0.05, 1.05)
-    ax.set_ylim(-5, 105)
-    ax.grid(alpha=0.3)
-    return _png(fig)
-
-
-def esg_by_size_quartile(metrics: pd.DataFrame, models: list[str]) -> bytes:
-    """ESG with 95% interval per lesion-area quartile, one dodged series per model, n (cases with
-    a lesion mask) under each quartile, the legend outside the data."""
-    qs = ["Q1", "Q2", "Q3", "Q4"]
-    fig, ax = plt.subplots(figsize=(7.5, 3.8))
-    width = 0.7 / max(len(models), 1)
-    ns = {}
-    for i, m in enumerate(models):
-        esg = metrics[(metrics.model == m) & (metrics.metric == "esg")]
-        rows = [esg[esg.breakdown == f"size_quartile={q}"] for q in qs]
-        y = np.array([r.value.iloc[0] if len(r) else np.nan for r in rows], float)
-        lo = np.array([r.ci_low.iloc[0] if len(r) else np.nan for r in rows], float)
-        hi = np.array([r.ci_high.iloc[0] if len(r) else np.nan for r in rows], float)
-        for q, r in zip(qs, rows):
-            if len(r):
-                ns[q] = max(ns.get(q, 0), int(r.n_cases.iloc[0]))
-        x = np.arange(4) + (i - (len(models) - 1) / 2) * width
-        ax.errorbar(x, y, yerr=_err(y, lo, hi), fmt="o-", capsize=3, label=m, lw=1)
-    ax.set_xticks(range(4), [f"{q}{' (smallest)' if q == 'Q1' else ''}\nn = {ns.get(q, 0)}" for q in qs])
-    ax.set_xlabel("quartile of lesion area (share of image); n = cases with a lesion mask")
-    ax.set_ylabel("ESG")
-    ax.set_ylim(-1.05, 1.05)
-    ax.axhline(0, color="grey", lw=0.8, ls=":")
-    if models:
-        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)
-    return _png(fig)
-
-
-def risk_coverage(scores: pd.DataFrame, models: list[str]) -> bytes:
-    """Selective risk against coverage on the answerable views O ∪ R, ranked by stated confidence."""
-    fig, ax = plt.subplots(figsize=(7.5, 3.8))
-    for m in models:
-        part = scores[(scores.model == m) & scores.kind.isin(RISK_KINDS)]
-        if part.empty:
-            continue
-        c = selective.risk_coverage(part.correct.to_numpy(bool), part.confidence.to_numpy(float))
-        ax.plot(c.coverage, c.risk, label=f"{m} (AURC {selective.aurc(c):.3f}, n = {len(part)})")
-    ax.set_xlabel("coverage (share of original + random-removal views kept, most confident first)")
-    ax.set_ylabel("selective risk (share wrong)")
-    ax.set_xlim(0, 1)
-    ax.set_ylim(-0.02, 1.02)
-    if models:
-        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)
-    return _png(fig)
-
-
-def specificity_by_strategy(table: pd.DataFrame, strategies) -> bytes:
-    """Probe specificity per negative strategy with 95% intervals, one dodged series per
-    model x condition; constant policies as dashed grey reference lines.
-
-    ``table``: columns label, strategy, value, lo, hi, n, constant.
-    """
-    labels = list(dict.fromkeys(table[~table.constant].label))
-    fig, ax = plt.subplots(figsize=(7.5, 3.8))
-    xs = np.arange(len(strategies))
-    # constant policies sit at 0 and 1 here, so a band would cover the whole axis: dashed lines instead
-    for i, v in enumerate(sorted({round(float(x), 6) for x in table[table.constant].value if np.isfinite(x)})):
-        ax.axhline(v, color="grey", ls="--", lw=1, zorder=0, label="constant policies" if i == 0 else None)
-    width = 0.7 / max(len(labels), 1)
-    for i, lab in enumerate(labels):
-        rows = table[table.label == lab].set_index("strategy").reindex(list(strategies))
-        x = xs + (i - (len(labels) - 1) / 2) * width
-        ax.errorbar(x, rows.value, yerr=_err(rows.value, rows.lo, rows.hi), fmt="o", capsize=3, label=lab)
-    ns = table.groupby("strategy").n.max()
-    ax.set_xticks(xs, [f"{s}\nn = {int(ns.get(s, 0))}" for s in strategies])
-    ax.set_ylim(-0.05, 1.05)
-    ax.set_ylabel("specificity (absent on a real absence)")
-    ax.set_xlabel("negative strategy; n = cases")
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)
-    return _png(fig)

@@ -123,7 +123,7 @@ def difference(ctx: Context, a, b, unit: float = 1.0) -> tuple[float, float]:
 def table2_reward(ctx: Context, kind: str, outcome: str, critical: bool = False, matrix: str = "table2") -> float:
     """Reward of one view of ``kind`` for ``outcome`` (correct, wrong, refer, clarify) under a
     shipped cost matrix, through ``rewards.view_rewards`` (seed 000 §3.4, Table 2)."""
-    from medscope.scoring import costs, rewards
+    from medscope.protocols.counterfactual import costs, rewards
 
     lesion_view = kind != "natural_negative"
     present = bool(rewards.lesion_present(np.array([kind], dtype=object), np.array([0.05 if lesion_view else 0.0]),
@@ -140,7 +140,7 @@ def main_test_views():
     """A views table with the main test's composition (seed 000 Tables 3 and 5) and 59 critical
     lesion cases (``N_CRITICAL``); no pixels: constant policies never look."""
     from medscope import records
-    from medscope.scoring import synthetic
+    from medscope.protocols.counterfactual import synthetic_runs as synthetic
 
     views = synthetic.views(MAIN_TEST["lesion"], MAIN_TEST["negative"], MAIN_TEST["degraded"], seed=0).to_pylist()
     lesion_cases = sorted({v["case_id"] for v in views if v["kind"] == "original"})
@@ -200,7 +200,7 @@ def constant_policy(ctx: Context, policy: str, metric: str) -> float:
 def constant_policy_net_utility(ctx: Context, policy: str, matrix: str) -> float:
     """Net utility of a constant policy rescored under a shipped cost matrix (seed 000 §5.5), as
     the report's ranking-under-every-matrix table rescores."""
-    from medscope.scoring import costs, rewards
+    from medscope.protocols.counterfactual import costs, rewards
 
     _, scores = ctx.constant_policy_scores()
     reward = rewards.rescore(scores, costs.load(matrix))

@@ -4,7 +4,7 @@ Stage 2 (rejection sampling) and the evaluations run the trained model through t
 and score what it did. :class:`AgentLoopSampler` is the agent issue's episode loop with the
 model in training as its local HF adapter (recipes with the "agent" prompt);
 :class:`LocalEpisodeSampler` is a minimal loop with the same action format and tools for the
-one-line "short" prompt of CPU smoke runs. Rewards come from ``medscope.scoring``.
+one-line "short" prompt of CPU smoke runs. Rewards come from ``medscope.protocols.counterfactual.rewards``.
 """
 
 from __future__ import annotations
@@ -100,7 +100,7 @@ def view_reward(view: dict, final: FinalAction | None, tool_calls: int, matrix=N
 
     ``right`` is "right" in the stage-2 sense: a correct answer, or a clarify on a degraded
     view (the action that view expects)."""
-    from medscope.scoring import costs, rewards
+    from medscope.protocols.counterfactual import costs, rewards
 
     matrix = matrix or costs.load()
     kind = view["kind"]
@@ -177,12 +177,12 @@ class LocalEpisodeSampler:
 
 
 class AgentLoopSampler:
-    """Episodes through the agent issue's loop (``medscope.agent.episode``, condition ``agent``)
+    """Episodes through the agent issue's loop (``medscope.protocols.counterfactual.agent_episode``, condition ``agent``)
     with the model in training wrapped as its local HF adapter: the evaluation prompt, tools,
     turn limit and parser, exactly."""
 
     def __init__(self, vlm, model, max_turns: int = 5, max_new_tokens: int = 256, name: str = "training"):
-        from medscope.agent.episode import EpisodeSettings
+        from medscope.protocols.counterfactual.agent_episode import EpisodeSettings
         from medscope.models.local_hf import LocalHFModel
 
         if vlm.processor is None:
@@ -194,7 +194,7 @@ class AgentLoopSampler:
         self.max_new_tokens = max_new_tokens
 
     def __call__(self, view: dict, temperature: float, seed: int) -> Episode:
-        from medscope.agent.episode import Episode as AgentEpisode
+        from medscope.protocols.counterfactual.agent_episode import Episode as AgentEpisode
         from medscope.answers.parser import parse_reply
         from medscope.items import Item
         from medscope.models.base import Decoding

@@ -27,7 +27,7 @@ from medscope.seeding import rng_for
 
 def _wordings(kind: str, split: str) -> tuple[str, ...]:
     # one source for training and held-out wordings: the agent protocol's prompt templates
-    from medscope.agent.prompts import load_templates
+    from medscope.protocols.counterfactual.prompts import load_templates
 
     return tuple(getattr(load_templates().paraphrases[kind], split))
 
@@ -204,9 +204,9 @@ def build_trajectory(
 
 def agent_loop_messages(view: dict, question: str, replies: list[str]) -> list[dict] | None:
     """The messages the evaluation loop builds for ``replies`` on ``view`` (``None`` while the
-    agent issue's ``medscope.agent.episode.replay`` is not on this branch)."""
+    agent issue's ``medscope.protocols.counterfactual.agent_episode.replay`` is not on this branch)."""
     try:
-        from medscope.agent.episode import replay
+        from medscope.protocols.counterfactual.agent_episode import replay
         from medscope.items import Item
     except ImportError:
         return None

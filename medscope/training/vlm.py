@@ -122,7 +122,7 @@ def apply_lora(model: torch.nn.Module, lora, seed: int):
 
 def to_messages(messages: list[dict]) -> list[Message]:
     """Training chats ({role, text, image: png | None}) -> the provider-neutral messages the
-    episode loop sends: the image part before the text, as ``medscope.agent.episode`` builds them."""
+    episode loop sends: the image part before the text, as ``medscope.protocols.counterfactual.agent_episode`` builds them."""
     out = []
     for m in messages:
         parts = ((Part(png=m["image"]),) if m.get("image") is not None else ()) + ((Part(text=m["text"]),) if m.get("text") else ())

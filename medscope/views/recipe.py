@@ -8,6 +8,7 @@ import pydantic
 
 from medscope import config as cfgmod
 from medscope.config import StrictModel
+from medscope.errors import MedScopeError
 from medscope.views.degrade import DEGRADATIONS
 from medscope.views.tools import TOOLS
 
@@ -27,7 +28,7 @@ class Recipe(StrictModel):
     control_tool: dict[str, Tool] = {}
     unmatched_control: bool = True
     # a held-out recipe (§5.4) names the training recipe it is held out from; loading it refuses
-    # a tool the two share (medscope.views.testsets.check_heldout)
+    # a tool the two share (``check_heldout``)
     heldout_from: str | None = None
     insertion: bool = True
     degradations: list[Degradation] = list(DEGRADATIONS)
@@ -95,7 +96,6 @@ def load_recipe(uri: str | None, tools: list[str] | None = None) -> Recipe:
         data["tools"] = tools
     recipe = cfgmod.parse(Recipe, data, source=uri or "recipe")
     if recipe.heldout_from:
-        from medscope.views.testsets import check_heldout
 
         training = load_recipe(recipe.heldout_from)
         check_heldout(recipe.all_tools(), training.all_tools(), recipe.name, f"{training.name} ({recipe.heldout_from})")
@@ -104,3 +104,19 @@ def load_recipe(uri: str | None, tools: list[str] | None = None) -> Recipe:
 
 def recipe_hash(recipe: Recipe) -> str:
     return cfgmod.content_hash(recipe)
+
+
+def check_heldout(heldout_tools: list[str] | tuple[str, ...], training_tools: list[str] | tuple[str, ...],
+                  heldout_name: str = "heldout_tools", training_name: str = "training") -> None:
+    """Refuse a held-out set that shares a tool with the training recipe it is checked against.
+
+    §3.7 (C1): "Telea and diffusion stay unseen"; §5.4: the held-out tools were "neither used in
+    training or selection". ``training_tools`` is every tool the training recipe calls (its
+    erasure tools and the unmatched-control fills).
+    """
+    shared = sorted(set(heldout_tools) & set(training_tools))
+    if shared:
+        raise MedScopeError(
+            f"held-out set {heldout_name!r} uses {', '.join(shared)}, which training recipe {training_name!r} also "
+            f"uses ({', '.join(sorted(set(training_tools)))}); a held-out tool must be unseen in training "
+            "(seed 000 §3.7, §5.4)")

@@ -44,7 +44,7 @@ def bench(args) -> None:
 
     import numpy as np
 
-    from medscope.agent.episode import run_episode, run_episodes
+    from medscope.protocols.counterfactual.agent_episode import run_episode, run_episodes
     from medscope.answers.matching import claims_finding
     from medscope.answers.parser import parse_reply
     from medscope.items import Item

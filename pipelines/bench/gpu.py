@@ -197,7 +197,7 @@ def check_sd_views(device: str, out: str, quick: bool) -> dict:
 
 def check_local_eval(device: str, out: str, quick: bool) -> dict:
     """Local VLM evaluation batched and one by one (seed 000 §3.10: greedy; bf16 on GPU)."""
-    from medscope.agent.episode import run_episodes
+    from medscope.protocols.counterfactual.agent_episode import run_episodes
     from medscope.items import Item
     from medscope.models.base import Decoding
     from medscope.models.local_hf import LocalHFModel

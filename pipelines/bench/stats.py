@@ -7,7 +7,7 @@ import subprocess
 import sys
 import time
 
-from medscope.scoring import costs, metrics, rewards
+from medscope.protocols.counterfactual import costs, metrics, rewards
 from medscope.stats import bootstrap as bs
 
 TARGET = 20.0  # issue 33: the vectorised bootstrap at least 20x the naive loop (CPU seconds)
@@ -26,7 +26,7 @@ def bench_stats(args) -> None:
 def _bench_body(quick: bool) -> None:
     import numpy as np
 
-    from medscope.scoring import synthetic
+    from medscope.protocols.counterfactual import synthetic_runs as synthetic
 
     n_boot = 200 if quick else 2000
     views = synthetic.views(219, 288, 170, seed=0)

@@ -1,7 +1,7 @@
 """The counterfactual-views protocol (seed 000 §3.1-3.2) behind protocol.EvalProtocol.
 
 Items are the passed evaluation views (O, T, R, N, D) of the named test set's split(s) of a
-views table (``medscope.views.testsets``; default: the main test, split ``test``). The
+views table (``medscope.protocols.counterfactual.testsets``; default: the main test, split ``test``). The
 training-only kinds (C1's unmatched edits, insertions) are never items. The truth is the view's
 expected outcome (present | absent | clarify); an episode is the shared agent episode under a
 condition.
@@ -12,12 +12,12 @@ from __future__ import annotations
 from collections.abc import Collection
 
 from medscope import records, tablescan
-from medscope.agent import prompts
-from medscope.agent.episode import CONDITIONS, EpisodeSettings, run_episode
+from medscope.protocols.counterfactual import prompts
+from medscope.protocols.counterfactual.agent_episode import CONDITIONS, EpisodeSettings, run_episode
 from medscope.protocols.base import EpisodeResult, Item, ScoreOptions
 from medscope.errors import MedScopeError
 from medscope.models.base import ChatModel, Decoding
-from medscope.views import testsets
+from medscope.protocols.counterfactual import testsets
 
 SCORE_OPTIONS = {"cost_matrix", "test_set", "cluster", "plan", "panel", "min_votes", "box_units"}
 _META = ("kind", "finding", "question_kind", "lesion_bbox", "width", "height", "critical", "imaging_type",
@@ -59,13 +59,13 @@ class CounterfactualProtocol:
         # edited views of these tools only (heldout_tools: Telea and diffusion, §5.4); None: all
         self.tools = testsets.tools_of(test_set, tools)
         if training_recipe:
-            from medscope.views.recipe import load_recipe
+            from medscope.views.recipe import check_heldout, load_recipe
 
             if self.tools is None:
                 raise MedScopeError(f"training_recipe: test set {test_set!r} names no tools to hold out; "
                                     "name them (tools: [...]) or use heldout_tools")
             training = load_recipe(training_recipe)
-            testsets.check_heldout(self.tools, training.all_tools(), test_set, f"{training.name} ({training_recipe})")
+            check_heldout(self.tools, training.all_tools(), test_set, f"{training.name} ({training_recipe})")
         self.settings = settings or episode_settings(options)
         self.prompt_version = prompts.prompt_version(self.settings.templates)
         self.rejects: list[dict] = []

@@ -17,12 +17,13 @@ import pandas as pd
 from medscope import images, layout, records, storage
 from medscope.errors import MedScopeError
 from medscope.protocols.counterfactual import report_summary as rs
-from medscope.report import gallery, plots, summary, thin
+from medscope.protocols.counterfactual import plots
+from medscope.report import gallery, summary, thin
 from medscope.report.render import Image, Para, Raw, Section, Table, slug
-from medscope.scoring import compare as cmp
-from medscope.scoring import costs, rewards
-from medscope.scoring import paper_tests as pt
-from medscope.scoring import metrics as scoring_metrics
+from medscope.protocols.counterfactual import comparisons as cmp
+from medscope.protocols.counterfactual import costs, rewards
+from medscope.protocols.counterfactual import significance as pt
+from medscope.protocols.counterfactual import metrics as scoring_metrics
 from medscope.stats import bootstrap as bs
 
 MAIN = [("ccr", "CCR", False), ("esg", "ESG", True), ("erased_claims", "Erased %", False),
@@ -30,7 +31,7 @@ MAIN = [("ccr", "CCR", False), ("esg", "ESG", True), ("erased_claims", "Erased %
 MORE = ["strict_esg", "sensitivity", "grounded_accuracy", "clarify_rate", "control_denial", "referral_rate",
         "unparseable_rate", "net_utility_no_degraded", "selective_risk@1.00", "selective_risk@0.70", "aurc",
         "decision_risk@0.70", "decision_aurc"]
-# what each "Further metrics" column counts and over which views, as medscope.scoring.metrics
+# what each "Further metrics" column counts and over which views, as medscope.protocols.counterfactual.metrics
 # computes it (O, T, R, N, D: original, target removal, random removal, natural negative, degraded)
 MORE_DEFS = {
     "strict_esg": "ESG counting explicit 'absent' answers only (T; R)",
@@ -385,7 +386,7 @@ def _tests_blocks(scores, reference, ts, comps, plan, manifest) -> list:
                     "both models answered, TOST of the CCR difference on the paired case bootstrap and the one-sided "
                     "binomial test of CCR against 1/2 are additions, not seed 000's tests (seeds 001/002 use them).")]
     if plan:
-        from medscope.scoring import rules
+        from medscope.protocols.counterfactual import decision_rules as rules
 
         for fam in rules.load_plan(plan)[0].families:
             try:

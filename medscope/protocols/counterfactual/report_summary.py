@@ -8,7 +8,8 @@ import numpy as np
 import pandas as pd
 
 from medscope import records, storage
-from medscope.report import plots, summary
+from medscope.protocols.counterfactual import plots
+from medscope.report import summary
 from medscope.report.render import Image, Raw, Section, slug
 
 

@@ -14,7 +14,7 @@ import pyarrow as pa
 
 from medscope import layout, records, storage
 from medscope.errors import MedScopeError
-from medscope.scoring import costs, metrics, rewards, rules
+from medscope.protocols.counterfactual import costs, metrics, rewards, decision_rules as rules
 from medscope.stats import bootstrap as bs
 from medscope.stats import labelnoise
 

@@ -7,7 +7,8 @@ import numpy as np
 import pandas as pd
 
 from medscope import layout, records, storage
-from medscope.report import plots, thin
+from medscope.protocols.organ_presence import plots
+from medscope.report import thin
 from medscope.protocols.organ_presence.scoring import NEGATIVE_STRATEGIES
 
 

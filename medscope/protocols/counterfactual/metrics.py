@@ -3,7 +3,7 @@
 Every metric is a signed sum of ratio *terms*; a term is (per-view numerator indicator,
 per-view denominator indicator). With O, T, R, N, D the original, target-removal,
 random-removal, natural-negative and degraded views (the only evaluation kinds:
-``medscope.views.testsets.EVAL_KINDS``; a scores table never holds the training-only kinds,
+``medscope.protocols.counterfactual.testsets.EVAL_KINDS``; a scores table never holds the training-only kinds,
 and they would count in no denominator here if it did):
 
 - esg = P(absent answer or refer | T) - P(absent answer or refer | R)
@@ -45,9 +45,9 @@ import pyarrow as pa
 
 from medscope import records
 from medscope.errors import MedScopeError
-from medscope.scoring import selective
+from medscope.protocols.counterfactual import selective_risk as selective
 from medscope.stats import bootstrap as bs
-from medscope.views.testsets import EVAL_KINDS
+from medscope.protocols.counterfactual.testsets import EVAL_KINDS
 
 ANSWERABLE = ("original", "random_removal")  # §3.8: CCR is over O u R
 DECISION = ("original", "target_removal", "random_removal", "natural_negative")  # views expecting an answer

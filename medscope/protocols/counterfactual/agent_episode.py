@@ -22,11 +22,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from medscope.agent import prompts
+from medscope.protocols.counterfactual import prompts
 from medscope.answers.matching import claims_finding, infer_question_kind, read_free_text
 from medscope.answers.parser import parse_reply
 from medscope.items import EpisodeResult, Item
-from medscope.agent.tools import MAX_TOOL_CALLS, ToolRunner
+from medscope.protocols.counterfactual.viewing_tools import MAX_TOOL_CALLS, ToolRunner
 from medscope.errors import MedScopeError
 from medscope.images import decode_png, encode_png, resize_long_side
 from medscope.models.base import ChatModel, Completion, Decoding, Message, Part

@@ -15,7 +15,7 @@ Which views a sweep evaluates is a property of the *test set*, never "every pass
   the validation split (stage selection, §3.6).
 - ``heldout_tools`` reads the target and random removals of the unseen tools only (Telea and
   Stable Diffusion; ``TEST_SET_TOOLS``); a held-out recipe names the training recipe it is held
-  out from and a build refuses one that shares a tool with it (``check_heldout``).
+  out from and a build refuses one that shares a tool with it (``medscope.views.recipe.check_heldout``).
 """
 
 from __future__ import annotations
@@ -84,22 +84,6 @@ def tools_of(test_set: str, tools: list[str] | tuple[str, ...] | None = None) ->
                                 f"§5.4, Table 10); {', '.join(sorted(set(tools) - set(own)))} cannot be added")
         return tuple(tools)
     return own
-
-
-def check_heldout(heldout_tools: list[str] | tuple[str, ...], training_tools: list[str] | tuple[str, ...],
-                  heldout_name: str = "heldout_tools", training_name: str = "training") -> None:
-    """Refuse a held-out set that shares a tool with the training recipe it is checked against.
-
-    §3.7 (C1): "Telea and diffusion stay unseen"; §5.4: the held-out tools were "neither used in
-    training or selection". ``training_tools`` is every tool the training recipe calls (its
-    erasure tools and the unmatched-control fills).
-    """
-    shared = sorted(set(heldout_tools) & set(training_tools))
-    if shared:
-        raise MedScopeError(
-            f"held-out set {heldout_name!r} uses {', '.join(shared)}, which training recipe {training_name!r} also "
-            f"uses ({', '.join(sorted(set(training_tools)))}); a held-out tool must be unseen in training "
-            "(seed 000 §3.7, §5.4)")
 
 
 def is_evaluation_view(kind: str, split: str | None, splits: tuple[str, ...], tool: str | None = None,

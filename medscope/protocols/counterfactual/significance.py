@@ -23,8 +23,8 @@ import numpy as np
 import pandas as pd
 
 from medscope.errors import MedScopeError
-from medscope.scoring import compare as cmp
-from medscope.scoring import metrics as mt
+from medscope.protocols.counterfactual import comparisons as cmp
+from medscope.protocols.counterfactual import metrics as mt
 from medscope.stats import bootstrap as bs
 from medscope.stats import inference
 

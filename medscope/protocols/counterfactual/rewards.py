@@ -24,9 +24,9 @@ import pyarrow as pa
 
 from medscope import records
 from medscope.errors import MedScopeError
-from medscope.scoring.costs import CostMatrix
-from medscope.scoring.seeds import arm_seed_columns
-from medscope.views.testsets import EVAL_KINDS
+from medscope.protocols.counterfactual.costs import CostMatrix
+from medscope.protocols.counterfactual.training_seeds import arm_seed_columns
+from medscope.protocols.counterfactual.testsets import EVAL_KINDS
 
 ROW_OF_KIND = {
     "original": "answerable",

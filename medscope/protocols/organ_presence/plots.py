@@ -1,0 +1,35 @@
+"""The organ-presence protocol's report figure (seed 003): specificity per negative strategy."""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+from medscope.report.plots import error_bars, png
+
+
+def specificity_by_strategy(table: pd.DataFrame, strategies) -> bytes:
+    """Probe specificity per negative strategy with 95% intervals, one dodged series per
+    model x condition; constant policies as dashed grey reference lines.
+
+    ``table``: columns label, strategy, value, lo, hi, n, constant.
+    """
+    labels = list(dict.fromkeys(table[~table.constant].label))
+    fig, ax = plt.subplots(figsize=(7.5, 3.8))
+    xs = np.arange(len(strategies))
+    # constant policies sit at 0 and 1 here, so a band would cover the whole axis: dashed lines instead
+    for i, v in enumerate(sorted({round(float(x), 6) for x in table[table.constant].value if np.isfinite(x)})):
+        ax.axhline(v, color="grey", ls="--", lw=1, zorder=0, label="constant policies" if i == 0 else None)
+    width = 0.7 / max(len(labels), 1)
+    for i, lab in enumerate(labels):
+        rows = table[table.label == lab].set_index("strategy").reindex(list(strategies))
+        x = xs + (i - (len(labels) - 1) / 2) * width
+        ax.errorbar(x, rows.value, yerr=error_bars(rows.value, rows.lo, rows.hi), fmt="o", capsize=3, label=lab)
+    ns = table.groupby("strategy").n.max()
+    ax.set_xticks(xs, [f"{s}\nn = {int(ns.get(s, 0))}" for s in strategies])
+    ax.set_ylim(-0.05, 1.05)
+    ax.set_ylabel("specificity (absent on a real absence)")
+    ax.set_xlabel("negative strategy; n = cases")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)
+    return png(fig)

@@ -1,1 +1,0 @@
-"""scoring (see docs/design.md)."""
