@@ -327,6 +327,15 @@ class BenchgenBuild(_Folder):
         return self._at("generation", "studies.jsonl")
 
     @property
+    def verification(self) -> str:
+        """The verification calls' sweep (``verify: llm``): episodes, rejects, sweep.json."""
+        return self._at("verification")
+
+    @property
+    def verification_items(self) -> str:
+        return self._at("verification", "questions.jsonl")
+
+    @property
     def manifest(self) -> str:
         return self._at("build.json")
 

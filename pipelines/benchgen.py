@@ -20,6 +20,7 @@ import os
 import shutil
 import sys
 from collections import Counter
+from typing import Literal
 
 import pydantic
 
@@ -31,14 +32,18 @@ from medscope.benchgen.build import (build_cohorts, check_append, cohort_prefix,
                                      render_study, study_questions)
 from medscope.benchgen.extract import extract_rules, read_extraction
 from medscope.benchgen.generation import GenerationProtocol, study_item_id, write_studies
-from medscope.benchgen.questions import REPORT_PROMPT, value_pools
+from medscope.benchgen.questions import LETTERS, REPORT_PROMPT, report_questions, value_pools
+from medscope.benchgen.verification import CONDITION as VERIFY_CONDITION
+from medscope.benchgen.verification import VerificationProtocol, read_verdict, verification_key, write_candidates
 from medscope.config import StrictModel
 from medscope.errors import MedScopeError
 from medscope.models.config import ModelEntry, ModelsConfig
 from medscope.seeding import stable_hash
+from pipelines.support.accounting import combine
 from pipelines.support.jobs import job_main
 
 GENERATION_PROTOCOL = "medscope.benchgen.generation:GenerationProtocol"
+VERIFY_PROTOCOL = "medscope.benchgen.verification:VerificationProtocol"
 MCQ_PROTOCOL = "benchmark_mcq"
 LOCAL_KEY_ENV = "MEDSCOPE_BENCHGEN_LOCAL_KEY"
 
@@ -66,6 +71,10 @@ class BuildConfig(StrictModel):
     workers: int = 1
     concurrency: int = 4
     append: bool = False  # add this cohort to a build folder that holds other cohorts
+    # rules: the offline report-grounded check only; llm: then the paper's second call, a verifier
+    # model asked whether the report states each kept key (benchgen.verification)
+    verify: Literal["rules", "llm"] = "rules"
+    verifier_name: str | None = None  # model in generator_models that verifies (default: the generator)
 
 
 def generator_of(cfg: BuildConfig) -> ModelEntry | None:
@@ -111,6 +120,57 @@ def generate(cfg: BuildConfig, entry: ModelEntry, studies: list[dict], condition
     return replies, summary
 
 
+def verifier_of(cfg: BuildConfig, generator: ModelEntry | None) -> ModelEntry:
+    """The verifier model: ``verifier_name`` in ``generator_models``, else the generator."""
+    entry = generator
+    if cfg.verifier_name:
+        if not cfg.generator_models:
+            raise MedScopeError("verifier_name needs generator_models (the file that holds the verifier)")
+        entries = cfgmod.load(ModelsConfig, cfg.generator_models).models
+        entry = next((e for e in entries if e.name == cfg.verifier_name), None)
+        if entry is None:
+            raise MedScopeError(f"no model {cfg.verifier_name!r} in {cfg.generator_models}")
+    if entry is None:
+        raise MedScopeError("verify: llm needs a verifier model (generator_models, and verifier_name or generator_name)")
+    check_privacy(cfg, entry)
+    return entry
+
+
+def verify(cfg: BuildConfig, entry: ModelEntry, studies: list[dict], replies: dict) -> tuple[dict, dict | None]:
+    """The paper's verification call for every question the rules keep, on the shared sweep;
+    ({verification key: (supported, reason)}, sweep summary). Keys without a verdict (a failed or
+    refused call) are absent, so their questions are rejected, never kept unchecked."""
+    from pipelines.eval import EvalConfig, run_sweep
+
+    candidates = []
+    for s in studies:
+        reply = replies.get((s["case_id"], "questions"))
+        if reply is None:
+            continue
+        kept, _ = report_questions(s["case_id"], reply, s["findings"], s["impression"], cfg.seed)
+        for q in kept:
+            answer = q["options"][LETTERS.index(q["answer"])]
+            candidates.append({"key": verification_key(s["case_id"], q["question"], answer, s["findings"], s["impression"]),
+                               "case_id": s["case_id"], "question": q["question"], "answer": answer,
+                               "findings": s["findings"], "impression": s["impression"]})
+    if not candidates:
+        return {}, None
+    where = layout.BenchgenBuild(cfg.out)
+    write_candidates(candidates, where.verification_items, cfg.private, cfg.endpoint_allowlist)
+    sweep = EvalConfig(views=where.verification_items, models="(inline)", conditions=[VERIFY_CONDITION],
+                       out=where.verification, protocol=VERIFY_PROTOCOL, workers=cfg.workers,
+                       concurrency=cfg.concurrency)
+    summary = run_sweep(sweep, protocol=VerificationProtocol(), entries=[entry])
+    keys = {c["key"] for c in candidates}
+    verdicts = {}
+    eps = records.read_table("episodes", storage.join(where.verification, "episodes"),
+                             columns=["view_id", "model", "raw_text", "error"]).to_pylist()
+    for ep in eps:
+        if ep["view_id"] in keys and ep["model"] == entry.name and ep["raw_text"] and not ep["error"]:
+            verdicts[ep["view_id"]] = read_verdict(ep["raw_text"])
+    return verdicts, summary
+
+
 def _study_task(row: dict, schema_uri: str, out: str, cohort: dict, seed: int, grid: int, max_side: int) -> dict:
     """One Ray Data task: a study's montages and questions, written as write-once parts."""
     task = json.loads(row["payload"])
@@ -123,7 +183,7 @@ def _study_task(row: dict, schema_uri: str, out: str, cohort: dict, seed: int, g
     fields = {k: tuple(v) for k, v in task["fields"].items()}
     pools = {k: Counter(v) for k, v in task["pools"].items()}
     rows, qrejects = study_questions(study, schema, fields, pools, task["generated"],
-                                     {m["sequence"] for m in montages}, cohort, seed)
+                                     {m["sequence"] for m in montages}, cohort, seed, task.get("verdicts"))
     records.write_part("montages", montages, layout.BenchgenBuild(out).montages, key)
     records.write_part("rejects", rejects + qrejects, layout.BenchgenBuild(out).rejects, key)
     records.write_part("mcq_items", rows, items_dir, key)  # last: it marks the study finished
@@ -150,6 +210,9 @@ def build(cfg: BuildConfig) -> dict:
     replies, gen_summary = {}, None
     if conditions and entry is not None and studies:
         replies, gen_summary = generate(cfg, entry, studies, conditions, schema_uri)
+    verdicts, ver_summary = None, None
+    if cfg.verify == "llm" and cfg.report_questions:
+        verdicts, ver_summary = verify(cfg, verifier_of(cfg, entry), studies, replies)
     fields = {}
     for s in studies:
         if cfg.extractor == "llm":
@@ -171,6 +234,8 @@ def build(cfg: BuildConfig) -> dict:
             rejects.append(records.reject("mcq_items", cfg.cohort, s["case_id"], "generate", "generation_failed"))
         payload = {"study": s, "fields": fields[s["case_id"]], "pools": {k: dict(v) for k, v in pools.items()},
                    "generated": generated}
+        if verdicts is not None:  # this study's verdicts only: a new verdict rebuilds just its study
+            payload["verdicts"] = {k: v for k, v in verdicts.items() if k.startswith(f"{s['case_id']}#v")}
         payload["key"] = f"{cohort_prefix(cfg.cohort)}{s['case_id']}-" + stable_hash(json.dumps(payload, sort_keys=True), hashes, cohort,
                                                          cfg.seed, cfg.grid, cfg.max_side, length=12)
         tasks.append({"payload": json.dumps(payload)})
@@ -195,10 +260,11 @@ def build(cfg: BuildConfig) -> dict:
                          num_cpus=1).take_all()
     storage.delete(records.part_uri(layout.BenchgenBuild(cfg.out).rejects, driver))
     records.write_part("rejects", rejects, layout.BenchgenBuild(cfg.out).rejects, driver)
-    return _summarise(cfg, schema_uri, approvals, entry, studies, results, gen_summary)
+    summary = _summarise(cfg, schema_uri, approvals, entry, studies, results, gen_summary, ver_summary)
+    return summary
 
 
-def _summarise(cfg, schema_uri, approvals, entry, studies, results, gen_summary) -> dict:
+def _summarise(cfg, schema_uri, approvals, entry, studies, results, gen_summary, ver_summary=None) -> dict:
     items = records.read_table("mcq_items", layout.BenchgenBuild(cfg.out).items,
                                columns=["cohort", "qtype", "k", "subcategory"]).to_pandas()
     items = items[items["cohort"] == cfg.cohort]
@@ -221,8 +287,12 @@ def _summarise(cfg, schema_uri, approvals, entry, studies, results, gen_summary)
         "generation_record": generation_record(cfg, entry, hashes),
         "generation": None if gen_summary is None else {k: gen_summary[k] for k in (
             "units", "to_run", "skipped_finished", "refused_private", "done", "failed")},
-        # the generation calls' units (pipelines.support.accounting): failed ones decide the exit code
-        "accounting": None if gen_summary is None else gen_summary["accounting"],
+        "verify": cfg.verify,
+        "verification": None if ver_summary is None else {k: ver_summary[k] for k in (
+            "units", "to_run", "skipped_finished", "refused_private", "done", "failed")},
+        # the generation and verification calls' units (pipelines.support.accounting): failed ones
+        # decide the exit code
+        "accounting": combine([s["accounting"] for s in (gen_summary, ver_summary) if s is not None]),
         "out": cfg.out,
     }
     summary["generation_record_sha256"] = stable_hash(json.dumps(summary["generation_record"], sort_keys=True),
@@ -308,6 +378,10 @@ def register(sub) -> None:
     b.add_argument("--generator-models", default=None, help="configs/models/<file>.yaml with the question writer")
     b.add_argument("--generator", default=None, help="model name in --generator-models (default: the first)")
     b.add_argument("--no-report-questions", action="store_true", help="schema-driven questions only")
+    b.add_argument("--verify", default="rules", choices=("rules", "llm"),
+                   help="llm: after the offline report-grounded check, ask a verifier model whether the "
+                        "report states each kept key (the paper's second call; cached, resumable)")
+    b.add_argument("--verifier", default=None, help="model name in --generator-models that verifies (default: the generator)")
     b.add_argument("--seed", type=int, default=42)
     b.add_argument("--append", action="store_true",
                    help="add this cohort to a build folder holding other cohorts (refused without it)")
@@ -352,7 +426,7 @@ def _build(a) -> None:
         "private": not a.public, "endpoint_allowlist": a.allow_endpoint, "imaging_source": a.imaging_source,
         "matched_group": a.matched_group, "extractor": a.extractor, "generator_models": a.generator_models,
         "generator_name": a.generator, "report_questions": not a.no_report_questions, "seed": a.seed,
-        "append": a.append,
+        "append": a.append, "verify": a.verify, "verifier_name": a.verifier,
     }, source="medscope benchgen build")
     summary = build(cfg)
     print_summary(summary)

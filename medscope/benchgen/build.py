@@ -38,8 +38,8 @@ def render_study(study: dict, schema: Schema, grid: int = 12, max_side: int = 15
 
 
 def study_questions(study: dict, schema: Schema, fields: dict[str, tuple[str, str]], pools: dict[str, Counter],
-                    generated: str | None, rendered: set[str], cohort: dict, seed: int = 42
-                    ) -> tuple[list[dict], list[dict]]:
+                    generated: str | None, rendered: set[str], cohort: dict, seed: int = 42,
+                    verdicts: dict | None = None) -> tuple[list[dict], list[dict]]:
     """(mcq_items rows, rejects) of one study: RADS-style from ``fields``, report-derived from the
     generator's reply ``generated`` (None: that path was not run). A question whose required
     sequences were not all rendered is rejected, never shown with a missing image."""
@@ -47,9 +47,10 @@ def study_questions(study: dict, schema: Schema, fields: dict[str, tuple[str, st
     qs = schema_questions(schema, case, fields, pools, seed)
     rejects: list[dict] = []
     if generated is not None:
-        kept, dropped = report_questions(case, generated, study["findings"], study["impression"], seed)
+        kept, dropped = report_questions(case, generated, study["findings"], study["impression"], seed, verdicts)
         qs += kept
-        rejects += [records.reject("mcq_items", cohort["name"], qid, "generate", why) for qid, why in dropped]
+        rejects += [records.reject("mcq_items", cohort["name"], qid, "generate", why, *detail)
+                    for qid, why, *detail in dropped]
     default = [s for s in schema.report_sequences if s in rendered] or sorted(rendered)
     rows, seen = [], set()
     for q in qs:

@@ -19,6 +19,7 @@ from collections import Counter
 from medscope.benchgen.extract import first_json_object, sentences
 from medscope.benchgen.grounding import check_key
 from medscope.benchgen.schema import FieldSpec, Schema
+from medscope.benchgen.verification import verification_key
 from medscope.seeding import rng_for, stable_hash
 
 LETTERS = string.ascii_uppercase[:5]
@@ -161,9 +162,14 @@ def subcategory_tag(question: str) -> str:
     return "other"
 
 
-def report_questions(case_id: str, reply: str, findings: str, impression: str, seed: int = 42
-                     ) -> tuple[list[dict], list[tuple[str, str]]]:
-    """Kept report-derived questions of one case and [(candidate id, reject reason)]."""
+def report_questions(case_id: str, reply: str, findings: str, impression: str, seed: int = 42,
+                     verdicts: dict | None = None) -> tuple[list[dict], list[tuple]]:
+    """Kept report-derived questions of one case and [(candidate id, reject reason[, detail])].
+
+    ``verdicts`` (``verify: llm``): {verification key: (supported, reason)} of the verifier
+    model (``benchgen.verification``); a question the rules keep is then kept only when its
+    verdict says supported, and rejected as ``verification:not_supported`` /
+    ``verification:unreadable`` / ``verification:no_verdict`` (the call failed or was refused)."""
     candidates, problems = read_generated(reply)
     rejects = [(f"{case_id}/report", p) for p in problems]
     out = []
@@ -178,6 +184,14 @@ def report_questions(case_id: str, reply: str, findings: str, impression: str, s
             rejects.append((qid, f"grounding:{why}"))
             continue
         options = [o.strip() for o in q["options"]]
+        if verdicts is not None:
+            key = verification_key(case_id, q["question"], options[q["answer"]], findings, impression)
+            supported, reason = verdicts.get(key, (None, None))
+            if supported is not True:
+                why = ("verification:no_verdict" if reason is None else
+                       "verification:unreadable" if supported is None else "verification:not_supported")
+                rejects.append((qid, why, reason or ""))
+                continue
         options, letter = _shuffle(options, options[q["answer"]], seed, case_id, "report", stable_hash(q["question"]))
         out.append({"qtype": "report", "field": "", "subcategory": subcategory_tag(q["question"]),
                     "level": q["level"], "question": q["question"].strip(), "options": options, "answer": letter,

@@ -81,6 +81,21 @@ class Accounting:
         }
 
 
+def combine(accounts: list[dict]) -> dict | None:
+    """Several sweeps' ``to_dict`` accountings as one (benchgen's generation and verification
+    calls decide one exit code); None when there is none."""
+    if not accounts:
+        return None
+    out = {k: sum(a[k] for a in accounts) for k in OUTCOMES}
+    reasons: Counter = Counter()
+    for a in accounts:
+        reasons.update(a["failed_by_reason"])
+    out["failed_by_reason"] = dict(reasons)
+    out["refused_endpoints"] = [r for a in accounts for r in a["refused_endpoints"]]
+    out["by_model_condition"] = [r for a in accounts for r in a["by_model_condition"]]
+    return out
+
+
 def failure_reason(status: str, error: str | None) -> str:
     """A short reason for a failed unit: its status and the error's leading name
     (``retry_later: APIConnectionError``), so reasons group without the message's details."""
