@@ -77,7 +77,7 @@ def hamming(a: int, b: int) -> int:
 def pixel_correlation(a: np.ndarray, b: np.ndarray) -> float:
     """Pearson correlation of two thumbnails; two flat thumbnails correlate 1 when equal."""
     a, b = a.astype(np.float64).ravel(), b.astype(np.float64).ravel()
-    if a.std() == 0 or b.std() == 0:  # Pearson is undefined; equal flat images are still copies
+    if a.std() == 0 or b.std() == 0:  # addition: Pearson is undefined here; equal flat images are copies
         return 1.0 if np.array_equal(a, b) else 0.0
     return float(np.corrcoef(a, b)[0, 1])
 
