@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import posixpath
+import sys
 
 import pydantic
 
@@ -23,12 +24,13 @@ from medscope.config import StrictModel
 from medscope.errors import MedScopeError
 from medscope.qc import near_copies
 from pipelines.support.flags import add_config_flags, config_from_args
+from pipelines.support.jobs import job_main
 
 UNEDITED_KINDS = ("original", "natural_negative")
 
 
 class CrosswalkConfig(StrictModel):
-    """``medscope crosswalk`` (also as YAML through ``--config``)."""
+    """``medscope crosswalk`` and ``python -m pipelines.crosswalk --config F`` (the same keys)."""
 
     sets: list[str] = pydantic.Field(
         min_length=1, description="NAME=URI or URI of each set: a cases or views table, or the cohort / views-build "
@@ -123,3 +125,13 @@ def register(sub) -> None:
         print("\n".join(summary_lines(run(config_from_args(a, source="medscope crosswalk")))))
 
     p.set_defaults(func=go)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m pipelines.crosswalk --config F``: the report's counts and cases to move
+    printed, every pair in ``out:``."""
+    return job_main("crosswalk", CrosswalkConfig, lambda cfg: {k: v for k, v in run(cfg).items() if k != "pairs"}, argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -153,6 +153,12 @@ def test_by_split_and_protecting_a_set_by_name(world):
     # n2 (validation) is protected now: its group {n0, s0, n2} sends n0 (train) and s0 (test) away
     assert [(m["case"], m["because_of"]) for m in rep["to_move"]] == [
         ("cohort/train:n0", ["cohort/validation:n2"]), ("siim/test:s0", ["cohort/validation:n2"])]
+    # the same settings as a job YAML: python -m pipelines.crosswalk --config F
+    job = root / "job.yaml"
+    job.write_text(json.dumps({"sets": cfg.sets, "by_split": True, "protect": ["cohort/validation"],
+                               "out": str(root / "job.json")}))
+    assert verb.main(["--config", str(job)]) == 0
+    assert json.loads((root / "job.json").read_text())["to_move"] == rep["to_move"]
 
 
 def test_names_and_inputs_are_checked(world, tmp_path, capsys):
