@@ -19,7 +19,6 @@ from scipy.stats import pearsonr
 
 from medscope import records
 from medscope.errors import MedScopeError
-from medscope.images import encode_png
 from pipelines import cli
 from pipelines import crosswalk as verb
 
