@@ -225,21 +225,6 @@ def _add_phantom_batch(out: str, n_cases: int, seed: int, batch: int) -> dict:
                              if "/copy" in added_row["source_file"]}}
 
 
-def crosswalk_cohorts(uris: list[str], out: str | None = None) -> dict:
-    """``cohort crosswalk``: the §4.1 file crosswalk over several cohorts (folders or cases files)."""
-    from medscope.cohorts.crosswalk_report import crosswalk
-
-    cases = []
-    for uri in uris:
-        cases.extend(records.read_table("cases", uri, columns=["case_id", "source", "source_file", "split", "image"]).to_pylist())
-    report = crosswalk(cases)
-    if out:
-        storage.write_bytes(out, json.dumps(report, indent=2).encode())
-    shown = {k: v for k, v in report.items() if k != "pairs"}
-    shown["cross_cohort_pairs"] = [p for p in report["pairs"] if p["cross_cohort"] and p["tier"] == "same_image"]
-    return shown
-
-
 def remove(cases: str, folders: list[str], reason: str) -> dict:
     """``cohort remove``: the withdrawn cases out of every folder, with a record in each."""
     from medscope.cohorts.removal import remove_cases
@@ -305,11 +290,6 @@ def register(sub) -> None:
         _print({**result, "summary": show_summary(a.out)})
 
     ph.set_defaults(func=_phantom)
-
-    cw = verbs.add_parser("crosswalk", help="near-copy crosswalk across cohorts, by image file (seed 000 §4.1)")
-    cw.add_argument("uris", nargs="+", help="cohort folders (or cases.parquet files)")
-    cw.add_argument("--out", default=None, help="write the full report (every pair) as JSON here")
-    cw.set_defaults(func=lambda a: _print(crosswalk_cohorts(a.uris, a.out)))
 
     rm = verbs.add_parser("remove", help="remove cases (withdrawn consent) from every table of the given folders")
     rm.add_argument("--cases", required=True, help="case ids, comma-separated, or @FILE with one id a line")

@@ -1,67 +1,137 @@
-"""``medscope crosswalk``: the §4.1 near-copy crosswalk across cohorts and splits.
+"""``medscope crosswalk``: near-copies across cohorts, sets and splits (seed 000 §4.1).
 
-    medscope crosswalk --set main=views/main.parquet --set fresh_external=views/fresh.parquet \
-        --set train=cases/train.parquet --out crosswalk.json [--by-split]
+    medscope crosswalk --sets cohorts/slake,cohorts/chestx-det,cohorts/siim --out crosswalk.json
+    medscope crosswalk --sets main=views/main,fresh_external=views/fresh_external --by-split --out cw.json
 
-Each ``--set NAME=URI`` is a cases table (every image is unedited) or a views table (its
-original and natural-negative views); ``--by-split`` splits each set by its ``split`` column.
-The logic is ``medscope.qc.crosswalk.crosswalk_sets``.
+Each entry of ``--sets`` is ``NAME=URI`` or a bare ``URI`` (named after its folder): a cases
+table (every image is unedited), a views table (its original and natural-negative views), or
+the cohort / views-build folder holding one. ``--by-split`` makes each split of each set its own
+set. Cases whose split or set is in ``--protect`` (default: the ``test`` split) are protected:
+every other case in their near-copy group is listed to move. The flags come from
+:class:`CrosswalkConfig`; the logic is :func:`medscope.qc.near_copies.crosswalk`.
 """
 
 from __future__ import annotations
 
 import json
+import posixpath
+import sys
+
+import pydantic
 
 from medscope import records, storage
+from medscope.config import StrictModel
 from medscope.errors import MedScopeError
-from medscope.qc import crosswalk
+from medscope.qc import near_copies
+from pipelines.support.flags import add_config_flags, config_from_args
+from pipelines.support.jobs import job_main
 
 UNEDITED_KINDS = ("original", "natural_negative")
 
 
-def unedited_images(uri: str, by_split: bool = False) -> dict[str, list[tuple[str, bytes]]]:
-    """(id, PNG) of every unedited image in a cases or views table, keyed by split when asked."""
-    try:
-        table = records.read_table("views", uri, columns=["case_id", "kind", "split", "image"])
-        is_views = True
-    except MedScopeError:  # not a views table: a cases table, where every image is unedited
-        table = records.read_table("cases", uri, columns=["case_id", "split", "image"])
-        is_views = False
-    out: dict[str, list[tuple[str, bytes]]] = {}
-    for r in table.to_pylist():
-        if (is_views and r["kind"] not in UNEDITED_KINDS) or not r["image"]:
-            continue
-        out.setdefault((r["split"] or "all") if by_split else "", []).append((r["case_id"], r["image"]))
+class CrosswalkConfig(StrictModel):
+    """``medscope crosswalk`` and ``python -m pipelines.crosswalk --config F`` (the same keys)."""
+
+    sets: list[str] = pydantic.Field(
+        min_length=1, description="NAME=URI or URI of each set: a cases or views table, or the cohort / views-build "
+        "folder holding one (a bare URI is named after its folder)")
+    by_split: bool = pydantic.Field(False, description="treat each split of each set as its own set (NAME/split)")
+    protect: list[str] = pydantic.Field(
+        ["test"], description="splits or set names whose images are protected: every other case in their "
+        "near-copy group is listed to move")
+    out: str | None = pydantic.Field(None, description="write the full report (every pair) here as JSON")
+
+
+def set_name(uri: str) -> str:
+    """The name a bare URI gets: its folder's name (``cohorts/siim``, ``cohorts/siim/cases.parquet``
+    -> ``siim``), or a table file's stem (``views/main.parquet`` -> ``main``)."""
+    path = uri.rstrip("/")
+    base = posixpath.basename(path)
+    stem = base.removesuffix(".parquet")
+    if stem in ("cases", "views") and base != stem:
+        stem = posixpath.basename(posixpath.dirname(path)) or stem
+    return stem
+
+
+def named_sets(specs: list[str]) -> dict[str, str]:
+    """{name: uri} of the ``--sets`` entries; a name given twice is an error."""
+    out: dict[str, str] = {}
+    for spec in specs:
+        name, eq, uri = spec.partition("=")
+        if not eq:  # a bare URI ("=" is not used in paths MedScope writes)
+            name, uri = set_name(spec), spec
+        if not name or not uri:
+            raise MedScopeError(f"--sets entry {spec!r}: use NAME=URI or URI")
+        if name in out:
+            raise MedScopeError(f"--sets: two sets are named {name!r} ({out[name]}, {uri}); name them: NAME=URI")
+        out[name] = uri
     return out
 
 
-def run(sets: list[str], out: str | None, by_split: bool = False) -> dict:
-    named: dict[str, list[tuple[str, bytes]]] = {}
-    for spec in sets:
-        name, _, uri = spec.partition("=")
-        if not name or not uri:
-            raise MedScopeError(f"--set {spec!r}: use NAME=URI")
-        for split, items in unedited_images(uri, by_split).items():
-            named[f"{name}/{split}" if split else name] = items
-    report = crosswalk.crosswalk_sets(named)
-    if out:
-        storage.write_text(out, json.dumps(report, indent=2) + "\n")
+def unedited_images(uri: str) -> list[dict]:
+    """Rows {case_id, split, source_file, image} of every unedited image of a cases or views table."""
+    try:
+        table = records.read_table("views", uri, columns=["case_id", "kind", "split", "image"])
+        return [r for r in table.to_pylist() if r["kind"] in UNEDITED_KINDS]
+    except MedScopeError:  # not a views table: a cases table, where every image is unedited
+        pass
+    try:
+        return records.read_table("cases", uri, columns=["case_id", "split", "source_file", "image"]).to_pylist()
+    except MedScopeError as err:
+        raise MedScopeError(f"{uri}: neither a views nor a cases table ({err})") from None
+
+
+def run(cfg: CrosswalkConfig) -> dict:
+    sets: dict[str, list[dict]] = {}
+    for name, uri in named_sets(cfg.sets).items():
+        rows = unedited_images(uri)
+        if not cfg.by_split:
+            sets[name] = rows
+            continue
+        for r in rows:
+            sets.setdefault(f"{name}/{r.get('split') or 'none'}", []).append(r)
+    report = near_copies.crosswalk(sets, protect=cfg.protect)
+    if cfg.out:
+        storage.write_text(cfg.out, json.dumps(report, indent=2) + "\n")
     return report
 
 
+def summary_lines(rep: dict) -> list[str]:
+    """What the verb prints: counts with their n, the copies that join sets, the cases to move."""
+    t = rep["thresholds"]
+    cross = [p for p in rep["pairs"] if p["cross_set"] and p["tier"] in near_copies.COPY_TIERS]
+    lines = [f"{rep['files']} distinct image files ({sum(rep['images'].values())} images) in {len(rep['images'])} sets; "
+             f"hash neighbours within {t['max_bits']} bits by tier: {rep['pairs_by_tier']}",
+             f"{len(cross)} near-copy pairs across sets (correlation >= {t['near_copy_corr']} at {t['thumbnail_px']} px); "
+             f"{rep['cross_set_by_tier']['shared_anatomy']} shared-anatomy pairs across sets "
+             f"({t['shared_anatomy_corr']}-{t['near_copy_corr']}, not copies); "
+             f"{len(rep['same_file_in_several_sets'])} files in several sets"]
+    lines += [f"  {p['a']} ~ {p['b']}: {p['tier']}, distance {p['distance']}, correlation {p['correlation']:.3f}"
+              for p in cross]
+    lines.append(f"{len(rep['to_move'])} cases to move (near-copy group holds a protected case; "
+                 f"protected: {', '.join(rep['protect'])})")
+    lines += [f"  {m['case']} ({m['split'] or 'no split'}): copy of {', '.join(m['because_of'])}" for m in rep["to_move"]]
+    if rep["unreadable"]:
+        lines.append(f"{len(rep['unreadable'])} images could not be decoded: {', '.join(rep['unreadable'][:10])}")
+    return lines
+
+
 def register(sub) -> None:
-    p = sub.add_parser("crosswalk", help="near-copy crosswalk across cohorts and splits (seed 000 §4.1)")
-    p.add_argument("--set", action="append", required=True, help="NAME=URI of a cases or views table (repeat)")
-    p.add_argument("--by-split", action="store_true", help="treat each split of each table as its own set")
-    p.add_argument("--out", help="write the full report here (JSON)")
+    p = sub.add_parser("crosswalk", help="near-copies across cohorts, sets and splits, with the cases to move "
+                       "(seed 000 §4.1)")
+    add_config_flags(p, CrosswalkConfig)
 
     def go(a):
-        rep = run(a.set, a.out, a.by_split)
-        print(f"{rep['files']} distinct image files in {len(rep['images'])} sets; pairs by tier {rep['pairs_by_tier']}")
-        print(f"{len(rep['cross_set_copies'])} copies across sets (same image, correlation >= "
-              f"{rep['thresholds']['same_image_corr']}); {len(rep['cross_set_shared_anatomy'])} shared-anatomy pairs "
-              f"(0.90-0.97, not copies); {len(rep['same_file_in_several_sets'])} identical files in several sets")
-        for j in rep["cross_set_copies"]:
-            print(f"  {j['a']} ~ {j['b']}: distance {j['distance']}, correlation {j['correlation']:.3f}")
+        print("\n".join(summary_lines(run(config_from_args(a, source="medscope crosswalk")))))
 
     p.set_defaults(func=go)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m pipelines.crosswalk --config F``: the report's counts and cases to move
+    printed, every pair in ``out:``."""
+    return job_main("crosswalk", CrosswalkConfig, lambda cfg: {k: v for k, v in run(cfg).items() if k != "pairs"}, argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

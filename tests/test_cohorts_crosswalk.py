@@ -2,7 +2,6 @@
 finding" film re-sized into QaTa-COV19's test set (as the paper found one NIH film in two
 datasets) must be found across cohorts, reported in the right tier, and kept out of training."""
 
-import hashlib
 import io
 
 import cv2
@@ -12,7 +11,7 @@ from PIL import Image
 
 from release_layouts import write_brats, write_chestx_det, write_hyperkvasir, write_lgg, write_qata, write_slake
 from medscope import cohorts
-from medscope.cohorts.crosswalk_report import crosswalk
+from medscope.qc import near_copies
 
 WRITERS = {"slake": write_slake, "chestx-det": write_chestx_det, "hyperkvasir": write_hyperkvasir,
            "lgg-mri": write_lgg, "brats": write_brats, "qata-cov19": write_qata}
@@ -49,22 +48,27 @@ def _corr64(png_a, png_b):
 
 def test_file_crosswalk_tiers_and_protection(every_cohort):
     cases, chest, qata = every_cohort
-    report = crosswalk(cases)
-    # SLAKE xmlab1 (two lesion names) and ChestX-Det 36200 (two findings): one file, two cases each
-    assert report["n_cases"] == len(cases) and report["n_files"] == len(cases) - 2
-    planted = [p for p in report["pairs"] if {p["file_a"], p["file_b"]} ==
-               {"train/36201.png", "QaTa-COV19-v2/Test Set/Images/covid_77.png"}]
-    assert len(planted) == 1 and planted[0]["tier"] == "same_image" and planted[0]["cross_cohort"]
-    assert report["cross_cohort_by_tier"]["same_image"] >= 1
-    assert report["must_leave"] == [chest]  # the train-split twin of a test image leaves train
-    assert report["pairs"]  # tiers below are checked on every reported pair
-    by_key = {}
+    by_source: dict[str, list[dict]] = {}
     for c in cases:
-        by_key.setdefault(f"{c['source']}:{hashlib.sha1(c['image']).hexdigest()[:16]}", c["image"])
+        by_source.setdefault(c["source"], []).append(c)
+    report = near_copies.crosswalk(by_source)  # one set per cohort; the test split is protected
+    # SLAKE xmlab1 (two lesion names) and ChestX-Det 36200 (two findings): one file, two cases each
+    assert sum(report["images"].values()) == len(cases) and report["files"] == len(cases) - 2
+    planted = [p for p in report["pairs"] if {p["source_file_a"], p["source_file_b"]} ==
+               {"train/36201.png", "QaTa-COV19-v2/Test Set/Images/covid_77.png"}]
+    assert len(planted) == 1 and planted[0]["tier"] in near_copies.COPY_TIERS and planted[0]["cross_set"]
+    assert report["cross_set_by_tier"]["near_copy"] + report["cross_set_by_tier"]["identical"] >= 1
+    # the train-split twin of a test image leaves train, because of that test case
+    assert report["to_move"] == [{"case": f"chestx-det:{chest}", "split": "train",
+                                  "because_of": [f"qata-cov19:{qata}"]}]
+    assert report["pairs"]  # tiers below are checked on every reported pair
+    png = {f"{c['source']}:{c['case_id']}": c["image"] for c in cases}
     for p in report["pairs"]:
-        corr = _corr64(by_key[p["a"]], by_key[p["b"]])
+        corr = _corr64(png[p["a"]], png[p["b"]])
         assert p["correlation"] == pytest.approx(corr, abs=1e-3)
-        assert p["tier"] == ("same_image" if corr >= 0.97 else "shared_anatomy") and corr >= 0.90
+        want = ("identical" if p["distance"] == 0 and corr >= 0.999 else "near_copy" if corr >= 0.97
+                else "shared_anatomy")
+        assert p["tier"] == want and corr >= 0.90
 
 
 def test_views_plan_groups_the_twins_and_keeps_patients_whole(every_cohort):

@@ -183,16 +183,21 @@ def test_import_show_and_stable_ids(fmt, tmp_path):
 
 
 def test_cli_crosswalk(tmp_path):
-    from pipelines.cohort import crosswalk_cohorts, import_cohort
+    """``medscope crosswalk`` over imported cohorts: a cohort folder and a cases file, each named
+    after its folder."""
+    from pipelines import cli
+    from pipelines.cohort import import_cohort
 
     write_qata(tmp_path / "q")
     write_hyperkvasir(tmp_path / "h")
     import_cohort("qata-cov19", str(tmp_path / "q"), str(tmp_path / "qo"))
     import_cohort("hyperkvasir", str(tmp_path / "h"), str(tmp_path / "ho"))
-    shown = crosswalk_cohorts([str(tmp_path / "qo"), str(tmp_path / "ho" / "cases.parquet")], str(tmp_path / "cw.json"))
-    assert shown["n_files"] == 5 and shown["files_by_source"] == {"hyperkvasir": 3, "qata-cov19": 2}
+    sets = f"{tmp_path / 'qo'},{tmp_path / 'ho' / 'cases.parquet'}"
+    assert cli.main(["crosswalk", "--sets", sets, "--out", str(tmp_path / "cw.json")]) == 0
     full = json.loads((tmp_path / "cw.json").read_text())
-    assert len(full["pairs"]) == sum(full["pairs_by_tier"].values())
+    assert full["files"] == 5 and full["files_by_set"] == {"ho": 3, "qo": 2}
+    # every reported pair is a hash neighbour above the hash-only tier
+    assert len(full["pairs"]) == sum(n for t, n in full["pairs_by_tier"].items() if t != "hash_only")
 
 
 def test_released_splits_on_request(tmp_path):

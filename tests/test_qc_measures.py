@@ -9,7 +9,7 @@ import pytest
 import statsmodels.api as sm
 from PIL import Image
 
-from medscope.qc import crosswalk, detector, splits
+from medscope.qc import detector, near_copies, splits
 from medscope.qc.contrast import contrast_passes, ring_contrast
 
 
@@ -59,18 +59,18 @@ def _dhash_by_definition(gray: np.ndarray) -> int:
 def test_dhash_is_64_bits_row_gradients_and_hamming_counts_bits():
     rng = np.random.default_rng(1)
     g = rng.integers(0, 256, (50, 70), dtype=np.uint8)
-    assert crosswalk.dhash64(g) == _dhash_by_definition(g)
-    assert crosswalk.hamming(0b1011, 0b0110) == 3
-    assert crosswalk.hamming(2**64 - 1, 0) == 64
+    assert near_copies.dhash64(g) == _dhash_by_definition(g)
+    assert near_copies.hamming(0b1011, 0b0110) == 3
+    assert near_copies.hamming(2**64 - 1, 0) == 64
     # a left-right mirror flips nearly every comparison
-    assert crosswalk.hamming(crosswalk.dhash64(g), crosswalk.dhash64(g[:, ::-1].copy())) > 20
+    assert near_copies.hamming(near_copies.dhash64(g), near_copies.dhash64(g[:, ::-1].copy())) > 20
 
 
 def test_candidate_pairs_match_brute_force():
     rng = np.random.default_rng(2)
     base = rng.integers(0, 2**63, 30, dtype=np.int64).astype(np.uint64)
     hashes = np.concatenate([base, base[:10] ^ np.uint64(0b111), base[:5] ^ np.uint64((1 << 9) - 1)])
-    got = set(crosswalk.candidate_pairs(hashes, max_bits=8, block=7))
+    got = set(near_copies.candidate_pairs(hashes, max_bits=8, block=7))
     want = {(i, j, bin(int(hashes[i]) ^ int(hashes[j])).count("1")) for i in range(len(hashes)) for j in range(i + 1, len(hashes))
             if bin(int(hashes[i]) ^ int(hashes[j])).count("1") <= 8}
     assert got == want
@@ -86,13 +86,13 @@ def test_near_copy_tiers():
     other = cv2.GaussianBlur(rng.integers(0, 256, (128, 128), dtype=np.uint8), (0, 0), 3)
     imgs = {"a": a, "a_copy": a.copy(), "a_resized": resized, "b": other}
     ids = sorted(imgs)
-    pairs = crosswalk.find_near_copies(ids, [crosswalk.dhash64(imgs[i]) for i in ids],
-                                       [crosswalk.thumbnail(imgs[i]) for i in ids])
+    pairs = near_copies.find_near_copies(ids, [near_copies.dhash64(imgs[i]) for i in ids],
+                                       [near_copies.thumbnail(imgs[i]) for i in ids])
     tiers = {(p.a, p.b): p.tier for p in pairs}
     assert tiers[("a", "a_copy")] == "identical"
     assert tiers[("a", "a_resized")] in ("identical", "near_copy")
     assert not any("b" in k for k in tiers)
-    cross = crosswalk.cross_cohort_pairs(pairs, {"a": "nih", "a_copy": "siim", "a_resized": "nih", "b": "siim"})
+    cross = near_copies.cross_cohort_pairs(pairs, {"a": "nih", "a_copy": "siim", "a_resized": "nih", "b": "siim"})
     assert {(p.a, p.b) for p in cross} == {("a", "a_copy"), ("a_copy", "a_resized")}
 
 
@@ -203,12 +203,12 @@ def test_crosswalk_tiers_follow_section_4_1_thresholds():
     noise = rng.normal(0, 1, (64, 64)).astype(np.float32)
     # corr(base, base + s * noise) = 1 / sqrt(1 + s^2) for independent unit-variance fields
     thumbs = {"x": base, "r985": base + 0.175 * noise, "r93": base + 0.395 * noise, "r80": base + 0.75 * noise}
-    got = {k: crosswalk.pixel_correlation(base, t) for k, t in thumbs.items() if k != "x"}
+    got = {k: near_copies.pixel_correlation(base, t) for k, t in thumbs.items() if k != "x"}
     assert got["r985"] > 0.97 and 0.90 <= got["r93"] < 0.97 and got["r80"] < 0.90
     tiers = {}
     for k in ("r985", "r93", "r80"):
-        (p,) = crosswalk.find_near_copies(["x", k], [7, 7], [thumbs["x"], thumbs[k]])
+        (p,) = near_copies.find_near_copies(["x", k], [7, 7], [thumbs["x"], thumbs[k]])
         tiers[k] = p.tier
     assert tiers == {"r985": "near_copy", "r93": "shared_anatomy", "r80": "hash_only"}
-    pairs = [crosswalk.find_near_copies(["x", k], [7, 7], [thumbs["x"], thumbs[k]])[0] for k in tiers]
-    assert [{p.a, p.b} for p in crosswalk.confirmed(pairs)] == [{"x", "r985"}]
+    pairs = [near_copies.find_near_copies(["x", k], [7, 7], [thumbs["x"], thumbs[k]])[0] for k in tiers]
+    assert [{p.a, p.b} for p in near_copies.confirmed(pairs)] == [{"x", "r985"}]

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from medscope import cohorts, images, records
-from medscope.qc import crosswalk as cw
+from medscope.qc import near_copies as nc
 from medscope.training import replay, runner, synthetic
 from medscope.training.recipes import RECIPE_KINDS, TrainRecipe
 from replay_layouts import resaved, smooth_image, write_pathvqa, write_slake, write_vqa_rad
@@ -90,7 +90,7 @@ def test_near_copies_of_every_evaluation_image_are_excluded_and_recorded(world):
     kept_files = {r["image_file"] for rows in pools.values() for r in rows}
     assert {"VQA_RAD Image Folder/synpic1005.jpg", "imgs/xmlab4/source.jpg"} <= kept_files
     a, b = smooth_image(9000), world["decoy"]
-    assert cw.hamming(cw.dhash64(a), cw.dhash64(b)) <= 8 and 0.90 <= cw.pixel_correlation(cw.thumbnail(a), cw.thumbnail(b)) < 0.97
+    assert nc.hamming(nc.dhash64(a), nc.dhash64(b)) <= 8 and 0.90 <= nc.pixel_correlation(nc.thumbnail(a), nc.thumbnail(b)) < 0.97
     # only training questions (never a test or validation one), English only
     assert {where[r["item_id"]][1] for rows in pools.values() for r in rows} == {"train"}
     assert sum(len(v) for v in pools.values()) == 3 * N_TRAIN * 3 - len(rejects)
@@ -111,12 +111,14 @@ def test_the_draw_holds_each_set_s_share_balanced_health_questions_and_35_percen
     absent = sum((m["vqa"] if "vqa" in m else m["view"])["expected"] == "absent" for m in mix)
     assert absent / 62 >= 0.35 and counts["absent_share"] == pytest.approx(absent / 62, abs=1e-4)
     # the crosswalk itself finds no copy of an evaluation image among the drawn questions
-    evals = [(v["view_id"], v["image"]) for u in world["eval_views"].values()
+    evals = [{"case_id": v["view_id"], "image": v["image"]} for u in world["eval_views"].values()
              for v in records.read_table("views", u).to_pylist() if v["split"] != "train"]
-    evals += [(r["item_id"], r["image"]) for u in world["sets"].values()
+    evals += [{"case_id": r["item_id"], "image": r["image"]} for u in world["sets"].values()
               for r in records.read_table("vqa_items", u).to_pylist() if r["split"] == "test"]
-    report = cw.crosswalk_sets({"replay": [(q["item_id"], q["image"]) for q in vqa], "evaluation": evals})
-    assert report["cross_set_copies"] == []
+    drawn = [{"case_id": q["item_id"], "image": q["image"]} for q in vqa]
+    report = nc.crosswalk({"replay": drawn, "evaluation": evals}, protect=["evaluation"])
+    assert report["files_by_set"]["replay"] >= 1 and report["to_move"] == []
+    assert not [p for p in report["pairs"] if p["cross_set"] and p["tier"] in nc.COPY_TIERS]
     # the same recipe draws the same mix; another run seed only reorders it
     again, _ = runner.replay_plan(r, world["train_views"])
     assert _key(again) == _key(mix)

@@ -72,7 +72,7 @@ class ReplaySettings(StrictModel):
     """Stage 3: MedScope views mixed with ordinary VQA questions (seed 000 §3.5).
 
     Near-copies of evaluation images are found with the crosswalk's own thresholds (dhash
-    within 8 bits, 64 px correlation ≥ 0.97, §4.1; ``medscope.qc.crosswalk``), not set here."""
+    within 8 bits, 64 px correlation ≥ 0.97, §4.1; ``medscope.qc.near_copies``), not set here."""
 
     # name (vqa-rad, slake, pathvqa) -> its table and share of the VQA items
     question_sets: dict[str, QuestionSet] = {}

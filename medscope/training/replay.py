@@ -10,8 +10,8 @@ between yes and no."
 - Evaluation images: every image of every evaluation views table named in the recipe, and the
   test split of each question set (the standard-VQA test, Table 4 / Table 16). A candidate is a
   near-copy of one when its 64-bit difference hash is within the crosswalk's 8 bits and its 64 px
-  pixel correlation reaches the crosswalk's same-image threshold (0.97, §4.1) -- the
-  functions and thresholds of :mod:`medscope.qc.crosswalk`, so this and ``medscope crosswalk``
+  pixel correlation reaches the crosswalk's near-copy threshold (0.97, §4.1) -- the
+  functions and thresholds of :mod:`medscope.qc.near_copies`, so this and ``medscope crosswalk``
   agree on every pair. Each excluded question becomes a rejects row naming the evaluation image
   it copies, the hash distance and the correlation.
 - The VQA part of the mix is split between the sets by ``shares`` (largest remainder); within a
@@ -20,13 +20,13 @@ between yes and no."
 
 from __future__ import annotations
 
-import hashlib
 import math
 
 import numpy as np
 
 from medscope import images, records
 from medscope.errors import MedScopeError
+from medscope.qc import near_copies as nc
 from medscope.seeding import derive_seed, rng_for
 
 ABSENT_ANSWERS = {"no", "none", "no abnormality", "normal", "absent"}
@@ -61,31 +61,27 @@ def health_answer(row: dict) -> str | None:
 # ---------------------------------------------------------------- near-copies (§4.1)
 
 def _signatures(pngs: list[bytes]):
-    from medscope.qc import crosswalk as cw
-
     hashes, thumbs = [], []
     for png in pngs:
         img = images.decode_png(png)
-        hashes.append(cw.dhash64(img))
-        thumbs.append(cw.thumbnail(img))
+        hashes.append(nc.dhash64(img))
+        thumbs.append(nc.thumbnail(img))
     return np.array(hashes, dtype=np.uint64), thumbs
 
 
 def near_copy_matches(candidates: list[tuple[str, bytes]], references: list[tuple[str, bytes]],
-                      max_bits: int = 8, min_corr: float = 0.97) -> dict[str, dict]:
+                      max_bits: int = nc.MAX_BITS, min_corr: float = nc.NEAR_COPY_CORR) -> dict[str, dict]:
     """For each candidate (id, PNG) near-identical to some reference (id, PNG): the closest
     reference ``{"reference", "distance", "correlation"}`` (seed 000 §4.1: dhash within
     ``max_bits`` bits, confirmed by 64 px pixel correlation ≥ ``min_corr``). Each distinct file
     (by bytes) is hashed once on either side."""
-    from medscope.qc import crosswalk as cw
-
     if not candidates or not references:
         return {}
 
     def distinct(items):
         keys, files = [], {}
         for item_id, png in items:
-            k = hashlib.sha256(png).hexdigest()
+            k = nc.file_key(png)
             keys.append(k)
             files.setdefault(k, (item_id, png))
         return keys, files
@@ -100,7 +96,7 @@ def near_copy_matches(candidates: list[tuple[str, bytes]], references: list[tupl
         dist = np.bitwise_count(ref_h ^ h[0])
         best = None
         for j in np.nonzero(dist <= max_bits)[0]:
-            corr = cw.pixel_correlation(t[0], ref_t[j])
+            corr = nc.pixel_correlation(t[0], ref_t[j])
             if corr >= min_corr and (best is None or (dist[j], -corr) < (best["distance"], -best["correlation"])):
                 best = {"reference": ref_files[ref_order[j]][0], "distance": int(dist[j]), "correlation": round(float(corr), 4)}
         if best:
@@ -121,7 +117,7 @@ def evaluation_images(view_tables: dict[str, list[dict]], question_sets: dict[st
 
 
 def exclude_near_copies(question_sets: dict[str, list[dict]], eval_images: list[tuple[str, bytes]],
-                        max_bits: int = 8, min_corr: float = 0.97) -> tuple[dict[str, list[dict]], list[dict]]:
+                        max_bits: int = nc.MAX_BITS, min_corr: float = nc.NEAR_COPY_CORR) -> tuple[dict[str, list[dict]], list[dict]]:
     """Each set's *training* questions with near-copies of evaluation images removed, and one
     rejects row per removed question saying which evaluation image it copies and how closely."""
     train = {name: [r for r in rows if r["split"] == "train"] for name, rows in question_sets.items()}

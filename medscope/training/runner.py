@@ -81,13 +81,10 @@ def replay_pools(recipe: TrainRecipe, question_sets: dict[str, list[dict]] | Non
     """Stage 3's usable training questions per set and a rejects row for each question left out
     as a near-copy of an evaluation image (every table in ``replay.eval_views`` and the sets'
     own test splits), at the crosswalk's thresholds (§4.1)."""
-    from medscope.cohorts.crosswalk_report import MAX_BITS
-    from medscope.qc.crosswalk import SAME_IMAGE_CORR
-
     sets = read_question_sets(recipe) if question_sets is None else question_sets
     views = {name: records.read_table("views", uri, columns=["view_id", "split", "image"]).to_pylist()
              for name, uri in recipe.replay.eval_views.items()}
-    return replay.exclude_near_copies(sets, replay.evaluation_images(views, sets), MAX_BITS, SAME_IMAGE_CORR)
+    return replay.exclude_near_copies(sets, replay.evaluation_images(views, sets))
 
 
 def replay_plan(recipe: TrainRecipe, views: list[dict], excluded: set[str] | None = None) -> tuple[list[dict], dict]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from medscope.images import decode_png
-from medscope.qc import crosswalk, splits
+from medscope.qc import near_copies, splits
 from medscope.seeding import rng_for
 from medscope.views.recipe import Recipe
 
@@ -20,7 +20,7 @@ def hash_case(image_bytes: bytes) -> tuple[int | None, np.ndarray | None]:
         image = decode_png(image_bytes)
     except Exception:
         return None, None
-    return crosswalk.dhash64(image), crosswalk.thumbnail(image)
+    return near_copies.dhash64(image), near_copies.thumbnail(image)
 
 
 def make_plan(cases: list[dict], hashes: dict[str, tuple[int, np.ndarray]], recipe: Recipe,
@@ -33,9 +33,9 @@ def make_plan(cases: list[dict], hashes: dict[str, tuple[int, np.ndarray]], reci
     never change, and new near-copies of earlier cases join their side (splits.pin_earlier).
     """
     ids = sorted(hashes)
-    pairs = crosswalk.find_near_copies(ids, [hashes[i][0] for i in ids], [hashes[i][1] for i in ids],
+    pairs = near_copies.find_near_copies(ids, [hashes[i][0] for i in ids], [hashes[i][1] for i in ids],
                                        max_bits=recipe.near_copy_bits, min_corr=recipe.near_copy_corr)
-    copies = crosswalk.confirmed(pairs)
+    copies = near_copies.confirmed(pairs)
     groups = splits.case_groups(cases, [(p.a, p.b) for p in copies])
     split_of = splits.assign_splits(cases, groups, recipe.seed, recipe.split_fractions)
     conflicts: list[dict] = []
@@ -45,7 +45,7 @@ def make_plan(cases: list[dict], hashes: dict[str, tuple[int, np.ndarray]], reci
     tiers: dict[str, int] = {}
     for p in pairs:
         tiers[p.tier] = tiers.get(p.tier, 0) + 1
-    cross = crosswalk.cross_cohort_pairs(pairs, source_of)
+    cross = near_copies.cross_cohort_pairs(pairs, source_of)
     report = {
         "n_hashed": len(ids),
         "pairs_by_tier": tiers,

@@ -9,6 +9,7 @@ import pydantic
 from medscope import config as cfgmod
 from medscope.config import StrictModel
 from medscope.errors import MedScopeError
+from medscope.qc.near_copies import MAX_BITS, NEAR_COPY_CORR
 from medscope.views.degrade import DEGRADATIONS
 from medscope.views.tools import TOOLS
 
@@ -49,8 +50,8 @@ class Recipe(StrictModel):
     contrast_rel: float = 0.35
     edit_detector: bool = True  # train the edit detector and drop erasures it scores >= edit_score_max
     edit_score_max: float = pydantic.Field(0.5, gt=0, le=1)
-    near_copy_bits: int = pydantic.Field(8, ge=0, le=64)
-    near_copy_corr: float = pydantic.Field(0.97, gt=0, le=1)  # §4.1: same image at >= 0.97
+    near_copy_bits: int = pydantic.Field(MAX_BITS, ge=0, le=64)  # §4.1, the crosswalk's own constants
+    near_copy_corr: float = pydantic.Field(NEAR_COPY_CORR, gt=0, le=1)
     adversarial_auc_max: float = pydantic.Field(0.6, ge=0.5, le=1)
     adversarial_max_drop_frac: float = pydantic.Field(0.5, ge=0, le=1)  # addition: §3.3 caps no drop
     # group splits over patients / near-copy groups

@@ -12,7 +12,7 @@ import argparse
 # the flags that name an input (under any verb); a second value would silently replace the first
 INPUT_DESTS = frozenset({
     "items", "views", "volumes", "cases", "path", "episodes", "reports", "manifest", "spec", "work", "schema",
-    "models", "recipe", "config", "scores", "metrics", "pack", "answers",
+    "models", "recipe", "config", "scores", "metrics", "pack", "answers", "sets",
 })
 
 

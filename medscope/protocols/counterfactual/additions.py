@@ -66,6 +66,13 @@ ADDITIONS = (
     Addition("c4_lr", "5e-5", "configs/train/paired_c4.yaml", "training", "§3.7 C4 gives no learning rate"),
     Addition("probe_size", "whole views resized to 224 px", "medscope/qc/visibility.py", "probe",
              "§5.4 gives no input size"),
+    Addition("identical_corr", "tier identical: hash distance 0 and 64 px correlation >= 0.999",
+             "medscope/qc/near_copies.py", "views",
+             "§4.1 reports its one recurring image at distance 0, correlation 1.000, and sets no threshold for it"),
+    Addition("file_hash", "one file = one SHA-256 of its bytes", "medscope/qc/near_copies.py", "views",
+             "§4.1 says 'the crosswalk hashes files', not with which content hash"),
+    Addition("flat_image_correlation", "two flat thumbnails correlate 1 when equal, else 0",
+             "medscope/qc/near_copies.py", "views", "Pearson correlation is undefined for a constant image"),
 )
 
 _PAPER_TOOLS = {"lama", "transplant", "telea", "sd"}

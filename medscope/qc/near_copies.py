@@ -1,0 +1,244 @@
+"""Near-copies of images across sets, splits and cohorts (seed 000 §4.1; §3.3 (iii)).
+
+The paper's check, quoted: "every unedited image of every split and cohort is hashed (64-bit
+difference hash) and every pair within 8 bits is confirmed by pixel correlation at 64 px, so
+that the same image, or the same study re-sized or cropped, is found wherever it occurs";
+"the crosswalk hashes files"; "the looser tier (within 8 bits, correlation 0.90–0.97) ...
+reflects shared anatomy rather than shared studies". Method: a difference hash (dHash, Krawetz
+2013, via ``imagehash``) picks candidate pairs by Hamming distance; the Pearson correlation of
+64 × 64 grey thumbnails (area interpolation) confirms them.
+
+One tier vocabulary, used by ``medscope crosswalk``, ``views build``'s near-copy groups and
+stage 3's replay exclusions. A pair is two distinct image files whose hashes are within
+``MAX_BITS`` bits; its tier, from its correlation ``r`` at 64 px:
+
+- ``near_copy``: ``r >= 0.97`` -- the paper's strict tier, "the same image, or the same study
+  re-sized or cropped". Near-copies are what splits and test protection act on.
+- ``identical``: the part of ``near_copy`` that is the same picture at 64 px: hash distance 0
+  and ``r >= 0.999`` (the paper's one recurring image: "hash distance 0, correlation 1.000").
+  ``identical`` pairs are near-copies too (``COPY_TIERS``).
+- ``shared_anatomy``: ``0.90 <= r < 0.97`` -- the paper's looser tier; at 64 px it is reached
+  by pairs that cannot share a patient, so it is reported and never treated as a copy.
+- ``hash_only``: close hashes, ``r < 0.90``; counted only.
+
+Values the paper does not give are marked ``addition:`` where they are set (and listed in
+docs/seed000.md).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+import cv2
+import imagehash
+import numpy as np
+from PIL import Image
+from scipy.sparse import coo_matrix
+from scipy.sparse.csgraph import connected_components
+
+from medscope.images import decode_png, to_gray
+
+THUMB = 64  # §4.1: "confirmed by pixel correlation at 64 px"
+HASH_SIZE = 8  # §4.1: "64-bit difference hash" (8 × 8 bits)
+MAX_BITS = 8  # §4.1: "every pair within 8 bits"
+NEAR_COPY_CORR = 0.97  # §4.1: the same image or study at r >= 0.97 (the looser tier ends at 0.97)
+SHARED_ANATOMY_CORR = 0.90  # §4.1: the looser tier, 0.90-0.97, "reflects shared anatomy"
+# addition: the paper names no threshold for "the same picture"; its one recurring image had
+# distance 0 and correlation 1.000, and 0.999 leaves room for re-encoding noise.
+IDENTICAL_CORR = 0.999
+
+TIERS = ("identical", "near_copy", "shared_anatomy", "hash_only")
+COPY_TIERS = ("identical", "near_copy")  # the tiers that are the same image or study
+
+
+def file_key(png: bytes) -> str:
+    """The identity of an image file: SHA-256 of its bytes. Identical bytes are one file, hashed
+    once ("the crosswalk hashes files", §4.1). addition: the paper does not say which content
+    hash; SHA-256 is the one every other MedScope file identity uses."""
+    return hashlib.sha256(png).hexdigest()
+
+
+def dhash64(image: np.ndarray) -> int:
+    """The 64-bit difference hash of an image as an unsigned int (imagehash, hash_size 8)."""
+    bits = imagehash.dhash(Image.fromarray(to_gray(np.asarray(image))), hash_size=HASH_SIZE).hash.flatten()
+    return int("".join("1" if b else "0" for b in bits), 2)
+
+
+def thumbnail(image: np.ndarray, size: int = THUMB) -> np.ndarray:
+    """A size × size float32 grey thumbnail (area interpolation) for pixel correlation."""
+    return cv2.resize(to_gray(np.asarray(image)), (size, size), interpolation=cv2.INTER_AREA).astype(np.float32)
+
+
+def hamming(a: int, b: int) -> int:
+    return (int(a) ^ int(b)).bit_count()
+
+
+def pixel_correlation(a: np.ndarray, b: np.ndarray) -> float:
+    """Pearson correlation of two thumbnails; two flat thumbnails correlate 1 when equal."""
+    a, b = a.astype(np.float64).ravel(), b.astype(np.float64).ravel()
+    if a.std() == 0 or b.std() == 0:  # addition: Pearson is undefined here; equal flat images are copies
+        return 1.0 if np.array_equal(a, b) else 0.0
+    return float(np.corrcoef(a, b)[0, 1])
+
+
+def tier_of(distance: int, correlation: float, near_copy_corr: float = NEAR_COPY_CORR) -> str:
+    """The tier of a hash-close pair (see the module docstring). ``near_copy_corr`` is the
+    paper's 0.97 unless a views recipe sets its own ``near_copy_corr``."""
+    if distance == 0 and correlation >= IDENTICAL_CORR:
+        return "identical"
+    if correlation >= near_copy_corr:
+        return "near_copy"
+    if correlation >= SHARED_ANATOMY_CORR:
+        return "shared_anatomy"
+    return "hash_only"
+
+
+@dataclass(frozen=True)
+class Pair:
+    a: str
+    b: str
+    distance: int
+    correlation: float
+    tier: str
+
+
+def candidate_pairs(hashes: np.ndarray, max_bits: int = MAX_BITS, block: int = 2048) -> list[tuple[int, int, int]]:
+    """(i, j, distance) for i < j with Hamming distance ≤ ``max_bits``, blockwise over uint64."""
+    h = np.asarray(hashes, dtype=np.uint64)
+    out = []
+    for start in range(0, len(h), block):
+        rows = h[start : start + block]
+        dist = np.bitwise_count(rows[:, None] ^ h[None, :])
+        ii, jj = np.nonzero(dist <= max_bits)
+        for i, j in zip(ii + start, jj):
+            if i < j:
+                out.append((int(i), int(j), int(dist[i - start, j])))
+    return out
+
+
+def find_near_copies(ids: list[str], hashes: list[int], thumbs: list[np.ndarray], *, max_bits: int = MAX_BITS,
+                     min_corr: float = NEAR_COPY_CORR) -> list[Pair]:
+    """Every hash-close pair with its correlation and tier, sorted by ids."""
+    pairs = []
+    for i, j, d in candidate_pairs(np.array(hashes, dtype=np.uint64), max_bits):
+        corr = pixel_correlation(thumbs[i], thumbs[j])
+        a, b = sorted((ids[i], ids[j]))
+        pairs.append(Pair(a, b, d, corr, tier_of(d, corr, min_corr)))
+    return sorted(pairs, key=lambda p: (p.a, p.b))
+
+
+def confirmed(pairs: list[Pair]) -> list[Pair]:
+    """The pairs that are copies (identical or near_copy)."""
+    return [p for p in pairs if p.tier in COPY_TIERS]
+
+
+def cross_cohort_pairs(pairs: list[Pair], source_of: dict[str, str]) -> list[Pair]:
+    """Confirmed pairs whose two images come from different sources (the §4.1 report)."""
+    return [p for p in confirmed(pairs) if source_of.get(p.a) != source_of.get(p.b)]
+
+
+def _label(set_name: str, case_id: str) -> str:
+    return f"{set_name}:{case_id}"
+
+
+def crosswalk(sets: dict[str, list[dict]], protect: tuple[str, ...] | list[str] = ("test",),
+              max_bits: int = MAX_BITS) -> dict:
+    """§4.1 over named sets of unedited images: every file hashed once, every hash-close pair of
+    files tiered, and the cases to move off the protected images' near-copy groups.
+
+    ``sets`` maps a set name (a cohort, a split, a test set) to rows ``{case_id, image (PNG
+    bytes), split (optional), source_file (optional)}``. A case is protected when its split or
+    its set's name is in ``protect``. The paper's test protection (§4.1: "every existing test
+    image, with its near-copies ... every patient or near-copy group holding one was removed
+    from all v4 splits"): files linked by ``COPY_TIERS`` pairs form near-copy groups (connected
+    components; one file holds every case stored with its bytes), and every unprotected case in
+    a group holding a protected case is listed in ``to_move``. Patients are not grouped here:
+    identifiers do not cross datasets (§4.1); ``views build`` groups them within a cohort.
+    """
+    keys: list[str] = []  # distinct files, in first-seen order over sorted sets
+    cases_of: dict[str, list[dict]] = {}  # file key -> its cases {label, set, split, source_file}
+    hashes, thumbs, unreadable = [], [], []
+    images = {}
+    for name in sorted(sets):
+        images[name] = 0
+        for row in sorted(sets[name], key=lambda r: str(r["case_id"])):
+            if not row.get("image"):
+                continue
+            images[name] += 1
+            key = file_key(row["image"])
+            case = {"label": _label(name, row["case_id"]), "set": name, "split": row.get("split"),
+                    "source_file": (row.get("source_file") or "").split("#")[0] or None}
+            if key not in cases_of:
+                try:
+                    image = decode_png(row["image"])
+                except Exception:  # a file that cannot be decoded is named, never dropped silently
+                    unreadable.append(case["label"])
+                    continue
+                keys.append(key)
+                cases_of[key] = []
+                hashes.append(dhash64(image))
+                thumbs.append(thumbnail(image))
+            cases_of[key].append(case)
+    pairs = find_near_copies(keys, hashes, thumbs, max_bits=max_bits)
+    index = {k: i for i, k in enumerate(keys)}
+    sets_of = {k: sorted({c["set"] for c in cs}) for k, cs in cases_of.items()}
+
+    def side(key: str) -> dict:
+        cs = cases_of[key]
+        return {"cases": [c["label"] for c in cs], "sets": sets_of[key], "source_file": cs[0]["source_file"]}
+
+    reported = []
+    for p in pairs:
+        if p.tier == "hash_only":
+            continue
+        a, b = side(p.a), side(p.b)
+        if a["cases"][0] > b["cases"][0]:
+            a, b = b, a
+        reported.append({"a": a["cases"][0], "b": b["cases"][0], "cases_a": a["cases"], "cases_b": b["cases"],
+                         "sets_a": a["sets"], "sets_b": b["sets"], "source_file_a": a["source_file"],
+                         "source_file_b": b["source_file"], "distance": p.distance,
+                         "correlation": round(p.correlation, 4), "tier": p.tier,
+                         "cross_set": a["sets"] != b["sets"] or len(a["sets"]) > 1})
+    reported.sort(key=lambda r: (TIERS.index(r["tier"]), r["a"], r["b"]))
+    copies = [(index[p.a], index[p.b]) for p in confirmed(pairs)]
+    return {
+        "images": images,
+        "files": len(keys),
+        "files_by_set": {n: sum(1 for k in keys if n in sets_of[k]) for n in sorted(sets)},
+        "pairs_by_tier": {t: sum(1 for p in pairs if p.tier == t) for t in TIERS},
+        "cross_set_by_tier": {t: sum(1 for r in reported if r["cross_set"] and r["tier"] == t) for t in TIERS[:3]},
+        "same_file_in_several_sets": [{"file": k[:16], "cases": [c["label"] for c in cases_of[k]], "sets": sets_of[k]}
+                                      for k in sorted(keys, key=lambda k: cases_of[k][0]["label"])
+                                      if len(sets_of[k]) > 1],
+        "pairs": reported,
+        "to_move": cases_to_move([cases_of[k] for k in keys], copies, tuple(protect)),
+        "unreadable": sorted(unreadable),
+        "protect": sorted(protect),
+        "thresholds": {"hash_bits": HASH_SIZE * HASH_SIZE, "max_bits": max_bits, "thumbnail_px": THUMB,
+                       "near_copy_corr": NEAR_COPY_CORR, "shared_anatomy_corr": SHARED_ANATOMY_CORR,
+                       "identical_corr": IDENTICAL_CORR},
+    }
+
+
+def cases_to_move(files: list[list[dict]], copies: list[tuple[int, int]], protect: tuple[str, ...]) -> list[dict]:
+    """Every unprotected case in a near-copy group (connected files) that holds a protected case,
+    with the protected cases that make it move (§4.1's test protection)."""
+    if not files:
+        return []
+    n = len(files)
+    rows, cols = zip(*copies) if copies else ((), ())
+    _, group = connected_components(coo_matrix((np.ones(len(rows)), (rows, cols)), shape=(n, n)), directed=False)
+
+    def protected(c: dict) -> bool:
+        return c["split"] in protect or c["set"] in protect
+
+    members: dict[int, list[dict]] = {}
+    for i, cs in enumerate(files):
+        members.setdefault(int(group[i]), []).extend(cs)
+    out = []
+    for cs in members.values():
+        keep = sorted(c["label"] for c in cs if protected(c))
+        if keep:
+            out += [{"case": c["label"], "split": c["split"], "because_of": keep} for c in cs if not protected(c)]
+    return sorted(out, key=lambda r: r["case"])
