@@ -32,9 +32,7 @@ from medscope.benchgen.build import (build_cohorts, check_append, cohort_prefix,
                                      render_study, study_questions)
 from medscope.benchgen.extract import extract_rules, read_extraction
 from medscope.benchgen.generation import GenerationProtocol, study_item_id, write_studies
-from medscope.benchgen.questions import LETTERS, REPORT_PROMPT, report_questions, value_pools
-from medscope.benchgen.verification import CONDITION as VERIFY_CONDITION
-from medscope.benchgen.verification import VerificationProtocol, read_verdict, verification_key, write_candidates
+from medscope.benchgen.questions import REPORT_PROMPT, value_pools
 from medscope.config import StrictModel
 from medscope.errors import MedScopeError
 from medscope.models.config import ModelEntry, ModelsConfig
@@ -43,7 +41,6 @@ from pipelines.support.accounting import combine
 from pipelines.support.jobs import job_main
 
 GENERATION_PROTOCOL = "medscope.benchgen.generation:GenerationProtocol"
-VERIFY_PROTOCOL = "medscope.benchgen.verification:VerificationProtocol"
 MCQ_PROTOCOL = "benchmark_mcq"
 LOCAL_KEY_ENV = "MEDSCOPE_BENCHGEN_LOCAL_KEY"
 
@@ -136,41 +133,6 @@ def verifier_of(cfg: BuildConfig, generator: ModelEntry | None) -> ModelEntry:
     return entry
 
 
-def verify(cfg: BuildConfig, entry: ModelEntry, studies: list[dict], replies: dict) -> tuple[dict, dict | None]:
-    """The paper's verification call for every question the rules keep, on the shared sweep;
-    ({verification key: (supported, reason)}, sweep summary). Keys without a verdict (a failed or
-    refused call) are absent, so their questions are rejected, never kept unchecked."""
-    from pipelines.eval import EvalConfig, run_sweep
-
-    candidates = []
-    for s in studies:
-        reply = replies.get((s["case_id"], "questions"))
-        if reply is None:
-            continue
-        kept, _ = report_questions(s["case_id"], reply, s["findings"], s["impression"], cfg.seed)
-        for q in kept:
-            answer = q["options"][LETTERS.index(q["answer"])]
-            candidates.append({"key": verification_key(s["case_id"], q["question"], answer, s["findings"], s["impression"]),
-                               "case_id": s["case_id"], "question": q["question"], "answer": answer,
-                               "findings": s["findings"], "impression": s["impression"]})
-    if not candidates:
-        return {}, None
-    where = layout.BenchgenBuild(cfg.out)
-    write_candidates(candidates, where.verification_items, cfg.private, cfg.endpoint_allowlist)
-    sweep = EvalConfig(views=where.verification_items, models="(inline)", conditions=[VERIFY_CONDITION],
-                       out=where.verification, protocol=VERIFY_PROTOCOL, workers=cfg.workers,
-                       concurrency=cfg.concurrency)
-    summary = run_sweep(sweep, protocol=VerificationProtocol(), entries=[entry])
-    keys = {c["key"] for c in candidates}
-    verdicts = {}
-    eps = records.read_table("episodes", storage.join(where.verification, "episodes"),
-                             columns=["view_id", "model", "raw_text", "error"]).to_pylist()
-    for ep in eps:
-        if ep["view_id"] in keys and ep["model"] == entry.name and ep["raw_text"] and not ep["error"]:
-            verdicts[ep["view_id"]] = read_verdict(ep["raw_text"])
-    return verdicts, summary
-
-
 def _study_task(row: dict, schema_uri: str, out: str, cohort: dict, seed: int, grid: int, max_side: int) -> dict:
     """One Ray Data task: a study's montages and questions, written as write-once parts."""
     task = json.loads(row["payload"])
@@ -212,6 +174,8 @@ def build(cfg: BuildConfig) -> dict:
         replies, gen_summary = generate(cfg, entry, studies, conditions, schema_uri)
     verdicts, ver_summary = None, None
     if cfg.verify == "llm" and cfg.report_questions:
+        from pipelines.benchgen_calls import verify
+
         verdicts, ver_summary = verify(cfg, verifier_of(cfg, entry), studies, replies)
     fields = {}
     for s in studies:
@@ -397,6 +361,15 @@ def register(sub) -> None:
     s.add_argument("--sequence", action="append", default=[], metavar="NAME:CT|MR",
                    help="induce: a sequence of the cohort (repeat; default ct:CT)")
     s.add_argument("--min-support", type=int, default=2, help="induce: reports a field's values each need")
+    s.add_argument("--proposer", default="rules", choices=("rules", "llm"),
+                   help="induce: rules (offline, term frequencies) or llm (a language model proposes fields "
+                        "from batches of the sample on the shared sweep; the sample keeps what it supports)")
+    s.add_argument("--generator-models", default=None, help="induce --proposer llm: models YAML holding the proposer")
+    s.add_argument("--generator", default=None, help="induce --proposer llm: model name in --generator-models")
+    s.add_argument("--allow-endpoint", action="append", default=[], metavar="URL",
+                   help="induce --proposer llm: an endpoint allowed to receive the (private) report text")
+    s.add_argument("--public", action="store_true", help="induce --proposer llm: the reports are not private")
+    s.add_argument("--batch", type=int, default=25, help="induce --proposer llm: reports per proposal call")
     s.add_argument("--seed", type=int, default=42)
     s.add_argument("--checkpoint", choices=schemamod.CHECKPOINTS, help="approve: schema | templates")
     s.add_argument("--by", default="", help="approve: the reviewer's name")
@@ -447,17 +420,46 @@ def _induce(a) -> None:
     sample = stratified_sample(reports, a.sample, a.seed)
     seqs = dict(s.split(":", 1) for s in (a.sequence or ["ct:CT"]))
     proposed, notes = propose_rules(sample, a.organ, seqs, a.min_support)
+    summary = None
+    if a.proposer == "llm":  # the paper's route: a language model proposes, the sample decides what stays
+        proposed, notes, summary = _propose_llm(a, sample, proposed)
     if not proposed["fields"]:
         raise MedScopeError(f"no field found in {len(sample)} sampled reports (min support {a.min_support}); "
                             "sample more reports or lower --min-support")
     cfgmod.parse(schemamod.Schema, proposed, source="induced schema")  # what approve will load
-    header = ["# Proposed by `medscope benchgen schema induce` (offline rule proposer); a clinician",
+    header = [f"# Proposed by `medscope benchgen schema induce` ({a.proposer} proposer); a clinician",
               "# reviews it, edits what is not visually answerable, then approves both checkpoints."]
     header += [f"# {n}" for n in notes] + [f"# reports read {len(reports)}, rejected {len(rejects)}"]
     storage.write_text(a.out, "\n".join(header) + "\n" + yaml.safe_dump(proposed, sort_keys=False))
     print(f"wrote {a.out}: {len(proposed['fields'])} field(s) from {len(sample)} sampled reports")
     for n in notes:
         print(f"  {n}")
+    if summary is not None and summary.get("accounting"):
+        from pipelines.support.accounting import conclude
+
+        conclude(summary, None, "benchgen schema induce (proposal calls)")
+
+
+def _propose_llm(a, sample: list[dict], rules_schema: dict) -> tuple[dict, list[str], dict]:
+    """The proposer model's fields for ``sample``, grounded in it; the schema's frame (name,
+    organ, sequences) is the rule proposer's. Its calls' sweep lives beside ``--out``."""
+    from medscope.benchgen.proposer import ground_proposals
+    from pipelines.benchgen_calls import propose
+
+    cfg = BuildConfig.model_validate({"reports": a.reports, "volumes": "", "schema": "", "out": a.out,
+                                      "private": not a.public, "endpoint_allowlist": a.allow_endpoint,
+                                      "generator_models": a.generator_models, "generator_name": a.generator})
+    entry = generator_of(cfg)
+    if entry is None:
+        raise MedScopeError("--proposer llm needs --generator-models (and --generator NAME to pick one)")
+    check_privacy(cfg, entry)
+    proposals, problems, summary = propose(sample, a.organ, entry, a.out + ".proposals", cfg.private,
+                                           cfg.endpoint_allowlist, batch=a.batch)
+    fields, notes = ground_proposals(proposals, sample, a.min_support)
+    notes += [f"proposal problem: {p}" for p in problems]
+    schema = {**rules_schema, "name": rules_schema["name"], "fields": fields,
+              "framework": f"induced from reports (language-model proposer {entry.name}, grounded in the sample)"}
+    return schema, notes, summary
 
 
 def _schema(a) -> None:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import csv
+import json
 
 from medscope.benchgen import schema as sch
 from medscope.benchgen.induce import stratified_sample, term_counts
@@ -62,3 +63,60 @@ def test_induce_writes_a_schema_that_approve_accepts(tmp_path):
     from medscope.benchgen.questions import REPORT_PROMPT
 
     assert set(sch.require_approved(out, REPORT_PROMPT)) == set(sch.CHECKPOINTS)
+
+
+def _proposer(text: str, images: int) -> str:
+    """A proposer double: fields from the words of the batch it is sent, plus a hallucination."""
+    fields = [{"name": "hydronephrosis", "type": "binary", "question": "Is there hydronephrosis?",
+               "subcategory": "other organs", "terms": ["hydronephrosis"]},  # in no report
+              {"name": "lobe", "type": "multi", "question": "Which lobe holds the lesion?",
+               "subcategory": "anatomic distribution",
+               "values": [{"value": "right", "terms": ["right lobe"]}, {"value": "left", "terms": ["left lobe"]},
+                          {"value": "caudate", "terms": ["caudate lobe"]}]},
+              {"name": "broken", "type": "binary", "terms": []}]  # malformed: no terms
+    for word in ("ascites", "washout", "gallstones"):
+        if word in text.lower().split("report 1:", 1)[-1]:
+            fields.append({"name": word, "type": "binary", "question": f"Is there {word}?",
+                           "subcategory": "finding", "terms": [word]})
+    return json.dumps({"fields": fields})
+
+
+def test_induce_with_a_language_model_proposer_keeps_what_the_sample_supports(tmp_path, ray_cluster, monkeypatch):
+    """The paper's route: the proposer's fields, grounded in the six sampled reports (counted by
+    hand from REPORTS): ascites affirmed 3 / denied 3, washout 3 / 3 -> kept; gallstones affirmed 2,
+    denied 0 -> dropped; hydronephrosis in no report -> dropped; lobe: right 3, left 2, caudate 1
+    -> right and left kept (min support 2)."""
+    from medscope.testing.providers import FakeProvider
+
+    path = tmp_path / "reports.csv"
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["case_id", "study", "report"])
+        for i, (study, text) in enumerate(REPORTS):
+            w.writerow([f"c{i}", study, text])
+    fake = FakeProvider("openai", responder=_proposer)
+    monkeypatch.setenv("MEDSCOPE_TEST_PROPOSER_KEY", "local")
+    models = tmp_path / "proposer.yaml"
+    models.write_text(f"models:\n  - {{name: proposer, kind: openai, model: local, base_url: '{fake.url}', "
+                      "api_key_env: MEDSCOPE_TEST_PROPOSER_KEY, max_attempts: 1}\n")
+    out = str(tmp_path / "llm.yaml")
+    args = ["benchgen", "schema", "induce", "--reports", str(path), "--sample", "6", "--out", out, "--organ", "liver",
+            "--proposer", "llm", "--generator-models", str(models), "--batch", "3"]
+    try:
+        assert cli.main(args) == 2  # private reports, endpoint not on the allow-list: refused before any call
+        assert fake.count() == 0
+        assert cli.main(args + ["--allow-endpoint", fake.url]) == 0
+        assert fake.count() == 2  # two batches of three reports
+        assert cli.main(args + ["--allow-endpoint", fake.url, "--overwrite"]) == 0
+        assert fake.count() == 2  # the same sample again: answered from the cache
+    finally:
+        fake.close()
+    s = sch.load_schema(out)
+    names = {f.name: f for f in s.fields}
+    assert set(names) == {"ascites", "washout", "lobe"}
+    assert [v.value for v in names["lobe"].values] == ["right", "left"]
+    text = open(out).read()
+    assert "dropped gallstones: affirmed in 2, denied in 0" in text and "dropped hydronephrosis" in text
+    assert "broken: no terms" in text
+    for cp in sch.CHECKPOINTS:
+        assert cli.main(["benchgen", "schema", "approve", out, "--checkpoint", cp, "--by", "Dr Reviewer"]) == 0

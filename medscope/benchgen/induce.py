@@ -18,8 +18,9 @@ negation scope (``benchgen.grounding``):
 
 The result is an ordinary schema YAML (validated by ``Schema``), with the counts behind each
 field as comments, and goes to the existing checkpoints: a clinician edits it and runs
-``benchgen schema approve`` for both. The LLM proposer (the paper's route) is not built yet;
-see docs/benchgen.md.
+``benchgen schema approve`` for both. The paper's route, a language model proposing the
+fields, is ``benchgen.proposer`` (``schema induce --proposer llm``), grounded in the sample the
+same way.
 """
 
 from __future__ import annotations
