@@ -287,7 +287,8 @@ def build_demo_benchmark(out: str, n_cases: int = DEMO_CASES, n_cases_b: int = D
     build; both in one matched group, generated identically, so Table 3 compares them) -> the
     shipped liver schema, approved at both checkpoints (the demo stands in for the clinician) ->
     builds with the deterministic rule extractor and a loopback OpenAI-compatible server writing
-    the report-derived questions. Returns the build summary with both cohorts' counts."""
+    the report-derived questions and verifying each key the rules keep (``verify: llm``, the
+    paper's second call). Returns the build summary with both cohorts' counts."""
     import shutil
 
     from medscope.benchgen.phantom import phantom_cohort
@@ -312,7 +313,7 @@ def build_demo_benchmark(out: str, n_cases: int = DEMO_CASES, n_cases_b: int = D
                 "reports": cohort["reports"], "volumes": cohort["volumes"], "schema": schema_uri,
                 "out": storage.join(out, "benchmark"), "cohort": name, "private": True,
                 "imaging_source": source, "matched_group": "phantom_liver", "append": n > 0,
-                "endpoint_allowlist": [author.url], "generator_entry": gen})
+                "endpoint_allowlist": [author.url], "generator_entry": gen, "verify": "llm"})
             built = build(cfg)
         built["generation_requests_served"] = len(author.requests)
     finally:

@@ -252,7 +252,7 @@ def step_train_smoke(ctx: DemoContext) -> None:
 def step_benchgen(ctx: DemoContext) -> None:
     """Seed 001: a contamination-controlled multiple-choice benchmark from phantom reports and
     volumes (rule extractor; a loopback OpenAI-compatible server writes the report-derived
-    questions), evaluated sighted and blind through the same sweep and scored by its protocol."""
+    questions and verifies their keys), evaluated sighted and blind through the same sweep and scored by its protocol."""
     from medscope.config import shipped
     from pipelines.benchgen import MCQ_PROTOCOL, build_demo_benchmark
     from pipelines.eval import EvalConfig, run_sweep
@@ -265,6 +265,11 @@ def step_benchgen(ctx: DemoContext) -> None:
     print(f"  benchmark: {items['rads']} schema-driven + {items['report']} report-derived questions from "
           f"{built['studies_built']} studies in {len(built['cohorts'])} cohorts ({', '.join(built['cohorts'])})",
           file=sys.stderr)
+    checked = [c for c in built["cohorts"].values() if c.get("verification")]
+    if checked:  # the paper's second call on every key the rules kept
+        refused = sum(n for c in checked for r, n in c["rejects"].items() if r.startswith("verification:"))
+        print(f"  verification call: {sum(c['verification']['done'] for c in checked)} keys checked by the "
+              f"verifier model, {refused} rejected", file=sys.stderr)
     out = ctx.uri("benchgen", "eval")
     require_complete(run_sweep(EvalConfig(items=built["build"], models=shipped("models", "benchgen_baselines.yaml"),
                                           out=out, protocol=MCQ_PROTOCOL, conditions=["sighted", "blind"], workers=1,

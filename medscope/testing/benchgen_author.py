@@ -6,6 +6,8 @@ answers the report states (location, size, diagnosis, gallbladder, spleen), plus
 hallucinated item the report does not support and one malformed item, so the structural and
 report-grounded checks have something to discard. Asked to extract fields, it returns the JSON
 the schema's deterministic rules give (so the LLM-extractor path can be compared with rules).
+Asked to verify a key (``build --verify llm``), it says SUPPORTED exactly when the key is the
+answer it derives itself from the report.
 """
 
 from __future__ import annotations
@@ -71,11 +73,25 @@ def write_questions(findings: str, impression: str) -> list[dict]:
     return out
 
 
+def verify_key(text: str, findings: str, impression: str) -> str:
+    """The verifier's reply: SUPPORTED when the proposed answer is the one this author derives
+    from the report for that question, else NOT SUPPORTED (a question it would not ask too)."""
+    question = text.split("QUESTION:", 1)[1].split("\n", 1)[0].strip()
+    answer = text.split("PROPOSED ANSWER:", 1)[1].split("\n", 1)[0].strip()
+    own = {q["question"]: q["options"][q["answer"]] for q in write_questions(findings, impression)
+           if len(q["options"]) > 1}
+    if own.get(question) == answer:
+        return "VERDICT: SUPPORTED\nThe report states it."
+    return "VERDICT: NOT SUPPORTED\nThe report does not state this answer to this question."
+
+
 def author_responder(schema: Schema | None = None):
     """A FakeProvider responder answering benchgen's question and extraction prompts."""
 
     def respond(text: str, images: int) -> str:
         findings, impression = report_of(text)
+        if "PROPOSED ANSWER:" in text:  # the verification call (benchgen.verification)
+            return verify_key(text, findings, impression)
         if '"questions"' in text:
             return "```json\n" + json.dumps({"questions": write_questions(findings, impression)}) + "\n```"
         if "fill in each field" in text and schema is not None:
