@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from medscope.protocols.benchmark_mcq import stats
+from medscope.protocols.benchmark_mcq import accuracy_tests as stats  # accuracy, its intervals and tests
 from medscope.protocols.benchmark_mcq.families import assign_families
 from medscope.protocols.benchmark_mcq.replies import read_choice
 from medscope.report import thin
