@@ -9,6 +9,11 @@ Tiers of a pair (§4.1): ``identical`` (distance 0, correlation ≥ 0.999), ``ne
 ``shared_anatomy`` (the paper's looser tier, correlation 0.90 to 0.97: at 64 px this is reached
 by pairs that cannot share a patient, so it is reported, never treated as a copy) and
 ``hash_only`` (close hashes, pixels disagree).
+
+References: perceptual hashing: C. Zauner, "Implementation and benchmarking of perceptual image
+hash functions", Master's thesis, Upper Austria University of Applied Sciences, 2010; the
+difference hash: N. Krawetz, "Kind of like that", The Hacker Factor Blog, 2013 (as ``imagehash``
+implements it).
 """
 
 from __future__ import annotations

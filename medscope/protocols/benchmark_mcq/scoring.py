@@ -6,6 +6,8 @@ blind accuracies and Δ on the questions valid in both runs, and per-subcategory
 its own chance. ``test_rows`` gives the confirmatory tests at higher resolution (B = 10,000):
 Family 1 (accuracy above chance, one-sided) and Family 2 (Δ != 0 two-sided, with TOST), each
 with Benjamini-Hochberg q-values within its family.
+
+References: see ``accuracy_tests`` (case bootstrap, Benjamini-Hochberg, TOST).
 """
 
 from __future__ import annotations
