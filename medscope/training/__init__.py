@@ -1,4 +1,5 @@
-"""Training of seed 000 §3.5-§3.7: recipes (``recipes``), label-derived trajectories
+"""Training as the counterfactual paper (seed 000, §3.5-§3.7) describes it; a random seed here
+is ``TrainRecipe.seed``, never a paper. Recipes (``recipes``), label-derived trajectories
 (``trajectories``), what each stage trains on (``data``, ``replay``), the base VLM and its LoRA
 adapter (``vlm``), loss terms beyond likelihood (``losses``: DPO, the paired-view C4 terms), one
 trainer per method (``trainers``), recipe to ready trainer (``runner``), sampling and scoring
