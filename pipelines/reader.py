@@ -33,7 +33,7 @@ def _pack(a) -> int:
 
 def _analyse(a) -> int:
     from medscope.reader.analysis import analyse
-    from medscope.reader.report import write_report
+    from medscope.reader.study_report import write_report
 
     result = analyse(a.pack, a.answers, a.out, reference=a.reference, acceptable=a.acceptable)
     md, html, images = write_report(result)

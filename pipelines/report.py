@@ -18,7 +18,7 @@ def extra_sections(visibility: str | None = None, reader_analysis: str | None = 
 
         sections.append(("Edit visibility (§5.4)", report_markdown(json.loads(storage.read_text(visibility)))))
     if reader_analysis:
-        from medscope.reader.report import reader_section
+        from medscope.reader.study_report import reader_section
 
         uri = storage.join(reader_analysis, layout.ReaderAnalysis.ANALYSIS)
         sections.append(reader_section(json.loads(storage.read_text(uri))))

@@ -127,10 +127,9 @@ def _trial(config: dict) -> None:
     from medscope.protocols.counterfactual.training_seeds import seed_model_id
     from medscope.training.evaluation import EvalSettings
     from medscope.training.recipes import TrainRecipe
-    from pipelines.train import TrainJob, build_trainer
+    from pipelines.train import TrainJob, build_trainer, use_driver_storage
 
-    if config.get("s3_endpoint"):
-        storage.configure(s3_endpoint=config["s3_endpoint"])
+    use_driver_storage(config)
     arm, seed = config["arm"], config["seed"]
     out = layout.ArmsSweep(config["out"]).run(arm, seed).root
     over = json.loads(config["overrides"])[arm]
@@ -177,8 +176,6 @@ def run(job: SweepJob) -> dict:
     from pipelines.support.raycluster import ensure_ray
     from pipelines.train import ray_storage
 
-    import os
-
     ensure_ray()
     arms = load_arms(job.arms)
     recipe = load_recipe(arms.recipe)
@@ -194,7 +191,7 @@ def run(job: SweepJob) -> dict:
         "eval_test_sets": json.dumps({k: storage.absolute(v) for k, v in arms.eval_test_sets.items()}),
         "eval_cases": arms.eval_cases, "eval_max_new_tokens": arms.eval_max_new_tokens,
         "eval_max_turns": arms.eval_max_turns, "out": job.out,
-        "s3_endpoint": os.environ.get("AWS_ENDPOINT_URL") or os.environ.get("AWS_ENDPOINT_URL_S3"),
+        "s3_endpoint": storage.s3_endpoint(),  # configured or from the environment, as the driver reaches it
     }
     # the trial function only drives its TorchTrainer; the Train worker holds the CPU / GPU
     tuner = tune.Tuner(

@@ -59,6 +59,14 @@ def merge(base: dict, over: dict) -> dict:
     return out
 
 
+def use_driver_storage(cfg: dict) -> None:
+    """In a Ray Train / Tune worker: reach storage where the driver does. A worker may have
+    started before the driver set its endpoint (by ``storage.configure`` or the environment), so
+    the driver hands it over in the config; never credentials."""
+    if cfg.get("s3_endpoint"):
+        storage.configure(s3_endpoint=cfg["s3_endpoint"])
+
+
 def train_loop_per_worker(cfg: dict) -> None:
     """Runs in every Ray Train worker."""
     import ray.train
@@ -69,8 +77,7 @@ def train_loop_per_worker(cfg: dict) -> None:
     from medscope.training.vlm import save_adapter
 
     recipe = TrainRecipe.model_validate(cfg["recipe"])
-    if cfg.get("s3_endpoint"):
-        storage.configure(s3_endpoint=cfg["s3_endpoint"])
+    use_driver_storage(cfg)
     ctx = ray.train.get_context()
     rank, world = ctx.get_world_rank(), ctx.get_world_size()
     device = ray.train.torch.get_device() if torch.cuda.is_available() else torch.device("cpu")
@@ -165,6 +172,14 @@ def replay_exclusions(job: TrainJob, recipe: TrainRecipe) -> list[str] | None:
     return sorted(r["item_id"] for r in rejects)
 
 
+def worker_config(job: TrainJob, recipe: TrainRecipe, replay_excluded: list[str] | None = None) -> dict:
+    """What every Train worker gets: the recipe, the URIs, and the driver's S3 endpoint as
+    ``medscope.storage`` resolves it (configured or from the environment)."""
+    return {"recipe": recipe.model_dump(), "views": job.views, "out": job.out, "s3_endpoint": storage.s3_endpoint(),
+            "evaluation": job.evaluation.model_dump() if job.evaluation else None,
+            "replay_excluded": replay_excluded}
+
+
 def build_trainer(job: TrainJob, recipe: TrainRecipe | None = None, replay_excluded: list[str] | None = None):
     """The TorchTrainer for ``job`` (not yet fitted)."""
     from ray.train import CheckpointConfig, FailureConfig, RunConfig, ScalingConfig
@@ -175,13 +190,9 @@ def build_trainer(job: TrainJob, recipe: TrainRecipe | None = None, replay_exclu
     recipe = recipe or resolve_recipe(job)
     use_gpu = cluster_gpus() > 0 if job.use_gpu is None else job.use_gpu
     path, fs = ray_storage(layout.TrainRun(job.out).ray)
-    # workers may have been started before this process set its S3 endpoint; hand it over
-    endpoint = os.environ.get("AWS_ENDPOINT_URL") or os.environ.get("AWS_ENDPOINT_URL_S3")
     return TorchTrainer(
         train_loop_per_worker,
-        train_loop_config={"recipe": recipe.model_dump(), "views": job.views, "out": job.out, "s3_endpoint": endpoint,
-                           "evaluation": job.evaluation.model_dump() if job.evaluation else None,
-                           "replay_excluded": replay_excluded},
+        train_loop_config=worker_config(job, recipe, replay_excluded),
         scaling_config=ScalingConfig(num_workers=job.num_workers, use_gpu=use_gpu),
         run_config=RunConfig(
             name=job.name or recipe.name,

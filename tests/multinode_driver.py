@@ -52,7 +52,7 @@ def write_inputs(folder: str) -> dict:
     """The phantom cases and CT volumes, a small views table for the sweep, training views."""
     from medscope.cohorts.phantom import phantom_cases, write_volumes
     from medscope.testing.views import write_views
-    from medscope.training import synthetic
+    from medscope.training.synthetic_views import synthetic_views
 
     os.makedirs(folder, exist_ok=True)
     rows, _ = phantom_cases(N_CASES, seed=3)
@@ -61,7 +61,7 @@ def write_inputs(folder: str) -> dict:
     volumes = write_volumes(os.path.join(folder, "ct"), N_VOLUMES, seed=0, shape=(64, 64, 24))
     items = write_views(os.path.join(folder, "items.parquet"), N_ITEMS)
     train_views = os.path.join(folder, "train_views.parquet")
-    records.write_table("views", synthetic.synthetic_views(6, seed=0) + synthetic.synthetic_views(3, seed=1, split="validation"),
+    records.write_table("views", synthetic_views(6, seed=0) + synthetic_views(3, seed=1, split="validation"),
                         train_views)
     recipe = yaml.safe_load(open(os.path.join(REPO, "configs", "train", "smoke.yaml")))
     recipe.update(max_steps=TRAIN_STEPS, checkpoint_every=2)

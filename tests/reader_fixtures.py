@@ -10,7 +10,7 @@ import json
 
 from medscope import records
 from medscope.views.recipe import Recipe
-from medscope.views.synthetic import synthetic_cases
+from medscope.views.synthetic_cases import synthetic_cases
 from pipelines.views import build_views
 
 # per kind: (edit ratings 1-4, clinical answers); kinds in the order lesion, lesion_free, erased, control

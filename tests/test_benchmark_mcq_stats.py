@@ -11,28 +11,28 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from medscope.protocols.benchmark_mcq import scoring, stats
+from medscope.protocols.benchmark_mcq import accuracy_tests, scoring
 from medscope.protocols.benchmark_mcq.replies import mcq_prompt, read_choice
 
 MC = 0.03  # tolerance on a bootstrap tail share at B = 10,000
 
 
 def test_accuracy_counts_only_valid_responses():
-    est = stats.accuracy(["a", "a", "b", "b"], [1, 0, 1, 0], [True, True, True, False], b=200)
+    est = accuracy_tests.accuracy(["a", "a", "b", "b"], [1, 0, 1, 0], [True, True, True, False], b=200)
     assert est.value == pytest.approx(2 / 3)  # 2 correct of 3 valid; the invalid one is excluded
     assert est.n_items == 3 and est.n_cases == 2
 
 
 def test_random_baseline_is_mean_of_one_over_k():
-    assert stats.random_baseline([2, 4, 5]) == pytest.approx((1 / 2 + 1 / 4 + 1 / 5) / 3)
-    assert stats.random_baseline([4, 4, 4, 4]) == pytest.approx(0.25)
+    assert accuracy_tests.random_baseline([2, 4, 5]) == pytest.approx((1 / 2 + 1 / 4 + 1 / 5) / 3)
+    assert accuracy_tests.random_baseline([4, 4, 4, 4]) == pytest.approx(0.25)
 
 
 def test_case_clustered_interval_of_two_opposite_cases():
     # Case A: both questions right; case B: both wrong. Resampling cases, accuracy is 1, 0.5 or 0
     # with probabilities 1/4, 1/2, 1/4, so the 95 % percentile interval is [0, 1]; resampling
     # questions instead would give a far narrower interval.
-    est = stats.accuracy(["A", "A", "B", "B"], [1, 1, 0, 0], [True] * 4, b=10_000, seed=42)
+    est = accuracy_tests.accuracy(["A", "A", "B", "B"], [1, 1, 0, 0], [True] * 4, b=10_000, seed=42)
     assert est.value == 0.5
     assert (est.ci_low, est.ci_high) == (0.0, 1.0)
 
@@ -41,7 +41,7 @@ def test_bootstrap_matches_an_explicit_case_resampling_loop():
     rng = np.random.default_rng(7)
     cases = np.repeat([f"c{i}" for i in range(9)], 4)
     correct = rng.integers(0, 2, cases.size)
-    est = stats.accuracy(cases, correct, np.ones(cases.size, bool), b=500, seed=42)
+    est = accuracy_tests.accuracy(cases, correct, np.ones(cases.size, bool), b=500, seed=42)
     uniq = np.unique(cases)
     draws = np.random.default_rng(42).integers(0, len(uniq), size=(500, len(uniq)))
     means = [np.mean(np.concatenate([correct[cases == uniq[j]] for j in row])) for row in draws]
@@ -52,7 +52,7 @@ def test_bootstrap_matches_an_explicit_case_resampling_loop():
 def test_paired_delta_p_and_tost_by_hand():
     # A: sighted right, blind wrong on both questions (d = 1, 1); B: both arms agree (d = 0, 0).
     # Δ = 0.5; Δ* is 1, 0.5, 0 with probabilities 1/4, 1/2, 1/4.
-    d = stats.paired_delta(["A", "A", "B", "B"], [1, 1, 1, 0], [0, 0, 1, 0], b=10_000, seed=42)
+    d = accuracy_tests.paired_delta(["A", "A", "B", "B"], [1, 1, 1, 0], [0, 0, 1, 0], b=10_000, seed=42)
     assert d.delta.value == 0.5 and d.sighted == 0.75 and d.blind == 0.25
     assert d.p == pytest.approx(2 * 0.25, abs=2 * MC)  # two-sided: 2 * P(Δ* <= 0)
     assert d.tost_p == pytest.approx(0.75, abs=MC)  # max(P(Δ* <= -0.05) = 0, P(Δ* >= 0.05) = 3/4)
@@ -62,28 +62,28 @@ def test_paired_delta_p_and_tost_by_hand():
 def test_tost_declares_equivalence_when_90_interval_inside_margin():
     cases = np.repeat([f"c{i}" for i in range(40)], 5)
     same = np.ones(cases.size)
-    d = stats.paired_delta(cases, same, same, b=2000)
+    d = accuracy_tests.paired_delta(cases, same, same, b=2000)
     assert d.delta.value == 0.0 and d.tost_p == 0.0 and d.equivalent90 and d.p == 1.0
 
 
 def test_above_chance_one_sided_by_hand():
     # A: two 2-option questions right (1 - 1/2 each); B: two 4-option questions wrong (0 - 1/4).
-    est, p = stats.above_chance(["A", "A", "B", "B"], [1, 1, 0, 0], [2, 2, 4, 4], b=10_000, seed=42)
+    est, p = accuracy_tests.above_chance(["A", "A", "B", "B"], [1, 1, 0, 0], [2, 2, 4, 4], b=10_000, seed=42)
     assert est.value == pytest.approx((0.5 + 0.5 - 0.25 - 0.25) / 4)
     assert p == pytest.approx(0.25, abs=MC)  # only the BB resamples (-0.25) fall at or below 0
 
 
 def test_benjamini_hochberg_by_hand():
     # sorted p: .01 .03 .04 .2 -> p*m/rank: .04 .06 .0533 .2 -> running minimum from the top
-    q = stats.bh([0.01, 0.04, 0.03, 0.2])
+    q = accuracy_tests.bh([0.01, 0.04, 0.03, 0.2])
     assert q == pytest.approx([0.04, 0.16 / 3, 0.16 / 3, 0.2])
-    assert np.isnan(stats.bh([0.01, np.nan])[1])
+    assert np.isnan(accuracy_tests.bh([0.01, np.nan])[1])
 
 
 @pytest.mark.parametrize("q,tq,want", [(0.01, 0.3, "Effect"), (0.3, 0.01, "Equivalent"),
                                         (0.01, 0.01, "Effect (small)"), (0.3, 0.3, "Undetermined")])
 def test_verdicts(q, tq, want):
-    assert stats.verdict(q, tq) == want
+    assert accuracy_tests.verdict(q, tq) == want
 
 
 def _items():

@@ -20,7 +20,7 @@ from medscope.protocols.paired_modality import PROTOCOL, names
 from medscope.protocols.paired_modality import judge as jd
 from medscope.protocols.paired_modality.extraction import extract_photo_findings
 from medscope.protocols.paired_modality.manifest import fit_long_side, read_manifest, vocabulary
-from medscope.protocols.paired_modality.stats import clopper_pearson, cohen_kappa, mcnemar_exact
+from medscope.protocols.paired_modality.rates_and_agreement import clopper_pearson, cohen_kappa, mcnemar_exact
 from medscope.testing.providers import FakeProvider, status
 
 # -- extraction ---------------------------------------------------------------------------------

@@ -173,7 +173,7 @@ def test_cli_build_errors_are_one_line(tmp_path, capsys):
 
 
 def test_demo_step_on_synthetic_volumes(ray_cluster, tmp_path):
-    from medscope.volumes.synthetic import write_synthetic_volumes
+    from medscope.volumes.synthetic_ct import write_synthetic_volumes
     from pipelines.demo import DemoContext, step_probe_build
 
     ctx = DemoContext(out=str(tmp_path / "demo"))

@@ -8,7 +8,7 @@ from medscope import records
 from medscope.views.finalize import finalize
 from medscope.views.build import CaseContext, build_case_views
 from medscope.views.recipe import Recipe
-from medscope.views.synthetic import synthetic_cases
+from medscope.views.synthetic_cases import synthetic_cases
 from medscope.views.tools import make_eraser
 
 

@@ -35,9 +35,9 @@ from medscope.images import decode_png
 from medscope.reader import KEY_FILE, PAGE_FILE, READING_DIR
 from medscope.reader.analysis import analyse
 from medscope.reader.pack import write_pack
-from medscope.reader.report import reader_section
+from medscope.reader.study_report import reader_section
 from medscope.reader.sample import draw_sample, source_quotas
-from medscope.reader.stats import clopper_pearson
+from medscope.reader.rating_stats import clopper_pearson
 from pipelines.cli import main
 from tests.reader_fixtures import (
     READER_A,

@@ -37,6 +37,7 @@ def run(tmp_path_factory):
 def test_report_files_self_contained_html_and_numbers(run):
     out = run / "report"
     probe_md = "| organ | accuracy |\n|---|---|\n| liver | 0.812 |"
+    before = {p: p.stat().st_mtime_ns for p in (run / "run").rglob("*")}
     written = build_report(str(run / "run"), str(out), reference="model-00",
                            extra_sections=[("Volumetric probe", probe_md)])
     html = (out / "report.html").read_text()
@@ -60,8 +61,11 @@ def test_report_files_self_contained_html_and_numbers(run):
         assert f"{esg.value:.3f} [{esg.ci_low:.3f}, {esg.ci_high:.3f}] ({esg.n_cases} cases)" in line
         assert f"{nu.value:.3f} [{nu.ci_low:.3f}, {nu.ci_high:.3f}]" in line
         assert f"| {100 * row('erased_claims').value:.1f} |" in line
+    # a report writes nothing into the run it reads: the comparisons it made lie beside it
+    assert {p: p.stat().st_mtime_ns for p in (run / "run").rglob("*")} == before
+    assert written["comparisons"] == str(out / "comparisons.parquet")
     # paired differences: model minus the chosen reference
-    comp = records.read_table("metrics", str(run / "run" / "comparisons.parquet")).to_pandas()
+    comp = records.read_table("metrics", written["comparisons"]).to_pandas()
     d = comp[(comp.model == "model-02") & (comp.metric == "esg")].iloc[0]
     assert d.reference == "model-00:agent" and f"{d.value:+.3f} [{d.ci_low:+.3f}, {d.ci_high:+.3f}]" in md
     # rankings under all five matrices, the gallery and the extra section

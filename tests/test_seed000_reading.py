@@ -23,7 +23,7 @@ from medscope.protocols.counterfactual import testsets
 from medscope.views.build import CaseContext, build_case_views
 from medscope.views.finalize import finalize
 from medscope.views.recipe import Recipe, check_heldout, load_recipe
-from medscope.views.synthetic import synthetic_cases
+from medscope.views.synthetic_cases import synthetic_cases
 from medscope.views.tools import make_eraser
 from pipelines import cli
 

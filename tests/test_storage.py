@@ -115,3 +115,63 @@ def test_training_jobs_hand_workers_absolute_paths(tmp_path, monkeypatch):
     assert (job.views, job.out) == (str(tmp_path / "out" / "views.parquet"), str(tmp_path / "out" / "train"))
     sweep = SweepJob(arms="a.yaml", views="v.parquet", out="s3://b/sweep")
     assert sweep.views == str(tmp_path / "v.parquet") and sweep.out == "s3://b/sweep" and sweep.eval_views is None
+
+
+WORKER = """
+import json, sys
+from medscope import storage
+from pipelines.train import use_driver_storage
+cfg, uri = json.loads(sys.argv[1]), sys.argv[2]
+use_driver_storage(cfg)
+endpoint = storage.s3_endpoint()
+if endpoint:  # without one s3fs would go to AWS itself: nothing to learn from that
+    storage.write_text(uri, "written by a worker")
+print(json.dumps(endpoint))
+"""
+
+
+def test_training_workers_reach_the_endpoint_set_only_through_storage_configure(s3_server, monkeypatch):
+    """An endpoint given by ``storage.configure`` (no AWS_ENDPOINT_URL anywhere) reaches the
+    Train workers: a fresh process whose environment names no endpoint, given the config the
+    driver hands its workers, writes to that server."""
+    import json
+    import subprocess
+    import sys
+    import urllib.request
+
+    import boto3
+
+    from pipelines.train import TrainJob, resolve_recipe, worker_config
+
+    urllib.request.urlopen(urllib.request.Request(f"{s3_server}/moto-api/reset", method="POST"))
+    boto3.client("s3", endpoint_url=s3_server, region_name="us-east-1").create_bucket(Bucket="medscope-configured")
+    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
+    monkeypatch.delenv("AWS_ENDPOINT_URL_S3", raising=False)
+    storage.configure(s3_endpoint=s3_server)
+    try:
+        job = TrainJob(recipe="configs/train/smoke.yaml", views="s3://medscope-configured/views.parquet",
+                       out="s3://medscope-configured/train", use_gpu=False)
+        cfg = worker_config(job, resolve_recipe(job))
+    finally:
+        storage.configure(s3_endpoint=None)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_ENDPOINT_URL")} | {"PYTHONPATH": root}
+    done = subprocess.run([sys.executable, "-c", WORKER, json.dumps(cfg), "s3://medscope-configured/train/progress.json"],
+                          env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.splitlines()[-1]) == s3_server
+    body = boto3.client("s3", endpoint_url=s3_server, region_name="us-east-1").get_object(
+        Bucket="medscope-configured", Key="train/progress.json")["Body"].read()
+    assert body == b"written by a worker"
+
+def test_only_the_storage_module_reads_the_s3_endpoint_from_the_environment():
+    """Every other module asks ``storage.s3_endpoint()``, so ``storage.configure`` is never missed."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    readers = []
+    for top in ("medscope", "pipelines"):
+        for folder, _, files in os.walk(os.path.join(root, top)):
+            for name in files:
+                path = os.path.join(folder, name)
+                if name.endswith(".py") and "AWS_ENDPOINT_URL" in open(path, encoding="utf-8").read():
+                    readers.append(os.path.relpath(path, root))
+    assert readers == ["medscope/storage.py"]

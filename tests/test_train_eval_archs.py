@@ -18,7 +18,7 @@ from medscope import records
 from medscope.models.base import Completion, Decoding
 from medscope.models.config import ModelEntry
 from medscope.models.local_hf import from_entry
-from medscope.training import synthetic
+from medscope.training.synthetic_views import synthetic_views
 from medscope.training import trajectories as tj
 from medscope.training.vlm import IGNORE, build_base, encode, vision_parameter_names
 
@@ -30,7 +30,7 @@ KINDS = ["original", "target_removal", "random_removal", "natural_negative"]
 @pytest.fixture(scope="module")
 def views_uri(tmp_path_factory):
     # training views (train split) and one main-test case (the protocol's items: the test split)
-    rows = synthetic.synthetic_views(3, seed=7) + synthetic.synthetic_views(1, seed=8, split="test")
+    rows = synthetic_views(3, seed=7) + synthetic_views(1, seed=8, split="test")
     uri = str(tmp_path_factory.mktemp("views") / "views.parquet")
     records.write_table("views", rows, uri)
     return uri

@@ -15,7 +15,8 @@ import yaml
 from medscope import images, records
 from medscope.answers.actions import FinalAction
 from medscope.errors import MedScopeError
-from medscope.training import data, losses, selection, synthetic, trainers
+from medscope.training import data, losses, selection, trainers
+from medscope.training.synthetic_views import synthetic_views
 from medscope.training import trajectories as tj
 from medscope.training.episodes import parse_action, view_reward
 from medscope.training.recipes import RECIPE_KINDS, DeepSpeedSettings, LoraSettings, TrainRecipe, deepspeed_config, load_recipe
@@ -34,12 +35,12 @@ def parse(text):
 
 @pytest.fixture(scope="module")
 def views():
-    return synthetic.synthetic_views(9, seed=3)
+    return synthetic_views(9, seed=3)
 
 
 @pytest.fixture(scope="module")
 def many_views():
-    return synthetic.synthetic_views(60, seed=5, size=48)
+    return synthetic_views(60, seed=5, size=48)
 
 
 def small_recipe(**kw) -> TrainRecipe:
@@ -625,7 +626,7 @@ def test_every_method_builds_examples_from_a_views_table(tiny, views, tmp_path):
 
     table = records.to_table("views", views)
     eval_uri = str(tmp_path / "eval.parquet")
-    records.write_table("views", synthetic.synthetic_views(2, seed=9, split="test"), eval_uri)
+    records.write_table("views", synthetic_views(2, seed=9, split="test"), eval_uri)
     vqa_uri = str(tmp_path / "vqa.parquet")
     records.write_table("vqa_items", _vqa_items(3, records.read_table("views", eval_uri).column("image")[0].as_py()), vqa_uri)
     model = apply_lora(__import__("copy").deepcopy(tiny.model), LoraSettings(r=4, alpha=8), seed=0)
@@ -666,7 +667,7 @@ def test_sweep_seed_pairs_are_paired_differences_of_the_scored_trials(tmp_path):
     from medscope.protocols.counterfactual.testsets import EVAL_KINDS
     from pipelines.sweep import apply_checks, arms_table, seed_pair_tests
 
-    evals = synthetic.synthetic_views(6, seed=4, split="validation")
+    evals = synthetic_views(6, seed=4, split="validation")
     replies = {"yes": FinalAction("answer", answer="Yes"), "no": FinalAction("answer", answer="No")}
     policy = {("claim", 0): "yes", ("claim", 1): "yes", ("deny", 0): "no", ("deny", 1): "no"}
     means, n_views = {}, 0

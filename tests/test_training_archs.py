@@ -14,7 +14,8 @@ from medscope import records
 from medscope.models.base import Completion, Decoding
 from medscope.models.local_hf import LocalHFModel
 from medscope.models.tiny_vlm import ARCHS, save_tiny
-from medscope.training import runner, synthetic, trainers
+from medscope.training import runner, trainers
+from medscope.training.synthetic_views import synthetic_views
 from medscope.training import trajectories as tj
 from medscope.training.recipes import LoraSettings, TrainRecipe
 from medscope.training.vlm import (
@@ -35,7 +36,7 @@ pytestmark = pytest.mark.usefixtures("torch_one_thread")
 
 @pytest.fixture(scope="module")
 def views():
-    return synthetic.synthetic_views(3, seed=7)
+    return synthetic_views(3, seed=7)
 
 
 @pytest.fixture(scope="module", params=ARCHS)

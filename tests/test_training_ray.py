@@ -11,13 +11,13 @@ import pytest
 import yaml
 
 from medscope import records
-from medscope.training import synthetic
+from medscope.training.synthetic_views import synthetic_views
 
 
 @pytest.fixture(scope="module")
 def views_uri(tmp_path_factory):
     uri = str(tmp_path_factory.mktemp("views") / "views.parquet")
-    rows = synthetic.synthetic_views(6, seed=0) + synthetic.synthetic_views(3, seed=1, split="validation")
+    rows = synthetic_views(6, seed=0) + synthetic_views(3, seed=1, split="validation")
     records.write_table("views", rows, uri)
     return uri
 
@@ -37,7 +37,7 @@ def test_tune_sweep_of_two_seeds_by_two_arms_trains_evaluates_and_tabulates(ray_
     arms["recipe"] = _recipe(tmp_path, max_steps=2, checkpoint_every=2, n_views=8)
     # a named test set scored beside validation (the C1-C4 rules are worded on test sets)
     main_uri = str(tmp_path / "main-views.parquet")
-    records.write_table("views", synthetic.synthetic_views(1, seed=2, split="test"), main_uri)
+    records.write_table("views", synthetic_views(1, seed=2, split="test"), main_uri)
     arms["eval_test_sets"] = {"main": main_uri}
     arms_path = tmp_path / "arms.yaml"
     arms_path.write_text(yaml.safe_dump(arms))

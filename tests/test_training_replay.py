@@ -10,7 +10,8 @@ import pytest
 
 from medscope import cohorts, images, records
 from medscope.qc import near_copies as nc
-from medscope.training import replay, runner, synthetic
+from medscope.training import replay, runner
+from medscope.training.synthetic_views import synthetic_views
 from medscope.training.recipes import RECIPE_KINDS, TrainRecipe
 from replay_layouts import resaved, smooth_image, write_pathvqa, write_slake, write_vqa_rad
 
@@ -25,9 +26,9 @@ def _png(a):
 def world(tmp_path_factory):
     """Question sets, training views and two evaluation views tables, with planted copies."""
     root = tmp_path_factory.mktemp("replay")
-    main = synthetic.synthetic_views(3, seed=11, split="test")
+    main = synthetic_views(3, seed=11, split="test")
     main[0] = dict(main[0], image=_png(smooth_image(9000)))  # an evaluation image ...
-    fresh = synthetic.synthetic_views(3, seed=12, split="test")
+    fresh = synthetic_views(3, seed=12, split="test")
     fresh[0] = dict(fresh[0], image=_png(smooth_image(9001)))
     # a views table holding a train split too: its train images are not evaluation images
     fresh.append(dict(fresh[1], view_id="train-only-view", split="train", image=_png(smooth_image(9002))))
@@ -49,7 +50,7 @@ def world(tmp_path_factory):
     views_uri = {"main": str(root / "main.parquet"), "fresh_external": str(root / "fresh.parquet")}
     records.write_table("views", main, views_uri["main"])
     records.write_table("views", fresh, views_uri["fresh_external"])
-    return {"sets": sets, "eval_views": views_uri, "train_views": synthetic.synthetic_views(9, seed=3),
+    return {"sets": sets, "eval_views": views_uri, "train_views": synthetic_views(9, seed=3),
             "root": root, "decoy": decoy}
 
 

@@ -10,7 +10,8 @@ import math
 import pytest
 
 from medscope import layout, records
-from medscope.training import data, runner, synthetic
+from medscope.training import data, runner
+from medscope.training.synthetic_views import synthetic_views
 from medscope.training.recipes import TrainRecipe, load_recipe
 
 pytestmark = pytest.mark.usefixtures("torch_one_thread")
@@ -84,7 +85,7 @@ def _expected_examples(recipe: TrainRecipe, views: list[dict]) -> int:
                                   "configs/train/dpo_c2.yaml", "configs/train/dpo_c3.yaml", "configs/train/paired_c4.yaml",
                                   "configs/train/paired_c4_control.yaml", "configs/train/smoke.yaml"])
 def test_recipe_states_its_data_steps_and_schedule_and_the_run_logs_show_them(path, tmp_path):
-    views = synthetic.synthetic_views(4, seed=2)
+    views = synthetic_views(4, seed=2)
     recipe = _scaled(path, _vqa_uri(tmp_path, views[0]["image"]))
     trainer, info = runner.make_trainer(recipe, records.to_table("views", views))
     trainer.fit()

@@ -12,7 +12,7 @@ import pytest
 from medscope import records, storage
 from medscope.errors import MedScopeError
 from medscope.views.recipe import Recipe
-from medscope.views.synthetic import blob, case_row, synthetic_cases, tissue
+from medscope.views.synthetic_cases import blob, case_row, synthetic_cases, tissue
 from medscope.views.worker import case_key, parts
 from pipelines.views import build_views
 

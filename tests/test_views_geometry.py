@@ -11,7 +11,7 @@ from medscope.seeding import rng_for
 from medscope.views import degrade, geometry
 from medscope.views.build import CaseContext, build_case_views
 from medscope.views.recipe import Recipe, recipe_hash
-from medscope.views.synthetic import blob, case_row, synthetic_cases, tissue
+from medscope.views.synthetic_cases import blob, case_row, synthetic_cases, tissue
 from medscope.views.tools import make_eraser
 
 

@@ -13,7 +13,7 @@ import pytest
 
 from medscope import records
 from medscope.views.stream import view_groups
-from medscope.views.synthetic import synthetic_cases
+from medscope.views.synthetic_cases import synthetic_cases
 
 # Run in a fresh process so that Arrow's peak allocation is this build's alone. The local
 # engine builds in the same process, so the peak also covers one case's views being built.

@@ -22,6 +22,11 @@ with"), ``hypothetical`` (mentioned but not asserted: "whether", "if", "assess f
 "too blurry to tell"), ``historical`` (a past finding: "history of", "previously seen"; a
 *resolved* one — "has resolved", "no longer" — is ``negated``: it is not there now), and
 ``affirmed``.
+
+References: W. W. Chapman et al., "A simple algorithm for identifying negated findings and
+diseases in discharge summaries" (NegEx), J. Biomed. Inform. 34(5), 2001; H. Harkema et al.,
+"ConText: an algorithm for determining negation, experiencer, and temporal status from clinical
+reports", J. Biomed. Inform. 42(5), 2009.
 """
 
 from __future__ import annotations

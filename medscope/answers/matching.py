@@ -45,6 +45,9 @@ hedged affirmation ("possible", "cannot be excluded", "consistent with") is a cl
 denial ("unlikely", "no definite", "I doubt") is a denial; a reply that commits to neither is
 ``refer``. Seed 003's lexical hedge flag is separate (``protocols/organ_presence/replies``):
 the verdict follows the surface reading, the hedge is reported beside it.
+
+References: mention status is ConText (H. Harkema et al., J. Biomed. Inform. 42(5), 2009),
+extending NegEx (W. W. Chapman et al., J. Biomed. Inform. 34(5), 2001); see ``context``.
 """
 
 from __future__ import annotations

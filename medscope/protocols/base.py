@@ -13,8 +13,6 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Protocol
 
-import pyarrow as pa
-
 from medscope.items import READINGS, EpisodeResult, Item  # noqa: F401 - the protocol interface names them
 from medscope.models.base import ChatModel, Decoding
 
@@ -57,12 +55,3 @@ class ScoreOptions:
     n_boot: int | None = None
     seed: int | None = None
     extra: dict = field(default_factory=dict)
-
-
-def items_table_kind(table: pa.Table) -> str:
-    """Which item table a Parquet table is, by its key column (views or probe_items)."""
-    if "view_id" in table.column_names:
-        return "views"
-    if "item_id" in table.column_names:
-        return "probe_items"
-    raise ValueError("not an item table: needs view_id or item_id")

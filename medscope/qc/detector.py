@@ -12,6 +12,11 @@ a dozen lines) because scikit-learn is not a dependency; the AUC is the Mann–W
   each target erasure, which must stay below 0.5. Its held-out AUC (by case) is recorded.
 - Adversarial filtering: a classifier separating target from random edits; the cases it
   finds easiest are dropped until its out-of-fold AUC is at most the recipe's bound.
+
+References: adversarial filtering: R. Zellers et al., "SWAG: a large-scale adversarial dataset
+for grounded commonsense inference", EMNLP 2018; R. Le Bras et al., "Adversarial filters of
+dataset biases" (AFLite), ICML 2020. AUC as Mann-Whitney U: J. A. Hanley, B. J. McNeil,
+Radiology 143(1), 1982.
 """
 
 from __future__ import annotations

@@ -5,9 +5,9 @@ images look edited, is the control edit as recognisable as the erasure?
 - :mod:`medscope.reader.pack` re-saves the images under opaque names, writes the static reading
   page (:mod:`medscope.reader.page`) and keeps the answer key beside the pack, with its hash;
 - :mod:`medscope.reader.answers` reads readers' answer files (only those of the given packs);
-- :mod:`medscope.reader.stats` holds the pre-specified statistics (AUC, Cohen's kappa,
+- :mod:`medscope.reader.rating_stats` holds the pre-specified statistics (AUC, Cohen's kappa,
   Clopper-Pearson) and :mod:`medscope.reader.analysis` applies them per reader, by majority and
-  by source; :mod:`medscope.reader.report` turns the result into a report section.
+  by source; :mod:`medscope.reader.study_report` turns the result into a report section.
 """
 
 from medscope import layout

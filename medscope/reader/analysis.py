@@ -28,7 +28,7 @@ from medscope.reader import (
 )
 from medscope.reader.answers import load_answers
 from medscope.reader.pack import read_key, verify_pack
-from medscope.reader.stats import clopper_pearson, kappa, rating_auc
+from medscope.reader.rating_stats import clopper_pearson, kappa, rating_auc
 
 ACCEPTABLE_RESIDUAL = 0.10  # §7: the residual-finding rate is read against 10%
 

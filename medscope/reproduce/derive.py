@@ -6,9 +6,9 @@ user's run goes through (never a second implementation):
   main test's composition (219 / 219 / 219 / 288 / 170 views), the constant policies' episodes,
   scored by the counterfactual protocol (what ``medscope score`` runs) and rescored under the
   shipped alternative matrices (``rewards.rescore``, as the report's ranking table does);
-- seed 002 Table 1: ``paired_modality.stats.clopper_pearson`` at the printed counts of n = 40;
-  §5.2: ``paired_modality.stats.mcnemar_exact`` on paired outcome vectors built from the counts;
-- seed 001 Table 4: ``benchmark_mcq.stats.bh`` and ``verdict``; seed 000 §3.9:
+- seed 002 Table 1: ``paired_modality.rates_and_agreement.clopper_pearson`` at the printed counts of n = 40;
+  §5.2: ``paired_modality.rates_and_agreement.mcnemar_exact`` on paired outcome vectors built from the counts;
+- seed 001 Table 4: ``benchmark_mcq.accuracy_tests.bh`` and ``verdict``; seed 000 §3.9:
   ``stats.inference.bonferroni``;
 - sums of printed counts, and differences of printed values as the interval their rounding allows.
 
@@ -227,9 +227,9 @@ def proportion(ctx: Context, k: int, n: int) -> float:
 @derivation
 def clopper_pearson(ctx: Context, k: int, n: int, side: str) -> float:
     """One end of the exact 95% interval of k/n (seed 002 Table 1)."""
-    from medscope.protocols.paired_modality import stats
+    from medscope.protocols.paired_modality import rates_and_agreement
 
-    lo, hi = stats.clopper_pearson(int(k), int(n))
+    lo, hi = rates_and_agreement.clopper_pearson(int(k), int(n))
     return {"low": lo, "high": hi}[side]
 
 
@@ -250,12 +250,12 @@ def paired_outcomes(k_before: int, k_after: int, b: int, n: int) -> tuple[np.nda
 def mcnemar_p(ctx: Context, k_before: list, k_after: list, b: list, n: int = 40) -> float:
     """Exact McNemar p of photo only vs photo + radiograph (seed 002 §5.2), one model or pooled
     over several (the lists: one entry per model, outcome vectors concatenated)."""
-    from medscope.protocols.paired_modality import stats
+    from medscope.protocols.paired_modality import rates_and_agreement
 
     pairs = [paired_outcomes(int(kb), int(ka), int(bb), int(n)) for kb, ka, bb in zip(k_before, k_after, b, strict=True)]
     before = np.concatenate([p[0] for p in pairs])
     after = np.concatenate([p[1] for p in pairs])
-    return float(stats.mcnemar_exact(before, after)["p_value"])
+    return float(rates_and_agreement.mcnemar_exact(before, after)["p_value"])
 
 
 # -- seed 001: multiplicity and verdicts ---------------------------------------------------------------------
@@ -266,10 +266,10 @@ def bh_q(ctx: Context, p: list, index: int) -> tuple[float, float]:
     """The Benjamini-Hochberg q of test ``index`` of a family given its printed p-values (seed 001
     Table 4): q is monotone in every p, so the q at the low and high ends of each p's rounding
     (``< 0.001``: 0 to 0.001) bound the q the unrounded p-values give."""
-    from medscope.protocols.benchmark_mcq import stats
+    from medscope.protocols.benchmark_mcq import accuracy_tests
 
-    lo = stats.bh([_interval(v)[0] for v in p])
-    hi = stats.bh([_interval(v)[1] for v in p])
+    lo = accuracy_tests.bh([_interval(v)[0] for v in p])
+    hi = accuracy_tests.bh([_interval(v)[1] for v in p])
     return float(lo[index]), float(hi[index])
 
 
@@ -283,17 +283,17 @@ def _value_for_verdict(text) -> float:
 @derivation
 def verdict(ctx: Context, q, tost_q) -> str:
     """Table 4's verdict from the printed q and TOST q (seed 001 Methods)."""
-    from medscope.protocols.benchmark_mcq import stats
+    from medscope.protocols.benchmark_mcq import accuracy_tests
 
-    return stats.verdict(_value_for_verdict(q), _value_for_verdict(tost_q))
+    return accuracy_tests.verdict(_value_for_verdict(q), _value_for_verdict(tost_q))
 
 
 @derivation
 def verdict_count(ctx: Context, q: list, tost_q: list, kind: str) -> float:
     """How many cells are FDR-significant (``effect``), TOST-equivalent (``equivalent``) or both."""
-    from medscope.protocols.benchmark_mcq import stats
+    from medscope.protocols.benchmark_mcq import accuracy_tests
 
-    names = [stats.verdict(_value_for_verdict(a), _value_for_verdict(b)) for a, b in zip(q, tost_q, strict=True)]
+    names = [accuracy_tests.verdict(_value_for_verdict(a), _value_for_verdict(b)) for a, b in zip(q, tost_q, strict=True)]
     want = {"effect": ("Effect", "Effect (small)"), "equivalent": ("Equivalent", "Effect (small)"),
             "both": ("Effect (small)",), "undetermined": ("Undetermined",)}[kind]
     return float(sum(n in want for n in names))

@@ -8,6 +8,12 @@ statistics: every term of every metric of every model and subgroup) and the draw
 ``W[B, C]``, all resamples of all statistics are two matrix products, ``W @ num`` and
 ``W @ den``: one set of resampled clusters is shared by every metric and model, which also
 makes every paired comparison paired by construction.
+
+References: the bootstrap and its percentile interval: B. Efron, Ann. Stat. 7(1), 1979; B. Efron,
+R. Tibshirani, An Introduction to the Bootstrap, Chapman & Hall, 1993. Resampling clusters (cases),
+not observations: A. C. Davison, D. V. Hinkley, Bootstrap Methods and Their Application,
+Cambridge University Press, 1997, §3.8; C. A. Field, A. H. Welsh, "Bootstrapping clustered
+data", J. R. Stat. Soc. B 69(3), 2007.
 """
 
 from __future__ import annotations

@@ -4,6 +4,13 @@ Thin wrappers over scipy / statsmodels where they fit (Fisher, exact McNemar, Be
 Hochberg, clustered GLM), and the few procedures the papers define themselves: the equivalence
 test on a bootstrap interval, accuracy against a mixed-k chance level, Bonferroni over a named
 family, seeds as mean +- sd.
+
+References: Fisher's exact test: R. A. Fisher, J. R. Stat. Soc. 85(1), 1922. Exact McNemar:
+Q. McNemar, Psychometrika 12(2), 1947. Bonferroni: O. J. Dunn, "Multiple comparisons among
+means", JASA 56, 1961. Benjamini-Hochberg: Y. Benjamini, Y. Hochberg, "Controlling the false
+discovery rate", J. R. Stat. Soc. B 57(1), 1995. TOST: D. J. Schuirmann, J. Pharmacokinet.
+Biopharm. 15(6), 1987. Cluster-robust (sandwich) GLM errors: K.-Y. Liang, S. L. Zeger,
+Biometrika 73(1), 1986.
 """
 
 from __future__ import annotations

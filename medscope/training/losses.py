@@ -5,6 +5,9 @@ DPOTrainer runs its own transformers-Trainer loop, whereas C2 must share the loo
 other method here (Ray Train checkpoints on the run's storage URI, resume at the same example,
 the same single-turn chat encoding as C4's s(x)); the DPO loss itself is three lines, checked
 against hand computation in the tests.
+
+References: DPO: R. Rafailov et al., "Direct preference optimization: your language model is
+secretly a reward model", NeurIPS 2023.
 """
 
 from __future__ import annotations

@@ -5,6 +5,9 @@ Seed 000 §3.5: LoRA on all linear layers of the *language* model, vision encode
 model family: a chat becomes tokens through :func:`medscope.models.local_hf.chat_inputs` (the
 processor's own chat template and image expansion, exactly what evaluation feeds the model),
 and the language model and vision side are found from the model (``get_decoder()``).
+
+References: LoRA: E. J. Hu et al., "LoRA: low-rank adaptation of large language models",
+ICLR 2022 (through ``peft``).
 """
 
 from __future__ import annotations

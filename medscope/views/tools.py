@@ -17,6 +17,16 @@ image, Poisson-blended with ``cv2.seamlessClone``), ``lama`` (simple-lama-inpain
 TorchScript model from ``LAMA_MODEL``) and ``sd`` (diffusers Stable Diffusion inpainting from
 a local model directory). Model-holding tools load once per instance, so a Ray actor that
 holds one loads it once.
+
+References: ``telea``: A. Telea, "An image inpainting technique based on the fast marching
+method", J. Graphics Tools 9(1), 2004. ``ns``: M. Bertalmio, A. L. Bertozzi, G. Sapiro,
+"Navier-Stokes, fluid dynamics, and image and video inpainting", CVPR 2001. ``fsr_*``: J. Seiler
+et al., "Resampling images to a regular grid from a non-regular subset of pixel positions using
+frequency selective reconstruction", IEEE Trans. Image Process. 24(11), 2015. ``shiftmap``: K. He,
+J. Sun, "Statistics of patch offsets for image completion", ECCV 2012. ``transplant``: P. Pérez,
+M. Gangnet, A. Blake, "Poisson image editing", SIGGRAPH 2003. ``lama``: R. Suvorov et al.,
+"Resolution-robust large mask inpainting with Fourier convolutions", WACV 2022. ``sd``:
+R. Rombach et al., "High-resolution image synthesis with latent diffusion models", CVPR 2022.
 """
 
 from __future__ import annotations

@@ -1,7 +1,6 @@
-"""Volumes and the organ-presence probe (seed 003; montage from seed 001).
-
-nifti (canonical loading, checks), render (windows, triple false colour, montage), presence
-(hysteretic slice presence, cohort co-occurrence, POPE-style items), build (one volume's work),
-replies (reading replies, hedge lexicon), metrics (case-clustered probe metrics), probe_protocol
-(the EvalProtocol), report (the report section), config (ProbeConfig), synthetic (bench volumes).
-"""
+"""CT volumes for the organ-presence probe (seed 003; montage from seed 001): NIfTI loading
+and canonical reorientation with checks (``nifti``), windowing, triple-window false colour and
+the 12x12 montage (``render``), hysteretic slice presence, cohort co-occurrence and POPE-style
+items (``presence``), one volume's build work (``build``), the probe's config (``config``) and
+small synthetic CT volumes for the bench (``synthetic_ct``). The protocol itself (prompts, reply
+reading, scoring, report) is ``medscope/protocols/organ_presence/``."""

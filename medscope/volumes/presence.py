@@ -8,6 +8,9 @@
   strategy are negatives (random / popular / adversarial). Each absent item carries the
   z-distance to the organ's nearest presence slice, or the flag that the organ is absent from
   the whole volume.
+
+References: random / popular / adversarial negatives are POPE's sampling strategies (Y. Li et al.,
+"Evaluating object hallucination in large vision-language models", EMNLP 2023).
 """
 
 from __future__ import annotations

@@ -45,7 +45,7 @@ def _row(check: str, status: str, result: str, **details) -> dict:
 
 def _views(n_cases: int):
     from medscope import records
-    from medscope.training.synthetic import synthetic_views
+    from medscope.training.synthetic_views import synthetic_views
 
     return records.to_table("views", synthetic_views(n_cases, seed=0, size=64))
 

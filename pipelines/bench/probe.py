@@ -19,7 +19,7 @@ def bench(args) -> None:
     import statistics
 
     from medscope.volumes.config import ProbeConfig
-    from medscope.volumes.synthetic import write_synthetic_volumes
+    from medscope.volumes.synthetic_ct import write_synthetic_volumes
     from pipelines.probe import _peak_rss_mb, _reset_peak_rss, build
     from pipelines.support.raycluster import ensure_ray
 

@@ -67,7 +67,7 @@ def bench_throughput(args) -> None:
     import os
     import tempfile
 
-    from medscope.views.synthetic import synthetic_cases
+    from medscope.views.synthetic_cases import synthetic_cases
 
     # sized so that the steady work (about 10 s for the plain loop on 2 idle cores) is large
     # next to the few seconds an actor pool takes to start; --quick is a smoke run only

@@ -100,10 +100,6 @@ class EpisodeWorker:
         self._items: OrderedDict[str, Item] = OrderedDict()  # item id -> item, oldest first
         self._cache_lock = threading.Lock()
         self._fetch_lock = threading.Lock()  # one fetch at a time: threads wanting it wait, then hit
-        self.fetches = 0
-
-    def ping(self) -> int:
-        return os.getpid()
 
     def _model(self, name: str):
         with self._lock:
@@ -134,7 +130,6 @@ class EpisodeWorker:
                 return item
             block = unit.get("block") or (item_id,)
             fetched = self.protocol.load_items(self.items_uri, ids=block)
-            self.fetches += 1
             with self._cache_lock:
                 for it in fetched:
                     self._items[it.item_id] = it
@@ -142,10 +137,6 @@ class EpisodeWorker:
                 while len(self._items) > ITEM_CACHE_BLOCKS * len(block):
                     self._items.popitem(last=False)
         return self._cached(item_id)
-
-    def fetch_count(self) -> int:
-        """How many times this worker read items from the items table."""
-        return self.fetches
 
     def run(self, unit: dict) -> dict:
         """Run one episode and write it; returns a small summary for the driver."""

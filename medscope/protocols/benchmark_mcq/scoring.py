@@ -6,6 +6,8 @@ blind accuracies and Δ on the questions valid in both runs, and per-subcategory
 its own chance. ``test_rows`` gives the confirmatory tests at higher resolution (B = 10,000):
 Family 1 (accuracy above chance, one-sided) and Family 2 (Δ != 0 two-sided, with TOST), each
 with Benjamini-Hochberg q-values within its family.
+
+References: see ``accuracy_tests`` (case bootstrap, Benjamini-Hochberg, TOST).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from medscope.protocols.benchmark_mcq import stats
+from medscope.protocols.benchmark_mcq import accuracy_tests as stats  # accuracy, its intervals and tests
 from medscope.protocols.benchmark_mcq.families import assign_families
 from medscope.protocols.benchmark_mcq.replies import read_choice
 from medscope.report import thin

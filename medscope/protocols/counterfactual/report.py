@@ -1,8 +1,9 @@
 """The counterfactual protocol's report sections (seed 000 §5.1-§5.5) for a scored run.
 
-Reads the run's scores, metrics, comparisons (made here if missing) and ``run.json`` (which
-names the views and episodes); writes per-model transcript files ``transcripts/<model>.jsonl``
-and ``transcripts.md`` into the report folder. ``medscope.report.build`` composes these
+Reads the run's scores, metrics, comparisons and ``run.json`` (which names the views and
+episodes) and writes nothing into the run; into the report folder it writes per-model transcript
+files ``transcripts/<model>.jsonl``, ``transcripts.md``, and ``comparisons.parquet`` when the run
+holds no comparisons against the report's reference. ``medscope.report.build`` composes these
 sections with other protocols' into one Markdown + self-contained HTML report.
 """
 
@@ -13,6 +14,7 @@ import re
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from medscope import images, layout, records, storage
 from medscope.errors import MedScopeError
@@ -79,90 +81,26 @@ def report_sections(run: str, work_dir: str, reference: str | None = None, galle
 
     ``plan``: a plan file whose ``families`` (e.g. configs/plans/primary_27.yaml) are adjusted
     and printed as the paper's Table 6 with its multiplicity verdict.
-    Transcript files are written under ``work_dir`` (the report folder); returns the sections
-    and what else was written (the transcripts index, the reference model).
+    Nothing is written into ``run``: transcript files, and the paired comparisons when the run
+    holds none for the reference, are written under ``work_dir`` (the report folder); returns the
+    sections and what else was written (the transcripts index, the comparisons, the reference).
     """
-    scored = layout.ScoredRun(run)
-    manifest = json.loads(storage.read_text(scored.manifest)) if storage.exists(scored.manifest) else {}
-    scores_t = records.read_table("scores", scored.scores)
-    scores = scores_t.to_pandas()
-    metrics = records.read_table("metrics", scored.metrics).to_pandas()
-    if scores.empty:
-        raise MedScopeError(f"{run}: no scores to report")
-    metrics = metrics[metrics.reference.isna()]
-    multi = scores.groupby("model")["condition"].nunique().max() > 1
-    keys = sorted({(r.model, r.condition) for r in scores[["model", "condition"]].drop_duplicates().itertuples()})
+    manifest, scores_t, scores, metrics = _read_scored(run)
     test_sets = sorted(set(metrics.test_set))
     ts0 = manifest.get("test_set", test_sets[0]) if manifest.get("test_set") in test_sets else test_sets[0]
-
-    def esg_of(k):
-        r = _get(metrics, k[0], k[1], ts0, "esg")
-        return -np.inf if r is None or pd.isna(r.value) else r.value
-
-    constant = summary.constant_policies(scores)
-    # models that read the image first, by ESG; constant policies (reference rows) last
-    keys.sort(key=lambda k: (k in constant, -esg_of(k), k))
+    keys, constant = _ordered_runs(scores, metrics, ts0)
     reference = reference or keys[0][0]
-    comp_uri = scored.comparisons
-    comps = records.read_table("metrics", comp_uri).to_pandas() if storage.exists(comp_uri) else pd.DataFrame()
-    if comps.empty or not comps.reference.str.split(":").str[0].eq(reference).any():
-        n_boot = int(manifest.get("n_boot", bs.DEFAULT_B)) or bs.DEFAULT_B
-        comps = cmp.compare(scores_t, reference, n_boot=n_boot, seed=int(manifest.get("seed", bs.DEFAULT_SEED))).to_pandas()
-        if not storage.exists(comp_uri):  # kept for `compare`/`rules`; an earlier compare is never replaced
-            records.write_table("metrics", records.to_table("metrics", comps.to_dict("records")), comp_uri)
-    comps = comps[comps.reference.str.split(":").str[0] == reference]
-
-    def label(m, c):
-        return _label(m, c, multi)
-
-    facts = summary.RunFacts(int(scores.case_id.nunique()), int(scores.view_id.nunique()), rs.sources(manifest),
-                             ts0, str(manifest.get("cost_matrix", scores.cost_matrix.iloc[0])))
-    sections = [rs.summary_section(rs.model_rows(metrics, keys, ts0, constant, label),
-                                   rs.differences(comps, ts0, constant, label), facts),
-                rs.figures_section(metrics, keys, ts0, constant, label),
-                Section("Run", [Para(_run_text(manifest, scores, keys, reference))])]
-    for ts in test_sets:
-        sections.append(Section(f"Main table: {ts}", [_main_table(metrics, keys, ts, multi, constant)],
-                                anchor=f"main-{slug(ts)}"))
+    comps, comps_written = paired_differences(run, scores_t, manifest, reference, work_dir)
+    multi = scores.groupby("model")["condition"].nunique().max() > 1
+    sections = _summary_sections(manifest, scores, metrics, comps, keys, constant, ts0, reference, multi)
+    sections += [Section(f"Main table: {ts}", [_main_table(metrics, keys, ts, multi, constant)],
+                         anchor=f"main-{slug(ts)}") for ts in test_sets]
     sections.append(Section(f"Paired differences against {reference}", [_paired_table(comps, multi, keys)],
                             anchor="paired"))
     sections.append(Section("Further tests", _tests_blocks(scores, reference, ts0, comps, plan, manifest),
                             anchor="tests"))
-    sections.append(Section("By imaging type", [_by_breakdown(metrics, keys, ts0, "imaging_type", multi,
-                                                                  constant=constant)],
-                            anchor="imaging"))
-    sections.append(Section("By source (Table 15)", [_by_breakdown(
-        metrics, keys, ts0, "source", multi, metric_list=("ccr", "esg", "net_utility"), constant=constant)],
-        anchor="source"))
-    sections.append(Section("By erasure tool (Table 12)", [_by_breakdown(
-        metrics, keys, ts0, "tool", multi, metric_list=("esg", "erased_claims", "control_denial"), constant=constant)],
-        anchor="tool"))
-    readers = [k for k in keys if k not in constant]
-    labels = [_label(m, c, multi) for m, c in readers]
-    omitted = ("; constant policies (" + ", ".join(_label(m, c, multi) for m, c in keys if (m, c) in constant)
-               + ") are left out: they read no image" if constant else "")
-    sm = metrics.assign(model=[_label(m, c, multi) for m, c in zip(metrics.model, metrics.condition)])
-    sections.append(Section("ESG by lesion-size quartile", [
-        Image(plots.esg_by_size_quartile(sm[sm.test_set == ts0], labels), "esg_by_size.png",
-              "ESG with 95% intervals by quartile of lesion area, one series per model that reads the image, "
-              "n cases per quartile under each tick"),
-        Para(f"ESG on {ts0} by quartile of lesion area (share of the image), 95% case-bootstrap intervals; n under "
-             f"each quartile is the number of cases with a lesion mask in it, so intervals on a few cases are wide"
-             f"{omitted}."),
-        _by_breakdown(metrics, readers, ts0, "size_quartile", multi, metric_list=("esg", "erased_claims"))],
-        anchor="size"))
-    ss = scores.assign(model=[_label(m, c, multi) for m, c in zip(scores.model, scores.condition)])
-    sections.append(Section("Risk-coverage", [
-        Image(plots.risk_coverage(ss[ss.test_set.fillna("main") == ts0], labels), "risk_coverage.png",
-              "Selective risk against coverage on original and random-removal views, one curve per model that "
-              "reads the image"),
-        Para(f"Selective risk (share answered wrongly) on the answerable views of {ts0}: original and random-removal "
-             "views (seed 000 §3.8), ranked by stated confidence (stable sort on ties; missing confidence ranks "
-             "last); AURC is the area under each curve. Erased and lesion-free views are not in this curve, so a "
-             "policy that always says 'present' would be right on every view in it: constant policies are left out "
-             "(one confidence tie, no ranking). These curves describe each model's own trade-off and do not rank "
-             "models (seed 000 §5.5). decision_risk / decision_aurc (Further metrics) use every view that expects an "
-              "answer, with ties averaged, where a constant policy sits at its own error rate.")], anchor="risk"))
+    sections += _breakdown_sections(metrics, keys, ts0, multi, constant)
+    sections += _curve_sections(scores, metrics, keys, ts0, multi, constant)
     sections.append(Section("Further metrics", [_more_table(metrics, keys, ts0, multi, constant)], anchor="more"))
     sections.append(Section("Sensitivity by asked finding", [_by_breakdown(
         metrics, keys, ts0, "finding", multi, metric_list=("sensitivity", "erased_claims", "healthy_claims",
@@ -175,7 +113,110 @@ def report_sections(run: str, work_dir: str, reference: str | None = None, galle
     gal = _gallery(manifest, scores, keys, multi, gallery_cases)
     sections.append(Section("Gallery", gal["blocks"], anchor="gallery"))
     sections.append(Section("Transcripts", _transcript_blocks(transcripts, gal["views"]), anchor="transcripts"))
-    return sections, {"transcripts": transcripts.get("index"), "reference": reference}
+    return sections, {"transcripts": transcripts.get("index"), "comparisons": comps_written, "reference": reference}
+
+
+def _read_scored(run: str) -> tuple[dict, pa.Table, pd.DataFrame, pd.DataFrame]:
+    """The scored run's manifest, scores (table and frame) and metrics without comparison rows."""
+    scored = layout.ScoredRun(run)
+    manifest = json.loads(storage.read_text(scored.manifest)) if storage.exists(scored.manifest) else {}
+    scores_t = records.read_table("scores", scored.scores)
+    scores = scores_t.to_pandas()
+    metrics = records.read_table("metrics", scored.metrics).to_pandas()
+    if scores.empty:
+        raise MedScopeError(f"{run}: no scores to report")
+    return manifest, scores_t, scores, metrics[metrics.reference.isna()]
+
+
+def _ordered_runs(scores: pd.DataFrame, metrics: pd.DataFrame, ts0: str) -> tuple[list, set]:
+    """The (model, condition) runs, models that read the image first by ESG on ``ts0``, constant
+    policies (reference rows that read no image) last; and the set of constant ones."""
+    keys = sorted({(r.model, r.condition) for r in scores[["model", "condition"]].drop_duplicates().itertuples()})
+
+    def esg_of(k):
+        r = _get(metrics, k[0], k[1], ts0, "esg")
+        return -np.inf if r is None or pd.isna(r.value) else r.value
+
+    constant = summary.constant_policies(scores)
+    keys.sort(key=lambda k: (k in constant, -esg_of(k), k))
+    return keys, constant
+
+
+def paired_differences(run: str, scores_t: pa.Table, manifest: dict, reference: str,
+                       work_dir: str) -> tuple[pd.DataFrame, str | None]:
+    """Every run minus ``reference`` (paired case bootstrap, seed 000 §3.9): the run's own
+    ``comparisons.parquet`` (``medscope compare``) when it holds that reference, else computed
+    here with the run's B and seed and written to the report folder, never into the run (a
+    report does not change what it reads). Returns the rows and the file written, if any."""
+    comp_uri = layout.ScoredRun(run).comparisons
+    comps = records.read_table("metrics", comp_uri).to_pandas() if storage.exists(comp_uri) else pd.DataFrame()
+    written = None
+    if comps.empty or not comps.reference.str.split(":").str[0].eq(reference).any():
+        n_boot = int(manifest.get("n_boot", bs.DEFAULT_B)) or bs.DEFAULT_B
+        table = cmp.compare(scores_t, reference, n_boot=n_boot, seed=int(manifest.get("seed", bs.DEFAULT_SEED)))
+        written = layout.Report(work_dir).file("comparisons.parquet")
+        records.write_table("metrics", table, written)
+        comps = table.to_pandas()
+    return comps[comps.reference.str.split(":").str[0] == reference], written
+
+
+def _summary_sections(manifest, scores, metrics, comps, keys, constant, ts0, reference, multi) -> list:
+    """The front page (models and differences), its figures, and what the run was."""
+    def label(m, c):
+        return _label(m, c, multi)
+
+    facts = summary.RunFacts(int(scores.case_id.nunique()), int(scores.view_id.nunique()), rs.sources(manifest),
+                             ts0, str(manifest.get("cost_matrix", scores.cost_matrix.iloc[0])))
+    return [rs.summary_section(rs.model_rows(metrics, keys, ts0, constant, label),
+                               rs.differences(comps, ts0, constant, label), facts),
+            rs.figures_section(metrics, keys, ts0, constant, label),
+            Section("Run", [Para(_run_text(manifest, scores, keys, reference))])]
+
+
+def _breakdown_sections(metrics, keys, ts0, multi, constant) -> list:
+    """The main metrics within imaging type, source (Table 15) and erasure tool (Table 12)."""
+    return [
+        Section("By imaging type", [_by_breakdown(metrics, keys, ts0, "imaging_type", multi, constant=constant)],
+                anchor="imaging"),
+        Section("By source (Table 15)", [_by_breakdown(
+            metrics, keys, ts0, "source", multi, metric_list=("ccr", "esg", "net_utility"), constant=constant)],
+            anchor="source"),
+        Section("By erasure tool (Table 12)", [_by_breakdown(
+            metrics, keys, ts0, "tool", multi, metric_list=("esg", "erased_claims", "control_denial"),
+            constant=constant)], anchor="tool")]
+
+
+def _curve_sections(scores, metrics, keys, ts0, multi, constant) -> list:
+    """ESG by lesion-size quartile and the risk-coverage curves (§5.5), for the models that
+    read the image only."""
+    readers = [k for k in keys if k not in constant]
+    labels = [_label(m, c, multi) for m, c in readers]
+    omitted = ("; constant policies (" + ", ".join(_label(m, c, multi) for m, c in keys if (m, c) in constant)
+               + ") are left out: they read no image" if constant else "")
+    sm = metrics.assign(model=[_label(m, c, multi) for m, c in zip(metrics.model, metrics.condition)])
+    ss = scores.assign(model=[_label(m, c, multi) for m, c in zip(scores.model, scores.condition)])
+    return [
+        Section("ESG by lesion-size quartile", [
+            Image(plots.esg_by_size_quartile(sm[sm.test_set == ts0], labels), "esg_by_size.png",
+                  "ESG with 95% intervals by quartile of lesion area, one series per model that reads the image, "
+                  "n cases per quartile under each tick"),
+            Para(f"ESG on {ts0} by quartile of lesion area (share of the image), 95% case-bootstrap intervals; n "
+                 f"under each quartile is the number of cases with a lesion mask in it, so intervals on a few cases "
+                 f"are wide{omitted}."),
+            _by_breakdown(metrics, readers, ts0, "size_quartile", multi, metric_list=("esg", "erased_claims"))],
+            anchor="size"),
+        Section("Risk-coverage", [
+            Image(plots.risk_coverage(ss[ss.test_set.fillna("main") == ts0], labels), "risk_coverage.png",
+                  "Selective risk against coverage on original and random-removal views, one curve per model that "
+                  "reads the image"),
+            Para(f"Selective risk (share answered wrongly) on the answerable views of {ts0}: original and "
+                 "random-removal views (seed 000 §3.8), ranked by stated confidence (stable sort on ties; missing "
+                 "confidence ranks last); AURC is the area under each curve. Erased and lesion-free views are not in "
+                 "this curve, so a policy that always says 'present' would be right on every view in it: constant "
+                 "policies are left out (one confidence tie, no ranking). These curves describe each model's own "
+                 "trade-off and do not rank models (seed 000 §5.5). decision_risk / decision_aurc (Further metrics) "
+                 "use every view that expects an answer, with ties averaged, where a constant policy sits at its "
+                 "own error rate.")], anchor="risk")]
 
 
 def _run_text(manifest, scores, keys, reference) -> str:

@@ -10,6 +10,10 @@ over k = 1..n. Ties:
 - ``ties="mean"``: the expected risk over every order of each tie (errors of a tie are spread
   evenly over its positions). A policy with one confidence for every view then has a flat
   curve at its error rate, whatever the order of the table.
+
+References: selective risk and the risk-coverage curve: R. El-Yaniv, Y. Wiener, "On the
+foundations of noise-free selective classification", JMLR 11, 2010; AURC: Y. Geifman, G. Uziel,
+R. El-Yaniv, "Bias-reduced uncertainty estimation for deep neural classifiers", ICLR 2019.
 """
 
 from __future__ import annotations

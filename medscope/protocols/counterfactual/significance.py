@@ -15,6 +15,10 @@ so a test is always about exactly the views its metric counts:
 - ``seeds``: mean +- sd over seeds of every metric (Table 11's three-seed rows).
 - ``family``: Bonferroni or Benjamini-Hochberg over a family a plan file names (the 27
   primary comparisons: ESG, erased-lesion claims and net utility against nine frontier models).
+
+References: Q. McNemar, Psychometrika 12(2), 1947; R. A. Fisher, J. R. Stat. Soc. 85(1), 1922;
+TOST: D. J. Schuirmann, J. Pharmacokinet. Biopharm. 15(6), 1987; Bonferroni: O. J. Dunn,
+JASA 56, 1961; Y. Benjamini, Y. Hochberg, J. R. Stat. Soc. B 57(1), 1995 (``medscope.stats``).
 """
 
 from __future__ import annotations

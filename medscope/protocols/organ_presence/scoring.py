@@ -7,6 +7,10 @@
   resampling cases (volumes), not slices;
 - a logistic regression of correct rejection on z-distance (log-odds per mm, cluster-robust by
   case), specificity far out of range and on organs absent from the whole volume.
+
+References: the probe follows POPE (Y. Li et al., "Evaluating object hallucination in large
+vision-language models", EMNLP 2023); cluster-robust logistic regression: K.-Y. Liang,
+S. L. Zeger, Biometrika 73(1), 1986; the case bootstrap: ``medscope.stats.bootstrap``.
 """
 
 from __future__ import annotations

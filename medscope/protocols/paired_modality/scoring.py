@@ -15,7 +15,7 @@ from medscope.errors import MedScopeError
 from medscope.protocols.paired_modality import judge as jd
 from medscope.protocols.paired_modality.extraction import FAILED, extract_photo_findings
 from medscope.protocols.paired_modality.manifest import PHOTO_TYPES, PairPhoto
-from medscope.protocols.paired_modality.stats import clopper_pearson, cohen_kappa, mcnemar_exact
+from medscope.protocols.paired_modality.rates_and_agreement import clopper_pearson, cohen_kappa, mcnemar_exact
 
 SETTINGS = ("photo_only", "paired")
 SETTING_LABELS = {"photo_only": "Photo only", "paired": "Photo + radiograph"}

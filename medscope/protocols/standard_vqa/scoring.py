@@ -9,6 +9,10 @@
   recall is 1 (every answer token said). Mean recall is reported beside it;
 - every proportion gets a 95% percentile interval from resampling image files (several questions
   share an image, so images, not questions, are the independent units).
+
+References: closed / open accuracy as reported on VQA-RAD (J. J. Lau et al., "A dataset of
+clinically generated visual questions and answers about radiology images", Sci. Data 5, 2018);
+open-answer token recall as in LLaVA-Med (C. Li et al., NeurIPS 2023 Datasets and Benchmarks).
 """
 
 from __future__ import annotations

@@ -4,6 +4,10 @@ Rates are proportions of photographs with exact Clopper-Pearson 95% intervals; t
 vs paired comparison on the same photographs is an exact McNemar test (binomial on the
 discordant pairs); agreement between two judges is Cohen's kappa. Each wraps statsmodels so
 the numbers are the library's, not ours.
+
+References: C. J. Clopper, E. S. Pearson, "The use of confidence or fiducial limits illustrated in
+the case of the binomial", Biometrika 26(4), 1934; Q. McNemar, Psychometrika 12(2), 1947;
+J. Cohen, "A coefficient of agreement for nominal scales", Educ. Psychol. Meas. 20(1), 1960.
 """
 
 from __future__ import annotations

@@ -9,7 +9,6 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
-from medscope import records
 from medscope.images import encode_png
 from medscope.seeding import rng_for
 
@@ -65,7 +64,3 @@ def synthetic_cases(n: int, seed: int = 0, size: int = 128, negative_every: int 
             image[mask] = np.clip(image[mask].astype(int) + 90, 0, 255).astype(np.uint8)
         rows.append(case_row(f"syn-{i:04d}", image, mask, kind, patient_id=f"p{i // 2:03d}"))
     return rows
-
-
-def synthetic_table(n: int, seed: int = 0, size: int = 128):
-    return records.to_table("cases", synthetic_cases(n, seed, size))

@@ -11,6 +11,11 @@
   Benjamini-Hochberg within each family (statsmodels); both at B = 10,000;
 - TOST against ±margin (0.05): p = max(P*(Δ <= -m), P*(Δ >= +m)); the 90 % interval is reported,
   equivalence is declared when it lies inside (-m, +m).
+
+References: the case (cluster) bootstrap: A. C. Davison, D. V. Hinkley, Bootstrap Methods and
+Their Application, Cambridge University Press, 1997, §3.8; Benjamini-Hochberg: Y. Benjamini,
+Y. Hochberg, J. R. Stat. Soc. B 57(1), 1995; TOST: D. J. Schuirmann, J. Pharmacokinet.
+Biopharm. 15(6), 1987.
 """
 
 from __future__ import annotations
