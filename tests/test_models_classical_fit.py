@@ -147,12 +147,15 @@ def test_demo_step_fits_on_train_and_hands_evaluation_the_other_splits(fitted, t
     ctx = DemoContext(out=str(tmp_path / "demo"))
     ctx.paths["views"] = views
     step_fit_reader(ctx)
-    assert ctx.paths["views_all"] == views
-    held = records.read_table("views", ctx.paths["views"])
-    assert len(held) > 0 and "train" not in set(held.column("split").to_pylist())
-    # the main test set: the test split only (seed 000 Table 3)
-    assert set(held.column("split").to_pylist()) == {"test"}
-    assert len(held) == sum(s == "test" for s in records.read_table("views", views).column("split").to_pylist())
+    # evaluation gets the views build itself (its recipe travels with it), never a filtered copy
+    assert ctx.paths["views_all"] == views == ctx.paths["views"]
+    from medscope import protocols
+
+    items = protocols.load("counterfactual").load_items(ctx.paths["views"])
+    split = {r["view_id"]: r["split"] for r in records.read_table("views", views, columns=["view_id", "split"]).to_pylist()}
+    # the main test set: the test split only (seed 000 Table 3), every passed view of it
+    assert items and {split[i.item_id] for i in items} == {"test"}
+    assert len(items) == ctx.summary["fit_reader"]["eval_views_passed"]
     entries = {e.name: e for e in cfgmod.load(ModelsConfig, ctx.paths["models_config"]).models}
     assert entries["classical-reader"].options["weights"] == ctx.paths["reader_weights"]
     assert load_artifact(ctx.paths["reader_weights"])["fitted_on"]["split"] == "train"
