@@ -408,6 +408,8 @@ SCHEMAS: dict[str, pa.Schema] = {
             pa.field("stage", pa.string(), nullable=False),  # load, view, qc, eval, ...
             pa.field("reason", pa.string(), nullable=False),  # short, countable
             pa.field("detail", pa.string()),
+            # the exception's class (or "Reject": a MedScope check), to group rows by cause
+            pa.field("error_class", pa.string()),
         ]
     ),
 }
@@ -589,8 +591,10 @@ def conform(table: pa.Table, sch: pa.Schema, columns: Sequence[str] | None, uri:
         raise MedScopeError(f"{uri} does not hold the expected table: {err}") from None
 
 
-def reject(table: str, source: str, item_id: str, stage: str, reason: str, detail: str = "") -> dict:
-    """One rejects row. ``reason`` is a short countable label; ``detail`` the particulars."""
+def reject(table: str, source: str, item_id: str, stage: str, reason: str, detail: str = "",
+           error_class: str | None = None) -> dict:
+    """One rejects row. ``reason`` is a short countable label; ``detail`` the particulars;
+    ``error_class`` the exception's class (``bounded_io.error_class``)."""
     return {
         "table": table,
         "source": source,
@@ -598,4 +602,5 @@ def reject(table: str, source: str, item_id: str, stage: str, reason: str, detai
         "stage": stage,
         "reason": reason,
         "detail": detail or None,
+        "error_class": error_class,
     }

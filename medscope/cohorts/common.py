@@ -197,6 +197,7 @@ def read_file(root: str, rel: str, limits: Limits = DEFAULT_LIMITS) -> bytes:
         rel = safe_io.inside_root(rel)
     except safe_io.BadText as err:
         raise Reject(err.reason, err.detail) from None
+    safe_io.require_inside(root, rel)
     return safe_io.read_bounded(storage.join(root, *rel.split("/")), limits.max_file_bytes)
 
 
@@ -400,7 +401,8 @@ def case_row(
 
 
 def reject_row(cfg: DatasetConfig, rel_path: str, err: Reject, table: str = "cases") -> dict:
-    return records.reject(table, cfg.source, display_name(rel_path), "load", err.reason, display_name(err.detail))
+    return records.reject(table, cfg.source, display_name(rel_path), "load", err.reason, display_name(err.detail),
+                          safe_io.error_class(err))
 
 
 def finish(rows: list[dict], rejects: list[dict], table: str = "cases"):

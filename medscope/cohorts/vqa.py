@@ -16,6 +16,7 @@ import posixpath
 from medscope import images, records
 from medscope import safe_io
 from medscope.cohorts.common import DatasetConfig, Reject, as_reject, decode_image, read_file
+from medscope.bounded_io import error_class
 from medscope.seeding import stable_hash
 
 CLOSED_ANSWERS = ("yes", "no")
@@ -92,7 +93,7 @@ def item_row(cfg: DatasetConfig, *, split: str | None, image_file: str, image: b
 
 
 def reject_item(cfg: DatasetConfig, item: str, err: Reject) -> dict:
-    return records.reject(OUT_TABLE, cfg.source, item, "load", err.reason, err.detail)
+    return records.reject(OUT_TABLE, cfg.source, item, "load", err.reason, err.detail, error_class(err))
 
 
 def finish_items(rows: list[dict], rejects: list[dict]):
