@@ -454,8 +454,34 @@ def to_table(name: str, rows: Iterable[Mapping] | pa.Table) -> pa.Table:
     return table
 
 
+# Shares of an image: finite and in [0, 1]. A NaN lesion fraction compares False with every
+# threshold, so it would silently label a lesion view "absent" (issue 32); refused on write and read.
+FRACTIONS: dict[str, tuple[str, ...]] = {"cases": ("lesion_area_frac",), "views": ("lesion_area_frac",),
+                                         "scores": ("lesion_area_frac",)}
+
+
+def check_fractions(name: str, table: pa.Table, where: str = "") -> None:
+    """Raise MedScopeError naming the column, the count and the first ids of rows whose
+    fraction (``FRACTIONS``) is NaN, infinite or outside [0, 1]; nulls are the schema's affair."""
+    import pyarrow.compute as pc
+
+    for column in FRACTIONS.get(name, ()):
+        if column not in table.column_names:
+            continue
+        col = table.column(column)
+        ok = pc.fill_null(pc.and_(pc.is_finite(col), pc.and_(pc.greater_equal(col, 0), pc.less_equal(col, 1))), True)
+        bad = pc.invert(ok)
+        n = pc.sum(bad).as_py() or 0
+        if n:
+            key = next((k for k in ("view_id", "case_id", "item_id") if k in table.column_names), None)
+            ids = table.filter(bad).column(key).to_pylist()[:5] if key else []
+            raise MedScopeError(f"{where or name}: {name}.{column} must be a finite share in [0, 1]; {n} row(s) are not "
+                                f"(e.g. {ids or pc.unique(col.filter(bad)).to_pylist()[:5]}); rebuild the table")
+
+
 def validate(name: str, table: pa.Table) -> None:
-    """Raise MedScopeError if ``table`` breaks the schema's non-null or enum rules."""
+    """Raise MedScopeError if ``table`` breaks the schema's non-null, enum or fraction rules."""
+    check_fractions(name, table)
     sch = schema(name)
     for field in sch:
         col = table.column(field.name)
@@ -586,9 +612,11 @@ def conform(table: pa.Table, sch: pa.Schema, columns: Sequence[str] | None, uri:
         if field.nullable and field.name not in table.column_names:
             table = table.append_column(field.name, pa.nulls(table.num_rows, field.type))
     try:
-        return table.select(target.names).cast(target)
+        table = table.select(target.names).cast(target)
     except (KeyError, pa.ArrowInvalid, ValueError) as err:
         raise MedScopeError(f"{uri} does not hold the expected table: {err}") from None
+    check_fractions(next((n for n, s in SCHEMAS.items() if s is sch), ""), table, uri)
+    return table
 
 
 def reject(table: str, source: str, item_id: str, stage: str, reason: str, detail: str = "",
