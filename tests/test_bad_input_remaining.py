@@ -82,3 +82,41 @@ def test_views_with_a_non_finite_lesion_fraction_are_refused_on_write_and_read(t
     # the same table with the good value reads back whole
     pq.write_table(good, uri)
     assert records.read_table("views", uri).num_rows == len(rows)
+
+
+# --------------------------------------------------------------------------- pairs build
+
+
+def test_a_truncated_approved_candidate_is_never_copied_into_a_pair_set(tmp_path):
+    import yaml
+
+    from medscope.pairs import review as rv
+    from medscope.pairs.generators import ProceduralGenerator
+    from tests.test_pairs_construction import _two_condition_spec
+
+    spec = _two_condition_spec()
+    work, out = tmp_path / "work", tmp_path / "set"
+    rv.generate_round(spec, str(work), ProceduralGenerator(spec.generator))
+    rv.decide(str(work), ["all-pending"], "approve", reviewer="dr-a")
+    cands = rv.load_review(str(work))["candidates"]
+    a, b = spec.conditions[0].condition, spec.conditions[1].condition
+    cut = next(c for c in cands if c["condition"] == b and c["photo_type"] == "matched")
+    path = work / cut["image"]
+    whole = path.read_bytes()
+    path.write_bytes(whole[: len(whole) // 2])  # a copy that stopped half-way
+    with pytest.raises(Exception):  # Pillow itself cannot decode it: the premise, checked independently
+        Image.open(io.BytesIO(path.read_bytes())).load()
+    built = rv.build(spec, str(work), str(out))
+    assert built["conditions"] == 1
+    [entry] = built["incomplete"]
+    assert entry["condition"] == b and entry["missing"] == []
+    [bad] = entry["unreadable"]
+    assert (bad["photo_type"], bad["candidate"], bad["reason"]) == ("matched", cut["id"], "unreadable image")
+    assert bad["error_class"] not in ("", None, "Reject")  # Pillow's exception, by name
+    manifest = yaml.safe_load(open(built["manifest"]))
+    assert [c["condition"] for c in manifest["conditions"]] == [a]
+    assert not (out / "photos" / f"{rv.slug(b)}-matched.png").exists()
+    for pt in ("matched", "mismatched"):  # the good condition's photographs are whole copies
+        rel = manifest["conditions"][0][pt]["image"]
+        src = next(c for c in cands if c["condition"] == a and c["photo_type"] == pt)
+        assert (out / rel).read_bytes() == (work / src["image"]).read_bytes()
