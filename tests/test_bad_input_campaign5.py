@@ -332,7 +332,7 @@ def _plant_vqarad(kind):
             return ANY, "9101"
         if kind == "record without image_name":
             _vqarad_edit(root, lambda d: d + [{k: v for k, v in {**q, "qid": 9102}.items() if k != "image_name"}])
-            return ANY, "VQA_RAD Dataset Public.json"
+            return ANY, "9102"  # first run: the test guessed the item was named after the JSON file
         if kind == "200 KB question":
             _vqarad_edit(root, lambda d: d + [{**q, "qid": 9103, "question": "Is there " + "x" * 200_000 + "?"}])
             return KEPT, ""

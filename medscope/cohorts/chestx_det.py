@@ -88,6 +88,9 @@ def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None) ->
     excluded = {c.lower() for c in cfg.exclude_categories}
     rows, rejects = [], []
     listed: set[str] = set()
+    scans = {folder: scan_tree(storage.join(path, folder)) for folder in sorted(set(files.values()))}
+    # names as the JSON writes them -> as on disk, matched in NFC (a macOS export writes NFD)
+    on_disk = {safe_io.nfc(posixpath.join(f, r)): posixpath.join(f, r) for f, (imgs, _) in scans.items() for r in imgs}
     for ann, folder in sorted(files.items()):
         try:
             records = _records(path, ann)
@@ -98,6 +101,7 @@ def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None) ->
         first: dict[str, object] = {}
         for i, rec in enumerate(records):
             rel = posixpath.join(folder, str(rec.get("file_name", ""))) if isinstance(rec, dict) else f"{ann}[{i}]"
+            rel = on_disk.get(safe_io.nfc(rel), rel)
             listed.add(safe_io.nfc(rel))
             try:
                 if rel in first:  # a record listed twice is one case (issue 32), never two
@@ -115,17 +119,16 @@ def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None) ->
                                           else f"{ann}[{i}]", err))
             if on_item:
                 on_item()
-    rejects += _unlisted(cfg, path, sorted(set(files.values())), listed)
+    rejects += _unlisted(cfg, scans, listed)
     return finish(rows, rejects)
 
 
-def _unlisted(cfg, path: str, folders: list[str], listed: set[str]) -> list[dict]:
+def _unlisted(cfg, scans: dict, listed: set[str]) -> list[dict]:
     """Rows for the files of the image folders no annotation record names (issue 32: every file
     gets a row): an image is a ``not in the annotations`` reject (it has no labels to trust),
     anything else an ``ignored`` row."""
     out = []
-    for folder in folders:
-        images, ignored = scan_tree(storage.join(path, folder))
+    for folder, (images, ignored) in scans.items():
         unlisted = [r for r in images if safe_io.nfc(posixpath.join(folder, r)) not in listed]
         out += leftovers(cfg, folder, ignored, unlisted, "not in the annotations")
     for row in out:
