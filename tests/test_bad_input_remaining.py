@@ -305,3 +305,25 @@ def test_qata_every_file_gets_a_row(tmp_path):
     assert ignored == {f"{t}/Ground-truths/covid_1_copy.png": "in Ground-truths/ but not named mask_<image>",
                        f"{t}/Previews/covid_1.png": "outside the Images/ and Ground-truths/ folders",
                        f"{t}/Images/Thumbs.db": "not a png/jpg/jpeg/bmp/tif/tiff file"}
+
+
+def test_vqa_release_json_names_match_files_in_nfc(tmp_path):
+    """A VQA-RAD JSON written with an NFD name (macOS) beside the file unpacked in NFC: one item,
+    the same one as when both agree; a name that matches nothing is still a missing image."""
+    import json
+    import unicodedata
+
+    from replay_layouts import smooth_image, write_vqa_rad
+
+    root = tmp_path / "vqarad"
+    write_vqa_rad(root, 2, {}, {})
+    _save(f"{root}/VQA_RAD Image Folder/café.jpg", smooth_image(5), "JPEG", quality=95)
+    p = root / "VQA_RAD Dataset Public.json"
+    data = json.loads(p.read_text())
+    nfd = unicodedata.normalize("NFD", "café.jpg")
+    data += [{**data[0], "qid": 501, "image_name": nfd}, {**data[0], "qid": 502, "image_name": "nowhere.jpg"}]
+    p.write_text(json.dumps(data))
+    table, rejects = cohorts.load("vqa-rad", str(root))
+    files = table.column("image_file").to_pylist()
+    assert "VQA_RAD Image Folder/café.jpg" in files and len(files) == len(data) - 1
+    assert {r["item_id"]: r["reason"] for r in rejects} == {"VQA_RAD Image Folder/nowhere.jpg#502": "missing image"}
