@@ -16,6 +16,7 @@ import pyarrow.parquet as pq
 
 from medscope import layout, parts, storage
 from medscope.errors import MedScopeError
+from medscope.table_values import check_fractions
 
 BOX = pa.list_(pa.int32())  # [x1, y1, x2, y2]; pixels in tables, 0-1000 in model replies
 TURN = pa.struct([("role", pa.string()), ("text", pa.string()), ("image_ref", pa.string())])
@@ -452,31 +453,6 @@ def to_table(name: str, rows: Iterable[Mapping] | pa.Table) -> pa.Table:
             raise MedScopeError(f"{name} rows do not fit the schema: {err}") from None
     validate(name, table)
     return table
-
-
-# Shares of an image: finite and in [0, 1]. A NaN lesion fraction compares False with every
-# threshold, so it would silently label a lesion view "absent" (issue 32); refused on write and read.
-FRACTIONS: dict[str, tuple[str, ...]] = {"cases": ("lesion_area_frac",), "views": ("lesion_area_frac",),
-                                         "scores": ("lesion_area_frac",)}
-
-
-def check_fractions(name: str, table: pa.Table, where: str = "") -> None:
-    """Raise MedScopeError naming the column, the count and the first ids of rows whose
-    fraction (``FRACTIONS``) is NaN, infinite or outside [0, 1]; nulls are the schema's affair."""
-    import pyarrow.compute as pc
-
-    for column in FRACTIONS.get(name, ()):
-        if column not in table.column_names:
-            continue
-        col = table.column(column)
-        ok = pc.fill_null(pc.and_(pc.is_finite(col), pc.and_(pc.greater_equal(col, 0), pc.less_equal(col, 1))), True)
-        bad = pc.invert(ok)
-        n = pc.sum(bad).as_py() or 0
-        if n:
-            key = next((k for k in ("view_id", "case_id", "item_id") if k in table.column_names), None)
-            ids = table.filter(bad).column(key).to_pylist()[:5] if key else []
-            raise MedScopeError(f"{where or name}: {name}.{column} must be a finite share in [0, 1]; {n} row(s) are not "
-                                f"(e.g. {ids or pc.unique(col.filter(bad)).to_pylist()[:5]}); rebuild the table")
 
 
 def validate(name: str, table: pa.Table) -> None:
