@@ -188,7 +188,15 @@ def test_url_credentials_reach_no_output_and_score_refuses_a_partial_copy(ray_cl
 
 
 def test_checkpoint_problems_are_found_from_the_folder(tmp_path):
+    import ast
+
     from medscope.models import checkpoints
+
+    # the written-out architectures are tiny_vlm.ARCHS (read from its source: no torch import)
+    src = open(os.path.join(os.path.dirname(checkpoints.__file__), "tiny_vlm.py")).read()
+    archs = next(ast.literal_eval(n.value) for n in ast.parse(src).body
+                 if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", None) == "ARCHS")
+    assert checkpoints.TINY_ARCHS == archs
 
     good = tmp_path / "model"
     good.mkdir()

@@ -14,6 +14,9 @@ import os
 from medscope.errors import MedScopeError
 
 TINY = "tiny"
+# tiny_vlm.ARCHS, written out so that the check imports no torch or transformers (as
+# pipelines/agent.py's choices); tests/test_bad_input_remaining.py keeps the two equal
+TINY_ARCHS = ("qwen2-vl", "qwen2.5-vl", "gemma3")
 CHECKPOINT_KINDS = ("local_hf",)  # model kinds whose ``model`` is a checkpoint folder on this machine
 
 
@@ -33,10 +36,8 @@ def checkpoint_problem(path: str) -> str | None:
 def base_problem(base: str) -> str | None:
     """Why a training recipe's ``base`` cannot be built (None when it can)."""
     if base == TINY or base.startswith(TINY + ":"):
-        from medscope.models.tiny_vlm import ARCHS
-
-        arch = base.partition(":")[2] or ARCHS[0]
-        return None if arch in ARCHS else f"unknown tiny architecture {arch!r} (one of {', '.join(ARCHS)})"
+        arch = base.partition(":")[2] or TINY_ARCHS[0]
+        return None if arch in TINY_ARCHS else f"unknown tiny architecture {arch!r} (one of {', '.join(TINY_ARCHS)})"
     return checkpoint_problem(base)
 
 
