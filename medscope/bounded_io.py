@@ -17,9 +17,25 @@ _CHUNK = 1 << 20
 class Reject(Exception):
     """One file cannot become a case: ``reason`` is short and countable, ``detail`` specific."""
 
-    def __init__(self, reason: str, detail: str = ""):
+    def __init__(self, reason: str, detail: str = "", error_class: str | None = None):
         super().__init__(reason)
-        self.reason, self.detail = reason, detail
+        self.reason, self.detail, self.error_class = reason, detail, error_class
+
+
+def error_class(err: BaseException) -> str:
+    """The cause a rejects row is grouped by (its ``error_class`` column): the class of the
+    exception a reader raised (``UnidentifiedImageError``, ``JSONDecodeError``,
+    ``RecursionError`` ...), or ``Reject`` when a MedScope check refused the file itself.
+    A Reject raised while handling a library's exception names that exception's class."""
+    named = getattr(err, "error_class", None)
+    if named:
+        return named
+    if isinstance(err, Reject) or type(err).__name__ == "BadText":
+        ctx = err.__context__
+        if ctx is not None and not isinstance(ctx, Reject):
+            return error_class(ctx)
+        return type(err).__name__
+    return type(err).__name__
 
 
 def read_bounded(uri: str, max_bytes: int) -> bytes:

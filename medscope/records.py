@@ -16,6 +16,7 @@ import pyarrow.parquet as pq
 
 from medscope import layout, parts, storage
 from medscope.errors import MedScopeError
+from medscope.table_values import check_fractions
 
 BOX = pa.list_(pa.int32())  # [x1, y1, x2, y2]; pixels in tables, 0-1000 in model replies
 TURN = pa.struct([("role", pa.string()), ("text", pa.string()), ("image_ref", pa.string())])
@@ -408,6 +409,8 @@ SCHEMAS: dict[str, pa.Schema] = {
             pa.field("stage", pa.string(), nullable=False),  # load, view, qc, eval, ...
             pa.field("reason", pa.string(), nullable=False),  # short, countable
             pa.field("detail", pa.string()),
+            # the exception's class (or "Reject": a MedScope check), to group rows by cause
+            pa.field("error_class", pa.string()),
         ]
     ),
 }
@@ -453,7 +456,8 @@ def to_table(name: str, rows: Iterable[Mapping] | pa.Table) -> pa.Table:
 
 
 def validate(name: str, table: pa.Table) -> None:
-    """Raise MedScopeError if ``table`` breaks the schema's non-null or enum rules."""
+    """Raise MedScopeError if ``table`` breaks the schema's non-null, enum or fraction rules."""
+    check_fractions(name, table)
     sch = schema(name)
     for field in sch:
         col = table.column(field.name)
@@ -584,13 +588,17 @@ def conform(table: pa.Table, sch: pa.Schema, columns: Sequence[str] | None, uri:
         if field.nullable and field.name not in table.column_names:
             table = table.append_column(field.name, pa.nulls(table.num_rows, field.type))
     try:
-        return table.select(target.names).cast(target)
+        table = table.select(target.names).cast(target)
     except (KeyError, pa.ArrowInvalid, ValueError) as err:
         raise MedScopeError(f"{uri} does not hold the expected table: {err}") from None
+    check_fractions(next((n for n, s in SCHEMAS.items() if s is sch), ""), table, uri)
+    return table
 
 
-def reject(table: str, source: str, item_id: str, stage: str, reason: str, detail: str = "") -> dict:
-    """One rejects row. ``reason`` is a short countable label; ``detail`` the particulars."""
+def reject(table: str, source: str, item_id: str, stage: str, reason: str, detail: str = "",
+           error_class: str | None = None) -> dict:
+    """One rejects row. ``reason`` is a short countable label; ``detail`` the particulars;
+    ``error_class`` the exception's class (``bounded_io.error_class``)."""
     return {
         "table": table,
         "source": source,
@@ -598,4 +606,5 @@ def reject(table: str, source: str, item_id: str, stage: str, reason: str, detai
         "stage": stage,
         "reason": reason,
         "detail": detail or None,
+        "error_class": error_class,
     }

@@ -44,7 +44,7 @@ from PIL import Image, ImageOps
 
 from medscope import config as cfgmod
 from medscope import records, storage
-from medscope.bounded_io import _CHUNK, Reject, read_bounded  # noqa: F401  (the cohort readers' one layer)
+from medscope.bounded_io import _CHUNK, Reject, error_class, read_bounded  # noqa: F401  (the cohort readers' one layer)
 
 
 
@@ -60,8 +60,8 @@ def as_reject(err: Exception) -> Reject:
         return err
     reason = getattr(err, "reason", None)
     if isinstance(reason, str) and type(err).__name__ == "BadText":
-        return Reject(reason, f"{type(err).__name__}: {getattr(err, 'detail', '')}"[:500])
-    return Reject("unexpected error", f"{type(err).__name__}: {err}"[:500])
+        return Reject(reason, f"{type(err).__name__}: {getattr(err, 'detail', '')}"[:500], error_class(err))
+    return Reject("unexpected error", f"{type(err).__name__}: {err}"[:500], error_class(err))
 
 
 class Limits(cfgmod.StrictModel):
@@ -146,6 +146,20 @@ def walk(root: str) -> tuple[list[str], list[tuple[str, str]]]:
             else:
                 files.append(sub)
     return sorted(files), sorted(ignored)
+
+
+def require_inside(root: str, rel: str) -> None:
+    """Reject (``path leaves the input root``) a file whose real path -- symlinks resolved --
+    lies outside ``root``: a link to ``/etc/...`` or another patient folder is never read into a
+    cohort (issue 32). Only local paths have symlinks; the link target is not echoed."""
+    local_root = storage.local_path(root)
+    if local_root is None:
+        return
+    real_root = os.path.realpath(local_root)
+    real = os.path.realpath(os.path.join(local_root, *rel.split("/")))
+    if os.path.commonpath([real_root, real]) != real_root:
+        raise Reject("path leaves the input root", f"{display_name(rel)} is a symlink (or under one) that resolves "
+                     "outside --path; copy the file into the dataset folder to import it")
 
 
 def scan_tree(root: str, suffixes: tuple[str, ...]) -> tuple[list[str], list[tuple[str, str]]]:

@@ -73,6 +73,7 @@ def _import(fmt: str, path: str, out: str, cfg, writer: str) -> dict:
         table_name: table.num_rows,
         "rejects": len(true_rejects),
         "rejects_by_reason": dict(sorted(Counter(r["reason"] for r in true_rejects).items())),
+        "rejects_by_error_class": dict(sorted(Counter(r.get("error_class") or "" for r in true_rejects).items())),
         "ignored": len(ignored),
         "ignored_by_reason": dict(sorted(Counter(r["reason"] for r in ignored).items())),
         table_name + "_uri": table_uri,

@@ -33,6 +33,7 @@ from medscope.protocols.base import EvalProtocol, Item
 from medscope.config import StrictModel
 from medscope.errors import MedScopeError
 from medscope.models.api_common import short_secret_warning
+from medscope.models import checkpoints
 from medscope.models.config import ModelEntry, ModelsConfig
 from medscope.models.registry import LOCAL_KINDS
 from medscope.seeding import stable_hash
@@ -162,6 +163,7 @@ def run_sweep(cfg: EvalConfig, protocol: EvalProtocol | None = None, entries: li
     entries = entries or cfgmod.load(ModelsConfig, cfg.models).models
     if cfg.models_filter:
         entries = [e for e in entries if e.name in set(cfg.models_filter)]
+    checkpoints.require_local_models(entries, cfg.models)  # a missing checkpoint: one line, before Ray (issue 32)
     unknown = sorted(set(cfg.conditions) - set(protocol.conditions()))
     if unknown:
         raise MedScopeError(f"protocol {protocol.name} has no condition(s) {unknown}; it knows {list(protocol.conditions())}")

@@ -16,6 +16,7 @@ import pandas as pd
 
 from medscope import layout, protocols, records, safe_text, storage
 from medscope.protocols.base import ScoreOptions
+from pipelines.support import runcheck
 from medscope.errors import MedScopeError
 from medscope.protocols.counterfactual import comparisons as cmp
 from medscope.protocols.counterfactual import costs, rewards, decision_rules as rules
@@ -155,6 +156,7 @@ def score(episodes_uri: str, out: str, items_uri: str | None = None, protocol: s
           **extra) -> dict:
     """Score an eval run with the protocol its episodes name; writes the scored-run folder ``out``."""
     episodes_uri = layout.require("episodes", episodes_uri)
+    runcheck.require_complete(episodes_uri)  # never scores what is left of a partial copy (issue 32)
     name = protocol or episodes_protocol(episodes_uri)
     proto = protocols.load(name, protocol_options)
     items_uri = items_uri or items_of(episodes_uri)
@@ -173,7 +175,7 @@ def units_not_scored(episodes_uri: str) -> dict | None:
     summary = layout.EvalRun(layout.folder_of("episodes", episodes_uri)).summary
     if not storage.exists(summary):
         return None
-    acc = json.loads(storage.read_text(summary)).get("accounting") or {}
+    acc = safe_text.expect_mapping(safe_text.read_json(summary), summary).get("accounting") or {}
     if not (acc.get("failed") or acc.get("refused")):
         return None
     return {k: acc[k] for k in ("failed", "refused", "failed_by_reason", "refused_endpoints")}

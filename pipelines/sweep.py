@@ -176,9 +176,12 @@ def run(job: SweepJob) -> dict:
     from pipelines.support.raycluster import ensure_ray
     from pipelines.train import ray_storage
 
-    ensure_ray()
     arms = load_arms(job.arms)
     recipe = load_recipe(arms.recipe)
+    from medscope.models.checkpoints import require_base
+
+    require_base(recipe.base, f"recipe {arms.recipe}")  # before Ray and any trial (issue 32)
+    ensure_ray()
     views = records.read_table("views", job.views)
     overrides = {a.name: arm_overrides(a, arms, views, recipe) for a in arms.arms}
     path, fs = ray_storage(layout.ArmsSweep(job.out).tune)

@@ -23,6 +23,7 @@ from medscope.training.evaluation import EvalSettings
 from medscope.training.data import training_views
 from pipelines.support.flags import add_config_flags, config_from_args
 from medscope.training.recipes import TrainRecipe
+from medscope.models import checkpoints
 
 VIEW_COLUMNS_FOR_CHECK = ("passed", "split", "kind")
 
@@ -216,8 +217,9 @@ def check_deepspeed(recipe: TrainRecipe, use_gpu: bool) -> None:
 def run(job: TrainJob) -> dict:
     from pipelines.support.raycluster import ensure_ray
 
-    ensure_ray()
     recipe = resolve_recipe(job)
+    checkpoints.require_base(recipe.base, f"recipe {job.recipe}")  # before Ray and any worker (issue 32)
+    ensure_ray()
     if not storage.exists(job.views):
         raise MedScopeError(f"no views table at {job.views}")
     # Checked on the driver so that unusable input fails once, in one line, instead of in

@@ -132,7 +132,7 @@ def add_bad_2d(root, images="images", masks="masks", ext="jpg"):
     fifo(root, f"{images}/pipe.png")
     bad[f"{images}/pipe.png"] = "not a regular file"
     symlink(root, f"{images}/zero.png", "/dev/zero")
-    bad[f"{images}/zero.png"] = "not a regular file"
+    bad[f"{images}/zero.png"] = "path leaves the input root"  # a link out of --path is never read
     symlink(root, f"{images}/dangling.png", f"{root}/nowhere.png")
     bad[f"{images}/dangling.png"] = "unreadable file"
     _save(f"{root}/{images}/piped_mask.png", colour_image(h, w, 34))
@@ -178,13 +178,18 @@ def add_bad_busi(root):
 
 
 def add_symlinked_subfolder(root, elsewhere):
-    """images/site2 -> a folder outside the cohort; its mask in masks/site2/ (image-mask-folder)."""
+    """(good, bad) of image-mask-folder: images/site2 -> a folder outside the cohort, whose
+    image is refused (issue 32: nothing is read from outside --path); images/site3 -> a folder
+    inside the cohort (``extra/site3``), which is followed."""
     h, w = 32, 40
     m = rect_mask(h, w, 5, 5, 20, 12)
     _save(f"{elsewhere}/site2/P010_a.png", gray_image(h, w, 50))
     symlink(root, "images/site2", f"{elsewhere}/site2")
     _save(f"{root}/masks/site2/P010_a.png", m.astype(np.uint8) * 255)
-    return {"images/site2/P010_a.png": expect(m)}
+    _save(f"{root}/extra/site3/P011_a.png", gray_image(h, w, 51))
+    symlink(root, "images/site3", f"{root}/extra/site3")
+    _save(f"{root}/masks/site3/P011_a.png", m.astype(np.uint8) * 255)
+    return {"images/site3/P011_a.png": expect(m)}, {"images/site2/P010_a.png": "path leaves the input root"}
 
 
 def dicom_header_bomb(path, rows, cols):

@@ -79,7 +79,14 @@ def test_chestx_det(tmp_path):
 def test_hyperkvasir(tmp_path):
     good, bad = write_hyperkvasir(tmp_path)
     table, rejects = cohorts.load("hyperkvasir", str(tmp_path))
-    rows = check_cases(table, rejects, good, bad, "hyperkvasir")
+    rows = check_cases(table, [r for r in rejects if r["stage"] == "load"], good, bad, "hyperkvasir")
+    base = "labeled-images/lower-gi-tract/"
+    other = "not a lesion-free class folder (lesion_free_classes)"
+    assert {r["item_id"]: r["reason"] for r in rejects if r["stage"] == "ignored"} == {  # every file has a row
+        "labeled-images/image-labels.csv": "not a png/jpg/jpeg/bmp/tif/tiff file",
+        base + "anatomical-landmarks/cecum/.DS_Store": "hidden file",
+        base + "pathological-findings/polyps/aa11.jpg": other,
+        "labeled-images/upper-gi-tract/anatomical-landmarks/pylorus/bb22.jpg": other}
     assert {r["finding"] for r in rows.values()} == {"polyp"}
     assert {r["imaging_type"] for r in rows.values()} == {"colonoscopy"}
 

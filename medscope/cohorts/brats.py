@@ -30,7 +30,7 @@ import re
 import numpy as np
 import pyarrow as pa
 
-from medscope import storage
+from medscope import safe_io, storage
 from medscope.cohorts.common import (
     DatasetConfig,
     OnItem,
@@ -125,6 +125,7 @@ def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None) ->
 
 
 def _read(path: str, rel: str):
+    safe_io.require_inside(path, rel)
     try:
         return nifti.read_nifti(storage.join(path, *rel.split("/")))
     except nifti.VolumeError as err:

@@ -37,7 +37,9 @@ from medscope.cohorts.common import (
     dataset_config,
     decode_image,
     finish,
+    leftovers,
     read_file,
+    scan_tree,
     reject_row,
 )
 from medscope.errors import MedScopeError
@@ -85,6 +87,10 @@ def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None) ->
     known = {c.lower(): c for c in cfg.categories}
     excluded = {c.lower() for c in cfg.exclude_categories}
     rows, rejects = [], []
+    listed: set[str] = set()
+    scans = {folder: scan_tree(storage.join(path, folder)) for folder in sorted(set(files.values()))}
+    # names as the JSON writes them -> as on disk, matched in NFC (a macOS export writes NFD)
+    on_disk = {safe_io.nfc(posixpath.join(f, r)): posixpath.join(f, r) for f, (imgs, _) in scans.items() for r in imgs}
     for ann, folder in sorted(files.items()):
         try:
             records = _records(path, ann)
@@ -92,19 +98,43 @@ def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None) ->
             err = as_reject(err)
             rejects.append(reject_row(cfg, ann, err))
             continue
+        first: dict[str, object] = {}
         for i, rec in enumerate(records):
             rel = posixpath.join(folder, str(rec.get("file_name", ""))) if isinstance(rec, dict) else f"{ann}[{i}]"
+            rel = on_disk.get(safe_io.nfc(rel), rel)
+            listed.add(safe_io.nfc(rel))
             try:
+                if rel in first:  # a record listed twice is one case (issue 32), never two
+                    same = first[rel] == rec
+                    raise Reject("duplicate record" if same else "conflicting records",
+                                 f"{ann}[{i}] lists {rel} again" + ("" if same else " with other findings; the first is kept"))
+                first[rel] = rec
                 got = _image_cases(cfg, path, rel, rec, known, excluded)
                 if cfg.use_released_split and folder in ("train", "test"):
                     got = [r | {"split": folder} for r in got]
                 rows.extend(got)
             except Exception as err:  # noqa: BLE001 - one bad file never sinks the import (issue 32)
                 err = as_reject(err)
-                rejects.append(reject_row(cfg, rel, err))
+                rejects.append(reject_row(cfg, rel if err.reason not in ("duplicate record", "conflicting records")
+                                          else f"{ann}[{i}]", err))
             if on_item:
                 on_item()
+    rejects += _unlisted(cfg, scans, listed)
     return finish(rows, rejects)
+
+
+def _unlisted(cfg, scans: dict, listed: set[str]) -> list[dict]:
+    """Rows for the files of the image folders no annotation record names (issue 32: every file
+    gets a row): an image is a ``not in the annotations`` reject (it has no labels to trust),
+    anything else an ``ignored`` row."""
+    out = []
+    for folder, (images, ignored) in scans.items():
+        unlisted = [r for r in images if safe_io.nfc(posixpath.join(folder, r)) not in listed]
+        out += leftovers(cfg, folder, ignored, unlisted, "not in the annotations")
+    for row in out:
+        if row["reason"] == "not in the annotations":
+            row["detail"] = "no record of the annotation JSON names this image, so it has no labels to trust"
+    return out
 
 
 def _image_cases(cfg, path, rel, rec, known, excluded) -> list[dict]:

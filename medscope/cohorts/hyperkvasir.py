@@ -30,7 +30,8 @@ from medscope.cohorts.common import (
     dataset_config,
     decode_image,
     finish,
-    list_tree,
+    leftovers,
+    scan_tree,
     read_file,
     reject_row,
 )
@@ -43,7 +44,11 @@ def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None) ->
     keep = {c.lower() for c in cfg.lesion_free_classes}
     if not keep:
         raise MedScopeError("the hyperkvasir config names no lesion_free_classes")
-    files = [r for r in list_tree(path) if posixpath.basename(posixpath.dirname(r)).lower() in keep]
+    listed, ignored = scan_tree(path)
+    files = [r for r in listed if posixpath.basename(posixpath.dirname(r)).lower() in keep]
+    # every other image gets an ignored row (issue 32): a lesion class, or outside any class folder
+    kept = set(files)
+    ignored += [(r, "not a lesion-free class folder (lesion_free_classes)") for r in listed if r not in kept]
     if not files:
         raise MedScopeError(f"{path}: no images under class folders {', '.join(sorted(keep))}")
     rows, rejects = [], []
@@ -55,4 +60,4 @@ def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None) ->
             rejects.append(reject_row(cfg, rel, err))
         if on_item:
             on_item()
-    return finish(rows, rejects)
+    return finish(rows, rejects + leftovers(cfg, "", sorted(ignored)))

@@ -26,11 +26,11 @@ from medscope.errors import MedScopeError
 SPLITS = {"train": "train", "val": "validation", "test": "test"}
 
 
-def _image_file(path: str, folder: str, name: str) -> str | None:
+def _image_file(cache, folder: str, name: str) -> str | None:
     for ext in ("", *IMAGE_EXTS):
-        rel = posixpath.join("images", folder, name + ext)
-        if storage.exists(storage.join(path, *rel.split("/"))):
-            return rel
+        found = cache.on_disk(posixpath.join("images", folder, name + ext))  # matched in NFC (issue 32)
+        if found:
+            return found
     return None
 
 
@@ -59,7 +59,7 @@ def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None):
                 if not isinstance(q, dict):
                     raise Reject("corrupt pickle", f"question {i} is not a dict")
                 name = str(q.get("image", "")).strip()
-                image_file = _image_file(path, split, name) if name else None
+                image_file = _image_file(cache, split, name) if name else None
                 if image_file is None:
                     raise Reject("missing image", f"images/{split}/{name}.* not on disk")
                 item = f"{image_file}#{i}"

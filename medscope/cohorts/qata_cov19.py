@@ -29,7 +29,8 @@ from medscope.cohorts.common import (
     dataset_config,
     finish,
     image_and_mask_case,
-    list_tree,
+    leftovers,
+    scan_tree,
     reject_row,
     stem,
 )
@@ -45,7 +46,7 @@ def released_split(rel: str) -> str | None:
 def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None) -> tuple[pa.Table, list[dict]]:
     """QaTa-COV19 folder (holding ``Train Set`` / ``Test Set``, or an ``Images`` folder) -> (cases, rejects)."""
     cfg = cfg or dataset_config("qata-cov19")
-    files = list_tree(path)
+    files, ignored = scan_tree(path)
     image_rels = [r for r in files if posixpath.basename(posixpath.dirname(r)) == cfg.images_dir]
     if not image_rels:
         raise MedScopeError(f"{path}: no images under a {cfg.images_dir}/ folder")
@@ -54,9 +55,16 @@ def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None) ->
         parent = posixpath.dirname(r)
         if posixpath.basename(parent) == cfg.masks_dir and stem(r).startswith("mask_"):
             masks[(posixpath.dirname(parent), stem(r)[len("mask_"):])] = r
+        elif posixpath.basename(parent) == cfg.masks_dir:  # every file gets a row (issue 32)
+            ignored.append((r, f"in {cfg.masks_dir}/ but not named mask_<image>"))
+        elif posixpath.basename(parent) != cfg.images_dir:
+            ignored.append((r, f"outside the {cfg.images_dir}/ and {cfg.masks_dir}/ folders"))
+    used: set[str] = set()
     rows, rejects = [], []
     for rel in image_rels:
         key = (posixpath.dirname(posixpath.dirname(rel)), stem(rel))
+        if key in masks:
+            used.add(masks[key])
         try:
             row = image_and_mask_case(cfg, path, rel, [masks[key]] if key in masks else [])
             if cfg.use_released_split:
@@ -67,4 +75,5 @@ def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None) ->
             rejects.append(reject_row(cfg, rel, err))
         if on_item:
             on_item()
+    rejects += leftovers(cfg, "", sorted(ignored), sorted(set(masks.values()) - used))
     return finish(rows, rejects)

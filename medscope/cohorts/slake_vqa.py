@@ -66,8 +66,10 @@ def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None):
                     continue
                 image_file = vqa.image_rel(IMAGES_DIR, q.get("img_name", ""))
                 item = f"{image_file}#{q.get('qid', i)}"
-                if not q.get("img_name") or not storage.exists(storage.join(path, *image_file.split("/"))):
+                found = cache.on_disk(image_file) if q.get("img_name") else None  # matched in NFC (issue 32)
+                if found is None:
                     raise Reject("missing image", f"{image_file} not on disk")
+                image_file = found
                 answer = vqa.clean_text(q.get("answer"), "answer")
                 rows.append(vqa.item_row(
                     cfg, split=split, image_file=image_file, image=cache.png(image_file),

@@ -13,9 +13,10 @@ import io
 import pickle
 import posixpath
 
-from medscope import images, records
+from medscope import images, records, storage
 from medscope import safe_io
 from medscope.cohorts.common import DatasetConfig, Reject, as_reject, decode_image, read_file
+from medscope.bounded_io import error_class
 from medscope.seeding import stable_hash
 
 CLOSED_ANSWERS = ("yes", "no")
@@ -56,7 +57,19 @@ class ImageCache:
     """Decode each image file of a dataset once; remember the failures too."""
 
     def __init__(self, root: str):
-        self.root, self._done = root, {}
+        self.root, self._done, self._names = root, {}, {}
+
+    def on_disk(self, rel: str) -> str | None:
+        """``rel`` as it lies on disk: itself, or the file whose name is the same in Unicode NFC
+        (a JSON written on one system, the files unpacked on another: macOS writes NFD); None
+        when there is none. The folder is listed once, on the first name not found as given."""
+        if storage.exists(storage.join(self.root, *rel.split("/"))):
+            return rel
+        top = rel.split("/", 1)[0]
+        if top not in self._names:
+            files, _ = safe_io.walk(storage.join(self.root, top))
+            self._names[top] = {safe_io.nfc(posixpath.join(top, f)): posixpath.join(top, f) for f in files}
+        return self._names[top].get(safe_io.nfc(rel))
 
     def png(self, rel: str) -> bytes:
         if rel not in self._done:
@@ -92,7 +105,7 @@ def item_row(cfg: DatasetConfig, *, split: str | None, image_file: str, image: b
 
 
 def reject_item(cfg: DatasetConfig, item: str, err: Reject) -> dict:
-    return records.reject(OUT_TABLE, cfg.source, item, "load", err.reason, err.detail)
+    return records.reject(OUT_TABLE, cfg.source, item, "load", err.reason, err.detail, error_class(err))
 
 
 def finish_items(rows: list[dict], rejects: list[dict]):

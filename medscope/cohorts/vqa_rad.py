@@ -53,8 +53,10 @@ def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None):
             image_file = vqa.image_rel(IMAGES_DIR, q.get("image_name", ""))
             released = str(q.get("qid", i))
             item = f"{image_file}#{released}"
-            if not q.get("image_name") or not storage.exists(storage.join(path, *image_file.split("/"))):
+            found = cache.on_disk(image_file) if q.get("image_name") else None  # matched in NFC (issue 32)
+            if found is None:
                 raise Reject("missing image", f"{image_file} not on disk")
+            image_file = found
             answer = vqa.clean_text(q.get("answer"), "answer")
             rows.append(vqa.item_row(
                 cfg, split=split_of(q.get("phrase_type")), image_file=image_file, image=cache.png(image_file),

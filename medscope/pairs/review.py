@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import yaml
 
-from medscope import storage
+from medscope import safe_io, storage
 from medscope.errors import MedScopeError
 from medscope.protocols.paired_modality import draw
 from medscope.pairs.spec import ConditionPlan, PairsSpec, RadiographSpec, demographics_phrase, subject_demographics
@@ -178,6 +178,18 @@ def decide(work: str, ids: list[str], decision: str, feedback: str = "", reviewe
     return len(chosen)
 
 
+def checked_image(uri: str) -> bytes:
+    """The bytes of an image file that decodes whole (issue 32: a truncated approved candidate
+    is never copied into a pair set); ``safe_io.Reject`` with the reason otherwise."""
+    data = safe_io.read_bounded(uri, safe_io.DEFAULT_LIMITS.max_file_bytes)
+    with safe_io.open_image(data, safe_io.DEFAULT_LIMITS, "image") as img:
+        try:
+            img.load()
+        except Exception as err:  # Pillow raises many types for broken files
+            raise safe_io.Reject("unreadable image", safe_io.pil_error(err)) from None
+    return data
+
+
 def _radiograph(plan: ConditionPlan, spec_dir: str, out: str) -> str:
     key = slug(plan.condition)
     if isinstance(plan.radiograph, RadiographSpec):
@@ -188,7 +200,11 @@ def _radiograph(plan: ConditionPlan, spec_dir: str, out: str) -> str:
     if not storage.exists(src):
         raise MedScopeError(f"{plan.condition}: radiograph {src} does not exist")
     rel = f"radiographs/{key}.{src.rsplit('.', 1)[-1].lower()}"
-    storage.write_bytes(storage.join(out, rel), storage.read_bytes(src))
+    try:
+        data = checked_image(src)
+    except safe_io.Reject as err:
+        raise MedScopeError(f"{plan.condition}: radiograph {src}: {err.reason} ({err.detail}); replace the file") from None
+    storage.write_bytes(storage.join(out, rel), data)
     return rel
 
 
@@ -201,12 +217,23 @@ def build(spec: PairsSpec, work: str, out: str, spec_dir: str = ".") -> dict:
         if not all(chosen.values()):
             incomplete.append({"condition": plan.condition, "missing": [pt for pt, c in chosen.items() if not c]})
             continue
+        photos, unreadable = {}, []
+        for pt, cand in chosen.items():
+            try:
+                photos[pt] = checked_image(storage.join(work, cand["image"]))
+            except Exception as err:  # noqa: BLE001 - one bad photograph leaves its condition out, named
+                err = safe_io.as_reject(err)
+                unreadable.append({"photo_type": pt, "candidate": cand["id"], "image": cand["image"],
+                                   "reason": err.reason, "detail": err.detail, "error_class": safe_io.error_class(err)})
+        if unreadable:  # approved, but not a whole image: review it again (or regenerate)
+            incomplete.append({"condition": plan.condition, "missing": [], "unreadable": unreadable})
+            continue
         entry = {"condition": plan.condition, "body_region": plan.body_region,
                  "radiograph": _radiograph(plan, spec_dir, out), "radiograph_findings": plan.radiograph_findings}
         for pt, cand in chosen.items():
             photo = getattr(plan, pt)
             rel = f"photos/{slug(plan.condition)}-{pt}.png"
-            storage.write_bytes(storage.join(out, rel), storage.read_bytes(storage.join(work, cand["image"])))
+            storage.write_bytes(storage.join(out, rel), photos[pt])
             history = [{k: c.get(k) for k in ("id", "attempt", "prompt", "seed", "parent", "decision", "feedback", "reviewer",
                                               "approvals")}
                        for c in _slot(review, plan.condition, pt)]

@@ -1,0 +1,37 @@
+"""Values a table may not hold although its schema's types allow them (issue 32).
+
+A lesion fraction is a float column, so Arrow stores NaN, inf or 1.5 without a word; read back,
+a NaN compares False with every threshold and silently labels a lesion view "absent".
+``records`` calls :func:`check_fractions` on every table it writes (``validate``) and reads
+(``conform``, the streaming reader too), so such a table is refused with one error naming the
+file, the column, the count and the first ids.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from medscope.errors import MedScopeError
+
+# Shares of an image: finite and in [0, 1]. A NaN lesion fraction compares False with every
+# threshold, so it would silently label a lesion view "absent" (issue 32); refused on write and read.
+FRACTIONS: dict[str, tuple[str, ...]] = {"cases": ("lesion_area_frac",), "views": ("lesion_area_frac",),
+                                         "scores": ("lesion_area_frac",)}
+
+
+def check_fractions(name: str, table: pa.Table, where: str = "") -> None:
+    """Raise MedScopeError naming the column, the count and the first ids of rows whose
+    fraction (``FRACTIONS``) is NaN, infinite or outside [0, 1]; nulls are the schema's affair."""
+    for column in FRACTIONS.get(name, ()):
+        if column not in table.column_names:
+            continue
+        col = table.column(column)
+        ok = pc.fill_null(pc.and_(pc.is_finite(col), pc.and_(pc.greater_equal(col, 0), pc.less_equal(col, 1))), True)
+        bad = pc.invert(ok)
+        n = pc.sum(bad).as_py() or 0
+        if n:
+            key = next((k for k in ("view_id", "case_id", "item_id") if k in table.column_names), None)
+            ids = table.filter(bad).column(key).to_pylist()[:5] if key else []
+            raise MedScopeError(f"{where or name}: {name}.{column} must be a finite share in [0, 1]; {n} row(s) are not "
+                                f"(e.g. {ids or pc.unique(col.filter(bad)).to_pylist()[:5]}); rebuild the table")

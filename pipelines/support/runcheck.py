@@ -1,0 +1,38 @@
+"""Whether an eval run's episodes are all there before they are scored (issue 32).
+
+An eval run folder copied in part, or one whose parts were deleted, would otherwise be scored
+on what is left while its ``sweep.json`` says every unit was done: cases lost without a word.
+``sweep.json`` records how many episodes the sweep found written (``skipped_finished``: by an
+earlier run; ``done`` and ``already_written``: by this one); fewer part keys than that under
+``episodes/`` is refused with one line naming the folder and the fix.
+"""
+
+from __future__ import annotations
+
+from medscope import layout, parts, safe_text, storage
+from medscope.errors import MedScopeError
+
+
+def written_episodes(summary: dict) -> int:
+    """How many episode parts the sweep that wrote ``summary`` (its sweep.json) left behind."""
+    return sum(int(summary.get(k) or 0) for k in ("done", "already_written", "skipped_finished"))
+
+
+def require_complete(episodes_uri: str) -> None:
+    """Raise MedScopeError when ``episodes_uri`` (a part folder) holds fewer episodes than its
+    run's sweep.json says were written. A run without sweep.json, or a single table file, is
+    not checked: there is nothing to compare with."""
+    if not storage.is_dir(episodes_uri):
+        return
+    folder = layout.folder_of("episodes", episodes_uri)
+    summary_uri = layout.EvalRun(folder).summary
+    if not storage.exists(summary_uri):
+        return
+    summary = safe_text.expect_mapping(safe_text.read_json(summary_uri), summary_uri)
+    expected = written_episodes(summary)
+    present = len(parts.part_keys(episodes_uri))
+    if present < expected:
+        raise MedScopeError(
+            f"{episodes_uri}: {summary_uri} says {expected} episodes were written, but only {present} are there "
+            f"({expected - present} missing: a partial copy or deleted parts?); copy the whole run folder, or rerun "
+            "`medscope eval run` with the same config and --out, which re-runs only the missing units, then score again")
