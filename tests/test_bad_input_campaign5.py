@@ -555,7 +555,7 @@ def test_zero_byte_episode_part_is_named_by_score(tmp_path):
 
 
 def _views_with_frac(value):
-    from medscope.training.synthetic import synthetic_views
+    from medscope.training.synthetic_views import synthetic_views
 
     rows = synthetic_views(2, seed=3, size=32)
     rows[0]["lesion_area_frac"] = value
@@ -567,9 +567,9 @@ def test_views_fraction_just_over_one_is_refused():
 
 
 def test_cases_table_with_nan_fraction_is_refused_on_read(tmp_path):
-    from medscope.views.synthetic import synthetic_table
+    from medscope.views.synthetic_cases import synthetic_cases
 
-    table = synthetic_table(3, size=32)
+    table = records.to_table("cases", synthetic_cases(3, size=32))
     frac = table.column("lesion_area_frac").to_pylist()
     frac[1] = float("nan")
     table = table.set_column(table.column_names.index("lesion_area_frac"), "lesion_area_frac", pa.array(frac))

@@ -17,7 +17,7 @@ from PIL import Image
 from cohort_layouts import _save, gray_image, rect_mask
 from medscope import cohorts, records, tablescan
 from medscope.errors import MedScopeError
-from medscope.training.synthetic import synthetic_views
+from medscope.training.synthetic_views import synthetic_views
 
 pytestmark = pytest.mark.timeout(120)
 
