@@ -19,6 +19,13 @@ def names() -> list[str]:
     return sorted(m.name for m in pkgutil.iter_modules(__path__) if m.ispkg)
 
 
+def import_all() -> None:
+    """Import every shipped protocol, so that all their own tables are registered with
+    ``medscope.records`` (for a verb that handles any output folder, e.g. ``medscope compact``)."""
+    for name in names():
+        importlib.import_module(f"{__name__}.{name}")
+
+
 def protocol_class(spec: str) -> type:
     """The protocol class for a name (``counterfactual``) or a ``module:Class`` spec (a
     protocol living outside this package, e.g. a test double)."""
