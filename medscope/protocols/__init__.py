@@ -40,6 +40,18 @@ def protocol_class(spec: str) -> type:
     return importlib.import_module(f"{__name__}.{spec}").PROTOCOL
 
 
+def spec_of(protocol) -> str:
+    """How ``--protocol`` names ``protocol``'s class: its folder name for a shipped protocol,
+    else ``module:Class``. Recorded in an eval run's ``sweep.json`` and a scored run's
+    ``run.json``, so that ``score`` and ``report`` load a protocol outside this package again."""
+    cls = protocol if isinstance(protocol, type) else type(protocol)
+    head, _, rest = cls.__module__.partition(f"{__name__}.")
+    name = rest.split(".", 1)[0]
+    if not head and name in names() and protocol_class(name) is cls:
+        return name
+    return f"{cls.__module__}:{cls.__qualname__}"
+
+
 def load(spec: str, options: dict | None = None):
     """An instance of the protocol ``spec``, built with its ``protocol_options``."""
     return protocol_class(spec)(**(options or {}))
