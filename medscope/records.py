@@ -1,4 +1,6 @@
-"""Arrow schemas of every MedScope table (docs/design.md, "Tables") and their readers / writers.
+"""Arrow schemas of the shared MedScope tables (docs/design.md, "Tables"), the registry a
+protocol adds its own tables to (``register_table``, called from ``protocols/<name>/tables.py``
+or a protocol's own module), and the readers / writers of both.
 
 A table is stored either as one Parquet file or as a folder of write-once part files
 (``part-<key>.parquet``) that a resumable job fills one unit at a time. Writers validate
