@@ -43,6 +43,7 @@ ENUMS: dict[str, dict[str, tuple[str, ...]]] = {
     },
     "episodes": {"action": ("answer", "refer", "clarify", "unparseable"),
                  "reading": ("format", "json", "rules", "judge")},
+    "vqa_items": {"answer_type": ("closed", "open"), "split": ("train", "validation", "test")},
 }
 
 PRIVACY = [  # every item table carries its privacy (the sweep's allow-list check)
