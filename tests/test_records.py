@@ -114,3 +114,11 @@ def test_parts_on_s3(s3_bucket):
 def test_missing_table_is_a_clear_error(tmp_path):
     with pytest.raises(MedScopeError, match="no cases table"):
         records.read_table("cases", str(tmp_path / "none.parquet"))
+
+
+def test_the_shared_question_table_keeps_its_enumerated_values():
+    row = {"item_id": "q1", "source": "vqa-rad", "split": "test", "image_file": "a.png", "image": b"png",
+           "question": "Is there a mass?", "answer": "yes", "answer_type": "maybe", "private": False}
+    with pytest.raises(MedScopeError, match=r"vqa_items.answer_type has value\(s\) \['maybe'\]; allowed: closed, open"):
+        records.to_table("vqa_items", [row])
+    assert records.to_table("vqa_items", [row | {"answer_type": "closed"}]).num_rows == 1
