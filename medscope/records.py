@@ -218,7 +218,8 @@ SCHEMAS: dict[str, pa.Schema] = {
 
 # The tables above are shared: written or read by more than one protocol or verb. A protocol's
 # own tables are registered from inside its folder (``register_table``), when its package is
-# imported; this map only lets a lookup made too early name the package to import.
+# imported; this map only lets a lookup made too early name the package to import (a protocol
+# missing from it still works: the error then says how to make its tables known).
 SHARED = frozenset(SCHEMAS)
 DECLARED_IN = {
     **dict.fromkeys(("probe_items", "probe_scores", "slices"), "medscope.protocols.organ_presence"),
