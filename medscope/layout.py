@@ -197,8 +197,10 @@ class ScoredRun(_Folder):
         return self._at("plan.lock.json")
 
     def table(self, name: str) -> str:
-        """A protocol's own scores table (e.g. ``probe_scores``) inside the run."""
-        return self._at(f"{name}.parquet")
+        """A protocol's own table (e.g. ``probe_scores``) inside the run: the file its
+        registration names (``records.register_table(files=...)``), else ``<name>.parquet``."""
+        files = [f for f in TABLE_MEMBERS.get(name, ()) if f.endswith(".parquet")]
+        return self._at(files[0] if files else f"{name}.parquet")
 
 
 @dataclass(frozen=True)
@@ -351,16 +353,6 @@ class PairSet(_Folder):
     REVIEW: ClassVar[str] = "review.yaml"
 
 
-class PairedScoredRun(ScoredRun):
-    """A scored run of the paired-modality protocol: per-episode labels, McNemar tests, judge
-    agreement and the judge cache, beside the shared metrics and manifest."""
-
-    LABELS: ClassVar[str] = "labels.parquet"
-    MCNEMAR: ClassVar[str] = "mcnemar.parquet"
-    AGREEMENT: ClassVar[str] = "agreement.json"
-    JUDGE_CACHE: ClassVar[str] = "judge_cache"
-
-
 @dataclass(frozen=True)
 class ReaderPack(_Folder):
     """``medscope reader pack``: the readers' folder (page + images, no key) and the key beside it."""
@@ -396,32 +388,35 @@ class ReaderAnalysis(_Folder):
     HTML: ClassVar[str] = "report.html"
 
 
-# Where each table sits inside the folders that hold it: a name here is looked up under a
-# folder given in place of the table. Part-file tables (episodes, probe_items) are folders.
+# Where each shared table sits inside the folders that hold it: a name here is looked up under a
+# folder given in place of the table. Part-file tables (episodes, rejects) are folders. A
+# protocol's own tables add theirs when they are registered (``records.register_table``).
 TABLE_MEMBERS: dict[str, tuple[str, ...]] = {
     "cases": ("cases.parquet",),
     "volumes": ("volumes.parquet",),
     "views": ("views.parquet",),
     "vqa_items": ("vqa_items.parquet",),
-    "vqa_scores": ("vqa_scores.parquet",),
     "rejects": ("rejects.parquet", "rejects"),
     "episodes": ("episodes",),
-    "probe_items": ("probe_items",),
-    "slices": ("slices.parquet",),
-    "scores": ("scores.parquet",),
-    "probe_scores": ("probe_scores.parquet",),
     "metrics": ("metrics.parquet",),
     "comparisons": ("comparisons.parquet",),
-    "mcq_items": ("items",),
-    "montages": ("montages",),
-    "mcq_scores": ("mcq_scores.parquet",),
-    "mcq_tests": ("tests.parquet",),
 }
 
 
 # Tables written as folders of write-once part files: an empty folder is an empty table (a
 # sweep with nothing finished yet); any other table must be a file or sit in its folder.
-PART_TABLES = frozenset({"episodes", "probe_items", "rejects", "mcq_items", "montages"})
+PART_TABLES: set[str] = {"episodes", "rejects"}
+
+
+def register_table_files(name: str, files: tuple[str, ...], part_files: bool = False) -> None:
+    """Where a protocol's own table ``name`` sits in the folders that hold it (``files``, e.g.
+    ``("probe_scores.parquet",)`` in a scored run, ``("items",)`` for a part folder in a build),
+    and whether it is written as write-once part files. Called by ``records.register_table``."""
+    TABLE_MEMBERS[name] = tuple(files)
+    if part_files:
+        PART_TABLES.add(name)
+    else:
+        PART_TABLES.discard(name)
 
 
 def table_uri(name: str, uri: str) -> str:

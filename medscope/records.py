@@ -1,4 +1,6 @@
-"""Arrow schemas of every MedScope table (docs/design.md, "Tables") and their readers / writers.
+"""Arrow schemas of the shared MedScope tables (docs/design.md, "Tables"), the registry a
+protocol adds its own tables to (``register_table``, called from ``protocols/<name>/tables.py``
+or a protocol's own module), and the readers / writers of both.
 
 A table is stored either as one Parquet file or as a folder of write-once part files
 (``part-<key>.parquet``) that a resumable job fills one unit at a time. Writers validate
@@ -20,7 +22,6 @@ from medscope.table_values import check_fractions
 
 BOX = pa.list_(pa.int32())  # [x1, y1, x2, y2]; pixels in tables, 0-1000 in model replies
 TURN = pa.struct([("role", pa.string()), ("text", pa.string()), ("image_ref", pa.string())])
-ORGAN_COUNT = pa.struct([("organ", pa.string()), ("voxels", pa.int64())])
 
 VIEW_KINDS = (
     "original",
@@ -43,24 +44,10 @@ ENUMS: dict[str, dict[str, tuple[str, ...]]] = {
     },
     "episodes": {"action": ("answer", "refer", "clarify", "unparseable"),
                  "reading": ("format", "json", "rules", "judge")},
-    "scores": {"action": ("answer", "refer", "clarify", "unparseable")},
-    "probe_items": {
-        "truth": ("present", "absent"),
-        "strategy": ("positive", "random", "popular", "adversarial"),
-        "stratum": ("transition", "mid", "out_of_range"),
-    },
-    "mcq_items": {"qtype": ("rads", "report")},
-    "mcq_scores": {"qtype": ("rads", "report")},
     "vqa_items": {"answer_type": ("closed", "open"), "split": ("train", "validation", "test")},
-    "probe_scores": {
-        "truth": ("present", "absent"),
-        "verdict": ("present", "absent", "not_addressed"),
-        "image_mode": ("image", "no_image", "blank"),
-        "format": ("free_text", "verdict_json", "reasoning_json"),
-    },
 }
 
-_PRIVACY = [
+PRIVACY = [  # every item table carries its privacy (the sweep's allow-list check)
     pa.field("private", pa.bool_(), nullable=False),
     pa.field("endpoint_allowlist", pa.list_(pa.string())),
 ]
@@ -86,7 +73,7 @@ SCHEMAS: dict[str, pa.Schema] = {
             pa.field("lesion_area_frac", pa.float64(), nullable=False),
             pa.field("lesion_bbox", BOX),
             pa.field("source_file", pa.string()),
-            *_PRIVACY,
+            *PRIVACY,
         ]
     ),
     "views": pa.schema(
@@ -119,7 +106,7 @@ SCHEMAS: dict[str, pa.Schema] = {
             pa.field("passed", pa.bool_(), nullable=False),
             pa.field("reject_reason", pa.string()),
             pa.field("recipe_hash", pa.string(), nullable=False),
-            *_PRIVACY,
+            *PRIVACY,
         ]
     ),
     "episodes": pa.schema(
@@ -165,44 +152,6 @@ SCHEMAS: dict[str, pa.Schema] = {
             pa.field("evidence", pa.string()),
         ]
     ),
-    "scores": pa.schema(
-        [
-            pa.field("run_id", pa.string(), nullable=False),
-            pa.field("model", pa.string(), nullable=False),
-            pa.field("condition", pa.string(), nullable=False),
-            pa.field("view_id", pa.string(), nullable=False),
-            pa.field("case_id", pa.string(), nullable=False),
-            pa.field("kind", pa.string(), nullable=False),
-            pa.field("expected", pa.string(), nullable=False),
-            pa.field("action", pa.string(), nullable=False),
-            pa.field("claims_finding", pa.bool_()),
-            pa.field("correct", pa.bool_(), nullable=False),
-            pa.field("iou", pa.float64()),
-            pa.field("grounded", pa.bool_(), nullable=False),
-            pa.field("tool_calls", pa.int32(), nullable=False),
-            pa.field("reward", pa.float64(), nullable=False),
-            pa.field("cost_matrix", pa.string(), nullable=False),
-            # Added by scoring (nullable): what rescoring under another matrix, the metric
-            # breakdowns and the group bootstrap need, so a scores table stands on its own.
-            pa.field("test_set", pa.string()),
-            pa.field("lesion_present", pa.bool_()),  # the finding is visible in this view
-            pa.field("critical", pa.bool_()),
-            pa.field("oversized_box", pa.bool_()),  # box over half the image: no bonus
-            pa.field("confidence", pa.float64()),
-            pa.field("imaging_type", pa.string()),
-            pa.field("finding", pa.string()),
-            pa.field("lesion_area_frac", pa.float64()),
-            pa.field("patient_id", pa.string()),
-            pa.field("group_id", pa.string()),
-            # per-tool (Table 12) and per-source (Table 15, §5.6) breakdowns
-            pa.field("tool", pa.string()),
-            pa.field("source", pa.string()),
-            # a trained run's arm and seed (model id <arm>@seed<k>, medscope.protocols.counterfactual.training_seeds): runs of
-            # different seeds are distinct models, pooled by arm where seed 000 pools (§3.7, §3.9)
-            pa.field("arm", pa.string()),
-            pa.field("seed", pa.int32()),
-        ]
-    ),
     "metrics": pa.schema(
         [
             pa.field("model", pa.string(), nullable=False),
@@ -234,137 +183,7 @@ SCHEMAS: dict[str, pa.Schema] = {
             pa.field("spacing", pa.list_(pa.float64()), nullable=False),
             pa.field("orientation", pa.string(), nullable=False),  # axis codes, e.g. "RAS"
             pa.field("organ_map", pa.string(), nullable=False),  # JSON {label: organ name}
-            *_PRIVACY,
-        ]
-    ),
-    "slices": pa.schema(
-        [
-            pa.field("case_id", pa.string(), nullable=False),
-            pa.field("z", pa.int32(), nullable=False),
-            pa.field("z_mm", pa.float64(), nullable=False),
-            pa.field("organ_voxels", pa.list_(ORGAN_COUNT), nullable=False),
-        ]
-    ),
-    "probe_items": pa.schema(
-        [
-            pa.field("item_id", pa.string(), nullable=False),
-            pa.field("case_id", pa.string(), nullable=False),
-            pa.field("z", pa.int32(), nullable=False),
-            pa.field("z_mm", pa.float64(), nullable=False),
-            pa.field("organ", pa.string(), nullable=False),
-            pa.field("truth", pa.string(), nullable=False),
-            pa.field("strategy", pa.string(), nullable=False),
-            pa.field("stratum", pa.string(), nullable=False),
-            pa.field("z_distance_mm", pa.float64()),
-            pa.field("absent_from_volume", pa.bool_(), nullable=False),
-            pa.field("render", pa.string(), nullable=False),
-            pa.field("question", pa.string(), nullable=False),
-            pa.field("image", pa.binary(), nullable=False),
-            # the volume's privacy, so the sweep's allow-list check sees it (nullable: added by the probe)
-            pa.field("private", pa.bool_()),
-            pa.field("endpoint_allowlist", pa.list_(pa.string())),
-        ]
-    ),
-    # One scored probe episode (seed 003): the reply read as present / absent / not-addressed.
-    "probe_scores": pa.schema(
-        [
-            pa.field("run_id", pa.string(), nullable=False),
-            pa.field("model", pa.string(), nullable=False),
-            pa.field("condition", pa.string(), nullable=False),
-            pa.field("format", pa.string(), nullable=False),
-            pa.field("image_mode", pa.string(), nullable=False),
-            pa.field("item_id", pa.string(), nullable=False),
-            pa.field("case_id", pa.string(), nullable=False),
-            pa.field("z", pa.int32(), nullable=False),
-            pa.field("organ", pa.string(), nullable=False),
-            pa.field("truth", pa.string(), nullable=False),
-            pa.field("strategy", pa.string(), nullable=False),
-            pa.field("stratum", pa.string(), nullable=False),
-            pa.field("z_distance_mm", pa.float64()),
-            pa.field("absent_from_volume", pa.bool_(), nullable=False),
-            pa.field("render", pa.string(), nullable=False),
-            pa.field("verdict", pa.string(), nullable=False),
-            pa.field("clean", pa.bool_(), nullable=False),
-            pa.field("hedged", pa.bool_(), nullable=False),
-            pa.field("hedge_cue", pa.string()),
-            pa.field("correct", pa.bool_()),
-            pa.field("pope_yes", pa.bool_()),  # POPE's own rule on the raw reply (scoring.pope_rule_yes)
-        ]
-    ),
-    # Seed 001: one multiple-choice question of a generated benchmark (medscope benchgen build).
-    "mcq_items": pa.schema(
-        [
-            pa.field("item_id", pa.string(), nullable=False),
-            pa.field("case_id", pa.string(), nullable=False),
-            pa.field("cohort", pa.string(), nullable=False),
-            pa.field("qtype", pa.string(), nullable=False),  # rads | report
-            pa.field("field", pa.string()),  # schema field (rads)
-            pa.field("subcategory", pa.string(), nullable=False),
-            pa.field("level", pa.string()),  # perception | characterization | diagnosis (report)
-            pa.field("question", pa.string(), nullable=False),
-            pa.field("options", pa.list_(pa.string()), nullable=False),
-            pa.field("answer", pa.string(), nullable=False),  # letter
-            pa.field("k", pa.int32(), nullable=False),
-            pa.field("sequences", pa.list_(pa.string()), nullable=False),  # montages shown, in order
-            pa.field("evidence", pa.string()),  # the report sentence that supports the answer
-            pa.field("imaging_source", pa.string()),  # public | private (Table 3)
-            pa.field("matched_group", pa.string()),  # cohorts generated identically, compared in Table 3
-            *_PRIVACY,
-        ]
-    ),
-    # Seed 001: one composite image per (case, sequence).
-    "montages": pa.schema(
-        [
-            pa.field("case_id", pa.string(), nullable=False),
-            pa.field("sequence", pa.string(), nullable=False),
-            pa.field("image", pa.binary(), nullable=False),
-            pa.field("height", pa.int32(), nullable=False),
-            pa.field("width", pa.int32(), nullable=False),
-            pa.field("slices", pa.int32(), nullable=False),  # slices in the source volume
-            pa.field("cohort", pa.string()),  # builds holding several cohorts key montages by it too
-        ]
-    ),
-    # Seed 001: one scored multiple-choice episode.
-    "mcq_scores": pa.schema(
-        [
-            pa.field("model", pa.string(), nullable=False),
-            pa.field("condition", pa.string(), nullable=False),
-            pa.field("item_id", pa.string(), nullable=False),
-            pa.field("case_id", pa.string(), nullable=False),
-            pa.field("cohort", pa.string(), nullable=False),
-            pa.field("qtype", pa.string(), nullable=False),
-            pa.field("subcategory", pa.string(), nullable=False),
-            pa.field("k", pa.int32(), nullable=False),
-            pa.field("answer", pa.string(), nullable=False),
-            pa.field("chosen", pa.string()),  # null: invalid (unparseable) reply
-            pa.field("valid", pa.bool_(), nullable=False),
-            pa.field("correct", pa.bool_()),
-            pa.field("imaging_source", pa.string()),
-            pa.field("matched_group", pa.string()),
-        ]
-    ),
-    # Seed 001: the confirmatory tests (Family 1: accuracy above chance; Family 2: image effect).
-    "mcq_tests": pa.schema(
-        [
-            pa.field("family", pa.string(), nullable=False),  # above_chance | image_effect
-            pa.field("cohort", pa.string(), nullable=False),
-            pa.field("qtype", pa.string(), nullable=False),
-            pa.field("model", pa.string(), nullable=False),
-            pa.field("estimate", pa.float64()),  # acc - chance, or Δ = sighted - blind
-            pa.field("ci_low", pa.float64()),
-            pa.field("ci_high", pa.float64()),
-            pa.field("p_value", pa.float64()),
-            pa.field("q_value", pa.float64()),  # Benjamini-Hochberg within the family
-            pa.field("tost_p", pa.float64()),
-            pa.field("tost_q", pa.float64()),
-            pa.field("ci90_low", pa.float64()),
-            pa.field("ci90_high", pa.float64()),
-            pa.field("verdict", pa.string()),
-            pa.field("n_cases", pa.int64(), nullable=False),
-            pa.field("n_items", pa.int64(), nullable=False),
-            pa.field("n_boot", pa.int64(), nullable=False),
-            pa.field("bh_family", pa.string()),  # the declared BH family (plan file), or run:<test> without one
-            pa.field("family_size", pa.int64()),  # tests in that family (q depends on it)
+            *PRIVACY,
         ]
     ),
     # Standard medical-VQA questions (VQA-RAD, SLAKE, PathVQA; seed 000 §5.6): one row per
@@ -382,23 +201,7 @@ SCHEMAS: dict[str, pa.Schema] = {
             pa.field("modality", pa.string()),
             pa.field("content_type", pa.string()),
             pa.field("released_id", pa.string()),
-            *_PRIVACY,
-        ]
-    ),
-    # One standard-VQA episode scored (medscope/protocols/standard_vqa).
-    "vqa_scores": pa.schema(
-        [
-            pa.field("run_id", pa.string(), nullable=False),
-            pa.field("model", pa.string(), nullable=False),
-            pa.field("condition", pa.string(), nullable=False),
-            pa.field("item_id", pa.string(), nullable=False),
-            pa.field("case_id", pa.string(), nullable=False),  # the image file: the bootstrap cluster
-            pa.field("source", pa.string(), nullable=False),
-            pa.field("answer_type", pa.string(), nullable=False),
-            pa.field("answer", pa.string(), nullable=False),
-            pa.field("reply", pa.string()),
-            pa.field("correct", pa.bool_(), nullable=False),
-            pa.field("token_recall", pa.float64()),
+            *PRIVACY,
         ]
     ),
     "rejects": pa.schema(
@@ -416,12 +219,63 @@ SCHEMAS: dict[str, pa.Schema] = {
 }
 
 
+# The tables above are shared: written or read by more than one protocol or verb. A protocol's
+# own tables are registered from inside its folder (``register_table``), when its package is
+# imported; this map only lets a lookup made too early name the package to import (a protocol
+# missing from it still works: the error then says how to make its tables known).
+SHARED = frozenset(SCHEMAS)
+DECLARED_IN = {
+    **dict.fromkeys(("probe_items", "probe_scores", "slices"), "medscope.protocols.organ_presence"),
+    **dict.fromkeys(("mcq_items", "montages", "mcq_scores", "mcq_tests"), "medscope.protocols.benchmark_mcq"),
+    "vqa_scores": "medscope.protocols.standard_vqa",
+    "scores": "medscope.protocols.counterfactual",
+}
+_DECLARED_BY: dict[str, str] = {}  # registered table -> the module that registered it
+
+
+def register_table(name: str, sch: pa.Schema, *, declared_by: str, enums: Mapping | None = None,
+                   files: Sequence[str] | None = None, part_files: bool = False) -> pa.Schema:
+    """Declare a protocol's own table: its schema, the enumerated values its writer checks
+    (``{column: allowed values}``), and the names it has inside the output folders that hold it
+    (``files``; default ``<name>.parquet``; ``part_files``: a folder of write-once parts).
+
+    Called at import time from the protocol's folder (``tables.py``), so importing the protocol
+    (as ``--protocol`` does) makes its tables readable and writable by name. ``declared_by`` is
+    the registering module's ``__name__``. A shared table's name, or a name another module has
+    registered with another schema, is refused; the same module registering it again (a reload)
+    replaces its registration."""
+    if name in SHARED:
+        raise MedScopeError(f"table {name!r} is a shared table; {declared_by} cannot redeclare it")
+    owner = _DECLARED_BY.get(name)
+    if owner is not None and owner != declared_by and not SCHEMAS[name].equals(sch):
+        raise MedScopeError(f"table {name!r} is already declared by {owner} with another schema; "
+                            f"{declared_by} must name its table differently")
+    SCHEMAS[name] = sch
+    ENUMS[name] = {k: tuple(v) for k, v in (enums or {}).items()}
+    _DECLARED_BY[name] = declared_by
+    layout.register_table_files(name, tuple(files or (f"{name}.parquet",)), part_files)
+    return sch
+
+
+def declared_by(name: str) -> str | None:
+    """The module that registered table ``name`` (None: a shared table, or not registered)."""
+    return _DECLARED_BY.get(name)
+
+
 def schema(name: str) -> pa.Schema:
     """The Arrow schema of table ``name``."""
     try:
         return SCHEMAS[name]
     except KeyError:
-        raise MedScopeError(f"unknown table {name!r}; known: {', '.join(SCHEMAS)}") from None
+        home = DECLARED_IN.get(name)
+        if home:
+            raise MedScopeError(f"table {name!r} is the {home.rsplit('.', 1)[-1]} protocol's own table, registered "
+                                f"when {home} is imported: import it first") from None
+        registered = sorted(set(SCHEMAS) - SHARED)
+        raise MedScopeError(
+            f"unknown table {name!r}: not a shared table ({', '.join(sorted(SHARED))}) and no imported protocol "
+            f"declares it (registered: {', '.join(registered) or 'none'}); a protocol's own tables are known once "
+            "its module is imported (medscope.protocols.<name>, or the module of --protocol module:Class)") from None
 
 
 def empty(name: str) -> pa.Table:

@@ -36,6 +36,7 @@ from medscope.benchgen.questions import REPORT_PROMPT, value_pools
 from medscope.config import StrictModel
 from medscope.errors import MedScopeError
 from medscope.models.config import ModelEntry, ModelsConfig
+from medscope.protocols.benchmark_mcq import tables as _mcq_tables  # noqa: F401 - registers mcq_items, montages
 from medscope.seeding import stable_hash
 from pipelines.support.accounting import combine
 from pipelines.support.jobs import job_main

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import sys
 
-from medscope import parts
+from medscope import parts, protocols
 from medscope.errors import MedScopeError
 
 
 def run(args) -> list[dict]:
+    protocols.import_all()  # the shipped protocols' part-file tables (probe_items/, items/, montages/)
     folders = parts.part_folders(args.run_folder)
     if not folders:
         raise MedScopeError(f"{args.run_folder}: no part folders (episodes/, rejects/, probe_items/, items/, "

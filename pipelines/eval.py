@@ -208,7 +208,8 @@ def run_sweep(cfg: EvalConfig, protocol: EvalProtocol | None = None, entries: li
                 else:
                     todo.append({"key": key, "item_id": item.item_id, "item": item, "model": entry.name,
                                  "condition": condition})
-    summary = {"run_id": run_id, "protocol": protocol.name, "prompt_version": protocol.prompt_version,
+    summary = {"run_id": run_id, "protocol": protocol.name, "protocol_spec": protocols.spec_of(protocol),
+               "prompt_version": protocol.prompt_version,
                "test_set": getattr(protocol, "test_set", cfg.test_set),
                "splits": list(getattr(protocol, "splits", None) or cfg.splits or []),
                "units": len(items) * len(entries) * len(cfg.conditions), "to_run": len(todo), **counts}

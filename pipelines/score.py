@@ -141,6 +141,19 @@ def episodes_protocol(episodes_uri: str) -> str:
     return names[0]
 
 
+def protocol_of(episodes_uri: str) -> str:
+    """The protocol these episodes belong to, as ``--protocol`` names it: the spec the eval run's
+    sweep.json records (a ``module:Class`` protocol outside the package too), else the name the
+    episodes carry."""
+    name = episodes_protocol(episodes_uri)
+    summary = layout.EvalRun(layout.folder_of("episodes", episodes_uri)).summary
+    if storage.exists(summary):
+        ran = safe_text.expect_mapping(safe_text.read_json(summary), summary)
+        if ran.get("protocol") == name and isinstance(ran.get("protocol_spec"), str):
+            return ran["protocol_spec"]
+    return name
+
+
 def items_of(episodes_uri: str) -> str:
     """The item table an eval run was swept over (its sweep.json), for ``score`` without ``--items``."""
     summary = layout.EvalRun(layout.folder_of("episodes", episodes_uri)).summary
@@ -157,17 +170,26 @@ def score(episodes_uri: str, out: str, items_uri: str | None = None, protocol: s
     """Score an eval run with the protocol its episodes name; writes the scored-run folder ``out``."""
     episodes_uri = layout.require("episodes", episodes_uri)
     runcheck.require_complete(episodes_uri)  # never scores what is left of a partial copy (issue 32)
-    name = protocol or episodes_protocol(episodes_uri)
-    proto = protocols.load(name, protocol_options)
+    proto = protocols.load(protocol or protocol_of(episodes_uri), protocol_options)
     items_uri = items_uri or items_of(episodes_uri)
     options = ScoreOptions(n_boot=n_boot, seed=seed, extra={k: v for k, v in extra.items() if v is not None})
     result = proto.score(episodes_uri, items_uri, out, options)
+    record_spec(out, protocols.spec_of(proto))
     missing = units_not_scored(episodes_uri)
     if missing and isinstance(result, dict):  # what the numbers are NOT over, and why (issue 25)
         result["units_not_scored"] = missing
         print(f"score: {missing['failed']} unit(s) of the eval run failed and {missing['refused']} were refused; "
               f"no number here is over them ({missing['failed_by_reason'] or ''})", file=sys.stderr)
     return result
+
+
+def record_spec(out: str, spec: str) -> None:
+    """Name the protocol in the scored run's ``run.json`` as ``--protocol`` takes it, so
+    ``medscope report`` loads it again (a protocol outside the package included)."""
+    manifest = layout.ScoredRun(out).manifest
+    if storage.exists(manifest):
+        run = safe_text.expect_mapping(safe_text.read_json(manifest), manifest)
+        storage.write_text(manifest, json.dumps({**run, "protocol_spec": spec}, indent=2))
 
 
 def units_not_scored(episodes_uri: str) -> dict | None:

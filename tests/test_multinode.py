@@ -15,6 +15,7 @@ import pyarrow.compute as pc
 import pytest
 
 from medscope import layout, records, storage
+from medscope.protocols import organ_presence  # noqa: F401 - registers probe_items (read below)
 from tests import multinode_driver as drv
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

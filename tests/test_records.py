@@ -3,8 +3,9 @@
 import pyarrow as pa
 import pytest
 
-from medscope import records
+from medscope import layout, protocols, records
 from medscope.errors import MedScopeError
+from medscope.protocols import counterfactual  # noqa: F401 - registers its scores table (used below)
 
 
 def reject_row(i):
@@ -12,9 +13,51 @@ def reject_row(i):
 
 
 def test_every_design_table_has_a_schema():
+    protocols.import_all()
     for name in ("cases", "views", "episodes", "scores", "metrics", "volumes", "slices", "probe_items", "rejects"):
         assert isinstance(records.schema(name), pa.Schema)
         assert records.empty(name).num_rows == 0
+    # the package an early lookup's error names is the one that registers the table
+    for name, package in records.DECLARED_IN.items():
+        assert records.declared_by(name) == f"{package}.tables", name
+    assert records.SHARED == {"cases", "views", "episodes", "metrics", "rejects", "volumes", "vqa_items", "reply_judgements"}
+
+
+def test_a_protocols_table_read_before_its_protocol_is_imported_names_the_protocol(monkeypatch, tmp_path):
+    monkeypatch.delitem(records.SCHEMAS, "probe_scores", raising=False)
+    with pytest.raises(MedScopeError, match="'probe_scores' is the organ_presence protocol's own table, registered "
+                                            "when medscope.protocols.organ_presence is imported"):
+        records.read_table("probe_scores", str(tmp_path))
+    with pytest.raises(MedScopeError, match="unknown table 'my_scores': not a shared table .* the module of "
+                                            "--protocol module:Class"):
+        records.schema("my_scores")
+
+
+@pytest.fixture
+def fresh_registry(monkeypatch):
+    """Registrations made by a test leave the session's registry as it was."""
+    for mod, name in ((records, "SCHEMAS"), (records, "ENUMS"), (records, "_DECLARED_BY"), (layout, "TABLE_MEMBERS")):
+        monkeypatch.setattr(mod, name, dict(getattr(mod, name)))
+    monkeypatch.setattr(layout, "PART_TABLES", set(layout.PART_TABLES))
+
+
+def test_a_registered_table_is_written_validated_and_found_in_its_folder(fresh_registry, tmp_path):
+    sch = pa.schema([pa.field("item_id", pa.string(), nullable=False), pa.field("colour", pa.string())])
+    for _ in range(2):  # the module imported again (a reload): the same registration, no clash
+        records.register_table("toy_items", sch, declared_by="toyproto", enums={"colour": ("red", "blue")},
+                               files=("toys",), part_files=True)
+    folder = tmp_path / "build"
+    records.write_part("toy_items", [{"item_id": "a", "colour": "red"}], str(folder / "toys"), "k1")
+    assert records.read_table("toy_items", str(folder)).to_pylist() == [{"item_id": "a", "colour": "red"}]
+    assert layout.ScoredRun("r").table("toy_items").endswith("r/toy_items.parquet")  # a part folder is no file
+    with pytest.raises(MedScopeError, match=r"toy_items.colour has value\(s\) \['green'\]; allowed: red, blue"):
+        records.to_table("toy_items", [{"item_id": "b", "colour": "green"}])
+    records.register_table("toy_scores", sch, declared_by="toyproto", files=("toy.parquet",))
+    assert layout.ScoredRun("r").table("toy_scores").endswith("r/toy.parquet")
+    with pytest.raises(MedScopeError, match="'toy_items' is already declared by toyproto with another schema"):
+        records.register_table("toy_items", pa.schema([pa.field("x", pa.int32())]), declared_by="other")
+    with pytest.raises(MedScopeError, match="'metrics' is a shared table; other cannot redeclare it"):
+        records.register_table("metrics", sch, declared_by="other")
 
 
 def test_write_and_read_table(tmp_path):
@@ -69,3 +112,11 @@ def test_parts_on_s3(s3_bucket):
 def test_missing_table_is_a_clear_error(tmp_path):
     with pytest.raises(MedScopeError, match="no cases table"):
         records.read_table("cases", str(tmp_path / "none.parquet"))
+
+
+def test_the_shared_question_table_keeps_its_enumerated_values():
+    row = {"item_id": "q1", "source": "vqa-rad", "split": "test", "image_file": "a.png", "image": b"png",
+           "question": "Is there a mass?", "answer": "yes", "answer_type": "maybe", "private": False}
+    with pytest.raises(MedScopeError, match=r"vqa_items.answer_type has value\(s\) \['maybe'\]; allowed: closed, open"):
+        records.to_table("vqa_items", [row])
+    assert records.to_table("vqa_items", [row | {"answer_type": "closed"}]).num_rows == 1

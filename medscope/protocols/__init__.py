@@ -19,6 +19,13 @@ def names() -> list[str]:
     return sorted(m.name for m in pkgutil.iter_modules(__path__) if m.ispkg)
 
 
+def import_all() -> None:
+    """Import every shipped protocol, so that all their own tables are registered with
+    ``medscope.records`` (for a verb that handles any output folder, e.g. ``medscope compact``)."""
+    for name in names():
+        importlib.import_module(f"{__name__}.{name}")
+
+
 def protocol_class(spec: str) -> type:
     """The protocol class for a name (``counterfactual``) or a ``module:Class`` spec (a
     protocol living outside this package, e.g. a test double)."""
@@ -31,6 +38,18 @@ def protocol_class(spec: str) -> type:
     if spec not in names():
         raise MedScopeError(f"unknown protocol {spec!r}; known: {', '.join(names())} (or module:Class)")
     return importlib.import_module(f"{__name__}.{spec}").PROTOCOL
+
+
+def spec_of(protocol) -> str:
+    """How ``--protocol`` names ``protocol``'s class: its folder name for a shipped protocol,
+    else ``module:Class``. Recorded in an eval run's ``sweep.json`` and a scored run's
+    ``run.json``, so that ``score`` and ``report`` load a protocol outside this package again."""
+    cls = protocol if isinstance(protocol, type) else type(protocol)
+    head, _, rest = cls.__module__.partition(f"{__name__}.")
+    name = rest.split(".", 1)[0]
+    if not head and name in names() and protocol_class(name) is cls:
+        return name
+    return f"{cls.__module__}:{cls.__qualname__}"
 
 
 def load(spec: str, options: dict | None = None):

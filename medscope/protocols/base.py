@@ -37,9 +37,10 @@ class EvalProtocol(Protocol):
         """Run one episode: build the prompt for ``condition``, talk to ``model``, read the reply."""
 
     def score(self, episodes_uri: str, items_uri: str, out: str, options: ScoreOptions) -> dict:
-        """Score episodes against the items: write the scored-run folder ``out`` (its scores
-        and metrics tables and ``run.json``, laid out by ``medscope.layout.ScoredRun``) and
-        return a summary."""
+        """Score episodes against the items: write the scored-run folder ``out`` (its own
+        scores tables at ``layout.ScoredRun(out).table(name)``, the shared metrics table and
+        ``run.json``) and return a summary. A protocol's own tables (items, scores) are
+        registered with ``records.register_table`` when its module is imported (its ``tables.py``)."""
 
     def report_sections(self, scored_run: str, work_dir: str, **options) -> tuple[list, dict]:
         """The report's sections (``medscope.report.render.Section``) for a scored run this

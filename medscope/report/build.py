@@ -18,14 +18,16 @@ from medscope.report.render import Raw, Section, to_html, to_markdown
 
 
 def run_protocol(run: str) -> str:
-    """The protocol that scored run folder ``run`` (runs scored before protocols were named in
-    ``run.json`` are counterfactual runs)."""
+    """The protocol that scored run folder ``run``, as ``--protocol`` names it: ``run.json``'s
+    ``protocol_spec`` (``module:Class`` for a protocol outside the package), else its
+    ``protocol`` (runs scored before protocols were named in ``run.json`` are counterfactual runs)."""
     manifest_uri = layout.ScoredRun(run).manifest
     if not storage.exists(manifest_uri):
         if storage.exists(layout.ScoredRun(run).metrics):
             return "counterfactual"
         raise MedScopeError(f"{run}: not a scored run folder (no run.json or metrics.parquet; run `medscope score` first)")
-    return json.loads(storage.read_text(manifest_uri)).get("protocol", "counterfactual")
+    manifest = json.loads(storage.read_text(manifest_uri))
+    return manifest.get("protocol_spec") or manifest.get("protocol", "counterfactual")
 
 
 def build_report(runs: str | list[str], out: str, reference: str | None = None, extra_sections=(),

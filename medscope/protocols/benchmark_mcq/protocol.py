@@ -124,7 +124,7 @@ class BenchmarkMCQProtocol:
         for line in describe(tests):
             print(line)
         records.write_table("metrics", metrics, run.metrics)
-        records.write_table("mcq_tests", tests, run.table("tests"))
+        records.write_table("mcq_tests", tests, run.table("mcq_tests"))
         manifest = {"protocol": self.name, "prompt_version": self.prompt_version, "episodes": episodes_uri,
                     "items": ",".join(build_folders(items_uri)), "n_boot": options.n_boot, "n_boot_tests": b_tests,
                     "seed": options.seed, "margin": self.margin, "cluster": "case_id", "skipped": skipped,
@@ -132,7 +132,7 @@ class BenchmarkMCQProtocol:
                     "scored_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}
         storage.write_text(run.manifest, json.dumps(manifest, indent=2) + "\n")
         return {"scores": run.table("mcq_scores"), "metrics": run.metrics,
-                "tests": run.table("tests"), "episodes": len(rows), "skipped": skipped}
+                "tests": run.table("mcq_tests"), "episodes": len(rows), "skipped": skipped}
 
     def report_sections(self, scored_run: str, work_dir: str) -> tuple[list, dict]:
         from medscope.protocols.benchmark_mcq.report import sections

@@ -1,4 +1,5 @@
-"""The file names this protocol and ``medscope pairs`` write; ``medscope.layout`` owns them."""
+"""The file names this protocol and ``medscope pairs`` write: a pair set's from ``medscope.layout``
+(``medscope pairs`` writes it), a scored run's own files declared here, beside the shared ones."""
 
 from __future__ import annotations
 
@@ -9,13 +10,13 @@ MANIFEST = layout.PairSet.MANIFEST
 MANIFEST_REJECTS = layout.PairSet.MANIFEST_REJECTS
 
 # A scored run (what ``PairedModalityProtocol.score`` writes)
-LABELS = layout.PairedScoredRun.LABELS  # one row per episode: extracted findings, FP / FN per judge
+LABELS = "labels.parquet"  # one row per episode: extracted findings, FP / FN per judge
 METRICS = "metrics.parquet"  # records "metrics" schema: rates with Clopper-Pearson intervals
-MCNEMAR = layout.PairedScoredRun.MCNEMAR  # exact McNemar, photo only vs paired, per model and pooled
-AGREEMENT = layout.PairedScoredRun.AGREEMENT  # Cohen's kappa between judges, when a second judge is configured
+MCNEMAR = "mcnemar.parquet"  # exact McNemar, photo only vs paired, per model and pooled
+AGREEMENT = "agreement.json"  # Cohen's kappa between judges, when a second judge is configured
 RUN = "run.json"
 REJECTS = "rejects.parquet"
-JUDGE_CACHE = layout.PairedScoredRun.JUDGE_CACHE  # one JSON file per judge request key
+JUDGE_CACHE = "judge_cache"  # one JSON file per judge request key
 
 # Construction (``medscope pairs generate | review | build``)
 CANDIDATES = layout.PairSet.CANDIDATES  # folder of candidate PNGs
