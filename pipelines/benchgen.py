@@ -20,8 +20,10 @@ import os
 import shutil
 import sys
 from collections import Counter
+from typing import Literal
 
 import pydantic
+from pydantic import Field as F
 
 from medscope import layout, config as cfgmod
 from medscope import records, storage
@@ -36,6 +38,7 @@ from medscope.config import StrictModel
 from medscope.errors import MedScopeError
 from medscope.models.config import ModelEntry, ModelsConfig
 from medscope.seeding import stable_hash
+from pipelines.support.flags import add_action, cli
 from pipelines.support.jobs import job_main
 
 GENERATION_PROTOCOL = "medscope.benchgen.generation:GenerationProtocol"
@@ -44,28 +47,31 @@ LOCAL_KEY_ENV = "MEDSCOPE_BENCHGEN_LOCAL_KEY"
 
 
 class BuildConfig(StrictModel):
-    """``python -m pipelines.benchgen --config F``."""
+    """``medscope benchgen build`` flags, or ``python -m pipelines.benchgen --config F`` (the same keys)."""
 
-    reports: str  # CSV / JSONL: case_id, study, findings, impression
-    volumes: str  # <root>/<case_id>/<sequence>.nii.gz or <sequence>/ (DICOM series)
-    schema_: str = pydantic.Field(alias="schema")  # an approved schema YAML
-    out: str
-    cohort: str = "cohort"
-    private: bool = True  # cohorts are private unless said otherwise
-    endpoint_allowlist: list[str] = []  # endpoints allowed to receive this cohort's report text
-    imaging_source: str = "private"  # public | private (Table 3)
-    matched_group: str | None = None  # cohorts generated identically, compared in Table 3
-    extractor: str = "rules"  # rules | llm
-    report_questions: bool = True  # needs a generator
-    generator_models: str | None = None  # configs/models/<file>.yaml holding the generator
-    generator_name: str | None = None
-    generator_entry: dict | None = None  # inline ModelEntry (programmatic use)
-    seed: int = 42
-    grid: int = 12
-    max_side: int = 1536
-    workers: int = 1
-    concurrency: int = 4
-    append: bool = False  # add this cohort to a build folder that holds other cohorts
+    reports: str = F(description="reports export, CSV or JSONL: case_id, study, findings, impression")
+    volumes: str = F(description="<root>/<case_id>/<sequence>.nii.gz or <sequence>/ (DICOM series)")
+    schema_: str = F(alias="schema", description="approved schema YAML (see `benchgen schema init|approve`)")
+    out: str = F(description="build folder URI (items/, montages/, rejects/, build.json)")
+    cohort: str = F("cohort", description="cohort name (a column of every table)")
+    private: bool = F(True, description="the cohort's reports are private (--no-private: they are not)")
+    endpoint_allowlist: list[str] = F([], description="endpoint allowed to receive this cohort's report text",
+                                      json_schema_extra=cli(repeat=True, aliases=("--allow-endpoint",), metavar="URL"))
+    imaging_source: Literal["private", "public"] = F("private", description="where the images come from (Table 3)")
+    matched_group: str | None = F(None, description="cohorts generated identically, compared in Table 3")
+    extractor: Literal["rules", "llm"] = F("rules", description="how reports are read into schema values")
+    report_questions: bool = F(True, description="also write report-derived questions (needs a generator; "
+                                                 "--no-report-questions: schema-driven questions only)")
+    generator_models: str | None = F(None, description="configs/models/<file>.yaml holding the question writer")
+    generator_name: str | None = F(None, description="the writer's model name in generator_models (default: the first)",
+                                   json_schema_extra=cli(aliases=("--generator",)))
+    generator_entry: dict | None = F(None, description="inline model entry of the writer (programmatic use)")
+    seed: int = F(42, description="seed of the distractor draws and sampling")
+    grid: int = F(12, description="montage side in tiles: grid x grid uniformly sampled axial slices")
+    max_side: int = F(1536, description="long side of a montage, pixels")
+    workers: int = F(1, description="pool actors of the generation sweep")
+    concurrency: int = F(4, description="generation requests in flight per pool actor")
+    append: bool = F(False, description="add this cohort to a build folder that holds other cohorts (refused without it)")
 
 
 def generator_of(cfg: BuildConfig) -> ModelEntry | None:
@@ -294,24 +300,7 @@ def register(sub) -> None:
     verbs = p.add_subparsers(dest="benchgen_verb", metavar="ACTION")
     verbs.required = True
 
-    b = verbs.add_parser("build", help="reports + volumes + approved schema -> items, montages, rejects")
-    b.add_argument("--reports", required=True, help="CSV or JSONL: case_id, study, findings, impression")
-    b.add_argument("--volumes", required=True, help="<root>/<case_id>/<sequence>.nii.gz or <sequence>/ (DICOM)")
-    b.add_argument("--schema", required=True, help="approved schema YAML (see `benchgen schema init|approve`)")
-    b.add_argument("--out", required=True)
-    b.add_argument("--cohort", default="cohort", help="cohort name (a column of every table)")
-    b.add_argument("--public", action="store_true", help="the cohort's reports are not private")
-    b.add_argument("--allow-endpoint", action="append", default=[], help="endpoint allowed to receive report text")
-    b.add_argument("--imaging-source", default="private", choices=("private", "public"))
-    b.add_argument("--matched-group", default=None, help="cohorts generated identically (Table 3)")
-    b.add_argument("--extractor", default="rules", choices=("rules", "llm"))
-    b.add_argument("--generator-models", default=None, help="configs/models/<file>.yaml with the question writer")
-    b.add_argument("--generator", default=None, help="model name in --generator-models (default: the first)")
-    b.add_argument("--no-report-questions", action="store_true", help="schema-driven questions only")
-    b.add_argument("--seed", type=int, default=42)
-    b.add_argument("--append", action="store_true",
-                   help="add this cohort to a build folder holding other cohorts (refused without it)")
-    b.set_defaults(func=_build)
+    add_action(verbs, "build", BuildConfig, _build, "reports + volumes + approved schema -> items, montages, rejects")
 
     s = verbs.add_parser("schema", help="show a schema's checkpoint hashes, copy a shipped one, induce one, approve")
     s.add_argument("action", choices=("show", "init", "induce", "approve"))
@@ -344,16 +333,9 @@ def _phantom(a) -> None:
     print(json.dumps(phantom_cohort(a.out, n_cases=a.cases), indent=2))
 
 
-def _build(a) -> None:
+def _build(cfg: BuildConfig) -> None:
     from pipelines.support.jobs import print_summary
 
-    cfg = cfgmod.parse(BuildConfig, {
-        "reports": a.reports, "volumes": a.volumes, "schema": a.schema, "out": a.out, "cohort": a.cohort,
-        "private": not a.public, "endpoint_allowlist": a.allow_endpoint, "imaging_source": a.imaging_source,
-        "matched_group": a.matched_group, "extractor": a.extractor, "generator_models": a.generator_models,
-        "generator_name": a.generator, "report_questions": not a.no_report_questions, "seed": a.seed,
-        "append": a.append,
-    }, source="medscope benchgen build")
     summary = build(cfg)
     print_summary(summary)
     if summary.get("accounting"):
