@@ -302,32 +302,48 @@ def register(sub) -> None:
 
     add_action(verbs, "build", BuildConfig, _build, "reports + volumes + approved schema -> items, montages, rejects")
 
-    s = verbs.add_parser("schema", help="show a schema's checkpoint hashes, copy a shipped one, induce one, approve")
-    s.add_argument("action", choices=("show", "init", "induce", "approve"))
-    s.add_argument("schema", nargs="?", help="schema YAML, or a shipped name (liver | lung | brain) for show / init")
-    s.add_argument("--out", help="init / induce: where to write the schema YAML")
-    s.add_argument("--reports", help="induce: reports export (CSV / JSONL; one text field is split)")
-    s.add_argument("--sample", type=int, default=200, help="induce: reports in the stratified sample (by study)")
-    s.add_argument("--organ", default="organ", help="induce: the organ the schema covers")
-    s.add_argument("--sequence", action="append", default=[], metavar="NAME:CT|MR",
-                   help="induce: a sequence of the cohort (repeat; default ct:CT)")
-    s.add_argument("--min-support", type=int, default=2, help="induce: reports a field's values each need")
-    s.add_argument("--seed", type=int, default=42)
-    s.add_argument("--checkpoint", choices=schemamod.CHECKPOINTS, help="approve: schema | templates")
-    s.add_argument("--by", default="", help="approve: the reviewer's name")
-    s.set_defaults(func=_schema)
-
-    ph = verbs.add_parser("phantom", help="write the phantom cohort: CT volumes with liver lesions + reports")
-    ph.add_argument("--out", required=True)
-    ph.add_argument("--cases", type=int, default=6)
-    ph.set_defaults(func=_phantom)
-
-    w = verbs.add_parser("show", help="summarise a build folder")
-    w.add_argument("uri")
-    w.set_defaults(func=lambda a: print(json.dumps(show(a.uri), indent=2, default=str)))
+    add_action(verbs, "schema", SchemaActionConfig, _schema,
+               "show a schema's checkpoint hashes, copy a shipped one, induce one, approve")
+    add_action(verbs, "phantom", BenchgenPhantomConfig, _phantom,
+               "write the phantom cohort: CT volumes with liver lesions + reports")
+    add_action(verbs, "show", BuildShowConfig, lambda c: print(json.dumps(show(c.uri), indent=2, default=str)),
+               "summarise a build folder")
 
 
-def _phantom(a) -> None:
+class SchemaActionConfig(StrictModel):
+    """``medscope benchgen schema show|init|induce|approve``."""
+
+    action: Literal["show", "init", "induce", "approve"] = F(description="what to do with the schema",
+                                                             json_schema_extra=cli(positional=True))
+    schema_: str | None = F(None, alias="schema", json_schema_extra=cli(positional=True),
+                            description="schema YAML, or a shipped name (liver | lung | brain) for show / init")
+    out: str | None = F(None, description="init / induce: where to write the schema YAML")
+    reports: str | None = F(None, description="induce: reports export (CSV / JSONL; one text field is split)")
+    sample: int = F(200, description="induce: reports in the stratified sample (by study)")
+    organ: str = F("organ", description="induce: the organ the schema covers")
+    sequence: list[str] = F([], description="induce: a sequence of the cohort (default ct:CT)",
+                            json_schema_extra=cli(repeat=True, metavar="NAME:CT|MR"))
+    min_support: int = F(2, description="induce: reports a field's values each need")
+    seed: int = F(42, description="induce: seed of the stratified sample")
+    checkpoint: Literal[schemamod.CHECKPOINTS] | None = F(  # type: ignore[valid-type]
+        None, description="approve: schema | templates")
+    by: str = F("", description="approve: the reviewer's name")
+
+
+class BenchgenPhantomConfig(StrictModel):
+    """``medscope benchgen phantom``."""
+
+    out: str = F(description="output folder (volumes/, labels/ and reports.jsonl)")
+    cases: int = F(6, ge=1, description="phantom studies to write")
+
+
+class BuildShowConfig(StrictModel):
+    """``medscope benchgen show``."""
+
+    uri: str = F(description="a build folder", json_schema_extra=cli(positional=True))
+
+
+def _phantom(a: BenchgenPhantomConfig) -> None:
     from medscope.benchgen.phantom import phantom_cohort
 
     print(json.dumps(phantom_cohort(a.out, n_cases=a.cases), indent=2))
@@ -344,7 +360,7 @@ def _build(cfg: BuildConfig) -> None:
         conclude(summary, None, "benchgen build (generation calls)")
 
 
-def _induce(a) -> None:
+def _induce(a: SchemaActionConfig) -> None:
     import yaml
 
     from medscope.benchgen.induce import propose_rules, stratified_sample
@@ -368,19 +384,19 @@ def _induce(a) -> None:
         print(f"  {n}")
 
 
-def _schema(a) -> None:
+def _schema(a: SchemaActionConfig) -> None:
     if a.action == "induce":
         _induce(a)
         return
-    if not a.schema:
+    if not a.schema_:
         raise MedScopeError(f"benchgen schema {a.action} needs a schema")
     if a.action == "init":
         if not a.out:
             raise MedScopeError("benchgen schema init NAME --out FILE")
-        shutil.copyfile(schemamod.shipped_path(a.schema), a.out)
-        print(f"copied {a.schema} schema to {a.out}; review it, then approve both checkpoints")
+        shutil.copyfile(schemamod.shipped_path(a.schema_), a.out)
+        print(f"copied {a.schema_} schema to {a.out}; review it, then approve both checkpoints")
         return
-    uri = schemamod.resolve(a.schema)
+    uri = schemamod.resolve(a.schema_)
     if a.action == "approve":
         if not a.checkpoint:
             raise MedScopeError("approve needs --checkpoint schema|templates and --by NAME")

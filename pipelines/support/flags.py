@@ -111,7 +111,9 @@ def add_config_flags(parser: argparse.ArgumentParser, model: type[pydantic.BaseM
         metavar = hints.get("metavar") or (key_of(name, field).upper() if kind != "yaml" else "YAML")
         if hints.get("positional"):  # a bare argument; optional to argparse, so a --config file may give it
             nargs = "*" if hints.get("nargs") in ("+", "*") else "?"
-            parser.add_argument(name, nargs=nargs, default=None, help=help_text, metavar=hints.get("metavar"))
+            choices = _choices(field.annotation)
+            parser.add_argument(name, nargs=nargs, default=None, help=help_text, choices=choices,
+                                metavar=hints.get("metavar") or (None if choices else key_of(name, field).upper()))
             continue
         names = flag_names(name, field, aliases)
         if kind == "bool":
