@@ -101,11 +101,11 @@ def add_config_flags(parser: argparse.ArgumentParser, model: type[pydantic.BaseM
             continue
         kind, scalar = _kind(field.annotation)
         hints = hints_of(field)
-        help_text = field.description or ""
+        help_text = (field.description or "").replace("%", "%%")  # argparse expands %(...)s in help
         if not field.is_required() and kind != "bool":
             default = field.get_default(call_default_factory=True)
             if default not in (None, [], {}, ()):
-                help_text = f"{help_text} (default: {default})".strip()
+                help_text = f"{help_text} (default: {str(default).replace('%', '%%')})".strip()
         elif field.is_required() and not hints.get("positional"):
             help_text = f"{help_text} (required)".strip()
         metavar = hints.get("metavar") or (key_of(name, field).upper() if kind != "yaml" else "YAML")
