@@ -74,16 +74,19 @@ class CohortShowConfig(StrictModel):
 
 class CohortJobConfig(StrictModel):
     """``python -m pipelines.cohort --config F``: one import (or the phantom) per job; the keys of
-    ``cohort import`` (or, with ``format: phantom``, of ``cohort phantom``)."""
+    ``cohort import`` (or, with ``format: phantom``, of ``cohort phantom``), so either verb's
+    ``--config`` takes the same file."""
 
-    format: Literal[cohorts.FORMATS + ("phantom",)]  # type: ignore[valid-type]
-    out: str
-    path: str | None = None  # dataset root (not for phantom)
-    dataset_config: str | None = None  # YAML file overlaid on configs/datasets/<format>.yaml
-    dataset: dict = {}  # inline overrides, applied last
-    cases: int = 48  # phantom only
-    seed: int = 0  # phantom only
-    volumes: int = 4  # phantom only
+    format: Literal[cohorts.FORMATS + ("phantom",)] = F(  # type: ignore[valid-type]
+        description="the dataset's layout, or phantom")
+    out: str = F(description="output folder URI")
+    path: str | None = F(None, description="dataset folder (path or URI; not for phantom)")
+    dataset_config: str | None = F(None, description="dataset YAML overlaid on configs/datasets/<format>.yaml")
+    dataset: dict = F({}, description="inline dataset overrides (YAML mapping), applied last")
+    cases: int = F(48, ge=1, description="phantom only: 2D cases to generate")
+    seed: int = F(0, description="phantom only: generator seed")
+    volumes: int = F(4, ge=0, description="phantom only: CT volumes to generate")
+    batch: int = F(1, ge=1, description="phantom only: a later batch added to the cohort already in out")
 
 
 def import_cohort(fmt: str, path: str, out: str, dataset_config: str | None = None, overrides: dict | None = None) -> dict:
@@ -304,6 +307,8 @@ def remove(cases: str, folders: list[str], reason: str) -> dict:
 
 def run_job(cfg: CohortJobConfig) -> dict:
     if cfg.format == "phantom":
+        if cfg.batch > 1:
+            return {**_add_phantom_batch(cfg.out, cfg.cases, cfg.seed, cfg.batch), "summary": show_summary(cfg.out)}
         return _generate_phantom(cfg.out, n_cases=cfg.cases, seed=cfg.seed, n_volumes=cfg.volumes)
     if not cfg.path:
         raise MedScopeError(f"format {cfg.format} needs path: the dataset folder")

@@ -176,6 +176,20 @@ def config_from_args(args: argparse.Namespace, model: type[pydantic.BaseModel] |
     return cfg
 
 
+def typed_scalars(model: type[pydantic.BaseModel], data: dict) -> dict:
+    """``data`` with each number-typed field's flag text read as its number (where it reads),
+    so that a setting compares equal whether a flag or a --config file gave it."""
+    out = dict(data)
+    for name, field in model.model_fields.items():
+        kind, scalar = _kind(field.annotation)
+        if kind == "scalar" and scalar in (int, float) and isinstance(out.get(name), str):
+            try:
+                out[name] = scalar(out[name])
+            except ValueError:
+                pass  # the model's validation names it
+    return out
+
+
 def _aliases(field) -> list[str]:
     alias = field.validation_alias
     if isinstance(alias, pydantic.AliasChoices):
