@@ -76,7 +76,8 @@ def main(argv: list[str] | None = None) -> int:
             # an --out holding a different run is refused unless --append / --overwrite
             # (`cohort phantom --batch N`, N > 1, grows the cohort already in --out: an append by design)
             settings = outguard.settings_of(args)  # flags over the --config file's keys
-            append = bool(settings.get("append")) or (run["verb"] == "cohort phantom" and int(settings.get("batch") or 1) > 1)
+            phantom_batch = run["verb"] == "cohort phantom" and int(settings.get("batch") or 1) > 1
+            append = bool(settings.get("append")) or phantom_batch
             aside = outguard.check(out, run, append, getattr(args, "overwrite", False))
         finished = False
         try:
