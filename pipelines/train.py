@@ -50,6 +50,8 @@ class TrainJob(StrictModel):
         if not isinstance(data, dict):
             return data
         data = dict(data)
+        if isinstance(data.get("seed"), str) and data["seed"].strip().lstrip("-").isdigit():
+            data["seed"] = int(data["seed"])  # a flag's text; anything else is left for the field to refuse
         over = {k: data[k] for k in ("seed", "init_adapter") if data.get(k) is not None}
         if over:
             data["overrides"] = {**(data.get("overrides") or {}), **over}

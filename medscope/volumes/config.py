@@ -87,7 +87,7 @@ class ProbeConfig(StrictModel):
     transition_mm: float = pydantic.Field(10.0, ge=0,
                                           description="width of the organ-boundary transition stratum, mm")
     far_mm: float = pydantic.Field(
-        40.0, ge=0, description="z distance from the organ, mm, at or beyond which a negative counts as far (specificity z>=far_mm)")
+        40.0, ge=0, description="z distance from the organ (mm) from which a negative counts as far")
     max_image_side: int = pydantic.Field(768, ge=16, description="long side of a rendered slice, pixels")
     montage: bool = pydantic.Field(False, description="also write one 12x12 montage PNG per volume")
     montage_window: str = pydantic.Field("soft_tissue", description="CT window preset of the montages")
