@@ -187,3 +187,39 @@ def test_the_verb_registry_names_the_module_that_registers_each_verb():
     assert cli.VERB_MODULES == list(dict.fromkeys(cli.VERBS.values()))
     assert cli._verb_of(["-v", "cohort", "show", "x"]) == "cohort" and cli._verb_of(["--help"]) is None
     assert isinstance(cli.build_parser([cli.VERBS["train-select"]]), argparse.ArgumentParser)
+
+
+def test_generated_flags_read_as_their_fields_say(tmp_path):
+    """Repeatable, several-value, aliased, negated and positional flags, over a --config file."""
+    from pipelines.support.flags import config_from_args
+
+    parse = cli.build_parser().parse_args
+    build = tmp_path / "build.yaml"
+    build.write_text("reports: r.jsonl\nvolumes: vols\nschema: liver.yaml\nout: b\ngrid: 6\nmax_side: 900\n")
+    cfg = config_from_args(parse(["benchgen", "build", "--config", str(build), "--max-side", "512", "--no-private",
+                                  "--allow-endpoint", "http://a/v1", "--allow-endpoint", "http://b/v1",
+                                  "--generator", "writer", "--no-report-questions"]))
+    assert (cfg.schema_, cfg.grid, cfg.max_side, cfg.private, cfg.report_questions) == ("liver.yaml", 6, 512, False, False)
+    assert (cfg.endpoint_allowlist, cfg.generator_name) == (["http://a/v1", "http://b/v1"], "writer")
+    cfg = config_from_args(parse(["cohort", "remove", "--cases", "c1,c2", "--from", "f1", "f2"]))
+    assert (cfg.cases, cfg.folders, cfg.reason) == ("c1,c2", ["f1", "f2"], "withdrawn consent")
+    cfg = config_from_args(parse(["stats", "seeds", "--metrics", "m1", "m2", "--arm", "r=a,b", "--arm", "w=c,d"]))
+    assert (cfg.metrics, cfg.arm, cfg.metric) == (["m1", "m2"], ["r=a,b", "w=c,d"], [])
+    assert config_from_args(parse(["cohort", "show", "folder"])).uri == "folder"
+    # a bare argument may come from the file instead; the flag then is not needed
+    show = tmp_path / "show.yaml"
+    show.write_text("uri: from-file\n")
+    assert config_from_args(parse(["cohort", "show", "--config", str(show)])).uri == "from-file"
+
+
+def test_cohort_job_files_are_the_cohort_verbs_files():
+    """configs/cohort/*.yaml (python -m pipelines.cohort) read the same under cohort import / phantom."""
+    from medscope import config as cfgmod
+    from pipelines.cohort import CohortJobConfig
+    from pipelines.support.flags import config_from_args
+
+    for name, action in (("kvasir-import.yaml", "import"), ("phantom.yaml", "phantom")):
+        uri = os.path.join(REPO_ROOT, "configs", "cohort", name)
+        job = cfgmod.load(CohortJobConfig, uri)
+        verb = config_from_args(cli.build_parser().parse_args(["cohort", action, "--config", uri]))
+        assert {k: getattr(job, k) for k in type(verb).model_fields} == verb.model_dump()
