@@ -1,7 +1,7 @@
 """The ``medscope`` command. Each job module registers its own verbs (``register(subparsers)``).
 
-Only the named verb's module is imported (``VERBS``, the one verb registry), so a verb starts without loading every
-other stage's libraries; ``medscope --help`` (or no verb) loads them all to list them."""
+Only the named verb's module is imported (``VERBS``, the one verb registry), so a verb starts
+without loading every other stage's libraries; ``medscope --help`` (or no verb) loads them all."""
 
 from __future__ import annotations
 
@@ -76,7 +76,8 @@ def main(argv: list[str] | None = None) -> int:
             # an --out holding a different run is refused unless --append / --overwrite
             # (`cohort phantom --batch N`, N > 1, grows the cohort already in --out: an append by design)
             settings = outguard.settings_of(args)  # flags over the --config file's keys
-            phantom_batch = run["verb"] == "cohort phantom" and int(settings.get("batch") or 1) > 1
+            batch = str(settings.get("batch") or 1)  # not a number: the model's validation says so
+            phantom_batch = run["verb"] == "cohort phantom" and batch.isdigit() and int(batch) > 1
             append = bool(settings.get("append")) or phantom_batch
             aside = outguard.check(out, run, append, getattr(args, "overwrite", False))
         finished = False
