@@ -38,7 +38,7 @@ from medscope.models.config import ModelEntry, ModelsConfig
 from medscope.models.registry import LOCAL_KINDS
 from medscope.seeding import stable_hash
 from pipelines.support.accounting import Accounting, conclude, failure_reason
-from pipelines.support.flags import add_config_flags, config_from_args
+from pipelines.support.flags import add_action, add_config_flags, cli, config_from_args
 from pipelines.support.jobs import Progress, job_main, print_summary
 
 DEFAULT_PROTOCOL = "counterfactual"
@@ -444,9 +444,14 @@ def register(sub) -> None:
     add_config_flags(r, EvalConfig, aliases={"items": ["views"]})
     _repeatable_items(r)
     r.set_defaults(func=_run_cli)
-    s = verbs.add_parser("show", help="episodes per model and condition; rejects by reason")
-    s.add_argument("uri", help="an eval run folder (or its episodes table)")
-    s.set_defaults(func=lambda a: _print_show(a.uri))
+    add_action(verbs, "show", EvalShowConfig, lambda a: _print_show(a.uri),
+               "episodes per model and condition; rejects by reason")
+
+
+class EvalShowConfig(StrictModel):
+    """``medscope eval show``: episodes per model and condition; rejects by reason."""
+
+    uri: str = pydantic.Field(description="an eval run folder (or its episodes table)", json_schema_extra=cli(positional=True))
 
 
 if __name__ == "__main__":
