@@ -118,7 +118,7 @@ def _tmp_yaml(data: dict) -> str:
 # take the same file: the job's model is the verb's, or (cohort) holds both actions' keys.
 JOB_ENTRIES = {"pipelines.views": [("views", "build")], "pipelines.probe": [("probe", "build")],
                "pipelines.train": [("train",)], "pipelines.sweep": [("sweep",)], "pipelines.demo": [("demo",)],
-               "pipelines.benchgen": [("benchgen", "build")],
+               "pipelines.benchgen": [("benchgen", "build")], "pipelines.crosswalk": [("crosswalk",)],
                "pipelines.cohort": [("cohort", "import"), ("cohort", "phantom")]}
 
 
