@@ -144,8 +144,8 @@ def test_sweep_rejects_unknown_conditions_and_duplicate_items(tmp_path):
         run_sweep(cfg(views, str(tmp_path / "o"), conditions=["telepathy"]), SingleTurnProtocol(), [model])
 
     class Twice(SingleTurnProtocol):
-        def load_items(self, uri):
-            return super().load_items(uri) * 2
+        def load_items(self, uri, ids=None, images=True):
+            return super().load_items(uri, ids, images) * 2
 
     with pytest.raises(MedScopeError, match="unique"):
         run_sweep(cfg(views, str(tmp_path / "o")), Twice(), [model])

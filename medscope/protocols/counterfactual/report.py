@@ -153,7 +153,7 @@ def report_sections(run: str, work_dir: str, reference: str | None = None, galle
         anchor="size"))
     ss = scores.assign(model=[_label(m, c, multi) for m, c in zip(scores.model, scores.condition)])
     sections.append(Section("Risk-coverage", [
-        Image(plots.risk_coverage(ss[ss.test_set.fillna("main") == ts0], labels), "risk_coverage.png",
+        Image(plots.risk_coverage(ss[ss.test_set == ts0], labels), "risk_coverage.png",
               "Selective risk against coverage on original and random-removal views, one curve per model that "
               "reads the image"),
         Para(f"Selective risk (share answered wrongly) on the answerable views of {ts0}: original and random-removal "
