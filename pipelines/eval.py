@@ -98,6 +98,15 @@ def load_protocol(spec: str, options: dict | None = None) -> EvalProtocol:
     return cls(parse_options(protocols.options_class(cls), options, name, verbs=("eval",), given_at="eval"))
 
 
+def spec_of(spec: str, protocol: EvalProtocol) -> str:
+    """``spec`` when it names the class of ``protocol`` (a sweep given a protocol object), else
+    the protocol's name: what ``score`` loads the protocol by."""
+    try:
+        return spec if protocols.protocol_class(spec).name == protocol.name else protocol.name
+    except (MedScopeError, AttributeError):
+        return protocol.name
+
+
 def request_key(protocol: EvalProtocol, item: Item, entry: ModelEntry, condition: str) -> str:
     """The deterministic key of one unit of work (and of its part file)."""
     return stable_hash(
@@ -195,7 +204,7 @@ def run_sweep(cfg: EvalConfig, protocol: EvalProtocol | None = None, entries: li
     options = getattr(protocol, "options", None)
     summary = {"run_id": run_id, "protocol": protocol.name, "prompt_version": protocol.prompt_version,
                # what score builds the protocol from: its spec (module:Class too) and the options set at eval
-               "protocol_spec": cfg.protocol if built_here else protocol.name,
+               "protocol_spec": spec_of(cfg.protocol, protocol) if not built_here else cfg.protocol,
                "protocol_options": options.values_at("eval") if options is not None else dict(cfg.protocol_options),
                "units": len(items) * len(entries) * len(cfg.conditions), "to_run": len(todo), **counts}
     refused = f", {counts['refused_private']} refused (private items, endpoint not allow-listed)" \
