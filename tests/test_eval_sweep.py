@@ -108,7 +108,7 @@ def test_request_key_is_stable_and_changes_with_every_component():
     key = request_key(SingleTurnProtocol(), item, base, "agent")
     assert key == request_key(SingleTurnProtocol(), Item("v1", "c1", "other text", "absent"), base, "agent")
     variants = [
-        request_key(SingleTurnProtocol("st-2"), item, base, "agent"),  # prompt version
+        request_key(SingleTurnProtocol(SingleTurnProtocol.Options(prompt_version="st-2")), item, base, "agent"),  # prompt version
         request_key(SingleTurnProtocol(), Item("v2", "c1", "q", "present"), base, "agent"),  # item
         request_key(SingleTurnProtocol(), item, base.model_copy(update={"name": "m2"}), "agent"),  # model
         request_key(SingleTurnProtocol(), item, base.model_copy(update={"model": "y"}), "agent"),  # model id
