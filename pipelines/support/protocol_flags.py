@@ -33,10 +33,10 @@ def install(parser: argparse.ArgumentParser, verb: str, find: Callable[[list[str
     plain = parser.parse_known_args
 
     def parse_known_args(args=None, namespace=None):
-        if not getattr(parser, "_protocol_flags", None):
+        if not hasattr(parser, "_protocol_flags"):  # once: a parser keeps the flags it was given
             try:
                 specs = find(list(args or []))
-            except (MedScopeError, OSError, ValueError):  # a bad input: the verb itself says what is wrong
+            except (MedScopeError, OSError, ValueError, KeyError, TypeError):  # a bad input: the verb says what
                 specs = None
             add_flags(parser, verb, specs)
         return plain(args, namespace)
@@ -104,7 +104,7 @@ def add_flags(parser: argparse.ArgumentParser, verb: str, specs: list[str] | Non
             reason = (f"{flag} is an option of protocol {name}, which this command is not about"
                       if foreign or where == verb else wrong_verb(name, field_name, where, verb))
             parser.add_argument(flag, dest=f"{_MISPLACED}_{field_name}", action=_Refused, reason=reason,
-                                default=None, help=argparse.SUPPRESS)
+                                nargs="?", default=None, help=argparse.SUPPRESS)
             taken.add(flag)
     parser._protocol_flags = added
     parser.set_defaults(_protocol_flags_added=added)
