@@ -36,7 +36,8 @@ def install(parser: argparse.ArgumentParser, verb: str, find: Callable[[list[str
         if not hasattr(parser, "_protocol_flags"):  # once: a parser keeps the flags it was given
             try:
                 specs = find(list(args or []))
-            except (MedScopeError, OSError, ValueError, KeyError, TypeError):  # a bad input: the verb says what
+            except Exception:  # noqa: BLE001 - unreadable input (a missing file, no S3 credentials, ...):
+                # list every shipped protocol's flags; the verb itself then says what is wrong
                 specs = None
             add_flags(parser, verb, specs)
         return plain(args, namespace)
@@ -57,7 +58,10 @@ def _classes(specs: list[str] | None) -> tuple[list[tuple[str, type]], bool]:
 def add_flags(parser: argparse.ArgumentParser, verb: str, specs: list[str] | None) -> None:
     """One flag per option set at ``verb`` of the protocols ``specs``; hidden flags for the options
     of other verbs and other shipped protocols, which refuse clearly (``refuse_misplaced``)."""
-    mine, known = _classes(specs)
+    try:
+        mine, known = _classes(specs)
+    except MedScopeError:  # an unknown protocol (or one without Options): the verb says so once it runs
+        mine, known = _classes(None)
     taken = set(parser._option_string_actions)
     added: dict[str, list[str]] = {}  # flag -> protocols whose option it is
     actions: dict[str, argparse.Action] = {}
