@@ -149,3 +149,11 @@ def test_eval_options_go_through_sweep_json_to_score_and_report(ray_cluster, tmp
     assert scores and set(scores) == {"fresh_external"}
     assert cli.main(["report", "--run", scored, "--out", str(tmp_path / "rep"), "--gallery-cases", "0"]) == 0
     assert "fresh_external" in (tmp_path / "rep" / "report.md").read_text()
+
+
+def test_an_unknown_protocol_or_unreadable_run_is_one_line_not_a_traceback(tmp_path, capsys):
+    assert cli.main(["eval", "run", "--protocol", "nosuch", "--items", "v", "--models", "m",
+                     "--out", str(tmp_path / "o")]) == 2
+    assert "unknown protocol 'nosuch'" in capsys.readouterr().err
+    assert cli.main(["score", "--episodes", str(tmp_path / "missing"), "--out", str(tmp_path / "s")]) == 2
+    assert "Traceback" not in capsys.readouterr().err
