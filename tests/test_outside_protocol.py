@@ -134,6 +134,9 @@ EXPECTED = {"always-yes": (3, 4), "always-no": (1, 4)}
 def outside(tmp_path, monkeypatch):
     """The module in tmp_path (importable here too, for score and report), its item table, a
     models file; the session's table registry and modules are left as they were."""
+    from medscope import protocols
+
+    protocols.import_all()  # the shipped protocols' tables are registered in the registry kept, not the copy
     (tmp_path / "myproto.py").write_text(textwrap.dedent(MODULE))
     monkeypatch.syspath_prepend(str(tmp_path))
     for mod, name in ((records, "SCHEMAS"), (records, "ENUMS"), (records, "_DECLARED_BY"), (layout, "TABLE_MEMBERS")):
