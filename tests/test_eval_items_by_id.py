@@ -150,9 +150,8 @@ CASES = [("single_turn", "medscope.testing.protocols:SingleTurnProtocol", {}, _v
 
 @pytest.mark.parametrize("name,cls,options,write", CASES, ids=[c[0] for c in CASES])
 def test_every_protocol_gives_the_same_items_by_id_and_without_images(tmp_path, name, cls, options, write):
-    protocol = (cls or protocols.protocol_class(name))(**options)  # first: it registers its item table
+    protocol = protocols.load(cls or name, options)  # first: it registers its item table
     uri = write(tmp_path)
-    protocol = protocols.load(cls or name, options)
     full = protocol.load_items(uri)
     assert len(full) >= 3 and all(i.images and all(i.images) for i in full)
     bare = protocol.load_items(uri, images=False)
