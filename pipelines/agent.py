@@ -13,8 +13,13 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Literal
 
+from pydantic import Field as F
+
+from medscope.config import StrictModel
 from medscope.errors import MedScopeError
+from pipelines.support.flags import add_action
 
 
 def _render(args) -> None:
@@ -73,33 +78,43 @@ def _tiny(args) -> None:
     print(save_tiny(args.out, args.arch, seed=args.seed))
 
 
+# Conditions are checked by the episode (one clear error), so building the CLI imports nothing heavy.
+_CONDITIONS = "agent, plain, cautious, few-shot, blind, blank, tools-off, paraphrase"
+
+
+class AgentPromptConfig(StrictModel):
+    """``medscope agent prompt``: the messages of a condition."""
+
+    condition: str = F("agent", description=f"prompting condition: {_CONDITIONS}")
+    question: str = F("Is there a nodule?", description="the question asked")
+    finding: str = F("nodule", description="the finding the question is about")
+    kind: Literal["presence", "health", "open"] = F("presence", description="the question's kind")
+
+
+class AgentTryConfig(StrictModel):
+    """``medscope agent try``: a few episodes on a views table."""
+
+    views: str = F(description="views table URI")
+    model: str = F(description="a policy name, 'classical', or a local checkpoint folder")
+    condition: str = F("agent", description=f"prompting condition: {_CONDITIONS}")
+    limit: int = F(5, description="episodes to run (the first passed views)")
+    max_tokens: int = F(256, description="output tokens per reply")
+
+
+class TinyVLMConfig(StrictModel):
+    """``medscope agent tiny-vlm``: a tiny random-initialised VLM."""
+
+    # the choices are tiny_vlm.ARCHS, written out so that building the CLI imports no torch
+    arch: Literal["qwen2-vl", "qwen2.5-vl", "gemma3"] = F("qwen2-vl", description="architecture")
+    out: str = F(description="checkpoint folder to write")
+    seed: int = F(0, description="initialisation seed")
+
+
 def register(sub) -> None:
     p = sub.add_parser("agent", help="inspect the agent protocol: prompts, a few episodes, the tiny VLM")
     verbs = p.add_subparsers(dest="agent_verb", metavar="ACTION")
     verbs.required = True
-    # Conditions are checked by the episode (one clear error), so building the CLI imports nothing heavy.
-    conditions = "agent, plain, cautious, few-shot, blind, blank, tools-off, paraphrase"
-
-    pr = verbs.add_parser("prompt", help="print the messages of a condition")
-    pr.add_argument("--condition", default="agent", help=conditions)
-    pr.add_argument("--question", default="Is there a nodule?")
-    pr.add_argument("--finding", default="nodule")
-    pr.add_argument("--kind", default="presence", choices=("presence", "health", "open"))
-    pr.set_defaults(func=_render)
-
-    tr = verbs.add_parser("try", help="run a few episodes on a views table")
-    tr.add_argument("--views", required=True, help="views table URI")
-    tr.add_argument("--model", required=True, help="a policy name, 'classical', or a local checkpoint folder")
-    tr.add_argument("--condition", default="agent", help=conditions)
-    tr.add_argument("--limit", type=int, default=5)
-    tr.add_argument("--max-tokens", type=int, default=256)
-    tr.set_defaults(func=_try)
-
-    tv = verbs.add_parser("tiny-vlm", help="write a tiny random-initialised VLM (Qwen2-VL, Qwen2.5-VL or Gemma-3)")
-    # the choices are tiny_vlm.ARCHS, written out so that building the CLI imports no torch
-    tv.add_argument("--arch", default="qwen2-vl", choices=("qwen2-vl", "qwen2.5-vl", "gemma3"))
-    tv.add_argument("--out", required=True)
-    tv.add_argument("--seed", type=int, default=0)
-    tv.set_defaults(func=_tiny)
-
-
+    add_action(verbs, "prompt", AgentPromptConfig, _render, "print the messages of a condition")
+    add_action(verbs, "try", AgentTryConfig, _try, "run a few episodes on a views table")
+    add_action(verbs, "tiny-vlm", TinyVLMConfig, _tiny,
+               "write a tiny random-initialised VLM (Qwen2-VL, Qwen2.5-VL or Gemma-3)")

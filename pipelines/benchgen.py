@@ -22,7 +22,7 @@ import sys
 from collections import Counter
 from typing import Literal
 
-import pydantic
+from pydantic import Field as F
 
 from medscope import layout, config as cfgmod
 from medscope import records, storage
@@ -39,6 +39,7 @@ from medscope.models.config import ModelEntry, ModelsConfig
 from medscope.protocols.benchmark_mcq import tables as _mcq_tables  # noqa: F401 - registers mcq_items, montages
 from medscope.seeding import stable_hash
 from pipelines.support.accounting import combine
+from pipelines.support.flags import add_action, cli
 from pipelines.support.jobs import job_main
 
 GENERATION_PROTOCOL = "medscope.benchgen.generation:GenerationProtocol"
@@ -47,32 +48,36 @@ LOCAL_KEY_ENV = "MEDSCOPE_BENCHGEN_LOCAL_KEY"
 
 
 class BuildConfig(StrictModel):
-    """``python -m pipelines.benchgen --config F``."""
+    """``medscope benchgen build`` flags, or ``python -m pipelines.benchgen --config F`` (the same keys)."""
 
-    reports: str  # CSV / JSONL: case_id, study, findings, impression
-    volumes: str  # <root>/<case_id>/<sequence>.nii.gz or <sequence>/ (DICOM series)
-    schema_: str = pydantic.Field(alias="schema")  # an approved schema YAML
-    out: str
-    cohort: str = "cohort"
-    private: bool = True  # cohorts are private unless said otherwise
-    endpoint_allowlist: list[str] = []  # endpoints allowed to receive this cohort's report text
-    imaging_source: str = "private"  # public | private (Table 3)
-    matched_group: str | None = None  # cohorts generated identically, compared in Table 3
-    extractor: str = "rules"  # rules | llm
-    report_questions: bool = True  # needs a generator
-    generator_models: str | None = None  # configs/models/<file>.yaml holding the generator
-    generator_name: str | None = None
-    generator_entry: dict | None = None  # inline ModelEntry (programmatic use)
-    seed: int = 42
-    grid: int = 12
-    max_side: int = 1536
-    workers: int = 1
-    concurrency: int = 4
-    append: bool = False  # add this cohort to a build folder that holds other cohorts
-    # rules: the offline report-grounded check only; llm: then the paper's second call, a verifier
-    # model asked whether the report states each kept key (benchgen.verification)
-    verify: Literal["rules", "llm"] = "rules"
-    verifier_name: str | None = None  # model in generator_models that verifies (default: the generator)
+    reports: str = F(description="reports export, CSV or JSONL: case_id, study, findings, impression")
+    volumes: str = F(description="<root>/<case_id>/<sequence>.nii.gz or <sequence>/ (DICOM series)")
+    schema_: str = F(alias="schema", description="approved schema YAML (see `benchgen schema init|approve`)")
+    out: str = F(description="build folder URI (items/, montages/, rejects/, build.json)")
+    cohort: str = F("cohort", description="cohort name (a column of every table)")
+    private: bool = F(True, description="the cohort's reports are private (--no-private: they are not)")
+    endpoint_allowlist: list[str] = F([], description="endpoint allowed to receive this cohort's report text",
+                                      json_schema_extra=cli(repeat=True, aliases=("--allow-endpoint",), metavar="URL"))
+    imaging_source: Literal["private", "public"] = F("private", description="where the images come from (Table 3)")
+    matched_group: str | None = F(None, description="cohorts generated identically, compared in Table 3")
+    extractor: Literal["rules", "llm"] = F("rules", description="how reports are read into schema values")
+    report_questions: bool = F(True, description="also write report-derived questions (needs a generator; "
+                                                 "--no-report-questions: schema-driven questions only)")
+    generator_models: str | None = F(None, description="configs/models/<file>.yaml holding the question writer")
+    generator_name: str | None = F(None, description="the writer's model name in generator_models (default: the first)",
+                                   json_schema_extra=cli(aliases=("--generator",)))
+    generator_entry: dict | None = F(None, description="inline model entry of the writer (programmatic use)")
+    seed: int = F(42, description="seed of the distractor draws and sampling")
+    grid: int = F(12, description="montage side in tiles: grid x grid uniformly sampled axial slices")
+    max_side: int = F(1536, description="long side of a montage, pixels")
+    workers: int = F(1, description="pool actors of the generation sweep")
+    concurrency: int = F(4, description="generation requests in flight per pool actor")
+    append: bool = F(False, description="add this cohort to a build folder that holds other cohorts (refused without it)")
+    verify: Literal["rules", "llm"] = F("rules", description="rules: the offline report-grounded check only; llm: "
+                                        "then the paper's second call, a verifier model asked whether the report "
+                                        "states each kept key (cached, resumable)")
+    verifier_name: str | None = F(None, description="the verifier's model name in generator_models (default: the "
+                                                    "question writer)", json_schema_extra=cli(aliases=("--verifier",)))
 
 
 def generator_of(cfg: BuildConfig) -> ModelEntry | None:
@@ -330,79 +335,69 @@ def register(sub) -> None:
     verbs = p.add_subparsers(dest="benchgen_verb", metavar="ACTION")
     verbs.required = True
 
-    b = verbs.add_parser("build", help="reports + volumes + approved schema -> items, montages, rejects")
-    b.add_argument("--reports", required=True, help="CSV or JSONL: case_id, study, findings, impression")
-    b.add_argument("--volumes", required=True, help="<root>/<case_id>/<sequence>.nii.gz or <sequence>/ (DICOM)")
-    b.add_argument("--schema", required=True, help="approved schema YAML (see `benchgen schema init|approve`)")
-    b.add_argument("--out", required=True)
-    b.add_argument("--cohort", default="cohort", help="cohort name (a column of every table)")
-    b.add_argument("--public", action="store_true", help="the cohort's reports are not private")
-    b.add_argument("--allow-endpoint", action="append", default=[], help="endpoint allowed to receive report text")
-    b.add_argument("--imaging-source", default="private", choices=("private", "public"))
-    b.add_argument("--matched-group", default=None, help="cohorts generated identically (Table 3)")
-    b.add_argument("--extractor", default="rules", choices=("rules", "llm"))
-    b.add_argument("--generator-models", default=None, help="configs/models/<file>.yaml with the question writer")
-    b.add_argument("--generator", default=None, help="model name in --generator-models (default: the first)")
-    b.add_argument("--no-report-questions", action="store_true", help="schema-driven questions only")
-    b.add_argument("--verify", default="rules", choices=("rules", "llm"),
-                   help="llm: after the offline report-grounded check, ask a verifier model whether the "
-                        "report states each kept key (the paper's second call; cached, resumable)")
-    b.add_argument("--verifier", default=None, help="model name in --generator-models that verifies (default: the generator)")
-    b.add_argument("--seed", type=int, default=42)
-    b.add_argument("--append", action="store_true",
-                   help="add this cohort to a build folder holding other cohorts (refused without it)")
-    b.set_defaults(func=_build)
+    add_action(verbs, "build", BuildConfig, _build, "reports + volumes + approved schema -> items, montages, rejects")
 
-    s = verbs.add_parser("schema", help="show a schema's checkpoint hashes, copy a shipped one, induce one, approve")
-    s.add_argument("action", choices=("show", "init", "induce", "approve"))
-    s.add_argument("schema", nargs="?", help="schema YAML, or a shipped name (liver | lung | brain) for show / init")
-    s.add_argument("--out", help="init / induce: where to write the schema YAML")
-    s.add_argument("--reports", help="induce: reports export (CSV / JSONL; one text field is split)")
-    s.add_argument("--sample", type=int, default=200, help="induce: reports in the stratified sample (by study)")
-    s.add_argument("--organ", default="organ", help="induce: the organ the schema covers")
-    s.add_argument("--sequence", action="append", default=[], metavar="NAME:CT|MR",
-                   help="induce: a sequence of the cohort (repeat; default ct:CT)")
-    s.add_argument("--min-support", type=int, default=2, help="induce: reports a field's values each need")
-    s.add_argument("--proposer", default="rules", choices=("rules", "llm"),
-                   help="induce: rules (offline, term frequencies) or llm (a language model proposes fields "
-                        "from batches of the sample on the shared sweep; the sample keeps what it supports)")
-    s.add_argument("--generator-models", default=None, help="induce --proposer llm: models YAML holding the proposer")
-    s.add_argument("--generator", default=None, help="induce --proposer llm: model name in --generator-models")
-    s.add_argument("--allow-endpoint", action="append", default=[], metavar="URL",
-                   help="induce --proposer llm: an endpoint allowed to receive the (private) report text")
-    s.add_argument("--public", action="store_true", help="induce --proposer llm: the reports are not private")
-    s.add_argument("--batch", type=int, default=25, help="induce --proposer llm: reports per proposal call")
-    s.add_argument("--seed", type=int, default=42)
-    s.add_argument("--checkpoint", choices=schemamod.CHECKPOINTS, help="approve: schema | templates")
-    s.add_argument("--by", default="", help="approve: the reviewer's name")
-    s.set_defaults(func=_schema)
-
-    ph = verbs.add_parser("phantom", help="write the phantom cohort: CT volumes with liver lesions + reports")
-    ph.add_argument("--out", required=True)
-    ph.add_argument("--cases", type=int, default=6)
-    ph.set_defaults(func=_phantom)
-
-    w = verbs.add_parser("show", help="summarise a build folder")
-    w.add_argument("uri")
-    w.set_defaults(func=lambda a: print(json.dumps(show(a.uri), indent=2, default=str)))
+    add_action(verbs, "schema", SchemaActionConfig, _schema,
+               "show a schema's checkpoint hashes, copy a shipped one, induce one, approve")
+    add_action(verbs, "phantom", BenchgenPhantomConfig, _phantom,
+               "write the phantom cohort: CT volumes with liver lesions + reports")
+    add_action(verbs, "show", BuildShowConfig, lambda c: print(json.dumps(show(c.uri), indent=2, default=str)),
+               "summarise a build folder")
 
 
-def _phantom(a) -> None:
+class SchemaActionConfig(StrictModel):
+    """``medscope benchgen schema show|init|induce|approve``."""
+
+    action: Literal["show", "init", "induce", "approve"] = F(description="what to do with the schema",
+                                                             json_schema_extra=cli(positional=True))
+    schema_: str | None = F(None, alias="schema", json_schema_extra=cli(positional=True),
+                            description="schema YAML, or a shipped name (liver | lung | brain) for show / init")
+    out: str | None = F(None, description="init / induce: where to write the schema YAML")
+    reports: str | None = F(None, description="induce: reports export (CSV / JSONL; one text field is split)")
+    sample: int = F(200, description="induce: reports in the stratified sample (by study)")
+    organ: str = F("organ", description="induce: the organ the schema covers")
+    sequence: list[str] = F([], description="induce: a sequence of the cohort (default ct:CT)",
+                            json_schema_extra=cli(repeat=True, metavar="NAME:CT|MR"))
+    min_support: int = F(2, description="induce: reports a field's values each need")
+    seed: int = F(42, description="induce: seed of the stratified sample")
+    checkpoint: Literal[schemamod.CHECKPOINTS] | None = F(  # type: ignore[valid-type]
+        None, description="approve: schema | templates")
+    by: str = F("", description="approve: the reviewer's name")
+    proposer: Literal["rules", "llm"] = F("rules", description="induce: rules (offline, term frequencies) or llm (a "
+                                          "language model proposes fields from batches of the sample on the shared "
+                                          "sweep; the sample keeps what it supports)")
+    generator_models: str | None = F(None, description="induce --proposer llm: models YAML holding the proposer")
+    generator_name: str | None = F(None, description="induce --proposer llm: the proposer's model name in "
+                                   "generator_models (default: the first)", json_schema_extra=cli(aliases=("--generator",)))
+    endpoint_allowlist: list[str] = F([], description="induce --proposer llm: an endpoint allowed to receive the "
+                                      "report text", json_schema_extra=cli(repeat=True, aliases=("--allow-endpoint",),
+                                                                           metavar="URL"))
+    private: bool = F(True, description="induce --proposer llm: the reports are private (--no-private: they are not)")
+    batch: int = F(25, ge=1, description="induce --proposer llm: reports per proposal call")
+
+
+class BenchgenPhantomConfig(StrictModel):
+    """``medscope benchgen phantom``."""
+
+    out: str = F(description="output folder (volumes/, labels/ and reports.jsonl)")
+    cases: int = F(6, ge=1, description="phantom studies to write")
+
+
+class BuildShowConfig(StrictModel):
+    """``medscope benchgen show``."""
+
+    uri: str = F(description="a build folder", json_schema_extra=cli(positional=True))
+
+
+def _phantom(a: BenchgenPhantomConfig) -> None:
     from medscope.benchgen.phantom import phantom_cohort
 
     print(json.dumps(phantom_cohort(a.out, n_cases=a.cases), indent=2))
 
 
-def _build(a) -> None:
+def _build(cfg: BuildConfig) -> None:
     from pipelines.support.jobs import print_summary
 
-    cfg = cfgmod.parse(BuildConfig, {
-        "reports": a.reports, "volumes": a.volumes, "schema": a.schema, "out": a.out, "cohort": a.cohort,
-        "private": not a.public, "endpoint_allowlist": a.allow_endpoint, "imaging_source": a.imaging_source,
-        "matched_group": a.matched_group, "extractor": a.extractor, "generator_models": a.generator_models,
-        "generator_name": a.generator, "report_questions": not a.no_report_questions, "seed": a.seed,
-        "append": a.append, "verify": a.verify, "verifier_name": a.verifier,
-    }, source="medscope benchgen build")
     summary = build(cfg)
     print_summary(summary)
     if summary.get("accounting"):
@@ -411,7 +406,7 @@ def _build(a) -> None:
         conclude(summary, None, "benchgen build (generation calls)")
 
 
-def _induce(a) -> None:
+def _induce(a: SchemaActionConfig) -> None:
     import yaml
 
     from medscope.benchgen.induce import propose_rules, stratified_sample
@@ -449,8 +444,8 @@ def _propose_llm(a, sample: list[dict], rules_schema: dict) -> tuple[dict, list[
     from pipelines.benchgen_calls import propose
 
     cfg = BuildConfig.model_validate({"reports": a.reports, "volumes": "", "schema": "", "out": a.out,
-                                      "private": not a.public, "endpoint_allowlist": a.allow_endpoint,
-                                      "generator_models": a.generator_models, "generator_name": a.generator})
+                                      "private": a.private, "endpoint_allowlist": a.endpoint_allowlist,
+                                      "generator_models": a.generator_models, "generator_name": a.generator_name})
     entry = generator_of(cfg)
     if entry is None:
         raise MedScopeError("--proposer llm needs --generator-models (and --generator NAME to pick one)")
@@ -464,19 +459,19 @@ def _propose_llm(a, sample: list[dict], rules_schema: dict) -> tuple[dict, list[
     return schema, notes, summary
 
 
-def _schema(a) -> None:
+def _schema(a: SchemaActionConfig) -> None:
     if a.action == "induce":
         _induce(a)
         return
-    if not a.schema:
+    if not a.schema_:
         raise MedScopeError(f"benchgen schema {a.action} needs a schema")
     if a.action == "init":
         if not a.out:
             raise MedScopeError("benchgen schema init NAME --out FILE")
-        shutil.copyfile(schemamod.shipped_path(a.schema), a.out)
-        print(f"copied {a.schema} schema to {a.out}; review it, then approve both checkpoints")
+        shutil.copyfile(schemamod.shipped_path(a.schema_), a.out)
+        print(f"copied {a.schema_} schema to {a.out}; review it, then approve both checkpoints")
         return
-    uri = schemamod.resolve(a.schema)
+    uri = schemamod.resolve(a.schema_)
     if a.action == "approve":
         if not a.checkpoint:
             raise MedScopeError("approve needs --checkpoint schema|templates and --by NAME")

@@ -1,7 +1,7 @@
 """The ``medscope`` command. Each job module registers its own verbs (``register(subparsers)``).
 
-Only the named verb's module is imported (``VERBS``), so a verb starts without loading every
-other stage's libraries; ``medscope --help`` (or no verb) loads them all to list them."""
+Only the named verb's module is imported (``VERBS``, the one verb registry), so a verb starts
+without loading every other stage's libraries; ``medscope --help`` (or no verb) loads them all."""
 
 from __future__ import annotations
 
@@ -14,32 +14,9 @@ from pipelines.support import inputs, outguard, outputs
 from pipelines.support.accounting import UnitsIncomplete
 from pipelines.support.jobs import guarded
 
-# One line per job module; each issue adds its module here.
-VERB_MODULES = [
-    "pipelines.cohort",
-    "pipelines.views",
-    "pipelines.bench",
-    "pipelines.demo",
-    "pipelines.eval",
-    "pipelines.score",
-    "pipelines.stats",
-    "pipelines.crosswalk",
-    "pipelines.visibility",
-    "pipelines.report",
-    "pipelines.probe",
-    "pipelines.agent",
-    "pipelines.train",
-    "pipelines.sweep",
-    "pipelines.reader",
-    "pipelines.benchgen",
-    "pipelines.pairs",
-    "pipelines.judge",
-    "pipelines.compact",
-    "pipelines.reproduce",
-]
-
-
-# verb -> the module that registers it (a test checks this against what the modules register)
+# The one verb registry: verb -> the module whose register() adds it. Only the named verb's
+# module is imported, so this table is written out, not discovered (a test checks it against
+# what each module registers). Each issue adds its verbs here.
 VERBS = {
     "cohort": "pipelines.cohort", "views": "pipelines.views", "bench": "pipelines.bench",
     "demo": "pipelines.demo", "eval": "pipelines.eval", "score": "pipelines.score",
@@ -51,6 +28,9 @@ VERBS = {
     "compact": "pipelines.compact",
     "reproduce": "pipelines.reproduce",
 }
+
+# every verb module once, in the order of VERBS (what `medscope --help` loads)
+VERB_MODULES = list(dict.fromkeys(VERBS.values()))
 
 
 def _verb_of(argv: list[str]) -> str | None:
@@ -95,7 +75,10 @@ def main(argv: list[str] | None = None) -> int:
             outputs.check_out(out)
             # an --out holding a different run is refused unless --append / --overwrite
             # (`cohort phantom --batch N`, N > 1, grows the cohort already in --out: an append by design)
-            append = getattr(args, "append", False) or (run["verb"] == "cohort phantom" and args.batch > 1)
+            settings = outguard.settings_of(args)  # flags over the --config file's keys
+            batch = str(settings.get("batch") or 1)  # not a number: the model's validation says so
+            phantom_batch = run["verb"] == "cohort phantom" and batch.isdigit() and int(batch) > 1
+            append = bool(settings.get("append")) or phantom_batch
             aside = outguard.check(out, run, append, getattr(args, "overwrite", False))
         finished = False
         try:

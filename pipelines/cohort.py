@@ -20,11 +20,13 @@ from collections import Counter
 from typing import Literal
 
 import pyarrow.parquet as pq
+from pydantic import Field as F
 
 from medscope import cohorts, folder_lock, layout, records, safe_text, storage
 from medscope.cohorts import phantom
 from medscope.config import StrictModel
 from medscope.errors import MedScopeError
+from pipelines.support.flags import add_action, cli
 from pipelines.support.jobs import Progress, job_main, print_summary
 
 # Output file names of an import folder (to move to medscope/layout.py when it lands).
@@ -32,17 +34,59 @@ TABLE_FILES = layout.Cohort.FILES
 IGNORED_STAGE = "ignored"
 
 
-class CohortJobConfig(StrictModel):
-    """``python -m pipelines.cohort --config F``: one import (or the phantom) per job."""
+class CohortImportConfig(StrictModel):
+    """``medscope cohort import``: one dataset layout read into a cases (or volumes) table."""
 
-    format: Literal[cohorts.FORMATS + ("phantom",)]  # type: ignore[valid-type]
-    out: str
-    path: str | None = None  # dataset root (not for phantom)
-    dataset_config: str | None = None  # YAML file overlaid on configs/datasets/<format>.yaml
-    dataset: dict = {}  # inline overrides, applied last
-    cases: int = 48  # phantom only
-    seed: int = 0  # phantom only
-    volumes: int = 4  # phantom only
+    format: Literal[cohorts.FORMATS] = F(description="the dataset's layout")  # type: ignore[valid-type]
+    path: str = F(description="dataset folder (path or URI)")
+    out: str = F(description="output folder URI")
+    dataset_config: str | None = F(None, description="dataset YAML overlaid on configs/datasets/<format>.yaml")
+    dataset: dict = F({}, description="inline dataset overrides (YAML mapping), applied last")
+
+
+class CohortPhantomConfig(StrictModel):
+    """``medscope cohort phantom``: the seeded phantom cohort (2D cases + CT volumes)."""
+
+    format: Literal["phantom"] = F("phantom", description="phantom (so a job file of cohort import's keys may "
+                                                          "name it: python -m pipelines.cohort)")
+    out: str = F(description="output folder URI")
+    cases: int = F(48, ge=1, description="2D cases to generate")
+    seed: int = F(0, description="generator seed")
+    volumes: int = F(4, ge=0, description="CT volumes to generate")
+    batch: int = F(1, ge=1, description="2, 3, ...: add a later batch of `cases` new cases (and a near-copy of an "
+                                        "earlier case) to the phantom cohort already in --out: a growing cohort")
+
+
+class CohortRemoveConfig(StrictModel):
+    """``medscope cohort remove``: withdrawn cases out of every table of the given folders."""
+
+    cases: str = F(description="case ids, comma-separated, or @FILE with one id a line")
+    folders: list[str] = F(description="output folders: cohort, views builds, eval runs, scored runs",
+                           json_schema_extra=cli(nargs="+", aliases=("--from",), metavar="FOLDER"))
+    reason: str = F("withdrawn consent", description="kept in each folder's removals.jsonl")
+
+
+class CohortShowConfig(StrictModel):
+    """``medscope cohort show``: counts of a cohort."""
+
+    uri: str = F(description="a cases / volumes file or a cohort folder", json_schema_extra=cli(positional=True))
+
+
+class CohortJobConfig(StrictModel):
+    """``python -m pipelines.cohort --config F``: one import (or the phantom) per job; the keys of
+    ``cohort import`` (or, with ``format: phantom``, of ``cohort phantom``), so either verb's
+    ``--config`` takes the same file."""
+
+    format: Literal[cohorts.FORMATS + ("phantom",)] = F(  # type: ignore[valid-type]
+        description="the dataset's layout, or phantom")
+    out: str = F(description="output folder URI")
+    path: str | None = F(None, description="dataset folder (path or URI; not for phantom)")
+    dataset_config: str | None = F(None, description="dataset YAML overlaid on configs/datasets/<format>.yaml")
+    dataset: dict = F({}, description="inline dataset overrides (YAML mapping), applied last")
+    cases: int = F(48, ge=1, description="phantom only: 2D cases to generate")
+    seed: int = F(0, description="phantom only: generator seed")
+    volumes: int = F(4, ge=0, description="phantom only: CT volumes to generate")
+    batch: int = F(1, ge=1, description="phantom only: a later batch added to the cohort already in out")
 
 
 def import_cohort(fmt: str, path: str, out: str, dataset_config: str | None = None, overrides: dict | None = None) -> dict:
@@ -249,6 +293,8 @@ def remove(cases: str, folders: list[str], reason: str) -> dict:
 
 def run_job(cfg: CohortJobConfig) -> dict:
     if cfg.format == "phantom":
+        if cfg.batch > 1:
+            return {**_add_phantom_batch(cfg.out, cfg.cases, cfg.seed, cfg.batch), "summary": show_summary(cfg.out)}
         return _generate_phantom(cfg.out, n_cases=cfg.cases, seed=cfg.seed, n_volumes=cfg.volumes)
     if not cfg.path:
         raise MedScopeError(f"format {cfg.format} needs path: the dataset folder")
@@ -264,44 +310,25 @@ def register(sub) -> None:
     verbs = p.add_subparsers(dest="cohort_verb", metavar="ACTION")
     verbs.required = True
 
-    imp = verbs.add_parser("import", help="read a dataset layout into a cases (or volumes) table + rejects")
-    imp.add_argument("--format", required=True, choices=cohorts.FORMATS)
-    imp.add_argument("--path", required=True, help="dataset folder (path or URI)")
-    imp.add_argument("--out", required=True, help="output folder URI")
-    imp.add_argument("--config", default=None, help="dataset YAML overlaid on configs/datasets/<format>.yaml")
-    imp.set_defaults(func=lambda a: _print(import_cohort(a.format, a.path, a.out, a.config)))
+    add_action(verbs, "import", CohortImportConfig, lambda c: _print(import_cohort(
+        c.format, c.path, c.out, c.dataset_config, c.dataset)),
+        "read a dataset layout into a cases (or volumes) table + rejects")
+    add_action(verbs, "phantom", CohortPhantomConfig, _phantom,
+               "generate the seeded phantom cohort (2D cases + CT volumes)")
 
-    ph = verbs.add_parser("phantom", help="generate the seeded phantom cohort (2D cases + CT volumes)")
-    ph.add_argument("--out", required=True, help="output folder URI")
-    ph.add_argument("--cases", type=int, default=48)
-    ph.add_argument("--seed", type=int, default=0)
-    ph.add_argument("--volumes", type=int, default=4)
-    ph.add_argument("--batch", type=int, default=1,
-                    help="2, 3, ...: add a later batch of --cases new cases (and a near-copy of an earlier "
-                         "case) to the phantom cohort already in --out: a growing cohort")
+    add_action(verbs, "remove", CohortRemoveConfig, lambda c: _print(remove(c.cases, c.folders, c.reason)),
+               "remove cases (withdrawn consent) from every table of the given folders")
+    add_action(verbs, "show", CohortShowConfig, lambda c: _print(show_summary(c.uri)),
+               "counts of a cohort (cases / volumes file or cohort folder)")
 
-    def _phantom(a):
-        if a.cases < 1 or a.volumes < 0:
-            raise MedScopeError("--cases must be at least 1 and --volumes at least 0")
-        if a.batch > 1:
-            _print({**_add_phantom_batch(a.out, a.cases, a.seed, a.batch), "summary": show_summary(a.out)})
-            return
-        print("generating phantom cohort ...", file=sys.stderr, flush=True)
-        result = _generate_phantom(a.out, n_cases=a.cases, seed=a.seed, n_volumes=a.volumes)
-        _print({**result, "summary": show_summary(a.out)})
 
-    ph.set_defaults(func=_phantom)
-
-    rm = verbs.add_parser("remove", help="remove cases (withdrawn consent) from every table of the given folders")
-    rm.add_argument("--cases", required=True, help="case ids, comma-separated, or @FILE with one id a line")
-    rm.add_argument("--from", dest="folders", nargs="+", required=True, metavar="FOLDER",
-                    help="output folders: cohort, views builds, eval runs, scored runs")
-    rm.add_argument("--reason", default="withdrawn consent", help="kept in each folder's removals.jsonl")
-    rm.set_defaults(func=lambda a: _print(remove(a.cases, a.folders, a.reason)))
-
-    show = verbs.add_parser("show", help="counts of a cohort (cases / volumes file or cohort folder)")
-    show.add_argument("uri")
-    show.set_defaults(func=lambda a: _print(show_summary(a.uri)))
+def _phantom(c: CohortPhantomConfig) -> None:
+    if c.batch > 1:
+        _print({**_add_phantom_batch(c.out, c.cases, c.seed, c.batch), "summary": show_summary(c.out)})
+        return
+    print("generating phantom cohort ...", file=sys.stderr, flush=True)
+    result = _generate_phantom(c.out, n_cases=c.cases, seed=c.seed, n_volumes=c.volumes)
+    _print({**result, "summary": show_summary(c.out)})
 
 
 def main(argv: list[str] | None = None) -> int:

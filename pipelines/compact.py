@@ -10,8 +10,12 @@ from __future__ import annotations
 
 import sys
 
+from pydantic import Field as F
+
 from medscope import parts, protocols
+from medscope.config import StrictModel
 from medscope.errors import MedScopeError
+from pipelines.support.flags import add_config_flags, cli, config_from_args
 
 
 def run(args) -> list[dict]:
@@ -37,17 +41,23 @@ def run(args) -> list[dict]:
     return results
 
 
+class CompactConfig(StrictModel):
+    """``medscope compact``: a run's write-once part files folded into a few large Parquet files."""
+
+    run_folder: str = F(description="an output folder (eval run, probe build, benchgen build) or one part folder",
+                        json_schema_extra=cli(positional=True))
+    target_mb: float = F(parts.TARGET_BYTES / 2**20, gt=0, description="rows per compacted file, in MB of uncompressed "
+                         "(Arrow) rows (the file itself is smaller, zstd-compressed)")
+    max_parts: int | None = F(None, description="at most this many parts per compacted file")
+    verify: bool = F(False, description="check every compacted file's hash and row counts against the manifest; "
+                                        "change nothing")
+
+
 def register(sub) -> None:
     p = sub.add_parser("compact", help="fold a run's write-once part files into a few large Parquet files "
-                       "(with a manifest; resume stays exact)")
-    p.add_argument("run_folder", help="an output folder (eval run, probe build, benchgen build) or one part folder")
-    p.add_argument("--target-mb", type=float, default=parts.TARGET_BYTES / 2**20,
-                   help="rows per compacted file, in MB of uncompressed (Arrow) rows (default 128; "
-                   "the file itself is smaller, zstd-compressed)")
-    p.add_argument("--max-parts", type=int, default=None, help="at most this many parts per compacted file")
-    p.add_argument("--verify", action="store_true",
-                   help="check every compacted file's hash and row counts against the manifest; change nothing")
-    p.set_defaults(func=run)
+                       "(with a manifest; resume stays exact)", description=CompactConfig.__doc__)
+    add_config_flags(p, CompactConfig)
+    p.set_defaults(func=lambda a: run(config_from_args(a, source="medscope compact")))
 
 
 if __name__ == "__main__":  # pragma: no cover

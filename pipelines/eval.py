@@ -44,7 +44,7 @@ from medscope.models.config import ModelEntry, ModelsConfig
 from medscope.models.registry import LOCAL_KINDS
 from medscope.seeding import stable_hash
 from pipelines.support.accounting import Accounting, conclude, failure_reason
-from pipelines.support.flags import add_config_flags, config_from_args
+from pipelines.support.flags import add_action, add_config_flags, cli, config_from_args
 from pipelines.support.jobs import Progress, job_main, print_summary
 from pipelines.support import protocol_flags
 
@@ -56,7 +56,9 @@ class EvalConfig(StrictModel):
     """One evaluation sweep: ``medscope eval run`` flags, or ``python -m pipelines.eval --config F``."""
 
     items: str = pydantic.Field(validation_alias=pydantic.AliasChoices("items", "views"),
-                                description="the protocol's item table (views, probe_items, ...) or the folder holding it")
+                                description="the protocol's item table (views, probe_items, ...) or the folder holding "
+                                "it; repeat (or give a comma list) to evaluate several together",
+                                json_schema_extra=cli(repeat=True, metavar="ITEMS"))
     models: str = pydantic.Field(description="models YAML (configs/models/<file>.yaml)")
     out: str = pydantic.Field(description="output folder URI (episodes/, rejects/, sweep.json)")
     conditions: list[str] = pydantic.Field(["agent"], description="conditions to run, e.g. agent,blind")
@@ -398,17 +400,6 @@ def _print_show(uri: str) -> None:
             print("rejects: " + ", ".join(f"{k}={v}" for k, v in sorted(reasons.items())))
 
 
-def _repeatable_items(parser) -> None:
-    """``--items A --items B`` (and ``--items A,B``): several item sources in one sweep (issue 27),
-    for protocols that read several (``multi_items``); they accumulate, never replace."""
-    import argparse
-
-    for action in parser._actions:
-        if action.dest == "items":
-            action.__class__ = argparse._AppendAction  # same constructor state as the store action
-            action.help = "item table or folder; repeat (or give a comma list) to evaluate several together"
-
-
 def item_sources(uri: str) -> list[str]:
     """The item sources of an items argument (a comma list of several)."""
     return [u.strip() for u in str(uri).split(",") if u.strip()]
@@ -448,12 +439,16 @@ def register(sub) -> None:
     verbs.required = True
     r = verbs.add_parser("run", help="run (or resume) a sweep: items x models x conditions")
     add_config_flags(r, EvalConfig, aliases={"items": ["views"]})
-    _repeatable_items(r)
     protocol_flags.install(r, "eval", protocol_named)  # the protocol's eval options as flags
     r.set_defaults(func=_run_cli)
-    s = verbs.add_parser("show", help="episodes per model and condition; rejects by reason")
-    s.add_argument("uri", help="an eval run folder (or its episodes table)")
-    s.set_defaults(func=lambda a: _print_show(a.uri))
+    add_action(verbs, "show", EvalShowConfig, lambda a: _print_show(a.uri),
+               "episodes per model and condition; rejects by reason")
+
+
+class EvalShowConfig(StrictModel):
+    """``medscope eval show``: episodes per model and condition; rejects by reason."""
+
+    uri: str = pydantic.Field(description="an eval run folder (or its episodes table)", json_schema_extra=cli(positional=True))
 
 
 if __name__ == "__main__":

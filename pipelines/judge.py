@@ -11,17 +11,21 @@ from __future__ import annotations
 
 import json
 
+from pydantic import Field as F
+
 from medscope import config as cfgmod
 from medscope import records, safe_text, storage
 from medscope.answers.corpus import decision
 from medscope.answers.judge import agreement_by_model, judge_replies, rubric
 from medscope.answers.matching import infer_question_kind
 from medscope.answers.parser import parse_reply
+from medscope.config import StrictModel
 from medscope.errors import MedScopeError
 from medscope.models.base import Decoding, Message
 from medscope.models.config import ModelEntry, ModelsConfig
 from medscope.models.guarded import GuardedModel
 from medscope.models.registry import build_model
+from pipelines.support.flags import add_config_flags, config_from_args
 
 # Output file names, in one place until medscope.layout owns them.
 JUDGEMENTS = "reply_judgements.parquet"
@@ -137,23 +141,29 @@ def run(args) -> dict:
     return summary
 
 
+class JudgeRepliesConfig(StrictModel):
+    """``medscope judge-replies``: free-text replies read by a judge model beside the rules."""
+
+    episodes: str = F(description="episodes folder (or an eval output's episodes/)")
+    items: str = F(description="the protocol's item table (views, probe_items, ...)")
+    protocol: str = F("counterfactual", description="the protocol the items belong to")
+    models: str = F(description="configs/models/<file>.yaml holding the judge")
+    judge: str = F(description="the judge's model name in models")
+    out: str = F(description="output folder: reply_judgements.parquet, reply_judge.json")
+    cache: str | None = F(None, description="judgement cache folder (default <out>/judge_cache)")
+    workers: int = F(4, description="judge calls in flight")
+    limit: int = F(0, description="judge at most this many replies (0: all)")
+    write_episodes: str | None = F(None, description="also write the episodes with the judge's decisions (reading "
+                                                     "'judge') to this folder, for 'medscope score' under the judge reading")
+    max_failed: float | None = F(None, description="failed + withheld replies accepted before the exit code says so: "
+                                                   "a count or a fraction")
+
+
 def register(sub) -> None:
     p = sub.add_parser("judge-replies", help="read free-text replies with a judge model beside the rules; "
-                                             "agreement per model")
-    p.add_argument("--episodes", required=True, help="episodes folder (or an eval output's episodes/)")
-    p.add_argument("--items", required=True, help="the protocol's item table (views, probe_items, ...)")
-    p.add_argument("--protocol", default="counterfactual")
-    p.add_argument("--models", required=True, help="configs/models/<file>.yaml holding the judge")
-    p.add_argument("--judge", required=True, help="the judge's model name in --models")
-    p.add_argument("--out", required=True)
-    p.add_argument("--cache", help="judgement cache folder (default <out>/judge_cache)")
-    p.add_argument("--workers", type=int, default=4)
-    p.add_argument("--limit", type=int, default=0, help="judge at most this many replies (0: all)")
-    p.add_argument("--write-episodes", help="also write the episodes with the judge's decisions (reading "
-                                            "'judge') to this folder, for 'medscope score' under the judge reading")
-    p.add_argument("--max-failed", type=float, default=None,
-                   help="failed + withheld replies accepted before the exit code says so: a count or a fraction")
-    p.set_defaults(func=_run_cli)
+                                             "agreement per model", description=JudgeRepliesConfig.__doc__)
+    add_config_flags(p, JudgeRepliesConfig)
+    p.set_defaults(func=lambda a: _run_cli(config_from_args(a, source="medscope judge-replies")))
 
 
 def _run_cli(args) -> None:

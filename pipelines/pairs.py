@@ -21,10 +21,14 @@ import json
 import os
 import sys
 
+from pydantic import Field as F
+
 from medscope import config as cfgmod
 from medscope import records, storage
+from medscope.config import StrictModel
 from medscope.errors import MedScopeError
 from medscope.protocols.paired_modality import PROTOCOL, names
+from pipelines.support.flags import add_action, cli
 
 PROTOCOL_SPEC = "paired_modality"
 JUDGE_KEY_ENV = "MEDSCOPE_PAIRS_LOOPBACK_JUDGE_KEY"  # a placeholder for the loopback judge, not a secret
@@ -69,35 +73,60 @@ def demo_judge_entry(url: str) -> dict:
 # --- CLI --------------------------------------------------------------------------------------------
 
 
+class PairsGenerateConfig(StrictModel):
+    """``medscope pairs generate``: one round of candidate photographs."""
+
+    spec: str = F(description="pairs spec YAML (conditions, prompts, captions, generator)")
+    work: str = F(description="work folder (candidates/, review.yaml)")
+
+
+class PairsReviewConfig(StrictModel):
+    """``medscope pairs review``: list candidates, or record decisions."""
+
+    work: str = F(description="work folder (candidates/, review.yaml)", json_schema_extra=cli(positional=True))
+    approve: list[str] = F([], description="candidate ids to approve, or all-pending",
+                           json_schema_extra=cli(nargs="+", metavar="ID"))
+    reject: list[str] = F([], description="candidate ids to reject", json_schema_extra=cli(nargs="+", metavar="ID"))
+    retry: list[str] = F([], description="candidate ids to generate again (with feedback)",
+                         json_schema_extra=cli(nargs="+", metavar="ID"))
+    feedback: str = F("", description="what the next attempt should change (needed with retry)")
+    reviewer: str = F(default_factory=lambda: os.environ.get("USER", ""),
+                      description="the reviewer's name (default: $USER)")
+
+
+class PairsBuildConfig(StrictModel):
+    """``medscope pairs build``: approved photographs -> OUT/manifest.yaml."""
+
+    spec: str = F(description="pairs spec YAML (conditions, prompts, captions, generator)")
+    work: str = F(description="work folder the review was recorded in")
+    out: str = F(description="set folder: manifest.yaml and the photographs")
+
+
+class PairsCheckConfig(StrictModel):
+    """``medscope pairs check``: a manifest's good photographs and rejects by reason."""
+
+    manifest: str = F(description="manifest.yaml or its folder", json_schema_extra=cli(positional=True))
+    strict: bool = F(False, description="fail (exit non-zero) when any entry is rejected")
+
+
+class PairsEmbeddedConfig(StrictModel):
+    """``medscope pairs embedded``: the embedded generated pair set."""
+
+    out: str = F(description="set folder to write")
+
+
 def register(sub) -> None:
     p = sub.add_parser("pairs", help="paired-modality sets (seed 002): generate, review, build, check")
     v = p.add_subparsers(dest="pairs_verb", metavar="VERB")
     v.required = True
-    g = v.add_parser("generate", help="one round of candidate photographs into WORK/review.yaml")
-    g.add_argument("--spec", required=True, help="pairs spec YAML (conditions, prompts, captions, generator)")
-    g.add_argument("--work", required=True, help="work folder (candidates/, review.yaml)")
-    g.set_defaults(func=_generate)
-    r = v.add_parser("review", help="list candidates, or record approve / reject / retry decisions")
-    r.add_argument("work")
-    r.add_argument("--approve", nargs="+", default=[], metavar="ID", help="candidate ids, or all-pending")
-    r.add_argument("--reject", nargs="+", default=[], metavar="ID")
-    r.add_argument("--retry", nargs="+", default=[], metavar="ID")
-    r.add_argument("--feedback", default="", help="what the next attempt should change (needed with --retry)")
-    r.add_argument("--reviewer", default=os.environ.get("USER", ""))
-    r.set_defaults(func=_review)
-    b = v.add_parser("build", help="approved photographs -> OUT/manifest.yaml with provenance")
-    b.add_argument("--spec", required=True)
-    b.add_argument("--work", required=True)
-    b.add_argument("--out", required=True)
-    b.set_defaults(func=lambda a: _print(__import__("medscope.pairs.review", fromlist=["build"]).build(
-        _spec(a.spec), a.work, a.out, _spec_dir(a.spec))))
-    c = v.add_parser("check", help="read a manifest: good photographs and rejects by reason")
-    c.add_argument("manifest", help="manifest.yaml or its folder")
-    c.add_argument("--strict", action="store_true", help="fail (exit non-zero) when any entry is rejected")
-    c.set_defaults(func=_check)
-    e = v.add_parser("embedded", help="write the embedded generated pair set")
-    e.add_argument("--out", required=True)
-    e.set_defaults(func=lambda a: _print(__import__("medscope.pairs.embedded", fromlist=["x"]).write_embedded_set(a.out)))
+    add_action(v, "generate", PairsGenerateConfig, _generate, "one round of candidate photographs into WORK/review.yaml")
+    add_action(v, "review", PairsReviewConfig, _review, "list candidates, or record approve / reject / retry decisions")
+    add_action(v, "build", PairsBuildConfig, lambda a: _print(__import__("medscope.pairs.review", fromlist=["build"]).build(
+        _spec(a.spec), a.work, a.out, _spec_dir(a.spec))), "approved photographs -> OUT/manifest.yaml with provenance")
+    add_action(v, "check", PairsCheckConfig, _check, "read a manifest: good photographs and rejects by reason")
+    add_action(v, "embedded", PairsEmbeddedConfig, lambda a: _print(
+        __import__("medscope.pairs.embedded", fromlist=["x"]).write_embedded_set(a.out)),
+        "write the embedded generated pair set")
 
 
 def _check(args) -> None:

@@ -18,10 +18,12 @@ import resource
 import sys
 import time
 
+import pydantic
+
 from medscope import config as cfgmod
 from medscope import layout, records, storage
-from pipelines.support.flags import add_config_flags, config_from_args
-from medscope.config import content_hash
+from pipelines.support.flags import add_action, add_config_flags, cli, config_from_args
+from medscope.config import StrictModel, content_hash
 from medscope.errors import MedScopeError
 from medscope.volumes import build as B
 from medscope.volumes.config import ProbeConfig
@@ -270,10 +272,16 @@ def register(sub) -> None:
     b = verbs.add_parser("build", help="volumes table -> probe_items (+ slices, rejects) on Ray Data")
     add_config_flags(b, ProbeConfig)
     b.set_defaults(func=_build_cmd)
-    s = verbs.add_parser("show", help="items per organ, strategy and stratum; co-occurrence heat map PNG")
-    s.add_argument("uri", help="a probe build folder (or its probe_items table)")
-    s.add_argument("--png", default=None, help="where to write the heat map (default: <build>/cooccurrence.png)")
-    s.set_defaults(func=lambda a: print(json.dumps(show(a.uri, a.png), indent=2)))
+    add_action(verbs, "show", ProbeShowConfig, lambda a: print(json.dumps(show(a.uri, a.png), indent=2)),
+               "items per organ, strategy and stratum; co-occurrence heat map PNG")
+
+
+class ProbeShowConfig(StrictModel):
+    """``medscope probe show``: counts of a probe build and its co-occurrence heat map."""
+
+    uri: str = pydantic.Field(description="a probe build folder (or its probe_items table)",
+                              json_schema_extra=cli(positional=True))
+    png: str | None = pydantic.Field(None, description="where to write the heat map (default: <build>/cooccurrence.png)")
 
 
 def _build_cmd(args) -> None:

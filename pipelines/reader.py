@@ -11,8 +11,12 @@ from __future__ import annotations
 import json
 import sys
 
+from pydantic import Field as F
+
 from medscope import storage
+from medscope.config import StrictModel
 from medscope.reader import PAGE_FILE, READING_DIR, REPORT_HTML, REPORT_MD
+from pipelines.support.flags import add_action, cli
 
 
 def _pack(a) -> int:
@@ -53,26 +57,37 @@ def _analyse(a) -> int:
     return 0
 
 
+class ReaderPackConfig(StrictModel):
+    """``medscope reader pack``: the blinded sample, its reading page and answer key."""
+
+    views: str = F(description="views table (or the folder `medscope views build` wrote)")
+    out: str = F(description="new pack folder: reading/ for readers, key.json kept back")
+    name: str = F("reading", description="pack name (part of the hash; use e.g. 'main', 'supplement-1')")
+    per_kind: int = F(32, description="images per kind (4 kinds; supplements: 24)")
+    seed: int = F(0, description="seed of the stratified draw")
+    size: int = F(768, description="long side of every re-saved image, pixels")
+    tool: str | None = F(None, description="erasure tool of the erased and control images (default: the commonest)")
+    after: list[str] = F([], description="earlier pack: draw a supplement from cases not in it",
+                         json_schema_extra=cli(repeat=True, metavar="PACK"))
+    title: str = F("Image reading", description="heading shown to readers")
+
+
+class ReaderAnalyseConfig(StrictModel):
+    """``medscope reader analyse``: answer files scored against their pack(s)."""
+
+    pack: list[str] = F(min_length=1, description="pack folder (repeat for supplements)",
+                        json_schema_extra=cli(repeat=True, metavar="PACK"))
+    answers: list[str] = F(min_length=1, description="answer files downloaded from the page",
+                           json_schema_extra=cli(nargs="+", metavar="FILE"))
+    out: str = F(description="folder for analysis.json, rejects.parquet, report.md/.html")
+    reference: str | None = F(None, description="JSON of zero-shot edit-visibility AUCs (model -> AUC), §5.4")
+    acceptable: float = F(0.10, description="acceptable residual-finding rate")
+
+
 def register(sub) -> None:
     p = sub.add_parser("reader", help="reader-study packs (static reading page) and their analysis (seed 000 §7)")
     rs = p.add_subparsers(dest="reader_verb", metavar="ACTION")
     rs.required = True
-    pk = rs.add_parser("pack", help="draw the blinded sample and write the reading page + answer key")
-    pk.add_argument("--views", required=True, help="views table (or the folder `medscope views build` wrote)")
-    pk.add_argument("--out", required=True, help="new pack folder: reading/ for readers, key.json kept back")
-    pk.add_argument("--name", default="reading", help="pack name (part of the hash; use e.g. 'main', 'supplement-1')")
-    pk.add_argument("--per-kind", type=int, default=32, help="images per kind (4 kinds; supplements: 24)")
-    pk.add_argument("--seed", type=int, default=0)
-    pk.add_argument("--size", type=int, default=768, help="long side of every re-saved image, pixels")
-    pk.add_argument("--tool", help="erasure tool of the erased and control images (default: the commonest)")
-    pk.add_argument("--after", action="append", metavar="PACK",
-                    help="earlier pack: draw a supplement from cases not in it (repeatable)")
-    pk.add_argument("--title", default="Image reading", help="heading shown to readers")
-    pk.set_defaults(func=_pack)
-    an = rs.add_parser("analyse", aliases=["analyze"], help="score answer files against their pack(s)")
-    an.add_argument("--pack", required=True, action="append", help="pack folder (repeat for supplements)")
-    an.add_argument("--answers", required=True, nargs="+", help="answer files downloaded from the page")
-    an.add_argument("--out", required=True, help="folder for analysis.json, rejects.parquet, report.md/.html")
-    an.add_argument("--reference", help="JSON of zero-shot edit-visibility AUCs (model -> AUC), §5.4")
-    an.add_argument("--acceptable", type=float, default=0.10, help="acceptable residual-finding rate")
-    an.set_defaults(func=_analyse)
+    add_action(rs, "pack", ReaderPackConfig, _pack, "draw the blinded sample and write the reading page + answer key")
+    add_action(rs, "analyse", ReaderAnalyseConfig, _analyse, "score answer files against their pack(s)",
+               aliases=("analyze",))

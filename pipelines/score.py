@@ -17,8 +17,10 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import Literal
 
 import pandas as pd
+from pydantic import Field as F
 
 import pydantic
 
@@ -32,7 +34,7 @@ from medscope.protocols.counterfactual import decision_rules as rules
 from medscope.stats import bootstrap as bs
 from medscope.stats import labelnoise
 from pipelines.support import protocol_flags
-from pipelines.support.flags import add_config_flags, config_from_args
+from pipelines.support.flags import add_action, add_config_flags, cli, config_from_args
 
 
 class ScoreConfig(StrictModel):
@@ -232,49 +234,20 @@ def register(sub) -> None:
     protocol_flags.install(p, "score", _scored_protocol_named)  # the protocol's score options as flags
     p.set_defaults(func=_score_cli)
 
-    p = sub.add_parser("compare", help="paired bootstrap differences of every model against a reference")
-    p.add_argument("--metrics", required=True, help="metrics URI of a scored run (its scores.parquet is used)")
-    p.add_argument("--reference", required=True, help="MODEL or MODEL:CONDITION")
-    p.add_argument("--scores", help="scores URI (default: scores.parquet beside the metrics)")
-    p.add_argument("--out", help="where to write the comparisons (default: comparisons.parquet beside the metrics)")
-    p.add_argument("--n-boot", type=int, default=bs.DEFAULT_B)
-    p.add_argument("--seed", type=int, default=bs.DEFAULT_SEED)
-    p.add_argument("--cluster", default="case_id", choices=["case_id", "group_id", "patient_id"])
-    p.add_argument("--metric", action="append", help=f"metric(s) to compare (default: {', '.join(cmp.PRIMARY)})")
-    p.add_argument("--adjust", choices=["bonferroni", "bh"],
-                   help="treat the printed comparisons as one ad-hoc family (the paper's named families: "
-                        "`medscope stats family --plan`)")
-    p.add_argument("--exclude-disputed", action="store_true",
-                   help="rerun without the lesion-free cases the consensus panel disputed (score --panel)")
-    p.add_argument("--pool", action="append",
-                   help="NAME=MODEL_S0,MODEL_S1,...: also compare the seeds pooled as one model (C4, Table 8)")
-    p.add_argument("--direction", choices=list(cmp.DIRECTIONS), default="model",
-                   help="print model - reference (default, as stored) or paper: reference - model, Table 6's "
-                        "'MedScope minus each model'")
-    p.add_argument("--pool-seeds", action="store_true",
-                   help="models <arm>@seed<k>: --reference names an arm; compare each seed pair "
-                        "(arm@seed<k> - reference@seed<k>) and the arms pooled over their seeds (§3.7 C4, §3.9)")
-    p.set_defaults(func=lambda a: print(format_comparisons(compare_run(
-        a.metrics, a.reference, a.scores, a.out, a.n_boot, a.seed, tuple(a.metric or cmp.PRIMARY), a.cluster,
-        exclude_disputed=a.exclude_disputed, pools=a.pool, pool_seeds=a.pool_seeds), a.adjust,
-        direction=a.direction)))
-
+    # compare and rules: flags from their models (below; pipelines.support.flags)
+    p = sub.add_parser("compare", help="paired bootstrap differences of every model against a reference",
+                       description=CompareConfig.__doc__)
+    add_config_flags(p, CompareConfig)
+    p.set_defaults(func=lambda a: _compare(config_from_args(a, source="medscope compare")))
     p = sub.add_parser("rules", help="pre-registered decision rules: apply a plan, lock it, print its hash")
     rsub = p.add_subparsers(dest="rules_verb", metavar="ACTION")
     rsub.required = True
-    a = rsub.add_parser("apply", help="apply a plan's rules verbatim to metrics (and comparisons) tables")
-    a.add_argument("--plan", required=True)
-    a.add_argument("--metrics", required=True, nargs="+", help="metrics / comparisons URIs")
-    a.add_argument("--lock", help="plan.lock.json URI (default: beside each metrics file)")
-    a.add_argument("--unlocked", action="store_true", help="apply although no lock exists (said in the output)")
-    a.set_defaults(func=lambda x: print(apply_rules(x.plan, x.metrics, x.lock, x.unlocked)))
-    lk = rsub.add_parser("lock", help="record the plan's hash in <run>/plan.lock.json")
-    lk.add_argument("--plan", required=True)
-    lk.add_argument("--run", required=True)
-    lk.set_defaults(func=lambda x: _print(rules.lock_plan(x.plan, x.run)))
-    hs = rsub.add_parser("hash", help="print the plan's hash (for an amendment's `hash:`)")
-    hs.add_argument("--plan", required=True)
-    hs.set_defaults(func=lambda x: print(rules.load_plan(x.plan)[1]))
+    add_action(rsub, "apply", RulesApplyConfig, lambda x: print(apply_rules(x.plan, x.metrics, x.lock, x.unlocked)),
+               "apply a plan's rules verbatim to metrics (and comparisons) tables")
+    add_action(rsub, "lock", RulesLockConfig, lambda x: _print(rules.lock_plan(x.plan, x.run)),
+               "record the plan's hash in <run>/plan.lock.json")
+    add_action(rsub, "hash", RulesHashConfig, lambda x: print(rules.load_plan(x.plan)[1]),
+               "print the plan's hash (for an amendment's `hash:`)")
 
 
 def _scored_protocol_named(argv: list[str]) -> list[str] | None:
@@ -302,3 +275,59 @@ def _score_cli(args) -> None:
 
 def _print(obj) -> None:
     print(json.dumps(obj, indent=2, sort_keys=True, default=str))
+
+
+class CompareConfig(StrictModel):
+    """``medscope compare``: paired bootstrap differences of every model against a reference."""
+
+    metrics: str = F(description="metrics URI of a scored run (its scores.parquet is used)")
+    reference: str = F(description="MODEL or MODEL:CONDITION")
+    scores: str | None = F(None, description="scores URI (default: scores.parquet beside the metrics)")
+    out: str | None = F(None, description="where to write the comparisons (default: comparisons.parquet beside the metrics)")
+    n_boot: int = F(bs.DEFAULT_B, description="bootstrap resamples")
+    seed: int = F(bs.DEFAULT_SEED, description="bootstrap seed")
+    cluster: Literal["case_id", "group_id", "patient_id"] = F("case_id", description="bootstrap unit: cases, "
+                                                                                     "near-copy groups or patients")
+    metric: list[str] = F([], description=f"metric to compare (default: {', '.join(cmp.PRIMARY)})",
+                          json_schema_extra=cli(repeat=True, metavar="METRIC"))
+    adjust: Literal["bonferroni", "bh"] | None = F(None, description="treat the printed comparisons as one ad-hoc "
+                                                   "family (the paper's named families: `medscope stats family --plan`)")
+    exclude_disputed: bool = F(False, description="rerun without the lesion-free cases the consensus panel disputed "
+                                                  "(score --panel)")
+    pool: list[str] = F([], description="NAME=MODEL_S0,MODEL_S1,...: also compare the seeds pooled as one model "
+                                        "(C4, Table 8)", json_schema_extra=cli(repeat=True, metavar="NAME=MODELS"))
+    direction: Literal[cmp.DIRECTIONS] = F("model", description="print model - reference (as stored) or paper: "  # type: ignore[valid-type]
+                                           "reference - model, Table 6's 'MedScope minus each model'")
+    pool_seeds: bool = F(False, description="models <arm>@seed<k>: reference names an arm; compare each seed pair "
+                                            "(arm@seed<k> - reference@seed<k>) and the arms pooled over their seeds "
+                                            "(§3.7 C4, §3.9)")
+
+
+def _compare(a: CompareConfig) -> None:
+    print(format_comparisons(compare_run(
+        a.metrics, a.reference, a.scores, a.out, a.n_boot, a.seed, tuple(a.metric or cmp.PRIMARY), a.cluster,
+        exclude_disputed=a.exclude_disputed, pools=a.pool or None, pool_seeds=a.pool_seeds), a.adjust,
+        direction=a.direction))
+
+
+class RulesApplyConfig(StrictModel):
+    """``medscope rules apply``: a plan's rules applied verbatim to metrics (and comparisons) tables."""
+
+    plan: str = F(description="plan YAML (configs/plans/...)")
+    metrics: list[str] = F(min_length=1, description="metrics / comparisons URIs",
+                           json_schema_extra=cli(nargs="+", metavar="URI"))
+    lock: str | None = F(None, description="plan.lock.json URI (default: beside each metrics file)")
+    unlocked: bool = F(False, description="apply although no lock exists (said in the output)")
+
+
+class RulesLockConfig(StrictModel):
+    """``medscope rules lock``: the plan's hash recorded in <run>/plan.lock.json."""
+
+    plan: str = F(description="plan YAML (configs/plans/...)")
+    run: str = F(description="scored run folder")
+
+
+class RulesHashConfig(StrictModel):
+    """``medscope rules hash``: the plan's hash."""
+
+    plan: str = F(description="plan YAML (configs/plans/...)")

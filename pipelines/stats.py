@@ -11,12 +11,18 @@ chance test; seed 002's exact McNemar). The logic is ``medscope.protocols.counte
 
 from __future__ import annotations
 
+from typing import Literal
+
+from pydantic import Field as F
+
 from medscope import records, storage
+from medscope.config import StrictModel
 from medscope.errors import MedScopeError
 from medscope.protocols.counterfactual import comparisons as cmp
 from medscope.protocols.counterfactual import significance as pt
 from medscope.protocols.counterfactual import decision_rules as rules
 from medscope.stats import bootstrap as bs
+from pipelines.support.flags import add_action, cli
 
 
 def _table(name: str, uri: str, file: str):
@@ -46,70 +52,100 @@ def _family(args) -> None:
         print(pt.format_family(fam, pt.family(comparisons, fam), args.direction))
 
 
+class _OnScores(StrictModel):
+    scores: str = F(description="scored run folder or its scores.parquet")
+    test_set: str = F("main", description="the test set the scores carry")
+    condition: str | None = F(None, description="the prompting condition, when a run holds several")
+    metric: str = F("ccr", description=f"one of {', '.join(pt.PROPORTIONS)}")
+
+
+class _TwoModels(_OnScores):
+    a: str = F(description="model")
+    b: str = F(description="the model it is compared with")
+
+
+class McNemarConfig(_TwoModels):
+    """``medscope stats mcnemar``: exact McNemar on the views of a proportion metric, paired by view."""
+
+    subset: str | None = F(None, description="COLUMN=VALUE of the scores, e.g. source=siim")
+
+
+class FisherConfig(_TwoModels):
+    """``medscope stats fisher``: Fisher's exact test of a proportion, two models or two subsets."""
+
+    subset: str | None = F(None, description="COLUMN=VALUE for both (or for a when subset_b is given)")
+    subset_b: str | None = F(None, description="COLUMN=VALUE for b")
+
+
+class TostConfig(_TwoModels):
+    """``medscope stats tost``: equivalence of a - b within +-margin (90% paired bootstrap interval)."""
+
+    margin: float = F(0.05, description="equivalence margin")
+    n_boot: int = F(bs.DEFAULT_B, description="bootstrap resamples")
+    seed: int = F(bs.DEFAULT_SEED, description="bootstrap seed")
+
+
+class ChanceConfig(_OnScores):
+    """``medscope stats chance``: accuracy on a metric's views against chance 1/k."""
+
+    model: str = F(description="model")
+    k: int = F(2, description="answer options (2: yes/no)")
+    n_boot: int = F(bs.DEFAULT_B, description="bootstrap resamples")
+    seed: int = F(bs.DEFAULT_SEED, description="bootstrap seed")
+
+
+class SeedsConfig(StrictModel):
+    """``medscope stats seeds``: mean +- sd over seeds of each arm's metrics."""
+
+    metrics: list[str] = F(min_length=1, description="metrics URIs or scored run folders",
+                           json_schema_extra=cli(nargs="+", metavar="URI"))
+    arm: list[str] = F(min_length=1, description="NAME=MODEL_SEED0,MODEL_SEED1,...",
+                       json_schema_extra=cli(repeat=True, metavar="NAME=MODELS"))
+    metric: list[str] = F([], description=f"metric to summarise (default: {', '.join(cmp.PRIMARY)})",
+                          json_schema_extra=cli(repeat=True, metavar="METRIC"))
+    test_set: str = F("main", description="the test set the metrics carry")
+    condition: str | None = F(None, description="the prompting condition, when a run holds several (e.g. agent)")
+
+
+class FamilyConfig(StrictModel):
+    """``medscope stats family``: Bonferroni / BH over a family a plan file names."""
+
+    plan: str = F(description="plan YAML, e.g. configs/plans/primary_27.yaml")
+    comparisons: str = F(description="comparisons URI (medscope compare) or its run folder")
+    family: str | None = F(None, description="only this family of the plan")
+    direction: Literal["model", "paper"] = F("model", description="model - reference (default) or paper: "
+                                                                  "reference - model, as Table 6 prints it")
+
+
+def _seeds(a: SeedsConfig) -> None:
+    import pandas as pd
+
+    table = pd.concat([_table("metrics", u, "metrics.parquet").to_pandas() for u in a.metrics], ignore_index=True)
+    df = pt.seeds(table, _arms(a.arm), tuple(a.metric or cmp.PRIMARY), a.test_set, a.condition)
+    for r in df.itertuples():
+        print(f"{a.test_set}{' ' + a.condition if a.condition else ''}: {r.arm} {r.metric} {r.mean:.3f} ± {r.sd:.3f} (seeds: "
+              + ", ".join(f"{v:.3f}" for v in r.per_seed) + ")")
+
+
 def register(sub) -> None:
     p = sub.add_parser("stats", help="the paper's tests on scored runs: McNemar, Fisher, TOST, chance, seeds, families")
     ssub = p.add_subparsers(dest="stats_verb", metavar="TEST")
     ssub.required = True
 
-    def common(q, two=True):
-        q.add_argument("--scores", required=True, help="scored run folder or its scores.parquet")
-        q.add_argument("--test-set", default="main")
-        q.add_argument("--condition")
-        if two:
-            q.add_argument("--a", required=True, help="model")
-            q.add_argument("--b", required=True, help="the model it is compared with")
-        q.add_argument("--metric", default="ccr", help=f"one of {', '.join(pt.PROPORTIONS)}")
-
     def scores(a):
         return _table("scores", a.scores, "scores.parquet")
 
-    q = ssub.add_parser("mcnemar", help="exact McNemar on the views of a proportion metric, paired by view")
-    common(q)
-    q.add_argument("--subset", help="COLUMN=VALUE of the scores, e.g. source=siim")
-    q.set_defaults(func=lambda a: print(pt.format_result(pt.mcnemar(scores(a), a.a, a.b, a.metric, a.test_set,
-                                                                     a.condition, a.subset))))
-    q = ssub.add_parser("fisher", help="Fisher's exact test of a proportion, two models or two subsets")
-    common(q)
-    q.add_argument("--subset", help="COLUMN=VALUE for both (or for --a when --subset-b is given)")
-    q.add_argument("--subset-b", help="COLUMN=VALUE for --b")
-    q.set_defaults(func=lambda a: print(pt.format_result(pt.fisher(scores(a), a.a, a.b, a.metric, a.test_set,
-                                                                   a.condition, a.subset, a.subset_b))))
-    q = ssub.add_parser("tost", help="equivalence of a - b within +-margin (90%% paired bootstrap interval)")
-    common(q)
-    q.add_argument("--margin", type=float, default=0.05)
-    q.add_argument("--n-boot", type=int, default=bs.DEFAULT_B)
-    q.add_argument("--seed", type=int, default=bs.DEFAULT_SEED)
-    q.set_defaults(func=lambda a: print(pt.format_result(pt.tost(scores(a), a.a, a.b, a.metric, a.margin, a.test_set,
-                                                                 a.condition or "agent", a.n_boot, a.seed))))
-    q = ssub.add_parser("chance", help="accuracy on a metric's views against chance 1/k")
-    common(q, two=False)
-    q.add_argument("--model", required=True)
-    q.add_argument("--k", type=int, default=2, help="answer options (2: yes/no)")
-    q.add_argument("--n-boot", type=int, default=bs.DEFAULT_B)
-    q.add_argument("--seed", type=int, default=bs.DEFAULT_SEED)
-    q.set_defaults(func=lambda a: print(pt.format_result(pt.chance(scores(a), a.model, a.metric, a.k, a.test_set,
-                                                                   a.condition, a.n_boot, a.seed))))
-    q = ssub.add_parser("seeds", help="mean +- sd over seeds of each arm's metrics")
-    q.add_argument("--metrics", required=True, nargs="+", help="metrics URIs or scored run folders")
-    q.add_argument("--arm", required=True, action="append", help="NAME=MODEL_SEED0,MODEL_SEED1,...")
-    q.add_argument("--metric", action="append", help=f"default: {', '.join(cmp.PRIMARY)}")
-    q.add_argument("--test-set", default="main")
-    q.add_argument("--condition", help="the prompting condition, when a run holds several (e.g. agent)")
-
-    def _seeds(a):
-        import pandas as pd
-
-        table = pd.concat([_table("metrics", u, "metrics.parquet").to_pandas() for u in a.metrics], ignore_index=True)
-        df = pt.seeds(table, _arms(a.arm), tuple(a.metric or cmp.PRIMARY), a.test_set, a.condition)
-        for r in df.itertuples():
-            print(f"{a.test_set}{' ' + a.condition if a.condition else ''}: {r.arm} {r.metric} {r.mean:.3f} ± {r.sd:.3f} (seeds: "
-                  + ", ".join(f"{v:.3f}" for v in r.per_seed) + ")")
-
-    q.set_defaults(func=_seeds)
-    q = ssub.add_parser("family", help="Bonferroni / BH over a family a plan file names (e.g. the 27 primary)")
-    q.add_argument("--plan", required=True)
-    q.add_argument("--comparisons", required=True, help="comparisons URI (medscope compare) or its run folder")
-    q.add_argument("--family", help="only this family of the plan")
-    q.add_argument("--direction", choices=["model", "paper"], default="model",
-                   help="model - reference (default) or paper: reference - model, as Table 6 prints it")
-    q.set_defaults(func=_family)
+    add_action(ssub, "mcnemar", McNemarConfig, lambda a: print(pt.format_result(pt.mcnemar(
+        scores(a), a.a, a.b, a.metric, a.test_set, a.condition, a.subset))),
+        "exact McNemar on the views of a proportion metric, paired by view")
+    add_action(ssub, "fisher", FisherConfig, lambda a: print(pt.format_result(pt.fisher(
+        scores(a), a.a, a.b, a.metric, a.test_set, a.condition, a.subset, a.subset_b))),
+        "Fisher's exact test of a proportion, two models or two subsets")
+    add_action(ssub, "tost", TostConfig, lambda a: print(pt.format_result(pt.tost(
+        scores(a), a.a, a.b, a.metric, a.margin, a.test_set, a.condition or "agent", a.n_boot, a.seed))),
+        "equivalence of a - b within +-margin (90%% paired bootstrap interval)")
+    add_action(ssub, "chance", ChanceConfig, lambda a: print(pt.format_result(pt.chance(
+        scores(a), a.model, a.metric, a.k, a.test_set, a.condition, a.n_boot, a.seed))),
+        "accuracy on a metric's views against chance 1/k")
+    add_action(ssub, "seeds", SeedsConfig, _seeds, "mean +- sd over seeds of each arm's metrics")
+    add_action(ssub, "family", FamilyConfig, _family, "Bonferroni / BH over a family a plan file names (e.g. the 27 primary)")

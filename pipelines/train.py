@@ -21,7 +21,7 @@ from medscope.config import StrictModel
 from medscope.errors import MedScopeError
 from medscope.training.evaluation import EvalSettings
 from medscope.training.data import training_views
-from pipelines.support.flags import add_config_flags, config_from_args
+from pipelines.support.flags import add_config_flags, cli, config_from_args
 from medscope.training.recipes import TrainRecipe
 from medscope.models import checkpoints
 
@@ -38,6 +38,27 @@ class TrainJob(StrictModel):
     max_failures: int = pydantic.Field(2, description="worker failures survived (resume from the last checkpoint)")
     overrides: dict = pydantic.Field({}, description="recipe fields to override (YAML mapping; the sweep sets seed, allowed_kinds ...)")
     evaluation: EvalSettings | None = pydantic.Field(None, description="score the final adapter on these views (YAML mapping)")
+    # shorthands: folded into overrides / evaluation (over the values given there)
+    seed: int | None = pydantic.Field(None, description="override the recipe's seed (overrides.seed)")
+    init_adapter: str | None = pydantic.Field(
+        None, description="continue from this adapter (stages 2, 3, DPO, C4; overrides.init_adapter)")
+    eval_views: str | None = pydantic.Field(
+        None, description="score the final adapter on this views table's validation split (evaluation.views)")
+
+    @pydantic.model_validator(mode="before")
+    @classmethod
+    def _shorthands(cls, data):
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        if isinstance(data.get("seed"), str) and data["seed"].strip().lstrip("-").isdigit():
+            data["seed"] = int(data["seed"])  # a flag's text; anything else is left for the field to refuse
+        over = {k: data[k] for k in ("seed", "init_adapter") if data.get(k) is not None}
+        if over:
+            data["overrides"] = {**(data.get("overrides") or {}), **over}
+        if data.get("eval_views") is not None:
+            data["evaluation"] = {"views": data["eval_views"]}
+        return data
 
     @pydantic.field_validator("recipe", "views", "out")
     @classmethod
@@ -253,41 +274,34 @@ def select_stages(runs: dict[str, str], out: str, previous: str | None = None) -
     return record
 
 
-def register(sub) -> None:
-    s = sub.add_parser("train-select", help="pick the training stage by the pre-registered §3.6 rule")
-    s.add_argument("--run", action="append", required=True, metavar="STAGE=URI",
-                   help="a stage's run folder, in stage order (e.g. stage1=s3://.../stage1)")
-    s.add_argument("--previous", default=None, help="run folder of the previous release (amendment 1)")
-    s.add_argument("--out", required=True, help="where to write selection.json")
+class TrainSelectConfig(StrictModel):
+    """``medscope train-select``: the training stage picked by the pre-registered §3.6 rule."""
 
-    def pick(args):
+    run: list[str] = pydantic.Field(min_length=1, description="a stage's run folder, in stage order "
+                                    "(e.g. stage1=s3://.../stage1)", json_schema_extra=cli(repeat=True, metavar="STAGE=URI"))
+    previous: str | None = pydantic.Field(None, description="run folder of the previous release (amendment 1)")
+    out: str = pydantic.Field(description="where to write selection.json")
+
+
+def register(sub) -> None:
+    def pick(c: TrainSelectConfig):
         from pipelines.support.jobs import print_summary
 
-        runs = dict(r.split("=", 1) for r in args.run)
-        print_summary(select_stages(runs, args.out, args.previous))
+        runs = dict(r.split("=", 1) for r in c.run)
+        print_summary(select_stages(runs, c.out, c.previous))
 
-    s.set_defaults(func=pick)
+    s = sub.add_parser("train-select", help="pick the training stage by the pre-registered §3.6 rule",
+                       description=TrainSelectConfig.__doc__)
+    add_config_flags(s, TrainSelectConfig)
+    s.set_defaults(func=lambda a: pick(config_from_args(a, source="medscope train-select")))
 
     p = sub.add_parser("train", help="train one LoRA stage (recipe YAML) on Ray Train")
     add_config_flags(p, TrainJob, aliases={"num_workers": ["workers"]})
-    short = p.add_argument_group("shorthands")
-    short.add_argument("--seed", type=int, default=None, help="override the recipe's seed (overrides.seed)")
-    short.add_argument("--init-adapter", default=None,
-                       help="continue from this adapter (stages 2, 3, DPO, C4; overrides.init_adapter)")
-    short.add_argument("--eval-views", default=None,
-                       help="score the final adapter on this views table's validation split (evaluation.views)")
 
     def go(args):
         from pipelines.support.jobs import print_summary
 
-        job = config_from_args(args, source="medscope train")
-        over = {k: v for k, v in {"seed": args.seed, "init_adapter": args.init_adapter}.items() if v is not None}
-        update: dict = {}
-        if over:
-            update["overrides"] = {**job.overrides, **over}
-        if args.eval_views:
-            update["evaluation"] = EvalSettings(views=args.eval_views)
-        print_summary(run(job.model_copy(update=update) if update else job))
+        print_summary(run(config_from_args(args, source="medscope train")))
 
     p.set_defaults(func=go)
 

@@ -38,7 +38,7 @@ from medscope.views.tools import check_tool
 from medscope.views.stream import FLUSH_BYTES, QC_COLUMNS, stage_cases, write_views
 from medscope.views.worker import CaseViewWriter, case_key, parts, read_features
 from medscope.images import decode_mask, decode_png, encode_png, to_rgb
-from pipelines.support.flags import add_config_flags, config_from_args
+from pipelines.support.flags import add_action, add_config_flags, cli, config_from_args
 from pipelines.support.jobs import Progress, job_main, map_timing, print_summary
 
 MODEL_TOOLS = {"lama", "sd"}
@@ -267,14 +267,22 @@ def register(sub) -> None:
     b = vs.add_parser("build", help="build views of a cases table on Ray Data (resumable)")
     add_config_flags(b, BuildViewsConfig)
     b.set_defaults(func=lambda a: print_summary(run(config_from_args(a, source="medscope views build"))))
-    s = vs.add_parser("show", help="counts per kind, tool, imaging type; QC pass rates, reasons, AUCs")
-    s.add_argument("uri", help="views output folder (or a views.parquet)")
-    s.set_defaults(func=cmd_show)
-    e = vs.add_parser("export", help="PNG panels: original | erased | control, mask outlined")
-    e.add_argument("uri", help="views output folder (or a views.parquet)")
-    e.add_argument("--dir", required=True, help="folder for the PNG panels")
-    e.add_argument("--n", type=int, default=12, help="how many cases (default 12)")
-    e.set_defaults(func=cmd_export)
+    add_action(vs, "show", ViewsShowConfig, cmd_show, "counts per kind, tool, imaging type; QC pass rates, reasons, AUCs")
+    add_action(vs, "export", ViewsExportConfig, cmd_export, "PNG panels: original | erased | control, mask outlined")
+
+
+class ViewsShowConfig(StrictModel):
+    """``medscope views show``: counts and QC of a views build."""
+
+    uri: str = pydantic.Field(description="views output folder (or a views.parquet)", json_schema_extra=cli(positional=True))
+
+
+class ViewsExportConfig(StrictModel):
+    """``medscope views export``: PNG panels of the first cases."""
+
+    uri: str = pydantic.Field(description="views output folder (or a views.parquet)", json_schema_extra=cli(positional=True))
+    dir: str = pydantic.Field(description="folder for the PNG panels")
+    n: int = pydantic.Field(12, ge=1, description="how many cases")
 
 
 def show_summary(uri: str) -> dict:

@@ -13,8 +13,14 @@ from __future__ import annotations
 
 import json
 
+from typing import Literal
+
+from pydantic import Field as F
+
 from medscope import records, storage
+from medscope.config import StrictModel
 from medscope.qc import visibility as vis
+from pipelines.support.flags import add_config_flags, config_from_args
 
 
 def run(views_uri: str, out: str, vlm: str | None = None, size: int | None = None, epochs: int = 5, n_boot: int = 2000,
@@ -39,18 +45,28 @@ def run(views_uri: str, out: str, vlm: str | None = None, size: int | None = Non
     return report
 
 
+class VisibilityConfig(StrictModel):
+    """``medscope visibility``: the §5.4 edit-visibility probes on a views build."""
+
+    views: str = F(description="views table with train and test splits")
+    out: str = F(description="JSON report")
+    vlm: str | None = F(None, description="local HF VLM checkpoint whose frozen vision tower the linear probe reads")
+    field: Literal[vis.FIELDS] = F("view", description="view: whole views, as §5.4; crop: crops around "  # type: ignore[valid-type]
+                                                       "the edit (an option, labelled)")
+    size: int | None = F(None, description="side in pixels inputs are resized to (default: 224 for views, "
+                                           "64 for crops; an addition)")
+    epochs: int = F(5, description="training epochs of each probe")
+    n_boot: int = F(2000, description="bootstrap resamples of the AUC intervals")
+    seed: int = F(0, description="seed of training and the bootstrap")
+    ratings: str | None = F(None, description="episodes of an edit_rating sweep on these views (zero-shot AUCs)")
+
+
 def register(sub) -> None:
-    p = sub.add_parser("visibility", help="edit-visibility probes (seed 000 §5.4): ResNet-18 and a VLM linear probe")
-    p.add_argument("--views", required=True, help="views table with train and test splits")
-    p.add_argument("--out", required=True, help="JSON report")
-    p.add_argument("--vlm", help="local HF VLM checkpoint whose frozen vision tower the linear probe reads")
-    p.add_argument("--field", choices=list(vis.FIELDS), default="view",
-                   help="view: whole views, as §5.4 (default); crop: crops around the edit (an option, labelled)")
-    p.add_argument("--size", type=int, default=None,
-                   help="side in pixels inputs are resized to (default: 224 for views, 64 for crops; an addition)")
-    p.add_argument("--epochs", type=int, default=5)
-    p.add_argument("--n-boot", type=int, default=2000)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--ratings", help="episodes of an edit_rating sweep on these views (zero-shot AUCs)")
-    p.set_defaults(func=lambda a: print(vis.report_markdown(run(a.views, a.out, a.vlm, a.size, a.epochs, a.n_boot,
-                                                                a.seed, a.ratings, a.field))))
+    p = sub.add_parser("visibility", help="edit-visibility probes (seed 000 §5.4): ResNet-18 and a VLM linear probe",
+                       description=VisibilityConfig.__doc__)
+    add_config_flags(p, VisibilityConfig)
+    p.set_defaults(func=lambda a: _run_cli(config_from_args(a, source="medscope visibility")))
+
+
+def _run_cli(c: VisibilityConfig) -> None:
+    print(vis.report_markdown(run(c.views, c.out, c.vlm, c.size, c.epochs, c.n_boot, c.seed, c.ratings, c.field)))

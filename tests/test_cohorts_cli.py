@@ -59,7 +59,7 @@ def test_import_nifti_with_organ_config_and_show_volumes(tmp_path, capsys):
     summary = run_json(
         capsys,
         ["cohort", "import", "--format", "nifti-labels", "--path", str(tmp_path / "btcv"), "--out", out,
-         "--config", str(tmp_path / "btcv" / "organs.yaml")],
+         "--dataset-config", str(tmp_path / "btcv" / "organs.yaml")],
     )
     assert summary["volumes"] == len(good) and summary["rejects"] == len(bad)
     assert storage.exists(f"{out}/volumes.parquet") and not storage.exists(f"{out}/cases.parquet")
@@ -88,7 +88,7 @@ def test_errors_are_one_line(tmp_path, capsys):
     bad_cfg.write_text("imaging_typo: x\n")
     write_kvasir(tmp_path / "kv")
     assert main(["cohort", "import", "--format", "kvasir-seg", "--path", str(tmp_path / "kv"), "--out", str(tmp_path / "o"),
-                 "--config", str(bad_cfg)]) == 2
+                 "--dataset-config", str(bad_cfg)]) == 2
     assert "imaging_typo" in capsys.readouterr().err
 
 

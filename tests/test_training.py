@@ -482,8 +482,13 @@ def test_job_configs_validate():
 def test_cli_verbs_parse():
     from pipelines.cli import build_parser
 
-    args = build_parser().parse_args(["train", "--recipe", "configs/train/smoke.yaml", "--views", "v", "--out", "o", "--seed", "3"])
-    assert (args.verb, args.recipe, args.seed) == ("train", "configs/train/smoke.yaml", 3) and callable(args.func)
+    from pipelines.support.flags import config_from_args
+
+    args = build_parser().parse_args(["train", "--recipe", "configs/train/smoke.yaml", "--views", "v", "--out", "o", "--seed", "3",
+                                      "--overrides", "{seed: 1, lr: 0.5}", "--eval-views", "val"])
+    assert (args.verb, args.recipe) == ("train", "configs/train/smoke.yaml") and callable(args.func)
+    job = config_from_args(args)  # the shorthands fold into overrides / evaluation, over what those say
+    assert (job.overrides, job.evaluation.views, job.evaluation.split) == ({"seed": 3, "lr": 0.5}, "val", "validation")
     args = build_parser().parse_args(["sweep", "--arms", "configs/arms/smoke.yaml", "--views", "v", "--out", "o"])
     assert (args.verb, args.arms) == ("sweep", "configs/arms/smoke.yaml") and callable(args.func)
 

@@ -55,35 +55,46 @@ def _triple_default() -> list[Window]:
 class ProbeConfig(StrictModel):
     """Every knob of ``medscope probe build`` / ``score`` (seed 003)."""
 
-    seed: int = 0
+    seed: int = pydantic.Field(0, description="seed of the slice and negative draws")
     volumes: str | None = pydantic.Field(None, description="volumes table, or the cohort folder holding it")
     out: str | None = pydantic.Field(None, description="output folder URI (probe_items/, slices, montages, rejects)")
-    present_voxels: int = pydantic.Field(50, ge=1)  # present at >= this many voxels
-    absent_voxels: int = pydantic.Field(5, ge=1)  # absent below this many voxels
-    window: Window = Window()  # soft tissue W400 / L40
-    triple_windows: list[Window] = pydantic.Field(default_factory=_triple_default)
-    renders: list[Literal["gray", "triple"]] = ["gray"]
-    strategies: list[Literal["random", "popular", "adversarial"]] = list(STRATEGIES)
-    negatives_per_slice: int = pydantic.Field(2, ge=1)
+    present_voxels: int = pydantic.Field(50, ge=1,
+                                         description="an organ is present on a slice at >= this many voxels")
+    absent_voxels: int = pydantic.Field(5, ge=1, description="an organ is absent from a slice below this many voxels")
+    window: Window = pydantic.Field(Window(), description="gray render's CT window, {width, level} in HU")
+    triple_windows: list[Window] = pydantic.Field(default_factory=_triple_default,
+                                                  description="the triple render's three windows (R, G, B)")
+    renders: list[Literal["gray", "triple"]] = pydantic.Field(
+        ["gray"], description="how slices are rendered: gray, triple")
+    strategies: list[Literal["random", "popular", "adversarial"]] = pydantic.Field(
+        list(STRATEGIES), description="POPE negative-sampling strategies")
+    negatives_per_slice: int = pydantic.Field(2, ge=1, description="absent-organ questions per slice and strategy")
     # Positives per slice: POPE's balance of present and absent questions per image; null = every
     # present organ. addition: 2 (drawn uniformly) with 66 slices a volume gives the paper's counts
     # on 30 volumes; the paper gives the counts, not these settings (docs/probe.md "Scale").
-    positives_per_slice: int | None = pydantic.Field(2, ge=1)
-    vessels: list[str] = list(DEFAULT_VESSELS)
-    formats: list[Literal["free_text", "verdict_json", "reasoning_json"]] = list(FORMATS)
-    image_modes: list[Literal["image", "no_image", "blank"]] = list(IMAGE_MODES)
-    hedge_lexicon: list[str] = list(DEFAULT_HEDGES)
+    positives_per_slice: int | None = pydantic.Field(
+        2, ge=1, description="present-organ questions per slice (null: every present organ)")
+    vessels: list[str] = pydantic.Field(list(DEFAULT_VESSELS),
+                                        description="organs kept out of the adversarial setting")
+    formats: list[Literal["free_text", "verdict_json", "reasoning_json"]] = pydantic.Field(
+        list(FORMATS), description="output formats asked for")
+    image_modes: list[Literal["image", "no_image", "blank"]] = pydantic.Field(
+        list(IMAGE_MODES), description="image, and the no-image and blank controls")
+    hedge_lexicon: list[str] = pydantic.Field(list(DEFAULT_HEDGES), description="words that mark a reply as hedged")
     # addition: 66 x 30 volumes = 1,980 slices: 3,960 negatives a strategy at 2 a slice, the paper's
     # 3,951 (docs/probe.md "Scale"); items/volume = slices x (positives + 2 x strategies)
-    slices_per_volume: int = pydantic.Field(66, ge=1)
-    transition_mm: float = pydantic.Field(10.0, ge=0)
-    far_mm: float = pydantic.Field(40.0, ge=0)
-    max_image_side: int = pydantic.Field(768, ge=16)
-    montage: bool = False  # also write one 12x12 montage PNG per volume
-    montage_window: str = "soft_tissue"
-    bootstrap_b: int = pydantic.Field(2000, ge=10)
-    bootstrap_seed: int = 42
-    workers: int | None = None  # Ray Data concurrency; None = as many as the cluster allows
+    slices_per_volume: int = pydantic.Field(66, ge=1, description="slices sampled per volume")
+    transition_mm: float = pydantic.Field(10.0, ge=0,
+                                          description="width of the organ-boundary transition stratum, mm")
+    far_mm: float = pydantic.Field(
+        40.0, ge=0, description="z distance from the organ (mm) from which a negative counts as far")
+    max_image_side: int = pydantic.Field(768, ge=16, description="long side of a rendered slice, pixels")
+    montage: bool = pydantic.Field(False, description="also write one 12x12 montage PNG per volume")
+    montage_window: str = pydantic.Field("soft_tissue", description="CT window preset of the montages")
+    bootstrap_b: int = pydantic.Field(2000, ge=10, description="case-bootstrap resamples of the intervals")
+    bootstrap_seed: int = pydantic.Field(42, description="case-bootstrap seed")
+    workers: int | None = pydantic.Field(
+        None, description="Ray Data concurrency (default: as many as the cluster allows)")
 
     @pydantic.model_validator(mode="after")
     def _thresholds(self) -> "ProbeConfig":

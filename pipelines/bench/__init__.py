@@ -7,7 +7,11 @@ from __future__ import annotations
 
 import importlib
 
+from pydantic import Field as F
+
+from medscope.config import StrictModel
 from medscope.errors import MedScopeError
+from pipelines.support.flags import add_config_flags, cli, config_from_args
 
 BENCHES: dict[str, str] = {
     "probe": "pipelines.bench.probe:bench",
@@ -24,20 +28,26 @@ BENCHES: dict[str, str] = {
 }
 
 
+class BenchConfig(StrictModel):
+    """``medscope bench``: one side-by-side benchmark."""
+
+    what: str = F(description=f"one of: {', '.join(sorted(BENCHES))}", json_schema_extra=cli(positional=True))
+    quick: bool = F(False, description="smaller sizes, for a smoke run")
+    sizes: str | None = F(None, description="comma-separated cohort sizes, for benches that take them (views: driver "
+                                            "memory only, e.g. 100,400,1600)")
+    cases: int | None = F(None, description="scale: cohort size (default 60; --quick 12)")
+    tools: str | None = F(None, description="erasure: comma-separated tools (default: every offline tool but the slow "
+                                            "fsr_best)")
+    recipe: str | None = F(None, description="erasure: also build with this views recipe's own tool mix")
+    usd_per_vcpu_hour: float | None = F(None, description="scale: price for the cost column (default 0.048: AWS "
+                                                          "m6i.large on-demand, us-east-1)")
+
+
 def register(sub) -> None:
-    p = sub.add_parser("bench", help="side-by-side performance benchmarks (prints ratios)")
-    p.add_argument("what", help=f"one of: {', '.join(sorted(BENCHES)) or '(none yet)'}")
-    p.add_argument("--quick", action="store_true", help="smaller sizes, for a smoke run")
-    p.add_argument("--sizes", default=None,
-                   help="comma-separated cohort sizes, for benches that take them (views: driver memory only, "
-                        "e.g. 100,400,1600)")
-    p.add_argument("--cases", type=int, default=None, help="scale: cohort size (default 60; --quick 12)")
-    p.add_argument("--tools", default=None, help="erasure: comma-separated tools (default: every offline tool "
-                   "but the slow fsr_best)")
-    p.add_argument("--recipe", default=None, help="erasure: also build with this views recipe's own tool mix")
-    p.add_argument("--usd-per-vcpu-hour", type=float, default=None,
-                   help="scale: price for the cost column (default 0.048: AWS m6i.large on-demand, us-east-1)")
-    p.set_defaults(func=run)
+    p = sub.add_parser("bench", help="side-by-side performance benchmarks (prints ratios)",
+                       description=BenchConfig.__doc__)
+    add_config_flags(p, BenchConfig)
+    p.set_defaults(func=lambda a: run(config_from_args(a, source="medscope bench")))
 
 
 def run(args) -> None:

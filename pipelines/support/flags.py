@@ -1,9 +1,16 @@
-"""Command-line flags generated from a job's config model, so flags and YAML cannot drift.
+"""Command-line flags generated from a verb's config model, so flags and YAML cannot drift.
 
 Every field of the pydantic model becomes ``--field-name`` (help from the field's
 description, required when the field is). ``--config F`` loads a YAML file of the same model
 first; flags given on the command line override its values. The result is validated by the
-model, with the same clear errors as a YAML config.
+model, with the same clear errors as a YAML config. This is the one config style of every
+verb (docs/design.md, "Configs").
+
+A field may say how its flag reads through ``json_schema_extra={"cli": {...}}`` (see
+:func:`cli`): ``positional`` (a bare argument, e.g. ``cohort show URI``), ``nargs="+"`` (several
+values after one flag), ``repeat`` (the flag given once per value), ``aliases`` (other flag
+names, e.g. ``--views`` for ``items``), ``metavar``. A list field without these takes one
+comma-separated value.
 """
 
 from __future__ import annotations
@@ -24,6 +31,43 @@ _SCALARS = (str, int, float)
 
 def _flag(name: str) -> str:
     return "--" + name.replace("_", "-")
+
+
+def cli(positional: bool = False, nargs: str | None = None, repeat: bool = False,
+        aliases: tuple[str, ...] = (), metavar: str | None = None) -> dict:
+    """A field's ``json_schema_extra`` saying how its flag reads (module docstring)."""
+    hints = {"positional": positional, "nargs": nargs, "repeat": repeat, "aliases": list(aliases), "metavar": metavar}
+    return {"cli": {k: v for k, v in hints.items() if v}}
+
+
+def hints_of(field) -> dict:
+    """The ``cli`` hints of a pydantic field ({} when it has none)."""
+    extra = field.json_schema_extra if isinstance(field.json_schema_extra, dict) else {}
+    return dict(extra.get("cli") or {})
+
+
+def flag_names(name: str, field, aliases: dict[str, list[str]] | None = None) -> list[str]:
+    """Every flag naming field ``name`` (empty for a positional field)."""
+    hints = hints_of(field)
+    if hints.get("positional"):
+        return []
+    extra = [a if a.startswith("-") else _flag(a) for a in hints.get("aliases", [])]
+    return [_flag(key_of(name, field))] + [_flag(a) for a in (aliases or {}).get(name, [])] + extra
+
+
+def key_of(name: str, field) -> str:
+    """The YAML key (and flag name) of a field: its alias where it has one (``schema_`` -> ``schema``)."""
+    return field.alias or name
+
+
+def _choices(annotation) -> list | None:
+    """The values of a ``Literal`` (optionally ``| None``), for argparse's choices."""
+    args = [a for a in typing.get_args(annotation) if a is not type(None)]
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType) and len(args) == 1:
+        annotation = args[0]
+    if typing.get_origin(annotation) is typing.Literal:
+        return list(typing.get_args(annotation))
+    return None
 
 
 def _kind(annotation) -> tuple[str, type | None]:
@@ -50,27 +94,55 @@ def _kind(annotation) -> tuple[str, type | None]:
 def add_config_flags(parser: argparse.ArgumentParser, model: type[pydantic.BaseModel],
                      aliases: dict[str, list[str]] | None = None, skip: tuple[str, ...] = ()) -> None:
     """Add ``--config`` and one flag per field of ``model`` (``aliases``: extra flag names)."""
-    parser.add_argument("--config", default=None, help="YAML file of these settings; flags override it")
+    parser.add_argument("--config", default=None, metavar="FILE",
+                        help="YAML file of these settings (the same keys as the flags); flags override it")
     for name, field in model.model_fields.items():
         if name in skip:
             continue
         kind, scalar = _kind(field.annotation)
-        names = [_flag(name)] + [_flag(a) for a in (aliases or {}).get(name, [])]
-        help_text = field.description or ""
+        hints = hints_of(field)
+        help_text = (field.description or "").replace("%", "%%")  # argparse expands %(...)s in help
         if not field.is_required() and kind != "bool":
             default = field.get_default(call_default_factory=True)
             if default not in (None, [], {}, ()):
-                help_text = f"{help_text} (default: {default})".strip()
-        elif field.is_required():
+                help_text = f"{help_text} (default: {str(default).replace('%', '%%')})".strip()
+        elif field.is_required() and not hints.get("positional"):
             help_text = f"{help_text} (required)".strip()
+        metavar = hints.get("metavar") or (key_of(name, field).upper() if kind != "yaml" else "YAML")
+        if hints.get("positional"):  # a bare argument; optional to argparse, so a --config file may give it
+            nargs = "*" if hints.get("nargs") in ("+", "*") else "?"
+            choices = _choices(field.annotation)
+            parser.add_argument(name, nargs=nargs, default=None, help=help_text, choices=choices,
+                                metavar=hints.get("metavar") or (None if choices else key_of(name, field).upper()))
+            continue
+        names = flag_names(name, field, aliases)
         if kind == "bool":
             parser.add_argument(*names, dest=name, action=argparse.BooleanOptionalAction, default=None, help=help_text)
+        elif hints.get("repeat"):
+            parser.add_argument(*names, dest=name, action="append", default=None, metavar=metavar,
+                                help=f"{help_text} (repeatable)")
+        elif hints.get("nargs"):
+            parser.add_argument(*names, dest=name, nargs=hints["nargs"], default=None, metavar=metavar, help=help_text)
         elif kind == "list":
-            parser.add_argument(*names, dest=name, default=None, metavar="A,B", help=f"{help_text} comma-separated".strip())
+            parser.add_argument(*names, dest=name, default=None, metavar=hints.get("metavar") or "A,B",
+                                help=f"{help_text} comma-separated".strip())
         else:
-            parser.add_argument(*names, dest=name, default=None, help=help_text,
-                                metavar="YAML" if kind == "yaml" else None)
+            choices = _choices(field.annotation)
+            if choices and not all(isinstance(c, str) for c in choices):
+                choices = None  # argparse compares the flag's text
+            parser.add_argument(*names, dest=name, default=None, help=help_text, choices=choices,
+                                metavar=None if choices else metavar)
     parser.set_defaults(_config_model=model, _config_skip=skip)
+
+
+def add_action(actions, name: str, model: type[pydantic.BaseModel], run, help: str,
+               aliases: tuple[str, ...] = ()) -> argparse.ArgumentParser:
+    """A sub-action (``cohort import``) whose flags come from ``model``; ``run`` gets the
+    validated config (``--config`` file overridden by the flags)."""
+    p = actions.add_parser(name, help=help, aliases=list(aliases), description=model.__doc__)
+    add_config_flags(p, model)
+    p.set_defaults(func=lambda a: run(config_from_args(a, source=p.prog)))
+    return p
 
 
 def config_from_args(args: argparse.Namespace, model: type[pydantic.BaseModel] | None = None,
@@ -80,19 +152,21 @@ def config_from_args(args: argparse.Namespace, model: type[pydantic.BaseModel] |
     data = cfgmod.load_yaml(args.config) if getattr(args, "config", None) else {}
     for name, field in model.model_fields.items():
         value = getattr(args, name, None)
-        if value is None or name in getattr(args, "_config_skip", ()):
+        if value is None or value == [] or name in getattr(args, "_config_skip", ()):  # []: a bare argument not given
             continue
         kind, scalar = _kind(field.annotation)
-        if kind == "list":
+        if isinstance(value, list):  # several values (nargs / repeat): one list item each
+            value = list(value)  # the model converts each (pydantic's lax mode), naming the field when it cannot
+        elif kind == "list":
             value = [scalar(v.strip()) for v in value.split(",") if v.strip()]
         elif kind == "yaml":
             try:
                 value = yaml.safe_load(value)
             except yaml.YAMLError as err:
                 raise MedScopeError(f"{_flag(name)}: not valid YAML ({err})") from None
-        for alias in _aliases(field):  # a flag wins over the file's key, by any of its names
+        for alias in _aliases(field) + [name]:  # a flag wins over the file's key, by any of its names
             data.pop(alias, None)
-        data[name] = value
+        data[key_of(name, field)] = value
     cfg = cfgmod.parse(model, data, source=source or (args.config or "command line"))
     out = getattr(cfg, "out", None)
     if isinstance(out, str) and out and getattr(args, "out", None) is None:
@@ -100,6 +174,20 @@ def config_from_args(args: argparse.Namespace, model: type[pydantic.BaseModel] |
         outputs.check_out(out, "out:" if "out" in data else "--out")
         args.out = out  # so the CLI says where the results went
     return cfg
+
+
+def typed_scalars(model: type[pydantic.BaseModel], data: dict) -> dict:
+    """``data`` with each number-typed field's flag text read as its number (where it reads),
+    so that a setting compares equal whether a flag or a --config file gave it."""
+    out = dict(data)
+    for name, field in model.model_fields.items():
+        kind, scalar = _kind(field.annotation)
+        if kind == "scalar" and scalar in (int, float) and isinstance(out.get(name), str):
+            try:
+                out[name] = scalar(out[name])
+            except ValueError:
+                pass  # the model's validation names it
+    return out
 
 
 def _aliases(field) -> list[str]:

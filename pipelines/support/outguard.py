@@ -155,4 +155,9 @@ def settings_of(args) -> dict:
 
     data = dict(cfgmod.load_yaml(args.config) or {}) if getattr(args, "config", None) else {}
     data.update({k: v for k, v in vars(args).items() if v is not None})
+    model = getattr(args, "_config_model", None)
+    if model is not None:  # a number is the same setting from a flag ("8") or a --config file (8)
+        from pipelines.support.flags import typed_scalars
+
+        data = typed_scalars(model, data)
     return data
