@@ -186,13 +186,13 @@ def step_probe_evaluate(ctx: DemoContext) -> None:
         {"name": "organ-reader", "kind": "organ_reader", "model": "thumbnail_centroid", "options": {"weights": weights}},
     ]}, indent=1))
     out = ctx.uri("probe", "eval")
-    options = {"config": shipped("probe", "demo.yaml")}
     require_complete(run_sweep(EvalConfig(
-        items=items_uri, out=out, models=models, protocol="organ_presence", protocol_options=options,
+        items=items_uri, out=out, models=models, protocol="organ_presence",
+        protocol_options={"probe_config": shipped("probe", "demo.yaml")},
         conditions=["verdict_json", "reasoning_json", "verdict_json+no_image", "verdict_json+blank"],
         workers=1, concurrency=4,
     )), "organ-presence probe evaluation")
-    summary = score(out, ctx.uri("probe", "scored"), items_uri=items_uri, protocol_options=options)
+    summary = score(out, ctx.uri("probe", "scored"), items_uri=items_uri)  # the probe config: the eval run's
     ctx.report_sections.append(("Organ reader (probe baseline)", (
         f"The organ reader (a per-organ nearest-centroid rule on {reader['grid']}x{reader['grid']} grey thumbnails; "
         f"it reads only pixels and is not a medical model) was fitted on all {reader['slices']} slices of the "

@@ -8,17 +8,23 @@ A budget cap stops submitting once the spend reaches it; work in flight finishes
 
 The driver holds keys, not pixels (issue 16): it reads the items without their images (ids,
 privacy flags) and hands each worker a unit's item id with the block of ids around it; the
-worker fetches that block from the items table by id and caches it. A protocol whose
-``load_items`` takes no ``ids`` / ``images`` (an older one) still gets its items shipped whole.
+worker fetches that block from the items table by id and caches it (``load_items(uri, ids,
+images)`` is part of the protocol contract).
+
+The protocol is built from its typed options (``EvalProtocol.Options``): the options set at
+eval (which items, how an episode runs) come from ``protocol_options:`` and the flags generated
+from the model (``--test-set``, ``--max-turns``, ...; pipelines/support/protocol_flags.py), and
+``sweep.json`` records them, so ``score`` takes them from there and never asks for them again.
 
 Output under ``--out``: ``episodes/part-<key>.parquet`` (episodes schema), ``rejects/``
-(privacy refusals and failed units) and ``sweep.json`` (what ran; never a key).
+(privacy refusals and failed units) and ``sweep.json`` (what ran, with the protocol's eval
+options; never a key).
 """
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
-import inspect
 import json
 import os
 import sys
@@ -29,7 +35,7 @@ import pydantic
 
 from medscope import config as cfgmod
 from medscope import layout, protocols, records, safe_text, storage
-from medscope.protocols.base import EvalProtocol, Item
+from medscope.protocols.base import EvalProtocol, Item, parse_options
 from medscope.config import StrictModel
 from medscope.errors import MedScopeError
 from medscope.models.api_common import short_secret_warning
@@ -40,6 +46,7 @@ from medscope.seeding import stable_hash
 from pipelines.support.accounting import Accounting, conclude, failure_reason
 from pipelines.support.flags import add_action, add_config_flags, cli, config_from_args
 from pipelines.support.jobs import Progress, job_main, print_summary
+from pipelines.support import protocol_flags
 
 DEFAULT_PROTOCOL = "counterfactual"
 FETCH_BLOCK = 64  # items a worker fetches from the items table at once (consecutive in the table)
@@ -49,24 +56,22 @@ class EvalConfig(StrictModel):
     """One evaluation sweep: ``medscope eval run`` flags, or ``python -m pipelines.eval --config F``."""
 
     items: str = pydantic.Field(validation_alias=pydantic.AliasChoices("items", "views"),
-                                description="the protocol's item table (views, probe_items, ...) or the folder holding it")
+                                description="the protocol's item table (views, probe_items, ...) or the folder holding "
+                                "it; repeat (or give a comma list) to evaluate several together",
+                                json_schema_extra=cli(repeat=True, metavar="ITEMS"))
     models: str = pydantic.Field(description="models YAML (configs/models/<file>.yaml)")
     out: str = pydantic.Field(description="output folder URI (episodes/, rejects/, sweep.json)")
     conditions: list[str] = pydantic.Field(["agent"], description="conditions to run, e.g. agent,blind")
     budget_usd: float | None = pydantic.Field(None, description="stop submitting once the spend reaches this")
     protocol: str = pydantic.Field(DEFAULT_PROTOCOL, description="protocol name (counterfactual, organ_presence, ...) or module:Class")
-    protocol_options: dict = pydantic.Field({}, description="the protocol's own options (YAML mapping)")
+    protocol_options: dict = pydantic.Field({}, description=(
+        "the protocol's options set at eval (YAML mapping; the same keys as its flags below, e.g. test_set)"))
     run_id: str | None = pydantic.Field(None, description="default: derived from the output URI, so a rerun resumes")
     workers: int = pydantic.Field(2, description="pool actors for API and light models")
     concurrency: int = pydantic.Field(8, description="requests in flight per pool actor")
     max_actor_restarts: int = pydantic.Field(3, description="replacements for workers that die mid sweep")
     backoff_s: float = pydantic.Field(0.5, description="base of the jittered exponential backoff")
     models_filter: list[str] | None = pydantic.Field(None, description="only these model names")
-    # the named test set and the split(s) it reads (seed 000 Tables 3-4; medscope.protocols.counterfactual.testsets);
-    # protocols that take them (counterfactual) evaluate only those views; sweep.json records them
-    test_set: str = pydantic.Field("main", description="named test set: main, heldout_tools, fresh_external, "
-                                   "fresh_internal, external_centres, heldout_wordings, validation")
-    splits: list[str] | None = pydantic.Field(None, description="split(s) to evaluate (default: the test set's; main -> test)")
     # addition: the paper sets no tolerance; by default any failed or refused unit exits non-zero
     max_failed: float | None = pydantic.Field(None, ge=0, description="failed + refused units accepted before the exit "
                                               "code says so: a count (3) or a fraction of the units run (0.05)")
@@ -87,18 +92,13 @@ class EvalConfig(StrictModel):
         return v
 
 
-def load_protocol(spec: str, options: dict | None = None, test_set: str | None = None,
-                  splits: list[str] | None = None) -> EvalProtocol:
-    """The protocol named ``spec`` (a folder of medscope.protocols, or module:Class); a protocol
-    that takes ``test_set`` / ``splits`` (the counterfactual one) gets the sweep's."""
+def load_protocol(spec: str, options: dict | None = None) -> EvalProtocol:
+    """The protocol named ``spec`` (a folder of medscope.protocols, or module:Class), built with
+    its typed options from ``options`` (the sweep's ``protocol_options``): only options set at
+    eval are taken here; a score or report option is refused, naming the verb that sets it."""
     cls = protocols.protocol_class(spec)
-    options = dict(options or {})
-    params = inspect.signature(cls).parameters
-    if test_set is not None and "test_set" in params:
-        options.setdefault("test_set", test_set)
-    if splits and "splits" in params:
-        options.setdefault("splits", splits)
-    return cls(**options)
+    name = getattr(cls, "name", spec)
+    return cls(parse_options(protocols.options_class(cls), options, name, verbs=("eval",), given_at="eval"))
 
 
 def request_key(protocol: EvalProtocol, item: Item, entry: ModelEntry, condition: str) -> str:
@@ -109,22 +109,12 @@ def request_key(protocol: EvalProtocol, item: Item, entry: ModelEntry, condition
     )
 
 
-def reads_by_id(protocol: EvalProtocol) -> bool:
-    """Whether ``protocol.load_items`` takes ``ids`` and ``images`` (EvalProtocol): then the
-    driver reads items without pixels and workers fetch theirs by id."""
-    params = inspect.signature(protocol.load_items).parameters
-    return "ids" in params and "images" in params
-
-
-def driver_items(protocol: EvalProtocol, uri: str) -> tuple[list[Item], bool]:
-    """(the sweep's items as the driver keeps them, whether workers fetch them by id).
-
-    By id: each item is cut down to its key and privacy fields (no images, question or meta),
-    so the driver's memory is ids and flags, whatever the images weigh."""
-    if not reads_by_id(protocol):
-        return protocol.load_items(uri), False
+def driver_items(protocol: EvalProtocol, uri: str) -> list[Item]:
+    """The sweep's items as the driver keeps them: read without pixels and cut down to their key
+    and privacy fields (no images, question or meta), so the driver's memory is ids and flags,
+    whatever the images weigh; workers fetch theirs by id."""
     return [dataclasses.replace(i, question="", truth="", images=(), meta={})
-            for i in protocol.load_items(uri, images=False)], True
+            for i in protocol.load_items(uri, images=False)]
 
 
 def finished_keys(episodes_uri: str) -> set[str]:
@@ -159,7 +149,7 @@ def run_sweep(cfg: EvalConfig, protocol: EvalProtocol | None = None, entries: li
     """Run (or resume) a sweep; returns its summary. ``protocol``/``entries`` override the config."""
     from pipelines.support.raycluster import cluster_gpus, ensure_ray
 
-    protocol = protocol or load_protocol(cfg.protocol, cfg.protocol_options, cfg.test_set, cfg.splits)
+    protocol = protocol or load_protocol(cfg.protocol, cfg.protocol_options)
     entries = entries or cfgmod.load(ModelsConfig, cfg.models).models
     if cfg.models_filter:
         entries = [e for e in entries if e.name in set(cfg.models_filter)]
@@ -170,7 +160,7 @@ def run_sweep(cfg: EvalConfig, protocol: EvalProtocol | None = None, entries: li
     if len(item_sources(cfg.items)) > 1 and not getattr(protocol, "multi_items", False):
         raise MedScopeError(f"protocol {protocol.name} reads one item table; --items named "
                             f"{len(item_sources(cfg.items))}: {cfg.items}")
-    items, by_id = driver_items(protocol, cfg.items)
+    items = driver_items(protocol, cfg.items)
     dupes = sorted(k for k, n in Counter(i.item_id for i in items).items() if n > 1)
     if dupes:
         raise MedScopeError(f"{cfg.items}: item ids must be unique (they key the episodes); repeated: {dupes[:5]}")
@@ -179,7 +169,7 @@ def run_sweep(cfg: EvalConfig, protocol: EvalProtocol | None = None, entries: li
     episodes_uri, rejects_uri = run.episodes, run.rejects
 
     finished = finished_keys(episodes_uri)
-    blocks = fetch_blocks(items) if by_id else {}
+    blocks = fetch_blocks(items)
     spent_before = _spent(episodes_uri) if cfg.budget_usd is not None and finished else 0.0
     todo: deque[dict] = deque()
     counts = Counter(skipped_finished=0, refused_private=0)
@@ -202,16 +192,14 @@ def run_sweep(cfg: EvalConfig, protocol: EvalProtocol | None = None, entries: li
                         "episodes", entry.name, item.item_id, "eval", "private_endpoint_not_allowed",
                         f"model={entry.name} condition={condition} endpoint not on the item's allow-list",
                     )], rejects_uri, key)
-                elif by_id:  # keys only: the worker fetches the item (and its block) by id
+                else:  # keys only: the worker fetches the item (and its block) by id
                     todo.append({"key": key, "item_id": item.item_id, "block": blocks[item.item_id],
                                  "model": entry.name, "condition": condition})
-                else:
-                    todo.append({"key": key, "item_id": item.item_id, "item": item, "model": entry.name,
-                                 "condition": condition})
-    summary = {"run_id": run_id, "protocol": protocol.name, "protocol_spec": protocols.spec_of(protocol),
-               "prompt_version": protocol.prompt_version,
-               "test_set": getattr(protocol, "test_set", cfg.test_set),
-               "splits": list(getattr(protocol, "splits", None) or cfg.splits or []),
+    options = getattr(protocol, "options", None)
+    summary = {"run_id": run_id, "protocol": protocol.name, "prompt_version": protocol.prompt_version,
+               # what score builds the protocol from: its spec (module:Class too) and the options set at eval
+               "protocol_spec": protocols.spec_of(protocol),
+               "protocol_options": options.values_at("eval") if options is not None else dict(cfg.protocol_options),
                "units": len(items) * len(entries) * len(cfg.conditions), "to_run": len(todo), **counts}
     refused = f", {counts['refused_private']} refused (private items, endpoint not allow-listed)" \
         if counts["refused_private"] else ""
@@ -412,17 +400,6 @@ def _print_show(uri: str) -> None:
             print("rejects: " + ", ".join(f"{k}={v}" for k, v in sorted(reasons.items())))
 
 
-def _repeatable_items(parser) -> None:
-    """``--items A --items B`` (and ``--items A,B``): several item sources in one sweep (issue 27),
-    for protocols that read several (``multi_items``); they accumulate, never replace."""
-    import argparse
-
-    for action in parser._actions:
-        if action.dest == "items":
-            action.__class__ = argparse._AppendAction  # same constructor state as the store action
-            action.help = "item table or folder; repeat (or give a comma list) to evaluate several together"
-
-
 def item_sources(uri: str) -> list[str]:
     """The item sources of an items argument (a comma list of several)."""
     return [u.strip() for u in str(uri).split(",") if u.strip()]
@@ -430,10 +407,30 @@ def item_sources(uri: str) -> list[str]:
 
 def _run_cli(args) -> None:
     """``medscope eval run``: the sweep, its JSON summary, then the accounting and exit code."""
+    protocol_flags.refuse_misplaced(args)
     cfg = config_from_args(args, source="medscope eval run")
+    flagged = protocol_flags.given(args, protocols.options_class(protocols.protocol_class(cfg.protocol)), "eval")
+    if flagged:  # a protocol option's flag wins over the same key of protocol_options
+        cfg = cfg.model_copy(update={"protocol_options": {**cfg.protocol_options, **flagged}})
     summary = run_sweep(cfg)
     print_summary(summary)
     conclude(summary, cfg.max_failed, "eval run")
+
+
+def protocol_named(argv: list[str]) -> list[str]:
+    """The protocol an ``eval run`` command line is about: ``--protocol``, else its ``--config``
+    file's ``protocol:``, else the default (counterfactual)."""
+    pre = argparse.ArgumentParser(add_help=False, exit_on_error=False)
+    pre.add_argument("--protocol")
+    pre.add_argument("--config")
+    try:
+        known, _ = pre.parse_known_args(argv)
+    except argparse.ArgumentError:
+        return [DEFAULT_PROTOCOL]
+    if known.protocol:
+        return [known.protocol]
+    data = cfgmod.load_yaml(known.config) if known.config else {}
+    return [str((data or {}).get("protocol") or DEFAULT_PROTOCOL)]
 
 
 def register(sub) -> None:
@@ -442,7 +439,7 @@ def register(sub) -> None:
     verbs.required = True
     r = verbs.add_parser("run", help="run (or resume) a sweep: items x models x conditions")
     add_config_flags(r, EvalConfig, aliases={"items": ["views"]})
-    _repeatable_items(r)
+    protocol_flags.install(r, "eval", protocol_named)  # the protocol's eval options as flags
     r.set_defaults(func=_run_cli)
     add_action(verbs, "show", EvalShowConfig, lambda a: _print_show(a.uri),
                "episodes per model and condition; rejects by reason")

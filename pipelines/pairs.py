@@ -7,8 +7,8 @@
     medscope pairs embedded --out SET                        # the generated stand-in set
     medscope eval run --protocol paired_modality --items SET --models configs/models/pairs.yaml \
         --conditions photo_only,paired --out EVAL
-    medscope score --episodes EVAL --out RUN [--score-option judge=rule|NAME
-        --score-option judge_models=configs/models/pairs-judge.yaml --score-option pooled_models=A,B]
+    medscope score --episodes EVAL --out RUN [--judge rule|NAME
+        --judge-models configs/models/pairs-judge.yaml --pooled-models A,B]
     medscope report --run RUN --out REPORT
 
 Evaluation, scoring (extract-then-judge) and the report are the shared verbs; ``medscope demo``

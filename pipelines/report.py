@@ -1,13 +1,38 @@
 """``medscope report --run URI [--run URI ...] --out DIR``: one Markdown + self-contained HTML
 report of one or more scored runs, each protocol writing its own sections, with optional
-sections from the §5.4 edit-visibility probes and a reader study's analysis."""
+sections from the §5.4 edit-visibility probes and a reader study's analysis. The runs'
+protocols' report options (``--reference``, ``--gallery-cases``, ...) are flags generated from
+their ``Options`` models (pipelines/support/protocol_flags.py)."""
 
 from __future__ import annotations
 
+import argparse
 import json
 
-from medscope import layout, storage
-from medscope.report.build import build_report
+import pydantic
+
+from medscope import layout, protocols, storage
+from medscope.config import StrictModel
+from medscope.report.build import build_report, run_protocol
+from pipelines.support import protocol_flags
+from pipelines.support.flags import add_config_flags, cli, config_from_args
+
+
+class ReportConfig(StrictModel):
+    """Markdown + self-contained HTML report of one or more scored runs. Below the report's own
+    settings, the report options of the runs' protocols (from their Options models)."""
+
+    run: list[str] = pydantic.Field(min_length=1, description=(
+        "scored-run folder written by `medscope score` (repeat for several protocols' runs)"),
+        json_schema_extra=cli(repeat=True, metavar="RUN"))
+    out: str = pydantic.Field(description="folder for report.md, report.html, images/, transcripts/")
+    visibility: str | None = pydantic.Field(None, description="JSON of `medscope visibility`: the §5.4 probes' AUCs "
+                                                              "as a section")
+    reader_analysis: str | None = pydantic.Field(None, description="folder of `medscope reader analyse`: the reader "
+                                                                   "study (§7) as a section")
+    min_items: int | None = pydantic.Field(None, ge=1, description="cells over fewer items are thin: marked, never "
+                                                                  "called significant (default 10)")
+    min_cases: int | None = pydantic.Field(None, ge=1, description="cells over fewer cases are thin (default 5)")
 
 
 def extra_sections(visibility: str | None = None, reader_analysis: str | None = None) -> list:
@@ -26,24 +51,40 @@ def extra_sections(visibility: str | None = None, reader_analysis: str | None = 
 
 
 def register(sub) -> None:
-    p = sub.add_parser("report", help="Markdown + self-contained HTML report of one or more scored runs")
-    p.add_argument("--run", required=True, action="append",
-                   help="scored-run folder written by `medscope score` (repeat for several protocols' runs)")
-    p.add_argument("--out", required=True, help="folder for report.md, report.html, images/, transcripts/")
-    p.add_argument("--reference", help="model the paired differences are taken against (default: highest ESG)")
-    p.add_argument("--gallery-cases", type=int, default=4)
-    p.add_argument("--plan", help="plan file whose families to adjust and print (configs/plans/primary_27.yaml)")
-    p.add_argument("--visibility", help="JSON of `medscope visibility`: the §5.4 probes' AUCs as a section")
-    p.add_argument("--reader-analysis", help="folder of `medscope reader analyse`: the reader study (§7) as a section")
-    p.add_argument("--min-items", type=int, default=None,
-                   help="cells over fewer items are thin: marked, never called significant (default 10)")
-    p.add_argument("--min-cases", type=int, default=None, help="cells over fewer cases are thin (default 5)")
+    p = sub.add_parser("report", help="Markdown + self-contained HTML report of one or more scored runs",
+                       description=ReportConfig.__doc__)
+    add_config_flags(p, ReportConfig)
+    protocol_flags.install(p, "report", _reported_protocols)  # the runs' protocols' report options as flags
     p.set_defaults(func=_report)
+
+
+def _reported_protocols(argv: list[str]) -> list[str] | None:
+    """The protocols of the runs a ``report`` command line names (None: no run named yet)."""
+    pre = argparse.ArgumentParser(add_help=False, exit_on_error=False)
+    pre.add_argument("--run", action="append")
+    try:
+        known, _ = pre.parse_known_args(argv)
+    except argparse.ArgumentError:
+        return None
+    if not known.run:
+        return None
+    specs = []
+    for run in known.run:
+        manifest = layout.ScoredRun(run).manifest
+        record = json.loads(storage.read_text(manifest)) if storage.exists(manifest) else {}
+        specs.append(record.get("protocol_spec") or run_protocol(run))
+    return specs
 
 
 def _report(a) -> None:
     from medscope.report import thin
 
-    with thin.configure(a.min_items, a.min_cases):
-        print(json.dumps(build_report(a.run, a.out, reference=a.reference, gallery_cases=a.gallery_cases, plan=a.plan,
-                                      extra_sections=extra_sections(a.visibility, a.reader_analysis)), indent=2))
+    protocol_flags.refuse_misplaced(a)
+    cfg = config_from_args(a, ReportConfig, source="medscope report")
+    options: dict = {}
+    for spec in dict.fromkeys(_reported_protocols(["--run=" + r for r in cfg.run]) or []):
+        options.update(protocol_flags.given(a, protocols.options_class(protocols.protocol_class(spec)), "report"))
+    with thin.configure(cfg.min_items, cfg.min_cases):
+        print(json.dumps(build_report(cfg.run, cfg.out, extra_sections=extra_sections(cfg.visibility,
+                                                                                      cfg.reader_analysis),
+                                      **options), indent=2))

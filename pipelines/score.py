@@ -3,7 +3,13 @@
 ``score`` reads which protocol an eval run's episodes belong to and lets that protocol score
 them; a scored run is a folder (``medscope.layout.ScoredRun``): scores, metrics with bootstrap
 intervals, comparisons (paired differences, after ``compare``), ``run.json`` (what was scored,
-by which protocol, and how) and, when a plan is named, ``plan.lock.json``.
+by which protocol, and how, with the protocol options it was scored under) and, when a plan is
+named, ``plan.lock.json``.
+
+The protocol is built from its typed options: those set at eval come from the eval run's
+sweep.json (they cannot be given again here), those set at score from the flags generated from
+its ``Options`` (``--cost-matrix``, ``--judge``, ``--n-boot``...; pipelines/support/protocol_flags.py)
+or ``protocol_options:``.
 """
 
 from __future__ import annotations
@@ -16,35 +22,32 @@ from typing import Literal
 import pandas as pd
 from pydantic import Field as F
 
+import pydantic
+
 from medscope import layout, protocols, records, safe_text, storage
-from medscope.protocols.base import ScoreOptions
 from medscope.config import StrictModel
+from medscope.protocols.base import parse_options
 from pipelines.support import runcheck
 from medscope.errors import MedScopeError
 from medscope.protocols.counterfactual import comparisons as cmp
-from medscope.protocols.counterfactual import costs, rewards, decision_rules as rules
+from medscope.protocols.counterfactual import decision_rules as rules
 from medscope.stats import bootstrap as bs
 from medscope.stats import labelnoise
+from pipelines.support import protocol_flags
 from pipelines.support.flags import add_action, add_config_flags, cli, config_from_args
 
 
+class ScoreConfig(StrictModel):
+    """Score an eval run with its protocol. Below the harness's own settings, the protocol's score
+    options, generated from its Options model (those of the protocol the --episodes name)."""
 
-def _key_value(text: str) -> tuple[str, object]:
-    import yaml
-
-    key, sep, value = text.partition("=")
-    if not sep or not key.strip():
-        raise argparse.ArgumentTypeError("expected KEY=VALUE")
-    return key.strip().replace("-", "_"), yaml.safe_load(value)
-
-
-def _yaml_mapping(text: str) -> dict:
-    import yaml
-
-    value = yaml.safe_load(text)
-    if not isinstance(value, dict):
-        raise argparse.ArgumentTypeError("expected a YAML mapping, e.g. '{key: value}'")
-    return value
+    episodes: str = pydantic.Field(description="an eval run folder (or its episodes table)")
+    items: str | None = pydantic.Field(None, validation_alias=pydantic.AliasChoices("items", "views"),
+                                       description="the item table evaluated (default: the one the eval run records)")
+    out: str = pydantic.Field(description="scored-run folder URI (scores, metrics, run.json)")
+    protocol: str | None = pydantic.Field(None, description="override the protocol the eval run names (name or module:Class)")
+    protocol_options: dict = pydantic.Field({}, description=(
+        "the protocol's options set at score (YAML mapping; the same keys as its flags, e.g. {cost_matrix: table2})"))
 
 
 def run_folder(uri: str) -> str:
@@ -145,6 +148,14 @@ def episodes_protocol(episodes_uri: str) -> str:
     return names[0]
 
 
+def eval_run_record(episodes_uri: str) -> dict:
+    """The eval run's sweep.json ({} when the episodes table stands alone)."""
+    summary = layout.EvalRun(layout.folder_of("episodes", episodes_uri)).summary
+    if not storage.exists(summary):
+        return {}
+    return safe_text.expect_mapping(safe_text.read_json(summary), summary)
+
+
 def protocol_of(episodes_uri: str) -> str:
     """The protocol these episodes belong to, as ``--protocol`` names it: the spec the eval run's
     sweep.json records (a ``module:Class`` protocol outside the package too), else the name the
@@ -160,25 +171,33 @@ def protocol_of(episodes_uri: str) -> str:
 
 def items_of(episodes_uri: str) -> str:
     """The item table an eval run was swept over (its sweep.json), for ``score`` without ``--items``."""
-    summary = layout.EvalRun(layout.folder_of("episodes", episodes_uri)).summary
-    if storage.exists(summary):
-        items = safe_text.expect_mapping(safe_text.read_json(summary), summary).get("items")
-        if items:
-            return items
+    items = eval_run_record(episodes_uri).get("items")
+    if items:
+        return items
     raise MedScopeError(f"{episodes_uri}: the eval run does not record its items; pass --items")
 
 
 def score(episodes_uri: str, out: str, items_uri: str | None = None, protocol: str | None = None,
-          protocol_options: dict | None = None, n_boot: int | None = None, seed: int | None = None,
-          **extra) -> dict:
-    """Score an eval run with the protocol its episodes name; writes the scored-run folder ``out``."""
+          **options) -> dict:
+    """Score an eval run with the protocol its episodes name; writes the scored-run folder ``out``.
+
+    ``options``: the protocol's options set at score (None: its default). Those set at eval are
+    the eval run's (sweep.json): giving one here is refused, as it would contradict what ran."""
     episodes_uri = layout.require("episodes", episodes_uri)
     runcheck.require_complete(episodes_uri)  # never scores what is left of a partial copy (issue 32)
-    proto = protocols.load(protocol or protocol_of(episodes_uri), protocol_options)
+    spec = protocol or protocol_of(episodes_uri)
+    cls = protocols.protocol_class(spec)
+    name, model = getattr(cls, "name", spec), protocols.options_class(cls)
+    given = {k: v for k, v in options.items() if v is not None}
+    parse_options(model, given, name, verbs=("score",), given_at="score")  # an eval / report option: said here
+    record = eval_run_record(episodes_uri)
+    fixed = record.get("protocol_options") or {} if record.get("protocol") == name else {}
+    parse_options(model, fixed, name, verbs=("eval",), given_at="eval")
+    typed = parse_options(model, {**fixed, **given}, name)
+    proto = cls(typed)
     items_uri = items_uri or items_of(episodes_uri)
-    options = ScoreOptions(n_boot=n_boot, seed=seed, extra={k: v for k, v in extra.items() if v is not None})
-    result = proto.score(episodes_uri, items_uri, out, options)
-    record_spec(out, protocols.spec_of(proto))
+    result = proto.score(episodes_uri, items_uri, out)
+    record_options(out, name, protocols.spec_of(proto), typed)
     missing = units_not_scored(episodes_uri)
     if missing and isinstance(result, dict):  # what the numbers are NOT over, and why (issue 25)
         result["units_not_scored"] = missing
@@ -187,13 +206,14 @@ def score(episodes_uri: str, out: str, items_uri: str | None = None, protocol: s
     return result
 
 
-def record_spec(out: str, spec: str) -> None:
-    """Name the protocol in the scored run's ``run.json`` as ``--protocol`` takes it, so
-    ``medscope report`` loads it again (a protocol outside the package included)."""
-    manifest = layout.ScoredRun(out).manifest
-    if storage.exists(manifest):
-        run = safe_text.expect_mapping(safe_text.read_json(manifest), manifest)
-        storage.write_text(manifest, json.dumps({**run, "protocol_spec": spec}, indent=2))
+def record_options(out: str, name: str, spec: str, options) -> None:
+    """Add the protocol's spec and the options it scored under (eval's and score's) to the scored
+    run's run.json, so ``report`` builds the protocol as it scored."""
+    uri = layout.ScoredRun(out).manifest
+    data = json.loads(storage.read_text(uri)) if storage.exists(uri) else {}
+    data.setdefault("protocol", name)
+    data.update(protocol_spec=spec, protocol_options=options.values_at("eval", "score"))
+    storage.write_text(uri, json.dumps(data, indent=2, default=str) + "\n")
 
 
 def units_not_scored(episodes_uri: str) -> dict | None:
@@ -208,31 +228,11 @@ def units_not_scored(episodes_uri: str) -> dict | None:
 
 
 def register(sub) -> None:
-    p = sub.add_parser("score", help="score an eval run with its protocol: per-item scores, metrics, bootstrap intervals")
-    p.add_argument("--episodes", required=True, help="an eval run folder (or its episodes table)")
-    p.add_argument("--items", "--views", dest="items", help="the item table evaluated (default: the one the eval run records)")
-    p.add_argument("--out", required=True, help="scored-run folder URI (scores, metrics, run.json)")
-    p.add_argument("--protocol", help="override the protocol the episodes name")
-    p.add_argument("--protocol-options", type=_yaml_mapping, default=None, metavar="YAML",
-                   help="the protocol's options, e.g. '{config: configs/probe/default.yaml}'")
-    p.add_argument("--score-option", action="append", type=_key_value, default=[], metavar="KEY=VALUE",
-                   help="a scoring option of the protocol (YAML value), e.g. judge=rule, n_boot_tests=10000")
-    p.add_argument("--n-boot", type=int, default=None, help="bootstrap resamples (default: the protocol's, 2000)")
-    p.add_argument("--seed", type=int, default=None, help="bootstrap seed (default: the protocol's, 42)")
-    cf = p.add_argument_group("counterfactual protocol")
-    cf.add_argument("--cost-matrix", default=None, help=f"one of {', '.join(costs.available())} or a YAML path (default table2)")
-    cf.add_argument("--test-set", default=None, help="name the scores carry (default main)")
-    cf.add_argument("--cluster", default=None, choices=["case_id", "group_id", "patient_id"],
-                    help="bootstrap unit: cases (default), near-copy groups or patients")
-    cf.add_argument("--plan", help="lock this plan's hash into the run (plan.lock.json)")
-    cf.add_argument("--panel", type=lambda v: v.split(","), help="comma-separated consensus panel: also report metrics without disputed negatives")
-    cf.add_argument("--min-votes", type=int, help="panel votes that make a lesion-free label disputed (default 7/9)")
-    cf.add_argument("--box-units", default=None, choices=list(rewards.BOX_UNITS),
-                    help="units of episode boxes: pixels (the table contract) or per_mille (raw 0-1000 replies)")
-    p.set_defaults(func=lambda a: _print(score(
-        a.episodes, a.out, a.items, a.protocol, a.protocol_options, a.n_boot, a.seed, **dict(a.score_option),
-        cost_matrix=a.cost_matrix, test_set=a.test_set, cluster=a.cluster, plan=a.plan, panel=a.panel,
-        min_votes=a.min_votes, box_units=a.box_units)))
+    p = sub.add_parser("score", help="score an eval run with its protocol: per-item scores, metrics, bootstrap intervals",
+                       description=ScoreConfig.__doc__)
+    add_config_flags(p, ScoreConfig, aliases={"items": ["views"]})
+    protocol_flags.install(p, "score", _scored_protocol_named)  # the protocol's score options as flags
+    p.set_defaults(func=_score_cli)
 
     # compare and rules: flags from their models (below; pipelines.support.flags)
     p = sub.add_parser("compare", help="paired bootstrap differences of every model against a reference",
@@ -248,6 +248,29 @@ def register(sub) -> None:
                "record the plan's hash in <run>/plan.lock.json")
     add_action(rsub, "hash", RulesHashConfig, lambda x: print(rules.load_plan(x.plan)[1]),
                "print the plan's hash (for an amendment's `hash:`)")
+
+
+def _scored_protocol_named(argv: list[str]) -> list[str] | None:
+    """The protocol a ``score`` command line is about: ``--protocol``, else the eval run's."""
+    pre = argparse.ArgumentParser(add_help=False, exit_on_error=False)
+    pre.add_argument("--protocol")
+    pre.add_argument("--episodes")
+    try:
+        known, _ = pre.parse_known_args(argv)
+    except argparse.ArgumentError:
+        return None
+    if known.protocol:
+        return [known.protocol]
+    return [protocol_of(layout.require("episodes", known.episodes))] if known.episodes else None
+
+
+def _score_cli(args) -> None:
+    protocol_flags.refuse_misplaced(args)
+    cfg = config_from_args(args, ScoreConfig, source="medscope score")
+    spec = cfg.protocol or protocol_of(layout.require("episodes", cfg.episodes))
+    model = protocols.options_class(protocols.protocol_class(spec))
+    options = {**cfg.protocol_options, **protocol_flags.given(args, model, "score")}
+    _print(score(cfg.episodes, cfg.out, cfg.items, cfg.protocol, **options))
 
 
 def _print(obj) -> None:

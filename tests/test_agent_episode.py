@@ -219,14 +219,16 @@ def test_counterfactual_protocol_loads_passed_views(tmp_path):
 
 
 def test_protocol_options_build_episode_settings():
-    proto = CounterfactualProtocol(images={"resize_long_side": 256}, max_turns=3)
+    from medscope import protocols
+
+    proto = protocols.load("counterfactual", {"resize_long_side": 256, "max_turns": 3})
     assert proto.settings.resize_long_side == 256 and proto.settings.max_turns == 3
     ep = Episode(_item(), "agent", proto.settings)
     assert max(_images(ep.messages)[0].shape[:2]) == 256
-    with pytest.raises(MedScopeError, match="unknown counterfactual protocol option"):
-        CounterfactualProtocol(resize=3)
-    with pytest.raises(MedScopeError, match="resize_long_side"):
-        CounterfactualProtocol(images={"detail": "high"})
+    with pytest.raises(MedScopeError, match="protocol option 'resize': unknown key for counterfactual"):
+        protocols.load("counterfactual", {"resize": 3})
+    with pytest.raises(MedScopeError, match="protocol option 'resize_long_side' of counterfactual"):
+        protocols.load("counterfactual", {"resize_long_side": 8})  # under 16 pixels
 
 
 def test_replay_builds_the_training_conversation():

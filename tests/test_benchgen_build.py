@@ -15,7 +15,6 @@ from medscope.benchgen import schema as sch
 from medscope.benchgen.questions import REPORT_PROMPT
 from medscope.errors import MedScopeError
 from medscope.models.config import ModelEntry
-from medscope.protocols.base import ScoreOptions
 from medscope.testing.benchgen_author import author_responder
 from medscope.testing.providers import FakeProvider
 
@@ -88,9 +87,9 @@ def test_build_resumes_without_repeating_generation_and_evaluates(cohort, ray_cl
     summary = run_sweep(EvalConfig(views=out, models="(inline)", conditions=["sighted", "blind"], out=ev,
                                    protocol=MCQ_PROTOCOL, workers=1), entries=models)
     assert summary["done"] == len(items) * 4
-    proto = PROTOCOL()
+    proto = PROTOCOL(PROTOCOL.Options(n_boot=200, n_boot_tests=500))
     scored = str(tmp_path / "scored")
-    proto.score(storage.join(ev, "episodes"), out, scored, ScoreOptions(n_boot=200, extra={"n_boot_tests": 500}))
+    proto.score(storage.join(ev, "episodes"), out, scored)
     scores = records.read_table("mcq_scores", storage.join(scored, "mcq_scores.parquet")).to_pandas()
     binary = scores[scores["k"] == 2]
     # a constant policy on Yes/No items: always valid; on other items: invalid and excluded

@@ -87,7 +87,7 @@ def test_two_cohorts_one_build_one_eval_tables_1_and_3(ray_cluster, tmp_path, ca
     scored = str(tmp_path / "scored")
     capsys.readouterr()
     assert cli.main(["score", "--episodes", ev, "--out", scored, "--plan", str(plan), "--n-boot", "200",
-                     "--score-option", "n_boot_tests=300"]) == 0
+                     "--n-boot-tests", "300"]) == 0
     assert "BH family matched (image_effect): 2 test(s): site_a/rads/claims, site_b/rads/claims" in capsys.readouterr().out
     tests = records.read_table("mcq_tests", storage.join(scored, "tests.parquet")).to_pylist()
     assert {t["family_size"] for t in tests if t["bh_family"] == "matched"} == {2}

@@ -142,7 +142,7 @@ def _pairs(tmp):
     return str(tmp / "manifest.yaml")
 
 
-CASES = [("single_turn", SingleTurnProtocol, {}, _views), ("counterfactual", None, {}, _views),
+CASES = [("single_turn", "medscope.testing.protocols:SingleTurnProtocol", {}, _views), ("counterfactual", None, {}, _views),
          ("edit_rating", None, {}, _views), ("organ_presence", None, {}, _probe_items),
          ("benchmark_mcq", None, {}, _mcq_build), ("standard_vqa", None, {"splits": ()}, _vqa),
          ("paired_modality", None, {}, _pairs)]
@@ -150,7 +150,7 @@ CASES = [("single_turn", SingleTurnProtocol, {}, _views), ("counterfactual", Non
 
 @pytest.mark.parametrize("name,cls,options,write", CASES, ids=[c[0] for c in CASES])
 def test_every_protocol_gives_the_same_items_by_id_and_without_images(tmp_path, name, cls, options, write):
-    protocol = (cls or protocols.protocol_class(name))(**options)  # first: it registers its item table
+    protocol = protocols.load(cls or name, options)  # first: it registers its item table
     uri = write(tmp_path)
     full = protocol.load_items(uri)
     assert len(full) >= 3 and all(i.images and all(i.images) for i in full)

@@ -108,7 +108,7 @@ def test_request_key_is_stable_and_changes_with_every_component():
     key = request_key(SingleTurnProtocol(), item, base, "agent")
     assert key == request_key(SingleTurnProtocol(), Item("v1", "c1", "other text", "absent"), base, "agent")
     variants = [
-        request_key(SingleTurnProtocol("st-2"), item, base, "agent"),  # prompt version
+        request_key(SingleTurnProtocol(SingleTurnProtocol.Options(prompt_version="st-2")), item, base, "agent"),  # prompt version
         request_key(SingleTurnProtocol(), Item("v2", "c1", "q", "present"), base, "agent"),  # item
         request_key(SingleTurnProtocol(), item, base.model_copy(update={"name": "m2"}), "agent"),  # model
         request_key(SingleTurnProtocol(), item, base.model_copy(update={"model": "y"}), "agent"),  # model id
@@ -144,8 +144,8 @@ def test_sweep_rejects_unknown_conditions_and_duplicate_items(tmp_path):
         run_sweep(cfg(views, str(tmp_path / "o"), conditions=["telepathy"]), SingleTurnProtocol(), [model])
 
     class Twice(SingleTurnProtocol):
-        def load_items(self, uri):
-            return super().load_items(uri) * 2
+        def load_items(self, uri, ids=None, images=True):
+            return super().load_items(uri, ids, images) * 2
 
     with pytest.raises(MedScopeError, match="unique"):
         run_sweep(cfg(views, str(tmp_path / "o")), Twice(), [model])

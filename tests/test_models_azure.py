@@ -70,7 +70,6 @@ def test_an_azure_model_runs_a_paired_sweep(ray_cluster, azure, tmp_path):
     deployment path once, both settings, and the replies score."""
     from medscope import config as cfgmod
     from medscope.pairs.embedded import write_embedded_set
-    from medscope.protocols.base import ScoreOptions
     from medscope.protocols.paired_modality import PROTOCOL
     from pipelines.eval import EvalConfig, run_sweep
     from pipelines.pairs import PROTOCOL_SPEC
@@ -85,5 +84,5 @@ def test_an_azure_model_runs_a_paired_sweep(ray_cluster, azure, tmp_path):
     assert paths == {"/openai/deployments/gpt-6-astra/chat/completions"} and len(azure.requests) == 24
     assert sorted(r.images for r in azure.requests) == [1] * 12 + [2] * 12  # photo only, then paired
     out = str(tmp_path / "scored")
-    s = PROTOCOL().score(str(tmp_path / "eval"), manifest, out, ScoreOptions(extra={"judge": "rule"}))
+    s = PROTOCOL(PROTOCOL.Options(judge="rule")).score(str(tmp_path / "eval"), manifest, out)
     assert s["labelled"] == 24

@@ -17,11 +17,11 @@ import subprocess
 import sys
 import textwrap
 
-import pydantic
 import pytest
 from statsmodels.stats.proportion import proportion_confint
 
 from medscope import layout, records
+from medscope.errors import MedScopeError
 from medscope.images import encode_png
 from pipelines import cli
 
@@ -38,7 +38,7 @@ from scipy.stats import binomtest
 from medscope import layout, records, storage, tablescan
 from medscope.answers.parser import parse_reply
 from medscope.models.base import Message, Part
-from medscope.protocols.base import EpisodeResult, Item
+from medscope.protocols.base import EpisodeResult, Item, ProtocolOptions, option
 from medscope.report.render import Section, Table
 
 ITEMS = records.register_table("myproto_items", pa.schema([
@@ -61,17 +61,18 @@ SCORES = records.register_table("myproto_scores", pa.schema([
 ]), declared_by=__name__, files=("my_scores.parquet",))
 
 
-class Options(pydantic.BaseModel):
-    model_config = pydantic.ConfigDict(extra="forbid")
-    colour: Literal["red", "blue"] | None = None  # eval run: only the items of this colour
+class MyOptions(ProtocolOptions):
+    colour: Literal["red", "blue"] | None = option(None, verb="eval", description="only the items of this colour")
+    caption: str = option("Yes-or-no accuracy", verb="report", description="the report table's title")
 
 
 class MyProtocol:
     name = "my_outside"
     prompt_version = "my-v1"
+    Options = MyOptions
 
-    def __init__(self, **options):
-        self.options = Options(**options)
+    def __init__(self, options=None):
+        self.options = options or MyOptions()
 
     def load_items(self, uri, ids=None, images=True):
         columns = None if images else tablescan.columns_without("myproto_items", "image")
@@ -92,7 +93,7 @@ class MyProtocol:
                              raw_text=done.text, action="answer" if answer else "unparseable", answer=answer,
                              input_tokens=done.input_tokens, output_tokens=done.output_tokens, model_turns=1)
 
-    def score(self, episodes_uri, items_uri, out, options):
+    def score(self, episodes_uri, items_uri, out):
         truth = {r["item_id"]: r for r in tablescan.iter_rows("myproto_items", items_uri, ["item_id", "case_id", "truth"])}
         episodes = records.read_table("episodes", episodes_uri).to_pylist()
         rows = [{"model": e["model"], "condition": e["condition"], "item_id": e["view_id"],
@@ -113,15 +114,15 @@ class MyProtocol:
         storage.write_text(run.manifest, __import__("json").dumps(summary))
         return summary
 
-    def report_sections(self, scored_run, work_dir, **options):
+    def report_sections(self, scored_run, work_dir):
         metrics = records.read_table("metrics", layout.ScoredRun(scored_run).metrics).to_pylist()
         table = Table(headers=["model", "accuracy", "95% CI", "n"],
                       rows=[[m["model"], f"{m['value']:.3f}", f"[{m['ci_low']:.3f}, {m['ci_high']:.3f}]", m["n_cases"]]
                             for m in metrics])
-        return [Section("Yes-or-no accuracy (outside protocol)", [table])], {}
+        return [Section(f"{self.options.caption} (outside protocol)", [table])], {}
 '''
 
-# (item, truth, colour): the eval run keeps the red ones (--protocol-options '{colour: red}')
+# (item, truth, colour): the eval run keeps the red ones (--colour red, a flag from its options model)
 ITEMS = [("r1", "yes", "red"), ("r2", "yes", "red"), ("r3", "no", "red"), ("r4", "yes", "red"),
          ("b1", "no", "blue"), ("b2", "no", "blue")]
 # Worked out by hand: the constant policies answer "Yes" / "No" to every presence question, so on
@@ -133,6 +134,9 @@ EXPECTED = {"always-yes": (3, 4), "always-no": (1, 4)}
 def outside(tmp_path, monkeypatch):
     """The module in tmp_path (importable here too, for score and report), its item table, a
     models file; the session's table registry and modules are left as they were."""
+    from medscope import protocols
+
+    protocols.import_all()  # the shipped protocols' tables are registered in the registry kept, not the copy
     (tmp_path / "myproto.py").write_text(textwrap.dedent(MODULE))
     monkeypatch.syspath_prepend(str(tmp_path))
     for mod, name in ((records, "SCHEMAS"), (records, "ENUMS"), (records, "_DECLARED_BY"), (layout, "TABLE_MEMBERS")):
@@ -161,16 +165,19 @@ def test_a_protocol_outside_the_package_runs_eval_score_and_report(outside, ray_
                RAY_JOB_CONFIG_JSON_ENV_VAR=json.dumps({"runtime_env": {"env_vars": {"PYTHONPATH": path}}}))
     ran = subprocess.run(
         [sys.executable, "-m", "pipelines.cli", "eval", "run", "--protocol", "myproto:MyProtocol",
-         "--protocol-options", "{colour: red}", "--items", str(tmp / "items.parquet"), "--models",
+         "--colour", "red", "--items", str(tmp / "items.parquet"), "--models",
          str(tmp / "models.yaml"), "--conditions", "plain", "--workers", "1", "--out", str(tmp / "eval")],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
     assert ran.returncode == 0, ran.stderr[-3000:]
     sweep = json.loads((tmp / "eval" / "sweep.json").read_text())
     assert (sweep["protocol"], sweep["protocol_spec"], sweep["done"]) == ("my_outside", "myproto:MyProtocol", 8)
+    assert sweep["protocol_options"] == {"colour": "red"}  # its eval options, typed, for score
 
-    cli.main(["score", "--episodes", str(tmp / "eval"), "--out", str(tmp / "scored")])
+    assert cli.main(["score", "--episodes", str(tmp / "eval"), "--out", str(tmp / "scored"), "--colour", "blue"]) == 2
+    assert cli.main(["score", "--episodes", str(tmp / "eval"), "--out", str(tmp / "scored")]) == 0
     run = json.loads((tmp / "scored" / "run.json").read_text())
     assert run["protocol_spec"] == "myproto:MyProtocol"  # what report loads again
+    assert run["protocol_options"]["colour"] == "red"
     scores = records.read_table("myproto_scores", str(tmp / "scored" / "my_scores.parquet")).to_pylist()
     assert sorted(r["item_id"] for r in scores) == sorted(["r1", "r2", "r3", "r4"] * 2)  # the options chose red
     metrics = {r["model"]: r for r in records.read_table("metrics", str(tmp / "scored")).to_pylist()}
@@ -180,7 +187,8 @@ def test_a_protocol_outside_the_package_runs_eval_score_and_report(outside, ray_
         assert (got["value"], got["n_cases"]) == (pytest.approx(k / n), n)
         assert (got["ci_low"], got["ci_high"]) == (pytest.approx(low), pytest.approx(high))
 
-    cli.main(["report", "--run", str(tmp / "scored"), "--out", str(tmp / "report")])
+    assert cli.main(["report", "--run", str(tmp / "scored"), "--out", str(tmp / "report"),
+                     "--caption", "Yes-or-no accuracy"]) == 0  # a report flag from its options model
     md = (tmp / "report" / "report.md").read_text()
     assert "## Yes-or-no accuracy (outside protocol)" in md
     assert "| always-yes | 0.750 |" in md and "| always-no | 0.250 |" in md
@@ -189,7 +197,7 @@ def test_a_protocol_outside_the_package_runs_eval_score_and_report(outside, ray_
     # its options model refuses what it does not declare, before any unit runs
     from pipelines.eval import load_protocol
 
-    with pytest.raises(pydantic.ValidationError, match="shade"):
+    with pytest.raises(MedScopeError, match="protocol option 'shade': unknown key for my_outside"):
         load_protocol("myproto:MyProtocol", {"shade": "red"})
 
     # nothing shipped knows the protocol's name

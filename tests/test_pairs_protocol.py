@@ -15,7 +15,6 @@ from scipy import stats as sps
 from medscope import records, storage
 from medscope.images import decode_png, encode_png
 from medscope.models.base import Completion
-from medscope.protocols.base import ScoreOptions
 from medscope.protocols.paired_modality import PROTOCOL, names
 from medscope.protocols.paired_modality import judge as jd
 from medscope.protocols.paired_modality.extraction import extract_photo_findings
@@ -247,11 +246,11 @@ def test_scoring_caches_judge_replies_and_resumes(pair_set, tmp_path, monkeypatc
     server = FakeProvider("openai", responder=jd.rule_judge_responder(vocabulary(photos)), expected_key="k-test")
     judge = {"name": "judge", "kind": "openai", "model": "judge-model", "base_url": server.url,
              "api_key_env": "PAIRS_TEST_JUDGE_KEY", "max_attempts": 3}
-    opts = ScoreOptions(extra={"judge": judge, "second_judge": "rule", "judge_workers": 2})
+    opts = {"judge": judge, "second_judge": "rule", "judge_workers": 2}
     try:
         server.on("purple nail polish; a port-wine stain.", status(500))  # one transient failure, retried by the judge
         out1 = str(tmp_path / "run1")
-        s1 = protocol.score(episodes, pair_set, out1, opts)
+        s1 = PROTOCOL(PROTOCOL.Options(**opts)).score(episodes, pair_set, out1)
         labels = records.read_table("metrics", storage.join(out1, names.METRICS)).to_pylist()
         distinct = len({jd.judge_prompt(extract_photo_findings(r).text, p.caption,
                                         [(f.name, f.all_terms()) for f in p.findings])
@@ -259,8 +258,8 @@ def test_scoring_caches_judge_replies_and_resumes(pair_set, tmp_path, monkeypatc
         assert server.count("MODEL'S PHOTO FINDINGS") == distinct + 1  # +1: the retried 500
         assert s1["labelled"] == 2 * 2 * len(items) and s1["unjudged"] == 0
         # the same judgements again: nothing reaches the server
-        s2 = protocol.score(episodes, pair_set, str(tmp_path / "run2"),
-                            ScoreOptions(extra={**opts.extra, "judge_cache": storage.join(out1, names.JUDGE_CACHE)}))
+        s2 = PROTOCOL(PROTOCOL.Options(**opts, judge_cache=storage.join(out1, names.JUDGE_CACHE))).score(
+            episodes, pair_set, str(tmp_path / "run2"))
         assert server.count("MODEL'S PHOTO FINDINGS") == distinct + 1
         assert s2["labelled"] == s1["labelled"]
         # resume: two cached replies lost (a killed run) -> exactly two new requests
@@ -269,7 +268,7 @@ def test_scoring_caches_judge_replies_and_resumes(pair_set, tmp_path, monkeypatc
                 if json.loads(open(os.path.join(cache, f)).read())["judge"] == "judge"]
         for f in mine[:2]:
             os.remove(os.path.join(cache, f))
-        protocol.score(episodes, pair_set, out1, opts)
+        PROTOCOL(PROTOCOL.Options(**opts)).score(episodes, pair_set, out1)
         assert server.count("MODEL'S PHOTO FINDINGS") == distinct + 3
     finally:
         server.close()
@@ -420,7 +419,7 @@ def test_pooled_tests_pool_named_subjects_and_never_the_judge_or_a_constant_poli
     entry = {"name": "judge-model", "kind": "openai", "model": "judge-model", "base_url": server.url,
              "api_key_env": "PAIRS_TEST_JUDGE_KEY"}
     try:
-        s = protocol.score(episodes, pair_set, out, ScoreOptions(extra={"judge": entry}))
+        s = PROTOCOL(PROTOCOL.Options(judge=entry)).score(episodes, pair_set, out)
     finally:
         server.close()
     run = json.loads(storage.read_text(storage.join(out, names.RUN)))
@@ -454,6 +453,6 @@ def test_pooled_tests_pool_named_subjects_and_never_the_judge_or_a_constant_poli
     assert "Use a model judge" in text
 
     # named explicitly, a constant policy is pooled
-    s2 = protocol.score(episodes, pair_set, str(tmp_path / "scored2"),
-                        ScoreOptions(extra={"judge": "rule", "pooled_models": "reader-a,always-claims"}))
+    s2 = PROTOCOL(PROTOCOL.Options(judge="rule", pooled_models="reader-a,always-claims")).score(
+        episodes, pair_set, str(tmp_path / "scored2"))
     assert s2["pooled_models"] == ["reader-a", "always-claims"]

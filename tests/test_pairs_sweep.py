@@ -9,7 +9,6 @@ import pytest
 
 from medscope import config as cfgmod
 from medscope.models.config import ModelsConfig
-from medscope.protocols.base import ScoreOptions
 from medscope.protocols.paired_modality import PROTOCOL, names
 from pipelines.eval import EvalConfig, run_sweep
 from pipelines.pairs import PROTOCOL_SPEC
@@ -33,7 +32,7 @@ def test_sweep_resume_and_score(ray_cluster, tmp_path):
     again = run_sweep(cfg, PROTOCOL(), entries)
     assert (again["skipped_finished"], again["to_run"]) == (120, 0)  # resumed, nothing re-requested
     out = str(tmp_path / "scored")
-    PROTOCOL().score(str(tmp_path / "eval"), manifest, out, ScoreOptions(extra={"judge": "rule"}))
+    PROTOCOL(PROTOCOL.Options(judge="rule")).score(str(tmp_path / "eval"), manifest, out)
     labels = pq.read_table(f"{out}/{names.LABELS}").to_pylist()
     assert len(labels) == 120
     # a constant policy reads nothing: its labels are the same with and without the radiograph

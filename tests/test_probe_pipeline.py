@@ -107,7 +107,8 @@ def test_build_rejects_resume_show_and_score(ray_cluster, tmp_path):
     assert sum(v for k, v in shown["by_strategy"].items()) == len(items)
 
     # evaluation through the protocol with an always-"present" and a truthful scripted model
-    proto = OrganPresenceProtocol(ProbeConfig(image_modes=["image", "no_image"], renders=["gray"]))
+    proto = OrganPresenceProtocol(OrganPresenceProtocol.Options(
+        probe_config=ProbeConfig(image_modes=["image", "no_image"], renders=["gray"])))
     pitems = [i for i in proto.load_items(s["probe_items"]) if i.meta["render"] == "gray"]
     yes = Scripted("yes-man", lambda t, im: "Yes, it is visible.")
     oracle_by_image = {(i.question, i.images[0]): i.truth for i in pitems}

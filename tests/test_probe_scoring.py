@@ -146,9 +146,12 @@ def _item(truth="absent"):
 
 
 def test_protocol_episode_conditions_and_controls():
-    proto = OrganPresenceProtocol(ProbeConfig())
-    assert OrganPresenceProtocol({"image_modes": ["image", "blank"]}).conditions()[-1] == "reasoning_json+blank"
-    assert OrganPresenceProtocol("configs/probe/default.yaml").config == ProbeConfig()
+    from medscope import protocols
+
+    proto = OrganPresenceProtocol(OrganPresenceProtocol.Options(probe_config=ProbeConfig()))
+    assert protocols.load("organ_presence", {"probe_config": {"image_modes": ["image", "blank"]}}
+                          ).conditions()[-1] == "reasoning_json+blank"
+    assert protocols.load("organ_presence", {"probe_config": "configs/probe/default.yaml"}).config == ProbeConfig()
     assert len(proto.conditions()) == 9 and "reasoning_json+blank" in proto.conditions()
     assert conditions(ProbeConfig(image_modes=["image"])) == ("free_text", "verdict_json", "reasoning_json")
     model = Scripted("s", lambda t, im: '{"observation": "not clearly seen", "reasoning": "r", "present": false}'

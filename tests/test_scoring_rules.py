@@ -275,12 +275,21 @@ def test_score_compare_and_rules_cli_end_to_end(tmp_path, capsys):
                                "v3": zoo["model-01"]}, seed=9)
     records.write_table("views", v, str(tmp_path / "views.parquet"))
     records.write_part("episodes", e, str(tmp_path / "episodes"), "0")
+    # the eval run fixed the test set (its sweep.json); score takes it from there, never again
+    (tmp_path / "sweep.json").write_text(json.dumps({"protocol": "counterfactual",
+                                                     "protocol_options": {"test_set": "validation"}}))
     run = tmp_path / "run"
+    with pytest.raises(MedScopeError, match="'test_set' of counterfactual is set at eval, not at score: it was "
+                                            "fixed by the eval run"):
+        cli(["score", "--episodes", str(tmp_path / "episodes"), "--views", str(tmp_path / "views.parquet"),
+             "--out", str(run), "--test-set", "main"])
     cli(["score", "--episodes", str(tmp_path / "episodes"), "--views", str(tmp_path / "views.parquet"),
-         "--out", str(run), "--test-set", "validation", "--n-boot", "200", "--plan", PLAN])
+         "--out", str(run), "--n-boot", "200", "--plan", PLAN])
     summary = json.loads(capsys.readouterr().out)
     assert summary["episodes"] == 4 * v.num_rows and summary["rejects"] == 0
     assert (run / "plan.lock.json").exists() and (run / "run.json").exists()
+    recorded = json.loads((run / "run.json").read_text())["protocol_options"]
+    assert (recorded["test_set"], recorded["n_boot"], recorded["plan"]) == ("validation", 200, PLAN)
     m = records.read_table("metrics", str(run / "metrics.parquet")).to_pandas()
     esg = m[(m.model == "stage3") & (m.metric == "esg") & (m.breakdown == "all")].iloc[0]
     assert esg.ci_low <= esg.value <= esg.ci_high and esg.n_boot == 200

@@ -17,7 +17,7 @@ import yaml
 
 from medscope import records
 from medscope.errors import MedScopeError
-from medscope.protocols.counterfactual.protocol import CounterfactualProtocol
+from medscope.protocols.counterfactual.protocol import CounterfactualOptions, CounterfactualProtocol
 from medscope.protocols.counterfactual import decision_rules as rules
 from medscope.protocols.counterfactual import testsets
 from medscope.views.build import CaseContext, build_case_views
@@ -81,9 +81,9 @@ def test_heldout_tools_recipe_pools_unseen_tools_and_is_checked_against_training
     # the same check at evaluation time, against the training recipe named there
     with pytest.raises(MedScopeError, match="transplant"):
         check_heldout(["telea", "transplant"], training.all_tools())
-    CounterfactualProtocol(test_set="heldout_tools", training_recipe="configs/views/training.yaml")
+    CounterfactualProtocol(CounterfactualOptions(test_set="heldout_tools", training_recipe="configs/views/training.yaml"))
     with pytest.raises(MedScopeError, match="cannot be added"):
-        CounterfactualProtocol(test_set="heldout_tools", tools=["telea", "transplant"])
+        CounterfactualProtocol(CounterfactualOptions(test_set="heldout_tools", tools=["telea", "transplant"]))
 
 
 def _rows(recipe: Recipe, n: int = 8, split: str = "test") -> list[dict]:
@@ -103,14 +103,14 @@ def test_heldout_tools_test_set_reads_only_unseen_tools_edits(tmp_path):
     rows = _rows(recipe)
     uri = str(tmp_path / "views.parquet")
     records.write_table("views", records.to_table("views", rows), uri)
-    items = CounterfactualProtocol(test_set="heldout_tools").load_items(uri, images=False)
+    items = CounterfactualProtocol(CounterfactualOptions(test_set="heldout_tools")).load_items(uri, images=False)
     got = sorted(i.item_id for i in items)
     want = sorted(r["view_id"] for r in rows if r["passed"] and (
         r["kind"] in ("original", "natural_negative", "degraded")
         or (r["kind"] in ("target_removal", "random_removal") and r["tool"] == "telea")))
     assert got == want and any("/target_removal/telea" in v for v in got)
     # the main test set reads every tool's edits
-    main = CounterfactualProtocol(test_set="main").load_items(uri, images=False)
+    main = CounterfactualProtocol(CounterfactualOptions(test_set="main")).load_items(uri, images=False)
     assert any(i.meta["tool"] == "transplant" for i in main)
 
 
@@ -147,7 +147,7 @@ def test_a_case_whose_random_removal_failed_keeps_no_view(tmp_path):
     uri = str(tmp_path / "views.parquet")
     records.write_table("views", out, uri)
     for ts in ("main", "heldout_tools"):
-        assert not any(i.case_id == victim for i in CounterfactualProtocol(test_set=ts).load_items(uri, images=False))
+        assert not any(i.case_id == victim for i in CounterfactualProtocol(CounterfactualOptions(test_set=ts)).load_items(uri, images=False))
     # and T and R stay equal in number (§3.2: the pair shares tool and shape)
     kinds = [r["kind"] for r in out.to_pylist() if r["passed"]]
     assert kinds.count("target_removal") == kinds.count("random_removal")

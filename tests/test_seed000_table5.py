@@ -177,7 +177,7 @@ def test_a_tool_following_policy_is_seen_per_tool(tmp_path):
 
 
 def test_test_sets_name_their_splits_and_refuse_training_pools(tmp_path):
-    from medscope.protocols.counterfactual.protocol import CounterfactualProtocol
+    from medscope.protocols.counterfactual.protocol import CounterfactualOptions, CounterfactualProtocol
 
     views = table5_views().to_pylist()
     for v in views[:30]:
@@ -191,29 +191,26 @@ def test_test_sets_name_their_splits_and_refuse_training_pools(tmp_path):
     assert set(kinds) == set(testsets.EVAL_KINDS)  # no unmatched control, no insertion
     assert sum(kinds.values()) == 1115 - 30 and all(i.meta["split"] == "test" for i in items)
     assert {i.meta["test_set"] for i in items} == {"main"}
-    val = CounterfactualProtocol(test_set="validation").load_items(uri)
+    val = CounterfactualProtocol(CounterfactualOptions(test_set="validation")).load_items(uri)
     assert len(val) == 30 and {i.meta["test_set"] for i in val} == {"validation"}
     with pytest.raises(MedScopeError, match="training pool"):
-        CounterfactualProtocol(test_set="c1_unmatched_pool")
+        CounterfactualProtocol(CounterfactualOptions(test_set="c1_unmatched_pool"))
     with pytest.raises(MedScopeError, match="never evaluated"):
-        CounterfactualProtocol(test_set="mine", splits=["train"])
+        CounterfactualProtocol(CounterfactualOptions(test_set="mine", splits=["train"]))
     with pytest.raises(MedScopeError, match="name its split"):
-        CounterfactualProtocol(test_set="mine")
-    assert CounterfactualProtocol(test_set="mine", splits=["test"]).splits == ("test",)
+        CounterfactualProtocol(CounterfactualOptions(test_set="mine"))
+    assert CounterfactualProtocol(CounterfactualOptions(test_set="mine", splits=["test"])).splits == ("test",)
 
 
-def test_sweeps_pass_their_test_set_to_protocols_that_take_one(tmp_path):
-    from pipelines.eval import DEFAULT_PROTOCOL, EvalConfig, load_protocol
-    from medscope.protocols.counterfactual.scoring import sweep_test_set
+def test_sweeps_pass_their_test_set_to_protocols_that_take_one():
+    from pipelines.eval import DEFAULT_PROTOCOL, load_protocol
 
-    cfg = EvalConfig(views="v", models="m", out="o")
-    assert cfg.test_set == "main" and cfg.splits is None  # default: the main test, split test
-    proto = load_protocol(DEFAULT_PROTOCOL, {}, "validation", None)
+    proto = load_protocol(DEFAULT_PROTOCOL, {})
+    assert proto.test_set == "main" and proto.splits == ("test",)  # default: the main test, split test
+    proto = load_protocol(DEFAULT_PROTOCOL, {"test_set": "validation"})
     assert proto.test_set == "validation" and proto.splits == ("validation",)
-    proto = load_protocol(DEFAULT_PROTOCOL, {}, "fresh_external", ["test"])
+    proto = load_protocol(DEFAULT_PROTOCOL, {"test_set": "fresh_external", "splits": ["test"]})
     assert proto.splits == ("test",)
-    # medscope score takes the test set from the sweep's sweep.json
-    (tmp_path / "episodes").mkdir()
-    (tmp_path / "sweep.json").write_text('{"test_set": "fresh_external"}')
-    assert sweep_test_set(str(tmp_path / "episodes")) == "fresh_external"
-    assert sweep_test_set(str(tmp_path / "nowhere" / "episodes")) is None
+    # a score option is not the eval run's to set
+    with pytest.raises(MedScopeError, match="'cost_matrix' of counterfactual is set at score, not at eval"):
+        load_protocol(DEFAULT_PROTOCOL, {"cost_matrix": "table2"})

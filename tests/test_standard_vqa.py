@@ -8,7 +8,6 @@ from vqa_layouts import write_pathvqa, write_vqa_rad
 from medscope import cohorts, protocols, records
 from medscope.models.config import ModelEntry
 from medscope.models.tiny_vlm import save_tiny_qwen2vl
-from medscope.protocols.base import ScoreOptions
 from medscope.protocols.standard_vqa.protocol import read_answer, table16
 from medscope.protocols.standard_vqa.scoring import closed_correct, token_recall, vqa_metrics
 from pipelines.eval import EvalConfig, run_sweep
@@ -81,7 +80,7 @@ def test_policies_and_tiny_vlm_through_the_sweep(ray_cluster, tmp_path):
     summary = run_sweep(cfg, protocol, models)
     assert summary["done"] == 24
     out = str(tmp_path / "scored")
-    s = protocol.score(str(tmp_path / "eval" / "episodes"), items, out, ScoreOptions(n_boot=200))
+    s = protocols.load("standard_vqa", {"n_boot": 200}).score(str(tmp_path / "eval" / "episodes"), items, out)
     assert s["scored"] == 24 and s["skipped"] == 0
     metrics = records.read_table("metrics", out + "/metrics.parquet").to_pylist()
     got = {(r["model"], r["breakdown"][len("source="):], r["metric"]): r["value"] for r in metrics}

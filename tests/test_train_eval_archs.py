@@ -98,7 +98,7 @@ def test_recipe_trains_on_ray_train_and_the_adapter_evaluates_through_medscope_e
     run = runs[arch]
     base, summary, episodes = run["base"], run["summary"], run["episodes"]
     assert summary["steps"] == 3 and summary["method"] == "sft"
-    protocol = load_protocol("counterfactual", {"max_turns": 1}, "main")
+    protocol = load_protocol("counterfactual", {"max_turns": 1})
     items = {i.item_id: i for i in protocol.load_items(views_uri)}
     assert set(episodes) == set(items)  # an episode of the trained adapter on every main-test item
 

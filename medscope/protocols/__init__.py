@@ -2,8 +2,10 @@
 
 Each sub-package ``medscope.protocols.<name>`` exports ``PROTOCOL``, a class implementing
 :class:`medscope.protocols.base.EvalProtocol`: its items, prompt builder, reply reader,
-scoring and report sections. ``eval``, ``score`` and ``report`` find a protocol by the name
-that episodes carry, so adding a protocol is adding a folder: no shared code changes.
+scoring and report sections, and its ``Options`` model (``base.ProtocolOptions``). ``eval``,
+``score`` and ``report`` find a protocol by the name that episodes carry, build it as
+``cls(options)`` with its validated options, so adding a protocol is adding a folder: no shared
+code changes.
 """
 
 from __future__ import annotations
@@ -52,6 +54,21 @@ def spec_of(protocol) -> str:
     return f"{cls.__module__}:{cls.__qualname__}"
 
 
-def load(spec: str, options: dict | None = None):
-    """An instance of the protocol ``spec``, built with its ``protocol_options``."""
-    return protocol_class(spec)(**(options or {}))
+def options_class(cls: type) -> type:
+    """The protocol class's ``Options`` model (medscope.protocols.base.ProtocolOptions)."""
+    from medscope.protocols.base import ProtocolOptions
+
+    model = getattr(cls, "Options", None)
+    if not (isinstance(model, type) and issubclass(model, ProtocolOptions)):
+        raise MedScopeError(f"protocol {getattr(cls, 'name', cls.__name__)} declares no options model: give its "
+                            "class `Options = <a medscope.protocols.base.ProtocolOptions subclass>`")
+    return model
+
+
+def load(spec: str, options=None):
+    """An instance of the protocol ``spec``, built with ``options`` (a mapping of its options,
+    any verb's, validated by its ``Options`` with errors naming the key, or the typed object)."""
+    from medscope.protocols.base import parse_options
+
+    cls = protocol_class(spec)
+    return cls(parse_options(options_class(cls), options, getattr(cls, "name", spec)))

@@ -13,6 +13,7 @@ import json
 
 from medscope import layout, protocols, storage
 from medscope.errors import MedScopeError
+from medscope.protocols.base import parse_options
 from medscope.report import thin
 from medscope.report.render import Raw, Section, to_html, to_markdown
 
@@ -30,25 +31,41 @@ def run_protocol(run: str) -> str:
     return manifest.get("protocol_spec") or manifest.get("protocol", "counterfactual")
 
 
-def build_report(runs: str | list[str], out: str, reference: str | None = None, extra_sections=(),
-                 gallery_cases: int = 4, title: str | None = None, plan: str | None = None) -> dict:
+def run_protocol_built(run: str, options: dict):
+    """The protocol that scored ``run``, built with the options it scored under (its run.json)
+    and the report ``options`` its ``Options`` sets at report."""
+    manifest_uri = layout.ScoredRun(run).manifest
+    record = json.loads(storage.read_text(manifest_uri)) if storage.exists(manifest_uri) else {}
+    name = run_protocol(run)
+    spec = record.get("protocol_spec") or name
+    cls = protocols.protocol_class(spec)
+    model = protocols.options_class(cls)
+    mine = {k: v for k, v in options.items() if k in model.model_fields}
+    parse_options(model, mine, name, verbs=("report",), given_at="report")  # a score option here: said so
+    return cls(parse_options(model, {**(record.get("protocol_options") or {}), **mine}, name))
+
+
+def build_report(runs: str | list[str], out: str, extra_sections=(), title: str | None = None, **options) -> dict:
     """Write the report of the scored run folder(s) ``runs`` into folder ``out``; returns the written paths.
 
-    ``reference``, ``gallery_cases`` and ``plan`` reach the counterfactual protocol's sections
-    (the model the paired differences are taken against; cases shown in the gallery; a plan
-    whose families are adjusted and printed as the paper's Table 6).
+    ``options``: report options of the runs' protocols (``Options`` fields set at report, e.g. the
+    counterfactual ``reference`` and ``gallery_cases``), each given to every run whose protocol
+    has it; one that no run's protocol has is an error. None: the protocol's default.
     """
     runs = [runs] if isinstance(runs, str) else list(runs)
     if not runs:
         raise MedScopeError("report: name at least one scored run")
+    options = {k: v for k, v in options.items() if v is not None}
+    built = [(run, run_protocol_built(run, options)) for run in runs]
+    claimed = {k for _, p in built for k in type(p.options).model_fields}
+    unclaimed = sorted(set(options) - claimed)
+    if unclaimed:
+        raise MedScopeError(f"report option(s) {unclaimed}: no run here is of a protocol that has them "
+                            f"({', '.join(sorted({p.name for _, p in built}))})")
     sections: list[Section] = []
     written: dict = {}
-    for run in runs:
-        name = run_protocol(run)
-        protocol = protocols.load(name)
-        options = ({"reference": reference, "gallery_cases": gallery_cases, "plan": plan}
-                   if name == "counterfactual" else {})
-        more, info = protocol.report_sections(run, out, **options)
+    for run, protocol in built:
+        more, info = protocol.report_sections(run, out)
         sections.extend(more)
         written.update(info)
     for t, body in extra_sections:

@@ -172,7 +172,6 @@ def score_constant_policies(work_dir: str):
     """Write the views and episodes tables and score them with the counterfactual protocol (the
     code ``medscope score`` runs; no bootstrap: the cells are point values)."""
     from medscope import layout, protocols, records, storage
-    from medscope.protocols.base import ScoreOptions
 
     views = main_test_views()
     views_uri = storage.join(work_dir, "views.parquet")
@@ -180,7 +179,7 @@ def score_constant_policies(work_dir: str):
     records.write_table("views", views, views_uri)
     records.write_table("episodes", constant_policy_episodes(views), episodes_uri)
     out = storage.join(work_dir, "scored")
-    protocols.load("counterfactual").score(episodes_uri, views_uri, out, ScoreOptions(n_boot=0))
+    protocols.load("counterfactual", {"n_boot": 0}).score(episodes_uri, views_uri, out)
     run = layout.ScoredRun(out)
     return records.read_table("metrics", run.metrics).to_pandas(), records.read_table("scores", run.scores)
 

@@ -13,13 +13,22 @@ from collections.abc import Collection
 from medscope import tablescan
 from medscope.items import EpisodeResult, Item
 from medscope.models.base import ChatModel, Decoding, Message, Part
+from medscope.protocols.base import ProtocolOptions, option
+
+
+class SingleTurnOptions(ProtocolOptions):
+    """The test protocol's one option (and every protocol's bootstrap ones)."""
+
+    prompt_version: str = option("st-1", verb="eval", description="prompt version (part of every request key)")
 
 
 class SingleTurnProtocol:
     name = "single_turn"
+    Options = SingleTurnOptions
 
-    def __init__(self, prompt_version: str = "st-1"):
-        self.prompt_version = prompt_version
+    def __init__(self, options: SingleTurnOptions | None = None):
+        self.options = options or SingleTurnOptions()
+        self.prompt_version = self.options.prompt_version
 
     def load_items(self, uri: str, ids: Collection[str] | None = None, images: bool = True) -> list[Item]:
         columns = None if images else tablescan.columns_without("views", "image")

@@ -19,7 +19,7 @@ import numpy as np
 from medscope import layout, records, storage, tablescan
 from medscope.images import encode_png
 from medscope.models.base import ChatModel, Decoding, Message, Part
-from medscope.protocols.base import EpisodeResult, Item, ScoreOptions
+from medscope.protocols.base import EpisodeResult, Item, ProtocolOptions, option
 from medscope.protocols.benchmark_mcq import scoring
 from medscope.protocols.benchmark_mcq.builds import build_folders, read_items_table
 from medscope.protocols.benchmark_mcq.families import describe, load_plan
@@ -34,14 +34,26 @@ def blank_like(png_shape: tuple[int, int], value: int = 128) -> bytes:
     return encode_png(np.full((*png_shape, 3), value, dtype=np.uint8))
 
 
+class BenchmarkMCQOptions(ProtocolOptions):
+    """Options of seed 001's benchmark: B = 2000 resamples for intervals and seed 42 unless
+    ``n_boot`` / ``seed`` say otherwise."""
+
+    n_boot_tests: int = option(10_000, verb="score", ge=1, description="bootstrap resamples of the tests (seed 001: 10,000)")
+    margin: float = option(0.05, verb="score", gt=0, description="TOST equivalence margin of Δ sighted − blind")
+    plan: str | None = option(None, verb="score", description=(
+        "a plan declaring the BH families (configs/plans/*.yaml); default: one family per test kind"))
+
+
 class BenchmarkMCQProtocol:
     """EvalProtocol of seed 001's multiple-choice benchmark."""
 
     name = "benchmark_mcq"
     prompt_version = PROMPT_VERSION
+    Options = BenchmarkMCQOptions
 
-    def __init__(self, margin: float = 0.05):
-        self.margin = margin
+    def __init__(self, options: BenchmarkMCQOptions | None = None):
+        self.options = options or BenchmarkMCQOptions()
+        self.margin = self.options.margin
 
     multi_items = True  # the items argument may name several builds (eval run --items A --items B)
 
@@ -97,17 +109,13 @@ class BenchmarkMCQProtocol:
             raw_text=reply.text, action="answer" if letter else "unparseable", answer=letter,
             input_tokens=reply.input_tokens, output_tokens=reply.output_tokens, model_turns=1)
 
-    def score(self, episodes_uri: str, items_uri: str, out: str, options: ScoreOptions | None = None) -> dict:
+    def score(self, episodes_uri: str, items_uri: str, out: str) -> dict:
         """Accuracy over valid replies, Δ sighted − blind, BH families and TOST (seed 001 Methods):
         B = 2000 resamples for intervals, 10,000 for the tests, seed 42 unless told otherwise."""
-        options = options or ScoreOptions()
-        unknown = sorted(set(options.extra) - {"n_boot_tests", "plan"})
-        if unknown:
-            raise ValueError(f"unknown benchmark_mcq score option(s) {unknown}; known: ['n_boot_tests', 'plan']")
-        plan = load_plan(options.extra.get("plan"))  # BH families, declared (issue 27)
-        options = ScoreOptions(n_boot=options.n_boot or 2000, seed=42 if options.seed is None else options.seed,
-                               extra=options.extra)
-        b_tests = int(options.extra.get("n_boot_tests", 10_000))
+        o = self.options
+        plan = load_plan(o.plan)  # BH families, declared (issue 27)
+        n_boot, seed = o.n_boot or 2000, 42 if o.seed is None else o.seed
+        b_tests = o.n_boot_tests
         run = layout.ScoredRun(out)
         table = read_items_table(items_uri)
         items = table.to_pandas()
@@ -116,8 +124,8 @@ class BenchmarkMCQProtocol:
         rows, skipped = scoring.score_rows(episodes, by_id)
         scores = records.write_table("mcq_scores", rows, run.table("mcq_scores"))
         df = scores.to_pandas()
-        metrics = scoring.metrics_rows(df, items, options.n_boot, options.seed) if len(df) else []
-        tests = scoring.test_rows(df, b_tests, options.seed, self.margin, plan) if len(df) else []
+        metrics = scoring.metrics_rows(df, items, n_boot, seed) if len(df) else []
+        tests = scoring.test_rows(df, b_tests, seed, self.margin, plan) if len(df) else []
         families = {}
         for t in tests:
             families.setdefault(t["bh_family"], t["family_size"])
@@ -126,9 +134,9 @@ class BenchmarkMCQProtocol:
         records.write_table("metrics", metrics, run.metrics)
         records.write_table("mcq_tests", tests, run.table("mcq_tests"))
         manifest = {"protocol": self.name, "prompt_version": self.prompt_version, "episodes": episodes_uri,
-                    "items": ",".join(build_folders(items_uri)), "n_boot": options.n_boot, "n_boot_tests": b_tests,
-                    "seed": options.seed, "margin": self.margin, "cluster": "case_id", "skipped": skipped,
-                    "bh_families": families, "plan": options.extra.get("plan"),
+                    "items": ",".join(build_folders(items_uri)), "n_boot": n_boot, "n_boot_tests": b_tests,
+                    "seed": seed, "margin": self.margin, "cluster": "case_id", "skipped": skipped,
+                    "bh_families": families, "plan": o.plan,
                     "scored_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}
         storage.write_text(run.manifest, json.dumps(manifest, indent=2) + "\n")
         return {"scores": run.table("mcq_scores"), "metrics": run.metrics,

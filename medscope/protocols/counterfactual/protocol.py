@@ -14,59 +14,47 @@ from collections.abc import Collection
 from medscope import records, tablescan
 from medscope.protocols.counterfactual import prompts
 from medscope.protocols.counterfactual.agent_episode import CONDITIONS, EpisodeSettings, run_episode
-from medscope.protocols.base import EpisodeResult, Item, ScoreOptions
+from medscope.protocols.base import EpisodeResult, Item
 from medscope.errors import MedScopeError
 from medscope.models.base import ChatModel, Decoding
 from medscope.protocols.counterfactual import testsets
+from medscope.protocols.counterfactual.options import CounterfactualOptions
 
-SCORE_OPTIONS = {"cost_matrix", "test_set", "cluster", "plan", "panel", "min_votes", "box_units"}
 _META = ("kind", "finding", "question_kind", "lesion_bbox", "width", "height", "critical", "imaging_type",
          "source", "split", "tool", "degradation", "lesion_area_frac")
 
 
-def episode_settings(options: dict) -> EpisodeSettings:
-    """EpisodeSettings from a sweep's ``protocol_options`` (flat keys, or ``images:
-    {resize_long_side: N}``); unknown keys are a clear error."""
-    opts = dict(options)
-    images = opts.pop("images", None) or {}
-    if not isinstance(images, dict) or set(images) - {"resize_long_side"}:
-        raise MedScopeError(f"protocol option images: only resize_long_side is known, got {images!r}")
-    opts.update(images)
-    known = set(EpisodeSettings.__dataclass_fields__)
-    unknown = sorted(set(opts) - known)
-    if unknown:
-        raise MedScopeError(f"unknown counterfactual protocol option(s) {unknown}; known: {sorted(known)}")
-    return EpisodeSettings(**opts)
+def episode_settings(options: CounterfactualOptions) -> EpisodeSettings:
+    """The shared agent episode's settings from the protocol's eval options."""
+    return EpisodeSettings(max_turns=options.max_turns, max_tool_calls=options.max_tool_calls,
+                           resize_long_side=options.resize_long_side, blank_gray=options.blank_gray,
+                           templates=options.templates)
 
 
 class CounterfactualProtocol:
     """``load_items`` keeps passed evaluation views of the test set's splits; views without an
-    image go to ``self.rejects``.
-
-    Built as ``CounterfactualProtocol(**protocol_options)``, e.g. ``images: {resize_long_side:
-    512}``, ``max_turns: 5``, ``templates: path/to/prompts.yaml``, ``test_set: fresh_external``,
-    ``splits: [test]``, ``tools: [telea]`` (narrow a held-out set's tools), ``training_recipe:
-    configs/views/training.yaml`` (refuse a held-out tool the training recipe uses).
-    """
+    image go to ``self.rejects``. Built as ``CounterfactualProtocol(CounterfactualOptions(...))``
+    (``medscope.protocols.load("counterfactual", {...})`` from a mapping)."""
 
     name = "counterfactual"
+    Options = CounterfactualOptions
 
-    def __init__(self, settings: EpisodeSettings | None = None, test_set: str = testsets.DEFAULT_TEST_SET,
-                 splits: list[str] | None = None, tools: list[str] | None = None,
-                 training_recipe: str | None = None, **options):
-        self.test_set = test_set
-        self.splits = testsets.splits_of(test_set, splits)
+    def __init__(self, options: CounterfactualOptions | None = None):
+        self.options = options = options or CounterfactualOptions()
+        self.test_set = options.test_set
+        self.splits = testsets.splits_of(options.test_set, options.splits)
         # edited views of these tools only (heldout_tools: Telea and diffusion, §5.4); None: all
-        self.tools = testsets.tools_of(test_set, tools)
-        if training_recipe:
+        self.tools = testsets.tools_of(options.test_set, options.tools)
+        if options.training_recipe:
             from medscope.views.recipe import check_heldout, load_recipe
 
             if self.tools is None:
-                raise MedScopeError(f"training_recipe: test set {test_set!r} names no tools to hold out; "
+                raise MedScopeError(f"training_recipe: test set {options.test_set!r} names no tools to hold out; "
                                     "name them (tools: [...]) or use heldout_tools")
-            training = load_recipe(training_recipe)
-            check_heldout(self.tools, training.all_tools(), test_set, f"{training.name} ({training_recipe})")
-        self.settings = settings or episode_settings(options)
+            training = load_recipe(options.training_recipe)
+            check_heldout(self.tools, training.all_tools(), options.test_set,
+                          f"{training.name} ({options.training_recipe})")
+        self.settings = episode_settings(options)
         self.prompt_version = prompts.prompt_version(self.settings.templates)
         self.rejects: list[dict] = []
 
@@ -102,23 +90,20 @@ class CounterfactualProtocol:
     def run_episode(self, item: Item, model: ChatModel, condition: str, decoding: Decoding) -> EpisodeResult:
         return run_episode(item, model, condition, decoding, self.settings)
 
-    def score(self, episodes_uri: str, items_uri: str, out: str, options: ScoreOptions) -> dict:
-        """Rewards under a cost matrix and the §3.8 metrics; ``options.extra`` takes
-        ``cost_matrix``, ``test_set``, ``cluster``, ``plan``, ``panel``, ``min_votes``, ``box_units``."""
+    def score(self, episodes_uri: str, items_uri: str, out: str) -> dict:
+        """Rewards under the cost matrix and the §3.8 metrics (``self.options``' score options);
+        the scores carry the test set the eval run evaluated."""
         from medscope.protocols.counterfactual.scoring import score_run
+        from medscope.stats import bootstrap as bs
 
-        extra = dict(options.extra)
-        unknown = sorted(set(extra) - SCORE_OPTIONS)
-        if unknown:
-            raise MedScopeError(f"unknown counterfactual score option(s) {unknown}; known: {sorted(SCORE_OPTIONS)}")
-        if options.n_boot is not None:
-            extra["n_boot"] = options.n_boot
-        if options.seed is not None:
-            extra["seed"] = options.seed
-        return score_run(episodes_uri, items_uri, out, **extra)
+        o = self.options
+        return score_run(episodes_uri, items_uri, out, cost_matrix=o.cost_matrix, test_set=o.test_set,
+                         n_boot=bs.DEFAULT_B if o.n_boot is None else o.n_boot,
+                         seed=bs.DEFAULT_SEED if o.seed is None else o.seed, cluster=o.cluster, plan=o.plan,
+                         panel=o.panel, min_votes=o.min_votes, box_units=o.box_units)
 
-    def report_sections(self, scored_run: str, work_dir: str, reference: str | None = None,
-                        gallery_cases: int = 4, plan: str | None = None) -> tuple[list, dict]:
+    def report_sections(self, scored_run: str, work_dir: str) -> tuple[list, dict]:
         from medscope.protocols.counterfactual.report import report_sections
 
-        return report_sections(scored_run, work_dir, reference=reference, gallery_cases=gallery_cases, plan=plan)
+        o = self.options
+        return report_sections(scored_run, work_dir, reference=o.reference, gallery_cases=o.gallery_cases, plan=o.plan)

@@ -206,7 +206,7 @@ def _curve_sections(scores, metrics, keys, ts0, multi, constant) -> list:
             _by_breakdown(metrics, readers, ts0, "size_quartile", multi, metric_list=("esg", "erased_claims"))],
             anchor="size"),
         Section("Risk-coverage", [
-            Image(plots.risk_coverage(ss[ss.test_set.fillna("main") == ts0], labels), "risk_coverage.png",
+            Image(plots.risk_coverage(ss[ss.test_set == ts0], labels), "risk_coverage.png",
                   "Selective risk against coverage on original and random-removal views, one curve per model that "
                   "reads the image"),
             Para(f"Selective risk (share answered wrongly) on the answerable views of {ts0}: original and "

@@ -21,27 +21,15 @@ from medscope.stats import labelnoise
 PROTOCOL = "counterfactual"
 
 
-def sweep_test_set(episodes_uri: str) -> str | None:
-    """The test set the sweep that wrote ``episodes_uri`` recorded in its sweep.json, if any."""
-    summary = layout.EvalRun(layout.folder_of("episodes", episodes_uri)).summary
-    if storage.exists(summary):
-        return json.loads(storage.read_text(summary)).get("test_set")
-    return None
-
-
 def score_run(episodes_uri: str, views_uri: str, out: str, cost_matrix: str = costs.DEFAULT,
-              test_set: str | None = None, n_boot: int = bs.DEFAULT_B, seed: int = bs.DEFAULT_SEED,
+              test_set: str = "main", n_boot: int = bs.DEFAULT_B, seed: int = bs.DEFAULT_SEED,
               cluster: str = "case_id", plan: str | None = None, panel: list[str] | None = None,
               min_votes: int | None = None, box_units: str = "pixels") -> dict:
     """Score episodes against views, write scores + metrics (+ manifest) under ``out``.
 
-    ``test_set``: the name the scores carry; by default the one the sweep recorded (sweep.json),
-    else main; a name that contradicts the sweep's is refused."""
+    ``test_set``: the name the scores carry, the one the eval run evaluated (its protocol
+    options, ``medscope score`` passes them on)."""
     t0 = time.monotonic()
-    swept = sweep_test_set(episodes_uri)
-    if test_set and swept and test_set != swept:
-        raise MedScopeError(f"--test-set {test_set} but the sweep of {episodes_uri} ran test set {swept}")
-    test_set = test_set or swept or "main"
     if plan:
         rules.lock_plan(plan, out)
     matrix = costs.load(cost_matrix)

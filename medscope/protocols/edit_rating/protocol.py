@@ -22,7 +22,7 @@ from collections.abc import Collection
 from medscope import layout, records, storage, tablescan
 from medscope.qc.visibility import format_ratings  # noqa: F401 - re-exported
 from medscope.models.base import ChatModel, Decoding, Message, Part
-from medscope.protocols.base import EpisodeResult, Item
+from medscope.protocols.base import EpisodeResult, Item, ProtocolOptions, option
 from medscope.protocols.counterfactual import testsets
 
 PROMPT = ("Was this medical image digitally edited (for example, a region inpainted or copied from elsewhere)? "
@@ -41,13 +41,23 @@ def read_rating(text: str) -> float | None:
     return None
 
 
+class EditRatingOptions(ProtocolOptions):
+    """Options of the zero-shot edit ratings (seed 000 §5.4); the bootstrap: B = 2000, seed 42
+    unless ``n_boot`` / ``seed`` say otherwise."""
+
+    test_set: str = option(testsets.DEFAULT_TEST_SET, verb="eval", description="named test set whose views are rated")
+    splits: list[str] | None = option(None, verb="eval", description="split(s) rated (default: the test set's)")
+
+
 class EditRatingProtocol:
     name = "edit_rating"
     prompt_version = "edit-rating-v1"
+    Options = EditRatingOptions
 
-    def __init__(self, test_set: str = testsets.DEFAULT_TEST_SET, splits: list[str] | None = None):
-        self.test_set = test_set
-        self.splits = testsets.splits_of(test_set, splits)
+    def __init__(self, options: EditRatingOptions | None = None):
+        self.options = options or EditRatingOptions()
+        self.test_set = self.options.test_set
+        self.splits = testsets.splits_of(self.test_set, self.options.splits)
 
     def conditions(self) -> tuple[str, ...]:
         return ("zero_shot",)
@@ -76,11 +86,11 @@ class EditRatingProtocol:
             input_tokens=reply.input_tokens, output_tokens=reply.output_tokens,
             parse_error=None if rating is not None else "no probability in the reply", model_turns=1)
 
-    def score(self, episodes_uri: str, items_uri: str, out: str, options=None) -> dict:
+    def score(self, episodes_uri: str, items_uri: str, out: str) -> dict:
         """Per model, AUC [95% CI] of its edit ratings (R vs O, T vs O), written as
         ``edit_ratings.json`` beside the scored run's ``run.json``."""
-        n_boot = getattr(options, "n_boot", None) or 2000
-        seed = 42 if getattr(options, "seed", None) is None else options.seed
+        n_boot = self.options.n_boot or 2000
+        seed = 42 if self.options.seed is None else self.options.seed
         result = rating_aucs(records.read_table("episodes", episodes_uri), records.read_table("views", items_uri),
                              n_boot, seed)
         run = layout.ScoredRun(out)

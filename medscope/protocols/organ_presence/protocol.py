@@ -15,7 +15,7 @@ import numpy as np
 
 from medscope import config as cfgmod
 from medscope import tablescan
-from medscope.protocols.base import EpisodeResult, Item, ScoreOptions
+from medscope.protocols.base import EpisodeResult, Item, ProtocolOptions, option
 from medscope.images import decode_png, encode_png
 from medscope.models.base import ChatModel, Decoding, Message, Part
 from medscope.volumes.config import ProbeConfig, conditions, split_condition
@@ -30,19 +30,26 @@ def blank_png(height: int, width: int, value: int = 128) -> bytes:
     return encode_png(np.full((height, width, 3), value, dtype=np.uint8))
 
 
+class OrganPresenceOptions(ProtocolOptions):
+    """Options of the organ-presence probe (seed 003). The bootstrap's resamples and seed default
+    to the probe config's (``bootstrap_b``, ``bootstrap_seed``: the paper's)."""
+
+    probe_config: ProbeConfig | str | None = option(None, verb="eval", description=(
+        "the probe config: a YAML path (configs/probe/default.yaml) or its fields as a mapping; its formats "
+        "and image modes make the conditions, its hedge lexicon reads the replies (default: the paper's)"))
+
+
 class OrganPresenceProtocol:
     """EvalProtocol of the volumetric organ-presence probe."""
 
     name = "organ_presence"
     prompt_version = "probe-v2"  # v2: the paper-worded formats (issue 29)
+    Options = OrganPresenceOptions
 
-    def __init__(self, config: ProbeConfig | dict | str | None = None):
-        """``config``: a ProbeConfig, its fields as a dict (a sweep's protocol_options), or a YAML path."""
-        if isinstance(config, str):
-            config = cfgmod.load(ProbeConfig, config)
-        elif isinstance(config, dict):
-            config = cfgmod.parse(ProbeConfig, config, source="protocol_options.config")
-        self.config = config or ProbeConfig()
+    def __init__(self, options: OrganPresenceOptions | None = None):
+        self.options = options or OrganPresenceOptions()
+        config = self.options.probe_config
+        self.config = cfgmod.load(ProbeConfig, config) if isinstance(config, str) else (config or ProbeConfig())
 
     def load_items(self, uri: str, ids: Collection[str] | None = None, images: bool = True) -> list[Item]:
         items = []
@@ -100,18 +107,16 @@ class OrganPresenceProtocol:
             output_tokens=completion.output_tokens,
         )
 
-    def score(self, episodes_uri: str, items_uri: str, out: str, options: ScoreOptions) -> dict:
+    def score(self, episodes_uri: str, items_uri: str, out: str) -> dict:
         """Probe scores and metrics; the bootstrap B and seed come from the probe config (the
         paper's), unless ``medscope score`` was given other values."""
         from medscope.protocols.organ_presence.scoring import score_run
 
-        if options.extra:
-            raise ValueError(f"the organ-presence protocol takes no score options, got {sorted(options.extra)}")
         cfg = self.config
-        if options.n_boot is not None:
-            cfg = cfg.model_copy(update={"bootstrap_b": options.n_boot})
-        if options.seed is not None:
-            cfg = cfg.model_copy(update={"bootstrap_seed": options.seed})
+        if self.options.n_boot is not None:
+            cfg = cfg.model_copy(update={"bootstrap_b": self.options.n_boot})
+        if self.options.seed is not None:
+            cfg = cfg.model_copy(update={"bootstrap_seed": self.options.seed})
         return score_run(episodes_uri, items_uri, out, cfg)
 
     def report_sections(self, scored_run: str, work_dir: str) -> tuple[list, dict]:

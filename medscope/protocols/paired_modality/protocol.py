@@ -18,11 +18,12 @@ from functools import lru_cache
 from importlib import resources
 
 import pyarrow as pa
+import pydantic
 import yaml
 
 from medscope import layout, records, storage
 from medscope.models.base import ChatModel, Decoding, Message, Part
-from medscope.protocols.base import EpisodeResult, Item, ScoreOptions
+from medscope.protocols.base import EpisodeResult, Item, ProtocolOptions, option
 from medscope.protocols.paired_modality import names, scoring
 from medscope.protocols.paired_modality.extraction import extract_photo_findings
 from medscope.protocols.paired_modality.manifest import MAX_SIDE, PairPhoto, read_manifest, vocabulary
@@ -48,13 +49,37 @@ def eval_run_models(episodes_uri: str) -> list[dict]:
     return list(json.loads(storage.read_text(summary)).get("models") or [])
 
 
+class PairedModalityOptions(ProtocolOptions):
+    """Options of seed 002's paired-modality evaluation."""
+
+    max_side: int = option(MAX_SIDE, verb="eval", ge=16, description="long side of the photographs sent, pixels")
+    judge: str | dict = option("rule", verb="score", description=(
+        "rule | rule-named-only | a model entry (mapping) | an entry name in judge_models"))
+    second_judge: str | dict | None = option(None, verb="score", description="a second judge (same forms): Cohen's kappa")
+    judge_models: str | None = option(None, verb="score", description="models YAML the judges are named in")
+    judge_cache: str | None = option(None, verb="score", description=(
+        "judgement cache (default <out>/judge_cache; share it between runs to reuse judgements)"))
+    judge_workers: int = option(4, verb="score", ge=1, description="judge requests in flight")
+    alpha: float = option(0.05, verb="score", gt=0, lt=1, description="significance level of the McNemar tests")
+    pooled_models: list[str] | None = option(None, verb="score", description=(
+        "subject models the pooled McNemar rows pool (default: every evaluated model but constant policies; "
+        "a judge never)"))
+
+    @pydantic.field_validator("pooled_models", mode="before")
+    @classmethod
+    def _comma_list(cls, v):
+        return [m.strip() for m in v.split(",") if m.strip()] if isinstance(v, str) else v
+
+
 class PairedModalityProtocol:
     """EvalProtocol of seed 002 (see the module docstring)."""
 
     name = "paired_modality"
+    Options = PairedModalityOptions
 
-    def __init__(self, max_side: int = MAX_SIDE):
-        self.max_side = int(max_side)
+    def __init__(self, options: PairedModalityOptions | None = None):
+        self.options = options or PairedModalityOptions()
+        self.max_side = self.options.max_side
         self.prompt_version = prompts()["version"]
 
     # -- items -----------------------------------------------------------------------------
@@ -98,28 +123,16 @@ class PairedModalityProtocol:
         )
 
     # -- scoring -----------------------------------------------------------------------------------
-    def score(self, episodes_uri: str, items_uri: str, out: str, options: ScoreOptions | None = None) -> dict:
-        """Extract, judge (cached), label, and write labels / metrics / McNemar / agreement / run.json.
-
-        ``options.extra``: ``judge`` (``rule`` | ``rule-named-only`` | a model entry dict | an entry
-        name in ``judge_models``), ``second_judge`` (same; gives Cohen's kappa), ``judge_models``
-        (a configs/models/*.yaml), ``judge_cache`` (default ``<out>/judge_cache``; share it between
-        runs to reuse judgements), ``judge_workers`` (default 4), ``alpha`` (default 0.05),
-        ``pooled_models`` (the subject models the pooled McNemar rows pool, a list or
-        comma-separated; default: every evaluated model but constant policies; a judge never).
-        """
-        options = options or ScoreOptions()
-        extra = dict(options.extra)
-        unknown = set(extra) - {"judge", "second_judge", "judge_models", "judge_cache", "judge_workers", "alpha",
-                                 "pooled_models"}
-        if unknown:
-            raise ValueError(f"unknown paired_modality score option(s): {sorted(unknown)}")
+    def score(self, episodes_uri: str, items_uri: str, out: str) -> dict:
+        """Extract, judge (cached), label, and write labels / metrics / McNemar / agreement / run.json
+        under ``self.options``' score options (``PairedModalityOptions``)."""
+        o = self.options
         episodes_uri = layout.table_uri("episodes", episodes_uri)  # an eval run folder, or its episodes
         photos, rejects = self.photos(items_uri)
         vocab = vocabulary(photos)
-        judges = [scoring.make_judge(extra.get("judge", "rule"), vocab, extra.get("judge_models"))]
-        if extra.get("second_judge"):
-            judges.append(scoring.make_judge(extra["second_judge"], vocab, extra.get("judge_models")))
+        judges = [scoring.make_judge(o.judge, vocab, o.judge_models)]
+        if o.second_judge:
+            judges.append(scoring.make_judge(o.second_judge, vocab, o.judge_models))
         table = records.read_table("episodes", episodes_uri)
         episodes = [e for e in table.to_pylist() if e["protocol"] == self.name]
         run_models = eval_run_models(episodes_uri)
@@ -130,19 +143,17 @@ class PairedModalityProtocol:
                   "without the judge: configs/models/pairs.yaml, judge in configs/models/pairs-judge.yaml)",
                   file=sys.stderr)
             episodes = [e for e in episodes if e["model"] not in as_judge]
-        named = extra.get("pooled_models")
-        if isinstance(named, str):
-            named = [m.strip() for m in named.split(",") if m.strip()]
+        named = o.pooled_models
         pool, left_out = scoring.pooled_subjects(run_models, [e["model"] for e in episodes],
                                                  [j.name for j in judges], named)
         left_out.update({m: "the judge (never a subject)" for m in as_judge})
         print(f"paired_modality: pooled McNemar over {len(pool)} subject model(s): {', '.join(pool) or 'none'}"
               + (f"; left out: {', '.join(f'{m} ({why})' for m, why in sorted(left_out.items()))}" if left_out else ""),
               file=sys.stderr)
-        cache = extra.get("judge_cache") or storage.join(out, names.JUDGE_CACHE)
+        cache = o.judge_cache or storage.join(out, names.JUDGE_CACHE)
         labels, counts = scoring.label_episodes(episodes, {p.item_id: p for p in photos}, judges, cache,
-                                                int(extra.get("judge_workers", 4)))
-        alpha = float(extra.get("alpha", 0.05))
+                                                o.judge_workers)
+        alpha = o.alpha
         metrics = scoring.rate_rows(labels, alpha)
         tests = scoring.mcnemar_rows(labels, pool)
         kappa = scoring.agreement(labels)

@@ -172,8 +172,8 @@ def sections(scored_run: str) -> list[tuple[str, list]]:
         if run.get("unverified"):
             blocks.append(Para(f"The judge could not verify asserted photo findings in {run['unverified']} replies: an "
                                "offline rule judge only recognises findings the manifest names, so these FP rates may "
-                               "be too low. Use a model judge (--score-option judge=NAME --score-option "
-                               "judge_models=configs/models/pairs-judge.yaml)."))
+                               "be too low. Use a model judge (score --judge NAME "
+                               "--judge-models configs/models/pairs-judge.yaml)."))
     flips = flipped_readings(labels)
     if flips:
         blocks += [Para("Flipped readings (seed 002 Figures 1 and 4): the same photograph described differently by "

@@ -19,7 +19,7 @@ from collections.abc import Collection
 from medscope import layout, records, storage, tablescan
 from medscope.answers.parser import parse_reply
 from medscope.models.base import ChatModel, Decoding, Message, Part
-from medscope.protocols.base import EpisodeResult, Item, ScoreOptions
+from medscope.protocols.base import EpisodeResult, Item, ProtocolOptions, option
 from medscope.protocols.standard_vqa.scoring import score_one, vqa_metrics
 from medscope.report import thin
 from medscope.report.render import Table
@@ -29,19 +29,30 @@ INSTRUCTION = "Answer the question about the image with a single word or a short
 DEFAULT_SAMPLE = {"slake": 300, "pathvqa": 300}  # Table 16; sources not named are taken whole
 
 
+class StandardVQAOptions(ProtocolOptions):
+    """Options of the standard-VQA check (seed 000 §5.6); the bootstrap: B = 2000, seed 42 unless
+    ``n_boot`` / ``seed`` say otherwise."""
+
+    splits: list[str] = option(["test"], verb="eval", description="released splits evaluated (empty: all)")
+    sample: dict[str, int] | None = option(None, verb="eval", description=(
+        "questions drawn per source, {source: n} (default Table 16's: slake 300, pathvqa 300; a source not "
+        "named is taken whole)"))
+    sample_seed: int = option(0, verb="eval", description="seed of the per-source draw")
+
+
 class StandardVQAProtocol:
     """EvalProtocol of the standard-VQA check."""
 
     name = "standard_vqa"
     multi_items = True  # several vqa_items tables (VQA-RAD, SLAKE, PathVQA) in one sweep
     prompt_version = "svqa-v1"
+    Options = StandardVQAOptions
 
-    def __init__(self, splits: list[str] | tuple[str, ...] = ("test",), sample: dict | None = None, seed: int = 0):
-        """``splits``: the released splits evaluated (empty: all); ``sample``: {source: n} questions
-        drawn per source (default Table 16's; a source not named is taken whole); ``seed`` of the draw."""
-        self.splits = tuple(splits)
-        self.sample = dict(DEFAULT_SAMPLE if sample is None else sample)
-        self.seed = int(seed)
+    def __init__(self, options: StandardVQAOptions | None = None):
+        self.options = o = options or StandardVQAOptions()
+        self.splits = tuple(o.splits)
+        self.sample = dict(DEFAULT_SAMPLE if o.sample is None else o.sample)
+        self.seed = o.sample_seed
 
     # ------------------------------------------------------------------ items
 
@@ -109,12 +120,10 @@ class StandardVQAProtocol:
 
     # ------------------------------------------------------------------ scoring
 
-    def score(self, episodes_uri: str, items_uri: str, out: str, options: ScoreOptions) -> dict:
+    def score(self, episodes_uri: str, items_uri: str, out: str) -> dict:
         """Write ``vqa_scores.parquet``, ``metrics.parquet`` and ``run.json`` under ``out``."""
-        if options.extra:
-            raise ValueError(f"the standard_vqa protocol takes no score options, got {sorted(options.extra)}")
-        n_boot = 2000 if options.n_boot is None else options.n_boot
-        seed = 42 if options.seed is None else options.seed
+        n_boot = 2000 if self.options.n_boot is None else self.options.n_boot
+        seed = 42 if self.options.seed is None else self.options.seed
         items = {i.item_id: i for i in self.load_items(items_uri)}
         episodes = records.read_table("episodes", episodes_uri).to_pylist()
         scores, skipped = score_episodes(episodes, items)
