@@ -194,6 +194,7 @@ class ScoredRun(_Folder):
 
     @property
     def plan_lock(self) -> str:
+        """``plan.lock.json``: the pre-registered plan's hash, recorded when scoring began."""
         return self._at("plan.lock.json")
 
     def table(self, name: str) -> str:

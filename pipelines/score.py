@@ -119,7 +119,7 @@ def read_metrics(uris: list[str]) -> pd.DataFrame:
 
 def apply_rules(plan_uri: str, metrics_uris: list[str], lock_uri: str | None = None, unlocked: bool = False) -> str:
     plan, h = rules.load_plan(plan_uri)
-    locks = [lock_uri] if lock_uri else [storage.join(run_folder(u), rules.LOCK_NAME) for u in metrics_uris]
+    locks = [lock_uri] if lock_uri else [layout.ScoredRun(run_folder(u)).plan_lock for u in metrics_uris]
     found = [u for u in dict.fromkeys(locks) if storage.exists(u)]
     notes: list[str] = []
     if not found and not unlocked:

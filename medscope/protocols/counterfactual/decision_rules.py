@@ -35,11 +35,11 @@ import pandas as pd
 import pydantic
 
 from medscope import config as cfgmod
-from medscope import storage
+from medscope import layout, storage
 from medscope.config import StrictModel
 from medscope.errors import MedScopeError
 
-LOCK_NAME = "plan.lock.json"
+LOCK_NAME = "plan.lock.json"  # the file name, for messages; its path is layout.ScoredRun.plan_lock
 
 
 Threshold = float | str  # a number, or the name of one of the plan's margins
@@ -225,7 +225,7 @@ def plan_hash(data: dict) -> str:
 def lock_plan(plan_uri: str, run_uri: str) -> dict:
     """Record the plan's hash in ``<run>/plan.lock.json`` (kept if already there: first lock wins)."""
     plan, h = load_plan(plan_uri)
-    lock_uri = storage.join(run_uri, LOCK_NAME)
+    lock_uri = layout.ScoredRun(run_uri).plan_lock
     if storage.exists(lock_uri):
         return json.loads(storage.read_text(lock_uri))
     lock = {"plan": plan.name, "plan_uri": plan_uri, "hash": h,
