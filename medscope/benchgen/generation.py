@@ -15,10 +15,11 @@ from collections.abc import Collection
 
 from medscope import config as cfgmod
 from medscope import storage
+from medscope.benchgen.calls import jsonl_rows, text_call
 from medscope.benchgen.extract import extraction_prompt
 from medscope.benchgen.questions import REPORT_PROMPT, report_prompt
 from medscope.benchgen.schema import Schema, resolve
-from medscope.models.base import ChatModel, Decoding, Message
+from medscope.models.base import ChatModel, Decoding
 from medscope.protocols.base import EpisodeResult, Item
 from medscope.seeding import stable_hash
 
@@ -49,10 +50,7 @@ class GenerationProtocol:
     def load_items(self, uri: str, ids: Collection[str] | None = None, images: bool = True) -> list[Item]:
         """The studies of the JSON-lines file (``ids``: only those; no images either way)."""
         items = []
-        for line in storage.read_text(uri).splitlines():
-            if not line.strip():
-                continue
-            r = json.loads(line)
+        for r in jsonl_rows(uri):
             item_id = study_item_id(r["case_id"], r["findings"], r["impression"])
             if ids is not None and item_id not in ids:
                 continue
@@ -75,13 +73,7 @@ class GenerationProtocol:
         raise ValueError(f"unknown generation condition {condition!r}")
 
     def run_episode(self, item: Item, model: ChatModel, condition: str, decoding: Decoding) -> EpisodeResult:
-        text = self.prompt(item, condition)
-        reply = model.complete([Message.text("user", text)], decoding)
-        return EpisodeResult(
-            turns=[{"role": "user", "text": text, "image_ref": None},
-                   {"role": "assistant", "text": reply.text, "image_ref": None}],
-            raw_text=reply.text, action="answer" if reply.text.strip() else "unparseable",
-            input_tokens=reply.input_tokens, output_tokens=reply.output_tokens, model_turns=1)
+        return text_call(model, self.prompt(item, condition), decoding)
 
     def score(self, *args, **kwargs):
         raise NotImplementedError("generation episodes are read by `medscope benchgen build`, not scored")

@@ -28,7 +28,8 @@ from collections.abc import Collection
 from medscope import storage
 from medscope.benchgen.extract import first_json_object, sentences
 from medscope.benchgen.grounding import _mention_status, read_text
-from medscope.models.base import ChatModel, Decoding, Message
+from medscope.benchgen.calls import jsonl_rows, text_call
+from medscope.models.base import ChatModel, Decoding
 from medscope.protocols.base import EpisodeResult, Item
 from medscope.seeding import stable_hash
 
@@ -168,27 +169,15 @@ class ProposalProtocol:
         self.prompt_version = "propose-" + stable_hash(instructions, organ, length=12)
 
     def load_items(self, uri: str, ids: Collection[str] | None = None, images: bool = True) -> list[Item]:
-        items = []
-        for line in storage.read_text(uri).splitlines():
-            if line.strip():
-                r = json.loads(line)
-                if ids is None or r["key"] in ids:
-                    items.append(Item(item_id=r["key"], case_id=r["key"], question="", truth="",
-                                      private=bool(r["private"]), endpoint_allowlist=tuple(r["endpoint_allowlist"]),
-                                      meta={"text": r["text"]}))
-        return items
+        return [Item(item_id=r["key"], case_id=r["key"], question="", truth="", private=bool(r["private"]),
+                     endpoint_allowlist=tuple(r["endpoint_allowlist"]), meta={"text": r["text"]})
+                for r in jsonl_rows(uri) if ids is None or r["key"] in ids]
 
     def conditions(self) -> tuple[str, ...]:
         return (CONDITION,)
 
     def run_episode(self, item: Item, model: ChatModel, condition: str, decoding: Decoding) -> EpisodeResult:
-        text = proposal_prompt(self.organ, item.meta["text"], self.instructions)
-        reply = model.complete([Message.text("user", text)], decoding)
-        return EpisodeResult(
-            turns=[{"role": "user", "text": text, "image_ref": None},
-                   {"role": "assistant", "text": reply.text, "image_ref": None}],
-            raw_text=reply.text, action="answer" if reply.text.strip() else "unparseable",
-            input_tokens=reply.input_tokens, output_tokens=reply.output_tokens, model_turns=1)
+        return text_call(model, proposal_prompt(self.organ, item.meta["text"], self.instructions), decoding)
 
     def score(self, *args, **kwargs):
         raise NotImplementedError("proposal episodes are read by `medscope benchgen schema induce`, not scored")

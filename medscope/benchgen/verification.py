@@ -16,12 +16,14 @@ prompt is a new request, never a stale verdict.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections.abc import Collection
 
 from medscope import storage
-from medscope.models.base import ChatModel, Decoding, Message
+from medscope.benchgen.calls import jsonl_rows, text_call
+from medscope.models.base import ChatModel, Decoding
 from medscope.protocols.base import EpisodeResult, Item
 from medscope.seeding import stable_hash
 
@@ -75,10 +77,7 @@ class VerificationProtocol:
 
     def load_items(self, uri: str, ids: Collection[str] | None = None, images: bool = True) -> list[Item]:
         items = []
-        for line in storage.read_text(uri).splitlines():
-            if not line.strip():
-                continue
-            r = json.loads(line)
+        for r in jsonl_rows(uri):
             if ids is not None and r["key"] not in ids:
                 continue
             items.append(Item(item_id=r["key"], case_id=r["case_id"], question=r["question"], truth="",
@@ -90,16 +89,12 @@ class VerificationProtocol:
         return (CONDITION,)
 
     def run_episode(self, item: Item, model: ChatModel, condition: str, decoding: Decoding) -> EpisodeResult:
-        text = verification_prompt(item.question, item.meta["answer"], item.meta["findings"],
-                                   item.meta["impression"], self.instructions)
-        reply = model.complete([Message.text("user", text)], decoding)
-        supported, _ = read_verdict(reply.text)
-        return EpisodeResult(
-            turns=[{"role": "user", "text": text, "image_ref": None},
-                   {"role": "assistant", "text": reply.text, "image_ref": None}],
-            raw_text=reply.text, action="unparseable" if supported is None else "answer",
-            answer=None if supported is None else ("supported" if supported else "not_supported"),
-            input_tokens=reply.input_tokens, output_tokens=reply.output_tokens, model_turns=1)
+        episode = text_call(model, verification_prompt(item.question, item.meta["answer"], item.meta["findings"],
+                                                       item.meta["impression"], self.instructions), decoding)
+        supported, _ = read_verdict(episode.raw_text)
+        return dataclasses.replace(
+            episode, action="unparseable" if supported is None else "answer",
+            answer=None if supported is None else ("supported" if supported else "not_supported"))
 
     def score(self, *args, **kwargs):
         raise NotImplementedError("verification episodes are read by `medscope benchgen build`, not scored")

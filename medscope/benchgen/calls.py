@@ -1,0 +1,26 @@
+"""What each of benchgen's language-model calls (generation, verification, schema proposal) does
+the same way: its items are a JSON-lines file, its episode is one user message and one reply."""
+
+from __future__ import annotations
+
+import json
+
+from medscope import storage
+from medscope.items import EpisodeResult
+from medscope.models.base import ChatModel, Decoding, Message
+
+
+def jsonl_rows(uri: str) -> list[dict]:
+    """The records of a JSON-lines item file (the item files of benchgen's language-model calls)."""
+    return [json.loads(line) for line in storage.read_text(uri).splitlines() if line.strip()]
+
+
+def text_call(model: ChatModel, text: str, decoding: Decoding) -> EpisodeResult:
+    """One user message and its reply: the episode of each of benchgen's language-model calls
+    (generation, verification, schema proposal); the caller reads the reply."""
+    reply = model.complete([Message.text("user", text)], decoding)
+    return EpisodeResult(
+        turns=[{"role": "user", "text": text, "image_ref": None},
+               {"role": "assistant", "text": reply.text, "image_ref": None}],
+        raw_text=reply.text, action="answer" if reply.text.strip() else "unparseable",
+        input_tokens=reply.input_tokens, output_tokens=reply.output_tokens, model_turns=1)
