@@ -31,7 +31,6 @@ import hashlib
 from dataclasses import dataclass
 
 import cv2
-import imagehash
 import numpy as np
 from PIL import Image
 from scipy.sparse import coo_matrix
@@ -61,6 +60,10 @@ def file_key(png: bytes) -> str:
 
 def dhash64(image: np.ndarray) -> int:
     """The 64-bit difference hash of an image as an unsigned int (imagehash, hash_size 8)."""
+    # imported here: the view recipes read this module's thresholds on machines that never hash
+    # (the GPU check's bare machine has no imagehash)
+    import imagehash
+
     bits = imagehash.dhash(Image.fromarray(to_gray(np.asarray(image))), hash_size=HASH_SIZE).hash.flatten()
     return int("".join("1" if b else "0" for b in bits), 2)
 
