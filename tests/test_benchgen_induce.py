@@ -41,13 +41,19 @@ def test_term_counts_read_negation_scope():
     assert c["ascites"] == {"negated": 1} and c["washout"] == {"negated": 1} and c["gallstones"] == {"affirmed": 1}
 
 
-def test_induce_writes_a_schema_that_approve_accepts(tmp_path):
+def _reports_csv(tmp_path):
+    """REPORTS as an export with one report text field (split into findings and impression on read)."""
     path = tmp_path / "reports.csv"
     with open(path, "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["case_id", "study", "report"])
         for i, (study, text) in enumerate(REPORTS):
             w.writerow([f"c{i}", study, text])
+    return path
+
+
+def test_induce_writes_a_schema_that_approve_accepts(tmp_path):
+    path = _reports_csv(tmp_path)
     out = str(tmp_path / "induced.yaml")
     assert cli.main(["benchgen", "schema", "induce", "--reports", str(path), "--sample", "6", "--out", out,
                      "--organ", "liver", "--sequence", "ct:CT"]) == 0
@@ -88,12 +94,7 @@ def test_induce_with_a_language_model_proposer_keeps_what_the_sample_supports(tm
     -> right and left kept (min support 2)."""
     from medscope.testing.providers import FakeProvider
 
-    path = tmp_path / "reports.csv"
-    with open(path, "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["case_id", "study", "report"])
-        for i, (study, text) in enumerate(REPORTS):
-            w.writerow([f"c{i}", study, text])
+    path = _reports_csv(tmp_path)
     fake = FakeProvider("openai", responder=_proposer)
     monkeypatch.setenv("MEDSCOPE_TEST_PROPOSER_KEY", "local")
     models = tmp_path / "proposer.yaml"
