@@ -59,8 +59,17 @@ def build_parser(modules: list[str] | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+# commands that moved: one line saying where, instead of argparse's "invalid choice"
+MOVED = {("cohort", "crosswalk"): "medscope crosswalk --sets NAME=COHORT,NAME=COHORT (one crosswalk for sets, "
+                                  "splits and cohorts; docs/seed000.md)"}
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    words = tuple(w for w in argv if not w.startswith("-"))[:2]
+    if words in MOVED:
+        print(f"medscope: `{' '.join(words)}` has moved: {MOVED[words]}", file=sys.stderr)
+        return 2
     verb = _verb_of(argv)
     args = build_parser([VERBS[verb]] if verb else None).parse_args(argv)
     if args.verbose:

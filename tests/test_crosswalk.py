@@ -175,3 +175,10 @@ def test_names_and_inputs_are_checked(world, tmp_path, capsys):
     bad.write_text(f"sets: [{root / 'nih'}]\nmin_corr: 0.5\n")  # the thresholds are the paper's, not settings
     assert cli.main(["crosswalk", "--config", str(bad)]) != 0
     assert "min_corr" in capsys.readouterr().err
+
+
+def test_the_old_cohort_crosswalk_says_where_it_moved(capsys):
+    from pipelines import cli
+
+    assert cli.main(["cohort", "crosswalk", "a", "b"]) == 2
+    assert "has moved: medscope crosswalk --sets" in capsys.readouterr().err
