@@ -23,7 +23,6 @@ options; never a key).
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import os
@@ -420,12 +419,8 @@ def _run_cli(args) -> None:
 def protocol_named(argv: list[str]) -> list[str]:
     """The protocol an ``eval run`` command line is about: ``--protocol``, else its ``--config``
     file's ``protocol:``, else the default (counterfactual)."""
-    pre = argparse.ArgumentParser(add_help=False, exit_on_error=False)
-    pre.add_argument("--protocol")
-    pre.add_argument("--config")
-    try:
-        known, _ = pre.parse_known_args(argv)
-    except argparse.ArgumentError:
+    known = protocol_flags.peek(argv, "--protocol", "--config")
+    if known is None:
         return [DEFAULT_PROTOCOL]
     if known.protocol:
         return [known.protocol]

@@ -6,7 +6,6 @@ their ``Options`` models (pipelines/support/protocol_flags.py)."""
 
 from __future__ import annotations
 
-import argparse
 import json
 
 import pydantic
@@ -60,13 +59,8 @@ def register(sub) -> None:
 
 def _reported_protocols(argv: list[str]) -> list[str] | None:
     """The protocols of the runs a ``report`` command line names (None: no run named yet)."""
-    pre = argparse.ArgumentParser(add_help=False, exit_on_error=False)
-    pre.add_argument("--run", action="append")
-    try:
-        known, _ = pre.parse_known_args(argv)
-    except argparse.ArgumentError:
-        return None
-    if not known.run:
+    known = protocol_flags.peek(argv, "--run", repeat=("--run",))
+    if known is None or not known.run:
         return None
     specs = []
     for run in known.run:

@@ -14,7 +14,6 @@ or ``protocol_options:``.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from typing import Literal
@@ -252,12 +251,8 @@ def register(sub) -> None:
 
 def _scored_protocol_named(argv: list[str]) -> list[str] | None:
     """The protocol a ``score`` command line is about: ``--protocol``, else the eval run's."""
-    pre = argparse.ArgumentParser(add_help=False, exit_on_error=False)
-    pre.add_argument("--protocol")
-    pre.add_argument("--episodes")
-    try:
-        known, _ = pre.parse_known_args(argv)
-    except argparse.ArgumentError:
+    known = protocol_flags.peek(argv, "--protocol", "--episodes")
+    if known is None:
         return None
     if known.protocol:
         return [known.protocol]

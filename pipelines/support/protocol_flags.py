@@ -26,6 +26,18 @@ from pipelines.support.flags import _flag, _kind
 _MISPLACED = "_protocol_options_misplaced"
 
 
+def peek(argv: list[str], *flags: str, repeat: tuple[str, ...] = ()) -> argparse.Namespace | None:
+    """The values of ``flags`` on a command line before the verb's own parser has its protocol
+    flags (``repeat``: flags that may be given several times); None when they cannot be read."""
+    pre = argparse.ArgumentParser(add_help=False, exit_on_error=False)
+    for flag in flags:
+        pre.add_argument(flag, action="append" if flag in repeat else "store")
+    try:
+        return pre.parse_known_args(argv)[0]
+    except argparse.ArgumentError:
+        return None
+
+
 def install(parser: argparse.ArgumentParser, verb: str, find: Callable[[list[str]], list[str] | None]) -> None:
     """Give ``parser`` (the verb's sub-parser) its protocols' option flags when it parses.
 
