@@ -68,7 +68,8 @@ class EvalConfig(StrictModel):
     run_id: str | None = pydantic.Field(None, description="default: derived from the output URI, so a rerun resumes")
     workers: int = pydantic.Field(2, description="pool actors for API and light models")
     concurrency: int = pydantic.Field(8, description="requests in flight per pool actor")
-    max_actor_restarts: int = pydantic.Field(3, description="replacements for workers that die mid sweep")
+    max_actor_restarts: int = pydantic.Field(3, description=(
+        "replacements in a row for workers of one lane that die before that lane finishes another unit"))
     backoff_s: float = pydantic.Field(0.5, description="base of the jittered exponential backoff")
     models_filter: list[str] | None = pydantic.Field(None, description="only these model names")
     # addition: the paper sets no tolerance; by default any failed or refused unit exits non-zero
@@ -209,9 +210,11 @@ def run_sweep(cfg: EvalConfig, protocol: EvalProtocol | None = None, entries: li
     if cfg.budget_usd is not None and spent_before >= cfg.budget_usd and todo:
         stopped, todo = "budget", deque()
     results: list[dict] = []
+    workers_lost = 0
     if todo:
         ensure_ray()
-        results, stopped = _drive(cfg, protocol, entries, todo, episodes_uri, run_id, spent_before, cluster_gpus() > 0)
+        results, stopped, workers_lost = _drive(cfg, protocol, entries, todo, episodes_uri, run_id, spent_before,
+                                                cluster_gpus() > 0)
         for res in results:
             if res["status"] in ("failed", "retry_later"):
                 records.write_part("rejects", [records.reject(
@@ -229,7 +232,7 @@ def run_sweep(cfg: EvalConfig, protocol: EvalProtocol | None = None, entries: li
         "done": status["done"], "already_written": status["exists"], "failed": status["failed"],
         "retry_later": status["retry_later"], "permanent_errors": sum(1 for r in results if r.get("error") and r["status"] == "done"),
         "spent_usd": round(spent_before + sum(r.get("cost_usd") or 0.0 for r in results), 6),
-        "stopped": stopped, "episodes": episodes_uri, "rejects": rejects_uri,
+        "stopped": stopped, "workers_lost": workers_lost, "episodes": episodes_uri, "rejects": rejects_uri,
         "models": [{"name": e.name, "kind": e.kind, "model": e.model, "endpoint": safe_text.redact_url(e.endpoint)} for e in entries],
         "conditions": list(cfg.conditions), "items": cfg.items, "out": cfg.out,
         "accounting": acc.to_dict(),
@@ -289,7 +292,13 @@ def _drive(cfg, protocol, entries, todo, episodes_uri, run_id, spent, gpus):
     load: dict = {a: 0 for lane in lanes.values() for a in lane["actors"]}
     inflight: dict = {}
     results: list[dict] = []
-    restarts = 0
+    # Deaths in a row per lane: a lane that finishes a unit has shown that its replacements
+    # work, so losing nodes now and then never stops a long sweep, while a worker that cannot
+    # run at all (its constructor fails, its model does not fit) stops it after a few tries.
+    # A replacement placed on a node that Ray has not yet declared dead dies without running;
+    # that is counted too, and the lane's progress on live nodes resets it.
+    deaths_in_a_row = {lane: 0 for lane in lanes}
+    deaths_total = 0
     stopped = None
     progress = Progress("episodes", total=len(todo))
     _ACTOR_LOST = _actor_lost()
@@ -312,19 +321,27 @@ def _drive(cfg, protocol, entries, todo, episodes_uri, run_id, spent, gpus):
                 load[actor] -= 1
                 try:
                     res = ray.get(ref)
-                except _ACTOR_LOST:
-                    # The worker died (killed, OOM, node lost). Its unit was not written, so it
-                    # goes back to the queue; the worker is replaced a bounded number of times.
+                except _ACTOR_LOST as err:
+                    # The worker died (killed, OOM, node lost) or cannot be reached. Its unit was
+                    # not written, so it goes back to the queue; the worker is replaced.
                     queues[lane].appendleft(unit)
                     if actor in lanes[lane]["actors"]:
                         lanes[lane]["actors"].remove(actor)
-                        if restarts >= cfg.max_actor_restarts:
-                            raise MedScopeError(f"evaluation workers died {restarts + 1} times; rerun to resume")
-                        restarts += 1
+                        ray.kill(actor)  # one that is only unreachable must not answer twice
+                        deaths_in_a_row[lane] += 1
+                        deaths_total += 1
+                        print(f"  a {lane} worker was lost ({_death_reason(err)}); its units go back to the queue "
+                              f"({deaths_in_a_row[lane]} in a row, at most {cfg.max_actor_restarts} replaced)",
+                              file=sys.stderr, flush=True)
+                        if deaths_in_a_row[lane] > cfg.max_actor_restarts:
+                            raise MedScopeError(
+                                f"evaluation workers of the {lane} lane died {deaths_in_a_row[lane]} times in a row "
+                                f"without finishing a unit ({_death_reason(err)}); rerun to resume")
                         fresh = spawn(lane != "pool")
                         lanes[lane]["actors"].append(fresh)
                         load[fresh] = 0
                     continue
+                deaths_in_a_row[lane] = 0
                 results.append(res)
                 spent += res.get("cost_usd") or 0.0
                 progress.update(outcome=unit_outcome(res)[0])
@@ -338,7 +355,18 @@ def _drive(cfg, protocol, entries, todo, episodes_uri, run_id, spent, gpus):
                 ray.kill(actor)
         for handle in limiters.values():
             ray.kill(handle)
-    return results, stopped
+    return results, stopped, deaths_total
+
+
+def _death_reason(err: BaseException) -> str:
+    """One line on why a worker is gone, from Ray's multi-line error."""
+    text = str(err)
+    for needle, said in (("never ran", "placed on a node that was going away; it never ran"),
+                         ("node has died", "its node was lost"), ("temporarily unavailable", "unreachable"),
+                         ("out of memory", "out of memory")):
+        if needle in text:
+            return said
+    return type(err).__name__
 
 
 def _actor_lost() -> tuple:

@@ -106,7 +106,9 @@ def eval_parts(server):
     from pipelines.eval import EvalConfig
 
     entry = ModelEntry(name="gpt-fake", kind="openai", model="fake-1", base_url=server.url, api_key_env=KEY_ENV,
-                       price_in_per_mtok=2.0, price_out_per_mtok=8.0, timeout_s=10.0)
+                       # a request held at the provider waits until the node is lost, however long a
+                       # busy machine takes: a client timeout must not end it (and resend it)
+                       price_in_per_mtok=2.0, price_out_per_mtok=8.0, timeout_s=2 * DEADLINE_S)
 
     def cfg(items, out):
         # a fixed run id: the episodes of the single-node and the multi-node run must agree
@@ -270,10 +272,12 @@ class NodeLoss(threading.Thread):
         try:
             node, held = wait_for(self._victim, self.what, DEADLINE_S)
             seen = self.snapshot()  # held requests stop the job's progress: exact at the kill
+            on_node = self.nodes.ports_of(node, self.server_port)
             self.nodes.kill(node)
-            # a held request whose sender is gone was in flight on the lost node: it never lands
+            # a held request sent from the lost node, whose sender is gone, was in flight there:
+            # it never lands; every other held request goes on
             alive = _client_ports(self.server_port)
-            dropped = self.gate.release(drop=lambda h: h.client_port not in alive)
+            dropped = self.gate.release(drop=lambda h: h.client_port in on_node and h.client_port not in alive)
             self.info = {"killed": True, "node_id": node.node_id, "finished_before_kill": seen,
                          "held_on_node": sorted(h.what for h in held), "in_flight": sorted(h.what for h in dropped)}
         except JobEnded:

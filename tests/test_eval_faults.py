@@ -3,9 +3,13 @@ no episode lost, none duplicated, no request repeated for a finished key."""
 
 from __future__ import annotations
 
+import os
 import threading
 
+import pytest
+
 from medscope import records
+from medscope.errors import MedScopeError
 from pipelines.eval import run_sweep
 from medscope.testing import providers as fp
 from medscope.testing.gate import wait_for
@@ -93,7 +97,7 @@ def test_worker_killed_mid_sweep(ray_cluster, tmp_path, monkeypatch, fake_provid
     port = int(server.url.rsplit(":", 1)[1].split("/")[0])
     views = write_views(str(tmp_path / "views.parquet"), n)
     out = str(tmp_path / "eval")
-    model = entry(server)
+    model = entry(server, timeout_s=300.0)  # held requests wait for the kill: no client timeout may end them
     config = cfg(views, out, conditions=["agent"], workers=2, concurrency=2, run_id="killtest")
     result: dict = {}
     sweeper = threading.Thread(target=lambda: result.update(run_sweep(config, SingleTurnProtocol(), [model])))
@@ -124,6 +128,7 @@ def test_worker_killed_mid_sweep(ray_cluster, tmp_path, monkeypatch, fake_provid
         sweeper.join(timeout=300)
     assert not sweeper.is_alive(), "the sweep did not finish after the kill"
     assert len(finished_at_kill) == first and result["failed"] == result["retry_later"] == 0
+    assert result["workers_lost"] == 1
     table = records.read_table("episodes", out + "/episodes").to_pylist()
     assert sorted(r["view_id"] for r in table) == [f"v{i:03d}" for i in range(n)]  # none lost or doubled
     finished_views = {r["view_id"] for r in table if r["request_key"] in finished_at_kill}
@@ -136,3 +141,27 @@ def test_worker_killed_mid_sweep(ray_cluster, tmp_path, monkeypatch, fake_provid
     before = len(server.requests)
     again = run_sweep(config, SingleTurnProtocol(), [model])
     assert again["to_run"] == 0 and len(server.requests) == before
+
+
+def test_workers_that_cannot_start_stop_the_sweep_after_the_replacements_in_a_row(ray_cluster, tmp_path, monkeypatch,
+                                                                                 fake_provider):
+    """A worker that dies before its lane finishes a unit is replaced at most max_actor_restarts
+    times in a row; then the sweep stops with a line that says so, and nothing was requested."""
+    monkeypatch.setenv(KEY_ENV, "start-key")
+    server = fake_provider("openai", responder=lambda text, images: "yes", expected_key="start-key")
+    driver = os.getpid()
+
+    def load_protocol(pid):
+        if os.getpid() != pid:  # on a worker: as a protocol whose module is missing there would
+            raise ImportError("this protocol cannot be loaded on a worker")
+        return SingleTurnProtocol()
+
+    class UnloadableOnWorkers(SingleTurnProtocol):
+        def __reduce__(self):
+            return load_protocol, (driver,)
+
+    views = write_views(str(tmp_path / "views.parquet"), 4)
+    config = cfg(views, str(tmp_path / "eval"), conditions=["agent"], workers=1, max_actor_restarts=1)
+    with pytest.raises(MedScopeError, match="pool lane died 2 times in a row without finishing a unit"):
+        run_sweep(config, UnloadableOnWorkers(), [entry(server)])
+    assert server.requests == []

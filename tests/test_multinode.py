@@ -201,6 +201,8 @@ def test_eval_sweep_survives_a_lost_node_without_rebilling_finished_units(ray_cl
     assert summary["requests_total"] == units + len(in_flight)
     assert ref["requests_total"] == units  # the single-node run sent each unit once
     assert summary["failed"] == summary["retry_later"] == 0
+    # the lost node's worker, and any replacement Ray placed there before it knew the node was gone
+    assert summary["workers_lost"] >= 1
 
 
 def test_training_resumes_from_its_last_checkpoint_after_a_lost_node(multi):
