@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import resource
 import sys
 import time
 
@@ -31,34 +30,14 @@ from medscope.volumes.nifti import VolumeError
 from medscope.protocols.organ_presence.scoring import ITEM_COLUMNS
 from medscope.volumes.presence import CohortStats
 
+from pipelines.support.peak_memory import peak_rss_kib, reset_peak_rss
+
 DEFAULT_CONFIG = "configs/probe/default.yaml"
-
-
-def _reset_peak_rss() -> None:
-    """Reset this process's peak RSS to its current RSS (Linux), so that the peak read at the
-    end of a task is that task's, not the highest of every task a reused worker ran before.
-    Memory the process still holds (a leak) stays in the baseline and so still shows."""
-    try:
-        with open("/proc/self/clear_refs", "w") as fh:
-            fh.write("5")
-    except OSError:
-        pass  # not Linux, or not allowed: the peak falls back to the process lifetime's
-
-
-def _peak_rss_mb() -> float:
-    try:
-        with open("/proc/self/status") as fh:
-            for line in fh:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) / 1024.0
-    except OSError:
-        pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
 def _stamp(out: dict, t_start: float) -> dict:
     """Task result + its peak RSS and wall-clock stamps (for start-up vs steady timing)."""
-    out.update(rss_mb=_peak_rss_mb(), t_start=t_start, t_end=time.time(), pid=os.getpid())
+    out.update(rss_mb=peak_rss_kib() / 1024.0, t_start=t_start, t_end=time.time(), pid=os.getpid())
     return out
 
 
@@ -71,7 +50,7 @@ def _reject_for(vol: dict, err: Exception, stage: str) -> dict:
 def count_task(row: dict, cfg_json: str) -> dict:
     """Ray task, pass 1: one volume -> its states, slices rows and notes, or a reject."""
     t_start = time.time()
-    _reset_peak_rss()
+    reset_peak_rss()
     vol = json.loads(row["volume"])
     cfg = ProbeConfig.model_validate_json(cfg_json)
     try:
@@ -91,7 +70,7 @@ def count_task(row: dict, cfg_json: str) -> dict:
 def items_task(row: dict, cfg_json: str, stats_json: str, items_uri: str, montage_uri: str) -> dict:
     """Ray task, pass 2: one volume -> its probe_items part file (skipped when already written)."""
     t_start = time.time()
-    _reset_peak_rss()
+    reset_peak_rss()
     vol = json.loads(row["volume"])
     cfg = ProbeConfig.model_validate_json(cfg_json)
     key = B.part_key(vol["case_id"])

@@ -3,12 +3,16 @@ per-task peak RSS reset, and the label-value histogram that replaced np.unique."
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
 from medscope.volumes.nifti import label_values
 from pipelines.support.jobs import map_timing
-from pipelines.probe import _peak_rss_mb, _reset_peak_rss
+from pipelines.support.peak_memory import peak_rss_kib, reset_peak_rss
 
 
 def test_map_timing_splits_startup_from_steady_work():
@@ -42,7 +46,23 @@ def test_peak_rss_reset_forgets_an_earlier_task():
     except OSError:
         pytest.skip("peak RSS cannot be reset here (not Linux or not permitted)")
     block = np.ones(400 * 2**20 // 8)  # 400 MB touched, then freed
-    high = _peak_rss_mb()
+    high = peak_rss_kib() / 1024
     del block
-    _reset_peak_rss()
-    assert high - _peak_rss_mb() > 300
+    reset_peak_rss()
+    assert high - peak_rss_kib() / 1024 > 300
+
+
+def test_a_child_reports_its_own_peak_not_its_parents():
+    """issue 33: ru_maxrss of a child started by a 400 MB parent says 400 MB; the benches read
+    VmHWM, the child's own peak. The parent holds 400 MB while it starts the child."""
+    if not os.path.exists("/proc/self/status"):
+        pytest.skip("no /proc: VmHWM is Linux's")
+    block = np.ones(400 * 2**20 // 8)
+    child = ("import resource; from pipelines.support.peak_memory import peak_rss_kib; "
+             "print(peak_rss_kib(), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    out = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, check=True, env=env).stdout
+    own_kib, inherited_kib = map(int, out.split())
+    assert block.sum() > 0  # the parent's 400 MB were resident while the child ran
+    assert inherited_kib > 400 * 1024  # what the benches read before: the parent's size
+    assert own_kib < 200 * 1024  # a bare interpreter and one small module

@@ -6,31 +6,18 @@ single-turn test protocol and prints one JSON line: units, episodes written, the
 time and this process's peak resident memory (the driver only, not Ray's own processes nor the
 workers).
 
-The peak is ``VmHWM`` of /proc/self/status, the high-water mark of this program's own memory.
-Not ``ru_maxrss``: Linux carries a process's peak across fork and exec, so a child of a large
-parent (the bench, which holds the loopback server's request log and wrote the views) would
-report the parent's size.
+The peak is ``VmHWM`` (pipelines/support/peak_memory.py), not ``ru_maxrss``, which would report
+the bench's own size (it holds the loopback server's request log and wrote the views).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import resource
 import sys
 import time
 
-
-def peak_rss_kb() -> int:
-    """This program's peak resident memory in KiB (VmHWM; ru_maxrss where /proc has none)."""
-    try:
-        with open("/proc/self/status") as fh:
-            for line in fh:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+from pipelines.support.peak_memory import peak_rss_kib
 
 
 def main(argv: list[str]) -> int:
@@ -50,7 +37,7 @@ def main(argv: list[str]) -> int:
     t0 = time.monotonic()
     summary = run_sweep(cfg, SingleTurnProtocol(), [entry])
     wall = time.monotonic() - t0
-    peak_kb = peak_rss_kb()
+    peak_kb = peak_rss_kib()
     print(json.dumps({"units": summary["units"], "done": summary["done"], "wall_s": round(wall, 2),
                       "driver_peak_rss_mb": round(peak_kb / 1024, 1)}), flush=True)
     return 0

@@ -20,20 +20,23 @@ def bench(args) -> None:
 
     from medscope.volumes.config import ProbeConfig
     from medscope.volumes.synthetic_ct import write_synthetic_volumes
-    from pipelines.probe import _peak_rss_mb, _reset_peak_rss, build
+    from pipelines.probe import build
+    from pipelines.support.peak_memory import peak_rss_kib, reset_peak_rss
     from pipelines.support.raycluster import ensure_ray
 
     shape = (64, 64, 32) if args.quick else (192, 192, 96)
-    n_speed = 16
+    n_speed = args.cases or 16  # --cases: volumes, for a run where start-up is a small part of the job
     from pipelines.bench import parallel_ceiling
 
     load_before = os.getloadavg()[0]
     ceiling = [parallel_ceiling()[1]]
     with tempfile.TemporaryDirectory(prefix="medscope-bench-probe-") as tmp:
-        # 16 volumes written once; the 4-volume table is its first 4 rows (same files)
-        vols = {16: write_synthetic_volumes(os.path.join(tmp, "v16"), 16, shape)}
-        vols[4] = os.path.join(tmp, "v4.parquet")
-        records.write_table("volumes", records.read_table("volumes", vols[16]).slice(0, 4), vols[4])
+        # the volumes written once; the 4- and 16-volume tables are its first rows (same files)
+        written = write_synthetic_volumes(os.path.join(tmp, "vols"), max(16, n_speed), shape)
+        vols = {n_speed: written}
+        for n in (4, 16):
+            vols[n] = os.path.join(tmp, f"v{n}.parquet")
+            records.write_table("volumes", records.read_table("volumes", written).slice(0, n), vols[n])
         cfg = ProbeConfig(slices_per_volume=12)
         t = time.monotonic()
         ensure_ray()
@@ -58,9 +61,9 @@ def bench(args) -> None:
                       f"{_steady(s):7.1f}s {s['seconds']:6.1f}s   {r['e2e']:16.2f} {r['steady']:13.2f}", flush=True)
         mem = {}
         for n in (4, 16):
-            _reset_peak_rss()
+            reset_peak_rss()
             s = build(vols[n], os.path.join(tmp, f"mem{n}"), cfg.model_copy(update={"workers": 2}), progress=False)
-            mem[n] = (s["worker_peak_rss_mb"], _peak_rss_mb())
+            mem[n] = (s["worker_peak_rss_mb"], peak_rss_kib() / 1024)
         ceiling.append(parallel_ceiling()[1])
     mean = {w: {k: statistics.mean(r[k] for r in runs[w]) for k in ("e2e", "steady")} for w in (1, 2)}
     print(f"  load average {os.getloadavg()[0]:.2f} at end (figures are only meaningful on an idle machine)")

@@ -72,6 +72,7 @@ def bench_throughput(args) -> None:
     # sized so that the steady work (about 10 s for the plain loop on 2 idle cores) is large
     # next to the few seconds an actor pool takes to start; --quick is a smoke run only
     n, size = (24, 160) if args.quick else (240, 256)
+    n = getattr(args, "cases", None) or n  # --cases: a size where start-up is a small part of the job
     recipe = Recipe(seed=0)
     from pipelines.bench import parallel_ceiling
 

@@ -2,9 +2,11 @@
 
 Each size runs the real job (``build_views``, Ray engine) in a fresh Python process, so that
 one process's peak is one build's peak. The figure is that process's own peak resident set
-size, ``resource.getrusage(RUSAGE_SELF).ru_maxrss``: the driver only; Ray's raylet, GCS and
-worker processes are other processes and are not counted (pages of Ray's shared-memory
-object store that the driver itself touched are, as they are resident in it).
+size, ``VmHWM`` (pipelines/support/peak_memory.py; not ``ru_maxrss``, which Linux carries over
+from the bench process that started it, and which made the driver look as if it grew 273 KB per
+case): the driver only; Ray's raylet, GCS and worker processes are other processes and are not
+counted (pages of Ray's shared-memory object store that the driver itself touched are, as they
+are resident in it).
 
 ``python -m pipelines.bench.views_memory CASES OUT [--workers N]`` prints one JSON line.
 """
@@ -14,15 +16,16 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import subprocess
 import sys
 import time
 
 
 def peak_rss_mb() -> float:
-    """Peak resident set size of this process so far, in MB (Linux reports KiB)."""
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 1e6
+    """Peak resident set size of this process so far, in MB (VmHWM is in KiB)."""
+    from pipelines.support.peak_memory import peak_rss_kib
+
+    return peak_rss_kib() * 1024 / 1e6
 
 
 def measure(cases: str, out: str, workers: int = 2) -> dict:
@@ -70,7 +73,7 @@ def print_table(rows: list[dict], header: bool = True, footer: bool = True) -> N
         print(f"{r['cases']:>6} {r['views']:>6} {r['views_mb']:>9} {r['driver_peak_rss_mb']:>19} "
               f"{r['views_per_s']:>8} {r['seconds']:>8}", flush=True)
     if footer:
-        print("driver peak RSS: getrusage(RUSAGE_SELF).ru_maxrss of the driver process alone (a fresh process per "
+        print("driver peak RSS: VmHWM of the driver process alone (a fresh process per "
               "size; Ray's own processes and workers not counted); views/s: whole job, Ray start-up included")
 
 
