@@ -74,6 +74,11 @@ def test_candidate_pairs_match_brute_force():
     want = {(i, j, bin(int(hashes[i]) ^ int(hashes[j])).count("1")) for i in range(len(hashes)) for j in range(i + 1, len(hashes))
             if bin(int(hashes[i]) ^ int(hashes[j])).count("1") <= 8}
     assert got == want
+    # blocks sized by a comparison budget (one row at a time at budget 1, the default budget in
+    # one block here) find the same pairs, in the same order
+    assert near_copies.candidate_pairs(hashes, max_bits=8, budget=1) == sorted(want)
+    assert near_copies.candidate_pairs(hashes, max_bits=8, budget=100) == sorted(want)
+    assert near_copies.candidate_pairs(hashes, max_bits=8) == sorted(want)
     assert any(d == 3 for *_, d in got) and not any(d == 9 for *_, d in got)
 
 
