@@ -106,7 +106,8 @@ class Pair:
     tier: str
 
 
-# addition: how many hash comparisons one block holds at once (8 bytes each while XORed): 32 MB
+# how many hash comparisons one block holds at once (8 bytes each while XORed): 32 MB. Memory
+# only: the pairs found, and their order, do not depend on it
 COMPARE_BUDGET = 1 << 22
 
 
