@@ -68,6 +68,9 @@ class EvalConfig(StrictModel):
     run_id: str | None = pydantic.Field(None, description="default: derived from the output URI, so a rerun resumes")
     workers: int = pydantic.Field(2, description="pool actors for API and light models")
     concurrency: int = pydantic.Field(8, description="requests in flight per pool actor")
+    pool_resources: dict[str, float] = pydantic.Field({}, description=(
+        "custom Ray resources each pool actor requests (YAML mapping, e.g. {eval_pool: 0.5}): only nodes "
+        "that offer them take pool actors, e.g. to keep them off a head node"))
     max_actor_restarts: int = pydantic.Field(3, description=(
         "replacements in a row for workers of one lane that die before that lane finishes another unit"))
     backoff_s: float = pydantic.Field(0.5, description="base of the jittered exponential backoff")
@@ -282,7 +285,8 @@ def _drive(cfg, protocol, entries, todo, episodes_uri, run_id, spent, gpus):
 
     def spawn(dedicated: bool):
         cls = worker_class(dedicated, gpus, cfg.concurrency)
-        return cls.options(name=f"{tag}-{next(serial)}").remote(
+        extra = {} if dedicated or not cfg.pool_resources else {"resources": dict(cfg.pool_resources)}
+        return cls.options(name=f"{tag}-{next(serial)}", **extra).remote(
             protocol, dumped, episodes_uri, run_id, limiters, secrets, s3, cfg.backoff_s, cfg.items)
 
     dedicated = {e.name for e in entries if e.placement == "dedicated" or (e.placement == "auto" and e.kind in LOCAL_KINDS)}

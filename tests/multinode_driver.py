@@ -110,10 +110,13 @@ def eval_parts(server):
                        # busy machine takes: a client timeout must not end it (and resend it)
                        price_in_per_mtok=2.0, price_out_per_mtok=8.0, timeout_s=2 * DEADLINE_S)
 
-    def cfg(items, out):
+    def cfg(items, out, on_worker_nodes=True):
         # a fixed run id: the episodes of the single-node and the multi-node run must agree
+        # the pool actors go to worker nodes only (Ray's SPREAD alone put both on the head at
+        # times, and then no worker node had work to lose); a worker node holds at most two
         return EvalConfig(views=items, models="unused.yaml", out=out, conditions=CONDITIONS, run_id="multinode",
-                          workers=2, concurrency=2, backoff_s=0.05)
+                          workers=2, concurrency=2, backoff_s=0.05,
+                          pool_resources={EVAL_POOL: 0.5} if on_worker_nodes else {})
 
     return cfg, SingleTurnProtocol(), [entry]
 
@@ -131,11 +134,12 @@ def unit_keys(items: str) -> dict[str, str]:
             for item in protocol.load_items(items) for c in CONDITIONS}
 
 
-def run_eval(inputs: dict, out: str, server) -> dict:
+def run_eval(inputs: dict, out: str, server, on_worker_nodes: bool = True) -> dict:
+    """The sweep; ``on_worker_nodes=False`` for a one-node cluster, which has no worker nodes."""
     from pipelines.eval import run_sweep
 
     cfg, protocol, entries = eval_parts(server)
-    return run_sweep(cfg(inputs["items"], out), protocol, entries)
+    return run_sweep(cfg(inputs["items"], out, on_worker_nodes), protocol, entries)
 
 
 def run_train(inputs: dict, out: str) -> dict:
@@ -177,6 +181,7 @@ class ThreeNodes:
     def add(self):
         self.serial += 1
         args = self._args(1, f"worker{self.serial}")
+        args["resources"][EVAL_POOL] = 1.0  # room for two eval pool actors; the head has none
         return started(lambda: self.cluster.add_node(**args), f"worker node {self.serial}")
 
     def replace(self, node) -> None:
@@ -333,6 +338,7 @@ def _checkpoint_rule():
 
 
 EVAL_ANSWERED_FIRST = 4  # units answered before the provider holds the rest
+EVAL_POOL = "medscope_eval_pool"  # the custom resource that keeps eval pool actors on worker nodes
 
 
 def scenario(inputs: dict, out: str, jobs: list[str]) -> dict:

@@ -60,9 +60,10 @@ def patient_registration(limit_s: float = REGISTER_LIMIT_S):
 
     def init(self, *args, **kwargs):
         params_init(self, *args, **kwargs)
-        for name in ("metrics_agent_port", "metrics_export_port", "runtime_env_agent_port", "dashboard_agent_listen_port"):
-            if not getattr(self, name, None):
-                setattr(self, name, _free_port())
+        names = [n for n in ("metrics_agent_port", "metrics_export_port", "runtime_env_agent_port",
+                             "dashboard_agent_listen_port") if not getattr(self, n, None)]
+        for name, port in zip(names, _free_ports(len(names))):
+            setattr(self, name, port)
 
     services.get_node, RayParams.__init__ = get_node, init
     try:
@@ -71,10 +72,15 @@ def patient_registration(limit_s: float = REGISTER_LIMIT_S):
         services.get_node, RayParams.__init__ = original, params_init
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def _free_ports(n: int) -> list[int]:
+    """``n`` distinct free ports: every socket stays bound until all are chosen, since a port
+    released at once can come back from the next bind (seen: two agents handed one port, and
+    Ray refused the node)."""
+    with contextlib.ExitStack() as stack:
+        socks = [stack.enter_context(socket.socket()) for _ in range(n)]
+        for s in socks:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in socks]
 
 
 def started(make, what: str, attempts: int = 3, cleanup=None):

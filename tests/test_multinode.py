@@ -69,12 +69,16 @@ def multi(s3_server, inputs):
 
     root, _ = inputs
     boto3.client("s3", endpoint_url=s3_server, region_name="us-east-1").create_bucket(Bucket=BUCKET)
-    env = dict(os.environ, PYTHONPATH=REPO, AWS_ENDPOINT_URL=s3_server)
+    env = dict(os.environ, PYTHONPATH=REPO, AWS_ENDPOINT_URL=s3_server,
+               # an S3 request held at the gate waits for the node loss, however long a busy
+               # machine takes: botocore's 60 s read timeout must not end it (and resend it)
+               FSSPEC_S3_CONFIG_KWARGS=json.dumps({"read_timeout": 2 * drv.DEADLINE_S}))
     env.pop("RAY_ADDRESS", None)  # the driver starts its own cluster
     t0 = time.monotonic()
     proc = subprocess.run([sys.executable, os.path.join(REPO, "tests", "multinode_driver.py"),
                            "--inputs", str(root / "in"), "--out", f"s3://{BUCKET}/run"],
-                          cwd=REPO, env=env, capture_output=True, text=True, timeout=1700)
+                          # a hang guard only: a loaded 2-core machine took 1,647 s for the four jobs
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=3600)
     seconds = time.monotonic() - t0
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("MULTINODE-REPORT ")]
     assert proc.returncode == 0 and lines, f"driver failed ({proc.returncode}):\n{proc.stderr[-6000:]}"
@@ -108,7 +112,7 @@ def _single(ray_cluster, inputs, job: str) -> tuple[dict, dict]:
     if job == "eval":
         server = drv.provider()
         try:
-            summary = drv.run_eval(made, os.path.join(out, "eval"), server)
+            summary = drv.run_eval(made, os.path.join(out, "eval"), server, on_worker_nodes=False)
             summary["requests_total"] = len(server.requests)
         finally:
             server.close()
@@ -184,7 +188,8 @@ def test_eval_sweep_survives_a_lost_node_without_rebilling_finished_units(ray_cl
     finished_before = set(kill["finished_before_kill"])
     assert len(finished_before) == drv.EVAL_ANSWERED_FIRST
     in_flight = set(kill["in_flight"])  # units whose request was held on the lost node when it went
-    assert 1 <= len(in_flight) <= 2 and not in_flight & finished_before  # one actor x its 2 request slots
+    # the lost node's pool actors (one, or both when Ray put both there) x their 2 request slots
+    assert 1 <= len(in_flight) <= 2 * 2 and not in_flight & finished_before
     # same episodes as on one node (wall time aside), one per unit
     ref, single = _single(ray_cluster, inputs, "eval")
     got = multi["out"]["eval"]
