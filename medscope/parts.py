@@ -36,6 +36,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from medscope import layout, storage
+from medscope.parquet_bytes import parquet_file, read_parquet_bytes
 
 PREFIX = "part-"
 COMPACTED = "part-compacted-"
@@ -162,8 +163,7 @@ def _fetch(uris: list[str], in_flight: int = 64) -> list[bytes]:
 
 
 def _read_parts(uris: list[str]) -> list[pa.Table]:
-    # no thread pool: see medscope.records.read_parquet
-    return [pq.read_table(io.BytesIO(b), use_threads=False, pre_buffer=False) for b in _fetch(uris)]
+    return [read_parquet_bytes(b) for b in _fetch(uris)]
 
 
 def write_compacted(folder: str, batch: list[str], tables: list[pa.Table], seq: int) -> dict:
@@ -258,7 +258,7 @@ def verify(folder: str) -> list[str]:
         data = storage.read_bytes(uri)
         if hashlib.sha256(data).hexdigest() != entry["sha256"]:
             problems.append(f"{entry['name']}: sha256 differs from the manifest")
-        rows = pq.ParquetFile(io.BytesIO(data)).metadata.num_rows
+        rows = parquet_file(data).metadata.num_rows
         if rows != entry["rows"] or rows != sum(n for _, n in entry["parts"]):
             problems.append(f"{entry['name']}: {rows} rows, manifest says {entry['rows']}")
     return problems

@@ -11,13 +11,14 @@ is written, so a bad row fails the writer, never a later reader.
 from __future__ import annotations
 
 import io
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from medscope import layout, parts, storage
 from medscope.errors import MedScopeError
+from medscope.parquet_bytes import parquet_file, read_parquet_bytes
 from medscope.table_values import check_fractions
 
 BOX = pa.list_(pa.int32())  # [x1, y1, x2, y2]; pixels in tables, 0-1000 in model replies
@@ -410,23 +411,15 @@ def read_table(name: str, uri: str, columns: Sequence[str] | None = None) -> pa.
 
 
 def read_parquet(uri: str, columns: Sequence[str] | None = None) -> pa.Table:
-    """One Parquet file from any URI, read on this thread.
-
-    pyarrow 26.0.1 aborts the interpreter at exit ("terminate called without an active
-    exception", exit 134) in most runs after ``pq.read_table`` of an in-memory buffer has used
-    its thread pool; ``use_threads=False`` avoids it, and one file of a table is small enough
-    that the pool bought nothing. ``pre_buffer=False`` keeps the IO thread pool unstarted too
-    (``pq.read_table`` pre-buffers through it by default). Every Parquet read in MedScope goes
-    through here.
-    """
-    return pq.read_table(io.BytesIO(storage.read_bytes(uri)), columns=columns, use_threads=False, pre_buffer=False)
+    """One Parquet file from any URI, read on this thread (no Arrow thread pool starts:
+    ``medscope.parquet_bytes`` says why that matters)."""
+    return read_parquet_bytes(storage.read_bytes(uri), columns)
 
 
 def _read_one(uri: str, sch: pa.Schema, columns: Sequence[str] | None) -> pa.Table:
     try:
-        pf = pq.ParquetFile(io.BytesIO(storage.read_bytes(uri)))
+        pf = parquet_file(storage.read_bytes(uri))
         present = set(pf.schema_arrow.names)
-        # no thread pool: see read_parquet
         table = pf.read(columns=[c for c in columns if c in present] if columns else None, use_threads=False)
     except (pa.ArrowInvalid, OSError) as err:
         raise MedScopeError(f"{uri} is not a readable Parquet file: {err}") from None

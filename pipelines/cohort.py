@@ -13,19 +13,18 @@ stale rejects; ``show`` refuses a folder whose import did not finish. Rejects ro
 
 from __future__ import annotations
 
-import io
 import json
 import sys
 from collections import Counter
 from typing import Literal
 
-import pyarrow.parquet as pq
 from pydantic import Field as F
 
 from medscope import cohorts, folder_lock, layout, records, safe_text, storage
 from medscope.cohorts import phantom
 from medscope.config import StrictModel
 from medscope.errors import MedScopeError
+from medscope.parquet_bytes import parquet_schema
 from pipelines.support.flags import add_action, cli
 from pipelines.support.jobs import Progress, job_main, print_summary
 
@@ -167,7 +166,7 @@ def _manifest_files(folder: str) -> dict | None:
 def _kind_of(uri: str) -> str:
     """'cases', 'volumes' or 'rejects' for a Parquet file, from its columns."""
     try:
-        names = set(pq.read_schema(io.BytesIO(storage.read_bytes(uri))).names)
+        names = set(parquet_schema(storage.read_bytes(uri)).names)
     except Exception as err:
         raise MedScopeError(f"{uri} is not a readable Parquet file: {err}") from None
     for name in ("cases", "volumes", "vqa_items", "rejects"):

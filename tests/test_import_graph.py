@@ -19,7 +19,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 LAYERS: list[set[str]] = [
     {"errors", "seeding"},
-    {"storage", "images", "config", "bounded_io", "safe_text", "folder_lock", "table_values"},
+    {"storage", "images", "config", "bounded_io", "safe_text", "folder_lock", "table_values", "parquet_bytes"},
     {"layout", "records", "items", "parts", "safe_io"},
     {"tablescan", "stats", "answers", "cohorts", "qc", "volumes", "report", "report.render", "report.gallery"},
     {"views"},

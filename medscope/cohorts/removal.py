@@ -23,6 +23,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from medscope import layout, parts, records, storage
+from medscope.parquet_bytes import parquet_schema
 from medscope.seeding import stable_hash
 
 # Columns that name a case, or one of its views / items, in the project's tables.
@@ -51,7 +52,7 @@ def derived_ids(folders: list[str], cases: set[str]) -> set[str]:
     out: set[str] = set()
     for folder in folders:
         for uri in _parquet_files(folder):
-            names = set(pq.read_schema(io.BytesIO(storage.read_bytes(uri))).names)
+            names = set(parquet_schema(storage.read_bytes(uri)).names)
             cols = [c for c in DERIVED_COLUMNS if c in names]
             if CASE_COLUMN not in names or not cols:
                 continue

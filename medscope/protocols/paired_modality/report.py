@@ -8,7 +8,6 @@ import io
 import json
 import math
 
-import pyarrow.parquet as pq
 
 from medscope import records, storage
 from medscope.protocols.paired_modality import names
@@ -131,7 +130,7 @@ def shift_figure(metrics: list[dict]) -> bytes:
 
 
 def _parquet_rows(uri: str) -> list[dict]:
-    return pq.read_table(io.BytesIO(storage.read_bytes(uri))).to_pylist() if storage.exists(uri) else []
+    return records.read_parquet(uri).to_pylist() if storage.exists(uri) else []
 
 
 def sections(scored_run: str) -> list[tuple[str, list]]:
