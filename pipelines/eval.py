@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import sys
 import uuid
 from collections import Counter, deque
@@ -37,14 +36,13 @@ from medscope import layout, protocols, records, safe_text, storage
 from medscope.protocols.base import EvalProtocol, Item, parse_options
 from medscope.config import StrictModel
 from medscope.errors import MedScopeError
-from medscope.models.api_common import short_secret_warning
 from medscope.models import checkpoints
 from medscope.models.config import ModelEntry, ModelsConfig
-from medscope.models.registry import LOCAL_KINDS
 from medscope.seeding import stable_hash
 from pipelines.support.accounting import Accounting, conclude, failure_reason
+from pipelines.support.eval_drive import drive_units, unit_outcome
 from pipelines.support.flags import add_action, add_config_flags, cli, config_from_args
-from pipelines.support.jobs import Progress, job_main, print_summary
+from pipelines.support.jobs import job_main, print_summary
 from pipelines.support import protocol_flags
 
 DEFAULT_PROTOCOL = "counterfactual"
@@ -216,7 +214,7 @@ def run_sweep(cfg: EvalConfig, protocol: EvalProtocol | None = None, entries: li
     workers_lost = 0
     if todo:
         ensure_ray()
-        results, stopped, workers_lost = _drive(cfg, protocol, entries, todo, episodes_uri, run_id, spent_before,
+        results, stopped, workers_lost = drive_units(cfg, protocol, entries, todo, episodes_uri, run_id, spent_before,
                                                 cluster_gpus() > 0)
         for res in results:
             if res["status"] in ("failed", "retry_later"):
@@ -247,137 +245,6 @@ def run_sweep(cfg: EvalConfig, protocol: EvalProtocol | None = None, entries: li
 # what a refused unit's summary line tells the user to do (the allow-list is set when items are built)
 ALLOW_FIX = ("to send them, rebuild the items with this endpoint on their allow-list (cohort config "
              "`endpoint_allowlist: [URL]`, or `benchgen build --allow-endpoint URL`), or serve the model locally")
-
-
-def unit_outcome(res: dict) -> tuple[str, str | None]:
-    """(outcome, failure reason) of one worker result (pipelines.support.accounting): a written
-    episode is done unless it carries a permanent provider error; ``exists`` (written by an earlier
-    worker) is skipped; failed and retries-exhausted units are failed, with their reason."""
-    if res["status"] == "exists":
-        return "skipped", None
-    if res["status"] == "done" and not res.get("error"):
-        return "done", None
-    return "failed", failure_reason(res["status"], res.get("error"))
-
-
-def _drive(cfg, protocol, entries, todo, episodes_uri, run_id, spent, gpus):
-    """Feed units to actors, keep each busy up to its capacity, replace workers that die."""
-    import ray
-
-    from pipelines.support.actors import ProviderLimiter, worker_class
-
-    groups: dict[str, ModelEntry] = {}
-    for e in entries:
-        if e.rpm or e.tpm:
-            g = groups.setdefault(e.limiter_group, e)
-            if (e.rpm or float("inf")) < (g.rpm or float("inf")):
-                groups[e.limiter_group] = e
-    limiters = {g: ProviderLimiter.remote(e.rpm, e.tpm) for g, e in groups.items()}
-    secrets = {e.api_key_env: os.environ[e.api_key_env] for e in entries if e.api_key_env and e.api_key_env in os.environ}
-    for env_name, key in sorted(secrets.items()):  # too short to scrub from text: said, not edited
-        if (warning := short_secret_warning(env_name, key)):
-            print(warning, file=sys.stderr, flush=True)
-    # Workers started before the driver's environment changed would not see a new endpoint.
-    s3 = storage.s3_endpoint()
-    dumped = [e.model_dump() for e in entries]
-    tag = f"medscope-eval-{run_id}-{uuid.uuid4().hex[:6]}"
-    serial = iter(range(10**9))
-
-    def spawn(dedicated: bool):
-        cls = worker_class(dedicated, gpus, cfg.concurrency)
-        extra = {} if dedicated or not cfg.pool_resources else {"resources": dict(cfg.pool_resources)}
-        return cls.options(name=f"{tag}-{next(serial)}", **extra).remote(
-            protocol, dumped, episodes_uri, run_id, limiters, secrets, s3, cfg.backoff_s, cfg.items)
-
-    dedicated = {e.name for e in entries if e.placement == "dedicated" or (e.placement == "auto" and e.kind in LOCAL_KINDS)}
-    lanes: dict[str, dict] = {"pool": {"actors": [spawn(False) for _ in range(max(1, cfg.workers))], "cap": cfg.concurrency}}
-    for name in sorted(dedicated):
-        lanes[name] = {"actors": [spawn(True)], "cap": 1}
-    load: dict = {a: 0 for lane in lanes.values() for a in lane["actors"]}
-    inflight: dict = {}
-    results: list[dict] = []
-    # Deaths in a row per lane: a lane that finishes a unit has shown that its replacements
-    # work, so losing nodes now and then never stops a long sweep, while a worker that cannot
-    # run at all (its constructor fails, its model does not fit) stops it after a few tries.
-    # A replacement placed on a node that Ray has not yet declared dead dies without running;
-    # that is counted too, and the lane's progress on live nodes resets it.
-    deaths_in_a_row = {lane: 0 for lane in lanes}
-    deaths_total = 0
-    stopped = None
-    progress = Progress("episodes", total=len(todo))
-    _ACTOR_LOST = _actor_lost()
-    queues = {lane: deque(u for u in todo if (u["model"] if u["model"] in dedicated else "pool") == lane) for lane in lanes}
-    try:
-        while inflight or (not stopped and any(queues.values())):
-            if not stopped:
-                for lane, q in queues.items():
-                    actors, cap = lanes[lane]["actors"], lanes[lane]["cap"]
-                    while q:
-                        actor = min(actors, key=lambda a: load[a])
-                        if load[actor] >= cap:
-                            break
-                        unit = q.popleft()
-                        inflight[actor.run.remote(unit)] = (unit, actor, lane)
-                        load[actor] += 1
-            ready, _ = ray.wait(list(inflight), num_returns=1, timeout=5.0)
-            for ref in ready:
-                unit, actor, lane = inflight.pop(ref)
-                load[actor] -= 1
-                try:
-                    res = ray.get(ref)
-                except _ACTOR_LOST as err:
-                    # The worker died (killed, OOM, node lost) or cannot be reached. Its unit was
-                    # not written, so it goes back to the queue; the worker is replaced.
-                    queues[lane].appendleft(unit)
-                    if actor in lanes[lane]["actors"]:
-                        lanes[lane]["actors"].remove(actor)
-                        ray.kill(actor)  # one that is only unreachable must not answer twice
-                        deaths_in_a_row[lane] += 1
-                        deaths_total += 1
-                        print(f"  a {lane} worker was lost ({_death_reason(err)}); its units go back to the queue "
-                              f"({deaths_in_a_row[lane]} in a row, at most {cfg.max_actor_restarts} replaced)",
-                              file=sys.stderr, flush=True)
-                        if deaths_in_a_row[lane] > cfg.max_actor_restarts:
-                            raise MedScopeError(
-                                f"evaluation workers of the {lane} lane died {deaths_in_a_row[lane]} times in a row "
-                                f"without finishing a unit ({_death_reason(err)}); rerun to resume")
-                        fresh = spawn(lane != "pool")
-                        lanes[lane]["actors"].append(fresh)
-                        load[fresh] = 0
-                    continue
-                deaths_in_a_row[lane] = 0
-                results.append(res)
-                spent += res.get("cost_usd") or 0.0
-                progress.update(outcome=unit_outcome(res)[0])
-                if cfg.budget_usd is not None and spent >= cfg.budget_usd and not stopped:
-                    stopped = "budget"
-                    print(f"  budget of ${cfg.budget_usd:g} reached (${spent:.4f}); finishing work in flight",
-                          file=sys.stderr, flush=True)
-    finally:
-        for lane in lanes.values():
-            for actor in lane["actors"]:
-                ray.kill(actor)
-        for handle in limiters.values():
-            ray.kill(handle)
-    return results, stopped, deaths_total
-
-
-def _death_reason(err: BaseException) -> str:
-    """One line on why a worker is gone, from Ray's multi-line error."""
-    text = str(err)
-    for needle, said in (("never ran", "placed on a node that was going away; it never ran"),
-                         ("node has died", "its node was lost"), ("temporarily unavailable", "unreachable"),
-                         ("out of memory", "out of memory")):
-        if needle in text:
-            return said
-    return type(err).__name__
-
-
-def _actor_lost() -> tuple:
-    import ray
-
-    names = ("RayActorError", "ActorDiedError", "ActorUnavailableError")
-    return tuple(getattr(ray.exceptions, n) for n in names if hasattr(ray.exceptions, n))
 
 
 def _spent(episodes_uri: str) -> float:
