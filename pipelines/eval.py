@@ -211,11 +211,11 @@ def run_sweep(cfg: EvalConfig, protocol: EvalProtocol | None = None, entries: li
     if cfg.budget_usd is not None and spent_before >= cfg.budget_usd and todo:
         stopped, todo = "budget", deque()
     results: list[dict] = []
-    workers_lost = 0
+    workers_lost, sent_again = 0, []
     if todo:
         ensure_ray()
-        results, stopped, workers_lost = drive_units(cfg, protocol, entries, todo, episodes_uri, run_id, spent_before,
-                                                cluster_gpus() > 0)
+        results, stopped, workers_lost, sent_again = drive_units(
+            cfg, protocol, entries, todo, episodes_uri, run_id, spent_before, cluster_gpus() > 0)
         for res in results:
             if res["status"] in ("failed", "retry_later"):
                 records.write_part("rejects", [records.reject(
@@ -233,7 +233,9 @@ def run_sweep(cfg: EvalConfig, protocol: EvalProtocol | None = None, entries: li
         "done": status["done"], "already_written": status["exists"], "failed": status["failed"],
         "retry_later": status["retry_later"], "permanent_errors": sum(1 for r in results if r.get("error") and r["status"] == "done"),
         "spent_usd": round(spent_before + sum(r.get("cost_usd") or 0.0 for r in results), 6),
-        "stopped": stopped, "workers_lost": workers_lost, "episodes": episodes_uri, "rejects": rejects_uri,
+        "stopped": stopped, "workers_lost": workers_lost,
+        # units in flight on a lost or unreachable worker, queued again: possibly requested (and billed) twice
+        "units_sent_again": sorted(set(sent_again)), "episodes": episodes_uri, "rejects": rejects_uri,
         "models": [{"name": e.name, "kind": e.kind, "model": e.model, "endpoint": safe_text.redact_url(e.endpoint)} for e in entries],
         "conditions": list(cfg.conditions), "items": cfg.items, "out": cfg.out,
         "accounting": acc.to_dict(),

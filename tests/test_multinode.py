@@ -101,7 +101,9 @@ def multi(s3_server, inputs):
         seen = kill.get("finished_before_kill")
         print(f"multinode: {job}: node lost with {len(kill.get('in_flight', []))} request(s) in flight on it; "
               f"finished before: {len(seen) if isinstance(seen, list) else seen}")
-    return {"report": report, "out": outputs, "seconds": seconds}
+    # what the driver said on stderr about lost workers, for the messages of failed assertions
+    losses = [ln.strip() for ln in proc.stderr.splitlines() if "worker was lost" in ln]
+    return {"report": report, "out": outputs, "seconds": seconds, "losses": losses}
 
 
 def _single(ray_cluster, inputs, job: str) -> tuple[dict, dict]:
@@ -197,17 +199,27 @@ def test_eval_sweep_survives_a_lost_node_without_rebilling_finished_units(ray_cl
     assert len(got["keys"]) == len(set(got["keys"])) == units
     per_unit = summary["requests_per_unit"]
     assert set(per_unit) == set(got["keys"])
-    # a unit finished before the kill was requested once, before the kill; exactly the units in
-    # flight on the lost node were sent again, once each; every other unit was requested once
+    before_kill = summary["requests_before_kill"]
+    said = f"in flight on the lost node: {sorted(in_flight)}; driver: {multi['losses']}; per unit: {per_unit}; " \
+           f"before the kill: {before_kill}; queued again: {summary['units_sent_again']}"
+    # a unit finished before the kill was requested once, before the kill
     for key in finished_before:
-        assert per_unit[key] == summary["requests_before_kill"][key] == 1
-    assert {k: n for k, n in per_unit.items() if n != 1} == dict.fromkeys(in_flight, 2)
-    assert all(summary["requests_before_kill"][k] == 1 for k in in_flight)
-    assert summary["requests_total"] == units + len(in_flight)
+        assert per_unit[key] == before_kill[key] == 1, said
+    # the units held on the lost node were in flight there (requested before the kill) and the
+    # driver queued them again; only units it queued again were requested twice, none more often.
+    # (On a heavily loaded machine Ray can declare a worker on a live node unreachable before the
+    # kill: the driver kills it and queues its units again too, and says so.)
+    sent_again = set(summary["units_sent_again"])
+    twice = {k for k, n in per_unit.items() if n == 2}
+    assert all(before_kill[k] >= 1 for k in in_flight), said
+    assert in_flight <= twice <= sent_again and set(per_unit.values()) <= {1, 2}, said
+    assert not sent_again & finished_before, said
+    assert summary["requests_total"] == units + len(twice), said
+    # the lost node's worker, and any replacement Ray placed there before it knew the node was
+    # gone; each loss queues at most that worker's two request slots again
+    assert 1 <= summary["workers_lost"] and len(sent_again) <= 2 * summary["workers_lost"], said
     assert ref["requests_total"] == units  # the single-node run sent each unit once
     assert summary["failed"] == summary["retry_later"] == 0
-    # the lost node's worker, and any replacement Ray placed there before it knew the node was gone
-    assert summary["workers_lost"] >= 1
 
 
 def test_training_resumes_from_its_last_checkpoint_after_a_lost_node(multi):

@@ -38,7 +38,9 @@ def unit_outcome(res: dict) -> tuple[str, str | None]:
 def drive_units(cfg, protocol, entries, todo, episodes_uri, run_id, spent, gpus):
     """Feed units to actors, keep each busy up to its capacity, replace workers that die.
 
-    Returns (worker results, why submitting stopped early or None, workers lost)."""
+    Returns (worker results, why submitting stopped early or None, workers lost, keys of the units
+    that were in flight on a lost worker and went back to the queue: each may have reached the
+    provider before the loss, so it may be requested, and billed, twice)."""
     import ray
 
     from pipelines.support.actors import ProviderLimiter, worker_class
@@ -78,6 +80,7 @@ def drive_units(cfg, protocol, entries, todo, episodes_uri, run_id, spent, gpus)
     # lane's progress on live nodes resets it.
     deaths_in_a_row = {lane: 0 for lane in lanes}
     deaths_total = 0
+    sent_again: list[str] = []
     stopped = None
     progress = Progress("episodes", total=len(todo))
     _ACTOR_LOST = actor_lost_errors()
@@ -104,6 +107,7 @@ def drive_units(cfg, protocol, entries, todo, episodes_uri, run_id, spent, gpus)
                     # The worker died (killed, OOM, node lost) or cannot be reached. Its unit was
                     # not written, so it goes back to the queue; the worker is replaced.
                     queues[lane].appendleft(unit)
+                    sent_again.append(unit["key"])
                     if actor in lanes[lane]["actors"]:
                         lanes[lane]["actors"].remove(actor)
                         ray.kill(actor)  # one that is only unreachable must not answer twice
@@ -134,7 +138,7 @@ def drive_units(cfg, protocol, entries, todo, episodes_uri, run_id, spent, gpus)
                 ray.kill(actor)
         for handle in limiters.values():
             ray.kill(handle)
-    return results, stopped, deaths_total
+    return results, stopped, deaths_total, sent_again
 
 
 def death_reason(err: BaseException) -> str:
