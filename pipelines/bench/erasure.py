@@ -27,7 +27,7 @@ import numpy as np
 from medscope import records, storage
 from medscope.views.recipe import Recipe, load_recipe
 
-TOOLS = ("telea", "ns", "texture", "transplant", "fsr_fast", "shiftmap")
+TOOLS = ("telea", "ns", "texture", "transplant", "exemplar", "graft", "fsr_fast", "shiftmap")
 FILL_TIMED = 8
 
 
