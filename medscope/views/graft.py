@@ -3,13 +3,17 @@
 addition: the tool is ours, an offline stand-in for LaMa (no GPU, no weights). It is the
 paper's tissue transplant (§3.2, ref. [20]) made to leave fewer traces:
 
-1. the source is chosen by structure, not at random: of every position on tissue that does not
-   touch the region or ``avoid`` (the lesion), the one whose ring of ``ring_px`` pixels best
-   matches the region's ring in sum of squared differences, computed for all positions at once by
-   template matching (exemplar matching as in A. Efros, W. Freeman, "Image quilting for texture
-   synthesis and transfer", SIGGRAPH 2001; A. Criminisi, P. Pérez, K. Toyama, "Region filling and
-   object removal by exemplar-based image inpainting", IEEE TIP 13(9), 2004); a position whose
-   patch lies partly on background pays ``bg_penalty`` per unit of that share;
+1. the source is chosen by structure, not at random: of every position whose patch touches
+   neither the region nor ``avoid`` (the lesion), one of the ``top_k`` whose ring of ``ring_px``
+   pixels best matches the region's ring, computed for all positions at once by template matching
+   (exemplar matching as in A. Efros, W. Freeman, "Image quilting for texture synthesis and
+   transfer", SIGGRAPH 2001; A. Criminisi, P. Pérez, K. Toyama, "Region filling and object removal
+   by exemplar-based image inpainting", IEEE TIP 13(9), 2004). The cost is the mean squared
+   difference of the rings blurred by ``match_sigma`` (structure: rib edges, lung borders, folds),
+   over the target ring's variance plus ``spread_floor``; plus ``texture_weight`` times the squared
+   difference of the rings' mean log gradient magnitude (else a smooth source wins, since its own
+   fine texture adds nothing to the squared difference); plus ``bg_penalty`` times the share of the
+   patch on background;
 2. the blend is Poisson's (P. Pérez, M. Gangnet, A. Blake, "Poisson image editing", SIGGRAPH
    2003) in its membrane form (Z. Farbman et al., "Coordinates for instant image cloning",
    SIGGRAPH 2009): fill = source + the harmonic function that equals target − source on the
