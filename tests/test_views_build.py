@@ -147,7 +147,7 @@ def test_demo_step_builds_views_of_the_cohort(ray_cluster, cohort, tmp_path):
     step_views(ctx)
     table = records.read_table("views", ctx.paths["views"])
     assert table.num_rows == ctx.summary["views"]["views"] > 0
-    assert set(table.column("tool").to_pylist()) <= {"none", "transplant", "exemplar"}  # configs/views/demo.yaml
+    assert set(table.column("tool").to_pylist()) <= {"none", "transplant", "graft"}  # configs/views/demo.yaml
 
 
 def test_build_into_s3(ray_cluster, cohort, s3_bucket):

@@ -13,7 +13,7 @@ from medscope.qc.near_copies import MAX_BITS, NEAR_COPY_CORR
 from medscope.views.degrade import DEGRADATIONS
 from medscope.views.tools import TOOLS
 
-Tool = Literal["telea", "ns", "texture", "fsr_fast", "fsr_best", "shiftmap", "exemplar", "transplant", "lama", "sd"]
+Tool = Literal["telea", "ns", "texture", "fsr_fast", "fsr_best", "shiftmap", "exemplar", "transplant", "graft", "lama", "sd"]
 Degradation = Literal["blur", "noise", "downup", "jpeg", "motion", "other_type"]
 
 

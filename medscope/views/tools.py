@@ -1,6 +1,6 @@
 """Erasure tools behind one interface (seed 000, §3.2 and §5.4).
 
-addition: the offline tools (exemplar, texture, fsr_fast, shiftmap) stand in for LaMa, which needs a
+addition: the offline tools (graft, exemplar, texture, fsr_fast, shiftmap) stand in for LaMa, which needs a
 GPU and downloaded weights; the paper's tools are LaMa, transplant, Telea and diffusion.
 
 An eraser fills a boolean ``region`` of an RGB uint8 image and returns a new image in which
@@ -13,7 +13,9 @@ image, so the fill is not the smooth patch an edit detector flags), ``fsr_fast``
 ``shiftmap`` (OpenCV contrib's ``cv2.xphoto.inpaint``: frequency-selective reconstruction and
 shift-map exemplar inpainting, offline, no weights), ``exemplar`` (transplant from the source
 whose surrounding ring best matches the region's, of 64 random candidates), ``transplant`` (tissue from elsewhere in the
-image, Poisson-blended with ``cv2.seamlessClone``), ``lama`` (simple-lama-inpainting's
+image, Poisson-blended with ``cv2.seamlessClone``), ``graft`` (transplant with the source
+matched by its ring's structure, an exact membrane blend and the ring's noise level:
+``medscope.views.graft``), ``lama`` (simple-lama-inpainting's
 TorchScript model from ``LAMA_MODEL``) and ``sd`` (diffusers Stable Diffusion inpainting from
 a local model directory). Model-holding tools load once per instance, so a Ray actor that
 holds one loads it once.
@@ -40,7 +42,7 @@ import numpy as np
 from medscope.errors import MedScopeError
 from medscope.views import geometry
 
-TOOLS = ("telea", "ns", "texture", "fsr_fast", "fsr_best", "shiftmap", "exemplar", "transplant", "lama", "sd")
+TOOLS = ("telea", "ns", "texture", "fsr_fast", "fsr_best", "shiftmap", "exemplar", "transplant", "graft", "lama", "sd")
 
 
 class Eraser(Protocol):
@@ -335,6 +337,10 @@ def make_eraser(name: str, *, lama_model: str | None = None, sd_model_dir: str |
         return Transplant()
     if name == "exemplar":
         return Transplant(candidates=64, name="exemplar")
+    if name == "graft":
+        from medscope.views.graft import Graft
+
+        return Graft()
     if name == "lama":
         return Lama(lama_model)
     if name == "sd":

@@ -1,7 +1,7 @@
 """``medscope bench erasure``: how well each offline erasure tool survives §3.3's QC.
 
 Builds the views of one phantom cohort once per offline tool (no network weights: Telea,
-Navier-Stokes, texture, transplant and OpenCV contrib's ``fsr_fast`` / ``shiftmap``; ``fsr_best``
+Navier-Stokes, texture, transplant, exemplar, graft and OpenCV contrib's ``fsr_fast`` / ``shiftmap``; ``fsr_best``
 on request, it is slow) with the full QC (contrast, edit detector, rule (ii), adversarial
 filtering), and once with a views recipe's own tool mix (``--recipe``, e.g. the demo's), and
 prints per tool:
@@ -27,7 +27,7 @@ import numpy as np
 from medscope import records, storage
 from medscope.views.recipe import Recipe, load_recipe
 
-TOOLS = ("telea", "ns", "texture", "transplant", "fsr_fast", "shiftmap")
+TOOLS = ("telea", "ns", "texture", "transplant", "exemplar", "graft", "fsr_fast", "shiftmap")
 FILL_TIMED = 8
 
 

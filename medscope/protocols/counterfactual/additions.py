@@ -38,8 +38,11 @@ ADDITIONS = (
     Addition("edit_detector", "ridge logistic regression on seven texture features, trained on control edits "
              "against the same regions of the original", "medscope/qc/detector.py", "views",
              "§3.3 says 'a trained edit detector' and no more"),
-    Addition("offline_erasure_tool", "exemplar / texture / fsr_fast / shiftmap (no weights) where LaMa cannot run",
+    Addition("offline_erasure_tool", "graft / exemplar / texture / fsr_fast / shiftmap (no weights) where LaMa cannot run",
              "medscope/views/tools.py", "views", "LaMa needs a GPU and downloaded weights; §3.2 uses LaMa"),
+    Addition("graft_parameters", "6-px ring, one of the 4 best ring matches, match blur 1.5 px, spread floor 25 grey², "
+             "texture weight 10, background penalty 10, detail blur 2 px, noise gain within 0.5–2",
+             "medscope/views/graft.py", "views", "graft is our offline tool; the paper has no such tool"),
     Addition("ellipse_max_aspect", "3", "medscope/views/geometry.py", "views",
              "§3.7 C1: 'random aspect ratio' without a range"),
     Addition("grounded_box_rule", "grounded accuracy gives no credit to a box over half the image",
