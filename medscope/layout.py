@@ -83,6 +83,12 @@ class ViewsBuild(_Folder):
         return self._at("qc_report.json")
 
     @property
+    def near_copy_pairs(self) -> str:
+        """The crosswalk's hash-close pairs of cases with their tiers (``qc_report.json``
+        counts them by tier)."""
+        return self._at("near_copy_pairs.parquet")
+
+    @property
     def recipe(self) -> str:
         return self._at("recipe.json")
 
@@ -398,6 +404,7 @@ TABLE_MEMBERS: dict[str, tuple[str, ...]] = {
     "views": ("views.parquet",),
     "vqa_items": ("vqa_items.parquet",),
     "rejects": ("rejects.parquet", "rejects"),
+    "near_copy_pairs": ("near_copy_pairs.parquet",),
     "episodes": ("episodes",),
     "metrics": ("metrics.parquet",),
     "comparisons": ("comparisons.parquet",),

@@ -36,7 +36,8 @@ from medscope.views import plan as planmod
 from medscope.views.recipe import Recipe, load_recipe, recipe_hash
 from medscope.views.tools import check_tool
 from medscope.views.stream import FLUSH_BYTES, QC_COLUMNS, stage_cases, write_views
-from medscope.views.worker import CaseViewWriter, case_key, parts, read_features
+from medscope.views.features import read_features
+from medscope.views.worker import CaseViewWriter, case_key, parts
 from medscope.images import decode_mask, decode_png, encode_png, to_rgb
 from pipelines.support.flags import add_action, add_config_flags, cli, config_from_args
 from pipelines.support.jobs import Progress, job_main, map_timing, print_summary
@@ -57,7 +58,8 @@ class BuildViewsConfig(StrictModel):
 
 def output_uris(out: str) -> dict[str, str]:
     build = layout.ViewsBuild(out)
-    return {"views": build.views, "rejects": build.rejects, "qc_report": build.qc_report}
+    return {"views": build.views, "rejects": build.rejects, "qc_report": build.qc_report,
+            "near_copy_pairs": build.near_copy_pairs}
 
 
 def _check_recipe(out: str, recipe: Recipe, rhash: str) -> None:
@@ -120,7 +122,11 @@ def build_views(cases_uri: str, out: str, recipe: Recipe, *, workers: int | None
     # one pass over the cases, one block in memory: ids, plan columns, hashes, staging table
     staged = stage_cases(cases_uri, build.staged_cases, done, case_key, batch_rows=block_rows)
     pinned = _earlier_splits(out)
-    plan, cross_report = planmod.make_plan(staged.meta, staged.hashes, recipe, pinned)
+    plan, cross_report, pairs = planmod.make_plan(staged.meta, staged.hashes, recipe, pinned)
+    # the pairs go to their own table now, not into the driver's QC report at the end (issue 33)
+    records.write_table("near_copy_pairs", pairs, build.near_copy_pairs)
+    cross_report["near_copy_pairs_table"] = "near_copy_pairs.parquet"
+    del pairs
     _write_splits(out, pinned, plan)
     borrowed = {p[k] for p in plan.values() for k in ("recipient", "donor") if p[k]}
     where = {cid: staged.where[cid] for cid in sorted(borrowed) if cid in staged.where}
@@ -161,7 +167,7 @@ def build_views(cases_uri: str, out: str, recipe: Recipe, *, workers: int | None
     qc = qc.take(pa.compute.sort_indices(qc, [("view_id", "ascending")]))
     has_rejects = storage.is_dir(folders["rejects"])
     part_rejects = records.read_table("rejects", folders["rejects"]).to_pylist() if has_rejects else []
-    features = sorted(read_features(folders["features"]), key=lambda f: (f["view_id"], f["role"]))
+    features = read_features(folders["features"])  # columns, sorted by (view_id, role)
     qc, qc_rejects, qc_report = finalize(qc, features, recipe)
     del features
     all_rejects = sorted(staged.rejects + part_rejects + qc_rejects,
@@ -229,22 +235,22 @@ class _RayWriter(CaseViewWriter):
 
 def summarize(views: pa.Table, rejects: list[dict], report: dict) -> dict:
     """Counts per kind, tool and imaging type; QC pass rates and reasons; AUCs."""
-    rows = views.select(["kind", "tool", "imaging_type", "passed", "reject_reason", "split"]).to_pylist()
+    # counted by Arrow, not over a Python dict per view (a transient of ~0.6 KB a view at the
+    # driver's peak, issue 33)
+    t = views.select(["kind", "tool", "imaging_type", "split"]).append_column(
+        "passed_n", pa.compute.cast(views.column("passed"), pa.int64()))
 
     def count(key):
-        out: dict[str, dict[str, int]] = {}
-        for r in rows:
-            d = out.setdefault(str(r[key]), {"views": 0, "passed": 0})
-            d["views"] += 1
-            d["passed"] += int(r["passed"])
-        return dict(sorted(out.items()))
+        g = t.group_by(key).aggregate([([], "count_all"), ("passed_n", "sum")]).to_pydict()
+        return dict(sorted((str(k), {"views": n, "passed": p or 0})
+                           for k, n, p in zip(g[key], g["count_all"], g["passed_n_sum"])))
 
     reasons: dict[str, int] = {}
     for r in rejects:
         reasons[r["reason"]] = reasons.get(r["reason"], 0) + 1
     det, adv = report.get("edit_detector", {}), report.get("adversarial", {})
     return {
-        "views": len(rows), "passed": sum(r["passed"] for r in rows),
+        "views": views.num_rows, "passed": int(pa.compute.sum(t.column("passed_n")).as_py() or 0),
         "by_kind": count("kind"), "by_tool": count("tool"), "by_imaging_type": count("imaging_type"),
         "by_split": count("split"), "reject_reasons": dict(sorted(reasons.items())),
         "edit_detector_heldout_auc": det.get("heldout_auc"), "edit_detector_train_auc": det.get("train_auc"),

@@ -81,7 +81,10 @@ def test_a_new_near_copy_of_a_test_image_joins_its_group_on_the_test_side(grown)
     assert splits2[grown["copy"]]["split"] == "test"
     report = json.loads(storage.read_text(layout.ViewsBuild(grown["out"]).qc_report))["crosswalk"]
     assert report["earlier_cases"] == 18 and report["pinned_split_conflicts"] == []
-    pairs = {frozenset((p["a"], p["b"])) for p in report["near_copy_pairs"]}
+    assert report["near_copy_pairs_table"] == "near_copy_pairs.parquet"
+    table = records.read_table("near_copy_pairs", grown["out"]).to_pylist()
+    assert len(table) == report["n_near_copy_pairs"] == sum(report["pairs_by_tier"].values())
+    pairs = {frozenset((p["a"], p["b"])) for p in table}
     assert frozenset((grown["copy"], grown["target"])) in pairs
 
 
