@@ -41,6 +41,7 @@ from medscope.views.worker import CaseViewWriter, case_key, parts
 from medscope.images import decode_mask, decode_png, encode_png, to_rgb
 from pipelines.support.flags import add_action, add_config_flags, cli, config_from_args
 from pipelines.support.jobs import Progress, job_main, map_timing, print_summary
+from pipelines.support.peak_memory import memory_mb
 
 MODEL_TOOLS = {"lama", "sd"}
 
@@ -127,6 +128,7 @@ def build_views(cases_uri: str, out: str, recipe: Recipe, *, workers: int | None
         raise MedScopeError(f"unknown engine {engine!r}; use ray or local")
     t0 = time.monotonic()
     use_system_allocator()
+    memory = {"start": memory_mb()}  # the driver's RSS and peak at each phase's end (bench views)
     rhash = recipe_hash(recipe)
     for tool in recipe.all_tools():
         check_tool(tool, lama_model=recipe.lama_model, sd_model_dir=recipe.sd_model_dir)
@@ -136,6 +138,7 @@ def build_views(cases_uri: str, out: str, recipe: Recipe, *, workers: int | None
     done = records.part_keys(folders["views"])
     # one pass over the cases, one block in memory: ids, plan columns, hashes, staging table
     staged = stage_cases(cases_uri, build.staged_cases, done, case_key, batch_rows=block_rows)
+    memory["staged"] = memory_mb()
     pinned = _earlier_splits(out)
     plan, cross_report, pairs = planmod.make_plan(staged.meta, staged.hashes, recipe, pinned)
     # the pairs go to their own table now, not into the driver's QC report at the end (issue 33)
@@ -148,6 +151,7 @@ def build_views(cases_uri: str, out: str, recipe: Recipe, *, workers: int | None
     n_cases, n_todo = len(staged.meta), sum(len(ids) for _, ids in staged.blocks)
     # the per-case staging state is not needed past the plan: the driver's peak comes at the end
     staged.meta, staged.hashes, staged.where = [], {}, {}
+    memory["planned"] = memory_mb()
 
     t_plan = time.monotonic() - t0
     timing = None  # map-stage start-up vs steady work, from per-case stamps (see map_timing)
@@ -175,6 +179,7 @@ def build_views(cases_uri: str, out: str, recipe: Recipe, *, workers: int | None
     staged.blocks, plan, where, args, writer = [], None, None, None, None  # held until the end otherwise
     if staged.staged:
         storage.delete(build.staging)
+    memory["mapped"] = memory_mb()
     t_map = time.monotonic() - t0 - t_plan
 
     # cross-case QC on features and the views' id and QC columns: no pixels
@@ -185,8 +190,10 @@ def build_views(cases_uri: str, out: str, recipe: Recipe, *, workers: int | None
     has_rejects = storage.is_dir(folders["rejects"])
     part_rejects = records.read_table("rejects", folders["rejects"]).to_pylist() if has_rejects else []
     features = read_features(folders["features"])  # columns, sorted by (view_id, role)
+    memory["features"] = memory_mb()
     qc, qc_rejects, qc_report = finalize(qc, features, recipe)
     del features
+    memory["qc"] = memory_mb()
     all_rejects = sorted(staged.rejects + part_rejects + qc_rejects,
                          key=lambda r: (r["item_id"], r["stage"], r["reason"], r["detail"] or ""))
     uris = output_uris(out)
@@ -195,10 +202,11 @@ def build_views(cases_uri: str, out: str, recipe: Recipe, *, workers: int | None
     records.write_table("rejects", all_rejects, uris["rejects"])
     report = {"recipe_hash": rhash, "crosswalk": cross_report, **qc_report}
     storage.write_text(uris["qc_report"], json.dumps(report, indent=2, sort_keys=True, default=float))
+    memory["written"] = memory_mb()
     summary = summarize(qc, all_rejects, report)
     summary.update(out=out, views_uri=uris["views"], rejects_uri=uris["rejects"], cases=n_cases,
                    built_now=n_todo, seconds=round(time.monotonic() - t0, 2), plan_seconds=round(t_plan, 2),
-                   map_seconds=round(t_map, 2), map_timing=timing)
+                   map_seconds=round(t_map, 2), map_timing=timing, driver_memory_mb=memory)
     return summary
 
 
