@@ -150,6 +150,7 @@ def build_views(cases_uri: str, out: str, recipe: Recipe, *, workers: int | None
     where = {cid: staged.where[cid] for cid in sorted(borrowed) if cid in staged.where}
     n_cases, n_todo = len(staged.meta), sum(len(ids) for _, ids in staged.blocks)
     # the per-case staging state is not needed past the plan: the driver's peak comes at the end
+    staged.hashes.close()  # its scratch file of thumbnails goes with it
     staged.meta, staged.hashes, staged.where = [], {}, {}
     memory["planned"] = memory_mb()
 

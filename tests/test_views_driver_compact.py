@@ -189,3 +189,38 @@ def test_the_driver_uses_the_system_allocator_unless_the_environment_names_one(m
         assert use_system_allocator() == "system"
     finally:
         pa.set_memory_pool(before)
+
+
+def test_the_hash_store_gives_back_each_case_hash_and_thumbnail(tmp_path):
+    from medscope.views.stream import HashStore
+
+    rng = np.random.default_rng(4)
+    exact = {f"c{i}": (int(rng.integers(0, 2**63)) * 2 + 1, rng.integers(0, 256, (64, 64)).astype(np.float32))
+             for i in range(5)}
+    fractional = ("f0", (2**64 - 1, rng.random((64, 64)).astype(np.float32)))  # not exact in uint8
+    store = HashStore()
+    for cid, (h, t) in [*exact.items(), fractional]:
+        store.add(cid, h, t)
+    store.seal()
+    assert len(store) == 6 and list(store) == [*exact, "f0"] and "f0" in store and "zz" not in store
+    for cid, (h, t) in [*exact.items(), fractional]:
+        got_h, got_t = store[cid]
+        assert got_h == h and np.array_equal(got_t.astype(np.float32), t)
+    assert store["c0"][1].dtype == np.uint8 and store["f0"][1].dtype == np.float32
+    with pytest.raises(MedScopeError, match="64 × 64"):
+        store.add("small", 1, np.zeros((8, 8), np.float32))
+    store.close()
+
+
+def test_a_plan_from_the_hash_store_equals_the_plan_from_a_dict(crosswalk_set):
+    from medscope.views.stream import HashStore
+
+    cases, hashes = crosswalk_set
+    store = HashStore()
+    for cid, (h, t) in hashes.items():
+        store.add(cid, h, np.round(np.clip(t, 0, 255)))  # an 8-bit image's thumbnail: whole numbers
+    exact = {cid: store[cid] for cid in store}
+    p1, r1, t1 = make_plan(cases, store, Recipe(seed=0))
+    p2, r2, t2 = make_plan(cases, exact, Recipe(seed=0))
+    assert p1 == p2 and r1 == r2 and t1.equals(t2) and t1.num_rows > 0
+    store.close()

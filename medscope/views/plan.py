@@ -24,6 +24,16 @@ def hash_case(image_bytes: bytes) -> tuple[int | None, np.ndarray | None]:
     return near_copies.dhash64(image), near_copies.thumbnail(image)
 
 
+class _Lazy:
+    """``seq[k]`` computed when asked for."""
+
+    def __init__(self, get):
+        self.get = get
+
+    def __getitem__(self, k: int):
+        return self.get(k)
+
+
 def make_plan(cases: list[dict], hashes: dict[str, tuple[int, np.ndarray]], recipe: Recipe,
               pinned: dict[str, dict] | None = None) -> tuple[dict, dict, pa.Table]:
     """(plan: case_id -> {split, group_id, recipient, donor}, crosswalk report, near-copy pairs).
@@ -38,7 +48,9 @@ def make_plan(cases: list[dict], hashes: dict[str, tuple[int, np.ndarray]], reci
     with the square of the cohort, too many for Python objects and JSON (issue 33).
     """
     ids = sorted(hashes)
-    found = near_copies.near_copy_arrays(ids, [hashes[i][0] for i in ids], [hashes[i][1] for i in ids],
+    # thumbnails are fetched per hash-close pair (a staged cohort keeps them on local disk)
+    thumbs = _Lazy(lambda k: hashes[ids[k]][1])
+    found = near_copies.near_copy_arrays(ids, np.array([hashes[i][0] for i in ids], np.uint64), thumbs,
                                          max_bits=recipe.near_copy_bits, min_corr=recipe.near_copy_corr)
     copy_rows = np.flatnonzero(found.copies())
     copies = [(ids[found.a[k]], ids[found.b[k]]) for k in copy_rows.tolist()]

@@ -17,6 +17,9 @@ the parts were written in, so its bytes do not depend on workers or scheduling.
 from __future__ import annotations
 
 import contextlib
+import os
+import tempfile
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -25,6 +28,7 @@ import pyarrow.parquet as pq
 
 from medscope import records, storage, tablescan
 from medscope.errors import MedScopeError
+from medscope.qc.near_copies import THUMB
 from medscope.views.plan import hash_case
 
 PLAN_COLUMNS = ["case_id", "source", "imaging_type", "patient_id", "split", "has_lesion"]
@@ -36,13 +40,67 @@ QC_COLUMNS = ["view_id", "case_id", "kind", "tool", "imaging_type", "split", "so
 FLUSH_BYTES = 8 << 20
 
 
+class HashStore(Mapping):
+    """case_id -> (dHash, thumbnail) of every readable case, for the near-copy crosswalk, with
+    the thumbnails in a local scratch file rather than in memory: 4 KB a case (16 KB where a
+    thumbnail is not exact in uint8), read back only for the hash-close pairs. In memory: the
+    ids, one uint64 hash and one offset per case. At a million cases the thumbnails alone would
+    be 4 GB of the driver's 16 (issue 33); in the page cache they are not the driver's."""
+
+    def __init__(self) -> None:
+        self._fh = tempfile.TemporaryFile(prefix="medscope-thumbs-")  # removed when closed
+        self._index: dict[str, int] = {}
+        self._hash, self._offset, self._float = [], [0], []  # lists while staging, arrays after
+        self._sealed = False
+
+    def add(self, case_id: str, dhash: int, thumb: np.ndarray) -> None:
+        if thumb.shape != (THUMB, THUMB):
+            raise MedScopeError(f"{case_id}: a crosswalk thumbnail is {THUMB} × {THUMB}, not {thumb.shape}")
+        thumb = compact_thumbnail(thumb)
+        data = np.ascontiguousarray(thumb, np.uint8 if thumb.dtype == np.uint8 else np.float32)
+        self._fh.write(data.tobytes())
+        self._index[case_id] = len(self._hash)
+        self._hash.append(dhash)
+        self._offset.append(self._offset[-1] + data.nbytes)
+        self._float.append(data.dtype != np.uint8)
+
+    def seal(self) -> None:
+        """Done adding: the per-case lists become arrays (8 + 8 + 1 bytes a case)."""
+        if not self._sealed:
+            self._fh.flush()
+            self._hash = np.array(self._hash, np.uint64)
+            self._offset = np.array(self._offset, np.int64)
+            self._float = np.array(self._float, bool)
+            self._sealed = True
+
+    def __getitem__(self, case_id: str) -> tuple[int, np.ndarray]:
+        i = self._index[case_id]
+        self.seal()
+        start, end = int(self._offset[i]), int(self._offset[i + 1])
+        raw = os.pread(self._fh.fileno(), end - start, start)
+        thumb = np.frombuffer(raw, np.float32 if self._float[i] else np.uint8).reshape(THUMB, THUMB)
+        return int(self._hash[i]), thumb
+
+    def __contains__(self, case_id) -> bool:
+        return case_id in self._index
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._index)
+
+    def __len__(self) -> int:
+        return len(self._index)
+
+    def close(self) -> None:
+        self._fh.close()
+
+
 @dataclass
 class StagedCohort:
     """What the plan needs of every case (ids, plan columns, hashes) and where each case sits in
     the staging table; no pixels."""
 
     meta: list[dict] = field(default_factory=list)
-    hashes: dict[str, tuple[int, np.ndarray]] = field(default_factory=dict)
+    hashes: Mapping[str, tuple[int, np.ndarray]] = field(default_factory=HashStore)
     where: dict[str, tuple[int, int]] = field(default_factory=dict)  # case_id -> (row group, row)
     blocks: list[tuple[int, list[str]]] = field(default_factory=list)  # (row group, case ids to build)
     rejects: list[dict] = field(default_factory=list)
@@ -91,7 +149,7 @@ def stage_cases(cases_uri: str, staged_uri: str, done: set[str], case_key, batch
             for j, (cid, img) in enumerate(zip(t.column("case_id").to_pylist(), t.column("image").to_pylist())):
                 h, thumb = hash_case(img)
                 if h is not None:
-                    out.hashes[cid] = (h, compact_thumbnail(thumb))
+                    out.hashes.add(cid, h, thumb)
                 out.where[cid] = (rg, j)
                 if case_key(cid) not in done:
                     todo.append(cid)
@@ -100,6 +158,7 @@ def stage_cases(cases_uri: str, staged_uri: str, done: set[str], case_key, batch
                 if todo:
                     out.blocks.append((rg, todo))
             rg += 1
+    out.hashes.seal()
     return out
 
 
