@@ -106,7 +106,8 @@ class ViewsBuild(_Folder):
     def staged_cases(self) -> str:
         """The cases being built, copied once from the cases table in row groups of one block
         each, so a worker reads its own block (and a borrowed image) by range and the driver
-        never holds the cohort's pixels."""
+        never holds the cohort's pixels. The stem of its files: ``cases-00000.parquet``, ... of
+        ``medscope.views.stream.ROW_GROUPS_PER_FILE`` blocks each."""
         return self._at("staging", "cases.parquet")
 
     def parts(self, table: str) -> str:

@@ -224,3 +224,31 @@ def test_a_plan_from_the_hash_store_equals_the_plan_from_a_dict(crosswalk_set):
     p2, r2, t2 = make_plan(cases, exact, Recipe(seed=0))
     assert p1 == p2 and r1 == r2 and t1.equals(t2) and t1.num_rows > 0
     store.close()
+
+
+def test_the_staging_table_is_written_in_files_of_a_few_row_groups_and_read_back_whole(tmp_path, monkeypatch):
+    from medscope import storage
+    from medscope.views import stream
+    from medscope.views.synthetic_cases import synthetic_cases
+    from medscope.views.worker import case_key
+
+    monkeypatch.setattr(stream, "ROW_GROUPS_PER_FILE", 2)
+    rows = synthetic_cases(9, seed=1, size=48)
+    cases = str(tmp_path / "cases.parquet")
+    records.write_table("cases", rows, cases)
+    staged_uri = str(tmp_path / "staging" / "cases.parquet")
+    done = {case_key(rows[0]["case_id"])}  # one case already built: not in a block
+    staged = stream.stage_cases(cases, staged_uri, done, case_key, batch_rows=2)
+    # 9 cases in blocks of 2: 5 row groups, 2 a file: 3 files
+    assert sorted(f.rsplit("/", 1)[-1] for f in storage.list_files(str(tmp_path / "staging"))) == [
+        "cases-00000.parquet", "cases-00001.parquet", "cases-00002.parquet"]
+    assert [rg for rg, _ in staged.blocks] == [0, 1, 2, 3, 4]
+    by_id = {r["case_id"]: r for r in rows}
+    images = stream.StagedImages(staged_uri, staged.where, open_files=1)  # reopening files as it goes
+    got = [c for rg, ids in staged.blocks for c in images.block(rg, ids)]
+    assert [c["case_id"] for c in got] == [r["case_id"] for r in rows[1:]]
+    assert all(c["image"] == by_id[c["case_id"]]["image"] for c in got)
+    for r in reversed(rows):  # borrowed images, by their (row group, row)
+        assert images.image(r["case_id"]) == r["image"]
+    images.close()
+    staged.hashes.close()
