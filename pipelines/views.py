@@ -36,7 +36,7 @@ from medscope.views import plan as planmod
 from medscope.views.recipe import Recipe, load_recipe, recipe_hash
 from medscope.views.tools import check_tool
 from medscope.views.stream import FLUSH_BYTES, QC_COLUMNS, stage_cases, write_views
-from medscope.views.features import read_features
+from medscope.views.features import read_features, read_parts
 from medscope.views.worker import CaseViewWriter, case_key, parts
 from medscope.images import decode_mask, decode_png, encode_png, to_rgb
 from pipelines.support.flags import add_action, add_config_flags, cli, config_from_args
@@ -184,19 +184,18 @@ def build_views(cases_uri: str, out: str, recipe: Recipe, *, workers: int | None
     t_map = time.monotonic() - t0 - t_plan
 
     # cross-case QC on features and the views' id and QC columns: no pixels
-    has_views = storage.is_dir(folders["views"]) and storage.list_files(folders["views"], suffix=".parquet")
-    qc = records.read_table("views", folders["views"], columns=QC_COLUMNS) if has_views \
-        else records.schema("views").empty_table().select(QC_COLUMNS)
+    # (the parts are read one at a time and merged as they come: medscope.views.features)
+    qc = read_parts("views", folders["views"], QC_COLUMNS)
     qc = qc.take(pa.compute.sort_indices(qc, [("view_id", "ascending")]))
-    has_rejects = storage.is_dir(folders["rejects"])
-    part_rejects = records.read_table("rejects", folders["rejects"]).to_pylist() if has_rejects else []
+    part_rejects = read_parts("rejects", folders["rejects"])
     features = read_features(folders["features"])  # columns, sorted by (view_id, role)
     memory["features"] = memory_mb()
     qc, qc_rejects, qc_report = finalize(qc, features, recipe)
     del features
     memory["qc"] = memory_mb()
-    all_rejects = sorted(staged.rejects + part_rejects + qc_rejects,
-                         key=lambda r: (r["item_id"], r["stage"], r["reason"], r["detail"] or ""))
+    all_rejects = sorted_rejects([records.to_table("rejects", staged.rejects), part_rejects,
+                                  records.to_table("rejects", qc_rejects)])
+    del part_rejects, qc_rejects
     uris = output_uris(out)
     # the final table, streamed from the parts a few at a time (see medscope.views.stream)
     write_views(folders["views"], qc.combine_chunks(), case_key, uris["views"], row_group_bytes)
@@ -209,6 +208,16 @@ def build_views(cases_uri: str, out: str, recipe: Recipe, *, workers: int | None
                    built_now=n_todo, seconds=round(time.monotonic() - t0, 2), plan_seconds=round(t_plan, 2),
                    map_seconds=round(t_map, 2), map_timing=timing, driver_memory_mb=memory)
     return summary
+
+
+def sorted_rejects(tables: list[pa.Table]) -> pa.Table:
+    """The rejects tables as one, sorted by (item_id, stage, reason, detail with no detail as
+    ""), ties kept in the order given (a stable sort): the order a sort of the rows as Python
+    dicts gave, without a dict per reject on the driver (issue 33)."""
+    t = pa.concat_tables([records.to_table("rejects", x) for x in tables]).combine_chunks()
+    keys = pa.table({"item_id": t.column("item_id"), "stage": t.column("stage"), "reason": t.column("reason"),
+                     "detail": pa.compute.fill_null(t.column("detail"), "")})
+    return t.take(pa.compute.sort_indices(keys, [(k, "ascending") for k in keys.column_names]))
 
 
 def _run_ray(blocks: list[tuple[int, list[str]]], n_todo: int, args: dict, recipe: Recipe, workers: int | None,
@@ -259,7 +268,7 @@ class _RayWriter(CaseViewWriter):
         super().__init__(plan=plan, where=where, **kwargs)
 
 
-def summarize(views: pa.Table, rejects: list[dict], report: dict) -> dict:
+def summarize(views: pa.Table, rejects: pa.Table | list[dict], report: dict) -> dict:
     """Counts per kind, tool and imaging type; QC pass rates and reasons; AUCs."""
     # counted by Arrow, not over a Python dict per view (a transient of ~0.6 KB a view at the
     # driver's peak, issue 33)
@@ -272,8 +281,8 @@ def summarize(views: pa.Table, rejects: list[dict], report: dict) -> dict:
                            for k, n, p in zip(g[key], g["count_all"], g["passed_n_sum"])))
 
     reasons: dict[str, int] = {}
-    for r in rejects:
-        reasons[r["reason"]] = reasons.get(r["reason"], 0) + 1
+    for r in (rejects.column("reason").to_pylist() if isinstance(rejects, pa.Table) else (r["reason"] for r in rejects)):
+        reasons[r] = reasons.get(r, 0) + 1
     det, adv = report.get("edit_detector", {}), report.get("adversarial", {})
     return {
         "views": views.num_rows, "passed": int(pa.compute.sum(t.column("passed_n")).as_py() or 0),

@@ -252,3 +252,30 @@ def test_the_staging_table_is_written_in_files_of_a_few_row_groups_and_read_back
         assert images.image(r["case_id"]) == r["image"]
     images.close()
     staged.hashes.close()
+
+
+def test_rejects_sorted_as_arrow_come_in_the_order_of_the_dict_sort():
+    from pipelines.views import sorted_rejects
+
+    r = records.reject
+    staged = [r("views", "s", "c2", "load", "duplicate_case_id"), r("views", "s", "c1", "load", "duplicate_case_id")]
+    parts_rows = [r("views", "s", "c1", "view", "unreadable_image", "truncated", "OSError"),
+                  r("views", "s", "c1", "view", "unreadable_image", "", "ValueError"),  # no detail: sorts as ""
+                  r("views", "t", "c1", "load", "duplicate_case_id")]  # ties staged[1]: given order kept
+    qc = [r("views", "s", "c1/target_removal/telea", "qc", "edit_detected"), r("views", "s", "c0", "qc", "x", "é")]
+    want = sorted(staged + parts_rows + qc, key=lambda x: (x["item_id"], x["stage"], x["reason"], x["detail"] or ""))
+    got = sorted_rejects([records.to_table("rejects", staged), records.to_table("rejects", parts_rows),
+                          records.to_table("rejects", qc)])
+    assert got.to_pylist() == want
+    assert [x["source"] for x in want if x["item_id"] == "c1" and x["stage"] == "load"] == ["s", "t"]
+    assert sorted_rejects([records.to_table("rejects", [])]).num_rows == 0
+
+
+def test_parts_read_merged_equal_the_whole_folder_read(tmp_path):
+    folder = str(tmp_path / "rejects")
+    for i in range(7):
+        records.write_part("rejects", [records.reject("views", "s", f"c{i}", "view", "bad", str(j)) for j in range(i % 3)],
+                           folder, f"k{i}")
+    got = featmod.read_parts("rejects", folder, merge_every=3)
+    assert got.equals(records.read_table("rejects", folder)) and got.num_rows == 6
+    assert featmod.read_parts("rejects", str(tmp_path / "none"), ["item_id"]).column_names == ["item_id"]

@@ -97,23 +97,45 @@ def feature_matrix(column: pa.ChunkedArray) -> np.ndarray:
     return np.asarray(arr.flatten().to_numpy(zero_copy_only=False), np.float64).reshape(len(arr), d).copy()
 
 
-def read_features(folder: str, merge_every: int = 256) -> FeatureTable:
-    """Every QC feature row of a build (no pixels), sorted by (view_id, role). Parts are read
-    one at a time and merged every ``merge_every`` parts into one contiguous table, so the
-    driver never holds thousands of small tables' Arrow objects at once."""
-    from medscope.views.worker import FEATURE_SCHEMA
-
-    merged: list[pa.Table] = []
+def merged(tables, merge_every: int = 256) -> list[pa.Table]:
+    """Small tables (one per part file) concatenated every ``merge_every`` into one contiguous
+    table each: thousands of one-case tables alive at once cost the driver their Arrow buffers
+    and objects, ~10 KB a case for the views' QC columns (measured, issue 33)."""
+    out: list[pa.Table] = []
     pending: list[pa.Table] = []
-    for uri in storage.list_files(folder, suffix=".parquet"):
-        pending.append(records.read_parquet(uri).cast(FEATURE_SCHEMA))
+    for t in tables:
+        pending.append(t)
         if len(pending) >= merge_every:
-            merged.append(pa.concat_tables(pending).combine_chunks())
+            out.append(pa.concat_tables(pending).combine_chunks())
             pending = []
     if pending:
-        merged.append(pa.concat_tables(pending).combine_chunks())
-    del pending
-    table = pa.concat_tables(merged) if merged else FEATURE_SCHEMA.empty_table()
-    del merged
+        out.append(pa.concat_tables(pending).combine_chunks())
+    return out
+
+
+def read_parts(name: str, folder: str, columns: list[str] | None = None, merge_every: int = 256) -> pa.Table:
+    """``records.read_table(name, folder, columns)`` of a folder of part files (the same files,
+    in the same order), read one part at a time and merged as it goes (:func:`merged`)."""
+    from medscope import parts
+
+    if not storage.is_dir(folder):
+        table = records.schema(name).empty_table()
+        return table.select(list(columns)) if columns else table
+    pieces = merged((records.read_table(name, uri, columns) for uri in parts.visible_files(folder)), merge_every)
+    if not pieces:
+        table = records.schema(name).empty_table()
+        return table.select(list(columns)) if columns else table
+    return pa.concat_tables(pieces)
+
+
+def read_features(folder: str, merge_every: int = 256) -> FeatureTable:
+    """Every QC feature row of a build (no pixels), sorted by (view_id, role), read one part at
+    a time and merged as it goes (:func:`merged`)."""
+    from medscope.views.worker import FEATURE_SCHEMA
+
+    pieces = merged((records.read_parquet(uri).cast(FEATURE_SCHEMA)
+                     for uri in storage.list_files(folder, suffix=".parquet")), merge_every)
+    table = pa.concat_tables(pieces) if pieces else FEATURE_SCHEMA.empty_table()
+    del pieces
     table = table.take(pc.sort_indices(table, [("view_id", "ascending"), ("role", "ascending")]))
     return FeatureTable(table)
