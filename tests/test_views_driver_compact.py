@@ -177,16 +177,16 @@ def test_summary_counts_per_key_match_a_hand_count():
     assert s["reject_reasons"] == {"edit_detected": 1} and s["near_copy_pairs_by_tier"] == {"hash_only": 3}
 
 
-def test_the_driver_uses_the_system_allocator_unless_the_environment_names_one(monkeypatch):
-    from pipelines.views import use_system_allocator
+def test_the_driver_uses_mimalloc_unless_the_environment_names_an_allocator(monkeypatch):
+    from pipelines.views import use_driver_allocator
 
     before = pa.default_memory_pool()
     try:
-        monkeypatch.setenv("ARROW_DEFAULT_MEMORY_POOL", "mimalloc")
-        pa.set_memory_pool(pa.mimalloc_memory_pool())
-        assert use_system_allocator() == "mimalloc"
+        monkeypatch.setenv("ARROW_DEFAULT_MEMORY_POOL", "system")
+        pa.set_memory_pool(pa.system_memory_pool())
+        assert use_driver_allocator() == "system"
         monkeypatch.delenv("ARROW_DEFAULT_MEMORY_POOL")
-        assert use_system_allocator() == "system"
+        assert use_driver_allocator() == "mimalloc"
     finally:
         pa.set_memory_pool(before)
 
