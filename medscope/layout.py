@@ -83,6 +83,12 @@ class ViewsBuild(_Folder):
         return self._at("qc_report.json")
 
     @property
+    def near_copy_pairs(self) -> str:
+        """The crosswalk's hash-close pairs of cases with their tiers (``qc_report.json``
+        counts them by tier)."""
+        return self._at("near_copy_pairs.parquet")
+
+    @property
     def recipe(self) -> str:
         return self._at("recipe.json")
 
@@ -100,7 +106,8 @@ class ViewsBuild(_Folder):
     def staged_cases(self) -> str:
         """The cases being built, copied once from the cases table in row groups of one block
         each, so a worker reads its own block (and a borrowed image) by range and the driver
-        never holds the cohort's pixels."""
+        never holds the cohort's pixels. The stem of its files: ``cases-00000.parquet``, ... of
+        ``medscope.views.stream.ROW_GROUPS_PER_FILE`` blocks each."""
         return self._at("staging", "cases.parquet")
 
     def parts(self, table: str) -> str:
@@ -398,6 +405,7 @@ TABLE_MEMBERS: dict[str, tuple[str, ...]] = {
     "views": ("views.parquet",),
     "vqa_items": ("vqa_items.parquet",),
     "rejects": ("rejects.parquet", "rejects"),
+    "near_copy_pairs": ("near_copy_pairs.parquet",),
     "episodes": ("episodes",),
     "metrics": ("metrics.parquet",),
     "comparisons": ("comparisons.parquet",),

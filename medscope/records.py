@@ -46,6 +46,8 @@ ENUMS: dict[str, dict[str, tuple[str, ...]]] = {
     "episodes": {"action": ("answer", "refer", "clarify", "unparseable"),
                  "reading": ("format", "json", "rules", "judge")},
     "vqa_items": {"answer_type": ("closed", "open"), "split": ("train", "validation", "test")},
+    # medscope.qc.near_copies.TIERS (not imported here: it pulls in the image libraries)
+    "near_copy_pairs": {"tier": ("identical", "near_copy", "shared_anatomy", "hash_only")},
 }
 
 PRIVACY = [  # every item table carries its privacy (the sweep's allow-list check)
@@ -215,6 +217,17 @@ SCHEMAS: dict[str, pa.Schema] = {
             pa.field("detail", pa.string()),
             # the exception's class (or "Reject": a MedScope check), to group rows by cause
             pa.field("error_class", pa.string()),
+        ]
+    ),
+    # a views build's near-copy crosswalk (medscope.views.plan): every hash-close pair of
+    # cases, a < b, sorted by (a, b); too many for the QC report at scale (issue 33)
+    "near_copy_pairs": pa.schema(
+        [
+            pa.field("a", pa.string(), nullable=False),  # case ids
+            pa.field("b", pa.string(), nullable=False),
+            pa.field("distance", pa.int32(), nullable=False),  # dHash bits apart
+            pa.field("correlation", pa.float64(), nullable=False),  # of the 64 px thumbnails
+            pa.field("tier", pa.string(), nullable=False),
         ]
     ),
 }

@@ -36,10 +36,12 @@ from medscope.views import plan as planmod
 from medscope.views.recipe import Recipe, load_recipe, recipe_hash
 from medscope.views.tools import check_tool
 from medscope.views.stream import FLUSH_BYTES, QC_COLUMNS, stage_cases, write_views
-from medscope.views.worker import CaseViewWriter, case_key, parts, read_features
+from medscope.views.features import read_features, read_parts
+from medscope.views.worker import CaseViewWriter, case_key, parts
 from medscope.images import decode_mask, decode_png, encode_png, to_rgb
 from pipelines.support.flags import add_action, add_config_flags, cli, config_from_args
 from pipelines.support.jobs import Progress, job_main, map_timing, print_summary
+from pipelines.support.peak_memory import memory_mb
 
 MODEL_TOOLS = {"lama", "sd"}
 
@@ -57,7 +59,8 @@ class BuildViewsConfig(StrictModel):
 
 def output_uris(out: str) -> dict[str, str]:
     build = layout.ViewsBuild(out)
-    return {"views": build.views, "rejects": build.rejects, "qc_report": build.qc_report}
+    return {"views": build.views, "rejects": build.rejects, "qc_report": build.qc_report,
+            "near_copy_pairs": build.near_copy_pairs}
 
 
 def _check_recipe(out: str, recipe: Recipe, rhash: str) -> None:
@@ -90,6 +93,21 @@ def _write_splits(out: str, pinned: dict[str, dict], plan: dict) -> None:
     storage.write_text(layout.ViewsBuild(out).splits, json.dumps(ledger, indent=0, sort_keys=True))
 
 
+def use_driver_allocator() -> str:
+    """Arrow's allocator for the views-build driver: mimalloc, unless ``ARROW_DEFAULT_MEMORY_POOL``
+    names another. The driver allocates many short-lived buffers of different sizes (a batch of
+    cases, one case's views part, a row group of views) from a few threads, and with glibc's
+    malloc (``system``) its peak grew more with the cohort: rebuilding a finished 100- and
+    1,600-case build (the driver's phases without the map stage), 264 → 281 MB with ``system``
+    and 258 → 270 MB with mimalloc (two runs each, issue 33). Set here so that the figure does
+    not depend on the pyarrow build's default (jemalloc in some wheels). Returns the backend."""
+    import os
+
+    if not os.environ.get("ARROW_DEFAULT_MEMORY_POOL"):
+        pa.set_memory_pool(pa.mimalloc_memory_pool())
+    return pa.default_memory_pool().backend_name
+
+
 def _log(msg: str) -> None:
     print(f"  views: {msg}", file=sys.stderr, flush=True)
 
@@ -110,6 +128,8 @@ def build_views(cases_uri: str, out: str, recipe: Recipe, *, workers: int | None
     if engine not in ("ray", "local"):
         raise MedScopeError(f"unknown engine {engine!r}; use ray or local")
     t0 = time.monotonic()
+    use_driver_allocator()
+    memory = {"start": memory_mb()}  # the driver's RSS and peak at each phase's end (bench views)
     rhash = recipe_hash(recipe)
     for tool in recipe.all_tools():
         check_tool(tool, lama_model=recipe.lama_model, sd_model_dir=recipe.sd_model_dir)
@@ -119,13 +139,21 @@ def build_views(cases_uri: str, out: str, recipe: Recipe, *, workers: int | None
     done = records.part_keys(folders["views"])
     # one pass over the cases, one block in memory: ids, plan columns, hashes, staging table
     staged = stage_cases(cases_uri, build.staged_cases, done, case_key, batch_rows=block_rows)
+    memory["staged"] = memory_mb()
     pinned = _earlier_splits(out)
-    plan, cross_report = planmod.make_plan(staged.meta, staged.hashes, recipe, pinned)
+    plan, cross_report, pairs = planmod.make_plan(staged.meta, staged.hashes, recipe, pinned)
+    # the pairs go to their own table now, not into the driver's QC report at the end (issue 33)
+    records.write_table("near_copy_pairs", pairs, build.near_copy_pairs)
+    cross_report["near_copy_pairs_table"] = "near_copy_pairs.parquet"
+    del pairs
     _write_splits(out, pinned, plan)
     borrowed = {p[k] for p in plan.values() for k in ("recipient", "donor") if p[k]}
     where = {cid: staged.where[cid] for cid in sorted(borrowed) if cid in staged.where}
     n_cases, n_todo = len(staged.meta), sum(len(ids) for _, ids in staged.blocks)
-    del staged.hashes
+    # the per-case staging state is not needed past the plan: the driver's peak comes at the end
+    staged.hashes.close()  # its scratch file of thumbnails goes with it
+    staged.meta, staged.hashes, staged.where = [], {}, {}
+    memory["planned"] = memory_mb()
 
     t_plan = time.monotonic() - t0
     timing = None  # map-stage start-up vs steady work, from per-case stamps (see map_timing)
@@ -150,33 +178,47 @@ def build_views(cases_uri: str, out: str, recipe: Recipe, *, workers: int | None
             finally:
                 writer.staged.close()
             timing = map_timing(t_start, stamps)
+    staged.blocks, plan, where, args, writer = [], None, None, None, None  # held until the end otherwise
     if staged.staged:
         storage.delete(build.staging)
+    memory["mapped"] = memory_mb()
     t_map = time.monotonic() - t0 - t_plan
 
     # cross-case QC on features and the views' id and QC columns: no pixels
-    has_views = storage.is_dir(folders["views"]) and storage.list_files(folders["views"], suffix=".parquet")
-    qc = records.read_table("views", folders["views"], columns=QC_COLUMNS) if has_views \
-        else records.schema("views").empty_table().select(QC_COLUMNS)
+    # (the parts are read one at a time and merged as they come: medscope.views.features)
+    qc = read_parts("views", folders["views"], QC_COLUMNS)
     qc = qc.take(pa.compute.sort_indices(qc, [("view_id", "ascending")]))
-    has_rejects = storage.is_dir(folders["rejects"])
-    part_rejects = records.read_table("rejects", folders["rejects"]).to_pylist() if has_rejects else []
-    features = sorted(read_features(folders["features"]), key=lambda f: (f["view_id"], f["role"]))
+    part_rejects = read_parts("rejects", folders["rejects"])
+    features = read_features(folders["features"])  # columns, sorted by (view_id, role)
+    memory["features"] = memory_mb()
     qc, qc_rejects, qc_report = finalize(qc, features, recipe)
     del features
-    all_rejects = sorted(staged.rejects + part_rejects + qc_rejects,
-                         key=lambda r: (r["item_id"], r["stage"], r["reason"], r["detail"] or ""))
+    memory["qc"] = memory_mb()
+    all_rejects = sorted_rejects([records.to_table("rejects", staged.rejects), part_rejects,
+                                  records.to_table("rejects", qc_rejects)])
+    del part_rejects, qc_rejects
     uris = output_uris(out)
     # the final table, streamed from the parts a few at a time (see medscope.views.stream)
     write_views(folders["views"], qc.combine_chunks(), case_key, uris["views"], row_group_bytes)
     records.write_table("rejects", all_rejects, uris["rejects"])
     report = {"recipe_hash": rhash, "crosswalk": cross_report, **qc_report}
     storage.write_text(uris["qc_report"], json.dumps(report, indent=2, sort_keys=True, default=float))
+    memory["written"] = memory_mb()
     summary = summarize(qc, all_rejects, report)
     summary.update(out=out, views_uri=uris["views"], rejects_uri=uris["rejects"], cases=n_cases,
                    built_now=n_todo, seconds=round(time.monotonic() - t0, 2), plan_seconds=round(t_plan, 2),
-                   map_seconds=round(t_map, 2), map_timing=timing)
+                   map_seconds=round(t_map, 2), map_timing=timing, driver_memory_mb=memory)
     return summary
+
+
+def sorted_rejects(tables: list[pa.Table]) -> pa.Table:
+    """The rejects tables as one, sorted by (item_id, stage, reason, detail with no detail as
+    ""), ties kept in the order given (a stable sort): the order a sort of the rows as Python
+    dicts gave, without a dict per reject on the driver (issue 33)."""
+    t = pa.concat_tables([records.to_table("rejects", x) for x in tables]).combine_chunks()
+    keys = pa.table({"item_id": t.column("item_id"), "stage": t.column("stage"), "reason": t.column("reason"),
+                     "detail": pa.compute.fill_null(t.column("detail"), "")})
+    return t.take(pa.compute.sort_indices(keys, [(k, "ascending") for k in keys.column_names]))
 
 
 def _run_ray(blocks: list[tuple[int, list[str]]], n_todo: int, args: dict, recipe: Recipe, workers: int | None,
@@ -227,24 +269,24 @@ class _RayWriter(CaseViewWriter):
         super().__init__(plan=plan, where=where, **kwargs)
 
 
-def summarize(views: pa.Table, rejects: list[dict], report: dict) -> dict:
+def summarize(views: pa.Table, rejects: pa.Table | list[dict], report: dict) -> dict:
     """Counts per kind, tool and imaging type; QC pass rates and reasons; AUCs."""
-    rows = views.select(["kind", "tool", "imaging_type", "passed", "reject_reason", "split"]).to_pylist()
+    # counted by Arrow, not over a Python dict per view (a transient of ~0.6 KB a view at the
+    # driver's peak, issue 33)
+    t = views.select(["kind", "tool", "imaging_type", "split"]).append_column(
+        "passed_n", pa.compute.cast(views.column("passed"), pa.int64()))
 
     def count(key):
-        out: dict[str, dict[str, int]] = {}
-        for r in rows:
-            d = out.setdefault(str(r[key]), {"views": 0, "passed": 0})
-            d["views"] += 1
-            d["passed"] += int(r["passed"])
-        return dict(sorted(out.items()))
+        g = t.group_by(key).aggregate([([], "count_all"), ("passed_n", "sum")]).to_pydict()
+        return dict(sorted((str(k), {"views": n, "passed": p or 0})
+                           for k, n, p in zip(g[key], g["count_all"], g["passed_n_sum"])))
 
     reasons: dict[str, int] = {}
-    for r in rejects:
-        reasons[r["reason"]] = reasons.get(r["reason"], 0) + 1
+    for r in (rejects.column("reason").to_pylist() if isinstance(rejects, pa.Table) else (r["reason"] for r in rejects)):
+        reasons[r] = reasons.get(r, 0) + 1
     det, adv = report.get("edit_detector", {}), report.get("adversarial", {})
     return {
-        "views": len(rows), "passed": sum(r["passed"] for r in rows),
+        "views": views.num_rows, "passed": int(pa.compute.sum(t.column("passed_n")).as_py() or 0),
         "by_kind": count("kind"), "by_tool": count("tool"), "by_imaging_type": count("imaging_type"),
         "by_split": count("split"), "reject_reasons": dict(sorted(reasons.items())),
         "edit_detector_heldout_auc": det.get("heldout_auc"), "edit_detector_train_auc": det.get("train_auc"),

@@ -81,7 +81,10 @@ def test_a_new_near_copy_of_a_test_image_joins_its_group_on_the_test_side(grown)
     assert splits2[grown["copy"]]["split"] == "test"
     report = json.loads(storage.read_text(layout.ViewsBuild(grown["out"]).qc_report))["crosswalk"]
     assert report["earlier_cases"] == 18 and report["pinned_split_conflicts"] == []
-    pairs = {frozenset((p["a"], p["b"])) for p in report["near_copy_pairs"]}
+    assert report["near_copy_pairs_table"] == "near_copy_pairs.parquet"
+    table = records.read_table("near_copy_pairs", grown["out"]).to_pylist()
+    assert len(table) == report["n_near_copy_pairs"] == sum(report["pairs_by_tier"].values())
+    pairs = {frozenset((p["a"], p["b"])) for p in table}
     assert frozenset((grown["copy"], grown["target"])) in pairs
 
 
@@ -112,6 +115,11 @@ def test_removing_cases_clears_every_table_and_part_with_a_record(grown, tmp_pat
             assert not any(r.get("case_id") in gone or r.get("view_id") in gone_views
                            or r.get("item_id") in set(gone) | gone_views for r in t)
     assert not set(gone) & set(json.loads(storage.read_text(layout.ViewsBuild(out).splits)))
+    # the crosswalk's pairs table named the two (they are a near-copy pair): no row left of them
+    before = records.read_table("near_copy_pairs", grown["out"]).to_pylist()
+    assert any(r["a"] in gone or r["b"] in gone for r in before)
+    after = records.read_table("near_copy_pairs", out).to_pylist()
+    assert after == [r for r in before if r["a"] not in gone and r["b"] not in gone]
     for folder in (cohort, out):
         record = [json.loads(x) for x in storage.read_text(storage.join(folder, layout.REMOVALS)).splitlines()]
         assert len(record) == 1 and record[0]["cases"] == sorted(gone) and record[0]["reason"] == "withdrawn consent"
@@ -121,6 +129,7 @@ def test_removing_cases_clears_every_table_and_part_with_a_record(grown, tmp_pat
     assert again["built_now"] == 0 and set(_views(out)) == set(left)
     qc_report = storage.read_text(layout.ViewsBuild(out).qc_report)
     assert not any(c in qc_report for c in gone)  # the rebuilt report no longer names them
+    assert records.read_table("near_copy_pairs", out).to_pylist() == after
 
 
 def test_reimporting_a_grown_dataset_folder_keeps_every_earlier_case_id_and_row(tmp_path):

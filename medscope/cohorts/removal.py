@@ -29,6 +29,8 @@ from medscope.seeding import stable_hash
 # Columns that name a case, or one of its views / items, in the project's tables.
 CASE_COLUMN = "case_id"
 DERIVED_COLUMNS = ("view_id", "item_id")
+# A views build's near-copy pairs table names its two cases in ``a`` and ``b``.
+PAIR_COLUMNS = {layout.ViewsBuild("_").near_copy_pairs.rsplit("/", 1)[-1]: ("a", "b")}
 # Tables of a scored run that aggregate over cases: removed, to be recomputed by `score`.
 AGGREGATES = tuple(uri.rsplit("/", 1)[-1] for uri in (layout.ScoredRun("_").metrics, layout.ScoredRun("_").comparisons))
 
@@ -63,11 +65,12 @@ def derived_ids(folders: list[str], cases: set[str]) -> set[str]:
     return out
 
 
-def _drop_mask(t: pa.Table, cases: set[str], derived: set[str]):
-    """Boolean array: rows that belong to a withdrawn case."""
+def _drop_mask(t: pa.Table, cases: set[str], derived: set[str], case_columns: tuple[str, ...] = ()):
+    """Boolean array: rows that belong to a withdrawn case (``case_columns``: more columns that
+    hold case ids)."""
     mask = pa.array([False] * t.num_rows, pa.bool_())
     ids = cases | derived
-    for col, values in ((CASE_COLUMN, cases), *((c, ids) for c in DERIVED_COLUMNS)):
+    for col, values in ((CASE_COLUMN, cases), *((c, cases) for c in case_columns), *((c, ids) for c in DERIVED_COLUMNS)):
         if col in t.column_names and values:
             hit = pc.fill_null(pc.is_in(t[col], value_set=pa.array(sorted(values), pa.string())), False)
             mask = pc.or_(mask, hit)
@@ -85,9 +88,9 @@ def remove_cases(case_ids: list[str], folders: list[str], reason: str = "withdra
         for uri in _parquet_files(folder):
             rel = uri[len(folder.rstrip("/")) + 1:]
             t = _read(uri)
-            drop = _drop_mask(t, cases, derived)
-            n = pc.sum(drop).as_py() or 0
             base = rel.rsplit("/", 1)[-1]
+            drop = _drop_mask(t, cases, derived, PAIR_COLUMNS.get(base, ()))
+            n = pc.sum(drop).as_py() or 0
             # a compacted file keeps its manifest true: rows, hash, and the keys it absorbed
             if n and parts.is_compacted(base) and parts.filter_compacted(uri, t, pc.invert(drop)):
                 changed["rows"][rel] = n

@@ -111,17 +111,19 @@ class Pair:
 COMPARE_BUDGET = 1 << 22
 
 
-def candidate_pairs(hashes: np.ndarray, max_bits: int = MAX_BITS, block: int | None = None,
-                    budget: int = COMPARE_BUDGET) -> list[tuple[int, int, int]]:
-    """(i, j, distance) for i < j with Hamming distance ≤ ``max_bits``.
+def candidate_arrays(hashes: np.ndarray, max_bits: int = MAX_BITS, block: int | None = None,
+                     budget: int = COMPARE_BUDGET) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(i, j, distance) arrays, sorted by (i, j), of every i < j with Hamming distance ≤ ``max_bits``.
 
     Blockwise over the upper triangle: a block of rows against the hashes from its first row
     on, ``block`` rows at a time (default: as many as keep one block within ``budget``
     comparisons). A fixed 2,048-row block against every hash held 2,048 × n uint64s, 105 MB at
-    6,400 cases and 16 GB at a million: the views-build driver's largest transient (issue 33)."""
+    6,400 cases and 16 GB at a million: the views-build driver's largest transient (issue 33).
+    The pairs are kept as integer arrays (13 bytes a pair), not Python tuples (~150 bytes): the
+    phantom's alike images give tens of thousands of hash-close pairs at 6,400 cases."""
     h = np.asarray(hashes, dtype=np.uint64)
     n = len(h)
-    out: list[tuple[int, int, int]] = []
+    found_i, found_j, found_d = [], [], []
     start = 0
     while start < n:
         rows_n = block or max(1, min(2048, budget // max(1, n - start)))
@@ -129,21 +131,76 @@ def candidate_pairs(hashes: np.ndarray, max_bits: int = MAX_BITS, block: int | N
         dist = np.bitwise_count(rows[:, None] ^ cols[None, :])
         ii, jj = np.nonzero(dist <= max_bits)
         keep = jj > ii  # the upper triangle: each pair once, no self-pairs
-        for i, j in zip(ii[keep], jj[keep]):
-            out.append((int(i) + start, int(j) + start, int(dist[i, j])))
+        ii, jj = ii[keep], jj[keep]
+        found_d.append(dist[ii, jj].astype(np.uint8))
+        found_i.append(ii.astype(np.int64) + start)
+        found_j.append(jj.astype(np.int64) + start)
         start += rows_n
-    return sorted(out)
+    if not found_i:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.uint8)
+    i, j, d = np.concatenate(found_i), np.concatenate(found_j), np.concatenate(found_d)
+    order = np.lexsort((j, i))
+    return i[order], j[order], d[order]
+
+
+def candidate_pairs(hashes: np.ndarray, max_bits: int = MAX_BITS, block: int | None = None,
+                    budget: int = COMPARE_BUDGET) -> list[tuple[int, int, int]]:
+    """:func:`candidate_arrays` as a sorted list of (i, j, distance) tuples."""
+    i, j, d = candidate_arrays(hashes, max_bits, block, budget)
+    return list(zip(i.tolist(), j.tolist(), d.tolist()))
+
+
+@dataclass
+class PairArrays:
+    """Hash-close pairs as columns: ``a``, ``b`` index the ids they were found among (the
+    smaller id first), sorted by (id a, id b); ``tier`` indexes ``TIERS``. A pair costs 21
+    bytes here instead of a :class:`Pair` (~300 bytes with its float and tuple), so the
+    views-build driver can hold every pair of a large cohort (issue 33)."""
+
+    a: np.ndarray  # int64
+    b: np.ndarray  # int64
+    distance: np.ndarray  # uint8
+    correlation: np.ndarray  # float64
+    tier: np.ndarray  # int8, index into TIERS
+
+    def __len__(self) -> int:
+        return len(self.a)
+
+    def copies(self) -> np.ndarray:
+        """Mask of the pairs that are copies (``COPY_TIERS``)."""
+        return np.isin(self.tier, [TIERS.index(t) for t in COPY_TIERS])
+
+    def counts_by_tier(self) -> dict[str, int]:
+        """Pairs per tier, the tiers that occur only, in ``TIERS`` order."""
+        n = np.bincount(self.tier, minlength=len(TIERS)) if len(self) else np.zeros(len(TIERS), int)
+        return {t: int(n[k]) for k, t in enumerate(TIERS) if n[k]}
+
+
+def near_copy_arrays(ids: list[str], hashes: list[int] | np.ndarray, thumbs, *, max_bits: int = MAX_BITS,
+                     min_corr: float = NEAR_COPY_CORR) -> PairArrays:
+    """Every hash-close pair with its correlation and tier, as :class:`PairArrays` sorted by
+    ids. ``thumbs[i]`` is the thumbnail of ``ids[i]`` (a list, or one n × 64 × 64 array)."""
+    i, j, d = candidate_arrays(np.asarray(hashes, dtype=np.uint64), max_bits)
+    corr = np.array([pixel_correlation(thumbs[x], thumbs[y]) for x, y in zip(i.tolist(), j.tolist())],
+                    dtype=np.float64)
+    tier = np.array([TIERS.index(tier_of(dd, c, min_corr)) for dd, c in zip(d.tolist(), corr.tolist())],
+                    dtype=np.int8)
+    # the smaller id first, then sorted by (a, b) as ids sort
+    rank = np.empty(len(ids), np.int64)
+    rank[sorted(range(len(ids)), key=ids.__getitem__)] = np.arange(len(ids))
+    swap = rank[i] > rank[j]
+    a, b = np.where(swap, j, i), np.where(swap, i, j)
+    order = np.lexsort((rank[b], rank[a]))
+    return PairArrays(a[order], b[order], d[order], corr[order], tier[order])
 
 
 def find_near_copies(ids: list[str], hashes: list[int], thumbs: list[np.ndarray], *, max_bits: int = MAX_BITS,
                      min_corr: float = NEAR_COPY_CORR) -> list[Pair]:
     """Every hash-close pair with its correlation and tier, sorted by ids."""
-    pairs = []
-    for i, j, d in candidate_pairs(np.array(hashes, dtype=np.uint64), max_bits):
-        corr = pixel_correlation(thumbs[i], thumbs[j])
-        a, b = sorted((ids[i], ids[j]))
-        pairs.append(Pair(a, b, d, corr, tier_of(d, corr, min_corr)))
-    return sorted(pairs, key=lambda p: (p.a, p.b))
+    p = near_copy_arrays(ids, hashes, thumbs, max_bits=max_bits, min_corr=min_corr)
+    return [Pair(ids[a], ids[b], d, c, TIERS[t])
+            for a, b, d, c, t in zip(p.a.tolist(), p.b.tolist(), p.distance.tolist(), p.correlation.tolist(),
+                                     p.tier.tolist())]
 
 
 def confirmed(pairs: list[Pair]) -> list[Pair]:

@@ -7,6 +7,7 @@ case id, so the plan is the same whatever the order or partitioning of the cohor
 from __future__ import annotations
 
 import numpy as np
+import pyarrow as pa
 
 from medscope.images import decode_png
 from medscope.qc import near_copies, splits
@@ -23,46 +24,62 @@ def hash_case(image_bytes: bytes) -> tuple[int | None, np.ndarray | None]:
     return near_copies.dhash64(image), near_copies.thumbnail(image)
 
 
+class _Lazy:
+    """``seq[k]`` computed when asked for."""
+
+    def __init__(self, get):
+        self.get = get
+
+    def __getitem__(self, k: int):
+        return self.get(k)
+
+
 def make_plan(cases: list[dict], hashes: dict[str, tuple[int, np.ndarray]], recipe: Recipe,
-              pinned: dict[str, dict] | None = None) -> tuple[dict, dict]:
-    """(plan: case_id -> {split, group_id, recipient, donor}, crosswalk report).
+              pinned: dict[str, dict] | None = None) -> tuple[dict, dict, pa.Table]:
+    """(plan: case_id -> {split, group_id, recipient, donor}, crosswalk report, near-copy pairs).
 
     ``cases`` are case rows without pixels (ids, source, imaging type, patient, split,
     has_lesion); ``hashes`` holds the readable ones. ``pinned`` (case_id -> {split,
     group_id}) holds the splits of an earlier build of a cohort that has since grown: they
     never change, and new near-copies of earlier cases join their side (splits.pin_earlier).
+
+    The pairs are a ``near_copy_pairs`` table (every hash-close pair, any tier, sorted by
+    ``a``, ``b``), not a list in the report: alike images give a number of pairs that grows
+    with the square of the cohort, too many for Python objects and JSON (issue 33).
     """
     ids = sorted(hashes)
-    pairs = near_copies.find_near_copies(ids, [hashes[i][0] for i in ids], [hashes[i][1] for i in ids],
-                                       max_bits=recipe.near_copy_bits, min_corr=recipe.near_copy_corr)
-    copies = near_copies.confirmed(pairs)
-    groups = splits.case_groups(cases, [(p.a, p.b) for p in copies])
+    # thumbnails are fetched per hash-close pair (a staged cohort keeps them on local disk)
+    thumbs = _Lazy(lambda k: hashes[ids[k]][1])
+    found = near_copies.near_copy_arrays(ids, np.array([hashes[i][0] for i in ids], np.uint64), thumbs,
+                                         max_bits=recipe.near_copy_bits, min_corr=recipe.near_copy_corr)
+    copy_rows = np.flatnonzero(found.copies())
+    copies = [(ids[found.a[k]], ids[found.b[k]]) for k in copy_rows.tolist()]
+    groups = splits.case_groups(cases, copies)
     split_of = splits.assign_splits(cases, groups, recipe.seed, recipe.split_fractions)
     conflicts: list[dict] = []
     if pinned:
         split_of, groups, conflicts = splits.pin_earlier(cases, groups, split_of, pinned)
     source_of = {c["case_id"]: c["source"] for c in cases}
-    tiers: dict[str, int] = {}
-    for p in pairs:
-        tiers[p.tier] = tiers.get(p.tier, 0) + 1
-    cross = near_copies.cross_cohort_pairs(pairs, source_of)
+    # confirmed pairs whose two images come from different sources (near_copies.cross_cohort_pairs)
+    cross = [k for k, (a, b) in zip(copy_rows.tolist(), copies) if source_of.get(a) != source_of.get(b)]
     report = {
         "n_hashed": len(ids),
-        "pairs_by_tier": tiers,
+        "pairs_by_tier": found.counts_by_tier(),
         "n_groups": len(set(groups.values())),
         "earlier_cases": sum(1 for c in cases if c["case_id"] in (pinned or {})),
         "pinned_split_conflicts": conflicts,
         "split_counts": {s: sum(1 for v in split_of.values() if v == s) for s in splits.SPLITS},
         "cross_cohort_pairs": [
-            {"a": p.a, "b": p.b, "source_a": source_of[p.a], "source_b": source_of[p.b], "distance": p.distance,
-             "correlation": round(p.correlation, 4), "tier": p.tier}
-            for p in cross
+            {"a": ids[found.a[k]], "b": ids[found.b[k]], "source_a": source_of[ids[found.a[k]]],
+             "source_b": source_of[ids[found.b[k]]], "distance": int(found.distance[k]),
+             "correlation": round(float(found.correlation[k]), 4), "tier": near_copies.TIERS[found.tier[k]]}
+            for k in cross
         ],
-        "near_copy_pairs": [
-            {"a": p.a, "b": p.b, "distance": p.distance, "correlation": round(p.correlation, 4), "tier": p.tier}
-            for p in pairs
-        ],
+        "n_near_copy_pairs": len(found),
     }
+    del source_of
+    pairs = pair_table(ids, found)
+    del found
     # insertion recipients: lesion-free training images of the same imaging type
     negatives: dict[str, list[str]] = {}
     for c in sorted(cases, key=lambda c: c["case_id"]):
@@ -85,4 +102,15 @@ def make_plan(cases: list[dict], hashes: dict[str, tuple[int, np.ndarray]], reci
             if "other_type" in recipe.degradations and others:
                 entry["donor"] = others[int(rng_for(recipe.seed, cid, "degraded", "donor").integers(len(others)))]
         plan[cid] = entry
-    return plan, report
+    return plan, report, pairs
+
+
+def pair_table(ids: list[str], found: near_copies.PairArrays) -> pa.Table:
+    """The ``near_copy_pairs`` table of ``found`` (indices into ``ids``): ids taken from one
+    Arrow array, so no Python string is made per pair."""
+    id_array = pa.array(ids, pa.string())
+    return pa.table({
+        "a": id_array.take(pa.array(found.a)), "b": id_array.take(pa.array(found.b)),
+        "distance": pa.array(found.distance.astype(np.int32)), "correlation": pa.array(found.correlation),
+        "tier": pa.array(near_copies.TIERS, pa.string()).take(pa.array(found.tier.astype(np.int64))),
+    })

@@ -2,9 +2,10 @@
 driver's memory does not grow with the cohort's pixels (issue 16):
 
 - :func:`stage_cases` reads the cases table once in batches: ids and plan columns kept (small),
-  each readable image hashed for the near-copy crosswalk (a 64-bit dHash and a 64 × 64 uint8
-  thumbnail, 4 KB a case), and the cases copied to a staging table in row groups of one block
-  each, which workers read by range;
+  each readable image hashed for the near-copy crosswalk (a 64-bit dHash in memory, a 64 × 64
+  uint8 thumbnail in a local scratch file: :class:`HashStore`), and the cases copied to a
+  staging table in row groups of one block each (files of ``ROW_GROUPS_PER_FILE`` row groups),
+  which workers read by range;
 - :func:`read_block` / :func:`StagedImages` are the workers' side of that table;
 - :func:`write_views` streams the per-case views parts into the final ``views.parquet`` with a
   ``pyarrow.parquet.ParquetWriter``, a few parts at a time, setting the QC fields that the
@@ -17,6 +18,9 @@ the parts were written in, so its bytes do not depend on workers or scheduling.
 from __future__ import annotations
 
 import contextlib
+import os
+import tempfile
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -25,15 +29,75 @@ import pyarrow.parquet as pq
 
 from medscope import records, storage, tablescan
 from medscope.errors import MedScopeError
+from medscope.qc.near_copies import THUMB
 from medscope.views.plan import hash_case
 
 PLAN_COLUMNS = ["case_id", "source", "imaging_type", "patient_id", "split", "has_lesion"]
 # the columns of the views table the cross-case QC and the build summary read: no pixels
 QC_COLUMNS = ["view_id", "case_id", "kind", "tool", "imaging_type", "split", "source", "passed",
               "reject_reason", "edit_score"]
+# addition (memory only): a staging file holds this many row groups (blocks of cases). A Parquet
+# writer keeps every row group's metadata until it closes, ~18 KB a row group of the cases table
+# (20 columns): 4.6 KB a case at 4 cases a block in one file (measured, issue 33); a new file
+# every 64 row groups keeps it near 1 MB whatever the cohort
+ROW_GROUPS_PER_FILE = 64
 # a row group of the final table holds about this much (one part at least): the driver holds
 # it twice over while writing (the rows, and their encoded pages until the row group closes)
 FLUSH_BYTES = 8 << 20
+
+
+class HashStore(Mapping):
+    """case_id -> (dHash, thumbnail) of every readable case, for the near-copy crosswalk, with
+    the thumbnails in a local scratch file rather than in memory: 4 KB a case (16 KB where a
+    thumbnail is not exact in uint8), read back only for the hash-close pairs. In memory: the
+    ids, one uint64 hash and one offset per case. At a million cases the thumbnails alone would
+    be 4 GB of the driver's 16 (issue 33); in the page cache they are not the driver's."""
+
+    def __init__(self) -> None:
+        self._fh = tempfile.TemporaryFile(prefix="medscope-thumbs-")  # removed when closed
+        self._index: dict[str, int] = {}
+        self._hash, self._offset, self._float = [], [0], []  # lists while staging, arrays after
+        self._sealed = False
+
+    def add(self, case_id: str, dhash: int, thumb: np.ndarray) -> None:
+        if thumb.shape != (THUMB, THUMB):
+            raise MedScopeError(f"{case_id}: a crosswalk thumbnail is {THUMB} × {THUMB}, not {thumb.shape}")
+        thumb = compact_thumbnail(thumb)
+        data = np.ascontiguousarray(thumb, np.uint8 if thumb.dtype == np.uint8 else np.float32)
+        self._fh.write(data.tobytes())
+        self._index[case_id] = len(self._hash)
+        self._hash.append(dhash)
+        self._offset.append(self._offset[-1] + data.nbytes)
+        self._float.append(data.dtype != np.uint8)
+
+    def seal(self) -> None:
+        """Done adding: the per-case lists become arrays (8 + 8 + 1 bytes a case)."""
+        if not self._sealed:
+            self._fh.flush()
+            self._hash = np.array(self._hash, np.uint64)
+            self._offset = np.array(self._offset, np.int64)
+            self._float = np.array(self._float, bool)
+            self._sealed = True
+
+    def __getitem__(self, case_id: str) -> tuple[int, np.ndarray]:
+        i = self._index[case_id]
+        self.seal()
+        start, end = int(self._offset[i]), int(self._offset[i + 1])
+        raw = os.pread(self._fh.fileno(), end - start, start)
+        thumb = np.frombuffer(raw, np.float32 if self._float[i] else np.uint8).reshape(THUMB, THUMB)
+        return int(self._hash[i]), thumb
+
+    def __contains__(self, case_id) -> bool:
+        return case_id in self._index
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._index)
+
+    def __len__(self) -> int:
+        return len(self._index)
+
+    def close(self) -> None:
+        self._fh.close()
 
 
 @dataclass
@@ -42,7 +106,7 @@ class StagedCohort:
     the staging table; no pixels."""
 
     meta: list[dict] = field(default_factory=list)
-    hashes: dict[str, tuple[int, np.ndarray]] = field(default_factory=dict)
+    hashes: Mapping[str, tuple[int, np.ndarray]] = field(default_factory=HashStore)
     where: dict[str, tuple[int, int]] = field(default_factory=dict)  # case_id -> (row group, row)
     blocks: list[tuple[int, list[str]]] = field(default_factory=list)  # (row group, case ids to build)
     rejects: list[dict] = field(default_factory=list)
@@ -74,11 +138,9 @@ def stage_cases(cases_uri: str, staged_uri: str, done: set[str], case_key, batch
                 out.meta.append(row)
     out.staged = any(case_key(c) not in done for c in first)
     seen: set[str] = set()
+    sch = records.schema("cases")
     with contextlib.ExitStack() as stack:
         writer = None
-        if out.staged:
-            fh = stack.enter_context(storage.open_write(staged_uri))
-            writer = stack.enter_context(pq.ParquetWriter(fh, records.schema("cases"), **records.parquet_options(records.schema("cases"))))
         rg = 0
         for t in tablescan.iter_tables("cases", cases_uri, batch_rows=batch_rows):
             ids = t.column("case_id").to_pylist()
@@ -91,16 +153,28 @@ def stage_cases(cases_uri: str, staged_uri: str, done: set[str], case_key, batch
             for j, (cid, img) in enumerate(zip(t.column("case_id").to_pylist(), t.column("image").to_pylist())):
                 h, thumb = hash_case(img)
                 if h is not None:
-                    out.hashes[cid] = (h, compact_thumbnail(thumb))
+                    out.hashes.add(cid, h, thumb)
                 out.where[cid] = (rg, j)
                 if case_key(cid) not in done:
                     todo.append(cid)
-            if writer:
+            if out.staged:
+                if rg % ROW_GROUPS_PER_FILE == 0:  # a new staging file: the last one's metadata goes
+                    stack.close()
+                    fh = stack.enter_context(storage.open_write(staged_file(staged_uri, rg)[0]))
+                    writer = stack.enter_context(pq.ParquetWriter(fh, sch, **records.parquet_options(sch)))
                 writer.write_table(t, row_group_size=len(t))
                 if todo:
                     out.blocks.append((rg, todo))
             rg += 1
+    out.hashes.seal()
     return out
+
+
+def staged_file(staged_uri: str, row_group: int) -> tuple[str, int]:
+    """(file, row group in it) of staging row group ``row_group``: the staging table is written
+    as files of ``ROW_GROUPS_PER_FILE`` row groups, ``<staged_uri stem>-00000.parquet`` on."""
+    stem = staged_uri[: -len(".parquet")] if staged_uri.endswith(".parquet") else staged_uri
+    return f"{stem}-{row_group // ROW_GROUPS_PER_FILE:05d}.parquet", row_group % ROW_GROUPS_PER_FILE
 
 
 def read_block(pf: pq.ParquetFile, row_group: int, case_ids: list[str] | None = None,
@@ -115,16 +189,28 @@ def read_block(pf: pq.ParquetFile, row_group: int, case_ids: list[str] | None = 
 
 class StagedImages:
     """A worker's handle on the staging table: its blocks, and the images other cases borrow
-    (insertion recipients, other-type donors), read by range and kept in a small cache."""
+    (insertion recipients, other-type donors), read by range and kept in a small cache; a few
+    staging files open at a time."""
 
-    def __init__(self, staged_uri: str, where: dict[str, tuple[int, int]], cache_size: int = 32):
-        self.uri, self.where, self.cache_size = staged_uri, where, cache_size
-        self._fh = storage.open_read(staged_uri)
-        self.file = pq.ParquetFile(self._fh, pre_buffer=False)
+    def __init__(self, staged_uri: str, where: dict[str, tuple[int, int]], cache_size: int = 32,
+                 open_files: int = 4):
+        self.uri, self.where, self.cache_size, self.open_files = staged_uri, where, cache_size, open_files
+        self._files: dict[str, tuple] = {}  # uri -> (handle, ParquetFile), least recently used first
         self._cache: dict[str, bytes | None] = {}
 
+    def _file(self, row_group: int) -> tuple[pq.ParquetFile, int]:
+        uri, local = staged_file(self.uri, row_group)
+        if uri in self._files:
+            self._files[uri] = self._files.pop(uri)
+        else:
+            if len(self._files) >= self.open_files:
+                self._files.pop(next(iter(self._files)))[0].close()
+            fh = storage.open_read(uri)
+            self._files[uri] = (fh, pq.ParquetFile(fh, pre_buffer=False))
+        return self._files[uri][1], local
+
     def block(self, row_group: int, case_ids: list[str]) -> list[dict]:
-        return read_block(self.file, row_group, case_ids).to_pylist()
+        return read_block(*self._file(row_group), case_ids).to_pylist()
 
     def image(self, case_id: str | None) -> bytes | None:
         if case_id is None or case_id not in self.where:
@@ -133,11 +219,13 @@ class StagedImages:
             if len(self._cache) >= self.cache_size:
                 self._cache.pop(next(iter(self._cache)))
             rg, row = self.where[case_id]
-            self._cache[case_id] = read_block(self.file, rg, columns=["image"]).column("image")[row].as_py()
+            self._cache[case_id] = read_block(*self._file(rg), columns=["image"]).column("image")[row].as_py()
         return self._cache[case_id]
 
     def close(self) -> None:
-        self._fh.close()
+        for fh, _ in self._files.values():
+            fh.close()
+        self._files = {}
 
 
 def view_groups(case_ids: list[str]) -> list[list[str]]:

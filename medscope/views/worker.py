@@ -47,7 +47,8 @@ def write_features(rows: list[dict], folder: str, key: str) -> bool:
 
 
 def read_features(folder: str) -> list[dict]:
-    """Every QC feature row of a build (small per-view vectors, no pixels), one part at a time."""
+    """Every QC feature row of a build as Python dicts, one part at a time (the views build
+    reads them as columns: medscope.views.features)."""
     out = []
     for uri in storage.list_files(folder, suffix=".parquet"):
         out.extend(records.read_parquet(uri).to_pylist())

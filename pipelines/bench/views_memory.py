@@ -40,7 +40,7 @@ def measure(cases: str, out: str, workers: int = 2) -> dict:
     views_path = storage.local_path(layout.ViewsBuild(out).views)
     return {"views": s["views"], "seconds": round(seconds, 2), "views_per_s": round(s["views"] / seconds, 2),
             "views_mb": round(os.path.getsize(views_path) / 1e6, 2) if views_path else None,
-            "driver_peak_rss_mb": round(peak_rss_mb(), 1)}
+            "driver_peak_rss_mb": round(peak_rss_mb(), 1), "phases": s.get("driver_memory_mb", {})}
 
 
 def run_sizes(sizes: list[int], workdir: str, workers: int = 2) -> list[dict]:
@@ -72,6 +72,9 @@ def print_table(rows: list[dict], header: bool = True, footer: bool = True) -> N
     for r in rows:
         print(f"{r['cases']:>6} {r['views']:>6} {r['views_mb']:>9} {r['driver_peak_rss_mb']:>19} "
               f"{r['views_per_s']:>8} {r['seconds']:>8}", flush=True)
+        if r.get("phases"):  # RSS / peak (MB) at the end of each phase of the build
+            print("       phases, RSS/peak MB: " + ", ".join(f"{k} {v.get('rss')}/{v.get('peak')}"
+                                                      for k, v in r["phases"].items()), flush=True)
     if footer:
         print("driver peak RSS: VmHWM of the driver process alone (a fresh process per "
               "size; Ray's own processes and workers not counted); views/s: whole job, Ray start-up included")

@@ -26,6 +26,20 @@ def peak_rss_kib() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 
 
+def memory_mb() -> dict[str, float]:
+    """This process's resident memory now and its peak so far, in MB (VmRSS, VmHWM), read at
+    the phase boundaries of a job so a bench can say which phase grows (empty off Linux)."""
+    out = {}
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith(("VmRSS:", "VmHWM:")):
+                    out["rss" if line.startswith("VmRSS") else "peak"] = round(int(line.split()[1]) * 1024 / 1e6, 1)
+    except OSError:
+        pass
+    return out
+
+
 def reset_peak_rss() -> None:
     """Reset this process's peak to its current RSS (Linux), so that the peak read at the end
     of a task is that task's, not the highest of every task a reused worker ran before. Memory
