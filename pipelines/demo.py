@@ -121,6 +121,11 @@ def step_fit_reader(ctx: DemoContext) -> None:
     held_out = table.filter(pc.equal(table.column("split"), "test"))
     ctx.paths.update(views_all=views, views=views, models_config=models_uri)
     n_eval = sum(held_out.column("passed").to_pylist())
+    if n_eval == 0:  # an empty sweep would only fail later, at scoring, with less to go on
+        raise MedScopeError(
+            f"no view of the test split passed QC ({held_out.num_rows} test views built): the demo has nothing "
+            f"to evaluate. Give it more cases (--cases): QC keeps about half of the target removals, so a "
+            f"cohort of a dozen cases can leave the test split without a passed view")
     if art is None:
         ctx.summary["fit_reader"] = {"weights": None, "eval_views_passed": n_eval}
         ctx.report_sections.append(("Classical reader and evaluation split", (

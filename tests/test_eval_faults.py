@@ -130,14 +130,15 @@ def test_worker_killed_mid_sweep(ray_cluster, tmp_path, monkeypatch, fake_provid
     assert len(finished_at_kill) == first and result["failed"] == result["retry_later"] == 0
     assert result["workers_lost"] == 1
     table = records.read_table("episodes", out + "/episodes").to_pylist()
-    # the driver's record of what it queued again is the killed worker's units in flight
+    # the driver's record of what it queued again: the killed worker's units (those held at the
+    # provider, and any it had been given but not yet sent), at most its request slots
     sent_again = {r["view_id"] for r in table if r["request_key"] in result["units_sent_again"]}
     assert sorted(r["view_id"] for r in table) == [f"v{i:03d}" for i in range(n)]  # none lost or doubled
     finished_views = {r["view_id"] for r in table if r["request_key"] in finished_at_kill}
     assert len(finished_views) == first
     in_flight = {v for v in (f"v{i:03d}" for i in range(n)) for h in dropped if unit_tag(v, "agent") in h.what}
     assert {h.what for h in held} <= {h.what for h in dropped} and 1 <= len(in_flight) <= config.concurrency
-    assert sent_again == in_flight
+    assert in_flight <= sent_again and len(sent_again) <= config.concurrency
     # finished before the kill: asked once; in flight on the killed worker: asked again, once
     assert {v: server.count(unit_tag(v, "agent")) for v in (f"v{i:03d}" for i in range(n))} == {
         v: 2 if v in in_flight else 1 for v in (f"v{i:03d}" for i in range(n))}

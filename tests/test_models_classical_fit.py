@@ -162,3 +162,26 @@ def test_demo_step_fits_on_train_and_hands_evaluation_the_other_splits(fitted, t
     assert build_model(entries["classical-reader"])._fitted is not None
     assert entries["always-absent"].kind == "policy"  # the other models are copied as they are
     assert ctx.report_sections and "**test** split only" in ctx.report_sections[-1][1]
+
+
+def test_demo_step_refuses_a_test_split_without_a_passed_view(fitted, tmp_path):
+    """A demo whose test split kept no view through QC stops at the reader step and says why,
+    instead of sweeping nothing and failing at scoring on a missing episodes table."""
+    import pyarrow.compute as pc
+
+    from pipelines.demo import DemoContext, step_fit_reader
+
+    views, _ = fitted
+    table = records.read_table("views", views)
+    in_test = pc.equal(table.column("split"), "test")
+    assert pc.sum(pc.and_(in_test, table.column("passed"))).as_py() > 0  # the fixture's own test split has some
+    failed = table.set_column(table.schema.get_field_index("passed"), "passed",
+                              pc.and_(table.column("passed"), pc.invert(in_test)))
+    uri = str(tmp_path / "views.parquet")
+    records.write_table("views", failed, uri)
+    ctx = DemoContext(out=str(tmp_path / "demo"))
+    ctx.paths["views"] = uri
+    with pytest.raises(MedScopeError, match=r"no view of the test split passed QC \((\d+) test views built\)") as err:
+        step_fit_reader(ctx)
+    assert int(err.value.args[0].split("(")[1].split()[0]) == pc.sum(in_test).as_py()
+
