@@ -52,16 +52,16 @@ def make_plan(cases: list[dict], hashes: dict[str, tuple[int, np.ndarray]], reci
     thumbs = _Lazy(lambda k: hashes[ids[k]][1])
     found = near_copies.near_copy_arrays(ids, np.array([hashes[i][0] for i in ids], np.uint64), thumbs,
                                          max_bits=recipe.near_copy_bits, min_corr=recipe.near_copy_corr)
-    copy_rows = np.flatnonzero(found.copies())
-    copies = [(ids[found.a[k]], ids[found.b[k]]) for k in copy_rows.tolist()]
-    groups = splits.case_groups(cases, copies)
+    # the copies are few (the tiers splits act on): as Pair objects, for the shared helpers
+    copies = [near_copies.Pair(ids[found.a[k]], ids[found.b[k]], int(found.distance[k]), float(found.correlation[k]),
+                               near_copies.TIERS[found.tier[k]]) for k in np.flatnonzero(found.copies()).tolist()]
+    groups = splits.case_groups(cases, [(p.a, p.b) for p in copies])
     split_of = splits.assign_splits(cases, groups, recipe.seed, recipe.split_fractions)
     conflicts: list[dict] = []
     if pinned:
         split_of, groups, conflicts = splits.pin_earlier(cases, groups, split_of, pinned)
     source_of = {c["case_id"]: c["source"] for c in cases}
-    # confirmed pairs whose two images come from different sources (near_copies.cross_cohort_pairs)
-    cross = [k for k, (a, b) in zip(copy_rows.tolist(), copies) if source_of.get(a) != source_of.get(b)]
+    cross = near_copies.cross_cohort_pairs(copies, source_of)
     report = {
         "n_hashed": len(ids),
         "pairs_by_tier": found.counts_by_tier(),
@@ -70,10 +70,9 @@ def make_plan(cases: list[dict], hashes: dict[str, tuple[int, np.ndarray]], reci
         "pinned_split_conflicts": conflicts,
         "split_counts": {s: sum(1 for v in split_of.values() if v == s) for s in splits.SPLITS},
         "cross_cohort_pairs": [
-            {"a": ids[found.a[k]], "b": ids[found.b[k]], "source_a": source_of[ids[found.a[k]]],
-             "source_b": source_of[ids[found.b[k]]], "distance": int(found.distance[k]),
-             "correlation": round(float(found.correlation[k]), 4), "tier": near_copies.TIERS[found.tier[k]]}
-            for k in cross
+            {"a": p.a, "b": p.b, "source_a": source_of[p.a], "source_b": source_of[p.b], "distance": p.distance,
+             "correlation": round(p.correlation, 4), "tier": p.tier}
+            for p in cross
         ],
         "n_near_copy_pairs": len(found),
     }
