@@ -61,7 +61,7 @@ def common_prefix_length(rows: list[torch.Tensor]) -> int:
     """Length of the longest token prefix shared by every row (1-D id tensors)."""
     n = min(len(r) for r in rows)
     first = rows[0][:n]
-    same = torch.ones(n, dtype=torch.bool)
+    same = torch.ones(n, dtype=torch.bool, device=first.device)
     for r in rows[1:]:
         same &= r[:n] == first
     diff = (~same).nonzero()
@@ -91,7 +91,7 @@ def prefix_plan(inputs: dict, config, pad_id: int, max_new_tokens: int, stored: 
     shared = min(shared, min(len(r) for r in rows) - 1)  # every row keeps a token to prefill
     vision = vision_token_ids(config)
     if vision:
-        hits = torch.isin(rows[0][:shared], torch.tensor(sorted(vision)))
+        hits = torch.isin(rows[0][:shared], torch.tensor(sorted(vision), device=rows[0].device))
         if hits.any():
             shared = int(hits.nonzero()[0])
     n = shared
