@@ -5,6 +5,9 @@
 optionally with a PEFT adapter. Messages are rendered with the model's own chat template.
 ``complete_batch`` generates for several conversations at once (left padding), which
 :func:`medscope.protocols.counterfactual.agent_episode.run_episodes` uses to advance episodes in lock step.
+Greedy batches whose rows share their first tokens (the agent's instructions) prefill that prefix
+once and reuse its KV cache across rows and consecutive batches
+(:mod:`medscope.models.prefix_cache`).
 """
 
 from __future__ import annotations
@@ -55,8 +58,11 @@ def chat_inputs(processor, conversations: list[list[Message]], add_generation_pr
     texts, images = [], []
     for conv in conversations:
         texts.append(render_chat(processor, conv, add_generation_prompt))
-        images.extend(to_hf_chat(conv)[1])
-    return processor(text=texts, images=images or None, return_tensors="pt", padding=True, add_special_tokens=False)
+        images.append(to_hf_chat(conv)[1])
+    # one list of images per conversation: Gemma-3's processor counts them per prompt (a flat
+    # list fails for a batch of more than one); Qwen2-VL's gives the same pixels either way
+    images = images if any(images) else None
+    return processor(text=texts, images=images, return_tensors="pt", padding=True, add_special_tokens=False)
 
 
 class LocalHFModel:
@@ -66,7 +72,11 @@ class LocalHFModel:
     endpoint = "local"
 
     def __init__(self, name: str, path: str, adapter: str | None = None, device: str | None = None,
-                 dtype: str | None = None, batch_size: int = 8, model=None, processor=None):
+                 dtype: str | None = None, batch_size: int = 8, model=None, processor=None,
+                 prefix_cache: bool = True):
+        """``prefix_cache``: reuse the shared prefix's KV cache (greedy batches only); the cache
+        is keyed by token ids, not weights, so a caller that changes the weights between calls
+        (training) turns it off or calls :meth:`clear_prefix_cache`."""
         import torch
 
         self.name = name
@@ -82,6 +92,13 @@ class LocalHFModel:
         self.model, self.processor = model, processor
         self.model.to(self.device).eval()
         self.processor.tokenizer.padding_side = "left"
+        self.prefix_cache = prefix_cache
+        self.prefix_forwards = 0  # prefix caches computed (tests and the bench read them)
+        self.prefix_batches = 0  # batches generated from a prefix cache
+        self.clear_prefix_cache()
+
+    def clear_prefix_cache(self) -> None:
+        self._prefix_ids, self._prefix_kv = None, None
 
     def _load(self):
         from transformers import AutoModelForImageTextToText
@@ -122,6 +139,13 @@ class LocalHFModel:
             if decoding.seed is not None:
                 torch.manual_seed(decoding.seed)
         with torch.inference_mode():
+            plan = self._prefix_plan(inputs, decoding)
+            if plan is not None:
+                from medscope.models.prefix_cache import expanded_copy, reset_rope_deltas
+
+                inputs = plan.inputs
+                reset_rope_deltas(self.model)
+                gen["cache"] = expanded_copy(self._prefix_kv, inputs["input_ids"].shape[0])
             seqs = self.model.generate(**inputs, **gen)
         prompt_len = inputs["input_ids"].shape[1]
         tok = self.processor.tokenizer
@@ -140,6 +164,28 @@ class LocalHFModel:
             text = tok.decode(new[:n_out], skip_special_tokens=True)
             results.append(Completion(text=text, input_tokens=n_in, output_tokens=n_out, finish_reason=finish))
         return results
+
+    def _prefix_plan(self, inputs: dict, decoding: Decoding):
+        """The middle-padded inputs around the shared prefix, with ``_prefix_kv`` holding that
+        prefix's cache (reused when its ids are the stored ones), or None for the plain path.
+        Greedy only: sampling keeps the plain path."""
+        if not self.prefix_cache or decoding.temperature > 0:
+            return None
+        import torch
+
+        from medscope.models.prefix_cache import compute_prefix_cache, prefix_plan
+
+        pad = self.processor.tokenizer.pad_token_id
+        plan = prefix_plan(inputs, self.model.config, pad if pad is not None else 0,
+                           decoding.max_output_tokens, stored=self._prefix_ids)
+        if plan is None:
+            return None
+        if self._prefix_ids is None or not torch.equal(self._prefix_ids, plan.prefix):
+            self._prefix_kv = compute_prefix_cache(self.model, plan.prefix)
+            self._prefix_ids = plan.prefix
+            self.prefix_forwards += 1
+        self.prefix_batches += 1
+        return plan
 
 
 def from_entry(entry) -> LocalHFModel:

@@ -188,8 +188,9 @@ class AgentLoopSampler:
         if vlm.processor is None:
             raise ValueError("the agent loop needs the model's processor")
         p = next(model.parameters())
+        # no prefix cache: the weights change between steps, and it is keyed by token ids only
         self.chat = LocalHFModel(name, path="", model=model, processor=vlm.processor, device=str(p.device),
-                                 dtype=str(p.dtype).replace("torch.", ""))
+                                 dtype=str(p.dtype).replace("torch.", ""), prefix_cache=False)
         self.settings = EpisodeSettings(max_turns=max_turns)
         self.max_new_tokens = max_new_tokens
 
