@@ -73,6 +73,15 @@ def test_a_check_over_its_budget_is_a_failure_line_and_a_nonzero_exit(tmp_path, 
     assert "local_eval  FAIL" in capsys.readouterr().out
 
 
+def test_budget_s_sets_every_checks_budget(tmp_path):
+    # 0.05 s is less than a child needs to import torch: the flag, not the check's own 240 s, decides
+    code = gpu.main(["--device", "cpu", "--quick", "--out", str(tmp_path), "--only", "local_eval,zero2",
+                     "--budget-s", "0.05"])
+    rows = {r["check"]: r for r in json.load(open(tmp_path / "gpu_check.json"))["checks"]}
+    assert code == 1 and rows["local_eval"]["budget_s"] == 0.05
+    assert rows["local_eval"]["status"] == "FAIL" and "over its budget of 0.05 s" in rows["local_eval"]["result"]
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(1800)
 def test_cpu_form_runs_every_check_without_ray(tmp_path):
@@ -85,8 +94,11 @@ def test_cpu_form_runs_every_check_without_ray(tmp_path):
         (blocker / "__init__.py").write_text(f"raise ImportError('{name} is not on the GPU machine')\n")
     out = tmp_path / "gc"
     env = dict(os.environ, PYTHON=sys.executable, PYTHONPATH=str(tmp_path / "noray"), OMP_NUM_THREADS="1")
+    # The checks' own budgets are sized for a GPU lease; here each gets a hang guard instead: beside
+    # two busy loops on a loaded 2-core machine the CPU form's checks ran past 240 s (2026-12-02)
     r = subprocess.run(["bash", os.path.join(REPO_ROOT, "cluster", "gpu-check.sh"), "--device", "cpu", "--quick",
-                        "--out", str(out)], env=env, capture_output=True, text=True, timeout=1500)
+                        "--budget-s", "540", "--out", str(out)], env=env, capture_output=True, text=True,
+                       timeout=1740)
     assert r.returncode == 0, (r.stdout + r.stderr)[-4000:]
     report = json.load(open(out / "gpu_check.json"))
     rows = {row["check"]: row for row in report["checks"]}

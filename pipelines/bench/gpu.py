@@ -269,10 +269,13 @@ def table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def run_all(device: str, out: str, quick: bool, checks=CHECKS) -> list[dict]:
-    """Each check in its own process under its budget; a timeout or a crash is its FAIL line."""
+def run_all(device: str, out: str, quick: bool, checks=CHECKS, budget_s: float | None = None) -> list[dict]:
+    """Each check in its own process under its budget (``budget_s`` for every check, if given);
+    a timeout or a crash is its FAIL line."""
     os.makedirs(out, exist_ok=True)
     budgets = QUICK_BUDGET_S if quick else BUDGET_S
+    if budget_s is not None:
+        budgets = {name: budget_s for name in budgets}
     rows = []
     for name in checks:
         row_file = os.path.join(out, f"row-{name}.json")
@@ -304,6 +307,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", default="gpu-check", help="folder for gpu_check.json, the tiny models and adapters")
     p.add_argument("--quick", action="store_true", help="small sizes (the suite's CPU form)")
     p.add_argument("--only", default=None, help="comma-separated checks (default: all of " + ", ".join(CHECKS) + ")")
+    p.add_argument("--budget-s", type=float, default=None,
+                   help="one time budget for every check, in seconds (default: each check's own, sized for "
+                        "a GPU lease); the test suite's CPU form passes a generous one, a hang guard only")
     p.add_argument("--one", default=None, help=argparse.SUPPRESS)  # internal: run one check in this process
     args = p.parse_args(argv)
     if args.device is None:
@@ -330,7 +336,7 @@ def main(argv: list[str] | None = None) -> int:
           f"deepspeed {env['deepspeed']}, diffusers {env['diffusers']}", flush=True)
     print(table([]), flush=True)
     t = time.perf_counter()
-    rows = run_all(args.device, args.out, args.quick, checks)
+    rows = run_all(args.device, args.out, args.quick, checks, args.budget_s)
     failed = [r["check"] for r in rows if r["status"] == "FAIL"]
     report = {"environment": env, "quick": args.quick, "total_s": time.perf_counter() - t, "checks": rows,
               "failed": failed, "date": time.strftime("%Y-%m-%d", time.gmtime())}
