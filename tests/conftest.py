@@ -40,15 +40,9 @@ def ray_cluster():
     # 1,024), and the three Ray Train fits of test_train_eval_archs (2.5 minutes idle) ran past
     # the 10-minute hang guard. Only this cluster's raylet reads the setting, at its start; the
     # clusters that tests start in subprocesses (three nodes, `ray start` heads) keep Ray's default.
-    before = os.environ.get("RAY_worker_niceness")
-    os.environ["RAY_worker_niceness"] = "0"
-    try:
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("RAY_worker_niceness", "0")
         started(lambda: ensure_ray(num_cpus=2), "the session's Ray", cleanup=ray.shutdown)  # again if Ray's 30 s start limit runs out
-    finally:
-        if before is None:
-            os.environ.pop("RAY_worker_niceness", None)
-        else:
-            os.environ["RAY_worker_niceness"] = before
     yield ray
     ray.shutdown()
 

@@ -115,11 +115,7 @@ def prefix_plan(inputs: dict, config, pad_id: int, max_new_tokens: int, stored: 
             own = value[i][mask[i].bool()]
             laid[i, :n] = own[:n]
             laid[i, total - suffix_lens[i]:] = own[n:]
-        out[key] = laid
-    out["attention_mask"] = out["attention_mask"].clone()
-    for i, s in enumerate(suffix_lens):
-        out["attention_mask"][i, :n] = 1
-        out["attention_mask"][i, n:total - s] = 0
+        out[key] = laid  # the mask laid this way is 1 on prefix and suffix, 0 on the middle pads
     return PrefixPlan(prefix=rows[0][:n].clone(), inputs=out)
 
 
