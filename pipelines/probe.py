@@ -1,6 +1,7 @@
 """``medscope probe``: the volumetric organ-presence probe on Ray Data (seed 003).
 
-build: volumes are sharded one per task and streamed. Pass 1 counts organ voxels per slice
+build: volumes are sharded in blocks (one volume a block for small cohorts, up to 8 for large
+ones: ``volumes_per_block``) and streamed. Pass 1 counts organ voxels per slice
 (slices table) and the driver pools the hysteretic states into cohort frequency and
 co-occurrence; pass 2 samples slices, picks negatives and renders only the chosen slices, each
 task writing its volume's probe_items part file. Bad volumes become rejects rows.
@@ -67,6 +68,15 @@ def count_task(row: dict, cfg_json: str) -> dict:
     return _stamp({"case_id": vol["case_id"], "ok": True, "payload": json.dumps(payload)}, t_start)
 
 
+def count_block(batch: dict, cfg_json: str) -> dict:
+    """Ray Data batch, pass 1: ``count_task`` over each volume of one block."""
+    return _columns([count_task({"volume": v}, cfg_json) for v in batch["volume"]])
+
+
+def _columns(results: list[dict]) -> dict:
+    return {k: [r[k] for r in results] for k in results[0]}
+
+
 def items_task(row: dict, cfg_json: str, stats_json: str, items_uri: str, montage_uri: str) -> dict:
     """Ray task, pass 2: one volume -> its probe_items part file (skipped when already written)."""
     t_start = time.time()
@@ -87,6 +97,25 @@ def items_task(row: dict, cfg_json: str, stats_json: str, items_uri: str, montag
         return _stamp({"case_id": vol["case_id"], "n_items": 0, "reject": json.dumps(_reject_for(vol, err, "items"))},
                       t_start)
     return _stamp({"case_id": vol["case_id"], "n_items": len(rows), "reject": ""}, t_start)
+
+
+def items_block(batch: dict, **kw) -> dict:
+    """Ray Data batch, pass 2: ``items_task`` over each volume of one block."""
+    return _columns([items_task({"volume": v}, **kw) for v in batch["volume"]])
+
+
+# Ray Data's driver pays about the same per block whatever its size (scheduling, metadata,
+# result decoding: ~1 CPU-s per 16 one-volume blocks, docs/benchmarks.md), and on a small
+# cluster that CPU comes out of the workers'. So a large cohort goes in blocks of several
+# volumes; at least BLOCKS_PER_WORKER blocks a worker keep the tail (one worker finishing the
+# last block while the other idles) short, and a lost block re-runs at most 8 volumes.
+MAX_VOLUMES_PER_BLOCK = 8
+BLOCKS_PER_WORKER = 8
+
+
+def volumes_per_block(n_volumes: int, workers: int) -> int:
+    """Volumes in one Ray Data block (one task) for ``n_volumes`` over ``workers`` workers."""
+    return max(1, min(MAX_VOLUMES_PER_BLOCK, n_volumes // (BLOCKS_PER_WORKER * max(1, workers))))
 
 
 @contextlib.contextmanager
@@ -130,14 +159,19 @@ def _build(vols: list[dict], out_uri: str, cfg: ProbeConfig, progress: bool) -> 
     cfg_json = cfg.model_dump_json()
     rows = [{"volume": json.dumps(v)} for v in vols]
     compute = ray.data.TaskPoolStrategy(size=cfg.workers)
+    per_block = volumes_per_block(len(rows), cfg.workers or int(ray.cluster_resources().get("CPU", 1)))
 
-    # Pass 1: one volume a task; results stream back as they finish.
-    ds = ray.data.from_items(rows, override_num_blocks=len(rows))
+    def blocks(n: int) -> int:
+        return -(-n // per_block)
+
+    # Pass 1: a block of volumes a task; results stream back a volume a row as blocks finish.
+    ds = ray.data.from_items(rows, override_num_blocks=blocks(len(rows)))
     stats, slices, rejects, ok, rss = CohortStats(), [], [], [], [0.0]
     stamps: list[tuple[float, float, int]] = []
     timing = {}
     prog = Progress("probe: counted", len(rows)) if progress else None
-    for res in ds.map(count_task, fn_kwargs={"cfg_json": cfg_json}, compute=compute).iter_rows():
+    counted = ds.map_batches(count_block, batch_size=None, fn_kwargs={"cfg_json": cfg_json}, compute=compute)
+    for res in counted.iter_rows():
         payload = json.loads(res["payload"])
         rss.append(res["rss_mb"])
         stamps.append((res["t_start"], res["t_end"], res["pid"]))
@@ -165,11 +199,11 @@ def _build(vols: list[dict], out_uri: str, cfg: ProbeConfig, progress: bool) -> 
     n_items, resumed = 0, 0
     if rows2:
         t_pass2, stamps = time.time(), []
-        ds2 = ray.data.from_items(rows2, override_num_blocks=len(rows2))
+        ds2 = ray.data.from_items(rows2, override_num_blocks=blocks(len(rows2)))
         kw = {"cfg_json": cfg_json, "stats_json": stats_json, "items_uri": items_uri,
               "montage_uri": layout.ProbeBuild(out_uri).montages}
         prog = Progress("probe: items", len(rows2)) if progress else None
-        for res in ds2.map(items_task, fn_kwargs=kw, compute=compute).iter_rows():
+        for res in ds2.map_batches(items_block, batch_size=None, fn_kwargs=kw, compute=compute).iter_rows():
             rss.append(res["rss_mb"])
             stamps.append((res["t_start"], res["t_end"], res["pid"]))
             if res["reject"]:
@@ -202,6 +236,7 @@ def _build(vols: list[dict], out_uri: str, cfg: ProbeConfig, progress: bool) -> 
         # the highest peak RSS of a worker process during one task (peaks are reset per task)
         "worker_peak_rss_mb": round(max(rss), 1),
         "seconds": round(time.time() - t_build, 3),
+        "volumes_per_block": per_block,
         "timing": timing,
     }
 

@@ -41,7 +41,8 @@ def _cohort(tmp):
     return uri
 
 
-def test_build_rejects_resume_show_and_score(ray_cluster, tmp_path):
+def test_build_rejects_resume_show_and_score(ray_cluster, tmp_path, monkeypatch):
+    import pipelines.probe
     from pipelines.probe import build, show
     from pipelines.score import score
 
@@ -96,6 +97,16 @@ def test_build_rejects_resume_show_and_score(ray_cluster, tmp_path):
     # one worker gives the same items as two (seeds from content, never from worker order)
     one = build(vols, str(tmp_path / "one"), cfg.model_copy(update={"workers": 1, "montage": False}), progress=False)
     assert records.read_table("probe_items", one["probe_items"]).to_pylist() == items
+    assert s["volumes_per_block"] == one["volumes_per_block"] == 1  # 7 volumes: a block each
+    # all seven volumes, good and bad, in one Ray Data block: the same items, slices and rejects
+    monkeypatch.setattr(pipelines.probe, "BLOCKS_PER_WORKER", 1)
+    block = build(vols, str(tmp_path / "block"), cfg.model_copy(update={"workers": 1, "montage": False}),
+                  progress=False)
+    assert block["volumes_per_block"] == 7 and block["volumes_used"] == 2
+    assert records.read_table("probe_items", block["probe_items"]).to_pylist() == items
+    for name in ("slices", "rejects"):
+        assert (records.read_table(name, str(tmp_path / "block" / f"{name}.parquet")).to_pylist()
+                == records.read_table(name, os.path.join(out, f"{name}.parquet")).to_pylist())
 
     # resume: a rerun writes nothing new and leaves the items byte-identical
     s2 = build(vols, out, cfg, progress=False)

@@ -283,3 +283,12 @@ def test_default_scale_gives_the_papers_item_counts():
     assert abs(count["random"] - 3951) / 3951 < 0.005  # the paper's negatives a strategy, within 0.5%
     assert abs(count["positive"] - 3639) / 3639 < 0.10  # positives depend on the anatomy: within 10% here
     assert not [i for i in items if i["strategy"] == "adversarial" and i["organ"] in cfg.vessels]
+
+
+@pytest.mark.parametrize("n, workers, per_block", [
+    (4, 2, 1), (16, 2, 1), (16, 1, 2), (64, 2, 4), (64, 1, 8), (1000, 2, 8), (0, 2, 1), (64, 0, 8)])
+def test_volumes_per_block_by_hand(n, workers, per_block):
+    from pipelines.probe import volumes_per_block
+
+    # n // (8 blocks a worker x workers), between 1 and 8 volumes
+    assert volumes_per_block(n, workers) == per_block
