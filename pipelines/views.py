@@ -221,6 +221,19 @@ def sorted_rejects(tables: list[pa.Table]) -> pa.Table:
     return t.take(pa.compute.sort_indices(keys, [(k, "ascending") for k in keys.column_names]))
 
 
+# Ray Data's driver pays about the same per block whatever its size (~1 CPU-s per 80 one-row-group
+# blocks, docs/benchmarks.md), and on a small cluster that CPU comes out of the workers'. At least
+# BLOCKS_PER_WORKER blocks an actor keep the tail short; at most MAX_ROW_GROUPS_PER_BLOCK row
+# groups (16 cases at the default 4 a row group) bound what a lost block runs again.
+MAX_ROW_GROUPS_PER_BLOCK = 4
+BLOCKS_PER_WORKER = 8
+
+
+def row_groups_per_block(n_row_groups: int, workers: int) -> int:
+    """Staging row groups in one Ray Data block (one actor call) for ``workers`` actors."""
+    return max(1, min(MAX_ROW_GROUPS_PER_BLOCK, n_row_groups // (BLOCKS_PER_WORKER * max(1, workers))))
+
+
 def _run_ray(blocks: list[tuple[int, list[str]]], n_todo: int, args: dict, recipe: Recipe, workers: int | None,
              quiet: bool) -> dict:
     import ray
@@ -235,15 +248,18 @@ def _run_ray(blocks: list[tuple[int, list[str]]], n_todo: int, args: dict, recip
     if use_gpu:
         size = min(size, int(gpus))
     # one Ray Data row per block of cases (a row group of the staging table: the worker reads
-    # the pixels itself), one block per Ray block so every actor of the pool gets work and
-    # progress is steady; from_items builds the blocks on the driver (from_arrow would run one
-    # metadata task per block on the workers: measured, and one of them crashed inside Ray)
+    # the pixels itself); a Ray block holds one row on a small cohort and several on a large
+    # one (row_groups_per_block), so the driver's per-block cost is amortised while every actor
+    # of the pool still gets many blocks; from_items builds the blocks on the driver (from_arrow
+    # would run one metadata task per block on the workers: measured, and one of them crashed
+    # inside Ray)
     items = [{"row_group": rg, "case_ids": ids} for rg, ids in blocks]
-    ds = ray.data.from_items(items, override_num_blocks=len(items))
+    per_block = row_groups_per_block(len(items), size)
+    ds = ray.data.from_items(items, override_num_blocks=-(-len(items) // per_block))
     plan_ref = ray.put(args.pop("plan"))
     where_ref = ray.put(args.pop("where"))
     done = ds.map_batches(
-        _RayWriter, batch_size=1, batch_format="pyarrow",
+        _RayWriter, batch_size=None, batch_format="pyarrow",
         # two blocks in flight per actor keep it fed without queueing the tail of the
         # cohort on one actor while another idles
         compute=ray.data.ActorPoolStrategy(size=size, max_tasks_in_flight_per_actor=2),
@@ -256,7 +272,7 @@ def _run_ray(blocks: list[tuple[int, list[str]]], n_todo: int, args: dict, recip
         stamps += zip(*(batch.column(c).to_pylist() for c in ("t_start", "t_end", "pid")))
         if progress:
             progress.update(batch.num_rows)
-    return map_timing(t_start, stamps)
+    return {**map_timing(t_start, stamps), "row_groups_per_block": per_block}
 
 
 class _RayWriter(CaseViewWriter):

@@ -38,10 +38,15 @@ def _bytes(out):
     return storage.read_bytes(os.path.join(out, "views.parquet")), storage.read_bytes(os.path.join(out, "rejects.parquet"))
 
 
-def test_build_is_identical_on_one_and_two_workers_and_in_a_plain_loop(ray_cluster, cohort):
+def test_build_is_identical_on_one_and_two_workers_and_in_a_plain_loop(ray_cluster, cohort, monkeypatch):
+    import pipelines.views
+
     root, cases = cohort
     s1 = build_views(cases, str(root / "w1"), RECIPE, workers=1, block_rows=2, quiet=True)
+    # two workers with Ray blocks of several row groups: 17 cases in 6 row groups of 3, in 2 blocks
+    monkeypatch.setattr(pipelines.views, "BLOCKS_PER_WORKER", 1)
     s2 = build_views(cases, str(root / "w2"), RECIPE, workers=2, block_rows=3, quiet=True)
+    assert s1["map_timing"]["row_groups_per_block"] == 1 and s2["map_timing"]["row_groups_per_block"] == 3
     build_views(cases, str(root / "loop"), RECIPE, engine="local", quiet=True)
     assert _bytes(root / "w1") == _bytes(root / "w2") == _bytes(root / "loop")
     assert s1["views"] == s2["views"] > 0 and s1["built_now"] == 17
@@ -182,3 +187,11 @@ def test_lama_recipe_on_ray_actors_and_a_clear_error_without_weights(ray_cluster
     assert lama and {v["tool"] for v in views if v["kind"] == "unmatched_control"} <= {"lama", "transplant"}
     for v in lama:
         assert (decode_png(v["image"], gray=True)[decode_mask(v["edit_mask"])] == 127).all()
+
+
+@pytest.mark.parametrize("n, workers, per_block", [(2, 2, 1), (60, 2, 3), (240, 2, 4), (240, 1, 4), (15, 1, 1), (0, 2, 1)])
+def test_row_groups_per_block_by_hand(n, workers, per_block):
+    from pipelines.views import row_groups_per_block
+
+    # n // (8 blocks an actor x actors), between 1 and 4 row groups
+    assert row_groups_per_block(n, workers) == per_block
