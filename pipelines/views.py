@@ -32,6 +32,7 @@ from medscope import layout, records, storage
 from medscope.config import StrictModel
 from medscope.errors import MedScopeError
 from medscope.views.finalize import finalize
+from medscope.views.summary import sorted_rejects, summarize
 from medscope.views import plan as planmod
 from medscope.views.recipe import Recipe, load_recipe, recipe_hash
 from medscope.views.tools import check_tool
@@ -211,16 +212,6 @@ def build_views(cases_uri: str, out: str, recipe: Recipe, *, workers: int | None
     return summary
 
 
-def sorted_rejects(tables: list[pa.Table]) -> pa.Table:
-    """The rejects tables as one, sorted by (item_id, stage, reason, detail with no detail as
-    ""), ties kept in the order given (a stable sort): the order a sort of the rows as Python
-    dicts gave, without a dict per reject on the driver (issue 33)."""
-    t = pa.concat_tables([records.to_table("rejects", x) for x in tables]).combine_chunks()
-    keys = pa.table({"item_id": t.column("item_id"), "stage": t.column("stage"), "reason": t.column("reason"),
-                     "detail": pa.compute.fill_null(t.column("detail"), "")})
-    return t.take(pa.compute.sort_indices(keys, [(k, "ascending") for k in keys.column_names]))
-
-
 # Ray Data's driver pays about the same per block whatever its size (~1 CPU-s per 80 one-row-group
 # blocks, docs/benchmarks.md), and on a small cluster that CPU comes out of the workers'. At least
 # BLOCKS_PER_WORKER blocks an actor keep the tail short; at most MAX_ROW_GROUPS_PER_BLOCK row
@@ -283,34 +274,6 @@ class _RayWriter(CaseViewWriter):
 
         plan, where = (ray.get(r) if isinstance(r, ray.ObjectRef) else r for r in (plan_ref, where_ref))
         super().__init__(plan=plan, where=where, **kwargs)
-
-
-def summarize(views: pa.Table, rejects: pa.Table | list[dict], report: dict) -> dict:
-    """Counts per kind, tool and imaging type; QC pass rates and reasons; AUCs."""
-    # counted by Arrow, not over a Python dict per view (a transient of ~0.6 KB a view at the
-    # driver's peak, issue 33)
-    t = views.select(["kind", "tool", "imaging_type", "split"]).append_column(
-        "passed_n", pa.compute.cast(views.column("passed"), pa.int64()))
-
-    def count(key):
-        g = t.group_by(key).aggregate([([], "count_all"), ("passed_n", "sum")]).to_pydict()
-        return dict(sorted((str(k), {"views": n, "passed": p or 0})
-                           for k, n, p in zip(g[key], g["count_all"], g["passed_n_sum"])))
-
-    reasons: dict[str, int] = {}
-    for r in (rejects.column("reason").to_pylist() if isinstance(rejects, pa.Table) else (r["reason"] for r in rejects)):
-        reasons[r] = reasons.get(r, 0) + 1
-    det, adv = report.get("edit_detector", {}), report.get("adversarial", {})
-    return {
-        "views": views.num_rows, "passed": int(pa.compute.sum(t.column("passed_n")).as_py() or 0),
-        "by_kind": count("kind"), "by_tool": count("tool"), "by_imaging_type": count("imaging_type"),
-        "by_split": count("split"), "reject_reasons": dict(sorted(reasons.items())),
-        "edit_detector_heldout_auc": det.get("heldout_auc"), "edit_detector_train_auc": det.get("train_auc"),
-        "adversarial_auc_before": adv.get("auc_before"), "adversarial_auc_after": adv.get("auc_after"),
-        "adversarial_dropped_cases": adv.get("dropped"), "keep_rules": report.get("keep_rules", {}),
-        "cross_cohort_pairs": len(report.get("crosswalk", {}).get("cross_cohort_pairs", [])),
-        "near_copy_pairs_by_tier": report.get("crosswalk", {}).get("pairs_by_tier", {}),
-    }
 
 
 def run(cfg: BuildViewsConfig) -> dict:

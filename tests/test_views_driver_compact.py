@@ -162,7 +162,7 @@ def test_column_values_share_repeated_strings_and_keep_nulls():
 
 
 def test_summary_counts_per_key_match_a_hand_count():
-    from pipelines.views import summarize
+    from medscope.views.summary import summarize
 
     views = pa.table({"kind": ["original", "target_removal", "target_removal", "degraded"],
                       "tool": ["", "telea", "telea", "x"], "imaging_type": ["us", "us", "xr", "xr"],
@@ -255,7 +255,7 @@ def test_the_staging_table_is_written_in_files_of_a_few_row_groups_and_read_back
 
 
 def test_rejects_sorted_as_arrow_come_in_the_order_of_the_dict_sort():
-    from pipelines.views import sorted_rejects
+    from medscope.views.summary import sorted_rejects
 
     r = records.reject
     staged = [r("views", "s", "c2", "load", "duplicate_case_id"), r("views", "s", "c1", "load", "duplicate_case_id")]
