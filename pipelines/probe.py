@@ -120,7 +120,7 @@ def volumes_per_block(n_volumes: int, workers: int) -> int:
 
 @contextlib.contextmanager
 def _all_cpus_to_tasks():
-    """Let one-volume tasks use every CPU of the cluster while the build runs.
+    """Let the build's tasks use every CPU of the cluster while it runs.
 
     Ray Data's per-operator reservation holds back part of the budget; on a small cluster
     (2 CPUs) that leaves a single map task running at a time, whatever the concurrency asked
