@@ -213,9 +213,10 @@ def build_views(cases_uri: str, out: str, recipe: Recipe, *, workers: int | None
 
 
 # Ray Data's driver pays about the same per block whatever its size (~1 CPU-s for an 80-case
-# stage of 20 blocks, docs/benchmarks.md), and on a small cluster that CPU comes out of the workers'. At least
-# BLOCKS_PER_WORKER blocks an actor keep the tail short; at most MAX_ROW_GROUPS_PER_BLOCK row
-# groups (16 cases at the default 4 a row group) bound what a lost block runs again.
+# stage of 20 blocks, docs/benchmarks.md), and on a small cluster that CPU comes out of the
+# workers'. At least BLOCKS_PER_WORKER blocks an actor keep the tail short; at most
+# MAX_ROW_GROUPS_PER_BLOCK row groups (16 cases at the default 4 a row group) bound what a lost
+# block runs again.
 MAX_ROW_GROUPS_PER_BLOCK = 4
 BLOCKS_PER_WORKER = 8
 
