@@ -31,6 +31,7 @@ from medscope.volumes.nifti import VolumeError
 from medscope.protocols.organ_presence.scoring import ITEM_COLUMNS
 from medscope.volumes.presence import CohortStats
 
+from pipelines.support.jobs import units_per_block
 from pipelines.support.peak_memory import peak_rss_kib, reset_peak_rss
 
 DEFAULT_CONFIG = "configs/probe/default.yaml"
@@ -104,18 +105,14 @@ def items_block(batch: dict, **kw) -> dict:
     return _columns([items_task({"volume": v}, **kw) for v in batch["volume"]])
 
 
-# Ray Data's driver pays about the same per block whatever its size (scheduling, metadata,
-# result decoding: ~1 CPU-s per 16 one-volume blocks, docs/benchmarks.md), and on a small
-# cluster that CPU comes out of the workers'. So a large cohort goes in blocks of several
-# volumes; at least BLOCKS_PER_WORKER blocks a worker keep the tail (one worker finishing the
-# last block while the other idles) short, and a lost block re-runs at most 8 volumes.
+# up to 8 volumes a block, at least 8 blocks a worker (pipelines.support.jobs.units_per_block)
 MAX_VOLUMES_PER_BLOCK = 8
 BLOCKS_PER_WORKER = 8
 
 
 def volumes_per_block(n_volumes: int, workers: int) -> int:
     """Volumes in one Ray Data block (one task) for ``n_volumes`` over ``workers`` workers."""
-    return max(1, min(MAX_VOLUMES_PER_BLOCK, n_volumes // (BLOCKS_PER_WORKER * max(1, workers))))
+    return units_per_block(n_volumes, workers, MAX_VOLUMES_PER_BLOCK, BLOCKS_PER_WORKER)
 
 
 @contextlib.contextmanager

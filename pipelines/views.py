@@ -41,7 +41,7 @@ from medscope.views.features import read_features, read_parts
 from medscope.views.worker import CaseViewWriter, case_key, parts
 from medscope.images import decode_mask, decode_png, encode_png, to_rgb
 from pipelines.support.flags import add_action, add_config_flags, cli, config_from_args
-from pipelines.support.jobs import Progress, job_main, map_timing, print_summary
+from pipelines.support.jobs import Progress, job_main, map_timing, print_summary, units_per_block
 from pipelines.support.peak_memory import memory_mb
 
 MODEL_TOOLS = {"lama", "sd"}
@@ -212,18 +212,15 @@ def build_views(cases_uri: str, out: str, recipe: Recipe, *, workers: int | None
     return summary
 
 
-# Ray Data's driver pays about the same per block whatever its size (~1 CPU-s for an 80-case
-# stage of 20 blocks, docs/benchmarks.md), and on a small cluster that CPU comes out of the
-# workers'. At least BLOCKS_PER_WORKER blocks an actor keep the tail short; at most
-# MAX_ROW_GROUPS_PER_BLOCK row groups (16 cases at the default 4 a row group) bound what a lost
-# block runs again.
+# up to 4 staging row groups (16 cases at the default 4 a row group) a block, at least 8 blocks
+# an actor (units_per_block)
 MAX_ROW_GROUPS_PER_BLOCK = 4
 BLOCKS_PER_WORKER = 8
 
 
 def row_groups_per_block(n_row_groups: int, workers: int) -> int:
     """Staging row groups in one Ray Data block (one actor call) for ``workers`` actors."""
-    return max(1, min(MAX_ROW_GROUPS_PER_BLOCK, n_row_groups // (BLOCKS_PER_WORKER * max(1, workers))))
+    return units_per_block(n_row_groups, workers, MAX_ROW_GROUPS_PER_BLOCK, BLOCKS_PER_WORKER)
 
 
 def _run_ray(blocks: list[tuple[int, list[str]]], n_todo: int, args: dict, recipe: Recipe, workers: int | None,

@@ -67,7 +67,6 @@ def bench(args) -> None:
                           f"{r['steady']:13.2f}", flush=True)
             means[n] = {w: {k: statistics.mean(r[k] for r in runs[w]) for k in ("e2e", "steady", "startup", "seconds")}
                         for w in (1, 2)}
-            means[n]["per_block"] = {w: runs[w][0]["per_block"] for w in (1, 2)}
         mem = {}
         for n in (4, 16):
             reset_peak_rss()

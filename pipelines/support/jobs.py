@@ -128,6 +128,17 @@ class Progress:
         return ", ".join(f"{k} {v}" for k, v in sorted(self.outcomes.items()))
 
 
+def units_per_block(n_units: int, workers: int, most: int, blocks_per_worker: int) -> int:
+    """Units (cases, volumes, row groups) in one Ray Data block: ``n_units`` over
+    ``blocks_per_worker`` blocks a worker, between 1 and ``most``.
+
+    Ray Data's driver pays about the same per block whatever its size (scheduling, metadata,
+    result decoding; docs/benchmarks.md), and on a small cluster that CPU comes out of the
+    workers'; enough blocks a worker keep the last block's tail short, and ``most`` bounds what a
+    lost block runs again."""
+    return max(1, min(most, n_units // (blocks_per_worker * max(1, workers))))
+
+
 def map_timing(t_start: float, stamps: list[tuple[float, float, int]]) -> dict:
     """Split a map stage into its fixed start-up and its steady work, from per-item stamps.
 
