@@ -4,6 +4,7 @@ and off (RAY_AUTH_MODE=disabled); a relative out: is refused inside the job, OUT
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -23,14 +24,16 @@ def _start_head(env: dict) -> tuple[subprocess.Popen, str]:
     """The script as written, plus --block and free loopback ports (other heads share this box)."""
     gcs, dash = free_port(), free_port()
     env = dict(env, RAY=os.path.join(VENV_BIN, "ray"), GCS_PORT=str(gcs), DASHBOARD_PORT=str(dash), NUM_CPUS="1")
-    extra = ["--block", "--temp-dir", tempfile.mkdtemp(prefix="rh", dir="/tmp"),
+    temp_dir = tempfile.mkdtemp(prefix="rh", dir="/tmp")
+    log = os.path.join(temp_dir, "head.log")
+    extra = ["--block", "--temp-dir", temp_dir,
              "--ray-client-server-port", str(free_port()), "--dashboard-agent-listen-port", str(free_port()),
              "--metrics-export-port", str(free_port()), "--runtime-env-agent-port", str(free_port())]
     proc = subprocess.Popen(["bash", os.path.join(REPO_ROOT, "cluster", "start-local-head.sh"), *extra], env=env,
-                            start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                            start_new_session=True, stdout=open(log, "w"), stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{dash}"
     try:
-        _wait_for_dashboard(url, proc)
+        _wait_for_dashboard(url, proc, log=log)
     except BaseException:
         _stop(proc)
         raise
@@ -38,6 +41,12 @@ def _start_head(env: dict) -> tuple[subprocess.Popen, str]:
 
 
 def _stop(proc: subprocess.Popen) -> None:
+    if proc.poll() is not None:
+        # exited already (a head that failed to start): its group may hold no process left,
+        # and killpg would raise over the real error
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        return
     os.killpg(proc.pid, signal.SIGTERM)
     try:
         proc.wait(timeout=5)

@@ -28,11 +28,13 @@ def _head_env() -> dict:
     return env
 
 
-def _wait_for_dashboard(url: str, proc: subprocess.Popen, timeout_s: float = 300) -> None:
+def _wait_for_dashboard(url: str, proc: subprocess.Popen, timeout_s: float = 300, log: str | None = None) -> None:
+    """Until the head's dashboard answers; a head that exits first fails with its own output."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise RuntimeError(f"ray head exited early with {proc.returncode}")
+            said = open(log, errors="replace").read()[-3000:] if log and os.path.exists(log) else "(not captured)"
+            raise RuntimeError(f"ray head exited early with {proc.returncode}; it said:\n{said}")
         try:
             with urllib.request.urlopen(f"{url}/api/version", timeout=2):
                 return
@@ -55,11 +57,11 @@ def ray_head():
          "--num-cpus", "2", "--temp-dir", temp_dir, "--disable-usage-stats",
          "--ray-client-server-port", str(free_port()), "--dashboard-agent-listen-port", str(free_port()),
          "--metrics-export-port", str(free_port()), "--runtime-env-agent-port", str(free_port())],
-        env=env, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        env=env, start_new_session=True, stdout=open(os.path.join(temp_dir, "head.log"), "w"), stderr=subprocess.STDOUT,
     )
     url = f"http://127.0.0.1:{dash}"
     try:
-        _wait_for_dashboard(url, proc)
+        _wait_for_dashboard(url, proc, log=os.path.join(temp_dir, "head.log"))
         yield url
     finally:
         # The head and every process it started share one process group; Ray drains for
