@@ -28,7 +28,7 @@ from medscope.errors import MedScopeError
 from medscope.volumes import build as B
 from medscope.volumes.config import ProbeConfig
 from medscope.volumes.nifti import VolumeError
-from medscope.protocols.organ_presence.scoring import ITEM_COLUMNS
+from medscope.protocols.organ_presence import tables as _probe_tables  # noqa: F401 - registers slices, probe_items
 from medscope.volumes.presence import CohortStats
 
 from pipelines.support.jobs import units_per_block
@@ -304,6 +304,10 @@ def _build_cmd(args) -> None:
 def show(uri: str, png: str | None = None) -> dict:
     """Counts of items per organ / strategy / stratum, and the co-occurrence heat map."""
     items_uri, folder = layout.table_uri("probe_items", uri), layout.folder_of("probe_items", uri)
+    # imported here, not at the top: the build's Ray workers import this module, and scoring
+    # pulls in scipy.stats (~2 s of a fresh process)
+    from medscope.protocols.organ_presence.scoring import ITEM_COLUMNS
+
     rows = records.read_table("probe_items", items_uri, columns=ITEM_COLUMNS).to_pylist()
     if not rows:
         raise MedScopeError(f"{items_uri}: no probe items")
