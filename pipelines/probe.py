@@ -116,38 +116,62 @@ def volumes_per_block(n_volumes: int, workers: int) -> int:
 
 
 @contextlib.contextmanager
-def _all_cpus_to_tasks():
+def _all_cpus_to_tasks(queued_cpus: int = 0):
     """Let the build's tasks use every CPU of the cluster while it runs.
 
     Ray Data's per-operator reservation holds back part of the budget; on a small cluster
     (2 CPUs) that leaves a single map task running at a time, whatever the concurrency asked
     for (measured: 6 one-second tasks take 6.7 s with it, 3.3 s without). Our tasks are
     CPU-bound and their outputs tiny, so the reservation buys nothing here.
+
+    ``queued_cpus``: CPUs' worth of tasks Ray Data may submit beyond the cluster's, so that
+    Ray queues them and starts each the moment a worker frees (see ``task_pool``).
     """
     import ray
 
     ctx = ray.data.DataContext.get_current()
-    old = ctx.op_resource_reservation_enabled
+    old, old_limits = ctx.op_resource_reservation_enabled, ctx.execution_options.resource_limits
     ctx.op_resource_reservation_enabled = False
+    if queued_cpus:
+        cpus = int(ray.cluster_resources().get("CPU", 1))
+        ctx.execution_options.resource_limits = old_limits.copy(cpu=min(old_limits.cpu, cpus + queued_cpus))
     try:
         yield
     finally:
         ctx.op_resource_reservation_enabled = old
+        ctx.execution_options.resource_limits = old_limits
+
+
+def task_pool(workers: int | None, cpus: int) -> tuple[int, int]:
+    """(workers, tasks Ray Data keeps in flight) for ``workers`` (None: every CPU) on ``cpus``.
+
+    Ray Data 2.60 notices a finished task only at its wait loop's 0.1 s timeout while another
+    task still runs, and a map task's end takes two turns of that loop: ~0.2 s idle per block
+    per worker on two busy cores (ray-project/ray#42377, #45934; docs/benchmarks.md). Where
+    every CPU is a worker, one more block per worker is submitted than can run: Ray queues it
+    and hands it to the first worker that frees, with no wait on the loop. With fewer workers
+    than CPUs nothing is queued: the extra tasks would run at once and break the cap.
+    """
+    size = workers or cpus
+    return (size, 2 * size) if size >= cpus else (size, size)
 
 
 def build(volumes_uri: str, out_uri: str, cfg: ProbeConfig, progress: bool = True) -> dict:
     """Build the probe from a volumes table; returns a summary (counts, rejects, timing)."""
+    import ray
+
     from pipelines.support.raycluster import ensure_ray
 
     vols = records.read_table("volumes", volumes_uri).to_pylist()
     if not vols:
         raise MedScopeError(f"{volumes_uri}: the volumes table is empty")
     ensure_ray()
-    with _all_cpus_to_tasks():
-        return _build(vols, out_uri, cfg, progress)
+    workers, in_flight = task_pool(cfg.workers, int(ray.cluster_resources().get("CPU", 1)))
+    with _all_cpus_to_tasks(queued_cpus=in_flight - workers):
+        return _build(vols, out_uri, cfg, progress, workers, in_flight)
 
 
-def _build(vols: list[dict], out_uri: str, cfg: ProbeConfig, progress: bool) -> dict:
+def _build(vols: list[dict], out_uri: str, cfg: ProbeConfig, progress: bool, workers: int, in_flight: int) -> dict:
     import ray
 
     from pipelines.support.jobs import Progress, map_timing
@@ -155,8 +179,8 @@ def _build(vols: list[dict], out_uri: str, cfg: ProbeConfig, progress: bool) -> 
     t_build = time.time()
     cfg_json = cfg.model_dump_json()
     rows = [{"volume": json.dumps(v)} for v in vols]
-    compute = ray.data.TaskPoolStrategy(size=cfg.workers)
-    per_block = volumes_per_block(len(rows), cfg.workers or int(ray.cluster_resources().get("CPU", 1)))
+    compute = ray.data.TaskPoolStrategy(size=in_flight)
+    per_block = volumes_per_block(len(rows), workers)
 
     def blocks(n: int) -> int:
         return -(-n // per_block)
@@ -234,6 +258,7 @@ def _build(vols: list[dict], out_uri: str, cfg: ProbeConfig, progress: bool) -> 
         "worker_peak_rss_mb": round(max(rss), 1),
         "seconds": round(time.time() - t_build, 3),
         "volumes_per_block": per_block,
+        "tasks_in_flight": in_flight,
         "timing": timing,
     }
 

@@ -26,6 +26,16 @@ def test_map_timing_splits_startup_from_steady_work():
     assert t["workers"] == 2 and t["cases"] == 4
     assert t["worker_first_case_s"] == pytest.approx([3.0, 4.5])
     assert t["busy_s"] == pytest.approx(2 + 2 + 2 + 3)
+    # 104.5-105 and 105-106.5: two at once; worker 7's hand-over at 105 is not a third
+    assert t["most_at_once"] == 2
+
+
+def test_most_at_once_by_hand():
+    from pipelines.support.jobs import most_at_once
+
+    assert most_at_once([(0.0, 1.0, 1), (1.0, 2.0, 1), (2.0, 3.0, 2)]) == 1  # end meets start
+    assert most_at_once([(0.0, 4.0, 1), (1.0, 2.0, 2), (1.5, 3.0, 3), (3.5, 5.0, 2)]) == 3  # 1.5-2
+    assert most_at_once([]) == 0
 
 
 @pytest.mark.parametrize("lab", [

@@ -98,6 +98,11 @@ def test_build_rejects_resume_show_and_score(ray_cluster, tmp_path, monkeypatch)
     one = build(vols, str(tmp_path / "one"), cfg.model_copy(update={"workers": 1, "montage": False}), progress=False)
     assert records.read_table("probe_items", one["probe_items"]).to_pylist() == items
     assert s["volumes_per_block"] == one["volumes_per_block"] == 1  # 7 volumes: a block each
+    # two workers on the session's two CPUs: one more block each is queued in Ray (task_pool),
+    # and Ray still runs no more volumes at once than there are workers
+    assert (s["tasks_in_flight"], one["tasks_in_flight"]) == (4, 1)
+    assert {t["most_at_once"] for t in s["timing"].values()} <= {1, 2}
+    assert {t["most_at_once"] for t in one["timing"].values()} == {1}
     # all seven volumes, good and bad, in one Ray Data block: the same items, slices and rejects
     monkeypatch.setattr(pipelines.probe, "BLOCKS_PER_WORKER", 1)
     block = build(vols, str(tmp_path / "block"), cfg.model_copy(update={"workers": 1, "montage": False}),

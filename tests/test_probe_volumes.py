@@ -292,3 +292,12 @@ def test_volumes_per_block_by_hand(n, workers, per_block):
 
     # n // (8 blocks a worker x workers), between 1 and 8 volumes
     assert volumes_per_block(n, workers) == per_block
+
+
+@pytest.mark.parametrize("workers, cpus, pool", [
+    (None, 2, (2, 4)), (2, 2, (2, 4)), (1, 2, (1, 1)), (3, 2, (3, 6)), (None, 6, (6, 12)), (4, 6, (4, 4))])
+def test_task_pool_by_hand(workers, cpus, pool):
+    from pipelines.probe import task_pool
+
+    # every CPU a worker: twice as many tasks in flight (one queued a worker); fewer: no queue
+    assert task_pool(workers, cpus) == pool

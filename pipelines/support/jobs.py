@@ -139,6 +139,17 @@ def units_per_block(n_units: int, workers: int, most: int, blocks_per_worker: in
     return max(1, min(most, n_units // (blocks_per_worker * max(1, workers))))
 
 
+def most_at_once(stamps: list[tuple[float, float, int]]) -> int:
+    """The most work items running at one moment, from their (start, end, pid) stamps; an item
+    that ends at the moment another starts does not overlap it."""
+    events = sorted([(s[1], -1) for s in stamps] + [(s[0], 1) for s in stamps])
+    running = most = 0
+    for _, step in events:
+        running += step
+        most = max(most, running)
+    return most
+
+
 def map_timing(t_start: float, stamps: list[tuple[float, float, int]]) -> dict:
     """Split a map stage into its fixed start-up and its steady work, from per-item stamps.
 
@@ -154,6 +165,6 @@ def map_timing(t_start: float, stamps: list[tuple[float, float, int]]) -> dict:
     for s in stamps:
         by_worker.setdefault(s[2], []).append(s[0])
     return {"startup_s": first - t_start, "steady_s": last - first, "total_s": last - t_start,
-            "cases": len(stamps), "workers": len(by_worker),
+            "cases": len(stamps), "workers": len(by_worker), "most_at_once": most_at_once(stamps),
             "worker_first_case_s": sorted(min(v) - t_start for v in by_worker.values()),
             "busy_s": sum(s[1] - s[0] for s in stamps)}
