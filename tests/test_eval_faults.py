@@ -137,7 +137,13 @@ def test_worker_killed_mid_sweep(ray_cluster, tmp_path, monkeypatch, fake_provid
     finished_views = {r["view_id"] for r in table if r["request_key"] in finished_at_kill}
     assert len(finished_views) == first
     in_flight = {v for v in (f"v{i:03d}" for i in range(n)) for h in dropped if unit_tag(v, "agent") in h.what}
-    assert {h.what for h in held} <= {h.what for h in dropped} and 1 <= len(in_flight) <= config.concurrency
+    # seen once (2 December 2026, a slow hour of the shared host; not again in 6 loaded reruns):
+    # four dropped requests where the killed worker held two; say everything about them if again
+    why = {"killed_pid_ports": sorted(h.client_port for h in held), "alive_ports": sorted(alive),
+           "dropped": sorted((h.client_port, h.what[-16:]) for h in dropped),
+           "asked": {v: server.count(unit_tag(v, "agent")) for v in (f"v{i:03d}" for i in range(n))},
+           "sent_again": sorted(sent_again), "stderr": "see captured stderr"}
+    assert {h.what for h in held} <= {h.what for h in dropped} and 1 <= len(in_flight) <= config.concurrency, why
     assert in_flight <= sent_again and len(sent_again) <= config.concurrency
     # finished before the kill: asked once; in flight on the killed worker: asked again, once
     assert {v: server.count(unit_tag(v, "agent")) for v in (f"v{i:03d}" for i in range(n))} == {
