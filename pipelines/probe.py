@@ -116,7 +116,7 @@ def volumes_per_block(n_volumes: int, workers: int) -> int:
 
 
 @contextlib.contextmanager
-def _all_cpus_to_tasks(queued_cpus: int = 0):
+def _all_cpus_to_tasks(cpu_budget: int | None = None):
     """Let the build's tasks use every CPU of the cluster while it runs.
 
     Ray Data's per-operator reservation holds back part of the budget; on a small cluster
@@ -124,17 +124,16 @@ def _all_cpus_to_tasks(queued_cpus: int = 0):
     for (measured: 6 one-second tasks take 6.7 s with it, 3.3 s without). Our tasks are
     CPU-bound and their outputs tiny, so the reservation buys nothing here.
 
-    ``queued_cpus``: CPUs' worth of tasks Ray Data may submit beyond the cluster's, so that
-    Ray queues them and starts each the moment a worker frees (see ``task_pool``).
+    ``cpu_budget``: CPUs' worth of tasks Ray Data may submit, above the cluster's own where a
+    block is queued per worker, so that Ray starts each the moment a worker frees (``task_pool``).
     """
     import ray
 
     ctx = ray.data.DataContext.get_current()
     old, old_limits = ctx.op_resource_reservation_enabled, ctx.execution_options.resource_limits
     ctx.op_resource_reservation_enabled = False
-    if queued_cpus:
-        cpus = int(ray.cluster_resources().get("CPU", 1))
-        ctx.execution_options.resource_limits = old_limits.copy(cpu=min(old_limits.cpu, cpus + queued_cpus))
+    if cpu_budget is not None:
+        ctx.execution_options.resource_limits = old_limits.copy(cpu=min(old_limits.cpu, cpu_budget))
     try:
         yield
     finally:
@@ -166,8 +165,9 @@ def build(volumes_uri: str, out_uri: str, cfg: ProbeConfig, progress: bool = Tru
     if not vols:
         raise MedScopeError(f"{volumes_uri}: the volumes table is empty")
     ensure_ray()
-    workers, in_flight = task_pool(cfg.workers, int(ray.cluster_resources().get("CPU", 1)))
-    with _all_cpus_to_tasks(queued_cpus=in_flight - workers):
+    cpus = int(ray.cluster_resources().get("CPU", 1))
+    workers, in_flight = task_pool(cfg.workers, cpus)
+    with _all_cpus_to_tasks(cpu_budget=cpus + in_flight - workers if in_flight > workers else None):
         return _build(vols, out_uri, cfg, progress, workers, in_flight)
 
 
