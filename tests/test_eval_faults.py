@@ -104,17 +104,26 @@ def test_worker_killed_mid_sweep(ray_cluster, tmp_path, monkeypatch, fake_provid
     sweeper.start()
 
     def sender_of_held():
-        """(the pid of a worker with a request held at the provider, its held requests)."""
+        """(the pid of a worker with every request slot held at the provider, those requests).
+
+        A worker with all its slots held can send nothing more, so the requests it loses are
+        exactly these, whatever else the sweep sends after the kill."""
         if len(records.part_keys(out + "/episodes")) < first:
             return None
         held = server.gate.held()
         senders = {c.laddr.port: c.pid for c in psutil.net_connections(kind="tcp")
                    if c.pid and c.raddr and c.raddr.port == port}
-        pids = [senders[h.client_port] for h in held if h.client_port in senders]
-        return (pids[0], [h for h in held if senders.get(h.client_port) == pids[0]]) if pids else None
+        by_pid: dict[int, list] = {}
+        for h in held:
+            if h.client_port in senders:
+                by_pid.setdefault(senders[h.client_port], []).append(h)
+        full = [(pid, hs) for pid, hs in sorted(by_pid.items()) if len(hs) == config.concurrency]
+        return full[0] if full else None
 
+    held: list = []  # the killed worker's held requests, once chosen
     try:
-        pid, held = wait_for(sender_of_held, f"{first} episodes written and a worker's request held at the provider")
+        pid, held = wait_for(sender_of_held, f"{first} episodes written and a worker with all "
+                             f"{config.concurrency} of its requests held at the provider")
         finished_at_kill = records.part_keys(out + "/episodes")
         worker = psutil.Process(pid)
         assert "EpisodeWorker" in " ".join(worker.cmdline())  # a sweep worker, not this process
@@ -122,9 +131,11 @@ def test_worker_killed_mid_sweep(ray_cluster, tmp_path, monkeypatch, fake_provid
         wait_for(lambda: not worker.is_running() or worker.status() == psutil.STATUS_ZOMBIE,
                  f"worker process {pid} to exit after SIGKILL")
     finally:
-        # the killed worker's held requests close unanswered, the other worker's go on
-        alive = {c.laddr.port for c in psutil.net_connections(kind="tcp") if c.pid and c.raddr and c.raddr.port == port}
-        dropped = server.gate.release(drop=lambda h: h.client_port not in alive)
+        # the killed worker's held requests close unanswered; every other request is answered,
+        # including any its replacement sent after the kill (a snapshot of live connections
+        # taken here would miss those and drop them too: seen once on a slow host)
+        killed_ports = {h.client_port for h in held}
+        dropped = server.gate.release(drop=lambda h: h.client_port in killed_ports)
         sweeper.join(timeout=300)
     assert not sweeper.is_alive(), "the sweep did not finish after the kill"
     assert len(finished_at_kill) == first and result["failed"] == result["retry_later"] == 0
@@ -137,13 +148,8 @@ def test_worker_killed_mid_sweep(ray_cluster, tmp_path, monkeypatch, fake_provid
     finished_views = {r["view_id"] for r in table if r["request_key"] in finished_at_kill}
     assert len(finished_views) == first
     in_flight = {v for v in (f"v{i:03d}" for i in range(n)) for h in dropped if unit_tag(v, "agent") in h.what}
-    # seen once (2 December 2026, a slow hour of the shared host; not again in 6 loaded reruns):
-    # four dropped requests where the killed worker held two; say everything about them if again
-    why = {"killed_pid_ports": sorted(h.client_port for h in held), "alive_ports": sorted(alive),
-           "dropped": sorted((h.client_port, h.what[-16:]) for h in dropped),
-           "asked": {v: server.count(unit_tag(v, "agent")) for v in (f"v{i:03d}" for i in range(n))},
-           "sent_again": sorted(sent_again), "stderr": "see captured stderr"}
-    assert {h.what for h in held} <= {h.what for h in dropped} and 1 <= len(in_flight) <= config.concurrency, why
+    assert sorted(h.what for h in dropped) == sorted(h.what for h in held)
+    assert len(in_flight) == config.concurrency  # both of the killed worker's slots
     assert in_flight <= sent_again and len(sent_again) <= config.concurrency
     # finished before the kill: asked once; in flight on the killed worker: asked again, once
     assert {v: server.count(unit_tag(v, "agent")) for v in (f"v{i:03d}" for i in range(n))} == {
