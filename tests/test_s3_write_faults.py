@@ -26,14 +26,21 @@ def test_a_few_failed_puts_are_retried_and_the_part_lands(s3_bucket, s3_server):
         proxy.close()
 
 
-def test_a_store_that_keeps_failing_raises_and_leaves_no_part(s3_bucket, s3_server):
+def test_a_store_that_keeps_failing_raises_and_leaves_no_part(s3_bucket, s3_server, monkeypatch):
+    # botocore's default 5 attempts with exponential back-off spent ~11 s waiting here; what is
+    # checked (an error, no part) does not depend on how often the client tries, so two attempts
+    # through fsspec's own configuration (what a user sets as FSSPEC_S3_CONFIG_KWARGS)
+    import fsspec.config
+
     proxy = FailingS3Proxy(s3_server, fail_puts=1000, match="/rejects/part-", status=500, code="InternalError")
     try:
-        storage.configure(s3_endpoint=proxy.url)
-        with pytest.raises(Exception):
-            records.write_part("rejects", [_row(2)], f"{s3_bucket}/run/rejects", "k2")
+        with monkeypatch.context() as patched:
+            patched.setitem(fsspec.config.conf, "s3", {"config_kwargs": {"retries": {"total_max_attempts": 2}}})
+            storage.configure(s3_endpoint=proxy.url)
+            with pytest.raises(Exception):
+                records.write_part("rejects", [_row(2)], f"{s3_bucket}/run/rejects", "k2")
         assert len(proxy.failed) >= 2  # the client retried before giving up
-        storage.configure(s3_endpoint=s3_server)
+        storage.configure(s3_endpoint=s3_server)  # (a new client: the default retries again)
         assert records.part_keys(f"{s3_bucket}/run/rejects") == set()
     finally:
         proxy.close()
