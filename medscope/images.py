@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import io
 import warnings
 
@@ -26,6 +27,14 @@ def encode_png(array: np.ndarray) -> bytes:
     if not ok:
         raise MedScopeError("PNG encoding failed")
     return buf.tobytes()
+
+
+@functools.lru_cache(maxsize=64)
+def blank_png(height: int, width: int, value: int = 128) -> bytes:
+    """PNG of a uniform gray RGB image: the blind conditions' stand-in for an image of that size
+    (seed 001 blind arm, organ-presence blind). Cached by size: a blind sweep sends one per
+    episode, and encoding a 144-slice montage's blank took ~50 ms, most of an episode's time."""
+    return encode_png(np.full((int(height), int(width), 3), int(value), dtype=np.uint8))
 
 
 # addition: pixel budget of every decode of image bytes held in a table or manifest (issue 32): the

@@ -225,3 +225,37 @@ def test_bh_families_come_from_the_plan_not_from_the_run(tmp_path):
 ])
 def test_reply_reader_verdicts_and_case(reply, want):
     assert read_choice(reply, ["right lobe", "left lobe", "both lobes"]) == want
+
+
+def test_blind_condition_sends_the_same_text_with_a_gray_blank_of_each_montage_size():
+    """Seed 001's blind arm: the sighted prompt's text, each montage replaced by a uniform gray image
+    of its own size (the blank is cached by size: one PNG encode per size, not per episode)."""
+    from medscope.images import decode_png, encode_png
+    from medscope.models.base import Completion, Decoding
+    from medscope.protocols.base import Item
+    from medscope.protocols.benchmark_mcq.protocol import BenchmarkMCQProtocol
+
+    sent = []
+
+    class Recorder:
+        name, provider, endpoint = "rec", "policy", "local"
+
+        def complete(self, messages, decoding):
+            sent.append(messages[-1].parts)
+            return Completion(text="B")
+
+    shapes = [(24, 36), (12, 12)]
+    images = tuple(encode_png(np.full((*hw, 3), 7 * i + 1, np.uint8)) for i, hw in enumerate(shapes))
+    options = ["liver lesion", "no lesion", "cyst"]
+    item = Item("q1", "c1", mcq_prompt("What is seen?", options, ["ct", "t1"]), "B", images,
+                meta={"sequences": ["ct", "t1"], "sizes": shapes, "options": options})
+    proto = BenchmarkMCQProtocol()
+    sighted = proto.run_episode(item, Recorder(), "sighted", Decoding())
+    blind = proto.run_episode(item, Recorder(), "blind", Decoding())
+    again = proto.run_episode(item, Recorder(), "blind", Decoding())
+    seen, blanks = [[p.png for p in parts if p.is_image] for parts in sent[:2]]
+    assert seen == list(images)
+    assert [decode_png(b).shape[:2] for b in blanks] == shapes and all((decode_png(b) == 128).all() for b in blanks)
+    assert [p.text for p in sent[0] if p.text] == [p.text for p in sent[1] if p.text] == [item.question]
+    assert blind.turns[0]["image_ref"] == "blank:24x36,blank:12x12" and sighted.turns[0]["image_ref"] == "c1:ct,c1:t1"
+    assert [p.png for p in sent[2] if p.is_image] == blanks and blind.answer == again.answer == sighted.answer == "B"

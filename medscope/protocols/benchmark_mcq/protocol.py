@@ -14,10 +14,9 @@ import datetime as dt
 import json
 from collections.abc import Collection
 
-import numpy as np
 
 from medscope import layout, records, storage, tablescan
-from medscope.images import encode_png
+from medscope.images import blank_png
 from medscope.models.base import ChatModel, Decoding, Message, Part
 from medscope.protocols.base import EpisodeResult, Item, ProtocolOptions, option
 from medscope.protocols.benchmark_mcq import scoring
@@ -28,10 +27,6 @@ from medscope.protocols.benchmark_mcq.replies import PROMPT_VERSION, mcq_prompt,
 # Output names (to move to medscope.layout when it lands).
 META = ("cohort", "qtype", "field", "subcategory", "level", "options", "k", "sequences", "imaging_source",
         "matched_group")
-
-
-def blank_like(png_shape: tuple[int, int], value: int = 128) -> bytes:
-    return encode_png(np.full((*png_shape, 3), value, dtype=np.uint8))
 
 
 class BenchmarkMCQOptions(ProtocolOptions):
@@ -98,7 +93,7 @@ class BenchmarkMCQProtocol:
         if condition == scoring.SIGHTED:
             pngs, refs = list(item.images), [f"{item.case_id}:{s}" for s in item.meta["sequences"]]
         else:  # same text, a blank of each montage's size in its place
-            pngs = [blank_like(hw) for hw in item.meta["sizes"]]
+            pngs = [blank_png(h, w) for h, w in item.meta["sizes"]]
             refs = [f"blank:{h}x{w}" for h, w in item.meta["sizes"]]
         parts = tuple([Part(png=p) for p in pngs] + [Part(text=item.question)])
         reply = model.complete([Message("user", parts)], decoding)

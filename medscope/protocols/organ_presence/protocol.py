@@ -9,25 +9,16 @@ not-addressed. The same items serve every format, so format comparisons are pair
 from __future__ import annotations
 
 from collections.abc import Collection
-from functools import lru_cache
-
-import numpy as np
 
 from medscope import config as cfgmod
 from medscope import tablescan
 from medscope.protocols.base import EpisodeResult, Item, ProtocolOptions, option
-from medscope.images import decode_png, encode_png
+from medscope.images import blank_png, decode_png
 from medscope.models.base import ChatModel, Decoding, Message, Part
 from medscope.volumes.config import ProbeConfig, conditions, split_condition
 from medscope.protocols.organ_presence.replies import probe_prompt, read_reply
 
 META_COLUMNS = ("organ", "strategy", "stratum", "z", "z_mm", "z_distance_mm", "absent_from_volume", "render")
-
-
-@lru_cache(maxsize=8)
-def blank_png(height: int, width: int, value: int = 128) -> bytes:
-    """A uniform gray RGB image: the blank control (an absence-biasing input, not a no-information one)."""
-    return encode_png(np.full((height, width, 3), value, dtype=np.uint8))
 
 
 class OrganPresenceOptions(ProtocolOptions):
