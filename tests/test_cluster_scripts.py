@@ -4,9 +4,7 @@ and off (RAY_AUTH_MODE=disabled); a relative out: is refused inside the job, OUT
 
 from __future__ import annotations
 
-import contextlib
 import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -15,7 +13,7 @@ import pytest
 
 from medscope import records
 from tests.conftest import REPO_ROOT, free_port
-from tests.test_cluster_submit import _wait_for_dashboard
+from tests.test_cluster_submit import _wait_for_dashboard, stop_head
 
 VENV_BIN = os.path.dirname(sys.executable)
 
@@ -35,24 +33,9 @@ def _start_head(env: dict) -> tuple[subprocess.Popen, str]:
     try:
         _wait_for_dashboard(url, proc, log=log)
     except BaseException:
-        _stop(proc)
+        stop_head(proc)
         raise
     return proc, url
-
-
-def _stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is not None:
-        # exited already (a head that failed to start): its group may hold no process left,
-        # and killpg would raise over the real error
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        return
-    os.killpg(proc.pid, signal.SIGTERM)
-    try:
-        proc.wait(timeout=5)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=30)
 
 
 def _submit(env: dict, url: str, config: str, out: str | None = None) -> subprocess.CompletedProcess:
@@ -92,7 +75,7 @@ def test_local_head_and_submit_script_with_token_auth_on_and_off(tmp_path):
         assert lost.returncode != 0
         assert "absolute path" in lost.stdout + lost.stderr and "runtime_resources" in lost.stdout + lost.stderr
     finally:
-        _stop(proc)
+        stop_head(proc)
 
     # token auth off, explicitly (RAY_AUTH_MODE=disabled), even where the token file exists
     off = dict(base, HOME=str(token_home), RAY_AUTH_MODE="disabled")
@@ -103,4 +86,4 @@ def test_local_head_and_submit_script_with_token_auth_on_and_off(tmp_path):
         assert ok.returncode == 0, (ok.stdout + ok.stderr)[-3000:]
         assert records.read_table("cases", str(kept / "cases.parquet")).num_rows == 4
     finally:
-        _stop(proc)
+        stop_head(proc)
