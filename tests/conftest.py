@@ -17,6 +17,14 @@ os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
 os.environ.setdefault("RAY_DEDUP_LOGS", "0")
 os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")
 os.environ.pop("RAY_ADDRESS", None)
+# Every Ray the suite starts (the session's, the three nodes, `ray start` heads, `bench scale`'s
+# clusters, the docs' blocks) starts its workers at nice 0, not Ray's default 15. Ray lowers its
+# workers so that a node's own services stay responsive; here the workers are the work under test,
+# and beside two nice-0 busy loops on two cores (the loaded run, docs/testing.md) the scheduler
+# gives a nice-15 worker ~3 % of a core (weights 36 against 1,024): the workstation runbook then
+# took 30-40 minutes and ran into its hang guard. Niceness changes only how the kernel shares the
+# CPUs, never what a test checks; a setting already in the environment is kept.
+os.environ.setdefault("RAY_worker_niceness", "0")
 
 
 _PORTS_HANDED_OUT: set[int] = set()
@@ -46,15 +54,8 @@ def ray_cluster():
 
     from tests.raystart import started
 
-    # Ray starts its workers at nice 15 so that a node's own services stay responsive. Here the
-    # workers are the work under test: beside two nice-0 busy loops on two cores (the loaded run,
-    # docs/testing.md) the scheduler gives such a worker ~3 % of a core (weights 36 against
-    # 1,024), and the three Ray Train fits of test_train_eval_archs (2.5 minutes idle) ran past
-    # the 10-minute hang guard. Only this cluster's raylet reads the setting, at its start; the
-    # clusters that tests start in subprocesses (three nodes, `ray start` heads) keep Ray's default.
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("RAY_worker_niceness", "0")
-        started(lambda: ensure_ray(num_cpus=2), "the session's Ray", cleanup=ray.shutdown)  # again if Ray's 30 s start limit runs out
+    # workers at nice 0 (RAY_worker_niceness, set above for every Ray of the session)
+    started(lambda: ensure_ray(num_cpus=2), "the session's Ray", cleanup=ray.shutdown)  # again if Ray's 30 s start limit runs out
     yield ray
     ray.shutdown()
 

@@ -88,7 +88,9 @@ def plain_env(clone: str, tmp: str) -> dict:
     venv_bin = os.path.join(sys.prefix, "bin")
     path = [p for p in os.environ.get("PATH", "/usr/bin:/bin").split(":")
             if p and os.path.realpath(p) != os.path.realpath(venv_bin)]
-    keep = ("HOME", "LANG", "LC_ALL", "USER", "LOGNAME", "TERM")
+    # the machine's settings pass, as they would in the user's shell; RAY_worker_niceness among
+    # them (tests/conftest.py sets it for every Ray of the suite)
+    keep = ("HOME", "LANG", "LC_ALL", "USER", "LOGNAME", "TERM", "RAY_worker_niceness")
     env = {k: os.environ[k] for k in keep if k in os.environ}
     os.makedirs(os.path.join(tmp, "t"), exist_ok=True)
     # Ray's socket paths live under RAY_TMPDIR and must stay under 107 bytes: a short folder of its own

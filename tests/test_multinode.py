@@ -72,11 +72,8 @@ def multi(s3_server, inputs):
     env = dict(os.environ, PYTHONPATH=REPO, AWS_ENDPOINT_URL=s3_server,
                # an S3 request held at the gate waits for the node loss, however long a busy
                # machine takes: botocore's 60 s read timeout must not end it (and resend it)
-               FSSPEC_S3_CONFIG_KWARGS=json.dumps({"read_timeout": 2 * drv.DEADLINE_S}),
-               # the nodes' workers at nice 0, not Ray's 15: beside busy loops a worker at 15 gets
-               # ~3 % of a core, and the run measures the scheduler instead of the jobs' events
-               # (tests/conftest.py says the same of the session's Ray; docs/testing.md)
-               RAY_worker_niceness="0")
+               # (the nodes' workers at nice 0: RAY_worker_niceness, tests/conftest.py)
+               FSSPEC_S3_CONFIG_KWARGS=json.dumps({"read_timeout": 2 * drv.DEADLINE_S}))
     env.pop("RAY_ADDRESS", None)  # the driver starts its own cluster
     t0 = time.monotonic()
     proc = subprocess.run([sys.executable, os.path.join(REPO, "tests", "multinode_driver.py"),
