@@ -22,8 +22,8 @@ os.environ.pop("RAY_ADDRESS", None)
 # workers so that a node's own services stay responsive; here the workers are the work under test,
 # and beside two nice-0 busy loops on two cores (the loaded run, docs/testing.md) the scheduler
 # gives a nice-15 worker ~3 % of a core (weights 36 against 1,024): the workstation runbook then
-# took 30-40 minutes and ran into its hang guard. Niceness changes only how the kernel shares the
-# CPUs, never what a test checks; a setting already in the environment is kept.
+# took 30 minutes once and failed at about its 40-minute hang guard once. Niceness changes only
+# how the kernel shares the CPUs, never what a test checks; a setting already set is kept.
 os.environ.setdefault("RAY_worker_niceness", "0")
 
 
