@@ -81,8 +81,8 @@ def fit_in_process(recipe_path: str, views_uri: str, out: str) -> dict:
 @pytest.fixture(scope="module")
 def runs(ray_cluster, views_uri, tmp_path_factory):
     """Per architecture: the tiny-vlm folder (through the CLI) and a recipe trained on it (through
-    Ray Train for ``ON_RAY_TRAIN``); then one `medscope eval` sweep of every trained adapter (one pool actor: the tiny
-    models load in one process instead of one actor start per model)."""
+    Ray Train for ``ON_RAY_TRAIN``); then one `medscope eval` sweep of every trained adapter (one
+    pool actor: the tiny models load in one process instead of one actor start per model)."""
     from pipelines import cli
     from pipelines.eval import EvalConfig, run_sweep
     from pipelines.train import TrainJob
