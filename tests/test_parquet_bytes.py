@@ -31,7 +31,11 @@ assert records.read_parquet(path, columns=["x"]).num_rows == 5000
 after = threads()
 if sys.argv[2] == "default":  # what the defaults do to the same bytes
     pq.ParquetFile(io.BytesIO(data)).read(use_threads=False)
-    after = threads()
+    print(before, threads(), flush=True)
+    # This process now holds the pool worker that aborts pyarrow at exit in a share of runs
+    # (the module's docstring; a loaded run of 2026-12-03 hit it here, exit -6 after the counts
+    # were printed): leave without running the C++ exit handlers, so only the count is tested.
+    os._exit(0)
 print(before, after)
 """
 
