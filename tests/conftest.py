@@ -96,35 +96,3 @@ def torch_one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(before)
-
-
-# The three-node run of tests/test_multinode.py starts as soon as the tests are collected, when
-# that file is among them, and runs beside the tests before it (tests/multinode_background.py:
-# ~100 s, one core mostly idle meanwhile); the file's fixture waits for it.
-_MULTINODE_RUN = pytest.StashKey[object]()
-
-
-def pytest_collection_finish(session):
-    if session.config.option.collectonly:
-        return
-    if any(item.path.name == "test_multinode.py" for item in session.items):
-        from tests.multinode_background import MultinodeRun
-
-        session.config.stash[_MULTINODE_RUN] = MultinodeRun(free_port()).start()
-
-
-def pytest_sessionfinish(session):
-    run = session.config.stash.get(_MULTINODE_RUN, None)
-    if run is not None:
-        run.close()
-
-
-@pytest.fixture(scope="session")
-def multinode_run(request):
-    """The background three-node run (started at collection; see above)."""
-    run = request.config.stash.get(_MULTINODE_RUN, None)
-    if run is None:  # collected in some other way: start it now
-        from tests.multinode_background import MultinodeRun
-
-        run = request.config.stash[_MULTINODE_RUN] = MultinodeRun(free_port()).start()
-    return run

@@ -2,7 +2,7 @@
 
 Run as a subprocess (the test session already holds an in-process single-node Ray):
 
-    python tests/multinode_driver.py [--write-inputs] --inputs DIR --out s3://bucket/prefix [--jobs views,probe,eval,train]
+    python tests/multinode_driver.py --inputs DIR --out s3://bucket/prefix [--jobs views,probe,eval,train]
 
 It starts ``ray.cluster_utils.Cluster``: a head with no CPUs (it holds the driver, the GCS and
 the Ray Train controller) and two worker nodes of one CPU each, with their own custom
@@ -456,13 +456,7 @@ def main(argv=None) -> int:
     ap.add_argument("--inputs", required=True, help="folder of inputs written by write_inputs")
     ap.add_argument("--out", required=True, help="output prefix (s3://...)")
     ap.add_argument("--jobs", default="views,probe,eval,train")
-    ap.add_argument("--write-inputs", action="store_true",
-                    help="write the inputs into --inputs first (and inputs.json beside them)")
     args = ap.parse_args(argv)
-    if args.write_inputs:
-        made = write_inputs(args.inputs)
-        with open(os.path.join(args.inputs, "inputs.json"), "w") as fh:
-            json.dump(made, fh)
     inputs = json.load(open(os.path.join(args.inputs, "inputs.json")))
     report = scenario(inputs, args.out, args.jobs.split(","))
     print("MULTINODE-REPORT " + json.dumps(report, default=str), flush=True)

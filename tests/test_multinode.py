@@ -1,14 +1,14 @@
 """Several nodes, one lost (issue 16): views build, probe build, evaluation sweep and training on
 a three-node Ray cluster (tests/multinode_driver.py, in a subprocess), one worker node removed in
 the middle of each job, outputs on the loopback S3 server; compared with single-node runs of the
-same inputs on the session's Ray. The three-node run starts in the background as soon as the
-session's tests are collected (tests/multinode_background.py); its fixture here waits for it."""
+same inputs on the session's Ray."""
 
 from __future__ import annotations
 
 import json
 import os
-import pathlib
+import subprocess
+import sys
 import time
 
 import pyarrow.compute as pc
@@ -18,10 +18,12 @@ from medscope import layout, records, storage
 from medscope.protocols import organ_presence  # noqa: F401 - registers probe_items (read below)
 from tests import multinode_driver as drv
 
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BUCKET = "medscope-multinode"
 RUN_VOLATILE = ("latency_s",)  # an episode's wall time: the only run-specific column
 # a three-node cluster running four jobs, and three single-node references, take more than the
 # ~20 s of an ordinary test file; pytest-timeout's 600 s per test is too tight on a loaded machine
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(3600)]  # a hang guard only: a passing run takes ~1.5 min idle alone
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(3600)]  # a hang guard only: a passing run takes ~1.5 min idle
 
 
 def _parts(folder: str) -> dict[str, bytes]:
@@ -51,32 +53,42 @@ def _collect(out: str, job: str):
 
 
 @pytest.fixture(scope="module")
-def multi_run(multinode_run):
-    """The three-node run, one worker node lost per job: started in the background when the
-    session's tests were collected (tests/multinode_background.py), waited for here."""
-    got = multinode_run.result()
-    lines = [ln for ln in got["stdout"].splitlines() if ln.startswith("MULTINODE-REPORT ")]
-    assert got["returncode"] == 0 and lines, f"driver failed ({got['returncode']}):\n{got['stderr'][-6000:]}"
-    return got, json.loads(lines[-1].split(" ", 1)[1])
+def inputs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("multinode")
+    made = drv.write_inputs(str(root / "in"))
+    with open(root / "in" / "inputs.json", "w") as fh:
+        json.dump(made, fh)
+    return root, made
 
 
 @pytest.fixture(scope="module")
-def inputs(multinode_run, multi_run):
-    """The inputs the driver wrote (and the one-node references read): (root, the inputs' paths)."""
-    with open(os.path.join(multinode_run.inputs, "inputs.json")) as fh:
-        return pathlib.Path(multinode_run.root), json.load(fh)
+def multi(s3_server, inputs):
+    """The three-node run, one worker node lost per job (a subprocess, outputs on S3): its
+    report and its outputs, read back."""
+    import boto3
 
-
-@pytest.fixture(scope="module")
-def multi(multinode_run, multi_run):
-    """The three-node run's report and its outputs, read back from its S3 server."""
-    got, report = multi_run
-    seconds = got["seconds"]  # from its start at collection to its end
+    root, _ = inputs
+    boto3.client("s3", endpoint_url=s3_server, region_name="us-east-1").create_bucket(Bucket=BUCKET)
+    env = dict(os.environ, PYTHONPATH=REPO, AWS_ENDPOINT_URL=s3_server,
+               # an S3 request held at the gate waits for the node loss, however long a busy
+               # machine takes: botocore's 60 s read timeout must not end it (and resend it)
+               # (the nodes' workers at nice 0: RAY_worker_niceness, tests/conftest.py)
+               FSSPEC_S3_CONFIG_KWARGS=json.dumps({"read_timeout": 2 * drv.DEADLINE_S}))
+    env.pop("RAY_ADDRESS", None)  # the driver starts its own cluster
+    t0 = time.monotonic()
+    proc = subprocess.run([sys.executable, os.path.join(REPO, "tests", "multinode_driver.py"),
+                           "--inputs", str(root / "in"), "--out", f"s3://{BUCKET}/run"],
+                          # a hang guard only: a loaded 2-core machine took 1,647 s for the four jobs
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=3400)
+    seconds = time.monotonic() - t0
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("MULTINODE-REPORT ")]
+    assert proc.returncode == 0 and lines, f"driver failed ({proc.returncode}):\n{proc.stderr[-6000:]}"
+    report = json.loads(lines[-1].split(" ", 1)[1])
     before = os.environ.get("AWS_ENDPOINT_URL")
-    os.environ["AWS_ENDPOINT_URL"] = multinode_run.endpoint
+    os.environ["AWS_ENDPOINT_URL"] = s3_server
     storage.configure(s3_endpoint=None)
     try:
-        outputs = {job: _collect(multinode_run.out, job) for job in ("views", "probe", "eval", "train")}
+        outputs = {job: _collect(f"s3://{BUCKET}/run", job) for job in ("views", "probe", "eval", "train")}
     finally:
         if before is None:
             os.environ.pop("AWS_ENDPOINT_URL", None)
@@ -91,7 +103,7 @@ def multi(multinode_run, multi_run):
         print(f"multinode: {job}: node lost with {len(kill.get('in_flight', []))} request(s) in flight on it; "
               f"finished before: {len(seen) if isinstance(seen, list) else seen}")
     # what the driver said on stderr about lost workers, for the messages of failed assertions
-    losses = [ln.strip() for ln in got["stderr"].splitlines() if "worker was lost" in ln]
+    losses = [ln.strip() for ln in proc.stderr.splitlines() if "worker was lost" in ln]
     return {"report": report, "out": outputs, "seconds": seconds, "losses": losses}
 
 
