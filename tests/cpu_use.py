@@ -5,7 +5,9 @@ Per test it records the wall time and how busy the machine's CPUs were meanwhile
 end it prints the suite's CPU demand and idle capacity, and the files that leave the most cores
 idle. That tells apart a suite that is slow because it asks for more CPU than the machine has
 (only less work helps) from one that waits (overlap or shorter waits help). ``CPU_USE_JSONL=F``
-also writes one JSON line per test to F. Linux only; on a shared machine other work counts as busy.
+also writes one JSON line per test to F. On pytest-xdist workers (the default run) the tests
+overlap, so it prints one line for the whole run, start to end, and leaves the per-test rows to
+``CPU_USE_JSONL``. Linux only; on a shared machine other work counts as busy.
 """
 
 from __future__ import annotations
@@ -64,6 +66,32 @@ def pytest_runtest_protocol(item, nextitem):
             f.write(json.dumps(row) + "\n")
 
 
-def pytest_terminal_summary(terminalreporter):
-    for line in summarize(_rows, os.cpu_count() or 1):
+_session: dict[str, tuple[float, float, float]] = {}
+
+
+def run_summary(wall: float, busy: float, total: float, cpus: int) -> str:
+    """One line for the whole run, start to end: what a run on pytest-xdist workers can say
+    (its tests overlap, so per-test rows would count the same CPU-seconds twice)."""
+    if total <= 0:
+        return "cpu use: nothing measured"
+    return (f"cpu use, the whole run: {wall:.0f} s on {cpus} CPUs; the machine was busy {busy:.0f} CPU-s "
+            f"({busy / total:.0%} of its capacity), idle {total - busy:.0f} CPU-s; packed on {cpus} CPUs "
+            f"with no idle, {busy / cpus:.0f} s")
+
+
+def pytest_sessionstart(session):
+    busy, total = machine_cpu_seconds()
+    _session["start"] = (time.monotonic(), busy, total)
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    cpus = os.cpu_count() or 1
+    if "start" in _session:
+        t0, b0, a0 = _session["start"]
+        b1, a1 = machine_cpu_seconds()
+        terminalreporter.write_line(run_summary(time.monotonic() - t0, b1 - b0, a1 - a0, cpus))
+    if getattr(config.option, "numprocesses", None):  # the per-test rows are on the workers
+        terminalreporter.write_line("cpu use: per-test rows on the workers: CPU_USE_JSONL=F writes them")
+        return
+    for line in summarize(_rows, cpus):
         terminalreporter.write_line(line)

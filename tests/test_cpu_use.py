@@ -1,6 +1,6 @@
 """tests/cpu_use.py's summary, on rows worked out by hand."""
 
-from tests.cpu_use import machine_cpu_seconds, summarize
+from tests.cpu_use import machine_cpu_seconds, run_summary, summarize
 
 
 def test_summary_of_hand_made_rows():
@@ -24,3 +24,11 @@ def test_machine_cpu_seconds_grow_and_busy_never_exceeds_total():
     sum(i * i for i in range(200_000))
     b1, t1 = machine_cpu_seconds()
     assert 0 <= b0 <= t0 and 0 <= b1 <= t1 and t1 >= t0 and b1 >= b0
+
+
+def test_whole_run_line_on_hand_made_figures():
+    # 600 s on 2 CPUs: 1,200 CPU-s of capacity, 900 busy (75 %), 300 idle; 900 packed on 2: 450 s
+    assert run_summary(600.0, 900.0, 1200.0, cpus=2) == (
+        "cpu use, the whole run: 600 s on 2 CPUs; the machine was busy 900 CPU-s (75% of its capacity), "
+        "idle 300 CPU-s; packed on 2 CPUs with no idle, 450 s")
+    assert run_summary(0.0, 0.0, 0.0, cpus=2) == "cpu use: nothing measured"
