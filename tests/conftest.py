@@ -50,42 +50,8 @@ def free_port() -> int:
             return port
 
 
-# The suite runs on two pytest-xdist workers (`-n 2 --dist loadgroup`, pyproject.toml): one
-# takes every file that uses the session's Ray (so the machine runs one such cluster, started
-# once), the other the rest, files whole (module fixtures built once), the end-to-end files first
-# so that the small ones fill in at the end. Why and what it gained: docs/testing.md.
-SESSION_RAY_GROUP = "session-ray"
-
-
-def xdist_groups(items) -> dict[str, str]:
-    """Each test file's group: ``session-ray`` for a file with any test using ``ray_cluster``,
-    else the file itself."""
-    groups: dict[str, str] = {}
-    for item in items:
-        path = item.nodeid.split("::")[0]
-        if "ray_cluster" in getattr(item, "fixturenames", ()):
-            groups[path] = SESSION_RAY_GROUP
-        else:
-            groups.setdefault(path, path)
-    return groups
-
-
-def file_order(items, groups: dict[str, str]) -> list[str]:
-    """Files in the order the workers should take them: the session's-Ray group (the longest
-    unit), then files holding a test marked ``slow``, then the rest, each kept in collection order."""
-    slow = {item.nodeid.split("::")[0] for item in items if item.get_closest_marker("slow")}
-    files = list(dict.fromkeys(item.nodeid.split("::")[0] for item in items))
-    return sorted(files, key=lambda f: (groups[f] != SESSION_RAY_GROUP, f not in slow))
-
-
-def pytest_collection_modifyitems(config, items):
-    if not hasattr(config, "workerinput"):  # not an xdist worker: the order stays as collected
-        return
-    groups = xdist_groups(items)
-    rank = {f: i for i, f in enumerate(file_order(items, groups))}
-    for item in items:
-        item.add_marker(pytest.mark.xdist_group(groups[item.nodeid.split("::")[0]]))
-    items.sort(key=lambda item: rank[item.nodeid.split("::")[0]])  # stable: a file keeps its order
+# The suite runs on two pytest-xdist workers (`-n 2`, pyproject.toml); which tests go where:
+from tests.xdist_split import pytest_collection_modifyitems, pytest_xdist_make_scheduler  # noqa: E402,F401
 
 
 @pytest.fixture(scope="session")
