@@ -10,9 +10,9 @@ from typing import TypeVar
 import pydantic
 import yaml
 
-from medscope import storage
+from medscope.io import storage
 from medscope.errors import MedScopeError
-from medscope.safe_text import decode_text
+from medscope.io.safe_text import decode_text
 
 M = TypeVar("M", bound=pydantic.BaseModel)
 
@@ -44,7 +44,7 @@ def resolve(uri: str) -> str:
 class StrictModel(pydantic.BaseModel):
     """Base for config models: unknown keys are errors, so typos never pass silently."""
 
-    # NaN / inf are refused in every config (issue 32): `lr: .inf` trained to a NaN loss and exit 0
+    # NaN / inf are refused in every config: `lr: .inf` trained to a NaN loss and exit 0
     model_config = pydantic.ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 

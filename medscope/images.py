@@ -32,12 +32,12 @@ def encode_png(array: np.ndarray) -> bytes:
 @functools.lru_cache(maxsize=64)
 def blank_png(height: int, width: int, value: int = 128) -> bytes:
     """PNG of a uniform gray RGB image: the blind conditions' stand-in for an image of that size
-    (seed 001 blind arm, organ-presence blind). Cached by size: a blind sweep sends one per
+    (benchmark-MCQ paper blind arm, organ-presence blind). Cached by size: a blind sweep sends one per
     episode, and encoding a 144-slice montage's blank took ~50 ms, most of an episode's time."""
     return encode_png(np.full((int(height), int(width), 3), int(value), dtype=np.uint8))
 
 
-# addition: pixel budget of every decode of image bytes held in a table or manifest (issue 32): the
+# addition: pixel budget of every decode of image bytes held in a table or manifest: the
 # same default as the importer's ``limits.max_image_pixels`` (docs/cohorts-bad-input.md).
 MAX_DECODE_PIXELS = 50_000_000
 

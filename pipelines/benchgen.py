@@ -1,5 +1,5 @@
 """``medscope benchgen build | schema | phantom | show``: a private multiple-choice benchmark from an
-institution's own reports and volumes (seed 001 Methods).
+institution's own reports and volumes (benchmark-MCQ paper Methods).
 
 build: approved schema -> reports paired with volumes (rejects for the rest) -> generation
 calls (report-derived questions; optionally LLM extraction) through the shared evaluation sweep
@@ -7,7 +7,7 @@ calls (report-derived questions; optionally LLM extraction) through the shared e
 extraction and dataset-wide distractor pools -> one Ray Data task per study: montages + its
 questions, each written as a write-once part (a rerun skips finished studies).
 
-Output under ``--out`` (names in ``medscope.layout.BenchgenBuild``): ``items/`` (mcq_items parts), ``montages/``,
+Output under ``--out`` (names in ``medscope.io.layout.BenchgenBuild``): ``items/`` (mcq_items parts), ``montages/``,
 ``rejects/``, ``generation/`` (the generation sweep: episodes, its own rejects), ``build.json``.
 Then ``medscope eval run --protocol benchmark_mcq --items <out> --conditions sighted,blind``,
 ``medscope score`` and ``medscope report`` as for every protocol.
@@ -24,8 +24,8 @@ from typing import Literal
 
 from pydantic import Field as F
 
-from medscope import layout, config as cfgmod
-from medscope import records, storage
+from medscope import config as cfgmod
+from medscope.io import layout, records, storage
 from medscope.benchgen import cohort as cohortmod
 from medscope.benchgen import schema as schemamod
 from medscope.benchgen.build import (build_cohorts, check_append, cohort_prefix, generation_record,
@@ -275,7 +275,7 @@ def _summarise(cfg, schema_uri, approvals, entry, studies, results, gen_summary,
 
 def show(uri: str) -> dict:
     """What a build holds: its manifest and its questions per type and subcategory."""
-    manifest = json.loads(storage.read_text(layout.BenchgenBuild(uri).manifest))
+    manifest = json.loads(storage.read_utf8(layout.BenchgenBuild(uri).manifest))
     items = records.read_table("mcq_items", layout.BenchgenBuild(uri).items).to_pandas()
     by_sub = items.groupby(["qtype", "subcategory"]).size()
     return {**manifest, "subcategories": {f"{q}/{s}": int(n) for (q, s), n in by_sub.items()},
@@ -288,7 +288,7 @@ DEMO_CASES_B = 3  # the second phantom cohort: small, so the demo's added time s
 
 
 def build_demo_benchmark(out: str, n_cases: int = DEMO_CASES, n_cases_b: int = DEMO_CASES_B) -> dict:
-    """Seed 001's embedded default: two phantom CT cohorts with liver lesions and reports written
+    """The benchmark-MCQ paper's embedded default: two phantom CT cohorts with liver lesions and reports written
     from their label maps (the second from another seed, sharing case ids, appended to the same
     build; both in one matched group, generated identically, so Table 3 compares them) -> the
     shipped liver schema, approved at both checkpoints (the demo stands in for the clinician) ->
@@ -331,7 +331,7 @@ def build_demo_benchmark(out: str, n_cases: int = DEMO_CASES, n_cases_b: int = D
 
 
 def register(sub) -> None:
-    p = sub.add_parser("benchgen", help="build a private multiple-choice benchmark from reports + volumes (seed 001)")
+    p = sub.add_parser("benchgen", help="build a private multiple-choice benchmark from reports + volumes (benchmark-MCQ paper)")
     verbs = p.add_subparsers(dest="benchgen_verb", metavar="ACTION")
     verbs.required = True
 

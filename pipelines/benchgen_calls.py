@@ -6,7 +6,7 @@ of reports (``schema induce --proposer llm``). Generation itself is ``pipelines.
 
 from __future__ import annotations
 
-from medscope import layout, records, storage
+from medscope.io import layout, records, storage
 from medscope.benchgen.proposer import CONDITION as PROPOSE_CONDITION
 from medscope.benchgen.proposer import ProposalProtocol, read_proposal, report_batches, write_batches
 from medscope.benchgen.questions import LETTERS, report_questions

@@ -20,15 +20,16 @@ from typing import Literal
 
 from pydantic import Field as F
 
-from medscope import cohorts, folder_lock, layout, records, safe_text, storage
+from medscope import cohorts
+from medscope.io import folder_lock, layout, records, safe_text, storage
 from medscope.cohorts import phantom
 from medscope.config import StrictModel
 from medscope.errors import MedScopeError
-from medscope.parquet_bytes import parquet_schema
+from medscope.io.parquet_bytes import parquet_schema
 from pipelines.support.flags import add_action, cli
 from pipelines.support.jobs import Progress, job_main, print_summary
 
-# Output file names of an import folder (to move to medscope/layout.py when it lands).
+# Output file names of an import folder (to move to medscope/io/layout.py when it lands).
 TABLE_FILES = layout.Cohort.FILES
 IGNORED_STAGE = "ignored"
 
@@ -95,7 +96,7 @@ def import_cohort(fmt: str, path: str, out: str, dataset_config: str | None = No
     if not (out or "").strip():
         raise MedScopeError("--out is empty: give the output folder")
     cfg = cohorts.dataset_config(fmt, dataset_config, overrides)
-    with folder_lock.writer_lock(out, "cohort import") as writer:  # one writer per --out (issue 32)
+    with folder_lock.writer_lock(out, "cohort import") as writer:  # one writer per --out
         return _import(fmt, path, out, cfg, writer)
 
 
@@ -273,7 +274,7 @@ def remove(cases: str, folders: list[str], reason: str) -> dict:
     """``cohort remove``: the withdrawn cases out of every folder, with a record in each."""
     from medscope.cohorts.removal import remove_cases
 
-    text = storage.read_text(cases[1:]) if cases.startswith("@") else cases.replace(",", "\n")
+    text = storage.read_utf8(cases[1:]) if cases.startswith("@") else cases.replace(",", "\n")
     ids = [c.strip() for c in text.splitlines() if c.strip()]
     if not ids:
         raise MedScopeError("--cases is empty: give the case ids to remove")

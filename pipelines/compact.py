@@ -1,5 +1,5 @@
 """``medscope compact RUN_FOLDER``: fold an output folder's write-once part files into a few
-large Parquet files with a manifest (medscope.parts; docs/layout.md, "Compaction").
+large Parquet files with a manifest (medscope.io.parts; docs/layout.md, "Compaction").
 
 Safe to run on a finished run, on one a later ``eval run`` will resume (finished keys are read
 from the manifest, so nothing is re-run), and again (a second run changes nothing). Run one
@@ -12,7 +12,8 @@ import sys
 
 from pydantic import Field as F
 
-from medscope import parts, protocols
+from medscope import protocols
+from medscope.io import parts
 from medscope.config import StrictModel
 from medscope.errors import MedScopeError
 from pipelines.support.flags import add_config_flags, cli, config_from_args

@@ -1,4 +1,4 @@
-"""``medscope crosswalk``: near-copies across cohorts, sets and splits (seed 000 §4.1).
+"""``medscope crosswalk``: near-copies across cohorts, sets and splits (counterfactual paper §4.1).
 
     medscope crosswalk --sets cohorts/slake,cohorts/chestx-det,cohorts/siim --out crosswalk.json
     medscope crosswalk --sets main=views/main,fresh_external=views/fresh_external --by-split --out cw.json
@@ -19,7 +19,7 @@ import sys
 
 import pydantic
 
-from medscope import records, storage
+from medscope.io import records, storage
 from medscope.config import StrictModel
 from medscope.errors import MedScopeError
 from medscope.qc import near_copies
@@ -118,7 +118,7 @@ def summary_lines(rep: dict) -> list[str]:
 
 def register(sub) -> None:
     p = sub.add_parser("crosswalk", help="near-copies across cohorts, sets and splits, with the cases to move "
-                       "(seed 000 §4.1)")
+                       "(counterfactual paper §4.1)")
     add_config_flags(p, CrosswalkConfig)
 
     def go(a):

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import pydantic
 
-from medscope import storage
+from medscope.io import storage
 from medscope.config import StrictModel
 from medscope.errors import MedScopeError
 from pipelines.support.flags import add_config_flags, config_from_args
@@ -64,7 +64,7 @@ def step_cohort(ctx: DemoContext) -> None:
 
 
 def step_probe_build(ctx: DemoContext) -> None:
-    """Build the organ-presence probe items (seed 003) from the phantom volumes on Ray Data."""
+    """Build the organ-presence probe items (organ-presence paper) from the phantom volumes on Ray Data."""
 
     from pipelines.probe import build, load_config
     from medscope.config import shipped
@@ -89,7 +89,7 @@ def step_fit_reader(ctx: DemoContext) -> None:
     import yaml
 
     from medscope import config as cfgmod
-    from medscope import records
+    from medscope.io import records
     from medscope.errors import MedScopeError
     from medscope.models.classical_fit import fit_reader, save_artifact
     from medscope.models.config import ModelsConfig
@@ -115,7 +115,7 @@ def step_fit_reader(ctx: DemoContext) -> None:
         models.append(d)
     models_uri = ctx.uri("reader", "models.yaml")
     storage.write_text(models_uri, yaml.safe_dump({"models": models}, sort_keys=False))
-    # the main test set reads the test split only (seed 000 Table 3; medscope.protocols.counterfactual.testsets):
+    # the main test set reads the test split only (counterfactual paper Table 3; medscope.protocols.counterfactual.testsets):
     # the sweep is given the views build itself, so the scored run finds its recipe (and additions)
     table = records.read_table("views", views, columns=["split", "passed"])
     held_out = table.filter(pc.equal(table.column("split"), "test"))
@@ -157,14 +157,14 @@ def split_volumes(case_ids: list[str]) -> tuple[list[str], list[str]]:
 def step_probe_evaluate(ctx: DemoContext) -> None:
     """Fit the pixel organ reader (medscope.models.organ_reader) on every slice of the TRAIN
     volumes, then run it beside the two constant policies on the probe items of the held-out
-    volumes through the same sweep, and score them with the organ-presence protocol (seed 003);
+    volumes through the same sweep, and score them with the organ-presence protocol (organ-presence paper);
     its specificity table and plot join the report."""
     import json
 
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from medscope import records
+    from medscope.io import records
     from medscope.config import shipped
     from medscope.models.organ_reader import fit_organ_reader, save_reader, slices_of_volumes
     from pipelines.eval import EvalConfig, run_sweep
@@ -211,7 +211,7 @@ def step_evaluate(ctx: DemoContext) -> None:
     """Evaluate configs/models/demo.yaml (trivial policies + classical reader) on the views
     with the counterfactual agent protocol, agent and blind conditions; writes episodes, then
     compacts the run's write-once parts (``medscope compact``) before anything reads them."""
-    from medscope import parts
+    from medscope.io import parts
     from pipelines.eval import EvalConfig, run_sweep, show
 
     models = ctx.paths["models_config"]  # demo.yaml with the fitted reader's weights
@@ -254,7 +254,7 @@ def step_train_smoke(ctx: DemoContext) -> None:
 
 
 def step_benchgen(ctx: DemoContext) -> None:
-    """Seed 001: a contamination-controlled multiple-choice benchmark from phantom reports and
+    """The benchmark-MCQ paper: a contamination-controlled multiple-choice benchmark from phantom reports and
     volumes (rule extractor; a loopback OpenAI-compatible server writes the report-derived
     questions and verifies their keys), evaluated sighted and blind through the same sweep and scored by its protocol."""
     from medscope.config import shipped
@@ -264,7 +264,7 @@ def step_benchgen(ctx: DemoContext) -> None:
 
     built = build_demo_benchmark(ctx.uri("benchgen"))
     if built.get("accounting"):  # the generation calls of the build are a sweep too
-        require_complete(built, "benchmark generation (seed 001)")
+        require_complete(built, "benchmark generation (benchmark-MCQ paper)")
     items = built["items"]
     print(f"  benchmark: {items['rads']} schema-driven + {items['report']} report-derived questions from "
           f"{built['studies_built']} studies in {len(built['cohorts'])} cohorts ({', '.join(built['cohorts'])})",
@@ -277,7 +277,7 @@ def step_benchgen(ctx: DemoContext) -> None:
     out = ctx.uri("benchgen", "eval")
     require_complete(run_sweep(EvalConfig(items=built["build"], models=shipped("models", "benchgen_baselines.yaml"),
                                           out=out, protocol=MCQ_PROTOCOL, conditions=["sighted", "blind"], workers=1,
-                                          concurrency=4)), "benchmark evaluation (seed 001)")
+                                          concurrency=4)), "benchmark evaluation (benchmark-MCQ paper)")
     scored = ctx.uri("benchgen", "scored")
     summary = score(out, scored, items_uri=built["build"])
     ctx.paths.update(benchgen=built["build"], benchgen_scored=scored)
@@ -285,7 +285,7 @@ def step_benchgen(ctx: DemoContext) -> None:
 
 
 def step_pairs(ctx: DemoContext) -> None:
-    """Seed 002: the embedded paired-modality set (phantom radiographs, drawn photo-like patches
+    """The paired-modality paper: the embedded paired-modality set (phantom radiographs, drawn photo-like patches
     with and without a sign), photo only vs paired through the same sweep, extract-then-judge
     scoring with a loopback judge (Anthropic wire) and a second rule judge for agreement."""
     import json
@@ -304,7 +304,7 @@ def step_pairs(ctx: DemoContext) -> None:
     out = ctx.uri("pairs", "eval")
     require_complete(run_sweep(EvalConfig(items=built["manifest"], models=models, out=out, protocol=PROTOCOL_SPEC,
                                           conditions=["photo_only", "paired"], workers=1, concurrency=4)),
-                     "paired-modality evaluation (seed 002)")
+                     "paired-modality evaluation (paired-modality paper)")
     photos, _ = read_manifest(built["manifest"])
     judge = FakeProvider("anthropic", responder=rule_judge_responder(vocabulary(photos)))
     try:
@@ -316,7 +316,7 @@ def step_pairs(ctx: DemoContext) -> None:
     if summary.get("unjudged"):  # a reply the judge could not label is a failed unit of the judging
         from pipelines.support.accounting import EXIT_UNITS_FAILED, UnitsIncomplete
 
-        raise UnitsIncomplete(f"demo step 'paired-modality scoring (seed 002)': {summary['unjudged']} replies "
+        raise UnitsIncomplete(f"demo step 'paired-modality scoring (paired-modality paper)': {summary['unjudged']} replies "
                               f"unjudged (see {scored}); the demo stops here", EXIT_UNITS_FAILED)
     ctx.paths.update(pairs=built["manifest"], pairs_scored=scored)
     ctx.summary["pairs"] = {"labelled": summary["labelled"], "kappa_fp": summary["kappa_fp"]}
@@ -359,9 +359,9 @@ def step_report(ctx: DemoContext) -> None:
 
 
 def step_reader_pack(ctx: DemoContext) -> None:
-    """A blinded reader-study pack of the test split's views (seed 000 §7): the static page a
+    """A blinded reader-study pack of the test split's views (counterfactual paper §7): the static page a
     physician opens from a USB stick, and the answer key kept beside it."""
-    from medscope import layout
+    from medscope.io import layout
     from medscope.reader.pack import write_pack
 
     pack = layout.ReaderPack(ctx.uri("reader-study"))
@@ -375,7 +375,7 @@ def step_reader_pack(ctx: DemoContext) -> None:
         f"with the finding, erased, control-edited with the same tool, lesion-free) is at `{pack.reading}` (open "
         f"`{layout.ReaderPack.PAGE}` in a browser); its answer key `{pack.key}` stays with the study team. "
         f"`medscope reader analyse --pack {pack.root} --answers FILES --out DIR` scores the readers' answer files "
-        "(seed 000 §7).")))
+        "(counterfactual paper §7).")))
 
 
 def step_views(ctx: DemoContext) -> None:
@@ -405,8 +405,8 @@ STEPS: list[tuple[str, Step]] = [
     ("fit the classical reader (train split)", step_fit_reader),
     ("evaluate models", step_evaluate),
     ("training smoke run", step_train_smoke),
-    ("report-derived multiple-choice benchmark (seed 001)", step_benchgen),
-    ("paired-modality evaluation (seed 002)", step_pairs),
+    ("report-derived multiple-choice benchmark (benchmark-MCQ paper)", step_benchgen),
+    ("paired-modality evaluation (paired-modality paper)", step_pairs),
     ("paper tables beside ours (reproduce --check)", step_reproduce),
     ("score", step_score),
     ("report", step_report),

@@ -1,4 +1,4 @@
-"""``medscope eval``: items x models x conditions on Ray actors (seed 000 §3.10, §4.2, §5.5).
+"""``medscope eval``: items x models x conditions on Ray actors (counterfactual paper §3.10, §4.2, §5.5).
 
 The sweep knows a protocol only through ``EvalProtocol`` (its items, conditions and episode
 runner), so every protocol reuses it unchanged. For each unit it derives a request key from
@@ -6,7 +6,7 @@ runner), so every protocol reuses it unchanged. For each unit it derives a reque
 the output and never requested again. Private items go only to endpoints on their allow-list.
 A budget cap stops submitting once the spend reaches it; work in flight finishes and is kept.
 
-The driver holds keys, not pixels (issue 16): it reads the items without their images (ids,
+The driver holds keys, not pixels: it reads the items without their images (ids,
 privacy flags) and hands each worker a unit's item id with the block of ids around it; the
 worker fetches that block from the items table by id and caches it (``load_items(uri, ids,
 images)`` is part of the protocol contract).
@@ -32,7 +32,8 @@ from collections import Counter, deque
 import pydantic
 
 from medscope import config as cfgmod
-from medscope import layout, protocols, records, safe_text, storage
+from medscope import protocols
+from medscope.io import layout, records, safe_text, storage
 from medscope.protocols.base import EvalProtocol, Item, parse_options
 from medscope.config import StrictModel
 from medscope.errors import MedScopeError
@@ -154,7 +155,7 @@ def run_sweep(cfg: EvalConfig, protocol: EvalProtocol | None = None, entries: li
     entries = entries or cfgmod.load(ModelsConfig, cfg.models).models
     if cfg.models_filter:
         entries = [e for e in entries if e.name in set(cfg.models_filter)]
-    checkpoints.require_local_models(entries, cfg.models)  # a missing checkpoint: one line, before Ray (issue 32)
+    checkpoints.require_local_models(entries, cfg.models)  # a missing checkpoint: one line, before Ray
     unknown = sorted(set(cfg.conditions) - set(protocol.conditions()))
     if unknown:
         raise MedScopeError(f"protocol {protocol.name} has no condition(s) {unknown}; it knows {list(protocol.conditions())}")

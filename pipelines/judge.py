@@ -1,5 +1,5 @@
 """``medscope judge-replies``: read an eval's free-text replies with a judge model beside the
-rules, and report their agreement per model (issue 18; :mod:`medscope.answers.judge`).
+rules, and report their agreement per model (:mod:`medscope.answers.judge`).
 
 Only episodes whose decision was read by the free-text rules are judged (reading ``rules``;
 older tables without the column: replies with no action tag). Private items go to the judge only
@@ -14,7 +14,7 @@ import json
 from pydantic import Field as F
 
 from medscope import config as cfgmod
-from medscope import records, safe_text, storage
+from medscope.io import records, safe_text, storage
 from medscope.answers.corpus import decision
 from medscope.answers.judge import agreement_by_model, judge_replies, rubric
 from medscope.answers.matching import infer_question_kind
@@ -27,7 +27,7 @@ from medscope.models.guarded import GuardedModel
 from medscope.models.registry import build_model
 from pipelines.support.flags import add_config_flags, config_from_args
 
-# Output file names, in one place until medscope.layout owns them.
+# Output file names, in one place until medscope.io.layout owns them.
 JUDGEMENTS = "reply_judgements.parquet"
 SUMMARY = "reply_judge.json"
 CACHE = "judge_cache"

@@ -1,4 +1,4 @@
-"""``medscope pairs``: generate, review, build and check paired-modality sets (seed 002).
+"""``medscope pairs``: generate, review, build and check paired-modality sets (paired-modality paper).
 
     medscope pairs generate --spec pairs.yaml --work W      # candidates -> W/review.yaml (pending)
     medscope pairs review W [--approve ID ...] [--reject ID ...] [--retry ID ... --feedback TEXT]
@@ -24,7 +24,7 @@ import sys
 from pydantic import Field as F
 
 from medscope import config as cfgmod
-from medscope import records, storage
+from medscope.io import records, storage
 from medscope.config import StrictModel
 from medscope.errors import MedScopeError
 from medscope.protocols.paired_modality import PROTOCOL, names
@@ -116,7 +116,7 @@ class PairsEmbeddedConfig(StrictModel):
 
 
 def register(sub) -> None:
-    p = sub.add_parser("pairs", help="paired-modality sets (seed 002): generate, review, build, check")
+    p = sub.add_parser("pairs", help="paired-modality sets (paired-modality paper): generate, review, build, check")
     v = p.add_subparsers(dest="pairs_verb", metavar="VERB")
     v.required = True
     add_action(v, "generate", PairsGenerateConfig, _generate, "one round of candidate photographs into WORK/review.yaml")

@@ -1,4 +1,4 @@
-"""``medscope probe``: the volumetric organ-presence probe on Ray Data (seed 003).
+"""``medscope probe``: the volumetric organ-presence probe on Ray Data (organ-presence paper).
 
 build: volumes are sharded in blocks (one volume a block for small cohorts, up to 8 for large
 ones: ``volumes_per_block``) and streamed. Pass 1 counts organ voxels per slice
@@ -21,7 +21,7 @@ import time
 import pydantic
 
 from medscope import config as cfgmod
-from medscope import layout, records, storage
+from medscope.io import layout, records, storage
 from pipelines.support.flags import add_action, add_config_flags, cli, config_from_args
 from medscope.config import StrictModel, content_hash
 from medscope.errors import MedScopeError
@@ -268,7 +268,7 @@ def _check_recipe(out_uri: str, cfg: ProbeConfig, stats_json: str) -> None:
     recipe = content_hash(cfg.model_copy(update={"workers": None}).model_dump_json() + stats_json)
     uri = layout.ProbeBuild(out_uri).recipe
     if storage.exists(uri):
-        old = json.loads(storage.read_text(uri)).get("recipe")
+        old = json.loads(storage.read_utf8(uri)).get("recipe")
         if old != recipe:
             raise MedScopeError(
                 f"{out_uri} holds probe items of another config or cohort (recipe {old} != {recipe}); "
@@ -302,7 +302,7 @@ def run_job(cfg: ProbeConfig) -> dict:
 
 
 def register(sub) -> None:
-    p = sub.add_parser("probe", help="volumetric organ-presence probe (seed 003)")
+    p = sub.add_parser("probe", help="volumetric organ-presence probe (organ-presence paper)")
     verbs = p.add_subparsers(dest="probe_verb", metavar="VERB")
     verbs.required = True
     b = verbs.add_parser("build", help="volumes table -> probe_items (+ slices, rejects) on Ray Data")
@@ -355,7 +355,7 @@ def show(uri: str, png: str | None = None) -> dict:
     stats_uri = layout.ProbeBuild(folder).cohort_stats
     if storage.exists(stats_uri):
         png = png or layout.ProbeBuild(folder).cooccurrence
-        storage.write_bytes(png, cooccurrence_png(CohortStats.from_dict(json.loads(storage.read_text(stats_uri)))))
+        storage.write_bytes(png, cooccurrence_png(CohortStats.from_dict(json.loads(storage.read_utf8(stats_uri)))))
         summary["heatmap"] = png
     return summary
 

@@ -1,4 +1,4 @@
-"""``medscope reader``: the blinded physician reading of seed 000 §7.
+"""``medscope reader``: the blinded physician reading of the counterfactual paper §7.
 
 pack: draw the stratified sample from a views table's main test and write a reading pack
 (``reading/`` = the static page and its images, for the readers; ``key.json`` beside it).
@@ -13,7 +13,7 @@ import sys
 
 from pydantic import Field as F
 
-from medscope import storage
+from medscope.io import storage
 from medscope.config import StrictModel
 from medscope.reader import PAGE_FILE, READING_DIR, REPORT_HTML, REPORT_MD
 from pipelines.support.flags import add_action, cli
@@ -85,7 +85,7 @@ class ReaderAnalyseConfig(StrictModel):
 
 
 def register(sub) -> None:
-    p = sub.add_parser("reader", help="reader-study packs (static reading page) and their analysis (seed 000 §7)")
+    p = sub.add_parser("reader", help="reader-study packs (static reading page) and their analysis (counterfactual paper §7)")
     rs = p.add_subparsers(dest="reader_verb", metavar="ACTION")
     rs.required = True
     add_action(rs, "pack", ReaderPackConfig, _pack, "draw the blinded sample and write the reading page + answer key")

@@ -10,7 +10,8 @@ import json
 
 import pydantic
 
-from medscope import layout, protocols, storage
+from medscope import protocols
+from medscope.io import layout, storage
 from medscope.config import StrictModel
 from medscope.report.build import build_report, run_protocol
 from pipelines.support import protocol_flags
@@ -40,12 +41,12 @@ def extra_sections(visibility: str | None = None, reader_analysis: str | None = 
     if visibility:
         from medscope.qc.visibility import report_markdown
 
-        sections.append(("Edit visibility (§5.4)", report_markdown(json.loads(storage.read_text(visibility)))))
+        sections.append(("Edit visibility (§5.4)", report_markdown(json.loads(storage.read_utf8(visibility)))))
     if reader_analysis:
         from medscope.reader.study_report import reader_section
 
         uri = storage.join(reader_analysis, layout.ReaderAnalysis.ANALYSIS)
-        sections.append(reader_section(json.loads(storage.read_text(uri))))
+        sections.append(reader_section(json.loads(storage.read_utf8(uri))))
     return sections
 
 
@@ -65,7 +66,7 @@ def _reported_protocols(argv: list[str]) -> list[str] | None:
     specs = []
     for run in known.run:
         manifest = layout.ScoredRun(run).manifest
-        record = json.loads(storage.read_text(manifest)) if storage.exists(manifest) else {}
+        record = json.loads(storage.read_utf8(manifest)) if storage.exists(manifest) else {}
         specs.append(record.get("protocol_spec") or run_protocol(run))
     return specs
 

@@ -14,7 +14,7 @@ from typing import Literal
 
 import pydantic
 
-from medscope import storage
+from medscope.io import storage
 from medscope.config import StrictModel
 from medscope.errors import MedScopeError
 from pipelines.support.flags import add_config_flags, config_from_args

@@ -1,7 +1,7 @@
 """``medscope score``, ``medscope compare`` and ``medscope rules``.
 
 ``score`` reads which protocol an eval run's episodes belong to and lets that protocol score
-them; a scored run is a folder (``medscope.layout.ScoredRun``): scores, metrics with bootstrap
+them; a scored run is a folder (``medscope.io.layout.ScoredRun``): scores, metrics with bootstrap
 intervals, comparisons (paired differences, after ``compare``), ``run.json`` (what was scored,
 by which protocol, and how, with the protocol options it was scored under) and, when a plan is
 named, ``plan.lock.json``.
@@ -23,7 +23,8 @@ from pydantic import Field as F
 
 import pydantic
 
-from medscope import layout, protocols, records, safe_text, storage
+from medscope import protocols
+from medscope.io import layout, records, safe_text, storage
 from medscope.config import StrictModel
 from medscope.protocols.base import parse_options
 from pipelines.support import runcheck
@@ -70,7 +71,7 @@ def compare_run(metrics_uri: str, reference: str, scores_uri: str | None = None,
     scores = records.read_table("scores", scores_uri)
     if exclude_disputed:
         manifest_uri = layout.ScoredRun(folder).manifest
-        disputed = json.loads(storage.read_text(manifest_uri)).get("disputed_cases") if storage.exists(manifest_uri) else None
+        disputed = json.loads(storage.read_utf8(manifest_uri)).get("disputed_cases") if storage.exists(manifest_uri) else None
         if disputed is None:
             raise MedScopeError(f"{folder} records no disputed cases; score it with --panel first")
         scores = labelnoise.without_cases(scores, disputed)
@@ -127,7 +128,7 @@ def apply_rules(plan_uri: str, metrics_uris: list[str], lock_uri: str | None = N
     if not found:
         notes.append("UNLOCKED: no plan.lock.json; the plan's hash was not recorded when these runs began")
     for u in found:
-        lock = json.loads(storage.read_text(u))
+        lock = json.loads(storage.read_utf8(u))
         notes += rules.check_lock(plan, h, lock)
     table = read_metrics(metrics_uris)
     return rules.format_verdicts(plan, rules.apply_plan(plan, table), notes)
@@ -183,7 +184,7 @@ def score(episodes_uri: str, out: str, items_uri: str | None = None, protocol: s
     ``options``: the protocol's options set at score (None: its default). Those set at eval are
     the eval run's (sweep.json): giving one here is refused, as it would contradict what ran."""
     episodes_uri = layout.require("episodes", episodes_uri)
-    runcheck.require_complete(episodes_uri)  # never scores what is left of a partial copy (issue 32)
+    runcheck.require_complete(episodes_uri)  # never scores what is left of a partial copy
     spec = protocol or protocol_of(episodes_uri)
     cls = protocols.protocol_class(spec)
     name, model = getattr(cls, "name", spec), protocols.options_class(cls)
@@ -198,7 +199,7 @@ def score(episodes_uri: str, out: str, items_uri: str | None = None, protocol: s
     result = proto.score(episodes_uri, items_uri, out)
     record_options(out, name, protocols.spec_of(proto), typed)
     missing = units_not_scored(episodes_uri)
-    if missing and isinstance(result, dict):  # what the numbers are NOT over, and why (issue 25)
+    if missing and isinstance(result, dict):  # what the numbers are NOT over, and why
         result["units_not_scored"] = missing
         print(f"score: {missing['failed']} unit(s) of the eval run failed and {missing['refused']} were refused; "
               f"no number here is over them ({missing['failed_by_reason'] or ''})", file=sys.stderr)
@@ -209,7 +210,7 @@ def record_options(out: str, name: str, spec: str, options) -> None:
     """Add the protocol's spec and the options it scored under (eval's and score's) to the scored
     run's run.json, so ``report`` builds the protocol as it scored."""
     uri = layout.ScoredRun(out).manifest
-    data = json.loads(storage.read_text(uri)) if storage.exists(uri) else {}
+    data = json.loads(storage.read_utf8(uri)) if storage.exists(uri) else {}
     data.setdefault("protocol", name)
     data.update(protocol_spec=spec, protocol_options=options.values_at("eval", "score"))
     storage.write_text(uri, json.dumps(data, indent=2, default=str) + "\n")

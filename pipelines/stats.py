@@ -1,5 +1,5 @@
-"""``medscope stats``: the paper's tests on scored runs (seed 000 §3.9; seed 001's TOST and
-chance test; seed 002's exact McNemar). The logic is ``medscope.protocols.counterfactual.significance``.
+"""``medscope stats``: the paper's tests on scored runs (counterfactual paper §3.9; the benchmark-MCQ paper's TOST and
+chance test; the paired-modality paper's exact McNemar). The logic is ``medscope.protocols.counterfactual.significance``.
 
     medscope stats mcnemar --scores RUN --a M1 --b M2 --metric ccr
     medscope stats fisher  --scores RUN --a M1 --b M2 --metric erased_claims --subset source=siim
@@ -15,7 +15,7 @@ from typing import Literal
 
 from pydantic import Field as F
 
-from medscope import records, storage
+from medscope.io import records, storage
 from medscope.config import StrictModel
 from medscope.errors import MedScopeError
 from medscope.protocols.counterfactual import comparisons as cmp

@@ -3,7 +3,7 @@
 Each Tune trial builds and fits one TorchTrainer (``pipelines.train``) for an (arm, seed), then
 evaluates the adapter on the evaluation views and scores it. Seeds change LoRA initialisation,
 data order and trajectory sampling only: the draw of views (``draw_seed``) is shared by every
-seed of an arm, and each arm draws only from its allowed view kinds (seed 000 §4.2). The result
+seed of an arm, and each arm draws only from its allowed view kinds (counterfactual paper §4.2). The result
 is a table of arms × seeds: per-seed metrics, mean ± sd per arm, and per-seed paired
 differences against the reference arm (the first in the file).
 
@@ -23,11 +23,11 @@ import pyarrow as pa
 
 import pydantic
 
-from medscope import layout, config as cfgmod
-from medscope import records, storage
+from medscope import config as cfgmod
+from medscope.io import layout, records, storage
 from medscope.config import StrictModel
 from medscope.errors import MedScopeError
-from medscope.records import VIEW_KINDS
+from medscope.io.records import VIEW_KINDS
 from pipelines.support.flags import add_config_flags, config_from_args
 
 METRICS = ("net_utility", "esg", "ccr", "erased_claims", "healthy_claims")
@@ -50,7 +50,7 @@ class ArmsFile(StrictModel):
     seeds: list[int] = [0, 1, 2]
     arms: list[Arm]
     eval_split: str = "validation"
-    # test set -> views table (seed 000 Tables 3-4): every trial is also scored on these, so the
+    # test set -> views table (counterfactual paper Tables 3-4): every trial is also scored on these, so the
     # plan's C1-C4, worded on held-out tools / fresh external / the main test, apply in checks.txt
     eval_test_sets: dict[str, str] = {}
     eval_cases: int | None = None  # evaluate on the views of the first n evaluation cases (by case id)
@@ -99,7 +99,7 @@ def load_arms(uri: str) -> ArmsFile:
 
 
 def arm_overrides(arm: Arm, arms: ArmsFile, views: pa.Table, recipe) -> dict:
-    """Recipe fields for this arm (seed 000 §4.2: "all at stage 1 with the same number of
+    """Recipe fields for this arm (counterfactual paper §4.2: "all at stage 1 with the same number of
     optimiser steps and the same learning-rate schedule"; "each arm draws from its own allowed
     view kinds"). Every arm draws ``n_views`` from its own kinds and trains for the reference
     arm's (the first arm's) one-pass step count, so steps, schedule and draw size match; an
@@ -143,7 +143,7 @@ def _trial(config: dict) -> None:
     result = build_trainer(job, recipe).fit()
     if result.error:
         raise RuntimeError(f"{arm} seed {seed}: training failed: {result.error}")
-    summary = json.loads(storage.read_text(layout.TrainRun(out).summary))
+    summary = json.loads(storage.read_utf8(layout.TrainRun(out).summary))
     tune.report({**summary["eval"], "arm": arm, "seed": seed, "steps": summary["steps"], "adapter": layout.TrainRun(out).adapter})
 
 
@@ -180,7 +180,7 @@ def run(job: SweepJob) -> dict:
     recipe = load_recipe(arms.recipe)
     from medscope.models.checkpoints import require_base
 
-    require_base(recipe.base, f"recipe {arms.recipe}")  # before Ray and any trial (issue 32)
+    require_base(recipe.base, f"recipe {arms.recipe}")  # before Ray and any trial
     ensure_ray()
     views = records.read_table("views", job.views)
     overrides = {a.name: arm_overrides(a, arms, views, recipe) for a in arms.arms}
@@ -223,7 +223,7 @@ def run(job: SweepJob) -> dict:
 
 def seed_pair_tests(out: str, arm_names: list[str], seeds: list[int], n_boot: int) -> str | None:
     """Every trial's scores in one table; each arm's per-seed paired bootstrap against the
-    reference arm at the same seed (seed 000 §3.9) in ``seed_pairs.parquet``, and every arm
+    reference arm at the same seed (counterfactual paper §3.9) in ``seed_pairs.parquet``, and every arm
     pooled over its seeds against the reference pooled (§3.7 C4) in ``pooled.parquet``, through
     ``medscope.protocols.counterfactual.comparisons.arm_comparisons`` (case-clustered, paired over shared cases)."""
     from medscope.protocols.counterfactual.comparisons import arm_comparisons
@@ -250,7 +250,7 @@ def seed_pair_tests(out: str, arm_names: list[str], seeds: list[int], n_boot: in
 
 
 def apply_checks(out: str, plan_uri: str) -> dict:
-    """The plan's rules (seed 000 §3.7: C1-C3 as conditions on paired differences, C4 with
+    """The plan's rules (counterfactual paper §3.7: C1-C3 as conditions on paired differences, C4 with
     ``every_seed_pair``: ``scoring.seeds.lower_in_every_seed_pair``) on the sweep's seed pairs and
     pooled comparisons. A rule whose rows the sweep did not produce (a test set it did not
     evaluate, an arm it did not train) is recorded as not applied, with the reason."""

@@ -15,8 +15,8 @@ import tempfile
 
 import pydantic
 
-from medscope import layout, config as cfgmod
-from medscope import records, storage
+from medscope import config as cfgmod
+from medscope.io import layout, records, storage
 from medscope.config import StrictModel
 from medscope.errors import MedScopeError
 from medscope.training.evaluation import EvalSettings
@@ -151,7 +151,7 @@ def train_loop_per_worker(cfg: dict) -> None:
 
 def run_summary(recipe: TrainRecipe, trainer, info: dict, resumed_from: int = 0, world: int = 1) -> dict:
     """``train_summary.json``: what the run trained on (data counts, kinds), its steps and its
-    schedule, as the recipe states them (seed 000 §3.5, §4.2)."""
+    schedule, as the recipe states them (counterfactual paper §3.5, §4.2)."""
     return {"recipe": recipe.name, "method": recipe.method, "seed": recipe.seed, "steps": trainer.step,
             "total_steps": trainer.total_steps, "allowed_kinds": recipe.allowed_kinds, "workers": world,
             "batch_size": recipe.batch_size, "grad_accum": recipe.grad_accum, "epochs": recipe.epochs,
@@ -170,7 +170,7 @@ def write_run_records(out: str, summary: dict, history: list[dict]) -> None:
 def ray_storage(uri: str):
     """(storage_path, storage_filesystem) for Ray Train: local paths as they are, anything else
     (s3://, memory-less remote) through a pyarrow wrapper of our fsspec filesystem, so the
-    endpoint and credentials are the ones ``medscope.storage`` uses."""
+    endpoint and credentials are the ones ``medscope.io.storage`` uses."""
     if storage.protocol(uri) == "file":
         return storage.filesystem(uri)[1], None
     if storage.protocol(uri) == "memory":
@@ -183,7 +183,7 @@ def ray_storage(uri: str):
 
 def replay_exclusions(job: TrainJob, recipe: TrainRecipe) -> list[str] | None:
     """Stage 3 on the driver, once: the replay questions whose image is a near-copy of an
-    evaluation image (seed 000 §3.5, §4.1), written with the image each copies to the run's
+    evaluation image (counterfactual paper §3.5, §4.1), written with the image each copies to the run's
     ``rejects.parquet``; the workers get their ids and hash nothing. None for other methods."""
     if recipe.method != "replay" or not recipe.replay.question_sets or recipe.replay.vqa_share == 0:
         return None
@@ -196,7 +196,7 @@ def replay_exclusions(job: TrainJob, recipe: TrainRecipe) -> list[str] | None:
 
 def worker_config(job: TrainJob, recipe: TrainRecipe, replay_excluded: list[str] | None = None) -> dict:
     """What every Train worker gets: the recipe, the URIs, and the driver's S3 endpoint as
-    ``medscope.storage`` resolves it (configured or from the environment)."""
+    ``medscope.io.storage`` resolves it (configured or from the environment)."""
     return {"recipe": recipe.model_dump(), "views": job.views, "out": job.out, "s3_endpoint": storage.s3_endpoint(),
             "evaluation": job.evaluation.model_dump() if job.evaluation else None,
             "replay_excluded": replay_excluded}
@@ -239,7 +239,7 @@ def run(job: TrainJob) -> dict:
     from pipelines.support.raycluster import ensure_ray
 
     recipe = resolve_recipe(job)
-    checkpoints.require_base(recipe.base, f"recipe {job.recipe}")  # before Ray and any worker (issue 32)
+    checkpoints.require_base(recipe.base, f"recipe {job.recipe}")  # before Ray and any worker
     ensure_ray()
     if not storage.exists(job.views):
         raise MedScopeError(f"no views table at {job.views}")
@@ -253,7 +253,7 @@ def run(job: TrainJob) -> dict:
     result = build_trainer(job, recipe, replay_exclusions(job, recipe)).fit()
     if result.error:
         raise MedScopeError(f"training failed: {result.error}")
-    return json.loads(storage.read_text(layout.TrainRun(job.out).summary)) | {"adapter": layout.TrainRun(job.out).adapter}
+    return json.loads(storage.read_utf8(layout.TrainRun(job.out).summary)) | {"adapter": layout.TrainRun(job.out).adapter}
 
 
 def select_stages(runs: dict[str, str], out: str, previous: str | None = None) -> dict:
@@ -262,7 +262,7 @@ def select_stages(runs: dict[str, str], out: str, previous: str | None = None) -
     from medscope.training.selection import select_stage
 
     def uh(run: str) -> dict:
-        summary = json.loads(storage.read_text(layout.TrainRun(run).summary))
+        summary = json.loads(storage.read_utf8(layout.TrainRun(run).summary))
         if "eval" not in summary:
             raise MedScopeError(f"{run} has no validation metrics: train it with an `evaluation:` block")
         return {"U": summary["eval"]["net_utility"], "H": summary["eval"]["healthy_claims"]}

@@ -1,4 +1,4 @@
-"""``medscope views build|show|export`` and ``python -m pipelines.views --config F`` (seed 000 §3.2–3.3).
+"""``medscope views build|show|export`` and ``python -m pipelines.views --config F`` (counterfactual paper §3.2–3.3).
 
 cases, read in batches -> hashes and a staging table in row groups of one block each
       -> plan (near-copy crosswalk, group splits, insertion recipients) on the driver
@@ -9,7 +9,7 @@ cases, read in batches -> hashes and a staging table in row groups of one block 
          (edit detector, keep rules, adversarial filtering) -> ``<out>/views.parquet`` streamed
          from the parts, ``<out>/rejects.parquet``, ``<out>/qc_report.json``.
 
-The driver never holds the cohort's pixels (issue 16): its memory is one block of cases, one
+The driver never holds the cohort's pixels: its memory is one block of cases, one
 group of views parts, and the per-case ids, hashes and QC features.
 
 The final tables are sorted by key, so they are byte-identical whatever the number of
@@ -28,7 +28,7 @@ import numpy as np
 import pyarrow as pa
 import pydantic
 
-from medscope import layout, records, storage
+from medscope.io import layout, records, storage
 from medscope.config import StrictModel
 from medscope.errors import MedScopeError
 from medscope.views.finalize import finalize
@@ -67,7 +67,7 @@ def output_uris(out: str) -> dict[str, str]:
 def _check_recipe(out: str, recipe: Recipe, rhash: str) -> None:
     uri = layout.ViewsBuild(out).recipe
     if storage.exists(uri):
-        held = json.loads(storage.read_text(uri)).get("recipe_hash")
+        held = json.loads(storage.read_utf8(uri)).get("recipe_hash")
         if held != rhash:
             raise MedScopeError(f"{out} holds views of recipe {held}, not {rhash}; choose another --out")
     else:
@@ -79,7 +79,7 @@ def _earlier_splits(out: str) -> dict[str, dict]:
     them): the split ledger, or, for a build older than the ledger, its views parts."""
     uri = layout.ViewsBuild(out).splits
     if storage.exists(uri):
-        return json.loads(storage.read_text(uri))
+        return json.loads(storage.read_utf8(uri))
     folder = parts(out)["views"]
     if not (storage.is_dir(folder) and storage.list_files(folder, suffix=".parquet")):
         return {}
@@ -100,7 +100,7 @@ def use_driver_allocator() -> str:
     cases, one case's views part, a row group of views) from a few threads, and with glibc's
     malloc (``system``) its peak grew more with the cohort: rebuilding a finished 100- and
     1,600-case build (the driver's phases without the map stage), 264 → 281 MB with ``system``
-    and 258 → 270 MB with mimalloc (two runs each, issue 33). Set here so that the figure does
+    and 258 → 270 MB with mimalloc (two runs each). Set here so that the figure does
     not depend on the pyarrow build's default (jemalloc in some wheels). Returns the backend."""
     import os
 
@@ -143,7 +143,7 @@ def build_views(cases_uri: str, out: str, recipe: Recipe, *, workers: int | None
     memory["staged"] = memory_mb()
     pinned = _earlier_splits(out)
     plan, cross_report, pairs = planmod.make_plan(staged.meta, staged.hashes, recipe, pinned)
-    # the pairs go to their own table now, not into the driver's QC report at the end (issue 33)
+    # the pairs go to their own table now, not into the driver's QC report at the end
     records.write_table("near_copy_pairs", pairs, build.near_copy_pairs)
     cross_report["near_copy_pairs_table"] = "near_copy_pairs.parquet"
     del pairs
@@ -309,7 +309,7 @@ def show_summary(uri: str) -> dict:
     build = layout.ViewsBuild(layout.folder_of("views", uri))
     views = records.read_table("views", uri)
     rejects = records.read_table("rejects", build.rejects).to_pylist() if storage.exists(build.rejects) else []
-    report = json.loads(storage.read_text(build.qc_report)) if storage.exists(build.qc_report) else {}
+    report = json.loads(storage.read_utf8(build.qc_report)) if storage.exists(build.qc_report) else {}
     return summarize(views, rejects, report)
 
 

@@ -17,7 +17,7 @@ from typing import Literal
 
 from pydantic import Field as F
 
-from medscope import records, storage
+from medscope.io import records, storage
 from medscope.config import StrictModel
 from medscope.qc import visibility as vis
 from pipelines.support.flags import add_config_flags, config_from_args
@@ -62,7 +62,7 @@ class VisibilityConfig(StrictModel):
 
 
 def register(sub) -> None:
-    p = sub.add_parser("visibility", help="edit-visibility probes (seed 000 §5.4): ResNet-18 and a VLM linear probe",
+    p = sub.add_parser("visibility", help="edit-visibility probes (counterfactual paper §5.4): ResNet-18 and a VLM linear probe",
                        description=VisibilityConfig.__doc__)
     add_config_flags(p, VisibilityConfig)
     p.set_defaults(func=lambda a: _run_cli(config_from_args(a, source="medscope visibility")))

@@ -23,7 +23,7 @@ from PIL import Image
 from cohort_layouts import _save, colour_image, expect, gray_image, rect_mask, rle_encode, write_dicom
 
 NON_UTF8 = b"caf\xe9"  # Latin-1 e-acute: not valid UTF-8
-NON_UTF8_SHOWN = "caf\\xe9"  # how safe_io.display_name prints it
+NON_UTF8_SHOWN = "caf\\xe9"  # how guarded.display_name prints it
 
 
 def fs_path(root, rel: bytes | str) -> bytes:

@@ -86,7 +86,7 @@ def s3_bucket(s3_server, monkeypatch):
     """A fresh bucket on the loopback S3 server (server state reset per test); yields s3://bucket."""
     import boto3
 
-    from medscope import storage
+    from medscope.io import storage
 
     urllib.request.urlopen(urllib.request.Request(f"{s3_server}/moto-api/reset", method="POST"))
     monkeypatch.setenv("AWS_ENDPOINT_URL", s3_server)

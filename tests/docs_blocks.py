@@ -1,6 +1,6 @@
 """The shell blocks of README.md and docs/*.md, and a fresh copy of the checkout to run them in.
 
-Fence convention (COORD, issue 34): ```bash run  -> run as written by tests/test_docs_blocks.py;
+Fence convention (COORD): ```bash run  -> run as written by tests/test_docs_blocks.py;
 ```bash gpu / cloud / data (and a plain ```bash) -> `bash -n` syntax check only.
 A block runs in a copy of the checkout's files (what `git clone` of a committed tree gives),
 with the venv reachable as `.venv` but NOT activated (PATH without its bin/), in its own PID and

@@ -6,7 +6,7 @@ Run as a subprocess (the test session already holds an in-process single-node Ra
 
 It starts ``ray.cluster_utils.Cluster``: a head with no CPUs (it holds the driver, the GCS and
 the Ray Train controller) and two worker nodes of one CPU each, with their own custom
-resources. Every node loss is driven by events, never by time (issue 30): the job's own
+resources. Every node loss is driven by events, never by time: the job's own
 requests are held in flight at a loopback server's gate (medscope.testing.gate) -- S3 writes of
 its parts or checkpoint uploads at a loopback S3 proxy, model requests at the loopback provider.
 Once the job has finished a known amount of work (one views part, one probe items part, four
@@ -33,7 +33,7 @@ import time
 
 import yaml
 
-from medscope import layout, records, storage
+from medscope.io import layout, records, storage
 from medscope.testing.gate import wait_for
 from raystart import started  # tests/raystart.py: this script runs from tests/
 
@@ -149,7 +149,7 @@ def run_train(inputs: dict, out: str) -> dict:
 
 
 def train_log(out: str) -> list[dict]:
-    text = storage.read_text(layout.TrainRun(out).log)
+    text = storage.read_utf8(layout.TrainRun(out).log)
     return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
@@ -425,9 +425,9 @@ def scenario(inputs: dict, out: str, jobs: list[str]) -> dict:
                 def ready():
                     if not (storage.exists(progress) and storage.exists(snap)):
                         return False
-                    return json.loads(storage.read_text(progress))["step"] >= 2 and "checkpoint_" in storage.read_text(snap)
+                    return json.loads(storage.read_utf8(progress))["step"] >= 2 and "checkpoint_" in storage.read_utf8(snap)
 
-                loss = NodeLoss(nodes, s3.gate, s3_port, ready, lambda: json.loads(storage.read_text(progress)),
+                loss = NodeLoss(nodes, s3.gate, s3_port, ready, lambda: json.loads(storage.read_utf8(progress)),
                                 "the first checkpoint recorded and the next one's upload held from a worker node")
                 loss.start()
                 res, secs = _timed(run_train, inputs, folder)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 
-from medscope import records
+from medscope.io import records
 from medscope.views.recipe import Recipe
 from medscope.views.synthetic_cases import synthetic_cases
 from pipelines.views import build_views

@@ -1,4 +1,4 @@
-"""The paper's own cohorts (seed 000 §4.1) written in their releases' exact layouts, with the bad
+"""The paper's own cohorts (counterfactual paper §4.1) written in their releases' exact layouts, with the bad
 files real downloads contain. As in ``cohort_layouts``: each writer returns what a correct loader
 must produce, worked out here from what the writer drew — ``good`` maps ``source_file`` to
 (lesion area fraction, bbox) or None (lesion-free), ``bad`` maps the rejects' item id to reason.

@@ -1,5 +1,5 @@
 """The three replay question sets (VQA-RAD, SLAKE, PathVQA) written in their releases' layouts
-with train and test questions, for stage 3 (seed 000 §3.5): smooth images (so a re-sized,
+with train and test questions, for stage 3 (counterfactual paper §3.5): smooth images (so a re-sized,
 re-compressed copy stays a near-copy at 64 px), health questions more often "yes" than "no"
 (the draw must balance them), and near-copies of evaluation images planted where asked."""
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from medscope import records
+from medscope.io import records
 from medscope.protocols.counterfactual import prompts
 from medscope.protocols.counterfactual.prompts import few_shot_images
 from medscope.images import encode_png

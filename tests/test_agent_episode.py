@@ -1,10 +1,10 @@
-"""The episode loop and every condition's messages (seed 000 §3.1, §3.10, §5.5)."""
+"""The episode loop and every condition's messages (counterfactual paper §3.1, §3.10, §5.5)."""
 
 import cv2
 import numpy as np
 import pytest
 
-from medscope import records
+from medscope.io import records
 from medscope.protocols.counterfactual import prompts
 from medscope.protocols.counterfactual.protocol import CounterfactualProtocol
 from medscope.protocols.counterfactual.agent_episode import CONDITIONS, Episode, EpisodeSettings, run_episode, run_episodes

@@ -1,4 +1,4 @@
-"""Answer matching (seed 000 §3.1, §3.10): one table of real-looking replies, every rule.
+"""Answer matching (counterfactual paper §3.1, §3.10): one table of real-looking replies, every rule.
 
 Each row: reply, question, finding, question kind (None: inferred), expected claims_finding.
 Expected values are what a radiologist reading the reply would say it asserts about the

@@ -1,4 +1,4 @@
-"""The reply parser (seed 000 §3.1, §3.10): a table of real-looking replies and their reading."""
+"""The reply parser (counterfactual paper §3.1, §3.10): a table of real-looking replies and their reading."""
 
 import pytest
 

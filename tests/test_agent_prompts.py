@@ -1,4 +1,4 @@
-"""Prompt templates: versioning, paraphrase sets, few-shot examples (seed 000 §5.5, Appendix A)."""
+"""Prompt templates: versioning, paraphrase sets, few-shot examples (counterfactual paper §5.5, Appendix A)."""
 
 import numpy as np
 import pytest

@@ -1,4 +1,4 @@
-"""zoom and window (seed 000 §3.1), and the per-episode limit of three calls."""
+"""zoom and window (counterfactual paper §3.1), and the per-episode limit of three calls."""
 
 import numpy as np
 import pytest

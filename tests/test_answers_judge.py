@@ -1,4 +1,4 @@
-"""The optional judge reading (issue 18): a judge model behind a real loopback provider reads
+"""The optional judge reading: a judge model behind a real loopback provider reads
 free-text replies beside the rules; agreement per model, flips, the cache, privacy."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import re
 
 import yaml
 
-from medscope import records
+from medscope.io import records
 from medscope.answers.judge import agreement_by_model, judge_prompt, read_judgement, rubric
 from medscope.testing import providers as fp
 from medscope.testing.views import write_views

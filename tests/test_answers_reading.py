@@ -1,4 +1,4 @@
-"""The free-text reader (issue 18): the hand-labelled reply table, scope rules one by one,
+"""The free-text reader: the hand-labelled reply table, scope rules one by one,
 the rule that decided, and the probe reading through the same reader.
 
 Expected decisions are the labels in ``medscope/answers/data/replies.yaml``, written by reading
@@ -11,7 +11,7 @@ import pytest
 
 from medscope.answers.context import status
 from medscope.answers.corpus import DECISIONS, agreement, decision, load_corpus
-from medscope.answers.matching import claims_finding, normalize, read_free_text, read_text
+from medscope.answers.matching import claims_finding, normalize, read_free_text, read_decision
 from medscope.protocols.organ_presence.replies import read_reply, text_verdict
 
 CORPUS = load_corpus()
@@ -90,13 +90,13 @@ def test_contractions_are_expanded():
     ],
 )
 def test_rule_that_decided(reply, kind, rule, claim):
-    r = read_text(reply, "Is there a polyp?", "polyp", kind)
+    r = read_decision(reply, "Is there a polyp?", "polyp", kind)
     assert (r.action, r.claim, r.rule) == ("answer", claim, rule)
 
 
 def test_undecided_is_refer_or_clarify_and_claims_nothing():
-    assert read_text("Cannot determine.", "Is there a polyp?", "polyp", "presence").action == "refer"
-    assert read_text("Too blurry to tell.", "Is there a polyp?", "polyp", "presence").action == "clarify"
+    assert read_decision("Cannot determine.", "Is there a polyp?", "polyp", "presence").action == "refer"
+    assert read_decision("Too blurry to tell.", "Is there a polyp?", "polyp", "presence").action == "clarify"
     assert claims_finding("Cannot determine whether a polyp is present.", "Is there a polyp?", "polyp") is None
 
 

@@ -1,4 +1,4 @@
-"""The reading path (issue 18): recorded per episode through a real provider adapter, written
+"""The reading path: recorded per episode through a real provider adapter, written
 to the episodes table, counted by ``eval show``; older tables without the column still read."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from medscope import records
+from medscope.io import records
 from medscope.protocols.counterfactual.agent_episode import run_episode
 from medscope.images import encode_png
 from medscope.models.base import Decoding

@@ -24,7 +24,8 @@ from PIL import Image
 
 from cohort_bad_layouts import write_raw
 from cohort_layouts import _save, gray_image, rect_mask, rle_encode, write_dicom, write16
-from medscope import cohorts, config as cfgmod, folder_lock, images, records, safe_text
+from medscope import cohorts, config as cfgmod, images
+from medscope.io import folder_lock, records, safe_text
 from medscope.errors import MedScopeError
 
 pytestmark = pytest.mark.timeout(120)

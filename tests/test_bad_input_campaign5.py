@@ -28,7 +28,8 @@ from PIL import Image
 
 from cohort_bad_layouts import save_with_orientation, write_raw
 from cohort_layouts import _save, colour_image, gray_image, rect_mask, rle_encode, truncated_bytes, write_dicom
-from medscope import cohorts, config as cfgmod, records, safe_text
+from medscope import cohorts, config as cfgmod
+from medscope.io import records, safe_text
 from medscope.errors import MedScopeError
 from tests.test_bad_input_campaign4 import (
     ANY,

@@ -15,7 +15,8 @@ import pytest
 from PIL import Image
 
 from cohort_layouts import _save, gray_image, rect_mask
-from medscope import cohorts, records, tablescan
+from medscope import cohorts
+from medscope.io import records, tablescan
 from medscope.errors import MedScopeError
 from medscope.training.synthetic_views import synthetic_views
 

@@ -1,6 +1,6 @@
 """benchgen build on real local Ray (sweep actors + Ray Data) against a loopback OpenAI-wire
 server: privacy refusal, resume without repeated generation calls, and the built benchmark
-evaluated sighted and blind through the shared sweep (seed 001)."""
+evaluated sighted and blind through the shared sweep (benchmark-MCQ paper)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import shutil
 
 import pytest
 
-from medscope import records, storage
+from medscope.io import records, storage
 from medscope.benchgen import phantom
 from medscope.benchgen import schema as sch
 from medscope.benchgen.questions import REPORT_PROMPT

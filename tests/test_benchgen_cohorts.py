@@ -1,4 +1,4 @@
-"""Several cohorts in one analysis (seed 001 Tables 1 and 3; issue 27), on real local Ray through
+"""Several cohorts in one analysis (benchmark-MCQ paper Tables 1 and 3), on real local Ray through
 the CLI: ``benchgen build --append`` (refused without it), cohorts sharing case ids kept apart in
 one build, a one-text-field report export, ``eval run --items A --items B``, ``score --plan``
 with declared BH families, Table 1 with a column per cohort and Table 3 from build records."""
@@ -11,7 +11,7 @@ import shutil
 
 import pytest
 
-from medscope import records, storage
+from medscope.io import records, storage
 from medscope.benchgen import phantom
 from medscope.benchgen import schema as sch
 from medscope.benchgen.questions import REPORT_PROMPT
@@ -59,7 +59,7 @@ def test_two_cohorts_one_build_one_eval_tables_1_and_3(ray_cluster, tmp_path, ca
     assert {i["cohort"] for i in items} == {"site_a", "site_b"}
     assert {i["case_id"] for i in items if i["cohort"] == "site_a"} == {i["case_id"] for i in items
                                                                         if i["cohort"] == "site_b"}
-    manifest = json.loads(storage.read_text(storage.join(build, "build.json")))
+    manifest = json.loads(storage.read_utf8(storage.join(build, "build.json")))
     assert set(manifest["cohorts"]) == {"site_a", "site_b"}
     rej_c = records.read_table("rejects", storage.join(other, "rejects")).to_pylist()
     assert ("phantom-999", "no_sections_found") in {(r["item_id"], r["reason"]) for r in rej_c}

@@ -1,5 +1,5 @@
-"""Rule extraction of the shipped schemas' fields against hand-labelled reports (seed 001
-"RADS-style questions"; issue 27). ``tests/data/benchgen/extraction_labels.yaml`` gives, per
+"""Rule extraction of the shipped schemas' fields against hand-labelled reports (benchmark-MCQ paper
+"RADS-style questions"). ``tests/data/benchgen/extraction_labels.yaml`` gives, per
 shipped schema, the value a radiologist reads for every field (null: not settled by the report).
 A value the extractor emits must be right (precision >= 0.98); a field it leaves unset only
 costs a question."""

@@ -1,4 +1,4 @@
-"""The report-grounded check against hand-labelled keys (seed 001 Methods; issue 27).
+"""The report-grounded check against hand-labelled keys (benchmark-MCQ paper Methods).
 
 ``tests/data/benchgen/grounding_labels.yaml`` was written by hand before the check's rules, from
 the reader's side: negations, numbers with units, laterality, differentials, hedges, multiple

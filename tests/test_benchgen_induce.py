@@ -1,5 +1,5 @@
 """``benchgen schema induce``: a stratified sample of reports -> an offline rule-based proposal
--> accepted by the approval checkpoint (seed 001 Methods; issue 27)."""
+-> accepted by the approval checkpoint (benchmark-MCQ paper Methods)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """benchgen's library (no Ray): schema checkpoints, extraction, questions, grounded check,
-reports and volumes input with rejects, montage geometry, DICOM reading (seed 001 Methods)."""
+reports and volumes input with rejects, montage geometry, DICOM reading (benchmark-MCQ paper Methods)."""
 
 from __future__ import annotations
 

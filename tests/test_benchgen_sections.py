@@ -1,4 +1,4 @@
-"""Reports exported as one text field: the section splitter (seed 001 Methods input; issue 27)."""
+"""Reports exported as one text field: the section splitter (benchmark-MCQ paper Methods input)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The paper's verification call (seed 001: a second language-model call checks that the report
+"""The paper's verification call (benchmark-MCQ paper: a second language-model call checks that the report
 supports each key), layered on the offline report-grounded check: verdict reading, the reject
 reasons, and a build with ``verify: llm`` against a loopback OpenAI-wire server on real Ray --
 the verifier's NOT SUPPORTED removes a question the rules kept, an unreadable verdict removes
@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from medscope import records, storage
+from medscope.io import records, storage
 from medscope.benchgen import questions
 from medscope.benchgen.verification import read_verdict, verification_key
 from medscope.errors import MedScopeError

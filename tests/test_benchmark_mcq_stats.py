@@ -1,4 +1,4 @@
-"""Seed 001 statistics against hand-worked values (no Ray).
+"""The benchmark-MCQ paper statistics against hand-worked values (no Ray).
 
 The two-case designs make every bootstrap distribution enumerable by hand: with cases A and B
 resampled with replacement, a resample is AA, AB/BA or BB with probabilities 1/4, 1/2, 1/4, so
@@ -228,7 +228,7 @@ def test_reply_reader_verdicts_and_case(reply, want):
 
 
 def test_blind_condition_sends_the_same_text_with_a_gray_blank_of_each_montage_size():
-    """Seed 001's blind arm: the sighted prompt's text, each montage replaced by a uniform gray image
+    """The benchmark-MCQ paper's blind arm: the sighted prompt's text, each montage replaced by a uniform gray image
     of its own size (the blank is cached by size: one PNG encode per size, not per episode)."""
     from medscope.images import decode_png, encode_png
     from medscope.models.base import Completion, Decoding

@@ -1,4 +1,4 @@
-"""The blocked count-matrix bootstrap kernel against the plain per-resample loop (seed 000 §3.9).
+"""The blocked count-matrix bootstrap kernel against the plain per-resample loop (counterfactual paper §3.9).
 
 The plain loop gathers the drawn clusters of each resample and sums them; the kernel must give
 the same resampled statistics: bit for bit where the sums are integers (counts and indicator

@@ -169,7 +169,7 @@ def test_verbs_that_read_tables_exit_0_every_time(tmp_path):
     r = subprocess.run([sys.executable, "-m", "pipelines.cli", "cohort", "phantom", "--out", out, "--cases", "16",
                         "--volumes", "0"], env=env, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
-    read = ("from medscope import records; t = records.read_table('cases', %r); "
+    read = ("from medscope.io import records; t = records.read_table('cases', %r); "
             "print(t.num_rows, records.read_table('rejects', %r).num_rows)" % (out, out))
     codes = [subprocess.run([sys.executable, "-c", read], env=env, capture_output=True, text=True,
                             timeout=120).returncode for _ in range(12)]

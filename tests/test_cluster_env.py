@@ -1,5 +1,5 @@
 """cluster/submit.sh and cluster/start-local-head.sh use the checkout's environment whatever the
-caller's PATH (issue 34): submit.sh finds .venv/bin/ray, and the head starts with that ray's bin/
+caller's PATH: submit.sh finds .venv/bin/ray, and the head starts with that ray's bin/
 first on PATH, because Ray runs a job's entrypoint `python` in the head's environment."""
 
 from __future__ import annotations

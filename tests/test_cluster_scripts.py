@@ -11,7 +11,7 @@ import tempfile
 
 import pytest
 
-from medscope import records
+from medscope.io import records
 from tests.conftest import REPO_ROOT, free_port
 from tests.test_cluster_submit import _wait_for_dashboard, stop_head
 

@@ -15,7 +15,7 @@ import urllib.request
 
 import pytest
 
-from medscope import records, storage
+from medscope.io import records, storage
 from tests.conftest import REPO_ROOT, free_port
 
 RAY = os.path.join(os.path.dirname(sys.executable), "ray")

@@ -18,8 +18,8 @@ from cohort_bad_layouts import (
     add_symlinked_subfolder,
 )
 from cohort_layouts import write_busi, write_image_mask_folder, write_kvasir, write_nifti_labels, write_siim
-from medscope import cohorts, images, records
-from medscope import safe_io
+from medscope import cohorts, images
+from medscope.io import bounded, guarded, records
 from medscope.cohorts import common
 from medscope.errors import MedScopeError
 from medscope.seeding import stable_hash
@@ -142,16 +142,16 @@ def test_limits_come_from_the_dataset_config(tmp_path):
 
 
 def test_csv_fields_by_hand():
-    assert safe_io.csv_fields(b"a, 1 2 3") == ["a", "1 2 3"]
+    assert guarded.csv_fields(b"a, 1 2 3") == ["a", "1 2 3"]
     long = b"1 " * 100000  # unquoted: no field-size limit applies
-    assert safe_io.csv_fields(b"a," + long)[1] == long.decode().strip()
-    assert safe_io.csv_fields(b'a, "1, 2"') == ["a", "1, 2"]
+    assert guarded.csv_fields(b"a," + long)[1] == long.decode().strip()
+    assert guarded.csv_fields(b'a, "1, 2"') == ["a", "1, 2"]
     for line, reason in ((b'a,"1 2', "malformed CSV row"), (b"a,\xc3", "CSV row not UTF-8")):
-        with pytest.raises(safe_io.Reject) as err:
-            safe_io.csv_fields(line)
+        with pytest.raises(bounded.Reject) as err:
+            guarded.csv_fields(line)
         assert err.value.reason == reason
     data = b"\xef\xbb\xbfh1,h2\rx,1\r\n\ny,2\n"
-    assert [(n, line) for n, line in safe_io.csv_lines(data)] == [(1, b"h1,h2"), (2, b"x,1"), (4, b"y,2")]
+    assert [(n, line) for n, line in guarded.csv_lines(data)] == [(1, b"h1,h2"), (2, b"x,1"), (4, b"y,2")]
 
 
 def test_inflate_bounded_stops_at_the_limit():
@@ -159,15 +159,15 @@ def test_inflate_bounded_stops_at_the_limit():
     import zlib
 
     data = gzip.compress(b"\0" * 100_000)
-    assert safe_io.inflate_bounded(data, 100_000, 31) == b"\0" * 100_000
-    assert safe_io.inflate_bounded(data, 10, 31, strict=False) == b"\0" * 10
-    with pytest.raises(safe_io.Reject, match="over max_decoded_bytes"):
-        safe_io.inflate_bounded(data, 99_999, 31)
+    assert guarded.inflate_bounded(data, 100_000, 31) == b"\0" * 100_000
+    assert guarded.inflate_bounded(data, 10, 31, strict=False) == b"\0" * 10
+    with pytest.raises(bounded.Reject, match="over max_decoded_bytes"):
+        guarded.inflate_bounded(data, 99_999, 31)
     raw = zlib.compressobj(6, zlib.DEFLATED, -15)
     body = raw.compress(b"abc" * 10) + raw.flush()
-    assert safe_io.inflate_bounded(body, 30, -15) == b"abc" * 10
-    with pytest.raises(safe_io.Reject, match="corrupt DICOM"):
-        safe_io.inflate_bounded(b"\xff\xff\xff\xff", 30, -15, what="DICOM")
+    assert guarded.inflate_bounded(body, 30, -15) == b"abc" * 10
+    with pytest.raises(bounded.Reject, match="corrupt DICOM"):
+        guarded.inflate_bounded(b"\xff\xff\xff\xff", 30, -15, what="DICOM")
 
 
 def test_to_uint8_in_bands_matches_the_whole_image_formula():
@@ -185,7 +185,7 @@ def test_walk_lists_fifos_and_stops_at_symlink_loops(tmp_path):
     (tmp_path / "a" / "x.png").write_bytes(b"1")
     os.mkfifo(tmp_path / "a" / "p.png")
     os.symlink(tmp_path, tmp_path / "a" / "up")
-    files, ignored = safe_io.walk(str(tmp_path))
+    files, ignored = guarded.walk(str(tmp_path))
     assert files == ["a/p.png", "a/x.png"]
     assert ignored == [("a/up", "folder already listed (symlink loop or repeat)")]
-    assert safe_io.display_name(os.fsdecode(b"x\xff.png")) == "x\\xff.png"
+    assert guarded.display_name(os.fsdecode(b"x\xff.png")) == "x\\xff.png"

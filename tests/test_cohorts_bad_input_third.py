@@ -23,7 +23,8 @@ from PIL import Image
 
 from cohort_bad_layouts import gzip_zeros, png_bomb, write_raw
 from cohort_layouts import _save, expect, gray_image, rect_mask, write_image_mask_folder, write_nifti_labels, write_siim
-from medscope import cohorts, config as cfgmod, folder_lock, images, records, safe_text
+from medscope import cohorts, config as cfgmod, images
+from medscope.io import folder_lock, records, safe_text
 from medscope.errors import MedScopeError
 from medscope.volumes import nifti as vnifti
 
@@ -160,7 +161,8 @@ def test_float_images_with_nan_or_inf_and_multipage_tiffs_are_rejected(tmp_path)
 CHILD = r"""
 import json, resource, sys
 import nibabel, cv2, PIL.Image  # libraries are not data
-from medscope import images, safe_text
+from medscope import images
+from medscope.io import safe_text
 from medscope.volumes import nifti
 
 def peak():  # VmHWM: ru_maxrss would carry pytest's own size over from the fork

@@ -6,7 +6,7 @@ import os
 import yaml
 
 from cohort_layouts import write_busi, write_kvasir, write_nifti_labels
-from medscope import records, storage
+from medscope.io import records, storage
 from pipelines import cohort as cohort_job
 from pipelines.cli import main
 from pipelines.demo import DemoContext, step_cohort

@@ -8,7 +8,7 @@ import pytest
 
 from cohort_bad_layouts import add_bad_2d
 from cohort_layouts import write_kvasir, write_nifti_labels
-from medscope import records, storage
+from medscope.io import records, storage
 from pipelines.cli import main
 
 pytestmark = pytest.mark.timeout(300)  # a hang guard, ample on a busy machine
@@ -45,7 +45,7 @@ def test_format_change_and_failed_import_leave_no_mix(tmp_path, capsys):
     summary = run_json(capsys, ["cohort", "import", "--format", "kvasir-seg", "--path", str(tmp_path / "kv"), "--out", out,
                                 "--overwrite"])
     assert sorted(os.listdir(out)) == [".medscope-out.json", "cases.parquet", "import.json", "rejects.parquet"]  # no stale volumes
-    manifest = json.loads(storage.read_text(f"{out}/import.json"))
+    manifest = json.loads(storage.read_utf8(f"{out}/import.json"))
     assert manifest["status"] == "complete" and manifest["files"] == {"cases": "cases.parquet", "rejects": "rejects.parquet"}
     shown = run_json(capsys, ["cohort", "show", out])
     assert "volumes" not in shown and shown["cases"]["n"] == len(good) == summary["cases"]

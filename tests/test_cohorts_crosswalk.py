@@ -1,4 +1,4 @@
-"""The cross-cohort crosswalk (seed 000 §4.1) over all six release fixtures: a ChestX-Det "no
+"""The cross-cohort crosswalk (counterfactual paper §4.1) over all six release fixtures: a ChestX-Det "no
 finding" film re-sized into QaTa-COV19's test set (as the paper found one NIH film in two
 datasets) must be found across cohorts, reported in the right tier, and kept out of training."""
 

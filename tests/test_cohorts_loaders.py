@@ -15,7 +15,8 @@ from cohort_layouts import (
     write_nifti_labels,
     write_siim,
 )
-from medscope import cohorts, images, records
+from medscope import cohorts, images
+from medscope.io import records
 from medscope.cohorts import common
 from medscope.cohorts.siim_rle import rle_decode, rle_encode
 from medscope.errors import MedScopeError

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from medscope import images, records, storage
+from medscope import images
+from medscope.io import records, storage
 from medscope.cohorts import phantom
 from medscope.cohorts.phantom_ct import BTCV_ORGANS
 
@@ -99,7 +100,7 @@ def test_patients_and_near_copies(cohort):
     assert sum(1 for c in per_patient.values() if c > 1) >= 5
     for pid in per_patient:  # a patient's images share one imaging type
         assert len({r["imaging_type"] for r in rows.values() if r["patient_id"] == pid}) == 1
-    pairs = json.loads(storage.read_text(f"{out}/near_copies.json"))
+    pairs = json.loads(storage.read_utf8(f"{out}/near_copies.json"))
     assert len(pairs) == 3
     hashes = {k: imagehash.dhash(Image.fromarray(images.decode_png(r["image"]))) for k, r in rows.items()}
     copies = {b for _, b in pairs}

@@ -1,4 +1,4 @@
-"""The paper's own cohorts in their released layouts (issue 17): each loader on a fixture written
+"""The paper's own cohorts in their released layouts: each loader on a fixture written
 in its release's exact layout with the bad files real downloads contain."""
 
 import io
@@ -17,7 +17,8 @@ from release_layouts import (
     write_slake,
 )
 from vqa_layouts import write_pathvqa, write_vqa_rad
-from medscope import cohorts, images, records
+from medscope import cohorts, images
+from medscope.io import records
 from medscope.cohorts.slices import choose_slices, tissue_fraction
 from medscope.seeding import stable_hash
 from test_cohorts_loaders import check_cases

@@ -1,4 +1,4 @@
-"""Compaction of part folders (medscope.parts, ``medscope compact``): readers see the same rows,
+"""Compaction of part folders (medscope.io.parts, ``medscope compact``): readers see the same rows,
 finished keys stay the same at every step (crash safety), a second run changes nothing, local
 and on the loopback S3 server; scoring and case removal read through it."""
 
@@ -9,7 +9,7 @@ import json
 import pyarrow.compute as pc
 import pytest
 
-from medscope import layout, parts, records, storage
+from medscope.io import layout, parts, records, storage
 from medscope.cohorts.removal import remove_cases
 from medscope.errors import MedScopeError
 from medscope.protocols.counterfactual import synthetic_runs as synthetic
@@ -162,7 +162,7 @@ def test_case_removal_edits_compacted_files_and_their_manifest(tmp_path):
     # the removed units are no longer finished (a resume would not count them), the rest are
     assert records.part_keys(folder) == set(written) - lost_keys
     assert parts.verify(folder) == []
-    record = json.loads(storage.read_text(storage.join(run, layout.REMOVALS)).splitlines()[-1])
+    record = json.loads(storage.read_utf8(storage.join(run, layout.REMOVALS)).splitlines()[-1])
     assert sum(record["removed"]["rows"].values()) == len(lost_keys)
 
 

@@ -1,4 +1,4 @@
-"""``medscope crosswalk`` (seed 000 §4.1) against values worked out here, not by the crosswalk:
+"""``medscope crosswalk`` (counterfactual paper §4.1) against values worked out here, not by the crosswalk:
 tiny 64 px images (so the 64 px thumbnail is the image itself) whose Pearson correlation scipy
 computes and whose 64-bit difference hash imagehash computes; exact copies, near-copies built to
 correlate just above and just below the paper's 0.97, a byte-identical file in two sets, and the
@@ -17,7 +17,7 @@ import pytest
 from PIL import Image
 from scipy.stats import pearsonr
 
-from medscope import records
+from medscope.io import records
 from medscope.errors import MedScopeError
 from pipelines import cli
 from pipelines import crosswalk as verb

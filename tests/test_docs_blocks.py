@@ -1,5 +1,5 @@
 """Every shell block of README.md and docs/*.md: the ones fenced ```bash run are run as written on a
-fresh copy of the checkout in a shell where nothing is activated (issue 34); the rest parse
+fresh copy of the checkout in a shell where nothing is activated; the rest parse
 (`bash -n`). Every command quoted in a config file's comments is one of those blocks' lines."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import subprocess
 import pytest
 import yaml
 
-from medscope import records
+from medscope.io import records
 from tests.conftest import REPO_ROOT
 from tests.docs_blocks import MARKERS, can_isolate, fresh_copy, plain_env, run_block, shell_blocks
 

@@ -56,7 +56,7 @@ def test_provider_settings_reach_the_wire(server):
     model.complete(two_image_messages(), Decoding(max_output_tokens=6000))
     body = server.requests[-1].body
     if server.wire == "openai":
-        assert body["max_completion_tokens"] == 12000  # the multi-image cap (seed 002 App. A)
+        assert body["max_completion_tokens"] == 12000  # the multi-image cap (paired-modality paper App. A)
         assert body["reasoning_effort"] == "high" and body["temperature"] == 0.0
         details = [p["image_url"]["detail"] for p in body["messages"][1]["content"] if p["type"] == "image_url"]
         assert details == ["high", "high"]

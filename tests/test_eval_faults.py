@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from medscope import records
+from medscope.io import records
 from medscope.errors import MedScopeError
 from pipelines.eval import run_sweep
 from medscope.testing import providers as fp

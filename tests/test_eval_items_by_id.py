@@ -1,4 +1,4 @@
-"""The evaluation sweep's driver holds keys, not pixels (issue 16): it reads the items without
+"""The evaluation sweep's driver holds keys, not pixels: it reads the items without
 their images, and workers fetch their items by id from the items table.
 
 - the driver never asks a protocol for its items with images, and every request still carries
@@ -18,7 +18,8 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from medscope import layout, protocols, records, tablescan
+from medscope import protocols
+from medscope.io import layout, records, tablescan
 from medscope.images import encode_png
 from medscope.models.config import ModelEntry
 from medscope.testing import providers as fp

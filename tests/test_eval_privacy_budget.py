@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from medscope import records
+from medscope.io import records
 from pipelines import eval as evaluate
 from pipelines.eval import EvalConfig, run_sweep
 from pipelines.support.jobs import guarded, job_main

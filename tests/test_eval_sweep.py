@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from medscope import records, storage
+from medscope.io import records, storage
 from medscope.models.config import ModelEntry
 from pipelines.eval import EvalConfig, run_sweep, show
 from medscope.testing import providers as fp

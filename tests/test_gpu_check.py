@@ -1,4 +1,4 @@
-"""cluster/gpu-check.sh (issue 35): the wheel folder it prepares for a bare GPU machine (the pip
+"""cluster/gpu-check.sh: the wheel folder it prepares for a bare GPU machine (the pip
 commands and the size accounting; the download itself is not repeated here), and its CPU form
 end to end, with Ray made unimportable as on the GPU machine."""
 

@@ -1,4 +1,4 @@
-"""A growing cohort (issue 16): a second batch of phantom cases keeps every earlier case's id,
+"""A growing cohort: a second batch of phantom cases keeps every earlier case's id,
 split and views; a near-copy of a test image joins the test side; only the new cases are built.
 Removing a case (withdrawn consent) takes it out of every folder, with a record."""
 
@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from medscope import layout, records, storage
+from medscope.io import layout, records, storage
 from medscope.cohorts import phantom
 from medscope.cohorts.common import case_id
 from medscope.qc import splits
@@ -46,7 +46,7 @@ def grown(tmp_path_factory):
     batch1, _ = phantom.phantom_cases(18, seed=0)
     records.write_table("cases", batch1, layout.Cohort(cohort).cases)
     first = build_views(cohort, out, RECIPE, engine="local", quiet=True)
-    splits1 = json.loads(storage.read_text(layout.ViewsBuild(out).splits))
+    splits1 = json.loads(storage.read_utf8(layout.ViewsBuild(out).splits))
     views1 = _views(out)
     # the near-copy goes to a test case whose split was drawn (not given by the cohort) and
     # which a from-scratch re-draw would move to another split: the case pinning must hold
@@ -60,7 +60,7 @@ def grown(tmp_path_factory):
 
 
 def test_earlier_cases_keep_ids_splits_and_views_and_only_new_cases_are_built(grown):
-    splits2 = json.loads(storage.read_text(layout.ViewsBuild(grown["out"]).splits))
+    splits2 = json.loads(storage.read_utf8(layout.ViewsBuild(grown["out"]).splits))
     old = {r["case_id"] for r in grown["batch1"]}
     new = {r["case_id"] for r in grown["batch2"]}
     assert not old & new and set(splits2) == old | new
@@ -76,10 +76,10 @@ def test_earlier_cases_keep_ids_splits_and_views_and_only_new_cases_are_built(gr
 
 
 def test_a_new_near_copy_of_a_test_image_joins_its_group_on_the_test_side(grown):
-    splits2 = json.loads(storage.read_text(layout.ViewsBuild(grown["out"]).splits))
+    splits2 = json.loads(storage.read_utf8(layout.ViewsBuild(grown["out"]).splits))
     assert splits2[grown["copy"]] == splits2[grown["target"]] == grown["splits1"][grown["target"]]
     assert splits2[grown["copy"]]["split"] == "test"
-    report = json.loads(storage.read_text(layout.ViewsBuild(grown["out"]).qc_report))["crosswalk"]
+    report = json.loads(storage.read_utf8(layout.ViewsBuild(grown["out"]).qc_report))["crosswalk"]
     assert report["earlier_cases"] == 18 and report["pinned_split_conflicts"] == []
     assert report["near_copy_pairs_table"] == "near_copy_pairs.parquet"
     table = records.read_table("near_copy_pairs", grown["out"]).to_pylist()
@@ -114,20 +114,20 @@ def test_removing_cases_clears_every_table_and_part_with_a_record(grown, tmp_pat
             t = records.read_parquet(uri).to_pylist()
             assert not any(r.get("case_id") in gone or r.get("view_id") in gone_views
                            or r.get("item_id") in set(gone) | gone_views for r in t)
-    assert not set(gone) & set(json.loads(storage.read_text(layout.ViewsBuild(out).splits)))
+    assert not set(gone) & set(json.loads(storage.read_utf8(layout.ViewsBuild(out).splits)))
     # the crosswalk's pairs table named the two (they are a near-copy pair): no row left of them
     before = records.read_table("near_copy_pairs", grown["out"]).to_pylist()
     assert any(r["a"] in gone or r["b"] in gone for r in before)
     after = records.read_table("near_copy_pairs", out).to_pylist()
     assert after == [r for r in before if r["a"] not in gone and r["b"] not in gone]
     for folder in (cohort, out):
-        record = [json.loads(x) for x in storage.read_text(storage.join(folder, layout.REMOVALS)).splitlines()]
+        record = [json.loads(x) for x in storage.read_utf8(storage.join(folder, layout.REMOVALS)).splitlines()]
         assert len(record) == 1 and record[0]["cases"] == sorted(gone) and record[0]["reason"] == "withdrawn consent"
         assert sum(record[0]["removed"]["rows"].values()) > 0
     # a rebuild after the removal builds nothing and brings nothing back
     again = build_views(cohort, out, RECIPE, engine="local", quiet=True)
     assert again["built_now"] == 0 and set(_views(out)) == set(left)
-    qc_report = storage.read_text(layout.ViewsBuild(out).qc_report)
+    qc_report = storage.read_utf8(layout.ViewsBuild(out).qc_report)
     assert not any(c in qc_report for c in gone)  # the rebuilt report no longer names them
     assert records.read_table("near_copy_pairs", out).to_pylist() == after
 

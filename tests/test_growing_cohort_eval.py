@@ -1,4 +1,4 @@
-"""A growing cohort through evaluation (issue 16): after a second batch, the sweep sends
+"""A growing cohort through evaluation: after a second batch, the sweep sends
 requests only for the new views (resume by request key), scoring covers every view, and a
 withdrawn case leaves no episode or score behind; the removal says which scored runs to redo."""
 
@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from medscope import layout, records, storage
+from medscope.io import layout, records, storage
 from medscope.cohorts import phantom
 from medscope.cohorts.removal import remove_cases
 from medscope.models.config import ModelEntry
@@ -76,7 +76,7 @@ def test_new_views_only_are_evaluated_scoring_covers_all_and_removal_reaches_epi
     scores = records.read_table("scores", layout.ScoredRun(scored).scores)
     assert set(scores.column("view_id").to_pylist()) == all_views - gone_views
     assert not storage.exists(layout.ScoredRun(scored).metrics)  # held the withdrawn cases: recomputed below
-    record = json.loads(storage.read_text(storage.join(run, layout.REMOVALS)).splitlines()[-1])
+    record = json.loads(storage.read_utf8(storage.join(run, layout.REMOVALS)).splitlines()[-1])
     assert record["cases"] == sorted(gone) and record["removed"]["rows"]
 
     # a resumed sweep after the removal sends nothing; rescoring covers exactly what is left

@@ -18,10 +18,11 @@ import pytest
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 LAYERS: list[set[str]] = [
-    {"errors", "seeding"},
-    {"storage", "images", "config", "bounded_io", "safe_text", "folder_lock", "table_values", "parquet_bytes"},
-    {"layout", "records", "items", "parts", "safe_io"},
-    {"tablescan", "stats", "answers", "cohorts", "qc", "volumes", "report", "report.render", "report.gallery"},
+    {"errors", "seeding", "io"},
+    {"io.storage", "images", "config", "io.bounded", "io.safe_text", "io.folder_lock", "io.table_values",
+     "io.parquet_bytes"},
+    {"io.layout", "io.records", "items", "io.parts", "io.guarded"},
+    {"io.tablescan", "stats", "answers", "cohorts", "qc", "volumes", "report", "report.render", "report.gallery"},
     {"views"},
     {"models", "report.plots"},
     {"protocols"},
@@ -155,6 +156,6 @@ def test_library_never_imports_ray_tests_or_jobs(package):
 def test_the_checker_sees_a_circle_and_an_upward_import():
     assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert _cycle({"a": {"b"}, "b": set()}) is None
-    assert _layer("medscope.records") < _layer("medscope.protocols.counterfactual.agent_episode")
+    assert _layer("medscope.io.records") < _layer("medscope.protocols.counterfactual.agent_episode")
     assert _layer("medscope.report.render") < _layer("medscope.protocols.base") < _layer("medscope.report.build")
     assert _unit("medscope.report.build") == "report.build" and _unit("medscope.report.plots") == "report.plots"

@@ -1,4 +1,4 @@
-"""An input flag given twice is refused, never silently replaced by the last (issue 25)."""
+"""An input flag given twice is refused, never silently replaced by the last."""
 
 from __future__ import annotations
 

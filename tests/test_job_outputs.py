@@ -1,4 +1,4 @@
-"""A job never writes results where they vanish (issue 16): under `ray job submit` a relative
+"""A job never writes results where they vanish: under `ray job submit` a relative
 --out / out: is refused with a message naming what to pass; every verb says where results went."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""medscope.layout: every verb takes the folder a previous verb wrote or the table inside it."""
+"""medscope.io.layout: every verb takes the folder a previous verb wrote or the table inside it."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from medscope import layout, records
+from medscope.io import layout, records
 from medscope.errors import MedScopeError
 from medscope.testing.views import write_views
 

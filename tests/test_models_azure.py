@@ -1,4 +1,4 @@
-"""The ``azure_openai`` model kind (seed 002 App. A ran its GPT model as an Azure OpenAI deployment,
+"""The ``azure_openai`` model kind (paired-modality paper App. A ran its GPT model as an Azure OpenAI deployment,
 chat-completions API version 2024-12-01-preview) against a loopback server speaking Azure's wire:
 POST /openai/deployments/{deployment}/chat/completions?api-version=..., key in ``api-key``."""
 

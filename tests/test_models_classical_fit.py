@@ -8,7 +8,7 @@ import cv2
 import numpy as np
 import pytest
 
-from medscope import records
+from medscope.io import records
 from medscope.protocols.counterfactual.agent_episode import run_episode
 from medscope.protocols.base import Item
 from medscope.cohorts import phantom
@@ -44,7 +44,7 @@ def _decisions(views_uri, art, keep):
 
 
 def test_held_out_views_give_positive_esg(fitted):
-    """Seed 000 §3.8 on the validation + test views (passed QC or not, for enough pairs):
+    """The counterfactual paper §3.8 on the validation + test views (passed QC or not, for enough pairs):
     ESG = P(absent or refer | target_removal) - P(absent or refer | random_removal), computed
     here from the definition; the reader never saw these cases."""
     views, art = fitted
@@ -153,7 +153,7 @@ def test_demo_step_fits_on_train_and_hands_evaluation_the_other_splits(fitted, t
 
     items = protocols.load("counterfactual").load_items(ctx.paths["views"])
     split = {r["view_id"]: r["split"] for r in records.read_table("views", views, columns=["view_id", "split"]).to_pylist()}
-    # the main test set: the test split only (seed 000 Table 3), every passed view of it
+    # the main test set: the test split only (counterfactual paper Table 3), every passed view of it
     assert items and {split[i.item_id] for i in items} == {"test"}
     assert len(items) == ctx.summary["fit_reader"]["eval_views_passed"]
     entries = {e.name: e for e in cfgmod.load(ModelsConfig, ctx.paths["models_config"]).models}

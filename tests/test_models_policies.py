@@ -53,7 +53,7 @@ def test_policies_are_chat_models_and_unknown_is_an_error():
 
 def _degrade(img, how):
     h, w = img.shape
-    if how == "blur":  # seed 000 §3.2: sigma = max(h, w) / 40
+    if how == "blur":  # the counterfactual paper §3.2: sigma = max(h, w) / 40
         return cv2.GaussianBlur(img, (0, 0), max(h, w) / 40)
     if how == "noise":  # sigma 60
         rng = np.random.default_rng(0)

@@ -1,4 +1,4 @@
-"""Several nodes, one lost (issue 16): views build, probe build, evaluation sweep and training on
+"""Several nodes, one lost: views build, probe build, evaluation sweep and training on
 a three-node Ray cluster (tests/multinode_driver.py, in a subprocess), one worker node removed in
 the middle of each job, outputs on the loopback S3 server; compared with single-node runs of the
 same inputs on the session's Ray."""
@@ -14,7 +14,7 @@ import time
 import pyarrow.compute as pc
 import pytest
 
-from medscope import layout, records, storage
+from medscope.io import layout, records, storage
 from medscope.protocols import organ_presence  # noqa: F401 - registers probe_items (read below)
 from tests import multinode_driver as drv
 
@@ -36,20 +36,20 @@ def _collect(out: str, job: str):
     if job == "views":
         vb = layout.ViewsBuild(folder)
         return {"views": storage.read_bytes(vb.views), "rejects": storage.read_bytes(vb.rejects),
-                "qc_report": storage.read_text(vb.qc_report),
+                "qc_report": storage.read_utf8(vb.qc_report),
                 "rows": records.read_table("views", vb.views, columns=["view_id", "case_id"]).to_pylist(),
                 "parts": sorted(_parts(storage.join(folder, "parts", "views")))}
     if job == "probe":
         pb = layout.ProbeBuild(folder)
         return {"slices": storage.read_bytes(pb.slices), "rejects": storage.read_bytes(pb.rejects),
-                "stats": storage.read_text(pb.cohort_stats), "items": _parts(pb.probe_items),
+                "stats": storage.read_utf8(pb.cohort_stats), "items": _parts(pb.probe_items),
                 "item_ids": records.read_table("probe_items", pb.probe_items).column("item_id").to_pylist()}
     if job == "eval":
         episodes = records.read_table("episodes", layout.EvalRun(folder).episodes)
         episodes = episodes.take(pc.sort_indices(episodes, [("request_key", "ascending")]))
         return {"rows": episodes.drop_columns(list(RUN_VOLATILE)).to_pylist(),
                 "keys": episodes.column("request_key").to_pylist()}
-    return {"log": drv.train_log(folder), "summary": json.loads(storage.read_text(layout.TrainRun(folder).summary))}
+    return {"log": drv.train_log(folder), "summary": json.loads(storage.read_utf8(layout.TrainRun(folder).summary))}
 
 
 @pytest.fixture(scope="module")

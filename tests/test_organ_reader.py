@@ -1,4 +1,4 @@
-"""The demo probe's pixel organ reader (issue 25): fitted on train volumes, reads the image."""
+"""The demo probe's pixel organ reader: fitted on train volumes, reads the image."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from medscope import records
+from medscope.io import records
 from medscope.images import encode_png
 from medscope.models.base import Decoding, Message, Part
 from medscope.models.organ_reader import OrganReader, balanced_threshold, fit_centroid_rule, save_reader

@@ -1,4 +1,4 @@
-"""An --out holding a different run is refused unless --append / --overwrite (issue 25)."""
+"""An --out holding a different run is refused unless --append / --overwrite."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from medscope import records
+from medscope.io import records
 from medscope.errors import MedScopeError
 from pipelines import cli
 from pipelines.support import outguard

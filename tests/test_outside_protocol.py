@@ -1,4 +1,4 @@
-"""A protocol written outside the package (issue 24): a module on PYTHONPATH, named as
+"""A protocol written outside the package: a module on PYTHONPATH, named as
 ``--protocol myproto:MyProtocol``, with its own item table, its own options model and its own
 report section, goes through ``eval run`` -> ``score`` -> ``report`` with no file of medscope/ or
 pipelines/ knowing its name.
@@ -20,7 +20,7 @@ import textwrap
 import pytest
 from statsmodels.stats.proportion import proportion_confint
 
-from medscope import layout, records
+from medscope.io import layout, records
 from medscope.errors import MedScopeError
 from medscope.images import encode_png
 from pipelines import cli
@@ -35,7 +35,7 @@ import pyarrow as pa
 import pydantic
 from scipy.stats import binomtest
 
-from medscope import layout, records, storage, tablescan
+from medscope.io import layout, records, storage, tablescan
 from medscope.answers.parser import parse_reply
 from medscope.models.base import Message, Part
 from medscope.protocols.base import EpisodeResult, Item, ProtocolOptions, option

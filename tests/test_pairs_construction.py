@@ -1,4 +1,4 @@
-"""``medscope pairs generate | review | build`` (seed 002 §3.3): candidates from the procedural
+"""``medscope pairs generate | review | build`` (paired-modality paper §3.3): candidates from the procedural
 generator and from a provider image endpoint on loopback, the review file (approve / reject /
 retry with feedback), and a manifest holding only approved photographs with their provenance."""
 
@@ -227,7 +227,7 @@ def test_build_waits_for_the_required_number_of_reviewers(tmp_path):
 
 
 def test_provider_gets_the_reference_and_a_mask_of_the_edit_box(tmp_path, monkeypatch):
-    """Seed 002 §3.3 strategies 2 and 4 through an images endpoint: the edit carries the source, the
+    """The paired-modality paper §3.3 strategies 2 and 4 through an images endpoint: the edit carries the source, the
     reference image beside it, and a mask transparent exactly inside the box."""
     import io
 

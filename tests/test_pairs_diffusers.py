@@ -46,7 +46,7 @@ def test_diffusers_generator_shared_base_to_manifest(tiny_pipeline, tmp_path):
     rv.decide(work, ["all-pending"], "approve", reviewer="dr-d")
     manifest = rv.build(spec, work, str(tmp_path / "set"))["manifest"]
     # a random-initialised pipeline barely follows its prompt, so its two edits of one base may be
-    # near-identical: `pairs check` refuses exactly when the hashes say so (issue 28)
+    # near-identical: `pairs check` refuses exactly when the hashes say so
     photos, rejects = read_manifest(manifest, min_hash_distance=-1)  # the check off: the plumbing
     assert len(photos) == 2 and not rejects
     bits, colour = photo_distance(photos[0].photo_png, photos[1].photo_png)
@@ -56,7 +56,7 @@ def test_diffusers_generator_shared_base_to_manifest(tiny_pipeline, tmp_path):
 
 
 def test_diffusers_reference_and_edit_box_keep_the_person_outside_the_box(tiny_pipeline, tmp_path):
-    """Seed 002 §3.3 strategies 2 and 4: a reference image of the finding pasted into the edit box
+    """The paired-modality paper §3.3 strategies 2 and 4: a reference image of the finding pasted into the edit box
     and an inpainting edit confined to it; outside the box the base's pixels stay."""
     import numpy as np
 

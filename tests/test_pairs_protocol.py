@@ -1,4 +1,4 @@
-"""Paired-modality protocol (seed 002): extraction, manifest rejects, image sizing, judge
+"""Paired-modality protocol (paired-modality paper): extraction, manifest rejects, image sizing, judge
 labels, judge caching and resume on a loopback provider, and the statistics against scipy /
 statsmodels and hand-worked values (the paper's own Table 1 intervals among them)."""
 
@@ -12,7 +12,7 @@ import pytest
 import yaml
 from scipy import stats as sps
 
-from medscope import records, storage
+from medscope.io import records, storage
 from medscope.images import decode_png, encode_png
 from medscope.models.base import Completion
 from medscope.protocols.paired_modality import PROTOCOL, names
@@ -288,7 +288,7 @@ def test_scoring_caches_judge_replies_and_resumes(pair_set, tmp_path, monkeypatc
     assert (t["b"], t["c"], t["p_value"]) == (0, 6, pytest.approx(2 * 0.5**6))
     pooled = tests[("pooled", "mismatched", "fp_rate")]
     assert (pooled["n"], pooled["c"]) == (12, 6)
-    agree = json.loads(storage.read_text(storage.join(out1, names.AGREEMENT)))
+    agree = json.loads(storage.read_utf8(storage.join(out1, names.AGREEMENT)))
     assert agree["fp"]["kappa"] == pytest.approx(1.0)  # the loopback judge is the same rule judge
     sections, _ = protocol.report_sections(out1, str(tmp_path))
     table = sections[0].blocks[1]
@@ -300,7 +300,7 @@ def test_scoring_caches_judge_replies_and_resumes(pair_set, tmp_path, monkeypatc
 
 
 @pytest.mark.parametrize("k, n, lo, hi", [
-    # seed 002 Table 1 (percent, one decimal): 25.0 (12.7-41.2), 2.5 (0.1-13.2), 0.0 (0.0-8.8), 57.5 (40.9-73.0)
+    # the paired-modality paper Table 1 (percent, one decimal): 25.0 (12.7-41.2), 2.5 (0.1-13.2), 0.0 (0.0-8.8), 57.5 (40.9-73.0)
     (10, 40, 12.7, 41.2), (1, 40, 0.1, 13.2), (0, 40, 0.0, 8.8), (23, 40, 40.9, 73.0), (19, 40, 31.5, 63.9),
 ])
 def test_clopper_pearson_matches_the_papers_table_and_scipy(k, n, lo, hi):
@@ -344,8 +344,8 @@ def test_cohen_kappa_hand_worked():
 
 
 def test_the_rule_judge_reads_mentions_with_the_shared_reply_reader():
-    """Seed 002's judge and every other protocol read a mention with one set of scope rules
-    (medscope.answers, issue 18): negated, hypothetical and historical mentions do not report a
+    """The paired-modality paper's judge and every other protocol read a mention with one set of scope rules
+    (medscope.answers): negated, hypothetical and historical mentions do not report a
     finding; affirmed and hedged ones do."""
     from medscope.answers.matching import mention_statuses
     from medscope.protocols.paired_modality.judge import affirmed
@@ -422,7 +422,7 @@ def test_pooled_tests_pool_named_subjects_and_never_the_judge_or_a_constant_poli
         s = PROTOCOL(PROTOCOL.Options(judge=entry)).score(episodes, pair_set, out)
     finally:
         server.close()
-    run = json.loads(storage.read_text(storage.join(out, names.RUN)))
+    run = json.loads(storage.read_utf8(storage.join(out, names.RUN)))
     assert run["pooled_models"] == ["reader-a", "reader-b"]
     assert run["not_pooled"] == {"always-claims": "constant policy (name it in pooled_models to pool it)",
                                  "judge-model": "the judge (never a subject)"}

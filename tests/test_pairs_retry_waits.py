@@ -1,4 +1,4 @@
-"""A retry asked for beside a still-pending sibling is said, not silently dropped (issue 25)."""
+"""A retry asked for beside a still-pending sibling is said, not silently dropped."""
 
 from __future__ import annotations
 

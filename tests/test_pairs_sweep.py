@@ -1,6 +1,6 @@
 """The paired-modality protocol through the shared Ray sweep (pipelines/eval.py): both settings
 for a constant policy and the simulated radiograph-swayed reader, resume by request key, then
-extract-then-judge scoring (seed 002 §4-§5)."""
+extract-then-judge scoring (paired-modality paper §4-§5)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from pipelines.pairs import PROTOCOL_SPEC
 
 def test_sweep_resume_and_score(ray_cluster, tmp_path):
     """The demo's five models (pipelines/pairs.py DEMO_MODELS): both settings, resume, and the
-    pooled rows over the two reading models only, the constant policies left out (issue 28)."""
+    pooled rows over the two reading models only, the constant policies left out."""
     import json
 
     from medscope.pairs.embedded import write_embedded_set

@@ -15,7 +15,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 COUNT = r"""
 import io, os, sys
 import pyarrow as pa, pyarrow.parquet as pq
-from medscope import parquet_bytes, records
+from medscope.io import parquet_bytes, records
 
 def threads():
     return len(os.listdir("/proc/self/task"))

@@ -9,7 +9,7 @@ import sys
 
 import numpy as np
 
-from medscope import records
+from medscope.io import records
 from medscope.models.base import Decoding
 from medscope.volumes.config import ProbeConfig
 from medscope.protocols.organ_presence.protocol import OrganPresenceProtocol

@@ -1,4 +1,4 @@
-"""POPE's summary twice: MedScope's reading and POPE's own rule, against hand-worked counts (issue 29)."""
+"""POPE's summary twice: MedScope's reading and POPE's own rule, against hand-worked counts."""
 
 from __future__ import annotations
 
@@ -75,7 +75,7 @@ def test_pope_summary_twice_matches_hand_counts():
 
 
 def test_report_shows_both_summaries(tmp_path):
-    from medscope import layout, records
+    from medscope.io import layout, records
     from medscope.protocols.organ_presence.report import report_sections
 
     sc = _scores()

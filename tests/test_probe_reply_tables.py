@@ -1,4 +1,4 @@
-"""The probe's reply reading and the shared reader against hand-labelled tables (issue 29).
+"""The probe's reply reading and the shared reader against hand-labelled tables.
 
 ``tests/data/probe_replies.jsonl``: probe replies in the three output formats, written from the
 reader's blind side (null / unclear / nested / string-typed verdicts, negated values, hedges,

@@ -221,7 +221,7 @@ def test_build_items_by_hand():
     # pancreas is absent from the whole volume: flagged, no distance
     panc = [i for i in items if i["organ"] == "pancreas"]
     assert panc and all(i["absent_from_volume"] and i["z_distance_mm"] is None for i in panc)
-    # an organ with 5-49 voxels on one slice and never 50 is not absent from the volume (seed 003:
+    # an organ with 5-49 voxels on one slice and never 50 is not absent from the volume (organ-presence paper:
     # absent only below 5 everywhere); it has no presence slice, so no distance either
     st2 = st.copy()
     st2[0, 4] = P.EXCLUDED
@@ -249,7 +249,7 @@ BTCV_EXTENTS = {  # a synthetic abdomen: each organ's presence range as fraction
 
 
 def test_default_scale_gives_the_papers_item_counts():
-    """Seed 003: 3,639 positives and 3,951 negatives per strategy over 30 cases and 13 organs. The
+    """The organ-presence paper: 3,639 positives and 3,951 negatives per strategy over 30 cases and 13 organs. The
     defaults (66 slices a volume, 2 negatives and at most 2 positives a slice) on a synthetic cohort
     of that size (30 volumes of 90-177 slices, the BTCV range; no pixels, only the item sampler)."""
     cfg = ProbeConfig()

@@ -1,4 +1,4 @@
-"""Each protocol's one typed Options model (issue 24): the verbs generate their flags from it,
+"""Each protocol's one typed Options model: the verbs generate their flags from it,
 validate it with errors naming the key, and an option set at one verb is never given again at
 another (docs/evaluation.md, "Protocol options")."""
 
@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from medscope import protocols, records
+from medscope import protocols
+from medscope.io import records
 from medscope.errors import MedScopeError
 from medscope.images import encode_png
 from medscope.protocols.base import VERBS, ProtocolOptions, option, verb_of

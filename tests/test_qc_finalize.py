@@ -1,10 +1,10 @@
-"""Keep rules over a views table (seed 000 §3.3): failures propagate within a case, never across."""
+"""Keep rules over a views table (counterfactual paper §3.3): failures propagate within a case, never across."""
 
 from __future__ import annotations
 
 import pyarrow as pa
 
-from medscope import records
+from medscope.io import records
 from medscope.views.finalize import finalize
 from medscope.views.build import CaseContext, build_case_views
 from medscope.views.recipe import Recipe
@@ -13,7 +13,7 @@ from medscope.views.tools import make_eraser
 
 
 def _views(recipe, split="train"):
-    # train split: the only one with C1's unmatched edits (seed 000 §3.7, a training arm's pool)
+    # train split: the only one with C1's unmatched edits (counterfactual paper §3.7, a training arm's pool)
     erasers = {t: make_eraser(t) for t in recipe.all_tools()}
     rows = []
     for case in synthetic_cases(6, seed=11, size=96):

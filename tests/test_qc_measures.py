@@ -1,4 +1,4 @@
-"""QC measures against hand-worked values (seed 000, §3.3, §4.1)."""
+"""QC measures against hand-worked values (counterfactual paper, §3.3, §4.1)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Reader-study packs and their analysis (seed 000 §7), without a browser.
+"""Reader-study packs and their analysis (counterfactual paper §7), without a browser.
 
 Hand-worked figures for the scripted readers of tests/reader_fixtures.py (4 images per kind):
 
@@ -29,7 +29,7 @@ import numpy as np
 import pytest
 from scipy.stats import binom
 
-from medscope import records
+from medscope.io import records
 from medscope.errors import MedScopeError
 from medscope.images import decode_png
 from medscope.reader import KEY_FILE, PAGE_FILE, READING_DIR

@@ -3,7 +3,8 @@
 import pyarrow as pa
 import pytest
 
-from medscope import layout, protocols, records
+from medscope import protocols
+from medscope.io import layout, records
 from medscope.errors import MedScopeError
 from medscope.protocols import counterfactual  # noqa: F401 - registers its scores table (used below)
 

@@ -1,4 +1,4 @@
-"""The report as a reader sees it (issue 19): rendered in headless Chromium at 1,300 px, with a
+"""The report as a reader sees it: rendered in headless Chromium at 1,300 px, with a
 screenshot kept under pytest's tmp dir (its path printed for CI artifacts). Checks: the summary is
 on the first screen, no element is wider than the page, every image decoded, every in-page link
 resolves to an element, every image has alt text.
@@ -12,7 +12,8 @@ import json
 import numpy as np
 import pytest
 
-from medscope import images, layout, records
+from medscope import images
+from medscope.io import layout, records
 from medscope.protocols.counterfactual.scoring import score_run
 from medscope.protocols.organ_presence.scoring import probe_metrics
 from medscope.report.build import build_report

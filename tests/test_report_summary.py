@@ -1,4 +1,4 @@
-"""The report's opening summary and reference rows (issue 19): written from the numbers, a model
+"""The report's opening summary and reference rows: written from the numbers, a model
 whose ESG interval excludes 0 is named as following the image, constant policies as image-blind
 and never ranked; POPE's summary against hand-counted values."""
 
@@ -8,7 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from medscope import images, records
+from medscope import images
+from medscope.io import records
 from medscope.protocols.counterfactual.scoring import score_run
 from medscope.protocols.organ_presence.report import pope_summary, pope_table
 from medscope.report import summary

@@ -72,7 +72,7 @@ def test_every_entry_says_how_it_is_regenerated(papers):
             assert e.status in ("derivable", "partly derivable", "needs data", "qualitative")
             if e.needs_data:
                 assert e.needs_data.reason and all(c.startswith("medscope ") for c in e.needs_data.commands), e.id
-    # the issue's minimum: seed 000 Tables 2 and 5, seed 002 Table 1 (all 36 intervals) and §5.2
+    # the issue's minimum: the counterfactual paper Tables 2 and 5, the paired-modality paper Table 1 (all 36 intervals) and §5.2
     cells = {(p.paper, e.id): e.cells for p in papers.values() for e in p.entries}
     assert len(cells[("000", "Table 2")]) == 22 and len(cells[("000", "Table 5")]) == 15
     intervals = [c for c in cells[("002", "Table 1")] if c.id.endswith("CI low")]
@@ -90,7 +90,7 @@ def test_every_derivable_cell_matches_the_paper(results):
 # -- the values, checked independently ------------------------------------------------------------------------
 
 
-def test_seed002_intervals_against_scipy(papers, results):
+def test_paired_modality_intervals_against_scipy(papers, results):
     _, ctx = results
     for cell in papers["002"].entry("Table 1").cells:
         k, n = cell.args["k"], cell.args["n"]
@@ -104,7 +104,7 @@ def test_seed002_intervals_against_scipy(papers, results):
         assert round(100 * ours, 1) == float(cell.paper)
 
 
-def test_seed002_mcnemar_against_the_binomial(papers, results):
+def test_paired_modality_mcnemar_against_the_binomial(papers, results):
     _, ctx = results
     for cell in papers["002"].entry("§5.2 McNemar").cells:
         a = cell.args
@@ -116,7 +116,7 @@ def test_seed002_mcnemar_against_the_binomial(papers, results):
     assert derive.mcnemar_p(ctx, [15], [23], [1]) == pytest.approx(22 / 1024)
 
 
-def test_seed000_table5_and_cost_matrix_cells_by_hand(results):
+def test_counterfactual_table5_and_cost_matrix_cells_by_hand(results):
     _, ctx = results
     # Table 5's trivial rows, the sums worked by hand (tests/test_seed000_table5.py explains them)
     assert derive.constant_policy(ctx, "always_claims", "net_utility") == pytest.approx(-533.5 / 1115)
@@ -140,7 +140,7 @@ def _hand_bh(p: np.ndarray) -> np.ndarray:
     return q
 
 
-def test_seed001_bh_against_a_hand_written_step_up(papers, results):
+def test_benchmark_mcq_bh_against_a_hand_written_step_up(papers, results):
     _, ctx = results
     cells = [c for c in papers["001"].entry("Table 4").cells if c.compute == "bh_q"]
     families = {tuple(c.args["p"]) for c in cells}
@@ -154,7 +154,7 @@ def test_seed001_bh_against_a_hand_written_step_up(papers, results):
         assert hi - lo < 0.02  # narrow enough to test the printed q to its third decimal
 
 
-def test_seed003_always_present_has_no_specificity(results):
+def test_organ_presence_always_present_has_no_specificity(results):
     _, ctx = results
     for strategy in ("random", "popular", "adversarial"):
         assert derive.constant_probe_metric(ctx, "Yes, the {organ} is present.", strategy) == 0.0
@@ -220,7 +220,7 @@ def _alter(tmp_path, monkeypatch, paper_id, entry_id, cell_id, printed_was, prin
 
 
 def test_an_altered_paper_value_fails_the_check(tmp_path, monkeypatch, capsys):
-    # seed 002 Table 1: Claude Fable 5.1, photo only, matched FP: 25.0 (12.7-41.2) -> upper end 41.3
+    # the paired-modality paper Table 1: Claude Fable 5.1, photo only, matched FP: 25.0 (12.7-41.2) -> upper end 41.3
     _alter(tmp_path, monkeypatch, "002", "Table 1", "Claude Fable 5.1 / Photo only / matched FP / CI high", "41.2", "41.3")
     rc = cli.main(["reproduce", "--paper", "002", "--table", "T1", "--check", "--quiet"])
     captured = capsys.readouterr()
@@ -241,7 +241,7 @@ def test_bad_requests_are_one_clear_line(capsys, tmp_path):
     assert cli.main(["reproduce", "--table", "Table 5"]) == 2
     assert "--table needs --paper" in capsys.readouterr().err
     assert cli.main(["reproduce", "--paper", "003", "--table", "Table 1"]) == 2
-    assert "seed 003 has no entry 'Table 1'" in capsys.readouterr().err
+    assert "organ-presence paper has no entry 'Table 1'" in capsys.readouterr().err
     bad = tmp_path / "seed001.yaml"
     bad.write_text(yaml.safe_dump({"paper": "001", "title": "t", "source": "s", "entries": [{"id": "Table 9", "title": "x"}]}))
     with pytest.raises(MedScopeError, match="give derivable cells, a needs_data block"):

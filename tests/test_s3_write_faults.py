@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from medscope import records, storage
+from medscope.io import records, storage
 from medscope.testing.s3proxy import FailingS3Proxy
 
 

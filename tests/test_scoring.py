@@ -1,4 +1,4 @@
-"""Rewards (seed 000 Table 2, §3.4) and metrics (§3.8) against hand-worked values."""
+"""Rewards (counterfactual paper Table 2, §3.4) and metrics (§3.8) against hand-worked values."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ import math
 import numpy as np
 import pytest
 
-from medscope import records
+from medscope.io import records
 from medscope.errors import MedScopeError
 from medscope.protocols.counterfactual import costs, metrics, rewards, synthetic_runs as synthetic
 
-# Hand-copied from seed 000 Table 2 / §5.5, independent of the YAML files:
+# Hand-copied from the counterfactual paper Table 2 / §5.5, independent of the YAML files:
 # row -> (correct, wrong, wrong_critical, refer, clarify)
 TABLE2 = {
     "answerable": (1.0, -2.0, -4.0, -0.3, -0.3),
@@ -122,7 +122,7 @@ def constant_episodes(views, action, claims):
 
 
 def test_paper_trivial_policies_net_utility_on_the_main_test_layout():
-    """Seed 000 Table 5 / §5.5: always-refer 0.110 / -0.118 / -0.300; always-claim -0.478."""
+    """The counterfactual paper Table 5 / §5.5: always-refer 0.110 / -0.118 / -0.300; always-claim -0.478."""
     v = synthetic.views(219, 288, 170, seed=3)
     refer = constant_episodes(v, "refer", None)
     for name, expected in [("table2", 0.110), ("refer_free_negatives", -0.118), ("refer_minus_0.3", -0.300)]:

@@ -7,7 +7,8 @@ import re
 import numpy as np
 import pytest
 
-from medscope import images, records
+from medscope import images
+from medscope.io import records
 from medscope.report.build import build_report
 from medscope.report.render import md_to_html
 from medscope.protocols.counterfactual import synthetic_runs as synthetic

@@ -1,4 +1,4 @@
-"""Pre-registered rules on crafted metrics (seed 000 §3.6, §3.7 numbers), plan lock and amendments."""
+"""Pre-registered rules on crafted metrics (counterfactual paper §3.6, §3.7 numbers), plan lock and amendments."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 import yaml
 
-from medscope import records
+from medscope.io import records
 from medscope.errors import MedScopeError
 from medscope.protocols.counterfactual import decision_rules as rules, synthetic_runs as synthetic
 from pipelines import score as score_job
@@ -71,10 +71,10 @@ def test_a_floor_rule_declared_as_an_addition_gates_models_out():
         "name": "floor", "registered": "2026-11-30", "test_sets": ["validation"], "endpoints": ["sensitivity"],
         "rules": [{"id": "sensitivity-floor", "kind": "floor", "test_set": "validation", "metric": "sensitivity",
                    "floor": 0.25, "models": ["stage1", "stage2", "stage3"],
-                   "addition": "not in seed 000 §3.6; a per-finding floor"}]})
+                   "addition": "not in the counterfactual paper §3.6; a per-finding floor"}]})
     v = rules.apply_plan(plan, paper_selection())
     assert v[0]["eligible"] == ["stage1", "stage3"]  # stage 2's tumour sensitivity 0.2 < 0.25
-    assert "[addition: not in seed 000 §3.6" in rules.format_verdicts(plan, v)
+    assert "[addition: not in the counterfactual paper §3.6" in rules.format_verdicts(plan, v)
 
 
 def test_checks_c1_to_c3_with_the_papers_numbers():

@@ -1,4 +1,4 @@
-"""Secret scrubbing removes whole keys only, and never edits content for a short key (issue 25)."""
+"""Secret scrubbing removes whole keys only, and never edits content for a short key."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 
 import yaml
 
-from medscope import records
+from medscope.io import records
 from medscope.models.api_common import MIN_SCRUB_LEN, scrub, short_secret_warning
 from medscope.testing import providers as fp
 from medscope.testing.views import write_views

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from medscope import protocols, records
+from medscope import protocols
+from medscope.io import records
 from medscope.images import decode_png
 from medscope.models.base import Completion, Decoding
 from medscope.protocols.edit_rating.protocol import format_ratings, rating_aucs, read_rating

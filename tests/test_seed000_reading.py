@@ -1,4 +1,4 @@
-"""Seed 000, second reading: each test quotes the paper's sentence and checks the behaviour.
+"""The counterfactual paper, second reading: each test quotes the paper's sentence and checks the behaviour.
 
 Items of issue 26: C3 reads CCR (§5.3, Tables 8 and 10); the held-out tools pool unseen tools
 only (§3.7, §5.4, Table 10); a case whose random removal failed keeps no view (§3.3 rule (ii));
@@ -15,7 +15,7 @@ import pyarrow as pa
 import pytest
 import yaml
 
-from medscope import records
+from medscope.io import records
 from medscope.errors import MedScopeError
 from medscope.protocols.counterfactual.protocol import CounterfactualOptions, CounterfactualProtocol
 from medscope.protocols.counterfactual import decision_rules as rules
@@ -229,7 +229,7 @@ def test_further_metrics_captions_match_the_computed_definitions(scored):
         assert got == pytest.approx(want)
     # "Tests of §3.9" held tests §3.9 does not name; Fisher is §3.9's, the rest are labelled additions
     tests = md[md.index("## Further tests"):]
-    assert "Tests of §3.9" not in md and "are additions, not seed 000's tests" in tests
+    assert "Tests of §3.9" not in md and "are additions, not the counterfactual paper's tests" in tests
 
 
 def test_direction_paper_prints_table_6_orientation(scored, capsys):
@@ -262,7 +262,7 @@ def test_every_addition_is_listed_in_the_docs_and_marked_where_it_is_set(scored)
     """Developers' guide: "every value the paper does not give is marked `addition:` where it is
     set and listed in the docs". JPEG quality, motion length, the border exclusion, the half-image
     box rule, p_zoom, warm-up, decay, clipping, the alternative matrices' critical penalties, the
-    ellipse aspect cap, C4's lr and stage 2's batch are among them (issue 26, item 6)."""
+    ellipse aspect cap, C4's lr and stage 2's batch are among them (item 6)."""
     from pathlib import Path
 
     from medscope.protocols.counterfactual.additions import ADDITIONS

@@ -1,4 +1,4 @@
-"""Seed 000 §3.9's tests through ``medscope stats`` / ``compare``, against hand-worked tables.
+"""The counterfactual paper §3.9's tests through ``medscope stats`` / ``compare``, against hand-worked tables.
 
 Exact McNemar and Fisher are checked on counts written out by hand (the reference p-values by
 the binomial / hypergeometric formula or scipy on those counts); the 27-comparison family is
@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 from scipy import stats as sps
 
-from medscope import records
+from medscope.io import records
 from medscope.errors import MedScopeError
 from medscope.protocols.counterfactual import significance as pt
 from medscope.protocols.counterfactual import decision_rules as rules, synthetic_runs as synthetic

@@ -1,4 +1,4 @@
-"""Seed 000 to the letter: Table 5's trivial-policy rows through ``medscope score``.
+"""The counterfactual paper to the letter: Table 5's trivial-policy rows through ``medscope score``.
 
 The main test of Table 3 / Table 5 has 1,115 views: 219 lesion cases x (original, target
 removal, random removal), 288 natural negatives and 170 degraded views (of lesion cases). The
@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from medscope import records
+from medscope.io import records
 from medscope.errors import MedScopeError
 from medscope.reproduce.derive import constant_policy_episodes
 from medscope.protocols.counterfactual import synthetic_runs as synthetic

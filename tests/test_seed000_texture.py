@@ -39,7 +39,7 @@ def test_texture_fill_keeps_texture_where_telea_smooths_and_touches_nothing_else
 
 
 def test_bench_pass_rates_count_target_removals_and_complete_cases():
-    from medscope import records
+    from medscope.io import records
     from medscope.protocols.counterfactual import synthetic_runs as synthetic
     from pipelines.bench.erasure import pass_rates
 

@@ -80,7 +80,7 @@ def test_probes_find_visible_edits_and_not_invisible_ones(torch_one_thread):
 
 
 def test_visibility_cli_writes_the_report_section(tmp_path, torch_one_thread):
-    from medscope import records
+    from medscope.io import records
     from pipelines import cli
 
     rows = make_views(12, True)

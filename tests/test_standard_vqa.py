@@ -1,11 +1,12 @@
-"""The standard-VQA protocol (seed 000 §5.6, Table 16): its answer rules by hand, and two constant
+"""The standard-VQA protocol (counterfactual paper §5.6, Table 16): its answer rules by hand, and two constant
 policies plus the tiny VLM through the shared Ray sweep on VQA-RAD / SLAKE / PathVQA-layout fixtures."""
 
 import pytest
 
 from release_layouts import write_slake
 from vqa_layouts import write_pathvqa, write_vqa_rad
-from medscope import cohorts, protocols, records
+from medscope import cohorts, protocols
+from medscope.io import records
 from medscope.models.config import ModelEntry
 from medscope.models.tiny_vlm import save_tiny_qwen2vl
 from medscope.protocols.standard_vqa.protocol import read_answer, table16

@@ -5,7 +5,7 @@ import threading
 
 import pytest
 
-from medscope import storage
+from medscope.io import storage
 from medscope.errors import MedScopeError
 
 
@@ -25,7 +25,7 @@ def test_roundtrip_list_and_delete(root):
     storage.write_bytes(a, b"\x00\x01payload")
     storage.write_text(b, "hello")
     assert storage.read_bytes(a) == b"\x00\x01payload"
-    assert storage.read_text(b) == "hello"
+    assert storage.read_utf8(b) == "hello"
     assert storage.list_files(storage.join(root, "t")) == sorted([a, b])
     assert storage.list_files(storage.join(root, "t"), suffix=".txt") == [b]
     assert storage.is_dir(storage.join(root, "t")) and not storage.is_dir(a)
@@ -61,7 +61,7 @@ def test_local_write_once_race_has_one_winner(tmp_path):
     for t in threads:
         t.join()
     assert wins.count(True) == 1
-    assert storage.read_text(uri).startswith("writer ")
+    assert storage.read_utf8(uri).startswith("writer ")
     assert os.listdir(tmp_path / "race") == ["part-x.parquet"]  # no temporary files left
 
 
@@ -119,7 +119,7 @@ def test_training_jobs_hand_workers_absolute_paths(tmp_path, monkeypatch):
 
 WORKER = """
 import json, sys
-from medscope import storage
+from medscope.io import storage
 from pipelines.train import use_driver_storage
 cfg, uri = json.loads(sys.argv[1]), sys.argv[2]
 use_driver_storage(cfg)
@@ -174,4 +174,4 @@ def test_only_the_storage_module_reads_the_s3_endpoint_from_the_environment():
                 path = os.path.join(folder, name)
                 if name.endswith(".py") and "AWS_ENDPOINT_URL" in open(path, encoding="utf-8").read():
                     readers.append(os.path.relpath(path, root))
-    assert readers == ["medscope/storage.py"]
+    assert readers == ["medscope/io/storage.py"]

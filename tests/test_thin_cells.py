@@ -1,4 +1,4 @@
-"""Thin cells are marked with their n and never called above chance / significant (issue 25)."""
+"""Thin cells are marked with their n and never called above chance / significant."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ def test_rule_boundaries_and_configuration():
 
 
 def _items(n=28):
-    # one case, 28 report-derived yes/no questions (the issue's seed 001 example)
+    # one case, 28 report-derived yes/no questions (the issue's the benchmark-MCQ paper example)
     return [{"item_id": f"q{i}", "case_id": "case0", "cohort": "liver", "qtype": "report", "subcategory": "s",
              "k": 2, "answer": "A", "options": ["Yes", "No"], "imaging_source": "public", "matched_group": None}
             for i in range(n)]

@@ -4,7 +4,7 @@ on it (Qwen2-VL through Ray Train, pipelines/train.py; the other two with the sa
 in this process, below); `medscope eval` (pipelines/eval.py run_sweep, the
 protocol's Ray actors) evaluates a `local_hf` entry `model: DIR, options: {adapter: RUN/adapter}`;
 the episodes come from the trained adapter, and the prompt the evaluation sent is, token for
-token, the prompt training put before the same view's first reply (seed 000 §3.5, §4.2)."""
+token, the prompt training put before the same view's first reply (counterfactual paper §3.5, §4.2)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import torch
 import yaml
 from safetensors.torch import load_file
 
-from medscope import records
+from medscope.io import records
 from medscope.models.base import Completion, Decoding
 from medscope.models.config import ModelEntry
 from medscope.models.local_hf import from_entry
@@ -65,7 +65,7 @@ ON_RAY_TRAIN = {"qwen2-vl"}
 
 def fit_in_process(recipe_path: str, views_uri: str, out: str) -> dict:
     """The summary fields this file reads, from the worker trainer Ray Train runs, without Ray."""
-    from medscope import layout
+    from medscope.io import layout
     from medscope.training.runner import make_worker_trainer
     from medscope.training.vlm import save_adapter
     from pipelines.train import TrainJob, resolve_recipe

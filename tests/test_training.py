@@ -1,5 +1,5 @@
 """Training library on CPU with the tiny Qwen2-VL: trajectories, draws, LoRA, losses, trainers,
-selection (seed 000 §3.5-§3.7). Expected values are worked out by hand from the definitions."""
+selection (counterfactual paper §3.5-§3.7). Expected values are worked out by hand from the definitions."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ import pytest
 import torch
 import yaml
 
-from medscope import images, records
+from medscope import images
+from medscope.io import records
 from medscope.answers.actions import FinalAction
 from medscope.errors import MedScopeError
 from medscope.training import data, losses, selection, trainers
@@ -372,7 +373,7 @@ def test_every_recipe_and_arms_file_validates():
 
 
 def test_each_shipped_recipe_names_the_view_kinds_the_paper_trains_on():
-    # seed 000 §3.2/§3.5: the recipe's pools are the four views of a case (original, target
+    # the counterfactual paper §3.2/§3.5: the recipe's pools are the four views of a case (original, target
     # removal, random-removal control, degraded), lesion-free images and training-only insertions;
     # §3.7 C2: "no control edits, degraded views or tools"; C3: the recipe's pools, insertions
     # included (its preference pairs have no degraded or control-edit pair); C4: triplets O, C, E

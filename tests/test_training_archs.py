@@ -1,4 +1,4 @@
-"""Training on any HF VLM (issue 12; seed 000 §3.5, §4.2, §5.3): tiny random Qwen2-VL,
+"""Training on any HF VLM (the counterfactual paper §3.5, §4.2, §5.3): tiny random Qwen2-VL,
 Qwen2.5-VL and Gemma-3 built offline; the training prompt of an episode is token for token the
 prompt evaluation sends; LoRA lands on every language-model linear layer and nowhere else,
 found from the model; one SFT step from a recipe whose ``base:`` is a tiny-vlm folder."""
@@ -10,7 +10,7 @@ import copy
 import pytest
 import torch
 
-from medscope import records
+from medscope.io import records
 from medscope.models.base import Completion, Decoding
 from medscope.models.local_hf import LocalHFModel
 from medscope.models.tiny_vlm import ARCHS, save_tiny
@@ -87,7 +87,7 @@ def test_training_prompt_is_token_identical_to_the_evaluation_prompt(vlm, views,
     from medscope.protocols.counterfactual.protocol import CounterfactualProtocol
 
     view = next(v for v in views if v["kind"] == "original" and v["lesion_bbox"])
-    view = dict(view, split="test")  # the protocol's items are the main test set's (seed 000 Table 3)
+    view = dict(view, split="test")  # the protocol's items are the main test set's (counterfactual paper Table 3)
     uri = str(tmp_path / "views.parquet")
     records.write_table("views", [view], uri)
     item = CounterfactualProtocol().load_items(uri)[0]  # the evaluation's item for this view

@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from medscope import records
+from medscope.io import records
 from medscope.training.synthetic_views import synthetic_views
 
 

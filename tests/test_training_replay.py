@@ -1,4 +1,4 @@
-"""Stage 3 replay (seed 000 §3.5) on the three question sets in their release layouts (VQA-RAD,
+"""Stage 3 replay (counterfactual paper §3.5) on the three question sets in their release layouts (VQA-RAD,
 SLAKE, PathVQA fixtures loaded by the cohort loaders): each set's share of the draw, no near-copy of
 an evaluation image (checked again with the crosswalk itself), what was excluded and why, health
 questions balanced, "absent" at least 35%; and the driver writing the exclusions to the run."""
@@ -8,7 +8,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from medscope import cohorts, images, records
+from medscope import cohorts, images
+from medscope.io import records
 from medscope.qc import near_copies as nc
 from medscope.training import replay, runner
 from medscope.training.synthetic_views import synthetic_views
@@ -146,7 +147,7 @@ def test_shares_follow_the_recipe_and_a_set_too_small_for_its_quota_is_an_error(
 
 
 def test_the_driver_writes_the_exclusions_and_workers_reuse_them(world, tmp_path):
-    from medscope import layout
+    from medscope.io import layout
     from pipelines.train import TrainJob, replay_exclusions
 
     r = recipe_for(world)

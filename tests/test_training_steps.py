@@ -1,4 +1,4 @@
-"""Steps, data and schedule of the shipped recipes (seed 000 §3.5, §3.7): stage 1's batch derived
+"""Steps, data and schedule of the shipped recipes (counterfactual paper §3.5, §3.7): stage 1's batch derived
 from the paper's 3,706 steps, and each recipe trained (tiny model, small data, everything else as
 shipped) with its summary and per-step log written as a run writes them and read back."""
 
@@ -9,7 +9,7 @@ import math
 
 import pytest
 
-from medscope import layout, records
+from medscope.io import layout, records
 from medscope.training import data, runner
 from medscope.training.synthetic_views import synthetic_views
 from medscope.training.recipes import TrainRecipe, load_recipe

@@ -1,4 +1,4 @@
-"""Every failed, refused or unjudged unit is counted, shown, and decides the exit code (issue 25)."""
+"""Every failed, refused or unjudged unit is counted, shown, and decides the exit code."""
 
 from __future__ import annotations
 

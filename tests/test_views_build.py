@@ -9,7 +9,7 @@ import shutil
 import numpy as np
 import pytest
 
-from medscope import records, storage
+from medscope.io import records, storage
 from medscope.errors import MedScopeError
 from medscope.views.recipe import Recipe
 from medscope.views.synthetic_cases import blob, case_row, synthetic_cases, tissue
@@ -75,7 +75,7 @@ def test_build_is_identical_on_one_and_two_workers_and_in_a_plain_loop(ray_clust
     kinds = {v["kind"] for v in views}
     assert {"original", "target_removal", "random_removal", "unmatched_control", "degraded", "natural_negative"} <= kinds
     assert all(v["kind"] != "insertion" or v["split"] == "train" for v in views)
-    # C1's unmatched edit is a training-arm view (seed 000 §3.7), never a test view
+    # C1's unmatched edit is a training-arm view (counterfactual paper §3.7), never a test view
     assert all(v["kind"] != "unmatched_control" or v["split"] == "train" for v in views)
 
 

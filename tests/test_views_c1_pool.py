@@ -1,4 +1,4 @@
-"""C1's training pool as `medscope views build` makes it (seed 000 §3.7 C1; issue 12): on the
+"""C1's training pool as `medscope views build` makes it (counterfactual paper §3.7 C1): on the
 train split of a small phantom built with the paper's training recipe
 (configs/views/training.yaml: LaMa and tissue transplant), every control edit of a lesion case has
 its unmatched replacement — "an ellipse of half or twice the erasure's area, random aspect ratio
@@ -13,7 +13,7 @@ import pytest
 import torch
 from scipy import ndimage
 
-from medscope import records
+from medscope.io import records
 from medscope.cohorts import phantom
 from medscope.images import decode_mask, decode_png
 from medscope.views import geometry

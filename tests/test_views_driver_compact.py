@@ -1,4 +1,4 @@
-"""The views build's driver holds its per-case state compactly (issue 33): near-copy pairs as
+"""The views build's driver holds its per-case state compactly: near-copy pairs as
 integer arrays and their own table, QC features as one matrix with coded columns, the summary
 counted by Arrow. Each structure is checked against values worked out independently."""
 
@@ -8,7 +8,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from medscope import records
+from medscope.io import records
 from medscope.errors import MedScopeError
 from medscope.qc import detector, near_copies
 from medscope.views import features as featmod
@@ -23,7 +23,7 @@ def _corr(a, b):
     return float(np.corrcoef(np.asarray(a, np.float64).ravel(), np.asarray(b, np.float64).ravel())[0, 1])
 
 
-def _tier(d, r):  # seed 000 §4.1's tiers, from their definitions
+def _tier(d, r):  # the counterfactual paper §4.1's tiers, from their definitions
     if d == 0 and r >= 0.999:
         return "identical"
     return "near_copy" if r >= 0.97 else "shared_anatomy" if r >= 0.90 else "hash_only"
@@ -227,7 +227,7 @@ def test_a_plan_from_the_hash_store_equals_the_plan_from_a_dict(crosswalk_set):
 
 
 def test_the_staging_table_is_written_in_files_of_a_few_row_groups_and_read_back_whole(tmp_path, monkeypatch):
-    from medscope import storage
+    from medscope.io import storage
     from medscope.views import stream
     from medscope.views.synthetic_cases import synthetic_cases
     from medscope.views.worker import case_key

@@ -1,4 +1,4 @@
-"""Views geometry, degradations and per-case building against hand-worked values (seed 000 §3.2)."""
+"""Views geometry, degradations and per-case building against hand-worked values (counterfactual paper §3.2)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The views build's driver never holds the cohort's pixels (issue 16): it reads cases a block
+"""The views build's driver never holds the cohort's pixels: it reads cases a block
 at a time, runs the cross-case QC on features and id columns, and streams the final table
 from the per-case parts, in ``view_id`` order."""
 
@@ -11,7 +11,7 @@ import sys
 import pyarrow as pa
 import pytest
 
-from medscope import records
+from medscope.io import records
 from medscope.views.stream import view_groups
 from medscope.views.synthetic_cases import synthetic_cases
 

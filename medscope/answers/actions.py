@@ -1,4 +1,4 @@
-"""The action format every model speaks (seed 000 §3.1, Appendix A).
+"""The action format every model speaks (counterfactual paper §3.1, Appendix A).
 
 Each turn ends with exactly one tagged JSON action:
 

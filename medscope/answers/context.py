@@ -1,4 +1,4 @@
-"""Assertion status of one mention in a reply: NegEx / ConText with explicit scope (issue 18).
+"""Assertion status of one mention in a reply: NegEx / ConText with explicit scope.
 
 Clinical NLP reads whether a sentence asserts a concept with trigger phrases and a scope
 (Chapman et al., NegEx 2001; Harkema et al., ConText 2009): a *forward* trigger ("no", "without",

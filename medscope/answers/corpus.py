@@ -1,4 +1,4 @@
-"""The hand-labelled reply table and how a reader agrees with it (issue 18).
+"""The hand-labelled reply table and how a reader agrees with it.
 
 ``data/replies.yaml`` holds realistic free-text replies with the decision a careful clinician
 assigns (claim / deny / refer / clarify / unparseable). :func:`agreement` reads each reply with

@@ -1,6 +1,6 @@
-"""An optional judge reading of free-text replies, beside the rules (issue 18).
+"""An optional judge reading of free-text replies, beside the rules.
 
-Extract-then-judge, as seed 002's scoring does: the judge model first copies the part of the
+Extract-then-judge, as the paired-modality paper's scoring does: the judge model first copies the part of the
 reply that carries its decision, then picks one decision (claim / deny / refer / clarify /
 unparseable) under a versioned rubric (``data/judge_rubric.yaml``). Judgements are cached one
 file per key — sha256 of (rubric version, judge identity, prompt) — so a rerun asks nothing
@@ -26,7 +26,7 @@ from importlib import resources
 
 import yaml
 
-from medscope import storage
+from medscope.io import storage
 from medscope.answers.corpus import DECISIONS
 
 KIND_NOTE = {
@@ -76,7 +76,7 @@ def judge_one(judge, prompt: str, cache_uri: str | None) -> tuple[Judgement, boo
     """(judgement, came from the cache)."""
     uri = storage.join(cache_uri, f"{judge_key(judge.identity, prompt)}.json") if cache_uri else None
     if uri and storage.exists(uri):
-        return read_judgement(json.loads(storage.read_text(uri))["raw"]), True
+        return read_judgement(json.loads(storage.read_utf8(uri))["raw"]), True
     raw = judge.ask(prompt)
     if uri:
         record = {"rubric": rubric()["version"], "judge": judge.identity, "raw": raw}

@@ -1,11 +1,11 @@
-"""Answer matching: what does a reply decide about the asked finding? (seed 000 §3.1, §3.10)
+"""Answer matching: what does a reply decide about the asked finding? (counterfactual paper §3.1, §3.10)
 
 One reader for every protocol (the counterfactual episodes, the organ-presence probe of seed
 003, the plain condition's free text and the prose inside ``<final>`` answers). It reads a reply
 as a careful clinician would, in this order; the first rule that decides wins, and the rule's
 name is returned with the decision (:class:`Reading`, ``rule``):
 
-0. Structure and revisions (issue 29): ``final-tag`` — a ``<final>`` tag outranks everything
+0. Structure and revisions: ``final-tag`` — a ``<final>`` tag outranks everything
    (its answer text is read by these rules; refer / clarify stay what they are); ``json-field``
    — a JSON reply's verdict field, whatever its name (:mod:`medscope.answers.structured`; one
    that does not resolve is ``refer``, never a claim; a JSON reply without one is read from its
@@ -40,10 +40,10 @@ name is returned with the decision (:class:`Reading`, ``rule``):
    subject ("It is not visible on this slice").
 8. ``open`` — to an open question, any other substantive reply names an abnormality (claim).
 
-Hedges (the rule, from seed 000's cost matrix where any claim of the finding is a claim): a
+Hedges (the rule, from the counterfactual paper's cost matrix where any claim of the finding is a claim): a
 hedged affirmation ("possible", "cannot be excluded", "consistent with") is a claim; a hedged
 denial ("unlikely", "no definite", "I doubt") is a denial; a reply that commits to neither is
-``refer``. Seed 003's lexical hedge flag is separate (``protocols/organ_presence/replies``):
+``refer``. The organ-presence paper's lexical hedge flag is separate (``protocols/organ_presence/replies``):
 the verdict follows the surface reading, the hedge is reported beside it.
 
 References: mention status is ConText (H. Harkema et al., J. Biomed. Inform. 42(5), 2009),
@@ -234,7 +234,7 @@ def _side_conflict(sentence: str, start: int, finding: str) -> str | None:
 def mention_statuses(text: str, term: str) -> list[str]:
     """The assertion status (affirmed | negated | possible | hypothetical | historical) of every
     mention of ``term`` in free ``text``, by the same scope rules as every reply: for readers of
-    descriptions rather than answers (seed 002's judge asks whether a photo finding is reported)."""
+    descriptions rather than answers (paired-modality paper's judge asks whether a photo finding is reported)."""
     pat = _term_pattern((normalize(term),))
     if pat is None:
         return []
@@ -286,7 +286,7 @@ def _content(sentences: list[str], terms, finding, kind, flip: bool) -> tuple[st
     mentions = _mention_statuses(sentences, terms, finding)
     if kind == "health" and flip:
         # To "Is this normal?", "No, I don't see a pneumothorax" denies the finding: the particle's
-        # polarity is ambiguous there, an explicit statement about the finding is not (issue 29).
+        # polarity is ambiguous there, an explicit statement about the finding is not.
         got = _aggregate(mentions)
         if got is not None:
             return (*got, "mention")
@@ -385,7 +385,7 @@ def _json_value_reader(question: str, finding: str, kind: str):
     Undecided values ("cannot determine", "difficult to assess") do not resolve."""
     def read(key_kind: str, value: str) -> tuple[bool, bool | None]:
         if key_kind == "general":
-            r = read_text(value, question, finding, kind)
+            r = read_decision(value, question, finding, kind)
             return r.action == "answer", (r.claim if r.action == "answer" else None)
         v = normalize(value).strip(" .!")
         lead = _leading(v, "presence", flip=False)
@@ -419,7 +419,7 @@ def _structured(text, question, finding, kind, synonyms) -> Reading | str | None
             if final is None or final.action != "answer":
                 return Reading(final.action if final else "unparseable", None, "final-tag")
             inner = final.answer or ""
-        r = read_text(inner, question, finding, kind, synonyms)
+        r = read_decision(inner, question, finding, kind, synonyms)
         return Reading(r.action, r.claim, "final-tag")
     t = (text or "").strip()
     brace = t.find("{")
@@ -443,7 +443,7 @@ def _structured(text, question, finding, kind, synonyms) -> Reading | str | None
     return "\n".join(structured.string_values(obj))
 
 
-def read_text(text: str, question: str, finding: str, question_kind: str | None = None,
+def read_decision(text: str, question: str, finding: str, question_kind: str | None = None,
               synonyms: tuple[str, ...] | list[str] = (), *, _corrections: bool = True) -> Reading:
     """Read a free-text reply (or an answer field) into a decision about ``finding``."""
     kind = question_kind or infer_question_kind(question)
@@ -457,7 +457,7 @@ def read_text(text: str, question: str, finding: str, question_kind: str | None 
         return Reading("unparseable", None, "none")
     if _corrections:
         tail = revisions.correction_tail("\n".join(lines))
-        r = read_text(tail, question, finding, kind, synonyms, _corrections=False) if tail else None
+        r = read_decision(tail, question, finding, kind, synonyms, _corrections=False) if tail else None
         if r is not None and r.action == "answer":  # read by what follows its last correction
             return Reading(r.action, r.claim, "self-correction")
     terms = finding_terms(finding, tuple(synonyms))
@@ -486,7 +486,7 @@ def read_text(text: str, question: str, finding: str, question_kind: str | None 
 def claims_finding(answer: str, question: str, finding: str, question_kind: str | None = None,
                    synonyms: tuple[str, ...] | list[str] = ()) -> bool | None:
     """Whether ``answer`` claims ``finding`` is present: True, False, or None (undecided)."""
-    r = read_text(answer, question, finding, question_kind, synonyms)
+    r = read_decision(answer, question, finding, question_kind, synonyms)
     return r.claim if r.action == "answer" else None
 
 
@@ -494,5 +494,5 @@ def read_free_text(text: str, question: str, finding: str, question_kind: str | 
                    synonyms: tuple[str, ...] | list[str] = ()) -> tuple[str, bool | None]:
     """Read a reply that has no action tag: ``(action, claims_finding)``, the same for every
     model: ``answer`` with its claim, ``clarify``, ``refer`` or ``unparseable``."""
-    r = read_text(text, question, finding, question_kind, synonyms)
+    r = read_decision(text, question, finding, question_kind, synonyms)
     return r.action, r.claim

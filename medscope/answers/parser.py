@@ -1,4 +1,4 @@
-"""Reading a model reply into one action (seed 000 §3.1, §3.10).
+"""Reading a model reply into one action (counterfactual paper §3.1, §3.10).
 
 Rules, the same for every model:
 

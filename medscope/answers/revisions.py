@@ -1,4 +1,4 @@
-"""Where a reply revises or completes its answer (issue 29): a self-correction read by what
+"""Where a reply revises or completes its answer: a self-correction read by what
 follows it, a search reported with its outcome, a short verdict after the last colon. Pattern
 helpers of the shared reader (:mod:`medscope.answers.matching`, whose docstring gives the order
 and which reads what these find)."""
@@ -24,7 +24,7 @@ def search_outcome(text: str, pat: re.Pattern | None) -> bool | None:
     """A reply that reports a search for the finding and its outcome ("I looked for a pneumothorax
     and found none" -> False; "... and found one at the apex" -> True); None when it reports no
     search of the finding or no outcome. The mention itself is hypothetical ("looked for X"), so
-    the outcome after it decides (issue 29). ``pat`` matches the finding's words."""
+    the outcome after it decides. ``pat`` matches the finding's words."""
     if pat is None:
         return None
     for s in _SEARCH.finditer(text):
@@ -47,7 +47,7 @@ _CORRECTION = re.compile(
 
 def correction_tail(text: str) -> str | None:
     """What follows a reply's last self-correction ("Yes - actually, on closer inspection, no" ->
-    "no"), or None when the reply corrects nothing (issue 29)."""
+    "no"), or None when the reply corrects nothing."""
     last = None
     for last in _CORRECTION.finditer(text):
         pass
@@ -61,7 +61,7 @@ def correction_tail(text: str) -> str | None:
 
 def final_colon_rest(sentence: str) -> str | None:
     """A short verdict (five words at most) after a sentence's last colon ("... so my verdict is:
-    yes", "Result: negative."), or None (issue 29)."""
+    yes", "Result: negative."), or None."""
     if ":" not in sentence:
         return None
     rest = sentence.rsplit(":", 1)[1].strip()

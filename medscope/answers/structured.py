@@ -1,4 +1,4 @@
-"""Reading a JSON reply: the verdict field, whatever its name (issue 29; seed 003 "Responses parse
+"""Reading a JSON reply: the verdict field, whatever its name (the organ-presence paper "Responses parse
 into present, absent and not-addressed").
 
 Structured replies name their verdict many ways: ``{"present": false}``, ``{"visible": "no"}``,

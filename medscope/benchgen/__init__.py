@@ -1,4 +1,4 @@
-"""Seed 001: contamination-controlled multiple-choice benchmarks from an institution's own paired
+"""The benchmark-MCQ paper: contamination-controlled multiple-choice benchmarks from an institution's own paired
 reports and volumes -- schemas and their approval checkpoints (``schema``), rule / LLM field
 extraction (``extract``), schema-driven and report-derived questions with the report-grounded
 check (``questions``), reports / volumes input and montages (``cohort``), per-study assembly

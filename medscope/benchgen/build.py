@@ -1,4 +1,4 @@
-"""One study's share of a benchmark build: its montages and its questions (seed 001 Methods).
+"""One study's share of a benchmark build: its montages and its questions (benchmark-MCQ paper Methods).
 
 Pure functions on one study (report + sequence URIs), so ``pipelines/benchgen.py`` can shard
 a build on Ray Data one study per task and every result depends only on the study and the
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from medscope import layout, records
+from medscope.io import layout, records
 from medscope.errors import MedScopeError
 from medscope.benchgen.cohort import read_sequence, sequence_montage
 from medscope.benchgen.questions import REPORT_PROMPT, report_questions, schema_questions
@@ -83,7 +83,7 @@ def cohort_prefix(cohort: str) -> str:
 
 
 def check_append(cfg) -> None:
-    """A build folder holding other cohorts takes a new one only with ``--append`` (issue 27):
+    """A build folder holding other cohorts takes a new one only with ``--append``:
     without it, building there is refused, so no cohort's items are ever deleted by another's build.
     Kept local to benchgen; the generic ``--out`` guard of the job plumbing is separate."""
     others = sorted(set(build_cohorts(cfg.out)) - {cfg.cohort})
@@ -97,7 +97,7 @@ def check_append(cfg) -> None:
 
 
 def generation_record(cfg, entry, hashes: dict) -> dict:
-    """What makes two cohorts' questions generated identically (seed 001 Table 3): the approved
+    """What makes two cohorts' questions generated identically (benchmark-MCQ paper Table 3): the approved
     schema and wording, the extractor, the question writer, the prompt, the seed and the montage
     geometry. Recorded per cohort in build.json; Table 3 compares these, never a flag."""
     return {"schema_sha256": hashes["schema"], "templates_sha256": hashes["templates"],

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import json
 
-from medscope import storage
+from medscope.io import storage
 from medscope.items import EpisodeResult
 from medscope.models.base import ChatModel, Decoding, Message
 
 
 def jsonl_rows(uri: str) -> list[dict]:
     """The records of a JSON-lines item file (the item files of benchgen's language-model calls)."""
-    return [json.loads(line) for line in storage.read_text(uri).splitlines() if line.strip()]
+    return [json.loads(line) for line in storage.read_utf8(uri).splitlines() if line.strip()]
 
 
 def text_call(model: ChatModel, text: str, decoding: Decoding) -> EpisodeResult:

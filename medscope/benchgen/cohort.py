@@ -1,4 +1,4 @@
-"""Paired reports and volumes of a cohort, and one montage per sequence (seed 001 Methods).
+"""Paired reports and volumes of a cohort, and one montage per sequence (benchmark-MCQ paper Methods).
 
 Reports: CSV or JSONL with ``case_id``, ``findings``, ``impression`` and optionally ``study``
 (free text as institutions export it) -- or, as many RIS exports give it, ``case_id`` and one
@@ -21,7 +21,7 @@ import re
 
 import numpy as np
 
-from medscope import records, storage
+from medscope.io import records, storage
 from medscope.benchgen.schema import SequenceSpec
 from medscope.volumes.nifti import VolumeError, read_nifti
 from medscope.volumes.render import render_montage
@@ -67,7 +67,7 @@ def split_sections(text: str) -> tuple[str, str, str | None]:
 
 def read_reports(uri: str) -> tuple[list[dict], list[dict]]:
     """(report rows, rejects rows) of a CSV or JSONL reports export."""
-    text = storage.read_text(uri)
+    text = storage.read_utf8(uri)
     rejects: list[dict] = []
     if uri.endswith((".jsonl", ".ndjson")):
         raw = []
@@ -198,7 +198,7 @@ def percentile_window(volume: np.ndarray, percentiles: tuple[float, float] = (1.
 
 
 def sequence_montage(volume: np.ndarray, spec: SequenceSpec, grid: int = 12, max_side: int = 1536) -> np.ndarray:
-    """Seed 001's composite of one sequence: CT with its window, MRI with percentile scaling."""
+    """The benchmark-MCQ paper's composite of one sequence: CT with its window, MRI with percentile scaling."""
     if spec.modality == "CT":
         window = spec.window or "soft_tissue"
         window = tuple(window) if isinstance(window, (list, tuple)) else window

@@ -1,4 +1,4 @@
-"""Populate a schema's fields from report text (seed 001, "RADS-style questions").
+"""Populate a schema's fields from report text (benchmark-MCQ paper, "RADS-style questions").
 
 Two extractors give the same output, ``{field: (value, evidence sentence)}`` for the fields the
 report settles (a field the report does not settle is absent, and yields no question):
@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import re
 
-from medscope.benchgen.grounding import SECONDARY, _mention_status, measurements, read_text, sentences
+from medscope.benchgen.grounding import SECONDARY, _mention_status, measurements, normalize_sentence, sentences
 from medscope.benchgen.schema import FieldSpec, Schema
 
 
@@ -45,7 +45,7 @@ def field_value(field: FieldSpec, sentence: str) -> str | None:
     location or size. A binned field reads the measurement after a size word, its largest
     dimension ("3.2 x 5.5 cm" -> 55 mm)."""
 
-    text = read_text(sentence)
+    text = normalize_sentence(sentence)
     if field.context and not _any(field.context, text):
         return None
     if field.type == "binary":

@@ -1,4 +1,4 @@
-"""Generation calls as a protocol of the shared sweep (seed 001: "limited language-model calls").
+"""Generation calls as a protocol of the shared sweep (benchmark-MCQ paper: "limited language-model calls").
 
 Each report is an item; condition ``questions`` asks the generator for report-derived
 questions, ``extract`` asks an LLM extractor to fill the schema's fields as JSON. Running them
@@ -14,7 +14,7 @@ import json
 from collections.abc import Collection
 
 from medscope import config as cfgmod
-from medscope import storage
+from medscope.io import storage
 from medscope.benchgen.calls import jsonl_rows, text_call
 from medscope.benchgen.extract import extraction_prompt
 from medscope.benchgen.questions import REPORT_PROMPT, report_prompt

@@ -1,4 +1,4 @@
-"""The report-grounded check a radiologist would sign (seed 001 Methods, "report-grounded check").
+"""The report-grounded check a radiologist would sign (benchmark-MCQ paper Methods, "report-grounded check").
 
 A generated question is kept only when its correct answer is *explicitly stated* by the source
 report. "Stated" is read the way a radiologist reads a report, not as word overlap:
@@ -87,7 +87,7 @@ _SUFFIXES = ("ational", "ations", "ation", "ating", "ement", "ments", "ment", "i
              "ary", "ate", "ing", "ial", "ed", "es", "ly", "ar", "um", "al", "s", "e", "y")
 
 
-def read_text(text: str) -> str:
+def normalize_sentence(text: str) -> str:
     """A sentence as the check reads it: the shared normalisation, then ``REWRITES``."""
     text = normalize(text)
     for pat, rep in REWRITES:
@@ -117,7 +117,7 @@ def tokens(text: str) -> list[tuple[str, int, int]]:
 
 def subject_stems(question: str) -> set[str]:
     """What a question is about: its content words minus ``GENERIC``; topic nouns only when alone."""
-    words = {s for s, _, _ in tokens(read_text(question)) if s not in {stem(g) for g in GENERIC}}
+    words = {s for s, _, _ in tokens(normalize_sentence(question)) if s not in {stem(g) for g in GENERIC}}
     topic = {stem(t) for t in TOPIC}
     return (words - topic) or words
 
@@ -210,10 +210,10 @@ def check_quantity(question: str, answer: str, sents: list[str]) -> tuple[bool, 
     """A measured key: the size of a measurement is its largest dimension (the short axis when
     asked); "largest" / "smallest" pick among the subject's measurements; several other values
     without such a word make the question ambiguous."""
-    (kind, dims, _), = measurements(read_text(answer))[:1] or [(None, [], 0)]
+    (kind, dims, _), = measurements(normalize_sentence(answer))[:1] or [(None, [], 0)]
     if kind is None or len(dims) != 1:
         return False, "", "answer_not_a_quantity"
-    q = read_text(question)
+    q = normalize_sentence(question)
     best, _ = _best_sentences(sents, subject_stems(question))
     short = "short axis" in q or "smallest dimension" in q
     values = []
@@ -237,7 +237,7 @@ def check_quantity(question: str, answer: str, sents: list[str]) -> tuple[bool, 
 
 
 def _count(answer: str) -> int | None:
-    a = read_text(answer).strip(" .")
+    a = normalize_sentence(answer).strip(" .")
     return int(a) if a.isdigit() else NUMBER_WORDS.get(a)
 
 
@@ -266,7 +266,7 @@ def _clauses(sent: str) -> list[str]:
 def check_side(question: str, answer: str, sents: list[str]) -> tuple[bool, str, str]:
     """Laterality: the side words in the clauses that name the question's subject (negated
     mentions skipped: "No right pleural effusion" is not a right-sided effusion)."""
-    want = SIDES[read_text(answer).strip(" .")]
+    want = SIDES[normalize_sentence(answer).strip(" .")]
     subject = subject_stems(question)
     best, _ = _best_sentences(sents, subject)
     sides, where = set(), ""
@@ -294,12 +294,12 @@ def check_side(question: str, answer: str, sents: list[str]) -> tuple[bool, str,
 def check_term(question: str, answer: str, sents: list[str]) -> tuple[bool, str, str]:
     """Any other key (a diagnosis, a location, a grade, a category): every content word of the
     answer in one sentence about the question's subject, asserted there and nowhere denied."""
-    need = {s for s, _, _ in tokens(read_text(answer))}
+    need = {s for s, _, _ in tokens(normalize_sentence(answer))}
     if len(need) > 1:
         need -= {"lobe"}  # "parietal lesion" states the parietal lobe
     if not need:
         return False, "", "empty_answer"
-    q = read_text(question)
+    q = normalize_sentence(question)
     subject = subject_stems(question)
     diagnosis = bool(re.search(r"\b(?:diagnos\w*|most likely|represent\w*|favou?red)\b", q))
     statuses, where = [], ""
@@ -337,12 +337,12 @@ def check_term(question: str, answer: str, sents: list[str]) -> tuple[bool, str,
 
 def answer_kind(question: str, answer: str) -> str:
     """yes_no | quantity | count | side | term: which rule reads this key."""
-    a = read_text(answer).strip(" .")
+    a = normalize_sentence(answer).strip(" .")
     if a in ("yes", "no"):
         return "yes_no"
     if measurements(a):
         return "quantity"
-    if re.search(r"\bhow many\b", read_text(question)) and _count(a) is not None:
+    if re.search(r"\bhow many\b", normalize_sentence(question)) and _count(a) is not None:
         return "count"
     return "side" if a in SIDES else "term"
 
@@ -350,10 +350,10 @@ def answer_kind(question: str, answer: str) -> str:
 def check_key(question: str, answer: str, findings: str, impression: str) -> tuple[bool, str, str]:
     """(kept, supporting sentence, reject reason) of one key against its report."""
     original = sentences(findings) + sentences(impression)
-    sents = [read_text(s) for s in original]
+    sents = [normalize_sentence(s) for s in original]
     kind = answer_kind(question, answer)
     if kind == "yes_no":
-        kept, where, why = check_yes_no(question, read_text(answer).startswith("yes"), sents)
+        kept, where, why = check_yes_no(question, normalize_sentence(answer).startswith("yes"), sents)
     else:
         kept, where, why = {"quantity": check_quantity, "count": check_count, "side": check_side,
                             "term": check_term}[kind](question, answer, sents)

@@ -1,4 +1,4 @@
-"""Schema induction from a stratified sample of an institution's reports (seed 001 Methods:
+"""Schema induction from a stratified sample of an institution's reports (benchmark-MCQ paper Methods:
 "the schema is induced from a stratified sample of reports, then confirmed by a clinician").
 
 ``stratified_sample`` draws N reports with proportional allocation over the export's ``study``
@@ -31,7 +31,7 @@ from collections import Counter, defaultdict
 import numpy as np
 
 from medscope.benchgen.extract import sentences
-from medscope.benchgen.grounding import STOP, _mention_status, measurements, read_text
+from medscope.benchgen.grounding import STOP, _mention_status, measurements, normalize_sentence
 from medscope.seeding import rng_for
 
 NOT_FINDINGS = frozenset(
@@ -91,7 +91,7 @@ def term_counts(sample: list[dict]) -> dict[str, Counter]:
     for r in sample:
         seen: dict[str, set] = defaultdict(set)
         for s in sentences(r["findings"]) + sentences(r["impression"]):
-            t = read_text(s)
+            t = normalize_sentence(s)
             for term, a, b in _terms(t):
                 st = _mention_status(t, a, b)
                 if st in ("affirmed", "negated"):
@@ -123,7 +123,7 @@ def propose_rules(sample: list[dict], organ: str, sequences: dict[str, str], min
                        "question": f"Is there {t}?", "yes_patterns": [rf"\b{pat}\b"],
                        "no_patterns": [rf"\bno (?:\w+ )?{pat}\b", rf"\bwithout (?:\w+ )?{pat}\b"]})
         notes.append(f"{_slug(t)}: affirmed in {both[t]['affirmed']}, denied in {both[t]['negated']} reports")
-    texts = [read_text(r["findings"] + " " + r["impression"]) for r in sample]
+    texts = [normalize_sentence(r["findings"] + " " + r["impression"]) for r in sample]
     side = Counter(v for t in texts for v in {SIDES[m] for m in re.findall(r"\b(left|right|bilateral)\b", t)})
     if sum(1 for t in texts if re.search(r"\b(?:left|right|bilateral)\b", t)) >= min_support and len(side) >= 2:
         fields.append({"name": "side", "type": "multi", "subcategory": "laterality",

@@ -1,4 +1,4 @@
-"""Phantom cohort for seed 001: CT-like abdomen volumes with liver lesions, and their reports.
+"""Phantom cohort for the benchmark-MCQ paper: CT-like abdomen volumes with liver lesions, and their reports.
 
 The volumes are ``medscope.cohorts.phantom_ct`` abdomens with 0-3 hypoattenuating spherical
 lesions placed inside the liver (label ``LESION_LABEL``). Each report is written from the label

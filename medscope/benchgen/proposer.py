@@ -1,5 +1,5 @@
 """The paper's route to a schema: a language model proposes fields from a stratified sample of
-reports (seed 001 Methods: "the schema is induced from a stratified sample of reports, then
+reports (benchmark-MCQ paper Methods: "the schema is induced from a stratified sample of reports, then
 confirmed by a clinician"); ``benchgen.induce`` holds the offline rule proposer beside it.
 
 The sample goes to the proposer in batches of reports (``report_batches``); each reply is a JSON
@@ -25,9 +25,9 @@ import re
 from collections import Counter
 from collections.abc import Collection
 
-from medscope import storage
+from medscope.io import storage
 from medscope.benchgen.extract import first_json_object, sentences
-from medscope.benchgen.grounding import _mention_status, read_text
+from medscope.benchgen.grounding import _mention_status, normalize_sentence
 from medscope.benchgen.calls import jsonl_rows, text_call
 from medscope.models.base import ChatModel, Decoding
 from medscope.protocols.base import EpisodeResult, Item
@@ -87,18 +87,18 @@ def _slug(name: str) -> str:
 
 
 def _pattern(term: str) -> str:
-    return re.escape(read_text(term).strip()).replace(r"\ ", r"\s+")
+    return re.escape(normalize_sentence(term).strip()).replace(r"\ ", r"\s+")
 
 
 def mention_counts(terms: list[str], sample: list[dict]) -> Counter:
     """Reports of the sample that affirm / deny any of ``terms`` (each report counted once per
     status), read through the report-grounded check's negation scope."""
-    pats = [re.compile(rf"\b{_pattern(t)}\b") for t in terms if read_text(t).strip()]
+    pats = [re.compile(rf"\b{_pattern(t)}\b") for t in terms if normalize_sentence(t).strip()]
     counts: Counter = Counter()
     for r in sample:
         seen = set()
         for s in sentences(r["findings"]) + sentences(r["impression"]):
-            text = read_text(s)
+            text = normalize_sentence(s)
             for p in pats:
                 for m in p.finditer(text):
                     status = _mention_status(text, m.start(), m.end())

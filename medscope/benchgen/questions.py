@@ -1,4 +1,4 @@
-"""Multiple-choice questions: schema-driven and report-derived (seed 001 Methods).
+"""Multiple-choice questions: schema-driven and report-derived (benchmark-MCQ paper Methods).
 
 - ``schema_questions``: one question per populated field; binary fields -> Yes / No, multi-value
   and binned fields -> 3-5 options, the distractors drawn from the values the field takes

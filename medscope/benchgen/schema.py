@@ -1,4 +1,4 @@
-"""Cohort schemas of visually assessable findings and their two human checkpoints (seed 001 Methods).
+"""Cohort schemas of visually assessable findings and their two human checkpoints (benchmark-MCQ paper Methods).
 
 A schema (YAML) names the cohort's sequences (how each is rendered), its fields (binary,
 multi-value, or a measurement binned into categories, each with the deterministic patterns
@@ -24,7 +24,7 @@ from typing import Literal
 import pydantic
 
 from medscope import config as cfgmod
-from medscope import storage
+from medscope.io import storage
 from medscope.config import StrictModel
 from medscope.errors import MedScopeError
 
@@ -144,7 +144,7 @@ def approval_uri(schema_uri: str) -> str:
 
 def read_approval(schema_uri: str) -> dict:
     uri = approval_uri(schema_uri)
-    return json.loads(storage.read_text(uri)) if storage.exists(uri) else {}
+    return json.loads(storage.read_utf8(uri)) if storage.exists(uri) else {}
 
 
 def approve(schema_uri: str, checkpoint: str, by: str, report_prompt: str) -> dict:

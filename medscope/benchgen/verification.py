@@ -1,4 +1,4 @@
-"""The paper's second language-model call: is a question's key stated by its report? (seed 001
+"""The paper's second language-model call: is a question's key stated by its report? (benchmark-MCQ paper
 Methods: "a second call verified that the answer was supported by the report").
 
 Layered on the offline report-grounded check (``benchgen.grounding``), never in place of it: a
@@ -21,7 +21,7 @@ import json
 import re
 from collections.abc import Collection
 
-from medscope import storage
+from medscope.io import storage
 from medscope.benchgen.calls import jsonl_rows, text_call
 from medscope.models.base import ChatModel, Decoding
 from medscope.protocols.base import EpisodeResult, Item

@@ -30,7 +30,7 @@ import re
 import numpy as np
 import pyarrow as pa
 
-from medscope import safe_io, storage
+from medscope.io import guarded, storage
 from medscope.cohorts.common import (
     DatasetConfig,
     OnItem,
@@ -116,7 +116,7 @@ def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None) ->
             if not got:
                 raise Reject("no eligible slice", f"no slice with tissue >= {cfg.min_tissue_frac}")
             rows.extend(got)
-        except Exception as err:  # noqa: BLE001 - one bad file never sinks the import (issue 32)
+        except Exception as err:  # noqa: BLE001 - one bad file never sinks the import
             err = as_reject(err)
             rejects.append(reject_row(cfg, item, err))
         if on_item:
@@ -125,7 +125,7 @@ def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None) ->
 
 
 def _read(path: str, rel: str):
-    safe_io.require_inside(path, rel)
+    guarded.require_inside(path, rel)
     try:
         return nifti.read_nifti(storage.join(path, *rel.split("/")))
     except nifti.VolumeError as err:

@@ -69,7 +69,7 @@ def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None) ->
                 rows.append(
                     image_and_mask_case(cfg, path, rel, sorted(masks.get(key, [])), lesion_expected=lesion_expected)
                 )
-            except Exception as err:  # noqa: BLE001 - one bad file never sinks the import (issue 32)
+            except Exception as err:  # noqa: BLE001 - one bad file never sinks the import
                 err = as_reject(err)
                 rejects.append(reject_row(cfg, rel, err))
             if on_item:

@@ -26,8 +26,7 @@ import cv2
 import numpy as np
 import pyarrow as pa
 
-from medscope import storage
-from medscope import safe_io
+from medscope.io import bounded, guarded, safe_text, storage
 from medscope.cohorts.common import (
     DatasetConfig,
     OnItem,
@@ -44,7 +43,7 @@ from medscope.cohorts.common import (
 )
 from medscope.errors import MedScopeError
 
-CRITICAL = {"pneumothorax"}  # the one ChestX-Det finding that needs action now (seed 000 §3.2)
+CRITICAL = {"pneumothorax"}  # the one ChestX-Det finding that needs action now (counterfactual paper §3.2)
 
 
 def rasterise(polygons: list, shape: tuple[int, int]) -> np.ndarray:
@@ -70,7 +69,7 @@ def rasterise(polygons: list, shape: tuple[int, int]) -> np.ndarray:
 
 def _records(path: str, name: str) -> list:
     try:
-        data = safe_io.loads_json(safe_io.read_bounded(storage.join(path, name), safe_io.DEFAULT_LIMITS.max_file_bytes), name)
+        data = safe_text.loads_json(bounded.read_bounded(storage.join(path, name), guarded.DEFAULT_LIMITS.max_file_bytes), name)
     except (ValueError, UnicodeDecodeError) as err:
         raise Reject("corrupt JSON", f"{name}: {err}") from None
     if not isinstance(data, list):
@@ -90,21 +89,21 @@ def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None) ->
     listed: set[str] = set()
     scans = {folder: scan_tree(storage.join(path, folder)) for folder in sorted(set(files.values()))}
     # names as the JSON writes them -> as on disk, matched in NFC (a macOS export writes NFD)
-    on_disk = {safe_io.nfc(posixpath.join(f, r)): posixpath.join(f, r) for f, (imgs, _) in scans.items() for r in imgs}
+    on_disk = {safe_text.nfc(posixpath.join(f, r)): posixpath.join(f, r) for f, (imgs, _) in scans.items() for r in imgs}
     for ann, folder in sorted(files.items()):
         try:
             records = _records(path, ann)
-        except Exception as err:  # noqa: BLE001 - one bad file never sinks the import (issue 32)
+        except Exception as err:  # noqa: BLE001 - one bad file never sinks the import
             err = as_reject(err)
             rejects.append(reject_row(cfg, ann, err))
             continue
         first: dict[str, object] = {}
         for i, rec in enumerate(records):
             rel = posixpath.join(folder, str(rec.get("file_name", ""))) if isinstance(rec, dict) else f"{ann}[{i}]"
-            rel = on_disk.get(safe_io.nfc(rel), rel)
-            listed.add(safe_io.nfc(rel))
+            rel = on_disk.get(safe_text.nfc(rel), rel)
+            listed.add(safe_text.nfc(rel))
             try:
-                if rel in first:  # a record listed twice is one case (issue 32), never two
+                if rel in first:  # a record listed twice is one case, never two
                     same = first[rel] == rec
                     raise Reject("duplicate record" if same else "conflicting records",
                                  f"{ann}[{i}] lists {rel} again" + ("" if same else " with other findings; the first is kept"))
@@ -113,7 +112,7 @@ def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None) ->
                 if cfg.use_released_split and folder in ("train", "test"):
                     got = [r | {"split": folder} for r in got]
                 rows.extend(got)
-            except Exception as err:  # noqa: BLE001 - one bad file never sinks the import (issue 32)
+            except Exception as err:  # noqa: BLE001 - one bad file never sinks the import
                 err = as_reject(err)
                 rejects.append(reject_row(cfg, rel if err.reason not in ("duplicate record", "conflicting records")
                                           else f"{ann}[{i}]", err))
@@ -129,7 +128,7 @@ def _unlisted(cfg, scans: dict, listed: set[str]) -> list[dict]:
     anything else an ``ignored`` row."""
     out = []
     for folder, (images, ignored) in scans.items():
-        unlisted = [r for r in images if safe_io.nfc(posixpath.join(folder, r)) not in listed]
+        unlisted = [r for r in images if safe_text.nfc(posixpath.join(folder, r)) not in listed]
         out += leftovers(cfg, folder, ignored, unlisted, "not in the annotations")
     for row in out:
         if row["reason"] == "not in the annotations":

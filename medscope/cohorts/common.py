@@ -6,7 +6,7 @@ wrong with one file becomes a rejects row (``records.reject``) with a short coun
 reason; the loader goes on, so every good case still arrives (docs/design.md, "Nothing lost,
 nothing silent"). Files are listed and read only through ``safe_io`` (regular files, bounded
 reads, header-checked pixel budgets, EXIF orientation; docs/cohorts-bad-input.md), and
-:func:`safe_io.leftovers` accounts for every file a loader did not turn into a case or reject.
+:func:`guarded.leftovers` accounts for every file a loader did not turn into a case or reject.
 
 Mask rules (one place, so every format behaves alike):
 
@@ -35,14 +35,14 @@ import numpy as np
 import pydantic
 
 from medscope import config as cfgmod
-from medscope import images, records, storage
-from medscope import safe_io
-from medscope.safe_io import DEFAULT_LIMITS, Limits, Reject, as_reject, display_name, leftovers  # noqa: F401
+from medscope import images
+from medscope.io import bounded, guarded, records, safe_text, storage
+from medscope.io.guarded import DEFAULT_LIMITS, Limits, Reject, as_reject, display_name, leftovers  # noqa: F401
 from medscope.errors import MedScopeError
 from medscope.seeding import stable_hash
 
 FORMATS = ("kvasir-seg", "busi", "image-mask-folder", "siim-rle", "nifti-labels")
-# The paper's own cohorts in their released layouts (issue 17); slake-vqa, vqa-rad and pathvqa
+# The paper's own cohorts in their released layouts; slake-vqa, vqa-rad and pathvqa
 # write question items (records "vqa_items"), the others cases.
 RELEASE_FORMATS = ("slake", "chestx-det", "hyperkvasir", "lgg-mri", "brats", "qata-cov19")
 VQA_FORMATS = ("slake-vqa", "vqa-rad", "pathvqa")
@@ -80,9 +80,9 @@ class DatasetConfig(cfgmod.StrictModel):
     labels_dir: str = "labelsTr"
     label_name_regex: tuple[str, str] | None = None  # (pattern, replacement) image name -> label name
     organ_map: dict[int, str] = {}
-    # per-file budgets checked before reading / decoding (safe_io.Limits, docs/cohorts-bad-input.md)
+    # per-file budgets checked before reading / decoding (guarded.Limits, docs/cohorts-bad-input.md)
     limits: Limits = Limits()
-    # --- release loaders (issue 17); each field is read by the one loader named
+    # --- release loaders; each field is read by the one loader named
     # chestx-det: the 13 categories it may hold, those left out (diffuse), annotation file -> image folder
     categories: list[str] = []
     exclude_categories: list[str] = []
@@ -169,17 +169,17 @@ def list_tree(root: str, suffixes: tuple[str, ...] = IMAGE_EXTS) -> list[str]:
 
 
 def scan_tree(root: str, suffixes: tuple[str, ...] = IMAGE_EXTS) -> tuple[list[str], list[tuple[str, str]]]:
-    """(files ending with a suffix, [(other file, why it is ignored)]): ``safe_io.scan_tree``."""
-    return safe_io.scan_tree(root, suffixes)
+    """(files ending with a suffix, [(other file, why it is ignored)]): ``guarded.scan_tree``."""
+    return guarded.scan_tree(root, suffixes)
 
 
 def stem(name: str) -> str:
     """File name without folder and (double) extension: ``a/b (1).png`` -> ``b (1)``.
 
     In Unicode NFC, so an image and its mask match whether a macOS export wrote the name
-    decomposed (NFD) or not (issue 32).
+    decomposed (NFD) or not.
     """
-    name = safe_io.nfc(posixpath.basename(name))
+    name = safe_text.nfc(posixpath.basename(name))
     for ext in (".nii.gz",):
         if name.lower().endswith(ext):
             return name[: -len(ext)]
@@ -187,17 +187,17 @@ def stem(name: str) -> str:
 
 
 def read_file(root: str, rel: str, limits: Limits = DEFAULT_LIMITS) -> bytes:
-    """Bytes of a regular file, bounded by ``limits.max_file_bytes`` (``safe_io.read_bounded``).
+    """Bytes of a regular file, bounded by ``limits.max_file_bytes`` (``bounded.read_bounded``).
 
     ``rel`` may come from a dataset's own JSON: one that leaves ``root`` (``../../x.png``,
-    an absolute path) is a ``path leaves the input root`` reject, never a read (issue 32).
+    an absolute path) is a ``path leaves the input root`` reject, never a read.
     """
     try:
-        rel = safe_io.inside_root(rel)
-    except safe_io.BadText as err:
+        rel = safe_text.inside_root(rel)
+    except safe_text.BadText as err:
         raise Reject(err.reason, err.detail) from None
-    safe_io.require_inside(root, rel)
-    return safe_io.read_bounded(storage.join(root, *rel.split("/")), limits.max_file_bytes)
+    guarded.require_inside(root, rel)
+    return bounded.read_bounded(storage.join(root, *rel.split("/")), limits.max_file_bytes)
 
 
 # --------------------------------------------------------------------------- pixels
@@ -212,7 +212,7 @@ from medscope.cohorts.pixels import (  # noqa: E402,F401
 )
 
 
-_pil_error = safe_io.pil_error
+_pil_error = guarded.pil_error
 
 
 def binarize_mask(raw: np.ndarray, image_shape: tuple[int, int], cfg: DatasetConfig) -> np.ndarray:
@@ -318,7 +318,7 @@ def case_row(
 
 def reject_row(cfg: DatasetConfig, rel_path: str, err: Reject, table: str = "cases") -> dict:
     return records.reject(table, cfg.source, display_name(rel_path), "load", err.reason, display_name(err.detail),
-                          safe_io.error_class(err))
+                          bounded.error_class(err))
 
 
 def finish(rows: list[dict], rejects: list[dict], table: str = "cases"):

@@ -1,4 +1,4 @@
-"""HyperKvasir labelled images: normal colonoscopy landmarks as lesion-free cases (seed 000 §4.1).
+"""HyperKvasir labelled images: normal colonoscopy landmarks as lesion-free cases (counterfactual paper §4.1).
 
 Layout as downloaded (``hyper-kvasir-labeled-images.zip``)::
 
@@ -46,7 +46,7 @@ def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None) ->
         raise MedScopeError("the hyperkvasir config names no lesion_free_classes")
     listed, ignored = scan_tree(path)
     files = [r for r in listed if posixpath.basename(posixpath.dirname(r)).lower() in keep]
-    # every other image gets an ignored row (issue 32): a lesion class, or outside any class folder
+    # every other image gets an ignored row: a lesion class, or outside any class folder
     kept = set(files)
     ignored += [(r, "not a lesion-free class folder (lesion_free_classes)") for r in listed if r not in kept]
     if not files:
@@ -55,7 +55,7 @@ def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None) ->
     for rel in files:
         try:
             rows.append(case_row(cfg, rel, decode_image(read_file(path, rel)), None))
-        except Exception as err:  # noqa: BLE001 - one bad file never sinks the import (issue 32)
+        except Exception as err:  # noqa: BLE001 - one bad file never sinks the import
             err = as_reject(err)
             rejects.append(reject_row(cfg, rel, err))
         if on_item:

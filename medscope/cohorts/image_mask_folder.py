@@ -15,7 +15,7 @@ import posixpath
 
 import pyarrow as pa
 
-from medscope import storage
+from medscope.io import storage
 from medscope.cohorts.common import (
     DatasetConfig,
     OnItem,
@@ -29,7 +29,7 @@ from medscope.cohorts.common import (
     scan_tree,
     stem,
 )
-from medscope.safe_io import nfc
+from medscope.io.safe_text import nfc
 from medscope.errors import MedScopeError
 
 
@@ -55,7 +55,7 @@ def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None) ->
                 raise Reject("ambiguous mask", f"several mask files for {rel}: {', '.join(found)}")
             mask_rels = [posixpath.join(cfg.masks_dir, m) for m in found]
             rows.append(image_and_mask_case(cfg, path, rel, mask_rels, on_missing=on_missing))
-        except Exception as err:  # noqa: BLE001 - one bad file never sinks the import (issue 32)
+        except Exception as err:  # noqa: BLE001 - one bad file never sinks the import
             err = as_reject(err)
             rejects.append(reject_row(cfg, rel, err))
         if on_item:

@@ -13,7 +13,7 @@ import posixpath
 
 import pyarrow as pa
 
-from medscope import storage
+from medscope.io import storage
 from medscope.cohorts.common import (
     DatasetConfig,
     OnItem,
@@ -50,7 +50,7 @@ def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None) ->
             if len(found) > 1:
                 raise Reject("ambiguous mask", f"several mask files for {rel}: {', '.join(found)}")
             rows.append(image_and_mask_case(cfg, path, rel, [posixpath.join(cfg.masks_dir, m) for m in found]))
-        except Exception as err:  # noqa: BLE001 - one bad file never sinks the import (issue 32)
+        except Exception as err:  # noqa: BLE001 - one bad file never sinks the import
             err = as_reject(err)
             rejects.append(reject_row(cfg, rel, err))
         if on_item:

@@ -63,7 +63,7 @@ def _index(path: str) -> tuple[dict, dict, list[dict]]:
         if not m:
             rejects.append(("unexpected file name", rel, "not <TCGA patient>_<date>_<n>[_mask].tif"))
             continue
-        if len(m.group("n")) > 5 or int(m.group("n")) > MAX_SLICE_NUMBER:  # it sizes arrays below (issue 32)
+        if len(m.group("n")) > 5 or int(m.group("n")) > MAX_SLICE_NUMBER:  # it sizes arrays below
             rejects.append(("slice number out of range", rel, f"slice {m.group('n')[:30]} > {MAX_SLICE_NUMBER}"))
             continue
         key = (m.group("folder"), int(m.group("n")), bool(m.group("mask")))
@@ -95,7 +95,7 @@ def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None) ->
                     raise Reject("missing mask", f"no {folder}_{n}_mask.tif")
                 raw = decode_mask_array(read_file(path, masks[(folder, n)]))
                 slices.append((n, rel, image, binarize_mask(raw, image.shape, cfg)))
-            except Exception as err:  # noqa: BLE001 - one bad file never sinks the import (issue 32)
+            except Exception as err:  # noqa: BLE001 - one bad file never sinks the import
                 err = as_reject(err)
                 rejects.append(reject_row(cfg, rel, err))
             if on_item:

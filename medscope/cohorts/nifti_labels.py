@@ -14,7 +14,7 @@ map), ``invalid affine`` (an all-zero or singular sform / qform places the voxel
 ``non-finite voxels`` (NaN / inf in a float image), ``label out of range`` (beyond int32,
 which the probe casts to), ``file name not UTF-8`` (the
 row keeps the file's URI, which must stay readable), and the budgets of
-``safe_io.Limits``: the header's shape x dtype is checked, and a ``.nii.gz`` inflated only
+``guarded.Limits``: the header's shape x dtype is checked, and a ``.nii.gz`` inflated only
 as far as the header says it needs, before any voxel is read.
 """
 
@@ -27,8 +27,7 @@ import re
 import numpy as np
 import pyarrow as pa
 
-from medscope import storage
-from medscope import safe_io
+from medscope.io import guarded, storage
 from medscope.cohorts.common import (
     DatasetConfig,
     OnItem,
@@ -43,7 +42,7 @@ from medscope.cohorts.common import (
     reject_row,
     scan_tree,
 )
-from medscope.safe_io import DEFAULT_LIMITS, Limits
+from medscope.io.guarded import DEFAULT_LIMITS, Limits
 from medscope.errors import MedScopeError
 
 NIFTI_EXTS = (".nii.gz", ".nii")
@@ -89,7 +88,7 @@ def check_pair(image, label, limits: Limits = DEFAULT_LIMITS) -> np.ndarray:
         raise Reject("non-integer label map", f"dtype {dtype}")
     slope, inter = label.header.get_slope_inter()
     scaled = (slope not in (None, 1.0)) or (inter not in (None, 0.0))
-    safe_io.check_decoded(label.shape, 8 if scaled else dtype.itemsize, limits, "NIfTI label map")
+    guarded.check_decoded(label.shape, 8 if scaled else dtype.itemsize, limits, "NIfTI label map")
     data = np.asanyarray(label.dataobj)
     if not np.issubdtype(data.dtype, np.integer):
         if not np.all(np.isfinite(data)) or not np.array_equal(data, np.rint(data)):
@@ -149,8 +148,8 @@ def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None) ->
         used.add(lname)
         try:
             for file_rel in (rel, lrel):
-                if safe_io.display_name(file_rel) != file_rel:  # the row keeps a URI that must round-trip
-                    raise Reject("file name not UTF-8", f"{safe_io.display_name(file_rel)} cannot be stored as a URI")
+                if guarded.display_name(file_rel) != file_rel:  # the row keeps a URI that must round-trip
+                    raise Reject("file name not UTF-8", f"{guarded.display_name(file_rel)} cannot be stored as a URI")
             image = read_nifti(read_file(path, rel, cfg.limits), "image", cfg.limits)
             check_finite(image)
             if lname not in labels:
@@ -158,7 +157,7 @@ def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None) ->
             label = read_nifti(read_file(path, lrel, cfg.limits), "label map", cfg.limits)
             check_pair(image, label, cfg.limits)
             rows.append(volume_row(cfg, _uri(path, rel), _uri(path, lrel), rel, image, cfg.organ_map))
-        except Exception as err:  # noqa: BLE001 - one bad file never sinks the import (issue 32)
+        except Exception as err:  # noqa: BLE001 - one bad file never sinks the import
             err = as_reject(err)
             rejects.append(reject_row(cfg, rel, err, table="volumes"))
         if on_item:

@@ -17,8 +17,7 @@ from __future__ import annotations
 
 import posixpath
 
-from medscope import storage
-from medscope import safe_io
+from medscope.io import bounded, guarded, storage
 from medscope.cohorts import vqa
 from medscope.cohorts.common import DatasetConfig, IMAGE_EXTS, OnItem, Reject, as_reject, dataset_config
 from medscope.errors import MedScopeError
@@ -28,7 +27,7 @@ SPLITS = {"train": "train", "val": "validation", "test": "test"}
 
 def _image_file(cache, folder: str, name: str) -> str | None:
     for ext in ("", *IMAGE_EXTS):
-        found = cache.on_disk(posixpath.join("images", folder, name + ext))  # matched in NFC (issue 32)
+        found = cache.on_disk(posixpath.join("images", folder, name + ext))  # matched in NFC
         if found:
             return found
     return None
@@ -46,10 +45,10 @@ def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None):
     for split in present:
         rel_pkl = f"qas/{split}/{split}_qa.pkl"
         try:
-            data = vqa.load_data_pickle(safe_io.read_bounded(storage.join(path, "qas", split, f"{split}_qa.pkl"), cfg.limits.max_file_bytes))
+            data = vqa.load_data_pickle(bounded.read_bounded(storage.join(path, "qas", split, f"{split}_qa.pkl"), cfg.limits.max_file_bytes))
             if not isinstance(data, list):
                 raise Reject("corrupt pickle", "expected a list of questions")
-        except Exception as err:  # noqa: BLE001 - one bad file never sinks the import (issue 32)
+        except Exception as err:  # noqa: BLE001 - one bad file never sinks the import
             err = as_reject(err)
             rejects.append(vqa.reject_item(cfg, rel_pkl, err))
             continue
@@ -69,7 +68,7 @@ def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None):
                     question=vqa.clean_text(q.get("question"), "question"), answer=answer,
                     kind=vqa.answer_type(None, answer), released_id=f"{split}:{i}", modality="pathology",
                 ))
-            except Exception as err:  # noqa: BLE001 - one bad file never sinks the import (issue 32)
+            except Exception as err:  # noqa: BLE001 - one bad file never sinks the import
                 err = as_reject(err)
                 rejects.append(vqa.reject_item(cfg, item, err))
             if on_item:

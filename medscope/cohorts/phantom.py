@@ -1,5 +1,5 @@
 """The phantom cohort: a seeded, generated stand-in for the real datasets, so the whole
-pipeline runs anywhere (issue 2, item 4).
+pipeline runs anywhere (item 4).
 
 2D cases of three imaging types that look different -- ultrasound-like (speckled gray in a
 fan), endoscopy-like (colour mucosa with folds and a dark lumen), radiograph-like (gray
@@ -20,7 +20,7 @@ import json
 import cv2
 import numpy as np
 
-from medscope import layout, records, storage
+from medscope.io import layout, records, storage
 from medscope.cohorts import nifti_labels, phantom_ct
 from medscope.cohorts.common import DatasetConfig, case_id, case_row
 from medscope.images import decode_mask, decode_png

@@ -2,7 +2,7 @@
 
 Each volume is a small abdomen (default 96 x 96 x 40 voxels, spacing in the header) with
 HU-like intensities (air -1000, fat -100 to -90, muscle ~40, liver ~60, kidney ~30, bile ~10,
-bone ~700) and an integer label map using the BTCV numbering (seed 003 uses BTCV). Organs
+bone ~700) and an integer label map using the BTCV numbering (organ-presence paper uses BTCV). Organs
 are ellipsoids and tubes placed where they sit in a real abdomen (liver and gallbladder on
 the patient's right, spleen and stomach on the left, kidneys posterior and low, aorta left
 of the midline in front of the spine, IVC to its right), so their z-extents differ and

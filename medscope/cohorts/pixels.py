@@ -1,6 +1,6 @@
 """Image and mask bytes -> uint8 arrays for the cohort loaders (split out of common.py).
 
-Pillow, through ``safe_io.open_image``: the header is checked against the ``limits`` budgets
+Pillow, through ``guarded.open_image``: the header is checked against the ``limits`` budgets
 before anything is decoded, the EXIF orientation is applied to images and masks alike, and a
 broken file is a ``Reject`` (``unreadable image`` / ``unreadable mask``), never an exception
 that stops an import (docs/cohorts-bad-input.md). 16-bit and float images are stretched to 8
@@ -12,10 +12,11 @@ from __future__ import annotations
 import numpy as np
 from PIL import Image
 
-from medscope import safe_io
-from medscope.safe_io import DEFAULT_LIMITS, Limits, Reject
+from medscope.io import guarded
+from medscope.io.bounded import Reject
+from medscope.io.guarded import DEFAULT_LIMITS, Limits
 
-_pil_error = safe_io.pil_error
+_pil_error = guarded.pil_error
 
 
 def decode_image(data: bytes, limits: Limits = DEFAULT_LIMITS) -> np.ndarray:
@@ -26,10 +27,10 @@ def decode_image(data: bytes, limits: Limits = DEFAULT_LIMITS) -> np.ndarray:
     16-bit and 32-bit images are scaled to 8 bits (see :func:`to_uint8`); alpha is dropped;
     RGB with three equal channels becomes gray.
     """
-    with safe_io.open_image(data, limits, "image") as img:
+    with guarded.open_image(data, limits, "image") as img:
         try:
             img.load()
-            upright = safe_io.exif_upright(img, "image")
+            upright = guarded.exif_upright(img, "image")
             return _pil_to_array(upright)
         except Reject:
             raise
@@ -71,7 +72,7 @@ def to_uint8(array: np.ndarray) -> np.ndarray:
         return a
     if a.ndim == 3:
         a = a[..., :3]
-    if a.dtype.kind == "f":  # NaN / inf would stretch to garbage or an all-black case (issue 32)
+    if a.dtype.kind == "f":  # NaN / inf would stretch to garbage or an all-black case
         bad = sum(int(np.count_nonzero(~np.isfinite(a[r : r + 512]))) for r in range(0, a.shape[0], 512))
         if bad:
             raise Reject("non-finite pixels", f"{bad} NaN or infinite pixel(s)")
@@ -79,7 +80,7 @@ def to_uint8(array: np.ndarray) -> np.ndarray:
     out = np.zeros(a.shape, dtype=np.uint8)
     if hi <= lo:
         return out
-    # float64 a band of rows at a time: a whole-image float copy would be 8x the input (issue 20)
+    # float64 a band of rows at a time: a whole-image float copy would be 8x the input
     step = max(1, (1 << 18) // max(1, a[0].size))  # ~2 MB of float64 per temporary
     for r in range(0, a.shape[0], step):
         band = a[r : r + step].astype(np.float64)
@@ -92,10 +93,10 @@ def decode_mask_array(data: bytes, limits: Limits = DEFAULT_LIMITS) -> np.ndarra
 
     The header is checked against ``limits`` first (Pillow's bomb guard only warns for masks).
     """
-    with safe_io.open_image(data, limits, "mask") as opened:
+    with guarded.open_image(data, limits, "mask") as opened:
         try:
             opened.load()
-            img = safe_io.exif_upright(opened, "mask")
+            img = guarded.exif_upright(opened, "mask")
             if img.mode in ("I;16", "I;16B", "I;16L", "I;16N", "I", "F"):
                 raw = np.asarray(img)
                 return to_uint8(raw) if raw.max() > 255 else raw.astype(np.uint8)

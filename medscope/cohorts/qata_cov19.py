@@ -7,7 +7,7 @@ Layout as downloaded (``QaTa-COV19-v2``)::
       Test Set/Images/sub-S09393_ses-E16849_run-1_bp-chest_vp-ap_cr.png
       Test Set/Ground-truths/mask_sub-S09393_ses-E16849_run-1_bp-chest_vp-ap_cr.png
 
-The mask of ``Images/X`` is ``Ground-truths/mask_X`` (any image extension). Seed 000 uses it in
+The mask of ``Images/X`` is ``Ground-truths/mask_X`` (any image extension). The counterfactual paper uses it in
 §8 as the diffuse-finding stress test, so its opacities are cases although diffuse. Every image
 is expected to hold a finding: ``missing mask``, ``empty mask`` (unless the config says empty
 means lesion-free), ``mask size differs``, ``non-binary mask``, ``whole-image mask``,
@@ -55,7 +55,7 @@ def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None) ->
         parent = posixpath.dirname(r)
         if posixpath.basename(parent) == cfg.masks_dir and stem(r).startswith("mask_"):
             masks[(posixpath.dirname(parent), stem(r)[len("mask_"):])] = r
-        elif posixpath.basename(parent) == cfg.masks_dir:  # every file gets a row (issue 32)
+        elif posixpath.basename(parent) == cfg.masks_dir:  # every file gets a row
             ignored.append((r, f"in {cfg.masks_dir}/ but not named mask_<image>"))
         elif posixpath.basename(parent) != cfg.images_dir:
             ignored.append((r, f"outside the {cfg.images_dir}/ and {cfg.masks_dir}/ folders"))
@@ -70,7 +70,7 @@ def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None) ->
             if cfg.use_released_split:
                 row["split"] = released_split(rel)
             rows.append(row)
-        except Exception as err:  # noqa: BLE001 - one bad file never sinks the import (issue 32)
+        except Exception as err:  # noqa: BLE001 - one bad file never sinks the import
             err = as_reject(err)
             rejects.append(reject_row(cfg, rel, err))
         if on_item:

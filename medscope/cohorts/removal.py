@@ -9,7 +9,7 @@ that is still there. A views build's split ledger forgets them. Aggregates compu
 withdrawn rows (a scored run's metrics and comparisons) cannot be edited row by row: they are
 deleted and the record says to rescore; a views build's QC report is rewritten by rerunning
 ``views build`` (it builds nothing), which the record says too. Each changed folder gets one line appended to its
-``removals.jsonl`` (:data:`medscope.layout.REMOVALS`).
+``removals.jsonl`` (:data:`medscope.io.layout.REMOVALS`).
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from medscope import layout, parts, records, storage
-from medscope.parquet_bytes import parquet_schema
+from medscope.io import layout, parts, records, storage
+from medscope.io.parquet_bytes import parquet_schema
 from medscope.seeding import stable_hash
 
 # Columns that name a case, or one of its views / items, in the project's tables.
@@ -120,7 +120,7 @@ def remove_cases(case_ids: list[str], folders: list[str], reason: str = "withdra
         changed["rebuild"] = bool(changed["rows"]) and storage.exists(layout.ViewsBuild(folder).qc_report)
         ledger = layout.ViewsBuild(folder).splits
         if storage.exists(ledger):
-            held = json.loads(storage.read_text(ledger))
+            held = json.loads(storage.read_utf8(ledger))
             gone = sorted(cases & set(held))
             if gone:
                 storage.write_text(ledger, json.dumps({k: v for k, v in held.items() if k not in cases},
@@ -131,7 +131,7 @@ def remove_cases(case_ids: list[str], folders: list[str], reason: str = "withdra
                       "removed": changed, "views_and_items": sorted(derived)}
             record.pop("folders")
             uri = storage.join(folder, layout.REMOVALS)
-            held = storage.read_text(uri) if storage.exists(uri) else ""
+            held = storage.read_utf8(uri) if storage.exists(uri) else ""
             storage.write_text(uri, held + json.dumps(record, sort_keys=True) + "\n")
         summary["folders"][folder] = changed
     summary["views_and_items"] = len(derived)

@@ -13,7 +13,7 @@ ImageId but no EncodedPixels: never read as "no pneumothorax"), ``missing image`
 whose ImageId has no file), ``duplicate ImageId`` (two files, e.g. in two study folders, share
 one ImageId: the row cannot say which file it was drawn on), and the common mask rules.
 
-The CSV is parsed line by line (``safe_io.csv_rows``): a row that is not UTF-8 or has a
+The CSV is parsed line by line (``guarded.csv_rows``): a row that is not UTF-8 or has a
 broken quote is one ``CSV row not UTF-8`` / ``malformed CSV row`` reject. When the ImageId of
 such a row can still be read, its image is rejected with that reason (its mask would be
 missing a region); otherwise the line itself is the reject (``train-rle.csv:line N``).
@@ -30,8 +30,7 @@ from collections import Counter
 import numpy as np
 import pyarrow as pa
 
-from medscope import records, storage
-from medscope import safe_io
+from medscope.io import bounded, guarded, records, storage
 from medscope.cohorts.common import (
     DatasetConfig,
     OnItem,
@@ -49,7 +48,7 @@ from medscope.cohorts.common import (
     stem,
     to_uint8,
 )
-from medscope.safe_io import DEFAULT_LIMITS, Limits
+from medscope.io.guarded import DEFAULT_LIMITS, Limits
 from medscope.errors import MedScopeError
 
 NO_FINDING = "-1"
@@ -99,15 +98,15 @@ def rle_encode(mask: np.ndarray) -> str:
     return " ".join(str(int(v)) for v in pairs)
 
 
-def read_rle_csv(data: bytes) -> tuple[dict[str, list[str]], list[tuple[int, str, safe_io.Reject]]]:
+def read_rle_csv(data: bytes) -> tuple[dict[str, list[str]], list[tuple[int, str, bounded.Reject]]]:
     """CSV bytes -> ({ImageId: [EncodedPixels, ...]} in file order, bad rows).
 
     Each bad row is ``(line number, ImageId as far as readable or "", Reject)``. An unusable
     header is a one-line MedScopeError: then no row can be read.
     """
-    rows = safe_io.csv_rows(data)
+    rows = guarded.csv_rows(data)
     first = next(rows, None)
-    if first is None or isinstance(first[1], safe_io.Reject):
+    if first is None or isinstance(first[1], bounded.Reject):
         why = "empty file" if first is None else f"{first[1].reason}: {first[1].detail}"
         raise MedScopeError(f"RLE CSV is not readable: header line: {why}")
     header = first[1]
@@ -116,16 +115,16 @@ def read_rle_csv(data: bytes) -> tuple[dict[str, list[str]], list[tuple[int, str
     except ValueError:
         raise MedScopeError(f"RLE CSV needs columns ImageId, EncodedPixels; has {header}") from None
     out: dict[str, list[str]] = {}
-    bad: list[tuple[int, str, safe_io.Reject]] = []
+    bad: list[tuple[int, str, bounded.Reject]] = []
     for no, fields, raw in rows:
-        if isinstance(fields, safe_io.Reject):
+        if isinstance(fields, bounded.Reject):
             guess = raw.split(b",")[id_col].strip().strip(b'"') if raw.count(b",") >= id_col else b""
             image_id = guess.decode("utf-8", "backslashreplace") if b'"' not in guess else ""
             bad.append((no, image_id, fields))
             continue
         image_id = fields[id_col] if len(fields) > id_col else ""
         if not image_id:
-            bad.append((no, "", safe_io.Reject("CSV row without ImageId", f"fields {fields[:3]}")))
+            bad.append((no, "", bounded.Reject("CSV row without ImageId", f"fields {fields[:3]}")))
             continue
         out.setdefault(image_id, []).append(fields[rle_col] if len(fields) > rle_col else "")
     return out, bad
@@ -148,7 +147,7 @@ def read_dicom(data: bytes, limits: Limits = DEFAULT_LIMITS):
     except Exception:
         syntax, fp = "", None  # no file meta: dcmread below says what is wrong
     if fp is not None and syntax == pydicom.uid.DeflatedExplicitVRLittleEndian:
-        safe_io.inflate_bounded(fp.read(), limits.max_decoded_bytes, -15, what="DICOM", keep=False)
+        guarded.inflate_bounded(fp.read(), limits.max_decoded_bytes, -15, what="DICOM", keep=False)
     try:
         ds = pydicom.dcmread(io.BytesIO(data))
         rows, cols = int(ds.Rows), int(ds.Columns)
@@ -157,7 +156,7 @@ def read_dicom(data: bytes, limits: Limits = DEFAULT_LIMITS):
         itemsize = max(1, (int(ds.BitsAllocated) + 7) // 8)
     except Exception as err:
         raise Reject("unreadable image", f"DICOM: {type(err).__name__}: {err}") from None
-    safe_io.check_decoded((frames, rows, cols, samples), itemsize, limits, "DICOM", planar=rows * cols)
+    guarded.check_decoded((frames, rows, cols, samples), itemsize, limits, "DICOM", planar=rows * cols)
     try:
         return ds, ds.pixel_array
     except Exception as err:
@@ -185,8 +184,8 @@ def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None) ->
     if not storage.exists(csv_uri):
         raise MedScopeError(f"{path}: no {cfg.rle_csv} (set rle_csv in the dataset config)")
     try:
-        rles, bad_rows = read_rle_csv(safe_io.read_bounded(csv_uri, cfg.limits.max_file_bytes))
-    except safe_io.Reject as err:
+        rles, bad_rows = read_rle_csv(bounded.read_bounded(csv_uri, cfg.limits.max_file_bytes))
+    except bounded.Reject as err:
         raise MedScopeError(f"{csv_uri}: {err.reason}: {err.detail}") from None
     tainted = {image_id: (no, err) for no, image_id, err in bad_rows if image_id}
     images, ignored = scan_tree(storage.join(path, cfg.images_dir), (".dcm", ".png", ".jpg", ".jpeg"))
@@ -216,7 +215,7 @@ def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None) ->
             if lesion_area_frac(mask) >= cfg.whole_mask_frac:
                 raise Reject("whole-image mask", f"mask covers {lesion_area_frac(mask):.1%} of the image")
             rows.append(case_row(cfg, rel, image, mask if mask.any() else None, patient=pid))
-        except Exception as err:  # noqa: BLE001 - one bad file never sinks the import (issue 32)
+        except Exception as err:  # noqa: BLE001 - one bad file never sinks the import
             err = as_reject(err)
             rejects.append(reject_row(cfg, rel, err))
         if on_item:

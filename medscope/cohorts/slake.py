@@ -1,5 +1,5 @@
 """SLAKE (Liu et al. 2021) segmentation cases: ``imgs/xmlab<N>/`` with ``source.jpg``,
-``mask.png`` and ``detection.json`` (seed 000 §4.1: SLAKE CT/MRI).
+``mask.png`` and ``detection.json`` (counterfactual paper §4.1: SLAKE CT/MRI).
 
 ``detection.json`` lists the image's objects as ``[{"<name>": [x, y, w, h]}, ...]`` (organs and
 lesions alike); ``mask.png`` holds every object as its own gray value or colour
@@ -25,8 +25,7 @@ import numpy as np
 import pyarrow as pa
 from PIL import Image
 
-from medscope import storage
-from medscope import safe_io
+from medscope.io import bounded, guarded, safe_text, storage
 from medscope.cohorts.common import (
     DatasetConfig,
     OnItem,
@@ -111,7 +110,7 @@ def _modalities(path: str, cfg: DatasetConfig) -> dict[str, str]:
 
 def _objects(path: str, rel: str) -> list[tuple[str, list]]:
     try:
-        data = safe_io.loads_json(read_file(path, rel), rel)
+        data = safe_text.loads_json(read_file(path, rel), rel)
         out = [(str(k), v) for obj in data for k, v in obj.items()]
         for name, box in out:
             if len(box) != 4 or not all(isinstance(c, (int, float)) for c in box):
@@ -127,10 +126,10 @@ def _modality_of(path: str, folder: str, known: dict[str, str]) -> str | None:
     uri = storage.join(path, IMAGES_DIR, folder, "question.json")
     if storage.exists(uri):
         try:
-            for q in safe_io.loads_json(safe_io.read_bounded(uri, safe_io.DEFAULT_LIMITS.max_file_bytes), uri):
+            for q in safe_text.loads_json(bounded.read_bounded(uri, guarded.DEFAULT_LIMITS.max_file_bytes), uri):
                 if q.get("modality"):
                     return str(q["modality"])
-        except (ValueError, TypeError, AttributeError, UnicodeDecodeError, safe_io.Reject):
+        except (ValueError, TypeError, AttributeError, UnicodeDecodeError, bounded.Reject):
             return None
     return None
 
@@ -154,7 +153,7 @@ def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None) ->
             if keep and (modality or "").lower() not in keep:
                 raise Reject("excluded modality", f"modality {modality!r}")
             rows.extend(_image_cases(cfg, path, folder, rel, modality, lesions))
-        except Exception as err:  # noqa: BLE001 - one bad file never sinks the import (issue 32)
+        except Exception as err:  # noqa: BLE001 - one bad file never sinks the import
             err = as_reject(err)
             rejects.append(reject_row(cfg, rel, err))
         if on_item:

@@ -18,8 +18,7 @@ Each split file is a list of ``{"img_id", "img_name": "xmlab0/source.jpg", "ques
 from __future__ import annotations
 
 
-from medscope import storage
-from medscope import safe_io
+from medscope.io import bounded, guarded, safe_text, storage
 from medscope.cohorts import vqa
 from medscope.cohorts.common import DatasetConfig, OnItem, Reject, as_reject, dataset_config
 from medscope.errors import MedScopeError
@@ -35,10 +34,10 @@ def split_records(path: str, cfg: DatasetConfig) -> tuple[list[tuple[str, str, l
         if not storage.exists(uri):
             continue
         try:
-            data = safe_io.loads_json(safe_io.read_bounded(uri, cfg.limits.max_file_bytes), name)
+            data = safe_text.loads_json(bounded.read_bounded(uri, cfg.limits.max_file_bytes), name)
             if not isinstance(data, list):
                 raise ValueError("expected a list of questions")
-        except safe_io.Reject as err:
+        except bounded.Reject as err:
             rejects.append(vqa.reject_item(cfg, name, err))
             continue
         except (ValueError, UnicodeDecodeError) as err:
@@ -66,7 +65,7 @@ def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None):
                     continue
                 image_file = vqa.image_rel(IMAGES_DIR, q.get("img_name", ""))
                 item = f"{image_file}#{q.get('qid', i)}"
-                found = cache.on_disk(image_file) if q.get("img_name") else None  # matched in NFC (issue 32)
+                found = cache.on_disk(image_file) if q.get("img_name") else None  # matched in NFC
                 if found is None:
                     raise Reject("missing image", f"{image_file} not on disk")
                 image_file = found
@@ -77,7 +76,7 @@ def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None):
                     kind=vqa.answer_type(q.get("answer_type"), answer), released_id=str(q.get("qid", i)),
                     modality=q.get("modality"), content_type=q.get("content_type"),
                 ))
-            except Exception as err:  # noqa: BLE001 - one bad file never sinks the import (issue 32)
+            except Exception as err:  # noqa: BLE001 - one bad file never sinks the import
                 err = as_reject(err)
                 rejects.append(vqa.reject_item(cfg, item, err))
             if on_item:

@@ -1,4 +1,4 @@
-"""2D cases from a stack of axial slices, chosen by rule (seed 000 §4.1: TCGA-LGG, BraTS).
+"""2D cases from a stack of axial slices, chosen by rule (counterfactual paper §4.1: TCGA-LGG, BraTS).
 
 One rule for every brain-MRI source, so the LGG ``.tif`` stacks and the BraTS NIfTI volumes
 give alike cases: per patient, the lesion slices with the largest tumour area and the

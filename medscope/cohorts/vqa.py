@@ -1,4 +1,4 @@
-"""What the question-set loaders share (SLAKE, VQA-RAD, PathVQA; seed 000 §5.6 / Table 16).
+"""What the question-set loaders share (SLAKE, VQA-RAD, PathVQA; the counterfactual paper §5.6 / Table 16).
 
 A question set becomes a ``vqa_items`` table: one row per released question, with the image
 re-encoded as PNG (so a corrupt file is caught at import, not in a worker) and the released
@@ -13,10 +13,10 @@ import io
 import pickle
 import posixpath
 
-from medscope import images, records, storage
-from medscope import safe_io
+from medscope import images
+from medscope.io import guarded, records, safe_text, storage
 from medscope.cohorts.common import DatasetConfig, Reject, as_reject, decode_image, read_file
-from medscope.bounded_io import error_class
+from medscope.io.bounded import error_class
 from medscope.seeding import stable_hash
 
 CLOSED_ANSWERS = ("yes", "no")
@@ -48,8 +48,8 @@ def image_rel(images_dir: str, name) -> str:
     """The dataset-relative path of an image named in a release's JSON; a name that leaves the
     dataset folder (``../../outside/secret.png``) is a ``path leaves the input root`` reject."""
     try:
-        return safe_io.inside_root(posixpath.join(images_dir, str(name or "").strip()))
-    except safe_io.BadText as err:
+        return safe_text.inside_root(posixpath.join(images_dir, str(name or "").strip()))
+    except safe_text.BadText as err:
         raise Reject(err.reason, f"{name!r}: {err.detail}") from None
 
 
@@ -67,15 +67,15 @@ class ImageCache:
             return rel
         top = rel.split("/", 1)[0]
         if top not in self._names:
-            files, _ = safe_io.walk(storage.join(self.root, top))
-            self._names[top] = {safe_io.nfc(posixpath.join(top, f)): posixpath.join(top, f) for f in files}
-        return self._names[top].get(safe_io.nfc(rel))
+            files, _ = guarded.walk(storage.join(self.root, top))
+            self._names[top] = {safe_text.nfc(posixpath.join(top, f)): posixpath.join(top, f) for f in files}
+        return self._names[top].get(safe_text.nfc(rel))
 
     def png(self, rel: str) -> bytes:
         if rel not in self._done:
             try:
                 self._done[rel] = images.encode_png(decode_image(read_file(self.root, rel)))
-            except Exception as err:  # noqa: BLE001 - one bad file never sinks the import (issue 32)
+            except Exception as err:  # noqa: BLE001 - one bad file never sinks the import
                 err = as_reject(err)
                 self._done[rel] = err
         got = self._done[rel]

@@ -7,7 +7,7 @@ Layout as downloaded::
 
 The JSON is a list of ``{"qid", "image_name", "image_organ", "answer", "answer_type":
 "CLOSED" | "OPEN", "question_type", "question", "phrase_type", ...}``. The test set is the
-``phrase_type`` ``test_freeform`` / ``test_para`` questions (451, seed 000 Table 16); every other
+``phrase_type`` ``test_freeform`` / ``test_para`` questions (451, the counterfactual paper Table 16); every other
 question is ``train``. Answers may be numbers and answer types carry stray spaces or case;
 both are normalised. Rejects: ``corrupt JSON``, ``missing image``, ``unreadable image``,
 ``empty question`` / ``empty answer``, ``unknown answer type``.
@@ -16,8 +16,7 @@ both are normalised. Rejects: ``corrupt JSON``, ``missing image``, ``unreadable 
 from __future__ import annotations
 
 
-from medscope import storage
-from medscope import safe_io
+from medscope.io import bounded, guarded, safe_text, storage
 from medscope.cohorts import vqa
 from medscope.cohorts.common import DatasetConfig, OnItem, Reject, as_reject, dataset_config
 from medscope.errors import MedScopeError
@@ -37,10 +36,10 @@ def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None):
     if not storage.exists(uri):
         raise MedScopeError(f"{path}: no {JSON_NAME!r}")
     try:
-        data = safe_io.loads_json(safe_io.read_bounded(uri, cfg.limits.max_file_bytes), JSON_NAME)
+        data = safe_text.loads_json(bounded.read_bounded(uri, cfg.limits.max_file_bytes), JSON_NAME)
         if not isinstance(data, list):
             raise ValueError("expected a list of questions")
-    except safe_io.Reject as err:
+    except bounded.Reject as err:
         return vqa.finish_items([], [vqa.reject_item(cfg, JSON_NAME, err)])
     except (ValueError, UnicodeDecodeError) as err:
         return vqa.finish_items([], [vqa.reject_item(cfg, JSON_NAME, Reject("corrupt JSON", str(err)))])
@@ -53,7 +52,7 @@ def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None):
             image_file = vqa.image_rel(IMAGES_DIR, q.get("image_name", ""))
             released = str(q.get("qid", i))
             item = f"{image_file}#{released}"
-            found = cache.on_disk(image_file) if q.get("image_name") else None  # matched in NFC (issue 32)
+            found = cache.on_disk(image_file) if q.get("image_name") else None  # matched in NFC
             if found is None:
                 raise Reject("missing image", f"{image_file} not on disk")
             image_file = found
@@ -64,7 +63,7 @@ def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None):
                 kind=vqa.answer_type(q.get("answer_type"), answer), released_id=released,
                 modality=q.get("image_organ"), content_type=q.get("question_type"),
             ))
-        except Exception as err:  # noqa: BLE001 - one bad file never sinks the import (issue 32)
+        except Exception as err:  # noqa: BLE001 - one bad file never sinks the import
             err = as_reject(err)
             rejects.append(vqa.reject_item(cfg, item, err))
         if on_item:

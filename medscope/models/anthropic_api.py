@@ -3,7 +3,7 @@
 The system prompt goes beside the turns; consecutive turns of one role are merged because the
 Messages API wants user and assistant to alternate. Images go as base64 PNG blocks, before
 the text of their turn (Anthropic's recommended order), several per turn when needed.
-``max_output_tokens_multi_image`` gives paired-image requests a larger cap (seed 002 App. A).
+``max_output_tokens_multi_image`` gives paired-image requests a larger cap (paired-modality paper App. A).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """What the three API adapters share: keys from the environment, PNG encoding, and one
-mapping of SDK failures onto TransientModelError / PermanentModelError (seed 000 §3.10,
-seed 002 Appendix A: "each request was retried on HTTP 429/5xx errors").
+mapping of SDK failures onto TransientModelError / PermanentModelError (counterfactual paper §3.10,
+the paired-modality paper Appendix A: "each request was retried on HTTP 429/5xx errors").
 
 The adapters let the SDKs retry nothing (``max_retries=0``): the sweep retries with one
 jittered backoff shared by every provider, and counts attempts itself.
@@ -67,7 +67,7 @@ def retry_after_s(headers) -> float | None:
         return max(0.0, parsed.timestamp() - time.time()) if parsed else None
 
 
-# addition (issue 25): keys shorter than this are never scrubbed out of text: replacing a short
+# addition: keys shorter than this are never scrubbed out of text: replacing a short
 # key ("x", "test") would cut it out of ordinary words ("e[redacted]tending"); keys travel in
 # headers only, and the sweep warns about a short one instead (``short_secret_warning``).
 MIN_SCRUB_LEN = 8

@@ -1,12 +1,12 @@
 """A classical pixel reader: an image-dependent baseline that reads only the pixels.
 
 This is NOT a medical model. It is a deliberately simple detector that lets the demo report
-show a policy that follows the image beside constant policies that cannot (seed 000 §3.2:
+show a policy that follows the image beside constant policies that cannot (counterfactual paper §3.2:
 constant policies score ESG 0). It ignores the question's wording except for how to phrase
 its answer, and answers in the agent action format. On a 256-px grey copy, inside the
 foreground (dark fan / scope corners excluded):
 
-- **clarify** when the image is unusable (seed 000 §3.2 degradations): no structure (blank);
+- **clarify** when the image is unusable (counterfactual paper §3.2 degradations): no structure (blank);
   too noisy (Immerkær noise estimate above ``max_noise`` grey levels); blocky (JPEG or
   nearest-neighbour down/up-sampling: mean jump across 8-px block borders over ``max_block``
   times the jump elsewhere); or blurred (the 99.9th percentile of the finest detail band,

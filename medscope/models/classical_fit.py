@@ -3,7 +3,7 @@ multi-scale blob responses (difference of Gaussians, determinant of Hessian), ma
 one lesion score per image.
 
 This is a radiomics-style baseline, NOT a medical model. It exists so that the demo report
-can show a policy that follows the image (seed 000 §3.8: ESG > 0 needs answers that change
+can show a policy that follows the image (counterfactual paper §3.8: ESG > 0 needs answers that change
 when the lesion is erased) beside constant policies that cannot.
 
 What it reads: the pixels only. On a grey copy with long side ``SIZE`` px, inside the imaged
@@ -35,7 +35,7 @@ import cv2
 import numpy as np
 from scipy.optimize import minimize
 
-from medscope import records, storage
+from medscope.io import records, storage
 from medscope.errors import MedScopeError
 from medscope.images import decode_png
 
@@ -223,7 +223,7 @@ def load_artifact(uri: str) -> dict:
         raise MedScopeError(f"classical reader weights {uri} not found (fit them: medscope demo's fit step, "
                             "or medscope.models.classical_fit.fit_reader on a train split)")
     try:
-        art = json.loads(storage.read_text(uri))
+        art = json.loads(storage.read_utf8(uri))
     except json.JSONDecodeError as err:
         raise MedScopeError(f"classical reader weights {uri}: not JSON ({err})") from None
     if art.get("format") != FORMAT or art.get("scales") != list(SCALES) or len(art.get("weights", [])) != len(FAMILIES) * (N_FEAT + 1):

@@ -1,4 +1,4 @@
-"""Model entries of ``configs/models/*.yaml`` (seed 000 §3.10, §4.2; seed 002 Appendix A).
+"""Model entries of ``configs/models/*.yaml`` (counterfactual paper §3.10, §4.2; the paired-modality paper Appendix A).
 
 An entry names a model, its adapter kind, where it is served, its price per million tokens,
 its rate limits and its provider settings. API keys never appear here: ``api_key_env`` names
@@ -25,9 +25,9 @@ class ProviderSettings(StrictModel):
     thinking_budget: int | None = None  # Anthropic extended thinking / Gemini thinking budget
     media_resolution: str | None = None  # Gemini: MEDIA_RESOLUTION_LOW | _MEDIUM | _HIGH
     max_tokens_param: str = "max_completion_tokens"  # OpenAI-compatible servers may want max_tokens
-    max_output_tokens_multi_image: int | None = None  # seed 002 App. A: larger cap for 2-image requests
+    max_output_tokens_multi_image: int | None = None  # the paired-modality paper App. A: larger cap for 2-image requests
     anthropic_version: str | None = None  # header override; None keeps the SDK's
-    api_version: str | None = None  # azure_openai: the api-version query (seed 002 App. A: 2024-12-01-preview)
+    api_version: str | None = None  # azure_openai: the api-version query (paired-modality paper App. A: 2024-12-01-preview)
 
     def items(self) -> tuple[tuple[str, str], ...]:
         return tuple((k, str(v)) for k, v in sorted(self.model_dump(exclude_none=True).items()))
@@ -48,7 +48,7 @@ class ModelEntry(StrictModel):
     rate_group: str | None = None  # models sharing one provider quota share a limiter; default: base_url
     timeout_s: float = pydantic.Field(120.0, gt=0)
     max_attempts: int = pydantic.Field(6, ge=1)  # tries per request for transient errors (429, 5xx, timeouts, resets)
-    temperature: float | None = None  # None: the provider's default sampling (seed 000 §3.10)
+    temperature: float | None = None  # None: the provider's default sampling (counterfactual paper §3.10)
     max_output_tokens: int = pydantic.Field(4000, ge=1)
     seed: int | None = None
     placement: str = "auto"  # auto | pool | dedicated (one actor holding the model; GPU if any)
@@ -101,7 +101,7 @@ class ModelEntry(StrictModel):
         )
 
     def cost_usd(self, input_tokens: int, output_tokens: int) -> float:
-        """List-price cost of one request from the provider's token counts (seed 000 §4.3)."""
+        """List-price cost of one request from the provider's token counts (counterfactual paper §4.3)."""
         return (input_tokens * self.price_in_per_mtok + output_tokens * self.price_out_per_mtok) / 1e6
 
 

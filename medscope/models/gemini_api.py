@@ -1,7 +1,7 @@
 """Google Gemini ``generateContent`` through the official ``google-genai`` SDK.
 
 Images go as inline PNG parts; ``media_resolution`` and ``thinking_budget`` are provider
-settings (seed 000 §3.10, §5.5). Thinking tokens are billed as output, so they count there.
+settings (counterfactual paper §3.10, §5.5). Thinking tokens are billed as output, so they count there.
 """
 
 from __future__ import annotations

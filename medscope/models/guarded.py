@@ -1,6 +1,6 @@
 """A ChatModel wrapper that waits for the provider's limiter and retries transient failures.
 
-Retries follow seed 002 Appendix A (429 and 5xx retried) and seed 000 §3.10: transient
+Retries follow the paired-modality paper Appendix A (429 and 5xx retried) and the counterfactual paper §3.10: transient
 errors (429, 5xx, timeouts, dropped connections, cut or garbled bodies) are retried with
 jittered exponential backoff (tenacity's ``wait_random_exponential``, "full jitter"), never
 sooner than a Retry-After; any other 4xx is given up at once. The wrapper counts attempts and

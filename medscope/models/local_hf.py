@@ -1,4 +1,4 @@
-"""Local Hugging Face VLMs through transformers (seed 000 §3.10: greedy, bf16 on GPU).
+"""Local Hugging Face VLMs through transformers (counterfactual paper §3.10: greedy, bf16 on GPU).
 
 ``AutoModelForImageTextToText`` + the checkpoint's processor (Qwen2-VL family through
 :class:`~medscope.models.tiny_vlm.ImageOnlyQwen2VLProcessor`, which needs no torchvision),
@@ -50,7 +50,7 @@ def chat_inputs(processor, conversations: list[list[Message]], add_generation_pr
     """Model inputs for ``conversations``: each rendered by the processor's chat template, then
     tokenized with its images by the processor (which expands each image placeholder to the
     model's image tokens). The one path from messages to tokens, shared by evaluation (here)
-    and training (``medscope.training.vlm.encode``), so both see the same tokens (seed 000
+    and training (``medscope.training.vlm.encode``), so both see the same tokens (counterfactual paper
     §4.2: "model-specific chat templates were applied by each model's processor").
 
     ``add_special_tokens=False``: a chat template writes its own BOS and turn markers, and a

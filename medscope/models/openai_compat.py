@@ -1,8 +1,8 @@
 """OpenAI Chat Completions and any OpenAI-compatible endpoint (vLLM, SGLang, Ollama) by base URL.
 
 Images go as inline ``data:image/png;base64`` URLs, several in one user turn when a protocol
-shows several (seed 002 Appendix A); ``image_detail`` and ``reasoning_effort`` are provider
-settings from config (seed 000 §3.10, §5.5).
+shows several (paired-modality paper Appendix A); ``image_detail`` and ``reasoning_effort`` are provider
+settings from config (counterfactual paper §3.10, §5.5).
 """
 
 from __future__ import annotations
@@ -84,7 +84,7 @@ class OpenAIChatModel:
 
 
 class AzureOpenAIChatModel(OpenAIChatModel):
-    """An Azure OpenAI deployment (seed 002 App. A ran its GPT model so): ``model`` is the
+    """An Azure OpenAI deployment (paired-modality paper App. A ran its GPT model so): ``model`` is the
     deployment name, ``base_url`` the resource endpoint (https://NAME.openai.azure.com),
     ``settings.api_version`` the chat-completions API version (App. A: 2024-12-01-preview). The
     SDK's ``AzureOpenAI`` client posts to /openai/deployments/{deployment}/chat/completions

@@ -1,7 +1,7 @@
-"""A pixel organ reader for the organ-presence probe (seed 003): reads the slice, not the words.
+"""A pixel organ reader for the organ-presence probe (organ-presence paper): reads the slice, not the words.
 
 NOT a medical model. It gives the probe's report an image-dependent baseline beside the
-constant policies (seed 003 §5.4 reads specificity against them). Fitted on rendered axial
+constant policies (organ-presence paper §5.4 reads specificity against them). Fitted on rendered axial
 slices of *training* volumes, labelled from their label maps with the probe's own presence
 rule (``medscope.volumes.presence.presence_states``: present at >= ``present_voxels`` voxels,
 absent below ``absent_voxels``; the ambiguous band in between is left out, as the probe does):
@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 import cv2
 import numpy as np
 
-from medscope import storage
+from medscope.io import storage
 from medscope.errors import MedScopeError
 from medscope.images import decode_png
 from medscope.models.base import Completion, Decoding, Message
@@ -120,7 +120,7 @@ class OrganReader:
     _art: dict = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
-        self._art = json.loads(storage.read_text(self.weights))
+        self._art = json.loads(storage.read_utf8(self.weights))
 
     def organ_of(self, question: str) -> str | None:
         q = question.lower()

@@ -1,4 +1,4 @@
-"""Trivial policies as ChatModels (seed 000 §3.2: constant policies score ESG 0).
+"""Trivial policies as ChatModels (counterfactual paper §3.2: constant policies score ESG 0).
 
 Each ignores the image and writes one final action in the agent format. "Always claims"
 and "always absent" phrase their answer for the question's kind, so that the shared matcher

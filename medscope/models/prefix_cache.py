@@ -1,7 +1,7 @@
 """Shared-prefix KV caching for batched local generation (issue 33: local VLM batching >= 3x).
 
 Every agent conversation begins with the same instructions (~1,077 of its ~1,133 tokens at the
-first turn, seed 000 §3.1's agent prompt), and on CPU the prefill of those tokens dominates a
+first turn, the counterfactual paper §3.1's agent prompt), and on CPU the prefill of those tokens dominates a
 turn: batching amortises the decode steps, not that compute-bound prefill. So the key/value cache
 of the longest token prefix common to the rows of a batch is computed once (a batch of one) and
 repeated over the rows, and only each row's own suffix (image, question, later turns) is

@@ -1,4 +1,4 @@
-"""The tiny random Gemma-3 (MedGemma's architecture, seed 000 §4.2 / §5.3), built offline.
+"""The tiny random Gemma-3 (MedGemma's architecture, the counterfactual paper §4.2 / §5.3), built offline.
 
 ``Gemma3ForConditionalGeneration`` with a 2-layer Gemma-3 text model (hidden 64) and a 1-layer
 SigLIP tower on 32 px images (patch 4, so 8x8 patches pooled to 16 soft tokens per image), plus

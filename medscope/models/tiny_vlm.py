@@ -1,7 +1,7 @@
 """Tiny random-initialised VLMs built from config, with processors that work offline.
 
 Tests, the demo and the training smoke runs need real vision-language architectures but have
-no weights and no internet. ``ARCHS`` names the three built here (seed 000 §4.2, §5.3: the
+no weights and no internet. ``ARCHS`` names the three built here (counterfactual paper §4.2, §5.3: the
 Qwen family and MedGemma's Gemma-3): ``qwen2-vl`` (the real ``Qwen2VLForConditionalGeneration``
 with text hidden 64, 2 layers; vision depth 1, patch 4), ``qwen2.5-vl``
 (``Qwen2_5_VLForConditionalGeneration``, windowed vision blocks) and ``gemma3``

@@ -6,7 +6,7 @@ from __future__ import annotations
 from importlib import resources
 
 from medscope import config as cfgmod
-from medscope import storage
+from medscope.io import storage
 from medscope.pairs import review as rv
 from medscope.pairs.generators import ProceduralGenerator
 from medscope.pairs.spec import PairsSpec

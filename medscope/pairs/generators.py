@@ -1,4 +1,4 @@
-"""Candidate photographs from a text-to-image / image-edit model (seed 002 §3.3).
+"""Candidate photographs from a text-to-image / image-edit model (paired-modality paper §3.3).
 
 One interface: ``generate(prompt, seed, plan, init_png=None) -> (png bytes, metadata)``; with
 ``init_png`` the call is an edit of that image ("same person, other finding"). Three kinds:

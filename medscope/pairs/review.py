@@ -1,4 +1,4 @@
-"""Generate -> review -> build: how an institution makes its own pair set (seed 002 §3.3).
+"""Generate -> review -> build: how an institution makes its own pair set (paired-modality paper §3.3).
 
 - ``generate_round``: for every photograph slot (condition x matched / mismatched) still without
   an approved or pending candidate, generate ``candidates_per_round`` new candidates. A slot
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import yaml
 
-from medscope import safe_io, storage
+from medscope.io import bounded, guarded, storage
 from medscope.errors import MedScopeError
 from medscope.protocols.paired_modality import draw
 from medscope.pairs.spec import ConditionPlan, PairsSpec, RadiographSpec, demographics_phrase, subject_demographics
@@ -34,7 +34,7 @@ def load_review(work: str) -> dict:
     uri = storage.join(work, names.REVIEW)
     if not storage.exists(uri):
         return {"candidates": [], "bases": {}}
-    data = yaml.safe_load(storage.read_text(uri)) or {}
+    data = yaml.safe_load(storage.read_utf8(uri)) or {}
     data.setdefault("candidates", [])
     data.setdefault("bases", {})
     for c in data["candidates"]:
@@ -62,7 +62,7 @@ def approvers(c: dict) -> list[str]:
 
 
 def _approved(cands: list[dict], need: int = 1) -> dict | None:
-    """The latest candidate approved by at least ``need`` different reviewers (seed 002 §3.3:
+    """The latest candidate approved by at least ``need`` different reviewers (paired-modality paper §3.3:
     each question approved by 1-3 physicians)."""
     ok = [c for c in cands if c["decision"] == "approve" and len(approvers(c)) >= need]
     return ok[-1] if ok else None
@@ -85,7 +85,7 @@ def _base(plan: ConditionPlan, generator, review: dict, work: str, who: str = ""
 
 
 def _reference(photo, spec_dir: str) -> bytes | None:
-    """The reference image of a photograph (seed 002 §3.3 strategy 2), or None."""
+    """The reference image of a photograph (paired-modality paper §3.3 strategy 2), or None."""
     if not photo.reference:
         return None
     ref = photo.reference
@@ -180,13 +180,13 @@ def decide(work: str, ids: list[str], decision: str, feedback: str = "", reviewe
 
 def checked_image(uri: str) -> bytes:
     """The bytes of an image file that decodes whole (issue 32: a truncated approved candidate
-    is never copied into a pair set); ``safe_io.Reject`` with the reason otherwise."""
-    data = safe_io.read_bounded(uri, safe_io.DEFAULT_LIMITS.max_file_bytes)
-    with safe_io.open_image(data, safe_io.DEFAULT_LIMITS, "image") as img:
+    is never copied into a pair set); ``bounded.Reject`` with the reason otherwise."""
+    data = bounded.read_bounded(uri, guarded.DEFAULT_LIMITS.max_file_bytes)
+    with guarded.open_image(data, guarded.DEFAULT_LIMITS, "image") as img:
         try:
             img.load()
         except Exception as err:  # Pillow raises many types for broken files
-            raise safe_io.Reject("unreadable image", safe_io.pil_error(err)) from None
+            raise bounded.Reject("unreadable image", guarded.pil_error(err)) from None
     return data
 
 
@@ -202,7 +202,7 @@ def _radiograph(plan: ConditionPlan, spec_dir: str, out: str) -> str:
     rel = f"radiographs/{key}.{src.rsplit('.', 1)[-1].lower()}"
     try:
         data = checked_image(src)
-    except safe_io.Reject as err:
+    except bounded.Reject as err:
         raise MedScopeError(f"{plan.condition}: radiograph {src}: {err.reason} ({err.detail}); replace the file") from None
     storage.write_bytes(storage.join(out, rel), data)
     return rel
@@ -222,9 +222,9 @@ def build(spec: PairsSpec, work: str, out: str, spec_dir: str = ".") -> dict:
             try:
                 photos[pt] = checked_image(storage.join(work, cand["image"]))
             except Exception as err:  # noqa: BLE001 - one bad photograph leaves its condition out, named
-                err = safe_io.as_reject(err)
+                err = guarded.as_reject(err)
                 unreadable.append({"photo_type": pt, "candidate": cand["id"], "image": cand["image"],
-                                   "reason": err.reason, "detail": err.detail, "error_class": safe_io.error_class(err)})
+                                   "reason": err.reason, "detail": err.detail, "error_class": bounded.error_class(err)})
         if unreadable:  # approved, but not a whole image: review it again (or regenerate)
             incomplete.append({"condition": plan.condition, "missing": [], "unreadable": unreadable})
             continue

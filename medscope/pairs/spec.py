@@ -1,4 +1,4 @@
-"""The construction spec of a pair set (``medscope pairs generate --spec F``; seed 002 §3.3).
+"""The construction spec of a pair set (``medscope pairs generate --spec F``; the paired-modality paper §3.3).
 
 Per condition: the radiograph (a file, or a phantom pattern for the generated set), the subject
 (age, sex, body region, setting) shared by both photographs, a prompt for the disease sign
@@ -64,7 +64,7 @@ class PhotoPlan(StrictModel):
     caption: str
     findings: list[Finding | str] = []
     mark: str | None = None  # procedural generator: the sign drawn (medscope.protocols.paired_modality.draw.MARKS)
-    # seed 002 §3.3 strategy 2: a reference image of the finding (licensed for this use), relative
+    # the paired-modality paper §3.3 strategy 2: a reference image of the finding (licensed for this use), relative
     # to the spec; sent beside the edited image (provider) or pasted into edit_box and harmonised
     # by the edit (diffusers)
     reference: str | None = None
@@ -81,7 +81,7 @@ class PhotoPlan(StrictModel):
 
 
 class RadiographMeta(StrictModel):
-    """What the radiograph's own metadata says of the patient (seed 002 §3.3: the photograph's
+    """What the radiograph's own metadata says of the patient (paired-modality paper §3.3: the photograph's
     subject is matched to it); any field may be missing."""
 
     age: int | None = pydantic.Field(None, ge=0, le=120)
@@ -89,13 +89,13 @@ class RadiographMeta(StrictModel):
     ethnicity: str | None = None  # rarely present (3 of 40 in the paper); else drawn
 
 
-# addition: the four groups of seed 002 §3.3 weighted by the US 2020 census shares (White alone,
+# addition: the four groups of the paired-modality paper §3.3 weighted by the US 2020 census shares (White alone,
 # not Hispanic 57.8%; Hispanic or Latino 18.7%; Black alone 12.1%; Asian alone 5.9%), normalised
 US_2020_WEIGHTS = {"White": 57.8, "Hispanic/Latino": 18.7, "Black": 12.1, "Asian": 5.9}
 
 
 class DemographicsSpec(StrictModel):
-    """The reproducible ethnicity draw (seed 002 §3.3): one draw per condition from ``seed`` and
+    """The reproducible ethnicity draw (paired-modality paper §3.3): one draw per condition from ``seed`` and
     the condition's name, over ``ethnicity_weights``; a radiograph's own ethnicity wins."""
 
     seed: int = 0
@@ -138,7 +138,7 @@ class PairsSpec(StrictModel):
     name: str = "pairs"
     generator: GeneratorSpec = GeneratorSpec()
     candidates_per_round: int = 1
-    # distinct reviewers whose approval a photograph needs before `build` takes it (seed 002 §3.3:
+    # distinct reviewers whose approval a photograph needs before `build` takes it (paired-modality paper §3.3:
     # 1-3 board-certified physicians); addition: the default 1 is the paper's minimum
     approvals_required: int = pydantic.Field(1, ge=1)
     demographics: DemographicsSpec = DemographicsSpec()
@@ -184,7 +184,7 @@ class PairsSpec(StrictModel):
 
 
 def subject_demographics(plan: ConditionPlan, spec: DemographicsSpec) -> dict:
-    """The photograph subject's age, sex and ethnicity (seed 002 §3.3): age and sex from the
+    """The photograph subject's age, sex and ethnicity (paired-modality paper §3.3): age and sex from the
     radiograph's metadata when present, ethnicity from it when present, else a reproducible draw
     (the same spec seed and condition always give the same group). ``source`` says which."""
     from medscope.seeding import rng_for

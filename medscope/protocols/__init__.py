@@ -23,7 +23,7 @@ def names() -> list[str]:
 
 def import_all() -> None:
     """Import every shipped protocol, so that all their own tables are registered with
-    ``medscope.records`` (for a verb that handles any output folder, e.g. ``medscope compact``)."""
+    ``medscope.io.records`` (for a verb that handles any output folder, e.g. ``medscope compact``)."""
     for name in names():
         importlib.import_module(f"{__name__}.{name}")
 

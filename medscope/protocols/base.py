@@ -129,9 +129,9 @@ class EvalProtocol(Protocol):
 
         ``ids``: only the items with these item ids (a sweep's worker fetching the few it is
         about to run). ``images=False``: the same items with ``images=()``, read without holding
-        the table's pixels (a sweep's driver needs ids and privacy flags only; issue 16). The
+        the table's pixels (a sweep's driver needs ids and privacy flags only). The
         selection never depends on the two arguments, so the driver's items and the workers'
-        agree; read through ``medscope.tablescan``, which streams a table instead of loading it."""
+        agree; read through ``medscope.io.tablescan``, which streams a table instead of loading it."""
 
     def conditions(self) -> tuple[str, ...]:
         """Condition names this protocol understands (agent, plain, blind, blank, ...)."""

@@ -1,4 +1,4 @@
-"""Contrast-ring test (seed 000, §3.3 (i)): does the lesion still stand out after erasure?"""
+"""Contrast-ring test (counterfactual paper, §3.3 (i)): does the lesion still stand out after erasure?"""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Edit detector and adversarial filtering (seed 000, §3.3 (i) and last paragraph).
+"""Edit detector and adversarial filtering (counterfactual paper, §3.3 (i) and last paragraph).
 
 addition: §3.3 says only "a trained edit detector"; its form below is ours.
 Both are small logistic regressions on texture features of an edited region against its

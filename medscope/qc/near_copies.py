@@ -1,4 +1,4 @@
-"""Near-copies of images across sets, splits and cohorts (seed 000 §4.1; §3.3 (iii)).
+"""Near-copies of images across sets, splits and cohorts (counterfactual paper §4.1; §3.3 (iii)).
 
 The paper's check, quoted: "every unedited image of every split and cohort is hashed (64-bit
 difference hash) and every pair within 8 bits is confirmed by pixel correlation at 64 px, so
@@ -118,7 +118,7 @@ def candidate_arrays(hashes: np.ndarray, max_bits: int = MAX_BITS, block: int | 
     Blockwise over the upper triangle: a block of rows against the hashes from its first row
     on, ``block`` rows at a time (default: as many as keep one block within ``budget``
     comparisons). A fixed 2,048-row block against every hash held 2,048 × n uint64s, 105 MB at
-    6,400 cases and 16 GB at a million: the views-build driver's largest transient (issue 33).
+    6,400 cases and 16 GB at a million: the views-build driver's largest transient.
     The pairs are kept as integer arrays (13 bytes a pair), not Python tuples (~150 bytes): the
     phantom's alike images give tens of thousands of hash-close pairs at 6,400 cases."""
     h = np.asarray(hashes, dtype=np.uint64)
@@ -155,7 +155,7 @@ class PairArrays:
     """Hash-close pairs as columns: ``a``, ``b`` index the ids they were found among (the
     smaller id first), sorted by (id a, id b); ``tier`` indexes ``TIERS``. A pair costs 21
     bytes here instead of a :class:`Pair` (~300 bytes with its float and tuple), so the
-    views-build driver can hold every pair of a large cohort (issue 33)."""
+    views-build driver can hold every pair of a large cohort."""
 
     a: np.ndarray  # int64
     b: np.ndarray  # int64

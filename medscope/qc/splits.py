@@ -1,4 +1,4 @@
-"""Group splits (seed 000, §3.3 and §4.1): train / validation / test over patients, or over
+"""Group splits (counterfactual paper, §3.3 and §4.1): train / validation / test over patients, or over
 near-copy groups where patient ids are missing — the union of both relations — seeded and
 stable, with test-set protection.
 """

@@ -1,4 +1,4 @@
-"""Edit-visibility probes (seed 000 §5.4, "Does it read the lesion or the edit?").
+"""Edit-visibility probes (counterfactual paper §5.4, "Does it read the lesion or the edit?").
 
 Two probes ask whether the edit leaves a trace a reader could use:
 
@@ -229,7 +229,7 @@ def report_markdown(report: dict) -> str:
     size = report.get("size")
     if report.get("field", "crop") == "view":
         what = (f"whole views, grey, resized to {size} x {size} px as §5.4 probes them (the size is an addition). "
-                "Seed 000 §5.4 reports ResNet-18 R vs O 0.83, linear probe R vs O 0.60 and T vs R 0.86")
+                "counterfactual paper §5.4 reports ResNet-18 R vs O 0.83, linear probe R vs O 0.60 and T vs R 0.86")
     else:
         what = (f"CROPS around the edited region, {size} x {size} px: an option, not §5.4's whole-view probe, so "
                 "these AUCs are not comparable with the paper's (0.83 / 0.60 / 0.86)")
@@ -253,6 +253,6 @@ def format_ratings(result: dict) -> str:
                  if "target_rated_edited" in e else "–")
         lines.append(f"| {model} | {cell(e.get('R_vs_O'))} | {cell(e.get('T_vs_O'))} | {split} | "
                      f"{e['unparseable']} of {e['episodes']} |")
-    lines += ["", "Seed 000 §5.4: gemini-4-argon and gpt-6.1-sol cannot separate random removal from originals "
+    lines += ["", "counterfactual paper §5.4: gemini-4-argon and gpt-6.1-sol cannot separate random removal from originals "
               "(AUC 0.52-0.55) but find erased-lesion views suspicious (0.70-0.75)."]
     return "\n".join(lines)

@@ -1,4 +1,4 @@
-"""The blinded physician reading of seed 000 §7: does an erased finding stay visible, do erased
+"""The blinded physician reading of the counterfactual paper §7: does an erased finding stay visible, do erased
 images look edited, is the control edit as recognisable as the erasure?
 
 - :mod:`medscope.reader.sample` draws the stratified image sample from a views table's main test;
@@ -10,7 +10,7 @@ images look edited, is the control edit as recognisable as the erasure?
   by source; :mod:`medscope.reader.study_report` turns the result into a report section.
 """
 
-from medscope import layout
+from medscope.io import layout
 
 # The reader's four image kinds (§7 "Images") and the views-table kinds they are drawn from.
 VIEW_KIND_OF = {
@@ -27,7 +27,7 @@ UNMODIFIED_KINDS = ("lesion", "lesion_free")
 EDIT_RATINGS = ("definitely_real", "probably_real", "probably_edited", "definitely_edited")
 CLINICAL_ANSWERS = ("yes", "no", "cannot_tell")
 
-# File names inside a pack folder and an analysis folder: medscope.layout owns them.
+# File names inside a pack folder and an analysis folder: medscope.io.layout owns them.
 READING_DIR = layout.ReaderPack.READING  # what the readers get: the page and its images, no key
 PAGE_FILE = layout.ReaderPack.PAGE
 IMAGES_DIR = layout.ReaderPack.IMAGES

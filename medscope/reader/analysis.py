@@ -1,4 +1,4 @@
-"""The pre-specified reader-study analysis (seed 000 §7), from answer rows (medscope.reader.answers).
+"""The pre-specified reader-study analysis (counterfactual paper §7), from answer rows (medscope.reader.answers).
 
 Per reader: the share rated edited (probably or definitely) per image kind; the AUC of the
 four-level rating for edited (erased + control) vs unmodified (with and without the finding)
@@ -16,7 +16,7 @@ import json
 
 import numpy as np
 
-from medscope import records, storage
+from medscope.io import records, storage
 from medscope.errors import MedScopeError
 from medscope.reader import (
     ANALYSIS_FILE,
@@ -159,9 +159,9 @@ def analyse(packs: list[str], answer_files: list[str], out: str, *, reference: s
 
 
 def load_reference(uri: str) -> dict:
-    """Zero-shot edit-visibility AUCs to draw as the reference line (seed 000 §5.4): a JSON
+    """Zero-shot edit-visibility AUCs to draw as the reference line (counterfactual paper §5.4): a JSON
     object {model: AUC} or {model: {"erased_vs_original": AUC, "control_vs_original": AUC}}."""
-    doc = json.loads(storage.read_text(uri))
+    doc = json.loads(storage.read_utf8(uri))
     if not isinstance(doc, dict) or not doc:
         raise MedScopeError(f"{uri}: the reference must be a JSON object of model -> AUC")
     out = {}

@@ -1,4 +1,4 @@
-"""Readers' answer files -> scored answer rows (seed 000 §7: "Every answer file names the pack it
+"""Readers' answer files -> scored answer rows (counterfactual paper §7: "Every answer file names the pack it
 was answered on, and only files from the final pack are scored").
 
 A file is scored only when its pack hash is one of the given packs' (a main pack and its
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 
-from medscope import records, safe_text, storage
+from medscope.io import records, safe_text, storage
 from medscope.reader import ANSWERS_FORMAT, CLINICAL_ANSWERS, EDIT_RATINGS
 
 TABLE = "reader_answers"  # the rejects rows' "table": what the row would have become

@@ -1,4 +1,4 @@
-"""Write a reading pack (seed 000 §7): the blinded images and page in ``reading/``, the answer
+"""Write a reading pack (counterfactual paper §7): the blinded images and page in ``reading/``, the answer
 key beside it in ``key.json``.
 
 Every image is re-saved the same way -- decoded, its long side scaled to ``size`` pixels,
@@ -16,7 +16,7 @@ import json
 import cv2
 import numpy as np
 
-from medscope import records, safe_text, storage
+from medscope.io import records, safe_text, storage
 from medscope.errors import MedScopeError
 from medscope.images import decode_png, encode_png
 from medscope.reader import IMAGES_DIR, KEY_FILE, PAGE_FILE, READING_DIR

@@ -1,4 +1,4 @@
-"""The static reading page (seed 000 §7 "Procedure"): one self-contained HTML file, inline CSS
+"""The static reading page (counterfactual paper §7 "Procedure"): one self-contained HTML file, inline CSS
 and JS, no server and no network; it opens from a USB stick (file://) or any static host.
 
 The page holds no answer key: only opaque image names, each case's clinical question, the pack

@@ -1,4 +1,4 @@
-"""The reader study's pre-specified statistics (seed 000 §7 "Pre-specified analysis").
+"""The reader study's pre-specified statistics (counterfactual paper §7 "Pre-specified analysis").
 
 References: AUC as the Mann-Whitney U: J. A. Hanley, B. J. McNeil, "The meaning and use of the
 area under a receiver operating characteristic (ROC) curve", Radiology 143(1), 1982; J. Cohen,

@@ -1,4 +1,4 @@
-"""The reader-study sample (seed 000 §7 "Images"; "Status and extension" for supplements).
+"""The reader-study sample (counterfactual paper §7 "Images"; "Status and extension" for supplements).
 
 From a views table's main test (split "test", views that passed QC): ``per_kind`` images of each
 of the four kinds -- unmodified with the finding, erased, control-edited with the same tool,

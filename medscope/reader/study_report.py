@@ -7,9 +7,9 @@ from medscope.report.render import Para, Section, Table, to_html, to_markdown
 
 KIND_LABEL = {"lesion": "unmodified, finding", "erased": "erased", "control": "control-edited",
               "lesion_free": "unmodified, no finding"}
-# seed 000 §5.4: zero-shot frontier models' AUC for erased-lesion views vs originals, quoted when
+# the counterfactual paper §5.4: zero-shot frontier models' AUC for erased-lesion views vs originals, quoted when
 # no measured reference file is given
-PAPER_REFERENCE = "zero-shot frontier models 0.70-0.75 on erased views, 0.52-0.55 on control edits (seed 000 §5.4)"
+PAPER_REFERENCE = "zero-shot frontier models 0.70-0.75 on erased views, 0.52-0.55 on control edits (counterfactual paper §5.4)"
 
 
 def _f(x, digits: int = 3) -> str:
@@ -38,7 +38,7 @@ def reader_section(analysis: dict) -> tuple[str, list]:
     acc = analysis["acceptable_residual"]
     packs = ", ".join(f"{p['name']} ({p['images']} images, {p['pack_hash'][:12]})" for p in analysis["packs"])
     blocks: list = [Para(
-        f"Blinded physician reading (seed 000 §7) of packs {packs}: {analysis['answers_scored']} answers from "
+        f"Blinded physician reading (counterfactual paper §7) of packs {packs}: {analysis['answers_scored']} answers from "
         f"{len(analysis['readers'])} readers. An image is 'rated edited' when the reader chose probably or "
         f"definitely edited. AUCs use the four-level rating (0.5: no separation). The residual-finding rate is the "
         f"share of erased images still answered \"yes\", with its exact (Clopper-Pearson) 95% interval, read "

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import json
 
-from medscope import layout, protocols, storage
+from medscope import protocols
+from medscope.io import layout, storage
 from medscope.errors import MedScopeError
 from medscope.protocols.base import parse_options
 from medscope.report import thin
@@ -27,7 +28,7 @@ def run_protocol(run: str) -> str:
         if storage.exists(layout.ScoredRun(run).metrics):
             return "counterfactual"
         raise MedScopeError(f"{run}: not a scored run folder (no run.json or metrics.parquet; run `medscope score` first)")
-    manifest = json.loads(storage.read_text(manifest_uri))
+    manifest = json.loads(storage.read_utf8(manifest_uri))
     return manifest.get("protocol_spec") or manifest.get("protocol", "counterfactual")
 
 
@@ -35,7 +36,7 @@ def run_protocol_built(run: str, options: dict):
     """The protocol that scored ``run``, built with the options it scored under (its run.json)
     and the report ``options`` its ``Options`` sets at report."""
     manifest_uri = layout.ScoredRun(run).manifest
-    record = json.loads(storage.read_text(manifest_uri)) if storage.exists(manifest_uri) else {}
+    record = json.loads(storage.read_utf8(manifest_uri)) if storage.exists(manifest_uri) else {}
     name = run_protocol(run)
     spec = record.get("protocol_spec") or name
     cls = protocols.protocol_class(spec)
@@ -70,7 +71,7 @@ def build_report(runs: str | list[str], out: str, extra_sections=(), title: str 
         written.update(info)
     for t, body in extra_sections:
         sections.append(_extra(t, body))
-    thin_cells = thin.summary_section(sections)  # the summary names the thin cells (issue 25)
+    thin_cells = thin.summary_section(sections)  # the summary names the thin cells
     if thin_cells is not None:
         sections.append(thin_cells)
     # the summaries open the document, so its first screen answers "which models read the image?"

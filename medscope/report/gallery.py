@@ -1,5 +1,5 @@
 """Gallery panels: a case's original, erased and control views with their masks outlined
-(seed 000 Figure 2 style: yellow the lesion, dashed cyan the edited region)."""
+(counterfactual paper Figure 2 style: yellow the lesion, dashed cyan the edited region)."""
 
 from __future__ import annotations
 

@@ -1,10 +1,10 @@
-"""The report's opening summary, written from the numbers (issue 19).
+"""The report's opening summary, written from the numbers.
 
 It answers "which models read the image?" before any table: a model *follows the image*
-when its evidence sensitivity gap (ESG, seed 000 §3.8) has a 95% case-bootstrap interval
+when its evidence sensitivity gap (ESG, the counterfactual paper §3.8) has a 95% case-bootstrap interval
 that excludes 0 on the positive side; a constant policy (the same decision on every view)
-is image-blind by construction (ESG = 0, seed 000 Table 5); any other model has no evidence
-either way on this run. Then the headline paired differences (seed 000 §3.9, Table 6) and the
+is image-blind by construction (ESG = 0, the counterfactual paper Table 5); any other model has no evidence
+either way on this run. Then the headline paired differences (counterfactual paper §3.9, Table 6) and the
 run's size and caveats.
 """
 
@@ -138,7 +138,7 @@ def summary_lines(rows: list[ModelRow], diffs: list[Difference], facts: RunFacts
         if beaten:
             out.append(f"- **Caveat, cost matrix**: the constant policy {best_b.label} earns net utility "
                        f"{best_b.net_utility:.3f}, at or above {', '.join(beaten)}; under this matrix a policy "
-                       "that never reads the image can look good (seed 000 §5.5), so read net utility beside ESG.")
+                       "that never reads the image can look good (counterfactual paper §5.5), so read net utility beside ESG.")
     caveats = [f"{facts.n_cases} cases, {facts.n_views} views on test set '{facts.test_set}'"
                + (f", cost matrix `{facts.cost_matrix}`" if facts.cost_matrix else "")]
     if facts.n_cases < SMALL_N:

@@ -1,5 +1,5 @@
 """Thin cells: every table cell says what it is over, and a cell too small to mean anything is
-marked and never called significant, above chance or equivalent (issue 25; docs/report.md).
+marked and never called significant, above chance or equivalent (docs/report.md).
 
 One rule for every protocol's tables: a cell over fewer than ``min_items`` items or fewer than
 ``min_cases`` cases is *thin*. Tables write ``cell(text, n_items, n_cases)`` (the value, its n,
@@ -23,7 +23,7 @@ MARK = "†"
 class ThinRule(StrictModel):
     """The smallest cell a table reports as a result."""
 
-    # addition: none of the four papers sets a minimum cell size; 10 items or 5 cases (issue 25)
+    # addition: none of the four papers sets a minimum cell size; 10 items or 5 cases
     min_items: int = pydantic.Field(10, ge=1, description="cells over fewer items are thin")
     min_cases: int = pydantic.Field(5, ge=1, description="cells over fewer cases (clusters) are thin")
 

@@ -1,14 +1,14 @@
 """Derivations of the cells the papers' printed numbers determine, each through the code a
 user's run goes through (never a second implementation):
 
-- seed 000 Table 2: ``rewards.view_rewards`` under the shipped ``table2`` cost matrix;
-- seed 000 Table 5's constant-policy rows and §5.5's always-refer figures: a views table with the
+- the counterfactual paper Table 2: ``rewards.view_rewards`` under the shipped ``table2`` cost matrix;
+- the counterfactual paper Table 5's constant-policy rows and §5.5's always-refer figures: a views table with the
   main test's composition (219 / 219 / 219 / 288 / 170 views), the constant policies' episodes,
   scored by the counterfactual protocol (what ``medscope score`` runs) and rescored under the
   shipped alternative matrices (``rewards.rescore``, as the report's ranking table does);
-- seed 002 Table 1: ``paired_modality.rates_and_agreement.clopper_pearson`` at the printed counts of n = 40;
+- the paired-modality paper Table 1: ``paired_modality.rates_and_agreement.clopper_pearson`` at the printed counts of n = 40;
   §5.2: ``paired_modality.rates_and_agreement.mcnemar_exact`` on paired outcome vectors built from the counts;
-- seed 001 Table 4: ``benchmark_mcq.accuracy_tests.bh`` and ``verdict``; seed 000 §3.9:
+- the benchmark-MCQ paper Table 4: ``benchmark_mcq.accuracy_tests.bh`` and ``verdict``; the counterfactual paper §3.9:
   ``stats.inference.bonferroni``;
 - sums of printed counts, and differences of printed values as the interval their rounding allows.
 
@@ -28,7 +28,7 @@ from medscope.errors import MedScopeError
 from medscope.reproduce.registry import bound, printed
 
 DERIVATIONS: dict[str, Callable] = {}
-# seed 000 Table 5's main test: lesion cases (each an original, a target removal and a random
+# the counterfactual paper Table 5's main test: lesion cases (each an original, a target removal and a random
 # removal), natural negatives, degraded views (of lesion cases) -- Table 3 and §5.1
 MAIN_TEST = {"lesion": 219, "negative": 288, "degraded": 170}
 # addition: the paper does not print how many of the 219 lesion cases are critical; 59 is the
@@ -116,13 +116,13 @@ def difference(ctx: Context, a, b, unit: float = 1.0) -> tuple[float, float]:
     return (alo - bhi) * unit, (ahi - blo) * unit
 
 
-# -- seed 000: the cost matrix and the constant policies ----------------------------------------------------
+# -- the counterfactual paper: the cost matrix and the constant policies ----------------------------------------------------
 
 
 @derivation
 def table2_reward(ctx: Context, kind: str, outcome: str, critical: bool = False, matrix: str = "table2") -> float:
     """Reward of one view of ``kind`` for ``outcome`` (correct, wrong, refer, clarify) under a
-    shipped cost matrix, through ``rewards.view_rewards`` (seed 000 §3.4, Table 2)."""
+    shipped cost matrix, through ``rewards.view_rewards`` (counterfactual paper §3.4, Table 2)."""
     from medscope.protocols.counterfactual import costs, rewards
 
     lesion_view = kind != "natural_negative"
@@ -137,9 +137,9 @@ def table2_reward(ctx: Context, kind: str, outcome: str, critical: bool = False,
 
 
 def main_test_views():
-    """A views table with the main test's composition (seed 000 Tables 3 and 5) and 59 critical
+    """A views table with the main test's composition (counterfactual paper Tables 3 and 5) and 59 critical
     lesion cases (``N_CRITICAL``); no pixels: constant policies never look."""
-    from medscope import records
+    from medscope.io import records
     from medscope.protocols.counterfactual import synthetic_runs as synthetic
 
     views = synthetic.views(MAIN_TEST["lesion"], MAIN_TEST["negative"], MAIN_TEST["degraded"], seed=0).to_pylist()
@@ -152,7 +152,7 @@ def main_test_views():
 
 def constant_policy_episodes(views, policies=CONSTANT_POLICIES):
     """The episodes a sweep writes for image-blind policies: one decision per view per policy."""
-    from medscope import records
+    from medscope.io import records
 
     rows = []
     for name, (action, claims) in policies.items():
@@ -171,7 +171,8 @@ def constant_policy_episodes(views, policies=CONSTANT_POLICIES):
 def score_constant_policies(work_dir: str):
     """Write the views and episodes tables and score them with the counterfactual protocol (the
     code ``medscope score`` runs; no bootstrap: the cells are point values)."""
-    from medscope import layout, protocols, records, storage
+    from medscope import protocols
+    from medscope.io import layout, records, storage
 
     views = main_test_views()
     views_uri = storage.join(work_dir, "views.parquet")
@@ -186,7 +187,7 @@ def score_constant_policies(work_dir: str):
 
 @derivation
 def constant_policy(ctx: Context, policy: str, metric: str) -> float:
-    """A §3.8 metric of a constant policy on the main test (seed 000 Table 5's trivial rows)."""
+    """A §3.8 metric of a constant policy on the main test (counterfactual paper Table 5's trivial rows)."""
     metrics, _ = ctx.constant_policy_scores()
     row = metrics[(metrics["model"] == policy) & (metrics["metric"] == metric) & (metrics["breakdown"] == "all")
                   & metrics["reference"].isna()]
@@ -197,7 +198,7 @@ def constant_policy(ctx: Context, policy: str, metric: str) -> float:
 
 @derivation
 def constant_policy_net_utility(ctx: Context, policy: str, matrix: str) -> float:
-    """Net utility of a constant policy rescored under a shipped cost matrix (seed 000 §5.5), as
+    """Net utility of a constant policy rescored under a shipped cost matrix (counterfactual paper §5.5), as
     the report's ranking-under-every-matrix table rescores."""
     from medscope.protocols.counterfactual import costs, rewards
 
@@ -209,13 +210,13 @@ def constant_policy_net_utility(ctx: Context, policy: str, matrix: str) -> float
 
 @derivation
 def bonferroni_threshold(ctx: Context, m: int, alpha: float = 0.05) -> float:
-    """Bonferroni threshold of a family of ``m`` tests (seed 000 §3.9)."""
+    """Bonferroni threshold of a family of ``m`` tests (counterfactual paper §3.9)."""
     from medscope.stats import inference
 
     return float(inference.bonferroni([1.0] * int(m), alpha)[0])
 
 
-# -- seed 002: exact intervals and McNemar ------------------------------------------------------------------
+# -- the paired-modality paper: exact intervals and McNemar ------------------------------------------------------------------
 
 
 @derivation
@@ -225,7 +226,7 @@ def proportion(ctx: Context, k: int, n: int) -> float:
 
 @derivation
 def clopper_pearson(ctx: Context, k: int, n: int, side: str) -> float:
-    """One end of the exact 95% interval of k/n (seed 002 Table 1)."""
+    """One end of the exact 95% interval of k/n (paired-modality paper Table 1)."""
     from medscope.protocols.paired_modality import rates_and_agreement
 
     lo, hi = rates_and_agreement.clopper_pearson(int(k), int(n))
@@ -247,7 +248,7 @@ def paired_outcomes(k_before: int, k_after: int, b: int, n: int) -> tuple[np.nda
 
 @derivation
 def mcnemar_p(ctx: Context, k_before: list, k_after: list, b: list, n: int = 40) -> float:
-    """Exact McNemar p of photo only vs photo + radiograph (seed 002 §5.2), one model or pooled
+    """Exact McNemar p of photo only vs photo + radiograph (paired-modality paper §5.2), one model or pooled
     over several (the lists: one entry per model, outcome vectors concatenated)."""
     from medscope.protocols.paired_modality import rates_and_agreement
 
@@ -257,12 +258,12 @@ def mcnemar_p(ctx: Context, k_before: list, k_after: list, b: list, n: int = 40)
     return float(rates_and_agreement.mcnemar_exact(before, after)["p_value"])
 
 
-# -- seed 001: multiplicity and verdicts ---------------------------------------------------------------------
+# -- the benchmark-MCQ paper: multiplicity and verdicts ---------------------------------------------------------------------
 
 
 @derivation
 def bh_q(ctx: Context, p: list, index: int) -> tuple[float, float]:
-    """The Benjamini-Hochberg q of test ``index`` of a family given its printed p-values (seed 001
+    """The Benjamini-Hochberg q of test ``index`` of a family given its printed p-values (benchmark-MCQ paper
     Table 4): q is monotone in every p, so the q at the low and high ends of each p's rounding
     (``< 0.001``: 0 to 0.001) bound the q the unrounded p-values give."""
     from medscope.protocols.benchmark_mcq import accuracy_tests
@@ -281,7 +282,7 @@ def _value_for_verdict(text) -> float:
 
 @derivation
 def verdict(ctx: Context, q, tost_q) -> str:
-    """Table 4's verdict from the printed q and TOST q (seed 001 Methods)."""
+    """Table 4's verdict from the printed q and TOST q (benchmark-MCQ paper Methods)."""
     from medscope.protocols.benchmark_mcq import accuracy_tests
 
     return accuracy_tests.verdict(_value_for_verdict(q), _value_for_verdict(tost_q))
@@ -302,7 +303,7 @@ def is_number(x) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
 
 
-# -- seed 003: a constant reply on the organ-presence probe --------------------------------------------------
+# -- the organ-presence paper: a constant reply on the organ-presence probe --------------------------------------------------
 
 PROBE_ORGANS = ("spleen", "right kidney", "left kidney", "gallbladder", "esophagus", "liver", "stomach", "aorta",
                 "inferior vena cava", "portal and splenic vein", "pancreas", "right adrenal gland", "left adrenal gland")
@@ -332,7 +333,7 @@ def constant_probe_rows(reply: str, fmt: str = "free_text", cases: int = 30, per
 
 @derivation
 def constant_probe_metric(ctx: Context, reply: str, strategy: str, metric: str = "specificity", fmt: str = "free_text") -> float:
-    """A probe metric of a model that always gives ``reply`` (seed 003: an always-present model's
+    """A probe metric of a model that always gives ``reply`` (organ-presence paper: an always-present model's
     free-text specificity), through the protocol's ``probe_metrics``."""
     from medscope.protocols.organ_presence.scoring import probe_metrics
 
@@ -349,7 +350,7 @@ def constant_probe_metric(ctx: Context, reply: str, strategy: str, metric: str =
 
 @derivation
 def stage_selection(ctx: Context, stages: dict, previous: dict | None = None, margin: float = 0.02) -> str:
-    """The stage the pre-registered rule picks from printed validation U and H (seed 000 §3.6),
+    """The stage the pre-registered rule picks from printed validation U and H (counterfactual paper §3.6),
     through ``medscope.training.selection.select_stage`` (what ``medscope train-select`` runs)."""
     from medscope.training.selection import select_stage
 

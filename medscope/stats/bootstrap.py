@@ -1,4 +1,4 @@
-"""Case-clustered bootstrap (seed 000 §3.9; seed 001 Methods: B = 2000, seed 42), vectorised.
+"""Case-clustered bootstrap (counterfactual paper §3.9; the benchmark-MCQ paper Methods: B = 2000, seed 42), vectorised.
 
 A *cluster* is the unit resampled with replacement: a case (one source image with all its
 views), or a patient / near-copy group for the group bootstrap. Every metric here is a ratio of
@@ -173,7 +173,7 @@ class Paired:
 
 
 def format_p(p: float, n_boot: int) -> str:
-    """p for a table: ``< 2/B`` when no resample crossed zero (seed 000 §3.9).
+    """p for a table: ``< 2/B`` when no resample crossed zero (counterfactual paper §3.9).
 
     p is twice the smaller tail proportion, so the smallest non-zero value is 2/B: with
     B = 2,000 resamples the paper's "smallest reportable value is 1/1000", and "p < 0.001" means

@@ -1,4 +1,4 @@
-"""Tests and adjustments around the bootstrap (seed 000 §3.9, seed 001 Methods, seed 002 §5).
+"""Tests and adjustments around the bootstrap (counterfactual paper §3.9, the benchmark-MCQ paper Methods, the paired-modality paper §5).
 
 Thin wrappers over scipy / statsmodels where they fit (Fisher, exact McNemar, Benjamini-
 Hochberg, clustered GLM), and the few procedures the papers define themselves: the equivalence
@@ -26,7 +26,7 @@ from medscope.stats import bootstrap as bs
 
 
 def fisher_exact(success_a: int, n_a: int, success_b: int, n_b: int, alternative: str = "two-sided"):
-    """Fisher's exact test of two proportions on small subsets (seed 000 §3.9): (odds ratio, p)."""
+    """Fisher's exact test of two proportions on small subsets (counterfactual paper §3.9): (odds ratio, p)."""
     if min(success_a, success_b) < 0 or success_a > n_a or success_b > n_b:
         raise MedScopeError("fisher_exact: successes must lie between 0 and n")
     res = sps.fisher_exact([[success_a, n_a - success_a], [success_b, n_b - success_b]], alternative=alternative)
@@ -34,7 +34,7 @@ def fisher_exact(success_a: int, n_a: int, success_b: int, n_b: int, alternative
 
 
 def mcnemar_exact(correct_a, correct_b):
-    """Exact McNemar test on paired binary outcomes (seed 002 §5): (b, c, p).
+    """Exact McNemar test on paired binary outcomes (paired-modality paper §5): (b, c, p).
 
     b: A right and B wrong; c: A wrong and B right. Uses statsmodels' exact binomial version.
     """
@@ -99,7 +99,7 @@ class Tost:
 
 
 def tost(point_diff: float, diff_samples, margin: float = 0.05) -> Tost:
-    """Two one-sided tests against +-margin from bootstrap differences (seed 001 Methods)."""
+    """Two one-sided tests against +-margin from bootstrap differences (benchmark-MCQ paper Methods)."""
     d = np.asarray(diff_samples, dtype=float)
     d = d[~np.isnan(d)]
     if not d.size:  # the metric is undefined in every resample (no views of its kind)
@@ -121,7 +121,7 @@ class Chance:
 
 
 def accuracy_vs_chance(correct, n_options, case_ids, n_boot: int = bs.DEFAULT_B, seed: int = bs.DEFAULT_SEED) -> Chance:
-    """One-sided accuracy against chance (seed 001 Methods): statistic mean(1[correct] - 1/k)."""
+    """One-sided accuracy against chance (benchmark-MCQ paper Methods): statistic mean(1[correct] - 1/k)."""
     correct = np.asarray(correct, dtype=float)
     k = np.asarray(n_options, dtype=float)
     if (k < 1).any():
@@ -138,7 +138,7 @@ def accuracy_vs_chance(correct, n_options, case_ids, n_boot: int = bs.DEFAULT_B,
 
 
 def seeds_summary(values) -> tuple[float, float]:
-    """Mean and sample standard deviation over seeds (seed 000 §3.9: mean +- sd over three seeds)."""
+    """Mean and sample standard deviation over seeds (counterfactual paper §3.9: mean +- sd over three seeds)."""
     v = np.asarray(values, dtype=float)
     return float(v.mean()), float(v.std(ddof=1)) if len(v) > 1 else 0.0
 

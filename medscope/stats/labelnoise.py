@@ -1,4 +1,4 @@
-"""Label-noise sensitivity (seed 000 §5.5): a consensus panel of models flags disputed labels.
+"""Label-noise sensitivity (counterfactual paper §5.5): a consensus panel of models flags disputed labels.
 
 A lesion-free image (natural-negative view) that at least ``min_votes`` panel models call
 abnormal (claim the asked finding) is a disputed label. The panel is a set of comparator

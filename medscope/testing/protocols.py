@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Collection
 
-from medscope import tablescan
+from medscope.io import tablescan
 from medscope.items import EpisodeResult, Item
 from medscope.models.base import ChatModel, Decoding, Message, Part
 from medscope.protocols.base import ProtocolOptions, option

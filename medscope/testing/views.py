@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from medscope import records
+from medscope.io import records
 from medscope.images import encode_png
 
 

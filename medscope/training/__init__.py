@@ -1,4 +1,4 @@
-"""Training as the counterfactual paper (seed 000, §3.5-§3.7) describes it; a random seed here
+"""Training as the counterfactual paper (counterfactual paper, §3.5-§3.7) describes it; a random seed here
 is ``TrainRecipe.seed``, never a paper. Recipes (``recipes``), label-derived trajectories
 (``trajectories``), what each stage trains on (``data``, ``replay``), the base VLM and its LoRA
 adapter (``vlm``), loss terms beyond likelihood (``losses``: DPO, the paired-view C4 terms), one

@@ -1,5 +1,5 @@
 """What each stage trains on: the fixed draw of views, repeats, preference pairs, paired-view
-triplets (seed 000 §3.5, §3.7, §4.2); the stage-3 mix is :mod:`medscope.training.replay`.
+triplets (counterfactual paper §3.5, §3.7, §4.2); the stage-3 mix is :mod:`medscope.training.replay`.
 
 Every draw is deterministic: the stage-1 draw depends on ``draw_seed`` only (shared by the
 seeds of an arm, Appendix B); data order and trajectory sampling on the run ``seed``.
@@ -45,7 +45,7 @@ def absent_fraction(views: list[dict]) -> float:
 
 
 def match_absent_share(views: list[dict], target: float) -> list[dict]:
-    """The "absent"-share matched arm of seed 000 §4.2: lesion-free views (natural negatives)
+    """The "absent"-share matched arm of the counterfactual paper §4.2: lesion-free views (natural negatives)
     repeated until "absent" targets are at least ``target`` of the draw, *at the same draw
     size* (so the arm keeps the reference arm's size and steps): the last non-absent views of
     the random draw are replaced, one repeated negative each, the fewest that reach the share."""
@@ -80,7 +80,7 @@ def sft_draw(views: list[dict], recipe) -> list[dict]:
 
 def one_pass_steps(n_examples: int, recipe, world: int = 1) -> int:
     """Optimiser steps of one pass over ``n_examples``: ceil(n / (batch × accumulation ×
-    workers)). Seed 000 §3.5's 3,706 stage-1 steps are this for its draw and batch."""
+    workers)). The counterfactual paper §3.5's 3,706 stage-1 steps are this for its draw and batch."""
     return math.ceil(n_examples / (recipe.batch_size * recipe.grad_accum * world))
 
 
@@ -90,7 +90,7 @@ def effective_batches_for(n_views: int, steps: int, small_repeat: int, max_small
     ``steps`` optimiser steps, with the range of small-lesion views s that needs:
     ceil((n + (r − 1)·s) / B) = steps  ⇔  (steps − 1)·B < n + (r − 1)·s ≤ steps·B.
     Only B whose range holds an s ≤ ``max_small_share``·n are returned, as {B: (s_min, s_max)}.
-    Seed 000 §3.5 gives n, steps and the repeat but not the batch: this recovers it."""
+    The counterfactual paper §3.5 gives n, steps and the repeat but not the batch: this recovers it."""
     if small_repeat < 2:
         raise MedScopeError("small_repeat must be at least 2 for the steps to say anything about the batch")
     extra = small_repeat - 1
@@ -152,7 +152,7 @@ def dpo_pair_views(views: list[dict]) -> list[dict]:
 
 
 def dpo_pairs(views: list[dict]) -> list[dict]:
-    """C2's pairs (seed 000 §3.7): erased -> "absent" over the finding with its former box;
+    """C2's pairs (counterfactual paper §3.7): erased -> "absent" over the finding with its former box;
     unedited lesion -> the reverse; lesion-free -> "No" over "Yes". Open questions on lesion-free
     images have no pair. C3 uses the same pass on the recipe's pools "insertions included": an
     inserted lesion is a lesion, so "present" (with its box) over "absent". Which kinds take

@@ -95,7 +95,7 @@ class Outcome:
 
 
 def view_reward(view: dict, final: FinalAction | None, tool_calls: int, matrix=None, claims: bool | None = None) -> Outcome:
-    """The view's reward under the scoring issue's cost matrix (seed 000 Table 2 by default,
+    """The view's reward under the scoring issue's cost matrix (counterfactual paper Table 2 by default,
     with its box bonus, critical penalty, unparseable score and tool-call cost).
 
     ``right`` is "right" in the stage-2 sense: a correct answer, or a clarify on a degraded
@@ -235,7 +235,7 @@ def _valid_box(b):
 
 
 def summarize(outcomes: list[tuple[dict, Outcome]]) -> dict:
-    """Seed 000 §3.8 metrics over scored views: net utility, ESG, CCR, erased / healthy claims."""
+    """The counterfactual paper §3.8 metrics over scored views: net utility, ESG, CCR, erased / healthy claims."""
 
     def rate(kinds, pred):
         sel = [o for v, o in outcomes if v["kind"] in kinds]

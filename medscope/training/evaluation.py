@@ -1,4 +1,4 @@
-"""Evaluation of a freshly trained adapter on held-out views, scored per view (seed 000 §3.8).
+"""Evaluation of a freshly trained adapter on held-out views, scored per view (counterfactual paper §3.8).
 
 Used by the training job (validation metrics for the §3.6 selection) and by the sweep (every
 arm x seed). Episodes run greedily through the agent loop (``episodes.sampler_for``); rewards
@@ -18,7 +18,7 @@ class EvalSettings(StrictModel):
     cases: int | None = None  # only the views of the first n cases (by case id)
     max_new_tokens: int = 128
     max_turns: int = 5  # model replies: 3 tools + final + 1 spare, as the agent loop
-    # named test sets (seed 000 Tables 3-4: main, heldout_tools, fresh_external, ...) -> the views
+    # named test sets (counterfactual paper Tables 3-4: main, heldout_tools, fresh_external, ...) -> the views
     # table each is read from, on its own splits (protocols.counterfactual.testsets.TEST_SETS); scored beside the
     # validation split, so C1-C4 (§3.7), worded on the test sets, apply to a sweep's own scores
     test_sets: dict[str, str] = {}

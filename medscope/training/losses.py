@@ -1,4 +1,4 @@
-"""Loss terms that are not plain next-token likelihood (seed 000 §3.7).
+"""Loss terms that are not plain next-token likelihood (counterfactual paper §3.7).
 
 Written here rather than taken from TRL: the C4 terms have no library form, and TRL's
 DPOTrainer runs its own transformers-Trainer loop, whereas C2 must share the loop of every

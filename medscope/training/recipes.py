@@ -1,4 +1,4 @@
-"""Training recipes: one pydantic-validated config per stage / method (seed 000 §3.5, §3.7).
+"""Training recipes: one pydantic-validated config per stage / method (counterfactual paper §3.5, §3.7).
 
 Defaults are the paper's values; each YAML in ``configs/train/`` overrides what differs.
 """
@@ -11,11 +11,11 @@ from pydantic import Field, model_validator
 
 from medscope import config as cfgmod
 from medscope.config import StrictModel
-from medscope.records import VIEW_KINDS
+from medscope.io.records import VIEW_KINDS
 
 Method = Literal["sft", "rft", "replay", "dpo", "paired_view"]
 
-# The view kinds each training arm of seed 000 draws from (§3.2, §3.5, §3.7, §4.2). A recipe names
+# The view kinds each training arm of the counterfactual paper draws from (§3.2, §3.5, §3.7, §4.2). A recipe names
 # its own; these are the paper's sets, for recipes, arms files and tests to refer to.
 RECIPE_KINDS = ("original", "target_removal", "random_removal", "degraded", "natural_negative", "insertion")
 WITHOUT_CF_KINDS = ("original", "degraded", "natural_negative")  # "without counterfactual views"
@@ -69,7 +69,7 @@ class QuestionSet(StrictModel):
 
 
 class ReplaySettings(StrictModel):
-    """Stage 3: MedScope views mixed with ordinary VQA questions (seed 000 §3.5).
+    """Stage 3: MedScope views mixed with ordinary VQA questions (counterfactual paper §3.5).
 
     Near-copies of evaluation images are found with the crosswalk's own thresholds (dhash
     within 8 bits, 64 px correlation ≥ 0.97, §4.1; ``medscope.qc.near_copies``), not set here."""
@@ -153,7 +153,7 @@ class TrainRecipe(StrictModel):
         if self.method == "replay" and "replay" not in self.model_fields_set:
             raise ValueError("a replay recipe needs its `replay:` block (question sets, vqa_share, evaluation views)")
         if {"unmatched_control", "random_removal"} <= set(self.allowed_kinds):
-            raise ValueError("allowed_kinds: unmatched_control replaces random_removal (C1, seed 000 §3.7); "
+            raise ValueError("allowed_kinds: unmatched_control replaces random_removal (C1, the counterfactual paper §3.7); "
                              "an arm trains on one control edit or the other, never both")
         return self
 

@@ -1,4 +1,4 @@
-"""Stage 3, general-VQA replay (seed 000 §3.5): the mix of MedScope views and ordinary questions.
+"""Stage 3, general-VQA replay (counterfactual paper §3.5): the mix of MedScope views and ordinary questions.
 
 "5,000 views mixing MedScope views with ordinary questions from the *training* splits of
 VQA-RAD, SLAKE and PathVQA (any image near-identical to an evaluation image excluded), with
@@ -24,7 +24,8 @@ import math
 
 import numpy as np
 
-from medscope import images, records
+from medscope import images
+from medscope.io import records
 from medscope.errors import MedScopeError
 from medscope.qc import near_copies as nc
 from medscope.seeding import derive_seed, rng_for
@@ -72,7 +73,7 @@ def _signatures(pngs: list[bytes]):
 def near_copy_matches(candidates: list[tuple[str, bytes]], references: list[tuple[str, bytes]],
                       max_bits: int = nc.MAX_BITS, min_corr: float = nc.NEAR_COPY_CORR) -> dict[str, dict]:
     """For each candidate (id, PNG) near-identical to some reference (id, PNG): the closest
-    reference ``{"reference", "distance", "correlation"}`` (seed 000 §4.1: dhash within
+    reference ``{"reference", "distance", "correlation"}`` (counterfactual paper §4.1: dhash within
     ``max_bits`` bits, confirmed by 64 px pixel correlation ≥ ``min_corr``). Each distinct file
     (by bytes) is hashed once on either side."""
     if not candidates or not references:

@@ -6,7 +6,7 @@ Ray Train worker (rank / world shard the examples) and adds checkpoints and stor
 
 from __future__ import annotations
 
-from medscope import records
+from medscope.io import records
 from medscope.errors import MedScopeError
 from medscope.training import data, replay, trainers
 from medscope.training.episodes import sampler_for
@@ -88,7 +88,7 @@ def replay_pools(recipe: TrainRecipe, question_sets: dict[str, list[dict]] | Non
 
 
 def replay_plan(recipe: TrainRecipe, views: list[dict], excluded: set[str] | None = None) -> tuple[list[dict], dict]:
-    """The stage-3 mix (seed 000 §3.5) and its counts: ``vqa_share`` of ``n_items`` drawn from the
+    """The stage-3 mix (counterfactual paper §3.5) and its counts: ``vqa_share`` of ``n_items`` drawn from the
     question sets' training questions by their shares, near-copies of evaluation images left out;
     the rest MedScope views, "absent" targets at least ``absent_share_min`` of the mix."""
     rp = recipe.replay

@@ -1,4 +1,4 @@
-"""Pre-registered stage selection (seed 000 §3.6), through the scoring issue's decision rules.
+"""Pre-registered stage selection (counterfactual paper §3.6), through the scoring issue's decision rules.
 
 With U the validation net utility and H the validation rate of claimed findings on healthy
 images: stage 3 is chosen if U3 ≥ U2 − 0.02 and H3 ≤ H2 + 0.02; otherwise stage 2 under the

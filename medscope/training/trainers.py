@@ -233,7 +233,7 @@ def _chat(e) -> list[dict]:
 # ---------------------------------------------------------------- examples per method
 
 def paired_examples(views: list[dict], recipe: TrainRecipe, rank: int = 0, world: int = 1) -> list[dict]:
-    """C4's cases (seed 000 §3.7): at most ``paired.max_cases`` triplets; per triplet one
+    """C4's cases (counterfactual paper §3.7): at most ``paired.max_cases`` triplets; per triplet one
     trajectory view (O, C or E in turn), plus a lesion-free image's trajectory every third case
     when natural negatives are allowed; the first action is O's first assistant turn (a tool
     call when O's trajectory zooms, else its final). In the run seed's order; with ``world`` > 1

@@ -1,4 +1,4 @@
-"""Label-derived training trajectories (seed 000 §3.5).
+"""Label-derived training trajectories (counterfactual paper §3.5).
 
 A trajectory is built from a view's labels alone: optionally a zoom on a jittered box
 around the lesion (always when the lesion covers under 2% of the image), a windowing call on

@@ -1,6 +1,6 @@
 """The model side of training: the base VLM, its LoRA adapter, and chats -> tensors.
 
-Seed 000 §3.5: LoRA on all linear layers of the *language* model, vision encoder frozen; §4.2:
+The counterfactual paper §3.5: LoRA on all linear layers of the *language* model, vision encoder frozen; §4.2:
 "model-specific chat templates were applied by each model's processor". Nothing here knows a
 model family: a chat becomes tokens through :func:`medscope.models.local_hf.chat_inputs` (the
 processor's own chat template and image expansion, exactly what evaluation feeds the model),
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import torch
 
-from medscope import storage
+from medscope.io import storage
 from medscope.errors import MedScopeError
 from medscope.models.base import Message, Part
 
@@ -75,7 +75,7 @@ def language_model_prefix(model: torch.nn.Module) -> str:
 
 def language_linear_modules(model: torch.nn.Module) -> list[str]:
     """Full names of every linear layer of the language model (the output head excluded, as
-    PEFT's "all-linear" does): seed 000 §3.5's LoRA targets."""
+    PEFT's "all-linear" does): the counterfactual paper §3.5's LoRA targets."""
     prefix = language_model_prefix(model)
     return [n for n, m in model.named_modules() if isinstance(m, torch.nn.Linear) and n.startswith(prefix + ".")]
 

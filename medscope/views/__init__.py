@@ -1,4 +1,4 @@
-"""Counterfactual views of seed 000 §3.2-§3.3: for each case its original, target-removal,
+"""Counterfactual views of the counterfactual paper §3.2-§3.3: for each case its original, target-removal,
 random-removal, natural-negative and degraded views (and the training-only unmatched-control
 and insertion views) with their per-view QC
 (``build``, ``worker``), the masks and placements (``geometry``), the erasure tools

@@ -1,4 +1,4 @@
-"""All views of one case (seed 000, §3.2; §3.7 C1), with the per-view QC of §3.3.
+"""All views of one case (counterfactual paper, §3.2; §3.7 C1), with the per-view QC of §3.3.
 
 Every case gets the evaluation kinds (original, target and random removal, degraded; a
 lesion-free case its natural negative). The training-only kinds (``unmatched_control`` for C1's
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from medscope import records
+from medscope.io import records
 from medscope.images import decode_mask, decode_png, encode_png
 from medscope.qc.contrast import contrast_passes, ring_contrast
 from medscope.seeding import rng_for

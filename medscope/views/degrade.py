@@ -1,4 +1,4 @@
-"""Degraded views (seed 000, §3.2): images a careful reader should refuse to judge.
+"""Degraded views (counterfactual paper, §3.2): images a careful reader should refuse to judge.
 
 Each is a pure function of an RGB uint8 image (and a generator where it draws). Expected
 answer for all of them: clarify.

@@ -1,4 +1,4 @@
-"""A views build's QC features held as columns on the driver (seed 000 §3.3's edit detector and
+"""A views build's QC features held as columns on the driver (counterfactual paper §3.3's edit detector and
 adversarial filter read them).
 
 Each edited region has a small texture vector (``detector.region_features``). Read as Python
@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from medscope import records, storage
+from medscope.io import records, storage
 from medscope.errors import MedScopeError
 
 
@@ -100,7 +100,7 @@ def feature_matrix(column: pa.ChunkedArray) -> np.ndarray:
 def merged(tables, merge_every: int = 256) -> list[pa.Table]:
     """Small tables (one per part file) concatenated every ``merge_every`` into one contiguous
     table each: thousands of one-case tables alive at once cost the driver their Arrow buffers
-    and objects, ~10 KB a case for the views' QC columns (measured, issue 33)."""
+    and objects, ~10 KB a case for the views' QC columns (measured)."""
     out: list[pa.Table] = []
     pending: list[pa.Table] = []
     for t in tables:
@@ -116,7 +116,7 @@ def merged(tables, merge_every: int = 256) -> list[pa.Table]:
 def read_parts(name: str, folder: str, columns: list[str] | None = None, merge_every: int = 256) -> pa.Table:
     """``records.read_table(name, folder, columns)`` of a folder of part files (the same files,
     in the same order), read one part at a time and merged as it goes (:func:`merged`)."""
-    from medscope import parts
+    from medscope.io import parts
 
     if not storage.is_dir(folder):
         table = records.schema(name).empty_table()

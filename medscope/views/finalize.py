@@ -1,4 +1,4 @@
-"""Cross-case QC over a built views table (seed 000, §3.3): the edit detector, case-level
+"""Cross-case QC over a built views table (counterfactual paper, §3.3): the edit detector, case-level
 keep rules and adversarial filtering. Failed views stay, with ``passed = false`` and a reason.
 
 Keep rules (§3.3: "A case is kept only if (i) the lesion no longer stands out after target
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from medscope import records
+from medscope.io import records
 from medscope.qc import detector
 from medscope.views.recipe import Recipe
 
@@ -22,7 +22,7 @@ from medscope.views.recipe import Recipe
 def column_values(col: pa.ChunkedArray) -> list:
     """A column as a Python list; a string column's repeated values (case ids, kinds, tools,
     sources, reasons) as one shared ``str`` each, not one per view: ~60 bytes a view and column
-    less on the views-build driver (issue 33)."""
+    less on the views-build driver."""
     if not pa.types.is_string(col.type) or len(col) == 0:
         return col.to_pylist()
     enc = col.combine_chunks().dictionary_encode()

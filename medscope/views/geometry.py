@@ -1,4 +1,4 @@
-"""Masks and placements for the counterfactual views (seed 000, §3.2 and §3.7 C1).
+"""Masks and placements for the counterfactual views (counterfactual paper, §3.2 and §3.7 C1).
 
 Every function is pure: arrays in, arrays out, randomness only from the ``rng`` it is given
 (``medscope.seeding.rng_for(run_seed, case_id, view_kind)``), so a view depends on its case and

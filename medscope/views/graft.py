@@ -1,4 +1,4 @@
-"""``graft``: an offline erasure that leaves the edit detector little to see (seed 000 §3.2, §3.3).
+"""``graft``: an offline erasure that leaves the edit detector little to see (counterfactual paper §3.2, §3.3).
 
 addition: the tool is ours, an offline stand-in for LaMa (no GPU, no weights). It is the
 paper's tissue transplant (§3.2, ref. [20]) made to leave fewer traces:

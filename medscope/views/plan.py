@@ -1,5 +1,5 @@
 """What each case's views need from the rest of the cohort, fixed before any view is built:
-near-copy groups, group splits (seed 000 §3.3, §4.1), the lesion-free image an insertion
+near-copy groups, group splits (counterfactual paper §3.3, §4.1), the lesion-free image an insertion
 goes into and the other-type image a degraded view borrows. All choices are seeded by
 case id, so the plan is the same whatever the order or partitioning of the cohort.
 """
@@ -45,7 +45,7 @@ def make_plan(cases: list[dict], hashes: dict[str, tuple[int, np.ndarray]], reci
 
     The pairs are a ``near_copy_pairs`` table (every hash-close pair, any tier, sorted by
     ``a``, ``b``), not a list in the report: alike images give a number of pairs that grows
-    with the square of the cohort, too many for Python objects and JSON (issue 33).
+    with the square of the cohort, too many for Python objects and JSON.
     """
     ids = sorted(hashes)
     # thumbnails are fetched per hash-close pair (a staged cohort keeps them on local disk)

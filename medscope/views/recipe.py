@@ -1,4 +1,4 @@
-"""View recipes: configs/views/<name>.yaml, validated by pydantic (seed 000 §3.2–3.3)."""
+"""View recipes: configs/views/<name>.yaml, validated by pydantic (counterfactual paper §3.2–3.3)."""
 
 from __future__ import annotations
 
@@ -120,4 +120,4 @@ def check_heldout(heldout_tools: list[str] | tuple[str, ...], training_tools: li
         raise MedScopeError(
             f"held-out set {heldout_name!r} uses {', '.join(shared)}, which training recipe {training_name!r} also "
             f"uses ({', '.join(sorted(set(training_tools)))}); a held-out tool must be unseen in training "
-            "(seed 000 §3.7, §5.4)")
+            "(counterfactual paper §3.7, §5.4)")

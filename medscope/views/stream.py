@@ -1,5 +1,5 @@
 """The views build's driver-side passes, each holding one batch or one case at a time, so the
-driver's memory does not grow with the cohort's pixels (issue 16):
+driver's memory does not grow with the cohort's pixels:
 
 - :func:`stage_cases` reads the cases table once in batches: ids and plan columns kept (small),
   each readable image hashed for the near-copy crosswalk (a 64-bit dHash in memory, a 64 × 64
@@ -27,7 +27,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from medscope import records, storage, tablescan
+from medscope.io import records, storage, tablescan
 from medscope.errors import MedScopeError
 from medscope.qc.near_copies import THUMB
 from medscope.views.plan import hash_case
@@ -38,7 +38,7 @@ QC_COLUMNS = ["view_id", "case_id", "kind", "tool", "imaging_type", "split", "so
               "reject_reason", "edit_score"]
 # addition (memory only): a staging file holds this many row groups (blocks of cases). A Parquet
 # writer keeps every row group's metadata until it closes, ~18 KB a row group of the cases table
-# (20 columns): 4.6 KB a case at 4 cases a block in one file (measured, issue 33); a new file
+# (20 columns): 4.6 KB a case at 4 cases a block in one file (measured); a new file
 # every 64 row groups keeps it near 1 MB whatever the cohort
 ROW_GROUPS_PER_FILE = 64
 # a row group of the final table holds about this much (one part at least): the driver holds
@@ -51,7 +51,7 @@ class HashStore(Mapping):
     the thumbnails in a local scratch file rather than in memory: 4 KB a case (16 KB where a
     thumbnail is not exact in uint8), read back only for the hash-close pairs. In memory: the
     ids, one uint64 hash and one offset per case. At a million cases the thumbnails alone would
-    be 4 GB of the driver's 16 (issue 33); in the page cache they are not the driver's."""
+    be 4 GB of the driver's 16; in the page cache they are not the driver's."""
 
     def __init__(self) -> None:
         self._fh = tempfile.TemporaryFile(prefix="medscope-thumbs-")  # removed when closed

@@ -6,13 +6,13 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.compute  # noqa: F401 - pa.compute
 
-from medscope import records
+from medscope.io import records
 
 
 def sorted_rejects(tables: list[pa.Table]) -> pa.Table:
     """The rejects tables as one, sorted by (item_id, stage, reason, detail with no detail as
     ""), ties kept in the order given (a stable sort): the order a sort of the rows as Python
-    dicts gave, without a dict per reject on the driver (issue 33)."""
+    dicts gave, without a dict per reject on the driver."""
     t = pa.concat_tables([records.to_table("rejects", x) for x in tables]).combine_chunks()
     keys = pa.table({"item_id": t.column("item_id"), "stage": t.column("stage"), "reason": t.column("reason"),
                      "detail": pa.compute.fill_null(t.column("detail"), "")})
@@ -22,7 +22,7 @@ def sorted_rejects(tables: list[pa.Table]) -> pa.Table:
 def summarize(views: pa.Table, rejects: pa.Table | list[dict], report: dict) -> dict:
     """Counts per kind, tool and imaging type; QC pass rates and reasons; AUCs."""
     # counted by Arrow, not over a Python dict per view (a transient of ~0.6 KB a view at the
-    # driver's peak, issue 33)
+    # driver's peak)
     t = views.select(["kind", "tool", "imaging_type", "split"]).append_column(
         "passed_n", pa.compute.cast(views.column("passed"), pa.int64()))
 

@@ -1,4 +1,4 @@
-"""Erasure tools behind one interface (seed 000, §3.2 and §5.4).
+"""Erasure tools behind one interface (counterfactual paper, §3.2 and §5.4).
 
 addition: the offline tools (graft, exemplar, texture, fsr_fast, shiftmap) stand in for LaMa, which needs a
 GPU and downloaded weights; the paper's tools are LaMa, transplant, Telea and diffusion.
@@ -176,7 +176,7 @@ class TextureFill:
 
 
 class Transplant:
-    """Tissue from elsewhere in the same image, Poisson-blended (seed 000 §3.2, ref. [20]).
+    """Tissue from elsewhere in the same image, Poisson-blended (counterfactual paper §3.2, ref. [20]).
 
     The source is the region translated to a random position on tissue that overlaps
     neither the region nor ``avoid`` (the lesion), so lesion tissue is never copied.

@@ -13,7 +13,7 @@ import time
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from medscope import records, storage
+from medscope.io import records, storage
 from medscope.qc.detector import case_feature_rows
 from medscope.seeding import stable_hash
 from medscope.views.build import CaseContext, build_case_views

@@ -1,4 +1,4 @@
-"""CT volumes for the organ-presence probe (seed 003; montage from seed 001): NIfTI loading
+"""CT volumes for the organ-presence probe (organ-presence paper; montage from the benchmark-MCQ paper): NIfTI loading
 and canonical reorientation with checks (``nifti``), windowing, triple-window false colour and
 the 12x12 montage (``render``), hysteretic slice presence, cohort co-occurrence and POPE-style
 items (``presence``), one volume's build work (``build``), the probe's config (``config``) and

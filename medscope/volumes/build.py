@@ -1,4 +1,4 @@
-"""Per-volume work of the probe build: what one Ray task does for one volume (seed 003).
+"""Per-volume work of the probe build: what one Ray task does for one volume (organ-presence paper).
 
 Pass 1 (:func:`count_volume`) loads a volume, counts organ voxels per slice and returns its
 slices rows and hysteretic states; the driver pools the states into cohort statistics. Pass 2
@@ -13,7 +13,7 @@ import re
 
 import numpy as np
 
-from medscope import records
+from medscope.io import records
 from medscope.images import encode_png, resize_long_side
 from medscope.seeding import stable_hash
 from medscope.volumes import presence as P
@@ -111,7 +111,7 @@ def volume_items(row: dict, cfg: ProbeConfig, stats: P.CohortStats, vol: Volume 
 
 
 def volume_montage(row: dict, window: str = "soft_tissue", vol: Volume | None = None) -> bytes:
-    """Seed 001 montage PNG of one volume (144 slices, 12 x 12, long side <= 1536)."""
+    """The benchmark-MCQ paper montage PNG of one volume (144 slices, 12 x 12, long side <= 1536)."""
     return encode_png(render_montage((vol if vol is not None else load_row(row)).image, window))
 
 

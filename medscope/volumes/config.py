@@ -1,4 +1,4 @@
-"""Configuration of the volumetric organ-presence probe (seed 003), validated by pydantic."""
+"""Configuration of the volumetric organ-presence probe (organ-presence paper), validated by pydantic."""
 
 from __future__ import annotations
 
@@ -53,7 +53,7 @@ def _triple_default() -> list[Window]:
 
 
 class ProbeConfig(StrictModel):
-    """Every knob of ``medscope probe build`` / ``score`` (seed 003)."""
+    """Every knob of ``medscope probe build`` / ``score`` (organ-presence paper)."""
 
     seed: int = pydantic.Field(0, description="seed of the slice and negative draws")
     volumes: str | None = pydantic.Field(None, description="volumes table, or the cohort folder holding it")

@@ -1,4 +1,4 @@
-"""NIfTI image + label volumes, reoriented to the closest canonical (RAS+) orientation (seed 003).
+"""NIfTI image + label volumes, reoriented to the closest canonical (RAS+) orientation (organ-presence paper).
 
 A volume that cannot be trusted raises :class:`VolumeError` with a short countable ``reason``
 (``corrupt_nifti``, ``shape_mismatch``, ``affine_mismatch``, ``non_integer_labels``,
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import nibabel as nib
 import numpy as np
 
-from medscope import safe_io
+from medscope.io import bounded, guarded
 from medscope.errors import MedScopeError
 
 
@@ -52,7 +52,7 @@ def slice_z_mm(affine: np.ndarray, n_slices: int) -> np.ndarray:
     return affine[2, 2] * k + affine[2, 3]
 
 
-def nifti_from_bytes(data: bytes, what: str = "image", limits: safe_io.Limits = safe_io.DEFAULT_LIMITS):
+def nifti_from_bytes(data: bytes, what: str = "image", limits: guarded.Limits = guarded.DEFAULT_LIMITS):
     """NIfTI bytes (gzip or plain) -> nibabel image over complete voxel bytes; Reject if corrupt.
 
     The header is read first (from at most 540 inflated bytes); its shape x dtype must fit
@@ -61,7 +61,7 @@ def nifti_from_bytes(data: bytes, what: str = "image", limits: safe_io.Limits = 
     than its header promises is ``corrupt NIfTI``.
     """
     gz = data[:2] == b"\x1f\x8b"
-    head = safe_io.inflate_bounded(data, 540, 31, what="NIfTI", strict=False) if gz else data[:540]
+    head = guarded.inflate_bounded(data, 540, 31, what="NIfTI", strict=False) if gz else data[:540]
     try:
         size = int.from_bytes(head[:4], "little")
         kind = nib.Nifti2Header if size == 540 or int.from_bytes(head[:4], "big") == 540 else nib.Nifti1Header
@@ -69,43 +69,43 @@ def nifti_from_bytes(data: bytes, what: str = "image", limits: safe_io.Limits = 
         shape, dtype = hdr.get_data_shape(), hdr.get_data_dtype()
         need = int(hdr.get_data_offset()) + int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
     except Exception as err:  # nibabel raises assorted types on garbage headers
-        raise safe_io.Reject("corrupt NIfTI", f"{what}: {type(err).__name__}: {err}") from None
-    safe_io.check_decoded(shape, dtype.itemsize, limits, f"NIfTI {what}")
+        raise bounded.Reject("corrupt NIfTI", f"{what}: {type(err).__name__}: {err}") from None
+    guarded.check_decoded(shape, dtype.itemsize, limits, f"NIfTI {what}")
     if need > limits.max_decoded_bytes + (1 << 20):  # header + extensions + voxels
-        raise safe_io.Reject("over max_decoded_bytes", f"NIfTI {what} needs {need} B (limits.max_decoded_bytes)")
-    raw = safe_io.inflate_bounded(data, need, 31, what="NIfTI", strict=False) if gz else data
+        raise bounded.Reject("over max_decoded_bytes", f"NIfTI {what} needs {need} B (limits.max_decoded_bytes)")
+    raw = guarded.inflate_bounded(data, need, 31, what="NIfTI", strict=False) if gz else data
     if len(raw) < need:
-        raise safe_io.Reject("corrupt NIfTI", f"{what}: {len(raw)} bytes, header promises {need}")
+        raise bounded.Reject("corrupt NIfTI", f"{what}: {len(raw)} bytes, header promises {need}")
     try:
         img = (nib.Nifti2Image if kind is nib.Nifti2Header else nib.Nifti1Image).from_bytes(raw[:need])
         affine = np.asarray(img.affine, dtype=float)
     except Exception as err:
-        raise safe_io.Reject("corrupt NIfTI", f"{what}: {type(err).__name__}: {err}") from None
+        raise bounded.Reject("corrupt NIfTI", f"{what}: {type(err).__name__}: {err}") from None
     if not np.all(np.isfinite(affine)) or abs(float(np.linalg.det(affine[:3, :3]))) < 1e-12:
-        raise safe_io.Reject("invalid affine", f"{what}: voxel-to-world matrix is singular (e.g. an all-zero sform)")
+        raise bounded.Reject("invalid affine", f"{what}: voxel-to-world matrix is singular (e.g. an all-zero sform)")
     core = tuple(shape)
     while len(core) > 3 and core[-1] == 1:  # (X, Y, Z, 1) exports are common
         core = core[:-1]
     if len(core) != 3:  # a 4-D / 5-D series would be referenced as if it were one volume
-        raise safe_io.Reject("not a 3-D volume", f"{what}: shape {tuple(int(s) for s in shape)}")
+        raise bounded.Reject("not a 3-D volume", f"{what}: shape {tuple(int(s) for s in shape)}")
     return img
 
 
 def read_nifti(uri: str) -> nib.Nifti1Image:
     """Read a .nii or .nii.gz from any storage URI; a corrupt, truncated or over-budget file -> VolumeError.
 
-    Through the guarded reader of the cohort importer (issue 32): at most
+    Through the guarded reader of the cohort importer: at most
     ``max_file_bytes`` read, the header's shape x dtype checked against
     ``max_decoded_bytes`` and a ``.nii.gz`` inflated only as far as the header says
-    (``safe_io.Limits`` defaults), so two small gzipped files cannot inflate to gigabytes.
+    (``guarded.Limits`` defaults), so two small gzipped files cannot inflate to gigabytes.
     Trailing singleton axes are dropped; anything else that is not 3-D is ``not_3d``.
     """
     try:
-        data = safe_io.read_bounded(uri, safe_io.DEFAULT_LIMITS.max_file_bytes)
-        img = nifti_from_bytes(data, uri, safe_io.DEFAULT_LIMITS)
+        data = bounded.read_bounded(uri, guarded.DEFAULT_LIMITS.max_file_bytes)
+        img = nifti_from_bytes(data, uri, guarded.DEFAULT_LIMITS)
         # Force the data to be read now: a truncated file fails here, not later in a worker.
         img = nib.Nifti1Image(np.asanyarray(img.dataobj), img.affine, img.header)
-    except safe_io.Reject as err:
+    except bounded.Reject as err:
         reason = {"corrupt NIfTI": "corrupt_nifti", "not a 3-D volume": "not_3d",
                   "unreadable file": "unreadable"}.get(err.reason, err.reason)
         raise VolumeError(reason, f"{uri}: {err.detail}") from None
@@ -145,7 +145,7 @@ def integer_labels(data: np.ndarray) -> np.ndarray:
     """Label voxels as int32; a non-integer, non-finite or out-of-range label map -> VolumeError.
 
     The range is checked before the cast: an int64 label of 2**32 + 2 would otherwise wrap to
-    2 (another structure) and 2**32 to 0 (the lesion vanishes), with no reject (issue 32).
+    2 (another structure) and 2**32 to 0 (the lesion vanishes), with no reject.
     """
     data = np.asarray(data)
     if data.size and (np.issubdtype(data.dtype, np.integer) or np.issubdtype(data.dtype, np.floating)):
@@ -162,7 +162,7 @@ def integer_labels(data: np.ndarray) -> np.ndarray:
 
 
 def load_volume(case_id: str, image_uri: str, label_uri: str, organ_map: str | dict) -> Volume:
-    """Read, reorient and check one image/label pair (seed 003, "Data and ground truth")."""
+    """Read, reorient and check one image/label pair (organ-presence paper, "Data and ground truth")."""
     omap = parse_organ_map(organ_map)
     image, labels = canonical_pair(read_nifti(image_uri), read_nifti(label_uri))
     lab = integer_labels(np.asanyarray(labels.dataobj))

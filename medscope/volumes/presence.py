@@ -1,4 +1,4 @@
-"""Hysteretic slice presence, cohort statistics and POPE-style probe items (seed 003).
+"""Hysteretic slice presence, cohort statistics and POPE-style probe items (organ-presence paper).
 
 - Presence per organ per slice from voxel counts: present at >= ``present`` voxels, absent
   below ``absent``, excluded in between, so every negative is an unambiguous absence.
@@ -170,7 +170,7 @@ def popular_negatives(absent: list[str], stats: CohortStats, n: int) -> list[str
 def adversarial_negatives(
     absent: list[str], present: list[str], stats: CohortStats, n: int, vessels: list[str]
 ) -> list[str]:
-    """The n absent organs most co-occurring with the organs present on the slice (seed 003,
+    """The n absent organs most co-occurring with the organs present on the slice (organ-presence paper,
     "Adversarial").
 
     Score = mean over conditioning organs a of P(organ | a). Co-occurrence is conditioned only on
@@ -243,7 +243,7 @@ def build_items(
 
     def item(k: int, j: int, truth: str, strategy: str) -> dict:
         col = states[:, j]
-        # "absent from the entire volume" (seed 003): below the absent threshold on every slice. An
+        # "absent from the entire volume" (organ-presence paper): below the absent threshold on every slice. An
         # organ that never reaches 50 voxels but has 5-49 on some slice is not absent from the
         # volume (those slices are excluded); it has no presence slice, so no z-distance either.
         never = bool((col == ABSENT).all())

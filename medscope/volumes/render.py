@@ -1,8 +1,8 @@
 """Rendering CT slices for a VLM: windowing, triple-window false colour, 12x12 montage.
 
-Single-window grayscale replicated to three channels is the probe's render (seed 003,
+Single-window grayscale replicated to three channels is the probe's render (organ-presence paper,
 W400/L40); the triple-window false colour is MedGemma's native CT encoding, kept as an
-alternative so renders can be compared; the montage is seed 001's one-composite-per-sequence
+alternative so renders can be compared; the montage is the benchmark-MCQ paper's one-composite-per-sequence
 input for 2D models.
 """
 
@@ -13,7 +13,7 @@ import numpy as np
 from medscope.images import resize_long_side
 from medscope.volumes.nifti import axial_slice
 
-# Organ-appropriate presets (width, level) in HU for montages (seed 001, "organ-appropriate windowing").
+# Organ-appropriate presets (width, level) in HU for montages (benchmark-MCQ paper, "organ-appropriate windowing").
 WINDOW_PRESETS: dict[str, tuple[float, float]] = {
     "soft_tissue": (400.0, 40.0),
     "abdomen": (400.0, 40.0),
@@ -33,7 +33,7 @@ def apply_window(hu: np.ndarray, width: float, level: float) -> np.ndarray:
 
 
 def render_gray(hu_slice: np.ndarray, width: float = 400.0, level: float = 40.0) -> np.ndarray:
-    """One window as grayscale replicated to (H, W, 3) uint8 (seed 003: soft tissue W400/L40)."""
+    """One window as grayscale replicated to (H, W, 3) uint8 (organ-presence paper: soft tissue W400/L40)."""
     g = apply_window(hu_slice, width, level)
     return np.repeat(g[:, :, None], 3, axis=2)
 
@@ -56,7 +56,7 @@ def render_montage(
     grid: int = 12,
     max_side: int = 1536,
 ) -> np.ndarray:
-    """Seed 001 montage: grid**2 uniformly sampled axial slices tiled row-major, long side <= max_side.
+    """The benchmark-MCQ paper montage: grid**2 uniformly sampled axial slices tiled row-major, long side <= max_side.
 
     ``volume_hu`` is a canonical (X, Y, Z) HU array; ``window`` a preset name or (width, level).
     Returns (H, W, 3) uint8, one composite per sequence.

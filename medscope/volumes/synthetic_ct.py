@@ -13,7 +13,7 @@ import os
 import nibabel as nib
 import numpy as np
 
-from medscope import records, storage
+from medscope.io import records, storage
 from medscope.seeding import rng_for
 
 # name: (label, centre as fractions across the displayed image (left->right, top->bottom) and z

@@ -11,11 +11,11 @@ def bench_replies(args=None) -> None:
     from collections import Counter
 
     from medscope.answers.corpus import agreement, load_corpus, load_jsonl_table
-    from medscope.answers.matching import read_text
+    from medscope.answers.matching import read_decision
 
     rows = load_corpus()
-    readings = {id(r): read_text(r.reply, r.question, r.finding, r.kind) for r in rows}
-    a = agreement(lambda *x: (lambda r: (r.action, r.claim))(read_text(*x)), rows)
+    readings = {id(r): read_decision(r.reply, r.question, r.finding, r.kind) for r in rows}
+    a = agreement(lambda *x: (lambda r: (r.action, r.claim))(read_decision(*x)), rows)
     print(f"reply reading vs {a.n} hand-labelled replies: agreement {a.agree}/{a.n} = {a.rate:.3f}, "
           f"claim/denial flips {a.flips}")
     missed = Counter(row.style for row, _ in a.misses)
@@ -26,7 +26,7 @@ def bench_replies(args=None) -> None:
     for row, got in a.misses:
         print(f"  MISS [{row.style}] expected {row.expect}, read {got}: {row.reply!r}")
     held = load_jsonl_table("replies_item6.jsonl")  # issue 29's table of item 6's kinds
-    b = agreement(lambda *x: (lambda r: (r.action, r.claim))(read_text(*x)), held)
+    b = agreement(lambda *x: (lambda r: (r.action, r.claim))(read_decision(*x)), held)
     print(f"  issue 29 table (self-correction, post-negation, final colon, JSON keyed by the finding, health "
           f"denials): agreement {b.agree}/{b.n} = {b.rate:.3f}, claim/denial flips {b.flips}")
     for row, got in b.misses:

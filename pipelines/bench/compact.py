@@ -32,7 +32,7 @@ class _Counter:
 
 def _rows(n: int) -> list[bytes]:
     """N one-row episode parts (Parquet bytes), keyed like a sweep's."""
-    from medscope import records
+    from medscope.io import records
     from medscope.protocols.counterfactual import synthetic_runs as synthetic
 
     v = synthetic.views(4, 4, 1, seed=0)
@@ -48,7 +48,7 @@ def _rows(n: int) -> list[bytes]:
 
 
 def bench_compact(args) -> dict:
-    from medscope import parts, records, storage
+    from medscope.io import parts, records, storage
     from medscope.seeding import stable_hash
 
     n = getattr(args, "parts", None) or (1_000 if getattr(args, "quick", False) else 10_000)

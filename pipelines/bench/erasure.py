@@ -24,7 +24,7 @@ import time
 
 import numpy as np
 
-from medscope import records, storage
+from medscope.io import records, storage
 from medscope.views.recipe import Recipe, load_recipe
 
 TOOLS = ("telea", "ns", "texture", "transplant", "exemplar", "graft", "fsr_fast", "shiftmap")
@@ -88,7 +88,7 @@ def measure(cases_uri: str, out: str, recipe: Recipe) -> dict:
     t = time.monotonic()
     build_views(cases_uri, out, recipe, engine="local", quiet=True)
     views = records.read_table("views", storage.join(out, "views.parquet"))
-    report = json.loads(storage.read_text(storage.join(out, "qc_report.json")))
+    report = json.loads(storage.read_utf8(storage.join(out, "qc_report.json")))
     ratio, n_ratio = contrast_ratio(views)
     return {**pass_rates(views), "seconds": time.monotonic() - t, "contrast_ratio": (ratio, n_ratio),
             "detector_auc": report.get("edit_detector", {}).get("heldout_auc"),

@@ -81,7 +81,7 @@ def bench_eval(args) -> dict:
 def noise_views(uri: str, n: int, side: int = 256, seed: int = 0) -> str:
     """A views table of ``n`` views whose images are ``side`` x ``side`` gray noise (PNG does
     not shrink noise, so each image is ~side^2 bytes, like a real radiograph's crop)."""
-    from medscope import records
+    from medscope.io import records
     from medscope.images import encode_png
     from medscope.testing.views import views_rows
 

@@ -47,7 +47,7 @@ def _kinds():
 def _one(label, fault, concurrency: int, n: int, tmp: str, s3_endpoint: str | None) -> dict:
     import ray
 
-    from medscope import records, storage
+    from medscope.io import records, storage
     from medscope.models.config import ModelEntry
     from medscope.testing import providers as fp
     from medscope.testing.protocols import SingleTurnProtocol, unit_tag

@@ -1,5 +1,5 @@
 """The accelerator paths, each run once on tiny random models with a time budget and one result line
-(issue 35; docs/cluster.md, GPU runbook; ``cluster/gpu-check.sh`` wraps this with its wheels):
+(docs/cluster.md, GPU runbook; ``cluster/gpu-check.sh`` wraps this with its wheels):
 
 - ``lora_fp32`` / ``lora_bf16``: stage-1 LoRA steps on a tiny random Qwen2.5-VL through the trainer
   Ray Train's workers build (:func:`medscope.training.runner.make_worker_trainer`, called directly:
@@ -44,7 +44,7 @@ def _row(check: str, status: str, result: str, **details) -> dict:
 
 
 def _views(n_cases: int):
-    from medscope import records
+    from medscope.io import records
     from medscope.training.synthetic_views import synthetic_views
 
     return records.to_table("views", synthetic_views(n_cases, seed=0, size=64))
@@ -60,7 +60,7 @@ def _tiny_dir(out: str) -> str:
 
 
 def check_lora(device: str, out: str, quick: bool, dtype: str, zero: bool = False) -> dict:
-    """Stage-1 LoRA steps on a fixed batch through the Ray Train worker's trainer (seed 000 §3.5)."""
+    """Stage-1 LoRA steps on a fixed batch through the Ray Train worker's trainer (counterfactual paper §3.5)."""
     import torch
 
     from medscope.training.recipes import TrainRecipe
@@ -160,7 +160,7 @@ def build_tiny_sd_inpaint(out_dir: str, seed: int = 0) -> str:
 
 
 def check_sd_views(device: str, out: str, quick: bool) -> dict:
-    """The ``sd`` tool through the views builder: one phantom case per imaging type (seed 000 §2)."""
+    """The ``sd`` tool through the views builder: one phantom case per imaging type (counterfactual paper §2)."""
     from medscope.cohorts.phantom import phantom_cases
     from medscope.views.build import CaseContext, build_case_views
     from medscope.views.recipe import Recipe
@@ -196,7 +196,7 @@ def check_sd_views(device: str, out: str, quick: bool) -> dict:
 
 
 def check_local_eval(device: str, out: str, quick: bool) -> dict:
-    """Local VLM evaluation batched and one by one (seed 000 §3.10: greedy; bf16 on GPU)."""
+    """Local VLM evaluation batched and one by one (counterfactual paper §3.10: greedy; bf16 on GPU)."""
     from medscope.protocols.counterfactual.agent_episode import run_episodes
     from medscope.items import Item
     from medscope.models.base import Decoding

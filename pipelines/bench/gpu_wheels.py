@@ -1,6 +1,6 @@
 """``cluster/gpu-check.sh --prepare DIR``: the wheels a bare GPU machine lacks for the GPU check.
 
-The project's GPU machine (issue 35) has Python 3.12 with torch (CUDA), transformers, peft,
+The project's GPU machine has Python 3.12 with torch (CUDA), transformers, peft,
 accelerate, opencv-python-headless, pyarrow, fsspec, numpy, scipy, pandas, scikit-image and
 pytest, reaches no package index, and takes at most 64 MiB of files per command. The check's
 code paths (pipelines/bench/gpu.py) need beyond those: pydantic (MedScope's configs), diffusers

@@ -25,7 +25,7 @@ def loopback_s3(*buckets: str) -> Iterator[str]:
     import boto3
     from moto.server import ThreadedMotoServer
 
-    from medscope import storage
+    from medscope.io import storage
 
     for k, v in (("AWS_ACCESS_KEY_ID", "testing"), ("AWS_SECRET_ACCESS_KEY", "testing"), ("AWS_DEFAULT_REGION", "us-east-1")):
         os.environ.setdefault(k, v)

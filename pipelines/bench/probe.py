@@ -6,7 +6,7 @@ import os
 import tempfile
 import time
 
-from medscope import records
+from medscope.io import records
 
 def bench(args) -> None:
     """``medscope bench probe``: volumes/s with 1 and 2 Ray workers at 16 and 64 volumes against
@@ -27,7 +27,7 @@ def bench(args) -> None:
 
     shape = (64, 64, 32) if args.quick else (192, 192, 96)
     # --cases: one size; by default today's 16 volumes and 4x that, where start-up is a small
-    # part of the job (issue 33)
+    # part of the job
     sizes = [args.cases] if args.cases else ([16] if args.quick else [16, 64])
     from pipelines.bench import OF_CEILING_AIM, parallel_ceiling
 
@@ -104,7 +104,7 @@ def bench(args) -> None:
 
 _WORK = """
 import sys, time
-from medscope import records
+from medscope.io import records
 from medscope.volumes import build as B
 from medscope.volumes.config import ProbeConfig
 cfg = ProbeConfig.model_validate_json(sys.argv[2])

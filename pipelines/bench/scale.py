@@ -39,7 +39,7 @@ COLUMNS = ("work", "nodes", "workers", "vCPUs", "units", "cluster_s", "startup_s
 
 def bench_scale(args) -> list[dict]:
     """``medscope bench scale``: run each layout in a subprocess, print one table, return its rows."""
-    from medscope import storage
+    from medscope.io import storage
     from medscope.cohorts import phantom
     from pipelines.bench import parallel_ceiling
 

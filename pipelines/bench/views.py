@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 
-from medscope import records, storage
+from medscope.io import records, storage
 from medscope.views.recipe import Recipe
 from pipelines.views import build_views
 
@@ -72,7 +72,7 @@ def bench_throughput(args) -> None:
 
     # sized so that the steady work (about 10 s for the plain loop on 2 idle cores) is large
     # next to the few seconds an actor pool takes to start, and 4x that, where start-up is a
-    # small part of the job (issue 33); --quick is a smoke run only; --cases: one size
+    # small part of the job; --quick is a smoke run only; --cases: one size
     sizes, px = ([24], 160) if args.quick else ([240, 960], 256)
     sizes = [args.cases] if getattr(args, "cases", None) else sizes
     load_before = os.getloadavg()[0]

@@ -1,4 +1,4 @@
-"""Driver peak memory of ``views build`` against cohort size (``medscope bench views``; issue 16).
+"""Driver peak memory of ``views build`` against cohort size (``medscope bench views``).
 
 Each size runs the real job (``build_views``, Ray engine) in a fresh Python process, so that
 one process's peak is one build's peak. The figure is that process's own peak resident set
@@ -30,7 +30,7 @@ def peak_rss_mb() -> float:
 
 def measure(cases: str, out: str, workers: int = 2) -> dict:
     """Build views of ``cases`` into ``out`` in this process; the summary figures and peak RSS."""
-    from medscope import layout, storage
+    from medscope.io import layout, storage
     from medscope.views.recipe import Recipe
     from pipelines.views import build_views
 
@@ -45,7 +45,7 @@ def measure(cases: str, out: str, workers: int = 2) -> dict:
 
 def run_sizes(sizes: list[int], workdir: str, workers: int = 2) -> list[dict]:
     """For each size: a phantom cohort of that many cases, then one build in a fresh process."""
-    from medscope import storage
+    from medscope.io import storage
     from medscope.cohorts import phantom
 
     rows = []

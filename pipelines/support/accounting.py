@@ -1,4 +1,4 @@
-"""One accounting of a sweep's units, and the exit code it decides (issue 25; docs/evaluation.md).
+"""One accounting of a sweep's units, and the exit code it decides (docs/evaluation.md).
 
 Every unit of a sweep (an evaluation episode, a generation call, a judgement) ends in exactly
 one of five outcomes, counted per model x condition:

@@ -20,7 +20,7 @@ from collections import OrderedDict
 
 import ray
 
-from medscope import records, storage
+from medscope.io import records, storage
 from medscope.protocols.base import EpisodeResult, EvalProtocol, Item
 from medscope.models.api_common import scrub
 from medscope.models.base import PermanentModelError, TransientModelError

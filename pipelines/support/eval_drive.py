@@ -1,4 +1,4 @@
-"""The evaluation sweep's actor loop (``medscope eval``; seed 000 §3.10): units fed to Ray actors
+"""The evaluation sweep's actor loop (``medscope eval``; the counterfactual paper §3.10): units fed to Ray actors
 in lanes (one pool of API workers, one dedicated actor per local model), each actor kept busy up
 to its request slots, and workers that die replaced while the sweep goes on.
 
@@ -15,7 +15,7 @@ import sys
 import uuid
 from collections import deque
 
-from medscope import storage
+from medscope.io import storage
 from medscope.errors import MedScopeError
 from medscope.models.api_common import short_secret_warning
 from medscope.models.config import ModelEntry

@@ -1,4 +1,4 @@
-"""No verb silently drops an input it was given (issue 25): a flag naming an input, given twice,
+"""No verb silently drops an input it was given: a flag naming an input, given twice,
 is refused with a clear error instead of argparse's keep-the-last.
 
 A flag that accumulates (``action="append"``, e.g. ``report --run``) is left alone; so is any

@@ -15,7 +15,7 @@ import pydantic
 
 from medscope import config as cfgmod
 from medscope.errors import MedScopeError
-from medscope.safe_text import redact_urls
+from medscope.io.safe_text import redact_urls
 from pipelines.support import outguard, outputs
 
 C = TypeVar("C", bound=pydantic.BaseModel)

@@ -23,7 +23,7 @@ import json
 import os
 import posixpath
 
-from medscope import storage
+from medscope.io import storage
 from medscope.errors import MedScopeError
 from medscope.seeding import stable_hash
 
@@ -58,7 +58,7 @@ def _held(out: str) -> list[dict]:
     if not storage.exists(marker):
         return []
     try:
-        return list(json.loads(storage.read_text(marker)).get("runs") or [])
+        return list(json.loads(storage.read_utf8(marker)).get("runs") or [])
     except (ValueError, AttributeError):
         raise MedScopeError(f"{marker}: not a MedScope output marker; remove it or pass --overwrite") from None
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import sys
 
-from medscope import storage
+from medscope.io import storage
 from medscope.errors import MedScopeError
 
 # Set by Ray's JobSupervisor in the environment of every submitted job's driver (Ray 2.x).

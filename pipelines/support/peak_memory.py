@@ -5,7 +5,7 @@ map. Not ``getrusage(RUSAGE_SELF).ru_maxrss``: Linux carries that figure across 
 so a child started by a large parent reports the parent's size at the fork. ``medscope bench
 views`` measured exactly that before this module: its driver "grew" 273 KB per case from 100 to
 1,600 cases because the bench process, which had just generated the phantom cohort, was that
-large when it started the child (issue 33). ``ru_maxrss`` is the fallback where /proc has no
+large when it started the child. ``ru_maxrss`` is the fallback where /proc has no
 VmHWM (not Linux).
 """
 

@@ -1,4 +1,4 @@
-"""Whether an eval run's episodes are all there before they are scored (issue 32).
+"""Whether an eval run's episodes are all there before they are scored.
 
 An eval run folder copied in part, or one whose parts were deleted, would otherwise be scored
 on what is left while its ``sweep.json`` says every unit was done: cases lost without a word.
@@ -9,7 +9,7 @@ earlier run; ``done`` and ``already_written``: by this one); fewer part keys tha
 
 from __future__ import annotations
 
-from medscope import layout, parts, safe_text, storage
+from medscope.io import layout, parts, safe_text, storage
 from medscope.errors import MedScopeError
 
 

@@ -1,4 +1,4 @@
-"""Seed 001's contamination-controlled multiple-choice benchmark: montages + question + options,
+"""The benchmark-MCQ paper's contamination-controlled multiple-choice benchmark: montages + question + options,
 sighted and blind, scored as accuracy over valid letters with case-clustered statistics."""
 
 from medscope.protocols.benchmark_mcq import tables  # noqa: F401 - registers the protocol's own tables first

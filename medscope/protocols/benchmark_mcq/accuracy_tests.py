@@ -1,4 +1,4 @@
-"""Seed 001's statistics (Methods, "Statistics and reproducibility"), arrays in, numbers out.
+"""The benchmark-MCQ paper's statistics (Methods, "Statistics and reproducibility"), arrays in, numbers out.
 
 - accuracy: fraction of valid responses that are correct (invalid ones are excluded);
 - random baseline: mean of 1/k over a pool's questions (k = that question's option count);

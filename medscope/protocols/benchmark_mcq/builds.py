@@ -1,4 +1,4 @@
-"""The builds an items argument names (seed 001): their folders, their cohorts' build records,
+"""The builds an items argument names (benchmark-MCQ paper): their folders, their cohorts' build records,
 and their mcq_items as one table. Read by the protocol, its report and ``benchgen build``."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import json
 
 import pandas as pd
 
-from medscope import layout, records, storage
+from medscope.io import layout, records, storage
 
 
 def build_folder(uri: str) -> str:
@@ -28,7 +28,7 @@ def build_cohorts(out: str) -> dict[str, dict]:
     uri = layout.BenchgenBuild(out).manifest
     if not storage.exists(uri):
         return {}
-    manifest = json.loads(storage.read_text(uri))
+    manifest = json.loads(storage.read_utf8(uri))
     return manifest.get("cohorts") or ({manifest["cohort"]: manifest} if "cohort" in manifest else {})
 
 

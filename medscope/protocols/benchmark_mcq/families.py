@@ -1,5 +1,5 @@
-"""Benjamini-Hochberg families of the benchmark's tests, declared in a plan file (seed 001
-Methods, "Statistical analysis"; issue 27).
+"""Benjamini-Hochberg families of the benchmark's tests, declared in a plan file (benchmark-MCQ paper
+Methods, "Statistical analysis").
 
 A q-value depends on which tests share its family: the same p = 0.034 is q = 0.102 among 3 tests
 and 0.178 among 6. So families are named and listed in a plan before scoring, never formed by

@@ -1,4 +1,4 @@
-"""Seed 001's contamination-controlled multiple-choice benchmark as an evaluation protocol.
+"""The benchmark-MCQ paper's contamination-controlled multiple-choice benchmark as an evaluation protocol.
 
 Items are the questions of a ``medscope benchgen build`` with their montages (one composite
 per required sequence, in order). Conditions: ``sighted`` (the montages, the question, the
@@ -15,7 +15,7 @@ import json
 from collections.abc import Collection
 
 
-from medscope import layout, records, storage, tablescan
+from medscope.io import layout, records, storage, tablescan
 from medscope.images import blank_png
 from medscope.models.base import ChatModel, Decoding, Message, Part
 from medscope.protocols.base import EpisodeResult, Item, ProtocolOptions, option
@@ -24,23 +24,23 @@ from medscope.protocols.benchmark_mcq.builds import build_folders, read_items_ta
 from medscope.protocols.benchmark_mcq.families import describe, load_plan
 from medscope.protocols.benchmark_mcq.replies import PROMPT_VERSION, mcq_prompt, read_choice
 
-# Output names (to move to medscope.layout when it lands).
+# Output names (to move to medscope.io.layout when it lands).
 META = ("cohort", "qtype", "field", "subcategory", "level", "options", "k", "sequences", "imaging_source",
         "matched_group")
 
 
 class BenchmarkMCQOptions(ProtocolOptions):
-    """Options of seed 001's benchmark: B = 2000 resamples for intervals and seed 42 unless
+    """Options of the benchmark-MCQ paper's benchmark: B = 2000 resamples for intervals and seed 42 unless
     ``n_boot`` / ``seed`` say otherwise."""
 
-    n_boot_tests: int = option(10_000, verb="score", ge=1, description="bootstrap resamples of the tests (seed 001: 10,000)")
+    n_boot_tests: int = option(10_000, verb="score", ge=1, description="bootstrap resamples of the tests (benchmark-MCQ paper: 10,000)")
     margin: float = option(0.05, verb="score", gt=0, description="TOST equivalence margin of Δ sighted − blind")
     plan: str | None = option(None, verb="score", description=(
         "a plan declaring the BH families (configs/plans/*.yaml); default: one family per test kind"))
 
 
 class BenchmarkMCQProtocol:
-    """EvalProtocol of seed 001's multiple-choice benchmark."""
+    """EvalProtocol of the benchmark-MCQ paper's multiple-choice benchmark."""
 
     name = "benchmark_mcq"
     prompt_version = PROMPT_VERSION
@@ -105,10 +105,10 @@ class BenchmarkMCQProtocol:
             input_tokens=reply.input_tokens, output_tokens=reply.output_tokens, model_turns=1)
 
     def score(self, episodes_uri: str, items_uri: str, out: str) -> dict:
-        """Accuracy over valid replies, Δ sighted − blind, BH families and TOST (seed 001 Methods):
+        """Accuracy over valid replies, Δ sighted − blind, BH families and TOST (benchmark-MCQ paper Methods):
         B = 2000 resamples for intervals, 10,000 for the tests, seed 42 unless told otherwise."""
         o = self.options
-        plan = load_plan(o.plan)  # BH families, declared (issue 27)
+        plan = load_plan(o.plan)  # BH families, declared
         n_boot, seed = o.n_boot or 2000, 42 if o.seed is None else o.seed
         b_tests = o.n_boot_tests
         run = layout.ScoredRun(out)

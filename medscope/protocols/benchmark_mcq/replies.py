@@ -1,4 +1,4 @@
-"""Prompt and reply reader of the multiple-choice protocol (seed 001: image(s), question, options only)."""
+"""Prompt and reply reader of the multiple-choice protocol (benchmark-MCQ paper: image(s), question, options only)."""
 
 from __future__ import annotations
 

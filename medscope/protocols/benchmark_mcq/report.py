@@ -1,4 +1,4 @@
-"""The benchmark's report sections in seed 001's layout: Tables 1-4, Supplementary Table 1, Fig. 2."""
+"""The benchmark's report sections in the benchmark-MCQ paper's layout: Tables 1-4, Supplementary Table 1, Fig. 2."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import os
 import numpy as np
 import pandas as pd
 
-from medscope import layout, records, storage
+from medscope.io import layout, records, storage
 from medscope.report import thin
 from medscope.report.render import Image, Para, Table
 from medscope.stats.bootstrap import format_p
@@ -198,7 +198,7 @@ def thin_cells(t: pd.DataFrame) -> list[str]:
 
 def sections(scored_run: str, work_dir: str) -> list[tuple[str, list]]:
     sr = layout.ScoredRun(scored_run)
-    run = json.loads(storage.read_text(sr.manifest))
+    run = json.loads(storage.read_utf8(sr.manifest))
     m = records.read_table("metrics", sr.metrics).to_pandas()
     t = records.read_table("mcq_tests", sr.table("mcq_tests")).to_pandas()
     scores = records.read_table("mcq_scores", sr.table("mcq_scores")).to_pandas()
@@ -211,7 +211,7 @@ def sections(scored_run: str, work_dir: str) -> list[tuple[str, list]]:
     note = Para(f"Case-clustered bootstrap: B = {run['n_boot']} for intervals, B = {run['n_boot_tests']} for the "
                 f"tests, seed {run['seed']}; TOST margin ±{run['margin']}. Invalid responses (excluded): "
                 + ", ".join(f"{k[0]} {k[1]} {v}" for k, v in sorted(invalid.items())) + ".")
-    return [("Contamination-controlled multiple-choice benchmark (seed 001)",
+    return [("Contamination-controlled multiple-choice benchmark (benchmark-MCQ paper)",
              [note, Para("; ".join(describe(t.to_dict("records"))) + "." if len(t) else "No tests."),
               Para(thin.summary(thin_cells(t))),
               table1(m, items, scores), table2(m), table3(m, scores, build_records), table4(t), supp_table1(t),

@@ -1,4 +1,4 @@
-"""Scoring of multiple-choice episodes into seed 001's tables (Tables 1-4, Fig. 2).
+"""Scoring of multiple-choice episodes into the benchmark-MCQ paper's tables (Tables 1-4, Fig. 2).
 
 Cells are (cohort, question type, model). ``metrics_rows`` gives the interval estimates
 (B = 2000): accuracy per condition, the random baseline of each pool, the paired sighted /

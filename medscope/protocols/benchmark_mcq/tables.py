@@ -1,8 +1,8 @@
-"""The generated-benchmark protocol's own tables (seed 001): questions and montages
+"""The generated-benchmark protocol's own tables (benchmark-MCQ paper): questions and montages
 (``medscope benchgen build``, folders of write-once parts), scored episodes and the
 confirmatory tests (``medscope score``).
 
-Registered with ``medscope.records`` when this package is imported (its ``__init__`` imports
+Registered with ``medscope.io.records`` when this package is imported (its ``__init__`` imports
 this module), so they are read and written by name like the shared tables (docs/design.md, "Tables").
 """
 
@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from medscope import records
-from medscope.records import PRIVACY
+from medscope.io import records
+from medscope.io.records import PRIVACY
 
-# Seed 001: one multiple-choice question of a generated benchmark (medscope benchgen build).
+# The benchmark-MCQ paper: one multiple-choice question of a generated benchmark (medscope benchgen build).
 MCQ_ITEMS = pa.schema(
     [
         pa.field("item_id", pa.string(), nullable=False),
@@ -35,7 +35,7 @@ MCQ_ITEMS = pa.schema(
     ]
 )
 
-# Seed 001: one composite image per (case, sequence).
+# The benchmark-MCQ paper: one composite image per (case, sequence).
 MONTAGES = pa.schema(
     [
         pa.field("case_id", pa.string(), nullable=False),
@@ -48,7 +48,7 @@ MONTAGES = pa.schema(
     ]
 )
 
-# Seed 001: one scored multiple-choice episode.
+# The benchmark-MCQ paper: one scored multiple-choice episode.
 MCQ_SCORES = pa.schema(
     [
         pa.field("model", pa.string(), nullable=False),
@@ -68,7 +68,7 @@ MCQ_SCORES = pa.schema(
     ]
 )
 
-# Seed 001: the confirmatory tests (Family 1: accuracy above chance; Family 2: image effect).
+# The benchmark-MCQ paper: the confirmatory tests (Family 1: accuracy above chance; Family 2: image effect).
 MCQ_TESTS = pa.schema(
     [
         pa.field("family", pa.string(), nullable=False),  # above_chance | image_effect

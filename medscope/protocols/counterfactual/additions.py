@@ -1,4 +1,4 @@
-"""Values the implementation chose where seed 000 is silent ("additions"), in one list.
+"""Values the implementation chose where the counterfactual paper is silent ("additions"), in one list.
 
 Each entry names the value, the file where it is set (marked ``addition:`` there) and why. The
 same list is the table "Additions" of docs/seed000.md (a test holds the two together), and the
@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from medscope import layout, storage
+from medscope.io import layout, storage
 
 
 @dataclass(frozen=True)
@@ -53,7 +53,7 @@ ADDITIONS = (
     Addition("decision_risk", "decision_risk@c and decision_aurc over O, T, R, N with ties averaged",
              "medscope/protocols/counterfactual/metrics.py", "scoring", "§3.8's AURC over O, R rewards 'always present'"),
     Addition("extra_tests", "exact McNemar, TOST (margin 0.05) and accuracy against chance in the report",
-             "medscope/protocols/counterfactual/significance.py", "scoring", "seed 000 §3.9 names the bootstrap and Fisher only"),
+             "medscope/protocols/counterfactual/significance.py", "scoring", "counterfactual paper §3.9 names the bootstrap and Fisher only"),
     Addition("critical_alternatives", "critical wrong answers -1 (wrong_0.5) and -2 (wrong_1)",
              "configs/cost_matrices/wrong_1.yaml", "cost_matrix",
              "§5.5 gives the alternative wrong-answer penalties, not their critical ones (double, as Table 2)"),
@@ -87,7 +87,7 @@ def _views_recipe(manifest: dict) -> dict | None:
         return None
     try:
         uri = layout.ViewsBuild(layout.folder_of("views", views)).recipe
-        return json.loads(storage.read_text(uri)).get("recipe") if storage.exists(uri) else None
+        return json.loads(storage.read_utf8(uri)).get("recipe") if storage.exists(uri) else None
     except Exception:  # a views table outside a build folder: its recipe is unknown
         return None
 

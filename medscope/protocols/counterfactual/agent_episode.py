@@ -1,4 +1,4 @@
-"""The episode loop: one item, one model, one condition (seed 000 §3.1, §3.10, §5.5).
+"""The episode loop: one item, one model, one condition (counterfactual paper §3.1, §3.10, §5.5).
 
 Every model gets the same messages for a condition; adapters only translate them. Conditions:
 

@@ -1,4 +1,4 @@
-"""Paired model comparisons over shared cases (seed 000 §3.9, Table 6).
+"""Paired model comparisons over shared cases (counterfactual paper §3.9, Table 6).
 
 For each model against a reference, on the cases both were run on, every metric's difference
 (model - reference), its percentile interval and p = twice the smaller tail proportion are taken
@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from medscope import records
+from medscope.io import records
 from medscope.errors import MedScopeError
 from medscope.protocols.counterfactual import metrics as mt
 from medscope.stats import bootstrap as bs
@@ -37,7 +37,7 @@ def orient(df: pd.DataFrame, direction: str = "model") -> pd.DataFrame:
 
 
 def pool_models(scores: pd.DataFrame, pools: dict[str, list[str]]) -> pd.DataFrame:
-    """``scores`` plus each pool's seeds relabelled as one model (seed 000 §3.7 C4, Table 8's
+    """``scores`` plus each pool's seeds relabelled as one model (counterfactual paper §3.7 C4, Table 8's
     "pooled over seeds"): a case keeps every seed's views, so the case bootstrap resamples them
     together and a pooled comparison stays paired by case."""
     parts = [scores]
@@ -141,7 +141,7 @@ def _f(x):
 
 def seed_pairs(scores: pa.Table | pd.DataFrame, pairs: list[tuple[str, str]], n_boot: int = bs.DEFAULT_B,
                seed: int = bs.DEFAULT_SEED, metric_names=PRIMARY) -> pa.Table:
-    """Per-seed paired comparisons (seed 000 §3.9): ``pairs`` = [(arm_seed0, baseline_seed0), ...]."""
+    """Per-seed paired comparisons (counterfactual paper §3.9): ``pairs`` = [(arm_seed0, baseline_seed0), ...]."""
     df = scores.to_pandas() if isinstance(scores, pa.Table) else scores
     parts = [compare(df, ref, n_boot, seed, metric_names, models=[model]).to_pandas() for model, ref in pairs]
     return records.to_table("metrics", pd.concat(parts, ignore_index=True).to_dict("records"))
@@ -179,7 +179,7 @@ def arm_comparisons(scores: pa.Table | pd.DataFrame, reference: str, n_boot: int
 
 def equivalence(scores: pa.Table | pd.DataFrame, model: str, reference: str, metric: str, margin: float = 0.05,
                 n_boot: int = bs.DEFAULT_B, seed: int = bs.DEFAULT_SEED, condition: str = "agent"):
-    """TOST of model - reference on ``metric`` against +-margin (seed 001: 90% interval inside)."""
+    """TOST of model - reference on ``metric`` against +-margin (benchmark-MCQ paper: 90% interval inside)."""
     from medscope.stats import inference
 
     df = scores.to_pandas() if isinstance(scores, pa.Table) else scores

@@ -1,4 +1,4 @@
-"""Cost matrices (seed 000 §3.4, Table 2 and the four alternatives of §5.5) as validated configs.
+"""Cost matrices (counterfactual paper §3.4, Table 2 and the four alternatives of §5.5) as validated configs.
 
 A matrix has three rows of rewards (answerable views, views whose finding is absent, degraded
 views) by four outcomes (correct, wrong / claims the finding, refer, clarify), plus the rules

@@ -1,4 +1,4 @@
-"""Pre-registered decision rules (seed 000 §3.6, §3.7) applied verbatim to metrics tables.
+"""Pre-registered decision rules (counterfactual paper §3.6, §3.7) applied verbatim to metrics tables.
 
 A plan file (``configs/plans/*.yaml``) names its test sets, endpoints, margins and rules. Rules:
 
@@ -35,7 +35,7 @@ import pandas as pd
 import pydantic
 
 from medscope import config as cfgmod
-from medscope import layout, storage
+from medscope.io import layout, storage
 from medscope.config import StrictModel
 from medscope.errors import MedScopeError
 
@@ -79,7 +79,7 @@ class Condition(StrictModel):
         if needs_ref and not self.reference:
             raise ValueError("difference conditions need a reference model")
         if self.every_seed_pair and (self.direction != "lower" or not self.reference):
-            raise ValueError("every_seed_pair is seed 000 §3.7 C4's 'lower in every seed pair': it needs "
+            raise ValueError("every_seed_pair is the counterfactual paper §3.7 C4's 'lower in every seed pair': it needs "
                              "direction: lower and a reference arm")
         return self
 
@@ -135,7 +135,7 @@ class Amendment(StrictModel):
 
 
 class Family(StrictModel):
-    """A multiplicity family (seed 000 §3.9): every ``model`` against ``reference`` on every
+    """A multiplicity family (counterfactual paper §3.9): every ``model`` against ``reference`` on every
     ``metric`` of ``test_set``, adjusted together by ``method``."""
 
     name: str
@@ -227,7 +227,7 @@ def lock_plan(plan_uri: str, run_uri: str) -> dict:
     plan, h = load_plan(plan_uri)
     lock_uri = layout.ScoredRun(run_uri).plan_lock
     if storage.exists(lock_uri):
-        return json.loads(storage.read_text(lock_uri))
+        return json.loads(storage.read_utf8(lock_uri))
     lock = {"plan": plan.name, "plan_uri": plan_uri, "hash": h,
             "locked_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}
     storage.write_text(lock_uri, json.dumps(lock, indent=2) + "\n")

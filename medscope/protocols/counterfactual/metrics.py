@@ -1,4 +1,4 @@
-"""Metrics of seed 000 §3.8 from a scores table, with case-clustered bootstrap intervals (§3.9).
+"""Metrics of the counterfactual paper §3.8 from a scores table, with case-clustered bootstrap intervals (§3.9).
 
 Every metric is a signed sum of ratio *terms*; a term is (per-view numerator indicator,
 per-view denominator indicator). With O, T, R, N, D the original, target-removal,
@@ -43,7 +43,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from medscope import records
+from medscope.io import records
 from medscope.errors import MedScopeError
 from medscope.protocols.counterfactual import selective_risk as selective
 from medscope.stats import bootstrap as bs

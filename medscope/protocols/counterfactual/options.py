@@ -1,4 +1,4 @@
-"""The counterfactual protocol's options (seed 000), one model for ``eval run``, ``score`` and
+"""The counterfactual protocol's options (counterfactual paper), one model for ``eval run``, ``score`` and
 ``report``: which views are evaluated and how an episode runs (set by the eval run, recorded in
 its sweep.json), how episodes are scored (set at score, recorded in run.json), and what the
 report shows. Flags and YAML keys of the three verbs come from it (docs/evaluation.md)."""
@@ -14,7 +14,7 @@ from medscope.protocols.counterfactual.viewing_tools import MAX_TOOL_CALLS
 
 
 class CounterfactualOptions(ProtocolOptions):
-    """Options of the counterfactual-views protocol (seed 000 §3.1-3.10, Tables 3-4)."""
+    """Options of the counterfactual-views protocol (counterfactual paper §3.1-3.10, Tables 3-4)."""
 
     # -- eval: the views evaluated (the named test set, medscope.protocols.counterfactual.testsets)
     test_set: str = option(testsets.DEFAULT_TEST_SET, verb="eval", description=(

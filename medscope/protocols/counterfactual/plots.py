@@ -1,4 +1,4 @@
-"""The counterfactual protocol's report figures (seed 000), each returning PNG bytes.
+"""The counterfactual protocol's report figures (counterfactual paper), each returning PNG bytes.
 
 - ``forest``: ESG, erased-lesion claims and net utility per model with 95% intervals, the
   constant policies as one grey reference band per panel (Table 5, Table 6).
@@ -16,7 +16,7 @@ import pandas as pd
 from medscope.report.plots import band, error_bars, png
 from medscope.protocols.counterfactual import selective_risk as selective
 
-# Seed 000 §3.8: CCR and selective risk are over the answerable views O ∪ R.
+# The counterfactual paper §3.8: CCR and selective risk are over the answerable views O ∪ R.
 RISK_KINDS = ("original", "random_removal")
 
 

@@ -1,4 +1,4 @@
-"""Versioned prompt templates of the counterfactual protocol (seed 000 §3.1, §5.5, Appendix A).
+"""Versioned prompt templates of the counterfactual protocol (counterfactual paper §3.1, §5.5, Appendix A).
 
 The text lives in ``configs/prompts/counterfactual_v1.yaml``; this module loads it, derives
 :data:`PROMPT_VERSION` from its content (any edit gives a new version, hence new request keys),

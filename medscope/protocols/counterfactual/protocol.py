@@ -1,4 +1,4 @@
-"""The counterfactual-views protocol (seed 000 §3.1-3.2) behind protocol.EvalProtocol.
+"""The counterfactual-views protocol (counterfactual paper §3.1-3.2) behind protocol.EvalProtocol.
 
 Items are the passed evaluation views (O, T, R, N, D) of the named test set's split(s) of a
 views table (``medscope.protocols.counterfactual.testsets``; default: the main test, split ``test``). The
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
-from medscope import records, tablescan
+from medscope.io import records, tablescan
 from medscope.protocols.counterfactual import prompts
 from medscope.protocols.counterfactual.agent_episode import CONDITIONS, EpisodeSettings, run_episode
 from medscope.protocols.base import EpisodeResult, Item

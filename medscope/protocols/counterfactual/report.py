@@ -1,4 +1,4 @@
-"""The counterfactual protocol's report sections (seed 000 §5.1-§5.5) for a scored run.
+"""The counterfactual protocol's report sections (counterfactual paper §5.1-§5.5) for a scored run.
 
 Reads the run's scores, metrics, comparisons and ``run.json`` (which names the views and
 episodes) and writes nothing into the run; into the report folder it writes per-model transcript
@@ -16,7 +16,8 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from medscope import images, layout, records, storage
+from medscope import images
+from medscope.io import layout, records, storage
 from medscope.errors import MedScopeError
 from medscope.protocols.counterfactual import report_summary as rs
 from medscope.protocols.counterfactual import plots
@@ -77,7 +78,7 @@ def _label(model, cond, multi) -> str:
 
 def report_sections(run: str, work_dir: str, reference: str | None = None, gallery_cases: int = 4,
                     plan: str | None = None) -> tuple[list, dict]:
-    """The counterfactual protocol's report sections for scored run ``run`` (seed 000 §5.1-§5.5).
+    """The counterfactual protocol's report sections for scored run ``run`` (counterfactual paper §5.1-§5.5).
 
     ``plan``: a plan file whose ``families`` (e.g. configs/plans/primary_27.yaml) are adjusted
     and printed as the paper's Table 6 with its multiplicity verdict.
@@ -119,7 +120,7 @@ def report_sections(run: str, work_dir: str, reference: str | None = None, galle
 def _read_scored(run: str) -> tuple[dict, pa.Table, pd.DataFrame, pd.DataFrame]:
     """The scored run's manifest, scores (table and frame) and metrics without comparison rows."""
     scored = layout.ScoredRun(run)
-    manifest = json.loads(storage.read_text(scored.manifest)) if storage.exists(scored.manifest) else {}
+    manifest = json.loads(storage.read_utf8(scored.manifest)) if storage.exists(scored.manifest) else {}
     scores_t = records.read_table("scores", scored.scores)
     scores = scores_t.to_pandas()
     metrics = records.read_table("metrics", scored.metrics).to_pandas()
@@ -144,7 +145,7 @@ def _ordered_runs(scores: pd.DataFrame, metrics: pd.DataFrame, ts0: str) -> tupl
 
 def paired_differences(run: str, scores_t: pa.Table, manifest: dict, reference: str,
                        work_dir: str) -> tuple[pd.DataFrame, str | None]:
-    """Every run minus ``reference`` (paired case bootstrap, seed 000 §3.9): the run's own
+    """Every run minus ``reference`` (paired case bootstrap, the counterfactual paper §3.9): the run's own
     ``comparisons.parquet`` (``medscope compare``) when it holds that reference, else computed
     here with the run's B and seed and written to the report folder, never into the run (a
     report does not change what it reads). Returns the rows and the file written, if any."""
@@ -210,11 +211,11 @@ def _curve_sections(scores, metrics, keys, ts0, multi, constant) -> list:
                   "Selective risk against coverage on original and random-removal views, one curve per model that "
                   "reads the image"),
             Para(f"Selective risk (share answered wrongly) on the answerable views of {ts0}: original and "
-                 "random-removal views (seed 000 §3.8), ranked by stated confidence (stable sort on ties; missing "
+                 "random-removal views (counterfactual paper §3.8), ranked by stated confidence (stable sort on ties; missing "
                  "confidence ranks last); AURC is the area under each curve. Erased and lesion-free views are not in "
                  "this curve, so a policy that always says 'present' would be right on every view in it: constant "
                  "policies are left out (one confidence tie, no ranking). These curves describe each model's own "
-                 "trade-off and do not rank models (seed 000 §5.5). decision_risk / decision_aurc (Further metrics) "
+                 "trade-off and do not rank models (counterfactual paper §5.5). decision_risk / decision_aurc (Further metrics) "
                  "use every view that expects an answer, with ties averaged, where a constant policy sits at its "
                  "own error rate.")], anchor="risk")]
 
@@ -394,7 +395,7 @@ def _gallery(manifest, scores, keys, multi, n_cases) -> dict:
 
 def _reading_blocks(manifest) -> list:
     """Per model and condition: how many decisions were read from the action format, a bare
-    JSON action, the free-text rules or a judge (episodes' ``reading``; issue 18)."""
+    JSON action, the free-text rules or a judge (episodes' ``reading``)."""
     uri = manifest.get("episodes")
     if not uri or not storage.exists(uri):
         return [Para("No episodes table recorded in run.json; reading paths unknown.")]
@@ -425,7 +426,7 @@ def _tests_blocks(scores, reference, ts, comps, plan, manifest) -> list:
                     f"On {ts}, unadjusted (secondary). Fisher's exact test of erased- and healthy-image claims is "
                     "§3.9's ('proportions on small subsets'); exact McNemar on the original and random-removal views "
                     "both models answered, TOST of the CCR difference on the paired case bootstrap and the one-sided "
-                    "binomial test of CCR against 1/2 are additions, not seed 000's tests (seeds 001/002 use them).")]
+                    "binomial test of CCR against 1/2 are additions, not the counterfactual paper's tests (the benchmark-MCQ paper/002 use them).")]
     if plan:
         from medscope.protocols.counterfactual import decision_rules as rules
 

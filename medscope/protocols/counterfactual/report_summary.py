@@ -1,4 +1,4 @@
-"""The counterfactual run's opening summary and key figures (issue 19; seed 000 §5.1, Table 5,
+"""The counterfactual run's opening summary and key figures (the counterfactual paper §5.1, Table 5,
 Table 6, Figure 3): the metrics tables turned into ``medscope.report.summary`` rows, the
 summary section, the forest plot and the erased-claims-vs-CCR scatter."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from medscope import records, storage
+from medscope.io import records, storage
 from medscope.protocols.counterfactual import plots
 from medscope.report import summary
 from medscope.report.render import Image, Raw, Section, slug
@@ -57,7 +57,7 @@ def sources(manifest: dict) -> list[str]:
 def summary_section(rows, diffs, facts) -> Section:
     lines = summary.summary_lines(rows, diffs, facts)
     lines.append("- Definitions: ESG = P(absent or refer | lesion erased) − P(absent or refer | an edit elsewhere), "
-                 "seed 000 §3.8; details in [the main table](#main-" + slug(facts.test_set) + ") and [the paired differences](#paired).")
+                 "counterfactual paper §3.8; details in [the main table](#main-" + slug(facts.test_set) + ") and [the paired differences](#paired).")
     return Section("Summary: which models read the image?", [Raw("\n".join(lines))], anchor="summary")
 
 
@@ -88,5 +88,5 @@ def figures_section(metrics, keys, ts, constant, label) -> Section:
               "Scatter of erased-lesion claims against CCR per model, coloured by ESG; constant policies as grey crosses"),
         Raw("Erased-lesion claims (% of erased views) against CCR (share of original and random-removal views "
             "answered correctly). Low claims alone do not mean a model reads the image: a model that rarely says "
-            "'present' also has low CCR (seed 000 §5.1); the colour is ESG, which weighs both."),
+            "'present' also has low CCR (counterfactual paper §5.1); the colour is ESG, which weighs both."),
     ], anchor="figures")

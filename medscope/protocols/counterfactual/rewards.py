@@ -1,4 +1,4 @@
-"""Per-view rewards (seed 000 §3.4, Table 2): episodes x views -> the scores table.
+"""Per-view rewards (counterfactual paper §3.4, Table 2): episodes x views -> the scores table.
 
 Which row of the cost matrix a view uses, and what the correct answer is:
 
@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from medscope import records
+from medscope.io import records
 from medscope.errors import MedScopeError
 from medscope.protocols.counterfactual.costs import CostMatrix
 from medscope.protocols.counterfactual.training_seeds import arm_seed_columns
@@ -180,7 +180,7 @@ def score_episodes(
         for r in merged[dup].itertuples()
     ] + [
         records.reject("scores", "episodes", f"{r.model}/{r.condition}/{r.view_id}", "score", "not_an_evaluation_view",
-                       f"a {r.kind} view is a training-pool view (seed 000 §3.2, §3.7), never scored on a test set")
+                       f"a {r.kind} view is a training-pool view (counterfactual paper §3.2, §3.7), never scored on a test set")
         for r in merged[training_only].itertuples()
     ]
     df = merged[~lost & ~dup & ~training_only].reset_index(drop=True)

@@ -1,4 +1,4 @@
-"""Scoring of the counterfactual protocol (seed 000 §3.4, §3.8-§3.9): per-view rewards under a
+"""Scoring of the counterfactual protocol (counterfactual paper §3.4, §3.8-§3.9): per-view rewards under a
 cost matrix, the §3.8 metrics with case-clustered bootstrap intervals, an optional consensus
 panel's undisputed re-run, and the scored run's manifest."""
 
@@ -12,7 +12,7 @@ import time
 import pandas as pd
 import pyarrow as pa
 
-from medscope import layout, records, storage
+from medscope.io import layout, records, storage
 from medscope.errors import MedScopeError
 from medscope.protocols.counterfactual import costs, metrics, rewards, decision_rules as rules
 from medscope.stats import bootstrap as bs

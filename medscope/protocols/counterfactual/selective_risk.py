@@ -1,4 +1,4 @@
-"""Selective prediction (seed 000 §3.8, §5.5): risk-coverage and AURC.
+"""Selective prediction (counterfactual paper §3.8, §5.5): risk-coverage and AURC.
 
 Views are ranked by the model's stated confidence, highest first. A missing confidence (refer,
 clarify, unparseable, or a model that states none) ranks last. Risk at coverage k/n is the

@@ -1,4 +1,4 @@
-"""The tests of seed 000 §3.9 (with seed 001's TOST and chance test and seed 002's exact McNemar)
+"""The tests of the counterfactual paper §3.9 (with the benchmark-MCQ paper's TOST and chance test and the paired-modality paper's exact McNemar)
 on a scores table, for ``medscope stats``.
 
 Every proportion metric of §3.8 with a single term (CCR, sensitivity, erased- and healthy-image
@@ -212,7 +212,7 @@ def format_result(res: dict) -> str:
     return "; ".join(f"{k} {f(v)}" for k, v in res.items() if v is not None)
 
 
-# addition: McNemar, TOST and chance are not seed 000 §3.9's tests (Fisher is); seeds 001/002 use them
+# addition: McNemar, TOST and chance are not the counterfactual paper §3.9's tests (Fisher is); the benchmark-MCQ paper/002 use them
 def tests_against(scores, reference: str, test_set: str = "main", n_boot: int = bs.DEFAULT_B,
                   seed: int = bs.DEFAULT_SEED, margin: float = 0.05) -> pd.DataFrame:
     """One row per model: the exact and equivalence tests of §3.9 against ``reference`` (for the

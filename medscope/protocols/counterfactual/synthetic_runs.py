@@ -1,6 +1,6 @@
 """Synthetic views and episodes in the real table layouts, for tests, the bench and demos.
 
-The layout follows seed 000's main test: every lesion case has an original, a target-removal
+The layout follows the counterfactual paper's main test: every lesion case has an original, a target-removal
 and a random-removal view (and a degraded view for a share of them); every lesion-free case
 has one natural-negative view. Models are random policies with a per-model propensity to
 claim the finding on each view kind, so their metrics differ in known directions.
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from medscope import records
+from medscope.io import records
 
 IMAGING = ("colonoscopy", "chest_xray", "brain_mri", "breast_us", "ct_mri")
 FINDINGS = ("polyp", "nodule", "tumour", "mass", "lesion")

@@ -1,17 +1,17 @@
-"""The counterfactual protocol's own table (seed 000): one scored episode per row, with its
+"""The counterfactual protocol's own table (counterfactual paper): one scored episode per row, with its
 reward under a cost matrix and what rescoring, the metric breakdowns and the group bootstrap
 need. Written by ``medscope score`` (``scores.parquet`` of a scored run), by training's
 validation (``medscope train``) and pooled by ``medscope sweep``. Its items are the shared
 ``views`` table (``medscope views build``).
 
-Registered with ``medscope.records`` when this package is imported (docs/design.md, "Tables").
+Registered with ``medscope.io.records`` when this package is imported (docs/design.md, "Tables").
 """
 
 from __future__ import annotations
 
 import pyarrow as pa
 
-from medscope import records
+from medscope.io import records
 
 SCORES = pa.schema(
     [
@@ -46,7 +46,7 @@ SCORES = pa.schema(
         pa.field("tool", pa.string()),
         pa.field("source", pa.string()),
         # a trained run's arm and seed (model id <arm>@seed<k>, medscope.protocols.counterfactual.training_seeds): runs of
-        # different seeds are distinct models, pooled by arm where seed 000 pools (§3.7, §3.9)
+        # different seeds are distinct models, pooled by arm where the counterfactual paper pools (§3.7, §3.9)
         pa.field("arm", pa.string()),
         pa.field("seed", pa.int32()),
     ]

@@ -1,4 +1,4 @@
-"""Named test sets and training pools of seed 000 (§3.2, §3.6, §3.7, §4.1, Tables 3-4).
+"""Named test sets and training pools of the counterfactual paper (§3.2, §3.6, §3.7, §4.1, Tables 3-4).
 
 Which views a sweep evaluates is a property of the *test set*, never "every passed view":
 
@@ -57,7 +57,7 @@ def splits_of(test_set: str, splits: list[str] | tuple[str, ...] | None = None) 
     training pool's name is refused: those views are never evaluated.
     """
     if test_set in TRAINING_POOLS:
-        raise MedScopeError(f"{test_set!r} is a training pool (seed 000 §3.2, §3.7), not a test set; "
+        raise MedScopeError(f"{test_set!r} is a training pool (counterfactual paper §3.2, §3.7), not a test set; "
                             f"test sets: {', '.join(TEST_SETS)}")
     if splits:
         bad = sorted(set(splits) - {"train", "validation", "test"})
@@ -80,7 +80,7 @@ def tools_of(test_set: str, tools: list[str] | tuple[str, ...] | None = None) ->
     own = TEST_SET_TOOLS.get(test_set)
     if tools:
         if own is not None and set(tools) - set(own):
-            raise MedScopeError(f"test set {test_set!r} pools the unseen tools {', '.join(own)} only (seed 000 "
+            raise MedScopeError(f"test set {test_set!r} pools the unseen tools {', '.join(own)} only (counterfactual paper "
                                 f"§5.4, Table 10); {', '.join(sorted(set(tools) - set(own)))} cannot be added")
         return tuple(tools)
     return own

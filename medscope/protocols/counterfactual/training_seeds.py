@@ -1,4 +1,4 @@
-"""Training seeds as distinct models, pooled where seed 000 pools them (§3.7 C4, §3.9, §4.2).
+"""Training seeds as distinct models, pooled where the counterfactual paper pools them (§3.7 C4, §3.9, §4.2).
 
 A run of arm A at seed k is its own model, ``A@seed<k>`` (``seed_model_id``), in episodes and
 scores: scoring keeps one decision per model x condition x view, so two seeds of one arm under
@@ -78,7 +78,7 @@ def seed_pair_differences(table: pd.DataFrame, arm: str, reference: str, metric:
 
 
 def lower_in_every_seed_pair(differences: dict[int, float], seeds: list[int] | None = None) -> tuple[bool, str]:
-    """Seed 000 §3.7 C4: the primary endpoint (erased-lesion claims on the pooled held-out
+    """The counterfactual paper §3.7 C4: the primary endpoint (erased-lesion claims on the pooled held-out
     tools) must be "lower in every seed pair": for every seed k, the paired-view arm at seed k
     minus its matched-compute control at seed k (each pair continuing that seed's recipe
     adapter) is strictly below zero. A tie is not lower; a seed with no pair fails the rule

@@ -1,4 +1,4 @@
-"""The agent's two tools, zoom and window (seed 000 §3.1), and their per-episode budget.
+"""The agent's two tools, zoom and window (counterfactual paper §3.1), and their per-episode budget.
 
 Both act on the ORIGINAL image of the case (not on an earlier tool result), so that boxes in
 0-1000 always refer to the same frame. A call past the limit, with a bad box or with bad

@@ -1,4 +1,4 @@
-"""Zero-shot "was this image edited?" ratings (seed 000 §5.4) as an evaluation protocol.
+"""Zero-shot "was this image edited?" ratings (counterfactual paper §5.4) as an evaluation protocol.
 
 Items are the passed original, target-removal and random-removal views of a test set's splits
 (``medscope.protocols.counterfactual.testsets``). One episode is one turn: the view and a question asking for the
@@ -19,7 +19,7 @@ import numpy as np
 
 from collections.abc import Collection
 
-from medscope import layout, records, storage, tablescan
+from medscope.io import layout, records, storage, tablescan
 from medscope.qc.visibility import format_ratings  # noqa: F401 - re-exported
 from medscope.models.base import ChatModel, Decoding, Message, Part
 from medscope.protocols.base import EpisodeResult, Item, ProtocolOptions, option
@@ -42,7 +42,7 @@ def read_rating(text: str) -> float | None:
 
 
 class EditRatingOptions(ProtocolOptions):
-    """Options of the zero-shot edit ratings (seed 000 §5.4); the bootstrap: B = 2000, seed 42
+    """Options of the zero-shot edit ratings (counterfactual paper §5.4); the bootstrap: B = 2000, seed 42
     unless ``n_boot`` / ``seed`` say otherwise."""
 
     test_set: str = option(testsets.DEFAULT_TEST_SET, verb="eval", description="named test set whose views are rated")
@@ -102,7 +102,7 @@ class EditRatingProtocol:
     def report_sections(self, scored_run: str, work_dir: str) -> tuple[list, dict]:
         from medscope.report.render import Raw, Section
 
-        result = json.loads(storage.read_text(storage.join(scored_run, RESULT_FILE)))
+        result = json.loads(storage.read_utf8(storage.join(scored_run, RESULT_FILE)))
         return [Section("Zero-shot edit ratings (§5.4)", [Raw(format_ratings(result))])], {}
 
 

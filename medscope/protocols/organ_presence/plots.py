@@ -1,4 +1,4 @@
-"""The organ-presence protocol's report figure (seed 003): specificity per negative strategy."""
+"""The organ-presence protocol's report figure (organ-presence paper): specificity per negative strategy."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The organ-presence probe as an evaluation protocol (seed 003; docs/design.md "One harness").
+"""The organ-presence probe as an evaluation protocol (organ-presence paper; docs/design.md "One harness").
 
 Items come from the probe_items table; one episode is a single turn: the slice image (none for
 the no-image control, a uniform gray field of the same size for the blank control) and the
@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Collection
 
 from medscope import config as cfgmod
-from medscope import tablescan
+from medscope.io import tablescan
 from medscope.protocols.base import EpisodeResult, Item, ProtocolOptions, option
 from medscope.images import blank_png, decode_png
 from medscope.models.base import ChatModel, Decoding, Message, Part
@@ -22,7 +22,7 @@ META_COLUMNS = ("organ", "strategy", "stratum", "z", "z_mm", "z_distance_mm", "a
 
 
 class OrganPresenceOptions(ProtocolOptions):
-    """Options of the organ-presence probe (seed 003). The bootstrap's resamples and seed default
+    """Options of the organ-presence probe (organ-presence paper). The bootstrap's resamples and seed default
     to the probe config's (``bootstrap_b``, ``bootstrap_seed``: the paper's)."""
 
     probe_config: ProbeConfig | str | None = option(None, verb="eval", description=(
@@ -34,7 +34,7 @@ class OrganPresenceProtocol:
     """EvalProtocol of the volumetric organ-presence probe."""
 
     name = "organ_presence"
-    prompt_version = "probe-v2"  # v2: the paper-worded formats (issue 29)
+    prompt_version = "probe-v2"  # v2: the paper-worded formats
     Options = OrganPresenceOptions
 
     def __init__(self, options: OrganPresenceOptions | None = None):

@@ -1,4 +1,4 @@
-"""Reading probe replies: present / absent / not-addressed, and the hedge lexicon (seed 003).
+"""Reading probe replies: present / absent / not-addressed, and the hedge lexicon (organ-presence paper).
 
 Not-addressed is its own outcome, never read as absent. Hedging is detected by a deliberately
 inclusive lexical rule over the whole reply; the cue that fired is reported so a table can say
@@ -10,11 +10,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from medscope.answers.matching import read_text
+from medscope.answers.matching import read_decision
 
 VERDICTS = ("present", "absent", "not_addressed")
 
-# The paper's three output formats (seed 003): forced-choice free text ("where abstention is
+# The paper's three output formats (organ-presence paper): forced-choice free text ("where abstention is
 # unavailable"), verdict-first JSON, and reasoning-first JSON, where the model "writes an
 # observation and a rationale before committing to a presence map". addition: the paper does not
 # print its prompt text; these sentences are ours, worded from those descriptions
@@ -52,11 +52,11 @@ def _question(organ: str, question: str) -> str:
 
 def text_verdict(text: str, organ: str = "", question: str = "") -> str:
     """Reply -> verdict, with the shared reader of every protocol
-    (:func:`medscope.answers.matching.read_text`: ``<final>`` tags and JSON verdict fields first,
+    (:func:`medscope.answers.matching.read_decision`: ``<final>`` tags and JSON verdict fields first,
     then self-corrections, verdict lines, label lines, a leading yes/no, the organ's mentions with
     their negation scope, a presence / absence predicate). Refer, clarify, unresolved verdict
     fields and unreadable replies are not-addressed."""
-    r = read_text(text or "", _question(organ, question), organ, "presence")
+    r = read_decision(text or "", _question(organ, question), organ, "presence")
     if r.action != "answer":
         return "not_addressed"
     return "present" if r.claim else "absent"
@@ -74,7 +74,7 @@ def read_reply(text: str | None, fmt: str, lexicon: list[str] | tuple[str, ...],
 
     Every format goes through the same reader (``<final>`` / verdict lines outrank everything; a
     JSON verdict field is read whatever its name; one that does not resolve is not-addressed).
-    ``clean`` is the parse rate of seed 003's "clean resolution": for a JSON format, the reply was
+    ``clean`` is the parse rate of the organ-presence paper's "clean resolution": for a JSON format, the reply was
     a JSON object whose verdict field resolved; for free text, the reply resolved to a verdict.
     ``organ`` (and the ``question``) let the reader find the organ's own mentions and keys.
     """
@@ -82,7 +82,7 @@ def read_reply(text: str | None, fmt: str, lexicon: list[str] | tuple[str, ...],
         raise ValueError(f"unknown probe format {fmt!r}; known: {', '.join(FORMAT_INSTRUCTIONS)}")
     text = text or ""
     cues = hedge_cues(text, lexicon)
-    r = read_text(text, _question(organ, question), organ, "presence")
+    r = read_decision(text, _question(organ, question), organ, "presence")
     verdict = "not_addressed" if r.action != "answer" else ("present" if r.claim else "absent")
     resolved = verdict != "not_addressed"
     clean = resolved and (fmt == "free_text" or r.rule == "json-field")

@@ -1,4 +1,4 @@
-"""The probe's section of the report: specificity by strategy and format, and its plot (seed 003)."""
+"""The probe's section of the report: specificity by strategy and format, and its plot (organ-presence paper)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from medscope import layout, records, storage
+from medscope.io import layout, records, storage
 from medscope.protocols.organ_presence import plots
 from medscope.report import thin
 from medscope.protocols.organ_presence.scoring import NEGATIVE_STRATEGIES
@@ -65,7 +65,7 @@ def probe_report_section(metrics: list[dict], constant=frozenset()) -> tuple[str
     lines = [
         "Sensitivity: share of questions on an organ that is present answered 'present'; specificity: share of "
         "questions on an absent organ (a real absence, no pixel altered) answered 'absent', by the strategy that "
-        "chose the absent organ (seed 003); case-clustered 95% intervals in brackets. Confident-answer specificity "
+        "chose the absent organ (organ-presence paper); case-clustered 95% intervals in brackets. Confident-answer specificity "
         "drops hedged replies from numerator and denominator. (constant): the same verdict on every question, a "
         "reference that reads no image. " + thin.note(),
         "",
@@ -156,7 +156,7 @@ def _pope_markdown(pope: pd.DataFrame, constant) -> str:
 
 def summary_lines(spec: list[dict], constant) -> list[str]:
     """The probe's lines for the report's opening summary: per model and image condition, its
-    adversarial specificity beside the same format's no-image and blank-image controls (seed 003:
+    adversarial specificity beside the same format's no-image and blank-image controls (organ-presence paper:
     a model that reads the image should lose specificity when the image is taken away)."""
     by = {(r["model"], r["condition"]): r.get("adversarial") for r in spec}
     out = []
@@ -176,7 +176,7 @@ def summary_lines(spec: list[dict], constant) -> list[str]:
         out.append("- Constant policies (the same verdict on every question; references): " + ", ".join(blind) + ".")
     if not out:
         return []
-    return ["Organ-presence probe (seed 003; specificity = 'absent' on a real absence, 95% case-clustered "
+    return ["Organ-presence probe (organ-presence paper; specificity = 'absent' on a real absence, 95% case-clustered "
             "intervals; the [probe section](#probe) has every strategy and POPE's summary):", ""] + out
 
 

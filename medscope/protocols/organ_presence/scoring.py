@@ -1,4 +1,4 @@
-"""Probe scoring: per-episode readings and the probe's metrics with case-clustered intervals (seed 003).
+"""Probe scoring: per-episode readings and the probe's metrics with case-clustered intervals (organ-presence paper).
 
 - sensitivity (positives), binary specificity (negatives, surface verdict), confident-answer
   specificity (hedged replies leave numerator and denominator), abstention (hedge rate over all
@@ -21,7 +21,7 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from medscope import layout, records, storage
+from medscope.io import layout, records, storage
 from medscope.errors import MedScopeError
 from medscope.stats import bootstrap as bs
 from medscope.stats.inference import logistic_clustered
@@ -201,7 +201,7 @@ def hedge_cue_shares(g: pd.DataFrame, model: str, condition: str, render: str) -
 
 
 def render_concordance(df: pd.DataFrame, *, b: int = 2000, seed: int = 42) -> list[dict]:
-    """Verdict agreement between renders on matched negative items (seed 003, "Rendering").
+    """Verdict agreement between renders on matched negative items (organ-presence paper, "Rendering").
 
     Renders are not byte-identical, so the claim is concordance, not identity: for each pair of
     renders, the share of matched negative items (same case, slice, organ, strategy) whose parsed

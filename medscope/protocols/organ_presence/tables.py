@@ -1,7 +1,7 @@
-"""The organ-presence protocol's own tables (seed 003): probe items and the slices they were
+"""The organ-presence protocol's own tables (organ-presence paper): probe items and the slices they were
 drawn from (``medscope probe build``), and the scored replies (``medscope score``).
 
-Registered with ``medscope.records`` when this package is imported (its ``__init__`` imports
+Registered with ``medscope.io.records`` when this package is imported (its ``__init__`` imports
 this module), so they are read and written by name like the shared tables (docs/design.md, "Tables").
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from medscope import records
+from medscope.io import records
 
 ORGAN_COUNT = pa.struct([("organ", pa.string()), ("voxels", pa.int64())])
 
@@ -43,7 +43,7 @@ SLICES = pa.schema(
     ]
 )
 
-# One scored probe episode (seed 003): the reply read as present / absent / not-addressed.
+# One scored probe episode (organ-presence paper): the reply read as present / absent / not-addressed.
 PROBE_SCORES = pa.schema(
     [
         pa.field("run_id", pa.string(), nullable=False),

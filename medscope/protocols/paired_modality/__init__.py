@@ -1,4 +1,4 @@
-"""Seed 002's paired-modality evaluation ("Trick-or-Treat"): one radiograph, a matched and a
+"""The paired-modality paper's paired-modality evaluation ("Trick-or-Treat"): one radiograph, a matched and a
 mismatched photograph of the same person; hallucinated (FP) and missed (FN) clinically
 significant photo findings, photo only vs photo + radiograph, by extract-then-judge."""
 

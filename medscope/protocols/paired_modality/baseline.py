@@ -7,7 +7,7 @@ shared registry is untouched). Neither is a medical model.
   among photographs drawn by ``paired_modality.draw`` with seeds disjoint from any set it is
   evaluated on (a 1-nearest-neighbour reader "fitted" on its own exemplars). It ignores the
   radiograph, so its photo-only and paired labels agree: McNemar p = 1 by construction.
-- ``swayed-reader-sim`` (:func:`build_swayed`): a *simulation* of the failure seed 002 reports
+- ``swayed-reader-sim`` (:func:`build_swayed`): a *simulation* of the failure the paired-modality paper reports
   (§5.2, Figure 4): the same reader, but shown a radiograph it re-reads a look-alike as the
   disease sign that would fit a unifying diagnosis (acne -> vesicles, nail polish -> cyanosis,
   port-wine stain -> ecchymosis) for a share ``sway`` of photographs (chosen by a hash of the

@@ -2,10 +2,10 @@
 
 Not medical images: a generated stand-in so the paired-modality protocol runs end to end with no
 image model and no external service. Each subject (skin tone, texture, lighting) is drawn from
-a seed, and the two photographs of a condition share it ("same person, other finding", seed 002
+a seed, and the two photographs of a condition share it ("same person, other finding", the paired-modality paper
 §3.3): the base is drawn once, then either the disease sign or its look-alike is painted on.
 
-Signs and look-alikes (seed 002 §3.3 examples):
+Signs and look-alikes (paired-modality paper §3.3 examples):
 - skin: ``vesicles`` (clustered pale vesicles on red halos, some crusted; chickenpox) vs
   ``acne`` (scattered small red papules, a few white-headed);
 - nail: ``cyanosis`` (blue-grey nail beds and fingertip) vs ``nail_polish`` (opaque glossy

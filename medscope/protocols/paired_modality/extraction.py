@@ -1,4 +1,4 @@
-"""The extraction pass of extract-then-judge (seed 002 §4.2, Appendix A).
+"""The extraction pass of extract-then-judge (paired-modality paper §4.2, Appendix A).
 
 Only the PHOTO FINDINGS section of a reply reaches the judge: the radiograph description and
 the SUGGESTIVE OF hypotheses are removed, so a diagnosis stated elsewhere is never counted as a
@@ -101,7 +101,7 @@ def extract_photo_findings(reply: str | None, setting: str | None = None) -> Ext
         return Extraction(_tidy("\n\n".join(photo)), "section")
     if sections or setting == "paired":
         # other sections but no photo one, or an unsectioned reply that may mix both images:
-        # guessing would hand the judge radiograph text or nothing at all (seed 002 §4.2)
+        # guessing would hand the judge radiograph text or nothing at all (paired-modality paper §4.2)
         return Extraction("", FAILED)
     kept = [s for s in re.split(r"(?<=[.!?])\s+", clean) if not _DIAGNOSTIC.search(s)]
     return Extraction(_tidy(" ".join(kept)), "whole_reply")

@@ -1,4 +1,4 @@
-"""The judge of extract-then-judge (seed 002 §4.2, Appendix A): FP and FN labels of one
+"""The judge of extract-then-judge (paired-modality paper §4.2, Appendix A): FP and FN labels of one
 photo-findings text against the photograph's ground-truth caption, under one rubric.
 
 - ``ModelJudge``: any ChatModel (medscope.models registry: OpenAI, Anthropic, Gemini, local...)
@@ -29,7 +29,7 @@ from importlib import resources
 
 import yaml
 
-from medscope import storage
+from medscope.io import storage
 from medscope.answers.matching import mention_statuses
 from medscope.models.base import ChatModel, Decoding, Message, PermanentModelError, TransientModelError
 from medscope.seeding import stable_hash
@@ -104,7 +104,7 @@ def read_verdict(text: str) -> Verdict:
 
 def affirmed(text: str, term: str) -> bool:
     """Whether ``term`` is reported in ``text`` at least once: a mention the shared reply reader
-    (medscope.answers, issue 18) reads as affirmed or possible, not negated, hypothetical or
+    (medscope.answers) reads as affirmed or possible, not negated, hypothetical or
     historical ("no vesicles", "acne rather than vesicles", "look for vesicles" do not report them)."""
     return any(st in ("affirmed", "possible") for st in mention_statuses(text, term))
 
@@ -124,7 +124,7 @@ def _stem(word: str) -> str:
 def unverified_statements(description: str, known_terms: list[str], caption: str) -> list[str]:
     """Statements of ``description`` that assert a finding the rule judge cannot check: not
     negated or "normal", naming no known finding term, and sharing no content word with the
-    caption (seed 002 §4.2: a hallucination need not be a finding named anywhere else). A
+    caption (paired-modality paper §4.2: a hallucination need not be a finding named anywhere else). A
     non-empty list means the offline judgement may have missed a false positive."""
     caption_stems = {_stem(w) for w in re.findall(r"[a-z]{3,}", caption.lower())}
     out = []
@@ -249,6 +249,6 @@ def judge_all(judge, prompts: list[str], cache_uri: str, workers: int = 4) -> tu
         if key in errors:
             out.append(Verdict(None, None, "", errors[key]))
             continue
-        cached = json.loads(storage.read_text(storage.join(cache_uri, f"{key}.json")))
+        cached = json.loads(storage.read_utf8(storage.join(cache_uri, f"{key}.json")))
         out.append(read_verdict(cached["reply"]))
     return out, counts

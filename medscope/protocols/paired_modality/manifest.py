@@ -1,4 +1,4 @@
-"""The paired-modality manifest: conditions with one radiograph and two photographs (seed 002 §3).
+"""The paired-modality manifest: conditions with one radiograph and two photographs (paired-modality paper §3).
 
 A manifest is a YAML file (or a folder holding ``manifest.yaml``)::
 
@@ -30,7 +30,7 @@ rejects row with a countable reason and every good photograph still arrives:
 - ``malformed entry``: fields missing or of the wrong type.
 
 Images are sent as PNG at native size when the long side is at most 1,568 px, else downscaled
-to it (seed 002 Appendix A).
+to it (paired-modality paper Appendix A).
 """
 
 from __future__ import annotations
@@ -42,13 +42,13 @@ from dataclasses import dataclass, field
 import pydantic
 
 from medscope import config as cfgmod
-from medscope import records, storage
+from medscope.io import records, storage
 from medscope.config import StrictModel
 from medscope.errors import MedScopeError
 from medscope.images import decode_png, encode_png, resize_long_side
 from medscope.protocols.paired_modality import names
 
-MAX_SIDE = 1568  # seed 002 Appendix A
+MAX_SIDE = 1568  # the paired-modality paper Appendix A
 PHOTO_TYPES = ("matched", "mismatched")
 # addition: a pair whose photographs are at most this many of 256 perceptual-hash bits apart
 # with equal colour hashes is "identical" (the embedded set's pairs are 32-110 bits apart; a
@@ -121,7 +121,7 @@ def manifest_uri(uri: str) -> str:
 
 def fit_long_side(data: bytes, max_side: int = MAX_SIDE) -> bytes:
     """PNG bytes of an image at native size when its long side is at most ``max_side``, else
-    downscaled (area interpolation) so the long side is ``max_side`` (seed 002 Appendix A).
+    downscaled (area interpolation) so the long side is ``max_side`` (paired-modality paper Appendix A).
     PNG input within the limit is passed through byte for byte; other formats are re-encoded."""
     image = decode_png(data)  # raises MedScopeError when unreadable
     if max(image.shape[:2]) <= max_side and data.startswith(PNG_SIGNATURE):
@@ -155,7 +155,7 @@ def read_manifest(uri: str, max_side: int = MAX_SIDE, ids: Collection[str] | Non
     ``ids``: only the photographs with these item ids (their images alone are read).
     ``keep_images=False``: every image is still read and checked (an unreadable one rejects its
     photograph, as always) but not kept: ``photo_png`` / ``radiograph_png`` are empty, so a
-    sweep's driver holds no pixels (issue 16)."""
+    sweep's driver holds no pixels."""
     path = manifest_uri(uri)
     data = cfgmod.load_yaml(path)
     base = path.rsplit("/", 1)[0] if "/" in path else "."
@@ -236,7 +236,7 @@ def photo_distance(png_a: bytes, png_b: bytes) -> tuple[int, int]:
 
 
 def pair_refusal(entry: ConditionEntry, loaded: dict[str, bytes], min_hash_distance: int) -> tuple[str, str] | None:
-    """(reason, detail) when a condition's two photographs are no valid pair (seed 002 §3.3: the
+    """(reason, detail) when a condition's two photographs are no valid pair (paired-modality paper §3.3: the
     same person with a different finding): the same picture or nearly so (perceptual hash and
     colour hash), or two different subjects by their provenance (the subject identity the
     generator recorded: one seed or one base image). None when the pair stands."""

@@ -1,9 +1,9 @@
-"""The file names this protocol and ``medscope pairs`` write: a pair set's from ``medscope.layout``
+"""The file names this protocol and ``medscope pairs`` write: a pair set's from ``medscope.io.layout``
 (``medscope pairs`` writes it), a scored run's own files declared here, beside the shared ones."""
 
 from __future__ import annotations
 
-from medscope import layout
+from medscope.io import layout
 
 # A pair set (what ``medscope pairs build`` and the embedded generator write)
 MANIFEST = layout.PairSet.MANIFEST

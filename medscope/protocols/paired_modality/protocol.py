@@ -1,4 +1,4 @@
-"""Seed 002's paired-modality evaluation as a protocol of the shared harness.
+"""The paired-modality paper's paired-modality evaluation as a protocol of the shared harness.
 
 Items are photographs (two per condition: matched, mismatched); the sweep's conditions are the
 settings: ``photo_only`` (the photograph alone) and ``paired`` (the photograph, then the
@@ -21,7 +21,7 @@ import pyarrow as pa
 import pydantic
 import yaml
 
-from medscope import layout, records, storage
+from medscope.io import layout, records, storage
 from medscope.models.base import ChatModel, Decoding, Message, Part
 from medscope.protocols.base import EpisodeResult, Item, ProtocolOptions, option
 from medscope.protocols.paired_modality import names, scoring
@@ -46,11 +46,11 @@ def eval_run_models(episodes_uri: str) -> list[dict]:
     summary = layout.EvalRun(layout.folder_of("episodes", episodes_uri)).summary
     if not storage.exists(summary):
         return []
-    return list(json.loads(storage.read_text(summary)).get("models") or [])
+    return list(json.loads(storage.read_utf8(summary)).get("models") or [])
 
 
 class PairedModalityOptions(ProtocolOptions):
-    """Options of seed 002's paired-modality evaluation."""
+    """Options of the paired-modality paper's paired-modality evaluation."""
 
     max_side: int = option(MAX_SIDE, verb="eval", ge=16, description="long side of the photographs sent, pixels")
     judge: str | dict = option("rule", verb="score", description=(
@@ -72,7 +72,7 @@ class PairedModalityOptions(ProtocolOptions):
 
 
 class PairedModalityProtocol:
-    """EvalProtocol of seed 002 (see the module docstring)."""
+    """EvalProtocol of the paired-modality paper (see the module docstring)."""
 
     name = "paired_modality"
     Options = PairedModalityOptions

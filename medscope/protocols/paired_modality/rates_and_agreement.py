@@ -1,4 +1,4 @@
-"""Statistics of the paired-modality protocol (seed 002, Table 1 and §5).
+"""Statistics of the paired-modality protocol (paired-modality paper, Table 1 and §5).
 
 Rates are proportions of photographs with exact Clopper-Pearson 95% intervals; the photo-only
 vs paired comparison on the same photographs is an exact McNemar test (binomial on the
@@ -18,7 +18,7 @@ import numpy as np
 
 
 def clopper_pearson(k: int, n: int, alpha: float = 0.05) -> tuple[float, float]:
-    """Exact (Clopper-Pearson) interval of a proportion k/n (seed 002 Table 1: "exact 95% CI").
+    """Exact (Clopper-Pearson) interval of a proportion k/n (paired-modality paper Table 1: "exact 95% CI").
 
     ``k`` events in ``n`` trials; returns (low, high) in [0, 1], NaNs when ``n`` is 0.
     """
@@ -31,7 +31,7 @@ def clopper_pearson(k: int, n: int, alpha: float = 0.05) -> tuple[float, float]:
 
 
 def mcnemar_exact(before, after) -> dict:
-    """Exact McNemar test of paired binary outcomes (seed 002 §5.2: photo only vs photo +
+    """Exact McNemar test of paired binary outcomes (paired-modality paper §5.2: photo only vs photo +
     radiograph on the same photographs).
 
     ``before`` / ``after``: equal-length boolean arrays (an error in each setting, one entry
@@ -55,7 +55,7 @@ def mcnemar_exact(before, after) -> dict:
 
 
 def cohen_kappa(labels_a, labels_b) -> dict:
-    """Cohen's kappa between two judges' binary labels of the same responses (seed 002 asks
+    """Cohen's kappa between two judges' binary labels of the same responses (paired-modality paper asks
     that judge noise be visible). Returns kappa, observed agreement and n; kappa is NaN when
     chance agreement is 1 (both judges constant and equal)."""
     from statsmodels.stats.inter_rater import cohens_kappa

@@ -1,6 +1,6 @@
 """Report sections of a paired-modality scored run: the paper's Table 1 layout (rates with exact
 95% intervals, the higher of the two settings in bold), the exact McNemar tests, judge agreement,
-and a figure of the shift from photo only to photo + radiograph (seed 002 Table 1, Figure 3)."""
+and a figure of the shift from photo only to photo + radiograph (paired-modality paper Table 1, Figure 3)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import json
 import math
 
 
-from medscope import records, storage
+from medscope.io import records, storage
 from medscope.protocols.paired_modality import names
 from medscope.protocols.paired_modality.manifest import PHOTO_TYPES
 from medscope.protocols.paired_modality.scoring import METRICS, SETTING_LABELS, SETTINGS
@@ -66,12 +66,12 @@ def cells_table(cells: list[dict]) -> Table:
                          "asserted photo findings the judge could not match to a known finding or the caption")
 
 
-FLIPS_SHOWN = 6  # addition: how many flipped readings the report quotes (seed 002 Figures 1 and 4 show a few)
+FLIPS_SHOWN = 6  # addition: how many flipped readings the report quotes (paired-modality paper Figures 1 and 4 show a few)
 
 
 def flipped_readings(labels: list[dict], limit: int = FLIPS_SHOWN) -> list[dict]:
     """The same model on the same photograph, labelled differently with and without the radiograph
-    (seed 002 Figures 1 and 4): FP or FN in one setting and not the other. Mismatched photographs
+    (paired-modality paper Figures 1 and 4): FP or FN in one setting and not the other. Mismatched photographs
     turning FP with the radiograph first, the paper's failure."""
     by = {(r["model"], r["item_id"], r["setting"]): r for r in labels if r.get("fp") is not None}
     out = []
@@ -138,9 +138,9 @@ def sections(scored_run: str) -> list[tuple[str, list]]:
     metrics = records.read_table("metrics", storage.join(scored_run, names.METRICS)).to_pylist()
     tests = _parquet_rows(storage.join(scored_run, names.MCNEMAR))
     labels = _parquet_rows(storage.join(scored_run, names.LABELS))
-    run = json.loads(storage.read_text(storage.join(scored_run, names.RUN)))
+    run = json.loads(storage.read_utf8(storage.join(scored_run, names.RUN)))
     blocks: list = [
-        Para("Extract-then-judge (seed 002 §4.2): only each reply's PHOTO FINDINGS section is judged against the "
+        Para("Extract-then-judge (paired-modality paper §4.2): only each reply's PHOTO FINDINGS section is judged against the "
              "photograph's ground-truth caption. FP: a clinically significant abnormality the photograph does not "
              "contain; FN: one it contains but the reply misses; Any: at least one of them. "
              f"Judge(s): {', '.join(run['judges'])}; judge prompt {run['judge_prompt_version']}; "
@@ -155,7 +155,7 @@ def sections(scored_run: str) -> list[tuple[str, list]]:
                         + (f" (left out: {', '.join(f'{m}, {why}' for m, why in sorted(left.items()))})" if left else "")
                         + "."), mcnemar_table(tests)]
     if storage.exists(storage.join(scored_run, names.AGREEMENT)):
-        k = json.loads(storage.read_text(storage.join(scored_run, names.AGREEMENT)))
+        k = json.loads(storage.read_utf8(storage.join(scored_run, names.AGREEMENT)))
         blocks.append(Para(f"Judge agreement ({' vs '.join(k['judges'])}, {k['n']} replies): Cohen's kappa "
                            + "; ".join(f"{SHORT.get(c + '_rate', c)} {k[c]['kappa']:.2f} (agreement {k[c]['agreement']:.2f})"
                                        for c in ("fp", "fn") if c in k)))
@@ -175,6 +175,6 @@ def sections(scored_run: str) -> list[tuple[str, list]]:
                                "--judge-models configs/models/pairs-judge.yaml)."))
     flips = flipped_readings(labels)
     if flips:
-        blocks += [Para("Flipped readings (seed 002 Figures 1 and 4): the same photograph described differently by "
+        blocks += [Para("Flipped readings (paired-modality paper Figures 1 and 4): the same photograph described differently by "
                         "the same model with and without the radiograph."), flips_table(flips)]
-    return [("Paired modality: photo findings with and without a radiograph (seed 002)", blocks)]
+    return [("Paired modality: photo findings with and without a radiograph (paired-modality paper)", blocks)]

@@ -1,4 +1,4 @@
-"""Scoring of paired-modality episodes (seed 002 §4.2, §5, Table 1).
+"""Scoring of paired-modality episodes (paired-modality paper §4.2, §5, Table 1).
 
 episodes -> extract PHOTO FINDINGS -> judge (FP, FN; optional second judge) -> per-photo labels
 -> rates by model x photo type x setting with exact Clopper-Pearson intervals -> exact McNemar,
@@ -53,7 +53,7 @@ def make_judge(spec, vocabulary: list[str], models_file: str | None = None):
 
 def judge_subjects(judges: list, run_models: list[dict], episode_models: list[str]) -> list[str]:
     """The evaluated models that are one of the judges (same name, or same kind and model id):
-    seed 002's judge is never a subject, so their episodes are left out of every table."""
+    the paired-modality paper's judge is never a subject, so their episodes are left out of every table."""
     served = {getattr(j, "served", None) for j in judges} - {None}
     names = {j.name for j in judges}
     out = {m for m in episode_models if m in names}
@@ -147,7 +147,7 @@ CONSTANT_KINDS = ("policy",)  # kinds whose replies ignore both images: never po
 
 def pooled_subjects(run_models: list[dict], episode_models: list[str], judges: list[str],
                     named: list[str] | None = None) -> tuple[list[str], dict[str, str]]:
-    """The subject models a pooled test pools (seed 002 §5.2 pools its *evaluated* models), and
+    """The subject models a pooled test pools (paired-modality paper §5.2 pools its *evaluated* models), and
     the models left out with the reason. ``run_models``: the eval run's models (name, kind) from
     its sweep.json, or [] when unknown; ``named``: an explicit list (constant policies may be
     named); a judge is never a subject, named or not."""

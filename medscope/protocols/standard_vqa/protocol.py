@@ -1,4 +1,4 @@
-"""Standard medical VQA as an evaluation protocol (seed 000 §5.6, Table 16).
+"""Standard medical VQA as an evaluation protocol (counterfactual paper §5.6, Table 16).
 
 Items are ``vqa_items`` rows (``medscope cohort import --format vqa-rad | slake-vqa | pathvqa``):
 by default the released test split, with a seeded sample per source (the paper: all 451 VQA-RAD
@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from collections.abc import Collection
 
-from medscope import layout, records, storage, tablescan
+from medscope.io import layout, records, storage, tablescan
 from medscope.answers.parser import parse_reply
 from medscope.models.base import ChatModel, Decoding, Message, Part
 from medscope.protocols.base import EpisodeResult, Item, ProtocolOptions, option
@@ -30,7 +30,7 @@ DEFAULT_SAMPLE = {"slake": 300, "pathvqa": 300}  # Table 16; sources not named a
 
 
 class StandardVQAOptions(ProtocolOptions):
-    """Options of the standard-VQA check (seed 000 §5.6); the bootstrap: B = 2000, seed 42 unless
+    """Options of the standard-VQA check (counterfactual paper §5.6); the bootstrap: B = 2000, seed 42 unless
     ``n_boot`` / ``seed`` say otherwise."""
 
     splits: list[str] = option(["test"], verb="eval", description="released splits evaluated (empty: all)")

@@ -1,4 +1,4 @@
-"""Standard-VQA scoring (seed 000 §5.6, Table 16: closed / open / all accuracy per benchmark).
+"""Standard-VQA scoring (counterfactual paper §5.6, Table 16: closed / open / all accuracy per benchmark).
 
 - closed questions: a yes/no answer is matched by the reply's first "yes" / "no" word; any other
   closed answer (``MRI``, ``Left``...) by exact match after normalisation, of the whole reply or

@@ -1,15 +1,15 @@
-"""The standard-VQA protocol's own table (seed 000 §5.6): one scored episode per row. Its items
+"""The standard-VQA protocol's own table (counterfactual paper §5.6): one scored episode per row. Its items
 are the shared ``vqa_items`` table, which ``medscope cohort import`` writes and training's replay
 reads too.
 
-Registered with ``medscope.records`` when this package is imported (docs/design.md, "Tables").
+Registered with ``medscope.io.records`` when this package is imported (docs/design.md, "Tables").
 """
 
 from __future__ import annotations
 
 import pyarrow as pa
 
-from medscope import records
+from medscope.io import records
 
 # One standard-VQA episode scored (medscope/protocols/standard_vqa).
 VQA_SCORES = pa.schema(

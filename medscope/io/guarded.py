@@ -1,4 +1,4 @@
-"""The one guarded path by which every cohort loader reaches its files (issue 20).
+"""The one guarded path by which every cohort loader reaches its files.
 
 Bad input must never stop an import, hang it or flood memory. Every guard here turns a bad
 file into ``Reject(reason, detail)`` with a short countable reason, and checks sizes from
@@ -43,8 +43,8 @@ import pydantic
 from PIL import Image, ImageOps
 
 from medscope import config as cfgmod
-from medscope import records, storage
-from medscope.bounded_io import _CHUNK, Reject, error_class, read_bounded  # noqa: F401  (the cohort readers' one layer)
+from medscope.io import records, storage
+from medscope.io.bounded import _CHUNK, Reject, error_class, read_bounded  # noqa: F401  (the cohort readers' one layer)
 
 
 
@@ -151,7 +151,7 @@ def walk(root: str) -> tuple[list[str], list[tuple[str, str]]]:
 def require_inside(root: str, rel: str) -> None:
     """Reject (``path leaves the input root``) a file whose real path -- symlinks resolved --
     lies outside ``root``: a link to ``/etc/...`` or another patient folder is never read into a
-    cohort (issue 32). Only local paths have symlinks; the link target is not echoed."""
+    cohort. Only local paths have symlinks; the link target is not echoed."""
     local_root = storage.local_path(root)
     if local_root is None:
         return
@@ -327,7 +327,7 @@ def csv_lines(data: bytes) -> Iterator[tuple[int, bytes]]:
     A UTF-16 / UTF-32 file (Excel's "Unicode text") is transcoded to UTF-8 first; UTF-8 and
     other bytes stay per-row, so one stray byte is one ``CSV row not UTF-8`` reject.
     """
-    from medscope.safe_text import detect_encoding
+    from medscope.io.safe_text import decode_text, detect_encoding
 
     if detect_encoding(data).startswith(("utf-16", "utf-32")):
         data = decode_text(data, "CSV").encode("utf-8")
@@ -366,18 +366,3 @@ def csv_rows(data: bytes) -> Iterator[tuple[int, list[str] | Reject, bytes]]:
             yield no, csv_fields(line), line
         except Reject as err:
             yield no, err, line
-
-
-# --------------------------------------------------------------------------- text (issue 32)
-# The text guards live in medscope/safe_text.py (light, importable by pipelines and benchgen
-# without loading every cohort loader); re-exported here so the cohort readers have one layer.
-from medscope.safe_text import (  # noqa: E402,F401
-    BadText,
-    decode_text,
-    inside_root,
-    loads_json,
-    nfc,
-    read_json,
-    redact_url,
-    redact_urls,
-)

@@ -1,4 +1,4 @@
-"""Guarded readers for text inputs: CSV / JSON / JSON-lines bytes, URLs shown to people (issue 32).
+"""Guarded readers for text inputs: CSV / JSON / JSON-lines bytes, URLs shown to people.
 
 Every reader of a text file a person or another tool wrote goes through here, so one bad file
 gives one clear line naming the file (a ``MedScopeError``; loaders turn it into a reject row):
@@ -14,7 +14,7 @@ gives one clear line naming the file (a ``MedScopeError``; loaders turn it into 
 - :func:`inside_root`: a relative path named inside a dataset file (``../../secret.png``)
   may not leave the dataset root.
 
-Re-exported by :mod:`medscope.safe_io`, the guarded layer of the cohort readers.
+Re-exported by :mod:`medscope.io.guarded`, the guarded layer of the cohort readers.
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ import posixpath
 import re
 import unicodedata
 
-from medscope import storage
-from medscope.bounded_io import Reject, read_bounded
+from medscope.io import storage
+from medscope.io.bounded import Reject, read_bounded
 from medscope.errors import MedScopeError
 
 MAX_JSON_DEPTH = 200  # addition: far deeper than any file MedScope reads; below Python's recursion limit

@@ -1,14 +1,14 @@
 """Reading one file's bytes within a byte budget, from any URI: a regular file (never a FIFO,
 socket or device, which could block or never end) of at most ``max_bytes``, or a ``Reject``
 saying why not. The lowest of the guarded readers (docs/cohorts-bad-input.md): the cohort
-loaders, the text guards (``medscope.safe_text``) and configs all read through it."""
+loaders, the text guards (``medscope.io.safe_text``) and configs all read through it."""
 
 from __future__ import annotations
 
 import os
 import stat
 
-from medscope import storage
+from medscope.io import storage
 from medscope.errors import MedScopeError
 
 _CHUNK = 1 << 20

@@ -16,10 +16,10 @@ from collections.abc import Iterable, Mapping, Sequence
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from medscope import layout, parts, storage
+from medscope.io import layout, parts, storage
 from medscope.errors import MedScopeError
-from medscope.parquet_bytes import parquet_file, read_parquet_bytes
-from medscope.table_values import check_fractions
+from medscope.io.parquet_bytes import parquet_file, read_parquet_bytes
+from medscope.io.table_values import check_fractions
 
 BOX = pa.list_(pa.int32())  # [x1, y1, x2, y2]; pixels in tables, 0-1000 in model replies
 TURN = pa.struct([("role", pa.string()), ("text", pa.string()), ("image_ref", pa.string())])
@@ -142,7 +142,7 @@ SCHEMAS: dict[str, pa.Schema] = {
             pa.field("reading", pa.string()),
         ]
     ),
-    # One free-text reply read by the rules and by a judge model (issue 18, medscope judge-replies).
+    # One free-text reply read by the rules and by a judge model (medscope judge-replies).
     "reply_judgements": pa.schema(
         [
             pa.field("model", pa.string(), nullable=False),
@@ -189,7 +189,7 @@ SCHEMAS: dict[str, pa.Schema] = {
             *PRIVACY,
         ]
     ),
-    # Standard medical-VQA questions (VQA-RAD, SLAKE, PathVQA; seed 000 §5.6): one row per
+    # Standard medical-VQA questions (VQA-RAD, SLAKE, PathVQA; the counterfactual paper §5.6): one row per
     # released question; several rows may share one image (same image_file, same image bytes).
     "vqa_items": pa.schema(
         [
@@ -220,7 +220,7 @@ SCHEMAS: dict[str, pa.Schema] = {
         ]
     ),
     # a views build's near-copy crosswalk (medscope.views.plan): every hash-close pair of
-    # cases, a < b, sorted by (a, b); too many for the QC report at scale (issue 33)
+    # cases, a < b, sorted by (a, b); too many for the QC report at scale
     "near_copy_pairs": pa.schema(
         [
             pa.field("a", pa.string(), nullable=False),  # case ids
@@ -364,7 +364,7 @@ def parquet_options(sch: pa.Schema) -> dict:
 def to_parquet_bytes(table: pa.Table) -> bytes:
     """Parquet bytes; a table over ROW_GROUP_BYTES in memory is cut into row groups of about
     that size, so a reader that wants a few rows by id (a sweep's worker fetching its items,
-    ``medscope.tablescan``) reads a few groups, not the whole image column. A smaller table is
+    ``medscope.io.tablescan``) reads a few groups, not the whole image column. A smaller table is
     one row group, as before."""
     sink = io.BytesIO()
     rows = table.num_rows
@@ -396,7 +396,7 @@ def part_uri(folder_uri: str, key: str) -> str:
 
 def part_keys(folder_uri: str) -> set[str]:
     """Keys of the finished units under part folder ``folder_uri``: its part files and the keys
-    compaction absorbed (``medscope.parts``). A resumed job skips exactly these."""
+    compaction absorbed (``medscope.io.parts``). A resumed job skips exactly these."""
     return parts.part_keys(folder_uri)
 
 
@@ -407,8 +407,8 @@ def has_part(folder_uri: str, key: str) -> bool:
 
 def read_table(name: str, uri: str, columns: Sequence[str] | None = None) -> pa.Table:
     """Read table ``name`` from a Parquet file, a folder of part files (sorted by file name; the
-    compacted files and remaining parts ``medscope.parts.visible_files`` names), or the output
-    folder a verb wrote that holds it (``medscope.layout.table_uri``)."""
+    compacted files and remaining parts ``medscope.io.parts.visible_files`` names), or the output
+    folder a verb wrote that holds it (``medscope.io.layout.table_uri``)."""
     sch = schema(name)
     uri = layout.require(name, uri)
     if storage.is_dir(uri):
@@ -425,7 +425,7 @@ def read_table(name: str, uri: str, columns: Sequence[str] | None = None) -> pa.
 
 def read_parquet(uri: str, columns: Sequence[str] | None = None) -> pa.Table:
     """One Parquet file from any URI, read on this thread (no Arrow thread pool starts:
-    ``medscope.parquet_bytes`` says why that matters)."""
+    ``medscope.io.parquet_bytes`` says why that matters)."""
     return read_parquet_bytes(storage.read_bytes(uri), columns)
 
 

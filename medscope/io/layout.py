@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from medscope import storage
+from medscope.io import storage
 from medscope.errors import MedScopeError
 
 
@@ -120,7 +120,7 @@ class ViewsBuild(_Folder):
 REMOVALS = "removals.jsonl"
 
 # ``medscope compact`` folds a part folder's write-once parts into a few large files and records
-# in this manifest, inside the part folder, which part keys each absorbed (medscope.parts).
+# in this manifest, inside the part folder, which part keys each absorbed (medscope.io.parts).
 COMPACTION = "compaction.json"
 
 

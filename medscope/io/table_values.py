@@ -1,4 +1,4 @@
-"""Values a table may not hold although its schema's types allow them (issue 32).
+"""Values a table may not hold although its schema's types allow them.
 
 A lesion fraction is a float column, so Arrow stores NaN, inf or 1.5 without a word; read back,
 a NaN compares False with every threshold and silently labels a lesion view "absent".
@@ -15,7 +15,7 @@ import pyarrow.compute as pc
 from medscope.errors import MedScopeError
 
 # Shares of an image: finite and in [0, 1]. A NaN lesion fraction compares False with every
-# threshold, so it would silently label a lesion view "absent" (issue 32); refused on write and read.
+# threshold, so it would silently label a lesion view "absent"; refused on write and read.
 FRACTIONS: dict[str, tuple[str, ...]] = {"cases": ("lesion_area_frac",), "views": ("lesion_area_frac",),
                                          "scores": ("lesion_area_frac",)}
 

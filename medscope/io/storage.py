@@ -109,7 +109,11 @@ def read_bytes(uri: str) -> bytes:
         raise MedScopeError(f"not found: {uri}") from None
 
 
-def read_text(uri: str) -> str:
+def read_utf8(uri: str) -> str:
+    """A file's whole content decoded as strict UTF-8 (no size guard: for files MedScope wrote).
+
+    Input files a user hands in go through :func:`medscope.io.safe_text.read_text` instead.
+    """
     return read_bytes(uri).decode("utf-8")
 
 

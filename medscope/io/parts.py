@@ -5,7 +5,7 @@ a question). At the scale of a real sweep that is 100,000+ objects, and listing 
 them one by one on S3 is slow and costly (docs/scaling.md, "Objects and bytes written").
 :func:`compact_folder` folds the parts into a few size-targeted files named
 ``part-compacted-<seq>-<digest>.parquet`` beside them, and records in the folder's manifest
-(:data:`medscope.layout.COMPACTION`, JSON) which part keys each absorbed, its row count per
+(:data:`medscope.io.layout.COMPACTION`, JSON) which part keys each absorbed, its row count per
 part and its SHA-256.
 
 What a reader sees (:func:`visible_files`) is decided by the manifest, which is the commit
@@ -35,8 +35,8 @@ import time
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from medscope import layout, storage
-from medscope.parquet_bytes import parquet_file, read_parquet_bytes
+from medscope.io import layout, storage
+from medscope.io.parquet_bytes import parquet_file, read_parquet_bytes
 
 PREFIX = "part-"
 COMPACTED = "part-compacted-"
@@ -66,7 +66,7 @@ def manifest(folder: str) -> dict:
     uri = storage.join(folder, layout.COMPACTION)
     if not storage.exists(uri):
         return {"version": 1, "files": []}
-    return json.loads(storage.read_text(uri))
+    return json.loads(storage.read_utf8(uri))
 
 
 def absorbed_keys(held: dict) -> set[str]:

@@ -1,4 +1,4 @@
-"""One writer per output folder (issue 32): a lock file created exclusively, naming its writer.
+"""One writer per output folder: a lock file created exclusively, naming its writer.
 
 Two ``cohort import`` runs into one ``--out`` used to interleave: B's cases, A's rejects and
 an ``import.json`` that claimed completion. :func:`writer_lock` makes the second run refuse
@@ -21,7 +21,7 @@ import socket
 import time
 import uuid
 
-from medscope import storage
+from medscope.io import storage
 from medscope.errors import MedScopeError
 
 LOCK_NAME = ".medscope-writer.lock"
@@ -89,6 +89,6 @@ def writer_lock(out: str, verb: str):
 def still_ours(manifest_uri: str, token: str) -> bool:
     """True when the manifest at ``manifest_uri`` still names ``token`` as its writer."""
     try:
-        return json.loads(storage.read_text(manifest_uri)).get("writer") == token
+        return json.loads(storage.read_utf8(manifest_uri)).get("writer") == token
     except (OSError, ValueError, MedScopeError):
         return False

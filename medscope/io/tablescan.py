@@ -2,7 +2,7 @@
 
 ``records.read_table`` reads a whole file into memory and returns the whole table: right for a
 scored run, wrong for an evaluation sweep's driver, which at 100,000 units would hold every
-image of the cohort (issue 16). Here a file is opened as a file handle (a local file or ranged
+image of the cohort. Here a file is opened as a file handle (a local file or ranged
 S3 reads), only the column chunks asked for are read, pages are decoded one batch at a time,
 and a lookup by id reads the key column first and then only the row groups that hold a wanted
 id. What a caller keeps is its own affair: a sweep's driver keeps ids and privacy flags, a
@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from medscope import layout, parts, records, storage
+from medscope.io import layout, parts, records, storage
 from medscope.errors import MedScopeError
 
 BATCH_ROWS = 64  # rows decoded at once: with 16 MB row groups a scan peaks at tens of MB

@@ -1,0 +1,32 @@
+"""The I/O modules moved into ``medscope.io``: the 0.1 names still resolve for one release, with a
+DeprecationWarning, to the very same module objects (so an outside protocol written for 0.1 runs)."""
+
+import warnings
+
+import pytest
+
+import medscope
+from medscope.io import guarded, layout, records, storage
+
+
+@pytest.mark.parametrize("old, module", [("records", records), ("layout", layout), ("storage", storage),
+                                         ("safe_io", guarded)])
+def test_old_name_warns_and_is_the_moved_module(old, module):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got = getattr(medscope, old)
+    assert got is module
+    assert [w.category for w in caught] == [DeprecationWarning]
+    assert f"medscope.{old} moved to {module.__name__}" in str(caught[0].message)
+
+
+def test_from_import_of_an_old_name_works():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        from medscope import records as old_records  # noqa: PLC0415
+    assert old_records is records
+
+
+def test_a_name_never_there_is_still_an_attribute_error():
+    with pytest.raises(AttributeError, match="no attribute 'bounded_io'"):
+        medscope.bounded_io  # noqa: B018
