@@ -21,6 +21,12 @@ from medscope.errors import MedScopeError
 
 PAPERS_DIR = Path(__file__).parent / "papers"
 PAPER_IDS = ("000", "001", "002", "003")
+PAPER_NAMES = {
+    "000": "counterfactual paper",
+    "001": "benchmark-MCQ paper",
+    "002": "paired-modality paper",
+    "003": "organ-presence paper",
+}
 MINUS = "\u2212"
 
 
@@ -78,7 +84,7 @@ class Paper(StrictModel):
         for e in self.entries:
             if norm_id(e.id) == norm_id(entry_id):
                 return e
-        raise MedScopeError(f"seed {self.paper} has no entry {entry_id!r}; entries: {', '.join(e.id for e in self.entries)}")
+        raise MedScopeError(f"{PAPER_NAMES[self.paper]} has no entry {entry_id!r}; entries: {', '.join(e.id for e in self.entries)}")
 
 
 def norm_id(entry_id: str) -> str:
