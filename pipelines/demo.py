@@ -115,7 +115,7 @@ def step_fit_reader(ctx: DemoContext) -> None:
         models.append(d)
     models_uri = ctx.uri("reader", "models.yaml")
     storage.write_text(models_uri, yaml.safe_dump({"models": models}, sort_keys=False))
-    # the main test set reads the test split only (counterfactual paper Table 3; medscope.protocols.counterfactual.testsets):
+    # the main test set reads the test split only (counterfactual paper Table 3; medscope.analysis.testsets):
     # the sweep is given the views build itself, so the scored run finds its recipe (and additions)
     table = records.read_table("views", views, columns=["split", "passed"])
     held_out = table.filter(pc.equal(table.column("split"), "test"))

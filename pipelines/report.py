@@ -72,7 +72,7 @@ def _reported_protocols(argv: list[str]) -> list[str] | None:
 
 
 def _report(a) -> None:
-    from medscope.report import thin
+    from medscope.render import thin
 
     protocol_flags.refuse_misplaced(a)
     cfg = config_from_args(a, ReportConfig, source="medscope report")

@@ -29,8 +29,8 @@ from medscope.config import StrictModel
 from medscope.protocols.base import parse_options
 from pipelines.support import runcheck
 from medscope.errors import MedScopeError
-from medscope.protocols.counterfactual import comparisons as cmp
-from medscope.protocols.counterfactual import decision_rules as rules
+from medscope.analysis import paired_differences as cmp
+from medscope.analysis import decision_rules as rules
 from medscope.stats import bootstrap as bs
 from medscope.stats import labelnoise
 from pipelines.support import protocol_flags

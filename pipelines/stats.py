@@ -1,5 +1,5 @@
 """``medscope stats``: the paper's tests on scored runs (counterfactual paper §3.9; the benchmark-MCQ paper's TOST and
-chance test; the paired-modality paper's exact McNemar). The logic is ``medscope.protocols.counterfactual.significance``.
+chance test; the paired-modality paper's exact McNemar). The logic is ``medscope.analysis.significance``.
 
     medscope stats mcnemar --scores RUN --a M1 --b M2 --metric ccr
     medscope stats fisher  --scores RUN --a M1 --b M2 --metric erased_claims --subset source=siim
@@ -18,9 +18,9 @@ from pydantic import Field as F
 from medscope.io import records, storage
 from medscope.config import StrictModel
 from medscope.errors import MedScopeError
-from medscope.protocols.counterfactual import comparisons as cmp
-from medscope.protocols.counterfactual import significance as pt
-from medscope.protocols.counterfactual import decision_rules as rules
+from medscope.analysis import paired_differences as cmp
+from medscope.analysis import significance as pt
+from medscope.analysis import decision_rules as rules
 from medscope.stats import bootstrap as bs
 from pipelines.support.flags import add_action, cli
 

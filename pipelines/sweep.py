@@ -7,7 +7,7 @@ seed of an arm, and each arm draws only from its allowed view kinds (counterfact
 is a table of arms × seeds: per-seed metrics, mean ± sd per arm, and per-seed paired
 differences against the reference arm (the first in the file).
 
-Each (arm, seed) run is its own model, ``<arm>@seed<k>`` (``medscope.protocols.counterfactual.training_seeds``), in the
+Each (arm, seed) run is its own model, ``<arm>@seed<k>`` (``medscope.analysis.training_seeds``), in the
 scores, which carry ``arm`` and ``seed`` columns. ``seed_pairs.parquet`` holds each seed pair's
 case-bootstrap difference against the reference arm at the same seed (§3.9), ``pooled.parquet``
 every arm pooled over its seeds against the reference pooled (§3.7 C4's "pooled interval"); with
@@ -60,7 +60,7 @@ class ArmsFile(StrictModel):
     plan: str | None = None  # pre-registered rules applied to the sweep's comparisons (configs/plans/*.yaml)
 
     def model_post_init(self, _ctx) -> None:
-        from medscope.protocols.counterfactual.testsets import splits_of
+        from medscope.analysis.testsets import splits_of
 
         for name in self.eval_test_sets:
             try:
@@ -92,7 +92,7 @@ def load_arms(uri: str) -> ArmsFile:
         if a.match_absent_share_of and a.match_absent_share_of not in names:
             raise MedScopeError(f"{uri}: arm {a.name} matches the absent share of unknown arm {a.match_absent_share_of}")
     if arms.plan:  # a plan that does not load fails here, before any trial trains
-        from medscope.protocols.counterfactual.decision_rules import load_plan
+        from medscope.analysis.decision_rules import load_plan
 
         load_plan(cfgmod.resolve(arms.plan))
     return arms
@@ -124,7 +124,7 @@ def _trial(config: dict) -> None:
     """One Tune trial: train (arm, seed) on Ray Train, evaluate, score, report."""
     from ray import tune
 
-    from medscope.protocols.counterfactual.training_seeds import seed_model_id
+    from medscope.analysis.training_seeds import seed_model_id
     from medscope.training.evaluation import EvalSettings
     from medscope.training.recipes import TrainRecipe
     from pipelines.train import TrainJob, build_trainer, use_driver_storage
@@ -225,9 +225,9 @@ def seed_pair_tests(out: str, arm_names: list[str], seeds: list[int], n_boot: in
     """Every trial's scores in one table; each arm's per-seed paired bootstrap against the
     reference arm at the same seed (counterfactual paper §3.9) in ``seed_pairs.parquet``, and every arm
     pooled over its seeds against the reference pooled (§3.7 C4) in ``pooled.parquet``, through
-    ``medscope.protocols.counterfactual.comparisons.arm_comparisons`` (case-clustered, paired over shared cases)."""
-    from medscope.protocols.counterfactual.comparisons import arm_comparisons
-    from medscope.protocols.counterfactual.training_seeds import arm_and_seed
+    ``medscope.analysis.paired_differences.arm_comparisons`` (case-clustered, paired over shared cases)."""
+    from medscope.analysis.paired_differences import arm_comparisons
+    from medscope.analysis.training_seeds import arm_and_seed
 
     parts = []
     for arm in arm_names:
@@ -256,7 +256,7 @@ def apply_checks(out: str, plan_uri: str) -> dict:
     evaluate, an arm it did not train) is recorded as not applied, with the reason."""
     import pandas as pd
 
-    from medscope.protocols.counterfactual import decision_rules as rules
+    from medscope.analysis import decision_rules as rules
 
     plan, _ = rules.load_plan(cfgmod.resolve(plan_uri))
     sweep = layout.ArmsSweep(out)

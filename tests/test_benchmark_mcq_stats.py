@@ -168,7 +168,7 @@ def test_table3_pairs_public_and_private_cohorts_of_one_matched_group():
     other = {**same, "priv": {"generation_record": {**gen, "seed": 7}}}
     assert table3(m, df, other).rows == [] and "differs in seed" in table3(m, df, other).caption
     assert table3(m, df, {}).rows == [] and "no build record" in table3(m, df, {}).caption
-    from medscope.report import thin
+    from medscope.render import thin
 
     with thin.configure(min_items=1, min_cases=1):  # the verdict rule itself, on this tiny pool
         t4 = table4(pd.DataFrame(scoring.test_rows(df, b=500)))

@@ -10,7 +10,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from medscope.protocols.counterfactual import costs, metrics, rewards, synthetic_runs as synthetic
+from medscope.protocols.counterfactual import costs, rewards
+from medscope.analysis import view_metrics as metrics
+from medscope.testing import synthetic_runs as synthetic
 from medscope.stats import bootstrap as bs
 
 

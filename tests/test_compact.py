@@ -12,7 +12,7 @@ import pytest
 from medscope.io import layout, parts, records, storage
 from medscope.cohorts.removal import remove_cases
 from medscope.errors import MedScopeError
-from medscope.protocols.counterfactual import synthetic_runs as synthetic
+from medscope.testing import synthetic_runs as synthetic
 from medscope.seeding import stable_hash
 
 

@@ -39,7 +39,7 @@ from medscope.io import layout, records, storage, tablescan
 from medscope.answers.parser import parse_reply
 from medscope.models.base import Message, Part
 from medscope.protocols.base import EpisodeResult, Item, ProtocolOptions, option
-from medscope.report.render import Section, Table
+from medscope.render.document import Section, Table
 
 ITEMS = records.register_table("myproto_items", pa.schema([
     pa.field("item_id", pa.string(), nullable=False),

@@ -167,7 +167,7 @@ def test_build_rejects_resume_show_and_score(ray_cluster, tmp_path, monkeypatch)
 
     title, md, pngs = probe_report_section(metrics)
     assert "| oracle | free_text |" in md and len(pngs["probe_specificity.png"]) > 1000
-    from medscope.report.render import to_markdown
+    from medscope.render.document import to_markdown
 
     sections, _ = OrganPresenceProtocol().report_sections(str(tmp_path / "scored"), str(tmp_path / "report2"))
     text, files = to_markdown("r", sections)

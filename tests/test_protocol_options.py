@@ -112,7 +112,7 @@ def test_no_signature_inspection_in_the_sweep():
 
 
 def _views(path: Path) -> str:
-    from medscope.protocols.counterfactual import synthetic_runs as synthetic
+    from medscope.testing import synthetic_runs as synthetic
 
     png = encode_png(__import__("numpy").full((32, 32, 3), 90, dtype="uint8"))
     kinds = ("original", "target_removal", "random_removal", "natural_negative", "degraded")

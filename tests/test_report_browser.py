@@ -17,7 +17,7 @@ from medscope.io import layout, records
 from medscope.protocols.counterfactual.scoring import score_run
 from medscope.protocols.organ_presence.scoring import probe_metrics
 from medscope.report.build import build_report
-from medscope.protocols.counterfactual import synthetic_runs as synthetic
+from medscope.testing import synthetic_runs as synthetic
 
 from tests import browser as chromium
 

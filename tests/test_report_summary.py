@@ -12,9 +12,9 @@ from medscope import images
 from medscope.io import records
 from medscope.protocols.counterfactual.scoring import score_run
 from medscope.protocols.organ_presence.report import pope_summary, pope_table
-from medscope.report import summary
+from medscope.protocols.counterfactual import summary
 from medscope.report.build import build_report
-from medscope.protocols.counterfactual import synthetic_runs as synthetic
+from medscope.testing import synthetic_runs as synthetic
 
 S = summary
 

@@ -9,7 +9,9 @@ import pytest
 
 from medscope.io import records
 from medscope.errors import MedScopeError
-from medscope.protocols.counterfactual import costs, metrics, rewards, synthetic_runs as synthetic
+from medscope.protocols.counterfactual import costs, rewards
+from medscope.analysis import view_metrics as metrics
+from medscope.testing import synthetic_runs as synthetic
 
 # Hand-copied from the counterfactual paper Table 2 / §5.5, independent of the YAML files:
 # row -> (correct, wrong, wrong_critical, refer, clarify)
@@ -219,7 +221,7 @@ def test_rescore_matches_scoring_under_every_matrix():
 
 
 def test_size_quartiles_and_selective_risk():
-    from medscope.protocols.counterfactual import selective_risk as selective
+    from medscope.analysis import selective_risk as selective
 
     c = selective.risk_coverage(np.array([True, False, True, False]), np.array([0.9, 0.9, 0.5, np.nan]))
     # order: 0.9 (correct), 0.9 (wrong, stable), 0.5 (correct), nan (wrong)
@@ -235,7 +237,7 @@ def test_size_quartiles_and_selective_risk():
 
 
 def test_selective_risk_bootstrap_matches_resampled_rows():
-    from medscope.protocols.counterfactual import selective_risk as selective
+    from medscope.analysis import selective_risk as selective
     from medscope.stats import bootstrap as bs
 
     rng = np.random.default_rng(3)

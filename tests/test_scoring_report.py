@@ -10,8 +10,8 @@ import pytest
 from medscope import images
 from medscope.io import records
 from medscope.report.build import build_report
-from medscope.report.render import md_to_html
-from medscope.protocols.counterfactual import synthetic_runs as synthetic
+from medscope.render.document import md_to_html
+from medscope.testing import synthetic_runs as synthetic
 from pipelines import demo
 from medscope.protocols.counterfactual.scoring import score_run
 

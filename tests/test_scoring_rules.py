@@ -12,7 +12,8 @@ import yaml
 
 from medscope.io import records
 from medscope.errors import MedScopeError
-from medscope.protocols.counterfactual import decision_rules as rules, synthetic_runs as synthetic
+from medscope.analysis import decision_rules as rules
+from medscope.testing import synthetic_runs as synthetic
 from pipelines import score as score_job
 
 PLAN = "configs/plans/v4_selection.yaml"
@@ -172,7 +173,7 @@ def test_c4_needs_every_seed_pair_lower_and_the_pooled_interval_below_zero():
 def test_lower_in_every_seed_pair_on_hand_worked_per_seed_values():
     """§3.7 C4 "lower in every seed pair", from per-seed erased-lesion claim rates worked by hand:
     a seed pair is (C4 arm at seed k) - (its matched-compute control at seed k)."""
-    from medscope.protocols.counterfactual.training_seeds import lower_in_every_seed_pair, seed_pair_differences
+    from medscope.analysis.training_seeds import lower_in_every_seed_pair, seed_pair_differences
 
     # held-out tools, 200 erased views per model: claims counted per seed
     c4 = {0: 20 / 200, 1: 30 / 200, 2: 25 / 200}        # 0.100, 0.150, 0.125

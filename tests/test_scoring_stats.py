@@ -7,7 +7,9 @@ import pandas as pd
 import pytest
 from scipy import stats as sps
 
-from medscope.protocols.counterfactual import comparisons as compare, costs, metrics, rewards, synthetic_runs as synthetic
+from medscope.analysis import paired_differences as compare, view_metrics as metrics
+from medscope.protocols.counterfactual import costs, rewards
+from medscope.testing import synthetic_runs as synthetic
 from medscope.stats import bootstrap as bs
 from medscope.stats import inference, labelnoise
 

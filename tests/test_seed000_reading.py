@@ -18,8 +18,8 @@ import yaml
 from medscope.io import records
 from medscope.errors import MedScopeError
 from medscope.protocols.counterfactual.protocol import CounterfactualOptions, CounterfactualProtocol
-from medscope.protocols.counterfactual import decision_rules as rules
-from medscope.protocols.counterfactual import testsets
+from medscope.analysis import decision_rules as rules
+from medscope.analysis import testsets
 from medscope.views.build import CaseContext, build_case_views
 from medscope.views.finalize import finalize
 from medscope.views.recipe import Recipe, check_heldout, load_recipe
@@ -194,7 +194,7 @@ def test_stats_seeds_names_the_condition_of_a_multi_condition_run(tmp_path, caps
 @pytest.fixture(scope="module")
 def scored(tmp_path_factory):
     from medscope.protocols.counterfactual.scoring import score_run
-    from medscope.protocols.counterfactual import synthetic_runs as synthetic
+    from medscope.testing import synthetic_runs as synthetic
 
     root = tmp_path_factory.mktemp("captions")
     v = synthetic.views(12, 10, 6, seed=4)

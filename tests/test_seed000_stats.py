@@ -16,8 +16,9 @@ from scipy import stats as sps
 
 from medscope.io import records
 from medscope.errors import MedScopeError
-from medscope.protocols.counterfactual import significance as pt
-from medscope.protocols.counterfactual import decision_rules as rules, synthetic_runs as synthetic
+from medscope.analysis import significance as pt
+from medscope.analysis import decision_rules as rules
+from medscope.testing import synthetic_runs as synthetic
 from pipelines import cli
 
 PLAN = "configs/plans/primary_27.yaml"
@@ -130,7 +131,7 @@ def test_a_family_member_missing_is_an_error(run27, tmp_path):
 
 
 def test_seed_pools_compare_paired_by_case(run27):
-    from medscope.protocols.counterfactual import comparisons as cmp
+    from medscope.analysis import paired_differences as cmp
 
     run, _ = run27
     scores = records.read_table("scores", str(run / "scores.parquet")).to_pandas()

@@ -30,8 +30,8 @@ import pytest
 from medscope.io import records
 from medscope.errors import MedScopeError
 from medscope.reproduce.derive import constant_policy_episodes
-from medscope.protocols.counterfactual import synthetic_runs as synthetic
-from medscope.protocols.counterfactual import testsets
+from medscope.testing import synthetic_runs as synthetic
+from medscope.analysis import testsets
 from pipelines import cli
 
 N_LESION, N_NEG, N_DEG, N_CRITICAL = 219, 288, 170, 59
@@ -160,7 +160,8 @@ def test_breakdowns_by_tool_and_source(scored):
 def test_a_tool_following_policy_is_seen_per_tool(tmp_path):
     """Claims the finding after a LaMa erasure, says absent after a transplant one: Table 12's
     per-tool erased-lesion claims are 1 and 0, and ESG per tool 0 - ... by hand."""
-    from medscope.protocols.counterfactual import costs, metrics as mt, rewards
+    from medscope.protocols.counterfactual import costs, rewards
+    from medscope.analysis import view_metrics as mt
 
     views = table5_views(extra_training_views=False)
     eps = trivial_episodes(views, {"m": ("answer", True)}).to_pylist()

@@ -40,7 +40,7 @@ def test_texture_fill_keeps_texture_where_telea_smooths_and_touches_nothing_else
 
 def test_bench_pass_rates_count_target_removals_and_complete_cases():
     from medscope.io import records
-    from medscope.protocols.counterfactual import synthetic_runs as synthetic
+    from medscope.testing import synthetic_runs as synthetic
     from pipelines.bench.erasure import pass_rates
 
     v = synthetic.views(4, 2, 0, seed=0).to_pylist()

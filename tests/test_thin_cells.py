@@ -7,7 +7,7 @@ import pandas as pd
 from medscope.protocols.benchmark_mcq import scoring
 from medscope.protocols.benchmark_mcq.report import supp_table1, table1
 from medscope.protocols.paired_modality.report import table1 as pairs_table1
-from medscope.report import thin
+from medscope.render import thin
 
 
 def test_rule_boundaries_and_configuration():
@@ -59,7 +59,7 @@ def test_paired_table_shows_n_per_cell():
 
 
 def test_report_summary_counts_thin_cells(tmp_path):
-    from medscope.report.render import Section, Table
+    from medscope.render.document import Section, Table
 
     sections = [Section("Probe", [Table(["a", "b"], [[thin.cell("0.5", 3, 1), thin.cell("0.7", 40, 9)],
                                                      [thin.cell("0.1", 12, 2), "–"]], thin.note())])]

@@ -670,7 +670,7 @@ def test_train_select_reads_each_stage_s_validation_numbers(tmp_path):
 
 def test_sweep_seed_pairs_are_paired_differences_of_the_scored_trials(tmp_path):
     from medscope.training.evaluation import score_row
-    from medscope.protocols.counterfactual.testsets import EVAL_KINDS
+    from medscope.analysis.testsets import EVAL_KINDS
     from pipelines.sweep import apply_checks, arms_table, seed_pair_tests
 
     evals = synthetic_views(6, seed=4, split="validation")

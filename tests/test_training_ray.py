@@ -48,7 +48,7 @@ def test_tune_sweep_of_two_seeds_by_two_arms_trains_evaluates_and_tabulates(ray_
     assert {r["model"] for r in pairs} == {"without_cf@seed0", "without_cf@seed1"}
     pooled = records.read_table("metrics", summary["pooled"]).to_pylist()
     assert {(r["model"], r["reference"]) for r in pooled} == {("without_cf", "with_cf:agent")}
-    from medscope.protocols.counterfactual.testsets import EVAL_KINDS
+    from medscope.analysis.testsets import EVAL_KINDS
 
     # validation scoring reads the five evaluation kinds only (never unmatched controls / insertions)
     eval_views = [v for v in records.read_table("views", views_uri).to_pylist()

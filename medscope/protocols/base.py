@@ -1,4 +1,4 @@
-"""The contract between a protocol and the shared harness (docs/design.md, "One harness, four protocols").
+"""The contract between a protocol and the shared harness (docs/design.md, "One harness, several protocols").
 
 A protocol supplies its items (images + question + expected truth), how one episode is run
 for an item under a condition (its prompt builder and reply reader, through the shared model
@@ -146,6 +146,6 @@ class EvalProtocol(Protocol):
         registered with ``records.register_table`` when its module is imported (its ``tables.py``)."""
 
     def report_sections(self, scored_run: str, work_dir: str) -> tuple[list, dict]:
-        """The report's sections (``medscope.report.render.Section``) for a scored run this
+        """The report's sections (``medscope.render.document.Section``) for a scored run this
         protocol wrote, under ``self.options``, and a dict of anything else it wrote under
         ``work_dir`` (the report folder)."""

@@ -1,9 +1,9 @@
-"""The reader study as a report section (medscope.report.render blocks)."""
+"""The reader study as a report section (medscope.render.document blocks)."""
 
 from __future__ import annotations
 
 from medscope.reader import READER_KINDS
-from medscope.report.render import Para, Section, Table, to_html, to_markdown
+from medscope.render.document import Para, Section, Table, to_html, to_markdown
 
 KIND_LABEL = {"lesion": "unmodified, finding", "erased": "erased", "control": "control-edited",
               "lesion_free": "unmodified, no finding"}

@@ -1,5 +1,4 @@
-"""The report's shared machinery: one document model rendered as Markdown and as
-self-contained HTML (``render``), the build that asks each scored run's protocol for its
-sections (``build``), the opening summary written from the numbers (``summary``), thin-cell
-marking (``thin``), figure pieces (``plots``) and the gallery panels (``gallery``). What a
-section says belongs to its protocol (``medscope/protocols/<name>/report.py``)."""
+"""The report's document assembly (``build``): asks each scored run's protocol for its sections and
+writes them as one Markdown and one HTML document. Above the protocols; the rendering primitives
+they use are ``medscope.render`` below them, and what a section says belongs to its protocol
+(``medscope/protocols/<name>/report.py``)."""

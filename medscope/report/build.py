@@ -15,8 +15,8 @@ from medscope import protocols
 from medscope.io import layout, storage
 from medscope.errors import MedScopeError
 from medscope.protocols.base import parse_options
-from medscope.report import thin
-from medscope.report.render import Raw, Section, to_html, to_markdown
+from medscope.render import thin
+from medscope.render.document import Raw, Section, to_html, to_markdown
 
 
 def run_protocol(run: str) -> str:

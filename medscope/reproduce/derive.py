@@ -140,7 +140,7 @@ def main_test_views():
     """A views table with the main test's composition (counterfactual paper Tables 3 and 5) and 59 critical
     lesion cases (``N_CRITICAL``); no pixels: constant policies never look."""
     from medscope.io import records
-    from medscope.protocols.counterfactual import synthetic_runs as synthetic
+    from medscope.testing import synthetic_runs as synthetic
 
     views = synthetic.views(MAIN_TEST["lesion"], MAIN_TEST["negative"], MAIN_TEST["degraded"], seed=0).to_pylist()
     lesion_cases = sorted({v["case_id"] for v in views if v["kind"] == "original"})

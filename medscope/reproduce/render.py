@@ -8,7 +8,7 @@ import html
 
 from medscope.reproduce.check import CellResult
 from medscope.reproduce.registry import Entry, Paper
-from medscope.report.render import Para, Raw, Section, Table, to_html, to_markdown
+from medscope.render.document import Para, Raw, Section, Table, to_html, to_markdown
 
 TITLE = "MedScope reproduce: the four papers' tables beside MedScope's numbers"
 

@@ -8,7 +8,7 @@ follow the scoring issue's Table 2 matrix.
 from __future__ import annotations
 
 from medscope.config import StrictModel
-from medscope.protocols.counterfactual.training_seeds import arm_seed_columns
+from medscope.analysis.training_seeds import arm_seed_columns
 from medscope.training.episodes import sampler_for, summarize
 
 
@@ -29,7 +29,7 @@ def select_eval_views(rows: list[dict], split: str | tuple[str, ...], cases: int
     """QC-passed evaluation views (O, T, R, N, D: never the training-only kinds) of ``split`` (one
     split or several), edited views of ``tools`` only when given (``testsets.tools_of``), sorted
     by view id, optionally of the first ``cases`` cases."""
-    from medscope.protocols.counterfactual.testsets import is_evaluation_view
+    from medscope.analysis.testsets import is_evaluation_view
 
     splits = (split,) if isinstance(split, str) else tuple(split)
     views = sorted((v for v in rows if v["passed"] and is_evaluation_view(v["kind"], v["split"], splits,
@@ -60,7 +60,7 @@ def evaluate_model(vlm, model, prompt: str, views: list[dict], settings: EvalSet
 def evaluate_all(vlm, model, prompt: str, settings: EvalSettings, run_id: str, read_views) -> tuple[dict, dict, list[dict]]:
     """The validation split and every named test set of ``settings``: (validation metrics,
     {test set: metrics}, every scores row). ``read_views(uri)`` gives a views table's rows."""
-    from medscope.protocols.counterfactual.testsets import splits_of, tools_of
+    from medscope.analysis.testsets import splits_of, tools_of
 
     val = select_eval_views(read_views(settings.views), settings.split, settings.cases)
     metrics, rows = evaluate_model(vlm, model, prompt, val, settings, run_id)

@@ -4,7 +4,7 @@ With U the validation net utility and H the validation rate of claimed findings 
 images: stage 3 is chosen if U3 ≥ U2 − 0.02 and H3 ≤ H2 + 0.02; otherwise stage 2 under the
 same rule against stage 1; otherwise stage 1. Amendment 1: a previous release is kept instead
 when the chosen stage's U falls more than 0.02 below it. The rule itself is
-``medscope.protocols.counterfactual.decision_rules`` (``stage_selection``); this module feeds it the training run's
+``medscope.analysis.decision_rules`` (``stage_selection``); this module feeds it the training run's
 validation numbers and records the choice with the comparisons behind it.
 """
 
@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from medscope.protocols.counterfactual import decision_rules as rules
+from medscope.analysis import decision_rules as rules
 
 TEST_SET = "validation"
 

@@ -2,7 +2,7 @@
 
 Every case gets the evaluation kinds (original, target and random removal, degraded; a
 lesion-free case its natural negative). The training-only kinds (``unmatched_control`` for C1's
-arm, ``insertion``) are built on the train split alone (``medscope.protocols.counterfactual.testsets``).
+arm, ``insertion``) are built on the train split alone (``medscope.analysis.testsets``).
 
 ``build_case_views`` is the unit of work a Ray actor maps: one case row in, its view rows and
 reject rows out. Every random draw comes from ``rng_for(recipe.seed, case_id, view_kind, ...)``,

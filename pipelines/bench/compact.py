@@ -33,7 +33,7 @@ class _Counter:
 def _rows(n: int) -> list[bytes]:
     """N one-row episode parts (Parquet bytes), keyed like a sweep's."""
     from medscope.io import records
-    from medscope.protocols.counterfactual import synthetic_runs as synthetic
+    from medscope.testing import synthetic_runs as synthetic
 
     v = synthetic.views(4, 4, 1, seed=0)
     template = synthetic.episodes(v, synthetic.model_zoo(1), seed=0).to_pylist()

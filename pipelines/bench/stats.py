@@ -7,7 +7,8 @@ import subprocess
 import sys
 import time
 
-from medscope.protocols.counterfactual import costs, metrics, rewards
+from medscope.protocols.counterfactual import costs, rewards
+from medscope.analysis import view_metrics as metrics
 from medscope.stats import bootstrap as bs
 
 TARGET = 20.0  # issue 33: the vectorised bootstrap at least 20x the naive loop (CPU seconds)
@@ -26,7 +27,7 @@ def bench_stats(args) -> None:
 def _bench_body(quick: bool) -> None:
     import numpy as np
 
-    from medscope.protocols.counterfactual import synthetic_runs as synthetic
+    from medscope.testing import synthetic_runs as synthetic
 
     n_boot = 200 if quick else 2000
     views = synthetic.views(219, 288, 170, seed=0)

@@ -139,6 +139,6 @@ class BenchmarkMCQProtocol:
 
     def report_sections(self, scored_run: str, work_dir: str) -> tuple[list, dict]:
         from medscope.protocols.benchmark_mcq.report import sections
-        from medscope.report.render import Section
+        from medscope.render.document import Section
 
         return [Section(title, blocks) for title, blocks in sections(scored_run, work_dir)], {}

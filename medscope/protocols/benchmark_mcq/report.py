@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 
 from medscope.io import layout, records, storage
-from medscope.report import thin
-from medscope.report.render import Image, Para, Table
+from medscope.render import thin
+from medscope.render.document import Image, Para, Table
 from medscope.stats.bootstrap import format_p
 
 QTYPES = (("rads", "RADS-style"), ("report", "Report-derived"))
@@ -191,7 +191,7 @@ def subcategory_plot(m: pd.DataFrame, out_dir: str) -> list[Image]:
 
 
 def thin_cells(t: pd.DataFrame) -> list[str]:
-    """The tests' cells too small to be tested (medscope.report.thin), for the summary line."""
+    """The tests' cells too small to be tested (medscope.render.thin), for the summary line."""
     return [f"{r['family']} {r['cohort']} {r['qtype']} {r['model']} ({thin.n_text(r['n_items'], r['n_cases'])})"
             for r in t.to_dict("records") if thin.is_thin(r["n_items"], r["n_cases"])]
 

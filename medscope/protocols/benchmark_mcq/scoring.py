@@ -18,7 +18,7 @@ import pandas as pd
 from medscope.protocols.benchmark_mcq import accuracy_tests as stats  # accuracy, its intervals and tests
 from medscope.protocols.benchmark_mcq.families import assign_families
 from medscope.protocols.benchmark_mcq.replies import read_choice
-from medscope.report import thin
+from medscope.render import thin
 
 SIGHTED, BLIND = "sighted", "blind"
 
@@ -127,6 +127,6 @@ def test_rows(df: pd.DataFrame, b: int = 10_000, seed: int = 42, margin: float =
             r["verdict"] = None if q is None else stats.verdict(q, r["tost_q"])
         else:
             r["verdict"] = None if q is None else "Above chance" if q < 0.05 else "Not above chance"
-        # a thin cell is never called above chance / effect / equivalent (medscope.report.thin)
+        # a thin cell is never called above chance / effect / equivalent (medscope.render.thin)
         r["verdict"] = thin.claim(r["verdict"], r["n_items"], r["n_cases"])
     return rows

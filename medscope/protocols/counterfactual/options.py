@@ -8,7 +8,8 @@ from __future__ import annotations
 from typing import Literal
 
 from medscope.protocols.base import ProtocolOptions, option
-from medscope.protocols.counterfactual import costs, testsets
+from medscope.protocols.counterfactual import costs
+from medscope.analysis import testsets
 from medscope.protocols.counterfactual.rewards import BOX_UNITS
 from medscope.protocols.counterfactual.viewing_tools import MAX_TOOL_CALLS
 
@@ -16,7 +17,7 @@ from medscope.protocols.counterfactual.viewing_tools import MAX_TOOL_CALLS
 class CounterfactualOptions(ProtocolOptions):
     """Options of the counterfactual-views protocol (counterfactual paper §3.1-3.10, Tables 3-4)."""
 
-    # -- eval: the views evaluated (the named test set, medscope.protocols.counterfactual.testsets)
+    # -- eval: the views evaluated (the named test set, medscope.analysis.testsets)
     test_set: str = option(testsets.DEFAULT_TEST_SET, verb="eval", description=(
         "named test set: main, heldout_tools, fresh_external, fresh_internal, external_centres, "
         "heldout_wordings, validation (the name the scores carry)"))

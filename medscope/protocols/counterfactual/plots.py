@@ -13,8 +13,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from medscope.report.plots import band, error_bars, png
-from medscope.protocols.counterfactual import selective_risk as selective
+from medscope.render.plots import band, error_bars, png
+from medscope.analysis import selective_risk as selective
 
 # The counterfactual paper §3.8: CCR and selective risk are over the answerable views O ∪ R.
 RISK_KINDS = ("original", "random_removal")

@@ -1,7 +1,7 @@
 """The counterfactual-views protocol (counterfactual paper §3.1-3.2) behind protocol.EvalProtocol.
 
 Items are the passed evaluation views (O, T, R, N, D) of the named test set's split(s) of a
-views table (``medscope.protocols.counterfactual.testsets``; default: the main test, split ``test``). The
+views table (``medscope.analysis.testsets``; default: the main test, split ``test``). The
 training-only kinds (C1's unmatched edits, insertions) are never items. The truth is the view's
 expected outcome (present | absent | clarify); an episode is the shared agent episode under a
 condition.
@@ -17,7 +17,7 @@ from medscope.protocols.counterfactual.agent_episode import CONDITIONS, EpisodeS
 from medscope.protocols.base import EpisodeResult, Item
 from medscope.errors import MedScopeError
 from medscope.models.base import ChatModel, Decoding
-from medscope.protocols.counterfactual import testsets
+from medscope.analysis import testsets
 from medscope.protocols.counterfactual.options import CounterfactualOptions
 
 _META = ("kind", "finding", "question_kind", "lesion_bbox", "width", "height", "critical", "imaging_type",

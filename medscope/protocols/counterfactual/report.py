@@ -21,12 +21,13 @@ from medscope.io import layout, records, storage
 from medscope.errors import MedScopeError
 from medscope.protocols.counterfactual import report_summary as rs
 from medscope.protocols.counterfactual import plots
-from medscope.report import gallery, summary, thin
-from medscope.report.render import Image, Para, Raw, Section, Table, slug
-from medscope.protocols.counterfactual import comparisons as cmp
+from medscope.render import gallery, thin
+from medscope.protocols.counterfactual import summary
+from medscope.render.document import Image, Para, Raw, Section, Table, slug
+from medscope.analysis import paired_differences as cmp
 from medscope.protocols.counterfactual import costs, rewards
-from medscope.protocols.counterfactual import significance as pt
-from medscope.protocols.counterfactual import metrics as scoring_metrics
+from medscope.analysis import significance as pt
+from medscope.analysis import view_metrics as scoring_metrics
 from medscope.stats import bootstrap as bs
 
 MAIN = [("ccr", "CCR", False), ("esg", "ESG", True), ("erased_claims", "Erased %", False),
@@ -34,7 +35,7 @@ MAIN = [("ccr", "CCR", False), ("esg", "ESG", True), ("erased_claims", "Erased %
 MORE = ["strict_esg", "sensitivity", "grounded_accuracy", "clarify_rate", "control_denial", "referral_rate",
         "unparseable_rate", "net_utility_no_degraded", "selective_risk@1.00", "selective_risk@0.70", "aurc",
         "decision_risk@0.70", "decision_aurc"]
-# what each "Further metrics" column counts and over which views, as medscope.protocols.counterfactual.metrics
+# what each "Further metrics" column counts and over which views, as medscope.analysis.view_metrics
 # computes it (O, T, R, N, D: original, target removal, random removal, natural negative, degraded)
 MORE_DEFS = {
     "strict_esg": "ESG counting explicit 'absent' answers only (T; R)",
@@ -428,7 +429,7 @@ def _tests_blocks(scores, reference, ts, comps, plan, manifest) -> list:
                     "both models answered, TOST of the CCR difference on the paired case bootstrap and the one-sided "
                     "binomial test of CCR against 1/2 are additions, not the counterfactual paper's tests (the benchmark-MCQ paper/002 use them).")]
     if plan:
-        from medscope.protocols.counterfactual import decision_rules as rules
+        from medscope.analysis import decision_rules as rules
 
         for fam in rules.load_plan(plan)[0].families:
             try:

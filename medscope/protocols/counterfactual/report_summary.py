@@ -1,5 +1,5 @@
 """The counterfactual run's opening summary and key figures (the counterfactual paper §5.1, Table 5,
-Table 6, Figure 3): the metrics tables turned into ``medscope.report.summary`` rows, the
+Table 6, Figure 3): the metrics tables turned into ``medscope.protocols.counterfactual.summary`` rows, the
 summary section, the forest plot and the erased-claims-vs-CCR scatter."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import pandas as pd
 
 from medscope.io import records, storage
 from medscope.protocols.counterfactual import plots
-from medscope.report import summary
-from medscope.report.render import Image, Raw, Section, slug
+from medscope.protocols.counterfactual import summary
+from medscope.render.document import Image, Raw, Section, slug
 
 
 def _val(metrics, model, cond, ts, metric):

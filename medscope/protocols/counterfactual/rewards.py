@@ -25,8 +25,8 @@ import pyarrow as pa
 from medscope.io import records
 from medscope.errors import MedScopeError
 from medscope.protocols.counterfactual.costs import CostMatrix
-from medscope.protocols.counterfactual.training_seeds import arm_seed_columns
-from medscope.protocols.counterfactual.testsets import EVAL_KINDS
+from medscope.analysis.training_seeds import arm_seed_columns
+from medscope.analysis.testsets import EVAL_KINDS
 
 ROW_OF_KIND = {
     "original": "answerable",

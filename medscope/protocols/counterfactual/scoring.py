@@ -14,7 +14,8 @@ import pyarrow as pa
 
 from medscope.io import layout, records, storage
 from medscope.errors import MedScopeError
-from medscope.protocols.counterfactual import costs, metrics, rewards, decision_rules as rules
+from medscope.protocols.counterfactual import costs, rewards
+from medscope.analysis import view_metrics as metrics, decision_rules as rules
 from medscope.stats import bootstrap as bs
 from medscope.stats import labelnoise
 

@@ -45,7 +45,7 @@ SCORES = pa.schema(
         # per-tool (Table 12) and per-source (Table 15, §5.6) breakdowns
         pa.field("tool", pa.string()),
         pa.field("source", pa.string()),
-        # a trained run's arm and seed (model id <arm>@seed<k>, medscope.protocols.counterfactual.training_seeds): runs of
+        # a trained run's arm and seed (model id <arm>@seed<k>, medscope.analysis.training_seeds): runs of
         # different seeds are distinct models, pooled by arm where the counterfactual paper pools (§3.7, §3.9)
         pa.field("arm", pa.string()),
         pa.field("seed", pa.int32()),

@@ -1,7 +1,7 @@
 """Zero-shot "was this image edited?" ratings (counterfactual paper §5.4) as an evaluation protocol.
 
 Items are the passed original, target-removal and random-removal views of a test set's splits
-(``medscope.protocols.counterfactual.testsets``). One episode is one turn: the view and a question asking for the
+(``medscope.analysis.testsets``). One episode is one turn: the view and a question asking for the
 probability that the image was digitally edited; the reply's first number in [0, 1] (or a
 percentage) is the rating, kept in the episode's ``confidence`` column. Scoring gives, per
 model, the AUC of the ratings for random removal vs original (can it see the control edit?)
@@ -23,7 +23,7 @@ from medscope.io import layout, records, storage, tablescan
 from medscope.qc.visibility import format_ratings  # noqa: F401 - re-exported
 from medscope.models.base import ChatModel, Decoding, Message, Part
 from medscope.protocols.base import EpisodeResult, Item, ProtocolOptions, option
-from medscope.protocols.counterfactual import testsets
+from medscope.analysis import testsets
 
 PROMPT = ("Was this medical image digitally edited (for example, a region inpainted or copied from elsewhere)? "
           "Reply with only the probability that it was edited, a number between 0 and 1.")
@@ -100,7 +100,7 @@ class EditRatingProtocol:
         return result
 
     def report_sections(self, scored_run: str, work_dir: str) -> tuple[list, dict]:
-        from medscope.report.render import Raw, Section
+        from medscope.render.document import Raw, Section
 
         result = json.loads(storage.read_utf8(storage.join(scored_run, RESULT_FILE)))
         return [Section("Zero-shot edit ratings (§5.4)", [Raw(format_ratings(result))])], {}

@@ -6,7 +6,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from medscope.report.plots import error_bars, png
+from medscope.render.plots import error_bars, png
 
 
 def specificity_by_strategy(table: pd.DataFrame, strategies) -> bytes:

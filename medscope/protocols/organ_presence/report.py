@@ -8,7 +8,7 @@ import pandas as pd
 
 from medscope.io import layout, records, storage
 from medscope.protocols.organ_presence import plots
-from medscope.report import thin
+from medscope.render import thin
 from medscope.protocols.organ_presence.scoring import NEGATIVE_STRATEGIES
 
 
@@ -183,7 +183,7 @@ def summary_lines(spec: list[dict], constant) -> list[str]:
 def report_sections(scored_run: str, work_dir: str) -> tuple[list, dict]:
     """The probe's report section: sensitivity / specificity with intervals, the specificity-by-
     strategy plot, and POPE's own summary so POPE users can compare."""
-    from medscope.report.render import Image, Raw, Section
+    from medscope.render.document import Image, Raw, Section
 
     run = layout.ScoredRun(scored_run)
     metrics = records.read_table("metrics", run.metrics).to_pylist()

@@ -184,6 +184,6 @@ class PairedModalityProtocol:
 
     def report_sections(self, scored_run: str, work_dir: str) -> tuple[list, dict]:
         from medscope.protocols.paired_modality.report import sections
-        from medscope.report.render import Section
+        from medscope.render.document import Section
 
         return [Section(title, blocks) for title, blocks in sections(scored_run)], {}

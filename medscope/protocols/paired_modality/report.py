@@ -13,8 +13,8 @@ from medscope.io import records, storage
 from medscope.protocols.paired_modality import names
 from medscope.protocols.paired_modality.manifest import PHOTO_TYPES
 from medscope.protocols.paired_modality.scoring import METRICS, SETTING_LABELS, SETTINGS
-from medscope.report import thin
-from medscope.report.render import Image, Para, Table
+from medscope.render import thin
+from medscope.render.document import Image, Para, Table
 
 SHORT = {"fp_rate": "FP", "fn_rate": "FN", "any_rate": "Any"}
 

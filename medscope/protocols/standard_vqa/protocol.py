@@ -21,8 +21,8 @@ from medscope.answers.parser import parse_reply
 from medscope.models.base import ChatModel, Decoding, Message, Part
 from medscope.protocols.base import EpisodeResult, Item, ProtocolOptions, option
 from medscope.protocols.standard_vqa.scoring import score_one, vqa_metrics
-from medscope.report import thin
-from medscope.report.render import Table
+from medscope.render import thin
+from medscope.render.document import Table
 from medscope.seeding import stable_hash
 
 INSTRUCTION = "Answer the question about the image with a single word or a short phrase."
@@ -138,7 +138,7 @@ class StandardVQAProtocol:
         return summary
 
     def report_sections(self, scored_run: str, work_dir: str) -> tuple[list, dict]:
-        from medscope.report.render import Section
+        from medscope.render.document import Section
 
         metrics = records.read_table("metrics", layout.ScoredRun(scored_run).metrics).to_pylist()
         return [Section("Standard medical VQA (Table 16)", [table16(metrics)])], {}

@@ -3,7 +3,7 @@
 Every metric is a signed sum of ratio *terms*; a term is (per-view numerator indicator,
 per-view denominator indicator). With O, T, R, N, D the original, target-removal,
 random-removal, natural-negative and degraded views (the only evaluation kinds:
-``medscope.protocols.counterfactual.testsets.EVAL_KINDS``; a scores table never holds the training-only kinds,
+``medscope.analysis.testsets.EVAL_KINDS``; a scores table never holds the training-only kinds,
 and they would count in no denominator here if it did):
 
 - esg = P(absent answer or refer | T) - P(absent answer or refer | R)
@@ -19,7 +19,7 @@ and they would count in no denominator here if it did):
 - control_denial = P(absent answer or refer | R) (Table 10 "Denial"); referral_rate =
   P(refer | O u R); unparseable_rate over O u T u R u N u D.
 
-Selective prediction (``selective.py``), with the same resampled clusters:
+Selective prediction (``medscope.analysis.selective_risk``), with the same resampled clusters:
 
 - ``selective_risk@c`` and ``aurc``: §5.5's figures, on the answerable views O u R ranked by
   stated confidence, ties in table order. On this view set a constant "always claims the
@@ -45,9 +45,9 @@ import pyarrow as pa
 
 from medscope.io import records
 from medscope.errors import MedScopeError
-from medscope.protocols.counterfactual import selective_risk as selective
+from medscope.analysis import selective_risk as selective
 from medscope.stats import bootstrap as bs
-from medscope.protocols.counterfactual.testsets import EVAL_KINDS
+from medscope.analysis.testsets import EVAL_KINDS
 
 ANSWERABLE = ("original", "random_removal")  # §3.8: CCR is over O u R
 DECISION = ("original", "target_removal", "random_removal", "natural_negative")  # views expecting an answer

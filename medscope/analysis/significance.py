@@ -27,8 +27,8 @@ import numpy as np
 import pandas as pd
 
 from medscope.errors import MedScopeError
-from medscope.protocols.counterfactual import comparisons as cmp
-from medscope.protocols.counterfactual import metrics as mt
+from medscope.analysis import paired_differences as cmp
+from medscope.analysis import view_metrics as mt
 from medscope.stats import bootstrap as bs
 from medscope.stats import inference
 

@@ -285,7 +285,7 @@ def _fmt_ci(r) -> str:
 
 def evaluate_condition(c: Condition, table: pd.DataFrame) -> tuple[bool, str]:
     if c.every_seed_pair:
-        from medscope.protocols.counterfactual.training_seeds import lower_in_every_seed_pair, seed_pair_differences
+        from medscope.analysis.training_seeds import lower_in_every_seed_pair, seed_pair_differences
 
         diffs = seed_pair_differences(table, c.model, c.reference, c.metric, c.test_set, c.breakdown)
         if not diffs and not c.seeds:

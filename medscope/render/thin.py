@@ -97,7 +97,7 @@ def summary(labels: list[str]) -> str:
 
 def marked_cells(sections) -> dict[str, int]:
     """Section title -> how many of its table cells carry the thin mark (for the report summary)."""
-    from medscope.report.render import to_markdown
+    from medscope.render.document import to_markdown
 
     out = {}
     for s in sections:
@@ -109,7 +109,7 @@ def marked_cells(sections) -> dict[str, int]:
 
 def summary_section(sections):
     """The report summary's "Thin cells" section (None when no cell is thin)."""
-    from medscope.report.render import Para, Section
+    from medscope.render.document import Para, Section
 
     counts = marked_cells(sections)
     if not counts:

@@ -14,7 +14,7 @@ import pyarrow as pa
 
 from medscope.io import records
 from medscope.errors import MedScopeError
-from medscope.protocols.counterfactual import metrics as mt
+from medscope.analysis import view_metrics as mt
 from medscope.stats import bootstrap as bs
 
 PRIMARY = ("esg", "erased_claims", "healthy_claims", "ccr", "net_utility")
@@ -149,7 +149,7 @@ def seed_pairs(scores: pa.Table | pd.DataFrame, pairs: list[tuple[str, str]], n_
 
 def arm_comparisons(scores: pa.Table | pd.DataFrame, reference: str, n_boot: int = bs.DEFAULT_B,
                     seed: int = bs.DEFAULT_SEED, metric_names=PRIMARY, cluster: str = "case_id") -> pa.Table:
-    """Seed runs (``<arm>@seed<k>``, ``medscope.protocols.counterfactual.training_seeds``) against reference arm ``reference``:
+    """Seed runs (``<arm>@seed<k>``, ``medscope.analysis.training_seeds``) against reference arm ``reference``:
 
     - per seed pair (§3.9: "each seed pair also compared by paired bootstrap"; §3.7 C4: "each
       pair from that seed's recipe adapter"): ``arm@seed<k>`` - ``reference@seed<k>`` for every
@@ -158,7 +158,7 @@ def arm_comparisons(scores: pa.Table | pd.DataFrame, reference: str, n_boot: int
       (``pool_models``) minus the reference's seeds pooled, and every model that is no seed run
       (a base checkpoint, an API model) minus the pooled reference.
     """
-    from medscope.protocols.counterfactual import training_seeds as sd
+    from medscope.analysis import training_seeds as sd
 
     df = scores.to_pandas() if isinstance(scores, pa.Table) else scores.copy()
     pools = sd.arm_pools(df["model"].unique())
