@@ -27,7 +27,7 @@ from medscope import config as cfgmod
 from medscope.io import records, storage
 from medscope.config import StrictModel
 from medscope.errors import MedScopeError
-from medscope.protocols.paired_modality import PROTOCOL, names
+from medscope.protocols.paired_modality import PROTOCOL, tables
 from pipelines.support.flags import add_action, cli
 
 PROTOCOL_SPEC = "paired_modality"
@@ -50,7 +50,7 @@ def check(uri: str, rejects_out: str | None = None) -> dict:
     """Counts of a manifest's good photographs and its rejects by reason (written beside it)."""
     photos, rejects = PROTOCOL().photos(uri)
     out = rejects_out or storage.join(storage.absolute(uri) if storage.is_dir(uri) else _spec_dir(uri),
-                                      names.MANIFEST_REJECTS)
+                                      tables.MANIFEST_REJECTS)
     if rejects:
         records.write_table("rejects", rejects, out)
     reasons: dict[str, int] = {}
@@ -165,7 +165,7 @@ def _review(args) -> None:
         if ids:
             done += decide(args.work, ids, decision, args.feedback, args.reviewer)
     if done:
-        print(f"recorded {done} decision(s) in {storage.join(args.work, names.REVIEW)}", file=sys.stderr)
+        print(f"recorded {done} decision(s) in {storage.join(args.work, tables.REVIEW)}", file=sys.stderr)
     for c in load_review(args.work)["candidates"]:
         by = approvers(c)
         print(f"{c['decision']:8s} {c['id']:48s} {c['image']}" + (f"  approved by: {', '.join(by)}" if by else "")

@@ -36,7 +36,7 @@ def run(views_uri: str, out: str, vlm: str | None = None, size: int | None = Non
     report = vis.run_probes(views, vlm=model, size=size, epochs=epochs, n_boot=n_boot, seed=seed, field=field)
     report.update(views=views_uri, vlm=vlm)
     if ratings:
-        from medscope.protocols.edit_rating.protocol import rating_aucs
+        from medscope.protocols.edit_rating.scoring import rating_aucs
 
         report["zero_shot"] = rating_aucs(records.read_table("episodes", ratings),
                                           records.read_table("views", views_uri, columns=["view_id", "kind"]),

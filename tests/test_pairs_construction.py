@@ -13,7 +13,7 @@ from medscope.pairs import review as rv
 from medscope.pairs.embedded import embedded_spec
 from medscope.pairs.generators import ProceduralGenerator, build_generator
 from medscope.pairs.spec import PairsSpec
-from medscope.protocols.paired_modality import names
+from medscope.protocols.paired_modality import tables
 from medscope.protocols.paired_modality.manifest import read_manifest
 from medscope.testing.images import FakeImageProvider
 
@@ -112,14 +112,14 @@ def test_cli_check_reports_manifest_rejects(tmp_path, capsys):
 
     out = tmp_path / "set"
     write_embedded_set(str(out))
-    manifest = yaml.safe_load((out / names.MANIFEST).read_text())
+    manifest = yaml.safe_load((out / tables.MANIFEST).read_text())
     manifest["conditions"][0]["mismatched"]["caption"] = ""
     manifest["conditions"].append(dict(manifest["conditions"][1]))
-    (out / names.MANIFEST).write_text(yaml.safe_dump(manifest))
+    (out / tables.MANIFEST).write_text(yaml.safe_dump(manifest))
     assert main(["pairs", "check", str(out)]) == 0
     got = json.loads(capsys.readouterr().out)
     assert got["photos"] == 11 and got["rejects"] == {"duplicate condition": 1, "photo without caption": 1}
-    assert (out / names.MANIFEST_REJECTS).exists()
+    assert (out / tables.MANIFEST_REJECTS).exists()
 
 
 # -- issue 28: pairs that are really pairs ----------------------------------------------------------------------
@@ -198,9 +198,9 @@ def test_cli_check_strict_fails_on_an_item_id_collision(tmp_path, capsys):
 
     out = tmp_path / "set"
     write_embedded_set(str(out))
-    manifest = yaml.safe_load((out / names.MANIFEST).read_text())
+    manifest = yaml.safe_load((out / tables.MANIFEST).read_text())
     manifest["conditions"].append({**manifest["conditions"][0], "condition": "Varicella-Pneumonia"})
-    (out / names.MANIFEST).write_text(yaml.safe_dump(manifest))
+    (out / tables.MANIFEST).write_text(yaml.safe_dump(manifest))
     assert main(["pairs", "check", str(out)]) == 0
     assert json.loads(capsys.readouterr().out)["rejects"] == {"item id collision": 1}
     assert main(["pairs", "check", str(out), "--strict"]) != 0

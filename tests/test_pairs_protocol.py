@@ -15,7 +15,7 @@ from scipy import stats as sps
 from medscope.io import records, storage
 from medscope.images import decode_png, encode_png
 from medscope.models.base import Completion
-from medscope.protocols.paired_modality import PROTOCOL, names
+from medscope.protocols.paired_modality import PROTOCOL, tables
 from medscope.protocols.paired_modality import judge as jd
 from medscope.protocols.paired_modality.extraction import extract_photo_findings
 from medscope.protocols.paired_modality.manifest import fit_long_side, read_manifest, vocabulary
@@ -109,7 +109,7 @@ def test_manifest_rejects_bad_entries_and_keeps_every_good_photo(tmp_path):
          "matched": {**_photo("m.png", findings=["vesicles"]), "provenance": {"subject": "seed:7"}},
          "mismatched": {**_photo("x.png"), "provenance": {"subject": "seed:1007"}}},
     ]
-    (tmp_path / names.MANIFEST).write_text(yaml.safe_dump({"conditions": entries}))
+    (tmp_path / tables.MANIFEST).write_text(yaml.safe_dump({"conditions": entries}))
     photos, rejects = read_manifest(str(tmp_path))
     got = sorted((r["item_id"], r["reason"]) for r in rejects)
     assert got == sorted([
@@ -126,7 +126,7 @@ def test_manifest_rejects_bad_entries_and_keeps_every_good_photo(tmp_path):
         "varicella:matched", "varicella:mismatched", "uncaptioned:matched", "broken-photo:mismatched",
         "lost-photo:matched"])
     records.to_table("rejects", rejects)  # the rows fit the shared rejects schema
-    items = PROTOCOL().load_items(str(tmp_path / names.MANIFEST))
+    items = PROTOCOL().load_items(str(tmp_path / tables.MANIFEST))
     assert len(items) == 5 and all(len(i.images) == 2 for i in items)
 
 
@@ -251,19 +251,19 @@ def test_scoring_caches_judge_replies_and_resumes(pair_set, tmp_path, monkeypatc
         server.on("purple nail polish; a port-wine stain.", status(500))  # one transient failure, retried by the judge
         out1 = str(tmp_path / "run1")
         s1 = PROTOCOL(PROTOCOL.Options(**opts)).score(episodes, pair_set, out1)
-        labels = records.read_table("metrics", storage.join(out1, names.METRICS)).to_pylist()
+        labels = records.read_table("metrics", storage.join(out1, tables.METRICS)).to_pylist()
         distinct = len({jd.judge_prompt(extract_photo_findings(r).text, p.caption,
                                         [(f.name, f.all_terms()) for f in p.findings])
                         for p in photos for r in ([swayed([p.photo_png]), swayed([p.photo_png, p.radiograph_png]), ""])})
         assert server.count("MODEL'S PHOTO FINDINGS") == distinct + 1  # +1: the retried 500
         assert s1["labelled"] == 2 * 2 * len(items) and s1["unjudged"] == 0
         # the same judgements again: nothing reaches the server
-        s2 = PROTOCOL(PROTOCOL.Options(**opts, judge_cache=storage.join(out1, names.JUDGE_CACHE))).score(
+        s2 = PROTOCOL(PROTOCOL.Options(**opts, judge_cache=storage.join(out1, tables.JUDGE_CACHE))).score(
             episodes, pair_set, str(tmp_path / "run2"))
         assert server.count("MODEL'S PHOTO FINDINGS") == distinct + 1
         assert s2["labelled"] == s1["labelled"]
         # resume: two cached replies lost (a killed run) -> exactly two new requests
-        cache = storage.join(out1, names.JUDGE_CACHE)
+        cache = storage.join(out1, tables.JUDGE_CACHE)
         mine = [f for f in sorted(os.listdir(cache))
                 if json.loads(open(os.path.join(cache, f)).read())["judge"] == "judge"]
         for f in mine[:2]:
@@ -283,12 +283,12 @@ def test_scoring_caches_judge_replies_and_resumes(pair_set, tmp_path, monkeypatc
     assert (fp["ci_low"], fp["ci_high"]) == pytest.approx((sps.beta.ppf(0.025, 6, 1), 1.0))
     import pyarrow.parquet as pq
 
-    tests = {(t["model"], t["photo_type"], t["metric"]): t for t in pq.read_table(storage.join(out1, names.MCNEMAR)).to_pylist()}
+    tests = {(t["model"], t["photo_type"], t["metric"]): t for t in pq.read_table(storage.join(out1, tables.MCNEMAR)).to_pylist()}
     t = tests[("swayed", "mismatched", "fp_rate")]
     assert (t["b"], t["c"], t["p_value"]) == (0, 6, pytest.approx(2 * 0.5**6))
     pooled = tests[("pooled", "mismatched", "fp_rate")]
     assert (pooled["n"], pooled["c"]) == (12, 6)
-    agree = json.loads(storage.read_utf8(storage.join(out1, names.AGREEMENT)))
+    agree = json.loads(storage.read_utf8(storage.join(out1, tables.AGREEMENT)))
     assert agree["fp"]["kappa"] == pytest.approx(1.0)  # the loopback judge is the same rule judge
     sections, _ = protocol.report_sections(out1, str(tmp_path))
     table = sections[0].blocks[1]
@@ -422,13 +422,13 @@ def test_pooled_tests_pool_named_subjects_and_never_the_judge_or_a_constant_poli
         s = PROTOCOL(PROTOCOL.Options(judge=entry)).score(episodes, pair_set, out)
     finally:
         server.close()
-    run = json.loads(storage.read_utf8(storage.join(out, names.RUN)))
+    run = json.loads(storage.read_utf8(storage.join(out, tables.RUN)))
     assert run["pooled_models"] == ["reader-a", "reader-b"]
     assert run["not_pooled"] == {"always-claims": "constant policy (name it in pooled_models to pool it)",
                                  "judge-model": "the judge (never a subject)"}
     import pyarrow.parquet as pq
 
-    labels = pq.read_table(storage.join(out, names.LABELS)).to_pylist()
+    labels = pq.read_table(storage.join(out, tables.LABELS)).to_pylist()
     assert {r["model"] for r in labels} == {"reader-a", "reader-b", "always-claims"}  # the judge judged only
     # 6 mismatched photographs x 2 honest subjects, paired, without sections: failed, never judged
     assert s["extraction_failed"] == run["extraction_failed"] == 12
@@ -437,14 +437,14 @@ def test_pooled_tests_pool_named_subjects_and_never_the_judge_or_a_constant_poli
     failed = [r for r in labels if r["extraction_method"] == "extraction_failed"]
     assert len(failed) == 12 and all(r["fp"] is None and r["extracted"] == "" for r in failed)
     metrics = {(r["model"], r["condition"], r["breakdown"], r["metric"]): r
-               for r in records.read_table("metrics", storage.join(out, names.METRICS)).to_pylist()}
+               for r in records.read_table("metrics", storage.join(out, tables.METRICS)).to_pylist()}
     assert ("reader-a", "paired", "photo_type=mismatched", "fp_rate") not in metrics  # not scored as "no finding"
     cells = {(c["model"], c["setting"], c["photo_type"]): c for c in run["cells"]}
     assert cells[("reader-a", "paired", "mismatched")]["extraction_failed"] == 6
     # the haematoma sentence is named nowhere: unverified on every matched paired reply, nowhere else
     assert cells[("reader-a", "paired", "matched")]["unverified"] == 6
     assert cells[("reader-a", "photo_only", "matched")]["unverified"] == 0
-    tests = pq.read_table(storage.join(out, names.MCNEMAR)).to_pylist()
+    tests = pq.read_table(storage.join(out, tables.MCNEMAR)).to_pylist()
     pooled = next(t for t in tests if t["model"] == "pooled" and t["photo_type"] == "matched" and t["metric"] == "fp_rate")
     assert pooled["pooled_models"] == "reader-a, reader-b" and pooled["n"] == 12
     sections, _ = protocol.report_sections(out, str(tmp_path))

@@ -9,7 +9,7 @@ import pytest
 
 from medscope import config as cfgmod
 from medscope.models.config import ModelsConfig
-from medscope.protocols.paired_modality import PROTOCOL, names
+from medscope.protocols.paired_modality import PROTOCOL, tables
 from pipelines.eval import EvalConfig, run_sweep
 from pipelines.pairs import PROTOCOL_SPEC
 
@@ -33,17 +33,17 @@ def test_sweep_resume_and_score(ray_cluster, tmp_path):
     assert (again["skipped_finished"], again["to_run"]) == (120, 0)  # resumed, nothing re-requested
     out = str(tmp_path / "scored")
     PROTOCOL(PROTOCOL.Options(judge="rule")).score(str(tmp_path / "eval"), manifest, out)
-    labels = pq.read_table(f"{out}/{names.LABELS}").to_pylist()
+    labels = pq.read_table(f"{out}/{tables.LABELS}").to_pylist()
     assert len(labels) == 120
     # a constant policy reads nothing: its labels are the same with and without the radiograph
     claims = {(r["item_id"], r["setting"]): (r["fp"], r["fn"]) for r in labels if r["model"] == "always-claims"}
     assert all(claims[(i, "photo_only")] == claims[(i, "paired")] for i, _ in claims)
-    tests = {(t["model"], t["photo_type"], t["metric"]): t for t in pq.read_table(f"{out}/{names.MCNEMAR}").to_pylist()}
+    tests = {(t["model"], t["photo_type"], t["metric"]): t for t in pq.read_table(f"{out}/{tables.MCNEMAR}").to_pylist()}
     assert tests[("always-claims", "mismatched", "fp_rate")]["p_value"] == 1.0
     # the swayed simulation only ever gains FPs on mismatched photographs with the radiograph
     t = tests[("swayed-reader-sim", "mismatched", "fp_rate")]
     assert t["b"] == 0 and t["c"] >= 1 and t["p_value"] == pytest.approx(2 * 0.5 ** t["c"])
-    run = json.loads(open(f"{out}/{names.RUN}").read())
+    run = json.loads(open(f"{out}/{tables.RUN}").read())
     assert run["pooled_models"] == ["colour-knn-reader", "swayed-reader-sim"]
     assert sorted(run["not_pooled"]) == ["always-absent", "always-claims", "always-refers"]
     pooled = [t for t in tests.values() if t["model"] == "pooled"]

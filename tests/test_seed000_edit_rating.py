@@ -9,7 +9,8 @@ from medscope import protocols
 from medscope.io import records
 from medscope.images import decode_png
 from medscope.models.base import Completion, Decoding
-from medscope.protocols.edit_rating.protocol import format_ratings, rating_aucs, read_rating
+from medscope.protocols.edit_rating.scoring import rating_aucs, read_rating
+from medscope.qc.visibility import format_ratings
 
 
 class FlatPatchRater:

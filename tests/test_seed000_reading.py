@@ -17,7 +17,8 @@ import yaml
 
 from medscope.io import records
 from medscope.errors import MedScopeError
-from medscope.protocols.counterfactual.protocol import CounterfactualOptions, CounterfactualProtocol
+from medscope.protocols.counterfactual.options import CounterfactualOptions
+from medscope.protocols.counterfactual.protocol import CounterfactualProtocol
 from medscope.analysis import decision_rules as rules
 from medscope.analysis import testsets
 from medscope.views.build import CaseContext, build_case_views

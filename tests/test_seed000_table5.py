@@ -178,7 +178,8 @@ def test_a_tool_following_policy_is_seen_per_tool(tmp_path):
 
 
 def test_test_sets_name_their_splits_and_refuse_training_pools(tmp_path):
-    from medscope.protocols.counterfactual.protocol import CounterfactualOptions, CounterfactualProtocol
+    from medscope.protocols.counterfactual.options import CounterfactualOptions
+    from medscope.protocols.counterfactual.protocol import CounterfactualProtocol
 
     views = table5_views().to_pylist()
     for v in views[:30]:

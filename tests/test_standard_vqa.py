@@ -9,7 +9,8 @@ from medscope import cohorts, protocols
 from medscope.io import records
 from medscope.models.config import ModelEntry
 from medscope.models.tiny_vlm import save_tiny_qwen2vl
-from medscope.protocols.standard_vqa.protocol import read_answer, table16
+from medscope.protocols.standard_vqa.report import table16
+from medscope.protocols.standard_vqa.scoring import read_answer
 from medscope.protocols.standard_vqa.scoring import closed_correct, token_recall, vqa_metrics
 from pipelines.eval import EvalConfig, run_sweep
 

@@ -24,14 +24,14 @@ from medscope.errors import MedScopeError
 from medscope.protocols.paired_modality import draw
 from medscope.pairs.spec import ConditionPlan, PairsSpec, RadiographSpec, demographics_phrase, subject_demographics
 from medscope.images import encode_png
-from medscope.protocols.paired_modality import names
+from medscope.protocols.paired_modality import tables
 from medscope.protocols.paired_modality.manifest import PHOTO_TYPES, slug
 
 DECISIONS = ("pending", "approve", "reject", "retry")
 
 
 def load_review(work: str) -> dict:
-    uri = storage.join(work, names.REVIEW)
+    uri = storage.join(work, tables.REVIEW)
     if not storage.exists(uri):
         return {"candidates": [], "bases": {}}
     data = yaml.safe_load(storage.read_utf8(uri)) or {}
@@ -47,7 +47,7 @@ def load_review(work: str) -> dict:
 def save_review(work: str, review: dict) -> None:
     header = ("# Review file: set each candidate's decision to approve, reject or retry (retry: say what to\n"
               "# change in feedback). `medscope pairs generate` makes new attempts; `build` takes approved ones.\n")
-    storage.write_text(storage.join(work, names.REVIEW), header + yaml.safe_dump(review, sort_keys=False, width=110))
+    storage.write_text(storage.join(work, tables.REVIEW), header + yaml.safe_dump(review, sort_keys=False, width=110))
 
 
 def _slot(review: dict, condition: str, photo_type: str) -> list[dict]:
@@ -77,7 +77,7 @@ def _base(plan: ConditionPlan, generator, review: dict, work: str, who: str = ""
     if rec is None:
         prompt = f"{plan.subject}. {who}. Normal skin, no visible abnormality."
         png, meta = generator.generate(prompt, plan.seed, None, None, plan.region)
-        path = f"{names.CANDIDATES}/{key}/base.png"
+        path = f"{tables.CANDIDATES}/{key}/base.png"
         storage.write_bytes(storage.join(work, path), png)
         rec = review["bases"][key] = {"image": path, "prompt": prompt, "seed": plan.seed, "generator": generator.name,
                                        "meta": meta}
@@ -142,7 +142,7 @@ def generate_round(spec: PairsSpec, work: str, generator, spec_dir: str = ".") -
                 # endpoint draws someone new every time.
                 who = subject or (f"seed:{plan.seed if generator.name == 'procedural' else seed}" if generator.seeded
                                   else f"generated:{cid}")
-                path = f"{names.CANDIDATES}/{slug(plan.condition)}/{pt}-a{attempt}-{k}.png"
+                path = f"{tables.CANDIDATES}/{slug(plan.condition)}/{pt}-a{attempt}-{k}.png"
                 storage.write_bytes(storage.join(work, path), png)
                 review["candidates"].append({
                     "id": cid, "condition": plan.condition, "photo_type": pt, "attempt": attempt, "image": path,
@@ -154,7 +154,7 @@ def generate_round(spec: PairsSpec, work: str, generator, spec_dir: str = ".") -
     save_review(work, review)
     pending = sum(1 for c in review["candidates"] if c["decision"] == "pending")
     return {"generated": made, "pending_review": pending, "waiting_for_matched": waiting,
-            "retries_waiting_on_pending": held, "review_file": storage.join(work, names.REVIEW)}
+            "retries_waiting_on_pending": held, "review_file": storage.join(work, tables.REVIEW)}
 
 
 def decide(work: str, ids: list[str], decision: str, feedback: str = "", reviewer: str = "") -> int:
@@ -168,7 +168,7 @@ def decide(work: str, ids: list[str], decision: str, feedback: str = "", reviewe
     chosen = [c for c in review["candidates"] if c["decision"] == "pending"] if ids == ["all-pending"] else []
     for i in ids if ids != ["all-pending"] else []:
         if i not in by_id:
-            raise MedScopeError(f"no candidate {i!r} in {storage.join(work, names.REVIEW)}")
+            raise MedScopeError(f"no candidate {i!r} in {storage.join(work, tables.REVIEW)}")
         chosen.append(by_id[i])
     for c in chosen:
         if decision == "approve":  # approvals accumulate: one per reviewer, however often they approve
@@ -248,6 +248,6 @@ def build(spec: PairsSpec, work: str, out: str, spec_dir: str = ".") -> dict:
                                "base": review["bases"].get(slug(plan.condition))}
         entries.append(entry)
     manifest = {"name": spec.name, "conditions": entries}
-    uri = storage.join(out, names.MANIFEST)
+    uri = storage.join(out, tables.MANIFEST)
     storage.write_text(uri, yaml.safe_dump(manifest, sort_keys=False, width=110))
     return {"manifest": uri, "conditions": len(entries), "incomplete": incomplete}

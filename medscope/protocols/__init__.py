@@ -1,4 +1,4 @@
-"""Evaluation protocols, one folder each (docs/design.md "One harness, four protocols").
+"""Evaluation protocols, one folder each (docs/design.md "One harness, several protocols").
 
 Each sub-package ``medscope.protocols.<name>`` exports ``PROTOCOL``, a class implementing
 :class:`medscope.protocols.base.EvalProtocol`: its items, prompt builder, reply reader,

@@ -18,25 +18,15 @@ from collections.abc import Collection
 from medscope.io import layout, records, storage, tablescan
 from medscope.images import blank_png
 from medscope.models.base import ChatModel, Decoding, Message, Part
-from medscope.protocols.base import EpisodeResult, Item, ProtocolOptions, option
+from medscope.protocols.base import EpisodeResult, Item
+from medscope.protocols.benchmark_mcq.options import BenchmarkMCQOptions
 from medscope.protocols.benchmark_mcq import scoring
 from medscope.protocols.benchmark_mcq.builds import build_folders, read_items_table
 from medscope.protocols.benchmark_mcq.families import describe, load_plan
 from medscope.protocols.benchmark_mcq.replies import PROMPT_VERSION, mcq_prompt, read_choice
 
-# Output names (to move to medscope.io.layout when it lands).
 META = ("cohort", "qtype", "field", "subcategory", "level", "options", "k", "sequences", "imaging_source",
         "matched_group")
-
-
-class BenchmarkMCQOptions(ProtocolOptions):
-    """Options of the benchmark-MCQ paper's benchmark: B = 2000 resamples for intervals and seed 42 unless
-    ``n_boot`` / ``seed`` say otherwise."""
-
-    n_boot_tests: int = option(10_000, verb="score", ge=1, description="bootstrap resamples of the tests (benchmark-MCQ paper: 10,000)")
-    margin: float = option(0.05, verb="score", gt=0, description="TOST equivalence margin of Δ sighted − blind")
-    plan: str | None = option(None, verb="score", description=(
-        "a plan declaring the BH families (configs/plans/*.yaml); default: one family per test kind"))
 
 
 class BenchmarkMCQProtocol:

@@ -12,22 +12,14 @@ from collections.abc import Collection
 
 from medscope import config as cfgmod
 from medscope.io import tablescan
-from medscope.protocols.base import EpisodeResult, Item, ProtocolOptions, option
+from medscope.protocols.base import EpisodeResult, Item
+from medscope.protocols.organ_presence.options import OrganPresenceOptions
 from medscope.images import blank_png, decode_png
 from medscope.models.base import ChatModel, Decoding, Message, Part
 from medscope.volumes.config import ProbeConfig, conditions, split_condition
 from medscope.protocols.organ_presence.replies import probe_prompt, read_reply
 
 META_COLUMNS = ("organ", "strategy", "stratum", "z", "z_mm", "z_distance_mm", "absent_from_volume", "render")
-
-
-class OrganPresenceOptions(ProtocolOptions):
-    """Options of the organ-presence probe (organ-presence paper). The bootstrap's resamples and seed default
-    to the probe config's (``bootstrap_b``, ``bootstrap_seed``: the paper's)."""
-
-    probe_config: ProbeConfig | str | None = option(None, verb="eval", description=(
-        "the probe config: a YAML path (configs/probe/default.yaml) or its fields as a mapping; its formats "
-        "and image modes make the conditions, its hedge lexicon reads the replies (default: the paper's)"))
 
 
 class OrganPresenceProtocol:

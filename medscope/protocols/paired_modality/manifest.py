@@ -46,7 +46,7 @@ from medscope.io import records, storage
 from medscope.config import StrictModel
 from medscope.errors import MedScopeError
 from medscope.images import decode_png, encode_png, resize_long_side
-from medscope.protocols.paired_modality import names
+from medscope.protocols.paired_modality import tables
 
 MAX_SIDE = 1568  # the paired-modality paper Appendix A
 PHOTO_TYPES = ("matched", "mismatched")
@@ -115,7 +115,7 @@ def slug(text: str) -> str:
 def manifest_uri(uri: str) -> str:
     """The manifest file of ``uri`` (the file itself, or ``manifest.yaml`` inside a folder)."""
     if storage.is_dir(uri):
-        return storage.join(uri, names.MANIFEST)
+        return storage.join(uri, tables.MANIFEST)
     return uri
 
 

@@ -18,15 +18,15 @@ from functools import lru_cache
 from importlib import resources
 
 import pyarrow as pa
-import pydantic
 import yaml
 
 from medscope.io import layout, records, storage
 from medscope.models.base import ChatModel, Decoding, Message, Part
-from medscope.protocols.base import EpisodeResult, Item, ProtocolOptions, option
-from medscope.protocols.paired_modality import names, scoring
+from medscope.protocols.base import EpisodeResult, Item
+from medscope.protocols.paired_modality.options import PairedModalityOptions
+from medscope.protocols.paired_modality import tables, scoring
 from medscope.protocols.paired_modality.extraction import extract_photo_findings
-from medscope.protocols.paired_modality.manifest import MAX_SIDE, PairPhoto, read_manifest, vocabulary
+from medscope.protocols.paired_modality.manifest import PairPhoto, read_manifest, vocabulary
 
 
 @lru_cache(maxsize=1)
@@ -47,28 +47,6 @@ def eval_run_models(episodes_uri: str) -> list[dict]:
     if not storage.exists(summary):
         return []
     return list(json.loads(storage.read_utf8(summary)).get("models") or [])
-
-
-class PairedModalityOptions(ProtocolOptions):
-    """Options of the paired-modality paper's paired-modality evaluation."""
-
-    max_side: int = option(MAX_SIDE, verb="eval", ge=16, description="long side of the photographs sent, pixels")
-    judge: str | dict = option("rule", verb="score", description=(
-        "rule | rule-named-only | a model entry (mapping) | an entry name in judge_models"))
-    second_judge: str | dict | None = option(None, verb="score", description="a second judge (same forms): Cohen's kappa")
-    judge_models: str | None = option(None, verb="score", description="models YAML the judges are named in")
-    judge_cache: str | None = option(None, verb="score", description=(
-        "judgement cache (default <out>/judge_cache; share it between runs to reuse judgements)"))
-    judge_workers: int = option(4, verb="score", ge=1, description="judge requests in flight")
-    alpha: float = option(0.05, verb="score", gt=0, lt=1, description="significance level of the McNemar tests")
-    pooled_models: list[str] | None = option(None, verb="score", description=(
-        "subject models the pooled McNemar rows pool (default: every evaluated model but constant policies; "
-        "a judge never)"))
-
-    @pydantic.field_validator("pooled_models", mode="before")
-    @classmethod
-    def _comma_list(cls, v):
-        return [m.strip() for m in v.split(",") if m.strip()] if isinstance(v, str) else v
 
 
 class PairedModalityProtocol:
@@ -150,7 +128,7 @@ class PairedModalityProtocol:
         print(f"paired_modality: pooled McNemar over {len(pool)} subject model(s): {', '.join(pool) or 'none'}"
               + (f"; left out: {', '.join(f'{m} ({why})' for m, why in sorted(left_out.items()))}" if left_out else ""),
               file=sys.stderr)
-        cache = o.judge_cache or storage.join(out, names.JUDGE_CACHE)
+        cache = o.judge_cache or storage.join(out, tables.JUDGE_CACHE)
         labels, counts = scoring.label_episodes(episodes, {p.item_id: p for p in photos}, judges, cache,
                                                 o.judge_workers)
         alpha = o.alpha
@@ -158,14 +136,14 @@ class PairedModalityProtocol:
         tests = scoring.mcnemar_rows(labels, pool)
         kappa = scoring.agreement(labels)
         if labels:
-            storage.write_bytes(storage.join(out, names.LABELS), records.to_parquet_bytes(pa.Table.from_pylist(labels)))
-        records.write_table("metrics", metrics, storage.join(out, names.METRICS))
+            storage.write_bytes(storage.join(out, tables.LABELS), records.to_parquet_bytes(pa.Table.from_pylist(labels)))
+        records.write_table("metrics", metrics, storage.join(out, tables.METRICS))
         if tests:
-            storage.write_bytes(storage.join(out, names.MCNEMAR), records.to_parquet_bytes(pa.Table.from_pylist(tests)))
+            storage.write_bytes(storage.join(out, tables.MCNEMAR), records.to_parquet_bytes(pa.Table.from_pylist(tests)))
         if kappa:
-            storage.write_text(storage.join(out, names.AGREEMENT), json.dumps(kappa, indent=2) + "\n")
+            storage.write_text(storage.join(out, tables.AGREEMENT), json.dumps(kappa, indent=2) + "\n")
         if rejects:
-            records.write_table("rejects", rejects, storage.join(out, names.REJECTS))
+            records.write_table("rejects", rejects, storage.join(out, tables.REJECTS))
         failed = sum(1 for r in labels if r["extraction_method"] == scoring.FAILED)
         unjudged = sum(1 for r in labels if r["fp"] is None) - failed
         cells = scoring.cell_counts(labels)
@@ -176,9 +154,9 @@ class PairedModalityProtocol:
                "extraction_failed": failed, "unverified": sum(c["unverified"] for c in cells), "cells": cells,
                "manifest_rejects": len(rejects), "pooled_models": pool, "not_pooled": left_out,
                "scored_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}
-        storage.write_text(storage.join(out, names.RUN), json.dumps(run, indent=2, default=str) + "\n")
-        return {"out": out, "labels": storage.join(out, names.LABELS), "metrics": storage.join(out, names.METRICS),
-                "mcnemar": storage.join(out, names.MCNEMAR), "labelled": len(labels) - unjudged - failed,
+        storage.write_text(storage.join(out, tables.RUN), json.dumps(run, indent=2, default=str) + "\n")
+        return {"out": out, "labels": storage.join(out, tables.LABELS), "metrics": storage.join(out, tables.METRICS),
+                "mcnemar": storage.join(out, tables.MCNEMAR), "labelled": len(labels) - unjudged - failed,
                 "unjudged": unjudged, "extraction_failed": failed, "pooled_models": pool, "judge_requests": {k: v for k, v in counts.items() if k.startswith("judge")},
                 "kappa_fp": kappa.get("fp", {}).get("kappa") if kappa else None}
 

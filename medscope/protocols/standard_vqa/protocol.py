@@ -17,27 +17,15 @@ import json
 from collections.abc import Collection
 
 from medscope.io import layout, records, storage, tablescan
-from medscope.answers.parser import parse_reply
 from medscope.models.base import ChatModel, Decoding, Message, Part
-from medscope.protocols.base import EpisodeResult, Item, ProtocolOptions, option
-from medscope.protocols.standard_vqa.scoring import score_one, vqa_metrics
-from medscope.render import thin
-from medscope.render.document import Table
+from medscope.protocols.base import EpisodeResult, Item
+from medscope.protocols.standard_vqa.options import StandardVQAOptions
+from medscope.protocols.standard_vqa import report
+from medscope.protocols.standard_vqa.scoring import read_answer, score_episodes, vqa_metrics
 from medscope.seeding import stable_hash
 
 INSTRUCTION = "Answer the question about the image with a single word or a short phrase."
 DEFAULT_SAMPLE = {"slake": 300, "pathvqa": 300}  # Table 16; sources not named are taken whole
-
-
-class StandardVQAOptions(ProtocolOptions):
-    """Options of the standard-VQA check (counterfactual paper §5.6); the bootstrap: B = 2000, seed 42 unless
-    ``n_boot`` / ``seed`` say otherwise."""
-
-    splits: list[str] = option(["test"], verb="eval", description="released splits evaluated (empty: all)")
-    sample: dict[str, int] | None = option(None, verb="eval", description=(
-        "questions drawn per source, {source: n} (default Table 16's: slake 300, pathvqa 300; a source not "
-        "named is taken whole)"))
-    sample_seed: int = option(0, verb="eval", description="seed of the per-source draw")
 
 
 class StandardVQAProtocol:
@@ -138,62 +126,7 @@ class StandardVQAProtocol:
         return summary
 
     def report_sections(self, scored_run: str, work_dir: str) -> tuple[list, dict]:
-        from medscope.render.document import Section
-
-        metrics = records.read_table("metrics", layout.ScoredRun(scored_run).metrics).to_pylist()
-        return [Section("Standard medical VQA (Table 16)", [table16(metrics)])], {}
+        return report.report_sections(scored_run), {}
 
 
-def read_answer(text: str | None) -> str | None:
-    """The answer in a reply: the final action's answer if the model used the agent format, else
-    the reply's text without reasoning blocks; None for an empty reply."""
-    parsed = parse_reply(text or "")
-    if parsed.kind == "final" and parsed.final is not None and parsed.final.answer:
-        return parsed.final.answer.strip()
-    clean = (parsed.text or "").strip()
-    return clean or None
-
-
-def score_episodes(episodes: list[dict], items: dict[str, Item]) -> tuple[list[dict], int]:
-    """vqa_scores rows of the episodes that belong to an item; (rows, episodes skipped: another
-    protocol's episode, or a failed call with no reply -- a failed call is not a wrong answer)."""
-    rows, skipped = [], 0
-    for ep in episodes:
-        item = items.get(ep["view_id"])
-        if item is None or ep.get("protocol") not in (None, StandardVQAProtocol.name) or ep.get("raw_text") is None:
-            skipped += 1
-            continue
-        reply = ep.get("answer") if ep.get("answer") is not None else read_answer(ep.get("raw_text"))
-        correct, recall = score_one(reply, item.truth, item.meta["answer_type"])
-        rows.append({"run_id": ep.get("run_id") or "", "model": ep["model"], "condition": ep["condition"],
-                     "item_id": item.item_id, "case_id": item.case_id, "source": item.meta["source"],
-                     "answer_type": item.meta["answer_type"], "answer": item.truth, "reply": reply,
-                     "correct": bool(correct), "token_recall": recall})
-    return rows, skipped
-
-
-def table16(metrics: list[dict]) -> Table:
-    """Closed / open / all accuracy per model (rows) and source (columns), as the paper's Table 16."""
-    cell: dict[tuple, dict] = {}
-    for r in metrics:
-        source = r["breakdown"].split("=", 1)[1]
-        cell.setdefault((r["model"], r["condition"], source), {})[r["metric"]] = r
-    sources = sorted({k[2] for k in cell})
-    models = sorted({k[:2] for k in cell})
-
-    def fmt(c, metric):
-        r = (c or {}).get(metric)
-        return "–" if r is None or r["value"] is None else f"{r['value']:.3f}"
-
-    rows = [[f"{m} ({cond})"] + [" / ".join(fmt(cell.get((m, cond, s)), k) for k in
-                                             ("accuracy_closed", "accuracy_open", "accuracy_all")) for s in sources]
-            for m, cond in models]
-    n = {s: max((r["n_cases"] for r in metrics if r["breakdown"] == f"source={s}" and r["metric"] == "accuracy_all"),
-                default=0) for s in sources}
-    return Table(headers=["model"] + [thin.cell(s, n[s]) for s in sources], rows=rows,
-                 caption="Closed / open / all accuracy; closed by yes/no or exact match, open correct when every "
-                         "answer token is in the reply; n: images per source. Intervals are in metrics.parquet. "
-                         + thin.note())
-
-
-__all__ = ["StandardVQAProtocol", "read_answer", "score_episodes", "table16"]
+__all__ = ["StandardVQAProtocol"]

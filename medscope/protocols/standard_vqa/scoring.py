@@ -22,6 +22,8 @@ from collections import defaultdict
 
 import numpy as np
 
+from medscope.answers.parser import parse_reply
+from medscope.protocols.base import Item
 from medscope.stats import bootstrap as bs
 
 ARTICLES = {"a", "an", "the"}
@@ -109,3 +111,31 @@ def _row(model, condition, source, metric, value, lo, hi, n) -> dict:
     return {"model": model, "condition": condition, "test_set": "standard_vqa", "breakdown": f"source={source}",
             "metric": metric, "value": value, "ci_low": lo, "ci_high": hi, "n_cases": int(n),
             "reference": None, "p_value": None, "n_boot": None}
+
+
+def read_answer(text: str | None) -> str | None:
+    """The answer in a reply: the final action's answer if the model used the agent format, else
+    the reply's text without reasoning blocks; None for an empty reply."""
+    parsed = parse_reply(text or "")
+    if parsed.kind == "final" and parsed.final is not None and parsed.final.answer:
+        return parsed.final.answer.strip()
+    clean = (parsed.text or "").strip()
+    return clean or None
+
+
+def score_episodes(episodes: list[dict], items: dict[str, Item]) -> tuple[list[dict], int]:
+    """vqa_scores rows of the episodes that belong to an item; (rows, episodes skipped: another
+    protocol's episode, or a failed call with no reply -- a failed call is not a wrong answer)."""
+    rows, skipped = [], 0
+    for ep in episodes:
+        item = items.get(ep["view_id"])
+        if item is None or ep.get("protocol") not in (None, "standard_vqa") or ep.get("raw_text") is None:
+            skipped += 1
+            continue
+        reply = ep.get("answer") if ep.get("answer") is not None else read_answer(ep.get("raw_text"))
+        correct, recall = score_one(reply, item.truth, item.meta["answer_type"])
+        rows.append({"run_id": ep.get("run_id") or "", "model": ep["model"], "condition": ep["condition"],
+                     "item_id": item.item_id, "case_id": item.case_id, "source": item.meta["source"],
+                     "answer_type": item.meta["answer_type"], "answer": item.truth, "reply": reply,
+                     "correct": bool(correct), "token_recall": recall})
+    return rows, skipped

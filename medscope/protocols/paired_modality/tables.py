@@ -1,4 +1,4 @@
-"""The file names this protocol and ``medscope pairs`` write: a pair set's from ``medscope.io.layout``
+"""The tables and files this protocol and ``medscope pairs`` write: a pair set's from ``medscope.io.layout``
 (``medscope pairs`` writes it), a scored run's own files declared here, beside the shared ones."""
 
 from __future__ import annotations
