@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 class Item:
     """One unit of evaluation: a 2D view, a probe slice x organ, a question of a montage..."""
 
-    item_id: str  # view_id / probe item_id: the key column of the episodes table (view_id)
+    item_id: str  # a view's view_id, a question's or slice's item_id: the episodes table's item_id
     case_id: str  # the bootstrap cluster: one source image or volume
     question: str
     truth: str  # the protocol's expected outcome (present | absent | clarify | a letter ...)

@@ -116,10 +116,10 @@ def generate(cfg: BuildConfig, entry: ModelEntry, studies: list[dict], condition
     current = {study_item_id(s["case_id"], s["findings"], s["impression"]): s["case_id"] for s in studies}
     replies = {}
     eps = records.read_table("episodes", storage.join(gen_out, "episodes"),
-                             columns=["view_id", "model", "condition", "raw_text", "error"]).to_pylist()
+                             columns=["item_id", "model", "condition", "raw_text", "error"]).to_pylist()
     for ep in eps:
-        if ep["view_id"] in current and ep["model"] == entry.name and ep["raw_text"] and not ep["error"]:
-            replies[(current[ep["view_id"]], ep["condition"])] = ep["raw_text"]
+        if ep["item_id"] in current and ep["model"] == entry.name and ep["raw_text"] and not ep["error"]:
+            replies[(current[ep["item_id"]], ep["condition"])] = ep["raw_text"]
     return replies, summary
 
 

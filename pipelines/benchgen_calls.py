@@ -21,9 +21,9 @@ PROPOSE_PROTOCOL = "medscope.benchgen.proposer:ProposalProtocol"
 def _replies(out: str, keys: set[str], model: str) -> dict[str, str]:
     """{item id: reply text} of a sweep's finished, error-free episodes of ``model``."""
     eps = records.read_table("episodes", storage.join(out, "episodes"),
-                             columns=["view_id", "model", "raw_text", "error"]).to_pylist()
-    return {ep["view_id"]: ep["raw_text"] for ep in eps
-            if ep["view_id"] in keys and ep["model"] == model and ep["raw_text"] and not ep["error"]}
+                             columns=["item_id", "model", "raw_text", "error"]).to_pylist()
+    return {ep["item_id"]: ep["raw_text"] for ep in eps
+            if ep["item_id"] in keys and ep["model"] == model and ep["raw_text"] and not ep["error"]}
 
 
 def verify(cfg, entry: ModelEntry, studies: list[dict], replies: dict) -> tuple[dict, dict | None]:

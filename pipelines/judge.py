@@ -56,7 +56,7 @@ def free_text_rows(episodes_uri: str, items: dict, entry: ModelEntry) -> tuple[l
     table = records.read_table("episodes", _episodes_folder(episodes_uri))
     rows, withheld = [], 0
     for ep in table.to_pylist():
-        item = items.get(ep["view_id"])
+        item = items.get(ep["item_id"])
         if item is None or ep["raw_text"] is None:
             continue
         parsed = parse_reply(ep["raw_text"])
@@ -66,7 +66,7 @@ def free_text_rows(episodes_uri: str, items: dict, entry: ModelEntry) -> tuple[l
             withheld += 1
             continue
         finding = str(item.meta.get("finding") or item.meta.get("organ") or "")
-        rows.append({"model": ep["model"], "condition": ep["condition"], "view_id": ep["view_id"],
+        rows.append({"model": ep["model"], "condition": ep["condition"], "item_id": ep["item_id"],
                      "reply": parsed.text, "question": item.question, "finding": finding,
                      "kind": item.meta.get("question_kind") or infer_question_kind(item.question),
                      "rules": decision(ep["action"], ep["claims_finding"])})
@@ -81,10 +81,10 @@ def judged_episodes(episodes_uri: str, judged: list[dict]) -> list[dict]:
     """The episodes with every judged free-text decision replaced by the judge's (reading
     ``judge``); replies the judge could not read keep the rules' decision. Scoring this table
     gives every metric under the judge reading."""
-    by_key = {(r["model"], r["condition"], r["view_id"]): r["judge"] for r in judged if r["judge"] is not None}
+    by_key = {(r["model"], r["condition"], r["item_id"]): r["judge"] for r in judged if r["judge"] is not None}
     out = []
     for ep in records.read_table("episodes", episodes_uri).to_pylist():
-        j = by_key.get((ep["model"], ep["condition"], ep["view_id"]))
+        j = by_key.get((ep["model"], ep["condition"], ep["item_id"]))
         if j is not None:
             action, claim = _AS_ACTION[j]
             ep = {**ep, "action": action, "claims_finding": claim, "reading": "judge",
@@ -123,7 +123,7 @@ def run(args) -> dict:
     judged, counts = judge_replies(ProviderJudge(entry), rows, args.cache or storage.join(args.out, CACHE), args.workers)
     version = rubric()["version"]
     records.write_table("reply_judgements", [
-        {"model": r["model"], "condition": r["condition"], "view_id": r["view_id"], "judge": entry.name,
+        {"model": r["model"], "condition": r["condition"], "item_id": r["item_id"], "judge": entry.name,
          "rubric": version, "rules_decision": r["rules"], "judge_decision": r["judge"], "evidence": r["evidence"]}
         for r in judged], storage.join(args.out, JUDGEMENTS))
     if args.write_episodes:

@@ -37,7 +37,7 @@ def _judge(text: str, images: int) -> str:
 
 def _episode(model, view_id, reply, action, claim, reading="rules"):
     row = {f.name: None for f in records.schema("episodes")}
-    row.update(run_id="r", protocol="counterfactual", model=model, condition="plain", view_id=view_id,
+    row.update(run_id="r", protocol="counterfactual", model=model, condition="plain", item_id=view_id,
                case_id="c", request_key=f"{model}-{view_id}", prompt_version="p", decoding="d", raw_text=reply,
                action=action, claims_finding=claim, tool_calls=0, input_tokens=1, output_tokens=1, cost_usd=0.0,
                latency_s=0.1, attempts=1, reading=reading)
@@ -81,13 +81,13 @@ def test_judge_replies_agreement_cache_and_privacy(tmp_path, monkeypatch):
         # model b: deny/deny, clarify/clarify, judge unreadable -> 2 of 2 read agree, 1 failure
         assert (by["b"]["agree"], by["b"]["judge_failed"], by["b"]["flips"]) == (2, 1, 0)
         table = records.read_table("reply_judgements", str(tmp_path / "out" / "reply_judgements.parquet")).to_pylist()
-        assert sorted((r["model"], r["view_id"], r["rules_decision"], r["judge_decision"]) for r in table) == [
+        assert sorted((r["model"], r["item_id"], r["rules_decision"], r["judge_decision"]) for r in table) == [
             ("a", "v001", "deny", "deny"), ("a", "v002", "claim", "claim"), ("a", "v003", "claim", "deny"),
             ("b", "v001", "deny", "deny"), ("b", "v002", "clarify", "clarify"), ("b", "v003", "unparseable", None)]
         # a rerun asks nothing: every judgement comes from the cache; it can also write the
         # episodes under the judge reading
         assert cli(args + ["--write-episodes", str(tmp_path / "judged"), "--max-failed", "2"]) == 0
-        judged = {(r["model"], r["view_id"]): r for r in
+        judged = {(r["model"], r["item_id"]): r for r in
                   records.read_table("episodes", str(tmp_path / "judged")).to_pylist()}
         assert len(judged) == 8
         assert (judged[("a", "v003")]["action"], judged[("a", "v003")]["claims_finding"],

@@ -59,7 +59,7 @@ def test_reading_recorded_written_and_shown(tmp_path, monkeypatch):
 
 def test_table_written_before_the_column_reads_as_null(tmp_path):
     row = {f.name: None for f in records.schema("episodes")}
-    row.update(run_id="r", protocol="counterfactual", model="m", condition="agent", view_id="v", case_id="c",
+    row.update(run_id="r", protocol="counterfactual", model="m", condition="agent", item_id="v", case_id="c",
                request_key="k", prompt_version="p", decoding="d", action="answer", tool_calls=0,
                input_tokens=1, output_tokens=1, cost_usd=0.0, latency_s=0.1, attempts=1)
     old = records.to_table("episodes", [row]).drop_columns(["reading"])
@@ -68,7 +68,7 @@ def test_table_written_before_the_column_reads_as_null(tmp_path):
     table = records.read_table("episodes", str(tmp_path / "episodes"))
     assert table.column("reading").to_pylist() == [None]
     assert table.column("reading").type == pa.string()
-    assert records.read_table("episodes", str(tmp_path / "episodes"), columns=["view_id", "reading"]).num_rows == 1
+    assert records.read_table("episodes", str(tmp_path / "episodes"), columns=["item_id", "reading"]).num_rows == 1
 
 
 def test_report_counts_reading_paths(tmp_path):
@@ -79,7 +79,7 @@ def test_report_counts_reading_paths(tmp_path):
                 prompt_version="p", decoding="d", action="answer", tool_calls=0, input_tokens=1, output_tokens=1,
                 cost_usd=0.0, latency_s=0.1, attempts=1)
     readings = {"a": ["format", "format", "rules", None], "b": ["json", "rules", "rules", "judge"]}
-    rows = [{**base, "model": m, "view_id": f"v{i}", "reading": r} for m, rs in readings.items() for i, r in enumerate(rs)]
+    rows = [{**base, "model": m, "item_id": f"v{i}", "reading": r} for m, rs in readings.items() for i, r in enumerate(rs)]
     records.write_table("episodes", rows, str(tmp_path / "episodes.parquet"))
     (table,) = _reading_blocks({"episodes": str(tmp_path / "episodes.parquet")})
     assert table.headers == ["model", "condition", "episodes", "format", "json", "rules", "judge", "not recorded"]

@@ -96,7 +96,7 @@ def _items():
 
 
 def _ep(model, cond, item, text):
-    return {"model": model, "condition": cond, "view_id": item, "raw_text": text, "error": None}
+    return {"model": model, "condition": cond, "item_id": item, "raw_text": text, "error": None}
 
 
 def test_scoring_pairs_on_questions_valid_in_both_runs():
@@ -105,7 +105,7 @@ def test_scoring_pairs_on_questions_valid_in_both_runs():
            _ep("m", "sighted", "i3", "C"),
            _ep("m", "blind", "i0", "B"), _ep("m", "blind", "i1", "B"), _ep("m", "blind", "i2", "I am not sure"),
            _ep("m", "blind", "i3", "C"), _ep("m", "agent", "i3", "C"),
-           {"model": "m", "condition": "blind", "view_id": "i9", "raw_text": "A", "error": None}]
+           {"model": "m", "condition": "blind", "item_id": "i9", "raw_text": "A", "error": None}]
     rows, skipped = scoring.score_rows(eps, items)
     assert skipped == 2  # another protocol's condition, an unknown item
     df = pd.DataFrame(rows)

@@ -33,7 +33,7 @@ def _write_parts(folder: str, table) -> dict[str, dict]:
 
 def _rows(folder: str) -> list[tuple]:
     t = records.read_table("episodes", folder)
-    return sorted(zip(t.column("request_key").to_pylist(), t.column("view_id").to_pylist(),
+    return sorted(zip(t.column("request_key").to_pylist(), t.column("item_id").to_pylist(),
                       t.column("action").to_pylist()))
 
 
@@ -187,8 +187,8 @@ def test_compact_verb(tmp_path, capsys):
 def test_unchanged_filter_keeps_order():
     # guards the assumption filter_compacted relies on: pyarrow keeps row order under filter
     _, e = _episodes(2, 2, 0, models=1)
-    mask = pc.invert(pc.equal(e["view_id"], e["view_id"][0]))
-    assert e.filter(mask).column("view_id").to_pylist() == e.column("view_id").to_pylist()[1:]
+    mask = pc.invert(pc.equal(e["item_id"], e["item_id"][0]))
+    assert e.filter(mask).column("item_id").to_pylist() == e.column("item_id").to_pylist()[1:]
 
 
 def test_a_resumed_sweep_after_compaction_sends_nothing(ray_cluster, tmp_path, monkeypatch):

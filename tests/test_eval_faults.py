@@ -60,7 +60,7 @@ def test_sweep_survives_every_fault(ray_cluster, tmp_path, monkeypatch):
         assert [(r["reason"], r["source"]) for r in reasons] == [("retry_later", "an")]
         episodes = records.read_table("episodes", out + "/episodes").to_pylist()
         for name, wire in (("oa", "openai"), ("gm", "gemini")):
-            rows = {r["view_id"]: r for r in episodes if r["model"] == name}
+            rows = {r["item_id"]: r for r in episodes if r["model"] == name}
             assert sorted(rows) == [f"v{i:03d}" for i in range(12)]  # none lost, none duplicated
             for i in range(12):
                 need = FAULTS.get(i, (None, 1))[1]
@@ -143,9 +143,9 @@ def test_worker_killed_mid_sweep(ray_cluster, tmp_path, monkeypatch, fake_provid
     table = records.read_table("episodes", out + "/episodes").to_pylist()
     # the driver's record of what it queued again: the killed worker's units (those held at the
     # provider, and any it had been given but not yet sent), at most its request slots
-    sent_again = {r["view_id"] for r in table if r["request_key"] in result["units_sent_again"]}
-    assert sorted(r["view_id"] for r in table) == [f"v{i:03d}" for i in range(n)]  # none lost or doubled
-    finished_views = {r["view_id"] for r in table if r["request_key"] in finished_at_kill}
+    sent_again = {r["item_id"] for r in table if r["request_key"] in result["units_sent_again"]}
+    assert sorted(r["item_id"] for r in table) == [f"v{i:03d}" for i in range(n)]  # none lost or doubled
+    finished_views = {r["item_id"] for r in table if r["request_key"] in finished_at_kill}
     assert len(finished_views) == first
     in_flight = {v for v in (f"v{i:03d}" for i in range(n)) for h in dropped if unit_tag(v, "agent") in h.what}
     assert sorted(h.what for h in dropped) == sorted(h.what for h in held)

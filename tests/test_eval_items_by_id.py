@@ -79,8 +79,8 @@ def test_driver_reads_no_pixels_and_every_request_carries_its_items_image(tmp_pa
                 for part in message["content"] if part.get("type") == "image_url"]
         assert sent == ([] if condition == "blind" else [image_of[item_id]])
     assert len(seen) == len(requests)  # no unit requested twice
-    episodes = records.read_table("episodes", cfg.out, columns=["view_id", "condition"]).to_pylist()
-    assert {(e["view_id"], e["condition"]) for e in episodes} == seen
+    episodes = records.read_table("episodes", cfg.out, columns=["item_id", "condition"]).to_pylist()
+    assert {(e["item_id"], e["condition"]) for e in episodes} == seen
 
 
 # -- every protocol: the same items by id and without images ---------------------------------------------

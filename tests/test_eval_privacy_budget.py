@@ -104,7 +104,7 @@ def test_private_items_go_only_to_allowed_endpoints(ray_cluster, tmp_path, monke
             assert allowed_srv.count(unit_tag(v, "agent")) == 1
         assert other_srv.count() == 3
         rows = records.read_table("episodes", out + "/episodes").to_pylist()
-        assert sorted((r["model"], r["view_id"]) for r in rows if r["model"] == "other") == [
+        assert sorted((r["model"], r["item_id"]) for r in rows if r["model"] == "other") == [
             ("other", v) for v in ("v001", "v003", "v005")]
         rejects = records.read_table("rejects", out + "/rejects").to_pylist()
         assert sorted((r["source"], r["item_id"], r["reason"]) for r in rejects) == [

@@ -78,7 +78,7 @@ def test_sweep_writes_every_episode_to_s3_and_resumes_without_requests(ray_clust
     assert all(r["answer"] == "no" for r in by_cond["blind"])
     # Cost from the price table and the server's token counts, worked out independently.
     for r in rows:
-        user_text = [req for req in openai_server.requests if unit_tag(r["view_id"], r["condition"]) in req.text][0]
+        user_text = [req for req in openai_server.requests if unit_tag(r["item_id"], r["condition"]) in req.text][0]
         tin, tout = fp.tokens_in(user_text.text, user_text.images), fp.tokens_out(r["raw_text"])
         assert (r["input_tokens"], r["output_tokens"]) == (tin, tout)
         assert r["cost_usd"] == pytest.approx((tin * 2.0 + tout * 8.0) / 1e6)

@@ -71,7 +71,7 @@ def test_new_views_only_are_evaluated_scoring_covers_all_and_removal_reaches_epi
     summary = remove_cases(gone, [cohort, views, run, scored])
     assert summary["rescore"] == [scored]
     episodes = records.read_table("episodes", layout.EvalRun(run).episodes)
-    assert set(episodes.column("view_id").to_pylist()) == all_views - gone_views
+    assert set(episodes.column("item_id").to_pylist()) == all_views - gone_views
     assert not set(episodes.column("case_id").to_pylist()) & set(gone)
     scores = records.read_table("scores", layout.ScoredRun(scored).scores)
     assert set(scores.column("view_id").to_pylist()) == all_views - gone_views

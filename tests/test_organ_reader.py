@@ -71,7 +71,7 @@ def test_demo_probe_step_has_no_failed_unit_and_a_reader_that_reads(ray_cluster,
     items = {r["item_id"]: r for r in records.read_table("probe_items", ctx.uri("probe", "eval_items.parquet")).to_pylist()}
     assert {i["case_id"] for i in items.values()} == {"syn-0002", "syn-0003"}  # the held-out half only
     rows = records.read_table("episodes", ctx.uri("probe", "eval", "episodes")).to_pylist()
-    sighted = [(items[r["view_id"]]["truth"], r["answer"]) for r in rows
+    sighted = [(items[r["item_id"]]["truth"], r["answer"]) for r in rows
                if r["model"] == "organ-reader" and r["condition"] == "verdict_json"]
     got = Counter(sighted)
     # non-constant, and better than either constant policy on both classes' hit rates together

@@ -96,9 +96,9 @@ class MyProtocol:
     def score(self, episodes_uri, items_uri, out):
         truth = {r["item_id"]: r for r in tablescan.iter_rows("myproto_items", items_uri, ["item_id", "case_id", "truth"])}
         episodes = records.read_table("episodes", episodes_uri).to_pylist()
-        rows = [{"model": e["model"], "condition": e["condition"], "item_id": e["view_id"],
-                 "case_id": truth[e["view_id"]]["case_id"], "truth": truth[e["view_id"]]["truth"],
-                 "reply": e["answer"], "correct": e["answer"] == truth[e["view_id"]]["truth"]} for e in episodes]
+        rows = [{"model": e["model"], "condition": e["condition"], "item_id": e["item_id"],
+                 "case_id": truth[e["item_id"]]["case_id"], "truth": truth[e["item_id"]]["truth"],
+                 "reply": e["answer"], "correct": e["answer"] == truth[e["item_id"]]["truth"]} for e in episodes]
         run = layout.ScoredRun(out)
         records.write_table("myproto_scores", rows, run.table("myproto_scores"))
         metrics = []

@@ -208,7 +208,7 @@ def _episodes(protocol, items, models, out):
             for item in items:
                 r = protocol.run_episode(item, model, setting, Decoding())
                 rows.append({"run_id": "t", "protocol": protocol.name, "model": model.name, "condition": setting,
-                             "view_id": item.item_id, "case_id": item.case_id,
+                             "item_id": item.item_id, "case_id": item.case_id,
                              "request_key": f"{model.name}|{setting}|{item.item_id}",
                              "prompt_version": protocol.prompt_version, "decoding": "d", "turns": r.turns,
                              "raw_text": r.raw_text, "action": r.action, "answer": r.answer, "tool_calls": 0,

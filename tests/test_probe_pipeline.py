@@ -141,7 +141,7 @@ def test_build_rejects_resume_show_and_score(ray_cluster, tmp_path, monkeypatch)
             for item in pitems:
                 r = proto.run_episode(item, model, cond, Decoding())
                 rows.append({"run_id": "r", "protocol": proto.name, "model": model.name, "condition": cond,
-                             "view_id": item.item_id, "case_id": item.case_id, "request_key": "k",
+                             "item_id": item.item_id, "case_id": item.case_id, "request_key": "k",
                              "prompt_version": proto.prompt_version, "decoding": Decoding().key(),
                              "turns": r.turns, "raw_text": r.raw_text, "action": r.action, "answer": r.answer,
                              "claims_finding": r.claims_finding, "box": None, "confidence": None, "tool_calls": 0,

@@ -85,12 +85,12 @@ def test_score_episodes_reads_and_skips():
                     "strategy": "adversarial", "stratum": "transition", "z_distance_mm": 5.0,
                     "absent_from_volume": False, "render": "gray"}}
     eps = [
-        {"model": "m", "condition": "reasoning_json", "view_id": "i1", "raw_text":
+        {"model": "m", "condition": "reasoning_json", "item_id": "i1", "raw_text":
          '{"observation": "The spleen is not clearly visible.", "reasoning": "-", "present": false}', "error": None},
-        {"model": "m", "condition": "free_text+blank", "view_id": "i1", "raw_text": "Yes.", "error": None},
-        {"model": "m", "condition": "free_text", "view_id": "i1", "raw_text": None, "error": "HTTP 500"},
-        {"model": "m", "condition": "agent", "view_id": "i1", "raw_text": "x", "error": None},
-        {"model": "m", "condition": "free_text", "view_id": "other", "raw_text": "x", "error": None},
+        {"model": "m", "condition": "free_text+blank", "item_id": "i1", "raw_text": "Yes.", "error": None},
+        {"model": "m", "condition": "free_text", "item_id": "i1", "raw_text": None, "error": "HTTP 500"},
+        {"model": "m", "condition": "agent", "item_id": "i1", "raw_text": "x", "error": None},
+        {"model": "m", "condition": "free_text", "item_id": "other", "raw_text": "x", "error": None},
     ]
     rows, skipped = score_episodes(eps, items, LEX)
     assert skipped == 3

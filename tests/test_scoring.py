@@ -115,7 +115,7 @@ def constant_episodes(views, action, claims):
     rows = []
     for v in views.select(["view_id", "case_id"]).to_pylist():
         rows.append({"run_id": "r", "protocol": "counterfactual", "model": f"always-{action}-{claims}",
-                     "condition": "agent", "view_id": v["view_id"], "case_id": v["case_id"], "request_key": v["view_id"],
+                     "condition": "agent", "item_id": v["view_id"], "case_id": v["case_id"], "request_key": v["view_id"],
                      "prompt_version": "v1", "decoding": "greedy", "turns": None, "raw_text": "", "action": action,
                      "answer": None, "claims_finding": claims, "box": None, "confidence": None, "tool_calls": 0,
                      "input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0, "latency_s": 0.0, "attempts": 1,
@@ -169,7 +169,7 @@ def test_metrics_by_hand_on_a_tiny_table():
     }
     e = constant_episodes(v, "refer", None).to_pylist()
     for row in e:
-        case, kind = row["view_id"].split("/")
+        case, kind = row["item_id"].split("/")
         row["action"], row["claims_finding"] = plan[case][kind]
     s, _ = rewards.score_episodes(records.to_table("episodes", e), v, costs.load("table2"))
     m = metrics.compute(s, n_boot=0).to_pandas()
@@ -192,7 +192,7 @@ def test_metrics_by_hand_on_a_tiny_table():
 def test_unknown_view_becomes_a_reject_and_answer_without_claim_is_unparseable():
     v = synthetic.views(1, 1, 0, seed=2)
     e = constant_episodes(v, "answer", None).to_pylist()
-    e.append(dict(e[0], view_id="ghost/original", request_key="ghost"))
+    e.append(dict(e[0], item_id="ghost/original", request_key="ghost"))
     e.append(dict(e[1], request_key="again"))
     s, rej = rewards.score_episodes(records.to_table("episodes", e), v, costs.load("table2"))
     assert sorted(r["reason"] for r in rej) == ["duplicate_episode", "view_missing"]
@@ -262,7 +262,7 @@ def test_seed_runs_are_distinct_models_with_arm_and_seed_columns():
     has neither. The same view twice under one model id is still a duplicate."""
     v = synthetic.views(2, 1, 0, seed=3)
     base = constant_episodes(v, "answer", True).to_pylist()
-    eps = [dict(e, model=m, request_key=f"{m}/{e['view_id']}") for m in ("recipe@seed0", "recipe@seed1", "gpt-x") for e in base]
+    eps = [dict(e, model=m, request_key=f"{m}/{e['item_id']}") for m in ("recipe@seed0", "recipe@seed1", "gpt-x") for e in base]
     s, rej = rewards.score_episodes(records.to_table("episodes", eps), v, costs.load("table2"))
     assert rej == [] and s.num_rows == 3 * v.num_rows
     got = s.to_pandas().groupby("model")[["arm", "seed"]].first()

@@ -317,7 +317,7 @@ def test_label_noise_rerun_through_the_cli(tmp_path, capsys):
          "--out", str(run), "--n-boot", "50", "--panel", "model-00,model-01,model-02", "--min-votes", "3"])
     summary = json.loads(capsys.readouterr().out)
     ep = e.to_pandas()
-    claims = ep[ep.view_id.str.endswith("natural_negative") & (ep.action == "answer") & ep.claims_finding.fillna(False)]
+    claims = ep[ep.item_id.str.endswith("natural_negative") & (ep.action == "answer") & ep.claims_finding.fillna(False)]
     expected = sorted(c for c, n in claims.groupby("case_id").model.nunique().items() if n == 3)
     assert summary["disputed_cases"] == len(expected) > 0
     manifest = json.loads((run / "run.json").read_text())

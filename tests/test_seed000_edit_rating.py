@@ -55,7 +55,7 @@ def test_zero_shot_ratings_protocol_end_to_end(tmp_path):
     for it in items:
         r = proto.run_episode(it, model, "zero_shot", Decoding())
         eps.append({"run_id": "x", "protocol": "edit_rating", "model": "flat-rater", "condition": "zero_shot",
-                    "view_id": it.item_id, "case_id": it.case_id, "request_key": it.item_id, "prompt_version": "v",
+                    "item_id": it.item_id, "case_id": it.case_id, "request_key": it.item_id, "prompt_version": "v",
                     "decoding": "g", "turns": None, "raw_text": r.raw_text, "action": r.action, "answer": r.answer,
                     "claims_finding": None, "box": None, "confidence": r.confidence, "tool_calls": 0,
                     "input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0, "latency_s": 0.0, "attempts": 1,

@@ -166,7 +166,7 @@ def test_a_tool_following_policy_is_seen_per_tool(tmp_path):
     views = table5_views(extra_training_views=False)
     eps = trivial_episodes(views, {"m": ("answer", True)}).to_pylist()
     for e in eps:
-        if e["view_id"].endswith("/transplant") or "/natural_negative" in e["view_id"]:
+        if e["item_id"].endswith("/transplant") or "/natural_negative" in e["item_id"]:
             e["claims_finding"] = False
     scores, _ = rewards.score_episodes(records.to_table("episodes", eps), views, costs.load("table2"))
     table = mt.compute(scores, n_boot=0).to_pandas()

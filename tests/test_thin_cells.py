@@ -32,7 +32,7 @@ def _items(n=28):
 def test_one_valid_answer_of_28_is_a_thin_cell_never_called_above_chance():
     items = _items()
     # one valid (and right) sighted answer; 27 the reader cannot map to an option
-    eps = [{"model": "m", "condition": "sighted", "view_id": it["item_id"], "error": None,
+    eps = [{"model": "m", "condition": "sighted", "item_id": it["item_id"], "error": None,
              "raw_text": "A" if i == 0 else "I cannot say"} for i, it in enumerate(items)]
     rows, _ = scoring.score_rows(eps, {r["item_id"]: r for r in items})
     df = pd.DataFrame(rows)

@@ -115,7 +115,7 @@ def runs(ray_cluster, views_uri, tmp_path_factory):
     assert sweep["failed"] == 0 and sweep["done"] == sweep["units"] > 0
     eps = records.read_table("episodes", sweep["episodes"]).to_pylist()
     for arch in ARCHS:
-        out[arch]["episodes"] = {e["view_id"]: e for e in eps if e["model"] == f"trained-{arch}"}
+        out[arch]["episodes"] = {e["item_id"]: e for e in eps if e["model"] == f"trained-{arch}"}
     return out
 
 

@@ -85,7 +85,7 @@ def judge_one(judge, prompt: str, cache_uri: str | None) -> tuple[Judgement, boo
 
 
 def judge_replies(judge, rows: Iterable[dict], cache_uri: str | None = None, workers: int = 4) -> tuple[list[dict], dict]:
-    """Judge rows of {model, condition, view_id, reply, question, finding, kind, rules} and return
+    """Judge rows of {model, condition, item_id, reply, question, finding, kind, rules} and return
     (rows with judge / evidence added, {"asked": n, "cached": n})."""
     rows = list(rows)
 

@@ -170,6 +170,9 @@ def write_compacted(folder: str, batch: list[str], tables: list[pa.Table], seq: 
     """Step 1: concatenate ``tables`` (the parts ``batch`` names, in order) into one new
     compacted file; returns its manifest entry. Parts written under older schemas are unified
     (missing nullable columns become nulls; readers cast to the current schema as for parts)."""
+    # every column nullable first: parts from before a column's rename hold the old one, parts
+    # after it the new one, and each reads as nulls in the other's rows (records.conform joins them)
+    tables = [t.cast(pa.schema([f.with_nullable(True) for f in t.schema], metadata=t.schema.metadata)) for t in tables]
     table = pa.concat_tables(tables, promote_options="permissive")
     sink = io.BytesIO()
     pq.write_table(table, sink, compression="zstd")

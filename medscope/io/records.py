@@ -11,9 +11,10 @@ is written, so a bad row fails the writer, never a later reader.
 from __future__ import annotations
 
 import io
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from medscope.io import layout, parts, storage
@@ -118,7 +119,7 @@ SCHEMAS: dict[str, pa.Schema] = {
             pa.field("protocol", pa.string(), nullable=False),
             pa.field("model", pa.string(), nullable=False),
             pa.field("condition", pa.string(), nullable=False),
-            pa.field("view_id", pa.string(), nullable=False),
+            pa.field("item_id", pa.string(), nullable=False),  # the protocol's item: a view, a question, a slice
             pa.field("case_id", pa.string(), nullable=False),
             pa.field("request_key", pa.string(), nullable=False),
             pa.field("prompt_version", pa.string(), nullable=False),
@@ -137,8 +138,8 @@ SCHEMAS: dict[str, pa.Schema] = {
             pa.field("latency_s", pa.float64(), nullable=False),
             pa.field("attempts", pa.int32(), nullable=False),
             pa.field("error", pa.string()),
-            # Added by issue 18 (nullable; older tables read as null): how the decision was
-            # read -- format (<final> tag), json (bare JSON action), rules (free text), judge.
+            # nullable, so tables written before it read as null: how the decision was read --
+            # format (<final> tag), json (bare JSON action), rules (free text), judge.
             pa.field("reading", pa.string()),
         ]
     ),
@@ -147,7 +148,7 @@ SCHEMAS: dict[str, pa.Schema] = {
         [
             pa.field("model", pa.string(), nullable=False),
             pa.field("condition", pa.string(), nullable=False),
-            pa.field("view_id", pa.string(), nullable=False),
+            pa.field("item_id", pa.string(), nullable=False),
             pa.field("judge", pa.string(), nullable=False),  # the judge model's name
             pa.field("rubric", pa.string(), nullable=False),  # rubric version
             pa.field("rules_decision", pa.string(), nullable=False),
@@ -429,11 +430,69 @@ def read_parquet(uri: str, columns: Sequence[str] | None = None) -> pa.Table:
     return read_parquet_bytes(storage.read_bytes(uri), columns)
 
 
+# Columns renamed after tables were written, {table: {new name: old name}}: a file written under
+# the old name reads under the new one, so the runs of earlier releases still score, report and
+# resume (docs/design.md "Renamed in 0.2").
+RENAMED_COLUMNS: dict[str, dict[str, str]] = {
+    "episodes": {"item_id": "view_id"},
+    "reply_judgements": {"item_id": "view_id"},
+}
+
+
+def _renamed(sch: pa.Schema) -> dict[str, str]:
+    return RENAMED_COLUMNS.get(next((n for n, s in SCHEMAS.items() if s is sch), ""), {})
+
+
+def old_column(sch: pa.Schema, column: str) -> str | None:
+    """The name ``column`` of schema ``sch`` had in files written before it was renamed, if any.
+
+    Parameters
+    ----------
+    sch : pyarrow.Schema
+        A registered table's schema.
+    column : str
+        A column of ``sch``.
+
+    Returns
+    -------
+    str or None
+        Its earlier name (``RENAMED_COLUMNS``), or None when it was never renamed.
+    """
+    return _renamed(sch).get(column)
+
+
+def file_columns(sch: pa.Schema, present: Collection[str], columns: Sequence[str] | None) -> list[str] | None:
+    """The columns to read from a file holding ``present`` for ``columns`` of ``sch``.
+
+    Parameters
+    ----------
+    sch : pyarrow.Schema
+        The table's schema.
+    present : collection of str
+        The columns the file holds.
+    columns : sequence of str or None
+        The columns wanted (None: all).
+
+    Returns
+    -------
+    list of str or None
+        Those of ``columns`` the file holds, plus the earlier name of a renamed one when the file
+        holds that (``conform`` renames it); None (every column) when ``columns`` is None.
+    """
+    if not columns:
+        return None
+    out = [c for c in columns if c in present]
+    for c in columns:
+        old = old_column(sch, c)
+        if old and old in present and old not in out:
+            out.append(old)
+    return out
+
+
 def _read_one(uri: str, sch: pa.Schema, columns: Sequence[str] | None) -> pa.Table:
     try:
         pf = parquet_file(storage.read_bytes(uri))
-        present = set(pf.schema_arrow.names)
-        table = pf.read(columns=[c for c in columns if c in present] if columns else None, use_threads=False)
+        table = pf.read(columns=file_columns(sch, set(pf.schema_arrow.names), columns), use_threads=False)
     except (pa.ArrowInvalid, OSError) as err:
         raise MedScopeError(f"{uri} is not a readable Parquet file: {err}") from None
     return conform(table, sch, columns, uri)
@@ -442,6 +501,14 @@ def _read_one(uri: str, sch: pa.Schema, columns: Sequence[str] | None) -> pa.Tab
 def conform(table: pa.Table, sch: pa.Schema, columns: Sequence[str] | None, uri: str) -> pa.Table:
     """``table`` (read from ``uri``) as exactly ``columns`` of schema ``sch`` (all when None)."""
     target = pa.schema([sch.field(c) for c in columns]) if columns else sch
+    for new, old in _renamed(sch).items():
+        if old in table.column_names:
+            # a compacted file of old and new parts holds both: each row has one of them
+            values = table.column(old)
+            if new in table.column_names:
+                values = pc.coalesce(table.column(new), values.cast(table.schema.field(new).type))
+                table = table.drop_columns([new])
+            table = table.drop_columns([old]).append_column(new, values)
     for field in target:
         # A nullable column added to a schema after a table was written reads as nulls, so
         # finished work from before the change stays readable (and resumable).

@@ -65,9 +65,11 @@ def _file_tables(uri: str, sch: pa.Schema, columns: Sequence[str] | None, key: s
         with fs.open(path, "rb") as fh:
             pf = pq.ParquetFile(fh, buffer_size=READ_BUFFER, pre_buffer=False)
             present = set(pf.schema_arrow.names)
-            names = [c for c in (columns or sch.names) if c in present]
+            names = records.file_columns(sch, present, columns or sch.names)
             groups = None
             if key is not None:
+                if key not in present and records.old_column(sch, key) in present:
+                    key = records.old_column(sch, key)  # a file written before the column's rename
                 if key not in present:
                     raise MedScopeError(f"{uri} has no column {key!r} to look rows up by")
                 if key not in names:

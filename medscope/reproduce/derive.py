@@ -159,7 +159,7 @@ def constant_policy_episodes(views, policies=CONSTANT_POLICIES):
         for v in views.select(["view_id", "case_id"]).to_pylist():
             rows.append({
                 "run_id": "reproduce", "protocol": "counterfactual", "model": name, "condition": "agent",
-                "view_id": v["view_id"], "case_id": v["case_id"], "request_key": f"{name}:{v['view_id']}",
+                "item_id": v["view_id"], "case_id": v["case_id"], "request_key": f"{name}:{v['view_id']}",
                 "prompt_version": "v1", "decoding": "greedy", "turns": None, "raw_text": "", "action": action,
                 "answer": None, "claims_finding": claims, "box": None,
                 "confidence": 0.9 if action == "answer" else None, "tool_calls": 0, "input_tokens": 0,
@@ -325,7 +325,7 @@ def constant_probe_rows(reply: str, fmt: str = "free_text", cases: int = 30, per
                 items[i] = {"item_id": i, "case_id": f"case{c:02d}", "z": 10 * j, "z_mm": 10.0 * j, "organ": organ,
                             "truth": truth, "strategy": s, "stratum": "mid", "render": "gray",
                             "z_distance_mm": None if truth == "present" else 20.0 + 10 * j, "absent_from_volume": False}
-                episodes.append({"run_id": "reproduce", "model": "constant", "condition": fmt, "view_id": i,
+                episodes.append({"run_id": "reproduce", "model": "constant", "condition": fmt, "item_id": i,
                                  "raw_text": reply.format(organ=organ)})
     rows, _ = score_episodes(episodes, items, DEFAULT_HEDGES)
     return rows

@@ -86,7 +86,7 @@ def episodes(views_table, models: dict[str, dict[str, float]], seed: int = 0, ru
                 box = list(row["lesion_bbox"])  # pixels, as episode tables hold boxes
             rows.append({
                 "run_id": run_id, "protocol": "counterfactual", "model": name, "condition": "agent",
-                "view_id": row["view_id"], "case_id": row["case_id"], "request_key": f"{name}:{row['view_id']}",
+                "item_id": row["view_id"], "case_id": row["case_id"], "request_key": f"{name}:{row['view_id']}",
                 "prompt_version": "v1", "decoding": "greedy", "turns": None,
                 "raw_text": f"<final>{action}</final>", "action": action,
                 "answer": None if claims is None else ("yes" if claims else "no"), "claims_finding": claims,

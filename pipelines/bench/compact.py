@@ -41,7 +41,7 @@ def _rows(n: int) -> list[bytes]:
     for i in range(n):
         row = dict(template[i % len(template)])
         # a reply of ~300 characters that does not compress to nothing
-        row.update(request_key=f"bench-{i:06d}", view_id=f"{row['view_id']}#{i}",
+        row.update(request_key=f"bench-{i:06d}", item_id=f"{row['item_id']}#{i}",
                    raw_text=f"<final>{row['action']}</final> unit {i} " + os.urandom(150).hex())
         out.append(records.to_parquet_bytes(records.to_table("episodes", [row])))
     return out

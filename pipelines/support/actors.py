@@ -199,7 +199,7 @@ def episode_row(unit, item: Item, entry: ModelEntry, result: EpisodeResult, guar
         "protocol": protocol.name,
         "model": entry.name,
         "condition": unit["condition"],
-        "view_id": item.item_id,
+        "item_id": item.item_id,
         "case_id": item.case_id,
         "request_key": unit["key"],
         "prompt_version": protocol.prompt_version,

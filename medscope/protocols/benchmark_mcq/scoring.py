@@ -28,7 +28,7 @@ def score_rows(episodes: list[dict], items: dict[str, dict]) -> tuple[list[dict]
     call with no reply -- a provider failure is not the model's invalid answer)."""
     rows, skipped = [], 0
     for ep in episodes:
-        it = items.get(ep["view_id"])
+        it = items.get(ep["item_id"])
         if it is None or ep["condition"] not in (SIGHTED, BLIND) or (ep.get("raw_text") is None and ep.get("error")):
             skipped += 1
             continue

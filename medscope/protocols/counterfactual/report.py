@@ -447,8 +447,9 @@ def _write_transcripts(manifest, out) -> dict:
     uri = manifest.get("episodes")
     if not uri or not storage.exists(uri):
         return {}
-    ep = records.read_table("episodes", uri, columns=["model", "condition", "view_id", "turns", "raw_text", "action",
+    ep = records.read_table("episodes", uri, columns=["model", "condition", "item_id", "turns", "raw_text", "action",
                                                       "answer", "confidence", "tool_calls"]).to_pandas()
+    ep = ep.rename(columns={"item_id": "view_id"})  # this protocol's items are views
     files, index = {}, ["# Transcripts", ""]
     for (m, c), part in ep.groupby(["model", "condition"], sort=True):
         name = f"transcripts/{re.sub(r'[^A-Za-z0-9._-]+', '_', f'{m}__{c}')}.jsonl"

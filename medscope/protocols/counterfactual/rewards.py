@@ -156,9 +156,9 @@ def score_episodes(
     if box_units not in BOX_UNITS:
         raise MedScopeError(f"box_units must be one of {BOX_UNITS}, not {box_units!r}")
     ep = episodes.select(
-        ["run_id", "model", "condition", "view_id", "case_id", "action", "claims_finding", "box",
+        ["run_id", "model", "condition", "item_id", "case_id", "action", "claims_finding", "box",
          "confidence", "tool_calls"]
-    ).to_pandas()
+    ).to_pandas().rename(columns={"item_id": "view_id"})  # this protocol's items are views
     vw = views.select(
         ["view_id", "kind", "expected", "critical", "lesion_area_frac", "lesion_bbox", "width", "height",
          "imaging_type", "finding", "patient_id", "group_id", "tool", "source"]

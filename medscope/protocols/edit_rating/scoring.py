@@ -31,18 +31,18 @@ def rating_aucs(episodes, views, n_boot: int = 2000, seed: int = 42) -> dict:
 
     kind_of = dict(zip(views.column("view_id").to_pylist(), views.column("kind").to_pylist()))
     out: dict = {}
-    rows = episodes.select(["model", "view_id", "case_id", "confidence", "action"]).to_pylist()
+    rows = episodes.select(["model", "item_id", "case_id", "confidence", "action"]).to_pylist()
     for model in sorted({r["model"] for r in rows}):
-        mine = [r for r in rows if r["model"] == model and kind_of.get(r["view_id"]) in KINDS]
+        mine = [r for r in rows if r["model"] == model and kind_of.get(r["item_id"]) in KINDS]
         rated = [r for r in mine if r["action"] == "answer" and r["confidence"] is not None]
         entry = {"episodes": len(mine), "unparseable": len(mine) - len(rated)}
         for name, pos in (("R_vs_O", "random_removal"), ("T_vs_O", "target_removal")):
-            sel = [r for r in rated if kind_of[r["view_id"]] in (pos, "original")]
-            labels = np.array([kind_of[r["view_id"]] == pos for r in sel])
+            sel = [r for r in rated if kind_of[r["item_id"]] in (pos, "original")]
+            labels = np.array([kind_of[r["item_id"]] == pos for r in sel])
             if labels.any() and (~labels).any():
                 entry[name] = auc_with_ci(np.array([r["confidence"] for r in sel]), labels,
                                           np.array([r["case_id"] for r in sel], dtype=object), n_boot, seed)
-        t = np.array([r["confidence"] for r in rated if kind_of[r["view_id"]] == "target_removal"])
+        t = np.array([r["confidence"] for r in rated if kind_of[r["item_id"]] == "target_removal"])
         if len(t):
             entry["target_rated_unedited"] = int((t <= 0.20).sum())
             entry["target_rated_edited"] = int((t >= 0.75).sum())

@@ -38,7 +38,7 @@ def score_episodes(episodes: list[dict], items: dict[str, dict], lexicon) -> tup
     with no reply -- a failed call is not the model declining to answer -- or not a probe condition)."""
     rows, skipped = [], 0
     for ep in episodes:
-        item = items.get(ep["view_id"])
+        item = items.get(ep["item_id"])
         if item is None or (ep.get("raw_text") is None and ep.get("error")):
             skipped += 1
             continue
@@ -248,8 +248,8 @@ def score_run(episodes_uri: str, items_uri: str, out_uri: str, cfg=None) -> dict
     """Read episodes against probe items; write probe_scores.parquet and metrics.parquet under out."""
     cfg = cfg or ProbeConfig()
     items = {r["item_id"]: r for r in records.read_table("probe_items", items_uri, columns=ITEM_COLUMNS).to_pylist()}
-    cols = ["run_id", "model", "condition", "view_id", "case_id", "raw_text", "error"]
-    episodes = [e for e in records.read_table("episodes", episodes_uri, columns=cols).to_pylist() if e["view_id"] in items]
+    cols = ["run_id", "model", "condition", "item_id", "case_id", "raw_text", "error"]
+    episodes = [e for e in records.read_table("episodes", episodes_uri, columns=cols).to_pylist() if e["item_id"] in items]
     if not episodes:
         raise MedScopeError(f"{episodes_uri}: no episodes of the probe items in {items_uri}")
     scored, skipped = score_episodes(episodes, items, cfg.hedge_lexicon)

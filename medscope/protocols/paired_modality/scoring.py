@@ -70,7 +70,7 @@ def label_episodes(episodes: list[dict], photos: dict[str, PairPhoto], judges: l
     counts = {"episodes": len(episodes), "skipped_error": 0, "skipped_unknown": 0, FAILED: 0}
     rows, prompts, judged = [], [], []
     for ep in episodes:
-        photo = photos.get(ep["view_id"])
+        photo = photos.get(ep["item_id"])
         if photo is None or ep["condition"] not in SETTINGS:
             counts["skipped_unknown"] += 1
             continue

@@ -128,7 +128,7 @@ def score_episodes(episodes: list[dict], items: dict[str, Item]) -> tuple[list[d
     protocol's episode, or a failed call with no reply -- a failed call is not a wrong answer)."""
     rows, skipped = [], 0
     for ep in episodes:
-        item = items.get(ep["view_id"])
+        item = items.get(ep["item_id"])
         if item is None or ep.get("protocol") not in (None, "standard_vqa") or ep.get("raw_text") is None:
             skipped += 1
             continue
