@@ -137,7 +137,7 @@ SCHEMAS: dict[str, pa.Schema] = {
             pa.field("latency_s", pa.float64(), nullable=False),
             pa.field("attempts", pa.int32(), nullable=False),
             pa.field("error", pa.string()),
-            # Added by issue 18 (nullable; older tables read as null): how the decision was
+            # Added later (nullable; older tables read as null): how the decision was
             # read -- format (<final> tag), json (bare JSON action), rules (free text), judge.
             pa.field("reading", pa.string()),
         ]
