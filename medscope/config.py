@@ -22,13 +22,36 @@ SHIPPED_DIR = Path(__file__).resolve().parent / "_configs"
 
 
 def shipped(*parts: str) -> str:
-    """Path of a config file shipped with the package, e.g. ``shipped("views", "demo.yaml")``."""
+    """Path of a config file shipped with the package, e.g. ``shipped("views", "demo.yaml")``.
+
+    Parameters
+    ----------
+    *parts : str
+        Path components under the shipped configs folder (``medscope/_configs``).
+
+    Returns
+    -------
+    str
+        The joined path; whether the file exists is not checked.
+    """
     return str(SHIPPED_DIR.joinpath(*parts))
 
 
 def resolve(uri: str) -> str:
     """``uri`` itself, or, when it is a relative ``configs/...`` path that does not exist here,
-    the shipped copy of that file: ``--recipe configs/views/demo.yaml`` works from any directory."""
+    the shipped copy of that file: ``--recipe configs/views/demo.yaml`` works from any directory.
+
+    Parameters
+    ----------
+    uri : str
+        A path or URI (``s3://...``, absolute, or relative to the working directory).
+
+    Returns
+    -------
+    str
+        ``uri`` unchanged when it has a scheme, is absolute or exists; else the shipped copy's path when
+        ``uri`` is ``configs/...`` (or ``./configs/...``) and that copy exists; else ``uri`` unchanged.
+    """
     norm = uri.replace("\\", "/")
     if "://" in norm or os.path.isabs(norm) or os.path.exists(norm):
         return uri
@@ -72,12 +95,45 @@ _UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG,
 
 
 def safe_load_unique(text: str):
-    """``yaml.safe_load`` that refuses duplicate keys (``yaml.YAMLError``)."""
+    """``yaml.safe_load`` that refuses duplicate keys (``yaml.YAMLError``).
+
+    Parameters
+    ----------
+    text : str
+        YAML source.
+
+    Returns
+    -------
+    object
+        The parsed document (a dict, list, scalar, or ``None`` for an empty document).
+
+    Raises
+    ------
+    yaml.YAMLError
+        On invalid YAML or a key given twice in one mapping (``yaml.constructor.ConstructorError``).
+    """
     return yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
 
 
 def load_yaml(uri: str) -> dict:
-    """Parse a YAML mapping from a path or URI (duplicate keys are an error naming the key)."""
+    """Parse a YAML mapping from a path or URI (duplicate keys are an error naming the key).
+
+    Parameters
+    ----------
+    uri : str
+        Path or URI of the YAML file, passed through :func:`resolve` first; read with
+        :func:`medscope.io.storage.read_bytes` and decoded by :func:`medscope.io.safe_text.decode_text`.
+
+    Returns
+    -------
+    dict
+        The top-level mapping; ``{}`` for an empty file.
+
+    Raises
+    ------
+    MedScopeError
+        When the text is not valid YAML (duplicate keys included) or its top level is not a mapping.
+    """
     uri = resolve(uri)
     try:
         data = safe_load_unique(decode_text(storage.read_bytes(uri), uri))  # BOM / UTF-16 / cp1252 too
@@ -91,7 +147,27 @@ def load_yaml(uri: str) -> dict:
 
 
 def parse(model: type[M], data: dict, source: str = "config") -> M:
-    """Validate ``data`` against ``model``; one readable line per problem."""
+    """Validate ``data`` against ``model``; one readable line per problem.
+
+    Parameters
+    ----------
+    model : type of pydantic.BaseModel
+        The model class to validate against.
+    data : dict
+        The parsed config.
+    source : str, optional
+        Name of the config's origin for the error message (a path or URI). Default ``"config"``.
+
+    Returns
+    -------
+    pydantic.BaseModel
+        An instance of ``model``.
+
+    Raises
+    ------
+    MedScopeError
+        On validation errors: ``"<source>: invalid <Model>: <field.path>: <msg>; ..."``.
+    """
     try:
         return model.model_validate(data)
     except pydantic.ValidationError as err:
@@ -102,12 +178,42 @@ def parse(model: type[M], data: dict, source: str = "config") -> M:
 
 
 def load(model: type[M], uri: str) -> M:
-    """Load and validate a YAML config file."""
+    """Load and validate a YAML config file.
+
+    Parameters
+    ----------
+    model : type of pydantic.BaseModel
+        The model class to validate against.
+    uri : str
+        Path or URI of the YAML file (see :func:`load_yaml`).
+
+    Returns
+    -------
+    pydantic.BaseModel
+        An instance of ``model``.
+
+    Raises
+    ------
+    MedScopeError
+        When the file is not a valid YAML mapping or does not validate against ``model``.
+    """
     return parse(model, load_yaml(uri), source=uri)
 
 
 def content_hash(obj: pydantic.BaseModel | dict | str) -> str:
-    """A stable hash of a config's content (recipe hashes, plan hashes)."""
+    """A stable hash of a config's content (recipe hashes, plan hashes).
+
+    Parameters
+    ----------
+    obj : pydantic.BaseModel or dict or str
+        A model (hashed as its ``model_dump_json()``), a mapping (hashed as ``yaml.safe_dump`` with sorted
+        keys) or text (hashed as is).
+
+    Returns
+    -------
+    str
+        The first 16 hex characters of the SHA-256 of that text.
+    """
     if isinstance(obj, pydantic.BaseModel):
         text = obj.model_dump_json()
     elif isinstance(obj, dict):

@@ -60,13 +60,47 @@ class FinalAction:
 
 
 def format_tool_call(call: ToolCall, reasoning: str = "") -> str:
-    """A tool turn: brief reasoning, then the tagged call."""
+    """A tool turn: brief reasoning, then the tagged call.
+
+    Parameters
+    ----------
+    call : ToolCall
+        The tool call.
+    reasoning : str, optional
+        Text written before the tag; stripped, may be empty. Default ``""``.
+
+    Returns
+    -------
+    str
+        ``"<reasoning> <tool>{json}</tool>"``, or the tag alone without reasoning.
+
+    References
+    ----------
+    .. [1] Counterfactual paper, §3.1, Appendix A.
+    """
     tag = f"<tool>{json.dumps(call.to_json())}</tool>"
     return f"{reasoning.strip()} {tag}".strip()
 
 
 def format_final(final: FinalAction, reasoning: str = "") -> str:
-    """A final turn: brief reasoning, then the tagged final action."""
+    """A final turn: brief reasoning, then the tagged final action.
+
+    Parameters
+    ----------
+    final : FinalAction
+        The final action.
+    reasoning : str, optional
+        Text written before the tag; stripped, may be empty. Default ``""``.
+
+    Returns
+    -------
+    str
+        ``"<reasoning> <final>{json}</final>"``, or the tag alone without reasoning.
+
+    References
+    ----------
+    .. [1] Counterfactual paper, §3.1, Appendix A.
+    """
     tag = f"<final>{json.dumps(final.to_json())}</final>"
     return f"{reasoning.strip()} {tag}".strip()
 

@@ -121,7 +121,19 @@ def _mask(text: str) -> str:
 
 def forward_scope(before: str) -> str:
     """The part of the text before a mention that forward triggers can reach: back to the last
-    terminator, at most eight words."""
+    terminator, at most eight words.
+
+    Parameters
+    ----------
+    before : str
+        The (masked, normalised) text before the mention.
+
+    Returns
+    -------
+    str
+        The text after the last forward terminator (``but``, ``;``, a new clause, ...), cut to its last
+        eight words.
+    """
     cuts = list(_FORWARD_END.finditer(before))
     scope = before[cuts[-1].end():] if cuts else before
     words = list(re.finditer(r"\S+", scope))
@@ -129,7 +141,19 @@ def forward_scope(before: str) -> str:
 
 
 def backward_scope(after: str) -> str:
-    """The part of the text after a mention that backward triggers can reach."""
+    """The part of the text after a mention that backward triggers can reach.
+
+    Parameters
+    ----------
+    after : str
+        The (masked, normalised) text after the mention.
+
+    Returns
+    -------
+    str
+        The text up to the first backward terminator (``but``, ``;``, a comma not before ``which``, ...),
+        cut to its first eight words when longer.
+    """
     m = _BACKWARD_END.search(after)
     scope = after[: m.start()] if m else after
     words = list(re.finditer(r"\S+", scope))
@@ -137,7 +161,21 @@ def backward_scope(after: str) -> str:
 
 
 def status(sentence: str, start: int, end: int) -> str:
-    """Assertion status of the mention ``sentence[start:end]`` (normalised text)."""
+    """Assertion status of the mention ``sentence[start:end]`` (normalised text).
+
+    Parameters
+    ----------
+    sentence : str
+        One normalised sentence (:func:`medscope.answers.matching.normalize`).
+    start, end : int
+        Character offsets of the mention in ``sentence``.
+
+    Returns
+    -------
+    str
+        One of :data:`STATUSES`: ``"affirmed"``, ``"negated"``, ``"possible"``, ``"hypothetical"`` or
+        ``"historical"``.
+    """
     masked = _mask(sentence)
     after = backward_scope(masked[end:])
     best = None  # (position, category): the backward trigger nearest the mention

@@ -44,13 +44,40 @@ def _corpus() -> tuple[LabelledReply, ...]:
 
 
 def load_corpus() -> list[LabelledReply]:
-    """Every labelled reply shipped with the package."""
+    """Every labelled reply shipped with the package.
+
+    Returns
+    -------
+    list of LabelledReply
+        The rows of ``data/replies.yaml``, in file order (a new list; the parse is cached).
+
+    Raises
+    ------
+    ValueError
+        When a row's ``expect`` is not one of :data:`DECISIONS`.
+    """
     return list(_corpus())
 
 
 def load_jsonl_table(name: str) -> list[LabelledReply]:
-    """A labelled table shipped as JSON lines under ``data/`` (issue 29's held-out tables): one
-    object a line with question, finding, kind, style, expect and reply."""
+    """A labelled table shipped as JSON lines under ``data/`` (the held-out tables): one
+    object a line with question, finding, kind, style, expect and reply.
+
+    Parameters
+    ----------
+    name : str
+        File name under the package's ``data/`` folder (e.g. ``"replies_item6.jsonl"``).
+
+    Returns
+    -------
+    list of LabelledReply
+        One per non-blank line, in file order.
+
+    Raises
+    ------
+    ValueError
+        When a line's ``expect`` is not one of :data:`DECISIONS` (the message names the line).
+    """
     import json
 
     text = resources.files("medscope.answers").joinpath("data", name).read_text("utf-8")
@@ -66,7 +93,21 @@ def load_jsonl_table(name: str) -> list[LabelledReply]:
 
 
 def decision(action: str, claim: bool | None) -> str:
-    """(action, claims_finding) as one of DECISIONS."""
+    """(action, claims_finding) as one of DECISIONS.
+
+    Parameters
+    ----------
+    action : str
+        The reader's action: ``answer``, ``refer``, ``clarify`` or ``unparseable``.
+    claim : bool or None
+        Whether an answer claims the finding.
+
+    Returns
+    -------
+    str
+        ``"claim"`` / ``"deny"`` for an answer (by the truth of ``claim``), the action itself when it is
+        one of :data:`DECISIONS`, else ``"unparseable"``.
+    """
     if action == "answer":
         return "claim" if claim else "deny"
     return action if action in DECISIONS else "unparseable"
@@ -86,7 +127,21 @@ class Agreement:
 
 def agreement(read: Callable[[str, str, str, str], tuple[str, bool | None]],
               rows: list[LabelledReply] | None = None) -> Agreement:
-    """Agreement of ``read(reply, question, finding, kind) -> (action, claim)`` with the table."""
+    """Agreement of ``read(reply, question, finding, kind) -> (action, claim)`` with the table.
+
+    Parameters
+    ----------
+    read : callable
+        ``read(reply, question, finding, kind) -> (action, claim)``, e.g.
+        :func:`medscope.answers.matching.read_free_text`.
+    rows : list of LabelledReply or None, optional
+        The table to read; None for :func:`load_corpus`.
+
+    Returns
+    -------
+    Agreement
+        Rows read, rows agreeing, claim/deny flips, and the misses as ``(row, decision read)``.
+    """
     rows = load_corpus() if rows is None else rows
     misses, flips = [], 0
     for row in rows:

@@ -38,12 +38,40 @@ KIND_NOTE = {
 
 @lru_cache(maxsize=1)
 def rubric() -> dict:
-    """The shipped rubric: {"version", "instructions"}."""
+    """The shipped rubric: {"version", "instructions"}.
+
+    Returns
+    -------
+    dict
+        ``data/judge_rubric.yaml`` parsed (cached): ``version`` and ``instructions``.
+    """
     return yaml.safe_load(resources.files("medscope.answers").joinpath("data", "judge_rubric.yaml").read_text("utf-8"))
 
 
 def judge_prompt(reply: str, question: str, finding: str, kind: str) -> str:
-    """The judge's prompt for one reply."""
+    """The judge's prompt for one reply.
+
+    Parameters
+    ----------
+    reply : str
+        The model's reply.
+    question : str
+        The question asked.
+    finding : str
+        The asked finding; empty for "(any)".
+    kind : {"presence", "health", "open"}
+        The question's kind (an unknown kind is described as presence).
+
+    Returns
+    -------
+    str
+        The rubric's instructions, the question, the finding with a note on the question's polarity, and
+        the reply between ``<<<`` and ``>>>``.
+
+    References
+    ----------
+    .. [1] Paired-modality paper, scoring (extract-then-judge).
+    """
     return (f"{rubric()['instructions'].strip()}\n\nQuestion asked: {question}\nAsked finding: {finding or '(any)'}"
             f" ({KIND_NOTE.get(kind, KIND_NOTE['presence'])})\nReply:\n<<<\n{reply}\n>>>")
 
@@ -56,7 +84,20 @@ class Judgement:
 
 
 def read_judgement(text: str) -> Judgement:
-    """The judge's reply -> Judgement (the first JSON object with a known decision)."""
+    """The judge's reply -> Judgement (the first JSON object with a known decision).
+
+    Parameters
+    ----------
+    text : str or None
+        The judge's reply.
+
+    Returns
+    -------
+    Judgement
+        The decision and evidence of the first ``{...}`` object (without nested braces) that parses
+        and has a ``decision`` in :data:`DECISIONS`; ``decision`` None when there is none. ``raw`` is
+        the text.
+    """
     for m in re.finditer(r"\{[^{}]*\}", text or ""):
         try:
             obj = json.loads(m.group(0))
@@ -69,11 +110,44 @@ def read_judgement(text: str) -> Judgement:
 
 
 def judge_key(identity: str, prompt: str) -> str:
+    """Cache key of one judgement: sha256 of (rubric version, judge identity, prompt).
+
+    Parameters
+    ----------
+    identity : str
+        The judge's identity.
+    prompt : str
+        The judge's prompt.
+
+    Returns
+    -------
+    str
+        The first 32 hex characters of the digest.
+    """
     return hashlib.sha256(f"{rubric()['version']}\n{identity}\n{prompt}".encode()).hexdigest()[:32]
 
 
 def judge_one(judge, prompt: str, cache_uri: str | None) -> tuple[Judgement, bool]:
-    """(judgement, came from the cache)."""
+    """(judgement, came from the cache).
+
+    Ask the judge about one prompt, or read its answer from the cache.
+
+    Parameters
+    ----------
+    judge : object
+        Has ``identity`` (str) and ``ask(prompt) -> str``.
+    prompt : str
+        The judge's prompt (:func:`judge_prompt`).
+    cache_uri : str or None
+        Folder of cached judgements, one ``<judge_key>.json`` per key, written once; None for no cache.
+
+    Returns
+    -------
+    judgement : Judgement
+        The judge's reading.
+    cached : bool
+        Whether it came from the cache.
+    """
     uri = storage.join(cache_uri, f"{judge_key(judge.identity, prompt)}.json") if cache_uri else None
     if uri and storage.exists(uri):
         return read_judgement(json.loads(storage.read_utf8(uri))["raw"]), True
@@ -86,7 +160,26 @@ def judge_one(judge, prompt: str, cache_uri: str | None) -> tuple[Judgement, boo
 
 def judge_replies(judge, rows: Iterable[dict], cache_uri: str | None = None, workers: int = 4) -> tuple[list[dict], dict]:
     """Judge rows of {model, condition, item_id, reply, question, finding, kind, rules} and return
-    (rows with judge / evidence added, {"asked": n, "cached": n})."""
+    (rows with judge / evidence added, {"asked": n, "cached": n}).
+
+    Parameters
+    ----------
+    judge : object
+        Has ``identity`` (str) and ``ask(prompt) -> str``.
+    rows : iterable of dict
+        Each with at least ``reply``, ``question``, ``finding`` and ``kind``; other keys are kept.
+    cache_uri : str or None, optional
+        Folder of cached judgements (see :func:`judge_one`). Default None.
+    workers : int, optional
+        Threads asking the judge (at least 1). Default 4.
+
+    Returns
+    -------
+    rows : list of dict
+        The rows in order, each with ``judge`` (the decision or None) and ``evidence`` added.
+    counts : dict
+        ``{"asked": n, "cached": n}``.
+    """
     rows = list(rows)
 
     def one(row):
@@ -100,7 +193,19 @@ def judge_replies(judge, rows: Iterable[dict], cache_uri: str | None = None, wor
 
 
 def agreement_by_model(rows: Iterable[dict]) -> list[dict]:
-    """Per model: replies judged, judge failures, agreement of rules and judge, flips."""
+    """Per model: replies judged, judge failures, agreement of rules and judge, flips.
+
+    Parameters
+    ----------
+    rows : iterable of dict
+        Judged rows with ``model``, ``judge`` (decision or None) and ``rules`` (the rules' decision).
+
+    Returns
+    -------
+    list of dict
+        One per model, sorted by name: ``model``, ``replies``, ``judge_failed``, ``agree``,
+        ``agreement`` (NaN when the judge read none) and ``flips`` (claim/deny disagreements).
+    """
     groups: dict[str, list[dict]] = defaultdict(list)
     for r in rows:
         groups[r["model"]].append(r)

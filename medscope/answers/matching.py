@@ -107,7 +107,18 @@ class Reading:
 
 def normalize(text: str) -> str:
     """Lower case, unified quotes and spaces, markdown removed, contractions expanded
-    ("doesn't" -> "does not", "can't" -> "can not")."""
+    ("doesn't" -> "does not", "can't" -> "can not").
+
+    Parameters
+    ----------
+    text : str or None
+        Any text; None reads as empty.
+
+    Returns
+    -------
+    str
+        The normalised text, runs of spaces and tabs collapsed, stripped.
+    """
     text = (text or "").lower().replace("\u2019", "'").replace("\u2018", "'")
     text = _MARKDOWN.sub(" ", text)
     if "'" in text or "cannot" in text:
@@ -117,7 +128,19 @@ def normalize(text: str) -> str:
 
 
 def infer_question_kind(question: str) -> str:
-    """presence | health | open, from the wording of a question."""
+    """presence | health | open, from the wording of a question.
+
+    Parameters
+    ----------
+    question : str
+        The question as asked.
+
+    Returns
+    -------
+    str
+        ``"health"`` for a yes/no question about being healthy / normal / unremarkable, ``"presence"``
+        for another yes/no question (opening with is, are, does, has, any, ...), else ``"open"``.
+    """
     q = normalize(question)
     if re.search(r"\b(healthy|normal|unremarkable)\b", q) and re.match(
         r"^(is|are|does|do|would|can|could|was|were|will)\b", q
@@ -130,7 +153,13 @@ def infer_question_kind(question: str) -> str:
 
 @lru_cache(maxsize=1)
 def synonym_table() -> dict[str, tuple[str, ...]]:
-    """Finding -> synonyms, from ``data/synonyms.yaml`` shipped with the package."""
+    """Finding -> synonyms, from ``data/synonyms.yaml`` shipped with the package.
+
+    Returns
+    -------
+    dict of str to tuple of str
+        Normalised finding (or head noun) -> its normalised synonyms (cached).
+    """
     raw = yaml.safe_load(resources.files("medscope.answers").joinpath("data", "synonyms.yaml").read_text("utf-8"))
     return {normalize(k): tuple(normalize(s) for s in v) for k, v in raw.items()}
 
@@ -145,7 +174,20 @@ def _plural(word: str) -> tuple[str, ...]:
 
 @lru_cache(maxsize=256)
 def finding_terms(finding: str, synonyms: tuple[str, ...] = ()) -> tuple[str, ...]:
-    """Words that name the finding: itself, plural, head noun, synonyms (longest first)."""
+    """Words that name the finding: itself, plural, head noun, synonyms (longest first).
+
+    Parameters
+    ----------
+    finding : str
+        The asked finding.
+    synonyms : tuple of str, optional
+        Extra synonyms (the view's own list). Default ``()``.
+
+    Returns
+    -------
+    tuple of str
+        Normalised terms with their plurals, longest first; empty when ``finding`` is empty.
+    """
     f = normalize(finding)
     if not f:
         return ()
@@ -234,7 +276,24 @@ def _side_conflict(sentence: str, start: int, finding: str) -> str | None:
 def mention_statuses(text: str, term: str) -> list[str]:
     """The assertion status (affirmed | negated | possible | hypothetical | historical) of every
     mention of ``term`` in free ``text``, by the same scope rules as every reply: for readers of
-    descriptions rather than answers (paired-modality paper's judge asks whether a photo finding is reported)."""
+    descriptions rather than answers (paired-modality paper's judge asks whether a photo finding is reported).
+
+    Parameters
+    ----------
+    text : str
+        Free text (a description, a reply).
+    term : str
+        The word or phrase to find, matched whole after normalising.
+
+    Returns
+    -------
+    list of str
+        One status per mention, in order of sentence and position.
+
+    References
+    ----------
+    .. [1] Paired-modality paper, the judge of reported photo findings.
+    """
     pat = _term_pattern((normalize(term),))
     if pat is None:
         return []
@@ -445,7 +504,33 @@ def _structured(text, question, finding, kind, synonyms) -> Reading | str | None
 
 def read_decision(text: str, question: str, finding: str, question_kind: str | None = None,
               synonyms: tuple[str, ...] | list[str] = (), *, _corrections: bool = True) -> Reading:
-    """Read a free-text reply (or an answer field) into a decision about ``finding``."""
+    """Read a free-text reply (or an answer field) into a decision about ``finding``.
+
+    Parameters
+    ----------
+    text : str
+        The reply (or an answer field).
+    question : str
+        The question the model was asked; its wording sets the question kind when ``question_kind`` is None.
+    finding : str
+        The asked finding (e.g. ``"pneumothorax"``, ``"left kidney"``).
+    question_kind : {"presence", "health", "open"} or None, optional
+        The question's kind; None to infer it with :func:`infer_question_kind`.
+    synonyms : sequence of str, optional
+        Extra words naming the finding (the view's own list), added to :func:`finding_terms`.
+    _corrections : bool, optional
+        Internal: False when reading the tail after a self-correction, so it is not read again.
+
+    Returns
+    -------
+    Reading
+        ``action`` (``answer``, ``refer``, ``clarify`` or ``unparseable``), ``claim`` for an answer,
+        and ``rule``, the rule of :data:`RULES` that decided.
+
+    References
+    ----------
+    .. [1] Counterfactual paper, §3.1, §3.10.
+    """
     kind = question_kind or infer_question_kind(question)
     got = _structured(text, question, finding, kind, synonyms)
     if isinstance(got, Reading):
@@ -485,7 +570,30 @@ def read_decision(text: str, question: str, finding: str, question_kind: str | N
 
 def claims_finding(answer: str, question: str, finding: str, question_kind: str | None = None,
                    synonyms: tuple[str, ...] | list[str] = ()) -> bool | None:
-    """Whether ``answer`` claims ``finding`` is present: True, False, or None (undecided)."""
+    """Whether ``answer`` claims ``finding`` is present: True, False, or None (undecided).
+
+    Parameters
+    ----------
+    answer : str
+        The reply or answer text.
+    question : str
+        The question the model was asked; its wording sets the question kind when ``question_kind`` is None.
+    finding : str
+        The asked finding (e.g. ``"pneumothorax"``, ``"left kidney"``).
+    question_kind : {"presence", "health", "open"} or None, optional
+        The question's kind; None to infer it with :func:`infer_question_kind`.
+    synonyms : sequence of str, optional
+        Extra words naming the finding (the view's own list), added to :func:`finding_terms`.
+
+    Returns
+    -------
+    bool or None
+        The claim when the reply is read as an answer; None when it is refer, clarify or unparseable.
+
+    References
+    ----------
+    .. [1] Counterfactual paper, §3.1, §3.10.
+    """
     r = read_decision(answer, question, finding, question_kind, synonyms)
     return r.claim if r.action == "answer" else None
 
@@ -493,6 +601,31 @@ def claims_finding(answer: str, question: str, finding: str, question_kind: str 
 def read_free_text(text: str, question: str, finding: str, question_kind: str | None = None,
                    synonyms: tuple[str, ...] | list[str] = ()) -> tuple[str, bool | None]:
     """Read a reply that has no action tag: ``(action, claims_finding)``, the same for every
-    model: ``answer`` with its claim, ``clarify``, ``refer`` or ``unparseable``."""
+    model: ``answer`` with its claim, ``clarify``, ``refer`` or ``unparseable``.
+
+    Parameters
+    ----------
+    text : str
+        The reply.
+    question : str
+        The question the model was asked; its wording sets the question kind when ``question_kind`` is None.
+    finding : str
+        The asked finding (e.g. ``"pneumothorax"``, ``"left kidney"``).
+    question_kind : {"presence", "health", "open"} or None, optional
+        The question's kind; None to infer it with :func:`infer_question_kind`.
+    synonyms : sequence of str, optional
+        Extra words naming the finding (the view's own list), added to :func:`finding_terms`.
+
+    Returns
+    -------
+    action : str
+        ``"answer"``, ``"refer"``, ``"clarify"`` or ``"unparseable"``.
+    claim : bool or None
+        For an answer, whether it claims the finding; else None.
+
+    References
+    ----------
+    .. [1] Counterfactual paper, §3.1, §3.10.
+    """
     r = read_decision(text, question, finding, question_kind, synonyms)
     return r.action, r.claim

@@ -49,7 +49,22 @@ class ParsedReply:
 
 
 def strip_reasoning(text: str) -> str:
-    """The reply without reasoning blocks (rule 1)."""
+    """The reply without reasoning blocks (rule 1).
+
+    Parameters
+    ----------
+    text : str or None
+        The raw reply.
+
+    Returns
+    -------
+    str
+        The stripped reply without reasoning blocks; empty for None.
+
+    References
+    ----------
+    .. [1] Counterfactual paper, §3.1, §3.10.
+    """
     text = _BLOCK.sub(" ", text or "")
     text = _DANGLING_CLOSE.sub(" ", text)
     text = _UNCLOSED_OPEN.sub(" ", text)
@@ -137,7 +152,25 @@ def _confidence(value) -> float | None:
 
 
 def read_final(obj: dict) -> tuple[FinalAction | None, str | None]:
-    """A FinalAction from a parsed JSON object, or (None, why not)."""
+    """A FinalAction from a parsed JSON object, or (None, why not).
+
+    Parameters
+    ----------
+    obj : dict
+        A parsed JSON object; ``action`` may be omitted when ``answer`` is given.
+
+    Returns
+    -------
+    final : FinalAction or None
+        The action; an answer's malformed ``box`` or ``confidence`` is dropped (a percentage
+        confidence is scaled to 0-1).
+    error : str or None
+        Why no action was read (an unknown action, an answer without text); None on success.
+
+    References
+    ----------
+    .. [1] Counterfactual paper, §3.1, §3.10.
+    """
     action = str(obj.get("action", "")).strip().lower()
     if not action and "answer" in obj:
         action = "answer"  # {"answer": "No"} without the action key: the intent is unambiguous
@@ -158,7 +191,24 @@ def read_final(obj: dict) -> tuple[FinalAction | None, str | None]:
 
 
 def read_tool(obj: dict) -> tuple[ToolCall | None, str | None]:
-    """A ToolCall from a parsed JSON object, or (None, what is wrong with it)."""
+    """A ToolCall from a parsed JSON object, or (None, what is wrong with it).
+
+    Parameters
+    ----------
+    obj : dict
+        A parsed JSON object, the tool named by ``name`` (or ``tool``).
+
+    Returns
+    -------
+    call : ToolCall or None
+        A zoom with four rounded integers, or a window with numeric ``center`` and ``width``.
+    error : str or None
+        What is wrong with the call, worded for the model; None on success.
+
+    References
+    ----------
+    .. [1] Counterfactual paper, §3.1, §3.10.
+    """
     name = str(obj.get("name") or obj.get("tool") or "").strip().lower()
     if name not in TOOLS:
         return None, f"unknown tool {name!r}; the tools are zoom and window."
@@ -174,7 +224,23 @@ def read_tool(obj: dict) -> tuple[ToolCall | None, str | None]:
 
 
 def parse_reply(text: str) -> ParsedReply:
-    """Read one reply (see the module docstring for the rules)."""
+    """Read one reply (see the module docstring for the rules).
+
+    Parameters
+    ----------
+    text : str
+        The model's raw reply.
+
+    Returns
+    -------
+    ParsedReply
+        ``kind`` ``final``, ``tool``, ``free`` or ``unparseable``, with the action read, the reply
+        without reasoning, any error, and ``source`` (``"tag"``, ``"json"`` or ``""``).
+
+    References
+    ----------
+    .. [1] Counterfactual paper, §3.1, §3.10.
+    """
     clean = strip_reasoning(text)
     m = _ACTION_TAG.search(clean)
     if m is None:

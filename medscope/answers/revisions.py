@@ -24,7 +24,21 @@ def search_outcome(text: str, pat: re.Pattern | None) -> bool | None:
     """A reply that reports a search for the finding and its outcome ("I looked for a pneumothorax
     and found none" -> False; "... and found one at the apex" -> True); None when it reports no
     search of the finding or no outcome. The mention itself is hypothetical ("looked for X"), so
-    the outcome after it decides. ``pat`` matches the finding's words."""
+    the outcome after it decides. ``pat`` matches the finding's words.
+
+    Parameters
+    ----------
+    text : str
+        Normalised reply text (:func:`medscope.answers.matching.normalize`).
+    pat : re.Pattern or None
+        Pattern matching the finding's words; None gives None.
+
+    Returns
+    -------
+    bool or None
+        True when the search found it, False when it found nothing, None when no search of the finding
+        (within four words of the search verb) with an outcome is reported.
+    """
     if pat is None:
         return None
     for s in _SEARCH.finditer(text):
@@ -47,7 +61,20 @@ _CORRECTION = re.compile(
 
 def correction_tail(text: str) -> str | None:
     """What follows a reply's last self-correction ("Yes - actually, on closer inspection, no" ->
-    "no"), or None when the reply corrects nothing."""
+    "no"), or None when the reply corrects nothing.
+
+    Parameters
+    ----------
+    text : str
+        Normalised reply text.
+
+    Returns
+    -------
+    str or None
+        The text after the last correction phrase, leading punctuation and spaces removed (prefixed
+        ``"answer: "`` after "revised answer"); None when there is no correction or nothing follows it
+        (never after "revised answer").
+    """
     last = None
     for last in _CORRECTION.finditer(text):
         pass
@@ -61,7 +88,18 @@ def correction_tail(text: str) -> str | None:
 
 def final_colon_rest(sentence: str) -> str | None:
     """A short verdict (five words at most) after a sentence's last colon ("... so my verdict is:
-    yes", "Result: negative."), or None."""
+    yes", "Result: negative."), or None.
+
+    Parameters
+    ----------
+    sentence : str
+        One normalised sentence.
+
+    Returns
+    -------
+    str or None
+        The stripped text after the last colon when it is one to five words; else None.
+    """
     if ":" not in sentence:
         return None
     rest = sentence.rsplit(":", 1)[1].strip()

@@ -74,7 +74,22 @@ def _strip_suffix(words: str) -> str:
 
 
 def key_kind(key: str, terms: tuple[str, ...], finding: str) -> str | None:
-    """'finding' (the key names the finding), 'presence' / 'general' (a verdict key), or None."""
+    """'finding' (the key names the finding), 'presence' / 'general' (a verdict key), or None.
+
+    Parameters
+    ----------
+    key : str
+        A JSON key.
+    terms : tuple of str
+        Normalised words naming the finding (:func:`medscope.answers.matching.finding_terms`).
+    finding : str
+        The asked finding.
+
+    Returns
+    -------
+    str or None
+        ``"presence"``, ``"general"``, ``"finding"``, or None for any other key.
+    """
     words = _key_words(key)
     if words in PRESENCE_KEY_WORDS or words == "":
         return "presence" if words else None
@@ -85,7 +100,22 @@ def key_kind(key: str, terms: tuple[str, ...], finding: str) -> str | None:
 
 def names_finding(words: str, terms: tuple[str, ...], finding: str) -> bool:
     """Whether ``words`` (a key or a name field) is the finding: one of its terms, and not a term
-    of the other side ("right kidney" for "left kidney"; a side-less head noun is not enough)."""
+    of the other side ("right kidney" for "left kidney"; a side-less head noun is not enough).
+
+    Parameters
+    ----------
+    words : str
+        A key (prefix and suffix words removed) or a name field's value.
+    terms : tuple of str
+        Normalised words naming the finding.
+    finding : str
+        The asked finding; a side word (``left`` / ``right``) in it must be in the matching term.
+
+    Returns
+    -------
+    bool
+        True when the normalised ``words`` equal one of ``terms`` (with the finding's side, if any).
+    """
     words = _norm(words)
     side = next((w for w in _norm(finding).split() if w in SIDES), None)
     for t in terms:
@@ -126,7 +156,30 @@ def _value_claim(value, kind: str, finding: str, terms, read_value: ValueReader)
 
 def json_verdict(obj: dict, finding: str, terms: tuple[str, ...], read_value: ValueReader) -> JsonVerdict:
     """The verdict a JSON object gives about ``finding`` (rules in the module docstring); ``terms``
-    name the finding, ``read_value`` reads a verdict string."""
+    name the finding, ``read_value`` reads a verdict string.
+
+    Parameters
+    ----------
+    obj : dict
+        The parsed JSON object.
+    finding : str
+        The asked finding.
+    terms : tuple of str
+        Normalised words naming the finding.
+    read_value : callable
+        ``read_value(kind, text) -> (resolved, claim)``, reading a verdict string for a ``"presence"``,
+        ``"finding"`` or ``"general"`` key.
+
+    Returns
+    -------
+    JsonVerdict
+        ``found`` when a verdict field exists (searched in nested dicts and lists too), ``claim`` its
+        reading (None when unresolved) and ``key`` its name.
+
+    References
+    ----------
+    .. [1] Organ-presence paper, "Responses parse into present, absent and not-addressed".
+    """
     name = next((obj[k] for k in obj if _norm(k) in NAME_FIELDS and isinstance(obj[k], str)), None)
     if name is not None and terms and not names_finding(name, terms, finding):
         return JsonVerdict(False, None)  # this object is about another organ / finding
@@ -154,7 +207,19 @@ _PAIR = re.compile(r'"([^"\\]{1,60})"\s*:\s*("(?:[^"\\]|\\.)*"|true|false|null|-
 
 def complete_pairs(text: str) -> dict:
     """The complete ``"key": value`` pairs of a JSON object that does not parse (a truncated reply):
-    a verdict that was cut off is not read from its first letters."""
+    a verdict that was cut off is not read from its first letters.
+
+    Parameters
+    ----------
+    text : str
+        The reply from its first ``{``.
+
+    Returns
+    -------
+    dict
+        Each key (up to 60 characters) whose value is a complete JSON string, number, ``true``,
+        ``false`` or ``null`` followed by ``,`` or ``}``; a later duplicate key wins.
+    """
     out = {}
     for m in _PAIR.finditer(text):
         try:
@@ -165,7 +230,18 @@ def complete_pairs(text: str) -> dict:
 
 
 def string_values(obj) -> list[str]:
-    """Every string value of a JSON value, in order (keys left out: a key is not the reply's words)."""
+    """Every string value of a JSON value, in order (keys left out: a key is not the reply's words).
+
+    Parameters
+    ----------
+    obj : object
+        A parsed JSON value.
+
+    Returns
+    -------
+    list of str
+        The strings in depth-first order; empty for numbers, booleans and null.
+    """
     if isinstance(obj, str):
         return [obj]
     if isinstance(obj, dict):

@@ -26,7 +26,19 @@ def error_class(err: BaseException) -> str:
     """The cause a rejects row is grouped by (its ``error_class`` column): the class of the
     exception a reader raised (``UnidentifiedImageError``, ``JSONDecodeError``,
     ``RecursionError`` ...), or ``Reject`` when a MedScope check refused the file itself.
-    A Reject raised while handling a library's exception names that exception's class."""
+    A Reject raised while handling a library's exception names that exception's class.
+
+    Parameters
+    ----------
+    err : BaseException
+        The exception met while reading one file.
+
+    Returns
+    -------
+    str
+        The ``error_class`` the exception names, else the class name of its cause (for a Reject or
+        ``BadText`` raised while handling another exception), else its own class name.
+    """
     named = getattr(err, "error_class", None)
     if named:
         return named
@@ -44,6 +56,24 @@ def read_bounded(uri: str, max_bytes: int) -> bytes:
     Local files: ``stat`` first (follows symlinks), then a non-blocking open and ``fstat``
     again, so a FIFO, socket or device -- named like an image or behind a symlink -- is
     refused without ever blocking or reading without bound.
+
+    Parameters
+    ----------
+    uri : str
+        A plain path, ``file://``, ``s3://`` or ``memory://`` URI.
+    max_bytes : int
+        Most bytes allowed (``limits.max_file_bytes``).
+
+    Returns
+    -------
+    bytes
+        The whole file.
+
+    Raises
+    ------
+    Reject
+        ``not a regular file``, ``over max_file_bytes`` (also when the file grows while read) or
+        ``unreadable file``.
     """
     local = storage.local_path(uri)
     if local is None:

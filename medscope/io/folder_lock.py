@@ -47,7 +47,27 @@ def _holder(path: str) -> dict:
 
 @contextlib.contextmanager
 def writer_lock(out: str, verb: str):
-    """Hold ``out``'s writer lock for the block; yields this writer's token (a string)."""
+    """Hold ``out``'s writer lock for the block; yields this writer's token (a string).
+
+    Parameters
+    ----------
+    out : str
+        The output folder (path or URI); a local folder is made if missing, and removed again on exit
+        if this call made it and it is empty.
+    verb : str
+        What the writer does (e.g. ``"cohort import"``), recorded in the lock and named in the error.
+
+    Yields
+    ------
+    str
+        This writer's token, ``"<host>:<pid>:<12 hex>"``. On an object store no lock file is made; the
+        caller records the token in its manifest (:func:`still_ours`).
+
+    Raises
+    ------
+    MedScopeError
+        When another live writer holds the lock (or a stale lock cannot be taken over after a retry).
+    """
     token = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
     local = storage.local_path(out)
     if local is None:  # object store: the token travels in the manifest instead
@@ -87,7 +107,21 @@ def writer_lock(out: str, verb: str):
 
 
 def still_ours(manifest_uri: str, token: str) -> bool:
-    """True when the manifest at ``manifest_uri`` still names ``token`` as its writer."""
+    """True when the manifest at ``manifest_uri`` still names ``token`` as its writer.
+
+    Parameters
+    ----------
+    manifest_uri : str
+        The manifest file (JSON with a ``writer`` field).
+    token : str
+        This writer's token from :func:`writer_lock`.
+
+    Returns
+    -------
+    bool
+        True when the manifest's ``writer`` equals ``token``; False when it differs or the manifest
+        cannot be read or parsed.
+    """
     try:
         return json.loads(storage.read_utf8(manifest_uri)).get("writer") == token
     except (OSError, ValueError, MedScopeError):

@@ -55,6 +55,18 @@ def as_reject(err: Exception) -> Reject:
     A Reject passes through; a text guard's error keeps its reason; anything else (a library's
     ValueError, RecursionError, MemoryError, ...) becomes ``unexpected error`` with the
     exception's class in the detail, so one bad file is one rejects row, never a stopped run.
+
+    Parameters
+    ----------
+    err : Exception
+        The exception.
+
+    Returns
+    -------
+    Reject
+        ``err`` itself when it is a Reject; for a ``BadText``, a Reject with its reason and the class
+        and detail (500 characters at most); else ``unexpected error`` with class and message (500
+        characters at most). ``error_class`` as :func:`error_class` gives it.
     """
     if isinstance(err, Reject):
         return err
@@ -89,6 +101,16 @@ def display_name(name: str) -> str:
 
     Python hands non-UTF-8 names over as lone surrogates (PEP 383), which Arrow refuses; the
     escaped form is stable, so the case id stays the same across imports.
+
+    Parameters
+    ----------
+    name : str
+        A file name as Python hands it over (possibly with lone surrogates).
+
+    Returns
+    -------
+    str
+        ``name`` itself when it encodes as UTF-8; else the name with each undecodable byte as ``\\xNN``.
     """
     try:
         name.encode("utf-8")
@@ -106,6 +128,20 @@ def walk(root: str) -> tuple[list[str], list[tuple[str, str]]]:
 
     Local folders are walked with ``os.scandir``, following symlinked folders once each;
     other schemes (s3://, memory://) through fsspec, which has no symlinks or FIFOs.
+
+    Parameters
+    ----------
+    root : str
+        The folder (path or URI); a missing folder gives two empty lists.
+
+    Returns
+    -------
+    files : list of str
+        Sorted ``/``-separated paths relative to ``root`` of every entry that is not a folder (FIFOs
+        and devices included).
+    ignored : list of tuple of (str, str)
+        Sorted ``(relative path, reason)`` for folders not walked: already listed (symlink loop or
+        repeat) or unreadable. Always empty for non-local schemes.
     """
     local = storage.local_path(root)
     if local is None:
@@ -151,7 +187,20 @@ def walk(root: str) -> tuple[list[str], list[tuple[str, str]]]:
 def require_inside(root: str, rel: str) -> None:
     """Reject (``path leaves the input root``) a file whose real path -- symlinks resolved --
     lies outside ``root``: a link to ``/etc/...`` or another patient folder is never read into a
-    cohort. Only local paths have symlinks; the link target is not echoed."""
+    cohort. Only local paths have symlinks; the link target is not echoed.
+
+    Parameters
+    ----------
+    root : str
+        The input root (path or URI); non-local roots are not checked.
+    rel : str
+        The file's ``/``-separated path relative to ``root``.
+
+    Raises
+    ------
+    Reject
+        ``path leaves the input root`` when the resolved path is outside the resolved root.
+    """
     local_root = storage.local_path(root)
     if local_root is None:
         return
@@ -167,6 +216,21 @@ def scan_tree(root: str, suffixes: tuple[str, ...]) -> tuple[list[str], list[tup
 
     Symlinked folders are followed once (:func:`walk`); FIFOs and devices named like an
     image are listed, so reading them becomes a ``not a regular file`` reject.
+
+    Parameters
+    ----------
+    root : str
+        The folder (path or URI).
+    suffixes : tuple of str
+        Wanted file endings, e.g. ``(".png", ".jpg")``, compared case-insensitively.
+
+    Returns
+    -------
+    files : list of str
+        Relative paths of the non-hidden files ending with a suffix, sorted.
+    ignored : list of tuple of (str, str)
+        Sorted ``(relative path, reason)``: hidden files, files with another ending (``not a png/jpg
+        file``) and the folders :func:`walk` did not walk.
     """
     files, ignored = walk(root)
     out = []
@@ -195,6 +259,27 @@ def leftovers(
     ``unused`` (e.g. masks no image claims) become rejects with ``unused_reason``; entries
     of ``ignored`` (from :func:`scan_tree`) become rows of stage ``ignored``, so every file
     on disk is accounted for and ``cohort show`` can count them.
+
+    Parameters
+    ----------
+    cfg : object
+        The dataset config; its ``source`` names the rows' source.
+    folder : str
+        The layout folder the relative paths are under (joined with ``/`` into the item name).
+    ignored : list of tuple of (str, str)
+        ``(relative path, reason)`` from :func:`scan_tree`.
+    unused : list of str, optional
+        Relative paths of candidate files no case used.
+    unused_reason : str, optional
+        Reason of their rejects. Default ``"mask without image"``.
+    table : str, optional
+        The table the rows are rejects of. Default ``"cases"``.
+
+    Returns
+    -------
+    list of dict
+        :func:`medscope.io.records.reject` rows: stage ``load`` for ``unused`` (detail ``no image
+        claims this file``), then stage ``ignored`` with the reason for each of ``ignored``.
     """
     rows = [records.reject(table, cfg.source, display_name(posixpath.join(folder, rel)), "load", unused_reason,
                            "no image claims this file") for rel in unused]
@@ -216,6 +301,32 @@ def inflate_bounded(
     the first ``max_out`` bytes are returned (a caller that knows from a header how much it
     needs). ``keep=False`` only measures (returns b""), holding one 1 MiB piece at a time.
     A broken stream is a Reject with reason ``corrupt <what>``.
+
+    Parameters
+    ----------
+    data : bytes
+        The compressed stream; concatenated gzip members are all inflated.
+    max_out : int
+        Most output bytes (``limits.max_decoded_bytes``).
+    wbits : int
+        zlib's ``wbits``: 31 for gzip, -15 for raw deflate, 15 for zlib.
+    what : str, optional
+        What the data is, for the reasons and details. Default ``"data"``.
+    strict : bool, optional
+        Refuse output over ``max_out`` (True) or truncate it (False). Default True.
+    keep : bool, optional
+        Keep the output (True) or only measure it (False). Default True.
+
+    Returns
+    -------
+    bytes
+        The inflated bytes (at most ``max_out``); ``b""`` when ``keep`` is False.
+
+    Raises
+    ------
+    Reject
+        ``corrupt <what>`` for a broken stream; ``over max_decoded_bytes`` when ``strict`` and the
+        output exceeds ``max_out``.
     """
     out, total = [], 0
     try:
@@ -252,6 +363,24 @@ def check_decoded(shape: tuple[int, ...], itemsize: int, limits: Limits, what: s
     """Reject an array of ``shape`` x ``itemsize`` bytes over the budget, before it exists.
 
     ``planar`` (for 2D images) is the width x height checked against ``max_image_pixels``.
+
+    Parameters
+    ----------
+    shape : tuple of int
+        Shape of the array to be decoded.
+    itemsize : int
+        Bytes per element.
+    limits : Limits
+        The budgets.
+    what : str
+        What the array is (``image``, ``mask``, ...), named in the detail.
+    planar : int or None, optional
+        Width x height of a 2D image, checked against ``limits.max_image_pixels``; None skips that.
+
+    Raises
+    ------
+    Reject
+        ``zero-size dimension``, ``over max_image_pixels`` or ``over max_decoded_bytes``.
     """
     if any(int(s) <= 0 for s in shape):
         raise Reject("zero-size dimension", f"{what} shape {'x'.join(str(int(s)) for s in shape)}")
@@ -274,6 +403,26 @@ def open_image(data: bytes, limits: Limits, what: str = "image") -> Image.Image:
 
     Rejects ``over max_image_pixels`` / ``over max_decoded_bytes`` (Pillow's
     DecompressionBombError too), or ``unreadable <what>``.
+
+    Parameters
+    ----------
+    data : bytes
+        The image file's bytes.
+    limits : Limits
+        The budgets its header is checked against (:func:`check_decoded`).
+    what : str, optional
+        What the image is, in reasons and details. Default ``"image"``.
+
+    Returns
+    -------
+    PIL.Image.Image
+        The opened, not yet decoded image.
+
+    Raises
+    ------
+    Reject
+        ``over max_image_pixels`` / ``over max_decoded_bytes`` / ``zero-size dimension``,
+        ``unreadable <what>``, or ``multi-page image`` for more than one frame.
     """
     try:
         with warnings.catch_warnings():  # our own budget below decides, not Pillow's warning
@@ -300,6 +449,24 @@ def exif_upright(img: Image.Image, what: str = "image") -> Image.Image:
 
     Masks are drawn on the displayed image, so both image and mask are turned by their own tag.
     An orientation outside 1..8 is a ``bad EXIF orientation`` reject: which way is up is unknown.
+
+    Parameters
+    ----------
+    img : PIL.Image.Image
+        An opened image.
+    what : str, optional
+        What the image is, in the detail. Default ``"image"``.
+
+    Returns
+    -------
+    PIL.Image.Image
+        ``img`` itself when the orientation is 1, missing or the EXIF block is unreadable; else a
+        transposed copy (``ImageOps.exif_transpose``).
+
+    Raises
+    ------
+    Reject
+        ``bad EXIF orientation`` for an orientation outside 1..8.
     """
     try:
         orientation = img.getexif().get(0x0112, 1)
@@ -313,6 +480,19 @@ def exif_upright(img: Image.Image, what: str = "image") -> Image.Image:
 
 
 def pil_error(err: Exception) -> str:
+    """A Pillow exception as a reject's detail.
+
+    Parameters
+    ----------
+    err : Exception
+        What Pillow raised.
+
+    Returns
+    -------
+    str
+        ``"not an image file Pillow can identify"`` for ``UnidentifiedImageError``, else
+        ``"<class>: <message>"``.
+    """
     if type(err).__name__ == "UnidentifiedImageError":
         return "not an image file Pillow can identify"
     return f"{type(err).__name__}: {err}"
@@ -326,6 +506,16 @@ def csv_lines(data: bytes) -> Iterator[tuple[int, bytes]]:
 
     A UTF-16 / UTF-32 file (Excel's "Unicode text") is transcoded to UTF-8 first; UTF-8 and
     other bytes stay per-row, so one stray byte is one ``CSV row not UTF-8`` reject.
+
+    Parameters
+    ----------
+    data : bytes
+        The whole CSV file; a UTF-8 BOM is dropped.
+
+    Yields
+    ------
+    tuple of (int, bytes)
+        Line number (counting blank lines) and the line's bytes without its line ending.
     """
     from medscope.io.safe_text import decode_text, detect_encoding
 
@@ -343,6 +533,21 @@ def csv_fields(line: bytes) -> list[str]:
     A line without quotes is split on commas (no field-size limit to trip on: RLE strings
     can be long); a quoted one goes through ``csv`` in strict mode, so an unclosed quote
     is this row's error instead of swallowing every later row.
+
+    Parameters
+    ----------
+    line : bytes
+        One line without its line ending.
+
+    Returns
+    -------
+    list of str
+        The fields, each stripped.
+
+    Raises
+    ------
+    Reject
+        ``CSV row not UTF-8`` (naming the byte and column) or ``malformed CSV row``.
     """
     try:
         text = line.decode("utf-8")
@@ -360,7 +565,18 @@ def csv_fields(line: bytes) -> list[str]:
 
 
 def csv_rows(data: bytes) -> Iterator[tuple[int, list[str] | Reject, bytes]]:
-    """(line number, fields or the Reject of that line, raw line) for each non-blank line."""
+    """(line number, fields or the Reject of that line, raw line) for each non-blank line.
+
+    Parameters
+    ----------
+    data : bytes
+        The whole CSV file.
+
+    Yields
+    ------
+    tuple of (int, list of str or Reject, bytes)
+        Line number, the fields (:func:`csv_fields`) or the line's Reject, and the raw line.
+    """
     for no, line in csv_lines(data):
         try:
             yield no, csv_fields(line), line

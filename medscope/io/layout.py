@@ -420,7 +420,17 @@ PART_TABLES: set[str] = {"episodes", "rejects"}
 def register_table_files(name: str, files: tuple[str, ...], part_files: bool = False) -> None:
     """Where a protocol's own table ``name`` sits in the folders that hold it (``files``, e.g.
     ``("probe_scores.parquet",)`` in a scored run, ``("items",)`` for a part folder in a build),
-    and whether it is written as write-once part files. Called by ``records.register_table``."""
+    and whether it is written as write-once part files. Called by ``records.register_table``.
+
+    Parameters
+    ----------
+    name : str
+        The table's name.
+    files : tuple of str
+        Its names inside the folders that hold it, in lookup order.
+    part_files : bool, optional
+        Whether it is a folder of write-once parts. Default False.
+    """
     TABLE_MEMBERS[name] = tuple(files)
     if part_files:
         PART_TABLES.add(name)
@@ -430,7 +440,21 @@ def register_table_files(name: str, files: tuple[str, ...], part_files: bool = F
 
 def table_uri(name: str, uri: str) -> str:
     """The URI of table ``name`` given ``uri``: the table itself (a Parquet file or a folder of
-    part files), or a folder a verb wrote that holds it under its layout name."""
+    part files), or a folder a verb wrote that holds it under its layout name.
+
+    Parameters
+    ----------
+    name : str
+        The table's name.
+    uri : str
+        The table, or a folder holding it.
+
+    Returns
+    -------
+    str
+        The first of the table's layout names (:data:`TABLE_MEMBERS`) that exists under the folder
+        ``uri``; else ``uri`` without trailing ``/``. Existence of the result is not checked.
+    """
     uri = uri.rstrip("/") or uri
     if storage.is_dir(uri):
         for member in TABLE_MEMBERS.get(name, ()):
@@ -442,7 +466,21 @@ def table_uri(name: str, uri: str) -> str:
 
 def folder_of(name: str, uri: str) -> str:
     """The output folder that holds table ``name``, given that folder or the table's URI (a
-    Parquet file, or a folder of part files: its parent is the output folder)."""
+    Parquet file, or a folder of part files: its parent is the output folder).
+
+    Parameters
+    ----------
+    name : str
+        The table's name.
+    uri : str
+        The output folder, or the table's file or part folder.
+
+    Returns
+    -------
+    str
+        ``uri`` (trailing ``/`` removed) when it holds the table under a layout name; else its parent
+        (``"."`` for a bare name).
+    """
     uri = uri.rstrip("/") or uri
     if table_uri(name, uri) != uri:
         return uri
@@ -451,7 +489,26 @@ def folder_of(name: str, uri: str) -> str:
 
 def require(name: str, uri: str) -> str:
     """Like :func:`table_uri`, with a clear error when nothing is there: no such path, or a
-    folder that neither holds the table nor is a folder of its part files."""
+    folder that neither holds the table nor is a folder of its part files.
+
+    Parameters
+    ----------
+    name : str
+        The table's name.
+    uri : str
+        The table, or a folder holding it.
+
+    Returns
+    -------
+    str
+        The table's URI (:func:`table_uri`).
+
+    Raises
+    ------
+    MedScopeError
+        When nothing is there, or the folder found holds Parquet files other than ``part-*`` (or none,
+        for a table that is not a part table).
+    """
     found = table_uri(name, uri)
     missing = not storage.exists(found)
     if not missing and storage.is_dir(found):

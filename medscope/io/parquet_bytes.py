@@ -22,15 +22,50 @@ import pyarrow.parquet as pq
 
 
 def parquet_file(data: bytes) -> pq.ParquetFile:
-    """A ``ParquetFile`` over ``data`` that reads without Arrow's thread pools."""
+    """A ``ParquetFile`` over ``data`` that reads without Arrow's thread pools.
+
+    Parameters
+    ----------
+    data : bytes
+        A whole Parquet file.
+
+    Returns
+    -------
+    pyarrow.parquet.ParquetFile
+        Opened on a ``pa.BufferReader`` with ``pre_buffer=False``.
+    """
     return pq.ParquetFile(pa.BufferReader(data), pre_buffer=False)
 
 
 def read_parquet_bytes(data: bytes, columns: Sequence[str] | None = None) -> pa.Table:
-    """The table in ``data`` (all columns, or ``columns``), read on this thread."""
+    """The table in ``data`` (all columns, or ``columns``), read on this thread.
+
+    Parameters
+    ----------
+    data : bytes
+        A whole Parquet file.
+    columns : sequence of str or None, optional
+        Columns to read; None for all.
+
+    Returns
+    -------
+    pyarrow.Table
+        The table, read with ``use_threads=False``.
+    """
     return parquet_file(data).read(columns=columns, use_threads=False)
 
 
 def parquet_schema(data: bytes) -> pa.Schema:
-    """The Arrow schema of the Parquet file in ``data`` (footer only)."""
+    """The Arrow schema of the Parquet file in ``data`` (footer only).
+
+    Parameters
+    ----------
+    data : bytes
+        A whole Parquet file.
+
+    Returns
+    -------
+    pyarrow.Schema
+        The schema stored in the footer.
+    """
     return parquet_file(data).schema_arrow

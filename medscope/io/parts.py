@@ -53,7 +53,18 @@ def _key(name: str) -> str:
 
 
 def is_compacted(name: str) -> bool:
-    """Whether a file name is a compacted file's (not a unit's part)."""
+    """Whether a file name is a compacted file's (not a unit's part).
+
+    Parameters
+    ----------
+    name : str
+        A file name or URI.
+
+    Returns
+    -------
+    bool
+        True when its last path component starts with ``part-compacted-``.
+    """
     return _name(name).startswith(COMPACTED)
 
 
@@ -62,6 +73,16 @@ def manifest(folder: str) -> dict:
 
     Each file entry: ``name``, ``rows``, ``bytes``, ``sha256`` (of the file's bytes),
     ``compacted_at`` and ``parts``: ``[[key, rows], ...]`` in the order their rows sit in it.
+
+    Parameters
+    ----------
+    folder : str
+        The part folder.
+
+    Returns
+    -------
+    dict
+        The parsed manifest, or ``{"version": 1, "files": []}`` when the folder has none.
     """
     uri = storage.join(folder, layout.COMPACTION)
     if not storage.exists(uri):
@@ -70,6 +91,18 @@ def manifest(folder: str) -> dict:
 
 
 def absorbed_keys(held: dict) -> set[str]:
+    """The part keys every compacted file of a manifest absorbed.
+
+    Parameters
+    ----------
+    held : dict
+        A manifest (:func:`manifest`).
+
+    Returns
+    -------
+    set of str
+        The keys of every entry's ``parts``.
+    """
     return {key for entry in held["files"] for key, _ in entry["parts"]}
 
 
@@ -107,20 +140,55 @@ def _classify(folder: str) -> tuple[dict, list, list, list, list]:
 
 def visible_files(folder: str) -> list[str]:
     """The Parquet files a reader of this part folder reads (sorted): committed compacted files
-    and plain parts no compaction absorbed. One listing and one manifest read."""
+    and plain parts no compaction absorbed. One listing and one manifest read.
+
+    Parameters
+    ----------
+    folder : str
+        The part folder.
+
+    Returns
+    -------
+    list of str
+        Sorted URIs; empty when the folder does not exist.
+    """
     _, committed, _, live, _ = _classify(folder)
     return sorted(uri for uri, _ in committed + live)
 
 
 def part_keys(folder: str) -> set[str]:
     """Keys of the finished units under ``folder``: the keys absorbed by compaction plus those of
-    the plain parts. What a resumed job skips; the same before, during and after compaction."""
+    the plain parts. What a resumed job skips; the same before, during and after compaction.
+
+    Parameters
+    ----------
+    folder : str
+        The part folder.
+
+    Returns
+    -------
+    set of str
+        The finished keys.
+    """
     held, _, _, live, _ = _classify(folder)
     return absorbed_keys(held) | {_key(_name(uri)) for uri, _ in live}
 
 
 def has_part(folder: str, key: str) -> bool:
-    """Whether unit ``key`` is finished under ``folder`` (its part, or absorbed by compaction)."""
+    """Whether unit ``key`` is finished under ``folder`` (its part, or absorbed by compaction).
+
+    Parameters
+    ----------
+    folder : str
+        The part folder.
+    key : str
+        The unit's key.
+
+    Returns
+    -------
+    bool
+        True when ``part-<key>.parquet`` exists or the manifest lists ``key`` as absorbed.
+    """
     if storage.exists(storage.join(folder, f"{PREFIX}{key}{SUFFIX}")):
         return True
     return storage.exists(storage.join(folder, layout.COMPACTION)) and key in absorbed_keys(manifest(folder))
@@ -169,7 +237,25 @@ def _read_parts(uris: list[str]) -> list[pa.Table]:
 def write_compacted(folder: str, batch: list[str], tables: list[pa.Table], seq: int) -> dict:
     """Step 1: concatenate ``tables`` (the parts ``batch`` names, in order) into one new
     compacted file; returns its manifest entry. Parts written under older schemas are unified
-    (missing nullable columns become nulls; readers cast to the current schema as for parts)."""
+    (missing nullable columns become nulls; readers cast to the current schema as for parts).
+
+    Parameters
+    ----------
+    folder : str
+        The part folder.
+    batch : list of str
+        URIs of the parts, in order.
+    tables : list of pyarrow.Table
+        Their contents, in the same order.
+    seq : int
+        Sequence number of the new file (zero-padded to six digits in its name).
+
+    Returns
+    -------
+    dict
+        The manifest entry: ``name`` (``part-compacted-<seq>-<12 hex of sha256>.parquet``), ``rows``,
+        ``bytes``, ``sha256``, ``compacted_at`` (UTC, ISO 8601) and ``parts`` (``[[key, rows], ...]``).
+    """
     # every column nullable first: parts from before a column's rename hold the old one, parts
     # after it the new one, and each reads as nulls in the other's rows (records.conform joins them)
     tables = [t.cast(pa.schema([f.with_nullable(True) for f in t.schema], metadata=t.schema.metadata)) for t in tables]
@@ -186,14 +272,35 @@ def write_compacted(folder: str, batch: list[str], tables: list[pa.Table], seq: 
 
 
 def commit(folder: str, held: dict, entry: dict) -> dict:
-    """Step 2: the manifest names the new file and the keys it absorbed (the commit point)."""
+    """Step 2: the manifest names the new file and the keys it absorbed (the commit point).
+
+    Parameters
+    ----------
+    folder : str
+        The part folder.
+    held : dict
+        The current manifest.
+    entry : dict
+        The new file's entry (:func:`write_compacted`).
+
+    Returns
+    -------
+    dict
+        The manifest written: ``held``'s files plus ``entry``.
+    """
     held = {"version": 1, "files": [*held["files"], entry]}
     _write_manifest(folder, held)
     return held
 
 
 def delete_absorbed(batch: list[str]) -> None:
-    """Step 3: delete the parts a committed compacted file absorbed."""
+    """Step 3: delete the parts a committed compacted file absorbed.
+
+    Parameters
+    ----------
+    batch : list of str
+        URIs of the absorbed parts (all on one filesystem).
+    """
     _delete(batch)
 
 
@@ -217,7 +324,24 @@ def _batches(uris: list[str], target_bytes: int, max_parts: int | None, chunk: i
 
 def compact_folder(folder: str, target_bytes: int = TARGET_BYTES, max_parts: int | None = None) -> dict:
     """Compact one part folder; returns counts. Idempotent: a folder with no plain parts left
-    (and no leftovers of an interrupted compaction) is not touched."""
+    (and no leftovers of an interrupted compaction) is not touched.
+
+    Parameters
+    ----------
+    folder : str
+        The part folder.
+    target_bytes : int, optional
+        Uncompressed Arrow size at which a compacted file is closed. Default :data:`TARGET_BYTES`
+        (128 MiB).
+    max_parts : int or None, optional
+        Most parts per compacted file; None for no limit.
+
+    Returns
+    -------
+    dict
+        ``folder``, ``parts_compacted``, ``files_written``, ``compacted_files`` (in the manifest now),
+        ``rows`` (in them) and ``leftovers_removed`` (orphan compacted files and absorbed parts deleted).
+    """
     held, committed, orphans, live, stale = _classify(folder)
     # leftovers of an interrupted compaction: uncommitted files, parts already absorbed
     _delete([u for u, _ in orphans] + [u for u, _ in stale])
@@ -236,7 +360,19 @@ def compact_folder(folder: str, target_bytes: int = TARGET_BYTES, max_parts: int
 
 def part_folders(run_folder: str) -> list[str]:
     """The part-file tables of an output folder (episodes/, rejects/, probe_items/, items/,
-    montages/ directly under it), or the folder itself when it is one."""
+    montages/ directly under it), or the folder itself when it is one.
+
+    Parameters
+    ----------
+    run_folder : str
+        An output folder, or a part folder.
+
+    Returns
+    -------
+    list of str
+        ``[run_folder]`` when it has Parquet files directly under it and all are parts; else the existing
+        part-table folders under it, sorted by name.
+    """
     names = {m for t in layout.PART_TABLES for m in layout.TABLE_MEMBERS.get(t, ()) if not m.endswith(SUFFIX)}
     own = [_name(u) for u, _ in _listing(run_folder)]
     if own and all(n.startswith(PREFIX) for n in own):
@@ -245,13 +381,39 @@ def part_folders(run_folder: str) -> list[str]:
 
 
 def compact(run_folder: str, target_bytes: int = TARGET_BYTES, max_parts: int | None = None) -> list[dict]:
-    """Compact every part folder of an output folder (:func:`part_folders`)."""
+    """Compact every part folder of an output folder (:func:`part_folders`).
+
+    Parameters
+    ----------
+    run_folder : str
+        An output folder, or a part folder.
+    target_bytes : int, optional
+        As for :func:`compact_folder`.
+    max_parts : int or None, optional
+        As for :func:`compact_folder`.
+
+    Returns
+    -------
+    list of dict
+        One :func:`compact_folder` summary per part folder.
+    """
     return [compact_folder(f, target_bytes, max_parts) for f in part_folders(run_folder)]
 
 
 def verify(folder: str) -> list[str]:
     """Problems with a folder's compacted files: a file missing, or whose bytes, row count or
-    per-part rows differ from the manifest. Empty when all is well."""
+    per-part rows differ from the manifest. Empty when all is well.
+
+    Parameters
+    ----------
+    folder : str
+        The part folder.
+
+    Returns
+    -------
+    list of str
+        One line per problem, ``"<file>: ..."``.
+    """
     problems = []
     for entry in manifest(folder)["files"]:
         uri = storage.join(folder, entry["name"])
@@ -271,7 +433,23 @@ def filter_compacted(uri: str, table: pa.Table, keep) -> bool:
     """Keep only rows ``keep`` (a boolean array) of committed compacted file ``uri`` (``table``
     is its content), updating the manifest: its rows, hash and the keys it absorbed (a key whose
     rows all went is forgotten, so a resumed job would run it again, as for a deleted part).
-    Returns False (and does nothing) when ``uri`` is not a committed compacted file."""
+    Returns False (and does nothing) when ``uri`` is not a committed compacted file.
+
+    Parameters
+    ----------
+    uri : str
+        The compacted file.
+    table : pyarrow.Table
+        Its content.
+    keep : array_like of bool
+        One flag per row of ``table``.
+
+    Returns
+    -------
+    bool
+        True when the file was filtered (or deleted, when no row is kept); False when the manifest does
+        not name it.
+    """
     folder = uri.rstrip("/").rsplit("/", 1)[0]
     held = manifest(folder)
     entries = [e for e in held["files"] if e["name"] == _name(uri)]

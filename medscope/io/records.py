@@ -258,7 +258,33 @@ def register_table(name: str, sch: pa.Schema, *, declared_by: str, enums: Mappin
     (as ``--protocol`` does) makes its tables readable and writable by name. ``declared_by`` is
     the registering module's ``__name__``. A shared table's name, or a name another module has
     registered with another schema, is refused; the same module registering it again (a reload)
-    replaces its registration."""
+    replaces its registration.
+
+    Parameters
+    ----------
+    name : str
+        The table's name.
+    sch : pyarrow.Schema
+        Its schema.
+    declared_by : str
+        The registering module's ``__name__``.
+    enums : mapping of str to sequence of str or None, optional
+        ``{column: allowed values}`` checked by :func:`validate`; None for none.
+    files : sequence of str or None, optional
+        Its names inside the output folders that hold it; None for ``("<name>.parquet",)``.
+    part_files : bool, optional
+        Whether it is written as a folder of write-once parts. Default False.
+
+    Returns
+    -------
+    pyarrow.Schema
+        ``sch``.
+
+    Raises
+    ------
+    MedScopeError
+        When ``name`` is a shared table, or another module registered it with another schema.
+    """
     if name in SHARED:
         raise MedScopeError(f"table {name!r} is a shared table; {declared_by} cannot redeclare it")
     owner = _DECLARED_BY.get(name)
@@ -273,12 +299,40 @@ def register_table(name: str, sch: pa.Schema, *, declared_by: str, enums: Mappin
 
 
 def declared_by(name: str) -> str | None:
-    """The module that registered table ``name`` (None: a shared table, or not registered)."""
+    """The module that registered table ``name`` (None: a shared table, or not registered).
+
+    Parameters
+    ----------
+    name : str
+        A table's name.
+
+    Returns
+    -------
+    str or None
+        The registering module's name.
+    """
     return _DECLARED_BY.get(name)
 
 
 def schema(name: str) -> pa.Schema:
-    """The Arrow schema of table ``name``."""
+    """The Arrow schema of table ``name``.
+
+    Parameters
+    ----------
+    name : str
+        The table's name (a shared table or one a protocol registered).
+
+    Returns
+    -------
+    pyarrow.Schema
+        The registered schema.
+
+    Raises
+    ------
+    MedScopeError
+        For an unknown table: naming the protocol to import when the name is a known protocol table,
+        else listing the shared and registered tables.
+    """
     try:
         return SCHEMAS[name]
     except KeyError:
@@ -294,12 +348,48 @@ def schema(name: str) -> pa.Schema:
 
 
 def empty(name: str) -> pa.Table:
-    """A zero-row table of ``name``."""
+    """A zero-row table of ``name``.
+
+    Parameters
+    ----------
+    name : str
+        The table's name (a shared table or one a protocol registered).
+
+    Returns
+    -------
+    pyarrow.Table
+        No rows, the table's schema.
+
+    Raises
+    ------
+    MedScopeError
+        For an unknown table (:func:`schema`).
+    """
     return schema(name).empty_table()
 
 
 def to_table(name: str, rows: Iterable[Mapping] | pa.Table) -> pa.Table:
-    """Rows (dicts) or a table -> a validated table with exactly the schema's columns."""
+    """Rows (dicts) or a table -> a validated table with exactly the schema's columns.
+
+    Parameters
+    ----------
+    name : str
+        The table's name (a shared table or one a protocol registered).
+    rows : iterable of mapping or pyarrow.Table
+        Row dicts (keys a subset of the schema's columns; missing ones are null), or a table holding at
+        least the schema's columns (extra columns are dropped).
+
+    Returns
+    -------
+    pyarrow.Table
+        The rows cast to the schema, its columns in the schema's order, checked by :func:`validate`.
+
+    Raises
+    ------
+    MedScopeError
+        For missing columns, unknown row fields, values that do not fit the types, or a broken
+        :func:`validate` rule.
+    """
     sch = schema(name)
     if isinstance(rows, pa.Table):
         missing = [f.name for f in sch if f.name not in rows.column_names]
@@ -325,7 +415,22 @@ def to_table(name: str, rows: Iterable[Mapping] | pa.Table) -> pa.Table:
 
 
 def validate(name: str, table: pa.Table) -> None:
-    """Raise MedScopeError if ``table`` breaks the schema's non-null, enum or fraction rules."""
+    """Raise MedScopeError if ``table`` breaks the schema's non-null, enum or fraction rules.
+
+    Parameters
+    ----------
+    name : str
+        The table's name (a shared table or one a protocol registered).
+    table : pyarrow.Table
+        A table with every column of the schema.
+
+    Raises
+    ------
+    MedScopeError
+        Naming the first broken rule: a bad fraction
+        (:func:`medscope.io.table_values.check_fractions`), nulls in a non-nullable column, or a value
+        outside a column's enumeration.
+    """
     check_fractions(name, table)
     sch = schema(name)
     for field in sch:
@@ -352,7 +457,20 @@ PIXEL_WRITE_BATCH_ROWS = 16
 
 
 def parquet_options(sch: pa.Schema) -> dict:
-    """Writer options of a MedScope table: zstd, and small pages where it holds pixels."""
+    """Writer options of a MedScope table: zstd, and small pages where it holds pixels.
+
+    Parameters
+    ----------
+    sch : pyarrow.Schema
+        The table's schema.
+
+    Returns
+    -------
+    dict
+        Keyword arguments of ``pq.write_table``: ``compression="zstd"``, and for a schema with a binary
+        column ``write_batch_size`` = :data:`PIXEL_WRITE_BATCH_ROWS` and dictionary encoding for the
+        non-binary columns only.
+    """
     options = {"compression": "zstd"}
     pixels = [f.name for f in sch if pa.types.is_binary(f.type) or pa.types.is_large_binary(f.type)]
     if pixels:
@@ -366,7 +484,18 @@ def to_parquet_bytes(table: pa.Table) -> bytes:
     """Parquet bytes; a table over ROW_GROUP_BYTES in memory is cut into row groups of about
     that size, so a reader that wants a few rows by id (a sweep's worker fetching its items,
     ``medscope.io.tablescan``) reads a few groups, not the whole image column. A smaller table is
-    one row group, as before."""
+    one row group, as before.
+
+    Parameters
+    ----------
+    table : pyarrow.Table
+        The table to write.
+
+    Returns
+    -------
+    bytes
+        The Parquet file (:func:`parquet_options`).
+    """
     sink = io.BytesIO()
     rows = table.num_rows
     per_group = max(1, int(rows * ROW_GROUP_BYTES / table.nbytes)) if table.nbytes > ROW_GROUP_BYTES else None
@@ -375,7 +504,28 @@ def to_parquet_bytes(table: pa.Table) -> bytes:
 
 
 def write_table(name: str, rows: Iterable[Mapping] | pa.Table, uri: str) -> pa.Table:
-    """Validate and write a whole table to ``uri`` (one Parquet file), atomically."""
+    """Validate and write a whole table to ``uri`` (one Parquet file), atomically.
+
+    Parameters
+    ----------
+    name : str
+        The table's name (a shared table or one a protocol registered).
+    rows : iterable of mapping or pyarrow.Table
+        Row dicts (keys a subset of the schema's columns; missing ones are null), or a table holding at
+        least the schema's columns (extra columns are dropped).
+    uri : str
+        The Parquet file to write (path or URI); replaced if it exists.
+
+    Returns
+    -------
+    pyarrow.Table
+        The validated table written.
+
+    Raises
+    ------
+    MedScopeError
+        When the rows do not make a valid table (:func:`to_table`).
+    """
     table = to_table(name, rows)
     storage.write_bytes(uri, to_parquet_bytes(table))
     return table
@@ -386,30 +536,110 @@ def write_part(name: str, rows: Iterable[Mapping] | pa.Table, folder_uri: str, k
 
     Returns False (and writes nothing) when the part already exists: a resumed job never
     overwrites finished work.
+
+    Parameters
+    ----------
+    name : str
+        The table's name (a shared table or one a protocol registered).
+    rows : iterable of mapping or pyarrow.Table
+        Row dicts (keys a subset of the schema's columns; missing ones are null), or a table holding at
+        least the schema's columns (extra columns are dropped).
+    folder_uri : str
+        The part folder.
+    key : str
+        The unit's key.
+
+    Returns
+    -------
+    bool
+        True when this call wrote the part.
+
+    Raises
+    ------
+    MedScopeError
+        When the rows do not make a valid table (:func:`to_table`).
     """
     table = to_table(name, rows)
     return storage.write_once(part_uri(folder_uri, key), to_parquet_bytes(table))
 
 
 def part_uri(folder_uri: str, key: str) -> str:
+    """URI of the part file of unit ``key``.
+
+    Parameters
+    ----------
+    folder_uri : str
+        The part folder.
+    key : str
+        The unit's key.
+
+    Returns
+    -------
+    str
+        ``<folder_uri>/part-<key>.parquet``.
+    """
     return storage.join(folder_uri, f"part-{key}.parquet")
 
 
 def part_keys(folder_uri: str) -> set[str]:
     """Keys of the finished units under part folder ``folder_uri``: its part files and the keys
-    compaction absorbed (``medscope.io.parts``). A resumed job skips exactly these."""
+    compaction absorbed (``medscope.io.parts``). A resumed job skips exactly these.
+
+    Parameters
+    ----------
+    folder_uri : str
+        The part folder.
+
+    Returns
+    -------
+    set of str
+        The finished keys (:func:`medscope.io.parts.part_keys`).
+    """
     return parts.part_keys(folder_uri)
 
 
 def has_part(folder_uri: str, key: str) -> bool:
-    """Whether unit ``key`` is finished under ``folder_uri`` (its part, or absorbed by compaction)."""
+    """Whether unit ``key`` is finished under ``folder_uri`` (its part, or absorbed by compaction).
+
+    Parameters
+    ----------
+    folder_uri : str
+        The part folder.
+    key : str
+        The unit's key.
+
+    Returns
+    -------
+    bool
+        True when the unit is finished.
+    """
     return parts.has_part(folder_uri, key)
 
 
 def read_table(name: str, uri: str, columns: Sequence[str] | None = None) -> pa.Table:
     """Read table ``name`` from a Parquet file, a folder of part files (sorted by file name; the
     compacted files and remaining parts ``medscope.io.parts.visible_files`` names), or the output
-    folder a verb wrote that holds it (``medscope.io.layout.table_uri``)."""
+    folder a verb wrote that holds it (``medscope.io.layout.table_uri``).
+
+    Parameters
+    ----------
+    name : str
+        The table's name (a shared table or one a protocol registered).
+    uri : str
+        A Parquet file, a folder of part files, or an output folder holding the table.
+    columns : sequence of str or None, optional
+        Columns to return; None for every column of the schema.
+
+    Returns
+    -------
+    pyarrow.Table
+        The table conformed to the schema (:func:`conform`); an empty part folder gives an empty table.
+
+    Raises
+    ------
+    MedScopeError
+        When there is no such table at ``uri`` or a file is not readable Parquet or not this table.
+    """
     sch = schema(name)
     uri = layout.require(name, uri)
     if storage.is_dir(uri):
@@ -426,7 +656,25 @@ def read_table(name: str, uri: str, columns: Sequence[str] | None = None) -> pa.
 
 def read_parquet(uri: str, columns: Sequence[str] | None = None) -> pa.Table:
     """One Parquet file from any URI, read on this thread (no Arrow thread pool starts:
-    ``medscope.io.parquet_bytes`` says why that matters)."""
+    ``medscope.io.parquet_bytes`` says why that matters).
+
+    Parameters
+    ----------
+    uri : str
+        The Parquet file (path or URI).
+    columns : sequence of str or None, optional
+        Columns to read; None for all.
+
+    Returns
+    -------
+    pyarrow.Table
+        The file's table, as stored (not conformed to a schema).
+
+    Raises
+    ------
+    MedScopeError
+        When there is no file.
+    """
     return read_parquet_bytes(storage.read_bytes(uri), columns)
 
 
@@ -499,7 +747,30 @@ def _read_one(uri: str, sch: pa.Schema, columns: Sequence[str] | None) -> pa.Tab
 
 
 def conform(table: pa.Table, sch: pa.Schema, columns: Sequence[str] | None, uri: str) -> pa.Table:
-    """``table`` (read from ``uri``) as exactly ``columns`` of schema ``sch`` (all when None)."""
+    """``table`` (read from ``uri``) as exactly ``columns`` of schema ``sch`` (all when None).
+
+    Parameters
+    ----------
+    table : pyarrow.Table
+        A table as read.
+    sch : pyarrow.Schema
+        The table's schema.
+    columns : sequence of str or None
+        Wanted columns; None for the whole schema.
+    uri : str
+        Where it was read from, for the errors.
+
+    Returns
+    -------
+    pyarrow.Table
+        The wanted columns in order, cast to the schema's types; a nullable column the file lacks
+        reads as nulls.
+
+    Raises
+    ------
+    MedScopeError
+        When a column is missing or cannot be cast, or a fraction column holds a bad value.
+    """
     target = pa.schema([sch.field(c) for c in columns]) if columns else sch
     for new, old in _renamed(sch).items():
         if old in table.column_names:
@@ -525,7 +796,31 @@ def conform(table: pa.Table, sch: pa.Schema, columns: Sequence[str] | None, uri:
 def reject(table: str, source: str, item_id: str, stage: str, reason: str, detail: str = "",
            error_class: str | None = None) -> dict:
     """One rejects row. ``reason`` is a short countable label; ``detail`` the particulars;
-    ``error_class`` the exception's class (``bounded_io.error_class``)."""
+    ``error_class`` the exception's class (``bounded_io.error_class``).
+
+    Parameters
+    ----------
+    table : str
+        The table the item would have gone into.
+    source : str
+        The dataset's source name.
+    item_id : str
+        The rejected item (usually a file's relative path).
+    stage : str
+        Where it was refused (e.g. ``load``, ``ignored``).
+    reason : str
+        The short countable reason.
+    detail : str, optional
+        The particulars; ``""`` is stored as null.
+    error_class : str or None, optional
+        The exception's class, or ``Reject``.
+
+    Returns
+    -------
+    dict
+        A ``rejects`` row: ``table``, ``source``, ``item_id``, ``stage``, ``reason``, ``detail``,
+        ``error_class``.
+    """
     return {
         "table": table,
         "source": source,

@@ -49,7 +49,19 @@ _BOMS = ((codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"), (code
 
 
 def detect_encoding(data: bytes) -> str:
-    """The encoding of ``data``: from its BOM, BOM-less UTF-16 by its NULs, UTF-8, else cp1252."""
+    """The encoding of ``data``: from its BOM, BOM-less UTF-16 by its NULs, UTF-8, else cp1252.
+
+    Parameters
+    ----------
+    data : bytes
+        The file's bytes; the first 4096 are used for the UTF-16 test.
+
+    Returns
+    -------
+    str
+        ``"utf-32"``, ``"utf-8-sig"``, ``"utf-16"`` (by BOM), ``"utf-16-le"`` / ``"utf-16-be"`` (by the
+        NUL pattern), ``"utf-8"`` when the bytes decode as such, else ``"cp1252"``.
+    """
     for bom, enc in _BOMS:
         if data.startswith(bom):
             return enc
@@ -85,6 +97,23 @@ def decode_text(data: bytes, source: str = "text") -> str:
 
     cp1252 leaves five byte values undefined; those map to the same code points as Latin-1,
     so no byte is ever lost or raises.
+
+    Parameters
+    ----------
+    data : bytes
+        The file's bytes.
+    source : str, optional
+        The file's name for the error. Default ``"text"``.
+
+    Returns
+    -------
+    str
+        The text with LF line endings.
+
+    Raises
+    ------
+    BadText
+        ``not valid <encoding> text`` when a detected UTF-16 / UTF-32 encoding does not decode.
     """
     enc = detect_encoding(data)
     try:
@@ -95,7 +124,26 @@ def decode_text(data: bytes, source: str = "text") -> str:
 
 
 def read_text(uri: str, max_bytes: int = MAX_TEXT_BYTES) -> str:
-    """A text file's content (:func:`decode_text`), refusing files over ``max_bytes``."""
+    """A text file's content (:func:`decode_text`), refusing files over ``max_bytes``.
+
+    Parameters
+    ----------
+    uri : str
+        The file (path or URI).
+    max_bytes : int, optional
+        Most bytes read. Default :data:`MAX_TEXT_BYTES` (256 MiB).
+
+    Returns
+    -------
+    str
+        The decoded text with LF line endings.
+
+    Raises
+    ------
+    BadText
+        ``no such file``, a read refusal of :func:`medscope.io.bounded.read_bounded` (its reason), or
+        a decoding error.
+    """
     if not storage.exists(uri):
         raise BadText(uri, "no such file")
     try:
@@ -131,7 +179,21 @@ def _bracket_bound(text: str, limit: int) -> bool:
 
 def json_depth(obj, stop: int | None = None) -> int:
     """Nesting depth of a parsed JSON value (iterative: no recursion limit to trip on); stops
-    early once past ``stop``. Only run when :func:`_bracket_bound` says it could matter."""
+    early once past ``stop``. Only run when :func:`_bracket_bound` says it could matter.
+
+    Parameters
+    ----------
+    obj : object
+        A parsed JSON value.
+    stop : int or None, optional
+        Stop once the depth found exceeds it; None to walk everything.
+
+    Returns
+    -------
+    int
+        0 for a scalar, 1 for a flat object or array, and so on (with ``stop``, a value above ``stop``
+        once exceeded).
+    """
     best, stack = 0, [(obj, 1)] if isinstance(obj, (dict, list)) else []
     while stack:
         node, d = stack.pop()
@@ -145,7 +207,28 @@ def json_depth(obj, stop: int | None = None) -> int:
 
 
 def loads_json(text: str | bytes, source: str = "JSON", *, max_depth: int = MAX_JSON_DEPTH):
-    """Parse JSON; a truncated / malformed / too-deep / duplicate-key document -> :class:`BadText`."""
+    """Parse JSON; a truncated / malformed / too-deep / duplicate-key document -> :class:`BadText`.
+
+    Parameters
+    ----------
+    text : str or bytes
+        The document; bytes are decoded with :func:`decode_text`.
+    source : str, optional
+        The file's name for errors. Default ``"JSON"``.
+    max_depth : int, optional
+        Deepest nesting allowed. Default :data:`MAX_JSON_DEPTH` (200).
+
+    Returns
+    -------
+    object
+        The parsed value.
+
+    Raises
+    ------
+    BadText
+        ``not valid JSON`` (line and column; truncation named), ``JSON nested too deeply`` or
+        ``duplicate key``.
+    """
     if isinstance(text, (bytes, bytearray)):
         text = decode_text(bytes(text), source)
     try:
@@ -161,12 +244,52 @@ def loads_json(text: str | bytes, source: str = "JSON", *, max_depth: int = MAX_
 
 
 def read_json(uri: str, max_bytes: int = MAX_TEXT_BYTES, *, max_depth: int = MAX_JSON_DEPTH):
-    """Parse the JSON file at ``uri`` (bounded read, any encoding); errors name the file."""
+    """Parse the JSON file at ``uri`` (bounded read, any encoding); errors name the file.
+
+    Parameters
+    ----------
+    uri : str
+        The file (path or URI).
+    max_bytes : int, optional
+        Most bytes read. Default :data:`MAX_TEXT_BYTES`.
+    max_depth : int, optional
+        Deepest nesting allowed. Default :data:`MAX_JSON_DEPTH`.
+
+    Returns
+    -------
+    object
+        The parsed value.
+
+    Raises
+    ------
+    BadText
+        As :func:`read_text` and :func:`loads_json`.
+    """
     return loads_json(read_text(uri, max_bytes), uri, max_depth=max_depth)
 
 
 def expect_mapping(obj, source: str, fields: dict[str, type | tuple] | None = None) -> dict:
-    """``obj`` if it is a JSON object whose ``fields`` have the given types; else :class:`BadText`."""
+    """``obj`` if it is a JSON object whose ``fields`` have the given types; else :class:`BadText`.
+
+    Parameters
+    ----------
+    obj : object
+        A parsed JSON value.
+    source : str
+        The file's name for errors.
+    fields : dict of str to type or tuple of type, optional
+        Expected types of fields, checked only when present; None checks none.
+
+    Returns
+    -------
+    dict
+        ``obj`` itself.
+
+    Raises
+    ------
+    BadText
+        ``expected a JSON object`` or ``field '<name>' has the wrong type``.
+    """
     if not isinstance(obj, dict):
         raise BadText(source, "expected a JSON object", f"got {type(obj).__name__}")
     for name, kind in (fields or {}).items():
@@ -181,14 +304,36 @@ _CRED = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.\-]*://)(?P<user>[^\s/@:]*)(
 
 
 def redact_url(url: str | None) -> str | None:
-    """``url`` with any ``user:password@`` replaced by ``***@`` (a token in the user part is a secret too)."""
+    """``url`` with any ``user:password@`` replaced by ``***@`` (a token in the user part is a secret too).
+
+    Parameters
+    ----------
+    url : str or None
+        A URL.
+
+    Returns
+    -------
+    str or None
+        The redacted URL; ``url`` itself when it is empty or None.
+    """
     if not url:
         return url
     return _CRED.sub(lambda m: m.group("scheme") + "***@", url)
 
 
 def redact_urls(text: str) -> str:
-    """Every URL in ``text`` redacted (:func:`redact_url`)."""
+    """Every URL in ``text`` redacted (:func:`redact_url`).
+
+    Parameters
+    ----------
+    text : str
+        Any text, e.g. a log line or an error message.
+
+    Returns
+    -------
+    str
+        The text with ``user[:password]@`` after every scheme replaced by ``***@``.
+    """
     return _CRED.sub(lambda m: m.group("scheme") + "***@", text) if "@" in text else text
 
 
@@ -196,7 +341,18 @@ def redact_urls(text: str) -> str:
 
 
 def nfc(name: str) -> str:
-    """``name`` in Unicode NFC (macOS exports NFD: ``é`` as ``e`` + combining accent)."""
+    """``name`` in Unicode NFC (macOS exports NFD: ``é`` as ``e`` + combining accent).
+
+    Parameters
+    ----------
+    name : str
+        A file name or other text.
+
+    Returns
+    -------
+    str
+        The NFC-normalised text.
+    """
     return unicodedata.normalize("NFC", name)
 
 
@@ -204,6 +360,22 @@ def inside_root(rel: str) -> str:
     """A relative path named in a dataset file, normalised; BadText when it leaves the root.
 
     ``a/../b.png`` -> ``b.png``; ``../x``, ``/etc/x``, ``C:/x`` and ``a/../../x`` are refused.
+
+    Parameters
+    ----------
+    rel : str
+        The path as the file names it; backslashes are read as ``/``.
+
+    Returns
+    -------
+    str
+        The ``posixpath.normpath`` of the path.
+
+    Raises
+    ------
+    BadText
+        ``path leaves the input root`` for an empty, absolute, drive-letter, URL or NUL-holding path,
+        or one that climbs above the root.
     """
     rel = rel.replace("\\", "/")
     if not rel or rel.startswith("/") or re.match(r"^[A-Za-z]:/", rel) or "://" in rel or "\x00" in rel:

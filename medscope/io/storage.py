@@ -28,12 +28,31 @@ _SETTINGS: dict[str, str | None] = {"s3_endpoint": None}
 
 
 def configure(*, s3_endpoint: str | None = None) -> None:
-    """Set the S3 endpoint for this process (overrides ``AWS_ENDPOINT_URL``)."""
+    """Set the S3 endpoint for this process (overrides ``AWS_ENDPOINT_URL``).
+
+    Parameters
+    ----------
+    s3_endpoint : str or None, optional
+        Endpoint URL of the S3 service; None falls back to the environment. Clears the cached
+        filesystems so the next access uses it.
+    """
     _SETTINGS["s3_endpoint"] = s3_endpoint
     _filesystem.cache_clear()
 
 
 def protocol(uri: str) -> str:
+    """The scheme of a URI: the part before ``://``, or ``"file"`` for a plain path.
+
+    Parameters
+    ----------
+    uri : str
+        A plain path, ``file://``, ``s3://`` or ``memory://`` URI.
+
+    Returns
+    -------
+    str
+        ``"file"``, ``"s3"``, ``"memory"``, or whatever scheme the URI names (not checked here).
+    """
     if "://" not in uri:
         return "file"
     return uri.split("://", 1)[0]
@@ -56,12 +75,37 @@ def _filesystem(proto: str, endpoint: str | None) -> fsspec.AbstractFileSystem:
 
 
 def s3_endpoint() -> str | None:
-    """The S3 endpoint this process uses (configured, or from the environment), if any."""
+    """The S3 endpoint this process uses (configured, or from the environment), if any.
+
+    Returns
+    -------
+    str or None
+        The configured endpoint, else ``AWS_ENDPOINT_URL``, else ``AWS_ENDPOINT_URL_S3``, else None.
+    """
     return _SETTINGS["s3_endpoint"] or os.environ.get("AWS_ENDPOINT_URL") or os.environ.get("AWS_ENDPOINT_URL_S3")
 
 
 def filesystem(uri: str) -> tuple[fsspec.AbstractFileSystem, str]:
-    """(filesystem, path inside it) for a URI."""
+    """(filesystem, path inside it) for a URI.
+
+    Parameters
+    ----------
+    uri : str
+        A plain path, ``file://``, ``s3://`` or ``memory://`` URI.
+
+    Returns
+    -------
+    fs : fsspec.AbstractFileSystem
+        The (cached) filesystem of the URI's scheme; S3 with listing caches off.
+    path : str
+        The absolute local path (``~`` expanded) for a plain path or ``file://``; the URI without
+        ``s3://`` for S3; the URI itself for ``memory://``.
+
+    Raises
+    ------
+    MedScopeError
+        For an unsupported scheme.
+    """
     proto = protocol(uri)
     endpoint = s3_endpoint()
     fs = _filesystem(proto, endpoint if proto == "s3" else None)
@@ -76,6 +120,17 @@ def absolute(uri: str) -> str:
 
     Workers do not share the driver's working directory (Ray Train and Tune change into
     their trial folder), so a URI handed to them must not depend on it.
+
+    Parameters
+    ----------
+    uri : str
+        A plain path, ``file://``, ``s3://`` or ``memory://`` URI.
+
+    Returns
+    -------
+    str
+        The absolute local path for a plain path or ``file://`` URI (``~`` expanded); the URI itself for
+        other schemes.
     """
     if protocol(uri) != "file":
         return uri
@@ -83,25 +138,80 @@ def absolute(uri: str) -> str:
 
 
 def join(uri: str, *parts: str) -> str:
-    """Join path parts onto a URI with '/' (or the OS separator for plain paths)."""
+    """Join path parts onto a URI with '/' (or the OS separator for plain paths).
+
+    Parameters
+    ----------
+    uri : str
+        A plain path, ``file://``, ``s3://`` or ``memory://`` URI.
+    *parts : str
+        Path components to append.
+
+    Returns
+    -------
+    str
+        ``os.path.join`` for a plain path; for a URI (``file://`` included), a ``/`` join after trailing
+        slashes are removed.
+    """
     if protocol(uri) == "file" and "://" not in uri:
         return os.path.join(uri, *parts)
     return posixpath.join(uri.rstrip("/"), *parts)
 
 
 def exists(uri: str) -> bool:
+    """Whether a file or folder exists at ``uri`` (the listing cache is dropped first).
+
+    Parameters
+    ----------
+    uri : str
+        A plain path, ``file://``, ``s3://`` or ``memory://`` URI.
+
+    Returns
+    -------
+    bool
+        True when something exists there.
+    """
     fs, path = filesystem(uri)
     _invalidate(fs, path)
     return fs.exists(path)
 
 
 def is_dir(uri: str) -> bool:
+    """Whether ``uri`` is a folder (the listing cache is dropped first).
+
+    Parameters
+    ----------
+    uri : str
+        A plain path, ``file://``, ``s3://`` or ``memory://`` URI.
+
+    Returns
+    -------
+    bool
+        True for a folder (or an S3 / memory prefix holding objects).
+    """
     fs, path = filesystem(uri)
     _invalidate(fs, path)
     return fs.isdir(path)
 
 
 def read_bytes(uri: str) -> bytes:
+    """A file's whole content.
+
+    Parameters
+    ----------
+    uri : str
+        A plain path, ``file://``, ``s3://`` or ``memory://`` URI.
+
+    Returns
+    -------
+    bytes
+        The file's bytes.
+
+    Raises
+    ------
+    MedScopeError
+        ``not found: <uri>`` when there is no file.
+    """
     fs, path = filesystem(uri)
     try:
         return fs.cat_file(path)
@@ -113,12 +223,37 @@ def read_utf8(uri: str) -> str:
     """A file's whole content decoded as strict UTF-8 (no size guard: for files MedScope wrote).
 
     Input files a user hands in go through :func:`medscope.io.safe_text.read_text` instead.
+
+    Parameters
+    ----------
+    uri : str
+        A plain path, ``file://``, ``s3://`` or ``memory://`` URI.
+
+    Returns
+    -------
+    str
+        The decoded text.
+
+    Raises
+    ------
+    MedScopeError
+        When there is no file.
+    UnicodeDecodeError
+        When the bytes are not UTF-8.
     """
     return read_bytes(uri).decode("utf-8")
 
 
 def write_bytes(uri: str, data: bytes) -> None:
-    """Write ``data`` to ``uri`` atomically, replacing what was there."""
+    """Write ``data`` to ``uri`` atomically, replacing what was there.
+
+    Parameters
+    ----------
+    uri : str
+        A plain path, ``file://``, ``s3://`` or ``memory://`` URI. Missing local folders are made.
+    data : bytes
+        The file's content.
+    """
     if protocol(uri) == "file":
         with _local_atomic(filesystem(uri)[1]) as fh:
             fh.write(data)
@@ -157,7 +292,18 @@ def _remote_target(uri: str):
 def open_write(uri: str):
     """A binary file object to stream a large file to ``uri`` (one piece at a time, e.g. a
     Parquet writer's row groups), which appears only when the block exits without error: a
-    temporary file renamed into place locally; on S3 the multipart upload completes on close."""
+    temporary file renamed into place locally; on S3 the multipart upload completes on close.
+
+    Parameters
+    ----------
+    uri : str
+        A plain path, ``file://``, ``s3://`` or ``memory://`` URI.
+
+    Yields
+    ------
+    file object
+        A writable binary file; the file appears at ``uri`` only when the block exits without error.
+    """
     if protocol(uri) == "file":
         with _local_atomic(filesystem(uri)[1]) as fh:
             yield fh
@@ -170,7 +316,23 @@ def open_write(uri: str):
 
 def open_read(uri: str):
     """A seekable binary file object on ``uri`` that reads ranges on demand (a Parquet reader
-    then fetches only the row groups it is asked for)."""
+    then fetches only the row groups it is asked for).
+
+    Parameters
+    ----------
+    uri : str
+        A plain path, ``file://``, ``s3://`` or ``memory://`` URI.
+
+    Returns
+    -------
+    file object
+        A seekable binary file, opened for reading; the caller closes it.
+
+    Raises
+    ------
+    MedScopeError
+        ``not found: <uri>`` when there is no file.
+    """
     fs, path = filesystem(uri)
     try:
         return fs.open(path, "rb")
@@ -179,6 +341,15 @@ def open_read(uri: str):
 
 
 def write_text(uri: str, text: str) -> None:
+    """Write ``text`` as UTF-8 to ``uri`` atomically (:func:`write_bytes`).
+
+    Parameters
+    ----------
+    uri : str
+        A plain path, ``file://``, ``s3://`` or ``memory://`` URI.
+    text : str
+        The file's content.
+    """
     write_bytes(uri, text.encode("utf-8"))
 
 
@@ -188,6 +359,18 @@ def write_once(uri: str, data: bytes) -> bool:
     Local files use a hard link from a finished temporary file, which fails if the target
     exists, so two racing writers cannot both win. On S3 and memory a check precedes the
     PUT; keys are deterministic, so a lost race writes identical bytes.
+
+    Parameters
+    ----------
+    uri : str
+        A plain path, ``file://``, ``s3://`` or ``memory://`` URI.
+    data : bytes
+        The file's content.
+
+    Returns
+    -------
+    bool
+        True when this call created the file, False when it existed already.
     """
     fs, path = filesystem(uri)
     if protocol(uri) == "file":
@@ -210,7 +393,21 @@ def write_once(uri: str, data: bytes) -> bool:
 
 
 def list_files(uri: str, suffix: str = "") -> list[str]:
-    """URIs of the files directly under folder ``uri`` ending with ``suffix`` (sorted)."""
+    """URIs of the files directly under folder ``uri`` ending with ``suffix`` (sorted).
+
+    Parameters
+    ----------
+    uri : str
+        A folder, as a plain path or URI.
+    suffix : str, optional
+        Wanted ending of the file names; ``""`` for every file. Default ``""``.
+
+    Returns
+    -------
+    list of str
+        Sorted URIs (``join(uri, name)``); sub-folders and ``.tmp-`` files left out. Empty when the
+        folder does not exist.
+    """
     fs, path = filesystem(uri)
     _invalidate(fs, path)
     if not fs.exists(path):
@@ -227,7 +424,13 @@ def list_files(uri: str, suffix: str = "") -> list[str]:
 
 
 def delete(uri: str) -> None:
-    """Remove a file or a folder tree if it exists."""
+    """Remove a file or a folder tree if it exists.
+
+    Parameters
+    ----------
+    uri : str
+        A plain path, ``file://``, ``s3://`` or ``memory://`` URI.
+    """
     fs, path = filesystem(uri)
     _invalidate(fs, path)
     if fs.exists(path):
@@ -235,7 +438,18 @@ def delete(uri: str) -> None:
 
 
 def local_path(uri: str) -> str | None:
-    """The local filesystem path behind a plain path or ``file://`` URI, else None."""
+    """The local filesystem path behind a plain path or ``file://`` URI, else None.
+
+    Parameters
+    ----------
+    uri : str
+        A plain path, ``file://``, ``s3://`` or ``memory://`` URI.
+
+    Returns
+    -------
+    str or None
+        The absolute local path, or None for ``s3://`` and ``memory://``.
+    """
     if protocol(uri) != "file":
         return None
     return filesystem(uri)[1]

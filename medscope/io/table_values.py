@@ -22,7 +22,23 @@ FRACTIONS: dict[str, tuple[str, ...]] = {"cases": ("lesion_area_frac",), "views"
 
 def check_fractions(name: str, table: pa.Table, where: str = "") -> None:
     """Raise MedScopeError naming the column, the count and the first ids of rows whose
-    fraction (``FRACTIONS``) is NaN, infinite or outside [0, 1]; nulls are the schema's affair."""
+    fraction (``FRACTIONS``) is NaN, infinite or outside [0, 1]; nulls are the schema's affair.
+
+    Parameters
+    ----------
+    name : str
+        The table's name (``cases``, ``views``, ``scores``, ...); tables not in ``FRACTIONS`` pass.
+    table : pyarrow.Table
+        The table to check; a listed column it lacks is skipped.
+    where : str, optional
+        The file or URI named in the error; ``""`` for the table's name.
+
+    Raises
+    ------
+    MedScopeError
+        When a fraction column holds a value that is NaN, infinite or outside [0, 1]; the message
+        gives the count and up to five ``view_id`` / ``case_id`` / ``item_id`` values (or bad values).
+    """
     for column in FRACTIONS.get(name, ()):
         if column not in table.column_names:
             continue

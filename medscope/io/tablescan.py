@@ -31,6 +31,31 @@ def iter_rows(name: str, uri: str, columns: Sequence[str] | None = None,
 
     ``where=(column, values)``: only rows whose ``column`` is in ``values``; of each file, the
     key column is read first and then only the row groups holding a wanted value.
+
+    Parameters
+    ----------
+    name : str
+        The table's name in the registry (:func:`medscope.io.records.schema`).
+    uri : str
+        A Parquet file, a folder of parts, or the output folder holding the table.
+    columns : sequence of str or None, optional
+        Columns to return; None for every column of the schema.
+    where : tuple of (str, collection of str) or None, optional
+        ``(column, values)`` to keep only rows whose ``column`` (compared as strings) is in ``values``
+        (:func:`id_filter`); None for every row. Empty ``values`` yield nothing.
+    batch_rows : int, optional
+        Rows decoded at once. Default :data:`BATCH_ROWS` (64).
+
+    Yields
+    ------
+    dict
+        One row, column name to Python value.
+
+    Raises
+    ------
+    MedScopeError
+        When there is no table at ``uri``, a file lacks the ``where`` column, or a file is not readable
+        Parquet.
     """
     for table in iter_tables(name, uri, columns, where, batch_rows):
         yield from table.to_pylist()
@@ -40,7 +65,33 @@ def iter_tables(name: str, uri: str, columns: Sequence[str] | None = None,
                 where: tuple[str, Collection[str]] | None = None, batch_rows: int = BATCH_ROWS) -> Iterator[pa.Table]:
     """As ``iter_rows``, as tables of at most ``batch_rows`` rows conformed to the table's schema,
     holding one batch at a time. The files are those ``records.read_table`` reads (compacted
-    files and the parts they have not absorbed), in the same order."""
+    files and the parts they have not absorbed), in the same order.
+
+    Parameters
+    ----------
+    name : str
+        The table's name in the registry.
+    uri : str
+        A Parquet file, a folder of parts, or the output folder holding the table.
+    columns : sequence of str or None, optional
+        Columns to return; None for every column of the schema.
+    where : tuple of (str, collection of str) or None, optional
+        ``(column, values)`` row filter (see :func:`iter_rows`); None for every row.
+    batch_rows : int, optional
+        Most rows per table. Default :data:`BATCH_ROWS` (64).
+
+    Yields
+    ------
+    pyarrow.Table
+        Batches conformed to the schema (:func:`medscope.io.records.conform`); a batch without a wanted
+        row is skipped.
+
+    Raises
+    ------
+    MedScopeError
+        When there is no table at ``uri``, a file lacks the ``where`` column, or a file is not readable
+        Parquet.
+    """
     sch = records.schema(name)
     uri = layout.require(name, uri)
     if storage.is_dir(uri):
@@ -92,10 +143,36 @@ def _file_tables(uri: str, sch: pa.Schema, columns: Sequence[str] | None, key: s
 
 
 def columns_without(name: str, *drop: str) -> list[str]:
-    """Every column of table ``name`` but ``drop`` (e.g. a driver's read without ``image``)."""
+    """Every column of table ``name`` but ``drop`` (e.g. a driver's read without ``image``).
+
+    Parameters
+    ----------
+    name : str
+        The table's name in the registry.
+    *drop : str
+        Columns to leave out.
+
+    Returns
+    -------
+    list of str
+        The schema's column names in order, without ``drop``.
+    """
     return [c for c in records.schema(name).names if c not in drop]
 
 
 def id_filter(column: str, ids: Collection[str] | None) -> tuple[str, Collection[str]] | None:
-    """``where`` for ``iter_rows``: rows whose ``column`` is in ``ids``; None (every row) for None."""
+    """``where`` for ``iter_rows``: rows whose ``column`` is in ``ids``; None (every row) for None.
+
+    Parameters
+    ----------
+    column : str
+        The id column (e.g. ``"view_id"``).
+    ids : collection of str or None
+        The wanted ids; None for every row.
+
+    Returns
+    -------
+    tuple of (str, collection of str) or None
+        ``(column, ids)``, or None when ``ids`` is None.
+    """
     return None if ids is None else (column, ids)

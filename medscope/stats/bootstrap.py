@@ -29,7 +29,32 @@ DEFAULT_SEED = 42
 
 
 def resample_indices(n_clusters: int, n_boot: int = DEFAULT_B, seed: int = DEFAULT_SEED) -> np.ndarray:
-    """``[B, C]`` cluster indices drawn with replacement; row b is resample b."""
+    """``[B, C]`` cluster indices drawn with replacement; row b is resample b.
+
+    Parameters
+    ----------
+    n_clusters : int
+        Number of clusters C (cases, patients or groups) to draw from.
+    n_boot : int, optional
+        Number of resamples B. Default 2000 (:data:`DEFAULT_B`).
+    seed : int, optional
+        Seed of ``numpy.random.default_rng``. Default 42 (:data:`DEFAULT_SEED`).
+
+    Returns
+    -------
+    numpy.ndarray
+        int64 ``[B, C]``, values in ``[0, C)``.
+
+    Raises
+    ------
+    MedScopeError
+        When ``n_clusters`` is below 1 (an empty selection).
+
+    References
+    ----------
+    .. [1] Counterfactual paper, §3.9.
+    .. [2] Benchmark-MCQ paper, Methods.
+    """
     if n_clusters < 1:
         # an empty selection (a model with no views of a metric's kind in this test set): a clear,
         # catchable error, so a report or a test family leaves that cell empty instead of failing
@@ -41,18 +66,72 @@ def resample_indices(n_clusters: int, n_boot: int = DEFAULT_B, seed: int = DEFAU
 def counts_from_indices(idx: np.ndarray, n_clusters: int) -> np.ndarray:
     """``[B, C]`` int32: how many times each cluster appears in each resample (multinomial counts).
 
-    Integers, so one matrix serves every model and metric exactly (and as float32 below)."""
+    Integers, so one matrix serves every model and metric exactly (and as float32 below).
+
+    Parameters
+    ----------
+    idx : numpy.ndarray
+        int ``[B, C]`` cluster indices, each in ``[0, n_clusters)`` (from :func:`resample_indices`).
+    n_clusters : int
+        Number of clusters C.
+
+    Returns
+    -------
+    numpy.ndarray
+        int32 ``[B, n_clusters]``; each row sums to the number of draws per resample.
+    """
     n_boot = idx.shape[0]
     flat = (idx + np.arange(n_boot)[:, None] * n_clusters).ravel()
     return np.bincount(flat, minlength=n_boot * n_clusters).reshape(n_boot, n_clusters).astype(np.int32)
 
 
 def resample_counts(n_clusters: int, n_boot: int = DEFAULT_B, seed: int = DEFAULT_SEED) -> np.ndarray:
+    """Draw counts of ``n_boot`` cluster resamples (:func:`resample_indices`, counted).
+
+    Parameters
+    ----------
+    n_clusters : int
+        Number of clusters C.
+    n_boot : int, optional
+        Number of resamples B. Default 2000.
+    seed : int, optional
+        Seed of the generator. Default 42.
+
+    Returns
+    -------
+    numpy.ndarray
+        int32 ``[B, C]``: how many times each cluster is drawn in each resample.
+
+    Raises
+    ------
+    MedScopeError
+        When ``n_clusters`` is below 1.
+
+    References
+    ----------
+    .. [1] Counterfactual paper, §3.9.
+    .. [2] Benchmark-MCQ paper, Methods.
+    """
     return counts_from_indices(resample_indices(n_clusters, n_boot, seed), n_clusters)
 
 
 def cluster_sums(values: np.ndarray, codes: np.ndarray, n_clusters: int) -> np.ndarray:
-    """Sum the rows of ``values`` ([n, S]) per cluster code -> ``[C, S]``."""
+    """Sum the rows of ``values`` ([n, S]) per cluster code -> ``[C, S]``.
+
+    Parameters
+    ----------
+    values : array_like
+        ``[n]`` or ``[n, S]`` per-row statistics (a 1-D input is taken as one column).
+    codes : array_like of int
+        ``[n]`` cluster code of each row, in ``[0, n_clusters)``.
+    n_clusters : int
+        Number of clusters C.
+
+    Returns
+    -------
+    numpy.ndarray
+        float64 ``[C, S]``; zero for a cluster without rows.
+    """
     values = np.asarray(values, dtype=float)
     if values.ndim == 1:
         values = values[:, None]
@@ -68,7 +147,20 @@ def exact_in_float32(a: np.ndarray, n_clusters: int | None = None) -> np.ndarray
     every product count x value and every partial sum of a resample (whose counts add up to the
     number of clusters, ``n_clusters``: the rows of ``a`` by default) is then an integer float32
     holds exactly, in any summation order, so the
-    float32 product equals the float64 one bit for bit."""
+    float32 product equals the float64 one bit for bit.
+
+    Parameters
+    ----------
+    a : array_like
+        ``[C, S]`` per-cluster values.
+    n_clusters : int or None, optional
+        Total draw count of one resample; ``None`` (or 0) for the number of rows of ``a``.
+
+    Returns
+    -------
+    numpy.ndarray
+        bool ``[S]``; all True when ``a`` has no rows.
+    """
     a = np.asarray(a, dtype=float)
     if a.shape[0] == 0:
         return np.ones(a.shape[1], dtype=bool)
@@ -89,6 +181,25 @@ def ratio_samples(num: np.ndarray, den: np.ndarray, counts: np.ndarray) -> np.nd
     (counts and indicator sums: :func:`exact_in_float32`) multiply in float32, twice the BLAS
     rate with identical results; the others (rewards) in float64. An empty resample gives
     0/0 = NaN, never an infinity.
+
+    Parameters
+    ----------
+    num : array_like
+        ``[C, S]`` per-cluster numerator sums.
+    den : array_like
+        ``[C, S]`` per-cluster denominator sums.
+    counts : numpy.ndarray
+        ``[B, C]`` draw counts (:func:`resample_counts`).
+
+    Returns
+    -------
+    numpy.ndarray
+        float64 ``[B, S]`` resampled ratios; NaN where the resampled denominator is 0.
+
+    References
+    ----------
+    .. [1] Counterfactual paper, §3.9.
+    .. [2] Benchmark-MCQ paper, Methods.
     """
     num = np.asarray(num, dtype=float)
     den = np.asarray(den, dtype=float)
@@ -120,7 +231,20 @@ def ratio_samples(num: np.ndarray, den: np.ndarray, counts: np.ndarray) -> np.nd
 
 
 def unique_columns(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(index of each column's distinct pattern, ``[rows, U]`` distinct columns), by hashing bytes."""
+    """(index of each column's distinct pattern, ``[rows, U]`` distinct columns), by hashing bytes.
+
+    Parameters
+    ----------
+    a : numpy.ndarray
+        ``[rows, S]`` array.
+
+    Returns
+    -------
+    inverse : numpy.ndarray
+        int64 ``[S]``: the index, among the distinct columns, of each column of ``a``.
+    distinct : numpy.ndarray
+        ``[rows, U]``: the distinct columns, in order of first appearance.
+    """
     seen: dict[bytes, int] = {}
     inverse = np.empty(a.shape[1], dtype=np.int64)
     cols = np.ascontiguousarray(a.T)
@@ -137,7 +261,25 @@ def percentile_ci(samples: np.ndarray, level: float = 0.95) -> tuple[np.ndarray,
 
     One vectorised sort of contiguous rows (numpy's SIMD sort is faster here than a partition
     with four pivots); NaNs sort last, so a statistic with n defined resamples reads its
-    order statistics from the first n places of its row."""
+    order statistics from the first n places of its row.
+
+    Parameters
+    ----------
+    samples : array_like
+        ``[B, ...]`` resampled statistics; NaN marks a resample where the statistic is undefined.
+    level : float, optional
+        Coverage of the two-sided interval, in (0, 1). Default 0.95.
+
+    Returns
+    -------
+    low, high : numpy.ndarray
+        Interval bounds of shape ``samples.shape[1:]``; NaN where no resample is defined (or B is 0).
+
+    References
+    ----------
+    .. [1] Counterfactual paper, §3.9.
+    .. [2] Benchmark-MCQ paper, Methods.
+    """
     q = np.array([(1 - level) / 2, (1 + level) / 2])
     x = np.moveaxis(np.asarray(samples, dtype=float), 0, -1)
     shape, n = x.shape[:-1], x.shape[-1]
@@ -178,6 +320,23 @@ def format_p(p: float, n_boot: int) -> str:
     p is twice the smaller tail proportion, so the smallest non-zero value is 2/B: with
     B = 2,000 resamples the paper's "smallest reportable value is 1/1000", and "p < 0.001" means
     no resample crossed zero.
+
+    Parameters
+    ----------
+    p : float or None
+        The p-value; ``None`` or NaN when undefined.
+    n_boot : int
+        Number of resamples B.
+
+    Returns
+    -------
+    str
+        ``"n/a"`` when undefined; ``"< 2/B"`` (two significant digits) when ``p`` is 0; else ``p`` to three
+        decimals, or in ``.1e`` form below 0.001.
+
+    References
+    ----------
+    .. [1] Counterfactual paper, §3.9.
     """
     if p is None or np.isnan(p):
         return "n/a"
@@ -187,7 +346,23 @@ def format_p(p: float, n_boot: int) -> str:
 
 
 def two_sided_p(diff_samples: np.ndarray) -> np.ndarray:
-    """Twice the smaller tail proportion of the bootstrap differences at zero, capped at 1."""
+    """Twice the smaller tail proportion of the bootstrap differences at zero, capped at 1.
+
+    Parameters
+    ----------
+    diff_samples : array_like
+        ``[B]`` or ``[B, S]`` bootstrap differences; NaN resamples are left out.
+
+    Returns
+    -------
+    numpy.ndarray
+        p per statistic (shape ``diff_samples.shape[1:]``); NaN where no resample is defined.
+
+    References
+    ----------
+    .. [1] Counterfactual paper, §3.9.
+    .. [2] Benchmark-MCQ paper, Methods.
+    """
     d = np.asarray(diff_samples, dtype=float)
     valid = ~np.isnan(d)
     n = valid.sum(axis=0)
@@ -199,18 +374,67 @@ def two_sided_p(diff_samples: np.ndarray) -> np.ndarray:
 
 def paired(point_a: float, point_b: float, samples_a: np.ndarray, samples_b: np.ndarray,
            level: float = 0.95) -> Paired:
-    """Paired comparison from the two models' statistics on the *same* resamples."""
+    """Paired comparison from the two models' statistics on the *same* resamples.
+
+    Parameters
+    ----------
+    point_a, point_b : float
+        The two models' point estimates.
+    samples_a, samples_b : array_like
+        ``[B]`` the two models' statistics on the same resamples.
+    level : float, optional
+        Coverage of the percentile interval. Default 0.95.
+
+    Returns
+    -------
+    Paired
+        The difference A - B, its percentile interval, the two-sided p of :func:`two_sided_p`, and
+        ``n_boot`` (the number of resamples, NaN ones included).
+
+    References
+    ----------
+    .. [1] Counterfactual paper, §3.9.
+    .. [2] Benchmark-MCQ paper, Methods.
+    """
     d = np.asarray(samples_a, dtype=float) - np.asarray(samples_b, dtype=float)
     lo, hi = percentile_ci(d[:, None], level)
     return Paired(float(point_a - point_b), float(lo[0]), float(hi[0]), float(two_sided_p(d)), len(d))
 
 
 def codes_of(labels) -> tuple[np.ndarray, np.ndarray]:
-    """(unique labels sorted, integer code per row)."""
+    """(unique labels sorted, integer code per row).
+
+    Parameters
+    ----------
+    labels : array_like
+        One label per row; each is compared as its ``str``.
+
+    Returns
+    -------
+    uniq : numpy.ndarray
+        The distinct labels as strings, sorted.
+    codes : numpy.ndarray
+        int ``[n]``: the index in ``uniq`` of each row's label.
+    """
     uniq, codes = np.unique(np.asarray(labels, dtype=object).astype(str), return_inverse=True)
     return uniq, codes.ravel()
 
 
 def regroup(per_case: np.ndarray, case_to_group: np.ndarray, n_groups: int) -> np.ndarray:
-    """Case sufficient statistics -> group (patient / near-copy group) ones, for the group bootstrap."""
+    """Case sufficient statistics -> group (patient / near-copy group) ones, for the group bootstrap.
+
+    Parameters
+    ----------
+    per_case : array_like
+        ``[C]`` or ``[C, S]`` per-case sufficient statistics.
+    case_to_group : array_like of int
+        ``[C]`` group code of each case, in ``[0, n_groups)``.
+    n_groups : int
+        Number of groups G.
+
+    Returns
+    -------
+    numpy.ndarray
+        float64 ``[G, S]`` per-group sums (:func:`cluster_sums`).
+    """
     return cluster_sums(per_case, case_to_group, n_groups)

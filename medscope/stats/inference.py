@@ -26,7 +26,33 @@ from medscope.stats import bootstrap as bs
 
 
 def fisher_exact(success_a: int, n_a: int, success_b: int, n_b: int, alternative: str = "two-sided"):
-    """Fisher's exact test of two proportions on small subsets (counterfactual paper §3.9): (odds ratio, p)."""
+    """Fisher's exact test of two proportions on small subsets (counterfactual paper §3.9): (odds ratio, p).
+
+    Parameters
+    ----------
+    success_a, n_a : int
+        Successes and trials of group A.
+    success_b, n_b : int
+        Successes and trials of group B.
+    alternative : {"two-sided", "less", "greater"}, optional
+        Alternative hypothesis, passed to ``scipy.stats.fisher_exact``. Default ``"two-sided"``.
+
+    Returns
+    -------
+    odds_ratio : float
+        The sample odds ratio.
+    p : float
+        The p-value.
+
+    Raises
+    ------
+    MedScopeError
+        When a success count is negative or exceeds its trials.
+
+    References
+    ----------
+    .. [1] Counterfactual paper, §3.9.
+    """
     if min(success_a, success_b) < 0 or success_a > n_a or success_b > n_b:
         raise MedScopeError("fisher_exact: successes must lie between 0 and n")
     res = sps.fisher_exact([[success_a, n_a - success_a], [success_b, n_b - success_b]], alternative=alternative)
@@ -37,6 +63,29 @@ def mcnemar_exact(correct_a, correct_b):
     """Exact McNemar test on paired binary outcomes (paired-modality paper §5): (b, c, p).
 
     b: A right and B wrong; c: A wrong and B right. Uses statsmodels' exact binomial version.
+
+    Parameters
+    ----------
+    correct_a, correct_b : array_like of bool
+        ``[n]`` per-item correctness of A and B on the same items.
+
+    Returns
+    -------
+    b : int
+        Items A got right and B wrong.
+    c : int
+        Items A got wrong and B right.
+    p : float
+        The exact (binomial) two-sided p-value.
+
+    Raises
+    ------
+    MedScopeError
+        When the two vectors differ in shape.
+
+    References
+    ----------
+    .. [1] Paired-modality paper, §5.
     """
     from statsmodels.stats.contingency_tables import mcnemar
 
@@ -50,14 +99,44 @@ def mcnemar_exact(correct_a, correct_b):
 
 
 def bonferroni(p_values, alpha: float = 0.05) -> tuple[float, list[bool]]:
-    """Bonferroni over one named family: (threshold alpha/m, significant per test)."""
+    """Bonferroni over one named family: (threshold alpha/m, significant per test).
+
+    Parameters
+    ----------
+    p_values : array_like of float
+        The family's m p-values.
+    alpha : float, optional
+        Family-wise error rate. Default 0.05.
+
+    Returns
+    -------
+    threshold : float
+        ``alpha / m`` (``alpha`` for an empty family).
+    significant : list of bool
+        Per test, ``p <= threshold``.
+    """
     p = np.asarray(p_values, dtype=float)
     thr = alpha / max(len(p), 1)
     return thr, [bool(x <= thr) for x in p]
 
 
 def benjamini_hochberg(p_values, alpha: float = 0.05) -> tuple[list[bool], np.ndarray]:
-    """BH false-discovery control within one family (statsmodels ``fdr_bh``): (reject, q)."""
+    """BH false-discovery control within one family (statsmodels ``fdr_bh``): (reject, q).
+
+    Parameters
+    ----------
+    p_values : array_like of float
+        The family's p-values.
+    alpha : float, optional
+        False discovery rate. Default 0.05.
+
+    Returns
+    -------
+    reject : list of bool
+        Per test, whether it is rejected at ``alpha``.
+    q : numpy.ndarray
+        BH-adjusted p-values; empty for an empty family.
+    """
     from statsmodels.stats.multitest import multipletests
 
     p = np.asarray(p_values, dtype=float)
@@ -68,7 +147,28 @@ def benjamini_hochberg(p_values, alpha: float = 0.05) -> tuple[list[bool], np.nd
 
 
 def adjust_families(rows: list[dict], alpha: float = 0.05, method: str = "bh") -> list[dict]:
-    """Add ``q`` (BH) or ``bonferroni`` verdicts to rows ``{"family", "p", ...}``, within each family."""
+    """Add ``q`` (BH) or ``bonferroni`` verdicts to rows ``{"family", "p", ...}``, within each family.
+
+    Parameters
+    ----------
+    rows : list of dict
+        Each with ``"family"`` (the family's name) and ``"p"``; other keys are kept.
+    alpha : float, optional
+        Error rate within each family. Default 0.05.
+    method : {"bh", "bonferroni"}, optional
+        Benjamini-Hochberg (adds ``q`` and ``significant``) or Bonferroni (adds ``threshold`` and
+        ``significant``). Default ``"bh"``.
+
+    Returns
+    -------
+    list of dict
+        Copies of ``rows``, in the same order, with the added keys.
+
+    Raises
+    ------
+    MedScopeError
+        When ``method`` is neither ``"bh"`` nor ``"bonferroni"`` (and ``rows`` is not empty).
+    """
     out = [dict(r) for r in rows]
     families: dict[str, list[int]] = {}
     for i, r in enumerate(out):
@@ -99,7 +199,32 @@ class Tost:
 
 
 def tost(point_diff: float, diff_samples, margin: float = 0.05) -> Tost:
-    """Two one-sided tests against +-margin from bootstrap differences (benchmark-MCQ paper Methods)."""
+    """Two one-sided tests against +-margin from bootstrap differences (benchmark-MCQ paper Methods).
+
+    Parameters
+    ----------
+    point_diff : float
+        Point estimate of the difference.
+    diff_samples : array_like of float
+        ``[B]`` bootstrap differences; NaN resamples are left out.
+    margin : float, optional
+        Equivalence margin, in the metric's units. Default 0.05.
+
+    Returns
+    -------
+    Tost
+        The 5th-95th percentile interval of the differences, ``equivalent`` when it lies inside
+        ``(-margin, +margin)``, and ``p``, the larger of the two one-sided bootstrap p-values.
+
+    Raises
+    ------
+    MedScopeError
+        When every resample is NaN.
+
+    References
+    ----------
+    .. [1] Benchmark-MCQ paper, Methods.
+    """
     d = np.asarray(diff_samples, dtype=float)
     d = d[~np.isnan(d)]
     if not d.size:  # the metric is undefined in every resample (no views of its kind)
@@ -121,7 +246,36 @@ class Chance:
 
 
 def accuracy_vs_chance(correct, n_options, case_ids, n_boot: int = bs.DEFAULT_B, seed: int = bs.DEFAULT_SEED) -> Chance:
-    """One-sided accuracy against chance (benchmark-MCQ paper Methods): statistic mean(1[correct] - 1/k)."""
+    """One-sided accuracy against chance (benchmark-MCQ paper Methods): statistic mean(1[correct] - 1/k).
+
+    Parameters
+    ----------
+    correct : array_like
+        ``[n]`` per-item correctness (bool or 0/1).
+    n_options : array_like
+        ``[n]`` number of options k of each item (at least 1).
+    case_ids : array_like
+        ``[n]`` case of each item: the cluster of the bootstrap.
+    n_boot : int, optional
+        Number of resamples. Default 2000.
+    seed : int, optional
+        Seed of the resamples. Default 42.
+
+    Returns
+    -------
+    Chance
+        Accuracy, the chance baseline (mean 1/k), the excess, the one-sided case-clustered bootstrap p
+        (share of resamples with excess <= 0) and the one-sided binomial p against the baseline.
+
+    Raises
+    ------
+    MedScopeError
+        When an item has fewer than one option.
+
+    References
+    ----------
+    .. [1] Benchmark-MCQ paper, Methods.
+    """
     correct = np.asarray(correct, dtype=float)
     k = np.asarray(n_options, dtype=float)
     if (k < 1).any():
@@ -138,7 +292,24 @@ def accuracy_vs_chance(correct, n_options, case_ids, n_boot: int = bs.DEFAULT_B,
 
 
 def seeds_summary(values) -> tuple[float, float]:
-    """Mean and sample standard deviation over seeds (counterfactual paper §3.9: mean +- sd over three seeds)."""
+    """Mean and sample standard deviation over seeds (counterfactual paper §3.9: mean +- sd over three seeds).
+
+    Parameters
+    ----------
+    values : array_like of float
+        One value per seed.
+
+    Returns
+    -------
+    mean : float
+        The mean.
+    sd : float
+        The sample standard deviation (``ddof=1``); 0.0 for a single value.
+
+    References
+    ----------
+    .. [1] Counterfactual paper, §3.9.
+    """
     v = np.asarray(values, dtype=float)
     return float(v.mean()), float(v.std(ddof=1)) if len(v) > 1 else 0.0
 
@@ -148,6 +319,23 @@ def logistic_clustered(y, X: pd.DataFrame, groups, alpha: float = 0.05) -> pd.Da
 
     ``X`` holds the predictors (an intercept is added); ``groups`` the case (or patient) of
     each row. Returns one row per coefficient: coef, se, ci_low, ci_high, p, odds_ratio.
+
+    Parameters
+    ----------
+    y : array_like
+        ``[n]`` binary outcome (0/1).
+    X : pandas.DataFrame
+        ``[n, p]`` predictors, cast to float.
+    groups : array_like
+        ``[n]`` cluster (case or patient) of each row.
+    alpha : float, optional
+        One minus the coverage of the intervals. Default 0.05.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Indexed by coefficient (``const`` first), columns ``coef``, ``se``, ``ci_low``, ``ci_high``,
+        ``p`` and ``odds_ratio`` (``exp(coef)``).
     """
     import statsmodels.api as sm
 

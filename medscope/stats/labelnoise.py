@@ -20,6 +20,30 @@ def disputed_cases(scores: pa.Table, panel: list[str], min_votes: int | None = N
     """Case ids of lesion-free views claimed abnormal by >= ``min_votes`` panel models.
 
     ``min_votes`` defaults to the paper's share, seven of nine (rounded up).
+
+    Parameters
+    ----------
+    scores : pyarrow.Table
+        Scores with columns ``model``, ``case_id``, ``kind``, ``action`` and ``claims_finding``.
+    panel : list of str
+        The panel's model names.
+    min_votes : int or None, optional
+        Votes needed to dispute a label; ``None`` for ``ceil(7 / 9 * len(panel))``.
+
+    Returns
+    -------
+    list of str
+        Sorted case ids of ``natural_negative`` views where at least ``min_votes`` distinct panel models
+        answered (action ``answer``) and claimed the finding.
+
+    Raises
+    ------
+    MedScopeError
+        When the panel is empty or names a model absent from ``scores``.
+
+    References
+    ----------
+    .. [1] Counterfactual paper, §5.5.
     """
     if not panel:
         raise MedScopeError("label-noise panel is empty")
@@ -35,7 +59,24 @@ def disputed_cases(scores: pa.Table, panel: list[str], min_votes: int | None = N
 
 
 def without_cases(scores: pa.Table, case_ids: list[str]) -> pa.Table:
-    """The scores without the given cases (all their views, for every model)."""
+    """The scores without the given cases (all their views, for every model).
+
+    Parameters
+    ----------
+    scores : pyarrow.Table
+        Scores with a ``case_id`` column.
+    case_ids : list of str
+        Cases to drop.
+
+    Returns
+    -------
+    pyarrow.Table
+        The rows whose ``case_id`` is not listed; ``scores`` itself when ``case_ids`` is empty.
+
+    References
+    ----------
+    .. [1] Counterfactual paper, §5.5.
+    """
     if not case_ids:
         return scores
     return scores.filter(pc.invert(pc.is_in(scores.column("case_id"), value_set=pa.array(case_ids))))
