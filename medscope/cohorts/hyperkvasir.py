@@ -44,7 +44,7 @@ def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None) ->
     Parameters
     ----------
     path : str
-        The labeled-images folder, or a folder above it.
+        The ``labeled-images`` folder, or a folder above it.
     cfg : DatasetConfig, optional
         Dataset config; None takes the shipped ``hyperkvasir`` defaults.
     on_item : callable, optional
@@ -53,14 +53,14 @@ def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None) ->
     Returns
     -------
     cases : pyarrow.Table
-        One lesion-free case (null mask) per readable image in a lesion_free_classes folder.
+        One lesion-free case (null mask) per readable image in a ``lesion_free_classes`` folder.
     rejects : list of dict
-        Rejects rows for unreadable images, and ignored rows for every other file.
+        Rejects rows for unreadable images, and ``ignored`` rows for every other file.
 
     Raises
     ------
     MedScopeError
-        When the config names no lesion_free_classes, or no image lies in such a folder.
+        When the config names no ``lesion_free_classes``, or no image lies in such a folder.
     """
     cfg = cfg or dataset_config("hyperkvasir")
     keep = {c.lower() for c in cfg.lesion_free_classes}

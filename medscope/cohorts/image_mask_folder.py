@@ -39,7 +39,8 @@ def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None) ->
     Parameters
     ----------
     path : str
-        The dataset folder; images under cfg.images_dir, masks under cfg.masks_dir, matched by relative folder and stem plus cfg.mask_suffix.
+        The dataset folder: images under ``cfg.images_dir``, masks under ``cfg.masks_dir``, matched by
+        relative folder and stem plus ``cfg.mask_suffix``.
     cfg : DatasetConfig, optional
         Dataset config; None takes the shipped ``image-mask-folder`` defaults.
     on_item : callable, optional
@@ -48,7 +49,7 @@ def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None) ->
     Returns
     -------
     cases : pyarrow.Table
-        One case per readable image (lesion-free without a mask when missing_mask_means_lesion_free).
+        One case per readable image (lesion-free without a mask when ``missing_mask_means_lesion_free``).
     rejects : list of dict
         Rejects rows for bad images and masks, masks no image claims, and ignored files.
 

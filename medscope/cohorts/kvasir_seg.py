@@ -36,7 +36,7 @@ def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None) ->
     Parameters
     ----------
     path : str
-        The Kvasir-SEG folder (images/ and masks/, names from the config).
+        The Kvasir-SEG folder (``images/`` and ``masks/``, names from the config).
     cfg : DatasetConfig, optional
         Dataset config; None takes the shipped ``kvasir-seg`` defaults.
     on_item : callable, optional
