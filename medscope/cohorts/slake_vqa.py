@@ -72,7 +72,7 @@ def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None):
     cfg : DatasetConfig, optional
         Dataset config; None takes the shipped ``slake-vqa`` defaults.
     on_item : callable, optional
-        Called with no argument after each question read (progress).
+        Called with no argument after each question in a kept language (progress).
 
     Returns
     -------
