@@ -33,7 +33,31 @@ TABLE_OF.update({fmt: "vqa_items" for fmt in VQA_FORMATS})
 
 
 def load(fmt: str, path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None):
-    """(table, rejects rows) for dataset ``path`` in format ``fmt``; table is cases or volumes."""
+    """(table, rejects rows) for dataset ``path`` in format ``fmt``; table is cases or volumes.
+
+    Parameters
+    ----------
+    fmt : str
+        Cohort format, one of ``FORMATS``.
+    path : str
+        The dataset folder, laid out as the format's release.
+    cfg : DatasetConfig, optional
+        Dataset config; None takes the format's shipped defaults.
+    on_item : callable, optional
+        Called with no argument after each item the loader reads (progress).
+
+    Returns
+    -------
+    table : pyarrow.Table
+        The ``cases``, ``volumes`` or ``vqa_items`` table (``TABLE_OF[fmt]``).
+    rejects : list of dict
+        Rejects rows.
+
+    Raises
+    ------
+    MedScopeError
+        For an unknown format, or a dataset the format's loader cannot read at all.
+    """
     if fmt not in _MODULES:
         raise MedScopeError(f"unknown cohort format {fmt!r}; choose from: {', '.join(FORMATS)}")
     module = importlib.import_module(_MODULES[fmt])

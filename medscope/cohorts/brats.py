@@ -63,7 +63,18 @@ _REASONS = {
 
 
 def patient_of(case_folder: str) -> str:
-    """``BraTS-MEN-00012-001`` -> ``BraTS-MEN-00012`` (2023 names end in a time point)."""
+    """``BraTS-MEN-00012-001`` -> ``BraTS-MEN-00012`` (2023 names end in a time point).
+
+    Parameters
+    ----------
+    case_folder : str
+        A BraTS case folder path (a trailing ``/`` is ignored).
+
+    Returns
+    -------
+    str
+        The folder's base name, less a 2023 ``-NNN`` time-point suffix.
+    """
     name = posixpath.basename(case_folder.rstrip("/"))
     m = re.match(r"^(BraTS-[A-Z]+-\d+)-\d{3}$", name)
     return m.group(1) if m else name
@@ -73,7 +84,19 @@ def scale_volume(image: np.ndarray) -> np.ndarray:
     """Float MRI volume -> uint8, 0 staying 0 and the 99.5th percentile of the brain (non-zero
     voxels) becoming 255: one scale per volume, so slices of one patient stay comparable and a
     few hot voxels do not wash the image out. MRI intensities are arbitrary positive units, so no
-    lower cut is taken (it would black out the most common tissue value)."""
+    lower cut is taken (it would black out the most common tissue value).
+
+    Parameters
+    ----------
+    image : numpy.ndarray
+        Float MRI volume, any shape; voxels <= 0 are background.
+
+    Returns
+    -------
+    numpy.ndarray of uint8
+        Same shape: ``image / p99.5(brain)`` clipped to [0, 1] and scaled to 0..255; all zeros
+        for a volume without a positive voxel.
+    """
     brain = image[image > 0]
     if brain.size == 0:
         return np.zeros(image.shape, np.uint8)
@@ -95,7 +118,30 @@ def _pick(files: list[str], pattern: re.Pattern) -> str | None:
 
 
 def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None) -> tuple[pa.Table, list[dict]]:
-    """BraTS training folder at ``path`` -> (cases table, rejects rows)."""
+    """BraTS training folder at ``path`` -> (cases table, rejects rows).
+
+    Parameters
+    ----------
+    path : str
+        The training folder holding one folder per case.
+    cfg : DatasetConfig, optional
+        Dataset config; None takes the shipped ``brats`` defaults.
+    on_item : callable, optional
+        Called with no argument after each case folder (progress).
+
+    Returns
+    -------
+    cases : pyarrow.Table
+        Up to ``lesion_slices_per_patient + free_slices_per_patient`` 2D cases per case folder,
+        ``group_id`` the patient.
+    rejects : list of dict
+        One rejects row per case folder that gave no case.
+
+    Raises
+    ------
+    MedScopeError
+        When ``path`` holds no NIfTI file.
+    """
     cfg = cfg or dataset_config("brats")
     folders = _case_files(path)
     if not folders:

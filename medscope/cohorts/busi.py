@@ -36,7 +36,29 @@ _MASK = re.compile(r"^(?P<image>.+)_mask(?:_\d+)?$")
 
 
 def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None) -> tuple[pa.Table, list[dict]]:
-    """BUSI folder at ``path`` (holding the class folders) -> (cases table, rejects rows)."""
+    """BUSI folder at ``path`` (holding the class folders) -> (cases table, rejects rows).
+
+    Parameters
+    ----------
+    path : str
+        The BUSI folder holding ``benign/``, ``malignant/`` and ``normal/``.
+    cfg : DatasetConfig, optional
+        Dataset config; None takes the shipped ``busi`` defaults.
+    on_item : callable, optional
+        Called with no argument after each image (progress).
+
+    Returns
+    -------
+    cases : pyarrow.Table
+        One case per readable image.
+    rejects : list of dict
+        Rejects rows: bad images and masks, masks without an image, and ignored files.
+
+    Raises
+    ------
+    MedScopeError
+        When none of the class folders is found.
+    """
     cfg = cfg or dataset_config("busi")
     files, ignored = scan_tree(path)
     ignored = [(rel, why if _in_class_folder(rel) else "outside the BUSI class folders") for rel, why in ignored]

@@ -50,6 +50,23 @@ def rasterise(polygons: list, shape: tuple[int, int]) -> np.ndarray:
     """Polygons ``[[[x, y], ...], ...]`` (pixels) -> boolean (H, W) mask, edges included.
 
     Raises Reject for a polygon with a vertex outside the image or under 3 points.
+
+    Parameters
+    ----------
+    polygons : list
+        Polygons, each a list of ``[x, y]`` vertices in pixels (column, row).
+    shape : tuple of int
+        ``(H, W)`` of the image.
+
+    Returns
+    -------
+    numpy.ndarray of bool
+        (H, W) union of the filled polygons.
+
+    Raises
+    ------
+    Reject
+        ``bad polygon`` (not points, under 3 points, non-finite) or ``polygon outside image``.
     """
     h, w = shape
     mask = np.zeros((h, w), np.uint8)
@@ -78,7 +95,32 @@ def _records(path: str, name: str) -> list:
 
 
 def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None) -> tuple[pa.Table, list[dict]]:
-    """ChestX-Det folder at ``path`` -> (cases table, rejects rows)."""
+    """ChestX-Det folder at ``path`` -> (cases table, rejects rows).
+
+    Parameters
+    ----------
+    path : str
+        The ChestX-Det folder holding the annotation JSON files and their image folders
+        (``cfg.annotation_files``).
+    cfg : DatasetConfig, optional
+        Dataset config; None takes the shipped ``chestx-det`` defaults.
+    on_item : callable, optional
+        Called with no argument after each annotation record (progress).
+
+    Returns
+    -------
+    cases : pyarrow.Table
+        One case per (image, kept category), and one lesion-free case per image without a finding; ``split``
+        from the image folder when ``use_released_split``.
+    rejects : list of dict
+        Rejects rows for corrupt JSON files, bad records and images, and every image-folder file no record
+        names.
+
+    Raises
+    ------
+    MedScopeError
+        When none of the configured annotation files exists.
+    """
     cfg = cfg or dataset_config("chestx-det")
     files = {a: d for a, d in cfg.annotation_files.items() if storage.exists(storage.join(path, a))}
     if not files:
@@ -123,8 +165,8 @@ def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None) ->
 
 
 def _unlisted(cfg, scans: dict, listed: set[str]) -> list[dict]:
-    """Rows for the files of the image folders no annotation record names (issue 32: every file
-    gets a row): an image is a ``not in the annotations`` reject (it has no labels to trust),
+    """Rows for the files of the image folders no annotation record names (every file gets
+    a row): an image is a ``not in the annotations`` reject (it has no labels to trust),
     anything else an ``ignored`` row."""
     out = []
     for folder, (images, ignored) in scans.items():

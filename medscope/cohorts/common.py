@@ -137,7 +137,27 @@ class DatasetConfig(cfgmod.StrictModel):
 
 
 def dataset_config(fmt: str, uri: str | None = None, overrides: dict | None = None) -> DatasetConfig:
-    """The format's default config (``configs/datasets/<fmt>.yaml``), overlaid by a user file."""
+    """The format's default config (``configs/datasets/<fmt>.yaml``), overlaid by a user file.
+
+    Parameters
+    ----------
+    fmt : str
+        Cohort format, one of ``FORMATS`` (``"kvasir-seg"``, ``"busi"``, ``"slake"`` ...).
+    uri : str, optional
+        A user YAML file whose keys replace the format's defaults; None keeps the defaults.
+    overrides : dict, optional
+        Field values applied last, over both the defaults and ``uri``.
+
+    Returns
+    -------
+    DatasetConfig
+        The validated config.
+
+    Raises
+    ------
+    MedScopeError
+        For an unknown format, or a merged config that does not validate.
+    """
     if fmt not in FORMATS:
         raise MedScopeError(f"unknown cohort format {fmt!r}; choose from: {', '.join(FORMATS)}")
     data = dict(_default_config_dict(fmt))
@@ -164,12 +184,39 @@ def list_tree(root: str, suffixes: tuple[str, ...] = IMAGE_EXTS) -> list[str]:
 
     Hidden files (``.DS_Store``, macOS ``._x`` forks found in Decathlon archives) are skipped;
     :func:`scan_tree` also says what was skipped and why.
+
+    Parameters
+    ----------
+    root : str
+        Dataset folder (local path or storage URI).
+    suffixes : tuple of str, optional
+        File-name endings to keep, lower case; default the image extensions (``IMAGE_EXTS``).
+
+    Returns
+    -------
+    list of str
+        Sorted ``/``-separated paths relative to ``root``.
     """
     return scan_tree(root, suffixes)[0]
 
 
 def scan_tree(root: str, suffixes: tuple[str, ...] = IMAGE_EXTS) -> tuple[list[str], list[tuple[str, str]]]:
-    """(files ending with a suffix, [(other file, why it is ignored)]): ``guarded.scan_tree``."""
+    """(files ending with a suffix, [(other file, why it is ignored)]): ``guarded.scan_tree``.
+
+    Parameters
+    ----------
+    root : str
+        Dataset folder (local path or storage URI).
+    suffixes : tuple of str, optional
+        File-name endings to keep, lower case; default the image extensions (``IMAGE_EXTS``).
+
+    Returns
+    -------
+    files : list of str
+        Paths relative to ``root`` of the files that end with a suffix.
+    ignored : list of tuple of (str, str)
+        ``(relative path, reason)`` for every other entry (hidden file, other extension ...).
+    """
     return guarded.scan_tree(root, suffixes)
 
 
@@ -178,6 +225,16 @@ def stem(name: str) -> str:
 
     In Unicode NFC, so an image and its mask match whether a macOS export wrote the name
     decomposed (NFD) or not.
+
+    Parameters
+    ----------
+    name : str
+        File name or ``/``-separated relative path.
+
+    Returns
+    -------
+    str
+        The base name without its extension (``.nii.gz`` counts as one), NFC-normalised.
     """
     name = safe_text.nfc(posixpath.basename(name))
     for ext in (".nii.gz",):
@@ -191,6 +248,26 @@ def read_file(root: str, rel: str, limits: Limits = DEFAULT_LIMITS) -> bytes:
 
     ``rel`` may come from a dataset's own JSON: one that leaves ``root`` (``../../x.png``,
     an absolute path) is a ``path leaves the input root`` reject, never a read.
+
+    Parameters
+    ----------
+    root : str
+        Dataset folder (local path or storage URI).
+    rel : str
+        ``/``-separated path below ``root``.
+    limits : Limits, optional
+        Per-file budgets; only ``max_file_bytes`` is used here.
+
+    Returns
+    -------
+    bytes
+        The whole file.
+
+    Raises
+    ------
+    Reject
+        ``path leaves the input root`` (absolute, climbing or symlinked out), a file that is not
+        regular, or one over ``limits.max_file_bytes``.
     """
     try:
         rel = safe_text.inside_root(rel)
@@ -220,6 +297,25 @@ def binarize_mask(raw: np.ndarray, image_shape: tuple[int, int], cfg: DatasetCon
 
     Raises Reject for a size mismatch, a non-binary mask under ``non_binary_mask: reject``,
     or a whole-image mask. An empty mask is returned as all-False; the caller decides.
+
+    Parameters
+    ----------
+    raw : numpy.ndarray
+        Decoded mask values, shape (H, W) (or (H, W, ...); only the first two axes are compared).
+    image_shape : tuple of int
+        Shape of the image the mask belongs to; its first two entries are (H, W).
+    cfg : DatasetConfig
+        Supplies ``non_binary_mask``, ``mask_threshold`` and ``whole_mask_frac``.
+
+    Returns
+    -------
+    numpy.ndarray of bool
+        The foreground mask, shape of ``raw``; may be all False.
+
+    Raises
+    ------
+    Reject
+        ``mask size differs``, ``non-binary mask`` or ``whole-image mask``.
     """
     if raw.shape[:2] != tuple(image_shape[:2]):
         h, w = raw.shape[:2]
@@ -239,14 +335,37 @@ def binarize_mask(raw: np.ndarray, image_shape: tuple[int, int], cfg: DatasetCon
 
 
 def lesion_area_frac(mask: np.ndarray | None) -> float:
-    """Fraction of image pixels inside the lesion mask (0.0 for no mask)."""
+    """Fraction of image pixels inside the lesion mask (0.0 for no mask).
+
+    Parameters
+    ----------
+    mask : numpy.ndarray or None
+        Boolean lesion mask (non-zero = lesion), or None for a lesion-free case.
+
+    Returns
+    -------
+    float
+        Lesion pixels / all pixels, in [0, 1].
+    """
     if mask is None:
         return 0.0
     return float(np.count_nonzero(mask)) / float(mask.size)
 
 
 def lesion_bbox(mask: np.ndarray | None) -> list[int] | None:
-    """Tight box ``[x1, y1, x2, y2]`` in pixels around the mask, inclusive corners; None if empty."""
+    """Tight box ``[x1, y1, x2, y2]`` in pixels around the mask, inclusive corners; None if empty.
+
+    Parameters
+    ----------
+    mask : numpy.ndarray or None
+        Boolean (H, W) lesion mask, or None.
+
+    Returns
+    -------
+    list of int or None
+        ``[x1, y1, x2, y2]`` (column, row of the top-left and bottom-right lesion pixels), or None
+        when there is no mask or it is empty.
+    """
     if mask is None or not mask.any():
         return None
     ys = np.flatnonzero(mask.any(axis=1))
@@ -258,7 +377,21 @@ def lesion_bbox(mask: np.ndarray | None) -> list[int] | None:
 
 
 def patient_id(cfg: DatasetConfig, file_name: str) -> str | None:
-    """Patient id from the config's file-name rule, or None where the dataset has none."""
+    """Patient id from the config's file-name rule, or None where the dataset has none.
+
+    Parameters
+    ----------
+    cfg : DatasetConfig
+        Supplies ``patient_id_regex``.
+    file_name : str
+        Image file name or path; the regex is searched in its base name.
+
+    Returns
+    -------
+    str or None
+        Group ``patient`` of the match, else group 1, else the whole match; None without a rule
+        or without a match.
+    """
     if not cfg.patient_id_regex:
         return None
     m = re.search(cfg.patient_id_regex, posixpath.basename(file_name))
@@ -270,7 +403,20 @@ def patient_id(cfg: DatasetConfig, file_name: str) -> str | None:
 
 
 def case_id(source: str, rel_path: str) -> str:
-    """Stable id of a case: the same file of the same source always gets the same id."""
+    """Stable id of a case: the same file of the same source always gets the same id.
+
+    Parameters
+    ----------
+    source : str
+        Source (dataset) name.
+    rel_path : str
+        The file's path relative to the dataset folder.
+
+    Returns
+    -------
+    str
+        ``stable_hash(source, rel_path)``.
+    """
     return stable_hash(source, rel_path)
 
 
@@ -286,7 +432,35 @@ def case_row(
     critical: bool | None = None,
     source: str | None = None,
 ) -> dict:
-    """One cases row. ``mask`` None (or empty) means a lesion-free case with a null mask."""
+    """One cases row. ``mask`` None (or empty) means a lesion-free case with a null mask.
+
+    Parameters
+    ----------
+    cfg : DatasetConfig
+        The dataset config; supplies the defaults of the keyword arguments, ``imaging_type``,
+        ``question_kind``, ``private`` and ``endpoint_allowlist``.
+    rel_path : str
+        The image's path relative to the dataset folder (``source_file``; hashed into ``case_id``).
+    image : numpy.ndarray
+        The decoded image, (H, W) or (H, W, C), stored as PNG.
+    mask : numpy.ndarray or None
+        Boolean (H, W) lesion mask; None or all False makes a lesion-free case.
+    patient : str, optional
+        Patient id; None derives it from ``rel_path`` with :func:`patient_id`.
+    finding : str, optional
+        Overrides ``cfg.finding``.
+    question : str, optional
+        Overrides ``cfg.question``.
+    critical : bool, optional
+        Overrides ``cfg.critical``.
+    source : str, optional
+        Overrides ``cfg.source``.
+
+    Returns
+    -------
+    dict
+        One row of the ``cases`` table (``group_id`` and ``split`` left None).
+    """
     if mask is not None and not mask.any():
         mask = None
     h, w = image.shape[:2]
@@ -317,12 +491,47 @@ def case_row(
 
 
 def reject_row(cfg: DatasetConfig, rel_path: str, err: Reject, table: str = "cases") -> dict:
+    """One ``load``-stage rejects row for a file the loader could not turn into an item.
+
+    Parameters
+    ----------
+    cfg : DatasetConfig
+        Supplies the source name.
+    rel_path : str
+        The file's path relative to the dataset folder (the row's ``item_id``).
+    err : Reject
+        The refusal; gives ``reason``, ``detail`` and the ``error_class``.
+    table : str, optional
+        The table the item would have joined (``"cases"``, ``"volumes"``, ``"vqa_items"``).
+
+    Returns
+    -------
+    dict
+        A rejects row (``records.reject``).
+    """
     return records.reject(table, cfg.source, display_name(rel_path), "load", err.reason, display_name(err.detail),
                           bounded.error_class(err))
 
 
 def finish(rows: list[dict], rejects: list[dict], table: str = "cases"):
-    """Validated table (sorted by case id, so file-system order never shows) and rejects."""
+    """Validated table (sorted by case id, so file-system order never shows) and rejects.
+
+    Parameters
+    ----------
+    rows : list of dict
+        The loader's rows, each with a ``case_id``.
+    rejects : list of dict
+        The loader's rejects rows.
+    table : str, optional
+        Records schema the rows are validated against.
+
+    Returns
+    -------
+    table : pyarrow.Table
+        The rows sorted by ``case_id``, with exactly the schema's columns.
+    rejects : list of dict
+        The rejects sorted by (``item_id``, ``reason``).
+    """
     rows = sorted(rows, key=lambda r: r["case_id"])
     rejects = sorted(rejects, key=lambda r: (r["item_id"], r["reason"]))
     return records.to_table(table, rows), rejects
@@ -342,6 +551,32 @@ def image_and_mask_case(
     ``mask_rels`` empty means no mask file: ``on_missing`` ``"lesion-free"`` makes a
     lesion-free case, ``"reject"`` a ``missing mask`` reject. ``lesion_expected`` False (e.g.
     BUSI ``normal``) ignores masks entirely.
+
+    Parameters
+    ----------
+    cfg : DatasetConfig
+        The dataset config (limits, mask rules, row fields).
+    root : str
+        Dataset folder.
+    image_rel : str
+        The image's path relative to ``root``.
+    mask_rels : list of str
+        Mask files of the image, relative to ``root``; their foregrounds are OR-ed.
+    lesion_expected : bool, optional
+        False reads no masks and makes a lesion-free case.
+    on_missing : {"reject", "lesion-free"}, optional
+        What an empty ``mask_rels`` means.
+
+    Returns
+    -------
+    dict
+        One cases row (:func:`case_row`).
+
+    Raises
+    ------
+    Reject
+        For an unreadable image or mask, a failed mask rule, ``missing mask``, a ``whole-image mask``
+        after merging, or an ``empty mask`` unless ``empty_mask_means_lesion_free``.
     """
     image = decode_image(read_file(root, image_rel, cfg.limits), cfg.limits)
     if not lesion_expected:

@@ -39,7 +39,29 @@ from medscope.errors import MedScopeError
 
 
 def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None) -> tuple[pa.Table, list[dict]]:
-    """HyperKvasir ``labeled-images`` folder (or one above it) -> (cases, rejects)."""
+    """HyperKvasir ``labeled-images`` folder (or one above it) -> (cases, rejects).
+
+    Parameters
+    ----------
+    path : str
+        The ``labeled-images`` folder, or a folder above it.
+    cfg : DatasetConfig, optional
+        Dataset config; None takes the shipped ``hyperkvasir`` defaults.
+    on_item : callable, optional
+        Called with no argument after each image (progress).
+
+    Returns
+    -------
+    cases : pyarrow.Table
+        One lesion-free case (null mask) per readable image in a ``lesion_free_classes`` folder.
+    rejects : list of dict
+        Rejects rows for unreadable images, and ``ignored`` rows for every other file.
+
+    Raises
+    ------
+    MedScopeError
+        When the config names no ``lesion_free_classes``, or no image lies in such a folder.
+    """
     cfg = cfg or dataset_config("hyperkvasir")
     keep = {c.lower() for c in cfg.lesion_free_classes}
     if not keep:

@@ -34,7 +34,30 @@ from medscope.errors import MedScopeError
 
 
 def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None) -> tuple[pa.Table, list[dict]]:
-    """``images/`` + ``masks/`` folder at ``path`` -> (cases table, rejects rows)."""
+    """``images/`` + ``masks/`` folder at ``path`` -> (cases table, rejects rows).
+
+    Parameters
+    ----------
+    path : str
+        The dataset folder: images under ``cfg.images_dir``, masks under ``cfg.masks_dir``, matched by
+        relative folder and stem plus ``cfg.mask_suffix``.
+    cfg : DatasetConfig, optional
+        Dataset config; None takes the shipped ``image-mask-folder`` defaults.
+    on_item : callable, optional
+        Called with no argument after each image (progress).
+
+    Returns
+    -------
+    cases : pyarrow.Table
+        One case per readable image (lesion-free without a mask when ``missing_mask_means_lesion_free``).
+    rejects : list of dict
+        Rejects rows for bad images and masks, masks no image claims, and ignored files.
+
+    Raises
+    ------
+    MedScopeError
+        When the images folder holds no image.
+    """
     cfg = cfg or dataset_config("image-mask-folder")
     images, ignored_images = scan_tree(storage.join(path, cfg.images_dir))
     if not images:

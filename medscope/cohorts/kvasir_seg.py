@@ -31,7 +31,29 @@ from medscope.errors import MedScopeError
 
 
 def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None) -> tuple[pa.Table, list[dict]]:
-    """Kvasir-SEG folder at ``path`` -> (cases table, rejects rows)."""
+    """Kvasir-SEG folder at ``path`` -> (cases table, rejects rows).
+
+    Parameters
+    ----------
+    path : str
+        The Kvasir-SEG folder (``images/`` and ``masks/``, names from the config).
+    cfg : DatasetConfig, optional
+        Dataset config; None takes the shipped ``kvasir-seg`` defaults.
+    on_item : callable, optional
+        Called with no argument after each image (progress).
+
+    Returns
+    -------
+    cases : pyarrow.Table
+        One case per readable image with exactly one valid mask.
+    rejects : list of dict
+        Rejects rows for bad images and masks, masks no image claims, and ignored files.
+
+    Raises
+    ------
+    MedScopeError
+        When the images folder holds no image.
+    """
     cfg = cfg or dataset_config("kvasir-seg")
     image_root = storage.join(path, cfg.images_dir)
     images, ignored_images = scan_tree(image_root)

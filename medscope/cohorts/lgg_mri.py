@@ -76,7 +76,30 @@ def _index(path: str) -> tuple[dict, dict, list[dict]]:
 
 
 def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None) -> tuple[pa.Table, list[dict]]:
-    """LGG MRI segmentation folder (or any folder above ``kaggle_3m``) -> (cases, rejects)."""
+    """LGG MRI segmentation folder (or any folder above ``kaggle_3m``) -> (cases, rejects).
+
+    Parameters
+    ----------
+    path : str
+        The LGG MRI segmentation folder (``kaggle_3m``), or any folder above it.
+    cfg : DatasetConfig, optional
+        Dataset config; None takes the shipped ``lgg-mri`` defaults.
+    on_item : callable, optional
+        Called with no argument after each slice file (progress).
+
+    Returns
+    -------
+    cases : pyarrow.Table
+        Cases chosen per patient by the slice rule (:mod:`medscope.cohorts.slices`), ``group_id`` the patient.
+    rejects : list of dict
+        Rejects rows per bad slice file, duplicate copy or odd file name, and per patient with no eligible
+        slice.
+
+    Raises
+    ------
+    MedScopeError
+        When no ``TCGA_<site>_<id>_<date>_<n>.tif`` slice is found.
+    """
     cfg = cfg or dataset_config("lgg-mri")
     images, masks, odd = _index(path)
     if not images:

@@ -51,14 +51,48 @@ AFFINE_TOL_MM = 1e-3
 
 def read_nifti(data: bytes, what: str = "image", limits: Limits = DEFAULT_LIMITS):
     """NIfTI bytes -> nibabel image within ``limits`` (:func:`medscope.volumes.nifti.nifti_from_bytes`);
-    imported here, not at the top, so the phantom cohort imports without nibabel (the GPU check)."""
+    imported here, not at the top, so the phantom cohort imports without nibabel (the GPU check).
+
+    Parameters
+    ----------
+    data : bytes
+        A ``.nii`` or ``.nii.gz`` file's bytes.
+    what : str, optional
+        What the file is (``"image"``, ``"label map"``), named in reject details.
+    limits : Limits, optional
+        Budgets checked on the header before the voxels are inflated.
+
+    Returns
+    -------
+    nibabel.Nifti1Image
+        The image, its voxel data complete.
+
+    Raises
+    ------
+    Reject
+        ``corrupt NIfTI``, ``over max_decoded_bytes``, ``invalid affine`` and the other refusals of
+        :func:`medscope.volumes.nifti.nifti_from_bytes`.
+    """
     from medscope.volumes.nifti import nifti_from_bytes
 
     return nifti_from_bytes(data, what, limits)
 
 
 def check_finite(img, what: str = "image") -> None:
-    """Reject a float volume holding NaN or inf voxels (checked a slab at a time)."""
+    """Reject a float volume holding NaN or inf voxels (checked a slab at a time).
+
+    Parameters
+    ----------
+    img : nibabel.Nifti1Image
+        The volume; only a float on-disk dtype is checked.
+    what : str, optional
+        What the volume is, named in the reject detail.
+
+    Raises
+    ------
+    Reject
+        ``non-finite voxels`` when any voxel is NaN or infinite.
+    """
     if img.get_data_dtype().kind != "f":
         return
     data = np.asanyarray(img.dataobj)
@@ -68,6 +102,20 @@ def check_finite(img, what: str = "image") -> None:
 
 
 def label_name(cfg: DatasetConfig, image_name: str) -> str:
+    """The label file name of an image file name: ``label_name_regex`` applied, else the same name.
+
+    Parameters
+    ----------
+    cfg : DatasetConfig
+        Supplies ``label_name_regex``, a ``(pattern, replacement)`` pair for ``re.sub``, or None.
+    image_name : str
+        The image's path relative to the images folder.
+
+    Returns
+    -------
+    str
+        The label map's path relative to the labels folder.
+    """
     if cfg.label_name_regex:
         pattern, repl = cfg.label_name_regex
         return re.sub(pattern, repl, image_name)
@@ -78,6 +126,28 @@ def check_pair(image, label, limits: Limits = DEFAULT_LIMITS) -> np.ndarray:
     """Validate a label map against its image; returns the integer label array.
 
     A scaled label map (scl_slope / scl_inter set) reads as float64: that size is checked too.
+
+    Parameters
+    ----------
+    image : nibabel.Nifti1Image
+        The image volume.
+    label : nibabel.Nifti1Image
+        Its label map.
+    limits : Limits, optional
+        Budget for the decoded label array.
+
+    Returns
+    -------
+    numpy.ndarray of int
+        The label voxels, non-negative integers that fit int32 (float maps with whole values are
+        cast to int32).
+
+    Raises
+    ------
+    Reject
+        ``label shape differs``, ``label affine differs`` (over ``AFFINE_TOL_MM``), ``non-integer
+        label map`` (structured, non-numeric, fractional, non-finite or negative values), ``label out
+        of range`` or a decoded-size budget exceeded.
     """
     if tuple(label.shape) != tuple(image.shape):
         raise Reject("label shape differs", f"label {tuple(label.shape)}, image {tuple(image.shape)}")
@@ -106,6 +176,28 @@ def _zooms(img) -> str:
 
 
 def volume_row(cfg: DatasetConfig, image_uri: str, label_uri: str, rel: str, image, organ_map: dict) -> dict:
+    """One ``volumes`` row: the image and label files by URI, with shape, spacing and orientation.
+
+    Parameters
+    ----------
+    cfg : DatasetConfig
+        Supplies source, patient rule, ``private`` and ``endpoint_allowlist``.
+    image_uri : str
+        Where the image file is (a local path when local).
+    label_uri : str
+        Where its label map is.
+    rel : str
+        The image's path relative to the dataset folder (hashed into ``case_id``).
+    image : nibabel.Nifti1Image
+        The image, read for its shape, voxel spacing (mm) and axis codes.
+    organ_map : dict of int to str
+        Label value -> organ name, stored as JSON.
+
+    Returns
+    -------
+    dict
+        One row of the ``volumes`` table (``split`` None).
+    """
     import nibabel as nib
 
     return {
@@ -131,7 +223,31 @@ def _uri(root: str, rel: str) -> str:
 
 
 def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None) -> tuple[pa.Table, list[dict]]:
-    """Decathlon-layout folder at ``path`` -> (volumes table, rejects rows)."""
+    """Decathlon-layout folder at ``path`` -> (volumes table, rejects rows).
+
+    Parameters
+    ----------
+    path : str
+        The Decathlon-layout folder (``cfg.images_dir`` and ``cfg.labels_dir``, default ``imagesTr`` /
+        ``labelsTr``).
+    cfg : DatasetConfig, optional
+        Dataset config; None takes the shipped ``nifti-labels`` defaults.
+    on_item : callable, optional
+        Called with no argument after each image (progress).
+
+    Returns
+    -------
+    volumes : pyarrow.Table
+        One row per readable image with a matching label map (the files referenced by URI, not copied).
+    rejects : list of dict
+        Rejects rows (table ``volumes``) for bad images and label maps, label maps no image claims, and
+        ignored files.
+
+    Raises
+    ------
+    MedScopeError
+        When the config has no ``organ_map``, or the images folder holds no NIfTI file.
+    """
     cfg = cfg or dataset_config("nifti-labels")
     if not cfg.organ_map:
         raise MedScopeError(f"{path}: the dataset config has no organ_map (label -> organ name)")

@@ -34,7 +34,29 @@ def _image_file(cache, folder: str, name: str) -> str | None:
 
 
 def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None):
-    """PathVQA ``pvqa`` folder (or the one holding it) at ``path`` -> (vqa_items table, rejects rows)."""
+    """PathVQA ``pvqa`` folder (or the one holding it) at ``path`` -> (vqa_items table, rejects rows).
+
+    Parameters
+    ----------
+    path : str
+        The ``pvqa`` folder, or the folder holding it.
+    cfg : DatasetConfig, optional
+        Dataset config; None takes the shipped ``pathvqa`` defaults.
+    on_item : callable, optional
+        Called with no argument after each question (progress).
+
+    Returns
+    -------
+    vqa_items : pyarrow.Table
+        One item per question with a readable image; split ``val`` becomes ``validation``.
+    rejects : list of dict
+        Rejects rows for broken pickles, questions and images, and repeated records.
+
+    Raises
+    ------
+    MedScopeError
+        When no ``qas/<split>/<split>_qa.pkl`` exists.
+    """
     cfg = cfg or dataset_config("pathvqa")
     if not storage.is_dir(storage.join(path, "qas")) and storage.is_dir(storage.join(path, "pvqa", "qas")):
         path = storage.join(path, "pvqa")  # the folder the archive unpacks into

@@ -56,7 +56,24 @@ def _grid(h, w):
 
 
 def lesion_shape(rng, h, w, centre, area_frac):
-    """Boolean lesion mask: an ellipse or a lobulated blob of about ``area_frac`` of the image."""
+    """Boolean lesion mask: an ellipse or a lobulated blob of about ``area_frac`` of the image.
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+        Chooses ellipse or blob, its orientation, elongation or lobes.
+    h, w : int
+        Image height and width in pixels.
+    centre : tuple of float
+        ``(row, column)`` of the lesion centre in pixels.
+    area_frac : float
+        Target lesion area as a fraction of ``h * w`` (approximate for blobs).
+
+    Returns
+    -------
+    numpy.ndarray of bool
+        (h, w) lesion mask.
+    """
     yy, xx = _grid(h, w)
     cy, cx = centre
     radius = np.sqrt(area_frac * h * w / np.pi)
@@ -80,7 +97,24 @@ def _soft(mask, sigma=1.2):
 
 
 def ultrasound(rng, h, w, lesion, contrast):
-    """Fan-shaped speckled gray; a lesion is hypoechoic (darker) with a brighter shadow below."""
+    """Fan-shaped speckled gray; a lesion is hypoechoic (darker) with a brighter shadow below.
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+        Source of the tissue texture, speckle and fan angle.
+    h, w : int
+        Image height and width in pixels.
+    lesion : numpy.ndarray of bool or None
+        (h, w) lesion mask to draw, or None for a lesion-free image.
+    contrast : float
+        Lesion conspicuity, about 0.15 (subtle) to 1.0.
+
+    Returns
+    -------
+    numpy.ndarray of uint8
+        (h, w) gray image.
+    """
     yy, xx = _grid(h, w)
     slope = rng.uniform(-0.3, 0.3)  # tissue layers, slightly oblique
     layers = np.sin((yy + slope * xx) / h * rng.uniform(8, 14) + rng.uniform(0, 6))
@@ -102,7 +136,24 @@ def ultrasound(rng, h, w, lesion, contrast):
 
 
 def endoscopy(rng, h, w, lesion, contrast):
-    """Colour mucosa with folds, a dark lumen, highlights; a polyp is a raised, shaded bump."""
+    """Colour mucosa with folds, a dark lumen, highlights; a polyp is a raised, shaded bump.
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+        Source of the lumen position, folds, tint and highlights.
+    h, w : int
+        Image height and width in pixels.
+    lesion : numpy.ndarray of bool or None
+        (h, w) polyp mask to draw, or None.
+    contrast : float
+        Polyp conspicuity, about 0.15 to 1.0.
+
+    Returns
+    -------
+    numpy.ndarray of uint8
+        (h, w, 3) RGB image.
+    """
     yy, xx = _grid(h, w)
     ly, lx = rng.uniform(0.3, 0.7) * h, rng.uniform(0.3, 0.7) * w
     dist = np.hypot(yy - ly, xx - lx) / max(h, w)
@@ -128,6 +179,26 @@ def radiograph(rng, h, w, lesion, contrast, pneumothorax=None):
     """Gray chest: dark lungs with vessel markings, bright mediastinum and ribs, domes below.
 
     A nodule is a brighter blob; a pneumothorax is a dark rim without lung markings.
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+        Source of the lungs' placement, texture, ribs and noise.
+    h, w : int
+        Image height and width in pixels.
+    lesion : numpy.ndarray of bool or None
+        (h, w) nodule mask to draw, or None.
+    contrast : float
+        Conspicuity of the nodule and pneumothorax, about 0.15 to 1.0.
+    pneumothorax : numpy.ndarray of bool, optional
+        (h, w) pneumothorax rim to draw, or None.
+
+    Returns
+    -------
+    image : numpy.ndarray of uint8
+        (h, w) gray image.
+    lungs : numpy.ndarray of bool
+        (h, w) mask of the two lung fields.
     """
     yy, xx = _grid(h, w)
     tilt = rng.uniform(0, 2 * np.pi)
@@ -228,7 +299,24 @@ def _draw(seed: int, entry: dict):
 
 
 def near_copy(rng, image, mask):
-    """The same picture re-acquired: shifted a few pixels, rescaled by a few percent, re-noised."""
+    """The same picture re-acquired: shifted a few pixels, rescaled by a few percent, re-noised.
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+        Source of the shift (up to 1.5 px), scale (within 1.5 %) and noise.
+    image : numpy.ndarray of uint8
+        The original image, (H, W) or (H, W, 3).
+    mask : numpy.ndarray of bool or None
+        Its lesion mask, warped alike; None for a lesion-free case.
+
+    Returns
+    -------
+    image : numpy.ndarray of uint8
+        The warped, re-noised image, same shape.
+    mask : numpy.ndarray of bool or None
+        The warped mask (nearest neighbour), or None.
+    """
     h, w = image.shape[:2]
     scale = rng.uniform(0.985, 1.015)
     dx, dy = rng.uniform(-1.5, 1.5, 2)
@@ -244,7 +332,22 @@ def near_copy(rng, image, mask):
 
 
 def phantom_cases(n_cases: int = 48, seed: int = 0) -> tuple[list[dict], list[tuple[str, str]]]:
-    """Cases rows and the (original case_id, near-copy case_id) pairs."""
+    """Cases rows and the (original case_id, near-copy case_id) pairs.
+
+    Parameters
+    ----------
+    n_cases : int, optional
+        Number of cases, near-copies included (one in 16, at least one from 6 cases on).
+    seed : int, optional
+        Seed; the same seed gives identical rows.
+
+    Returns
+    -------
+    rows : list of dict
+        Cases rows in plan order.
+    pairs : list of tuple of (str, str)
+        ``(original case_id, near-copy case_id)`` for each planted near-copy.
+    """
     rows, by_index, pairs = [], {}, []
     for entry in _case_plan(n_cases, seed):
         if entry["copy_of"] is None:
@@ -265,7 +368,24 @@ def phantom_batch(n_cases: int, seed: int, batch: int, copies_of: list[dict] = (
     """Cases of a later batch of a growing phantom cohort (batch 2, 3, ...): new files under
     ``batch<b>/`` with their own patients, plus a re-acquired near-copy (new patient id) of
     each case in ``copies_of`` (rows of earlier batches) -- the leak a grown cohort must catch.
-    Earlier batches' rows are untouched: their ids come from their unchanged file names."""
+    Earlier batches' rows are untouched: their ids come from their unchanged file names.
+
+    Parameters
+    ----------
+    n_cases : int
+        Number of new cases of this batch (drawn with seed ``seed + 1000 * batch``).
+    seed : int
+        The cohort's seed.
+    batch : int
+        Batch number (2, 3, ...); prefixes the file names and patient ids.
+    copies_of : list of dict, optional
+        Cases rows of earlier batches, each to be re-acquired as a near-copy.
+
+    Returns
+    -------
+    list of dict
+        The batch's cases rows, sorted by ``case_id``.
+    """
     rows, _ = phantom_cases(n_cases, seed=seed + 1000 * batch)
     cfg_of = {c.imaging_type: c for c in KINDS.values()}
     out = []
@@ -284,7 +404,24 @@ def phantom_batch(n_cases: int, seed: int, batch: int, copies_of: list[dict] = (
 
 
 def write_volumes(out_uri: str, n_volumes: int = 4, seed: int = 0, shape=(96, 96, 40)) -> str:
-    """Write the CT phantoms in Decathlon layout under ``<out>/volumes`` and the volumes table."""
+    """Write the CT phantoms in Decathlon layout under ``<out>/volumes`` and the volumes table.
+
+    Parameters
+    ----------
+    out_uri : str
+        The cohort folder.
+    n_volumes : int, optional
+        Number of CT phantoms; 0 writes an empty volumes table.
+    seed : int, optional
+        Seed of the phantoms.
+    shape : tuple of int, optional
+        ``(nx, ny, nz)`` voxels per volume.
+
+    Returns
+    -------
+    str
+        URI of the written volumes table.
+    """
     root = layout.Cohort(out_uri).nifti
     for v in range(n_volumes):
         rng = rng_for(seed, "phantom-ct", v)
@@ -310,6 +447,22 @@ def generate(out_uri: str, n_cases: int = 48, seed: int = 0, n_volumes: int = 4)
     ``<out>/cases.parquet``, ``<out>/rejects.parquet`` (empty: the phantom has no bad files),
     ``<out>/volumes/{imagesTr,labelsTr}/*.nii.gz`` with ``<out>/volumes.parquet``, and
     ``<out>/near_copies.json`` (the planted near-duplicate pairs, ground truth for QC).
+
+    Parameters
+    ----------
+    out_uri : str
+        The cohort folder to write.
+    n_cases : int, optional
+        Number of 2D cases (:func:`phantom_cases`).
+    seed : int, optional
+        Seed; one seed gives byte-identical tables.
+    n_volumes : int, optional
+        Number of CT volumes (:func:`write_volumes`).
+
+    Returns
+    -------
+    dict of str to str
+        URIs under keys ``cases``, ``cohort_rejects`` and ``volumes``.
     """
     rows, pairs = phantom_cases(n_cases, seed)
     cases_uri = layout.Cohort(out_uri).cases

@@ -60,7 +60,24 @@ LPS_VOLUMES = {2}
 
 
 def ct_phantom(rng: np.random.Generator, shape=(96, 96, 40), drop: tuple[int, ...] = ()):
-    """One abdomen: (HU int16 array, label uint8 array), both in RAS voxel order."""
+    """One abdomen: (HU int16 array, label uint8 array), both in RAS voxel order.
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+        Source of the per-volume jitter, bowel loops and noise.
+    shape : tuple of int, optional
+        ``(nx, ny, nz)`` voxels.
+    drop : tuple of int, optional
+        BTCV labels left out of the volume.
+
+    Returns
+    -------
+    hu : numpy.ndarray of int16
+        HU-like intensities, shape ``shape``.
+    labels : numpy.ndarray of uint8
+        BTCV organ labels (0 background), shape ``shape``.
+    """
     nx, ny, nz = shape
     x = (np.arange(nx) + 0.5)[:, None, None] / nx
     y = (np.arange(ny) + 0.5)[None, :, None] / ny
@@ -117,7 +134,22 @@ def ct_phantom(rng: np.random.Generator, shape=(96, 96, 40), drop: tuple[int, ..
 
 
 def nifti_bytes(array: np.ndarray, spacing, lps: bool = False) -> bytes:
-    """Gzipped NIfTI-1 bytes (mtime 0, so the same array gives the same bytes)."""
+    """Gzipped NIfTI-1 bytes (mtime 0, so the same array gives the same bytes).
+
+    Parameters
+    ----------
+    array : numpy.ndarray
+        Voxels in RAS order, (nx, ny, nz).
+    spacing : tuple of float
+        Voxel size ``(sx, sy, sz)`` in mm.
+    lps : bool, optional
+        Store the volume LPS (x and y flipped, negative affine diagonal) instead of RAS.
+
+    Returns
+    -------
+    bytes
+        A gzipped ``.nii.gz`` file, byte-identical for equal inputs.
+    """
     import nibabel as nib
 
     sx, sy, sz = spacing

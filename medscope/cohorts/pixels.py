@@ -26,6 +26,24 @@ def decode_image(data: bytes, limits: Limits = DEFAULT_LIMITS) -> np.ndarray:
     grey fill where Pillow raises. The header is checked against ``limits`` before decoding.
     16-bit and 32-bit images are scaled to 8 bits (see :func:`to_uint8`); alpha is dropped;
     RGB with three equal channels becomes gray.
+
+    Parameters
+    ----------
+    data : bytes
+        The encoded image file (PNG, JPEG, BMP, TIFF ...).
+    limits : Limits, optional
+        Budgets checked on the header before decoding (``max_image_pixels``, ``max_decoded_bytes``).
+
+    Returns
+    -------
+    numpy.ndarray of uint8
+        (H, W) for gray images, (H, W, 3) for colour ones.
+
+    Raises
+    ------
+    Reject
+        ``unreadable image`` for a file Pillow cannot decode, a budget exceeded, or
+        ``non-finite pixels`` in a float image.
     """
     with guarded.open_image(data, limits, "image") as img:
         try:
@@ -66,6 +84,23 @@ def to_uint8(array: np.ndarray) -> np.ndarray:
     Medical 16-bit files rarely use the full 0..65535 range (12-bit detectors store 0..4095),
     so a fixed ``/257`` would leave them nearly black; a per-image linear stretch keeps the
     ordering of every pixel and the full contrast.
+
+    Parameters
+    ----------
+    array : array_like
+        Image of any integer or float dtype, (H, W) or (H, W, C); channels past the third are
+        dropped.
+
+    Returns
+    -------
+    numpy.ndarray of uint8
+        Same (H, W[, C]) shape, linearly stretched so the minimum maps to 0 and the maximum to
+        255; all zeros for a constant image; a uint8 input is returned as is.
+
+    Raises
+    ------
+    Reject
+        ``non-finite pixels`` when a float image holds NaN or infinity.
     """
     a = np.asarray(array)
     if a.dtype == np.uint8:
@@ -92,6 +127,24 @@ def decode_mask_array(data: bytes, limits: Limits = DEFAULT_LIMITS) -> np.ndarra
     """Mask bytes -> uint8 (H, W) of its raw values (colour masks reduced to their max channel).
 
     The header is checked against ``limits`` first (Pillow's bomb guard only warns for masks).
+
+    Parameters
+    ----------
+    data : bytes
+        The encoded mask file.
+    limits : Limits, optional
+        Budgets checked on the header before decoding.
+
+    Returns
+    -------
+    numpy.ndarray of uint8
+        (H, W) raw mask values: gray level, palette index, or the largest of R, G, B; 16-bit and
+        float masks with values above 255 are stretched (:func:`to_uint8`).
+
+    Raises
+    ------
+    Reject
+        ``unreadable mask`` for a file Pillow cannot decode, or a budget exceeded.
     """
     with guarded.open_image(data, limits, "mask") as opened:
         try:

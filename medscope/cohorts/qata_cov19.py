@@ -38,13 +38,47 @@ from medscope.errors import MedScopeError
 
 
 def released_split(rel: str) -> str | None:
-    """``train`` / ``test`` from the release's ``Train Set`` / ``Test Set`` folder, else None."""
+    """``train`` / ``test`` from the release's ``Train Set`` / ``Test Set`` folder, else None.
+
+    Parameters
+    ----------
+    rel : str
+        An image's ``/``-separated path relative to the dataset folder.
+
+    Returns
+    -------
+    str or None
+        ``"test"`` under a ``Test Set`` folder, ``"train"`` under a ``Train Set`` folder (any letter case),
+        else None.
+    """
     parts = [p.lower() for p in rel.split("/")]
     return "test" if "test set" in parts else ("train" if "train set" in parts else None)
 
 
 def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None) -> tuple[pa.Table, list[dict]]:
-    """QaTa-COV19 folder (holding ``Train Set`` / ``Test Set``, or an ``Images`` folder) -> (cases, rejects)."""
+    """QaTa-COV19 folder (holding ``Train Set`` / ``Test Set``, or an ``Images`` folder) -> (cases, rejects).
+
+    Parameters
+    ----------
+    path : str
+        The QaTa-COV19 folder, holding ``Train Set`` / ``Test Set`` or an images folder directly.
+    cfg : DatasetConfig, optional
+        Dataset config; None takes the shipped ``qata-cov19`` defaults.
+    on_item : callable, optional
+        Called with no argument after each image (progress).
+
+    Returns
+    -------
+    cases : pyarrow.Table
+        One case per readable image with a valid mask; ``split`` from its folder when ``use_released_split``.
+    rejects : list of dict
+        Rejects rows for bad images and masks, masks no image claims, and ignored files.
+
+    Raises
+    ------
+    MedScopeError
+        When no image lies in a ``cfg.images_dir`` folder.
+    """
     cfg = cfg or dataset_config("qata-cov19")
     files, ignored = scan_tree(path)
     image_rels = [r for r in files if posixpath.basename(posixpath.dirname(r)) == cfg.images_dir]

@@ -50,7 +50,20 @@ def _read(uri: str) -> pa.Table:
 
 
 def derived_ids(folders: list[str], cases: set[str]) -> set[str]:
-    """Ids of the withdrawn cases' views and items, from every table that pairs them with a case."""
+    """Ids of the withdrawn cases' views and items, from every table that pairs them with a case.
+
+    Parameters
+    ----------
+    folders : list of str
+        Output folders (local paths or URIs) searched for Parquet tables at any depth.
+    cases : set of str
+        The withdrawn ``case_id`` values.
+
+    Returns
+    -------
+    set of str
+        Non-empty ``view_id`` / ``item_id`` values of rows whose ``case_id`` is withdrawn.
+    """
     out: set[str] = set()
     for folder in folders:
         for uri in _parquet_files(folder):
@@ -78,7 +91,24 @@ def _drop_mask(t: pa.Table, cases: set[str], derived: set[str], case_columns: tu
 
 
 def remove_cases(case_ids: list[str], folders: list[str], reason: str = "withdrawn consent") -> dict:
-    """Remove ``case_ids`` from every table under ``folders``; returns (and records) what went."""
+    """Remove ``case_ids`` from every table under ``folders``; returns (and records) what went.
+
+    Parameters
+    ----------
+    case_ids : list of str
+        The ``case_id`` values to remove.
+    folders : list of str
+        Output folders (cohorts, views builds, eval and scored runs) whose tables are edited.
+    reason : str, optional
+        Why the cases go; written into each folder's ``removals.jsonl`` record.
+
+    Returns
+    -------
+    dict
+        ``cases`` (sorted ids), ``reason``, ``folders`` (per folder: ``rows`` removed per file,
+        ``deleted_files``, ``rescore``, ``rebuild``), ``views_and_items`` (how many derived ids),
+        ``rows_removed`` (total), and the sorted folders to ``rescore`` and to ``rebuild``.
+    """
     cases = set(case_ids)
     derived = derived_ids(folders, cases)
     summary: dict = {"cases": sorted(cases), "reason": reason, "folders": {}}

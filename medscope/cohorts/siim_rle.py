@@ -62,6 +62,24 @@ def rle_decode(rle: str, height: int, width: int) -> np.ndarray:
     run, run length) -- *relative* starts, unlike the absolute 1-based starts of most other
     Kaggle RLE. Written here because no maintained library speaks this variant. ``-1`` or an
     empty string is an empty mask. Raises Reject("malformed RLE") on anything else broken.
+
+    Parameters
+    ----------
+    rle : str
+        Space-separated (gap, length) pairs, ``-1`` or empty for no finding.
+    height, width : int
+        Image size in pixels.
+
+    Returns
+    -------
+    numpy.ndarray of bool
+        (height, width) mask.
+
+    Raises
+    ------
+    Reject
+        ``malformed RLE``: not integers, an odd count, a negative gap or non-positive length, or a
+        run past the last pixel.
     """
     text = (rle or "").strip()
     if text in ("", NO_FINDING):
@@ -86,7 +104,18 @@ def rle_decode(rle: str, height: int, width: int) -> np.ndarray:
 
 
 def rle_encode(mask: np.ndarray) -> str:
-    """Inverse of :func:`rle_decode` (``-1`` for an empty mask)."""
+    """Inverse of :func:`rle_decode` (``-1`` for an empty mask).
+
+    Parameters
+    ----------
+    mask : array_like of bool
+        (height, width) mask.
+
+    Returns
+    -------
+    str
+        Space-separated (gap, length) pairs in column-major order, or ``-1`` when empty.
+    """
     flat = np.asarray(mask, dtype=bool).T.reshape(-1)
     padded = np.concatenate([[False], flat, [False]])
     edges = np.flatnonzero(padded[1:] != padded[:-1])
@@ -103,6 +132,23 @@ def read_rle_csv(data: bytes) -> tuple[dict[str, list[str]], list[tuple[int, str
 
     Each bad row is ``(line number, ImageId as far as readable or "", Reject)``. An unusable
     header is a one-line MedScopeError: then no row can be read.
+
+    Parameters
+    ----------
+    data : bytes
+        The whole CSV file with an ``ImageId`` and an ``EncodedPixels`` column.
+
+    Returns
+    -------
+    rles : dict of str to list of str
+        ImageId -> its EncodedPixels strings, in file order (empty string for a missing value).
+    bad : list of tuple of (int, str, Reject)
+        ``(line number, ImageId or "", reason)`` per row that could not be read.
+
+    Raises
+    ------
+    MedScopeError
+        When the file is empty or its header is unreadable or lacks a needed column.
     """
     rows = guarded.csv_rows(data)
     first = next(rows, None)
@@ -136,6 +182,25 @@ def read_dicom(data: bytes, limits: Limits = DEFAULT_LIMITS):
     pydicom inflates a deflated transfer syntax whole, before any header can be checked, so
     the inflation is first tried here with a bound. Rows x Columns x frames x samples x bits
     are checked before ``pixel_array`` decodes (a compressed frame can be tiny on disk).
+
+    Parameters
+    ----------
+    data : bytes
+        The DICOM file.
+    limits : Limits, optional
+        Budgets for the inflated file and the decoded pixel array.
+
+    Returns
+    -------
+    ds : pydicom.dataset.FileDataset
+        The parsed dataset.
+    pixels : numpy.ndarray
+        Its ``pixel_array``.
+
+    Raises
+    ------
+    Reject
+        ``unreadable image`` for a broken file or pixel data, or a budget exceeded.
     """
     import pydicom  # imported here: only SIIM needs it
     from pydicom.filereader import _read_file_meta_info, read_preamble
@@ -164,7 +229,29 @@ def read_dicom(data: bytes, limits: Limits = DEFAULT_LIMITS):
 
 
 def load_radiograph(data: bytes, name: str, limits: Limits = DEFAULT_LIMITS) -> tuple[np.ndarray, str | None]:
-    """DICOM or PNG/JPEG bytes -> (uint8 gray image, DICOM PatientID or None)."""
+    """DICOM or PNG/JPEG bytes -> (uint8 gray image, DICOM PatientID or None).
+
+    Parameters
+    ----------
+    data : bytes
+        The image file.
+    name : str
+        Its file name; a ``.dcm`` ending (any case) means DICOM, anything else Pillow.
+    limits : Limits, optional
+        Per-file budgets.
+
+    Returns
+    -------
+    image : numpy.ndarray of uint8
+        The image; one gray frame for DICOM, stretched to 8 bits and shown MONOCHROME2.
+    patient : str or None
+        The DICOM ``PatientID``; None for a non-DICOM file or an empty tag.
+
+    Raises
+    ------
+    Reject
+        ``unreadable image`` for a broken file or a DICOM that is not one gray frame.
+    """
     if not name.lower().endswith(".dcm"):
         return decode_image(data, limits), None
     ds, pixels = read_dicom(data, limits)
@@ -178,7 +265,29 @@ def load_radiograph(data: bytes, name: str, limits: Limits = DEFAULT_LIMITS) -> 
 
 
 def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None) -> tuple[pa.Table, list[dict]]:
-    """SIIM-ACR folder at ``path`` -> (cases table, rejects rows)."""
+    """SIIM-ACR folder at ``path`` -> (cases table, rejects rows).
+
+    Parameters
+    ----------
+    path : str
+        The SIIM-ACR folder: images below ``cfg.images_dir`` and the run-length CSV ``cfg.rle_csv``.
+    cfg : DatasetConfig, optional
+        Dataset config; None takes the shipped ``siim-rle`` defaults.
+    on_item : callable, optional
+        Called with no argument after each image (progress).
+
+    Returns
+    -------
+    cases : pyarrow.Table
+        One case per readable image with its CSV rows merged into one mask (lesion-free for ``-1``).
+    rejects : list of dict
+        Rejects rows for bad images, bad or missing CSV rows, CSV rows without an image, and ignored files.
+
+    Raises
+    ------
+    MedScopeError
+        When the CSV is missing or unreadable (header included), or no image is found.
+    """
     cfg = cfg or dataset_config("siim-rle")
     csv_uri = storage.join(path, cfg.rle_csv)
     if not storage.exists(csv_uri):

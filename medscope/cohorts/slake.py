@@ -47,7 +47,18 @@ IMAGING_TYPE = {"ct": "ct", "mri": "mri", "x-ray": "chest x-ray"}
 
 
 def box_iou(a: list[float], b: list[float]) -> float:
-    """IoU of two inclusive pixel boxes [x1, y1, x2, y2]."""
+    """IoU of two inclusive pixel boxes [x1, y1, x2, y2].
+
+    Parameters
+    ----------
+    a, b : list of float
+        Boxes ``[x1, y1, x2, y2]`` in pixels, corners inclusive.
+
+    Returns
+    -------
+    float
+        Intersection over union, in [0, 1].
+    """
     ix = max(0.0, min(a[2], b[2]) - max(a[0], b[0]) + 1)
     iy = max(0.0, min(a[3], b[3]) - max(a[1], b[1]) + 1)
     inter = ix * iy
@@ -58,7 +69,21 @@ def box_iou(a: list[float], b: list[float]) -> float:
 def box_readings(box: list[float], width: int, height: int) -> list[list[float]]:
     """Inclusive [x1, y1, x2, y2] readings of a detection box that fit the image: first as
     [x, y, w, h] (SLAKE's convention), then as [x1, y1, x2, y2] in case a copy was re-exported
-    in corner form; the mask geometry decides which reading holds (:func:`lesion_mask`)."""
+    in corner form; the mask geometry decides which reading holds (:func:`lesion_mask`).
+
+    Parameters
+    ----------
+    box : list of float
+        The four numbers of a ``detection.json`` box.
+    width, height : int
+        Image size in pixels.
+
+    Returns
+    -------
+    list of list of float
+        Zero, one or two inclusive ``[x1, y1, x2, y2]`` boxes: the ``[x, y, w, h]`` reading first,
+        then the corner reading, each only if it fits the image.
+    """
     x, y, a, b = (float(v) for v in box)
     out = []
     if x >= 0 and y >= 0 and a > 0 and b > 0 and x + a <= width and y + b <= height:
@@ -70,7 +95,21 @@ def box_readings(box: list[float], width: int, height: int) -> list[list[float]]
 
 def lesion_mask(raw: np.ndarray, box: list[float]) -> np.ndarray:
     """The pixels of ``raw`` (label map) whose value's bounding box matches the inclusive
-    ``[x1, y1, x2, y2]`` box with IoU >= 0.5."""
+    ``[x1, y1, x2, y2]`` box with IoU >= 0.5.
+
+    Parameters
+    ----------
+    raw : numpy.ndarray of int
+        (H, W) label map, one value per object, 0 background (:func:`label_image`).
+    box : list of float
+        Inclusive ``[x1, y1, x2, y2]`` box of the lesion.
+
+    Returns
+    -------
+    numpy.ndarray of bool
+        (H, W) union of the objects whose bounding box has IoU >= ``BOX_IOU`` with ``box``; all
+        False when none does.
+    """
     out = np.zeros(raw.shape, bool)
     for v in np.unique(raw):
         if v == 0:
@@ -84,7 +123,24 @@ def lesion_mask(raw: np.ndarray, box: list[float]) -> np.ndarray:
 def label_image(data: bytes) -> np.ndarray:
     """mask.png bytes -> int32 (H, W) with one integer per object: gray / palette values as they
     are, colour masks by distinct colour (never by max channel, which would merge a red and a
-    green object of equal brightness)."""
+    green object of equal brightness).
+
+    Parameters
+    ----------
+    data : bytes
+        The ``mask.png`` file.
+
+    Returns
+    -------
+    numpy.ndarray of int32
+        (H, W) object labels: ``R << 16 | G << 8 | B`` for colour masks, the palette index or gray
+        value otherwise.
+
+    Raises
+    ------
+    Reject
+        ``unreadable mask`` when Pillow cannot decode the file.
+    """
     try:
         with Image.open(io.BytesIO(data)) as img:
             img.load()
@@ -135,7 +191,30 @@ def _modality_of(path: str, folder: str, known: dict[str, str]) -> str | None:
 
 
 def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None) -> tuple[pa.Table, list[dict]]:
-    """SLAKE folder (holding ``imgs/``) -> (cases table, rejects rows)."""
+    """SLAKE folder (holding ``imgs/``) -> (cases table, rejects rows).
+
+    Parameters
+    ----------
+    path : str
+        The SLAKE folder holding ``imgs/`` (and the split files).
+    cfg : DatasetConfig, optional
+        Dataset config; None takes the shipped ``slake`` defaults.
+    on_item : callable, optional
+        Called with no argument after each image folder (progress).
+
+    Returns
+    -------
+    cases : pyarrow.Table
+        One case per (image, lesion name), or one lesion-free case for an image without a lesion object;
+        ``imaging_type`` from the modality.
+    rejects : list of dict
+        One rejects row per image folder that gave no case, ``excluded modality`` included.
+
+    Raises
+    ------
+    MedScopeError
+        When ``path`` has no ``imgs/`` folder.
+    """
     cfg = cfg or dataset_config("slake")
     base = storage.join(path, IMAGES_DIR)
     if not storage.is_dir(base):

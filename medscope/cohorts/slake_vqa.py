@@ -27,7 +27,22 @@ IMAGES_DIR = "imgs"
 
 
 def split_records(path: str, cfg: DatasetConfig) -> tuple[list[tuple[str, str, list]], list[dict]]:
-    """[(file, split, records)] for every configured split file present, and rejects for broken ones."""
+    """[(file, split, records)] for every configured split file present, and rejects for broken ones.
+
+    Parameters
+    ----------
+    path : str
+        The SLAKE folder.
+    cfg : DatasetConfig
+        Supplies ``question_files`` (file name -> split) and ``limits``.
+
+    Returns
+    -------
+    files : list of tuple of (str, str, list)
+        ``(file name, split, questions)`` per configured split file present and readable.
+    rejects : list of dict
+        One ``vqa_items`` rejects row per split file that is not a readable JSON list.
+    """
     out, rejects = [], []
     for name, split in cfg.question_files.items():
         uri = storage.join(path, name)
@@ -48,7 +63,29 @@ def split_records(path: str, cfg: DatasetConfig) -> tuple[list[tuple[str, str, l
 
 
 def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None):
-    """SLAKE folder at ``path`` -> (vqa_items table, rejects rows)."""
+    """SLAKE folder at ``path`` -> (vqa_items table, rejects rows).
+
+    Parameters
+    ----------
+    path : str
+        The SLAKE folder holding the split files and ``imgs/``.
+    cfg : DatasetConfig, optional
+        Dataset config; None takes the shipped ``slake-vqa`` defaults.
+    on_item : callable, optional
+        Called with no argument after each question in a kept language (progress).
+
+    Returns
+    -------
+    vqa_items : pyarrow.Table
+        One item per question in a kept language (``cfg.languages``) with a readable image.
+    rejects : list of dict
+        Rejects rows for broken split files, questions and images, and repeated records.
+
+    Raises
+    ------
+    MedScopeError
+        When none of the configured split files exists.
+    """
     cfg = cfg or dataset_config("slake-vqa")
     files, rejects = split_records(path, cfg)
     if not files and not rejects:

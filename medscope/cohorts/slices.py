@@ -14,7 +14,20 @@ import numpy as np
 
 def tissue_fraction(image: np.ndarray, threshold: float) -> float:
     """Share of pixels brighter than ``threshold`` x the image's own maximum (skull-stripped
-    MRI has a zero background, so this is the brain's share of the slice)."""
+    MRI has a zero background, so this is the brain's share of the slice).
+
+    Parameters
+    ----------
+    image : array_like
+        One slice, (H, W) or (H, W, C); colour is reduced to its brightest channel.
+    threshold : float
+        Fraction of the slice's maximum above which a pixel counts as tissue, in [0, 1).
+
+    Returns
+    -------
+    float
+        Tissue pixels / all pixels, in [0, 1]; 0.0 for an empty or all-dark slice.
+    """
     a = np.asarray(image, dtype=np.float64)
     if a.ndim == 3:
         a = a.max(axis=2)
@@ -51,6 +64,35 @@ def choose_slices(
     slices: no tumour pixel, tissue >= ``min_tissue``, at least ``gap`` from every chosen lesion
     slice (a neighbour of a tumour slice may hold tumour the annotator left out), most tissue
     first. Ties go to the lower index, so the choice never depends on file order.
+
+    Parameters
+    ----------
+    lesion_frac : array_like of float
+        Per-slice tumour area fraction, shape (n_slices,).
+    tissue_frac : array_like of float
+        Per-slice tissue fraction (:func:`tissue_fraction`), shape (n_slices,).
+    n_lesion : int
+        At most this many lesion slices.
+    n_free : int
+        At most this many lesion-free slices.
+    gap : int
+        Minimum index distance between any two chosen slices, and between a lesion-free slice
+        and any slice with tumour.
+    min_tissue : float
+        Minimum tissue fraction of a chosen slice.
+    min_lesion : float
+        Minimum tumour fraction of a lesion slice.
+
+    Returns
+    -------
+    lesion : list of int
+        Chosen lesion slice indices, ascending.
+    free : list of int
+        Chosen lesion-free slice indices, ascending.
+
+    References
+    ----------
+    .. [1] counterfactual paper, §4.1
     """
     lesion_frac = np.asarray(lesion_frac, dtype=float)
     tissue_frac = np.asarray(tissue_frac, dtype=float)

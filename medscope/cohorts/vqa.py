@@ -25,7 +25,25 @@ OUT_TABLE = "vqa_items"
 
 def answer_type(released: str | None, answer: str) -> str:
     """``closed`` | ``open`` from the release's own label (``CLOSED``, ``closed ``...); where the
-    release has none (PathVQA) a yes/no answer is closed, anything else open (He et al. 2020)."""
+    release has none (PathVQA) a yes/no answer is closed, anything else open (He et al. 2020).
+
+    Parameters
+    ----------
+    released : str or None
+        The release's answer-type label; None or blank when it has none.
+    answer : str
+        The released answer, used only without a label.
+
+    Returns
+    -------
+    {"closed", "open"}
+        The answer type.
+
+    Raises
+    ------
+    Reject
+        ``unknown answer type`` for a label other than closed / open (any case and spacing).
+    """
     if released is not None and str(released).strip():
         kind = str(released).strip().lower()
         if kind not in ("closed", "open"):
@@ -35,7 +53,25 @@ def answer_type(released: str | None, answer: str) -> str:
 
 
 def clean_text(value, what: str) -> str:
-    """A released question / answer as stripped text (VQA-RAD stores some answers as numbers)."""
+    """A released question / answer as stripped text (VQA-RAD stores some answers as numbers).
+
+    Parameters
+    ----------
+    value : object
+        The released value; numbers are turned into text.
+    what : str
+        ``"question"`` or ``"answer"``, named in the reject reason.
+
+    Returns
+    -------
+    str
+        ``str(value)`` stripped.
+
+    Raises
+    ------
+    Reject
+        ``empty <what>`` for None, a dict or list, or blank text.
+    """
     if value is None or isinstance(value, (dict, list)):
         raise Reject(f"empty {what}", f"{what} is {value!r}")
     text = str(value).strip()
@@ -46,7 +82,25 @@ def clean_text(value, what: str) -> str:
 
 def image_rel(images_dir: str, name) -> str:
     """The dataset-relative path of an image named in a release's JSON; a name that leaves the
-    dataset folder (``../../outside/secret.png``) is a ``path leaves the input root`` reject."""
+    dataset folder (``../../outside/secret.png``) is a ``path leaves the input root`` reject.
+
+    Parameters
+    ----------
+    images_dir : str
+        The release's image folder, relative to the dataset folder.
+    name : object
+        The image name as the release's JSON gives it.
+
+    Returns
+    -------
+    str
+        The normalised ``/``-separated path relative to the dataset folder.
+
+    Raises
+    ------
+    Reject
+        ``path leaves the input root`` for an absolute, URL or climbing name.
+    """
     try:
         return safe_text.inside_root(posixpath.join(images_dir, str(name or "").strip()))
     except safe_text.BadText as err:
@@ -87,6 +141,34 @@ class ImageCache:
 def item_row(cfg: DatasetConfig, *, split: str | None, image_file: str, image: bytes, question: str,
              answer: str, kind: str, released_id: str, modality: str | None = None,
              content_type: str | None = None) -> dict:
+    """One ``vqa_items`` row; ``item_id`` hashes source, image file and the released question id.
+
+    Parameters
+    ----------
+    cfg : DatasetConfig
+        Supplies source, ``private`` and ``endpoint_allowlist``.
+    split : str or None
+        The released split (``train``, ``validation``, ``test``), or None.
+    image_file : str
+        The image's path relative to the dataset folder.
+    image : bytes
+        The image re-encoded as PNG.
+    question, answer : str
+        The released question and answer, cleaned (:func:`clean_text`).
+    kind : {"closed", "open"}
+        The answer type (:func:`answer_type`).
+    released_id : str
+        The release's question id, or the question's position where it has none.
+    modality : str, optional
+        Imaging modality or organ as released.
+    content_type : str, optional
+        The release's question category.
+
+    Returns
+    -------
+    dict
+        The row.
+    """
     return {
         "item_id": stable_hash(cfg.source, image_file, released_id),
         "source": cfg.source,
@@ -105,13 +187,45 @@ def item_row(cfg: DatasetConfig, *, split: str | None, image_file: str, image: b
 
 
 def reject_item(cfg: DatasetConfig, item: str, err: Reject) -> dict:
+    """One ``load``-stage rejects row of the ``vqa_items`` table.
+
+    Parameters
+    ----------
+    cfg : DatasetConfig
+        Supplies the source name.
+    item : str
+        What was refused: a question (``<image>#<id>``), a split file, or ``<file>[<i>]``.
+    err : Reject
+        The refusal (reason, detail, error class).
+
+    Returns
+    -------
+    dict
+        A rejects row.
+    """
     return records.reject(OUT_TABLE, cfg.source, item, "load", err.reason, err.detail, error_class(err))
 
 
 def finish_items(rows: list[dict], rejects: list[dict]):
     """Validated items table and rejects. A record listed twice would be counted twice: an
     exact repeat keeps its first copy (``duplicate record`` for the rest); two different
-    records under one id are both ``conflicting records`` (which one is right is unknown)."""
+    records under one id are both ``conflicting records`` (which one is right is unknown).
+
+    Parameters
+    ----------
+    rows : list of dict
+        The loader's ``vqa_items`` rows.
+    rejects : list of dict
+        The loader's rejects rows.
+
+    Returns
+    -------
+    items : pyarrow.Table
+        One row per distinct ``item_id``, sorted by it; conflicting ids dropped.
+    rejects : list of dict
+        The rejects plus ``duplicate record`` / ``conflicting records`` rows, sorted by
+        (``item_id``, ``reason``).
+    """
     groups: dict[str, list[dict]] = {}
     for r in rows:
         groups.setdefault(r["item_id"], []).append(r)
@@ -141,6 +255,23 @@ class _DataOnly(pickle.Unpickler):
 
 
 def load_data_pickle(data: bytes):
+    """Unpickle PathVQA split data, letting through plain data only (no class, no function).
+
+    Parameters
+    ----------
+    data : bytes
+        The pickle file.
+
+    Returns
+    -------
+    object
+        The unpickled lists, dicts, strings and numbers.
+
+    Raises
+    ------
+    Reject
+        ``corrupt pickle`` for a truncated or foreign pickle, or one that names any class or function.
+    """
     try:
         return _DataOnly(io.BytesIO(data)).load()
     except Exception as err:  # truncated, foreign or code-carrying pickles alike

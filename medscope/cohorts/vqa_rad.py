@@ -26,11 +26,45 @@ IMAGES_DIR = "VQA_RAD Image Folder"
 
 
 def split_of(phrase_type) -> str:
+    """``test`` for a ``phrase_type`` that starts with ``test`` (any case), else ``train``.
+
+    Parameters
+    ----------
+    phrase_type : object
+        The question's released ``phrase_type`` (``test_freeform``, ``freeform`` ...), or None.
+
+    Returns
+    -------
+    {"train", "test"}
+        The split.
+    """
     return "test" if str(phrase_type or "").strip().lower().startswith("test") else "train"
 
 
 def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None):
-    """VQA-RAD folder at ``path`` -> (vqa_items table, rejects rows)."""
+    """VQA-RAD folder at ``path`` -> (vqa_items table, rejects rows).
+
+    Parameters
+    ----------
+    path : str
+        The VQA-RAD folder holding the public JSON and the image folder.
+    cfg : DatasetConfig, optional
+        Dataset config; None takes the shipped ``vqa-rad`` defaults.
+    on_item : callable, optional
+        Called with no argument after each question (progress).
+
+    Returns
+    -------
+    vqa_items : pyarrow.Table
+        One item per question with a readable image; empty when the JSON itself is unreadable.
+    rejects : list of dict
+        Rejects rows for the JSON file, questions and images, and repeated records.
+
+    Raises
+    ------
+    MedScopeError
+        When the public JSON file is missing.
+    """
     cfg = cfg or dataset_config("vqa-rad")
     uri = storage.join(path, JSON_NAME)
     if not storage.exists(uri):

@@ -34,7 +34,29 @@ FEATURES = ("residual", "laplacian", "gradient", "std", "mean_shift", "seam", "l
 
 
 def region_features(image: np.ndarray, region: np.ndarray, ring_px: int = 6) -> np.ndarray:
-    """Texture of ``region`` relative to a ``ring_px`` ring around it (log ratios), one vector."""
+    """Texture of ``region`` relative to a ``ring_px`` ring around it (log ratios), one vector.
+
+    Parameters
+    ----------
+    image : array_like
+        (H, W) gray or (H, W, 3) colour image, uint8 range; colour is converted to gray.
+    region : array_like of bool
+        (H, W) edited region; must not be empty.
+    ring_px : int, optional
+        Width in pixels of the surrounding ring the region is compared with.
+
+    Returns
+    -------
+    numpy.ndarray of float64
+        Shape (7,), in the order of ``FEATURES``: log ratios of noise residual, Laplacian and
+        gradient energy, and of grey-level spread (region against ring); the mean shift over the
+        ring's spread; the gradient energy on the region's boundary band against the ring; the log
+        of the region's pixel count.
+
+    References
+    ----------
+    .. [1] counterfactual paper, §3.3 (i)
+    """
     region = np.asarray(region, bool)
     rows, cols = np.flatnonzero(region.any(1)), np.flatnonzero(region.any(0))
     m = ring_px + 3
@@ -70,7 +92,20 @@ def region_features(image: np.ndarray, region: np.ndarray, ring_px: int = 6) -> 
 def case_feature_rows(views: list[dict]) -> list[dict]:
     """Feature records of one case's views (the part a worker wrote):
     role "edited" / "unedited" for control edits and the same region in the original,
-    role "target" for target erasures."""
+    role "target" for target erasures.
+
+    Parameters
+    ----------
+    views : list of dict
+        Views rows of one case (``kind``, ``image``, ``edit_mask``, ``view_id``, ``case_id``,
+        ``tool``); the original view is needed.
+
+    Returns
+    -------
+    list of dict
+        One record per edited region (``view_id``, ``case_id``, ``kind``, ``tool``, ``role``, ``x``
+        the feature list of :func:`region_features`); empty without an original image.
+    """
     original = next((v for v in views if v["kind"] == "original" and v["image"] is not None), None)
     if original is None:
         return []
@@ -129,7 +164,24 @@ class Logistic:
 
 
 def auc(scores, labels) -> float | None:
-    """Area under the ROC curve = Mann–Whitney U / (n₁ n₀); None without both classes."""
+    """Area under the ROC curve = Mann–Whitney U / (n₁ n₀); None without both classes.
+
+    Parameters
+    ----------
+    scores : array_like of float
+        Classifier scores.
+    labels : array_like of bool
+        True for the positive class, same length.
+
+    Returns
+    -------
+    float or None
+        The AUC in [0, 1] (ties count one half), or None when either class is absent.
+
+    References
+    ----------
+    .. [1] J. A. Hanley, B. J. McNeil, Radiology 143(1), 1982.
+    """
     scores, labels = np.asarray(scores, float), np.asarray(labels, bool)
     pos, neg = scores[labels], scores[~labels]
     if len(pos) == 0 or len(neg) == 0:
@@ -145,7 +197,29 @@ def _held_out(seed: int, case_id: str, frac: float = 0.3) -> bool:
 
 
 def train_edit_detector(features: list[dict], seed: int = 0, min_cases: int = 4) -> tuple[Logistic | None, dict]:
-    """Fit the edit detector on control edits (edited vs unedited region); held-out AUC by case."""
+    """Fit the edit detector on control edits (edited vs unedited region); held-out AUC by case.
+
+    Parameters
+    ----------
+    features : list of dict
+        Feature records (:func:`case_feature_rows`); only roles ``edited`` and ``unedited`` are used.
+    seed : int, optional
+        Seed of the by-case hold-out draw (about 30 % of cases; at least one case each side).
+    min_cases : int, optional
+        Fewer cases with control edits than this skip training.
+
+    Returns
+    -------
+    model : Logistic or None
+        The fitted detector (P(edited)), or None when skipped.
+    report : dict
+        ``n_regions``, ``n_cases``, ``train_auc``, ``heldout_auc``, and ``n_train_cases`` /
+        ``n_heldout_cases`` when trained or ``skipped`` (why) when not.
+
+    References
+    ----------
+    .. [1] counterfactual paper, §3.3 (i)
+    """
     rows = [f for f in features if f["role"] in ("edited", "unedited")]
     cases = sorted({f["case_id"] for f in rows})
     report = {"n_regions": len(rows), "n_cases": len(cases), "train_auc": None, "heldout_auc": None}
@@ -168,7 +242,24 @@ def train_edit_detector(features: list[dict], seed: int = 0, min_cases: int = 4)
 
 
 def score_targets(model: Logistic, features: list[dict]) -> dict[str, float]:
-    """view_id -> edit score of each target erasure's region."""
+    """view_id -> edit score of each target erasure's region.
+
+    Parameters
+    ----------
+    model : Logistic
+        The edit detector (:func:`train_edit_detector`).
+    features : list of dict
+        Feature records; only role ``target`` is scored.
+
+    Returns
+    -------
+    dict of str to float
+        view_id -> probability in [0, 1] that the target erasure's region was edited.
+
+    References
+    ----------
+    .. [1] counterfactual paper, §3.3 (i)
+    """
     targets = [f for f in features if f["role"] == "target"]
     if not targets:
         return {}
@@ -193,7 +284,41 @@ def adversarial_filter(features: list[dict], keep_cases: set[str], *, max_auc: f
     """Drop the cases a target-vs-random texture classifier finds easiest until its
     out-of-fold AUC ≤ ``max_auc`` (or ``max_drop_frac`` of the cases are gone).
 
-    Returns (dropped case ids, report with AUC before and after)."""
+    Returns (dropped case ids, report with AUC before and after).
+
+    Parameters
+    ----------
+    features : list of dict
+        Feature records (:func:`case_feature_rows`); a case counts when it has a ``target`` record
+        and an ``edited`` ``random_removal`` record.
+    keep_cases : set of str
+        Case ids still in play; other cases' records are ignored.
+    max_auc : float, optional
+        Out-of-fold AUC (5 folds, by case) to reach.
+    max_drop_frac : float, optional
+        At most this fraction of the pairs is dropped.
+    seed : int, optional
+        Seed of the fold assignment.
+    step_frac : float, optional
+        Fraction of the pairs dropped per round (at least one).
+    min_pairs : int, optional
+        Fewer target / random pairs than this skip the filter.
+
+    Returns
+    -------
+    dropped : set of str
+        Case ids dropped.
+    report : dict
+        ``n_pairs``, ``auc_before``, ``auc_after``, ``dropped`` (count), ``max_auc``, and
+        ``reached`` or ``skipped``.
+
+    References
+    ----------
+    .. [1] counterfactual paper, §3.3, last paragraph
+    .. [2] R. Zellers et al., "SWAG: a large-scale adversarial dataset for grounded commonsense
+       inference", EMNLP 2018.
+    .. [3] R. Le Bras et al., "Adversarial filters of dataset biases" (AFLite), ICML 2020.
+    """
     by_case: dict[str, dict[str, dict]] = {}
     for f in features:
         if f["case_id"] not in keep_cases:

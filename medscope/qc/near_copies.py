@@ -54,12 +54,43 @@ COPY_TIERS = ("identical", "near_copy")  # the tiers that are the same image or 
 def file_key(png: bytes) -> str:
     """The identity of an image file: SHA-256 of its bytes. Identical bytes are one file, hashed
     once ("the crosswalk hashes files", §4.1). addition: the paper does not say which content
-    hash; SHA-256 is the one every other MedScope file identity uses."""
+    hash; SHA-256 is the one every other MedScope file identity uses.
+
+    Parameters
+    ----------
+    png : bytes
+        The image file's bytes.
+
+    Returns
+    -------
+    str
+        64 lower-case hex digits.
+
+    References
+    ----------
+    .. [1] counterfactual paper, §4.1
+    """
     return hashlib.sha256(png).hexdigest()
 
 
 def dhash64(image: np.ndarray) -> int:
-    """The 64-bit difference hash of an image as an unsigned int (imagehash, hash_size 8)."""
+    """The 64-bit difference hash of an image as an unsigned int (imagehash, hash_size 8).
+
+    Parameters
+    ----------
+    image : array_like
+        (H, W) gray or (H, W, 3) colour image, uint8; colour is converted to gray.
+
+    Returns
+    -------
+    int
+        The hash in [0, 2**64), the first bit of the 8 x 8 hash most significant.
+
+    References
+    ----------
+    .. [1] counterfactual paper, §4.1
+    .. [2] N. Krawetz, difference hash (dHash), 2013.
+    """
     # imported here: the view recipes read this module's thresholds on machines that never hash
     # (the GPU check's bare machine has no imagehash)
     import imagehash
@@ -69,16 +100,60 @@ def dhash64(image: np.ndarray) -> int:
 
 
 def thumbnail(image: np.ndarray, size: int = THUMB) -> np.ndarray:
-    """A size × size float32 grey thumbnail (area interpolation) for pixel correlation."""
+    """A size × size float32 grey thumbnail (area interpolation) for pixel correlation.
+
+    Parameters
+    ----------
+    image : array_like
+        (H, W) gray or (H, W, 3) colour image; colour is converted to gray.
+    size : int, optional
+        Thumbnail side in pixels.
+
+    Returns
+    -------
+    numpy.ndarray of float32
+        (size, size) grey levels.
+
+    References
+    ----------
+    .. [1] counterfactual paper, §4.1
+    """
     return cv2.resize(to_gray(np.asarray(image)), (size, size), interpolation=cv2.INTER_AREA).astype(np.float32)
 
 
 def hamming(a: int, b: int) -> int:
+    """Hamming distance of two hashes: the number of bits in which they differ.
+
+    Parameters
+    ----------
+    a, b : int
+        Hashes (:func:`dhash64`).
+
+    Returns
+    -------
+    int
+        Differing bits, 0 to 64 for 64-bit hashes.
+    """
     return (int(a) ^ int(b)).bit_count()
 
 
 def pixel_correlation(a: np.ndarray, b: np.ndarray) -> float:
-    """Pearson correlation of two thumbnails; two flat thumbnails correlate 1 when equal."""
+    """Pearson correlation of two thumbnails; two flat thumbnails correlate 1 when equal.
+
+    Parameters
+    ----------
+    a, b : numpy.ndarray
+        Thumbnails of equal size (:func:`thumbnail`).
+
+    Returns
+    -------
+    float
+        Pearson r in [-1, 1]; for a flat thumbnail, 1.0 when both are equal, else 0.0.
+
+    References
+    ----------
+    .. [1] counterfactual paper, §4.1
+    """
     a, b = a.astype(np.float64).ravel(), b.astype(np.float64).ravel()
     if a.std() == 0 or b.std() == 0:  # addition: Pearson is undefined here; equal flat images are copies
         return 1.0 if np.array_equal(a, b) else 0.0
@@ -87,7 +162,26 @@ def pixel_correlation(a: np.ndarray, b: np.ndarray) -> float:
 
 def tier_of(distance: int, correlation: float, near_copy_corr: float = NEAR_COPY_CORR) -> str:
     """The tier of a hash-close pair (see the module docstring). ``near_copy_corr`` is the
-    paper's 0.97 unless a views recipe sets its own ``near_copy_corr``."""
+    paper's 0.97 unless a views recipe sets its own ``near_copy_corr``.
+
+    Parameters
+    ----------
+    distance : int
+        Hamming distance of the pair's hashes.
+    correlation : float
+        Pixel correlation of the pair's thumbnails.
+    near_copy_corr : float, optional
+        Lower bound of the ``near_copy`` tier.
+
+    Returns
+    -------
+    str
+        One of ``TIERS``: ``identical``, ``near_copy``, ``shared_anatomy`` or ``hash_only``.
+
+    References
+    ----------
+    .. [1] counterfactual paper, §4.1
+    """
     if distance == 0 and correlation >= IDENTICAL_CORR:
         return "identical"
     if correlation >= near_copy_corr:
@@ -120,7 +214,28 @@ def candidate_arrays(hashes: np.ndarray, max_bits: int = MAX_BITS, block: int | 
     comparisons). A fixed 2,048-row block against every hash held 2,048 × n uint64s, 105 MB at
     6,400 cases and 16 GB at a million: the views-build driver's largest transient.
     The pairs are kept as integer arrays (13 bytes a pair), not Python tuples (~150 bytes): the
-    phantom's alike images give tens of thousands of hash-close pairs at 6,400 cases."""
+    phantom's alike images give tens of thousands of hash-close pairs at 6,400 cases.
+
+    Parameters
+    ----------
+    hashes : array_like of uint64
+        One hash per image, shape (n,).
+    max_bits : int, optional
+        Largest Hamming distance kept.
+    block : int, optional
+        Rows compared per block; None sizes blocks by ``budget``.
+    budget : int, optional
+        Comparisons per block when ``block`` is None (memory only).
+
+    Returns
+    -------
+    i : numpy.ndarray of int64
+        First index of each pair.
+    j : numpy.ndarray of int64
+        Second index, ``j > i``.
+    distance : numpy.ndarray of uint8
+        Hamming distance of each pair.
+    """
     h = np.asarray(hashes, dtype=np.uint64)
     n = len(h)
     found_i, found_j, found_d = [], [], []
@@ -145,7 +260,24 @@ def candidate_arrays(hashes: np.ndarray, max_bits: int = MAX_BITS, block: int | 
 
 def candidate_pairs(hashes: np.ndarray, max_bits: int = MAX_BITS, block: int | None = None,
                     budget: int = COMPARE_BUDGET) -> list[tuple[int, int, int]]:
-    """:func:`candidate_arrays` as a sorted list of (i, j, distance) tuples."""
+    """:func:`candidate_arrays` as a sorted list of (i, j, distance) tuples.
+
+    Parameters
+    ----------
+    hashes : array_like of uint64
+        One hash per image, shape (n,).
+    max_bits : int, optional
+        Largest Hamming distance kept.
+    block : int, optional
+        Rows compared per block; None sizes blocks by ``budget``.
+    budget : int, optional
+        Comparisons per block when ``block`` is None.
+
+    Returns
+    -------
+    list of tuple of (int, int, int)
+        ``(i, j, distance)`` with ``i < j``, sorted.
+    """
     i, j, d = candidate_arrays(hashes, max_bits, block, budget)
     return list(zip(i.tolist(), j.tolist(), d.tolist()))
 
@@ -179,7 +311,30 @@ class PairArrays:
 def near_copy_arrays(ids: list[str], hashes: list[int] | np.ndarray, thumbs, *, max_bits: int = MAX_BITS,
                      min_corr: float = NEAR_COPY_CORR) -> PairArrays:
     """Every hash-close pair with its correlation and tier, as :class:`PairArrays` sorted by
-    ids. ``thumbs[i]`` is the thumbnail of ``ids[i]`` (a list, or one n × 64 × 64 array)."""
+    ids. ``thumbs[i]`` is the thumbnail of ``ids[i]`` (a list, or one n × 64 × 64 array).
+
+    Parameters
+    ----------
+    ids : list of str
+        One id per image.
+    hashes : list of int or numpy.ndarray
+        ``hashes[i]`` is the hash of ``ids[i]``.
+    thumbs : list of numpy.ndarray or numpy.ndarray
+        ``thumbs[i]`` is the thumbnail of ``ids[i]``.
+    max_bits : int, optional
+        Largest Hamming distance of a candidate pair.
+    min_corr : float, optional
+        Lower bound of the ``near_copy`` tier (:func:`tier_of`).
+
+    Returns
+    -------
+    PairArrays
+        Every candidate pair, indices into ``ids``, the smaller id first, sorted by ids.
+
+    References
+    ----------
+    .. [1] counterfactual paper, §4.1
+    """
     i, j, d = candidate_arrays(np.asarray(hashes, dtype=np.uint64), max_bits)
     corr = np.array([pixel_correlation(thumbs[x], thumbs[y]) for x, y in zip(i.tolist(), j.tolist())],
                     dtype=np.float64)
@@ -196,7 +351,30 @@ def near_copy_arrays(ids: list[str], hashes: list[int] | np.ndarray, thumbs, *, 
 
 def find_near_copies(ids: list[str], hashes: list[int], thumbs: list[np.ndarray], *, max_bits: int = MAX_BITS,
                      min_corr: float = NEAR_COPY_CORR) -> list[Pair]:
-    """Every hash-close pair with its correlation and tier, sorted by ids."""
+    """Every hash-close pair with its correlation and tier, sorted by ids.
+
+    Parameters
+    ----------
+    ids : list of str
+        One id per image.
+    hashes : list of int
+        ``hashes[i]`` is the hash of ``ids[i]``.
+    thumbs : list of numpy.ndarray
+        ``thumbs[i]`` is the thumbnail of ``ids[i]``.
+    max_bits : int, optional
+        Largest Hamming distance of a candidate pair.
+    min_corr : float, optional
+        Lower bound of the ``near_copy`` tier.
+
+    Returns
+    -------
+    list of Pair
+        One per candidate pair (``hash_only`` included), the smaller id as ``a``.
+
+    References
+    ----------
+    .. [1] counterfactual paper, §4.1
+    """
     p = near_copy_arrays(ids, hashes, thumbs, max_bits=max_bits, min_corr=min_corr)
     return [Pair(ids[a], ids[b], d, c, TIERS[t])
             for a, b, d, c, t in zip(p.a.tolist(), p.b.tolist(), p.distance.tolist(), p.correlation.tolist(),
@@ -204,12 +382,40 @@ def find_near_copies(ids: list[str], hashes: list[int], thumbs: list[np.ndarray]
 
 
 def confirmed(pairs: list[Pair]) -> list[Pair]:
-    """The pairs that are copies (identical or near_copy)."""
+    """The pairs that are copies (identical or near_copy).
+
+    Parameters
+    ----------
+    pairs : list of Pair
+        Tiered pairs (:func:`find_near_copies`).
+
+    Returns
+    -------
+    list of Pair
+        Those whose tier is in ``COPY_TIERS``, in their order.
+    """
     return [p for p in pairs if p.tier in COPY_TIERS]
 
 
 def cross_cohort_pairs(pairs: list[Pair], source_of: dict[str, str]) -> list[Pair]:
-    """Confirmed pairs whose two images come from different sources (the §4.1 report)."""
+    """Confirmed pairs whose two images come from different sources (the §4.1 report).
+
+    Parameters
+    ----------
+    pairs : list of Pair
+        Tiered pairs over case ids.
+    source_of : dict of str to str
+        case id -> source name.
+
+    Returns
+    -------
+    list of Pair
+        The confirmed pairs whose two ids have different sources.
+
+    References
+    ----------
+    .. [1] counterfactual paper, §4.1
+    """
     return [p for p in confirmed(pairs) if source_of.get(p.a) != source_of.get(p.b)]
 
 
@@ -230,6 +436,28 @@ def crosswalk(sets: dict[str, list[dict]], protect: tuple[str, ...] | list[str] 
     components; one file holds every case stored with its bytes), and every unprotected case in
     a group holding a protected case is listed in ``to_move``. Patients are not grouped here:
     identifiers do not cross datasets (§4.1); ``views build`` groups them within a cohort.
+
+    Parameters
+    ----------
+    sets : dict of str to list of dict
+        Set name -> rows as described above.
+    protect : tuple or list of str, optional
+        Split or set names whose cases are protected.
+    max_bits : int, optional
+        Largest Hamming distance of a candidate pair.
+
+    Returns
+    -------
+    dict
+        ``images`` (per set), ``files``, ``files_by_set``, ``pairs_by_tier``, ``cross_set_by_tier``,
+        ``same_file_in_several_sets``, ``pairs`` (every pair above ``hash_only``, both sides' cases,
+        sets and source files, distance, correlation, tier, ``cross_set``), ``to_move``
+        (:func:`cases_to_move`), ``unreadable`` (case labels ``<set>:<case_id>``), ``protect`` and
+        ``thresholds``.
+
+    References
+    ----------
+    .. [1] counterfactual paper, §4.1; §3.3 (iii)
     """
     keys: list[str] = []  # distinct files, in first-seen order over sorted sets
     cases_of: dict[str, list[dict]] = {}  # file key -> its cases {label, set, split, source_file}
@@ -298,7 +526,27 @@ def crosswalk(sets: dict[str, list[dict]], protect: tuple[str, ...] | list[str] 
 
 def cases_to_move(files: list[list[dict]], copies: list[tuple[int, int]], protect: tuple[str, ...]) -> list[dict]:
     """Every unprotected case in a near-copy group (connected files) that holds a protected case,
-    with the protected cases that make it move (§4.1's test protection)."""
+    with the protected cases that make it move (§4.1's test protection).
+
+    Parameters
+    ----------
+    files : list of list of dict
+        Per distinct file, its cases ``{label, set, split, source_file}``.
+    copies : list of tuple of (int, int)
+        Index pairs into ``files`` linked by a copy tier.
+    protect : tuple of str
+        Split or set names whose cases are protected.
+
+    Returns
+    -------
+    list of dict
+        ``{case, split, because_of}`` per unprotected case to move, sorted by case label;
+        ``because_of`` lists the group's protected case labels.
+
+    References
+    ----------
+    .. [1] counterfactual paper, §4.1
+    """
     if not files:
         return []
     n = len(files)

@@ -48,6 +48,22 @@ def case_groups(cases: list[dict], near_copy_pairs: Iterable[tuple[str, str]]) -
 
     Patient ids never cross sources (§4.1: identifiers do not cross datasets); near-copies do.
     The group id is a hash of the group's smallest case id, so it does not depend on order.
+
+    Parameters
+    ----------
+    cases : list of dict
+        Cases rows; ``case_id``, ``source`` and ``patient_id`` (may be None) are read.
+    near_copy_pairs : iterable of tuple of (str, str)
+        Pairs of case ids found to be near-copies; pairs naming an unknown case are ignored.
+
+    Returns
+    -------
+    dict of str to str
+        case_id -> group id (``g-`` + a 12-character hash).
+
+    References
+    ----------
+    .. [1] counterfactual paper, §3.3 and §4.1
     """
     uf = UnionFind(c["case_id"] for c in cases)
     first_of_patient: dict[tuple[str, str], str] = {}
@@ -81,6 +97,26 @@ def assign_splits(cases: list[dict], groups: dict[str, str], seed: int,
     most protected of its members' splits (test > validation > train), so no test image, or
     near-copy of one, reaches training or validation. Other groups draw their split from
     ``derive_seed(seed, group id)``: stable whatever else is in the cohort.
+
+    Parameters
+    ----------
+    cases : list of dict
+        Cases rows; ``case_id`` and an optional released ``split`` are read.
+    groups : dict of str to str
+        case_id -> group id (:func:`case_groups`).
+    seed : int
+        Seed of the per-group draw.
+    fractions : dict of str to float, optional
+        Share of groups per split (``train``, ``validation``, ``test``); default 0.7 / 0.15 / 0.15.
+
+    Returns
+    -------
+    dict of str to str
+        case_id -> ``train``, ``validation`` or ``test``.
+
+    References
+    ----------
+    .. [1] counterfactual paper, §3.3 and §4.1
     """
     fractions = fractions or {"train": 0.7, "validation": 0.15, "test": 0.15}
     given: dict[str, str] = {}
@@ -106,6 +142,27 @@ def pin_earlier(cases: list[dict], groups: dict[str, str], split_of: dict[str, s
     groups, conflicts): a conflict is a group in which the new cases bridged earlier cases of
     different splits; those earlier cases cannot move (their views and scores exist), so the
     conflict is reported for a person to look at, and the new cases take the most protected.
+
+    Parameters
+    ----------
+    cases : list of dict
+        The grown cohort's cases rows (``case_id`` is read).
+    groups : dict of str to str
+        case_id -> group id, computed over the grown cohort.
+    split_of : dict of str to str
+        case_id -> split, drawn over the grown cohort (:func:`assign_splits`).
+    pinned : dict of str to dict
+        case_id -> ``{"split", "group_id"}`` of the earlier build.
+
+    Returns
+    -------
+    split_of : dict of str to str
+        case_id -> split, earlier cases and their new group-mates pinned.
+    groups : dict of str to str
+        case_id -> group id, likewise.
+    conflicts : list of dict
+        Per bridged group: ``group``, ``earlier`` (case_id -> split), ``new`` (case ids) and
+        ``new_split``.
     """
     members: dict[str, list[str]] = {}
     for c in cases:

@@ -55,6 +55,38 @@ def edit_crops(views: list[dict], pair: str = "R_vs_O", size: int = 64,
     ``field="view"``: each whole view resized (§5.4). ``field="crop"``: for R vs O both crops
     cover the random-removal edit region (same place, edited or not); for T vs R each view's
     crop covers its own edit region.
+
+    Parameters
+    ----------
+    views : list of dict
+        Views rows (``case_id``, ``kind``, ``passed``, ``image``, ``edit_mask``, ``split``); only
+        passed views of the pair's two kinds count, and a case needs both.
+    pair : {"R_vs_O", "T_vs_R"}, optional
+        Which two view kinds to compare (``PAIRS``).
+    size : int, optional
+        Side in pixels of each input.
+    field : {"view", "crop"}, optional
+        Whole views or crops around the edit region (8 px margin).
+
+    Returns
+    -------
+    inputs : numpy.ndarray of float32
+        (n, size, size) grey inputs in [0, 1].
+    labels : numpy.ndarray of int
+        (n,) 1 for the pair's first kind, 0 for the second.
+    cases : numpy.ndarray of object
+        (n,) case id of each input.
+    splits : numpy.ndarray of object
+        (n,) split of each input's view (may be None).
+
+    Raises
+    ------
+    ValueError
+        For a ``field`` not in ``FIELDS``.
+
+    References
+    ----------
+    .. [1] counterfactual paper, §5.4
     """
     if field not in FIELDS:
         raise ValueError(f"field {field!r}: one of {', '.join(FIELDS)}")
@@ -85,7 +117,31 @@ def edit_crops(views: list[dict], pair: str = "R_vs_O", size: int = 64,
 
 def auc_with_ci(scores: np.ndarray, labels: np.ndarray, cases: np.ndarray, n_boot: int = 2000,
                 seed: int = bs.DEFAULT_SEED) -> dict:
-    """AUC and its case-bootstrap 95% percentile interval (cases resampled with their views)."""
+    """AUC and its case-bootstrap 95% percentile interval (cases resampled with their views).
+
+    Parameters
+    ----------
+    scores : numpy.ndarray
+        (n,) probe scores.
+    labels : numpy.ndarray
+        (n,) 0 / 1 labels.
+    cases : numpy.ndarray
+        (n,) case id of each score; the bootstrap resamples cases.
+    n_boot : int, optional
+        Bootstrap replicates.
+    seed : int, optional
+        Seed of the resampling.
+
+    Returns
+    -------
+    dict
+        ``auc`` (None without both classes), ``ci_low``, ``ci_high`` (NaN when no replicate has
+        both classes), ``n_views``, ``n_cases``, ``n_boot``.
+
+    References
+    ----------
+    .. [1] counterfactual paper, §3.9
+    """
     point = auc(scores, labels)
     uniq, codes = bs.codes_of(cases)
     idx = bs.resample_indices(len(uniq), n_boot, seed)
@@ -102,7 +158,24 @@ def auc_with_ci(scores: np.ndarray, labels: np.ndarray, cases: np.ndarray, n_boo
 
 
 def resnet18(num_channels: int = 1, seed: int = 0):
-    """A random-initialised ResNet-18 classifier with two outputs (transformers' ResNet)."""
+    """A random-initialised ResNet-18 classifier with two outputs (transformers' ResNet).
+
+    Parameters
+    ----------
+    num_channels : int, optional
+        Input channels (1 for grey).
+    seed : int, optional
+        Seed of the weight initialisation (the global torch RNG is left as it was).
+
+    Returns
+    -------
+    transformers.ResNetForImageClassification
+        Untrained, depths 2-2-2-2, basic blocks, two labels.
+
+    References
+    ----------
+    .. [1] counterfactual paper, §5.4
+    """
     import torch
     from transformers import ResNetConfig, ResNetForImageClassification
 
@@ -115,7 +188,34 @@ def resnet18(num_channels: int = 1, seed: int = 0):
 
 def train_cnn_probe(X_train: np.ndarray, y_train: np.ndarray, X_test: np.ndarray, epochs: int = 5,
                     batch_size: int = 32, lr: float = 1e-3, seed: int = 0) -> np.ndarray:
-    """Train a ResNet-18 on crops (label 1 = edited) and return P(edited) of the test crops."""
+    """Train a ResNet-18 on crops (label 1 = edited) and return P(edited) of the test crops.
+
+    Parameters
+    ----------
+    X_train : numpy.ndarray
+        (n, H, W) training inputs in [0, 1].
+    y_train : numpy.ndarray
+        (n,) 0 / 1 labels.
+    X_test : numpy.ndarray
+        (m, H, W) test inputs in [0, 1].
+    epochs : int, optional
+        Passes over the training inputs.
+    batch_size : int, optional
+        Inputs per step.
+    lr : float, optional
+        AdamW learning rate.
+    seed : int, optional
+        Seed of the initialisation and the batch order.
+
+    Returns
+    -------
+    numpy.ndarray
+        (m,) probability of label 1 for each test input.
+
+    References
+    ----------
+    .. [1] counterfactual paper, §5.4
+    """
     import torch
 
     model = resnet18(seed=seed)
@@ -153,6 +253,28 @@ def vision_features(model, processor, crops: np.ndarray, batch_size: int = 16) -
     Qwen2-VL-style models expose ``model.visual`` (patch tokens of all images concatenated,
     ``image_grid_thw`` giving each image's share); LLaVA-style ones ``vision_tower`` /
     ``vision_model`` (``[batch, tokens, hidden]``).
+
+    Parameters
+    ----------
+    model : transformers.PreTrainedModel
+        The VLM; its vision tower is found as ``visual``, ``vision_tower`` or ``vision_model``, on
+        the model or its inner ``model``.
+    processor : transformers.ProcessorMixin
+        The VLM's processor; its ``image_processor`` prepares the inputs.
+    crops : numpy.ndarray
+        (n, H, W) grey inputs in [0, 1], given to the tower as RGB.
+    batch_size : int, optional
+        Inputs per forward pass.
+
+    Returns
+    -------
+    numpy.ndarray
+        (n, hidden) mean-pooled tower outputs.
+
+    Raises
+    ------
+    ValueError
+        When the model has no vision tower under those names.
     """
     import torch
 
@@ -181,7 +303,28 @@ def vision_features(model, processor, crops: np.ndarray, batch_size: int = 16) -
 
 
 def linear_probe(F_train: np.ndarray, y_train: np.ndarray, F_test: np.ndarray, l2: float = 1.0) -> np.ndarray:
-    """Regularised logistic regression on pooled features; P(first kind) of the test rows."""
+    """Regularised logistic regression on pooled features; P(first kind) of the test rows.
+
+    Parameters
+    ----------
+    F_train : numpy.ndarray
+        (n, d) training features.
+    y_train : numpy.ndarray
+        (n,) 0 / 1 labels.
+    F_test : numpy.ndarray
+        (m, d) test features.
+    l2 : float, optional
+        Ridge penalty.
+
+    Returns
+    -------
+    numpy.ndarray
+        (m,) probability of label 1.
+
+    References
+    ----------
+    .. [1] counterfactual paper, §5.4
+    """
     return Logistic(l2=l2).fit(F_train, y_train).predict_proba(F_test)
 
 
@@ -191,6 +334,36 @@ def run_probes(views: list[dict], vlm=None, size: int | None = None, epochs: int
 
     ``vlm`` is ``(model, processor)`` for the linear probe, or None to skip it. ``field``: whole
     views (§5.4, default) or crops around the edit (an option); ``size``: DEFAULT_SIZE[field].
+
+    Parameters
+    ----------
+    views : list of dict
+        Views rows of a build (see :func:`edit_crops`).
+    vlm : tuple, optional
+        ``(model, processor)`` for the linear probe; None skips it.
+    size : int, optional
+        Input side in pixels; None takes ``DEFAULT_SIZE[field]``.
+    epochs : int, optional
+        ResNet-18 training epochs.
+    n_boot : int, optional
+        Bootstrap replicates of each AUC interval.
+    seed : int, optional
+        Seed of training and bootstrap.
+    train_split, test_split : str, optional
+        Split names to train and to test on.
+    field : {"view", "crop"}, optional
+        Whole views or crops around the edit.
+
+    Returns
+    -------
+    dict
+        ``size``, ``field``, ``epochs``, ``train_split``, ``test_split``, and per pair (``R_vs_O``,
+        ``T_vs_R``) ``n_train``, ``n_test`` with ``resnet18`` (R vs O only) and ``linear_probe``
+        results (:func:`auc_with_ci`), or ``skipped``.
+
+    References
+    ----------
+    .. [1] counterfactual paper, §5.4
     """
     size = size or DEFAULT_SIZE[field]
     report: dict = {"size": size, "field": field, "epochs": epochs, "train_split": train_split,
@@ -214,7 +387,23 @@ def run_probes(views: list[dict], vlm=None, size: int | None = None, epochs: int
 
 
 def report_markdown(report: dict) -> str:
-    """The probes' AUCs as a Markdown table (the report's §5.4 section)."""
+    """The probes' AUCs as a Markdown table (the report's §5.4 section).
+
+    Parameters
+    ----------
+    report : dict
+        A :func:`run_probes` report, optionally with ``zero_shot`` ratings results.
+
+    Returns
+    -------
+    str
+        Markdown: the AUC table, a line on inputs and the paper's values, and the zero-shot table
+        when present.
+
+    References
+    ----------
+    .. [1] counterfactual paper, §5.4
+    """
     lines = ["| pair | probe | AUC [95% CI] | test views (cases) |", "|---|---|---|---|"]
     for pair in PAIRS:
         entry = report.get(pair) or {}
@@ -242,6 +431,23 @@ def report_markdown(report: dict) -> str:
 
 
 def format_ratings(result: dict) -> str:
+    """The zero-shot "was this image edited?" ratings per model as a Markdown table.
+
+    Parameters
+    ----------
+    result : dict
+        Model name -> ``{R_vs_O, T_vs_O`` (AUC dicts or None), ``unparseable``, ``episodes`` and
+        optionally ``target_rated_unedited``, ``target_rated_between``, ``target_rated_edited}``.
+
+    Returns
+    -------
+    str
+        The table and the paper's values for comparison.
+
+    References
+    ----------
+    .. [1] counterfactual paper, §5.4
+    """
     lines = ["| model | R vs O AUC [95% CI] | T vs O AUC [95% CI] | erased views rated <= 0.20 / between / >= 0.75 |"
              " unparseable |", "|---|---|---|---|---|"]
 

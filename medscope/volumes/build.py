@@ -23,11 +23,40 @@ from medscope.volumes.render import render_gray, render_montage, render_triple
 
 
 def part_key(case_id: str) -> str:
-    """A file-name-safe, collision-free part key for a case."""
+    """A file-name-safe, collision-free part key for a case.
+
+    Parameters
+    ----------
+    case_id : str
+        The volume's case id.
+
+    Returns
+    -------
+    str
+        Up to 60 characters of the id with characters other than ``[A-Za-z0-9_.-]`` replaced by
+        ``_``, then ``-`` and an 8-character hash of the whole id.
+    """
     return re.sub(r"[^A-Za-z0-9_.-]", "_", case_id)[:60] + "-" + stable_hash(case_id, length=8)
 
 
 def load_row(row: dict) -> Volume:
+    """The volume of one volumes-table row, read, reoriented and checked (:func:`nifti.load_volume`).
+
+    Parameters
+    ----------
+    row : dict
+        A volumes row (``case_id``, ``image_uri``, ``label_uri``, ``organ_map``).
+
+    Returns
+    -------
+    Volume
+        The canonical volume.
+
+    Raises
+    ------
+    VolumeError
+        For a volume that cannot be used.
+    """
     return load_volume(row["case_id"], row["image_uri"], row["label_uri"], row["organ_map"])
 
 
@@ -35,6 +64,20 @@ def count_volume(row: dict, cfg: ProbeConfig) -> dict:
     """Pass 1 for one volume: organs, states, z (mm), slices rows and notes.
 
     Raises VolumeError for a volume that cannot be used.
+
+    Parameters
+    ----------
+    row : dict
+        A volumes row (its ``source`` names the notes).
+    cfg : ProbeConfig
+        Supplies ``present_voxels`` and ``absent_voxels``.
+
+    Returns
+    -------
+    dict
+        ``organs`` (names), ``states`` ((Z, n_organs) int8), ``z_mm`` ((Z,) mm), ``slices`` (one
+        row per slice with its organ voxel counts) and ``notes`` (an ``organ_never_present`` rejects
+        row per organ never present).
     """
     vol = load_row(row)
     organs, counts = P.organ_voxel_counts(vol.labels, vol.organ_map)
@@ -62,7 +105,24 @@ def count_volume(row: dict, cfg: ProbeConfig) -> dict:
 
 
 def render_slice(vol: Volume, z: int, render: str, cfg: ProbeConfig) -> bytes:
-    """PNG of axial slice z under ``render`` (gray: one window x 3 channels; triple: false colour)."""
+    """PNG of axial slice z under ``render`` (gray: one window x 3 channels; triple: false colour).
+
+    Parameters
+    ----------
+    vol : Volume
+        The canonical volume.
+    z : int
+        Slice index.
+    render : {"gray", "triple"}
+        The render.
+    cfg : ProbeConfig
+        Supplies the windows and ``max_image_side``.
+
+    Returns
+    -------
+    bytes
+        PNG of the (H, W, 3) render, long side at most ``cfg.max_image_side``.
+    """
     hu = axial_slice(vol.image, z)
     if render == "gray":
         rgb = render_gray(hu, cfg.window.width, cfg.window.level)
@@ -75,6 +135,27 @@ def volume_items(row: dict, cfg: ProbeConfig, stats: P.CohortStats, vol: Volume 
     """Pass 2 for one volume: probe_items rows with their rendered images, one set per render.
 
     ``vol``: the row's volume when the caller has already loaded it (loading dominates the cost).
+
+    Parameters
+    ----------
+    row : dict
+        A volumes row (``private`` and ``endpoint_allowlist`` are copied to the items).
+    cfg : ProbeConfig
+        The probe config.
+    stats : CohortStats
+        Cohort statistics from pass 1.
+    vol : Volume, optional
+        The row's volume, already loaded; None loads it.
+
+    Returns
+    -------
+    list of dict
+        probe_items rows (item fields of :func:`presence.build_items` plus ``item_id``, ``render``,
+        ``image`` PNG, ``private``, ``endpoint_allowlist``), renders outer.
+
+    References
+    ----------
+    .. [1] organ-presence paper
     """
     vol = vol if vol is not None else load_row(row)
     organs, counts = P.organ_voxel_counts(vol.labels, vol.organ_map)
@@ -111,14 +192,61 @@ def volume_items(row: dict, cfg: ProbeConfig, stats: P.CohortStats, vol: Volume 
 
 
 def volume_montage(row: dict, window: str = "soft_tissue", vol: Volume | None = None) -> bytes:
-    """The benchmark-MCQ paper montage PNG of one volume (144 slices, 12 x 12, long side <= 1536)."""
+    """The benchmark-MCQ paper montage PNG of one volume (144 slices, 12 x 12, long side <= 1536).
+
+    Parameters
+    ----------
+    row : dict
+        A volumes row.
+    window : str or tuple of (float, float), optional
+        Window preset name or ``(width, level)`` in HU.
+    vol : Volume, optional
+        The row's volume, already loaded; None loads it.
+
+    Returns
+    -------
+    bytes
+        PNG of the montage.
+
+    References
+    ----------
+    .. [1] benchmark-MCQ paper
+    """
     return encode_png(render_montage((vol if vol is not None else load_row(row)).image, window))
 
 
 def states_to_json(organs: list[str], states: np.ndarray) -> str:
+    """One volume's presence states as JSON text (``{"organs": [...], "states": [[...], ...]}``).
+
+    Parameters
+    ----------
+    organs : list of str
+        Organ names, one per column.
+    states : numpy.ndarray
+        (Z, n_organs) presence states.
+
+    Returns
+    -------
+    str
+        The JSON text.
+    """
     return json.dumps({"organs": organs, "states": states.astype(int).tolist()})
 
 
 def states_from_json(text: str) -> tuple[list[str], np.ndarray]:
+    """Inverse of :func:`states_to_json`.
+
+    Parameters
+    ----------
+    text : str
+        JSON written by :func:`states_to_json`.
+
+    Returns
+    -------
+    organs : list of str
+        Organ names.
+    states : numpy.ndarray of int8
+        (Z, n_organs) presence states.
+    """
     d = json.loads(text)
     return d["organs"], np.asarray(d["states"], dtype=np.int8).reshape(-1, len(d["organs"]))

@@ -110,7 +110,18 @@ class ProbeConfig(StrictModel):
 
 
 def conditions(cfg: ProbeConfig) -> tuple[str, ...]:
-    """Condition names: ``<format>`` with the image, ``<format>+no_image`` / ``<format>+blank`` controls."""
+    """Condition names: ``<format>`` with the image, ``<format>+no_image`` / ``<format>+blank`` controls.
+
+    Parameters
+    ----------
+    cfg : ProbeConfig
+        Supplies ``image_modes`` and ``formats``.
+
+    Returns
+    -------
+    tuple of str
+        One name per (image mode, format), image modes outer.
+    """
     out = []
     for mode in cfg.image_modes:
         for fmt in cfg.formats:
@@ -119,6 +130,19 @@ def conditions(cfg: ProbeConfig) -> tuple[str, ...]:
 
 
 def split_condition(condition: str) -> tuple[str, str]:
-    """``"verdict_json+blank"`` -> ("verdict_json", "blank")."""
+    """``"verdict_json+blank"`` -> ("verdict_json", "blank").
+
+    Parameters
+    ----------
+    condition : str
+        A condition name (:func:`conditions`).
+
+    Returns
+    -------
+    format : str
+        The output format.
+    mode : str
+        The image mode, ``"image"`` when the name has no ``+``.
+    """
     fmt, _, mode = condition.partition("+")
     return fmt, (mode or "image")

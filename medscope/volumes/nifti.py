@@ -47,7 +47,20 @@ class Volume:
 
 
 def slice_z_mm(affine: np.ndarray, n_slices: int) -> np.ndarray:
-    """World z coordinate (mm) of voxel (0, 0, k) for k in 0..n_slices-1."""
+    """World z coordinate (mm) of voxel (0, 0, k) for k in 0..n_slices-1.
+
+    Parameters
+    ----------
+    affine : numpy.ndarray
+        4 x 4 voxel-to-world matrix of a canonical volume.
+    n_slices : int
+        Number of axial slices.
+
+    Returns
+    -------
+    numpy.ndarray of float64
+        (n_slices,) world z in mm.
+    """
     k = np.arange(n_slices, dtype=np.float64)
     return affine[2, 2] * k + affine[2, 3]
 
@@ -59,6 +72,26 @@ def nifti_from_bytes(data: bytes, what: str = "image", limits: guarded.Limits = 
     ``limits.max_decoded_bytes``; then only header + voxels are inflated, so a small
     ``.nii.gz`` that would inflate to gigabytes is refused before it does. A file shorter
     than its header promises is ``corrupt NIfTI``.
+
+    Parameters
+    ----------
+    data : bytes
+        A ``.nii`` or ``.nii.gz`` file (NIfTI-1 or NIfTI-2).
+    what : str, optional
+        What the file is, named in reject details.
+    limits : Limits, optional
+        Budget ``max_decoded_bytes`` for the voxels.
+
+    Returns
+    -------
+    nibabel.Nifti1Image or nibabel.Nifti2Image
+        The image, over exactly header + voxel bytes.
+
+    Raises
+    ------
+    Reject
+        ``corrupt NIfTI``, ``over max_decoded_bytes`` (or the budget check's own reason),
+        ``invalid affine`` (non-finite or singular) or ``not a 3-D volume``.
     """
     gz = data[:2] == b"\x1f\x8b"
     head = guarded.inflate_bounded(data, 540, 31, what="NIfTI", strict=False) if gz else data[:540]
@@ -99,6 +132,21 @@ def read_nifti(uri: str) -> nib.Nifti1Image:
     ``max_decoded_bytes`` and a ``.nii.gz`` inflated only as far as the header says
     (``guarded.Limits`` defaults), so two small gzipped files cannot inflate to gigabytes.
     Trailing singleton axes are dropped; anything else that is not 3-D is ``not_3d``.
+
+    Parameters
+    ----------
+    uri : str
+        Local path or storage URI of the file.
+
+    Returns
+    -------
+    nibabel.Nifti1Image
+        A 3-D image with its voxels in memory.
+
+    Raises
+    ------
+    VolumeError
+        ``corrupt_nifti``, ``not_3d``, ``unreadable``, or another reason of the guarded reader.
     """
     try:
         data = bounded.read_bounded(uri, guarded.DEFAULT_LIMITS.max_file_bytes)
@@ -119,7 +167,23 @@ def read_nifti(uri: str) -> nib.Nifti1Image:
 
 
 def parse_organ_map(text: str | dict) -> dict[int, str]:
-    """The volumes table's organ_map JSON ({label: organ}) -> {int label: organ}."""
+    """The volumes table's organ_map JSON ({label: organ}) -> {int label: organ}.
+
+    Parameters
+    ----------
+    text : str or dict
+        JSON text, or the already-parsed mapping.
+
+    Returns
+    -------
+    dict of int to str
+        Label value -> organ name.
+
+    Raises
+    ------
+    VolumeError
+        ``bad_organ_map`` when a key is not an integer or the value is not a mapping.
+    """
     raw = json.loads(text) if isinstance(text, str) else text
     try:
         return {int(k): str(v) for k, v in raw.items()}
@@ -128,7 +192,27 @@ def parse_organ_map(text: str | dict) -> dict[int, str]:
 
 
 def canonical_pair(image: nib.Nifti1Image, labels: nib.Nifti1Image) -> tuple[nib.Nifti1Image, nib.Nifti1Image]:
-    """Reorient both to the closest canonical orientation and check they share shape and affine."""
+    """Reorient both to the closest canonical orientation and check they share shape and affine.
+
+    Parameters
+    ----------
+    image : nibabel.Nifti1Image
+        The CT image.
+    labels : nibabel.Nifti1Image
+        Its label map.
+
+    Returns
+    -------
+    image : nibabel.Nifti1Image
+        The image in the closest canonical (RAS+) orientation.
+    labels : nibabel.Nifti1Image
+        The label map, likewise.
+
+    Raises
+    ------
+    VolumeError
+        ``shape_mismatch``, or ``affine_mismatch`` (beyond 1e-3) after reorientation.
+    """
     image = nib.as_closest_canonical(image)
     labels = nib.as_closest_canonical(labels)
     if image.shape != labels.shape:
@@ -146,6 +230,21 @@ def integer_labels(data: np.ndarray) -> np.ndarray:
 
     The range is checked before the cast: an int64 label of 2**32 + 2 would otherwise wrap to
     2 (another structure) and 2**32 to 0 (the lesion vanishes), with no reject.
+
+    Parameters
+    ----------
+    data : array_like
+        Label voxels, integer or float.
+
+    Returns
+    -------
+    numpy.ndarray of int32
+        The labels, same shape.
+
+    Raises
+    ------
+    VolumeError
+        ``non_integer_labels`` (fractional or non-finite values) or ``label_out_of_range``.
     """
     data = np.asarray(data)
     if data.size and (np.issubdtype(data.dtype, np.integer) or np.issubdtype(data.dtype, np.floating)):
@@ -162,7 +261,34 @@ def integer_labels(data: np.ndarray) -> np.ndarray:
 
 
 def load_volume(case_id: str, image_uri: str, label_uri: str, organ_map: str | dict) -> Volume:
-    """Read, reorient and check one image/label pair (organ-presence paper, "Data and ground truth")."""
+    """Read, reorient and check one image/label pair (organ-presence paper, "Data and ground truth").
+
+    Parameters
+    ----------
+    case_id : str
+        The volume's case id.
+    image_uri : str
+        Where the CT image is.
+    label_uri : str
+        Where its label map is.
+    organ_map : str or dict
+        Label value -> organ name, as JSON text or a mapping.
+
+    Returns
+    -------
+    Volume
+        Canonical image (float32 HU), int32 labels, affine and organ map.
+
+    Raises
+    ------
+    VolumeError
+        For an unreadable or mismatched pair, bad labels, ``nan_voxels`` in the image, or a
+        ``unmapped_label`` (a non-zero label missing from ``organ_map``).
+
+    References
+    ----------
+    .. [1] organ-presence paper, "Data and ground truth"
+    """
     omap = parse_organ_map(organ_map)
     image, labels = canonical_pair(read_nifti(image_uri), read_nifti(label_uri))
     lab = integer_labels(np.asanyarray(labels.dataobj))
@@ -181,6 +307,16 @@ def label_values(lab: np.ndarray) -> set[int]:
 
     A histogram is about 4x faster than ``np.unique`` (which sorts or hashes every voxel) for
     the small non-negative values label maps hold; other maps fall back to ``np.unique``.
+
+    Parameters
+    ----------
+    lab : numpy.ndarray of int
+        Label map, any shape.
+
+    Returns
+    -------
+    set of int
+        The values present (empty for an empty array).
     """
     if lab.size == 0:
         return set()
@@ -191,5 +327,18 @@ def label_values(lab: np.ndarray) -> set[int]:
 
 
 def axial_slice(volume: np.ndarray, k: int) -> np.ndarray:
-    """Axial slice k of a canonical (RAS+) array in radiological display: anterior up, patient right on the left."""
+    """Axial slice k of a canonical (RAS+) array in radiological display: anterior up, patient right on the left.
+
+    Parameters
+    ----------
+    volume : numpy.ndarray
+        Canonical (X, Y, Z) array.
+    k : int
+        Slice index along Z.
+
+    Returns
+    -------
+    numpy.ndarray
+        (Y, X) contiguous slice, rows anterior to posterior, columns patient right to left.
+    """
     return np.ascontiguousarray(volume[:, :, k].T[::-1, ::-1])

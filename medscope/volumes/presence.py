@@ -26,7 +26,22 @@ STRATA = ("transition", "mid", "out_of_range")
 
 
 def organ_voxel_counts(labels: np.ndarray, organ_map: dict[int, str]) -> tuple[list[str], np.ndarray]:
-    """Voxels of each organ on each axial slice: (organ names by label value, int64 (Z, n_organs))."""
+    """Voxels of each organ on each axial slice: (organ names by label value, int64 (Z, n_organs)).
+
+    Parameters
+    ----------
+    labels : numpy.ndarray of int
+        Canonical (X, Y, Z) label map; negative values count as background.
+    organ_map : dict of int to str
+        Label value -> organ name.
+
+    Returns
+    -------
+    organs : list of str
+        Organ names in ascending label order.
+    counts : numpy.ndarray of int64
+        (Z, n_organs) voxels of each organ on each axial slice.
+    """
     values = sorted(organ_map)
     z = labels.shape[2]
     # One bincount per slice over the label values keeps this O(voxels), not O(voxels x organs).
@@ -40,7 +55,26 @@ def organ_voxel_counts(labels: np.ndarray, organ_map: dict[int, str]) -> tuple[l
 
 
 def presence_states(counts: np.ndarray, present: int = 50, absent: int = 5) -> np.ndarray:
-    """Hysteretic rule: 1 where count >= present, 0 where count < absent, -1 (excluded) between."""
+    """Hysteretic rule: 1 where count >= present, 0 where count < absent, -1 (excluded) between.
+
+    Parameters
+    ----------
+    counts : numpy.ndarray
+        (Z, n_organs) voxel counts (:func:`organ_voxel_counts`).
+    present : int, optional
+        Count at or above which the organ is present.
+    absent : int, optional
+        Count below which the organ is absent.
+
+    Returns
+    -------
+    numpy.ndarray of int8
+        Same shape: ``PRESENT`` (1), ``ABSENT`` (0) or ``EXCLUDED`` (-1).
+
+    References
+    ----------
+    .. [1] organ-presence paper
+    """
     states = np.full(counts.shape, EXCLUDED, dtype=np.int8)
     states[counts >= present] = PRESENT
     states[counts < absent] = ABSENT
@@ -94,17 +128,59 @@ class CohortStats:
 
 
 def normalise_name(name: str) -> str:
+    """An organ name compared by words: lower case, ``_`` as space, runs of white space as one space.
+
+    Parameters
+    ----------
+    name : str
+        An organ name.
+
+    Returns
+    -------
+    str
+        The normalised name.
+    """
     return " ".join(name.lower().replace("_", " ").split())
 
 
 def presence_extent(column: np.ndarray) -> tuple[int, int] | None:
-    """(first, last) slice index where the organ is present, or None if never present."""
+    """(first, last) slice index where the organ is present, or None if never present.
+
+    Parameters
+    ----------
+    column : numpy.ndarray
+        (Z,) presence states of one organ.
+
+    Returns
+    -------
+    tuple of (int, int) or None
+        First and last slice index with state ``PRESENT``.
+    """
     idx = np.flatnonzero(column == PRESENT)
     return (int(idx[0]), int(idx[-1])) if idx.size else None
 
 
 def z_distance_mm(z_mm: np.ndarray, column: np.ndarray, k: int) -> float | None:
-    """Distance (mm) from slice k to the organ's nearest presence slice; None if never present."""
+    """Distance (mm) from slice k to the organ's nearest presence slice; None if never present.
+
+    Parameters
+    ----------
+    z_mm : numpy.ndarray
+        (Z,) world z of each slice, mm.
+    column : numpy.ndarray
+        (Z,) presence states of one organ.
+    k : int
+        Slice index.
+
+    Returns
+    -------
+    float or None
+        Smallest ``|z_mm[present slice] - z_mm[k]|``.
+
+    References
+    ----------
+    .. [1] organ-presence paper
+    """
     idx = np.flatnonzero(column == PRESENT)
     if not idx.size:
         return None
@@ -116,6 +192,22 @@ def item_stratum(z_mm: np.ndarray, column: np.ndarray, k: int, transition_mm: fl
 
     transition: within ``transition_mm`` of the range's first or last slice (inside or out);
     mid: inside the range, farther than that; out_of_range: outside and farther (or never present).
+
+    Parameters
+    ----------
+    z_mm : numpy.ndarray
+        (Z,) world z of each slice, mm.
+    column : numpy.ndarray
+        (Z,) presence states of one organ.
+    k : int
+        Slice index.
+    transition_mm : float
+        Half-width of the transition band around each end of the range, mm.
+
+    Returns
+    -------
+    {"transition", "mid", "out_of_range"}
+        The stratum.
     """
     ext = presence_extent(column)
     if ext is None:
@@ -134,7 +226,24 @@ def slice_strata(
 ) -> list[str]:
     """Stratum of each slice for sampling: transition if near any organ's boundary, else mid if
     inside any organ's range, else out_of_range. Organ columns in ``skip`` (vessels, which span
-    the whole abdomen and would make every end slice a transition) are ignored."""
+    the whole abdomen and would make every end slice a transition) are ignored.
+
+    Parameters
+    ----------
+    z_mm : numpy.ndarray
+        (Z,) world z of each slice, mm.
+    states : numpy.ndarray
+        (Z, n_organs) presence states.
+    transition_mm : float
+        Half-width of the transition band, mm (:func:`item_stratum`).
+    skip : list of int, optional
+        Organ columns to ignore.
+
+    Returns
+    -------
+    list of str
+        (Z,) strata, each ``transition``, ``mid`` or ``out_of_range``.
+    """
     cols = [j for j in range(states.shape[1]) if j not in set(skip or ())]
     out = []
     for k in range(states.shape[0]):
@@ -145,7 +254,22 @@ def slice_strata(
 
 def sample_slices(strata: list[str], n: int, rng: np.random.Generator) -> list[int]:
     """Up to ``n`` slice indices, as even as possible over the three strata (quota a stratum cannot
-    fill passes to the others), so axial position alone does not predict the answer."""
+    fill passes to the others), so axial position alone does not predict the answer.
+
+    Parameters
+    ----------
+    strata : list of str
+        Stratum of each slice (:func:`slice_strata`).
+    n : int
+        Slices wanted.
+    rng : numpy.random.Generator
+        Draws the slices within each stratum.
+
+    Returns
+    -------
+    list of int
+        ``min(n, len(strata))`` distinct slice indices, ascending.
+    """
     pools = {s: [k for k, t in enumerate(strata) if t == s] for s in STRATA}
     quota = {s: 0 for s in STRATA}
     left = min(n, len(strata))
@@ -163,7 +287,26 @@ def sample_slices(strata: list[str], n: int, rng: np.random.Generator) -> list[i
 
 
 def popular_negatives(absent: list[str], stats: CohortStats, n: int) -> list[str]:
-    """The n absent organs with the highest overall slice frequency (ties by name)."""
+    """The n absent organs with the highest overall slice frequency (ties by name).
+
+    Parameters
+    ----------
+    absent : list of str
+        Organs absent from the slice.
+    stats : CohortStats
+        Cohort presence frequencies.
+    n : int
+        Negatives wanted.
+
+    Returns
+    -------
+    list of str
+        Up to ``n`` organs, most frequent first.
+
+    References
+    ----------
+    .. [1] Y. Li et al., "Evaluating object hallucination in large vision-language models", EMNLP 2023.
+    """
     return sorted(absent, key=lambda o: (-stats.frequency(o), o))[:n]
 
 
@@ -179,6 +322,29 @@ def adversarial_negatives(
     popular one) and are never picked as adversarial negatives. A slice with no localised organ
     present has nothing to condition on and falls back to the popular ranking of the localised
     absent organs.
+
+    Parameters
+    ----------
+    absent : list of str
+        Organs absent from the slice.
+    present : list of str
+        Organs present on the slice.
+    stats : CohortStats
+        Cohort co-occurrence statistics.
+    n : int
+        Negatives wanted.
+    vessels : list of str
+        Organ names (compared by :func:`normalise_name`) left out of conditioning and picking.
+
+    Returns
+    -------
+    list of str
+        Up to ``n`` localised absent organs, highest score first (ties: higher frequency, then name).
+
+    References
+    ----------
+    .. [1] organ-presence paper, "Adversarial"
+    .. [2] Y. Li et al., "Evaluating object hallucination in large vision-language models", EMNLP 2023.
     """
     skip = {normalise_name(v) for v in vessels}
     absent = [o for o in absent if normalise_name(o) not in skip]
@@ -193,7 +359,26 @@ def adversarial_negatives(
 
 
 def random_negatives(absent: list[str], n: int, rng: np.random.Generator) -> list[str]:
-    """n absent organs drawn uniformly without replacement."""
+    """n absent organs drawn uniformly without replacement.
+
+    Parameters
+    ----------
+    absent : list of str
+        Organs absent from the slice.
+    n : int
+        Negatives wanted.
+    rng : numpy.random.Generator
+        Draws the organs.
+
+    Returns
+    -------
+    list of str
+        ``n`` organs sorted by name, or every absent organ when there are no more than ``n``.
+
+    References
+    ----------
+    .. [1] Y. Li et al., "Evaluating object hallucination in large vision-language models", EMNLP 2023.
+    """
     pool = sorted(absent)
     if len(pool) <= n:
         return pool
@@ -203,7 +388,26 @@ def random_negatives(absent: list[str], n: int, rng: np.random.Generator) -> lis
 def random_positives(present: list[str], n: int | None, rng: np.random.Generator) -> list[str]:
     """The slice's positives: every present organ (``n`` None), or n of them drawn uniformly
     without replacement, as POPE draws a fixed number of ground-truth objects per image so that
-    positives and negatives per image balance."""
+    positives and negatives per image balance.
+
+    Parameters
+    ----------
+    present : list of str
+        Organs present on the slice.
+    n : int or None
+        Positives wanted; None takes every present organ.
+    rng : numpy.random.Generator
+        Draws the organs.
+
+    Returns
+    -------
+    list of str
+        The positives, sorted by name.
+
+    References
+    ----------
+    .. [1] Y. Li et al., "Evaluating object hallucination in large vision-language models", EMNLP 2023.
+    """
     pool = sorted(present)
     if n is None or len(pool) <= n:
         return pool
@@ -211,6 +415,18 @@ def random_positives(present: list[str], n: int | None, rng: np.random.Generator
 
 
 def probe_question(organ: str) -> str:
+    """The probe's yes / no question about one organ on one axial CT slice.
+
+    Parameters
+    ----------
+    organ : str
+        Organ name; ``_`` is read as a space.
+
+    Returns
+    -------
+    str
+        ``"Is the <organ> visible in this axial CT slice?"``.
+    """
     return f"Is the {organ.replace('_', ' ')} visible in this axial CT slice?"
 
 
@@ -234,6 +450,44 @@ def build_items(
 
     Returns dicts with case_id, z, z_mm, organ, truth, strategy, stratum, z_distance_mm,
     absent_from_volume and question. Seeds come from (seed, case_id, z, ...), never order.
+
+    Parameters
+    ----------
+    case_id : str
+        The volume's case id.
+    z_mm : numpy.ndarray
+        (Z,) world z of each slice, mm.
+    organs : list of str
+        Organ names, one per column of ``states``.
+    states : numpy.ndarray
+        (Z, n_organs) presence states (:func:`presence_states`).
+    stats : CohortStats
+        Cohort statistics for the popular and adversarial negatives.
+    seed : int, optional
+        Seed of the slice, positive and random-negative draws.
+    slices_per_volume : int, optional
+        Slices sampled (:func:`sample_slices`).
+    strategies : tuple of str, optional
+        Negative strategies, each ``random``, ``popular`` or ``adversarial``.
+    negatives_per_slice : int, optional
+        Negatives per slice and strategy.
+    positives_per_slice : int or None, optional
+        Positives per slice; None takes every present organ.
+    vessels : tuple of str, optional
+        Organs ignored for strata and left out of the adversarial setting.
+    transition_mm : float, optional
+        Half-width of the transition stratum, mm.
+
+    Returns
+    -------
+    list of dict
+        One item per (slice, organ, strategy); positives have strategy ``positive``, truth
+        ``present`` and ``z_distance_mm`` None.
+
+    References
+    ----------
+    .. [1] organ-presence paper
+    .. [2] Y. Li et al., "Evaluating object hallucination in large vision-language models", EMNLP 2023.
     """
     vessel_names = {normalise_name(v) for v in vessels}
     skip = [j for j, o in enumerate(organs) if normalise_name(o) in vessel_names]
@@ -278,4 +532,24 @@ def build_items(
 
 
 def item_id(case_id: str, z: int, organ: str, strategy: str, render: str) -> str:
+    """Stable id of a probe item: a hash of volume, slice, organ, strategy and render.
+
+    Parameters
+    ----------
+    case_id : str
+        The volume's case id.
+    z : int
+        Slice index.
+    organ : str
+        Organ name.
+    strategy : str
+        ``positive``, ``random``, ``popular`` or ``adversarial``.
+    render : str
+        ``gray`` or ``triple``.
+
+    Returns
+    -------
+    str
+        ``"pi-"`` followed by the hash.
+    """
     return "pi-" + stable_hash(case_id, z, organ, strategy, render)

@@ -33,7 +33,26 @@ ORGANS = {
 
 
 def synthetic_ct(shape=(96, 96, 48), seed: int = 0, case: str = "s0") -> tuple[np.ndarray, np.ndarray, dict[int, str]]:
-    """(HU float32, labels int16, organ map) of one synthetic abdomen in RAS+ voxel order."""
+    """(HU float32, labels int16, organ map) of one synthetic abdomen in RAS+ voxel order.
+
+    Parameters
+    ----------
+    shape : tuple of int, optional
+        ``(nx, ny, nz)`` voxels.
+    seed : int, optional
+        Seed; with ``case`` it fixes the organs' jitter and the noise.
+    case : str, optional
+        Case name mixed into the seed.
+
+    Returns
+    -------
+    hu : numpy.ndarray of float32
+        HU-like intensities, shape ``shape``.
+    labels : numpy.ndarray of int16
+        Organ labels (0 background, 1-9 as in ``ORGANS``), shape ``shape``.
+    organ_map : dict of int to str
+        Label -> organ name.
+    """
     rng = rng_for(seed, case, "synthetic_ct")
     x, y, z = (np.arange(n, dtype=np.float32)[:, None, None] for n in shape)
     x, y, z = x / shape[0], y.reshape(1, -1, 1) / shape[1], z.reshape(1, 1, -1) / shape[2]
@@ -52,7 +71,24 @@ def synthetic_ct(shape=(96, 96, 48), seed: int = 0, case: str = "s0") -> tuple[n
 
 
 def write_synthetic_volumes(out_uri: str, n: int, shape=(96, 96, 48), seed: int = 0) -> str:
-    """Write n synthetic image/label NIfTI pairs and their volumes table; return the table URI."""
+    """Write n synthetic image/label NIfTI pairs and their volumes table; return the table URI.
+
+    Parameters
+    ----------
+    out_uri : str
+        Output folder; the NIfTI files go to ``<out>/nifti/``.
+    n : int
+        Number of volumes (cases ``syn-0000`` ...).
+    shape : tuple of int, optional
+        ``(nx, ny, nz)`` voxels per volume (spacing 1.5 x 1.5 x 5 mm).
+    seed : int, optional
+        Seed of the volumes.
+
+    Returns
+    -------
+    str
+        URI of the volumes table, ``<out>/volumes.parquet``.
+    """
     rows = []
     affine = np.diag([1.5, 1.5, 5.0, 1.0])
     for i in range(n):
