@@ -15,6 +15,13 @@ AUTO_REVIEWER = "auto: embedded generated set, no human review"
 
 
 def embedded_spec() -> PairsSpec:
+    """The construction spec of the embedded set, ``medscope/pairs/data/embedded.yaml``.
+
+    Returns
+    -------
+    PairsSpec
+        The parsed spec.
+    """
     text = resources.files(__package__).joinpath("data/embedded.yaml").read_text()
     import yaml
 
@@ -22,7 +29,18 @@ def embedded_spec() -> PairsSpec:
 
 
 def write_embedded_set(out: str) -> dict:
-    """Generate, auto-approve and build the embedded set under ``out`` (manifest.yaml + images)."""
+    """Generate, auto-approve and build the embedded set under ``out`` (manifest.yaml + images).
+
+    Parameters
+    ----------
+    out : str
+        The pair set's folder (path or storage URI); its candidates and review file go to ``<out>/work``.
+
+    Returns
+    -------
+    dict
+        ``review.build``'s summary: ``manifest``, ``conditions``, ``incomplete``.
+    """
     spec = embedded_spec()
     work = storage.join(out, "work")
     gen = ProceduralGenerator(spec.generator)

@@ -40,6 +40,26 @@ class ProceduralGenerator:
 
 
 def draw_photo(region: str, mark: str, seed: int, size: int, mark_seed: int | None = None) -> bytes:
+    """A procedural photograph as PNG bytes (``draw.photo``).
+
+    Parameters
+    ----------
+    region : str
+        'skin', 'nail' or 'face'.
+    mark : str
+        The sign painted on, one of ``draw.MARKS[region]``, or 'none'.
+    seed : int
+        The subject's seed.
+    size : int
+        Height and width in pixels.
+    mark_seed : int, optional
+        Seed of the mark's placement; default ``seed``.
+
+    Returns
+    -------
+    bytes
+        An RGB PNG.
+    """
     return encode_png(draw.photo(region, mark, seed, size, mark_seed=mark_seed))
 
 
@@ -160,7 +180,22 @@ class ProviderImageGenerator:
 
 def box_mask(size: tuple[int, int], box: list[float], mode: str):
     """A mask of ``size`` (w, h) for the fractional ``box``: "L" white inside (diffusers inpaints
-    white), "RGBA" transparent inside and opaque outside (the OpenAI images edit convention)."""
+    white), "RGBA" transparent inside and opaque outside (the OpenAI images edit convention).
+
+    Parameters
+    ----------
+    size : tuple of int
+        (width, height) in pixels.
+    box : list of float
+        [x0, y0, x1, y1] as fractions of the width and height.
+    mode : str
+        'L' or 'RGBA'.
+
+    Returns
+    -------
+    PIL.Image.Image
+        The mask, of ``size``.
+    """
     from PIL import Image, ImageDraw
 
     w, h = size
@@ -176,7 +211,22 @@ def box_mask(size: tuple[int, int], box: list[float], mode: str):
 
 def paste_reference(init, reference_png: bytes, box: list[float]):
     """``init`` with the reference image resized into ``box`` (strategy 2 for a model that takes
-    one image: the edit then blends the pasted finding into the person)."""
+    one image: the edit then blends the pasted finding into the person).
+
+    Parameters
+    ----------
+    init : PIL.Image.Image
+        The image to edit; not changed.
+    reference_png : bytes
+        The reference image (any format PIL reads).
+    box : list of float
+        [x0, y0, x1, y1] as fractions of ``init``'s width and height.
+
+    Returns
+    -------
+    PIL.Image.Image
+        A copy of ``init`` with the reference, as RGB, resized into the box.
+    """
     from PIL import Image
 
     w, h = init.size
@@ -188,6 +238,24 @@ def paste_reference(init, reference_png: bytes, box: list[float]):
 
 
 def build_generator(spec: GeneratorSpec):
+    """The generator of a spec's kind.
+
+    Parameters
+    ----------
+    spec : GeneratorSpec
+        The ``generator:`` block of a pairs spec.
+
+    Returns
+    -------
+    ProceduralGenerator, DiffusersGenerator or ProviderImageGenerator
+        Ready to ``generate``: a diffusers pipeline is loaded, a provider client made.
+
+    Raises
+    ------
+    MedScopeError
+        When the kind is unknown or a diffusers / provider spec lacks ``model_dir`` / ``model`` (or the
+        provider's key is missing).
+    """
     kinds = {"procedural": ProceduralGenerator, "diffusers": DiffusersGenerator, "provider": ProviderImageGenerator}
     if spec.kind not in kinds:
         raise MedScopeError(f"unknown generator kind {spec.kind!r}; known: {', '.join(kinds)}")

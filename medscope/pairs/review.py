@@ -31,6 +31,24 @@ DECISIONS = ("pending", "approve", "reject", "retry")
 
 
 def load_review(work: str) -> dict:
+    """The review file of a work folder, or an empty review when there is none yet.
+
+    Parameters
+    ----------
+    work : str
+        The work folder (path or storage URI) holding ``review.yaml``.
+
+    Returns
+    -------
+    dict
+        The review: ``candidates`` (a list of candidate dicts, in the order made) and ``bases`` (condition
+        slug -> the shared base image's record); both present, empty when the file has none.
+
+    Raises
+    ------
+    MedScopeError
+        When a candidate's ``decision`` is not one of ``DECISIONS``.
+    """
     uri = storage.join(work, tables.REVIEW)
     if not storage.exists(uri):
         return {"candidates": [], "bases": {}}
@@ -45,6 +63,15 @@ def load_review(work: str) -> dict:
 
 
 def save_review(work: str, review: dict) -> None:
+    """Write the review file (a header saying how to fill it in, then the review as YAML).
+
+    Parameters
+    ----------
+    work : str
+        The work folder (path or storage URI); ``review.yaml`` there is replaced.
+    review : dict
+        The review, as ``load_review`` returns it.
+    """
     header = ("# Review file: set each candidate's decision to approve, reject or retry (retry: say what to\n"
               "# change in feedback). `medscope pairs generate` makes new attempts; `build` takes approved ones.\n")
     storage.write_text(storage.join(work, tables.REVIEW), header + yaml.safe_dump(review, sort_keys=False, width=110))
@@ -55,8 +82,20 @@ def _slot(review: dict, condition: str, photo_type: str) -> list[dict]:
 
 
 def approvers(c: dict) -> list[str]:
-    """The distinct reviewers who approved a candidate (a review file from before issue 28 holds
-    one ``reviewer`` per decision)."""
+    """The distinct reviewers who approved a candidate (an older review file, from before approvals were
+    kept per reviewer, holds one ``reviewer`` per decision).
+
+    Parameters
+    ----------
+    c : dict
+        A candidate of the review file.
+
+    Returns
+    -------
+    list of str
+        The reviewers in first-approval order without repeats: its ``approvals``, else its one
+        ``reviewer`` ('unnamed' when blank) if its decision is 'approve', else none.
+    """
     names = c.get("approvals") or ([c.get("reviewer") or "unnamed"] if c["decision"] == "approve" else [])
     return list(dict.fromkeys(names))
 
@@ -97,7 +136,38 @@ def _reference(photo, spec_dir: str) -> bytes | None:
 
 def generate_round(spec: PairsSpec, work: str, generator, spec_dir: str = ".") -> dict:
     """One round of candidates (see the module docstring); returns counts. ``spec_dir``: where
-    the spec's relative paths (reference images) start."""
+    the spec's relative paths (reference images) start.
+
+    Parameters
+    ----------
+    spec : PairsSpec
+        The construction spec.
+    work : str
+        The work folder (path or storage URI): ``review.yaml`` and the candidate PNGs; the review file
+        is rewritten with the new candidates.
+    generator : object
+        A generator of ``medscope.pairs.generators`` (``generate``, ``name``, ``seeded``).
+    spec_dir : str, optional
+        Where the spec's relative paths (reference images) start.
+
+    Returns
+    -------
+    dict
+        ``generated`` (candidates made), ``pending_review`` (pending candidates in the file),
+        ``waiting_for_matched`` (edit_from_matched slots whose matched photograph is not approved yet),
+        ``retries_waiting_on_pending`` (a list of {retry, pending}: retries held back by a pending
+        candidate in their slot) and ``review_file`` (its URI).
+
+    Raises
+    ------
+    MedScopeError
+        When the review file holds an unknown decision, a reference image does not exist, or the
+        generator fails.
+
+    References
+    ----------
+    .. [1] paired-modality paper, §3.3.
+    """
     review = load_review(work)
     made, waiting, held = 0, 0, []
     for plan in spec.conditions:
@@ -158,7 +228,32 @@ def generate_round(spec: PairsSpec, work: str, generator, spec_dir: str = ".") -
 
 
 def decide(work: str, ids: list[str], decision: str, feedback: str = "", reviewer: str = "") -> int:
-    """Record a decision for candidates ``ids`` (``all-pending`` = every pending one)."""
+    """Record a decision for candidates ``ids`` (``all-pending`` = every pending one).
+
+    Parameters
+    ----------
+    work : str
+        The work folder (path or storage URI) holding ``review.yaml``.
+    ids : list of str
+        Candidate ids, or ``["all-pending"]`` for every pending candidate.
+    decision : str
+        One of ``DECISIONS``: 'pending', 'approve', 'reject', 'retry'.
+    feedback : str, optional
+        What the next attempt should change (required with 'retry'); empty keeps a candidate's earlier
+        feedback.
+    reviewer : str, optional
+        Who decides; an approval adds them to the candidate's ``approvals`` ('unnamed' when empty).
+
+    Returns
+    -------
+    int
+        The number of candidates the decision was recorded for.
+
+    Raises
+    ------
+    MedScopeError
+        When the decision is unknown, a retry has no feedback, or an id is not in the review file.
+    """
     if decision not in DECISIONS:
         raise MedScopeError(f"decision must be one of {', '.join(DECISIONS)}")
     if decision == "retry" and not feedback:
@@ -179,8 +274,24 @@ def decide(work: str, ids: list[str], decision: str, feedback: str = "", reviewe
 
 
 def checked_image(uri: str) -> bytes:
-    """The bytes of an image file that decodes whole (issue 32: a truncated approved candidate
-    is never copied into a pair set); ``bounded.Reject`` with the reason otherwise."""
+    """The bytes of an image file that decodes whole (a truncated approved candidate is never
+    copied into a pair set); ``bounded.Reject`` with the reason otherwise.
+
+    Parameters
+    ----------
+    uri : str
+        The image file (path or storage URI).
+
+    Returns
+    -------
+    bytes
+        The file's bytes, unchanged.
+
+    Raises
+    ------
+    bounded.Reject
+        When the file is over the size limit, not an image, or does not decode whole.
+    """
     data = bounded.read_bounded(uri, guarded.DEFAULT_LIMITS.max_file_bytes)
     with guarded.open_image(data, guarded.DEFAULT_LIMITS, "image") as img:
         try:
@@ -209,7 +320,36 @@ def _radiograph(plan: ConditionPlan, spec_dir: str, out: str) -> str:
 
 
 def build(spec: PairsSpec, work: str, out: str, spec_dir: str = ".") -> dict:
-    """Write ``<out>/manifest.yaml`` (+ photographs and radiographs) from approved candidates."""
+    """Write ``<out>/manifest.yaml`` (+ photographs and radiographs) from approved candidates.
+
+    Parameters
+    ----------
+    spec : PairsSpec
+        The construction spec.
+    work : str
+        The work folder (path or storage URI) with ``review.yaml`` and the candidates.
+    out : str
+        The pair set's folder (path or storage URI): ``manifest.yaml``, ``photos/`` and ``radiographs/``.
+    spec_dir : str, optional
+        Where the spec's relative radiograph paths start.
+
+    Returns
+    -------
+    dict
+        ``manifest`` (its URI), ``conditions`` (how many entered the manifest) and ``incomplete`` (per
+        condition left out: its ``missing`` photo types, and ``unreadable`` approved photographs with
+        reason, detail and error class).
+
+    Raises
+    ------
+    MedScopeError
+        When the review file holds an unknown decision, or a condition's radiograph file does not exist
+        or does not decode.
+
+    References
+    ----------
+    .. [1] paired-modality paper, §3.3.
+    """
     review = load_review(work)
     entries, incomplete = [], []
     for plan in spec.conditions:

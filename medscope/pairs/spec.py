@@ -186,7 +186,25 @@ class PairsSpec(StrictModel):
 def subject_demographics(plan: ConditionPlan, spec: DemographicsSpec) -> dict:
     """The photograph subject's age, sex and ethnicity (paired-modality paper §3.3): age and sex from the
     radiograph's metadata when present, ethnicity from it when present, else a reproducible draw
-    (the same spec seed and condition always give the same group). ``source`` says which."""
+    (the same spec seed and condition always give the same group). ``source`` says which.
+
+    Parameters
+    ----------
+    plan : ConditionPlan
+        The condition, with its radiograph's metadata.
+    spec : DemographicsSpec
+        The draw's seed and ethnicity weights.
+
+    Returns
+    -------
+    dict
+        ``age`` (int or None), ``sex`` (str or None), ``ethnicity`` (str) and ``ethnicity_source``
+        ('radiograph metadata' or 'drawn').
+
+    References
+    ----------
+    .. [1] paired-modality paper, §3.3.
+    """
     from medscope.seeding import rng_for
 
     meta = plan.radiograph_meta
@@ -201,6 +219,18 @@ def subject_demographics(plan: ConditionPlan, spec: DemographicsSpec) -> dict:
 
 
 def demographics_phrase(d: dict) -> str:
-    """"Patient: 52-year-old female, Black" (only what is known)."""
+    """"Patient: 52-year-old female, Black" (only what is known).
+
+    Parameters
+    ----------
+    d : dict
+        Demographics as ``subject_demographics`` gives them (``age``, ``sex``, ``ethnicity``; any may be
+        None).
+
+    Returns
+    -------
+    str
+        'Patient: ' then what is known; 'Patient: ' alone when nothing is.
+    """
     who = " ".join(x for x in (f"{d['age']}-year-old" if d.get("age") is not None else "", d.get("sex") or "") if x)
     return "Patient: " + ", ".join(x for x in (who, d.get("ethnicity") or "") if x)

@@ -39,14 +39,46 @@ def _share(rows: list[dict], pred) -> float | None:
 
 def residual_rate(k: int, n: int, acceptable: float = ACCEPTABLE_RESIDUAL) -> dict:
     """k of n erased images still answered "yes": the rate, its exact 95% interval, and whether
-    the interval's upper bound lies below the acceptable rate (the §7 criterion)."""
+    the interval's upper bound lies below the acceptable rate (the §7 criterion).
+
+    Parameters
+    ----------
+    k : int
+        Erased images answered "yes".
+    n : int
+        Erased images read.
+    acceptable : float, optional
+        The acceptable residual-finding rate (default 0.10).
+
+    Returns
+    -------
+    dict
+        ``k``, ``n``, ``rate`` (k / n), ``ci_low`` and ``ci_high`` (the Clopper-Pearson 95% interval; all
+        three None when n is 0) and ``below_acceptable`` (False when n is 0).
+
+    References
+    ----------
+    .. [1] counterfactual paper, §7.
+    """
     lo, hi = clopper_pearson(k, n)
     return {"k": k, "n": n, "rate": k / n if n else None, "ci_low": lo if n else None, "ci_high": hi if n else None,
             "below_acceptable": bool(n) and hi < acceptable}
 
 
 def kind_shares(rows: list[dict]) -> dict:
-    """Per kind: images read, share rated edited, share answered yes / cannot tell."""
+    """Per kind: images read, share rated edited, share answered yes / cannot tell.
+
+    Parameters
+    ----------
+    rows : list of dict
+        Scored answer rows (``answers.load_answers``).
+
+    Returns
+    -------
+    dict of str to dict
+        For each reader kind ('lesion', 'erased', 'control', 'lesion_free'): ``n`` and the shares
+        ``edited``, ``yes`` and ``cannot_tell`` (None when the kind has no rows).
+    """
     out = {}
     for kind in READER_KINDS:
         rk = [r for r in rows if r["reader_kind"] == kind]
@@ -57,7 +89,22 @@ def kind_shares(rows: list[dict]) -> dict:
 
 
 def reader_summary(rows: list[dict], acceptable: float = ACCEPTABLE_RESIDUAL) -> dict:
-    """One reader's (or one pooled group's) figures."""
+    """One reader's (or one pooled group's) figures.
+
+    Parameters
+    ----------
+    rows : list of dict
+        The scored answer rows of one reader, or of a pooled group.
+    acceptable : float, optional
+        The acceptable residual-finding rate.
+
+    Returns
+    -------
+    dict
+        ``n``; ``kinds`` (``kind_shares``); the rating AUCs ``auc_edited_vs_unmodified``,
+        ``auc_erased_vs_control`` and ``auc_erased_vs_original`` (NaN when a side is empty); ``residual``
+        (``residual_rate`` over the erased images).
+    """
     def ratings(kinds):
         return [r["rating"] for r in rows if r["reader_kind"] in kinds]
     erased = [r for r in rows if r["reader_kind"] == "erased"]
@@ -71,7 +118,19 @@ def reader_summary(rows: list[dict], acceptable: float = ACCEPTABLE_RESIDUAL) ->
 
 def agreement(rows: list[dict]) -> list[dict]:
     """Cohen's kappa for each pair of readers on the images both read: edited yes/no and the
-    clinical answer (yes / no / cannot tell)."""
+    clinical answer (yes / no / cannot tell).
+
+    Parameters
+    ----------
+    rows : list of dict
+        Scored answer rows of all readers.
+
+    Returns
+    -------
+    list of dict
+        One per pair of readers (in reader-id order): ``reader_a``, ``reader_b``, ``n`` (images both read),
+        ``kappa_edited`` and ``kappa_clinical`` (NaN with no common image).
+    """
     by_reader: dict[str, dict] = {}
     for r in rows:
         by_reader.setdefault(r["reader"], {})[(r["pack"], r["image"])] = r
@@ -88,7 +147,25 @@ def agreement(rows: list[dict]) -> list[dict]:
 def majority_residual(rows: list[dict], acceptable: float = ACCEPTABLE_RESIDUAL) -> dict:
     """Residual findings judged per erased image by reader majority, localized findings only:
     an image counts when more than half of the readers who read it answered "yes"; images with
-    exactly half are counted apart as ties (not residual), so an adjudicator can settle them."""
+    exactly half are counted apart as ties (not residual), so an adjudicator can settle them.
+
+    Parameters
+    ----------
+    rows : list of dict
+        Scored answer rows of all readers.
+    acceptable : float, optional
+        The acceptable residual-finding rate.
+
+    Returns
+    -------
+    dict
+        ``residual_rate``'s fields over the erased images without a stress tag (k: images with a
+        majority "yes"), plus ``ties`` and ``readers_per_image`` (the distinct reader counts, sorted).
+
+    References
+    ----------
+    .. [1] counterfactual paper, §7.
+    """
     votes: dict[tuple, list[bool]] = {}
     for r in rows:
         if r["reader_kind"] == "erased" and r["stress_tag"] is None:
@@ -100,13 +177,40 @@ def majority_residual(rows: list[dict], acceptable: float = ACCEPTABLE_RESIDUAL)
 
 
 def by_source(rows: list[dict], acceptable: float = ACCEPTABLE_RESIDUAL) -> dict:
-    """Pooled over readers, per source."""
+    """Pooled over readers, per source.
+
+    Parameters
+    ----------
+    rows : list of dict
+        Scored answer rows.
+    acceptable : float, optional
+        The acceptable residual-finding rate.
+
+    Returns
+    -------
+    dict of str to dict
+        Source -> ``reader_summary`` of its rows, sources in name order.
+    """
     return {src: reader_summary([r for r in rows if r["source"] == src], acceptable)
             for src in sorted({r["source"] for r in rows})}
 
 
 def by_stress_tag(rows: list[dict], acceptable: float = ACCEPTABLE_RESIDUAL) -> dict:
-    """Pooled residual-finding rate per named stress test (diffuse findings, pneumothorax)."""
+    """Pooled residual-finding rate per named stress test (diffuse findings, pneumothorax).
+
+    Parameters
+    ----------
+    rows : list of dict
+        Scored answer rows.
+    acceptable : float, optional
+        The acceptable residual-finding rate.
+
+    Returns
+    -------
+    dict of str to dict
+        Stress tag ('diffuse', 'pneumothorax') -> ``residual_rate`` of its erased images; only tags
+        present.
+    """
     out = {}
     for tag in sorted({r["stress_tag"] for r in rows if r["stress_tag"]}):
         er = [r for r in rows if r["reader_kind"] == "erased" and r["stress_tag"] == tag]
@@ -115,7 +219,27 @@ def by_stress_tag(rows: list[dict], acceptable: float = ACCEPTABLE_RESIDUAL) -> 
 
 
 def analyse_rows(rows: list[dict], readers: dict, acceptable: float = ACCEPTABLE_RESIDUAL) -> dict:
-    """Every pre-specified figure from scored answer rows."""
+    """Every pre-specified figure from scored answer rows.
+
+    Parameters
+    ----------
+    rows : list of dict
+        Scored answer rows (``answers.load_answers``).
+    readers : dict
+        Reader id -> {specialty, years_experience, packs, files}, merged into each reader's figures.
+    acceptable : float, optional
+        The acceptable residual-finding rate.
+
+    Returns
+    -------
+    dict
+        ``acceptable_residual``, ``readers`` (id -> reader info and ``reader_summary``), ``agreement``,
+        ``majority_localized``, ``by_source`` and ``stress_tests``.
+
+    References
+    ----------
+    .. [1] counterfactual paper, §7.
+    """
     return {"acceptable_residual": acceptable,
             "readers": {rid: dict(readers.get(rid, {}), **reader_summary([r for r in rows if r["reader"] == rid], acceptable))
                         for rid in sorted({r["reader"] for r in rows})},
@@ -136,7 +260,36 @@ def _json_safe(obj):
 def analyse(packs: list[str], answer_files: list[str], out: str, *, reference: str | None = None,
             acceptable: float = ACCEPTABLE_RESIDUAL) -> dict:
     """Score the answer files of ``packs`` (a main pack and its supplements), write
-    ``analysis.json`` and ``rejects.parquet`` to ``out``; return the analysis."""
+    ``analysis.json`` and ``rejects.parquet`` to ``out``; return the analysis.
+
+    Parameters
+    ----------
+    packs : list of str
+        Pack folders (or their key files), the main pack first; each is checked with ``verify_pack``.
+    answer_files : list of str
+        Readers' answer files (paths or storage URIs).
+    out : str
+        The analysis folder (path or storage URI).
+    reference : str, optional
+        A JSON file of the models' edit-visibility AUCs (``load_reference``).
+    acceptable : float, optional
+        The acceptable residual-finding rate.
+
+    Returns
+    -------
+    dict
+        ``analyse_rows``'s figures (NaN written as None) with ``packs``, ``answers_scored``,
+        ``files_rejected``, ``reference`` and, not written to ``analysis.json``, the ``rejects`` rows.
+
+    Raises
+    ------
+    MedScopeError
+        When a pack has no key, its images no longer match the key's hash, or no answer could be scored.
+
+    References
+    ----------
+    .. [1] counterfactual paper, §7.
+    """
     keys = {}
     for p in packs:
         key = read_key(p)
@@ -160,7 +313,27 @@ def analyse(packs: list[str], answer_files: list[str], out: str, *, reference: s
 
 def load_reference(uri: str) -> dict:
     """Zero-shot edit-visibility AUCs to draw as the reference line (counterfactual paper §5.4): a JSON
-    object {model: AUC} or {model: {"erased_vs_original": AUC, "control_vs_original": AUC}}."""
+    object {model: AUC} or {model: {"erased_vs_original": AUC, "control_vs_original": AUC}}.
+
+    Parameters
+    ----------
+    uri : str
+        The JSON file (path or storage URI).
+
+    Returns
+    -------
+    dict of str to dict
+        Model -> {measure: AUC}; a bare number is read as {"erased_vs_original": AUC}.
+
+    Raises
+    ------
+    MedScopeError
+        When the file is not a non-empty JSON object, or an AUC is not a number in [0, 1].
+
+    References
+    ----------
+    .. [1] counterfactual paper, §5.4.
+    """
     doc = json.loads(storage.read_utf8(uri))
     if not isinstance(doc, dict) or not doc:
         raise MedScopeError(f"{uri}: the reference must be a JSON object of model -> AUC")

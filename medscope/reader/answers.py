@@ -25,7 +25,26 @@ def _reject(path: str, item: str, reason: str, detail: str = "") -> dict:
 
 def parse_answer_file(path: str, text: str, keys: dict[str, dict]) -> tuple[dict | None, list[dict]]:
     """(a parsed file {reader, pack_hash, saved_at, answers: {image: (edit, clinical)}} or None,
-    rejects). ``keys`` maps pack hash -> pack key."""
+    rejects). ``keys`` maps pack hash -> pack key.
+
+    Parameters
+    ----------
+    path : str
+        The file's path, for the rejects rows.
+    text : str
+        The file's content (JSON).
+    keys : dict of str to dict
+        Pack hash -> pack key (``pack.read_key``).
+
+    Returns
+    -------
+    parsed : dict or None
+        ``file``, ``pack_hash``, ``saved_at``, ``reader`` (id, specialty, years_experience) and
+        ``answers`` (image -> (edit rating, clinical answer)); None when the whole file is rejected
+        (unreadable, not an answer file, an unknown pack, no reader id).
+    rejects : list of dict
+        Rejects rows: the file's, or one per answer left out (unknown image, incomplete, duplicate).
+    """
     try:
         doc = safe_text.loads_json(text, path)
     except (ValueError, UnicodeDecodeError) as err:
@@ -65,6 +84,26 @@ def load_answers(paths: list[str], keys: dict[str, dict]) -> tuple[list[dict], l
     A row: reader, pack, image, edit rating (1-4), edited (rating >= 3), clinical answer, and the
     key's fields for the image (reader_kind, source, finding, stress_tag, case_id, view_id).
     ``readers`` maps reader id -> {specialty, years_experience, packs, files}.
+
+    Parameters
+    ----------
+    paths : list of str
+        Answer files (paths or storage URIs).
+    keys : dict of str to dict
+        Pack hash -> pack key, in pack order (main pack, then supplements).
+
+    Returns
+    -------
+    rows : list of dict
+        Scored answers, by reader id, then pack order, then image.
+    rejects : list of dict
+        Rejects rows of files and answers left out.
+    readers : dict of str to dict
+        Reader id -> {specialty, years_experience, packs, files}.
+
+    References
+    ----------
+    .. [1] counterfactual paper, §7.
     """
     rejects: list[dict] = []
     chosen: dict[tuple[str, str], dict] = {}

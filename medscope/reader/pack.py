@@ -31,7 +31,20 @@ VIEW_COLUMNS = ["view_id", "case_id", "kind", "tool", "image", "expected", "sour
 
 def resave_image(png: bytes, size: int) -> bytes:
     """The one re-save policy: long side scaled to ``size`` (area filter down, cubic up), grey
-    images kept grey, colour kept colour, PNG without metadata (cv2 writes none)."""
+    images kept grey, colour kept colour, PNG without metadata (cv2 writes none).
+
+    Parameters
+    ----------
+    png : bytes
+        The image, PNG-encoded.
+    size : int
+        The long side in pixels after the re-save.
+
+    Returns
+    -------
+    bytes
+        The re-saved PNG: one channel when the three channels were equal, else as decoded.
+    """
     img = decode_png(png)
     if np.array_equal(img[..., 0], img[..., 1]) and np.array_equal(img[..., 1], img[..., 2]):
         img = img[..., 0]
@@ -44,14 +57,45 @@ def resave_image(png: bytes, size: int) -> bytes:
 
 
 def pack_hash(name: str, items: list[dict]) -> str:
-    """SHA-256 over the pack name and each image's (opaque name, image SHA-256, question)."""
+    """SHA-256 over the pack name and each image's (opaque name, image SHA-256, question).
+
+    Parameters
+    ----------
+    name : str
+        The pack name.
+    items : list of dict
+        The pack's images, each with ``image`` (opaque name), ``sha256`` and ``question``; order does not
+        matter.
+
+    Returns
+    -------
+    str
+        The hexadecimal SHA-256 of the canonical JSON of name and sorted items.
+    """
     canon = json.dumps({"name": name, "items": sorted((i["image"], i["sha256"], i["question"]) for i in items)},
                        sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canon.encode("utf-8")).hexdigest()
 
 
 def read_key(pack: str) -> dict:
-    """The key of a pack folder (or of the key file itself)."""
+    """The key of a pack folder (or of the key file itself).
+
+    Parameters
+    ----------
+    pack : str
+        A pack folder, or a path ending in ``.json`` read as the key file itself.
+
+    Returns
+    -------
+    dict
+        The key: format, version, name, pack_hash, seed, size, views, after, the sample's notes, items.
+
+    Raises
+    ------
+    MedScopeError
+        When there is no key file, it cannot be read as a JSON object (``safe_text.BadText``, a
+        MedScopeError), or its format is not a reader-pack key's.
+    """
     uri = pack if pack.endswith(".json") else storage.join(pack, KEY_FILE)
     if not storage.exists(uri):
         raise MedScopeError(f"{pack}: no {KEY_FILE}; give a folder written by `medscope reader pack`")
@@ -63,7 +107,46 @@ def read_key(pack: str) -> dict:
 
 def write_pack(views: str, out: str, *, name: str = "reading", per_kind: int = 32, seed: int = 0, size: int = 768,
                tool: str | None = None, after: list[str] = (), title: str = "Image reading") -> dict:
-    """Draw the sample, write ``out/reading/`` (page + images) and ``out/key.json``; return the key."""
+    """Draw the sample, write ``out/reading/`` (page + images) and ``out/key.json``; return the key.
+
+    Parameters
+    ----------
+    views : str
+        The views table (path or storage URI).
+    out : str
+        The pack folder; it must not hold a pack already.
+    name : str, optional
+        The pack name (part of the hash and of the opaque image names).
+    per_kind : int, optional
+        Images per reader kind requested (lowered to what the eligible cases allow).
+    seed : int, optional
+        Seed of the sample, the opaque names and the page's listing order.
+    size : int, optional
+        Long side of every re-saved image, in pixels.
+    tool : str, optional
+        The erasure tool; default the one with the most passed target removals.
+    after : list of str, optional
+        Earlier packs (folders or key files): their cases are left out and localized findings come
+        first (a supplement).
+    title : str, optional
+        The reading page's title.
+
+    Returns
+    -------
+    dict
+        The key as written to ``key.json``: the pack's name, hash, seed, size, views, the earlier packs,
+        the sample's notes and one item per image (opaque name, sha256, question and the view's fields).
+
+    Raises
+    ------
+    MedScopeError
+        When ``out`` already holds a pack, an earlier pack's key cannot be read, the sample cannot be
+        drawn, or opaque names collide.
+
+    References
+    ----------
+    .. [1] counterfactual paper, §7.
+    """
     if storage.exists(storage.join(out, KEY_FILE)):
         raise MedScopeError(f"{out} already holds a pack; a pack is never rewritten (readers may hold it)")
     table = records.read_table("views", views, columns=VIEW_COLUMNS)
@@ -103,7 +186,21 @@ def write_pack(views: str, out: str, *, name: str = "reading", per_kind: int = 3
 
 def verify_pack(pack: str, key: dict) -> None:
     """Check the reading folder's images are the ones the key's hash names (a pack whose images
-    changed after readers got it must not be scored against its old key)."""
+    changed after readers got it must not be scored against its old key).
+
+    Parameters
+    ----------
+    pack : str
+        The pack folder, or its key file (the folder is then the file's parent); without a reading
+        images folder there nothing is checked.
+    key : dict
+        The pack's key (``read_key``).
+
+    Raises
+    ------
+    MedScopeError
+        When the images' hash differs from the key's ``pack_hash``.
+    """
     base = pack.rsplit("/", 1)[0] if pack.endswith(".json") else pack
     if not storage.exists(storage.join(base, READING_DIR, IMAGES_DIR)):
         return  # key alone (images kept elsewhere): the hash in the answer files is the check

@@ -17,7 +17,28 @@ from importlib import resources
 
 
 def render_page(*, title: str, pack_name: str, pack_hash: str, items: list[dict]) -> str:
-    """The page's HTML; ``items`` are ``{"id", "src", "question"}`` in listing order."""
+    """The page's HTML; ``items`` are ``{"id", "src", "question"}`` in listing order.
+
+    Parameters
+    ----------
+    title : str
+        The page title (HTML-escaped).
+    pack_name : str
+        The pack name shown on the page and written into answer files.
+    pack_hash : str
+        The pack hash written into answer files.
+    items : list of dict
+        ``{"id": opaque image name, "src": relative image path, "question": clinical question}``.
+
+    Returns
+    -------
+    str
+        The self-contained HTML document.
+
+    References
+    ----------
+    .. [1] counterfactual paper, §7 "Procedure".
+    """
     template = resources.files("medscope.reader").joinpath("data/page.html").read_text(encoding="utf-8")
     data = json.dumps({"pack_name": pack_name, "pack_hash": pack_hash, "items": items}, separators=(",", ":"))
     # inside <script>, "</" could close the element early: JSON allows "<\/" for the same text

@@ -25,7 +25,20 @@ DIFFUSE_FINDINGS = ("effusion", "pleural effusion", "edema", "consolidation", "p
 
 
 def stress_tag(finding: str, diffuse: tuple[str, ...] = DIFFUSE_FINDINGS) -> str | None:
-    """'pneumothorax', 'diffuse' or None (a localized finding)."""
+    """'pneumothorax', 'diffuse' or None (a localized finding).
+
+    Parameters
+    ----------
+    finding : str
+        The view's finding (case and surrounding space ignored; None is read as '').
+    diffuse : tuple of str, optional
+        Findings tagged 'diffuse', in lower case.
+
+    Returns
+    -------
+    str or None
+        'pneumothorax' when the finding names it, 'diffuse' when it is one of ``diffuse``, else None.
+    """
     f = (finding or "").strip().lower()
     if "pneumothorax" in f:
         return "pneumothorax"
@@ -36,7 +49,25 @@ def stress_tag(finding: str, diffuse: tuple[str, ...] = DIFFUSE_FINDINGS) -> str
 
 def source_quotas(sizes: dict[str, int], total: int) -> dict[str, int]:
     """Split ``total`` over sources in proportion to ``sizes`` (largest-remainder rounding,
-    ties broken by source name); no source gets more than it has."""
+    ties broken by source name); no source gets more than it has.
+
+    Parameters
+    ----------
+    sizes : dict of str to int
+        Source -> eligible cases.
+    total : int
+        Cases to draw.
+
+    Returns
+    -------
+    dict of str to int
+        Source -> cases to draw from it, summing to ``total``.
+
+    Raises
+    ------
+    MedScopeError
+        When ``total`` exceeds the eligible cases.
+    """
     n = sum(sizes.values())
     if total > n:
         raise MedScopeError(f"cannot draw {total} cases from {n}")
@@ -94,6 +125,40 @@ def draw_sample(views: list[dict], per_kind: int = 32, seed: int = 0, *, tool: s
 
     ``per_kind`` is lowered to what the eligible cases allow (said in the notes, never silently):
     3 x per_kind lesion cases and per_kind lesion-free cases are needed.
+
+    Parameters
+    ----------
+    views : list of dict
+        Views-table rows (split, passed, image, case_id, kind, tool, source, finding ...).
+    per_kind : int, optional
+        Images per reader kind requested.
+    seed : int, optional
+        Seed of the draw.
+    tool : str, optional
+        The erasure tool; default the one with the most passed target removals in the test split.
+    exclude_cases : set of str, optional
+        Case ids not to draw (those of earlier packs).
+    localized_first : bool, optional
+        Rank localized findings before stress-test ones within each source (a supplement).
+
+    Returns
+    -------
+    chosen : list of dict
+        The views drawn: 3 x per_kind lesion views (lesion, erased, control; one kind per case) then
+        per_kind lesion-free views.
+    notes : dict
+        ``tool``, ``per_kind_requested``, ``per_kind`` (as drawn), ``eligible_lesion_cases`` and
+        ``eligible_lesion_free_cases``.
+
+    Raises
+    ------
+    MedScopeError
+        When ``per_kind`` < 1, the test split has no passed target removals, or the eligible cases
+        allow no image of each kind.
+
+    References
+    ----------
+    .. [1] counterfactual paper, §7 "Images" and "Status and extension".
     """
     if per_kind < 1:
         raise MedScopeError("per_kind must be at least 1")

@@ -34,7 +34,20 @@ def _verdict(r: dict, acceptable: float) -> str:
 
 def reader_section(analysis: dict) -> tuple[str, list]:
     """("Reader study", blocks): per-reader edit visibility and residual findings, agreement,
-    majority criterion, results by source and stress test, the reference line."""
+    majority criterion, results by source and stress test, the reference line.
+
+    Parameters
+    ----------
+    analysis : dict
+        What ``analysis.analyse`` returns (or ``analysis.json`` holds).
+
+    Returns
+    -------
+    title : str
+        'Reader study'.
+    blocks : list
+        ``Para`` and ``Table`` blocks of ``medscope.report.render``.
+    """
     acc = analysis["acceptable_residual"]
     packs = ", ".join(f"{p['name']} ({p['images']} images, {p['pack_hash'][:12]})" for p in analysis["packs"])
     blocks: list = [Para(
@@ -94,7 +107,22 @@ def reader_section(analysis: dict) -> tuple[str, list]:
 
 
 def write_report(analysis: dict) -> tuple[str, str, dict[str, bytes]]:
-    """(Markdown, HTML, image files) of a document holding only the reader-study section."""
+    """(Markdown, HTML, image files) of a document holding only the reader-study section.
+
+    Parameters
+    ----------
+    analysis : dict
+        What ``analysis.analyse`` returns (or ``analysis.json`` holds).
+
+    Returns
+    -------
+    markdown : str
+        The document as Markdown.
+    html : str
+        The same document as self-contained HTML.
+    images : dict of str to bytes
+        Image files to write beside the Markdown, by relative path.
+    """
     title, blocks = reader_section(analysis)
     sections = [Section(title, blocks)]
     md, images = to_markdown("MedScope reader study", sections)

@@ -37,7 +37,32 @@ def _fmt(x: float, like: str) -> str:
 
 
 def judge(cell: Cell, ours) -> tuple[str, str, str]:
-    """(ours as text, difference as text, 'match' / 'MISMATCH') of one cell."""
+    """(ours as text, difference as text, 'match' / 'MISMATCH') of one cell.
+
+    Parameters
+    ----------
+    cell : Cell
+        The registry cell: its printed value and the ``scale`` applied to ours before comparing.
+    ours : str, float or tuple of float
+        The derivation's value: a word (compared for equality), a number, or a (low, high) interval
+        from rounded inputs.
+
+    Returns
+    -------
+    shown : str
+        Ours after scaling, printed to two digits more than the paper (an interval as '[lo, hi]').
+    difference : str
+        Ours minus the printed value ('0' within float noise), the distance from the interval to the
+        printed value ('0 (inside)' when inside), or '' for a word or a bound.
+    status : str
+        'match' or 'MISMATCH'.
+
+    Raises
+    ------
+    MedScopeError
+        When an interval is to be judged against a printed bound, or the printed value is not a number
+        where one is needed.
+    """
     text = cell.paper.strip()
     if isinstance(ours, str):
         return ours, "", "match" if ours == text else "MISMATCH"
@@ -62,6 +87,23 @@ def judge(cell: Cell, ours) -> tuple[str, str, str]:
 
 
 def check_entry(paper: Paper, entry: Entry, ctx: derive.Context) -> list[CellResult]:
+    """Every cell of one entry, derived and judged; a cell whose derivation raises ``MedScopeError`` is
+    an 'error' row carrying the message, not a raised error.
+
+    Parameters
+    ----------
+    paper : Paper
+        The registry the entry belongs to.
+    entry : Entry
+        The entry whose cells are checked.
+    ctx : derive.Context
+        What the run's cells share (the constant policies, scored once).
+
+    Returns
+    -------
+    list of CellResult
+        One per cell, in the entry's order, with the cell's note as ``detail`` (or the error's message).
+    """
     out = []
     for cell in entry.cells:
         try:
@@ -75,7 +117,27 @@ def check_entry(paper: Paper, entry: Entry, ctx: derive.Context) -> list[CellRes
 
 def check_papers(papers: list[Paper], entry_id: str | None = None, ctx: derive.Context | None = None
                  ) -> dict[tuple[str, str], list[CellResult]]:
-    """Results per (paper, entry id), in registry order; ``entry_id``: only that entry."""
+    """Results per (paper, entry id), in registry order; ``entry_id``: only that entry.
+
+    Parameters
+    ----------
+    papers : list of Paper
+        The registries to check.
+    entry_id : str, optional
+        Only this entry of each paper, matched through ``registry.norm_id``.
+    ctx : derive.Context, optional
+        A context to derive in; without one a context is made here and closed on return.
+
+    Returns
+    -------
+    dict of (str, str) to list of CellResult
+        Key (paper id, entry id as the registry writes it).
+
+    Raises
+    ------
+    MedScopeError
+        When ``entry_id`` names no entry of a paper.
+    """
     own = ctx is None
     ctx = ctx or derive.Context()
     try:
@@ -91,4 +153,16 @@ def check_papers(papers: list[Paper], entry_id: str | None = None, ctx: derive.C
 
 
 def failures(results: dict) -> list[CellResult]:
+    """The cells that did not match.
+
+    Parameters
+    ----------
+    results : dict
+        ``check_papers``'s results.
+
+    Returns
+    -------
+    list of CellResult
+        Every row whose status is not 'match' ('MISMATCH' or 'error'), in results order.
+    """
     return [r for rows in results.values() for r in rows if r.status != "match"]

@@ -43,6 +43,18 @@ CONSTANT_POLICIES = {  # Table 5's image-blind rows: (action, claims the finding
 
 
 def derivation(fn: Callable) -> Callable:
+    """Register ``fn`` in ``DERIVATIONS`` under its own name, so a registry cell can name it in ``compute``.
+
+    Parameters
+    ----------
+    fn : callable
+        A derivation taking the ``Context`` first, then the cell's ``args`` as keywords.
+
+    Returns
+    -------
+    callable
+        ``fn`` itself (a decorator).
+    """
     DERIVATIONS[fn.__name__] = fn
     return fn
 
@@ -75,6 +87,27 @@ class Context:
 
 
 def compute(ctx: Context, name: str, args: dict):
+    """The value of one cell: the named derivation called with the context and the cell's arguments.
+
+    Parameters
+    ----------
+    ctx : Context
+        What the run's cells share.
+    name : str
+        A key of ``DERIVATIONS`` (a registry cell's ``compute``).
+    args : dict
+        The cell's ``args``, passed as keywords.
+
+    Returns
+    -------
+    float, tuple of float or str
+        What the derivation returns: a value, a (low, high) interval or a verdict.
+
+    Raises
+    ------
+    MedScopeError
+        When ``name`` is no derivation (the message lists the known ones), or the derivation raises it.
+    """
     fn = DERIVATIONS.get(name)
     if fn is None:
         raise MedScopeError(f"no derivation {name!r}; known: {', '.join(sorted(DERIVATIONS))}")
@@ -98,7 +131,25 @@ def _interval(text) -> tuple[float, float]:
 
 @derivation
 def total(ctx: Context, values: list) -> float:
-    """Sum of printed counts (cases, views, questions): exact, as counts are."""
+    """Sum of printed counts (cases, views, questions): exact, as counts are.
+
+    Parameters
+    ----------
+    ctx : Context
+        Unused; every derivation takes it.
+    values : list
+        Printed counts (numbers or strings as printed, '1,115' read as 1115).
+
+    Returns
+    -------
+    float
+        Their sum.
+
+    Raises
+    ------
+    MedScopeError
+        When a value is not a printed number or not a whole number.
+    """
     out = 0
     for v in values:
         x, _ = printed(str(v))
@@ -110,7 +161,22 @@ def total(ctx: Context, values: list) -> float:
 
 @derivation
 def difference(ctx: Context, a, b, unit: float = 1.0) -> tuple[float, float]:
-    """a - b of two printed values, times ``unit`` (0.01: percentages to fractions)."""
+    """a - b of two printed values, times ``unit`` (0.01: percentages to fractions).
+
+    Parameters
+    ----------
+    ctx : Context
+        Unused; every derivation takes it.
+    a, b : str or float
+        Printed values; a bound '< x' / '<= x' stands for [0, x], '> x' / '>= x' for [x, 1].
+    unit : float, optional
+        Factor applied to the difference (0.01: percentage points to a fraction).
+
+    Returns
+    -------
+    low, high : float
+        The range of a - b over every pair of unrounded values the printed ones allow, times ``unit``.
+    """
     alo, ahi = _interval(a)
     blo, bhi = _interval(b)
     return (alo - bhi) * unit, (ahi - blo) * unit
@@ -122,7 +188,30 @@ def difference(ctx: Context, a, b, unit: float = 1.0) -> tuple[float, float]:
 @derivation
 def table2_reward(ctx: Context, kind: str, outcome: str, critical: bool = False, matrix: str = "table2") -> float:
     """Reward of one view of ``kind`` for ``outcome`` (correct, wrong, refer, clarify) under a
-    shipped cost matrix, through ``rewards.view_rewards`` (counterfactual paper §3.4, Table 2)."""
+    shipped cost matrix, through ``rewards.view_rewards`` (counterfactual paper §3.4, Table 2).
+
+    Parameters
+    ----------
+    ctx : Context
+        Unused; every derivation takes it.
+    kind : str
+        The view kind ('original', 'target_removal', 'random_removal', 'natural_negative', 'degraded').
+    outcome : str
+        'correct' or 'wrong' (an answer that does or does not state the truth), 'refer' or 'clarify'.
+    critical : bool, optional
+        Whether the case's finding is critical.
+    matrix : str, optional
+        A shipped cost matrix by name (``costs.load``); default the paper's 'table2'.
+
+    Returns
+    -------
+    float
+        The view's reward.
+
+    References
+    ----------
+    .. [1] counterfactual paper, §3.4 and Table 2.
+    """
     from medscope.protocols.counterfactual import costs, rewards
 
     lesion_view = kind != "natural_negative"
@@ -138,7 +227,19 @@ def table2_reward(ctx: Context, kind: str, outcome: str, critical: bool = False,
 
 def main_test_views():
     """A views table with the main test's composition (counterfactual paper Tables 3 and 5) and 59 critical
-    lesion cases (``N_CRITICAL``); no pixels: constant policies never look."""
+    lesion cases (``N_CRITICAL``); no pixels: constant policies never look.
+
+    Returns
+    -------
+    pyarrow.Table
+        A 'views' records table (``synthetic_runs.views`` with seed 0: 219 lesion cases, each an original,
+        a target removal and a random removal; 288 natural negatives; 170 degraded views), ``critical``
+        set on the first 59 lesion cases by case id.
+
+    References
+    ----------
+    .. [1] counterfactual paper, Tables 3 and 5.
+    """
     from medscope.io import records
     from medscope.testing import synthetic_runs as synthetic
 
@@ -151,7 +252,22 @@ def main_test_views():
 
 
 def constant_policy_episodes(views, policies=CONSTANT_POLICIES):
-    """The episodes a sweep writes for image-blind policies: one decision per view per policy."""
+    """The episodes a sweep writes for image-blind policies: one decision per view per policy.
+
+    Parameters
+    ----------
+    views : pyarrow.Table
+        A views table with ``view_id`` and ``case_id`` columns.
+    policies : dict of str to tuple, optional
+        Policy name -> (action, claims_finding); default ``CONSTANT_POLICIES`` (always claims, always
+        absent, always refers).
+
+    Returns
+    -------
+    pyarrow.Table
+        An 'episodes' records table: one greedy, error-free episode per policy per view, the policy's
+        name as ``model``, condition 'agent', confidence 0.9 on answers.
+    """
     from medscope.io import records
 
     rows = []
@@ -170,7 +286,20 @@ def constant_policy_episodes(views, policies=CONSTANT_POLICIES):
 
 def score_constant_policies(work_dir: str):
     """Write the views and episodes tables and score them with the counterfactual protocol (the
-    code ``medscope score`` runs; no bootstrap: the cells are point values)."""
+    code ``medscope score`` runs; no bootstrap: the cells are point values).
+
+    Parameters
+    ----------
+    work_dir : str
+        A directory or storage URI to write ``views.parquet``, ``episodes.parquet`` and ``scored/`` in.
+
+    Returns
+    -------
+    metrics : pandas.DataFrame
+        The scored run's 'metrics' table.
+    scores : pyarrow.Table
+        Its per-view 'scores' table.
+    """
     from medscope import protocols
     from medscope.io import layout, records, storage
 
@@ -187,7 +316,31 @@ def score_constant_policies(work_dir: str):
 
 @derivation
 def constant_policy(ctx: Context, policy: str, metric: str) -> float:
-    """A §3.8 metric of a constant policy on the main test (counterfactual paper Table 5's trivial rows)."""
+    """A §3.8 metric of a constant policy on the main test (counterfactual paper Table 5's trivial rows).
+
+    Parameters
+    ----------
+    ctx : Context
+        Holds the constant policies scored once per run.
+    policy : str
+        'always_claims', 'always_absent' or 'always_refers'.
+    metric : str
+        A metric name of the counterfactual protocol's metrics table (e.g. 'net_utility').
+
+    Returns
+    -------
+    float
+        The metric's value over all views (breakdown 'all', no reference).
+
+    Raises
+    ------
+    MedScopeError
+        When the metrics table has no single such row.
+
+    References
+    ----------
+    .. [1] counterfactual paper, §3.8 and Table 5.
+    """
     metrics, _ = ctx.constant_policy_scores()
     row = metrics[(metrics["model"] == policy) & (metrics["metric"] == metric) & (metrics["breakdown"] == "all")
                   & metrics["reference"].isna()]
@@ -199,7 +352,26 @@ def constant_policy(ctx: Context, policy: str, metric: str) -> float:
 @derivation
 def constant_policy_net_utility(ctx: Context, policy: str, matrix: str) -> float:
     """Net utility of a constant policy rescored under a shipped cost matrix (counterfactual paper §5.5), as
-    the report's ranking-under-every-matrix table rescores."""
+    the report's ranking-under-every-matrix table rescores.
+
+    Parameters
+    ----------
+    ctx : Context
+        Holds the constant policies scored once per run.
+    policy : str
+        'always_claims', 'always_absent' or 'always_refers'.
+    matrix : str
+        A shipped cost matrix by name (``costs.load``).
+
+    Returns
+    -------
+    float
+        The mean rescored reward over the policy's views.
+
+    References
+    ----------
+    .. [1] counterfactual paper, §5.5.
+    """
     from medscope.protocols.counterfactual import costs, rewards
 
     _, scores = ctx.constant_policy_scores()
@@ -210,7 +382,26 @@ def constant_policy_net_utility(ctx: Context, policy: str, matrix: str) -> float
 
 @derivation
 def bonferroni_threshold(ctx: Context, m: int, alpha: float = 0.05) -> float:
-    """Bonferroni threshold of a family of ``m`` tests (counterfactual paper §3.9)."""
+    """Bonferroni threshold of a family of ``m`` tests (counterfactual paper §3.9).
+
+    Parameters
+    ----------
+    ctx : Context
+        Unused; every derivation takes it.
+    m : int
+        The number of tests in the family.
+    alpha : float, optional
+        The family-wise error rate.
+
+    Returns
+    -------
+    float
+        The per-test threshold ``stats.inference.bonferroni`` gives (alpha / m).
+
+    References
+    ----------
+    .. [1] counterfactual paper, §3.9.
+    """
     from medscope.stats import inference
 
     return float(inference.bonferroni([1.0] * int(m), alpha)[0])
@@ -221,12 +412,49 @@ def bonferroni_threshold(ctx: Context, m: int, alpha: float = 0.05) -> float:
 
 @derivation
 def proportion(ctx: Context, k: int, n: int) -> float:
+    """k / n.
+
+    Parameters
+    ----------
+    ctx : Context
+        Unused; every derivation takes it.
+    k : int
+        Count of successes.
+    n : int
+        Number of trials.
+
+    Returns
+    -------
+    float
+        The proportion.
+    """
     return k / n
 
 
 @derivation
 def clopper_pearson(ctx: Context, k: int, n: int, side: str) -> float:
-    """One end of the exact 95% interval of k/n (paired-modality paper Table 1)."""
+    """One end of the exact 95% interval of k/n (paired-modality paper Table 1).
+
+    Parameters
+    ----------
+    ctx : Context
+        Unused; every derivation takes it.
+    k : int
+        Count of successes.
+    n : int
+        Number of trials.
+    side : str
+        'low' or 'high'.
+
+    Returns
+    -------
+    float
+        That end of ``rates_and_agreement.clopper_pearson(k, n)``.
+
+    References
+    ----------
+    .. [1] paired-modality paper, Table 1.
+    """
     from medscope.protocols.paired_modality import rates_and_agreement
 
     lo, hi = rates_and_agreement.clopper_pearson(int(k), int(n))
@@ -236,7 +464,29 @@ def clopper_pearson(ctx: Context, k: int, n: int, side: str) -> float:
 def paired_outcomes(k_before: int, k_after: int, b: int, n: int) -> tuple[np.ndarray, np.ndarray]:
     """Per-photograph errors in the two settings with ``k_before`` / ``k_after`` errors of ``n`` and
     ``b`` photographs wrong only before; the rest follows: a = k_before - b wrong in both,
-    c = k_after - a wrong only after."""
+    c = k_after - a wrong only after.
+
+    Parameters
+    ----------
+    k_before : int
+        Errors of the first setting (photo only).
+    k_after : int
+        Errors of the second setting (photo + radiograph).
+    b : int
+        Photographs wrong in the first setting only.
+    n : int
+        Photographs in all.
+
+    Returns
+    -------
+    before, after : numpy.ndarray of bool
+        Shape (n,): True where the photograph is wrong in that setting.
+
+    Raises
+    ------
+    MedScopeError
+        When the counts are inconsistent (a negative cell, or more than ``n`` photographs wrong).
+    """
     a = k_before - b
     c = k_after - a
     if min(a, b, c) < 0 or a + b + c > n:
@@ -249,7 +499,32 @@ def paired_outcomes(k_before: int, k_after: int, b: int, n: int) -> tuple[np.nda
 @derivation
 def mcnemar_p(ctx: Context, k_before: list, k_after: list, b: list, n: int = 40) -> float:
     """Exact McNemar p of photo only vs photo + radiograph (paired-modality paper §5.2), one model or pooled
-    over several (the lists: one entry per model, outcome vectors concatenated)."""
+    over several (the lists: one entry per model, outcome vectors concatenated).
+
+    Parameters
+    ----------
+    ctx : Context
+        Unused; every derivation takes it.
+    k_before, k_after, b : list of int
+        Per model: errors photo only, errors photo + radiograph, and photographs wrong only photo only
+        (see ``paired_outcomes``); equal lengths.
+    n : int, optional
+        Photographs per model (the paper's 40).
+
+    Returns
+    -------
+    float
+        The exact McNemar p-value of ``rates_and_agreement.mcnemar_exact``.
+
+    Raises
+    ------
+    MedScopeError
+        When a model's counts are inconsistent.
+
+    References
+    ----------
+    .. [1] paired-modality paper, §5.2.
+    """
     from medscope.protocols.paired_modality import rates_and_agreement
 
     pairs = [paired_outcomes(int(kb), int(ka), int(bb), int(n)) for kb, ka, bb in zip(k_before, k_after, b, strict=True)]
@@ -265,7 +540,26 @@ def mcnemar_p(ctx: Context, k_before: list, k_after: list, b: list, n: int = 40)
 def bh_q(ctx: Context, p: list, index: int) -> tuple[float, float]:
     """The Benjamini-Hochberg q of test ``index`` of a family given its printed p-values (benchmark-MCQ paper
     Table 4): q is monotone in every p, so the q at the low and high ends of each p's rounding
-    (``< 0.001``: 0 to 0.001) bound the q the unrounded p-values give."""
+    (``< 0.001``: 0 to 0.001) bound the q the unrounded p-values give.
+
+    Parameters
+    ----------
+    ctx : Context
+        Unused; every derivation takes it.
+    p : list
+        The family's printed p-values (numbers, strings, or bounds such as '< 0.001').
+    index : int
+        Position of the test in ``p``.
+
+    Returns
+    -------
+    low, high : float
+        The test's BH q at the low and at the high ends of every p's rounding.
+
+    References
+    ----------
+    .. [1] benchmark-MCQ paper, Table 4.
+    """
     from medscope.protocols.benchmark_mcq import accuracy_tests
 
     lo = accuracy_tests.bh([_interval(v)[0] for v in p])
@@ -282,7 +576,25 @@ def _value_for_verdict(text) -> float:
 
 @derivation
 def verdict(ctx: Context, q, tost_q) -> str:
-    """Table 4's verdict from the printed q and TOST q (benchmark-MCQ paper Methods)."""
+    """Table 4's verdict from the printed q and TOST q (benchmark-MCQ paper Methods).
+
+    Parameters
+    ----------
+    ctx : Context
+        Unused; every derivation takes it.
+    q, tost_q : str or float
+        The printed FDR q and TOST q; a bound '< x' is read as x / 2, '> x' as x.
+
+    Returns
+    -------
+    str
+        'Effect', 'Equivalent', 'Effect (small)' (both) or 'Undetermined' at alpha 0.05
+        (``accuracy_tests.verdict``).
+
+    References
+    ----------
+    .. [1] benchmark-MCQ paper, Methods.
+    """
     from medscope.protocols.benchmark_mcq import accuracy_tests
 
     return accuracy_tests.verdict(_value_for_verdict(q), _value_for_verdict(tost_q))
@@ -290,7 +602,23 @@ def verdict(ctx: Context, q, tost_q) -> str:
 
 @derivation
 def verdict_count(ctx: Context, q: list, tost_q: list, kind: str) -> float:
-    """How many cells are FDR-significant (``effect``), TOST-equivalent (``equivalent``) or both."""
+    """How many cells are FDR-significant (``effect``), TOST-equivalent (``equivalent``) or both.
+
+    Parameters
+    ----------
+    ctx : Context
+        Unused; every derivation takes it.
+    q, tost_q : list
+        The printed q and TOST q of each cell, equal lengths (read as in ``verdict``).
+    kind : str
+        'effect' (Effect or Effect (small)), 'equivalent' (Equivalent or Effect (small)), 'both'
+        (Effect (small)) or 'undetermined'.
+
+    Returns
+    -------
+    float
+        The number of cells of that kind.
+    """
     from medscope.protocols.benchmark_mcq import accuracy_tests
 
     names = [accuracy_tests.verdict(_value_for_verdict(a), _value_for_verdict(b)) for a, b in zip(q, tost_q, strict=True)]
@@ -300,6 +628,17 @@ def verdict_count(ctx: Context, q: list, tost_q: list, kind: str) -> float:
 
 
 def is_number(x) -> bool:
+    """Whether ``x`` is a finite int or float (a bool is not).
+
+    Parameters
+    ----------
+    x : object
+        Any value.
+
+    Returns
+    -------
+    bool
+    """
     return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
 
 
@@ -312,7 +651,24 @@ PROBE_ORGANS = ("spleen", "right kidney", "left kidney", "gallbladder", "esophag
 def constant_probe_rows(reply: str, fmt: str = "free_text", cases: int = 30, per_case: int = 2) -> list[dict]:
     """Probe scores of one constant reply on a small probe in the probe's item layout: ``per_case``
     positives and ``per_case`` negatives of each strategy on each of ``cases`` cases, over the 13
-    BTCV organs, read by the organ-presence protocol's reply reader (``score_episodes``)."""
+    BTCV organs, read by the organ-presence protocol's reply reader (``score_episodes``).
+
+    Parameters
+    ----------
+    reply : str
+        The reply, ``{organ}`` replaced by the item's organ.
+    fmt : str, optional
+        The probe format, written as the episodes' condition (default 'free_text').
+    cases : int, optional
+        Number of cases.
+    per_case : int, optional
+        Items of each strategy (positive, random, popular, adversarial) per case.
+
+    Returns
+    -------
+    list of dict
+        The probe_scores rows ``score_episodes`` gives, one per item it reads.
+    """
     from medscope.protocols.organ_presence.scoring import score_episodes
     from medscope.volumes.config import DEFAULT_HEDGES
 
@@ -334,7 +690,32 @@ def constant_probe_rows(reply: str, fmt: str = "free_text", cases: int = 30, per
 @derivation
 def constant_probe_metric(ctx: Context, reply: str, strategy: str, metric: str = "specificity", fmt: str = "free_text") -> float:
     """A probe metric of a model that always gives ``reply`` (organ-presence paper: an always-present model's
-    free-text specificity), through the protocol's ``probe_metrics``."""
+    free-text specificity), through the protocol's ``probe_metrics``.
+
+    Parameters
+    ----------
+    ctx : Context
+        Caches the probe metrics per (reply, fmt) for the run.
+    reply : str
+        The constant reply, ``{organ}`` replaced by the item's organ.
+    strategy : str
+        The negative-sampling strategy whose breakdown is read ('positive', 'random', 'popular',
+        'adversarial').
+    metric : str, optional
+        A probe metric name (default 'specificity').
+    fmt : str, optional
+        The probe format (default 'free_text').
+
+    Returns
+    -------
+    float
+        The metric's value in breakdown ``strategy=<strategy>;render=gray`` (20 bootstrap resamples).
+
+    Raises
+    ------
+    MedScopeError
+        When the probe metrics have no such row.
+    """
     from medscope.protocols.organ_presence.scoring import probe_metrics
 
     key = (reply, fmt)
@@ -351,7 +732,29 @@ def constant_probe_metric(ctx: Context, reply: str, strategy: str, metric: str =
 @derivation
 def stage_selection(ctx: Context, stages: dict, previous: dict | None = None, margin: float = 0.02) -> str:
     """The stage the pre-registered rule picks from printed validation U and H (counterfactual paper §3.6),
-    through ``medscope.training.selection.select_stage`` (what ``medscope train-select`` runs)."""
+    through ``medscope.training.selection.select_stage`` (what ``medscope train-select`` runs).
+
+    Parameters
+    ----------
+    ctx : Context
+        Unused; every derivation takes it.
+    stages : dict of str to dict
+        Stage name -> {"U": printed net utility, "H": printed healthy-claims rate in percent}, in stage
+        order.
+    previous : dict, optional
+        The previous release's printed {"U", "H"} (amendment 1).
+    margin : float, optional
+        The rule's tolerance on U and on H (as a fraction).
+
+    Returns
+    -------
+    str
+        The chosen stage's name, or 'previous'.
+
+    References
+    ----------
+    .. [1] counterfactual paper, §3.6.
+    """
     from medscope.training.selection import select_stage
 
     metrics = {name: {"U": printed(str(v["U"]))[0], "H": printed(str(v["H"]))[0] / 100} for name, v in stages.items()}

@@ -88,7 +88,19 @@ class Paper(StrictModel):
 
 
 def norm_id(entry_id: str) -> str:
-    """'table 5', 'Table5', 'T5' -> 'table5'; 'Fig. 2', 'figure 2', 'F2' -> 'figure2'."""
+    """'table 5', 'Table5', 'T5' -> 'table5'; 'Fig. 2', 'figure 2', 'F2' -> 'figure2'.
+
+    Parameters
+    ----------
+    entry_id : str
+        An entry label as a user or the registry writes it ('Table 5', 'T5', 'Fig. 2', '§5.2').
+
+    Returns
+    -------
+    str
+        The label lower-cased without spaces or dots, with a leading 'fig' / 'f' / 't' before a digit
+        spelled out as 'figure' / 'table'; two labels name the same entry when these are equal.
+    """
     s = entry_id.lower().replace(" ", "").replace(".", "")
     s = re.sub(r"^(fig|f)(?=\d)", "figure", s)
     s = re.sub(r"^t(?=\d)", "table", s)
@@ -96,11 +108,42 @@ def norm_id(entry_id: str) -> str:
 
 
 def registry_path(paper_id: str) -> Path:
+    """The shipped registry file of one paper.
+
+    Parameters
+    ----------
+    paper_id : str
+        The paper's id, "000" to "003" (not checked here).
+
+    Returns
+    -------
+    Path
+        ``papers/seed<paper_id>.yaml`` beside this module.
+    """
     return PAPERS_DIR / f"seed{paper_id}.yaml"
 
 
 def load(paper_id: str, path: str | Path | None = None) -> Paper:
-    """The registry of one paper (``path``: another file of the same model, e.g. in a test)."""
+    """The registry of one paper (``path``: another file of the same model, e.g. in a test).
+
+    Parameters
+    ----------
+    paper_id : str
+        The paper's id, one of ``PAPER_IDS`` ("000" to "003").
+    path : str or Path, optional
+        The YAML file to read instead of the shipped ``registry_path(paper_id)``.
+
+    Returns
+    -------
+    Paper
+        The validated registry.
+
+    Raises
+    ------
+    MedScopeError
+        When ``paper_id`` is not a paper, the file cannot be read or parsed as YAML, or it does not
+        validate as a ``Paper`` (the message lists each field's problem).
+    """
     if paper_id not in PAPER_IDS:
         raise MedScopeError(f"no paper {paper_id!r}; papers: {', '.join(PAPER_IDS)}")
     p = Path(path) if path else registry_path(paper_id)
@@ -117,7 +160,26 @@ def load(paper_id: str, path: str | Path | None = None) -> Paper:
 def printed(text: str) -> tuple[float, float]:
     """A number as printed -> (value, half a unit of its last printed digit): the interval the
     true value lies in given the paper's rounding. '0.110' -> (0.11, 0.0005); '12.7' -> (12.7, 0.05);
-    '+0.288' and the typographic minus are read too; '1,115' -> (1115, 0.5)."""
+    '+0.288' and the typographic minus are read too; '1,115' -> (1115, 0.5).
+
+    Parameters
+    ----------
+    text : str
+        A number as the paper prints it; commas, spaces and a trailing '%' are dropped, the typographic
+        minus is read as '-'.
+
+    Returns
+    -------
+    value : float
+        The number.
+    half_unit : float
+        Half a unit of the last printed digit (0.5 for an integer).
+
+    Raises
+    ------
+    MedScopeError
+        When ``text`` is not a number.
+    """
     s = str(text).strip().replace(MINUS, "-").replace(",", "").replace(" ", "").rstrip("%")
     try:
         value = float(s)
@@ -128,7 +190,25 @@ def printed(text: str) -> tuple[float, float]:
 
 
 def bound(text: str) -> tuple[str, float] | None:
-    """'< 0.001' -> ('<', 0.001); '>= 0.5' -> ('>=', 0.5); a plain number -> None."""
+    """'< 0.001' -> ('<', 0.001); '>= 0.5' -> ('>=', 0.5); a plain number -> None.
+
+    Parameters
+    ----------
+    text : str
+        A printed cell value, possibly a comparison: '<', '<=', '>', '>=', '≤' or '≥' then a printed
+        number.
+
+    Returns
+    -------
+    tuple of (str, float) or None
+        The operator ('≤' / '≥' written '<=' / '>=') and the bound's value; None when ``text`` is not a
+        bound.
+
+    Raises
+    ------
+    MedScopeError
+        When the text after the operator is not a printed number.
+    """
     m = re.fullmatch(r"\s*(<=|>=|<|>|≤|≥)\s*(.+)", str(text))
     if not m:
         return None

@@ -29,6 +29,21 @@ def _summary(papers: list[Paper], results: dict) -> Section:
 
 
 def entry_blocks(entry: Entry, rows: list[CellResult]) -> list:
+    """The report blocks of one entry: its status, what makes it qualitative, the table of checked cells
+    and the commands that regenerate what needs data.
+
+    Parameters
+    ----------
+    entry : Entry
+        A registry entry (a table or figure of a paper).
+    rows : list of CellResult
+        The entry's checked cells (``check.check_entry``); none: no cells table.
+
+    Returns
+    -------
+    list
+        ``Para``, ``Table`` and ``Raw`` blocks of ``medscope.report.render``, in page order.
+    """
     blocks = [Para(f"**Status: {entry.status}.**")]
     if entry.qualitative:
         blocks.append(Para(f"Qualitative: {entry.qualitative}"))
@@ -47,6 +62,22 @@ def entry_blocks(entry: Entry, rows: list[CellResult]) -> list:
 
 
 def sections(papers: list[Paper], results: dict) -> list[Section]:
+    """The page's sections: the summary table, then one section per checked entry.
+
+    Parameters
+    ----------
+    papers : list of Paper
+        The registries, in page order.
+    results : dict
+        ``check.check_papers``'s results, keyed by (paper id, entry id); an entry without a key is left
+        out (``--table`` asked for another).
+
+    Returns
+    -------
+    list of Section
+        The summary section, then one per entry with results, each with an anchor built from the paper
+        and entry id.
+    """
     out = [_summary(papers, results)]
     for p in papers:
         for e in p.entries:
@@ -58,14 +89,43 @@ def sections(papers: list[Paper], results: dict) -> list[Section]:
 
 
 def page(papers: list[Paper], results: dict) -> tuple[str, str]:
-    """(Markdown, self-contained HTML) of the reproduction page."""
+    """(Markdown, self-contained HTML) of the reproduction page.
+
+    Parameters
+    ----------
+    papers : list of Paper
+        The registries, in page order.
+    results : dict
+        ``check.check_papers``'s results, keyed by (paper id, entry id).
+
+    Returns
+    -------
+    markdown : str
+        The page as Markdown.
+    html : str
+        The same page as one self-contained HTML document.
+    """
     secs = sections(papers, results)
     md, _ = to_markdown(TITLE, secs)
     return md, to_html(TITLE, secs)
 
 
 def text_lines(papers: list[Paper], results: dict) -> list[str]:
-    """What ``medscope reproduce`` prints: one line per derivable cell, the commands of needs-data entries."""
+    """What ``medscope reproduce`` prints: one line per derivable cell, the commands of needs-data entries.
+
+    Parameters
+    ----------
+    papers : list of Paper
+        The registries, in print order.
+    results : dict
+        ``check.check_papers``'s results, keyed by (paper id, entry id); entries without a key are skipped.
+
+    Returns
+    -------
+    list of str
+        The lines, without newlines: a header per paper and per entry, then the entry's cells (paper,
+        ours, difference, status), needs-data reason and commands, and qualitative note.
+    """
     lines = []
     for p in papers:
         lines.append(f"== seed {p.paper}: {p.title}")

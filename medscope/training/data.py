@@ -18,7 +18,27 @@ from medscope.training import trajectories as tj
 
 
 def training_views(table: pa.Table, allowed_kinds, split: str = "train") -> list[dict]:
-    """QC-passed views of ``split`` whose kind the arm allows (each arm draws only from these)."""
+    """QC-passed views of ``split`` whose kind the arm allows (each arm draws only from these).
+
+    Parameters
+    ----------
+    table : pyarrow.Table
+        A views table.
+    allowed_kinds : iterable of str
+        The view kinds the arm trains on.
+    split : str, optional
+        The split drawn from; rows without a split are taken too.
+
+    Returns
+    -------
+    list of dict
+        The rows, in table order.
+
+    Raises
+    ------
+    MedScopeError
+        When no row qualifies.
+    """
     rows = [r for r in table.to_pylist() if r["passed"] and (r["split"] in (None, split)) and r["kind"] in set(allowed_kinds)]
     if not rows:
         raise MedScopeError(f"no passed {split} views of kinds {sorted(allowed_kinds)} in the views table")
@@ -26,13 +46,43 @@ def training_views(table: pa.Table, allowed_kinds, split: str = "train") -> list
 
 
 def fixed_draw(views: list[dict], n: int | None, draw_seed: int) -> list[dict]:
-    """``n`` views drawn once at random: a function of (draw_seed, view ids) only."""
+    """``n`` views drawn once at random: a function of (draw_seed, view ids) only.
+
+    Parameters
+    ----------
+    views : list of dict
+        Candidate views, each with ``view_id``.
+    n : int or None
+        How many to draw; None: all of them, in the draw's order.
+    draw_seed : int
+        The draw's seed (shared by every seed of an arm).
+
+    Returns
+    -------
+    list of dict
+        The first ``n`` views ranked by a hash of (draw_seed, view id).
+    """
     ranked = sorted(views, key=lambda v: derive_seed(draw_seed, v["view_id"], "draw"))
     return ranked if n is None else ranked[:n]
 
 
 def with_repeats(views: list[dict], small_frac: float, small_repeat: int) -> list[dict]:
-    """Views whose lesion covers under ``small_frac`` of the image appear ``small_repeat`` times."""
+    """Views whose lesion covers under ``small_frac`` of the image appear ``small_repeat`` times.
+
+    Parameters
+    ----------
+    views : list of dict
+        Views with ``lesion_bbox`` and ``lesion_area_frac``.
+    small_frac : float
+        Lesion area, as a fraction of the image, under which a lesion is small.
+    small_repeat : int
+        How many times a small-lesion view appears.
+
+    Returns
+    -------
+    list of dict
+        The views in order, each small-lesion view repeated in place.
+    """
     out = []
     for v in views:
         small = v.get("lesion_bbox") is not None and 0 < v["lesion_area_frac"] < small_frac
@@ -41,6 +91,18 @@ def with_repeats(views: list[dict], small_frac: float, small_repeat: int) -> lis
 
 
 def absent_fraction(views: list[dict]) -> float:
+    """The share of views whose expected answer is "absent".
+
+    Parameters
+    ----------
+    views : list of dict
+        Views with ``expected``.
+
+    Returns
+    -------
+    float
+        In [0, 1]; 0 for no views.
+    """
     return sum(v["expected"] == "absent" for v in views) / max(1, len(views))
 
 
@@ -48,7 +110,30 @@ def match_absent_share(views: list[dict], target: float) -> list[dict]:
     """The "absent"-share matched arm of the counterfactual paper §4.2: lesion-free views (natural negatives)
     repeated until "absent" targets are at least ``target`` of the draw, *at the same draw
     size* (so the arm keeps the reference arm's size and steps): the last non-absent views of
-    the random draw are replaced, one repeated negative each, the fewest that reach the share."""
+    the random draw are replaced, one repeated negative each, the fewest that reach the share.
+
+    Parameters
+    ----------
+    views : list of dict
+        The random draw, in order.
+    target : float
+        The least share of "absent" targets, in [0, 1).
+
+    Returns
+    -------
+    list of dict
+        A draw of the same size with the fewest replacements that reach the share; the natural negatives
+        of the draw are cycled as replacements.
+
+    Raises
+    ------
+    MedScopeError
+        When the draw has no natural negatives or too few other views to replace.
+
+    References
+    ----------
+    .. [1] counterfactual paper, §4.2.
+    """
     negatives = [v for v in views if v["kind"] == "natural_negative"]
     if not negatives:
         raise MedScopeError("matching the absent share needs natural-negative views")
@@ -64,14 +149,47 @@ def match_absent_share(views: list[dict], target: float) -> list[dict]:
 
 
 def shuffled(items: list, seed: int, salt: str = "order") -> list:
-    """A seed-dependent data order."""
+    """A seed-dependent data order.
+
+    Parameters
+    ----------
+    items : list
+        Anything.
+    seed : int
+        The run seed.
+    salt : str, optional
+        Names the order, so different orders from one seed are independent.
+
+    Returns
+    -------
+    list
+        A permutation of ``items`` fixed by (seed, salt).
+    """
     perm = rng_for(seed, salt).permutation(len(items))
     return [items[i] for i in perm]
 
 
 def sft_draw(views: list[dict], recipe) -> list[dict]:
     """Stage 1's views in draw order: ``n_views`` drawn once (by ``draw_seed``), the absent
-    share matched if the arm asks, then small lesions repeated (§3.5)."""
+    share matched if the arm asks, then small lesions repeated (§3.5).
+
+    Parameters
+    ----------
+    views : list of dict
+        The arm's training views (``training_views``).
+    recipe : TrainRecipe
+        Reads ``n_views``, ``draw_seed``, ``match_absent_share`` and ``trajectory.small_frac`` /
+        ``small_repeat``.
+
+    Returns
+    -------
+    list of dict
+        The drawn views, small lesions repeated.
+
+    References
+    ----------
+    .. [1] counterfactual paper, §3.5.
+    """
     drawn = fixed_draw(views, recipe.n_views, recipe.draw_seed)
     if recipe.match_absent_share is not None:
         drawn = match_absent_share(drawn, recipe.match_absent_share)
@@ -80,7 +198,26 @@ def sft_draw(views: list[dict], recipe) -> list[dict]:
 
 def one_pass_steps(n_examples: int, recipe, world: int = 1) -> int:
     """Optimiser steps of one pass over ``n_examples``: ceil(n / (batch × accumulation ×
-    workers)). The counterfactual paper §3.5's 3,706 stage-1 steps are this for its draw and batch."""
+    workers)). The counterfactual paper §3.5's 3,706 stage-1 steps are this for its draw and batch.
+
+    Parameters
+    ----------
+    n_examples : int
+        Examples in one pass.
+    recipe : TrainRecipe
+        Reads ``batch_size`` and ``grad_accum``.
+    world : int, optional
+        Data-parallel workers.
+
+    Returns
+    -------
+    int
+        Optimiser steps.
+
+    References
+    ----------
+    .. [1] counterfactual paper, §3.5.
+    """
     return math.ceil(n_examples / (recipe.batch_size * recipe.grad_accum * world))
 
 
@@ -90,7 +227,33 @@ def effective_batches_for(n_views: int, steps: int, small_repeat: int, max_small
     ``steps`` optimiser steps, with the range of small-lesion views s that needs:
     ceil((n + (r − 1)·s) / B) = steps  ⇔  (steps − 1)·B < n + (r − 1)·s ≤ steps·B.
     Only B whose range holds an s ≤ ``max_small_share``·n are returned, as {B: (s_min, s_max)}.
-    The counterfactual paper §3.5 gives n, steps and the repeat but not the batch: this recovers it."""
+    The counterfactual paper §3.5 gives n, steps and the repeat but not the batch: this recovers it.
+
+    Parameters
+    ----------
+    n_views : int
+        Views drawn (n).
+    steps : int
+        Optimiser steps of one pass.
+    small_repeat : int
+        Appearances of each small-lesion view (r), at least 2.
+    max_small_share : float, optional
+        The largest share of small-lesion views considered plausible.
+
+    Returns
+    -------
+    dict of int to tuple of (int, int)
+        Effective batch B -> (s_min, s_max), for every B that fits.
+
+    Raises
+    ------
+    MedScopeError
+        When ``small_repeat`` < 2.
+
+    References
+    ----------
+    .. [1] counterfactual paper, §3.5.
+    """
     if small_repeat < 2:
         raise MedScopeError("small_repeat must be at least 2 for the steps to say anything about the batch")
     extra = small_repeat - 1
@@ -106,7 +269,20 @@ def effective_batches_for(n_views: int, steps: int, small_repeat: int, max_small
 def sft_plan(views: list[dict], recipe) -> list[tuple[dict, int]]:
     """Stage 1's examples before any is built: (view, copy index) for the fixed draw with small
     lesions repeated, in the seed's order. A repeated view gets a different trajectory per copy
-    (the copy index is part of its key)."""
+    (the copy index is part of its key).
+
+    Parameters
+    ----------
+    views : list of dict
+        The arm's training views.
+    recipe : TrainRecipe
+        The stage-1 recipe (draw as ``sft_draw``; order by ``seed``).
+
+    Returns
+    -------
+    list of tuple of (dict, int)
+        (view, copy index) pairs in the seed's order.
+    """
     counts: dict[str, int] = defaultdict(int)
     keyed = []
     for v in sft_draw(views, recipe):
@@ -116,7 +292,21 @@ def sft_plan(views: list[dict], recipe) -> list[tuple[dict, int]]:
 
 
 def sft_build(item: tuple[dict, int], recipe) -> tj.Trajectory:
-    """The trajectory of one planned example (:func:`sft_plan`)."""
+    """The trajectory of one planned example (:func:`sft_plan`).
+
+    Parameters
+    ----------
+    item : tuple of (dict, int)
+        A (view, copy index) pair of ``sft_plan``.
+    recipe : TrainRecipe
+        Reads ``seed`` and the ``trajectory`` settings.
+
+    Returns
+    -------
+    Trajectory
+        Built with seed derived from (recipe seed, copy index); through the agent loop when the prompt
+        is 'agent'.
+    """
     v, copy = item
     t = recipe.trajectory
     return tj.build_trajectory(v, derive_seed(recipe.seed, copy), small_frac=t.small_frac,
@@ -127,19 +317,63 @@ def sft_build(item: tuple[dict, int], recipe) -> tj.Trajectory:
 def sft_trajectories(views: list[dict], recipe, rank: int = 0, world: int = 1) -> list[tj.Trajectory]:
     """Stage-1 examples: the fixed draw, small lesions repeated, trajectories sampled per seed,
     in the seed's order. With ``world`` > 1, only this ``rank``'s shard (:func:`shard`) is built,
-    so Ray Train workers split the work instead of each building every example."""
+    so Ray Train workers split the work instead of each building every example.
+
+    Parameters
+    ----------
+    views : list of dict
+        The arm's training views.
+    recipe : TrainRecipe
+        The stage-1 recipe.
+    rank : int, optional
+        This worker's rank.
+    world : int, optional
+        Number of workers.
+
+    Returns
+    -------
+    list of Trajectory
+        This rank's share of the stage-1 examples, in the seed's order.
+    """
     return [sft_build(item, recipe) for item in shard(sft_plan(views, recipe), rank, world)]
 
 
 def shard(items: list, rank: int, world: int) -> list:
     """This worker's share of ``items``: equal shards (DDP steps in lock step), every
-    ``world``-th item from ``rank``; the remainder is dropped (all items if fewer than ``world``)."""
+    ``world``-th item from ``rank``; the remainder is dropped (all items if fewer than ``world``).
+
+    Parameters
+    ----------
+    items : list
+        Anything, in order.
+    rank : int
+        This worker's rank, 0 to ``world`` - 1.
+    world : int
+        Number of workers.
+
+    Returns
+    -------
+    list
+        ``items[rank::world]`` of the largest multiple of ``world`` items.
+    """
     usable = (len(items) // world) * world or len(items)
     return items[:usable][rank::world]
 
 
 def has_dpo_pair(v: dict) -> bool:
-    """Whether a view gives a C2 / C3 preference pair (see :func:`dpo_pairs`)."""
+    """Whether a view gives a C2 / C3 preference pair (see :func:`dpo_pairs`).
+
+    Parameters
+    ----------
+    v : dict
+        A view with ``kind``, ``expected`` and ``question_kind``.
+
+    Returns
+    -------
+    bool
+        True for a target removal, an original or insertion expected "present", or a natural negative
+        with a non-open question.
+    """
     return (v["kind"] == "target_removal"
             or (v["kind"] in ("original", "insertion") and v["expected"] == "present")
             or (v["kind"] == "natural_negative" and v["question_kind"] != "open"))
@@ -147,7 +381,18 @@ def has_dpo_pair(v: dict) -> bool:
 
 def dpo_pair_views(views: list[dict]) -> list[dict]:
     """The views that give a pair, in order: one pair each, so a draw, order or shard of these is
-    the same draw, order or shard of the pairs, chosen without building any pair."""
+    the same draw, order or shard of the pairs, chosen without building any pair.
+
+    Parameters
+    ----------
+    views : list of dict
+        Views.
+
+    Returns
+    -------
+    list of dict
+        Those for which ``has_dpo_pair`` holds, in order.
+    """
     return [v for v in views if has_dpo_pair(v)]
 
 
@@ -156,7 +401,23 @@ def dpo_pairs(views: list[dict]) -> list[dict]:
     unedited lesion -> the reverse; lesion-free -> "No" over "Yes". Open questions on lesion-free
     images have no pair. C3 uses the same pass on the recipe's pools "insertions included": an
     inserted lesion is a lesion, so "present" (with its box) over "absent". Which kinds take
-    part is the recipe's ``allowed_kinds``. Returns {view, chosen, rejected}."""
+    part is the recipe's ``allowed_kinds``. Returns {view, chosen, rejected}.
+
+    Parameters
+    ----------
+    views : list of dict
+        Views (with the fields ``trajectories.reply_texts`` reads).
+
+    Returns
+    -------
+    list of dict
+        One {view, chosen, rejected} per view with a pair, in order; chosen / rejected are single-turn
+        final replies.
+
+    References
+    ----------
+    .. [1] counterfactual paper, §3.7.
+    """
     pairs = []
     for v in dpo_pair_views(views):
         present, absent = tj.reply_texts(v)
@@ -168,7 +429,19 @@ def dpo_pairs(views: list[dict]) -> list[dict]:
 
 
 def paired_triplets(views: list[dict]) -> list[dict]:
-    """C4's triplets: per case, its original O, random-removal control C and target removal E."""
+    """C4's triplets: per case, its original O, random-removal control C and target removal E.
+
+    Parameters
+    ----------
+    views : list of dict
+        Views with ``view_id``, ``case_id`` and ``kind``.
+
+    Returns
+    -------
+    list of dict
+        {"O": original, "C": random removal, "E": target removal} per case holding all three, in case-id
+        order (the first view of each kind by view id).
+    """
     by_case: dict[str, dict[str, dict]] = defaultdict(dict)
     for v in sorted(views, key=lambda r: r["view_id"]):
         by_case[v["case_id"]].setdefault(v["kind"], v)

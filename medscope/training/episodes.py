@@ -26,7 +26,18 @@ ABSENT_KINDS = ("target_removal", "natural_negative")
 
 
 def parse_action(text: str) -> ToolCall | FinalAction | None:
-    """The first tagged action of a reply, or None when it is missing or malformed."""
+    """The first tagged action of a reply, or None when it is missing or malformed.
+
+    Parameters
+    ----------
+    text : str
+        A model reply (None is read as '').
+
+    Returns
+    -------
+    ToolCall, FinalAction or None
+        A zoom or window call, or an answer, refer or clarify action.
+    """
     m = _ACTION.search(text or "")
     if not m:
         return None
@@ -63,7 +74,19 @@ def _num(v) -> bool:
 
 
 def claims_finding(answer: str, question_kind: str) -> bool:
-    """Whether an answer asserts the finding (health questions read with their polarity)."""
+    """Whether an answer asserts the finding (health questions read with their polarity).
+
+    Parameters
+    ----------
+    answer : str
+        The answer text.
+    question_kind : str
+        'presence', 'health' or 'open'.
+
+    Returns
+    -------
+    bool
+    """
     a = answer.strip().lower().rstrip(".")
     if question_kind == "health":
         return a.startswith("no")
@@ -73,6 +96,18 @@ def claims_finding(answer: str, question_kind: str) -> bool:
 
 
 def iou(a, b) -> float:
+    """Intersection over union of two boxes.
+
+    Parameters
+    ----------
+    a, b : sequence of float
+        [x1, y1, x2, y2], same coordinates.
+
+    Returns
+    -------
+    float
+        In [0, 1]; 0 when the union is empty.
+    """
     ix = max(0, min(a[2], b[2]) - max(a[0], b[0]))
     iy = max(0, min(a[3], b[3]) - max(a[1], b[1]))
     inter = ix * iy
@@ -99,7 +134,31 @@ def view_reward(view: dict, final: FinalAction | None, tool_calls: int, matrix=N
     with its box bonus, critical penalty, unparseable score and tool-call cost).
 
     ``right`` is "right" in the stage-2 sense: a correct answer, or a clarify on a degraded
-    view (the action that view expects)."""
+    view (the action that view expects).
+
+    Parameters
+    ----------
+    view : dict
+        A views row (kind, question_kind, lesion_area_frac, lesion_bbox, width, height, critical).
+    final : FinalAction or None
+        The episode's final action; None: unparseable.
+    tool_calls : int
+        Tool calls made.
+    matrix : CostMatrix, optional
+        Default the shipped Table 2 matrix.
+    claims : bool, optional
+        Whether the answer claims the finding, as the agent loop's matcher decided; default read from
+        the answer text.
+
+    Returns
+    -------
+    Outcome
+        Action, claim, correctness, reward, IoU and the rest.
+
+    References
+    ----------
+    .. [1] counterfactual paper, Table 2.
+    """
     from medscope.protocols.counterfactual import costs, rewards
 
     matrix = matrix or costs.load()
@@ -221,7 +280,26 @@ class AgentLoopSampler:
 
 def sampler_for(vlm, model, prompt: str, max_turns: int, max_new_tokens: int):
     """The agent loop for the "agent" prompt (what evaluation runs); the minimal local loop for
-    the one-line "short" prompt of CPU smoke runs."""
+    the one-line "short" prompt of CPU smoke runs.
+
+    Parameters
+    ----------
+    vlm : VLM
+        The loaded model bundle (``vlm.load_vlm``).
+    model : torch.nn.Module
+        The model in training.
+    prompt : str
+        'agent' or 'short' (``trajectories.PROMPTS``).
+    max_turns : int
+        Most model replies per episode.
+    max_new_tokens : int
+        Most tokens per reply.
+
+    Returns
+    -------
+    AgentLoopSampler or LocalEpisodeSampler
+        Called as ``sampler(view, temperature, seed)`` -> Episode.
+    """
     if prompt == "agent":
         return AgentLoopSampler(vlm, model, max_turns=max_turns, max_new_tokens=max_new_tokens)
     return LocalEpisodeSampler(vlm, model, max_turns, max_new_tokens, system=tj.PROMPTS[prompt])
@@ -235,7 +313,23 @@ def _valid_box(b):
 
 
 def summarize(outcomes: list[tuple[dict, Outcome]]) -> dict:
-    """The counterfactual paper §3.8 metrics over scored views: net utility, ESG, CCR, erased / healthy claims."""
+    """The counterfactual paper §3.8 metrics over scored views: net utility, ESG, CCR, erased / healthy claims.
+
+    Parameters
+    ----------
+    outcomes : list of tuple of (dict, Outcome)
+        Scored views.
+
+    Returns
+    -------
+    dict
+        ``net_utility``, ``esg``, ``ccr``, ``erased_claims``, ``healthy_claims`` (NaN without the views
+        they need) and ``n_views``.
+
+    References
+    ----------
+    .. [1] counterfactual paper, §3.8.
+    """
 
     def rate(kinds, pred):
         sel = [o for v, o in outcomes if v["kind"] in kinds]

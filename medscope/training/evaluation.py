@@ -28,7 +28,24 @@ def select_eval_views(rows: list[dict], split: str | tuple[str, ...], cases: int
                       tools: tuple[str, ...] | None = None) -> list[dict]:
     """QC-passed evaluation views (O, T, R, N, D: never the training-only kinds) of ``split`` (one
     split or several), edited views of ``tools`` only when given (``testsets.tools_of``), sorted
-    by view id, optionally of the first ``cases`` cases."""
+    by view id, optionally of the first ``cases`` cases.
+
+    Parameters
+    ----------
+    rows : list of dict
+        A views table's rows.
+    split : str or tuple of str
+        The split or splits.
+    cases : int or None
+        Keep only the views of the first ``cases`` case ids; None or 0: all.
+    tools : tuple of str, optional
+        Editing tools whose edited views are kept.
+
+    Returns
+    -------
+    list of dict
+        The views, by view id.
+    """
     from medscope.analysis.testsets import is_evaluation_view
 
     splits = (split,) if isinstance(split, str) else tuple(split)
@@ -44,7 +61,32 @@ def select_eval_views(rows: list[dict], split: str | tuple[str, ...], cases: int
 def evaluate_model(vlm, model, prompt: str, views: list[dict], settings: EvalSettings, run_id: str,
                    test_set: str | None = None) -> tuple[dict, list[dict]]:
     """(metrics, scores rows) of greedy episodes of ``model`` on ``views``; the rows name
-    ``test_set`` (default: the settings' split)."""
+    ``test_set`` (default: the settings' split).
+
+    Parameters
+    ----------
+    vlm : VLM
+        The loaded model bundle.
+    model : torch.nn.Module
+        The model; put in eval mode for the run, its mode restored after.
+    prompt : str
+        'agent' or 'short'.
+    views : list of dict
+        The views to run.
+    settings : EvalSettings
+        Turns, tokens and the default split name.
+    run_id : str
+        Written as the rows' run id and model.
+    test_set : str, optional
+        Written as the rows' test set.
+
+    Returns
+    -------
+    metrics : dict
+        ``episodes.summarize`` of the outcomes.
+    rows : list of dict
+        One scores row per view (``score_row``).
+    """
     was_training = model.training
     model.eval()
     sampler = sampler_for(vlm, model, prompt, settings.max_turns, settings.max_new_tokens)
@@ -59,7 +101,32 @@ def evaluate_model(vlm, model, prompt: str, views: list[dict], settings: EvalSet
 
 def evaluate_all(vlm, model, prompt: str, settings: EvalSettings, run_id: str, read_views) -> tuple[dict, dict, list[dict]]:
     """The validation split and every named test set of ``settings``: (validation metrics,
-    {test set: metrics}, every scores row). ``read_views(uri)`` gives a views table's rows."""
+    {test set: metrics}, every scores row). ``read_views(uri)`` gives a views table's rows.
+
+    Parameters
+    ----------
+    vlm : VLM
+        The loaded model bundle.
+    model : torch.nn.Module
+        The model.
+    prompt : str
+        'agent' or 'short'.
+    settings : EvalSettings
+        The validation views, split, cases and named test sets.
+    run_id : str
+        Written on every scores row.
+    read_views : callable
+        URI -> list of views rows.
+
+    Returns
+    -------
+    metrics : dict
+        Validation metrics.
+    per_set : dict of str to dict
+        Test set -> metrics.
+    rows : list of dict
+        Every scores row, validation first.
+    """
     from medscope.analysis.testsets import splits_of, tools_of
 
     val = select_eval_views(read_views(settings.views), settings.split, settings.cases)
@@ -73,7 +140,24 @@ def evaluate_all(vlm, model, prompt: str, settings: EvalSettings, run_id: str, r
 
 
 def score_row(v: dict, o, run_id: str, test_set: str) -> dict:
-    """One ``scores`` row for view ``v`` and its :class:`~medscope.training.episodes.Outcome`."""
+    """One ``scores`` row for view ``v`` and its :class:`~medscope.training.episodes.Outcome`.
+
+    Parameters
+    ----------
+    v : dict
+        A views row.
+    o : Outcome
+        Its scored outcome.
+    run_id : str
+        The run id, also written as the model and split into arm and seed.
+    test_set : str
+        The test set or split name.
+
+    Returns
+    -------
+    dict
+        The row (cost matrix 'table2', condition 'agent').
+    """
     return {"run_id": run_id, "model": run_id, "condition": "agent", "view_id": v["view_id"], "case_id": v["case_id"],
             "kind": v["kind"], "expected": v["expected"], "action": o.action, "claims_finding": o.claims,
             "correct": o.correct, "iou": o.iou, "grounded": o.grounded, "tool_calls": o.tool_calls,

@@ -17,7 +17,20 @@ import torch.nn.functional as F
 
 
 def decision_logodds(logp_present: torch.Tensor, logp_absent: torch.Tensor) -> torch.Tensor:
-    """s(x) = log p(present reply | x) − log p(absent reply | x), the single-turn decision log-odds."""
+    """s(x) = log p(present reply | x) − log p(absent reply | x), the single-turn decision log-odds.
+
+    Parameters
+    ----------
+    logp_present : torch.Tensor
+        Summed log-probability of the "present" reply, per example.
+    logp_absent : torch.Tensor
+        Summed log-probability of the "absent" reply, same shape.
+
+    Returns
+    -------
+    torch.Tensor
+        s(x), same shape.
+    """
     return logp_present - logp_absent
 
 
@@ -31,6 +44,24 @@ def paired_view_terms(
     differences). invariance = (s(O) − s(C))²: original and control should read alike.
     first_action = (log p(a₁ | C) − log p(a₁ | O))², a₁ the trajectory's first action: the
     agent's first move should not depend on whether an edit happened.
+
+    Parameters
+    ----------
+    s_o, s_c, s_e : torch.Tensor
+        s(x) of the original, control and erasure of each case, shape (batch,).
+    first_o, first_c : torch.Tensor
+        log p(a₁ | O) and log p(a₁ | C), shape (batch,).
+    tau : float, optional
+        The margin τ in log-odds.
+
+    Returns
+    -------
+    dict of str to torch.Tensor
+        Scalars ``margin``, ``invariance`` and ``first_action``.
+
+    References
+    ----------
+    .. [1] counterfactual paper, §3.7 (C4).
     """
     return {
         "margin": F.softplus(tau - (s_c - s_e)).mean(),
@@ -50,6 +81,28 @@ def dpo_loss(
 
     Inputs are per-pair summed log-probabilities of the chosen / rejected replies under the
     policy and the frozen reference. Returns (mean loss, per-pair reward margin).
+
+    Parameters
+    ----------
+    policy_chosen, policy_rejected : torch.Tensor
+        Summed log-probabilities under the policy, shape (pairs,).
+    ref_chosen, ref_rejected : torch.Tensor
+        The same under the frozen reference.
+    beta : float, optional
+        The DPO temperature β.
+
+    Returns
+    -------
+    loss : torch.Tensor
+        Mean of −log σ(margin), a scalar.
+    margin : torch.Tensor
+        β((π_c − ref_c) − (π_r − ref_r)) per pair, detached.
+
+    References
+    ----------
+    .. [1] R. Rafailov et al., "Direct preference optimization: your language model is secretly a reward
+       model", NeurIPS 2023.
+    .. [2] counterfactual paper, §3.7 (C2).
     """
     margin = beta * ((policy_chosen - ref_chosen) - (policy_rejected - ref_rejected))
     return -F.logsigmoid(margin).mean(), margin.detach()

@@ -159,12 +159,39 @@ class TrainRecipe(StrictModel):
 
 
 def load_recipe(uri: str) -> TrainRecipe:
+    """A training recipe from YAML.
+
+    Parameters
+    ----------
+    uri : str
+        The recipe file (path or storage URI).
+
+    Returns
+    -------
+    TrainRecipe
+        The validated recipe.
+    """
     return cfgmod.load(TrainRecipe, uri)
 
 
 def deepspeed_config(ds: DeepSpeedSettings, batch_size: int, grad_accum: int) -> dict:
     """A DeepSpeed ZeRO config dict for ``ds`` (what ``deepspeed.initialize`` takes, together
-    with the trainer's own AdamW, so the learning-rate schedule is the same with or without)."""
+    with the trainer's own AdamW, so the learning-rate schedule is the same with or without).
+
+    Parameters
+    ----------
+    ds : DeepSpeedSettings
+        ZeRO stage, optimiser offload, bf16.
+    batch_size : int
+        Micro-batch size per GPU.
+    grad_accum : int
+        Gradient-accumulation steps.
+
+    Returns
+    -------
+    dict
+        The DeepSpeed config (gradient clipping 1.0).
+    """
     zero: dict = {"stage": ds.stage, "overlap_comm": True, "contiguous_gradients": True}
     if ds.offload_optimizer:
         zero["offload_optimizer"] = {"device": "cpu", "pin_memory": True}

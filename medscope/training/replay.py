@@ -38,7 +38,20 @@ EXCLUDED_REASON = "near_copy_of_evaluation_image"
 
 def vqa_expected(question: str, answer: str) -> str:
     """Whether a VQA item's target is an "absent" answer (for the ≥ 35% share): a "yes" to a
-    health question, or a no-finding answer."""
+    health question, or a no-finding answer.
+
+    Parameters
+    ----------
+    question : str
+        The VQA question.
+    answer : str
+        Its answer (case, surrounding space and a final full stop ignored).
+
+    Returns
+    -------
+    str
+        'absent' or 'present'.
+    """
     a, q = answer.strip().lower().rstrip("."), question.strip().lower()
     if is_health(question) and a == "yes":
         return "absent"
@@ -46,13 +59,35 @@ def vqa_expected(question: str, answer: str) -> str:
 
 
 def is_health(question: str) -> bool:
-    """An "Is X healthy?" / "Is X normal?" question."""
+    """An "Is X healthy?" / "Is X normal?" question.
+
+    Parameters
+    ----------
+    question : str
+        The question.
+
+    Returns
+    -------
+    bool
+        True when it starts with 'is', 'are' or 'does' and mentions 'healthy' or 'normal' (any case).
+    """
     q = question.strip().lower()
     return q.startswith(("is", "are", "does")) and ("healthy" in q or "normal" in q)
 
 
 def health_answer(row: dict) -> str | None:
-    """"yes" / "no" for a health question answered yes or no; None for any other question."""
+    """"yes" / "no" for a health question answered yes or no; None for any other question.
+
+    Parameters
+    ----------
+    row : dict
+        A ``vqa_items`` row with ``question`` and ``answer``.
+
+    Returns
+    -------
+    str or None
+        'yes' or 'no'.
+    """
     if not is_health(row["question"]):
         return None
     a = row["answer"].strip().lower().rstrip(".")
@@ -75,7 +110,29 @@ def near_copy_matches(candidates: list[tuple[str, bytes]], references: list[tupl
     """For each candidate (id, PNG) near-identical to some reference (id, PNG): the closest
     reference ``{"reference", "distance", "correlation"}`` (counterfactual paper §4.1: dhash within
     ``max_bits`` bits, confirmed by 64 px pixel correlation ≥ ``min_corr``). Each distinct file
-    (by bytes) is hashed once on either side."""
+    (by bytes) is hashed once on either side.
+
+    Parameters
+    ----------
+    candidates : list of tuple of (str, bytes)
+        (id, PNG) of the images that may be excluded.
+    references : list of tuple of (str, bytes)
+        (id, PNG) of the evaluation images.
+    max_bits : int, optional
+        Largest difference-hash distance, in bits.
+    min_corr : float, optional
+        Least 64 px pixel correlation.
+
+    Returns
+    -------
+    dict of str to dict
+        Candidate id -> its closest reference (smallest distance, then highest correlation); only
+        candidates with a match.
+
+    References
+    ----------
+    .. [1] counterfactual paper, §4.1.
+    """
     if not candidates or not references:
         return {}
 
@@ -108,7 +165,20 @@ def near_copy_matches(candidates: list[tuple[str, bytes]], references: list[tupl
 def evaluation_images(view_tables: dict[str, list[dict]], question_sets: dict[str, list[dict]]) -> list[tuple[str, bytes]]:
     """(id, PNG) of every evaluation image: each evaluation views table's images outside its
     ``train`` split (every kind: a copy of an edited test view is a copy of its test case) and
-    each question set's test split."""
+    each question set's test split.
+
+    Parameters
+    ----------
+    view_tables : dict of str to list of dict
+        Evaluation views table name -> its rows (``view_id``, ``image``, ``split``).
+    question_sets : dict of str to list of dict
+        Question set name -> its ``vqa_items`` rows.
+
+    Returns
+    -------
+    list of tuple of (str, bytes)
+        ('<table>:<view_id>' or '<set>:test:<item_id>', PNG), tables then sets in name order.
+    """
     out = []
     for name in sorted(view_tables):
         out += [(f"{name}:{v['view_id']}", v["image"]) for v in view_tables[name] if v.get("image") and v.get("split") != "train"]
@@ -120,7 +190,26 @@ def evaluation_images(view_tables: dict[str, list[dict]], question_sets: dict[st
 def exclude_near_copies(question_sets: dict[str, list[dict]], eval_images: list[tuple[str, bytes]],
                         max_bits: int = nc.MAX_BITS, min_corr: float = nc.NEAR_COPY_CORR) -> tuple[dict[str, list[dict]], list[dict]]:
     """Each set's *training* questions with near-copies of evaluation images removed, and one
-    rejects row per removed question saying which evaluation image it copies and how closely."""
+    rejects row per removed question saying which evaluation image it copies and how closely.
+
+    Parameters
+    ----------
+    question_sets : dict of str to list of dict
+        Question set name -> its ``vqa_items`` rows (every split).
+    eval_images : list of tuple of (str, bytes)
+        (id, PNG) of the evaluation images (``evaluation_images``).
+    max_bits : int, optional
+        Largest difference-hash distance, in bits.
+    min_corr : float, optional
+        Least 64 px pixel correlation.
+
+    Returns
+    -------
+    kept : dict of str to list of dict
+        Set name -> its training questions without near-copies.
+    rejects : list of dict
+        Records rejects rows (table 'vqa_items', stage 'replay').
+    """
     train = {name: [r for r in rows if r["split"] == "train"] for name, rows in question_sets.items()}
     cands = [(r["item_id"], r["image"]) for name in sorted(train) for r in train[name]]
     matches = near_copy_matches(cands, eval_images, max_bits, min_corr)
@@ -139,7 +228,25 @@ def exclude_near_copies(question_sets: dict[str, list[dict]], eval_images: list[
 # ---------------------------------------------------------------- the draw
 
 def quotas(n: int, shares: dict[str, float]) -> dict[str, int]:
-    """``n`` split by ``shares`` (normalised) with the largest-remainder rule; ties by name."""
+    """``n`` split by ``shares`` (normalised) with the largest-remainder rule; ties by name.
+
+    Parameters
+    ----------
+    n : int
+        The total to split.
+    shares : dict of str to float
+        Name -> share, any positive scale.
+
+    Returns
+    -------
+    dict of str to int
+        Name -> count, summing to ``n``.
+
+    Raises
+    ------
+    MedScopeError
+        When the shares add up to zero or less.
+    """
     total = sum(shares.values())
     if total <= 0:
         raise MedScopeError("replay question-set shares must add up to more than zero")
@@ -152,7 +259,27 @@ def quotas(n: int, shares: dict[str, float]) -> dict[str, int]:
 
 def draw_questions(rows: list[dict], n: int, draw_seed: int) -> list[dict]:
     """``n`` questions of one set in a random order of ``draw_seed``; a health question is taken
-    only together with one of the other answer, so yes and no are equal in the draw."""
+    only together with one of the other answer, so yes and no are equal in the draw.
+
+    Parameters
+    ----------
+    rows : list of dict
+        One set's training questions (``item_id``, ``question``, ``answer``).
+    n : int
+        How many to draw.
+    draw_seed : int
+        The fixed draw's seed.
+
+    Returns
+    -------
+    list of dict
+        ``n`` rows.
+
+    Raises
+    ------
+    MedScopeError
+        When the set has too few questions once health questions are paired.
+    """
     ranked = sorted(rows, key=lambda r: derive_seed(draw_seed, r["item_id"], "replay"))
     out: list[dict] = []
     waiting: dict[str, list[dict]] = {"yes": [], "no": []}
@@ -176,7 +303,29 @@ def draw_questions(rows: list[dict], n: int, draw_seed: int) -> list[dict]:
 
 def draw_vqa(pools: dict[str, list[dict]], n_vqa: int, shares: dict[str, float], draw_seed: int) -> list[dict]:
     """The VQA part of the mix: each set's quota of ``n_vqa`` (by ``shares``), each row tagged
-    with its set (``set``) and whether its target is "absent" (``expected``)."""
+    with its set (``set``) and whether its target is "absent" (``expected``).
+
+    Parameters
+    ----------
+    pools : dict of str to list of dict
+        Set name -> its usable training questions.
+    n_vqa : int
+        VQA items in the mix.
+    shares : dict of str to float
+        Set name -> share of the VQA items.
+    draw_seed : int
+        The fixed draw's seed.
+
+    Returns
+    -------
+    list of dict
+        The drawn rows, sets in name order.
+
+    Raises
+    ------
+    MedScopeError
+        When a share names a set not in ``pools``, the shares add up to zero, or a set is too small.
+    """
     missing = sorted(set(shares) - set(pools))
     if missing:
         raise MedScopeError(f"replay shares name question sets that were not given: {missing}")
@@ -189,7 +338,37 @@ def draw_vqa(pools: dict[str, list[dict]], n_vqa: int, shares: dict[str, float],
 def replay_mix(views: list[dict], vqa: list[dict], n_items: int, absent_share_min: float, seed: int, draw_seed: int = 0) -> list[dict]:
     """Stage-3 mix of ``n_items``: the drawn VQA items ({"vqa": row}) and views ({"view": row}),
     "absent" targets at least ``absent_share_min`` of the whole (absent views drawn first, with
-    repetition if the pool is small), in an order of the run ``seed``."""
+    repetition if the pool is small), in an order of the run ``seed``.
+
+    Parameters
+    ----------
+    views : list of dict
+        MedScope views to draw from (``view_id``, ``expected``).
+    vqa : list of dict
+        The drawn VQA items (``draw_vqa``).
+    n_items : int
+        Size of the mix.
+    absent_share_min : float
+        The least share of "absent" targets.
+    seed : int
+        The run seed (order of the mix).
+    draw_seed : int, optional
+        The fixed draw's seed (which views).
+
+    Returns
+    -------
+    list of dict
+        ``n_items`` entries, each {"vqa": row} or {"view": row}.
+
+    Raises
+    ------
+    MedScopeError
+        When the VQA items exceed ``n_items``, or the absent share cannot be reached.
+
+    References
+    ----------
+    .. [1] counterfactual paper, §3.5.
+    """
     n_views = n_items - len(vqa)
     if n_views < 0:
         raise MedScopeError(f"{len(vqa)} VQA items do not fit in a mix of {n_items}")
@@ -217,13 +396,37 @@ def _cycle(pool: list, n: int) -> list:
 
 
 def absent_share(mix: list[dict]) -> float:
+    """The share of a mix's entries whose target is "absent".
+
+    Parameters
+    ----------
+    mix : list of dict
+        Entries of ``replay_mix``.
+
+    Returns
+    -------
+    float
+        In [0, 1]; 0 for an empty mix.
+    """
     a = sum((m["vqa"]["expected"] if "vqa" in m else m["view"]["expected"]) == "absent" for m in mix)
     return a / max(1, len(mix))
 
 
 def mix_counts(mix: list[dict]) -> dict:
     """What the mix holds, for the run summary: items per question set, views, the absent share
-    and the health questions by answer."""
+    and the health questions by answer.
+
+    Parameters
+    ----------
+    mix : list of dict
+        Entries of ``replay_mix``.
+
+    Returns
+    -------
+    dict
+        ``vqa_by_set`` (set -> items), ``views``, ``absent_share`` (4 decimals) and ``health_questions``
+        ({"yes": n, "no": n}).
+    """
     by_set: dict[str, int] = {}
     health = {"yes": 0, "no": 0}
     for m in mix:

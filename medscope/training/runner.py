@@ -15,7 +15,25 @@ from medscope.training.vlm import apply_lora, build_base, load_adapter
 
 
 def build_model(recipe: TrainRecipe):
-    """(vlm, peft model): a fresh LoRA (init seeded by the run seed) or the starting adapter."""
+    """(vlm, peft model): a fresh LoRA (init seeded by the run seed) or the starting adapter.
+
+    Parameters
+    ----------
+    recipe : TrainRecipe
+        Reads ``base``, ``init_adapter``, ``lora`` and ``seed``.
+
+    Returns
+    -------
+    vlm : VLM
+        The base model and processor.
+    model : peft.PeftModel
+        The trainable adapted model.
+
+    Raises
+    ------
+    MedScopeError
+        When the base cannot be built or the starting adapter is missing.
+    """
     vlm = build_base(recipe.base, seed=0)  # the base is the same for every seed; only LoRA init varies
     if recipe.init_adapter:
         model = load_adapter(vlm.model, init_adapter_uri(recipe), trainable=True)
@@ -25,7 +43,18 @@ def build_model(recipe: TrainRecipe):
 
 
 def init_adapter_uri(recipe: TrainRecipe) -> str | None:
-    """The adapter this run continues: ``init_adapter`` with ``{seed}`` filled in."""
+    """The adapter this run continues: ``init_adapter`` with ``{seed}`` filled in.
+
+    Parameters
+    ----------
+    recipe : TrainRecipe
+        Reads ``init_adapter`` and ``seed``.
+
+    Returns
+    -------
+    str or None
+        None when the recipe starts a fresh adapter.
+    """
     return recipe.init_adapter.replace("{seed}", str(recipe.seed)) if recipe.init_adapter else None
 
 
@@ -39,7 +68,38 @@ def build_examples(recipe: TrainRecipe, views_table, vlm=None, model=None, rank:
     its sampling and gathers the kept episodes (:func:`trainers.rejection_examples`).
 
     ``replay_excluded``: the question ids stage 3 leaves out as near-copies of evaluation images,
-    when the driver has already found them (:func:`replay_pools`); otherwise they are found here."""
+    when the driver has already found them (:func:`replay_pools`); otherwise they are found here.
+
+    Parameters
+    ----------
+    recipe : TrainRecipe
+        The run's recipe; ``method`` decides the examples.
+    views_table : pyarrow.Table
+        The training views table.
+    vlm : VLM, optional
+        The base bundle (stage 2's sampler).
+    model : torch.nn.Module, optional
+        The model to sample from (required for 'rft').
+    rank : int, optional
+        This worker's rank.
+    world : int, optional
+        Number of workers.
+    replay_excluded : set of str, optional
+        Question ids already found to be near-copies (stage 3).
+
+    Returns
+    -------
+    examples : list
+        This worker's examples: trajectories (sft), pairs (dpo), triplets (paired_view), trajectories
+        or episodes (rft), or replay examples.
+    info : dict
+        ``views_allowed``, ``examples`` and the method's counts.
+
+    Raises
+    ------
+    MedScopeError
+        When no view is allowed, stage 2 has no model, a draw or mix fails, or there are no examples.
+    """
     views = data.training_views(views_table, recipe.allowed_kinds)
     info: dict = {"views_allowed": len(views)}
     if recipe.method == "sft":
@@ -73,14 +133,44 @@ def build_examples(recipe: TrainRecipe, views_table, vlm=None, model=None, rank:
 
 
 def read_question_sets(recipe: TrainRecipe) -> dict[str, list[dict]]:
-    """Each replay question set's rows (its vqa_items table), by name."""
+    """Each replay question set's rows (its vqa_items table), by name.
+
+    Parameters
+    ----------
+    recipe : TrainRecipe
+        Reads ``replay.question_sets``.
+
+    Returns
+    -------
+    dict of str to list of dict
+        Set name -> its ``vqa_items`` rows (every split).
+    """
     return {name: records.read_table("vqa_items", qs.items).to_pylist() for name, qs in recipe.replay.question_sets.items()}
 
 
 def replay_pools(recipe: TrainRecipe, question_sets: dict[str, list[dict]] | None = None) -> tuple[dict[str, list[dict]], list[dict]]:
     """Stage 3's usable training questions per set and a rejects row for each question left out
     as a near-copy of an evaluation image (every table in ``replay.eval_views`` and the sets'
-    own test splits), at the crosswalk's thresholds (§4.1)."""
+    own test splits), at the crosswalk's thresholds (§4.1).
+
+    Parameters
+    ----------
+    recipe : TrainRecipe
+        Reads ``replay.question_sets`` and ``replay.eval_views``.
+    question_sets : dict of str to list of dict, optional
+        The sets' rows when already read.
+
+    Returns
+    -------
+    pools : dict of str to list of dict
+        Set name -> its training questions without near-copies.
+    rejects : list of dict
+        One rejects row per question left out.
+
+    References
+    ----------
+    .. [1] counterfactual paper, §4.1.
+    """
     sets = read_question_sets(recipe) if question_sets is None else question_sets
     views = {name: records.read_table("views", uri, columns=["view_id", "split", "image"]).to_pylist()
              for name, uri in recipe.replay.eval_views.items()}
@@ -90,7 +180,33 @@ def replay_pools(recipe: TrainRecipe, question_sets: dict[str, list[dict]] | Non
 def replay_plan(recipe: TrainRecipe, views: list[dict], excluded: set[str] | None = None) -> tuple[list[dict], dict]:
     """The stage-3 mix (counterfactual paper §3.5) and its counts: ``vqa_share`` of ``n_items`` drawn from the
     question sets' training questions by their shares, near-copies of evaluation images left out;
-    the rest MedScope views, "absent" targets at least ``absent_share_min`` of the mix."""
+    the rest MedScope views, "absent" targets at least ``absent_share_min`` of the mix.
+
+    Parameters
+    ----------
+    recipe : TrainRecipe
+        Reads the ``replay`` settings, ``seed`` and ``draw_seed``.
+    views : list of dict
+        The MedScope training views.
+    excluded : set of str, optional
+        Question ids already found to be near-copies; otherwise found here.
+
+    Returns
+    -------
+    mix : list of dict
+        ``replay.replay_mix``'s entries.
+    counts : dict
+        ``replay.mix_counts`` plus ``vqa_near_copies_excluded``.
+
+    Raises
+    ------
+    MedScopeError
+        When the question sets or views cannot fill the mix.
+
+    References
+    ----------
+    .. [1] counterfactual paper, §3.5.
+    """
     rp = recipe.replay
     pools: dict[str, list[dict]] = {}
     n_excluded = 0
@@ -115,7 +231,30 @@ def make_worker_trainer(recipe: TrainRecipe, views_table, rank: int = 0, world: 
     ZeRO recipe the model and AdamW are wrapped in a DeepSpeed engine, which runs forward,
     backward and step (ZeRO shards optimiser state; at stage 3 parameters too) while the
     trainer's LambdaLR keeps driving the wrapped AdamW's lr. ``cluster/gpu-check.sh`` calls
-    this directly on one GPU (docs/cluster.md, GPU runbook)."""
+    this directly on one GPU (docs/cluster.md, GPU runbook).
+
+    Parameters
+    ----------
+    recipe : TrainRecipe
+        The run's recipe.
+    views_table : pyarrow.Table
+        The training views table.
+    rank : int, optional
+        This worker's rank.
+    world : int, optional
+        Number of workers.
+    device : str or torch.device, optional
+        Where the model goes.
+    replay_excluded : set of str, optional
+        Question ids already found to be near-copies (stage 3).
+
+    Returns
+    -------
+    trainer : BaseTrainer
+        The method's trainer; with DeepSpeed its ``engine`` and ``model`` are the engine.
+    info : dict
+        As ``build_examples``.
+    """
     trainer, info = make_trainer(recipe, views_table, rank, world, device, replay_excluded)
     if recipe.deepspeed is not None:
         import deepspeed
@@ -131,7 +270,30 @@ def make_worker_trainer(recipe: TrainRecipe, views_table, rank: int = 0, world: 
 
 def make_trainer(recipe: TrainRecipe, views_table, rank: int = 0, world: int = 1, device="cpu",
                  replay_excluded: set[str] | None = None):
-    """(trainer, info) for this worker, on its shard of the examples."""
+    """(trainer, info) for this worker, on its shard of the examples.
+
+    Parameters
+    ----------
+    recipe : TrainRecipe
+        The run's recipe.
+    views_table : pyarrow.Table
+        The training views table.
+    rank : int, optional
+        This worker's rank.
+    world : int, optional
+        Number of workers.
+    device : str or torch.device, optional
+        Where the model goes.
+    replay_excluded : set of str, optional
+        Question ids already found to be near-copies (stage 3).
+
+    Returns
+    -------
+    trainer : BaseTrainer
+        ``trainers.TRAINERS[recipe.method]`` over this worker's examples.
+    info : dict
+        As ``build_examples``.
+    """
     vlm, model = build_model(recipe)
     model.to(device)
     examples, info = build_examples(recipe, views_table, vlm, model, rank, world, replay_excluded)

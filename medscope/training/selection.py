@@ -30,7 +30,27 @@ def select_stage(
     metrics: dict[str, dict[str, float]], margin: float = 0.02, previous: dict[str, float] | None = None
 ) -> Selection:
     """``metrics`` = {"stage1": {"U": .., "H": ..}, "stage2": .., "stage3": ..} (validation, in
-    stage order); ``previous`` the earlier release's {"U", "H"} for amendment 1."""
+    stage order); ``previous`` the earlier release's {"U", "H"} for amendment 1.
+
+    Parameters
+    ----------
+    metrics : dict of str to dict of str to float
+        Stage name -> {"U": validation net utility, "H": validation healthy-claims rate}, in stage order.
+    margin : float, optional
+        Tolerance on U and on H.
+    previous : dict of str to float, optional
+        The previous release's {"U", "H"}.
+
+    Returns
+    -------
+    Selection
+        ``chosen`` (a stage name, or 'previous'), ``reasons`` (the comparisons, with their numbers) and
+        ``numbers`` (the inputs).
+
+    References
+    ----------
+    .. [1] counterfactual paper, §3.6.
+    """
     numbers = dict(metrics) | ({"previous": dict(previous)} if previous else {})
     rows = [
         {"model": m, "condition": "agent", "test_set": TEST_SET, "breakdown": "all", "metric": metric,

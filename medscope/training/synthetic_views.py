@@ -16,7 +16,25 @@ KINDS_PER_LESION_CASE = ("original", "target_removal", "random_removal", "unmatc
 
 def synthetic_views(n_cases: int, seed: int = 0, size: int = 64, split: str = "train") -> list[dict]:
     """Views rows: two thirds of cases carry a lesion (with all its edits), the rest are
-    lesion-free (natural negatives). Deterministic in (seed, case index)."""
+    lesion-free (natural negatives). Deterministic in (seed, case index).
+
+    Parameters
+    ----------
+    n_cases : int
+        Cases; every third (index 2, 5, ...) is lesion-free.
+    seed : int, optional
+        Seed of the images and lesion positions.
+    size : int, optional
+        Image side in pixels (square, grey).
+    split : str, optional
+        The split written on every row (and part of the case ids).
+
+    Returns
+    -------
+    list of dict
+        Views rows: six per lesion case (original, target_removal, random_removal, unmatched_control,
+        degraded, insertion), one natural negative per lesion-free case; images PNG-encoded.
+    """
     rows = []
     for i in range(n_cases):
         rng = rng_for(seed, "synthetic", i)

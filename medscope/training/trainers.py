@@ -21,7 +21,22 @@ from medscope.training.vlm import VLM, collate, encode, sequence_logps, to_devic
 
 
 def single_turn(view: dict, reply: str, system: str = tj.SYSTEM_PROMPT) -> list[dict]:
-    """The one-turn chat used for decision log-odds and preference pairs."""
+    """The one-turn chat used for decision log-odds and preference pairs.
+
+    Parameters
+    ----------
+    view : dict
+        Gives ``question`` and ``image`` (PNG bytes).
+    reply : str
+        The assistant's reply.
+    system : str, optional
+        The system prompt.
+
+    Returns
+    -------
+    list of dict
+        System, user (question and image) and assistant messages, {role, text, image}.
+    """
     return [
         {"role": "system", "text": system, "image": None},
         {"role": "user", "text": view["question"], "image": view["image"]},
@@ -237,7 +252,29 @@ def paired_examples(views: list[dict], recipe: TrainRecipe, rank: int = 0, world
     trajectory view (O, C or E in turn), plus a lesion-free image's trajectory every third case
     when natural negatives are allowed; the first action is O's first assistant turn (a tool
     call when O's trajectory zooms, else its final). In the run seed's order; with ``world`` > 1
-    only this ``rank``'s shard of that order is built (:func:`data.shard`)."""
+    only this ``rank``'s shard of that order is built (:func:`data.shard`).
+
+    Parameters
+    ----------
+    views : list of dict
+        The arm's training views.
+    recipe : TrainRecipe
+        Reads ``seed``, ``draw_seed``, ``paired.max_cases`` and the ``trajectory`` settings.
+    rank : int, optional
+        This worker's rank.
+    world : int, optional
+        Number of workers.
+
+    Returns
+    -------
+    list of dict
+        Per case: its triplet ``O``, ``C``, ``E`` (views), ``trajectories`` (one or two) and
+        ``first_action`` (text of O's first assistant turn).
+
+    References
+    ----------
+    .. [1] counterfactual paper, §3.7 (C4).
+    """
     out = []
     t = recipe.trajectory
     kw = dict(small_frac=t.small_frac, p_zoom=t.p_zoom, p_paraphrase=t.p_paraphrase, system=tj.PROMPTS[t.prompt],
@@ -267,7 +304,28 @@ def rejection_examples(views: list[dict], sampler, recipe: TrainRecipe, rank: in
 
     With ``world`` > 1 (Ray Train workers), each worker samples every ``world``-th view from
     ``rank`` and the kept episodes are gathered from all workers (torch.distributed), so the
-    sampling is split, not repeated, and every worker ends with the same list, in view order."""
+    sampling is split, not repeated, and every worker ends with the same list, in view order.
+
+    Parameters
+    ----------
+    views : list of dict
+        The views to sample on (``rft_view_sample``).
+    sampler : callable
+        ``sampler(view, temperature, seed)`` -> Episode with a scored outcome.
+    recipe : TrainRecipe
+        Reads ``seed`` and the ``rft`` settings.
+    rank : int, optional
+        This worker's rank.
+    world : int, optional
+        Number of workers.
+
+    Returns
+    -------
+    chats : list of list of dict
+        The kept episodes' messages, repeats included, in view order.
+    counts : dict
+        ``sampled_views``, ``kept``, ``failed_repeated`` and ``none_right``, summed over workers.
+    """
     rft = recipe.rft
     mine: dict[int, list] = {}
     counts = {"sampled_views": 0, "kept": 0, "failed_repeated": 0, "none_right": 0}
@@ -294,7 +352,26 @@ def rejection_examples(views: list[dict], sampler, recipe: TrainRecipe, rank: in
 def rft_examples(kept: list, synth_plan: list, recipe: TrainRecipe, rank: int = 0, world: int = 1) -> list:
     """Stage 2's examples: the kept episodes (every worker has all of them, gathered) and the
     synthetic trajectories of ``synth_plan`` (:func:`data.sft_plan`), in the run seed's order;
-    only this worker's shard is built, so no worker builds the other workers' trajectories."""
+    only this worker's shard is built, so no worker builds the other workers' trajectories.
+
+    Parameters
+    ----------
+    kept : list of list of dict
+        The kept episodes' chats (``rejection_examples``).
+    synth_plan : list of tuple of (dict, int)
+        (view, copy index) of the synthetic trajectories.
+    recipe : TrainRecipe
+        Reads ``seed`` and the ``trajectory`` settings.
+    rank : int, optional
+        This worker's rank.
+    world : int, optional
+        Number of workers.
+
+    Returns
+    -------
+    list of list of dict
+        This worker's chats.
+    """
     n = len(kept) + len(synth_plan)
     out = []
     for i in data.shard(data.shuffled(list(range(n)), recipe.seed), rank, world):
@@ -304,7 +381,18 @@ def rft_examples(kept: list, synth_plan: list, recipe: TrainRecipe, rank: int = 
 
 def all_gather(obj) -> list:
     """``obj`` from every worker of the torch.distributed group (Ray Train sets it up), in rank
-    order; ``[obj]`` when there is no group."""
+    order; ``[obj]`` when there is no group.
+
+    Parameters
+    ----------
+    obj : object
+        Any picklable object.
+
+    Returns
+    -------
+    list
+        One per worker, in rank order.
+    """
     import torch.distributed as dist
 
     if not (dist.is_available() and dist.is_initialized()):
@@ -316,7 +404,20 @@ def all_gather(obj) -> list:
 
 def rft_view_sample(views: list[dict], recipe: TrainRecipe) -> list[dict]:
     """The views stage 2 samples on: ``views_per_kind`` per kind, plus the extra lesion-free
-    and erased views of ``extra_per_kind``; drawn by the draw seed."""
+    and erased views of ``extra_per_kind``; drawn by the draw seed.
+
+    Parameters
+    ----------
+    views : list of dict
+        The arm's training views.
+    recipe : TrainRecipe
+        Reads ``draw_seed`` and ``rft.views_per_kind`` / ``rft.extra_per_kind``.
+
+    Returns
+    -------
+    list of dict
+        Views grouped by kind, kinds in name order.
+    """
     out = []
     for kind in sorted({v["kind"] for v in views}):
         pool = data.fixed_draw([v for v in views if v["kind"] == kind], None, recipe.draw_seed + 1)
@@ -327,7 +428,22 @@ def rft_view_sample(views: list[dict], recipe: TrainRecipe) -> list[dict]:
 def replay_examples(mix: list[dict], recipe: TrainRecipe, positions=None) -> list[list[dict]]:
     """Chats for the stage-3 mix (those at ``positions`` only, when given: a worker's shard); a
     VQA item is one question and its short answer. A view's trajectory is seeded by its position
-    in the whole mix, so a shard's chats are the one-worker build's chats at those positions."""
+    in the whole mix, so a shard's chats are the one-worker build's chats at those positions.
+
+    Parameters
+    ----------
+    mix : list of dict
+        ``replay.replay_mix``'s entries, {"view": row} or {"vqa": row}.
+    recipe : TrainRecipe
+        Reads ``seed`` and the ``trajectory`` settings.
+    positions : iterable of int, optional
+        Positions in ``mix`` to build; default all.
+
+    Returns
+    -------
+    list of list of dict
+        One chat per position, in the order given.
+    """
     from medscope.answers.actions import FinalAction, format_final
 
     out = []

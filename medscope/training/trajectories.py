@@ -67,7 +67,28 @@ class Trajectory:
 
 def paraphrase(question: str, finding: str, kind: str, rng: np.random.Generator, p: float) -> tuple[str, int | None]:
     """Reword a question with one of the four training wordings of its kind (presence, health,
-    open), with probability ``p``; the held-out test wordings are never drawn."""
+    open), with probability ``p``; the held-out test wordings are never drawn.
+
+    Parameters
+    ----------
+    question : str
+        The original question.
+    finding : str
+        The finding, filled into the wording.
+    kind : str
+        The question kind: 'presence', 'health' or 'open'.
+    rng : numpy.random.Generator
+        Source of the draws.
+    p : float
+        Probability of rewording.
+
+    Returns
+    -------
+    question : str
+        The wording used.
+    index : int or None
+        Index of the training wording, None when the original is kept (or the kind has no wordings).
+    """
     if rng.random() >= p:
         return question, None
     try:
@@ -80,12 +101,38 @@ def paraphrase(question: str, finding: str, kind: str, rng: np.random.Generator,
 
 
 def held_out_question(finding: str, index: int) -> str:
-    """The ``index``-th held-out test wording of a presence question."""
+    """The ``index``-th held-out test wording of a presence question.
+
+    Parameters
+    ----------
+    finding : str
+        The finding, filled into the wording.
+    index : int
+        Which held-out wording (taken modulo their number).
+
+    Returns
+    -------
+    str
+        The question.
+    """
     return HELD_OUT_PARAPHRASES[index % len(HELD_OUT_PARAPHRASES)].format(finding=finding)
 
 
 def box_to_1000(box, width: int, height: int) -> tuple[int, int, int, int]:
-    """Pixel box -> integers 0-1000 on the full image (the action format's coordinates)."""
+    """Pixel box -> integers 0-1000 on the full image (the action format's coordinates).
+
+    Parameters
+    ----------
+    box : sequence of float
+        [x1, y1, x2, y2] in pixels.
+    width, height : int
+        The image's size in pixels.
+
+    Returns
+    -------
+    tuple of int
+        (x1, y1, x2, y2) rounded and clipped to [0, 1000].
+    """
     x1, y1, x2, y2 = (float(v) for v in box)
     s = (1000.0 / width, 1000.0 / height)
     out = [round(x1 * s[0]), round(y1 * s[1]), round(x2 * s[0]), round(y2 * s[1])]
@@ -94,7 +141,24 @@ def box_to_1000(box, width: int, height: int) -> tuple[int, int, int, int]:
 
 def jittered_box(box1000, rng: np.random.Generator, grow=(1.5, 3.0), shift=0.2) -> tuple[int, int, int, int]:
     """A zoom box around ``box1000``: enlarged ``grow``-fold, shifted by up to ``shift`` of its
-    size, kept inside the image and always containing the lesion box."""
+    size, kept inside the image and always containing the lesion box.
+
+    Parameters
+    ----------
+    box1000 : sequence of int
+        The lesion box, 0-1000 coordinates.
+    rng : numpy.random.Generator
+        Source of the jitter.
+    grow : tuple of float, optional
+        Range of the enlargement factor (each side at least 20 before growing).
+    shift : float, optional
+        Largest shift of the centre, as a fraction of the grown box's size.
+
+    Returns
+    -------
+    tuple of int
+        (x1, y1, x2, y2) in 0-1000 coordinates.
+    """
     x1, y1, x2, y2 = box1000
     cx, cy = (x1 + x2) / 2, (y1 + y2) / 2
     g = rng.uniform(*grow)
@@ -107,7 +171,24 @@ def jittered_box(box1000, rng: np.random.Generator, grow=(1.5, 3.0), shift=0.2) 
 
 
 def expected_final(expected: str, question_kind: str, finding: str, box1000) -> FinalAction:
-    """The expected final action for a view (Appendix A's answer conventions)."""
+    """The expected final action for a view (Appendix A's answer conventions).
+
+    Parameters
+    ----------
+    expected : str
+        'present', 'absent' or 'clarify'.
+    question_kind : str
+        'presence', 'health' or 'open'.
+    finding : str
+        The finding (the answer to an open question when present).
+    box1000 : sequence of int or None
+        The lesion box, 0-1000 coordinates; given only with a "present" answer.
+
+    Returns
+    -------
+    FinalAction
+        A clarify action, or an answer with confidence 0.9.
+    """
     if expected == "clarify":
         return FinalAction("clarify", question="The image is not usable; could you provide a clearer image?")
     present = expected == "present"
@@ -130,11 +211,37 @@ def _reasoning(expected: str, finding: str, zoomed: bool) -> str:
 
 
 def is_grayscale(image: np.ndarray) -> bool:
+    """Whether an image is grey: one channel, or three equal channels.
+
+    Parameters
+    ----------
+    image : numpy.ndarray
+        Shape (h, w) or (h, w, c).
+
+    Returns
+    -------
+    bool
+    """
     return image.ndim == 2 or bool(np.all(image[..., 0] == image[..., 1]) and np.all(image[..., 1] == image[..., 2]))
 
 
 def zoom_image(image: np.ndarray, box1000, out_side: int = 448) -> np.ndarray:
-    """The region ``box1000`` of ``image`` enlarged to ``out_side`` on its long side."""
+    """The region ``box1000`` of ``image`` enlarged to ``out_side`` on its long side.
+
+    Parameters
+    ----------
+    image : numpy.ndarray
+        Shape (h, w) or (h, w, c).
+    box1000 : sequence of int
+        The region, 0-1000 coordinates (at least one pixel is kept).
+    out_side : int, optional
+        Long side of the result in pixels.
+
+    Returns
+    -------
+    numpy.ndarray
+        The crop, resized with linear interpolation.
+    """
     h, w = image.shape[:2]
     x1, y1, x2, y2 = box1000
     c = image[int(y1 * h / 1000) : max(int(y2 * h / 1000), int(y1 * h / 1000) + 1),
@@ -144,7 +251,20 @@ def zoom_image(image: np.ndarray, box1000, out_side: int = 448) -> np.ndarray:
 
 
 def window_image(image: np.ndarray, center: float, width: float) -> np.ndarray:
-    """Linear window: [center - width/2, center + width/2] -> [0, 255]."""
+    """Linear window: [center - width/2, center + width/2] -> [0, 255].
+
+    Parameters
+    ----------
+    image : numpy.ndarray
+        Any shape; values in the image's own units.
+    center, width : float
+        The window (a width under 1 is taken as 1).
+
+    Returns
+    -------
+    numpy.ndarray of uint8
+        Same shape, clipped to [0, 255].
+    """
     lo = center - width / 2
     out = (image.astype(np.float32) - lo) * (255.0 / max(width, 1.0))
     return np.clip(out, 0, 255).astype(np.uint8)
@@ -167,7 +287,35 @@ def build_trajectory(
     With ``via_agent_loop`` (and the agent issue's ``episode.replay`` on this branch) the
     written replies are fed through the evaluation episode loop, so training sees exactly the
     system prompt, image sizes and tool results that evaluation produces; otherwise the
-    messages are built here with ``system``."""
+    messages are built here with ``system``.
+
+    Parameters
+    ----------
+    view : dict
+        A views row: view_id, case_id, kind, expected, question, question_kind, finding, image (PNG),
+        width, height, lesion_bbox, lesion_area_frac.
+    seed : int
+        With the view id, the seed of every random choice.
+    small_frac : float, optional
+        Lesion area share under which a zoom is always made.
+    p_zoom, p_window, p_paraphrase : float, optional
+        Probabilities of a zoom (larger lesions), a window call (grey images) and a reworded question.
+    question : str, optional
+        A wording to use instead of the view's (no paraphrase then).
+    system : str, optional
+        The system prompt of messages built here.
+    via_agent_loop : bool, optional
+        Rebuild the messages through the evaluation loop when it is available.
+
+    Returns
+    -------
+    Trajectory
+        Its messages, tool calls and final action.
+
+    References
+    ----------
+    .. [1] counterfactual paper, §3.5.
+    """
     rng = rng_for(seed, view["view_id"], "trajectory")
     finding = view["finding"]
     q, pi = (question, None) if question else paraphrase(view["question"], finding, view["question_kind"], rng, p_paraphrase)
@@ -204,7 +352,22 @@ def build_trajectory(
 
 def agent_loop_messages(view: dict, question: str, replies: list[str]) -> list[dict] | None:
     """The messages the evaluation loop builds for ``replies`` on ``view`` (``None`` while the
-    agent issue's ``medscope.protocols.counterfactual.agent_episode.replay`` is not on this branch)."""
+    agent issue's ``medscope.protocols.counterfactual.agent_episode.replay`` is not on this branch).
+
+    Parameters
+    ----------
+    view : dict
+        A views row.
+    question : str
+        The question as asked.
+    replies : list of str
+        The assistant replies, in order.
+
+    Returns
+    -------
+    list of dict or None
+        {role, text, image} messages, or None when the replay is not importable.
+    """
     try:
         from medscope.protocols.counterfactual.agent_episode import replay
         from medscope.items import Item
@@ -228,7 +391,20 @@ def _tool_turn(traj: Trajectory, call: ToolCall, why: str, result: np.ndarray) -
 
 
 def reply_texts(view: dict) -> tuple[str, str]:
-    """The single-turn "present" and "absent" final replies for a view (C4's s(x), C2's pairs)."""
+    """The single-turn "present" and "absent" final replies for a view (C4's s(x), C2's pairs).
+
+    Parameters
+    ----------
+    view : dict
+        A views row (question_kind, finding, width, height, lesion_bbox).
+
+    Returns
+    -------
+    present : str
+        The "present" final reply, with the lesion box when the view has one.
+    absent : str
+        The "absent" final reply.
+    """
     box = box_to_1000(view["lesion_bbox"], view["width"], view["height"]) if view.get("lesion_bbox") else None
     kind, finding = view["question_kind"], view["finding"]
     present = format_final(expected_final("present", kind, finding, box), f"I can see {finding} in the image.")

@@ -42,7 +42,26 @@ class VLM:
 def build_base(base: str, seed: int = 0) -> VLM:
     """``base``: "tiny" / "tiny:<arch>" (a random tiny model of :data:`tiny_vlm.ARCHS`) or a
     local HF checkpoint folder (any ``AutoModelForImageTextToText``; ``medscope agent tiny-vlm``
-    writes such folders)."""
+    writes such folders).
+
+    Parameters
+    ----------
+    base : str
+        'tiny', 'tiny:<arch>' or a local model directory.
+    seed : int, optional
+        Seed of a tiny model's random weights.
+
+    Returns
+    -------
+    VLM
+        The model (bfloat16 on a machine with CUDA, else float32, for a checkpoint) and its processor.
+
+    Raises
+    ------
+    MedScopeError
+        When ``base`` is neither a tiny name nor a directory, or its processor lacks a tokenizer or a
+        chat template.
+    """
     from medscope.models import tiny_vlm
 
     if base == TINY_PREFIX or base.startswith(TINY_PREFIX + ":"):
@@ -65,7 +84,23 @@ def build_base(base: str, seed: int = 0) -> VLM:
 
 def language_model_prefix(model: torch.nn.Module) -> str:
     """The module path of the language model inside a VLM, found as the module that
-    ``model.get_decoder()`` returns (transformers' own answer; no family's names assumed)."""
+    ``model.get_decoder()`` returns (transformers' own answer; no family's names assumed).
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        A VLM.
+
+    Returns
+    -------
+    str
+        The dotted module name.
+
+    Raises
+    ------
+    MedScopeError
+        When the model has no ``get_decoder()`` or its decoder is not a named submodule.
+    """
     dec = model.get_decoder() if hasattr(model, "get_decoder") else None
     for name, mod in model.named_modules():
         if mod is dec and name:
@@ -75,14 +110,44 @@ def language_model_prefix(model: torch.nn.Module) -> str:
 
 def language_linear_modules(model: torch.nn.Module) -> list[str]:
     """Full names of every linear layer of the language model (the output head excluded, as
-    PEFT's "all-linear" does): the counterfactual paper §3.5's LoRA targets."""
+    PEFT's "all-linear" does): the counterfactual paper §3.5's LoRA targets.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        A VLM.
+
+    Returns
+    -------
+    list of str
+        Dotted module names, in module order.
+
+    References
+    ----------
+    .. [1] counterfactual paper, §3.5.
+    """
     prefix = language_model_prefix(model)
     return [n for n, m in model.named_modules() if isinstance(m, torch.nn.Linear) and n.startswith(prefix + ".")]
 
 
 def vision_parameter_names(model: torch.nn.Module) -> list[str]:
     """Parameters outside the language model, its embeddings and the output head: the vision
-    tower and projector, which stay frozen throughout (§3.5)."""
+    tower and projector, which stay frozen throughout (§3.5).
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        A VLM.
+
+    Returns
+    -------
+    list of str
+        Parameter names, in parameter order.
+
+    References
+    ----------
+    .. [1] counterfactual paper, §3.5.
+    """
     prefix = language_model_prefix(model) + "."
     head = model.get_output_embeddings()
     head_ids = {id(p) for p in head.parameters()} if head is not None else set()
@@ -92,7 +157,18 @@ def vision_parameter_names(model: torch.nn.Module) -> list[str]:
 def lora_target_regex(model: torch.nn.Module) -> str:
     """A PEFT ``target_modules`` regex matching exactly :func:`language_linear_modules`: the
     language model's path followed by any of its linear layers' leaf names. (Leaf names alone
-    are not enough: Qwen2.5-VL's and SigLIP's vision blocks also have q_proj, gate_proj ...)"""
+    are not enough: Qwen2.5-VL's and SigLIP's vision blocks also have q_proj, gate_proj ...)
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        A VLM.
+
+    Returns
+    -------
+    str
+        A regular expression over full module names.
+    """
     prefix = language_model_prefix(model)
     leaves = sorted({n.rsplit(".", 1)[-1] for n in language_linear_modules(model)})
     return rf"{re.escape(prefix)}\..*\.({'|'.join(map(re.escape, leaves))})"
@@ -101,7 +177,27 @@ def lora_target_regex(model: torch.nn.Module) -> str:
 def apply_lora(model: torch.nn.Module, lora, seed: int):
     """Wrap ``model`` in a PEFT LoRA adapter; ``seed`` fixes the adapter's initialisation.
     ``target_modules: language-linear`` (the default) = every linear layer of the language
-    model, found from the model; anything else is passed to PEFT as written."""
+    model, found from the model; anything else is passed to PEFT as written.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        The base VLM (wrapped, not copied).
+    lora : LoraSettings
+        Rank, alpha, dropout, target and excluded modules.
+    seed : int
+        Seed of the adapter's initialisation.
+
+    Returns
+    -------
+    peft.PeftModel
+        The wrapped model; only LoRA parameters require gradients.
+
+    References
+    ----------
+    .. [1] counterfactual paper, §3.5.
+    .. [2] E. J. Hu et al., "LoRA: low-rank adaptation of large language models", ICLR 2022.
+    """
     from peft import LoraConfig, get_peft_model
 
     targets = lora_target_regex(model) if lora.target_modules == "language-linear" else lora.target_modules
@@ -125,7 +221,18 @@ def apply_lora(model: torch.nn.Module, lora, seed: int):
 
 def to_messages(messages: list[dict]) -> list[Message]:
     """Training chats ({role, text, image: png | None}) -> the provider-neutral messages the
-    episode loop sends: the image part before the text, as ``medscope.protocols.counterfactual.agent_episode`` builds them."""
+    episode loop sends: the image part before the text, as ``medscope.protocols.counterfactual.agent_episode`` builds them.
+
+    Parameters
+    ----------
+    messages : list of dict
+        {role, text, image}: image PNG bytes or None.
+
+    Returns
+    -------
+    list of Message
+        One per message; parts (image, text), an empty part left out.
+    """
     out = []
     for m in messages:
         parts = ((Part(png=m["image"]),) if m.get("image") is not None else ()) + ((Part(text=m["text"]),) if m.get("text") else ())
@@ -147,7 +254,28 @@ def encode(vlm: VLM, messages: list[dict], train_roles: tuple[str, ...] = ("assi
     own tokens, trailing whitespace after the end-of-turn marker left out; the loss never
     rewards predicting the question or a tool's result. The prompt before every trained turn is
     checked to be a token prefix of the whole sequence, so what the model is trained to
-    continue is token for token what it is shown at evaluation."""
+    continue is token for token what it is shown at evaluation.
+
+    Parameters
+    ----------
+    vlm : VLM
+        The model and processor.
+    messages : list of dict
+        The chat, {role, text, image}.
+    train_roles : tuple of str, optional
+        Roles whose turns are labelled (the first message never is).
+
+    Returns
+    -------
+    dict
+        ``input_ids`` and ``labels`` (1-D; unlabelled positions -100), ``token_inputs`` (other
+        per-token tensors, 1-D) and ``media_inputs`` (image tensors, as the processor gives them).
+
+    Raises
+    ------
+    MedScopeError
+        When the chat template renders a turn differently once later turns follow.
+    """
     conv = to_messages(messages)
     full = _inputs(vlm, conv, add_generation_prompt=False)
     ids = full["input_ids"][0]
@@ -180,7 +308,21 @@ def encode(vlm: VLM, messages: list[dict], train_roles: tuple[str, ...] = ("assi
 
 def collate(vlm: VLM, examples: list[dict]) -> dict:
     """Right-pad a list of encoded examples into one batch; per-token inputs pad with 0, image
-    inputs concatenate in example order (what the processor does for a batch)."""
+    inputs concatenate in example order (what the processor does for a batch).
+
+    Parameters
+    ----------
+    vlm : VLM
+        Gives the tokenizer's pad id (0 when it has none).
+    examples : list of dict
+        Encoded examples (``encode``).
+
+    Returns
+    -------
+    dict of str to torch.Tensor
+        ``input_ids``, ``labels``, ``attention_mask`` and per-token inputs of shape (batch, longest);
+        media inputs concatenated along the first axis.
+    """
     pad = vlm.tokenizer.pad_token_id or 0
     n = max(len(e["input_ids"]) for e in examples)
     ids = torch.full((len(examples), n), pad, dtype=torch.long)
@@ -202,11 +344,40 @@ def collate(vlm: VLM, examples: list[dict]) -> dict:
 
 
 def to_device(batch: dict, device) -> dict:
+    """Move every tensor of a batch to ``device``.
+
+    Parameters
+    ----------
+    batch : dict of str to torch.Tensor
+        A collated batch.
+    device : torch.device or str
+        Where to.
+
+    Returns
+    -------
+    dict of str to torch.Tensor
+        A new dict, same keys.
+    """
     return {k: v.to(device) for k, v in batch.items()}
 
 
 def sequence_logps(model, batch: dict) -> tuple[torch.Tensor, torch.Tensor]:
-    """Per-sequence sum of log p(labelled tokens) and the number of labelled tokens."""
+    """Per-sequence sum of log p(labelled tokens) and the number of labelled tokens.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        The causal VLM.
+    batch : dict of str to torch.Tensor
+        A collated batch with ``labels``.
+
+    Returns
+    -------
+    logp : torch.Tensor
+        Shape (batch,), float32.
+    n_tokens : torch.Tensor
+        Shape (batch,), the labelled tokens per sequence.
+    """
     fwd = {k: v for k, v in batch.items() if k != "labels"}
     logits = model(**fwd).logits[:, :-1].float()
     target = batch["labels"][:, 1:]
@@ -216,7 +387,20 @@ def sequence_logps(model, batch: dict) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def token_nll(model, batch: dict) -> torch.Tensor:
-    """Mean negative log-likelihood over every labelled token of the batch."""
+    """Mean negative log-likelihood over every labelled token of the batch.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        The causal VLM.
+    batch : dict of str to torch.Tensor
+        A collated batch with ``labels``.
+
+    Returns
+    -------
+    torch.Tensor
+        A scalar (0 with no labelled token).
+    """
     logp, n = sequence_logps(model, batch)
     return -logp.sum() / n.sum().clamp(min=1)
 
@@ -224,7 +408,20 @@ def token_nll(model, batch: dict) -> torch.Tensor:
 # ---------------------------------------------------------------- adapters on storage
 
 def save_adapter(model, uri: str) -> list[str]:
-    """Write the PEFT adapter files under ``uri`` (any storage URI); returns their URIs."""
+    """Write the PEFT adapter files under ``uri`` (any storage URI); returns their URIs.
+
+    Parameters
+    ----------
+    model : peft.PeftModel
+        The adapted model.
+    uri : str
+        The adapter folder (path or storage URI).
+
+    Returns
+    -------
+    list of str
+        URIs of the files written, by name.
+    """
     written = []
     with tempfile.TemporaryDirectory() as tmp:
         model.save_pretrained(tmp)
@@ -238,7 +435,27 @@ def save_adapter(model, uri: str) -> list[str]:
 
 
 def load_adapter(base_model, uri: str, trainable: bool = True):
-    """A PEFT model from adapter files at ``uri`` on top of ``base_model``."""
+    """A PEFT model from adapter files at ``uri`` on top of ``base_model``.
+
+    Parameters
+    ----------
+    base_model : torch.nn.Module
+        The base VLM.
+    uri : str
+        The adapter folder (path or storage URI) with ``adapter_config.json`` and
+        ``adapter_model.safetensors``.
+    trainable : bool, optional
+        Whether the adapter's parameters train.
+
+    Returns
+    -------
+    peft.PeftModel
+
+    Raises
+    ------
+    MedScopeError
+        When either file is missing.
+    """
     from peft import PeftModel
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -253,7 +470,28 @@ def load_adapter(base_model, uri: str, trainable: bool = True):
 
 def generate_text(vlm: VLM, model, messages: list[dict], max_new_tokens: int, temperature: float, seed: int) -> str:
     """One assistant turn sampled (temperature > 0) or greedy (0) after ``messages``, from the
-    same prompt evaluation builds (chat template + generation prompt)."""
+    same prompt evaluation builds (chat template + generation prompt).
+
+    Parameters
+    ----------
+    vlm : VLM
+        The processor and tokenizer.
+    model : torch.nn.Module
+        The model that generates (on its own device).
+    messages : list of dict
+        The chat so far, {role, text, image}.
+    max_new_tokens : int
+        Most tokens generated.
+    temperature : float
+        0: greedy; above 0: sampled at that temperature, no top-k / top-p cut.
+    seed : int
+        Seed of the global torch generator before sampling.
+
+    Returns
+    -------
+    str
+        The new tokens decoded, special tokens skipped.
+    """
     batch = to_device(_inputs(vlm, to_messages(messages), add_generation_prompt=True), next(model.parameters()).device)
     torch.manual_seed(int(seed) % (2**63))  # generate() samples from the global generator
     kwargs = {"do_sample": temperature > 0, "max_new_tokens": max_new_tokens}
