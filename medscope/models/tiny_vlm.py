@@ -292,7 +292,8 @@ def save_tiny(directory: str | Path, arch: str = "qwen2-vl", seed: int = 0) -> P
 
 
 def save_tiny_qwen2vl(directory: str | Path, seed: int = 0) -> Path:
-    """Write a tiny Qwen2-VL model and its processor to ``directory`` (``save_tiny(directory, "qwen2-vl", seed)``).
+    """Write a tiny Qwen2-VL model and its processor to ``directory``
+    (``save_tiny(directory, "qwen2-vl", seed)``).
 
     Parameters
     ----------

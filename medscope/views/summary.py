@@ -40,7 +40,8 @@ def summarize(views: pa.Table, rejects: pa.Table | list[dict], report: dict) -> 
     rejects : pyarrow.Table or list of dict
         Rejects rows; only ``reason`` is read.
     report : dict
-        The build report; ``edit_detector``, ``adversarial``, ``keep_rules`` and ``crosswalk`` are read when present.
+        The build report; ``edit_detector``, ``adversarial``, ``keep_rules`` and ``crosswalk`` are read
+        when present.
 
     Returns
     -------
