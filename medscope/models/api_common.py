@@ -24,7 +24,25 @@ TRANSIENT_STATUS = frozenset({408, 409, 425, 429})
 
 
 def api_key(env_name: str | None, model_name: str) -> str:
-    """The key from the environment variable ``env_name`` (never from a config value)."""
+    """The key from the environment variable ``env_name`` (never from a config value).
+
+    Parameters
+    ----------
+    env_name : str or None
+        Name of the environment variable (the model entry's ``api_key_env``).
+    model_name : str
+        The model's name, for the error message.
+
+    Returns
+    -------
+    str
+        The key.
+
+    Raises
+    ------
+    MedScopeError
+        If ``env_name`` is empty or the variable is unset or empty.
+    """
     if not env_name:
         raise MedScopeError(f"model {model_name}: set api_key_env to the name of the variable holding its key")
     value = os.environ.get(env_name)
@@ -34,21 +52,69 @@ def api_key(env_name: str | None, model_name: str) -> str:
 
 
 def b64png(png: bytes) -> str:
+    """PNG bytes as base64 text, for a JSON request body.
+
+    Parameters
+    ----------
+    png : bytes
+        The image.
+
+    Returns
+    -------
+    str
+        ASCII base64.
+    """
     return base64.b64encode(png).decode("ascii")
 
 
 def image_count(messages: list[Message]) -> int:
+    """The number of image parts across ``messages``.
+
+    Parameters
+    ----------
+    messages : list of Message
+        The conversation.
+
+    Returns
+    -------
+    int
+        Image parts in all messages.
+    """
     return sum(1 for m in messages for p in m.parts if p.is_image)
 
 
 def split_system(messages: list[Message]) -> tuple[str | None, list[Message]]:
-    """Anthropic and Gemini take the system prompt beside the turns, not as a turn."""
+    """Anthropic and Gemini take the system prompt beside the turns, not as a turn.
+
+    Parameters
+    ----------
+    messages : list of Message
+        The conversation, system turns anywhere in it.
+
+    Returns
+    -------
+    system : str or None
+        The system turns' text joined by blank lines; None when there is none.
+    turns : list of Message
+        The other messages, in order.
+    """
     system = "\n\n".join(m.joined_text for m in messages if m.role == "system") or None
     return system, [m for m in messages if m.role != "system"]
 
 
 def retry_after_s(headers) -> float | None:
-    """Seconds from ``retry-after-ms`` / ``Retry-After`` (delta seconds or an HTTP date)."""
+    """Seconds from ``retry-after-ms`` / ``Retry-After`` (delta seconds or an HTTP date).
+
+    Parameters
+    ----------
+    headers : mapping or None
+        Response headers (case-insensitive lookup expected, as the SDKs' are).
+
+    Returns
+    -------
+    float or None
+        Seconds to wait, at least 0; None when there is no header or it cannot be read.
+    """
     if headers is None:
         return None
     ms = headers.get("retry-after-ms")
@@ -77,14 +143,40 @@ _KEY_CHARS = "A-Za-z0-9_\\-"  # what a key is made of: an occurrence must not to
 def scrub(text: str, secret: str | None) -> str:
     """Second line of defence (keys never enter episode text, they live in headers): replace
     whole occurrences of a key of at least MIN_SCRUB_LEN characters (an echoing proxy, a bad SDK)
-    with ``[redacted]``; a shorter key, or one inside a longer token, leaves the text as it is."""
+    with ``[redacted]``; a shorter key, or one inside a longer token, leaves the text as it is.
+
+    Parameters
+    ----------
+    text : str
+        Text that may echo the key.
+    secret : str or None
+        The API key.
+
+    Returns
+    -------
+    str
+        ``text`` with the key's whole occurrences replaced by ``[redacted]``.
+    """
     if not secret or len(secret) < MIN_SCRUB_LEN or secret not in text:
         return text
     return re.sub(rf"(?<![{_KEY_CHARS}]){re.escape(secret)}(?![{_KEY_CHARS}])", "[redacted]", text)
 
 
 def short_secret_warning(env_name: str, secret: str) -> str | None:
-    """The warning for a key too short to scrub (never the key itself), or None."""
+    """The warning for a key too short to scrub (never the key itself), or None.
+
+    Parameters
+    ----------
+    env_name : str
+        The key's environment variable, named in the warning.
+    secret : str
+        The key; only its length is read.
+
+    Returns
+    -------
+    str or None
+        The warning line, or None for a key of at least MIN_SCRUB_LEN characters.
+    """
     if len(secret) >= MIN_SCRUB_LEN:
         return None
     return (f"medscope: warning: the key in ${env_name} is {len(secret)} character(s), shorter than "
@@ -97,6 +189,25 @@ def classify(err: BaseException, secret: str | None = None) -> Exception:
 
     Works by duck typing (status code, response headers, class names) so one rule serves the
     OpenAI, Anthropic and Gemini SDKs and their shared HTTP stack.
+
+    Parameters
+    ----------
+    err : BaseException
+        The failure an SDK or transport raised.
+    secret : str or None, optional
+        The API key, scrubbed from the message.
+
+    Returns
+    -------
+    Exception
+        ``err`` itself when already a model error; else a TransientModelError (HTTP 408, 409, 425, 429,
+        5xx with its Retry-After; timeouts, connection failures, bad JSON) or a PermanentModelError
+        (anything else), its message at most 500 characters.
+
+    References
+    ----------
+    .. [1] Counterfactual paper, §3.10.
+    .. [2] Paired-modality paper, Appendix A.
     """
     if isinstance(err, (TransientModelError, PermanentModelError)):
         return err
@@ -125,6 +236,19 @@ def classify(err: BaseException, secret: str | None = None) -> Exception:
 
 
 def malformed(what: str, payload: object = None) -> TransientModelError:
-    """A 200 whose body lacks what every valid answer has: retry, it was cut or garbled."""
+    """A 200 whose body lacks what every valid answer has: retry, it was cut or garbled.
+
+    Parameters
+    ----------
+    what : str
+        What the body lacks.
+    payload : object, optional
+        The body, JSON-dumped into the message (first 200 characters).
+
+    Returns
+    -------
+    TransientModelError
+        The error to raise.
+    """
     detail = json.dumps(payload, default=str)[:200] if payload is not None else ""
     return TransientModelError(f"malformed response: {what} {detail}".strip())

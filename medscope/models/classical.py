@@ -54,7 +54,21 @@ def fitted_reading(image: np.ndarray, artifact: dict) -> PixelReading:
     """present / absent from a fitted lesion-score map (medscope.models.classical_fit): the
     maximum of the smoothed per-pixel logit against the fitted threshold of the image's pixel
     family; the box is the
-    connected region around the maximum where the logit stays above the threshold."""
+    connected region around the maximum where the logit stays above the threshold.
+
+    Parameters
+    ----------
+    image : numpy.ndarray
+        uint8 grey (h, w) or RGB (h, w, 3) image.
+    artifact : dict
+        A fitted reader (``classical_fit.fit_reader`` / ``load_artifact``): ``weights`` and per-family
+        ``thresholds``.
+
+    Returns
+    -------
+    PixelReading
+        "present" with a 0-1000 box, or "absent"; ``z`` is the score's margin over the threshold.
+    """
     from medscope.models.classical_fit import score_map
 
     z, fg, family = score_map(image, np.asarray(artifact["weights"], np.float32))
@@ -76,7 +90,30 @@ def fitted_reading(image: np.ndarray, artifact: dict) -> PixelReading:
 def read_pixels(image: np.ndarray, blob_z: float = 9.0, max_noise: float = 9.0, max_block: float = 2.0,
                 min_peak: float = 10.0, size: int = 256, fitted: dict | None = None) -> PixelReading:
     """The reader's decision on one image (uint8 grey or RGB); ``fitted`` (an artifact of
-    classical_fit.fit_reader) replaces the unfitted blob rule after the quality gates."""
+    classical_fit.fit_reader) replaces the unfitted blob rule after the quality gates.
+
+    Parameters
+    ----------
+    image : numpy.ndarray
+        uint8 grey (h, w) or RGB (h, w, 3) image.
+    blob_z : float, optional
+        Least blob strength, in robust-spread units, for "present" (unfitted rule).
+    max_noise : float, optional
+        Highest noise estimate, in grey levels, before "clarify".
+    max_block : float, optional
+        Highest block-border jump ratio before "clarify".
+    min_peak : float, optional
+        Least fine-detail peak, in grey levels, before "clarify".
+    size : int, optional
+        Long side, in pixels, of the grey copy read.
+    fitted : dict or None, optional
+        A fitted reader artifact; None for the blob rule.
+
+    Returns
+    -------
+    PixelReading
+        ``decision`` "present", "absent" or "clarify", the ``reason``, ``z`` and, for present, a 0-1000 box.
+    """
     gray = image if image.ndim == 2 else cv2.cvtColor(image, cv2.COLOR_RGB2GRAY)
     h, w = gray.shape
     block = blockiness(gray)  # at the stored resolution, where the 8-px grid lives

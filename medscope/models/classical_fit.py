@@ -56,7 +56,20 @@ def _to_gray(image: np.ndarray) -> tuple[np.ndarray, float]:
 
 def pixel_family(image: np.ndarray, fg: np.ndarray) -> int:
     """0 colour (red minus blue over 0.1 of full scale), 1 grey with a dark surround (under 80 %
-    of the frame imaged), 2 grey filling the frame."""
+    of the frame imaged), 2 grey filling the frame.
+
+    Parameters
+    ----------
+    image : numpy.ndarray
+        uint8 grey (h, w) or RGB (h, w, 3) image.
+    fg : numpy.ndarray
+        Boolean foreground mask (any size; only its mean is read).
+
+    Returns
+    -------
+    int
+        Index into ``FAMILIES``: 0, 1 or 2.
+    """
     if image.ndim == 3 and np.abs(image[..., 0].astype(np.float32) - image[..., 2]).mean() / 255 > 0.1:
         return 0
     return 1 if fg.mean() < 0.8 else 2
@@ -66,7 +79,20 @@ def hessian_blob(g: np.ndarray, s: float) -> np.ndarray:
     """Scale-normalised determinant-of-Hessian blob response at scale ``s``, signed by the
     blob's polarity (+ bright, - dark) and square-rooted back to intensity units. Unlike the
     DoG it is near zero on edges and ridges (ribs, folds, tissue layers), where one
-    curvature vanishes."""
+    curvature vanishes.
+
+    Parameters
+    ----------
+    g : numpy.ndarray
+        float32 grey image, shape (H, W).
+    s : float
+        Gaussian scale in pixels.
+
+    Returns
+    -------
+    numpy.ndarray
+        float32 response of shape (H, W), in grey levels.
+    """
     b = cv2.GaussianBlur(g, (0, 0), s)
     lxx = cv2.Sobel(b, cv2.CV_32F, 2, 0, ksize=3)
     lyy = cv2.Sobel(b, cv2.CV_32F, 0, 2, ksize=3)
@@ -76,7 +102,24 @@ def hessian_blob(g: np.ndarray, s: float) -> np.ndarray:
 
 
 def pixel_features(image: np.ndarray) -> tuple[np.ndarray, np.ndarray, int, float]:
-    """(features H x W x N_FEAT, foreground mask, family, resize factor) of one image."""
+    """(features H x W x N_FEAT, foreground mask, family, resize factor) of one image.
+
+    Parameters
+    ----------
+    image : numpy.ndarray
+        uint8 grey (h, w) or RGB (h, w, 3) image.
+
+    Returns
+    -------
+    features : numpy.ndarray
+        float32 array of shape (H, W, N_FEAT) on the grey copy of long side ``SIZE``.
+    foreground : numpy.ndarray
+        Boolean mask of shape (H, W).
+    family : int
+        The pixel family (`pixel_family`).
+    scale : float
+        Resize factor from the image to the copy.
+    """
     from medscope.models.pixel_filters import dog, foreground
 
     g, scale = _to_gray(image)
@@ -105,7 +148,26 @@ def _design(f: np.ndarray, family: int) -> np.ndarray:
 
 
 def score_map(image: np.ndarray, weights: np.ndarray, smooth: float = 2.0) -> tuple[np.ndarray, np.ndarray, int]:
-    """(smoothed logit map, foreground, pixel family): the per-pixel lesion evidence."""
+    """(smoothed logit map, foreground, pixel family): the per-pixel lesion evidence.
+
+    Parameters
+    ----------
+    image : numpy.ndarray
+        uint8 grey (h, w) or RGB (h, w, 3) image.
+    weights : numpy.ndarray
+        The artifact's weights, length ``len(FAMILIES) * (N_FEAT + 1)``.
+    smooth : float, optional
+        Gaussian sigma in pixels of the copy.
+
+    Returns
+    -------
+    z : numpy.ndarray
+        float32 logit map of shape (H, W), the copy of long side ``SIZE``.
+    foreground : numpy.ndarray
+        Boolean mask of shape (H, W).
+    family : int
+        The pixel family.
+    """
     f, fg, family, _ = pixel_features(image)
     z = _design(f, family) @ np.asarray(weights, np.float32)
     return cv2.GaussianBlur(z.astype(np.float32), (0, 0), smooth), fg, family
@@ -113,7 +175,20 @@ def score_map(image: np.ndarray, weights: np.ndarray, smooth: float = 2.0) -> tu
 
 def pooled(z: np.ndarray, fg: np.ndarray) -> float:
     """Image score: the strongest evidence over the image's typical level (its median), so a
-    busy background does not lift every pixel alike."""
+    busy background does not lift every pixel alike.
+
+    Parameters
+    ----------
+    z : numpy.ndarray
+        Logit map.
+    fg : numpy.ndarray
+        Boolean foreground mask of the same shape, not empty.
+
+    Returns
+    -------
+    float
+        max(z on fg) - median(z on fg).
+    """
     v = z[fg]
     return float(v.max() - np.median(v))
 
@@ -139,7 +214,20 @@ def _logistic(x: np.ndarray, y: np.ndarray, lam: float) -> np.ndarray:
 
 
 def best_threshold(scores: np.ndarray, present: np.ndarray) -> float:
-    """The cut (midpoint between sorted scores) maximising balanced accuracy of score > cut."""
+    """The cut (midpoint between sorted scores) maximising balanced accuracy of score > cut.
+
+    Parameters
+    ----------
+    scores : numpy.ndarray
+        One score per image, not empty.
+    present : numpy.ndarray
+        Boolean, True for images with the finding.
+
+    Returns
+    -------
+    float
+        The cut; below every score when nothing separates better.
+    """
     s = np.sort(np.unique(scores))
     cuts = np.r_[s[0] - 1, (s[:-1] + s[1:]) / 2] if len(s) > 1 else np.array([s[0] - 1])
     bal = [(np.mean(scores[present] > c) + np.mean(scores[~present] <= c)) / 2 for c in cuts]
@@ -156,7 +244,34 @@ def _logit_map(f: np.ndarray, family: int, w: np.ndarray, smooth: float = 2.0) -
 
 def fit_reader(views_uri: str, *, split: str = "train", per_image: int = 60, lam: float = 1.0, seed: int = 0,
                hard_rounds: int = 0) -> dict:
-    """Fit the reader on the ``split`` views of a views table; returns the JSON-able artifact."""
+    """Fit the reader on the ``split`` views of a views table; returns the JSON-able artifact.
+
+    Parameters
+    ----------
+    views_uri : str
+        URI of a views table.
+    split : str, optional
+        The split to fit on; views expected "clarify" or without an image are skipped.
+    per_image : int, optional
+        Positive and negative pixels drawn per image (each at most).
+    lam : float, optional
+        L2 penalty.
+    seed : int, optional
+        Seed of the pixel draws.
+    hard_rounds : int, optional
+        Refits with hard negatives added.
+
+    Returns
+    -------
+    dict
+        The artifact: ``format``, ``size``, ``scales``, ``families``, ``weights``, ``thresholds`` (one per
+        family) and ``fitted_on`` (data, settings and training balanced accuracy).
+
+    Raises
+    ------
+    MedScopeError
+        If the split lacks views with or without the finding.
+    """
     table = records.read_table("views", views_uri, columns=["view_id", "split", "expected", "image", "lesion_bbox"])
     rows = sorted((r for r in table.to_pylist() if r["split"] == split and r["expected"] != "clarify" and r["image"]),
                   key=lambda r: r["view_id"])
@@ -214,11 +329,36 @@ def fit_reader(views_uri: str, *, split: str = "train", per_image: int = 60, lam
 
 
 def save_artifact(artifact: dict, uri: str) -> None:
+    """Write a fitted reader as JSON.
+
+    Parameters
+    ----------
+    artifact : dict
+        As returned by `fit_reader`.
+    uri : str
+        Where to write it.
+    """
     storage.write_text(uri, json.dumps(artifact, indent=1, sort_keys=True))
 
 
 def load_artifact(uri: str) -> dict:
-    """A fitted reader; a clear error when missing or not one."""
+    """A fitted reader; a clear error when missing or not one.
+
+    Parameters
+    ----------
+    uri : str
+        URI of the artifact's JSON.
+
+    Returns
+    -------
+    dict
+        The artifact.
+
+    Raises
+    ------
+    MedScopeError
+        If it is missing, not JSON, or not a ``FORMAT`` artifact with this reader's scales and weight count.
+    """
     if not storage.exists(uri):
         raise MedScopeError(f"classical reader weights {uri} not found (fit them: medscope demo's fit step, "
                             "or medscope.models.classical_fit.fit_reader on a train split)")

@@ -26,7 +26,21 @@ def _pil(png: bytes):
 
 
 def to_hf_chat(messages: list[Message]) -> tuple[list[dict], list]:
-    """Provider-neutral messages -> (HF chat messages, PIL images in prompt order)."""
+    """Provider-neutral messages -> (HF chat messages, PIL images in prompt order).
+
+    Parameters
+    ----------
+    messages : list of Message
+        The conversation.
+
+    Returns
+    -------
+    chat : list of dict
+        ``{"role", "content"}`` per message, content a list of ``{"type": "image"}`` and
+        ``{"type": "text", "text"}`` entries.
+    images : list of PIL.Image.Image
+        The images, decoded to RGB.
+    """
     chat, images = [], []
     for m in messages:
         content = []
@@ -41,7 +55,22 @@ def to_hf_chat(messages: list[Message]) -> tuple[list[dict], list]:
 
 
 def render_chat(processor, messages: list[Message], add_generation_prompt: bool = True) -> str:
-    """The prompt text of one conversation through the checkpoint's own chat template."""
+    """The prompt text of one conversation through the checkpoint's own chat template.
+
+    Parameters
+    ----------
+    processor : transformers.ProcessorMixin
+        The checkpoint's processor (with ``apply_chat_template``).
+    messages : list of Message
+        The conversation.
+    add_generation_prompt : bool, optional
+        Whether to end with the assistant turn's opening.
+
+    Returns
+    -------
+    str
+        The prompt text, untokenized.
+    """
     chat, _ = to_hf_chat(messages)
     return processor.apply_chat_template(chat, add_generation_prompt=add_generation_prompt, tokenize=False)
 
@@ -54,7 +83,27 @@ def chat_inputs(processor, conversations: list[list[Message]], add_generation_pr
     §4.2: "model-specific chat templates were applied by each model's processor").
 
     ``add_special_tokens=False``: a chat template writes its own BOS and turn markers, and a
-    tokenizer that also adds BOS (Gemma's) would otherwise begin every prompt with two."""
+    tokenizer that also adds BOS (Gemma's) would otherwise begin every prompt with two.
+
+    Parameters
+    ----------
+    processor : transformers.ProcessorMixin
+        The checkpoint's processor.
+    conversations : list of list of Message
+        The conversations of one batch.
+    add_generation_prompt : bool, optional
+        Whether each prompt ends with the assistant turn's opening.
+
+    Returns
+    -------
+    transformers.BatchFeature
+        PyTorch tensors, padded on the processor's padding side: ``input_ids``, ``attention_mask`` and,
+        with images, the processor's pixel inputs.
+
+    References
+    ----------
+    .. [1] Counterfactual paper, §4.2.
+    """
     texts, images = [], []
     for conv in conversations:
         texts.append(render_chat(processor, conv, add_generation_prompt))
@@ -190,7 +239,24 @@ class LocalHFModel:
 
 def from_entry(entry) -> LocalHFModel:
     """Build from a model config entry (kind local_hf): ``model`` is the checkpoint path;
-    ``options``: adapter, device, dtype, batch_size."""
+    ``options``: adapter, device, dtype, batch_size.
+
+    Parameters
+    ----------
+    entry : ModelEntry
+        A models-config entry (``name``, ``model``, ``options``); the path may also come from
+        ``options.path``.
+
+    Returns
+    -------
+    LocalHFModel
+        The loaded model.
+
+    Raises
+    ------
+    MedScopeError
+        If the entry names no checkpoint, or the checkpoint or adapter folder is missing.
+    """
     opts = dict(getattr(entry, "options", None) or {})
     path = getattr(entry, "model", None) or opts.pop("path", None)
     if not path:

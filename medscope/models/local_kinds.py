@@ -28,6 +28,23 @@ def _options(entry) -> dict:
 
 
 def build_policy(entry) -> ChatModel:
+    """``policy``: a constant policy named by ``model`` (or ``options.policy``).
+
+    Parameters
+    ----------
+    entry : ModelEntry
+        The config entry (``name``, ``model``, ``options``).
+
+    Returns
+    -------
+    ChatModel
+        A ``TrivialPolicy``.
+
+    Raises
+    ------
+    MedScopeError
+        If the entry names no policy.
+    """
     from medscope.models.policies import TrivialPolicy
 
     policy = getattr(entry, "model", None) or _options(entry).get("policy")
@@ -40,6 +57,24 @@ CLASSICAL_METHODS = (None, "", "dog_blob", "intensity_outlier", "pixel_reader")
 
 
 def build_classical(entry) -> ChatModel:
+    """``classical``: the pixel reader, unfitted or with fitted ``options.weights``.
+
+    Parameters
+    ----------
+    entry : ModelEntry
+        The config entry; ``model`` one of ``CLASSICAL_METHODS``, ``options`` among blob_z, max_noise,
+        weights.
+
+    Returns
+    -------
+    ChatModel
+        A ``ClassicalReader``.
+
+    Raises
+    ------
+    MedScopeError
+        If the method or an option is unknown, or the weights cannot be loaded.
+    """
     from medscope.models.classical import ClassicalReader
 
     method = getattr(entry, "model", None)
@@ -55,7 +90,23 @@ def build_classical(entry) -> ChatModel:
 
 
 def build_organ_reader(entry) -> ChatModel:
-    """``organ_reader``: the probe's pixel organ reader; ``options.weights``: its fitted artifact."""
+    """``organ_reader``: the probe's pixel organ reader; ``options.weights``: its fitted artifact.
+
+    Parameters
+    ----------
+    entry : ModelEntry
+        The config entry; ``options.weights`` is the fitted artifact's URI.
+
+    Returns
+    -------
+    ChatModel
+        An ``OrganReader``.
+
+    Raises
+    ------
+    MedScopeError
+        If ``options.weights`` is missing.
+    """
     from medscope.models.organ_reader import OrganReader
 
     weights = _options(entry).get("weights")
@@ -65,6 +116,18 @@ def build_organ_reader(entry) -> ChatModel:
 
 
 def build_local_hf(entry) -> ChatModel:
+    """``local_hf``: a local checkpoint through transformers (``local_hf.from_entry``).
+
+    Parameters
+    ----------
+    entry : ModelEntry
+        The config entry; ``model`` is the checkpoint folder.
+
+    Returns
+    -------
+    ChatModel
+        A ``LocalHFModel``.
+    """
     from medscope.models.local_hf import from_entry
 
     return from_entry(entry)

@@ -34,7 +34,20 @@ GRID = 24  # addition: thumbnail side; the paper fits no reader, so every value 
 
 
 def thumbnail(image: np.ndarray, grid: int = GRID) -> np.ndarray:
-    """The slice as a ``grid`` x ``grid`` grey thumbnail in [0, 1], flattened."""
+    """The slice as a ``grid`` x ``grid`` grey thumbnail in [0, 1], flattened.
+
+    Parameters
+    ----------
+    image : numpy.ndarray
+        uint8 grey (h, w) or RGB (h, w, 3) slice.
+    grid : int, optional
+        Thumbnail side in pixels.
+
+    Returns
+    -------
+    numpy.ndarray
+        float32 vector of length ``grid * grid``.
+    """
     gray = image if image.ndim == 2 else cv2.cvtColor(image, cv2.COLOR_RGB2GRAY)
     small = cv2.resize(gray.astype(np.float32), (grid, grid), interpolation=cv2.INTER_AREA)
     return (small / 255.0).ravel()
@@ -42,7 +55,22 @@ def thumbnail(image: np.ndarray, grid: int = GRID) -> np.ndarray:
 
 def balanced_threshold(scores: np.ndarray, truth: np.ndarray) -> tuple[float, float]:
     """(threshold, balanced accuracy) maximising balanced accuracy of ``score > threshold``
-    over the midpoints between sorted training scores (ties broken toward the lower threshold)."""
+    over the midpoints between sorted training scores (ties broken toward the lower threshold).
+
+    Parameters
+    ----------
+    scores : numpy.ndarray
+        Training scores, one per slice, not empty.
+    truth : numpy.ndarray
+        Boolean, True where the organ is present; both classes required.
+
+    Returns
+    -------
+    threshold : float
+        The best cut.
+    balanced_accuracy : float
+        Its training balanced accuracy, in [0, 1].
+    """
     s = np.sort(np.unique(scores))
     cands = np.concatenate([[s[0] - 1.0], (s[:-1] + s[1:]) / 2.0, [s[-1] + 1.0]])
     pos, neg = truth.sum(), (~truth).sum()
@@ -57,7 +85,21 @@ def balanced_threshold(scores: np.ndarray, truth: np.ndarray) -> tuple[float, fl
 
 def fit_centroid_rule(x: np.ndarray, truth: np.ndarray) -> dict:
     """The nearest-centroid linear rule of one organ (module docstring) on thumbnails ``x``
-    (n x d) with present/absent ``truth`` (n bools, both classes required)."""
+    (n x d) with present/absent ``truth`` (n bools, both classes required).
+
+    Parameters
+    ----------
+    x : numpy.ndarray
+        Thumbnails, shape (n, d).
+    truth : numpy.ndarray
+        Boolean, shape (n,).
+
+    Returns
+    -------
+    dict
+        ``weights`` (d floats), ``bias``, ``threshold``, ``train_balanced_accuracy``, and the
+        ``present`` / ``absent`` counts.
+    """
     mu_p, mu_a = x[truth].mean(axis=0), x[~truth].mean(axis=0)
     w = mu_p - mu_a
     b = -float(w @ ((mu_p + mu_a) / 2.0))
@@ -68,7 +110,27 @@ def fit_centroid_rule(x: np.ndarray, truth: np.ndarray) -> dict:
 
 def fit_organ_reader(slices: list[tuple[np.ndarray, dict[str, bool]]], grid: int = GRID) -> dict:
     """Fit one rule per organ from (rendered slice, {organ: present?}) pairs; an organ without
-    both present and absent slices is left out (named under ``skipped``)."""
+    both present and absent slices is left out (named under ``skipped``).
+
+    Parameters
+    ----------
+    slices : list of tuple
+        (uint8 slice image, {organ: present?}) pairs; an organ in the ambiguous band is left out of
+        that slice's dict.
+    grid : int, optional
+        Thumbnail side in pixels.
+
+    Returns
+    -------
+    dict
+        The artifact: ``kind`` "organ_reader", ``grid``, ``organs`` (organ -> `fit_centroid_rule`'s dict),
+        ``skipped`` and ``slices`` (the count).
+
+    Raises
+    ------
+    MedScopeError
+        If there are no slices, or no organ has both present and absent slices.
+    """
     if not slices:
         raise MedScopeError("organ reader: no training slices")
     x = np.stack([thumbnail(img, grid) for img, _ in slices])
@@ -89,7 +151,21 @@ def fit_organ_reader(slices: list[tuple[np.ndarray, dict[str, bool]]], grid: int
 
 def slices_of_volumes(rows: list[dict], cfg) -> list[tuple[np.ndarray, dict[str, bool]]]:
     """Every axial slice of the volumes ``rows`` (volumes table), rendered as the probe renders
-    its items (gray window, same size) and labelled by the probe's presence rule."""
+    its items (gray window, same size) and labelled by the probe's presence rule.
+
+    Parameters
+    ----------
+    rows : list of dict
+        Rows of the volumes table.
+    cfg : ProbeConfig
+        The probe's config: the presence rule (``present_voxels``, ``absent_voxels``) and rendering.
+
+    Returns
+    -------
+    list of tuple
+        (uint8 RGB slice image, {organ: present?}) per axial slice, volume by volume; organs in the
+        ambiguous band are left out.
+    """
     from medscope.volumes import presence as P
     from medscope.volumes.build import load_row, render_slice
 
@@ -106,6 +182,15 @@ def slices_of_volumes(rows: list[dict], cfg) -> list[tuple[np.ndarray, dict[str,
 
 
 def save_reader(artifact: dict, uri: str) -> None:
+    """Write a fitted organ reader (``fit_organ_reader``'s artifact) as JSON.
+
+    Parameters
+    ----------
+    artifact : dict
+        The artifact.
+    uri : str
+        Where to write it.
+    """
     storage.write_text(uri, json.dumps(artifact))
 
 

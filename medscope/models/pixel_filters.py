@@ -13,7 +13,22 @@ SCALES = (3.0, 5.0, 8.0, 12.0)
 
 def foreground(gray: np.ndarray, level: float = 10.0, margin: int = 9) -> np.ndarray:
     """Pixels inside the imaged region: smoothed level above ``level``, eroded by ``margin``
-    so that the border of an ultrasound fan or an endoscope's black corners is not read."""
+    so that the border of an ultrasound fan or an endoscope's black corners is not read.
+
+    Parameters
+    ----------
+    gray : numpy.ndarray
+        Grey image, shape (h, w).
+    level : float, optional
+        Threshold on the Gaussian-smoothed (sigma 3 px) grey level.
+    margin : int, optional
+        Side of the square erosion kernel, in pixels.
+
+    Returns
+    -------
+    numpy.ndarray
+        Boolean mask of shape (h, w); all True when fewer than 64 pixels remain.
+    """
     g = gray.astype(np.float32)
     mask = (cv2.GaussianBlur(g, (0, 0), 3) > level).astype(np.uint8)
     inner = cv2.erode(mask, np.ones((margin, margin), np.uint8)) > 0
@@ -21,7 +36,20 @@ def foreground(gray: np.ndarray, level: float = 10.0, margin: int = 9) -> np.nda
 
 
 def noise_sigma(gray: np.ndarray, mask: np.ndarray | None = None) -> float:
-    """Immerkær (1996) fast noise standard deviation of a grey image (grey levels)."""
+    """Immerkær (1996) fast noise standard deviation of a grey image (grey levels).
+
+    Parameters
+    ----------
+    gray : numpy.ndarray
+        Grey image, shape (h, w).
+    mask : numpy.ndarray or None, optional
+        Boolean mask of the pixels to average over; None: all but the 1-px border.
+
+    Returns
+    -------
+    float
+        Noise standard deviation in grey levels; 0 for an image under 3 px on a side.
+    """
     g = gray.astype(np.float32)
     if min(g.shape) < 3:
         return 0.0
@@ -31,7 +59,20 @@ def noise_sigma(gray: np.ndarray, mask: np.ndarray | None = None) -> float:
 
 
 def detail_peak(gray: np.ndarray, mask: np.ndarray | None = None) -> float:
-    """99.9th percentile of |I - G_1 * I| (grey levels): what survives of the finest detail."""
+    """99.9th percentile of |I - G_1 * I| (grey levels): what survives of the finest detail.
+
+    Parameters
+    ----------
+    gray : numpy.ndarray
+        Grey image, shape (h, w).
+    mask : numpy.ndarray or None, optional
+        Boolean mask of the pixels read; None for all.
+
+    Returns
+    -------
+    float
+        The percentile, in grey levels.
+    """
     g = gray.astype(np.float32)
     band = np.abs(g - cv2.GaussianBlur(g, (0, 0), 1.0))
     return float(np.percentile(band[mask] if mask is not None else band, 99.9))
@@ -39,7 +80,20 @@ def detail_peak(gray: np.ndarray, mask: np.ndarray | None = None) -> float:
 
 def blockiness(gray: np.ndarray, block: int = 8) -> float:
     """Mean absolute jump across ``block``-px borders over the mean jump elsewhere (both axes);
-    about 1 for natural images, well above for JPEG or nearest-neighbour up-sampling."""
+    about 1 for natural images, well above for JPEG or nearest-neighbour up-sampling.
+
+    Parameters
+    ----------
+    gray : numpy.ndarray
+        Grey image at its stored resolution, shape (h, w).
+    block : int, optional
+        Block size in pixels (8 for JPEG).
+
+    Returns
+    -------
+    float
+        The larger ratio of the two axes; 1.0 when the image is under two blocks on both sides.
+    """
     g = gray.astype(np.float32)
     ratios = []
     for d in (np.abs(np.diff(g, axis=1)), np.abs(np.diff(g, axis=0)).T):
@@ -59,7 +113,22 @@ def _masked_blur(g: np.ndarray, m: np.ndarray, sigma: float) -> np.ndarray:
 
 
 def dog(g: np.ndarray, s: float, m: np.ndarray | None = None) -> np.ndarray:
-    """Difference of Gaussians at scale ``s`` (surround 2.5 s), inside ``m`` if given."""
+    """Difference of Gaussians at scale ``s`` (surround 2.5 s), inside ``m`` if given.
+
+    Parameters
+    ----------
+    g : numpy.ndarray
+        float32 grey image, shape (h, w).
+    s : float
+        Centre scale (Gaussian sigma) in pixels.
+    m : numpy.ndarray or None, optional
+        Boolean mask; when given, blurs average only inside it and the response is 0 outside.
+
+    Returns
+    -------
+    numpy.ndarray
+        float32 response of shape (h, w), in grey levels.
+    """
     if m is None:
         return cv2.GaussianBlur(g, (0, 0), s) - cv2.GaussianBlur(g, (0, 0), 2.5 * s)
     mf = m.astype(np.float32)
@@ -67,7 +136,23 @@ def dog(g: np.ndarray, s: float, m: np.ndarray | None = None) -> np.ndarray:
 
 
 def strongest_blob(gray: np.ndarray, mask: np.ndarray | None = None) -> tuple[float, tuple[float, float, float]]:
-    """(z, (x, y, scale)): the largest |DoG| response inside ``mask`` in robust-z units."""
+    """(z, (x, y, scale)): the largest |DoG| response inside ``mask`` in robust-z units.
+
+    Parameters
+    ----------
+    gray : numpy.ndarray
+        Grey image, shape (h, w).
+    mask : numpy.ndarray or None, optional
+        Boolean mask of the pixels read; None for all.
+
+    Returns
+    -------
+    z : float
+        |DoG| peak over 1.4826 x MAD of the response, the best over ``SCALES``; 0 when every response
+        is flat.
+    peak : tuple of float
+        (x, y, scale) of the peak, in pixels; the image centre at the first scale when z is 0.
+    """
     g = gray.astype(np.float32)
     best_z, best = 0.0, (g.shape[1] / 2, g.shape[0] / 2, SCALES[0])
     for s in SCALES:

@@ -24,7 +24,23 @@ ALIASES = {
 
 
 def canonical_policy(name: str) -> str:
-    """The canonical policy name for ``name`` (underscores, aliases), or a MedScopeError."""
+    """The canonical policy name for ``name`` (underscores, aliases), or a MedScopeError.
+
+    Parameters
+    ----------
+    name : str
+        A policy name, any case, "_" or "-", or an alias in ``ALIASES``.
+
+    Returns
+    -------
+    str
+        One of ``POLICIES``.
+
+    Raises
+    ------
+    MedScopeError
+        If the name is not a known policy.
+    """
     key = str(name).strip().lower().replace("_", "-")
     key = ALIASES.get(key, key)
     if key not in POLICIES:
@@ -33,7 +49,18 @@ def canonical_policy(name: str) -> str:
 
 
 def last_question(messages: list[Message]) -> str:
-    """The text of the last user turn that is not a tool result: the case's question."""
+    """The text of the last user turn that is not a tool result: the case's question.
+
+    Parameters
+    ----------
+    messages : list of Message
+        The conversation.
+
+    Returns
+    -------
+    str
+        The stripped text; "" when there is none.
+    """
     for m in reversed(messages):
         if m.role == "user":
             text = m.joined_text.strip()

@@ -1,4 +1,4 @@
-"""Shared-prefix KV caching for batched local generation (issue 33: local VLM batching >= 3x).
+"""Shared-prefix KV caching for batched local generation.
 
 Every agent conversation begins with the same instructions (~1,077 of its ~1,133 tokens at the
 first turn, the counterfactual paper §3.1's agent prompt), and on CPU the prefill of those tokens dominates a
@@ -38,7 +38,18 @@ _VISION_TOKEN_ATTRS = ("image_token_id", "video_token_id", "image_token_index", 
 
 
 def vision_token_ids(config) -> set[int]:
-    """Token ids of the model's image/video placeholders (and the marks that open them)."""
+    """Token ids of the model's image/video placeholders (and the marks that open them).
+
+    Parameters
+    ----------
+    config : transformers.PretrainedConfig
+        The model's config; the ``image_token_id``-like attributes it has are read.
+
+    Returns
+    -------
+    set of int
+        The ids found; empty when the config names none.
+    """
     ids = set()
     for attr in _VISION_TOKEN_ATTRS:
         v = getattr(config, attr, None)
@@ -48,7 +59,18 @@ def vision_token_ids(config) -> set[int]:
 
 
 def sliding_window_of(config) -> int | None:
-    """The sliding window of the text model if any of its layers uses one, else None."""
+    """The sliding window of the text model if any of its layers uses one, else None.
+
+    Parameters
+    ----------
+    config : transformers.PretrainedConfig
+        The model's config (its text config when it has one).
+
+    Returns
+    -------
+    int or None
+        The window in tokens, or None.
+    """
     text = config.get_text_config() if hasattr(config, "get_text_config") else config
     types = getattr(text, "layer_types", None) or []
     window = getattr(text, "sliding_window", None)
@@ -58,7 +80,18 @@ def sliding_window_of(config) -> int | None:
 
 
 def common_prefix_length(rows: list[torch.Tensor]) -> int:
-    """Length of the longest token prefix shared by every row (1-D id tensors)."""
+    """Length of the longest token prefix shared by every row (1-D id tensors).
+
+    Parameters
+    ----------
+    rows : list of torch.Tensor
+        1-D token id tensors, at least one, on one device.
+
+    Returns
+    -------
+    int
+        The shared prefix's length, at most the shortest row's.
+    """
     n = min(len(r) for r in rows)
     first = rows[0][:n]
     same = torch.ones(n, dtype=torch.bool, device=first.device)
@@ -82,7 +115,28 @@ def prefix_plan(inputs: dict, config, pad_id: int, max_new_tokens: int, stored: 
     the longest shared text prefix, or None when that would not be exact or not worth it (see the
     module docstring). ``stored``: the ids of the cached prefix; it is used as the prefix when it
     is a prefix of every row and covers at least half of the shared text (so a batch whose rows
-    share more than the instructions, e.g. the same blind question, still reuses it)."""
+    share more than the instructions, e.g. the same blind question, still reuses it).
+
+    Parameters
+    ----------
+    inputs : dict
+        The processor's batch: ``input_ids`` and ``attention_mask`` of shape (B, T), left-padded, and any
+        other tensors (per-token ones of the same shape are re-laid, the rest kept as they are).
+    config : transformers.PretrainedConfig
+        The model's config (vision token ids, sliding window).
+    pad_id : int
+        Token id for the middle pads.
+    max_new_tokens : int
+        The generation cap, for the sliding-window check.
+    stored : torch.Tensor or None, optional
+        Ids of the cached prefix, 1-D.
+
+    Returns
+    -------
+    PrefixPlan or None
+        The prefix ids and the re-laid inputs of shape (B, prefix + longest suffix), or None for the plain
+        path.
+    """
     ids, mask = inputs["input_ids"], inputs["attention_mask"]
     if ids.shape[0] < 2:
         return None
@@ -120,7 +174,20 @@ def prefix_plan(inputs: dict, config, pad_id: int, max_new_tokens: int, stored: 
 
 
 def compute_prefix_cache(model, prefix: torch.Tensor):
-    """The KV cache of ``prefix`` (a batch of one; text only, positions 0..P-1)."""
+    """The KV cache of ``prefix`` (a batch of one; text only, positions 0..P-1).
+
+    Parameters
+    ----------
+    model : transformers.PreTrainedModel
+        The generating model.
+    prefix : torch.Tensor
+        1-D prefix token ids.
+
+    Returns
+    -------
+    transformers.Cache
+        The model's KV cache after the prefix, batch size 1.
+    """
     ids = prefix.unsqueeze(0).to(model.device)
     out = model(input_ids=ids, attention_mask=torch.ones_like(ids), use_cache=True)
     return out.cache if hasattr(out, "cache") else out.past_key_values
@@ -128,7 +195,20 @@ def compute_prefix_cache(model, prefix: torch.Tensor):
 
 def expanded_copy(cache, batch: int):
     """A copy of ``cache`` repeated ``batch`` times along the batch (``generate`` extends the cache
-    it is given in place, so the stored one is never handed out)."""
+    it is given in place, so the stored one is never handed out).
+
+    Parameters
+    ----------
+    cache : transformers.Cache
+        A cache of batch size 1 (it is not changed).
+    batch : int
+        Rows of the batch to generate.
+
+    Returns
+    -------
+    transformers.Cache
+        A deep copy with batch size ``batch``.
+    """
     new = copy.deepcopy(cache)
     new.batch_repeat_interleave(batch)
     return new
@@ -136,7 +216,13 @@ def expanded_copy(cache, batch: int):
 
 def reset_rope_deltas(model) -> None:
     """Forget mRoPE deltas from an earlier call (Qwen2-VL family): with a cache passed in and no
-    image among the new tokens, ``generate`` would add the stale deltas to the positions."""
+    image among the new tokens, ``generate`` would add the stale deltas to the positions.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        The model; every submodule's ``rope_deltas`` is set to None.
+    """
     for module in model.modules():
         if getattr(module, "rope_deltas", None) is not None:
             module.rope_deltas = None

@@ -54,5 +54,20 @@ class RateBucket:
 
 def estimate_tokens(texts: list[str], images: int, max_output_tokens: int) -> int:
     """A pessimistic token count before sending: ~4 characters a token, ~800 tokens for a
-    768-px image, and the whole output cap (OpenAI counts max_tokens against TPM)."""
+    768-px image, and the whole output cap (OpenAI counts max_tokens against TPM).
+
+    Parameters
+    ----------
+    texts : list of str
+        The request's text parts.
+    images : int
+        Number of images.
+    max_output_tokens : int
+        The request's output cap.
+
+    Returns
+    -------
+    int
+        Estimated tokens.
+    """
     return sum(len(t) for t in texts) // 4 + 800 * images + max_output_tokens

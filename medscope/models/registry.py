@@ -57,6 +57,22 @@ def build_model(entry: ModelEntry) -> ChatModel:
 
     ``kind`` is a registered kind, or ``package.module:Class`` for an adapter that lives
     outside MedScope (it is called with the entry), so a new model family touches no shared code.
+
+    Parameters
+    ----------
+    entry : ModelEntry
+        A models-config entry (``name``, ``kind``, ``model``, ``options``, ...).
+
+    Returns
+    -------
+    ChatModel
+        The model the kind's factory builds.
+
+    Raises
+    ------
+    MedScopeError
+        If the kind is unknown or its ``package.module:Class`` cannot be imported (the factory may raise
+        its own MedScopeError too).
     """
     if ":" in entry.kind:
         import importlib

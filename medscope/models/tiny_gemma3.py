@@ -40,7 +40,19 @@ CHAT_TEMPLATE = (
 
 def build_tiny_gemma3_processor(build_tokenizer):
     """``Gemma3Processor`` (PIL image processor, 32 px, no pan-and-scan) around a tiny BPE
-    tokenizer made by ``build_tokenizer`` (tiny_vlm's trainer) with Gemma's special tokens."""
+    tokenizer made by ``build_tokenizer`` (tiny_vlm's trainer) with Gemma's special tokens.
+
+    Parameters
+    ----------
+    build_tokenizer : callable
+        ``build_tokenizer(special_tokens=..., chat_template=..., **named_tokens)`` returning a
+        ``PreTrainedTokenizerFast`` (``tiny_vlm._build_tokenizer``).
+
+    Returns
+    -------
+    transformers.Gemma3Processor
+        The processor, ``TOKENS_PER_IMAGE`` soft tokens per image.
+    """
     from transformers import Gemma3Processor
     from transformers.models.gemma3.image_processing_pil_gemma3 import Gemma3ImageProcessorPil
 
@@ -56,7 +68,18 @@ def build_tiny_gemma3_processor(build_tokenizer):
 
 
 def tiny_gemma3_config(tokenizer):
-    """A Gemma3Config with tiny sizes whose special token ids match ``tokenizer``."""
+    """A Gemma3Config with tiny sizes whose special token ids match ``tokenizer``.
+
+    Parameters
+    ----------
+    tokenizer : transformers.PreTrainedTokenizerBase
+        A tokenizer holding every token of ``SPECIAL_TOKENS``.
+
+    Returns
+    -------
+    transformers.Gemma3Config
+        The config (text: 2 layers, hidden 64, sliding window 64; vision: 1 layer, 32 px, patch 4).
+    """
     from transformers import Gemma3Config
 
     vocab = tokenizer.get_vocab()

@@ -112,7 +112,20 @@ class ImageOnlyQwen2VLProcessor(Qwen2VLProcessor):
 
 
 def build_tiny_processor(max_pixels: int = 64 * 64, min_pixels: int = 16 * 16):
-    """The offline processor: tiny BPE tokenizer + PIL Qwen2-VL image processor (patch 4)."""
+    """The offline processor: tiny BPE tokenizer + PIL Qwen2-VL image processor (patch 4).
+
+    Parameters
+    ----------
+    max_pixels : int, optional
+        Most pixels an image is resized to.
+    min_pixels : int, optional
+        Fewest pixels an image is resized to.
+
+    Returns
+    -------
+    ImageOnlyQwen2VLProcessor
+        The processor.
+    """
     from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLImageProcessorPil
 
     tokenizer = _build_tokenizer()
@@ -124,7 +137,20 @@ def build_tiny_processor(max_pixels: int = 64 * 64, min_pixels: int = 16 * 16):
 
 def tiny_qwen2vl_config(tokenizer, arch: str = "qwen2-vl"):
     """A Qwen2VLConfig (or Qwen2_5_VLConfig) with tiny sizes whose special token ids match
-    ``tokenizer``."""
+    ``tokenizer``.
+
+    Parameters
+    ----------
+    tokenizer : transformers.PreTrainedTokenizerBase
+        A tokenizer holding every token of ``SPECIAL_TOKENS``.
+    arch : str, optional
+        "qwen2.5-vl" for a Qwen2_5_VLConfig; any other value gives a Qwen2VLConfig.
+
+    Returns
+    -------
+    transformers.Qwen2VLConfig or transformers.Qwen2_5_VLConfig
+        The config.
+    """
     from transformers import Qwen2_5_VLConfig, Qwen2VLConfig
 
     vocab = tokenizer.get_vocab()
@@ -173,7 +199,27 @@ ARCHS = ("qwen2-vl", "qwen2.5-vl", "gemma3")
 
 def build_tiny(arch: str = "qwen2-vl", seed: int = 0):
     """``(model, processor)``: a random-initialised tiny ``arch`` (one of :data:`ARCHS`; eval
-    mode, fp32, CPU). ``seed`` fixes the weights; the caller's global RNG is left as it was."""
+    mode, fp32, CPU). ``seed`` fixes the weights; the caller's global RNG is left as it was.
+
+    Parameters
+    ----------
+    arch : str, optional
+        One of ``ARCHS``.
+    seed : int, optional
+        Torch seed of the random weights.
+
+    Returns
+    -------
+    model : transformers.PreTrainedModel
+        The model, greedy generation config.
+    processor : transformers.ProcessorMixin
+        Its processor (``ImageOnlyQwen2VLProcessor`` or ``Gemma3Processor``).
+
+    Raises
+    ------
+    MedScopeError
+        If ``arch`` is not in ``ARCHS``.
+    """
     import torch
     from transformers import AutoModelForImageTextToText
 
@@ -198,12 +244,45 @@ def build_tiny(arch: str = "qwen2-vl", seed: int = 0):
 
 
 def build_tiny_qwen2vl(seed: int = 0):
-    """``(model, processor)``: a random-initialised tiny Qwen2-VL (eval mode, fp32, CPU)."""
+    """``(model, processor)``: a random-initialised tiny Qwen2-VL (eval mode, fp32, CPU).
+
+    Parameters
+    ----------
+    seed : int, optional
+        Torch seed of the random weights.
+
+    Returns
+    -------
+    model : transformers.Qwen2VLForConditionalGeneration
+        The model.
+    processor : ImageOnlyQwen2VLProcessor
+        Its processor.
+    """
     return build_tiny("qwen2-vl", seed)
 
 
 def save_tiny(directory: str | Path, arch: str = "qwen2-vl", seed: int = 0) -> Path:
-    """Write a tiny ``arch`` model and its processor to ``directory`` (``save_pretrained``)."""
+    """Write a tiny ``arch`` model and its processor to ``directory`` (``save_pretrained``).
+
+    Parameters
+    ----------
+    directory : str or pathlib.Path
+        The checkpoint folder, created if missing.
+    arch : str, optional
+        One of ``ARCHS``.
+    seed : int, optional
+        Torch seed of the random weights.
+
+    Returns
+    -------
+    pathlib.Path
+        ``directory``.
+
+    Raises
+    ------
+    MedScopeError
+        If ``arch`` is not in ``ARCHS``.
+    """
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     model, processor = build_tiny(arch, seed)
@@ -213,6 +292,21 @@ def save_tiny(directory: str | Path, arch: str = "qwen2-vl", seed: int = 0) -> P
 
 
 def save_tiny_qwen2vl(directory: str | Path, seed: int = 0) -> Path:
+    """Write a tiny Qwen2-VL model and its processor to ``directory``
+    (``save_tiny(directory, "qwen2-vl", seed)``).
+
+    Parameters
+    ----------
+    directory : str or pathlib.Path
+        The checkpoint folder, created if missing.
+    seed : int, optional
+        Torch seed of the random weights.
+
+    Returns
+    -------
+    pathlib.Path
+        ``directory``.
+    """
     return save_tiny(directory, "qwen2-vl", seed)
 
 
@@ -221,6 +315,21 @@ def load_processor(directory: str | Path):
 
     Qwen2-VL / Qwen2.5-VL checkpoints load through :class:`ImageOnlyQwen2VLProcessor` (their
     stock processor wants a torchvision video processor); anything else through AutoProcessor.
+
+    Parameters
+    ----------
+    directory : str or pathlib.Path
+        A local checkpoint folder.
+
+    Returns
+    -------
+    transformers.ProcessorMixin
+        The processor.
+
+    Raises
+    ------
+    MedScopeError
+        If AutoProcessor cannot load one (not raised for the Qwen-VL types, whose errors pass through).
     """
     from transformers import AutoProcessor
 

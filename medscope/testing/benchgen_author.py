@@ -22,6 +22,20 @@ SIZE_DISTRACTORS = ("0.5 cm", "1.2 cm", "3.8 cm", "6.5 cm", "9.0 cm")
 
 
 def report_of(prompt: str) -> tuple[str, str]:
+    """The (findings, impression) sections of a prompt that ends with the report.
+
+    Parameters
+    ----------
+    prompt : str
+        A benchgen prompt ending in ``FINDINGS:`` ... ``IMPRESSION:`` ....
+
+    Returns
+    -------
+    findings : str
+        The findings text; "" when the prompt has no such report.
+    impression : str
+        The impression text; "" when the prompt has no such report.
+    """
     m = re.search(r"FINDINGS:\n(.*?)\n\nIMPRESSION:\n(.*)\Z", prompt, flags=re.S)
     return (m.group(1), m.group(2)) if m else ("", "")
 
@@ -36,7 +50,21 @@ def _sizes(correct: str) -> list[str]:
 
 
 def write_questions(findings: str, impression: str) -> list[dict]:
-    """Questions about a phantom-style report (see ``medscope.benchgen.phantom.write_report``)."""
+    """Questions about a phantom-style report (see ``medscope.benchgen.phantom.write_report``).
+
+    Parameters
+    ----------
+    findings : str
+        The report's findings section.
+    impression : str
+        The report's impression section.
+
+    Returns
+    -------
+    list of dict
+        Question items (``question``, ``options``, ``answer`` as an option index, ``level``,
+        ``subcategory``, ``evidence``), including one hallucinated and one malformed item.
+    """
     sents = sentences(findings) + sentences(impression)
     liver = next((s for s in sents if s.startswith("LIVER:")), "")
     out = []
@@ -75,7 +103,22 @@ def write_questions(findings: str, impression: str) -> list[dict]:
 
 def verify_key(text: str, findings: str, impression: str) -> str:
     """The verifier's reply: SUPPORTED when the proposed answer is the one this author derives
-    from the report for that question, else NOT SUPPORTED (a question it would not ask too)."""
+    from the report for that question, else NOT SUPPORTED (a question it would not ask too).
+
+    Parameters
+    ----------
+    text : str
+        The verification prompt, with ``QUESTION:`` and ``PROPOSED ANSWER:`` lines.
+    findings : str
+        The report's findings section.
+    impression : str
+        The report's impression section.
+
+    Returns
+    -------
+    str
+        "VERDICT: SUPPORTED ..." or "VERDICT: NOT SUPPORTED ...", a reason on the second line.
+    """
     question = text.split("QUESTION:", 1)[1].split("\n", 1)[0].strip()
     answer = text.split("PROPOSED ANSWER:", 1)[1].split("\n", 1)[0].strip()
     own = {q["question"]: q["options"][q["answer"]] for q in write_questions(findings, impression)
@@ -86,7 +129,18 @@ def verify_key(text: str, findings: str, impression: str) -> str:
 
 
 def author_responder(schema: Schema | None = None):
-    """A FakeProvider responder answering benchgen's question and extraction prompts."""
+    """A FakeProvider responder answering benchgen's question and extraction prompts.
+
+    Parameters
+    ----------
+    schema : Schema or None, optional
+        The extraction schema; without one, extraction prompts get the refusal reply.
+
+    Returns
+    -------
+    callable
+        ``respond(text, images) -> str`` for ``FakeProvider``.
+    """
 
     def respond(text: str, images: int) -> str:
         findings, impression = report_of(text)

@@ -87,7 +87,29 @@ class Gate:
 def wait_for(condition: Callable[[], object], what: str, deadline_s: float = 300.0, every_s: float = 0.05):
     """Wait until ``condition()`` returns something truthy and return it; after ``deadline_s``
     (generous: it is there only so a broken run ends) raise TimeoutError saying ``what`` it was
-    waiting for. The deadline never decides a test's outcome on a working system."""
+    waiting for. The deadline never decides a test's outcome on a working system.
+
+    Parameters
+    ----------
+    condition : callable
+        Called with no arguments, every ``every_s``.
+    what : str
+        What is awaited, for the timeout's message.
+    deadline_s : float, optional
+        Seconds before giving up.
+    every_s : float, optional
+        Seconds between calls.
+
+    Returns
+    -------
+    object
+        The first truthy value ``condition()`` returned.
+
+    Raises
+    ------
+    TimeoutError
+        If ``deadline_s`` passes first.
+    """
     end = time.monotonic() + deadline_s
     while True:
         got = condition()

@@ -25,6 +25,20 @@ class ImageRequest:
 
 
 def default_painter(prompt: str) -> bytes:
+    """A PNG photograph drawn by ``paired_modality.draw.photo``: the first mark the prompt names
+    (vesicles, acne, cyanosis, nail polish, ecchymosis, port wine; else none) on the body region
+    that mark belongs to ("skin" when none does).
+
+    Parameters
+    ----------
+    prompt : str
+        The image request's prompt; its length seeds the subject.
+
+    Returns
+    -------
+    bytes
+        PNG bytes of a 256 x 256 RGB image.
+    """
     from medscope.images import encode_png
     from medscope.protocols.paired_modality import draw
 

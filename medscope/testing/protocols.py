@@ -62,4 +62,18 @@ class SingleTurnProtocol:
 
 
 def unit_tag(item_id: str, condition: str) -> str:
+    """The tag each prompt of the protocol carries, for counting requests per unit.
+
+    Parameters
+    ----------
+    item_id : str
+        The item's id.
+    condition : str
+        "agent", "plain" or "blind".
+
+    Returns
+    -------
+    str
+        ``"[item <item_id> <condition>]"``.
+    """
     return f"[item {item_id} {condition}]"

@@ -50,14 +50,52 @@ class Action:
 
 
 def answer(text: str | None = None) -> Action:
+    """An answer: ``text``, or the provider's responder when None.
+
+    Parameters
+    ----------
+    text : str or None, optional
+        The reply text.
+
+    Returns
+    -------
+    Action
+        An "answer" action.
+    """
     return Action("answer", text=text)
 
 
 def status(code: int, retry_after: float | None = None) -> Action:
+    """An error reply with HTTP status ``code`` and the wire's error body.
+
+    Parameters
+    ----------
+    code : int
+        HTTP status, e.g. 429, 500, 503.
+    retry_after : float or None, optional
+        Seconds sent in a Retry-After header; None sends none.
+
+    Returns
+    -------
+    Action
+        A "status" action.
+    """
     return Action("status", status=code, retry_after=retry_after)
 
 
 def slow(delay_s: float) -> Action:
+    """An answer sent after ``delay_s`` seconds.
+
+    Parameters
+    ----------
+    delay_s : float
+        Delay in seconds before answering.
+
+    Returns
+    -------
+    Action
+        A "slow" action.
+    """
     return Action("slow", delay_s=delay_s)
 
 
@@ -80,11 +118,36 @@ class Request:
 
 
 def tokens_in(text: str, images: int) -> int:
-    """The fake's deterministic usage count for a prompt (tests derive costs from it)."""
+    """The fake's deterministic usage count for a prompt (tests derive costs from it).
+
+    Parameters
+    ----------
+    text : str
+        The request's text.
+    images : int
+        Number of images in the request.
+
+    Returns
+    -------
+    int
+        ``len(text) // 4 + 85 * images``.
+    """
     return len(text) // 4 + 85 * images
 
 
 def tokens_out(text: str) -> int:
+    """The fake's deterministic usage count for a completion.
+
+    Parameters
+    ----------
+    text : str
+        The reply's text.
+
+    Returns
+    -------
+    int
+        ``len(text) // 4 + 1``.
+    """
     return len(text) // 4 + 1
 
 

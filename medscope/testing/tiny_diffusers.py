@@ -23,7 +23,20 @@ def _bytes_to_unicode() -> dict[int, str]:
 
 
 def build_tiny_sd(out_dir: str, seed: int = 0) -> str:
-    """Write a tiny Stable Diffusion pipeline folder under ``out_dir``; returns its path."""
+    """Write a tiny Stable Diffusion pipeline folder under ``out_dir``; returns its path.
+
+    Parameters
+    ----------
+    out_dir : str
+        Local folder to write into (``tokenizer-src`` and ``pipeline`` are created in it).
+    seed : int, optional
+        ``torch.manual_seed`` for the random weights.
+
+    Returns
+    -------
+    str
+        Path of the saved pipeline folder, ``<out_dir>/pipeline``.
+    """
     import torch
     from diffusers import AutoencoderKL, DDIMScheduler, StableDiffusionPipeline, UNet2DConditionModel
     from transformers import CLIPTextConfig, CLIPTextModel, CLIPTokenizer

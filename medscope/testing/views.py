@@ -9,6 +9,23 @@ from medscope.images import encode_png
 
 
 def views_rows(n: int, private_every: int = 0, allow: tuple[str, ...] = ()) -> list[dict]:
+    """Rows of the ``views`` table: 16 x 16 grey "original" views, expected present and absent by turns,
+    two views a case.
+
+    Parameters
+    ----------
+    n : int
+        Number of rows (``v000`` on).
+    private_every : int, optional
+        Every ``private_every``-th row (from the first) is private; 0 for none.
+    allow : tuple of str, optional
+        ``endpoint_allowlist`` of the private rows.
+
+    Returns
+    -------
+    list of dict
+        The rows.
+    """
     rows = []
     for i in range(n):
         img = np.full((16, 16), 20 * (i % 10), np.uint8)
@@ -28,5 +45,21 @@ def views_rows(n: int, private_every: int = 0, allow: tuple[str, ...] = ()) -> l
 
 
 def write_views(uri: str, n: int, **kw) -> str:
+    """Write ``views_rows(n, **kw)`` as the views table at ``uri``.
+
+    Parameters
+    ----------
+    uri : str
+        Where to write the table (one Parquet file).
+    n : int
+        Number of rows.
+    **kw
+        ``private_every`` and ``allow``, passed to `views_rows`.
+
+    Returns
+    -------
+    str
+        ``uri``.
+    """
     records.write_table("views", views_rows(n, **kw), uri)
     return uri

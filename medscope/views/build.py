@@ -53,6 +53,22 @@ class CaseContext:
 
 
 def view_id(case_id: str, kind: str, tool: str) -> str:
+    """The id of one view: ``"<case_id>/<kind>/<tool>"``.
+
+    Parameters
+    ----------
+    case_id : str
+        The case's id.
+    kind : str
+        The view kind, a key of ``EXPECTED`` ("original", "target_removal", ...).
+    tool : str
+        The filling tool's name, or "none" / "transplant".
+
+    Returns
+    -------
+    str
+        The view id.
+    """
     return f"{case_id}/{kind}/{tool}"
 
 
@@ -65,7 +81,23 @@ def _is_gray(image: np.ndarray) -> bool:
 
 
 def check_case(image: np.ndarray, mask: np.ndarray | None, recipe: Recipe) -> tuple[str, str] | None:
-    """(reason, detail) why a case cannot give views, or None. Reasons are short labels."""
+    """(reason, detail) why a case cannot give views, or None. Reasons are short labels.
+
+    Parameters
+    ----------
+    image : numpy.ndarray
+        The case's RGB image, shape (h, w, 3).
+    mask : numpy.ndarray or None
+        Boolean lesion mask, shape (h, w); None for a lesion-free case (only the foreground is checked).
+    recipe : Recipe
+        Supplies ``min_lesion_px`` and ``max_lesion_frac``.
+
+    Returns
+    -------
+    tuple of (str, str) or None
+        (reason, detail): reason one of "no_foreground", "mask_size_mismatch", "empty_mask",
+        "lesion_too_small", "lesion_too_large", "mask_touches_border"; None when the case can give views.
+    """
     h, w = image.shape[:2]
     if not geometry.foreground_mask(image).any():
         return "no_foreground", "no pixel brighter than the background threshold"
@@ -88,7 +120,33 @@ def check_case(image: np.ndarray, mask: np.ndarray | None, recipe: Recipe) -> tu
 
 def build_case_views(case: dict, recipe: Recipe, erasers: dict[str, Eraser], ctx: CaseContext,
                      rhash: str) -> tuple[list[dict], list[dict]]:
-    """(views rows, rejects rows) of one case. Never raises on bad input: it becomes a reason."""
+    """(views rows, rejects rows) of one case. Never raises on bad input: it becomes a reason.
+
+    Parameters
+    ----------
+    case : dict
+        One cases row: ``case_id``, ``source``, ``image`` (PNG bytes), optional ``mask`` (PNG bytes) and
+        ``has_lesion``, and the ``CASE_FIELDS`` copied into every view.
+    recipe : Recipe
+        The views recipe (seed, tools, QC thresholds, degradations, training-only kinds).
+    erasers : dict of str to Eraser
+        Filling tools by name; must hold every tool the recipe can pick.
+    ctx : CaseContext
+        What the case needs from other cases (split, group, insertion recipient, other-type donor).
+    rhash : str
+        The recipe's hash, written to every view row.
+
+    Returns
+    -------
+    views : list of dict
+        View rows, failed ones included with ``passed`` False and a ``reject_reason``.
+    rejects : list of dict
+        Rejects rows (``records.reject``) for the case or its failed views.
+
+    References
+    ----------
+    .. [1] Counterfactual paper, §3.2, §3.3 and §3.7 (C1).
+    """
     cid, source = case["case_id"], case["source"]
     rejects: list[dict] = []
 

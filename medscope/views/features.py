@@ -3,8 +3,8 @@ adversarial filter read them).
 
 Each edited region has a small texture vector (``detector.region_features``). Read as Python
 rows (a dict with five strings and a list of floats each) they cost about 1 KB a region, six or
-so regions a case: the views-build driver's QC-features phase grew 51 MB at 6,400 cases (issue
-33). Here the vectors are one float64 matrix (one row per region), the kind / tool / role
+so regions a case: the views-build driver's QC-features phase grew 51 MB at 6,400 cases.
+Here the vectors are one float64 matrix (one row per region), the kind / tool / role
 columns small integer codes, the case ids one string per case and the view ids one Arrow
 string array; rows are made only while a caller iterates.
 """
@@ -84,7 +84,23 @@ class FeatureTable:
 
 
 def feature_matrix(column: pa.ChunkedArray) -> np.ndarray:
-    """A list<float64> column of equal-length vectors -> an n × d float64 matrix."""
+    """A list<float64> column of equal-length vectors -> an n × d float64 matrix.
+
+    Parameters
+    ----------
+    column : pyarrow.ChunkedArray
+        A list<float64> column, one feature vector per row, all of one length d.
+
+    Returns
+    -------
+    numpy.ndarray
+        float64 matrix of shape (n, d), a copy; (0, 0) for an empty column.
+
+    Raises
+    ------
+    MedScopeError
+        If a row has no vector, or the vectors differ in length.
+    """
     arr = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
     if len(arr) == 0:
         return np.zeros((0, 0), np.float64)
@@ -100,7 +116,20 @@ def feature_matrix(column: pa.ChunkedArray) -> np.ndarray:
 def merged(tables, merge_every: int = 256) -> list[pa.Table]:
     """Small tables (one per part file) concatenated every ``merge_every`` into one contiguous
     table each: thousands of one-case tables alive at once cost the driver their Arrow buffers
-    and objects, ~10 KB a case for the views' QC columns (measured)."""
+    and objects, ~10 KB a case for the views' QC columns (measured).
+
+    Parameters
+    ----------
+    tables : iterable of pyarrow.Table
+        Tables of one schema, consumed in order.
+    merge_every : int, optional
+        How many tables go into each merged table.
+
+    Returns
+    -------
+    list of pyarrow.Table
+        The merged tables, in order, each combined into one chunk per column.
+    """
     out: list[pa.Table] = []
     pending: list[pa.Table] = []
     for t in tables:
@@ -115,7 +144,24 @@ def merged(tables, merge_every: int = 256) -> list[pa.Table]:
 
 def read_parts(name: str, folder: str, columns: list[str] | None = None, merge_every: int = 256) -> pa.Table:
     """``records.read_table(name, folder, columns)`` of a folder of part files (the same files,
-    in the same order), read one part at a time and merged as it goes (:func:`merged`)."""
+    in the same order), read one part at a time and merged as it goes (:func:`merged`).
+
+    Parameters
+    ----------
+    name : str
+        The table's name in ``medscope.io.records`` (its schema).
+    folder : str
+        URI of the part folder; a missing folder reads as an empty table.
+    columns : list of str or None, optional
+        Columns to read; None for all.
+    merge_every : int, optional
+        Parts merged at a time, see :func:`merged`.
+
+    Returns
+    -------
+    pyarrow.Table
+        The table (empty, with the schema, when the folder has no parts).
+    """
     from medscope.io import parts
 
     if not storage.is_dir(folder):
@@ -130,7 +176,20 @@ def read_parts(name: str, folder: str, columns: list[str] | None = None, merge_e
 
 def read_features(folder: str, merge_every: int = 256) -> FeatureTable:
     """Every QC feature row of a build (no pixels), sorted by (view_id, role), read one part at
-    a time and merged as it goes (:func:`merged`)."""
+    a time and merged as it goes (:func:`merged`).
+
+    Parameters
+    ----------
+    folder : str
+        URI of the folder of features Parquet files.
+    merge_every : int, optional
+        Files merged at a time, see :func:`merged`.
+
+    Returns
+    -------
+    FeatureTable
+        Every feature row of the build, cast to ``worker.FEATURE_SCHEMA``.
+    """
     from medscope.views.worker import FEATURE_SCHEMA
 
     pieces = merged((records.read_parquet(uri).cast(FEATURE_SCHEMA)

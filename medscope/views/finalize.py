@@ -22,7 +22,18 @@ from medscope.views.recipe import Recipe
 def column_values(col: pa.ChunkedArray) -> list:
     """A column as a Python list; a string column's repeated values (case ids, kinds, tools,
     sources, reasons) as one shared ``str`` each, not one per view: ~60 bytes a view and column
-    less on the views-build driver."""
+    less on the views-build driver.
+
+    Parameters
+    ----------
+    col : pyarrow.ChunkedArray
+        Any column; only string columns are dictionary-encoded.
+
+    Returns
+    -------
+    list
+        The column's values in row order, nulls as None.
+    """
     if not pa.types.is_string(col.type) or len(col) == 0:
         return col.to_pylist()
     enc = col.combine_chunks().dictionary_encode()
@@ -31,7 +42,32 @@ def column_values(col: pa.ChunkedArray) -> list:
 
 
 def finalize(views: pa.Table, features: list[dict], recipe: Recipe) -> tuple[pa.Table, list[dict], dict]:
-    """(views with final QC fields, new rejects rows, report)."""
+    """(views with final QC fields, new rejects rows, report).
+
+    Parameters
+    ----------
+    views : pyarrow.Table
+        The built views table (``view_id``, ``case_id``, ``kind``, ``tool``, ``passed``, ``reject_reason``,
+        ``edit_score``, ``source`` among its columns).
+    features : list of dict
+        QC feature rows of the edited regions (``view_id``, ``case_id``, ``kind``, ``tool``, ``role``, ``x``),
+        as ``detector`` reads them.
+    recipe : Recipe
+        Supplies ``edit_detector``, ``edit_score_max``, the adversarial bounds and the seed.
+
+    Returns
+    -------
+    views : pyarrow.Table
+        ``views`` with ``passed``, ``reject_reason`` and ``edit_score`` replaced.
+    rejects : list of dict
+        One rejects row per view that passed before and fails now.
+    report : dict
+        ``edit_detector``, ``keep_rules`` (dropped-case counts by rule) and ``adversarial``.
+
+    References
+    ----------
+    .. [1] Counterfactual paper, §3.3.
+    """
     cols = {k: column_values(views.column(k)) for k in ("view_id", "case_id", "kind", "tool", "passed", "reject_reason", "edit_score", "source")}
     n = len(cols["view_id"])
     passed, reason, score = list(cols["passed"]), list(cols["reject_reason"]), list(cols["edit_score"])

@@ -44,7 +44,22 @@ from medscope.views import geometry
 
 
 def ring_box(region: np.ndarray, ring_px: int) -> tuple[np.ndarray, tuple[int, int]]:
-    """The ring of ``ring_px`` pixels around ``region``, cropped to its box, and the box's top-left."""
+    """The ring of ``ring_px`` pixels around ``region``, cropped to its box, and the box's top-left.
+
+    Parameters
+    ----------
+    region : numpy.ndarray
+        Boolean region mask, shape (h, w), not empty.
+    ring_px : int
+        Ring width in pixels (Euclidean dilation).
+
+    Returns
+    -------
+    ring : numpy.ndarray
+        float32 0/1 ring mask cropped to the dilated region's box.
+    top_left : tuple of int
+        (row, col) of the box in the image.
+    """
     grown = geometry.dilate_mask(region, ring_px)
     box, (g0, h0) = geometry.crop_to_shape(grown)
     return (grown & ~region)[g0:g0 + box.shape[0], h0:h0 + box.shape[1]].astype(np.float32), (g0, h0)
@@ -53,7 +68,22 @@ def ring_box(region: np.ndarray, ring_px: int) -> tuple[np.ndarray, tuple[int, i
 def ring_match_costs(img: np.ndarray, ring: np.ndarray, top_left: tuple[int, int]) -> np.ndarray:
     """Mean squared difference between ``img``'s pixels on ``ring`` (a box at ``top_left``) and
     the same ring shape at every position of ``img`` (``cv2.matchTemplate`` in valid mode, one
-    correlation per term of the expanded square)."""
+    correlation per term of the expanded square).
+
+    Parameters
+    ----------
+    img : numpy.ndarray
+        Grey image, shape (H, W).
+    ring : numpy.ndarray
+        float32 0/1 ring mask of shape (rh, rw), as from `ring_box`.
+    top_left : tuple of int
+        (row, col) of the ring's box in ``img``: the target ring.
+
+    Returns
+    -------
+    numpy.ndarray
+        float32 costs of shape (H - rh + 1, W - rw + 1), indexed by the box's top-left; at least 0.
+    """
     img = img.astype(np.float32) - float(img.mean())  # centred: float32 sums stay exact enough
     g0, h0 = top_left
     target = img[g0:g0 + ring.shape[0], h0:h0 + ring.shape[1]] * ring
@@ -63,14 +93,42 @@ def ring_match_costs(img: np.ndarray, ring: np.ndarray, top_left: tuple[int, int
 
 
 def ring_means(img: np.ndarray, ring: np.ndarray) -> np.ndarray:
-    """Mean of ``img`` over the ring shape at every position (valid mode)."""
+    """Mean of ``img`` over the ring shape at every position (valid mode).
+
+    Parameters
+    ----------
+    img : numpy.ndarray
+        Grey image, shape (H, W).
+    ring : numpy.ndarray
+        float32 0/1 ring mask of shape (rh, rw).
+
+    Returns
+    -------
+    numpy.ndarray
+        float32 means of shape (H - rh + 1, W - rw + 1), indexed by the box's top-left.
+    """
     return cv2.matchTemplate(img.astype(np.float32), ring, cv2.TM_CCORR) / float(ring.sum())
 
 
 def harmonic_membrane(region: np.ndarray, boundary: np.ndarray) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]:
     """Solve ΔM = 0 on ``region`` (4-neighbour Laplacian) with M = ``boundary`` (H×W×C) on the
     pixels outside it and a zero normal derivative at the image edge; M at the region's pixels
-    (n×C) and their (rows, cols)."""
+    (n×C) and their (rows, cols).
+
+    Parameters
+    ----------
+    region : numpy.ndarray
+        Boolean mask of the pixels to solve for, shape (H, W).
+    boundary : numpy.ndarray
+        Values of shape (H, W, C); only those of pixels outside ``region`` next to it are read.
+
+    Returns
+    -------
+    values : numpy.ndarray
+        M at the region's pixels, shape (n, C).
+    pixels : tuple of numpy.ndarray
+        The region's (rows, cols), in ``np.nonzero`` order.
+    """
     h, w = region.shape
     rr, cc = np.nonzero(region)
     n = len(rr)
@@ -95,7 +153,18 @@ def harmonic_membrane(region: np.ndarray, boundary: np.ndarray) -> tuple[np.ndar
 
 
 def median_residual(img: np.ndarray) -> np.ndarray:
-    """|grey − its 3×3 median| of an H×W×C image: a noise level that edges barely move."""
+    """|grey − its 3×3 median| of an H×W×C image: a noise level that edges barely move.
+
+    Parameters
+    ----------
+    img : numpy.ndarray
+        Image of shape (H, W, C), C 1 or 3, float grey levels (rounded and clipped to uint8).
+
+    Returns
+    -------
+    numpy.ndarray
+        float32 residual of shape (H, W), in grey levels.
+    """
     img = np.clip(img + 0.5, 0, 255).astype(np.uint8)
     gray = to_gray(img) if img.shape[-1] == 3 else img[..., 0]
     return np.abs(gray.astype(np.float32) - cv2.medianBlur(gray, 3).astype(np.float32))

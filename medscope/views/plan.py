@@ -16,7 +16,20 @@ from medscope.views.recipe import Recipe
 
 
 def hash_case(image_bytes: bytes) -> tuple[int | None, np.ndarray | None]:
-    """(dhash, 64 px thumbnail) of an unedited image; (None, None) when it cannot be read."""
+    """(dhash, 64 px thumbnail) of an unedited image; (None, None) when it cannot be read.
+
+    Parameters
+    ----------
+    image_bytes : bytes
+        The case's PNG image.
+
+    Returns
+    -------
+    dhash : int or None
+        64-bit difference hash (``near_copies.dhash64``).
+    thumbnail : numpy.ndarray or None
+        float32 grey thumbnail (``near_copies.thumbnail``).
+    """
     try:
         image = decode_png(image_bytes)
     except Exception:
@@ -46,6 +59,31 @@ def make_plan(cases: list[dict], hashes: dict[str, tuple[int, np.ndarray]], reci
     The pairs are a ``near_copy_pairs`` table (every hash-close pair, any tier, sorted by
     ``a``, ``b``), not a list in the report: alike images give a number of pairs that grows
     with the square of the cohort, too many for Python objects and JSON.
+
+    Parameters
+    ----------
+    cases : list of dict
+        Case rows without pixels: ``case_id``, ``source``, ``imaging_type``, ``patient_id``, ``split``,
+        ``has_lesion``.
+    hashes : dict of str to tuple
+        case_id -> (dhash, thumbnail) of the readable cases, as from `hash_case`.
+    recipe : Recipe
+        Supplies the seed, split fractions, near-copy thresholds, ``insertion`` and ``degradations``.
+    pinned : dict of str to dict or None, optional
+        case_id -> {split, group_id} of an earlier build's cases, kept as they were.
+
+    Returns
+    -------
+    plan : dict
+        case_id -> {"split", "group_id", "recipient", "donor"} (recipient and donor a case_id or None).
+    report : dict
+        Hash and near-copy counts, split counts, pinned-split conflicts and cross-cohort pairs.
+    pairs : pyarrow.Table
+        The ``near_copy_pairs`` table (see `pair_table`).
+
+    References
+    ----------
+    .. [1] Counterfactual paper, §3.3 and §4.1.
     """
     ids = sorted(hashes)
     # thumbnails are fetched per hash-close pair (a staged cohort keeps them on local disk)
@@ -106,7 +144,20 @@ def make_plan(cases: list[dict], hashes: dict[str, tuple[int, np.ndarray]], reci
 
 def pair_table(ids: list[str], found: near_copies.PairArrays) -> pa.Table:
     """The ``near_copy_pairs`` table of ``found`` (indices into ``ids``): ids taken from one
-    Arrow array, so no Python string is made per pair."""
+    Arrow array, so no Python string is made per pair.
+
+    Parameters
+    ----------
+    ids : list of str
+        The hashed case ids, sorted; ``found`` indexes into it.
+    found : near_copies.PairArrays
+        Hash-close pairs as arrays (``a``, ``b``, ``distance``, ``correlation``, ``tier``).
+
+    Returns
+    -------
+    pyarrow.Table
+        Columns ``a``, ``b`` (case ids), ``distance`` (int32, bits), ``correlation`` and ``tier`` (str).
+    """
     id_array = pa.array(ids, pa.string())
     return pa.table({
         "a": id_array.take(pa.array(found.a)), "b": id_array.take(pa.array(found.b)),

@@ -91,7 +91,26 @@ class Recipe(StrictModel):
 
 
 def load_recipe(uri: str | None, tools: list[str] | None = None) -> Recipe:
-    """A recipe from YAML (or the defaults), optionally with the tools overridden."""
+    """A recipe from YAML (or the defaults), optionally with the tools overridden.
+
+    Parameters
+    ----------
+    uri : str or None
+        Path or URI of the recipe YAML; None for the defaults.
+    tools : list of str or None, optional
+        Erasure tools replacing the recipe's ``tools`` when given (and not empty).
+
+    Returns
+    -------
+    Recipe
+        The validated recipe.
+
+    Raises
+    ------
+    MedScopeError
+        If the YAML is invalid or fails validation, or a held-out recipe (``heldout_from``) shares a
+        tool with its training recipe.
+    """
     data = cfgmod.load_yaml(uri) if uri else {}
     if tools:
         data["tools"] = tools
@@ -104,6 +123,18 @@ def load_recipe(uri: str | None, tools: list[str] | None = None) -> Recipe:
 
 
 def recipe_hash(recipe: Recipe) -> str:
+    """The recipe's content hash (``medscope.config.content_hash`` of its JSON).
+
+    Parameters
+    ----------
+    recipe : Recipe
+        The recipe.
+
+    Returns
+    -------
+    str
+        16 hex characters.
+    """
     return cfgmod.content_hash(recipe)
 
 
@@ -114,6 +145,26 @@ def check_heldout(heldout_tools: list[str] | tuple[str, ...], training_tools: li
     §3.7 (C1): "Telea and diffusion stay unseen"; §5.4: the held-out tools were "neither used in
     training or selection". ``training_tools`` is every tool the training recipe calls (its
     erasure tools and the unmatched-control fills).
+
+    Parameters
+    ----------
+    heldout_tools : list or tuple of str
+        Every tool the held-out set uses.
+    training_tools : list or tuple of str
+        Every tool the training recipe calls.
+    heldout_name : str, optional
+        The held-out set's name, for the message.
+    training_name : str, optional
+        The training recipe's name, for the message.
+
+    Raises
+    ------
+    MedScopeError
+        If the two share a tool.
+
+    References
+    ----------
+    .. [1] Counterfactual paper, §3.7 (C1) and §5.4.
     """
     shared = sorted(set(heldout_tools) & set(training_tools))
     if shared:

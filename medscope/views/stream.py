@@ -115,7 +115,18 @@ class StagedCohort:
 
 def compact_thumbnail(thumb: np.ndarray) -> np.ndarray:
     """The crosswalk thumbnail as uint8 when that is exact (an 8-bit image: cv2's area resize
-    of uint8 gives whole numbers), a quarter of float32's memory; unchanged otherwise."""
+    of uint8 gives whole numbers), a quarter of float32's memory; unchanged otherwise.
+
+    Parameters
+    ----------
+    thumb : numpy.ndarray
+        float32 grey thumbnail, THUMB x THUMB.
+
+    Returns
+    -------
+    numpy.ndarray
+        The thumbnail as uint8 when every value is a whole number in 0-255, else ``thumb`` itself.
+    """
     small = thumb.astype(np.uint8)
     return small if np.array_equal(small, thumb) else thumb
 
@@ -126,7 +137,27 @@ def stage_cases(cases_uri: str, staged_uri: str, done: set[str], case_key, batch
     A repeated case id is rejected (``duplicate_case_id``; its first row is kept). Cases whose
     key (``case_key(case_id)``) is in ``done`` already have views; when every case is done no
     staging table is written. Every staged batch is its own row group, so row group ``i`` is
-    one block of work."""
+    one block of work.
+
+    Parameters
+    ----------
+    cases_uri : str
+        URI of the cases table (a file or a part folder).
+    staged_uri : str
+        URI of the staging table; files are named by `staged_file`.
+    done : set of str
+        Case keys whose views are already built.
+    case_key : callable
+        case_id -> its part key (str).
+    batch_rows : int, optional
+        Cases per staged batch, hence per row group (block of work).
+
+    Returns
+    -------
+    StagedCohort
+        Plan columns, hashes, each case's (row group, row), the blocks to build, the rejects, and
+        whether a staging table was written.
+    """
     out = StagedCohort()
     first: set[str] = set()
     for t in tablescan.iter_tables("cases", cases_uri, columns=PLAN_COLUMNS, batch_rows=4096):
@@ -172,14 +203,46 @@ def stage_cases(cases_uri: str, staged_uri: str, done: set[str], case_key, batch
 
 def staged_file(staged_uri: str, row_group: int) -> tuple[str, int]:
     """(file, row group in it) of staging row group ``row_group``: the staging table is written
-    as files of ``ROW_GROUPS_PER_FILE`` row groups, ``<staged_uri stem>-00000.parquet`` on."""
+    as files of ``ROW_GROUPS_PER_FILE`` row groups, ``<staged_uri stem>-00000.parquet`` on.
+
+    Parameters
+    ----------
+    staged_uri : str
+        URI of the staging table (``.parquet`` suffix optional).
+    row_group : int
+        Index of the staging row group, counted over all files.
+
+    Returns
+    -------
+    file : str
+        URI of the staging file holding it.
+    row_group : int
+        Its index within that file.
+    """
     stem = staged_uri[: -len(".parquet")] if staged_uri.endswith(".parquet") else staged_uri
     return f"{stem}-{row_group // ROW_GROUPS_PER_FILE:05d}.parquet", row_group % ROW_GROUPS_PER_FILE
 
 
 def read_block(pf: pq.ParquetFile, row_group: int, case_ids: list[str] | None = None,
                columns: list[str] | None = None) -> pa.Table:
-    """Row group ``row_group`` of the staging table (only ``case_ids``, when given)."""
+    """Row group ``row_group`` of the staging table (only ``case_ids``, when given).
+
+    Parameters
+    ----------
+    pf : pyarrow.parquet.ParquetFile
+        An open staging file.
+    row_group : int
+        Row group within ``pf``.
+    case_ids : list of str or None, optional
+        Rows to keep, by case id; None keeps all.
+    columns : list of str or None, optional
+        Columns to read; None for all.
+
+    Returns
+    -------
+    pyarrow.Table
+        The row group's rows, in file order.
+    """
     t = pf.read_row_group(row_group, columns=columns, use_threads=False)
     if case_ids is not None:
         want = set(case_ids)
@@ -231,7 +294,18 @@ class StagedImages:
 def view_groups(case_ids: list[str]) -> list[list[str]]:
     """Cases in the order their views sort by ``view_id`` (``<case>/<kind>/<tool>``), grouped
     where one id extends another with "/" (their views could interleave, so they are sorted
-    together): sorted by ``case_id + "/"``, a group is the run of ids under its first one."""
+    together): sorted by ``case_id + "/"``, a group is the run of ids under its first one.
+
+    Parameters
+    ----------
+    case_ids : list of str
+        Case ids, repeats allowed.
+
+    Returns
+    -------
+    list of list of str
+        The distinct ids, grouped, in the final table's order.
+    """
     groups: list[list[str]] = []
     prefix = None
     for cid in sorted(set(case_ids), key=lambda c: c + "/"):
@@ -249,7 +323,31 @@ def write_views(views_parts: str, qc: pa.Table, case_key, out_uri: str, flush_by
     ``qc`` holds the final ``passed``, ``reject_reason`` and ``edit_score`` of every view,
     sorted by ``view_id`` (the QC columns only). Parts are read one group of cases at a time
     (a case's part is ``part-<case_key(case_id)>``); rows gather until ``flush_bytes`` and go
-    out as one row group. Returns the number of rows written."""
+    out as one row group. Returns the number of rows written.
+
+    Parameters
+    ----------
+    views_parts : str
+        URI of the folder of per-case views parts.
+    qc : pyarrow.Table
+        The QC columns of every view, sorted by ``view_id``.
+    case_key : callable
+        case_id -> its part key (str).
+    out_uri : str
+        URI of the table to write.
+    flush_bytes : int, optional
+        Buffered Arrow bytes at which a row group is written.
+
+    Returns
+    -------
+    int
+        The number of rows written.
+
+    Raises
+    ------
+    MedScopeError
+        If the parts do not match ``qc`` view for view (they changed during the build).
+    """
     sch = records.schema("views")
     pos, buffered, size = 0, [], 0
     with storage.open_write(out_uri) as fh:

@@ -1,5 +1,5 @@
 """The views build's summary and its sorted rejects table, computed by Arrow on the driver
-(no Python dict per view or reject: issue 33)."""
+(no Python dict per view or reject)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,18 @@ from medscope.io import records
 def sorted_rejects(tables: list[pa.Table]) -> pa.Table:
     """The rejects tables as one, sorted by (item_id, stage, reason, detail with no detail as
     ""), ties kept in the order given (a stable sort): the order a sort of the rows as Python
-    dicts gave, without a dict per reject on the driver."""
+    dicts gave, without a dict per reject on the driver.
+
+    Parameters
+    ----------
+    tables : list of pyarrow.Table
+        Rejects tables (or anything ``records.to_table("rejects", ...)`` takes).
+
+    Returns
+    -------
+    pyarrow.Table
+        One rejects table, sorted.
+    """
     t = pa.concat_tables([records.to_table("rejects", x) for x in tables]).combine_chunks()
     keys = pa.table({"item_id": t.column("item_id"), "stage": t.column("stage"), "reason": t.column("reason"),
                      "detail": pa.compute.fill_null(t.column("detail"), "")})
@@ -20,7 +31,25 @@ def sorted_rejects(tables: list[pa.Table]) -> pa.Table:
 
 
 def summarize(views: pa.Table, rejects: pa.Table | list[dict], report: dict) -> dict:
-    """Counts per kind, tool and imaging type; QC pass rates and reasons; AUCs."""
+    """Counts per kind, tool and imaging type; QC pass rates and reasons; AUCs.
+
+    Parameters
+    ----------
+    views : pyarrow.Table
+        The views table, or its QC columns (``kind``, ``tool``, ``imaging_type``, ``split``, ``passed``).
+    rejects : pyarrow.Table or list of dict
+        Rejects rows; only ``reason`` is read.
+    report : dict
+        The build report; ``edit_detector``, ``adversarial``, ``keep_rules`` and ``crosswalk`` are read
+        when present.
+
+    Returns
+    -------
+    dict
+        ``views`` and ``passed`` totals; {views, passed} counts ``by_kind``, ``by_tool``, ``by_imaging_type``,
+        ``by_split``; ``reject_reasons`` counts; the edit detector's and adversarial filter's AUCs, the
+        adversarially dropped cases, ``keep_rules``, and near-copy pair counts.
+    """
     # counted by Arrow, not over a Python dict per view (a transient of ~0.6 KB a view at the
     # driver's peak)
     t = views.select(["kind", "tool", "imaging_type", "split"]).append_column(

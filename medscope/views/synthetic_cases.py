@@ -16,7 +16,22 @@ TYPES = ("xray", "ultrasound", "mri")
 
 
 def tissue(rng: np.random.Generator, size: int = 128, level: float = 120.0) -> np.ndarray:
-    """A grey uint8 image: a textured disc of tissue on a black background."""
+    """A grey uint8 image: a textured disc of tissue on a black background.
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+        Draws the texture.
+    size : int, optional
+        Side of the square image, in pixels.
+    level : float, optional
+        Mean grey level of the tissue.
+
+    Returns
+    -------
+    numpy.ndarray
+        uint8 image of shape (size, size).
+    """
     noise = cv2.GaussianBlur(rng.normal(0, 1, (size, size)).astype(np.float32), (0, 0), 2.0)
     img = level + 25.0 * noise / (noise.std() + 1e-6)
     yy, xx = np.mgrid[:size, :size]
@@ -26,12 +41,52 @@ def tissue(rng: np.random.Generator, size: int = 128, level: float = 120.0) -> n
 
 
 def blob(size: int, center: tuple[int, int], radius: float) -> np.ndarray:
+    """A filled disc mask.
+
+    Parameters
+    ----------
+    size : int
+        Side of the square mask, in pixels.
+    center : tuple of int
+        (row, col) of the centre.
+    radius : float
+        Radius in pixels.
+
+    Returns
+    -------
+    numpy.ndarray
+        Boolean mask of shape (size, size).
+    """
     yy, xx = np.mgrid[:size, :size]
     return (yy - center[0]) ** 2 + (xx - center[1]) ** 2 <= radius**2
 
 
 def case_row(case_id: str, image: np.ndarray, mask: np.ndarray | None, imaging_type: str = "xray",
              patient_id: str | None = None, source: str = "synthetic", split: str | None = None) -> dict:
+    """A cases row for ``image`` (PNG-encoded) and its optional lesion ``mask``.
+
+    Parameters
+    ----------
+    case_id : str
+        The case's id.
+    image : numpy.ndarray
+        uint8 image, grey (h, w) or RGB (h, w, 3).
+    mask : numpy.ndarray or None
+        Boolean lesion mask, shape (h, w); None (or empty) for a lesion-free case.
+    imaging_type : str, optional
+        The imaging type, e.g. "xray".
+    patient_id : str or None, optional
+        The patient's id.
+    source : str, optional
+        The source (cohort) name.
+    split : str or None, optional
+        A fixed split, or None.
+
+    Returns
+    -------
+    dict
+        A row of the ``cases`` table (finding "nodule", presence question, lesion box and area fraction).
+    """
     h, w = image.shape[:2]
     has = mask is not None and bool(mask.any())
     box = None
@@ -49,7 +104,24 @@ def case_row(case_id: str, image: np.ndarray, mask: np.ndarray | None, imaging_t
 
 
 def synthetic_cases(n: int, seed: int = 0, size: int = 128, negative_every: int = 4) -> list[dict]:
-    """``n`` cases: every ``negative_every``-th lesion-free, the rest with a bright blob."""
+    """``n`` cases: every ``negative_every``-th lesion-free, the rest with a bright blob.
+
+    Parameters
+    ----------
+    n : int
+        Number of cases.
+    seed : int, optional
+        Run seed for ``rng_for``.
+    size : int, optional
+        Image side in pixels.
+    negative_every : int, optional
+        Period of lesion-free cases.
+
+    Returns
+    -------
+    list of dict
+        Cases rows ``syn-0000`` on, imaging types cycling through ``TYPES``, two cases a patient.
+    """
     rows = []
     for i in range(n):
         rng = rng_for(seed, "synthetic", i)

@@ -53,7 +53,22 @@ class Eraser(Protocol):
 
 
 def composite(original: np.ndarray, filled: np.ndarray, region: np.ndarray) -> np.ndarray:
-    """``filled`` inside ``region``, ``original`` everywhere else."""
+    """``filled`` inside ``region``, ``original`` everywhere else.
+
+    Parameters
+    ----------
+    original : numpy.ndarray
+        The input image, shape (h, w) or (h, w, c).
+    filled : numpy.ndarray
+        An image of the same shape.
+    region : numpy.ndarray
+        Boolean mask, shape (h, w).
+
+    Returns
+    -------
+    numpy.ndarray
+        A new image: ``filled`` on ``region``, ``original`` elsewhere.
+    """
     out = original.copy()
     out[region] = filled[region]
     return out
@@ -116,7 +131,31 @@ def best_matching_source(img: np.ndarray, region: np.ndarray, offsets: np.ndarra
                          rng: np.random.Generator, candidates: int = 64, ring_px: int = 6) -> tuple[int, int]:
     """The exemplar: of ``candidates`` random source positions (top-left corners, ``offsets``),
     the one whose surrounding ring best matches the region's ring (mean squared difference), so
-    copied tissue continues what surrounds the region."""
+    copied tissue continues what surrounds the region.
+
+    Parameters
+    ----------
+    img : numpy.ndarray
+        The image (any dtype; compared as float32), shape (h, w) or (h, w, c).
+    region : numpy.ndarray
+        Boolean mask of the region to fill, shape (h, w).
+    offsets : numpy.ndarray
+        Allowed source positions, shape (n, 2), as from ``geometry.valid_offsets``.
+    top_left : tuple of int
+        (row, col) of the region's box.
+    rng : numpy.random.Generator
+        Draws the candidates, without replacement.
+    candidates : int, optional
+        How many random positions to compare.
+    ring_px : int, optional
+        Width of the compared ring, in pixels.
+
+    Returns
+    -------
+    tuple of int
+        (row, col) of the best source box; the first candidate when none has 80% of its ring inside
+        the image.
+    """
     ring = geometry.dilate_mask(region, ring_px) & ~region
     rr, cc = np.nonzero(ring)
     h, w = region.shape
@@ -216,6 +255,22 @@ def poisson_move(src: np.ndarray, dst: np.ndarray, dst_region: np.ndarray, shift
 
     Where the region's box reaches the image border, where seamlessClone cannot work, the
     moved pixels are pasted unblended.
+
+    Parameters
+    ----------
+    src : numpy.ndarray
+        Image the pixels come from, uint8, shape (h, w, 3).
+    dst : numpy.ndarray
+        Image they go into, same shape.
+    dst_region : numpy.ndarray
+        Boolean mask of the destination, shape (h, w).
+    shift : tuple of int
+        (rows, cols) from source to destination.
+
+    Returns
+    -------
+    numpy.ndarray
+        A new image: ``dst`` with the moved pixels on ``dst_region`` only.
     """
     h, w = dst_region.shape
     dr, dc = shift
@@ -305,7 +360,23 @@ class StableDiffusion:
 
 def check_tool(name: str, *, lama_model: str | None = None, sd_model_dir: str | None = None) -> None:
     """Raise the tool's MedScopeError (missing weights, unknown name) without loading a model,
-    so a build fails on the driver with one line rather than inside a worker."""
+    so a build fails on the driver with one line rather than inside a worker.
+
+    Parameters
+    ----------
+    name : str
+        The tool's name.
+    lama_model : str or None, optional
+        Path of LaMa's TorchScript weights; default: env ``LAMA_MODEL``.
+    sd_model_dir : str or None, optional
+        Local Stable Diffusion inpainting directory; default: env ``SD_INPAINT_MODEL``.
+
+    Raises
+    ------
+    MedScopeError
+        If the name is not in ``TOOLS``, an xphoto tool lacks ``cv2.xphoto``, or lama / sd lack their
+        weights.
+    """
     if name not in TOOLS:
         raise MedScopeError(f"unknown erasure tool {name!r}; choose from {', '.join(TOOLS)}")
     if name in XPhotoInpaint.FLAGS and getattr(cv2, "xphoto", None) is None:
@@ -326,7 +397,35 @@ def check_tool(name: str, *, lama_model: str | None = None, sd_model_dir: str | 
 
 
 def make_eraser(name: str, *, lama_model: str | None = None, sd_model_dir: str | None = None, sd_steps: int = 25, sd_size: int = 512) -> Eraser:
-    """The eraser called ``name`` (one of TOOLS); model-holding tools load their model here."""
+    """The eraser called ``name`` (one of TOOLS); model-holding tools load their model here.
+
+    Parameters
+    ----------
+    name : str
+        One of ``TOOLS``.
+    lama_model : str or None, optional
+        Path of LaMa's TorchScript weights, for "lama" (default: env ``LAMA_MODEL``).
+    sd_model_dir : str or None, optional
+        Local Stable Diffusion inpainting directory, for "sd" (default: env ``SD_INPAINT_MODEL``).
+    sd_steps : int, optional
+        Diffusion steps, for "sd".
+    sd_size : int, optional
+        Side in pixels the image is resized to for "sd".
+
+    Returns
+    -------
+    Eraser
+        An object with ``name`` and ``fill(image, region, rng, avoid=None)``.
+
+    Raises
+    ------
+    MedScopeError
+        If the name is unknown, or the tool's dependencies or weights are missing.
+
+    References
+    ----------
+    .. [1] Counterfactual paper, §3.2 and §5.4.
+    """
     if name in ("telea", "ns"):
         return OpenCVInpaint(name)
     if name == "texture":

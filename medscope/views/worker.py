@@ -32,14 +32,54 @@ DONE = pa.schema([("case_id", pa.string()), ("views", pa.int64()), ("rejects", p
 
 
 def case_key(case_id: str) -> str:
+    """The part-file key of a case: ``stable_hash(case_id)``.
+
+    Parameters
+    ----------
+    case_id : str
+        The case's id.
+
+    Returns
+    -------
+    str
+        16 hex characters.
+    """
     return stable_hash(case_id)
 
 
 def parts(out: str) -> dict[str, str]:
+    """The part folders of a build under ``out``.
+
+    Parameters
+    ----------
+    out : str
+        URI of the build's output folder.
+
+    Returns
+    -------
+    dict of str to str
+        "views", "rejects", "features" -> ``<out>/parts/<name>``.
+    """
     return {k: storage.join(out, "parts", k) for k in ("views", "rejects", "features")}
 
 
 def write_features(rows: list[dict], folder: str, key: str) -> bool:
+    """Write one case's QC feature rows as the write-once file ``part-<key>.parquet`` under ``folder``.
+
+    Parameters
+    ----------
+    rows : list of dict
+        Feature rows of ``FEATURE_SCHEMA``; may be empty.
+    folder : str
+        URI of the features part folder.
+    key : str
+        The case's key (`case_key`).
+
+    Returns
+    -------
+    bool
+        Whether the file was written (False: it existed already).
+    """
     table = pa.Table.from_pylist(rows, schema=FEATURE_SCHEMA) if rows else FEATURE_SCHEMA.empty_table()
     sink = io.BytesIO()
     pq.write_table(table, sink, compression="zstd")
@@ -48,7 +88,18 @@ def write_features(rows: list[dict], folder: str, key: str) -> bool:
 
 def read_features(folder: str) -> list[dict]:
     """Every QC feature row of a build as Python dicts, one part at a time (the views build
-    reads them as columns: medscope.views.features)."""
+    reads them as columns: medscope.views.features).
+
+    Parameters
+    ----------
+    folder : str
+        URI of the features part folder.
+
+    Returns
+    -------
+    list of dict
+        Rows of ``FEATURE_SCHEMA``, file by file in sorted order.
+    """
     out = []
     for uri in storage.list_files(folder, suffix=".parquet"):
         out.extend(records.read_parquet(uri).to_pylist())
