@@ -46,7 +46,7 @@ def reader_section(analysis: dict) -> tuple[str, list]:
     title : str
         'Reader study'.
     blocks : list
-        ``Para`` and ``Table`` blocks of ``medscope.report.render``.
+        ``Para`` and ``Table`` blocks of ``medscope.render.document``.
     """
     acc = analysis["acceptable_residual"]
     packs = ", ".join(f"{p['name']} ({p['images']} images, {p['pack_hash'][:12]})" for p in analysis["packs"])

@@ -42,7 +42,7 @@ def entry_blocks(entry: Entry, rows: list[CellResult]) -> list:
     Returns
     -------
     list
-        ``Para``, ``Table`` and ``Raw`` blocks of ``medscope.report.render``, in page order.
+        ``Para``, ``Table`` and ``Raw`` blocks of ``medscope.render.document``, in page order.
     """
     blocks = [Para(f"**Status: {entry.status}.**")]
     if entry.qualitative:

@@ -19,7 +19,7 @@ class EvalSettings(StrictModel):
     max_new_tokens: int = 128
     max_turns: int = 5  # model replies: 3 tools + final + 1 spare, as the agent loop
     # named test sets (counterfactual paper Tables 3-4: main, heldout_tools, fresh_external, ...) -> the views
-    # table each is read from, on its own splits (protocols.counterfactual.testsets.TEST_SETS); scored beside the
+    # table each is read from, on its own splits (analysis.testsets.TEST_SETS); scored beside the
     # validation split, so C1-C4 (§3.7), worded on the test sets, apply to a sweep's own scores
     test_sets: dict[str, str] = {}
 
