@@ -18,6 +18,10 @@ import pytest
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 COMPLETE: list[str] = [
+    "medscope/answers", "medscope/cohorts", "medscope/io", "medscope/models", "medscope/pairs", "medscope/qc",
+    "medscope/reader", "medscope/reproduce", "medscope/stats", "medscope/training", "medscope/views",
+    "medscope/volumes", "medscope/config.py", "medscope/errors.py", "medscope/images.py", "medscope/items.py",
+    "medscope/seeding.py",
 ]
 
 
