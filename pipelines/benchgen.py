@@ -188,7 +188,7 @@ def build(cfg: BuildConfig) -> dict:
         if cfg.extractor == "llm":
             reply = replies.get((s["case_id"], "extract"))
             got, dropped = read_extraction(schema, reply or "", s["findings"], s["impression"])
-            rejects += [records.reject("extraction", cfg.cohort, f"{s['case_id']}/{f}", "extract", why)
+            rejects += [records.reject_row("extraction", cfg.cohort, f"{s['case_id']}/{f}", "extract", why)
                         for f, why in dropped]
         else:
             got = extract_rules(schema, s["findings"], s["impression"])
@@ -201,7 +201,7 @@ def build(cfg: BuildConfig) -> dict:
     for s in studies:
         generated = replies.get((s["case_id"], "questions")) if entry is not None and cfg.report_questions else None
         if entry is not None and cfg.report_questions and generated is None:
-            rejects.append(records.reject("mcq_items", cfg.cohort, s["case_id"], "generate", "generation_failed"))
+            rejects.append(records.reject_row("mcq_items", cfg.cohort, s["case_id"], "generate", "generation_failed"))
         payload = {"study": s, "fields": fields[s["case_id"]], "pools": {k: dict(v) for k, v in pools.items()},
                    "generated": generated}
         if verdicts is not None:  # this study's verdicts only: a new verdict rebuilds just its study

@@ -190,7 +190,7 @@ def run_sweep(cfg: EvalConfig, protocol: EvalProtocol | None = None, entries: li
                 elif not allowed(item, entry):
                     counts["refused_private"] += 1
                     acc.add(entry.name, condition, "refused", endpoint=entry.endpoint, fix=ALLOW_FIX)
-                    records.write_part("rejects", [records.reject(
+                    records.write_part("rejects", [records.reject_row(
                         "episodes", entry.name, item.item_id, "eval", "private_endpoint_not_allowed",
                         f"model={entry.name} condition={condition} endpoint not on the item's allow-list",
                     )], rejects_uri, key)
@@ -219,7 +219,7 @@ def run_sweep(cfg: EvalConfig, protocol: EvalProtocol | None = None, entries: li
             cfg, protocol, entries, todo, episodes_uri, run_id, spent_before, cluster_gpus() > 0)
         for res in results:
             if res["status"] in ("failed", "retry_later"):
-                records.write_part("rejects", [records.reject(
+                records.write_part("rejects", [records.reject_row(
                     "episodes", res["model"], res["item_id"], "eval", res["status"], res.get("error") or "",
                 )], rejects_uri, f"{res['key']}-{res['status']}-{uuid.uuid4().hex[:6]}")
     status = Counter(r["status"] for r in results)

@@ -46,7 +46,7 @@ def _stamp(out: dict, t_start: float) -> dict:
 def _reject_for(vol: dict, err: Exception, stage: str) -> dict:
     reason = err.reason if isinstance(err, VolumeError) else "unreadable"
     detail = err.detail if isinstance(err, VolumeError) else str(err)
-    return records.reject("probe_items", vol.get("source") or "volumes", vol.get("case_id", "?"), stage, reason, detail)
+    return records.reject_row("probe_items", vol.get("source") or "volumes", vol.get("case_id", "?"), stage, reason, detail)
 
 
 def count_task(row: dict, cfg_json: str) -> dict:

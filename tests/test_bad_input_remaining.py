@@ -53,7 +53,7 @@ def test_rejects_name_the_exception_class_of_each_cause(tmp_path):
     assert table.column("source_file").to_pylist() == ["images/good.png"]
     got = {r["item_id"]: (r["reason"], r["error_class"]) for r in rejects if r["stage"] == "load"}
     assert got["images/cut.png"] == ("unreadable image", pillow_class)
-    assert got["images/pipe.png"] == ("not a regular file", "Reject")  # MedScope's own check
+    assert got["images/pipe.png"] == ("not a regular file", "InputRejected")  # MedScope's own check
     back = records.to_table("rejects", rejects)
     assert "error_class" in back.column_names
 
@@ -113,7 +113,7 @@ def test_a_truncated_approved_candidate_is_never_copied_into_a_pair_set(tmp_path
     assert entry["condition"] == b and entry["missing"] == []
     [bad] = entry["unreadable"]
     assert (bad["photo_type"], bad["candidate"], bad["reason"]) == ("matched", cut["id"], "unreadable image")
-    assert bad["error_class"] not in ("", None, "Reject")  # Pillow's exception, by name
+    assert bad["error_class"] not in ("", None, "InputRejected")  # Pillow's exception, by name
     manifest = yaml.safe_load(open(built["manifest"]))
     assert [c["condition"] for c in manifest["conditions"]] == [a]
     assert not (out / "photos" / f"{rv.slug(b)}-matched.png").exists()

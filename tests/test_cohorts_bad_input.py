@@ -147,7 +147,7 @@ def test_csv_fields_by_hand():
     assert guarded.csv_fields(b"a," + long)[1] == long.decode().strip()
     assert guarded.csv_fields(b'a, "1, 2"') == ["a", "1, 2"]
     for line, reason in ((b'a,"1 2', "malformed CSV row"), (b"a,\xc3", "CSV row not UTF-8")):
-        with pytest.raises(bounded.Reject) as err:
+        with pytest.raises(bounded.InputRejected) as err:
             guarded.csv_fields(line)
         assert err.value.reason == reason
     data = b"\xef\xbb\xbfh1,h2\rx,1\r\n\ny,2\n"
@@ -161,12 +161,12 @@ def test_inflate_bounded_stops_at_the_limit():
     data = gzip.compress(b"\0" * 100_000)
     assert guarded.inflate_bounded(data, 100_000, 31) == b"\0" * 100_000
     assert guarded.inflate_bounded(data, 10, 31, strict=False) == b"\0" * 10
-    with pytest.raises(bounded.Reject, match="over max_decoded_bytes"):
+    with pytest.raises(bounded.InputRejected, match="over max_decoded_bytes"):
         guarded.inflate_bounded(data, 99_999, 31)
     raw = zlib.compressobj(6, zlib.DEFLATED, -15)
     body = raw.compress(b"abc" * 10) + raw.flush()
     assert guarded.inflate_bounded(body, 30, -15) == b"abc" * 10
-    with pytest.raises(bounded.Reject, match="corrupt DICOM"):
+    with pytest.raises(bounded.InputRejected, match="corrupt DICOM"):
         guarded.inflate_bounded(b"\xff\xff\xff\xff", 30, -15, what="DICOM")
 
 

@@ -139,7 +139,7 @@ def test_rle_decode_against_hand_encoded_mask():
 
 @pytest.mark.parametrize("bad", ["1 2 3", "a b", "0 13", "-1 2", "2 0"])
 def test_rle_decode_rejects_malformed(bad):
-    with pytest.raises(common.Reject) as err:
+    with pytest.raises(common.InputRejected) as err:
         rle_decode(bad, 3, 4)
     assert err.value.reason == "malformed RLE"
 
@@ -194,7 +194,7 @@ def test_lesion_helpers_by_hand():
     assert common.lesion_bbox(m) == [3, 2, 8, 4]
     assert common.lesion_bbox(np.zeros((3, 3), bool)) is None
     cfg = cohorts.dataset_config("busi")
-    with pytest.raises(common.Reject, match="whole-image mask"):
+    with pytest.raises(common.InputRejected, match="whole-image mask"):
         common.binarize_mask(np.full((4, 4), 255, np.uint8), (4, 4), cfg)
     raw = np.zeros((4, 4), np.uint8)
     raw[0, 0] = 1

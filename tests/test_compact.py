@@ -119,7 +119,7 @@ def test_compaction_on_s3(s3_bucket):
     run = f"{s3_bucket}/eval"
     _, e = _episodes(3, 3, 1, models=2)  # 26 parts: the loopback server is slow on a busy machine
     written = _write_parts(f"{run}/episodes", e)
-    records.write_part("rejects", [records.reject("episodes", "m", "v1", "eval", "failed")], f"{run}/rejects", "k1")
+    records.write_part("rejects", [records.reject_row("episodes", "m", "v1", "eval", "failed")], f"{run}/rejects", "k1")
     before = _rows(f"{run}/episodes")
     results = parts.compact(run, max_parts=10)
     assert {r["folder"].rsplit("/", 1)[-1]: r["parts_compacted"] for r in results} == {"episodes": len(written), "rejects": 1}

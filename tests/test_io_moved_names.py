@@ -30,3 +30,17 @@ def test_from_import_of_an_old_name_works():
 def test_a_name_never_there_is_still_an_attribute_error():
     with pytest.raises(AttributeError, match="no attribute 'bounded_io'"):
         medscope.bounded_io  # noqa: B018
+
+
+@pytest.mark.parametrize("module, old, new", [
+    ("medscope.io.bounded", "Reject", "InputRejected"), ("medscope.cohorts.common", "Reject", "InputRejected"),
+    ("medscope.io.records", "reject", "reject_row")])
+def test_renamed_names_warn_and_are_the_new_ones(module, old, new):
+    import importlib
+
+    mod = importlib.import_module(module)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got = getattr(mod, old)
+    assert got is getattr(mod, new)
+    assert [w.category for w in caught] == [DeprecationWarning] and f"is now {new}" in str(caught[0].message)

@@ -24,7 +24,7 @@ def test_a_folder_or_its_table_reads_the_same(tmp_path):
 def test_part_file_tables_resolve_inside_their_run(tmp_path):
     run = layout.EvalRun(str(tmp_path / "eval"))
     rows = records.read_table("views", write_views(str(tmp_path / "v.parquet"), 2)).to_pylist()
-    records.write_part("rejects", [records.reject("views", "s", rows[0]["view_id"], "eval", "why")], run.rejects, "k1")
+    records.write_part("rejects", [records.reject_row("views", "s", rows[0]["view_id"], "eval", "why")], run.rejects, "k1")
     # the run folder, the part-file folder and its parent all name the same table
     assert records.read_table("rejects", run.root).num_rows == 1
     assert records.read_table("rejects", run.rejects).num_rows == 1

@@ -9,8 +9,8 @@ from medscope.errors import MedScopeError
 from medscope.protocols import counterfactual  # noqa: F401 - registers its scores table (used below)
 
 
-def reject_row(i):
-    return records.reject("cases", "kvasir-seg", f"img{i}.jpg", "load", "unreadable image", "truncated")
+def sample_reject_row(i):
+    return records.reject_row("cases", "kvasir-seg", f"img{i}.jpg", "load", "unreadable image", "truncated")
 
 
 def test_every_design_table_has_a_schema():
@@ -64,7 +64,7 @@ def test_a_registered_table_is_written_validated_and_found_in_its_folder(fresh_r
 
 def test_write_and_read_table(tmp_path):
     uri = str(tmp_path / "rejects.parquet")
-    records.write_table("rejects", [reject_row(i) for i in range(3)], uri)
+    records.write_table("rejects", [sample_reject_row(i) for i in range(3)], uri)
     back = records.read_table("rejects", uri)
     assert back.num_rows == 3
     assert back.column("item_id").to_pylist() == ["img0.jpg", "img1.jpg", "img2.jpg"]
@@ -72,7 +72,7 @@ def test_write_and_read_table(tmp_path):
 
 
 def test_null_in_required_field_is_refused(tmp_path):
-    row = reject_row(0) | {"reason": None}
+    row = sample_reject_row(0) | {"reason": None}
     with pytest.raises(MedScopeError, match="rejects.reason must not be null"):
         records.write_table("rejects", [row], str(tmp_path / "r.parquet"))
     assert not (tmp_path / "r.parquet").exists()
@@ -91,14 +91,14 @@ def test_enum_values_are_checked():
 
 def test_unknown_field_is_refused():
     with pytest.raises(MedScopeError, match="unknown field"):
-        records.to_table("rejects", [reject_row(0) | {"secret": "x"}])
+        records.to_table("rejects", [sample_reject_row(0) | {"secret": "x"}])
 
 
 def test_parts_are_write_once_and_read_in_key_order(tmp_path):
     folder = str(tmp_path / "rejects")
-    assert records.write_part("rejects", [reject_row(2)], folder, "b")
-    assert records.write_part("rejects", [reject_row(1)], folder, "a")
-    assert not records.write_part("rejects", [reject_row(9)], folder, "a")
+    assert records.write_part("rejects", [sample_reject_row(2)], folder, "b")
+    assert records.write_part("rejects", [sample_reject_row(1)], folder, "a")
+    assert not records.write_part("rejects", [sample_reject_row(9)], folder, "a")
     assert records.part_keys(folder) == {"a", "b"}
     back = records.read_table("rejects", folder)
     assert back.column("item_id").to_pylist() == ["img1.jpg", "img2.jpg"]
@@ -106,7 +106,7 @@ def test_parts_are_write_once_and_read_in_key_order(tmp_path):
 
 def test_parts_on_s3(s3_bucket):
     folder = s3_bucket + "/run/rejects"
-    records.write_part("rejects", [reject_row(0)], folder, "k0")
+    records.write_part("rejects", [sample_reject_row(0)], folder, "k0")
     assert records.part_keys(folder) == {"k0"}
     assert records.read_table("rejects", folder).num_rows == 1
 

@@ -11,7 +11,7 @@ from medscope.testing.s3proxy import FailingS3Proxy
 
 
 def _row(i: int) -> dict:
-    return records.reject("episodes", "m", f"v{i}", "eval", "failed")
+    return records.reject_row("episodes", "m", f"v{i}", "eval", "failed")
 
 
 def test_a_few_failed_puts_are_retried_and_the_part_lands(s3_bucket, s3_server):

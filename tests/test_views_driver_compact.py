@@ -257,7 +257,7 @@ def test_the_staging_table_is_written_in_files_of_a_few_row_groups_and_read_back
 def test_rejects_sorted_as_arrow_come_in_the_order_of_the_dict_sort():
     from medscope.views.summary import sorted_rejects
 
-    r = records.reject
+    r = records.reject_row
     staged = [r("views", "s", "c2", "load", "duplicate_case_id"), r("views", "s", "c1", "load", "duplicate_case_id")]
     parts_rows = [r("views", "s", "c1", "view", "unreadable_image", "truncated", "OSError"),
                   r("views", "s", "c1", "view", "unreadable_image", "", "ValueError"),  # no detail: sorts as ""
@@ -274,7 +274,7 @@ def test_rejects_sorted_as_arrow_come_in_the_order_of_the_dict_sort():
 def test_parts_read_merged_equal_the_whole_folder_read(tmp_path):
     folder = str(tmp_path / "rejects")
     for i in range(7):
-        records.write_part("rejects", [records.reject("views", "s", f"c{i}", "view", "bad", str(j)) for j in range(i % 3)],
+        records.write_part("rejects", [records.reject_row("views", "s", f"c{i}", "view", "bad", str(j)) for j in range(i % 3)],
                            folder, f"k{i}")
     got = featmod.read_parts("rejects", folder, merge_every=3)
     assert got.equals(records.read_table("rejects", folder)) and got.num_rows == 6

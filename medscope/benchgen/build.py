@@ -29,7 +29,7 @@ def render_study(study: dict, schema: Schema, grid: int = 12, max_side: int = 15
         try:
             vol = read_sequence(uri)
         except VolumeError as err:
-            rejects.append(records.reject("montages", uri, study["case_id"], "render", err.reason, err.detail))
+            rejects.append(records.reject_row("montages", uri, study["case_id"], "render", err.reason, err.detail))
             continue
         img = sequence_montage(vol, schema.sequences[seq], grid=grid, max_side=max_side)
         rows.append({"case_id": study["case_id"], "cohort": cohort, "sequence": seq, "image": encode_png(img),
@@ -49,7 +49,7 @@ def study_questions(study: dict, schema: Schema, fields: dict[str, tuple[str, st
     if generated is not None:
         kept, dropped = report_questions(case, generated, study["findings"], study["impression"], seed, verdicts)
         qs += kept
-        rejects += [records.reject("mcq_items", cohort["name"], qid, "generate", why, *detail)
+        rejects += [records.reject_row("mcq_items", cohort["name"], qid, "generate", why, *detail)
                     for qid, why, *detail in dropped]
     default = [s for s in schema.report_sequences if s in rendered] or sorted(rendered)
     rows, seen = [], set()
@@ -59,11 +59,11 @@ def study_questions(study: dict, schema: Schema, fields: dict[str, tuple[str, st
         key = q["field"] or q["question"]
         item_id = f"{case}/{q['qtype']}/{stable_hash(cohort['name'], case, q['qtype'], key, length=10)}"
         if item_id in seen:
-            rejects.append(records.reject("mcq_items", cohort["name"], item_id, "assemble", "duplicate_question"))
+            rejects.append(records.reject_row("mcq_items", cohort["name"], item_id, "assemble", "duplicate_question"))
             continue
         seen.add(item_id)
         if missing or not seqs:
-            rejects.append(records.reject("mcq_items", cohort["name"], item_id, "assemble", "missing_sequence",
+            rejects.append(records.reject_row("mcq_items", cohort["name"], item_id, "assemble", "missing_sequence",
                                           f"needs {missing or 'a sequence'}"))
             continue
         rows.append({"item_id": item_id, "case_id": case, "cohort": cohort["name"], "qtype": q["qtype"],

@@ -77,7 +77,7 @@ def read_reports(uri: str) -> tuple[list[dict], list[dict]]:
             try:
                 obj = json.loads(line)
             except json.JSONDecodeError as err:
-                rejects.append(records.reject("reports", uri, f"line {n}", "load", "not_json", str(err)))
+                rejects.append(records.reject_row("reports", uri, f"line {n}", "load", "not_json", str(err)))
                 continue
             raw.append(obj if isinstance(obj, dict) else {})
     else:
@@ -94,7 +94,7 @@ def read_reports(uri: str) -> tuple[list[dict], list[dict]]:
         reason = ("no_case_id" if not case else "duplicate_report" if case in seen else split
                   or ("empty_findings" if not findings else "empty_impression" if not impression else None))
         if reason:
-            rejects.append(records.reject("reports", uri, rid, "load", reason))
+            rejects.append(records.reject_row("reports", uri, rid, "load", reason))
             continue
         seen.add(case)
         rows.append({"case_id": case, "study": str(r.get("study") or "").strip(), "findings": findings,
@@ -144,12 +144,12 @@ def pair_studies(reports: list[dict], volumes: dict[str, dict[str, str]], schema
         seqs = {s: u for s, u in volumes.get(case, {}).items() if s in schema_sequences}
         if not seqs:
             why = "report_without_study" if case not in volumes else "no_schema_sequence"
-            rejects.append(records.reject("reports", source, case, "pair", why,
+            rejects.append(records.reject_row("reports", source, case, "pair", why,
                                           f"sequences found: {sorted(volumes.get(case, {}))}"))
             continue
         studies.append({**r, "sequences": seqs})
     for case in sorted(set(volumes) - set(by_case)):
-        rejects.append(records.reject("volumes", source, case, "pair", "study_without_report"))
+        rejects.append(records.reject_row("volumes", source, case, "pair", "study_without_report"))
     return studies, rejects
 
 

@@ -34,13 +34,13 @@ from medscope.io import guarded, storage
 from medscope.cohorts.common import (
     DatasetConfig,
     OnItem,
-    Reject,
+    InputRejected,
     as_reject,
     case_row,
     dataset_config,
     finish,
     list_tree,
-    reject_row,
+    file_reject_row,
 )
 from medscope.cohorts.slices import choose_slices, tissue_fraction
 from medscope.errors import MedScopeError
@@ -154,17 +154,17 @@ def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None) ->
         item = flair or folder
         try:
             if flair is None:
-                raise Reject("missing FLAIR", f"no single *_flair / *-t2f file in {folder}")
+                raise InputRejected("missing FLAIR", f"no single *_flair / *-t2f file in {folder}")
             if seg is None:
-                raise Reject("missing segmentation", f"no *_seg file in {folder}")
+                raise InputRejected("missing segmentation", f"no *_seg file in {folder}")
             allowed = tuple(cfg.label_values) or (LABELS_2023 if "-t2f" in flair.lower() else LABELS_2020)
             got = _case_rows(cfg, path, folder, flair, seg, allowed)
             if not got:
-                raise Reject("no eligible slice", f"no slice with tissue >= {cfg.min_tissue_frac}")
+                raise InputRejected("no eligible slice", f"no slice with tissue >= {cfg.min_tissue_frac}")
             rows.extend(got)
         except Exception as err:  # noqa: BLE001 - one bad file never sinks the import
             err = as_reject(err)
-            rejects.append(reject_row(cfg, item, err))
+            rejects.append(file_reject_row(cfg, item, err))
         if on_item:
             on_item()
     return finish(rows, rejects)
@@ -175,9 +175,9 @@ def _read(path: str, rel: str):
     try:
         return nifti.read_nifti(storage.join(path, *rel.split("/")))
     except nifti.VolumeError as err:
-        raise Reject(_REASONS.get(err.reason, err.reason), err.detail) from None
+        raise InputRejected(_REASONS.get(err.reason, err.reason), err.detail) from None
     except (MedScopeError, OSError) as err:
-        raise Reject("unreadable file", str(err)) from None
+        raise InputRejected("unreadable file", str(err)) from None
 
 
 def _case_rows(cfg: DatasetConfig, path: str, folder: str, flair: str, seg: str, allowed: tuple) -> list[dict]:
@@ -185,13 +185,13 @@ def _case_rows(cfg: DatasetConfig, path: str, folder: str, flair: str, seg: str,
         image, labels = nifti.canonical_pair(_read(path, flair), _read(path, seg))
         lab = nifti.integer_labels(np.asanyarray(labels.dataobj))
     except nifti.VolumeError as err:
-        raise Reject(_REASONS.get(err.reason, err.reason), err.detail) from None
+        raise InputRejected(_REASONS.get(err.reason, err.reason), err.detail) from None
     bad = sorted(nifti.label_values(lab) - set(allowed))
     if bad:
-        raise Reject("unexpected label value", f"{bad}; this release uses {list(allowed)}")
+        raise InputRejected("unexpected label value", f"{bad}; this release uses {list(allowed)}")
     raw = np.asarray(image.get_fdata(dtype=np.float32))
     if not np.isfinite(raw).all():  # NaN would make the percentile NaN and the volume garbage
-        raise Reject("non-finite voxels", f"{int((~np.isfinite(raw)).sum())} NaN or infinite voxels in {flair}")
+        raise InputRejected("non-finite voxels", f"{int((~np.isfinite(raw)).sum())} NaN or infinite voxels in {flair}")
     vol = scale_volume(raw)
     del raw
     tumour = lab > 0

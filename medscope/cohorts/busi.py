@@ -19,13 +19,13 @@ import pyarrow as pa
 from medscope.cohorts.common import (
     DatasetConfig,
     OnItem,
-    Reject,
+    InputRejected,
     as_reject,
     dataset_config,
     finish,
     image_and_mask_case,
     leftovers,
-    reject_row,
+    file_reject_row,
     scan_tree,
     stem,
 )
@@ -93,7 +93,7 @@ def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None) ->
                 )
             except Exception as err:  # noqa: BLE001 - one bad file never sinks the import
                 err = as_reject(err)
-                rejects.append(reject_row(cfg, rel, err))
+                rejects.append(file_reject_row(cfg, rel, err))
             if on_item:
                 on_item()
         orphans = sorted(m for key, ms in masks.items() if key not in claimed for m in ms)

@@ -30,7 +30,7 @@ from medscope.io import bounded, guarded, safe_text, storage
 from medscope.cohorts.common import (
     DatasetConfig,
     OnItem,
-    Reject,
+    InputRejected,
     as_reject,
     case_row,
     dataset_config,
@@ -39,7 +39,7 @@ from medscope.cohorts.common import (
     leftovers,
     read_file,
     scan_tree,
-    reject_row,
+    file_reject_row,
 )
 from medscope.errors import MedScopeError
 
@@ -49,7 +49,7 @@ CRITICAL = {"pneumothorax"}  # the one ChestX-Det finding that needs action now 
 def rasterise(polygons: list, shape: tuple[int, int]) -> np.ndarray:
     """Polygons ``[[[x, y], ...], ...]`` (pixels) -> boolean (H, W) mask, edges included.
 
-    Raises Reject for a polygon with a vertex outside the image or under 3 points.
+    Raises InputRejected for a polygon with a vertex outside the image or under 3 points.
 
     Parameters
     ----------
@@ -65,7 +65,7 @@ def rasterise(polygons: list, shape: tuple[int, int]) -> np.ndarray:
 
     Raises
     ------
-    Reject
+    InputRejected
         ``bad polygon`` (not points, under 3 points, non-finite) or ``polygon outside image``.
     """
     h, w = shape
@@ -74,11 +74,11 @@ def rasterise(polygons: list, shape: tuple[int, int]) -> np.ndarray:
         try:
             pts = np.asarray(poly, dtype=np.float64).reshape(-1, 2)
         except (TypeError, ValueError):
-            raise Reject("bad polygon", f"not a list of [x, y] points: {str(poly)[:60]}") from None
+            raise InputRejected("bad polygon", f"not a list of [x, y] points: {str(poly)[:60]}") from None
         if len(pts) < 3 or not np.all(np.isfinite(pts)):
-            raise Reject("bad polygon", f"{len(pts)} points")
+            raise InputRejected("bad polygon", f"{len(pts)} points")
         if pts[:, 0].min() < 0 or pts[:, 1].min() < 0 or pts[:, 0].max() > w - 1 or pts[:, 1].max() > h - 1:
-            raise Reject("polygon outside image", f"x {pts[:, 0].min():g}..{pts[:, 0].max():g}, "
+            raise InputRejected("polygon outside image", f"x {pts[:, 0].min():g}..{pts[:, 0].max():g}, "
                          f"y {pts[:, 1].min():g}..{pts[:, 1].max():g}, image {w}x{h}")
         cv2.fillPoly(mask, [np.rint(pts).astype(np.int32)], 1)
     return mask.astype(bool)
@@ -88,9 +88,9 @@ def _records(path: str, name: str) -> list:
     try:
         data = safe_text.loads_json(bounded.read_bounded(storage.join(path, name), guarded.DEFAULT_LIMITS.max_file_bytes), name)
     except (ValueError, UnicodeDecodeError) as err:
-        raise Reject("corrupt JSON", f"{name}: {err}") from None
+        raise InputRejected("corrupt JSON", f"{name}: {err}") from None
     if not isinstance(data, list):
-        raise Reject("corrupt JSON", f"{name}: expected a list of image records")
+        raise InputRejected("corrupt JSON", f"{name}: expected a list of image records")
     return data
 
 
@@ -137,7 +137,7 @@ def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None) ->
             records = _records(path, ann)
         except Exception as err:  # noqa: BLE001 - one bad file never sinks the import
             err = as_reject(err)
-            rejects.append(reject_row(cfg, ann, err))
+            rejects.append(file_reject_row(cfg, ann, err))
             continue
         first: dict[str, object] = {}
         for i, rec in enumerate(records):
@@ -147,7 +147,7 @@ def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None) ->
             try:
                 if rel in first:  # a record listed twice is one case, never two
                     same = first[rel] == rec
-                    raise Reject("duplicate record" if same else "conflicting records",
+                    raise InputRejected("duplicate record" if same else "conflicting records",
                                  f"{ann}[{i}] lists {rel} again" + ("" if same else " with other findings; the first is kept"))
                 first[rel] = rec
                 got = _image_cases(cfg, path, rel, rec, known, excluded)
@@ -156,7 +156,7 @@ def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None) ->
                 rows.extend(got)
             except Exception as err:  # noqa: BLE001 - one bad file never sinks the import
                 err = as_reject(err)
-                rejects.append(reject_row(cfg, rel if err.reason not in ("duplicate record", "conflicting records")
+                rejects.append(file_reject_row(cfg, rel if err.reason not in ("duplicate record", "conflicting records")
                                           else f"{ann}[{i}]", err))
             if on_item:
                 on_item()
@@ -180,16 +180,16 @@ def _unlisted(cfg, scans: dict, listed: set[str]) -> list[dict]:
 
 def _image_cases(cfg, path, rel, rec, known, excluded) -> list[dict]:
     if not isinstance(rec, dict) or not rec.get("file_name"):
-        raise Reject("corrupt JSON", "record without file_name")
+        raise InputRejected("corrupt JSON", "record without file_name")
     syms = rec.get("syms") or []
     polygons = rec.get("polygons") or []
     unknown = sorted({s for s in syms if str(s).lower() not in known})
     if unknown:
-        raise Reject("unknown category", ", ".join(map(str, unknown)))
+        raise InputRejected("unknown category", ", ".join(map(str, unknown)))
     if len(polygons) != len(syms):
-        raise Reject("bad polygon", f"{len(syms)} syms but {len(polygons)} polygons")
+        raise InputRejected("bad polygon", f"{len(syms)} syms but {len(polygons)} polygons")
     if not storage.exists(storage.join(path, *rel.split("/"))):
-        raise Reject("missing image", f"{rel} listed in the annotations but not on disk")
+        raise InputRejected("missing image", f"{rel} listed in the annotations but not on disk")
     image = decode_image(read_file(path, rel))
     if image.ndim == 3:  # NIH films are gray; an RGB export of one is read as its gray
         image = cv2.cvtColor(image, cv2.COLOR_RGB2GRAY)
@@ -204,10 +204,10 @@ def _image_cases(cfg, path, rel, rec, known, excluded) -> list[dict]:
         if cat.lower() in excluded:
             continue
         if mask.mean() >= cfg.whole_mask_frac:
-            raise Reject("whole-image mask", f"{cat} covers {mask.mean():.1%}")
+            raise InputRejected("whole-image mask", f"{cat} covers {mask.mean():.1%}")
         finding = cat.lower()
         out.append(case_row(cfg, f"{rel}#{cat}", image, mask, finding=finding, critical=finding in CRITICAL,
                             question=cfg.question.replace("{finding}", finding)))
     if not out:
-        raise Reject("excluded category", ", ".join(sorted(by_cat)))
+        raise InputRejected("excluded category", ", ".join(sorted(by_cat)))
     return out

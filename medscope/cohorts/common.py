@@ -2,7 +2,7 @@
 statistics and the cases-row builder (image and mask decoding: ``pixels.py``, re-exported).
 
 A loader walks one dataset layout and returns ``(cases table, rejects rows)``. Anything
-wrong with one file becomes a rejects row (``records.reject``) with a short countable
+wrong with one file becomes a rejects row (``records.reject_row``) with a short countable
 reason; the loader goes on, so every good case still arrives (docs/design.md, "Nothing lost,
 nothing silent"). Files are listed and read only through ``safe_io`` (regular files, bounded
 reads, header-checked pixel budgets, EXIF orientation; docs/cohorts-bad-input.md), and
@@ -37,7 +37,7 @@ import pydantic
 from medscope import config as cfgmod
 from medscope import images
 from medscope.io import bounded, guarded, records, safe_text, storage
-from medscope.io.guarded import DEFAULT_LIMITS, Limits, Reject, as_reject, display_name, leftovers  # noqa: F401
+from medscope.io.guarded import DEFAULT_LIMITS, Limits, InputRejected, as_reject, display_name, leftovers  # noqa: F401
 from medscope.errors import MedScopeError
 from medscope.seeding import stable_hash
 
@@ -265,14 +265,14 @@ def read_file(root: str, rel: str, limits: Limits = DEFAULT_LIMITS) -> bytes:
 
     Raises
     ------
-    Reject
+    InputRejected
         ``path leaves the input root`` (absolute, climbing or symlinked out), a file that is not
         regular, or one over ``limits.max_file_bytes``.
     """
     try:
         rel = safe_text.inside_root(rel)
     except safe_text.BadText as err:
-        raise Reject(err.reason, err.detail) from None
+        raise InputRejected(err.reason, err.detail) from None
     guarded.require_inside(root, rel)
     return bounded.read_bounded(storage.join(root, *rel.split("/")), limits.max_file_bytes)
 
@@ -295,7 +295,7 @@ _pil_error = guarded.pil_error
 def binarize_mask(raw: np.ndarray, image_shape: tuple[int, int], cfg: DatasetConfig) -> np.ndarray:
     """Apply the module's mask rules to raw mask values; returns a boolean (H, W) mask.
 
-    Raises Reject for a size mismatch, a non-binary mask under ``non_binary_mask: reject``,
+    Raises InputRejected for a size mismatch, a non-binary mask under ``non_binary_mask: reject``,
     or a whole-image mask. An empty mask is returned as all-False; the caller decides.
 
     Parameters
@@ -314,23 +314,23 @@ def binarize_mask(raw: np.ndarray, image_shape: tuple[int, int], cfg: DatasetCon
 
     Raises
     ------
-    Reject
+    InputRejected
         ``mask size differs``, ``non-binary mask`` or ``whole-image mask``.
     """
     if raw.shape[:2] != tuple(image_shape[:2]):
         h, w = raw.shape[:2]
-        raise Reject("mask size differs", f"mask {w}x{h}, image {image_shape[1]}x{image_shape[0]}")
+        raise InputRejected("mask size differs", f"mask {w}x{h}, image {image_shape[1]}x{image_shape[0]}")
     values = np.unique(raw)
     if values.size > 2 or (values.size == 2 and values[0] != 0):
         if cfg.non_binary_mask == "reject":
             shown = ", ".join(str(int(v)) for v in values[:6]) + (", ..." if values.size > 6 else "")
-            raise Reject("non-binary mask", f"{values.size} distinct values ({shown})")
+            raise InputRejected("non-binary mask", f"{values.size} distinct values ({shown})")
         mask = raw > cfg.mask_threshold
     else:
         mask = raw > 0
     frac = float(mask.mean())
     if frac >= cfg.whole_mask_frac:
-        raise Reject("whole-image mask", f"mask covers {frac:.1%} of the image")
+        raise InputRejected("whole-image mask", f"mask covers {frac:.1%} of the image")
     return mask
 
 
@@ -490,7 +490,7 @@ def case_row(
     }
 
 
-def reject_row(cfg: DatasetConfig, rel_path: str, err: Reject, table: str = "cases") -> dict:
+def file_reject_row(cfg: DatasetConfig, rel_path: str, err: InputRejected, table: str = "cases") -> dict:
     """One ``load``-stage rejects row for a file the loader could not turn into an item.
 
     Parameters
@@ -499,7 +499,7 @@ def reject_row(cfg: DatasetConfig, rel_path: str, err: Reject, table: str = "cas
         Supplies the source name.
     rel_path : str
         The file's path relative to the dataset folder (the row's ``item_id``).
-    err : Reject
+    err : InputRejected
         The refusal; gives ``reason``, ``detail`` and the ``error_class``.
     table : str, optional
         The table the item would have joined (``"cases"``, ``"volumes"``, ``"vqa_items"``).
@@ -507,9 +507,9 @@ def reject_row(cfg: DatasetConfig, rel_path: str, err: Reject, table: str = "cas
     Returns
     -------
     dict
-        A rejects row (``records.reject``).
+        A rejects row (``records.reject_row``).
     """
-    return records.reject(table, cfg.source, display_name(rel_path), "load", err.reason, display_name(err.detail),
+    return records.reject_row(table, cfg.source, display_name(rel_path), "load", err.reason, display_name(err.detail),
                           bounded.error_class(err))
 
 
@@ -574,7 +574,7 @@ def image_and_mask_case(
 
     Raises
     ------
-    Reject
+    InputRejected
         For an unreadable image or mask, a failed mask rule, ``missing mask``, a ``whole-image mask``
         after merging, or an ``empty mask`` unless ``empty_mask_means_lesion_free``.
     """
@@ -584,15 +584,26 @@ def image_and_mask_case(
     if not mask_rels:
         if on_missing == "lesion-free":
             return case_row(cfg, image_rel, image, None)
-        raise Reject("missing mask", f"no mask file for {image_rel}")
+        raise InputRejected("missing mask", f"no mask file for {image_rel}")
     merged = np.zeros(image.shape[:2], dtype=bool)
     for rel in mask_rels:
         raw = decode_mask_array(read_file(root, rel, cfg.limits), cfg.limits)
         merged |= binarize_mask(raw, image.shape, cfg)
     if lesion_area_frac(merged) >= cfg.whole_mask_frac:
-        raise Reject("whole-image mask", f"merged masks cover {lesion_area_frac(merged):.1%} of the image")
+        raise InputRejected("whole-image mask", f"merged masks cover {lesion_area_frac(merged):.1%} of the image")
     if not merged.any():
         if cfg.empty_mask_means_lesion_free:
             return case_row(cfg, image_rel, image, None)
-        raise Reject("empty mask", f"{', '.join(mask_rels)} has no foreground pixel")
+        raise InputRejected("empty mask", f"{', '.join(mask_rels)} has no foreground pixel")
     return case_row(cfg, image_rel, image, merged)
+
+
+def __getattr__(name: str):
+    # 0.1's name, for a cohort loader or protocol written outside the package against it
+    if name == "Reject":
+        import warnings
+
+        warnings.warn("medscope.cohorts.common.Reject is now InputRejected; the old name goes in the next release",
+                      DeprecationWarning, stacklevel=2)
+        return InputRejected
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

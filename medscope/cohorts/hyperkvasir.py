@@ -24,7 +24,7 @@ import pyarrow as pa
 from medscope.cohorts.common import (
     DatasetConfig,
     OnItem,
-    Reject,
+    InputRejected,
     as_reject,
     case_row,
     dataset_config,
@@ -33,7 +33,7 @@ from medscope.cohorts.common import (
     leftovers,
     scan_tree,
     read_file,
-    reject_row,
+    file_reject_row,
 )
 from medscope.errors import MedScopeError
 
@@ -79,7 +79,7 @@ def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None) ->
             rows.append(case_row(cfg, rel, decode_image(read_file(path, rel)), None))
         except Exception as err:  # noqa: BLE001 - one bad file never sinks the import
             err = as_reject(err)
-            rejects.append(reject_row(cfg, rel, err))
+            rejects.append(file_reject_row(cfg, rel, err))
         if on_item:
             on_item()
     return finish(rows, rejects + leftovers(cfg, "", sorted(ignored)))

@@ -19,13 +19,13 @@ from medscope.io import storage
 from medscope.cohorts.common import (
     DatasetConfig,
     OnItem,
-    Reject,
+    InputRejected,
     as_reject,
     dataset_config,
     finish,
     image_and_mask_case,
     leftovers,
-    reject_row,
+    file_reject_row,
     scan_tree,
     stem,
 )
@@ -75,12 +75,12 @@ def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None) ->
         used.update(found)
         try:
             if len(found) > 1:
-                raise Reject("ambiguous mask", f"several mask files for {rel}: {', '.join(found)}")
+                raise InputRejected("ambiguous mask", f"several mask files for {rel}: {', '.join(found)}")
             mask_rels = [posixpath.join(cfg.masks_dir, m) for m in found]
             rows.append(image_and_mask_case(cfg, path, rel, mask_rels, on_missing=on_missing))
         except Exception as err:  # noqa: BLE001 - one bad file never sinks the import
             err = as_reject(err)
-            rejects.append(reject_row(cfg, rel, err))
+            rejects.append(file_reject_row(cfg, rel, err))
         if on_item:
             on_item()
     rejects += leftovers(cfg, cfg.images_dir, ignored_images)

@@ -31,7 +31,7 @@ import pyarrow as pa
 from medscope.cohorts.common import (
     DatasetConfig,
     OnItem,
-    Reject,
+    InputRejected,
     as_reject,
     binarize_mask,
     case_row,
@@ -42,7 +42,7 @@ from medscope.cohorts.common import (
     lesion_area_frac,
     list_tree,
     read_file,
-    reject_row,
+    file_reject_row,
 )
 from medscope.cohorts.slices import choose_slices, tissue_fraction
 from medscope.errors import MedScopeError
@@ -104,7 +104,7 @@ def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None) ->
     images, masks, odd = _index(path)
     if not images:
         raise MedScopeError(f"{path}: no TCGA_<site>_<id>_<date>_<n>.tif slices found")
-    rows, rejects = [], [reject_row(cfg, rel, Reject(reason, detail)) for reason, rel, detail in odd]
+    rows, rejects = [], [file_reject_row(cfg, rel, InputRejected(reason, detail)) for reason, rel, detail in odd]
     by_folder: dict[str, list[int]] = {}
     for folder, n in images:
         by_folder.setdefault(folder, []).append(n)
@@ -115,12 +115,12 @@ def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None) ->
             try:
                 image = decode_image(read_file(path, rel))
                 if (folder, n) not in masks:
-                    raise Reject("missing mask", f"no {folder}_{n}_mask.tif")
+                    raise InputRejected("missing mask", f"no {folder}_{n}_mask.tif")
                 raw = decode_mask_array(read_file(path, masks[(folder, n)]))
                 slices.append((n, rel, image, binarize_mask(raw, image.shape, cfg)))
             except Exception as err:  # noqa: BLE001 - one bad file never sinks the import
                 err = as_reject(err)
-                rejects.append(reject_row(cfg, rel, err))
+                rejects.append(file_reject_row(cfg, rel, err))
             if on_item:
                 on_item()
         patient = SLICE.match(posixpath.basename(images[(folder, by_folder[folder][0])])).group("patient")
@@ -128,7 +128,7 @@ def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None) ->
         rows.extend(_patient_cases(cfg, slices, patient))
         if len(rows) == rows_before and slices:
             where = posixpath.dirname(images[(folder, by_folder[folder][0])])
-            rejects.append(reject_row(cfg, where, Reject("no eligible slice", f"tissue < {cfg.min_tissue_frac}")))
+            rejects.append(file_reject_row(cfg, where, InputRejected("no eligible slice", f"tissue < {cfg.min_tissue_frac}")))
     return finish(rows, rejects)
 
 

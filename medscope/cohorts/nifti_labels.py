@@ -31,7 +31,7 @@ from medscope.io import guarded, storage
 from medscope.cohorts.common import (
     DatasetConfig,
     OnItem,
-    Reject,
+    InputRejected,
     as_reject,
     case_id,
     dataset_config,
@@ -39,7 +39,7 @@ from medscope.cohorts.common import (
     leftovers,
     patient_id,
     read_file,
-    reject_row,
+    file_reject_row,
     scan_tree,
 )
 from medscope.io.guarded import DEFAULT_LIMITS, Limits
@@ -69,7 +69,7 @@ def read_nifti(data: bytes, what: str = "image", limits: Limits = DEFAULT_LIMITS
 
     Raises
     ------
-    Reject
+    InputRejected
         ``corrupt NIfTI``, ``over max_decoded_bytes``, ``invalid affine`` and the other refusals of
         :func:`medscope.volumes.nifti.nifti_from_bytes`.
     """
@@ -90,7 +90,7 @@ def check_finite(img, what: str = "image") -> None:
 
     Raises
     ------
-    Reject
+    InputRejected
         ``non-finite voxels`` when any voxel is NaN or infinite.
     """
     if img.get_data_dtype().kind != "f":
@@ -98,7 +98,7 @@ def check_finite(img, what: str = "image") -> None:
     data = np.asanyarray(img.dataobj)
     bad = sum(int(np.count_nonzero(~np.isfinite(data[..., k : k + 8]))) for k in range(0, data.shape[-1], 8))
     if bad:
-        raise Reject("non-finite voxels", f"{what}: {bad} NaN or infinite voxel(s)")
+        raise InputRejected("non-finite voxels", f"{what}: {bad} NaN or infinite voxel(s)")
 
 
 def label_name(cfg: DatasetConfig, image_name: str) -> str:
@@ -144,30 +144,30 @@ def check_pair(image, label, limits: Limits = DEFAULT_LIMITS) -> np.ndarray:
 
     Raises
     ------
-    Reject
+    InputRejected
         ``label shape differs``, ``label affine differs`` (over ``AFFINE_TOL_MM``), ``non-integer
         label map`` (structured, non-numeric, fractional, non-finite or negative values), ``label out
         of range`` or a decoded-size budget exceeded.
     """
     if tuple(label.shape) != tuple(image.shape):
-        raise Reject("label shape differs", f"label {tuple(label.shape)}, image {tuple(image.shape)}")
+        raise InputRejected("label shape differs", f"label {tuple(label.shape)}, image {tuple(image.shape)}")
     if not np.allclose(label.affine, image.affine, atol=AFFINE_TOL_MM):
-        raise Reject("label affine differs", f"label spacing {_zooms(label)}, image {_zooms(image)}")
+        raise InputRejected("label affine differs", f"label spacing {_zooms(label)}, image {_zooms(image)}")
     dtype = label.get_data_dtype()
     if dtype.fields is not None or dtype.kind not in "biuf":
-        raise Reject("non-integer label map", f"dtype {dtype}")
+        raise InputRejected("non-integer label map", f"dtype {dtype}")
     slope, inter = label.header.get_slope_inter()
     scaled = (slope not in (None, 1.0)) or (inter not in (None, 0.0))
     guarded.check_decoded(label.shape, 8 if scaled else dtype.itemsize, limits, "NIfTI label map")
     data = np.asanyarray(label.dataobj)
     if not np.issubdtype(data.dtype, np.integer):
         if not np.all(np.isfinite(data)) or not np.array_equal(data, np.rint(data)):
-            raise Reject("non-integer label map", f"dtype {data.dtype} with fractional values")
+            raise InputRejected("non-integer label map", f"dtype {data.dtype} with fractional values")
         data = np.rint(data).astype(np.int32)
     if data.min() < 0:
-        raise Reject("non-integer label map", f"negative label {int(data.min())}")
+        raise InputRejected("non-integer label map", f"negative label {int(data.min())}")
     if data.max() > np.iinfo(np.int32).max:  # the probe casts to int32: 2**32 + 2 would wrap to 2
-        raise Reject("label out of range", f"label {int(data.max())} does not fit int32")
+        raise InputRejected("label out of range", f"label {int(data.max())} does not fit int32")
     return data
 
 
@@ -265,17 +265,17 @@ def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None) ->
         try:
             for file_rel in (rel, lrel):
                 if guarded.display_name(file_rel) != file_rel:  # the row keeps a URI that must round-trip
-                    raise Reject("file name not UTF-8", f"{guarded.display_name(file_rel)} cannot be stored as a URI")
+                    raise InputRejected("file name not UTF-8", f"{guarded.display_name(file_rel)} cannot be stored as a URI")
             image = read_nifti(read_file(path, rel, cfg.limits), "image", cfg.limits)
             check_finite(image)
             if lname not in labels:
-                raise Reject("missing label map", f"no {lrel}")
+                raise InputRejected("missing label map", f"no {lrel}")
             label = read_nifti(read_file(path, lrel, cfg.limits), "label map", cfg.limits)
             check_pair(image, label, cfg.limits)
             rows.append(volume_row(cfg, _uri(path, rel), _uri(path, lrel), rel, image, cfg.organ_map))
         except Exception as err:  # noqa: BLE001 - one bad file never sinks the import
             err = as_reject(err)
-            rejects.append(reject_row(cfg, rel, err, table="volumes"))
+            rejects.append(file_reject_row(cfg, rel, err, table="volumes"))
         if on_item:
             on_item()
     rejects += leftovers(cfg, cfg.images_dir, ignored_images, table="volumes")

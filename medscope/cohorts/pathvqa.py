@@ -19,7 +19,7 @@ import posixpath
 
 from medscope.io import bounded, guarded, storage
 from medscope.cohorts import vqa
-from medscope.cohorts.common import DatasetConfig, IMAGE_EXTS, OnItem, Reject, as_reject, dataset_config
+from medscope.cohorts.common import DatasetConfig, IMAGE_EXTS, OnItem, InputRejected, as_reject, dataset_config
 from medscope.errors import MedScopeError
 
 SPLITS = {"train": "train", "val": "validation", "test": "test"}
@@ -69,7 +69,7 @@ def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None):
         try:
             data = vqa.load_data_pickle(bounded.read_bounded(storage.join(path, "qas", split, f"{split}_qa.pkl"), cfg.limits.max_file_bytes))
             if not isinstance(data, list):
-                raise Reject("corrupt pickle", "expected a list of questions")
+                raise InputRejected("corrupt pickle", "expected a list of questions")
         except Exception as err:  # noqa: BLE001 - one bad file never sinks the import
             err = as_reject(err)
             rejects.append(vqa.reject_item(cfg, rel_pkl, err))
@@ -78,11 +78,11 @@ def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None):
             item = f"{rel_pkl}[{i}]"
             try:
                 if not isinstance(q, dict):
-                    raise Reject("corrupt pickle", f"question {i} is not a dict")
+                    raise InputRejected("corrupt pickle", f"question {i} is not a dict")
                 name = str(q.get("image", "")).strip()
                 image_file = _image_file(cache, split, name) if name else None
                 if image_file is None:
-                    raise Reject("missing image", f"images/{split}/{name}.* not on disk")
+                    raise InputRejected("missing image", f"images/{split}/{name}.* not on disk")
                 item = f"{image_file}#{i}"
                 answer = vqa.clean_text(q.get("answer"), "answer")
                 rows.append(vqa.item_row(

@@ -2,7 +2,7 @@
 
 Pillow, through ``guarded.open_image``: the header is checked against the ``limits`` budgets
 before anything is decoded, the EXIF orientation is applied to images and masks alike, and a
-broken file is a ``Reject`` (``unreadable image`` / ``unreadable mask``), never an exception
+broken file is a ``InputRejected`` (``unreadable image`` / ``unreadable mask``), never an exception
 that stops an import (docs/cohorts-bad-input.md). 16-bit and float images are stretched to 8
 bits by their own range, a band of rows at a time; NaN / inf pixels are refused first.
 """
@@ -13,7 +13,7 @@ import numpy as np
 from PIL import Image
 
 from medscope.io import guarded
-from medscope.io.bounded import Reject
+from medscope.io.bounded import InputRejected
 from medscope.io.guarded import DEFAULT_LIMITS, Limits
 
 _pil_error = guarded.pil_error
@@ -41,7 +41,7 @@ def decode_image(data: bytes, limits: Limits = DEFAULT_LIMITS) -> np.ndarray:
 
     Raises
     ------
-    Reject
+    InputRejected
         ``unreadable image`` for a file Pillow cannot decode, a budget exceeded, or
         ``non-finite pixels`` in a float image.
     """
@@ -50,10 +50,10 @@ def decode_image(data: bytes, limits: Limits = DEFAULT_LIMITS) -> np.ndarray:
             img.load()
             upright = guarded.exif_upright(img, "image")
             return _pil_to_array(upright)
-        except Reject:
+        except InputRejected:
             raise
         except Exception as err:  # Pillow raises many types for broken files
-            raise Reject("unreadable image", _pil_error(err)) from None
+            raise InputRejected("unreadable image", _pil_error(err)) from None
 
 
 def _pil_to_array(img: Image.Image) -> np.ndarray:
@@ -99,7 +99,7 @@ def to_uint8(array: np.ndarray) -> np.ndarray:
 
     Raises
     ------
-    Reject
+    InputRejected
         ``non-finite pixels`` when a float image holds NaN or infinity.
     """
     a = np.asarray(array)
@@ -110,7 +110,7 @@ def to_uint8(array: np.ndarray) -> np.ndarray:
     if a.dtype.kind == "f":  # NaN / inf would stretch to garbage or an all-black case
         bad = sum(int(np.count_nonzero(~np.isfinite(a[r : r + 512]))) for r in range(0, a.shape[0], 512))
         if bad:
-            raise Reject("non-finite pixels", f"{bad} NaN or infinite pixel(s)")
+            raise InputRejected("non-finite pixels", f"{bad} NaN or infinite pixel(s)")
     lo, hi = float(np.nanmin(a)), float(np.nanmax(a))
     out = np.zeros(a.shape, dtype=np.uint8)
     if hi <= lo:
@@ -143,7 +143,7 @@ def decode_mask_array(data: bytes, limits: Limits = DEFAULT_LIMITS) -> np.ndarra
 
     Raises
     ------
-    Reject
+    InputRejected
         ``unreadable mask`` for a file Pillow cannot decode, or a budget exceeded.
     """
     with guarded.open_image(data, limits, "mask") as opened:
@@ -158,7 +158,7 @@ def decode_mask_array(data: bytes, limits: Limits = DEFAULT_LIMITS) -> np.ndarra
             if img.mode in ("1", "L", "LA"):
                 return np.asarray(img.convert("L"))
             return np.asarray(img.convert("RGB")).max(axis=2)
-        except Reject:
+        except InputRejected:
             raise
         except Exception as err:
-            raise Reject("unreadable mask", _pil_error(err)) from None
+            raise InputRejected("unreadable mask", _pil_error(err)) from None

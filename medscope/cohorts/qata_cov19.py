@@ -24,14 +24,14 @@ import pyarrow as pa
 from medscope.cohorts.common import (
     DatasetConfig,
     OnItem,
-    Reject,
+    InputRejected,
     as_reject,
     dataset_config,
     finish,
     image_and_mask_case,
     leftovers,
     scan_tree,
-    reject_row,
+    file_reject_row,
     stem,
 )
 from medscope.errors import MedScopeError
@@ -106,7 +106,7 @@ def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None) ->
             rows.append(row)
         except Exception as err:  # noqa: BLE001 - one bad file never sinks the import
             err = as_reject(err)
-            rejects.append(reject_row(cfg, rel, err))
+            rejects.append(file_reject_row(cfg, rel, err))
         if on_item:
             on_item()
     rejects += leftovers(cfg, "", sorted(ignored), sorted(set(masks.values()) - used))

@@ -34,7 +34,7 @@ from medscope.io import bounded, guarded, records, storage
 from medscope.cohorts.common import (
     DatasetConfig,
     OnItem,
-    Reject,
+    InputRejected,
     as_reject,
     case_row,
     dataset_config,
@@ -43,7 +43,7 @@ from medscope.cohorts.common import (
     leftovers,
     lesion_area_frac,
     read_file,
-    reject_row,
+    file_reject_row,
     scan_tree,
     stem,
     to_uint8,
@@ -61,7 +61,7 @@ def rle_decode(rle: str, height: int, width: int) -> np.ndarray:
     the columns (column-major, 0-based) and each pair is (gap since the end of the previous
     run, run length) -- *relative* starts, unlike the absolute 1-based starts of most other
     Kaggle RLE. Written here because no maintained library speaks this variant. ``-1`` or an
-    empty string is an empty mask. Raises Reject("malformed RLE") on anything else broken.
+    empty string is an empty mask. Raises InputRejected("malformed RLE") on anything else broken.
 
     Parameters
     ----------
@@ -77,7 +77,7 @@ def rle_decode(rle: str, height: int, width: int) -> np.ndarray:
 
     Raises
     ------
-    Reject
+    InputRejected
         ``malformed RLE``: not integers, an odd count, a negative gap or non-positive length, or a
         run past the last pixel.
     """
@@ -87,17 +87,17 @@ def rle_decode(rle: str, height: int, width: int) -> np.ndarray:
     try:
         values = [int(v) for v in text.split()]
     except ValueError:
-        raise Reject("malformed RLE", f"not integers: {text[:40]!r}") from None
+        raise InputRejected("malformed RLE", f"not integers: {text[:40]!r}") from None
     if len(values) % 2:
-        raise Reject("malformed RLE", f"odd number of values ({len(values)})")
+        raise InputRejected("malformed RLE", f"odd number of values ({len(values)})")
     flat = np.zeros(height * width, dtype=bool)
     pos = 0
     for gap, length in zip(values[0::2], values[1::2]):
         if gap < 0 or length <= 0:
-            raise Reject("malformed RLE", f"negative gap or non-positive length ({gap} {length})")
+            raise InputRejected("malformed RLE", f"negative gap or non-positive length ({gap} {length})")
         pos += gap
         if pos + length > flat.size:
-            raise Reject("malformed RLE", f"run ends at pixel {pos + length}, image has {flat.size}")
+            raise InputRejected("malformed RLE", f"run ends at pixel {pos + length}, image has {flat.size}")
         flat[pos : pos + length] = True
         pos += length
     return flat.reshape(width, height).T
@@ -127,10 +127,10 @@ def rle_encode(mask: np.ndarray) -> str:
     return " ".join(str(int(v)) for v in pairs)
 
 
-def read_rle_csv(data: bytes) -> tuple[dict[str, list[str]], list[tuple[int, str, bounded.Reject]]]:
+def read_rle_csv(data: bytes) -> tuple[dict[str, list[str]], list[tuple[int, str, bounded.InputRejected]]]:
     """CSV bytes -> ({ImageId: [EncodedPixels, ...]} in file order, bad rows).
 
-    Each bad row is ``(line number, ImageId as far as readable or "", Reject)``. An unusable
+    Each bad row is ``(line number, ImageId as far as readable or "", InputRejected)``. An unusable
     header is a one-line MedScopeError: then no row can be read.
 
     Parameters
@@ -142,7 +142,7 @@ def read_rle_csv(data: bytes) -> tuple[dict[str, list[str]], list[tuple[int, str
     -------
     rles : dict of str to list of str
         ImageId -> its EncodedPixels strings, in file order (empty string for a missing value).
-    bad : list of tuple of (int, str, Reject)
+    bad : list of tuple of (int, str, InputRejected)
         ``(line number, ImageId or "", reason)`` per row that could not be read.
 
     Raises
@@ -152,7 +152,7 @@ def read_rle_csv(data: bytes) -> tuple[dict[str, list[str]], list[tuple[int, str
     """
     rows = guarded.csv_rows(data)
     first = next(rows, None)
-    if first is None or isinstance(first[1], bounded.Reject):
+    if first is None or isinstance(first[1], bounded.InputRejected):
         why = "empty file" if first is None else f"{first[1].reason}: {first[1].detail}"
         raise MedScopeError(f"RLE CSV is not readable: header line: {why}")
     header = first[1]
@@ -161,23 +161,23 @@ def read_rle_csv(data: bytes) -> tuple[dict[str, list[str]], list[tuple[int, str
     except ValueError:
         raise MedScopeError(f"RLE CSV needs columns ImageId, EncodedPixels; has {header}") from None
     out: dict[str, list[str]] = {}
-    bad: list[tuple[int, str, bounded.Reject]] = []
+    bad: list[tuple[int, str, bounded.InputRejected]] = []
     for no, fields, raw in rows:
-        if isinstance(fields, bounded.Reject):
+        if isinstance(fields, bounded.InputRejected):
             guess = raw.split(b",")[id_col].strip().strip(b'"') if raw.count(b",") >= id_col else b""
             image_id = guess.decode("utf-8", "backslashreplace") if b'"' not in guess else ""
             bad.append((no, image_id, fields))
             continue
         image_id = fields[id_col] if len(fields) > id_col else ""
         if not image_id:
-            bad.append((no, "", bounded.Reject("CSV row without ImageId", f"fields {fields[:3]}")))
+            bad.append((no, "", bounded.InputRejected("CSV row without ImageId", f"fields {fields[:3]}")))
             continue
         out.setdefault(image_id, []).append(fields[rle_col] if len(fields) > rle_col else "")
     return out, bad
 
 
 def read_dicom(data: bytes, limits: Limits = DEFAULT_LIMITS):
-    """DICOM bytes -> (pydicom dataset, pixel array), within ``limits``; Reject otherwise.
+    """DICOM bytes -> (pydicom dataset, pixel array), within ``limits``; InputRejected otherwise.
 
     pydicom inflates a deflated transfer syntax whole, before any header can be checked, so
     the inflation is first tried here with a bound. Rows x Columns x frames x samples x bits
@@ -199,7 +199,7 @@ def read_dicom(data: bytes, limits: Limits = DEFAULT_LIMITS):
 
     Raises
     ------
-    Reject
+    InputRejected
         ``unreadable image`` for a broken file or pixel data, or a budget exceeded.
     """
     import pydicom  # imported here: only SIIM needs it
@@ -220,12 +220,12 @@ def read_dicom(data: bytes, limits: Limits = DEFAULT_LIMITS):
         samples = int(getattr(ds, "SamplesPerPixel", 1) or 1)
         itemsize = max(1, (int(ds.BitsAllocated) + 7) // 8)
     except Exception as err:
-        raise Reject("unreadable image", f"DICOM: {type(err).__name__}: {err}") from None
+        raise InputRejected("unreadable image", f"DICOM: {type(err).__name__}: {err}") from None
     guarded.check_decoded((frames, rows, cols, samples), itemsize, limits, "DICOM", planar=rows * cols)
     try:
         return ds, ds.pixel_array
     except Exception as err:
-        raise Reject("unreadable image", f"DICOM: {type(err).__name__}: {err}") from None
+        raise InputRejected("unreadable image", f"DICOM: {type(err).__name__}: {err}") from None
 
 
 def load_radiograph(data: bytes, name: str, limits: Limits = DEFAULT_LIMITS) -> tuple[np.ndarray, str | None]:
@@ -249,14 +249,14 @@ def load_radiograph(data: bytes, name: str, limits: Limits = DEFAULT_LIMITS) -> 
 
     Raises
     ------
-    Reject
+    InputRejected
         ``unreadable image`` for a broken file or a DICOM that is not one gray frame.
     """
     if not name.lower().endswith(".dcm"):
         return decode_image(data, limits), None
     ds, pixels = read_dicom(data, limits)
     if pixels.ndim != 2:
-        raise Reject("unreadable image", f"DICOM pixel array of shape {pixels.shape}; expected one gray frame")
+        raise InputRejected("unreadable image", f"DICOM pixel array of shape {pixels.shape}; expected one gray frame")
     image = to_uint8(pixels)
     if str(getattr(ds, "PhotometricInterpretation", "")).upper() == "MONOCHROME1":
         image = 255 - image  # MONOCHROME1 stores air bright; show it as MONOCHROME2
@@ -294,7 +294,7 @@ def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None) ->
         raise MedScopeError(f"{path}: no {cfg.rle_csv} (set rle_csv in the dataset config)")
     try:
         rles, bad_rows = read_rle_csv(bounded.read_bounded(csv_uri, cfg.limits.max_file_bytes))
-    except bounded.Reject as err:
+    except bounded.InputRejected as err:
         raise MedScopeError(f"{csv_uri}: {err.reason}: {err.detail}") from None
     tainted = {image_id: (no, err) for no, image_id, err in bad_rows if image_id}
     images, ignored = scan_tree(storage.join(path, cfg.images_dir), (".dcm", ".png", ".jpg", ".jpeg"))
@@ -308,34 +308,34 @@ def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None) ->
         seen.add(image_id)
         try:
             if copies[image_id] > 1:  # one RLE row cannot say which study folder's file it was drawn on
-                raise Reject("duplicate ImageId", f"{copies[image_id]} files are named {image_id}")
+                raise InputRejected("duplicate ImageId", f"{copies[image_id]} files are named {image_id}")
             if image_id in tainted:
                 no, err = tainted[image_id]
-                raise Reject(err.reason, f"{cfg.rle_csv} line {no}: {err.detail}")
+                raise InputRejected(err.reason, f"{cfg.rle_csv} line {no}: {err.detail}")
             if image_id not in rles:
-                raise Reject("missing mask", f"no row for ImageId {image_id} in {cfg.rle_csv}")
+                raise InputRejected("missing mask", f"no row for ImageId {image_id} in {cfg.rle_csv}")
             if any(not rle for rle in rles[image_id]):
-                raise Reject("missing RLE", f"a row for ImageId {image_id} has no EncodedPixels (-1 means none)")
+                raise InputRejected("missing RLE", f"a row for ImageId {image_id} has no EncodedPixels (-1 means none)")
             image, pid = load_radiograph(read_file(path, rel, cfg.limits), name, cfg.limits)
             h, w = image.shape[:2]
             mask = np.zeros((h, w), dtype=bool)
             for rle in rles[image_id]:
                 mask |= rle_decode(rle, h, w)
             if lesion_area_frac(mask) >= cfg.whole_mask_frac:
-                raise Reject("whole-image mask", f"mask covers {lesion_area_frac(mask):.1%} of the image")
+                raise InputRejected("whole-image mask", f"mask covers {lesion_area_frac(mask):.1%} of the image")
             rows.append(case_row(cfg, rel, image, mask if mask.any() else None, patient=pid))
         except Exception as err:  # noqa: BLE001 - one bad file never sinks the import
             err = as_reject(err)
-            rejects.append(reject_row(cfg, rel, err))
+            rejects.append(file_reject_row(cfg, rel, err))
         if on_item:
             on_item()
     for image_id in sorted(set(rles) - seen):
         rejects.append(
-            records.reject("cases", cfg.source, f"{cfg.rle_csv}:{image_id}", "load", "missing image",
+            records.reject_row("cases", cfg.source, f"{cfg.rle_csv}:{image_id}", "load", "missing image",
                            f"ImageId {image_id} has no file under {cfg.images_dir}/")
         )
     for no, image_id, err in bad_rows:
         if not image_id or image_id not in seen:
-            rejects.append(reject_row(cfg, f"{cfg.rle_csv}:line {no}", err))
+            rejects.append(file_reject_row(cfg, f"{cfg.rle_csv}:line {no}", err))
     rejects += leftovers(cfg, cfg.images_dir, ignored)
     return finish(rows, rejects)

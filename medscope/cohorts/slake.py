@@ -29,14 +29,14 @@ from medscope.io import bounded, guarded, safe_text, storage
 from medscope.cohorts.common import (
     DatasetConfig,
     OnItem,
-    Reject,
+    InputRejected,
     as_reject,
     case_row,
     dataset_config,
     decode_image,
     finish,
     read_file,
-    reject_row,
+    file_reject_row,
 )
 from medscope.cohorts.slake_vqa import IMAGES_DIR, split_records
 from medscope.errors import MedScopeError
@@ -138,7 +138,7 @@ def label_image(data: bytes) -> np.ndarray:
 
     Raises
     ------
-    Reject
+    InputRejected
         ``unreadable mask`` when Pillow cannot decode the file.
     """
     try:
@@ -151,7 +151,7 @@ def label_image(data: bytes) -> np.ndarray:
                 return np.asarray(img).astype(np.int32)
             return np.asarray(img.convert("I")).astype(np.int32)
     except Exception as err:  # Pillow raises many types for broken files
-        raise Reject("unreadable mask", f"{type(err).__name__}: {err}") from None
+        raise InputRejected("unreadable mask", f"{type(err).__name__}: {err}") from None
 
 
 def _modalities(path: str, cfg: DatasetConfig) -> dict[str, str]:
@@ -173,7 +173,7 @@ def _objects(path: str, rel: str) -> list[tuple[str, list]]:
                 raise ValueError(f"box of {name} is not [x, y, w, h]")
         return out
     except (ValueError, TypeError, AttributeError, UnicodeDecodeError) as err:
-        raise Reject("corrupt JSON", f"{rel}: {err}") from None
+        raise InputRejected("corrupt JSON", f"{rel}: {err}") from None
 
 
 def _modality_of(path: str, folder: str, known: dict[str, str]) -> str | None:
@@ -185,7 +185,7 @@ def _modality_of(path: str, folder: str, known: dict[str, str]) -> str | None:
             for q in safe_text.loads_json(bounded.read_bounded(uri, guarded.DEFAULT_LIMITS.max_file_bytes), uri):
                 if q.get("modality"):
                     return str(q["modality"])
-        except (ValueError, TypeError, AttributeError, UnicodeDecodeError, bounded.Reject):
+        except (ValueError, TypeError, AttributeError, UnicodeDecodeError, bounded.InputRejected):
             return None
     return None
 
@@ -230,11 +230,11 @@ def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None) ->
         try:
             modality = _modality_of(path, folder, known)
             if keep and (modality or "").lower() not in keep:
-                raise Reject("excluded modality", f"modality {modality!r}")
+                raise InputRejected("excluded modality", f"modality {modality!r}")
             rows.extend(_image_cases(cfg, path, folder, rel, modality, lesions))
         except Exception as err:  # noqa: BLE001 - one bad file never sinks the import
             err = as_reject(err)
-            rejects.append(reject_row(cfg, rel, err))
+            rejects.append(file_reject_row(cfg, rel, err))
         if on_item:
             on_item()
     return finish(rows, rejects)
@@ -251,30 +251,30 @@ def _image_cases(cfg, path, folder, rel, modality, lesions) -> list[dict]:
         return [case_row(cfg, rel, image, None, question=question) | {"imaging_type": imaging}]
     mask_rel = posixpath.join(IMAGES_DIR, folder, "mask.png")
     if not storage.exists(storage.join(path, *mask_rel.split("/"))):
-        raise Reject("missing mask", f"no {mask_rel}")
+        raise InputRejected("missing mask", f"no {mask_rel}")
     raw = label_image(read_file(path, mask_rel))
     n_labels = len(np.unique(raw))
     if n_labels > MAX_LABELS:  # smoothed or photographic, not one value per object
-        raise Reject("not a label mask", f"{n_labels} distinct values")
+        raise InputRejected("not a label mask", f"{n_labels} distinct values")
     if raw.shape[:2] != (h, w):
-        raise Reject("mask size differs", f"mask {raw.shape[1]}x{raw.shape[0]}, image {w}x{h}")
+        raise InputRejected("mask size differs", f"mask {raw.shape[1]}x{raw.shape[0]}, image {w}x{h}")
     by_name: dict[str, np.ndarray] = {}
     for name, box in found:
         readings = box_readings(box, w, h)
         if not readings:
-            raise Reject("box outside image", f"{name} {box} on {w}x{h}")
+            raise InputRejected("box outside image", f"{name} {box} on {w}x{h}")
         m = np.zeros((h, w), bool)
         for reading in readings:
             m = lesion_mask(raw, reading)
             if m.any():
                 break
         if not m.any():
-            raise Reject("lesion not in mask", f"no mask region fits the {name} box")
+            raise InputRejected("lesion not in mask", f"no mask region fits the {name} box")
         by_name[name] = by_name.get(name, np.zeros((h, w), bool)) | m
     out = []
     for name, m in sorted(by_name.items()):
         if m.mean() >= cfg.whole_mask_frac:
-            raise Reject("whole-image mask", f"{name} covers {m.mean():.1%}")
+            raise InputRejected("whole-image mask", f"{name} covers {m.mean():.1%}")
         finding = name.lower()
         row = case_row(cfg, f"{rel}#{name}", image, m, finding=finding,
                        question=cfg.question.replace("{finding}", finding))

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from medscope.io import bounded, guarded, safe_text, storage
 from medscope.cohorts import vqa
-from medscope.cohorts.common import DatasetConfig, OnItem, Reject, as_reject, dataset_config
+from medscope.cohorts.common import DatasetConfig, OnItem, InputRejected, as_reject, dataset_config
 from medscope.errors import MedScopeError
 
 IMAGES_DIR = "imgs"
@@ -52,11 +52,11 @@ def split_records(path: str, cfg: DatasetConfig) -> tuple[list[tuple[str, str, l
             data = safe_text.loads_json(bounded.read_bounded(uri, cfg.limits.max_file_bytes), name)
             if not isinstance(data, list):
                 raise ValueError("expected a list of questions")
-        except bounded.Reject as err:
+        except bounded.InputRejected as err:
             rejects.append(vqa.reject_item(cfg, name, err))
             continue
         except (ValueError, UnicodeDecodeError) as err:
-            rejects.append(vqa.reject_item(cfg, name, Reject("corrupt JSON", f"{name}: {err}")))
+            rejects.append(vqa.reject_item(cfg, name, InputRejected("corrupt JSON", f"{name}: {err}")))
             continue
         out.append((name, split, data))
     return out, rejects
@@ -97,14 +97,14 @@ def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None):
             item = f"{name}[{i}]"
             try:
                 if not isinstance(q, dict):
-                    raise Reject("corrupt JSON", f"question {i} is not an object")
+                    raise InputRejected("corrupt JSON", f"question {i} is not an object")
                 if langs and str(q.get("q_lang", "")).lower() not in langs:
                     continue
                 image_file = vqa.image_rel(IMAGES_DIR, q.get("img_name", ""))
                 item = f"{image_file}#{q.get('qid', i)}"
                 found = cache.on_disk(image_file) if q.get("img_name") else None  # matched in NFC
                 if found is None:
-                    raise Reject("missing image", f"{image_file} not on disk")
+                    raise InputRejected("missing image", f"{image_file} not on disk")
                 image_file = found
                 answer = vqa.clean_text(q.get("answer"), "answer")
                 rows.append(vqa.item_row(

@@ -15,7 +15,7 @@ import posixpath
 
 from medscope import images
 from medscope.io import guarded, records, safe_text, storage
-from medscope.cohorts.common import DatasetConfig, Reject, as_reject, decode_image, read_file
+from medscope.cohorts.common import DatasetConfig, InputRejected, as_reject, decode_image, read_file
 from medscope.io.bounded import error_class
 from medscope.seeding import stable_hash
 
@@ -41,13 +41,13 @@ def answer_type(released: str | None, answer: str) -> str:
 
     Raises
     ------
-    Reject
+    InputRejected
         ``unknown answer type`` for a label other than closed / open (any case and spacing).
     """
     if released is not None and str(released).strip():
         kind = str(released).strip().lower()
         if kind not in ("closed", "open"):
-            raise Reject("unknown answer type", repr(released))
+            raise InputRejected("unknown answer type", repr(released))
         return kind
     return "closed" if answer.strip().lower() in CLOSED_ANSWERS else "open"
 
@@ -69,14 +69,14 @@ def clean_text(value, what: str) -> str:
 
     Raises
     ------
-    Reject
+    InputRejected
         ``empty <what>`` for None, a dict or list, or blank text.
     """
     if value is None or isinstance(value, (dict, list)):
-        raise Reject(f"empty {what}", f"{what} is {value!r}")
+        raise InputRejected(f"empty {what}", f"{what} is {value!r}")
     text = str(value).strip()
     if not text:
-        raise Reject(f"empty {what}", f"{what} is blank")
+        raise InputRejected(f"empty {what}", f"{what} is blank")
     return text
 
 
@@ -98,13 +98,13 @@ def image_rel(images_dir: str, name) -> str:
 
     Raises
     ------
-    Reject
+    InputRejected
         ``path leaves the input root`` for an absolute, URL or climbing name.
     """
     try:
         return safe_text.inside_root(posixpath.join(images_dir, str(name or "").strip()))
     except safe_text.BadText as err:
-        raise Reject(err.reason, f"{name!r}: {err.detail}") from None
+        raise InputRejected(err.reason, f"{name!r}: {err.detail}") from None
 
 
 class ImageCache:
@@ -133,7 +133,7 @@ class ImageCache:
                 err = as_reject(err)
                 self._done[rel] = err
         got = self._done[rel]
-        if isinstance(got, Reject):
+        if isinstance(got, InputRejected):
             raise got
         return got
 
@@ -186,7 +186,7 @@ def item_row(cfg: DatasetConfig, *, split: str | None, image_file: str, image: b
     }
 
 
-def reject_item(cfg: DatasetConfig, item: str, err: Reject) -> dict:
+def reject_item(cfg: DatasetConfig, item: str, err: InputRejected) -> dict:
     """One ``load``-stage rejects row of the ``vqa_items`` table.
 
     Parameters
@@ -195,7 +195,7 @@ def reject_item(cfg: DatasetConfig, item: str, err: Reject) -> dict:
         Supplies the source name.
     item : str
         What was refused: a question (``<image>#<id>``), a split file, or ``<file>[<i>]``.
-    err : Reject
+    err : InputRejected
         The refusal (reason, detail, error class).
 
     Returns
@@ -203,7 +203,7 @@ def reject_item(cfg: DatasetConfig, item: str, err: Reject) -> dict:
     dict
         A rejects row.
     """
-    return records.reject(OUT_TABLE, cfg.source, item, "load", err.reason, err.detail, error_class(err))
+    return records.reject_row(OUT_TABLE, cfg.source, item, "load", err.reason, err.detail, error_class(err))
 
 
 def finish_items(rows: list[dict], rejects: list[dict]):
@@ -236,10 +236,10 @@ def finish_items(rows: list[dict], rejects: list[dict]):
             rows.append(group[0])
         elif all(g == group[0] for g in group[1:]):
             rows.append(group[0])
-            rejects = rejects + [records.reject(OUT_TABLE, g["source"], where, "load", "duplicate record",
+            rejects = rejects + [records.reject_row(OUT_TABLE, g["source"], where, "load", "duplicate record",
                                                 f"listed {len(group)} times; counted once") for g in group[1:]]
         else:
-            rejects = rejects + [records.reject(OUT_TABLE, g["source"], where, "load", "conflicting records",
+            rejects = rejects + [records.reject_row(OUT_TABLE, g["source"], where, "load", "conflicting records",
                                                 f"{len(group)} different records share this id") for g in group]
     rows = sorted(rows, key=lambda r: r["item_id"])
     rejects = sorted(rejects, key=lambda r: (r["item_id"], r["reason"]))
@@ -269,10 +269,10 @@ def load_data_pickle(data: bytes):
 
     Raises
     ------
-    Reject
+    InputRejected
         ``corrupt pickle`` for a truncated or foreign pickle, or one that names any class or function.
     """
     try:
         return _DataOnly(io.BytesIO(data)).load()
     except Exception as err:  # truncated, foreign or code-carrying pickles alike
-        raise Reject("corrupt pickle", f"{type(err).__name__}: {err}") from None
+        raise InputRejected("corrupt pickle", f"{type(err).__name__}: {err}") from None

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from medscope.io import bounded, guarded, safe_text, storage
 from medscope.cohorts import vqa
-from medscope.cohorts.common import DatasetConfig, OnItem, Reject, as_reject, dataset_config
+from medscope.cohorts.common import DatasetConfig, OnItem, InputRejected, as_reject, dataset_config
 from medscope.errors import MedScopeError
 
 JSON_NAME = "VQA_RAD Dataset Public.json"
@@ -73,22 +73,22 @@ def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None):
         data = safe_text.loads_json(bounded.read_bounded(uri, cfg.limits.max_file_bytes), JSON_NAME)
         if not isinstance(data, list):
             raise ValueError("expected a list of questions")
-    except bounded.Reject as err:
+    except bounded.InputRejected as err:
         return vqa.finish_items([], [vqa.reject_item(cfg, JSON_NAME, err)])
     except (ValueError, UnicodeDecodeError) as err:
-        return vqa.finish_items([], [vqa.reject_item(cfg, JSON_NAME, Reject("corrupt JSON", str(err)))])
+        return vqa.finish_items([], [vqa.reject_item(cfg, JSON_NAME, InputRejected("corrupt JSON", str(err)))])
     cache, rows, rejects = vqa.ImageCache(path), [], []
     for i, q in enumerate(data):
         item = f"{JSON_NAME}[{i}]"
         try:
             if not isinstance(q, dict):
-                raise Reject("corrupt JSON", f"question {i} is not an object")
+                raise InputRejected("corrupt JSON", f"question {i} is not an object")
             image_file = vqa.image_rel(IMAGES_DIR, q.get("image_name", ""))
             released = str(q.get("qid", i))
             item = f"{image_file}#{released}"
             found = cache.on_disk(image_file) if q.get("image_name") else None  # matched in NFC
             if found is None:
-                raise Reject("missing image", f"{image_file} not on disk")
+                raise InputRejected("missing image", f"{image_file} not on disk")
             image_file = found
             answer = vqa.clean_text(q.get("answer"), "answer")
             rows.append(vqa.item_row(

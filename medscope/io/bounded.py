@@ -1,5 +1,5 @@
 """Reading one file's bytes within a byte budget, from any URI: a regular file (never a FIFO,
-socket or device, which could block or never end) of at most ``max_bytes``, or a ``Reject``
+socket or device, which could block or never end) of at most ``max_bytes``, or a ``InputRejected``
 saying why not. The lowest of the guarded readers (docs/cohorts-bad-input.md): the cohort
 loaders, the text guards (``medscope.io.safe_text``) and configs all read through it."""
 
@@ -14,7 +14,7 @@ from medscope.errors import MedScopeError
 _CHUNK = 1 << 20
 
 
-class Reject(Exception):
+class InputRejected(Exception):
     """One file cannot become a case: ``reason`` is short and countable, ``detail`` specific."""
 
     def __init__(self, reason: str, detail: str = "", error_class: str | None = None):
@@ -25,8 +25,8 @@ class Reject(Exception):
 def error_class(err: BaseException) -> str:
     """The cause a rejects row is grouped by (its ``error_class`` column): the class of the
     exception a reader raised (``UnidentifiedImageError``, ``JSONDecodeError``,
-    ``RecursionError`` ...), or ``Reject`` when a MedScope check refused the file itself.
-    A Reject raised while handling a library's exception names that exception's class.
+    ``RecursionError`` ...), or ``InputRejected`` when a MedScope check refused the file itself.
+    An InputRejected raised while handling a library's exception names that exception's class.
 
     Parameters
     ----------
@@ -36,22 +36,22 @@ def error_class(err: BaseException) -> str:
     Returns
     -------
     str
-        The ``error_class`` the exception names, else the class name of its cause (for a Reject or
+        The ``error_class`` the exception names, else the class name of its cause (for an InputRejected or
         ``BadText`` raised while handling another exception), else its own class name.
     """
     named = getattr(err, "error_class", None)
     if named:
         return named
-    if isinstance(err, Reject) or type(err).__name__ == "BadText":
+    if isinstance(err, InputRejected) or type(err).__name__ == "BadText":
         ctx = err.__context__
-        if ctx is not None and not isinstance(ctx, Reject):
+        if ctx is not None and not isinstance(ctx, InputRejected):
             return error_class(ctx)
         return type(err).__name__
     return type(err).__name__
 
 
 def read_bounded(uri: str, max_bytes: int) -> bytes:
-    """The bytes of a regular file, at most ``max_bytes`` of them; Reject otherwise.
+    """The bytes of a regular file, at most ``max_bytes`` of them; InputRejected otherwise.
 
     Local files: ``stat`` first (follows symlinks), then a non-blocking open and ``fstat``
     again, so a FIFO, socket or device -- named like an image or behind a symlink -- is
@@ -71,7 +71,7 @@ def read_bounded(uri: str, max_bytes: int) -> bytes:
 
     Raises
     ------
-    Reject
+    InputRejected
         ``not a regular file``, ``over max_file_bytes`` (also when the file grows while read) or
         ``unreadable file``.
     """
@@ -83,7 +83,7 @@ def read_bounded(uri: str, max_bytes: int) -> bytes:
         _require_regular(st.st_mode, max_bytes, st.st_size)
         fd = os.open(local, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     except OSError as err:
-        raise Reject("unreadable file", err.strerror or str(err)) from None
+        raise InputRejected("unreadable file", err.strerror or str(err)) from None
     try:
         st = os.fstat(fd)
         _require_regular(st.st_mode, max_bytes, st.st_size)
@@ -95,10 +95,10 @@ def read_bounded(uri: str, max_bytes: int) -> bytes:
             chunks.append(chunk)
             total += len(chunk)
             if total > max_bytes:  # grew while we read it
-                raise Reject("over max_file_bytes", f"more than {max_bytes} bytes (limits.max_file_bytes)")
+                raise InputRejected("over max_file_bytes", f"more than {max_bytes} bytes (limits.max_file_bytes)")
         return b"".join(chunks)
     except OSError as err:
-        raise Reject("unreadable file", err.strerror or str(err)) from None
+        raise InputRejected("unreadable file", err.strerror or str(err)) from None
     finally:
         os.close(fd)
 
@@ -107,9 +107,9 @@ def _require_regular(mode: int, max_bytes: int, size: int) -> None:
     if not stat.S_ISREG(mode):
         kind = {stat.S_IFIFO: "FIFO", stat.S_IFCHR: "character device", stat.S_IFBLK: "block device",
                 stat.S_IFSOCK: "socket"}.get(stat.S_IFMT(mode), "special file")
-        raise Reject("not a regular file", kind)
+        raise InputRejected("not a regular file", kind)
     if size > max_bytes:
-        raise Reject("over max_file_bytes", f"{size} bytes > {max_bytes} (limits.max_file_bytes)")
+        raise InputRejected("over max_file_bytes", f"{size} bytes > {max_bytes} (limits.max_file_bytes)")
 
 
 def _read_remote(uri: str, max_bytes: int) -> bytes:
@@ -117,13 +117,24 @@ def _read_remote(uri: str, max_bytes: int) -> bytes:
     try:
         size = fs.info(path).get("size")
         if size is not None and size > max_bytes:
-            raise Reject("over max_file_bytes", f"{size} bytes > {max_bytes} (limits.max_file_bytes)")
+            raise InputRejected("over max_file_bytes", f"{size} bytes > {max_bytes} (limits.max_file_bytes)")
         with fs.open(path, "rb") as fh:
             data = fh.read(max_bytes + 1)
-    except Reject:
+    except InputRejected:
         raise
     except (MedScopeError, OSError) as err:
-        raise Reject("unreadable file", str(err)) from None
+        raise InputRejected("unreadable file", str(err)) from None
     if len(data) > max_bytes:
-        raise Reject("over max_file_bytes", f"more than {max_bytes} bytes (limits.max_file_bytes)")
+        raise InputRejected("over max_file_bytes", f"more than {max_bytes} bytes (limits.max_file_bytes)")
     return data
+
+
+def __getattr__(name: str):
+    # 0.1's name, for a cohort loader or protocol written outside the package against it
+    if name == "Reject":
+        import warnings
+
+        warnings.warn("medscope.io.bounded.Reject is now InputRejected; the old name goes in the next release",
+                      DeprecationWarning, stacklevel=2)
+        return InputRejected
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

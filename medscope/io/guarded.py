@@ -1,7 +1,7 @@
 """The one guarded path by which every cohort loader reaches its files.
 
 Bad input must never stop an import, hang it or flood memory. Every guard here turns a bad
-file into ``Reject(reason, detail)`` with a short countable reason, and checks sizes from
+file into ``InputRejected(reason, detail)`` with a short countable reason, and checks sizes from
 *headers* before anything is decoded:
 
 - :func:`walk` lists a folder tree: symlinked folders are followed once (a loop or a second
@@ -44,15 +44,15 @@ from PIL import Image, ImageOps
 
 from medscope import config as cfgmod
 from medscope.io import records, storage
-from medscope.io.bounded import _CHUNK, Reject, error_class, read_bounded  # noqa: F401  (the cohort readers' one layer)
+from medscope.io.bounded import _CHUNK, InputRejected, error_class, read_bounded  # noqa: F401  (the cohort readers' one layer)
 
 
 
 
-def as_reject(err: Exception) -> Reject:
-    """Any exception met while reading one file, as that file's Reject (per-file isolation).
+def as_reject(err: Exception) -> InputRejected:
+    """Any exception met while reading one file, as that file's InputRejected (per-file isolation).
 
-    A Reject passes through; a text guard's error keeps its reason; anything else (a library's
+    An InputRejected passes through; a text guard's error keeps its reason; anything else (a library's
     ValueError, RecursionError, MemoryError, ...) becomes ``unexpected error`` with the
     exception's class in the detail, so one bad file is one rejects row, never a stopped run.
 
@@ -63,17 +63,17 @@ def as_reject(err: Exception) -> Reject:
 
     Returns
     -------
-    Reject
-        ``err`` itself when it is a Reject; for a ``BadText``, a Reject with its reason and the class
+    InputRejected
+        ``err`` itself when it is an InputRejected; for a ``BadText``, an InputRejected with its reason and the class
         and detail (500 characters at most); else ``unexpected error`` with class and message (500
         characters at most). ``error_class`` as :func:`error_class` gives it.
     """
-    if isinstance(err, Reject):
+    if isinstance(err, InputRejected):
         return err
     reason = getattr(err, "reason", None)
     if isinstance(reason, str) and type(err).__name__ == "BadText":
-        return Reject(reason, f"{type(err).__name__}: {getattr(err, 'detail', '')}"[:500], error_class(err))
-    return Reject("unexpected error", f"{type(err).__name__}: {err}"[:500], error_class(err))
+        return InputRejected(reason, f"{type(err).__name__}: {getattr(err, 'detail', '')}"[:500], error_class(err))
+    return InputRejected("unexpected error", f"{type(err).__name__}: {err}"[:500], error_class(err))
 
 
 class Limits(cfgmod.StrictModel):
@@ -198,7 +198,7 @@ def require_inside(root: str, rel: str) -> None:
 
     Raises
     ------
-    Reject
+    InputRejected
         ``path leaves the input root`` when the resolved path is outside the resolved root.
     """
     local_root = storage.local_path(root)
@@ -207,7 +207,7 @@ def require_inside(root: str, rel: str) -> None:
     real_root = os.path.realpath(local_root)
     real = os.path.realpath(os.path.join(local_root, *rel.split("/")))
     if os.path.commonpath([real_root, real]) != real_root:
-        raise Reject("path leaves the input root", f"{display_name(rel)} is a symlink (or under one) that resolves "
+        raise InputRejected("path leaves the input root", f"{display_name(rel)} is a symlink (or under one) that resolves "
                      "outside --path; copy the file into the dataset folder to import it")
 
 
@@ -278,14 +278,14 @@ def leftovers(
     Returns
     -------
     list of dict
-        :func:`medscope.io.records.reject` rows: stage ``load`` for ``unused`` (detail ``no image
+        :func:`medscope.io.records.reject_row` rows: stage ``load`` for ``unused`` (detail ``no image
         claims this file``), then stage ``ignored`` with the reason for each of ``ignored``.
     """
-    rows = [records.reject(table, cfg.source, display_name(posixpath.join(folder, rel)), "load", unused_reason,
+    rows = [records.reject_row(table, cfg.source, display_name(posixpath.join(folder, rel)), "load", unused_reason,
                            "no image claims this file") for rel in unused]
     for rel, why in ignored:
         item = display_name(posixpath.join(folder, rel))
-        rows.append(records.reject(table, cfg.source, item, "ignored", why, ""))
+        rows.append(records.reject_row(table, cfg.source, item, "ignored", why, ""))
     return rows
 
 
@@ -300,7 +300,7 @@ def inflate_bounded(
     With ``strict`` more output than ``max_out`` is a ``over max_decoded_bytes`` reject; without,
     the first ``max_out`` bytes are returned (a caller that knows from a header how much it
     needs). ``keep=False`` only measures (returns b""), holding one 1 MiB piece at a time.
-    A broken stream is a Reject with reason ``corrupt <what>``.
+    A broken stream is an InputRejected with reason ``corrupt <what>``.
 
     Parameters
     ----------
@@ -324,7 +324,7 @@ def inflate_bounded(
 
     Raises
     ------
-    Reject
+    InputRejected
         ``corrupt <what>`` for a broken stream; ``over max_decoded_bytes`` when ``strict`` and the
         output exceeds ``max_out``.
     """
@@ -346,10 +346,10 @@ def inflate_bounded(
             if not buf and not piece:
                 break
     except zlib.error as err:
-        raise Reject(f"corrupt {what}", f"zlib: {err}") from None
+        raise InputRejected(f"corrupt {what}", f"zlib: {err}") from None
     if total > max_out:
         if strict:
-            raise Reject("over max_decoded_bytes", f"{what} inflates past {max_out} bytes (limits.max_decoded_bytes)")
+            raise InputRejected("over max_decoded_bytes", f"{what} inflates past {max_out} bytes (limits.max_decoded_bytes)")
         return b"".join(out)[:max_out]
     return b"".join(out)
 
@@ -379,19 +379,19 @@ def check_decoded(shape: tuple[int, ...], itemsize: int, limits: Limits, what: s
 
     Raises
     ------
-    Reject
+    InputRejected
         ``zero-size dimension``, ``over max_image_pixels`` or ``over max_decoded_bytes``.
     """
     if any(int(s) <= 0 for s in shape):
-        raise Reject("zero-size dimension", f"{what} shape {'x'.join(str(int(s)) for s in shape)}")
+        raise InputRejected("zero-size dimension", f"{what} shape {'x'.join(str(int(s)) for s in shape)}")
     n = 1
     for s in shape:
         n *= int(s)
     if planar is not None and planar > limits.max_image_pixels:
         dims = "x".join(str(int(s)) for s in shape[:2][::-1])
-        raise Reject("over max_image_pixels", f"{what} {dims} = {planar} pixels > {limits.max_image_pixels}")
+        raise InputRejected("over max_image_pixels", f"{what} {dims} = {planar} pixels > {limits.max_image_pixels}")
     if n * itemsize > limits.max_decoded_bytes:
-        raise Reject(
+        raise InputRejected(
             "over max_decoded_bytes",
             f"{what} {'x'.join(str(int(s)) for s in shape)} x {itemsize} B = {n * itemsize} B > "
             f"{limits.max_decoded_bytes} (limits.max_decoded_bytes)",
@@ -420,7 +420,7 @@ def open_image(data: bytes, limits: Limits, what: str = "image") -> Image.Image:
 
     Raises
     ------
-    Reject
+    InputRejected
         ``over max_image_pixels`` / ``over max_decoded_bytes`` / ``zero-size dimension``,
         ``unreadable <what>``, or ``multi-page image`` for more than one frame.
     """
@@ -429,18 +429,18 @@ def open_image(data: bytes, limits: Limits, what: str = "image") -> Image.Image:
             warnings.simplefilter("ignore", Image.DecompressionBombWarning)
             img = Image.open(io.BytesIO(data))
     except Image.DecompressionBombError as err:
-        raise Reject("over max_image_pixels", str(err)) from None
+        raise InputRejected("over max_image_pixels", str(err)) from None
     except Exception as err:  # Pillow raises many types for broken files
-        raise Reject(f"unreadable {what}", pil_error(err)) from None
+        raise InputRejected(f"unreadable {what}", pil_error(err)) from None
     w, h = img.size
     bands = len(img.getbands())
     check_decoded((h, w, bands), _BYTES_PER_BAND.get(img.mode, 1), limits, what, planar=w * h)
     try:
         pages = int(getattr(img, "n_frames", 1) or 1)
     except Exception as err:  # a broken page chain in a TIFF
-        raise Reject(f"unreadable {what}", pil_error(err)) from None
+        raise InputRejected(f"unreadable {what}", pil_error(err)) from None
     if pages > 1:  # keeping page 0 would drop the rest silently (a multi-page TIFF, an animation)
-        raise Reject("multi-page image", f"{what} has {pages} pages; give one image per file")
+        raise InputRejected("multi-page image", f"{what} has {pages} pages; give one image per file")
     return img
 
 
@@ -465,7 +465,7 @@ def exif_upright(img: Image.Image, what: str = "image") -> Image.Image:
 
     Raises
     ------
-    Reject
+    InputRejected
         ``bad EXIF orientation`` for an orientation outside 1..8.
     """
     try:
@@ -475,7 +475,7 @@ def exif_upright(img: Image.Image, what: str = "image") -> Image.Image:
     if orientation in (None, 1):
         return img
     if orientation not in range(2, 9):
-        raise Reject("bad EXIF orientation", f"{what} EXIF orientation {orientation!r} is not 1..8")
+        raise InputRejected("bad EXIF orientation", f"{what} EXIF orientation {orientation!r} is not 1..8")
     return ImageOps.exif_transpose(img)
 
 
@@ -528,7 +528,7 @@ def csv_lines(data: bytes) -> Iterator[tuple[int, bytes]]:
 
 
 def csv_fields(line: bytes) -> list[str]:
-    """One CSV line -> its stripped fields; Reject for a non-UTF-8 byte or a broken quote.
+    """One CSV line -> its stripped fields; InputRejected for a non-UTF-8 byte or a broken quote.
 
     A line without quotes is split on commas (no field-size limit to trip on: RLE strings
     can be long); a quoted one goes through ``csv`` in strict mode, so an unclosed quote
@@ -546,26 +546,26 @@ def csv_fields(line: bytes) -> list[str]:
 
     Raises
     ------
-    Reject
+    InputRejected
         ``CSV row not UTF-8`` (naming the byte and column) or ``malformed CSV row``.
     """
     try:
         text = line.decode("utf-8")
     except UnicodeDecodeError as err:
-        raise Reject("CSV row not UTF-8", f"byte {line[err.start]:#04x} at column {err.start + 1}") from None
+        raise InputRejected("CSV row not UTF-8", f"byte {line[err.start]:#04x} at column {err.start + 1}") from None
     if '"' not in text:
         return [f.strip() for f in text.split(",")]
     try:
         rows = list(csv.reader([text], strict=True, skipinitialspace=True))
     except csv.Error as err:
-        raise Reject("malformed CSV row", str(err)) from None
+        raise InputRejected("malformed CSV row", str(err)) from None
     if len(rows) != 1:
-        raise Reject("malformed CSV row", "quoted field runs past the end of the line")
+        raise InputRejected("malformed CSV row", "quoted field runs past the end of the line")
     return [f.strip() for f in rows[0]]
 
 
-def csv_rows(data: bytes) -> Iterator[tuple[int, list[str] | Reject, bytes]]:
-    """(line number, fields or the Reject of that line, raw line) for each non-blank line.
+def csv_rows(data: bytes) -> Iterator[tuple[int, list[str] | InputRejected, bytes]]:
+    """(line number, fields or the InputRejected of that line, raw line) for each non-blank line.
 
     Parameters
     ----------
@@ -574,11 +574,11 @@ def csv_rows(data: bytes) -> Iterator[tuple[int, list[str] | Reject, bytes]]:
 
     Yields
     ------
-    tuple of (int, list of str or Reject, bytes)
-        Line number, the fields (:func:`csv_fields`) or the line's Reject, and the raw line.
+    tuple of (int, list of str or InputRejected, bytes)
+        Line number, the fields (:func:`csv_fields`) or the line's InputRejected, and the raw line.
     """
     for no, line in csv_lines(data):
         try:
             yield no, csv_fields(line), line
-        except Reject as err:
+        except InputRejected as err:
             yield no, err, line

@@ -216,7 +216,7 @@ SCHEMAS: dict[str, pa.Schema] = {
             pa.field("stage", pa.string(), nullable=False),  # load, view, qc, eval, ...
             pa.field("reason", pa.string(), nullable=False),  # short, countable
             pa.field("detail", pa.string()),
-            # the exception's class (or "Reject": a MedScope check), to group rows by cause
+            # the exception's class (or "InputRejected": a MedScope check), to group rows by cause
             pa.field("error_class", pa.string()),
         ]
     ),
@@ -793,7 +793,7 @@ def conform(table: pa.Table, sch: pa.Schema, columns: Sequence[str] | None, uri:
     return table
 
 
-def reject(table: str, source: str, item_id: str, stage: str, reason: str, detail: str = "",
+def reject_row(table: str, source: str, item_id: str, stage: str, reason: str, detail: str = "",
            error_class: str | None = None) -> dict:
     """One rejects row. ``reason`` is a short countable label; ``detail`` the particulars;
     ``error_class`` the exception's class (``bounded_io.error_class``).
@@ -813,7 +813,7 @@ def reject(table: str, source: str, item_id: str, stage: str, reason: str, detai
     detail : str, optional
         The particulars; ``""`` is stored as null.
     error_class : str or None, optional
-        The exception's class, or ``Reject``.
+        The exception's class, or ``InputRejected``.
 
     Returns
     -------
@@ -830,3 +830,14 @@ def reject(table: str, source: str, item_id: str, stage: str, reason: str, detai
         "detail": detail or None,
         "error_class": error_class,
     }
+
+
+def __getattr__(name: str):
+    # 0.1's name, for a cohort loader or protocol written outside the package against it
+    if name == "reject":
+        import warnings
+
+        warnings.warn("medscope.io.records.reject is now reject_row; the old name goes in the next release",
+                      DeprecationWarning, stacklevel=2)
+        return reject_row
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

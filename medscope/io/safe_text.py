@@ -26,7 +26,7 @@ import re
 import unicodedata
 
 from medscope.io import storage
-from medscope.io.bounded import Reject, read_bounded
+from medscope.io.bounded import InputRejected, read_bounded
 from medscope.errors import MedScopeError
 
 MAX_JSON_DEPTH = 200  # addition: far deeper than any file MedScope reads; below Python's recursion limit
@@ -148,7 +148,7 @@ def read_text(uri: str, max_bytes: int = MAX_TEXT_BYTES) -> str:
         raise BadText(uri, "no such file")
     try:
         data = read_bounded(uri, max_bytes)
-    except Reject as err:
+    except InputRejected as err:
         raise BadText(uri, err.reason, err.detail) from None
     return decode_text(data, uri)
 

@@ -275,7 +275,7 @@ def decide(work: str, ids: list[str], decision: str, feedback: str = "", reviewe
 
 def checked_image(uri: str) -> bytes:
     """The bytes of an image file that decodes whole (a truncated approved candidate is never
-    copied into a pair set); ``bounded.Reject`` with the reason otherwise.
+    copied into a pair set); ``bounded.InputRejected`` with the reason otherwise.
 
     Parameters
     ----------
@@ -289,7 +289,7 @@ def checked_image(uri: str) -> bytes:
 
     Raises
     ------
-    bounded.Reject
+    bounded.InputRejected
         When the file is over the size limit, not an image, or does not decode whole.
     """
     data = bounded.read_bounded(uri, guarded.DEFAULT_LIMITS.max_file_bytes)
@@ -297,7 +297,7 @@ def checked_image(uri: str) -> bytes:
         try:
             img.load()
         except Exception as err:  # Pillow raises many types for broken files
-            raise bounded.Reject("unreadable image", guarded.pil_error(err)) from None
+            raise bounded.InputRejected("unreadable image", guarded.pil_error(err)) from None
     return data
 
 
@@ -313,7 +313,7 @@ def _radiograph(plan: ConditionPlan, spec_dir: str, out: str) -> str:
     rel = f"radiographs/{key}.{src.rsplit('.', 1)[-1].lower()}"
     try:
         data = checked_image(src)
-    except bounded.Reject as err:
+    except bounded.InputRejected as err:
         raise MedScopeError(f"{plan.condition}: radiograph {src}: {err.reason} ({err.detail}); replace the file") from None
     storage.write_bytes(storage.join(out, rel), data)
     return rel

@@ -20,7 +20,7 @@ TABLE = "reader_answers"  # the rejects rows' "table": what the row would have b
 def _reject(path: str, item: str, reason: str, detail: str = "") -> dict:
     """A rejects row; stage "file" when the whole file is left out, "answer" for one answer."""
     stage = "file" if item == path else "answer"
-    return records.reject(TABLE, os.path.basename(path), item, stage, reason, detail)
+    return records.reject_row(TABLE, os.path.basename(path), item, stage, reason, detail)
 
 
 def parse_answer_file(path: str, text: str, keys: dict[str, dict]) -> tuple[dict | None, list[dict]]:

@@ -219,7 +219,7 @@ def exclude_near_copies(question_sets: dict[str, list[dict]], eval_images: list[
         for r in train[name]:
             m = matches.get(r["item_id"])
             if m:
-                rejects.append(records.reject("vqa_items", name, r["item_id"], "replay", EXCLUDED_REASON,
+                rejects.append(records.reject_row("vqa_items", name, r["item_id"], "replay", EXCLUDED_REASON,
                                               f"{r['image_file']} ~ {m['reference']}: dhash distance {m['distance']} "
                                               f"(<= {max_bits}), correlation {m['correlation']:.4f} (>= {min_corr})"))
     return kept, rejects

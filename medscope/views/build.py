@@ -141,7 +141,7 @@ def build_case_views(case: dict, recipe: Recipe, erasers: dict[str, Eraser], ctx
     views : list of dict
         View rows, failed ones included with ``passed`` False and a ``reject_reason``.
     rejects : list of dict
-        Rejects rows (``records.reject``) for the case or its failed views.
+        Rejects rows (``records.reject_row``) for the case or its failed views.
 
     References
     ----------
@@ -151,7 +151,7 @@ def build_case_views(case: dict, recipe: Recipe, erasers: dict[str, Eraser], ctx
     rejects: list[dict] = []
 
     def reject(reason: str, detail: str = "", stage: str = "view", item: str | None = None) -> None:
-        rejects.append(records.reject("views", source, item or cid, stage, reason, detail))
+        rejects.append(records.reject_row("views", source, item or cid, stage, reason, detail))
 
     try:
         image = decode_png(case["image"])

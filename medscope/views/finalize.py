@@ -146,7 +146,7 @@ def finalize(views: pa.Table, features: list[dict], recipe: Recipe) -> tuple[pa.
             fail(i, "adversarial_filter")
 
     rejects = [
-        records.reject("views", cols["source"][i], cols["view_id"][i], "qc", reason[i])
+        records.reject_row("views", cols["source"][i], cols["view_id"][i], "qc", reason[i])
         for i in range(n) if before[i] and not passed[i]
     ]
     out = views

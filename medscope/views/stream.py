@@ -163,7 +163,7 @@ def stage_cases(cases_uri: str, staged_uri: str, done: set[str], case_key, batch
     for t in tablescan.iter_tables("cases", cases_uri, columns=PLAN_COLUMNS, batch_rows=4096):
         for row in t.to_pylist():
             if row["case_id"] in first:
-                out.rejects.append(records.reject("views", row["source"], row["case_id"], "load", "duplicate_case_id"))
+                out.rejects.append(records.reject_row("views", row["source"], row["case_id"], "load", "duplicate_case_id"))
             else:
                 first.add(row["case_id"])
                 out.meta.append(row)

@@ -93,7 +93,7 @@ def count_volume(row: dict, cfg: ProbeConfig) -> dict:
         for k in range(counts.shape[0])
     ]
     notes = [
-        records.reject(
+        records.reject_row(
             "probe_items", row.get("source") or "volumes", vol.case_id, "presence", "organ_never_present",
             f"{o} is mapped but never reaches {cfg.present_voxels} voxels on a slice; the volume is kept and "
             f"its {o} items are flagged absent_from_volume where it stays below {cfg.absent_voxels} on every slice",

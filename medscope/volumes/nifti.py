@@ -66,7 +66,7 @@ def slice_z_mm(affine: np.ndarray, n_slices: int) -> np.ndarray:
 
 
 def nifti_from_bytes(data: bytes, what: str = "image", limits: guarded.Limits = guarded.DEFAULT_LIMITS):
-    """NIfTI bytes (gzip or plain) -> nibabel image over complete voxel bytes; Reject if corrupt.
+    """NIfTI bytes (gzip or plain) -> nibabel image over complete voxel bytes; InputRejected if corrupt.
 
     The header is read first (from at most 540 inflated bytes); its shape x dtype must fit
     ``limits.max_decoded_bytes``; then only header + voxels are inflated, so a small
@@ -89,7 +89,7 @@ def nifti_from_bytes(data: bytes, what: str = "image", limits: guarded.Limits = 
 
     Raises
     ------
-    Reject
+    InputRejected
         ``corrupt NIfTI``, ``over max_decoded_bytes`` (or the budget check's own reason),
         ``invalid affine`` (non-finite or singular) or ``not a 3-D volume``.
     """
@@ -102,25 +102,25 @@ def nifti_from_bytes(data: bytes, what: str = "image", limits: guarded.Limits = 
         shape, dtype = hdr.get_data_shape(), hdr.get_data_dtype()
         need = int(hdr.get_data_offset()) + int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
     except Exception as err:  # nibabel raises assorted types on garbage headers
-        raise bounded.Reject("corrupt NIfTI", f"{what}: {type(err).__name__}: {err}") from None
+        raise bounded.InputRejected("corrupt NIfTI", f"{what}: {type(err).__name__}: {err}") from None
     guarded.check_decoded(shape, dtype.itemsize, limits, f"NIfTI {what}")
     if need > limits.max_decoded_bytes + (1 << 20):  # header + extensions + voxels
-        raise bounded.Reject("over max_decoded_bytes", f"NIfTI {what} needs {need} B (limits.max_decoded_bytes)")
+        raise bounded.InputRejected("over max_decoded_bytes", f"NIfTI {what} needs {need} B (limits.max_decoded_bytes)")
     raw = guarded.inflate_bounded(data, need, 31, what="NIfTI", strict=False) if gz else data
     if len(raw) < need:
-        raise bounded.Reject("corrupt NIfTI", f"{what}: {len(raw)} bytes, header promises {need}")
+        raise bounded.InputRejected("corrupt NIfTI", f"{what}: {len(raw)} bytes, header promises {need}")
     try:
         img = (nib.Nifti2Image if kind is nib.Nifti2Header else nib.Nifti1Image).from_bytes(raw[:need])
         affine = np.asarray(img.affine, dtype=float)
     except Exception as err:
-        raise bounded.Reject("corrupt NIfTI", f"{what}: {type(err).__name__}: {err}") from None
+        raise bounded.InputRejected("corrupt NIfTI", f"{what}: {type(err).__name__}: {err}") from None
     if not np.all(np.isfinite(affine)) or abs(float(np.linalg.det(affine[:3, :3]))) < 1e-12:
-        raise bounded.Reject("invalid affine", f"{what}: voxel-to-world matrix is singular (e.g. an all-zero sform)")
+        raise bounded.InputRejected("invalid affine", f"{what}: voxel-to-world matrix is singular (e.g. an all-zero sform)")
     core = tuple(shape)
     while len(core) > 3 and core[-1] == 1:  # (X, Y, Z, 1) exports are common
         core = core[:-1]
     if len(core) != 3:  # a 4-D / 5-D series would be referenced as if it were one volume
-        raise bounded.Reject("not a 3-D volume", f"{what}: shape {tuple(int(s) for s in shape)}")
+        raise bounded.InputRejected("not a 3-D volume", f"{what}: shape {tuple(int(s) for s in shape)}")
     return img
 
 
@@ -153,7 +153,7 @@ def read_nifti(uri: str) -> nib.Nifti1Image:
         img = nifti_from_bytes(data, uri, guarded.DEFAULT_LIMITS)
         # Force the data to be read now: a truncated file fails here, not later in a worker.
         img = nib.Nifti1Image(np.asanyarray(img.dataobj), img.affine, img.header)
-    except bounded.Reject as err:
+    except bounded.InputRejected as err:
         reason = {"corrupt NIfTI": "corrupt_nifti", "not a 3-D volume": "not_3d",
                   "unreadable file": "unreadable"}.get(err.reason, err.reason)
         raise VolumeError(reason, f"{uri}: {err.detail}") from None

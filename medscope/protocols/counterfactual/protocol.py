@@ -70,7 +70,7 @@ class CounterfactualProtocol:
                                                                     row.get("tool"), self.tools):
                 continue
             if not row.get("image"):
-                self.rejects.append(records.reject("views", row.get("source") or "", row["view_id"],
+                self.rejects.append(records.reject_row("views", row.get("source") or "", row["view_id"],
                                                    "evaluate", "no_image", "passed view without image bytes"))
                 continue
             items.append(

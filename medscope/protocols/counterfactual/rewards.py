@@ -170,16 +170,16 @@ def score_episodes(
     training_only = ~lost & ~merged["kind"].isin(EVAL_KINDS).to_numpy()
     dup &= ~training_only
     rejects = [
-        records.reject("scores", "episodes", f"{r.model}/{r.condition}/{r.view_id}", "score", "view_missing",
+        records.reject_row("scores", "episodes", f"{r.model}/{r.condition}/{r.view_id}", "score", "view_missing",
                        f"view {r.view_id} is not in the views table")
         for r in merged[lost].itertuples()
     ] + [
-        records.reject("scores", "episodes", f"{r.model}/{r.condition}/{r.view_id}", "score", "duplicate_episode",
+        records.reject_row("scores", "episodes", f"{r.model}/{r.condition}/{r.view_id}", "score", "duplicate_episode",
                        f"a second episode of this view in run {r.run_id}; the first is scored "
                        "(runs of different seeds must be distinct models: <arm>@seed<k>)")
         for r in merged[dup].itertuples()
     ] + [
-        records.reject("scores", "episodes", f"{r.model}/{r.condition}/{r.view_id}", "score", "not_an_evaluation_view",
+        records.reject_row("scores", "episodes", f"{r.model}/{r.condition}/{r.view_id}", "score", "not_an_evaluation_view",
                        f"a {r.kind} view is a training-pool view (counterfactual paper §3.2, §3.7), never scored on a test set")
         for r in merged[training_only].itertuples()
     ]

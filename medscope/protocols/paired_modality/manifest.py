@@ -167,7 +167,7 @@ def read_manifest(uri: str, max_side: int = MAX_SIDE, ids: Collection[str] | Non
     seen: dict[str, str] = {}  # item-id stem -> the condition name that took it
 
     def reject(item: str, reason: str, detail: str) -> None:
-        rejects.append(records.reject("pairs", path, item, "manifest", reason, detail))
+        rejects.append(records.reject_row("pairs", path, item, "manifest", reason, detail))
 
     for i, raw in enumerate(entries):
         label = str(raw.get("condition", f"entry {i}")) if isinstance(raw, dict) else f"entry {i}"
