@@ -61,7 +61,7 @@ def build_parser(modules: list[str] | None = None) -> argparse.ArgumentParser:
 
 # commands that moved: one line saying where, instead of argparse's "invalid choice"
 MOVED = {("cohort", "crosswalk"): "medscope crosswalk --sets NAME=COHORT,NAME=COHORT (one crosswalk for sets, "
-                                  "splits and cohorts; docs/seed000.md)"}
+                                  "splits and cohorts; docs/counterfactual.md)"}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,6 +1,6 @@
 """``medscope report --run URI [--run URI ...] --out DIR``: one Markdown + self-contained HTML
 report of one or more scored runs, each protocol writing its own sections, with optional
-sections from the §5.4 edit-visibility probes and a reader study's analysis. The runs'
+sections from the §5.4 edit-visibility detectors and a reader study's analysis. The runs'
 protocols' report options (``--reference``, ``--gallery-cases``, ...) are flags generated from
 their ``Options`` models (pipelines/support/protocol_flags.py)."""
 

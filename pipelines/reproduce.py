@@ -17,6 +17,7 @@ import pydantic
 from medscope.io import storage
 from medscope.config import StrictModel
 from medscope.errors import MedScopeError
+from medscope.reproduce import registry
 from pipelines.support.flags import add_config_flags, config_from_args
 
 PAGE_MD, PAGE_HTML = "reproduce.md", "reproduce.html"
@@ -25,8 +26,14 @@ PAGE_MD, PAGE_HTML = "reproduce.md", "reproduce.html"
 class ReproduceConfig(StrictModel):
     """``medscope reproduce`` flags (or ``--config FILE`` of the same keys)."""
 
-    paper: Literal["000", "001", "002", "003"] | None = pydantic.Field(
-        None, description="only this paper (default: all four)")
+    paper: Literal["counterfactual", "benchmark_mcq", "paired_modality", "organ_presence",
+                   "000", "001", "002", "003"] | None = pydantic.Field(
+        None, description="only this paper: counterfactual, benchmark_mcq, paired_modality or organ_presence "
+                          "(or the number of its file in seeds/, 000-003); default: all four")
+
+    @property
+    def paper_id(self) -> str | None:
+        return registry.PAPER_KEYS.get(self.paper, self.paper)
     table: str | None = pydantic.Field(
         None, description="only this table or figure of --paper, e.g. 'Table 5', T5, 'Figure 3', '§5.2 McNemar'")
     check: bool = pydantic.Field(False, description="exit non-zero if any derivable cell differs from the paper")
@@ -45,7 +52,7 @@ def reproduce(cfg: ReproduceConfig, stream=None) -> dict:
     stream = stream or sys.stdout
     if cfg.table and not cfg.paper:
         raise MedScopeError("--table needs --paper (tables are numbered per paper)")
-    papers = [registry.load(p) for p in ([cfg.paper] if cfg.paper else registry.PAPER_IDS)]
+    papers = [registry.load(p) for p in ([cfg.paper_id] if cfg.paper else registry.PAPER_IDS)]
     results = check.check_papers(papers, cfg.table)
     bad = check.failures(results)
     n_cells = sum(len(v) for v in results.values())
@@ -54,7 +61,7 @@ def reproduce(cfg: ReproduceConfig, stream=None) -> dict:
             print(line, file=stream)
     else:
         for r in bad:
-            print(f"seed {r.paper} {r.entry} / {r.cell}: paper {r.printed}, ours {r.ours}: {r.status} {r.detail}".rstrip(),
+            print(f"{registry.PAPER_NAMES[r.paper]} {r.entry} / {r.cell}: paper {r.printed}, ours {r.ours}: {r.status} {r.detail}".rstrip(),
                   file=stream)
     entries = [e for p in papers for e in p.entries if (p.paper, e.id) in results]
     by_status = {s: sum(e.status == s for e in entries) for s in ("derivable", "partly derivable", "needs data", "qualitative")}
@@ -70,7 +77,7 @@ def reproduce(cfg: ReproduceConfig, stream=None) -> dict:
         summary.update(markdown=storage.join(cfg.out, PAGE_MD), html=storage.join(cfg.out, PAGE_HTML))
     if cfg.check and bad:
         raise ReproduceMismatch(f"{len(bad)} derivable cell(s) differ from the paper: "
-                                + "; ".join(f"seed {r.paper} {r.entry} / {r.cell}" for r in bad[:5])
+                                + "; ".join(f"{registry.PAPER_NAMES[r.paper]} {r.entry} / {r.cell}" for r in bad[:5])
                                 + (" ..." if len(bad) > 5 else ""))
     return summary
 

@@ -1,4 +1,4 @@
-"""``medscope visibility``: the §5.4 edit-visibility probes on a views build.
+"""``medscope visibility``: the §5.4 edit-visibility detectors on a views build.
 
     medscope visibility --views VIEWS --out visibility.json [--vlm CHECKPOINT_DIR]
         [--ratings EPISODES]   # zero-shot ratings of a sweep with the edit_rating protocol:
@@ -31,9 +31,9 @@ def run(views_uri: str, out: str, vlm: str | None = None, size: int | None = Non
     if vlm:
         from medscope.models.local_hf import LocalHFModel
 
-        loaded = LocalHFModel("probe", vlm)
+        loaded = LocalHFModel("vision-tower", vlm)
         model = (loaded.model, loaded.processor)
-    report = vis.run_probes(views, vlm=model, size=size, epochs=epochs, n_boot=n_boot, seed=seed, field=field)
+    report = vis.run_edit_detectors(views, vlm=model, size=size, epochs=epochs, n_boot=n_boot, seed=seed, field=field)
     report.update(views=views_uri, vlm=vlm)
     if ratings:
         from medscope.protocols.edit_rating.scoring import rating_aucs
@@ -46,7 +46,7 @@ def run(views_uri: str, out: str, vlm: str | None = None, size: int | None = Non
 
 
 class VisibilityConfig(StrictModel):
-    """``medscope visibility``: the §5.4 edit-visibility probes on a views build."""
+    """``medscope visibility``: the §5.4 edit-visibility detectors on a views build."""
 
     views: str = F(description="views table with train and test splits")
     out: str = F(description="JSON report")
@@ -55,14 +55,14 @@ class VisibilityConfig(StrictModel):
                                                        "the edit (an option, labelled)")
     size: int | None = F(None, description="side in pixels inputs are resized to (default: 224 for views, "
                                            "64 for crops; an addition)")
-    epochs: int = F(5, description="training epochs of each probe")
+    epochs: int = F(5, description="training epochs of each detector")
     n_boot: int = F(2000, description="bootstrap resamples of the AUC intervals")
     seed: int = F(0, description="seed of training and the bootstrap")
     ratings: str | None = F(None, description="episodes of an edit_rating sweep on these views (zero-shot AUCs)")
 
 
 def register(sub) -> None:
-    p = sub.add_parser("visibility", help="edit-visibility probes (counterfactual paper §5.4): ResNet-18 and a VLM linear probe",
+    p = sub.add_parser("visibility", help="edit-visibility detectors (counterfactual paper §5.4): ResNet-18 and a VLM linear probe",
                        description=VisibilityConfig.__doc__)
     add_config_flags(p, VisibilityConfig)
     p.set_defaults(func=lambda a: _run_cli(config_from_args(a, source="medscope visibility")))

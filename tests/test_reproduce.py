@@ -196,7 +196,7 @@ def test_the_flags_are_the_config_models_fields():
 
 
 def test_check_passes_and_writes_a_self_contained_page(tmp_path, capsys):
-    rc = cli.main(["reproduce", "--paper", "002", "--check", "--out", str(tmp_path / "rep")])
+    rc = cli.main(["reproduce", "--paper", "paired_modality", "--check", "--out", str(tmp_path / "rep")])
     out = capsys.readouterr().out
     assert rc == 0
     assert "115 of 115 derivable cells match" in out
@@ -215,7 +215,7 @@ def _alter(tmp_path, monkeypatch, paper_id, entry_id, cell_id, printed_was, prin
     assert cell["paper"] == printed_was
     cell["paper"] = printed_now
     shutil.copytree(registry.PAPERS_DIR, tmp_path / "papers")
-    (tmp_path / "papers" / f"seed{paper_id}.yaml").write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True))
+    (tmp_path / "papers" / registry.registry_path(paper_id).name).write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True))
     monkeypatch.setattr(registry, "PAPERS_DIR", tmp_path / "papers")
 
 
@@ -233,7 +233,7 @@ def test_an_altered_paper_value_fails_the_check(tmp_path, monkeypatch, capsys):
 
 def test_an_altered_table5_value_fails_the_check(tmp_path, monkeypatch, capsys):
     _alter(tmp_path, monkeypatch, "000", "Table 5", "always_refers / net_utility", "0.110", "0.112")
-    rc = cli.main(["reproduce", "--paper", "000", "--table", "Table 5", "--check", "--quiet"])
+    rc = cli.main(["reproduce", "--paper", "counterfactual", "--table", "Table 5", "--check", "--quiet"])
     assert rc != 0 and "always_refers / net_utility: paper 0.112" in capsys.readouterr().out
 
 
@@ -242,7 +242,7 @@ def test_bad_requests_are_one_clear_line(capsys, tmp_path):
     assert "--table needs --paper" in capsys.readouterr().err
     assert cli.main(["reproduce", "--paper", "003", "--table", "Table 1"]) == 2
     assert "organ-presence paper has no entry 'Table 1'" in capsys.readouterr().err
-    bad = tmp_path / "seed001.yaml"
+    bad = tmp_path / "benchmark_mcq.yaml"
     bad.write_text(yaml.safe_dump({"paper": "001", "title": "t", "source": "s", "entries": [{"id": "Table 9", "title": "x"}]}))
     with pytest.raises(MedScopeError, match="give derivable cells, a needs_data block"):
         registry.load("001", bad)
@@ -270,9 +270,12 @@ def test_the_demo_step_checks_and_links_the_page(tmp_path):
 def test_the_docs_list_every_entry(papers):
     from tests.conftest import REPO_ROOT
 
+    from medscope.reproduce.registry import PAPER_NAMES
+
     doc = Path(REPO_ROOT, "docs", "reproduce.md").read_text(encoding="utf-8")
     for p in papers.values():
-        section = doc.split(f"### Seed {p.paper}:", 1)[1].split("### Seed", 1)[0]
+        heading = PAPER_NAMES[p.paper][0].upper() + PAPER_NAMES[p.paper][1:]
+        section = doc.split(f"### {heading}:", 1)[1].split("\n### ", 1)[0]
         for e in p.entries:
             assert f"| {e.id}: {e.title} | {e.status} |" in section, (p.paper, e.id)
             if e.needs_data:

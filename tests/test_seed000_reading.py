@@ -272,7 +272,7 @@ def test_every_addition_is_listed_in_the_docs_and_marked_where_it_is_set(scored)
     assert {"jpeg_quality", "motion_length_frac", "mask_touches_border", "grounded_box_rule", "p_zoom",
             "warmup_frac", "lr_decay", "gradient_clipping", "critical_alternatives", "ellipse_max_aspect",
             "c4_lr", "stage2_batch"} <= ids
-    doc = Path("docs/seed000.md").read_text()
+    doc = Path("docs/counterfactual.md").read_text()
     table = doc[doc.index("## Additions: values the paper does not give"):]
     for a in ADDITIONS:
         assert f"| `{a.id}` | {a.value} | `{a.where}` |" in table

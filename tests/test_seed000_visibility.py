@@ -1,4 +1,4 @@
-"""§5.4 edit-visibility probes on views whose edits are visible (a flat fill in textured
+"""§5.4 edit-visibility detectors on views whose edits are visible (a flat fill in textured
 tissue) or invisible (the 'edit' leaves the pixels as they were): the ResNet-18 and the linear
 probe on a tiny random Qwen2-VL's vision tower find the first and cannot find the second."""
 
@@ -69,11 +69,11 @@ def test_probes_find_visible_edits_and_not_invisible_ones(torch_one_thread):
 
     vlm = build_tiny_qwen2vl(seed=0)
     # whole views at their own 48 px (§5.4 probes whole views; a flat 12-px fill is then plain to see)
-    seen = vis.run_probes(make_views(24, True), vlm=vlm, size=48, epochs=3, n_boot=100)
+    seen = vis.run_edit_detectors(make_views(24, True), vlm=vlm, size=48, epochs=3, n_boot=100)
     assert seen["R_vs_O"]["resnet18"]["auc"] > 0.9
     assert seen["R_vs_O"]["linear_probe"]["auc"] > 0.8
     assert seen["R_vs_O"]["n_test"] == 24 and "linear_probe" in seen["T_vs_R"]
-    blind = vis.run_probes(make_views(16, False), vlm=vlm, size=48, epochs=1, n_boot=50)
+    blind = vis.run_edit_detectors(make_views(16, False), vlm=vlm, size=48, epochs=1, n_boot=50)
     # identical inputs for both classes: every score ties, AUC exactly one half
     assert blind["R_vs_O"]["resnet18"]["auc"] == pytest.approx(0.5)
     assert blind["R_vs_O"]["linear_probe"]["auc"] == pytest.approx(0.5)

@@ -22,7 +22,7 @@ stage 3's replay exclusions. A pair is two distinct image files whose hashes are
 - ``hash_only``: close hashes, ``r < 0.90``; counted only.
 
 Values the paper does not give are marked ``addition:`` where they are set (and listed in
-docs/seed000.md).
+docs/counterfactual.md).
 """
 
 from __future__ import annotations

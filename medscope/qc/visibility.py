@@ -1,6 +1,6 @@
-"""Edit-visibility probes (counterfactual paper §5.4, "Does it read the lesion or the edit?").
+"""Edit-visibility detectors (counterfactual paper §5.4, "Does it read the lesion or the edit?").
 
-Two probes ask whether the edit leaves a trace a reader could use:
+Two detectors ask whether the edit leaves a trace a reader could use:
 
 - a ResNet-18 (transformers' ``ResNetForImageClassification``, random-initialised, basic
   blocks, depths 2-2-2-2; no torchvision) trained on the build's training views to separate
@@ -9,7 +9,7 @@ Two probes ask whether the edit leaves a trace a reader could use:
   regression on mean-pooled tower outputs (the paper: random removal vs original AUC 0.60;
   target vs random removal 0.86).
 
-Inputs are whole views, as §5.4 probes them ("separates random-removal from original views"),
+Inputs are whole views, as §5.4 tests them ("separates random-removal from original views"),
 grey, resized to ``size`` x ``size`` (``field="view"``; the size is an addition: the paper does
 not give its input resolution, 224 is ResNet's usual). ``field="crop"`` is a labelled option, not
 the paper's: crops around the edited region of each pair (the random-removal edit region for R
@@ -122,7 +122,7 @@ def auc_with_ci(scores: np.ndarray, labels: np.ndarray, cases: np.ndarray, n_boo
     Parameters
     ----------
     scores : numpy.ndarray
-        (n,) probe scores.
+        (n,) detector scores.
     labels : numpy.ndarray
         (n,) 0 / 1 labels.
     cases : numpy.ndarray
@@ -186,7 +186,7 @@ def resnet18(num_channels: int = 1, seed: int = 0):
         return ResNetForImageClassification(config)
 
 
-def train_cnn_probe(X_train: np.ndarray, y_train: np.ndarray, X_test: np.ndarray, epochs: int = 5,
+def train_cnn_detector(X_train: np.ndarray, y_train: np.ndarray, X_test: np.ndarray, epochs: int = 5,
                     batch_size: int = 32, lr: float = 1e-3, seed: int = 0) -> np.ndarray:
     """Train a ResNet-18 on crops (label 1 = edited) and return P(edited) of the test crops.
 
@@ -328,9 +328,9 @@ def linear_probe(F_train: np.ndarray, y_train: np.ndarray, F_test: np.ndarray, l
     return Logistic(l2=l2).fit(F_train, y_train).predict_proba(F_test)
 
 
-def run_probes(views: list[dict], vlm=None, size: int | None = None, epochs: int = 5, n_boot: int = 2000,
+def run_edit_detectors(views: list[dict], vlm=None, size: int | None = None, epochs: int = 5, n_boot: int = 2000,
                seed: int = 0, train_split: str = "train", test_split: str = "test", field: str = "view") -> dict:
-    """Every probe on every pair: trained on ``train_split`` views, AUC on ``test_split`` views.
+    """Every detector on every pair: trained on ``train_split`` views, AUC on ``test_split`` views.
 
     ``vlm`` is ``(model, processor)`` for the linear probe, or None to skip it. ``field``: whole
     views (§5.4, default) or crops around the edit (an option); ``size``: DEFAULT_SIZE[field].
@@ -376,8 +376,8 @@ def run_probes(views: list[dict], vlm=None, size: int | None = None, epochs: int
             entry["skipped"] = "needs both kinds in the train and test splits"
             report[pair] = entry
             continue
-        if pair == "R_vs_O":  # the paper's CNN probe: random removal vs original
-            p = train_cnn_probe(X[tr], y[tr], X[te], epochs=epochs, seed=seed)
+        if pair == "R_vs_O":  # the paper's CNN detector: random removal vs original
+            p = train_cnn_detector(X[tr], y[tr], X[te], epochs=epochs, seed=seed)
             entry["resnet18"] = auc_with_ci(p, y[te], cases[te], n_boot, seed)
         if vlm is not None:
             F = vision_features(vlm[0], vlm[1], X)
@@ -387,12 +387,12 @@ def run_probes(views: list[dict], vlm=None, size: int | None = None, epochs: int
 
 
 def report_markdown(report: dict) -> str:
-    """The probes' AUCs as a Markdown table (the report's §5.4 section).
+    """The detectors' AUCs as a Markdown table (the report's §5.4 section).
 
     Parameters
     ----------
     report : dict
-        A :func:`run_probes` report, optionally with ``zero_shot`` ratings results.
+        A :func:`run_edit_detectors` report, optionally with ``zero_shot`` ratings results.
 
     Returns
     -------
@@ -404,26 +404,26 @@ def report_markdown(report: dict) -> str:
     ----------
     .. [1] counterfactual paper, §5.4
     """
-    lines = ["| pair | probe | AUC [95% CI] | test views (cases) |", "|---|---|---|---|"]
+    lines = ["| pair | detector | AUC [95% CI] | test views (cases) |", "|---|---|---|---|"]
     for pair in PAIRS:
         entry = report.get(pair) or {}
         if entry.get("skipped"):
             lines.append(f"| {pair} | – | {entry['skipped']} | – |")
-        for probe in ("resnet18", "linear_probe"):
-            r = entry.get(probe)
+        for detector in ("resnet18", "linear_probe"):
+            r = entry.get(detector)
             if r:
-                lines.append(f"| {pair} | {probe} | {r['auc']:.3f} [{r['ci_low']:.3f}, {r['ci_high']:.3f}] | "
+                lines.append(f"| {pair} | {detector} | {r['auc']:.3f} [{r['ci_low']:.3f}, {r['ci_high']:.3f}] | "
                              f"{r['n_views']} ({r['n_cases']}) |")
     lines.append("")
     size = report.get("size")
     if report.get("field", "crop") == "view":
-        what = (f"whole views, grey, resized to {size} x {size} px as §5.4 probes them (the size is an addition). "
+        what = (f"whole views, grey, resized to {size} x {size} px as §5.4 tests them (the size is an addition). "
                 "counterfactual paper §5.4 reports ResNet-18 R vs O 0.83, linear probe R vs O 0.60 and T vs R 0.86")
     else:
-        what = (f"CROPS around the edited region, {size} x {size} px: an option, not §5.4's whole-view probe, so "
+        what = (f"CROPS around the edited region, {size} x {size} px: an option, not §5.4's whole-view detectors, so "
                 "these AUCs are not comparable with the paper's (0.83 / 0.60 / 0.86)")
     lines.append(f"Trained on the {report.get('train_split')} split, tested on the {report.get('test_split')} split; "
-                 f"{what}: an AUC near 0.5 means the probe cannot see the edit.")
+                 f"{what}: an AUC near 0.5 means the detector cannot see the edit.")
     if report.get("zero_shot"):
         lines += ["", "Zero-shot ratings (each model asked whether the image was edited):", "",
                   format_ratings(report["zero_shot"])]

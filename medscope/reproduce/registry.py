@@ -21,6 +21,8 @@ from medscope.errors import MedScopeError
 
 PAPERS_DIR = Path(__file__).parent / "papers"
 PAPER_IDS = ("000", "001", "002", "003")
+# a paper's key on the command line (--paper counterfactual) -> its id, the number of its file in seeds/
+PAPER_KEYS = {"counterfactual": "000", "benchmark_mcq": "001", "paired_modality": "002", "organ_presence": "003"}
 PAPER_NAMES = {
     "000": "counterfactual paper",
     "001": "benchmark-MCQ paper",
@@ -118,9 +120,9 @@ def registry_path(paper_id: str) -> Path:
     Returns
     -------
     Path
-        ``papers/seed<paper_id>.yaml`` beside this module.
+        ``papers/<paper key>.yaml`` beside this module (``PAPER_KEYS``).
     """
-    return PAPERS_DIR / f"seed{paper_id}.yaml"
+    return PAPERS_DIR / f"{next(k for k, v in PAPER_KEYS.items() if v == paper_id)}.yaml"
 
 
 def load(paper_id: str, path: str | Path | None = None) -> Paper:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import html
 
 from medscope.reproduce.check import CellResult
+from medscope.reproduce import registry
 from medscope.reproduce.registry import Entry, Paper
 from medscope.render.document import Para, Raw, Section, Table, to_html, to_markdown
 
@@ -19,7 +20,7 @@ def _summary(papers: list[Paper], results: dict) -> Section:
         entries = [e for e in p.entries if (p.paper, e.id) in results]
         cells = [r for e in entries for r in results[(p.paper, e.id)]]
         by = {s: sum(e.status == s for e in entries) for s in ("derivable", "partly derivable", "needs data", "qualitative")}
-        rows.append([f"seed {p.paper}", p.title, str(len(entries)), str(by["derivable"]), str(by["partly derivable"]),
+        rows.append([registry.PAPER_NAMES[p.paper], p.title, str(len(entries)), str(by["derivable"]), str(by["partly derivable"]),
                      str(by["needs data"]), str(by["qualitative"]), str(len(cells)),
                      str(sum(r.status == "match" for r in cells)), str(sum(r.status != "match" for r in cells))])
     return Section("Summary", [Table(
@@ -83,7 +84,7 @@ def sections(papers: list[Paper], results: dict) -> list[Section]:
         for e in p.entries:
             if (p.paper, e.id) not in results:
                 continue  # --table: only the entry asked for
-            out.append(Section(f"Seed {p.paper} {e.id}: {e.title}", entry_blocks(e, results.get((p.paper, e.id), [])),
+            out.append(Section(f"{registry.PAPER_NAMES[p.paper][:1].upper()}{registry.PAPER_NAMES[p.paper][1:]} {e.id}: {e.title}", entry_blocks(e, results.get((p.paper, e.id), [])),
                                anchor=f"seed{p.paper}-{e.id}".lower().replace(" ", "-").replace("§", "s").replace(".", "-")))
     return out
 
@@ -128,7 +129,7 @@ def text_lines(papers: list[Paper], results: dict) -> list[str]:
     """
     lines = []
     for p in papers:
-        lines.append(f"== seed {p.paper}: {p.title}")
+        lines.append(f"== {registry.PAPER_NAMES[p.paper]}: {p.title}")
         for e in p.entries:
             if (p.paper, e.id) not in results:
                 continue

@@ -177,7 +177,7 @@ class Graft:
 
     # addition: ring_px 6 (the detector's ring), top_k 4, sigma 2 px, match_sigma 1.5 px,
     # spread_floor 25 grey², texture_weight 10, bg_penalty 10 per unit share of background,
-    # gain_range (0.5, 2): the paper gives no such values (docs/seed000.md)
+    # gain_range (0.5, 2): the paper gives no such values (docs/counterfactual.md)
     def __init__(self, ring_px: int = 6, top_k: int = 4, sigma: float = 2.0, match_sigma: float = 1.5,
                  spread_floor: float = 25.0, texture_weight: float = 10.0, bg_penalty: float = 10.0,
                  gain_range: tuple[float, float] = (0.5, 2.0)):

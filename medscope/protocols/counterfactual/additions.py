@@ -1,7 +1,7 @@
 """Values the implementation chose where the counterfactual paper is silent ("additions"), in one list.
 
 Each entry names the value, the file where it is set (marked ``addition:`` there) and why. The
-same list is the table "Additions" of docs/seed000.md (a test holds the two together), and the
+same list is the table "Additions" of docs/counterfactual.md (a test holds the two together), and the
 report's Run section names the ones in force for its run (``in_force``).
 """
 
@@ -102,7 +102,7 @@ def in_force(manifest: dict) -> list[str]:
     recipe = _views_recipe(manifest)
     out = [f"{by_id[i].id} ({by_id[i].value})" for i in ids]
     if recipe is None:
-        out.append("views recipe not recorded beside the views table (its additions: docs/seed000.md)")
+        out.append("views recipe not recorded beside the views table (its additions: docs/counterfactual.md)")
         return out
     out += [f"jpeg_quality {recipe.get('jpeg_quality')}", f"motion_length_frac {recipe.get('motion_length_frac'):.4g}",
             "mask_touches_border exclusion", f"control_away_px {recipe.get('control_away_px')}",

@@ -229,7 +229,7 @@ def _run_text(manifest, scores, keys, reference) -> str:
             f"(seed {manifest.get('seed', '?')})", f"paired differences against **{reference}**"]
     from medscope.protocols.counterfactual.additions import in_force
 
-    bits.append("additions in force (values the paper does not give, docs/seed000.md): " + "; ".join(in_force(manifest)))
+    bits.append("additions in force (values the paper does not give, docs/counterfactual.md): " + "; ".join(in_force(manifest)))
     if manifest.get("disputed_cases"):
         bits.append(f"{len(manifest['disputed_cases'])} disputed lesion-free labels (metrics without them: "
                     f"test set '<name>-undisputed')")
