@@ -91,7 +91,8 @@ def table1(m: pd.DataFrame, items: pd.DataFrame, scores: pd.DataFrame | None = N
 
 
 def table2(m: pd.DataFrame) -> Table:
-    """Table 2: the blind ablation, blind accuracy and Δ = sighted - blind per cohort, question type and model.
+    """Table 2: the blind ablation, blind accuracy and Δ = sighted - blind per cohort, question type and
+    model.
 
     Parameters
     ----------

@@ -68,7 +68,8 @@ def colour_features(rgb: np.ndarray) -> np.ndarray:
 
 @lru_cache(maxsize=1)
 def exemplars() -> tuple[np.ndarray, tuple[str, ...]]:
-    """The reader's exemplars: features and marks of photographs drawn with ``EXEMPLAR_SEEDS`` (computed once).
+    """The reader's exemplars: features and marks of photographs drawn with ``EXEMPLAR_SEEDS``
+    (computed once).
 
     Returns
     -------

@@ -121,7 +121,8 @@ def label_episodes(episodes: list[dict], photos: dict[str, PairPhoto], judges: l
     photos : dict of str to PairPhoto
         The manifest's photographs by item id.
     judges : list of RuleJudge or ModelJudge
-        The first judge labels ``fp`` / ``fn`` / ``any_error``; the n-th after it adds columns suffixed ``_n``.
+        The first judge labels ``fp`` / ``fn`` / ``any_error``; the n-th after it adds columns
+        suffixed ``_n``.
     cache_uri : str
         Folder of the judges' cached replies (``judge.judge_all``).
     workers : int, optional
