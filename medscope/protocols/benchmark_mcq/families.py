@@ -58,12 +58,59 @@ class FamilyPlan(StrictModel):
 
 
 def load_plan(uri: str | None) -> FamilyPlan | None:
+    """The BH family plan a ``plan`` option names, or None without one.
+
+    Parameters
+    ----------
+    uri : str or None
+        Path or URI of the plan (YAML); None or empty for no plan.
+
+    Returns
+    -------
+    FamilyPlan or None
+        The validated plan; None when ``uri`` is empty.
+
+    Raises
+    ------
+    MedScopeError
+        When the file is not valid YAML or does not validate as a plan (family names must be unique,
+        each family needs a member).
+
+    References
+    ----------
+    .. [1] benchmark-MCQ paper, Methods, "Statistical analysis".
+    """
     return None if not uri else cfgmod.load(FamilyPlan, uri)
 
 
 def assign_families(rows: list[dict], plan: FamilyPlan | None) -> dict[str, list[int]]:
     """``{family name: indices of its rows}`` (rows: test rows with family = test kind); sets each
-    row's ``bh_family``. Raises on a member matching nothing or a row claimed twice."""
+    row's ``bh_family``. Raises on a member matching nothing or a row claimed twice.
+
+    Parameters
+    ----------
+    rows : list of dict
+        Test rows, each with ``family`` (the test kind: 'above_chance' or 'image_effect'), ``cohort``,
+        ``qtype`` and ``model``; updated in place with ``bh_family`` and ``family_size`` (None and
+        'undeclared' for a row in no family).
+    plan : FamilyPlan or None
+        The declared families; None forms one family ``run:<test>`` per test kind in the rows.
+
+    Returns
+    -------
+    dict of str to list of int
+        Each family's name and the indices of its rows in ``rows``.
+
+    Raises
+    ------
+    MedScopeError
+        When a declared member matches no test of its kind in the rows, or a row is claimed by two
+        families.
+
+    References
+    ----------
+    .. [1] benchmark-MCQ paper, Methods, "Statistical analysis".
+    """
     fams: dict[str, list[int]] = {}
     if plan is None:
         for i, r in enumerate(rows):
@@ -92,7 +139,19 @@ def assign_families(rows: list[dict], plan: FamilyPlan | None) -> dict[str, list
 
 def describe(rows: list[dict]) -> list[str]:
     """One line per family of scored test rows: name, test, size, members -- printed by score and
-    the report, so a reader sees what each q was adjusted over."""
+    the report, so a reader sees what each q was adjusted over.
+
+    Parameters
+    ----------
+    rows : list of dict
+        Scored test rows (mcq_tests), with ``bh_family``, ``family``, ``cohort``, ``qtype`` and ``model``.
+
+    Returns
+    -------
+    list of str
+        One line per family, in order of first appearance; the undeclared tests as one line saying
+        they get p only.
+    """
     fams: dict[str, list[dict]] = {}
     for r in rows:
         fams.setdefault(r["bh_family"], []).append(r)

@@ -11,7 +11,27 @@ PROMPT_VERSION = "mcq-v1"
 
 
 def mcq_prompt(question: str, options: list[str], sequences: list[str]) -> str:
-    """The text every condition shares: what the images are, the question, lettered options."""
+    """The text every condition shares: what the images are, the question, lettered options.
+
+    Parameters
+    ----------
+    question : str
+        The question text (stripped of surrounding white space).
+    options : list of str
+        The options, lettered A, B, ... in order.
+    sequences : list of str
+        The sequences whose montages are shown, in order.
+
+    Returns
+    -------
+    str
+        The prompt: the montages' description, the question, the lettered options and the instruction
+        to answer with one letter.
+
+    References
+    ----------
+    .. [1] benchmark-MCQ paper, Methods.
+    """
     n = len(sequences)
     shown = ", ".join(sequences)
     lines = [f"{'One composite image' if n == 1 else f'{n} composite images'} ({shown}): each is a 12 x 12 "
@@ -57,6 +77,18 @@ def read_choice(text: str | None, options: list[str]) -> str | None:
     letter only where nothing but punctuation follows it). When the options are exactly Yes /
     No, a free-text answer is read by the shared finding matcher
     (``medscope.answers.matching.claims_finding``): a claim is Yes, a denial No.
+
+    Parameters
+    ----------
+    text : str or None
+        The model's reply (reasoning blocks are stripped first).
+    options : list of str
+        The question's options; a letter beyond their count is invalid.
+
+    Returns
+    -------
+    str or None
+        The chosen letter ('A' to 'E'), or None for an empty, unreadable or out-of-range reply.
     """
     if not text:
         return None

@@ -48,6 +48,27 @@ def _valid_n(scores: pd.DataFrame | None) -> dict:
 
 
 def table1(m: pd.DataFrame, items: pd.DataFrame, scores: pd.DataFrame | None = None) -> Table:
+    """Table 1: zero-shot sighted accuracy per model and cohort, each question type with its random baseline.
+
+    Parameters
+    ----------
+    m : pandas.DataFrame
+        metrics rows of the scored run (``scoring.metrics_rows``).
+    items : pandas.DataFrame
+        The mcq_items of the run's builds (cases and questions per cohort).
+    scores : pandas.DataFrame or None, optional
+        mcq_scores rows; the valid sighted answers give each cell's n (none shown without them).
+
+    Returns
+    -------
+    Table
+        One column per cohort: case and question counts, then per question type the random baseline and
+        each model's accuracy ± half-width of its 95 % interval, thin cells marked.
+
+    References
+    ----------
+    .. [1] benchmark-MCQ paper, Table 1.
+    """
     cohorts = sorted(items["cohort"].unique())
     n_valid = _valid_n(scores)
     models = sorted(m.loc[(m["metric"] == "accuracy") & (m["condition"] == "sighted"), "model"].unique())
@@ -70,6 +91,24 @@ def table1(m: pd.DataFrame, items: pd.DataFrame, scores: pd.DataFrame | None = N
 
 
 def table2(m: pd.DataFrame) -> Table:
+    """Table 2: the blind ablation, blind accuracy and Δ = sighted - blind per cohort, question type and
+    model.
+
+    Parameters
+    ----------
+    m : pandas.DataFrame
+        metrics rows of the scored run (``accuracy_paired`` and ``delta``).
+
+    Returns
+    -------
+    Table
+        One row per cohort and question type with any figure; two columns (blind, Δ ± half-width) per
+        model.
+
+    References
+    ----------
+    .. [1] benchmark-MCQ paper, Table 2.
+    """
     d = m[m["metric"] == "delta"]
     models = sorted(d["model"].unique())
     rows = []
@@ -90,7 +129,26 @@ def table2(m: pd.DataFrame) -> Table:
 
 def identical_generation(cohorts, build_records: dict[str, dict]) -> tuple[bool, str]:
     """Whether the cohorts' build records show identical generation (same approved schema and
-    wording, extractor, question writer, prompt, seed, montage geometry), and why not."""
+    wording, extractor, question writer, prompt, seed, montage geometry), and why not.
+
+    Parameters
+    ----------
+    cohorts : list of str
+        The cohorts of one matched group.
+    build_records : dict of str to dict
+        Each cohort's build record (``builds.build_cohorts``), holding its ``generation_record``.
+
+    Returns
+    -------
+    same : bool
+        True when every cohort has a generation record and all are equal.
+    why : str
+        The cohorts with no record, or the keys that differ; empty when ``same``.
+
+    References
+    ----------
+    .. [1] benchmark-MCQ paper, Table 3.
+    """
     recs = {c: (build_records.get(c) or {}).get("generation_record") for c in cohorts}
     missing = sorted(c for c, r in recs.items() if not r)
     if missing:
@@ -102,7 +160,28 @@ def identical_generation(cohorts, build_records: dict[str, dict]) -> tuple[bool,
 
 def table3(m: pd.DataFrame, scores: pd.DataFrame, build_records: dict[str, dict] | None = None) -> Table:
     """Table 3: cohorts of one matched group whose build records show identical generation --
-    checked from the records (``generation_record`` in build.json), not trusted from the flag."""
+    checked from the records (``generation_record`` in build.json), not trusted from the flag.
+
+    Parameters
+    ----------
+    m : pandas.DataFrame
+        metrics rows of the scored run (``accuracy_paired`` and ``delta``).
+    scores : pandas.DataFrame
+        mcq_scores rows (``matched_group``, ``cohort``, ``imaging_source``).
+    build_records : dict of str to dict or None, optional
+        Each cohort's build record (``builds.build_cohorts``); None is taken as no records, so every group is
+        left out.
+
+    Returns
+    -------
+    Table
+        One row per cohort, question type and model of the identically generated groups: sighted, blind and
+        Δ ± half-width; the caption says which groups were left out and why.
+
+    References
+    ----------
+    .. [1] benchmark-MCQ paper, Table 3.
+    """
     groups = scores.dropna(subset=["matched_group"]).groupby("matched_group")["cohort"].unique()
     rows, notes = [], []
     for group, cohorts in groups.items():
@@ -132,6 +211,23 @@ def table3(m: pd.DataFrame, scores: pd.DataFrame, build_records: dict[str, dict]
 
 
 def table4(t: pd.DataFrame) -> Table:
+    """Table 4: the image effect (Family 2) under Benjamini-Hochberg control, with TOST equivalence.
+
+    Parameters
+    ----------
+    t : pandas.DataFrame
+        mcq_tests rows (``scoring.test_rows``); the image_effect rows are shown.
+
+    Returns
+    -------
+    Table
+        One row per test: cohort, question type, model, BH family (size), Δ with its 95 % interval, p / q,
+        TOST p / q, the 90 % interval and the verdict (withheld for thin cells).
+
+    References
+    ----------
+    .. [1] benchmark-MCQ paper, Table 4.
+    """
     rows = []
     for r in t[t["family"] == "image_effect"].to_dict("records"):
         b = int(r["n_boot"])
@@ -145,6 +241,23 @@ def table4(t: pd.DataFrame) -> Table:
 
 
 def supp_table1(t: pd.DataFrame) -> Table:
+    """Supplementary Table 1: accuracy above per-question chance (Family 1).
+
+    Parameters
+    ----------
+    t : pandas.DataFrame
+        mcq_tests rows (``scoring.test_rows``); the above_chance rows are shown.
+
+    Returns
+    -------
+    Table
+        One row per test: cohort, question type, model, BH family (size), acc - chance with its 95 % interval,
+        one-sided p / q and the verdict (withheld for thin cells).
+
+    References
+    ----------
+    .. [1] benchmark-MCQ paper, Supplementary Table 1.
+    """
     rows = [[r["cohort"], dict(QTYPES)[r["qtype"]], r["model"], _fam(r),
              thin.cell(f"{r['estimate']:+.3f} [{r['ci_low']:+.3f}, {r['ci_high']:+.3f}]", r["n_items"], r["n_cases"]),
              _pq(r["p_value"], r["q_value"], int(r["n_boot"])), thin.claim(r["verdict"], r["n_items"], r["n_cases"])]
@@ -155,7 +268,24 @@ def supp_table1(t: pd.DataFrame) -> Table:
 
 def subcategory_plot(m: pd.DataFrame, out_dir: str) -> list[Image]:
     """Fig. 2: per-cohort polar plots of report-derived accuracy by subcategory, chance dashed; a
-    subcategory where a model gave no valid answer is left out of its line (a gap, never a zero)."""
+    subcategory where a model gave no valid answer is left out of its line (a gap, never a zero).
+
+    Parameters
+    ----------
+    m : pandas.DataFrame
+        metrics rows of the scored run (sighted ``accuracy`` and ``chance_valid_pool`` by subcategory).
+    out_dir : str
+        Local folder the PNGs are written to (``mcq_subcategories_<cohort>.png``; created if needed).
+
+    Returns
+    -------
+    list of Image
+        One plot per cohort; empty when the run has no report-derived subcategory rows.
+
+    References
+    ----------
+    .. [1] benchmark-MCQ paper, Fig. 2.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
@@ -191,12 +321,42 @@ def subcategory_plot(m: pd.DataFrame, out_dir: str) -> list[Image]:
 
 
 def thin_cells(t: pd.DataFrame) -> list[str]:
-    """The tests' cells too small to be tested (medscope.render.thin), for the summary line."""
+    """The tests' cells too small to be tested (medscope.render.thin), for the summary line.
+
+    Parameters
+    ----------
+    t : pandas.DataFrame
+        mcq_tests rows (``family``, ``cohort``, ``qtype``, ``model``, ``n_items``, ``n_cases``).
+
+    Returns
+    -------
+    list of str
+        One label per thin test: family, cohort, question type, model and its counts.
+    """
     return [f"{r['family']} {r['cohort']} {r['qtype']} {r['model']} ({thin.n_text(r['n_items'], r['n_cases'])})"
             for r in t.to_dict("records") if thin.is_thin(r["n_items"], r["n_cases"])]
 
 
 def sections(scored_run: str, work_dir: str) -> list[tuple[str, list]]:
+    """The report's one section for a scored multiple-choice run: the bootstrap note with invalid-response
+    counts, the BH families, the thin cells, Tables 1-4, Supplementary Table 1 and Fig. 2.
+
+    Parameters
+    ----------
+    scored_run : str
+        The scored run's folder (``medscope score`` output: run.json, metrics, mcq_tests, mcq_scores).
+    work_dir : str
+        Local folder for the figure files.
+
+    Returns
+    -------
+    list of tuple of (str, list)
+        One (title, blocks) section.
+
+    References
+    ----------
+    .. [1] benchmark-MCQ paper, Tables 1-4, Supplementary Table 1, Fig. 2.
+    """
     sr = layout.ScoredRun(scored_run)
     run = json.loads(storage.read_utf8(sr.manifest))
     m = records.read_table("metrics", sr.metrics).to_pandas()

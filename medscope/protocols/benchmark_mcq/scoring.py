@@ -25,7 +25,24 @@ SIGHTED, BLIND = "sighted", "blind"
 
 def score_rows(episodes: list[dict], items: dict[str, dict]) -> tuple[list[dict], int]:
     """(mcq_scores rows, episodes skipped: unknown item, another protocol's condition, or a failed
-    call with no reply -- a provider failure is not the model's invalid answer)."""
+    call with no reply -- a provider failure is not the model's invalid answer).
+
+    Parameters
+    ----------
+    episodes : list of dict
+        Episode rows, each with ``item_id``, ``model``, ``condition``, ``raw_text`` and ``error``.
+    items : dict of str to dict
+        The questions by ``item_id`` (mcq_items rows: ``options``, ``answer``, ``k``, ``case_id``, ...).
+
+    Returns
+    -------
+    rows : list of dict
+        One mcq_scores row per scored episode: the chosen letter (None for an invalid reply),
+        ``valid`` and ``correct`` (None when invalid), with the question's case, cohort, type,
+        subcategory, k, answer, imaging source and matched group.
+    skipped : int
+        Episodes left out.
+    """
     rows, skipped = [], 0
     for ep in episodes:
         it = items.get(ep["item_id"])
@@ -49,7 +66,19 @@ def _row(model, condition, cohort, breakdown, metric, value, lo=None, hi=None, n
 
 
 def paired_frame(g: pd.DataFrame) -> pd.DataFrame:
-    """One row per question valid in both the sighted and the blind run of one model."""
+    """One row per question valid in both the sighted and the blind run of one model.
+
+    Parameters
+    ----------
+    g : pandas.DataFrame
+        mcq_scores rows of one model (one cohort and question type), both conditions.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``item_id``, ``case_id``, ``correct_sighted`` and ``correct_blind``; one row per
+        question with a valid reply in both conditions.
+    """
     s = g[(g["condition"] == SIGHTED) & g["valid"]].set_index("item_id")
     bl = g[(g["condition"] == BLIND) & g["valid"]].set_index("item_id")
     both = s[["case_id", "correct"]].join(bl[["correct"]], how="inner", rsuffix="_blind")
@@ -57,6 +86,37 @@ def paired_frame(g: pd.DataFrame) -> pd.DataFrame:
 
 
 def metrics_rows(df: pd.DataFrame, items: pd.DataFrame, b: int = 2000, seed: int = 42) -> list[dict]:
+    """The metrics rows of multiple-choice scores, intervals at B = ``b`` (the paper's Tables 1-3, Fig. 2).
+
+    Per (cohort, question type): the ``random_baseline`` of the item pool (model 'random'). Per
+    (cohort, question type, model, condition): ``accuracy`` with its case-clustered interval, the
+    counts ``valid`` and ``invalid``, ``chance_valid_pool``, and the same accuracy and chance per
+    subcategory. Per (cohort, question type, model) with questions valid in both conditions:
+    ``accuracy_paired`` of each condition and ``delta`` (sighted - blind) with its interval and
+    two-sided p.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        mcq_scores rows (:func:`score_rows`).
+    items : pandas.DataFrame
+        The mcq_items the run asked (``cohort``, ``qtype``, ``k``, ``case_id``).
+    b : int, optional
+        Bootstrap resamples of the intervals (default 2000).
+    seed : int, optional
+        Seed of the resampling (default 42).
+
+    Returns
+    -------
+    list of dict
+        metrics rows: ``model``, ``condition``, ``test_set`` (the cohort), ``breakdown``
+        (``qtype=...`` or ``qtype=...;subcategory=...``), ``metric``, ``value``, ``ci_low``,
+        ``ci_high``, ``n_cases``, ``reference``, ``p_value`` and ``n_boot``; NaN figures become None.
+
+    References
+    ----------
+    .. [1] benchmark-MCQ paper, Methods, "Statistics and reproducibility"; Tables 1-3 and Fig. 2.
+    """
     out = []
     for (cohort, qtype), pool in items.groupby(["cohort", "qtype"], sort=True):
         out.append(_row("random", "-", cohort, f"qtype={qtype}", "random_baseline", stats.random_baseline(pool["k"]),
@@ -92,7 +152,43 @@ def metrics_rows(df: pd.DataFrame, items: pd.DataFrame, b: int = 2000, seed: int
 
 def test_rows(df: pd.DataFrame, b: int = 10_000, seed: int = 42, margin: float = 0.05, plan=None) -> list[dict]:
     """Family 1 and Family 2 tests; Benjamini-Hochberg within the families the plan declares
-    (``medscope.protocols.benchmark_mcq.families``; without a plan, each test kind in the run)."""
+    (``medscope.protocols.benchmark_mcq.families``; without a plan, each test kind in the run).
+
+    Family 1 (sighted accuracy above chance, per cohort, question type and model, over the valid
+    replies) and Family 2 (Δ = sighted - blind, on the questions valid in both conditions) carry
+    their p and Benjamini-Hochberg q, Family 2 also TOST p and q and the 90 % interval; the
+    verdict is withheld for a thin cell (``medscope.render.thin.claim``).
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        mcq_scores rows (:func:`score_rows`).
+    b : int, optional
+        Bootstrap resamples of the tests (default 10,000).
+    seed : int, optional
+        Seed of the resampling (default 42).
+    margin : float, optional
+        TOST equivalence margin of Δ (default 0.05).
+    plan : FamilyPlan or None, optional
+        The declared BH families (``families.load_plan``); None for one family per test kind.
+
+    Returns
+    -------
+    list of dict
+        mcq_tests rows: ``family`` ('above_chance' or 'image_effect'), cohort, qtype, model,
+        ``estimate``, ``ci_low``, ``ci_high``, ``p_value``, ``q_value`` (None outside a declared
+        family), ``tost_p``, ``tost_q``, ``ci90_low``, ``ci90_high`` (image effect only), ``verdict``,
+        ``n_cases``, ``n_items``, ``n_boot``, ``bh_family`` and ``family_size``.
+
+    Raises
+    ------
+    MedScopeError
+        When the plan's families do not fit the run (``families.assign_families``).
+
+    References
+    ----------
+    .. [1] benchmark-MCQ paper, Methods, "Statistics and reproducibility"; Table 4.
+    """
     fam1, fam2 = [], []
     for (cohort, qtype, model), g in df[df["condition"] == SIGHTED].groupby(["cohort", "qtype", "model"], sort=True):
         v = g[g["valid"]]

@@ -41,7 +41,20 @@ EXEMPLAR_SEEDS = range(90_000, 90_004)  # disjoint from the embedded set's condi
 
 
 def colour_features(rgb: np.ndarray) -> np.ndarray:
-    """Feature vector of a photograph: departing-pixel share, their (a*, b*) histogram, spot count."""
+    """Feature vector of a photograph: departing-pixel share, their (a*, b*) histogram, spot count.
+
+    Parameters
+    ----------
+    rgb : numpy.ndarray of uint8
+        ``(H, W, 3)`` RGB photograph (resized to 96 x 96 first).
+
+    Returns
+    -------
+    numpy.ndarray
+        38 features: 4 x the share of pixels whose Lab colour departs from the median by more than 18,
+        min(spot count, 30) / 15, and the 6 x 6 (a*, b*) histogram of the departing pixels divided by
+        their count.
+    """
     small = cv2.resize(rgb, (96, 96), interpolation=cv2.INTER_AREA)
     lab = cv2.cvtColor(small, cv2.COLOR_RGB2LAB).astype(np.float32)
     dev = np.linalg.norm(lab - np.median(lab.reshape(-1, 3), axis=0), axis=2)
@@ -55,6 +68,17 @@ def colour_features(rgb: np.ndarray) -> np.ndarray:
 
 @lru_cache(maxsize=1)
 def exemplars() -> tuple[np.ndarray, tuple[str, ...]]:
+    """The reader's exemplars: features and marks of photographs drawn with ``EXEMPLAR_SEEDS``
+    (computed once).
+
+    Returns
+    -------
+    features : numpy.ndarray
+        ``[E, 38]`` :func:`colour_features` of each exemplar, one per region, mark ('none' included)
+        and seed.
+    labels : tuple of str
+        The mark of each exemplar.
+    """
     from medscope.protocols.paired_modality import draw
 
     feats, labels = [], []
@@ -67,7 +91,18 @@ def exemplars() -> tuple[np.ndarray, tuple[str, ...]]:
 
 
 def read_photo(png: bytes) -> str:
-    """The mark of the nearest exemplar (1-NN, Euclidean) of a photograph."""
+    """The mark of the nearest exemplar (1-NN, Euclidean) of a photograph.
+
+    Parameters
+    ----------
+    png : bytes
+        The photograph, PNG-encoded.
+
+    Returns
+    -------
+    str
+        A mark of ``draw.MARKS`` or 'none'.
+    """
     feats, labels = exemplars()
     f = colour_features(decode_png(png))
     return labels[int(np.argmin(np.linalg.norm(feats - f, axis=1)))]
@@ -78,6 +113,21 @@ def _images(messages: list[Message]) -> list[bytes]:
 
 
 def format_reply(mark: str, paired: bool) -> str:
+    """The reply of the baseline readers: PHOTO FINDINGS from the mark's description, a placeholder
+    RADIOGRAPH FINDINGS when paired, and SUGGESTIVE OF the diagnosis the mark suggests.
+
+    Parameters
+    ----------
+    mark : str
+        The mark read (a key of ``DESCRIPTIONS``).
+    paired : bool
+        Whether a radiograph was shown with the photograph.
+
+    Returns
+    -------
+    str
+        The reply text, one section a line.
+    """
     lines = [f"PHOTO FINDINGS: {DESCRIPTIONS[mark]}"]
     if paired:
         lines.append("RADIOGRAPH FINDINGS: not assessed by this reader.")
@@ -107,8 +157,38 @@ class ColourReader:
 
 
 def build_reader(entry) -> ColourReader:
+    """The ``colour-knn-reader`` model kind: a :class:`ColourReader` that never sways.
+
+    Parameters
+    ----------
+    entry : ModelEntry
+        The model's entry in the models config (its ``name`` is used).
+
+    Returns
+    -------
+    ColourReader
+        The reader, ``sway`` 0.
+    """
     return ColourReader(name=entry.name)
 
 
 def build_swayed(entry) -> ColourReader:
+    """The ``swayed-reader-sim`` model kind: a :class:`ColourReader` that, shown a radiograph, re-reads a
+    share of look-alikes as the disease sign.
+
+    Parameters
+    ----------
+    entry : ModelEntry
+        The model's entry in the models config: its ``name``, and ``options["sway"]``, the share of
+        look-alikes re-read (default 0.5).
+
+    Returns
+    -------
+    ColourReader
+        The swayed reader.
+
+    References
+    ----------
+    .. [1] paired-modality paper, §5.2, Figure 4.
+    """
     return ColourReader(name=entry.name, sway=float((entry.options or {}).get("sway", 0.5)))

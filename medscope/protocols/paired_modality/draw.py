@@ -47,7 +47,30 @@ def _disc(h, w, cy, cx, r, soft=1.0):
 
 
 def base(region: str, seed: int, size: int = 256) -> tuple[np.ndarray, dict]:
-    """The subject without any finding: float RGB (H, W, 3) in 0..1 and its geometry."""
+    """The subject without any finding: float RGB (H, W, 3) in 0..1 and its geometry.
+
+    Parameters
+    ----------
+    region : str
+        'skin', 'nail' or 'face'; a nail gets a finger and nail plate on a plain background, a face lips
+        and a cheek position.
+    seed : int
+        The subject's seed (skin tone, lighting, texture, geometry).
+    size : int, optional
+        Height and width in pixels (default 256).
+
+    Returns
+    -------
+    img : numpy.ndarray
+        float ``(size, size, 3)`` RGB, about 0..1.
+    geo : dict
+        ``tone`` (RGB list), and per region the ``nail`` and ``finger`` masks or the ``cheek`` centre
+        (y, x), for :func:`paint`.
+
+    References
+    ----------
+    .. [1] paired-modality paper, §3.3.
+    """
     rng = rng_for(seed, "subject")
     h = w = size
     tone = TONES[rng.integers(len(TONES))] * rng.uniform(0.95, 1.05, 3)
@@ -75,7 +98,36 @@ def base(region: str, seed: int, size: int = 256) -> tuple[np.ndarray, dict]:
 
 
 def paint(img: np.ndarray, geo: dict, region: str, mark: str, seed: int) -> np.ndarray:
-    """``img`` with the finding ``mark`` painted on (see the module docstring)."""
+    """``img`` with the finding ``mark`` painted on (see the module docstring).
+
+    Parameters
+    ----------
+    img : numpy.ndarray
+        float ``(H, W, 3)`` RGB base (:func:`base`); not modified.
+    geo : dict
+        The base's geometry (:func:`base`); cyanosis and nail polish need the nail, ecchymosis and
+        port-wine stain the cheek.
+    region : str
+        The base's region.
+    mark : str
+        'vesicles', 'acne', 'cyanosis', 'nail_polish', 'ecchymosis', 'port_wine' or 'none'.
+    seed : int
+        Seed of the mark's placement.
+
+    Returns
+    -------
+    numpy.ndarray
+        float ``(H, W, 3)`` RGB with the mark painted on (a copy of ``img`` for 'none').
+
+    Raises
+    ------
+    ValueError
+        When ``mark`` is not known.
+
+    References
+    ----------
+    .. [1] paired-modality paper, §3.3.
+    """
     rng = rng_for(seed, "mark", mark)
     h, w = img.shape[:2]
     out = img.copy()
@@ -123,12 +175,52 @@ def paint(img: np.ndarray, geo: dict, region: str, mark: str, seed: int) -> np.n
 
 
 def to_uint8(img: np.ndarray) -> np.ndarray:
+    """A float image in 0..1 as uint8 (clipped to 0..255).
+
+    Parameters
+    ----------
+    img : numpy.ndarray
+        float image, about 0..1.
+
+    Returns
+    -------
+    numpy.ndarray of uint8
+        ``img`` x 255, clipped, same shape.
+    """
     return np.clip(img * 255, 0, 255).astype(np.uint8)
 
 
 def photo(region: str, mark: str, seed: int, size: int = 256, mark_seed: int | None = None) -> np.ndarray:
     """uint8 RGB photograph of ``region`` (subject from ``seed``) with ``mark`` painted on (its
-    placement from ``mark_seed``, default ``seed``)."""
+    placement from ``mark_seed``, default ``seed``).
+
+    Parameters
+    ----------
+    region : str
+        'skin', 'nail' or 'face'.
+    mark : str
+        The finding painted on ('none' for the base alone; see :func:`paint`).
+    seed : int
+        The subject's seed.
+    size : int, optional
+        Height and width in pixels (default 256).
+    mark_seed : int or None, optional
+        Seed of the mark's placement; None for ``seed``.
+
+    Returns
+    -------
+    numpy.ndarray of uint8
+        ``(size, size, 3)`` RGB photograph.
+
+    Raises
+    ------
+    ValueError
+        When ``region`` or ``mark`` is not known.
+
+    References
+    ----------
+    .. [1] paired-modality paper, §3.3.
+    """
     if region not in REGIONS:
         raise ValueError(f"unknown region {region!r}; known: {REGIONS}")
     img, geo = base(region, seed, size)
@@ -137,7 +229,23 @@ def photo(region: str, mark: str, seed: int, size: int = 256, mark_seed: int | N
 
 def radiograph(seed: int, size: int = 320, pattern: str = "nodular") -> np.ndarray:
     """A phantom chest radiograph (medscope.cohorts.phantom) with diffuse opacities of a
-    ``pattern`` (nodular, patchy, none): the radiograph every photograph of a condition shares."""
+    ``pattern`` (nodular, patchy, none): the radiograph every photograph of a condition shares.
+
+    Parameters
+    ----------
+    seed : int
+        Seed of the radiograph (opacities and chest).
+    size : int, optional
+        Height and width in pixels (default 320).
+    pattern : str, optional
+        'nodular' (18 small opacities), 'patchy' (5 larger ones) or 'none'; any other value draws
+        patchy opacities.
+
+    Returns
+    -------
+    numpy.ndarray of uint8
+        ``(size, size)`` gray radiograph.
+    """
     from medscope.cohorts.phantom import radiograph as chest
 
     rng = rng_for(seed, "radiograph")

@@ -58,7 +58,18 @@ class Extraction:
 
 
 def header_kind(name: str) -> str:
-    """photo | radiograph | suggestive, for a matched header name."""
+    """photo | radiograph | suggestive, for a matched header name.
+
+    Parameters
+    ----------
+    name : str
+        The ``name`` group of a header match.
+
+    Returns
+    -------
+    str
+        'photo', 'radiograph' or 'suggestive'.
+    """
     n = name.lower()
     if re.fullmatch(_PHOTO, n, re.IGNORECASE):
         return "photo"
@@ -68,7 +79,21 @@ def header_kind(name: str) -> str:
 
 
 def split_sections(text: str) -> tuple[str, list[tuple[str, str]]]:
-    """(text before the first header, [(kind, body), ...]) of a reply."""
+    """(text before the first header, [(kind, body), ...]) of a reply.
+
+    Parameters
+    ----------
+    text : str
+        The reply (reasoning already removed).
+
+    Returns
+    -------
+    before : str
+        The text before the first header (the whole text when there is none).
+    sections : list of tuple of (str, str)
+        Each header's kind (:func:`header_kind`) and the text up to the next header, in order; empty
+        when there is no header.
+    """
     heads = list(_HEADER.finditer(text))
     if not heads:
         return text, []
@@ -87,7 +112,25 @@ def _tidy(text: str) -> str:
 def extract_photo_findings(reply: str | None, setting: str | None = None) -> Extraction:
     """The PHOTO FINDINGS section of one reply (see the module docstring for the fallbacks).
     ``setting``: ``paired`` when the reply may also describe a radiograph, so a reply without
-    headers cannot be split and extraction fails."""
+    headers cannot be split and extraction fails.
+
+    Parameters
+    ----------
+    reply : str or None
+        The model's reply.
+    setting : str or None, optional
+        The episode's setting; 'paired' makes a reply without headers fail extraction.
+
+    Returns
+    -------
+    Extraction
+        The text the judge sees and the ``method`` ('section', 'final_action', 'whole_reply', 'empty' or
+        'extraction_failed', with empty text).
+
+    References
+    ----------
+    .. [1] paired-modality paper, §4.2, Appendix A.
+    """
     clean = strip_reasoning(reply or "").strip()
     if not clean:
         return Extraction("", "empty")

@@ -40,11 +40,43 @@ GENERIC_ABNORMALITY = ("abnormality", "abnormalities", "abnormal finding", "abno
 
 @lru_cache(maxsize=1)
 def judge_spec() -> dict:
+    """The judge's versioned prompt spec, ``data/judge.yaml`` of this package (read once).
+
+    Returns
+    -------
+    dict
+        ``version`` (the prompt version, part of every request key), ``rubric`` and ``template``.
+
+    References
+    ----------
+    .. [1] paired-modality paper, §4.2, Appendix A.
+    """
     return yaml.safe_load(resources.files(__package__).joinpath("data/judge.yaml").read_text())
 
 
 def judge_prompt(description: str, caption: str, findings: list[tuple[str, list[str]]]) -> str:
-    """The judge's prompt for one text: rubric, caption, significant findings (with synonyms)."""
+    """The judge's prompt for one text: rubric, caption, significant findings (with synonyms).
+
+    Parameters
+    ----------
+    description : str
+        The extracted photo findings (``extraction.extract_photo_findings``).
+    caption : str
+        The photograph's ground-truth caption.
+    findings : list of tuple of (str, list of str)
+        The photograph's significant findings: name and its lower-case terms (the name among them);
+        the other terms are listed as synonyms.
+
+    Returns
+    -------
+    str
+        ``template`` of :func:`judge_spec` filled with the rubric, caption, findings ('- none' when there
+        are none) and description.
+
+    References
+    ----------
+    .. [1] paired-modality paper, Appendix A.
+    """
     spec = judge_spec()
     lines = [f"- {name}" + (f" (also: {', '.join(t for t in terms if t != name.lower())})"
                             if any(t != name.lower() for t in terms) else "") for name, terms in findings]
@@ -53,7 +85,23 @@ def judge_prompt(description: str, caption: str, findings: list[tuple[str, list[
 
 
 def parse_judge_prompt(text: str) -> tuple[str, str, list[tuple[str, list[str]]]]:
-    """(description, caption, findings) back from a judge prompt: what a loopback judge reads."""
+    """(description, caption, findings) back from a judge prompt: what a loopback judge reads.
+
+    Parameters
+    ----------
+    text : str
+        A prompt written by :func:`judge_prompt`.
+
+    Returns
+    -------
+    description : str
+        The model's photo findings ('' when the block is not found).
+    caption : str
+        The ground-truth caption ('' when not found).
+    findings : list of tuple of (str, list of str)
+        Each listed finding's name and its lower-case terms (the name, then the synonyms); empty for
+        '- none'.
+    """
     caption = re.search(r'GROUND-TRUTH CAPTION:\s*"""(.*?)"""', text, re.S)
     desc = re.search(r'MODEL\'S PHOTO FINDINGS:\s*"""(.*?)"""', text, re.S)
     block = re.search(r"CLINICALLY SIGNIFICANT FINDINGS IN THE PHOTOGRAPH:\s*\n(.*?)\nMODEL'S", text, re.S)
@@ -80,7 +128,19 @@ class Verdict:
 
 def read_verdict(text: str) -> Verdict:
     """FP / FN from a judge reply: the first JSON object with both keys (fences, prose around it
-    tolerated), else ``FALSE POSITIVE: yes`` style lines; otherwise an error, never a guess."""
+    tolerated), else ``FALSE POSITIVE: yes`` style lines; otherwise an error, never a guess.
+
+    Parameters
+    ----------
+    text : str
+        The judge's reply.
+
+    Returns
+    -------
+    Verdict
+        ``fp`` and ``fn`` with the reply as ``raw`` (and ``unverified`` when the JSON lists it); both None
+        with ``error`` set when no labels can be read.
+    """
     body = text or ""
     for m in re.finditer(r"\{[^{}]*\}", body, re.S):
         try:
@@ -105,7 +165,20 @@ def read_verdict(text: str) -> Verdict:
 def affirmed(text: str, term: str) -> bool:
     """Whether ``term`` is reported in ``text`` at least once: a mention the shared reply reader
     (medscope.answers) reads as affirmed or possible, not negated, hypothetical or
-    historical ("no vesicles", "acne rather than vesicles", "look for vesicles" do not report them)."""
+    historical ("no vesicles", "acne rather than vesicles", "look for vesicles" do not report them).
+
+    Parameters
+    ----------
+    text : str
+        The photo-findings text.
+    term : str
+        A finding term.
+
+    Returns
+    -------
+    bool
+        True when some mention of ``term`` is affirmed or possible.
+    """
     return any(st in ("affirmed", "possible") for st in mention_statuses(text, term))
 
 
@@ -125,7 +198,27 @@ def unverified_statements(description: str, known_terms: list[str], caption: str
     """Statements of ``description`` that assert a finding the rule judge cannot check: not
     negated or "normal", naming no known finding term, and sharing no content word with the
     caption (paired-modality paper §4.2: a hallucination need not be a finding named anywhere else). A
-    non-empty list means the offline judgement may have missed a false positive."""
+    non-empty list means the offline judgement may have missed a false positive.
+
+    Parameters
+    ----------
+    description : str
+        The photo-findings text, split into statements at sentence marks, commas, bullets and line breaks.
+    known_terms : list of str
+        Terms the judge can check (its vocabulary, this photograph's finding terms, the generic
+        abnormality words).
+    caption : str
+        The photograph's ground-truth caption.
+
+    Returns
+    -------
+    list of str
+        The unverifiable statements, in order, list marks stripped.
+
+    References
+    ----------
+    .. [1] paired-modality paper, §4.2.
+    """
     caption_stems = {_stem(w) for w in re.findall(r"[a-z]{3,}", caption.lower())}
     out = []
     for clause in re.split(r"[.;!?\n,•]+", description):
@@ -178,7 +271,20 @@ class RuleJudge:
 
 def rule_judge_responder(vocabulary: list[str], generic_fp: bool = True):
     """A ``FakeProvider`` responder that judges each request with a RuleJudge: a loopback judge
-    server speaking a provider's wire format, so the demo exercises the real adapter path."""
+    server speaking a provider's wire format, so the demo exercises the real adapter path.
+
+    Parameters
+    ----------
+    vocabulary : list of str
+        Every significant-finding term of the manifest.
+    generic_fp : bool, optional
+        Count a generic "abnormality" on a photograph without significant findings as FP (default True).
+
+    Returns
+    -------
+    callable
+        ``(text, images) -> str``: the RuleJudge's JSON reply to the judge prompt ``text``; images ignored.
+    """
     judge = RuleJudge(vocabulary, generic_fp)
     return lambda text, images: judge.ask(text)
 
@@ -213,14 +319,44 @@ class ModelJudge:
 
 
 def judge_key(judge, prompt: str) -> str:
-    """The request key of one judge call: who judges, which prompt version, which text."""
+    """The request key of one judge call: who judges, which prompt version, which text.
+
+    Parameters
+    ----------
+    judge : RuleJudge or ModelJudge
+        The judge (its ``identity()``).
+    prompt : str
+        The full judge prompt.
+
+    Returns
+    -------
+    str
+        24-character hash of the judge identity, the prompt version and the prompt.
+    """
     return stable_hash(judge.identity(), judge_spec()["version"], prompt, length=24)
 
 
 def judge_all(judge, prompts: list[str], cache_uri: str, workers: int = 4) -> tuple[list[Verdict], dict]:
     """Verdicts for ``prompts`` in order; cached replies are reused, new ones stored as they come.
 
-    Returns (verdicts, counts: cached / requested / failed)."""
+    Parameters
+    ----------
+    judge : RuleJudge or ModelJudge
+        The judge; a transient or permanent model error fails that request only.
+    prompts : list of str
+        Judge prompts (:func:`judge_prompt`); repeated prompts are asked once.
+    cache_uri : str
+        Folder of the cached replies, ``<key>.json`` each (written once).
+    workers : int, optional
+        Concurrent requests (default 4; at least 1).
+
+    Returns
+    -------
+    verdicts : list of Verdict
+        One per prompt, in order; a failed request gives a Verdict with no labels and its error.
+    counts : dict of str to int
+        ``cached`` (distinct keys already stored), ``requested`` and ``failed``.
+    """
     keys = [judge_key(judge, p) for p in prompts]
     todo = {k: p for k, p in zip(keys, prompts) if not storage.exists(storage.join(cache_uri, f"{k}.json"))}
     counts = {"cached": len(set(keys)) - len(todo), "requested": 0, "failed": 0}

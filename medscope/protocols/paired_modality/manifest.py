@@ -109,11 +109,34 @@ class PairPhoto:
 
 
 def slug(text: str) -> str:
+    """The item-id stem of a condition name: lower case, each run of other characters a hyphen.
+
+    Parameters
+    ----------
+    text : str
+        The condition name.
+
+    Returns
+    -------
+    str
+        The slug, hyphens trimmed; 'condition' when nothing is left.
+    """
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "condition"
 
 
 def manifest_uri(uri: str) -> str:
-    """The manifest file of ``uri`` (the file itself, or ``manifest.yaml`` inside a folder)."""
+    """The manifest file of ``uri`` (the file itself, or ``manifest.yaml`` inside a folder).
+
+    Parameters
+    ----------
+    uri : str
+        The manifest file, or a folder holding ``manifest.yaml``.
+
+    Returns
+    -------
+    str
+        The manifest file's URI.
+    """
     if storage.is_dir(uri):
         return storage.join(uri, tables.MANIFEST)
     return uri
@@ -122,7 +145,29 @@ def manifest_uri(uri: str) -> str:
 def fit_long_side(data: bytes, max_side: int = MAX_SIDE) -> bytes:
     """PNG bytes of an image at native size when its long side is at most ``max_side``, else
     downscaled (area interpolation) so the long side is ``max_side`` (paired-modality paper Appendix A).
-    PNG input within the limit is passed through byte for byte; other formats are re-encoded."""
+    PNG input within the limit is passed through byte for byte; other formats are re-encoded.
+
+    Parameters
+    ----------
+    data : bytes
+        The encoded image (any format ``medscope.images.decode_png`` reads).
+    max_side : int, optional
+        Longest side allowed in pixels (default 1568).
+
+    Returns
+    -------
+    bytes
+        PNG bytes; an image whose three channels are equal is written as single-channel gray.
+
+    Raises
+    ------
+    MedScopeError
+        When the image cannot be decoded.
+
+    References
+    ----------
+    .. [1] paired-modality paper, Appendix A.
+    """
     image = decode_png(data)  # raises MedScopeError when unreadable
     if max(image.shape[:2]) <= max_side and data.startswith(PNG_SIGNATURE):
         return data
@@ -155,7 +200,39 @@ def read_manifest(uri: str, max_side: int = MAX_SIDE, ids: Collection[str] | Non
     ``ids``: only the photographs with these item ids (their images alone are read).
     ``keep_images=False``: every image is still read and checked (an unreadable one rejects its
     photograph, as always) but not kept: ``photo_png`` / ``radiograph_png`` are empty, so a
-    sweep's driver holds no pixels."""
+    sweep's driver holds no pixels.
+
+    Parameters
+    ----------
+    uri : str
+        The manifest file or its folder (:func:`manifest_uri`); image paths are relative to the file's folder.
+    max_side : int, optional
+        Longest image side in pixels (default 1568; :func:`fit_long_side`).
+    ids : collection of str or None, optional
+        Item ids (``<slug>:matched`` / ``<slug>:mismatched``) to keep; None for every photograph.
+    keep_images : bool, optional
+        Whether the PairPhotos hold the PNG bytes (default True).
+    min_hash_distance : int, optional
+        Perceptual-hash bits at or below which a pair with equal colour hashes is identical (default 4).
+
+    Returns
+    -------
+    photos : list of PairPhoto
+        The good photographs, in manifest order (matched before mismatched); provenance is the
+        condition's updated with the photograph's.
+    rejects : list of dict
+        rejects rows (table 'pairs', source the manifest file, stage 'manifest'), one per rejected item,
+        with its reason and detail.
+
+    Raises
+    ------
+    MedScopeError
+        When the file is not a YAML mapping or has no list under ``conditions``.
+
+    References
+    ----------
+    .. [1] paired-modality paper, §3, Appendix A.
+    """
     path = manifest_uri(uri)
     data = cfgmod.load_yaml(path)
     base = path.rsplit("/", 1)[0] if "/" in path else "."
@@ -224,7 +301,22 @@ def read_manifest(uri: str, max_side: int = MAX_SIDE, ids: Collection[str] | Non
 
 def photo_distance(png_a: bytes, png_b: bytes) -> tuple[int, int]:
     """(perceptual-hash distance, colour-hash distance) of two photographs (imagehash: a 16 x 16
-    DCT hash of the luminance, 256 bits, and the colour histogram hash)."""
+    DCT hash of the luminance, 256 bits, and the colour histogram hash).
+
+    Parameters
+    ----------
+    png_a : bytes
+        One photograph (any format PIL reads).
+    png_b : bytes
+        The other photograph.
+
+    Returns
+    -------
+    phash_bits : int
+        Hamming distance of the perceptual hashes (0 to 256).
+    colour_bits : int
+        Hamming distance of the colour hashes.
+    """
     import io
 
     import imagehash
@@ -239,7 +331,27 @@ def pair_refusal(entry: ConditionEntry, loaded: dict[str, bytes], min_hash_dista
     """(reason, detail) when a condition's two photographs are no valid pair (paired-modality paper §3.3: the
     same person with a different finding): the same picture or nearly so (perceptual hash and
     colour hash), or two different subjects by their provenance (the subject identity the
-    generator recorded: one seed or one base image). None when the pair stands."""
+    generator recorded: one seed or one base image). None when the pair stands.
+
+    Parameters
+    ----------
+    entry : ConditionEntry
+        The condition, with each photograph's provenance (``subject``).
+    loaded : dict of str to bytes
+        The photographs read, by photo type; a pair needs both.
+    min_hash_distance : int
+        Perceptual-hash bits at or below which, with equal colour hashes, the photographs are identical.
+
+    Returns
+    -------
+    tuple of (str, str) or None
+        ('subject differs' or 'identical photos', detail); None when the pair stands or fewer than two
+        photographs were read.
+
+    References
+    ----------
+    .. [1] paired-modality paper, §3.3.
+    """
     if len(loaded) < 2:
         return None
     subjects = [getattr(entry, t).provenance.get("subject") for t in PHOTO_TYPES]
@@ -253,5 +365,16 @@ def pair_refusal(entry: ConditionEntry, loaded: dict[str, bytes], min_hash_dista
 
 
 def vocabulary(photos: list[PairPhoto]) -> list[str]:
-    """Every significant-finding term of a manifest: what a rule judge counts as an abnormality."""
+    """Every significant-finding term of a manifest: what a rule judge counts as an abnormality.
+
+    Parameters
+    ----------
+    photos : list of PairPhoto
+        The manifest's photographs.
+
+    Returns
+    -------
+    list of str
+        The distinct lower-case finding terms (names and synonyms), sorted.
+    """
     return sorted({t for p in photos for f in p.findings for t in f.all_terms()})

@@ -31,18 +31,53 @@ from medscope.protocols.paired_modality.manifest import PairPhoto, read_manifest
 
 @lru_cache(maxsize=1)
 def prompts() -> dict:
+    """The episode prompts, ``data/prompts.yaml`` of this package (read once).
+
+    Returns
+    -------
+    dict
+        ``version`` and the prompt of each setting, ``photo_only`` and ``paired``.
+
+    References
+    ----------
+    .. [1] paired-modality paper, Appendix A.
+    """
     return yaml.safe_load(resources.files(__package__).joinpath("data/prompts.yaml").read_text())
 
 
 def episode_messages(item: Item, setting: str) -> list[Message]:
-    """The one user turn of an episode: photograph (and radiograph when paired), then the prompt."""
+    """The one user turn of an episode: photograph (and radiograph when paired), then the prompt.
+
+    Parameters
+    ----------
+    item : Item
+        A photograph's item; its ``images`` are (photograph PNG, radiograph PNG).
+    setting : str
+        'photo_only' or 'paired' (the key of its prompt in :func:`prompts`).
+
+    Returns
+    -------
+    list of Message
+        One user message: the image(s), then the setting's prompt text.
+    """
     images = item.images[:1] if setting == "photo_only" else item.images[:2]
     return [Message("user", (*(Part(png=p) for p in images), Part(text=prompts()[setting].strip())))]
 
 
 def eval_run_models(episodes_uri: str) -> list[dict]:
     """The models (name, kind, model id) the eval run records in its sweep.json; [] when the
-    episodes table stands alone."""
+    episodes table stands alone.
+
+    Parameters
+    ----------
+    episodes_uri : str
+        The episodes table of an eval run, or the run's folder.
+
+    Returns
+    -------
+    list of dict
+        The ``models`` list of the run's sweep.json, as recorded; [] when there is none.
+    """
     summary = layout.EvalRun(layout.folder_of("episodes", episodes_uri)).summary
     if not storage.exists(summary):
         return []

@@ -21,6 +21,27 @@ def clopper_pearson(k: int, n: int, alpha: float = 0.05) -> tuple[float, float]:
     """Exact (Clopper-Pearson) interval of a proportion k/n (paired-modality paper Table 1: "exact 95% CI").
 
     ``k`` events in ``n`` trials; returns (low, high) in [0, 1], NaNs when ``n`` is 0.
+
+    Parameters
+    ----------
+    k : int
+        Events.
+    n : int
+        Trials.
+    alpha : float, optional
+        1 - confidence level (default 0.05: a 95% interval).
+
+    Returns
+    -------
+    low : float
+        Lower bound, in [0, 1]; NaN when ``n`` is 0.
+    high : float
+        Upper bound, in [0, 1]; NaN when ``n`` is 0.
+
+    References
+    ----------
+    .. [1] paired-modality paper, Table 1.
+    .. [2] C. J. Clopper, E. S. Pearson, Biometrika 26(4), 1934.
     """
     from statsmodels.stats.proportion import proportion_confint
 
@@ -37,6 +58,29 @@ def mcnemar_exact(before, after) -> dict:
     ``before`` / ``after``: equal-length boolean arrays (an error in each setting, one entry
     per photograph). Returns n, b (error only before), c (error only after), the two rates and
     the two-sided exact p (statsmodels ``mcnemar(exact=True)``: binomial on b + c at 1/2).
+
+    Parameters
+    ----------
+    before : array_like of bool
+        ``[N]`` error of each photograph in the first setting (photo only).
+    after : array_like of bool
+        ``[N]`` error of the same photographs in the second setting (paired).
+
+    Returns
+    -------
+    dict
+        ``n``, ``b``, ``c``, ``rate_before``, ``rate_after`` (NaN when n is 0) and ``p_value`` (NaN when
+        n is 0).
+
+    Raises
+    ------
+    ValueError
+        When ``before`` and ``after`` differ in shape.
+
+    References
+    ----------
+    .. [1] paired-modality paper, §5.2.
+    .. [2] Q. McNemar, Psychometrika 12(2), 1947.
     """
     from statsmodels.stats.contingency_tables import mcnemar
 
@@ -57,7 +101,30 @@ def mcnemar_exact(before, after) -> dict:
 def cohen_kappa(labels_a, labels_b) -> dict:
     """Cohen's kappa between two judges' binary labels of the same responses (paired-modality paper asks
     that judge noise be visible). Returns kappa, observed agreement and n; kappa is NaN when
-    chance agreement is 1 (both judges constant and equal)."""
+    chance agreement is 1 (both judges constant and equal).
+
+    Parameters
+    ----------
+    labels_a : array_like of bool
+        ``[N]`` one judge's labels.
+    labels_b : array_like of bool
+        ``[N]`` the other judge's labels of the same responses.
+
+    Returns
+    -------
+    dict
+        ``kappa`` (NaN when chance agreement is 1 or n is 0), ``agreement`` (observed share; NaN when n
+        is 0) and ``n``.
+
+    Raises
+    ------
+    ValueError
+        When the two label arrays differ in shape.
+
+    References
+    ----------
+    .. [1] J. Cohen, Educ. Psychol. Meas. 20(1), 1960.
+    """
     from statsmodels.stats.inter_rater import cohens_kappa
 
     x = np.asarray(labels_a, dtype=bool)

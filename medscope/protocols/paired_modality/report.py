@@ -29,7 +29,23 @@ def _cell(r: dict | None, bold: bool) -> str:
 
 def table1(metrics: list[dict]) -> Table:
     """Rows: model x setting; columns: matched FP / FN / Any, mismatched FP / FN / Any. Bold: the
-    higher rate of the two settings within a model, photo type and metric (ties: neither)."""
+    higher rate of the two settings within a model, photo type and metric (ties: neither).
+
+    Parameters
+    ----------
+    metrics : list of dict
+        metrics rows of the scored run (``scoring.rate_rows``).
+
+    Returns
+    -------
+    Table
+        Error rates in % with exact 95% intervals and each cell's n, thin cells marked; '–' where a cell
+        has no rate.
+
+    References
+    ----------
+    .. [1] paired-modality paper, Table 1.
+    """
     at = {(r["model"], r["condition"], r["breakdown"].split("=", 1)[1], r["metric"]): r for r in metrics}
     models = sorted({r["model"] for r in metrics})
     rows = []
@@ -49,6 +65,23 @@ def table1(metrics: list[dict]) -> Table:
 
 
 def mcnemar_table(tests: list[dict]) -> Table:
+    """The exact McNemar tests, one row per model (or pool), photo type and metric.
+
+    Parameters
+    ----------
+    tests : list of dict
+        McNemar rows (``scoring.mcnemar_rows``).
+
+    Returns
+    -------
+    Table
+        Model (or 'pooled (models)'), photo type, metric, photographs, the rates photo only -> paired in %,
+        the discordant counts b / c and the exact p ('–' when NaN).
+
+    References
+    ----------
+    .. [1] paired-modality paper, §5.2.
+    """
     rows = [[f"pooled ({t['pooled_models']})" if t.get("pooled_models") else t["model"], t["photo_type"], SHORT[t["metric"]], str(t["n"]),
              f"{100 * t['rate_before']:.1f} → {100 * t['rate_after']:.1f}", f"{t['b']} / {t['c']}",
              "–" if math.isnan(t["p_value"]) else f"{t['p_value']:.3g}"] for t in tests]
@@ -58,7 +91,19 @@ def mcnemar_table(tests: list[dict]) -> Table:
 
 def cells_table(cells: list[dict]) -> Table:
     """Per model x setting x photo type: replies, extraction failures (not judged, not scored)
-    and replies with findings the judge could not verify."""
+    and replies with findings the judge could not verify.
+
+    Parameters
+    ----------
+    cells : list of dict
+        Cell counts (``scoring.cell_counts``), as recorded in run.json.
+
+    Returns
+    -------
+    Table
+        One row per cell: model, setting, photo type, replies, extraction failures and unverified replies
+        (with their statement count).
+    """
     rows = [[c["model"], SETTING_LABELS[c["setting"]], c["photo_type"], str(c["episodes"]), str(c["extraction_failed"]),
              f"{c['unverified']} ({c['unverified_findings']} statements)"] for c in cells]
     return Table(["Model", "Setting", "Photo type", "Replies", "Extraction failed", "Unverified findings"], rows,
@@ -72,7 +117,26 @@ FLIPS_SHOWN = 6  # addition: how many flipped readings the report quotes (paired
 def flipped_readings(labels: list[dict], limit: int = FLIPS_SHOWN) -> list[dict]:
     """The same model on the same photograph, labelled differently with and without the radiograph
     (paired-modality paper Figures 1 and 4): FP or FN in one setting and not the other. Mismatched photographs
-    turning FP with the radiograph first, the paper's failure."""
+    turning FP with the radiograph first, the paper's failure.
+
+    Parameters
+    ----------
+    labels : list of dict
+        labels rows (``scoring.label_episodes``); rows the first judge did not label are left out.
+    limit : int, optional
+        Most flips returned (default 6).
+
+    Returns
+    -------
+    list of dict
+        Up to ``limit`` flips: ``model``, ``item_id``, ``photo_type``, ``label`` ('FP' or 'FN'),
+        ``direction`` ('gained with radiograph' or 'lost with radiograph') and the extracted text of each
+        setting (``photo_only``, ``paired``); mismatched before matched, FP before FN, gained before lost.
+
+    References
+    ----------
+    .. [1] paired-modality paper, Figures 1 and 4.
+    """
     by = {(r["model"], r["item_id"], r["setting"]): r for r in labels if r.get("fp") is not None}
     out = []
     for (model, item, setting), alone in sorted(by.items()):
@@ -89,6 +153,22 @@ def flipped_readings(labels: list[dict], limit: int = FLIPS_SHOWN) -> list[dict]
 
 
 def flips_table(flips: list[dict]) -> Table:
+    """The flipped readings, quoting the model's words in each setting (one line, at most 240 characters).
+
+    Parameters
+    ----------
+    flips : list of dict
+        Flipped readings (:func:`flipped_readings`).
+
+    Returns
+    -------
+    Table
+        One row per flip: model, photograph, label, change and the two quotes.
+
+    References
+    ----------
+    .. [1] paired-modality paper, Figures 1 and 4.
+    """
     quote = lambda t: (t or "").replace("\n", " ")[:240]  # noqa: E731 - one-line cell formatter
     return Table(["Model", "Photograph", "Label", "Change", "Photo only: the model's words", "Photo + radiograph: the model's words"],
                  [[f["model"], f["item_id"], f["label"], f["direction"], quote(f["photo_only"]), quote(f["paired"])]
@@ -97,7 +177,23 @@ def flips_table(flips: list[dict]) -> Table:
 
 def shift_figure(metrics: list[dict]) -> bytes:
     """FP and FN rates (rows) on matched and mismatched photographs (columns), photo only ->
-    paired, one line per model with its exact intervals."""
+    paired, one line per model with its exact intervals.
+
+    Parameters
+    ----------
+    metrics : list of dict
+        metrics rows of the scored run (``scoring.rate_rows``); a model is drawn in a panel only when it has
+        both settings' rate.
+
+    Returns
+    -------
+    bytes
+        The 2 x 2 figure as PNG (rates in %, 95% intervals as error bars).
+
+    References
+    ----------
+    .. [1] paired-modality paper, Figure 3.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
@@ -134,7 +230,24 @@ def _parquet_rows(uri: str) -> list[dict]:
 
 
 def sections(scored_run: str) -> list[tuple[str, list]]:
-    """(title, blocks) of the report for a scored run folder."""
+    """(title, blocks) of the report for a scored run folder.
+
+    Parameters
+    ----------
+    scored_run : str
+        The scored run's folder (``medscope score`` output: metrics, run.json, and when written the McNemar,
+        labels and agreement tables).
+
+    Returns
+    -------
+    list of tuple of (str, list)
+        One (title, blocks) section: the method note, Table 1, the shift figure, the McNemar tests, judge
+        agreement, extraction counts, the cell counts and the flipped readings (each when there is data).
+
+    References
+    ----------
+    .. [1] paired-modality paper, §4.2, §5, Table 1, Figures 1, 3 and 4.
+    """
     metrics = records.read_table("metrics", storage.join(scored_run, tables.METRICS)).to_pylist()
     tests = _parquet_rows(storage.join(scored_run, tables.MCNEMAR))
     labels = _parquet_rows(storage.join(scored_run, tables.LABELS))

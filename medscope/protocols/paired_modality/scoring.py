@@ -25,7 +25,33 @@ TEST_SET = "pairs"
 
 def make_judge(spec, vocabulary: list[str], models_file: str | None = None):
     """A judge from a score option: ``rule`` / ``rule-named-only`` (deterministic), a model entry
-    (dict, the fields of configs/models/*.yaml), or the name of an entry in ``models_file``."""
+    (dict, the fields of configs/models/*.yaml), or the name of an entry in ``models_file``.
+
+    Parameters
+    ----------
+    spec : str or dict or ModelEntry
+        'rule' (generic abnormality counts as FP), 'rule-named-only' (it does not), a model entry, or the name
+        of an entry in ``models_file``.
+    vocabulary : list of str
+        Every significant-finding term of the manifest (``manifest.vocabulary``), for a rule judge.
+    models_file : str or None, optional
+        A models config (configs/models/*.yaml) holding the named judge.
+
+    Returns
+    -------
+    RuleJudge or ModelJudge
+        The judge; a ModelJudge carries ``served`` (kind, model id) so a subject that is the judge is found.
+
+    Raises
+    ------
+    MedScopeError
+        When a judge is named with no ``models_file``, is not in it, the models file or entry is invalid, or
+        ``spec`` is of another type.
+
+    References
+    ----------
+    .. [1] paired-modality paper, §4.2.
+    """
     from medscope import config as cfgmod
     from medscope.models.registry import build_model
 
@@ -53,7 +79,26 @@ def make_judge(spec, vocabulary: list[str], models_file: str | None = None):
 
 def judge_subjects(judges: list, run_models: list[dict], episode_models: list[str]) -> list[str]:
     """The evaluated models that are one of the judges (same name, or same kind and model id):
-    the paired-modality paper's judge is never a subject, so their episodes are left out of every table."""
+    the paired-modality paper's judge is never a subject, so their episodes are left out of every table.
+
+    Parameters
+    ----------
+    judges : list of RuleJudge or ModelJudge
+        The judges of the scoring.
+    run_models : list of dict
+        The eval run's models (``name``, ``kind``, ``model``) from its sweep.json; [] when unknown.
+    episode_models : list of str
+        The models that have episodes.
+
+    Returns
+    -------
+    list of str
+        The episode models that are a judge, sorted.
+
+    References
+    ----------
+    .. [1] paired-modality paper, §4.2.
+    """
     served = {getattr(j, "served", None) for j in judges} - {None}
     names = {j.name for j in judges}
     out = {m for m in episode_models if m in names}
@@ -66,7 +111,37 @@ def label_episodes(episodes: list[dict], photos: dict[str, PairPhoto], judges: l
     """One labels row per episode with a reply; returns (rows, counts). Episodes of other
     protocols, unknown items and failed calls (an error and no reply) are skipped and counted.
     A reply whose photo section cannot be isolated is kept as ``extraction_failed``: nothing is
-    sent to the judge and its labels stay empty (never "no finding")."""
+    sent to the judge and its labels stay empty (never "no finding").
+
+    Parameters
+    ----------
+    episodes : list of dict
+        Episode rows (``item_id``, ``condition`` as the setting, ``model``, ``raw_text``, ``error``,
+        ``request_key``, ``run_id``).
+    photos : dict of str to PairPhoto
+        The manifest's photographs by item id.
+    judges : list of RuleJudge or ModelJudge
+        The first judge labels ``fp`` / ``fn`` / ``any_error``; the n-th after it adds columns
+        suffixed ``_n``.
+    cache_uri : str
+        Folder of the judges' cached replies (``judge.judge_all``).
+    workers : int, optional
+        Concurrent judge requests (default 4).
+
+    Returns
+    -------
+    rows : list of dict
+        One labels row per kept episode: model, setting, photo, the extracted text and method, the reply,
+        and per judge its name, ``fp``, ``fn``, ``any_error`` (None when not judged), ``judge_error``,
+        ``judge_reply`` and ``unverified``.
+    counts : dict
+        ``episodes``, ``skipped_error``, ``skipped_unknown``, ``extraction_failed`` and per judge
+        (``judge_1``, ``judge_2``, ...) its name with cached / requested / failed requests.
+
+    References
+    ----------
+    .. [1] paired-modality paper, §4.2.
+    """
     counts = {"episodes": len(episodes), "skipped_error": 0, "skipped_unknown": 0, FAILED: 0}
     rows, prompts, judged = [], [], []
     for ep in episodes:
@@ -109,7 +184,19 @@ def label_episodes(episodes: list[dict], photos: dict[str, PairPhoto], judges: l
 
 def cell_counts(labels: list[dict]) -> list[dict]:
     """Per model x setting x photo type: episodes, extraction failures, and episodes whose (first)
-    judge found asserted photo findings it could not verify (a rule judge's "unverified")."""
+    judge found asserted photo findings it could not verify (a rule judge's "unverified").
+
+    Parameters
+    ----------
+    labels : list of dict
+        labels rows (:func:`label_episodes`).
+
+    Returns
+    -------
+    list of dict
+        One row per (model, setting, photo type), sorted: ``episodes``, ``extraction_failed``,
+        ``unverified`` (episodes) and ``unverified_findings`` (statements).
+    """
     cells: dict[tuple, dict] = {}
     for r in labels:
         c = cells.setdefault((r["model"], r["setting"], r["photo_type"]),
@@ -124,7 +211,26 @@ def cell_counts(labels: list[dict]) -> list[dict]:
 
 def rate_rows(labels: list[dict], alpha: float = 0.05) -> list[dict]:
     """Metrics rows (records "metrics" schema): FP / FN / any-error rate per model x photo type x
-    setting over the photographs the judge labelled, with exact Clopper-Pearson intervals."""
+    setting over the photographs the judge labelled, with exact Clopper-Pearson intervals.
+
+    Parameters
+    ----------
+    labels : list of dict
+        labels rows (:func:`label_episodes`); rows the first judge did not label are left out.
+    alpha : float, optional
+        1 - confidence level of the intervals (default 0.05).
+
+    Returns
+    -------
+    list of dict
+        metrics rows: ``metric`` 'fp_rate', 'fn_rate' or 'any_rate', ``condition`` the setting,
+        ``test_set`` 'pairs', ``breakdown`` ``photo_type=...``, ``value`` k / n, ``ci_low`` / ``ci_high``
+        and ``n_cases`` n (photographs labelled).
+
+    References
+    ----------
+    .. [1] paired-modality paper, Table 1.
+    """
     groups: dict[tuple, list[dict]] = defaultdict(list)
     for r in labels:
         if r["fp"] is not None:
@@ -150,7 +256,37 @@ def pooled_subjects(run_models: list[dict], episode_models: list[str], judges: l
     """The subject models a pooled test pools (paired-modality paper §5.2 pools its *evaluated* models), and
     the models left out with the reason. ``run_models``: the eval run's models (name, kind) from
     its sweep.json, or [] when unknown; ``named``: an explicit list (constant policies may be
-    named); a judge is never a subject, named or not."""
+    named); a judge is never a subject, named or not.
+
+    Parameters
+    ----------
+    run_models : list of dict
+        The eval run's models (``name``, ``kind``); [] when unknown (constant policies are then known by
+        name).
+    episode_models : list of str
+        The models that have labels.
+    judges : list of str
+        Names of the models that are judges.
+    named : list of str or None, optional
+        The models to pool (option ``pooled_models``); None to pool every model but judges and constant
+        policies.
+
+    Returns
+    -------
+    pool : list of str
+        The models pooled.
+    left_out : dict of str to str
+        Each model left out and why.
+
+    Raises
+    ------
+    MedScopeError
+        When ``named`` holds a model with no labels in this run.
+
+    References
+    ----------
+    .. [1] paired-modality paper, §5.2.
+    """
     kinds = {m["name"]: m.get("kind") for m in run_models}
     present = sorted(set(episode_models))
     left: dict[str, str] = {}
@@ -179,7 +315,26 @@ def pooled_subjects(run_models: list[dict], episode_models: list[str], judges: l
 def mcnemar_rows(labels: list[dict], pool: list[str] | None = None) -> list[dict]:
     """Exact McNemar, photo only (before) vs paired (after), on photographs labelled in both
     settings: per model x photo type x metric, and pooled over the subject models ``pool``
-    (default: every model) when it holds two or more; the pooled row names them."""
+    (default: every model) when it holds two or more; the pooled row names them.
+
+    Parameters
+    ----------
+    labels : list of dict
+        labels rows (:func:`label_episodes`); rows the first judge did not label are left out.
+    pool : list of str or None, optional
+        The subject models of the pooled test (:func:`pooled_subjects`); None for every model.
+
+    Returns
+    -------
+    list of dict
+        Per photo type and metric ('fp_rate', 'fn_rate', 'any_rate'): one row per model and, with two or
+        more pooled models, one with model 'pooled' and ``pooled_models`` listing them; each with the
+        :func:`~medscope.protocols.paired_modality.rates_and_agreement.mcnemar_exact` figures.
+
+    References
+    ----------
+    .. [1] paired-modality paper, §5.2.
+    """
     by: dict[tuple, dict] = {}
     for r in labels:
         if r["fp"] is not None:
@@ -209,7 +364,20 @@ def mcnemar_rows(labels: list[dict], pool: list[str] | None = None) -> list[dict
 
 
 def agreement(labels: list[dict]) -> dict:
-    """Cohen's kappa of the two judges on FP, FN and any-error, over episodes both labelled."""
+    """Cohen's kappa of the two judges on FP, FN and any-error, over episodes both labelled.
+
+    Parameters
+    ----------
+    labels : list of dict
+        labels rows (:func:`label_episodes`) of two judges (columns ``fp_2``, ``fn_2``, ``any_error_2``).
+
+    Returns
+    -------
+    dict
+        ``judges`` (the two names), ``n`` and per label ``fp``, ``fn``, ``any_error`` the
+        :func:`~medscope.protocols.paired_modality.rates_and_agreement.cohen_kappa` result; empty when no
+        episode has both labels.
+    """
     both = [r for r in labels if r.get("fp") is not None and r.get("fp_2") is not None]
     if not both:
         return {}
