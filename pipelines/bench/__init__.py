@@ -103,5 +103,5 @@ def parallel_ceiling(work: float = 1.0, repeats: int = 1) -> tuple[float, float]
     return statistics.median(ones), statistics.median(ratios)
 
 
-# issue 33: a 2-worker / 1-worker ratio within 10 % of the machine ceiling measured beside it
+# the target: a 2-worker / 1-worker ratio within 10 % of the machine ceiling measured beside it
 OF_CEILING_AIM = 0.9

@@ -25,9 +25,9 @@ def bench_replies(args=None) -> None:
     print("  deciding rule: " + ", ".join(f"{k}={v}" for k, v in rules.most_common()))
     for row, got in a.misses:
         print(f"  MISS [{row.style}] expected {row.expect}, read {got}: {row.reply!r}")
-    held = load_jsonl_table("replies_item6.jsonl")  # issue 29's table of item 6's kinds
+    held = load_jsonl_table("replies_item6.jsonl")  # the held-out replies of item 6's kinds
     b = agreement(lambda *x: (lambda r: (r.action, r.claim))(read_decision(*x)), held)
-    print(f"  issue 29 table (self-correction, post-negation, final colon, JSON keyed by the finding, health "
+    print(f"  held-out item-6 table (self-correction, post-negation, final colon, JSON keyed by the finding, health "
           f"denials): agreement {b.agree}/{b.n} = {b.rate:.3f}, claim/denial flips {b.flips}")
     for row, got in b.misses:
         print(f"  MISS [{row.style}] expected {row.expect}, read {got}: {row.reply!r}")

@@ -11,7 +11,7 @@ from medscope.protocols.counterfactual import costs, rewards
 from medscope.analysis import view_metrics as metrics
 from medscope.stats import bootstrap as bs
 
-TARGET = 20.0  # issue 33: the vectorised bootstrap at least 20x the naive loop (CPU seconds)
+TARGET = 20.0  # the target: the vectorised bootstrap at least 20x the naive loop (CPU seconds)
 
 
 def bench_stats(args) -> None:

@@ -319,7 +319,7 @@ def _more_table(metrics, keys, ts, multi, constant=frozenset()) -> Table:
 
 
 def _answerable() -> str:
-    # the scoring owns this view set (issue 11 may change it); say whatever it currently is
+    # the scoring owns this view set; say whatever it currently is
     kinds = getattr(scoring_metrics, "ANSWERABLE", ())
     return ", ".join(kinds) if kinds else "the scoring calls answerable"
 
