@@ -11,13 +11,40 @@ from medscope.models.base import ChatModel, Decoding, Message
 
 
 def jsonl_rows(uri: str) -> list[dict]:
-    """The records of a JSON-lines item file (the item files of benchgen's language-model calls)."""
+    """The records of a JSON-lines item file (the item files of benchgen's language-model calls).
+
+    Parameters
+    ----------
+    uri : str
+        Path or storage URI of the JSON-lines file.
+
+    Returns
+    -------
+    list of dict
+        One record per non-blank line, in file order.
+    """
     return [json.loads(line) for line in storage.read_utf8(uri).splitlines() if line.strip()]
 
 
 def text_call(model: ChatModel, text: str, decoding: Decoding) -> EpisodeResult:
     """One user message and its reply: the episode of each of benchgen's language-model calls
-    (generation, verification, schema proposal); the caller reads the reply."""
+    (generation, verification, schema proposal); the caller reads the reply.
+
+    Parameters
+    ----------
+    model : ChatModel
+        The model asked.
+    text : str
+        The user message.
+    decoding : Decoding
+        Decoding settings of the call.
+
+    Returns
+    -------
+    EpisodeResult
+        The two turns, the reply as ``raw_text``, action ``answer`` (``unparseable`` when the reply is
+        blank) and the call's token counts.
+    """
     reply = model.complete([Message.text("user", text)], decoding)
     return EpisodeResult(
         turns=[{"role": "user", "text": text, "image_ref": None},

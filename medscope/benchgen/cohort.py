@@ -46,7 +46,23 @@ _HEADER = re.compile(
 
 def split_sections(text: str) -> tuple[str, str, str | None]:
     """(findings, impression, reject reason or None) of a report exported as one text field.
-    A section runs from its header to the next header; a repeated section is joined."""
+    A section runs from its header to the next header; a repeated section is joined.
+
+    Parameters
+    ----------
+    text : str
+        The report's one text field (``report`` / ``text`` / ``report_text`` / ``narrative``).
+
+    Returns
+    -------
+    findings : str
+        The findings sections' text, joined by newlines; empty when there is none.
+    impression : str
+        The impression sections' text, joined by newlines; empty when there is none.
+    reason : str or None
+        ``no_sections_found``, ``no_findings_section`` or ``no_impression_section``; None when both
+        sections were found.
+    """
     found = list(_HEADER.finditer(text or ""))
     parts: dict[str, list[str]] = {"findings": [], "impression": []}
     for n, m in enumerate(found):
@@ -66,7 +82,23 @@ def split_sections(text: str) -> tuple[str, str, str | None]:
 
 
 def read_reports(uri: str) -> tuple[list[dict], list[dict]]:
-    """(report rows, rejects rows) of a CSV or JSONL reports export."""
+    """(report rows, rejects rows) of a CSV or JSONL reports export.
+
+    Parameters
+    ----------
+    uri : str
+        Path or storage URI of the export: JSON lines when it ends in ``.jsonl`` / ``.ndjson``, CSV
+        otherwise.
+
+    Returns
+    -------
+    rows : list of dict
+        One row per accepted report: ``case_id``, ``study`` (empty when absent), ``findings`` and
+        ``impression``.
+    rejects : list of dict
+        One rejects row (stage ``load``) per line or row left out: ``not_json``, ``no_case_id``,
+        ``duplicate_report``, ``empty_findings``, ``empty_impression`` or a :func:`split_sections` reason.
+    """
     text = storage.read_utf8(uri)
     rejects: list[dict] = []
     if uri.endswith((".jsonl", ".ndjson")):
@@ -116,7 +148,20 @@ def _entries(uri: str) -> list[tuple[str, bool]]:
 
 
 def index_volumes(root: str) -> dict[str, dict[str, str]]:
-    """``{case_id: {sequence: uri}}``: NIfTI files and DICOM series folders under ``root/<case>/``."""
+    """``{case_id: {sequence: uri}}``: NIfTI files and DICOM series folders under ``root/<case>/``.
+
+    Parameters
+    ----------
+    root : str
+        Path or storage URI of the volumes folder (``<root>/<case_id>/<sequence>.nii[.gz]`` or
+        ``<root>/<case_id>/<sequence>/``).
+
+    Returns
+    -------
+    dict of str to dict of str to str
+        ``{case_id: {sequence: uri}}``; a case folder without any sequence is left out, hidden entries
+        are skipped.
+    """
     out: dict[str, dict[str, str]] = {}
     for case, is_dir in _entries(root):
         if not is_dir:
@@ -137,7 +182,28 @@ def index_volumes(root: str) -> dict[str, dict[str, str]]:
 
 def pair_studies(reports: list[dict], volumes: dict[str, dict[str, str]], schema_sequences: set[str],
                  source: str) -> tuple[list[dict], list[dict]]:
-    """Studies (report + the schema's sequences the case has) and rejects for the unpaired."""
+    """Studies (report + the schema's sequences the case has) and rejects for the unpaired.
+
+    Parameters
+    ----------
+    reports : list of dict
+        Report rows (:func:`read_reports`).
+    volumes : dict of str to dict of str to str
+        ``{case_id: {sequence: uri}}`` (:func:`index_volumes`).
+    schema_sequences : set of str
+        The sequences the schema names; others are ignored.
+    source : str
+        The source name the rejects rows carry.
+
+    Returns
+    -------
+    studies : list of dict
+        One per case with a report and at least one schema sequence: the report row plus
+        ``sequences`` (``{sequence: uri}``), in case order.
+    rejects : list of dict
+        Rejects rows (stage ``pair``): ``report_without_study`` / ``no_schema_sequence`` (table
+        ``reports``) and ``study_without_report`` (table ``volumes``).
+    """
     studies, rejects = [], []
     by_case = {r["case_id"]: r for r in reports}
     for case, r in sorted(by_case.items()):
@@ -154,7 +220,25 @@ def pair_studies(reports: list[dict], volumes: dict[str, dict[str, str]], schema
 
 
 def read_dicom_series(uri: str) -> np.ndarray:
-    """One axial DICOM series -> (X, Y, Z) array in RAS voxel order, rescaled (HU for CT)."""
+    """One axial DICOM series -> (X, Y, Z) array in RAS voxel order, rescaled (HU for CT).
+
+    Parameters
+    ----------
+    uri : str
+        Path or storage URI of the folder holding the series' files.
+
+    Returns
+    -------
+    numpy.ndarray
+        float32 (X, Y, Z) array in RAS voxel order, slices sorted by position, with each file's
+        rescale slope and intercept applied.
+
+    Raises
+    ------
+    VolumeError
+        ``unreadable_dicom``, ``non_axial_series``, ``too_few_slices`` (fewer than two) or
+        ``mixed_slice_shapes``.
+    """
     import pydicom
 
     files = storage.list_files(uri)
@@ -181,7 +265,23 @@ def read_dicom_series(uri: str) -> np.ndarray:
 
 
 def read_sequence(uri: str) -> np.ndarray:
-    """A sequence's canonical (X, Y, Z) array from a NIfTI file or a DICOM series folder."""
+    """A sequence's canonical (X, Y, Z) array from a NIfTI file or a DICOM series folder.
+
+    Parameters
+    ----------
+    uri : str
+        Path or storage URI of a NIfTI file or of a DICOM series folder.
+
+    Returns
+    -------
+    numpy.ndarray
+        float32 (X, Y, Z) array in canonical (RAS) orientation.
+
+    Raises
+    ------
+    VolumeError
+        When the file or the series cannot be read (:func:`read_dicom_series`, ``read_nifti``).
+    """
     if storage.is_dir(uri):
         return read_dicom_series(uri)
     import nibabel as nib
@@ -191,14 +291,51 @@ def read_sequence(uri: str) -> np.ndarray:
 
 
 def percentile_window(volume: np.ndarray, percentiles: tuple[float, float] = (1.0, 99.0)) -> tuple[float, float]:
-    """(width, level) spanning the given intensity percentiles of the non-zero voxels (MRI scaling)."""
+    """(width, level) spanning the given intensity percentiles of the non-zero voxels (MRI scaling).
+
+    Parameters
+    ----------
+    volume : numpy.ndarray
+        The volume's intensities; all voxels are used when none is above zero.
+    percentiles : tuple of (float, float), optional
+        Lower and upper percentiles, in percent.
+
+    Returns
+    -------
+    width : float
+        Upper minus lower percentile value (at least 1e-6).
+    level : float
+        The midpoint of the two percentile values.
+    """
     v = volume[volume > 0] if np.any(volume > 0) else volume.ravel()
     lo, hi = np.percentile(v, percentiles)
     return max(float(hi - lo), 1e-6), float(hi + lo) / 2.0
 
 
 def sequence_montage(volume: np.ndarray, spec: SequenceSpec, grid: int = 12, max_side: int = 1536) -> np.ndarray:
-    """The benchmark-MCQ paper's composite of one sequence: CT with its window, MRI with percentile scaling."""
+    """The benchmark-MCQ paper's composite of one sequence: CT with its window, MRI with percentile scaling.
+
+    Parameters
+    ----------
+    volume : numpy.ndarray
+        Canonical (X, Y, Z) volume (HU for CT).
+    spec : SequenceSpec
+        How the sequence is rendered: ``modality``, ``window`` (CT; ``soft_tissue`` when unset) and
+        ``percentiles`` (MR).
+    grid : int, optional
+        Grid side: ``grid**2`` uniformly sampled axial slices.
+    max_side : int, optional
+        Longest side of the montage, in pixels.
+
+    Returns
+    -------
+    numpy.ndarray
+        (H, W, 3) uint8 montage.
+
+    References
+    ----------
+    .. [1] benchmark-MCQ paper, Methods.
+    """
     if spec.modality == "CT":
         window = spec.window or "soft_tissue"
         window = tuple(window) if isinstance(window, (list, tuple)) else window

@@ -43,7 +43,21 @@ def field_value(field: FieldSpec, sentence: str) -> str | None:
     value (schema order on a tie), never one reached by "extending into" nor a denied one ("no
     right effusion"); incidental sentences ("incidental left thalamic infarct") settle no
     location or size. A binned field reads the measurement after a size word, its largest
-    dimension ("3.2 x 5.5 cm" -> 55 mm)."""
+    dimension ("3.2 x 5.5 cm" -> 55 mm).
+
+    Parameters
+    ----------
+    field : FieldSpec
+        The schema field read.
+    sentence : str
+        One report sentence.
+
+    Returns
+    -------
+    str or None
+        ``"yes"`` / ``"no"`` (binary), one of the field's values (multi) or the bin of the size in mm
+        (binned); None when the sentence does not settle the field.
+    """
 
     text = normalize_sentence(sentence)
     if field.context and not _any(field.context, text):
@@ -78,7 +92,20 @@ def field_value(field: FieldSpec, sentence: str) -> str | None:
 
 
 def bin_value(field: FieldSpec, mm: float) -> str:
-    """The bin of a measurement in mm: the first bin whose upper bound exceeds it."""
+    """The bin of a measurement in mm: the first bin whose upper bound exceeds it.
+
+    Parameters
+    ----------
+    field : FieldSpec
+        A binned field.
+    mm : float
+        The measurement, in mm.
+
+    Returns
+    -------
+    str
+        The bin's value; the last bin's when no upper bound exceeds ``mm``.
+    """
     for b in field.bins:
         if b.below is None or mm < b.below:
             return b.value
@@ -86,7 +113,27 @@ def bin_value(field: FieldSpec, mm: float) -> str:
 
 
 def extract_rules(schema: Schema, findings: str, impression: str) -> dict[str, tuple[str, str]]:
-    """``{field: (value, evidence sentence)}`` from the schema's deterministic patterns."""
+    """``{field: (value, evidence sentence)}`` from the schema's deterministic patterns.
+
+    Parameters
+    ----------
+    schema : Schema
+        The cohort schema.
+    findings : str
+        The report's findings section.
+    impression : str
+        The report's impression section.
+
+    Returns
+    -------
+    dict of str to tuple of (str, str)
+        ``{field name: (value, evidence sentence)}``: for each field, the first sentence (findings, then
+        impression) that settles it; fields nothing settles are absent.
+
+    References
+    ----------
+    .. [1] benchmark-MCQ paper, Methods ("RADS-style questions").
+    """
     out: dict[str, tuple[str, str]] = {}
     sents = sentences(findings) + sentences(impression)
     for field in schema.fields:
@@ -99,7 +146,22 @@ def extract_rules(schema: Schema, findings: str, impression: str) -> dict[str, t
 
 
 def extraction_prompt(schema: Schema, findings: str, impression: str) -> str:
-    """The LLM extractor's prompt: the fields with their allowed values, then the report."""
+    """The LLM extractor's prompt: the fields with their allowed values, then the report.
+
+    Parameters
+    ----------
+    schema : Schema
+        The cohort schema; each field's name, question and allowed values are listed.
+    findings : str
+        The report's findings section.
+    impression : str
+        The report's impression section.
+
+    Returns
+    -------
+    str
+        The prompt text.
+    """
     lines = ["Read the radiology report below and fill in each field of the schema.",
              "Use only what the report states; use null when the report does not settle a field.",
              "Reply with one JSON object mapping each field name to one allowed value or null, "
@@ -112,7 +174,18 @@ def extraction_prompt(schema: Schema, findings: str, impression: str) -> str:
 
 
 def first_json_object(text: str) -> dict | None:
-    """The first JSON object in a reply (models wrap JSON in prose or code fences)."""
+    """The first JSON object in a reply (models wrap JSON in prose or code fences).
+
+    Parameters
+    ----------
+    text : str
+        The reply text.
+
+    Returns
+    -------
+    dict or None
+        The first ``{...}`` that decodes to a JSON object; None when there is none.
+    """
     dec = json.JSONDecoder()
     for m in re.finditer(r"\{", text or ""):
         try:
@@ -126,7 +199,28 @@ def first_json_object(text: str) -> dict | None:
 
 def read_extraction(schema: Schema, reply: str, findings: str, impression: str
                     ) -> tuple[dict[str, tuple[str, str]], list[tuple[str, str]]]:
-    """(``{field: (value, evidence)}``, [(field, why dropped)]) from an LLM extractor's reply."""
+    """(``{field: (value, evidence)}``, [(field, why dropped)]) from an LLM extractor's reply.
+
+    Parameters
+    ----------
+    schema : Schema
+        The cohort schema.
+    reply : str
+        The extractor's reply.
+    findings : str
+        The report's findings section.
+    impression : str
+        The report's impression section.
+
+    Returns
+    -------
+    fields : dict of str to tuple of (str, str)
+        ``{field name: (value, evidence)}``; the value is spelled as the schema does, the evidence is
+        empty when the reply gives none.
+    dropped : list of tuple of (str, str)
+        ``(field, reason)``: ``value_not_allowed:<value>`` or ``evidence_not_in_report``; a reply
+        without a JSON object gives ``[("*", "reply_not_json")]``.
+    """
     obj = first_json_object(reply)
     if obj is None:
         return {}, [("*", "reply_not_json")]

@@ -27,11 +27,39 @@ CONDITIONS = ("questions", "extract")
 
 
 def study_item_id(case_id: str, findings: str, impression: str) -> str:
+    """The generation sweep's item id of one study: its case id and a hash of its report text.
+
+    Parameters
+    ----------
+    case_id : str
+        The study's case id.
+    findings : str
+        The report's findings section.
+    impression : str
+        The report's impression section.
+
+    Returns
+    -------
+    str
+        ``<case_id>#<10-character hash of findings and impression>``; an edited report gives a new id.
+    """
     return f"{case_id}#{stable_hash(findings, impression, length=10)}"
 
 
 def write_studies(studies: list[dict], uri: str, private: bool, allowlist: list[str]) -> None:
-    """The generation sweep's item file: one JSON line per study (report text + privacy)."""
+    """The generation sweep's item file: one JSON line per study (report text + privacy).
+
+    Parameters
+    ----------
+    studies : list of dict
+        The studies; each needs ``case_id``, ``findings`` and ``impression``.
+    uri : str
+        Path or storage URI of the item file written.
+    private : bool
+        Whether the cohort's reports are private (recorded on every line).
+    allowlist : list of str
+        The endpoints allowed to receive the reports (recorded on every line).
+    """
     lines = [json.dumps({"case_id": s["case_id"], "findings": s["findings"], "impression": s["impression"],
                          "private": private, "endpoint_allowlist": list(allowlist)}) for s in studies]
     storage.write_text(uri, "\n".join(lines) + "\n")

@@ -39,7 +39,18 @@ _SENTENCE = re.compile(r"(?<=[.;!?])\s+|\n+")
 
 
 def sentences(text: str) -> list[str]:
-    """Report text split into sentences (section headers such as ``LIVER:`` stay attached)."""
+    """Report text split into sentences (section headers such as ``LIVER:`` stay attached).
+
+    Parameters
+    ----------
+    text : str
+        Report text; None or empty gives no sentences.
+
+    Returns
+    -------
+    list of str
+        The stripped, non-empty sentences, split after ``.``, ``;``, ``!`` or ``?`` and at line breaks.
+    """
     return [s.strip() for s in _SENTENCE.split(text or "") if s.strip()]
 
 # Words of a question that name what is asked, not what it is about.
@@ -88,7 +99,19 @@ _SUFFIXES = ("ational", "ations", "ation", "ating", "ement", "ments", "ment", "i
 
 
 def normalize_sentence(text: str) -> str:
-    """A sentence as the check reads it: the shared normalisation, then ``REWRITES``."""
+    """A sentence as the check reads it: the shared normalisation, then ``REWRITES``.
+
+    Parameters
+    ----------
+    text : str
+        A sentence or question.
+
+    Returns
+    -------
+    str
+        The text after :func:`medscope.answers.matching.normalize` with abbreviations and one-word
+        findings spelled out.
+    """
     text = normalize(text)
     for pat, rep in REWRITES:
         text = re.sub(pat, rep, text)
@@ -96,7 +119,18 @@ def normalize_sentence(text: str) -> str:
 
 
 def stem(word: str) -> str:
-    """A crude suffix stripper ("enhancing", "enhancement" -> "enhanc"); stems keep 4 letters."""
+    """A crude suffix stripper ("enhancing", "enhancement" -> "enhanc"); stems keep 4 letters.
+
+    Parameters
+    ----------
+    word : str
+        One lower-case word.
+
+    Returns
+    -------
+    str
+        The word with ``SAME`` spellings unified and at most one suffix removed.
+    """
     word = SAME.get(word, word)
     for suf in _SUFFIXES:
         if word.endswith(suf) and len(word) - len(suf) >= 4:
@@ -106,7 +140,18 @@ def stem(word: str) -> str:
 
 
 def tokens(text: str) -> list[tuple[str, int, int]]:
-    """(stem, start, end) of every word or number of normalised text, stopwords dropped."""
+    """(stem, start, end) of every word or number of normalised text, stopwords dropped.
+
+    Parameters
+    ----------
+    text : str
+        Normalised text (:func:`normalize_sentence`).
+
+    Returns
+    -------
+    list of tuple of (str, int, int)
+        ``(stem, start, end)`` of each word or number, character offsets into ``text``.
+    """
     out = []
     for m in re.finditer(r"[a-z]+|\d+(?:\.\d+)?[a-z]?", text):
         w = m.group(0)
@@ -116,7 +161,18 @@ def tokens(text: str) -> list[tuple[str, int, int]]:
 
 
 def subject_stems(question: str) -> set[str]:
-    """What a question is about: its content words minus ``GENERIC``; topic nouns only when alone."""
+    """What a question is about: its content words minus ``GENERIC``; topic nouns only when alone.
+
+    Parameters
+    ----------
+    question : str
+        The question text.
+
+    Returns
+    -------
+    set of str
+        Stems of the question's content words; the ``TOPIC`` nouns only when nothing else remains.
+    """
     words = {s for s, _, _ in tokens(normalize_sentence(question)) if s not in {stem(g) for g in GENERIC}}
     topic = {stem(t) for t in TOPIC}
     return (words - topic) or words
@@ -139,7 +195,19 @@ def _mention_status(sent: str, start: int, end: int) -> str:
 
 
 def nearest_hedge(before: str) -> str | None:
-    """The hedge trigger ("likely", "suspicious for", ...) nearest before a mention, in scope."""
+    """The hedge trigger ("likely", "suspicious for", ...) nearest before a mention, in scope.
+
+    Parameters
+    ----------
+    before : str
+        The sentence up to the mention.
+
+    Returns
+    -------
+    str or None
+        The hedge trigger ending nearest the mention (the longer on a tie); None when no hedge is in
+        scope.
+    """
     scope = forward_scope(before)
     hedges = [(m.end(), p) for p in FORWARD["possible"] for m in re.finditer(rf"\b{re.escape(p)}\b", scope)]
     return max(hedges, key=lambda h: (h[0], len(h[1])))[1] if hedges else None
@@ -169,7 +237,27 @@ def _verdict(statuses: list[str]) -> str:
 
 
 def check_yes_no(question: str, yes: bool, sents: list[str]) -> tuple[bool, str, str]:
-    """A Yes / No key against the sentences that best match the question's subject."""
+    """A Yes / No key against the sentences that best match the question's subject.
+
+    Parameters
+    ----------
+    question : str
+        The question text.
+    yes : bool
+        Whether the key is Yes.
+    sents : list of str
+        The report's sentences, normalised (:func:`normalize_sentence`).
+
+    Returns
+    -------
+    kept : bool
+        Whether the report states the key.
+    sentence : str
+        The first best-matching sentence when kept; empty otherwise.
+    reason : str
+        Empty when kept; else ``subject_not_in_report``, ``only_historical``, ``uncertain_in_report``,
+        ``conflicting_statements`` or ``contradicted_by_report``.
+    """
     subject = subject_stems(question)
     best, n = _best_sentences(sents, subject)
     if not best:
@@ -197,7 +285,19 @@ def check_yes_no(question: str, yes: bool, sents: list[str]) -> tuple[bool, str,
 
 
 def measurements(sent: str) -> list[tuple[str, list[float], int]]:
-    """(unit kind, dimensions in mm or HU, position) of every measurement: "4.2 x 3.1 cm" is one."""
+    """(unit kind, dimensions in mm or HU, position) of every measurement: "4.2 x 3.1 cm" is one.
+
+    Parameters
+    ----------
+    sent : str
+        Normalised text (:func:`normalize_sentence`).
+
+    Returns
+    -------
+    list of tuple of (str, list of float, int)
+        ``(kind, dimensions, start)`` per measurement: kind ``"length"`` (dimensions in mm, cm
+        converted) or ``"hu"``; ``start`` is its character offset.
+    """
     out = []
     for m in _MEASURE.finditer(sent):
         kind, scale = UNITS[m.group(2)]
@@ -209,7 +309,27 @@ def measurements(sent: str) -> list[tuple[str, list[float], int]]:
 def check_quantity(question: str, answer: str, sents: list[str]) -> tuple[bool, str, str]:
     """A measured key: the size of a measurement is its largest dimension (the short axis when
     asked); "largest" / "smallest" pick among the subject's measurements; several other values
-    without such a word make the question ambiguous."""
+    without such a word make the question ambiguous.
+
+    Parameters
+    ----------
+    question : str
+        The question text.
+    answer : str
+        The key (the correct option's text).
+    sents : list of str
+        The report's sentences, normalised (:func:`normalize_sentence`).
+
+    Returns
+    -------
+    kept : bool
+        Whether the report states the key's measurement.
+    sentence : str
+        The sentence giving it when kept; empty otherwise.
+    reason : str
+        Empty when kept; else ``answer_not_a_quantity``, ``quantity_not_stated`` or
+        ``ambiguous_measurement``.
+    """
     (kind, dims, _), = measurements(normalize_sentence(answer))[:1] or [(None, [], 0)]
     if kind is None or len(dims) != 1:
         return False, "", "answer_not_a_quantity"
@@ -242,7 +362,26 @@ def _count(answer: str) -> int | None:
 
 
 def check_count(question: str, answer: str, sents: list[str]) -> tuple[bool, str, str]:
-    """"How many X": the counts the report gives for X (a number within three words before it)."""
+    """"How many X": the counts the report gives for X (a number within three words before it).
+
+    Parameters
+    ----------
+    question : str
+        The question text.
+    answer : str
+        The key (the correct option's text).
+    sents : list of str
+        The report's sentences, normalised (:func:`normalize_sentence`).
+
+    Returns
+    -------
+    kept : bool
+        Whether the report states the key's count.
+    sentence : str
+        The first sentence giving that count when kept; empty otherwise.
+    reason : str
+        Empty when kept; else ``count_not_stated``, ``contradicted_by_report`` or ``ambiguous_count``.
+    """
     n = _count(answer)
     subject = subject_stems(question)
     counts = {}
@@ -265,7 +404,26 @@ def _clauses(sent: str) -> list[str]:
 
 def check_side(question: str, answer: str, sents: list[str]) -> tuple[bool, str, str]:
     """Laterality: the side words in the clauses that name the question's subject (negated
-    mentions skipped: "No right pleural effusion" is not a right-sided effusion)."""
+    mentions skipped: "No right pleural effusion" is not a right-sided effusion).
+
+    Parameters
+    ----------
+    question : str
+        The question text.
+    answer : str
+        The key: ``left``, ``right``, ``bilateral`` or ``both``.
+    sents : list of str
+        The report's sentences, normalised (:func:`normalize_sentence`).
+
+    Returns
+    -------
+    kept : bool
+        Whether the report states the key's side, and no other, for the subject.
+    sentence : str
+        The first sentence giving that side when kept; empty otherwise.
+    reason : str
+        Empty when kept; else ``side_not_stated``, ``contradicted_by_report`` or ``ambiguous_side``.
+    """
     want = SIDES[normalize_sentence(answer).strip(" .")]
     subject = subject_stems(question)
     best, _ = _best_sentences(sents, subject)
@@ -293,7 +451,27 @@ def check_side(question: str, answer: str, sents: list[str]) -> tuple[bool, str,
 
 def check_term(question: str, answer: str, sents: list[str]) -> tuple[bool, str, str]:
     """Any other key (a diagnosis, a location, a grade, a category): every content word of the
-    answer in one sentence about the question's subject, asserted there and nowhere denied."""
+    answer in one sentence about the question's subject, asserted there and nowhere denied.
+
+    Parameters
+    ----------
+    question : str
+        The question text.
+    answer : str
+        The key (the correct option's text).
+    sents : list of str
+        The report's sentences, normalised (:func:`normalize_sentence`).
+
+    Returns
+    -------
+    kept : bool
+        Whether the report asserts the key.
+    sentence : str
+        The first sentence asserting it when kept; empty otherwise.
+    reason : str
+        Empty when kept; else ``empty_answer``, ``answer_not_in_report``, ``contradicted_by_report``,
+        ``secondary_location``, ``uncertain_in_report`` or ``only_historical``.
+    """
     need = {s for s, _, _ in tokens(normalize_sentence(answer))}
     if len(need) > 1:
         need -= {"lobe"}  # "parietal lesion" states the parietal lobe
@@ -336,7 +514,20 @@ def check_term(question: str, answer: str, sents: list[str]) -> tuple[bool, str,
 
 
 def answer_kind(question: str, answer: str) -> str:
-    """yes_no | quantity | count | side | term: which rule reads this key."""
+    """yes_no | quantity | count | side | term: which rule reads this key.
+
+    Parameters
+    ----------
+    question : str
+        The question text.
+    answer : str
+        The key (the correct option's text).
+
+    Returns
+    -------
+    str
+        ``yes_no``, ``quantity``, ``count``, ``side`` or ``term``.
+    """
     a = normalize_sentence(answer).strip(" .")
     if a in ("yes", "no"):
         return "yes_no"
@@ -348,7 +539,32 @@ def answer_kind(question: str, answer: str) -> str:
 
 
 def check_key(question: str, answer: str, findings: str, impression: str) -> tuple[bool, str, str]:
-    """(kept, supporting sentence, reject reason) of one key against its report."""
+    """(kept, supporting sentence, reject reason) of one key against its report.
+
+    Parameters
+    ----------
+    question : str
+        The question text.
+    answer : str
+        The key (the correct option's text).
+    findings : str
+        The report's findings section.
+    impression : str
+        The report's impression section.
+
+    Returns
+    -------
+    kept : bool
+        Whether the report states the key (the rule :func:`answer_kind` picks decides).
+    sentence : str
+        The supporting sentence as the report writes it; empty when not kept.
+    reason : str
+        Empty when kept; else the rule's reject reason.
+
+    References
+    ----------
+    .. [1] benchmark-MCQ paper, Methods ("report-grounded check").
+    """
     original = sentences(findings) + sentences(impression)
     sents = [normalize_sentence(s) for s in original]
     kind = answer_kind(question, answer)

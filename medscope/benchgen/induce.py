@@ -50,7 +50,27 @@ UNIT_PATTERNS = {"upper": r"\bupper lobe\b", "middle": r"\bmiddle lobe\b", "lowe
 
 
 def stratified_sample(reports: list[dict], n: int, seed: int = 42) -> list[dict]:
-    """``n`` reports, proportional over the ``study`` strata (>= 1 each), seeded; all when n >= len."""
+    """``n`` reports, proportional over the ``study`` strata (>= 1 each), seeded; all when n >= len.
+
+    Parameters
+    ----------
+    reports : list of dict
+        Report rows (``case_id``, ``findings``, ``impression``, optionally ``study``).
+    n : int
+        Number of reports wanted; more when there are more strata than ``n``, since each stratum keeps one.
+    seed : int, optional
+        Seed of the draw within each stratum.
+
+    Returns
+    -------
+    list of dict
+        The drawn report rows, stratum by stratum (strata in name order, rows in ``case_id`` order);
+        every report when ``n >= len(reports)``.
+
+    References
+    ----------
+    .. [1] benchmark-MCQ paper, Methods (schema induction from a stratified sample of reports).
+    """
     if n >= len(reports):
         return list(reports)
     strata: dict[str, list[dict]] = defaultdict(list)
@@ -86,7 +106,19 @@ def _terms(sent: str) -> list[tuple[str, int, int]]:
 
 
 def term_counts(sample: list[dict]) -> dict[str, Counter]:
-    """``{term: Counter(affirmed=reports, negated=reports)}`` over the sample."""
+    """``{term: Counter(affirmed=reports, negated=reports)}`` over the sample.
+
+    Parameters
+    ----------
+    sample : list of dict
+        Report rows with ``findings`` and ``impression``.
+
+    Returns
+    -------
+    dict of str to collections.Counter
+        For each one- or two-word finding term, ``affirmed`` and ``negated``: how many reports affirm /
+        deny it (each report counted at most once per status).
+    """
     counts: dict[str, Counter] = defaultdict(Counter)
     for r in sample:
         seen: dict[str, set] = defaultdict(set)
@@ -108,7 +140,30 @@ def _slug(term: str) -> str:
 
 def propose_rules(sample: list[dict], organ: str, sequences: dict[str, str], min_support: int = 2,
                   max_binary: int = 8) -> tuple[dict, list[str]]:
-    """(schema dict, comment lines with the counts behind each field)."""
+    """(schema dict, comment lines with the counts behind each field).
+
+    Parameters
+    ----------
+    sample : list of dict
+        The sampled report rows (:func:`stratified_sample`).
+    organ : str
+        The organ the schema is for (also names it: ``<organ>_induced``).
+    sequences : dict of str to str
+        ``{sequence name: modality}`` (``"CT"`` or ``"MR"``); all become ``report_sequences``.
+    min_support : int, optional
+        Reports a term must be affirmed in and denied in (and side, location values and sizes must
+        reach) for a field.
+    max_binary : int, optional
+        Most binary fields kept, those best supported first.
+
+    Returns
+    -------
+    schema : dict
+        The schema as a mapping for the schema YAML (``name``, ``organ``, ``framework``, ``sequences``,
+        ``report_sequences``, ``fields``).
+    notes : list of str
+        Comment lines: the sample size and the counts behind each field.
+    """
     counts = term_counts(sample)
     both = {t: c for t, c in counts.items() if c["affirmed"] >= min_support and c["negated"] >= min_support}
     for t in list(both):  # a word whose two-word term carries most of its mentions goes

@@ -27,7 +27,21 @@ LESION_COUNTS = (0, 1, 2, 3, 1, 2)  # cycled over cases, so every count appears
 
 
 def add_liver_lesions(hu: np.ndarray, labels: np.ndarray, spacing, n: int, rng: np.random.Generator) -> None:
-    """Paint ``n`` non-touching hypoattenuating spheres (4-14 mm radius) inside the liver, in place."""
+    """Paint ``n`` non-touching hypoattenuating spheres (4-14 mm radius) inside the liver, in place.
+
+    Parameters
+    ----------
+    hu : numpy.ndarray
+        The (X, Y, Z) int16 HU volume, painted in place.
+    labels : numpy.ndarray
+        The (X, Y, Z) label map; lesion voxels become ``LESION_LABEL`` in place.
+    spacing : sequence of float
+        Voxel spacing (x, y, z), in mm.
+    n : int
+        Lesions wanted; fewer are placed when 200 draws do not fit them.
+    rng : numpy.random.Generator
+        Source of centres, radii and lesion HU.
+    """
     liver = np.argwhere(labels == LIVER)
     if n == 0 or len(liver) == 0:
         return
@@ -50,7 +64,21 @@ def add_liver_lesions(hu: np.ndarray, labels: np.ndarray, spacing, n: int, rng: 
 
 
 def measure_lesions(labels: np.ndarray, spacing) -> list[dict]:
-    """Lesions of a label map, largest first: size (mm, largest axis extent) and lobe."""
+    """Lesions of a label map, largest first: size (mm, largest axis extent) and lobe.
+
+    Parameters
+    ----------
+    labels : numpy.ndarray
+        The (X, Y, Z) label map in RAS voxel order.
+    spacing : sequence of float
+        Voxel spacing (x, y, z), in mm.
+
+    Returns
+    -------
+    list of dict
+        One per connected lesion component, largest first: ``size_mm`` (float) and ``lobe``
+        (``"right"`` or ``"left"``).
+    """
     comps, n = ndimage.label(labels == LESION_LABEL)
     liver_x = np.argwhere((labels == LIVER) | (labels == LESION_LABEL))[:, 0]
     midline = float(np.median(liver_x)) if len(liver_x) else 0.0
@@ -64,7 +92,24 @@ def measure_lesions(labels: np.ndarray, spacing) -> list[dict]:
 
 
 def write_report(lesions: list[dict], has_gallbladder: bool, spleen_cm: float) -> tuple[str, str]:
-    """(findings, impression) describing the measured label map."""
+    """(findings, impression) describing the measured label map.
+
+    Parameters
+    ----------
+    lesions : list of dict
+        The measured lesions, largest first (:func:`measure_lesions`); at most nine.
+    has_gallbladder : bool
+        Whether the label map has a gallbladder; otherwise it is reported surgically absent.
+    spleen_cm : float
+        The spleen's craniocaudal length, in cm.
+
+    Returns
+    -------
+    findings : str
+        LIVER, GALLBLADDER, SPLEEN and KIDNEYS paragraphs, one per line.
+    impression : str
+        Numbered impression lines.
+    """
     if lesions:
         lobes = sorted({d["lobe"] for d in lesions})
         where = "both hepatic lobes" if len(lobes) == 2 else f"the {lobes[0]} hepatic lobe"
@@ -91,7 +136,26 @@ def write_report(lesions: list[dict], has_gallbladder: bool, spleen_cm: float) -
 
 def phantom_cohort(out_dir: str, n_cases: int = 6, seed: int = 0, shape=(96, 96, 40),
                    private: bool = True) -> dict:
-    """Write ``volumes/<case>/ct.nii.gz``, ``labels/<case>.nii.gz`` and ``reports.jsonl``; returns paths."""
+    """Write ``volumes/<case>/ct.nii.gz``, ``labels/<case>.nii.gz`` and ``reports.jsonl``; returns paths.
+
+    Parameters
+    ----------
+    out_dir : str
+        Local folder written into.
+    n_cases : int, optional
+        Number of cases (``phantom-000``, ...).
+    seed : int, optional
+        Seed of the volumes and lesions.
+    shape : tuple of int, optional
+        Volume shape (X, Y, Z), in voxels.
+    private : bool, optional
+        The privacy flag returned with the paths.
+
+    Returns
+    -------
+    dict
+        ``reports`` (the JSONL path), ``volumes`` and ``labels`` (folders), ``cases`` and ``private``.
+    """
     vol_dir, lab_dir = os.path.join(out_dir, "volumes"), os.path.join(out_dir, "labels")
     rows = []
     for i in range(n_cases):

@@ -46,7 +46,21 @@ Reply with JSON only: {{"fields": [...]}}"""
 
 def report_batches(sample: list[dict], size: int) -> list[dict]:
     """The sample in batches of ``size`` reports, each an item {key, case_ids, text}; the key
-    hashes the batch's reports, so a changed sample is a new call and the same one a cache hit."""
+    hashes the batch's reports, so a changed sample is a new call and the same one a cache hit.
+
+    Parameters
+    ----------
+    sample : list of dict
+        The sampled report rows (``case_id``, ``findings``, ``impression``).
+    size : int
+        Reports per batch (at least 1).
+
+    Returns
+    -------
+    list of dict
+        One per batch: ``key`` (``batch<n>#<hash of the text>``), ``case_ids`` and ``text`` (the
+        numbered reports).
+    """
     out = []
     for i in range(0, len(sample), max(1, size)):
         part = sample[i:i + size]
@@ -58,12 +72,42 @@ def report_batches(sample: list[dict], size: int) -> list[dict]:
 
 
 def proposal_prompt(organ: str, text: str, instructions: str = PROPOSE_PROMPT) -> str:
+    """The proposer's prompt: the instructions for ``organ``, then a batch's reports.
+
+    Parameters
+    ----------
+    organ : str
+        The organ the schema is for, filled into ``instructions``.
+    text : str
+        A batch's reports (``text`` of :func:`report_batches`).
+    instructions : str, optional
+        The instruction template, with an ``{organ}`` placeholder.
+
+    Returns
+    -------
+    str
+        The prompt text.
+    """
     return instructions.format(organ=organ) + "\n\n" + text
 
 
 def read_proposal(reply: str) -> tuple[list[dict], list[str]]:
     """(proposed fields, problems) from one reply; a field without a name, a known type or any
-    words is a problem, not a field."""
+    words is a problem, not a field.
+
+    Parameters
+    ----------
+    reply : str
+        The proposer's reply.
+
+    Returns
+    -------
+    fields : list of dict
+        The well-formed proposed fields, as the reply gives them.
+    problems : list of str
+        ``reply_not_json`` (no JSON object with a ``fields`` list), ``field_without_name`` or
+        ``<name>: unknown type ...`` / ``<name>: no terms`` / ``<name>: no values``.
+    """
     obj = first_json_object(reply or "")
     if obj is None or not isinstance(obj.get("fields"), list):
         return [], ["reply_not_json"]
@@ -92,7 +136,20 @@ def _pattern(term: str) -> str:
 
 def mention_counts(terms: list[str], sample: list[dict]) -> Counter:
     """Reports of the sample that affirm / deny any of ``terms`` (each report counted once per
-    status), read through the report-grounded check's negation scope."""
+    status), read through the report-grounded check's negation scope.
+
+    Parameters
+    ----------
+    terms : list of str
+        The words or phrases of one finding or value.
+    sample : list of dict
+        Report rows with ``findings`` and ``impression``.
+
+    Returns
+    -------
+    collections.Counter
+        ``affirmed`` and ``negated``: numbers of reports.
+    """
     pats = [re.compile(rf"\b{_pattern(t)}\b") for t in terms if normalize_sentence(t).strip()]
     counts: Counter = Counter()
     for r in sample:
@@ -109,7 +166,28 @@ def mention_counts(terms: list[str], sample: list[dict]) -> Counter:
 
 
 def ground_proposals(proposals: list[dict], sample: list[dict], min_support: int = 2) -> tuple[list[dict], list[str]]:
-    """(schema field dicts, notes): the proposals merged by name, kept where the sample supports them."""
+    """(schema field dicts, notes): the proposals merged by name, kept where the sample supports them.
+
+    Parameters
+    ----------
+    proposals : list of dict
+        The proposed fields of every batch (:func:`read_proposal`).
+    sample : list of dict
+        The sampled report rows the proposals are checked against.
+    min_support : int, optional
+        Reports a binary field must be affirmed in and denied in, and a multi field's value stated in.
+
+    Returns
+    -------
+    fields : list of dict
+        Schema field mappings: binary with ``yes_patterns`` / ``no_patterns``, multi with ``values``.
+    notes : list of str
+        Comment lines: the sample size and the counts behind each kept or dropped field.
+
+    References
+    ----------
+    .. [1] benchmark-MCQ paper, Methods (schema induction from a stratified sample of reports).
+    """
     merged: dict[str, dict] = {}
     for f in proposals:
         name = _slug(f["name"])
@@ -154,6 +232,19 @@ def ground_proposals(proposals: list[dict], sample: list[dict], min_support: int
 
 
 def write_batches(batches: list[dict], uri: str, private: bool, allowlist: list[str]) -> None:
+    """The proposal sweep's item file: one JSON line per batch of reports (with privacy).
+
+    Parameters
+    ----------
+    batches : list of dict
+        The report batches (:func:`report_batches`).
+    uri : str
+        Path or storage URI of the item file written.
+    private : bool
+        Whether the cohort's reports are private (recorded on every line).
+    allowlist : list of str
+        The endpoints allowed to receive the reports (recorded on every line).
+    """
     lines = [json.dumps({**b, "private": private, "endpoint_allowlist": list(allowlist)}) for b in batches]
     storage.write_text(uri, "\n".join(lines) + "\n")
 

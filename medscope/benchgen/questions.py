@@ -60,7 +60,18 @@ def _shuffle(options: list[str], correct: str, seed: int, *keys) -> tuple[list[s
 
 
 def value_pools(extracted: dict[str, dict[str, tuple[str, str]]]) -> dict[str, Counter]:
-    """Dataset-wide distractor pools: how often each field takes each value over all cases."""
+    """Dataset-wide distractor pools: how often each field takes each value over all cases.
+
+    Parameters
+    ----------
+    extracted : dict of str to dict of str to tuple of (str, str)
+        ``{case_id: {field: (value, evidence)}}`` over the whole dataset.
+
+    Returns
+    -------
+    dict of str to collections.Counter
+        ``{field: Counter(value -> number of cases)}``.
+    """
     pools: dict[str, Counter] = {}
     for fields in extracted.values():
         for name, (value, _) in fields.items():
@@ -71,7 +82,31 @@ def value_pools(extracted: dict[str, dict[str, tuple[str, str]]]) -> dict[str, C
 def field_options(field: FieldSpec, correct: str, pool: Counter, min_k: int, max_k: int, seed: int, case_id: str
                   ) -> list[str]:
     """The correct value plus distractors: other values seen in the dataset (drawn at random,
-    seeded per case and field), then the schema's remaining values, up to ``max_k``."""
+    seeded per case and field), then the schema's remaining values, up to ``max_k``.
+
+    Parameters
+    ----------
+    field : FieldSpec
+        A multi-value or binned field.
+    correct : str
+        The case's value of the field.
+    pool : collections.Counter
+        The field's dataset-wide values (:func:`value_pools`).
+    min_k : int
+        Fewest options of a question (capped at the field's number of values).
+    max_k : int
+        Most options of a question.
+    seed : int
+        The build's seed.
+    case_id : str
+        The case, which seeds the draw with the field's name.
+
+    Returns
+    -------
+    list of str
+        The correct value first, then the distractors; empty when fewer than ``min_k`` (or the field's
+        number of values) can be offered.
+    """
     rng = rng_for(seed, case_id, field.name, "distractors")
     seen = [v for v in sorted(pool) if v != correct]
     seen = [seen[i] for i in rng.permutation(len(seen))] if seen else []
@@ -82,7 +117,32 @@ def field_options(field: FieldSpec, correct: str, pool: Counter, min_k: int, max
 
 def schema_questions(schema: Schema, case_id: str, fields: dict[str, tuple[str, str]],
                      pools: dict[str, Counter], seed: int = 42) -> list[dict]:
-    """RADS-style questions of one case (dicts: field, question, options, answer, k, evidence...)."""
+    """RADS-style questions of one case (dicts: field, question, options, answer, k, evidence...).
+
+    Parameters
+    ----------
+    schema : Schema
+        The cohort schema (fields and templates).
+    case_id : str
+        The case.
+    fields : dict of str to tuple of (str, str)
+        The case's extracted ``{field: (value, evidence sentence)}``.
+    pools : dict of str to collections.Counter
+        Dataset-wide distractor pools (:func:`value_pools`).
+    seed : int, optional
+        The build's seed (distractors and option order).
+
+    Returns
+    -------
+    list of dict
+        One per populated field that can be offered: ``qtype`` ``"rads"``, ``field``, ``subcategory``,
+        ``level`` (empty), ``question``, ``options`` (shuffled), ``answer`` (a letter), ``k``,
+        ``evidence`` and ``sequences``.
+
+    References
+    ----------
+    .. [1] benchmark-MCQ paper, Methods ("RADS-style questions").
+    """
     t = schema.templates
     out = []
     for field in schema.fields:
@@ -106,11 +166,40 @@ def schema_questions(schema: Schema, case_id: str, fields: dict[str, tuple[str, 
 
 
 def report_prompt(findings: str, impression: str, prompt: str = REPORT_PROMPT) -> str:
+    """The generator's prompt: ``prompt``, then the report's findings and impression.
+
+    Parameters
+    ----------
+    findings : str
+        The report's findings section.
+    impression : str
+        The report's impression section.
+    prompt : str, optional
+        The instructions.
+
+    Returns
+    -------
+    str
+        The prompt text.
+    """
     return f"{prompt}\n\nFINDINGS:\n{findings.strip()}\n\nIMPRESSION:\n{impression.strip()}"
 
 
 def read_generated(reply: str) -> tuple[list[dict], list[str]]:
-    """(candidate questions, problems) from a generator's reply; structure is checked later."""
+    """(candidate questions, problems) from a generator's reply; structure is checked later.
+
+    Parameters
+    ----------
+    reply : str
+        The generator's reply.
+
+    Returns
+    -------
+    candidates : list of dict
+        The reply's question objects, unchecked.
+    problems : list of str
+        ``["reply_not_json"]`` when the reply has no JSON object with a ``questions`` list; else empty.
+    """
     obj = first_json_object(reply)
     if obj is None or not isinstance(obj.get("questions"), list):
         return [], ["reply_not_json"]
@@ -119,7 +208,20 @@ def read_generated(reply: str) -> tuple[list[dict], list[str]]:
 
 def validate_structure(q: dict) -> str | None:
     """Why a generated question is malformed, or None: a question, 2-5 distinct non-empty
-    options, an answer index among them, a known level."""
+    options, an answer index among them, a known level.
+
+    Parameters
+    ----------
+    q : dict
+        A generated question; on success its ``answer`` is set to the option index (a letter answer is
+        converted).
+
+    Returns
+    -------
+    str or None
+        None when well formed; else ``no_question_text``, ``option_count_outside_2_5``,
+        ``empty_option``, ``duplicate_options``, ``answer_not_an_option`` or ``unknown_level``.
+    """
     if not isinstance(q.get("question"), str) or len(q["question"].strip()) < 8:
         return "no_question_text"
     opts = q.get("options")
@@ -144,7 +246,32 @@ def grounded(q: dict, findings: str, impression: str) -> tuple[bool, str, str]:
     """Report-grounded check: (kept, evidence sentence, reason). A quoted evidence sentence must
     be in the report; the key must then be stated by the report as a radiologist reads it
     (:func:`medscope.benchgen.grounding.check_key`: negation and uncertainty scope, quantities
-    with units, laterality, differentials), the whole report read so a later denial counts."""
+    with units, laterality, differentials), the whole report read so a later denial counts.
+
+    Parameters
+    ----------
+    q : dict
+        A structurally valid question (:func:`validate_structure`): ``question``, ``options``,
+        ``answer`` (an option index) and optionally ``evidence``.
+    findings : str
+        The report's findings section.
+    impression : str
+        The report's impression section.
+
+    Returns
+    -------
+    kept : bool
+        Whether the report states the key.
+    evidence : str
+        The supporting report sentence when kept; empty otherwise.
+    reason : str
+        Empty when kept; else ``evidence_not_in_report`` or the reason of
+        :func:`medscope.benchgen.grounding.check_key`.
+
+    References
+    ----------
+    .. [1] benchmark-MCQ paper, Methods ("report-grounded check").
+    """
     answer = q["options"][q["answer"]]
     norm = lambda s: re.sub(r"\s+", " ", s.strip().lower())  # noqa: E731
     quote = norm(str(q.get("evidence") or ""))
@@ -155,7 +282,18 @@ def grounded(q: dict, findings: str, impression: str) -> tuple[bool, str, str]:
 
 
 def subcategory_tag(question: str) -> str:
-    """Clinical subcategory of a question from its content (``SUBCATEGORY_RULES``)."""
+    """Clinical subcategory of a question from its content (``SUBCATEGORY_RULES``).
+
+    Parameters
+    ----------
+    question : str
+        The question text.
+
+    Returns
+    -------
+    str
+        The tag of the first matching rule; ``"other"`` when none matches.
+    """
     for pattern, tag in SUBCATEGORY_RULES:
         if re.search(pattern, question, flags=re.IGNORECASE):
             return tag
@@ -169,7 +307,36 @@ def report_questions(case_id: str, reply: str, findings: str, impression: str, s
     ``verdicts`` (``verify: llm``): {verification key: (supported, reason)} of the verifier
     model (``benchgen.verification``); a question the rules keep is then kept only when its
     verdict says supported, and rejected as ``verification:not_supported`` /
-    ``verification:unreadable`` / ``verification:no_verdict`` (the call failed or was refused)."""
+    ``verification:unreadable`` / ``verification:no_verdict`` (the call failed or was refused).
+
+    Parameters
+    ----------
+    case_id : str
+        The case.
+    reply : str
+        The generator's reply for the case.
+    findings : str
+        The report's findings section.
+    impression : str
+        The report's impression section.
+    seed : int, optional
+        The build's seed (option order).
+    verdicts : dict or None, optional
+        ``{verification key: (supported, reason)}``; None: the rules alone decide.
+
+    Returns
+    -------
+    kept : list of dict
+        ``qtype`` ``"report"``, ``field`` (empty), ``subcategory``, ``level``, ``question``, ``options``
+        (shuffled), ``answer`` (a letter), ``k``, ``evidence`` and ``sequences`` (None).
+    rejects : list of tuple
+        ``(candidate id, reason)`` or ``(candidate id, reason, detail)``; reasons are the reply's
+        problems or prefixed ``structure:``, ``grounding:`` or ``verification:``.
+
+    References
+    ----------
+    .. [1] benchmark-MCQ paper, Methods.
+    """
     candidates, problems = read_generated(reply)
     rejects = [(f"{case_id}/report", p) for p in problems]
     out = []

@@ -109,18 +109,62 @@ class Schema(StrictModel):
 
 
 def shipped_path(name: str) -> str:
-    """Filesystem path of a shipped schema (liver | lung | brain)."""
+    """Filesystem path of a shipped schema (liver | lung | brain).
+
+    Parameters
+    ----------
+    name : str
+        ``liver``, ``lung`` or ``brain``.
+
+    Returns
+    -------
+    str
+        Path of the packaged YAML.
+
+    Raises
+    ------
+    MedScopeError
+        When ``name`` is not a shipped schema.
+    """
     if name not in SHIPPED:
         raise MedScopeError(f"no shipped schema {name!r}; shipped: {', '.join(SHIPPED)}")
     return str(resources.files("medscope.benchgen.schemas").joinpath(SHIPPED[name]))
 
 
 def resolve(spec: str) -> str:
-    """A schema path or URI; a bare shipped name (``liver``) resolves to the packaged YAML."""
+    """A schema path or URI; a bare shipped name (``liver``) resolves to the packaged YAML.
+
+    Parameters
+    ----------
+    spec : str
+        A shipped schema's name, or a schema path or URI.
+
+    Returns
+    -------
+    str
+        The packaged YAML's path for a shipped name; ``spec`` unchanged otherwise.
+    """
     return shipped_path(spec) if spec in SHIPPED else spec
 
 
 def load_schema(spec: str) -> Schema:
+    """The schema that ``spec`` names (a path, a URI or a shipped name), loaded and validated.
+
+    Parameters
+    ----------
+    spec : str
+        A shipped schema's name, or a schema path or URI.
+
+    Returns
+    -------
+    Schema
+        The validated schema.
+
+    Raises
+    ------
+    MedScopeError
+        When the file is not valid YAML or does not validate as a ``Schema``.
+    """
     return cfgmod.load(Schema, resolve(spec))
 
 
@@ -129,7 +173,21 @@ def _sha(obj) -> str:
 
 
 def checkpoint_hashes(schema: Schema, report_prompt: str) -> dict[str, str]:
-    """SHA-256 of what each checkpoint approves: the fields (schema) and the wording (templates)."""
+    """SHA-256 of what each checkpoint approves: the fields (schema) and the wording (templates).
+
+    Parameters
+    ----------
+    schema : Schema
+        The schema.
+    report_prompt : str
+        The report-derived generation prompt (part of the wording).
+
+    Returns
+    -------
+    dict of str to str
+        ``schema``: SHA-256 hex of name, organ, sequences, report sequences and fields without their
+        questions; ``templates``: SHA-256 hex of the templates, the fields' questions and the prompt.
+    """
     dump = schema.model_dump(mode="json")
     content = {k: dump[k] for k in ("name", "organ", "sequences", "report_sequences")}
     content["fields"] = [{k: v for k, v in f.items() if k != "question"} for f in dump["fields"]]
@@ -139,16 +197,68 @@ def checkpoint_hashes(schema: Schema, report_prompt: str) -> dict[str, str]:
 
 
 def approval_uri(schema_uri: str) -> str:
+    """Where a schema's approval record lives: ``<schema>.approval.json`` beside it.
+
+    Parameters
+    ----------
+    schema_uri : str
+        Path or URI of the schema YAML.
+
+    Returns
+    -------
+    str
+        ``<schema_uri>.approval.json``.
+    """
     return f"{schema_uri}.approval.json"
 
 
 def read_approval(schema_uri: str) -> dict:
+    """A schema's approval record; empty when nothing has been approved yet.
+
+    Parameters
+    ----------
+    schema_uri : str
+        Path or URI of the schema YAML.
+
+    Returns
+    -------
+    dict
+        ``{checkpoint: {"sha256", "by", "at"}}`` of the approvals recorded; empty when there is no
+        approval file.
+    """
     uri = approval_uri(schema_uri)
     return json.loads(storage.read_utf8(uri)) if storage.exists(uri) else {}
 
 
 def approve(schema_uri: str, checkpoint: str, by: str, report_prompt: str) -> dict:
-    """Record that ``by`` approved ``checkpoint`` (schema | templates) of the schema as it is now."""
+    """Record that ``by`` approved ``checkpoint`` (schema | templates) of the schema as it is now.
+
+    Parameters
+    ----------
+    schema_uri : str
+        Path or URI of the schema YAML.
+    checkpoint : str
+        ``schema`` or ``templates``.
+    by : str
+        The reviewer's name.
+    report_prompt : str
+        The report-derived generation prompt (part of the templates checkpoint).
+
+    Returns
+    -------
+    dict
+        The whole approval record as written, this checkpoint's entry being ``sha256``, ``by`` and
+        ``at`` (UTC, ISO 8601).
+
+    Raises
+    ------
+    MedScopeError
+        When ``checkpoint`` is not a checkpoint, ``by`` is blank, or the schema does not load.
+
+    References
+    ----------
+    .. [1] benchmark-MCQ paper, Methods.
+    """
     if checkpoint not in CHECKPOINTS:
         raise MedScopeError(f"checkpoint must be one of {CHECKPOINTS}")
     if not by.strip():
@@ -162,7 +272,30 @@ def approve(schema_uri: str, checkpoint: str, by: str, report_prompt: str) -> di
 
 
 def require_approved(schema_uri: str, report_prompt: str) -> dict:
-    """The approval record if both checkpoints approve the schema as it is now; else MedScopeError."""
+    """The approval record if both checkpoints approve the schema as it is now; else MedScopeError.
+
+    Parameters
+    ----------
+    schema_uri : str
+        Path or URI of the schema YAML.
+    report_prompt : str
+        The report-derived generation prompt (part of the templates checkpoint).
+
+    Returns
+    -------
+    dict
+        ``{checkpoint: {"sha256", "by", "at"}}`` for ``schema`` and ``templates``.
+
+    Raises
+    ------
+    MedScopeError
+        When a checkpoint is not approved or its content changed since approval, or the schema does
+        not load.
+
+    References
+    ----------
+    .. [1] benchmark-MCQ paper, Methods.
+    """
     schema = cfgmod.load(Schema, schema_uri)
     hashes = checkpoint_hashes(schema, report_prompt)
     record = read_approval(schema_uri)

@@ -38,12 +38,55 @@ _VERDICT = re.compile(r"verdict\s*[:=]\s*\**\s*(not\s+supported|unsupported|supp
 
 
 def verification_key(case_id: str, question: str, answer: str, findings: str, impression: str) -> str:
-    """The id of one verification: the case, the question, its key and the report text."""
+    """The id of one verification: the case, the question, its key and the report text.
+
+    Parameters
+    ----------
+    case_id : str
+        The case.
+    question : str
+        The question text.
+    answer : str
+        The key (the correct option's text).
+    findings : str
+        The report's findings section.
+    impression : str
+        The report's impression section.
+
+    Returns
+    -------
+    str
+        ``<case_id>#v<12-character hash of question, key and report>``.
+    """
     return f"{case_id}#v{stable_hash(question.strip(), answer.strip(), findings, impression, length=12)}"
 
 
 def verification_prompt(question: str, answer: str, findings: str, impression: str,
                         instructions: str = VERIFY_PROMPT) -> str:
+    """The verifier's prompt: the instructions, the question and its proposed answer, then the report.
+
+    Parameters
+    ----------
+    question : str
+        The question text.
+    answer : str
+        The proposed answer (the key).
+    findings : str
+        The report's findings section.
+    impression : str
+        The report's impression section.
+    instructions : str, optional
+        The verifier's instructions.
+
+    Returns
+    -------
+    str
+        The prompt text.
+
+    References
+    ----------
+    .. [1] benchmark-MCQ paper, Methods.
+    """
     return (f"{instructions}\n\nQUESTION: {question.strip()}\nPROPOSED ANSWER: {answer.strip()}\n\n"
             f"FINDINGS:\n{findings}\n\nIMPRESSION:\n{impression}")
 
@@ -51,7 +94,20 @@ def verification_prompt(question: str, answer: str, findings: str, impression: s
 def read_verdict(text: str) -> tuple[bool | None, str]:
     """(supported, the verifier's reason) from a reply; supported is None when no verdict line
     can be read (the question is then rejected as ``verification:unreadable``). The last verdict
-    line wins, so a model that reconsiders is read by its final word."""
+    line wins, so a model that reconsiders is read by its final word.
+
+    Parameters
+    ----------
+    text : str
+        The verifier's reply.
+
+    Returns
+    -------
+    supported : bool or None
+        True for SUPPORTED, False for NOT SUPPORTED (or UNSUPPORTED), None when no verdict line is read.
+    reason : str
+        The first line after the last verdict, trimmed; empty when there is none.
+    """
     found = _VERDICT.findall(text or "")
     if not found:
         return None, ""
@@ -61,7 +117,20 @@ def read_verdict(text: str) -> tuple[bool | None, str]:
 
 
 def write_candidates(candidates: list[dict], uri: str, private: bool, allowlist: list[str]) -> None:
-    """The verification sweep's item file: one JSON line per (question, key, report)."""
+    """The verification sweep's item file: one JSON line per (question, key, report).
+
+    Parameters
+    ----------
+    candidates : list of dict
+        One per question to verify: ``key``, ``case_id``, ``question``, ``answer``, ``findings`` and
+        ``impression``.
+    uri : str
+        Path or storage URI of the item file written.
+    private : bool
+        Whether the cohort's reports are private (recorded on every line).
+    allowlist : list of str
+        The endpoints allowed to receive the reports (recorded on every line).
+    """
     lines = [json.dumps({**c, "private": private, "endpoint_allowlist": list(allowlist)}) for c in candidates]
     storage.write_text(uri, "\n".join(lines) + "\n")
 
