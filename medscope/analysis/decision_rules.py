@@ -212,18 +212,62 @@ class Plan(StrictModel):
 
 
 def load_plan(uri: str) -> tuple[Plan, str]:
-    """(plan, hash of its content without amendments)."""
+    """(plan, hash of its content without amendments).
+
+    Parameters
+    ----------
+    uri : str
+        A plan YAML file (``configs/plans/*.yaml``), local path or URI.
+
+    Returns
+    -------
+    plan : Plan
+        The validated plan, margin names replaced by their values (``Plan.resolved``).
+    hash : str
+        ``plan_hash`` of the file's content.
+
+    Raises
+    ------
+    MedScopeError
+        When the file is not a valid plan.
+    """
     data = cfgmod.load_yaml(uri)
     plan = cfgmod.parse(Plan, data, source=uri)
     return plan.resolved(), plan_hash(data)
 
 
 def plan_hash(data: dict) -> str:
+    """The hash a run locks: the plan's content without its ``amendments``.
+
+    Parameters
+    ----------
+    data : dict
+        The plan file's parsed YAML.
+
+    Returns
+    -------
+    str
+        16 hex characters (``config.content_hash``).
+    """
     return cfgmod.content_hash({k: v for k, v in data.items() if k != "amendments"})
 
 
 def lock_plan(plan_uri: str, run_uri: str) -> dict:
-    """Record the plan's hash in ``<run>/plan.lock.json`` (kept if already there: first lock wins)."""
+    """Record the plan's hash in ``<run>/plan.lock.json`` (kept if already there: first lock wins).
+
+    Parameters
+    ----------
+    plan_uri : str
+        The plan file.
+    run_uri : str
+        The scored run folder.
+
+    Returns
+    -------
+    dict
+        The lock: ``plan`` (name), ``plan_uri``, ``hash`` and ``locked_at`` (UTC, ISO 8601); the
+        existing one when the run was already locked.
+    """
     plan, h = load_plan(plan_uri)
     lock_uri = layout.ScoredRun(run_uri).plan_lock
     if storage.exists(lock_uri):
@@ -235,7 +279,27 @@ def lock_plan(plan_uri: str, run_uri: str) -> dict:
 
 
 def check_lock(plan: Plan, current: str, lock: dict) -> list[str]:
-    """Raise unless the plan is the locked one or amendments lead from it; returns notes."""
+    """Raise unless the plan is the locked one or amendments lead from it; returns notes.
+
+    Parameters
+    ----------
+    plan : Plan
+        The plan being applied (its ``amendments`` are read).
+    current : str
+        The plan's hash now (``load_plan``).
+    lock : dict
+        The run's lock (``lock_plan``).
+
+    Returns
+    -------
+    list of str
+        Notes for the verdict: the match, or the amendments that lead from the locked hash to ``current``.
+
+    Raises
+    ------
+    MedScopeError
+        When the hashes differ and no chain of amendments leads from the locked hash to ``current``.
+    """
     locked = lock["hash"]
     if locked == current:
         return [f"plan hash {current} matches the lock of {lock.get('locked_at', '?')}"]
@@ -284,6 +348,33 @@ def _fmt_ci(r) -> str:
 
 
 def evaluate_condition(c: Condition, table: pd.DataFrame) -> tuple[bool, str]:
+    """Whether one condition of a ``check`` rule holds, with the numbers behind it.
+
+    Parameters
+    ----------
+    c : Condition
+        The condition, its thresholds resolved to numbers (``Plan.resolved``).
+    table : pandas.DataFrame
+        Metrics rows: values (``reference`` None) and paired differences (``reference`` set, from
+        ``medscope compare``).
+
+    Returns
+    -------
+    ok : bool
+        Whether it holds.
+    text : str
+        The value or difference, its interval and what it needed.
+
+    Raises
+    ------
+    MedScopeError
+        When the row it reads is missing, or several rows match (name the condition); for
+        ``every_seed_pair``, when no seed-pair rows are found and no ``seeds`` are named.
+
+    References
+    ----------
+    .. [1] counterfactual paper, §3.7.
+    """
     if c.every_seed_pair:
         from medscope.analysis.training_seeds import lower_in_every_seed_pair, seed_pair_differences
 
@@ -317,6 +408,30 @@ def evaluate_condition(c: Condition, table: pd.DataFrame) -> tuple[bool, str]:
 
 
 def apply_rule(rule: Rule, table: pd.DataFrame) -> dict:
+    """One rule's verdict: the stage chosen, the first outcome that holds, or the models that reach a floor.
+
+    Parameters
+    ----------
+    rule : Rule
+        A ``stage_selection``, ``check`` or ``floor`` rule.
+    table : pandas.DataFrame
+        Metrics rows with a ``reference`` column (None for values).
+
+    Returns
+    -------
+    dict
+        ``id``, ``kind``, ``verdict`` (e.g. ``"select <model>"``, an outcome label, ``"eligible: ..."``)
+        and ``lines`` (the numbers behind it); a floor rule adds ``eligible`` (list of str).
+
+    Raises
+    ------
+    MedScopeError
+        When a row the rule reads is missing (or, for a condition, not unique).
+
+    References
+    ----------
+    .. [1] counterfactual paper, §3.6, §3.7.
+    """
     lines: list[str] = []
     if rule.kind == "stage_selection":
         val = {m: {e: _one(table, test_set=rule.test_set, metric=e, model=m)["value"] for e in (rule.utility, rule.harm)}
@@ -372,7 +487,25 @@ def apply_rule(rule: Rule, table: pd.DataFrame) -> dict:
 
 
 def apply_plan(plan: Plan, table: pd.DataFrame) -> list[dict]:
-    """Every rule's verdict with the numbers behind it, in plan order."""
+    """Every rule's verdict with the numbers behind it, in plan order.
+
+    Parameters
+    ----------
+    plan : Plan
+        A loaded plan (``load_plan``).
+    table : pandas.DataFrame
+        Metrics rows of the runs (a missing ``reference`` column is read as all None).
+
+    Returns
+    -------
+    list of dict
+        ``apply_rule``'s result for each of ``plan.rules``.
+
+    Raises
+    ------
+    MedScopeError
+        When a row a rule reads is missing.
+    """
     table = table.copy()
     if "reference" not in table.columns:
         table["reference"] = None
@@ -380,6 +513,23 @@ def apply_plan(plan: Plan, table: pd.DataFrame) -> list[dict]:
 
 
 def format_verdicts(plan: Plan, verdicts: list[dict], notes: list[str] = ()) -> str:
+    """The verdicts as text: the plan, the notes, then each rule's verdict and its lines.
+
+    Parameters
+    ----------
+    plan : Plan
+        The plan (its name, registration date and rules' ``addition`` notes).
+    verdicts : list of dict
+        ``apply_plan``'s result.
+    notes : sequence of str
+        Lines under the plan's heading (e.g. ``check_lock``'s).
+
+    Returns
+    -------
+    str
+        One line per verdict, each followed by its indented lines; a rule the paper does not register
+        is marked ``[addition: ...]``.
+    """
     out = [f"plan {plan.name} (registered {plan.registered})"] + [f"  {n}" for n in notes]
     additions = {r.id: r.addition for r in plan.rules if r.addition}
     for v in verdicts:

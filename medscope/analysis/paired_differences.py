@@ -26,7 +26,29 @@ DIRECTIONS = ("model", "paper")
 def orient(df: pd.DataFrame, direction: str = "model") -> pd.DataFrame:
     """Comparison rows in the orientation asked for. ``model``: model − reference, as computed;
     ``paper``: reference − model, Table 6's "MedScope-4B minus each model" (value and interval
-    negated, the interval's ends swapped; p and n unchanged: the test is the same)."""
+    negated, the interval's ends swapped; p and n unchanged: the test is the same).
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        Comparison rows (metrics schema with ``reference`` set), model − reference.
+    direction : {'model', 'paper'}
+        The orientation wanted.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``df`` itself for 'model' (or when empty); a negated copy for 'paper'.
+
+    Raises
+    ------
+    MedScopeError
+        When ``direction`` is neither.
+
+    References
+    ----------
+    .. [1] counterfactual paper, Table 6.
+    """
     if direction not in DIRECTIONS:
         raise MedScopeError(f"direction {direction!r}: choose model (model − reference) or paper (reference − model)")
     if direction == "model" or df.empty:
@@ -39,7 +61,29 @@ def orient(df: pd.DataFrame, direction: str = "model") -> pd.DataFrame:
 def pool_models(scores: pd.DataFrame, pools: dict[str, list[str]]) -> pd.DataFrame:
     """``scores`` plus each pool's seeds relabelled as one model (counterfactual paper §3.7 C4, Table 8's
     "pooled over seeds"): a case keeps every seed's views, so the case bootstrap resamples them
-    together and a pooled comparison stays paired by case."""
+    together and a pooled comparison stays paired by case.
+
+    Parameters
+    ----------
+    scores : pandas.DataFrame
+        A scores table.
+    pools : dict of str to list of str
+        Pool name -> the models pooled under it.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``scores`` with, appended, each pool's members' rows under the pool's name.
+
+    Raises
+    ------
+    MedScopeError
+        When a member has no scores, or a pool's name is already a scored model.
+
+    References
+    ----------
+    .. [1] counterfactual paper, §3.7 (C4), Table 8.
+    """
     parts = [scores]
     for name, members in pools.items():
         missing = sorted(set(members) - set(scores["model"]))
@@ -52,7 +96,23 @@ def pool_models(scores: pd.DataFrame, pools: dict[str, list[str]]) -> pd.DataFra
 
 
 def parse_pools(specs: list[str] | None) -> dict[str, list[str]]:
-    """``["cmcc=cmcc_s0,cmcc_s1,cmcc_s2", ...]`` -> {name: members}."""
+    """``["cmcc=cmcc_s0,cmcc_s1,cmcc_s2", ...]`` -> {name: members}.
+
+    Parameters
+    ----------
+    specs : list of str or None
+        ``"NAME=MODEL1,MODEL2,..."`` each (the ``--pool`` options).
+
+    Returns
+    -------
+    dict of str to list of str
+        Pool name -> member models (blank names dropped); empty for None.
+
+    Raises
+    ------
+    MedScopeError
+        When a spec has no name or no members.
+    """
     out = {}
     for spec in specs or []:
         name, _, members = spec.partition("=")
@@ -63,6 +123,20 @@ def parse_pools(specs: list[str] | None) -> dict[str, list[str]]:
 
 
 def parse_reference(reference: str) -> tuple[str, str | None]:
+    """``"MODEL"`` or ``"MODEL:CONDITION"`` -> (model, condition).
+
+    Parameters
+    ----------
+    reference : str
+        The reference as ``--reference`` names it.
+
+    Returns
+    -------
+    model : str
+        The text before the first ``:``.
+    condition : str or None
+        The text after it; None when there is none.
+    """
     model, _, cond = reference.partition(":")
     return model, cond or None
 
@@ -72,6 +146,41 @@ def paired_samples(df: pd.DataFrame, a: tuple[str, str], b: tuple[str, str], n_b
     """Point values and ``[B, G, M]`` resampled metrics of a and b on their shared cases.
 
     Returns (groups, point_a, point_b, samples_a, samples_b, n_shared_cases).
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        Scores rows of one test set.
+    a, b : tuple of (str, str)
+        (model, condition) of the two sides.
+    n_boot : int
+        Resamples B.
+    seed : int
+        Seed of the resamples.
+    breakdowns : iterable of str
+        Breakdown dimensions (``view_metrics.BREAKDOWNS``); default none: ``"all"`` only.
+    cluster : str
+        The column resampled: ``"case_id"``, ``"group_id"`` or ``"patient_id"``.
+
+    Returns
+    -------
+    groups : list of str
+        The breakdown groups both sides have (``"all"``, ``"<dim>=<group>"``), sorted.
+    point_a, point_b : numpy.ndarray
+        ``[G, M]`` metric values on the shared cases, M = ``len(view_metrics.METRICS)``.
+    samples_a, samples_b : numpy.ndarray
+        ``[B, G, M]`` resampled values, both sides on the same resamples.
+    n_shared_cases : int
+        Cases both sides were run on.
+
+    Raises
+    ------
+    MedScopeError
+        When the two share no case, or ``cluster`` is not a scores column.
+
+    References
+    ----------
+    .. [1] counterfactual paper, §3.9.
     """
     pa_ = df[(df["model"] == a[0]) & (df["condition"] == a[1])]
     pb_ = df[(df["model"] == b[0]) & (df["condition"] == b[1])]
@@ -96,7 +205,46 @@ def compare(scores: pa.Table | pd.DataFrame, reference: str, n_boot: int = bs.DE
             seed: int = bs.DEFAULT_SEED, metric_names=PRIMARY, breakdowns=(), cluster: str = "case_id",
             models: list[str] | None = None, pools: dict[str, list[str]] | None = None) -> pa.Table:
     """Every model (or ``models``) minus ``reference`` ("MODEL" or "MODEL:CONDITION"), per test set;
-    ``pools`` adds seed-pooled models first (``pool_models``)."""
+    ``pools`` adds seed-pooled models first (``pool_models``).
+
+    Parameters
+    ----------
+    scores : pyarrow.Table or pandas.DataFrame
+        A scores table; rows without a ``test_set`` are read as ``"main"``.
+    reference : str
+        ``"MODEL"`` or ``"MODEL:CONDITION"``; without a condition, each model's condition is compared
+        with the reference's same condition when it has it, else the reference's first.
+    n_boot : int
+        Resamples B (default 2000).
+    seed : int
+        Seed of the resamples (default 42).
+    metric_names : iterable of str
+        Metrics compared (``view_metrics.METRICS`` names); default ``PRIMARY``.
+    breakdowns : iterable of str
+        Breakdown dimensions; default none (``"all"`` only).
+    cluster : str
+        The column resampled: ``"case_id"``, ``"group_id"`` or ``"patient_id"``.
+    models : list of str, optional
+        The models compared; default every model but the reference.
+    pools : dict of str to list of str, optional
+        Seed-pooled models to add first (``pool_models``).
+
+    Returns
+    -------
+    pyarrow.Table
+        A ``metrics`` table of differences: ``value`` (model - reference), ``ci_low``, ``ci_high``,
+        ``p_value``, ``n_cases`` (shared cases), ``reference`` ``"MODEL:CONDITION"``; a difference
+        that is undefined is left out.
+
+    Raises
+    ------
+    MedScopeError
+        When the reference model or a metric is unknown, or a pool is invalid.
+
+    References
+    ----------
+    .. [1] counterfactual paper, §3.9, Table 6.
+    """
     df = scores.to_pandas() if isinstance(scores, pa.Table) else scores.copy()
     if pools:
         df = pool_models(df, pools)
@@ -141,7 +289,30 @@ def _f(x):
 
 def seed_pairs(scores: pa.Table | pd.DataFrame, pairs: list[tuple[str, str]], n_boot: int = bs.DEFAULT_B,
                seed: int = bs.DEFAULT_SEED, metric_names=PRIMARY) -> pa.Table:
-    """Per-seed paired comparisons (counterfactual paper §3.9): ``pairs`` = [(arm_seed0, baseline_seed0), ...]."""
+    """Per-seed paired comparisons (counterfactual paper §3.9): ``pairs`` = [(arm_seed0, baseline_seed0), ...].
+
+    Parameters
+    ----------
+    scores : pyarrow.Table or pandas.DataFrame
+        A scores table.
+    pairs : list of tuple of (str, str)
+        (model, reference) pairs, each compared with ``compare``.
+    n_boot : int
+        Resamples B of each comparison.
+    seed : int
+        Seed of the resamples.
+    metric_names : iterable of str
+        Metrics compared.
+
+    Returns
+    -------
+    pyarrow.Table
+        A ``metrics`` table: every pair's difference rows.
+
+    References
+    ----------
+    .. [1] counterfactual paper, §3.9.
+    """
     df = scores.to_pandas() if isinstance(scores, pa.Table) else scores
     parts = [compare(df, ref, n_boot, seed, metric_names, models=[model]).to_pandas() for model, ref in pairs]
     return records.to_table("metrics", pd.concat(parts, ignore_index=True).to_dict("records"))
@@ -157,6 +328,35 @@ def arm_comparisons(scores: pa.Table | pd.DataFrame, reference: str, n_boot: int
     - pooled (§3.7 C4: "the pooled interval"): every arm's seeds pooled as the model ``arm``
       (``pool_models``) minus the reference's seeds pooled, and every model that is no seed run
       (a base checkpoint, an API model) minus the pooled reference.
+
+    Parameters
+    ----------
+    scores : pyarrow.Table or pandas.DataFrame
+        A scores table whose seed runs are named ``<arm>@seed<k>``.
+    reference : str
+        The reference arm (without ``@seed<k>``).
+    n_boot : int
+        Resamples B of each comparison.
+    seed : int
+        Seed of the resamples.
+    metric_names : iterable of str
+        Metrics compared.
+    cluster : str
+        The column resampled: ``"case_id"``, ``"group_id"`` or ``"patient_id"``.
+
+    Returns
+    -------
+    pyarrow.Table
+        A ``metrics`` table: the per-seed-pair rows, then the pooled rows.
+
+    Raises
+    ------
+    MedScopeError
+        When ``reference`` has no seed runs, or a plain model has an arm's name.
+
+    References
+    ----------
+    .. [1] counterfactual paper, §3.7 (C4), §3.9.
     """
     from medscope.analysis import training_seeds as sd
 
@@ -179,7 +379,39 @@ def arm_comparisons(scores: pa.Table | pd.DataFrame, reference: str, n_boot: int
 
 def equivalence(scores: pa.Table | pd.DataFrame, model: str, reference: str, metric: str, margin: float = 0.05,
                 n_boot: int = bs.DEFAULT_B, seed: int = bs.DEFAULT_SEED, condition: str = "agent"):
-    """TOST of model - reference on ``metric`` against +-margin (benchmark-MCQ paper: 90% interval inside)."""
+    """TOST of model - reference on ``metric`` against +-margin (benchmark-MCQ paper: 90% interval inside).
+
+    Parameters
+    ----------
+    scores : pyarrow.Table or pandas.DataFrame
+        A scores table.
+    model, reference : str
+        The two models, compared under the same ``condition`` on their shared cases.
+    metric : str
+        A ``view_metrics.METRICS`` name.
+    margin : float
+        Equivalence margin, in the metric's units.
+    n_boot : int
+        Resamples B.
+    seed : int
+        Seed of the resamples.
+    condition : str
+        The evaluation condition of both.
+
+    Returns
+    -------
+    Tost
+        The 90% interval of the difference, whether it lies inside (-margin, +margin), and the TOST p.
+
+    Raises
+    ------
+    MedScopeError
+        When the two share no case, or every resample is NaN.
+
+    References
+    ----------
+    .. [1] benchmark-MCQ paper, Methods.
+    """
     from medscope.stats import inference
 
     df = scores.to_pandas() if isinstance(scores, pa.Table) else scores

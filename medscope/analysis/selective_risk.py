@@ -38,6 +38,25 @@ def cumulative_errors(errors_sorted: np.ndarray, conf_sorted: np.ndarray, ties: 
 
     With ``ties="mean"``, inside a run of equal confidences the count grows linearly from the
     errors before the run to the errors after it (its expectation over the run's orders).
+
+    Parameters
+    ----------
+    errors_sorted : array_like of bool or float
+        ``[n]`` 1 where the view is wrong, in ranked order.
+    conf_sorted : array_like of float
+        ``[n]`` the confidences in the same order (read only with ``ties="mean"``).
+    ties : {'stable', 'mean'}
+        Tie rule (module docstring).
+
+    Returns
+    -------
+    numpy.ndarray
+        float ``[n]``: expected errors among the first k views, k = 1..n.
+
+    Raises
+    ------
+    ValueError
+        When ``ties`` is not one of ``TIES``.
     """
     if ties not in TIES:
         raise ValueError(f"ties must be one of {TIES}, not {ties!r}")
@@ -57,6 +76,26 @@ def cumulative_errors(errors_sorted: np.ndarray, conf_sorted: np.ndarray, ties: 
 
 
 def risk_coverage(correct: np.ndarray, confidence: np.ndarray, ties: str = "stable") -> Curve:
+    """The risk-coverage curve: views ranked by confidence, highest first (missing last).
+
+    Parameters
+    ----------
+    correct : array_like of bool
+        ``[n]`` whether each view is correct.
+    confidence : array_like of float
+        ``[n]`` stated confidence; NaN: none, ranked last.
+    ties : {'stable', 'mean'}
+        Tie rule (module docstring).
+
+    Returns
+    -------
+    Curve
+        ``coverage`` k / n and ``risk`` errors among the first k / k, k = 1..n (empty for n = 0).
+
+    References
+    ----------
+    .. [1] counterfactual paper, §3.8, §5.5.
+    """
     correct = np.asarray(correct, dtype=bool)
     conf = np.asarray(confidence, dtype=float)
     conf = np.where(np.isnan(conf), -np.inf, conf)
@@ -67,7 +106,20 @@ def risk_coverage(correct: np.ndarray, confidence: np.ndarray, ties: str = "stab
 
 
 def risk_at(curve: Curve, coverage: float) -> float:
-    """Selective risk when the ``coverage`` share of views with the highest confidence is kept."""
+    """Selective risk when the ``coverage`` share of views with the highest confidence is kept.
+
+    Parameters
+    ----------
+    curve : Curve
+        A risk-coverage curve (``risk_coverage``).
+    coverage : float
+        Share of views kept, in (0, 1]; the first ceil(coverage * n) views (at least 1).
+
+    Returns
+    -------
+    float
+        The risk there; NaN for an empty curve.
+    """
     n = len(curve.risk)
     if n == 0:
         return float("nan")
@@ -76,6 +128,22 @@ def risk_at(curve: Curve, coverage: float) -> float:
 
 
 def aurc(curve: Curve) -> float:
+    """Area under the risk-coverage curve: the mean risk over k = 1..n.
+
+    Parameters
+    ----------
+    curve : Curve
+        A risk-coverage curve (``risk_coverage``).
+
+    Returns
+    -------
+    float
+        NaN for an empty curve.
+
+    References
+    ----------
+    .. [1] counterfactual paper, §5.5.
+    """
     return float(np.mean(curve.risk)) if len(curve.risk) else float("nan")
 
 
@@ -87,6 +155,26 @@ def bootstrap(correct: np.ndarray, confidence: np.ndarray, cluster: np.ndarray, 
     sort; a view drawn several times appears as adjacent ties, which is one member of the
     arbitrary tie order the stable sort allows. Not a sum of per-cluster statistics, so this is
     a loop over resamples (cheap: one repeat and one cumsum each).
+
+    Parameters
+    ----------
+    correct : array_like of bool
+        ``[n]`` whether each view is correct.
+    confidence : array_like of float
+        ``[n]`` stated confidence; NaN: none, ranked last.
+    cluster : array_like of int
+        ``[n]`` each view's cluster code, a column of ``counts``.
+    counts : numpy.ndarray
+        ``[B, n_clusters]`` draw counts of each cluster in each resample.
+    coverages : iterable of float
+        Coverages of the risk columns.
+    ties : {'stable', 'mean'}
+        Tie rule (module docstring).
+
+    Returns
+    -------
+    numpy.ndarray
+        float ``[B, len(coverages) + 1]``; a row is NaN when its resample holds no view.
     """
     correct = np.asarray(correct, dtype=bool)
     conf = np.where(np.isnan(np.asarray(confidence, float)), -np.inf, np.asarray(confidence, float))

@@ -44,7 +44,31 @@ def _frame(scores) -> pd.DataFrame:
 
 
 def select(scores, test_set: str, model: str, condition: str | None = None, subset: str | None = None) -> pd.DataFrame:
-    """One model's scores on one test set; ``subset`` = ``column=value`` (e.g. ``source=siim``)."""
+    """One model's scores on one test set; ``subset`` = ``column=value`` (e.g. ``source=siim``).
+
+    Parameters
+    ----------
+    scores : pyarrow.Table or pandas.DataFrame
+        A scores table; rows without a ``test_set`` are read as ``"main"``.
+    test_set : str
+        The test set.
+    model : str
+        The model.
+    condition : str, optional
+        The evaluation condition; needed when the model has several on ``test_set``.
+    subset : str, optional
+        ``"column=value"``: only rows whose column, as text, equals value.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The matching rows (never empty).
+
+    Raises
+    ------
+    MedScopeError
+        When the condition is ambiguous, the subset's column is not a scores column, or no row matches.
+    """
     df = _frame(scores)
     part = df[(df["test_set"] == test_set) & (df["model"] == model)]
     if condition is not None:
@@ -62,7 +86,26 @@ def select(scores, test_set: str, model: str, condition: str | None = None, subs
 
 
 def view_outcomes(part: pd.DataFrame, metric: str) -> pd.DataFrame:
-    """(view_id, case_id, success) on the views in ``metric``'s denominator."""
+    """(view_id, case_id, success) on the views in ``metric``'s denominator.
+
+    Parameters
+    ----------
+    part : pandas.DataFrame
+        One model's scores (``select``).
+    metric : str
+        A single-term proportion metric, a key of ``PROPORTIONS`` (e.g. ``ccr``, ``erased_claims``).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``view_id``, ``case_id`` and ``success`` (bool), one row per view in the metric's
+        denominator.
+
+    Raises
+    ------
+    MedScopeError
+        When ``metric`` is not a proportion.
+    """
     if metric not in PROPORTIONS:
         raise MedScopeError(f"{metric!r} is not a proportion; exact tests take one of {', '.join(PROPORTIONS)}")
     num, den = mt.view_terms(part.reset_index(drop=True))
@@ -74,7 +117,38 @@ def view_outcomes(part: pd.DataFrame, metric: str) -> pd.DataFrame:
 
 def mcnemar(scores, a: str, b: str, metric: str, test_set: str = "main", condition: str | None = None,
             subset: str | None = None) -> dict:
-    """Exact McNemar of ``a`` vs ``b`` on ``metric``'s views that both were scored on."""
+    """Exact McNemar of ``a`` vs ``b`` on ``metric``'s views that both were scored on.
+
+    Parameters
+    ----------
+    scores : pyarrow.Table or pandas.DataFrame
+        A scores table.
+    a, b : str
+        The two models.
+    metric : str
+        A proportion metric (``PROPORTIONS``).
+    test_set : str
+        The test set.
+    condition : str, optional
+        The evaluation condition of both (needed when a model has several).
+    subset : str, optional
+        ``"column=value"`` restricting both (e.g. ``source=siim``).
+
+    Returns
+    -------
+    dict
+        ``test``, ``metric``, ``test_set``, ``a``, ``b``, ``subset``, ``n_pairs`` (views paired by
+        ``view_id``), ``rate_a``, ``rate_b``, ``a_only`` and ``b_only`` (discordant counts) and ``p``.
+
+    Raises
+    ------
+    MedScopeError
+        When the two share no view of the metric, or ``select`` / ``view_outcomes`` refuses.
+
+    References
+    ----------
+    .. [1] paired-modality paper, §5.
+    """
     oa = view_outcomes(select(scores, test_set, a, condition, subset), metric)
     ob = view_outcomes(select(scores, test_set, b, condition, subset), metric)
     both = oa.merge(ob, on="view_id", suffixes=("_a", "_b"))
@@ -88,7 +162,40 @@ def mcnemar(scores, a: str, b: str, metric: str, test_set: str = "main", conditi
 
 def fisher(scores, a: str, b: str, metric: str, test_set: str = "main", condition: str | None = None,
            subset: str | None = None, subset_b: str | None = None) -> dict:
-    """Fisher's exact test of ``metric`` for ``a`` vs ``b`` (or one model on two subsets)."""
+    """Fisher's exact test of ``metric`` for ``a`` vs ``b`` (or one model on two subsets).
+
+    Parameters
+    ----------
+    scores : pyarrow.Table or pandas.DataFrame
+        A scores table.
+    a, b : str
+        The two models (the same model twice to compare two subsets).
+    metric : str
+        A proportion metric (``PROPORTIONS``).
+    test_set : str
+        The test set.
+    condition : str, optional
+        The evaluation condition of both (needed when a model has several).
+    subset : str, optional
+        ``"column=value"`` restricting ``a`` (and ``b`` unless ``subset_b`` is given).
+    subset_b : str, optional
+        ``"column=value"`` restricting ``b``.
+
+    Returns
+    -------
+    dict
+        ``test``, ``metric``, ``test_set``, ``a``, ``b``, ``subset``, ``subset_b``, ``success_a``,
+        ``n_a``, ``success_b``, ``n_b``, ``rate_a``, ``rate_b`` (NaN for no views), ``odds_ratio``, ``p``.
+
+    Raises
+    ------
+    MedScopeError
+        When ``select`` or ``view_outcomes`` refuses.
+
+    References
+    ----------
+    .. [1] counterfactual paper, §3.9.
+    """
     oa = view_outcomes(select(scores, test_set, a, condition, subset), metric)
     ob = view_outcomes(select(scores, test_set, b, condition, subset_b or subset), metric)
     sa, na, sb, nb = int(oa["success"].sum()), len(oa), int(ob["success"].sum()), len(ob)
@@ -101,7 +208,42 @@ def fisher(scores, a: str, b: str, metric: str, test_set: str = "main", conditio
 
 def tost(scores, a: str, b: str, metric: str, margin: float, test_set: str = "main", condition: str = "agent",
          n_boot: int = bs.DEFAULT_B, seed: int = bs.DEFAULT_SEED) -> dict:
-    """TOST of a - b on ``metric`` against +-margin, on the paired case bootstrap."""
+    """TOST of a - b on ``metric`` against +-margin, on the paired case bootstrap.
+
+    Parameters
+    ----------
+    scores : pyarrow.Table or pandas.DataFrame
+        A scores table.
+    a, b : str
+        The model and the reference.
+    metric : str
+        A ``view_metrics.METRICS`` name.
+    margin : float
+        Equivalence margin, in the metric's units.
+    test_set : str
+        The test set.
+    condition : str
+        The evaluation condition of both.
+    n_boot : int
+        Resamples B.
+    seed : int
+        Seed of the resamples.
+
+    Returns
+    -------
+    dict
+        ``test``, ``metric``, ``test_set``, ``a``, ``b``, ``diff`` (a - b), ``ci90_low``,
+        ``ci90_high``, ``margin``, ``equivalent``, ``p`` and ``n_boot``.
+
+    Raises
+    ------
+    MedScopeError
+        When the two share no case, or every resample is NaN.
+
+    References
+    ----------
+    .. [1] benchmark-MCQ paper, Methods.
+    """
     df = _frame(scores)
     res = cmp.equivalence(df[df["test_set"] == test_set], a, b, metric, margin, n_boot, seed, condition)
     return {"test": "TOST", "metric": metric, "test_set": test_set, "a": a, "b": b, "diff": res.diff,
@@ -111,7 +253,42 @@ def tost(scores, a: str, b: str, metric: str, margin: float, test_set: str = "ma
 
 def chance(scores, model: str, metric: str = "ccr", k: int = 2, test_set: str = "main",
            condition: str | None = None, n_boot: int = bs.DEFAULT_B, seed: int = bs.DEFAULT_SEED) -> dict:
-    """Accuracy on ``metric``'s views against chance 1/k (k = 2: a yes/no finding question)."""
+    """Accuracy on ``metric``'s views against chance 1/k (k = 2: a yes/no finding question).
+
+    Parameters
+    ----------
+    scores : pyarrow.Table or pandas.DataFrame
+        A scores table.
+    model : str
+        The model.
+    metric : str
+        A proportion metric (``PROPORTIONS``).
+    k : int
+        Options per question; chance is 1/k.
+    test_set : str
+        The test set.
+    condition : str, optional
+        The evaluation condition (needed when the model has several).
+    n_boot : int
+        Resamples B of the case-clustered bootstrap.
+    seed : int
+        Seed of the resamples.
+
+    Returns
+    -------
+    dict
+        ``test``, ``metric``, ``test_set``, ``model``, ``n`` (views), ``accuracy``, ``chance``,
+        ``excess``, ``p_bootstrap`` and ``p_binomial`` (both one-sided).
+
+    Raises
+    ------
+    MedScopeError
+        When ``select`` or ``view_outcomes`` refuses.
+
+    References
+    ----------
+    .. [1] benchmark-MCQ paper, Methods.
+    """
     o = view_outcomes(select(scores, test_set, model, condition), metric)
     res = inference.accuracy_vs_chance(o["success"].to_numpy(), np.full(len(o), k), o["case_id"].to_numpy(),
                                        n_boot, seed)
@@ -126,6 +303,34 @@ def seeds(metrics_table, arms: dict[str, list[str]], metric_names=cmp.PRIMARY, t
 
     A run scored under several prompting conditions holds one row per condition; ``condition``
     names the one to summarise (a run with a single condition needs none).
+
+    Parameters
+    ----------
+    metrics_table : pyarrow.Table or pandas.DataFrame
+        A metrics table; its ``"all"`` rows without ``reference`` are read.
+    arms : dict of str to list of str
+        Arm -> its model per seed.
+    metric_names : iterable of str
+        The metrics summarised; default ``paired_differences.PRIMARY``.
+    test_set : str
+        The test set.
+    condition : str, optional
+        The evaluation condition (needed when a model has several).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per arm and metric: ``arm``, ``metric``, ``mean``, ``sd`` (ddof 1; 0 for one seed),
+        ``n_seeds`` and ``per_seed`` (list of float).
+
+    Raises
+    ------
+    MedScopeError
+        When ``condition`` has no rows, or a seed model has no row, or several, for a metric.
+
+    References
+    ----------
+    .. [1] counterfactual paper, §3.9, Table 11.
     """
     df = metrics_table.to_pandas() if hasattr(metrics_table, "to_pandas") else metrics_table
     df = df[(df["test_set"] == test_set) & (df["breakdown"] == "all") & df["reference"].isna()]
@@ -156,6 +361,30 @@ def family(comparisons, fam) -> pd.DataFrame:
 
     Comparisons are ``medscope compare`` rows (model - reference); a member missing from them is
     an error, so the family is always the one the plan names, never "whatever was computed".
+
+    Parameters
+    ----------
+    comparisons : pyarrow.Table or pandas.DataFrame
+        ``medscope compare`` rows (metrics schema with ``reference`` set).
+    fam : Family
+        The plan's family (``decision_rules.Family``): test set, reference, models, metrics, method,
+        alpha and optional condition.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per model x metric of the family, the comparison's columns plus ``family``,
+        ``significant`` (bool), ``threshold`` (Bonferroni) and ``q`` (Benjamini-Hochberg), NaN where
+        the method gives none.
+
+    Raises
+    ------
+    MedScopeError
+        When a member has no single comparison row, or the method is unknown.
+
+    References
+    ----------
+    .. [1] counterfactual paper, §3.9.
     """
     df = comparisons.to_pandas() if hasattr(comparisons, "to_pandas") else comparisons
     df = df[(df["test_set"] == fam.test_set) & (df["breakdown"] == "all") & df["reference"].notna()]
@@ -183,7 +412,32 @@ def family(comparisons, fam) -> pd.DataFrame:
 
 def format_family(fam, table: pd.DataFrame, direction: str = "model") -> str:
     """Table 6's layout: one line per compared model, a cell per metric, then the verdict.
-    ``direction="paper"`` prints reference − model, Table 6's "MedScope-4B minus each model"."""
+    ``direction="paper"`` prints reference − model, Table 6's "MedScope-4B minus each model".
+
+    Parameters
+    ----------
+    fam : Family
+        The family (``decision_rules.Family``).
+    table : pandas.DataFrame
+        ``family``'s result.
+    direction : {'model', 'paper'}
+        'model': model − reference; 'paper': reference − model (``paired_differences.orient``).
+
+    Returns
+    -------
+    str
+        A heading line, a header row, one line per model (value, interval, p, ``*`` when significant)
+        and the count of significant comparisons.
+
+    Raises
+    ------
+    MedScopeError
+        When ``direction`` is neither.
+
+    References
+    ----------
+    .. [1] counterfactual paper, Table 6.
+    """
     metrics = list(fam.metrics)
     table = cmp.orient(table, direction)
     head = [f"family {fam.name} ({fam.test_set}, {len(table)} comparisons, {fam.method} at alpha {fam.alpha}"
@@ -205,19 +459,61 @@ def format_family(fam, table: pd.DataFrame, direction: str = "model") -> str:
 
 
 def format_result(res: dict) -> str:
-    """One test result as a line, p in the paper's style."""
+    """One test result as a line, p in the paper's style.
+
+    Parameters
+    ----------
+    res : dict
+        A test's result (``mcnemar``, ``fisher``, ``tost``, ``chance``).
+
+    Returns
+    -------
+    str
+        ``"key value; ..."``, floats to 4 significant digits, None values left out.
+    """
     def f(v):
         return f"{v:.4g}" if isinstance(v, float) else str(v)
 
     return "; ".join(f"{k} {f(v)}" for k, v in res.items() if v is not None)
 
 
-# addition: McNemar, TOST and chance are not the counterfactual paper §3.9's tests (Fisher is); the benchmark-MCQ paper/002 use them
+# addition: McNemar, TOST and chance are not the counterfactual paper §3.9's tests (Fisher is);
+# the benchmark-MCQ and paired-modality papers use them
 def tests_against(scores, reference: str, test_set: str = "main", n_boot: int = bs.DEFAULT_B,
                   seed: int = bs.DEFAULT_SEED, margin: float = 0.05) -> pd.DataFrame:
     """One row per model: the exact and equivalence tests of §3.9 against ``reference`` (for the
     report): exact McNemar on CCR views, Fisher on erased- and healthy-image claims, TOST of CCR
-    within +-margin, and each model's CCR against chance (1/2)."""
+    within +-margin, and each model's CCR against chance (1/2).
+
+    Parameters
+    ----------
+    scores : pyarrow.Table or pandas.DataFrame
+        A scores table.
+    reference : str
+        The reference model; each model's condition is paired with the reference's same condition
+        when it has it, else the reference's first.
+    test_set : str
+        The test set.
+    n_boot : int
+        Resamples B (chance and TOST).
+    seed : int
+        Seed of the resamples.
+    margin : float
+        The TOST margin on CCR.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per model and condition: ``chance_ccr_p`` (binomial), and against the reference
+        ``mcnemar_ccr_p``, ``fisher_erased_p``, ``fisher_healthy_p`` and ``tost_ccr`` (text); NaN or
+        None where a test could not be run.
+
+    References
+    ----------
+    .. [1] counterfactual paper, §3.9.
+    .. [2] benchmark-MCQ paper, Methods.
+    .. [3] paired-modality paper, §5.
+    """
     df = _frame(scores)
     df = df[df["test_set"] == test_set]
     ref_conds = sorted(set(df.loc[df["model"] == reference, "condition"]))

@@ -55,6 +55,28 @@ def splits_of(test_set: str, splits: list[str] | tuple[str, ...] | None = None) 
 
     An unknown test-set name is allowed only with explicit ``splits`` (a user's own cohort); a
     training pool's name is refused: those views are never evaluated.
+
+    Parameters
+    ----------
+    test_set : str
+        A ``TEST_SETS`` name, or a user's own cohort name when ``splits`` is given.
+    splits : list or tuple of str, optional
+        'validation' and/or 'test' (never 'train'); default the test set's own splits.
+
+    Returns
+    -------
+    tuple of str
+        The splits read.
+
+    Raises
+    ------
+    MedScopeError
+        For a training pool's name, an unknown or 'train' split, or an unknown test set without
+        ``splits``.
+
+    References
+    ----------
+    .. [1] counterfactual paper, §3.2, §3.6, §3.7, Tables 3-4.
     """
     if test_set in TRAINING_POOLS:
         raise MedScopeError(f"{test_set!r} is a training pool (counterfactual paper §3.2, §3.7), not a test set; "
@@ -76,6 +98,27 @@ def tools_of(test_set: str, tools: list[str] | tuple[str, ...] | None = None) ->
     """The erasure tools whose edited views (T, R) ``test_set`` reads; None: every tool.
 
     ``tools`` overrides the test set's own list; for ``heldout_tools`` it may only narrow it.
+
+    Parameters
+    ----------
+    test_set : str
+        A test set name.
+    tools : list or tuple of str, optional
+        Erasure tools to read instead (e.g. 'telea', 'sd'); default the test set's own list.
+
+    Returns
+    -------
+    tuple of str or None
+        The tools; None: every tool.
+
+    Raises
+    ------
+    MedScopeError
+        When ``tools`` adds a tool to ``heldout_tools``'s unseen tools.
+
+    References
+    ----------
+    .. [1] counterfactual paper, §5.4, Table 10.
     """
     own = TEST_SET_TOOLS.get(test_set)
     if tools:
@@ -92,6 +135,24 @@ def is_evaluation_view(kind: str, split: str | None, splits: tuple[str, ...], to
     (and, for its edited views, made with one of ``tools`` when the test set names tools).
 
     A view without a split (a table built before splits existed) counts as in every split.
+
+    Parameters
+    ----------
+    kind : str
+        The view kind (only the five ``EVAL_KINDS`` are ever evaluated).
+    split : str or None
+        The view's split; None: in every split.
+    splits : tuple of str
+        The splits the test set reads (``splits_of``).
+    tool : str, optional
+        The erasure tool that made the view.
+    tools : tuple of str, optional
+        The tools the test set reads (``tools_of``); None: every tool. Applies to target and random
+        removals only.
+
+    Returns
+    -------
+    bool
     """
     if kind not in EVAL_KINDS or not (split is None or split in splits):
         return False

@@ -25,28 +25,88 @@ _SEED_RE = re.compile(r"^(?P<arm>.+)@seed(?P<seed>\d+)$")
 
 
 def seed_model_id(arm: str, seed: int) -> str:
-    """The model id of arm ``arm`` trained with seed ``seed``: ``<arm>@seed<k>``."""
+    """The model id of arm ``arm`` trained with seed ``seed``: ``<arm>@seed<k>``.
+
+    Parameters
+    ----------
+    arm : str
+        The arm's name; may not contain ``@seed``.
+    seed : int
+        The training seed.
+
+    Returns
+    -------
+    str
+        ``"<arm>@seed<k>"``.
+
+    Raises
+    ------
+    MedScopeError
+        When ``arm`` contains ``@seed``.
+    """
     if SEED_TAG in arm:
         raise MedScopeError(f"arm name {arm!r} may not contain {SEED_TAG!r}")
     return f"{arm}{SEED_TAG}{int(seed)}"
 
 
 def arm_and_seed(model: str) -> tuple[str, int | None]:
-    """(arm, seed) of a model id; a model without ``@seed<k>`` is its own arm with no seed."""
+    """(arm, seed) of a model id; a model without ``@seed<k>`` is its own arm with no seed.
+
+    Parameters
+    ----------
+    model : str
+        A model id.
+
+    Returns
+    -------
+    arm : str
+        The part before ``@seed<k>``, or ``model`` itself.
+    seed : int or None
+        ``k``; None for a model without a seed.
+    """
     m = _SEED_RE.match(model)
     return (m["arm"], int(m["seed"])) if m else (model, None)
 
 
 def arm_seed_columns(models) -> tuple[list[str], list[int | None]]:
     """The ``arm`` and ``seed`` columns of the scores table for a column of model ids (both
-    null for a model that is no seed run: an API model, a base checkpoint)."""
+    null for a model that is no seed run: an API model, a base checkpoint).
+
+    Parameters
+    ----------
+    models : iterable
+        Model ids (read as str).
+
+    Returns
+    -------
+    arms : list of str or None
+        Each model's arm; None for a model with no seed.
+    seeds : list of int or None
+        Each model's seed; None for a model with no seed.
+    """
     pairs = [arm_and_seed(str(m)) for m in models]
     return [a if s is not None else None for a, s in pairs], [s for _, s in pairs]
 
 
 def arm_pools(models) -> dict[str, list[str]]:
     """{arm: its seed models, by seed} for every arm that has ``@seed<k>`` models: the pools of
-    ``compare.pool_models`` (an arm with one seed pools to that seed's episodes)."""
+    ``compare.pool_models`` (an arm with one seed pools to that seed's episodes).
+
+    Parameters
+    ----------
+    models : iterable
+        Model ids (read as str; repeats allowed).
+
+    Returns
+    -------
+    dict of str to list of str
+        Arm -> its ``@seed<k>`` models in seed order, arms sorted by name.
+
+    Raises
+    ------
+    MedScopeError
+        When a plain model has the name of an arm with seeds.
+    """
     by: dict[str, dict[int, str]] = {}
     for m in sorted(set(map(str, models))):
         arm, seed = arm_and_seed(m)
@@ -63,7 +123,38 @@ def seed_pair_differences(table: pd.DataFrame, arm: str, reference: str, metric:
                           breakdown: str = "all") -> dict[int, float]:
     """{seed: value(arm@seed k) - value(reference@seed k)} read from paired-difference rows of a
     metrics table (``compare.seed_pairs``: model ``arm@seedk``, reference ``reference@seedk:...``),
-    for every seed both arms were run with."""
+    for every seed both arms were run with.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        A metrics table with paired-difference rows (``model``, ``reference``, ``test_set``,
+        ``metric``, ``breakdown``, ``value``).
+    arm : str
+        The arm whose seed models are the rows' ``model``.
+    reference : str
+        The reference arm (the part of ``reference`` before ``:``, without its ``@seed<k>``).
+    metric : str
+        The metric, e.g. ``erased_claims``.
+    test_set : str
+        The test set.
+    breakdown : str
+        The breakdown group.
+
+    Returns
+    -------
+    dict of int to float
+        Seed -> difference, for every seed at which both arms were compared.
+
+    Raises
+    ------
+    MedScopeError
+        When a seed pair has several rows.
+
+    References
+    ----------
+    .. [1] counterfactual paper, §3.9.
+    """
     ref_model = table["reference"].fillna("").astype(str).str.split(":").str[0]
     sel = (table["test_set"] == test_set) & (table["metric"] == metric) & (table["breakdown"] == breakdown)
     out: dict[int, float] = {}
@@ -87,6 +178,24 @@ def lower_in_every_seed_pair(differences: dict[int, float], seeds: list[int] | N
 
     ``differences``: {seed: arm - control}; ``seeds``: the seeds the plan names (default: those
     given). Returns (holds, a line with every seed's difference).
+
+    Parameters
+    ----------
+    differences : dict of int to float
+        Seed -> (arm - control) difference (``seed_pair_differences``).
+    seeds : list of int, optional
+        The seeds that must each be lower; default the seeds of ``differences``.
+
+    Returns
+    -------
+    holds : bool
+        True when every seed has a difference and each is below 0; False with no seeds.
+    text : str
+        ``"seed 1: -0.012, seed 2: missing, ..."``, or ``"no seed pairs"``.
+
+    References
+    ----------
+    .. [1] counterfactual paper, §3.7 (C4).
     """
     seeds = sorted(differences) if seeds is None else list(seeds)
     if not seeds:

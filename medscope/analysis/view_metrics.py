@@ -76,7 +76,25 @@ COVERAGES = (1.0, 0.7)
 
 
 def view_terms(df: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
-    """Per-view numerators and denominators of every term: two ``[n_views, len(TERMS)]`` arrays."""
+    """Per-view numerators and denominators of every term: two ``[n_views, len(TERMS)]`` arrays.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        Scores rows: ``kind``, ``action``, ``claims_finding``, ``correct``, ``grounded``, ``reward``.
+
+    Returns
+    -------
+    num : numpy.ndarray
+        float ``[n_views, len(TERMS)]``: each term's numerator (an indicator, or the reward), zero
+        wherever its denominator is.
+    den : numpy.ndarray
+        float ``[n_views, len(TERMS)]``: 1 where the view is in the term's denominator, else 0.
+
+    References
+    ----------
+    .. [1] counterfactual paper, §3.8.
+    """
     kind = df["kind"].to_numpy(dtype=object)
     action = df["action"].to_numpy(dtype=object)
     answered = action == "answer"
@@ -110,7 +128,19 @@ def view_terms(df: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
 
 
 def size_quartiles(df: pd.DataFrame) -> pd.Series:
-    """``Q1``..``Q4`` of lesion area over the lesion cases of the table; None for lesion-free cases."""
+    """``Q1``..``Q4`` of lesion area over the lesion cases of the table; None for lesion-free cases.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        Rows with ``case_id`` and ``lesion_area_frac`` (a case's area: its views' largest; NaN read as 0).
+
+    Returns
+    -------
+    pandas.Series
+        Per row, ``"Q1"`` to ``"Q4"`` by the quartiles of the lesion cases' areas (a case at a cut
+        falls in the lower quartile); None for a case with area 0. Aligned to ``df``'s index.
+    """
     area = df["lesion_area_frac"].fillna(0.0).astype(float)
     per_case = area.groupby(df["case_id"]).max()
     lesion = per_case[per_case > 0]
@@ -140,7 +170,25 @@ class SufficientStats:
 
 
 def sufficient_stats(scores: pd.DataFrame, breakdowns=BREAKDOWNS, case_ids=None) -> SufficientStats:
-    """Per-case term sums for every model x condition, overall and per breakdown group."""
+    """Per-case term sums for every model x condition, overall and per breakdown group.
+
+    Parameters
+    ----------
+    scores : pandas.DataFrame
+        A scores table (one test set): the ``view_terms`` columns, ``case_id``, ``model``,
+        ``condition`` and the breakdown columns.
+    breakdowns : iterable of str
+        Of ``BREAKDOWNS``; a column the table lacks is skipped. ``tool`` groups the T and R views only.
+    case_ids : array_like of str, optional
+        The cases, in the order of the statistics' rows; rows of other cases are dropped. Default the
+        table's sorted distinct cases.
+
+    Returns
+    -------
+    SufficientStats
+        ``case_ids`` [C]; ``keys``: (model, condition, breakdown), the breakdown ``"all"`` or
+        ``"<dim>=<group>"``; ``num`` and ``den`` ``[C, K * len(TERMS)]`` per-case term sums.
+    """
     df = scores.reset_index(drop=True)
     if case_ids is None:
         case_ids = np.unique(df["case_id"].to_numpy(dtype=object).astype(str))
@@ -192,7 +240,13 @@ def sufficient_stats(scores: pd.DataFrame, breakdowns=BREAKDOWNS, case_ids=None)
 
 
 def metric_matrix() -> np.ndarray:
-    """``[len(TERMS), len(METRICS)]`` signs: metric values = term ratios @ this."""
+    """``[len(TERMS), len(METRICS)]`` signs: metric values = term ratios @ this.
+
+    Returns
+    -------
+    numpy.ndarray
+        float ``[len(TERMS), len(METRICS)]`` of the signs 1, -1 and 0 of ``METRICS``.
+    """
     m = np.zeros((len(TERMS), len(METRICS)))
     for j, spec in enumerate(METRICS.values()):
         for sign, term in spec:
@@ -201,7 +255,18 @@ def metric_matrix() -> np.ndarray:
 
 
 def metric_values(num_sum: np.ndarray, den_sum: np.ndarray) -> np.ndarray:
-    """Ratios of summed terms -> metrics: ``[..., K*T]`` -> ``[..., K, M]`` (NaN where undefined)."""
+    """Ratios of summed terms -> metrics: ``[..., K*T]`` -> ``[..., K, M]`` (NaN where undefined).
+
+    Parameters
+    ----------
+    num_sum, den_sum : numpy.ndarray
+        ``[..., K * len(TERMS)]`` summed term numerators and denominators.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``[..., K, len(METRICS)]`` metric values; NaN where a term's denominator is 0.
+    """
     with np.errstate(invalid="ignore", divide="ignore"):
         r = num_sum / den_sum
     return ratios_to_metrics(r)
@@ -212,6 +277,18 @@ def ratios_to_metrics(ratios: np.ndarray, axis: int = -1) -> np.ndarray:
 
     With ``axis=0`` the terms run along the first axis instead (``[K*T, ...]`` -> ``[K, M, ...]``),
     the layout the bootstrap produces.
+
+    Parameters
+    ----------
+    ratios : numpy.ndarray
+        Term ratios, ``[..., K * len(TERMS)]`` (or ``[K * len(TERMS), ...]`` with ``axis=0``).
+    axis : int
+        -1 or 0: the axis the terms run along (any other value is read as -1).
+
+    Returns
+    -------
+    numpy.ndarray
+        float ``[..., K, len(METRICS)]``, or ``[K, len(METRICS), ...]`` with ``axis=0``.
     """
     if axis == 0:
         r = ratios.reshape((-1, len(TERMS)) + ratios.shape[1:])
@@ -240,6 +317,39 @@ def compute(scores: pa.Table | pd.DataFrame, n_boot: int = bs.DEFAULT_B, seed: i
     Intervals are percentile intervals over ``n_boot`` resamples of clusters (cases by default;
     ``cluster="group_id"`` or ``"patient_id"`` resamples whole groups). One set of resamples
     serves every metric, model and group. ``n_boot=0`` gives point estimates only.
+
+    Parameters
+    ----------
+    scores : pyarrow.Table or pandas.DataFrame
+        A scores table; rows without a ``test_set`` are read as ``"main"``.
+    n_boot : int
+        Resamples B (default 2000); 0: no intervals.
+    seed : int
+        Seed of the resamples (default 42).
+    breakdowns : iterable of str
+        Breakdown dimensions (``BREAKDOWNS``).
+    cluster : str
+        The scores column whose values are resampled: ``"case_id"``, ``"group_id"`` or
+        ``"patient_id"`` (a case with no value is its own cluster).
+    level : float
+        Coverage of the percentile intervals, in (0, 1).
+    coverages : iterable of float
+        Coverages of the ``selective_risk@c`` and ``decision_risk@c`` rows.
+
+    Returns
+    -------
+    pyarrow.Table
+        A validated ``metrics`` table: one row per model, condition, test set, breakdown group and
+        metric with a defined value (``value``, ``ci_low``, ``ci_high``, ``n_cases``, ``n_boot``).
+
+    Raises
+    ------
+    MedScopeError
+        When ``cluster`` is not a scores column.
+
+    References
+    ----------
+    .. [1] counterfactual paper, §3.8, §3.9, §5.5.
     """
     df = scores.to_pandas() if isinstance(scores, pa.Table) else scores
     rows = []
@@ -261,7 +371,34 @@ def _cluster_map(df: pd.DataFrame, case_ids: np.ndarray, cluster: str) -> tuple[
 
 def bootstrap_metric_samples(stats: SufficientStats, n_boot: int, seed: int, cluster_codes=None,
                              n_clusters=None, counts=None) -> np.ndarray:
-    """``[B, K, M]`` resampled metric values, all keys on one shared set of resampled clusters."""
+    """``[B, K, M]`` resampled metric values, all keys on one shared set of resampled clusters.
+
+    Parameters
+    ----------
+    stats : SufficientStats
+        Per-case term sums (``sufficient_stats``).
+    n_boot : int
+        Resamples B, when ``counts`` is not given.
+    seed : int
+        Seed of the resamples, when ``counts`` is not given.
+    cluster_codes : array_like of int, optional
+        ``[C]`` cluster code of each case: cases are summed into clusters before resampling. Default:
+        each case is a cluster.
+    n_clusters : int, optional
+        Number of clusters, with ``cluster_codes``.
+    counts : numpy.ndarray, optional
+        ``[B, n_clusters]`` draw counts to use (``bootstrap.resample_counts``), so that other
+        statistics share the resamples.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``[B, K, len(METRICS)]``; NaN where a resample leaves a term without denominator.
+
+    References
+    ----------
+    .. [1] counterfactual paper, §3.9.
+    """
     num, den = stats.num, stats.den
     if cluster_codes is not None:
         num, den = bs.regroup(num, cluster_codes, n_clusters), bs.regroup(den, cluster_codes, n_clusters)

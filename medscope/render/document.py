@@ -42,6 +42,18 @@ class Section:
 
 
 def slug(text: str) -> str:
+    """An anchor name from a title: lower case, each run of other characters one hyphen.
+
+    Parameters
+    ----------
+    text : str
+        A section title.
+
+    Returns
+    -------
+    str
+        Lower-case letters, digits and single hyphens, none at either end.
+    """
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
 
 
@@ -50,7 +62,24 @@ def _md_cell(s) -> str:
 
 
 def to_markdown(title: str, sections: list[Section], image_dir: str = "images") -> tuple[str, dict[str, bytes]]:
-    """(Markdown text, {relative path: PNG bytes}) to write beside it."""
+    """(Markdown text, {relative path: PNG bytes}) to write beside it.
+
+    Parameters
+    ----------
+    title : str
+        The document's level-1 heading.
+    sections : list of Section
+        In order; each a level-2 heading (anchor ``anchor`` or its title's ``slug``) and its blocks.
+    image_dir : str
+        The folder, relative to the Markdown file, that images are linked from.
+
+    Returns
+    -------
+    str
+        The Markdown, opening with the title and a line of contents links.
+    dict of str to bytes
+        ``"<image_dir>/<name>"`` -> PNG bytes of each ``Image`` block.
+    """
     out, files = [f"# {title}", ""], {}
     out += ["Contents: " + " · ".join(f"[{s.title}](#{s.anchor or slug(s.title)})" for s in sections), ""]
     for s in sections:
@@ -94,7 +123,20 @@ def _inline(text: str) -> str:
 
 
 def md_to_html(md: str) -> str:
-    """Minimal Markdown (headings, pipe tables, lists, paragraphs, data-URI images) to HTML."""
+    """Minimal Markdown (headings, pipe tables, lists, paragraphs, data-URI images) to HTML.
+
+    Parameters
+    ----------
+    md : str
+        Markdown of the subset: ``#`` headings (shifted down two levels, at most h6), pipe tables,
+        ``-`` / ``*`` lists, one-line paragraphs, images given as PNG data URIs; inline bold, code and
+        in-page links.
+
+    Returns
+    -------
+    str
+        HTML fragment, one element per line; text is escaped.
+    """
     out, lines, i = [], md.splitlines(), 0
     while i < len(lines):
         line = lines[i]
@@ -131,10 +173,37 @@ def md_to_html(md: str) -> str:
 
 
 def data_uri(png: bytes) -> str:
+    """PNG bytes as a ``data:`` URI, for images inlined in the HTML page.
+
+    Parameters
+    ----------
+    png : bytes
+        A PNG file.
+
+    Returns
+    -------
+    str
+        ``"data:image/png;base64,..."``.
+    """
     return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
 
 
 def to_html(title: str, sections: list[Section]) -> str:
+    """The self-contained HTML page: styles inline, images as data URIs, only in-page links.
+
+    Parameters
+    ----------
+    title : str
+        The page title and its h1 heading.
+    sections : list of Section
+        In order; each an h2 (id its ``anchor`` or its title's ``slug``) and its blocks. A ``Raw``
+        block gives its ``html``, else its Markdown through ``md_to_html``.
+
+    Returns
+    -------
+    str
+        A complete HTML document.
+    """
     parts = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>",
              f"<style>{_CSS}</style></head><body><h1>{html.escape(title)}</h1>",
              "<p>Contents: " + " · ".join(f'<a href="#{s.anchor or slug(s.title)}">{html.escape(s.title)}</a>'

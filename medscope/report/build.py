@@ -22,7 +22,23 @@ from medscope.render.document import Raw, Section, to_html, to_markdown
 def run_protocol(run: str) -> str:
     """The protocol that scored run folder ``run``, as ``--protocol`` names it: ``run.json``'s
     ``protocol_spec`` (``module:Class`` for a protocol outside the package), else its
-    ``protocol`` (runs scored before protocols were named in ``run.json`` are counterfactual runs)."""
+    ``protocol`` (runs scored before protocols were named in ``run.json`` are counterfactual runs).
+
+    Parameters
+    ----------
+    run : str
+        A scored run folder (local path or URI).
+
+    Returns
+    -------
+    str
+        A protocol name (e.g. 'counterfactual') or a ``module:Class`` spec.
+
+    Raises
+    ------
+    MedScopeError
+        When ``run`` holds neither ``run.json`` nor ``metrics.parquet``.
+    """
     manifest_uri = layout.ScoredRun(run).manifest
     if not storage.exists(manifest_uri):
         if storage.exists(layout.ScoredRun(run).metrics):
@@ -34,7 +50,27 @@ def run_protocol(run: str) -> str:
 
 def run_protocol_built(run: str, options: dict):
     """The protocol that scored ``run``, built with the options it scored under (its run.json)
-    and the report ``options`` its ``Options`` sets at report."""
+    and the report ``options`` its ``Options`` sets at report.
+
+    Parameters
+    ----------
+    run : str
+        A scored run folder.
+    options : dict
+        Report options by name; those the protocol's ``Options`` does not have are ignored here (an
+        option it has only at score is an error).
+
+    Returns
+    -------
+    EvalProtocol
+        An instance of the run's protocol class, its options the run's ``protocol_options`` updated
+        with ``options``.
+
+    Raises
+    ------
+    MedScopeError
+        When an option of ``options`` is set at score rather than at report, or fails validation.
+    """
     manifest_uri = layout.ScoredRun(run).manifest
     record = json.loads(storage.read_utf8(manifest_uri)) if storage.exists(manifest_uri) else {}
     name = run_protocol(run)
@@ -52,6 +88,31 @@ def build_report(runs: str | list[str], out: str, extra_sections=(), title: str 
     ``options``: report options of the runs' protocols (``Options`` fields set at report, e.g. the
     counterfactual ``reference`` and ``gallery_cases``), each given to every run whose protocol
     has it; one that no run's protocol has is an error. None: the protocol's default.
+
+    Parameters
+    ----------
+    runs : str or list of str
+        One scored run folder, or several (their sections join one document).
+    out : str
+        The report folder; ``report.md``, ``report.html`` and ``images/`` are written there.
+    extra_sections : iterable of (str, body)
+        More sections, each ``(title, markdown)``, ``(title, {"markdown", "html"})`` or
+        ``(title, [blocks])``.
+    title : str, optional
+        The document title; default "MedScope report: <first run's folder name>".
+    **options
+        Report options of the runs' protocols; None values are dropped.
+
+    Returns
+    -------
+    dict
+        ``"markdown"`` and ``"html"``: the written report paths, plus what the protocols' sections
+        wrote (their ``report_sections`` info).
+
+    Raises
+    ------
+    MedScopeError
+        When ``runs`` is empty, or an option is one that no run's protocol has.
     """
     runs = [runs] if isinstance(runs, str) else list(runs)
     if not runs:

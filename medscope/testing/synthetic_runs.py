@@ -18,7 +18,28 @@ FINDINGS = ("polyp", "nodule", "tumour", "mass", "lesion")
 
 def views(n_lesion: int = 219, n_negative: int = 288, n_degraded: int = 170, seed: int = 0,
           width: int = 256, height: int = 256, images: dict | None = None):
-    """A views table (no pixels unless ``images`` maps kind -> PNG bytes)."""
+    """A views table (no pixels unless ``images`` maps kind -> PNG bytes).
+
+    Parameters
+    ----------
+    n_lesion : int
+        Lesion cases; each gives an original, a target-removal and a random-removal view.
+    n_negative : int
+        Lesion-free cases; each gives one natural-negative view.
+    n_degraded : int
+        The first ``n_degraded`` lesion cases also get a degraded view.
+    seed : int
+        Seed of the random findings, criticality and lesion boxes.
+    width, height : int
+        Image size in pixels; lesion boxes are drawn inside it.
+    images : dict, optional
+        View kind (or ``"<kind>_mask"``) -> PNG bytes put in every view of that kind; default no pixels.
+
+    Returns
+    -------
+    pyarrow.Table
+        A validated ``views`` table, every view passed and in the ``test`` split.
+    """
     rng = np.random.default_rng(seed)
     rows = []
 
@@ -62,6 +83,24 @@ def episodes(views_table, models: dict[str, dict[str, float]], seed: int = 0, ru
 
     Optional keys: ``refer`` / ``clarify`` / ``unparseable`` probabilities (per view, any kind),
     ``degraded_clarify`` (P(clarify) on degraded views), ``box`` (P(a box on the lesion)).
+
+    Parameters
+    ----------
+    views_table : pyarrow.Table
+        A views table (``views``).
+    models : dict of str to dict of str to float
+        Model name -> probabilities: per view kind, P(claims the finding); optional ``refer``,
+        ``clarify``, ``unparseable``, ``degraded_clarify`` and ``box``. A kind not given claims at 0.5.
+    seed : int
+        Seed of the sampled actions, claims, boxes and confidences.
+    run_id : str
+        The episodes' ``run_id``.
+
+    Returns
+    -------
+    pyarrow.Table
+        A validated ``episodes`` table, one row per model and view (counterfactual protocol, "agent"
+        condition).
     """
     rng = np.random.default_rng(seed)
     v = views_table.select(["view_id", "case_id", "kind", "lesion_bbox", "width", "height"]).to_pylist()
@@ -98,7 +137,20 @@ def episodes(views_table, models: dict[str, dict[str, float]], seed: int = 0, ru
 
 
 def model_zoo(n: int = 16, seed: int = 0) -> dict[str, dict[str, float]]:
-    """``n`` random policies spanning evidence-sensitive to image-blind."""
+    """``n`` random policies spanning evidence-sensitive to image-blind.
+
+    Parameters
+    ----------
+    n : int
+        Number of models, ``model-00`` to ``model-{n-1}``, evidence sensitivity rising from 0 to 1.
+    seed : int
+        Seed of each model's image-blind base claim rate.
+
+    Returns
+    -------
+    dict of str to dict of str to float
+        Model name -> claim probabilities per view kind and the optional keys ``episodes`` reads.
+    """
     rng = np.random.default_rng(seed)
     zoo = {}
     for i in range(n):
