@@ -21,7 +21,8 @@ COMPLETE: list[str] = [
     "medscope/answers", "medscope/cohorts", "medscope/io", "medscope/models", "medscope/pairs", "medscope/qc",
     "medscope/reader", "medscope/reproduce", "medscope/stats", "medscope/training", "medscope/views",
     "medscope/volumes", "medscope/config.py", "medscope/errors.py", "medscope/images.py", "medscope/items.py",
-    "medscope/seeding.py",
+    "medscope/seeding.py", "medscope/analysis", "medscope/render", "medscope/report", "medscope/testing",
+    "medscope/benchgen", "medscope/protocols/benchmark_mcq", "medscope/protocols/paired_modality",
 ]
 
 
