@@ -72,7 +72,8 @@ def differences(comps: pd.DataFrame, ts: str, constant: set, label) -> list[summ
     Returns
     -------
     list of summary.Difference
-        One per breakdown ``all`` row: value, 95% interval, p (NaN when missing) and ``n_boot`` (0 when missing).
+        One per breakdown ``all`` row: value, 95% interval, p (NaN when missing) and ``n_boot``
+        (0 when missing).
 
     References
     ----------

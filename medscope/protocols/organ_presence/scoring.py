@@ -40,7 +40,8 @@ def score_episodes(episodes: list[dict], items: dict[str, dict], lexicon) -> tup
     Parameters
     ----------
     episodes : list of dict
-        ``episodes`` rows; reads ``item_id``, ``condition``, ``raw_text``, ``error``, ``model`` and ``run_id``.
+        ``episodes`` rows; reads ``item_id``, ``condition``, ``raw_text``, ``error``, ``model`` and
+        ``run_id``.
     items : dict of str to dict
         ``probe_items`` rows by ``item_id`` (:data:`ITEM_COLUMNS`, plus ``question`` when read).
     lexicon : sequence of str
@@ -406,7 +407,8 @@ def score_run(episodes_uri: str, items_uri: str, out_uri: str, cfg=None) -> dict
     out_uri : str
         The scored-run folder written.
     cfg : ProbeConfig, optional
-        Reads ``hedge_lexicon``, ``far_mm``, ``bootstrap_b`` and ``bootstrap_seed`` (default: ``ProbeConfig()``).
+        Reads ``hedge_lexicon``, ``far_mm``, ``bootstrap_b`` and ``bootstrap_seed`` (default:
+        ``ProbeConfig()``).
 
     Returns
     -------
