@@ -34,14 +34,47 @@ FIXED_BY = {"eval": "the eval run (its sweep.json)", "score": "score (the scored
 
 def option(default: Any = ..., *, verb: str, description: str, **kw) -> Any:
     """A field of a protocol's ``Options``: its default, the verb that sets it and its help text
-    (``kw``: pydantic's constraints, e.g. ``ge=1``)."""
+    (``kw``: pydantic's constraints, e.g. ``ge=1``).
+
+    Parameters
+    ----------
+    default : Any, optional
+        The option's default; ``...`` (the default) makes it required.
+    verb : {'eval', 'score', 'report'}
+        The verb that sets it.
+    description : str
+        Its help text (the generated flag's help).
+    **kw
+        Pydantic's field constraints, e.g. ``ge=1``.
+
+    Returns
+    -------
+    pydantic.fields.FieldInfo
+        The field, with ``verb`` in its ``json_schema_extra``.
+
+    Raises
+    ------
+    ValueError
+        When ``verb`` is not one of :data:`VERBS`.
+    """
     if verb not in VERBS:
         raise ValueError(f"option verb must be one of {VERBS}, got {verb!r}")
     return pydantic.Field(default, description=description, json_schema_extra={"verb": verb}, **kw)
 
 
 def verb_of(field: pydantic.fields.FieldInfo) -> str | None:
-    """The verb at which a protocol option is set (``option(verb=...)``)."""
+    """The verb at which a protocol option is set (``option(verb=...)``).
+
+    Parameters
+    ----------
+    field : pydantic.fields.FieldInfo
+        A field of a protocol's ``Options``.
+
+    Returns
+    -------
+    str or None
+        ``'eval'``, ``'score'`` or ``'report'``; None when the field was not declared with :func:`option`.
+    """
     extra = field.json_schema_extra if isinstance(field.json_schema_extra, dict) else {}
     return extra.get("verb")
 
@@ -79,7 +112,31 @@ def parse_options(options_class: type[ProtocolOptions], data: Mapping | Protocol
     """``data`` validated by the protocol's ``Options``: one clear error naming each bad key.
 
     ``verbs``: the verbs whose options ``data`` may hold; a key of another verb is refused,
-    saying where it is set (``given_at``: the verb it was given to, for the message)."""
+    saying where it is set (``given_at``: the verb it was given to, for the message).
+
+    Parameters
+    ----------
+    options_class : type of ProtocolOptions
+        The protocol's ``Options``.
+    data : Mapping or ProtocolOptions or None
+        The given options; an ``options_class`` instance is returned as is, None reads as no options.
+    protocol : str
+        The protocol's name, for the messages.
+    verbs : tuple of str, optional
+        The verbs whose options ``data`` may hold (default: all of :data:`VERBS`).
+    given_at : str, optional
+        The verb the options were given to, for the message (default: ``verbs`` joined by ``/``).
+
+    Returns
+    -------
+    ProtocolOptions
+        The validated options.
+
+    Raises
+    ------
+    MedScopeError
+        When a key belongs to a verb outside ``verbs``, or validation fails (one clause per bad key).
+    """
     if isinstance(data, options_class):
         return data
     data = dict(data or {})
@@ -95,7 +152,25 @@ def parse_options(options_class: type[ProtocolOptions], data: Mapping | Protocol
 
 
 def wrong_verb(protocol: str, key: str, where: str, given_at: str) -> str:
-    """The message for an option given at a verb that does not set it."""
+    """The message for an option given at a verb that does not set it.
+
+    Parameters
+    ----------
+    protocol : str
+        The protocol's name.
+    key : str
+        The option given.
+    where : str
+        The verb that sets it.
+    given_at : str
+        The verb (or verbs, joined by ``/``) it was given to.
+
+    Returns
+    -------
+    str
+        The message; when ``where`` runs before ``given_at`` it adds what fixed the option and that
+        ``where`` must run again to change it.
+    """
     msg = f"protocol option {key!r} of {protocol} is set at {where}, not at {given_at}"
     if where in VERBS and given_at in VERBS and VERBS.index(where) < VERBS.index(given_at):
         msg += f": it was fixed by {FIXED_BY[where]}; to change it, run {where} again"
@@ -103,7 +178,23 @@ def wrong_verb(protocol: str, key: str, where: str, given_at: str) -> str:
 
 
 def options_error(err: pydantic.ValidationError, options_class: type[ProtocolOptions], protocol: str) -> str:
-    """A ValidationError of protocol options as one line per bad key, naming it."""
+    """A ValidationError of protocol options as one line per bad key, naming it.
+
+    Parameters
+    ----------
+    err : pydantic.ValidationError
+        The error of validating the options.
+    options_class : type of ProtocolOptions
+        The protocol's ``Options`` (its fields are listed for an unknown key).
+    protocol : str
+        The protocol's name.
+
+    Returns
+    -------
+    str
+        One clause per bad key, joined by ``"; "``: an unknown key lists the known ones, otherwise
+        pydantic's message and the value given.
+    """
     lines, seen = [], set()
     for e in err.errors():
         if e["loc"][:1] in seen:  # a union's every alternative failed: its first reason is enough

@@ -94,7 +94,20 @@ def _views_recipe(manifest: dict) -> dict | None:
 
 def in_force(manifest: dict) -> list[str]:
     """The additions a scored run relies on: the scoring's always, the cost matrix's when it is
-    an alternative, and its views recipe's when the build folder records the recipe."""
+    an alternative, and its views recipe's when the build folder records the recipe.
+
+    Parameters
+    ----------
+    manifest : dict
+        A scored run's ``run.json``; reads ``cost_matrix`` and ``views``.
+
+    Returns
+    -------
+    list of str
+        "id (value)" for each scoring addition, ``critical_alternatives`` for the wrong_0.5 / wrong_1
+        matrices, then the views recipe's additions with its values, or a line saying the recipe is
+        not recorded.
+    """
     by_id = {a.id: a for a in ADDITIONS}
     ids = ["grounded_box_rule", "sensitivity", "decision_risk", "extra_tests"]
     if str(manifest.get("cost_matrix", "")).split("/")[-1].removesuffix(".yaml") in ("wrong_0.5", "wrong_1"):

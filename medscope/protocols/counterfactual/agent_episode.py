@@ -52,6 +52,24 @@ class EpisodeSettings:
 
 
 def normalize_condition(condition: str) -> str:
+    """A condition's canonical name: lower case, hyphens for underscores, aliases resolved.
+
+    Parameters
+    ----------
+    condition : str
+        A condition name: one of :data:`CONDITIONS`, any case, with underscores or hyphens, or an alias
+        (``fewshot``, ``toolsoff``, ``no-tools``).
+
+    Returns
+    -------
+    str
+        One of :data:`CONDITIONS`.
+
+    Raises
+    ------
+    MedScopeError
+        When the name is none of them.
+    """
     c = condition.strip().lower().replace("_", "-")
     c = {"fewshot": "few-shot", "toolsoff": "tools-off", "no-tools": "tools-off"}.get(c, c)
     if c not in CONDITIONS:
@@ -60,7 +78,19 @@ def normalize_condition(condition: str) -> str:
 
 
 def squeeze_gray(image: np.ndarray) -> np.ndarray:
-    """A grey image stored as RGB -> (H, W); colour images unchanged."""
+    """A grey image stored as RGB -> (H, W); colour images unchanged.
+
+    Parameters
+    ----------
+    image : numpy.ndarray
+        ``(H, W)`` or ``(H, W, C)`` image.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(H, W)`` (the first channel, contiguous) when the three first channels are equal; otherwise
+        ``image`` itself.
+    """
     if image.ndim == 3 and np.array_equal(image[..., 0], image[..., 1]) and np.array_equal(image[..., 0], image[..., 2]):
         return np.ascontiguousarray(image[..., 0])
     return image
@@ -72,12 +102,38 @@ def _as_png(image: np.ndarray) -> bytes:
 
 
 def model_png(image: np.ndarray, max_side: int) -> bytes:
-    """The PNG a model is shown: long side at most ``max_side``."""
+    """The PNG a model is shown: long side at most ``max_side``.
+
+    Parameters
+    ----------
+    image : numpy.ndarray
+        ``(H, W)`` or ``(H, W, 3)`` image.
+    max_side : int
+        Most pixels of the long side.
+
+    Returns
+    -------
+    bytes
+        PNG, one channel when the image is grey.
+    """
     return _as_png(resize_long_side(image, max_side))
 
 
 def item_fields(item: Item) -> tuple[str, str]:
-    """(finding, question_kind) of an item, inferring the kind from the wording if absent."""
+    """(finding, question_kind) of an item, inferring the kind from the wording if absent.
+
+    Parameters
+    ----------
+    item : Item
+        A view item; reads ``meta['finding']`` and ``meta['question_kind']``.
+
+    Returns
+    -------
+    finding : str
+        The finding, "" when absent.
+    question_kind : str
+        The item's kind, else :func:`medscope.answers.matching.infer_question_kind` of its question.
+    """
     finding = str(item.meta.get("finding") or "")
     kind = item.meta.get("question_kind") or infer_question_kind(item.question)
     return finding, kind
@@ -228,7 +284,35 @@ class Episode:
 def run_episode(
     item: Item, model: ChatModel, condition: str, decoding: Decoding, settings: EpisodeSettings | None = None
 ) -> EpisodeResult:
-    """Run one episode to its end. Model errors (TransientModelError, ...) propagate."""
+    """Run one episode to its end. Model errors (TransientModelError, ...) propagate.
+
+    Parameters
+    ----------
+    item : Item
+        The view and its question.
+    model : ChatModel
+        The model asked.
+    condition : str
+        One of :data:`CONDITIONS` (or an alias, :func:`normalize_condition`).
+    decoding : Decoding
+        The decoding settings of every request.
+    settings : EpisodeSettings, optional
+        Turn and tool budgets, image size, templates (default: ``EpisodeSettings()``).
+
+    Returns
+    -------
+    EpisodeResult
+        The turns, the decision read from the final reply, tokens and tool calls.
+
+    Raises
+    ------
+    MedScopeError
+        When the condition is unknown, or the item has no image and the condition needs one.
+
+    References
+    ----------
+    .. [1] counterfactual paper, §3.1, §3.10, §5.5.
+    """
     ep = Episode(item, condition, settings)
     while not ep.feed(model.complete(list(ep.messages), decoding)):
         pass
@@ -239,7 +323,30 @@ def run_episodes(
     jobs: list[tuple[Item, str]], model: ChatModel, decoding: Decoding, settings: EpisodeSettings | None = None
 ) -> list[EpisodeResult]:
     """Run several episodes; a model with ``complete_batch`` advances them in lock step, so a
-    local GPU model generates one batch per turn instead of one request per episode."""
+    local GPU model generates one batch per turn instead of one request per episode.
+
+    Parameters
+    ----------
+    jobs : list of tuple of (Item, str)
+        (item, condition) of each episode.
+    model : ChatModel
+        The model asked; its ``complete_batch``, when it has one, takes every live episode's messages
+        at once.
+    decoding : Decoding
+        The decoding settings of every request.
+    settings : EpisodeSettings, optional
+        Shared by every episode (default: ``EpisodeSettings()``).
+
+    Returns
+    -------
+    list of EpisodeResult
+        One per job, in order.
+
+    Raises
+    ------
+    MedScopeError
+        When a condition is unknown, or an item has no image and its condition needs one.
+    """
     episodes = [Episode(item, cond, settings) for item, cond in jobs]
     batch = getattr(model, "complete_batch", None)
     while True:
@@ -258,7 +365,29 @@ def run_episodes(
 def replay(item: Item, condition: str, replies: list[str], settings: EpisodeSettings | None = None) -> Episode:
     """Feed written replies (e.g. a label-derived trajectory's tool calls and final action)
     through the episode, so training sees exactly the messages, tool crops and error turns
-    that evaluation produces. Replies after the episode has ended are an error."""
+    that evaluation produces. Replies after the episode has ended are an error.
+
+    Parameters
+    ----------
+    item : Item
+        The view and its question.
+    condition : str
+        One of :data:`CONDITIONS` (or an alias).
+    replies : list of str
+        The model's replies, in order.
+    settings : EpisodeSettings, optional
+        As in evaluation (default: ``EpisodeSettings()``).
+
+    Returns
+    -------
+    Episode
+        The episode after the replies: its ``messages``, ``turns`` and, when it ended, ``result``.
+
+    Raises
+    ------
+    MedScopeError
+        When a reply comes after the episode ended, or the episode cannot be built.
+    """
     ep = Episode(item, condition, settings)
     for i, text in enumerate(replies):
         if ep.done:

@@ -53,13 +53,40 @@ class CostMatrix(StrictModel):
 
 
 def available() -> list[str]:
-    """Names of the cost matrices shipped in configs/cost_matrices/ (table2 first)."""
+    """Names of the cost matrices shipped in configs/cost_matrices/ (table2 first).
+
+    Returns
+    -------
+    list of str
+        The names, ``table2`` first, then alphabetical.
+    """
     names = sorted(p.stem for p in CONFIG_DIR.glob("*.yaml"))
     return sorted(names, key=lambda n: (n != DEFAULT, n))
 
 
 def load(name_or_path: str = DEFAULT) -> CostMatrix:
-    """A cost matrix by name (``table2``, ``wrong_1`` ...) or by YAML path / URI."""
+    """A cost matrix by name (``table2``, ``wrong_1`` ...) or by YAML path / URI.
+
+    Parameters
+    ----------
+    name_or_path : str, optional
+        A shipped matrix's name, or a path / URI of a YAML file (it holds a path separator, ends in
+        ``.yaml`` / ``.yml`` or holds ``://``). Default ``table2``.
+
+    Returns
+    -------
+    CostMatrix
+        The validated matrix.
+
+    Raises
+    ------
+    MedScopeError
+        When no shipped matrix has the name, or the file's ``name`` differs from its file name.
+
+    References
+    ----------
+    .. [1] counterfactual paper, §3.4, Table 2; §5.5.
+    """
     if os.sep in name_or_path or name_or_path.endswith((".yaml", ".yml")) or "://" in name_or_path:
         return cfgmod.load(CostMatrix, name_or_path)
     path = CONFIG_DIR / f"{name_or_path}.yaml"
@@ -72,4 +99,16 @@ def load(name_or_path: str = DEFAULT) -> CostMatrix:
 
 
 def load_all() -> list[CostMatrix]:
+    """Every shipped cost matrix, in :func:`available`'s order.
+
+    Returns
+    -------
+    list of CostMatrix
+        The validated matrices.
+
+    Raises
+    ------
+    MedScopeError
+        When a shipped file's ``name`` differs from its file name.
+    """
     return [load(n) for n in available()]

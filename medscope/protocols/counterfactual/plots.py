@@ -24,6 +24,21 @@ def forest(table: pd.DataFrame) -> bytes:
     """Forest plot: one panel per metric, one row per non-constant model, point and 95% interval.
 
     ``table``: columns label, metric (esg | erased_claims | net_utility), value, lo, hi, constant.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        Columns ``label``, ``metric`` (``esg``, ``erased_claims`` as a share, ``net_utility``), ``value``,
+        ``lo``, ``hi`` and ``constant`` (a constant policy: drawn as the panel's grey band).
+
+    Returns
+    -------
+    bytes
+        The figure as PNG.
+
+    References
+    ----------
+    .. [1] counterfactual paper, Table 5, Table 6.
     """
     panels = [("esg", "ESG (higher: follows the image)"), ("erased_claims", "erased-lesion claims (%)"),
               ("net_utility", "net utility")]
@@ -55,6 +70,20 @@ def claims_vs_ccr(table: pd.DataFrame) -> bytes:
     policies as grey crosses, labelled, since both axes are gamed by always answering one way.
 
     ``table``: columns label, ccr, erased, esg, constant.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        Columns ``label``, ``ccr``, ``erased`` (a share), ``esg`` (the points' colour) and ``constant``.
+
+    Returns
+    -------
+    bytes
+        The figure as PNG.
+
+    References
+    ----------
+    .. [1] counterfactual paper, §5.1.
     """
     fig, ax = plt.subplots(figsize=(6.5, 4.2))
     real = table[~table.constant]
@@ -84,7 +113,24 @@ def claims_vs_ccr(table: pd.DataFrame) -> bytes:
 
 def esg_by_size_quartile(metrics: pd.DataFrame, models: list[str]) -> bytes:
     """ESG with 95% interval per lesion-area quartile, one dodged series per model, n (cases with
-    a lesion mask) under each quartile, the legend outside the data."""
+    a lesion mask) under each quartile, the legend outside the data.
+
+    Parameters
+    ----------
+    metrics : pandas.DataFrame
+        Metrics rows; the ``esg`` rows with breakdown ``size_quartile=Q1`` ... ``Q4`` are drawn.
+    models : list of str
+        The models drawn, in the legend's order.
+
+    Returns
+    -------
+    bytes
+        The figure as PNG.
+
+    References
+    ----------
+    .. [1] counterfactual paper, Figure 3.
+    """
     qs = ["Q1", "Q2", "Q3", "Q4"]
     fig, ax = plt.subplots(figsize=(7.5, 3.8))
     width = 0.7 / max(len(models), 1)
@@ -111,7 +157,24 @@ def esg_by_size_quartile(metrics: pd.DataFrame, models: list[str]) -> bytes:
 
 
 def risk_coverage(scores: pd.DataFrame, models: list[str]) -> bytes:
-    """Selective risk against coverage on the answerable views O ∪ R, ranked by stated confidence."""
+    """Selective risk against coverage on the answerable views O ∪ R, ranked by stated confidence.
+
+    Parameters
+    ----------
+    scores : pandas.DataFrame
+        Scores rows; reads ``model``, ``kind``, ``correct`` and ``confidence``.
+    models : list of str
+        The models drawn; one without answerable views is left out.
+
+    Returns
+    -------
+    bytes
+        The figure as PNG.
+
+    References
+    ----------
+    .. [1] counterfactual paper, §3.8, §5.5.
+    """
     fig, ax = plt.subplots(figsize=(7.5, 3.8))
     for m in models:
         part = scores[(scores.model == m) & scores.kind.isin(RISK_KINDS)]

@@ -56,7 +56,27 @@ class PromptTemplates(StrictModel):
 
 @functools.lru_cache(maxsize=4)
 def load_templates(path: str | None = None) -> PromptTemplates:
-    """The templates of ``path`` (default: the repository's counterfactual_v1.yaml)."""
+    """The templates of ``path`` (default: the repository's counterfactual_v1.yaml).
+
+    Parameters
+    ----------
+    path : str, optional
+        A template YAML file (path or URI); None for the repository's.
+
+    Returns
+    -------
+    PromptTemplates
+        The validated templates (cached per path).
+
+    Raises
+    ------
+    MedScopeError
+        When the file does not validate, or its paraphrases lack a question kind of :data:`QUESTION_KINDS`.
+
+    References
+    ----------
+    .. [1] counterfactual paper, §3.1, §5.5, Appendix A.
+    """
     uri = str(path or TEMPLATE_PATH)
     data = load_yaml(uri)
     tpl = parse(PromptTemplates, data, source=uri)
@@ -67,7 +87,18 @@ def load_templates(path: str | None = None) -> PromptTemplates:
 
 
 def prompt_version(path: str | None = None) -> str:
-    """``<version>-<content hash>``: part of every request key."""
+    """``<version>-<content hash>``: part of every request key.
+
+    Parameters
+    ----------
+    path : str, optional
+        A template YAML file; None for the repository's.
+
+    Returns
+    -------
+    str
+        The templates' ``version``, a hyphen and the first 8 characters of their content hash.
+    """
     tpl = load_templates(path)
     return f"{tpl.version}-{content_hash(tpl)[:8]}"
 
@@ -77,7 +108,25 @@ PROMPT_VERSION = prompt_version()
 
 def system_prompt(condition: str, path: str | None = None) -> str:
     """The system prompt of a condition: plain, cautious and few-shot differ; every other
-    condition (agent, blind, blank, tools-off, paraphrase) uses the agent prompt."""
+    condition (agent, blind, blank, tools-off, paraphrase) uses the agent prompt.
+
+    Parameters
+    ----------
+    condition : str
+        A normalised condition name (``agent_episode.CONDITIONS``).
+    path : str, optional
+        A template YAML file; None for the repository's.
+
+    Returns
+    -------
+    str
+        ``plain``'s prompt for plain; the agent prompt and the cautious warning for cautious and
+        few-shot; the agent prompt otherwise.
+
+    References
+    ----------
+    .. [1] counterfactual paper, §3.1, §5.5, Appendix A.
+    """
     tpl = load_templates(path)
     if condition == "plain":
         return tpl.plain
@@ -99,6 +148,33 @@ def paraphrase_question(
     ``split="test"`` draws from the three held-out wordings (the ``paraphrase`` condition),
     ``"train"`` from the four training ones. The wording is chosen by a hash of ``key`` (an
     item id), so the same item always gets the same wording on every worker.
+
+    Parameters
+    ----------
+    question_kind : {'presence', 'health', 'open'}
+        The question's kind (one the templates paraphrase).
+    finding : str
+        The finding, filled into ``{finding}`` / ``{Finding}`` (capitalised).
+    key : str
+        What the wording is drawn by, e.g. the item id.
+    split : {'test', 'train'}, optional
+        Held-out or training wordings.
+    path : str, optional
+        A template YAML file; None for the repository's.
+
+    Returns
+    -------
+    str
+        The question.
+
+    Raises
+    ------
+    MedScopeError
+        When the templates have no paraphrases for ``question_kind``.
+
+    References
+    ----------
+    .. [1] counterfactual paper, §5.5.
     """
     tpl = load_templates(path)
     if question_kind not in tpl.paraphrases:
@@ -137,6 +213,18 @@ def few_shot_images(seed: int, size: int = 256) -> dict[str, np.ndarray]:
     The lesion sits at centre (0.66, 0.40), radius 0.08 of the side, matching the boxes
     [560, 300, 760, 500] of the example replies. Erasure replaces a dilated disc by the smooth
     background (cv2.inpaint, Telea); the control inpaints the same shape elsewhere.
+
+    Parameters
+    ----------
+    seed : int
+        Seed of the generated backgrounds (the healthy image uses ``seed + 1``).
+    size : int, optional
+        Side of the square images, in pixels.
+
+    Returns
+    -------
+    dict of str to numpy.ndarray
+        ``lesion``, ``erased``, ``edited_elsewhere``, ``healthy``: uint8 grey ``(size, size)`` images.
     """
     rng = np.random.default_rng(seed)
     base = _phantom_background(rng, size)
@@ -155,7 +243,27 @@ def few_shot_images(seed: int, size: int = 256) -> dict[str, np.ndarray]:
 
 @functools.lru_cache(maxsize=2)
 def few_shot_examples(path: str | None = None) -> tuple[FewShotExample, ...]:
-    """The four solved examples of the few-shot condition, in the paper's order."""
+    """The four solved examples of the few-shot condition, in the paper's order.
+
+    Parameters
+    ----------
+    path : str, optional
+        A template YAML file; None for the repository's.
+
+    Returns
+    -------
+    tuple of FewShotExample
+        The examples in the templates' order: image, the shared question, the reply (cached per path).
+
+    Raises
+    ------
+    MedScopeError
+        When an example names an image :func:`few_shot_images` does not make.
+
+    References
+    ----------
+    .. [1] counterfactual paper, §5.5, Appendix A.
+    """
     tpl = load_templates(path)
     images = few_shot_images(tpl.few_shot.seed)
     out = []

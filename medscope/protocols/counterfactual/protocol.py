@@ -25,7 +25,23 @@ _META = ("kind", "finding", "question_kind", "lesion_bbox", "width", "height", "
 
 
 def episode_settings(options: CounterfactualOptions) -> EpisodeSettings:
-    """The shared agent episode's settings from the protocol's eval options."""
+    """The shared agent episode's settings from the protocol's eval options.
+
+    Parameters
+    ----------
+    options : CounterfactualOptions
+        Reads ``max_turns``, ``max_tool_calls``, ``resize_long_side``, ``blank_gray`` and ``templates``.
+
+    Returns
+    -------
+    EpisodeSettings
+        The settings of every episode the protocol runs.
+
+    Raises
+    ------
+    MedScopeError
+        When ``resize_long_side`` is below 16 or ``max_turns`` below 1.
+    """
     return EpisodeSettings(max_turns=options.max_turns, max_tool_calls=options.max_tool_calls,
                            resize_long_side=options.resize_long_side, blank_gray=options.blank_gray,
                            templates=options.templates)

@@ -86,6 +86,36 @@ def report_sections(run: str, work_dir: str, reference: str | None = None, galle
     Nothing is written into ``run``: transcript files, and the paired comparisons when the run
     holds none for the reference, are written under ``work_dir`` (the report folder); returns the
     sections and what else was written (the transcripts index, the comparisons, the reference).
+
+    Parameters
+    ----------
+    run : str
+        Folder (local path or ``s3://`` URI) of a scored counterfactual run.
+    work_dir : str
+        The report folder, where transcripts and computed comparisons are written.
+    reference : str, optional
+        The model every run is compared with (default: the first run in the report's order).
+    gallery_cases : int, optional
+        Cases shown in the gallery.
+    plan : str, optional
+        A plan file whose families are adjusted and printed as Table 6.
+
+    Returns
+    -------
+    sections : list of Section
+        The report's sections, summary first.
+    written : dict
+        ``transcripts`` (the transcripts index, or None), ``comparisons`` (the file written, or None)
+        and ``reference``.
+
+    Raises
+    ------
+    MedScopeError
+        When the run has no scores.
+
+    References
+    ----------
+    .. [1] counterfactual paper, §5.1-§5.5.
     """
     manifest, scores_t, scores, metrics = _read_scored(run)
     test_sets = sorted(set(metrics.test_set))
@@ -149,7 +179,32 @@ def paired_differences(run: str, scores_t: pa.Table, manifest: dict, reference: 
     """Every run minus ``reference`` (paired case bootstrap, the counterfactual paper §3.9): the run's own
     ``comparisons.parquet`` (``medscope compare``) when it holds that reference, else computed
     here with the run's B and seed and written to the report folder, never into the run (a
-    report does not change what it reads). Returns the rows and the file written, if any."""
+    report does not change what it reads). Returns the rows and the file written, if any.
+
+    Parameters
+    ----------
+    run : str
+        Folder of the scored run.
+    scores_t : pyarrow.Table
+        The run's scores.
+    manifest : dict
+        The run's ``run.json``; its ``n_boot`` and ``seed`` are used when the comparisons are computed.
+    reference : str
+        The reference model.
+    work_dir : str
+        The report folder.
+
+    Returns
+    -------
+    comps : pandas.DataFrame
+        Comparison rows against ``reference`` (metrics schema).
+    written : str or None
+        The ``comparisons.parquet`` written under ``work_dir``; None when the run's own were used.
+
+    References
+    ----------
+    .. [1] counterfactual paper, §3.9.
+    """
     comp_uri = layout.ScoredRun(run).comparisons
     comps = records.read_table("metrics", comp_uri).to_pandas() if storage.exists(comp_uri) else pd.DataFrame()
     written = None

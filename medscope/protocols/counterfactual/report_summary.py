@@ -23,7 +23,30 @@ def _val(metrics, model, cond, ts, metric):
 
 
 def model_rows(metrics: pd.DataFrame, keys, ts: str, constant: set, label) -> list[summary.ModelRow]:
-    """One ``summary.ModelRow`` per (model, condition) of test set ``ts``."""
+    """One ``summary.ModelRow`` per (model, condition) of test set ``ts``.
+
+    Parameters
+    ----------
+    metrics : pandas.DataFrame
+        Metrics rows; the breakdown ``all`` rows of ``esg``, ``erased_claims`` and ``net_utility`` are read.
+    keys : iterable of tuple of (str, str)
+        The (model, condition) runs, in order.
+    ts : str
+        The test set.
+    constant : set of tuple
+        The (model, condition) pairs that are constant policies.
+    label : callable
+        ``label(model, condition) -> str``, the row's name.
+
+    Returns
+    -------
+    list of summary.ModelRow
+        ESG with its interval, erased-lesion claims and net utility (NaN when missing), one per key.
+
+    References
+    ----------
+    .. [1] counterfactual paper, §3.8, Table 5.
+    """
     rows = []
     for m, c in keys:
         e, lo, hi = _val(metrics, m, c, ts, "esg")
@@ -33,7 +56,29 @@ def model_rows(metrics: pd.DataFrame, keys, ts: str, constant: set, label) -> li
 
 
 def differences(comps: pd.DataFrame, ts: str, constant: set, label) -> list[summary.Difference]:
-    """Paired differences of non-constant models against the reference on test set ``ts``."""
+    """Paired differences of non-constant models against the reference on test set ``ts``.
+
+    Parameters
+    ----------
+    comps : pandas.DataFrame
+        Comparison rows (``reference`` = "model" or "model:condition").
+    ts : str
+        The test set.
+    constant : set of tuple
+        The (model, condition) pairs that are constant policies; left out.
+    label : callable
+        ``label(model, condition) -> str``; the reference's condition defaults to the row's.
+
+    Returns
+    -------
+    list of summary.Difference
+        One per breakdown ``all`` row: value, 95% interval, p (NaN when missing) and ``n_boot``
+        (0 when missing).
+
+    References
+    ----------
+    .. [1] counterfactual paper, §3.9, Table 6.
+    """
     out = []
     part = comps[(comps.breakdown == "all") & (comps.test_set == ts)]
     for r in part.itertuples():
@@ -48,6 +93,19 @@ def differences(comps: pd.DataFrame, ts: str, constant: set, label) -> list[summ
 
 
 def sources(manifest: dict) -> list[str]:
+    """The image sources of the run's views table.
+
+    Parameters
+    ----------
+    manifest : dict
+        The scored run's ``run.json``; reads ``views``.
+
+    Returns
+    -------
+    list of str
+        The distinct non-empty ``source`` values, sorted; empty when the manifest names no views
+        table or it does not exist.
+    """
     uri = manifest.get("views")
     if not uri or not storage.exists(uri):
         return []
@@ -55,6 +113,26 @@ def sources(manifest: dict) -> list[str]:
 
 
 def summary_section(rows, diffs, facts) -> Section:
+    """The report's opening summary section, with the definition of ESG.
+
+    Parameters
+    ----------
+    rows : list of summary.ModelRow
+        The main test's rows (:func:`model_rows`).
+    diffs : list of summary.Difference
+        The paired differences (:func:`differences`).
+    facts : summary.RunFacts
+        The run's size, sources, test set and cost matrix.
+
+    Returns
+    -------
+    Section
+        "Summary: which models read the image?", anchor ``summary``.
+
+    References
+    ----------
+    .. [1] counterfactual paper, §3.8.
+    """
     lines = summary.summary_lines(rows, diffs, facts)
     lines.append("- Definitions: ESG = P(absent or refer | lesion erased) − P(absent or refer | an edit elsewhere), "
                  "counterfactual paper §3.8; details in [the main table](#main-" + slug(facts.test_set) + ") and [the paired differences](#paired).")
@@ -62,7 +140,30 @@ def summary_section(rows, diffs, facts) -> Section:
 
 
 def figures_section(metrics, keys, ts, constant, label) -> Section:
-    """Forest plot of ESG / erased claims / net utility and the erased-claims-vs-CCR scatter."""
+    """Forest plot of ESG / erased claims / net utility and the erased-claims-vs-CCR scatter.
+
+    Parameters
+    ----------
+    metrics : pandas.DataFrame
+        Metrics rows; breakdown ``all`` of ``esg``, ``erased_claims``, ``net_utility`` and ``ccr``.
+    keys : iterable of tuple of (str, str)
+        The (model, condition) runs, in order.
+    ts : str
+        The main test set.
+    constant : set of tuple
+        The (model, condition) pairs that are constant policies.
+    label : callable
+        ``label(model, condition) -> str``.
+
+    Returns
+    -------
+    Section
+        "Key figures", anchor ``figures``: ``forest.png`` and ``claims_vs_ccr.png`` with their captions.
+
+    References
+    ----------
+    .. [1] counterfactual paper, §5.1, Table 5, Table 6.
+    """
     long, wide = [], []
     for m, c in keys:
         const = (m, c) in constant

@@ -41,7 +41,27 @@ PRESENT_KINDS = ("original", "random_removal", "unmatched_control", "insertion")
 
 
 def lesion_present(kind: np.ndarray, lesion_area_frac: np.ndarray, has_bbox: np.ndarray) -> np.ndarray:
-    """Whether the asked finding is visible in each view (the truth a correct answer states)."""
+    """Whether the asked finding is visible in each view (the truth a correct answer states).
+
+    Parameters
+    ----------
+    kind : numpy.ndarray
+        ``(n,)`` view kinds.
+    lesion_area_frac : numpy.ndarray
+        ``(n,)`` lesion area as a share of the image; NaN reads as 0.
+    has_bbox : numpy.ndarray
+        ``(n,)`` bool, whether the view has a lesion box.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(n,)`` bool: True for the :data:`PRESENT_KINDS`, and for degraded views of a lesion case (an
+        area above 0 or a box).
+
+    References
+    ----------
+    .. [1] counterfactual paper, §3.4, Table 2.
+    """
     kind = np.asarray(kind, dtype=object)
     present = np.isin(kind, PRESENT_KINDS)
     lesion_case = (np.nan_to_num(np.asarray(lesion_area_frac, dtype=float)) > 0) | np.asarray(has_bbox, bool)
@@ -49,7 +69,22 @@ def lesion_present(kind: np.ndarray, lesion_area_frac: np.ndarray, has_bbox: np.
 
 
 def per_mille_to_pixels(box_1000: np.ndarray, width: np.ndarray, height: np.ndarray) -> np.ndarray:
-    """Boxes in 0-1000 image coordinates (model replies) -> pixels; NaN rows stay NaN."""
+    """Boxes in 0-1000 image coordinates (model replies) -> pixels; NaN rows stay NaN.
+
+    Parameters
+    ----------
+    box_1000 : numpy.ndarray
+        ``(n, 4)`` boxes (x1, y1, x2, y2) in 0-1000 of the image.
+    width : numpy.ndarray
+        ``(n,)`` image widths in pixels.
+    height : numpy.ndarray
+        ``(n,)`` image heights in pixels.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(n, 4)`` float boxes in pixels.
+    """
     w = np.asarray(width, dtype=float)[:, None]
     h = np.asarray(height, dtype=float)[:, None]
     return np.asarray(box_1000, dtype=float) / 1000.0 * np.concatenate([w, h, w, h], axis=1)
@@ -61,6 +96,24 @@ def box_iou(box_px: np.ndarray, lesion_bbox: np.ndarray, width: np.ndarray, heig
 
     Arrays of shape (n, 4) with NaN rows where a box is missing; returns (iou, area_frac), NaN
     where either box is missing. Inverted corners are normalised to (min, max).
+
+    Parameters
+    ----------
+    box_px : numpy.ndarray
+        ``(n, 4)`` model boxes (x1, y1, x2, y2) in pixels, NaN rows where missing.
+    lesion_bbox : numpy.ndarray
+        ``(n, 4)`` lesion boxes in pixels, NaN rows where missing.
+    width : numpy.ndarray
+        ``(n,)`` image widths in pixels.
+    height : numpy.ndarray
+        ``(n,)`` image heights in pixels.
+
+    Returns
+    -------
+    iou : numpy.ndarray
+        ``(n,)`` IoU in [0, 1] (0 when the union is empty); NaN where either box is missing.
+    area_frac : numpy.ndarray
+        ``(n,)`` the model box's share of the image area; NaN where the model box is missing.
     """
     bp = np.asarray(box_px, dtype=float)
     lp = np.asarray(lesion_bbox, dtype=float)
@@ -97,6 +150,43 @@ def view_rewards(
 
     ``claims`` is the parsed claim (True: the finding is there), meaningful where action is
     ``answer``. Returns (reward, correct, grounded, oversized).
+
+    Parameters
+    ----------
+    kind : numpy.ndarray
+        ``(n,)`` view kinds (keys of :data:`ROW_OF_KIND`).
+    action : numpy.ndarray
+        ``(n,)`` ``answer``, ``refer``, ``clarify`` or ``unparseable``.
+    claims : numpy.ndarray
+        ``(n,)`` bool, the parsed claim that the finding is there.
+    present : numpy.ndarray
+        ``(n,)`` bool, whether it is (:func:`lesion_present`).
+    critical : numpy.ndarray
+        ``(n,)`` bool, a critical finding (a wrong answer on an answerable view takes ``wrong_critical``).
+    iou : numpy.ndarray
+        ``(n,)`` IoU of the model box with the lesion box, NaN when missing.
+    box_area_frac : numpy.ndarray
+        ``(n,)`` the model box's share of the image, NaN when missing.
+    tool_calls : numpy.ndarray
+        ``(n,)`` tool calls of each episode; those beyond ``free_tool_calls`` cost ``tool_call_cost``.
+    matrix : CostMatrix
+        The cost matrix.
+
+    Returns
+    -------
+    reward : numpy.ndarray
+        ``(n,)`` float rewards.
+    correct : numpy.ndarray
+        ``(n,)`` bool, answered with the right claim.
+    grounded : numpy.ndarray
+        ``(n,)`` bool, correct on an answerable view with IoU >= ``iou_threshold`` and a box not oversized
+        (earns ``box_bonus``).
+    oversized : numpy.ndarray
+        ``(n,)`` bool, the box covers more than ``max_box_area_frac`` of the image.
+
+    References
+    ----------
+    .. [1] counterfactual paper, §3.4, Table 2.
     """
     kind = np.asarray(kind, dtype=object)
     action = np.asarray(action, dtype=object)
@@ -152,6 +242,36 @@ def score_episodes(
     become rejects (reason ``view_missing``), and so do episodes of training-only views
     (``not_an_evaluation_view``: C1's unmatched edits, insertions); the rest are scored and
     carry ``test_set``.
+
+    Parameters
+    ----------
+    episodes : pyarrow.Table
+        The episodes table (``item_id`` is the view id).
+    views : pyarrow.Table
+        The views table.
+    matrix : CostMatrix
+        The cost matrix.
+    test_set : str, optional
+        The test set name the scores carry.
+    box_units : {'pixels', 'per_mille'}, optional
+        The units of the episodes' boxes.
+
+    Returns
+    -------
+    scores : pyarrow.Table
+        The ``scores`` table, one row per scored episode, with ``arm`` and ``seed`` from the model name.
+    rejects : list of dict
+        ``rejects`` rows: ``view_missing``, ``duplicate_episode`` (a second episode of a model x
+        condition x view; the first is scored) and ``not_an_evaluation_view``.
+
+    Raises
+    ------
+    MedScopeError
+        When ``box_units`` is not one of :data:`BOX_UNITS`.
+
+    References
+    ----------
+    .. [1] counterfactual paper, §3.4, Table 2.
     """
     if box_units not in BOX_UNITS:
         raise MedScopeError(f"box_units must be one of {BOX_UNITS}, not {box_units!r}")
@@ -223,7 +343,24 @@ def score_episodes(
 
 
 def rescore(scores: pa.Table, matrix: CostMatrix) -> np.ndarray:
-    """Rewards of an existing scores table under another matrix (for rankings under §5.5)."""
+    """Rewards of an existing scores table under another matrix (for rankings under §5.5).
+
+    Parameters
+    ----------
+    scores : pyarrow.Table
+        A ``scores`` table.
+    matrix : CostMatrix
+        The other cost matrix.
+
+    Returns
+    -------
+    numpy.ndarray
+        Each row's reward under ``matrix``; the stored ``oversized_box`` stands for the box's area.
+
+    References
+    ----------
+    .. [1] counterfactual paper, §5.5.
+    """
     df = scores.select(["kind", "action", "claims_finding", "lesion_present", "critical", "iou",
                         "oversized_box", "tool_calls"]).to_pandas()
     area = np.where(df["oversized_box"].fillna(False).to_numpy(dtype=bool), 1.0, 0.0)

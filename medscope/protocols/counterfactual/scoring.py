@@ -29,7 +29,51 @@ def score_run(episodes_uri: str, views_uri: str, out: str, cost_matrix: str = co
     """Score episodes against views, write scores + metrics (+ manifest) under ``out``.
 
     ``test_set``: the name the scores carry, the one the eval run evaluated (its protocol
-    options, ``medscope score`` passes them on)."""
+    options, ``medscope score`` passes them on).
+
+    Parameters
+    ----------
+    episodes_uri : str
+        The episodes table.
+    views_uri : str
+        The views table.
+    out : str
+        The scored-run folder written.
+    cost_matrix : str, optional
+        A cost matrix's name or YAML path (:func:`costs.load`).
+    test_set : str, optional
+        The name the scores carry.
+    n_boot : int, optional
+        Bootstrap resamples of the intervals.
+    seed : int, optional
+        Seed of the resampling.
+    cluster : str, optional
+        The scores column whose clusters are resampled: ``case_id``, ``group_id`` or ``patient_id``.
+    plan : str, optional
+        A plan file whose hash is recorded under ``out`` (``plan.lock.json``) before scoring.
+    panel : list of str, optional
+        Models of a consensus panel; metrics are computed again without the cases they dispute, under
+        test set ``<test_set>-undisputed``.
+    min_votes : int, optional
+        Panel votes that make a case disputed (``labelnoise.disputed_cases``).
+    box_units : {'pixels', 'per_mille'}, optional
+        The units of the episodes' boxes.
+
+    Returns
+    -------
+    dict
+        ``scores`` and ``metrics`` (URIs written), ``episodes`` (rows scored), ``rejects``, ``models``
+        and ``disputed_cases`` (counts).
+
+    Raises
+    ------
+    MedScopeError
+        When there are no episodes, the cost matrix is unknown or ``box_units`` is invalid.
+
+    References
+    ----------
+    .. [1] counterfactual paper, §3.4, §3.8-§3.9.
+    """
     t0 = time.monotonic()
     if plan:
         rules.lock_plan(plan, out)

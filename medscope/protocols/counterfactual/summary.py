@@ -61,7 +61,24 @@ class RunFacts:
 
 def constant_policies(scores: pd.DataFrame, keys=("model", "condition")) -> set[tuple]:
     """(model, condition) pairs whose decision (action and claimed finding) is the same on every
-    view: image-blind by construction, whatever they are called."""
+    view: image-blind by construction, whatever they are called.
+
+    Parameters
+    ----------
+    scores : pandas.DataFrame
+        Scores rows; reads ``action``, ``claims_finding`` and the ``keys`` columns.
+    keys : tuple of str, optional
+        The columns that name a run.
+
+    Returns
+    -------
+    set of tuple
+        The ``keys`` values of every run with one distinct decision.
+
+    References
+    ----------
+    .. [1] counterfactual paper, Table 5.
+    """
     # str() of each value, so a missing claim ("refer", None) is a decision too, not a dropped NaN
     dec = [f"{a}/{c}" for a, c in zip(scores["action"].astype(object), scores["claims_finding"].astype(object))]
     n = pd.Series(dec, index=scores.index).groupby([scores[k] for k in keys]).nunique()
@@ -70,7 +87,22 @@ def constant_policies(scores: pd.DataFrame, keys=("model", "condition")) -> set[
 
 def verdict(row: ModelRow) -> str:
     """What the ESG interval says about one model: FOLLOWS if it excludes 0 on the positive side,
-    AGAINST if on the negative side, CONSTANT for a constant policy, else UNCLEAR."""
+    AGAINST if on the negative side, CONSTANT for a constant policy, else UNCLEAR.
+
+    Parameters
+    ----------
+    row : ModelRow
+        One model's main-test row.
+
+    Returns
+    -------
+    str
+        :data:`FOLLOWS`, :data:`AGAINST`, :data:`CONSTANT` or :data:`UNCLEAR`.
+
+    References
+    ----------
+    .. [1] counterfactual paper, §3.8.
+    """
     if row.constant:
         return CONSTANT
     if np.isfinite(row.esg_lo) and row.esg_lo > 0:
@@ -101,7 +133,28 @@ NAMES = {"esg": "ESG", "erased_claims": "erased-lesion claims", "net_utility": "
 
 def summary_lines(rows: list[ModelRow], diffs: list[Difference], facts: RunFacts) -> list[str]:
     """The summary as Markdown lines (bulleted), from the main-test rows, the paired differences
-    against the reference and the run's facts."""
+    against the reference and the run's facts.
+
+    Parameters
+    ----------
+    rows : list of ModelRow
+        The main test's rows.
+    diffs : list of Difference
+        Paired differences against the reference; those of ESG, erased-lesion claims and net utility
+        are spelled out for the first :data:`MAX_HEADLINES` models.
+    facts : RunFacts
+        The run's cases, views, sources, test set and cost matrix.
+
+    Returns
+    -------
+    list of str
+        Markdown bullets: the models by verdict, the headline differences, a caveat when a constant
+        policy earns at least a reader's net utility, and the run's size and caveats.
+
+    References
+    ----------
+    .. [1] counterfactual paper, §3.9, Table 6; §5.5.
+    """
     by = {}
     for r in rows:
         by.setdefault(verdict(r), []).append(r)

@@ -28,6 +28,31 @@ def zoom(image: np.ndarray, box: tuple[int, int, int, int], max_side: int = 768,
     The crop covers every pixel the box touches (floor/ceil), so a box narrower than a pixel
     still returns one pixel. It is enlarged (bicubic) by up to ``upscale`` times, never past
     ``max_side`` on its long side, and shrunk to ``max_side`` if larger.
+
+    Parameters
+    ----------
+    image : numpy.ndarray
+        ``(H, W)`` or ``(H, W, C)`` full-size image.
+    box : tuple of 4 int
+        (x1, y1, x2, y2) in 0-1000 of the image.
+    max_side : int, optional
+        Most pixels of the result's long side.
+    upscale : int, optional
+        Largest enlargement factor.
+
+    Returns
+    -------
+    numpy.ndarray
+        The enlarged crop.
+
+    Raises
+    ------
+    ToolInputError
+        When the box is missing, has not four values, lies outside 0-1000 or is empty.
+
+    References
+    ----------
+    .. [1] counterfactual paper, §3.1.
     """
     if box is None or len(box) != 4:
         raise ToolInputError("zoom needs a box [x1, y1, x2, y2].")
@@ -50,7 +75,31 @@ def zoom(image: np.ndarray, box: tuple[int, int, int, int], max_side: int = 768,
 
 
 def window(image: np.ndarray, center: float, width: float) -> np.ndarray:
-    """Linear grey-level window: ``center - width/2`` maps to 0, ``center + width/2`` to 255."""
+    """Linear grey-level window: ``center - width/2`` maps to 0, ``center + width/2`` to 255.
+
+    Parameters
+    ----------
+    image : numpy.ndarray
+        The image, grey levels 0-255.
+    center : float
+        Window centre, in 0-255.
+    width : float
+        Window width, above 0 and at most 510.
+
+    Returns
+    -------
+    numpy.ndarray
+        uint8 image of the same shape, rounded and clipped to 0-255.
+
+    Raises
+    ------
+    ToolInputError
+        When ``center`` or ``width`` is out of range.
+
+    References
+    ----------
+    .. [1] counterfactual paper, §3.1.
+    """
     center, width = float(center), float(width)
     if not (0 <= center <= 255):
         raise ToolInputError(f"window center {center:g} is outside 0-255.")

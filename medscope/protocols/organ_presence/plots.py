@@ -14,6 +14,23 @@ def specificity_by_strategy(table: pd.DataFrame, strategies) -> bytes:
     model x condition; constant policies as dashed grey reference lines.
 
     ``table``: columns label, strategy, value, lo, hi, n, constant.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        :func:`report.specificity_long`'s table: columns ``label``, ``strategy``, ``value``, ``lo``,
+        ``hi``, ``n``, ``constant``.
+    strategies : sequence of str
+        The negative strategies, in the order of the x axis.
+
+    Returns
+    -------
+    bytes
+        The figure as PNG.
+
+    References
+    ----------
+    .. [1] organ-presence paper.
     """
     labels = list(dict.fromkeys(table[~table.constant].label))
     fig, ax = plt.subplots(figsize=(7.5, 3.8))

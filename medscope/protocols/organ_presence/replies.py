@@ -55,7 +55,22 @@ def text_verdict(text: str, organ: str = "", question: str = "") -> str:
     (:func:`medscope.answers.matching.read_decision`: ``<final>`` tags and JSON verdict fields first,
     then self-corrections, verdict lines, label lines, a leading yes/no, the organ's mentions with
     their negation scope, a presence / absence predicate). Refer, clarify, unresolved verdict
-    fields and unreadable replies are not-addressed."""
+    fields and unreadable replies are not-addressed.
+
+    Parameters
+    ----------
+    text : str
+        The model's reply; None reads as empty.
+    organ : str, optional
+        The organ asked about, so the reader finds its mentions.
+    question : str, optional
+        The question asked (default: "Is the <organ> visible?").
+
+    Returns
+    -------
+    {'present', 'absent', 'not_addressed'}
+        The verdict.
+    """
     r = read_decision(text or "", _question(organ, question), organ, "presence")
     if r.action != "answer":
         return "not_addressed"
@@ -63,7 +78,20 @@ def text_verdict(text: str, organ: str = "", question: str = "") -> str:
 
 
 def hedge_cues(text: str, lexicon: list[str] | tuple[str, ...]) -> tuple[str, ...]:
-    """Every cue of ``lexicon`` found in ``text`` (case-insensitive, on word boundaries)."""
+    """Every cue of ``lexicon`` found in ``text`` (case-insensitive, on word boundaries).
+
+    Parameters
+    ----------
+    text : str
+        The reply; curly apostrophes read as straight ones and whitespace is collapsed.
+    lexicon : list or tuple of str
+        The hedge cues.
+
+    Returns
+    -------
+    tuple of str
+        The cues found, in lexicon order.
+    """
     t = " ".join(text.lower().replace("’", "'").split())
     return tuple(c for c in lexicon if re.search(rf"(?<!\w){re.escape(c.lower())}(?!\w)", t))
 
@@ -77,6 +105,33 @@ def read_reply(text: str | None, fmt: str, lexicon: list[str] | tuple[str, ...],
     ``clean`` is the parse rate of the organ-presence paper's "clean resolution": for a JSON format, the reply was
     a JSON object whose verdict field resolved; for free text, the reply resolved to a verdict.
     ``organ`` (and the ``question``) let the reader find the organ's own mentions and keys.
+
+    Parameters
+    ----------
+    text : str or None
+        The model's reply; None reads as empty.
+    fmt : {'free_text', 'verdict_json', 'reasoning_json'}
+        The output format asked for.
+    lexicon : list or tuple of str
+        The hedge cues (:func:`hedge_cues`).
+    organ : str, optional
+        The organ asked about.
+    question : str, optional
+        The question asked (default: "Is the <organ> visible?").
+
+    Returns
+    -------
+    Reading
+        The verdict, whether it resolved cleanly, and every hedge cue that fired.
+
+    Raises
+    ------
+    ValueError
+        When ``fmt`` is not a known format.
+
+    References
+    ----------
+    .. [1] organ-presence paper.
     """
     if fmt not in FORMAT_INSTRUCTIONS:
         raise ValueError(f"unknown probe format {fmt!r}; known: {', '.join(FORMAT_INSTRUCTIONS)}")
@@ -91,7 +146,27 @@ def read_reply(text: str | None, fmt: str, lexicon: list[str] | tuple[str, ...],
 
 def probe_prompt(question: str, fmt: str, organ: str = "") -> str:
     """The single-turn prompt: the question and the output format's instruction (the reasoning-
-    first presence map keyed by the asked ``organ``)."""
+    first presence map keyed by the asked ``organ``).
+
+    Parameters
+    ----------
+    question : str
+        The presence question.
+    fmt : {'free_text', 'verdict_json', 'reasoning_json'}
+        The output format.
+    organ : str, optional
+        The organ asked about; underscores read as spaces (default in the presence map: "organ").
+
+    Returns
+    -------
+    str
+        The question, a space and the format's instruction.
+
+    Raises
+    ------
+    ValueError
+        When ``fmt`` is not a known format.
+    """
     try:
         instruction = FORMAT_INSTRUCTIONS[fmt]
     except KeyError:

@@ -25,7 +25,22 @@ def _breakdown(row: dict) -> dict:
 
 
 def specificity_table(metrics: list[dict], metric: str = "specificity") -> list[dict]:
-    """One row per model x condition: the metric per negative strategy (value, low, high)."""
+    """One row per model x condition: the metric per negative strategy (value, low, high).
+
+    Parameters
+    ----------
+    metrics : list of dict
+        Rows of the probe's metrics table.
+    metric : str, optional
+        The metric tabled (``specificity``, ``confident_specificity``...).
+
+    Returns
+    -------
+    list of dict
+        One row per model x condition x render, sorted: ``model``, ``condition``, ``render`` and, per
+        negative strategy with a value, the strategy -> (value, ci_low, ci_high, n_cases). Rows
+        restricted to far z-distances are left out.
+    """
     table: dict[tuple, dict] = {}
     for r in metrics:
         b = _breakdown(r)
@@ -38,7 +53,21 @@ def specificity_table(metrics: list[dict], metric: str = "specificity") -> list[
 
 
 def specificity_long(spec: list[dict], constant=frozenset()) -> pd.DataFrame:
-    """The specificity table in long form for ``plots.specificity_by_strategy``."""
+    """The specificity table in long form for ``plots.specificity_by_strategy``.
+
+    Parameters
+    ----------
+    spec : list of dict
+        :func:`specificity_table`'s rows.
+    constant : collection of tuple, optional
+        The (model, condition) pairs that gave one verdict everywhere.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per table row and negative strategy: ``label`` ("model · condition"), ``strategy``,
+        ``value``, ``lo``, ``hi`` (NaN when missing), ``n`` (cases, 0 when missing) and ``constant``.
+    """
     rows = []
     for r in spec:
         for st in NEGATIVE_STRATEGIES:
@@ -56,6 +85,27 @@ def probe_report_section(metrics: list[dict], constant=frozenset()) -> tuple[str
 
     ``metrics``: rows of the probe's metrics table (``medscope score`` of an organ-presence run);
     ``constant``: the (model, condition) pairs that gave one verdict everywhere.
+
+    Parameters
+    ----------
+    metrics : list of dict
+        Rows of the probe's metrics table.
+    constant : collection of tuple, optional
+        The (model, condition) pairs that gave one verdict everywhere.
+
+    Returns
+    -------
+    title : str
+        The section's title.
+    markdown : str
+        The explanation, the sensitivity / specificity table, and when present the z-distance slopes
+        and hedge-cue shares.
+    pngs : dict of str to bytes
+        ``probe_specificity.png`` -> the plot; empty when nothing but constant policies would be drawn.
+
+    References
+    ----------
+    .. [1] organ-presence paper.
     """
     title = "Volumetric organ presence (POPE for 3D anatomy)"
     spec = specificity_table(metrics, "specificity")
@@ -101,7 +151,24 @@ def probe_report_section(metrics: list[dict], constant=frozenset()) -> tuple[str
 def pope_summary(truth_present: np.ndarray, said_present: np.ndarray) -> dict:
     """POPE's summary (Li et al. 2023) of yes/no answers: accuracy, precision, recall and F1 of
     "yes", and the yes-ratio (share answered "yes"). ``said_present`` is the reading's "yes" (see
-    :func:`pope_table`). NaN where a denominator is 0."""
+    :func:`pope_table`). NaN where a denominator is 0.
+
+    Parameters
+    ----------
+    truth_present : numpy.ndarray
+        ``[n]`` bool, whether the organ is present.
+    said_present : numpy.ndarray
+        ``[n]`` bool, whether the answer reads as "yes".
+
+    Returns
+    -------
+    dict
+        ``n``, ``accuracy``, ``precision``, ``recall``, ``f1`` and ``yes_ratio``.
+
+    References
+    ----------
+    .. [1] Y. Li et al., "Evaluating object hallucination in large vision-language models", EMNLP 2023.
+    """
     t, y = np.asarray(truth_present, bool), np.asarray(said_present, bool)
     tp, fp, fn = int((t & y).sum()), int((~t & y).sum()), int((t & ~y).sum())
     n = len(t)
@@ -124,7 +191,25 @@ POPE_READINGS = {
 def pope_table(scores: pd.DataFrame, reading: str = "medscope") -> pd.DataFrame:
     """POPE's summary per model x condition x render x negative strategy: every present-organ
     question plus the absent-organ questions that strategy chose (POPE's random / popular /
-    adversarial splits), under ``reading`` ("medscope": our verdicts; "pope": POPE's rule)."""
+    adversarial splits), under ``reading`` ("medscope": our verdicts; "pope": POPE's rule).
+
+    Parameters
+    ----------
+    scores : pandas.DataFrame
+        ``probe_scores`` rows; the "pope" reading needs ``pope_yes`` (missing values read as "yes").
+    reading : {'medscope', 'pope'}, optional
+        Which reading gives "yes" (:data:`POPE_READINGS`).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per model x condition x render x negative strategy: those keys and
+        :func:`pope_summary`'s fields.
+
+    References
+    ----------
+    .. [1] Y. Li et al., "Evaluating object hallucination in large vision-language models", EMNLP 2023.
+    """
     said = POPE_READINGS[reading]
     rows = []
     for (m, c, rend), g in scores.groupby(["model", "condition", "render"], sort=True):
@@ -157,7 +242,26 @@ def _pope_markdown(pope: pd.DataFrame, constant) -> str:
 def summary_lines(spec: list[dict], constant) -> list[str]:
     """The probe's lines for the report's opening summary: per model and image condition, its
     adversarial specificity beside the same format's no-image and blank-image controls (organ-presence paper:
-    a model that reads the image should lose specificity when the image is taken away)."""
+    a model that reads the image should lose specificity when the image is taken away).
+
+    Parameters
+    ----------
+    spec : list of dict
+        :func:`specificity_table`'s rows for ``specificity``.
+    constant : collection of tuple
+        The (model, condition) pairs that gave one verdict everywhere.
+
+    Returns
+    -------
+    list of str
+        Markdown lines: a lead-in, a blank line, a bullet per model and image condition (control
+        conditions and constant policies aside) and one naming the models constant in every
+        condition; empty when there is nothing to say.
+
+    References
+    ----------
+    .. [1] organ-presence paper.
+    """
     by = {(r["model"], r["condition"]): r.get("adversarial") for r in spec}
     out = []
     for (m, c), v in sorted(by.items()):
@@ -182,7 +286,22 @@ def summary_lines(spec: list[dict], constant) -> list[str]:
 
 def report_sections(scored_run: str, work_dir: str) -> tuple[list, dict]:
     """The probe's report section: sensitivity / specificity with intervals, the specificity-by-
-    strategy plot, and POPE's own summary so POPE users can compare."""
+    strategy plot, and POPE's own summary so POPE users can compare.
+
+    Parameters
+    ----------
+    scored_run : str
+        Folder (local path or ``s3://`` URI) of a run ``medscope score`` wrote for this protocol.
+    work_dir : str
+        The report folder; nothing is written there.
+
+    Returns
+    -------
+    sections : list of Section
+        A summary section (when it has lines) and the probe section.
+    files : dict
+        Always empty.
+    """
     from medscope.render.document import Image, Raw, Section
 
     run = layout.ScoredRun(scored_run)

@@ -35,7 +35,32 @@ ITEM_COLUMNS = ["item_id", "case_id", "z", "z_mm", "organ", "truth", "strategy",
 
 def score_episodes(episodes: list[dict], items: dict[str, dict], lexicon) -> tuple[list[dict], int]:
     """Read every episode against its item. Returns (probe_scores rows, episodes skipped: an error
-    with no reply -- a failed call is not the model declining to answer -- or not a probe condition)."""
+    with no reply -- a failed call is not the model declining to answer -- or not a probe condition).
+
+    Parameters
+    ----------
+    episodes : list of dict
+        ``episodes`` rows; reads ``item_id``, ``condition``, ``raw_text``, ``error``, ``model`` and
+        ``run_id``.
+    items : dict of str to dict
+        ``probe_items`` rows by ``item_id`` (:data:`ITEM_COLUMNS`, plus ``question`` when read).
+    lexicon : sequence of str
+        The hedge cues (:func:`replies.hedge_cues`).
+
+    Returns
+    -------
+    rows : list of dict
+        One ``probe_scores`` row per scored episode: the item's fields, the format and image mode of
+        its condition, the reading (``verdict``, ``clean``, ``hedged``, ``hedge_cue``), ``correct``
+        (None when not addressed) and ``pope_yes`` (:func:`pope_rule_yes`).
+    skipped : int
+        Episodes left out: no item, an error without a reply, or a condition that is not a probe format
+        and image mode.
+
+    References
+    ----------
+    .. [1] organ-presence paper.
+    """
     rows, skipped = [], 0
     for ep in episodes:
         item = items.get(ep["item_id"])
@@ -82,7 +107,22 @@ def pope_rule_yes(text: str) -> bool:
     keep the text before the first '.', drop commas, split on spaces; the words "No", "no" or
     "not" make it "no", anything else is "yes" -- so "Absent.", "Not visible." (capital N),
     "I cannot tell" and a JSON reply all count as "yes". Kept exactly, so that numbers can be set
-    beside published POPE tables; MedScope's own reading is the ``verdict`` column."""
+    beside published POPE tables; MedScope's own reading is the ``verdict`` column.
+
+    Parameters
+    ----------
+    text : str
+        The model's raw reply.
+
+    Returns
+    -------
+    bool
+        False when the first sentence holds the word "No", "no" or "not"; True otherwise.
+
+    References
+    ----------
+    .. [1] Y. Li et al., "Evaluating object hallucination in large vision-language models", EMNLP 2023.
+    """
     if text.find(".") != -1:
         text = text.split(".")[0]
     words = text.replace(",", "").split(" ")
@@ -96,6 +136,30 @@ def cluster_bootstrap_ratio(
     (the shared ``medscope.stats`` case bootstrap: B = 2000, seed 42 by default).
 
     Returns (value, low, high, number of cases with a non-zero denominator).
+
+    Parameters
+    ----------
+    cases : sequence
+        The case of each row; whole cases are resampled.
+    num : array_like of float
+        Each row's numerator (e.g. 1 for a correct rejection).
+    den : array_like of float
+        Each row's denominator (e.g. 1 for an addressed negative).
+    b : int, optional
+        Bootstrap replicates.
+    seed : int, optional
+        Seed of the resampling.
+    alpha : float, optional
+        One minus the interval's coverage.
+
+    Returns
+    -------
+    value : float or None
+        ``sum(num) / sum(den)``; None when the denominator sums to 0.
+    low, high : float or None
+        The percentile interval of the resampled ratios; None when the denominator sums to 0.
+    n_cases : int
+        Cases with a non-zero denominator.
     """
     uniq, codes = bs.codes_of(cases)
     n_sum = bs.cluster_sums(np.asarray(num, dtype=np.float64), codes, len(uniq))
@@ -112,7 +176,31 @@ def cluster_bootstrap_ratio(
 def zdistance_logit(y, z_mm, cases, alpha: float = 0.05) -> tuple[float | None, float | None, float | None]:
     """Slope (log-odds of correct rejection per mm) of a logistic regression on z-distance, with a
     cluster-robust (by case) interval (``medscope.stats.inference.logistic_clustered``). None when
-    the outcome or the distance does not vary, there is one case, or the fit separates perfectly."""
+    the outcome or the distance does not vary, there is one case, or the fit separates perfectly.
+
+    Parameters
+    ----------
+    y : array_like
+        ``[n]`` 1 for a correct rejection, 0 otherwise.
+    z_mm : array_like
+        ``[n]`` distance in mm from the slice to the absent organ.
+    cases : sequence
+        ``[n]`` case of each row (the clusters).
+    alpha : float, optional
+        One minus the interval's coverage.
+
+    Returns
+    -------
+    slope : float or None
+        Log-odds of correct rejection per mm.
+    low, high : float or None
+        Its cluster-robust interval. All three None with fewer than 3 rows or 2 cases, a constant
+        outcome or distance, a failed fit, or a non-finite estimate.
+
+    References
+    ----------
+    .. [1] K.-Y. Liang, S. L. Zeger, Biometrika 73(1), 1986.
+    """
     y = np.asarray(y, dtype=np.float64)
     x = np.asarray(z_mm, dtype=np.float64)
     if len(y) < 3 or y.min() == y.max() or len(set(map(str, cases))) < 2 or x.min() == x.max():
@@ -132,7 +220,32 @@ def zdistance_logit(y, z_mm, cases, alpha: float = 0.05) -> tuple[float | None, 
 def probe_metrics(
     scored: list[dict] | pd.DataFrame, *, far_mm: float = 40.0, b: int = 2000, seed: int = 42
 ) -> list[dict]:
-    """Metrics rows (records 'metrics' schema) of scored probe episodes."""
+    """Metrics rows (records 'metrics' schema) of scored probe episodes.
+
+    Parameters
+    ----------
+    scored : list of dict or pandas.DataFrame
+        ``probe_scores`` rows (:func:`score_episodes`).
+    far_mm : float, optional
+        z-distance in mm at and beyond which a negative counts as far out of range.
+    b : int, optional
+        Bootstrap replicates.
+    seed : int, optional
+        Seed of the resampling.
+
+    Returns
+    -------
+    list of dict
+        ``metrics`` rows (test set ``probe``), per model x condition x render: clean resolution;
+        sensitivity and not-addressed rate of the positives; specificity, confident specificity,
+        abstention and not-addressed rate per negative strategy; over the pooled addressed negatives,
+        specificity far out of range and on organs absent from the volume, and the z-distance slope;
+        the hedge-cue shares; then :func:`render_concordance`'s rows. Empty for no scores.
+
+    References
+    ----------
+    .. [1] organ-presence paper.
+    """
     df = scored if isinstance(scored, pd.DataFrame) else pd.DataFrame(scored)
     if df.empty:
         return []
@@ -187,7 +300,25 @@ def probe_metrics(
 
 def hedge_cue_shares(g: pd.DataFrame, model: str, condition: str, render: str) -> list[dict]:
     """Share of hedged negatives flagged by each first-firing cue: shows whether one unambiguous
-    cue (e.g. "not clearly") carries the abstention rather than the broad cue list."""
+    cue (e.g. "not clearly") carries the abstention rather than the broad cue list.
+
+    Parameters
+    ----------
+    g : pandas.DataFrame
+        ``probe_scores`` rows of one model x condition x render.
+    model : str
+        The model, for the rows.
+    condition : str
+        The condition, for the rows.
+    render : str
+        The render, for the rows.
+
+    Returns
+    -------
+    list of dict
+        One ``hedge_cue_share`` metrics row per first-firing cue of the hedged negatives, most frequent
+        first, without interval; empty when no negative is hedged.
+    """
     hedged = g[(g["truth"] == "absent") & g["hedged"]]
     if not len(hedged):
         return []
@@ -207,6 +338,26 @@ def render_concordance(df: pd.DataFrame, *, b: int = 2000, seed: int = 42) -> li
     renders, the share of matched negative items (same case, slice, organ, strategy) whose parsed
     verdicts agree, with a case-clustered interval; and how many of the disagreements flip toward
     "present" under the second render.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        ``probe_scores`` rows.
+    b : int, optional
+        Bootstrap replicates.
+    seed : int, optional
+        Seed of the resampling.
+
+    Returns
+    -------
+    list of dict
+        Per model x condition and pair of the first render with each other one: a ``render_concordance``
+        metrics row and, when any verdict differs, a ``render_flips_to_present`` row (share of the
+        disagreements that say "present" under the other render). Empty with fewer than two renders.
+
+    References
+    ----------
+    .. [1] organ-presence paper, "Rendering".
     """
     out = []
     renders = sorted(df["render"].unique())
@@ -245,7 +396,32 @@ def _row(model, condition, breakdown, metric, value, lo, hi, n) -> dict:
 
 
 def score_run(episodes_uri: str, items_uri: str, out_uri: str, cfg=None) -> dict:
-    """Read episodes against probe items; write probe_scores.parquet and metrics.parquet under out."""
+    """Read episodes against probe items; write probe_scores.parquet and metrics.parquet under out.
+
+    Parameters
+    ----------
+    episodes_uri : str
+        The episodes table.
+    items_uri : str
+        The ``probe_items`` table.
+    out_uri : str
+        The scored-run folder written.
+    cfg : ProbeConfig, optional
+        Reads ``hedge_lexicon``, ``far_mm``, ``bootstrap_b`` and ``bootstrap_seed`` (default:
+        ``ProbeConfig()``).
+
+    Returns
+    -------
+    dict
+        ``episodes`` (those of the probe items), ``scored``, ``skipped_errors``, ``metrics`` (the metrics
+        table's URI) and ``specificity``: "model | condition | breakdown" -> specificity to three decimals
+        per strategy and render.
+
+    Raises
+    ------
+    MedScopeError
+        When no episode is of a probe item.
+    """
     cfg = cfg or ProbeConfig()
     items = {r["item_id"]: r for r in records.read_table("probe_items", items_uri, columns=ITEM_COLUMNS).to_pylist()}
     cols = ["run_id", "model", "condition", "item_id", "case_id", "raw_text", "error"]

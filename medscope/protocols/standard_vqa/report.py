@@ -24,7 +24,23 @@ def report_sections(scored_run: str) -> list[Section]:
     metrics = records.read_table("metrics", layout.ScoredRun(scored_run).metrics).to_pylist()
     return [Section("Standard medical VQA (Table 16)", [table16(metrics)])]
 def table16(metrics: list[dict]) -> Table:
-    """Closed / open / all accuracy per model (rows) and source (columns), as the paper's Table 16."""
+    """Closed / open / all accuracy per model (rows) and source (columns), as the paper's Table 16.
+
+    Parameters
+    ----------
+    metrics : list of dict
+        ``metrics`` rows of a scored standard-VQA run (breakdown ``source=<name>``).
+
+    Returns
+    -------
+    Table
+        One row per model (condition), one column per source; each cell "closed / open / all"
+        accuracy to three decimals ("–" when missing), each header with the source's image count.
+
+    References
+    ----------
+    .. [1] counterfactual paper, §5.6, Table 16.
+    """
     cell: dict[tuple, dict] = {}
     for r in metrics:
         source = r["breakdown"].split("=", 1)[1]
