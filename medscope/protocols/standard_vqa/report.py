@@ -23,6 +23,8 @@ def report_sections(scored_run: str) -> list[Section]:
     """
     metrics = records.read_table("metrics", layout.ScoredRun(scored_run).metrics).to_pylist()
     return [Section("Standard medical VQA (Table 16)", [table16(metrics)])]
+
+
 def table16(metrics: list[dict]) -> Table:
     """Closed / open / all accuracy per model (rows) and source (columns), as the paper's Table 16.
 
