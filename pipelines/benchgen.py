@@ -27,6 +27,7 @@ from pydantic import Field as F
 from medscope import config as cfgmod
 from medscope.io import layout, records, storage
 from medscope.benchgen import cohort as cohortmod
+from medscope.benchgen import demo_inputs
 from medscope.benchgen import schema as schemamod
 from medscope.benchgen.build import (build_cohorts, check_append, cohort_prefix, generation_record,
                                      render_study, study_questions)
@@ -283,11 +284,8 @@ def show(uri: str) -> dict:
                                                 for k in ("item_id", "question", "options", "answer")}}
 
 
-DEMO_CASES = 6
-DEMO_CASES_B = 3  # the second phantom cohort: small, so the demo's added time stays small
-
-
-def build_demo_benchmark(out: str, n_cases: int = DEMO_CASES, n_cases_b: int = DEMO_CASES_B) -> dict:
+def build_demo_benchmark(out: str, n_cases: int = demo_inputs.DEMO_CASES,
+                         n_cases_b: int = demo_inputs.DEMO_CASES_B) -> dict:
     """The benchmark-MCQ paper's embedded default: two phantom CT cohorts with liver lesions and reports written
     from their label maps (the second from another seed, sharing case ids, appended to the same
     build; both in one matched group, generated identically, so Table 3 compares them) -> the
@@ -295,39 +293,25 @@ def build_demo_benchmark(out: str, n_cases: int = DEMO_CASES, n_cases_b: int = D
     builds with the deterministic rule extractor and a loopback OpenAI-compatible server writing
     the report-derived questions and verifying each key the rules keep (``verify: llm``, the
     paper's second call). Returns the build summary with both cohorts' counts."""
-    import shutil
-
-    from medscope.benchgen.phantom import phantom_cohort
     from medscope.testing.benchgen_author import author_responder
     from medscope.testing.providers import FakeProvider
 
     out = storage.absolute(out)
-    cohorts = [("phantom_liver_ct", phantom_cohort(storage.join(out, "cohort"), n_cases=n_cases), "public"),
-               ("phantom_liver_ct_b", phantom_cohort(storage.join(out, "cohort_b"), n_cases=n_cases_b, seed=1),
-                "private")]
-    schema_uri = storage.join(out, "liver_schema.yaml")
-    shutil.copyfile(schemamod.shipped_path("liver"), schema_uri)
-    for cp in schemamod.CHECKPOINTS:
-        schemamod.approve(schema_uri, cp, "demo (automatic; a clinician approves a real cohort)", REPORT_PROMPT)
+    cohorts = demo_inputs.write_demo_cohorts(out, n_cases, n_cases_b)
+    schema_uri = demo_inputs.write_approved_demo_schema(out)
     os.environ.setdefault(LOCAL_KEY_ENV, "local-server-no-key")  # a local OpenAI-compatible server takes any key
     author = FakeProvider("openai", responder=author_responder(schemamod.load_schema(schema_uri)))
     try:
         gen = {"name": "author-llm", "kind": "openai", "model": "local-author", "base_url": author.url,
                "api_key_env": LOCAL_KEY_ENV, "max_attempts": 2}
-        for n, (name, cohort, source) in enumerate(cohorts):
-            cfg = BuildConfig.model_validate({
-                "reports": cohort["reports"], "volumes": cohort["volumes"], "schema": schema_uri,
-                "out": storage.join(out, "benchmark"), "cohort": name, "private": True,
-                "imaging_source": source, "matched_group": "phantom_liver", "append": n > 0,
-                "endpoint_allowlist": [author.url], "generator_entry": gen, "verify": "llm"})
+        for settings in demo_inputs.demo_build_settings(cohorts, schema_uri, storage.join(out, "benchmark"),
+                                                        author.url, gen):
+            cfg = BuildConfig.model_validate(settings)
             built = build(cfg)
         built["generation_requests_served"] = len(author.requests)
     finally:
         author.close()
-    per = built["cohorts"]
-    return {**built, "build": cfg.out,
-            "items": {q: sum(c["items"][q] for c in per.values()) for q in ("rads", "report")},
-            "studies_built": sum(c["studies_built"] for c in per.values())}
+    return {**built, "build": cfg.out, **demo_inputs.demo_totals(built["cohorts"])}
 
 
 def register(sub) -> None:

@@ -64,6 +64,15 @@ MOVED = {("cohort", "crosswalk"): "medscope crosswalk --sets NAME=COHORT,NAME=CO
                                   "splits and cohorts; docs/counterfactual.md)"}
 
 
+def _appends_by_design(args: argparse.Namespace, settings: dict) -> bool:
+    """Whether the parsed action declares that, with these settings, it adds to the run in --out.
+
+    An action opts in with ``parser.set_defaults(appends_to_out=predicate)``, ``predicate(settings)``
+    deciding; the rule stays beside the action it belongs to."""
+    predicate = getattr(args, "appends_to_out", None)
+    return bool(predicate and predicate(settings))
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     words = tuple(w for w in argv if not w.startswith("-"))[:2]
@@ -82,12 +91,10 @@ def main(argv: list[str] | None = None) -> int:
         aside = None
         if isinstance(out, str) and out:
             outputs.check_out(out)
-            # an --out holding a different run is refused unless --append / --overwrite
-            # (`cohort phantom --batch N`, N > 1, grows the cohort already in --out: an append by design)
+            # an --out holding a different run is refused unless --append / --overwrite, or the
+            # action itself says this run adds to what --out holds
             settings = outguard.settings_of(args)  # flags over the --config file's keys
-            batch = str(settings.get("batch") or 1)  # not a number: the model's validation says so
-            phantom_batch = run["verb"] == "cohort phantom" and batch.isdigit() and int(batch) > 1
-            append = bool(settings.get("append")) or phantom_batch
+            append = bool(settings.get("append")) or _appends_by_design(args, settings)
             aside = outguard.check(out, run, append, getattr(args, "overwrite", False))
         finished = False
         try:

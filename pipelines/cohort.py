@@ -313,13 +313,21 @@ def register(sub) -> None:
     add_action(verbs, "import", CohortImportConfig, lambda c: _print(import_cohort(
         c.format, c.path, c.out, c.dataset_config, c.dataset)),
         "read a dataset layout into a cases (or volumes) table + rejects")
-    add_action(verbs, "phantom", CohortPhantomConfig, _phantom,
-               "generate the seeded phantom cohort (2D cases + CT volumes)")
+    phantom_action = add_action(verbs, "phantom", CohortPhantomConfig, _phantom,
+                                "generate the seeded phantom cohort (2D cases + CT volumes)")
+    phantom_action.set_defaults(appends_to_out=_grows_existing_cohort)
 
     add_action(verbs, "remove", CohortRemoveConfig, lambda c: _print(remove(c.cases, c.folders, c.reason)),
                "remove cases (withdrawn consent) from every table of the given folders")
     add_action(verbs, "show", CohortShowConfig, lambda c: _print(show_summary(c.uri)),
                "counts of a cohort (cases / volumes file or cohort folder)")
+
+
+def _grows_existing_cohort(settings: dict) -> bool:
+    """``--batch N`` with N > 1 adds to the cohort already in --out, so the CLI treats it as an
+    append without ``--append``; batch 1 writes a new cohort and is guarded like any run."""
+    batch = str(settings.get("batch") or 1)  # not a number: the model's validation says so
+    return batch.isdigit() and int(batch) > 1
 
 
 def _phantom(c: CohortPhantomConfig) -> None:

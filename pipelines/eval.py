@@ -215,8 +215,9 @@ def run_sweep(cfg: EvalConfig, protocol: EvalProtocol | None = None, entries: li
     workers_lost, sent_again = 0, []
     if todo:
         ensure_ray()
-        results, stopped, workers_lost, sent_again = drive_units(
-            cfg, protocol, entries, todo, episodes_uri, run_id, spent_before, cluster_gpus() > 0)
+        driven = drive_units(cfg, protocol, entries, todo, episodes_uri, run_id, spent_before, cluster_gpus() > 0)
+        results, stopped, workers_lost, sent_again = (driven.results, driven.stopped, driven.workers_lost,
+                                                      driven.sent_again)
         for res in results:
             if res["status"] in ("failed", "retry_later"):
                 records.write_part("rejects", [records.reject_row(

@@ -354,33 +354,13 @@ def show(uri: str, png: str | None = None) -> dict:
     }
     stats_uri = layout.ProbeBuild(folder).cohort_stats
     if storage.exists(stats_uri):
+        # imported here for the same reason as ITEM_COLUMNS: matplotlib is not for the workers
+        from medscope.protocols.organ_presence.plots import cooccurrence_png
+
         png = png or layout.ProbeBuild(folder).cooccurrence
         storage.write_bytes(png, cooccurrence_png(CohortStats.from_dict(json.loads(storage.read_utf8(stats_uri)))))
         summary["heatmap"] = png
     return summary
-
-
-def cooccurrence_png(stats: CohortStats) -> bytes:
-    """Heat map of P(column organ present | row organ present) over slices."""
-    import io
-
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    names, m = stats.matrix()
-    fig, ax = plt.subplots(figsize=(1.2 + 0.45 * len(names), 1.0 + 0.45 * len(names)))
-    im = ax.imshow(m, vmin=0, vmax=1, cmap="viridis")
-    ax.set_xticks(range(len(names)), names, rotation=60, ha="right", fontsize=7)
-    ax.set_yticks(range(len(names)), [f"{n} ({stats.frequency(n):.2f})" for n in names], fontsize=7)
-    ax.set_title("P(column present | row present), slice level", fontsize=8)
-    fig.colorbar(im, ax=ax, fraction=0.046)
-    fig.tight_layout()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=100)
-    plt.close(fig)
-    return buf.getvalue()
 
 
 if __name__ == "__main__":

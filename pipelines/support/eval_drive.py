@@ -14,6 +14,7 @@ import os
 import sys
 import uuid
 from collections import deque
+from dataclasses import dataclass, field
 
 from medscope.io import storage
 from medscope.errors import MedScopeError
@@ -35,27 +36,58 @@ def unit_outcome(res: dict) -> tuple[str, str | None]:
     return "failed", failure_reason(res["status"], res.get("error"))
 
 
-def drive_units(cfg, protocol, entries, todo, episodes_uri, run_id, spent, gpus):
-    """Feed units to actors, keep each busy up to its capacity, replace workers that die.
+POOL = "pool"  # the lane of API workers; every other lane is one local model's
 
-    Returns (worker results, why submitting stopped early or None, workers lost, keys of the units
-    that were in flight on a lost worker and went back to the queue: each may have reached the
-    provider before the loss, so it may be requested, and billed, twice)."""
+
+@dataclass
+class Lane:
+    """One lane of the sweep: its actors, the units waiting for them, and the requests each actor has
+    in flight (at most ``slots``)."""
+
+    name: str
+    slots: int
+    queue: deque
+    actors: list = field(default_factory=list)
+    # kept for an actor after it is retired: its other units in flight still come back through it
+    requests_in_flight: dict = field(default_factory=dict)
+    deaths_in_a_row: int = 0
+
+    @property
+    def dedicated(self) -> bool:
+        return self.name != POOL
+
+    def add(self, actor) -> None:
+        self.actors.append(actor)
+        self.requests_in_flight[actor] = 0
+
+    def free_actor(self):
+        """The least busy actor if it has a request slot free, else None."""
+        actor = min(self.actors, key=lambda a: self.requests_in_flight[a])
+        return actor if self.requests_in_flight[actor] < self.slots else None
+
+
+@dataclass
+class DriveOutcome:
+    """What driving the units came to.
+
+    ``sent_again`` holds the keys of units that were in flight on a lost worker and went back to the
+    queue: each may have reached the provider before the loss, so it may be requested, and billed,
+    twice."""
+
+    results: list[dict]
+    stopped: str | None  # why submitting stopped early
+    workers_lost: int
+    sent_again: list[str]
+
+
+def drive_units(cfg, protocol, entries, todo, episodes_uri, run_id, spent, gpus) -> DriveOutcome:
+    """Feed units to actors, keep each busy up to its capacity, replace workers that die."""
     import ray
 
-    from pipelines.support.actors import ProviderLimiter, worker_class
+    from pipelines.support.actors import worker_class
 
-    groups: dict[str, ModelEntry] = {}
-    for e in entries:
-        if e.rpm or e.tpm:
-            g = groups.setdefault(e.limiter_group, e)
-            if (e.rpm or float("inf")) < (g.rpm or float("inf")):
-                groups[e.limiter_group] = e
-    limiters = {g: ProviderLimiter.remote(e.rpm, e.tpm) for g, e in groups.items()}
-    secrets = {e.api_key_env: os.environ[e.api_key_env] for e in entries if e.api_key_env and e.api_key_env in os.environ}
-    for env_name, key in sorted(secrets.items()):  # too short to scrub from text: said, not edited
-        if (warning := short_secret_warning(env_name, key)):
-            print(warning, file=sys.stderr, flush=True)
+    limiters = _rate_limiters(entries)
+    secrets = _secrets(entries)
     # Workers started before the driver's environment changed would not see a new endpoint.
     s3 = storage.s3_endpoint()
     dumped = [e.model_dump() for e in entries]
@@ -68,77 +100,111 @@ def drive_units(cfg, protocol, entries, todo, episodes_uri, run_id, spent, gpus)
         return cls.options(name=f"{tag}-{next(serial)}", **extra).remote(
             protocol, dumped, episodes_uri, run_id, limiters, secrets, s3, cfg.backoff_s, cfg.items)
 
-    dedicated = {e.name for e in entries if e.placement == "dedicated" or (e.placement == "auto" and e.kind in LOCAL_KINDS)}
-    lanes: dict[str, dict] = {"pool": {"actors": [spawn(False) for _ in range(max(1, cfg.workers))], "cap": cfg.concurrency}}
-    for name in sorted(dedicated):
-        lanes[name] = {"actors": [spawn(True)], "cap": 1}
-    load: dict = {a: 0 for lane in lanes.values() for a in lane["actors"]}
-    inflight: dict = {}
-    results: list[dict] = []
-    # Deaths in a row per lane (the module docstring says why). A replacement placed on a node
-    # that Ray has not yet declared dead dies without running; that is counted too, and the
-    # lane's progress on live nodes resets it.
-    deaths_in_a_row = {lane: 0 for lane in lanes}
-    deaths_total = 0
-    sent_again: list[str] = []
-    stopped = None
+    lanes = _lanes(cfg, entries, todo, spawn)
+    pending: dict = {}
+    outcome = DriveOutcome(results=[], stopped=None, workers_lost=0, sent_again=[])
     progress = Progress("episodes", total=len(todo))
-    _ACTOR_LOST = actor_lost_errors()
-    queues = {lane: deque(u for u in todo if (u["model"] if u["model"] in dedicated else "pool") == lane) for lane in lanes}
+    actor_lost = actor_lost_errors()
     try:
-        while inflight or (not stopped and any(queues.values())):
-            if not stopped:
-                for lane, q in queues.items():
-                    actors, cap = lanes[lane]["actors"], lanes[lane]["cap"]
-                    while q:
-                        actor = min(actors, key=lambda a: load[a])
-                        if load[actor] >= cap:
-                            break
-                        unit = q.popleft()
-                        inflight[actor.run.remote(unit)] = (unit, actor, lane)
-                        load[actor] += 1
-            ready, _ = ray.wait(list(inflight), num_returns=1, timeout=5.0)
+        while pending or (not outcome.stopped and any(lane.queue for lane in lanes)):
+            if not outcome.stopped:
+                _fill(lanes, pending)
+            ready, _ = ray.wait(list(pending), num_returns=1, timeout=5.0)
             for ref in ready:
-                unit, actor, lane = inflight.pop(ref)
-                load[actor] -= 1
+                unit, actor, lane = pending.pop(ref)
+                lane.requests_in_flight[actor] -= 1
                 try:
                     res = ray.get(ref)
-                except _ACTOR_LOST as err:
-                    # The worker died (killed, OOM, node lost) or cannot be reached. Its unit was
-                    # not written, so it goes back to the queue; the worker is replaced.
-                    queues[lane].appendleft(unit)
-                    sent_again.append(unit["key"])
-                    if actor in lanes[lane]["actors"]:
-                        lanes[lane]["actors"].remove(actor)
-                        ray.kill(actor)  # one that is only unreachable must not answer twice
-                        deaths_in_a_row[lane] += 1
-                        deaths_total += 1
-                        print(f"  a {lane} worker was lost ({death_reason(err)}); its units go back to the queue "
-                              f"({deaths_in_a_row[lane]} in a row, at most {cfg.max_actor_restarts} replaced)",
-                              file=sys.stderr, flush=True)
-                        if deaths_in_a_row[lane] > cfg.max_actor_restarts:
-                            raise MedScopeError(
-                                f"evaluation workers of the {lane} lane died {deaths_in_a_row[lane]} times in a row "
-                                f"without finishing a unit ({death_reason(err)}); rerun to resume")
-                        fresh = spawn(lane != "pool")
-                        lanes[lane]["actors"].append(fresh)
-                        load[fresh] = 0
+                except actor_lost as err:
+                    _replace_lost_worker(lane, unit, actor, err, outcome, cfg.max_actor_restarts, spawn)
                     continue
-                deaths_in_a_row[lane] = 0
-                results.append(res)
+                lane.deaths_in_a_row = 0
+                outcome.results.append(res)
                 spent += res.get("cost_usd") or 0.0
                 progress.update(outcome=unit_outcome(res)[0])
-                if cfg.budget_usd is not None and spent >= cfg.budget_usd and not stopped:
-                    stopped = "budget"
+                if cfg.budget_usd is not None and spent >= cfg.budget_usd and not outcome.stopped:
+                    outcome.stopped = "budget"
                     print(f"  budget of ${cfg.budget_usd:g} reached (${spent:.4f}); finishing work in flight",
                           file=sys.stderr, flush=True)
     finally:
-        for lane in lanes.values():
-            for actor in lane["actors"]:
+        for lane in lanes:
+            for actor in lane.actors:
                 ray.kill(actor)
         for handle in limiters.values():
             ray.kill(handle)
-    return results, stopped, deaths_total, sent_again
+    return outcome
+
+
+def _rate_limiters(entries) -> dict:
+    """One limiter actor per limiter group, at the group's strictest requests-per-minute entry."""
+    from pipelines.support.actors import ProviderLimiter
+
+    groups: dict[str, ModelEntry] = {}
+    for e in entries:
+        if e.rpm or e.tpm:
+            g = groups.setdefault(e.limiter_group, e)
+            if (e.rpm or float("inf")) < (g.rpm or float("inf")):
+                groups[e.limiter_group] = e
+    return {g: ProviderLimiter.remote(e.rpm, e.tpm) for g, e in groups.items()}
+
+
+def _secrets(entries) -> dict:
+    secrets = {e.api_key_env: os.environ[e.api_key_env] for e in entries if e.api_key_env and e.api_key_env in os.environ}
+    for env_name, key in sorted(secrets.items()):  # too short to scrub from text: said, not edited
+        if (warning := short_secret_warning(env_name, key)):
+            print(warning, file=sys.stderr, flush=True)
+    return secrets
+
+
+def _lanes(cfg, entries, todo, spawn) -> list[Lane]:
+    """The pool lane (API workers, ``cfg.concurrency`` requests each), then one lane per local model
+    in name order (one actor, one request at a time), each holding its units in ``todo``'s order."""
+    dedicated = {e.name for e in entries if e.placement == "dedicated" or (e.placement == "auto" and e.kind in LOCAL_KINDS)}
+    lanes = [Lane(POOL, cfg.concurrency, deque())] + [Lane(name, 1, deque()) for name in sorted(dedicated)]
+    by_name = {lane.name: lane for lane in lanes}
+    for lane in lanes:
+        for _ in range(max(1, cfg.workers) if lane.name == POOL else 1):
+            lane.add(spawn(lane.dedicated))
+    for unit in todo:
+        by_name[unit["model"] if unit["model"] in dedicated else POOL].queue.append(unit)
+    return lanes
+
+
+def _fill(lanes: list[Lane], pending: dict) -> None:
+    """Submit queued units until every actor's request slots are taken or the queues are empty."""
+    for lane in lanes:
+        while lane.queue:
+            actor = lane.free_actor()
+            if actor is None:
+                break
+            unit = lane.queue.popleft()
+            pending[actor.run.remote(unit)] = (unit, actor, lane)
+            lane.requests_in_flight[actor] += 1
+
+
+def _replace_lost_worker(lane: Lane, unit: dict, actor, err: BaseException, outcome: DriveOutcome,
+                         max_restarts: int, spawn) -> None:
+    """The worker died (killed, OOM, node lost) or cannot be reached: its unit was not written, so it
+    goes back to the queue, and the worker is replaced unless the lane keeps losing them."""
+    import ray
+
+    lane.queue.appendleft(unit)
+    outcome.sent_again.append(unit["key"])
+    if actor not in lane.actors:  # already replaced when an earlier unit of it came back
+        return
+    lane.actors.remove(actor)
+    ray.kill(actor)  # one that is only unreachable must not answer twice
+    # A replacement placed on a node that Ray has not yet declared dead dies without running; that
+    # is counted too, and the lane's progress on live nodes resets it (the module docstring says why).
+    lane.deaths_in_a_row += 1
+    outcome.workers_lost += 1
+    print(f"  a {lane.name} worker was lost ({death_reason(err)}); its units go back to the queue "
+          f"({lane.deaths_in_a_row} in a row, at most {max_restarts} replaced)", file=sys.stderr, flush=True)
+    if lane.deaths_in_a_row > max_restarts:
+        raise MedScopeError(
+            f"evaluation workers of the {lane.name} lane died {lane.deaths_in_a_row} times in a row "
+            f"without finishing a unit ({death_reason(err)}); rerun to resume")
+    lane.add(spawn(lane.dedicated))
 
 
 def death_reason(err: BaseException) -> str:

@@ -1,12 +1,16 @@
-"""The organ-presence protocol's report figure (organ-presence paper): specificity per negative strategy."""
+"""The organ-presence protocol's figures (organ-presence paper): specificity per negative strategy
+(the report), and the probe build's organ co-occurrence heat map (``medscope probe show``)."""
 
 from __future__ import annotations
 
-import matplotlib.pyplot as plt
+import io
+
 import numpy as np
 import pandas as pd
 
+# medscope.render.plots selects the Agg backend before pyplot loads
 from medscope.render.plots import error_bars, png
+import matplotlib.pyplot as plt  # noqa: E402
 
 
 def specificity_by_strategy(table: pd.DataFrame, strategies) -> bytes:
@@ -50,3 +54,37 @@ def specificity_by_strategy(table: pd.DataFrame, strategies) -> bytes:
     ax.set_xlabel("negative strategy; n = cases")
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)
     return png(fig)
+
+
+def cooccurrence_png(stats) -> bytes:
+    """Heat map of P(column organ present | row organ present) over a probe build's slices.
+
+    Parameters
+    ----------
+    stats : medscope.volumes.presence.CohortStats
+        Slice-level organ counts of the cohort (a probe build's ``cohort_stats.json``); each row's
+        label carries the organ's slice frequency.
+
+    Returns
+    -------
+    bytes
+        The figure as PNG.
+
+    References
+    ----------
+    .. [1] organ-presence paper
+    """
+    names, m = stats.matrix()
+    fig, ax = plt.subplots(figsize=(1.2 + 0.45 * len(names), 1.0 + 0.45 * len(names)))
+    im = ax.imshow(m, vmin=0, vmax=1, cmap="viridis")
+    ax.set_xticks(range(len(names)), names, rotation=60, ha="right", fontsize=7)
+    ax.set_yticks(range(len(names)), [f"{n} ({stats.frequency(n):.2f})" for n in names], fontsize=7)
+    ax.set_title("P(column present | row present), slice level", fontsize=8)
+    fig.colorbar(im, ax=ax, fraction=0.046)
+    fig.tight_layout()
+    # saved as `probe show` always wrote it (dpi 100, no tight bbox), not through render.plots.png,
+    # so the heat map a user already has is redrawn the same
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=100)
+    plt.close(fig)
+    return buf.getvalue()
