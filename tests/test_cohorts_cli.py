@@ -77,6 +77,19 @@ def test_phantom_verb(tmp_path, capsys):
     assert summary["summary"]["rejects"]["n"] == 0
 
 
+def test_a_phantom_batch_grows_the_cohort_in_out_without_append(tmp_path, capsys):
+    # the rule lives with the action (pipelines/cohort.py), not in the dispatcher: --batch 2 adds to
+    # what --out holds; a first batch into a used --out is refused like any run
+    out = str(tmp_path / "ph")
+    run_json(capsys, ["cohort", "phantom", "--out", out, "--cases", "4", "--seed", "3", "--volumes", "1"])
+    grown = run_json(capsys, ["cohort", "phantom", "--out", out, "--cases", "4", "--seed", "3", "--batch", "2"])
+    # by hand: 4 new cases and a near-copy of an earlier one join the first 4
+    assert grown["summary"]["cases"]["n"] == 4 + 4 + 1
+    capsys.readouterr()
+    assert main(["cohort", "phantom", "--out", out, "--cases", "4", "--seed", "4", "--volumes", "1"]) == 2
+    assert "--append" in capsys.readouterr().err
+
+
 def test_errors_are_one_line(tmp_path, capsys):
     capsys.readouterr()
     assert main(["cohort", "import", "--format", "busi", "--path", str(tmp_path / "none"), "--out", str(tmp_path)]) == 2
