@@ -61,7 +61,7 @@ def ray_cluster():
 
     from pipelines.support.raycluster import ensure_ray
 
-    from tests.raystart import started
+    from tests.fixtures.raystart import started
 
     # workers at nice 0 (RAY_worker_niceness, set above for every Ray of the session)
     started(lambda: ensure_ray(num_cpus=2), "the session's Ray", cleanup=ray.shutdown)  # again if Ray's 30 s start limit runs out

@@ -22,8 +22,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from cohort_bad_layouts import write_raw
-from cohort_layouts import _save, gray_image, rect_mask, rle_encode, write_dicom, write16
+from tests.fixtures.cohort_bad_layouts import write_raw
+from tests.fixtures.cohort_layouts import _save, gray_image, rect_mask, rle_encode, write_dicom, write16
 from medscope import cohorts, config as cfgmod, images
 from medscope.io import folder_lock, records, safe_text
 from medscope.errors import MedScopeError
@@ -143,7 +143,7 @@ def _nii_pair(root, i, image, label, affine=None, header=None, kind=nib.Nifti1Im
 
 
 def vqarad(root):
-    from replay_layouts import write_vqa_rad
+    from tests.fixtures.replay_layouts import write_vqa_rad
 
     write_vqa_rad(root, 3, {}, {})
 
@@ -159,13 +159,13 @@ def _vqarad_edit(root, fn):
 
 
 def pathvqa(root):
-    from replay_layouts import smooth_image, write_pathvqa
+    from tests.fixtures.replay_layouts import smooth_image, write_pathvqa
 
     write_pathvqa(root, 3, {7: smooth_image(77)}, {})
 
 
 def brats(root):
-    from release_layouts import _brats_volumes, _nii
+    from tests.fixtures.release_layouts import _brats_volumes, _nii
 
     flair, seg = _brats_volumes(0, (1, 4))
     d = "BraTS2021_Training_Data/BraTS2021_00000"
@@ -174,7 +174,7 @@ def brats(root):
 
 
 def _brats_case(root, n, flair=None, seg=None):
-    from release_layouts import _brats_volumes, _nii
+    from tests.fixtures.release_layouts import _brats_volumes, _nii
 
     f0, s0 = _brats_volumes(n, (1, 4))
     d = f"BraTS2021_Training_Data/BraTS2021_{n:05d}"
@@ -184,7 +184,7 @@ def _brats_case(root, n, flair=None, seg=None):
 
 
 def lgg(root):
-    from release_layouts import write_lgg
+    from tests.fixtures.release_layouts import write_lgg
 
     write_lgg(root)
 

@@ -26,8 +26,8 @@ import pyarrow.parquet as pq
 import pytest
 from PIL import Image
 
-from cohort_bad_layouts import save_with_orientation, write_raw
-from cohort_layouts import _save, colour_image, gray_image, rect_mask, rle_encode, truncated_bytes, write_dicom
+from tests.fixtures.cohort_bad_layouts import save_with_orientation, write_raw
+from tests.fixtures.cohort_layouts import _save, colour_image, gray_image, rect_mask, rle_encode, truncated_bytes, write_dicom
 from medscope import cohorts, config as cfgmod
 from medscope.io import records, safe_text
 from medscope.errors import MedScopeError
@@ -128,7 +128,7 @@ def test_image_mask_folder(tmp_path, kind):
 
 
 def _kvasir(root):
-    from cohort_layouts import write_kvasir
+    from tests.fixtures.cohort_layouts import write_kvasir
 
     write_kvasir(root)
 
@@ -155,7 +155,7 @@ def test_kvasir_seg(tmp_path, kind):
 
 
 def _busi(root):
-    from cohort_layouts import write_busi
+    from tests.fixtures.cohort_layouts import write_busi
 
     write_busi(root)
 
@@ -359,7 +359,7 @@ def test_vqa_rad(tmp_path, kind):
 
 
 def _slake_vqa(root):
-    from replay_layouts import smooth_image, write_slake
+    from tests.fixtures.replay_layouts import smooth_image, write_slake
 
     write_slake(root, 2, {2: smooth_image(9)}, {})
 
@@ -407,7 +407,7 @@ def test_pathvqa_pickle_of_a_dict(tmp_path):
 
 
 def _chestx(root):
-    from release_layouts import write_chestx_det
+    from tests.fixtures.release_layouts import write_chestx_det
 
     write_chestx_det(root)
 
@@ -446,7 +446,7 @@ def test_chestx_det(tmp_path, kind):
 
 
 def _qata(root):
-    from release_layouts import write_qata
+    from tests.fixtures.release_layouts import write_qata
 
     write_qata(root)
 
@@ -462,7 +462,7 @@ def test_qata_nfd_image_nfc_mask(tmp_path):
 
 
 def _hyperkvasir(root):
-    from release_layouts import write_hyperkvasir
+    from tests.fixtures.release_layouts import write_hyperkvasir
 
     write_hyperkvasir(root)
 
@@ -612,7 +612,7 @@ def test_inside_root(rel, want):
 def test_pairs_build_with_a_damaged_approved_candidate(tmp_path, damage, reason):
     from medscope.pairs import review as rv
     from medscope.pairs.generators import ProceduralGenerator
-    from tests.test_pairs_construction import _two_condition_spec
+    from tests.pairs.test_construction import _two_condition_spec
 
     spec = _two_condition_spec()
     work = tmp_path / "work"

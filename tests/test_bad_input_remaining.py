@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 from PIL import Image
 
-from cohort_layouts import _save, gray_image, rect_mask
+from tests.fixtures.cohort_layouts import _save, gray_image, rect_mask
 from medscope import cohorts
 from medscope.io import records, tablescan
 from medscope.errors import MedScopeError
@@ -93,7 +93,7 @@ def test_a_truncated_approved_candidate_is_never_copied_into_a_pair_set(tmp_path
 
     from medscope.pairs import review as rv
     from medscope.pairs.generators import ProceduralGenerator
-    from tests.test_pairs_construction import _two_condition_spec
+    from tests.pairs.test_construction import _two_condition_spec
 
     spec = _two_condition_spec()
     work, out = tmp_path / "work", tmp_path / "set"
@@ -141,8 +141,8 @@ def test_url_credentials_reach_no_output_and_score_refuses_a_partial_copy(ray_cl
     from pipelines import score as scoremod
     from pipelines.support import runcheck
     from pipelines.support.jobs import guarded
-    from tests.test_eval_privacy_budget import PROTOCOL, cli_main
-    from tests.test_eval_sweep import KEY_ENV
+    from tests.jobs.test_eval_privacy_budget import PROTOCOL, cli_main
+    from tests.jobs.test_eval_sweep import KEY_ENV
 
     secret = "s3cretPassw0rd"
     monkeypatch.setenv(KEY_ENV, "k")
@@ -322,7 +322,7 @@ def test_vqa_release_json_names_match_files_in_nfc(tmp_path):
     import json
     import unicodedata
 
-    from replay_layouts import smooth_image, write_vqa_rad
+    from tests.fixtures.replay_layouts import smooth_image, write_vqa_rad
 
     root = tmp_path / "vqarad"
     write_vqa_rad(root, 2, {}, {})

@@ -16,8 +16,8 @@ import sys
 import numpy as np
 import pytest
 
-from cohort_bad_layouts import deflated_dicom, gzip_zeros, png_bomb, write_raw
-from cohort_layouts import _save, expect, gray_image, rect_mask, rle_encode, write16
+from tests.fixtures.cohort_bad_layouts import deflated_dicom, gzip_zeros, png_bomb, write_raw
+from tests.fixtures.cohort_layouts import _save, expect, gray_image, rect_mask, rle_encode, write16
 
 BUDGET = 32 << 20
 LIMITS = {"max_decoded_bytes": BUDGET, "max_image_pixels": 100_000_000}

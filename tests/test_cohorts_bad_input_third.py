@@ -21,8 +21,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from cohort_bad_layouts import gzip_zeros, png_bomb, write_raw
-from cohort_layouts import _save, expect, gray_image, rect_mask, write_image_mask_folder, write_nifti_labels, write_siim
+from tests.fixtures.cohort_bad_layouts import gzip_zeros, png_bomb, write_raw
+from tests.fixtures.cohort_layouts import _save, expect, gray_image, rect_mask, write_image_mask_folder, write_nifti_labels, write_siim
 from medscope import cohorts, config as cfgmod, images
 from medscope.io import folder_lock, records, safe_text
 from medscope.errors import MedScopeError
@@ -97,7 +97,7 @@ def test_nifti_labels_refuse_wrapping_labels_nan_voxels_and_non_3d(tmp_path):
 
 
 def test_brats_refuses_wrapping_labels_and_nan_flair(tmp_path):
-    from release_layouts import _nii, _brats_volumes, write_brats
+    from tests.fixtures.release_layouts import _nii, _brats_volumes, write_brats
 
     good, bad = write_brats(tmp_path)
     flair, seg = _brats_volumes(7, (1, 4))
@@ -233,7 +233,7 @@ def test_budgets_outside_the_importer_hold(tmp_path):
 
 
 def test_lgg_slice_number_that_would_size_an_array_is_rejected(tmp_path):
-    from release_layouts import write_lgg
+    from tests.fixtures.release_layouts import write_lgg
 
     good, bad = write_lgg(tmp_path)
     folder = next(p for p in tmp_path.rglob("TCGA_*") if p.is_dir())
@@ -303,7 +303,7 @@ def test_json_errors_name_the_file_line_and_field(tmp_path):
 
 
 def test_deeply_nested_release_json_is_one_reject_beside_good_splits(tmp_path):
-    from replay_layouts import write_slake
+    from tests.fixtures.replay_layouts import write_slake
 
     write_slake(tmp_path, 3, {}, {})
     cfg = cohorts.dataset_config("slake-vqa")

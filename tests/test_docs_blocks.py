@@ -14,7 +14,7 @@ import yaml
 
 from medscope.io import records
 from tests.conftest import REPO_ROOT
-from tests.docs_blocks import MARKERS, can_isolate, fresh_copy, plain_env, run_block, shell_blocks
+from tests.fixtures.docs_blocks import MARKERS, can_isolate, fresh_copy, plain_env, run_block, shell_blocks
 
 BLOCKS = shell_blocks()
 RUNBOOK = [b for b in BLOCKS if "start-local-head.sh" in b.text and "submit.sh demo" in b.text]
