@@ -2,14 +2,24 @@
 
 Each ends as a reject with a countable reason (or an ignored row, or a one-line CLI
 error), never a hang (FIFOs, /dev/zero, symlink loops run under a timeout), never a lost
-good case. Memory budgets are checked in tests/test_cohorts_bad_input_memory.py.
+good case. Memory budgets are checked in tests/cohorts/test_memory_budget.py; each reader's own
+planted kinds are in its file (tests/cohorts/test_<reader>.py).
 """
 
+import io
 import os
 
 import numpy as np
 import pytest
+from PIL import Image
 
+from medscope import cohorts, images
+from medscope.cohorts import common
+from medscope.errors import MedScopeError
+from medscope.io import bounded, guarded, records
+from medscope.seeding import stable_hash
+
+from tests.fixtures.bad_input import _png, by_item, detail_of, imf_cfg
 from tests.fixtures.cohort_bad_layouts import (
     add_bad_2d,
     add_bad_busi,
@@ -17,12 +27,16 @@ from tests.fixtures.cohort_bad_layouts import (
     add_bad_siim,
     add_symlinked_subfolder,
 )
-from tests.fixtures.cohort_layouts import write_busi, write_image_mask_folder, write_kvasir, write_nifti_labels, write_siim
-from medscope import cohorts, images
-from medscope.io import bounded, guarded, records
-from medscope.cohorts import common
-from medscope.errors import MedScopeError
-from medscope.seeding import stable_hash
+from tests.fixtures.cohort_layouts import (
+    _save,
+    gray_image,
+    rect_mask,
+    write_busi,
+    write_image_mask_folder,
+    write_kvasir,
+    write_nifti_labels,
+    write_siim,
+)
 
 pytestmark = pytest.mark.timeout(300)  # a FIFO or an unbounded read would hang here, not pass (300 s: a busy machine)
 
@@ -189,3 +203,49 @@ def test_walk_lists_fifos_and_stops_at_symlink_loops(tmp_path):
     assert files == ["a/p.png", "a/x.png"]
     assert ignored == [("a/up", "folder already listed (symlink loop or repeat)")]
     assert guarded.display_name(os.fsdecode(b"x\xff.png")) == "x\\xff.png"
+
+
+@pytest.mark.timeout(120)
+def test_rejects_name_the_exception_class_of_each_cause(tmp_path):
+    root = tmp_path / "imf"
+    m = rect_mask(32, 40, 5, 5, 20, 12).astype(np.uint8) * 255
+    _save(f"{root}/images/good.png", gray_image(32, 40, 1))
+    _save(f"{root}/masks/good_mask.png", m)
+    truncated = _png(gray_image(32, 40, 2))[:60]
+    (root / "images" / "cut.png").write_bytes(truncated)
+    _save(f"{root}/masks/cut_mask.png", m)
+    os.mkfifo(root / "images" / "pipe.png")
+    _save(f"{root}/masks/pipe_mask.png", m)
+    # what Pillow itself raises on the truncated bytes, worked out here, not by MedScope
+    try:
+        Image.open(io.BytesIO(truncated)).load()
+        raise AssertionError("Pillow read a truncated PNG")
+    except Exception as err:  # noqa: BLE001
+        pillow_class = type(err).__name__
+    cfg = cohorts.dataset_config("image-mask-folder", overrides={"mask_suffix": "_mask"})
+    table, rejects = cohorts.load("image-mask-folder", str(root), cfg)
+    assert table.column("source_file").to_pylist() == ["images/good.png"]
+    got = {r["item_id"]: (r["reason"], r["error_class"]) for r in rejects if r["stage"] == "load"}
+    assert got["images/cut.png"] == ("unreadable image", pillow_class)
+    assert got["images/pipe.png"] == ("not a regular file", "InputRejected")  # MedScope's own check
+    back = records.to_table("rejects", rejects)
+    assert "error_class" in back.column_names
+
+
+@pytest.mark.timeout(120)
+def test_any_exception_on_one_file_is_that_files_reject(tmp_path, monkeypatch):
+    from medscope.cohorts import image_mask_folder
+
+    good, bad = write_image_mask_folder(tmp_path)
+    real = image_mask_folder.image_and_mask_case
+
+    def flaky(cfg, root, rel, *a, **kw):
+        if rel == "images/P001_a.png":
+            raise ZeroDivisionError("a library bug on one file")
+        return real(cfg, root, rel, *a, **kw)
+
+    monkeypatch.setattr(image_mask_folder, "image_and_mask_case", flaky)
+    table, rejects = cohorts.load("image-mask-folder", str(tmp_path), imf_cfg())
+    assert {r["source_file"] for r in table.to_pylist()} == set(good) - {"images/P001_a.png"}
+    assert by_item(rejects) == {**bad, "images/P001_a.png": "unexpected error"}
+    assert detail_of(rejects, "images/P001_a.png").startswith("ZeroDivisionError: a library bug")

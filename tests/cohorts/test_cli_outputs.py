@@ -6,10 +6,12 @@ import os
 
 import pytest
 
-from tests.fixtures.cohort_bad_layouts import add_bad_2d
-from tests.fixtures.cohort_layouts import write_kvasir, write_nifti_labels
 from medscope.io import records, storage
 from pipelines.cli import main
+
+from tests.fixtures.bad_input import _err
+from tests.fixtures.cohort_bad_layouts import add_bad_2d
+from tests.fixtures.cohort_layouts import write_kvasir, write_nifti_labels
 
 pytestmark = pytest.mark.timeout(300)  # a hang guard, ample on a busy machine
 
@@ -83,3 +85,11 @@ def test_show_counts_match_the_files_on_disk(tmp_path, capsys):
     for name in os.listdir(os.fsencode(root / "masks")):
         shown_name = "masks/" + os.fsdecode(name).encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
         assert os.path.splitext(name)[0] in image_stems or shown_name in own_rows, shown_name
+
+
+@pytest.mark.timeout(120)
+def test_truncated_import_json_names_the_file(tmp_path):
+    from pipelines.cohort import show_summary
+
+    (tmp_path / "import.json").write_text('{"status": "compl')
+    assert "import.json" in _err(lambda: show_summary(str(tmp_path)))

@@ -7,6 +7,11 @@ from medscope import protocols
 from medscope.io import layout, records
 from medscope.errors import MedScopeError
 from medscope.protocols import counterfactual  # noqa: F401 - registers its scores table (used below)
+import pyarrow.parquet as pq
+from medscope import images
+from medscope.io import tablescan
+from medscope.training.synthetic_views import synthetic_views
+from tests.fixtures.bad_input import _err
 
 
 def sample_reject_row(i):
@@ -122,3 +127,65 @@ def test_the_shared_question_table_keeps_its_enumerated_values():
     with pytest.raises(MedScopeError, match=r"vqa_items.answer_type has value\(s\) \['maybe'\]; allowed: closed, open"):
         records.to_table("vqa_items", [row])
     assert records.to_table("vqa_items", [row | {"answer_type": "closed"}]).num_rows == 1
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("data", [None, b"", b"GIF89a" + b"\0" * 20, b"\x89PNG\r\n\x1a\n"])
+def test_decode_png_of_bad_bytes_is_one_clear_error(data):
+    assert "decode" in _err(lambda: images.decode_png(data)) or data is None
+
+
+def _views_with_frac(value):
+    from medscope.training.synthetic_views import synthetic_views
+
+    rows = synthetic_views(2, seed=3, size=32)
+    rows[0]["lesion_area_frac"] = value
+    return rows
+
+
+@pytest.mark.timeout(120)
+def test_views_fraction_just_over_one_is_refused():
+    assert "lesion_area_frac" in _err(lambda: records.to_table("views", _views_with_frac(1.0000001)))
+
+
+@pytest.mark.timeout(120)
+def test_cases_table_with_nan_fraction_is_refused_on_read(tmp_path):
+    from medscope.views.synthetic_cases import synthetic_cases
+
+    table = records.to_table("cases", synthetic_cases(3, size=32))
+    frac = table.column("lesion_area_frac").to_pylist()
+    frac[1] = float("nan")
+    table = table.set_column(table.column_names.index("lesion_area_frac"), "lesion_area_frac", pa.array(frac))
+    pq.write_table(table, tmp_path / "cases.parquet")
+    assert "cases.parquet" in _err(lambda: records.read_table("cases", str(tmp_path / "cases.parquet")))
+
+
+@pytest.mark.timeout(120)
+def test_csv_named_views_parquet_is_named(tmp_path):
+    (tmp_path / "views.parquet").write_text("view_id,split\nv1,test\n")
+    assert "views.parquet" in _err(lambda: records.read_table("views", str(tmp_path / "views.parquet")))
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -0.1, 1.5])
+def test_views_with_a_non_finite_lesion_fraction_are_refused_on_write_and_read(tmp_path, bad):
+    rows = synthetic_views(3, seed=1, size=32)
+    good = records.to_table("views", rows)  # the good rows are storable
+    lesion = next(i for i, r in enumerate(rows) if r["lesion_area_frac"] > 0)
+    rows[lesion]["lesion_area_frac"] = bad
+    with pytest.raises(MedScopeError, match=r"views.lesion_area_frac must be a finite share in \[0, 1\]; 1 row"):
+        records.to_table("views", rows)
+    # a table written by another tool is refused when read, naming the file and the view
+    frac = good.column("lesion_area_frac").to_pylist()
+    frac[lesion] = bad
+    written = good.set_column(good.column_names.index("lesion_area_frac"), "lesion_area_frac", pa.array(frac))
+    uri = str(tmp_path / "views.parquet")
+    pq.write_table(written, uri)
+    view = rows[lesion]["view_id"]
+    with pytest.raises(MedScopeError, match=f"{uri}.*1 row.*{view}"):
+        records.read_table("views", uri)
+    with pytest.raises(MedScopeError, match="lesion_area_frac must be a finite share"):
+        list(tablescan.iter_rows("views", uri))
+    # the same table with the good value reads back whole
+    pq.write_table(good, uri)
+    assert records.read_table("views", uri).num_rows == len(rows)

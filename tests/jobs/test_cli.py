@@ -55,3 +55,48 @@ def test_guarded_passes_medscope_errors_as_one_line(capsys):
     assert capsys.readouterr().err == (
         "medscope: error: kvasir/images/1.jpg: unreadable image; re-export it as JPEG or PNG\n"
     )
+
+
+def _no_ray(monkeypatch):
+    """Ray starting is the event the checks must come before: it fails the test if it happens."""
+    from pipelines.support import raycluster
+
+    def started(*a, **k):
+        raise AssertionError("Ray was started before the missing model was reported")
+
+    monkeypatch.setattr(raycluster, "ensure_ray", started)
+
+
+@pytest.mark.timeout(120)
+def test_train_with_a_missing_base_model_stops_before_ray_in_one_line(tmp_path, monkeypatch):
+    from medscope import config as cfgmod
+    from pipelines import train
+
+    _no_ray(monkeypatch)
+    missing = tmp_path / "models" / "qwen2-vl-7b"
+    job = train.TrainJob(recipe=cfgmod.shipped("train", "smoke.yaml"), views=str(tmp_path / "views.parquet"),
+                         out=str(tmp_path / "run"), overrides={"base": str(missing)})
+    with pytest.raises(MedScopeError) as err:
+        train.run(job)
+    message = str(err.value)
+    assert "smoke.yaml" in message and str(missing) in message and "does not exist" in message
+    assert "\n" not in message and not (tmp_path / "run").exists()
+
+
+@pytest.mark.timeout(120)
+def test_eval_with_a_missing_local_checkpoint_stops_before_ray_naming_the_model(tmp_path, monkeypatch):
+    import yaml
+
+    from medscope.testing.views import write_views
+    from pipelines.eval import EvalConfig, run_sweep
+
+    _no_ray(monkeypatch)
+    views = write_views(str(tmp_path / "views.parquet"), 2)
+    models = tmp_path / "models.yaml"
+    models.write_text(yaml.safe_dump({"models": [
+        {"name": "claims", "kind": "policy", "model": "always-claims"},  # a good entry beside it
+        {"name": "mine", "kind": "local_hf", "model": str(tmp_path / "ckpt")}]}))
+    with pytest.raises(MedScopeError, match=r"models.yaml: model mine: '.*ckpt' does not exist") as err:
+        run_sweep(EvalConfig(items=views, models=str(models), out=str(tmp_path / "eval"), conditions=["plain"]))
+    assert "claims" not in str(err.value)
+    assert not (tmp_path / "eval").exists()

@@ -12,7 +12,9 @@ import sys
 import pytest
 
 from pipelines import cli
+
 from tests.conftest import REPO_ROOT
+from tests.fixtures.bad_input import _err
 
 # Verbs whose flags other engineers are converting in this round; the lead empties this set at
 # merge. (eval run / score / report: their own settings come from EvalConfig / ScoreConfig /
@@ -224,3 +226,32 @@ def test_cohort_job_files_are_the_cohort_verbs_files():
         job = cfgmod.load(CohortJobConfig, uri)
         verb = config_from_args(cli.build_parser().parse_args(["cohort", action, "--config", uri]))
         assert {k: getattr(job, k) for k in type(verb).model_fields} == verb.model_dump()
+
+
+@pytest.mark.timeout(120)
+def test_sweep_json_with_bom_is_read(tmp_path):
+    from pipelines.score import items_of
+
+    (tmp_path / "episodes").mkdir()
+    (tmp_path / "sweep.json").write_bytes(b"\xef\xbb\xbf" + json.dumps({"items": "items.parquet"}).encode())
+    assert items_of(str(tmp_path / "episodes")) == "items.parquet"
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("text", ['{"items": "it', "[1, 2, 3]"])
+def test_bad_sweep_json_names_the_file(tmp_path, text):
+    from pipelines.score import items_of
+
+    (tmp_path / "episodes").mkdir()
+    (tmp_path / "sweep.json").write_text(text)
+    assert "sweep.json" in _err(lambda: items_of(str(tmp_path / "episodes")))
+
+
+@pytest.mark.timeout(120)
+def test_zero_byte_episode_part_is_named_by_score(tmp_path):
+    from pipelines.score import score
+
+    (tmp_path / "episodes").mkdir()
+    (tmp_path / "episodes" / "part-k1.parquet").write_bytes(b"")
+    (tmp_path / "sweep.json").write_text(json.dumps({"items": "x.parquet", "done": 1}))
+    assert "part-k1.parquet" in _err(lambda: score(str(tmp_path), str(tmp_path / "scored")))

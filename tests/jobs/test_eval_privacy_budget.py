@@ -11,13 +11,14 @@ import pytest
 import yaml
 
 from medscope.io import records
-from pipelines import eval as evaluate
-from pipelines.eval import EvalConfig, run_sweep
-from pipelines.support.jobs import guarded, job_main
 from medscope.testing import providers as fp
 from medscope.testing.protocols import SingleTurnProtocol, unit_tag
 from medscope.testing.views import write_views
-from tests.jobs.test_eval_sweep import KEY_ENV, cfg, entry
+from pipelines import eval as evaluate
+from pipelines.eval import EvalConfig, run_sweep
+from pipelines.support.jobs import guarded, job_main
+
+from tests.jobs.test_eval_sweep import cfg, entry, KEY_ENV
 
 SENTINEL = "sk-SENTINEL-9d2f61c4e8b7a035"
 PROTOCOL = "medscope.testing.protocols:SingleTurnProtocol"
@@ -140,3 +141,63 @@ def test_budget_cap_stops_cleanly_and_resumes(ray_cluster, tmp_path, monkeypatch
         assert len(server.requests) == 8 and records.read_table("episodes", out + "/episodes").num_rows == 8
     finally:
         server.close()
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.timeout(600)  # Ray's start-up on a loaded machine, not the test's own work
+def test_url_credentials_reach_no_output_and_score_refuses_a_partial_copy(ray_cluster, tmp_path, monkeypatch, capfd):
+    """A real sweep (local Ray, loopback OpenAI-wire server) whose base_url carries a user and
+    password: the password is in no printed line, no sweep.json, no table. Then half the
+    episodes are deleted: ``score`` refuses in one line instead of scoring what is left."""
+    import argparse
+    import json
+
+    import yaml
+
+    from medscope.testing import providers as fp
+    from medscope.testing.views import write_views
+    from pipelines import score as scoremod
+    from pipelines.support import runcheck
+    from pipelines.support.jobs import guarded
+    from tests.jobs.test_eval_privacy_budget import PROTOCOL, cli_main
+    from tests.jobs.test_eval_sweep import KEY_ENV
+
+    secret = "s3cretPassw0rd"
+    monkeypatch.setenv(KEY_ENV, "k")
+    server = fp.FakeProvider("openai", responder=lambda text, images: "yes")
+    try:
+        views = write_views(str(tmp_path / "views.parquet"), 2)
+        url = server.url.replace("http://", f"http://alice:{secret}@", 1)
+        models = tmp_path / "models.yaml"
+        models.write_text(yaml.safe_dump({"models": [{"name": "vault", "kind": "openai", "model": "fake-1",
+                                                      "base_url": url, "api_key_env": KEY_ENV, "timeout_s": 5.0}]}))
+        out = tmp_path / "eval"
+        rc = cli_main(["eval", "run", "--items", views, "--models", str(models), "--conditions", "plain,agent",
+                       "--out", str(out), "--protocol", PROTOCOL, "--backoff-s", "0.01"])
+        printed = capfd.readouterr()
+        assert rc == 0 and len(server.requests) == 4  # the sweep really ran against the server
+    finally:
+        server.close()
+    assert secret not in printed.out + printed.err
+    sweep = json.loads((out / "sweep.json").read_text())
+    assert secret not in (out / "sweep.json").read_text()
+    assert sweep["models"][0]["endpoint"] == url.replace(f"alice:{secret}", "***")
+    for path in out.rglob("*"):  # every file the run wrote, tables decoded (Parquet is compressed)
+        if path.suffix == ".parquet":
+            assert secret not in str(pq.read_table(path).to_pylist()), path
+        elif path.is_file():
+            assert secret.encode() not in path.read_bytes(), path
+
+    # the whole run passes the completeness check; with half its parts gone, score refuses
+    runcheck.require_complete(str(out / "episodes"))
+    parts = sorted((out / "episodes").glob("part-*.parquet"))
+    assert len(parts) == 4
+    for p in parts[:2]:
+        p.unlink()
+    parser = argparse.ArgumentParser(prog="medscope")
+    scoremod.register(parser.add_subparsers(dest="verb"))
+    args = parser.parse_args(["score", "--episodes", str(out), "--out", str(tmp_path / "scored")])
+    assert guarded(lambda: args.func(args)) == 2
+    err = capfd.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "says 4 episodes were written, but only 2 are there (2 missing" in err[0]
+    assert not (tmp_path / "scored").exists()

@@ -1,19 +1,20 @@
 """The local HF adapter end to end with the tiny random Qwen2-VL, through the episode loop."""
 
+import os
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
 import torch
 
-from medscope.protocols.counterfactual.agent_episode import run_episode, run_episodes
-from medscope.protocols.base import Item
 from medscope.errors import MedScopeError
 from medscope.images import encode_png
 from medscope.models.base import Decoding, Message, Part
 from medscope.models.local_hf import LocalHFModel, to_hf_chat
 from medscope.models.local_kinds import AGENT_MODEL_KINDS
 from medscope.models.tiny_vlm import save_tiny_qwen2vl
+from medscope.protocols.base import Item
+from medscope.protocols.counterfactual.agent_episode import run_episode, run_episodes
 
 DEC = Decoding(max_output_tokens=12)
 
@@ -92,3 +93,30 @@ def test_local_hf_factory_and_missing_checkpoint(tiny_dir, tmp_path):
     assert m.batch_size == 2 and m.provider == "local" and m.endpoint == "local"
     with pytest.raises(MedScopeError, match="no checkpoint"):
         LocalHFModel("x", str(tmp_path / "nope"))
+
+
+@pytest.mark.timeout(120)
+def test_checkpoint_problems_are_found_from_the_folder(tmp_path):
+    import ast
+
+    from medscope.models import checkpoints
+
+    # the written-out architectures are tiny_vlm.ARCHS (read from its source: no torch import)
+    src = open(os.path.join(os.path.dirname(checkpoints.__file__), "tiny_vlm.py")).read()
+    archs = next(ast.literal_eval(n.value) for n in ast.parse(src).body
+                 if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", None) == "ARCHS")
+    assert checkpoints.TINY_ARCHS == archs
+
+    good = tmp_path / "model"
+    good.mkdir()
+    (good / "config.json").write_text("{}")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (tmp_path / "weights.bin").write_bytes(b"\0")
+    assert checkpoints.base_problem("tiny") is None and checkpoints.base_problem("tiny:gemma3") is None
+    assert checkpoints.base_problem(str(good)) is None
+    assert "does not exist" in checkpoints.base_problem(str(tmp_path / "gone"))
+    assert "no config.json" in checkpoints.base_problem(str(empty))
+    assert "not a model folder" in checkpoints.base_problem(str(tmp_path / "weights.bin"))
+    assert "unknown tiny architecture 'llama'" in checkpoints.base_problem("tiny:llama")
+    assert "is a URL" in checkpoints.base_problem("s3://bucket/model")

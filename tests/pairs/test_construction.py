@@ -4,14 +4,18 @@ retry with feedback), and a manifest holding only approved photographs with thei
 
 from __future__ import annotations
 
+import io
+
 import numpy as np
+import pytest
 import yaml
+from PIL import Image
 
 from medscope import config as cfgmod
 from medscope.images import decode_png
 from medscope.pairs import review as rv
 from medscope.pairs.embedded import embedded_spec
-from medscope.pairs.generators import ProceduralGenerator, build_generator
+from medscope.pairs.generators import build_generator, ProceduralGenerator
 from medscope.pairs.spec import PairsSpec
 from medscope.protocols.paired_modality import tables
 from medscope.protocols.paired_modality.manifest import read_manifest
@@ -281,3 +285,59 @@ def test_subject_demographics_from_the_radiograph_else_a_reproducible_draw(tmp_p
     total = sum(US_2020_WEIGHTS.values())
     for group, w in US_2020_WEIGHTS.items():
         assert abs(got.count(group) / len(got) - w / total) < 0.03
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("damage,reason", [("delete", "unreadable file"), ("empty", "unreadable image")])
+def test_pairs_build_with_a_damaged_approved_candidate(tmp_path, damage, reason):
+    from medscope.pairs import review as rv
+    from medscope.pairs.generators import ProceduralGenerator
+    from tests.pairs.test_construction import _two_condition_spec
+
+    spec = _two_condition_spec()
+    work = tmp_path / "work"
+    rv.generate_round(spec, str(work), ProceduralGenerator(spec.generator))
+    rv.decide(str(work), ["all-pending"], "approve", reviewer="dr-a")
+    cand = next(c for c in rv.load_review(str(work))["candidates"] if c["photo_type"] == "mismatched")
+    path = work / cand["image"]
+    path.unlink() if damage == "delete" else path.write_bytes(b"")
+    built = rv.build(spec, str(work), str(tmp_path / "set"))
+    assert built["conditions"] == 1
+    [entry] = built["incomplete"]
+    assert entry["unreadable"][0]["reason"] == reason
+
+
+@pytest.mark.timeout(120)
+def test_a_truncated_approved_candidate_is_never_copied_into_a_pair_set(tmp_path):
+    import yaml
+
+    from medscope.pairs import review as rv
+    from medscope.pairs.generators import ProceduralGenerator
+    from tests.pairs.test_construction import _two_condition_spec
+
+    spec = _two_condition_spec()
+    work, out = tmp_path / "work", tmp_path / "set"
+    rv.generate_round(spec, str(work), ProceduralGenerator(spec.generator))
+    rv.decide(str(work), ["all-pending"], "approve", reviewer="dr-a")
+    cands = rv.load_review(str(work))["candidates"]
+    a, b = spec.conditions[0].condition, spec.conditions[1].condition
+    cut = next(c for c in cands if c["condition"] == b and c["photo_type"] == "matched")
+    path = work / cut["image"]
+    whole = path.read_bytes()
+    path.write_bytes(whole[: len(whole) // 2])  # a copy that stopped half-way
+    with pytest.raises(Exception):  # Pillow itself cannot decode it: the premise, checked independently
+        Image.open(io.BytesIO(path.read_bytes())).load()
+    built = rv.build(spec, str(work), str(out))
+    assert built["conditions"] == 1
+    [entry] = built["incomplete"]
+    assert entry["condition"] == b and entry["missing"] == []
+    [bad] = entry["unreadable"]
+    assert (bad["photo_type"], bad["candidate"], bad["reason"]) == ("matched", cut["id"], "unreadable image")
+    assert bad["error_class"] not in ("", None, "InputRejected")  # Pillow's exception, by name
+    manifest = yaml.safe_load(open(built["manifest"]))
+    assert [c["condition"] for c in manifest["conditions"]] == [a]
+    assert not (out / "photos" / f"{rv.slug(b)}-matched.png").exists()
+    for pt in ("matched", "mismatched"):  # the good condition's photographs are whole copies
+        rel = manifest["conditions"][0][pt]["image"]
+        src = next(c for c in cands if c["condition"] == a and c["photo_type"] == pt)
+        assert (out / rel).read_bytes() == (work / src["image"]).read_bytes()

@@ -29,23 +29,19 @@ import numpy as np
 import pytest
 from scipy.stats import binom
 
-from medscope.io import records
 from medscope.errors import MedScopeError
 from medscope.images import decode_png
+from medscope.io import records
 from medscope.reader import KEY_FILE, PAGE_FILE, READING_DIR
 from medscope.reader.analysis import analyse
 from medscope.reader.pack import write_pack
-from medscope.reader.study_report import reader_section
-from medscope.reader.sample import draw_sample, source_quotas
 from medscope.reader.rating_stats import clopper_pearson
+from medscope.reader.sample import draw_sample, source_quotas
+from medscope.reader.study_report import reader_section
 from pipelines.cli import main
-from tests.fixtures.reader_study import (
-    READER_A,
-    READER_B,
-    answer_file,
-    build_small_views,
-    scripted,
-)
+
+from tests.fixtures.bad_input import _err
+from tests.fixtures.reader_study import answer_file, build_small_views, READER_A, READER_B, scripted
 
 
 @pytest.fixture(scope="module")
@@ -219,3 +215,39 @@ def test_supplement_merges_and_a_second_file_of_the_same_reader_is_rejected(tmp_
     assert res["readers"]["A"]["auc_edited_vs_unmodified"] == 0.5
     assert np.isfinite(res["majority_localized"]["ci_high"])
     assert "Reader study" in (out / "report.md").read_text()
+
+
+@pytest.mark.timeout(120)
+def test_key_json_that_is_a_list_names_the_file(tmp_path):
+    from medscope.reader import pack
+
+    (tmp_path / "key.json").write_text("[1, 2]")
+    assert "key.json" in _err(lambda: pack.read_key(str(tmp_path)))
+
+
+@pytest.mark.timeout(120)
+def test_utf16_answer_file_is_decoded(tmp_path):
+    from medscope.reader import answers
+
+    f = tmp_path / "a.json"
+    f.write_bytes(json.dumps({"format": answers.ANSWERS_FORMAT, "pack_hash": "zz", "reader": {"id": "r"}}).encode("utf-16"))
+    _, rejects, _ = answers.load_answers([str(f)], {"h": {"items": []}})
+    assert [r["reason"] for r in rejects] == ["unknown_pack"]  # decoded and parsed: only the pack is unknown
+
+
+@pytest.mark.timeout(120)
+def test_reader_answer_file_with_wrong_types_is_one_reject(tmp_path):
+    from medscope.reader import answers
+
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"format": answers.ANSWERS_FORMAT, "pack_hash": "h", "reader": "not a mapping"}))
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 50_000)
+    good = tmp_path / "good.json"
+    good.write_text(json.dumps({"format": answers.ANSWERS_FORMAT, "pack_hash": "nope", "reader": {"id": "r1"}}))
+    keys = {"h": {"items": [], "name": "p"}}
+    _, rejects, _ = answers.load_answers([str(bad), str(deep), str(good)], keys)
+    reasons = {r["item_id"]: r["reason"] for r in rejects}
+    assert reasons[str(bad)] == "malformed_answer_file"
+    assert reasons[str(deep)] == "unreadable_answer_file"
+    assert reasons[str(good)] == "unknown_pack"  # the next file is still read

@@ -8,13 +8,17 @@ deflated DICOM) and 200 MB (a real .nii.gz whose header matches its data); a 16-
 float64 as one array it used to cost about 0.3 GB.
 """
 
+import gzip
+import io
 import json
 import os
 import subprocess
 import sys
 
+import nibabel as nib
 import numpy as np
 import pytest
+from PIL import Image
 
 from tests.fixtures.cohort_bad_layouts import deflated_dicom, gzip_zeros, png_bomb, write_raw
 from tests.fixtures.cohort_layouts import _save, expect, gray_image, rect_mask, rle_encode, write16
@@ -23,17 +27,20 @@ BUDGET = 32 << 20
 LIMITS = {"max_decoded_bytes": BUDGET, "max_image_pixels": 100_000_000}
 BIG = 200_000_000
 
-CHILD = r"""
-import json, resource, sys
-import nibabel, pydicom, pydicom.pixels  # imported before the baseline: libraries are not data
-from medscope import cohorts
-
+PEAK = r"""
 def peak():  # VmHWM: ru_maxrss would carry pytest's own size over from the fork
     for line in open("/proc/self/status"):
         if line.startswith("VmHWM:"):
             return int(line.split()[1]) * 1024
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+"""
 
+CHILD = r"""
+import json, resource, sys
+import nibabel, pydicom, pydicom.pixels  # imported before the baseline: libraries are not data
+from medscope import cohorts
+
+""" + PEAK + r"""
 limits, root = json.loads(sys.argv[1]), sys.argv[2]
 base, out = peak(), {}
 for fmt, sub, extra in (("image-mask-folder", "imf", {}), ("siim-rle", "siim", {}),
@@ -109,3 +116,73 @@ def test_bombs_stay_within_the_configured_budget(tmp_path):
     # the largest thing held is the good 16-bit image: 18 MB raw + 9 MB 8-bit + its PNG + mask
     print({k: v for k, v in got.items() if k.endswith("_peak")}); print(f"peak grew by {got['peak_delta'] / 2**20:.0f} MiB")
     assert got["peak_delta"] < 3 * BUDGET, f"peak grew by {got['peak_delta'] / 2**20:.0f} MiB"
+
+
+OUTSIDE_IMPORTER_CHILD = r"""
+import json, resource, sys
+import nibabel, cv2, PIL.Image  # libraries are not data
+from medscope import images
+from medscope.io import safe_text
+from medscope.volumes import nifti
+
+""" + PEAK + r"""
+root, out = sys.argv[1], {}
+base = peak()
+img = nifti.read_nifti(root + "/small-header-long-tail.nii.gz")
+out["nifti_shape"] = list(img.shape)
+try:
+    nifti.read_nifti(root + "/claims-2GB.nii.gz")
+except nifti.VolumeError as err:
+    out["claims"] = err.reason
+try:
+    images.decode_png(open(root + "/bomb.png", "rb").read())
+except Exception as err:
+    out["bomb"] = type(err).__name__ + ": " + str(err)
+out["small_png"] = list(images.decode_png(open(root + "/small.png", "rb").read()).shape)
+try:
+    safe_text.read_json(root + "/sparse.json", max_bytes=32 << 20)
+except safe_text.BadText as err:
+    out["sparse"] = err.reason
+out["peak_delta"] = peak() - base
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.timeout(180)
+def test_budgets_outside_the_importer_hold(tmp_path):
+    """Gzipped NIfTI through the probe's reader, PNG bytes in tables, JSON files: sizes are
+    checked before allocation. Budget: the importer's default ``max_decoded_bytes`` (1 GiB)
+    must never be approached; the largest thing held here is a few MiB, so peak growth stays
+    under 96 MiB (3 x the 32 MiB of the importer's memory test)."""
+    hdr = nib.Nifti1Header()
+    hdr.set_data_shape((8, 8, 4))
+    hdr.set_data_dtype(np.int16)
+    hdr.set_sform(np.eye(4), 1)
+    hdr["vox_offset"] = 352
+    # header + 512 voxel bytes, then 300 MB of zeros the header never asked for
+    (tmp_path / "small-header-long-tail.nii.gz").write_bytes(gzip_zeros(hdr.binaryblock + b"\0" * 4, 300_000_000))
+    big = nib.Nifti1Header()
+    big.set_data_shape((1200, 1000, 900))  # 2.16 GB of int16, over the 1 GiB default
+    big.set_data_dtype(np.int16)
+    big.set_sform(np.eye(4), 1)
+    (tmp_path / "claims-2GB.nii.gz").write_bytes(gzip.compress(big.binaryblock + b"\0" * 4))
+    (tmp_path / "bomb.png").write_bytes(png_bomb(9000, 9000, colour=True))  # 243 MB once decoded
+    buf = io.BytesIO()
+    Image.fromarray(gray_image(20, 30, 1)).save(buf, format="PNG")
+    (tmp_path / "small.png").write_bytes(buf.getvalue())
+    with open(tmp_path / "sparse.json", "wb") as fh:
+        fh.truncate(1_500_000_000)  # sparse: no disk used
+    assert (tmp_path / "small-header-long-tail.nii.gz").stat().st_size < 2_000_000
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (os.getcwd(), os.environ.get("PYTHONPATH")) if p)}
+    proc = subprocess.run([sys.executable, "-c", OUTSIDE_IMPORTER_CHILD, str(tmp_path)], capture_output=True, text=True, timeout=150,
+                          env=env)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    got = json.loads(proc.stdout)
+    assert got["nifti_shape"] == [8, 8, 4]
+    assert got["claims"] == "over max_decoded_bytes"
+    assert got["bomb"].startswith("MedScopeError") and "81000000 pixels" in got["bomb"]
+    assert got["small_png"] == [20, 30, 3]
+    assert got["sparse"] == "over max_file_bytes"
+    print(f"peak grew by {got['peak_delta'] / 2**20:.0f} MiB")
+    assert got["peak_delta"] < 96 << 20, f"peak grew by {got['peak_delta'] >> 20} MiB"
