@@ -55,6 +55,7 @@ def test_private_cohort_refuses_endpoint_off_allow_list(cohort, tmp_path):
         fake.close()
 
 
+@pytest.mark.slow
 def test_build_resumes_without_repeating_generation_and_evaluates(cohort, ray_cluster, tmp_path):
     from pipelines.benchgen import MCQ_PROTOCOL, build, show
     from pipelines.eval import EvalConfig, run_sweep

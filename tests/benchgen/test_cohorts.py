@@ -30,6 +30,7 @@ def _one_text_field(reports_jsonl: str, out_csv: str) -> None:
         w.writerow(["phantom-999", "Liver lesion, no headers at all."])
 
 
+@pytest.mark.slow
 def test_two_cohorts_one_build_one_eval_tables_1_and_3(ray_cluster, tmp_path, capsys):
     schema = str(tmp_path / "liver.yaml")
     shutil.copyfile(sch.shipped_path("liver"), schema)

@@ -73,6 +73,7 @@ def _verifier(schema):
     return respond
 
 
+@pytest.mark.slow
 def test_build_with_llm_verification(cohort, ray_cluster, tmp_path):  # noqa: F811
     from medscope.benchgen import schema as sch
     from pipelines.benchgen import build

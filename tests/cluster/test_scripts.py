@@ -47,6 +47,7 @@ def _submit(env: dict, url: str, config: str, out: str | None = None) -> subproc
 
 
 @pytest.mark.slow
+@pytest.mark.ray  # starts its own `ray start` heads
 def test_local_head_and_submit_script_with_token_auth_on_and_off(tmp_path):
     base = {k: v for k, v in os.environ.items()
             if k not in ("RAY_ADDRESS", "RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH")}

@@ -78,6 +78,7 @@ def stop_head(proc: subprocess.Popen) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.ray  # its own `ray start` head (the ray_head fixture)
 def test_demo_runs_through_ray_job_submit_into_s3(ray_head, s3_bucket, s3_server, tmp_path):
     out = f"{s3_bucket}/demo"
     config = tmp_path / "demo.yaml"

@@ -41,6 +41,7 @@ def _names(folder: str) -> list[str]:
     return sorted(u.rsplit("/", 1)[-1] for u in storage.list_files(folder))
 
 
+@pytest.mark.slow
 def test_compaction_keeps_rows_order_and_keys_and_is_idempotent(tmp_path):
     folder = str(tmp_path / "eval" / "episodes")
     _, e = _episodes(20, 20, 6, models=2)  # 2 x 86 = 172 parts
@@ -82,6 +83,7 @@ class Crash(RuntimeError):
     pass
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("step", ["after_write", "after_commit", "mid_delete"])
 def test_a_crash_between_steps_loses_and_doubles_nothing(tmp_path, monkeypatch, step):
     folder = str(tmp_path / "episodes")
@@ -115,6 +117,7 @@ def test_a_crash_between_steps_loses_and_doubles_nothing(tmp_path, monkeypatch, 
     assert not [n for n in _names(folder) if n.startswith("part-") and not parts.is_compacted(n)]
 
 
+@pytest.mark.slow
 def test_compaction_on_s3(s3_bucket):
     run = f"{s3_bucket}/eval"
     _, e = _episodes(3, 3, 1, models=2)  # 26 parts: the loopback server is slow on a busy machine
@@ -129,6 +132,7 @@ def test_compaction_on_s3(s3_bucket):
     assert parts.compact(run, max_parts=10)[0]["files_written"] == 0 and parts.verify(f"{run}/episodes") == []
 
 
+@pytest.mark.slow
 def test_scores_are_the_same_after_compaction(tmp_path):
     from medscope.protocols.counterfactual.scoring import score_run
 
@@ -191,6 +195,7 @@ def test_unchanged_filter_keeps_order():
     assert e.filter(mask).column("item_id").to_pylist() == e.column("item_id").to_pylist()[1:]
 
 
+@pytest.mark.slow
 def test_a_resumed_sweep_after_compaction_sends_nothing(ray_cluster, tmp_path, monkeypatch):
     """Resume stays exact: the sweep reads its finished keys from the manifest and the parts."""
     from medscope.testing import providers as fp

@@ -55,6 +55,7 @@ def test_an_old_run_scores_as_it_did(old_run):
     assert metrics[("always-yes", "ccr")]["n_cases"] == 3
 
 
+@pytest.mark.slow
 def test_an_old_run_resumes_and_its_mixed_parts_compact(old_run, ray_cluster):
     eval_dir = str(old_run / "eval")
     models = old_run / "models.yaml"

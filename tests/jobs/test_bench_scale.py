@@ -36,6 +36,8 @@ def _exact(value: float) -> tuple[float, float]:
     return value, value
 
 
+@pytest.mark.slow
+@pytest.mark.ray  # bench scale starts its own local Ray clusters
 def test_bench_scale_table_is_consistent_with_its_measured_times(capsys):
     # one node x 1 CPU (the base every ratio divides by) and two nodes x 1 CPU: the layout that
     # crosses nodes; 1 node x 2 CPUs only repeats the arithmetic at another cluster start

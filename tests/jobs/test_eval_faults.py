@@ -35,6 +35,7 @@ FAULTS = {
 }
 
 
+@pytest.mark.slow
 def test_sweep_survives_every_fault(ray_cluster, tmp_path, monkeypatch):
     """One sweep, three providers: OpenAI and Gemini servers fail each unit of FAULTS once;
     the Anthropic server fails one unit more often than its model's max_attempts."""
@@ -84,6 +85,7 @@ def test_sweep_survives_every_fault(ray_cluster, tmp_path, monkeypatch):
             s.close()
 
 
+@pytest.mark.slow
 def test_worker_killed_mid_sweep(ray_cluster, tmp_path, monkeypatch, fake_provider):
     """Kill a Ray worker actor's process while its requests are in flight (held at the
     provider); the sweep replaces it, exactly its units in flight are asked again, finished keys
@@ -159,6 +161,7 @@ def test_worker_killed_mid_sweep(ray_cluster, tmp_path, monkeypatch, fake_provid
     assert again["to_run"] == 0 and len(server.requests) == before
 
 
+@pytest.mark.slow
 def test_workers_that_cannot_start_stop_the_sweep_after_the_replacements_in_a_row(ray_cluster, tmp_path, monkeypatch,
                                                                                  fake_provider):
     """A worker that dies before its lane finishes a unit is replaced at most max_actor_restarts

@@ -37,6 +37,7 @@ def _sweep(views: str, out: str, server) -> dict:
                      SingleTurnProtocol(), [entry])
 
 
+@pytest.mark.slow
 def test_new_views_only_are_evaluated_scoring_covers_all_and_removal_reaches_episodes_and_scores(
         ray_cluster, server, tmp_path):
     cohort, views, run, scored = (str(tmp_path / n) for n in ("cohort", "views", "eval", "scored"))

@@ -30,6 +30,7 @@ from pipelines.eval import FETCH_BLOCK, EvalConfig, run_sweep
 KEY = "loopback-only"
 
 
+@pytest.mark.slow
 def test_driver_reads_no_pixels_and_every_request_carries_its_items_image(tmp_path, ray_cluster, monkeypatch):
     class Recording(SingleTurnProtocol):
         """The test protocol, noting each load_items call made in this (the driver's) process;

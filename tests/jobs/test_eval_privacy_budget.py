@@ -45,6 +45,7 @@ def _all_text(path: str) -> list[tuple[str, str]]:
     return found
 
 
+@pytest.mark.slow
 def test_api_key_reaches_the_server_and_nothing_else(ray_cluster, tmp_path, monkeypatch, capfd):
     import ray
 
@@ -80,6 +81,7 @@ def test_api_key_reaches_the_server_and_nothing_else(ray_cluster, tmp_path, monk
         server.close()
 
 
+@pytest.mark.slow
 def test_private_items_go_only_to_allowed_endpoints(ray_cluster, tmp_path, monkeypatch):
     monkeypatch.setenv(KEY_ENV, "k")
     allowed_srv = fp.FakeProvider("openai", responder=lambda text, images: "yes", expected_key="k")
@@ -122,6 +124,7 @@ def test_private_items_go_only_to_allowed_endpoints(ray_cluster, tmp_path, monke
         other_srv.close()
 
 
+@pytest.mark.slow
 def test_budget_cap_stops_cleanly_and_resumes(ray_cluster, tmp_path, monkeypatch):
     monkeypatch.setenv(KEY_ENV, "k")
     server = fp.FakeProvider("anthropic", responder=lambda text, images: "yes", expected_key="k")
@@ -143,6 +146,7 @@ def test_budget_cap_stops_cleanly_and_resumes(ray_cluster, tmp_path, monkeypatch
         server.close()
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 @pytest.mark.timeout(600)  # Ray's start-up on a loaded machine, not the test's own work
 def test_url_credentials_reach_no_output_and_score_refuses_a_partial_copy(ray_cluster, tmp_path, monkeypatch, capfd):

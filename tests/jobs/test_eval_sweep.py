@@ -38,6 +38,7 @@ def cfg(views, out, **kw) -> EvalConfig:
     return EvalConfig(views=views, models="unused.yaml", out=out, backoff_s=0.05, **kw)
 
 
+@pytest.mark.slow
 def test_sweep_writes_every_episode_to_s3_and_resumes_without_requests(ray_cluster, s3_bucket, openai_server):
     views = write_views(f"{s3_bucket}/views.parquet", 6)
     out = f"{s3_bucket}/eval"

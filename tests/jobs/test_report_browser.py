@@ -104,6 +104,7 @@ def browser(tmp_path, monkeypatch):
     driver.quit()
 
 
+@pytest.mark.slow
 def test_report_in_chromium_fits_loads_links_and_opens_with_the_summary(report, browser, tmp_path):
     browser.get((report / "report" / "report.html").as_uri())
     facts = browser.execute_script(PAGE_FACTS)

@@ -219,6 +219,7 @@ def _alter(tmp_path, monkeypatch, paper_id, entry_id, cell_id, printed_was, prin
     monkeypatch.setattr(registry, "PAPERS_DIR", tmp_path / "papers")
 
 
+@pytest.mark.slow
 def test_an_altered_paper_value_fails_the_check(tmp_path, monkeypatch, capsys):
     # the paired-modality paper Table 1: Claude Fable 5.1, photo only, matched FP: 25.0 (12.7-41.2) -> upper end 41.3
     _alter(tmp_path, monkeypatch, "002", "Table 1", "Claude Fable 5.1 / Photo only / matched FP / CI high", "41.2", "41.3")

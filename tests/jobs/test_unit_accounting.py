@@ -55,6 +55,7 @@ def test_failure_reasons_group_by_error_name():
     assert accmod.failure_reason("failed", None) == "failed: no error text"
 
 
+@pytest.mark.slow
 def test_closed_port_endpoint_fails_every_unit_and_exits_no_work(ray_cluster, tmp_path, monkeypatch, capfd):
     monkeypatch.setenv(KEY_ENV, "k")
     views = write_views(str(tmp_path / "views.parquet"), 3)
@@ -75,6 +76,7 @@ def test_closed_port_endpoint_fails_every_unit_and_exits_no_work(ray_cluster, tm
     assert "did no work" in err and "nowhere" in err and "failed 6" in err
 
 
+@pytest.mark.slow
 def test_some_failed_units_exit_3_unless_accepted(ray_cluster, tmp_path, monkeypatch, capfd):
     monkeypatch.setenv(KEY_ENV, "k")
     server = fp.FakeProvider("openai", responder=lambda text, images: "yes", expected_key="k")

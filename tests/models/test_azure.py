@@ -65,6 +65,7 @@ def test_azure_failures_are_classified_and_settings_checked(azure):
         entry(azure, model=None)
 
 
+@pytest.mark.slow
 def test_an_azure_model_runs_a_paired_sweep(ray_cluster, azure, tmp_path):
     """The paired-modality protocol's sweep through the Azure adapter: every unit reaches the
     deployment path once, both settings, and the replies score."""

@@ -20,6 +20,8 @@ from medscope.models.classical_fit import best_threshold, fit_reader, load_artif
 from medscope.views.recipe import load_recipe
 from tests.conftest import REPO_ROOT
 
+pytestmark = pytest.mark.slow  # the fast tier (`-m "not slow"`) leaves this file out: docs/testing.md
+
 ROOT = REPO_ROOT
 
 

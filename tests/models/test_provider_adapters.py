@@ -82,6 +82,7 @@ TRANSIENT = [fp.status(429, retry_after=0.2), fp.status(429), fp.status(500), fp
 HANG_TIMEOUT_S = 3.0  # the client's timeout that ends a hanging request (the fault waits for it)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fault", TRANSIENT, ids=lambda a: f"{a.kind}{a.status if a.kind == 'status' else ''}"
                          f"{'+ra' if a.retry_after else ''}")
 def test_transient_faults_are_retried_once_then_answered(server, fault):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 import yaml
 
 from medscope.io import records
@@ -28,6 +29,7 @@ def test_scrub_replaces_whole_long_keys_only():
     assert short_secret_warning("K", key) is None
 
 
+@pytest.mark.slow
 def test_one_letter_key_leaves_episode_text_whole(ray_cluster, tmp_path, monkeypatch, capfd):
     monkeypatch.setenv("LOCAL_LLM_KEY", "x")
     server = fp.FakeProvider("openai", responder=lambda text, images: REPLY, expected_key="x")

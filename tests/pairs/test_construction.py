@@ -307,6 +307,7 @@ def test_pairs_build_with_a_damaged_approved_candidate(tmp_path, damage, reason)
     assert entry["unreadable"][0]["reason"] == reason
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_a_truncated_approved_candidate_is_never_copied_into_a_pair_set(tmp_path):
     import yaml

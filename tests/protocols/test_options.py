@@ -122,6 +122,7 @@ def _views(path: Path) -> str:
     return uri
 
 
+@pytest.mark.slow
 def test_eval_options_go_through_sweep_json_to_score_and_report(ray_cluster, tmp_path, capsys):
     """eval run --test-set/--splits/--max-turns -> sweep.json -> score (which may not take them
     again) -> run.json -> report; the scores carry the eval run's test set."""

@@ -159,6 +159,7 @@ def outside(tmp_path, monkeypatch):
     del myproto
 
 
+@pytest.mark.slow
 def test_a_protocol_outside_the_package_runs_eval_score_and_report(outside, ray_cluster):
     tmp = outside
     path = os.pathsep.join([REPO, str(tmp)])

@@ -84,6 +84,7 @@ def _resume_offer(driver) -> str:
                              f"the browser keeps {kept}") from None
 
 
+@pytest.mark.slow
 def test_a_reader_answers_every_image_survives_a_reload_and_downloads_a_scored_file(tmp_path, browser):
     driver, downloads = browser
     views = build_small_views(tmp_path)

@@ -174,6 +174,7 @@ def test_absent_share_matching_reaches_the_reference_share_at_the_same_draw_size
     assert {v["kind"] for a, v in zip(without, matched) if a is not v} == {"natural_negative"}
 
 
+@pytest.mark.slow
 def test_ablation_arms_are_step_matched_in_the_trainers_own_logs(tiny, many_views):
     """§4.2: every stage-1 arm has the same optimiser steps and learning-rate schedule and draws
     the same number of views from its own kinds; read back from each trainer's step log."""
@@ -282,6 +283,7 @@ def test_labels_cover_only_assistant_turns(tiny, views):
     assert trained == want
 
 
+@pytest.mark.slow
 def test_sft_loss_falls_on_a_fixed_batch(tiny, views):
     import copy
 
@@ -315,6 +317,7 @@ def test_dpo_loss_matches_hand_computation():
     assert loss.item() == pytest.approx(math.log1p(math.exp(-0.2)), rel=1e-6)
 
 
+@pytest.mark.slow
 def test_dpo_trainer_runs_a_step_from_the_reference(tiny, views):
     import copy
 
@@ -329,6 +332,7 @@ def test_dpo_trainer_runs_a_step_from_the_reference(tiny, views):
     assert tr.step == 2 and hist[1]["reward_margin"] > 0  # the update moved towards the chosen
 
 
+@pytest.mark.slow
 def test_paired_view_trainer_adds_c4_terms_and_control_is_plain_nll(tiny, views):
     import copy
 
@@ -558,6 +562,7 @@ def _rft_worker(rank, world, port, views, vqa_uri, build_views, out):
         dist.destroy_process_group()
 
 
+@pytest.mark.slow
 def test_each_worker_samples_and_builds_only_its_share_and_together_the_one_worker_data(many_views, views, tmp_path):
     """Two gloo workers, as Ray Train runs them. Stage 2: each samples its share of the views and
     the kept episodes are gathered in view order, and only its shard of the kept episodes and
@@ -627,6 +632,7 @@ def _shard_recipes(vqa_uri):
                                                                     "n_items": 15, "vqa_share": 0.4})}
 
 
+@pytest.mark.slow
 def test_every_method_builds_examples_from_a_views_table(tiny, views, tmp_path):
     from medscope.training import runner
 
@@ -766,6 +772,7 @@ def test_agent_loop_sampler_runs_the_evaluation_loop_on_the_model_in_training(ti
     assert sampler(views[0], temperature=1.2, seed=7).texts == ep.texts
 
 
+@pytest.mark.slow
 def test_training_evaluation_scores_validation_and_every_named_test_set(tiny, views):
     """A sweep trial scores its adapter on the validation split and on each named test set (seed
     000 Tables 3-4) read on that set's own splits, rows labelled by test set, so C1-C4 (§3.7),

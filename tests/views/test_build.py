@@ -38,6 +38,7 @@ def _bytes(out):
     return storage.read_bytes(os.path.join(out, "views.parquet")), storage.read_bytes(os.path.join(out, "rejects.parquet"))
 
 
+# not slow: the two tests after it resume and guard the output it writes (w2)
 def test_build_is_identical_on_one_and_two_workers_and_in_a_plain_loop(ray_cluster, cohort, monkeypatch):
     import pipelines.views
 
@@ -155,6 +156,7 @@ def test_demo_step_builds_views_of_the_cohort(ray_cluster, cohort, tmp_path):
     assert set(table.column("tool").to_pylist()) <= {"none", "transplant", "graft"}  # configs/views/demo.yaml
 
 
+@pytest.mark.slow
 def test_build_into_s3(ray_cluster, cohort, s3_bucket):
     root, cases = cohort
     out = f"{s3_bucket}/views"
@@ -163,6 +165,7 @@ def test_build_into_s3(ray_cluster, cohort, s3_bucket):
     assert len(records.part_keys(f"{out}/parts/views")) == summary["cases"]  # rejected cases leave an empty part: done, not redone
 
 
+@pytest.mark.slow
 def test_lama_recipe_on_ray_actors_and_a_clear_error_without_weights(ray_cluster, cohort, tmp_path, monkeypatch):
     import torch
 

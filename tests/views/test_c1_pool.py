@@ -20,6 +20,8 @@ from medscope.views import geometry
 from medscope.views.recipe import load_recipe
 from pipelines.views import build_views
 
+pytestmark = pytest.mark.slow  # the fast tier (`-m "not slow"`) leaves this file out: docs/testing.md
+
 OTHER_TOOL = {"lama": "transplant", "transplant": "lama"}  # §3.7, by hand
 
 

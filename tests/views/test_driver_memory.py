@@ -29,6 +29,7 @@ print(json.dumps({"peak": pa.default_memory_pool().max_memory(), "views": s["vie
 """
 
 
+@pytest.mark.slow
 def test_driver_arrow_peak_is_a_few_cases_not_the_cohort(tmp_path):
     rows = synthetic_cases(48, seed=3, size=256)
     # a case id that extends another with "/": their view ids interleave, and the streamed

@@ -80,6 +80,7 @@ def _tiny_sd(model_dir):
     return str(model_dir / "sd")
 
 
+@pytest.mark.slow
 def test_stable_diffusion_inpainting_from_a_local_directory(tmp_path):
     model_dir = _tiny_sd(tmp_path)
     eraser = make_eraser("sd", sd_model_dir=model_dir, sd_steps=2, sd_size=32)

@@ -64,6 +64,7 @@ def test_auc_interval_by_hand_on_a_perfect_and_a_tied_score():
     assert vis.auc_with_ci(np.full(4, 0.5), labels, cases, n_boot=20)["auc"] == 0.5
 
 
+@pytest.mark.slow
 def test_probes_find_visible_edits_and_not_invisible_ones(torch_one_thread):
     from medscope.models.tiny_vlm import build_tiny_qwen2vl
 

@@ -58,6 +58,7 @@ def test_reader_answers_from_the_pixels_in_every_format(tmp_path):
     assert _reply(reader, top_left, "spleen", "verdict_json") == "not_addressed"  # not fitted on it
 
 
+@pytest.mark.slow
 def test_demo_probe_step_has_no_failed_unit_and_a_reader_that_reads(ray_cluster, tmp_path):
     from medscope.volumes.synthetic_ct import write_synthetic_volumes
     from pipelines.demo import DemoContext, step_probe_build, step_probe_evaluate

@@ -14,6 +14,7 @@ from pipelines.eval import EvalConfig, run_sweep
 from pipelines.pairs import PROTOCOL_SPEC
 
 
+@pytest.mark.slow
 def test_sweep_resume_and_score(ray_cluster, tmp_path):
     """The demo's five models (pipelines/pairs.py DEMO_MODELS): both settings, resume, and the
     pooled rows over the two reading models only, the constant policies left out."""

@@ -68,6 +68,7 @@ EXPECTED = {
 }
 
 
+@pytest.mark.slow
 def test_policies_and_tiny_vlm_through_the_sweep(ray_cluster, tmp_path):
     items = _items(tmp_path)
     protocol = protocols.load("standard_vqa")
