@@ -19,7 +19,7 @@ from tests.fixtures.bad_input import _err
 # Verbs whose flags other engineers are converting in this round; the lead empties this set at
 # merge. (eval run / score / report: their own settings come from EvalConfig / ScoreConfig /
 # ReportConfig; each protocol's Options model adds its protocol flags when the command line names
-# the protocol, pipelines/support/protocol_flags.py, tests/test_protocol_options.py.)
+# the protocol, pipelines/support/protocol_flags.py, tests/protocols/test_options.py.)
 EXEMPT: set[tuple[str, ...]] = set()
 
 # --append / --overwrite: the --out guard every writing verb shares (pipelines/support/outguard.py);
