@@ -25,7 +25,7 @@ fi
 # DeepSpeed builds against the installed torch, so no isolated build environment.
 .venv/bin/python -c "import deepspeed" 2>/dev/null || \
   "${pip[@]}" -c constraints.txt --no-build-isolation deepspeed==0.19.8
-# --dev: the reading-page test (tests/test_reader_browser.py) drives Debian's chromium through
+# --dev: the reading-page test (tests/reader/test_browser.py) drives Debian's chromium through
 # chromedriver; without them that one test skips, saying why.
 if [ -n "$extra" ] && ! { command -v chromium >/dev/null && command -v chromedriver >/dev/null; }; then
   if command -v apt-get >/dev/null; then

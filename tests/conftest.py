@@ -51,7 +51,19 @@ def free_port() -> int:
 
 
 # The suite runs on two pytest-xdist workers (`-n 2`, pyproject.toml); which tests go where:
-from tests.xdist_split import pytest_collection_modifyitems, pytest_xdist_make_scheduler  # noqa: E402,F401
+from tests import xdist_split  # noqa: E402
+from tests.xdist_split import pytest_xdist_make_scheduler  # noqa: E402,F401
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects: `-m "not ray"` sees the marks set here
+def pytest_collection_modifyitems(config, items):
+    """Mark ``ray`` every test whose fixture closure holds ``ray_cluster`` (the session's Ray); tests
+    that start Ray another way (a `ray start` head, three nodes, `bench scale`) carry the mark by
+    hand. Then order the items for the two workers (tests/xdist_split.py)."""
+    for item in items:
+        if "ray_cluster" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.ray)
+    xdist_split.pytest_collection_modifyitems(config, items)
 
 
 @pytest.fixture(scope="session")
@@ -61,7 +73,7 @@ def ray_cluster():
 
     from pipelines.support.raycluster import ensure_ray
 
-    from tests.raystart import started
+    from tests.fixtures.raystart import started
 
     # workers at nice 0 (RAY_worker_niceness, set above for every Ray of the session)
     started(lambda: ensure_ray(num_cpus=2), "the session's Ray", cleanup=ray.shutdown)  # again if Ray's 30 s start limit runs out

@@ -2,7 +2,7 @@
 # Run pytest with CPU-bound busy loops beside it, N times in a row (docs/testing.md).
 #
 #   tests/run_under_load.sh [-n RUNS] [-b BUSY] [-- PYTEST ARGS...]
-#   tests/run_under_load.sh -n 3 -b 2 -- tests/test_multinode.py -x -q
+#   tests/run_under_load.sh -n 3 -b 2 -- tests/cluster/test_multinode.py -x -q
 #   tests/run_under_load.sh -n 1 -b 2 -- --durations=15        # the whole suite, once
 #
 # Each busy loop is one Python process spinning on one core; they are started before the
@@ -21,7 +21,7 @@ while [[ $# -gt 0 ]]; do
     *) break ;;
   esac
 done
-[[ $# -gt 0 ]] || set -- tests/test_multinode.py -x -q
+[[ $# -gt 0 ]] || set -- tests/cluster/test_multinode.py -x -q
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 python="${PYTHON:-$here/.venv/bin/python}"

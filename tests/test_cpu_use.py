@@ -1,6 +1,6 @@
-"""tests/cpu_use.py's summary, on rows worked out by hand."""
+"""tests/fixtures/cpu_use.py's summary, on rows worked out by hand."""
 
-from tests.cpu_use import machine_cpu_seconds, run_summary, summarize
+from tests.fixtures.cpu_use import machine_cpu_seconds, run_summary, summarize
 
 
 def test_summary_of_hand_made_rows():

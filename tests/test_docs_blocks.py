@@ -14,7 +14,7 @@ import yaml
 
 from medscope.io import records
 from tests.conftest import REPO_ROOT
-from tests.docs_blocks import MARKERS, can_isolate, fresh_copy, plain_env, run_block, shell_blocks
+from tests.fixtures.docs_blocks import MARKERS, can_isolate, fresh_copy, plain_env, run_block, shell_blocks
 
 BLOCKS = shell_blocks()
 RUNBOOK = [b for b in BLOCKS if "start-local-head.sh" in b.text and "submit.sh demo" in b.text]
@@ -56,6 +56,8 @@ def clone(tmp_path_factory):
     return fresh_copy(os.path.join(tmp, "medscope")), tmp
 
 
+@pytest.mark.slow
+@pytest.mark.ray  # the blocks run verbs, which start a local Ray of their own
 @pytest.mark.parametrize("block", QUICK, ids=[b.id for b in QUICK])
 def test_runnable_block_runs_as_written(block, clone):
     root, tmp = clone
@@ -69,6 +71,7 @@ def test_runnable_block_runs_as_written(block, clone):
                 assert records.read_table(table, os.path.join(root, rel)).num_rows == rows, rel
 
 
+@pytest.mark.slow
 def test_a_bare_command_fails_where_nothing_is_activated(clone):
     """The shell really has no venv on PATH: `medscope` alone is not found (rc 127)."""
     root, tmp = clone
@@ -134,6 +137,7 @@ def demo_at_test_size(root: str) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.ray  # a `ray start` head and the demo as a Ray job
 @pytest.mark.timeout(2700)  # the demo: ~2-3 min on an idle 2-core machine, far longer on a loaded one
 def test_workstation_runbook(tmp_path):
     """docs/cluster.md "One workstation" as written, nothing activated: the head starts, the demo

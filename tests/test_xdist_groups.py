@@ -39,7 +39,9 @@ def test_the_scan_finds_files_naming_the_fixture_and_only_those(tmp_path):
     (tmp_path / "test_uses.py").write_text("def test_x(ray_cluster):\n    pass\n")
     (tmp_path / "test_other.py").write_text("def test_y(ray_cluster_size):\n    pass\n")  # another name
     (tmp_path / "helper.py").write_text("ray_cluster = None\n")  # not a test file
-    assert {p.rsplit("/", 1)[-1] for p in session_ray_files(str(tmp_path))} == {"test_uses.py"}
+    (tmp_path / "io").mkdir()  # the suite's files sit in folders by subject: the scan walks them
+    (tmp_path / "io" / "test_deep.py").write_text("def test_z(tmp_path, ray_cluster):\n    pass\n")
+    assert {p.rsplit("/", 1)[-1] for p in session_ray_files(str(tmp_path))} == {"test_uses.py", "test_deep.py"}
     # and on the real suite: the file of the three-node tests is in, a pure-table file is out
     real = session_ray_files()
-    assert "tests/test_multinode.py" in real and "tests/test_cpu_use.py" not in real
+    assert "tests/cluster/test_multinode.py" in real and "tests/test_cpu_use.py" not in real

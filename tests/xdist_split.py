@@ -28,14 +28,18 @@ def file_of(nodeid: str) -> str:
 
 
 def session_ray_files(tests_dir: str = _TESTS) -> set[str]:
-    """Test files (as nodeid paths, ``tests/test_x.py``) whose source names the ``ray_cluster``
-    fixture: what the controller, which collects nothing, can know of who uses the session's Ray."""
+    """Test files (as nodeid paths, ``tests/io/test_x.py``), in ``tests_dir`` and every folder under
+    it, whose source names the ``ray_cluster`` fixture: what the controller, which collects nothing,
+    can know of who uses the session's Ray."""
     found = set()
-    for name in sorted(os.listdir(tests_dir)):
-        if name.startswith("test_") and name.endswith(".py"):
-            with open(os.path.join(tests_dir, name), encoding="utf-8") as f:
-                if re.search(r"\bray_cluster\b", f.read()):
-                    found.add(os.path.relpath(os.path.join(tests_dir, name), _REPO))
+    for folder, dirs, names in os.walk(tests_dir):
+        dirs[:] = sorted(d for d in dirs if d not in ("data", "__pycache__") and not d.startswith("."))
+        for name in sorted(names):
+            if name.startswith("test_") and name.endswith(".py"):
+                path = os.path.join(folder, name)
+                with open(path, encoding="utf-8") as f:
+                    if re.search(r"\bray_cluster\b", f.read()):
+                        found.add(os.path.relpath(path, _REPO))
     return found
 
 

@@ -8,7 +8,7 @@ row-group generator spawns on the pools whatever ``use_threads`` says; ``pre_buf
 default of ``ParquetFile`` too) pre-reads column chunks through ``RandomAccessFile::ReadAsync`` on
 the IO pool; a Python file object (``io.BytesIO``) makes that read asynchronous.
 ``ParquetFile(pa.BufferReader(data), pre_buffer=False).read(use_threads=False)`` starts no thread
-at all (``tests/test_parquet_bytes.py`` counts the process's threads). Every Parquet
+at all (``tests/io/test_parquet_bytes.py`` counts the process's threads). Every Parquet
 read of bytes in MedScope goes through here; a file read is small enough that the pools bought
 nothing.
 """

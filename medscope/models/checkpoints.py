@@ -15,7 +15,7 @@ from medscope.errors import MedScopeError
 
 TINY = "tiny"
 # tiny_vlm.ARCHS, written out so that the check imports no torch or transformers (as
-# pipelines/agent.py's choices); tests/test_bad_input_remaining.py keeps the two equal
+# pipelines/agent.py's choices); tests/models/test_local.py keeps the two equal
 TINY_ARCHS = ("qwen2-vl", "qwen2.5-vl", "gemma3")
 CHECKPOINT_KINDS = ("local_hf",)  # model kinds whose ``model`` is a checkpoint folder on this machine
 

@@ -21,7 +21,7 @@ fitted lesion score replaces the blob rule after the same quality gates: present
 the strongest evidence) when it exceeds the fitted threshold, absent otherwise. Either way it
 reads only the pixels of the image it answers.
 
-Thresholds were set on generated images (tests/test_models_policies.py) and the phantom's
+Thresholds were set on generated images (tests/models/test_policies.py) and the phantom's
 degradations; as a lesion detector on structured backgrounds it is weak by design.
 """
 

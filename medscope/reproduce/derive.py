@@ -33,7 +33,7 @@ DERIVATIONS: dict[str, Callable] = {}
 MAIN_TEST = {"lesion": 219, "negative": 288, "degraded": 170}
 # addition: the paper does not print how many of the 219 lesion cases are critical; 59 is the
 # only integer for which always-absent's net utility rounds to Table 5's -0.848
-# (tests/test_seed000_table5.py works it out), so that one cell checks consistency, not a prediction
+# (tests/protocols/counterfactual/test_table5.py works it out), so that one cell checks consistency, not a prediction
 N_CRITICAL = 59
 CONSTANT_POLICIES = {  # Table 5's image-blind rows: (action, claims the finding)
     "always_claims": ("answer", True),
