@@ -28,7 +28,7 @@ EXPECT = {
         ("cases", "demo-out/cohort/cases.parquet", 48), ("volumes", "demo-out/cohort/volumes.parquet", 4)],
 }
 
-# configs/models/pairs.yaml belongs to issue 28 (its commands are fixed there).
+# configs/models/pairs.yaml: its commands are checked with the pairs tests.
 NOT_MINE: set[str] = set()
 _COMMAND = re.compile(r"^(?:\.venv/bin/|python3? |medscope |ray |bash |cluster/|OUT=|kubectl |docker )")
 
@@ -116,7 +116,7 @@ def test_every_command_in_a_config_comment_is_a_docs_block_line():
     assert not missing, "config comments quote commands no docs block holds:\n" + "\n".join(missing)
 
 
-# The runbook's demo at test size (issue 30: the full-size demo as a Ray job was the suite's
+# The runbook's demo at test size (the full-size demo as a Ray job was the suite's
 # slowest test, ~4 min of its 23). The copy's configs, not the runbook, change: every step still
 # runs, in the same order, as the same Ray job. 48 cases is the smallest phantom cohort whose test
 # split fills a reading pack (24 cases: "not enough eligible test cases"); the training smoke run

@@ -16,7 +16,7 @@ from pipelines.bench import gpu, gpu_wheels
 from tests.conftest import REPO_ROOT
 
 MiB = 2**20
-# not on the GPU machine and not among the prepared wheels (issue 35's list of what it has)
+# not on the GPU machine and not among the prepared wheels (the list of what that machine has)
 ABSENT_ON_GPU_MACHINE = ("ray", "nibabel", "imagehash", "statsmodels", "s3fs", "openai", "anthropic", "pydicom", "trl",
                          "matplotlib", "tenacity", "aiolimiter")
 

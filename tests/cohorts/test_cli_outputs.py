@@ -41,7 +41,7 @@ def test_format_change_and_failed_import_leave_no_mix(tmp_path, capsys):
     run_json(capsys, ["cohort", "import", "--format", "nifti-labels", "--path", str(tmp_path / "btcv"), "--out", out,
                       "--dataset-config", str(tmp_path / "btcv" / "organs.yaml")])
     good, bad = write_kvasir(tmp_path / "kv")
-    # another dataset into the same --out is refused unless --overwrite (issue 25: nothing deleted unasked)
+    # another dataset into the same --out is refused unless --overwrite (nothing deleted unasked)
     one_line_error(capsys, ["cohort", "import", "--format", "kvasir-seg", "--path", str(tmp_path / "kv"), "--out", out],
                    "holds a different run")
     summary = run_json(capsys, ["cohort", "import", "--format", "kvasir-seg", "--path", str(tmp_path / "kv"), "--out", out,

@@ -149,7 +149,7 @@ def _plant_imf(kind):
             (root.parent / "elsewhere" / "x.png").write_bytes(_png(gray_image(32, 40, 13)))
             os.symlink(root.parent / "elsewhere" / "x.png", root / "images" / "B.png")
             write_raw(root, "masks/B_mask.png", _png(rect_mask(32, 40, 5, 5, 15, 15).astype(np.uint8) * 255))
-            return {"images/B.png": "path leaves the input root"}  # issue 32: never read from outside --path
+            return {"images/B.png": "path leaves the input root"}  # never read from outside --path
         raise AssertionError(kind)
 
     return plant

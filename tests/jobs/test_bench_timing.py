@@ -64,7 +64,7 @@ def test_peak_rss_reset_forgets_an_earlier_task():
 
 
 def test_a_child_reports_its_own_peak_not_its_parents():
-    """issue 33: ru_maxrss of a child started by a 400 MB parent says 400 MB; the benches read
+    """ru_maxrss of a child started by a 400 MB parent says 400 MB; the benches read
     VmHWM, the child's own peak. The parent holds 400 MB while it starts the child."""
     if not os.path.exists("/proc/self/status"):
         pytest.skip("no /proc: VmHWM is Linux's")

@@ -160,7 +160,7 @@ def test_probe_section_draws_readers_marks_constant_policies_and_skips_an_empty_
     _, md, pngs = probe_report_section(reader + blind, constant)
     assert len(pngs) == 1 and pngs["probe_specificity.png"][:8] == b"\x89PNG\r\n\x1a\n"
     assert "| always-absent (constant) | verdict_json |" in md
-    # every cell says what it is over (issue 25: 12 cases, not thin)
+    # every cell says what it is over (12 cases, not thin)
     assert ("| reader | verdict_json | – | 0.900 [0.800, 1.000] (12 cases) | 0.700 [0.600, 0.800] (12 cases) | "
             "0.500 [0.400, 0.600] (12 cases)") in md
     _, _, pngs = probe_report_section(blind, constant)

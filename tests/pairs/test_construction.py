@@ -126,7 +126,7 @@ def test_cli_check_reports_manifest_rejects(tmp_path, capsys):
     assert (out / tables.MANIFEST_REJECTS).exists()
 
 
-# -- issue 28: pairs that are really pairs ----------------------------------------------------------------------
+# -- pairs that are really pairs --------------------------------------------------------------------------------
 
 
 def test_procedural_candidates_and_retries_keep_the_subject(tmp_path):

@@ -68,7 +68,7 @@ def test_view_groups_put_cases_whose_views_interleave_together():
 def test_bench_views_growth_is_the_slope_and_the_bound_fits_a_million_cases():
     from pipelines.bench.views import GROWTH_BOUND_KB, growth_per_case_kb
 
-    # 100 -> 1,600 cases, 374 -> 770 MB (issue 33's quiet-machine figures): 396 MB / 1,500 cases
+    # 100 -> 1,600 cases, 374 -> 770 MB (quiet-machine figures): 396 MB / 1,500 cases
     assert growth_per_case_kb([{"cases": 100, "driver_peak_rss_mb": 374.0},
                                {"cases": 1600, "driver_peak_rss_mb": 770.0}]) == pytest.approx(264.0)
     # three points on a line with 10 KB/case plus noise that cancels in least squares: (-1, +2, -1) MB

@@ -1,6 +1,6 @@
 """The counterfactual paper, second reading: each test quotes the paper's sentence and checks the behaviour.
 
-Items of issue 26: C3 reads CCR (§5.3, Tables 8 and 10); the held-out tools pool unseen tools
+How the paper is read: C3 reads CCR (§5.3, Tables 8 and 10); the held-out tools pool unseen tools
 only (§3.7, §5.4, Table 10); a case whose random removal failed keeps no view (§3.3 rule (ii));
 ``medscope stats seeds --condition`` (§3.9).
 """

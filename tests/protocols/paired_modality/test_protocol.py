@@ -41,7 +41,7 @@ from medscope.testing.providers import FakeProvider, status
     ("Some redness on the cheek. This is suggestive of rosacea.", "Some redness on the cheek.", "whole_reply"),
     # "photo findings" in prose is not a header
     ("The photo findings were subtle: faint redness.", "The photo findings were subtle: faint redness.", "whole_reply"),
-    # issue 28: a radiograph section first, then a bold "Clinical photograph:" header
+    # a radiograph section first, then a bold "Clinical photograph:" header
     ("RADIOGRAPH FINDINGS: bilateral opacities\n**Clinical photograph:** irregular purple bruise (ecchymosis)\n"
      "**Suggestive of:** trauma", "irregular purple bruise (ecchymosis)", "section"),
     ("Photograph: scattered acne papules.\nChest X-ray: nodular opacities.\nImpression: varicella",
@@ -102,7 +102,7 @@ def test_manifest_rejects_bad_entries_and_keeps_every_good_photo(tmp_path):
         {**good, "condition": "broken photo", "matched": _photo("broken.png")},
         {**good, "condition": "lost photo", "mismatched": _photo("gone.png")},
         {"condition": "malformed", "radiograph": "rx.png"},
-        # issue 28: pairs that are no pairs, and two names with one item id
+        # pairs that are no pairs, and two names with one item id
         {**good, "condition": "same picture", "mismatched": _photo("m.png")},
         {**good, "condition": "Varicella!"},  # item ids varicella:* again, under another name
         {**good, "condition": "two people",
@@ -359,7 +359,7 @@ def test_the_rule_judge_reads_mentions_with_the_shared_reply_reader():
     assert mention_statuses("No cyanosis. Cyanosis of the nail bed is doubtful.", "cyanosis")[0] == "negated"
 
 
-# -- issue 28: pooled subjects, the judge never a subject, extraction failures, unverified findings --------
+# -- pooled subjects, the judge never a subject, extraction failures, unverified findings --------
 
 
 def test_rule_judge_reports_an_unnamed_hallucination_as_unverified():
