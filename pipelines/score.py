@@ -30,6 +30,7 @@ from medscope.protocols.base import parse_options
 from pipelines.support import runcheck
 from medscope.errors import MedScopeError
 from medscope.analysis import paired_differences as cmp
+from medscope.analysis.runs import read_view_scores
 from medscope.analysis import decision_rules as rules
 from medscope.stats import bootstrap as bs
 from medscope.stats import labelnoise
@@ -68,7 +69,7 @@ def compare_run(metrics_uri: str, reference: str, scores_uri: str | None = None,
     scores_uri = scores_uri or layout.ScoredRun(folder).scores
     if not storage.exists(scores_uri):
         raise MedScopeError(f"compare needs the scores beside the metrics ({scores_uri}); pass --scores URI")
-    scores = records.read_table("scores", scores_uri)
+    scores = read_view_scores(scores_uri, "medscope compare")
     if exclude_disputed:
         manifest_uri = layout.ScoredRun(folder).manifest
         disputed = json.loads(storage.read_utf8(manifest_uri)).get("disputed_cases") if storage.exists(manifest_uri) else None

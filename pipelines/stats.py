@@ -22,6 +22,7 @@ from medscope.analysis import paired_differences as cmp
 from medscope.analysis import significance as pt
 from medscope.analysis import decision_rules as rules
 from medscope.stats import bootstrap as bs
+from medscope.analysis.runs import read_view_scores
 from pipelines.support.flags import add_action, cli
 
 
@@ -29,6 +30,8 @@ def _table(name: str, uri: str, file: str):
     folder = uri.rstrip("/")
     if storage.is_dir(folder) and storage.exists(storage.join(folder, file)):
         uri = storage.join(folder, file)
+    if name == "scores":
+        return read_view_scores(uri, "medscope stats")
     return records.read_table(name, uri)
 
 
