@@ -4,3 +4,5 @@ named test sets (``testsets``), paired differences between models (``paired_diff
 significance tests (``significance``), pre-registered decision rules (``decision_rules``) and
 training-seed pairs (``training_seeds``). Below the protocols: a protocol calls it, it never calls
 a protocol."""
+
+from medscope.analysis import tables  # noqa: F401,E402 - registers the scores table whoever imports the analysis

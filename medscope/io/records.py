@@ -243,7 +243,7 @@ DECLARED_IN = {
     **dict.fromkeys(("probe_items", "probe_scores", "slices"), "medscope.protocols.organ_presence"),
     **dict.fromkeys(("mcq_items", "montages", "mcq_scores", "mcq_tests"), "medscope.protocols.benchmark_mcq"),
     "vqa_scores": "medscope.protocols.standard_vqa",
-    "scores": "medscope.protocols.counterfactual",
+    "scores": "medscope.analysis",
 }
 _DECLARED_BY: dict[str, str] = {}  # registered table -> the module that registered it
 
@@ -338,8 +338,9 @@ def schema(name: str) -> pa.Schema:
     except KeyError:
         home = DECLARED_IN.get(name)
         if home:
-            raise MedScopeError(f"table {name!r} is the {home.rsplit('.', 1)[-1]} protocol's own table, registered "
-                                f"when {home} is imported: import it first") from None
+            owner = (f"the {home.rsplit('.', 1)[-1]} protocol's own table" if home.startswith("medscope.protocols.")
+                     else f"declared in {home}")
+            raise MedScopeError(f"table {name!r} is {owner}, registered when {home} is imported: import it first") from None
         registered = sorted(set(SCHEMAS) - SHARED)
         raise MedScopeError(
             f"unknown table {name!r}: not a shared table ({', '.join(sorted(SHARED))}) and no imported protocol "

@@ -5,7 +5,7 @@ import json
 
 from medscope.analysis.runs import read_view_scores
 from medscope.io import records
-from medscope.protocols.counterfactual import tables  # noqa: F401 - registers the scores table
+from medscope.analysis import tables  # noqa: F401 - registers the scores table
 from medscope.testing import synthetic_runs as synthetic
 from pipelines import cli
 
@@ -37,3 +37,29 @@ def test_another_protocols_run_is_refused_by_stats_and_compare(tmp_path, capsys)
     (run / "metrics.parquet").write_bytes(b"")
     assert cli.main(["compare", "--metrics", str(run), "--reference", "m1", "--scores", str(run)]) == 2
     assert "is a benchmark_mcq run: medscope compare" in capsys.readouterr().err
+
+
+def test_stats_reads_a_scored_run_in_a_fresh_process(tmp_path):
+    # a verb's own process imports no protocol: the scores table must be known through the analysis
+    import os
+    import subprocess
+    import sys
+
+    from scipy.stats import binomtest
+
+    run, _ = _scored_counterfactual_run(tmp_path)
+    scores = records.read_table("scores", str(run)).to_pandas()
+    a, b = sorted(scores.model.unique())[:2]
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    done = subprocess.run([sys.executable, "-m", "pipelines.cli", "stats", "mcnemar", "--scores", str(run), "--a", a,
+                           "--b", b, "--metric", "ccr"], cwd=repo, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    # by hand: the exact McNemar p is the two-sided binomial test of the discordant pairs at 1/2
+    ans = scores[scores.kind.isin(["original", "random_removal"])].pivot_table(
+        index="view_id", columns="model", values="correct", aggfunc="first")
+    a_only = int((ans[a] & ~ans[b]).sum())
+    b_only = int((~ans[a] & ans[b]).sum())
+    expected = binomtest(a_only, a_only + b_only, 0.5).pvalue if a_only + b_only else 1.0
+    assert f"a_only {a_only}; b_only {b_only}" in done.stdout
+    got = float(done.stdout.rsplit("; p ", 1)[1].split()[0])
+    assert got == __import__("pytest").approx(expected)
