@@ -26,7 +26,7 @@ class ReportConfig(StrictModel):
         "scored-run folder written by `medscope score` (repeat for several protocols' runs)"),
         json_schema_extra=cli(repeat=True, metavar="RUN"))
     out: str = pydantic.Field(description="folder for report.md, report.html, images/, transcripts/")
-    visibility: str | None = pydantic.Field(None, description="JSON of `medscope visibility`: the §5.4 probes' AUCs "
+    visibility: str | None = pydantic.Field(None, description="JSON of `medscope visibility`: the §5.4 edit detectors' AUCs "
                                                               "as a section")
     reader_analysis: str | None = pydantic.Field(None, description="folder of `medscope reader analyse`: the reader "
                                                                    "study (§7) as a section")

@@ -71,7 +71,7 @@ def reader_section(analysis: dict) -> tuple[str, list]:
     if ref:
         blocks.append(Table(["Model (zero-shot)", "Measure", "AUC"],
                             [[m, k.replace("_", " "), _f(v)] for m, d in ref.items() for k, v in d.items()],
-                            "Reference line: the models' edit-visibility AUCs (§5.4 probes)."))
+                            "Reference line: the models' edit-visibility AUCs (§5.4 detectors)."))
     else:
         blocks.append(Para(f"Reference line: {PAPER_REFERENCE}; no measured reference file was given."))
     head = ["Reader"] + [f"\"Yes\": {KIND_LABEL[k]}" for k in READER_KINDS] + ["Cannot tell (all)",

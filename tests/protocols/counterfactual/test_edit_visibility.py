@@ -69,7 +69,7 @@ def test_probes_find_visible_edits_and_not_invisible_ones(torch_one_thread):
     from medscope.models.tiny_vlm import build_tiny_qwen2vl
 
     vlm = build_tiny_qwen2vl(seed=0)
-    # whole views at their own 48 px (§5.4 probes whole views; a flat 12-px fill is then plain to see)
+    # whole views at their own 48 px (§5.4 tests whole views; a flat 12-px fill is then plain to see)
     seen = vis.run_edit_detectors(make_views(24, True), vlm=vlm, size=48, epochs=3, n_boot=100)
     assert seen["R_vs_O"]["resnet18"]["auc"] > 0.9
     assert seen["R_vs_O"]["linear_probe"]["auc"] > 0.8
