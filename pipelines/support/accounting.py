@@ -83,7 +83,20 @@ class Accounting:
 
 def combine(accounts: list[dict]) -> dict | None:
     """Several sweeps' ``to_dict`` accountings as one (benchgen's generation and verification
-    calls decide one exit code); None when there is none."""
+    calls decide one exit code); None when there is none.
+
+    Parameters
+    ----------
+    accounts : list of dict
+        Accountings as ``Accounting.to_dict`` gives them: the five outcome counts,
+        ``failed_by_reason``, ``refused_endpoints`` and ``by_model_condition``.
+
+    Returns
+    -------
+    dict or None
+        The outcome counts summed, failure reasons merged, refused endpoints and per model x
+        condition rows concatenated; None when ``accounts`` is empty.
+    """
     if not accounts:
         return None
     out = {k: sum(a[k] for a in accounts) for k in OUTCOMES}
@@ -98,7 +111,20 @@ def combine(accounts: list[dict]) -> dict | None:
 
 def failure_reason(status: str, error: str | None) -> str:
     """A short reason for a failed unit: its status and the error's leading name
-    (``retry_later: APIConnectionError``), so reasons group without the message's details."""
+    (``retry_later: APIConnectionError``), so reasons group without the message's details.
+
+    Parameters
+    ----------
+    status : str
+        The unit's status as its worker reported it (``failed``, ``retry_later``, ``done``...).
+    error : str or None
+        The unit's error text; a ``permanent: HTTP 400: ...`` error keeps the status it carries.
+
+    Returns
+    -------
+    str
+        ``"<status>: <head>"``, the head cut at 60 characters (``no error text`` when empty).
+    """
     head = (error or "").split(":", 1)[0].strip()
     if head == "permanent":  # "permanent: HTTP 400: ..." -> the status it carries
         rest = (error or "").split(":", 2)
@@ -109,7 +135,25 @@ def failure_reason(status: str, error: str | None) -> str:
 
 def allowed_failures(max_failed: float | None, units: int) -> int:
     """How many failed + refused units the user accepts: ``max_failed`` >= 1 is a count, a value
-    in (0, 1) a fraction of ``units`` (done + skipped + failed + refused; rounded down); None or 0: none."""
+    in (0, 1) a fraction of ``units`` (done + skipped + failed + refused; rounded down); None or 0: none.
+
+    Parameters
+    ----------
+    max_failed : float or None
+        ``--max-failed``: a count (>= 1), a fraction of ``units`` (in (0, 1)), or None / 0 for none.
+    units : int
+        The units the results should cover (done + skipped + failed + refused).
+
+    Returns
+    -------
+    int
+        The number of failed + refused units accepted.
+
+    Raises
+    ------
+    MedScopeError
+        When ``max_failed`` is negative.
+    """
     if not max_failed:
         return 0
     if max_failed < 0:
@@ -118,7 +162,21 @@ def allowed_failures(max_failed: float | None, units: int) -> int:
 
 
 def exit_code(acc: dict, max_failed: float | None = None) -> int:
-    """The exit code an ``Accounting.to_dict()`` decides (module docstring)."""
+    """The exit code an ``Accounting.to_dict()`` decides (module docstring).
+
+    Parameters
+    ----------
+    acc : dict
+        An ``Accounting.to_dict()`` (or ``combine``) accounting; its outcome counts are read.
+    max_failed : float or None, optional
+        ``--max-failed``: how many failed + refused units are accepted (``allowed_failures``).
+
+    Returns
+    -------
+    int
+        ``EXIT_NO_WORK`` when units failed or were refused and none is done or skipped,
+        ``EXIT_UNITS_FAILED`` when more failed or were refused than allowed, else ``EXIT_OK``.
+    """
     bad = acc["failed"] + acc["refused"]
     covered = acc["done"] + acc["skipped"] + bad  # the units the results should cover (not: stopped)
     if bad and acc["done"] + acc["skipped"] == 0:
@@ -129,7 +187,21 @@ def exit_code(acc: dict, max_failed: float | None = None) -> int:
 
 
 def render(acc: dict, label: str = "units") -> str:
-    """The console summary: one line per model x condition, then failure reasons and refusals."""
+    """The console summary: one line per model x condition, then failure reasons and refusals.
+
+    Parameters
+    ----------
+    acc : dict
+        An ``Accounting.to_dict()`` (or ``combine``) accounting.
+    label : str, optional
+        What the units are, in the heading line (``"<label> by model x condition:"``).
+
+    Returns
+    -------
+    str
+        The summary lines joined by newlines: a padded table with a total row, one line per
+        failure reason (most frequent first), one line per refused endpoint with its fix.
+    """
     rows = [["model", "condition", *OUTCOMES]]
     for r in acc["by_model_condition"]:
         rows.append([r["model"], r["condition"], *(str(r[k]) for k in OUTCOMES)])
@@ -147,7 +219,23 @@ def render(acc: dict, label: str = "units") -> str:
 
 def conclude(summary: dict, max_failed: float | None = None, what: str = "sweep") -> None:
     """Print the accounting on stderr and raise ``UnitsIncomplete`` when it decides a non-zero
-    exit code (after the summary has been printed and written)."""
+    exit code (after the summary has been printed and written).
+
+    Parameters
+    ----------
+    summary : dict
+        The verb's summary; ``summary["accounting"]`` is an ``Accounting.to_dict()``, and its
+        ``out`` (or ``episodes``) is named in the error.
+    max_failed : float or None, optional
+        ``--max-failed``: how many failed + refused units are accepted (``allowed_failures``).
+    what : str, optional
+        The verb's name, at the head of the error message.
+
+    Raises
+    ------
+    UnitsIncomplete
+        When ``exit_code`` is not ``EXIT_OK``; the error carries that exit code.
+    """
     acc = summary["accounting"]
     print(render(acc), file=sys.stderr, flush=True)
     code = exit_code(acc, max_failed)

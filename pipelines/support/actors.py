@@ -191,7 +191,35 @@ class EpisodeWorker:
 
 def episode_row(unit, item: Item, entry: ModelEntry, result: EpisodeResult, guarded: GuardedModel,
                 latency_s: float, error: str | None, run_id: str, protocol: EvalProtocol) -> dict:
-    """One episodes-table row; tokens are the provider's counts when the model reported any."""
+    """One episodes-table row; tokens are the provider's counts when the model reported any.
+
+    Parameters
+    ----------
+    unit : dict
+        The unit the driver sent: its ``condition`` and request ``key`` are recorded.
+    item : Item
+        The item the episode ran on (its ``item_id`` and ``case_id``).
+    entry : ModelEntry
+        The model's entry: its name, decoding and cost per token.
+    result : EpisodeResult
+        What the protocol's ``run_episode`` returned.
+    guarded : GuardedModel
+        The guarded model the episode ran through: its token counts and attempts.
+    latency_s : float
+        Wall-clock seconds the episode took.
+    error : str or None
+        A permanent provider error recorded with the episode, or None.
+    run_id : str
+        The sweep's run id.
+    protocol : EvalProtocol
+        The protocol (its ``name`` and ``prompt_version``).
+
+    Returns
+    -------
+    dict
+        One row of the episodes table, with its cost in USD from the larger of the guarded and
+        reported token counts.
+    """
     tokens_in = max(guarded.input_tokens, result.input_tokens or 0)
     tokens_out = max(guarded.output_tokens, result.output_tokens or 0)
     return {
@@ -224,7 +252,23 @@ def episode_row(unit, item: Item, entry: ModelEntry, result: EpisodeResult, guar
 
 def worker_class(dedicated: bool, gpus: bool, concurrency: int):
     """EpisodeWorker as a Ray actor: threaded for API calls, or one actor holding a local
-    model's weights once (on one GPU when the cluster has GPUs)."""
+    model's weights once (on one GPU when the cluster has GPUs).
+
+    Parameters
+    ----------
+    dedicated : bool
+        True for a local model's actor (one CPU, one request at a time), False for a pool
+        actor of API workers (no CPU reserved, spread over nodes).
+    gpus : bool
+        Whether a dedicated actor takes one GPU (ignored for pool actors).
+    concurrency : int
+        Requests in flight at once on a pool actor (its ``max_concurrency``).
+
+    Returns
+    -------
+    ray.actor.ActorClass
+        ``EpisodeWorker`` decorated with ``ray.remote`` and those resources.
+    """
     if dedicated:
         return ray.remote(num_gpus=1 if gpus else 0, num_cpus=1, max_concurrency=1)(EpisodeWorker)
     # SPREAD: the pool's actors go to different nodes, so a lost node takes only its share of

@@ -28,7 +28,20 @@ from pipelines.support.jobs import Progress
 def unit_outcome(res: dict) -> tuple[str, str | None]:
     """(outcome, failure reason) of one worker result (pipelines.support.accounting): a written
     episode is done unless it carries a permanent provider error; ``exists`` (written by an earlier
-    worker) is skipped; failed and retries-exhausted units are failed, with their reason."""
+    worker) is skipped; failed and retries-exhausted units are failed, with their reason.
+
+    Parameters
+    ----------
+    res : dict
+        The summary ``EpisodeWorker.run`` returned: its ``status`` and ``error``.
+
+    Returns
+    -------
+    outcome : str
+        ``"done"``, ``"skipped"`` or ``"failed"``.
+    reason : str or None
+        The failure reason (``accounting.failure_reason``) for a failed unit, else None.
+    """
     if res["status"] == "exists":
         return "skipped", None
     if res["status"] == "done" and not res.get("error"):
@@ -81,7 +94,43 @@ class DriveOutcome:
 
 
 def drive_units(cfg, protocol, entries, todo, episodes_uri, run_id, spent, gpus) -> DriveOutcome:
-    """Feed units to actors, keep each busy up to its capacity, replace workers that die."""
+    """Feed units to actors, keep each busy up to its capacity, replace workers that die.
+
+    Parameters
+    ----------
+    cfg : EvalConfig
+        The sweep's config: ``concurrency``, ``workers``, ``pool_resources``, ``backoff_s``,
+        ``items``, ``budget_usd`` and ``max_actor_restarts`` are read.
+    protocol : EvalProtocol
+        The protocol each worker runs its episodes through.
+    entries : list of ModelEntry
+        The models of the sweep (local ones get a lane of their own).
+    todo : list of dict
+        The units to run, in order (each with ``model``, ``condition``, ``item_id``, ``key``).
+    episodes_uri : str
+        Where workers write the finished episodes (one part per request key).
+    run_id : str
+        The sweep's run id, in the actors' names and the episode rows.
+    spent : float
+        USD already spent (by earlier runs), counted against ``cfg.budget_usd``.
+    gpus : bool
+        Whether the cluster has GPUs (a dedicated actor then takes one).
+
+    Returns
+    -------
+    DriveOutcome
+        The workers' results, why submitting stopped early (``"budget"`` or None), the workers
+        lost and the keys of units sent again after a loss.
+
+    Raises
+    ------
+    MedScopeError
+        When a lane's workers die more than ``cfg.max_actor_restarts`` times in a row.
+
+    References
+    ----------
+    .. [1] counterfactual paper, §3.10.
+    """
     import ray
 
     from pipelines.support.actors import worker_class
@@ -208,7 +257,19 @@ def _replace_lost_worker(lane: Lane, unit: dict, actor, err: BaseException, outc
 
 
 def death_reason(err: BaseException) -> str:
-    """One line on why a worker is gone, from Ray's multi-line error."""
+    """One line on why a worker is gone, from Ray's multi-line error.
+
+    Parameters
+    ----------
+    err : BaseException
+        The error Ray raised for the lost worker.
+
+    Returns
+    -------
+    str
+        A short known cause (node lost, unreachable, out of memory, never ran), else the
+        error's type name.
+    """
     text = str(err)
     for needle, said in (("never ran", "placed on a node that was going away; it never ran"),
                          ("node has died", "its node was lost"), ("temporarily unavailable", "unreachable"),
@@ -219,7 +280,14 @@ def death_reason(err: BaseException) -> str:
 
 
 def actor_lost_errors() -> tuple:
-    """The exceptions by which Ray says an actor died or cannot be reached (names differ by Ray version)."""
+    """The exceptions by which Ray says an actor died or cannot be reached (names differ by Ray version).
+
+    Returns
+    -------
+    tuple of type
+        Those of ``RayActorError``, ``ActorDiedError`` and ``ActorUnavailableError`` that
+        ``ray.exceptions`` has, for an ``except`` clause.
+    """
     import ray
 
     names = ("RayActorError", "ActorDiedError", "ActorUnavailableError")

@@ -35,19 +35,65 @@ def _flag(name: str) -> str:
 
 def cli(positional: bool = False, nargs: str | None = None, repeat: bool = False,
         aliases: tuple[str, ...] = (), metavar: str | None = None) -> dict:
-    """A field's ``json_schema_extra`` saying how its flag reads (module docstring)."""
+    """A field's ``json_schema_extra`` saying how its flag reads (module docstring).
+
+    Parameters
+    ----------
+    positional : bool, optional
+        A bare argument instead of a flag.
+    nargs : str or None, optional
+        argparse's ``nargs`` (``"+"``: several values after one flag).
+    repeat : bool, optional
+        The flag is given once per value.
+    aliases : tuple of str, optional
+        Other flag names (with or without the leading ``--``).
+    metavar : str or None, optional
+        The value's name in the help.
+
+    Returns
+    -------
+    dict
+        ``{"cli": {...}}`` holding only the hints that were set.
+    """
     hints = {"positional": positional, "nargs": nargs, "repeat": repeat, "aliases": list(aliases), "metavar": metavar}
     return {"cli": {k: v for k, v in hints.items() if v}}
 
 
 def hints_of(field) -> dict:
-    """The ``cli`` hints of a pydantic field ({} when it has none)."""
+    """The ``cli`` hints of a pydantic field ({} when it has none).
+
+    Parameters
+    ----------
+    field : pydantic.fields.FieldInfo
+        A field of a config model.
+
+    Returns
+    -------
+    dict
+        A copy of its ``json_schema_extra["cli"]`` hints.
+    """
     extra = field.json_schema_extra if isinstance(field.json_schema_extra, dict) else {}
     return dict(extra.get("cli") or {})
 
 
 def flag_names(name: str, field, aliases: dict[str, list[str]] | None = None) -> list[str]:
-    """Every flag naming field ``name`` (empty for a positional field)."""
+    """Every flag naming field ``name`` (empty for a positional field).
+
+    Parameters
+    ----------
+    name : str
+        The field's name in the model.
+    field : pydantic.fields.FieldInfo
+        The field (its alias and ``cli`` hints).
+    aliases : dict of str to list of str, optional
+        Extra flag names per field name, given by the verb.
+
+    Returns
+    -------
+    list of str
+        ``--key`` (from the field's YAML key), then the verb's aliases, then the field's own
+        ``cli`` aliases; empty for a positional field.
+    """
     hints = hints_of(field)
     if hints.get("positional"):
         return []
@@ -56,7 +102,20 @@ def flag_names(name: str, field, aliases: dict[str, list[str]] | None = None) ->
 
 
 def key_of(name: str, field) -> str:
-    """The YAML key (and flag name) of a field: its alias where it has one (``schema_`` -> ``schema``)."""
+    """The YAML key (and flag name) of a field: its alias where it has one (``schema_`` -> ``schema``).
+
+    Parameters
+    ----------
+    name : str
+        The field's name in the model.
+    field : pydantic.fields.FieldInfo
+        The field.
+
+    Returns
+    -------
+    str
+        ``field.alias`` when set, else ``name``.
+    """
     return field.alias or name
 
 
@@ -93,7 +152,20 @@ def _kind(annotation) -> tuple[str, type | None]:
 
 def add_config_flags(parser: argparse.ArgumentParser, model: type[pydantic.BaseModel],
                      aliases: dict[str, list[str]] | None = None, skip: tuple[str, ...] = ()) -> None:
-    """Add ``--config`` and one flag per field of ``model`` (``aliases``: extra flag names)."""
+    """Add ``--config`` and one flag per field of ``model`` (``aliases``: extra flag names).
+
+    Parameters
+    ----------
+    parser : argparse.ArgumentParser
+        The verb's parser; its defaults get ``_config_model`` and ``_config_skip``.
+    model : type of pydantic.BaseModel
+        The config model whose fields become flags (every flag defaults to None, so
+        ``config_from_args`` can tell which were given).
+    aliases : dict of str to list of str, optional
+        Extra flag names per field name.
+    skip : tuple of str, optional
+        Fields that get no flag (and are not read from the command line).
+    """
     parser.add_argument("--config", default=None, metavar="FILE",
                         help="YAML file of these settings (the same keys as the flags); flags override it")
     for name, field in model.model_fields.items():
@@ -138,7 +210,28 @@ def add_config_flags(parser: argparse.ArgumentParser, model: type[pydantic.BaseM
 def add_action(actions, name: str, model: type[pydantic.BaseModel], run, help: str,
                aliases: tuple[str, ...] = ()) -> argparse.ArgumentParser:
     """A sub-action (``cohort import``) whose flags come from ``model``; ``run`` gets the
-    validated config (``--config`` file overridden by the flags)."""
+    validated config (``--config`` file overridden by the flags).
+
+    Parameters
+    ----------
+    actions : argparse._SubParsersAction
+        The parent's sub-parsers (``add_subparsers()``).
+    name : str
+        The action's name.
+    model : type of pydantic.BaseModel
+        The action's config model (its docstring is the description).
+    run : callable
+        Called with the validated config when the action runs.
+    help : str
+        The action's one-line help.
+    aliases : tuple of str, optional
+        Other names of the action.
+
+    Returns
+    -------
+    argparse.ArgumentParser
+        The action's parser.
+    """
     p = actions.add_parser(name, help=help, aliases=list(aliases), description=model.__doc__)
     add_config_flags(p, model)
     p.set_defaults(func=lambda a: run(config_from_args(a, source=p.prog)))
@@ -147,7 +240,30 @@ def add_action(actions, name: str, model: type[pydantic.BaseModel], run, help: s
 
 def config_from_args(args: argparse.Namespace, model: type[pydantic.BaseModel] | None = None,
                      source: str | None = None):
-    """The validated config: ``--config`` file (if any), overridden by the flags given."""
+    """The validated config: ``--config`` file (if any), overridden by the flags given.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed command line: ``config`` (a YAML file or None), one attribute per field of
+        the model (None when not given), ``_config_model`` and ``_config_skip`` from
+        ``add_config_flags``, and ``out`` (set to the config's ``out`` when no flag gave it).
+    model : type of pydantic.BaseModel, optional
+        The config model (default: ``args._config_model``).
+    source : str, optional
+        What to name in validation errors (default: the ``--config`` file, or "command line").
+
+    Returns
+    -------
+    pydantic.BaseModel
+        The validated config, an instance of ``model``.
+
+    Raises
+    ------
+    MedScopeError
+        When a YAML-typed flag is not valid YAML, the config does not validate, or its ``out``
+        would vanish under a Ray job (``outputs.check_out``).
+    """
     model = model or args._config_model
     data = cfgmod.load_yaml(args.config) if getattr(args, "config", None) else {}
     for name, field in model.model_fields.items():
@@ -178,7 +294,20 @@ def config_from_args(args: argparse.Namespace, model: type[pydantic.BaseModel] |
 
 def typed_scalars(model: type[pydantic.BaseModel], data: dict) -> dict:
     """``data`` with each number-typed field's flag text read as its number (where it reads),
-    so that a setting compares equal whether a flag or a --config file gave it."""
+    so that a setting compares equal whether a flag or a --config file gave it.
+
+    Parameters
+    ----------
+    model : type of pydantic.BaseModel
+        The config model whose ``int`` / ``float`` fields are read.
+    data : dict
+        Settings by field name, some of them flag text.
+
+    Returns
+    -------
+    dict
+        A copy of ``data``; text that does not read as its number is left as it is.
+    """
     out = dict(data)
     for name, field in model.model_fields.items():
         kind, scalar = _kind(field.annotation)

@@ -30,7 +30,14 @@ class _Once(argparse.Action):
 
 
 def refuse_repeats(parser: argparse.ArgumentParser) -> None:
-    """Make every plain-store input flag of ``parser`` and its sub-parsers refuse a repeat."""
+    """Make every plain-store input flag of ``parser`` and its sub-parsers refuse a repeat.
+
+    Parameters
+    ----------
+    parser : argparse.ArgumentParser
+        The top parser; its sub-parsers are walked too. Flags whose dest is in ``INPUT_DESTS``
+        and whose action is a plain store are changed in place.
+    """
     for action in list(parser._actions):
         if isinstance(action, argparse._SubParsersAction):
             for sub in set(action.choices.values()):
