@@ -22,7 +22,28 @@ C = TypeVar("C", bound=pydantic.BaseModel)
 
 
 def job_main(name: str, model: type[C], run: Callable[[C], dict], argv: list[str] | None = None) -> int:
-    """Entry point of ``python -m pipelines.<name> --config F``: load, validate, run, summarise."""
+    """Entry point of ``python -m pipelines.<name> --config F``: load, validate, run, summarise.
+
+    Parameters
+    ----------
+    name : str
+        The job's module under ``pipelines`` (the program name, and the verb in the ``out:``
+        marker).
+    model : type of pydantic.BaseModel
+        The job's config model; one with an ``out`` field also gets ``--out``, ``--append`` and
+        ``--overwrite``.
+    run : callable
+        Called with the validated config; returns the summary printed as JSON (a summary with
+        ``accounting`` decides the exit code through ``accounting.conclude``).
+    argv : list of str, optional
+        The command line after the program name (default: ``sys.argv[1:]``).
+
+    Returns
+    -------
+    int
+        The exit code (``guarded``): 0, 2 on an error, the error's own ``exit_code``, or 130 when
+        interrupted.
+    """
     parser = argparse.ArgumentParser(prog=f"python -m pipelines.{name}")
     parser.add_argument("--config", required=True, help="YAML file (path or URI)")
     if "out" in model.model_fields:
@@ -62,6 +83,17 @@ def guarded(fn: Callable[[], object]) -> int:
     pipelines.support.accounting) instead of a traceback.
 
     ``MEDSCOPE_DEBUG=1`` re-raises unexpected errors with their traceback.
+
+    Parameters
+    ----------
+    fn : callable
+        Called with no arguments; what it returns is ignored.
+
+    Returns
+    -------
+    int
+        0 when ``fn`` returned (or stdout's reader went away), the ``MedScopeError``'s
+        ``exit_code`` (default 2), 130 on Ctrl-C, 2 on any other error.
     """
     try:
         fn()
@@ -87,6 +119,13 @@ def guarded(fn: Callable[[], object]) -> int:
 
 
 def print_summary(summary: dict) -> None:
+    """Print ``summary`` on stdout as indented, key-sorted JSON, with credentials in URLs redacted.
+
+    Parameters
+    ----------
+    summary : dict
+        The job's summary; values JSON cannot hold are printed as their ``str``.
+    """
     print(redact_urls(json.dumps(summary, indent=2, sort_keys=True, default=str)))  # no user:password@ URLs
 
 
@@ -135,13 +174,41 @@ def units_per_block(n_units: int, workers: int, most: int, blocks_per_worker: in
     Ray Data's driver pays about the same per block whatever its size (scheduling, metadata,
     result decoding; docs/benchmarks.md), and on a small cluster that CPU comes out of the
     workers'; enough blocks a worker keep the last block's tail short, and ``most`` bounds what a
-    lost block runs again."""
+    lost block runs again.
+
+    Parameters
+    ----------
+    n_units : int
+        Units in all.
+    workers : int
+        Workers of the cluster (at least 1 is assumed).
+    most : int
+        The most units in one block.
+    blocks_per_worker : int
+        Blocks wanted per worker.
+
+    Returns
+    -------
+    int
+        ``n_units // (blocks_per_worker * workers)``, clipped to [1, ``most``].
+    """
     return max(1, min(most, n_units // (blocks_per_worker * max(1, workers))))
 
 
 def most_at_once(stamps: list[tuple[float, float, int]]) -> int:
     """The most work items running at one moment, from their (start, end, pid) stamps; an item
-    that ends at the moment another starts does not overlap it."""
+    that ends at the moment another starts does not overlap it.
+
+    Parameters
+    ----------
+    stamps : list of tuple of (float, float, int)
+        (start, end, worker pid) of each work item, in seconds.
+
+    Returns
+    -------
+    int
+        The largest number of items whose intervals overlap (0 for no stamps).
+    """
     events = sorted([(s[1], -1) for s in stamps] + [(s[0], 1) for s in stamps])
     running = most = 0
     for _, step in events:
@@ -158,6 +225,20 @@ def map_timing(t_start: float, stamps: list[tuple[float, float, int]]) -> dict:
     is the time until the first item began on any worker (worker or actor start-up, imports,
     tool and model loading); ``steady_s`` runs from there to the last item's end, so a worker
     that comes up late or idles at the end counts against the steady figure, never for it.
+
+    Parameters
+    ----------
+    t_start : float
+        Wall clock (epoch s) when the stage began.
+    stamps : list of tuple of (float, float, int)
+        (start, end, worker pid) of every work item; must not be empty.
+
+    Returns
+    -------
+    dict
+        ``startup_s``, ``steady_s``, ``total_s`` and ``busy_s`` (s), ``cases`` (items),
+        ``workers`` (distinct pids), ``most_at_once`` and ``worker_first_case_s`` (each worker's
+        first start after ``t_start``, sorted).
     """
     first = min(s[0] for s in stamps)
     last = max(s[1] for s in stamps)

@@ -40,7 +40,22 @@ FILE_SUFFIXES = (".json", ".yaml", ".yml", ".parquet", ".csv", ".md", ".html", "
 
 
 def identity(verb: str, settings: dict) -> dict:
-    """What makes a run's output what it is: the verb and its non-operational settings."""
+    """What makes a run's output what it is: the verb and its non-operational settings.
+
+    Parameters
+    ----------
+    verb : str
+        The verb and action (``eval run``) or job name, kept for messages.
+    settings : dict
+        The run's settings; only the keys in ``IDENTITY`` that are set (not None or empty) and
+        not callable are kept.
+
+    Returns
+    -------
+    dict
+        ``verb``, ``settings`` (the kept ones, JSON-safe) and ``hash`` (16 characters, over the
+        settings only).
+    """
     kept = {k: v for k, v in sorted(settings.items()) if k in IDENTITY and not callable(v) and v not in (None, [], {}, "")}
     kept = json.loads(json.dumps(kept, default=str))
     # the hash is over the settings only: the same job run as a verb (`eval run`) or as
@@ -49,7 +64,18 @@ def identity(verb: str, settings: dict) -> dict:
 
 
 def is_folder_out(out: str) -> bool:
-    """Whether ``out`` names a folder (a file output such as a report JSON is not guarded)."""
+    """Whether ``out`` names a folder (a file output such as a report JSON is not guarded).
+
+    Parameters
+    ----------
+    out : str
+        An output path or URI.
+
+    Returns
+    -------
+    bool
+        False when its last part ends in one of ``FILE_SUFFIXES``.
+    """
     return not posixpath.basename(out.rstrip("/")).lower().endswith(FILE_SUFFIXES)
 
 
@@ -72,7 +98,33 @@ def _differs(a: dict, b: dict) -> str:
 def check(out: str, run: dict, append: bool = False, overwrite: bool = False, flag: str = "--out") -> str | None:
     """Refuse (MedScopeError) an ``out`` holding a different run. ``overwrite``: a local folder is
     moved aside (returned: ``settle`` deletes it once the new run finished, or puts it back if
-    the new run failed, so bad input never costs the old run); a remote one is emptied first."""
+    the new run failed, so bad input never costs the old run); a remote one is emptied first.
+
+    Parameters
+    ----------
+    out : str
+        The output folder (a file output, or an empty one, is not checked).
+    run : dict
+        This run's ``identity``.
+    append : bool, optional
+        ``--append``: a folder holding another run is accepted.
+    overwrite : bool, optional
+        ``--overwrite``: what the folder holds is moved aside (local) or deleted (remote).
+    flag : str, optional
+        The option's name in the error message (``--out`` or ``out:``).
+
+    Returns
+    -------
+    str or None
+        The path the old local folder was moved to under ``overwrite`` (for ``settle``), else
+        None.
+
+    Raises
+    ------
+    MedScopeError
+        When ``out`` holds a different run and neither ``append`` nor ``overwrite`` is given,
+        or its marker cannot be read.
+    """
     if not out or not is_folder_out(out):
         return None
     if overwrite:
@@ -95,7 +147,17 @@ def check(out: str, run: dict, append: bool = False, overwrite: bool = False, fl
 
 
 def settle(out: str, aside: str | None, finished: bool) -> None:
-    """After an --overwrite run: drop the old run moved aside, or restore it when the new run failed."""
+    """After an --overwrite run: drop the old run moved aside, or restore it when the new run failed.
+
+    Parameters
+    ----------
+    out : str
+        The output folder of the run.
+    aside : str or None
+        What ``check`` returned: where the old run was moved (None: nothing to do).
+    finished : bool
+        Whether the new run finished (the old one is then deleted, else put back).
+    """
     if not aside or not os.path.exists(aside):
         return
     if finished:
@@ -107,7 +169,15 @@ def settle(out: str, aside: str | None, finished: bool) -> None:
 
 
 def record(out: str, run: dict) -> None:
-    """Mark ``out`` as holding ``run`` (once it exists; a run that wrote nothing leaves no mark)."""
+    """Mark ``out`` as holding ``run`` (once it exists; a run that wrote nothing leaves no mark).
+
+    Parameters
+    ----------
+    out : str
+        The output folder; a file output, or a folder that does not exist, is left unmarked.
+    run : dict
+        This run's ``identity``, added to the marker's ``runs`` unless its hash is there.
+    """
     if not out or not is_folder_out(out) or not storage.exists(out) or not storage.is_dir(out):
         return
     held = _held(out)
@@ -117,7 +187,13 @@ def record(out: str, run: dict) -> None:
 
 def add_flags(parser) -> None:
     """Give every verb (leaf parser) that has ``--out`` the ``--append`` and ``--overwrite``
-    flags, unless it defines its own."""
+    flags, unless it defines its own.
+
+    Parameters
+    ----------
+    parser : argparse.ArgumentParser
+        The top parser; its sub-parsers are walked too.
+    """
     import argparse
 
     for action in parser._actions:
@@ -136,7 +212,18 @@ def add_flags(parser) -> None:
 
 
 def verb_of(argv: list[str]) -> str:
-    """The verb and action named on the command line (``eval run``), for the marker."""
+    """The verb and action named on the command line (``eval run``), for the marker.
+
+    Parameters
+    ----------
+    argv : list of str
+        The command line after the program name.
+
+    Returns
+    -------
+    str
+        The first one or two words that are not options, joined by a space.
+    """
     words: list[str] = []
     for word in argv:
         if word.startswith("-"):
@@ -150,7 +237,20 @@ def verb_of(argv: list[str]) -> str:
 
 
 def settings_of(args) -> dict:
-    """The run's settings: its --config file's, overridden by the flags given."""
+    """The run's settings: its --config file's, overridden by the flags given.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed command line: ``config`` (a YAML file or None), every flag (those not given
+        are None and skipped), and ``_config_model`` when the verb's flags come from a config
+        model (its number fields are then read as numbers, ``flags.typed_scalars``).
+
+    Returns
+    -------
+    dict
+        The settings by name, for ``identity``.
+    """
     from medscope import config as cfgmod
 
     data = dict(cfgmod.load_yaml(args.config) or {}) if getattr(args, "config", None) else {}

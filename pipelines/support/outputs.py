@@ -24,7 +24,20 @@ WORKING_DIR_MARK = os.path.join("runtime_resources", "working_dir_files")
 
 
 def ray_job_context(environ=None, cwd: str | None = None) -> str | None:
-    """Why this process counts as a submitted Ray job's driver, or None when it is not one."""
+    """Why this process counts as a submitted Ray job's driver, or None when it is not one.
+
+    Parameters
+    ----------
+    environ : mapping, optional
+        The environment to read ``JOB_ENV_VAR`` from (default: ``os.environ``).
+    cwd : str, optional
+        The working directory (default: ``os.getcwd()``).
+
+    Returns
+    -------
+    str or None
+        Why: the working directory is inside Ray's working-dir copy, or ``JOB_ENV_VAR`` is set.
+    """
     environ = os.environ if environ is None else environ
     cwd = os.getcwd() if cwd is None else cwd
     if WORKING_DIR_MARK in cwd:
@@ -36,7 +49,30 @@ def ray_job_context(environ=None, cwd: str | None = None) -> str | None:
 
 def check_out(uri: str, flag: str = "--out", environ=None, cwd: str | None = None) -> str:
     """The output location as the user should read it (absolute path or URI); raises when a
-    Ray job would write it where it vanishes (relative, or inside Ray's working-dir copy)."""
+    Ray job would write it where it vanishes (relative, or inside Ray's working-dir copy).
+
+    Parameters
+    ----------
+    uri : str
+        The output path or URI; an empty one, or one on a non-local store (``s3://``...), is
+        returned as is.
+    flag : str, optional
+        The option's name in the error message (``--out`` or ``out:``).
+    environ : mapping, optional
+        The environment (default: ``os.environ``), for ``ray_job_context``.
+    cwd : str, optional
+        The working directory relative paths are read against (default: ``os.getcwd()``).
+
+    Returns
+    -------
+    str
+        ``uri`` itself for a non-local store, else the normalised absolute path.
+
+    Raises
+    ------
+    MedScopeError
+        Under a Ray job, when the path is relative or inside Ray's working-dir copy.
+    """
     cwd = os.getcwd() if cwd is None else cwd
     if not uri or storage.protocol(uri) not in ("file", ""):
         return uri  # s3://, memory://, gs://: a store every node shares (or the caller's choice)
@@ -54,5 +90,13 @@ def check_out(uri: str, flag: str = "--out", environ=None, cwd: str | None = Non
 
 
 def announce(where: str, label: str = "results") -> None:
-    """One line on stderr saying where the results went (stdout stays the JSON summary)."""
+    """One line on stderr saying where the results went (stdout stays the JSON summary).
+
+    Parameters
+    ----------
+    where : str
+        The output location (``check_out``'s answer).
+    label : str, optional
+        What went there.
+    """
     print(f"medscope: {label} in {where}", file=sys.stderr, flush=True)

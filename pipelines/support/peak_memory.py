@@ -15,7 +15,13 @@ import resource
 
 
 def peak_rss_kib() -> int:
-    """This process's peak resident memory in KiB (VmHWM; ru_maxrss where /proc has none)."""
+    """This process's peak resident memory in KiB (VmHWM; ru_maxrss where /proc has none).
+
+    Returns
+    -------
+    int
+        The peak in KiB (``ru_maxrss`` is KiB on Linux, bytes on macOS).
+    """
     try:
         with open("/proc/self/status") as fh:
             for line in fh:
@@ -28,7 +34,14 @@ def peak_rss_kib() -> int:
 
 def memory_mb() -> dict[str, float]:
     """This process's resident memory now and its peak so far, in MB (VmRSS, VmHWM), read at
-    the phase boundaries of a job so a bench can say which phase grows (empty off Linux)."""
+    the phase boundaries of a job so a bench can say which phase grows (empty off Linux).
+
+    Returns
+    -------
+    dict of str to float
+        ``rss`` and ``peak`` in MB (1e6 bytes), rounded to 0.1; empty where /proc/self/status
+        cannot be read.
+    """
     out = {}
     try:
         with open("/proc/self/status") as fh:

@@ -28,7 +28,22 @@ _MISPLACED = "_protocol_options_misplaced"
 
 def peek(argv: list[str], *flags: str, repeat: tuple[str, ...] = ()) -> argparse.Namespace | None:
     """The values of ``flags`` on a command line before the verb's own parser has its protocol
-    flags (``repeat``: flags that may be given several times); None when they cannot be read."""
+    flags (``repeat``: flags that may be given several times); None when they cannot be read.
+
+    Parameters
+    ----------
+    argv : list of str
+        The command line (the verb's arguments).
+    *flags : str
+        The flags to read (``--protocol``...).
+    repeat : tuple of str, optional
+        Those of ``flags`` that may be given several times (read as a list).
+
+    Returns
+    -------
+    argparse.Namespace or None
+        One attribute per flag (None when absent); None when argparse cannot read them.
+    """
     pre = argparse.ArgumentParser(add_help=False, exit_on_error=False)
     for flag in flags:
         pre.add_argument(flag, action="append" if flag in repeat else "store")
@@ -41,7 +56,20 @@ def peek(argv: list[str], *flags: str, repeat: tuple[str, ...] = ()) -> argparse
 def install(parser: argparse.ArgumentParser, verb: str, find: Callable[[list[str]], list[str] | None]) -> None:
     """Give ``parser`` (the verb's sub-parser) its protocols' option flags when it parses.
 
-    ``find(arg strings) -> protocol specs`` the command line is about (None: not known)."""
+    ``find(arg strings) -> protocol specs`` the command line is about (None: not known).
+
+    Parameters
+    ----------
+    parser : argparse.ArgumentParser
+        The verb's sub-parser; its ``parse_known_args`` is wrapped so the flags are added (once)
+        on the first parse.
+    verb : str
+        The verb (one of ``VERBS``) whose options become flags.
+    find : callable
+        ``find(arg strings)`` returns the protocol specs the command line is about, or None
+        when not known (every shipped protocol's flags are then added); an error it raises is
+        treated as None.
+    """
     plain = parser.parse_known_args
 
     def parse_known_args(args=None, namespace=None):
@@ -69,7 +97,24 @@ def _classes(specs: list[str] | None) -> tuple[list[tuple[str, type]], bool]:
 
 def add_flags(parser: argparse.ArgumentParser, verb: str, specs: list[str] | None) -> None:
     """One flag per option set at ``verb`` of the protocols ``specs``; hidden flags for the options
-    of other verbs and other shipped protocols, which refuse clearly (``refuse_misplaced``)."""
+    of other verbs and other shipped protocols, which refuse clearly (``refuse_misplaced``).
+
+    Parameters
+    ----------
+    parser : argparse.ArgumentParser
+        The verb's sub-parser; ``_protocol_flags`` (flag -> protocols) is set on it and in its
+        defaults (``_protocol_flags_added``).
+    verb : str
+        The verb whose options get flags.
+    specs : list of str or None
+        The protocols (names or ``module:Class``) the command is about; None, or specs that
+        cannot be resolved: every shipped protocol.
+
+    Raises
+    ------
+    MedScopeError
+        When a protocol's option would take one of the verb's own flags.
+    """
     try:
         mine, known = _classes(specs)
     except MedScopeError:  # an unknown protocol (or one without Options): the verb says so once it runs
@@ -138,7 +183,18 @@ class _Refused(argparse.Action):
 
 
 def refuse_misplaced(args: argparse.Namespace) -> None:
-    """A protocol option given where it is not set: one clear error (MedScopeError)."""
+    """A protocol option given where it is not set: one clear error (MedScopeError).
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed command line; the reasons noted by the refused flags are read.
+
+    Raises
+    ------
+    MedScopeError
+        When any misplaced option was given, naming each reason once.
+    """
     reasons = getattr(args, _MISPLACED, None)
     if reasons:
         raise MedScopeError("; ".join(dict.fromkeys(reasons)))
@@ -146,7 +202,28 @@ def refuse_misplaced(args: argparse.Namespace) -> None:
 
 def given(args: argparse.Namespace, model: type, verb: str) -> dict:
     """The options of ``model`` set at ``verb`` that the command line gave, read as the model's
-    types read them (a list comma-separated, a mapping or union as YAML); the model validates."""
+    types read them (a list comma-separated, a mapping or union as YAML); the model validates.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed command line: one attribute per option of ``model`` set at ``verb`` (None
+        when not given).
+    model : type of ProtocolOptions
+        The protocol's ``Options`` model.
+    verb : str
+        The verb whose options are read.
+
+    Returns
+    -------
+    dict
+        The options given, by field name.
+
+    Raises
+    ------
+    MedScopeError
+        When a YAML-typed option's text is not valid YAML.
+    """
     out = {}
     for field_name in model.fields_at(verb):
         text = getattr(args, field_name, None)

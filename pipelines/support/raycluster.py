@@ -23,6 +23,11 @@ def ensure_ray(num_cpus: int | None = None) -> None:
     Under ``ray job submit`` (or with ``RAY_ADDRESS`` set) this attaches to that cluster;
     otherwise it starts a local Ray with every core of the machine (or ``num_cpus``) whose
     workers get this checkout on their ``PYTHONPATH``, so they import the driver's code.
+
+    Parameters
+    ----------
+    num_cpus : int, optional
+        CPUs of a local Ray (default: ``os.cpu_count()``); ignored when attaching to a cluster.
     """
     if ray.is_initialized():
         return
@@ -84,7 +89,13 @@ def _init_lines_to_log():
 
 
 def is_verbose() -> bool:
-    """``medscope --verbose`` (or ``MEDSCOPE_VERBOSE=1``): Ray's own logs on the console too."""
+    """``medscope --verbose`` (or ``MEDSCOPE_VERBOSE=1``): Ray's own logs on the console too.
+
+    Returns
+    -------
+    bool
+        Whether ``MEDSCOPE_VERBOSE`` is set to anything but "" or "0".
+    """
     return os.environ.get("MEDSCOPE_VERBOSE", "") not in ("", "0")
 
 
@@ -109,5 +120,11 @@ def _quiet_ray_data() -> None:
 
 
 def cluster_gpus() -> float:
-    """GPUs the connected cluster holds (0 on a CPU machine)."""
+    """GPUs the connected cluster holds (0 on a CPU machine).
+
+    Returns
+    -------
+    float
+        The cluster's ``GPU`` resource total.
+    """
     return float(ray.cluster_resources().get("GPU", 0.0))

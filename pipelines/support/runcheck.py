@@ -14,14 +14,36 @@ from medscope.errors import MedScopeError
 
 
 def written_episodes(summary: dict) -> int:
-    """How many episode parts the sweep that wrote ``summary`` (its sweep.json) left behind."""
+    """How many episode parts the sweep that wrote ``summary`` (its sweep.json) left behind.
+
+    Parameters
+    ----------
+    summary : dict
+        The eval run's sweep.json.
+
+    Returns
+    -------
+    int
+        ``done`` + ``already_written`` + ``skipped_finished`` (missing counts as 0).
+    """
     return sum(int(summary.get(k) or 0) for k in ("done", "already_written", "skipped_finished"))
 
 
 def require_complete(episodes_uri: str) -> None:
     """Raise MedScopeError when ``episodes_uri`` (a part folder) holds fewer episodes than its
     run's sweep.json says were written. A run without sweep.json, or a single table file, is
-    not checked: there is nothing to compare with."""
+    not checked: there is nothing to compare with.
+
+    Parameters
+    ----------
+    episodes_uri : str
+        The eval run's episodes (a part folder, or a table file: not checked).
+
+    Raises
+    ------
+    MedScopeError
+        When fewer part keys are present than ``written_episodes`` of the run's sweep.json.
+    """
     if not storage.is_dir(episodes_uri):
         return
     folder = layout.folder_of("episodes", episodes_uri)
