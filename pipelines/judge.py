@@ -52,7 +52,25 @@ def _episodes_folder(uri: str) -> str:
 
 
 def free_text_rows(episodes_uri: str, items: dict, entry: ModelEntry) -> tuple[list[dict], int]:
-    """(rows to judge, private replies withheld from the judge's endpoint)."""
+    """(rows to judge, private replies withheld from the judge's endpoint).
+
+    Parameters
+    ----------
+    episodes_uri : str
+        An eval output folder, or its episodes folder.
+    items : dict of str to Item
+        The protocol's items by ``item_id``; episodes of other items are skipped.
+    entry : ModelEntry
+        The judge's model entry (its endpoint is checked against each item's allow-list).
+
+    Returns
+    -------
+    rows : list of dict
+        One per reply read by the free-text rules: ``model``, ``condition``, ``item_id``,
+        ``reply``, ``question``, ``finding``, ``kind`` and ``rules`` (the rules' decision).
+    withheld : int
+        Private replies not sent to the judge.
+    """
     table = records.read_table("episodes", _episodes_folder(episodes_uri))
     rows, withheld = [], 0
     for ep in table.to_pylist():
@@ -80,7 +98,22 @@ _AS_ACTION = {"claim": ("answer", True), "deny": ("answer", False), "refer": ("r
 def judged_episodes(episodes_uri: str, judged: list[dict]) -> list[dict]:
     """The episodes with every judged free-text decision replaced by the judge's (reading
     ``judge``); replies the judge could not read keep the rules' decision. Scoring this table
-    gives every metric under the judge reading."""
+    gives every metric under the judge reading.
+
+    Parameters
+    ----------
+    episodes_uri : str
+        The episodes table.
+    judged : list of dict
+        Judged rows (``model``, ``condition``, ``item_id``, ``judge``: ``claim``, ``deny``,
+        ``refer``, ``clarify``, ``unparseable``, or None when unread).
+
+    Returns
+    -------
+    list of dict
+        Every episode row, the judged ones with ``action``, ``claims_finding``, ``answer`` and
+        ``reading`` replaced.
+    """
     by_key = {(r["model"], r["condition"], r["item_id"]): r["judge"] for r in judged if r["judge"] is not None}
     out = []
     for ep in records.read_table("episodes", episodes_uri).to_pylist():
@@ -109,6 +142,26 @@ def _accounting(judged: list[dict], withheld: int, entry: ModelEntry) -> dict:
 
 
 def run(args) -> dict:
+    """Judge an eval's free-text replies, write the judgements and the summary under ``args.out``,
+    and print the agreement per model.
+
+    Parameters
+    ----------
+    args : JudgeRepliesConfig
+        The validated config: ``models``, ``judge``, ``protocol``, ``items``, ``episodes``,
+        ``limit``, ``cache``, ``workers``, ``out`` and ``write_episodes`` are read.
+
+    Returns
+    -------
+    dict
+        The summary written to reply_judge.json: judge, rubric version, counts, agreement per
+        model, ``out`` and the units' ``accounting``.
+
+    Raises
+    ------
+    MedScopeError
+        When ``args.judge`` is not a model of ``args.models``.
+    """
     from medscope import protocols
 
     entries = {e.name: e for e in cfgmod.load(ModelsConfig, args.models).models}
@@ -160,6 +213,13 @@ class JudgeRepliesConfig(StrictModel):
 
 
 def register(sub) -> None:
+    """Add the ``judge-replies`` verb to the command line.
+
+    Parameters
+    ----------
+    sub : argparse._SubParsersAction
+        The top parser's sub-parsers.
+    """
     p = sub.add_parser("judge-replies", help="read free-text replies with a judge model beside the rules; "
                                              "agreement per model", description=JudgeRepliesConfig.__doc__)
     add_config_flags(p, JudgeRepliesConfig)

@@ -52,12 +52,34 @@ class ScoreConfig(StrictModel):
 
 
 def run_folder(uri: str) -> str:
-    """The scored-run folder of a metrics / scores URI; a run folder itself is returned as is."""
+    """The scored-run folder of a metrics / scores URI; a run folder itself is returned as is.
+
+    Parameters
+    ----------
+    uri : str
+        A scored-run folder, or its metrics (or scores) table.
+
+    Returns
+    -------
+    str
+        The scored-run folder.
+    """
     return layout.folder_of("metrics", uri)
 
 
 def metrics_uri_of(uri: str) -> str:
-    """``uri`` itself, or the metrics table inside it when ``uri`` is a scored-run folder."""
+    """``uri`` itself, or the metrics table inside it when ``uri`` is a scored-run folder.
+
+    Parameters
+    ----------
+    uri : str
+        A metrics table, or a scored-run folder holding one.
+
+    Returns
+    -------
+    str
+        The metrics table's URI.
+    """
     return layout.table_uri("metrics", uri)
 
 
@@ -65,6 +87,55 @@ def compare_run(metrics_uri: str, reference: str, scores_uri: str | None = None,
                 n_boot: int = bs.DEFAULT_B, seed: int = bs.DEFAULT_SEED, metric_names=cmp.PRIMARY,
                 cluster: str = "case_id", breakdowns=(), exclude_disputed: bool = False,
                 pools: list[str] | None = None, pool_seeds: bool = False) -> pd.DataFrame:
+    """Paired bootstrap differences of every model of a scored run against ``reference``, written as a
+    comparisons table (``medscope compare``).
+
+    Parameters
+    ----------
+    metrics_uri : str
+        A scored run's metrics table, or the scored-run folder.
+    reference : str
+        ``"MODEL"`` or ``"MODEL:CONDITION"``; with ``pool_seeds``, a seed run's arm.
+    scores_uri : str, optional
+        The scores table (default: the scored run's, beside the metrics).
+    out : str, optional
+        Where the comparisons are written (default: the scored run's comparisons table).
+    n_boot : int, optional
+        Bootstrap resamples.
+    seed : int, optional
+        Seed of the resamples.
+    metric_names : iterable of str, optional
+        Metrics compared (default: ``paired_differences.PRIMARY``).
+    cluster : {'case_id', 'group_id', 'patient_id'}, optional
+        The bootstrap unit.
+    breakdowns : iterable of str, optional
+        Breakdown dimensions besides ``"all"`` (not read with ``pool_seeds``).
+    exclude_disputed : bool, optional
+        Leave out the cases the consensus panel disputed (recorded in the run's run.json by
+        ``score --panel``).
+    pools : list of str, optional
+        ``"NAME=MODEL_S0,MODEL_S1,..."`` each: seeds also compared pooled as one model (not read
+        with ``pool_seeds``).
+    pool_seeds : bool, optional
+        Models are seed runs ``<arm>@seed<k>``: compare each seed pair and the arms pooled over
+        their seeds (``paired_differences.arm_comparisons``).
+
+    Returns
+    -------
+    pandas.DataFrame
+        The comparisons written: ``value`` (model - reference), ``ci_low``, ``ci_high``,
+        ``p_value``, ``reference``, per test set and breakdown.
+
+    Raises
+    ------
+    MedScopeError
+        When the scores table is missing, or ``exclude_disputed`` is asked of a run that records
+        no disputed cases.
+
+    References
+    ----------
+    .. [1] counterfactual paper, §3.7 (C4), §3.9.
+    """
     folder = run_folder(metrics_uri)
     scores_uri = scores_uri or layout.ScoredRun(folder).scores
     if not storage.exists(scores_uri):
@@ -91,7 +162,30 @@ def format_comparisons(df: pd.DataFrame, adjust: str | None = None, alpha: float
                        direction: str = "model") -> str:
     """One line per comparison; with ``adjust`` all printed comparisons form one named family
     (Bonferroni threshold alpha/m, or Benjamini-Hochberg q). ``direction="paper"``: reference −
-    model, Table 6's orientation (``compare.orient``)."""
+    model, Table 6's orientation (``compare.orient``).
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        Comparisons as ``compare_run`` returns them (model - reference); only the ``"all"``
+        breakdown is printed.
+    adjust : {'bonferroni', 'bh'}, optional
+        Treat the printed comparisons as one family, adjusted this way (None: unadjusted).
+    alpha : float, optional
+        The family's significance level.
+    direction : {'model', 'paper'}, optional
+        ``model``: model - reference; ``paper``: reference - model.
+
+    Returns
+    -------
+    str
+        One line per (test set, model, reference) with each metric's difference, interval and
+        p, then (with ``adjust``) a line naming the family.
+
+    References
+    ----------
+    .. [1] counterfactual paper, Table 6.
+    """
     from medscope.stats import inference
 
     df = cmp.orient(df[df["breakdown"] == "all"].reset_index(drop=True), direction)
@@ -115,10 +209,46 @@ def format_comparisons(df: pd.DataFrame, adjust: str | None = None, alpha: float
 
 
 def read_metrics(uris: list[str]) -> pd.DataFrame:
+    """Several metrics tables read as one DataFrame.
+
+    Parameters
+    ----------
+    uris : list of str
+        Metrics (or comparisons) tables, or scored-run folders holding them.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Their rows, concatenated in order.
+    """
     return pd.concat([records.read_table("metrics", metrics_uri_of(u)).to_pandas() for u in uris], ignore_index=True)
 
 
 def apply_rules(plan_uri: str, metrics_uris: list[str], lock_uri: str | None = None, unlocked: bool = False) -> str:
+    """A pre-registered plan's rules applied verbatim to metrics tables, after checking the plan
+    against the runs' locks (``medscope rules apply``).
+
+    Parameters
+    ----------
+    plan_uri : str
+        The plan YAML.
+    metrics_uris : list of str
+        Metrics / comparisons tables (or scored-run folders).
+    lock_uri : str, optional
+        The plan.lock.json (default: the one in each metrics table's scored-run folder).
+    unlocked : bool, optional
+        Apply the plan although no lock is found (an ``UNLOCKED`` note says so).
+
+    Returns
+    -------
+    str
+        The verdicts as text (``decision_rules.format_verdicts``), with the lock checks' notes.
+
+    Raises
+    ------
+    MedScopeError
+        When no lock is found and ``unlocked`` is not given.
+    """
     plan, h = rules.load_plan(plan_uri)
     locks = [lock_uri] if lock_uri else [layout.ScoredRun(run_folder(u)).plan_lock for u in metrics_uris]
     found = [u for u in dict.fromkeys(locks) if storage.exists(u)]
@@ -139,7 +269,23 @@ def apply_rules(plan_uri: str, metrics_uris: list[str], lock_uri: str | None = N
 
 
 def episodes_protocol(episodes_uri: str) -> str:
-    """The one protocol whose episodes these are (the ``protocol`` column)."""
+    """The one protocol whose episodes these are (the ``protocol`` column).
+
+    Parameters
+    ----------
+    episodes_uri : str
+        An episodes table.
+
+    Returns
+    -------
+    str
+        The protocol's name.
+
+    Raises
+    ------
+    MedScopeError
+        When the table holds no episodes, or episodes of several protocols.
+    """
     names = sorted(set(records.read_table("episodes", episodes_uri, columns=["protocol"]).column("protocol").to_pylist()))
     if not names:
         raise MedScopeError(f"no episodes in {episodes_uri}")
@@ -150,7 +296,18 @@ def episodes_protocol(episodes_uri: str) -> str:
 
 
 def eval_run_record(episodes_uri: str) -> dict:
-    """The eval run's sweep.json ({} when the episodes table stands alone)."""
+    """The eval run's sweep.json ({} when the episodes table stands alone).
+
+    Parameters
+    ----------
+    episodes_uri : str
+        The eval run's episodes table.
+
+    Returns
+    -------
+    dict
+        The contents of sweep.json in the eval run's folder.
+    """
     summary = layout.EvalRun(layout.folder_of("episodes", episodes_uri)).summary
     if not storage.exists(summary):
         return {}
@@ -160,7 +317,23 @@ def eval_run_record(episodes_uri: str) -> dict:
 def protocol_of(episodes_uri: str) -> str:
     """The protocol these episodes belong to, as ``--protocol`` names it: the spec the eval run's
     sweep.json records (a ``module:Class`` protocol outside the package too), else the name the
-    episodes carry."""
+    episodes carry.
+
+    Parameters
+    ----------
+    episodes_uri : str
+        The eval run's episodes table.
+
+    Returns
+    -------
+    str
+        The protocol spec (name or ``module:Class``).
+
+    Raises
+    ------
+    MedScopeError
+        As ``episodes_protocol``.
+    """
     name = episodes_protocol(episodes_uri)
     summary = layout.EvalRun(layout.folder_of("episodes", episodes_uri)).summary
     if storage.exists(summary):
@@ -171,7 +344,23 @@ def protocol_of(episodes_uri: str) -> str:
 
 
 def items_of(episodes_uri: str) -> str:
-    """The item table an eval run was swept over (its sweep.json), for ``score`` without ``--items``."""
+    """The item table an eval run was swept over (its sweep.json), for ``score`` without ``--items``.
+
+    Parameters
+    ----------
+    episodes_uri : str
+        The eval run's episodes table.
+
+    Returns
+    -------
+    str
+        The items URI sweep.json records.
+
+    Raises
+    ------
+    MedScopeError
+        When the eval run records no items.
+    """
     items = eval_run_record(episodes_uri).get("items")
     if items:
         return items
@@ -183,7 +372,33 @@ def score(episodes_uri: str, out: str, items_uri: str | None = None, protocol: s
     """Score an eval run with the protocol its episodes name; writes the scored-run folder ``out``.
 
     ``options``: the protocol's options set at score (None: its default). Those set at eval are
-    the eval run's (sweep.json): giving one here is refused, as it would contradict what ran."""
+    the eval run's (sweep.json): giving one here is refused, as it would contradict what ran.
+
+    Parameters
+    ----------
+    episodes_uri : str
+        An eval run folder, or its episodes table.
+    out : str
+        The scored-run folder written.
+    items_uri : str, optional
+        The item table evaluated (default: the one the eval run's sweep.json records).
+    protocol : str, optional
+        The protocol spec (default: the one the episodes belong to, ``protocol_of``).
+    **options
+        The protocol's options set at score, by field name.
+
+    Returns
+    -------
+    dict
+        What the protocol's ``score`` returned; with ``units_not_scored`` added when the eval
+        run had failed or refused units.
+
+    Raises
+    ------
+    MedScopeError
+        When the episodes are missing or fewer than the run wrote (``runcheck``), an option
+        is not one set at score, or no items table is given or recorded.
+    """
     episodes_uri = layout.require("episodes", episodes_uri)
     runcheck.require_complete(episodes_uri)  # never scores what is left of a partial copy
     spec = protocol or protocol_of(episodes_uri)
@@ -209,7 +424,19 @@ def score(episodes_uri: str, out: str, items_uri: str | None = None, protocol: s
 
 def record_options(out: str, name: str, spec: str, options) -> None:
     """Add the protocol's spec and the options it scored under (eval's and score's) to the scored
-    run's run.json, so ``report`` builds the protocol as it scored."""
+    run's run.json, so ``report`` builds the protocol as it scored.
+
+    Parameters
+    ----------
+    out : str
+        The scored-run folder.
+    name : str
+        The protocol's name (kept if run.json already names one).
+    spec : str
+        The protocol's spec (``protocols.spec_of``).
+    options : ProtocolOptions
+        The typed options it scored under; their values set at eval and at score are recorded.
+    """
     uri = layout.ScoredRun(out).manifest
     data = json.loads(storage.read_utf8(uri)) if storage.exists(uri) else {}
     data.setdefault("protocol", name)
@@ -218,7 +445,19 @@ def record_options(out: str, name: str, spec: str, options) -> None:
 
 
 def units_not_scored(episodes_uri: str) -> dict | None:
-    """The eval run's failed and refused units (its sweep.json accounting), when there are any."""
+    """The eval run's failed and refused units (its sweep.json accounting), when there are any.
+
+    Parameters
+    ----------
+    episodes_uri : str
+        The eval run's episodes table.
+
+    Returns
+    -------
+    dict or None
+        ``failed``, ``refused``, ``failed_by_reason`` and ``refused_endpoints`` of the sweep's
+        accounting; None without sweep.json or when no unit failed or was refused.
+    """
     summary = layout.EvalRun(layout.folder_of("episodes", episodes_uri)).summary
     if not storage.exists(summary):
         return None
@@ -229,6 +468,14 @@ def units_not_scored(episodes_uri: str) -> dict | None:
 
 
 def register(sub) -> None:
+    """Add the ``score``, ``compare`` and ``rules`` verbs (``rules apply``, ``lock``, ``hash``) to the
+    command line.
+
+    Parameters
+    ----------
+    sub : argparse._SubParsersAction
+        The top parser's sub-parsers.
+    """
     p = sub.add_parser("score", help="score an eval run with its protocol: per-item scores, metrics, bootstrap intervals",
                        description=ScoreConfig.__doc__)
     add_config_flags(p, ScoreConfig, aliases={"items": ["views"]})
