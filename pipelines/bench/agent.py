@@ -11,8 +11,9 @@ def bench_replies(args=None) -> None:
 
     Parameters
     ----------
-    args : argparse.Namespace or None, optional
-        The parsed ``medscope bench`` arguments; not read (the reply tables are fixed).
+    args : BenchConfig or argparse.Namespace or None, optional
+        The ``medscope bench`` settings (:class:`pipelines.bench.BenchConfig`, or a namespace of its fields);
+        not read (the reply tables are fixed).
     """
     from collections import Counter
 
@@ -49,9 +50,9 @@ def bench(args) -> None:
 
     Parameters
     ----------
-    args : argparse.Namespace
-        The parsed ``medscope bench`` arguments; reads ``quick`` (8 items and 1,000 replies to read instead of
-        32 and 10,000).
+    args : BenchConfig or argparse.Namespace
+        The ``medscope bench`` settings (:class:`pipelines.bench.BenchConfig`, or a namespace of its fields);
+        reads ``quick`` (8 items and 1,000 replies to read instead of 32 and 10,000).
     """
     import os
     import time

@@ -53,9 +53,9 @@ def bench_compact(args) -> dict:
 
     Parameters
     ----------
-    args : argparse.Namespace
-        The parsed ``medscope bench`` arguments; reads ``parts`` if present (number of parts) and ``quick``
-        (1,000 parts instead of 10,000).
+    args : BenchConfig or argparse.Namespace
+        The ``medscope bench`` settings (:class:`pipelines.bench.BenchConfig`, or a namespace of its fields);
+        reads ``parts`` if present (number of parts) and ``quick`` (1,000 parts instead of 10,000).
 
     Returns
     -------

@@ -159,9 +159,10 @@ def bench_erasure(args) -> None:
 
     Parameters
     ----------
-    args : argparse.Namespace
-        The parsed ``medscope bench`` arguments; reads ``cases`` (cohort size; default 60, 16 with ``quick``),
-        ``quick``, ``tools`` (comma-separated; default ``TOOLS``) and ``recipe`` (a views recipe, optional).
+    args : BenchConfig or argparse.Namespace
+        The ``medscope bench`` settings (:class:`pipelines.bench.BenchConfig`, or a namespace of its fields);
+        reads ``cases`` (cohort size; default 60, 16 with ``quick``), ``quick``, ``tools`` (comma-separated;
+        default ``TOOLS``) and ``recipe`` (a views recipe, optional).
     """
     from medscope.cohorts import phantom
 

@@ -34,9 +34,9 @@ def bench_eval(args) -> dict:
 
     Parameters
     ----------
-    args : argparse.Namespace
-        The parsed ``medscope bench`` arguments; reads ``quick`` (24 units at 240 rpm instead of 60 at 300, and
-        ``QUICK_MEMORY_SIZES``).
+    args : BenchConfig or argparse.Namespace
+        The ``medscope bench`` settings (:class:`pipelines.bench.BenchConfig`, or a namespace of its fields);
+        reads ``quick`` (24 units at 240 rpm instead of 60 at 300, and ``QUICK_MEMORY_SIZES``).
 
     Returns
     -------

@@ -128,9 +128,9 @@ def bench_faults(args) -> list[dict]:
 
     Parameters
     ----------
-    args : argparse.Namespace
-        The parsed ``medscope bench`` arguments; reads ``quick`` (8 units at concurrency 2 instead of 12 units at
-        2 and 8).
+    args : BenchConfig or argparse.Namespace
+        The ``medscope bench`` settings (:class:`pipelines.bench.BenchConfig`, or a namespace of its fields);
+        reads ``quick`` (8 units at concurrency 2 instead of 12 units at 2 and 8).
 
     Returns
     -------

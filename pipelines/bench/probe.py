@@ -19,9 +19,10 @@ def bench(args) -> None:
 
     Parameters
     ----------
-    args : argparse.Namespace
-        The parsed ``medscope bench`` arguments; reads ``quick`` (64 x 64 x 32 volumes and 16 of them, instead of
-        192 x 192 x 96 and 16 and 64) and ``cases`` (one number of volumes instead).
+    args : BenchConfig or argparse.Namespace
+        The ``medscope bench`` settings (:class:`pipelines.bench.BenchConfig`, or a namespace of its fields);
+        reads ``quick`` (64 x 64 x 32 volumes and 16 of them, instead of 192 x 192 x 96 and 16 and 64) and
+        ``cases`` (one number of volumes instead).
     """
     import statistics
 

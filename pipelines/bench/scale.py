@@ -42,10 +42,11 @@ def bench_scale(args) -> list[dict]:
 
     Parameters
     ----------
-    args : argparse.Namespace
-        The parsed ``medscope bench`` arguments; reads ``cases`` (phantom cases; default 60, 12 with ``quick``),
-        ``quick``, ``usd_per_vcpu_hour`` (default ``DEFAULT_USD_PER_VCPU_HOUR``) and ``layouts`` if present
-        ((nodes, CPUs per node) pairs; default ``LAYOUTS``).
+    args : BenchConfig or argparse.Namespace
+        The ``medscope bench`` settings (:class:`pipelines.bench.BenchConfig`, or a namespace of its fields);
+        reads ``cases`` (phantom cases; default 60, 12 with ``quick``), ``quick``, ``usd_per_vcpu_hour``
+        (default ``DEFAULT_USD_PER_VCPU_HOUR``) and ``layouts`` if present ((nodes, CPUs per node) pairs;
+        default ``LAYOUTS``).
 
     Returns
     -------

@@ -21,8 +21,9 @@ def bench_stats(args) -> None:
 
     Parameters
     ----------
-    args : argparse.Namespace
-        The parsed ``medscope bench`` arguments; reads ``quick`` (200 resamples instead of 2,000).
+    args : BenchConfig or argparse.Namespace
+        The ``medscope bench`` settings (:class:`pipelines.bench.BenchConfig`, or a namespace of its fields);
+        reads ``quick`` (200 resamples instead of 2,000).
 
     Raises
     ------

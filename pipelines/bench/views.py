@@ -19,9 +19,10 @@ def bench(args) -> None:
 
     Parameters
     ----------
-    args : argparse.Namespace
-        The parsed ``medscope bench`` arguments; reads ``sizes`` (comma-separated cohort sizes: driver memory
-        only), ``quick`` (``QUICK_SIZES`` and the smoke-run throughput) and ``cases`` (one throughput size).
+    args : BenchConfig or argparse.Namespace
+        The ``medscope bench`` settings (:class:`pipelines.bench.BenchConfig`, or a namespace of its fields);
+        reads ``sizes`` (comma-separated cohort sizes: driver memory only), ``quick`` (``QUICK_SIZES`` and the
+        smoke-run throughput) and ``cases`` (one throughput size).
 
     Raises
     ------
@@ -106,9 +107,9 @@ def bench_throughput(args) -> None:
 
     Parameters
     ----------
-    args : argparse.Namespace
-        The parsed ``medscope bench`` arguments; reads ``quick`` (24 cases of 160 px instead of 240 and 960 of
-        256 px) and ``cases`` (one cohort size).
+    args : BenchConfig or argparse.Namespace
+        The ``medscope bench`` settings (:class:`pipelines.bench.BenchConfig`, or a namespace of its fields);
+        reads ``quick`` (24 cases of 160 px instead of 240 and 960 of 256 px) and ``cases`` (one cohort size).
     """
     import os
     import tempfile
