@@ -111,6 +111,13 @@ class TinyVLMConfig(StrictModel):
 
 
 def register(sub) -> None:
+    """Add the ``agent`` verb and its actions (prompt, try, tiny-vlm).
+
+    Parameters
+    ----------
+    sub : argparse._SubParsersAction
+        The ``medscope`` parser's subparsers; ``agent`` is added to them.
+    """
     p = sub.add_parser("agent", help="inspect the agent protocol: prompts, a few episodes, the tiny VLM")
     verbs = p.add_subparsers(dest="agent_verb", metavar="ACTION")
     verbs.required = True

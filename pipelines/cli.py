@@ -42,7 +42,19 @@ def _verb_of(argv: list[str]) -> str | None:
 
 
 def build_parser(modules: list[str] | None = None) -> argparse.ArgumentParser:
-    """The parser with the verbs of ``modules`` (default: every verb module)."""
+    """The parser with the verbs of ``modules`` (default: every verb module).
+
+    Parameters
+    ----------
+    modules : list of str or None, optional
+        Dotted names of verb modules, each with a ``register(subparsers)``; None or empty: ``VERB_MODULES``.
+
+    Returns
+    -------
+    argparse.ArgumentParser
+        The ``medscope`` parser, with ``--verbose``, the verbs (one required) and the ``--append`` /
+        ``--overwrite`` flags beside every ``--out``.
+    """
     parser = argparse.ArgumentParser(
         prog="medscope",
         description="Does the model read the image or recite the question? "
@@ -74,6 +86,19 @@ def _appends_by_design(args: argparse.Namespace, settings: dict) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one ``medscope`` command line: parse it, guard its ``--out``, run the verb's action.
+
+    Parameters
+    ----------
+    argv : list of str or None, optional
+        The arguments after the program name; None reads ``sys.argv[1:]``.
+
+    Returns
+    -------
+    int
+        The exit status: 0 when the action ran; 2 for a command that has moved (``MOVED``) or a failed action,
+        or the error's own ``exit_code`` (:func:`pipelines.support.jobs.guarded`).
+    """
     argv = sys.argv[1:] if argv is None else argv
     words = tuple(w for w in argv if not w.startswith("-"))[:2]
     if words in MOVED:

@@ -20,6 +20,26 @@ from pipelines.support.flags import add_config_flags, cli, config_from_args
 
 
 def run(args) -> list[dict]:
+    """Compact (or with ``verify``, check) every part folder of a run folder, one line per folder.
+
+    Parameters
+    ----------
+    args : CompactConfig
+        The ``medscope compact`` settings the verb validates: ``run_folder``, ``target_mb`` (MB of uncompressed
+        rows per compacted file), ``max_parts`` (parts per compacted file, or None) and ``verify``.
+
+    Returns
+    -------
+    list of dict
+        One result of :func:`medscope.io.parts.compact_folder` per part folder (``parts_compacted``,
+        ``files_written``, ``compacted_files``, ``rows``, ``leftovers_removed``, ...); empty with ``verify``.
+
+    Raises
+    ------
+    MedScopeError
+        When ``run_folder`` holds no part folders, or with ``verify`` when a compacted file differs from its
+        manifest.
+    """
     protocols.import_all()  # the shipped protocols' part-file tables (probe_items/, items/, montages/)
     folders = parts.part_folders(args.run_folder)
     if not folders:
@@ -55,6 +75,13 @@ class CompactConfig(StrictModel):
 
 
 def register(sub) -> None:
+    """Add the ``compact`` verb.
+
+    Parameters
+    ----------
+    sub : argparse._SubParsersAction
+        The ``medscope`` parser's subparsers; ``compact`` is added to them.
+    """
     p = sub.add_parser("compact", help="fold a run's write-once part files into a few large Parquet files "
                        "(with a manifest; resume stays exact)", description=CompactConfig.__doc__)
     add_config_flags(p, CompactConfig)

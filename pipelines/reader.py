@@ -85,6 +85,13 @@ class ReaderAnalyseConfig(StrictModel):
 
 
 def register(sub) -> None:
+    """Add the ``reader`` verb and its actions (pack, analyse).
+
+    Parameters
+    ----------
+    sub : argparse._SubParsersAction
+        The ``medscope`` parser's subparsers; ``reader`` is added to them.
+    """
     p = sub.add_parser("reader", help="reader-study packs (static reading page) and their analysis (counterfactual paper §7)")
     rs = p.add_subparsers(dest="reader_verb", metavar="ACTION")
     rs.required = True

@@ -46,7 +46,29 @@ class ReproduceMismatch(MedScopeError):
 
 
 def reproduce(cfg: ReproduceConfig, stream=None) -> dict:
-    """Check the registry's derivable cells, print them, write the page; returns counts and paths."""
+    """Check the registry's derivable cells, print them, write the page; returns counts and paths.
+
+    Parameters
+    ----------
+    cfg : ReproduceConfig
+        The ``medscope reproduce`` settings: ``paper``, ``table``, ``check``, ``out`` and ``quiet``.
+    stream : file-like or None, optional
+        Where the lines are printed; None: ``sys.stdout``.
+
+    Returns
+    -------
+    dict
+        ``entries``, ``derivable``, ``partly_derivable``, ``needs_data``, ``qualitative`` (entries by status),
+        ``cells``, ``matched`` and ``mismatched`` (derivable cells); with ``out``, also ``markdown`` and ``html``
+        (the pages' URIs).
+
+    Raises
+    ------
+    MedScopeError
+        When ``table`` is given without ``paper``.
+    ReproduceMismatch
+        With ``check``, when a derivable cell differs from the paper beyond its printed rounding.
+    """
     from medscope.reproduce import check, registry, render
 
     stream = stream or sys.stdout
@@ -84,7 +106,22 @@ def reproduce(cfg: ReproduceConfig, stream=None) -> dict:
 
 def report_section(summary: dict, page_dir: str) -> tuple[str, dict]:
     """A report section that says how many derivable cells matched and links the page
-    (``page_dir``: where the page lies relative to the report, e.g. ``../reproduce/``)."""
+    (``page_dir``: where the page lies relative to the report, e.g. ``../reproduce/``).
+
+    Parameters
+    ----------
+    summary : dict
+        What :func:`reproduce` returns (reads ``matched``, ``cells`` and ``entries``).
+    page_dir : str
+        The page's folder relative to the report, ending in ``/``.
+
+    Returns
+    -------
+    title : str
+        ``"Paper reproduction"``.
+    bodies : dict of str to str
+        ``"markdown"`` and ``"html"``: the section's text in each form.
+    """
     import html
 
     text = (f"{summary['matched']} of {summary['cells']} derivable cells of the four papers' tables match the printed "
@@ -98,6 +135,13 @@ def report_section(summary: dict, page_dir: str) -> tuple[str, dict]:
 
 
 def register(sub) -> None:
+    """Add the ``reproduce`` verb.
+
+    Parameters
+    ----------
+    sub : argparse._SubParsersAction
+        The ``medscope`` parser's subparsers; ``reproduce`` is added to them.
+    """
     p = sub.add_parser("reproduce", help="every table of the four papers: the paper's numbers beside MedScope's, "
                                          "or the commands that regenerate them")
     add_config_flags(p, ReproduceConfig)

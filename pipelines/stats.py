@@ -131,6 +131,13 @@ def _seeds(a: SeedsConfig) -> None:
 
 
 def register(sub) -> None:
+    """Add the ``stats`` verb and its tests (mcnemar, fisher, tost, chance, seeds, family).
+
+    Parameters
+    ----------
+    sub : argparse._SubParsersAction
+        The ``medscope`` parser's subparsers; ``stats`` is added to them.
+    """
     p = sub.add_parser("stats", help="the paper's tests on scored runs: McNemar, Fisher, TOST, chance, seeds, families")
     ssub = p.add_subparsers(dest="stats_verb", metavar="TEST")
     ssub.required = True

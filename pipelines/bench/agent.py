@@ -7,7 +7,14 @@ from __future__ import annotations
 def bench_replies(args=None) -> None:
     """``medscope bench replies`` (and the first part of ``bench agent``): the free-text reader
     against the hand-labelled reply table: agreement, claim/denial flips, per style and per
-    deciding rule, and every disagreement."""
+    deciding rule, and every disagreement.
+
+    Parameters
+    ----------
+    args : BenchConfig or argparse.Namespace or None, optional
+        The ``medscope bench`` settings (:class:`pipelines.bench.BenchConfig`, or a namespace of its fields);
+        not read (the reply tables are fixed).
+    """
     from collections import Counter
 
     from medscope.answers.corpus import agreement, load_corpus, load_jsonl_table
@@ -39,7 +46,14 @@ def bench(args) -> None:
     batches of 8 (``run_episodes`` + ``complete_batch``) on the tiny Qwen2-VL, with and without
     the shared-prefix KV cache (:mod:`medscope.models.prefix_cache`), and reply reading
     (parser + matcher) throughput. Prints rates, their ratios and whether the batched replies
-    and token counts are identical to one by one, measured in one run, with the load average."""
+    and token counts are identical to one by one, measured in one run, with the load average.
+
+    Parameters
+    ----------
+    args : BenchConfig or argparse.Namespace
+        The ``medscope bench`` settings (:class:`pipelines.bench.BenchConfig`, or a namespace of its fields);
+        reads ``quick`` (8 items and 1,000 replies to read instead of 32 and 10,000).
+    """
     import os
     import time
 

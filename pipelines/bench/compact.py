@@ -48,6 +48,22 @@ def _rows(n: int) -> list[bytes]:
 
 
 def bench_compact(args) -> dict:
+    """Write N one-episode parts to a loopback S3 folder, list and read them, compact, and list
+    and read again; print the side-by-side table.
+
+    Parameters
+    ----------
+    args : BenchConfig or argparse.Namespace
+        The ``medscope bench`` settings (:class:`pipelines.bench.BenchConfig`, or a namespace of its fields);
+        reads ``parts`` if present (number of parts) and ``quick`` (1,000 parts instead of 10,000).
+
+    Returns
+    -------
+    dict
+        ``parts``, ``part_bytes``, ``write_parts_s``, ``compact_s``, ``compact_requests`` (S3 requests by
+        operation), ``compacted_files``, ``compacted_bytes``, ``before`` / ``after`` (list and read seconds,
+        S3 requests and objects in the folder) and ``same_rows_and_keys`` (bool).
+    """
     from medscope.io import parts, records, storage
     from medscope.seeding import stable_hash
 

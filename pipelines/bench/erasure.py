@@ -32,7 +32,19 @@ FILL_TIMED = 8
 
 
 def pass_rates(views) -> dict:
-    """{imaging type | "all": (passed, built)} of target removals, and (complete, lesion) cases."""
+    """{imaging type | "all": (passed, built)} of target removals, and (complete, lesion) cases.
+
+    Parameters
+    ----------
+    views : pyarrow.Table
+        A views table with ``case_id``, ``kind``, ``imaging_type`` and ``passed`` columns.
+
+    Returns
+    -------
+    dict
+        ``"target_removal"``: {imaging type or ``"all"``: (passed, built)}; ``"complete_cases"``: (lesion cases
+        with a passed original, target and random removal, lesion cases).
+    """
     rows = views.select(["case_id", "kind", "imaging_type", "passed"]).to_pylist()
     rates: dict[str, list[int]] = {}
     kinds_ok: dict[str, set] = {}
@@ -52,7 +64,20 @@ def pass_rates(views) -> dict:
 
 
 def contrast_ratio(views) -> tuple[float | None, int]:
-    """(median of contrast after / before over target removals with both measured, n)."""
+    """(median of contrast after / before over target removals with both measured, n).
+
+    Parameters
+    ----------
+    views : pyarrow.Table
+        A views table with ``kind``, ``contrast_before`` and ``contrast_after`` columns.
+
+    Returns
+    -------
+    ratio : float or None
+        The median ratio; None when no target removal has both contrasts.
+    n : int
+        Target removals the median is over.
+    """
     rows = views.select(["kind", "contrast_before", "contrast_after"]).to_pylist()
     ratios = [r["contrast_after"] / r["contrast_before"] for r in rows
               if r["kind"] == "target_removal" and r["contrast_after"] is not None and r["contrast_before"]]
@@ -60,7 +85,24 @@ def contrast_ratio(views) -> tuple[float | None, int]:
 
 
 def fill_seconds(tool: str, cases_uri: str, dilation_px: int = 5) -> tuple[float, int]:
-    """(median seconds of one fill, n) over the dilated masks of the first FILL_TIMED lesions."""
+    """(median seconds of one fill, n) over the dilated masks of the first FILL_TIMED lesions.
+
+    Parameters
+    ----------
+    tool : str
+        An offline erasure tool's name (one of ``TOOLS`` or ``fsr_best``).
+    cases_uri : str
+        Path or URI of the cohort's cases table.
+    dilation_px : int, optional
+        Pixels the lesion mask is dilated by before the fill.
+
+    Returns
+    -------
+    seconds : float
+        Median wall seconds of one fill; NaN when no case has a mask.
+    n : int
+        Fills timed (at most ``FILL_TIMED``).
+    """
     from medscope.images import decode_mask, decode_png
     from medscope.views import geometry
     from medscope.views.tools import make_eraser
@@ -80,7 +122,24 @@ def fill_seconds(tool: str, cases_uri: str, dilation_px: int = 5) -> tuple[float
 
 
 def measure(cases_uri: str, out: str, recipe: Recipe) -> dict:
-    """Build ``recipe``'s views of the cohort and read back what the table reports."""
+    """Build ``recipe``'s views of the cohort and read back what the table reports.
+
+    Parameters
+    ----------
+    cases_uri : str
+        Path or URI of the cohort's cases table.
+    out : str
+        Folder the views, their table and ``qc_report.json`` are written to.
+    recipe : Recipe
+        The views recipe to build with.
+
+    Returns
+    -------
+    dict
+        The keys of :func:`pass_rates`, plus ``seconds`` (build wall time), ``contrast_ratio`` ((ratio, n) of
+        :func:`contrast_ratio`), ``detector_auc`` (the edit detector's held-out AUC, or None) and
+        ``keep_rules`` (from the QC report).
+    """
     import json
 
     from pipelines.views import build_views
@@ -96,6 +155,15 @@ def measure(cases_uri: str, out: str, recipe: Recipe) -> dict:
 
 
 def bench_erasure(args) -> None:
+    """Build one phantom cohort's views with each tool (and ``--recipe``'s mix) and print the table.
+
+    Parameters
+    ----------
+    args : BenchConfig or argparse.Namespace
+        The ``medscope bench`` settings (:class:`pipelines.bench.BenchConfig`, or a namespace of its fields);
+        reads ``cases`` (cohort size; default 60, 16 with ``quick``), ``quick``, ``tools`` (comma-separated;
+        default ``TOOLS``) and ``recipe`` (a views recipe, optional).
+    """
     from medscope.cohorts import phantom
 
     n = args.cases or (16 if args.quick else 60)
@@ -115,6 +183,21 @@ def bench_erasure(args) -> None:
 
 
 def format_table(results: dict, n: int) -> str:
+    """The per-tool table :func:`bench_erasure` prints.
+
+    Parameters
+    ----------
+    results : dict
+        {tool or ``"recipe <name>"``: the dict of :func:`measure`, with ``fill`` ((seconds, n) of
+        :func:`fill_seconds`) for single tools}.
+    n : int
+        Cases in the phantom cohort.
+
+    Returns
+    -------
+    str
+        The table, one line per tool, with a header and a closing note on timings.
+    """
     def frac(p, b):
         return f"{p}/{b} ({p / b:.0%})" if b else "–"
 

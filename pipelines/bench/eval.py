@@ -29,6 +29,23 @@ QUICK_MEMORY_SIZES = (32, 128)
 
 
 def bench_eval(args) -> dict:
+    """Sweep a loopback OpenAI-wire server at its rpm limit, resume the sweep, and measure the
+    driver's memory (see the module docstring); print the figures.
+
+    Parameters
+    ----------
+    args : BenchConfig or argparse.Namespace
+        The ``medscope bench`` settings (:class:`pipelines.bench.BenchConfig`, or a namespace of its fields);
+        reads ``quick`` (24 units at 240 rpm instead of 60 at 300, and ``QUICK_MEMORY_SIZES``).
+
+    Returns
+    -------
+    dict
+        ``units``, ``rpm_limit``, ``server_latency_s``, ``episodes_written``, ``requests_first_run``,
+        ``achieved_rpm``, ``share_of_limit``, ``end_to_end_rpm_incl_startup``,
+        ``resumed_requests_for_finished_work``, ``resumed_to_run`` and ``driver_memory`` (the rows of
+        :func:`driver_memory`).
+    """
     from medscope.testing import providers as fp
     from medscope.testing.protocols import SingleTurnProtocol
     from medscope.testing.views import write_views
@@ -80,7 +97,24 @@ def bench_eval(args) -> dict:
 
 def noise_views(uri: str, n: int, side: int = 256, seed: int = 0) -> str:
     """A views table of ``n`` views whose images are ``side`` x ``side`` gray noise (PNG does
-    not shrink noise, so each image is ~side^2 bytes, like a real radiograph's crop)."""
+    not shrink noise, so each image is ~side^2 bytes, like a real radiograph's crop).
+
+    Parameters
+    ----------
+    uri : str
+        Path or URI the views table is written to.
+    n : int
+        Number of views.
+    side : int, optional
+        Image side in pixels.
+    seed : int, optional
+        Seed of the noise.
+
+    Returns
+    -------
+    str
+        ``uri``.
+    """
     from medscope.io import records
     from medscope.images import encode_png
     from medscope.testing.views import views_rows
@@ -96,7 +130,28 @@ def noise_views(uri: str, n: int, side: int = 256, seed: int = 0) -> str:
 
 def driver_memory(sizes: tuple[int, ...], side: int = 256, latency: float = 0.02) -> list[dict]:
     """Peak RSS of the sweep's driver at each size, each sweep in a fresh process with its own
-    local Ray (so one size's peak cannot hide another's), against one loopback server."""
+    local Ray (so one size's peak cannot hide another's), against one loopback server.
+
+    Parameters
+    ----------
+    sizes : tuple of int
+        Units per sweep, one sweep each.
+    side : int, optional
+        Side in pixels of the noise images (:func:`noise_views`).
+    latency : float, optional
+        The loopback server's latency per request, in seconds.
+
+    Returns
+    -------
+    list of dict
+        One per size: the driver's JSON line (``units``, ``done``, ``wall_s``, ``driver_peak_rss_mb``) plus
+        ``views_mb`` and ``episodes_per_s``.
+
+    Raises
+    ------
+    RuntimeError
+        When a sweep's process exits non-zero.
+    """
     from medscope.testing import providers as fp
 
     key = "bench-loopback-only"

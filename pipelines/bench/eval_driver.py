@@ -21,6 +21,19 @@ from pipelines.support.peak_memory import peak_rss_kib
 
 
 def main(argv: list[str]) -> int:
+    """Run the sweep SPEC describes and print its JSON line (see the module docstring).
+
+    Parameters
+    ----------
+    argv : list of str
+        The command-line arguments: ``[SPEC.json]``, a JSON file with ``views``, ``out``, ``url``, ``key`` and
+        optionally ``num_cpus``, ``workers`` and ``concurrency``.
+
+    Returns
+    -------
+    int
+        The exit status, 0.
+    """
     from medscope.models.config import ModelEntry
     from medscope.testing.protocols import SingleTurnProtocol
     from pipelines.eval import EvalConfig, run_sweep

@@ -123,6 +123,22 @@ def _one(label, fault, concurrency: int, n: int, tmp: str, s3_endpoint: str | No
 
 
 def bench_faults(args) -> list[dict]:
+    """Run the fault campaign: each fault kind at each concurrency, a sweep and its resume; print
+    one line per run and the Markdown table.
+
+    Parameters
+    ----------
+    args : BenchConfig or argparse.Namespace
+        The ``medscope bench`` settings (:class:`pipelines.bench.BenchConfig`, or a namespace of its fields);
+        reads ``quick`` (8 units at concurrency 2 instead of 12 units at 2 and 8).
+
+    Returns
+    -------
+    list of dict
+        One per (fault, concurrency): ``fault``, ``concurrency``, ``units``, ``lost``, ``duplicated``,
+        ``extra_requests``, ``rebilled``, ``resume_requests``, ``resume_ran``, ``first_run``, ``injected`` and
+        ``wall_s``.
+    """
     from pipelines.bench.loopback_s3 import loopback_s3
     from pipelines.support.raycluster import ensure_ray
 

@@ -60,7 +60,36 @@ def _tiny_dir(out: str) -> str:
 
 
 def check_lora(device: str, out: str, quick: bool, dtype: str, zero: bool = False) -> dict:
-    """Stage-1 LoRA steps on a fixed batch through the Ray Train worker's trainer (counterfactual paper §3.5)."""
+    """Stage-1 LoRA steps on a fixed batch through the Ray Train worker's trainer (counterfactual paper §3.5).
+
+    Parameters
+    ----------
+    device : {"cpu", "cuda"}
+        Where the check runs.
+    out : str
+        Folder for the check's tiny models, adapters and files.
+    quick : bool
+        The small sizes of ``SIZES[True]`` (the suite's CPU form) instead of ``SIZES[False]``.
+    dtype : {"fp32", "bf16"}
+        ``"bf16"`` trains the saved tiny model (loaded in bf16 on CUDA); ``"fp32"`` the ``tiny:qwen2.5-vl``
+        weights built in fp32.
+    zero : bool, optional
+        Train under DeepSpeed ZeRO-2 (stage 2, bf16) on one process, and compare the losses with the plain bf16
+        run's ``losses-lora_bf16.json`` in ``out``.
+
+    Returns
+    -------
+    dict
+        The check's row: ``check`` (``lora_fp32``, ``lora_bf16`` or ``zero2``), ``status`` (``"ok"`` when the
+        losses are finite and falling, the vision tower is unchanged and the reloaded adapter gives the same
+        logits; else ``"FAIL"``), ``result`` (one line), ``losses``, ``ms_per_step``, ``finite``, ``falling``,
+        ``vision_frozen``, ``adapter_reloaded``, ``steps``, ``dtype``, ``seconds``; with ``zero``, also
+        ``max_gap_to_plain``, ``tolerance`` and ``status_vs_plain``.
+
+    References
+    ----------
+    .. [1] counterfactual paper, §3.5
+    """
     import torch
 
     from medscope.training.recipes import TrainRecipe
@@ -137,7 +166,20 @@ def _compare_to_plain(out: str, losses: list[float]) -> dict:
 
 def build_tiny_sd_inpaint(out_dir: str, seed: int = 0) -> str:
     """A tiny random Stable Diffusion *inpainting* pipeline (9-channel UNet) saved to a folder,
-    as :mod:`medscope.testing.tiny_diffusers` builds the text-to-image one."""
+    as :mod:`medscope.testing.tiny_diffusers` builds the text-to-image one.
+
+    Parameters
+    ----------
+    out_dir : str
+        Folder the text-to-image pipeline (``t2i``) and the inpainting one (``inpaint``) are saved under.
+    seed : int, optional
+        Seed of the random weights.
+
+    Returns
+    -------
+    str
+        The inpainting pipeline's folder, ``out_dir/inpaint``.
+    """
     import torch
     from diffusers import StableDiffusionInpaintPipeline
 
@@ -160,7 +202,28 @@ def build_tiny_sd_inpaint(out_dir: str, seed: int = 0) -> str:
 
 
 def check_sd_views(device: str, out: str, quick: bool) -> dict:
-    """The ``sd`` tool through the views builder: one phantom case per imaging type (counterfactual paper §2)."""
+    """The ``sd`` tool through the views builder: one phantom case per imaging type (counterfactual paper §2).
+
+    Parameters
+    ----------
+    device : {"cpu", "cuda"}
+        Where the check runs.
+    out : str
+        Folder for the check's tiny models, adapters and files.
+    quick : bool
+        The small sizes of ``SIZES[True]`` (the suite's CPU form) instead of ``SIZES[False]``.
+
+    Returns
+    -------
+    dict
+        The check's row: ``check`` ``"sd_views"``, ``status`` (``"ok"`` when at least 3 imaging types each got a
+        target removal with an image and a measured contrast; else ``"FAIL"``), ``result``, ``per_type``
+        ({imaging type: contrasts, ``passed``, ``reject_reason``, ``views``}), ``dtype`` and ``seconds``.
+
+    References
+    ----------
+    .. [1] counterfactual paper, §2
+    """
     from medscope.cohorts.phantom import phantom_cases
     from medscope.views.build import CaseContext, build_case_views
     from medscope.views.recipe import Recipe
@@ -196,7 +259,28 @@ def check_sd_views(device: str, out: str, quick: bool) -> dict:
 
 
 def check_local_eval(device: str, out: str, quick: bool) -> dict:
-    """Local VLM evaluation batched and one by one (counterfactual paper §3.10: greedy; bf16 on GPU)."""
+    """Local VLM evaluation batched and one by one (counterfactual paper §3.10: greedy; bf16 on GPU).
+
+    Parameters
+    ----------
+    device : {"cpu", "cuda"}
+        Where the check runs.
+    out : str
+        Folder for the check's tiny models, adapters and files.
+    quick : bool
+        The small sizes of ``SIZES[True]`` (the suite's CPU form) instead of ``SIZES[False]``.
+
+    Returns
+    -------
+    dict
+        The check's row: ``check`` ``"local_eval"``, ``status`` (``"ok"`` when batched and one-by-one replies are
+        identical; else ``"FAIL"``), ``result``, ``episodes``, ``batched_eps`` and ``single_eps`` (episodes per
+        second), ``same_replies`` (count) and ``dtype``.
+
+    References
+    ----------
+    .. [1] counterfactual paper, §3.10
+    """
     from medscope.protocols.counterfactual.agent_episode import run_episodes
     from medscope.items import Item
     from medscope.models.base import Decoding
@@ -232,6 +316,24 @@ NEEDS_CUDA = {"lora_bf16": "skipped: needs CUDA (bases load in bf16 on CUDA only
 
 
 def run_check(name: str, device: str, out: str, quick: bool) -> dict:
+    """Run one check by name in this process.
+
+    Parameters
+    ----------
+    name : str
+        One of ``CHECKS``; any name other than the first four runs ``local_eval``.
+    device : {"cpu", "cuda"}
+        Where the check runs.
+    out : str
+        Folder for the check's tiny models, adapters and files.
+    quick : bool
+        The small sizes of ``SIZES[True]`` (the suite's CPU form) instead of ``SIZES[False]``.
+
+    Returns
+    -------
+    dict
+        The check's row (see :func:`check_lora`, :func:`check_sd_views`, :func:`check_local_eval`).
+    """
     if name == "lora_fp32":
         return check_lora(device, out, quick, "fp32")
     if name == "lora_bf16":
@@ -244,7 +346,19 @@ def run_check(name: str, device: str, out: str, quick: bool) -> dict:
 
 
 def environment(device: str) -> dict:
-    """Versions as installed (read from their metadata, not imported: the checks import them)."""
+    """Versions as installed (read from their metadata, not imported: the checks import them).
+
+    Parameters
+    ----------
+    device : {"cpu", "cuda"}
+        The device the checks run on.
+
+    Returns
+    -------
+    dict
+        ``python``, ``device``, the version of each of torch, transformers, peft, diffusers, deepspeed and
+        pydantic (``"missing"`` when not installed), and on CUDA with a GPU visible, ``gpu`` and ``cuda``.
+    """
     from importlib.metadata import PackageNotFoundError, version
 
     env = {"python": platform.python_version(), "device": device}
@@ -262,7 +376,18 @@ def environment(device: str) -> dict:
 
 
 def table(rows: list[dict]) -> str:
-    """One line per check: name, status, seconds (of its budget), result."""
+    """One line per check: name, status, seconds (of its budget), result.
+
+    Parameters
+    ----------
+    rows : list of dict
+        Check rows with ``check``, ``status``, ``result`` and optionally ``wall_s`` and ``budget_s``.
+
+    Returns
+    -------
+    str
+        A header line, then one line per row.
+    """
     lines = [f"{'check':<11} {'status':<8} {'s / budget':>11}  result"]
     for r in rows:
         lines.append(f"{r['check']:<11} {r['status']:<8} {r.get('wall_s', 0):>5.0f} / {r.get('budget_s', 0):<4.0f}  {r['result']}")
@@ -271,7 +396,27 @@ def table(rows: list[dict]) -> str:
 
 def run_all(device: str, out: str, quick: bool, checks=CHECKS, budget_s: float | None = None) -> list[dict]:
     """Each check in its own process under its budget (``budget_s`` for every check, if given);
-    a timeout or a crash is its FAIL line."""
+    a timeout or a crash is its FAIL line.
+
+    Parameters
+    ----------
+    device : {"cpu", "cuda"}
+        Where the check runs.
+    out : str
+        Folder for the check's tiny models, adapters and files.
+    quick : bool
+        The small sizes of ``SIZES[True]`` (the suite's CPU form) instead of ``SIZES[False]``.
+    checks : sequence of str, optional
+        The checks to run, in order (names of ``CHECKS``).
+    budget_s : float or None, optional
+        Seconds every check may take; None: ``BUDGET_S`` (``QUICK_BUDGET_S`` with ``quick``).
+
+    Returns
+    -------
+    list of dict
+        One row per check, with ``wall_s`` and ``budget_s`` added; on a non-CUDA device the checks of
+        ``NEEDS_CUDA`` are ``"skipped"`` rows.
+    """
     os.makedirs(out, exist_ok=True)
     budgets = QUICK_BUDGET_S if quick else BUDGET_S
     if budget_s is not None:
@@ -302,6 +447,20 @@ def run_all(device: str, out: str, quick: bool, checks=CHECKS, budget_s: float |
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The GPU check's command line (see the module docstring); writes ``gpu_check.json`` in ``--out``.
+
+    Parameters
+    ----------
+    argv : list of str or None, optional
+        The arguments (``--device``, ``--out``, ``--quick``, ``--only``, ``--budget-s``); None reads
+        ``sys.argv``.
+
+    Returns
+    -------
+    int
+        The exit status: 1 when any check failed, else 0 (always 0 for ``--one``, which writes its row to a
+        file).
+    """
     p = argparse.ArgumentParser(prog="python -m pipelines.bench.gpu", description=__doc__.split("\n\n")[0])
     p.add_argument("--device", choices=("cuda", "cpu"), default=None, help="default: cuda when available")
     p.add_argument("--out", default="gpu-check", help="folder for gpu_check.json, the tiny models and adapters")
@@ -348,7 +507,19 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def bench_gpu(args) -> None:
-    """``medscope bench gpu [--quick]``: every check on this machine's accelerator (or CPU)."""
+    """``medscope bench gpu [--quick]``: every check on this machine's accelerator (or CPU).
+
+    Parameters
+    ----------
+    args : BenchConfig or argparse.Namespace
+        The ``medscope bench`` settings (:class:`pipelines.bench.BenchConfig`, or a namespace of its fields);
+        reads ``quick``.
+
+    Raises
+    ------
+    SystemExit
+        With :func:`main`'s status when a check failed.
+    """
     code = main(["--out", "gpu-check"] + (["--quick"] if getattr(args, "quick", False) else []))
     if code:
         raise SystemExit(code)

@@ -30,11 +30,34 @@ SDISTS = ("deepspeed",)  # built here into a py3-none-any wheel
 
 
 def canonical(name: str) -> str:
+    """A distribution name in canonical form: runs of ``-``, ``_`` and ``.`` become ``-``, lower case.
+
+    Parameters
+    ----------
+    name : str
+        A distribution name.
+
+    Returns
+    -------
+    str
+        The canonical name.
+    """
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
 def pins(constraints: str) -> dict[str, str]:
-    """name (canonical) -> version, from a constraints file's ``name==version`` lines."""
+    """name (canonical) -> version, from a constraints file's ``name==version`` lines.
+
+    Parameters
+    ----------
+    constraints : str
+        Path of the constraints file.
+
+    Returns
+    -------
+    dict of str to str
+        {canonical name: pinned version}.
+    """
     out = {}
     for line in open(constraints, encoding="utf-8"):
         m = re.match(r"^\s*([A-Za-z0-9_.\-]+)\s*==\s*([^\s#;]+)", line)
@@ -44,7 +67,25 @@ def pins(constraints: str) -> dict[str, str]:
 
 
 def specs(names, pinned: dict[str, str]) -> list[str]:
-    """``name==version`` for each name; a name with no pin anywhere is an error, not a drift."""
+    """``name==version`` for each name; a name with no pin anywhere is an error, not a drift.
+
+    Parameters
+    ----------
+    names : iterable of str
+        Distribution names.
+    pinned : dict of str to str
+        {canonical name: version}, as :func:`pins` returns.
+
+    Returns
+    -------
+    list of str
+        ``name==version`` for each name, in order.
+
+    Raises
+    ------
+    MedScopeError
+        When a name has no pin.
+    """
     missing = [n for n in names if canonical(n) not in pinned]
     if missing:
         raise MedScopeError(f"no version pinned for {', '.join(missing)} in constraints.txt")
@@ -53,7 +94,24 @@ def specs(names, pinned: dict[str, str]) -> list[str]:
 
 def download_command(python: str, dest: str, wheel_specs: list[str], target: dict = TARGET) -> list[str]:
     """``pip download`` of binary wheels for the target's Python and platform, no dependencies
-    (the list is complete: what the machine has is not fetched again)."""
+    (the list is complete: what the machine has is not fetched again).
+
+    Parameters
+    ----------
+    python : str
+        The Python executable that runs pip.
+    dest : str
+        Folder the wheels are downloaded to.
+    wheel_specs : list of str
+        ``name==version`` requirements.
+    target : dict, optional
+        ``python_version``, ``implementation``, ``abis`` and ``platforms`` of the target machine.
+
+    Returns
+    -------
+    list of str
+        The command's argv.
+    """
     cmd = [python, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--disable-pip-version-check",
            "--python-version", target["python_version"], "--implementation", target["implementation"], "-d", dest]
     for abi in target["abis"]:
@@ -64,19 +122,65 @@ def download_command(python: str, dest: str, wheel_specs: list[str], target: dic
 
 
 def build_command(python: str, dest: str, sdist_specs: list[str]) -> tuple[list[str], dict]:
-    """``pip wheel`` of the sdists against this environment's torch, with no compiled ops."""
+    """``pip wheel`` of the sdists against this environment's torch, with no compiled ops.
+
+    Parameters
+    ----------
+    python : str
+        The Python executable that runs pip.
+    dest : str
+        Folder the built wheels go to.
+    sdist_specs : list of str
+        ``name==version`` requirements of the sdists.
+
+    Returns
+    -------
+    argv : list of str
+        The command.
+    env : dict
+        This process's environment with ``DS_BUILD_OPS=0``.
+    """
     env = dict(os.environ, DS_BUILD_OPS="0")
     return [python, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--disable-pip-version-check",
             "-w", dest, *sdist_specs], env
 
 
 def folder_bytes(dest: str) -> dict[str, int]:
-    """Every wheel in ``dest`` with its size in bytes."""
+    """Every wheel in ``dest`` with its size in bytes.
+
+    Parameters
+    ----------
+    dest : str
+        The wheel folder.
+
+    Returns
+    -------
+    dict of str to int
+        {wheel file name: bytes}, sorted by name.
+    """
     return {n: os.path.getsize(os.path.join(dest, n)) for n in sorted(os.listdir(dest)) if n.endswith(".whl")}
 
 
 def check_size(sizes: dict[str, int], limit: int = LIMIT_BYTES) -> int:
-    """The folder's total; over ``limit`` it is an error naming the largest wheels."""
+    """The folder's total; over ``limit`` it is an error naming the largest wheels.
+
+    Parameters
+    ----------
+    sizes : dict of str to int
+        {wheel file name: bytes}, as :func:`folder_bytes` returns.
+    limit : int, optional
+        Most bytes the folder may hold.
+
+    Returns
+    -------
+    int
+        The total bytes.
+
+    Raises
+    ------
+    MedScopeError
+        When the total is over ``limit``.
+    """
     total = sum(sizes.values())
     if total > limit:
         big = ", ".join(f"{n} {s / 2**20:.1f} MiB" for n, s in sorted(sizes.items(), key=lambda x: -x[1])[:3])
@@ -86,7 +190,29 @@ def check_size(sizes: dict[str, int], limit: int = LIMIT_BYTES) -> int:
 
 
 def prepare(dest: str, python: str = sys.executable, constraints: str = "constraints.txt") -> dict:
-    """Fill ``dest`` with the wheels and write ``wheels.json`` (files, sizes, total, target)."""
+    """Fill ``dest`` with the wheels and write ``wheels.json`` (files, sizes, total, target).
+
+    Parameters
+    ----------
+    dest : str
+        The wheel folder (created if missing).
+    python : str, optional
+        The Python executable that runs pip.
+    constraints : str, optional
+        Path of the constraints file with the pins.
+
+    Returns
+    -------
+    dict
+        The manifest written: ``target``, ``wheels`` ({file: bytes}), ``total_bytes`` and ``limit_bytes``.
+
+    Raises
+    ------
+    MedScopeError
+        When a wheel has no pin or the folder is over ``LIMIT_BYTES``.
+    subprocess.CalledProcessError
+        When pip fails.
+    """
     os.makedirs(dest, exist_ok=True)
     pinned = pins(constraints)
     subprocess.run(download_command(python, dest, specs(WHEELS, pinned)), check=True)

@@ -13,6 +13,13 @@ from collections.abc import Iterator
 
 
 def free_port() -> int:
+    """A TCP port free on 127.0.0.1 now (bound once and released).
+
+    Returns
+    -------
+    int
+        The port number.
+    """
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
@@ -21,7 +28,18 @@ def free_port() -> int:
 @contextlib.contextmanager
 def loopback_s3(*buckets: str) -> Iterator[str]:
     """Yield the endpoint URL of a fresh moto server holding ``buckets``; ``storage`` reads and
-    writes ``s3://`` through it until the block exits."""
+    writes ``s3://`` through it until the block exits.
+
+    Parameters
+    ----------
+    *buckets : str
+        Names of the buckets to create.
+
+    Yields
+    ------
+    str
+        The endpoint URL, ``http://127.0.0.1:<port>``.
+    """
     import boto3
     from moto.server import ThreadedMotoServer
 

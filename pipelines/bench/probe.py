@@ -16,6 +16,13 @@ def bench(args) -> None:
     volumes. The first build of the process is reported apart: it pays the workers' start-up
     (process start, imports), which a real job pays once. The timed builds then alternate 1
     and 2 workers, twice, and every run is printed; the ratios use the mean of each.
+
+    Parameters
+    ----------
+    args : BenchConfig or argparse.Namespace
+        The ``medscope bench`` settings (:class:`pipelines.bench.BenchConfig`, or a namespace of its fields);
+        reads ``quick`` (64 x 64 x 32 volumes and 16 of them, instead of 192 x 192 x 96 and 16 and 64) and
+        ``cases`` (one number of volumes instead).
     """
     import statistics
 
@@ -123,7 +130,22 @@ def probe_work_ceiling(volumes_uri: str, cfg, repeats: int = 3) -> float:
     anew): no Ray, no files written. Work that is bound by memory bandwidth (gzip, whole-volume
     numpy passes) scales less than the machine ceiling's loop does; this is what two workers
     can reach on the probe at best. Imports are outside the timed part (a child that only
-    imports is timed and subtracted)."""
+    imports is timed and subtracted).
+
+    Parameters
+    ----------
+    volumes_uri : str
+        Path or URI of the volumes table.
+    cfg : ProbeConfig
+        The probe's configuration, passed to the child processes as JSON.
+    repeats : int, optional
+        One-then-two measurements; their median is returned.
+
+    Returns
+    -------
+    float
+        Median speed-up of two processes over one (2.0: perfect).
+    """
     import statistics
     import subprocess
     import sys

@@ -38,7 +38,26 @@ COLUMNS = ("work", "nodes", "workers", "vCPUs", "units", "cluster_s", "startup_s
 
 
 def bench_scale(args) -> list[dict]:
-    """``medscope bench scale``: run each layout in a subprocess, print one table, return its rows."""
+    """``medscope bench scale``: run each layout in a subprocess, print one table, return its rows.
+
+    Parameters
+    ----------
+    args : BenchConfig or argparse.Namespace
+        The ``medscope bench`` settings (:class:`pipelines.bench.BenchConfig`, or a namespace of its fields);
+        reads ``cases`` (phantom cases; default 60, 12 with ``quick``), ``quick``, ``usd_per_vcpu_hour``
+        (default ``DEFAULT_USD_PER_VCPU_HOUR``) and ``layouts`` if present ((nodes, CPUs per node) pairs;
+        default ``LAYOUTS``).
+
+    Returns
+    -------
+    list of dict
+        The rows of :func:`scale_rows`.
+
+    Raises
+    ------
+    RuntimeError
+        When a layout's process prints no result.
+    """
     from medscope.io import storage
     from medscope.cohorts import phantom
     from pipelines.bench import parallel_ceiling
@@ -72,7 +91,23 @@ def bench_scale(args) -> list[dict]:
 
 def scale_rows(measured: list[dict], ceiling: float, usd_per_vcpu_hour: float) -> list[dict]:
     """The table's rows from the layouts' measurements: rates, ratios to 1 worker, share of the
-    machine ceiling, and cost per 1,000 units. ``measured[0]`` is the 1-node 1-worker layout."""
+    machine ceiling, and cost per 1,000 units. ``measured[0]`` is the 1-node 1-worker layout.
+
+    Parameters
+    ----------
+    measured : list of dict
+        One per layout, as :func:`measure` returns: ``nodes``, ``cpus_per_node``, ``cluster_s`` and ``views`` /
+        ``episodes`` ({``units``, ``startup_s``, ``steady_s``, ``job_s``}).
+    ceiling : float
+        The machine ceiling: speed-up of two plain processes over one.
+    usd_per_vcpu_hour : float
+        Price of one vCPU-hour, in US dollars.
+
+    Returns
+    -------
+    list of dict
+        Two rows per layout (``work`` ``"views"`` and ``"episodes"``) with the keys of ``COLUMNS``.
+    """
     rows = []
     base = {}
     for m in measured:
@@ -98,7 +133,18 @@ def scale_rows(measured: list[dict], ceiling: float, usd_per_vcpu_hour: float) -
 
 
 def render(rows: list[dict]) -> str:
-    """One fixed-width table; seconds and rates to 3 decimals, dollars to 6."""
+    """One fixed-width table; seconds and rates to 3 decimals, dollars to 6.
+
+    Parameters
+    ----------
+    rows : list of dict
+        Rows with the keys of ``COLUMNS``.
+
+    Returns
+    -------
+    str
+        A header line and one right-aligned line per row.
+    """
     def cell(k, v):
         if isinstance(v, str) or isinstance(v, int):
             return str(v)
@@ -125,7 +171,21 @@ def _run_layout(spec: dict) -> dict:
 
 
 def measure(spec: dict) -> dict:
-    """In the layout's own process: start its cluster, build views, sweep them; the timings."""
+    """In the layout's own process: start its cluster, build views, sweep them; the timings.
+
+    Parameters
+    ----------
+    spec : dict
+        ``nodes``, ``cpus_per_node``, ``cases`` (the cohort's cases table) and ``out`` (folder for the views and
+        the sweep).
+
+    Returns
+    -------
+    dict
+        ``nodes``, ``cpus_per_node``, ``cluster_s``, ``ray_nodes`` (nodes alive), ``views`` (``units``,
+        ``startup_s``, ``steady_s``, ``job_s``, ``workers_used``) and ``episodes`` (``units``, ``startup_s``,
+        ``steady_s``, ``job_s``, ``requests``); seconds.
+    """
     import ray
 
     from medscope.models.config import ModelEntry

@@ -18,6 +18,17 @@ def bench_stats(args) -> None:
     """2,000 case-clustered resamples of every metric for 16 models on the 1,115-view layout.
 
     Runs in a child process pinned to one BLAS thread, so the figure is a one-core figure.
+
+    Parameters
+    ----------
+    args : BenchConfig or argparse.Namespace
+        The ``medscope bench`` settings (:class:`pipelines.bench.BenchConfig`, or a namespace of its fields);
+        reads ``quick`` (200 resamples instead of 2,000).
+
+    Raises
+    ------
+    subprocess.CalledProcessError
+        When the child fails, also when the vectorised bootstrap differs from the loop.
     """
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
     code = f"from pipelines.bench.stats import _bench_body; _bench_body({bool(getattr(args, 'quick', False))})"

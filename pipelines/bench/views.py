@@ -15,7 +15,20 @@ QUICK_SIZES = (24, 48)
 
 def bench(args) -> None:
     """``medscope bench views``: the throughput comparison, then driver memory at 100 / 400 / 1,600
-    phantom cases. With ``--sizes 100,400`` only the driver-memory table, at those sizes."""
+    phantom cases. With ``--sizes 100,400`` only the driver-memory table, at those sizes.
+
+    Parameters
+    ----------
+    args : BenchConfig or argparse.Namespace
+        The ``medscope bench`` settings (:class:`pipelines.bench.BenchConfig`, or a namespace of its fields);
+        reads ``sizes`` (comma-separated cohort sizes: driver memory only), ``quick`` (``QUICK_SIZES`` and the
+        smoke-run throughput) and ``cases`` (one throughput size).
+
+    Raises
+    ------
+    SystemExit
+        When the driver's growth per case is above ``GROWTH_BOUND_KB``.
+    """
     sizes = getattr(args, "sizes", None)
     if not sizes:
         bench_throughput(args)
@@ -23,7 +36,22 @@ def bench(args) -> None:
 
 
 def bench_memory(sizes: list[int], workers: int = 2) -> None:
-    """Driver peak RSS and views/s of ``views build`` (Ray, ``workers`` actors) at each size."""
+    """Driver peak RSS and views/s of ``views build`` (Ray, ``workers`` actors) at each size.
+
+    Parameters
+    ----------
+    sizes : list of int
+        Cohort sizes, in phantom cases.
+    workers : int, optional
+        Ray actors of each build.
+
+    Raises
+    ------
+    SystemExit
+        With status 1 when the driver's growth per case (two sizes or more) is above ``GROWTH_BOUND_KB``.
+    RuntimeError
+        When a build's process fails.
+    """
     import tempfile
 
     from pipelines.bench.views_memory import print_table, run_sizes
@@ -48,7 +76,19 @@ GROWTH_BOUND_KB = 16.0
 
 def growth_per_case_kb(rows: list[dict]) -> float:
     """Least-squares slope of driver peak RSS (MB) against cases, in KB per case (1 MB = 1,000 KB):
-    the figure that decides the largest cohort one driver can build."""
+    the figure that decides the largest cohort one driver can build.
+
+    Parameters
+    ----------
+    rows : list of dict
+        Rows with ``cases`` and ``driver_peak_rss_mb``, as :func:`pipelines.bench.views_memory.run_sizes` returns;
+        two or more.
+
+    Returns
+    -------
+    float
+        The slope, in KB per case.
+    """
     import numpy as np
 
     n = np.array([r["cases"] for r in rows], dtype=float)
@@ -64,6 +104,12 @@ def bench_throughput(args) -> None:
     into its fixed start-up (tool construction; for Ray also actor start-up and imports) and
     its steady throughput; end-to-end and steady ratios are printed side by side, and the
     2-worker / 1-worker ratio against the machine ceiling measured before and after.
+
+    Parameters
+    ----------
+    args : BenchConfig or argparse.Namespace
+        The ``medscope bench`` settings (:class:`pipelines.bench.BenchConfig`, or a namespace of its fields);
+        reads ``quick`` (24 cases of 160 px instead of 240 and 960 of 256 px) and ``cases`` (one cohort size).
     """
     import os
     import tempfile

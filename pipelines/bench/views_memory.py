@@ -22,14 +22,36 @@ import time
 
 
 def peak_rss_mb() -> float:
-    """Peak resident set size of this process so far, in MB (VmHWM is in KiB)."""
+    """Peak resident set size of this process so far, in MB (VmHWM is in KiB).
+
+    Returns
+    -------
+    float
+        The peak, in MB (10^6 bytes).
+    """
     from pipelines.support.peak_memory import peak_rss_kib
 
     return peak_rss_kib() * 1024 / 1e6
 
 
 def measure(cases: str, out: str, workers: int = 2) -> dict:
-    """Build views of ``cases`` into ``out`` in this process; the summary figures and peak RSS."""
+    """Build views of ``cases`` into ``out`` in this process; the summary figures and peak RSS.
+
+    Parameters
+    ----------
+    cases : str
+        Path or URI of the cases table.
+    out : str
+        The views build's output folder.
+    workers : int, optional
+        Ray actors of the build.
+
+    Returns
+    -------
+    dict
+        ``views``, ``seconds``, ``views_per_s``, ``views_mb`` (the views file's size, None when not local),
+        ``driver_peak_rss_mb`` and ``phases`` (RSS and peak in MB at the end of each phase of the build).
+    """
     from medscope.io import layout, storage
     from medscope.views.recipe import Recipe
     from pipelines.views import build_views
@@ -44,7 +66,27 @@ def measure(cases: str, out: str, workers: int = 2) -> dict:
 
 
 def run_sizes(sizes: list[int], workdir: str, workers: int = 2) -> list[dict]:
-    """For each size: a phantom cohort of that many cases, then one build in a fresh process."""
+    """For each size: a phantom cohort of that many cases, then one build in a fresh process.
+
+    Parameters
+    ----------
+    sizes : list of int
+        Cohort sizes, in phantom cases.
+    workdir : str
+        Folder for the cohorts and the builds.
+    workers : int, optional
+        Ray actors of each build.
+
+    Returns
+    -------
+    list of dict
+        One per size: ``cases`` and the keys of :func:`measure`.
+
+    Raises
+    ------
+    RuntimeError
+        When a build's process fails or prints no JSON line.
+    """
     from medscope.io import storage
     from medscope.cohorts import phantom
 
@@ -67,6 +109,17 @@ def run_sizes(sizes: list[int], workdir: str, workers: int = 2) -> list[dict]:
 
 
 def print_table(rows: list[dict], header: bool = True, footer: bool = True) -> None:
+    """Print the driver-memory table: a header, one line per row (and its phases), a footer.
+
+    Parameters
+    ----------
+    rows : list of dict
+        Rows as :func:`run_sizes` returns.
+    header : bool, optional
+        Print the column header first.
+    footer : bool, optional
+        Print the note on what the figures are last.
+    """
     if header:
         print(f"{'cases':>6} {'views':>6} {'views MB':>9} {'driver peak RSS MB':>19} {'views/s':>8} {'seconds':>8}")
     for r in rows:
@@ -81,6 +134,18 @@ def print_table(rows: list[dict], header: bool = True, footer: bool = True) -> N
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Build one cohort's views in this process and print :func:`measure`'s figures as one JSON line.
+
+    Parameters
+    ----------
+    argv : list of str or None, optional
+        ``CASES OUT [--workers N]``; None reads ``sys.argv``.
+
+    Returns
+    -------
+    int
+        The exit status, 0.
+    """
     p = argparse.ArgumentParser(prog="python -m pipelines.bench.views_memory")
     p.add_argument("cases")
     p.add_argument("out")
