@@ -16,7 +16,7 @@ from pipelines.support.jobs import guarded
 
 # The one verb registry: verb -> the module whose register() adds it. Only the named verb's
 # module is imported, so this table is written out, not discovered (a test checks it against
-# what each module registers). Each issue adds its verbs here.
+# what each module registers). A new verb is one entry here.
 VERBS = {
     "cohort": "pipelines.cohort", "views": "pipelines.views", "bench": "pipelines.bench",
     "demo": "pipelines.demo", "eval": "pipelines.eval", "score": "pipelines.score",

@@ -1,6 +1,6 @@
 """``medscope bench <what>``: side-by-side benchmarks that print measured ratios.
 
-Each issue adds one entry to BENCHES: a name -> "module:function" taking the parsed args.
+A new benchmark is one entry of BENCHES: a name -> "module:function" taking the parsed args.
 """
 
 from __future__ import annotations
