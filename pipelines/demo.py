@@ -42,7 +42,27 @@ Step = Callable[[DemoContext], None]
 
 def require_complete(summary: dict, step: str) -> dict:
     """The demo fails loudly (exit 3) when a sweep of one of its steps has a failed or refused
-    unit: a demo that reports numbers over fewer units than it ran is a broken demo."""
+    unit: a demo that reports numbers over fewer units than it ran is a broken demo.
+
+    Parameters
+    ----------
+    summary : dict
+        A sweep's summary (as :func:`pipelines.eval.run_sweep` returns it): its ``"accounting"`` (with
+        ``"failed"`` and ``"refused"`` unit counts) and its ``"out"`` URI are read.
+    step : str
+        The demo step's name, for the error message.
+
+    Returns
+    -------
+    dict
+        ``summary`` itself, unchanged, when no unit failed or was refused.
+
+    Raises
+    ------
+    UnitsIncomplete
+        When any unit failed or was refused (exit status ``EXIT_UNITS_FAILED``, 3); the accounting is
+        printed to stderr first.
+    """
     from pipelines.support.accounting import EXIT_UNITS_FAILED, UnitsIncomplete, render
 
     acc = summary["accounting"]
@@ -54,7 +74,14 @@ def require_complete(summary: dict, step: str) -> dict:
 
 
 def step_cohort(ctx: DemoContext) -> None:
-    """Generate the phantom cohort (2D cases and 3D volumes) and show its counts."""
+    """Generate the phantom cohort (2D cases and 3D volumes) and show its counts.
+
+    Parameters
+    ----------
+    ctx : DemoContext
+        The demo run; generates ``ctx.cases`` cases from ``ctx.seed`` under ``cohort/``, adds the cohort
+        tables' URIs (``"cases"``, ``"volumes"``, ...) to ``ctx.paths`` and ``"cohort"`` to ``ctx.summary``.
+    """
     from medscope.cohorts import phantom
     from pipelines.cohort import show_summary
 
@@ -64,7 +91,18 @@ def step_cohort(ctx: DemoContext) -> None:
 
 
 def step_probe_build(ctx: DemoContext) -> None:
-    """Build the organ-presence probe items (organ-presence paper) from the phantom volumes on Ray Data."""
+    """Build the organ-presence probe items (organ-presence paper) from the phantom volumes on Ray Data.
+
+    Parameters
+    ----------
+    ctx : DemoContext
+        The demo run; reads ``ctx.paths["volumes"]`` and ``ctx.seed``, adds ``"probe_items"``,
+        ``"probe_slices"`` and ``"probe"`` to ``ctx.paths`` and ``"probe"`` to ``ctx.summary``.
+
+    References
+    ----------
+    .. [1] organ-presence paper
+    """
 
     from pipelines.probe import build, load_config
     from medscope.config import shipped
@@ -83,7 +121,21 @@ FIT_PLACEHOLDER = "fitted-by-demo"  # configs/models/demo.yaml: options.weights 
 def step_fit_reader(ctx: DemoContext) -> None:
     """Fit the classical reader on the TRAIN split's views (medscope.models.classical_fit), fill
     its weights into a copy of configs/models/demo.yaml, and hand the evaluation only the test
-    split's views (the main test set), so that no model is scored on a view the reader was fitted on."""
+    split's views (the main test set), so that no model is scored on a view the reader was fitted on.
+
+    Parameters
+    ----------
+    ctx : DemoContext
+        The demo run; reads ``ctx.paths["views"]``, writes the reader's weights and a models config under
+        ``reader/``, sets ``"views_all"``, ``"views"``, ``"models_config"`` (and ``"reader_weights"`` when
+        fitted) in ``ctx.paths``, ``"fit_reader"`` in ``ctx.summary``, and adds a report section.
+
+    Raises
+    ------
+    MedScopeError
+        When no view of the test split passed QC (nothing to evaluate). A reader that cannot be fitted
+        does not raise: it runs unfitted.
+    """
 
     import pyarrow.compute as pc
     import yaml
@@ -148,7 +200,20 @@ def step_fit_reader(ctx: DemoContext) -> None:
 
 def split_volumes(case_ids: list[str]) -> tuple[list[str], list[str]]:
     """(train, held-out) volume ids for the probe's pixel reader: the sorted first half trains it
-    (addition: the phantom's volumes carry no split), the rest is what the probe evaluates."""
+    (addition: the phantom's volumes carry no split), the rest is what the probe evaluates.
+
+    Parameters
+    ----------
+    case_ids : list of str
+        The volumes' case ids, in any order.
+
+    Returns
+    -------
+    train : list of str
+        The sorted first half (at least one id).
+    held_out : list of str
+        The rest, sorted.
+    """
     ids = sorted(case_ids)
     half = max(1, len(ids) // 2)
     return ids[:half], ids[half:]
@@ -158,7 +223,24 @@ def step_probe_evaluate(ctx: DemoContext) -> None:
     """Fit the pixel organ reader (medscope.models.organ_reader) on every slice of the TRAIN
     volumes, then run it beside the two constant policies on the probe items of the held-out
     volumes through the same sweep, and score them with the organ-presence protocol (organ-presence paper);
-    its specificity table and plot join the report."""
+    its specificity table and plot join the report.
+
+    Parameters
+    ----------
+    ctx : DemoContext
+        The demo run; reads ``ctx.paths["volumes"]`` and ``ctx.paths["probe_items"]``, writes under
+        ``probe/``, sets ``"probe_metrics"`` and ``"probe_scored"`` in ``ctx.paths``, ``"probe_eval"`` in
+        ``ctx.summary``, and adds a report section.
+
+    Raises
+    ------
+    UnitsIncomplete
+        When a unit of the evaluation sweep failed or was refused.
+
+    References
+    ----------
+    .. [1] organ-presence paper
+    """
     import json
 
     import pyarrow as pa
@@ -210,7 +292,19 @@ def step_probe_evaluate(ctx: DemoContext) -> None:
 def step_evaluate(ctx: DemoContext) -> None:
     """Evaluate configs/models/demo.yaml (trivial policies + classical reader) on the views
     with the counterfactual agent protocol, agent and blind conditions; writes episodes, then
-    compacts the run's write-once parts (``medscope compact``) before anything reads them."""
+    compacts the run's write-once parts (``medscope compact``) before anything reads them.
+
+    Parameters
+    ----------
+    ctx : DemoContext
+        The demo run; reads ``ctx.paths["views"]`` and ``ctx.paths["models_config"]``, sets
+        ``"episodes"`` and ``"eval"`` in ``ctx.paths`` and ``"evaluate"`` in ``ctx.summary``.
+
+    Raises
+    ------
+    UnitsIncomplete
+        When a unit of the sweep failed or was refused.
+    """
     from medscope.io import parts
     from pipelines.eval import EvalConfig, run_sweep, show
 
@@ -233,7 +327,14 @@ def step_evaluate(ctx: DemoContext) -> None:
 def step_train_smoke(ctx: DemoContext) -> None:
     """LoRA stage 1 (SFT on label-derived trajectories) of the tiny random Qwen2-VL on the demo's
     training views, a few steps on Ray Train (configs/train/smoke.yaml). It shows the training
-    path end to end; a real run uses configs/train/stage1_sft.yaml on GPUs (README, Training)."""
+    path end to end; a real run uses configs/train/stage1_sft.yaml on GPUs (README, Training).
+
+    Parameters
+    ----------
+    ctx : DemoContext
+        The demo run; reads ``ctx.paths["views_all"]`` (the whole views table), sets ``"adapter"`` in
+        ``ctx.paths`` and ``"train"`` in ``ctx.summary``, and adds a report section.
+    """
 
     from medscope.config import shipped
     from pipelines.train import TrainJob, run
@@ -256,7 +357,23 @@ def step_train_smoke(ctx: DemoContext) -> None:
 def step_benchgen(ctx: DemoContext) -> None:
     """The benchmark-MCQ paper: a contamination-controlled multiple-choice benchmark from phantom reports and
     volumes (rule extractor; a loopback OpenAI-compatible server writes the report-derived
-    questions and verifies their keys), evaluated sighted and blind through the same sweep and scored by its protocol."""
+    questions and verifies their keys), evaluated sighted and blind through the same sweep and scored by its protocol.
+
+    Parameters
+    ----------
+    ctx : DemoContext
+        The demo run; writes under ``benchgen/``, sets ``"benchgen"`` and ``"benchgen_scored"`` in
+        ``ctx.paths`` and ``"benchgen"`` in ``ctx.summary``.
+
+    Raises
+    ------
+    UnitsIncomplete
+        When a unit of the generation calls or of the evaluation sweep failed or was refused.
+
+    References
+    ----------
+    .. [1] benchmark-MCQ paper
+    """
     from medscope.config import shipped
     from pipelines.benchgen import MCQ_PROTOCOL, build_demo_benchmark
     from pipelines.eval import EvalConfig, run_sweep
@@ -287,7 +404,23 @@ def step_benchgen(ctx: DemoContext) -> None:
 def step_pairs(ctx: DemoContext) -> None:
     """The paired-modality paper: the embedded paired-modality set (phantom radiographs, drawn photo-like patches
     with and without a sign), photo only vs paired through the same sweep, extract-then-judge
-    scoring with a loopback judge (Anthropic wire) and a second rule judge for agreement."""
+    scoring with a loopback judge (Anthropic wire) and a second rule judge for agreement.
+
+    Parameters
+    ----------
+    ctx : DemoContext
+        The demo run; writes under ``pairs/``, sets ``"pairs"`` and ``"pairs_scored"`` in ``ctx.paths``
+        and ``"pairs"`` in ``ctx.summary``.
+
+    Raises
+    ------
+    UnitsIncomplete
+        When a unit of the sweep failed or was refused, or when the judge left replies unjudged.
+
+    References
+    ----------
+    .. [1] paired-modality paper
+    """
     import json
 
     from medscope.pairs.embedded import write_embedded_set
@@ -324,7 +457,14 @@ def step_pairs(ctx: DemoContext) -> None:
 
 def step_reproduce(ctx: DemoContext) -> None:
     """``medscope reproduce --check``: the four papers' derivable table cells beside the printed
-    values (docs/reproduce.md); the page is written beside the report, which links it."""
+    values (docs/reproduce.md); the page is written beside the report, which links it.
+
+    Parameters
+    ----------
+    ctx : DemoContext
+        The demo run; writes under ``reproduce/``, sets ``"reproduce"`` (the HTML page) in ``ctx.paths``
+        and ``"reproduce"`` in ``ctx.summary``, and adds the report section that links it.
+    """
     import io
 
     from pipelines.reproduce import ReproduceConfig, report_section, reproduce
@@ -338,7 +478,15 @@ def step_reproduce(ctx: DemoContext) -> None:
 
 
 def step_score(ctx: DemoContext) -> None:
-    """Score the evaluate step's episodes: rewards, metrics with case-bootstrap intervals."""
+    """Score the evaluate step's episodes: rewards, metrics with case-bootstrap intervals.
+
+    Parameters
+    ----------
+    ctx : DemoContext
+        The demo run; reads ``ctx.paths["episodes"]`` and ``ctx.paths["views"]``, sets ``"scores"``,
+        ``"metrics"`` and ``"scoring_run"`` in ``ctx.paths`` and ``"score"`` in ``ctx.summary``. The
+        intervals use 1000 bootstrap resamples.
+    """
     from pipelines.score import score
 
     run = ctx.uri("scoring")
@@ -348,7 +496,15 @@ def step_score(ctx: DemoContext) -> None:
 
 
 def step_report(ctx: DemoContext) -> None:
-    """The run report (Markdown + self-contained HTML); the demo ends here."""
+    """The run report (Markdown + self-contained HTML); the demo ends here.
+
+    Parameters
+    ----------
+    ctx : DemoContext
+        The demo run; reports the runs ``ctx.paths["scoring_run"]`` and, where present,
+        ``"probe_scored"``, ``"benchgen_scored"`` and ``"pairs_scored"``, with ``ctx.report_sections``;
+        sets ``"report"`` (the HTML) in ``ctx.paths`` and ``"report"`` in ``ctx.summary``.
+    """
     from medscope.report.build import build_report
 
     runs = [ctx.paths["scoring_run"]] + [ctx.paths[k] for k in ("probe_scored", "benchgen_scored", "pairs_scored")
@@ -360,7 +516,19 @@ def step_report(ctx: DemoContext) -> None:
 
 def step_reader_pack(ctx: DemoContext) -> None:
     """A blinded reader-study pack of the test split's views (counterfactual paper §7): the static page a
-    physician opens from a USB stick, and the answer key kept beside it."""
+    physician opens from a USB stick, and the answer key kept beside it.
+
+    Parameters
+    ----------
+    ctx : DemoContext
+        The demo run; reads ``ctx.paths["views_out"]`` and ``ctx.seed``, writes under ``reader-study/``,
+        sets ``"reader_pack"`` and ``"reader_page"`` in ``ctx.paths``, ``"reader_pack"`` in
+        ``ctx.summary``, and adds a report section.
+
+    References
+    ----------
+    .. [1] counterfactual paper, §7
+    """
     from medscope.io import layout
     from medscope.reader.pack import write_pack
 
@@ -379,7 +547,14 @@ def step_reader_pack(ctx: DemoContext) -> None:
 
 
 def step_views(ctx: DemoContext) -> None:
-    """Counterfactual views of the cohort with the offline tools (Telea, transplant) and QC."""
+    """Counterfactual views of the cohort with the offline tools (Telea, transplant) and QC.
+
+    Parameters
+    ----------
+    ctx : DemoContext
+        The demo run; reads ``ctx.paths["cases"]``, writes under ``views/``, sets ``"views"``,
+        ``"view_rejects"`` and ``"views_out"`` in ``ctx.paths`` and ``"views"`` in ``ctx.summary``.
+    """
 
     from medscope.views.recipe import load_recipe
     from pipelines.views import build_views
@@ -419,7 +594,24 @@ NEEDS = {"views": ["cohort"], "reader_pack": ["views"], "probe_build": ["cohort"
 
 
 def chosen_steps(names: list[str] | None) -> list[tuple[str, Step]]:
-    """The steps to run, in pipeline order: all, or the named ones with what they need."""
+    """The steps to run, in pipeline order: all, or the named ones with what they need.
+
+    Parameters
+    ----------
+    names : list of str or None
+        Step names (the step function without ``step_``, as in ``STEP_NAMES``); None or empty for all.
+
+    Returns
+    -------
+    list of (str, callable)
+        ``(title, step)`` pairs from ``STEPS``, in pipeline order: the named steps and, transitively,
+        what ``NEEDS`` says they need.
+
+    Raises
+    ------
+    MedScopeError
+        When a name is not a demo step.
+    """
     if not names:
         return list(STEPS)
     unknown = sorted(set(names) - set(STEP_NAMES))
@@ -449,17 +641,53 @@ class DemoConfig(StrictModel):
 
 
 def register(sub) -> None:
+    """Add the ``demo`` verb to the ``medscope`` command line.
+
+    Parameters
+    ----------
+    sub : argparse._SubParsersAction
+        The subcommand table of the ``medscope`` parser; the ``demo`` parser gets the
+        :class:`DemoConfig` flags and runs :func:`run_config`.
+    """
     p = sub.add_parser("demo", help="run the whole pipeline on the generated phantom cohort")
     add_config_flags(p, DemoConfig)
     p.set_defaults(func=lambda a: run_config(config_from_args(a, source="medscope demo")))
 
 
 def run_config(cfg: DemoConfig) -> dict:
+    """Run the demo a :class:`DemoConfig` describes (what ``medscope demo`` and the Ray job call).
+
+    Parameters
+    ----------
+    cfg : DemoConfig
+        The output URI, seed, phantom case count and (optionally) the steps to run.
+
+    Returns
+    -------
+    dict
+        ``"out"`` (the absolute output root), ``"paths"`` (table name to URI) and ``"summary"`` (each
+        step's summary), from the run's :class:`DemoContext`.
+    """
     ctx = run(DemoContext(out=cfg.out, seed=cfg.seed, cases=cfg.cases), cfg.steps)
     return {"out": ctx.out, "paths": ctx.paths, "summary": ctx.summary}
 
 
 def run(ctx: DemoContext, steps: list[str] | None = None) -> DemoContext:
+    """Run the chosen steps in pipeline order on one output root, timing each on stderr.
+
+    Parameters
+    ----------
+    ctx : DemoContext
+        The demo run; ``ctx.out`` is made absolute (steps hand URIs to Ray workers with other working
+        directories).
+    steps : list of str, optional
+        Step names to run with what they need (see :func:`chosen_steps`); None for all.
+
+    Returns
+    -------
+    DemoContext
+        ``ctx`` itself, its ``paths`` and ``summary`` filled by the steps.
+    """
     ctx.out = storage.absolute(ctx.out)  # steps hand URIs to Ray workers with other working dirs
     start = time.monotonic()
     plan = chosen_steps(steps)

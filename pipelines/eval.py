@@ -97,14 +97,51 @@ class EvalConfig(StrictModel):
 def load_protocol(spec: str, options: dict | None = None) -> EvalProtocol:
     """The protocol named ``spec`` (a folder of medscope.protocols, or module:Class), built with
     its typed options from ``options`` (the sweep's ``protocol_options``): only options set at
-    eval are taken here; a score or report option is refused, naming the verb that sets it."""
+    eval are taken here; a score or report option is refused, naming the verb that sets it.
+
+    Parameters
+    ----------
+    spec : str
+        A protocol name (a folder of ``medscope.protocols``, e.g. ``"counterfactual"``) or
+        ``"module:Class"``.
+    options : dict, optional
+        The protocol's options set at eval; None for the defaults.
+
+    Returns
+    -------
+    EvalProtocol
+        The protocol, built with its typed options.
+
+    Raises
+    ------
+    MedScopeError
+        When ``spec`` names no protocol or cannot be loaded, an option belongs to another verb (score,
+        report), or the options fail validation.
+    """
     cls = protocols.protocol_class(spec)
     name = getattr(cls, "name", spec)
     return cls(parse_options(protocols.options_class(cls), options, name, verbs=("eval",), given_at="eval"))
 
 
 def request_key(protocol: EvalProtocol, item: Item, entry: ModelEntry, condition: str) -> str:
-    """The deterministic key of one unit of work (and of its part file)."""
+    """The deterministic key of one unit of work (and of its part file).
+
+    Parameters
+    ----------
+    protocol : EvalProtocol
+        The sweep's protocol: its ``name`` and ``prompt_version`` are hashed.
+    item : Item
+        The item (its ``item_id``).
+    entry : ModelEntry
+        The model: its ``name``, ``model`` and decoding key.
+    condition : str
+        The condition, e.g. ``"agent"``.
+
+    Returns
+    -------
+    str
+        A stable hash of 24 characters.
+    """
     return stable_hash(
         protocol.name, item.item_id, entry.name, entry.model, condition, protocol.prompt_version,
         entry.decoding().key(), length=24,
@@ -114,26 +151,74 @@ def request_key(protocol: EvalProtocol, item: Item, entry: ModelEntry, condition
 def driver_items(protocol: EvalProtocol, uri: str) -> list[Item]:
     """The sweep's items as the driver keeps them: read without pixels and cut down to their key
     and privacy fields (no images, question or meta), so the driver's memory is ids and flags,
-    whatever the images weigh; workers fetch theirs by id."""
+    whatever the images weigh; workers fetch theirs by id.
+
+    Parameters
+    ----------
+    protocol : EvalProtocol
+        The sweep's protocol: its ``load_items`` reads the table without images.
+    uri : str
+        The items table (or a comma list of several, for a protocol that reads several).
+
+    Returns
+    -------
+    list of Item
+        The items in table order, with empty ``question``, ``truth``, ``images`` and ``meta``.
+    """
     return [dataclasses.replace(i, question="", truth="", images=(), meta={})
             for i in protocol.load_items(uri, images=False)]
 
 
 def finished_keys(episodes_uri: str) -> set[str]:
     """Request keys whose episode is already written (resume skips them). The one place the
-    sweep lists finished work, so a change of how parts are stored (compaction) lands here."""
+    sweep lists finished work, so a change of how parts are stored (compaction) lands here.
+
+    Parameters
+    ----------
+    episodes_uri : str
+        The run's episodes folder.
+
+    Returns
+    -------
+    set of str
+        The request keys of the episodes written there.
+    """
     return records.part_keys(episodes_uri)
 
 
 def errored_keys(episodes_uri: str) -> dict[str, str]:
     """request key -> error of the finished episodes written with a permanent provider error: a
-    resumed sweep never re-sends them, and still counts them as failed."""
+    resumed sweep never re-sends them, and still counts them as failed.
+
+    Parameters
+    ----------
+    episodes_uri : str
+        The run's episodes folder.
+
+    Returns
+    -------
+    dict of str to str
+        Request key to the error text, for episodes whose ``error`` is non-empty.
+    """
     table = records.read_table("episodes", episodes_uri, columns=["request_key", "error"])
     return {k: e for k, e in zip(table.column("request_key").to_pylist(), table.column("error").to_pylist()) if e}
 
 
 def fetch_blocks(items: list[Item], size: int = FETCH_BLOCK) -> dict[str, tuple[str, ...]]:
-    """item id -> the block of consecutive item ids a worker fetches with it."""
+    """item id -> the block of consecutive item ids a worker fetches with it.
+
+    Parameters
+    ----------
+    items : list of Item
+        The sweep's items, in table order.
+    size : int, optional
+        Item ids a block (``FETCH_BLOCK``, 64).
+
+    Returns
+    -------
+    dict of str to tuple of str
+        Item id to its block: ``items`` cut into consecutive runs of ``size`` ids.
+    """
     ids = [i.item_id for i in items]
     out: dict[str, tuple[str, ...]] = {}
     for start in range(0, len(ids), size):
@@ -143,12 +228,56 @@ def fetch_blocks(items: list[Item], size: int = FETCH_BLOCK) -> dict[str, tuple[
 
 
 def allowed(item: Item, entry: ModelEntry) -> bool:
-    """Privacy: whether ``item`` may be sent to ``entry``'s endpoint (ModelEntry.may_receive)."""
+    """Privacy: whether ``item`` may be sent to ``entry``'s endpoint (ModelEntry.may_receive).
+
+    Parameters
+    ----------
+    item : Item
+        The item: its ``private`` flag and ``endpoint_allowlist`` are read.
+    entry : ModelEntry
+        The model whose endpoint would receive it.
+
+    Returns
+    -------
+    bool
+        True when the item may be sent.
+    """
     return entry.may_receive(item.private, item.endpoint_allowlist)
 
 
 def run_sweep(cfg: EvalConfig, protocol: EvalProtocol | None = None, entries: list[ModelEntry] | None = None) -> dict:
-    """Run (or resume) a sweep; returns its summary. ``protocol``/``entries`` override the config."""
+    """Run (or resume) a sweep; returns its summary. ``protocol``/``entries`` override the config.
+
+    Parameters
+    ----------
+    cfg : EvalConfig
+        The sweep: items, models YAML, output folder, conditions, budget, protocol and its options, Ray pool
+        settings and model filter.
+    protocol : EvalProtocol, optional
+        The protocol to use instead of loading ``cfg.protocol`` with ``cfg.protocol_options``.
+    entries : list of ModelEntry, optional
+        The models to use instead of those of ``cfg.models`` (``cfg.models_filter`` still applies).
+
+    Returns
+    -------
+    dict
+        What is also written to ``sweep.json``: run id, protocol, prompt version, protocol spec and eval
+        options, unit counts (``"units"``, ``"to_run"``, ``"skipped_finished"``, ``"refused_private"``,
+        ``"done"``, ``"already_written"``, ``"failed"``, ``"retry_later"``, ``"permanent_errors"``),
+        ``"spent_usd"``, ``"stopped"`` (``"budget"`` or None), ``"workers_lost"``, ``"units_sent_again"``,
+        the ``"episodes"`` and ``"rejects"`` URIs, ``"models"`` (endpoints redacted), ``"conditions"``,
+        ``"items"``, ``"out"`` and ``"accounting"`` (per model and condition).
+
+    Raises
+    ------
+    MedScopeError
+        When a local model's checkpoint is missing, a condition is not the protocol's, several item tables
+        are given to a protocol that reads one, or item ids repeat.
+
+    References
+    ----------
+    .. [1] counterfactual paper, §3.10, §4.2, §5.5
+    """
     from pipelines.support.raycluster import cluster_gpus, ensure_ray
 
     protocol = protocol or load_protocol(cfg.protocol, cfg.protocol_options)
@@ -259,7 +388,21 @@ def _spent(episodes_uri: str) -> float:
 # -- eval show -------------------------------------------------------------------------------
 def show(uri: str) -> list[dict]:
     """Episodes per model and condition: unparseable rate, tool use, tokens, cost, errors, and
-    how decisions were read (``read_by``: format / json / rules / judge counts)."""
+    how decisions were read (``read_by``: format / json / rules / judge counts).
+
+    Parameters
+    ----------
+    uri : str
+        An episodes table (or the eval run folder holding it).
+
+    Returns
+    -------
+    list of dict
+        One row per (model, condition), sorted: ``"model"``, ``"condition"``, ``"episodes"``,
+        ``"unparseable_rate"`` (errors aside), ``"tool_use_rate"``, ``"mean_tool_calls"``,
+        ``"input_tokens"``, ``"output_tokens"``, ``"cost_usd"``, ``"errors"``, ``"mean_latency_s"`` and
+        ``"read_by"`` (e.g. ``"format=3 json=1"``, or ``"-"``).
+    """
     table = records.read_table("episodes", uri)
     groups: dict[tuple[str, str], list[dict]] = {}
     for row in table.select(["model", "condition", "action", "tool_calls", "input_tokens", "output_tokens",
@@ -303,7 +446,18 @@ def _print_show(uri: str) -> None:
 
 
 def item_sources(uri: str) -> list[str]:
-    """The item sources of an items argument (a comma list of several)."""
+    """The item sources of an items argument (a comma list of several).
+
+    Parameters
+    ----------
+    uri : str
+        One items URI or a comma list of several.
+
+    Returns
+    -------
+    list of str
+        The URIs, stripped, empty ones dropped.
+    """
     return [u.strip() for u in str(uri).split(",") if u.strip()]
 
 
@@ -321,7 +475,18 @@ def _run_cli(args) -> None:
 
 def protocol_named(argv: list[str]) -> list[str]:
     """The protocol an ``eval run`` command line is about: ``--protocol``, else its ``--config``
-    file's ``protocol:``, else the default (counterfactual)."""
+    file's ``protocol:``, else the default (counterfactual).
+
+    Parameters
+    ----------
+    argv : list of str
+        The command line's arguments.
+
+    Returns
+    -------
+    list of str
+        One protocol name (or ``module:Class`` spec).
+    """
     known = protocol_flags.peek(argv, "--protocol", "--config")
     if known is None:
         return [DEFAULT_PROTOCOL]
@@ -332,6 +497,15 @@ def protocol_named(argv: list[str]) -> list[str]:
 
 
 def register(sub) -> None:
+    """Add the ``eval`` verb (``run``, ``show``) to the ``medscope`` command line.
+
+    Parameters
+    ----------
+    sub : argparse._SubParsersAction
+        The subcommand table of the ``medscope`` parser; ``eval run`` gets the :class:`EvalConfig` flags
+        (``--views`` for ``--items``) and the protocol's eval options as flags, ``eval show`` the
+        :class:`EvalShowConfig` flags.
+    """
     p = sub.add_parser("eval", help="evaluate models on a protocol's items (rate-limited, resumable Ray sweep)")
     verbs = p.add_subparsers(dest="eval_verb", metavar="ACTION")
     verbs.required = True

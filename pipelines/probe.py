@@ -50,7 +50,22 @@ def _reject_for(vol: dict, err: Exception, stage: str) -> dict:
 
 
 def count_task(row: dict, cfg_json: str) -> dict:
-    """Ray task, pass 1: one volume -> its states, slices rows and notes, or a reject."""
+    """Ray task, pass 1: one volume -> its states, slices rows and notes, or a reject.
+
+    Parameters
+    ----------
+    row : dict
+        ``{"volume": str}``: one row of the volumes table as JSON.
+    cfg_json : str
+        The :class:`ProbeConfig` as JSON (``model_dump_json``).
+
+    Returns
+    -------
+    dict
+        ``"case_id"``, ``"ok"`` and ``"payload"`` (JSON: the organ states, ``z_mm``, slices rows and notes
+        when ``ok``; a list of one reject row, stage ``"load"``, when not), stamped with ``"rss_mb"``,
+        ``"t_start"``, ``"t_end"`` and ``"pid"``.
+    """
     t_start = time.time()
     reset_peak_rss()
     vol = json.loads(row["volume"])
@@ -70,7 +85,20 @@ def count_task(row: dict, cfg_json: str) -> dict:
 
 
 def count_block(batch: dict, cfg_json: str) -> dict:
-    """Ray Data batch, pass 1: ``count_task`` over each volume of one block."""
+    """Ray Data batch, pass 1: ``count_task`` over each volume of one block.
+
+    Parameters
+    ----------
+    batch : dict
+        A Ray Data batch: ``"volume"``, the block's volumes rows as JSON strings.
+    cfg_json : str
+        The :class:`ProbeConfig` as JSON (``model_dump_json``).
+
+    Returns
+    -------
+    dict
+        Column name to list: the :func:`count_task` results of the block's volumes, column by column.
+    """
     return _columns([count_task({"volume": v}, cfg_json) for v in batch["volume"]])
 
 
@@ -79,7 +107,28 @@ def _columns(results: list[dict]) -> dict:
 
 
 def items_task(row: dict, cfg_json: str, stats_json: str, items_uri: str, montage_uri: str) -> dict:
-    """Ray task, pass 2: one volume -> its probe_items part file (skipped when already written)."""
+    """Ray task, pass 2: one volume -> its probe_items part file (skipped when already written).
+
+    Parameters
+    ----------
+    row : dict
+        ``{"volume": str}``: one row of the volumes table as JSON.
+    cfg_json : str
+        The :class:`ProbeConfig` as JSON (``model_dump_json``).
+    stats_json : str
+        The cohort's :class:`CohortStats` (frequency, co-occurrence) as JSON, from pass 1.
+    items_uri : str
+        The probe_items table folder; the volume's part file is written there.
+    montage_uri : str
+        Folder of the per-volume montage PNGs (written when ``cfg.montage``).
+
+    Returns
+    -------
+    dict
+        ``"case_id"``, ``"n_items"`` (items written; -1 when the part file already existed, 0 on a reject)
+        and ``"reject"`` (a reject row as JSON, stage ``"items"``, or ``""``), stamped with ``"rss_mb"``,
+        ``"t_start"``, ``"t_end"`` and ``"pid"``.
+    """
     t_start = time.time()
     reset_peak_rss()
     vol = json.loads(row["volume"])
@@ -101,7 +150,20 @@ def items_task(row: dict, cfg_json: str, stats_json: str, items_uri: str, montag
 
 
 def items_block(batch: dict, **kw) -> dict:
-    """Ray Data batch, pass 2: ``items_task`` over each volume of one block."""
+    """Ray Data batch, pass 2: ``items_task`` over each volume of one block.
+
+    Parameters
+    ----------
+    batch : dict
+        A Ray Data batch: ``"volume"``, the block's volumes rows as JSON strings.
+    **kw
+        ``cfg_json``, ``stats_json``, ``items_uri`` and ``montage_uri``, passed to :func:`items_task`.
+
+    Returns
+    -------
+    dict
+        Column name to list: the :func:`items_task` results of the block's volumes, column by column.
+    """
     return _columns([items_task({"volume": v}, **kw) for v in batch["volume"]])
 
 
@@ -111,7 +173,20 @@ BLOCKS_PER_WORKER = 8
 
 
 def volumes_per_block(n_volumes: int, workers: int) -> int:
-    """Volumes in one Ray Data block (one task) for ``n_volumes`` over ``workers`` workers."""
+    """Volumes in one Ray Data block (one task) for ``n_volumes`` over ``workers`` workers.
+
+    Parameters
+    ----------
+    n_volumes : int
+        Volumes in the build.
+    workers : int
+        Ray Data workers.
+
+    Returns
+    -------
+    int
+        ``n_volumes // (BLOCKS_PER_WORKER * workers)``, between 1 and ``MAX_VOLUMES_PER_BLOCK``.
+    """
     return units_per_block(n_volumes, workers, MAX_VOLUMES_PER_BLOCK, BLOCKS_PER_WORKER)
 
 
@@ -150,13 +225,56 @@ def task_pool(workers: int | None, cpus: int) -> tuple[int, int]:
     every CPU is a worker, one more block per worker is submitted than can run: Ray queues it
     and hands it to the first worker that frees, with no wait on the loop. With fewer workers
     than CPUs nothing is queued: the extra tasks would run at once and break the cap.
+
+    Parameters
+    ----------
+    workers : int or None
+        Workers asked for; None for one a CPU.
+    cpus : int
+        CPUs of the Ray cluster.
+
+    Returns
+    -------
+    workers : int
+        ``workers``, or ``cpus`` when None.
+    in_flight : int
+        Tasks kept in flight: twice the workers when they are at least ``cpus``, else the workers.
     """
     size = workers or cpus
     return (size, 2 * size) if size >= cpus else (size, size)
 
 
 def build(volumes_uri: str, out_uri: str, cfg: ProbeConfig, progress: bool = True) -> dict:
-    """Build the probe from a volumes table; returns a summary (counts, rejects, timing)."""
+    """Build the probe from a volumes table; returns a summary (counts, rejects, timing).
+
+    Parameters
+    ----------
+    volumes_uri : str
+        The volumes table (or the cohort folder holding it).
+    out_uri : str
+        The build folder: slices, cohort stats, probe_items parts, montages, rejects and recipe.json.
+    cfg : ProbeConfig
+        Sampling and rendering settings; ``cfg.workers`` (None: every CPU) sizes the task pool.
+    progress : bool, optional
+        Show progress on stderr.
+
+    Returns
+    -------
+    dict
+        ``"volumes"``, ``"volumes_used"``, ``"items_written"``, ``"volumes_resumed"``, ``"rejects"`` and
+        ``"notes"`` (counts by reason), ``"probe_items"`` and ``"slices"`` (URIs), ``"sampling"`` (see
+        :func:`sampling_record`), ``"worker_peak_rss_mb"``, ``"seconds"``, ``"volumes_per_block"``,
+        ``"tasks_in_flight"`` and ``"timing"`` (per pass).
+
+    Raises
+    ------
+    MedScopeError
+        When the volumes table is empty, or when ``out_uri`` holds items of another config or cohort.
+
+    References
+    ----------
+    .. [1] organ-presence paper
+    """
     import ray
 
     from pipelines.support.raycluster import ensure_ray
@@ -281,7 +399,19 @@ def _check_recipe(out_uri: str, cfg: ProbeConfig, stats_json: str) -> None:
 def sampling_record(cfg: ProbeConfig) -> dict:
     """How the items were drawn, for the run record (build summary and recipe.json): slices a volume,
     positives a slice (POPE's balance, or every present organ), negatives a slice and strategy, and
-    the vessels kept out of the adversarial setting."""
+    the vessels kept out of the adversarial setting.
+
+    Parameters
+    ----------
+    cfg : ProbeConfig
+        The probe config.
+
+    Returns
+    -------
+    dict
+        ``"slices_per_volume"``, ``"positives_per_slice"`` (``"all present"`` when unset),
+        ``"negatives_per_slice"``, ``"strategies"`` and ``"adversarial_excludes_vessels"``.
+    """
     return {"slices_per_volume": cfg.slices_per_volume,
             "positives_per_slice": cfg.positives_per_slice if cfg.positives_per_slice is not None else "all present",
             "negatives_per_slice": cfg.negatives_per_slice, "strategies": list(cfg.strategies),
@@ -289,19 +419,56 @@ def sampling_record(cfg: ProbeConfig) -> dict:
 
 
 def load_config(path: str | None) -> ProbeConfig:
+    """The probe config at ``path``, or the default :class:`ProbeConfig` when there is none.
+
+    Parameters
+    ----------
+    path : str or None
+        URI of a probe config YAML, or None.
+
+    Returns
+    -------
+    ProbeConfig
+        The parsed config, or the defaults.
+    """
     if path is None:
         return ProbeConfig()
     return cfgmod.load(ProbeConfig, path)
 
 
 def run_job(cfg: ProbeConfig) -> dict:
-    """``python -m pipelines.probe --config F`` (needs ``volumes`` and ``out`` in F)."""
+    """``python -m pipelines.probe --config F`` (needs ``volumes`` and ``out`` in F).
+
+    Parameters
+    ----------
+    cfg : ProbeConfig
+        The probe config, with ``volumes`` (volumes table URI) and ``out`` (output URI) set.
+
+    Returns
+    -------
+    dict
+        The build summary (see :func:`build`).
+
+    Raises
+    ------
+    MedScopeError
+        When ``volumes`` or ``out`` is missing.
+    """
     if not cfg.volumes or not cfg.out:
         raise MedScopeError("the probe config needs 'volumes' (volumes table URI) and 'out' (output URI)")
     return build(cfg.volumes, cfg.out, cfg)
 
 
 def register(sub) -> None:
+    """Add the ``probe`` verb (``build``, ``show``) to the ``medscope`` command line.
+
+    Parameters
+    ----------
+    sub : argparse._SubParsersAction
+        The subcommand table of the ``medscope`` parser; ``probe build`` gets the :class:`ProbeConfig`
+        flags and prints :func:`run_job`'s summary, ``probe show`` the :class:`ProbeShowConfig` flags and
+        prints :func:`show` as JSON.
+    """
     p = sub.add_parser("probe", help="volumetric organ-presence probe (organ-presence paper)")
     verbs = p.add_subparsers(dest="probe_verb", metavar="VERB")
     verbs.required = True
@@ -327,7 +494,28 @@ def _build_cmd(args) -> None:
 
 
 def show(uri: str, png: str | None = None) -> dict:
-    """Counts of items per organ / strategy / stratum, and the co-occurrence heat map."""
+    """Counts of items per organ / strategy / stratum, and the co-occurrence heat map.
+
+    Parameters
+    ----------
+    uri : str
+        A probe build folder, or its probe_items table.
+    png : str, optional
+        Where to write the co-occurrence heat map; default ``<build>/cooccurrence.png``. Written only when
+        the build has its cohort stats.
+
+    Returns
+    -------
+    dict
+        ``"items"``, ``"cases"``, ``"by_organ_truth"``, ``"by_strategy"``, ``"by_strategy_stratum"``
+        (counts keyed ``"a / b"``, sorted), ``"absent_from_volume"``, and ``"heatmap"`` (the PNG's URI)
+        when one was written.
+
+    Raises
+    ------
+    MedScopeError
+        When the table holds no probe items.
+    """
     items_uri, folder = layout.table_uri("probe_items", uri), layout.folder_of("probe_items", uri)
     # imported here, not at the top: the build's Ray workers import this module, and scoring
     # pulls in scipy.stats (~2 s of a fresh process)

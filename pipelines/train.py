@@ -68,13 +68,38 @@ class TrainJob(StrictModel):
 
 
 def resolve_recipe(job: TrainJob) -> TrainRecipe:
+    """The job's recipe YAML with the job's ``overrides`` merged on, parsed and checked.
+
+    Parameters
+    ----------
+    job : TrainJob
+        The training job: its ``recipe`` URI and its ``overrides`` are read.
+
+    Returns
+    -------
+    TrainRecipe
+        The merged recipe (see :func:`merge`).
+    """
     base = cfgmod.load_yaml(job.recipe)
     return cfgmod.parse(TrainRecipe, merge(base, job.overrides), source=job.recipe)
 
 
 def merge(base: dict, over: dict) -> dict:
     """``over`` laid on ``base``: mappings merged key by key (a job can name where stage 3's
-    question sets live and keep the recipe's shares), anything else replaced."""
+    question sets live and keep the recipe's shares), anything else replaced.
+
+    Parameters
+    ----------
+    base : dict
+        The mapping laid on (not modified).
+    over : dict
+        The overriding mapping; a nested dict merges into a dict at the same key, any other value replaces.
+
+    Returns
+    -------
+    dict
+        A new mapping: ``base`` with ``over`` laid on, recursively.
+    """
     out = dict(base)
     for k, v in over.items():
         out[k] = merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
@@ -84,13 +109,29 @@ def merge(base: dict, over: dict) -> dict:
 def use_driver_storage(cfg: dict) -> None:
     """In a Ray Train / Tune worker: reach storage where the driver does. A worker may have
     started before the driver set its endpoint (by ``storage.configure`` or the environment), so
-    the driver hands it over in the config; never credentials."""
+    the driver hands it over in the config; never credentials.
+
+    Parameters
+    ----------
+    cfg : dict
+        The worker config (see :func:`worker_config`); its ``"s3_endpoint"``, when set, configures storage.
+    """
     if cfg.get("s3_endpoint"):
         storage.configure(s3_endpoint=cfg["s3_endpoint"])
 
 
 def train_loop_per_worker(cfg: dict) -> None:
-    """Runs in every Ray Train worker."""
+    """Runs in every Ray Train worker.
+
+    Parameters
+    ----------
+    cfg : dict
+        The worker config from :func:`worker_config`: ``"recipe"`` (a dumped :class:`TrainRecipe`),
+        ``"views"`` and ``"out"`` URIs, ``"s3_endpoint"``, ``"evaluation"`` (dumped :class:`EvalSettings`
+        or None) and ``"replay_excluded"`` (item ids or None). The worker resumes from Ray Train's latest
+        checkpoint when there is one; rank 0 writes the adapter, the optional scores and the run records
+        under ``cfg["out"]``.
+    """
     import ray.train
     import torch
     from ray.train import Checkpoint
@@ -151,7 +192,33 @@ def train_loop_per_worker(cfg: dict) -> None:
 
 def run_summary(recipe: TrainRecipe, trainer, info: dict, resumed_from: int = 0, world: int = 1) -> dict:
     """``train_summary.json``: what the run trained on (data counts, kinds), its steps and its
-    schedule, as the recipe states them (counterfactual paper §3.5, §4.2)."""
+    schedule, as the recipe states them (counterfactual paper §3.5, §4.2).
+
+    Parameters
+    ----------
+    recipe : TrainRecipe
+        The recipe the run trained with.
+    trainer : object
+        The worker trainer after fitting: its ``step``, ``total_steps`` and ``history`` (per-step dicts
+        with ``"loss"``) are read.
+    info : dict
+        The data counts and kinds from ``make_worker_trainer``, merged into the summary.
+    resumed_from : int, optional
+        The checkpoint step this attempt resumed from (0 for a fresh start).
+    world : int, optional
+        The number of Ray Train workers.
+
+    Returns
+    -------
+    dict
+        Recipe name, method, seed, steps and total steps, allowed kinds, workers, batch size, gradient
+        accumulation, epochs, learning rate, warm-up fraction, ``n_views``, ``resumed_from``, first and
+        last loss (None with no history), and every key of ``info``.
+
+    References
+    ----------
+    .. [1] counterfactual paper, §3.5, §4.2
+    """
     return {"recipe": recipe.name, "method": recipe.method, "seed": recipe.seed, "steps": trainer.step,
             "total_steps": trainer.total_steps, "allowed_kinds": recipe.allowed_kinds, "workers": world,
             "batch_size": recipe.batch_size, "grad_accum": recipe.grad_accum, "epochs": recipe.epochs,
@@ -162,7 +229,17 @@ def run_summary(recipe: TrainRecipe, trainer, info: dict, resumed_from: int = 0,
 
 def write_run_records(out: str, summary: dict, history: list[dict]) -> None:
     """The run summary and the per-step log (loss, lr, examples): what shows a recipe's steps and
-    schedule, and that arms are step- and schedule-matched."""
+    schedule, and that arms are step- and schedule-matched.
+
+    Parameters
+    ----------
+    out : str
+        The run folder URI (a :class:`medscope.io.layout.TrainRun`).
+    summary : dict
+        The run summary, written as indented JSON to the run's summary file.
+    history : list of dict
+        The per-step log, written one JSON object a line to the run's log file.
+    """
     storage.write_bytes(layout.TrainRun(out).summary, json.dumps(summary, indent=2).encode())
     storage.write_bytes(layout.TrainRun(out).log, "".join(json.dumps(h) + "\n" for h in history).encode())
 
@@ -170,7 +247,25 @@ def write_run_records(out: str, summary: dict, history: list[dict]) -> None:
 def ray_storage(uri: str):
     """(storage_path, storage_filesystem) for Ray Train: local paths as they are, anything else
     (s3://, memory-less remote) through a pyarrow wrapper of our fsspec filesystem, so the
-    endpoint and credentials are the ones ``medscope.io.storage`` uses."""
+    endpoint and credentials are the ones ``medscope.io.storage`` uses.
+
+    Parameters
+    ----------
+    uri : str
+        Where Ray Train keeps its checkpoints: a path, file:// or s3:// URI.
+
+    Returns
+    -------
+    storage_path : str
+        The path within the filesystem.
+    storage_filesystem : pyarrow.fs.PyFileSystem or None
+        None for local paths, else a pyarrow wrapper of the fsspec filesystem.
+
+    Raises
+    ------
+    MedScopeError
+        For a memory:// URI (Ray Train workers need shared storage).
+    """
     if storage.protocol(uri) == "file":
         return storage.filesystem(uri)[1], None
     if storage.protocol(uri) == "memory":
@@ -184,7 +279,25 @@ def ray_storage(uri: str):
 def replay_exclusions(job: TrainJob, recipe: TrainRecipe) -> list[str] | None:
     """Stage 3 on the driver, once: the replay questions whose image is a near-copy of an
     evaluation image (counterfactual paper §3.5, §4.1), written with the image each copies to the run's
-    ``rejects.parquet``; the workers get their ids and hash nothing. None for other methods."""
+    ``rejects.parquet``; the workers get their ids and hash nothing. None for other methods.
+
+    Parameters
+    ----------
+    job : TrainJob
+        The training job: the rejects are written to its run folder (``job.out``).
+    recipe : TrainRecipe
+        The resolved recipe (the job's YAML with its overrides laid on).
+
+    Returns
+    -------
+    list of str or None
+        The sorted ``item_id`` of every rejected replay question, or None when the recipe is not a
+        replay recipe, has no question sets or a VQA share of 0.
+
+    References
+    ----------
+    .. [1] counterfactual paper, §3.5, §4.1
+    """
     if recipe.method != "replay" or not recipe.replay.question_sets or recipe.replay.vqa_share == 0:
         return None
     from medscope.training.runner import replay_pools
@@ -196,14 +309,46 @@ def replay_exclusions(job: TrainJob, recipe: TrainRecipe) -> list[str] | None:
 
 def worker_config(job: TrainJob, recipe: TrainRecipe, replay_excluded: list[str] | None = None) -> dict:
     """What every Train worker gets: the recipe, the URIs, and the driver's S3 endpoint as
-    ``medscope.io.storage`` resolves it (configured or from the environment)."""
+    ``medscope.io.storage`` resolves it (configured or from the environment).
+
+    Parameters
+    ----------
+    job : TrainJob
+        The training job: its ``views``, ``out`` and ``evaluation`` are passed on.
+    recipe : TrainRecipe
+        The resolved recipe (the job's YAML with its overrides laid on).
+    replay_excluded : list of str, optional
+        Replay question ids the workers leave out (see :func:`replay_exclusions`).
+
+    Returns
+    -------
+    dict
+        ``"recipe"`` (the dumped recipe), ``"views"``, ``"out"``, ``"s3_endpoint"`` (or None),
+        ``"evaluation"`` (dumped, or None) and ``"replay_excluded"``.
+    """
     return {"recipe": recipe.model_dump(), "views": job.views, "out": job.out, "s3_endpoint": storage.s3_endpoint(),
             "evaluation": job.evaluation.model_dump() if job.evaluation else None,
             "replay_excluded": replay_excluded}
 
 
 def build_trainer(job: TrainJob, recipe: TrainRecipe | None = None, replay_excluded: list[str] | None = None):
-    """The TorchTrainer for ``job`` (not yet fitted)."""
+    """The TorchTrainer for ``job`` (not yet fitted).
+
+    Parameters
+    ----------
+    job : TrainJob
+        The training job: workers, GPU use (default: whether the cluster has GPUs), run name (default:
+        the recipe's), failures survived; checkpoints go under its run folder, two kept.
+    recipe : TrainRecipe, optional
+        The resolved recipe; resolved from ``job`` when None.
+    replay_excluded : list of str, optional
+        Replay question ids the workers leave out.
+
+    Returns
+    -------
+    ray.train.torch.TorchTrainer
+        Running :func:`train_loop_per_worker` with :func:`worker_config`'s config.
+    """
     from ray.train import CheckpointConfig, FailureConfig, RunConfig, ScalingConfig
     from ray.train.torch import TorchTrainer
 
@@ -228,7 +373,20 @@ def build_trainer(job: TrainJob, recipe: TrainRecipe | None = None, replay_exclu
 
 def check_deepspeed(recipe: TrainRecipe, use_gpu: bool) -> None:
     """A DeepSpeed ZeRO recipe runs on CUDA GPUs only: say so in one line before any worker
-    starts, rather than fail inside every worker restart."""
+    starts, rather than fail inside every worker restart.
+
+    Parameters
+    ----------
+    recipe : TrainRecipe
+        The resolved recipe; its ``deepspeed`` block (None when absent) is read.
+    use_gpu : bool
+        Whether the run will use GPUs.
+
+    Raises
+    ------
+    MedScopeError
+        When the recipe uses DeepSpeed ZeRO and the run has no GPUs.
+    """
     if recipe.deepspeed is not None and not use_gpu:
         raise MedScopeError(f"recipe {recipe.name} uses DeepSpeed ZeRO-{recipe.deepspeed.stage}, which needs CUDA GPUs, "
                             "and this Ray cluster has none (or use_gpu is false): run it on a GPU node, or use the "
@@ -236,6 +394,26 @@ def check_deepspeed(recipe: TrainRecipe, use_gpu: bool) -> None:
 
 
 def run(job: TrainJob) -> dict:
+    """Run one training stage on Ray Train and return its summary (what ``medscope train`` calls).
+
+    Parameters
+    ----------
+    job : TrainJob
+        The training job. The recipe's base checkpoint, the views table and its usable views for the
+        recipe's allowed kinds, and DeepSpeed's need for GPUs are checked on the driver first.
+
+    Returns
+    -------
+    dict
+        The run's ``train_summary.json`` (see :func:`run_summary`, with ``"eval"`` and
+        ``"eval_test_sets"`` when the job has an evaluation) and ``"adapter"``, the final adapter's URI.
+
+    Raises
+    ------
+    MedScopeError
+        When there is no views table at ``job.views``, the DeepSpeed check fails, or Ray Train reports an
+        error.
+    """
     from pipelines.support.raycluster import ensure_ray
 
     recipe = resolve_recipe(job)
@@ -258,7 +436,33 @@ def run(job: TrainJob) -> dict:
 
 def select_stages(runs: dict[str, str], out: str, previous: str | None = None) -> dict:
     """Apply the §3.6 rule to the validation metrics each stage's run recorded (``evaluation``
-    in its job), and write ``selection.json`` with the choice and the numbers behind it."""
+    in its job), and write ``selection.json`` with the choice and the numbers behind it.
+
+    Parameters
+    ----------
+    runs : dict of str to str
+        Stage name to run folder URI, in stage order; each run's summary must hold ``"eval"``
+        (``net_utility`` and ``healthy_claims``).
+    out : str
+        URI of the ``selection.json`` to write.
+    previous : str, optional
+        The previous release's run folder (amendment 1), or None.
+
+    Returns
+    -------
+    dict
+        What was written: ``"chosen"`` (the stage name), ``"adapter"`` (its adapter URI), ``"reasons"``,
+        ``"numbers"`` and ``"runs"``.
+
+    Raises
+    ------
+    MedScopeError
+        When a run has no validation metrics.
+
+    References
+    ----------
+    .. [1] counterfactual paper, §3.6
+    """
     from medscope.training.selection import select_stage
 
     def uh(run: str) -> dict:
@@ -284,6 +488,15 @@ class TrainSelectConfig(StrictModel):
 
 
 def register(sub) -> None:
+    """Add the ``train`` and ``train-select`` verbs to the ``medscope`` command line.
+
+    Parameters
+    ----------
+    sub : argparse._SubParsersAction
+        The subcommand table of the ``medscope`` parser; ``train`` gets the :class:`TrainJob` flags
+        (``--workers`` for ``num_workers``) and runs :func:`run`, ``train-select`` gets the
+        :class:`TrainSelectConfig` flags and runs :func:`select_stages`, each printing the summary.
+    """
     def pick(c: TrainSelectConfig):
         from pipelines.support.jobs import print_summary
 
