@@ -227,7 +227,8 @@ def main(argv: list[str] | None = None) -> int:
     Returns
     -------
     int
-        The exit status: 0, or the error's exit code (2 unless the error names another) when it fails.
+        The exit status: 0; on an error (printed as one line on stderr), its exit code, 2 unless the
+        error names another; 130 when interrupted.
     """
     return job_main("crosswalk", CrosswalkConfig, lambda cfg: {k: v for k, v in run(cfg).items() if k != "pairs"}, argv)
 
