@@ -82,6 +82,24 @@ class BuildConfig(StrictModel):
 
 
 def generator_of(cfg: BuildConfig) -> ModelEntry | None:
+    """The question writer of a build: the inline entry, else a model of ``generator_models``.
+
+    Parameters
+    ----------
+    cfg : BuildConfig
+        Reads ``generator_entry`` (an inline model entry, used first), ``generator_models`` (models
+        YAML) and ``generator_name`` (the model picked there; default: the file's first model).
+
+    Returns
+    -------
+    ModelEntry or None
+        The generator; None when neither ``generator_entry`` nor ``generator_models`` is given.
+
+    Raises
+    ------
+    MedScopeError
+        When ``generator_name`` is not a model of ``generator_models``.
+    """
     if cfg.generator_entry:
         return ModelEntry.model_validate(cfg.generator_entry)
     if not cfg.generator_models:
@@ -94,7 +112,21 @@ def generator_of(cfg: BuildConfig) -> ModelEntry | None:
 
 
 def check_privacy(cfg: BuildConfig, entry: ModelEntry | None) -> None:
-    """Refuse before any call: a private cohort's report text goes only to allow-listed endpoints."""
+    """Refuse before any call: a private cohort's report text goes only to allow-listed endpoints.
+
+    Parameters
+    ----------
+    cfg : BuildConfig
+        Reads ``private``, ``endpoint_allowlist`` and ``cohort``.
+    entry : ModelEntry or None
+        The model to receive report text; None: no call is made, nothing to check.
+
+    Raises
+    ------
+    MedScopeError
+        When ``entry`` may not receive the cohort's report text (private reports, endpoint not on
+        the allow-list).
+    """
     if entry is not None and not entry.may_receive(cfg.private, cfg.endpoint_allowlist):
         raise MedScopeError(
             f"refusing to build: generator {entry.name} at {entry.endpoint} is not on cohort {cfg.cohort}'s "
@@ -104,7 +136,33 @@ def check_privacy(cfg: BuildConfig, entry: ModelEntry | None) -> None:
 
 def generate(cfg: BuildConfig, entry: ModelEntry, studies: list[dict], conditions: list[str], schema_uri: str
              ) -> tuple[dict, dict]:
-    """Run (or resume) the generation calls on the shared sweep; {(case, condition): reply}, summary."""
+    """Run (or resume) the generation calls on the shared sweep; {(case, condition): reply}, summary.
+
+    The studies are written as the sweep's items under ``cfg.out`` (``studies``); the sweep's
+    episodes go to its ``generation/`` folder.
+
+    Parameters
+    ----------
+    cfg : BuildConfig
+        Reads ``out``, ``private``, ``endpoint_allowlist``, ``workers`` and ``concurrency``.
+    entry : ModelEntry
+        The generator model.
+    studies : list of dict
+        The paired studies (``case_id``, ``findings``, ``impression``, ...).
+    conditions : list of str
+        The generation calls to make per study: ``"questions"`` (report-derived questions) and/or
+        ``"extract"`` (LLM extraction).
+    schema_uri : str
+        The approved schema YAML the generation protocol reads.
+
+    Returns
+    -------
+    replies : dict
+        ``{(case_id, condition): reply text}`` of the current studies' finished, error-free episodes
+        of ``entry``.
+    summary : dict
+        The generation sweep's summary.
+    """
     from pipelines.eval import EvalConfig, run_sweep
 
     studies_uri = layout.BenchgenBuild(cfg.out).studies
@@ -125,7 +183,27 @@ def generate(cfg: BuildConfig, entry: ModelEntry, studies: list[dict], condition
 
 
 def verifier_of(cfg: BuildConfig, generator: ModelEntry | None) -> ModelEntry:
-    """The verifier model: ``verifier_name`` in ``generator_models``, else the generator."""
+    """The verifier model: ``verifier_name`` in ``generator_models``, else the generator.
+
+    Parameters
+    ----------
+    cfg : BuildConfig
+        Reads ``verifier_name`` and ``generator_models`` (and, for the privacy check, ``private``,
+        ``endpoint_allowlist`` and ``cohort``).
+    generator : ModelEntry or None
+        The question writer, the verifier when ``verifier_name`` is not set.
+
+    Returns
+    -------
+    ModelEntry
+        The verifier, checked to be allowed to receive the cohort's report text.
+
+    Raises
+    ------
+    MedScopeError
+        When ``verifier_name`` is set without ``generator_models`` or is not a model there, when there
+        is no verifier at all, or when the verifier may not receive the reports (:func:`check_privacy`).
+    """
     entry = generator
     if cfg.verifier_name:
         if not cfg.generator_models:
@@ -160,7 +238,29 @@ def _study_task(row: dict, schema_uri: str, out: str, cohort: dict, seed: int, g
 
 
 def build(cfg: BuildConfig) -> dict:
-    """Build (or resume) a benchmark; returns the build summary (also written as build.json)."""
+    """Build (or resume) a benchmark; returns the build summary (also written as build.json).
+
+    Parameters
+    ----------
+    cfg : BuildConfig
+        The build's settings (reports, volumes, approved schema, cohort, generator, extractor,
+        verification, montage and sweep settings, ``out``).
+
+    Returns
+    -------
+    dict
+        The build summary: this cohort's counts (studies built and resumed, ``items`` and
+        ``random_baseline`` per question type, options, rejects by reason), its generation record
+        and hash, the generation and verification sweeps' summaries, ``accounting``, ``out`` and
+        ``cohorts`` (every cohort in the build folder).
+
+    Raises
+    ------
+    MedScopeError
+        When the schema is not approved at both checkpoints, ``out`` holds other cohorts without
+        ``append``, the generator is missing (``extractor: llm``) or not allowed to receive a private
+        cohort's reports, or the verifier cannot be chosen (``verify: llm``).
+    """
     from pipelines.support.raycluster import ensure_ray
 
     schema_uri = schemamod.resolve(cfg.schema_)
@@ -275,7 +375,20 @@ def _summarise(cfg, schema_uri, approvals, entry, studies, results, gen_summary,
 
 
 def show(uri: str) -> dict:
-    """What a build holds: its manifest and its questions per type and subcategory."""
+    """What a build holds: its manifest and its questions per type and subcategory.
+
+    Parameters
+    ----------
+    uri : str
+        A build folder.
+
+    Returns
+    -------
+    dict
+        The manifest (``build.json``) with ``subcategories`` (``{"<qtype>/<subcategory>": questions}``)
+        and ``example`` (the first question's ``item_id``, ``question``, ``options``, ``answer``; None
+        when the build has no question) added.
+    """
     manifest = json.loads(storage.read_utf8(layout.BenchgenBuild(uri).manifest))
     items = records.read_table("mcq_items", layout.BenchgenBuild(uri).items).to_pandas()
     by_sub = items.groupby(["qtype", "subcategory"]).size()
@@ -292,7 +405,28 @@ def build_demo_benchmark(out: str, n_cases: int = demo_inputs.DEMO_CASES,
     shipped liver schema, approved at both checkpoints (the demo stands in for the clinician) ->
     builds with the deterministic rule extractor and a loopback OpenAI-compatible server writing
     the report-derived questions and verifying each key the rules keep (``verify: llm``, the
-    paper's second call). Returns the build summary with both cohorts' counts."""
+    paper's second call). Returns the build summary with both cohorts' counts.
+
+    Parameters
+    ----------
+    out : str
+        Folder for the demo's inputs (cohorts, schema) and its build (``benchmark/``).
+    n_cases : int, optional
+        Phantom studies of the first cohort.
+    n_cases_b : int, optional
+        Phantom studies of the second cohort.
+
+    Returns
+    -------
+    dict
+        The last build's summary with ``generation_requests_served`` (requests the loopback server
+        answered), ``build`` (the build folder), and ``items`` (per question type) and
+        ``studies_built`` summed over both cohorts.
+
+    References
+    ----------
+    .. [1] benchmark-MCQ paper, Methods, Table 3.
+    """
     from medscope.testing.benchgen_author import author_responder
     from medscope.testing.providers import FakeProvider
 
@@ -315,6 +449,13 @@ def build_demo_benchmark(out: str, n_cases: int = demo_inputs.DEMO_CASES,
 
 
 def register(sub) -> None:
+    """Add the ``benchgen`` verb and its actions (build, schema, phantom, show).
+
+    Parameters
+    ----------
+    sub : argparse._SubParsersAction
+        The ``medscope`` parser's subparsers; ``benchgen`` is added to them.
+    """
     p = sub.add_parser("benchgen", help="build a private multiple-choice benchmark from reports + volumes (benchmark-MCQ paper)")
     verbs = p.add_subparsers(dest="benchgen_verb", metavar="ACTION")
     verbs.required = True

@@ -29,7 +29,32 @@ def _replies(out: str, keys: set[str], model: str) -> dict[str, str]:
 def verify(cfg, entry: ModelEntry, studies: list[dict], replies: dict) -> tuple[dict, dict | None]:
     """The paper's verification call for every question the rules keep, on the shared sweep;
     ({verification key: (supported, reason)}, sweep summary). Keys without a verdict (a failed or
-    refused call) are absent, so their questions are rejected, never kept unchecked."""
+    refused call) are absent, so their questions are rejected, never kept unchecked.
+
+    Parameters
+    ----------
+    cfg : BuildConfig
+        The ``benchgen build`` config (``pipelines.benchgen.BuildConfig``); reads ``seed``, ``out``,
+        ``private``, ``endpoint_allowlist``, ``workers`` and ``concurrency``.
+    entry : ModelEntry
+        The verifier model.
+    studies : list of dict
+        The paired studies (``case_id``, ``findings``, ``impression``).
+    replies : dict
+        The generation replies, ``{(case_id, condition): reply text}``; a study's ``"questions"``
+        reply is read into the questions the rules keep.
+
+    Returns
+    -------
+    verdicts : dict
+        ``{verification key: (supported, reason)}``, ``supported`` a bool or None (unreadable reply).
+    summary : dict or None
+        The verification sweep's summary; None when no question was kept (no sweep runs).
+
+    References
+    ----------
+    .. [1] benchmark-MCQ paper, Methods.
+    """
     from pipelines.eval import EvalConfig, run_sweep
 
     candidates = []
@@ -58,7 +83,42 @@ def verify(cfg, entry: ModelEntry, studies: list[dict], replies: dict) -> tuple[
 def propose(sample: list[dict], organ: str, entry: ModelEntry, work: str, private: bool, allowlist: list[str],
             batch: int = 25, workers: int = 1, concurrency: int = 4) -> tuple[list[dict], list[str], dict]:
     """The proposer's calls, one per batch of ``batch`` sampled reports, on the shared sweep under
-    folder ``work``; (proposed fields of every answered batch, problems, sweep summary)."""
+    folder ``work``; (proposed fields of every answered batch, problems, sweep summary).
+
+    Parameters
+    ----------
+    sample : list of dict
+        The sampled report rows (``case_id``, ``findings``, ``impression``).
+    organ : str
+        The organ the schema covers (given to the proposer's prompt).
+    entry : ModelEntry
+        The proposer model.
+    work : str
+        Folder of the proposal sweep (its ``batches.jsonl`` items and episodes).
+    private : bool
+        Whether the reports are private (then only allow-listed endpoints receive them).
+    allowlist : list of str
+        Endpoints allowed to receive the report text.
+    batch : int, optional
+        Reports per proposal call.
+    workers : int, optional
+        Pool actors of the sweep.
+    concurrency : int, optional
+        Requests in flight per pool actor.
+
+    Returns
+    -------
+    fields : list of dict
+        The proposed fields of every answered batch.
+    problems : list of str
+        ``"<batch key>: <problem>"`` for each batch without a reply and each unreadable field.
+    summary : dict
+        The proposal sweep's summary.
+
+    References
+    ----------
+    .. [1] benchmark-MCQ paper, Methods.
+    """
     from pipelines.eval import EvalConfig, run_sweep
 
     batches = report_batches(sample, batch)

@@ -90,7 +90,37 @@ class CohortJobConfig(StrictModel):
 
 
 def import_cohort(fmt: str, path: str, out: str, dataset_config: str | None = None, overrides: dict | None = None) -> dict:
-    """Load dataset ``path`` in format ``fmt`` and write its table and rejects under ``out``."""
+    """Load dataset ``path`` in format ``fmt`` and write its table and rejects under ``out``.
+
+    Holds the folder's writer lock for the whole import (one writer per ``out``).
+
+    Parameters
+    ----------
+    fmt : str
+        The dataset's layout, one of ``medscope.cohorts.FORMATS``.
+    path : str
+        The dataset folder (path or URI).
+    out : str
+        The output folder URI.
+    dataset_config : str or None, optional
+        Dataset YAML overlaid on ``configs/datasets/<fmt>.yaml``.
+    overrides : dict or None, optional
+        Inline dataset overrides, applied last.
+
+    Returns
+    -------
+    dict
+        ``format``, ``source``, the table's row count under its name (``cases`` or ``volumes``, ...),
+        ``rejects`` and ``ignored`` with their counts by reason (rejects also by error class), the
+        table's and the rejects' URIs (``<table>_uri``, ``rejects_uri``), and for a cases table
+        ``lesion`` and ``lesion_free`` counts.
+
+    Raises
+    ------
+    MedScopeError
+        When ``path`` or ``out`` is empty, the folder is locked by another writer, or another writer
+        took the folder over during the import.
+    """
     if not (path or "").strip():
         raise MedScopeError("--path is empty: give the dataset folder")
     if not (out or "").strip():
@@ -136,6 +166,24 @@ def write_import(out: str, tables: dict, summary: dict, writer: str = "") -> Non
 
     ``writer`` (the folder lock's token) is recorded while writing and checked again before
     ``complete`` is written: a folder another writer took over is never marked complete.
+
+    Parameters
+    ----------
+    out : str
+        The import folder.
+    tables : dict
+        ``{table name: table}`` to write (e.g. ``cases`` and ``rejects``); each goes to the layout's
+        file of that name.
+    summary : dict
+        The import's summary, kept in ``import.json`` once complete.
+    writer : str, optional
+        The folder lock's token.
+
+    Raises
+    ------
+    MedScopeError
+        When another writer took the folder over while the tables were written (``import.json`` is
+        then left ``writing``).
     """
     manifest = layout.Cohort(out).manifest
     storage.write_text(manifest, json.dumps({"status": "writing", "writer": writer}))
@@ -185,6 +233,26 @@ def show_summary(uri: str) -> dict:
 
     By source, imaging type, split, lesion / lesion-free, and rejects by reason (from the
     ``rejects.parquet`` beside the table, when there is one).
+
+    Parameters
+    ----------
+    uri : str
+        A cases / volumes (or vqa_items) Parquet file, or a cohort folder.
+
+    Returns
+    -------
+    dict
+        ``uri`` and, for each table present, its counts: ``cases`` (``n``, by source, imaging type,
+        split and finding, ``lesion``, ``lesion_free``, ``critical``, ``patients``,
+        ``patients_with_several_images``), ``volumes`` (``n``, by source and split, ``organs``),
+        ``vqa_items`` (``n``, by source, split and answer type, ``images``), ``rejects`` (``n``,
+        ``by_reason``) and, when any, ``ignored`` (``n``, ``by_reason``).
+
+    Raises
+    ------
+    MedScopeError
+        When ``uri`` does not exist or holds no cases, volumes or vqa_items table, a file is not a
+        readable table of a known kind, or the folder's import did not finish.
     """
     if storage.is_dir(uri):
         files = _manifest_files(uri)
@@ -271,7 +339,30 @@ def _add_phantom_batch(out: str, n_cases: int, seed: int, batch: int) -> dict:
 
 
 def remove(cases: str, folders: list[str], reason: str) -> dict:
-    """``cohort remove``: the withdrawn cases out of every folder, with a record in each."""
+    """``cohort remove``: the withdrawn cases out of every folder, with a record in each.
+
+    Prints to stderr which views builds to rebuild and which runs to rescore.
+
+    Parameters
+    ----------
+    cases : str
+        Case ids, comma-separated, or ``@FILE`` naming a file with one id a line.
+    folders : list of str
+        Output folders to remove them from: cohort, views builds, eval runs, scored runs.
+    reason : str
+        Why they are removed, kept in each folder's ``removals.jsonl``.
+
+    Returns
+    -------
+    dict
+        The summary of :func:`medscope.cohorts.removal.remove_cases`: the cases, reason, rows
+        removed per folder and file, and the folders to ``rescore`` and to ``rebuild``.
+
+    Raises
+    ------
+    MedScopeError
+        When no case id is given or a folder does not exist.
+    """
     from medscope.cohorts.removal import remove_cases
 
     text = storage.read_utf8(cases[1:]) if cases.startswith("@") else cases.replace(",", "\n")
@@ -292,6 +383,26 @@ def remove(cases: str, folders: list[str], reason: str) -> dict:
 
 
 def run_job(cfg: CohortJobConfig) -> dict:
+    """One job of ``python -m pipelines.cohort``: an import, the phantom cohort, or a later phantom batch.
+
+    Parameters
+    ----------
+    cfg : CohortJobConfig
+        The job's settings; ``format`` picks the import or (``phantom``) the generator.
+
+    Returns
+    -------
+    dict
+        The import's summary (:func:`import_cohort`); for the phantom, the generated tables' URIs, or
+        for a later batch (``batch`` > 1) the batch's counts with the cohort's ``summary``
+        (:func:`show_summary`).
+
+    Raises
+    ------
+    MedScopeError
+        When an import has no ``path``, or as :func:`import_cohort`; for a later phantom batch, when
+        ``out`` holds no phantom cohort or already holds that batch.
+    """
     if cfg.format == "phantom":
         if cfg.batch > 1:
             return {**_add_phantom_batch(cfg.out, cfg.cases, cfg.seed, cfg.batch), "summary": show_summary(cfg.out)}
@@ -306,6 +417,13 @@ def _print(summary: dict) -> None:
 
 
 def register(sub) -> None:
+    """Add the ``cohort`` verb and its actions (import, phantom, remove, show).
+
+    Parameters
+    ----------
+    sub : argparse._SubParsersAction
+        The ``medscope`` parser's subparsers; ``cohort`` is added to them.
+    """
     p = sub.add_parser("cohort", help="import a dataset, generate the phantom cohort, or show a cohort")
     verbs = p.add_subparsers(dest="cohort_verb", metavar="ACTION")
     verbs.required = True
@@ -340,6 +458,20 @@ def _phantom(c: CohortPhantomConfig) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """``python -m pipelines.cohort --config F``: one import (or the phantom) as a job.
+
+    Parameters
+    ----------
+    argv : list of str or None, optional
+        The arguments (``--config F``, optionally ``--out``, ``--append``, ``--overwrite``); None reads
+        ``sys.argv``.
+
+    Returns
+    -------
+    int
+        The exit status: 0; on an error (printed as one line on stderr), its exit code, 2 unless the
+        error names another; 130 when interrupted.
+    """
     return job_main("cohort", CohortJobConfig, run_job, argv)
 
 

@@ -44,7 +44,18 @@ class CrosswalkConfig(StrictModel):
 
 def set_name(uri: str) -> str:
     """The name a bare URI gets: its folder's name (``cohorts/siim``, ``cohorts/siim/cases.parquet``
-    -> ``siim``), or a table file's stem (``views/main.parquet`` -> ``main``)."""
+    -> ``siim``), or a table file's stem (``views/main.parquet`` -> ``main``).
+
+    Parameters
+    ----------
+    uri : str
+        A set's URI: a folder, or a ``.parquet`` table file.
+
+    Returns
+    -------
+    str
+        The set's name.
+    """
     path = uri.rstrip("/")
     base = posixpath.basename(path)
     stem = base.removesuffix(".parquet")
@@ -54,7 +65,23 @@ def set_name(uri: str) -> str:
 
 
 def named_sets(specs: list[str]) -> dict[str, str]:
-    """{name: uri} of the ``--sets`` entries; a name given twice is an error."""
+    """{name: uri} of the ``--sets`` entries; a name given twice is an error.
+
+    Parameters
+    ----------
+    specs : list of str
+        The ``--sets`` entries, each ``NAME=URI`` or a bare ``URI`` (named by :func:`set_name`).
+
+    Returns
+    -------
+    dict of str to str
+        ``{name: uri}``, in the order given.
+
+    Raises
+    ------
+    MedScopeError
+        When an entry has an empty name or URI, or two entries have the same name.
+    """
     out: dict[str, str] = {}
     for spec in specs:
         name, eq, uri = spec.partition("=")
@@ -69,7 +96,26 @@ def named_sets(specs: list[str]) -> dict[str, str]:
 
 
 def unedited_images(uri: str) -> list[dict]:
-    """Rows {case_id, split, source_file, image} of every unedited image of a cases or views table."""
+    """Rows {case_id, split, source_file, image} of every unedited image of a cases or views table.
+
+    A views table gives its ``original`` and ``natural_negative`` views (those rows carry ``kind``
+    instead of ``source_file``); a cases table gives every row.
+
+    Parameters
+    ----------
+    uri : str
+        A views or cases table, or the views-build / cohort folder holding one.
+
+    Returns
+    -------
+    list of dict
+        One row per unedited image.
+
+    Raises
+    ------
+    MedScopeError
+        When ``uri`` is neither a views nor a cases table.
+    """
     try:
         table = records.read_table("views", uri, columns=["case_id", "kind", "split", "image"])
         return [r for r in table.to_pylist() if r["kind"] in UNEDITED_KINDS]
@@ -82,6 +128,29 @@ def unedited_images(uri: str) -> list[dict]:
 
 
 def run(cfg: CrosswalkConfig) -> dict:
+    """Find near-copies across the configured sets and list the cases to move.
+
+    Parameters
+    ----------
+    cfg : CrosswalkConfig
+        Reads ``sets``, ``by_split`` (each split of each set is its own set, ``NAME/split``),
+        ``protect`` and ``out`` (when set, the full report is written there as JSON).
+
+    Returns
+    -------
+    dict
+        The report of :func:`medscope.qc.near_copies.crosswalk`: counts, every pair, ``to_move``,
+        ``unreadable``, ``protect`` and ``thresholds``.
+
+    Raises
+    ------
+    MedScopeError
+        When a ``--sets`` entry is malformed or repeated, or names neither a views nor a cases table.
+
+    References
+    ----------
+    .. [1] counterfactual paper, §4.1.
+    """
     sets: dict[str, list[dict]] = {}
     for name, uri in named_sets(cfg.sets).items():
         rows = unedited_images(uri)
@@ -97,7 +166,18 @@ def run(cfg: CrosswalkConfig) -> dict:
 
 
 def summary_lines(rep: dict) -> list[str]:
-    """What the verb prints: counts with their n, the copies that join sets, the cases to move."""
+    """What the verb prints: counts with their n, the copies that join sets, the cases to move.
+
+    Parameters
+    ----------
+    rep : dict
+        A report of :func:`run`.
+
+    Returns
+    -------
+    list of str
+        The lines to print, without newlines.
+    """
     t = rep["thresholds"]
     cross = [p for p in rep["pairs"] if p["cross_set"] and p["tier"] in near_copies.COPY_TIERS]
     lines = [f"{rep['files']} distinct image files ({sum(rep['images'].values())} images) in {len(rep['images'])} sets; "
@@ -117,6 +197,13 @@ def summary_lines(rep: dict) -> list[str]:
 
 
 def register(sub) -> None:
+    """Add the ``crosswalk`` verb.
+
+    Parameters
+    ----------
+    sub : argparse._SubParsersAction
+        The ``medscope`` parser's subparsers; ``crosswalk`` is added to them.
+    """
     p = sub.add_parser("crosswalk", help="near-copies across cohorts, sets and splits, with the cases to move "
                        "(counterfactual paper §4.1)")
     add_config_flags(p, CrosswalkConfig)
@@ -129,7 +216,20 @@ def register(sub) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m pipelines.crosswalk --config F``: the report's counts and cases to move
-    printed, every pair in ``out:``."""
+    printed, every pair in ``out:``.
+
+    Parameters
+    ----------
+    argv : list of str or None, optional
+        The arguments (``--config F``, optionally ``--out``, ``--append``, ``--overwrite``); None reads
+        ``sys.argv``.
+
+    Returns
+    -------
+    int
+        The exit status: 0; on an error (printed as one line on stderr), its exit code, 2 unless the
+        error names another; 130 when interrupted.
+    """
     return job_main("crosswalk", CrosswalkConfig, lambda cfg: {k: v for k, v in run(cfg).items() if k != "pairs"}, argv)
 
 

@@ -47,7 +47,23 @@ def _spec_dir(path: str) -> str:
 
 
 def check(uri: str, rejects_out: str | None = None) -> dict:
-    """Counts of a manifest's good photographs and its rejects by reason (written beside it)."""
+    """Counts of a manifest's good photographs and its rejects by reason (written beside it).
+
+    Parameters
+    ----------
+    uri : str
+        A paired-modality ``manifest.yaml`` or the set folder holding it.
+    rejects_out : str or None, optional
+        Where the rejects table is written; None: beside the manifest (in the folder ``uri`` names, or
+        the manifest's folder). Written only when an entry is rejected.
+
+    Returns
+    -------
+    dict
+        ``photos`` (good photographs), ``conditions`` (distinct conditions among them), ``matched``
+        and ``mismatched`` (photographs of each type), ``rejects`` ({reason: count}) and
+        ``rejects_table`` (the rejects table's URI, None when nothing was rejected).
+    """
     photos, rejects = PROTOCOL().photos(uri)
     out = rejects_out or storage.join(storage.absolute(uri) if storage.is_dir(uri) else _spec_dir(uri),
                                       tables.MANIFEST_REJECTS)
@@ -64,7 +80,21 @@ def check(uri: str, rejects_out: str | None = None) -> dict:
 
 def demo_judge_entry(url: str) -> dict:
     """The judge of the embedded demo: a loopback server speaking the Anthropic wire with the
-    deterministic rule judge behind it, reached through the real Anthropic adapter."""
+    deterministic rule judge behind it, reached through the real Anthropic adapter.
+
+    Sets ``MEDSCOPE_PAIRS_LOOPBACK_JUDGE_KEY`` to a placeholder in the environment when unset.
+
+    Parameters
+    ----------
+    url : str
+        Base URL of the loopback judge server.
+
+    Returns
+    -------
+    dict
+        The judge's model entry: ``name``, ``kind`` (``"anthropic"``), ``model``, ``base_url``,
+        ``api_key_env``, ``max_output_tokens`` and ``timeout_s``.
+    """
     os.environ.setdefault(JUDGE_KEY_ENV, "loopback-placeholder")
     return {"name": "loopback-rule-judge", "kind": "anthropic", "model": "rule-judge-loopback",
             "base_url": url, "api_key_env": JUDGE_KEY_ENV, "max_output_tokens": 500, "timeout_s": 30}
@@ -116,6 +146,13 @@ class PairsEmbeddedConfig(StrictModel):
 
 
 def register(sub) -> None:
+    """Add the ``pairs`` verb and its actions (generate, review, build, check, embedded).
+
+    Parameters
+    ----------
+    sub : argparse._SubParsersAction
+        The ``medscope`` parser's subparsers; ``pairs`` is added to them.
+    """
     p = sub.add_parser("pairs", help="paired-modality sets (paired-modality paper): generate, review, build, check")
     v = p.add_subparsers(dest="pairs_verb", metavar="VERB")
     v.required = True

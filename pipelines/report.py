@@ -36,7 +36,22 @@ class ReportConfig(StrictModel):
 
 
 def extra_sections(visibility: str | None = None, reader_analysis: str | None = None) -> list:
-    """(title, body) sections from a ``medscope visibility`` JSON and a ``reader analyse`` folder."""
+    """(title, body) sections from a ``medscope visibility`` JSON and a ``reader analyse`` folder.
+
+    Parameters
+    ----------
+    visibility : str or None, optional
+        URI of the JSON written by ``medscope visibility`` (the §5.4 edit detectors' AUCs); None or
+        empty: no visibility section.
+    reader_analysis : str or None, optional
+        Folder written by ``medscope reader analyse``; its analysis JSON becomes the reader-study
+        section. None or empty: no reader section.
+
+    Returns
+    -------
+    list of tuple of (str, str)
+        The (title, Markdown body) sections, visibility first; empty when neither is given.
+    """
     sections: list = []
     if visibility:
         from medscope.qc.visibility import report_markdown
@@ -51,6 +66,13 @@ def extra_sections(visibility: str | None = None, reader_analysis: str | None = 
 
 
 def register(sub) -> None:
+    """Add the ``report`` verb, with the report options of the named runs' protocols as flags.
+
+    Parameters
+    ----------
+    sub : argparse._SubParsersAction
+        The ``medscope`` parser's subparsers; ``report`` is added to them.
+    """
     p = sub.add_parser("report", help="Markdown + self-contained HTML report of one or more scored runs",
                        description=ReportConfig.__doc__)
     add_config_flags(p, ReportConfig)

@@ -84,6 +84,24 @@ class SweepJob(StrictModel):
 
 
 def load_arms(uri: str) -> ArmsFile:
+    """Load and check an ablation arms file; its plan, when it names one, must load too.
+
+    Parameters
+    ----------
+    uri : str
+        The arms YAML (``configs/arms/<file>.yaml``, path or URI).
+
+    Returns
+    -------
+    ArmsFile
+        The validated arms file.
+
+    Raises
+    ------
+    MedScopeError
+        When two arms share a name, an arm matches the absent share of an arm that is not in the
+        file, or the file does not validate.
+    """
     arms = cfgmod.load(ArmsFile, uri)
     names = [a.name for a in arms.arms]
     if len(set(names)) != len(names):
@@ -104,7 +122,31 @@ def arm_overrides(arm: Arm, arms: ArmsFile, views: pa.Table, recipe) -> dict:
     view kinds"). Every arm draws ``n_views`` from its own kinds and trains for the reference
     arm's (the first arm's) one-pass step count, so steps, schedule and draw size match; an
     "absent"-share matched arm gets the share of its reference arm's draw (computed from the
-    same views table, so the match is exact) at that same draw size."""
+    same views table, so the match is exact) at that same draw size.
+
+    Parameters
+    ----------
+    arm : Arm
+        The arm.
+    arms : ArmsFile
+        The arms file; its first arm is the reference arm.
+    views : pyarrow.Table
+        The training views table the draws are made from.
+    recipe : TrainRecipe
+        The stage recipe every arm shares (reads ``n_views``, ``draw_seed``, ``method``).
+
+    Returns
+    -------
+    dict
+        The arm's recipe fields: ``allowed_kinds`` and the arm's ``overrides``, plus
+        ``match_absent_share`` (the absent fraction of the matched arm's draw) for an absent-share
+        matched arm, and ``steps`` (the reference arm's one-pass step count) for an SFT recipe whose
+        arm does not set ``steps``.
+
+    References
+    ----------
+    .. [1] counterfactual paper, §4.2.
+    """
     from medscope.training import data
 
     over = {"allowed_kinds": arm.allowed_kinds, **arm.overrides}
@@ -148,7 +190,26 @@ def _trial(config: dict) -> None:
 
 
 def arms_table(results: list[dict], arm_names: list[str], seeds: list[int]) -> tuple[list[dict], str]:
-    """Rows (arm, seed or "mean±sd" / "diff vs <ref>", metric values) and a Markdown rendering."""
+    """Rows (arm, seed or "mean±sd" / "diff vs <ref>", metric values) and a Markdown rendering.
+
+    Parameters
+    ----------
+    results : list of dict
+        The finished trials' metrics, each with ``arm``, ``seed`` and every metric of ``METRICS``.
+    arm_names : list of str
+        The arms in file order; the first is the reference arm.
+    seeds : list of int
+        The sweep's seeds.
+
+    Returns
+    -------
+    rows : list of dict
+        Per arm: ``arm``, ``row`` and the metrics, for each seed run (``"seed <k>"``), the ``"mean"``
+        and ``"sd"`` over seeds (None when no seed, or for ``sd`` fewer than two), and for every arm
+        but the reference its per-seed difference against the reference (``"seed <k> - <ref>"``).
+    markdown : str
+        The rows as a Markdown table (missing values as ``—``).
+    """
     by = {(r["arm"], r["seed"]): r for r in results}
     ref = arm_names[0]
     rows = []
@@ -170,6 +231,26 @@ def arms_table(results: list[dict], arm_names: list[str], seeds: list[int]) -> t
 
 
 def run(job: SweepJob) -> dict:
+    """Train, evaluate and score every (arm, seed) as a Ray Tune trial, then tabulate and compare them.
+
+    Parameters
+    ----------
+    job : SweepJob
+        Reads ``arms`` (the arms YAML), ``views``, ``eval_views``, ``out`` and ``max_concurrent``.
+
+    Returns
+    -------
+    dict
+        ``trials`` (finished trials), ``table`` and ``markdown`` (the arms table's URIs),
+        ``seed_pairs`` and ``pooled`` (the comparisons' URIs, None when there are none), ``checks``
+        ({rule id: verdict} of the plan, None without a plan) and ``adapters`` (the trained adapters).
+
+    Raises
+    ------
+    MedScopeError
+        When the arms file is invalid, the recipe's base model is missing, or any trial fails (raised
+        after the arms table is written).
+    """
     from ray import tune
 
     from medscope.training.recipes import load_recipe
@@ -225,7 +306,29 @@ def seed_pair_tests(out: str, arm_names: list[str], seeds: list[int], n_boot: in
     """Every trial's scores in one table; each arm's per-seed paired bootstrap against the
     reference arm at the same seed (counterfactual paper §3.9) in ``seed_pairs.parquet``, and every arm
     pooled over its seeds against the reference pooled (§3.7 C4) in ``pooled.parquet``, through
-    ``medscope.analysis.paired_differences.arm_comparisons`` (case-clustered, paired over shared cases)."""
+    ``medscope.analysis.paired_differences.arm_comparisons`` (case-clustered, paired over shared cases).
+
+    Parameters
+    ----------
+    out : str
+        The sweep's output folder.
+    arm_names : list of str
+        The arms in file order; the first is the reference arm.
+    seeds : list of int
+        The sweep's seeds.
+    n_boot : int
+        Case-bootstrap resamples of each paired difference.
+
+    Returns
+    -------
+    str or None
+        URI of ``seed_pairs.parquet``; None when no trial wrote scores (nothing is written) or there
+        is a single arm (only the combined scores table is written).
+
+    References
+    ----------
+    .. [1] counterfactual paper, §3.9, §3.7 (C4).
+    """
     from medscope.analysis.paired_differences import arm_comparisons
     from medscope.analysis.training_seeds import arm_and_seed
 
@@ -253,7 +356,25 @@ def apply_checks(out: str, plan_uri: str) -> dict:
     """The plan's rules (counterfactual paper §3.7: C1-C3 as conditions on paired differences, C4 with
     ``every_seed_pair``: ``scoring.seeds.lower_in_every_seed_pair``) on the sweep's seed pairs and
     pooled comparisons. A rule whose rows the sweep did not produce (a test set it did not
-    evaluate, an arm it did not train) is recorded as not applied, with the reason."""
+    evaluate, an arm it did not train) is recorded as not applied, with the reason.
+
+    Parameters
+    ----------
+    out : str
+        The sweep's output folder (reads ``seed_pairs.parquet`` and ``pooled.parquet``; writes
+        ``checks.json`` and ``checks.txt``).
+    plan_uri : str
+        The pre-registered plan YAML (``configs/plans/*.yaml``).
+
+    Returns
+    -------
+    dict of str to str
+        ``{rule id: verdict}``, ``"not applied"`` for a rule whose rows the sweep did not produce.
+
+    References
+    ----------
+    .. [1] counterfactual paper, §3.7.
+    """
     import pandas as pd
 
     from medscope.analysis import decision_rules as rules
@@ -274,6 +395,13 @@ def apply_checks(out: str, plan_uri: str) -> dict:
 
 
 def register(sub) -> None:
+    """Add the ``sweep`` verb.
+
+    Parameters
+    ----------
+    sub : argparse._SubParsersAction
+        The ``medscope`` parser's subparsers; ``sweep`` is added to them.
+    """
     p = sub.add_parser("sweep", help="seeds x ablation arms on Ray Tune; evaluates and tabulates each adapter")
     add_config_flags(p, SweepJob)
 

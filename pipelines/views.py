@@ -59,6 +59,18 @@ class BuildViewsConfig(StrictModel):
 
 
 def output_uris(out: str) -> dict[str, str]:
+    """The URIs of a views build's final outputs under ``out``.
+
+    Parameters
+    ----------
+    out : str
+        The views build's output folder.
+
+    Returns
+    -------
+    dict of str to str
+        ``views``, ``rejects``, ``qc_report`` and ``near_copy_pairs``: each file's URI.
+    """
     build = layout.ViewsBuild(out)
     return {"views": build.views, "rejects": build.rejects, "qc_report": build.qc_report,
             "near_copy_pairs": build.near_copy_pairs}
@@ -101,7 +113,14 @@ def use_driver_allocator() -> str:
     malloc (``system``) its peak grew more with the cohort: rebuilding a finished 100- and
     1,600-case build (the driver's phases without the map stage), 264 → 281 MB with ``system``
     and 258 → 270 MB with mimalloc (two runs each). Set here so that the figure does
-    not depend on the pyarrow build's default (jemalloc in some wheels). Returns the backend."""
+    not depend on the pyarrow build's default (jemalloc in some wheels). Returns the backend.
+
+    Returns
+    -------
+    str
+        The backend name of Arrow's default memory pool after the call (``"mimalloc"``, or the one
+        ``ARROW_DEFAULT_MEMORY_POOL`` names).
+    """
     import os
 
     if not os.environ.get("ARROW_DEFAULT_MEMORY_POOL"):
@@ -123,7 +142,47 @@ def build_views(cases_uri: str, out: str, recipe: Recipe, *, workers: int | None
     The driver holds ids, plan columns, crosswalk hashes and QC features, never the cohort's
     pixels: cases are read in batches and staged for the workers (medscope.views.stream), the
     cross-case QC reads the features parts and the views' id columns, and the final table is
-    streamed from the views parts."""
+    streamed from the views parts.
+
+    Parameters
+    ----------
+    cases_uri : str
+        The cases table, or the cohort folder holding it.
+    out : str
+        The output folder URI (views, rejects, QC report, parts, split ledger); ``memory://`` only
+        with ``engine="local"``.
+    recipe : Recipe
+        The view recipe; a folder holding views of another recipe is refused.
+    workers : int or None, optional
+        Actor pool size of the Ray engine; None: all the cluster's CPUs (at most its GPUs when the
+        recipe has a model tool and the cluster has GPUs).
+    engine : {"ray", "local"}, optional
+        ``"ray"``: Ray Data with an actor pool; ``"local"``: a plain loop in this process.
+    block_rows : int, optional
+        Cases in one unit of work (one staging row group).
+    quiet : bool, optional
+        No progress on stderr.
+    row_group_bytes : int, optional
+        Bytes of views the driver gathers before writing them out as one Parquet row group.
+
+    Returns
+    -------
+    dict
+        The QC summary (:func:`medscope.views.summary.summarize`) with ``out``, ``views_uri``,
+        ``rejects_uri``, ``cases`` (in the cohort), ``built_now`` (cases built by this run),
+        ``seconds``, ``plan_seconds``, ``map_seconds``, ``map_timing`` (None when nothing was built)
+        and ``driver_memory_mb`` (the driver's memory at each phase's end).
+
+    Raises
+    ------
+    MedScopeError
+        When ``out`` is ``memory://`` with the Ray engine, ``engine`` is unknown, a recipe tool is
+        unavailable, or ``out`` holds views of another recipe.
+
+    References
+    ----------
+    .. [1] counterfactual paper, §3.2, §3.3.
+    """
     if storage.protocol(out) == "memory" and engine == "ray":
         raise MedScopeError("memory:// output cannot be shared with Ray workers; use a path or s3://")
     if engine not in ("ray", "local"):
@@ -219,7 +278,20 @@ BLOCKS_PER_WORKER = 8
 
 
 def row_groups_per_block(n_row_groups: int, workers: int) -> int:
-    """Staging row groups in one Ray Data block (one actor call) for ``workers`` actors."""
+    """Staging row groups in one Ray Data block (one actor call) for ``workers`` actors.
+
+    Parameters
+    ----------
+    n_row_groups : int
+        Staging row groups (blocks of cases) to build.
+    workers : int
+        Actors in the pool.
+
+    Returns
+    -------
+    int
+        Row groups per block: ``n_row_groups`` over 8 blocks an actor, between 1 and 4.
+    """
     return units_per_block(n_row_groups, workers, MAX_ROW_GROUPS_PER_BLOCK, BLOCKS_PER_WORKER)
 
 
@@ -275,11 +347,30 @@ class _RayWriter(CaseViewWriter):
 
 
 def run(cfg: BuildViewsConfig) -> dict:
+    """``medscope views build`` / the job: load the recipe (tools overridden) and build the views.
+
+    Parameters
+    ----------
+    cfg : BuildViewsConfig
+        Reads ``cases``, ``out``, ``recipe``, ``tools``, ``workers`` and ``engine``.
+
+    Returns
+    -------
+    dict
+        The job summary of :func:`build_views`.
+    """
     recipe = load_recipe(cfg.recipe, cfg.tools)
     return build_views(cfg.cases, cfg.out, recipe, workers=cfg.workers, engine=cfg.engine)
 
 
 def register(sub) -> None:
+    """Add the ``views`` verb and its commands (build, show, export).
+
+    Parameters
+    ----------
+    sub : argparse._SubParsersAction
+        The ``medscope`` parser's subparsers; ``views`` is added to them.
+    """
     p = sub.add_parser("views", help="build, inspect and export counterfactual views with automated QC")
     vs = p.add_subparsers(dest="views_cmd", metavar="CMD")
     vs.required = True
@@ -305,7 +396,20 @@ class ViewsExportConfig(StrictModel):
 
 
 def show_summary(uri: str) -> dict:
-    """The summary ``views show`` prints (also used by the demo)."""
+    """The summary ``views show`` prints (also used by the demo).
+
+    Parameters
+    ----------
+    uri : str
+        A views build folder, or its ``views.parquet``.
+
+    Returns
+    -------
+    dict
+        The summary of :func:`medscope.views.summary.summarize`: totals, counts by kind, tool,
+        imaging type and split, reject reasons, the QC AUCs, keep rules and near-copy pair counts
+        (from the build's ``rejects.parquet`` and ``qc_report.json`` when present).
+    """
     build = layout.ViewsBuild(layout.folder_of("views", uri))
     views = records.read_table("views", uri)
     rejects = records.read_table("rejects", build.rejects).to_pylist() if storage.exists(build.rejects) else []
@@ -314,6 +418,13 @@ def show_summary(uri: str) -> dict:
 
 
 def cmd_show(args) -> None:
+    """``medscope views show``: print a build's counts, QC pass rates, reject reasons and AUCs.
+
+    Parameters
+    ----------
+    args : ViewsShowConfig
+        The validated config; reads ``uri`` (a views build folder or its ``views.parquet``).
+    """
     s = show_summary(args.uri)
     print(f"{s['views']} views, {s['passed']} passed QC")
     for key in ("by_kind", "by_tool", "by_imaging_type", "by_split"):
@@ -347,7 +458,30 @@ def _outlined(image: np.ndarray, mask: np.ndarray | None, color=(255, 0, 0)) -> 
 
 
 def export_panels(uri: str, folder: str, n: int = 12) -> list[str]:
-    """Write up to ``n`` PNG panels (original | erased | control) for a person to look at."""
+    """Write up to ``n`` PNG panels (original | erased | control) for a person to look at.
+
+    A panel is written for each case (in case-id order) that has an original, a target-removal and a
+    random-removal view with images; the erased mask is outlined in red, the control's in blue.
+
+    Parameters
+    ----------
+    uri : str
+        A views build folder, or its ``views.parquet``.
+    folder : str
+        Where the panels are written, as ``<case>_<tool>_<pass|fail>.png``.
+    n : int, optional
+        The most panels to write.
+
+    Returns
+    -------
+    list of str
+        The URIs of the panels written.
+
+    Raises
+    ------
+    MedScopeError
+        When no case has all three views.
+    """
     table = records.read_table("views", uri, columns=["view_id", "case_id", "kind", "tool", "image", "edit_mask", "passed"])
     by_case: dict[str, dict[str, dict]] = {}
     for r in table.to_pylist():
@@ -381,6 +515,13 @@ def export_panels(uri: str, folder: str, n: int = 12) -> list[str]:
 
 
 def cmd_export(args) -> None:
+    """``medscope views export``: write the PNG panels and say where.
+
+    Parameters
+    ----------
+    args : ViewsExportConfig
+        The validated config; reads ``uri``, ``dir`` (the panels' folder) and ``n`` (the most panels).
+    """
     paths = export_panels(args.uri, args.dir, args.n)
     print(f"wrote {len(paths)} panels to {args.dir} (original | erased | control; red: erased mask, blue: control)")
 

@@ -25,6 +25,42 @@ from pipelines.support.flags import add_config_flags, config_from_args
 
 def run(views_uri: str, out: str, vlm: str | None = None, size: int | None = None, epochs: int = 5, n_boot: int = 2000,
         seed: int = 0, ratings: str | None = None, field: str = "view") -> dict:
+    """Run the §5.4 edit-visibility detectors on a views build and write their report as JSON.
+
+    Parameters
+    ----------
+    views_uri : str
+        The views table (needs ``case_id``, ``kind``, ``split``, ``passed``, ``image``, ``edit_mask``;
+        train and test splits).
+    out : str
+        URI of the JSON report written.
+    vlm : str or None, optional
+        Local Hugging Face VLM checkpoint folder whose frozen vision tower the linear probe reads;
+        None: no VLM probe.
+    size : int or None, optional
+        Side in pixels inputs are resized to; None: the detectors' default for ``field``.
+    epochs : int, optional
+        Training epochs of each detector.
+    n_boot : int, optional
+        Bootstrap resamples of the AUC intervals.
+    seed : int, optional
+        Seed of training and the bootstrap.
+    ratings : str or None, optional
+        Episodes of an ``edit_rating`` sweep on these views; when given, their zero-shot AUCs are
+        added under ``"zero_shot"``.
+    field : str, optional
+        ``"view"`` (whole views, as §5.4) or ``"crop"`` (crops around the edit).
+
+    Returns
+    -------
+    dict
+        The detectors' report (``medscope.qc.visibility.run_edit_detectors``) with ``views``, ``vlm``
+        and, with ``ratings``, ``zero_shot`` added; the same dict is written to ``out``.
+
+    References
+    ----------
+    .. [1] counterfactual paper, §5.4.
+    """
     views = records.read_table("views", views_uri, columns=["case_id", "kind", "split", "passed", "image",
                                                            "edit_mask"]).to_pylist()
     model = None
@@ -62,6 +98,13 @@ class VisibilityConfig(StrictModel):
 
 
 def register(sub) -> None:
+    """Add the ``visibility`` verb.
+
+    Parameters
+    ----------
+    sub : argparse._SubParsersAction
+        The ``medscope`` parser's subparsers; ``visibility`` is added to them.
+    """
     p = sub.add_parser("visibility", help="edit-visibility detectors (counterfactual paper §5.4): ResNet-18 and a VLM linear probe",
                        description=VisibilityConfig.__doc__)
     add_config_flags(p, VisibilityConfig)
