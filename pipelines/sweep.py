@@ -190,7 +190,7 @@ def _trial(config: dict) -> None:
 
 
 def arms_table(results: list[dict], arm_names: list[str], seeds: list[int]) -> tuple[list[dict], str]:
-    """Rows (arm, seed or "mean±sd" / "diff vs <ref>", metric values) and a Markdown rendering.
+    """Rows (arm, row: "seed <k>", "mean", "sd" or "seed <k> - <ref>", metric values) and a Markdown rendering.
 
     Parameters
     ----------
