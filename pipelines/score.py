@@ -197,11 +197,13 @@ def format_comparisons(df: pd.DataFrame, adjust: str | None = None, alpha: float
             extra[i] = (f" q={f['q']:.3g}" if adjust == "bh" else f" (alpha/m={f['threshold']:.2g})") + \
                        (" *" if f["significant"] else "")
     lines = []
-    for (ts, model, ref), part in df.groupby(["test_set", "model", "reference"], sort=False):
+    for (ts, model, cond, ref), part in df.groupby(["test_set", "model", "condition", "reference"], sort=False):
         cells = [f"{r.metric} {r.value + 0.0:+.3f} [{r.ci_low + 0.0:+.3f}, {r.ci_high + 0.0:+.3f}] "
                  f"p {bs.format_p(r.p_value, r.n_boot)}"
                  + extra[r.Index] for r in part.itertuples()]
-        pair = f"{ref} - {model}" if direction == "paper" else f"{model} - {ref}"
+        # the condition is named where it is not the reference's (m:agent - m:blind)
+        side = model if ref.partition(":")[2] in ("", cond) else f"{model}:{cond}"
+        pair = f"{ref} - {side}" if direction == "paper" else f"{side} - {ref}"
         lines.append(f"{ts}: {pair}: " + "; ".join(cells))
     if adjust:
         lines.append(f"family of {len(df)} comparisons, {adjust} at alpha {alpha}; * = significant after adjustment")

@@ -213,7 +213,9 @@ def compare(scores: pa.Table | pd.DataFrame, reference: str, n_boot: int = bs.DE
         A scores table; rows without a ``test_set`` are read as ``"main"``.
     reference : str
         ``"MODEL"`` or ``"MODEL:CONDITION"``; without a condition, each model's condition is compared
-        with the reference's same condition when it has it, else the reference's first.
+        with the reference's same condition when it has it, else the reference's first. With a
+        condition, the reference model's other conditions are compared with it as well (``m:agent``
+        minus ``m:blind``: does the model read the image?).
     n_boot : int
         Resamples B (default 2000).
     seed : int
@@ -262,7 +264,10 @@ def compare(scores: pa.Table | pd.DataFrame, reference: str, n_boot: int = bs.DE
         if not ref_conds:
             continue
         for (model, cond), _ in part.groupby(["model", "condition"], sort=True):
-            if model == ref_model or (models and model not in models):
+            # with a reference condition, the reference model's other conditions are compared with it
+            # too: sighted minus blind is what says whether a single model reads the image
+            itself = model == ref_model and (ref_cond is None or cond == ref_cond)
+            if itself or (models and model not in models):
                 continue
             rc = ref_cond or (cond if cond in ref_conds else ref_conds[0])
             groups, pa_, pb_, sa, sb, n = paired_samples(part, (model, cond), (ref_model, rc), n_boot, seed,
