@@ -147,3 +147,101 @@ def read_reply_decision(protocol: str, reply: str | None, question: str, finding
     if r.action == "answer":
         return ReplyReading("claim" if r.claim else "deny", r.rule, evidence)
     return ReplyReading(r.action, r.rule, evidence)
+
+
+@dataclass(frozen=True)
+class LabelledSetRow:
+    """One reply of a labelled set: what was asked, the reply, and the careful reader's label."""
+
+    row_id: str
+    protocol: str
+    question: str
+    finding: str
+    question_kind: str | None
+    reply: str
+    label: str
+    also_defensible: tuple[str, ...]
+    style: str
+
+
+@dataclass(frozen=True)
+class SetScore:
+    """How a reader agrees with a labelled set: n, agreements, flips, unclear readings and every miss."""
+
+    n: int
+    agree: int
+    flips: int
+    unclear: int
+    misses: tuple[tuple[LabelledSetRow, ReplyReading], ...]
+
+    @property
+    def rate(self) -> float:
+        return self.agree / self.n if self.n else float("nan")
+
+
+def load_labelled_set(path: str) -> list[LabelledSetRow]:
+    """A labelled reply set as JSON lines: per line ``protocol`` (counterfactual | organ_presence),
+    ``question``, ``finding`` (or ``organ``), ``question_kind`` (optional), ``reply``, ``label`` (or
+    ``decision`` / ``verdict``), ``also_defensible`` (optional), ``id`` and ``style`` (optional).
+
+    Parameters
+    ----------
+    path : str
+        A local file path.
+
+    Returns
+    -------
+    list of LabelledSetRow
+        One per non-blank line, in file order.
+
+    Raises
+    ------
+    ValueError
+        When a line's protocol or label is unknown (the message names the file and line).
+    """
+    import json
+    from pathlib import Path
+
+    out = []
+    for i, line in enumerate(Path(path).read_text("utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        row = json.loads(line)
+        protocol = row.get("protocol") or ("organ_presence" if "verdict" in row else "counterfactual")
+        label = label_decision(row.get("label") or row.get("decision") or row.get("verdict") or "")
+        if protocol not in PROTOCOL_DECISIONS or label not in PROTOCOL_DECISIONS[protocol]:
+            raise ValueError(f"{path}:{i}: unknown protocol {protocol!r} or label {label!r}")
+        finding = row.get("finding") or row.get("organ") or ""
+        out.append(LabelledSetRow(
+            str(row.get("id", i)), protocol, row.get("question") or f"Is the {finding} visible?", finding,
+            row.get("question_kind"), row.get("reply") or "", label,
+            tuple(label_decision(a) for a in row.get("also_defensible") or ()), row.get("style") or ""))
+    return out
+
+
+def score_labelled_set(rows: list[LabelledSetRow], read=read_reply_decision) -> SetScore:
+    """Read every row and compare with its label (:func:`agrees`, :func:`is_flip`).
+
+    Parameters
+    ----------
+    rows : list of LabelledSetRow
+        The labelled replies (:func:`load_labelled_set`).
+    read : callable, optional
+        ``read(protocol, reply, question, finding, question_kind) -> ReplyReading``; default the
+        project's reader, :func:`read_reply_decision`.
+
+    Returns
+    -------
+    SetScore
+    """
+    agree = flips = unclear = 0
+    misses = []
+    for row in rows:
+        got = read(row.protocol, row.reply, row.question, row.finding, row.question_kind)
+        unclear += got.decision == "unclear"
+        if agrees(got.decision, row.label, row.also_defensible):
+            agree += 1
+            continue
+        flips += is_flip(got.decision, row.label)
+        misses.append((row, got))
+    return SetScore(len(rows), agree, flips, unclear, tuple(misses))
