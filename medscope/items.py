@@ -30,7 +30,7 @@ class EpisodeResult:
 
     turns: list[dict]  # {"role", "text", "image_ref"}
     raw_text: str  # the final reply's raw text
-    action: str  # answer | refer | clarify | unparseable
+    action: str  # answer | refer | clarify | unparseable | unclear (the reader did not commit)
     answer: str | None = None
     claims_finding: bool | None = None
     box: list[int] | None = None
@@ -41,3 +41,5 @@ class EpisodeResult:
     parse_error: str | None = None  # why the reply was unparseable, or a tool-call problem
     model_turns: int = 0  # how many replies the model wrote in this episode
     reading: str | None = None  # how the decision was read: format | json | rules | judge (READINGS)
+    reading_rule: str | None = None  # the reader's rule that decided (medscope.answers.matching.RULES)
+    reading_note: str | None = None  # the text that decided, or why the reading is unclear

@@ -100,9 +100,10 @@ _PRESENT_PREDICATE = re.compile(
 
 @dataclass(frozen=True)
 class Reading:
-    action: str  # answer | refer | clarify | unparseable
+    action: str  # answer | refer | clarify | unparseable | unclear (the reader's evidence does not agree)
     claim: bool | None  # for an answer: does it claim the finding
     rule: str  # which rule decided (RULES)
+    evidence: str = ""  # the text that decided, or why the reading is unclear
 
 
 def normalize(text: str) -> str:

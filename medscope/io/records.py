@@ -44,7 +44,7 @@ ENUMS: dict[str, dict[str, tuple[str, ...]]] = {
         "expected": ("present", "absent", "clarify"),
         "split": ("train", "validation", "test"),
     },
-    "episodes": {"action": ("answer", "refer", "clarify", "unparseable"),
+    "episodes": {"action": ("answer", "refer", "clarify", "unparseable", "unclear"),
                  "reading": ("format", "json", "rules", "judge")},
     "vqa_items": {"answer_type": ("closed", "open"), "split": ("train", "validation", "test")},
     # medscope.qc.near_copies.TIERS (not imported here: it pulls in the image libraries)
@@ -141,6 +141,10 @@ SCHEMAS: dict[str, pa.Schema] = {
             # nullable, so tables written before it read as null: how the decision was read --
             # format (<final> tag), json (bare JSON action), rules (free text), judge.
             pa.field("reading", pa.string()),
+            # the reader's rule that decided (medscope.answers.matching.RULES) and the text that decided,
+            # or why the reading is unclear (action "unclear": the reader did not commit; left out of every n)
+            pa.field("reading_rule", pa.string()),
+            pa.field("reading_note", pa.string()),
         ]
     ),
     # One free-text reply read by the rules and by a judge model (medscope judge-replies).

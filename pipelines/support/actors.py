@@ -247,6 +247,8 @@ def episode_row(unit, item: Item, entry: ModelEntry, result: EpisodeResult, guar
         "attempts": int(guarded.attempts),
         "error": error,
         "reading": getattr(result, "reading", None),
+        "reading_rule": getattr(result, "reading_rule", None),
+        "reading_note": getattr(result, "reading_note", None),
     }
 
 

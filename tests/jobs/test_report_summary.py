@@ -97,8 +97,10 @@ def test_pope_table_pairs_every_positive_with_each_strategys_negatives():
     t = pope_table(sc).set_index("strategy")
     assert t.loc["random", "n"] == 4 and t.loc["random", "accuracy"] == pytest.approx(2 / 4)
     assert t.loc["adversarial", "n"] == 3 and t.loc["adversarial", "precision"] == pytest.approx(1 / 2)
-    assert t.loc["popular", "accuracy"] == pytest.approx(2 / 3)  # not addressed counts as "no"
-    assert t.loc["popular", "yes_ratio"] == pytest.approx(1 / 3)
+    # not addressed is neither "yes" nor "no" in MedScope's reading: left out of n (2 present questions remain)
+    assert t.loc["popular", "n"] == 2 and t.loc["popular", "left_out"] == 1
+    assert t.loc["popular", "accuracy"] == pytest.approx(1 / 2)
+    assert t.loc["popular", "yes_ratio"] == pytest.approx(1 / 2)
 
 
 @pytest.fixture(scope="module")

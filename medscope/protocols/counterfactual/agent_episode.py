@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from medscope.protocols.counterfactual import prompts
-from medscope.answers.matching import claims_finding, infer_question_kind, read_free_text
+from medscope.answers.matching import infer_question_kind, read_decision
 from medscope.answers.parser import parse_reply
 from medscope.items import EpisodeResult, Item
 from medscope.protocols.counterfactual.viewing_tools import MAX_TOOL_CALLS, ToolRunner
@@ -223,10 +223,10 @@ class Episode:
         if parsed.kind == "final":
             self._finish_final(text, parsed.final, reading)
         elif parsed.kind == "free":
-            action, claim = read_free_text(parsed.text, self.question, self.finding, self.kind, self.synonyms)
-            answer = parsed.text if action == "answer" else None
-            err = "no action tag and no readable decision" if action == "unparseable" else None
-            self._finish(text, action, answer=answer, claims=claim, error=err, reading="rules")
+            r = read_decision(parsed.text, self.question, self.finding, self.kind, self.synonyms)
+            answer = parsed.text if r.action == "answer" else None
+            err = "no action tag and no readable decision" if r.action == "unparseable" else None
+            self._finish(text, r.action, answer=answer, claims=r.claim, error=err, reading="rules", rule=r)
         elif parsed.kind == "unparseable":
             self._finish(text, "unparseable", error=parsed.error, reading=reading)
         elif self.condition == "plain":
@@ -245,9 +245,11 @@ class Episode:
         if final.action != "answer":
             self._finish(text, final.action, reading=reading)
             return
-        claim = claims_finding(final.answer, self.question, self.finding, self.kind, self.synonyms)
-        self._finish(text, "answer", answer=final.answer, claims=claim,
-                     box=self._box_pixels(final.box), confidence=final.confidence, reading=reading)
+        r = read_decision(final.answer or "", self.question, self.finding, self.kind, self.synonyms)
+        # the answer field's text decides the claim; where its reading is unclear, so is the episode's
+        action = "unclear" if r.action == "unclear" else "answer"
+        self._finish(text, action, answer=final.answer, claims=r.claim if r.action == "answer" else None,
+                     box=self._box_pixels(final.box), confidence=final.confidence, reading=reading, rule=r)
 
     def _box_pixels(self, box) -> list[int] | None:
         """Model boxes are 0-1000 on the original image; tables hold pixels (records.BOX)."""
@@ -263,7 +265,7 @@ class Episode:
         return [round(x1 * w / 1000), round(y1 * h / 1000), round(x2 * w / 1000), round(y2 * h / 1000)]
 
     def _finish(self, text, action, *, answer=None, claims=None, box=None, confidence=None, error=None,
-                reading=None) -> None:
+                reading=None, rule=None) -> None:
         self.result = EpisodeResult(
             turns=self.turns,
             raw_text=text,
@@ -278,6 +280,8 @@ class Episode:
             parse_error=error,
             model_turns=self.replies,
             reading=reading,
+            reading_rule=rule.rule if rule is not None else None,
+            reading_note=(rule.evidence or None) if rule is not None else None,
         )
 
 

@@ -259,7 +259,8 @@ def score_episodes(
     Returns
     -------
     scores : pyarrow.Table
-        The ``scores`` table, one row per scored episode, with ``arm`` and ``seed`` from the model name.
+        The ``scores`` table, one row per scored episode, with ``arm`` and ``seed`` from the model name;
+        episodes read as ``unclear`` are left out (:func:`unclear_counts` counts them).
     rejects : list of dict
         ``rejects`` rows: ``view_missing``, ``duplicate_episode`` (a second episode of a model x
         condition x view; the first is scored) and ``not_an_evaluation_view``.
@@ -303,7 +304,10 @@ def score_episodes(
                        f"a {r.kind} view is a training-pool view (counterfactual paper §3.2, §3.7), never scored on a test set")
         for r in merged[training_only].itertuples()
     ]
-    df = merged[~lost & ~dup & ~training_only].reset_index(drop=True)
+    # a reply the reader could not read with certainty is no decision: it lowers n (counted by
+    # unclear_counts, shown by score, eval show and the report), never a wrong answer
+    unclear = ~lost & ~dup & ~training_only & (merged["action"] == "unclear").to_numpy()
+    df = merged[~lost & ~dup & ~training_only & ~unclear].reset_index(drop=True)
     action = df["action"].to_numpy(dtype=object).copy()
     claims_raw = df["claims_finding"]
     no_claim = (action == "answer") & claims_raw.isna().to_numpy()
@@ -371,3 +375,24 @@ def rescore(scores: pa.Table, matrix: CostMatrix) -> np.ndarray:
         area, df["tool_calls"].to_numpy(), matrix,
     )
     return reward
+
+
+def unclear_counts(episodes: pa.Table) -> dict[str, int]:
+    """Episodes whose reply the reader could not read with certainty (action ``unclear``), per
+    ``model/condition``: left out of every n of the scores, and shown beside them.
+
+    Parameters
+    ----------
+    episodes : pyarrow.Table
+        An episodes table.
+
+    Returns
+    -------
+    dict
+        ``{"<model>/<condition>": count}`` for every pair with at least one unclear reading, sorted.
+    """
+    from collections import Counter
+
+    rows = episodes.select(["model", "condition", "action"]).to_pylist()
+    got = Counter(f"{r['model']}/{r['condition']}" for r in rows if r["action"] == "unclear")
+    return dict(sorted(got.items()))

@@ -62,8 +62,8 @@ def score_run(episodes_uri: str, views_uri: str, out: str, cost_matrix: str = co
     Returns
     -------
     dict
-        ``scores`` and ``metrics`` (URIs written), ``episodes`` (rows scored), ``rejects``, ``models``
-        and ``disputed_cases`` (counts).
+        ``scores`` and ``metrics`` (URIs written), ``episodes`` (rows scored), ``rejects``, ``models``,
+        ``disputed_cases`` and ``unclear`` (replies read as unclear, left out of every n) (counts).
 
     Raises
     ------
@@ -83,8 +83,12 @@ def score_run(episodes_uri: str, views_uri: str, out: str, cost_matrix: str = co
     if episodes.num_rows == 0:
         raise MedScopeError(f"no episodes in {episodes_uri}")
     scores, rejects = rewards.score_episodes(episodes, views, matrix, test_set=test_set, box_units=box_units)
+    unclear = rewards.unclear_counts(episodes)
     print(f"  scored {scores.num_rows} episodes ({len(rejects)} rejected) in {time.monotonic() - t0:.1f}s",
           file=sys.stderr, flush=True)
+    if unclear:
+        print(f"  {sum(unclear.values())} replies read as unclear, left out of every n: "
+              + ", ".join(f"{k} {v}" for k, v in unclear.items()), file=sys.stderr, flush=True)
     disputed: list[str] = []
     if panel:
         disputed = labelnoise.disputed_cases(scores, panel, min_votes)
@@ -100,11 +104,11 @@ def score_run(episodes_uri: str, views_uri: str, out: str, cost_matrix: str = co
     if rejects:
         records.write_table("rejects", rejects, run.rejects)
     manifest = {"protocol": PROTOCOL, "episodes": episodes_uri, "views": views_uri, "cost_matrix": matrix.name, "test_set": test_set,
-                "box_units": box_units,
+                "box_units": box_units, "unclear": unclear,
                 "n_boot": n_boot, "seed": seed, "cluster": cluster, "disputed_cases": disputed,
                 "scored_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}
     storage.write_text(run.manifest, json.dumps(manifest, indent=2) + "\n")
     print(f"  metrics with {n_boot} case-clustered resamples in {time.monotonic() - t0:.1f}s", file=sys.stderr)
     return {"scores": run.scores, "metrics": run.metrics,
             "episodes": scores.num_rows, "rejects": len(rejects), "models": len(set(scores.column("model").to_pylist())),
-            "disputed_cases": len(disputed)}
+            "disputed_cases": len(disputed), "unclear": sum(unclear.values())}

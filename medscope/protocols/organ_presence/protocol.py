@@ -73,7 +73,7 @@ class OrganPresenceProtocol:
         completion = model.complete([Message("user", tuple(parts))], decoding)
         reading = read_reply(completion.text, fmt, self.config.hedge_lexicon,
                              organ=str(item.meta.get("organ") or ""), question=item.question)
-        addressed = reading.verdict != "not_addressed"
+        addressed = reading.verdict not in ("not_addressed", "unclear")
         return EpisodeResult(
             turns=[
                 {"role": "user", "text": prompt, "image_ref": image_ref},
@@ -81,7 +81,7 @@ class OrganPresenceProtocol:
             ],
             raw_text=completion.text,
             # not-addressed is its own outcome, never read as absent
-            action="answer" if addressed else "unparseable",
+            action="answer" if addressed else ("unclear" if reading.verdict == "unclear" else "unparseable"),
             answer=reading.verdict,
             claims_finding=(reading.verdict == "present") if addressed else None,
             # a clean JSON verdict is read from the format; anything else by the free-text rules

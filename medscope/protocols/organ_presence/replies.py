@@ -33,7 +33,7 @@ FORMAT_INSTRUCTIONS = {
 
 @dataclass(frozen=True)
 class Reading:
-    verdict: str  # present | absent | not_addressed
+    verdict: str  # present | absent | not_addressed | unclear (the reader did not commit; left out of every n)
     clean: bool  # parsed: the format's own verdict resolved (JSON: a verdict field; free text: any verdict)
     hedge_cues: tuple[str, ...]  # every lexicon cue that fired, in lexicon order
 
@@ -68,10 +68,12 @@ def text_verdict(text: str, organ: str = "", question: str = "") -> str:
 
     Returns
     -------
-    {'present', 'absent', 'not_addressed'}
-        The verdict.
+    {'present', 'absent', 'not_addressed', 'unclear'}
+        The verdict; ``unclear`` where the reader's evidence does not agree (no verdict: left out of every n).
     """
     r = read_decision(text or "", _question(organ, question), organ, "presence")
+    if r.action == "unclear":
+        return "unclear"
     if r.action != "answer":
         return "not_addressed"
     return "present" if r.claim else "absent"
@@ -138,8 +140,9 @@ def read_reply(text: str | None, fmt: str, lexicon: list[str] | tuple[str, ...],
     text = text or ""
     cues = hedge_cues(text, lexicon)
     r = read_decision(text, _question(organ, question), organ, "presence")
-    verdict = "not_addressed" if r.action != "answer" else ("present" if r.claim else "absent")
-    resolved = verdict != "not_addressed"
+    verdict = ("unclear" if r.action == "unclear" else "not_addressed") if r.action != "answer" else (
+        "present" if r.claim else "absent")
+    resolved = verdict not in ("not_addressed", "unclear")
     clean = resolved and (fmt == "free_text" or r.rule == "json-field")
     return Reading(verdict, clean, cues)
 

@@ -180,8 +180,9 @@ def pope_summary(truth_present: np.ndarray, said_present: np.ndarray) -> dict:
 
 
 POPE_READINGS = {
-    # MedScope's reading: "yes" = a "present" verdict (a hedged "present" included); absent and
-    # not-addressed replies are "no" -- unlike POPE's rule, which makes most non-answers "yes".
+    # MedScope's reading: "yes" = a "present" verdict (a hedged "present" included), "no" = an
+    # "absent" one; replies that are not addressed (or unclear) are neither and are left out of
+    # its n (pope_table) -- POPE's rule instead makes a non-answer "no" or "yes" by its wording.
     "medscope": lambda g: g.verdict.eq("present").to_numpy(),
     # POPE's own rule on the raw reply (scoring.pope_rule_yes); tables written before it: absent.
     "pope": lambda g: g["pope_yes"].fillna(True).astype(bool).to_numpy(),
@@ -203,8 +204,9 @@ def pope_table(scores: pd.DataFrame, reading: str = "medscope") -> pd.DataFrame:
     Returns
     -------
     pandas.DataFrame
-        One row per model x condition x render x negative strategy: those keys and
-        :func:`pope_summary`'s fields.
+        One row per model x condition x render x negative strategy: those keys, :func:`pope_summary`'s
+        fields and ``left_out``: replies neither present nor absent (not addressed, unclear), which
+        MedScope's reading leaves out of n and POPE's rule reads by its wording (0 there).
 
     References
     ----------
@@ -216,26 +218,31 @@ def pope_table(scores: pd.DataFrame, reading: str = "medscope") -> pd.DataFrame:
         pos = g[g.truth == "present"]
         for st in NEGATIVE_STRATEGIES:
             part = pd.concat([pos, g[(g.truth == "absent") & (g.strategy == st)]])
+            kept = part[part.verdict.isin(("present", "absent"))] if reading == "medscope" else part
             rows.append({"model": m, "condition": c, "render": rend, "strategy": st,
-                         **pope_summary(part.truth.eq("present").to_numpy(), said(part))})
+                         **pope_summary(kept.truth.eq("present").to_numpy(), said(kept)),
+                         "left_out": len(part) - len(kept)})
     return pd.DataFrame(rows)
 
 
 POPE_INTRO = ("POPE's summary, computed twice (for comparison with POPE results): each strategy's absent-organ "
               "questions with every present-organ question; precision, recall and F1 of 'yes'; yes-ratio = share "
               "answered 'yes'; n = questions. Point estimates (intervals are in the table above). The two readings "
-              "differ on replies that do not say 'present': MedScope counts them 'no', POPE's rule counts every "
-              "reply without 'no' / 'not' in its first sentence as 'yes'.")
+              "differ on replies that are neither 'present' nor 'absent' (not addressed, or read as unclear): MedScope "
+              "leaves them out of n (column 'left out'), never counting them as 'no'; POPE's rule reads every reply "
+              "without 'no' / 'not' in its first sentence as 'yes' and the rest as 'no' -- POPE's 'no', in POPE's "
+              "column only.")
 
 
 def _pope_markdown(pope: pd.DataFrame, constant) -> str:
     f = lambda v: "–" if not np.isfinite(v) else f"{v:.3f}"  # noqa: E731
-    lines = ["| model | condition | strategy | n | accuracy | precision | recall | F1 | yes-ratio |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| model | condition | strategy | n | left out | accuracy | precision | recall | F1 | yes-ratio |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for r in pope.itertuples():
         name = r.model + (" (constant)" if (r.model, r.condition) in constant else "")
-        lines.append(f"| {name} | {r.condition} | {r.strategy} | {r.n} | {f(r.accuracy)} | {f(r.precision)} | "
-                     f"{f(r.recall)} | {f(r.f1)} | {f(r.yes_ratio)} |")
+        left = getattr(r, "left_out", 0)
+        lines.append(f"| {name} | {r.condition} | {r.strategy} | {r.n} | {left} | {f(r.accuracy)} | "
+                     f"{f(r.precision)} | {f(r.recall)} | {f(r.f1)} | {f(r.yes_ratio)} |")
     return "\n".join(lines)
 
 

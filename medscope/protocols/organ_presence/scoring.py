@@ -73,7 +73,7 @@ def score_episodes(episodes: list[dict], items: dict[str, dict], lexicon) -> tup
             continue
         r = read_reply(ep.get("raw_text"), fmt, lexicon, organ=str(item.get("organ") or ""),
                        question=str(item.get("question") or ""))
-        correct = None if r.verdict == "not_addressed" else r.verdict == item["truth"]
+        correct = None if r.verdict in ("not_addressed", "unclear") else r.verdict == item["truth"]
         rows.append(
             {
                 "run_id": ep.get("run_id") or "",
@@ -236,7 +236,8 @@ def probe_metrics(
     Returns
     -------
     list of dict
-        ``metrics`` rows (test set ``probe``), per model x condition x render: clean resolution;
+        ``metrics`` rows (test set ``probe``), per model x condition x render: the unclear rate (replies
+        the reader did not commit on, where there are any; left out of every other n); clean resolution;
         sensitivity and not-addressed rate of the positives; specificity, confident specificity,
         abstention and not-addressed rate per negative strategy; over the pooled addressed negatives,
         specificity far out of range and on organs absent from the volume, and the z-distance slope;
@@ -254,6 +255,16 @@ def probe_metrics(
     def add(model, condition, breakdown, metric, frame, num, den):
         v, lo, hi, n = cluster_bootstrap_ratio(frame["case_id"], num, den, b=b, seed=seed)
         out.append(_row(model, condition, breakdown, metric, v, lo, hi, n))
+
+    # A reply the reader could not read with certainty is no verdict: its share is shown, and it
+    # is left out of every other n (never read as absent, present or not addressed).
+    for (model, condition, render), g in df.groupby(["model", "condition", "render"], sort=True):
+        unclear = (g["verdict"] == "unclear").to_numpy()
+        if unclear.any():
+            add(model, condition, f"render={render}", "unclear_rate", g, unclear, np.ones(len(g)))
+    df = df[df["verdict"] != "unclear"]
+    if df.empty:
+        return out
 
     for (model, condition, render), g in df.groupby(["model", "condition", "render"], sort=True):
         addressed = g["verdict"] != "not_addressed"

@@ -76,6 +76,6 @@ records.register_table("probe_items", PROBE_ITEMS, declared_by=__name__, files=(
                               "stratum": ("transition", "mid", "out_of_range")})
 records.register_table("slices", SLICES, declared_by=__name__)
 records.register_table("probe_scores", PROBE_SCORES, declared_by=__name__,
-                       enums={"truth": TRUTH, "verdict": ("present", "absent", "not_addressed"),
+                       enums={"truth": TRUTH, "verdict": ("present", "absent", "not_addressed", "unclear"),
                               "image_mode": ("image", "no_image", "blank"),
                               "format": ("free_text", "verdict_json", "reasoning_json")})

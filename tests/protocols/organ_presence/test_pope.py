@@ -68,10 +68,11 @@ def test_pope_summary_twice_matches_hand_counts():
     assert math.isclose(pope.recall, tp / (tp + fn)) and math.isclose(pope.yes_ratio, 5 / 8)
     assert math.isclose(pope.f1, 2 * 0.2 * (1 / 3) / (0.2 + 1 / 3))  # = 0.25
     ours = pope_table(sc, "medscope").set_index("strategy").loc["adversarial"]
-    # MedScope's reading: TP = A; FP = G; TN = B, C, D, E (not addressed is "no"); FN = F, H
-    tp, fp, tn, fn = 1, 1, 4, 2
-    assert math.isclose(ours.accuracy, 5 / 8) and math.isclose(ours.precision, 0.5)
-    assert math.isclose(ours.recall, 1 / 3) and math.isclose(ours.yes_ratio, 2 / 8) and math.isclose(ours.f1, 0.4)
+    # MedScope's reading: TP = A; FP = G; TN = B, C, D; FN = F, H; E (not addressed) is neither: left out of n
+    tp, fp, tn, fn = 1, 1, 3, 2
+    assert ours.n == 7 and ours.left_out == 1 and pope.left_out == 0
+    assert math.isclose(ours.accuracy, 4 / 7) and math.isclose(ours.precision, 0.5)
+    assert math.isclose(ours.recall, 1 / 3) and math.isclose(ours.yes_ratio, 2 / 7) and math.isclose(ours.f1, 0.4)
 
 
 def test_report_shows_both_summaries(tmp_path):
@@ -89,5 +90,5 @@ def test_report_shows_both_summaries(tmp_path):
     sections, _ = report_sections(str(tmp_path), str(tmp_path / "w"))
     text = "\n".join(b.markdown for sec in sections for b in sec.blocks if hasattr(b, "markdown"))
     assert "With MedScope's reading" in text and "With POPE's own rule" in text
-    assert "| m | free_text | adversarial | 8 | 0.625 | 0.500 | 0.333 | 0.400 | 0.250 |" in text
-    assert "| m | free_text | adversarial | 8 | 0.250 | 0.200 | 0.333 | 0.250 | 0.625 |" in text
+    assert "| m | free_text | adversarial | 7 | 1 | 0.571 | 0.500 | 0.333 | 0.400 | 0.286 |" in text
+    assert "| m | free_text | adversarial | 8 | 0 | 0.250 | 0.200 | 0.333 | 0.250 | 0.625 |" in text
