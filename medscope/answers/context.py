@@ -33,8 +33,19 @@ from __future__ import annotations
 
 import re
 
-STATUSES = ("affirmed", "negated", "possible", "hypothetical", "historical")
+STATUSES = ("affirmed", "negated", "possible", "hypothetical", "historical", "conflicting")
 
+# A denial of a statement ("it would be wrong to say", "I don't think") around a second negation
+# affirms ("it would be wrong to say there is no X", "I don't think X is missing"); a hedged one
+# ("I can't say") around a second negation commits to nothing. Alone, both deny.
+STATEMENT_DENIALS = (
+    "wrong to say", "wrong to call", "wrong to claim", "incorrect to say", "incorrect to call", "inaccurate to say",
+    "not true that", "not correct that", "not correct to say", "untrue that", "false to say", "a mistake to say",
+    "not fair to say", "not that", "do not think", "do not believe", "would not say", "would not call",
+    "would not describe", "disagree that",
+)
+HEDGED_DENIALS = ("can not say", "can not tell", "not sure", "unsure", "can not be sure", "can not claim",
+                  "can not confirm", "not certain")
 # Phrases that look like triggers but are not (matched first, then masked).
 PSEUDO = (
     "no doubt", "without doubt", "without a doubt", "no question", "not only", "no wonder",
@@ -49,8 +60,9 @@ FORWARD = {
         "absent", "free of", "negative for", "rule out", "rules out", "ruled out", "excludes",
         "exclude", "lack of", "lacks", "doubt", "unlikely to be", "unable to see", "resolved",
         "resolution of", "no longer", "no residual", "fails to", "failed to", "resected", "excised",
-        "removed", "rather than", "instead of",
-    ),
+        "removed", "rather than", "instead of", "mimicking", "mimics", "mimicker of", "simulating",
+        "masquerading as", "pseudo",
+    ) + STATEMENT_DENIALS + HEDGED_DENIALS,
     "possible": (
         "possible", "possibly", "probable", "probably", "likely", "may", "might", "could",
         "suspicious for", "suspected", "suspect", "suggestive of", "suggests", "suggest",
@@ -63,7 +75,10 @@ FORWARD = {
         "evaluation for", "look for", "looks for", "looking for", "looked for", "check for",
         "checking for", "to rule out", "question of", "asks", "asked", "too", "equivocal for",
         "indeterminate for", "may or may not", "mistaken for", "mimic", "considered",
-        "first thought", "to tell", "to identify", "to say",
+        "first thought", "to tell", "to identify", "to say", "can not assess", "can not evaluate",
+        "can not determine", "can not judge", "can not comment on", "can not decide", "unable to assess",
+        "unable to evaluate", "probability that", "probability of", "likelihood that", "likelihood of",
+        "chance that", "chance of",
     ),
     "historical": ("history of", "previously seen", "previous", "prior", "status post", "old"),
 }
@@ -76,7 +91,8 @@ BACKWARD = {
         "not seen", "not visible", "not present", "not identified", "not detected",
         "not demonstrated", "not shown", "not depicted", "not included", "not in", "not there",
         "not evident", "not appreciated", "not noted", "not found", "not captured",
-        "not clearly visible", "not clearly seen", "found none", "none seen",
+        "not clearly visible", "not clearly seen", "found none", "none seen", "is missing", "are missing",
+        "missing", "is lacking", "lacking",
     ),
     "possible": (
         "can not be excluded", "can not be ruled out", "not excluded", "not ruled out",
@@ -93,11 +109,11 @@ _NOT_PREDICATE = re.compile(
 )
 _FORWARD_END = re.compile(
     r"\b(?:but|however|although|though|yet|except|whereas|while|apart from|aside from|despite|"
-    r"because|so|therefore)\b|[;:]|,\s*(?=(?:a|an|the|there|it|this|which|i|we|and)\b)"
+    r"because|so|therefore)\b|[;:\u2013\u2014]|\s-\s|,\s*(?=(?:a|an|the|there|it|this|which|i|we|and)\b)"
 )
 _BACKWARD_END = re.compile(
-    r"\b(?:but|however|although|though|yet|except|whereas|while|and there|there is|there are)\b|[;:(]"
-    r"|,(?!\s*which\b)"
+    r"\b(?:but|however|although|though|yet|except|whereas|while|and there|there is|there are)\b|[;:(\u2013\u2014]"
+    r"|\s-\s|,(?!\s*which\b)"
 )
 
 
@@ -160,6 +176,29 @@ def backward_scope(after: str) -> str:
     return scope[: words[7].end()] if len(words) > 8 else scope
 
 
+_STATEMENT = _alternation(STATEMENT_DENIALS)
+_HEDGED = _alternation(HEDGED_DENIALS)
+_NOT_WITHOUT = re.compile(r"(?<![\w'])not\s+without(?![\w'])")
+
+
+def _double_negation(before: str, after: str) -> str | None:
+    """'affirmed' for a denied denial ("wrong to say there is no X", "I don't think X is missing",
+    "not without X"), 'conflicting' for a hedged one ("I can't say X is absent"), None otherwise."""
+    if _NOT_WITHOUT.search(before):
+        return "affirmed"
+    for pat, result in ((_STATEMENT, "affirmed"), (_HEDGED, "conflicting")):
+        outer = None
+        for m in pat.finditer(before):
+            outer = m
+        if outer is None:
+            continue
+        inner = before[outer.end():]
+        if _FORWARD["negated"].search(_STATEMENT.sub(" ", _HEDGED.sub(" ", inner))) or _NOT_PREDICATE.search(after) \
+                or _BACKWARD["negated"].search(after):
+            return result
+    return None
+
+
 def status(sentence: str, start: int, end: int) -> str:
     """Assertion status of the mention ``sentence[start:end]`` (normalised text).
 
@@ -173,11 +212,16 @@ def status(sentence: str, start: int, end: int) -> str:
     Returns
     -------
     str
-        One of :data:`STATUSES`: ``"affirmed"``, ``"negated"``, ``"possible"``, ``"hypothetical"`` or
-        ``"historical"``.
+        One of :data:`STATUSES`: ``"affirmed"``, ``"negated"``, ``"possible"``, ``"hypothetical"``,
+        ``"historical"``, or ``"conflicting"`` (a hedged denial of a denial, "I can't say X is absent":
+        neither affirmed nor negated).
     """
     masked = _mask(sentence)
     after = backward_scope(masked[end:])
+    before = forward_scope(masked[:start])
+    double = _double_negation(before, after)
+    if double is not None:
+        return double
     best = None  # (position, category): the backward trigger nearest the mention
     m = _NOT_PREDICATE.search(after)
     if m:
@@ -188,7 +232,6 @@ def status(sentence: str, start: int, end: int) -> str:
             best = (m.start(), cat)
     if best is not None:
         return best[1]
-    before = forward_scope(masked[:start])
     best = None  # the forward trigger nearest the mention (largest end; longest on ties)
     for cat, pat in _FORWARD.items():
         for m in pat.finditer(before):

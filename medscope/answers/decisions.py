@@ -135,7 +135,7 @@ def read_reply_decision(protocol: str, reply: str | None, question: str, finding
 
     if protocol not in PROTOCOL_DECISIONS:
         raise ValueError(f"unknown protocol {protocol!r} for reading replies; known: {', '.join(READABLE_PROTOCOLS)}")
-    kind = "presence" if protocol == "organ_presence" else question_kind
+    kind = "organ" if protocol == "organ_presence" else question_kind
     r = read_decision(reply or "", question, finding, kind, tuple(synonyms))
     evidence = getattr(r, "evidence", "")
     if r.action == "unclear":

@@ -2,14 +2,27 @@
 particles in several languages, polarity words, normal / abnormal words, and the phrases of an
 unusable image (clarify) or of declining to decide (refer). One table a reviewer can read."""
 
-YES_PARTICLES = ("yes", "yeah", "yep", "yup", "correct", "affirmative", "true", "indeed", "i think so",
-                 "i believe so", "sí", "si", "oui", "ja", "да", "是", "有", "はい", "sim", "evet", "tak")
-NO_PARTICLES = ("no", "nope", "nah", "false", "incorrect", "non", "nein", "nee", "нет", "否", "没有",
-                "いいえ", "não", "nao", "hayır", "nie", "not that i can see", "i do not think so",
+# Informal spellings and typos ("yess", "noo", "ya") and one-word answers in the languages
+# models answer in when the prompt or the user's locale is not English.
+YES_PARTICLES = ("yes", "yess", "yesss", "yeah", "yea", "yah", "ya", "ye", "yep", "yup", "correct", "affirmative",
+                 "true", "indeed", "i think so", "i believe so", "definitely", "absolutely",
+                 "sí", "si", "oui", "ja", "jawel", "да", "是", "是的", "对", "有", "はい", "ある", "あります", "네", "예",
+                 "있습니다", "sim", "evet", "tak", "ano", "igen", "kyllä", "ναι", "نعم", "हाँ", "हां", "haan")
+NO_PARTICLES = ("no", "noo", "nooo", "nope", "nah", "naw", "nay", "false", "incorrect", "non", "nein", "nee", "нет",
+                "否", "不", "不是", "没有", "無い", "ない", "いいえ", "아니요", "아니오", "없습니다", "não", "nao", "hayır",
+                "nie", "ne", "nem", "όχι", "لا", "नहीं", "nahi", "def not", "definitely not", "absolutely not",
+                "certainly not", "no way", "not that i can see", "i do not think so",
                 "i do not believe so", "not really", "not at all")
+# A hedged lead before the particle keeps the particle's polarity ("I would say no", "Probably
+# yes", "I'd lean towards yes"): the hedge rule reads a hedged verdict as that verdict.
+HEDGED_LEADS = ("i would say", "i would lean towards", "i would lean toward", "i lean towards", "i lean toward",
+                "leaning towards", "leaning toward", "i would guess", "my guess is", "i guess", "i think",
+                "i believe", "i suspect", "probably", "most likely", "mostly likely", "more likely", "likely",
+                "very likely", "almost certainly", "i would go with", "i am going with", "i will go with")
 POLARITY_WORDS = {"present": True, "positive": True, "absent": False, "negative": False, "none": False,
                   "nothing": False, "unlikely": False, "likely": True}
-NORMAL_WORDS = ("within normal limits", "normal", "healthy", "unremarkable", "no acute")
+NORMAL_WORDS = ("within normal limits", "normal", "healthy", "unremarkable", "no acute", "looks fine", "look fine",
+                "looks okay", "looks ok", "looks good", "fine to me", "nothing concerning", "nothing worrying")
 ABNORMAL_WORDS = ("abnormal", "abnormality", "abnormalities", "unhealthy", "pathological", "pathology",
                   "diseased", "lesion", "lesions", "mass", "masses", "tumor", "tumour", "anomaly",
                   "suspicious")
@@ -19,7 +32,12 @@ CLARIFY_PHRASES = (
     "nondiagnostic", "not diagnostic", "uninterpretable", "can not be interpreted", "degraded",
     "artifact", "artefact", "please provide", "could you provide", "can you provide", "better image",
     "clearer image", "another image", "wrong anatomy", "different anatomy", "different modality",
-    "different body part", "wrong body part",
+    "different body part", "wrong body part", "underexposed", "overexposed", "under-exposed", "over-exposed",
+    "cut off", "heavily compressed", "compression artifacts", "compression artefacts", "blocky", "pixelated",
+    "pixellated", "downsampled", "too dark", "too bright", "motion artifact", "motion artefact", "out of focus",
+    # the same in the languages models answer in
+    "mauvaise qualité", "floue", "flou", "sfocata", "sfocato", "borrosa", "borroso", "unscharf", "verschwommen",
+    "wazig", "размыто", "размытое", "размыт", "模糊", "ぼやけ", "흐릿",
 )
 REFER_PHRASES = (
     "can not determine", "unable to determine", "can not be determined", "can not tell", "unclear",
@@ -27,5 +45,31 @@ REFER_PHRASES = (
     "not possible to", "not clear", "difficult to", "hard to", "unable to assess", "unable to evaluate",
     "can not assess", "can not evaluate", "can not decide", "unable to decide", "refer", "specialist",
     "radiologist should", "opinion", "further imaging", "further evaluation", "clinical correlation",
-    "can not answer", "unable to answer", "not able to", "may or may not",
+    "can not answer", "unable to answer", "not able to", "may or may not", "yes and no", "yes or no",
+    "as an ai", "as a language model", "as an artificial intelligence", "can not provide a diagnosis",
+    "can not provide medical", "can not give a diagnosis", "can not diagnose", "unable to diagnose",
+    "please consult", "consult a", "not qualified", "idk", "dunno", "no idea", "hard to say", "can not be sure",
+    # the same in the languages models answer in
+    "no lo sé", "no sé", "no estoy seguro", "je ne sais pas", "pas sûr", "ich weiß nicht", "nicht sicher",
+    "ik weet het niet", "weet het niet", "niet zeker", "non lo so", "non sono sicuro", "não sei", "nie wiem",
+    "не знаю", "не уверен", "不知道", "不确定", "わかりません", "分かりません", "모르겠습니다", "판단할 수 없습니다",
+    "لا أعرف", "لا أستطيع", "नहीं पता", "bilmiyorum", "emin değilim",
 )
+
+# Anatomy a probe reply may name instead of the asked organ ("I can see the liver, the right kidney
+# and some bowel loops" asked about the gallbladder does not address the gallbladder).
+ORGAN_WORDS = (
+    "liver", "spleen", "kidney", "kidneys", "pancreas", "gallbladder", "stomach", "aorta", "ivc", "vena cava",
+    "bladder", "adrenal", "adrenals", "adrenal gland", "bowel", "bowel loops", "colon", "duodenum", "esophagus",
+    "oesophagus", "heart", "lung", "lungs", "lung bases", "vertebra", "vertebral body", "spine", "diaphragm",
+    "crus", "portal vein", "muscle", "muscles", "rib", "ribs", "uterus", "prostate", "rectum", "small bowel",
+    "jejunum", "ileum", "trachea", "thyroid", "femoral head", "femoral heads", "pelvis", "psoas",
+)
+# An operation that removed the organ: its mention says the organ is not there now.
+RESECTIONS = {
+    "kidney": ("nephrectomy",), "gallbladder": ("cholecystectomy",), "spleen": ("splenectomy",),
+    "pancreas": ("pancreatectomy", "whipple"), "stomach": ("gastrectomy",), "adrenal gland": ("adrenalectomy",),
+    "esophagus": ("esophagectomy", "oesophagectomy"), "urinary bladder": ("cystectomy",), "bladder": ("cystectomy",),
+    "colon": ("colectomy",), "uterus": ("hysterectomy",), "prostate": ("prostatectomy",), "lung": ("pneumonectomy",),
+    "thyroid": ("thyroidectomy",), "liver": ("hepatectomy",),
+}

@@ -62,11 +62,12 @@ import yaml
 from medscope.answers import parser, revisions, structured
 from medscope.answers.context import status
 from medscope.answers.lexicon import (  # the word lists, importable from here as before
-    ABNORMAL_WORDS, CLARIFY_PHRASES, NO_PARTICLES, NORMAL_WORDS, POLARITY_WORDS, REFER_PHRASES, YES_PARTICLES,
+    ABNORMAL_WORDS, CLARIFY_PHRASES, HEDGED_LEADS, NO_PARTICLES, NORMAL_WORDS, ORGAN_WORDS, POLARITY_WORDS,
+    REFER_PHRASES, RESECTIONS, YES_PARTICLES,
 )
 
 RULES = ("final-tag", "json-field", "json-partial", "self-correction", "verdict-line", "label-line", "final-colon",
-         "leading-yes-no", "search-outcome", "mention", "health-words", "undecided", "predicate", "open", "none")
+         "both", "leading-yes-no", "search-outcome", "mention", "health-words", "undecided", "predicate", "open", "none")
 
 _WRONG_ANATOMY = re.compile(r"\b(?:this|it|the (?:\w+ )?(?:image|scan|study|film|picture))"
                             r" (?:is|appears to be|looks like|seems to be|shows) an? [^.;]{0,40}?"
@@ -92,7 +93,8 @@ _SIDES = {"left": "right", "right": "left"}
 _ABSENT_PREDICATE = re.compile(
     r"\bnot\s+(?:\w+\s+){0,2}?(?:visible|present|seen|identified|depicted|shown|visuali[sz]ed|evident|"
     r"appreciated|included|captured|detected|in (?:this|the) (?:image|slice))\b|\bno evidence of\b|"
-    r"\babsent\b|\bdoes not (?:appear|show|contain|include)\b")
+    r"\babsent\b|\bdoes not (?:appear|show|contain|include)\b|"
+    r"\b(?:it|there|they|one)\s+(?:is|are|was)\s+(?:not|none)\s*[.!]?$|\bthere\s+is\s+none\b")
 _PRESENT_PREDICATE = re.compile(
     r"\b(?:visible|present|seen|identified|depicted|shown|visuali[sz]ed|evident|appreciated|included|"
     r"captured|detected|appears?|contains?|can see|i see)\b")
@@ -233,6 +235,39 @@ def _lines(text: str) -> list[str]:
     return out
 
 
+_QUESTION_LEAD = re.compile(r"^q(?:uestion)?\s*[:.)-]\s*")
+_INTERROGATIVE = re.compile(r"^(?:is|are|does|do|can|could|was|were|has|have|will|would)\s+(?!not\b)")
+_ASKED = re.compile(r"^(?:you|the question)\s+(?:asked|asks|is|was)\s+(?:me\s+)?(?:whether|if)\b[^\u2013\u2014:;,]*"
+                    r"(?:[\u2013\u2014:;,]|\s-\s)\s*")
+
+
+def _drop_echo(lines: list[str], terms: tuple[str, ...]) -> list[str]:
+    """The reply without the question echoed before its answer: leading questions about the finding
+    ("Is the kidney visible? No.", "The left kidney? Not on this one.", "Question: ... Answer: no")
+    and a "You asked whether X is visible -" lead. An echo that is all there is leaves nothing."""
+    pat = _term_pattern(terms)
+    if pat is None:
+        return lines
+    out = []
+    for line in lines:
+        if out:
+            out.append(line)
+            continue
+        line = _ASKED.sub("", line)
+        kept, dropped = [], False
+        for sent in _sentences(line):
+            # a question, or the cut-off tail of a repeated one
+            echo = sent.rstrip().endswith("?") or _QUESTION_LEAD.match(sent) or (dropped and _INTERROGATIVE.match(sent))
+            if not kept and echo and pat.search(sent):
+                dropped = True
+                continue
+            kept.append(sent)
+        rest = " ".join(kept).strip()
+        if rest and re.search(r"\w", rest):
+            out.append(rest)
+    return out
+
+
 def _sentences(line: str) -> list[str]:
     return [s for s in re.split(r"(?<=[.!?])\s+", line) if re.search(r"\w", s)]
 
@@ -240,6 +275,15 @@ def _sentences(line: str) -> list[str]:
 def _leading(sentence: str, kind: str, flip: bool) -> bool | None:
     """The claim carried by a leading yes/no particle or polarity word, or None."""
     s = re.sub(r"^[\W_]+", "", sentence)
+    if _BOTH.match(s) or _REFER.match(s):  # "لا أستطيع التحديد" is "I cannot tell", not "no"
+        return None
+    if _NOT_HERE.match(s):  # "Not on this one.", "Not here."
+        return True if (flip and kind == "health") else False
+    hedged = _HEDGED_LEAD.match(s)
+    if hedged:  # "I would say no", "Probably yes": the hedged verdict is that verdict
+        s = s[hedged.end():]
+        if re.match(r"not\b", s):
+            return True if (flip and kind == "health") else False
     m = _NO.match(s)
     if m and not (m.group(0) == "no" and not _BARE_NO.match(s)):  # "no pneumothorax": a determiner
         return True if (flip and kind == "health") else False
@@ -250,7 +294,11 @@ def _leading(sentence: str, kind: str, flip: bool) -> bool | None:
 
 
 def _aggregate(statuses: list[str]) -> tuple[str, bool | None] | None:
-    """Statuses of every mention -> (action, claim), or None when nothing is asserted."""
+    """Statuses of every mention -> (action, claim), or None when nothing is asserted. Mentions
+    that assert both ways ("The liver is visible. The liver is not visible.") or a hedged double
+    negation ("I can't say X is absent") are ``unclear``: the reader does not pick one."""
+    if "conflicting" in statuses or ("affirmed" in statuses and "negated" in statuses):
+        return "unclear", None
     if "affirmed" in statuses:
         return "answer", True
     if "possible" in statuses and "negated" in statuses:
@@ -302,22 +350,91 @@ def mention_statuses(text: str, term: str) -> list[str]:
     return [status(s, m.start(), m.end()) for s in sentences for m in pat.finditer(s)]
 
 
+# A mention as a landmark says where the slice or a finding is, not that the organ is in view
+# ("at the level below the liver", "a clip in the gallbladder fossa").
+_LANDMARK_BEFORE = re.compile(
+    r"(?:\b(?:level|region|area|site|location|vicinity|bed|fossa)\s+(?:of|below|above|beneath)|"
+    r"\b(?:below|above|beneath|underneath|inferior to|superior to|caudal to|cranial to|under))\s+(?:the\s+)?"
+    r"(?:level\s+of\s+(?:the\s+)?)?$")
+_LANDMARK_AFTER = re.compile(r"^\s+(?:fossa|bed|region|area|level|hilum|hilar region|resection bed)\b")
+# "no focal lesion in the liver": the denial is of a property; the organ itself is presupposed.
+_PROPERTY_DENIED = re.compile(
+    r"^\s*(?:[\w-]+\s+){0,3}?(?:lesions?|mass(?:es)?|abnormalit(?:y|ies)|stones?|calcul(?:us|i)|fluid|collections?|"
+    r"dilat(?:ation|ion)|enlargement|thickening|enhancement|nodules?|cysts?|injur(?:y|ies)|lacerations?|"
+    r"hematomas?|haematomas?|thrombus|aneurysms?|air|gas|calcifications?|tumou?rs?|metastas[ie]s|hypodensit(?:y|ies)|"
+    r"hyperdensit(?:y|ies)|pathology|disease|inflammation|obstruction|hydronephrosis|ascites)\s+(?:is\s+|are\s+)?"
+    r"(?:seen\s+|noted\s+|identified\s+|present\s+|visible\s+|evident\s+|detected\s+)?"
+    r"(?:in|within|of|involving|inside|along|on|from|arising from|around)\s+(?:the\s+)?$")
+_WHICH_NOT = re.compile(r"^\s*,?\s*(?:which|that)\s+(?:is|are|was)\s+(?:\w+\s+){0,2}?not\s+(?:\w+\s+){0,1}?"
+                        r"(?:visible|seen|present|depicted|shown|included|captured|identified|in)\b")
+_NEGATION_CUE = re.compile(r"(?<![\w'])(?:no|not|without|none|nothing)(?![\w'])")
+# a later pronoun that refers back to the finding ("... cannot be excluded, though it is not
+# clearly seen"; "... no effusion. Possibly a small one.")
+_BACK_NEGATED = re.compile(r"\b(?:(?:it|one|this)\s+(?:is|was)\s+not|none\s+(?:is|was))\s+(?:clearly\s+|definitely\s+)?"
+                           r"(?:seen|visible|identified|visuali[sz]ed|present)\b")
+_BACK_POSSIBLE = re.compile(r"\b(?:(?:one|it|this)\s+(?:can|could)\s+not\s+be\s+(?:excluded|ruled out)|"
+                            r"(?:possibly|probably|perhaps|maybe)\s+(?:a\s+|an\s+)?(?:small\s+|tiny\s+|little\s+)?one)\b")
+
+
+@lru_cache(maxsize=256)
+def _resection_pattern(finding: str) -> re.Pattern | None:
+    words = [w for w in normalize(finding).split() if w not in _SIDES]
+    names = set()
+    for key in (" ".join(words), words[-1] if words else ""):
+        names.update(RESECTIONS.get(key, ()))
+    return _term_pattern(tuple(sorted(names))) if names else None
+
+
+def _mention_status(s: str, m: re.Match, finding: str) -> str | None:
+    """One mention's status, or None when it asserts nothing about the finding (another side, a landmark)."""
+    conflict = _side_conflict(s, m.start(), finding)
+    if conflict == "skip":
+        return None
+    if _LANDMARK_BEFORE.search(s[:m.start()]) or _LANDMARK_AFTER.match(s[m.end():]):
+        # only its own relative clause speaks of it: "below the spleen, which is therefore not depicted"
+        return "negated" if _WHICH_NOT.match(s[m.end():]) else None
+    if conflict:
+        return conflict
+    st = status(s, m.start(), m.end())
+    if st == "negated":
+        before = s[:m.start()]
+        cue = None
+        for cue in _NEGATION_CUE.finditer(before):
+            pass
+        if cue is not None and _PROPERTY_DENIED.match(before[cue.end():]):
+            return "affirmed"
+    return st
+
+
 def _mention_statuses(sentences: list[str], terms: tuple[str, ...], finding: str) -> list[str]:
     pat = _term_pattern(terms)
     if pat is None:
         return []
+    resected = _resection_pattern(finding)
+    free = re.compile(r"(?<![\w-])(?:" + "|".join(re.escape(t) for t in terms) + r")-free\b") if terms else None
     out, found = [], False
     for s in sentences:
         hits = list(pat.finditer(s))
         for m in hits:
             found = True
-            conflict = _side_conflict(s, m.start(), finding)
-            if conflict == "skip":
+            st = _mention_status(s, m, finding)
+            if st is not None:
+                out.append(st)
+        if free is not None and free.search(s):  # "polyp-free mucosa"
+            found = True
+            out.append("negated")
+        for m in resected.finditer(s) if resected is not None else ():
+            if _side_conflict(s, m.start(), finding) == "skip":
                 continue
-            out.append(conflict or status(s, m.start(), m.end()))
+            st = status(s, m.start(), m.end())
+            if st not in ("negated", "hypothetical"):  # "status post nephrectomy": the organ is gone
+                found = True
+                out.append("negated")
         tail = s[hits[-1].end():] if hits else s
-        if found and re.search(r"\b(?:one|it|this)\s+(?:can|could) not be (?:excluded|ruled out)", tail):
-            out.append("possible")  # "... but a small one cannot be excluded": refers back
+        if found and _BACK_POSSIBLE.search(tail):
+            out.append("possible")
+        elif found and _BACK_NEGATED.search(tail):
+            out.append("negated")
     return out
 
 
@@ -343,6 +460,8 @@ def _health_statuses(sentences: list[str]) -> list[str]:
 
 def _content(sentences: list[str], terms, finding, kind, flip: bool) -> tuple[str, bool | None, str] | None:
     """Rules 3-5 on some sentences: leading particle, mentions, health words."""
+    if sentences and _BOTH.match(re.sub(r"^[\W_]+", "", sentences[0])):
+        return "refer", None, "both"  # "Yes and no - ...": commits to neither
     mentions = _mention_statuses(sentences, terms, finding)
     if kind == "health" and flip:
         # To "Is this normal?", "No, I don't see a pneumothorax" denies the finding: the particle's
@@ -357,7 +476,8 @@ def _content(sentences: list[str], terms, finding, kind, flip: bool) -> tuple[st
     searched = revisions.search_outcome(" ".join(sentences), _term_pattern(terms))
     if searched is not None:
         return "answer", searched, "search-outcome"
-    for rule, statuses in (("mention", mentions), ("health-words", _health_statuses(sentences))):
+    health = _health_statuses(sentences) if kind != "organ" else []  # "no acute abnormality" is not about an organ
+    for rule, statuses in (("mention", mentions), ("health-words", health)):
         got = _aggregate(statuses)
         if got is not None:
             return (*got, rule)
@@ -418,8 +538,26 @@ _REFER = _phrases(REFER_PHRASES)
 _YES = re.compile("(?:" + "|".join(re.escape(p) for p in sorted(YES_PARTICLES, key=len, reverse=True)) + ")" + _PARTICLE_END)
 _NO = re.compile("(?:" + "|".join(re.escape(p) for p in sorted(NO_PARTICLES, key=len, reverse=True)) + ")" + _PARTICLE_END)
 _BARE_NO = re.compile(r"no(?:$|\s*[,.!?;:()\u2013\u2014]|\s-|\s+(?:there|it|i|the|this|that|they|we)\b)")
+_NOT_HERE = re.compile(r"not\s+(?:on|in)\s+(?:this|the)\s+(?:one|image|slice|scan|frame|film)\b|not\s+here\b|"
+                       r"not\s+(?:that\s+)?i\s+(?:can\s+)?see\b")
+_BOTH = re.compile(r"(?:both\s+)?(?:yes\s+and\s+no|no\s+and\s+yes|yes\s+or\s+no|yes\s*/\s*no)\b")
+_HEDGED_LEAD = re.compile(r"(?:" + "|".join(re.escape(p) for p in sorted(HEDGED_LEADS, key=len, reverse=True))
+                          + r")[\s,:]+(?:a\s+|that\s+)?(?=(?:yes|no|not|" + "|".join(
+                              re.escape(p) for p in YES_PARTICLES + NO_PARTICLES if " " not in p) + r")\b)")
 _POLARITY = re.compile(r"(present|positive|absent|negative|none|nothing|unlikely|likely)"
                        r"(?:\s+(?:seen|identified|visible|detected|found|noted))?(?=$|\s*[,.!;:()\u2013\u2014]|\s-)")
+
+
+_ORGANS = _term_pattern(tuple(sorted(ORGAN_WORDS, key=len, reverse=True)))
+
+
+def _other_anatomy(text: str, terms: tuple[str, ...], finding: str) -> bool:
+    """Whether ``text`` names anatomy other than the asked organ (another organ, or the other side)."""
+    own = " ".join(terms)
+    if any(m.group(0) not in own for m in _ORGANS.finditer(text)):
+        return True
+    pat = _term_pattern(terms)
+    return pat is not None and any(_side_conflict(text, m.start(), finding) for m in pat.finditer(text))
 
 
 def _undecided(text: str) -> str | None:
@@ -448,11 +586,16 @@ def _json_value_reader(question: str, finding: str, kind: str):
             r = read_decision(value, question, finding, kind)
             return r.action == "answer", (r.claim if r.action == "answer" else None)
         v = normalize(value).strip(" .!")
+        if v in ("y", "n"):  # a one-letter flag
+            return True, v == "y"
         lead = _leading(v, "presence", flip=False)
         if lead is not None:
             return True, lead
         if _undecided(v):
             return False, None
+        ahead = status(v + " x", len(v) + 1, len(v) + 2)  # the value as a lead-in: "no evidence of it"
+        if ahead in ("negated", "conflicting"):
+            return ahead == "negated", (False if ahead == "negated" else None)
         st = status("x " + v, 0, 1)  # the value as a label's predicate
         if st == "negated":
             return True, False
@@ -515,8 +658,10 @@ def read_decision(text: str, question: str, finding: str, question_kind: str | N
         The question the model was asked; its wording sets the question kind when ``question_kind`` is None.
     finding : str
         The asked finding (e.g. ``"pneumothorax"``, ``"left kidney"``).
-    question_kind : {"presence", "health", "open"} or None, optional
-        The question's kind; None to infer it with :func:`infer_question_kind`.
+    question_kind : {"presence", "health", "open", "organ"} or None, optional
+        The question's kind; None to infer it with :func:`infer_question_kind`. ``"organ"`` is a
+        presence question about an organ (the organ-presence probe): health words ("no acute
+        abnormality") do not answer it, and a reply about other organs only is ``refer``.
     synonyms : sequence of str, optional
         Extra words naming the finding (the view's own list), added to :func:`finding_terms`.
     _corrections : bool, optional
@@ -538,7 +683,7 @@ def read_decision(text: str, question: str, finding: str, question_kind: str | N
         return got
     if isinstance(got, str):
         text = got
-    lines = _lines(text)
+    lines = _drop_echo(_lines(text), finding_terms(finding, tuple(synonyms)))
     if not lines:
         return Reading("unparseable", None, "none")
     if _corrections:
@@ -558,6 +703,8 @@ def read_decision(text: str, question: str, finding: str, question_kind: str | N
     undecided = _undecided(flat)
     if undecided:
         return Reading(undecided, None, "undecided")
+    if kind == "organ" and terms and _other_anatomy(flat, terms, finding):
+        return Reading("refer", None, "other-entity")  # it speaks of other organs, not the asked one
     pat = _term_pattern(terms)
     if pat is None or not pat.search(flat):
         if _ABSENT_PREDICATE.search(flat):

@@ -71,7 +71,7 @@ def text_verdict(text: str, organ: str = "", question: str = "") -> str:
     {'present', 'absent', 'not_addressed', 'unclear'}
         The verdict; ``unclear`` where the reader's evidence does not agree (no verdict: left out of every n).
     """
-    r = read_decision(text or "", _question(organ, question), organ, "presence")
+    r = read_decision(text or "", _question(organ, question), organ, "organ")
     if r.action == "unclear":
         return "unclear"
     if r.action != "answer":
@@ -139,7 +139,7 @@ def read_reply(text: str | None, fmt: str, lexicon: list[str] | tuple[str, ...],
         raise ValueError(f"unknown probe format {fmt!r}; known: {', '.join(FORMAT_INSTRUCTIONS)}")
     text = text or ""
     cues = hedge_cues(text, lexicon)
-    r = read_decision(text, _question(organ, question), organ, "presence")
+    r = read_decision(text, _question(organ, question), organ, "organ")
     verdict = ("unclear" if r.action == "unclear" else "not_addressed") if r.action != "answer" else (
         "present" if r.claim else "absent")
     resolved = verdict not in ("not_addressed", "unclear")
