@@ -61,7 +61,8 @@ FORWARD = {
         "exclude", "lack of", "lacks", "doubt", "unlikely to be", "unable to see", "resolved",
         "resolution of", "no longer", "no residual", "fails to", "failed to", "resected", "excised",
         "removed", "rather than", "instead of", "mimicking", "mimics", "mimicker of", "simulating",
-        "masquerading as", "pseudo",
+        "masquerading as", "pseudo", "kein", "keine", "keinen", "geen", "pas de", "sin", "sem", "nessun",
+        "nessuna", "brak",
     ) + STATEMENT_DENIALS + HEDGED_DENIALS,
     "possible": (
         "possible", "possibly", "probable", "probably", "likely", "may", "might", "could",
@@ -97,9 +98,11 @@ BACKWARD = {
     "possible": (
         "can not be excluded", "can not be ruled out", "not excluded", "not ruled out",
         "could not be excluded", "is likely", "is possible", "is suspected", "is probable",
-        "may be present", "might be present",
+        "may be present", "might be present", "might be", "may be",
     ),
-    "hypothetical": ("would", "would appear", "would be", "could be hidden", "may or may not", "might or might not"),
+    "hypothetical": ("would", "would appear", "would be", "could be hidden", "may or may not", "might or might not",
+                     "can be occult", "could be occult", "may be occult", "can be missed", "could be missed",
+                     "may be missed"),
 }
 # "X is/was/appears ... not <verb>" with up to two words between "not" and the verb.
 _NOT_PREDICATE = re.compile(

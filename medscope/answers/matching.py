@@ -53,7 +53,7 @@ extending NegEx (W. W. Chapman et al., J. Biomed. Inform. 34(5), 2001); see ``co
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from importlib import resources
 
@@ -69,9 +69,12 @@ from medscope.answers.lexicon import (  # the word lists, importable from here a
 RULES = ("final-tag", "json-field", "json-partial", "self-correction", "verdict-line", "label-line", "final-colon",
          "both", "leading-yes-no", "search-outcome", "mention", "health-words", "undecided", "predicate", "open", "none")
 
-_WRONG_ANATOMY = re.compile(r"\b(?:this|it|the (?:\w+ )?(?:image|scan|study|film|picture))"
+_WRONG_ANATOMY = re.compile(r"\b(?:this|it|(?:the|this) (?:\w+ )?(?:image|scan|study|film|picture|frame))"
                             r" (?:is|appears to be|looks like|seems to be|shows) an? [^.;]{0,40}?"
-                            r"(?:rather than|not|instead of) an?\b")
+                            r"(?:rather than|not|instead of) an?\b|"
+                            r"\b(?:this|it|(?:the|this) (?:image|scan|picture|frame)) (?:is|does) not (?:appear to be |look like |"
+                            r"show )?an? (?:[\w-]+ ){0,3}(?:image|scan|x-ray|radiograph|ultrasound|ct|mri|frame|film|"
+                            r"photo|study|slice|mammogram|endoscopy|colonoscopy|sonogram)\b")
 _CONTRACTIONS = ((r"\bcan't\b", "can not"), (r"\bcannot\b", "can not"), (r"\bwon't\b", "will not"),
                  (r"\bshan't\b", "shall not"), (r"\bain't\b", "is not"), (r"n't\b", " not"),
                  (r"\b(there|it|that|what|here)'s\b", r"\1 is"), (r"\bi'm\b", "i am"),
@@ -241,11 +244,12 @@ _ASKED = re.compile(r"^(?:you|the question)\s+(?:asked|asks|is|was)\s+(?:me\s+)?
                     r"(?:[\u2013\u2014:;,]|\s-\s)\s*")
 
 
-def _drop_echo(lines: list[str], terms: tuple[str, ...]) -> list[str]:
+def _drop_echo(lines: list[str], terms: tuple[str, ...], question: str = "") -> list[str]:
     """The reply without the question echoed before its answer: leading questions about the finding
     ("Is the kidney visible? No.", "The left kidney? Not on this one.", "Question: ... Answer: no")
     and a "You asked whether X is visible -" lead. An echo that is all there is leaves nothing."""
-    pat = _term_pattern(terms)
+    asked = normalize(question).rstrip("?").strip()
+    pat = _term_pattern(terms + ((asked,) if asked else ()))
     if pat is None:
         return lines
     out = []
@@ -371,7 +375,7 @@ _NEGATION_CUE = re.compile(r"(?<![\w'])(?:no|not|without|none|nothing)(?![\w'])"
 # a later pronoun that refers back to the finding ("... cannot be excluded, though it is not
 # clearly seen"; "... no effusion. Possibly a small one.")
 _BACK_NEGATED = re.compile(r"\b(?:(?:it|one|this)\s+(?:is|was)\s+not|none\s+(?:is|was))\s+(?:clearly\s+|definitely\s+)?"
-                           r"(?:seen|visible|identified|visuali[sz]ed|present)\b")
+                           r"(?:seen|visible|identified|visuali[sz]ed|present|in (?:the|this) (?:image|slice|view|film))\b")
 _BACK_POSSIBLE = re.compile(r"\b(?:(?:one|it|this)\s+(?:can|could)\s+not\s+be\s+(?:excluded|ruled out)|"
                             r"(?:possibly|probably|perhaps|maybe)\s+(?:a\s+|an\s+)?(?:small\s+|tiny\s+|little\s+)?one)\b")
 
@@ -463,20 +467,28 @@ def _content(sentences: list[str], terms, finding, kind, flip: bool) -> tuple[st
     if sentences and _BOTH.match(re.sub(r"^[\W_]+", "", sentences[0])):
         return "refer", None, "both"  # "Yes and no - ...": commits to neither
     mentions = _mention_statuses(sentences, terms, finding)
+    health = _health_statuses(sentences) if kind != "organ" else []  # "no acute abnormality" is not about an organ
     if kind == "health" and flip:
         # To "Is this normal?", "No, I don't see a pneumothorax" denies the finding: the particle's
         # polarity is ambiguous there, an explicit statement about the finding is not.
         got = _aggregate(mentions)
         if got is not None:
+            told = _aggregate(health)
+            hedged_only = not any(m in ("affirmed", "negated") for m in mentions)
+            if hedged_only and got[0] == "answer" and told is not None and told[0] == "answer" and told[1] != got[1]:
+                return "unclear", None, "mention"  # "normal, though a pneumothorax cannot be excluded"
             return (*got, "mention")
     if sentences:
         lead = _leading(sentences[0], kind, flip)
         if lead is not None:
+            said = _aggregate([m for m in mentions if m in ("affirmed", "negated")]
+                              or [h for h in health if h in ("affirmed", "negated")])
+            if said is not None and said[0] == "answer" and said[1] != lead:
+                return "unclear", None, "leading-yes-no"  # "Yes. The liver is not visible.": two verdicts
             return "answer", lead, "leading-yes-no"
     searched = revisions.search_outcome(" ".join(sentences), _term_pattern(terms))
     if searched is not None:
         return "answer", searched, "search-outcome"
-    health = _health_statuses(sentences) if kind != "organ" else []  # "no acute abnormality" is not about an organ
     for rule, statuses in (("mention", mentions), ("health-words", health)):
         got = _aggregate(statuses)
         if got is not None:
@@ -582,12 +594,13 @@ def _json_value_reader(question: str, finding: str, kind: str):
     label's value in the finding's polarity ("no, not seen", "not visualised", "surgically absent").
     Undecided values ("cannot determine", "difficult to assess") do not resolve."""
     def read(key_kind: str, value: str) -> tuple[bool, bool | None]:
+        flag = normalize(value).strip(" .!")
+        if flag in ("y", "n"):  # a one-letter flag
+            return True, (flag == "y") != (key_kind == "general" and kind == "health")
         if key_kind == "general":
             r = read_decision(value, question, finding, kind)
             return r.action == "answer", (r.claim if r.action == "answer" else None)
-        v = normalize(value).strip(" .!")
-        if v in ("y", "n"):  # a one-letter flag
-            return True, v == "y"
+        v = flag
         lead = _leading(v, "presence", flip=False)
         if lead is not None:
             return True, lead
@@ -677,13 +690,55 @@ def read_decision(text: str, question: str, finding: str, question_kind: str | N
     ----------
     .. [1] Counterfactual paper, §3.1, §3.10.
     """
+    r = _read(text, question, finding, question_kind, tuple(synonyms), _corrections)
+    return r if r.evidence else replace(r, evidence=_evidence(r, text, finding_terms(finding, tuple(synonyms))))
+
+
+_UNCLEAR_WHY = {
+    "mention": "the finding's mentions assert both ways, or a hedged double negation (\"I can't say X is absent\")",
+    "leading-yes-no": "the opening yes / no and what the reply says of the finding disagree",
+}
+
+
+def _evidence(r: Reading, text: str, terms: tuple[str, ...]) -> str:
+    """The text that decided ``r`` (normalised, at most 200 characters), or why it is unclear."""
+    if r.action == "unclear":
+        return _UNCLEAR_WHY.get(r.rule, "the reply's readings disagree")
+    if r.rule in ("json-field", "json-partial", "final-tag"):
+        return " ".join((text or "").split())[:200]
+    sentences = [s for line in _lines(text) for s in _sentences(line)]
+    if not sentences:
+        return ""
+    pat = _term_pattern(terms)
+    finders = {
+        "leading-yes-no": lambda s: True, "both": lambda s: True,
+        "verdict-line": lambda s: bool(_VERDICT.search(s) or _THEREFORE.match(s)),
+        "label-line": lambda s: bool(pat and _label_pattern(terms).match(s)),
+        "mention": lambda s: bool(pat and pat.search(s)), "search-outcome": lambda s: bool(pat and pat.search(s)),
+        "health-words": lambda s: bool(_term_pattern(NORMAL_WORDS + ABNORMAL_WORDS).search(s)),
+        "undecided": lambda s: bool(_CLARIFY.search(s) or _REFER.search(s) or _WRONG_ANATOMY.search(s)),
+        "predicate": lambda s: bool(_ABSENT_PREDICATE.search(s) or _PRESENT_PREDICATE.search(s)),
+        "other-entity": lambda s: bool(_ORGANS.search(s)), "none": lambda s: False,
+    }
+    find = finders.get(r.rule)
+    if find is None:
+        return sentences[-1][:200]
+    hits = [s for s in sentences if find(s)]
+    if not hits:
+        return ""
+    return (hits[-1] if r.rule in ("verdict-line", "label-line") else hits[0])[:200]
+
+
+def _read(text: str, question: str, finding: str, question_kind: str | None, synonyms: tuple[str, ...],
+          _corrections: bool) -> Reading:
+    """:func:`read_decision` without the evidence."""
     kind = question_kind or infer_question_kind(question)
     got = _structured(text, question, finding, kind, synonyms)
     if isinstance(got, Reading):
         return got
     if isinstance(got, str):
         text = got
-    lines = _drop_echo(_lines(text), finding_terms(finding, tuple(synonyms)))
+    lines = _drop_echo(_lines(text), finding_terms(finding, tuple(synonyms)), question)
     if not lines:
         return Reading("unparseable", None, "none")
     if _corrections:
