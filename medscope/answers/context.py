@@ -39,7 +39,7 @@ STATUSES = ("affirmed", "negated", "possible", "hypothetical", "historical", "co
 # affirms ("it would be wrong to say there is no X", "I don't think X is missing"); a hedged one
 # ("I can't say") around a second negation commits to nothing. Alone, both deny.
 STATEMENT_DENIALS = (
-    "wrong to say", "wrong to call", "wrong to claim", "incorrect to say", "incorrect to call", "inaccurate to say",
+    "not the case that", "wrong to say", "wrong to call", "wrong to claim", "incorrect to say", "incorrect to call", "inaccurate to say",
     "not true that", "not correct that", "not correct to say", "untrue that", "false to say", "a mistake to say",
     "not fair to say", "not that", "do not think", "do not believe", "would not say", "would not call",
     "would not describe", "disagree that",
@@ -61,7 +61,7 @@ FORWARD = {
         "exclude", "lack of", "lacks", "doubt", "unlikely to be", "unable to see", "resolved",
         "resolution of", "no longer", "no residual", "fails to", "failed to", "resected", "excised",
         "removed", "rather than", "instead of", "mimicking", "mimics", "mimicker of", "simulating",
-        "masquerading as", "pseudo", "kein", "keine", "keinen", "geen", "pas de", "sin", "sem", "nessun",
+        "masquerading as", "pseudo", "nicht", "kein", "keine", "keinen", "geen", "pas de", "sin", "sem", "nessun",
         "nessuna", "brak",
     ) + STATEMENT_DENIALS + HEDGED_DENIALS,
     "possible": (
@@ -79,7 +79,8 @@ FORWARD = {
         "first thought", "to tell", "to identify", "to say", "can not assess", "can not evaluate",
         "can not determine", "can not judge", "can not comment on", "can not decide", "unable to assess",
         "unable to evaluate", "probability that", "probability of", "likelihood that", "likelihood of",
-        "chance that", "chance of",
+        "chance that", "chance of", "question about", "asks about", "asked about", "can hide", "may hide",
+        "could hide", "initially", "at first", "looked like",
     ),
     "historical": ("history of", "previously seen", "previous", "prior", "status post", "old"),
 }
@@ -93,7 +94,8 @@ BACKWARD = {
         "not demonstrated", "not shown", "not depicted", "not included", "not in", "not there",
         "not evident", "not appreciated", "not noted", "not found", "not captured",
         "not clearly visible", "not clearly seen", "found none", "none seen", "is missing", "are missing",
-        "missing", "is lacking", "lacking",
+        "missing", "is lacking", "lacking", "not within", "outside the field of view", "out of the field of view",
+        "outside the field", "out of view", "out of plane",
     ),
     "possible": (
         "can not be excluded", "can not be ruled out", "not excluded", "not ruled out",
@@ -102,7 +104,9 @@ BACKWARD = {
     ),
     "hypothetical": ("would", "would appear", "would be", "could be hidden", "may or may not", "might or might not",
                      "can be occult", "could be occult", "may be occult", "can be missed", "could be missed",
-                     "may be missed"),
+                     "may be missed", "can not be assessed", "can not be evaluated", "can not be determined",
+                     "can not be commented on", "can not be answered", "refers to", "is defined as", "is a condition",
+                     "is a collection", "is a term"),
 }
 # "X is/was/appears ... not <verb>" with up to two words between "not" and the verb.
 _NOT_PREDICATE = re.compile(
@@ -181,7 +185,8 @@ def backward_scope(after: str) -> str:
 
 _STATEMENT = _alternation(STATEMENT_DENIALS)
 _HEDGED = _alternation(HEDGED_DENIALS)
-_NOT_WITHOUT = re.compile(r"(?<![\w'])not\s+without(?![\w'])")
+_NEGATION_WORDS = re.compile(r"(?<![\w'])(?:not|no|never|none|missing|absent|lacking|excluded)(?![\w'])")
+_NOT_WITHOUT = re.compile(r"(?<![\w'])not\s+(?:without|no)(?![\w'])")
 
 
 def _double_negation(before: str, after: str) -> str | None:
@@ -195,9 +200,11 @@ def _double_negation(before: str, after: str) -> str | None:
             outer = m
         if outer is None:
             continue
-        inner = before[outer.end():]
-        if _FORWARD["negated"].search(_STATEMENT.sub(" ", _HEDGED.sub(" ", inner))) or _NOT_PREDICATE.search(after) \
-                or _BACKWARD["negated"].search(after):
+        inner = _STATEMENT.sub(" ", _HEDGED.sub(" ", before[outer.end():]))
+        negations = len(_FORWARD["negated"].findall(inner)) + len(_NEGATION_WORDS.findall(after))
+        if negations >= 2:
+            return "conflicting"  # "incorrect to say that X is not missing": three negations, no verdict
+        if negations == 1:
             return result
     return None
 

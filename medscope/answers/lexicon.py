@@ -8,7 +8,7 @@ YES_PARTICLES = ("yes", "yess", "yesss", "yeah", "yea", "yah", "ya", "ye", "yep"
                  "true", "indeed", "i think so", "i believe so", "definitely", "absolutely",
                  "sí", "si", "oui", "ja", "jawel", "да", "是", "是的", "对", "有", "はい", "ある", "あります", "네", "예",
                  "있습니다", "sim", "evet", "tak", "ano", "igen", "kyllä", "ναι", "نعم", "हाँ", "हां", "haan")
-NO_PARTICLES = ("no", "noo", "nooo", "nope", "nah", "naw", "nay", "false", "incorrect", "non", "nein", "nee", "нет",
+NO_PARTICLES = ("yeah no", "yeah, no", "no", "noo", "nooo", "nope", "nah", "naw", "nay", "false", "incorrect", "non", "nein", "nee", "нет",
                 "否", "不", "不是", "没有", "無い", "ない", "いいえ", "아니요", "아니오", "없습니다", "não", "nao", "hayır",
                 "nie", "ne", "nem", "όχι", "لا", "नहीं", "nahi", "def not", "definitely not", "absolutely not",
                 "certainly not", "no way", "not that i can see", "i do not think so",
@@ -22,10 +22,11 @@ HEDGED_LEADS = ("i would say", "i would lean towards", "i would lean toward", "i
 POLARITY_WORDS = {"present": True, "positive": True, "absent": False, "negative": False, "none": False,
                   "nothing": False, "unlikely": False, "likely": True}
 NORMAL_WORDS = ("within normal limits", "normal", "healthy", "unremarkable", "no acute", "looks fine", "look fine",
-                "looks okay", "looks ok", "looks good", "fine to me", "nothing concerning", "nothing worrying")
+                "looks okay", "looks ok", "looks good", "fine to me", "nothing concerning", "nothing worrying",
+                "sano", "sana", "normale", "gesund", "sain", "saudável", "正常", "健康")
 ABNORMAL_WORDS = ("abnormal", "abnormality", "abnormalities", "unhealthy", "pathological", "pathology",
                   "diseased", "lesion", "lesions", "mass", "masses", "tumor", "tumour", "anomaly",
-                  "suspicious")
+                  "suspicious", "anormal", "anormale", "anomalo", "anómalo", "auffällig", "不正常", "异常", "異常")
 CLARIFY_PHRASES = (
     "too blurry", "blurry", "blurred", "blur", "too noisy", "noisy", "noise", "low resolution",
     "low-resolution", "poor quality", "image quality", "poor image", "unusable", "non-diagnostic",
@@ -38,6 +39,7 @@ CLARIFY_PHRASES = (
     # the same in the languages models answer in
     "mauvaise qualité", "floue", "flou", "sfocata", "sfocato", "borrosa", "borroso", "unscharf", "verschwommen",
     "wazig", "размыто", "размытое", "размыт", "模糊", "ぼやけ", "흐릿",
+    "correct image", "confirm the image", "wrong image", "right image", "intended image",
 )
 REFER_PHRASES = (
     "can not determine", "unable to determine", "can not be determined", "can not tell", "unclear",
@@ -49,6 +51,7 @@ REFER_PHRASES = (
     "as an ai", "as a language model", "as an artificial intelligence", "can not provide a diagnosis",
     "can not provide medical", "can not give a diagnosis", "can not diagnose", "unable to diagnose",
     "please consult", "consult a", "not qualified", "idk", "dunno", "no idea", "hard to say", "can not be sure",
+    "either way", "can not call it", "can not confidently",
     # the same in the languages models answer in
     "no lo sé", "no sé", "no estoy seguro", "je ne sais pas", "pas sûr", "ich weiß nicht", "nicht sicher",
     "ik weet het niet", "weet het niet", "niet zeker", "non lo so", "non sono sicuro", "não sei", "nie wiem",

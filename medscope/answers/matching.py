@@ -79,11 +79,15 @@ _CONTRACTIONS = ((r"\bcan't\b", "can not"), (r"\bcannot\b", "can not"), (r"\bwon
                  (r"\bshan't\b", "shall not"), (r"\bain't\b", "is not"), (r"n't\b", " not"),
                  (r"\b(there|it|that|what|here)'s\b", r"\1 is"), (r"\bi'm\b", "i am"),
                  (r"\b(i|we|you|they)'d\b", r"\1 would"), (r"\b(i|we|you|they)'ve\b", r"\1 have"),
-                 (r"\b(they|we|you)'re\b", r"\1 are"))
+                 (r"\b(they|we|you)'re\b", r"\1 are"),
+                 # the apostrophe left out, as typed in a hurry
+                 (r"\btheres\b", "there is"), (r"\bisnt\b", "is not"), (r"\barent\b", "are not"),
+                 (r"\bdoesnt\b", "does not"), (r"\bdont\b", "do not"), (r"\bcant\b", "can not"),
+                 (r"\bwasnt\b", "was not"), (r"\bits not\b", "it is not"))
 _CONTRACTION_RES = tuple((re.compile(p), r) for p, r in _CONTRACTIONS)
 _MARKDOWN = re.compile(r"[*_\"`#>]")
 _SPACES = re.compile(r"[ \t]+")
-_PARTICLE_END = r"(?=$|[\s,.!?;:()\u2013\u2014\uff0c\u3002]|\s-)"
+_PARTICLE_END = r"(?=$|[\s,.!?;:()\u2013\u2014\uff0c\u3001\u3002]|\s-)"
 _VERDICT = re.compile(
     r"(?:^|(?<=[\s(]))(?:(?:my|the|final|so the|so my) answer(?: would be| is)?|final verdict|verdict|"
     r"answer|in conclusion|conclusion|impression|bottom line|in summary|summary|overall|decision)"
@@ -127,7 +131,7 @@ def normalize(text: str) -> str:
     """
     text = (text or "").lower().replace("\u2019", "'").replace("\u2018", "'")
     text = _MARKDOWN.sub(" ", text)
-    if "'" in text or "cannot" in text:
+    if "'" in text or "cannot" in text or re.search(r"\b(?:theres|isnt|arent|doesnt|dont|cant|wasnt|its)\b", text):
         for pat, rep in _CONTRACTION_RES:
             text = pat.sub(rep, text)
     return _SPACES.sub(" ", text).strip()
@@ -374,7 +378,8 @@ _WHICH_NOT = re.compile(r"^\s*,?\s*(?:which|that)\s+(?:is|are|was)\s+(?:\w+\s+){
 _NEGATION_CUE = re.compile(r"(?<![\w'])(?:no|not|without|none|nothing)(?![\w'])")
 # a later pronoun that refers back to the finding ("... cannot be excluded, though it is not
 # clearly seen"; "... no effusion. Possibly a small one.")
-_BACK_NEGATED = re.compile(r"\b(?:(?:it|one|this)\s+(?:is|was)\s+not|none\s+(?:is|was))\s+(?:clearly\s+|definitely\s+)?"
+_BACK_NEGATED = re.compile(r"\b(?:argues?|speaks?)\s+against\s+(?:it|this|that)\b|"
+                           r"\b(?:(?:it|one|this)\s+(?:is|was)\s+not|none\s+(?:is|was))\s+(?:clearly\s+|definitely\s+)?"
                            r"(?:seen|visible|identified|visuali[sz]ed|present|in (?:the|this) (?:image|slice|view|film))\b")
 _BACK_POSSIBLE = re.compile(r"\b(?:(?:one|it|this)\s+(?:can|could)\s+not\s+be\s+(?:excluded|ruled out)|"
                             r"(?:possibly|probably|perhaps|maybe)\s+(?:a\s+|an\s+)?(?:small\s+|tiny\s+|little\s+)?one)\b")
@@ -430,6 +435,8 @@ def _mention_statuses(sentences: list[str], terms: tuple[str, ...], finding: str
         for m in resected.finditer(s) if resected is not None else ():
             if _side_conflict(s, m.start(), finding) == "skip":
                 continue
+            if re.search(r"\b(?:partial|subtotal|hemi|sleeve|segmental|wedge)\W*$", s[:m.start()]):
+                continue  # a partial resection leaves the organ
             st = status(s, m.start(), m.end())
             if st not in ("negated", "hypothetical"):  # "status post nephrectomy": the organ is gone
                 found = True
@@ -457,7 +464,8 @@ def _health_statuses(sentences: list[str]) -> list[str]:
                 continue
             st = status(s, m.start(), m.end())
             out.append(invert.get(st, st))
-        if re.search(r"\b(?:are|is|look|looks|appear|appears|remain|remains)\s+clear\b", s):
+        if re.search(r"(?<!image )(?<!picture )(?<!film )(?<!view )\b(?:are|is|look|looks|appear|appears|remain|remains)"
+                     r"\s+clear\b", s):
             out.append("negated")
     return out
 
@@ -572,7 +580,12 @@ def _other_anatomy(text: str, terms: tuple[str, ...], finding: str) -> bool:
     return pat is not None and any(_side_conflict(text, m.start(), finding) for m in pat.finditer(text))
 
 
+_QUALITY_FINE = re.compile(r"\b(?:image quality|the image|quality) (?:is|looks|seems) (?:\w+ )?(?:adequate|good|fine|"
+                           r"sufficient|acceptable|ok|okay|diagnostic|clear)\b")
+
+
 def _undecided(text: str) -> str | None:
+    text = _QUALITY_FINE.sub(" ", text)  # "the image quality is adequate, but I can't tell" declines on a usable image
     if _CLARIFY.search(text) or _WRONG_ANATOMY.search(text):
         return "clarify"
     if _REFER.search(text):
@@ -695,7 +708,7 @@ def read_decision(text: str, question: str, finding: str, question_kind: str | N
 
 
 _UNCLEAR_WHY = {
-    "mention": "the finding's mentions assert both ways, or a hedged double negation (\"I can't say X is absent\")",
+    "mention": "the finding's mentions assert both ways, or a negation of a negation it cannot resolve",
     "leading-yes-no": "the opening yes / no and what the reply says of the finding disagree",
 }
 

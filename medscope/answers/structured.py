@@ -180,6 +180,9 @@ def json_verdict(obj: dict, finding: str, terms: tuple[str, ...], read_value: Va
     ----------
     .. [1] Organ-presence paper, "Responses parse into present, absent and not-addressed".
     """
+    listed = _listed(obj, finding, terms)
+    if listed is not None:
+        return listed
     name = next((obj[k] for k in obj if _norm(k) in NAME_FIELDS and isinstance(obj[k], str)), None)
     if name is not None and terms and not names_finding(name, terms, finding):
         return JsonVerdict(False, None)  # this object is about another organ / finding
@@ -200,6 +203,31 @@ def json_verdict(obj: dict, finding: str, terms: tuple[str, ...], read_value: Va
         if got.found:
             return got
     return JsonVerdict(False, None)
+
+
+_ABSENT_LIST_KEY = re.compile(r"\b(?:absent|missing|not (?:visible|present|seen|identified|detected)|invisible)\b")
+_PRESENT_LIST_KEY = re.compile(r"\b(?:present|visible|seen|identified|detected)\b")
+
+
+def _listed(obj: dict, finding: str, terms: tuple[str, ...]) -> JsonVerdict | None:
+    """The verdict of organ lists keyed by their status (``{"present_organs": [...], "absent_organs":
+    [...]}``): the finding named in an absent list is absent, in a present list present; named in
+    both, or in neither, no verdict here."""
+    said = set()
+    for k, v in obj.items():
+        if not isinstance(v, list) or not all(isinstance(e, str) for e in v):
+            continue
+        words = _norm(k)
+        if not any(names_finding(e, terms, finding) for e in v):
+            continue
+        if _ABSENT_LIST_KEY.search(words):
+            said.add((False, str(k)))
+        elif _PRESENT_LIST_KEY.search(words):
+            said.add((True, str(k)))
+    if len({c for c, _ in said}) == 1:
+        claim, key = sorted(said)[0]
+        return JsonVerdict(True, claim, key)
+    return None
 
 
 _PAIR = re.compile(r'"([^"\\]{1,60})"\s*:\s*("(?:[^"\\]|\\.)*"|true|false|null|-?\d+(?:\.\d+)?)\s*[,}]')
