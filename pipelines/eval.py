@@ -399,7 +399,8 @@ def show(uri: str) -> list[dict]:
     -------
     list of dict
         One row per (model, condition), sorted: ``"model"``, ``"condition"``, ``"episodes"``,
-        ``"unparseable_rate"`` (errors aside), ``"tool_use_rate"``, ``"mean_tool_calls"``,
+        ``"unparseable_rate"`` (errors aside), ``"unclear"`` and ``"unclear_rate"`` (replies the reader did
+        not commit on: left out of every n when scored), ``"tool_use_rate"``, ``"mean_tool_calls"``,
         ``"input_tokens"``, ``"output_tokens"``, ``"cost_usd"``, ``"errors"``, ``"mean_latency_s"`` and
         ``"read_by"`` (e.g. ``"format=3 json=1"``, or ``"-"``).
     """
@@ -414,6 +415,8 @@ def show(uri: str) -> list[dict]:
         out.append({
             "model": model, "condition": condition, "episodes": n,
             "unparseable_rate": sum(r["action"] == "unparseable" and not r["error"] for r in rows) / n,
+            "unclear": sum(r["action"] == "unclear" for r in rows),
+            "unclear_rate": sum(r["action"] == "unclear" for r in rows) / n,
             "tool_use_rate": sum(r["tool_calls"] > 0 for r in rows) / n,
             "mean_tool_calls": sum(r["tool_calls"] for r in rows) / n,
             "input_tokens": sum(r["input_tokens"] for r in rows),
@@ -438,6 +441,9 @@ def _print_show(uri: str) -> None:
     widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(cols)]
     for row in [cols, *cells]:
         print("  ".join(v.ljust(w) for v, w in zip(row, widths)))
+    if any(r["unclear"] for r in rows):
+        print("unclear: replies the reader did not commit on (its evidence disagreed); they count in no n. "
+              "See how each was read: medscope answers read --episodes " + uri)
     rejects = layout.EvalRun(layout.folder_of("episodes", uri)).rejects
     if storage.is_dir(rejects):
         reasons = Counter(records.read_table("rejects", rejects, columns=["reason"]).column("reason").to_pylist())

@@ -50,7 +50,8 @@ HEDGED_DENIALS = ("can not say", "can not tell", "not sure", "unsure", "can not 
 PSEUDO = (
     "no doubt", "without doubt", "without a doubt", "no question", "not only", "no wonder",
     "no change", "no interval change", "no significant change", "no increase", "no decrease",
-    "not surprisingly", "not unexpectedly", "not just", "no further",
+    "not surprisingly", "not unexpectedly", "not just", "no further", "not untrue", "not incorrect", "not wrong",
+    "not false",
 )
 
 FORWARD = {
@@ -61,7 +62,7 @@ FORWARD = {
         "exclude", "lack of", "lacks", "doubt", "unlikely to be", "unable to see", "resolved",
         "resolution of", "no longer", "no residual", "fails to", "failed to", "resected", "excised",
         "removed", "rather than", "instead of", "mimicking", "mimics", "mimicker of", "simulating",
-        "masquerading as", "pseudo", "nicht", "kein", "keine", "keinen", "geen", "pas de", "sin", "sem", "nessun",
+        "masquerading as", "pseudo", "devoid of", "free from", "clear of", "nothing to suggest", "nicht", "kein", "keine", "keinen", "geen", "pas de", "sin", "sem", "nessun",
         "nessuna", "brak",
     ) + STATEMENT_DENIALS + HEDGED_DENIALS,
     "possible": (
@@ -95,7 +96,12 @@ BACKWARD = {
         "not evident", "not appreciated", "not noted", "not found", "not captured",
         "not clearly visible", "not clearly seen", "found none", "none seen", "is missing", "are missing",
         "missing", "is lacking", "lacking", "not within", "outside the field of view", "out of the field of view",
-        "outside the field", "out of view", "out of plane",
+        "outside the field", "out of view", "out of plane", "not in fov", "not in the fov",
+        # the same in the languages models answer in
+        "no se observa", "no se identifica", "no se ve", "no se visualiza", "no es visible", "não se observa",
+        "não é visível", "não está presente", "não se identifica", "n'est pas visible", "n'est pas vu",
+        "nicht sichtbar", "nicht erkennbar", "non è visibile", "non si vede", "niet zichtbaar", "不可见", "未见",
+        "看不到", "見えません", "見られません", "보이지 않습니다",
     ),
     "possible": (
         "can not be excluded", "can not be ruled out", "not excluded", "not ruled out",
@@ -106,7 +112,8 @@ BACKWARD = {
                      "can be occult", "could be occult", "may be occult", "can be missed", "could be missed",
                      "may be missed", "can not be assessed", "can not be evaluated", "can not be determined",
                      "can not be commented on", "can not be answered", "refers to", "is defined as", "is a condition",
-                     "is a collection", "is a term"),
+                     "is a collection", "is a term", "can be difficult", "can be very difficult", "can be hard",
+                     "may be difficult", "can be subtle"),
 }
 # "X is/was/appears ... not <verb>" with up to two words between "not" and the verb.
 _NOT_PREDICATE = re.compile(
@@ -248,4 +255,10 @@ def status(sentence: str, start: int, end: int) -> str:
             key = (m.end(), m.end() - m.start())
             if best is None or key > best[0]:
                 best = (key, cat)
+    if best is not None and best[1] == "possible":
+        cuts = list(_FORWARD_END.finditer(masked[:start]))
+        clause = masked[cuts[-1].end() if cuts else 0:start]  # the whole clause, not only eight words
+        lead = clause[:len(clause) - (len(before) - (best[0][0] - best[0][1]))]
+        if re.search(r"\bto\s+$", lead) and _FORWARD["negated"].search(lead):
+            return "negated"  # "nothing to suggest X", "fails to show a line to suggest X": the hedge is denied
     return best[1] if best is not None else "affirmed"

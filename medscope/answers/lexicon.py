@@ -26,7 +26,7 @@ NORMAL_WORDS = ("within normal limits", "normal", "healthy", "unremarkable", "no
                 "sano", "sana", "normale", "gesund", "sain", "saudável", "正常", "健康")
 ABNORMAL_WORDS = ("abnormal", "abnormality", "abnormalities", "unhealthy", "pathological", "pathology",
                   "diseased", "lesion", "lesions", "mass", "masses", "tumor", "tumour", "anomaly",
-                  "suspicious", "anormal", "anormale", "anomalo", "anómalo", "auffällig", "不正常", "异常", "異常")
+                  "suspicious", "enlarged", "anormal", "anormale", "anomalo", "anómalo", "auffällig", "不正常", "异常", "異常")
 CLARIFY_PHRASES = (
     "too blurry", "blurry", "blurred", "blur", "too noisy", "noisy", "noise", "low resolution",
     "low-resolution", "poor quality", "image quality", "poor image", "unusable", "non-diagnostic",
@@ -40,6 +40,7 @@ CLARIFY_PHRASES = (
     "mauvaise qualité", "floue", "flou", "sfocata", "sfocato", "borrosa", "borroso", "unscharf", "verschwommen",
     "wazig", "размыто", "размытое", "размыт", "模糊", "ぼやけ", "흐릿",
     "correct image", "confirm the image", "wrong image", "right image", "intended image",
+    "obscured by stool", "obscured by bubbles", "obscured by debris",
 )
 REFER_PHRASES = (
     "can not determine", "unable to determine", "can not be determined", "can not tell", "unclear",

@@ -375,6 +375,10 @@ _PROPERTY_DENIED = re.compile(
     r"(?:in|within|of|involving|inside|along|on|from|arising from|around)\s+(?:the\s+)?$")
 _WHICH_NOT = re.compile(r"^\s*,?\s*(?:which|that)\s+(?:is|are|was)\s+(?:\w+\s+){0,2}?not\s+(?:\w+\s+){0,1}?"
                         r"(?:visible|seen|present|depicted|shown|included|captured|identified|in)\b")
+_PROPERTY_AFTER = re.compile(
+    r"^\s+(?:wall|walls|parenchyma|parenchymal|lesions?|mass(?:es)?|stones?|calcul(?:us|i)|thickening|dilat(?:ation|ion)|"
+    r"enlargement|injur(?:y|ies)|lacerations?|contour|margins?|abnormalit(?:y|ies)|pathology|calcifications?|"
+    r"cysts?|nodules?|hypodensit(?:y|ies))\b")
 _NEGATION_CUE = re.compile(r"(?<![\w'])(?:no|not|without|none|nothing)(?![\w'])")
 # a later pronoun that refers back to the finding ("... cannot be excluded, though it is not
 # clearly seen"; "... no effusion. Possibly a small one.")
@@ -394,7 +398,7 @@ def _resection_pattern(finding: str) -> re.Pattern | None:
     return _term_pattern(tuple(sorted(names))) if names else None
 
 
-def _mention_status(s: str, m: re.Match, finding: str) -> str | None:
+def _mention_status(s: str, m: re.Match, finding: str, organ: bool = False) -> str | None:
     """One mention's status, or None when it asserts nothing about the finding (another side, a landmark)."""
     conflict = _side_conflict(s, m.start(), finding)
     if conflict == "skip":
@@ -405,6 +409,8 @@ def _mention_status(s: str, m: re.Match, finding: str) -> str | None:
     if conflict:
         return conflict
     st = status(s, m.start(), m.end())
+    if st == "negated" and organ and _PROPERTY_AFTER.match(s[m.end():]):
+        return "affirmed"  # "no bladder wall thickening": the organ names where, the property is denied
     if st == "negated":
         before = s[:m.start()]
         cue = None
@@ -415,7 +421,7 @@ def _mention_status(s: str, m: re.Match, finding: str) -> str | None:
     return st
 
 
-def _mention_statuses(sentences: list[str], terms: tuple[str, ...], finding: str) -> list[str]:
+def _mention_statuses(sentences: list[str], terms: tuple[str, ...], finding: str, organ: bool = False) -> list[str]:
     pat = _term_pattern(terms)
     if pat is None:
         return []
@@ -426,7 +432,7 @@ def _mention_statuses(sentences: list[str], terms: tuple[str, ...], finding: str
         hits = list(pat.finditer(s))
         for m in hits:
             found = True
-            st = _mention_status(s, m, finding)
+            st = _mention_status(s, m, finding, organ)
             if st is not None:
                 out.append(st)
         if free is not None and free.search(s):  # "polyp-free mucosa"
@@ -449,9 +455,15 @@ def _mention_statuses(sentences: list[str], terms: tuple[str, ...], finding: str
     return out
 
 
-def _health_statuses(sentences: list[str]) -> list[str]:
-    """Normal / abnormal words as mentions of the finding (a normal word's polarity inverted)."""
+_NORMAL_AS_REFERENCE = re.compile(r"\b(?:above|beyond|exceeds?|exceeding|outside|over|upper limit of|greater than)\s+(?:the\s+)?"
+                                  r"(?:upper\s+)?(?:limits?\s+of\s+)?normal\b|\bnormal\s+(?:threshold|cut-?off|value|range)\b")
+
+
+def _health_statuses(sentences: list[str], kind: str = "health") -> list[str]:
+    """Normal / abnormal words as mentions of the finding (a normal word's polarity inverted). To a
+    "above the normal threshold" is a reference, not a statement of health."""
     out = []
+    sentences = [_NORMAL_AS_REFERENCE.sub(" ", s) for s in sentences]
     abnormal = _term_pattern(ABNORMAL_WORDS)
     normal = _term_pattern(NORMAL_WORDS)
     invert = {"affirmed": "negated", "negated": "affirmed"}
@@ -474,8 +486,8 @@ def _content(sentences: list[str], terms, finding, kind, flip: bool) -> tuple[st
     """Rules 3-5 on some sentences: leading particle, mentions, health words."""
     if sentences and _BOTH.match(re.sub(r"^[\W_]+", "", sentences[0])):
         return "refer", None, "both"  # "Yes and no - ...": commits to neither
-    mentions = _mention_statuses(sentences, terms, finding)
-    health = _health_statuses(sentences) if kind != "organ" else []  # "no acute abnormality" is not about an organ
+    mentions = _mention_statuses(sentences, terms, finding, organ=kind == "organ")
+    health = _health_statuses(sentences, kind) if kind != "organ" else []  # "no acute abnormality" is not about an organ
     if kind == "health" and flip:
         # To "Is this normal?", "No, I don't see a pneumothorax" denies the finding: the particle's
         # polarity is ambiguous there, an explicit statement about the finding is not.
@@ -659,6 +671,11 @@ def _structured(text, question, finding, kind, synonyms) -> Reading | str | None
     late = _verdict_lines(after, terms, finding, kind) if after else None
     if late is not None:  # "Final answer: No" after the object outranks it, as in every format
         return Reading(late[0], late[1], "verdict-line")
+    tail = revisions.correction_tail("\n".join(after)) if after else None
+    if tail:  # "Correction: on closer inspection ..." after the object takes its verdict back
+        r = read_decision(tail, question, finding, kind, synonyms, _corrections=False)
+        if r.action == "answer":
+            return Reading(r.action, r.claim, "self-correction")
     obj = parser._first_object(t)
     complete = isinstance(obj, dict)
     v = structured.json_verdict(obj if complete else structured.complete_pairs(t[brace:]), finding, terms,
@@ -710,6 +727,7 @@ def read_decision(text: str, question: str, finding: str, question_kind: str | N
 _UNCLEAR_WHY = {
     "mention": "the finding's mentions assert both ways, or a negation of a negation it cannot resolve",
     "leading-yes-no": "the opening yes / no and what the reply says of the finding disagree",
+    "predicate": "the finding is never named, and the reply's presence words stand beside negations",
 }
 
 
@@ -775,9 +793,12 @@ def _read(text: str, question: str, finding: str, question_kind: str | None, syn
         return Reading("refer", None, "other-entity")  # it speaks of other organs, not the asked one
     pat = _term_pattern(terms)
     if pat is None or not pat.search(flat):
-        if _ABSENT_PREDICATE.search(flat):
+        absent, present = _ABSENT_PREDICATE.search(flat), _PRESENT_PREDICATE.search(flat)
+        if absent:
             return Reading("answer", False, "predicate")
-        if _PRESENT_PREDICATE.search(flat) and kind != "open":
+        if present and kind != "open":
+            if _NEGATION_CUE.search(flat):  # "no evidence that the cortex is not intact ... visualized": no verdict
+                return Reading("unclear", None, "predicate")
             return Reading("answer", True, "predicate")
     if kind == "open" and re.search(r"\w", flat):
         return Reading("answer", True, "open")

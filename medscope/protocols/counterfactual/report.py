@@ -451,22 +451,29 @@ def _gallery(manifest, scores, keys, multi, n_cases) -> dict:
 
 def _reading_blocks(manifest) -> list:
     """Per model and condition: how many decisions were read from the action format, a bare
-    JSON action, the free-text rules or a judge (episodes' ``reading``)."""
+    JSON action, the free-text rules or a judge (episodes' ``reading``), and how many replies the
+    reader did not commit on (``unclear``: left out of every n)."""
     uri = manifest.get("episodes")
     if not uri or not storage.exists(uri):
         return [Para("No episodes table recorded in run.json; reading paths unknown.")]
-    ep = records.read_table("episodes", uri, columns=["model", "condition", "reading"]).to_pylist()
+    ep = records.read_table("episodes", uri, columns=["model", "condition", "reading", "action"]).to_pylist()
     counts: dict[tuple[str, str], dict] = {}
     for r in ep:
         c = counts.setdefault((r["model"], r["condition"]), {})
         c[r["reading"] or "not recorded"] = c.get(r["reading"] or "not recorded", 0) + 1
+        c["unclear"] = c.get("unclear", 0) + (r["action"] == "unclear")
     paths = ("format", "json", "rules", "judge", "not recorded")
-    rows = [[m, cond, str(sum(c.values()))] + [str(c.get(p, 0)) for p in paths]
-            for (m, cond), c in sorted(counts.items())]
-    return [Table(["model", "condition", "episodes", *paths], rows,
+    rows = []
+    for (m, cond), c in sorted(counts.items()):
+        n = sum(c.get(p, 0) for p in paths)
+        k = c.get("unclear", 0)
+        rows.append([m, cond, str(n)] + [str(c.get(p, 0)) for p in paths] + [f"{k} of {n} ({k / n:.1%})" if n else "–"])
+    return [Table(["model", "condition", "episodes", *paths, "unclear"], rows,
                   "format: a <final> action tag; json: a bare JSON action; rules: free text read by the rule "
                   "reader (docs/answers.md); judge: a judge model's reading (medscope judge-replies); "
-                  "not recorded: tool-limit endings and tables written before the column existed.")]
+                  "not recorded: tool-limit endings and tables written before the column existed. unclear: replies "
+                  "the reader did not commit on because its own evidence disagreed (two verdicts, a negation of a "
+                  "negation it cannot resolve); they are in no n of this report (medscope answers read shows why).")]
 
 
 def _tests_blocks(scores, reference, ts, comps, plan, manifest) -> list:

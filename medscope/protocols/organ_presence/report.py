@@ -136,6 +136,11 @@ def probe_report_section(metrics: list[dict], constant=frozenset()) -> tuple[str
     if slopes:
         lines += ["", "Correct rejection vs z-distance (logistic slope, log-odds per mm, cluster-robust CI):", ""]
         lines += [f"- {r['model']} / {r['condition']}: {_fmt(r['value'], r['ci_low'], r['ci_high'])}" for r in slopes]
+    lines += ["", "Replies read as unclear (the reader's own evidence disagreed; in no n above): "
+              + ("; ".join(f"{r['model']} / {r['condition']} ({r['breakdown'].split('render=')[-1]}) "
+                           f"{r['value']:.1%} [{r['ci_low']:.1%}, {r['ci_high']:.1%}]"
+                           for r in metrics if r["metric"] == "unclear_rate" and r["value"] is not None)
+                 or "none") + "."]
     cues = [r for r in metrics if r["metric"] == "hedge_cue_share"]
     if cues:
         lines += ["", "Hedge cues (first cue that fired, share of hedged negatives):", ""]
