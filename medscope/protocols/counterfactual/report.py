@@ -17,6 +17,7 @@ import pandas as pd
 import pyarrow as pa
 
 from medscope import images
+from medscope.answers.audit import reading_check_line
 from medscope.io import layout, records, storage
 from medscope.errors import MedScopeError
 from medscope.protocols.counterfactual import report_summary as rs
@@ -451,7 +452,8 @@ def _gallery(manifest, scores, keys, multi, n_cases) -> dict:
 
 def _reading_blocks(manifest) -> list:
     """Per model and condition: how many decisions were read from the action format, a bare
-    JSON action, the free-text rules or a judge (episodes' ``reading``)."""
+    JSON action, the free-text rules or a judge (episodes' ``reading``); then the reading check
+    of this run's replies, when one was made (``medscope answers agreement``), or how to make one."""
     uri = manifest.get("episodes")
     if not uri or not storage.exists(uri):
         return [Para("No episodes table recorded in run.json; reading paths unknown.")]
@@ -466,7 +468,8 @@ def _reading_blocks(manifest) -> list:
     return [Table(["model", "condition", "episodes", *paths], rows,
                   "format: a <final> action tag; json: a bare JSON action; rules: free text read by the rule "
                   "reader (docs/answers.md); judge: a judge model's reading (medscope judge-replies); "
-                  "not recorded: tool-limit endings and tables written before the column existed.")]
+                  "not recorded: tool-limit endings and tables written before the column existed."),
+            Para(reading_check_line(uri))]
 
 
 def _tests_blocks(scores, reference, ts, comps, plan, manifest) -> list:
