@@ -25,6 +25,7 @@ import hashlib
 import html
 import json
 import math
+import warnings
 from collections import Counter
 from importlib import resources
 
@@ -495,7 +496,9 @@ def kappa_with_ci(labels: list[str], reads: list[str], categories: tuple[str, ..
     pe = float((table.sum(0) * table.sum(1)).sum()) / table.sum() ** 2
     if np.isclose(pe, 1.0):
         return nan
-    res = cohens_kappa(table)  # its kappa_low / kappa_upp: the 95% interval, kappa -+ 1.96 std_kappa
+    with warnings.catch_warnings():  # without disagreement the variance can come out a hair below 0
+        warnings.simplefilter("ignore", RuntimeWarning)
+        res = cohens_kappa(table)  # its kappa_low / kappa_upp: the 95% interval, kappa -+ 1.96 std_kappa
     if not float(res.std_kappa) > 0:  # no disagreement at all: the asymptotic interval is a point, not an interval
         return float(res.kappa), float("nan"), float("nan")
     delta = float(norm.isf(alpha / 2)) * float(res.std_kappa)
