@@ -522,6 +522,46 @@ def _summary(pairs: list[dict], unsure: int, categories: tuple[str, ...]) -> dic
             "unclear": sum(p["read"] == "unclear" for p in pairs), "unsure": unsure}
 
 
+def run_weighted(pairs: list[dict], rows: dict[str, dict]) -> dict | None:
+    """Agreement and flip rate over the whole run: each labelled stratum weighted by its size.
+
+    The sample over-represents rare decisions on purpose, so its own rates describe the reader on
+    each kind of reply; weighting each stratum's rates by the replies it stands for (its size over
+    the run) estimates them for the run's replies as a whole. Strata with no labelled reply (all
+    unsure or unlabelled) are left out, and ``covered`` says how many of the run's replies the
+    estimate stands for.
+
+    Parameters
+    ----------
+    pairs : list of dict
+        The labelled, compared replies (``sample_id``, ``agrees``, ``flip``).
+    rows : dict of str to dict
+        Their sample rows by id (``stratum``, ``stratum_size``).
+
+    Returns
+    -------
+    dict or None
+        ``agreement``, ``flip_rate`` (point estimates), ``covered`` (replies of the labelled strata)
+        and ``strata``; None when no pair or a row without its stratum (a sample written by hand).
+    """
+    strata: dict[str, list[dict]] = {}
+    size = {}
+    for p in pairs:
+        row = rows[p["sample_id"]]
+        if not row.get("stratum") or not row.get("stratum_size"):
+            return None
+        strata.setdefault(row["stratum"], []).append(p)
+        size[row["stratum"]] = int(row["stratum_size"])
+    if not strata:
+        return None
+    covered = sum(size.values())
+
+    def rate(key):
+        return round(sum(size[s] * sum(p[key] for p in ps) / len(ps) for s, ps in strata.items()) / covered, 6)
+
+    return {"agreement": rate("agrees"), "flip_rate": rate("flip"), "covered": covered, "strata": len(strata)}
+
+
 def agreement(sample: list[dict], labels: dict, read=read_reply_decision) -> dict:
     """Re-read each labelled reply with the reader as it is now and compare it with the label.
 
@@ -541,11 +581,13 @@ def agreement(sample: list[dict], labels: dict, read=read_reply_decision) -> dic
     Returns
     -------
     dict
-        ``overall`` and ``per_model`` (each model with a label; each: ``n`` labelled replies, unsure ones apart; ``agree``,
-        ``agreement`` and its Wilson ``agreement_ci``; ``kappa`` and ``kappa_ci``; ``flips``,
-        ``flip_rate`` and its Wilson ``flip_ci``; ``unclear`` readings; ``unsure`` labels),
-        ``models`` (those with a reply in ``n``), ``labelled`` (ids with a label), ``unlabelled``, ``changed_since_audit`` (replies the reader now reads otherwise
-        than at audit time), ``confusion`` (label -> reading -> count) and ``misses`` (each reply
+        ``overall`` and ``per_model`` (each model with a label), each with ``n`` labelled replies
+        (unsure ones apart), ``agree``, ``agreement`` and its Wilson ``agreement_ci``, ``kappa``
+        and ``kappa_ci``, ``flips``, ``flip_rate`` and its Wilson ``flip_ci``, ``unclear``
+        readings and ``unsure`` labels; ``run_weighted`` (:func:`run_weighted`); ``models``
+        (those with a reply in ``n``); ``labelled`` and ``unlabelled`` sample ids;
+        ``changed_since_audit`` (replies the reader now reads otherwise than at audit time);
+        ``confusion`` (label -> reading -> count) and ``misses`` (each reply
         the reader missed: sample id, model, label, reading, rule, evidence).
 
     Raises
@@ -587,7 +629,9 @@ def agreement(sample: list[dict], labels: dict, read=read_reply_decision) -> dic
     for p in pairs:
         confusion.setdefault(p["label"], Counter())[p["read"]] += 1
     cats = tuple(categories)
+    rows_of = {p["sample_id"]: by_id[p["sample_id"]] for p in pairs}
     return {
+        "run_weighted": run_weighted(pairs, rows_of),
         "overall": _summary(pairs, sum(unsure.values()), cats),
         "per_model": [{"model": m, **_summary([p for p in pairs if p["model"] == m], unsure[m], cats)} for m in models],
         "models": checked, "labelled": len(labels), "unlabelled": len(set(by_id) - set(labels)),
@@ -655,6 +699,10 @@ def agreement_table(result: dict) -> str:
     body = [cells(m["model"], m) for m in result["per_model"]] + [cells("all", result["overall"])]
     widths = [max(len(h), *(len(r[i]) for r in body)) for i, h in enumerate(head)]
     lines = ["  ".join(v.ljust(w) for v, w in zip(row, widths)).rstrip() for row in [head, *body]]
+    w = result.get("run_weighted")
+    if w:
+        lines.append(f"over the run (each labelled stratum weighted by its {w['covered']} replies): agreement "
+                     f"{w['agreement']:.3f}, flip rate {w['flip_rate']:.3f}")
     if result.get("unlabelled"):
         lines.append(f"{result['unlabelled']} sampled replies have no label yet")
     if result.get("changed_since_audit"):
