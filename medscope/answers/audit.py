@@ -166,6 +166,11 @@ def stratified_sample(rows: list[dict], n: int, seed: int = 0) -> tuple[list[dic
     MedScopeError
         When ``n`` is smaller than the number of model x condition cells (the sample could not
         cover every one) or not positive.
+
+    References
+    ----------
+    .. [1] W. G. Cochran, *Sampling Techniques*, 3rd ed., Wiley, 1977, ch. 5 (stratified random
+       sampling, proportional allocation).
     """
     strata: dict[tuple[str, str, str], list[dict]] = {}
     for r in rows:
@@ -543,6 +548,10 @@ def run_weighted(pairs: list[dict], rows: dict[str, dict]) -> dict | None:
     dict or None
         ``agreement``, ``flip_rate`` (point estimates), ``covered`` (replies of the labelled strata)
         and ``strata``; None when no pair or a row without its stratum (a sample written by hand).
+
+    References
+    ----------
+    .. [1] W. G. Cochran, *Sampling Techniques*, 3rd ed., Wiley, 1977, §5.2 (the stratified mean).
     """
     strata: dict[str, list[dict]] = {}
     size = {}
@@ -732,6 +741,8 @@ def reading_check_line(episodes_uri: str) -> str:
             return check_line(safe_text.expect_mapping(safe_text.read_json(uri), uri))
         except (MedScopeError, KeyError, TypeError, IndexError):
             return f"Reply reading check unreadable ({uri}); run `medscope answers agreement` again."
+    # the eval run folder when it holds the episodes under their layout name, else the table itself
+    shown = folder if layout.table_uri("episodes", folder) != folder else episodes_uri
     return ("Reply reading not checked on this run's replies: "
-            + AUDIT_COMMAND.format(episodes=folder) + ", label the page it writes, then "
-            + f"medscope answers agreement --labels LABELS.json --episodes {folder}")
+            + AUDIT_COMMAND.format(episodes=shown) + ", label the page it writes, then "
+            + f"medscope answers agreement --labels LABELS.json --episodes {shown}")

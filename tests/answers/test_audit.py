@@ -231,3 +231,9 @@ def test_the_run_weighted_estimate_weights_each_stratum_by_its_size():
     # agreement (100 * 1/2 + 10 * 2/2) / 110 = 60/110; flips (100 * 1/2 + 10 * 0) / 110 = 50/110
     assert (w["agreement"], w["flip_rate"], w["covered"]) == (round(60 / 110, 6), round(50 / 110, 6), 110)
     assert aud.run_weighted(pairs, {k: {} for k in rows}) is None  # rows without their stratum
+
+
+def test_the_command_names_a_standalone_episodes_table_itself(tmp_path):
+    (tmp_path / "episodes.parquet").write_bytes(b"")
+    line = aud.reading_check_line(str(tmp_path / "episodes.parquet"))
+    assert f"--episodes {tmp_path / 'episodes.parquet'} --sample" in line
