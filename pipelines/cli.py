@@ -25,6 +25,7 @@ VERBS = {
     "probe": "pipelines.probe", "agent": "pipelines.agent", "train": "pipelines.train",
     "train-select": "pipelines.train", "sweep": "pipelines.sweep", "reader": "pipelines.reader",
     "benchgen": "pipelines.benchgen", "pairs": "pipelines.pairs", "judge-replies": "pipelines.judge",
+    "answers": "pipelines.answers",
     "compact": "pipelines.compact",
     "reproduce": "pipelines.reproduce",
 }

@@ -324,6 +324,46 @@ def step_evaluate(ctx: DemoContext) -> None:
                                              {k: c[k] for k in ("parts_compacted", "files_written", "rows")} for c in compacted}}
 
 
+AUDIT_SAMPLE = 24  # replies of each eval run the demo's scripted labeller checks the reading on
+
+
+def step_answers_audit(ctx: DemoContext) -> None:
+    """Check the reply reading on the demo's own replies (``medscope answers audit`` / ``agreement``):
+    a stratified sample of each eval run's replies (the models' evaluation and, when it ran, the
+    probe's), labelled by the scripted labeller, which labels by what each demo model meant to
+    decide and never looks at the reader's reading (:mod:`medscope.testing.scripted_labeller`),
+    then the reader's agreement with it; the report's "How replies were read" shows the line.
+
+    Parameters
+    ----------
+    ctx : DemoContext
+        The demo run; reads ``ctx.paths["eval"]`` (and ``ctx.paths["probe"]``'s ``eval/`` when the
+        probe was evaluated), writes ``answers_audit/`` inside each eval run, sets
+        ``"answers_audit"`` in ``ctx.paths`` and ``"answers_audit"`` in ``ctx.summary``.
+    """
+    import json
+
+    from medscope.answers.audit import LABELS_FORMAT, read_sample
+    from medscope.io import layout
+    from medscope.testing.scripted_labeller import scripted_labels
+    from pipelines.answers import AnswersAgreementConfig, AnswersAuditConfig, agreement, audit
+
+    runs = [ctx.paths["eval"]] + ([ctx.uri("probe", "eval")] if "probe_scored" in ctx.paths else [])
+    ctx.summary["answers_audit"] = {}
+    for run in runs:
+        drawn = audit(AnswersAuditConfig(episodes=run, sample=AUDIT_SAMPLE, seed=ctx.seed), overwrite=True)
+        folder = layout.AnswersAudit(drawn["out"])
+        labels = {"format": LABELS_FORMAT, "sample_file": folder.sample, "sample_hash": drawn["sample_hash"],
+                  "labeller": "scripted: the demo models' intended decisions (medscope.testing.scripted_labeller)",
+                  "labels": scripted_labels(read_sample(folder.sample))}
+        storage.write_text(folder.labels, json.dumps(labels, indent=1) + "\n")
+        result = agreement(AnswersAgreementConfig(labels=folder.labels, episodes=run))
+        print(f"  {drawn['protocol']}: {result['line']}", file=sys.stderr)
+        ctx.paths.setdefault("answers_audit", folder.root)
+        ctx.summary["answers_audit"][drawn["protocol"]] = {"out": folder.root, **{
+            k: result["overall"][k] for k in ("n", "agree", "kappa", "flips", "unclear", "unsure")}}
+
+
 def step_train_smoke(ctx: DemoContext) -> None:
     """LoRA stage 1 (SFT on label-derived trajectories) of the tiny random Qwen2-VL on the demo's
     training views, a few steps on Ray Train (configs/train/smoke.yaml). It shows the training
@@ -579,6 +619,7 @@ STEPS: list[tuple[str, Step]] = [
     ("organ-presence probe evaluation", step_probe_evaluate),
     ("fit the classical reader (train split)", step_fit_reader),
     ("evaluate models", step_evaluate),
+    ("reading check on the demo's replies (answers audit, scripted labeller)", step_answers_audit),
     ("training smoke run", step_train_smoke),
     ("report-derived multiple-choice benchmark (benchmark-MCQ paper)", step_benchgen),
     ("paired-modality evaluation (paired-modality paper)", step_pairs),
@@ -590,6 +631,7 @@ STEPS: list[tuple[str, Step]] = [
 STEP_NAMES = [fn.__name__.removeprefix("step_") for _, fn in STEPS]
 NEEDS = {"views": ["cohort"], "reader_pack": ["views"], "probe_build": ["cohort"],
          "probe_evaluate": ["probe_build"], "fit_reader": ["views"], "evaluate": ["fit_reader"],
+         "answers_audit": ["evaluate"],
          "train_smoke": ["views"], "score": ["evaluate"], "report": ["score"]}
 
 
@@ -637,7 +679,7 @@ class DemoConfig(StrictModel):
     steps: list[str] | None = pydantic.Field(
         None, description="only these steps and what they need, e.g. evaluate,report (default: all; "
                           "names: cohort, views, reader_pack, probe_build, probe_evaluate, fit_reader, evaluate, "
-                          "train_smoke, benchgen, pairs, reproduce, score, report)")
+                          "answers_audit, train_smoke, benchgen, pairs, reproduce, score, report)")
 
 
 def register(sub) -> None:

@@ -173,6 +173,12 @@ class EvalRun(_Folder):
     def summary(self) -> str:
         return self._at("sweep.json")
 
+    @property
+    def answers_audit(self) -> str:
+        """Where ``medscope answers audit`` writes by default, and where the report looks for the
+        reading check of this run's replies (:class:`AnswersAudit`)."""
+        return self._at(AnswersAudit.DEFAULT_DIR)
+
 
 @dataclass(frozen=True)
 class ScoredRun(_Folder):
@@ -384,6 +390,39 @@ class ReaderPack(_Folder):
     @property
     def key(self) -> str:
         return self._at(self.KEY)
+
+
+@dataclass(frozen=True)
+class AnswersAudit(_Folder):
+    """``medscope answers audit`` / ``agreement``: a blinded sample of a run's replies, its
+    labelling page, the labels saved from it and the reader's agreement with them."""
+
+    DEFAULT_DIR: ClassVar[str] = "answers_audit"  # inside the eval run folder
+    SAMPLE: ClassVar[str] = "audit_sample.jsonl"
+    MANIFEST: ClassVar[str] = "audit.json"
+    PAGE: ClassVar[str] = "label.html"
+    LABELS: ClassVar[str] = "labels.json"
+    AGREEMENT: ClassVar[str] = "agreement.json"
+
+    @property
+    def sample(self) -> str:
+        return self._at(self.SAMPLE)
+
+    @property
+    def manifest(self) -> str:
+        return self._at(self.MANIFEST)
+
+    @property
+    def page(self) -> str:
+        return self._at(self.PAGE)
+
+    @property
+    def labels(self) -> str:
+        return self._at(self.LABELS)
+
+    @property
+    def agreement(self) -> str:
+        return self._at(self.AGREEMENT)
 
 
 @dataclass(frozen=True)

@@ -162,3 +162,87 @@ def model_zoo(n: int = 16, seed: int = 0) -> dict[str, dict[str, float]]:
             "degraded": 0.5, "refer": 0.02, "unparseable": 0.01, "degraded_clarify": s, "box": s,
         }
     return zoo
+
+
+# What each model of :func:`reply_run` meant to decide, per view kind ("blind": the blind condition)
+REPLY_MODELS = {
+    "always-present": {"default": "claim"},
+    "always-absent": {"default": "deny"},
+    "pixel-reader": {"original": "claim", "random_removal": "claim", "target_removal": "deny",
+                     "natural_negative": "deny", "blind": "refer"},
+    "chatty": {"original": "claim", "random_removal": "claim", "target_removal": "deny", "natural_negative": "deny",
+               "blind": "clarify"},
+}
+
+
+def _reply(model: str, intent: str, finding: str) -> str:
+    """A reply meaning ``intent``: the action format for most models, plain prose for ``chatty``."""
+    from medscope.answers.actions import FinalAction, format_final
+
+    if model == "chatty":
+        return {"claim": f"Yes, there is a {finding} in this image.", "deny": f"No {finding} is seen.",
+                "refer": "I cannot decide from this image.",
+                "clarify": "The image is too blurry to read; please send a clearer one."}[intent]
+    final = {"claim": FinalAction("answer", answer="Yes", confidence=0.7),
+             "deny": FinalAction("answer", answer="No", confidence=0.7),
+             "refer": FinalAction("refer", reason="I cannot decide from this image."),
+             "clarify": FinalAction("clarify", question="Could you provide a clearer image?")}[intent]
+    return format_final(final, reasoning="Scripted reply.")
+
+
+def reply_run(out: str, n_lesion: int = 8, n_negative: int = 6, seed: int = 0,
+              conditions: tuple[str, ...] = ("agent", "blind")) -> dict:
+    """A tiny counterfactual eval run whose replies are real text: views, episodes and sweep.json.
+
+    Each model of :data:`REPLY_MODELS` replies on every view in every condition with the decision
+    it means for the view's kind (the blind condition its ``blind`` decision, when it has one):
+    the constant policies and ``pixel-reader`` in the action format, ``chatty`` in plain prose.
+
+    Parameters
+    ----------
+    out : str
+        Folder written: ``views.parquet`` and the eval run ``eval/`` (``episodes/``, ``sweep.json``).
+    n_lesion, n_negative : int, optional
+        Lesion and lesion-free cases (:func:`views`; no degraded views).
+    seed : int, optional
+        Seed of the views' findings.
+    conditions : tuple of str, optional
+        The conditions every model ran.
+
+    Returns
+    -------
+    dict
+        ``views`` and ``eval`` (URIs), and ``intent``: (model, condition, item_id) -> the decision
+        the reply meant.
+    """
+    import json
+
+    from medscope.images import encode_png
+    from medscope.io import storage
+
+    png = encode_png(np.full((16, 16), 90, np.uint8))
+    table = views(n_lesion, n_negative, 0, seed, width=16, height=16,
+                  images={k: png for k in ("original", "target_removal", "random_removal", "natural_negative")})
+    views_uri = storage.join(out, "views.parquet")
+    records.write_table("views", table, views_uri)
+    rows, intent = [], {}
+    for model, means in REPLY_MODELS.items():
+        for condition in conditions:
+            for v in table.select(["view_id", "case_id", "kind", "finding"]).to_pylist():
+                want = means.get("blind") if condition == "blind" and "blind" in means else \
+                    means.get(v["kind"], means.get("default"))
+                intent[(model, condition, v["view_id"])] = want
+                row = {f.name: None for f in records.schema("episodes")}
+                row.update(run_id="synthetic", protocol="counterfactual", model=model, condition=condition,
+                           item_id=v["view_id"], case_id=v["case_id"], request_key=f"{model}:{condition}:{v['view_id']}",
+                           prompt_version="v1", decoding="greedy", raw_text=_reply(model, want, v["finding"]),
+                           action="answer" if want in ("claim", "deny") else want,
+                           claims_finding={"claim": True, "deny": False}.get(want), tool_calls=0, input_tokens=0,
+                           output_tokens=0, cost_usd=0.0, latency_s=0.0, attempts=1)
+                rows.append(row)
+    eval_uri = storage.join(out, "eval")
+    records.write_part("episodes", rows, storage.join(eval_uri, "episodes"), "0")
+    storage.write_text(storage.join(eval_uri, "sweep.json"), json.dumps(
+        {"protocol": "counterfactual", "protocol_spec": "counterfactual", "items": views_uri,
+         "protocol_options": {}, "conditions": list(conditions)}))
+    return {"views": views_uri, "eval": eval_uri, "intent": intent}

@@ -82,7 +82,7 @@ def test_report_counts_reading_paths(tmp_path):
     rows = [{**base, "model": m, "item_id": f"v{i}", "reading": r} for m, rs in readings.items() for i, r in enumerate(rs)]
     rows[2]["action"] = "unclear"  # model a's rules-read reply: the reader did not commit
     records.write_table("episodes", rows, str(tmp_path / "episodes.parquet"))
-    (table,) = _reading_blocks({"episodes": str(tmp_path / "episodes.parquet")})
+    table = _reading_blocks({"episodes": str(tmp_path / "episodes.parquet")})[0]
     assert table.headers == ["model", "condition", "episodes", "format", "json", "rules", "judge", "not recorded",
                              "unclear"]
     assert table.rows == [["a", "plain", "4", "2", "0", "1", "0", "1", "1 of 4 (25.0%)"],

@@ -17,6 +17,7 @@ import pandas as pd
 import pyarrow as pa
 
 from medscope import images
+from medscope.answers.audit import reading_check_line
 from medscope.io import layout, records, storage
 from medscope.errors import MedScopeError
 from medscope.protocols.counterfactual import report_summary as rs
@@ -452,7 +453,8 @@ def _gallery(manifest, scores, keys, multi, n_cases) -> dict:
 def _reading_blocks(manifest) -> list:
     """Per model and condition: how many decisions were read from the action format, a bare
     JSON action, the free-text rules or a judge (episodes' ``reading``), and how many replies the
-    reader did not commit on (``unclear``: left out of every n)."""
+    reader did not commit on (``unclear``: left out of every n); then the reading check of this
+    run's replies, when one was made (``medscope answers agreement``), or how to make one."""
     uri = manifest.get("episodes")
     if not uri or not storage.exists(uri):
         return [Para("No episodes table recorded in run.json; reading paths unknown.")]
@@ -473,7 +475,8 @@ def _reading_blocks(manifest) -> list:
                   "reader (docs/answers.md); judge: a judge model's reading (medscope judge-replies); "
                   "not recorded: tool-limit endings and tables written before the column existed. unclear: replies "
                   "the reader did not commit on because its own evidence disagreed (two verdicts, a negation of a "
-                  "negation it cannot resolve); they are in no n of this report (medscope answers read shows why).")]
+                  "negation it cannot resolve); they are in no n of this report (medscope answers read shows why)."),
+            Para(reading_check_line(uri))]
 
 
 def _tests_blocks(scores, reference, ts, comps, plan, manifest) -> list:
