@@ -1,5 +1,9 @@
 """``medscope answers``: how the reader reads this run's replies (:mod:`medscope.answers`).
 
+    medscope answers read --protocol NAME --replies R.jsonl [--question Q --finding F] [--out O.jsonl]
+    medscope answers read --episodes E [--out O.jsonl]
+        each reply's reading: the decision, the rule that made it and the text that decided it
+        (or why it is unclear), with counts per decision
     medscope answers audit --episodes E --sample N [--out A] [--seed S]
         a blinded, stratified sample of the run's replies: A/audit_sample.jsonl (with the reading),
         A/label.html (question and reply only) and A/audit.json; A defaults to E/answers_audit
@@ -23,6 +27,21 @@ from medscope.config import StrictModel
 from medscope.errors import MedScopeError
 from medscope.io import layout, records, storage
 from pipelines.support.flags import add_config_flags, config_from_args
+
+
+class AnswersReadConfig(StrictModel):
+    """``medscope answers read``: how each reply is read (decision, rule, the text that decided)."""
+
+    protocol: str | None = F(None, description="counterfactual or organ_presence (with --replies; an eval run "
+                                               "says its own)")
+    replies: str | None = F(None, description="JSON lines, one reply a line: reply, and question / finding "
+                                              "(or organ) / question_kind where they differ per line")
+    question: str | None = F(None, description="the question asked, for lines that do not say")
+    finding: str | None = F(None, description="the asked finding or organ, for lines that do not say")
+    episodes: str | None = F(None, description="an eval run folder (or its episodes table) instead of --replies")
+    items: str | None = F(None, description="the run's item table (default: the one its sweep.json records)")
+    out: str | None = F(None, description="JSON lines of readings (default: readings.jsonl beside --replies, or "
+                                          "answers_readings.jsonl in the eval run folder)")
 
 
 class AnswersAuditConfig(StrictModel):
@@ -199,6 +218,88 @@ def _same_replies(sample: list[dict], episodes: str) -> None:
                             "--episodes it was drawn from, or audit this run again")
 
 
+def read(cfg: AnswersReadConfig) -> tuple[list[dict], str]:
+    """Read every reply of ``--replies`` (or of an eval run) as its protocol reads it.
+
+    Parameters
+    ----------
+    cfg : AnswersReadConfig
+        ``replies`` with ``protocol`` (and ``question`` / ``finding`` for lines that do not say), or
+        ``episodes`` (and ``items``); ``out``.
+
+    Returns
+    -------
+    rows : list of dict
+        One per reply: its id (line number or model / condition / item), question, finding, reply and
+        ``decision``, ``rule``, ``evidence``.
+    out : str
+        Where the rows were written (JSON lines).
+
+    Raises
+    ------
+    MedScopeError
+        When neither or both of ``replies`` and ``episodes`` are given, the protocol is not one the
+        reader reads, or a line has no reply, question or finding.
+
+    References
+    ----------
+    .. [1] Counterfactual paper, §3.1, §3.10; organ-presence paper, Methods.
+    """
+    from medscope.answers.decisions import READABLE_PROTOCOLS, read_reply_decision
+
+    if bool(cfg.replies) == bool(cfg.episodes):
+        raise MedScopeError("give --replies R.jsonl (with --protocol) or --episodes E (an eval run), one of them")
+    if cfg.episodes:
+        episodes = layout.require("episodes", cfg.episodes)
+        name, spec = run_protocol(episodes)
+        aud._choices_of(name)
+        eps = records.read_table("episodes", episodes,
+                                 columns=["model", "condition", "item_id", "raw_text", "error"]).to_pylist()
+        items = item_texts(episodes, spec, cfg.items, sorted({e["item_id"] for e in eps}))
+        got, _ = aud.reply_rows(eps, items, name)
+        rows = [{"id": f"{r['model']}/{r['condition']}/{r['item_id']}", "question": r["question"],
+                 "finding": r["finding"], "reply": r["reply"], **r["reading"]} for r in got]
+        out = cfg.out or storage.join(layout.folder_of("episodes", episodes), "answers_readings.jsonl")
+    else:
+        if cfg.protocol not in READABLE_PROTOCOLS:
+            raise MedScopeError(f"--protocol must be one of {', '.join(READABLE_PROTOCOLS)} with --replies, "
+                                f"not {cfg.protocol!r}")
+        rows = []
+        for i, line in enumerate(storage.read_utf8(cfg.replies).splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as err:
+                raise MedScopeError(f"{cfg.replies}:{i}: not a JSON object ({err.msg})") from None
+            obj = obj if isinstance(obj, dict) else {"reply": obj}
+            question = obj.get("question") or cfg.question
+            finding = obj.get("finding") or obj.get("organ") or cfg.finding
+            if not isinstance(obj.get("reply"), str) or not question or not finding:
+                raise MedScopeError(f"{cfg.replies}:{i}: needs a reply, a question and a finding (on the line, or "
+                                    "--question / --finding)")
+            r = read_reply_decision(cfg.protocol, obj["reply"], question, finding, obj.get("question_kind"))
+            rows.append({"id": obj.get("id", i), "question": question, "finding": finding, "reply": obj["reply"],
+                         "decision": r.decision, "rule": r.rule, "evidence": r.evidence})
+        base = cfg.replies.rsplit("/", 1)[0] if "/" in cfg.replies else "."
+        out = cfg.out or storage.join(base, "readings.jsonl")
+    storage.write_text(out, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+    return rows, out
+
+
+def _read_cli(cfg: AnswersReadConfig, args) -> str:
+    from collections import Counter
+
+    rows, out = read(cfg)
+    counts = Counter(r["decision"] for r in rows)
+    print(f"answers read: {len(rows)} replies: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
+    for r in rows:
+        if r["decision"] == "unclear":
+            print(f"  unclear {r['id']}: {r['evidence']} | {' '.join(r['reply'].split())[:120]}")
+    print(f"  each reading (decision, rule, the text that decided) in {out}", file=sys.stderr)
+    return out
+
+
 def _audit_cli(cfg: AnswersAuditConfig, args) -> str:
     summary = audit(cfg, overwrite=bool(getattr(args, "overwrite", False)))
     drawn = ", ".join(f"{k} {v}" for k, v in summary["reading_at_audit"].items())
@@ -230,7 +331,7 @@ def _add(actions, name: str, model, run, help: str) -> None:
 
 
 def register(sub) -> None:
-    """Add the ``answers`` verb and its actions (``audit``, ``agreement``).
+    """Add the ``answers`` verb and its actions (``read``, ``audit``, ``agreement``).
 
     Parameters
     ----------
@@ -241,6 +342,8 @@ def register(sub) -> None:
                                        "with a careful labeller")
     actions = p.add_subparsers(dest="answers_action", metavar="ACTION")
     actions.required = True
+    _add(actions, "read", AnswersReadConfig, _read_cli,
+         "how each reply is read: decision, the rule and the text that decided (or why it is unclear)")
     _add(actions, "audit", AnswersAuditConfig, _audit_cli,
          "a blinded, stratified sample of a run's replies and its labelling page")
     _add(actions, "agreement", AnswersAgreementConfig, _agreement_cli,

@@ -754,7 +754,7 @@ def _evidence(r: Reading, text: str, terms: tuple[str, ...]) -> str:
     find = finders.get(r.rule)
     if find is None:
         return sentences[-1][:200]
-    hits = [s for s in sentences if find(s)]
+    hits = [s for s in sentences if find(s)] or ([] if r.rule == "none" else sentences)
     if not hits:
         return ""
     return (hits[-1] if r.rule in ("verdict-line", "label-line") else hits[0])[:200]

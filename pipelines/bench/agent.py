@@ -38,6 +38,27 @@ def bench_replies(args=None) -> None:
           f"denials): agreement {b.agree}/{b.n} = {b.rate:.3f}, claim/denial flips {b.flips}")
     for row, got in b.misses:
         print(f"  MISS [{row.style}] expected {row.expect}, read {got}: {row.reply!r}")
+    _bench_heldout_sets()
+
+
+def _bench_heldout_sets() -> None:
+    """The held-out sets of issue 48's kinds (``data/heldout``): agreement, flips and unclear per set
+    and protocol. D was read once and never tuned on: its figure is the honest one."""
+    from importlib import resources
+
+    from medscope.answers.decisions import load_labelled_set, score_labelled_set
+
+    folder = resources.files("medscope.answers").joinpath("data", "heldout")
+    for name, what in (("frozen_a.jsonl", "tuned on"), ("sealed_b.jsonl", "tuned on"),
+                       ("sealed_c.jsonl", "tuned on"), ("sealed_d.jsonl", "never tuned on")):
+        rows = load_labelled_set(str(folder.joinpath(name)))
+        parts = []
+        for protocol in ("counterfactual", "organ_presence"):
+            s = score_labelled_set([r for r in rows if r.protocol == protocol])
+            parts.append(f"{protocol} {s.agree}/{s.n} flips {s.flips} unclear {s.unclear}")
+        s = score_labelled_set(rows)
+        print(f"  held-out {name} ({what}): agreement {s.agree}/{s.n} = {s.rate:.3f}, flips {s.flips}, "
+              f"unclear {s.unclear} ({'; '.join(parts)})")
 
 
 def bench(args) -> None:

@@ -1,0 +1,31 @@
+"""The reader against the held-out reply sets of ``medscope/answers/data/heldout/``, each written by
+someone who had not read the reader's rules and committed before the rules it was scored on.
+
+Sets A, B and C were each read once as committed, then the rules were changed for the kinds
+they showed; they are now regression tables (0 flips; A and B at >= 0.97, C at its figure after
+its flips were fixed). Set D was read once as committed and not tuned on: it is the honest figure
+(docs/answers.md) and is not asserted here, so a test can never be what the rules are fitted to."""
+
+from __future__ import annotations
+
+from importlib import resources
+
+import pytest
+
+from medscope.answers.decisions import load_labelled_set, score_labelled_set
+
+HELDOUT = resources.files("medscope.answers").joinpath("data", "heldout")
+
+
+@pytest.mark.parametrize("name, floor", [("frozen_a.jsonl", 0.97), ("sealed_b.jsonl", 0.97),
+                                         ("sealed_c.jsonl", 0.88)])
+def test_tuned_sets_read_without_flips(name, floor):
+    s = score_labelled_set(load_labelled_set(str(HELDOUT.joinpath(name))))
+    assert s.flips == 0, [(r.row_id, r.label, g.decision, r.reply) for r, g in s.misses if g.decision != "unclear"]
+    assert s.rate >= floor
+
+
+def test_every_set_holds_both_protocols_and_parses():
+    for name in ("frozen_a.jsonl", "sealed_b.jsonl", "sealed_c.jsonl", "sealed_d.jsonl"):
+        rows = load_labelled_set(str(HELDOUT.joinpath(name)))
+        assert len(rows) >= 200 and {r.protocol for r in rows} == {"counterfactual", "organ_presence"}
