@@ -51,7 +51,8 @@ def _episodes_folder(uri: str) -> str:
     return storage.join(uri, "episodes") if storage.is_dir(storage.join(uri, "episodes")) else uri
 
 
-def free_text_rows(episodes_uri: str, items: dict, entry: ModelEntry) -> tuple[list[dict], int]:
+def free_text_rows(episodes_uri: str, items: dict, entry: ModelEntry,
+                   only_unclear: bool = False) -> tuple[list[dict], int]:
     """(rows to judge, private replies withheld from the judge's endpoint).
 
     Parameters
@@ -62,6 +63,8 @@ def free_text_rows(episodes_uri: str, items: dict, entry: ModelEntry) -> tuple[l
         The protocol's items by ``item_id``; episodes of other items are skipped.
     entry : ModelEntry
         The judge's model entry (its endpoint is checked against each item's allow-list).
+    only_unclear : bool, optional
+        Only the replies the rules read as ``unclear`` (the reader did not commit).
 
     Returns
     -------
@@ -79,6 +82,8 @@ def free_text_rows(episodes_uri: str, items: dict, entry: ModelEntry) -> tuple[l
             continue
         parsed = parse_reply(ep["raw_text"])
         if ep["reading"] != "rules" and not (ep["reading"] is None and parsed.kind == "free"):
+            continue
+        if only_unclear and ep["action"] != "unclear":
             continue
         if not entry.may_receive(item.private, item.endpoint_allowlist):
             withheld += 1
@@ -170,7 +175,8 @@ def run(args) -> dict:
     entry = entries[args.judge]
     protocol = protocols.load(args.protocol)
     items = {i.item_id: i for i in protocol.load_items(args.items)}
-    rows, withheld = free_text_rows(args.episodes, items, entry)
+    rows, withheld = free_text_rows(args.episodes, items, entry,
+                                    only_unclear=bool(getattr(args, "only_unclear", False)))
     if args.limit:
         rows = rows[: args.limit]
     judged, counts = judge_replies(ProviderJudge(entry), rows, args.cache or storage.join(args.out, CACHE), args.workers)
@@ -206,6 +212,8 @@ class JudgeRepliesConfig(StrictModel):
     cache: str | None = F(None, description="judgement cache folder (default <out>/judge_cache)")
     workers: int = F(4, description="judge calls in flight")
     limit: int = F(0, description="judge at most this many replies (0: all)")
+    only_unclear: bool = F(False, description="judge only the replies the rules read as unclear (their reading "
+                                              "is shown beside the rules', never in their place without --write-episodes)")
     write_episodes: str | None = F(None, description="also write the episodes with the judge's decisions (reading "
                                                      "'judge') to this folder, for 'medscope score' under the judge reading")
     max_failed: float | None = F(None, description="failed + withheld replies accepted before the exit code says so: "

@@ -15,7 +15,7 @@ from importlib import resources
 
 import yaml
 
-DECISIONS = ("claim", "deny", "refer", "clarify", "unparseable")
+DECISIONS = ("claim", "deny", "refer", "clarify", "unparseable", "unclear")  # unclear: the rules did not commit
 CORPUS_FILE = "replies.yaml"
 
 

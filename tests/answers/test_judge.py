@@ -24,6 +24,7 @@ JUDGE_SAYS = {
     "A nodule is seen.": "deny",  # the judge disagrees: a claim/denial flip
     "Hmm.": None,  # the judge's reply is unreadable
     "A private nodule reply.": "claim",  # never asked: its item is private
+    "A nodule. No nodule.": "refer",  # the rules read it as unclear
 }
 
 
@@ -98,6 +99,27 @@ def test_judge_replies_agreement_cache_and_privacy(tmp_path, monkeypatch):
         assert judged[("b", "v004")]["reading"] == "format"
         assert len(srv.requests) == 6
         assert json.loads((tmp_path / "out" / "reply_judge.json").read_text())["cached"] == 6
+    finally:
+        srv.close()
+
+
+def test_only_the_unclear_replies_are_judged_beside_the_rules(tmp_path, monkeypatch):
+    monkeypatch.setenv("MEDSCOPE_JUDGE_KEY", KEY)
+    views = write_views(str(tmp_path / "views.parquet"), 4)
+    episodes = [_episode("a", "v001", "A nodule is seen.", "answer", True),
+                _episode("a", "v002", "A nodule. No nodule.", "unclear", None)]
+    records.write_part("episodes", episodes, str(tmp_path / "episodes"), "0")
+    srv = fp.FakeProvider("openai", responder=_judge, expected_key=KEY)
+    try:
+        models = tmp_path / "models.yaml"
+        models.write_text(yaml.safe_dump({"models": [{"name": "judge", "kind": "openai", "model": "fake-judge",
+                                                       "base_url": srv.url, "api_key_env": "MEDSCOPE_JUDGE_KEY",
+                                                       "timeout_s": 5.0}]}))
+        assert cli(["judge-replies", "--episodes", str(tmp_path / "episodes"), "--items", views, "--models",
+                    str(models), "--judge", "judge", "--out", str(tmp_path / "out"), "--only-unclear"]) == 0
+        assert len(srv.requests) == 1
+        table = records.read_table("reply_judgements", str(tmp_path / "out" / "reply_judgements.parquet")).to_pylist()
+        assert [(r["item_id"], r["rules_decision"], r["judge_decision"]) for r in table] == [("v002", "unclear", "refer")]
     finally:
         srv.close()
 
