@@ -15,7 +15,8 @@ from importlib import resources
 
 import yaml
 
-DECISIONS = ("claim", "deny", "refer", "clarify", "unparseable", "unclear")  # unclear: the rules did not commit
+LABELS = ("claim", "deny", "refer", "clarify", "unparseable")  # what a clinician assigns a reply
+DECISIONS = LABELS + ("unclear",)  # what the reader may return: unclear when its rules did not commit
 CORPUS_FILE = "replies.yaml"
 
 
@@ -26,7 +27,7 @@ class LabelledReply:
     finding: str
     kind: str  # presence | health | open
     style: str
-    expect: str  # one of DECISIONS
+    expect: str  # one of LABELS
 
 
 @lru_cache(maxsize=1)
@@ -37,7 +38,7 @@ def _corpus() -> tuple[LabelledReply, ...]:
     out = []
     for row in raw["replies"]:
         q = qs[row["q"]]
-        if row["expect"] not in DECISIONS:
+        if row["expect"] not in LABELS:
             raise ValueError(f"unknown decision {row['expect']!r} in {CORPUS_FILE}")
         out.append(LabelledReply(row["reply"], q["question"], q["finding"], q["kind"], row["style"], row["expect"]))
     return tuple(out)
@@ -54,7 +55,7 @@ def load_corpus() -> list[LabelledReply]:
     Raises
     ------
     ValueError
-        When a row's ``expect`` is not one of :data:`DECISIONS`.
+        When a row's ``expect`` is not one of :data:`LABELS`.
     """
     return list(_corpus())
 
@@ -76,7 +77,7 @@ def load_jsonl_table(name: str) -> list[LabelledReply]:
     Raises
     ------
     ValueError
-        When a line's ``expect`` is not one of :data:`DECISIONS` (the message names the line).
+        When a line's ``expect`` is not one of :data:`LABELS` (the message names the line).
     """
     import json
 
@@ -86,7 +87,7 @@ def load_jsonl_table(name: str) -> list[LabelledReply]:
         if not line.strip():
             continue
         row = json.loads(line)
-        if row["expect"] not in DECISIONS:
+        if row["expect"] not in LABELS:
             raise ValueError(f"{name}:{i}: unknown decision {row['expect']!r}")
         out.append(LabelledReply(row["reply"], row["question"], row["finding"], row["kind"], row["style"], row["expect"]))
     return out

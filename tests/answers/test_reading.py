@@ -10,7 +10,7 @@ from collections import Counter
 import pytest
 
 from medscope.answers.context import status
-from medscope.answers.corpus import DECISIONS, agreement, decision, load_corpus
+from medscope.answers.corpus import LABELS, agreement, decision, load_corpus
 from medscope.answers.matching import claims_finding, normalize, read_free_text, read_decision
 from medscope.protocols.organ_presence.replies import read_reply, text_verdict
 
@@ -26,7 +26,7 @@ def test_every_labelled_reply(row):
 def test_table_size_and_coverage():
     assert len(CORPUS) >= 200
     assert {r.kind for r in CORPUS} == {"presence", "health", "open"}
-    assert {r.expect for r in CORPUS} == set(DECISIONS)
+    assert {r.expect for r in CORPUS} == set(LABELS)
     styles = Counter(r.style for r in CORPUS)
     for style in ("contracted", "scope", "verdict-line", "verdict-first", "hedge", "clarify", "refer",
                   "synonym", "list", "language", "health", "open", "probe", "verbose", "heldout", "heldout2"):
@@ -121,3 +121,10 @@ def test_view_synonyms_extend_the_shipped_table():
 def test_probe_uses_the_same_reader(text, organ, verdict):
     assert text_verdict(text, organ) == verdict
     assert read_reply(text, "free_text", ["hard to say"], organ=organ).verdict == verdict
+
+
+def test_a_label_cannot_be_unclear():
+    # unclear is the reader's admission, never a clinician's label: a table labelled unclear
+    # would score the reader's abstentions as agreement.
+    assert "unclear" not in LABELS
+    assert decision("unclear", None) == "unclear"
