@@ -337,7 +337,7 @@ def build(cfg: BuildConfig) -> dict:
 
 def _summarise(cfg, schema_uri, approvals, entry, studies, results, gen_summary, ver_summary=None) -> dict:
     items = records.read_table("mcq_items", layout.BenchgenBuild(cfg.out).items,
-                               columns=["cohort", "qtype", "k", "subcategory"]).to_pandas()
+                               columns=["cohort", "qtype", "k", "subcategory"]).to_pandas(use_threads=False)
     items = items[items["cohort"] == cfg.cohort]
     rej = records.read_table("rejects", layout.BenchgenBuild(cfg.out).rejects, columns=["source", "reason"])
     sources = {cfg.cohort, cfg.reports, cfg.volumes}  # a cohort's rejects name its inputs or the cohort
@@ -390,7 +390,7 @@ def show(uri: str) -> dict:
         when the build has no question) added.
     """
     manifest = json.loads(storage.read_utf8(layout.BenchgenBuild(uri).manifest))
-    items = records.read_table("mcq_items", layout.BenchgenBuild(uri).items).to_pandas()
+    items = records.read_table("mcq_items", layout.BenchgenBuild(uri).items).to_pandas(use_threads=False)
     by_sub = items.groupby(["qtype", "subcategory"]).size()
     return {**manifest, "subcategories": {f"{q}/{s}": int(n) for (q, s), n in by_sub.items()},
             "example": None if items.empty else {k: items.iloc[0][k] if k != "options" else list(items.iloc[0][k])

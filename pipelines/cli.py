@@ -136,7 +136,26 @@ def main(argv: list[str] | None = None) -> int:
                 outguard.record(out, run)
                 outputs.announce(outputs.check_out(out))
 
-    return guarded(go)
+    ray_before = _ray_is_up()
+    try:
+        return guarded(go)
+    finally:
+        if not ray_before:
+            _stop_the_ray_this_command_started()
+
+
+def _ray_is_up() -> bool:
+    ray = sys.modules.get("ray")
+    return ray is not None and ray.is_initialized()
+
+
+def _stop_the_ray_this_command_started() -> None:
+    # Left to Ray's own atexit hook, the core worker's native threads are still running while the
+    # interpreter tears down (a process that finished its work could abort on its way out, issue 55);
+    # shut down here, with the interpreter whole. A Ray the caller had up (a test's cluster, a
+    # notebook) is the caller's to stop.
+    if _ray_is_up():
+        sys.modules["ray"].shutdown()
 
 
 if __name__ == "__main__":

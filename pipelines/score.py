@@ -155,7 +155,7 @@ def compare_run(metrics_uri: str, reference: str, scores_uri: str | None = None,
                             cluster=cluster, breakdowns=breakdowns, pools=cmp.parse_pools(pools))
     out = out or layout.ScoredRun(folder).comparisons
     records.write_table("metrics", table, out)
-    return table.to_pandas()
+    return table.to_pandas(use_threads=False)
 
 
 def format_comparisons(df: pd.DataFrame, adjust: str | None = None, alpha: float = 0.05,
@@ -223,7 +223,7 @@ def read_metrics(uris: list[str]) -> pd.DataFrame:
     pandas.DataFrame
         Their rows, concatenated in order.
     """
-    return pd.concat([records.read_table("metrics", metrics_uri_of(u)).to_pandas() for u in uris], ignore_index=True)
+    return pd.concat([records.read_table("metrics", metrics_uri_of(u)).to_pandas(use_threads=False) for u in uris], ignore_index=True)
 
 
 def apply_rules(plan_uri: str, metrics_uris: list[str], lock_uri: str | None = None, unlocked: bool = False) -> str:

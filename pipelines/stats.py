@@ -123,7 +123,7 @@ class FamilyConfig(StrictModel):
 def _seeds(a: SeedsConfig) -> None:
     import pandas as pd
 
-    table = pd.concat([_table("metrics", u, "metrics.parquet").to_pandas() for u in a.metrics], ignore_index=True)
+    table = pd.concat([_table("metrics", u, "metrics.parquet").to_pandas(use_threads=False) for u in a.metrics], ignore_index=True)
     df = pt.seeds(table, _arms(a.arm), tuple(a.metric or cmp.PRIMARY), a.test_set, a.condition)
     for r in df.itertuples():
         print(f"{a.test_set}{' ' + a.condition if a.condition else ''}: {r.arm} {r.metric} {r.mean:.3f} ± {r.sd:.3f} (seeds: "

@@ -344,7 +344,7 @@ def seed_pair_tests(out: str, arm_names: list[str], seeds: list[int], n_boot: in
     records.write_table("scores", scores, layout.ArmsSweep(out).scores)
     if len(arm_names) < 2:
         return None
-    table = arm_comparisons(scores, arm_names[0], n_boot=n_boot).to_pandas()
+    table = arm_comparisons(scores, arm_names[0], n_boot=n_boot).to_pandas(use_threads=False)
     per_seed = table["model"].map(lambda m: arm_and_seed(m)[1] is not None)
     uri = layout.ArmsSweep(out).seed_pairs
     records.write_table("metrics", records.to_table("metrics", table[per_seed].to_dict("records")), uri)
@@ -381,8 +381,8 @@ def apply_checks(out: str, plan_uri: str) -> dict:
 
     plan, _ = rules.load_plan(cfgmod.resolve(plan_uri))
     sweep = layout.ArmsSweep(out)
-    table = pd.concat([records.read_table("metrics", sweep.seed_pairs).to_pandas(),
-                       records.read_table("metrics", sweep.pooled).to_pandas()], ignore_index=True)
+    table = pd.concat([records.read_table("metrics", sweep.seed_pairs).to_pandas(use_threads=False),
+                       records.read_table("metrics", sweep.pooled).to_pandas(use_threads=False)], ignore_index=True)
     verdicts = []
     for rule in plan.rules:
         try:

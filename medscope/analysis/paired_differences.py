@@ -247,7 +247,7 @@ def compare(scores: pa.Table | pd.DataFrame, reference: str, n_boot: int = bs.DE
     ----------
     .. [1] counterfactual paper, §3.9, Table 6.
     """
-    df = scores.to_pandas() if isinstance(scores, pa.Table) else scores.copy()
+    df = scores.to_pandas(use_threads=False) if isinstance(scores, pa.Table) else scores.copy()
     if pools:
         df = pool_models(df, pools)
     df["test_set"] = df["test_set"].fillna("main")
@@ -318,8 +318,8 @@ def seed_pairs(scores: pa.Table | pd.DataFrame, pairs: list[tuple[str, str]], n_
     ----------
     .. [1] counterfactual paper, §3.9.
     """
-    df = scores.to_pandas() if isinstance(scores, pa.Table) else scores
-    parts = [compare(df, ref, n_boot, seed, metric_names, models=[model]).to_pandas() for model, ref in pairs]
+    df = scores.to_pandas(use_threads=False) if isinstance(scores, pa.Table) else scores
+    parts = [compare(df, ref, n_boot, seed, metric_names, models=[model]).to_pandas(use_threads=False) for model, ref in pairs]
     return records.to_table("metrics", pd.concat(parts, ignore_index=True).to_dict("records"))
 
 
@@ -365,19 +365,19 @@ def arm_comparisons(scores: pa.Table | pd.DataFrame, reference: str, n_boot: int
     """
     from medscope.analysis import training_seeds as sd
 
-    df = scores.to_pandas() if isinstance(scores, pa.Table) else scores.copy()
+    df = scores.to_pandas(use_threads=False) if isinstance(scores, pa.Table) else scores.copy()
     pools = sd.arm_pools(df["model"].unique())
     if reference not in pools:
         raise MedScopeError(f"reference arm {reference!r} has no seed runs ({reference}@seed<k>); arms: {', '.join(pools) or 'none'}")
     ref_seeds = {sd.arm_and_seed(m)[1]: m for m in pools[reference]}
     pairs = [(m, ref_seeds[sd.arm_and_seed(m)[1]]) for arm, members in pools.items() if arm != reference
              for m in members if sd.arm_and_seed(m)[1] in ref_seeds]
-    parts = [compare(df, ref, n_boot, seed, metric_names, cluster=cluster, models=[model]).to_pandas() for model, ref in pairs]
+    parts = [compare(df, ref, n_boot, seed, metric_names, cluster=cluster, models=[model]).to_pandas(use_threads=False) for model, ref in pairs]
     plain = sorted(m for m in df["model"].unique() if sd.arm_and_seed(m)[1] is None)
     pooled_models = [a for a in pools if a != reference] + plain
     if pooled_models:
         parts.append(compare(df, reference, n_boot, seed, metric_names, cluster=cluster, models=pooled_models,
-                             pools=pools).to_pandas())
+                             pools=pools).to_pandas(use_threads=False))
     rows = pd.concat(parts, ignore_index=True).to_dict("records") if parts else []
     return records.to_table("metrics", rows)
 
@@ -419,7 +419,7 @@ def equivalence(scores: pa.Table | pd.DataFrame, model: str, reference: str, met
     """
     from medscope.stats import inference
 
-    df = scores.to_pandas() if isinstance(scores, pa.Table) else scores
+    df = scores.to_pandas(use_threads=False) if isinstance(scores, pa.Table) else scores
     _, pa_, pb_, sa, sb, _ = paired_samples(df, (model, condition), (reference, condition), n_boot, seed)
     j = list(mt.METRICS).index(metric)
     return inference.tost(float(pa_[0, j] - pb_[0, j]), sa[:, 0, j] - sb[:, 0, j], margin)

@@ -38,7 +38,7 @@ PROPORTIONS = {name: spec[0][1] for name, spec in mt.METRICS.items()
 
 
 def _frame(scores) -> pd.DataFrame:
-    df = scores.to_pandas() if hasattr(scores, "to_pandas") else scores.copy()
+    df = scores.to_pandas(use_threads=False) if hasattr(scores, "to_pandas") else scores.copy()
     df["test_set"] = df["test_set"].fillna("main")
     return df
 
@@ -332,7 +332,7 @@ def seeds(metrics_table, arms: dict[str, list[str]], metric_names=cmp.PRIMARY, t
     ----------
     .. [1] counterfactual paper, §3.9, Table 11.
     """
-    df = metrics_table.to_pandas() if hasattr(metrics_table, "to_pandas") else metrics_table
+    df = metrics_table.to_pandas(use_threads=False) if hasattr(metrics_table, "to_pandas") else metrics_table
     df = df[(df["test_set"] == test_set) & (df["breakdown"] == "all") & df["reference"].isna()]
     if condition is not None:
         if condition not in set(df["condition"].astype(str)):
@@ -386,7 +386,7 @@ def family(comparisons, fam) -> pd.DataFrame:
     ----------
     .. [1] counterfactual paper, §3.9.
     """
-    df = comparisons.to_pandas() if hasattr(comparisons, "to_pandas") else comparisons
+    df = comparisons.to_pandas(use_threads=False) if hasattr(comparisons, "to_pandas") else comparisons
     df = df[(df["test_set"] == fam.test_set) & (df["breakdown"] == "all") & df["reference"].notna()]
     df = df[df["reference"].str.split(":").str[0] == fam.reference]
     if fam.condition:

@@ -351,7 +351,7 @@ def compute(scores: pa.Table | pd.DataFrame, n_boot: int = bs.DEFAULT_B, seed: i
     ----------
     .. [1] counterfactual paper, §3.8, §3.9, §5.5.
     """
-    df = scores.to_pandas() if isinstance(scores, pa.Table) else scores
+    df = scores.to_pandas(use_threads=False) if isinstance(scores, pa.Table) else scores
     rows = []
     for test_set, part in df.groupby(df["test_set"].fillna("main"), sort=True):
         rows += _compute_one(part, str(test_set), n_boot, seed, breakdowns, cluster, level, coverages)

@@ -311,7 +311,7 @@ def score_constant_policies(work_dir: str):
     out = storage.join(work_dir, "scored")
     protocols.load("counterfactual", {"n_boot": 0}).score(episodes_uri, views_uri, out)
     run = layout.ScoredRun(out)
-    return records.read_table("metrics", run.metrics).to_pandas(), records.read_table("scores", run.scores)
+    return records.read_table("metrics", run.metrics).to_pandas(use_threads=False), records.read_table("scores", run.scores)
 
 
 @derivation

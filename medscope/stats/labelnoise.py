@@ -48,7 +48,7 @@ def disputed_cases(scores: pa.Table, panel: list[str], min_votes: int | None = N
     if not panel:
         raise MedScopeError("label-noise panel is empty")
     votes_needed = min_votes if min_votes is not None else math.ceil(len(panel) * 7 / 9)
-    df = scores.select(["model", "case_id", "kind", "action", "claims_finding"]).to_pandas()
+    df = scores.select(["model", "case_id", "kind", "action", "claims_finding"]).to_pandas(use_threads=False)
     missing = sorted(set(panel) - set(df["model"]))
     if missing:
         raise MedScopeError(f"panel model(s) not in the scores: {', '.join(missing)}")

@@ -56,7 +56,7 @@ def summarize(views: pa.Table, rejects: pa.Table | list[dict], report: dict) -> 
         "passed_n", pa.compute.cast(views.column("passed"), pa.int64()))
 
     def count(key):
-        g = t.group_by(key).aggregate([([], "count_all"), ("passed_n", "sum")]).to_pydict()
+        g = t.group_by(key, use_threads=False).aggregate([([], "count_all"), ("passed_n", "sum")]).to_pydict()
         return dict(sorted((str(k), {"views": n, "passed": p or 0})
                            for k, n, p in zip(g[key], g["count_all"], g["passed_n_sum"])))
 

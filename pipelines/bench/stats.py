@@ -44,7 +44,7 @@ def _bench_body(quick: bool) -> None:
     views = synthetic.views(219, 288, 170, seed=0)
     episodes = synthetic.episodes(views, synthetic.model_zoo(16), seed=0)
     scores, _ = rewards.score_episodes(episodes, views, costs.load())
-    df = scores.to_pandas()
+    df = scores.to_pandas(use_threads=False)
     stats = metrics.sufficient_stats(df)
     n_cases, n_cols = stats.num.shape
     print(f"bench stats: {views.num_rows} views, {n_cases} cases, 16 models, {len(stats.keys)} model x group keys, "

@@ -4,7 +4,9 @@ catch by running them, so the test counts the threads the reads leave behind ins
 
 from __future__ import annotations
 
+import ast
 import os
+import pathlib
 import subprocess
 import sys
 from tests.conftest import REPO_ROOT
@@ -58,3 +60,48 @@ def test_the_count_sees_the_thread_pyarrows_defaults_start(tmp_path):
     start an IO pool worker for the same read."""
     before, after = _threads(tmp_path, "default")
     assert after == before + 1
+
+
+# Calls that start Arrow's CPU thread pool unless told not to (pyarrow 26: Table.to_pandas and
+# Table.group_by default to use_threads=True; a pool worker alive at exit is what aborts a process
+# that has finished its work). Every driver-side call in the package says use_threads=False.
+POOL_STARTERS = ("to_pandas", "group_by")
+
+
+def _calls_that_may_start_the_pool(source: str) -> list[int]:
+    lines = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in POOL_STARTERS:
+            told = any(k.arg == "use_threads" and isinstance(k.value, ast.Constant) and k.value.value is False
+                       for k in node.keywords)
+            if not told:
+                lines.append(node.lineno)
+    return lines
+
+
+def test_the_check_finds_a_call_that_starts_the_pool():
+    src = "a = t.to_pandas()\nb = t.to_pandas(use_threads=False)\nc = t.group_by('k').aggregate([])\n"
+    assert _calls_that_may_start_the_pool(src) == [1, 3]
+
+
+def test_no_driver_code_starts_arrows_thread_pool():
+    found = []
+    for pkg in ("medscope", "pipelines"):
+        for path in sorted(pathlib.Path(REPO, pkg).rglob("*.py")):
+            found += [f"{path.relative_to(REPO)}:{n}" for n in _calls_that_may_start_the_pool(path.read_text("utf-8"))]
+    assert found == []
+
+
+def test_a_table_to_pandas_without_threads_starts_none(tmp_path):
+    script = ("import os, pyarrow as pa\n"
+              "t = pa.table({'k': ['a', 'b'] * 500, 'v': list(range(1000)), 'w': [0.5] * 1000})\n"
+              "import pandas\n"
+              "n = lambda: len(os.listdir('/proc/self/task'))\n"
+              "before = n(); t.to_pandas(use_threads=False); t.group_by('k', use_threads=False).aggregate([([], 'count_all')])\n"
+              "quiet = n(); t.to_pandas()\n"
+              "print(before, quiet, n())\n"
+              "os._exit(0)  # the pool is now started: leave without its exit handlers, only the count is tested\n")
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    before, quiet, started = (int(x) for x in r.stdout.split())
+    assert quiet == before and started > before

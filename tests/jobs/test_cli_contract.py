@@ -255,3 +255,34 @@ def test_zero_byte_episode_part_is_named_by_score(tmp_path):
     (tmp_path / "episodes" / "part-k1.parquet").write_bytes(b"")
     (tmp_path / "sweep.json").write_text(json.dumps({"items": "x.parquet", "done": 1}))
     assert "part-k1.parquet" in _err(lambda: score(str(tmp_path), str(tmp_path / "scored")))
+
+
+STOPS_ITS_RAY = r"""
+import sys, ray
+from pipelines import cli
+from medscope.testing.views import write_views
+out = sys.argv[1]
+views = write_views(out + "/views.parquet", 4)
+open(out + "/models.yaml", "w").write("models:\n  - {name: always-absent, kind: policy, model: always_absent}\n")
+argv = ["eval", "run", "--items", views, "--models", out + "/models.yaml", "--conditions", "plain",
+        "--protocol", "medscope.testing.protocols:SingleTurnProtocol", "--out", out + "/run"]
+rc = cli.main(argv)
+print(rc, ray.is_initialized())
+"""
+
+
+@pytest.mark.slow
+def test_a_command_stops_the_ray_it_started_before_the_interpreter_exits(tmp_path):
+    """Issue 55: Ray's core worker threads left to Ray's atexit hook run during interpreter teardown;
+    a command that started Ray shuts it down itself (a Ray that was already up is the caller's)."""
+    r = subprocess.run([sys.executable, "-c", STOPS_ITS_RAY, str(tmp_path)], env=dict(os.environ, PYTHONPATH=REPO_ROOT),
+                       capture_output=True, text=True, timeout=600, cwd=REPO_ROOT)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split()[-2:] == ["0", "False"], r.stdout + r.stderr
+
+
+def test_a_ray_the_caller_started_is_left_up(ray_cluster, tmp_path):
+    import ray
+
+    assert cli.main(["cohort", "phantom", "--out", str(tmp_path / "c"), "--cases", "4", "--volumes", "0"]) == 0
+    assert ray.is_initialized()

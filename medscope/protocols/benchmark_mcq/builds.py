@@ -104,4 +104,4 @@ def read_items(uri: str) -> pd.DataFrame:
     pandas.DataFrame
         One row per question (:func:`read_items_table`, every column).
     """
-    return read_items_table(uri).to_pandas()
+    return read_items_table(uri).to_pandas(use_threads=False)

@@ -103,12 +103,12 @@ class BenchmarkMCQProtocol:
         b_tests = o.n_boot_tests
         run = layout.ScoredRun(out)
         table = read_items_table(items_uri)
-        items = table.to_pandas()
+        items = table.to_pandas(use_threads=False)
         by_id = {r["item_id"]: r for r in table.to_pylist()}
         episodes = records.read_table("episodes", episodes_uri).to_pylist()
         rows, skipped = scoring.score_rows(episodes, by_id)
         scores = records.write_table("mcq_scores", rows, run.table("mcq_scores"))
-        df = scores.to_pandas()
+        df = scores.to_pandas(use_threads=False)
         metrics = scoring.metrics_rows(df, items, n_boot, seed) if len(df) else []
         tests = scoring.test_rows(df, b_tests, seed, self.margin, plan) if len(df) else []
         families = {}

@@ -359,9 +359,9 @@ def sections(scored_run: str, work_dir: str) -> list[tuple[str, list]]:
     """
     sr = layout.ScoredRun(scored_run)
     run = json.loads(storage.read_utf8(sr.manifest))
-    m = records.read_table("metrics", sr.metrics).to_pandas()
-    t = records.read_table("mcq_tests", sr.table("mcq_tests")).to_pandas()
-    scores = records.read_table("mcq_scores", sr.table("mcq_scores")).to_pandas()
+    m = records.read_table("metrics", sr.metrics).to_pandas(use_threads=False)
+    t = records.read_table("mcq_tests", sr.table("mcq_tests")).to_pandas(use_threads=False)
+    scores = records.read_table("mcq_scores", sr.table("mcq_scores")).to_pandas(use_threads=False)
     from medscope.protocols.benchmark_mcq.families import describe
     from medscope.protocols.benchmark_mcq.builds import build_cohorts, build_folders, read_items
 

@@ -154,8 +154,8 @@ def _read_scored(run: str) -> tuple[dict, pa.Table, pd.DataFrame, pd.DataFrame]:
     scored = layout.ScoredRun(run)
     manifest = json.loads(storage.read_utf8(scored.manifest)) if storage.exists(scored.manifest) else {}
     scores_t = records.read_table("scores", scored.scores)
-    scores = scores_t.to_pandas()
-    metrics = records.read_table("metrics", scored.metrics).to_pandas()
+    scores = scores_t.to_pandas(use_threads=False)
+    metrics = records.read_table("metrics", scored.metrics).to_pandas(use_threads=False)
     if scores.empty:
         raise MedScopeError(f"{run}: no scores to report")
     return manifest, scores_t, scores, metrics[metrics.reference.isna()]
@@ -207,14 +207,14 @@ def paired_differences(run: str, scores_t: pa.Table, manifest: dict, reference: 
     .. [1] counterfactual paper, §3.9.
     """
     comp_uri = layout.ScoredRun(run).comparisons
-    comps = records.read_table("metrics", comp_uri).to_pandas() if storage.exists(comp_uri) else pd.DataFrame()
+    comps = records.read_table("metrics", comp_uri).to_pandas(use_threads=False) if storage.exists(comp_uri) else pd.DataFrame()
     written = None
     if comps.empty or not comps.reference.str.split(":").str[0].eq(reference).any():
         n_boot = int(manifest.get("n_boot", bs.DEFAULT_B)) or bs.DEFAULT_B
         table = cmp.compare(scores_t, reference, n_boot=n_boot, seed=int(manifest.get("seed", bs.DEFAULT_SEED)))
         written = layout.Report(work_dir).file("comparisons.parquet")
         records.write_table("metrics", table, written)
-        comps = table.to_pandas()
+        comps = table.to_pandas(use_threads=False)
     return comps[comps.reference.str.split(":").str[0] == reference], written
 
 
@@ -381,7 +381,7 @@ def _answerable() -> str:
 
 
 def _rankings(scores_t, keys, multi, constant=frozenset()) -> Table:
-    df = scores_t.select(["model", "condition"]).to_pandas()
+    df = scores_t.select(["model", "condition"]).to_pandas(use_threads=False)
     cols, ranks = [], {}
     for matrix in costs.load_all():
         nu = df.assign(r=rewards.rescore(scores_t, matrix)).groupby(["model", "condition"])["r"].mean()
@@ -400,7 +400,7 @@ def _gallery(manifest, scores, keys, multi, n_cases) -> dict:
     views_uri = manifest.get("views")
     if not views_uri or not storage.exists(views_uri) or n_cases <= 0:
         return {"blocks": [Para("No views table recorded in run.json; no gallery.")], "views": []}
-    views = records.read_table("views", views_uri).to_pandas()
+    views = records.read_table("views", views_uri).to_pandas(use_threads=False)
     # only views the models were evaluated on: a gallery case shows every model's decision
     views = views[views.view_id.isin(set(scores.view_id))].drop_duplicates(["case_id", "kind"])
     edited = views[views.kind == "target_removal"]
@@ -513,7 +513,7 @@ def _write_transcripts(manifest, out) -> dict:
     if not uri or not storage.exists(uri):
         return {}
     ep = records.read_table("episodes", uri, columns=["model", "condition", "item_id", "turns", "raw_text", "action",
-                                                      "answer", "confidence", "tool_calls"]).to_pandas()
+                                                      "answer", "confidence", "tool_calls"]).to_pandas(use_threads=False)
     ep = ep.rename(columns={"item_id": "view_id"})  # this protocol's items are views
     files, index = {}, ["# Transcripts", ""]
     for (m, c), part in ep.groupby(["model", "condition"], sort=True):

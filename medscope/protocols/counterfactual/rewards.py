@@ -279,11 +279,11 @@ def score_episodes(
     ep = episodes.select(
         ["run_id", "model", "condition", "item_id", "case_id", "action", "claims_finding", "box",
          "confidence", "tool_calls"]
-    ).to_pandas().rename(columns={"item_id": "view_id"})  # this protocol's items are views
+    ).to_pandas(use_threads=False).rename(columns={"item_id": "view_id"})  # this protocol's items are views
     vw = views.select(
         ["view_id", "kind", "expected", "critical", "lesion_area_frac", "lesion_bbox", "width", "height",
          "imaging_type", "finding", "patient_id", "group_id", "tool", "source"]
-    ).to_pandas().drop_duplicates("view_id")
+    ).to_pandas(use_threads=False).drop_duplicates("view_id")
     merged = ep.merge(vw, on="view_id", how="left", indicator=True)
     lost = (merged["_merge"] != "both").to_numpy()
     # one decision per model x condition x view: a second episode would count the view twice
@@ -366,7 +366,7 @@ def rescore(scores: pa.Table, matrix: CostMatrix) -> np.ndarray:
     .. [1] counterfactual paper, §5.5.
     """
     df = scores.select(["kind", "action", "claims_finding", "lesion_present", "critical", "iou",
-                        "oversized_box", "tool_calls"]).to_pandas()
+                        "oversized_box", "tool_calls"]).to_pandas(use_threads=False)
     area = np.where(df["oversized_box"].fillna(False).to_numpy(dtype=bool), 1.0, 0.0)
     reward, *_ = view_rewards(
         df["kind"].to_numpy(dtype=object), df["action"].to_numpy(dtype=object),

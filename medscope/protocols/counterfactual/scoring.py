@@ -95,8 +95,8 @@ def score_run(episodes_uri: str, views_uri: str, out: str, cost_matrix: str = co
     table = metrics.compute(scores, n_boot=n_boot, seed=seed, cluster=cluster)
     if disputed:
         clean = metrics.compute(labelnoise.without_cases(scores, disputed), n_boot=n_boot, seed=seed, cluster=cluster)
-        clean = clean.to_pandas().assign(test_set=lambda d: d["test_set"] + "-undisputed")
-        both = pd.concat([table.to_pandas(), clean], ignore_index=True)
+        clean = clean.to_pandas(use_threads=False).assign(test_set=lambda d: d["test_set"] + "-undisputed")
+        both = pd.concat([table.to_pandas(use_threads=False), clean], ignore_index=True)
         table = records.to_table("metrics", pa.Table.from_pandas(both, preserve_index=False))
     run = layout.ScoredRun(out)
     records.write_table("scores", scores, run.scores)

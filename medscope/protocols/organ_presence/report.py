@@ -322,7 +322,7 @@ def report_sections(scored_run: str, work_dir: str) -> tuple[list, dict]:
     run = layout.ScoredRun(scored_run)
     metrics = records.read_table("metrics", run.metrics).to_pylist()
     scores_uri = run.table("probe_scores")
-    scores = records.read_table("probe_scores", scores_uri).to_pandas() if storage.exists(scores_uri) else None
+    scores = records.read_table("probe_scores", scores_uri).to_pandas(use_threads=False) if storage.exists(scores_uri) else None
     constant = set()
     if scores is not None and len(scores):
         n = scores.groupby(["model", "condition"]).verdict.nunique()
