@@ -113,9 +113,16 @@ def decode_text(data: bytes, source: str = "text") -> str:
     Raises
     ------
     BadText
-        ``not valid <encoding> text`` when a detected UTF-16 / UTF-32 encoding does not decode.
+        ``not valid <encoding> text`` when a detected UTF-16 / UTF-32 encoding does not decode;
+        ``binary file, not text`` when UTF-8 / cp1252 bytes hold a NUL in their first 64 KiB.
     """
     enc = detect_encoding(data)
+    if enc in ("utf-8", "cp1252"):
+        # a NUL never occurs in UTF-8 or cp1252 text (UTF-16 / -32 were told apart above): this
+        # is an image, an archive or a database given where text belongs
+        nul = data.find(b"\x00", 0, 1 << 16)
+        if nul >= 0:
+            raise BadText(source, "binary file, not text", f"NUL byte at offset {nul}")
     try:
         text = data.decode("latin-1").translate(_CP1252) if enc == "cp1252" else data.decode(enc)
     except UnicodeError as err:  # e.g. UTF-16 with an odd byte count or a lone surrogate
