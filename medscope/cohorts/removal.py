@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from medscope.io import layout, parts, records, storage
+from medscope.io import layout, parts, records, safe_text, storage
 from medscope.io.parquet_bytes import parquet_schema
 from medscope.seeding import stable_hash
 
@@ -228,7 +228,7 @@ def remove_cases(case_ids: list[str], folders: list[str], reason: str = "withdra
         changed["rebuild"] = bool(changed["rows"]) and storage.exists(layout.ViewsBuild(folder).qc_report)
         ledger = layout.ViewsBuild(folder).splits
         if storage.exists(ledger):
-            held = json.loads(storage.read_utf8(ledger))
+            held = safe_text.read_json_object(ledger)
             gone = sorted(cases & set(held))
             if gone:
                 storage.write_text(ledger, json.dumps({k: v for k, v in held.items() if k not in cases},
