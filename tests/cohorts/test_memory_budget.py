@@ -236,3 +236,31 @@ def test_an_accepted_gzipped_pair_costs_about_one_volume(tmp_path):
     assert got["rows"] == 1 and got["rejects"] == []
     print(f"peak grew by {got['peak_delta'] / 2**20:.0f} MiB for a {volume / 2**20:.0f} MiB volume pair")
     assert got["peak_delta"] < 1.5 * volume, f"peak grew by {got['peak_delta'] / 2**20:.0f} MiB"
+
+
+SPARSE_CHILD = r"""
+import json, resource, sys
+from medscope.io.bounded import read_bounded
+
+""" + PEAK + r"""
+base = peak()
+data = read_bounded(sys.argv[1], 1 << 30)
+print(json.dumps({"size": len(data), "peak_delta": peak() - base}))
+"""
+
+
+@pytest.mark.timeout(60)
+def test_a_large_file_under_the_limit_is_held_once(tmp_path):
+    """Issue 51: a 1 GB sparse file (under max_file_bytes) peaked at 2.1 GB: read in 1 MiB
+    pieces and joined, every byte was held twice. Now one read of the size fstat gives."""
+    path = tmp_path / "sparse.png"
+    size = 200_000_000
+    with open(path, "wb") as fh:
+        fh.truncate(size)  # sparse: no disk used, 200 MB of zeros when read
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (os.getcwd(), os.environ.get("PYTHONPATH")) if p)}
+    proc = subprocess.run([sys.executable, "-c", SPARSE_CHILD, str(path)], capture_output=True, text=True,
+                          timeout=50, env=env)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    got = json.loads(proc.stdout)
+    assert got["size"] == size
+    assert got["peak_delta"] < 1.25 * size, f"peak grew by {got['peak_delta'] / 2**20:.0f} MiB for {size / 2**20:.0f} MiB"
