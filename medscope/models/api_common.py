@@ -16,7 +16,6 @@ import re
 import time
 
 from medscope.errors import MedScopeError
-from medscope.models import deadline
 from medscope.models.base import Message, PermanentModelError, TransientModelError
 
 # 408 request timeout, 409 conflict (OpenAI "try again"), 425 too early, 429 rate limit;
@@ -269,6 +268,8 @@ def http_client(sdk):
     httpx2.Client
         The client to pass as ``http_client``.
     """
+    from medscope.models import deadline  # the HTTP stack: only for a client, not for scrub()
+
     return sdk.DefaultHttpxClient(transport=deadline.DeadlineTransport())
 
 
@@ -301,6 +302,8 @@ def send_within_deadline(send, timeout_s: float, secret: str | None = None):
     PermanentModelError
         A failure that retrying cannot mend.
     """
+    from medscope.models import deadline
+
     with deadline.request_deadline(timeout_s):
         try:
             return send()

@@ -133,3 +133,18 @@ def test_jsonl_and_json_object_readers_by_hand(tmp_path):
     table.write_text('a,b\n1,"open quote\n')
     with pytest.raises(safe_text.BadText, match=r"t\.csv: not valid CSV \(line 2"):
         safe_text.read_csv(str(table))
+
+
+@pytest.mark.parametrize("content, expected", [
+    ("candidates: [{id: a, decision: approve\n", "not valid YAML"),
+    ("- a\n- b\n", "expected a YAML mapping"),
+    ("candidates: {a: 1}\n", "candidates must be a list"),
+    ("candidates: []\ncandidates: []\n", "not valid YAML"),
+])
+def test_a_hand_edited_review_file_names_itself(tmp_path, content, expected):
+    from medscope.errors import MedScopeError
+    from medscope.pairs.review import load_review
+
+    (tmp_path / "review.yaml").write_text(content)
+    with pytest.raises(MedScopeError, match=rf"review\.yaml: {expected}"):
+        load_review(str(tmp_path))
