@@ -97,8 +97,8 @@ class AgentTryConfig(StrictModel):
     views: str = F(description="views table URI")
     model: str = F(description="a policy name, 'classical', or a local checkpoint folder")
     condition: str = F("agent", description=f"prompting condition: {_CONDITIONS}")
-    limit: int = F(5, description="episodes to run (the first passed views)")
-    max_tokens: int = F(256, description="output tokens per reply")
+    limit: int = F(5, ge=1, description="episodes to run (the first passed views)")
+    max_tokens: int = F(256, ge=1, description="output tokens per reply")
 
 
 class TinyVLMConfig(StrictModel):

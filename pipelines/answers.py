@@ -25,7 +25,7 @@ from pydantic import Field as F
 from medscope.answers import audit as aud
 from medscope.config import StrictModel
 from medscope.errors import MedScopeError
-from medscope.io import layout, records, storage
+from medscope.io import layout, records, safe_text, storage
 from pipelines.support.flags import add_config_flags, config_from_args
 
 
@@ -265,13 +265,10 @@ def read(cfg: AnswersReadConfig) -> tuple[list[dict], str]:
             raise MedScopeError(f"--protocol must be one of {', '.join(READABLE_PROTOCOLS)} with --replies, "
                                 f"not {cfg.protocol!r}")
         rows = []
-        for i, line in enumerate(storage.read_utf8(cfg.replies).splitlines(), 1):
+        for i, line in enumerate(safe_text.read_text(cfg.replies).split("\n"), 1):
             if not line.strip():
                 continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise MedScopeError(f"{cfg.replies}:{i}: not a JSON object ({err.msg})") from None
+            obj = safe_text.loads_json(line, f"{cfg.replies}:{i}")  # names the file and line, depth bounded
             obj = obj if isinstance(obj, dict) else {"reply": obj}
             question = obj.get("question") or cfg.question
             finding = obj.get("finding") or obj.get("organ") or cfg.finding

@@ -25,7 +25,7 @@ from typing import Literal
 from pydantic import Field as F
 
 from medscope import config as cfgmod
-from medscope.io import layout, records, storage
+from medscope.io import layout, records, safe_text, storage
 from medscope.benchgen import cohort as cohortmod
 from medscope.benchgen import demo_inputs
 from medscope.benchgen import schema as schemamod
@@ -69,10 +69,10 @@ class BuildConfig(StrictModel):
                                    json_schema_extra=cli(aliases=("--generator",)))
     generator_entry: dict | None = F(None, description="inline model entry of the writer (programmatic use)")
     seed: int = F(42, description="seed of the distractor draws and sampling")
-    grid: int = F(12, description="montage side in tiles: grid x grid uniformly sampled axial slices")
-    max_side: int = F(1536, description="long side of a montage, pixels")
-    workers: int = F(1, description="pool actors of the generation sweep")
-    concurrency: int = F(4, description="generation requests in flight per pool actor")
+    grid: int = F(12, ge=1, description="montage side in tiles: grid x grid uniformly sampled axial slices")
+    max_side: int = F(1536, ge=1, description="long side of a montage, pixels")
+    workers: int = F(1, ge=1, description="pool actors of the generation sweep")
+    concurrency: int = F(4, ge=1, description="generation requests in flight per pool actor")
     append: bool = F(False, description="add this cohort to a build folder that holds other cohorts (refused without it)")
     verify: Literal["rules", "llm"] = F("rules", description="rules: the offline report-grounded check only; llm: "
                                         "then the paper's second call, a verifier model asked whether the report "
@@ -389,7 +389,7 @@ def show(uri: str) -> dict:
         and ``example`` (the first question's ``item_id``, ``question``, ``options``, ``answer``; None
         when the build has no question) added.
     """
-    manifest = json.loads(storage.read_utf8(layout.BenchgenBuild(uri).manifest))
+    manifest = safe_text.read_json_object(layout.BenchgenBuild(uri).manifest)
     items = records.read_table("mcq_items", layout.BenchgenBuild(uri).items).to_pandas(use_threads=False)
     by_sub = items.groupby(["qtype", "subcategory"]).size()
     return {**manifest, "subcategories": {f"{q}/{s}": int(n) for (q, s), n in by_sub.items()},
@@ -479,11 +479,11 @@ class SchemaActionConfig(StrictModel):
                             description="schema YAML, or a shipped name (liver | lung | brain) for show / init")
     out: str | None = F(None, description="init / induce: where to write the schema YAML")
     reports: str | None = F(None, description="induce: reports export (CSV / JSONL; one text field is split)")
-    sample: int = F(200, description="induce: reports in the stratified sample (by study)")
+    sample: int = F(200, ge=1, description="induce: reports in the stratified sample (by study)")
     organ: str = F("organ", description="induce: the organ the schema covers")
     sequence: list[str] = F([], description="induce: a sequence of the cohort (default ct:CT)",
                             json_schema_extra=cli(repeat=True, metavar="NAME:CT|MR"))
-    min_support: int = F(2, description="induce: reports a field's values each need")
+    min_support: int = F(2, ge=1, description="induce: reports a field's values each need")
     seed: int = F(42, description="induce: seed of the stratified sample")
     checkpoint: Literal[schemamod.CHECKPOINTS] | None = F(  # type: ignore[valid-type]
         None, description="approve: schema | templates")

@@ -346,7 +346,8 @@ def remove(cases: str, folders: list[str], reason: str) -> dict:
     Parameters
     ----------
     cases : str
-        Case ids, comma-separated, or ``@FILE`` naming a file with one id a line.
+        Case ids, comma-separated, or ``@FILE`` naming a file with one id a line (or a CSV
+        with a ``case_id`` column); read by :func:`medscope.io.id_lists.read_id_list`.
     folders : list of str
         Output folders to remove them from: cohort, views builds, eval runs, scored runs.
     reason : str
@@ -361,18 +362,24 @@ def remove(cases: str, folders: list[str], reason: str) -> dict:
     Raises
     ------
     MedScopeError
-        When no case id is given or a folder does not exist.
+        When no case id is given, a folder does not exist, or an id matches no case in any
+        folder (then nothing is removed).
     """
-    from medscope.cohorts.removal import remove_cases
+    from medscope.cohorts.removal import remove_cases, unmatched_case_ids, unmatched_message
+    from medscope.io.id_lists import read_id_list
 
-    text = storage.read_utf8(cases[1:]) if cases.startswith("@") else cases.replace(",", "\n")
-    ids = [c.strip() for c in text.splitlines() if c.strip()]
-    if not ids:
-        raise MedScopeError("--cases is empty: give the case ids to remove")
+    ids = read_id_list(cases, "--cases")
     missing = [f for f in folders if not storage.is_dir(f)]
     if missing:
         raise MedScopeError(f"not a folder: {', '.join(missing)}")
+    # all or nothing: an id that names no case (a typo, a stray mark) stops the withdrawal
+    # before any table changes, so no patient is silently left in
+    unknown = unmatched_case_ids(ids, folders)
+    if unknown:
+        raise MedScopeError(unmatched_message(unknown, len(ids), folders))
     summary = remove_cases(ids, folders, reason)
+    tables = ", ".join(f"{n} from {t}" for t, n in summary["rows_by_table"].items())
+    print(f"medscope: removed {len(ids)} case(s): {summary['rows_removed']} row(s) ({tables})", file=sys.stderr)
     if summary["rebuild"]:
         print(f"medscope: rerun views build into {', '.join(summary['rebuild'])} (it builds nothing; "
               "it rewrites the QC report without the removed cases)", file=sys.stderr)

@@ -69,7 +69,7 @@ class CompactConfig(StrictModel):
                         json_schema_extra=cli(positional=True))
     target_mb: float = F(parts.TARGET_BYTES / 2**20, gt=0, description="rows per compacted file, in MB of uncompressed "
                          "(Arrow) rows (the file itself is smaller, zstd-compressed)")
-    max_parts: int | None = F(None, description="at most this many parts per compacted file")
+    max_parts: int | None = F(None, ge=1, description="at most this many parts per compacted file")
     verify: bool = F(False, description="check every compacted file's hash and row counts against the manifest; "
                                         "change nothing")
 

@@ -60,19 +60,19 @@ class EvalConfig(StrictModel):
     models: str = pydantic.Field(description="models YAML (configs/models/<file>.yaml)")
     out: str = pydantic.Field(description="output folder URI (episodes/, rejects/, sweep.json)")
     conditions: list[str] = pydantic.Field(["agent"], description="conditions to run, e.g. agent,blind")
-    budget_usd: float | None = pydantic.Field(None, description="stop submitting once the spend reaches this")
+    budget_usd: float | None = pydantic.Field(None, ge=0, description="stop submitting once the spend reaches this")
     protocol: str = pydantic.Field(DEFAULT_PROTOCOL, description="protocol name (counterfactual, organ_presence, ...) or module:Class")
     protocol_options: dict = pydantic.Field({}, description=(
         "the protocol's options set at eval (YAML mapping; the same keys as its flags below, e.g. test_set)"))
     run_id: str | None = pydantic.Field(None, description="default: derived from the output URI, so a rerun resumes")
-    workers: int = pydantic.Field(2, description="pool actors for API and light models")
-    concurrency: int = pydantic.Field(8, description="requests in flight per pool actor")
+    workers: int = pydantic.Field(2, ge=1, description="pool actors for API and light models")
+    concurrency: int = pydantic.Field(8, ge=1, description="requests in flight per pool actor")
     pool_resources: dict[str, float] = pydantic.Field({}, description=(
         "custom Ray resources each pool actor requests (YAML mapping, e.g. {eval_pool: 0.5}): only nodes "
         "that offer them take pool actors, e.g. to keep them off a head node"))
-    max_actor_restarts: int = pydantic.Field(3, description=(
+    max_actor_restarts: int = pydantic.Field(3, ge=0, description=(
         "replacements in a row for workers of one lane that die before that lane finishes another unit"))
-    backoff_s: float = pydantic.Field(0.5, description="base of the jittered exponential backoff")
+    backoff_s: float = pydantic.Field(0.5, ge=0, description="base of the jittered exponential backoff")
     models_filter: list[str] | None = pydantic.Field(None, description="only these model names")
     # addition: the paper sets no tolerance; by default any failed or refused unit exits non-zero
     max_failed: float | None = pydantic.Field(None, ge=0, description="failed + refused units accepted before the exit "

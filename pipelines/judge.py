@@ -210,13 +210,13 @@ class JudgeRepliesConfig(StrictModel):
     judge: str = F(description="the judge's model name in models")
     out: str = F(description="output folder: reply_judgements.parquet, reply_judge.json")
     cache: str | None = F(None, description="judgement cache folder (default <out>/judge_cache)")
-    workers: int = F(4, description="judge calls in flight")
-    limit: int = F(0, description="judge at most this many replies (0: all)")
+    workers: int = F(4, ge=1, description="judge calls in flight")
+    limit: int = F(0, ge=0, description="judge at most this many replies (0: all)")
     only_unclear: bool = F(False, description="judge only the replies the rules read as unclear (their reading "
                                               "is shown beside the rules', never in their place without --write-episodes)")
     write_episodes: str | None = F(None, description="also write the episodes with the judge's decisions (reading "
                                                      "'judge') to this folder, for 'medscope score' under the judge reading")
-    max_failed: float | None = F(None, description="failed + withheld replies accepted before the exit code says so: "
+    max_failed: float | None = F(None, ge=0, description="failed + withheld replies accepted before the exit code says so: "
                                                    "a count or a fraction")
 
 

@@ -21,7 +21,7 @@ import time
 import pydantic
 
 from medscope import config as cfgmod
-from medscope.io import layout, records, storage
+from medscope.io import layout, records, safe_text, storage
 from pipelines.support.flags import add_action, add_config_flags, cli, config_from_args
 from medscope.config import StrictModel, content_hash
 from medscope.errors import MedScopeError
@@ -386,7 +386,7 @@ def _check_recipe(out_uri: str, cfg: ProbeConfig, stats_json: str) -> None:
     recipe = content_hash(cfg.model_copy(update={"workers": None}).model_dump_json() + stats_json)
     uri = layout.ProbeBuild(out_uri).recipe
     if storage.exists(uri):
-        old = json.loads(storage.read_utf8(uri)).get("recipe")
+        old = safe_text.read_json_object(uri).get("recipe")
         if old != recipe:
             raise MedScopeError(
                 f"{out_uri} holds probe items of another config or cohort (recipe {old} != {recipe}); "
@@ -546,7 +546,7 @@ def show(uri: str, png: str | None = None) -> dict:
         from medscope.protocols.organ_presence.plots import cooccurrence_png
 
         png = png or layout.ProbeBuild(folder).cooccurrence
-        storage.write_bytes(png, cooccurrence_png(CohortStats.from_dict(json.loads(storage.read_utf8(stats_uri)))))
+        storage.write_bytes(png, cooccurrence_png(CohortStats.from_dict(safe_text.read_json_object(stats_uri))))
         summary["heatmap"] = png
     return summary
 

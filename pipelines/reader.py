@@ -63,9 +63,9 @@ class ReaderPackConfig(StrictModel):
     views: str = F(description="views table (or the folder `medscope views build` wrote)")
     out: str = F(description="new pack folder: reading/ for readers, key.json kept back")
     name: str = F("reading", description="pack name (part of the hash; use e.g. 'main', 'supplement-1')")
-    per_kind: int = F(32, description="images per kind (4 kinds; supplements: 24)")
+    per_kind: int = F(32, ge=1, description="images per kind (4 kinds; supplements: 24)")
     seed: int = F(0, description="seed of the stratified draw")
-    size: int = F(768, description="long side of every re-saved image, pixels")
+    size: int = F(768, ge=1, description="long side of every re-saved image, pixels")
     tool: str | None = F(None, description="erasure tool of the erased and control images (default: the commonest)")
     after: list[str] = F([], description="earlier pack: draw a supplement from cases not in it",
                          json_schema_extra=cli(repeat=True, metavar="PACK"))
@@ -81,7 +81,7 @@ class ReaderAnalyseConfig(StrictModel):
                            json_schema_extra=cli(nargs="+", metavar="FILE"))
     out: str = F(description="folder for analysis.json, rejects.parquet, report.md/.html")
     reference: str | None = F(None, description="JSON of zero-shot edit-visibility AUCs (model -> AUC), §5.4")
-    acceptable: float = F(0.10, description="acceptable residual-finding rate")
+    acceptable: float = F(0.10, ge=0, le=1, description="acceptable residual-finding rate")
 
 
 def register(sub) -> None:

@@ -11,8 +11,9 @@ import json
 import pydantic
 
 from medscope import protocols
-from medscope.io import layout, storage
+from medscope.io import layout, safe_text, storage
 from medscope.config import StrictModel
+from medscope.errors import MedScopeError
 from medscope.report.build import build_report, run_protocol
 from pipelines.support import protocol_flags
 from pipelines.support.flags import add_config_flags, cli, config_from_args
@@ -56,13 +57,25 @@ def extra_sections(visibility: str | None = None, reader_analysis: str | None = 
     if visibility:
         from medscope.qc.visibility import report_markdown
 
-        sections.append(("Edit visibility (§5.4)", report_markdown(json.loads(storage.read_utf8(visibility)))))
+        sections.append(("Edit visibility (§5.4)", _from_file(visibility, "medscope visibility", report_markdown)))
     if reader_analysis:
         from medscope.reader.study_report import reader_section
 
         uri = storage.join(reader_analysis, layout.ReaderAnalysis.ANALYSIS)
-        sections.append(reader_section(json.loads(storage.read_utf8(uri))))
+        sections.append(_from_file(uri, "medscope reader analyse", reader_section))
     return sections
+
+
+def _from_file(uri: str, writer: str, build):
+    """``build`` over the JSON object in ``uri``; a file of another shape is one line naming it.
+
+    A list where the object belongs is refused by ``read_json_object``; an object whose fields
+    are missing or of the wrong kind fails inside ``build``, and is named here the same way."""
+    doc = safe_text.read_json_object(uri)
+    try:
+        return build(doc)
+    except (KeyError, TypeError, AttributeError, ValueError, IndexError) as err:
+        raise MedScopeError(f"{uri}: not the JSON that `{writer}` writes ({type(err).__name__}: {err})") from None
 
 
 def register(sub) -> None:
@@ -88,7 +101,7 @@ def _reported_protocols(argv: list[str]) -> list[str] | None:
     specs = []
     for run in known.run:
         manifest = layout.ScoredRun(run).manifest
-        record = json.loads(storage.read_utf8(manifest)) if storage.exists(manifest) else {}
+        record = safe_text.read_json_object(manifest) if storage.exists(manifest) else {}
         specs.append(record.get("protocol_spec") or run_protocol(run))
     return specs
 

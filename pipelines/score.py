@@ -143,7 +143,7 @@ def compare_run(metrics_uri: str, reference: str, scores_uri: str | None = None,
     scores = read_view_scores(scores_uri, "medscope compare")
     if exclude_disputed:
         manifest_uri = layout.ScoredRun(folder).manifest
-        disputed = json.loads(storage.read_utf8(manifest_uri)).get("disputed_cases") if storage.exists(manifest_uri) else None
+        disputed = safe_text.read_json_object(manifest_uri).get("disputed_cases") if storage.exists(manifest_uri) else None
         if disputed is None:
             raise MedScopeError(f"{folder} records no disputed cases; score it with --panel first")
         scores = labelnoise.without_cases(scores, disputed)
@@ -261,7 +261,7 @@ def apply_rules(plan_uri: str, metrics_uris: list[str], lock_uri: str | None = N
     if not found:
         notes.append("UNLOCKED: no plan.lock.json; the plan's hash was not recorded when these runs began")
     for u in found:
-        lock = json.loads(storage.read_utf8(u))
+        lock = safe_text.read_json_object(u)
         notes += rules.check_lock(plan, h, lock)
     table = read_metrics(metrics_uris)
     return rules.format_verdicts(plan, rules.apply_plan(plan, table), notes)
@@ -440,7 +440,7 @@ def record_options(out: str, name: str, spec: str, options) -> None:
         The typed options it scored under; their values set at eval and at score are recorded.
     """
     uri = layout.ScoredRun(out).manifest
-    data = json.loads(storage.read_utf8(uri)) if storage.exists(uri) else {}
+    data = safe_text.read_json_object(uri) if storage.exists(uri) else {}
     data.setdefault("protocol", name)
     data.update(protocol_spec=spec, protocol_options=options.values_at("eval", "score"))
     storage.write_text(uri, json.dumps(data, indent=2, default=str) + "\n")
@@ -530,7 +530,7 @@ class CompareConfig(StrictModel):
     reference: str = F(description="MODEL or MODEL:CONDITION")
     scores: str | None = F(None, description="scores URI (default: scores.parquet beside the metrics)")
     out: str | None = F(None, description="where to write the comparisons (default: comparisons.parquet beside the metrics)")
-    n_boot: int = F(bs.DEFAULT_B, description="bootstrap resamples")
+    n_boot: int = F(bs.DEFAULT_B, ge=0, description="bootstrap resamples")
     seed: int = F(bs.DEFAULT_SEED, description="bootstrap seed")
     cluster: Literal["case_id", "group_id", "patient_id"] = F("case_id", description="bootstrap unit: cases, "
                                                                                      "near-copy groups or patients")

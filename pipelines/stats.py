@@ -83,8 +83,8 @@ class FisherConfig(_TwoModels):
 class TostConfig(_TwoModels):
     """``medscope stats tost``: equivalence of a - b within +-margin (90% paired bootstrap interval)."""
 
-    margin: float = F(0.05, description="equivalence margin")
-    n_boot: int = F(bs.DEFAULT_B, description="bootstrap resamples")
+    margin: float = F(0.05, gt=0, description="equivalence margin")
+    n_boot: int = F(bs.DEFAULT_B, ge=0, description="bootstrap resamples")
     seed: int = F(bs.DEFAULT_SEED, description="bootstrap seed")
 
 
@@ -92,8 +92,8 @@ class ChanceConfig(_OnScores):
     """``medscope stats chance``: accuracy on a metric's views against chance 1/k."""
 
     model: str = F(description="model")
-    k: int = F(2, description="answer options (2: yes/no)")
-    n_boot: int = F(bs.DEFAULT_B, description="bootstrap resamples")
+    k: int = F(2, ge=2, description="answer options (2: yes/no)")
+    n_boot: int = F(bs.DEFAULT_B, ge=0, description="bootstrap resamples")
     seed: int = F(bs.DEFAULT_SEED, description="bootstrap seed")
 
 

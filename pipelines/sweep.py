@@ -24,7 +24,7 @@ import pyarrow as pa
 import pydantic
 
 from medscope import config as cfgmod
-from medscope.io import layout, records, storage
+from medscope.io import layout, records, safe_text, storage
 from medscope.config import StrictModel
 from medscope.errors import MedScopeError
 from medscope.io.records import VIEW_KINDS
@@ -74,7 +74,7 @@ class SweepJob(StrictModel):
     views: str = pydantic.Field(description="training views (and evaluation views unless eval_views is given)")
     out: str = pydantic.Field(description="output folder URI (one run per arm and seed, arms table)")
     eval_views: str | None = pydantic.Field(None, description="evaluation views (default: views, validation split)")
-    max_concurrent: int = pydantic.Field(2, description="trials at once")
+    max_concurrent: int = pydantic.Field(2, ge=1, description="trials at once")
 
     @pydantic.field_validator("arms", "views", "out", "eval_views")
     @classmethod
@@ -185,7 +185,7 @@ def _trial(config: dict) -> None:
     result = build_trainer(job, recipe).fit()
     if result.error:
         raise RuntimeError(f"{arm} seed {seed}: training failed: {result.error}")
-    summary = json.loads(storage.read_utf8(layout.TrainRun(out).summary))
+    summary = safe_text.read_json_object(layout.TrainRun(out).summary)
     tune.report({**summary["eval"], "arm": arm, "seed": seed, "steps": summary["steps"], "adapter": layout.TrainRun(out).adapter})
 
 

@@ -16,7 +16,7 @@ import tempfile
 import pydantic
 
 from medscope import config as cfgmod
-from medscope.io import layout, records, storage
+from medscope.io import layout, records, safe_text, storage
 from medscope.config import StrictModel
 from medscope.errors import MedScopeError
 from medscope.training.evaluation import EvalSettings
@@ -33,9 +33,9 @@ class TrainJob(StrictModel):
     views: str = pydantic.Field(description="views table, or the views build folder holding it")
     out: str = pydantic.Field(description="run folder URI: checkpoints, adapter, summary")
     name: str | None = pydantic.Field(None, description="Ray Train run name (default: the recipe's)")
-    num_workers: int = pydantic.Field(1, description="Ray Train workers (one per GPU)")
+    num_workers: int = pydantic.Field(1, ge=1, description="Ray Train workers (one per GPU)")
     use_gpu: bool | None = pydantic.Field(None, description="default: use GPUs when the cluster has them")
-    max_failures: int = pydantic.Field(2, description="worker failures survived (resume from the last checkpoint)")
+    max_failures: int = pydantic.Field(2, ge=0, description="worker failures survived (resume from the last checkpoint)")
     overrides: dict = pydantic.Field({}, description="recipe fields to override (YAML mapping; the sweep sets seed, allowed_kinds ...)")
     evaluation: EvalSettings | None = pydantic.Field(None, description="score the final adapter on these views (YAML mapping)")
     # shorthands: folded into overrides / evaluation (over the values given there)
@@ -431,7 +431,7 @@ def run(job: TrainJob) -> dict:
     result = build_trainer(job, recipe, replay_exclusions(job, recipe)).fit()
     if result.error:
         raise MedScopeError(f"training failed: {result.error}")
-    return json.loads(storage.read_utf8(layout.TrainRun(job.out).summary)) | {"adapter": layout.TrainRun(job.out).adapter}
+    return safe_text.read_json_object(layout.TrainRun(job.out).summary) | {"adapter": layout.TrainRun(job.out).adapter}
 
 
 def select_stages(runs: dict[str, str], out: str, previous: str | None = None) -> dict:
@@ -466,7 +466,7 @@ def select_stages(runs: dict[str, str], out: str, previous: str | None = None) -
     from medscope.training.selection import select_stage
 
     def uh(run: str) -> dict:
-        summary = json.loads(storage.read_utf8(layout.TrainRun(run).summary))
+        summary = safe_text.read_json_object(layout.TrainRun(run).summary)
         if "eval" not in summary:
             raise MedScopeError(f"{run} has no validation metrics: train it with an `evaluation:` block")
         return {"U": summary["eval"]["net_utility"], "H": summary["eval"]["healthy_claims"]}

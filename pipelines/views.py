@@ -28,7 +28,7 @@ import numpy as np
 import pyarrow as pa
 import pydantic
 
-from medscope.io import layout, records, storage
+from medscope.io import layout, records, safe_text, storage
 from medscope.config import StrictModel
 from medscope.errors import MedScopeError
 from medscope.views.finalize import finalize
@@ -54,7 +54,7 @@ class BuildViewsConfig(StrictModel):
     out: str = pydantic.Field(description="output folder URI (views, rejects, QC report)")
     recipe: str | None = pydantic.Field(None, description="view recipe YAML, e.g. configs/views/demo.yaml (default: built-in defaults)")
     tools: list[str] | None = pydantic.Field(None, description="erasure tools, overriding the recipe's, e.g. telea,transplant")
-    workers: int | None = pydantic.Field(None, description="actor pool size (default: all CPUs)")
+    workers: int | None = pydantic.Field(None, ge=1, description="actor pool size (default: all CPUs)")
     engine: Literal["ray", "local"] = pydantic.Field("ray", description="ray, or local: a plain loop in this process")
 
 
@@ -79,7 +79,7 @@ def output_uris(out: str) -> dict[str, str]:
 def _check_recipe(out: str, recipe: Recipe, rhash: str) -> None:
     uri = layout.ViewsBuild(out).recipe
     if storage.exists(uri):
-        held = json.loads(storage.read_utf8(uri)).get("recipe_hash")
+        held = safe_text.read_json_object(uri).get("recipe_hash")
         if held != rhash:
             raise MedScopeError(f"{out} holds views of recipe {held}, not {rhash}; choose another --out")
     else:
@@ -91,7 +91,7 @@ def _earlier_splits(out: str) -> dict[str, dict]:
     them): the split ledger, or, for a build older than the ledger, its views parts."""
     uri = layout.ViewsBuild(out).splits
     if storage.exists(uri):
-        return json.loads(storage.read_utf8(uri))
+        return safe_text.read_json_object(uri)
     folder = parts(out)["views"]
     if not (storage.is_dir(folder) and storage.list_files(folder, suffix=".parquet")):
         return {}
@@ -413,7 +413,7 @@ def show_summary(uri: str) -> dict:
     build = layout.ViewsBuild(layout.folder_of("views", uri))
     views = records.read_table("views", uri)
     rejects = records.read_table("rejects", build.rejects).to_pylist() if storage.exists(build.rejects) else []
-    report = json.loads(storage.read_utf8(build.qc_report)) if storage.exists(build.qc_report) else {}
+    report = safe_text.read_json_object(build.qc_report) if storage.exists(build.qc_report) else {}
     return summarize(views, rejects, report)
 
 

@@ -89,10 +89,10 @@ class VisibilityConfig(StrictModel):
     vlm: str | None = F(None, description="local HF VLM checkpoint whose frozen vision tower the linear probe reads")
     field: Literal[vis.FIELDS] = F("view", description="view: whole views, as §5.4; crop: crops around "  # type: ignore[valid-type]
                                                        "the edit (an option, labelled)")
-    size: int | None = F(None, description="side in pixels inputs are resized to (default: 224 for views, "
+    size: int | None = F(None, ge=1, description="side in pixels inputs are resized to (default: 224 for views, "
                                            "64 for crops; an addition)")
-    epochs: int = F(5, description="training epochs of each detector")
-    n_boot: int = F(2000, description="bootstrap resamples of the AUC intervals")
+    epochs: int = F(5, ge=1, description="training epochs of each detector")
+    n_boot: int = F(2000, ge=0, description="bootstrap resamples of the AUC intervals")
     seed: int = F(0, description="seed of training and the bootstrap")
     ratings: str | None = F(None, description="episodes of an edit_rating sweep on these views (zero-shot AUCs)")
 

@@ -21,7 +21,7 @@ LAYERS: list[set[str]] = [
     {"errors", "seeding", "io"},
     {"io.storage", "images", "config", "io.bounded", "io.safe_text", "io.folder_lock", "io.table_values",
      "io.parquet_bytes"},
-    {"io.layout", "io.records", "items", "io.parts", "io.guarded"},
+    {"io.layout", "io.records", "items", "io.parts", "io.guarded", "io.id_lists"},
     {"io.tablescan", "stats", "answers", "cohorts", "qc", "volumes", "render"},
     {"views"},
     {"models"},

@@ -35,7 +35,7 @@ import pandas as pd
 import pydantic
 
 from medscope import config as cfgmod
-from medscope.io import layout, storage
+from medscope.io import layout, safe_text, storage
 from medscope.config import StrictModel
 from medscope.errors import MedScopeError
 
@@ -271,7 +271,7 @@ def lock_plan(plan_uri: str, run_uri: str) -> dict:
     plan, h = load_plan(plan_uri)
     lock_uri = layout.ScoredRun(run_uri).plan_lock
     if storage.exists(lock_uri):
-        return json.loads(storage.read_utf8(lock_uri))
+        return safe_text.read_json_object(lock_uri)
     lock = {"plan": plan.name, "plan_uri": plan_uri, "hash": h,
             "locked_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}
     storage.write_text(lock_uri, json.dumps(lock, indent=2) + "\n")

@@ -3,12 +3,11 @@ and its side studies, never another protocol's tables read as if they were views
 
 from __future__ import annotations
 
-import json
 
 import pyarrow as pa
 
 from medscope.errors import MedScopeError
-from medscope.io import layout, records, storage
+from medscope.io import layout, records, safe_text, storage
 
 VIEW_PROTOCOLS = ("counterfactual",)  # the protocols whose scored runs hold a ``scores`` table of views
 
@@ -40,7 +39,7 @@ def read_view_scores(uri: str, verb: str = "this analysis") -> pa.Table:
     manifest = layout.ScoredRun(folder).manifest
     if storage.exists(manifest):
         try:
-            protocol = json.loads(storage.read_utf8(manifest)).get("protocol")
+            protocol = safe_text.read_json_object(manifest).get("protocol")
         except (ValueError, AttributeError):
             protocol = None
         if protocol and protocol not in VIEW_PROTOCOLS:

@@ -199,14 +199,15 @@ def load_labelled_set(path: str) -> list[LabelledSetRow]:
     ValueError
         When a line's protocol or label is unknown (the message names the file and line).
     """
-    import json
-    from pathlib import Path
+    from medscope.io import safe_text
 
     out = []
-    for i, line in enumerate(Path(path).read_text("utf-8").splitlines(), 1):
+    for i, line in enumerate(safe_text.read_text(str(path)).split("\n"), 1):
         if not line.strip():
             continue
-        row = json.loads(line)
+        row = safe_text.loads_json(line, f"{path}:{i}")
+        if not isinstance(row, dict):
+            raise safe_text.BadText(f"{path}:{i}", "expected a JSON object", f"got {type(row).__name__}")
         protocol = row.get("protocol") or ("organ_presence" if "verdict" in row else "counterfactual")
         label = label_decision(row.get("label") or row.get("decision") or row.get("verdict") or "")
         if protocol not in PROTOCOL_DECISIONS or label not in PROTOCOL_DECISIONS[protocol]:

@@ -26,7 +26,7 @@ from importlib import resources
 
 import yaml
 
-from medscope.io import storage
+from medscope.io import safe_text, storage
 from medscope.answers.corpus import DECISIONS
 
 KIND_NOTE = {
@@ -150,7 +150,7 @@ def judge_one(judge, prompt: str, cache_uri: str | None) -> tuple[Judgement, boo
     """
     uri = storage.join(cache_uri, f"{judge_key(judge.identity, prompt)}.json") if cache_uri else None
     if uri and storage.exists(uri):
-        return read_judgement(json.loads(storage.read_utf8(uri))["raw"]), True
+        return read_judgement(safe_text.read_json_object(uri)["raw"]), True
     raw = judge.ask(prompt)
     if uri:
         record = {"rubric": rubric()["version"], "judge": judge.identity, "raw": raw}

@@ -3,9 +3,7 @@ the same way: its items are a JSON-lines file, its episode is one user message a
 
 from __future__ import annotations
 
-import json
-
-from medscope.io import storage
+from medscope.io import safe_text
 from medscope.items import EpisodeResult
 from medscope.models.base import ChatModel, Decoding, Message
 
@@ -23,7 +21,7 @@ def jsonl_rows(uri: str) -> list[dict]:
     list of dict
         One record per non-blank line, in file order.
     """
-    return [json.loads(line) for line in storage.read_utf8(uri).splitlines() if line.strip()]
+    return safe_text.read_jsonl(uri)
 
 
 def text_call(model: ChatModel, text: str, decoding: Decoding) -> EpisodeResult:

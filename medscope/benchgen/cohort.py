@@ -14,14 +14,12 @@ the sequence's organ window, MRI scaled between intensity percentiles (1st-99th 
 
 from __future__ import annotations
 
-import csv
 import io
-import json
 import re
 
 import numpy as np
 
-from medscope.io import records, storage
+from medscope.io import records, safe_text, storage
 from medscope.benchgen.schema import SequenceSpec
 from medscope.volumes.nifti import VolumeError, read_nifti
 from medscope.volumes.render import render_montage
@@ -96,24 +94,37 @@ def read_reports(uri: str) -> tuple[list[dict], list[dict]]:
         One row per accepted report: ``case_id``, ``study`` (empty when absent), ``findings`` and
         ``impression``.
     rejects : list of dict
-        One rejects row (stage ``load``) per line or row left out: ``not_json``, ``no_case_id``,
+        One rejects row (stage ``load``) per line or row left out: ``not_json`` (the detail says why:
+        truncated, nested too deeply), ``not_json_object``, ``no_case_id``,
         ``duplicate_report``, ``empty_findings``, ``empty_impression`` or a :func:`split_sections` reason.
+
+    Raises
+    ------
+    medscope.io.safe_text.BadText
+        One line naming the file: missing, binary, not valid UTF-16, not valid CSV (the line).
     """
-    text = storage.read_utf8(uri)
+    # decoded as people save exports: a BOM, UTF-16 from Excel, Latin-1; a binary file (a PNG
+    # given by mistake) is one line naming the file, never a UnicodeDecodeError
+    text = safe_text.read_text(uri)
     rejects: list[dict] = []
     if uri.endswith((".jsonl", ".ndjson")):
         raw = []
-        for n, line in enumerate(text.splitlines(), 1):
+        for n, line in enumerate(text.split("\n"), 1):
             if not line.strip():
                 continue
             try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as err:
-                rejects.append(records.reject_row("reports", uri, f"line {n}", "load", "not_json", str(err)))
+                obj = safe_text.loads_json(line, f"{uri}:line {n}")
+            except safe_text.BadText as err:  # truncated, nested too deeply, a duplicate key
+                rejects.append(records.reject_row("reports", uri, f"line {n}", "load", "not_json",
+                                                  f"{err.reason} ({err.detail})" if err.detail else err.reason))
                 continue
-            raw.append(obj if isinstance(obj, dict) else {})
+            if not isinstance(obj, dict):
+                rejects.append(records.reject_row("reports", uri, f"line {n}", "load", "not_json_object",
+                                                  f"got {type(obj).__name__}"))
+                continue
+            raw.append(obj)
     else:
-        raw = list(csv.DictReader(io.StringIO(text)))
+        raw = safe_text.loads_csv(text, uri)  # BOM-stripped header, fields of any length
     rows, seen = [], set()
     for n, r in enumerate(raw, 1):
         case = str(r.get("case_id") or "").strip()

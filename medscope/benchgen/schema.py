@@ -24,7 +24,7 @@ from typing import Literal
 import pydantic
 
 from medscope import config as cfgmod
-from medscope.io import storage
+from medscope.io import safe_text, storage
 from medscope.config import StrictModel
 from medscope.errors import MedScopeError
 
@@ -227,7 +227,7 @@ def read_approval(schema_uri: str) -> dict:
         approval file.
     """
     uri = approval_uri(schema_uri)
-    return json.loads(storage.read_utf8(uri)) if storage.exists(uri) else {}
+    return safe_text.read_json_object(uri) if storage.exists(uri) else {}
 
 
 def approve(schema_uri: str, checkpoint: str, by: str, report_prompt: str) -> dict:

@@ -10,8 +10,10 @@ Layout as downloaded::
         ...
 
 The Kaggle archive holds the tree twice (``kaggle_3m/`` and ``lgg-mri-segmentation/kaggle_3m/``):
-a slice seen again under a deeper path is a ``duplicate copy`` reject, the shallowest copy is
-read. Slices are numbered ``_1.._N`` (numeric order, not text order). Per patient the rule in
+a slice seen again under a deeper path, same name and same bytes, is a ``duplicate copy``
+reject, the shallowest copy is read. Two different files that claim one slice (``_5.tif`` and a
+zero-padded re-export ``_05.tif``) are ``conflicting slice files``: the slice is left out and
+every claimant is a reject naming the others. Slices are numbered ``_1.._N`` (numeric order, not text order). Per patient the rule in
 :mod:`medscope.cohorts.slices` picks lesion and lesion-free slices; the patient id
 (``TCGA_CS_4941``) is also the group, so one patient never spans two splits.
 Rejects per slice file: ``unreadable image``, ``missing mask``, ``mask size differs``,
@@ -54,9 +56,17 @@ SLICE = re.compile(
 )
 
 
-def _index(path: str) -> tuple[dict, dict, list[dict]]:
-    """{(folder, n): image rel}, {(folder, n): mask rel}, rejects for odd names and duplicates."""
-    images, masks, rejects, seen = {}, {}, [], {}
+def _index(path: str) -> tuple[dict, dict, list]:
+    """{(folder, n): image rel}, {(folder, n): mask rel}, rejects for odd names, copies and conflicts.
+
+    Two files that claim one slice are told apart by name and bytes: the same name with the
+    same bytes under another folder is the archive's second tree (``duplicate copy``, the
+    shallowest is read); anything else (``_5.tif`` beside a zero-padded re-export ``_05.tif``,
+    or the same name with other pixels) is a ``conflicting slice files`` reject of every file of
+    that slice, image and mask, each naming the others: which one is right cannot be known.
+    """
+    claims: dict[tuple, list[str]] = {}
+    rejects: list = []
     for rel in sorted(list_tree(path, (".tif", ".tiff")), key=lambda r: (r.count("/"), r)):
         name = posixpath.basename(rel)
         m = SLICE.match(name)
@@ -66,12 +76,36 @@ def _index(path: str) -> tuple[dict, dict, list[dict]]:
         if len(m.group("n")) > 5 or int(m.group("n")) > MAX_SLICE_NUMBER:  # it sizes arrays below
             rejects.append(("slice number out of range", rel, f"slice {m.group('n')[:30]} > {MAX_SLICE_NUMBER}"))
             continue
-        key = (m.group("folder"), int(m.group("n")), bool(m.group("mask")))
-        if key in seen:
-            rejects.append(("duplicate copy", rel, f"same file as {seen[key]}"))
+        claims.setdefault((m.group("folder"), int(m.group("n")), bool(m.group("mask"))), []).append(rel)
+    kept: dict[tuple, list[str]] = {}
+    conflicted: set[tuple] = set()
+    for key, rels in claims.items():
+        first, distinct = rels[0], [rels[0]]
+        for other in rels[1:]:
+            try:
+                same = (posixpath.basename(other) == posixpath.basename(first)
+                        and read_file(path, other) == read_file(path, first))
+            except Exception as err:  # noqa: BLE001 - an unreadable copy is that file's reject
+                err = as_reject(err)
+                rejects.append((err.reason, other, err.detail))
+                continue
+            if same:
+                rejects.append(("duplicate copy", other, f"same file as {first}"))
+            else:
+                distinct.append(other)
+        kept[key] = distinct
+        if len(distinct) > 1:
+            conflicted.add(key[:2])
+    images, masks = {}, {}
+    for (folder, n, is_mask), rels in kept.items():
+        if (folder, n) in conflicted:
+            claimants = [r for mask in (False, True) for r in kept.get((folder, n, mask), [])]
+            for rel in rels:
+                others = ", ".join(r for r in claimants if r != rel)
+                rejects.append(("conflicting slice files", rel,
+                                f"slice {n} of {folder} is also claimed by {others}; none is picked"))
             continue
-        seen[key] = rel
-        (masks if key[2] else images)[key[:2]] = rel
+        (masks if is_mask else images)[(folder, n)] = rels[0]
     return images, masks, rejects
 
 

@@ -95,10 +95,27 @@ def check_finite(img, what: str = "image") -> None:
     """
     if img.get_data_dtype().kind != "f":
         return
-    data = np.asanyarray(img.dataobj)
-    bad = sum(int(np.count_nonzero(~np.isfinite(data[..., k : k + 8]))) for k in range(0, data.shape[-1], 8))
+    # slab by slab through the proxy: only one slab is ever decoded, never the whole volume
+    bad = sum(int(np.count_nonzero(~np.isfinite(slab))) for slab in _slabs(img))
     if bad:
         raise InputRejected("non-finite voxels", f"{what}: {bad} NaN or infinite voxel(s)")
+
+
+def header_only(img):
+    """The same image (class, shape, affine, header) over a zero-byte broadcast array.
+
+    Parameters
+    ----------
+    img : nibabel.Nifti1Image or nibabel.Nifti2Image
+        A read volume.
+
+    Returns
+    -------
+    nibabel image
+        Shape, affine, header and zooms of ``img``; its voxels (all zero) take no memory.
+    """
+    empty = np.broadcast_to(np.zeros((), img.get_data_dtype()), img.shape)
+    return type(img)(empty, img.affine, img.header)
 
 
 def label_name(cfg: DatasetConfig, image_name: str) -> str:
@@ -138,9 +155,9 @@ def check_pair(image, label, limits: Limits = DEFAULT_LIMITS) -> np.ndarray:
 
     Returns
     -------
-    numpy.ndarray of int
-        The label voxels, non-negative integers that fit int32 (float maps with whole values are
-        cast to int32).
+    tuple of int
+        The smallest and largest label, read slab by slab (the map is never decoded whole);
+        ``(0, 0)`` for an empty map.
 
     Raises
     ------
@@ -159,16 +176,32 @@ def check_pair(image, label, limits: Limits = DEFAULT_LIMITS) -> np.ndarray:
     slope, inter = label.header.get_slope_inter()
     scaled = (slope not in (None, 1.0)) or (inter not in (None, 0.0))
     guarded.check_decoded(label.shape, 8 if scaled else dtype.itemsize, limits, "NIfTI label map")
-    data = np.asanyarray(label.dataobj)
-    if not np.issubdtype(data.dtype, np.integer):
-        if not np.all(np.isfinite(data)) or not np.array_equal(data, np.rint(data)):
-            raise InputRejected("non-integer label map", f"dtype {data.dtype} with fractional values")
-        data = np.rint(data).astype(np.int32)
-    if data.min() < 0:
-        raise InputRejected("non-integer label map", f"negative label {int(data.min())}")
-    if data.max() > np.iinfo(np.int32).max:  # the probe casts to int32: 2**32 + 2 would wrap to 2
-        raise InputRejected("label out of range", f"label {int(data.max())} does not fit int32")
-    return data
+    # checked slab by slab: a label map is never decoded whole here (the import keeps only its URI)
+    low, high = None, None
+    for slab in _slabs(label):
+        if slab.size == 0:
+            continue
+        if not np.issubdtype(slab.dtype, np.integer):
+            if not np.all(np.isfinite(slab)) or not np.array_equal(slab, np.rint(slab)):
+                raise InputRejected("non-integer label map", f"dtype {slab.dtype} with fractional values")
+        lo, hi = slab.min(), slab.max()
+        low = lo if low is None else min(low, lo)
+        high = hi if high is None else max(high, hi)
+    if low is not None and low < 0:
+        raise InputRejected("non-integer label map", f"negative label {int(low)}")
+    if high is not None and high > np.iinfo(np.int32).max:  # the probe casts to int32: 2**32 + 2 would wrap to 2
+        raise InputRejected("label out of range", f"label {int(high)} does not fit int32")
+    return (int(low), int(high)) if low is not None else (0, 0)
+
+
+def _slabs(img, depth: int = 8):
+    """The volume's voxels, ``depth`` planes of the last axis at a time, read through its proxy."""
+    shape = tuple(img.shape)
+    if not shape:
+        yield np.asanyarray(img.dataobj)
+        return
+    for k in range(0, shape[-1], depth):
+        yield np.asanyarray(img.dataobj[..., k:k + depth])
 
 
 def _zooms(img) -> str:
@@ -268,6 +301,9 @@ def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None) ->
                     raise InputRejected("file name not UTF-8", f"{guarded.display_name(file_rel)} cannot be stored as a URI")
             image = read_nifti(read_file(path, rel, cfg.limits), "image", cfg.limits)
             check_finite(image)
+            # only its header matters from here: its voxels go before the label map's arrive, so
+            # one volume's bytes at a time are held, not two
+            image = header_only(image)
             if lname not in labels:
                 raise InputRejected("missing label map", f"no {lrel}")
             label = read_nifti(read_file(path, lrel, cfg.limits), "label map", cfg.limits)

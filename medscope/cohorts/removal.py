@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from medscope.io import layout, parts, records, storage
+from medscope.io import layout, parts, records, safe_text, storage
 from medscope.io.parquet_bytes import parquet_schema
 from medscope.seeding import stable_hash
 
@@ -78,6 +78,83 @@ def derived_ids(folders: list[str], cases: set[str]) -> set[str]:
     return out
 
 
+def unmatched_case_ids(case_ids: list[str], folders: list[str]) -> list[str]:
+    """The ids among ``case_ids`` that no ``case_id`` column under ``folders`` holds.
+
+    Parameters
+    ----------
+    case_ids : list of str
+        The ids asked to be removed.
+    folders : list of str
+        Output folders searched for Parquet tables at any depth.
+
+    Returns
+    -------
+    list of str
+        The ids no table names, in the order given (empty when every id names a case).
+    """
+    wanted = pa.array(sorted(set(case_ids)), pa.string())
+    found: set[str] = set()
+    for folder in folders:
+        for uri in _parquet_files(folder):
+            if CASE_COLUMN not in parquet_schema(storage.read_bytes(uri)).names:
+                continue
+            column = records.read_parquet(uri).column(CASE_COLUMN)
+            found.update(v for v in column.filter(pc.fill_null(pc.is_in(column, value_set=wanted), False)).to_pylist())
+    return [i for i in case_ids if i not in found]
+
+
+def _earlier_removals(folders: list[str]) -> dict[str, str]:
+    """Case id -> the time of the first ``removals.jsonl`` record that removed it."""
+    when: dict[str, str] = {}
+    for folder in folders:
+        uri = storage.join(folder, layout.REMOVALS)
+        if not storage.exists(uri):
+            continue
+        for line in storage.read_utf8(uri).splitlines():
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue  # the record is a log for people; a damaged line does not hide the others
+            for case in record.get("cases") or [] if isinstance(record, dict) else []:
+                when.setdefault(str(case), str(record.get("at", "?")))
+    return when
+
+
+def unmatched_message(unknown: list[str], asked: int, folders: list[str]) -> str:
+    """The one-line error for ids that match no case, each shown as written (``repr``).
+
+    Parameters
+    ----------
+    unknown : list of str
+        The ids no table holds (:func:`unmatched_case_ids`).
+    asked : int
+        How many ids were given.
+    folders : list of str
+        The folders searched, named in the message.
+
+    Returns
+    -------
+    str
+        The message: how many of how many ids match no case, the first 20 of them (an id removed
+        by an earlier ``cohort remove`` says when), and that nothing was removed.
+    """
+    earlier = _earlier_removals(folders)
+    shown = ", ".join(repr(i) + (f" (removed {earlier[i]})" if i in earlier else "") for i in unknown[:20])
+    more = f" and {len(unknown) - 20} more" if len(unknown) > 20 else ""
+    return (f"{len(unknown)} of {asked} case id(s) match no case in {', '.join(folders)}: {shown}{more}; "
+            "nothing was removed (fix or drop those ids and run again)")
+
+
+def _table_name(rel: str) -> str:
+    """The table a file belongs to: ``episodes/part-1.parquet`` -> ``episodes``, ``cases.parquet``
+    -> ``cases``, ``splits.json`` -> ``splits.json``."""
+    parts_of = rel.split("/")
+    if len(parts_of) > 1 and parts_of[-1].startswith(("part-", "compacted-")):
+        return "/".join(parts_of[:-1])
+    return parts_of[-1][: -len(".parquet")] if parts_of[-1].endswith(".parquet") else parts_of[-1]
+
+
 def _drop_mask(t: pa.Table, cases: set[str], derived: set[str], case_columns: tuple[str, ...] = ()):
     """Boolean array: rows that belong to a withdrawn case (``case_columns``: more columns that
     hold case ids)."""
@@ -107,7 +184,8 @@ def remove_cases(case_ids: list[str], folders: list[str], reason: str = "withdra
     dict
         ``cases`` (sorted ids), ``reason``, ``folders`` (per folder: ``rows`` removed per file,
         ``deleted_files``, ``rescore``, ``rebuild``), ``views_and_items`` (how many derived ids),
-        ``rows_removed`` (total), and the sorted folders to ``rescore`` and to ``rebuild``.
+        ``rows_by_table`` (rows removed per table, e.g. ``{"cases": 1, "views": 4}``), ``rows_removed``
+        (total), and the sorted folders to ``rescore`` and to ``rebuild``.
     """
     cases = set(case_ids)
     derived = derived_ids(folders, cases)
@@ -150,7 +228,7 @@ def remove_cases(case_ids: list[str], folders: list[str], reason: str = "withdra
         changed["rebuild"] = bool(changed["rows"]) and storage.exists(layout.ViewsBuild(folder).qc_report)
         ledger = layout.ViewsBuild(folder).splits
         if storage.exists(ledger):
-            held = json.loads(storage.read_utf8(ledger))
+            held = safe_text.read_json_object(ledger)
             gone = sorted(cases & set(held))
             if gone:
                 storage.write_text(ledger, json.dumps({k: v for k, v in held.items() if k not in cases},
@@ -165,6 +243,12 @@ def remove_cases(case_ids: list[str], folders: list[str], reason: str = "withdra
             storage.write_text(uri, held + json.dumps(record, sort_keys=True) + "\n")
         summary["folders"][folder] = changed
     summary["views_and_items"] = len(derived)
+    by_table: dict[str, int] = {}
+    for changed in summary["folders"].values():
+        for rel, n in changed["rows"].items():
+            name = _table_name(rel)
+            by_table[name] = by_table.get(name, 0) + n
+    summary["rows_by_table"] = dict(sorted(by_table.items()))
     summary["rows_removed"] = sum(sum(c["rows"].values()) for c in summary["folders"].values())
     summary["rescore"] = sorted(f for f, c in summary["folders"].items() if c["rescore"])
     summary["rebuild"] = sorted(f for f, c in summary["folders"].items() if c["rebuild"])

@@ -21,7 +21,7 @@ import socket
 import time
 import uuid
 
-from medscope.io import storage
+from medscope.io import safe_text, storage
 from medscope.errors import MedScopeError
 
 LOCK_NAME = ".medscope-writer.lock"
@@ -123,6 +123,6 @@ def still_ours(manifest_uri: str, token: str) -> bool:
         cannot be read or parsed.
     """
     try:
-        return json.loads(storage.read_utf8(manifest_uri)).get("writer") == token
+        return safe_text.read_json_object(manifest_uri).get("writer") == token
     except (OSError, ValueError, MedScopeError):
         return False

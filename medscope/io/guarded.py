@@ -32,6 +32,7 @@ detail gives the numbers. docs/cohorts-bad-input.md lists every reason.
 from __future__ import annotations
 
 import csv
+import errno
 import io
 import os
 import posixpath
@@ -160,28 +161,63 @@ def walk(root: str) -> tuple[list[str], list[tuple[str, str]]]:
     while stack:
         path, rel = stack.pop()
         try:
-            st = os.stat(path)
-            key = (st.st_dev, st.st_ino)
+            try:
+                key, listing = _list_folder(path)
+            except OSError as err:
+                if err.errno != errno.ENAMETOOLONG:
+                    raise
+                # deeper than the system's path limit: listed one folder at a time by descriptor,
+                # so its files still get rows of their own (issue 51: an image there left none,
+                # and its mask became "mask without image")
+                key, listing = _list_folder_by_parts(local, rel)
             if key in seen:
                 ignored.append((rel, "folder already listed (symlink loop or repeat)"))
                 continue
             seen.add(key)
-            with os.scandir(path) as it:
-                entries = sorted(it, key=lambda e: e.name)
         except OSError as err:
             ignored.append((rel or ".", f"unreadable folder: {err.strerror}"))
             continue
-        for entry in entries:
-            sub = posixpath.join(rel, entry.name) if rel else entry.name
-            try:
-                is_dir = entry.is_dir(follow_symlinks=True)
-            except OSError:
-                is_dir = False
+        for name, is_dir in listing:
+            sub = posixpath.join(rel, name) if rel else name
             if is_dir:
-                stack.append((entry.path, sub))
+                stack.append((os.path.join(path, name), sub))
             else:
                 files.append(sub)
     return sorted(files), sorted(ignored)
+
+
+def _entries(it) -> list[tuple[str, bool]]:
+    out = []
+    for entry in sorted(it, key=lambda e: e.name):
+        try:
+            is_dir = entry.is_dir(follow_symlinks=True)
+        except OSError:
+            is_dir = False
+        out.append((entry.name, is_dir))
+    return out
+
+
+def _list_folder(path: str) -> tuple[tuple[int, int], list[tuple[str, bool]]]:
+    """((device, inode), [(name, is folder)]) of one local folder."""
+    st = os.stat(path)
+    with os.scandir(path) as it:
+        return (st.st_dev, st.st_ino), _entries(it)
+
+
+def _list_folder_by_parts(root: str, rel: str) -> tuple[tuple[int, int], list[tuple[str, bool]]]:
+    """:func:`_list_folder` for a folder whose path is longer than the system allows: opened one
+    component at a time, each relative to the descriptor of the one above."""
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for part in rel.split("/"):
+            child = os.open(part, os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+            os.close(fd)
+            fd = child
+        st = os.fstat(fd)
+        with os.scandir(fd) as it:
+            return (st.st_dev, st.st_ino), _entries(it)
+    finally:
+        os.close(fd)
 
 
 def require_inside(root: str, rel: str) -> None:

@@ -35,7 +35,7 @@ import time
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from medscope.io import layout, storage
+from medscope.io import layout, safe_text, storage
 from medscope.io.parquet_bytes import parquet_file, read_parquet_bytes
 
 PREFIX = "part-"
@@ -87,7 +87,7 @@ def manifest(folder: str) -> dict:
     uri = storage.join(folder, layout.COMPACTION)
     if not storage.exists(uri):
         return {"version": 1, "files": []}
-    return json.loads(storage.read_utf8(uri))
+    return safe_text.read_json_object(uri)
 
 
 def absorbed_keys(held: dict) -> set[str]:

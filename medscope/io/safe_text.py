@@ -20,6 +20,8 @@ Re-exported by :mod:`medscope.io.guarded`, the guarded layer of the cohort reade
 from __future__ import annotations
 
 import codecs
+import csv
+import io
 import json
 import posixpath
 import re
@@ -113,9 +115,16 @@ def decode_text(data: bytes, source: str = "text") -> str:
     Raises
     ------
     BadText
-        ``not valid <encoding> text`` when a detected UTF-16 / UTF-32 encoding does not decode.
+        ``not valid <encoding> text`` when a detected UTF-16 / UTF-32 encoding does not decode;
+        ``binary file, not text`` when UTF-8 / cp1252 bytes hold a NUL in their first 64 KiB.
     """
     enc = detect_encoding(data)
+    if enc in ("utf-8", "cp1252"):
+        # a NUL never occurs in UTF-8 or cp1252 text (UTF-16 / -32 were told apart above): this
+        # is an image, an archive or a database given where text belongs
+        nul = data.find(b"\x00", 0, 1 << 16)
+        if nul >= 0:
+            raise BadText(source, "binary file, not text", f"NUL byte at offset {nul}")
     try:
         text = data.decode("latin-1").translate(_CP1252) if enc == "cp1252" else data.decode(enc)
     except UnicodeError as err:  # e.g. UTF-16 with an odd byte count or a lone surrogate
@@ -296,6 +305,168 @@ def expect_mapping(obj, source: str, fields: dict[str, type | tuple] | None = No
         if name in obj and not isinstance(obj[name], kind):
             raise BadText(source, f"field {name!r} has the wrong type", f"got {type(obj[name]).__name__}")
     return obj
+
+
+def read_json_object(uri: str, fields: dict[str, type | tuple] | None = None,
+                     max_bytes: int = MAX_TEXT_BYTES) -> dict:
+    """The JSON object in the file at ``uri`` (a manifest, a report, a summary); errors name the file.
+
+    Parameters
+    ----------
+    uri : str
+        The file (path or URI).
+    fields : dict of str to type or tuple of type, optional
+        Expected types of fields, checked when present (:func:`expect_mapping`).
+    max_bytes : int, optional
+        Most bytes read. Default :data:`MAX_TEXT_BYTES`.
+
+    Returns
+    -------
+    dict
+        The parsed object.
+
+    Raises
+    ------
+    BadText
+        As :func:`read_json`; ``expected a JSON object`` for a list, a number or a string.
+    """
+    return expect_mapping(read_json(uri, max_bytes), uri, fields)
+
+
+def loads_jsonl(text: str | bytes, source: str = "JSONL", *, objects: bool = True,
+                max_depth: int = MAX_JSON_DEPTH) -> list:
+    """Parse JSON lines (blank lines skipped); an error names ``source:line N`` and why.
+
+    Parameters
+    ----------
+    text : str or bytes
+        The document; bytes are decoded with :func:`decode_text` (BOM, UTF-16, binary refused).
+    source : str, optional
+        The file's name for errors.
+    objects : bool, optional
+        Require every line to be a JSON object. Default True.
+    max_depth : int, optional
+        Deepest nesting allowed on one line. Default :data:`MAX_JSON_DEPTH`.
+
+    Returns
+    -------
+    list
+        The parsed lines in order.
+
+    Raises
+    ------
+    BadText
+        The first bad line: not valid JSON, nested too deeply, a duplicate key, or (``objects``)
+        not an object.
+    """
+    if isinstance(text, (bytes, bytearray)):
+        text = decode_text(bytes(text), source)
+    out = []
+    for n, line in enumerate(text.split("\n"), 1):
+        if not line.strip():
+            continue
+        value = loads_json(line, f"{source}:line {n}", max_depth=max_depth)
+        if objects and not isinstance(value, dict):
+            raise BadText(f"{source}:line {n}", "expected a JSON object", f"got {type(value).__name__}")
+        out.append(value)
+    return out
+
+
+def read_jsonl(uri: str, *, objects: bool = True, max_bytes: int = MAX_TEXT_BYTES) -> list:
+    """The JSON lines of the file at ``uri`` (:func:`loads_jsonl` over :func:`read_text`).
+
+    Parameters
+    ----------
+    uri : str
+        The file (path or URI).
+    objects : bool, optional
+        Require every line to be a JSON object. Default True.
+    max_bytes : int, optional
+        Most bytes read. Default :data:`MAX_TEXT_BYTES`.
+
+    Returns
+    -------
+    list
+        The parsed lines.
+
+    Raises
+    ------
+    BadText
+        As :func:`read_text` and :func:`loads_jsonl`.
+    """
+    return loads_jsonl(read_text(uri, max_bytes), uri, objects=objects)
+
+
+def _lift_csv_field_limit() -> None:
+    # Python's csv refuses a field over 128 KiB; a report's findings text can be longer. The
+    # whole file is already bounded (MAX_TEXT_BYTES), so the per-field limit only surprises.
+    if csv.field_size_limit() < MAX_TEXT_BYTES:
+        csv.field_size_limit(MAX_TEXT_BYTES)
+
+
+def loads_csv(text: str | bytes, source: str = "CSV", *, required: tuple[str, ...] = ()) -> list[dict]:
+    """CSV text -> one dict per row, keyed by the header (BOM, encodings, long fields handled).
+
+    Parameters
+    ----------
+    text : str or bytes
+        The document; bytes are decoded with :func:`decode_text`.
+    source : str, optional
+        The file's name for errors.
+    required : tuple of str, optional
+        Columns the header must have.
+
+    Returns
+    -------
+    list of dict
+        The rows; header names are stripped of spaces and a BOM; blank lines are skipped.
+
+    Raises
+    ------
+    BadText
+        ``not valid CSV`` (the line), ``no header row``, or ``missing column(s)``.
+    """
+    if isinstance(text, (bytes, bytearray)):
+        text = decode_text(bytes(text), source)
+    text = text.lstrip("\ufeff")  # a BOM left by a str already decoded elsewhere
+    _lift_csv_field_limit()
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    try:
+        rows = [row for row in reader if any(cell.strip() for cell in row)]
+    except csv.Error as err:
+        raise BadText(source, "not valid CSV", f"line {reader.line_num}: {err}") from None
+    if not rows:
+        raise BadText(source, "no header row")
+    header = [h.strip().lstrip("\ufeff") for h in rows[0]]
+    missing = [c for c in required if c not in header]
+    if missing:
+        raise BadText(source, f"missing column(s) {', '.join(missing)}", f"header is {header}")
+    return [dict(zip(header, row + [""] * (len(header) - len(row)))) for row in rows[1:]]
+
+
+def read_csv(uri: str, *, required: tuple[str, ...] = (), max_bytes: int = MAX_TEXT_BYTES) -> list[dict]:
+    """The rows of the CSV file at ``uri`` (:func:`loads_csv` over :func:`read_text`).
+
+    Parameters
+    ----------
+    uri : str
+        The file (path or URI).
+    required : tuple of str, optional
+        Columns the header must have.
+    max_bytes : int, optional
+        Most bytes read. Default :data:`MAX_TEXT_BYTES`.
+
+    Returns
+    -------
+    list of dict
+        The rows.
+
+    Raises
+    ------
+    BadText
+        As :func:`read_text` and :func:`loads_csv`.
+    """
+    return loads_csv(read_text(uri, max_bytes), uri, required=required)
 
 
 # --------------------------------------------------------------------------- URLs

@@ -26,7 +26,7 @@ class AnthropicChatModel:
         headers = {"anthropic-version": entry.settings.anthropic_version} if entry.settings.anthropic_version else None
         self._client = anthropic.Anthropic(
             api_key=self._key, base_url=entry.base_url, timeout=entry.timeout_s, max_retries=0,
-            default_headers=headers,
+            default_headers=headers, http_client=common.http_client(anthropic),
         )
 
     def to_request(self, messages: list[Message], decoding: Decoding) -> dict:
@@ -60,10 +60,8 @@ class AnthropicChatModel:
 
     def complete(self, messages: list[Message], decoding: Decoding) -> Completion:
         request = self.to_request(messages, decoding)
-        try:
-            response = self._client.messages.create(**request)
-        except Exception as err:
-            raise common.classify(err, self._key) from None
+        response = common.send_within_deadline(lambda: self._client.messages.create(**request),
+                                               self.entry.timeout_s, self._key)
         content = getattr(response, "content", None)
         if content is None or getattr(response, "usage", None) is None:
             raise common.malformed("no content")

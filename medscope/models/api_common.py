@@ -252,3 +252,65 @@ def malformed(what: str, payload: object = None) -> TransientModelError:
     """
     detail = json.dumps(payload, default=str)[:200] if payload is not None else ""
     return TransientModelError(f"malformed response: {what} {detail}".strip())
+
+
+def http_client(sdk):
+    """The SDK's default httpx2 client over a DeadlineTransport (one request deadline).
+
+    Parameters
+    ----------
+    sdk : module
+        ``openai`` or ``anthropic``: each exports ``DefaultHttpxClient`` (its defaults for
+        connection limits and redirects).
+
+    Returns
+    -------
+    httpx2.Client
+        The client to pass as ``http_client``.
+    """
+    from medscope.models import deadline  # the HTTP stack: only for a client, not for scrub()
+
+    return sdk.DefaultHttpxClient(transport=deadline.DeadlineTransport())
+
+
+def send_within_deadline(send, timeout_s: float, secret: str | None = None):
+    """Run one SDK request under one deadline of ``timeout_s`` for the whole request.
+
+    The SDK's own ``timeout`` bounds each socket read; the deadline (``medscope.models.deadline``)
+    bounds connect, send, headers and the whole body together, so a server that trickles its
+    answer one byte at a time fails at ``timeout_s`` instead of holding the worker (issue 51).
+
+    Parameters
+    ----------
+    send : callable
+        No arguments; sends the request and returns the SDK's parsed response.
+    timeout_s : float
+        The model entry's ``timeout_s``.
+    secret : str or None, optional
+        The API key, scrubbed from any message.
+
+    Returns
+    -------
+    object
+        What ``send`` returned.
+
+    Raises
+    ------
+    TransientModelError
+        The deadline passed ("no complete answer within the request deadline of N s"), or
+        any other transient failure (``classify``).
+    PermanentModelError
+        A failure that retrying cannot mend.
+    """
+    from medscope.models import deadline
+
+    with deadline.request_deadline(timeout_s):
+        try:
+            return send()
+        except Exception as err:  # every SDK / transport failure is classified, none escapes raw
+            failure = classify(err, secret)
+            if deadline.deadline_passed() and not isinstance(failure, PermanentModelError):
+                raise TransientModelError(
+                    f"no complete answer within the request deadline of {timeout_s:g} s (timeout_s); "
+                    f"{failure}"[:500]) from None
+            raise failure from None

@@ -35,7 +35,7 @@ import cv2
 import numpy as np
 from scipy.optimize import minimize
 
-from medscope.io import records, storage
+from medscope.io import records, safe_text, storage
 from medscope.errors import MedScopeError
 from medscope.images import decode_png
 
@@ -363,7 +363,7 @@ def load_artifact(uri: str) -> dict:
         raise MedScopeError(f"classical reader weights {uri} not found (fit them: medscope demo's fit step, "
                             "or medscope.models.classical_fit.fit_reader on a train split)")
     try:
-        art = json.loads(storage.read_utf8(uri))
+        art = safe_text.read_json_object(uri)
     except json.JSONDecodeError as err:
         raise MedScopeError(f"classical reader weights {uri}: not JSON ({err})") from None
     if art.get("format") != FORMAT or art.get("scales") != list(SCALES) or len(art.get("weights", [])) != len(FAMILIES) * (N_FEAT + 1):

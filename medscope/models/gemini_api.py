@@ -7,6 +7,7 @@ settings (counterfactual paper §3.10, §5.5). Thinking tokens are billed as out
 from __future__ import annotations
 
 from medscope.models import api_common as common
+from medscope.models import deadline
 from medscope.models.base import Completion, Decoding, Message
 from medscope.models.config import ModelEntry
 
@@ -24,7 +25,8 @@ class GeminiChatModel:
         self.name = entry.name
         self.endpoint = entry.endpoint
         self._key = common.api_key(entry.api_key_env, entry.name)
-        options = {"timeout": int(entry.timeout_s * 1000)}
+        options = {"timeout": int(entry.timeout_s * 1000),
+                   "client_args": {"transport": deadline.DeadlineTransport()}}
         if entry.base_url:
             options["base_url"] = entry.base_url
         self._types = types
@@ -59,10 +61,8 @@ class GeminiChatModel:
 
     def complete(self, messages: list[Message], decoding: Decoding) -> Completion:
         request = self.to_request(messages, decoding)
-        try:
-            response = self._client.models.generate_content(**request)
-        except Exception as err:
-            raise common.classify(err, self._key) from None
+        response = common.send_within_deadline(lambda: self._client.models.generate_content(**request),
+                                               self.entry.timeout_s, self._key)
         candidates = response.candidates or []
         feedback = getattr(response, "prompt_feedback", None)
         blocked = getattr(feedback, "block_reason", None)

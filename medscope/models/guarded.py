@@ -5,6 +5,11 @@ errors (429, 5xx, timeouts, dropped connections, cut or garbled bodies) are retr
 jittered exponential backoff (tenacity's ``wait_random_exponential``, "full jitter"), never
 sooner than a Retry-After; any other 4xx is given up at once. The wrapper counts attempts and
 the provider's token counts of the replies it passed on.
+
+No wait is longer than MAX_RETRY_WAIT_S: a Retry-After beyond it (a provider answering
+``Retry-After: 999999999`` would park the worker for 31 years, issue 51) ends the unit at once
+as a failed attempt whose reason names the header and the cap; the sweep records it as
+``retry_later`` and a rerun tries again.
 """
 
 from __future__ import annotations
@@ -16,6 +21,15 @@ import tenacity
 
 from medscope.models.base import ChatModel, Completion, Decoding, Message, TransientModelError
 from medscope.models.ratelimit import estimate_tokens
+
+# addition: the longest wait between two attempts, and the most a Retry-After may ask for; no
+# source paper gives one. Two minutes covers every documented provider back-off (OpenAI and
+# Anthropic ask for seconds to a minute) while a worker never idles much longer than a request.
+MAX_RETRY_WAIT_S = 120.0
+
+
+class RetryAfterOverCap(TransientModelError):
+    """A Retry-After longer than MAX_RETRY_WAIT_S: not waited for, the unit ends (retry later)."""
 
 
 class Limiter(Protocol):
@@ -35,13 +49,15 @@ class GuardedModel:
         backoff_s: float = 0.5,
         backoff_max_s: float = 30.0,
         sleep=time.sleep,
+        max_wait_s: float = MAX_RETRY_WAIT_S,
     ):
         self.model = model
         self.name, self.provider, self.endpoint = model.name, model.provider, model.endpoint
         self.limiter = limiter
         self.max_attempts = max_attempts
         self.sleep = sleep
-        self._jitter = tenacity.wait_random_exponential(multiplier=backoff_s, max=backoff_max_s)
+        self.max_wait_s = max_wait_s
+        self._jitter = tenacity.wait_random_exponential(multiplier=backoff_s, max=min(backoff_max_s, max_wait_s))
         self.attempts = 0
         self.input_tokens = 0
         self.output_tokens = 0
@@ -50,13 +66,15 @@ class GuardedModel:
     def _wait(self, state: tenacity.RetryCallState) -> float:
         err = state.outcome.exception() if state.outcome else None
         floor = getattr(err, "retry_after_s", None) or 0.0
-        return max(floor, self._jitter(state))
+        # _once has already refused a Retry-After over the cap; min() keeps the bound explicit
+        return min(self.max_wait_s, max(floor, self._jitter(state)))
 
     def complete(self, messages: list[Message], decoding: Decoding) -> Completion:
         retrying = tenacity.Retrying(
             stop=tenacity.stop_after_attempt(self.max_attempts),
             wait=self._wait,
-            retry=tenacity.retry_if_exception_type(TransientModelError),
+            retry=tenacity.retry_if_exception(
+                lambda err: isinstance(err, TransientModelError) and not isinstance(err, RetryAfterOverCap)),
             sleep=self.sleep,
             reraise=True,
         )
@@ -77,9 +95,15 @@ class GuardedModel:
         except TransientModelError as err:
             self.errors.append(str(err)[:200])
             if err.retry_after_s and self.limiter is not None:
-                self.limiter.penalize(err.retry_after_s)
+                # the shared limiter holds every worker of this provider: never past the cap
+                self.limiter.penalize(min(err.retry_after_s, self.max_wait_s))
             if self.limiter is not None:
                 self.limiter.settle(estimate, 0)  # a failed request used no tokens
+            if err.retry_after_s and err.retry_after_s > self.max_wait_s:
+                raise RetryAfterOverCap(
+                    f"the provider asked to retry after {err.retry_after_s:.15g} s (Retry-After), over the "
+                    f"{self.max_wait_s:g} s cap on one wait (MAX_RETRY_WAIT_S): not waited for; {err}"[:500],
+                    retry_after_s=err.retry_after_s) from None
             raise
         if self.limiter is not None:
             self.limiter.settle(estimate, completion.input_tokens + completion.output_tokens)

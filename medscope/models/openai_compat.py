@@ -28,7 +28,8 @@ class OpenAIChatModel:
         self._client = self.client(openai, entry)
 
     def client(self, openai, entry: ModelEntry):
-        return openai.OpenAI(api_key=self._key, base_url=entry.base_url, timeout=entry.timeout_s, max_retries=0)
+        return openai.OpenAI(api_key=self._key, base_url=entry.base_url, timeout=entry.timeout_s, max_retries=0,
+                             http_client=common.http_client(openai))
 
     def to_request(self, messages: list[Message], decoding: Decoding) -> dict:
         s = self.entry.settings
@@ -61,10 +62,8 @@ class OpenAIChatModel:
 
     def complete(self, messages: list[Message], decoding: Decoding) -> Completion:
         request = self.to_request(messages, decoding)
-        try:
-            response = self._client.chat.completions.create(**request)
-        except Exception as err:  # every SDK / transport failure is classified, none escapes raw
-            raise common.classify(err, self._key) from None
+        response = common.send_within_deadline(lambda: self._client.chat.completions.create(**request),
+                                               self.entry.timeout_s, self._key)
         choices = getattr(response, "choices", None)
         if not choices:
             raise common.malformed("no choices")
@@ -97,5 +96,5 @@ class AzureOpenAIChatModel(OpenAIChatModel):
             raise MedScopeError(f"model {entry.name}: kind azure_openai needs base_url (the resource endpoint) and "
                                "settings.api_version (e.g. 2024-12-01-preview)")
         return openai.AzureOpenAI(api_key=self._key, azure_endpoint=entry.base_url, api_version=entry.settings.api_version,
-                                  timeout=entry.timeout_s, max_retries=0)
+                                  timeout=entry.timeout_s, max_retries=0, http_client=common.http_client(openai))
 

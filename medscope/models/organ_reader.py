@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 import cv2
 import numpy as np
 
-from medscope.io import storage
+from medscope.io import safe_text, storage
 from medscope.errors import MedScopeError
 from medscope.images import decode_png
 from medscope.models.base import Completion, Decoding, Message
@@ -205,7 +205,7 @@ class OrganReader:
     _art: dict = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
-        self._art = json.loads(storage.read_utf8(self.weights))
+        self._art = safe_text.read_json_object(self.weights)
 
     def organ_of(self, question: str) -> str | None:
         q = question.lower()

@@ -134,13 +134,15 @@ class ProviderImageGenerator:
     def __init__(self, spec: GeneratorSpec):
         import openai
 
-        from medscope.models.api_common import api_key
+        from medscope.models.api_common import api_key, http_client
 
         if not spec.model:
             raise MedScopeError("generator kind provider needs model: the image model id")
         self.spec = spec
         self._key = api_key(spec.api_key_env, f"image generator {spec.model}")
-        self._client = openai.OpenAI(api_key=self._key, base_url=spec.base_url, timeout=spec.timeout_s, max_retries=2)
+        # the deadline transport bounds the whole request (a trickled body too), not each read
+        self._client = openai.OpenAI(api_key=self._key, base_url=spec.base_url, timeout=spec.timeout_s, max_retries=2,
+                                     http_client=http_client(openai))
 
     def generate(self, prompt: str, seed: int, plan: PhotoPlan | None = None, init_png: bytes | None = None,
                  region: str = "skin", subject_seed: int | None = None, reference_png: bytes | None = None
@@ -148,6 +150,7 @@ class ProviderImageGenerator:
         import base64
 
         from medscope.models.api_common import classify
+        from medscope.models.deadline import request_deadline
 
         size = f"{self.spec.size}x{self.spec.size}" if self.spec.size else None
         extra = {"size": size} if size else {}
@@ -163,11 +166,12 @@ class ProviderImageGenerator:
             box_mask(size, box, "RGBA").save(mask, format="PNG")
             extra["mask"] = ("mask.png", mask.getvalue(), "image/png")
         try:
-            if sources:
-                res = self._client.images.edit(model=self.spec.model, prompt=prompt,
-                                               image=sources[0] if len(sources) == 1 else sources, **extra)
-            else:
-                res = self._client.images.generate(model=self.spec.model, prompt=prompt, n=1, **extra)
+            with request_deadline(self.spec.timeout_s):  # the whole request, SDK retries included
+                if sources:
+                    res = self._client.images.edit(model=self.spec.model, prompt=prompt,
+                                                   image=sources[0] if len(sources) == 1 else sources, **extra)
+                else:
+                    res = self._client.images.generate(model=self.spec.model, prompt=prompt, n=1, **extra)
         except Exception as err:  # noqa: BLE001 - mapped to transient / permanent, key scrubbed
             raise MedScopeError(f"image endpoint: {classify(err, self._key)}") from None
         if not res.data or not res.data[0].b64_json:

@@ -47,14 +47,22 @@ def load_review(work: str) -> dict:
     Raises
     ------
     MedScopeError
-        When a candidate's ``decision`` is not one of ``DECISIONS``.
+        When the file is not valid YAML (a key twice included), its candidates are not a list of
+        entries, or a candidate's ``decision`` is not one of ``DECISIONS``; the message names the file.
     """
     uri = storage.join(work, tables.REVIEW)
     if not storage.exists(uri):
         return {"candidates": [], "bases": {}}
-    data = yaml.safe_load(storage.read_utf8(uri)) or {}
-    data.setdefault("candidates", [])
-    data.setdefault("bases", {})
+    from medscope import config as cfgmod
+
+    # a reviewer edits this file by hand: its errors name it (bad YAML, a key twice, a list at the top)
+    data = cfgmod.load_yaml(uri)
+    data["candidates"] = data.get("candidates") or []
+    data["bases"] = data.get("bases") or {}
+    if not isinstance(data["candidates"], list) or not all(isinstance(c, dict) for c in data["candidates"]):
+        raise MedScopeError(f"{uri}: candidates must be a list of candidate entries (id, decision, ...)")
+    if not isinstance(data["bases"], dict):
+        raise MedScopeError(f"{uri}: bases must be a mapping of condition -> base image record")
     for c in data["candidates"]:
         if c.get("decision") not in DECISIONS:
             raise MedScopeError(f"{uri}: candidate {c.get('id')} has decision {c.get('decision')!r}; "

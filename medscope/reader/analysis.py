@@ -16,7 +16,7 @@ import json
 
 import numpy as np
 
-from medscope.io import records, storage
+from medscope.io import records, safe_text, storage
 from medscope.errors import MedScopeError
 from medscope.reader import (
     ANALYSIS_FILE,
@@ -334,7 +334,7 @@ def load_reference(uri: str) -> dict:
     ----------
     .. [1] counterfactual paper, §5.4.
     """
-    doc = json.loads(storage.read_utf8(uri))
+    doc = safe_text.read_json_object(uri)
     if not isinstance(doc, dict) or not doc:
         raise MedScopeError(f"{uri}: the reference must be a JSON object of model -> AUC")
     out = {}

@@ -9,10 +9,9 @@ protocols is one document. ``report.html`` inlines everything and opens with no 
 
 from __future__ import annotations
 
-import json
 
 from medscope import protocols
-from medscope.io import layout, storage
+from medscope.io import layout, safe_text, storage
 from medscope.errors import MedScopeError
 from medscope.protocols.base import parse_options
 from medscope.render import thin
@@ -44,7 +43,7 @@ def run_protocol(run: str) -> str:
         if storage.exists(layout.ScoredRun(run).metrics):
             return "counterfactual"
         raise MedScopeError(f"{run}: not a scored run folder (no run.json or metrics.parquet; run `medscope score` first)")
-    manifest = json.loads(storage.read_utf8(manifest_uri))
+    manifest = safe_text.read_json_object(manifest_uri)
     return manifest.get("protocol_spec") or manifest.get("protocol", "counterfactual")
 
 
@@ -72,7 +71,7 @@ def run_protocol_built(run: str, options: dict):
         When an option of ``options`` is set at score rather than at report, or fails validation.
     """
     manifest_uri = layout.ScoredRun(run).manifest
-    record = json.loads(storage.read_utf8(manifest_uri)) if storage.exists(manifest_uri) else {}
+    record = safe_text.read_json_object(manifest_uri) if storage.exists(manifest_uri) else {}
     name = run_protocol(run)
     spec = record.get("protocol_spec") or name
     cls = protocols.protocol_class(spec)

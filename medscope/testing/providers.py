@@ -4,7 +4,9 @@ Each ``FakeProvider`` is a real ``ThreadingHTTPServer`` on 127.0.0.1 in a daemon
 answers with a responder function (request text, image count -> reply text) and can be
 scripted, per request or per request text, to fail the way real providers fail: 429 with or
 without Retry-After, 500/503, a slow answer past the client's timeout (``slow``: a fixed delay;
-``HANG``: no answer until the client gives up, however long its timeout), a reset connection, a
+``HANG``: no answer until the client gives up, however long its timeout; ``trickle``: the
+headers at once, then the body one byte at a time, each byte well inside any read timeout, so
+only a deadline on the whole request ends it), a reset connection, a
 truncated or non-JSON body, an empty completion, a refusal. Every request is logged (path,
 text, images, headers, client port) so tests can count what reached the server. ``gate``
 (medscope.testing.gate) can hold requests in flight until the test releases them, so a fault
@@ -40,8 +42,8 @@ AZURE_PATH = re.compile(r"^/openai/deployments/(?P<deployment>[^/?]+)/chat/compl
 class Action:
     """What the server does with one request."""
 
-    # answer | status | slow | hang | reset | truncated | nonjson | empty | refusal | echo_key (a 400
-    # whose message repeats the caller's key, as a careless proxy might)
+    # answer | status | slow | hang | trickle | reset | truncated | nonjson | empty | refusal |
+    # echo_key (a 400 whose message repeats the caller's key, as a careless proxy might)
     kind: str = "answer"
     status: int = 200
     retry_after: float | None = None
@@ -98,6 +100,29 @@ def slow(delay_s: float) -> Action:
     """
     return Action("slow", delay_s=delay_s)
 
+
+def trickle(byte_interval_s: float = 0.05) -> Action:
+    """A 200 whose headers arrive at once and whose body follows one byte per ``byte_interval_s``.
+
+    The body is padded to at least 4 KB, so it takes minutes at the default pace: a client
+    bounded per read (each byte comes long before any read timeout) is held; one bounded per
+    request gives up. ``FakeProvider.trickles`` records, per trickled request, how many body
+    bytes were sent before the client closed and how many the body had.
+
+    Parameters
+    ----------
+    byte_interval_s : float, optional
+        Pause between two body bytes (the fault's pace, far below a client's read timeout).
+
+    Returns
+    -------
+    Action
+        A "trickle" action.
+    """
+    return Action("trickle", delay_s=byte_interval_s)
+
+
+TRICKLE_MIN_BODY = 4096
 
 RESET, TRUNCATED, NONJSON, EMPTY, REFUSAL, ECHO_KEY, HANG = (
     Action(k) for k in ("reset", "truncated", "nonjson", "empty", "refusal", "echo_key", "hang")
@@ -168,6 +193,8 @@ class FakeProvider:
         self.latency_s = latency_s
         self.expected_key = expected_key
         self.requests: list[Request] = []
+        self.trickles: list[tuple[int, int]] = []  # (body bytes sent before the client left, body bytes)
+        self.trickle_done = threading.Event()  # set when a trickled request ends, whichever side ended it
         self._script: deque[Action] = deque()
         self._by_text: dict[str, deque[Action]] = {}
         self._lock = threading.Lock()
@@ -330,6 +357,17 @@ def _wait_for_close(conn: socket.socket, limit_s: float) -> None:
             time.sleep(0.05)  # pipelined bytes of a next request: keep waiting for the close
 
 
+def _peer_closed(conn: socket.socket) -> bool:
+    """Whether the client has closed or reset ``conn`` (checked without blocking)."""
+    readable, _, _ = select.select([conn], [], [], 0)
+    if not readable:
+        return False
+    try:
+        return not conn.recv(1, socket.MSG_PEEK)
+    except OSError:
+        return True
+
+
 def _handler_for(fake: FakeProvider):
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -365,7 +403,7 @@ def _handler_for(fake: FakeProvider):
             model = body.get("model") or self.path.split("/models/")[-1].split(":")[0]
             kind = action.kind
             if kind == "status":
-                extra = {"Retry-After": f"{action.retry_after:g}"} if action.retry_after is not None else {}
+                extra = {"Retry-After": f"{action.retry_after:.15g}"} if action.retry_after is not None else {}
                 return self._json(action.status, fake.error_body(action.status), extra)
             if kind == "echo_key":
                 payload = fake.error_body(400)
@@ -390,6 +428,8 @@ def _handler_for(fake: FakeProvider):
                 reply = ""
             payload = fake.success_body(reply, kind == "refusal", text, images, model)
             data = json.dumps(payload).encode()
+            if kind == "trickle":
+                return self._trickle(data.ljust(TRICKLE_MIN_BODY), action.delay_s)
             if kind == "nonjson":
                 data = b"<html><body>502 Bad Gateway from a proxy</body></html>"
                 return self._raw(200, data, "text/html")
@@ -404,6 +444,29 @@ def _handler_for(fake: FakeProvider):
                 self.connection.shutdown(socket.SHUT_RDWR)
                 return
             return self._raw(200, data, "application/json")
+
+        def _trickle(self, data: bytes, interval_s: float):
+            sent = 0
+            try:
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.flush()
+                for i in range(len(data)):
+                    self.wfile.write(data[i:i + 1])
+                    self.wfile.flush()
+                    sent += 1
+                    if _peer_closed(self.connection):
+                        break
+                    time.sleep(interval_s)  # the fault's pace; the test waits on trickle_done, not on time
+            except OSError:
+                pass  # the client gave up mid-body
+            finally:
+                self.close_connection = True
+                with fake._lock:
+                    fake.trickles.append((sent, len(data)))
+                fake.trickle_done.set()
 
         def _json(self, code: int, payload: dict, extra: dict | None = None):
             self._raw(code, json.dumps(payload).encode(), "application/json", extra)

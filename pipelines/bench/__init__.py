@@ -35,12 +35,12 @@ class BenchConfig(StrictModel):
     quick: bool = F(False, description="smaller sizes, for a smoke run")
     sizes: str | None = F(None, description="comma-separated cohort sizes, for benches that take them (views: driver "
                                             "memory only, e.g. 100,400,1600)")
-    cases: int | None = F(None, description="cohort size: scale (default 60; --quick 12), views throughput (phantom "
+    cases: int | None = F(None, ge=1, description="cohort size: scale (default 60; --quick 12), views throughput (phantom "
                                              "cases, default 240 and 960), probe (volumes, default 16 and 64), erasure (default 60)")
     tools: str | None = F(None, description="erasure: comma-separated tools (default: every offline tool but the slow "
                                             "fsr_best)")
     recipe: str | None = F(None, description="erasure: also build with this views recipe's own tool mix")
-    usd_per_vcpu_hour: float | None = F(None, description="scale: price for the cost column (default 0.048: AWS "
+    usd_per_vcpu_hour: float | None = F(None, ge=0, description="scale: price for the cost column (default 0.048: AWS "
                                                           "m6i.large on-demand, us-east-1)")
 
 

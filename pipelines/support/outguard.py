@@ -23,7 +23,7 @@ import json
 import os
 import posixpath
 
-from medscope.io import storage
+from medscope.io import safe_text, storage
 from medscope.errors import MedScopeError
 from medscope.seeding import stable_hash
 
@@ -84,7 +84,7 @@ def _held(out: str) -> list[dict]:
     if not storage.exists(marker):
         return []
     try:
-        return list(json.loads(storage.read_utf8(marker)).get("runs") or [])
+        return list(safe_text.read_json_object(marker).get("runs") or [])
     except (ValueError, AttributeError):
         raise MedScopeError(f"{marker}: not a MedScope output marker; remove it or pass --overwrite") from None
 

@@ -278,3 +278,40 @@ def test_nfd_mask_name_still_matches_its_nfc_image(tmp_path):
     rows = table.to_pylist()
     assert len(rows) == 2 and all(r["lesion_bbox"] == expect(m)[1] for r in rows)
     assert rejects == []
+
+
+def _write_deep(path: str, data: bytes) -> None:
+    """Write ``data`` at ``path`` even past the system's PATH_MAX: folders made and opened one
+    component at a time, each relative to the descriptor of the one above."""
+    parts = path.split("/")
+    fd = os.open("/", os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for part in parts[1:-1]:
+            try:
+                os.mkdir(part, dir_fd=fd)
+            except FileExistsError:
+                pass
+            child = os.open(part, os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+            os.close(fd)
+            fd = child
+        out = os.open(parts[-1], os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd)
+        os.write(out, data)
+        os.close(out)
+    finally:
+        os.close(fd)
+
+
+@pytest.mark.timeout(120)
+def test_image_deeper_than_path_max_gets_a_row_of_its_own(tmp_path):
+    """Issue 51: an image whose folder lies deeper than PATH_MAX (4096 bytes) left no row of its
+    own: its folder became an ``unreadable folder`` ignored row, and a mask that could still be
+    read became ``mask without image``. The folder is now listed by descriptor, the image is a
+    ``path too long`` reject (with the fix: move it higher up) and its mask is claimed."""
+    deep = "/".join(["d" * 200] * 21)  # 4220 bytes of folders: over PATH_MAX wherever tmp_path is
+
+    def plant(root):
+        _write_deep(f"{root}/images/{deep}/L.png", _png(gray_image(32, 40, 7)))
+        _write_deep(f"{root}/masks/{deep}/L_mask.png", _png(rect_mask(32, 40, 5, 5, 15, 15).astype(np.uint8) * 255))
+        return {f"images/{deep}/L.png": "path too long"}
+
+    run_kind(tmp_path, "image-mask-folder", imf, plant, IMF)

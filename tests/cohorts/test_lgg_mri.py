@@ -7,7 +7,7 @@ import pytest
 
 from medscope import cohorts
 
-from tests.fixtures.bad_input import ANY, by_item, run_kind
+from tests.fixtures.bad_input import ANY, by_item, detail_of, run_kind
 from tests.fixtures.cohort_layouts import _save
 from tests.fixtures.cohort_layouts import gray_image
 
@@ -83,3 +83,30 @@ def test_lgg_slice_number_that_would_size_an_array_is_rejected(tmp_path):
     assert got.pop(rel) == "slice number out of range"
     assert got.pop(rel.replace(".tif", "_mask.tif")) == "slice number out of range"
     assert got == bad
+
+
+@pytest.mark.timeout(120)
+def test_two_files_claiming_one_slice_are_a_conflict_naming_both(tmp_path):
+    """Issue 51: ``_5.tif`` and a zero-padded re-export ``_05.tif`` (other pixels, other mask)
+    were "duplicate copy ... same file as", which they are not. Both claim slice 5: neither is
+    picked, every claimant (images and masks) is a reject naming the others."""
+    from tests.fixtures.release_layouts import write_lgg
+
+    write_lgg(tmp_path)
+    folder = next(p for p in sorted(tmp_path.rglob("TCGA_CS_4941_*")) if p.is_dir())
+    rel = str(folder.relative_to(tmp_path))
+    _save(str(folder / f"{folder.name}_05.tif"), gray_image(32, 32, 3), "TIFF")
+    mask = np.zeros((32, 32), np.uint8)
+    mask[4:12, 4:12] = 255
+    _save(str(folder / f"{folder.name}_05_mask.tif"), mask, "TIFF")
+    table, rejects = cohorts.load("lgg-mri", str(tmp_path))
+    claimants = [f"{rel}/{folder.name}_{n}{m}.tif" for n in ("5", "05") for m in ("", "_mask")]
+    reasons = by_item(rejects)
+    for item in claimants:
+        assert reasons.get(item) == "conflicting slice files", reasons.get(item)
+        assert all(other in detail_of(rejects, item) for other in claimants if other != item)
+    assert not any(r["reason"] == "duplicate copy" and r["item_id"] in claimants for r in rejects)
+    sources = {r["source_file"] for r in table.to_pylist()}
+    assert not sources & set(claimants)
+    # the patient's other lesion slices still arrive: 8 has the largest tumour, 11 is 3 slices away
+    assert {f"{rel}/{folder.name}_{n}.tif" for n in (8, 11)} <= sources

@@ -3,11 +3,10 @@ and their mcq_items as one table. Read by the protocol, its report and ``benchge
 
 from __future__ import annotations
 
-import json
 
 import pandas as pd
 
-from medscope.io import layout, records, storage
+from medscope.io import layout, records, safe_text, storage
 
 
 def build_folder(uri: str) -> str:
@@ -66,7 +65,7 @@ def build_cohorts(out: str) -> dict[str, dict]:
     uri = layout.BenchgenBuild(out).manifest
     if not storage.exists(uri):
         return {}
-    manifest = json.loads(storage.read_utf8(uri))
+    manifest = safe_text.read_json_object(uri)
     return manifest.get("cohorts") or ({manifest["cohort"]: manifest} if "cohort" in manifest else {})
 
 

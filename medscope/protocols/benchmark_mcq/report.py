@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import os
 
 import numpy as np
 import pandas as pd
 
-from medscope.io import layout, records, storage
+from medscope.io import layout, records, safe_text
 from medscope.render import thin
 from medscope.render.document import Image, Para, Table
 from medscope.stats.bootstrap import format_p
@@ -358,7 +357,7 @@ def sections(scored_run: str, work_dir: str) -> list[tuple[str, list]]:
     .. [1] benchmark-MCQ paper, Tables 1-4, Supplementary Table 1, Fig. 2.
     """
     sr = layout.ScoredRun(scored_run)
-    run = json.loads(storage.read_utf8(sr.manifest))
+    run = safe_text.read_json_object(sr.manifest)
     m = records.read_table("metrics", sr.metrics).to_pandas(use_threads=False)
     t = records.read_table("mcq_tests", sr.table("mcq_tests")).to_pandas(use_threads=False)
     scores = records.read_table("mcq_scores", sr.table("mcq_scores")).to_pandas(use_threads=False)

@@ -7,10 +7,9 @@ report's Run section names the ones in force for its run (``in_force``).
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
-from medscope.io import layout, storage
+from medscope.io import layout, safe_text, storage
 
 
 @dataclass(frozen=True)
@@ -87,7 +86,7 @@ def _views_recipe(manifest: dict) -> dict | None:
         return None
     try:
         uri = layout.ViewsBuild(layout.folder_of("views", views)).recipe
-        return json.loads(storage.read_utf8(uri)).get("recipe") if storage.exists(uri) else None
+        return safe_text.read_json_object(uri).get("recipe") if storage.exists(uri) else None
     except Exception:  # a views table outside a build folder: its recipe is unknown
         return None
 

@@ -18,7 +18,7 @@ import pyarrow as pa
 
 from medscope import images
 from medscope.answers.audit import reading_check_line
-from medscope.io import layout, records, storage
+from medscope.io import layout, records, safe_text, storage
 from medscope.errors import MedScopeError
 from medscope.protocols.counterfactual import report_summary as rs
 from medscope.protocols.counterfactual import plots
@@ -152,7 +152,7 @@ def report_sections(run: str, work_dir: str, reference: str | None = None, galle
 def _read_scored(run: str) -> tuple[dict, pa.Table, pd.DataFrame, pd.DataFrame]:
     """The scored run's manifest, scores (table and frame) and metrics without comparison rows."""
     scored = layout.ScoredRun(run)
-    manifest = json.loads(storage.read_utf8(scored.manifest)) if storage.exists(scored.manifest) else {}
+    manifest = safe_text.read_json_object(scored.manifest) if storage.exists(scored.manifest) else {}
     scores_t = records.read_table("scores", scored.scores)
     scores = scores_t.to_pandas(use_threads=False)
     metrics = records.read_table("metrics", scored.metrics).to_pandas(use_threads=False)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from medscope.io import storage
+from medscope.io import safe_text, storage
 
 RESULT_FILE = "edit_ratings.json"
 
@@ -43,4 +43,4 @@ def read_ratings(scored_run: str) -> dict:
     dict
         Model -> AUCs with intervals and counts.
     """
-    return json.loads(storage.read_utf8(storage.join(scored_run, RESULT_FILE)))
+    return safe_text.read_json_object(storage.join(scored_run, RESULT_FILE))

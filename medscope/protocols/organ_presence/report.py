@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 
-import json
 
 import numpy as np
 import pandas as pd
 
 from medscope.answers.audit import reading_check_line
-from medscope.io import layout, records, storage
+from medscope.io import layout, records, safe_text, storage
 from medscope.protocols.organ_presence import plots
 from medscope.render import thin
 from medscope.protocols.organ_presence.scoring import NEGATIVE_STRATEGIES
@@ -348,7 +347,7 @@ def report_sections(scored_run: str, work_dir: str) -> tuple[list, dict]:
                               "'no' or 'not' = 'no', anything else = 'yes': 'Absent.', 'Not visible.', refusals and "
                               "JSON replies count as 'yes'), for setting beside published POPE tables:\n\n"
                               + _pope_markdown(pope_table(scores, "pope"), constant)))
-    manifest = json.loads(storage.read_utf8(run.manifest)) if storage.exists(run.manifest) else {}
+    manifest = safe_text.read_json_object(run.manifest) if storage.exists(run.manifest) else {}
     if manifest.get("episodes") and storage.exists(manifest["episodes"]):
         blocks.append(Raw(f"**How replies were read.** {reading_check_line(manifest['episodes'])}"))
     lines = summary_lines(specificity_table(metrics, "specificity"), constant)

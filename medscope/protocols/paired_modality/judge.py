@@ -29,7 +29,7 @@ from importlib import resources
 
 import yaml
 
-from medscope.io import storage
+from medscope.io import safe_text, storage
 from medscope.answers.matching import mention_statuses
 from medscope.models.base import ChatModel, Decoding, Message, PermanentModelError, TransientModelError
 from medscope.seeding import stable_hash
@@ -385,6 +385,6 @@ def judge_all(judge, prompts: list[str], cache_uri: str, workers: int = 4) -> tu
         if key in errors:
             out.append(Verdict(None, None, "", errors[key]))
             continue
-        cached = json.loads(storage.read_utf8(storage.join(cache_uri, f"{key}.json")))
+        cached = safe_text.read_json_object(storage.join(cache_uri, f"{key}.json"))
         out.append(read_verdict(cached["reply"]))
     return out, counts

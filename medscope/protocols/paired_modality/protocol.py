@@ -20,7 +20,7 @@ from importlib import resources
 import pyarrow as pa
 import yaml
 
-from medscope.io import layout, records, storage
+from medscope.io import layout, records, safe_text, storage
 from medscope.models.base import ChatModel, Decoding, Message, Part
 from medscope.protocols.base import EpisodeResult, Item
 from medscope.protocols.paired_modality.options import PairedModalityOptions
@@ -81,7 +81,7 @@ def eval_run_models(episodes_uri: str) -> list[dict]:
     summary = layout.EvalRun(layout.folder_of("episodes", episodes_uri)).summary
     if not storage.exists(summary):
         return []
-    return list(json.loads(storage.read_utf8(summary)).get("models") or [])
+    return list(safe_text.read_json_object(summary).get("models") or [])
 
 
 class PairedModalityProtocol:

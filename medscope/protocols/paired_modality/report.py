@@ -5,11 +5,10 @@ and a figure of the shift from photo only to photo + radiograph (paired-modality
 from __future__ import annotations
 
 import io
-import json
 import math
 
 
-from medscope.io import records, storage
+from medscope.io import records, safe_text, storage
 from medscope.protocols.paired_modality import tables
 from medscope.protocols.paired_modality.manifest import PHOTO_TYPES
 from medscope.protocols.paired_modality.scoring import METRICS, SETTING_LABELS, SETTINGS
@@ -251,7 +250,7 @@ def sections(scored_run: str) -> list[tuple[str, list]]:
     metrics = records.read_table("metrics", storage.join(scored_run, tables.METRICS)).to_pylist()
     tests = _parquet_rows(storage.join(scored_run, tables.MCNEMAR))
     labels = _parquet_rows(storage.join(scored_run, tables.LABELS))
-    run = json.loads(storage.read_utf8(storage.join(scored_run, tables.RUN)))
+    run = safe_text.read_json_object(storage.join(scored_run, tables.RUN))
     blocks: list = [
         Para("Extract-then-judge (paired-modality paper §4.2): only each reply's PHOTO FINDINGS section is judged against the "
              "photograph's ground-truth caption. FP: a clinically significant abnormality the photograph does not "
@@ -268,7 +267,7 @@ def sections(scored_run: str) -> list[tuple[str, list]]:
                         + (f" (left out: {', '.join(f'{m}, {why}' for m, why in sorted(left.items()))})" if left else "")
                         + "."), mcnemar_table(tests)]
     if storage.exists(storage.join(scored_run, tables.AGREEMENT)):
-        k = json.loads(storage.read_utf8(storage.join(scored_run, tables.AGREEMENT)))
+        k = safe_text.read_json_object(storage.join(scored_run, tables.AGREEMENT))
         blocks.append(Para(f"Judge agreement ({' vs '.join(k['judges'])}, {k['n']} replies): Cohen's kappa "
                            + "; ".join(f"{SHORT.get(c + '_rate', c)} {k[c]['kappa']:.2f} (agreement {k[c]['agreement']:.2f})"
                                        for c in ("fp", "fn") if c in k)))
