@@ -32,6 +32,10 @@ CHECKS = ("lora_fp32", "lora_bf16", "zero2", "sd_views", "local_eval")
 # seconds each check may take on one H200 (the whole run: < 8 min); --quick on CPU gets its own
 BUDGET_S = {"lora_fp32": 75, "lora_bf16": 75, "zero2": 120, "sd_views": 90, "local_eval": 90}
 QUICK_BUDGET_S = {"lora_fp32": 240, "lora_bf16": 240, "zero2": 240, "sd_views": 240, "local_eval": 240}
+# addition: off the accelerator a check's budget is only a hang guard. The budgets above measure the
+# accelerator paths; on a CPU shared with other work (a loaded CI machine, a busy workstation) the
+# same check ran past 90 s and then past 240 s while nothing was wrong.
+CPU_HANG_GUARD_S = 1800
 # addition: how far ZeRO-2's per-step loss may sit from the plain bf16 run's, as a share of the
 # first step's loss (ZeRO-2 keeps fp32 master weights, the plain bf16 run updates bf16 weights)
 ZERO2_TOLERANCE = 0.10
@@ -409,7 +413,8 @@ def run_all(device: str, out: str, quick: bool, checks=CHECKS, budget_s: float |
     checks : sequence of str, optional
         The checks to run, in order (names of ``CHECKS``).
     budget_s : float or None, optional
-        Seconds every check may take; None: ``BUDGET_S`` (``QUICK_BUDGET_S`` with ``quick``).
+        Seconds every check may take; None: ``BUDGET_S`` (``QUICK_BUDGET_S`` with ``quick``) on CUDA,
+        at least ``CPU_HANG_GUARD_S`` elsewhere.
 
     Returns
     -------
@@ -419,6 +424,8 @@ def run_all(device: str, out: str, quick: bool, checks=CHECKS, budget_s: float |
     """
     os.makedirs(out, exist_ok=True)
     budgets = QUICK_BUDGET_S if quick else BUDGET_S
+    if device != "cuda":
+        budgets = {name: max(b, CPU_HANG_GUARD_S) for name, b in budgets.items()}
     if budget_s is not None:
         budgets = {name: budget_s for name in budgets}
     rows = []

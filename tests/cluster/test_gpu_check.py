@@ -62,19 +62,20 @@ def test_size_accounting_counts_wheels_only_and_refuses_a_folder_over_64_mib(tmp
 
 
 def test_a_check_over_its_budget_is_a_failure_line_and_a_nonzero_exit(tmp_path, monkeypatch, capsys):
-    monkeypatch.setitem(gpu.QUICK_BUDGET_S, "local_eval", 0.05)  # the child cannot even import torch in time
+    monkeypatch.setattr(gpu, "CPU_HANG_GUARD_S", 0.05)  # the child cannot even import torch in time
+    monkeypatch.setitem(gpu.QUICK_BUDGET_S, "local_eval", 0.01)  # off CUDA the hang guard, not this, decides
     code = gpu.main(["--device", "cpu", "--quick", "--out", str(tmp_path), "--only", "local_eval,zero2"])
     assert code == 1
     report = json.load(open(tmp_path / "gpu_check.json"))
     rows = {r["check"]: r for r in report["checks"]}
-    assert rows["local_eval"]["status"] == "FAIL" and "over its budget" in rows["local_eval"]["result"]
+    assert rows["local_eval"]["status"] == "FAIL" and "over its budget of 0.05 s" in rows["local_eval"]["result"]
     assert rows["zero2"]["status"] == "skipped" and "needs CUDA" in rows["zero2"]["result"]
     assert report["failed"] == ["local_eval"]
     assert "local_eval  FAIL" in capsys.readouterr().out
 
 
 def test_budget_s_sets_every_checks_budget(tmp_path):
-    # 0.05 s is less than a child needs to import torch: the flag, not the check's own 240 s, decides
+    # 0.05 s is less than a child needs to import torch: the flag, not the CPU hang guard, decides
     code = gpu.main(["--device", "cpu", "--quick", "--out", str(tmp_path), "--only", "local_eval,zero2",
                      "--budget-s", "0.05"])
     rows = {r["check"]: r for r in json.load(open(tmp_path / "gpu_check.json"))["checks"]}
