@@ -1,6 +1,7 @@
 """Paired model comparisons over shared cases (counterfactual paper §3.9, Table 6).
 
-For each model against a reference, on the cases both were run on, every metric's difference
+For each model against a reference, on the cases both were run on (and of those, the views
+both have: a view without an episode on one side is left out of both), every metric's difference
 (model - reference), its percentile interval and p = twice the smaller tail proportion are taken
 from one set of resampled cases shared by both models (and by every metric), so the pairing of
 views within a case is kept. The rows have the metrics-table schema with ``reference`` set.
@@ -143,7 +144,8 @@ def parse_reference(reference: str) -> tuple[str, str | None]:
 
 def paired_samples(df: pd.DataFrame, a: tuple[str, str], b: tuple[str, str], n_boot: int, seed: int,
                    breakdowns=(), cluster: str = "case_id"):
-    """Point values and ``[B, G, M]`` resampled metrics of a and b on their shared cases.
+    """Point values and ``[B, G, M]`` resampled metrics of a and b on their shared cases, each
+    side read on the views both have.
 
     Returns (groups, point_a, point_b, samples_a, samples_b, n_shared_cases).
 
@@ -184,6 +186,12 @@ def paired_samples(df: pd.DataFrame, a: tuple[str, str], b: tuple[str, str], n_b
     """
     pa_ = df[(df["model"] == a[0]) & (df["condition"] == a[1])]
     pb_ = df[(df["model"] == b[0]) & (df["condition"] == b[1])]
+    # paired over the views both sides have: a view one side lacks (a missing episode, an
+    # unclear reading) would otherwise move one side's numbers and show a difference between
+    # identical decisions
+    both_views = np.intersect1d(pa_["view_id"].astype(str).unique(), pb_["view_id"].astype(str).unique())
+    pa_ = pa_[pa_["view_id"].astype(str).isin(both_views)]
+    pb_ = pb_[pb_["view_id"].astype(str).isin(both_views)]
     shared = np.intersect1d(pa_["case_id"].astype(str).unique(), pb_["case_id"].astype(str).unique())
     if len(shared) == 0:
         raise MedScopeError(f"{a[0]} and {b[0]} share no cases")
