@@ -15,7 +15,7 @@ import pyarrow as pa
 
 from medscope.io import records
 from medscope.errors import MedScopeError
-from medscope.analysis import view_metrics as mt
+from medscope.analysis import exact, view_metrics as mt
 from medscope.stats import bootstrap as bs
 
 PRIMARY = ("esg", "erased_claims", "healthy_claims", "ccr", "net_utility")
@@ -143,7 +143,7 @@ def parse_reference(reference: str) -> tuple[str, str | None]:
 
 
 def paired_samples(df: pd.DataFrame, a: tuple[str, str], b: tuple[str, str], n_boot: int, seed: int,
-                   breakdowns=(), cluster: str = "case_id"):
+                   breakdowns=(), cluster: str = "case_id", with_counts: bool = False):
     """Point values and ``[B, G, M]`` resampled metrics of a and b on their shared cases, each
     side read on the views both have.
 
@@ -163,6 +163,8 @@ def paired_samples(df: pd.DataFrame, a: tuple[str, str], b: tuple[str, str], n_b
         Breakdown dimensions (``view_metrics.BREAKDOWNS``); default none: ``"all"`` only.
     cluster : str
         The column resampled: ``"case_id"``, ``"group_id"`` or ``"patient_id"``.
+    with_counts : bool, optional
+        Also return each side's ratios as text (``view_metrics.metric_counts``), ``[G][M]`` each.
 
     Returns
     -------
@@ -174,6 +176,8 @@ def paired_samples(df: pd.DataFrame, a: tuple[str, str], b: tuple[str, str], n_b
         ``[B, G, M]`` resampled values, both sides on the same resamples.
     n_shared_cases : int
         Cases both sides were run on.
+    counts_a, counts_b : list of list of (str or None)
+        With ``with_counts`` only: each side's ratios per group and metric.
 
     Raises
     ------
@@ -206,6 +210,10 @@ def paired_samples(df: pd.DataFrame, a: tuple[str, str], b: tuple[str, str], n_b
     point = mt.metric_values(stats.num.sum(0), stats.den.sum(0))
     codes, n_cl = mt._cluster_map(both, stats.case_ids, cluster)
     samples = mt.bootstrap_metric_samples(stats, n_boot, seed, None if cluster == "case_id" else codes, n_cl)
+    if with_counts:  # each side's ratios on the shared views, for the exact difference
+        counts = mt.metric_counts(stats.num.sum(0), stats.den.sum(0))
+        return (groups, point[ia], point[ib], samples[:, ia], samples[:, ib], len(shared),
+                [counts[i] for i in ia], [counts[i] for i in ib])
     return groups, point[ia], point[ib], samples[:, ia], samples[:, ib], len(shared)
 
 
@@ -278,8 +286,8 @@ def compare(scores: pa.Table | pd.DataFrame, reference: str, n_boot: int = bs.DE
             if itself or (models and model not in models):
                 continue
             rc = ref_cond or (cond if cond in ref_conds else ref_conds[0])
-            groups, pa_, pb_, sa, sb, n = paired_samples(part, (model, cond), (ref_model, rc), n_boot, seed,
-                                                        breakdowns, cluster)
+            groups, pa_, pb_, sa, sb, n, ca, cb = paired_samples(part, (model, cond), (ref_model, rc), n_boot, seed,
+                                                                breakdowns, cluster, with_counts=True)
             d = sa - sb
             lo, hi = bs.percentile_ci(d)
             p = bs.two_sided_p(d)
@@ -292,7 +300,8 @@ def compare(scores: pa.Table | pd.DataFrame, reference: str, n_boot: int = bs.DE
                     rows.append({"model": model, "condition": cond, "test_set": str(test_set), "breakdown": g,
                                  "metric": name, "value": float(val), "ci_low": _f(lo[g_i, j]),
                                  "ci_high": _f(hi[g_i, j]), "n_cases": int(n), "reference": f"{ref_model}:{rc}",
-                                 "p_value": _f(p[g_i, j]), "n_boot": int(n_boot)})
+                                 "p_value": _f(p[g_i, j]), "n_boot": int(n_boot),
+                                 "counts": exact.difference(ca[g_i][j], cb[g_i][j])})
     return records.to_table("metrics", rows)
 
 
