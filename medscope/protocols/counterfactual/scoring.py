@@ -41,16 +41,16 @@ def test_set_views(views: pa.Table, test_set: str, splits: tuple[str, ...],
     Returns
     -------
     pandas.DataFrame
-        ``view_id``, ``case_id`` and ``kind`` of each of its views, once each.
+        ``view_id``, ``case_id``, ``kind`` and ``critical`` of each of its views, once each.
 
     References
     ----------
     .. [1] counterfactual paper, §3.3, §4.1, Tables 3-5.
     """
-    vw = views.select(["view_id", "case_id", "kind", "passed", "split", "tool", "reject_reason"]).to_pandas()
+    vw = views.select(["view_id", "case_id", "kind", "passed", "split", "tool", "reject_reason", "critical"]).to_pandas()
     vw = vw.drop_duplicates("view_id")
     keep = [testsets.outside_reason(r, test_set, splits, tools) is None for r in vw.to_dict("records")]
-    return vw.loc[keep, ["view_id", "case_id", "kind"]].reset_index(drop=True)
+    return vw.loc[keep, ["view_id", "case_id", "kind", "critical"]].reset_index(drop=True)
 
 
 def coverage(expected: pd.DataFrame, episodes: pa.Table, scores: pa.Table, rejects: list[dict],
@@ -75,7 +75,8 @@ def coverage(expected: pd.DataFrame, episodes: pa.Table, scores: pa.Table, rejec
     Returns
     -------
     dict
-        ``views``, ``cases``, ``by_kind`` (the denominator), ``by_model_condition`` (``expected``,
+        ``views``, ``cases``, ``by_kind`` (the denominator), ``critical_cases`` (lesion cases whose
+        missed finding costs Table 2's critical penalty), ``by_model_condition`` (``expected``,
         ``scored``, ``unclear``, ``missing``, ``missing_views``: every missing view id), ``scored``,
         ``unclear``, ``missing`` (totals) and ``excluded`` / ``excluded_by_rule`` (episodes not
         scored, by rejects reason).
@@ -108,7 +109,9 @@ def coverage(expected: pd.DataFrame, episodes: pa.Table, scores: pa.Table, rejec
     by_rule: dict[str, int] = {}
     for r in rejects:
         by_rule[r["reason"]] = by_rule.get(r["reason"], 0) + 1
-    return {"views": len(ids), "cases": int(expected["case_id"].nunique()),
+    answerable = expected[expected["kind"].isin(("original", "random_removal"))]
+    critical_cases = int(answerable.loc[answerable["critical"].fillna(False).astype(bool), "case_id"].nunique())
+    return {"views": len(ids), "cases": int(expected["case_id"].nunique()), "critical_cases": critical_cases,
             "by_kind": {k: int(n) for k, n in expected["kind"].value_counts().reindex(testsets.EVAL_KINDS).dropna().items()},
             "by_model_condition": rows, "scored": sum(r["scored"] for r in rows),
             "unclear": sum(r["unclear"] for r in rows), "missing": sum(r["missing"] for r in rows),
@@ -134,6 +137,10 @@ def format_coverage(cov: dict, test_set: str) -> str:
     kinds = ", ".join(f"{k} {n}" for k, n in cov["by_kind"].items())
     lines = [f"  test set {test_set}: {cov['views']} views of {cov['cases']} cases ({kinds}): every model x "
              "condition is scored against these"]
+    # which findings are critical is the cohort config's declaration (an addition: the paper lists none)
+    lines.append(f"  {cov['critical_cases']} critical lesion case(s): a missed finding there costs Table 2's critical "
+                 "penalty; the paper does not list critical findings, the cohort's config declares them "
+                 "(critical_findings)")
     if cov["excluded"]:
         lines.append(f"  excluded {cov['excluded']} episode(s), not scored: "
                      + ", ".join(f"{k} {n}" for k, n in cov["excluded_by_rule"].items()) + " (rejects.parquet)")

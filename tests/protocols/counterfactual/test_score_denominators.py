@@ -30,6 +30,9 @@ def _views(planted: bool = False):
     assert len(views) == N_VIEWS
     if planted:
         base = next(v for v in views if v["kind"] == "original")
+        for v in views:  # one critical lesion case inside the test set; the planted ones are critical too
+            v["critical"] = v["case_id"] == base["case_id"]
+        base = dict(base, critical=True)
         views += [
             # a lesion case whose random-removal control failed: rule (ii) drops the whole case
             dict(base, view_id="bad/original", case_id="bad", passed=False, reject_reason="paired_control_failed"),
@@ -98,7 +101,7 @@ def test_episodes_outside_the_test_set_are_excluded_under_their_rule(tmp_path):
     rc, manifest, metrics, out = _score(tmp_path, planted, _refer(planted))
     assert rc == 0  # the planted views are outside the test set: nobody is missing them
     cov = manifest["coverage"]
-    assert cov["views"] == N_VIEWS
+    assert cov["views"] == N_VIEWS and cov["critical_cases"] == 1  # the failed critical case is not counted
     # per model: 3 failed-QC views (rule (ii), its pair, a failed degraded), 1 train split, 1 pool
     assert cov["excluded_by_rule"] == {"failed_qc": 6, "not_an_evaluation_view": 2, "outside_split": 2}
     rejects = records.read_table("rejects", str(out / "rejects.parquet")).to_pandas()
