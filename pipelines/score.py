@@ -183,8 +183,8 @@ def format_comparisons(df: pd.DataFrame, adjust: str | None = None, alpha: float
     Returns
     -------
     str
-        One line per (test set, model, reference) with each metric's difference, interval and
-        p, then (with ``adjust``) a line naming the family.
+        One line per (test set, model, condition, reference), both sides named ``MODEL:CONDITION``,
+        with each metric's difference, interval and p, then (with ``adjust``) a line naming the family.
 
     References
     ----------
@@ -205,8 +205,9 @@ def format_comparisons(df: pd.DataFrame, adjust: str | None = None, alpha: float
         cells = [f"{r.metric} {r.value + 0.0:+.3f} [{r.ci_low + 0.0:+.3f}, {r.ci_high + 0.0:+.3f}] "
                  f"p {bs.format_p(r.p_value, r.n_boot)}"
                  + extra[r.Index] for r in part.itertuples()]
-        # the condition is named where it is not the reference's (m:agent - m:blind)
-        side = model if ref.partition(":")[2] in ("", cond) else f"{model}:{cond}"
+        # both sides as MODEL:CONDITION, the form --reference and the stats verbs take: an agent row
+        # and a blind row never look alike
+        side = f"{model}:{cond}"
         pair = f"{ref} - {side}" if direction == "paper" else f"{side} - {ref}"
         lines.append(f"{ts}: {pair}: " + "; ".join(cells))
     if adjust:

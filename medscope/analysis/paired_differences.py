@@ -400,7 +400,8 @@ def arm_comparisons(scores: pa.Table | pd.DataFrame, reference: str, n_boot: int
 
 
 def equivalence(scores: pa.Table | pd.DataFrame, model: str, reference: str, metric: str, margin: float = 0.05,
-                n_boot: int = bs.DEFAULT_B, seed: int = bs.DEFAULT_SEED, condition: str = "agent"):
+                n_boot: int = bs.DEFAULT_B, seed: int = bs.DEFAULT_SEED, condition: str = "agent",
+                condition_reference: str | None = None):
     """TOST of model - reference on ``metric`` against +-margin (benchmark-MCQ paper: 90% interval inside).
 
     Parameters
@@ -418,7 +419,9 @@ def equivalence(scores: pa.Table | pd.DataFrame, model: str, reference: str, met
     seed : int
         Seed of the resamples.
     condition : str
-        The evaluation condition of both.
+        The evaluation condition of both (of ``model`` when ``condition_reference`` is given).
+    condition_reference : str, optional
+        The reference's condition, when it is not ``model``'s (``m:agent`` against ``m:blind``).
 
     Returns
     -------
@@ -437,6 +440,7 @@ def equivalence(scores: pa.Table | pd.DataFrame, model: str, reference: str, met
     from medscope.stats import inference
 
     df = scores.to_pandas() if isinstance(scores, pa.Table) else scores
-    _, pa_, pb_, sa, sb, _ = paired_samples(df, (model, condition), (reference, condition), n_boot, seed)
+    _, pa_, pb_, sa, sb, _ = paired_samples(df, (model, condition), (reference, condition_reference or condition),
+                                            n_boot, seed)
     j = list(mt.METRICS).index(metric)
     return inference.tost(float(pa_[0, j] - pb_[0, j]), sa[:, 0, j] - sb[:, 0, j], margin)

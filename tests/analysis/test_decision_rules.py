@@ -298,7 +298,7 @@ def test_score_compare_and_rules_cli_end_to_end(tmp_path, capsys):
     assert esg.ci_low <= esg.value <= esg.ci_high and esg.n_boot == 200
     cli(["compare", "--metrics", str(run / "metrics.parquet"), "--reference", "stage1", "--n-boot", "200"])
     printed = capsys.readouterr().out
-    assert "validation: stage3 - stage1:agent: esg" in printed
+    assert "validation: stage3:agent - stage1:agent: esg" in printed
     comp = records.read_table("metrics", str(run / "comparisons.parquet")).to_pandas()
     assert set(comp.model) == {"stage2", "stage3", "v3"} and (comp.reference == "stage1:agent").all()
     cli(["rules", "apply", "--plan", PLAN, "--metrics", str(run), str(run / "comparisons.parquet")])
