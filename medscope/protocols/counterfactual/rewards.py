@@ -300,8 +300,8 @@ def score_episodes(
     # episode outside it is excluded under that rule, whatever the eval run (or --items) held
     why_out = {r["view_id"]: testsets.outside_reason(r, test_set, splits, tools)
                for r in vw[["view_id", "kind", "passed", "split", "tool", "reject_reason"]].to_dict("records")}
-    outside = [None if gone else why_out[v] for v, gone in zip(merged["view_id"], lost)]
-    out_mask = np.array([o is not None for o in outside], dtype=bool)
+    why_out = {v: why for v, why in why_out.items() if why is not None}  # per view, mapped onto episodes below
+    out_mask = ~lost & merged["view_id"].isin(why_out.keys()).to_numpy()
     # one decision per model x condition x view: a second episode would count the view twice
     inside = ~lost & ~out_mask
     dup = np.zeros(len(merged), dtype=bool)
@@ -316,8 +316,8 @@ def score_episodes(
                        "(runs of different seeds must be distinct models: <arm>@seed<k>)")
         for r in merged[dup].itertuples()
     ] + [
-        records.reject_row("scores", "episodes", f"{r.model}/{r.condition}/{r.view_id}", "score", code, text)
-        for r, (code, text) in ((r, outside[i]) for i, r in enumerate(merged.itertuples()) if out_mask[i])
+        records.reject_row("scores", "episodes", f"{r.model}/{r.condition}/{r.view_id}", "score", *why_out[r.view_id])
+        for r in merged[out_mask].itertuples()
     ]
     # a reply the reader could not read with certainty is no decision: it lowers n (counted by
     # unclear_counts, shown by score, eval show and the report), never a wrong answer

@@ -87,17 +87,13 @@ def coverage(expected: pd.DataFrame, episodes: pa.Table, scores: pa.Table, rejec
     """
     ids = set(expected["view_id"])
     order = list(expected["view_id"])
-    done: dict[tuple[str, str], set] = {}
-    for m, c, v in zip(scores.column("model").to_pylist(), scores.column("condition").to_pylist(),
-                       scores.column("view_id").to_pylist()):
-        done.setdefault((m, c), set()).add(v)
-    unclear: dict[tuple[str, str], set] = {}
-    ep = episodes.select(["model", "condition", "item_id", "action"]).to_pylist()
-    for r in ep:
-        key = (r["model"], r["condition"])
-        done.setdefault(key, set())
-        if r["action"] == "unclear" and r["item_id"] in ids:
-            unclear.setdefault(key, set()).add(r["item_id"])
+    sc = scores.select(["model", "condition", "view_id"]).to_pandas()
+    done: dict[tuple[str, str], set] = {k: set(g) for k, g in sc.groupby(["model", "condition"])["view_id"]}
+    ep = episodes.select(["model", "condition", "item_id", "action"]).to_pandas()
+    for key in ep[["model", "condition"]].drop_duplicates().itertuples(index=False):
+        done.setdefault(tuple(key), set())
+    unc = ep[(ep["action"] == "unclear") & ep["item_id"].isin(ids)]
+    unclear: dict[tuple[str, str], set] = {k: set(g) for k, g in unc.groupby(["model", "condition"])["item_id"]}
     for key in pairs:
         done.setdefault(tuple(key), set())
     rows = []

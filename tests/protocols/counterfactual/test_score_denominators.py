@@ -165,3 +165,20 @@ def test_compare_pairs_over_the_views_both_models_have(tmp_path):
     assert allrows.loc["net_utility", "value"] == 0.0
     assert allrows.loc["net_utility", "n_cases"] == 8  # the 2 lesion-free cases b lacks are left out
     assert isinstance(table, pd.DataFrame)
+
+
+def test_an_unclear_reading_is_accounted_for_not_missing(tmp_path):
+    """A reply the reader could not read is a done unit (left out of every n, counted as unclear),
+    never a missing one; an unclear episode of a view outside the test set is excluded, not counted."""
+    views = _views(planted=True)
+    eps = _refer(views, models=("a",)).to_pylist()
+    for e in eps:
+        if e["item_id"] in ("train/original", sorted(x["item_id"] for x in eps if "natural_negative" in x["item_id"])[0]):
+            e["action"] = "unclear"
+    rc, manifest, metrics, _ = _score(tmp_path, views, records.to_table("episodes", eps))
+    assert rc == 0
+    row = manifest["coverage"]["by_model_condition"][0]
+    assert (row["scored"], row["unclear"], row["missing"]) == (21, 1, 0)
+    assert manifest["unclear"] == {"a/agent": 1}
+    # 21 views: one natural negative (+0.5) fewer than 2.6 / 22
+    assert _value(metrics, "a", "net_utility") == pytest.approx(2.1 / 21)
