@@ -49,6 +49,10 @@ class ScoreConfig(StrictModel):
     protocol: str | None = pydantic.Field(None, description="override the protocol the eval run names (name or module:Class)")
     protocol_options: dict = pydantic.Field({}, description=(
         "the protocol's options set at score (YAML mapping; the same keys as its flags, e.g. {cost_matrix: table2})"))
+    # addition: the paper sets no tolerance; as eval run's --max-failed, any missing episode exits 3 by default
+    max_failed: float | None = pydantic.Field(None, ge=0, description=(
+        "missing episodes (test-set views a model x condition has no episode for) accepted before the exit code "
+        "says so: a count (3) or a fraction of the views x model-conditions (0.05)"))
 
 
 def run_folder(uri: str) -> str:
@@ -179,8 +183,8 @@ def format_comparisons(df: pd.DataFrame, adjust: str | None = None, alpha: float
     Returns
     -------
     str
-        One line per (test set, model, reference) with each metric's difference, interval and
-        p, then (with ``adjust``) a line naming the family.
+        One line per (test set, model, condition, reference), both sides named ``MODEL:CONDITION``,
+        with each metric's difference, interval and p, then (with ``adjust``) a line naming the family.
 
     References
     ----------
@@ -201,8 +205,9 @@ def format_comparisons(df: pd.DataFrame, adjust: str | None = None, alpha: float
         cells = [f"{r.metric} {r.value + 0.0:+.3f} [{r.ci_low + 0.0:+.3f}, {r.ci_high + 0.0:+.3f}] "
                  f"p {bs.format_p(r.p_value, r.n_boot)}"
                  + extra[r.Index] for r in part.itertuples()]
-        # the condition is named where it is not the reference's (m:agent - m:blind)
-        side = model if ref.partition(":")[2] in ("", cond) else f"{model}:{cond}"
+        # both sides as MODEL:CONDITION, the form --reference and the stats verbs take: an agent row
+        # and a blind row never look alike
+        side = f"{model}:{cond}"
         pair = f"{ref} - {side}" if direction == "paper" else f"{side} - {ref}"
         lines.append(f"{ts}: {pair}: " + "; ".join(cells))
     if adjust:
@@ -424,6 +429,51 @@ def score(episodes_uri: str, out: str, items_uri: str | None = None, protocol: s
     return result
 
 
+def conclude_coverage(result: dict, max_failed: float | None = None) -> None:
+    """Decide ``score``'s exit code from the coverage the protocol returned, as ``eval run``
+    decides its own from its accounting (``accounting.exit_code``): a missing episode is a failed
+    unit against the test set's fixed denominator, a scored or unclear one a done unit.
+
+    Parameters
+    ----------
+    result : dict
+        ``score``'s result; without ``coverage`` (a protocol that does not recompute its test
+        set) nothing is decided.
+    max_failed : float or None, optional
+        ``--max-failed``: missing episodes accepted, a count (>= 1) or a fraction of the units.
+
+    Raises
+    ------
+    UnitsIncomplete
+        Exit 3 when more episodes are missing than allowed; 4 when no view of the test set has an
+        episode at all.
+
+    References
+    ----------
+    .. [1] counterfactual paper, §3.9 ("the same 507 cases"), Table 5.
+    """
+    from pipelines.support import accounting
+
+    cov = result.get("coverage") if isinstance(result, dict) else None
+    if not cov:
+        return
+    acc = {"done": cov["scored"] + cov["unclear"], "failed": cov["missing"], "refused": 0, "skipped": 0, "stopped": 0}
+    code = accounting.exit_code(acc, max_failed)
+    if code == accounting.EXIT_OK:
+        return
+    units = acc["done"] + acc["failed"]
+    who = "; ".join(f"{r['model']}:{r['condition']} {r['missing']} of {r['expected']}"
+                    for r in cov["by_model_condition"] if r["missing"])
+    if code == accounting.EXIT_NO_WORK:
+        raise accounting.UnitsIncomplete(f"score: no view of the test set has an episode ({who}); "
+                                         "is this the eval run of that test set?", code)
+    raise accounting.UnitsIncomplete(
+        f"score: {cov['missing']} of {units} episodes are missing ({who}; allowed: "
+        f"{accounting.allowed_failures(max_failed, units)}); the metrics are over the episodes scored, not over the "
+        f"test set's {cov['views']} views; rerun the eval run to fill them, or pass --max-failed N (or a fraction) "
+        "to accept them", code)
+
+
 def record_options(out: str, name: str, spec: str, options) -> None:
     """Add the protocol's spec and the options it scored under (eval's and score's) to the scored
     run's run.json, so ``report`` builds the protocol as it scored.
@@ -516,7 +566,9 @@ def _score_cli(args) -> None:
     spec = cfg.protocol or protocol_of(layout.require("episodes", cfg.episodes))
     model = protocols.options_class(protocols.protocol_class(spec))
     options = {**cfg.protocol_options, **protocol_flags.given(args, model, "score")}
-    _print(score(cfg.episodes, cfg.out, cfg.items, cfg.protocol, **options))
+    result = score(cfg.episodes, cfg.out, cfg.items, cfg.protocol, **options)
+    _print(result)
+    conclude_coverage(result, cfg.max_failed)  # after the summary is printed and the run written
 
 
 def _print(obj) -> None:

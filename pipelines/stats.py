@@ -58,13 +58,14 @@ def _family(args) -> None:
 class _OnScores(StrictModel):
     scores: str = F(description="scored run folder or its scores.parquet")
     test_set: str = F("main", description="the test set the scores carry")
-    condition: str | None = F(None, description="the prompting condition, when a run holds several")
+    condition: str | None = F(None, description="the prompting condition of a side that names none "
+                                                 "(MODEL:CONDITION wins), when a run holds several")
     metric: str = F("ccr", description=f"one of {', '.join(pt.PROPORTIONS)}")
 
 
 class _TwoModels(_OnScores):
-    a: str = F(description="model")
-    b: str = F(description="the model it is compared with")
+    a: str = F(description="MODEL or MODEL:CONDITION (as compare's --reference)")
+    b: str = F(description="the one it is compared with: MODEL or MODEL:CONDITION (m:agent against m:blind)")
 
 
 class McNemarConfig(_TwoModels):
@@ -91,7 +92,7 @@ class TostConfig(_TwoModels):
 class ChanceConfig(_OnScores):
     """``medscope stats chance``: accuracy on a metric's views against chance 1/k."""
 
-    model: str = F(description="model")
+    model: str = F(description="MODEL or MODEL:CONDITION")
     k: int = F(2, ge=2, description="answer options (2: yes/no)")
     n_boot: int = F(bs.DEFAULT_B, ge=0, description="bootstrap resamples")
     seed: int = F(bs.DEFAULT_SEED, description="bootstrap seed")

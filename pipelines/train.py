@@ -469,7 +469,12 @@ def select_stages(runs: dict[str, str], out: str, previous: str | None = None) -
         summary = safe_text.read_json_object(layout.TrainRun(run).summary)
         if "eval" not in summary:
             raise MedScopeError(f"{run} has no validation metrics: train it with an `evaluation:` block")
-        return {"U": summary["eval"]["net_utility"], "H": summary["eval"]["healthy_claims"]}
+        counts = summary["eval"].get("counts") or {}  # the rule is decided on these, exactly
+        numbers = {"U": summary["eval"]["net_utility"], "H": summary["eval"]["healthy_claims"]}
+        for key, metric in (("U", "net_utility"), ("H", "healthy_claims")):
+            if counts.get(metric):
+                numbers[f"{key}_counts"] = counts[metric]
+        return numbers
 
     sel = select_stage({name: uh(run) for name, run in runs.items()}, previous=uh(previous) if previous else None)
     record = {"chosen": sel.chosen, "adapter": layout.TrainRun(runs.get(sel.chosen, previous or "")).adapter,

@@ -2,6 +2,11 @@
 
 A plan file (``configs/plans/*.yaml``) names its test sets, endpoints, margins and rules. Rules:
 
+Every comparison is decided in exact arithmetic (``medscope.analysis.exact``): a value is read
+from its row's ``counts`` (14/100, not 0.14000000000000001), a threshold or margin from its
+decimal text (0.02 = 1/50), and a tie is decided as the paper's inequality reads (``<=``
+passes a tie, "under" does not). The lines printed give the counts beside the rounded values.
+
 - ``stage_selection`` (§3.6): with U the utility and H the harm endpoint on one test set,
   stage k is chosen if U_k >= U_{k-1} - utility_tolerance and H_k <= H_{k-1} + harm_tolerance,
   else stage k-1 under the same rule against k-2, ..., else the first stage; an optional
@@ -29,12 +34,14 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from fractions import Fraction
 from typing import Literal
 
 import pandas as pd
 import pydantic
 
 from medscope import config as cfgmod
+from medscope.analysis import exact
 from medscope.io import layout, safe_text, storage
 from medscope.config import StrictModel
 from medscope.errors import MedScopeError
@@ -341,6 +348,12 @@ def _one(table, **kw) -> pd.Series:
     return rows.iloc[0]
 
 
+def _exact(r, signed: bool = False) -> tuple[Fraction, str]:
+    """A row's point value as an exact rational (its ``counts``; ``exact.of_row``) and its text."""
+    counts = r.get("counts") if hasattr(r, "get") else None
+    return exact.of_row(r["value"], counts if isinstance(counts, str) and counts else None, signed)
+
+
 def _fmt_ci(r) -> str:
     if pd.isna(r["ci_low"]):
         return ""
@@ -385,26 +398,34 @@ def evaluate_condition(c: Condition, table: pd.DataFrame) -> tuple[bool, str]:
         ok, text = lower_in_every_seed_pair(diffs, c.seeds)
         return ok, f"{c.metric}({c.model} - {c.reference}, {c.test_set}) per seed pair: {text}; needs every seed < 0"
     kw = dict(test_set=c.test_set, metric=c.metric, model=c.model, breakdown=c.breakdown, condition=c.condition)
+    # decided in exact arithmetic on the counts (medscope.analysis.exact): a tie at a threshold
+    # is decided as the paper's inequality reads, never by floating point
     if c.reference is None:
         r = _one(table, **kw)
-        ok = (c.at_least is None or r["value"] >= c.at_least) and (c.at_most is None or r["value"] <= c.at_most)
+        v, vtext = _exact(r)
+        ok = (c.at_least is None or v >= exact.threshold(c.at_least)) and \
+             (c.at_most is None or v <= exact.threshold(c.at_most))
         bound = " and ".join(x for x in [f">= {c.at_least}" if c.at_least is not None else "",
                                          f"<= {c.at_most}" if c.at_most is not None else ""] if x)
-        return ok, f"{c.metric}({c.model}, {c.test_set}) = {r['value']:.3f}{_fmt_ci(r)}; needs {bound}"
+        return ok, f"{c.metric}({c.model}, {c.test_set}) = {vtext}{_fmt_ci(r)}; needs {bound}"
     r = _one(table, reference=c.reference, **kw)
-    d, lo, hi = r["value"], r["ci_low"], r["ci_high"]
-    head = f"{c.metric}({c.model} - {c.reference}, {c.test_set}) = {d:+.3f}{_fmt_ci(r)}"
+    d, dtext = _exact(r, signed=True)
+    lo, hi = r["ci_low"], r["ci_high"]
+    head = f"{c.metric}({c.model} - {c.reference}, {c.test_set}) = {dtext}{_fmt_ci(r)}"
     if c.direction is not None:
         sign = 1 if c.direction == "higher" else -1
         excl = (lo > 0) if sign > 0 else (hi < 0)
-        # "lower" / "higher" is strict even with min_effect 0 (C4: "lower in every seed pair")
-        ok = sign * d > 0 and sign * d >= c.min_effect and (excl or not c.ci_excludes_zero)
-        need = f"{'>=' if sign > 0 else '<='} {sign * c.min_effect:+.3f}" + (", interval excluding 0" if c.ci_excludes_zero else "")
+        # "lower" / "higher" is strict even with min_effect 0 (C4: "lower in every seed pair");
+        # "lower by at least 5 points": a difference of exactly -5 points passes
+        ok = sign * d > 0 and sign * d >= exact.threshold(c.min_effect) and (excl or not c.ci_excludes_zero)
+        need = f"{'>=' if sign > 0 else '<='} {float(sign * exact.threshold(c.min_effect)):+.3f}" + (
+            ", interval excluding 0" if c.ci_excludes_zero else "")
         return bool(ok), f"{head}; needs {need}"
-    if c.within is not None:
-        return bool(abs(d) < c.within), f"{head}; needs |diff| < {c.within}"
+    if c.within is not None:  # "under 5 points": strict, so exactly 5 points is not within
+        return bool(abs(d) < exact.threshold(c.within)), f"{head}; needs |diff| < {c.within}"
     worse = d if c.worse_if == "higher" else -d
-    return bool(worse <= c.max_worsening), f"{head}; may worsen ({c.worse_if}) by at most {c.max_worsening}"
+    return bool(worse <= exact.threshold(c.max_worsening)), \
+        f"{head}; may worsen ({c.worse_if}) by at most {c.max_worsening}"
 
 
 def apply_rule(rule: Rule, table: pd.DataFrame) -> dict:
@@ -434,26 +455,32 @@ def apply_rule(rule: Rule, table: pd.DataFrame) -> dict:
     """
     lines: list[str] = []
     if rule.kind == "stage_selection":
-        val = {m: {e: _one(table, test_set=rule.test_set, metric=e, model=m)["value"] for e in (rule.utility, rule.harm)}
+        # U and H as exact rationals from their counts; the tolerances as the decimals the plan
+        # writes (0.02 = 1/50): "U3 >= U2 - 0.02 and H3 <= H2 + 0.02" holds at a tie (§3.6)
+        val = {m: {e: _exact(_one(table, test_set=rule.test_set, metric=e, model=m)) for e in (rule.utility, rule.harm)}
                for m in rule.candidates + ([rule.fallback.model] if rule.fallback else [])}
+        u_tol, h_tol = exact.threshold(rule.utility_tolerance), exact.threshold(rule.harm_tolerance)
         for m in rule.candidates:
-            lines.append(f"{m}: {rule.utility} = {val[m][rule.utility]:.3f}, {rule.harm} = {val[m][rule.harm]:.3f}")
+            lines.append(f"{m}: {rule.utility} = {val[m][rule.utility][1]}, {rule.harm} = {val[m][rule.harm][1]}")
         chosen = rule.candidates[0]
         for k in range(len(rule.candidates) - 1, 0, -1):
             hi, lo = rule.candidates[k], rule.candidates[k - 1]
-            u_ok = val[hi][rule.utility] >= val[lo][rule.utility] - rule.utility_tolerance
-            h_ok = val[hi][rule.harm] <= val[lo][rule.harm] + rule.harm_tolerance
-            lines.append(f"{hi} vs {lo}: U {val[hi][rule.utility]:.3f} >= {val[lo][rule.utility]:.3f} - "
-                         f"{rule.utility_tolerance} is {u_ok}; H {val[hi][rule.harm]:.3f} <= "
-                         f"{val[lo][rule.harm]:.3f} + {rule.harm_tolerance} is {h_ok}")
+            (u_hi, _), (u_lo, _) = val[hi][rule.utility], val[lo][rule.utility]
+            (h_hi, _), (h_lo, _) = val[hi][rule.harm], val[lo][rule.harm]
+            u_ok, h_ok = u_hi >= u_lo - u_tol, h_hi <= h_lo + h_tol
+            lines.append(f"{hi} vs {lo}: U {float(u_hi):.3f} >= {float(u_lo):.3f} - {rule.utility_tolerance} "
+                         f"(exactly {u_hi} >= {u_lo - u_tol}) is {u_ok}; H {float(h_hi):.3f} <= {float(h_lo):.3f} + "
+                         f"{rule.harm_tolerance} (exactly {h_hi} <= {h_lo + h_tol}) is {h_ok}")
             if u_ok and h_ok:
                 chosen = hi
                 break
         if rule.fallback:
             fb = rule.fallback
-            falls = val[chosen][rule.utility] < val[fb.model][rule.utility] - fb.margin
-            lines.append(f"fallback {fb.model}: U {val[chosen][rule.utility]:.3f} < {val[fb.model][rule.utility]:.3f} - "
-                         f"{fb.margin} is {falls}")
+            (u_ch, _), (u_fb, _) = val[chosen][rule.utility], val[fb.model][rule.utility]
+            margin = exact.threshold(fb.margin)
+            falls = u_ch < u_fb - margin
+            lines.append(f"fallback {fb.model}: U {float(u_ch):.3f} < {float(u_fb):.3f} - {fb.margin} "
+                         f"(exactly {u_ch} < {u_fb - margin}) is {falls}")
             if falls:
                 chosen = fb.model
         return {"id": rule.id, "kind": rule.kind, "verdict": f"select {chosen}", "lines": lines}
@@ -476,7 +503,8 @@ def apply_rule(rule: Rule, table: pd.DataFrame) -> dict:
         rows = part[part["model"] == m]
         if rows.empty:
             raise MedScopeError(f"floor {rule.id}: no {rule.metric} rows for {m} by {rule.breakdown_prefix}*")
-        below = rows[rows["value"] < rule.floor]
+        floor = exact.threshold(rule.floor)
+        below = rows[[_exact(r)[0] < floor for _, r in rows.iterrows()]]
         worst = rows.loc[rows["value"].idxmin()]
         lines.append(f"{m}: lowest {rule.metric} {worst['value']:.3f} ({worst['breakdown']}); "
                      f"{len(below)} of {len(rows)} groups below {rule.floor}")

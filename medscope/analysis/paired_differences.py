@@ -1,6 +1,7 @@
 """Paired model comparisons over shared cases (counterfactual paper §3.9, Table 6).
 
-For each model against a reference, on the cases both were run on, every metric's difference
+For each model against a reference, on the cases both were run on (and of those, the views
+both have: a view without an episode on one side is left out of both), every metric's difference
 (model - reference), its percentile interval and p = twice the smaller tail proportion are taken
 from one set of resampled cases shared by both models (and by every metric), so the pairing of
 views within a case is kept. The rows have the metrics-table schema with ``reference`` set.
@@ -14,7 +15,7 @@ import pyarrow as pa
 
 from medscope.io import records
 from medscope.errors import MedScopeError
-from medscope.analysis import view_metrics as mt
+from medscope.analysis import exact, view_metrics as mt
 from medscope.stats import bootstrap as bs
 
 PRIMARY = ("esg", "erased_claims", "healthy_claims", "ccr", "net_utility")
@@ -142,8 +143,9 @@ def parse_reference(reference: str) -> tuple[str, str | None]:
 
 
 def paired_samples(df: pd.DataFrame, a: tuple[str, str], b: tuple[str, str], n_boot: int, seed: int,
-                   breakdowns=(), cluster: str = "case_id"):
-    """Point values and ``[B, G, M]`` resampled metrics of a and b on their shared cases.
+                   breakdowns=(), cluster: str = "case_id", with_counts: bool = False):
+    """Point values and ``[B, G, M]`` resampled metrics of a and b on their shared cases, each
+    side read on the views both have.
 
     Returns (groups, point_a, point_b, samples_a, samples_b, n_shared_cases).
 
@@ -161,6 +163,8 @@ def paired_samples(df: pd.DataFrame, a: tuple[str, str], b: tuple[str, str], n_b
         Breakdown dimensions (``view_metrics.BREAKDOWNS``); default none: ``"all"`` only.
     cluster : str
         The column resampled: ``"case_id"``, ``"group_id"`` or ``"patient_id"``.
+    with_counts : bool, optional
+        Also return each side's ratios as text (``view_metrics.metric_counts``), ``[G][M]`` each.
 
     Returns
     -------
@@ -172,6 +176,8 @@ def paired_samples(df: pd.DataFrame, a: tuple[str, str], b: tuple[str, str], n_b
         ``[B, G, M]`` resampled values, both sides on the same resamples.
     n_shared_cases : int
         Cases both sides were run on.
+    counts_a, counts_b : list of list of (str or None)
+        With ``with_counts`` only: each side's ratios per group and metric.
 
     Raises
     ------
@@ -184,6 +190,12 @@ def paired_samples(df: pd.DataFrame, a: tuple[str, str], b: tuple[str, str], n_b
     """
     pa_ = df[(df["model"] == a[0]) & (df["condition"] == a[1])]
     pb_ = df[(df["model"] == b[0]) & (df["condition"] == b[1])]
+    # paired over the views both sides have: a view one side lacks (a missing episode, an
+    # unclear reading) would otherwise move one side's numbers and show a difference between
+    # identical decisions
+    both_views = np.intersect1d(pa_["view_id"].astype(str).unique(), pb_["view_id"].astype(str).unique())
+    pa_ = pa_[pa_["view_id"].astype(str).isin(both_views)]
+    pb_ = pb_[pb_["view_id"].astype(str).isin(both_views)]
     shared = np.intersect1d(pa_["case_id"].astype(str).unique(), pb_["case_id"].astype(str).unique())
     if len(shared) == 0:
         raise MedScopeError(f"{a[0]} and {b[0]} share no cases")
@@ -198,6 +210,10 @@ def paired_samples(df: pd.DataFrame, a: tuple[str, str], b: tuple[str, str], n_b
     point = mt.metric_values(stats.num.sum(0), stats.den.sum(0))
     codes, n_cl = mt._cluster_map(both, stats.case_ids, cluster)
     samples = mt.bootstrap_metric_samples(stats, n_boot, seed, None if cluster == "case_id" else codes, n_cl)
+    if with_counts:  # each side's ratios on the shared views, for the exact difference
+        counts = mt.metric_counts(stats.num.sum(0), stats.den.sum(0))
+        return (groups, point[ia], point[ib], samples[:, ia], samples[:, ib], len(shared),
+                [counts[i] for i in ia], [counts[i] for i in ib])
     return groups, point[ia], point[ib], samples[:, ia], samples[:, ib], len(shared)
 
 
@@ -270,8 +286,8 @@ def compare(scores: pa.Table | pd.DataFrame, reference: str, n_boot: int = bs.DE
             if itself or (models and model not in models):
                 continue
             rc = ref_cond or (cond if cond in ref_conds else ref_conds[0])
-            groups, pa_, pb_, sa, sb, n = paired_samples(part, (model, cond), (ref_model, rc), n_boot, seed,
-                                                        breakdowns, cluster)
+            groups, pa_, pb_, sa, sb, n, ca, cb = paired_samples(part, (model, cond), (ref_model, rc), n_boot, seed,
+                                                                breakdowns, cluster, with_counts=True)
             d = sa - sb
             lo, hi = bs.percentile_ci(d)
             p = bs.two_sided_p(d)
@@ -284,7 +300,8 @@ def compare(scores: pa.Table | pd.DataFrame, reference: str, n_boot: int = bs.DE
                     rows.append({"model": model, "condition": cond, "test_set": str(test_set), "breakdown": g,
                                  "metric": name, "value": float(val), "ci_low": _f(lo[g_i, j]),
                                  "ci_high": _f(hi[g_i, j]), "n_cases": int(n), "reference": f"{ref_model}:{rc}",
-                                 "p_value": _f(p[g_i, j]), "n_boot": int(n_boot)})
+                                 "p_value": _f(p[g_i, j]), "n_boot": int(n_boot),
+                                 "counts": exact.difference(ca[g_i][j], cb[g_i][j])})
     return records.to_table("metrics", rows)
 
 
@@ -383,7 +400,8 @@ def arm_comparisons(scores: pa.Table | pd.DataFrame, reference: str, n_boot: int
 
 
 def equivalence(scores: pa.Table | pd.DataFrame, model: str, reference: str, metric: str, margin: float = 0.05,
-                n_boot: int = bs.DEFAULT_B, seed: int = bs.DEFAULT_SEED, condition: str = "agent"):
+                n_boot: int = bs.DEFAULT_B, seed: int = bs.DEFAULT_SEED, condition: str = "agent",
+                condition_reference: str | None = None):
     """TOST of model - reference on ``metric`` against +-margin (benchmark-MCQ paper: 90% interval inside).
 
     Parameters
@@ -401,7 +419,9 @@ def equivalence(scores: pa.Table | pd.DataFrame, model: str, reference: str, met
     seed : int
         Seed of the resamples.
     condition : str
-        The evaluation condition of both.
+        The evaluation condition of both (of ``model`` when ``condition_reference`` is given).
+    condition_reference : str, optional
+        The reference's condition, when it is not ``model``'s (``m:agent`` against ``m:blind``).
 
     Returns
     -------
@@ -420,6 +440,7 @@ def equivalence(scores: pa.Table | pd.DataFrame, model: str, reference: str, met
     from medscope.stats import inference
 
     df = scores.to_pandas(use_threads=False) if isinstance(scores, pa.Table) else scores
-    _, pa_, pb_, sa, sb, _ = paired_samples(df, (model, condition), (reference, condition), n_boot, seed)
+    _, pa_, pb_, sa, sb, _ = paired_samples(df, (model, condition), (reference, condition_reference or condition),
+                                            n_boot, seed)
     j = list(mt.METRICS).index(metric)
     return inference.tost(float(pa_[0, j] - pb_[0, j]), sa[:, 0, j] - sb[:, 0, j], margin)

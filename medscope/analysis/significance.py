@@ -85,6 +85,42 @@ def select(scores, test_set: str, model: str, condition: str | None = None, subs
     return part
 
 
+def side(scores, test_set: str, spec: str, condition: str | None = None,
+         subset: str | None = None) -> tuple[pd.DataFrame, str]:
+    """One side of a test named as ``medscope compare`` names it: ``"MODEL"`` or
+    ``"MODEL:CONDITION"`` (its own condition wins over the shared ``condition``), with the label
+    every test prints, ``MODEL:CONDITION``.
+
+    Parameters
+    ----------
+    scores : pyarrow.Table or pandas.DataFrame
+        A scores table.
+    test_set : str
+        The test set.
+    spec : str
+        ``"MODEL"`` or ``"MODEL:CONDITION"``.
+    condition : str, optional
+        The condition of a side that names none (needed when the model has several).
+    subset : str, optional
+        ``"column=value"`` (``select``).
+
+    Returns
+    -------
+    part : pandas.DataFrame
+        The side's rows (``select``).
+    label : str
+        ``"MODEL:CONDITION"``.
+
+    Raises
+    ------
+    MedScopeError
+        As ``select``.
+    """
+    model, own = cmp.parse_reference(spec)
+    part = select(scores, test_set, model, own or condition, subset)
+    return part, f"{model}:{part['condition'].iloc[0]}"
+
+
 def view_outcomes(part: pd.DataFrame, metric: str) -> pd.DataFrame:
     """(view_id, case_id, success) on the views in ``metric``'s denominator.
 
@@ -124,7 +160,7 @@ def mcnemar(scores, a: str, b: str, metric: str, test_set: str = "main", conditi
     scores : pyarrow.Table or pandas.DataFrame
         A scores table.
     a, b : str
-        The two models.
+        The two models, ``"MODEL"`` or ``"MODEL:CONDITION"`` (``m:agent`` against ``m:blind``).
     metric : str
         A proportion metric (``PROPORTIONS``).
     test_set : str
@@ -149,8 +185,8 @@ def mcnemar(scores, a: str, b: str, metric: str, test_set: str = "main", conditi
     ----------
     .. [1] paired-modality paper, §5.
     """
-    oa = view_outcomes(select(scores, test_set, a, condition, subset), metric)
-    ob = view_outcomes(select(scores, test_set, b, condition, subset), metric)
+    (part_a, a), (part_b, b) = side(scores, test_set, a, condition, subset), side(scores, test_set, b, condition, subset)
+    oa, ob = view_outcomes(part_a, metric), view_outcomes(part_b, metric)
     both = oa.merge(ob, on="view_id", suffixes=("_a", "_b"))
     if both.empty:
         raise MedScopeError(f"{a} and {b} share no {metric} views on {test_set}")
@@ -169,7 +205,8 @@ def fisher(scores, a: str, b: str, metric: str, test_set: str = "main", conditio
     scores : pyarrow.Table or pandas.DataFrame
         A scores table.
     a, b : str
-        The two models (the same model twice to compare two subsets).
+        The two models, ``"MODEL"`` or ``"MODEL:CONDITION"`` (the same model twice to compare two
+        subsets, or two conditions).
     metric : str
         A proportion metric (``PROPORTIONS``).
     test_set : str
@@ -196,8 +233,9 @@ def fisher(scores, a: str, b: str, metric: str, test_set: str = "main", conditio
     ----------
     .. [1] counterfactual paper, §3.9.
     """
-    oa = view_outcomes(select(scores, test_set, a, condition, subset), metric)
-    ob = view_outcomes(select(scores, test_set, b, condition, subset_b or subset), metric)
+    (part_a, a), (part_b, b) = (side(scores, test_set, a, condition, subset),
+                                side(scores, test_set, b, condition, subset_b or subset))
+    oa, ob = view_outcomes(part_a, metric), view_outcomes(part_b, metric)
     sa, na, sb, nb = int(oa["success"].sum()), len(oa), int(ob["success"].sum()), len(ob)
     odds, p = inference.fisher_exact(sa, na, sb, nb)
     return {"test": "Fisher exact", "metric": metric, "test_set": test_set, "a": a, "b": b,
@@ -215,7 +253,8 @@ def tost(scores, a: str, b: str, metric: str, margin: float, test_set: str = "ma
     scores : pyarrow.Table or pandas.DataFrame
         A scores table.
     a, b : str
-        The model and the reference.
+        The model and the reference, ``"MODEL"`` or ``"MODEL:CONDITION"`` (``m:agent`` against
+        ``m:blind``).
     metric : str
         A ``view_metrics.METRICS`` name.
     margin : float
@@ -245,7 +284,10 @@ def tost(scores, a: str, b: str, metric: str, margin: float, test_set: str = "ma
     .. [1] benchmark-MCQ paper, Methods.
     """
     df = _frame(scores)
-    res = cmp.equivalence(df[df["test_set"] == test_set], a, b, metric, margin, n_boot, seed, condition)
+    (ma, ca), (mb, cb) = cmp.parse_reference(a), cmp.parse_reference(b)
+    ca, cb = ca or condition, cb or condition
+    res = cmp.equivalence(df[df["test_set"] == test_set], ma, mb, metric, margin, n_boot, seed, ca, cb)
+    a, b = f"{ma}:{ca}", f"{mb}:{cb}"
     return {"test": "TOST", "metric": metric, "test_set": test_set, "a": a, "b": b, "diff": res.diff,
             "ci90_low": res.ci90_low, "ci90_high": res.ci90_high, "margin": margin, "equivalent": res.equivalent,
             "p": res.p, "n_boot": n_boot}
@@ -260,7 +302,7 @@ def chance(scores, model: str, metric: str = "ccr", k: int = 2, test_set: str = 
     scores : pyarrow.Table or pandas.DataFrame
         A scores table.
     model : str
-        The model.
+        The model, ``"MODEL"`` or ``"MODEL:CONDITION"``.
     metric : str
         A proportion metric (``PROPORTIONS``).
     k : int
@@ -289,7 +331,8 @@ def chance(scores, model: str, metric: str = "ccr", k: int = 2, test_set: str = 
     ----------
     .. [1] benchmark-MCQ paper, Methods.
     """
-    o = view_outcomes(select(scores, test_set, model, condition), metric)
+    part, model = side(scores, test_set, model, condition)
+    o = view_outcomes(part, metric)
     res = inference.accuracy_vs_chance(o["success"].to_numpy(), np.full(len(o), k), o["case_id"].to_numpy(),
                                        n_boot, seed)
     return {"test": "accuracy vs chance", "metric": metric, "test_set": test_set, "model": model, "n": len(o),

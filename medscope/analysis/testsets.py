@@ -157,3 +157,63 @@ def is_evaluation_view(kind: str, split: str | None, splits: tuple[str, ...], to
     if kind not in EVAL_KINDS or not (split is None or split in splits):
         return False
     return tools is None or kind not in EDITED_KINDS or tool in tools
+
+
+# why a view is not in a test set: the rule's code (a rejects reason) -> what it says
+OUTSIDE_RULES = {
+    "not_an_evaluation_view": "a training-pool kind (C1's unmatched edits, insertions; §3.2, §3.7)",
+    "failed_qc": "the view failed QC (§3.3; a failed random-removal control drops its whole case, rule (ii))",
+    "outside_split": "the view's split is not one the test set reads (Tables 3-4, §3.6)",
+    "outside_tools": "an edit by a tool the test set does not read (§5.4, Table 10)",
+}
+
+
+def outside_reason(row: dict, test_set: str, splits: tuple[str, ...],
+                   tools: tuple[str, ...] | None = None) -> tuple[str, str] | None:
+    """Why a views row is not in the test set (the rule and the row's own values), or None when it is.
+
+    The one definition of a test set's membership: ``eval run`` selects its items with it
+    (``CounterfactualProtocol.load_items``) and ``score`` recomputes it from the views table
+    every time, whatever the episodes hold.
+
+    Parameters
+    ----------
+    row : dict
+        A views row: ``kind``, ``passed``, and ``split``, ``tool``, ``reject_reason`` when present.
+    test_set : str
+        The test set's name (for the text).
+    splits : tuple of str
+        The splits it reads (``splits_of``).
+    tools : tuple of str, optional
+        The tools whose edited views it reads (``tools_of``); None: every tool.
+
+    Returns
+    -------
+    tuple of (str, str) or None
+        (rule code, one line naming the rule and the row's value); the codes are
+        ``OUTSIDE_RULES``' keys. None when the view belongs to the test set.
+
+    References
+    ----------
+    .. [1] counterfactual paper, §3.2, §3.3, §3.7, §5.4, Tables 3-4.
+    """
+    kind, split, tool = row["kind"], row.get("split"), row.get("tool")
+    if kind not in EVAL_KINDS:
+        return "not_an_evaluation_view", (f"a {kind} view is a training-pool view (counterfactual paper §3.2, §3.7), "
+                                          f"never in test set {test_set}")
+    if not row["passed"]:
+        why = row.get("reject_reason") or "no reason recorded"
+        return "failed_qc", f"the view failed QC: {why}{KEEP_RULE_NOTES.get(why, '')}; test set {test_set} holds passed views only"
+    if not (split is None or split in splits):
+        return "outside_split", f"split {split!r}; test set {test_set} reads {', '.join(splits)}"
+    if tools is not None and kind in EDITED_KINDS and tool not in tools:
+        return "outside_tools", f"made with {tool!r}; test set {test_set} reads edits by {', '.join(tools)} only"
+    return None
+
+
+# QC reasons (medscope.views.finalize) that drop a view with its case or its pair (§3.3's keep rules)
+KEEP_RULE_NOTES = {
+    "paired_control_failed": " (rule (ii): its random-removal control failed)",
+    "paired_target_failed": " (its target removal failed: the pair stands or falls together)",
+    "case_failed_qc": " (its case failed keep rule (i) or (ii): the whole case is dropped)",
+}

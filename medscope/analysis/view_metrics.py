@@ -272,6 +272,33 @@ def metric_values(num_sum: np.ndarray, den_sum: np.ndarray) -> np.ndarray:
     return ratios_to_metrics(r)
 
 
+def metric_counts(num_sum: np.ndarray, den_sum: np.ndarray) -> list[list[str | None]]:
+    """Each metric's point value as its ratios' text (``medscope.analysis.exact``), so a rule can
+    be decided on the counts: ``[K][M]`` of ``"14/100"``, ``"30/100 - 10/100"`` or None.
+
+    Parameters
+    ----------
+    num_sum, den_sum : numpy.ndarray
+        ``[K * len(TERMS)]`` summed term numerators and denominators.
+
+    Returns
+    -------
+    list of list of (str or None)
+        Per key and metric, ``exact.counts_text`` of its signed ratios; None where a denominator is 0.
+
+    References
+    ----------
+    .. [1] counterfactual paper, §3.6, §3.8.
+    """
+    from medscope.analysis import exact
+
+    num = np.asarray(num_sum, dtype=float).reshape(-1, len(TERMS))
+    den = np.asarray(den_sum, dtype=float).reshape(-1, len(TERMS))
+    idx = [[(sign, TERMS.index(term)) for sign, term in spec] for spec in METRICS.values()]
+    return [[exact.counts_text([(sign, num[k, t], den[k, t]) for sign, t in terms]) for terms in idx]
+            for k in range(num.shape[0])]
+
+
 def ratios_to_metrics(ratios: np.ndarray, axis: int = -1) -> np.ndarray:
     """Term ratios ``[..., K*T]`` -> metrics ``[..., K, M]``; an undefined term makes its metric NaN.
 
@@ -411,6 +438,7 @@ def bootstrap_metric_samples(stats: SufficientStats, n_boot: int, seed: int, clu
 def _compute_one(df, test_set, n_boot, seed, breakdowns, cluster, level, coverages) -> list[dict]:
     stats = sufficient_stats(df, breakdowns)
     point = metric_values(stats.num.sum(0), stats.den.sum(0))  # [K, M]
+    exact_counts = metric_counts(stats.num.sum(0), stats.den.sum(0))  # [K][M]: the rules read these
     n_cases = _n_cases(stats)
     counts = case_cluster = None
     if n_boot:
@@ -429,7 +457,7 @@ def _compute_one(df, test_set, n_boot, seed, breakdowns, cluster, level, coverag
             if n_cases[k, j] == 0:
                 continue
             rows.append(_row(model, cond, test_set, brk, name, point[k, j], lo[k, j], hi[k, j], n_cases[k, j],
-                             n_boot or None))
+                             n_boot or None, exact_counts[k][j]))
     for (model, cond), part in df.groupby(["model", "condition"], sort=True):
         for kinds, ties, prefix, auc_name in SELECTIVE:
             rows += _selective_rows(part[part["kind"].isin(kinds)], model, cond, test_set, ties, prefix, auc_name,
@@ -469,10 +497,10 @@ def _n_cases(stats: SufficientStats) -> np.ndarray:
     return (np.einsum("ckt,tm->ckm", has.astype(float), used.astype(float)) > 0).sum(axis=0)
 
 
-def _row(model, cond, test_set, brk, metric, value, lo, hi, n, n_boot=None) -> dict:
+def _row(model, cond, test_set, brk, metric, value, lo, hi, n, n_boot=None, counts=None) -> dict:
     def f(x):
         return None if x is None or not np.isfinite(x) else float(x)
 
     return {"model": model, "condition": cond, "test_set": test_set, "breakdown": brk, "metric": metric,
             "value": f(value), "ci_low": f(lo), "ci_high": f(hi), "n_cases": int(n),
-            "reference": None, "p_value": None, "n_boot": n_boot}
+            "reference": None, "p_value": None, "n_boot": n_boot, "counts": counts if f(value) is not None else None}

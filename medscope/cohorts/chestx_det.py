@@ -43,7 +43,6 @@ from medscope.cohorts.common import (
 )
 from medscope.errors import MedScopeError
 
-CRITICAL = {"pneumothorax"}  # the one ChestX-Det finding that needs action now (counterfactual paper §3.2)
 
 
 def rasterise(polygons: list, shape: tuple[int, int]) -> np.ndarray:
@@ -206,7 +205,8 @@ def _image_cases(cfg, path, rel, rec, known, excluded) -> list[dict]:
         if mask.mean() >= cfg.whole_mask_frac:
             raise InputRejected("whole-image mask", f"{cat} covers {mask.mean():.1%}")
         finding = cat.lower()
-        out.append(case_row(cfg, f"{rel}#{cat}", image, mask, finding=finding, critical=finding in CRITICAL,
+        # critical or not: the config's declared list (critical_findings, an addition: the paper lists none)
+        out.append(case_row(cfg, f"{rel}#{cat}", image, mask, finding=finding,
                             question=cfg.question.replace("{finding}", finding)))
     if not out:
         raise InputRejected("excluded category", ", ".join(sorted(by_cat)))

@@ -61,7 +61,11 @@ class DatasetConfig(cfgmod.StrictModel):
     finding: str = "lesion"
     question: str = "Is there a lesion in this image?"
     question_kind: Literal["presence", "health", "open"] = "presence"
-    critical: bool = False
+    critical: bool = False  # every case of the source is critical (SIIM-ACR: every case asks about pneumothorax)
+    # addition: the counterfactual paper charges -4.0 for a missed critical finding (Table 2) but does not list
+    # which findings are critical; each format's config declares its own (configs/datasets/*.yaml, with why),
+    # and a user's config overrides it. A case is critical when its finding is one of these (or `critical`).
+    critical_findings: list[str] = []
     # Applied with re.search to the image file name; group "patient", else group 1, else the match.
     patient_id_regex: str | None = None
     images_dir: str = "images"
@@ -420,6 +424,29 @@ def case_id(source: str, rel_path: str) -> str:
     return stable_hash(source, rel_path)
 
 
+def is_critical(cfg: DatasetConfig, finding: str) -> bool:
+    """Whether a case asking about ``finding`` is critical under the dataset's declaration: every
+    case when ``critical``, else a finding among ``critical_findings`` (case-insensitive).
+
+    Parameters
+    ----------
+    cfg : DatasetConfig
+        The dataset config.
+    finding : str
+        The case's asked finding.
+
+    Returns
+    -------
+    bool
+        True when a wrong answer on its answerable views costs Table 2's critical penalty.
+
+    References
+    ----------
+    .. [1] counterfactual paper, Table 2 ("-4.0 critical"; the paper does not list the findings).
+    """
+    return bool(cfg.critical) or finding.strip().lower() in {f.strip().lower() for f in cfg.critical_findings}
+
+
 def case_row(
     cfg: DatasetConfig,
     rel_path: str,
@@ -452,7 +479,7 @@ def case_row(
     question : str, optional
         Overrides ``cfg.question``.
     critical : bool, optional
-        Overrides ``cfg.critical``.
+        Overrides the config's declaration (``is_critical``).
     source : str, optional
         Overrides ``cfg.source``.
 
@@ -481,7 +508,7 @@ def case_row(
         "question": question or cfg.question,
         "question_kind": cfg.question_kind,
         "has_lesion": mask is not None,
-        "critical": cfg.critical if critical is None else bool(critical),
+        "critical": is_critical(cfg, finding or cfg.finding) if critical is None else bool(critical),
         "lesion_area_frac": lesion_area_frac(mask),
         "lesion_bbox": lesion_bbox(mask),
         "source_file": rel_path,

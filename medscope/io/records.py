@@ -177,6 +177,11 @@ SCHEMAS: dict[str, pa.Schema] = {
             pa.field("reference", pa.string()),
             pa.field("p_value", pa.float64()),
             pa.field("n_boot", pa.int64()),
+            # the point value's ratios as text ("14/100", "30/100 - 10/100"; a difference: the
+            # model's, then the reference's negated), read back exactly by
+            # medscope.analysis.exact so decision rules are decided by the counts (nullable:
+            # metrics that are not ratios, and tables written before it)
+            pa.field("counts", pa.string()),
         ]
     ),
     "volumes": pa.schema(
@@ -382,7 +387,7 @@ def to_table(name: str, rows: Iterable[Mapping] | pa.Table) -> pa.Table:
         The table's name (a shared table or one a protocol registered).
     rows : iterable of mapping or pyarrow.Table
         Row dicts (keys a subset of the schema's columns; missing ones are null), or a table holding at
-        least the schema's columns (extra columns are dropped).
+        least the schema's non-nullable columns (a missing nullable one is null; extra columns are dropped).
 
     Returns
     -------
@@ -397,6 +402,11 @@ def to_table(name: str, rows: Iterable[Mapping] | pa.Table) -> pa.Table:
     """
     sch = schema(name)
     if isinstance(rows, pa.Table):
+        # a nullable column the table lacks is null, as it reads from a file (conform): a
+        # column added to a schema later does not break the tables built before it
+        for f in sch:
+            if f.nullable and f.name not in rows.column_names:
+                rows = rows.append_column(f.name, pa.nulls(rows.num_rows, f.type))
         missing = [f.name for f in sch if f.name not in rows.column_names]
         if missing:
             raise MedScopeError(f"{name} table lacks column(s): {', '.join(missing)}")
@@ -517,7 +527,7 @@ def write_table(name: str, rows: Iterable[Mapping] | pa.Table, uri: str) -> pa.T
         The table's name (a shared table or one a protocol registered).
     rows : iterable of mapping or pyarrow.Table
         Row dicts (keys a subset of the schema's columns; missing ones are null), or a table holding at
-        least the schema's columns (extra columns are dropped).
+        least the schema's non-nullable columns (a missing nullable one is null; extra columns are dropped).
     uri : str
         The Parquet file to write (path or URI); replaced if it exists.
 
@@ -548,7 +558,7 @@ def write_part(name: str, rows: Iterable[Mapping] | pa.Table, folder_uri: str, k
         The table's name (a shared table or one a protocol registered).
     rows : iterable of mapping or pyarrow.Table
         Row dicts (keys a subset of the schema's columns; missing ones are null), or a table holding at
-        least the schema's columns (extra columns are dropped).
+        least the schema's non-nullable columns (a missing nullable one is null; extra columns are dropped).
     folder_uri : str
         The part folder.
     key : str

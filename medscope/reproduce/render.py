@@ -137,6 +137,9 @@ def text_lines(papers: list[Paper], results: dict) -> list[str]:
             for r in results[(p.paper, e.id)]:
                 lines.append(f"   {r.cell:<48} paper {r.printed:>10}  ours {r.ours:>22}  diff {r.difference:>12}  {r.status}"
                              + (f"  ({r.detail})" if r.status != "match" and r.detail else ""))
+                if r.status == "match" and (r.detail or "").startswith("addition:"):
+                    # a match that rests on a value the paper does not give says so, on the console too
+                    lines.append(f"     {r.detail}")
             if e.needs_data:
                 lines.append(f"   needs data: {e.needs_data.reason}")
                 lines += [f"     $ {c}" for c in e.needs_data.commands]

@@ -324,7 +324,8 @@ def summarize(outcomes: list[tuple[dict, Outcome]]) -> dict:
     -------
     dict
         ``net_utility``, ``esg``, ``ccr``, ``erased_claims``, ``healthy_claims`` (NaN without the views
-        they need) and ``n_views``.
+        they need), ``n_views``, and ``counts``: net utility's and healthy claims' ratios as text
+        (``medscope.analysis.exact``; None without views), which the stage selection reads.
 
     References
     ----------
@@ -336,7 +337,14 @@ def summarize(outcomes: list[tuple[dict, Outcome]]) -> dict:
         return float(np.mean([pred(o) for o in sel])) if sel else float("nan")
 
     absent_or_refer = lambda o: (o.action == "answer" and o.claims is False) or o.action == "refer"  # noqa: E731
+    from medscope.analysis import exact
+
+    negatives = [o for v, o in outcomes if v["kind"] == "natural_negative"]
+    # the counts §3.6's selection rule is decided on, exactly (medscope.analysis.exact)
+    counts = {"net_utility": exact.counts_text([(1, sum(o.reward for _, o in outcomes), len(outcomes))]),
+              "healthy_claims": exact.counts_text([(1, sum(bool(o.claims) for o in negatives), len(negatives))])}
     return {
+        "counts": counts,
         "net_utility": float(np.mean([o.reward for _, o in outcomes])) if outcomes else float("nan"),
         "esg": rate(("target_removal",), absent_or_refer) - rate(("random_removal",), absent_or_refer),
         "ccr": rate(("original", "random_removal"), lambda o: o.correct),

@@ -34,10 +34,12 @@ def select_stage(
 
     Parameters
     ----------
-    metrics : dict of str to dict of str to float
-        Stage name -> {"U": validation net utility, "H": validation healthy-claims rate}, in stage order.
+    metrics : dict of str to dict
+        Stage name -> {"U": validation net utility, "H": validation healthy-claims rate}, in stage
+        order; optional "U_counts" / "H_counts" (``"14/100"``, ``medscope.analysis.exact``) decide
+        the rule exactly (without them the values are read from their decimal text).
     margin : float, optional
-        Tolerance on U and on H.
+        Tolerance on U and on H, read as the decimal it is written as (0.02 = 1/50): a tie passes.
     previous : dict of str to float, optional
         The previous release's {"U", "H"}.
 
@@ -54,7 +56,8 @@ def select_stage(
     numbers = dict(metrics) | ({"previous": dict(previous)} if previous else {})
     rows = [
         {"model": m, "condition": "agent", "test_set": TEST_SET, "breakdown": "all", "metric": metric,
-         "value": float(v[key]), "ci_low": None, "ci_high": None, "n_cases": 0, "reference": None}
+         "value": float(v[key]), "ci_low": None, "ci_high": None, "n_cases": 0, "reference": None,
+         "counts": v.get(f"{key}_counts")}
         for m, v in numbers.items() for metric, key in (("net_utility", "U"), ("healthy_claims", "H"))
     ]
     rule = rules.Rule(

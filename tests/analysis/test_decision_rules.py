@@ -271,6 +271,8 @@ def cli(argv):
 
 def test_score_compare_and_rules_cli_end_to_end(tmp_path, capsys):
     v = synthetic.views(30, 30, 20, seed=9)
+    # the validation split: score recomputes the eval run's test set from the views (issue 50)
+    v = v.set_column(v.schema.get_field_index("split"), "split", pa.array(["validation"] * v.num_rows))
     zoo = synthetic.model_zoo(3, seed=1)
     e = synthetic.episodes(v, {"stage1": zoo["model-00"], "stage2": zoo["model-01"], "stage3": zoo["model-02"],
                                "v3": zoo["model-01"]}, seed=9)
@@ -296,7 +298,7 @@ def test_score_compare_and_rules_cli_end_to_end(tmp_path, capsys):
     assert esg.ci_low <= esg.value <= esg.ci_high and esg.n_boot == 200
     cli(["compare", "--metrics", str(run / "metrics.parquet"), "--reference", "stage1", "--n-boot", "200"])
     printed = capsys.readouterr().out
-    assert "validation: stage3 - stage1:agent: esg" in printed
+    assert "validation: stage3:agent - stage1:agent: esg" in printed
     comp = records.read_table("metrics", str(run / "comparisons.parquet")).to_pandas()
     assert set(comp.model) == {"stage2", "stage3", "v3"} and (comp.reference == "stage1:agent").all()
     cli(["rules", "apply", "--plan", PLAN, "--metrics", str(run), str(run / "comparisons.parquet")])

@@ -61,3 +61,42 @@ def test_compare_through_the_cli_writes_the_within_model_rows(tmp_path, capsys):
     assert "main: m:agent - m:blind: esg +" in out
     written = records.read_table("metrics", str(run / "comparisons.parquet")).to_pandas()
     assert set(zip(written.model, written.condition, written.reference)) == {("m", "agent", "m:blind")}
+
+
+def test_stats_verbs_take_and_print_model_condition_as_compare_does(tmp_path, capsys):
+    """``--a m:agent --b m:blind``: the stats verbs read each side's own condition and print both
+    sides as MODEL:CONDITION, as compare's lines do (issue 50). McNemar's discordant counts and
+    Fisher's successes are counted here by hand from the scores."""
+    from scipy.stats import binomtest
+
+    views, episodes, scores = _one_model_two_conditions()
+    records.write_table("views", views, str(tmp_path / "views.parquet"))
+    records.write_table("episodes", episodes, str(tmp_path / "episodes.parquet"))
+    run = tmp_path / "run"
+    assert cli.main(["score", "--episodes", str(tmp_path / "episodes.parquet"), "--views", str(tmp_path / "views.parquet"),
+                     "--out", str(run), "--n-boot", "0"]) == 0
+    df = scores.to_pandas()
+    ccr = {c: df[(df.condition == c) & df.kind.isin(["original", "random_removal"])].set_index("view_id")["correct"]
+           for c in ("agent", "blind")}
+    agent_only = int((ccr["agent"] & ~ccr["blind"].reindex(ccr["agent"].index)).sum())
+    blind_only = int((~ccr["agent"] & ccr["blind"].reindex(ccr["agent"].index)).sum())
+    p = binomtest(min(agent_only, blind_only), agent_only + blind_only, 0.5).pvalue
+    capsys.readouterr()
+    assert cli.main(["stats", "mcnemar", "--scores", str(run), "--a", "m:agent", "--b", "m:blind", "--metric", "ccr"]) == 0
+    out = capsys.readouterr().out
+    assert "a m:agent; b m:blind;" in out and f"a_only {agent_only}; b_only {blind_only};" in out
+    assert f"p {min(1.0, p):.4g}" in out
+    assert cli.main(["stats", "fisher", "--scores", str(run), "--a", "m:agent", "--b", "m:blind", "--metric", "ccr"]) == 0
+    out = capsys.readouterr().out
+    assert f"success_a {int(ccr['agent'].sum())}; n_a 80; success_b {int(ccr['blind'].sum())}; n_b 80" in out
+    # a side without a condition takes --condition; one that names its own keeps it
+    assert cli.main(["stats", "chance", "--scores", str(run), "--model", "m", "--condition", "blind"]) == 0
+    assert "model m:blind;" in capsys.readouterr().out
+    assert cli.main(["stats", "tost", "--scores", str(run), "--a", "m:agent", "--b", "m:blind", "--metric", "esg",
+                     "--n-boot", "50"]) == 0
+    out = capsys.readouterr().out
+    by_hand = _esg_by_hand(df, "agent") - _esg_by_hand(df, "blind")
+    assert "a m:agent; b m:blind;" in out and f"diff {by_hand:.4g};" in out
+    # without a condition on a model that has two, the error names them
+    assert cli.main(["stats", "chance", "--scores", str(run), "--model", "m"]) == 2
+    assert "several conditions" in capsys.readouterr().err

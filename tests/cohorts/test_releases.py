@@ -65,6 +65,13 @@ def test_chestx_det(tmp_path):
     rows = check_cases(table, rejects, good, bad, "chestx-det")
     assert rows["train/36200.png#Pneumothorax"]["critical"] is True
     assert rows["train/36200.png#Effusion"]["critical"] is False
+    # which findings are critical is the config's declaration (an addition), and a user's overrides it
+    assert cohorts.dataset_config("chestx-det").critical_findings == ["pneumothorax"]
+    for declared, want in (([], {"Pneumothorax": False, "Effusion": False}),
+                           (["Effusion", "pneumothorax"], {"Pneumothorax": True, "Effusion": True})):
+        cfg = cohorts.dataset_config("chestx-det", overrides={"critical_findings": declared})
+        again = {r["source_file"]: r for r in cohorts.load("chestx-det", str(tmp_path), cfg)[0].to_pylist()}
+        assert {c: again[f"train/36200.png#{c}"]["critical"] for c in want} == want
     assert rows["train/36199.png#Nodule"]["question"] == "Is there nodule in this chest radiograph?"
     assert rows["train/36201.png"]["finding"] == "abnormality"
     with Image.open(io.BytesIO(rows["train/36207.png"]["image"])) as stored:

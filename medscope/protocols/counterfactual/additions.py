@@ -53,6 +53,9 @@ ADDITIONS = (
              "medscope/analysis/view_metrics.py", "scoring", "§3.8's AURC over O, R rewards 'always present'"),
     Addition("extra_tests", "exact McNemar, TOST (margin 0.05) and accuracy against chance in the report",
              "medscope/analysis/significance.py", "scoring", "counterfactual paper §3.9 names the bootstrap and Fisher only"),
+    Addition("critical_findings", "pneumothorax (ChestX-Det, SIIM-ACR); no finding of the other sources",
+             "configs/datasets/chestx-det.yaml", "scoring",
+             "Table 2 charges -4.0 for a missed critical finding; the paper does not list which findings are critical"),
     Addition("critical_alternatives", "critical wrong answers -1 (wrong_0.5) and -2 (wrong_1)",
              "configs/cost_matrices/wrong_1.yaml", "cost_matrix",
              "§5.5 gives the alternative wrong-answer penalties, not their critical ones (double, as Table 2)"),
@@ -103,12 +106,13 @@ def in_force(manifest: dict) -> list[str]:
     Returns
     -------
     list of str
-        "id (value)" for each scoring addition, ``critical_alternatives`` for the wrong_0.5 / wrong_1
+        "id (value)" for each scoring addition (``critical_findings``: the shipped cohort configs'
+        declaration; a views table built from a user's config has its own), ``critical_alternatives`` for the wrong_0.5 / wrong_1
         matrices, then the views recipe's additions with its values, or a line saying the recipe is
         not recorded.
     """
     by_id = {a.id: a for a in ADDITIONS}
-    ids = ["grounded_box_rule", "sensitivity", "decision_risk", "extra_tests"]
+    ids = ["grounded_box_rule", "sensitivity", "decision_risk", "extra_tests", "critical_findings"]
     if str(manifest.get("cost_matrix", "")).split("/")[-1].removesuffix(".yaml") in ("wrong_0.5", "wrong_1"):
         ids.append("critical_alternatives")
     recipe = _views_recipe(manifest)

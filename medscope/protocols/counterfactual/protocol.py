@@ -82,8 +82,8 @@ class CounterfactualProtocol:
         self.rejects = []
         # the image column is read even without images: a view without one is not an item
         for row in tablescan.iter_rows("views", uri, where=tablescan.id_filter("view_id", ids)):
-            if not row["passed"] or not testsets.is_evaluation_view(row["kind"], row.get("split"), self.splits,
-                                                                    row.get("tool"), self.tools):
+            # the one definition of the test set: score recomputes it with the same function
+            if testsets.outside_reason(row, self.test_set, self.splits, self.tools) is not None:
                 continue
             if not row.get("image"):
                 self.rejects.append(records.reject_row("views", row.get("source") or "", row["view_id"],
@@ -108,12 +108,15 @@ class CounterfactualProtocol:
 
     def score(self, episodes_uri: str, items_uri: str, out: str) -> dict:
         """Rewards under the cost matrix and the §3.8 metrics (``self.options``' score options);
-        the scores carry the test set the eval run evaluated."""
+        the test set is recomputed from the views table (``testsets.outside_reason``, as
+        ``load_items`` selects it): episodes outside it are excluded, views without an episode
+        are missing units against its fixed denominator."""
         from medscope.protocols.counterfactual.scoring import score_run
         from medscope.stats import bootstrap as bs
 
         o = self.options
         return score_run(episodes_uri, items_uri, out, cost_matrix=o.cost_matrix, test_set=o.test_set,
+                         splits=self.splits, tools=self.tools,
                          n_boot=bs.DEFAULT_B if o.n_boot is None else o.n_boot,
                          seed=bs.DEFAULT_SEED if o.seed is None else o.seed, cluster=o.cluster, plan=o.plan,
                          panel=o.panel, min_votes=o.min_votes, box_units=o.box_units)

@@ -26,7 +26,7 @@ from medscope.io import records
 from medscope.errors import MedScopeError
 from medscope.protocols.counterfactual.costs import CostMatrix
 from medscope.analysis.training_seeds import arm_seed_columns
-from medscope.analysis.testsets import EVAL_KINDS
+from medscope.analysis import testsets
 
 ROW_OF_KIND = {
     "original": "answerable",
@@ -232,16 +232,19 @@ BOX_UNITS = ("pixels", "per_mille")
 
 
 def score_episodes(
-    episodes: pa.Table, views: pa.Table, matrix: CostMatrix, test_set: str = "main", box_units: str = "pixels"
+    episodes: pa.Table, views: pa.Table, matrix: CostMatrix, test_set: str = "main", box_units: str = "pixels",
+    splits: tuple[str, ...] | None = None, tools: tuple[str, ...] | None = None,
 ) -> tuple[pa.Table, list[dict]]:
-    """Score every episode against its view. Returns (scores table, rejects rows).
+    """Score every episode of a view in the test set. Returns (scores table, rejects rows).
 
     Episode boxes are pixels of the view, as tables hold them (records.BOX; the agent converts
     the model's 0-1000 box when it records the episode); ``box_units="per_mille"`` reads
-    episodes that kept the model's 0-1000 coordinates. Episodes whose view is not in ``views``
-    become rejects (reason ``view_missing``), and so do episodes of training-only views
-    (``not_an_evaluation_view``: C1's unmatched edits, insertions); the rest are scored and
-    carry ``test_set``.
+    episodes that kept the model's 0-1000 coordinates. The test set is recomputed from
+    ``views`` whatever the episodes hold (``testsets.outside_reason``, the rule ``eval run``
+    selects its items by): an episode whose view is not in ``views`` becomes a reject
+    (``view_missing``), and so does one whose view is outside the test set, under the rule that
+    puts it there (``not_an_evaluation_view``, ``failed_qc``, ``outside_split``,
+    ``outside_tools``); the rest are scored and carry ``test_set``.
 
     Parameters
     ----------
@@ -255,6 +258,10 @@ def score_episodes(
         The test set name the scores carry.
     box_units : {'pixels', 'per_mille'}, optional
         The units of the episodes' boxes.
+    splits : tuple of str, optional
+        The splits the test set reads (default ``testsets.splits_of(test_set)``).
+    tools : tuple of str, optional
+        The tools whose edits it reads (default ``testsets.tools_of(test_set)``; None: every tool).
 
     Returns
     -------
@@ -263,7 +270,8 @@ def score_episodes(
         episodes read as ``unclear`` are left out (:func:`unclear_counts` counts them).
     rejects : list of dict
         ``rejects`` rows: ``view_missing``, ``duplicate_episode`` (a second episode of a model x
-        condition x view; the first is scored) and ``not_an_evaluation_view``.
+        condition x view; the first is scored) and, with the rule's text, the
+        ``testsets.OUTSIDE_RULES`` codes.
 
     Raises
     ------
@@ -280,16 +288,24 @@ def score_episodes(
         ["run_id", "model", "condition", "item_id", "case_id", "action", "claims_finding", "box",
          "confidence", "tool_calls"]
     ).to_pandas(use_threads=False).rename(columns={"item_id": "view_id"})  # this protocol's items are views
+    splits = testsets.splits_of(test_set) if splits is None else tuple(splits)
+    tools = testsets.tools_of(test_set) if tools is None else tuple(tools)
     vw = views.select(
         ["view_id", "kind", "expected", "critical", "lesion_area_frac", "lesion_bbox", "width", "height",
-         "imaging_type", "finding", "patient_id", "group_id", "tool", "source"]
+         "imaging_type", "finding", "patient_id", "group_id", "tool", "source", "split", "passed", "reject_reason"]
     ).to_pandas(use_threads=False).drop_duplicates("view_id")
     merged = ep.merge(vw, on="view_id", how="left", indicator=True)
     lost = (merged["_merge"] != "both").to_numpy()
+    # the test set from the views table, by the rule eval run selects its items with: an
+    # episode outside it is excluded under that rule, whatever the eval run (or --items) held
+    why_out = {r["view_id"]: testsets.outside_reason(r, test_set, splits, tools)
+               for r in vw[["view_id", "kind", "passed", "split", "tool", "reject_reason"]].to_dict("records")}
+    why_out = {v: why for v, why in why_out.items() if why is not None}  # per view, mapped onto episodes below
+    out_mask = ~lost & merged["view_id"].isin(why_out.keys()).to_numpy()
     # one decision per model x condition x view: a second episode would count the view twice
-    dup = merged.duplicated(["model", "condition", "view_id"], keep="first").to_numpy() & ~lost
-    training_only = ~lost & ~merged["kind"].isin(EVAL_KINDS).to_numpy()
-    dup &= ~training_only
+    inside = ~lost & ~out_mask
+    dup = np.zeros(len(merged), dtype=bool)
+    dup[inside] = merged[inside].duplicated(["model", "condition", "view_id"], keep="first").to_numpy()
     rejects = [
         records.reject_row("scores", "episodes", f"{r.model}/{r.condition}/{r.view_id}", "score", "view_missing",
                        f"view {r.view_id} is not in the views table")
@@ -300,14 +316,13 @@ def score_episodes(
                        "(runs of different seeds must be distinct models: <arm>@seed<k>)")
         for r in merged[dup].itertuples()
     ] + [
-        records.reject_row("scores", "episodes", f"{r.model}/{r.condition}/{r.view_id}", "score", "not_an_evaluation_view",
-                       f"a {r.kind} view is a training-pool view (counterfactual paper §3.2, §3.7), never scored on a test set")
-        for r in merged[training_only].itertuples()
+        records.reject_row("scores", "episodes", f"{r.model}/{r.condition}/{r.view_id}", "score", *why_out[r.view_id])
+        for r in merged[out_mask].itertuples()
     ]
     # a reply the reader could not read with certainty is no decision: it lowers n (counted by
     # unclear_counts, shown by score, eval show and the report), never a wrong answer
-    unclear = ~lost & ~dup & ~training_only & (merged["action"] == "unclear").to_numpy()
-    df = merged[~lost & ~dup & ~training_only & ~unclear].reset_index(drop=True)
+    unclear = inside & ~dup & (merged["action"] == "unclear").to_numpy()
+    df = merged[inside & ~dup & ~unclear].reset_index(drop=True)
     action = df["action"].to_numpy(dtype=object).copy()
     claims_raw = df["claims_finding"]
     no_claim = (action == "answer") & claims_raw.isna().to_numpy()
@@ -377,7 +392,7 @@ def rescore(scores: pa.Table, matrix: CostMatrix) -> np.ndarray:
     return reward
 
 
-def unclear_counts(episodes: pa.Table) -> dict[str, int]:
+def unclear_counts(episodes: pa.Table, view_ids: set | None = None) -> dict[str, int]:
     """Episodes whose reply the reader could not read with certainty (action ``unclear``), per
     ``model/condition``: left out of every n of the scores, and shown beside them.
 
@@ -385,6 +400,8 @@ def unclear_counts(episodes: pa.Table) -> dict[str, int]:
     ----------
     episodes : pyarrow.Table
         An episodes table.
+    view_ids : set, optional
+        Count only episodes of these views (the test set's); default every episode.
 
     Returns
     -------
@@ -393,6 +410,7 @@ def unclear_counts(episodes: pa.Table) -> dict[str, int]:
     """
     from collections import Counter
 
-    rows = episodes.select(["model", "condition", "action"]).to_pylist()
-    got = Counter(f"{r['model']}/{r['condition']}" for r in rows if r["action"] == "unclear")
+    rows = episodes.select(["model", "condition", "action", "item_id"]).to_pylist()
+    got = Counter(f"{r['model']}/{r['condition']}" for r in rows
+                  if r["action"] == "unclear" and (view_ids is None or r["item_id"] in view_ids))
     return dict(sorted(got.items()))

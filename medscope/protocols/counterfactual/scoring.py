@@ -15,21 +15,180 @@ import pyarrow as pa
 from medscope.io import layout, records, storage
 from medscope.errors import MedScopeError
 from medscope.protocols.counterfactual import costs, rewards
-from medscope.analysis import view_metrics as metrics, decision_rules as rules
+from medscope.analysis import view_metrics as metrics, decision_rules as rules, testsets
 from medscope.stats import bootstrap as bs
 from medscope.stats import labelnoise
 
 PROTOCOL = "counterfactual"
 
 
+def test_set_views(views: pa.Table, test_set: str, splits: tuple[str, ...],
+                   tools: tuple[str, ...] | None = None) -> pd.DataFrame:
+    """The views of a test set, recomputed from a views table by the rule ``eval run`` selects
+    its items with (``testsets.outside_reason``): the fixed denominator every model is scored against.
+
+    Parameters
+    ----------
+    views : pyarrow.Table
+        A views table.
+    test_set : str
+        The test set's name.
+    splits : tuple of str
+        The splits it reads.
+    tools : tuple of str, optional
+        The tools whose edits it reads; None: every tool.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``view_id``, ``case_id``, ``kind`` and ``critical`` of each of its views, once each.
+
+    References
+    ----------
+    .. [1] counterfactual paper, §3.3, §4.1, Tables 3-5.
+    """
+    vw = views.select(["view_id", "case_id", "kind", "passed", "split", "tool", "reject_reason", "critical"]).to_pandas(use_threads=False)
+    vw = vw.drop_duplicates("view_id")
+    keep = [testsets.outside_reason(r, test_set, splits, tools) is None for r in vw.to_dict("records")]
+    return vw.loc[keep, ["view_id", "case_id", "kind", "critical"]].reset_index(drop=True)
+
+
+def coverage(expected: pd.DataFrame, episodes: pa.Table, scores: pa.Table, rejects: list[dict],
+             pairs: list[tuple[str, str]] = ()) -> dict:
+    """Every model x condition against the test set's fixed denominator: views scored, read as
+    unclear, and missing (no episode: a failed unit), with the episodes excluded by rule.
+
+    Parameters
+    ----------
+    expected : pandas.DataFrame
+        The test set's views (``test_set_views``).
+    episodes : pyarrow.Table
+        The episodes table.
+    scores : pyarrow.Table
+        The scores ``rewards.score_episodes`` gave.
+    rejects : list of dict
+        Its rejects rows (the excluded episodes, by reason).
+    pairs : list of tuple of (str, str), optional
+        Further (model, condition) pairs that should have episodes (the eval run's accounting):
+        a pair with none at all is missing every view.
+
+    Returns
+    -------
+    dict
+        ``views``, ``cases``, ``by_kind`` (the denominator), ``critical_cases`` (lesion cases whose
+        missed finding costs Table 2's critical penalty), ``by_model_condition`` (``expected``,
+        ``scored``, ``unclear``, ``missing``, ``missing_views``: every missing view id), ``scored``,
+        ``unclear``, ``missing`` (totals) and ``excluded`` / ``excluded_by_rule`` (episodes not
+        scored, by rejects reason).
+
+    References
+    ----------
+    .. [1] counterfactual paper, §3.9 ("the same 507 cases"), Table 5.
+    """
+    ids = set(expected["view_id"])
+    order = list(expected["view_id"])
+    sc = scores.select(["model", "condition", "view_id"]).to_pandas(use_threads=False)
+    done: dict[tuple[str, str], set] = {k: set(g) for k, g in sc.groupby(["model", "condition"])["view_id"]}
+    ep = episodes.select(["model", "condition", "item_id", "action"]).to_pandas(use_threads=False)
+    for key in ep[["model", "condition"]].drop_duplicates().itertuples(index=False):
+        done.setdefault(tuple(key), set())
+    unc = ep[(ep["action"] == "unclear") & ep["item_id"].isin(ids)]
+    unclear: dict[tuple[str, str], set] = {k: set(g) for k, g in unc.groupby(["model", "condition"])["item_id"]}
+    for key in pairs:
+        done.setdefault(tuple(key), set())
+    rows = []
+    for (m, c) in sorted(done):
+        got, unc = done[(m, c)], unclear.get((m, c), set()) - done[(m, c)]
+        missing = [v for v in order if v not in got and v not in unc]
+        rows.append({"model": m, "condition": c, "expected": len(ids), "scored": len(got), "unclear": len(unc),
+                     "missing": len(missing), "missing_views": missing})
+    by_rule: dict[str, int] = {}
+    for r in rejects:
+        by_rule[r["reason"]] = by_rule.get(r["reason"], 0) + 1
+    answerable = expected[expected["kind"].isin(("original", "random_removal"))]
+    critical_cases = int(answerable.loc[answerable["critical"].fillna(False).astype(bool), "case_id"].nunique())
+    return {"views": len(ids), "cases": int(expected["case_id"].nunique()), "critical_cases": critical_cases,
+            "by_kind": {k: int(n) for k, n in expected["kind"].value_counts().reindex(testsets.EVAL_KINDS).dropna().items()},
+            "by_model_condition": rows, "scored": sum(r["scored"] for r in rows),
+            "unclear": sum(r["unclear"] for r in rows), "missing": sum(r["missing"] for r in rows),
+            "excluded": len(rejects), "excluded_by_rule": dict(sorted(by_rule.items()))}
+
+
+def format_coverage(cov: dict, test_set: str) -> str:
+    """The coverage as the lines ``score`` prints: the denominator, the excluded episodes by
+    rule, then one line per model x condition.
+
+    Parameters
+    ----------
+    cov : dict
+        ``coverage``'s result.
+    test_set : str
+        The test set's name.
+
+    Returns
+    -------
+    str
+        The lines, joined.
+    """
+    kinds = ", ".join(f"{k} {n}" for k, n in cov["by_kind"].items())
+    lines = [f"  test set {test_set}: {cov['views']} views of {cov['cases']} cases ({kinds}): every model x "
+             "condition is scored against these"]
+    # which findings are critical is the cohort config's declaration (an addition: the paper lists none)
+    lines.append(f"  {cov['critical_cases']} critical lesion case(s): a missed finding there costs Table 2's critical "
+                 "penalty; the paper does not list critical findings, the cohort's config declares them "
+                 "(critical_findings)")
+    if cov["excluded"]:
+        lines.append(f"  excluded {cov['excluded']} episode(s), not scored: "
+                     + ", ".join(f"{k} {n}" for k, n in cov["excluded_by_rule"].items()) + " (rejects.parquet)")
+    width = max([len(f"{r['model']}:{r['condition']}") for r in cov["by_model_condition"]] + [15])
+    lines.append(f"  {'model:condition'.ljust(width)}  scored  unclear  missing  of")
+    for r in cov["by_model_condition"]:
+        lines.append(f"  {(r['model'] + ':' + r['condition']).ljust(width)}  {r['scored']:>6}  {r['unclear']:>7}  "
+                     f"{r['missing']:>7}  {r['expected']}")
+    if cov["missing"]:
+        lines.append(f"  {cov['missing']} missing episode(s): failed units against the fixed denominator; no number "
+                     "is over them (listed in rejects.parquet as missing_episode)")
+    return "\n".join(lines)
+
+
+def eval_run_pairs(episodes_uri: str) -> list[tuple[str, str]]:
+    """The (model, condition) pairs the eval run's sweep.json accounted for (none without one).
+
+    Parameters
+    ----------
+    episodes_uri : str
+        The eval run's episodes table.
+
+    Returns
+    -------
+    list of tuple of (str, str)
+        Each ``by_model_condition`` row's model and condition.
+    """
+    from medscope.io import safe_text
+
+    try:
+        summary = layout.EvalRun(layout.folder_of("episodes", episodes_uri)).summary
+    except MedScopeError:
+        return []
+    if not storage.exists(summary):
+        return []
+    acc = (safe_text.read_json(summary) or {}).get("accounting") or {}
+    return [(r["model"], r["condition"]) for r in acc.get("by_model_condition") or []]
+
+
 def score_run(episodes_uri: str, views_uri: str, out: str, cost_matrix: str = costs.DEFAULT,
               test_set: str = "main", n_boot: int = bs.DEFAULT_B, seed: int = bs.DEFAULT_SEED,
               cluster: str = "case_id", plan: str | None = None, panel: list[str] | None = None,
-              min_votes: int | None = None, box_units: str = "pixels") -> dict:
-    """Score episodes against views, write scores + metrics (+ manifest) under ``out``.
+              min_votes: int | None = None, box_units: str = "pixels", splits: tuple[str, ...] | None = None,
+              tools: tuple[str, ...] | None = None) -> dict:
+    """Score episodes against the test set recomputed from the views table; write scores +
+    metrics (+ rejects, manifest) under ``out``.
 
-    ``test_set``: the name the scores carry, the one the eval run evaluated (its protocol
-    options, ``medscope score`` passes them on).
+    ``test_set``: the test set the eval run evaluated (its protocol options, ``medscope score``
+    passes them on). Its views are recomputed from ``views_uri`` (``test_set_views``): an episode
+    outside it is excluded under its rule, a view without an episode is a missing unit
+    (``coverage``, recorded in run.json and returned; ``medscope score`` decides its exit code
+    from it).
 
     Parameters
     ----------
@@ -58,12 +217,18 @@ def score_run(episodes_uri: str, views_uri: str, out: str, cost_matrix: str = co
         Panel votes that make a case disputed (``labelnoise.disputed_cases``).
     box_units : {'pixels', 'per_mille'}, optional
         The units of the episodes' boxes.
+    splits : tuple of str, optional
+        The splits the test set reads (default: its own, ``testsets.splits_of``).
+    tools : tuple of str, optional
+        The tools whose edits it reads (default: its own, ``testsets.tools_of``).
 
     Returns
     -------
     dict
         ``scores`` and ``metrics`` (URIs written), ``episodes`` (rows scored), ``rejects``, ``models``,
-        ``disputed_cases`` and ``unclear`` (replies read as unclear, left out of every n) (counts).
+        ``disputed_cases`` and ``unclear`` (replies read as unclear, left out of every n) (counts);
+        ``coverage`` (``coverage``'s totals and per model x condition rows, without the missing
+        view ids, which run.json and the rejects hold).
 
     Raises
     ------
@@ -82,10 +247,19 @@ def score_run(episodes_uri: str, views_uri: str, out: str, cost_matrix: str = co
     views = records.read_table("views", views_uri)
     if episodes.num_rows == 0:
         raise MedScopeError(f"no episodes in {episodes_uri}")
-    scores, rejects = rewards.score_episodes(episodes, views, matrix, test_set=test_set, box_units=box_units)
-    unclear = rewards.unclear_counts(episodes)
-    print(f"  scored {scores.num_rows} episodes ({len(rejects)} rejected) in {time.monotonic() - t0:.1f}s",
+    splits = testsets.splits_of(test_set) if splits is None else tuple(splits)
+    tools = testsets.tools_of(test_set) if tools is None else tools
+    scores, rejects = rewards.score_episodes(episodes, views, matrix, test_set=test_set, box_units=box_units,
+                                             splits=splits, tools=tools)
+    expected = test_set_views(views, test_set, splits, tools)
+    cov = coverage(expected, episodes, scores, rejects, eval_run_pairs(episodes_uri))
+    unclear = rewards.unclear_counts(episodes, set(expected["view_id"]))
+    print(f"  scored {scores.num_rows} episodes ({len(rejects)} excluded) in {time.monotonic() - t0:.1f}s",
           file=sys.stderr, flush=True)
+    print(format_coverage(cov, test_set), file=sys.stderr, flush=True)
+    missing_rows = [records.reject_row("scores", "episodes", f"{r['model']}/{r['condition']}/{v}", "score",
+                                       "missing_episode", f"no episode of this {test_set} view: a failed unit")
+                    for r in cov["by_model_condition"] for v in r["missing_views"]]
     if unclear:
         print(f"  {sum(unclear.values())} replies read as unclear, left out of every n: "
               + ", ".join(f"{k} {v}" for k, v in unclear.items()), file=sys.stderr, flush=True)
@@ -101,9 +275,10 @@ def score_run(episodes_uri: str, views_uri: str, out: str, cost_matrix: str = co
     run = layout.ScoredRun(out)
     records.write_table("scores", scores, run.scores)
     records.write_table("metrics", table, run.metrics)
-    if rejects:
-        records.write_table("rejects", rejects, run.rejects)
+    if rejects or missing_rows:
+        records.write_table("rejects", rejects + missing_rows, run.rejects)
     manifest = {"protocol": PROTOCOL, "episodes": episodes_uri, "views": views_uri, "cost_matrix": matrix.name, "test_set": test_set,
+                "splits": list(splits), "tools": list(tools) if tools else None, "coverage": cov,
                 "box_units": box_units, "unclear": unclear,
                 "n_boot": n_boot, "seed": seed, "cluster": cluster, "disputed_cases": disputed,
                 "scored_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}
@@ -111,4 +286,7 @@ def score_run(episodes_uri: str, views_uri: str, out: str, cost_matrix: str = co
     print(f"  metrics with {n_boot} case-clustered resamples in {time.monotonic() - t0:.1f}s", file=sys.stderr)
     return {"scores": run.scores, "metrics": run.metrics,
             "episodes": scores.num_rows, "rejects": len(rejects), "models": len(set(scores.column("model").to_pylist())),
-            "disputed_cases": len(disputed), "unclear": sum(unclear.values())}
+            "disputed_cases": len(disputed), "unclear": sum(unclear.values()),
+            "coverage": {**{k: v for k, v in cov.items() if k != "by_model_condition"},
+                         "by_model_condition": [{k: v for k, v in r.items() if k != "missing_views"}
+                                                for r in cov["by_model_condition"]]}}

@@ -251,8 +251,8 @@ def test_direction_paper_prints_table_6_orientation(scored, capsys):
         return absent[s.kind == "target_removal"].mean() - absent[s.kind == "random_removal"].mean()
 
     diff = esg("model-00") - esg("model-01")  # MedScope minus the model, Table 6's way
-    assert f"main: model-00:agent - model-01: esg {diff:+.3f}" in paper
-    assert f"main: model-01 - model-00:agent: esg {-diff:+.3f}" in model_first
+    assert f"main: model-00:agent - model-01:agent: esg {diff:+.3f}" in paper
+    assert f"main: model-01:agent - model-00:agent: esg {-diff:+.3f}" in model_first
     lo, hi = re.search(r"esg [+-]\d\.\d+ \[([+-]\d\.\d+), ([+-]\d\.\d+)\]", model_first).groups()
     assert f"[{-float(hi):+.3f}, {-float(lo):+.3f}]" in paper
 
