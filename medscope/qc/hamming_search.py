@@ -58,6 +58,7 @@ BLOCK = 1 << 20
 # a dense look-up table (2**22 counts, ~30 ms to build) once the cohort holds more hashes than
 # 1/4096 of the key space (~1,000): a binary search costs ~100 ns a look-up, ~700 look-ups a hash
 DENSE_FILL = 12
+DENSE_MAX_BITS = 24  # never a dense table over wider keys (2**24 counts: 128 MB)
 
 
 def substrings(max_bits: int, widths: tuple[int, ...] = SUBSTRING_BITS) -> list[tuple[int, int, int]]:
@@ -174,8 +175,8 @@ class _SortedTable:
         return found, self.starts[at[found]], self.counts[at[found]]
 
 
-def distinct_pair_blocks(values: np.ndarray, max_bits: int, block: int = BLOCK,
-                         dense: bool | None = None) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+def distinct_pair_blocks(values: np.ndarray, max_bits: int, block: int = BLOCK, dense: bool | None = None,
+                         widths: tuple[int, ...] = SUBSTRING_BITS) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """Every pair of *distinct* hashes within ``max_bits`` bits, in blocks, by multi-index hashing.
 
     ``values`` holds distinct hashes (as from ``numpy.unique``); each pair ``(i, j)``, ``i < j``,
@@ -193,6 +194,8 @@ def distinct_pair_blocks(values: np.ndarray, max_bits: int, block: int = BLOCK,
         Look substrings up in a table of every key value (True) or by binary search in the
         sorted keys (False); None: dense from ~1,000 hashes on (``DENSE_FILL``).
         Speed only: the pairs found do not depend on it.
+    widths : tuple of int, optional
+        Bits of each substring (:func:`substrings`); speed only.
 
     Yields
     ------
@@ -210,17 +213,18 @@ def distinct_pair_blocks(values: np.ndarray, max_bits: int, block: int = BLOCK,
     n = len(v)
     if n < 2:
         return
-    parts = substrings(max_bits)
+    parts = substrings(max_bits, widths)
     keys = [((v >> np.uint64(s)) & np.uint64((1 << w) - 1)).astype(np.int64) for s, w, _ in parts]
     for k, (_, w, r) in enumerate(parts):
         if r < 0:
             continue
         key = keys[k]
         order = np.argsort(key)
-        sorted_key = key[order].astype(np.int32)
-        lookup = _DenseTable(key, w) if (dense if dense is not None else n << DENSE_FILL > 1 << w) \
-            else _SortedTable(sorted_key)
-        masks = ball(w, r).astype(np.int32)
+        small = np.int32 if w <= 30 else np.int64  # half the bytes of every probe where the key fits
+        sorted_key = key[order].astype(small)
+        use_dense = dense if dense is not None else (w <= DENSE_MAX_BITS and n << DENSE_FILL > 1 << w)
+        lookup = _DenseTable(key, w) if use_dense else _SortedTable(sorted_key)
+        masks = ball(w, r).astype(small)
         rows = max(1, block // len(masks))
         sorted_v = v[order]  # candidates are read from runs of this, not scattered over v
         # queries in key order too: a mask's look-ups for neighbouring queries land near each other

@@ -95,17 +95,17 @@ def synthetic_cohort(n: int, seed: int = 0) -> tuple[list[dict], SyntheticHashes
     hashes : SyntheticHashes
         case_id -> (hash, thumbnail).
     planted : int
-        Planted near-copies.
+        Planted near-copies (each a copy of a case that is not one).
     """
     rng = np.random.default_rng(seed)
     ids = [f"c{i:07d}" for i in range(n)]
     hashes = rng.integers(0, 2**64, n, dtype=np.uint64)
     picture = np.arange(n, dtype=np.int64)
-    copies = rng.choice(n, int(n * COPY_SHARE), replace=False)
-    originals = rng.integers(0, n, len(copies))
+    drawn = rng.permutation(n)
+    copies = drawn[: int(n * COPY_SHARE)]
+    # originals among the cases that are not copies: each planted pair stays a pair
+    originals = drawn[len(copies):][rng.integers(0, n - len(copies), len(copies))] if len(copies) else copies
     for c, o in zip(copies.tolist(), originals.tolist()):
-        if c == o:
-            continue
         flip = sum(1 << int(b) for b in rng.choice(64, int(rng.integers(0, 7)), replace=False))
         hashes[c], picture[c] = hashes[o] ^ np.uint64(flip), picture[o]
     patient = rng.integers(0, max(1, n // 2), n)
@@ -116,7 +116,7 @@ def synthetic_cohort(n: int, seed: int = 0) -> tuple[list[dict], SyntheticHashes
     cases = [{"case_id": ids[i], "source": f"site{int(patient[i]) % 3}", "imaging_type": kinds[int(patient[i]) % 3],
               "patient_id": f"p{int(patient[i])}" if has_patient[i] else None, "split": "test" if test[i] else None,
               "has_lesion": bool(lesion[i])} for i in range(n)]
-    return cases, SyntheticHashes(ids, hashes, picture), int((copies != originals).sum())
+    return cases, SyntheticHashes(ids, hashes, picture), len(copies)
 
 
 def _timed(fn):

@@ -75,6 +75,16 @@ def test_the_search_finds_exactly_the_pairs_of_comparing_every_pair(seed):
     assert all(planted[k] != (k % 6 == 1) for k in planted)
 
 
+def test_other_substring_cuts_find_the_same_pairs():
+    # the cut is speed only: four of 16 bits at radii (2, 1, 1, 1), two of 32 at (4, 3)
+    for name, h in _sets(2).items():
+        values = np.unique(h)
+        want = set(zip(*(x.tolist() for x in near_copies.candidate_arrays(values, 8))))
+        for widths in ((16, 16, 16, 16), (32, 32), (10, 10, 11, 11, 11, 11)):
+            got = [p for b in hamming_search.distinct_pair_blocks(values, 8, widths=widths) for p in zip(*(x.tolist() for x in b))]
+            assert len(got) == len(set(got)) and set(got) == want, (name, widths)
+
+
 def test_pairs_come_once_in_bounded_blocks_whatever_the_block_size():
     h = _sets(3)["mixed"]
     want = set(zip(*(x.tolist() for x in near_copies.candidate_arrays(h, 8))))
