@@ -5,8 +5,9 @@ difference hash) and every pair within 8 bits is confirmed by pixel correlation 
 that the same image, or the same study re-sized or cropped, is found wherever it occurs";
 "the crosswalk hashes files"; "the looser tier (within 8 bits, correlation 0.90–0.97) ...
 reflects shared anatomy rather than shared studies". Method: a difference hash (dHash, Krawetz
-2013, via ``imagehash``) picks candidate pairs by Hamming distance; the Pearson correlation of
-64 × 64 grey thumbnails (area interpolation) confirms them.
+2013, via ``imagehash``) picks candidate pairs by Hamming distance, found by multi-index hashing
+(:mod:`medscope.qc.hamming_search`: the same pairs as comparing every pair, without its n² cost);
+the Pearson correlation of 64 × 64 grey thumbnails (area interpolation) confirms them.
 
 One tier vocabulary, used by ``medscope crosswalk``, ``views build``'s near-copy groups and
 stage 3's replay exclusions. A pair is two distinct image files whose hashes are within
