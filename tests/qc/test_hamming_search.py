@@ -134,3 +134,20 @@ def test_substring_radii_follow_the_generalized_pigeonhole():
     assert len(hamming_search.ball(22, 2)) == 1 + 22 + 231 and len(hamming_search.ball(21, 0)) == 1
     with pytest.raises(ValueError, match="0 to 64"):
         hamming_search.substrings(65)
+
+
+def test_the_crosswalk_confirms_candidates_from_the_search_not_from_every_pair(monkeypatch):
+    # near_copy_arrays is what `medscope crosswalk` and `views build` call: it must not compare every pair
+    def every_pair(*a, **k):
+        raise AssertionError("compared every pair")
+
+    monkeypatch.setattr(near_copies, "candidate_arrays", every_pair)
+    rng = np.random.default_rng(5)
+    thumbs = [rng.normal(128, 40, (64, 64)).astype(np.float32) for _ in range(3)]
+    thumbs.append(thumbs[0].copy())  # d's picture is a's
+    hashes = np.array([7, 7 ^ 0b11, 0xFFFF_FFFF_0000_0000, 7 ^ 0b1], np.uint64)
+    got = near_copies.near_copy_arrays(["a", "b", "c", "d"], hashes, thumbs)
+    pairs = {(int(a), int(b)): near_copies.TIERS[t] for a, b, t in zip(got.a, got.b, got.tier)}
+    # a-b (2 bits) and b-d (1 bit) are hash-close but unrelated pictures; a-d (1 bit) is a copy
+    assert set(pairs) == {(0, 1), (0, 3), (1, 3)} and pairs[(0, 3)] == "near_copy"
+    assert pairs[(0, 1)] == pairs[(1, 3)] == "hash_only"
