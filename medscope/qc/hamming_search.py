@@ -25,8 +25,9 @@ every pair of their members. Pairs are handed out in blocks of bounded size
 near-identical images) never holds all their pairs at once; :func:`hash_groups` gives the
 connected components of the hash-close graph without making any member pair at all.
 
-faiss (``IndexBinaryMultiHash``) does the same search in C++; it is not used: this module meets
-the aim with numpy alone (measured in docs/scaling.md, *Near-copy crosswalk*).
+faiss (``IndexBinaryMultiHash``) does the same search in C++; it is not used: its range search
+was 5-18x slower here (10**5 and 10**6 random hashes, one thread) and this module meets the aim
+with numpy and scipy alone (docs/scaling.md, *Near-copy crosswalk*).
 
 References
 ----------
@@ -47,10 +48,10 @@ from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
 HASH_BITS = 64
-# three substrings: the widest whose tables stay small (2**22 counts, 16 MB) and whose radius-2
-# balls stay few (254 values); with two substrings of 32 bits at radii (4, 3) each hash would
-# probe 47,000 values, with four of 16 bits at (2, 1, 1, 1) a million random hashes give ~1,400
-# candidates each (docs/scaling.md)
+# three substrings: the widest whose tables stay small (2**22 counts and starts, ~70 MB) and whose
+# radius-2 balls stay few (254 values); with two substrings of 32 bits at radii (4, 3) each hash
+# would look up 47,000 values, with four of 16 bits at (2, 1, 1, 1) a million random hashes give
+# ~1,400 candidates each: 24 against 10.7 CPU-s at 10**6 (docs/scaling.md)
 SUBSTRING_BITS = (22, 21, 21)
 # how many elements a step holds at once (probes, candidates or member pairs; 8-16 bytes each):
 # memory only, the pairs found do not depend on it
