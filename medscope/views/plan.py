@@ -88,7 +88,10 @@ def make_plan(cases: list[dict], hashes: dict[str, tuple[int, np.ndarray]], reci
     ids = sorted(hashes)
     # thumbnails are fetched per hash-close pair (a staged cohort keeps them on local disk)
     thumbs = _Lazy(lambda k: hashes[ids[k]][1])
-    found = near_copies.near_copy_arrays(ids, np.array([hashes[i][0] for i in ids], np.uint64), thumbs,
+    # a staged cohort's store hands out every hash without reading a thumbnail (4 GB at a million)
+    hash_array = getattr(hashes, "hash_array", None)
+    values = hash_array(ids) if hash_array else np.array([hashes[i][0] for i in ids], np.uint64)
+    found = near_copies.near_copy_arrays(ids, values, thumbs,
                                          max_bits=recipe.near_copy_bits, min_corr=recipe.near_copy_corr)
     # the copies are few (the tiers splits act on): as Pair objects, for the shared helpers
     copies = [near_copies.Pair(ids[found.a[k]], ids[found.b[k]], int(found.distance[k]), float(found.correlation[k]),

@@ -87,6 +87,23 @@ class HashStore(Mapping):
         thumb = np.frombuffer(raw, np.float32 if self._float[i] else np.uint8).reshape(THUMB, THUMB)
         return int(self._hash[i]), thumb
 
+    def hash_array(self, case_ids: list[str]) -> np.ndarray:
+        """The dHashes of ``case_ids`` as uint64, without reading a thumbnail (the crosswalk's
+        search needs every hash; a thumbnail only per hash-close pair).
+
+        Parameters
+        ----------
+        case_ids : list of str
+            Hashed case ids.
+
+        Returns
+        -------
+        numpy.ndarray of uint64
+            One hash per id, in their order.
+        """
+        self.seal()
+        return self._hash[np.array([self._index[c] for c in case_ids], np.int64)]
+
     def __contains__(self, case_id) -> bool:
         return case_id in self._index
 

@@ -25,6 +25,7 @@ BENCHES: dict[str, str] = {
     "faults": "pipelines.bench.faults:bench_faults",
     "scale": "pipelines.bench.scale:bench_scale",
     "gpu": "pipelines.bench.gpu:bench_gpu",
+    "crosswalk": "pipelines.bench.crosswalk:bench",
 }
 
 
@@ -34,7 +35,10 @@ class BenchConfig(StrictModel):
     what: str = F(description=f"one of: {', '.join(sorted(BENCHES))}", json_schema_extra=cli(positional=True))
     quick: bool = F(False, description="smaller sizes, for a smoke run")
     sizes: str | None = F(None, description="comma-separated cohort sizes, for benches that take them (views: driver "
-                                            "memory only, e.g. 100,400,1600)")
+                                            "memory only, e.g. 100,400,1600; crosswalk: hash-only cases, default "
+                                            "100000,1000000)")
+    all_pairs_up_to: int | None = F(None, ge=1, description="crosswalk: largest size also searched by comparing every pair "
+                                                      "(default 100000; extrapolated by n² beyond)")
     cases: int | None = F(None, ge=1, description="cohort size: scale (default 60; --quick 12), views throughput (phantom "
                                              "cases, default 240 and 960), probe (volumes, default 16 and 64), erasure (default 60)")
     tools: str | None = F(None, description="erasure: comma-separated tools (default: every offline tool but the slow "
