@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Create (or refresh) the project virtual environment in .venv.
 #   bash cluster/setup-env.sh          runtime: the pipeline and its CLI
-#   bash cluster/setup-env.sh --dev    plus the test tools
+#   bash cluster/setup-env.sh --dev    plus the test tools (and the interop extra, lmms-eval)
+#   bash cluster/setup-env.sh --interop  runtime plus the interop extra (export hf / lmms-eval)
 # torch is installed first and pinned (constraints.txt): the CPU build on a CPU machine,
 # the CUDA build of the same release on a GPU node. Everything else is installed against
 # that pin so no package can pull another torch.
@@ -22,6 +23,14 @@ if .venv/bin/python -m pip show -q opencv-python-headless >/dev/null 2>&1; then
 fi
 # simple-lama-inpainting would pull torchvision and opencv-python; its code needs neither.
 "${pip[@]}" -c constraints.txt --no-deps simple-lama-inpainting==0.1.2
+# lmms-eval (the interop extra's harness, docs/interop.md) asks for wandb (protobuf<7), torchvision
+# and opencv-python-headless, none of which this stack can take: installed without its requirements;
+# the few its CLI path imports come with the interop extra (constraints.txt says which and why).
+# Measured on 2 loaded cores: about 30 s added (the CLI-path packages 19 s, lmms-eval 10 s).
+if [ -n "$extra" ] || [ "${1:-}" = "--interop" ]; then
+  [ "${1:-}" = "--interop" ] && "${pip[@]}" -c constraints.txt -e ".[interop]"
+  "${pip[@]}" -c constraints.txt --no-deps lmms-eval==0.7
+fi
 # DeepSpeed builds against the installed torch, so no isolated build environment.
 .venv/bin/python -c "import deepspeed" 2>/dev/null || \
   "${pip[@]}" -c constraints.txt --no-build-isolation deepspeed==0.19.8
