@@ -154,15 +154,13 @@ def _with_montages(items: pa.Table, table_uri: str) -> pa.Table:
     return items.append_column("images", pa.array(images, pa.list_(pa.binary())))
 
 
-def to_dataset_dict(table: pa.Table, kind: ItemsKind, by_split: bool = True):
+def to_dataset_dict(table: pa.Table, by_split: bool = True):
     """The items as a ``datasets.DatasetDict``: one split per value of the split column.
 
     Parameters
     ----------
     table : pyarrow.Table
         The items (conformed to their schema; MCQs with their ``images`` column).
-    kind : ItemsKind
-        The items' kind.
     by_split : bool, optional
         One split per value of the split column (default); False: every row in :data:`DEFAULT_SPLIT`.
 
@@ -175,6 +173,8 @@ def to_dataset_dict(table: pa.Table, kind: ItemsKind, by_split: bool = True):
     """
     import datasets
     from datasets.table import InMemoryTable
+
+    datasets.disable_progress_bars()  # a verb prints its summary, not a bar per split saved
 
     if by_split and "split" in table.column_names:
         names = [s or UNASSIGNED for s in table.column("split").to_pylist()]
@@ -434,7 +434,7 @@ def export_hf(items: str, out: str, licence: str, allow_private: bool = False, s
         note = f"{n_private} private items included (the exporter said they may leave)"
     if kind.table == "mcq_items":
         exported = _with_montages(exported, table_uri)
-    dataset = to_dataset_dict(exported, kind)
+    dataset = to_dataset_dict(exported)
     splits = {name: ds.num_rows for name, ds in dataset.items()}
     dataset.save_to_disk(local)
     card = dataset_card(table, exported, kind, folder, licence.strip(), splits, note)

@@ -186,12 +186,13 @@ def export_lmms_eval(items: str, out: str, task: str = "medscope_counterfactual"
     os.makedirs(local, exist_ok=True)
     records.write_table("views", views, os.path.join(local, VIEWS_FILE))
     # lmms-eval reads one split: every view of the task, whatever its MedScope split, is in "test"
-    dataset = hf_export.to_dataset_dict(views.drop_columns(["edit_mask"]), kind, by_split=False)
+    dataset = hf_export.to_dataset_dict(views.drop_columns(["edit_mask"]), by_split=False)
     dataset_dir = os.path.join(os.path.abspath(local), DATASET_DIR)
     dataset.save_to_disk(dataset_dir)
     costs.load(cost_matrix or costs.DEFAULT)  # an unknown matrix: said now, not at lmms-eval's aggregation
-    settings = {"views": VIEWS_FILE, "test_set": options.test_set, "protocol_options": options.values_at("eval"), "resize_long_side": options.resize_long_side,
-                "templates": options.templates, "cost_matrix": cost_matrix or costs.DEFAULT}
+    settings = {"views": VIEWS_FILE, "test_set": options.test_set, "protocol_options": options.values_at("eval"),
+                "resize_long_side": options.resize_long_side, "templates": options.templates,
+                "cost_matrix": cost_matrix or costs.DEFAULT}
     yaml_path = os.path.join(local, f"{task}.yaml")
     storage.write_text(yaml_path, task_yaml(task, dataset_dir))
     storage.write_text(os.path.join(local, "utils.py"), utils_py(settings))

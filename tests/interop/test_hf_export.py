@@ -109,3 +109,23 @@ def test_a_table_without_splits_is_one_test_split_and_a_non_items_table_is_refus
     records.write_table("metrics", [], metrics)
     assert cli.main(["export", "hf", "--items", metrics, "--out", str(tmp_path / "m"), "--license", "other"]) == 2
     assert "holds no items table" in capsys.readouterr().err
+
+
+def test_report_derived_questions_carry_their_montages_in_the_order_they_are_shown(tmp_path):
+    import medscope.protocols.benchmark_mcq  # noqa: F401 - registers mcq_items and montages
+
+    build = tmp_path / "bench"
+    pngs = {s: encode_png(np.full((6, 6), v, np.uint8)) for s, v in (("T1", 50), ("T2", 200))}
+    records.write_part("montages", [{"case_id": "c0", "sequence": s, "image": png, "height": 6, "width": 6,
+                                     "slices": 40, "cohort": "k"} for s, png in pngs.items()], str(build / "montages"), "c0")
+    items = [{"item_id": f"q{i}", "case_id": "c0", "cohort": "k", "qtype": "report", "field": None,
+              "subcategory": "size", "level": "diagnosis", "question": "How large is the mass?",
+              "options": ["A. 1 cm", "B. 4 cm"], "answer": "B", "k": 2, "sequences": seqs, "evidence": None,
+              "imaging_source": "public", "matched_group": None, "private": False, "endpoint_allowlist": []}
+             for i, seqs in enumerate((["T2", "T1"], ["T1"]))]
+    records.write_part("mcq_items", items, str(build / "items"), "c0")
+    assert cli.main(["export", "hf", "--items", str(build), "--out", str(tmp_path / "b"), "--license", "other"]) == 0
+    ds = datasets.load_from_disk(str(tmp_path / "b"))["test"]
+    shown = [[int(np.asarray(im).mean()) for im in row] for row in ds["images"]]
+    assert ds["item_id"] == ["q0", "q1"] and shown == [[200, 50], [50]]
+    assert ds["options"][0] == ["A. 1 cm", "B. 4 cm"]
