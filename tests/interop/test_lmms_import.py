@@ -120,3 +120,14 @@ def test_the_exported_tasks_aggregation_gives_scores_numbers(tmp_path):
     for metric, value in EXPECTED.items():
         assert got[metric] == pytest.approx(value, abs=1e-12), metric
     assert not any(math.isnan(v) for v in got.values())
+
+
+def test_private_views_do_not_become_an_lmms_eval_task_unless_allowed(tmp_path, capsys):
+    from medscope.testing.views import write_views
+
+    uri = write_views(str(tmp_path / "views.parquet"), 4, private_every=2)  # v000 and v002 private
+    assert cli.main(["export", "lmms-eval", "--items", uri, "--out", str(tmp_path / "t")]) == 2
+    assert "2 of 4 views are private" in capsys.readouterr().err
+    assert not (tmp_path / "t" / "utils.py").exists()
+    assert cli.main(["export", "lmms-eval", "--items", uri, "--out", str(tmp_path / "t2"), "--allow-private"]) == 0
+    assert records.read_table("views", str(tmp_path / "t2" / "views.parquet")).num_rows == 4
