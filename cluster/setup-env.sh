@@ -10,7 +10,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
 extra=""
-[ "${1:-}" = "--dev" ] && extra="[dev]"
+[ "${1:-}" = "--dev" ] && extra="[dev]"  # dev includes the interop extra
+[ "${1:-}" = "--interop" ] && extra="[interop]"
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 pip=(.venv/bin/python -m pip install -q --disable-pip-version-check)
 "${pip[@]}" torch==2.13.0
@@ -27,8 +28,7 @@ fi
 # and opencv-python-headless, none of which this stack can take: installed without its requirements;
 # the few its CLI path imports come with the interop extra (constraints.txt says which and why).
 # Measured on 2 loaded cores: about 30 s added (the CLI-path packages 19 s, lmms-eval 10 s).
-if [ -n "$extra" ] || [ "${1:-}" = "--interop" ]; then
-  [ "${1:-}" = "--interop" ] && "${pip[@]}" -c constraints.txt -e ".[interop]"
+if [ -n "$extra" ]; then
   "${pip[@]}" -c constraints.txt --no-deps lmms-eval==0.7
 fi
 # DeepSpeed builds against the installed torch, so no isolated build environment.
@@ -36,7 +36,7 @@ fi
   "${pip[@]}" -c constraints.txt --no-build-isolation deepspeed==0.19.8
 # --dev: the reading-page test (tests/reader/test_browser.py) drives Debian's chromium through
 # chromedriver; without them that one test skips, saying why.
-if [ -n "$extra" ] && ! { command -v chromium >/dev/null && command -v chromedriver >/dev/null; }; then
+if [ "$extra" = "[dev]" ] && ! { command -v chromium >/dev/null && command -v chromedriver >/dev/null; }; then
   if command -v apt-get >/dev/null; then
     sudo=""; [ "$(id -u)" = 0 ] || sudo="sudo"
     { $sudo apt-get update -qq && $sudo apt-get install -y -qq chromium chromium-driver; } ||
