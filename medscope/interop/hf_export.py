@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import math
+import posixpath
 from collections import Counter
 from dataclasses import dataclass
 
@@ -47,6 +48,9 @@ ITEM_KINDS = (
     ItemsKind("mcq_items", "medscope.protocols.benchmark_mcq", "item_id",
               "Contamination-controlled VQA benchmark from reports and 3D oncology imaging (Methods: montages, "
               "RADS-style and report-derived multiple choice)", ()),
+    ItemsKind("pairs", "medscope.protocols.paired_modality", "item_id",
+              "Trick-or-Treat: adversarial paired-modality evaluation, §3 (matched / mismatched photographs "
+              "sharing one radiograph)", ()),
     ItemsKind("vqa_items", "medscope.protocols.standard_vqa", "item_id",
               "MedScope: counterfactual lesion erasure, §5.6 (standard medical VQA sets: VQA-RAD, SLAKE, PathVQA)", ()),
 )
@@ -54,7 +58,7 @@ ITEM_KINDS = (
 # split is null goes to UNASSIGNED (Hugging Face split names must be words)
 DEFAULT_SPLIT = "test"
 UNASSIGNED = "unassigned"
-IMAGE_COLUMNS = ("image", "edit_mask", "mask")
+IMAGE_COLUMNS = ("image", "edit_mask", "mask", "photo", "radiograph")
 
 
 def _kind_named(table: str) -> ItemsKind:
@@ -102,6 +106,8 @@ def detect_items(uri: str) -> tuple[ItemsKind, str]:
     import importlib
 
     for kind in ITEM_KINDS:
+        if kind.table == "pairs":  # a manifest, not a table (is_pair_set)
+            continue
         importlib.import_module(kind.protocol_package)  # registers its tables
         table_uri = layout.table_uri(kind.table, uri)
         columns = _file_columns(table_uri)
@@ -113,6 +119,61 @@ def detect_items(uri: str) -> tuple[ItemsKind, str]:
             return kind, table_uri
     raise MedScopeError(f"export hf: {uri} holds no items table MedScope exports "
                         f"({', '.join(k.table for k in ITEM_KINDS)})")
+
+
+def is_pair_set(uri: str) -> bool:
+    """Whether ``uri`` is a paired-modality pair set (a ``manifest.yaml`` or the folder holding one).
+
+    Parameters
+    ----------
+    uri : str
+        What ``--items`` named.
+
+    Returns
+    -------
+    bool
+        True when it names a YAML manifest that exists.
+    """
+    from medscope.protocols.paired_modality.manifest import manifest_uri
+
+    manifest = manifest_uri(uri)
+    return manifest.endswith((".yaml", ".yml")) and storage.exists(manifest)
+
+
+def pair_set_table(uri: str) -> tuple[pa.Table, Counter]:
+    """A pair set's photographs as rows (what ``eval run --protocol paired_modality`` evaluates).
+
+    Parameters
+    ----------
+    uri : str
+        The manifest or its folder.
+
+    Returns
+    -------
+    table : pyarrow.Table
+        One row per good photograph: ``item_id``, ``case_id`` (the condition: its two photographs share
+        the radiograph), ``condition``, ``photo_type``, ``body_region``, ``caption``, ``findings``,
+        ``radiograph_findings``, ``photo`` and ``radiograph`` (PNG), ``private``, ``endpoint_allowlist``.
+    rejects : collections.Counter
+        The manifest's refused entries by reason (``manifest.read_manifest``).
+
+    References
+    ----------
+    .. [1] paired-modality paper, §3.
+    """
+    from medscope.protocols.paired_modality.manifest import read_manifest
+
+    photos, rejects = read_manifest(uri)
+    rows = [{"item_id": p.item_id, "case_id": p.condition, "condition": p.condition, "photo_type": p.photo_type,
+             "body_region": p.body_region, "caption": p.caption, "findings": [f.name for f in p.findings],
+             "radiograph_findings": p.radiograph_findings, "photo": p.photo_png, "radiograph": p.radiograph_png,
+             "private": p.private, "endpoint_allowlist": list(p.endpoint_allowlist)} for p in photos]
+    schema = pa.schema([("item_id", pa.string()), ("case_id", pa.string()), ("condition", pa.string()),
+                        ("photo_type", pa.string()), ("body_region", pa.string()), ("caption", pa.string()),
+                        ("findings", pa.list_(pa.string())), ("radiograph_findings", pa.string()),
+                        ("photo", pa.binary()), ("radiograph", pa.binary()), ("private", pa.bool_()),
+                        ("endpoint_allowlist", pa.list_(pa.string()))])
+    return pa.Table.from_pylist(rows, schema=schema), Counter(r["reason"] for r in rejects)
 
 
 def private_count(table: pa.Table) -> int:
@@ -234,7 +295,7 @@ def recipe_lines(table: pa.Table, folder: str) -> list[str]:
     return lines or ["- the build folder records no recipe for this table"]
 
 
-def qc_lines(table: pa.Table, folder: str) -> list[str]:
+def qc_lines(table: pa.Table, folder: str, refused: Counter | None = None) -> list[str]:
     """The card's QC section: pass rates with their n (per view kind where the table has one), and the
     build's rejects by reason.
 
@@ -244,6 +305,9 @@ def qc_lines(table: pa.Table, folder: str) -> list[str]:
         The items (all rows the build wrote, passed or not).
     folder : str
         The build folder the items came from.
+    refused : collections.Counter or None, optional
+        Entries the items' reader refused, by reason (a pair set's manifest); None: read the build's
+        rejects table.
 
     Returns
     -------
@@ -251,6 +315,10 @@ def qc_lines(table: pa.Table, folder: str) -> list[str]:
         Markdown lines.
     """
     lines = []
+    if refused is not None:
+        lines.append(f"- {table.num_rows} photographs kept, {sum(refused.values())} manifest entries refused"
+                     + (": " + ", ".join(f"{r} {n}" for r, n in sorted(refused.items())) if refused else ""))
+        return lines
     if "passed" in table.column_names:
         passed = table.column("passed").to_pylist()
         kinds = table.column("kind").to_pylist() if "kind" in table.column_names else ["all"] * len(passed)
@@ -327,7 +395,7 @@ def additions_lines(kind: ItemsKind) -> list[str]:
 
 
 def dataset_card(table: pa.Table, exported: pa.Table, kind: ItemsKind, folder: str, licence: str,
-                 splits: dict[str, int], private_note: str) -> str:
+                 splits: dict[str, int], private_note: str, refused: Counter | None = None) -> str:
     """The dataset card (``README.md``): YAML header, then what a user of the benchmark must know.
 
     Parameters
@@ -346,6 +414,8 @@ def dataset_card(table: pa.Table, exported: pa.Table, kind: ItemsKind, folder: s
         Rows per split exported.
     private_note : str
         What happened to private items.
+    refused : collections.Counter or None, optional
+        A pair set's refused manifest entries by reason (:func:`qc_lines`).
 
     Returns
     -------
@@ -369,7 +439,7 @@ def dataset_card(table: pa.Table, exported: pa.Table, kind: ItemsKind, folder: s
         "papers' bootstraps do, never by row",
         f"- private items: {private_note}", "",
         "## Recipe", "", *recipe_lines(table, folder), "",
-        "## QC pass rates", "", *qc_lines(table, folder), "",
+        "## QC pass rates", "", *qc_lines(table, folder, refused), "",
         "## Near-copy crosswalk", "", *near_copy_lines(folder), "",
         "## Additions", "",
         "Values MedScope set where the seed paper gives none (each marked `addition:` in MedScope's code):", "",
@@ -386,7 +456,8 @@ def export_hf(items: str, out: str, licence: str, allow_private: bool = False, s
     Parameters
     ----------
     items : str
-        An items table (views, probe items, MCQ items, VQA items) or the build folder holding it.
+        An items table (views, probe items, MCQ items, VQA items) or the build folder holding it, or a
+        paired-modality pair set (its ``manifest.yaml`` or folder).
     out : str
         A local folder: the dataset (``save_to_disk``) and ``README.md``.
     licence : str
@@ -410,15 +481,23 @@ def export_hf(items: str, out: str, licence: str, allow_private: bool = False, s
     References
     ----------
     .. [1] counterfactual paper, §3.2-§3.3 (views, QC), §4.1 (near-copy crosswalk), §3.9 (case-clustered bootstrap).
+    .. [2] paired-modality paper, §3 (pair sets).
     """
     if not licence or not licence.strip():
         raise MedScopeError("export hf: --license is required (the dataset card's licence field, e.g. cc-by-4.0)")
     local = storage.local_path(out)
     if local is None:
         raise MedScopeError(f"export hf: --out must be a local folder (got {out}); push_to_hub from there")
-    kind, table_uri = detect_items(items)
-    table = records.read_table(kind.table, table_uri)
-    folder = layout.folder_of(kind.table, table_uri)
+    refused = None
+    if is_pair_set(items):
+        from medscope.protocols.paired_modality.manifest import manifest_uri
+
+        kind, folder = _kind_named("pairs"), posixpath.dirname(manifest_uri(items))
+        table, refused = pair_set_table(items)
+    else:
+        kind, table_uri = detect_items(items)
+        table = records.read_table(kind.table, table_uri)
+        folder = layout.folder_of(kind.table, table_uri)
     exported = table
     if "passed" in table.column_names:
         exported = exported.filter(pa.array([bool(v) for v in exported.column("passed").to_pylist()]))
@@ -437,7 +516,7 @@ def export_hf(items: str, out: str, licence: str, allow_private: bool = False, s
     dataset = to_dataset_dict(exported)
     splits = {name: ds.num_rows for name, ds in dataset.items()}
     dataset.save_to_disk(local)
-    card = dataset_card(table, exported, kind, folder, licence.strip(), splits, note)
+    card = dataset_card(table, exported, kind, folder, licence.strip(), splits, note, refused)
     storage.write_text(storage.join(out, "README.md"), card)
     return {"table": kind.table, "out": out, "items": exported.num_rows, "splits": splits,
             "private_left_out": n_private if note.endswith("left out") else 0}

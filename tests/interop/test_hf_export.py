@@ -129,3 +129,21 @@ def test_report_derived_questions_carry_their_montages_in_the_order_they_are_sho
     shown = [[int(np.asarray(im).mean()) for im in row] for row in ds["images"]]
     assert ds["item_id"] == ["q0", "q1"] and shown == [[200, 50], [50]]
     assert ds["options"][0] == ["A. 1 cm", "B. 4 cm"]
+
+
+def test_a_pair_set_is_one_row_per_photograph_with_its_radiograph(tmp_path):
+    from medscope.pairs.embedded import write_embedded_set
+    from medscope.protocols.paired_modality.manifest import read_manifest
+
+    manifest = write_embedded_set(str(tmp_path / "pairs"))["manifest"]
+    photos, rejects = read_manifest(manifest)
+    assert cli.main(["export", "hf", "--items", manifest, "--out", str(tmp_path / "p"), "--license", "other"]) == 0
+    ds = datasets.load_from_disk(str(tmp_path / "p"))["test"]
+    assert ds["item_id"] == [p.item_id for p in photos]
+    assert ds["photo_type"] == [p.photo_type for p in photos]
+    first = photos[0]
+    assert np.array_equal(np.asarray(ds[0]["photo"].convert("RGB")), decode_png(first.photo_png))
+    assert np.array_equal(np.asarray(ds[0]["radiograph"].convert("RGB")), decode_png(first.radiograph_png))
+    body = _card(tmp_path / "p")[1]
+    assert f"{len(photos)} photographs kept, {len(rejects)} manifest entries refused" in body
+    assert "Trick-or-Treat" in body
