@@ -16,10 +16,11 @@ from pipelines.support.jobs import print_summary
 
 
 class ExportHfConfig(StrictModel):
-    """``medscope export hf``: an items table (views, probe items, MCQ items, VQA items) as a Hugging Face
+    """``medscope export hf``: an items table (views, probe items, MCQ items, VQA items, a pair set) as a Hugging Face
     dataset (``datasets.load_from_disk(OUT)``, ready for ``push_to_hub``) with its dataset card."""
 
-    items: str = pydantic.Field(description="the items table (views, probe_items, mcq_items, vqa_items) or its build folder")
+    items: str = pydantic.Field(description="the items table (views, probe_items, mcq_items, vqa_items) or its build "
+                                "folder, or a paired-modality pair set (manifest.yaml or its folder)")
     out: str = pydantic.Field(description="local folder written: the dataset and README.md (its card)")
     license: str = pydantic.Field(description="the card's licence field, e.g. cc-by-4.0 or other (yours to choose)")
     allow_private: bool = pydantic.Field(False, description="export private items too (they may leave)")

@@ -284,7 +284,8 @@ def recipe_lines(table: pa.Table, folder: str) -> list[str]:
     if recorded:
         recipe = recorded.get("recipe", recorded)
         name = recipe.get("name") if isinstance(recipe, dict) else None
-        lines.append(f"- recipe recorded by the build (`recipe.json`){': ' + str(name) if name else ''}")
+        lines.append(f"- recipe recorded by the build (`recipe.json`){': ' + str(name) if name else ''}"
+                     + (f", hash `{recorded['recipe_hash']}`" if recorded.get("recipe_hash") else ""))
         lines.append("")
         lines.append("```json")
         lines.append(json.dumps(recipe, indent=2, sort_keys=True, default=str))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 import yaml
@@ -31,6 +33,7 @@ def _build(tmp_path, private_every: int = 0):
         {"a": "c000", "b": "c002", "distance": 4, "correlation": 0.95, "tier": "near_copy"},
         {"a": "c001", "b": "c003", "distance": 0, "correlation": 1.0, "tier": "identical"},
     ], str(build / "near_copy_pairs.parquet"))
+    (build / "recipe.json").write_text(json.dumps({"recipe_hash": "abc123", "recipe": {"name": "tiny", "seed": 7}}))
     return build, rows
 
 
@@ -67,6 +70,7 @@ def test_views_become_a_dataset_split_by_the_split_column_with_images_ids_and_a_
     assert "| near_copy | 2 |" in body and "| identical | 1 |" in body and "3 hash-close pairs" in body
     assert "| jpeg_quality | 5 |" in body  # a views addition (additions.py)
     assert "counterfactual lesion erasure" in body  # the seed paper
+    assert "(`recipe.json`): tiny, hash `abc123`" in body and '"seed": 7' in body
     assert "`test` 4" not in body and "test 4, train 3" in body
 
 
