@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Create (or refresh) the project virtual environment in .venv.
 #   bash cluster/setup-env.sh          runtime: the pipeline and its CLI
-#   bash cluster/setup-env.sh --dev    plus the test tools
+#   bash cluster/setup-env.sh --dev    plus the test tools (and the interop extra, lmms-eval)
+#   bash cluster/setup-env.sh --interop  runtime plus the interop extra (export hf / lmms-eval)
 # torch is installed first and pinned (constraints.txt): the CPU build on a CPU machine,
 # the CUDA build of the same release on a GPU node. Everything else is installed against
 # that pin so no package can pull another torch.
@@ -9,7 +10,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
 extra=""
-[ "${1:-}" = "--dev" ] && extra="[dev]"
+[ "${1:-}" = "--dev" ] && extra="[dev]"  # dev includes the interop extra
+[ "${1:-}" = "--interop" ] && extra="[interop]"
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 pip=(.venv/bin/python -m pip install -q --disable-pip-version-check)
 "${pip[@]}" torch==2.13.0
@@ -22,12 +24,19 @@ if .venv/bin/python -m pip show -q opencv-python-headless >/dev/null 2>&1; then
 fi
 # simple-lama-inpainting would pull torchvision and opencv-python; its code needs neither.
 "${pip[@]}" -c constraints.txt --no-deps simple-lama-inpainting==0.1.2
+# lmms-eval (the interop extra's harness, docs/interop.md) asks for wandb (protobuf<7), torchvision
+# and opencv-python-headless, none of which this stack can take: installed without its requirements;
+# the few its CLI path imports come with the interop extra (constraints.txt says which and why).
+# Measured on 2 loaded cores: about 30 s added (the CLI-path packages 19 s, lmms-eval 10 s).
+if [ -n "$extra" ]; then
+  "${pip[@]}" -c constraints.txt --no-deps lmms-eval==0.7
+fi
 # DeepSpeed builds against the installed torch, so no isolated build environment.
 .venv/bin/python -c "import deepspeed" 2>/dev/null || \
   "${pip[@]}" -c constraints.txt --no-build-isolation deepspeed==0.19.8
 # --dev: the reading-page test (tests/reader/test_browser.py) drives Debian's chromium through
 # chromedriver; without them that one test skips, saying why.
-if [ -n "$extra" ] && ! { command -v chromium >/dev/null && command -v chromedriver >/dev/null; }; then
+if [ "$extra" = "[dev]" ] && ! { command -v chromium >/dev/null && command -v chromedriver >/dev/null; }; then
   if command -v apt-get >/dev/null; then
     sudo=""; [ "$(id -u)" = 0 ] || sudo="sudo"
     { $sudo apt-get update -qq && $sudo apt-get install -y -qq chromium chromium-driver; } ||

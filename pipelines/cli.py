@@ -28,6 +28,7 @@ VERBS = {
     "answers": "pipelines.answers",
     "compact": "pipelines.compact",
     "reproduce": "pipelines.reproduce",
+    "export": "pipelines.export",
 }
 
 # every verb module once, in the order of VERBS (what `medscope --help` loads)

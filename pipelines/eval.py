@@ -28,6 +28,7 @@ import json
 import sys
 import uuid
 from collections import Counter, deque
+from typing import Literal
 
 import pydantic
 
@@ -521,12 +522,35 @@ def register(sub) -> None:
     r.set_defaults(func=_run_cli)
     add_action(verbs, "show", EvalShowConfig, lambda a: _print_show(a.uri),
                "episodes per model and condition; rejects by reason")
+    add_action(verbs, "import", EvalImportConfig, _import_cli,
+               "another harness's logged replies as an eval run (score / compare / stats / report take it)")
 
 
 class EvalShowConfig(StrictModel):
     """``medscope eval show``: episodes per model and condition; rejects by reason."""
 
     uri: str = pydantic.Field(description="an eval run folder (or its episodes table)", json_schema_extra=cli(positional=True))
+
+
+class EvalImportConfig(StrictModel):
+    """``medscope eval import --from lmms-eval LOGS``: another harness's logged replies as a MedScope eval run of
+    the counterfactual protocol (plain condition), read by MedScope's reader; unmatched replies are rejects."""
+
+    from_: Literal["lmms-eval"] = pydantic.Field(alias="from", description="the harness that wrote the logs")
+    logs: str = pydantic.Field(description="its logs: lmms-eval's --output_path folder (run with --log_samples) or one "
+                               "samples file", json_schema_extra=cli(positional=True))
+    items: str = pydantic.Field(description="the views table the task was exported from (or its build folder)")
+    out: str = pydantic.Field(description="the eval run folder written (episodes/, rejects/, sweep.json)")
+    model: str | None = pydantic.Field(None, description="the model's name (default: the one the logs record)")
+    protocol_options: dict = pydantic.Field({}, description=(
+        "the counterfactual protocol's eval options the task was exported with (YAML mapping, e.g. {test_set: main})"))
+
+
+def _import_cli(cfg: EvalImportConfig) -> None:
+    from medscope.interop.lmms_import import import_lmms_eval
+
+    summary = import_lmms_eval(cfg.logs, cfg.items, cfg.out, model=cfg.model, protocol_options=cfg.protocol_options)
+    print_summary(summary)
 
 
 if __name__ == "__main__":

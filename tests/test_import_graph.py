@@ -27,7 +27,7 @@ LAYERS: list[set[str]] = [
     {"models"},
     {"analysis"},
     {"protocols"},
-    {"testing", "training", "benchgen", "reader", "pairs"},
+    {"testing", "training", "benchgen", "reader", "pairs", "interop"},
     {"report", "reproduce"},
 ]
 
