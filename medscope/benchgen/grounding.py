@@ -669,7 +669,10 @@ def answer_kind(question: str, answer: str) -> str:
 
 
 def check_key(question: str, answer: str, findings: str, impression: str) -> tuple[bool, str, str]:
-    """(kept, supporting sentence, reject reason) of one key against its report.
+    """(kept, supporting sentence, reject reason) of one key against its report, by the sentence rules.
+
+    The full check reads a lesion question from the report's findings first
+    (:func:`medscope.benchgen.lesion_grounding.check_key`) and falls back to this.
 
     Parameters
     ----------
@@ -698,12 +701,6 @@ def check_key(question: str, answer: str, findings: str, impression: str) -> tup
     original = sentences(findings) + sentences(impression)
     sents = [normalize_sentence(s) for s in original]
     kind = answer_kind(question, answer)
-    from medscope.benchgen.lesion_grounding import check_lesion_key  # findings reads this module
-
-    on_finding = check_lesion_key(question, answer, kind, findings, impression)
-    if on_finding is not None:
-        kept, where, why = on_finding
-        return kept, where, why
     if kind == "yes_no":
         kept, where, why = check_yes_no(question, normalize_sentence(answer).startswith("yes"), sents)
     else:

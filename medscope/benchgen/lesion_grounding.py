@@ -26,7 +26,8 @@ import math
 import re
 
 from medscope.benchgen import findings as findmod
-from medscope.benchgen.grounding import SIDES, measurements, normalize_sentence
+from medscope.benchgen import grounding
+from medscope.benchgen.grounding import SIDES, answer_kind, measurements, normalize_sentence
 
 _PRESENCE = re.compile(r"^(?:is|are)\s+there\s+(?:a|an|any)?\s*(?:new\s+)?(?:[\w-]+\s+){0,4}?"
                        r"(?:nodules?|mass(?:es)?|lesions?|observations?|cysts?|tumou?rs?|metastas[ie]s|"
@@ -192,3 +193,38 @@ def _side_key(answer: str, about, superlative: bool) -> tuple[bool, str, str] | 
     if side == want:
         return True, next(f.sentence for f in about if f.side == side), ""
     return False, "", "contradicted_by_report"
+
+
+def check_key(question: str, answer: str, findings: str, impression: str) -> tuple[bool, str, str]:
+    """(kept, supporting sentence, reject reason) of one key against its report: a lesion question
+    from the report's findings (:func:`check_lesion_key`), anything else -- and a lesion question the
+    findings cannot settle -- by the sentence rules (:func:`medscope.benchgen.grounding.check_key`).
+
+    Parameters
+    ----------
+    question : str
+        The question text.
+    answer : str
+        The key (the correct option's text).
+    findings : str
+        The report's findings section.
+    impression : str
+        The report's impression section.
+
+    Returns
+    -------
+    kept : bool
+        Whether the report states the key.
+    sentence : str
+        The supporting sentence as the report writes it; empty when not kept.
+    reason : str
+        Empty when kept; else the deciding rule's reject reason.
+
+    References
+    ----------
+    .. [1] benchmark-MCQ paper, Methods ("report-grounded check").
+    """
+    on_finding = check_lesion_key(question, answer, answer_kind(question, answer), findings, impression)
+    if on_finding is not None:
+        return on_finding
+    return grounding.check_key(question, answer, findings, impression)

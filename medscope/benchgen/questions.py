@@ -17,7 +17,7 @@ import string
 from collections import Counter
 
 from medscope.benchgen.extract import first_json_object, sentences
-from medscope.benchgen.grounding import check_key
+from medscope.benchgen.lesion_grounding import check_key
 from medscope.benchgen.schema import FieldSpec, Schema
 from medscope.benchgen.verification import verification_key
 from medscope.seeding import rng_for, stable_hash
@@ -245,7 +245,7 @@ def validate_structure(q: dict) -> str | None:
 def grounded(q: dict, findings: str, impression: str) -> tuple[bool, str, str]:
     """Report-grounded check: (kept, evidence sentence, reason). A quoted evidence sentence must
     be in the report; the key must then be stated by the report as a radiologist reads it
-    (:func:`medscope.benchgen.grounding.check_key`: negation and uncertainty scope, quantities
+    (:func:`medscope.benchgen.lesion_grounding.check_key`: negation and uncertainty scope, quantities
     with units, laterality, differentials), the whole report read so a later denial counts.
 
     Parameters
@@ -266,7 +266,7 @@ def grounded(q: dict, findings: str, impression: str) -> tuple[bool, str, str]:
         The supporting report sentence when kept; empty otherwise.
     reason : str
         Empty when kept; else ``evidence_not_in_report`` or the reason of
-        :func:`medscope.benchgen.grounding.check_key`.
+        :func:`medscope.benchgen.lesion_grounding.check_key`.
 
     References
     ----------

@@ -9,7 +9,7 @@ import pytest
 
 from medscope.benchgen.extract import extract_with_rejects, lesion_scoped
 from medscope.benchgen.findings import dominant, report_findings
-from medscope.benchgen.grounding import check_key
+from medscope.benchgen.lesion_grounding import check_key
 from medscope.benchgen.schema import load_schema
 
 
