@@ -331,7 +331,8 @@ def report_questions(case_id: str, reply: str, findings: str, impression: str, s
         (shuffled), ``answer`` (a letter), ``k``, ``evidence`` and ``sequences`` (None).
     rejects : list of tuple
         ``(candidate id, reason)`` or ``(candidate id, reason, detail)``; reasons are the reply's
-        problems or prefixed ``structure:``, ``grounding:`` or ``verification:``.
+        problems or prefixed ``structure:``, ``grounding:`` (detail: ``question -> key``) or
+        ``verification:`` (detail: the verifier's sentence).
 
     References
     ----------
@@ -347,8 +348,8 @@ def report_questions(case_id: str, reply: str, findings: str, impression: str, s
             rejects.append((qid, f"structure:{why}"))
             continue
         ok, evidence, why = grounded(q, findings, impression)
-        if not ok:
-            rejects.append((qid, f"grounding:{why}"))
+        if not ok:  # the question and its key travel with the reason, for the review CSV
+            rejects.append((qid, f"grounding:{why}", f"{q['question'].strip()} -> {q['options'][q['answer']]}"))
             continue
         options = [o.strip() for o in q["options"]]
         if verdicts is not None:
