@@ -254,7 +254,8 @@ def report_findings(findings: str, impression: str, nouns: set[str] | None = Non
                     joined_prev_end = end
                     continue
                 # "the largest in the right upper pole measuring 4.1 cm" after a plural mention
-                sub = re.search(r"(?:,\s*|\b)(?:the\s+)?(?:largest|dominant|biggest)\b", sent[end:b])
+                # ("measuring up to 9 mm": the largest is 9 mm)
+                sub = re.search(r"(?:,\s*|\b)(?:the\s+)?(?:largest|dominant|biggest)\b|\bup to\b", sent[end:b])
                 target = _referent(out, f, sent[:start], section)
                 if target is not None:
                     _merge(target, f)
