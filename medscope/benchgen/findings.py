@@ -170,8 +170,9 @@ def _mentions(sent: str, nouns: set[str]) -> list[tuple[int, int, str]]:
     for m in found:  # "lymph node" is not a nodule; overlapping patterns count once
         if out and m[0] < out[-1][1]:
             continue
-        if re.search(r"\blymph\s+$", sent[:m[0]]) or re.match(r"[- ]effect", sent[m[1]:]):
-            continue  # a lymph node is not a nodule; mass effect is not a mass
+        if (re.search(r"\blymph\s+$", sent[:m[0]]) or re.match(r"[- ]effect", sent[m[1]:])
+                or re.match(r"\s+(?:thromb\w*|in (?:the )?(?:\w+ )?veins?)\b", sent[m[1]:])):
+            continue  # a lymph node is not a nodule, mass effect not a mass, tumour thrombus not a tumour
         out.append(m)
     return out
 

@@ -247,6 +247,7 @@ _STABLE = re.compile(r"\b(?:stable|unchanged|no (?:significant |interval )?chang
                      r"without (?:interval )?change)\b")
 _GREW = re.compile(r"\b(?:increas\w*|enlarg\w*|grow\w*|grown|larger|progress\w*|interval growth)\b")
 _SHRANK = re.compile(r"\b(?:decreas\w*|smaller|shrunk|regress\w*|reduc\w*)\b")
+_PRIOR_LENGTH = re.compile(r"\b(?:previously|prior|formerly|was|from|compared (?:with|to))\W+(?:\w+\W+){0,2}$")
 _PHRASE_SIDE = re.compile(r"\b(left|right|bilateral|bilaterally|both)\b")
 
 
@@ -307,6 +308,14 @@ def _check_change(polarity: str, yes: bool, sents: list[str], subject: set[str])
             continue
         if _STABLE.search(s):
             said = said or (False, s)
+            continue
+        sizes = [(max(d), bool(_PRIOR_LENGTH.search(s[:at]))) for k, d, at in measurements(s) if k == "length"]
+        now = [v for v, prior in sizes if not prior]
+        before = [v for v, prior in sizes if prior]
+        if now and before and not _GREW.search(s) and not _SHRANK.search(s):
+            # "3.1 cm, previously 2.2 cm": the sizes say which way it changed
+            said = said or ((polarity in ("changed", "grew")) if now[0] > before[0] else
+                            (polarity in ("changed", "shrank")) if now[0] < before[0] else False, s)
         elif _GREW.search(s):
             said = said or (polarity in ("changed", "grew"), s)
         elif _SHRANK.search(s):

@@ -132,6 +132,9 @@ def test_finding_rows_status_side_size_and_prior():
     ("Stable 6 mm right upper lobe nodule.", "Has the nodule resolved?", "No", True),
     ("Stable 6 mm right upper lobe nodule, unchanged from the prior study.", "Has the nodule changed in size?", "No", True),
     ("Right lower lobe nodule has increased in size to 9 mm from 6 mm.", "Has the nodule grown?", "Yes", True),
+    # no change word: the current and prior sizes say which way (31 mm now, 22 mm before)
+    ("Known 3.1 cm right lobe hepatic metastasis, previously 2.2 cm.", "Has the metastasis grown?", "Yes", True),
+    ("Known 3.1 cm right lobe hepatic metastasis, previously 2.2 cm.", "Has the metastasis decreased?", "Yes", False),
     # "no new X" is not "no X"
     ("Stable 8 mm left upper lobe nodule. No new nodules.", "Is there a pulmonary nodule?", "No", False),
     ("Stable 8 mm left upper lobe nodule. No new nodules.", "Is there a pulmonary nodule?", "Yes", True),
@@ -153,3 +156,15 @@ def test_grounding_by_hand(findings, question, key, kept):
     got, where, why = check_key(question, key, findings, "")
     assert got is kept, why
     assert (where != "") is kept
+
+
+def test_organ_headers_and_tumour_thrombus():
+    """A renal mass under a KIDNEYS: header is not the liver's dominant lesion (60 mm > 45 mm), and
+    "tumor thrombus" is not a second tumour; the impression's unsized restatement joins the mass."""
+    liver = load_schema("liver")
+    got, _ = keys(liver, "LIVER:\nA 4.5 cm mass in the caudate lobe with tumor thrombus in the portal vein.\n"
+                         "KIDNEYS:\nA 6 cm left renal mass.", "Caudate lobe mass with portal vein tumor thrombus.")
+    assert got["largest_size"] == "20 mm or larger" and got["lobe"] == "caudate lobe" and got["tumor_in_vein"] == "yes"
+    found = report_findings("LIVER:\nA 4.5 cm mass in the caudate lobe with tumor thrombus in the portal vein.\n"
+                            "KIDNEYS:\nA 6 cm left renal mass.", "")
+    assert [(f.organ, f.size_mm) for f in found] == [("liver", 45.0), ("kidney", 60.0)]
