@@ -25,7 +25,8 @@ import json
 import re
 
 from medscope.benchgen import findings as findmod
-from medscope.benchgen.grounding import SECONDARY, _mention_status, measurements, normalize_sentence, sentences
+from medscope.benchgen.grounding import (SECONDARY, _mention_status, is_recommendation, measurements,
+                                        normalize_sentence, sentences)
 from medscope.benchgen.schema import FieldSpec, Schema
 
 
@@ -130,7 +131,9 @@ _LESION_QUESTION = re.compile(r"\b(?:dominant|largest|index)\b|\b(?:the|this) (?
                               r"observation|tumou?r|cyst)s?\b")
 _SIDE_WORD = re.compile(r"\b(left|right|bilateral|both)\b")
 # A denial narrowed to part of what the question asks: a side, or only new / other lesions.
-_NARROW = re.compile(r"\b(?:left|right|new|additional|further|other|enlarging)\b")
+# "No solid renal mass" denies solid masses only, not a simple cyst.
+_NARROW = re.compile(r"\b(?:left|right|new|additional|further|other|enlarging|solid|cystic|suspicious|enhancing|"
+                     r"calcified|obstructing|dominant|large|discrete)\b")
 
 
 def lesion_scoped(field: FieldSpec) -> bool:
@@ -190,6 +193,8 @@ def study_binary(field: FieldSpec, sents: list[str]) -> tuple[str | None, str, s
     yes, no, partial_sides, partial = [], [], set(), []
     for s in sents:
         text = normalize_sentence(s)
+        if is_recommendation(text):
+            continue
         if field.context and not _any(field.context, text):
             continue
         denied = []

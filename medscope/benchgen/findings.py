@@ -42,7 +42,7 @@ from __future__ import annotations
 import dataclasses
 import re
 
-from medscope.benchgen.grounding import _mention_status, measurements, normalize_sentence, sentences
+from medscope.benchgen.grounding import _mention_status, is_recommendation, measurements, normalize_sentence, sentences
 
 # addition: the lesion nouns of a schema. The paper does not list them; these are the nouns
 # radiology reports use for a focal lesion. "lesion" / "observation" are umbrella terms: a
@@ -96,7 +96,9 @@ class Finding:
     sentence: str  # the report sentence (as written) it is first described in
     span: tuple[int, int]  # its clause's character span in the normalised first sentence
     plural: bool
-    called_dominant: bool = False
+    called_dominant: bool = False  # "dominant" / "index": the report's own pick
+    largest_of_group: bool = False  # "the largest (of these) ..." after a plural mention
+    summarised: bool = False  # a group whose largest member is its own finding
     small: bool = False
     section: str = "findings"
 
@@ -104,7 +106,7 @@ class Finding:
         """The finding as one row of the extraction table (docs/benchgen.md)."""
         return {"entity": self.entity, "status": self.status, "organ": self.organ or "", "side": self.side or "",
                 "size_mm": self.size_mm, "dims_mm": list(self.dims_mm), "prior_size_mm": self.prior_size_mm,
-                "dominant_named": self.called_dominant, "sentence": self.sentence, "span": list(self.span)}
+                "dominant_named": self.called_dominant, "largest_of_group": self.largest_of_group, "sentence": self.sentence, "span": list(self.span)}
 
 
 def nouns_of(texts: list[str]) -> set[str]:
@@ -194,7 +196,9 @@ def _segments(sent: str, mentions: list[tuple[int, int, str]]) -> list[tuple[int
 
 
 def _compatible(a: Finding, b: Finding) -> bool:
-    return (a.organ in (None, b.organ) or b.organ is None) and (a.side in (None, b.side) or b.side is None)
+    sides = {a.side, b.side}
+    return ((a.organ in (None, b.organ) or b.organ is None)
+            and (None in sides or len(sides) == 1 or "bilateral" in sides))
 
 
 def report_findings(findings: str, impression: str, nouns: set[str] | None = None) -> list[Finding]:
@@ -224,6 +228,9 @@ def report_findings(findings: str, impression: str, nouns: set[str] | None = Non
     for section, text in (("findings", findings), ("impression", impression)):
         for original in sentences(text):
             sent = normalize_sentence(original)
+            if is_recommendation(sent):
+                chained = None
+                continue
             header = _HEADER.match(sent)
             header_text = header.group(1) if header else ""
             if header and not sent[header.end():].strip():
@@ -261,6 +268,12 @@ def report_findings(findings: str, impression: str, nouns: set[str] | None = Non
                 if target is not None:
                     _merge(target, f)
                     joined_to_previous, joined_prev_end = target, end
+                elif (section == "impression" and f.status == "present" and f.size_mm is None and not sub
+                      and any(g.section == "findings" and g.status == "present" and _compatible(g, f) for g in out)):
+                    # an unsized restatement ("Bilateral renal cysts.") summarises lesions already
+                    # described; it is not one more lesion of unknown size
+                    joined_to_previous, joined_prev_end = None, end
+                    continue
                 else:
                     out.append(f)
                     joined_to_previous, joined_prev_end = f, end
@@ -269,8 +282,9 @@ def report_findings(findings: str, impression: str, nouns: set[str] | None = Non
                     dims, prior = _sizes(child_text)
                     child_side = _side(child_text, 0)
                     head = sent[a:end + sub.start()]  # the group's own words
+                    named = re.search(r"dominant", sub.group(0)) is not None
                     child = dataclasses.replace(
-                        f, plural=False, called_dominant=True,
+                        f, plural=False, called_dominant=named, largest_of_group=not named,
                         # a group on both sides / in both lobes leaves the side to the child's own words
                         text=(_SIDE.sub(" ", head) if f.side == "bilateral" else head) + " " + child_text,
                         dims_mm=dims, size_mm=max(dims) if dims else None, prior_size_mm=prior,
@@ -279,6 +293,7 @@ def report_findings(findings: str, impression: str, nouns: set[str] | None = Non
                         f.text, (f.dims_mm, f.prior_size_mm) = head, _sizes(head)
                         f.size_mm, f.side = (max(f.dims_mm) if f.dims_mm else None), _side(head, start - a)
                     group = joined_to_previous
+                    group.summarised = True
                     target = _referent(out, child, "", section)
                     if target is not None and target is not group:
                         _merge(target, child)
@@ -368,8 +383,9 @@ def dominant(found: list[Finding], organ: str | None = None) -> tuple[Finding | 
     Returns
     -------
     finding : Finding or None
-        The finding the report calls dominant / largest / index; else the one present finding;
-        else the largest present finding by current size.
+        The finding the report calls dominant / index; else the one present finding; else the
+        largest present finding by current size ("the largest" of a group is that group's
+        largest, a candidate by its size: a group whose largest is its own finding stands for it).
     reason : str
         Empty when a finding is returned; else ``no_lesion_reported``, ``no_dominant_lesion:group``
         (a plural mention with no largest named), ``no_dominant_lesion:equal_sizes`` or
@@ -379,7 +395,7 @@ def dominant(found: list[Finding], organ: str | None = None) -> tuple[Finding | 
     ----------
     .. [1] benchmark-MCQ paper, Methods ("RADS-style questions": the dominant lesion).
     """
-    present = [f for f in found if f.status == "present" and in_organ(f, organ)]
+    present = [f for f in found if f.status == "present" and in_organ(f, organ) and not f.summarised]
     if not present:
         return None, "no_lesion_reported"
     named = [f for f in present if f.called_dominant and not f.plural]

@@ -98,6 +98,28 @@ _SUFFIXES = ("ational", "ations", "ation", "ating", "ement", "ments", "ment", "i
              "ary", "ate", "ing", "ial", "ed", "es", "ly", "ar", "um", "al", "s", "e", "y")
 
 
+_RECOMMENDATION = re.compile(r"^\W*(?:\d+\.\s*)?(?:recommend\w*|suggest\w*|consider\w*|advise\w*|follow[- ]?up|"
+                             r"further (?:evaluation|imaging|assessment)|correlat\w*|dedicated)\b")
+
+
+def is_recommendation(sentence: str) -> bool:
+    """Whether a sentence is a recommendation ("Recommend renal mass protocol CT."): it names
+    findings only as what to look for, so it asserts nothing about them.
+
+    Parameters
+    ----------
+    sentence : str
+        One normalised sentence.
+
+    Returns
+    -------
+    bool
+        True when the sentence opens with recommend / suggest / consider / advise / follow-up /
+        further evaluation / correlate / dedicated.
+    """
+    return bool(_RECOMMENDATION.match(sentence))
+
+
 def normalize_sentence(text: str) -> str:
     """A sentence as the check reads it: the shared normalisation, then ``REWRITES``.
 
@@ -707,7 +729,7 @@ def check_key(question: str, answer: str, findings: str, impression: str) -> tup
     ----------
     .. [1] benchmark-MCQ paper, Methods ("report-grounded check").
     """
-    original = sentences(findings) + sentences(impression)
+    original = [s for s in sentences(findings) + sentences(impression) if not is_recommendation(normalize_sentence(s))]
     sents = [normalize_sentence(s) for s in original]
     kind = answer_kind(question, answer)
     if kind == "yes_no":

@@ -168,3 +168,25 @@ def test_organ_headers_and_tumour_thrombus():
     found = report_findings("LIVER:\nA 4.5 cm mass in the caudate lobe with tumor thrombus in the portal vein.\n"
                             "KIDNEYS:\nA 6 cm left renal mass.", "")
     assert [(f.organ, f.size_mm) for f in found] == [("liver", 45.0), ("kidney", 60.0)]
+
+
+# --- written after the held-out figure was measured (not part of it) ---
+
+def test_the_largest_of_a_group_is_not_the_dominant_lesion_of_the_report():
+    """"two simple cysts, largest 1.0 cm" names the largest of those two; the unnamed 36 mm lesion
+    is larger, so it is the dominant one. The impression's unsized "Bilateral renal cysts."
+    restates them and is no new lesion of unknown size."""
+    found = report_findings("Complex cystic lesion in the right upper pole measuring 3.6 cm. Left kidney: two simple "
+                            "cysts, largest 1.0 cm.", "Bilateral renal cysts.")
+    assert [(f.side, f.size_mm, f.largest_of_group, f.summarised) for f in found] == [
+        ("right", 36.0, False, False), ("left", None, False, True), ("left", 10.0, True, False)]
+    dom, _ = dominant(found, "kidney")
+    assert (dom.side, dom.size_mm) == ("right", 36.0)
+
+
+def test_a_recommendation_asserts_nothing_and_a_qualified_denial_covers_only_its_kind(lung):
+    got, _ = keys(lung, "No pulmonary nodule.", "Recommend pulmonary nodule protocol CT in 12 months.")
+    assert got["nodule_present"] == "no"
+    # "No solid pulmonary nodule" denies solid ones only; the ground-glass nodule is there
+    got, _ = keys(lung, "No solid pulmonary nodule. A 5 mm ground-glass nodule in the right upper lobe.")
+    assert got["nodule_present"] == "yes" and got["nodule_type"] == "ground-glass"
