@@ -9,7 +9,7 @@ and is never edited; this script prints, from it:
 - planted report-derived questions: kept though the report does not assert the key, and
   correct questions rejected (with the reject reason).
 
-Run from the worktree root: ``.venv/bin/python tests/benchgen/heldout_abdomen.py``.
+Run from the worktree root: ``.venv/bin/python tests/benchgen/heldout_abdomen.py [heldout_abdomen_ct_b.yaml]``.
 """
 
 from __future__ import annotations
@@ -22,18 +22,19 @@ import yaml
 HERE = Path(__file__).parents[1] / "data" / "benchgen" / "heldout"
 
 
-def load():
-    data = yaml.safe_load((HERE / "heldout_abdomen_ct.yaml").read_text())
+def load(name: str = "heldout_abdomen_ct.yaml"):
+    data = yaml.safe_load((HERE / name).read_text())
     return data, str(HERE / data["schema"])
 
 
-def score(verbose: bool = True) -> dict:
-    """Every figure of the held-out set as a dict (and printed when ``verbose``)."""
+def score(verbose: bool = True, name: str = "heldout_abdomen_ct.yaml") -> dict:
+    """Every figure of one held-out set (set A by default; set B: ``heldout_abdomen_ct_b.yaml``)
+    as a dict, printed when ``verbose``."""
     from medscope.benchgen import extract
     from medscope.benchgen.questions import grounded
     from medscope.benchgen.schema import load_schema
 
-    data, schema_path = load()
+    data, schema_path = load(name)
     schema = load_schema(schema_path)
     with_reasons = getattr(extract, "extract_with_rejects", None)
     fig = {"keys_right": 0, "keys_wrong_value": 0, "keys_not_stated": 0, "settled_no_question": 0,
@@ -97,4 +98,4 @@ def score(verbose: bool = True) -> dict:
 
 if __name__ == "__main__":
     sys.path.insert(0, str(Path(__file__).parents[2]))
-    score()
+    score(name=sys.argv[1] if len(sys.argv) > 1 else "heldout_abdomen_ct.yaml")
