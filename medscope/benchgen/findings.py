@@ -195,6 +195,27 @@ def _segments(sent: str, mentions: list[tuple[int, int, str]]) -> list[tuple[int
     return [(cuts[i], cuts[i + 1]) for i in range(len(mentions))]
 
 
+def _listed_members(sent: str, end: int, b: int) -> list[tuple[int, int]]:
+    """Spans of the members a plural mention lists after ":" or ",", one per length
+    ("...: 3.8 cm in the right upper pole and 2.0 cm in the right lower pole"); empty unless
+    there are at least two."""
+    rest = sent[end:b]
+    lead = re.match(r"\s*[:,]\s*", rest)
+    if not lead:
+        return []
+    starts = [end + lead.end() + m.start() for m in
+              re.finditer(r"(?<![\w.])\d+(?:\.\d+)?\s*(?:x\s*\d+(?:\.\d+)?\s*)*(?:mm|cm)\b", rest[lead.end():])]
+    if len(starts) < 2:
+        return []
+    bounds = starts[1:] + [b]
+    spans = []
+    for a_, b_ in zip(starts, bounds):
+        piece = sent[a_:b_]
+        cut = re.search(r"(?:,\s*|\s+)(?:and\s+)?$", piece)  # the joining ", and" belongs to neither
+        spans.append((a_, a_ + (cut.start() if cut else len(piece))))
+    return spans
+
+
 def _compatible(a: Finding, b: Finding) -> bool:
     sides = {a.side, b.side}
     return ((a.organ in (None, b.organ) or b.organ is None)
@@ -277,6 +298,24 @@ def report_findings(findings: str, impression: str, nouns: set[str] | None = Non
                 else:
                     out.append(f)
                     joined_to_previous, joined_prev_end = f, end
+                members = _listed_members(sent, end, b) if f.plural and not sub else []
+                if members:
+                    # "Two masses: 3.8 cm in the right upper pole and 2.0 cm in the right lower pole":
+                    # each listed size is its own lesion, with the group's words
+                    head = sent[a:end]
+                    if joined_to_previous is f:
+                        f.text, f.dims_mm, f.size_mm, f.prior_size_mm = head, (), None, None
+                        f.side = _side(head, start - a)
+                    joined_to_previous.summarised = True
+                    for m_a, m_b in members:
+                        part = sent[m_a:m_b]
+                        dims, prior = _sizes(part)
+                        part_side = _side(part, 0)
+                        out.append(dataclasses.replace(
+                            f, plural=False, text=(_SIDE.sub(" ", head) if part_side else head) + " " + part,
+                            dims_mm=dims, size_mm=max(dims) if dims else None, prior_size_mm=prior,
+                            side=part_side or (None if f.side == "bilateral" else f.side), span=(m_a, m_b),
+                            summarised=False))
                 if sub and f.plural:
                     child_text = sent[end + sub.start():b]
                     dims, prior = _sizes(child_text)

@@ -190,3 +190,13 @@ def test_a_recommendation_asserts_nothing_and_a_qualified_denial_covers_only_its
     # "No solid pulmonary nodule" denies solid ones only; the ground-glass nodule is there
     got, _ = keys(lung, "No solid pulmonary nodule. A 5 mm ground-glass nodule in the right upper lobe.")
     assert got["nodule_present"] == "yes" and got["nodule_type"] == "ground-glass"
+
+
+def test_a_group_listed_after_a_colon_is_split_into_its_members(lung):
+    """Written after held-out set B was scored (its one report of this kind is not re-scored as
+    held-out): "Two nodules: 7 mm in the RUL and 12 mm in the LLL" is two nodules, the 12 mm one
+    dominant; two of equal size make none dominant."""
+    got, _ = keys(lung, "Two solid nodules: 7 mm in the right upper lobe and 12 mm in the left lower lobe.")
+    assert (got["lobe"], got["nodule_size"], got["nodule_type"]) == ("left lower lobe", "8 to 14 mm", "solid")
+    got, unset = keys(lung, "Two solid nodules: 7 mm in the right upper lobe and 7 mm in the left lower lobe.")
+    assert "lobe" not in got and unset["lobe"] == "no_dominant_lesion:equal_sizes"
