@@ -200,3 +200,26 @@ def test_a_group_listed_after_a_colon_is_split_into_its_members(lung):
     assert (got["lobe"], got["nodule_size"], got["nodule_type"]) == ("left lower lobe", "8 to 14 mm", "solid")
     got, unset = keys(lung, "Two solid nodules: 7 mm in the right upper lobe and 7 mm in the left lower lobe.")
     assert "lobe" not in got and unset["lobe"] == "no_dominant_lesion:equal_sizes"
+
+
+def test_review_csv_lists_rejected_questions_with_reason_and_empty_review_columns(tmp_path):
+    """The build's review file: a schema field the report does not settle (no dominant lesion) and a
+    refused generated question are rows with their reason; a report's pairing reject is not a question."""
+    import csv
+
+    from medscope.io import layout, records
+    from pipelines.benchgen import REVIEW_COLUMNS, write_review
+
+    out = str(tmp_path / "bench")
+    records.write_part("rejects", [
+        records.reject_row("mcq_items", "site_a", "c2/rads/lobe", "extract", "schema:no_dominant_lesion:equal_sizes",
+                           "In which lobe is the dominant nodule?"),
+        records.reject_row("mcq_items", "site_a", "c1/report/0", "generate", "grounding:only_no_new",
+                           "Is there a pulmonary nodule? -> No"),
+        records.reject_row("reports", "site_a", "c9", "pair", "report_without_study"),
+    ], layout.BenchgenBuild(out).rejects, "driver")
+    rows = list(csv.DictReader(open(write_review(out))))
+    assert tuple(rows[0]) == REVIEW_COLUMNS
+    assert [(r["item_id"], r["reason"], r["detail"], r["radiologist_agrees"]) for r in rows] == [
+        ("c1/report/0", "grounding:only_no_new", "Is there a pulmonary nodule? -> No", ""),
+        ("c2/rads/lobe", "schema:no_dominant_lesion:equal_sizes", "In which lobe is the dominant nodule?", "")]
