@@ -25,7 +25,7 @@ import json
 import re
 
 from medscope.benchgen import findings as findmod
-from medscope.benchgen.grounding import (SECONDARY, _mention_status, is_recommendation, measurements,
+from medscope.benchgen.grounding import (_SIDE_TAIL, SECONDARY, _mention_status, is_recommendation, measurements,
                                         normalize_sentence, sentences)
 from medscope.benchgen.schema import FieldSpec, Schema
 
@@ -133,7 +133,7 @@ _SIDE_WORD = re.compile(r"\b(left|right|bilateral|both)\b")
 # A denial narrowed to part of what the question asks: a side, or only new / other lesions.
 # "No solid renal mass" denies solid masses only, not a simple cyst.
 _NARROW = re.compile(r"\b(?:left|right|new|additional|further|other|enlarging|solid|cystic|suspicious|enhancing|"
-                     r"calcified|obstructing|dominant|large|discrete)\b")
+                     r"calcified|obstructing|dominant|large|discrete|previously|prior)\b")
 
 
 def lesion_scoped(field: FieldSpec) -> bool:
@@ -229,9 +229,12 @@ def _denial(text, a, b, s, no, partial, partial_sides) -> None:
     """File one denial as covering (``no``) or narrowed to a side / to new lesions (``partial``):
     the words from its negation to the end of its phrase, and an ``Organ:`` header, decide."""
     triggers = [m for m in _DENIER.finditer(text[:a]) if a - m.end() < 60]
-    start = triggers[-1].start() if triggers else a
-    tail = re.match(r"[^,.;:]*", text[b:]).group(0)
-    clause = text[start:b] + tail
+    # no denying word before it ("Previously seen left upper lobe nodule has resolved"): the denial
+    # is its predicate, and the whole noun phrase says which lesion is denied
+    clause_start = max([0] + [m.end() for m in re.finditer(r"[;,]", text[:a])])
+    start = triggers[-1].start() if triggers else clause_start
+    tail = _SIDE_TAIL.match(text[b:])  # "no effusion on the left", never "... in the left insula"
+    clause = text[start:b] + (tail.group(0) if tail else "")
     header = re.match(r"^((?:[a-z]+\s*){1,3}):", text)
     narrow = set(_NARROW.findall(clause)) | (set(_SIDE_WORD.findall(header.group(1))) if header else set())
     narrow -= {"bilateral", "both"}

@@ -270,6 +270,8 @@ _STABLE = re.compile(r"\b(?:stable|unchanged|no (?:significant |interval )?chang
 _GREW = re.compile(r"\b(?:increas\w*|enlarg\w*|grow\w*|grown|larger|progress\w*|interval growth)\b")
 _SHRANK = re.compile(r"\b(?:decreas\w*|smaller|shrunk|regress\w*|reduc\w*)\b")
 _PRIOR_LENGTH = re.compile(r"\b(?:previously|prior|formerly|was|from|compared (?:with|to))\W+(?:\w+\W+){0,2}$")
+_SIDE_TAIL = re.compile(r"\s*(?:(?:is|are)\s+(?:not\s+)?(?:seen\s+|present\s+)?)?(?:on\s+(?:the\s+)?(?:left|right)(?:\s+side)?\b|"
+                        r"bilaterally\b|in\s+(?:either|both)\b)")
 _PHRASE_SIDE = re.compile(r"\b(left|right|bilateral|bilaterally|both)\b")
 
 
@@ -304,8 +306,10 @@ def _phrase_scope(s: str, a: int, b: int, st: str) -> tuple[set[str], bool]:
     if st == "negated":
         neg = list(re.finditer(r"\b(?:no|without|not|negative for|absence of|free of)\b", s[start:a]))
         start = start + neg[-1].start() if neg else start
-    tail = re.match(r"[^,.;:]*", s[b:]).group(0)
-    phrase = s[start:b] + tail
+    # a side after the mention narrows it only as "on the left" / "left-sided" / "bilaterally":
+    # "non-enhancing lesion centered in the left insula" places the lesion, it does not narrow the denial
+    tail = re.match(_SIDE_TAIL, s[b:])
+    phrase = s[start:b] + (tail.group(0) if tail else "")
     header = re.match(r"^((?:[a-z]+\s*){1,3}):", s)
     words = _PHRASE_SIDE.findall(phrase) + (_PHRASE_SIDE.findall(header.group(1)) if header else [])
     sides = {"bilateral" if w in ("bilateral", "bilaterally", "both") else w for w in words}

@@ -46,8 +46,11 @@ def _question_nouns(q: str) -> set[str]:
 
 
 def _about(q: str, found: list[findmod.Finding], nouns: set[str]) -> list[findmod.Finding]:
-    """The findings a question is about: its noun, organ, side and location."""
+    """The findings a question is about: its noun, organ, side, location and describing words
+    ("the ground-glass nodule"); a plural noun asks about groups, a singular one about lesions."""
     organ = findmod._organ(q)
+    plural = any(m.group(0).endswith("s") and not m.group(0).endswith("ss")
+                 for _, pat in findmod._NOUN_OF for m in pat.finditer(q)) and "metastasis" not in q
     side = _QSIDE.search(q)
     places = [p.group(0) for p in _PLACE_PHRASE.finditer(q)]
     out = []
@@ -63,8 +66,31 @@ def _about(q: str, found: list[findmod.Finding], nouns: set[str]) -> list[findmo
             continue
         if places and not all(p in f.text for p in places):
             continue
+        if (f.largest_of_group if plural else f.summarised):
+            continue
         out.append(f)
+    qualifiers = _qualifiers(q)
+    if qualifiers and out:
+        described = [f for f in out if qualifiers <= {t for t, _, _ in grounding.tokens(f.text)}]
+        return described
     return out
+
+
+def _qualifiers(q: str) -> set[str]:
+    """Stems of the words that describe the asked lesion ("ground-glass", "solid", "enhancing"),
+    i.e. the question's subject minus lesion nouns, sides, places, organs and change words."""
+    subject = grounding.subject_stems(q)
+    drop = {grounding.stem(w) for w in (*findmod.LESION_NOUNS, "nodules", "masses", "lesions", "cysts", "left",
+                                        "right", "upper", "middle", "lower", "pole", "lobe", "segment", "current",
+                                        "currently", "now", "prior", "previous", "new", "renal", "kidney",
+                                        "pulmonary", "lung", "hepatic", "liver", "adrenal", "brain", "interpolar",
+                                        "region", "axis", "short", "long", "largest", "larger", "dominant",
+                                        "examination", "exam", "study", "scan", "ct", "mri", "image", "images",
+                                        "comparison", "measure", "measured", "today", "currently")}
+    organ_words = set()
+    for pat in findmod.ORGAN_WORDS.values():
+        organ_words |= {grounding.stem(m.group(0).split()[-1]) for m in re.finditer(pat, q)}
+    return {w for w in subject - drop - organ_words if not w[0].isdigit()}
 
 
 def check_lesion_key(question: str, answer: str, kind: str, findings: str, impression: str

@@ -135,6 +135,13 @@ def test_finding_rows_status_side_size_and_prior():
     # no change word: the current and prior sizes say which way (31 mm now, 22 mm before)
     ("Known 3.1 cm right lobe hepatic metastasis, previously 2.2 cm.", "Has the metastasis grown?", "Yes", True),
     ("Known 3.1 cm right lobe hepatic metastasis, previously 2.2 cm.", "Has the metastasis decreased?", "Yes", False),
+    # the words describing the lesion pick it: the ground-glass one is 7 mm, whatever the solid one measures
+    ("Ground-glass nodule in the left lower lobe measuring 7 mm. Solid nodule in the right middle lobe measuring 4 mm.",
+     "What is the size of the ground-glass nodule?", "7 mm", True),
+    ("Ground-glass nodule in the left lower lobe measuring 7 mm. Solid nodule in the right middle lobe measuring 4 mm.",
+     "What is the size of the ground-glass nodule?", "4 mm", False),
+    # a side that places the lesion does not narrow its denial ("in the left insula")
+    ("Non-enhancing lesion centered in the left insula.", "Does the lesion enhance?", "No", True),
     # "no new X" is not "no X"
     ("Stable 8 mm left upper lobe nodule. No new nodules.", "Is there a pulmonary nodule?", "No", False),
     ("Stable 8 mm left upper lobe nodule. No new nodules.", "Is there a pulmonary nodule?", "Yes", True),
