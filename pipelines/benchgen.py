@@ -31,7 +31,7 @@ from medscope.benchgen import demo_inputs
 from medscope.benchgen import schema as schemamod
 from medscope.benchgen.build import (build_cohorts, check_append, cohort_prefix, generation_record,
                                      render_study, study_questions)
-from medscope.benchgen.extract import extract_rules, read_extraction
+from medscope.benchgen.extract import extract_with_rejects, read_extraction
 from medscope.benchgen.generation import GenerationProtocol, study_item_id, write_studies
 from medscope.benchgen.questions import REPORT_PROMPT, value_pools
 from medscope.config import StrictModel
@@ -292,7 +292,13 @@ def build(cfg: BuildConfig) -> dict:
             rejects += [records.reject_row("extraction", cfg.cohort, f"{s['case_id']}/{f}", "extract", why)
                         for f, why in dropped]
         else:
-            got = extract_rules(schema, s["findings"], s["impression"])
+            got, unset = extract_with_rejects(schema, s["findings"], s["impression"])
+            # a field the report never mentions is no question; one it mentions but does not settle
+            # (no dominant lesion, a side-specific denial, conflicting statements) is a rejected question
+            questions = {f.name: f.question for f in schema.fields}
+            rejects += [records.reject_row("mcq_items", cfg.cohort, f"{s['case_id']}/rads/{f}", "extract",
+                                           f"schema:{why}", questions[f])
+                        for f, why in sorted(unset.items()) if why != "not_in_report"]
         fields[s["case_id"]] = got
     pools = value_pools(fields)
     cohort = {"name": cfg.cohort, "private": cfg.private, "endpoint_allowlist": cfg.endpoint_allowlist,
@@ -331,8 +337,47 @@ def build(cfg: BuildConfig) -> dict:
                          num_cpus=1).take_all()
     storage.delete(records.part_uri(layout.BenchgenBuild(cfg.out).rejects, driver))
     records.write_part("rejects", rejects, layout.BenchgenBuild(cfg.out).rejects, driver)
+    write_review(cfg.out)
     summary = _summarise(cfg, schema_uri, approvals, entry, studies, results, gen_summary, ver_summary)
     return summary
+
+
+REVIEW_COLUMNS = ("source", "item_id", "stage", "reason", "detail", "radiologist_agrees", "note")
+
+
+def write_review(out: str) -> str:
+    """``review_rejects.csv`` in a build folder: every rejected question (schema fields the report
+    mentions but does not settle, generated questions the checks refused), one row each with its
+    reason and the question / key, and two empty columns a radiologist fills in.
+
+    Parameters
+    ----------
+    out : str
+        The build folder (its ``rejects/`` already written).
+
+    Returns
+    -------
+    str
+        The CSV's URI.
+
+    References
+    ----------
+    .. [1] benchmark-MCQ paper, Methods ("report-grounded check"); docs/benchgen.md, "Reviewing rejected questions".
+    """
+    import csv
+    import io
+
+    rej = records.read_table("rejects", layout.BenchgenBuild(out).rejects).to_pylist()
+    rows = sorted((r for r in rej if r["table"] == "mcq_items" and r["stage"] in ("extract", "generate")),
+                  key=lambda r: (r["source"], r["item_id"]))
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(REVIEW_COLUMNS)
+    for r in rows:
+        w.writerow([r["source"], r["item_id"], r["stage"], r["reason"], r["detail"] or "", "", ""])
+    uri = storage.join(out, "review_rejects.csv")
+    storage.write_text(uri, buf.getvalue())
+    return uri
 
 
 def _summarise(cfg, schema_uri, approvals, entry, studies, results, gen_summary, ver_summary=None) -> dict:

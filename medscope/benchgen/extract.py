@@ -3,9 +3,18 @@
 Two extractors give the same output, ``{field: (value, evidence sentence)}`` for the fields the
 report settles (a field the report does not settle is absent, and yields no question):
 
-- ``extract_rules``: deterministic patterns from the schema, read through the shared negation /
-  uncertainty scope (see ``field_value``). The first sentence that settles a field settles it,
-  so the order of the report decides, not chance.
+- ``extract_with_rejects`` / ``extract_rules``: deterministic patterns from the schema, read
+  through the shared negation / uncertainty scope (see ``field_value``), at two levels:
+
+  * a field about *the lesion* (its question names "the dominant / largest" lesion or "the
+    nodule / mass / lesion / observation") is read from one finding only, the dominant lesion of
+    :mod:`medscope.benchgen.findings` (the one the report calls dominant, else the largest):
+    its size, side, location and attributes all come from that finding's own clause, and where
+    no lesion is dominant the field is rejected with that reason;
+  * any other field (effusion, hydronephrosis, nodes, presence) reads every sentence: an
+    asserted mention answers Yes; No needs a denial that covers the question -- "No right
+    pleural effusion" says nothing of the left, "no new nodules" nothing of a known one -- and a
+    Yes beside such a denial is ``conflicting_statements``.
 - ``extraction_prompt`` / ``read_extraction``: an LLM endpoint asked for one JSON object; every
   value must be one of the field's choices, anything else is dropped with a reason.
 """
@@ -15,7 +24,9 @@ from __future__ import annotations
 import json
 import re
 
-from medscope.benchgen.grounding import SECONDARY, _mention_status, measurements, normalize_sentence, sentences
+from medscope.benchgen import findings as findmod
+from medscope.benchgen.grounding import (_SIDE_TAIL, SECONDARY, _mention_status, is_recommendation, measurements,
+                                        normalize_sentence, sentences)
 from medscope.benchgen.schema import FieldSpec, Schema
 
 
@@ -32,7 +43,7 @@ def _matches(patterns: list[str], text: str) -> list[re.Match]:
     return [m for p in patterns for m in re.finditer(p, text, flags=re.IGNORECASE)]
 
 
-def field_value(field: FieldSpec, sentence: str) -> str | None:
+def field_value(field: FieldSpec, sentence: str, lesion_text: bool = False) -> str | None:
     """The value one sentence gives ``field``, or None when it says nothing about it.
 
     Mentions are read through the shared NegEx/ConText scope (``medscope.answers.context`` via
@@ -50,7 +61,10 @@ def field_value(field: FieldSpec, sentence: str) -> str | None:
     field : FieldSpec
         The schema field read.
     sentence : str
-        One report sentence.
+        One report sentence (or one finding's words).
+    lesion_text : bool, optional
+        True when ``sentence`` is one finding's own words (``findings.Finding.text``): the
+        field's ``context`` gate is then already met.
 
     Returns
     -------
@@ -60,7 +74,7 @@ def field_value(field: FieldSpec, sentence: str) -> str | None:
     """
 
     text = normalize_sentence(sentence)
-    if field.context and not _any(field.context, text):
+    if field.context and not lesion_text and not _any(field.context, text):
         return None
     if field.type == "binary":
         calls = [(m.start(), "no") for m in _matches(field.no_patterns, text)]
@@ -112,6 +126,221 @@ def bin_value(field: FieldSpec, mm: float) -> str:
     return field.bins[-1].value
 
 
+# A question about one lesion ("the dominant nodule", "Does the lesion enhance?"), not the study.
+_LESION_QUESTION = re.compile(r"\b(?:dominant|largest|index)\b|\b(?:the|this) (?:[\w-]+ )?(?:nodule|mass|lesion|"
+                              r"observation|tumou?r|cyst)s?\b")
+_SIDE_WORD = re.compile(r"\b(left|right|bilateral|both)\b")
+# A denial narrowed to part of what the question asks: a side, or only new / other lesions.
+# "No solid renal mass" denies solid masses only, not a simple cyst.
+_NARROW = re.compile(r"\b(?:left|right|new|additional|further|other|enlarging|solid|cystic|suspicious|enhancing|"
+                     r"calcified|obstructing|dominant|large|discrete|previously|prior)\b")
+
+
+def lesion_scoped(field: FieldSpec) -> bool:
+    """Whether a field asks about one lesion (read from the dominant finding) rather than the study.
+
+    Parameters
+    ----------
+    field : FieldSpec
+        A schema field.
+
+    Returns
+    -------
+    bool
+        True when the field's question names "the dominant / largest / index" lesion or "the" nodule,
+        mass, lesion, observation, tumour or cyst.
+    """
+    return bool(_LESION_QUESTION.search(normalize_sentence(field.question)))
+
+
+def _side_values(field: FieldSpec) -> dict[str, str] | None:
+    """{side: value} when every value of a multi field names exactly one side ("left kidney"), else None."""
+    if field.type != "multi":
+        return None
+    out = {}
+    for v in field.values:
+        sides = {("bilateral" if w == "both" else w) for w in _SIDE_WORD.findall(v.value.lower())}
+        if len(sides) != 1 or next(iter(sides)) in out:
+            return None
+        out[next(iter(sides))] = v.value
+    return out
+
+
+def study_binary(field: FieldSpec, sents: list[str]) -> tuple[str | None, str, str]:
+    """A study-level binary field over every sentence: (value, evidence, reason when unset).
+
+    An asserted mention says yes; a denial says no only when it covers the whole question (not one
+    side, not only new lesions, unless both sides are denied); both together are conflicting;
+    hedged, hypothetical and historical mentions say nothing.
+
+    Parameters
+    ----------
+    field : FieldSpec
+        A binary field.
+    sents : list of str
+        The report's sentences as written.
+
+    Returns
+    -------
+    value : str or None
+        ``"yes"``, ``"no"`` or None.
+    evidence : str
+        The deciding sentence (first affirming one for yes, first covering denial for no).
+    reason : str
+        Empty when set; else ``not_in_report``, ``only_partial_denial`` (side-specific or "no new")
+        or ``conflicting_statements``.
+    """
+    yes, no, partial_sides, partial = [], [], set(), []
+    for s in sents:
+        text = normalize_sentence(s)
+        if is_recommendation(text):
+            continue
+        if field.context and not _any(field.context, text):
+            continue
+        denied = []
+        for m in _matches(field.no_patterns, text):
+            denied.append((m.start(), m.end()))
+            _denial(text, m.start(), m.end(), s, no, partial, partial_sides)
+        for m in _matches(field.yes_patterns, text):
+            if any(a <= m.start() < b for a, b in denied):
+                continue
+            st = _mention_status(text, m.start(), m.end())
+            if findmod._NO_NEW.search(text[:m.start()]) or re.search(r"\bno\s+(?:new|further|additional)\s+(?:\w+\s+){0,2}$", text[:m.start()]):
+                partial.append(s)
+            elif st == "affirmed":
+                yes.append(s)
+            elif st == "negated":
+                _denial(text, m.start(), m.end(), s, no, partial, partial_sides)
+    if {"left", "right"} <= partial_sides and not no:
+        no.append(partial[0])
+    if yes and no:
+        return None, "", "conflicting_statements"
+    if yes:
+        return "yes", yes[0], ""
+    if no:
+        return "no", no[0], ""
+    return None, "", "only_partial_denial" if partial else "not_in_report"
+
+
+_DENIER = re.compile(r"\b(?:no|without|not|negative for|absence of|free of)\b")
+
+
+def _denial(text, a, b, s, no, partial, partial_sides) -> None:
+    """File one denial as covering (``no``) or narrowed to a side / to new lesions (``partial``):
+    the words from its negation to the end of its phrase, and an ``Organ:`` header, decide."""
+    triggers = [m for m in _DENIER.finditer(text[:a]) if a - m.end() < 60]
+    # no denying word before it ("Previously seen left upper lobe nodule has resolved"): the denial
+    # is its predicate, and the whole noun phrase says which lesion is denied
+    clause_start = max([0] + [m.end() for m in re.finditer(r"[;,]", text[:a])])
+    start = triggers[-1].start() if triggers else clause_start
+    tail = _SIDE_TAIL.match(text[b:])  # "no effusion on the left", never "... in the left insula"
+    clause = text[start:b] + (tail.group(0) if tail else "")
+    header = re.match(r"^((?:[a-z]+\s*){1,3}):", text)
+    narrow = set(_NARROW.findall(clause)) | (set(_SIDE_WORD.findall(header.group(1))) if header else set())
+    narrow -= {"bilateral", "both"}
+    if narrow:
+        partial.append(s)
+        partial_sides |= narrow & {"left", "right"}
+    else:
+        no.append(s)
+
+
+def extract_with_rejects(schema: Schema, findings: str, impression: str
+                         ) -> tuple[dict[str, tuple[str, str]], dict[str, str]]:
+    """``({field: (value, evidence sentence)}, {field: why it is unset})`` from the schema's patterns.
+
+    Parameters
+    ----------
+    schema : Schema
+        The cohort schema.
+    findings : str
+        The report's findings section.
+    impression : str
+        The report's impression section.
+
+    Returns
+    -------
+    fields : dict of str to tuple of (str, str)
+        ``{field name: (value, evidence sentence)}`` for the fields the report settles.
+    unset : dict of str to str
+        ``{field name: reason}`` for the others: ``not_in_report``, ``no_lesion_reported``,
+        ``no_dominant_lesion:<why>``, ``size_not_stated``, ``side_not_stated``, ``only_partial_denial``
+        or ``conflicting_statements``.
+
+    References
+    ----------
+    .. [1] benchmark-MCQ paper, Methods ("RADS-style questions").
+    """
+    out: dict[str, tuple[str, str]] = {}
+    unset: dict[str, str] = {}
+    sents = sentences(findings) + sentences(impression)
+    lesion_fields = [f for f in schema.fields if lesion_scoped(f)]
+    dom, why_none = None, ""
+    if lesion_fields:
+        nouns = findmod.nouns_of([f.question for f in lesion_fields]
+                                 + [p for f in schema.fields if not lesion_scoped(f) for p in f.yes_patterns])
+        dom, why_none = findmod.dominant(findmod.report_findings(findings, impression, nouns), schema.organ)
+    for field in schema.fields:
+        if field in lesion_fields:
+            if dom is None:
+                unset[field.name] = why_none
+                continue
+            value, why = lesion_value(field, dom)
+            if value is None:
+                unset[field.name] = why
+            else:
+                out[field.name] = (value, dom.sentence)
+            continue
+        if field.type == "binary":
+            value, evidence, why = study_binary(field, sents)
+            if value is None:
+                unset[field.name] = why
+            else:
+                out[field.name] = (value, evidence)
+            continue
+        for s in sents:
+            v = field_value(field, s)
+            if v is not None:
+                out[field.name] = (v, s)
+                break
+        else:
+            unset[field.name] = "not_in_report"
+    return out, unset
+
+
+def lesion_value(field: FieldSpec, finding: "findmod.Finding") -> tuple[str | None, str]:
+    """The value of a lesion-level field read from one finding, or None with the reason.
+
+    Parameters
+    ----------
+    field : FieldSpec
+        A field about the dominant lesion.
+    finding : Finding
+        The dominant finding (:func:`medscope.benchgen.findings.dominant`).
+
+    Returns
+    -------
+    value : str or None
+        The bin of its current size (binned), the value naming its side (a field whose every value
+        names one side), else the value its own words give (:func:`field_value` on its clause).
+    reason : str
+        Empty when set; else ``size_not_stated``, ``side_not_stated`` or ``not_stated_for_dominant_lesion``.
+    """
+    if field.type == "binned":
+        if finding.size_mm is None:
+            return None, "size_not_stated"
+        return bin_value(field, finding.size_mm), ""
+    sides = _side_values(field)
+    if sides is not None:
+        value = sides.get(finding.side or "")
+        return (value, "") if value else (None, "side_not_stated")
+    for piece in re.split(r"(?<=[.;])\s+", finding.text):  # each sentence's scope stays its own
+        value = field_value(field, piece, lesion_text=True)
+        if value is not None:
+            return value, ""
+    return None, "not_stated_for_dominant_lesion"
+
+
 def extract_rules(schema: Schema, findings: str, impression: str) -> dict[str, tuple[str, str]]:
     """``{field: (value, evidence sentence)}`` from the schema's deterministic patterns.
 
@@ -127,22 +356,14 @@ def extract_rules(schema: Schema, findings: str, impression: str) -> dict[str, t
     Returns
     -------
     dict of str to tuple of (str, str)
-        ``{field name: (value, evidence sentence)}``: for each field, the first sentence (findings, then
-        impression) that settles it; fields nothing settles are absent.
+        ``{field name: (value, evidence sentence)}`` for the fields the report settles
+        (:func:`extract_with_rejects`, whose reasons say why the others are unset).
 
     References
     ----------
     .. [1] benchmark-MCQ paper, Methods ("RADS-style questions").
     """
-    out: dict[str, tuple[str, str]] = {}
-    sents = sentences(findings) + sentences(impression)
-    for field in schema.fields:
-        for s in sents:
-            v = field_value(field, s)
-            if v is not None:
-                out[field.name] = (v, s)
-                break
-    return out
+    return extract_with_rejects(schema, findings, impression)[0]
 
 
 def extraction_prompt(schema: Schema, findings: str, impression: str) -> str:

@@ -98,6 +98,28 @@ _SUFFIXES = ("ational", "ations", "ation", "ating", "ement", "ments", "ment", "i
              "ary", "ate", "ing", "ial", "ed", "es", "ly", "ar", "um", "al", "s", "e", "y")
 
 
+_RECOMMENDATION = re.compile(r"^\W*(?:\d+\.\s*)?(?:recommend\w*|suggest\w*|consider\w*|advise\w*|follow[- ]?up|"
+                             r"further (?:evaluation|imaging|assessment)|correlat\w*|dedicated)\b")
+
+
+def is_recommendation(sentence: str) -> bool:
+    """Whether a sentence is a recommendation ("Recommend renal mass protocol CT."): it names
+    findings only as what to look for, so it asserts nothing about them.
+
+    Parameters
+    ----------
+    sentence : str
+        One normalised sentence.
+
+    Returns
+    -------
+    bool
+        True when the sentence opens with recommend / suggest / consider / advise / follow-up /
+        further evaluation / correlate / dedicated.
+    """
+    return bool(_RECOMMENDATION.match(sentence))
+
+
 def normalize_sentence(text: str) -> str:
     """A sentence as the check reads it: the shared normalisation, then ``REWRITES``.
 
@@ -236,6 +258,101 @@ def _verdict(statuses: list[str]) -> str:
     return "favoured" if "favoured" in statuses else "affirmed" if statuses else "absent"
 
 
+_QUESTION_SIDE = re.compile(r"\b(left|right)\b")
+# "Has / Did X resolve / change / grow?": the verb is the question's predicate ("Is there an enlarged
+# spleen?" asks for presence, not change)
+_RESOLUTION_Q = re.compile(r"^\W*(?:has|have|did)\b.*\b(resolv\w*|disappear\w*|clear(?:ed)?|gone|regress\w*)\b")
+_CHANGE_Q = re.compile(r"^\W*(?:has|have|did)\b.*\b(chang\w*|grow\w*|grown|increas\w*|decreas\w*|"
+                       r"enlarg\w*|progress\w*|shrunk|shrink\w*|smaller|larger|bigger)\b")
+_RESOLVED = re.compile(r"\b(?:resolved|resolution|no longer|disappeared|cleared|interval clearance)\b")
+_STABLE = re.compile(r"\b(?:stable|unchanged|no (?:significant |interval )?change|not changed|similar in size|"
+                     r"without (?:interval )?change)\b")
+_GREW = re.compile(r"\b(?:increas\w*|enlarg\w*|grow\w*|grown|larger|progress\w*|interval growth)\b")
+_SHRANK = re.compile(r"\b(?:decreas\w*|smaller|shrunk|regress\w*|reduc\w*)\b")
+_PRIOR_LENGTH = re.compile(r"\b(?:previously|prior|formerly|was|from|compared (?:with|to))\W+(?:\w+\W+){0,2}$")
+_SIDE_TAIL = re.compile(r"\s*(?:(?:is|are)\s+(?:not\s+)?(?:seen\s+|present\s+)?)?(?:on\s+(?:the\s+)?(?:left|right)(?:\s+side)?\b|"
+                        r"bilaterally\b|in\s+(?:either|both)\b)")
+_PHRASE_SIDE = re.compile(r"\b(left|right|bilateral|bilaterally|both)\b")
+
+
+def question_polarity(q: str) -> str:
+    """What a yes/no question asks: ``presence`` ("Is there X?"), ``resolved`` ("Has X resolved?"),
+    ``changed``, ``grew`` or ``shrank`` ("Has X changed / grown / decreased?").
+
+    Parameters
+    ----------
+    q : str
+        The normalised question.
+
+    Returns
+    -------
+    str
+        ``presence``, ``resolved``, ``changed``, ``grew`` or ``shrank``.
+    """
+    if _RESOLUTION_Q.search(q):
+        return "resolved"
+    m = _CHANGE_Q.search(q)
+    if not m:
+        return "presence"
+    word = m.group(1)
+    return "changed" if word.startswith("chang") else "shrank" if _SHRANK.match(word) else "grew"
+
+
+def _phrase_scope(s: str, a: int, b: int, st: str) -> tuple[set[str], bool]:
+    """(sides, denies only new ones) of a mention: the words from its negation (or the clause start)
+    to the end of its phrase, and an ``Organ:`` header."""
+    clauses = [0] + [m.end() for m in _CLAUSE.finditer(s[:a])]
+    start = clauses[-1]
+    if st == "negated":
+        neg = list(re.finditer(r"\b(?:no|without|not|negative for|absence of|free of)\b", s[start:a]))
+        start = start + neg[-1].start() if neg else start
+    # a side after the mention narrows it only as "on the left" / "left-sided" / "bilaterally":
+    # "non-enhancing lesion centered in the left insula" places the lesion, it does not narrow the denial
+    tail = re.match(_SIDE_TAIL, s[b:])
+    phrase = s[start:b] + (tail.group(0) if tail else "")
+    header = re.match(r"^((?:[a-z]+\s*){1,3}):", s)
+    words = _PHRASE_SIDE.findall(phrase) + (_PHRASE_SIDE.findall(header.group(1)) if header else [])
+    sides = {"bilateral" if w in ("bilateral", "bilaterally", "both") else w for w in words}
+    is_new = bool(re.search(r"\bno\s+(?:new|additional|further|other|enlarging)\b", s[start:b]))
+    return sides, is_new
+
+
+def _check_change(polarity: str, yes: bool, sents: list[str], subject: set[str]) -> tuple[bool, str, str]:
+    """Yes / No to "Has X resolved / changed / grown / decreased?" from what the report says of X."""
+    best, _ = _best_sentences(sents, subject)
+    if not best:
+        return False, "", "subject_not_in_report"
+    said = None
+    for s, hits in best:
+        a, b = hits[0][1], hits[-1][2]
+        st = _mention_status(s, a, b)
+        if polarity == "resolved":
+            if _RESOLVED.search(s) and st == "negated":
+                said = said or (True, s)
+            elif st == "affirmed":
+                said = said or (False, s)
+            continue
+        if _STABLE.search(s):
+            said = said or (False, s)
+            continue
+        sizes = [(max(d), bool(_PRIOR_LENGTH.search(s[:at]))) for k, d, at in measurements(s) if k == "length"]
+        now = [v for v, prior in sizes if not prior]
+        before = [v for v, prior in sizes if prior]
+        if now and before and not _GREW.search(s) and not _SHRANK.search(s):
+            # "3.1 cm, previously 2.2 cm": the sizes say which way it changed
+            said = said or ((polarity in ("changed", "grew")) if now[0] > before[0] else
+                            (polarity in ("changed", "shrank")) if now[0] < before[0] else False, s)
+        elif _GREW.search(s):
+            said = said or (polarity in ("changed", "grew"), s)
+        elif _SHRANK.search(s):
+            said = said or (polarity in ("changed", "shrank"), s)
+    if said is None:
+        return False, "", "change_not_stated"
+    if said[0] != yes:
+        return False, "", "contradicted_by_report"
+    return True, said[1], ""
+
+
 def check_yes_no(question: str, yes: bool, sents: list[str]) -> tuple[bool, str, str]:
     """A Yes / No key against the sentences that best match the question's subject.
 
@@ -258,22 +375,53 @@ def check_yes_no(question: str, yes: bool, sents: list[str]) -> tuple[bool, str,
         Empty when kept; else ``subject_not_in_report``, ``only_historical``, ``uncertain_in_report``,
         ``conflicting_statements`` or ``contradicted_by_report``.
     """
-    subject = subject_stems(question)
+    q = normalize_sentence(question)
+    polarity = question_polarity(q)
+    q_side = _QUESTION_SIDE.search(q)
+    new_only = bool(re.search(r"\bnew\b", q))
+    asked = re.sub(r"\b(?:resolv\w*|disappear\w*|cleared|gone|regress\w*|chang\w*|grow\w*|grown|increas\w*|"
+                   r"decreas\w*|enlarg\w*|progress\w*|shrunk|shrink\w*|smaller|larger|bigger|in size|since|has|have|had|"
+                   r"did)\b",
+                   " ", q) if polarity != "presence" else q
+    subject = subject_stems(asked) - {stem(w) for w in ("left", "right", "new")}
+    if polarity != "presence":
+        return _check_change(polarity, yes, sents, subject)
     best, n = _best_sentences(sents, subject)
     if not best:
         return False, "", "subject_not_in_report"
-    verdicts = []
+    verdicts, narrowed = [], []
     for s, hits in best:
         first = {}
         for st_, a, b in hits:
             first.setdefault(st_, (a, b))
-        v = _verdict([_mention_status(s, a, b) for a, b in first.values()])
+        statuses = []
+        for a, b in first.values():
+            st = _mention_status(s, a, b)
+            sides, is_new = _phrase_scope(s, a, b, st)
+            if q_side and sides and q_side.group(1) not in sides and "bilateral" not in sides:
+                continue  # a mention about the other side says nothing of this one
+            if st == "negated" and is_new and not new_only:
+                narrowed.append("no_new")  # "no new nodules" does not deny a known one
+                continue
+            if st == "negated" and not q_side and sides & {"left", "right"}:
+                narrowed.append("side")  # "No right effusion" does not answer the side-free question
+                continue
+            if st in ("affirmed", "favoured") and q_side and not sides:
+                continue  # a side-free mention does not place the finding on the asked side
+            if st in ("affirmed", "favoured") and new_only and not is_new:
+                continue
+            statuses.append(st)
+        if not statuses:
+            continue
+        v = _verdict(statuses)
         if v in ("affirmed", "favoured") and n < len(subject) and NORMAL.search(s):
             v = "negated"  # "Spleen measures 11 cm, normal." answers "Is the spleen enlarged?"
         verdicts.append((v, s))
     kinds = {v for v, _ in verdicts if v != "historical"}
+    if not verdicts and narrowed:
+        return False, "", "only_no_new" if "no_new" in narrowed else "only_side_specific_denial"
     if not kinds:
-        return False, "", "only_historical"
+        return False, "", "only_historical" if verdicts else "subject_not_in_report"
     if "possible" in kinds or kinds == {"favoured"}:
         return False, "", "uncertain_in_report"
     if "negated" in kinds and kinds & {"affirmed", "favoured"}:
@@ -449,6 +597,24 @@ def check_side(question: str, answer: str, sents: list[str]) -> tuple[bool, str,
     return True, where, ""
 
 
+def _tightest(toks: list[tuple[str, int, int]], need: set[str]) -> tuple[tuple, tuple]:
+    """(first, last) token of the shortest run of ``toks`` holding every stem of ``need``: "centred in
+    the right upper lobe extending into the right middle lobe" holds "right middle" at the end,
+    where "extending into" reaches it, not at its first "right"."""
+    hits = [t for t in toks if t[0] in need]
+    best = (hits[0], max(hits, key=lambda t: t[2]))
+    for j, last in enumerate(hits):
+        seen, i = set(), j
+        while i >= 0 and seen != need:
+            seen.add(hits[i][0])
+            i -= 1
+        if seen == need:
+            first = hits[i + 1]
+            if last[2] - first[1] < best[1][2] - best[0][1]:
+                best = (first, last)
+    return best
+
+
 def check_term(question: str, answer: str, sents: list[str]) -> tuple[bool, str, str]:
     """Any other key (a diagnosis, a location, a grade, a category): every content word of the
     answer in one sentence about the question's subject, asserted there and nowhere denied.
@@ -486,8 +652,7 @@ def check_term(question: str, answer: str, sents: list[str]) -> tuple[bool, str,
         have = {t[0] for t in toks}
         if not need <= have or (subject and not subject & have and not diagnosis):
             continue
-        first = next(t for t in toks if t[0] in need)
-        last = max((t for t in toks if t[0] in need), key=lambda t: t[2])
+        first, last = _tightest(toks, need)
         # the answer's whole span is the mention: "surgically absent" states absence itself
         st = _mention_status(s, first[1], last[2] if last[2] - first[1] < 60 else first[2])
         hedge = nearest_hedge(s[: first[1]]) if st == "possible" else None
@@ -539,7 +704,10 @@ def answer_kind(question: str, answer: str) -> str:
 
 
 def check_key(question: str, answer: str, findings: str, impression: str) -> tuple[bool, str, str]:
-    """(kept, supporting sentence, reject reason) of one key against its report.
+    """(kept, supporting sentence, reject reason) of one key against its report, by the sentence rules.
+
+    The full check reads a lesion question from the report's findings first
+    (:func:`medscope.benchgen.lesion_grounding.check_key`) and falls back to this.
 
     Parameters
     ----------
@@ -565,7 +733,7 @@ def check_key(question: str, answer: str, findings: str, impression: str) -> tup
     ----------
     .. [1] benchmark-MCQ paper, Methods ("report-grounded check").
     """
-    original = sentences(findings) + sentences(impression)
+    original = [s for s in sentences(findings) + sentences(impression) if not is_recommendation(normalize_sentence(s))]
     sents = [normalize_sentence(s) for s in original]
     kind = answer_kind(question, answer)
     if kind == "yes_no":

@@ -17,7 +17,7 @@ import string
 from collections import Counter
 
 from medscope.benchgen.extract import first_json_object, sentences
-from medscope.benchgen.grounding import check_key
+from medscope.benchgen.lesion_grounding import check_key
 from medscope.benchgen.schema import FieldSpec, Schema
 from medscope.benchgen.verification import verification_key
 from medscope.seeding import rng_for, stable_hash
@@ -245,7 +245,7 @@ def validate_structure(q: dict) -> str | None:
 def grounded(q: dict, findings: str, impression: str) -> tuple[bool, str, str]:
     """Report-grounded check: (kept, evidence sentence, reason). A quoted evidence sentence must
     be in the report; the key must then be stated by the report as a radiologist reads it
-    (:func:`medscope.benchgen.grounding.check_key`: negation and uncertainty scope, quantities
+    (:func:`medscope.benchgen.lesion_grounding.check_key`: negation and uncertainty scope, quantities
     with units, laterality, differentials), the whole report read so a later denial counts.
 
     Parameters
@@ -266,7 +266,7 @@ def grounded(q: dict, findings: str, impression: str) -> tuple[bool, str, str]:
         The supporting report sentence when kept; empty otherwise.
     reason : str
         Empty when kept; else ``evidence_not_in_report`` or the reason of
-        :func:`medscope.benchgen.grounding.check_key`.
+        :func:`medscope.benchgen.lesion_grounding.check_key`.
 
     References
     ----------
@@ -331,7 +331,8 @@ def report_questions(case_id: str, reply: str, findings: str, impression: str, s
         (shuffled), ``answer`` (a letter), ``k``, ``evidence`` and ``sequences`` (None).
     rejects : list of tuple
         ``(candidate id, reason)`` or ``(candidate id, reason, detail)``; reasons are the reply's
-        problems or prefixed ``structure:``, ``grounding:`` or ``verification:``.
+        problems or prefixed ``structure:``, ``grounding:`` (detail: ``question -> key``) or
+        ``verification:`` (detail: the verifier's sentence).
 
     References
     ----------
@@ -347,8 +348,8 @@ def report_questions(case_id: str, reply: str, findings: str, impression: str, s
             rejects.append((qid, f"structure:{why}"))
             continue
         ok, evidence, why = grounded(q, findings, impression)
-        if not ok:
-            rejects.append((qid, f"grounding:{why}"))
+        if not ok:  # the question and its key travel with the reason, for the review CSV
+            rejects.append((qid, f"grounding:{why}", f"{q['question'].strip()} -> {q['options'][q['answer']]}"))
             continue
         options = [o.strip() for o in q["options"]]
         if verdicts is not None:

@@ -4,6 +4,8 @@ evaluated sighted and blind through the shared sweep (benchmark-MCQ paper)."""
 
 from __future__ import annotations
 
+import csv
+
 import os
 import shutil
 
@@ -70,6 +72,10 @@ def test_build_resumes_without_repeating_generation_and_evaluates(cohort, ray_cl
         assert first["studies_built"] == 3 and first["items"]["rads"] > 0 and first["items"]["report"] > 0
         assert first["rejects"]["grounding:contradicted_by_report"] == 3  # the hallucinated splenomegaly
         assert first["rejects"]["structure:option_count_outside_2_5"] == 3
+        # every rejected question is in the review CSV with its reason, the question and its key
+        review = list(csv.DictReader(open(storage.join(out, "review_rejects.csv"))))
+        spleen = [r for r in review if r["reason"] == "grounding:contradicted_by_report"]
+        assert len(spleen) == 3 and all(" -> " in r["detail"] and r["radiologist_agrees"] == "" for r in spleen)
         again = build(_cfg(cohort, out, fake.url, [fake.url]))
         assert fake.count() == calls  # resumed: no generation call repeated
         assert again["studies_resumed"] == 3 and again["items"] == first["items"]

@@ -15,6 +15,7 @@ from medscope.io import records, storage
 from medscope.benchgen import phantom
 from medscope.benchgen import schema as sch
 from medscope.benchgen.questions import REPORT_PROMPT
+from medscope.render import thin
 from pipelines import cli
 
 
@@ -87,8 +88,9 @@ def test_two_cohorts_one_build_one_eval_tables_1_and_3(ray_cluster, tmp_path, ca
                     "      - {cohort: site_a, qtype: rads}\n      - {cohort: site_b, qtype: rads}\n")
     scored = str(tmp_path / "scored")
     capsys.readouterr()
-    assert cli.main(["score", "--episodes", ev, "--out", scored, "--plan", str(plan), "--n-boot", "200",
-                     "--n-boot-tests", "300"]) == 0
+    with thin.configure(min_items=1, min_cases=1):  # phantom cohorts are thin; this test is about the plan
+        assert cli.main(["score", "--episodes", ev, "--out", scored, "--plan", str(plan), "--n-boot", "200",
+                         "--n-boot-tests", "300"]) == 0
     assert "BH family matched (image_effect): 2 test(s): site_a/rads/claims, site_b/rads/claims" in capsys.readouterr().out
     tests = records.read_table("mcq_tests", storage.join(scored, "tests.parquet")).to_pylist()
     assert {t["family_size"] for t in tests if t["bh_family"] == "matched"} == {2}

@@ -14,7 +14,8 @@ import pytest
 import yaml
 
 from medscope.benchgen import questions
-from medscope.benchgen.grounding import check_key, measurements, stem
+from medscope.benchgen.grounding import measurements, stem
+from medscope.benchgen.lesion_grounding import check_key
 
 TABLE = Path(__file__).parents[1] / "data" / "benchgen" / "grounding_labels.yaml"
 

@@ -110,7 +110,7 @@ def test_grounded_check_rejects_unsupported_and_keeps_supported():
     assert [q["question"] for q in kept] == [ok["question"], negated["question"]]
     assert kept[0]["options"][ord(kept[0]["answer"]) - 65] == "right hepatic lobe"
     assert kept[0]["subcategory"] == "anatomic distribution" and "right hepatic lobe" in kept[0]["evidence"]
-    assert dict(rejects) == {
+    assert {r[0]: r[1] for r in rejects} == {
         "c1/report/1": "grounding:quantity_not_stated", "c1/report/2": "grounding:evidence_not_in_report",
         "c1/report/3": "grounding:contradicted_by_report", "c1/report/5": "structure:option_count_outside_2_5",
         "c1/report/6": "structure:duplicate_options", "c1/report/7": "structure:unknown_level"}

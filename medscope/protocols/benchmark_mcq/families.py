@@ -14,7 +14,9 @@ what happens to share a scored run. A plan (YAML)::
 
 A declared member that matches no test of the run is an error (the family would silently
 shrink); a test matched by two families is an error; a test in no declared family gets no q
-(``bh_family`` "undeclared"). Without a plan, each test kind's tests in the run form one family
+(``bh_family`` "undeclared"). A thin cell (``medscope.render.thin``) is not tested: it gets no p, is in
+no family (``bh_family`` "thin: not tested") and so neither adds to a family's size nor, with a
+p of 0 from too few cases, lowers the other members' q. Without a plan, each test kind's tests in the run form one family
 named ``run:<test>`` -- the old behaviour, labelled as such. Every family is printed with its size.
 """
 
@@ -83,6 +85,9 @@ def load_plan(uri: str | None) -> FamilyPlan | None:
     return None if not uri else cfgmod.load(FamilyPlan, uri)
 
 
+THIN = "thin: not tested"
+
+
 def assign_families(rows: list[dict], plan: FamilyPlan | None) -> dict[str, list[int]]:
     """``{family name: indices of its rows}`` (rows: test rows with family = test kind); sets each
     row's ``bh_family``. Raises on a member matching nothing or a row claimed twice.
@@ -91,8 +96,10 @@ def assign_families(rows: list[dict], plan: FamilyPlan | None) -> dict[str, list
     ----------
     rows : list of dict
         Test rows, each with ``family`` (the test kind: 'above_chance' or 'image_effect'), ``cohort``,
-        ``qtype`` and ``model``; updated in place with ``bh_family`` and ``family_size`` (None and
-        'undeclared' for a row in no family).
+        ``qtype`` and ``model``, and optionally ``tested`` (False for a thin cell); updated in place with
+        ``bh_family`` and ``family_size`` (None and 'undeclared' for a row in no family; None and
+        :data:`THIN` for an untested row, which is in no family, so it neither adds to a family's size
+        nor lowers another member's q).
     plan : FamilyPlan or None
         The declared families; None forms one family ``run:<test>`` per test kind in the rows.
 
@@ -112,12 +119,15 @@ def assign_families(rows: list[dict], plan: FamilyPlan | None) -> dict[str, list
     .. [1] benchmark-MCQ paper, Methods, "Statistical analysis".
     """
     fams: dict[str, list[int]] = {}
+    tested = [r.get("tested", True) for r in rows]
     if plan is None:
         for i, r in enumerate(rows):
-            fams.setdefault(f"run:{r['family']}", []).append(i)
+            if tested[i]:
+                fams.setdefault(f"run:{r['family']}", []).append(i)
     else:
         for fam in plan.families:
-            idx = [i for i, r in enumerate(rows) if r["family"] == fam.test and any(m.matches(r) for m in fam.members)]
+            idx = [i for i, r in enumerate(rows) if tested[i] and r["family"] == fam.test
+                   and any(m.matches(r) for m in fam.members)]
             for m in fam.members:
                 if not any(rows[i]["family"] == fam.test and m.matches(rows[i]) for i in range(len(rows))):
                     raise MedScopeError(f"BH family {fam.name}: member {m.model_dump()} matches no {fam.test} test "
@@ -131,8 +141,8 @@ def assign_families(rows: list[dict], plan: FamilyPlan | None) -> dict[str, list
     for name, idx in fams.items():
         for i in idx:
             rows[i]["bh_family"], rows[i]["family_size"] = name, len(idx)
-    for r in rows:
-        r.setdefault("bh_family", "undeclared")
+    for r, t in zip(rows, tested):
+        r.setdefault("bh_family", "undeclared" if t else THIN)
         r.setdefault("family_size", None)
     return fams
 
@@ -149,18 +159,21 @@ def describe(rows: list[dict]) -> list[str]:
     Returns
     -------
     list of str
-        One line per family, in order of first appearance; the undeclared tests as one line saying
-        they get p only.
+        One line per family with its members, in order of first appearance; the undeclared tests as
+        one line saying they get p only, the thin cells as one line saying they are not tested.
     """
     fams: dict[str, list[dict]] = {}
     for r in rows:
         fams.setdefault(r["bh_family"], []).append(r)
     out = []
     for name, members in fams.items():
+        listed = ", ".join(f"{r['cohort']}/{r['qtype']}/{r['model']}" for r in members)
         if name == "undeclared":
-            out.append(f"{len(members)} test(s) in no declared BH family: p only, no q")
+            out.append(f"{len(members)} test(s) in no declared BH family: p only, no q: {listed}")
+            continue
+        if name == THIN:
+            out.append(f"{len(members)} thin cell(s) not tested (no p, in no BH family): {listed}")
             continue
         kinds = "/".join(sorted({r["family"] for r in members}))
-        listed = ", ".join(f"{r['cohort']}/{r['qtype']}/{r['model']}" for r in members)
         out.append(f"BH family {name} ({kinds}): {len(members)} test(s): {listed}")
     return out

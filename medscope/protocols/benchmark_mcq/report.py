@@ -22,8 +22,44 @@ def _pm(v, lo, hi, signed=False) -> str:
     return s if lo is None or pd.isna(lo) else f"{s} ± {(hi - lo) / 2:.3f}"
 
 
-def _pq(p, q, b) -> str:
-    return "–" if p is None or pd.isna(p) else f"{format_p(p, b)} / {format_p(q, b)}"
+def p_text(p, n_boot: int, sides: int = 1, family_size=None) -> str:
+    """A bootstrap p (or its BH q) for a table: at the resampling bound it is "< k/B", never 0.
+
+    A one-sided bootstrap p is the share of B resamples on the far side of zero, so its smallest
+    non-zero value is 1/B and p = 0 means p < 1/B; a two-sided p (twice the smaller tail) is
+    bounded by 2/B. A q of 0 comes from such a p; BH multiplies p by at most the family size m, so
+    it is printed as "< (k·m)/B".
+
+    Parameters
+    ----------
+    p : float or None
+        The p- or q-value; None or NaN prints as "–" (a thin cell is not tested).
+    n_boot : int
+        Number of resamples B.
+    sides : int, optional
+        1 for a one-sided p (Family 1, TOST), 2 for a two-sided one (Family 2's Δ != 0).
+    family_size : int or None, optional
+        m, for a q-value; None for a p-value.
+
+    Returns
+    -------
+    str
+        "–", "< k/B" at the bound, else p to three decimals (``.1e`` below 0.001).
+
+    References
+    ----------
+    .. [1] benchmark-MCQ paper, Methods, "Statistics and reproducibility" (B = 10,000 for the tests).
+    """
+    if p is None or pd.isna(p):
+        return "–"
+    if p <= 0.0:
+        m = 1 if family_size is None or pd.isna(family_size) else int(family_size)
+        return f"< {sides * m}/{int(n_boot)}"
+    return format_p(p, n_boot)
+
+
+def _pq(p, q, b, sides=1, m=None) -> str:
+    return "–" if p is None or pd.isna(p) else f"{p_text(p, b, sides)} / {p_text(q, b, sides, m or 1)}"
 
 
 def _fam(r) -> str:
@@ -232,7 +268,8 @@ def table4(t: pd.DataFrame) -> Table:
         b = int(r["n_boot"])
         rows.append([r["cohort"], dict(QTYPES)[r["qtype"]], r["model"], _fam(r),
                      thin.cell(f"{r['estimate']:+.3f} [{r['ci_low']:+.3f}, {r['ci_high']:+.3f}]", r["n_items"], r["n_cases"]),
-                     _pq(r["p_value"], r["q_value"], b), _pq(r["tost_p"], r["tost_q"], b),
+                     _pq(r["p_value"], r["q_value"], b, 2, r.get("family_size")),
+                     _pq(r["tost_p"], r["tost_q"], b, 1, r.get("family_size")),
                      f"[{r['ci90_low']:+.3f}, {r['ci90_high']:+.3f}]", thin.claim(r["verdict"], r["n_items"], r["n_cases"])])
     return Table(["Cohort", "Q. type", "Model", "BH family (size)", "Δ (95% CI)", "p / q (FDR)", "TOST p / q", "90% CI", "Verdict"], rows,
                  "Table 4. Image effect under multiplicity control (Family 2, Benjamini–Hochberg; TOST at ±0.05). "
@@ -259,7 +296,7 @@ def supp_table1(t: pd.DataFrame) -> Table:
     """
     rows = [[r["cohort"], dict(QTYPES)[r["qtype"]], r["model"], _fam(r),
              thin.cell(f"{r['estimate']:+.3f} [{r['ci_low']:+.3f}, {r['ci_high']:+.3f}]", r["n_items"], r["n_cases"]),
-             _pq(r["p_value"], r["q_value"], int(r["n_boot"])), thin.claim(r["verdict"], r["n_items"], r["n_cases"])]
+             _pq(r["p_value"], r["q_value"], int(r["n_boot"]), 1, r.get("family_size")), thin.claim(r["verdict"], r["n_items"], r["n_cases"])]
             for r in t[t["family"] == "above_chance"].to_dict("records")]
     return Table(["Cohort", "Q. type", "Model", "BH family (size)", "acc − chance (95% CI)", "p / q (FDR, one-sided)", "Verdict"], rows,
                  "Supplementary Table 1. Accuracy above per-question chance (Family 1). " + thin.note())

@@ -157,7 +157,9 @@ def test_rows(df: pd.DataFrame, b: int = 10_000, seed: int = 42, margin: float =
     Family 1 (sighted accuracy above chance, per cohort, question type and model, over the valid
     replies) and Family 2 (Δ = sighted - blind, on the questions valid in both conditions) carry
     their p and Benjamini-Hochberg q, Family 2 also TOST p and q and the 90 % interval; the
-    verdict is withheld for a thin cell (``medscope.render.thin.claim``).
+    verdict is withheld for a thin cell (``medscope.render.thin.claim``), which is not tested at
+    all: its p is None and it is in no BH family (``families.THIN``), so it does not change the
+    family size nor the other members' q.
 
     Parameters
     ----------
@@ -208,6 +210,12 @@ def test_rows(df: pd.DataFrame, b: int = 10_000, seed: int = 42, margin: float =
                      "p_value": d.p, "tost_p": d.tost_p, "ci90_low": d.ci90_low, "ci90_high": d.ci90_high,
                      "n_cases": d.delta.n_cases, "n_items": d.delta.n_items, "n_boot": b})
     rows = fam1 + fam2
+    for r in rows:  # a thin cell is not tested: no p, and no seat in a BH family (families.THIN)
+        r["tested"] = not thin.is_thin(r["n_items"], r["n_cases"])
+        if not r["tested"]:
+            r["p_value"] = None
+            if r["family"] == "image_effect":
+                r["tost_p"] = None
     for idx in assign_families(rows, plan).values():
         for i, q in zip(idx, stats.bh([rows[i]["p_value"] for i in idx])):
             rows[i]["q_value"] = float(q)
@@ -225,4 +233,5 @@ def test_rows(df: pd.DataFrame, b: int = 10_000, seed: int = 42, margin: float =
             r["verdict"] = None if q is None else "Above chance" if q < 0.05 else "Not above chance"
         # a thin cell is never called above chance / effect / equivalent (medscope.render.thin)
         r["verdict"] = thin.claim(r["verdict"], r["n_items"], r["n_cases"])
+        del r["tested"]
     return rows

@@ -13,6 +13,7 @@ import pytest
 
 from medscope.protocols.benchmark_mcq import accuracy_tests, scoring
 from medscope.protocols.benchmark_mcq.replies import mcq_prompt, read_choice
+from medscope.render import thin
 
 MC = 0.03  # tolerance on a bootstrap tail share at B = 10,000
 
@@ -120,7 +121,8 @@ def test_scoring_pairs_on_questions_valid_in_both_runs():
     assert get("delta", "sighted") == pytest.approx(1 / 3)
     base = m[m["metric"] == "random_baseline"]["value"].iloc[0]
     assert base == pytest.approx((1 / 2 + 1 / 4 + 1 / 2 + 1 / 3) / 4)
-    tests = pd.DataFrame(scoring.test_rows(df, b=500))
+    with thin.configure(min_items=1, min_cases=1):  # a four-question cell is thin; this test is about pairing
+        tests = pd.DataFrame(scoring.test_rows(df, b=500))
     assert set(tests["family"]) == {"above_chance", "image_effect"}
     assert tests["q_value"].notna().all() and tests.loc[tests["family"] == "image_effect", "verdict"].notna().all()
 
@@ -195,6 +197,11 @@ def test_bh_families_come_from_the_plan_not_from_the_run(tmp_path):
                           "subcategory": "s", "k": 2, "answer": "A", "options": ["Yes", "No"]})
             eps.append(_ep("m", "sighted", iid, "A" if ok else "B"))
     df = pd.DataFrame(scoring.score_rows(eps, {r["item_id"]: r for r in items})[0])
+    with thin.configure(min_items=1, min_cases=1):  # six-case cells: this test is about families, not thinness
+        _families_from_the_plan(df, multipletests, MedScopeError, FamilyPlan, describe)
+
+
+def _families_from_the_plan(df, multipletests, MedScopeError, FamilyPlan, describe):
     run_formed = scoring.test_rows(df, b=400)
     p = [r["p_value"] for r in run_formed]
     assert [r["q_value"] for r in run_formed] == pytest.approx(list(multipletests(p, method="fdr_bh")[1]))
@@ -259,3 +266,53 @@ def test_blind_condition_sends_the_same_text_with_a_gray_blank_of_each_montage_s
     assert [p.text for p in sent[0] if p.text] == [p.text for p in sent[1] if p.text] == [item.question]
     assert blind.turns[0]["image_ref"] == "blank:24x36,blank:12x12" and sighted.turns[0]["image_ref"] == "c1:ct,c1:t1"
     assert [p.png for p in sent[2] if p.is_image] == blanks and blind.answer == again.answer == sighted.answer == "B"
+
+
+def _cohort_rows(cohort: str, right: tuple[int, ...]) -> tuple[list[dict], list[dict]]:
+    items, eps = [], []
+    for n, ok in enumerate(right):
+        iid = f"{cohort}{n}"
+        items.append({"item_id": iid, "case_id": f"{cohort}-case{n}", "cohort": cohort, "qtype": "rads",
+                      "subcategory": "s", "k": 2, "answer": "A", "options": ["Yes", "No"]})
+        eps.append(_ep("m", "sighted", iid, "A" if ok else "B"))
+    return items, eps
+
+
+def test_thin_cells_get_no_p_and_stay_out_of_the_bh_family():
+    """Issue 49: a thin cell (3 cases, all right: p = 0) must not enter the family. With it, the
+    family has 3 members and BH lowers a's and b's q (p * 3 / rank with a rank-1 zero in front);
+    without it, q is statsmodels' fdr_bh over a and b alone."""
+    from statsmodels.stats.multitest import multipletests
+
+    from medscope.protocols.benchmark_mcq.families import THIN, describe
+
+    items, eps = [], []
+    for cohort, right in (("a", (1,) * 9 + (0,) * 3), ("b", (1,) * 8 + (0,) * 4), ("c", (1, 1, 1))):
+        i, e = _cohort_rows(cohort, right)
+        items, eps = items + i, eps + e
+    df = pd.DataFrame(scoring.score_rows(eps, {r["item_id"]: r for r in items})[0])
+    rows = {r["cohort"]: r for r in scoring.test_rows(df, b=2000)}
+    assert rows["c"]["p_value"] is None and rows["c"]["q_value"] is None
+    assert rows["c"]["bh_family"] == THIN and rows["c"]["verdict"] == "thin (n=3, 3 cases): not tested"
+    assert rows["a"]["family_size"] == rows["b"]["family_size"] == 2
+    p = [rows[c]["p_value"] for c in "ab"]
+    assert [rows[c]["q_value"] for c in "ab"] == pytest.approx(list(multipletests(p, method="fdr_bh")[1]))
+    # had c entered with p = 0, the larger of a's and b's q would have been p_max * 3 / 3 = p_max, the smaller
+    # min(p_min * 3 / 2, p_max): the family size is what changes
+    lines = describe(list(rows.values()))
+    assert lines == ["BH family run:above_chance (above_chance): 2 test(s): a/rads/m, b/rads/m",
+                     "1 thin cell(s) not tested (no p, in no BH family): c/rads/m"]
+
+
+@pytest.mark.parametrize("p, b, sides, m, want", [
+    (0.0, 10_000, 1, None, "< 1/10000"),  # one-sided: no resample at or below zero
+    (0.0, 10_000, 2, None, "< 2/10000"),  # two-sided: twice the smaller tail
+    (0.0, 10_000, 1, 3, "< 3/10000"),  # q of that p in a family of 3
+    (0.0123, 10_000, 1, None, "0.012"),
+    (0.0004, 10_000, 1, None, "4.0e-04"),
+    (None, 10_000, 1, None, "–"),
+])
+def test_p_at_the_bound_prints_as_a_bound(p, b, sides, m, want):
+    from medscope.protocols.benchmark_mcq.report import p_text
+
+    assert p_text(p, b, sides, m) == want

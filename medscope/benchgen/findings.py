@@ -1,0 +1,456 @@
+"""Lesion-level reading of a report: each lesion the report describes becomes one finding
+(benchmark-MCQ paper Methods, "RADS-style questions": fields populated "deterministically from
+report text"; the schema asks about *the dominant* lesion).
+
+A report becomes a list of :class:`Finding`, one per lesion: its entity noun ("nodule", "mass",
+"cyst"), the organ it is in, its side, its current size (the largest dimension of "a x b x c",
+mm and cm read as mm; a size after "previously" / "prior" / "from" is the prior size, kept
+apart), the text that describes it (its clause: the words between the previous lesion's clause
+and the next one's, so "4.8 cm mass in the right lower pole and 1.9 cm mass in the left upper
+pole" are two findings with their own side and pole) and its assertion status, read by the reply
+reader's clinical-text layer (:func:`medscope.answers.context.status` through
+:func:`medscope.benchgen.grounding._mention_status`, with its negation, hedge and double-negation
+rules):
+
+``present``
+    asserted now ("Stable 1.8 cm mass", "again seen");
+``negated``
+    denied or gone ("No renal mass", "has resolved");
+``possible``
+    hedged or in a differential ("possibly a small nodule versus atelectasis", "cannot be
+    excluded", "likely cysts");
+``historical``
+    a past finding ("history of", "status post");
+``prior_comparison``
+    "no new X": it denies only *new* lesions, never that a known one is there.
+
+A later mention with a definite article or a copula ("The nodule ...", "Dominant lesion is a
+2.1 cm mass") or the impression's restatement of a finding (same size, or same side when that
+leaves one candidate) joins the finding it names instead of adding one. "the largest (in the
+right upper pole) measuring 4.1 cm" after a plural mention is its own finding, marked as the
+one the report makes dominant.
+
+:func:`dominant` applies the schema's rule: the finding the report calls dominant / largest /
+index, else the largest present finding by current size; with two lesions of the same size, or
+a lesion whose size is not given beside a sized one (unless it is called small / tiny /
+subcentimetre), no lesion is dominant and every question about "the dominant lesion" is rejected
+with that reason.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+from medscope.benchgen.grounding import _mention_status, is_recommendation, measurements, normalize_sentence, sentences
+
+# addition: the lesion nouns of a schema. The paper does not list them; these are the nouns
+# radiology reports use for a focal lesion. "lesion" / "observation" are umbrella terms: a
+# schema that asks about "the lesion" counts every kind below.
+LESION_NOUNS = {
+    "nodule": r"nodules?", "mass": r"mass(?:es)?", "lesion": r"lesions?", "observation": r"observations?",
+    "cyst": r"cysts?", "tumor": r"tumou?rs?", "metastasis": r"metastas[ie]s", "angiomyolipoma": r"angiomyolipomas?",
+    "hemangioma": r"ha?emangiomas?", "adenoma": r"adenomas?", "neoplasm": r"neoplasms?",
+    "hypodensity": r"hypodensit(?:y|ies)", "hyperdensity": r"hyperdensit(?:y|ies)",
+}
+UMBRELLA = {"lesion", "observation"}
+_NOUN_OF = [(k, re.compile(rf"\b{v}\b")) for k, v in LESION_NOUNS.items()]
+# addition: words that place a lesion in an organ; a finding is about the schema's organ when its
+# clause (or its sentence's "Organ:" header) names that organ, or names none.
+ORGAN_WORDS = {
+    "kidney": r"\b(?:kidneys?|renal|nephr\w*|interpolar|upper pole|lower pole|perinephric)\b",
+    "liver": r"\b(?:liver|hepatic|hepato\w*|caudate|segment (?:[1-8]|i{1,3}|iv|v|vi{1,3})[ab]?)\b",
+    "lung": r"\b(?:lungs?|pulmonary|(?:upper|middle|lower) lobe|lingula\w*|rul|rml|rll|lul|lll|perifissural)\b",
+    "brain": r"\b(?:brain|cerebr\w*|frontal|parietal|temporal|occipital|insula\w*|thalam\w*|cerebell\w*|"
+             r"ventric\w*|callos\w*)\b",
+    "adrenal": r"\badrenals?\b", "pancreas": r"\bpancrea\w*", "spleen": r"\b(?:spleen|splenic)\b",
+    "bone": r"\b(?:osseous|bones?|vertebra\w*|ribs?|sacrum|iliac bone)\b",
+    "lymph node": r"\blymph\b", "breast": r"\bbreasts?\b", "thyroid": r"\bthyroid\b",
+}
+SCHEMA_ORGAN = {"lung": "lung", "liver": "liver", "kidney": "kidney", "brain": "brain"}
+_SIDE = re.compile(r"\b(left|right|bilateral|bilaterally|both)\b")
+_DOMINANT = re.compile(r"\b(?:dominant|largest|biggest|index)\b")
+_PRIOR_BEFORE = re.compile(r"\b(?:previously|prior|formerly|was|from|compared (?:with|to)|versus|vs)\W+(?:\w+\W+){0,2}$")
+_SMALL = re.compile(r"\b(?:small|tiny|punctate|subcentimet\w*|sub-centimet\w*|too small to characteri[sz]e|micro\w*)\b")
+_DEFINITE = re.compile(r"\b(?:the|this|that|these|those|said)\s+(?:[\w-]+\s+){0,3}$")
+_COPULA = re.compile(r"^\W*(?:is|are|was|represents?|consists? of|appears as)\s+(?:a|an|the)?\b")
+_GAP_BREAK = re.compile(r";|,\s|\s(?:and|while|whereas|but|as well as)\s")
+_GAP_START = re.compile(r"\b(?:a|an|another|additional|second|third|one|two|three|several|multiple|\d)")
+_HEADER = re.compile(r"^((?:[a-z]+\s*){1,3}):\s*")
+_PLACE = re.compile(r"\b(?:lobes?|poles?|segments?|region|hilum|hilar|apex|base|lingula)\b")
+_NO_NEW = re.compile(r"\bno\s+(?:new|additional|further|other|enlarging|new or enlarging)\b[^.;]*$")
+
+
+@dataclasses.dataclass
+class Finding:
+    """One lesion the report describes (see the module docstring for how each part is read)."""
+
+    entity: str  # the lesion noun as the report first names it ("mass", "cysts")
+    status: str  # present | negated | possible | historical | prior_comparison
+    organ: str | None
+    side: str | None  # left | right | bilateral
+    size_mm: float | None  # current size: the largest dimension, in mm
+    dims_mm: tuple[float, ...]
+    prior_size_mm: float | None
+    text: str  # the normalised words that describe it (its clause or clauses)
+    sentence: str  # the report sentence (as written) it is first described in
+    span: tuple[int, int]  # its clause's character span in the normalised first sentence
+    plural: bool
+    called_dominant: bool = False  # "dominant" / "index": the report's own pick
+    largest_of_group: bool = False  # "the largest (of these) ..." after a plural mention
+    summarised: bool = False  # a group whose largest member is its own finding
+    small: bool = False
+    section: str = "findings"
+
+    def as_row(self) -> dict:
+        """The finding as one row of the extraction table (docs/benchgen.md)."""
+        return {"entity": self.entity, "status": self.status, "organ": self.organ or "", "side": self.side or "",
+                "size_mm": self.size_mm, "dims_mm": list(self.dims_mm), "prior_size_mm": self.prior_size_mm,
+                "dominant_named": self.called_dominant, "largest_of_group": self.largest_of_group, "sentence": self.sentence, "span": list(self.span)}
+
+
+def nouns_of(texts: list[str]) -> set[str]:
+    """The lesion nouns ``texts`` name (schema questions and patterns); every noun under an umbrella term.
+
+    Parameters
+    ----------
+    texts : list of str
+        Question texts and patterns of a schema's fields.
+
+    Returns
+    -------
+    set of str
+        Keys of :data:`LESION_NOUNS`; all of them when an umbrella noun ("lesion", "observation") is named.
+    """
+    joined = normalize_sentence(" ".join(texts))
+    found = {k for k, pat in _NOUN_OF if pat.search(joined) or re.search(rf"\b{k}", joined)}
+    return set(LESION_NOUNS) if found & UMBRELLA else found
+
+
+def _organ(text: str) -> str | None:
+    hits = [(m.start(), organ) for organ, pat in ORGAN_WORDS.items() for m in re.finditer(pat, text)]
+    return min(hits)[1] if hits else None
+
+
+def _side(text: str, anchor: int) -> str | None:
+    sides = [(abs(m.start() - anchor), m.group(1)) for m in _SIDE.finditer(text)]
+    if not sides:
+        return None
+    word = min(sides)[1]
+    return "bilateral" if word in ("bilateral", "bilaterally", "both") else word
+
+
+def _sizes(text: str) -> tuple[tuple[float, ...], float | None]:
+    """(current dimensions, prior size) of the lengths in a clause: a length right after
+    "previously" / "prior" / "from" is the prior one."""
+    current, prior = (), None
+    for kind, dims, start in measurements(text):
+        if kind != "length":
+            continue
+        if _PRIOR_BEFORE.search(text[:start]):
+            prior = prior if prior is not None else max(dims)
+        elif not current:
+            current = tuple(dims)
+    return current, prior
+
+
+def _status(sent: str, start: int, end: int) -> str:
+    if _NO_NEW.search(sent[:start]):
+        return "prior_comparison"
+    st = _mention_status(sent, start, end)
+    return {"affirmed": "present", "favoured": "possible", "hypothetical": "possible",
+            "conflicting": "possible"}.get(st, st)
+
+
+def _mentions(sent: str, nouns: set[str]) -> list[tuple[int, int, str]]:
+    found = []
+    for key, pat in _NOUN_OF:
+        if key in nouns:
+            found += [(m.start(), m.end(), m.group(0)) for m in pat.finditer(sent)]
+    found.sort()
+    out = []
+    for m in found:  # "lymph node" is not a nodule; overlapping patterns count once
+        if out and m[0] < out[-1][1]:
+            continue
+        if (re.search(r"\blymph\s+$", sent[:m[0]]) or re.match(r"[- ]effect", sent[m[1]:])
+                or re.match(r"\s+(?:thromb\w*|in (?:the )?(?:\w+ )?veins?)\b", sent[m[1]:])):
+            continue  # a lymph node is not a nodule, mass effect not a mass, tumour thrombus not a tumour
+        out.append(m)
+    return out
+
+
+def _segments(sent: str, mentions: list[tuple[int, int, str]]) -> list[tuple[int, int]]:
+    """Each mention's clause: the sentence cut between consecutive mentions at the last break
+    (";", ", ", "and") of the gap, else where the next noun phrase starts."""
+    cuts = [0]
+    for (_, e1, _), (s2, _, _) in zip(mentions, mentions[1:]):
+        gap = sent[e1:s2]
+        breaks = list(_GAP_BREAK.finditer(gap))
+        if breaks:
+            cuts.append(e1 + breaks[-1].end())
+        else:
+            starts = list(_GAP_START.finditer(gap))
+            cuts.append(e1 + (starts[0].start() if starts else len(gap)))
+    cuts.append(len(sent))
+    return [(cuts[i], cuts[i + 1]) for i in range(len(mentions))]
+
+
+def _listed_members(sent: str, end: int, b: int) -> list[tuple[int, int]]:
+    """Spans of the members a plural mention lists after ":" or ",", one per length
+    ("...: 3.8 cm in the right upper pole and 2.0 cm in the right lower pole"); empty unless
+    there are at least two."""
+    rest = sent[end:b]
+    lead = re.match(r"\s*[:,]\s*", rest)
+    if not lead:
+        return []
+    starts = [end + lead.end() + m.start() for m in
+              re.finditer(r"(?<![\w.])\d+(?:\.\d+)?\s*(?:x\s*\d+(?:\.\d+)?\s*)*(?:mm|cm)\b", rest[lead.end():])]
+    if len(starts) < 2:
+        return []
+    bounds = starts[1:] + [b]
+    spans = []
+    for a_, b_ in zip(starts, bounds):
+        piece = sent[a_:b_]
+        cut = re.search(r"(?:,\s*|\s+)(?:and\s+)?$", piece)  # the joining ", and" belongs to neither
+        spans.append((a_, a_ + (cut.start() if cut else len(piece))))
+    return spans
+
+
+def _compatible(a: Finding, b: Finding) -> bool:
+    sides = {a.side, b.side}
+    return ((a.organ in (None, b.organ) or b.organ is None)
+            and (None in sides or len(sides) == 1 or "bilateral" in sides))
+
+
+def report_findings(findings: str, impression: str, nouns: set[str] | None = None) -> list[Finding]:
+    """Every lesion of a report as a :class:`Finding`, in report order.
+
+    Parameters
+    ----------
+    findings : str
+        The report's findings section.
+    impression : str
+        The report's impression section (its restatements join the findings they name).
+    nouns : set of str or None, optional
+        The lesion nouns to read (:func:`nouns_of`); None reads all of :data:`LESION_NOUNS`.
+
+    Returns
+    -------
+    list of Finding
+        One per lesion, with its status, organ, side, sizes, text and sentence span.
+
+    References
+    ----------
+    .. [1] benchmark-MCQ paper, Methods ("RADS-style questions").
+    """
+    nouns = set(LESION_NOUNS) if nouns is None else nouns
+    out: list[Finding] = []
+    section_organ, chained = None, None
+    for section, text in (("findings", findings), ("impression", impression)):
+        for original in sentences(text):
+            sent = normalize_sentence(original)
+            if is_recommendation(sent):
+                chained = None
+                continue
+            header = _HEADER.match(sent)
+            header_text = header.group(1) if header else ""
+            if header and not sent[header.end():].strip():
+                section_organ = _organ(header_text)  # "LIVER:" on its own line heads what follows
+                continue
+            mentions = _mentions(sent, nouns)
+            if not mentions:
+                # "It measures 12 mm." / "Central necrosis." / "No washout.": a sentence naming no
+                # lesion, no side or place and no organ, right after a lesion's sentence, describes it
+                last = out[-1] if out else None
+                if (last is not None and chained is last and last.status == "present"
+                        and (re.match(r"^(?:it|this)\b", sent)
+                             or not (_SIDE.search(sent) or _PLACE.search(sent) or _organ(sent) or header))):
+                    dims, prior = _sizes(sent)
+                    last.text += " " + sent
+                    if dims and last.size_mm is None:
+                        last.dims_mm, last.size_mm = dims, max(dims)
+                    last.prior_size_mm = last.prior_size_mm if prior is None else prior
+                else:
+                    chained = None
+                continue
+            segs = _segments(sent, mentions)
+            joined_to_previous, joined_prev_end = None, 0
+            for (start, end, word), (a, b) in zip(mentions, segs):
+                f = _new_finding(original, sent, start, end, word, a, b, header_text, section_organ, section)
+                # "Dominant lesion is a 2.1 cm mass": a copula joins the two nouns into one lesion
+                if joined_to_previous is not None and _COPULA.match(sent[joined_prev_end:start]):
+                    _merge(joined_to_previous, f, keep_status=True)
+                    joined_prev_end = end
+                    continue
+                # "the largest in the right upper pole measuring 4.1 cm" after a plural mention
+                # ("measuring up to 9 mm": the largest is 9 mm)
+                sub = re.search(r"(?:,\s*|\b)(?:the\s+)?(?:largest|dominant|biggest)\b|\bup to\b", sent[end:b])
+                target = _referent(out, f, sent[:start], section)
+                if target is not None:
+                    _merge(target, f)
+                    joined_to_previous, joined_prev_end = target, end
+                elif (section == "impression" and f.status == "present" and f.size_mm is None and not sub
+                      and any(g.section == "findings" and g.status == "present" and _compatible(g, f) for g in out)):
+                    # an unsized restatement ("Bilateral renal cysts.") summarises lesions already
+                    # described; it is not one more lesion of unknown size
+                    joined_to_previous, joined_prev_end = None, end
+                    continue
+                else:
+                    out.append(f)
+                    joined_to_previous, joined_prev_end = f, end
+                members = _listed_members(sent, end, b) if f.plural and not sub else []
+                if members:
+                    # "Two masses: 3.8 cm in the right upper pole and 2.0 cm in the right lower pole":
+                    # each listed size is its own lesion, with the group's words
+                    head = sent[a:end]
+                    if joined_to_previous is f:
+                        f.text, f.dims_mm, f.size_mm, f.prior_size_mm = head, (), None, None
+                        f.side = _side(head, start - a)
+                    joined_to_previous.summarised = True
+                    for m_a, m_b in members:
+                        part = sent[m_a:m_b]
+                        dims, prior = _sizes(part)
+                        part_side = _side(part, 0)
+                        out.append(dataclasses.replace(
+                            f, plural=False, text=(_SIDE.sub(" ", head) if part_side else head) + " " + part,
+                            dims_mm=dims, size_mm=max(dims) if dims else None, prior_size_mm=prior,
+                            side=part_side or (None if f.side == "bilateral" else f.side), span=(m_a, m_b),
+                            summarised=False))
+                if sub and f.plural:
+                    child_text = sent[end + sub.start():b]
+                    dims, prior = _sizes(child_text)
+                    child_side = _side(child_text, 0)
+                    head = sent[a:end + sub.start()]  # the group's own words
+                    named = re.search(r"dominant", sub.group(0)) is not None
+                    child = dataclasses.replace(
+                        f, plural=False, called_dominant=named, largest_of_group=not named,
+                        # a group on both sides / in both lobes leaves the side to the child's own words
+                        text=(_SIDE.sub(" ", head) if f.side == "bilateral" else head) + " " + child_text,
+                        dims_mm=dims, size_mm=max(dims) if dims else None, prior_size_mm=prior,
+                        side=child_side if child_side else (None if f.side == "bilateral" else f.side))
+                    if joined_to_previous is f:  # the group keeps its own words and sizes
+                        f.text, (f.dims_mm, f.prior_size_mm) = head, _sizes(head)
+                        f.size_mm, f.side = (max(f.dims_mm) if f.dims_mm else None), _side(head, start - a)
+                    group = joined_to_previous
+                    group.summarised = True
+                    target = _referent(out, child, "", section)
+                    if target is not None and target is not group:
+                        _merge(target, child)
+                    else:
+                        out.append(child)
+            chained = out[-1] if out else None
+    return out
+
+
+def _new_finding(original, sent, start, end, word, a, b, header_text, section_organ, section) -> Finding:
+    clause = sent[a:b]
+    dims, prior = _sizes(clause)
+    organ = _organ(clause) or _organ(header_text) or section_organ
+    side = _side(clause, start - a) or _side(header_text, 0)
+    return Finding(entity=word, status=_status(sent, start, end), organ=organ, side=side,
+                   size_mm=max(dims) if dims else None, dims_mm=dims, prior_size_mm=prior, text=clause,
+                   sentence=original, span=(a, b), plural=word.endswith("s") and not word.endswith("ss")
+                   and word not in ("metastasis",),
+                   called_dominant=bool(_DOMINANT.search(sent[a:start])), small=bool(_SMALL.search(clause)),
+                   section=section)
+
+
+def _referent(out: list[Finding], f: Finding, before: str, section: str) -> Finding | None:
+    """The earlier finding a mention names again, or None for a new lesion."""
+    if not out or f.status not in ("present",):
+        return None
+    candidates = [g for g in out if g.status == "present" and _compatible(g, f)]
+    if _DEFINITE.search(before) and not f.called_dominant:
+        same = [g for g in candidates if not g.plural and (g.entity.rstrip("s") == f.entity.rstrip("s")
+                                                           or f.entity.rstrip("s") in UMBRELLA)]
+        return same[-1] if same else None
+    if section != "impression" and not f.called_dominant:
+        return None
+    if f.size_mm is not None:
+        same = [g for g in candidates if g.size_mm is not None and abs(g.size_mm - f.size_mm) < 0.5]
+        return same[0] if len(same) == 1 else None
+    if section == "impression":
+        pool = [g for g in candidates if not g.plural] if not f.plural else [g for g in candidates if g.plural]
+        if f.side is not None:
+            pool = [g for g in pool if g.side == f.side]
+        return pool[0] if len(pool) == 1 else None
+    return None
+
+
+def _merge(target: Finding, f: Finding, keep_status: bool = False) -> None:
+    target.text += " " + f.text
+    if target.size_mm is None and f.size_mm is not None:
+        target.size_mm, target.dims_mm = f.size_mm, f.dims_mm
+    target.prior_size_mm = target.prior_size_mm if target.prior_size_mm is not None else f.prior_size_mm
+    target.side = target.side or f.side
+    target.organ = target.organ or f.organ
+    target.called_dominant = target.called_dominant or f.called_dominant
+    target.small = target.small or f.small
+    if not keep_status and target.status != "present":
+        target.status = f.status
+
+
+def in_organ(f: Finding, organ: str | None) -> bool:
+    """Whether a finding may be the schema organ's lesion: its organ is that one, or unnamed.
+
+    Parameters
+    ----------
+    f : Finding
+        The finding.
+    organ : str or None
+        The schema's organ (``Schema.organ``); None accepts every finding.
+
+    Returns
+    -------
+    bool
+        True when ``organ`` is None, the finding names no organ, or names ``organ``.
+    """
+    want = SCHEMA_ORGAN.get(organ or "", organ)
+    return want is None or f.organ is None or f.organ == want
+
+
+def dominant(found: list[Finding], organ: str | None = None) -> tuple[Finding | None, str]:
+    """The dominant lesion by the schema's rule, or None with the reason none is.
+
+    Parameters
+    ----------
+    found : list of Finding
+        The report's findings (:func:`report_findings`).
+    organ : str or None, optional
+        The schema's organ; findings placed in another organ are not candidates.
+
+    Returns
+    -------
+    finding : Finding or None
+        The finding the report calls dominant / index; else the one present finding; else the
+        largest present finding by current size ("the largest" of a group is that group's
+        largest, a candidate by its size: a group whose largest is its own finding stands for it).
+    reason : str
+        Empty when a finding is returned; else ``no_lesion_reported``, ``no_dominant_lesion:group``
+        (a plural mention with no largest named), ``no_dominant_lesion:equal_sizes`` or
+        ``no_dominant_lesion:size_not_given``.
+
+    References
+    ----------
+    .. [1] benchmark-MCQ paper, Methods ("RADS-style questions": the dominant lesion).
+    """
+    present = [f for f in found if f.status == "present" and in_organ(f, organ) and not f.summarised]
+    if not present:
+        return None, "no_lesion_reported"
+    named = [f for f in present if f.called_dominant and not f.plural]
+    if named:
+        sized = [f for f in named if f.size_mm is not None]
+        if len(named) == 1 or (sized and len({f.size_mm for f in sized}) == 1 and len(sized) == len(named)):
+            return named[0], ""
+        return None, "no_dominant_lesion:two_called_dominant"
+    if len(present) == 1:
+        return (None, "no_dominant_lesion:group") if present[0].plural else (present[0], "")
+    sized = [f for f in present if f.size_mm is not None]
+    unsized = [f for f in present if f.size_mm is None]
+    if not sized or any(not f.small for f in unsized):
+        return None, "no_dominant_lesion:size_not_given"
+    top = max(f.size_mm for f in sized)
+    tops = [f for f in sized if f.size_mm == top]
+    if len(tops) > 1:
+        return None, "no_dominant_lesion:equal_sizes"
+    return tops[0], ""

@@ -1,0 +1,256 @@
+"""Report-grounded check on the finding, not on words (benchmark-MCQ paper Methods,
+"report-grounded check": keep a key only when it is "explicitly supported by the source text").
+
+A question about a lesion ("Is there a pulmonary nodule?", "What is the size of the left upper
+lobe nodule?", "On which side is the larger renal mass?") is answered from the report's findings
+(:mod:`medscope.benchgen.findings`), each with its assertion status, side, location and current
+size:
+
+- the findings the question is about are those of its lesion noun, in its organ, on its side and
+  at its location (lobe, pole, segment words); "largest" / "larger" / "dominant" / "index" take
+  the dominant finding by the schema's rule;
+- a Yes needs a finding *present* (a "possible", "historical" or "no new" one supports nothing);
+  a No needs the lesion denied with nothing present ("no new nodules" beside a stable nodule is not
+  a No, "Left kidney: no focal lesion" is not a No to the side-free question);
+- a size is the current size's largest dimension (the short axis when asked; "previously" /
+  "prior" sizes only when the question asks for the prior one), mm and cm compared as lengths;
+- a side is the finding's side; "bilateral" answers a question about either side only as Yes / No.
+
+Questions that name no lesion noun, and lesion questions the findings cannot settle, fall back to
+the sentence rules of :mod:`medscope.benchgen.grounding` (returned as ``None`` here).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+from medscope.benchgen import findings as findmod
+from medscope.benchgen import grounding
+from medscope.benchgen.grounding import SIDES, answer_kind, measurements, normalize_sentence
+
+_PRESENCE = re.compile(r"^(?:is|are)\s+there\s+(?:a|an|any)?\s*(?:new\s+)?(?:[\w-]+\s+){0,4}?"
+                       r"(?:nodules?|mass(?:es)?|lesions?|observations?|cysts?|tumou?rs?|metastas[ie]s|"
+                       r"angiomyolipomas?|ha?emangiomas?|adenomas?)\s*(?:(?:in|of|on)\s+(?:the\s+)?[\w\s-]+)?\??$")
+_SUPERLATIVE = re.compile(r"\b(?:largest|larger|biggest|bigger|dominant|index)\b")
+_QSIDE = re.compile(r"\b(left|right)\b")
+_PLACE_PHRASE = re.compile(r"\b(?:(?:upper|middle|lower)\s+(?:lobe|pole)|interpolar|lingula\w*|caudate|"
+                           r"segment\s+\w+|(?:frontal|parietal|temporal|occipital)\s+lobe|"
+                           r"rul|rml|rll|lul|lll)\b")
+_PRIOR_Q = re.compile(r"\b(?:prior|previous|previously|earlier|baseline)\b")
+
+
+def _question_nouns(q: str) -> set[str]:
+    found = {k for k, pat in findmod._NOUN_OF if pat.search(q)}
+    return set(findmod.LESION_NOUNS) if found & findmod.UMBRELLA else found
+
+
+def _about(q: str, found: list[findmod.Finding], nouns: set[str]) -> list[findmod.Finding]:
+    """The findings a question is about: its noun, organ, side, location and describing words
+    ("the ground-glass nodule"); a plural noun asks about groups, a singular one about lesions."""
+    organ = findmod._organ(q)
+    plural = any(m.group(0).endswith("s") and not m.group(0).endswith("ss")
+                 for _, pat in findmod._NOUN_OF for m in pat.finditer(q)) and "metastasis" not in q
+    side = _QSIDE.search(q)
+    places = [p.group(0) for p in _PLACE_PHRASE.finditer(q)]
+    out = []
+    for f in found:
+        noun = next((k for k, pat in findmod._NOUN_OF if pat.fullmatch(f.entity)), None)
+        if noun not in nouns:
+            continue
+        if organ and organ != "lymph node" and f.organ not in (None, organ):
+            continue
+        if side and f.side not in (side.group(1), "bilateral") and f.side is not None:
+            continue
+        if side and f.side is None:
+            continue
+        if places and not all(p in f.text for p in places):
+            continue
+        if (f.largest_of_group if plural else f.summarised):
+            continue
+        out.append(f)
+    qualifiers = _qualifiers(q)
+    if qualifiers and out:
+        described = [f for f in out if qualifiers <= {t for t, _, _ in grounding.tokens(f.text)}]
+        return described
+    return out
+
+
+def _qualifiers(q: str) -> set[str]:
+    """Stems of the words that describe the asked lesion ("ground-glass", "solid", "enhancing"),
+    i.e. the question's subject minus lesion nouns, sides, places, organs and change words."""
+    subject = grounding.subject_stems(q)
+    drop = {grounding.stem(w) for w in (*findmod.LESION_NOUNS, "nodules", "masses", "lesions", "cysts", "left",
+                                        "right", "upper", "middle", "lower", "pole", "lobe", "segment", "current",
+                                        "currently", "now", "prior", "previous", "new", "renal", "kidney",
+                                        "pulmonary", "lung", "hepatic", "liver", "adrenal", "brain", "interpolar",
+                                        "region", "axis", "short", "long", "largest", "larger", "dominant",
+                                        "examination", "exam", "study", "scan", "ct", "mri", "image", "images",
+                                        "comparison", "measure", "measured", "today", "currently")}
+    organ_words = set()
+    for pat in findmod.ORGAN_WORDS.values():
+        organ_words |= {grounding.stem(m.group(0).split()[-1]) for m in re.finditer(pat, q)}
+    return {w for w in subject - drop - organ_words if not w[0].isdigit()}
+
+
+def check_lesion_key(question: str, answer: str, kind: str, findings: str, impression: str
+                     ) -> tuple[bool, str, str] | None:
+    """(kept, supporting sentence, reason) of a key about a lesion, from the report's findings;
+    None when the question is not about a lesion or its findings cannot settle it.
+
+    Parameters
+    ----------
+    question : str
+        The question text.
+    answer : str
+        The key (the correct option's text).
+    kind : str
+        ``yes_no``, ``quantity`` or ``side`` (:func:`medscope.benchgen.grounding.answer_kind`); other
+        kinds return None.
+    findings : str
+        The report's findings section.
+    impression : str
+        The report's impression section.
+
+    Returns
+    -------
+    tuple of (bool, str, str) or None
+        ``(kept, sentence, reason)`` as :func:`medscope.benchgen.grounding.check_key` gives it; reasons
+        here: ``no_dominant_lesion:<why>``, ``uncertain_in_report``, ``only_no_new``,
+        ``only_side_specific_denial``, ``contradicted_by_report``, ``quantity_not_stated``,
+        ``ambiguous_measurement``, ``side_not_stated``, ``ambiguous_side``. None: the sentence rules decide.
+
+    References
+    ----------
+    .. [1] benchmark-MCQ paper, Methods ("report-grounded check").
+    """
+    q = normalize_sentence(question)
+    nouns = _question_nouns(q)
+    if not nouns or kind not in ("yes_no", "quantity", "side"):
+        return None
+    found = findmod.report_findings(findings, impression)
+    superlative = bool(_SUPERLATIVE.search(q))
+    if kind == "yes_no":
+        if not _PRESENCE.match(q.strip()):
+            return None
+        return _presence(q, normalize_sentence(answer).startswith("yes"), found, nouns)
+    if superlative:
+        organ = findmod._organ(q)
+        pool = [f for f in found if next((k for k, p in findmod._NOUN_OF if p.fullmatch(f.entity)), None) in nouns]
+        dom, why = findmod.dominant(pool, organ)
+        if dom is None:
+            return (False, "", why) if why != "no_lesion_reported" else None
+        about = [dom]
+    else:
+        about = [f for f in _about(q, found, nouns) if f.status == "present"]
+    if not about:
+        return None
+    if kind == "quantity":
+        return _quantity(q, answer, about)
+    return _side_key(answer, about, superlative)
+
+
+def _presence(q: str, yes: bool, found, nouns) -> tuple[bool, str, str] | None:
+    new_only = bool(re.search(r"\bnew\b", q))
+    about = _about(q, found, nouns)
+    side = _QSIDE.search(q)
+    if not about:
+        # a side-specific question with a side-free denial: "No renal mass." answers "Is there a left renal mass?"
+        if side:
+            free = [f for f in _about(_QSIDE.sub(" ", q), found, nouns) if f.side is None and f.status == "negated"]
+            if free:
+                return (not yes, free[0].sentence if not yes else "", "" if not yes else "contradicted_by_report")
+        return None
+    present = [f for f in about if f.status == "present" and (not new_only or re.search(r"\bnew\b", f.text))]
+    denied = [f for f in about if f.status == "negated" or (new_only and f.status == "prior_comparison")]
+    if side is None:
+        sided = [f for f in denied if f.side in ("left", "right")]
+        if sided and {f.side for f in sided} != {"left", "right"}:
+            denied = [f for f in denied if f not in sided]  # "Left kidney: no focal lesion" is not a No
+            if not denied and not present:
+                return False, "", "only_side_specific_denial" if not yes else "subject_not_in_report"
+    if present:
+        return (True, present[0].sentence, "") if yes else (False, "", "contradicted_by_report")
+    if denied:
+        return (True, denied[0].sentence, "") if not yes else (False, "", "contradicted_by_report")
+    statuses = {f.status for f in about}
+    if "prior_comparison" in statuses:
+        return False, "", "only_no_new"
+    if statuses & {"possible"}:
+        return False, "", "uncertain_in_report"
+    return False, "", "only_historical" if "historical" in statuses else "subject_not_in_report"
+
+
+def _quantity(q: str, answer: str, about) -> tuple[bool, str, str] | None:
+    got = measurements(normalize_sentence(answer))
+    if len(got) != 1 or got[0][0] != "length" or len(got[0][1]) != 1:
+        return None
+    want = got[0][1][0]
+    short = "short axis" in q or "smallest dimension" in q
+    prior = bool(_PRIOR_Q.search(q))
+    values = []
+    for f in about:
+        if prior:
+            v = f.prior_size_mm
+        else:
+            v = (min(f.dims_mm) if short else f.size_mm) if f.dims_mm else None
+        if v is not None:
+            values.append((v, f))
+    if not values:
+        return None
+    if len({round(v, 3) for v, _ in values}) > 1:
+        return False, "", "ambiguous_measurement"
+    v, f = values[0]
+    if math.isclose(v, want, rel_tol=1e-6, abs_tol=1e-6):
+        return True, f.sentence, ""
+    return False, "", "quantity_not_stated"
+
+
+def _side_key(answer: str, about, superlative: bool) -> tuple[bool, str, str] | None:
+    want = SIDES.get(normalize_sentence(answer).strip(" ."))
+    if want is None:
+        return None
+    sides = {f.side for f in about if f.side}
+    if not sides:
+        return None
+    if len(sides) > 1:
+        return False, "", "ambiguous_side"
+    side = sides.pop()
+    if side == want:
+        return True, next(f.sentence for f in about if f.side == side), ""
+    return False, "", "contradicted_by_report"
+
+
+def check_key(question: str, answer: str, findings: str, impression: str) -> tuple[bool, str, str]:
+    """(kept, supporting sentence, reject reason) of one key against its report: a lesion question
+    from the report's findings (:func:`check_lesion_key`), anything else -- and a lesion question the
+    findings cannot settle -- by the sentence rules (:func:`medscope.benchgen.grounding.check_key`).
+
+    Parameters
+    ----------
+    question : str
+        The question text.
+    answer : str
+        The key (the correct option's text).
+    findings : str
+        The report's findings section.
+    impression : str
+        The report's impression section.
+
+    Returns
+    -------
+    kept : bool
+        Whether the report states the key.
+    sentence : str
+        The supporting sentence as the report writes it; empty when not kept.
+    reason : str
+        Empty when kept; else the deciding rule's reject reason.
+
+    References
+    ----------
+    .. [1] benchmark-MCQ paper, Methods ("report-grounded check").
+    """
+    on_finding = check_lesion_key(question, answer, answer_kind(question, answer), findings, impression)
+    if on_finding is not None:
+        return on_finding
+    return grounding.check_key(question, answer, findings, impression)
