@@ -24,6 +24,7 @@ from medscope.protocols.counterfactual import report_summary as rs
 from medscope.protocols.counterfactual import plots
 from medscope.render import gallery, thin
 from medscope.protocols.counterfactual import summary
+from medscope.protocols.counterfactual.agent_episode import IMAGE_BLIND_CONDITIONS
 from medscope.render.document import Image, Para, Raw, Section, Table, slug
 from medscope.analysis import paired_differences as cmp
 from medscope.protocols.counterfactual import costs, rewards
@@ -162,8 +163,9 @@ def _read_scored(run: str) -> tuple[dict, pa.Table, pd.DataFrame, pd.DataFrame]:
 
 
 def _ordered_runs(scores: pd.DataFrame, metrics: pd.DataFrame, ts0: str) -> tuple[list, set]:
-    """The (model, condition) runs, models that read the image first by ESG on ``ts0``, constant
-    policies (reference rows that read no image) last; and the set of constant ones."""
+    """The (model, condition) runs, models that may read the image first by ESG on ``ts0``, then
+    conditions that show no image, constant policies (reference rows that read no image) last; and
+    the set of constant ones."""
     keys = sorted({(r.model, r.condition) for r in scores[["model", "condition"]].drop_duplicates().itertuples()})
 
     def esg_of(k):
@@ -171,7 +173,7 @@ def _ordered_runs(scores: pd.DataFrame, metrics: pd.DataFrame, ts0: str) -> tupl
         return -np.inf if r is None or pd.isna(r.value) else r.value
 
     constant = summary.constant_policies(scores)
-    keys.sort(key=lambda k: (k in constant, -esg_of(k), k))
+    keys.sort(key=lambda k: (k in constant, k[1] in IMAGE_BLIND_CONDITIONS, -esg_of(k), k))
     return keys, constant
 
 
