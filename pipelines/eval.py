@@ -44,7 +44,7 @@ from pipelines.support.accounting import Accounting, conclude, failure_reason
 from pipelines.support.eval_drive import drive_units, unit_outcome
 from pipelines.support.flags import add_action, add_config_flags, cli, config_from_args
 from pipelines.support.jobs import job_main, print_summary
-from pipelines.support import protocol_flags
+from pipelines.support import preflight, protocol_flags
 
 DEFAULT_PROTOCOL = "counterfactual"
 FETCH_BLOCK = 64  # items a worker fetches from the items table at once (consecutive in the table)
@@ -77,6 +77,9 @@ class EvalConfig(StrictModel):
     # addition: the paper sets no tolerance; by default any failed or refused unit exits non-zero
     max_failed: float | None = pydantic.Field(None, ge=0, description="failed + refused units accepted before the exit "
                                               "code says so: a count (3) or a fraction of the units run (0.05)")
+    preflight: bool = pydantic.Field(True, description=(
+        "before Ray starts, one model-list request to each API model's endpoint (--no-preflight: offline, "
+        "keys still checked)"))
 
     @pydantic.field_validator("items", mode="before")
     @classmethod
@@ -272,7 +275,9 @@ def run_sweep(cfg: EvalConfig, protocol: EvalProtocol | None = None, entries: li
     ------
     MedScopeError
         When a local model's checkpoint is missing, a condition is not the protocol's, several item tables
-        are given to a protocol that reads one, or item ids repeat.
+        are given to a protocol that reads one, item ids repeat, or an API model with units to run
+        fails the pre-flight (its key variable unset, its endpoint unreachable or refusing the key:
+        :mod:`pipelines.support.preflight`), before Ray starts.
 
     References
     ----------
@@ -343,6 +348,9 @@ def run_sweep(cfg: EvalConfig, protocol: EvalProtocol | None = None, entries: li
     results: list[dict] = []
     workers_lost, sent_again = 0, []
     if todo:
+        # a missing key or a down endpoint: one line per model now, not one failed unit each after Ray starts
+        wanted = {u["model"] for u in todo}
+        preflight.require([e for e in entries if e.name in wanted], reach=cfg.preflight)
         ensure_ray()
         driven = drive_units(cfg, protocol, entries, todo, episodes_uri, run_id, spent_before, cluster_gpus() > 0)
         results, stopped, workers_lost, sent_again = (driven.results, driven.stopped, driven.workers_lost,
