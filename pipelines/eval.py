@@ -438,10 +438,49 @@ def show(uri: str) -> list[dict]:
     return out
 
 
+def failed_units(uri: str) -> list[dict]:
+    """The units an eval run's ``rejects/`` holds, grouped by model and reason (what ``eval show``
+    prints when a run wrote no episode, e.g. every unit failed).
+
+    Parameters
+    ----------
+    uri : str
+        The eval run folder or its ``episodes/``.
+
+    Returns
+    -------
+    list of dict
+        ``model``, ``reason`` (the status and the error's leading name,
+        :func:`pipelines.support.accounting.failure_reason`; or the refusal's reason), ``units``
+        and ``example`` (the first unit's full error text, credentials in URLs redacted), most
+        units first; empty when the run has no rejects.
+    """
+    rejects = layout.EvalRun(uri.rstrip("/") or uri).rejects  # a run that wrote no episodes/ at all
+    if not storage.is_dir(rejects):
+        rejects = layout.EvalRun(layout.folder_of("episodes", uri)).rejects
+    if not storage.is_dir(rejects):
+        return []
+    groups: dict[tuple[str, str], list[str]] = {}
+    for r in records.read_table("rejects", rejects, columns=["source", "reason", "detail"]).to_pylist():
+        reason = failure_reason(r["reason"], r["detail"]) if r["reason"] in ("failed", "retry_later") else r["reason"]
+        groups.setdefault((r["source"], reason), []).append(r["detail"] or "")
+    rows = [{"model": m, "reason": reason, "units": len(d), "example": safe_text.redact_urls(d[0])}
+            for (m, reason), d in groups.items()]
+    return sorted(rows, key=lambda r: (-r["units"], r["model"], r["reason"]))
+
+
 def _print_show(uri: str) -> None:
     rows = show(uri)
     if not rows:
-        print(f"no episodes under {uri}")
+        failed = failed_units(uri)
+        if not failed:
+            print(f"no episodes under {uri}")
+            return
+        print(f"no episodes under {uri}: {sum(r['units'] for r in failed)} unit(s) failed or were refused, none done")
+        for r in failed:
+            print(f"  {r['model']}: {r['units']} {r['reason']}" + (f" (e.g. {r['example'][:200]})" if r["example"] else ""))
+        print("failed units (not refused ones) are tried again by the next `medscope eval run` on the same --out; "
+              "rejects/ holds each one")
         return
     cols = list(rows[0])
     cells = [[(f"{r[c]:.6f}" if c == "cost_usd" else f"{r[c]:.3f}") if isinstance(r[c], float) else str(r[c])
