@@ -3,9 +3,9 @@
 #   bash cluster/stop-local-head.sh            # the head on dashboard port 8265 (DASHBOARD_PORT=... for another)
 # `ray stop` stops every Ray process of the user on the machine: on a shared workstation, other
 # people's heads and other checkouts' runs too. start-local-head.sh starts its head in a session of
-# its own and records that process group's id in ${TMPDIR:-/tmp}/medscope-head-<uid>-<port>; this
-# script sends the group SIGTERM, waits up to GRACE_S seconds (default 16, as `ray stop`) for it to
-# empty, then SIGKILLs what is left of that group only. (docs/cluster.md, "One workstation".)
+# its own and records its id in ${TMPDIR:-/tmp}/medscope-head-<uid>-<port>; this script sends that
+# session's processes SIGTERM, waits up to GRACE_S seconds (default 16, as `ray stop`) for it to
+# empty, then SIGKILLs what is left of that session only. (docs/cluster.md, "One workstation".)
 set -euo pipefail
 DASHBOARD_PORT=${DASHBOARD_PORT:-8265}
 GRACE_S=${GRACE_S:-16}
@@ -16,7 +16,8 @@ if [ ! -f "$STATE" ]; then
 fi
 pgid=$(sed -n 's/^HEAD_PGID=\([0-9][0-9]*\)$/\1/p' "$STATE")
 [ -n "$pgid" ] || { echo "stop-local-head.sh: $STATE names no process group; nothing stopped" >&2; exit 1; }
-alive() { pgrep -g "$pgid" >/dev/null 2>&1; }
+# the session, not only the group: Ray's workers lead process groups of their own in the head's session
+alive() { pgrep -s "$pgid" >/dev/null 2>&1; }
 if ! alive; then
   rm -f "$STATE"
   echo "Ray head (process group $pgid) had already stopped"
@@ -27,9 +28,9 @@ if ! ps -o args= -g "$pgid" | grep -q "ray"; then
   echo "stop-local-head.sh: process group $pgid holds no Ray process (stale $STATE); nothing stopped" >&2
   exit 1
 fi
-kill -TERM -- "-$pgid" 2>/dev/null || true
+pkill -TERM -s "$pgid" 2>/dev/null || true
 for _ in $(seq "$GRACE_S"); do alive || break; sleep 1; done
-if alive; then kill -KILL -- "-$pgid" 2>/dev/null || true; fi
+if alive; then pkill -KILL -s "$pgid" 2>/dev/null || true; fi
 for _ in 1 2 3 4 5; do alive || break; sleep 1; done
 rm -f "$STATE"
 echo "Ray head stopped (process group $pgid); other Ray processes on this machine untouched"

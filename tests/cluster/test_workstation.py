@@ -37,9 +37,12 @@ def _run(root, script, *args, **env):
 # a stand-in for `ray start --head`: leaves a daemon (named like Ray's) in the caller's process
 # group, as Ray's GCS and raylet stay behind when `ray start` returns, and writes its pid
 HEAD = """import os, subprocess, sys
-daemon = subprocess.Popen([sys.executable, "-c", "import time\\nwhile True: time.sleep(60)", "raylet-stand-in"],
-                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-open(os.environ["SEEN"], "w").write(f"{os.getpid()} {os.getpgid(0)} {daemon.pid}")
+def start(name, **kw):
+    return subprocess.Popen([sys.executable, "-c", "import time\\nwhile True: time.sleep(60)", name],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, **kw)
+daemon = start("raylet-stand-in")
+worker = start("ray-worker-stand-in", process_group=0)  # Ray's workers lead groups of their own
+open(os.environ["SEEN"], "w").write(f"{os.getpid()} {os.getpgid(0)} {daemon.pid} {worker.pid}")
 """
 
 
@@ -58,19 +61,19 @@ def test_stop_script_stops_its_own_head_and_nothing_else(tmp_path):
     # someone else's Ray on the machine: a process ray stop would have stopped
     other = subprocess.Popen([sys.executable, "-c", "import time\nwhile True: time.sleep(60)", "ray-of-another-user"],
                              start_new_session=True)
-    daemon = None
+    daemon = worker = None
     try:
         r = _run(root, "start-local-head.sh", RAY_AUTH_MODE="disabled", SEEN=str(seen))
         assert r.returncode == 0, r.stderr
-        start_pid, start_pgid, daemon = map(int, seen.read_text().split())
+        start_pid, start_pgid, daemon, worker = map(int, seen.read_text().split())
         assert start_pgid == start_pid  # `ray start` led a process group of its own
         state = (root / f"medscope-head-{os.getuid()}-8265").read_text()
         assert f"HEAD_PGID={start_pgid}\n" in state and "GCS_ADDRESS=127.0.0.1:6379" in state
         assert "stop-local-head.sh" in r.stdout
-        assert _alive(daemon)
+        assert _alive(daemon) and _alive(worker) and os.getpgid(worker) != start_pgid
         r = _run(root, "stop-local-head.sh")
         assert r.returncode == 0, r.stderr
-        assert not _alive(daemon) and _alive(other.pid)
+        assert not _alive(daemon) and not _alive(worker) and _alive(other.pid)
         assert not (root / f"medscope-head-{os.getuid()}-8265").exists()
         # nothing recorded any more: a second stop stops nothing and says so
         r = _run(root, "stop-local-head.sh")
@@ -78,8 +81,9 @@ def test_stop_script_stops_its_own_head_and_nothing_else(tmp_path):
     finally:
         other.send_signal(signal.SIGKILL)
         other.wait()
-        if daemon and _alive(daemon):
-            os.kill(daemon, signal.SIGKILL)
+        for pid in (daemon, worker):
+            if pid and _alive(pid):
+                os.kill(pid, signal.SIGKILL)
 
 
 RECORDER = """import json, os, sys
