@@ -4,6 +4,8 @@ and never ranked; POPE's summary against hand-counted values."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 import pyarrow as pa
@@ -212,3 +214,37 @@ def test_probe_summary_puts_each_reader_beside_its_no_image_control():
                       "no-image control 0.300 [0.200, 0.400] (10 cases)."]
     assert any(ln.startswith("- Constant policies") and "always-absent" in ln and "reader" not in ln for ln in lines)
     assert not any("always-absent · " in ln for ln in lines)
+
+
+def test_one_p_value_format_by_hand():
+    from medscope.stats.bootstrap import p_text
+
+    assert p_text(0.0123) == "p = 0.012" and p_text(0.062, 1000) == "p = 0.062"
+    assert p_text(0.0004) == "p < 0.001" and p_text(0.0005, 1000) == "p < 0.001"
+    # no resample crossed zero: below 2/B, its smallest non-zero value
+    assert p_text(0.0, 2000) == "p < 0.001" and p_text(0.0, 200) == "p < 0.01" and p_text(0.0, 400) == "p < 0.005"
+    assert p_text(float("nan")) == p_text(None) == "p n/a" and p_text(1.0) == "p = 1.000"
+
+
+def test_report_details_b_used_no_nan_one_p_format_and_rates_with_n(report):
+    md = (report / "report" / "report.md").read_text()
+    # the paired caption names the B these comparisons used (the run's 200), not the paper's 2,000
+    paired = md.split("## Paired differences", 1)[1].split("\n## ", 1)[0]
+    assert "here B = 200: p < 0.01" in paired and "2,000" not in paired
+    assert not re.search(r"\bnan\b", md, re.IGNORECASE)
+    # every p-value written one way: "p = 0.012", "p < 0.001" (or "p < 2/B" of this run's B)
+    ps = re.findall(r"\bp (?:[=<] )?[0-9]+(?:\.[0-9]+)?(?:e[+-]?[0-9]+)?", md)
+    assert ps and all(re.fullmatch(r"p (= [01]\.\d{3}|< 0\.001|< 0\.01)", p) for p in ps), sorted(set(ps))
+    # the reference against itself: no test, said so
+    tests = md.split("## Further tests", 1)[1].split("\n## ", 1)[0]
+    ref = next(ln for ln in tests.splitlines() if ln.startswith("| model-02 [agent]"))
+    assert "– (reference)" in ref
+    # CCR and the claim rates carry the cases they are over (from the metrics rows)
+    m = records.read_table("metrics", str(report / "run" / "metrics.parquet")).to_pandas()
+    main = md.split("## Main table", 1)[1].split("\n## ", 1)[0]
+    row = next(ln for ln in main.splitlines() if ln.startswith("| model-02 [agent]"))
+    for metric in ("ccr", "erased_claims", "healthy_claims"):
+        r = m[(m.model == "model-02") & (m.condition == "agent") & (m.metric == metric) & (m.breakdown == "all")
+              & m.reference.isna()].iloc[0]
+        shown = f"{100 * r.value:.1f}" if metric.endswith("claims") else f"{r.value:.3f}"
+        assert f"| {shown} ({r.n_cases} cases)" in row, (metric, row)

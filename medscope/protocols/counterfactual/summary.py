@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from medscope.stats.bootstrap import p_text
+
 FOLLOWS = "follows the image"
 CONSTANT = "image-blind (constant policy)"
 BLIND_BY_DESIGN = "image-blind by design (the condition shows no image)"
@@ -127,12 +129,6 @@ def _ci(v, lo, hi, pct=False) -> str:
     return f"{f(v)} [{f(lo)}, {f(hi)}]" if np.isfinite(lo) and np.isfinite(hi) else f(v)
 
 
-def _p(p: float, n_boot: int) -> str:
-    if not np.isfinite(p):
-        return "p –"
-    if n_boot and p < 1 / n_boot:
-        return f"p < {1 / n_boot:.3g}"
-    return f"p = {p:.3f}"
 
 
 NAMES = {"esg": "ESG", "erased_claims": "erased-lesion claims", "net_utility": "net utility",
@@ -192,7 +188,7 @@ def summary_lines(rows: list[ModelRow], diffs: list[Difference], facts: RunFacts
     for label in labels[:MAX_HEADLINES]:  # one line per model; the paired table holds every comparison
         ds = [d for d in heads if d.label == label]
         out.append(f"- **{label} minus {ds[0].reference}** (paired case bootstrap): " + "; ".join(
-            f"{NAMES[d.metric]} {d.value:+.3f} [{d.lo:+.3f}, {d.hi:+.3f}], {_p(d.p, d.n_boot)}" for d in ds) + ".")
+            f"{NAMES[d.metric]} {d.value:+.3f} [{d.lo:+.3f}, {d.hi:+.3f}], {p_text(d.p, d.n_boot)}" for d in ds) + ".")
     if len(labels) > MAX_HEADLINES:
         out.append(f"- {len(labels) - MAX_HEADLINES} more comparisons in [the paired differences](#paired).")
     readers = [r for r in rows if not r.constant and np.isfinite(r.net_utility)]
