@@ -30,9 +30,16 @@ args=(--head --port "$GCS_PORT" --dashboard-host 127.0.0.1 --dashboard-port "$DA
 # is in one process group, whose id is recorded for stop-local-head.sh: it stops this head only,
 # never another user's or another checkout's Ray on the machine (`ray stop` stops them all).
 STATE=${MEDSCOPE_HEAD_STATE:-${TMPDIR:-/tmp}/medscope-head-$(id -u)-$DASHBOARD_PORT}
-setsid "$RAY" start "${args[@]}" "$@" &
-head_pgid=$!
-wait "$head_pgid"
+if [ "$(ps -o sid= -p $$ | tr -d ' ')" = "$$" ]; then
+  # already the leader of a session of its own (started with setsid, or by a supervisor that
+  # did): the head's processes share it, and whoever started this script can end them with it
+  head_pgid=$$
+  "$RAY" start "${args[@]}" "$@"
+else
+  setsid "$RAY" start "${args[@]}" "$@" &
+  head_pgid=$!
+  wait "$head_pgid"
+fi
 printf 'HEAD_PGID=%s\nGCS_ADDRESS=127.0.0.1:%s\nDASHBOARD=http://127.0.0.1:%s\n' \
   "$head_pgid" "$GCS_PORT" "$DASHBOARD_PORT" > "$STATE"
 mode=${RAY_AUTH_MODE:-$([ -f "$HOME/.ray/auth_token" ] && echo token || echo disabled)}

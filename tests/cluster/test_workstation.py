@@ -133,3 +133,24 @@ def test_a_dashboard_address_is_set_aside_for_direct_verbs_in_one_line(monkeypat
     assert calls[0]["address"] == "local" and calls[0]["num_cpus"] == 1
     err = capsys.readouterr().err
     assert err.count("is a dashboard address") == 1 and "RAY_ADDRESS=127.0.0.1:6379" in err
+
+
+def test_a_script_already_leading_its_session_keeps_the_head_in_it(tmp_path):
+    # as tests/cluster/test_scripts.py starts it (start_new_session): the head stays in the
+    # caller's session, so killing that process group still ends it
+    root = _checkout(tmp_path, HEAD)
+    seen = tmp_path / "seen"
+    env = {"PATH": BARE_PATH, "HOME": str(root), "TMPDIR": str(root), "RAY_AUTH_MODE": "disabled", "SEEN": str(seen)}
+    proc = subprocess.Popen(["bash", str(root / "cluster" / "start-local-head.sh")], env=env, start_new_session=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    assert proc.wait(timeout=120) == 0
+    _, start_pgid, daemon, worker = map(int, seen.read_text().split())
+    try:
+        assert start_pgid == proc.pid and os.getpgid(daemon) == proc.pid
+        assert f"HEAD_PGID={proc.pid}\n" in (root / f"medscope-head-{os.getuid()}-8265").read_text()
+        assert _run(root, "stop-local-head.sh").returncode == 0
+        assert not _alive(daemon) and not _alive(worker)
+    finally:
+        for pid in (daemon, worker):
+            if _alive(pid):
+                os.kill(pid, signal.SIGKILL)
