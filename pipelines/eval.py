@@ -45,7 +45,7 @@ from pipelines.support.accounting import Accounting, conclude, failure_reason
 from pipelines.support.eval_drive import drive_units, unit_outcome
 from pipelines.support.flags import add_action, add_config_flags, cli, config_from_args
 from pipelines.support.jobs import job_main, print_summary
-from pipelines.support import protocol_flags
+from pipelines.support import preflight, protocol_flags
 
 DEFAULT_PROTOCOL = "counterfactual"
 FETCH_BLOCK = 64  # items a worker fetches from the items table at once (consecutive in the table)
@@ -78,6 +78,9 @@ class EvalConfig(StrictModel):
     # addition: the paper sets no tolerance; by default any failed or refused unit exits non-zero
     max_failed: float | None = pydantic.Field(None, ge=0, description="failed + refused units accepted before the exit "
                                               "code says so: a count (3) or a fraction of the units run (0.05)")
+    preflight: bool = pydantic.Field(True, description=(
+        "before Ray starts, one model-list request to each API model's endpoint (--no-preflight: offline, "
+        "keys still checked)"))
 
     @pydantic.field_validator("items", mode="before")
     @classmethod
@@ -273,7 +276,9 @@ def run_sweep(cfg: EvalConfig, protocol: EvalProtocol | None = None, entries: li
     ------
     MedScopeError
         When a local model's checkpoint is missing, a condition is not the protocol's, several item tables
-        are given to a protocol that reads one, or item ids repeat.
+        are given to a protocol that reads one, item ids repeat, or an API model with units to run
+        fails the pre-flight (its key variable unset, its endpoint unreachable or refusing the key:
+        :mod:`pipelines.support.preflight`), before Ray starts.
 
     References
     ----------
@@ -344,6 +349,9 @@ def run_sweep(cfg: EvalConfig, protocol: EvalProtocol | None = None, entries: li
     results: list[dict] = []
     workers_lost, sent_again = 0, []
     if todo:
+        # a missing key or a down endpoint: one line per model now, not one failed unit each after Ray starts
+        wanted = {u["model"] for u in todo}
+        preflight.require([e for e in entries if e.name in wanted], reach=cfg.preflight)
         ensure_ray()
         driven = drive_units(cfg, protocol, entries, todo, episodes_uri, run_id, spent_before, cluster_gpus() > 0)
         results, stopped, workers_lost, sent_again = (driven.results, driven.stopped, driven.workers_lost,
@@ -431,10 +439,49 @@ def show(uri: str) -> list[dict]:
     return out
 
 
+def failed_units(uri: str) -> list[dict]:
+    """The units an eval run's ``rejects/`` holds, grouped by model and reason (what ``eval show``
+    prints when a run wrote no episode, e.g. every unit failed).
+
+    Parameters
+    ----------
+    uri : str
+        The eval run folder or its ``episodes/``.
+
+    Returns
+    -------
+    list of dict
+        ``model``, ``reason`` (the status and the error's leading name,
+        :func:`pipelines.support.accounting.failure_reason`; or the refusal's reason), ``units``
+        and ``example`` (the first unit's full error text, credentials in URLs redacted), most
+        units first; empty when the run has no rejects.
+    """
+    rejects = layout.EvalRun(uri.rstrip("/") or uri).rejects  # a run that wrote no episodes/ at all
+    if not storage.is_dir(rejects):
+        rejects = layout.EvalRun(layout.folder_of("episodes", uri)).rejects
+    if not storage.is_dir(rejects):
+        return []
+    groups: dict[tuple[str, str], list[str]] = {}
+    for r in records.read_table("rejects", rejects, columns=["source", "reason", "detail"]).to_pylist():
+        reason = failure_reason(r["reason"], r["detail"]) if r["reason"] in ("failed", "retry_later") else r["reason"]
+        groups.setdefault((r["source"], reason), []).append(r["detail"] or "")
+    rows = [{"model": m, "reason": reason, "units": len(d), "example": safe_text.redact_urls(d[0])}
+            for (m, reason), d in groups.items()]
+    return sorted(rows, key=lambda r: (-r["units"], r["model"], r["reason"]))
+
+
 def _print_show(uri: str) -> None:
     rows = show(uri)
     if not rows:
-        print(f"no episodes under {uri}")
+        failed = failed_units(uri)
+        if not failed:
+            print(f"no episodes under {uri}")
+            return
+        print(f"no episodes under {uri}: {sum(r['units'] for r in failed)} unit(s) failed or were refused, none done")
+        for r in failed:
+            print(f"  {r['model']}: {r['units']} {r['reason']}" + (f" (e.g. {r['example'][:200]})" if r["example"] else ""))
+        print("failed units (not refused ones) are tried again by the next `medscope eval run` on the same --out; "
+              "rejects/ holds each one")
         return
     cols = list(rows[0])
     cells = [[(f"{r[c]:.6f}" if c == "cost_usd" else f"{r[c]:.3f}") if isinstance(r[c], float) else str(r[c])

@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+from dataclasses import asdict
 from typing import Literal
 
 import cv2
@@ -28,6 +29,7 @@ import numpy as np
 import pyarrow as pa
 import pydantic
 
+from medscope.analysis import thin_splits as thinmod
 from medscope.io import layout, records, safe_text, storage
 from medscope.config import StrictModel
 from medscope.errors import MedScopeError
@@ -170,8 +172,9 @@ def build_views(cases_uri: str, out: str, recipe: Recipe, *, workers: int | None
     dict
         The QC summary (:func:`medscope.views.summary.summarize`) with ``out``, ``views_uri``,
         ``rejects_uri``, ``cases`` (in the cohort), ``built_now`` (cases built by this run),
-        ``seconds``, ``plan_seconds``, ``map_seconds``, ``map_timing`` (None when nothing was built)
-        and ``driver_memory_mb`` (the driver's memory at each phase's end).
+        ``seconds``, ``plan_seconds``, ``map_seconds``, ``map_timing`` (None when nothing was built),
+        ``driver_memory_mb`` (the driver's memory at each phase's end) and ``thin_splits``: each
+        evaluation split too small for a report interval (:func:`medscope.analysis.thin_splits.thin_splits`).
 
     Raises
     ------
@@ -265,6 +268,7 @@ def build_views(cases_uri: str, out: str, recipe: Recipe, *, workers: int | None
     storage.write_text(uris["qc_report"], json.dumps(report, indent=2, sort_keys=True, default=float))
     memory["written"] = memory_mb()
     summary = summarize(qc, all_rejects, report)
+    summary["thin_splits"] = [asdict(t) for t in thinmod.thin_splits(qc, recipe.split_fractions)]
     summary.update(out=out, views_uri=uris["views"], rejects_uri=uris["rejects"], cases=n_cases,
                    built_now=n_todo, seconds=round(time.monotonic() - t0, 2), plan_seconds=round(t_plan, 2),
                    map_seconds=round(t_map, 2), map_timing=timing, driver_memory_mb=memory)
@@ -363,6 +367,46 @@ def run(cfg: BuildViewsConfig) -> dict:
     return build_views(cfg.cases, cfg.out, recipe, workers=cfg.workers, engine=cfg.engine)
 
 
+def thin_warning(summary: dict) -> list[str]:
+    """The warning lines for a build's thin evaluation splits (none when every split is large enough).
+
+    Parameters
+    ----------
+    summary : dict
+        A build or show summary holding ``thin_splits`` (dicts of
+        :class:`medscope.analysis.thin_splits.ThinSplit`).
+
+    Returns
+    -------
+    list of str
+        :func:`medscope.analysis.thin_splits.warning_lines` of them.
+    """
+    return thinmod.warning_lines([thinmod.ThinSplit(**t) for t in summary.get("thin_splits", [])])
+
+
+def cmd_build(args) -> None:
+    """``medscope views build``: build, print the summary, and end with a warning on stderr for
+    every evaluation split too small for a report interval.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed ``views build`` flags (``BuildViewsConfig``).
+    """
+    summary = run(config_from_args(args, source="medscope views build"))
+    print_summary(summary)
+    for line in thin_warning(summary):
+        print(line, file=sys.stderr)
+
+
+def _job(cfg: "BuildViewsConfig") -> dict:
+    """``python -m pipelines.views``: :func:`run`, with the thin-split warning on stderr."""
+    summary = run(cfg)
+    for line in thin_warning(summary):
+        print(line, file=sys.stderr)
+    return summary
+
+
 def register(sub) -> None:
     """Add the ``views`` verb and its commands (build, show, export).
 
@@ -376,7 +420,7 @@ def register(sub) -> None:
     vs.required = True
     b = vs.add_parser("build", help="build views of a cases table on Ray Data (resumable)")
     add_config_flags(b, BuildViewsConfig)
-    b.set_defaults(func=lambda a: print_summary(run(config_from_args(a, source="medscope views build"))))
+    b.set_defaults(func=cmd_build)
     add_action(vs, "show", ViewsShowConfig, cmd_show, "counts per kind, tool, imaging type; QC pass rates, reasons, AUCs")
     add_action(vs, "export", ViewsExportConfig, cmd_export, "PNG panels: original | erased | control, mask outlined")
 
@@ -408,13 +452,18 @@ def show_summary(uri: str) -> dict:
     dict
         The summary of :func:`medscope.views.summary.summarize`: totals, counts by kind, tool,
         imaging type and split, reject reasons, the QC AUCs, keep rules and near-copy pair counts
-        (from the build's ``rejects.parquet`` and ``qc_report.json`` when present).
+        (from the build's ``rejects.parquet`` and ``qc_report.json`` when present), and
+        ``thin_splits``: the evaluation splits too small for a report interval (the recipe's
+        ``split_fractions`` from ``recipe.json`` say which are expected).
     """
     build = layout.ViewsBuild(layout.folder_of("views", uri))
     views = records.read_table("views", uri)
     rejects = records.read_table("rejects", build.rejects).to_pylist() if storage.exists(build.rejects) else []
     report = safe_text.read_json_object(build.qc_report) if storage.exists(build.qc_report) else {}
-    return summarize(views, rejects, report)
+    recipe = safe_text.read_json_object(build.recipe).get("recipe", {}) if storage.exists(build.recipe) else {}
+    summary = summarize(views, rejects, report)
+    summary["thin_splits"] = [asdict(t) for t in thinmod.thin_splits(views, recipe.get("split_fractions"))]
+    return summary
 
 
 def cmd_show(args) -> None:
@@ -447,6 +496,8 @@ def cmd_show(args) -> None:
         print(f"keep rules (§3.3): {k['kept_by_rules']} of {k['lesion_cases']} lesion cases kept; dropped by "
               f"(i) {k['dropped_rule_i']}, by (ii) {k['dropped_rule_ii']} ({k['dropped_rule_ii_only']} by (ii) alone)")
     print(f"near-copy pairs by tier: {s['near_copy_pairs_by_tier']}; cross-cohort pairs: {s['cross_cohort_pairs']}")
+    for line in thin_warning(s):
+        print(line)
 
 
 def _outlined(image: np.ndarray, mask: np.ndarray | None, color=(255, 0, 0)) -> np.ndarray:
@@ -527,4 +578,4 @@ def cmd_export(args) -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(job_main("views", BuildViewsConfig, run))
+    sys.exit(job_main("views", BuildViewsConfig, _job))

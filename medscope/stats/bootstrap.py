@@ -345,6 +345,38 @@ def format_p(p: float, n_boot: int) -> str:
     return f"{p:.3f}" if p >= 0.001 else f"{p:.1e}"
 
 
+def p_text(p: float | None, n_boot: int = 0) -> str:
+    """A p-value as every report line and table cell writes it: ``p = 0.012``, ``p < 0.001``.
+
+    Three decimals from 0.001 up; below, ``p < 0.001``. A bootstrap p of 0 (no resample crossed
+    zero) is below 2/B, its smallest non-zero value (counterfactual paper §3.9): ``p < 0.001`` when
+    2/B is at most 0.001 (B ≥ 2,000), else ``p < 2/B`` (``p < 0.01`` at B = 200).
+
+    Parameters
+    ----------
+    p : float or None
+        The p-value; None or NaN when undefined.
+    n_boot : int, optional
+        Bootstrap resamples B behind it; 0 for an exact test's p.
+
+    Returns
+    -------
+    str
+        ``"p = 0.012"``, ``"p < 0.001"``, ``"p < 0.01"`` or ``"p n/a"``.
+
+    References
+    ----------
+    .. [1] Counterfactual paper, §3.9.
+    """
+    if p is None or not np.isfinite(p):
+        return "p n/a"
+    if n_boot and p <= 0.0 and 2 / n_boot > 0.001:
+        return f"p < {2 / n_boot:.2g}"
+    if p < 0.001:
+        return "p < 0.001"
+    return f"p = {min(p, 1.0):.3f}"
+
+
 def two_sided_p(diff_samples: np.ndarray) -> np.ndarray:
     """Twice the smaller tail proportion of the bootstrap differences at zero, capped at 1.
 

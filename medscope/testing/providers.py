@@ -8,7 +8,9 @@ without Retry-After, 500/503, a slow answer past the client's timeout (``slow``:
 headers at once, then the body one byte at a time, each byte well inside any read timeout, so
 only a deadline on the whole request ends it), a reset connection, a
 truncated or non-JSON body, an empty completion, a refusal. Every request is logged (path,
-text, images, headers, client port) so tests can count what reached the server. ``gate``
+text, images, headers, client port) so tests can count what reached the server; a GET of the
+provider's model list (a sweep's pre-flight) answers 200 (401 for a wrong key) and is logged
+apart, in ``model_list_requests``. ``gate``
 (medscope.testing.gate) can hold requests in flight until the test releases them, so a fault
 test knows a request is in flight before it strikes.
 """
@@ -192,9 +194,10 @@ class FakeProvider:
         self.responder = responder or (lambda text, images: "ok")
         self.latency_s = latency_s
         self.expected_key = expected_key
-        self.requests: list[Request] = []
+        self.requests: list[Request] = []  # POSTs: the model requests
         self.trickles: list[tuple[int, int]] = []  # (body bytes sent before the client left, body bytes)
         self.trickle_done = threading.Event()  # set when a trickled request ends, whichever side ended it
+        self.model_list_requests: list[str] = []  # GETs (a sweep's pre-flight): their paths
         self._script: deque[Action] = deque()
         self._by_text: dict[str, deque[Action]] = {}
         self._lock = threading.Lock()
@@ -467,6 +470,16 @@ def _handler_for(fake: FakeProvider):
                 with fake._lock:
                     fake.trickles.append((sent, len(data)))
                 fake.trickle_done.set()
+
+        def do_GET(self):  # noqa: N802 - the model list a sweep's pre-flight asks for
+            headers = {k.lower(): v for k, v in self.headers.items()}
+            with fake._lock:
+                fake.model_list_requests.append(self.path)
+            if fake.expected_key is not None and fake.key_from(headers) != fake.expected_key:
+                return self._json(401, fake.error_body(401))
+            if self.path.split("?")[0].rstrip("/").endswith("/models"):
+                return self._json(200, {"object": "list", "data": [], "models": []})
+            return self._json(404, fake.error_body(404))
 
         def _json(self, code: int, payload: dict, extra: dict | None = None):
             self._raw(code, json.dumps(payload).encode(), "application/json", extra)

@@ -11,6 +11,7 @@ import tempfile
 import ray
 
 import pipelines
+from medscope.io.safe_text import redact_url
 
 # The folder holding the medscope and pipelines packages (a checkout, or site-packages after
 # a plain install): Ray workers of a local cluster get it on their path to import our code.
@@ -22,7 +23,11 @@ def ensure_ray(num_cpus: int | None = None) -> None:
 
     Under ``ray job submit`` (or with ``RAY_ADDRESS`` set) this attaches to that cluster;
     otherwise it starts a local Ray with every core of the machine (or ``num_cpus``) whose
-    workers get this checkout on their ``PYTHONPATH``, so they import the driver's code.
+    workers get this checkout on their ``PYTHONPATH``, so they import the driver's code. An
+    ``http(s)://`` ``RAY_ADDRESS`` is a dashboard's, for ``ray job submit`` (docs/cluster.md's
+    runbook exports one), which ``ray.init`` refuses: a direct verb then starts its own local
+    Ray and says so in one line, naming the address to set to use that head instead
+    (:func:`driver_address`).
 
     Parameters
     ----------
@@ -39,7 +44,9 @@ def ensure_ray(num_cpus: int | None = None) -> None:
     # under /tmp/ray; MedScope prints its steps and progress. `--verbose` shows everything.
     quiet = {} if verbose else {"log_to_driver": False}
     level = logging.INFO if verbose else logging.ERROR
-    address = os.environ.get("RAY_ADDRESS")
+    address, note = driver_address(os.environ.get("RAY_ADDRESS"))
+    if note:
+        print(note, file=sys.stderr, flush=True)
     with contextlib.nullcontext() if verbose else _init_lines_to_log():
         if address:
             # Under `ray job submit` the job's runtime_env (working_dir, env vars) already
@@ -60,6 +67,37 @@ def ensure_ray(num_cpus: int | None = None) -> None:
     _quiet_ray_data()
     if not verbose:
         _quiet_ray_loggers()
+
+
+def driver_address(env_address: str | None) -> tuple[str | None, str | None]:
+    """The address a driver attaches to, from ``RAY_ADDRESS``, and a note when it is set aside.
+
+    ``ray.init`` takes a GCS address (``HOST:6379``, ``auto``) or a client one (``ray://``); the
+    dashboard's ``http://HOST:8265``, which ``ray job submit`` and ``cluster/submit.sh`` take, makes
+    it fail with ``ValueError: Invalid Ray address``. Such an address is set aside for a direct
+    verb (a local Ray is started), with a note saying what to set to use the head instead.
+
+    Parameters
+    ----------
+    env_address : str or None
+        The ``RAY_ADDRESS`` environment variable's value.
+
+    Returns
+    -------
+    address : str or None
+        The address to attach to; None to start a local Ray.
+    note : str or None
+        One line for stderr when an http(s) address was set aside; else None.
+    """
+    if not env_address:
+        return None, None
+    if env_address.startswith(("http://", "https://")):
+        netloc = env_address.split("://", 1)[1].split("/", 1)[0].rpartition("@")[2]
+        host = netloc.rsplit(":", 1)[0] if ":" in netloc else netloc
+        return None, (f"medscope: RAY_ADDRESS={redact_url(env_address)} is a dashboard address, for `ray job submit` / "
+                      f"cluster/submit.sh; this command starts its own local Ray (to run it on that head: "
+                      f"RAY_ADDRESS={host}:6379, its GCS port)")
+    return env_address, None
 
 
 @contextlib.contextmanager

@@ -4,8 +4,12 @@ and never ranked; POPE's summary against hand-counted values."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 
 from medscope import images
@@ -59,6 +63,25 @@ def test_summary_names_followers_blind_policies_differences_and_caveats():
     assert "45 cases, 103 views" in run and "fewer than 100 cases" in run and "phantom" in run
 
 
+def test_a_condition_that_shows_no_image_is_never_filed_among_models_that_may_read_it():
+    # a blind condition's ESG interval may include 0 or even exclude it (the question's wording
+    # differs by view kind); either way it gets its own line, never "Follow" / "No evidence"
+    rows = [S.ModelRow("m [agent]", 0.30, 0.10, 0.50),
+            S.ModelRow("m [blind]", 0.02, -0.05, 0.09, shown="no image"),
+            S.ModelRow("n [blank]", 0.20, 0.05, 0.35, shown="a grey image"),
+            S.ModelRow("n [agent]", 0.01, -0.10, 0.12)]
+    assert S.verdict(rows[1]) == S.verdict(rows[2]) == S.BLIND_BY_DESIGN
+    lines = S.summary_lines(rows, [], S.RunFacts(200, 400))
+    follow, unclear = _line(lines, "- **Follow the image**"), _line(lines, "- **No evidence either way**")
+    blind = _line(lines, "- **Image-blind by design**")
+    assert "m [agent]" in follow and "[blind]" not in follow and "[blank]" not in follow
+    assert "n [agent]" in unclear and "[blind]" not in unclear and "[blank]" not in unclear
+    assert "m [blind] (no image) ESG 0.020 [-0.050, 0.090]" in blind
+    assert "n [blank] (a grey image) ESG 0.200 [0.050, 0.350]" in blind
+    # a constant policy in the blind condition stays on the constant line (it is both)
+    assert S.verdict(S.ModelRow("r [blind]", 0.0, 0.0, 0.0, constant=True, shown="no image")) == S.CONSTANT
+
+
 def test_summary_without_a_follower_says_so_and_large_real_runs_have_no_small_n_caveat():
     rows = [S.ModelRow("m", 0.02, -0.03, 0.07, 0.5, 0.4), S.ModelRow("always-absent", 0.0, 0, 0, 0, -0.8, True)]
     lines = S.summary_lines(rows, [], S.RunFacts(507, 1115, ["kvasir", "busi"]))
@@ -105,7 +128,8 @@ def test_pope_table_pairs_every_positive_with_each_strategys_negatives():
 
 @pytest.fixture(scope="module")
 def report(tmp_path_factory):
-    """A report of a small synthetic run: three random policies and one constant policy."""
+    """A report of a small synthetic run: three random policies (one also in the blind condition)
+    and one constant policy."""
     root = tmp_path_factory.mktemp("sum")
     img = (np.random.default_rng(0).random((32, 32)) * 255).astype(np.uint8)
     pix = {k: images.encode_png(img) for k in ("original", "target_removal", "random_removal", "degraded",
@@ -116,6 +140,10 @@ def report(tmp_path_factory):
     zoo["always-present"] = {k: 1.0 for k in ("original", "random_removal", "target_removal", "natural_negative",
                                               "degraded")}
     e = synthetic.episodes(v, zoo, seed=2)
+    # model-00 also ran blind (no image): the same random policy, filed as image-blind by design
+    blind = e.filter(pc.equal(e["model"], "model-00"))
+    i = e.schema.get_field_index("condition")
+    e = pa.concat_tables([e, blind.set_column(i, e.schema.field(i), pa.array(["blind"] * blind.num_rows))])
     records.write_table("views", v, str(root / "views.parquet"))
     records.write_table("episodes", e, str(root / "episodes.parquet"))
     score_run(str(root / "episodes.parquet"), str(root / "views.parquet"), str(root / "run"), n_boot=200)
@@ -132,8 +160,10 @@ def test_report_opens_with_the_summary_and_never_ranks_the_constant_policy(repor
     esg = m[(m.model == "model-02") & (m.metric == "esg") & (m.breakdown == "all")].iloc[0]
     assert esg.ci_low > 0  # the fixture's image reader
     follow = _line(summ.splitlines(), "- **Follow the image**")
-    assert f"**model-02** ESG {esg.value:.3f} [{esg.ci_low:.3f}, {esg.ci_high:.3f}]" in follow
-    assert "always-present" not in follow and "always-present" in _line(summ.splitlines(), "- **Image-blind")
+    assert f"**model-02 [agent]** ESG {esg.value:.3f} [{esg.ci_low:.3f}, {esg.ci_high:.3f}]" in follow
+    assert "always-present" not in follow and "always-present" in _line(summ.splitlines(), "- **Image-blind by construction")
+    assert "[blind]" not in follow and "[blind]" not in _line(summ.splitlines(), "- **No evidence either way**")
+    assert "model-00 [blind] (no image) ESG" in _line(summ.splitlines(), "- **Image-blind by design**")
     # rankings: the constant policy is a reference row, never rank 1
     ranks = md.split("## Rankings under every cost matrix", 1)[1].split("\n## ", 1)[0]
     row = next(ln for ln in ranks.splitlines() if ln.startswith("| always-present"))
@@ -184,3 +214,37 @@ def test_probe_summary_puts_each_reader_beside_its_no_image_control():
                       "no-image control 0.300 [0.200, 0.400] (10 cases)."]
     assert any(ln.startswith("- Constant policies") and "always-absent" in ln and "reader" not in ln for ln in lines)
     assert not any("always-absent · " in ln for ln in lines)
+
+
+def test_one_p_value_format_by_hand():
+    from medscope.stats.bootstrap import p_text
+
+    assert p_text(0.0123) == "p = 0.012" and p_text(0.062, 1000) == "p = 0.062"
+    assert p_text(0.0004) == "p < 0.001" and p_text(0.0005, 1000) == "p < 0.001"
+    # no resample crossed zero: below 2/B, its smallest non-zero value
+    assert p_text(0.0, 2000) == "p < 0.001" and p_text(0.0, 200) == "p < 0.01" and p_text(0.0, 400) == "p < 0.005"
+    assert p_text(float("nan")) == p_text(None) == "p n/a" and p_text(1.0) == "p = 1.000"
+
+
+def test_report_details_b_used_no_nan_one_p_format_and_rates_with_n(report):
+    md = (report / "report" / "report.md").read_text()
+    # the paired caption names the B these comparisons used (the run's 200), not the paper's 2,000
+    paired = md.split("## Paired differences", 1)[1].split("\n## ", 1)[0]
+    assert "here B = 200: p < 0.01" in paired and "2,000" not in paired
+    assert not re.search(r"\bnan\b", md, re.IGNORECASE)
+    # every p-value written one way: "p = 0.012", "p < 0.001" (or "p < 2/B" of this run's B)
+    ps = re.findall(r"\bp (?:[=<] )?[0-9]+(?:\.[0-9]+)?(?:e[+-]?[0-9]+)?", md)
+    assert ps and all(re.fullmatch(r"p (= [01]\.\d{3}|< 0\.001|< 0\.01)", p) for p in ps), sorted(set(ps))
+    # the reference against itself: no test, said so
+    tests = md.split("## Further tests", 1)[1].split("\n## ", 1)[0]
+    ref = next(ln for ln in tests.splitlines() if ln.startswith("| model-02 [agent]"))
+    assert "– (reference)" in ref
+    # CCR and the claim rates carry the cases they are over (from the metrics rows)
+    m = records.read_table("metrics", str(report / "run" / "metrics.parquet")).to_pandas()
+    main = md.split("## Main table", 1)[1].split("\n## ", 1)[0]
+    row = next(ln for ln in main.splitlines() if ln.startswith("| model-02 [agent]"))
+    for metric in ("ccr", "erased_claims", "healthy_claims"):
+        r = m[(m.model == "model-02") & (m.condition == "agent") & (m.metric == metric) & (m.breakdown == "all")
+              & m.reference.isna()].iloc[0]
+        shown = f"{100 * r.value:.1f}" if metric.endswith("claims") else f"{r.value:.3f}"
+        assert f"| {shown} ({r.n_cases} cases)" in row, (metric, row)

@@ -199,13 +199,62 @@ def test_check_passes_and_writes_a_self_contained_page(tmp_path, capsys):
     rc = cli.main(["reproduce", "--paper", "paired_modality", "--check", "--out", str(tmp_path / "rep")])
     out = capsys.readouterr().out
     assert rc == 0
-    assert "115 of 115 derivable cells match" in out
+    # the headline says what its cells are: arithmetic on printed values, no model result among them
+    assert out.splitlines()[-1] == ("reproduce: arithmetic on the papers' printed values: 115 of 115 cells match; "
+                                    "model results: need data (6 of 6 tables and figures; the commands under each "
+                                    "'needs data')")
     assert re.search(r"GPT-6 Astra / Photo only / matched FP / CI high\s+paper\s+26\.8\s+ours\s+26\.8", out)
     assert "$ medscope eval run --protocol paired_modality" in out  # the needs-data commands
     html = (tmp_path / "rep" / "reproduce.html").read_text()
     md = (tmp_path / "rep" / "reproduce.md").read_text()
     assert "<html" in html and not re.search(r"""(src|href)=["'](https?:|//)""", html) and "<link" not in html
     assert "§5.2 McNemar" in md and "| GPT-6 Astra / Photo only / matched FP / CI high | 26.8 |" in md
+
+
+def test_quiet_prints_the_headline_alone_on_a_scored_table(capfd):
+    # Table 5 scores the image-blind policies through the scoring code, which reports progress on stderr
+    assert cli.main(["reproduce", "--paper", "counterfactual", "--table", "Table 5", "--quiet"]) == 0
+    printed = capfd.readouterr()
+    assert printed.err == ""
+    assert printed.out.splitlines() == [
+        "reproduce: arithmetic on the papers' printed values: 15 of 15 cells match; model results: need data "
+        "(1 of 1 tables and figures; `medscope reproduce` without --quiet prints the commands)"]
+
+
+def _commands(entry) -> list[list[str]]:
+    """An entry's needs-data commands as argv lists, as printed ('# ...' comments dropped)."""
+    import shlex
+
+    return [shlex.split(c, comments=True) for c in (entry.needs_data.commands if entry.needs_data else [])]
+
+
+def test_every_printed_command_runs_as_printed(papers):
+    """Each command parses with medscope's own parser, and a ``GROUP show P`` reads a folder that
+    an earlier command of the same group wrote (``cohort show`` of a views folder refuses it)."""
+    import contextlib
+    import io
+
+    seen = 0
+    for paper in papers.values():
+        for e in paper.entries:
+            written = {}  # folder -> the verb group whose command wrote it
+            for argv in _commands(e):
+                where = f"{paper.paper} {e.id}: {' '.join(argv)}"
+                assert argv[0] == "medscope", where
+                words = argv[1:]
+                verb = cli._verb_of(words)
+                err = io.StringIO()
+                try:
+                    with contextlib.redirect_stderr(err):
+                        cli.build_parser([cli.VERBS[verb]] if verb else None).parse_args(words)
+                except SystemExit:
+                    pytest.fail(f"{where}: {err.getvalue().strip().splitlines()[-1]}")
+                if words[1:2] == ["show"] and words[2].rstrip("/") in written:
+                    assert written[words[2].rstrip("/")] == words[0], where
+                if "--out" in words:
+                    written[words[words.index("--out") + 1].rstrip("/")] = words[0]
+                seen += 1
+    assert seen > 50
 
 
 def _alter(tmp_path, monkeypatch, paper_id, entry_id, cell_id, printed_was, printed_now):

@@ -64,8 +64,9 @@ def test_closed_port_endpoint_fails_every_unit_and_exits_no_work(ray_cluster, tm
         "name": "nowhere", "kind": "openai", "model": "m", "base_url": f"http://127.0.0.1:{_closed_port()}/v1",
         "api_key_env": KEY_ENV, "max_attempts": 1, "timeout_s": 2.0}]}))
     out = tmp_path / "eval"
+    # --no-preflight: the units themselves meet the closed port (the pre-flight would stop the sweep first)
     rc = cli_main(["eval", "run", "--items", views, "--models", str(models), "--conditions", "agent,plain",
-                   "--out", str(out), "--protocol", PROTOCOL, "--backoff-s", "0.01"])
+                   "--out", str(out), "--protocol", PROTOCOL, "--backoff-s", "0.01", "--no-preflight"])
     err = capfd.readouterr().err
     assert rc == EXIT_NO_WORK
     acc = json.loads((out / "sweep.json").read_text())["accounting"]
@@ -89,7 +90,7 @@ def test_some_failed_units_exit_3_unless_accepted(ray_cluster, tmp_path, monkeyp
              "api_key_env": KEY_ENV, "max_attempts": 1, "timeout_s": 2.0}]}))
         out = tmp_path / "eval"
         argv = ["eval", "run", "--items", views, "--models", str(models), "--conditions", "plain",
-                "--out", str(out), "--protocol", PROTOCOL, "--backoff-s", "0.01"]
+                "--out", str(out), "--protocol", PROTOCOL, "--backoff-s", "0.01", "--no-preflight"]
         assert cli_main(argv) == EXIT_UNITS_FAILED
         err = capfd.readouterr().err
         assert "2 unit(s) failed" in err and "--max-failed" in err

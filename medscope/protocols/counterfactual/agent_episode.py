@@ -32,6 +32,9 @@ from medscope.images import decode_png, encode_png, resize_long_side
 from medscope.models.base import ChatModel, Completion, Decoding, Message, Part
 
 CONDITIONS = ("agent", "plain", "cautious", "few-shot", "blind", "blank", "tools-off", "paraphrase")
+# The conditions that never show the model the case's image, and what they show instead: whatever
+# their ESG, a model in one of them cannot be following the image (the report files them apart).
+IMAGE_BLIND_CONDITIONS = {"blind": "no image", "blank": "a uniform grey image in place of the case's"}
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ from medscope.protocols.counterfactual import report_summary as rs
 from medscope.protocols.counterfactual import plots
 from medscope.render import gallery, thin
 from medscope.protocols.counterfactual import summary
+from medscope.protocols.counterfactual.agent_episode import IMAGE_BLIND_CONDITIONS
 from medscope.render.document import Image, Para, Raw, Section, Table, slug
 from medscope.analysis import paired_differences as cmp
 from medscope.protocols.counterfactual import costs, rewards
@@ -162,8 +163,9 @@ def _read_scored(run: str) -> tuple[dict, pa.Table, pd.DataFrame, pd.DataFrame]:
 
 
 def _ordered_runs(scores: pd.DataFrame, metrics: pd.DataFrame, ts0: str) -> tuple[list, set]:
-    """The (model, condition) runs, models that read the image first by ESG on ``ts0``, constant
-    policies (reference rows that read no image) last; and the set of constant ones."""
+    """The (model, condition) runs, models that may read the image first by ESG on ``ts0``, then
+    conditions that show no image, constant policies (reference rows that read no image) last; and
+    the set of constant ones."""
     keys = sorted({(r.model, r.condition) for r in scores[["model", "condition"]].drop_duplicates().itertuples()})
 
     def esg_of(k):
@@ -171,7 +173,7 @@ def _ordered_runs(scores: pd.DataFrame, metrics: pd.DataFrame, ts0: str) -> tupl
         return -np.inf if r is None or pd.isna(r.value) else r.value
 
     constant = summary.constant_policies(scores)
-    keys.sort(key=lambda k: (k in constant, -esg_of(k), k))
+    keys.sort(key=lambda k: (k in constant, k[1] in IMAGE_BLIND_CONDITIONS, -esg_of(k), k))
     return keys, constant
 
 
@@ -300,14 +302,15 @@ def _main_table(metrics, keys, ts, multi, constant=frozenset()) -> Table:
             r = _get(metrics, m, c, ts, metric)
             pct = metric.endswith("claims")
             # a cell with an interval says how many cases it is over, and is marked when thin
-            cells.append((_ci(r, pct) if r is None else thin.cell(_ci(r, pct), None, r.n_cases)) if with_ci
-                         else (_fmt(r.value, pct) if r is not None else "–"))
+            # every number with its n: the cases a rate is over too, not only an interval's
+            text = _ci(r, pct) if with_ci else (_fmt(r.value, pct) if r is not None else "–")
+            cells.append(text if r is None else thin.cell(text, None, r.n_cases))
         rows.append(cells)
     return Table(["Model"] + [h for _, h, _ in MAIN], rows,
                  f"Test set {ts}. CCR: share of original and random-removal views answered correctly; ESG: "
                  "P(absent or refer | erased) − P(absent or refer | edit elsewhere); Erased / Healthy: % of erased-lesion "
                  "and of lesion-free views on which the finding is claimed; net utility: mean reward over all views. "
-                 "95% case-bootstrap intervals in brackets, the cases they are over in parentheses. (constant): the same "
+                 "95% case-bootstrap intervals in brackets; the cases each value is over in parentheses. (constant): the same "
                  "decision on every view, a reference that reads no image. " + thin.note())
 
 
@@ -326,14 +329,17 @@ def _paired_table(comps, multi, keys=()) -> Table:
                 cells.append("–")
                 continue
             r = r.iloc[0]
-            cells.append(f"{r.value + 0.0:+.3f} [{r.ci_low + 0.0:+.3f}, {r.ci_high + 0.0:+.3f}] "
-                         f"p {bs.format_p(r.p_value, int(r.n_boot))}")
+            cells.append(f"{r.value + 0.0:+.3f} [{r.ci_low + 0.0:+.3f}, {r.ci_high + 0.0:+.3f}], "
+                         f"{bs.p_text(r.p_value, int(r.n_boot) if pd.notna(r.n_boot) else 0)}")
         rows.append(cells)
     refs = sorted(set(comps.reference)) if len(comps) else []
+    # the B these comparisons used (the run's --n-boot, or what the report computed them with)
+    boots = sorted({int(b) for b in comps.n_boot.dropna()}) if len(comps) and "n_boot" in comps else []
+    floor = " or ".join(f"B = {b:,}: {bs.p_text(0.0, b)}" for b in boots) or "B unknown"
     return Table(["Model (test set)", "minus"] + [names[o] for o in order], rows,
                  "Each row: the model minus the reference run named in 'minus' (the reference model in the same "
                  f"condition: {', '.join(refs) or '?'}), paired bootstrap over shared cases: difference [95% CI], p "
-                 "(twice the smaller tail; '< 2/B' (< 0.001 at B = 2,000) when no resample crossed zero). Positive is better for ESG, CCR and "
+                 f"(twice the smaller tail; below 2/B when no resample crossed zero, here {floor}). Positive is better for ESG, CCR and "
                  "net utility; negative is better for the claim rates. Table 6 prints the reverse, reference minus "
                  "model: `medscope compare --direction paper`.")
 
@@ -483,12 +489,23 @@ def _tests_blocks(scores, reference, ts, comps, plan, manifest) -> list:
     """The exact and equivalence tests against the reference, and the plan's families."""
     n_boot = int(manifest.get("n_boot") or bs.DEFAULT_B)
     t = pt.tests_against(scores, reference, ts, n_boot=n_boot, seed=int(manifest.get("seed", bs.DEFAULT_SEED)))
-    fmt = lambda v: "–" if v is None or (isinstance(v, float) and not np.isfinite(v)) else f"{v:.3g}"  # noqa: E731
-    rows = [[f"{r.model} [{r.condition}]", fmt(r.mcnemar_ccr_p) if "mcnemar_ccr_p" in t else "–",
-             fmt(getattr(r, "fisher_erased_p", None)), fmt(getattr(r, "fisher_healthy_p", None)),
-             getattr(r, "tost_ccr", None) or "–", fmt(r.chance_ccr_p)] for r in t.itertuples()]
-    blocks = [Table(["Model", f"McNemar CCR vs {reference} p", "Fisher erased p", "Fisher healthy p",
-                     "TOST CCR ±0.05 (90% CI)", "CCR vs chance p"], rows,
+    def fmt(v, own=False):  # exact tests' p: no B; the reference against itself: no test
+        if own:
+            return "– (reference)"
+        return "–" if v is None or (isinstance(v, float) and not np.isfinite(v)) else bs.p_text(v)
+
+    def tost(r, own):
+        v = getattr(r, "tost_ccr", None)
+        return "– (reference)" if own else (v if isinstance(v, str) and v and v.lower() != "nan" else "–")
+
+    rows = []
+    for r in t.itertuples():
+        own = r.model == reference
+        rows.append([f"{r.model} [{r.condition}]", fmt(r.mcnemar_ccr_p, own) if "mcnemar_ccr_p" in t else "–",
+                     fmt(getattr(r, "fisher_erased_p", None), own), fmt(getattr(r, "fisher_healthy_p", None), own),
+                     tost(r, own), fmt(r.chance_ccr_p)])
+    blocks = [Table(["Model", f"McNemar CCR vs {reference}", "Fisher erased", "Fisher healthy",
+                     "TOST CCR ±0.05 (90% CI)", "CCR vs chance"], rows,
                     f"On {ts}, unadjusted (secondary). Fisher's exact test of erased- and healthy-image claims is "
                     "§3.9's ('proportions on small subsets'); exact McNemar on the original and random-removal views "
                     "both models answered, TOST of the CCR difference on the paired case bootstrap and the one-sided "

@@ -10,6 +10,7 @@ import pandas as pd
 from medscope.io import records, storage
 from medscope.protocols.counterfactual import plots
 from medscope.protocols.counterfactual import summary
+from medscope.protocols.counterfactual.agent_episode import IMAGE_BLIND_CONDITIONS
 from medscope.render.document import Image, Raw, Section, slug
 
 
@@ -41,7 +42,8 @@ def model_rows(metrics: pd.DataFrame, keys, ts: str, constant: set, label) -> li
     Returns
     -------
     list of summary.ModelRow
-        ESG with its interval, erased-lesion claims and net utility (NaN when missing), one per key.
+        ESG with its interval, erased-lesion claims and net utility (NaN when missing), one per key;
+        ``shown`` says what a condition of ``IMAGE_BLIND_CONDITIONS`` shows instead of the image.
 
     References
     ----------
@@ -51,7 +53,8 @@ def model_rows(metrics: pd.DataFrame, keys, ts: str, constant: set, label) -> li
     for m, c in keys:
         e, lo, hi = _val(metrics, m, c, ts, "esg")
         rows.append(summary.ModelRow(label(m, c), e, lo, hi, _val(metrics, m, c, ts, "erased_claims")[0],
-                                     _val(metrics, m, c, ts, "net_utility")[0], (m, c) in constant))
+                                     _val(metrics, m, c, ts, "net_utility")[0], (m, c) in constant,
+                                     IMAGE_BLIND_CONDITIONS.get(c, "")))
     return rows
 
 

@@ -3,7 +3,9 @@
 It answers "which models read the image?" before any table: a model *follows the image*
 when its evidence sensitivity gap (ESG, the counterfactual paper §3.8) has a 95% case-bootstrap interval
 that excludes 0 on the positive side; a constant policy (the same decision on every view)
-is image-blind by construction (ESG = 0, the counterfactual paper Table 5); any other model has no evidence
+is image-blind by construction (ESG = 0, the counterfactual paper Table 5); a model in a condition
+that never shows it the case's image (``blind``, ``blank``) is image-blind by design, whatever its ESG
+(a gap there comes from the question's wording, not from reading); any other model has no evidence
 either way on this run. Then the headline paired differences (counterfactual paper §3.9, Table 6) and the
 run's size and caveats.
 """
@@ -15,8 +17,11 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from medscope.stats.bootstrap import p_text
+
 FOLLOWS = "follows the image"
 CONSTANT = "image-blind (constant policy)"
+BLIND_BY_DESIGN = "image-blind by design (the condition shows no image)"
 UNCLEAR = "no evidence it follows the image"
 AGAINST = "answers against the image"
 
@@ -27,7 +32,8 @@ SMALL_N = 100  # below this many cases an interval is too wide to separate most 
 @dataclass
 class ModelRow:
     """One model (x condition) of the main test: ESG, erased-lesion claims and net utility with
-    their 95% intervals (``lo``/``hi`` NaN when not computed), and whether it is a constant policy."""
+    their 95% intervals (``lo``/``hi`` NaN when not computed), whether it is a constant policy, and
+    ``shown``: what its condition shows instead of the case's image (empty when it shows the image)."""
     label: str
     esg: float
     esg_lo: float = np.nan
@@ -35,6 +41,7 @@ class ModelRow:
     erased: float = np.nan
     net_utility: float = np.nan
     constant: bool = False
+    shown: str = ""
 
 
 @dataclass
@@ -87,7 +94,8 @@ def constant_policies(scores: pd.DataFrame, keys=("model", "condition")) -> set[
 
 def verdict(row: ModelRow) -> str:
     """What the ESG interval says about one model: FOLLOWS if it excludes 0 on the positive side,
-    AGAINST if on the negative side, CONSTANT for a constant policy, else UNCLEAR.
+    AGAINST if on the negative side, CONSTANT for a constant policy, BLIND_BY_DESIGN for a condition
+    that never shows the case's image (whatever its interval), else UNCLEAR.
 
     Parameters
     ----------
@@ -97,7 +105,7 @@ def verdict(row: ModelRow) -> str:
     Returns
     -------
     str
-        :data:`FOLLOWS`, :data:`AGAINST`, :data:`CONSTANT` or :data:`UNCLEAR`.
+        :data:`FOLLOWS`, :data:`AGAINST`, :data:`CONSTANT`, :data:`BLIND_BY_DESIGN` or :data:`UNCLEAR`.
 
     References
     ----------
@@ -105,6 +113,8 @@ def verdict(row: ModelRow) -> str:
     """
     if row.constant:
         return CONSTANT
+    if row.shown:
+        return BLIND_BY_DESIGN
     if np.isfinite(row.esg_lo) and row.esg_lo > 0:
         return FOLLOWS
     if np.isfinite(row.esg_hi) and row.esg_hi < 0:
@@ -119,12 +129,6 @@ def _ci(v, lo, hi, pct=False) -> str:
     return f"{f(v)} [{f(lo)}, {f(hi)}]" if np.isfinite(lo) and np.isfinite(hi) else f(v)
 
 
-def _p(p: float, n_boot: int) -> str:
-    if not np.isfinite(p):
-        return "p –"
-    if n_boot and p < 1 / n_boot:
-        return f"p < {1 / n_boot:.3g}"
-    return f"p = {p:.3f}"
 
 
 NAMES = {"esg": "ESG", "erased_claims": "erased-lesion claims", "net_utility": "net utility",
@@ -172,6 +176,10 @@ def summary_lines(rows: list[ModelRow], diffs: list[Difference], facts: RunFacts
         out.append("- **Answer against the image** (ESG interval below 0: more 'absent' after an edit elsewhere "
                    "than after the lesion is erased): " + "; ".join(
                        f"{r.label} ESG {_ci(r.esg, r.esg_lo, r.esg_hi)}" for r in by[AGAINST]) + ".")
+    if by.get(BLIND_BY_DESIGN):
+        out.append("- **Image-blind by design** (the condition never shows the case's image, so it cannot "
+                   "follow it; an ESG away from 0 comes from the question's wording): " + "; ".join(
+                       f"{r.label} ({r.shown}) ESG {_ci(r.esg, r.esg_lo, r.esg_hi)}" for r in by[BLIND_BY_DESIGN]) + ".")
     if by.get(CONSTANT):
         out.append("- **Image-blind by construction** (the same decision on every view; ESG 0; shown as a "
                    "reference, never ranked): " + ", ".join(r.label for r in by[CONSTANT]) + ".")
@@ -180,7 +188,7 @@ def summary_lines(rows: list[ModelRow], diffs: list[Difference], facts: RunFacts
     for label in labels[:MAX_HEADLINES]:  # one line per model; the paired table holds every comparison
         ds = [d for d in heads if d.label == label]
         out.append(f"- **{label} minus {ds[0].reference}** (paired case bootstrap): " + "; ".join(
-            f"{NAMES[d.metric]} {d.value:+.3f} [{d.lo:+.3f}, {d.hi:+.3f}], {_p(d.p, d.n_boot)}" for d in ds) + ".")
+            f"{NAMES[d.metric]} {d.value:+.3f} [{d.lo:+.3f}, {d.hi:+.3f}], {p_text(d.p, d.n_boot)}" for d in ds) + ".")
     if len(labels) > MAX_HEADLINES:
         out.append(f"- {len(labels) - MAX_HEADLINES} more comparisons in [the paired differences](#paired).")
     readers = [r for r in rows if not r.constant and np.isfinite(r.net_utility)]
@@ -203,5 +211,5 @@ def summary_lines(rows: list[ModelRow], diffs: list[Difference], facts: RunFacts
     return out
 
 
-__all__ = ["AGAINST", "CONSTANT", "Difference", "FOLLOWS", "ModelRow", "RunFacts", "UNCLEAR",
+__all__ = ["AGAINST", "BLIND_BY_DESIGN", "CONSTANT", "Difference", "FOLLOWS", "ModelRow", "RunFacts", "UNCLEAR",
            "constant_policies", "summary_lines", "verdict"]
