@@ -44,7 +44,7 @@ import pydantic
 from PIL import Image, ImageOps
 
 from medscope import config as cfgmod
-from medscope.io import records, storage
+from medscope.io import records, safe_text, storage
 from medscope.io.bounded import _CHUNK, InputRejected, error_class, read_bounded  # noqa: F401  (the cohort readers' one layer)
 
 
@@ -591,6 +591,7 @@ def csv_fields(line: bytes) -> list[str]:
         raise InputRejected("CSV row not UTF-8", f"byte {line[err.start]:#04x} at column {err.start + 1}") from None
     if '"' not in text:
         return [f.strip() for f in text.split(",")]
+    safe_text.lift_csv_field_limit()
     try:
         rows = list(csv.reader([text], strict=True, skipinitialspace=True))
     except csv.Error as err:

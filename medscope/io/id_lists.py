@@ -80,6 +80,7 @@ def parse_id_text(text: str) -> list[str]:
 def _table_ids(text: str, source: str, column: str) -> list[str]:
     delimiter = "\t" if source.lower().endswith(".tsv") else ","
     lines = [line for line in text.split("\n") if clean_id(line) and not clean_id(line).startswith("#")]
+    safe_text.lift_csv_field_limit()
     rows = list(csv.reader(io.StringIO("\n".join(lines)), delimiter=delimiter))
     if not rows:
         return []

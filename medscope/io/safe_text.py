@@ -397,9 +397,14 @@ def read_jsonl(uri: str, *, objects: bool = True, max_bytes: int = MAX_TEXT_BYTE
     return loads_jsonl(read_text(uri, max_bytes), uri, objects=objects)
 
 
-def _lift_csv_field_limit() -> None:
-    # Python's csv refuses a field over 128 KiB; a report's findings text can be longer. The
-    # whole file is already bounded (MAX_TEXT_BYTES), so the per-field limit only surprises.
+def lift_csv_field_limit() -> None:
+    """Let Python's csv read fields up to :data:`MAX_TEXT_BYTES` (its default refuses one over 128 KiB).
+
+    The limit is one setting for the whole process, so every CSV reader in MedScope calls this
+    before it parses: a row reads the same whichever reader ran first. A report's findings text can
+    be longer than 128 KiB, and every file is already bounded as a whole, so the per-field limit
+    only surprised.
+    """
     if csv.field_size_limit() < MAX_TEXT_BYTES:
         csv.field_size_limit(MAX_TEXT_BYTES)
 
@@ -429,7 +434,7 @@ def loads_csv(text: str | bytes, source: str = "CSV", *, required: tuple[str, ..
     if isinstance(text, (bytes, bytearray)):
         text = decode_text(bytes(text), source)
     text = text.lstrip("\ufeff")  # a BOM left by a str already decoded elsewhere
-    _lift_csv_field_limit()
+    lift_csv_field_limit()
     reader = csv.reader(io.StringIO(text, newline=""), strict=True)
     try:
         rows = [row for row in reader if any(cell.strip() for cell in row)]

@@ -249,3 +249,20 @@ def test_any_exception_on_one_file_is_that_files_reject(tmp_path, monkeypatch):
     assert {r["source_file"] for r in table.to_pylist()} == set(good) - {"images/P001_a.png"}
     assert by_item(rejects) == {**bad, "images/P001_a.png": "unexpected error"}
     assert detail_of(rejects, "images/P001_a.png").startswith("ZeroDivisionError: a library bug")
+
+
+def test_a_long_csv_field_reads_the_same_whichever_reader_ran_first():
+    """csv's field limit is one setting per process: a SIIM row read before any other CSV reader
+    lifted it was 'malformed CSV row', after it a run-length list (CI saw the second in a full run)."""
+    import csv
+
+    from medscope.io import guarded
+
+    line = b'1.2.3.22, "' + b"1 " * 70000 + b'"'
+    saved = csv.field_size_limit()
+    try:
+        csv.field_size_limit(128 * 1024)  # Python's default, as in a fresh process
+        fields = guarded.csv_fields(line)
+    finally:
+        csv.field_size_limit(saved)
+    assert fields[0] == "1.2.3.22" and len(fields[1].split()) == 70000
