@@ -35,7 +35,7 @@ def _wait_for_dashboard(url: str, proc: subprocess.Popen, timeout_s: float = 300
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             said = open(log, errors="replace").read()[-3000:] if log and os.path.exists(log) else "(not captured)"
-            raise RuntimeError(f"ray head exited early with {proc.returncode}; it said:\n{said}")
+            raise HeadExitedEarly(f"ray head exited early with {proc.returncode}; it said:\n{said}")
         try:
             with urllib.request.urlopen(f"{url}/api/version", timeout=2):
                 return
@@ -46,23 +46,47 @@ def _wait_for_dashboard(url: str, proc: subprocess.Popen, timeout_s: float = 300
     raise TimeoutError("ray dashboard did not come up")
 
 
-@pytest.fixture
-def ray_head():
-    """`ray start --head --block` on loopback ports, in its own process group, torn down after."""
+class HeadExitedEarly(RuntimeError):
+    pass
+
+
+def _start_head() -> tuple[subprocess.Popen, str]:
+    """One `ray start --head --block` on free loopback ports; the dashboard URL once it answers."""
     gcs, dash = free_port(), free_port()
     temp_dir = tempfile.mkdtemp(prefix="rh", dir="/tmp")
-    env = _head_env()
     proc = subprocess.Popen(
         [RAY, "start", "--head", "--block", "--port", str(gcs), "--node-ip-address", "127.0.0.1",
          "--dashboard-host", "127.0.0.1", "--dashboard-port", str(dash), "--include-dashboard", "true",
          "--num-cpus", "2", "--temp-dir", temp_dir, "--disable-usage-stats",
          "--ray-client-server-port", str(free_port()), "--dashboard-agent-listen-port", str(free_port()),
          "--metrics-export-port", str(free_port()), "--runtime-env-agent-port", str(free_port())],
-        env=env, start_new_session=True, stdout=open(os.path.join(temp_dir, "head.log"), "w"), stderr=subprocess.STDOUT,
+        env=_head_env(), start_new_session=True, stdout=open(os.path.join(temp_dir, "head.log"), "w"),
+        stderr=subprocess.STDOUT,
     )
     url = f"http://127.0.0.1:{dash}"
     try:
         _wait_for_dashboard(url, proc, log=os.path.join(temp_dir, "head.log"))
+    except BaseException:
+        stop_head(proc)
+        raise
+    return proc, url
+
+
+@pytest.fixture
+def ray_head():
+    """`ray start --head --block` on loopback ports, in its own process group, torn down after.
+
+    A port free_port() found free can be taken by another process before the head binds it (a
+    fresh-clone run beside a `medscope demo`: the head's GCS failed to start); a head that exits
+    before its dashboard answers is started again on new ports, up to three times."""
+    for attempt in range(3):
+        try:
+            proc, url = _start_head()
+            break
+        except HeadExitedEarly:
+            if attempt == 2:
+                raise
+    try:
         yield url
     finally:
         stop_head(proc)
