@@ -45,6 +45,23 @@ def _current(driver) -> str:
         lambda d: d.find_element(By.ID, "reply").get_attribute("data-id"))
 
 
+def _reload_until_resume_offered(driver, progress: str) -> None:
+    """Reload the page until it offers to continue at ``progress``.
+
+    Chromium hands a page's localStorage writes to its storage service asynchronously; on a loaded
+    machine a reload issued at once started before the last write had landed (a fresh-clone run
+    of the suite: no offer to continue). A labeller reloads seconds later; the test reloads again
+    until the stored state is read, within WAIT_S."""
+    def offered(d):
+        if d.find_element(By.ID, "resume").is_displayed() and progress in d.find_element(By.ID, "resume-n").text:
+            return True
+        d.refresh()
+        return False
+
+    driver.refresh()
+    WebDriverWait(driver, WAIT_S, ignored_exceptions=(StaleElementReferenceException,)).until(offered)
+
+
 @pytest.mark.slow
 def test_a_labeller_labels_every_reply_survives_a_reload_and_saves_labels(tmp_path, browser):
     driver, downloads = browser
@@ -61,9 +78,7 @@ def test_a_labeller_labels_every_reply_survives_a_reload_and_saves_labels(tmp_pa
     for step in range(len(sample)):
         if step == 5:  # midway: reload; the page offers to continue, at the same reply
             before = _current(driver)
-            driver.refresh()
-            WebDriverWait(driver, WAIT_S).until(lambda d: d.find_element(By.ID, "resume").is_displayed())
-            assert "5 of 10 labelled" in driver.find_element(By.ID, "resume-n").text
+            _reload_until_resume_offered(driver, "5 of 10 labelled")
             driver.find_element(By.ID, "resume-go").click()
             assert _current(driver) == before
             body = driver.find_element(By.TAG_NAME, "body")
