@@ -87,3 +87,7 @@ def test_lmms_eval_runs_the_task_with_medscopes_messages_and_gives_scores_number
     for metric in HEADLINE:
         assert results[f"{metric},none"] == pytest.approx(scored[metric]["value"], abs=1e-12), metric
         assert results[f"{metric},none"] == pytest.approx(EXPECTED[metric], abs=1e-12), metric
+    # and the imported run reports: its model under the name lmms-eval logged, ESG as scored
+    assert cli.main(["report", "--run", str(tmp_path / "S"), "--out", str(tmp_path / "R")]) == 0
+    report = (tmp_path / "R" / "report.md").read_text()
+    assert "fake-vlm" in report and f"{EXPECTED['esg']:.3f}" in report
