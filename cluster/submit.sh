@@ -51,6 +51,26 @@ if [ -n "${OUT:-}" ]; then
     *) echo "submit.sh: OUT=$OUT is relative; give an absolute path (e.g. OUT=\$PWD/$OUT) or s3://..." >&2; exit 2 ;;
   esac
 fi
-exec "$RAY" job submit --address "$RAY_ADDRESS" --runtime-env-json "$env_json" "$@" \
-  -- python -m "pipelines.$job" --config "$config" "${out_args[@]}"
+# A head answers "No available agent to submit job" while its job agent is still starting (for up
+# to a minute after `ray start` on a loaded machine); the job was not submitted, so that one answer is
+# retried, SUBMIT_AGENT_RETRIES times (addition: 12), SUBMIT_RETRY_WAIT_S apart (addition: 5 s),
+# saying so. Any other failure, and the job's own exit status, pass through unchanged.
+retries=${SUBMIT_AGENT_RETRIES:-12}
+wait_s=${SUBMIT_RETRY_WAIT_S:-5}
+said=$(mktemp "${TMPDIR:-/tmp}/medscope-submit-XXXXXX")
+trap 'rm -f "$said"' EXIT
+attempt=0
+while :; do
+  attempt=$((attempt + 1))
+  set +e
+  "$RAY" job submit --address "$RAY_ADDRESS" --runtime-env-json "$env_json" "$@" \
+    -- python -m "pipelines.$job" --config "$config" "${out_args[@]}" 2>&1 | tee "$said"
+  rc=${PIPESTATUS[0]}
+  set -e
+  if [ "$rc" -eq 0 ] || ! grep -q "No available agent to submit job" "$said" || [ "$attempt" -gt "$retries" ]; then
+    exit "$rc"
+  fi
+  echo "submit.sh: the head's job agent is not up yet (attempt $attempt of $((retries + 1))); retrying in ${wait_s}s" >&2
+  sleep "$wait_s"
+done
 

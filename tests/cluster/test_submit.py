@@ -160,3 +160,36 @@ def test_submit_script_forwards_settings_but_never_keys(tmp_path):
     runtime_env = json.loads(args[args.index("--runtime-env-json") + 1])
     assert runtime_env["working_dir"] == "." and runtime_env["env_vars"]["AWS_ENDPOINT_URL"] == "http://127.0.0.1:9"
     assert "sentinel-secret" not in json.dumps(args)
+
+
+def _counting_fake_ray(tmp_path, answers: list[tuple[int, str]]):
+    """A stand-in `ray` that gives the n-th call's (exit status, output) and counts its calls."""
+    fake = tmp_path / "ray"
+    calls = tmp_path / "calls"
+    fake.write_text(f"#!{sys.executable}\nimport os, sys\nanswers = {answers!r}\npath = {str(calls)!r}\n"
+                    "n = int(open(path).read()) if os.path.exists(path) else 0\nopen(path, 'w').write(str(n + 1))\n"
+                    "rc, text = answers[min(n, len(answers) - 1)]\nprint(text, file=sys.stderr)\nsys.exit(rc)\n")
+    fake.chmod(0o755)
+    return fake, calls
+
+
+NO_AGENT = ("RuntimeError: Request failed with status code 500: No available agent to submit job, "
+            "please try again later.")
+
+
+@pytest.mark.parametrize("answers, calls, rc", [
+    ([(1, NO_AGENT), (1, NO_AGENT), (0, "Job 'raysubmit_1' succeeded")], 3, 0),  # agent up on the third try
+    ([(1, NO_AGENT), (4, "Job 'raysubmit_1' failed")], 2, 4),  # the job's own failure passes through
+    ([(1, "ConnectionError: no head at that address")], 1, 1),  # any other answer: not retried
+    ([(1, NO_AGENT)], 3, 1),  # retries bounded (SUBMIT_AGENT_RETRIES=2: three tries), then its status
+])
+def test_submit_retries_only_the_answer_of_a_head_whose_job_agent_is_starting(tmp_path, answers, calls, rc):
+    """Each retry is said on stderr; the calls counted by the stand-in are the tries made."""
+    fake, counter = _counting_fake_ray(tmp_path, answers)
+    env = dict(os.environ, RAY=str(fake), RAY_ADDRESS="http://127.0.0.1:1", SUBMIT_AGENT_RETRIES="2",
+               SUBMIT_RETRY_WAIT_S="0")
+    r = subprocess.run(["bash", os.path.join(REPO_ROOT, "cluster", "submit.sh"), "demo", "configs/demo.yaml"],
+                       env=env, capture_output=True, text=True, timeout=60)
+    assert r.returncode == rc, r.stderr
+    assert int(counter.read_text()) == calls
+    assert r.stderr.count("job agent is not up yet") == calls - 1
