@@ -309,8 +309,11 @@ def send_within_deadline(send, timeout_s: float, secret: str | None = None):
             return send()
         except Exception as err:  # every SDK / transport failure is classified, none escapes raw
             failure = classify(err, secret)
+            lookup = deadline.lookup_failure(err)  # the SDKs' own message ("Connection error.") hides it
             if deadline.deadline_passed() and not isinstance(failure, PermanentModelError):
                 raise TransientModelError(
                     f"no complete answer within the request deadline of {timeout_s:g} s (timeout_s); "
-                    f"{failure}"[:500]) from None
+                    f"{lookup or failure}"[:500]) from None
+            if lookup and not isinstance(failure, PermanentModelError):
+                raise TransientModelError(f"{lookup}; {failure}"[:500]) from None
             raise failure from None

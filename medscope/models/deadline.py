@@ -13,20 +13,28 @@ The deadline lives in a context variable set around one adapter call (``request_
 so the transport can be shared by a client for its whole life while each request carries its
 own clock. Outside such a block the backend behaves exactly like httpcore2's own.
 
-Not bounded: the DNS lookup inside ``connect_tcp`` (``getaddrinfo`` takes no timeout); provider
-endpoints are resolved once and cached by the system resolver.
+The DNS lookup is bounded too: ``getaddrinfo`` takes no timeout, so inside a deadline block the
+host is resolved on a small pool of lookup threads and waited for at most the time left; a lookup
+that outlives it fails the request as a connect timeout naming the host (its thread finishes, or
+not, on its own: a blocked resolver call cannot be cancelled), and the connection is made to the
+addresses found, in the resolver's order, with TLS still verified against the host's name.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import contextvars
+import ipaddress
+import socket
 import time
 from collections.abc import Iterator
 
 import httpcore2
 import httpx2
 
+# Lookups of hosts whose resolver hangs can pile up here; each request still ends by its deadline.
+_LOOKUPS = concurrent.futures.ThreadPoolExecutor(max_workers=8, thread_name_prefix="medscope-dns")
 _DEADLINE: contextvars.ContextVar[tuple[float, float] | None] = contextvars.ContextVar(
     "medscope_request_deadline", default=None)
 
@@ -75,6 +83,71 @@ def _bounded(timeout: float | None, error: type[Exception]) -> float | None:
     return left if timeout is None else min(timeout, left)
 
 
+def _is_address(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+        return True
+    except ValueError:
+        return False
+
+
+def resolve(host: str, port: int) -> list[str]:
+    """The addresses of ``host``, looked up within the current request's deadline.
+
+    Parameters
+    ----------
+    host : str
+        A host name.
+    port : int
+        The port to connect to (``getaddrinfo`` takes it).
+
+    Returns
+    -------
+    list of str
+        The addresses (IPv4 or IPv6) ``getaddrinfo`` gave for stream sockets, in its order, each once.
+
+    Raises
+    ------
+    httpcore2.ConnectTimeout
+        When the lookup has not answered by the deadline (or the deadline had passed).
+    httpcore2.ConnectError
+        When the lookup fails (an unknown host).
+    """
+    left = _bounded(None, httpcore2.ConnectTimeout)
+    lookup = _LOOKUPS.submit(socket.getaddrinfo, host, port, 0, socket.SOCK_STREAM)
+    try:
+        infos = lookup.result(timeout=left)
+    except concurrent.futures.TimeoutError:
+        current = _DEADLINE.get()
+        raise httpcore2.ConnectTimeout(f"DNS lookup of {host} did not answer within the request deadline of "
+                                       f"{current[1]:g} s") from None
+    except OSError as err:
+        raise httpcore2.ConnectError(f"DNS lookup of {host} failed: {err}") from None
+    return list(dict.fromkeys(info[4][0] for info in infos))
+
+
+def lookup_failure(err: BaseException) -> str | None:
+    """The DNS lookup's own message, where one is in an SDK error's chain of causes.
+
+    Parameters
+    ----------
+    err : BaseException
+        What an SDK raised (its cause and context chain is searched).
+
+    Returns
+    -------
+    str or None
+        ``"DNS lookup of HOST ..."`` as :func:`resolve` raised it, or None.
+    """
+    seen: set[int] = set()
+    while err is not None and id(err) not in seen:
+        seen.add(id(err))
+        if str(err).startswith("DNS lookup of "):
+            return str(err)
+        err = err.__cause__ or err.__context__
+    return None
+
+
 class DeadlineStream(httpcore2.NetworkStream):
     """A network stream whose every read and write ends by the current deadline."""
 
@@ -105,9 +178,19 @@ class DeadlineBackend(httpcore2.NetworkBackend):
         self._inner = inner or httpcore2.SyncBackend()
 
     def connect_tcp(self, host, port, timeout=None, local_address=None, socket_options=None):
-        stream = self._inner.connect_tcp(host, port, _bounded(timeout, httpcore2.ConnectTimeout),
-                                         local_address, socket_options)
-        return DeadlineStream(stream)
+        if _DEADLINE.get() is None or _is_address(host):
+            stream = self._inner.connect_tcp(host, port, _bounded(timeout, httpcore2.ConnectTimeout),
+                                             local_address, socket_options)
+            return DeadlineStream(stream)
+        error: Exception | None = None
+        for address in resolve(host, port):
+            try:
+                stream = self._inner.connect_tcp(address, port, _bounded(timeout, httpcore2.ConnectTimeout),
+                                                 local_address, socket_options)
+                return DeadlineStream(stream)
+            except httpcore2.ConnectError as err:  # the next address; a timeout ends the request
+                error = err
+        raise error or httpcore2.ConnectError(f"no address of {host} to connect to")
 
     def connect_unix_socket(self, path, timeout=None, socket_options=None):
         stream = self._inner.connect_unix_socket(path, _bounded(timeout, httpcore2.ConnectTimeout), socket_options)

@@ -8,8 +8,10 @@ generous bound, so a regression is a failing test, never a hung suite.
 
 from __future__ import annotations
 
+import socket
 import threading
 
+import httpcore2
 import pytest
 
 from medscope.models import deadline
@@ -153,3 +155,77 @@ def test_deadline_outside_a_request_block_changes_nothing():
             deadline._bounded(7.0, TimeoutError)
         assert deadline.deadline_passed()
     assert not deadline.deadline_passed()
+
+
+@pytest.fixture
+def resolver(monkeypatch):
+    """getaddrinfo as the system's, except for names under .slow-dns.test, whose lookups wait on an event
+    (a resolver that does not answer), and *.no-such.test, which do not exist."""
+    real = socket.getaddrinfo
+    answer = threading.Event()
+    asked: list[str] = []
+
+    def getaddrinfo(host, *args, **kwargs):
+        asked.append(host)
+        if str(host).endswith(".slow-dns.test"):
+            answer.wait(HANG_GUARD_S)
+            return real("127.0.0.1", *args, **kwargs)
+        if str(host).endswith(".no-such.test"):
+            raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+        return real(host, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+    yield asked
+    answer.set()
+
+
+def _openai_server():
+    return fp.FakeProvider("openai", expected_key=KEY)
+
+
+def test_a_dns_lookup_that_never_answers_ends_at_the_deadline_naming_the_host(resolver, monkeypatch):
+    monkeypatch.setenv("MEDSCOPE_DEADLINE_KEY", KEY)
+    srv = _openai_server()
+    try:
+        port = srv.url.split(":")[2].split("/")[0]
+        model = model_for(srv, base_url=f"http://provider.slow-dns.test:{port}/v1")
+        outcome = run_bounded(lambda: model.complete([Message.text("user", "x")], Decoding(max_output_tokens=8)))
+        err = outcome.get("error")
+        assert isinstance(err, TransientModelError), outcome
+        assert "DNS lookup of provider.slow-dns.test did not answer within the request deadline of 1 s" in str(err)
+        assert "provider.slow-dns.test" in resolver and srv.requests == []
+    finally:
+        srv.close()
+
+
+def test_a_host_name_is_resolved_and_connected_to(resolver, monkeypatch):
+    # "localhost" may resolve to ::1 first, where the loopback server does not listen: the next address is tried
+    monkeypatch.setenv("MEDSCOPE_DEADLINE_KEY", KEY)
+    srv = _openai_server()
+    try:
+        port = srv.url.split(":")[2].split("/")[0]
+        model = model_for(srv, base_url=f"http://localhost:{port}/v1")
+        outcome = run_bounded(lambda: model.complete([Message.text("user", "x")], Decoding(max_output_tokens=8)))
+        assert outcome.get("value") is not None and outcome["value"].text == "ok", outcome
+        assert "localhost" in resolver and len(srv.requests) == 1
+    finally:
+        srv.close()
+
+
+def test_an_unknown_host_fails_in_one_line(resolver):
+    with deadline.request_deadline(5.0):
+        with pytest.raises(httpcore2.ConnectError, match="DNS lookup of api.no-such.test failed"):
+            deadline.resolve("api.no-such.test", 443)
+
+
+def test_a_model_on_an_unknown_host_says_the_lookup_failed(resolver, monkeypatch):
+    monkeypatch.setenv("MEDSCOPE_DEADLINE_KEY", KEY)
+    srv = _openai_server()
+    try:
+        model = model_for(srv, base_url="http://api.no-such.test:9/v1")
+        outcome = run_bounded(lambda: model.complete([Message.text("user", "x")], Decoding(max_output_tokens=8)))
+        err = outcome.get("error")
+        assert isinstance(err, TransientModelError) and "DNS lookup of api.no-such.test failed" in str(err), outcome
+        assert KEY not in str(err)
+    finally:
+        srv.close()
