@@ -123,7 +123,7 @@ class Outcome:
     reward: float
     tool_calls: int
     iou: float | None = None
-    right: bool = False  # stage 2's "right": correct, or a clarify on a degraded view
+    right: bool = False  # stage 2's "successful": the view's expected action (§3.2)
     present: bool | None = None  # the finding is visible in the view
     grounded: bool = False
     oversized: bool = False
@@ -133,8 +133,9 @@ def view_reward(view: dict, final: FinalAction | None, tool_calls: int, matrix=N
     """The view's reward under the scoring issue's cost matrix (counterfactual paper Table 2 by default,
     with its box bonus, critical penalty, unparseable score and tool-call cost).
 
-    ``right`` is "right" in the stage-2 sense: a correct answer, or a clarify on a degraded
-    view (the action that view expects).
+    ``right`` is stage 2's "successful" episode (§3.5 does not define it; read as the view's
+    expected action of §3.2): a clarify on a degraded view (an answer there, even a correct one,
+    is not), a correct answer on every other view.
 
     Parameters
     ----------
@@ -177,7 +178,7 @@ def view_reward(view: dict, final: FinalAction | None, tool_calls: int, matrix=N
     reward, correct, grounded, oversized = rewards.view_rewards(
         np.array([kind], dtype=object), np.array([action], dtype=object), np.array([bool(claims)]), np.array([present]),
         np.array([bool(view["critical"])]), np.array([ov]), np.array([area]), np.array([tool_calls]), matrix)
-    right = bool(correct[0]) or (kind == "degraded" and action == "clarify")
+    right = action == "clarify" if kind == "degraded" else bool(correct[0])  # addition: stage2_success
     return Outcome(action, claims, bool(correct[0]), float(reward[0]), tool_calls, None if ov != ov else ov,
                    right=right, present=present, grounded=bool(grounded[0]), oversized=bool(oversized[0]))
 

@@ -42,15 +42,17 @@ def paired_view_terms(
     margin = softplus(τ − (s(C) − s(E))): the control edit C must keep the finding τ log-odds
     above the erasure E, so a drop caused by editing as such cancels out (difference in
     differences). invariance = (s(O) − s(C))²: original and control should read alike.
-    first_action = (log p(a₁ | C) − log p(a₁ | O))², a₁ the trajectory's first action: the
-    agent's first move should not depend on whether an edit happened.
+    first_action = (log p(a₁ | C) − log p(a₁ | O))², a₁ the agent's first tool call on O: its
+    first move should not depend on whether an edit happened. Cases whose O trajectory makes no
+    tool call have no a₁ and are left out of this term (zero when no case of the batch has one).
 
     Parameters
     ----------
     s_o, s_c, s_e : torch.Tensor
         s(x) of the original, control and erasure of each case, shape (batch,).
     first_o, first_c : torch.Tensor
-        log p(a₁ | O) and log p(a₁ | C), shape (batch,).
+        log p(a₁ | O) and log p(a₁ | C) of the cases that have a first tool call, shape (n,), n ≤ batch
+        (n = 0: the term is zero).
     tau : float, optional
         The margin τ in log-odds.
 
@@ -66,7 +68,7 @@ def paired_view_terms(
     return {
         "margin": F.softplus(tau - (s_c - s_e)).mean(),
         "invariance": ((s_o - s_c) ** 2).mean(),
-        "first_action": ((first_c - first_o) ** 2).mean(),
+        "first_action": ((first_c - first_o) ** 2).mean() if first_o.numel() else s_o.new_zeros(()),
     }
 
 

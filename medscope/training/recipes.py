@@ -53,6 +53,7 @@ class RFTSettings(StrictModel):
     k: int = Field(4, ge=1)
     temperature: float = Field(1.2, gt=0)
     views_per_kind: int = Field(200, ge=1)
+    # addition: stage2_sample_sizes (read as on top of the 200 per kind; §3.5's sentence allows both readings)
     extra_per_kind: dict[str, int] = {"natural_negative": 500, "target_removal": 300}
     failed_max_right: int = 2  # views with at most this many right of k ...
     failed_repeat: int = 3  # ... are repeated this many times

@@ -14,7 +14,8 @@ from collections.abc import Callable
 import torch
 
 from medscope.seeding import derive_seed
-from medscope.training import data, losses
+from medscope.answers.actions import ToolCall
+from medscope.training import data, episodes, losses
 from medscope.training import trajectories as tj
 from medscope.training.recipes import TrainRecipe
 from medscope.training.vlm import VLM, collate, encode, sequence_logps, to_device, token_nll
@@ -222,12 +223,14 @@ class PairedViewTrainer(BaseTrainer):
             present, absent = tj.reply_texts(e["O"])  # one reply pair for all three views of the case
             for k in ("O", "C", "E"):
                 chats += [single_turn(e[k], present, self.system), single_turn(e[k], absent, self.system)]
-            first = e["first_action"]
-            chats += [single_turn(e["O"], first, self.system), single_turn(e["C"], first, self.system)]
+        firsts = [e for e in batch if e["first_action"] is not None]  # cases whose O makes a tool call
+        for e in firsts:
+            chats += [single_turn(e["O"], e["first_action"], self.system), single_turn(e["C"], e["first_action"], self.system)]
         logp, _ = sequence_logps(self.model, self._batch(chats))
-        logp = logp.view(len(batch), 8)
-        s = logp[:, 0:6:2] - logp[:, 1:6:2]  # columns O, C, E
-        terms = losses.paired_view_terms(s[:, 0], s[:, 1], s[:, 2], logp[:, 6], logp[:, 7], p.tau)
+        views = logp[: 6 * len(batch)].view(len(batch), 6)
+        first = logp[6 * len(batch):].view(len(firsts), 2)
+        s = views[:, 0::2] - views[:, 1::2]  # columns O, C, E
+        terms = losses.paired_view_terms(s[:, 0], s[:, 1], s[:, 2], first[:, 0], first[:, 1], p.tau)
         total = nll + p.w_margin * terms["margin"] + p.w_invariance * terms["invariance"] + p.w_first_action * terms["first_action"]
         return total, {"nll": nll.detach(), **{k: v.detach() for k, v in terms.items()}}
 
@@ -250,8 +253,9 @@ def _chat(e) -> list[dict]:
 def paired_examples(views: list[dict], recipe: TrainRecipe, rank: int = 0, world: int = 1) -> list[dict]:
     """C4's cases (counterfactual paper §3.7): at most ``paired.max_cases`` triplets; per triplet one
     trajectory view (O, C or E in turn), plus a lesion-free image's trajectory every third case
-    when natural negatives are allowed; the first action is O's first assistant turn (a tool
-    call when O's trajectory zooms, else its final). In the run seed's order; with ``world`` > 1
+    when natural negatives are allowed; the first action is O's first tool call (§3.7: "the
+    agent's first tool call"), None when O's trajectory goes straight to its final action (that
+    case then has no first-action term). In the run seed's order; with ``world`` > 1
     only this ``rank``'s shard of that order is built (:func:`data.shard`).
 
     Parameters
@@ -269,7 +273,7 @@ def paired_examples(views: list[dict], recipe: TrainRecipe, rank: int = 0, world
     -------
     list of dict
         Per case: its triplet ``O``, ``C``, ``E`` (views), ``trajectories`` (one or two) and
-        ``first_action`` (text of O's first assistant turn).
+        ``first_action`` (text of O's first assistant turn when it is a tool call, else None).
 
     References
     ----------
@@ -293,6 +297,7 @@ def paired_examples(views: list[dict], recipe: TrainRecipe, rank: int = 0, world
             trajs.append(tj.build_trajectory(negatives[(i // 3) % len(negatives)], recipe.seed, p_window=t.p_window, **kw))
         o_traj = tj.build_trajectory(trip["O"], recipe.seed, p_window=0.0, **{**kw, "p_paraphrase": 0.0})
         first = next(m["text"] for m in o_traj.messages if m["role"] == "assistant")
+        first = first if isinstance(episodes.parse_action(first), ToolCall) else None  # addition: c4_first_action
         out.append({**trip, "trajectories": trajs, "first_action": first})
     return out
 

@@ -14,7 +14,7 @@ import yaml
 
 from medscope import images
 from medscope.io import records
-from medscope.answers.actions import FinalAction
+from medscope.answers.actions import FinalAction, ToolCall
 from medscope.errors import MedScopeError
 from medscope.training import data, losses, selection, trainers
 from medscope.training.synthetic_views import synthetic_views
@@ -72,6 +72,42 @@ def test_trajectories_parse_back_to_the_expected_action(views):
         # the label-derived answer earns the full reward under Table 2 (+0.5 box bonus on O / R)
         bonus = 0.5 if v["kind"] in ("original", "random_removal", "unmatched_control", "insertion") else 0.0
         assert view_reward(v, got, len(tools)).reward == pytest.approx(1.0 + bonus - 0.05 * max(0, len(tools) - 1))
+
+
+def test_stage2_success_is_the_views_expected_action(views):
+    """§3.5's "successful" episode read as §3.2's expected action: on a degraded view only a clarify is
+    one (Table 2 still pays a correct answer there +0.25: rewarded, not successful)."""
+    degraded = next(v for v in views if v["kind"] == "degraded")
+    original = next(v for v in views if v["kind"] == "original")
+    clarify = view_reward(degraded, FinalAction("clarify", question="a sharper image?"), 0)
+    assert clarify.right and clarify.reward == pytest.approx(0.5)
+    truth = tj.expected_final("present" if clarify.present else "absent", degraded["question_kind"],
+                              degraded.get("finding", "lesion"), None)  # the label's answer, without a box
+    answered = view_reward(degraded, truth, 0)
+    assert answered.correct and answered.reward == pytest.approx(0.25) and not answered.right
+    assert view_reward(original, FinalAction("answer", answer="Yes"), 0).right
+    assert not view_reward(original, FinalAction("clarify", question="?"), 0).right
+
+
+def test_c4_first_action_is_os_first_tool_call_or_none(views):
+    ex = trainers.paired_examples(views, small_recipe())
+    for e in ex:
+        o = tj.build_trajectory(e["O"], small_recipe().seed, p_window=0.0, p_paraphrase=0.0,
+                                small_frac=small_recipe().trajectory.small_frac,
+                                p_zoom=small_recipe().trajectory.p_zoom, system=tj.PROMPTS[small_recipe().trajectory.prompt],
+                                via_agent_loop=small_recipe().trajectory.prompt == "agent")
+        if o.tools:
+            assert isinstance(parse_action(e["first_action"]), ToolCall)
+        else:
+            assert e["first_action"] is None
+
+
+def test_c4_first_action_term_over_the_cases_with_a_tool_call():
+    s = torch.tensor([1.0, 0.5])
+    none = losses.paired_view_terms(s, s, s, torch.empty(0), torch.empty(0), tau=2.0)
+    assert none["first_action"].item() == 0.0
+    one = losses.paired_view_terms(s, s, s, torch.tensor([-3.0]), torch.tensor([-1.0]), tau=2.0)
+    assert one["first_action"].item() == pytest.approx(4.0)  # (−1 − (−3))², over the one case that has it
 
 
 def test_answer_conventions_for_health_and_open_questions():

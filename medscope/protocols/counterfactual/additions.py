@@ -69,6 +69,17 @@ ADDITIONS = (
     Addition("gradient_clipping", "1.0", "medscope/training/recipes.py", "training", "§3.5 gives none"),
     Addition("stage2_batch", "4", "configs/train/stage2_rft.yaml", "training", "§3.5 gives no stage-2 batch"),
     Addition("c4_lr", "5e-5", "configs/train/paired_c4.yaml", "training", "§3.7 C4 gives no learning rate"),
+    Addition("stage2_success", "a successful episode is the view's expected action (§3.2): clarify on a degraded "
+             "view, a correct answer on every other", "medscope/training/episodes.py", "training",
+             "§3.5 keeps 'the best successful episode' without saying what succeeds; Table 2 also pays a correct "
+             "answer on a degraded view (+0.25)"),
+    Addition("stage2_sample_sizes", "200 views of each kind, and 500 lesion-free and 300 lesion-erased on top "
+             "(700 and 500 of those kinds)", "medscope/training/recipes.py", "training",
+             "§3.5's '200 training views per view kind, 500 lesion-free and 300 lesion-erased views' also reads "
+             "as 500 and 300 in all"),
+    Addition("c4_first_action", "cases whose original makes no tool call have no first-action term",
+             "medscope/training/trainers.py", "training",
+             "§3.7 C4 names 'the agent's first tool call' and does not say what a trajectory without one adds"),
     Addition("probe_size", "whole views resized to 224 px", "medscope/qc/visibility.py", "probe",
              "§5.4 gives no input size"),
     Addition("identical_corr", "tier identical: hash distance 0 and 64 px correlation >= 0.999",
