@@ -36,7 +36,7 @@ from medscope.errors import MedScopeError
 from medscope.views.finalize import finalize
 from medscope.views.summary import sorted_rejects, summarize
 from medscope.views import plan as planmod
-from medscope.views.recipe import Recipe, load_recipe, recipe_hash
+from medscope.views.recipe import Recipe, default_recipe, load_recipe, recipe_hash
 from medscope.views.tools import check_tool
 from medscope.views.stream import FLUSH_BYTES, QC_COLUMNS, stage_cases, write_views
 from medscope.views.features import read_features, read_parts
@@ -54,7 +54,9 @@ class BuildViewsConfig(StrictModel):
 
     cases: str = pydantic.Field(description="cases table, or the cohort folder holding it")
     out: str = pydantic.Field(description="output folder URI (views, rejects, QC report)")
-    recipe: str | None = pydantic.Field(None, description="view recipe YAML, e.g. configs/views/demo.yaml (default: built-in defaults)")
+    recipe: str | None = pydantic.Field(None, description="view recipe YAML, e.g. configs/views/demo.yaml (default: configs/views/training.yaml, "
+                                                      "LaMa + transplant, where LAMA_MODEL names LaMa's weights, else "
+                                                      "configs/views/offline.yaml, transplant + graft; the build says which)")
     tools: list[str] | None = pydantic.Field(None, description="erasure tools, overriding the recipe's, e.g. telea,transplant")
     workers: int | None = pydantic.Field(None, ge=1, description="actor pool size (default: all CPUs)")
     engine: Literal["ray", "local"] = pydantic.Field("ray", description="ray, or local: a plain loop in this process")
@@ -363,7 +365,11 @@ def run(cfg: BuildViewsConfig) -> dict:
     dict
         The job summary of :func:`build_views`.
     """
-    recipe = load_recipe(cfg.recipe, cfg.tools)
+    uri = cfg.recipe
+    if uri is None:
+        uri, why = default_recipe()
+        print(f"views build: {why}", file=sys.stderr, flush=True)
+    recipe = load_recipe(uri, cfg.tools)
     return build_views(cfg.cases, cfg.out, recipe, workers=cfg.workers, engine=cfg.engine)
 
 

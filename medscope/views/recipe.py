@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from typing import Literal
 
 import pydantic
@@ -88,6 +90,39 @@ class Recipe(StrictModel):
         if self.unmatched_control:
             names += [self.control_tool_for(t) for t in self.tools]
         return [t for t in TOOLS if t in names]
+
+
+def default_recipe(lama_model: str | None = None) -> tuple[str, str]:
+    """The recipe ``views build`` uses when none is named: the paper's training recipe where LaMa's
+    weights are at hand, else its offline stand-in.
+
+    Parameters
+    ----------
+    lama_model : str, optional
+        Path of LaMa's TorchScript weights; default the ``LAMA_MODEL`` environment variable.
+
+    Returns
+    -------
+    uri : str
+        ``configs/views/training.yaml`` (LaMa + transplant) when the weights file exists, else
+        ``configs/views/offline.yaml`` (transplant + graft), as shipped in the package.
+    why : str
+        One line saying which recipe and why, for the console.
+
+    References
+    ----------
+    .. [1] counterfactual paper, §3.2 (LaMa and tissue transplant), §5.4 (Telea and diffusion held out).
+    """
+    from medscope.config import shipped
+
+    path = lama_model if lama_model is not None else os.environ.get("LAMA_MODEL")
+    if path and os.path.isfile(path):
+        return shipped("views", "training.yaml"), (f"no --recipe: the paper's training recipe, configs/views/training.yaml "
+                                                   f"(LaMa + transplant; LaMa weights {path})")
+    missing = "LAMA_MODEL is not set" if not path else f"LAMA_MODEL={path} is not a file"
+    return shipped("views", "offline.yaml"), (
+        f"no --recipe: configs/views/offline.yaml (transplant + graft, graft standing in for LaMa: {missing}); "
+        "the paper's training recipe is configs/views/training.yaml (LaMa + transplant, weights from LAMA_MODEL)")
 
 
 def load_recipe(uri: str | None, tools: list[str] | None = None) -> Recipe:
