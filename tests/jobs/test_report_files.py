@@ -90,6 +90,12 @@ def test_report_files_self_contained_html_and_numbers(run):
         cell = " / ".join(f"{x.value:.3f} [{x.ci_low:.3f}, {x.ci_high:.3f}]" for x in r.values())
         row = next(ln for ln in size.splitlines() if ln.startswith(f"| {q} "))
         assert cell in row, (cell, row)
+    # the further metrics too: each with its interval and the cases it is over
+    more = md.split("## Further metrics", 1)[1].split("\n## ", 1)[0]
+    row = next(ln for ln in more.splitlines() if ln.startswith("| model-01"))
+    for k in ("strict_esg", "grounded_accuracy", "decision_aurc"):
+        r = m[(m.model == "model-01") & (m.metric == k) & (m.breakdown == "all")].iloc[0]
+        assert f"| {r.value:.3f} [{r.ci_low:.3f}, {r.ci_high:.3f}] ({r.n_cases} cases)" in row, (k, row)
 
 
 def test_gallery_shows_evaluated_cases_and_the_tests_of_section_3_9(run, tmp_path):

@@ -270,8 +270,7 @@ def _curve_sections(scores, metrics, keys, ts0, multi, constant) -> list:
             Para(f"ESG on {ts0} by quartile of lesion area (share of the image), each point with its 95% "
                  f"case-bootstrap interval; n under each quartile is the number of cases with a lesion mask in it, so "
                  f"intervals on a few cases are wide{omitted}.{hollow}"),
-            _by_breakdown(metrics, readers, ts0, "size_quartile", multi, metric_list=("esg", "erased_claims"),
-                          with_ci=True)],
+            _by_breakdown(metrics, readers, ts0, "size_quartile", multi, metric_list=("esg", "erased_claims"))],
             anchor="size"),
         Section("Risk-coverage", [
             Image(plots.risk_coverage(ss[ss.test_set == ts0], labels), "risk_coverage.png",
@@ -353,7 +352,7 @@ def _paired_table(comps, multi, keys=()) -> Table:
 
 
 def _by_breakdown(metrics, keys, ts, dim, multi, metric_list=("esg", "erased_claims", "net_utility"),
-                  constant=frozenset(), with_ci=False) -> Table:
+                  constant=frozenset(), with_ci=True) -> Table:
     part = metrics[(metrics.test_set == ts) & metrics.breakdown.str.startswith(f"{dim}=")]
     groups = sorted(set(part.breakdown))
     rows = []
@@ -367,7 +366,8 @@ def _by_breakdown(metrics, keys, ts, dim, multi, metric_list=("esg", "erased_cla
     over = {"esg": "ESG (erased and random-removal views)", "erased_claims": "erased-lesion claims (share of erased "
             "views)", "net_utility": "net utility (all views)", "sensitivity": "sensitivity (original views)",
             "healthy_claims": "healthy-image claims (share of lesion-free views)",
-            "referral_rate": "referral rate (original and random-removal views)"}
+            "referral_rate": "referral rate (original and random-removal views)",
+            "ccr": "CCR (original and random-removal views)", "control_denial": "control denial (random-removal views)"}
     return Table([dim.replace("_", " ") + " (cases)"] + [_label(m, c, multi) + (" (constant)" if (m, c) in constant
                                                                                    else "") for m, c in keys], rows,
                  "Each cell: " + " / ".join(over.get(k, k) for k in metric_list)
@@ -380,15 +380,17 @@ def _more_table(metrics, keys, ts, multi, constant=frozenset()) -> Table:
     def cell(m, c, k):
         if (m, c) in constant and (k.startswith("selective_risk") or k == "aurc"):
             return "n/a"  # one confidence tie: no ranking to select by
-        return _fmt(getattr(_get(metrics, m, c, ts, k), "value", None))
+        r = _get(metrics, m, c, ts, k)
+        return "–" if r is None else thin.cell(_ci(r), None, r.n_cases)
 
     rows = [[_label(m, c, multi) + (" (constant)" if (m, c) in constant else "")] + [cell(m, c, k) for k in MORE]
             for m, c in keys]
     head = [k + (" (addition)" if k.startswith("decision_") or k == "sensitivity" else "") for k in MORE]
     return Table(["Model"] + head, rows,
-                 f"Test set {ts}. O, T, R, N, D: original, target-removal, random-removal, natural-negative and "
-                 "degraded views. " + "; ".join(f"{k}: {v}" for k, v in MORE_DEFS.items())
-                 + ". n/a: not defined for a constant policy (one confidence tie).")
+                 f"Test set {ts}. Each value with its 95% case-bootstrap interval and the cases it is over. O, T, R, N, "
+                 "D: original, target-removal, random-removal, natural-negative and degraded views. "
+                 + "; ".join(f"{k}: {v}" for k, v in MORE_DEFS.items())
+                 + ". n/a: not defined for a constant policy (one confidence tie). " + thin.note())
 
 
 def _answerable() -> str:
