@@ -410,13 +410,15 @@ def show(uri: str) -> list[dict]:
         One row per (model, condition), sorted: ``"model"``, ``"condition"``, ``"episodes"``,
         ``"unparseable_rate"`` (errors aside), ``"unclear"`` and ``"unclear_rate"`` (replies the reader did
         not commit on: left out of every n when scored), ``"tool_use_rate"``, ``"mean_tool_calls"``,
-        ``"input_tokens"``, ``"output_tokens"``, ``"cost_usd"``, ``"errors"``, ``"mean_latency_s"`` and
-        ``"read_by"`` (e.g. ``"format=3 json=1"``, or ``"-"``).
+        ``"input_tokens"``, ``"output_tokens"``, ``"cost_usd"``, ``"errors"``, ``"mean_latency_s"`` (from
+        each request sent to its reply, summed over an episode's requests), ``"mean_queued_s"`` (the wait
+        for the rate limiter before sending; None for a table written before it was recorded, whose
+        latency counted that wait too) and ``"read_by"`` (e.g. ``"format=3 json=1"``, or ``"-"``).
     """
     table = records.read_table("episodes", uri)
     groups: dict[tuple[str, str], list[dict]] = {}
     for row in table.select(["model", "condition", "action", "tool_calls", "input_tokens", "output_tokens",
-                             "cost_usd", "error", "latency_s", "reading"]).to_pylist():
+                             "cost_usd", "error", "latency_s", "queued_s", "reading"]).to_pylist():
         groups.setdefault((row["model"], row["condition"]), []).append(row)
     out = []
     for (model, condition), rows in sorted(groups.items()):
@@ -433,10 +435,17 @@ def show(uri: str) -> list[dict]:
             "cost_usd": round(sum(r["cost_usd"] for r in rows), 6),
             "errors": sum(1 for r in rows if r["error"]),
             "mean_latency_s": round(sum(r["latency_s"] for r in rows) / n, 3),
+            "mean_queued_s": _mean_recorded([r["queued_s"] for r in rows]),
             "read_by": " ".join(f"{k}={v}" for k, v in sorted(Counter(r["reading"] for r in rows if r["reading"]).items()))
             or "-",
         })
     return out
+
+
+def _mean_recorded(values: list) -> float | None:
+    """The mean of the values a table recorded, or None when none was (a column added later)."""
+    known = [v for v in values if v is not None]
+    return round(sum(known) / len(known), 3) if known else None
 
 
 def failed_units(uri: str) -> list[dict]:
@@ -484,11 +493,15 @@ def _print_show(uri: str) -> None:
               "rejects/ holds each one")
         return
     cols = list(rows[0])
-    cells = [[(f"{r[c]:.6f}" if c == "cost_usd" else f"{r[c]:.3f}") if isinstance(r[c], float) else str(r[c])
-              for c in cols] for r in rows]
+    cells = [[(f"{r[c]:.6f}" if c == "cost_usd" else f"{r[c]:.3f}") if isinstance(r[c], float)
+              else "-" if r[c] is None else str(r[c]) for c in cols] for r in rows]
     widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(cols)]
     for row in [cols, *cells]:
         print("  ".join(v.ljust(w) for v, w in zip(row, widths)))
+    print("mean_latency_s: from each request sent to its reply (an episode's requests summed); "
+          "mean_queued_s: waiting for the rate limiter before sending, apart" +
+          ("" if all(r["mean_queued_s"] is not None for r in rows)
+           else " ('-': not recorded by the release that ran it, whose latency included that wait)"))
     if any(r["unclear"] for r in rows):
         print("unclear: replies the reader did not commit on (its evidence disagreed); they count in no n. "
               "See how each was read: medscope answers read --episodes " + uri)

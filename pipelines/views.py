@@ -24,7 +24,6 @@ import time
 from dataclasses import asdict
 from typing import Literal
 
-import cv2
 import numpy as np
 import pyarrow as pa
 import pydantic
@@ -41,7 +40,8 @@ from medscope.views.tools import check_tool
 from medscope.views.stream import FLUSH_BYTES, QC_COLUMNS, stage_cases, write_views
 from medscope.views.features import read_features, read_parts
 from medscope.views.worker import CaseViewWriter, case_key, parts
-from medscope.images import decode_mask, decode_png, encode_png, to_rgb
+from medscope.images import decode_mask, decode_png, encode_png
+from medscope.render import gallery, palette
 from pipelines.support.flags import add_action, add_config_flags, cli, config_from_args
 from pipelines.support.jobs import Progress, job_main, map_timing, print_summary, units_per_block
 from pipelines.support.peak_memory import memory_mb
@@ -506,19 +506,13 @@ def cmd_show(args) -> None:
         print(line)
 
 
-def _outlined(image: np.ndarray, mask: np.ndarray | None, color=(255, 0, 0)) -> np.ndarray:
-    out = to_rgb(image).copy()
-    if mask is not None and mask.any():
-        contours, _ = cv2.findContours(mask.astype(np.uint8), cv2.RETR_EXTERNAL, cv2.CHAIN_APPROX_NONE)
-        cv2.drawContours(out, contours, -1, color, 1)
-    return out
-
-
 def export_panels(uri: str, folder: str, n: int = 12) -> list[str]:
     """Write up to ``n`` PNG panels (original | erased | control) for a person to look at.
 
     A panel is written for each case (in case-id order) that has an original, a target-removal and a
-    random-removal view with images; the erased mask is outlined in red, the control's in blue.
+    random-removal view with images, each view drawn as the report's gallery draws it
+    (``medscope.render.gallery.panel``, colours from ``medscope.render.palette``): the lesion in
+    yellow, the region an edit changed dashed cyan, at the view's own size.
 
     Parameters
     ----------
@@ -539,7 +533,8 @@ def export_panels(uri: str, folder: str, n: int = 12) -> list[str]:
     MedScopeError
         When no case has all three views.
     """
-    table = records.read_table("views", uri, columns=["view_id", "case_id", "kind", "tool", "image", "edit_mask", "passed"])
+    table = records.read_table("views", uri, columns=["view_id", "case_id", "kind", "tool", "image", "edit_mask",
+                                                      "lesion_bbox", "passed"])
     by_case: dict[str, dict[str, dict]] = {}
     for r in table.to_pylist():
         if r["kind"] in ("original", "target_removal", "random_removal") and r["image"] is not None:
@@ -549,14 +544,11 @@ def export_panels(uri: str, folder: str, n: int = 12) -> list[str]:
         d = by_case[cid]
         if len(d) < 3:
             continue
-        erased_mask = decode_mask(d["target_removal"]["edit_mask"])
-        control_mask = decode_mask(d["random_removal"]["edit_mask"])
-        panels = [
-            _outlined(decode_png(d["original"]["image"]), erased_mask),
-            _outlined(decode_png(d["target_removal"]["image"]), erased_mask),
-            _outlined(decode_png(d["random_removal"]["image"]), control_mask, (0, 200, 255)),
-        ]
+        # the erased region is the dilated lesion mask: the lesion the other panels outline
+        lesion = decode_mask(d["target_removal"]["edit_mask"]) if d["target_removal"]["edit_mask"] else None
+        panels = [decode_png(gallery.panel(d[k], lesion, max_side=None)) for k in palette.PANEL_KINDS]
         h = max(p.shape[0] for p in panels)
+        panels = [np.pad(p, ((0, h - p.shape[0]), (0, 0), (0, 0)), constant_values=255) for p in panels]
         gap = np.full((h, 4, 3), 255, np.uint8)
         row = np.hstack([panels[0], gap, panels[1], gap, panels[2]])
         safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in cid)
@@ -580,7 +572,8 @@ def cmd_export(args) -> None:
         The validated config; reads ``uri``, ``dir`` (the panels' folder) and ``n`` (the most panels).
     """
     paths = export_panels(args.uri, args.dir, args.n)
-    print(f"wrote {len(paths)} panels to {args.dir} (original | erased | control; red: erased mask, blue: control)")
+    print(f"wrote {len(paths)} panels to {args.dir} (original | erased | control; {palette.LEGEND}, "
+          "as in the report's gallery)")
 
 
 if __name__ == "__main__":

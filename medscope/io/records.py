@@ -135,9 +135,14 @@ SCHEMAS: dict[str, pa.Schema] = {
             pa.field("input_tokens", pa.int64(), nullable=False),
             pa.field("output_tokens", pa.int64(), nullable=False),
             pa.field("cost_usd", pa.float64(), nullable=False),
+            # seconds from each request sent to its reply, summed over the episode's requests and
+            # attempts (tables written before queued_s also counted the wait for the rate limiter)
             pa.field("latency_s", pa.float64(), nullable=False),
             pa.field("attempts", pa.int32(), nullable=False),
             pa.field("error", pa.string()),
+            # seconds waited for the provider's shared rate limiter before sending (null in tables
+            # written before it, and for an episode that never went through a limiter's wrapper)
+            pa.field("queued_s", pa.float64()),
             # nullable, so tables written before it read as null: how the decision was read --
             # format (<final> tag), json (bare JSON action), rules (free text), judge.
             pa.field("reading", pa.string()),

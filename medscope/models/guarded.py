@@ -4,7 +4,11 @@ Retries follow the paired-modality paper Appendix A (429 and 5xx retried) and th
 errors (429, 5xx, timeouts, dropped connections, cut or garbled bodies) are retried with
 jittered exponential backoff (tenacity's ``wait_random_exponential``, "full jitter"), never
 sooner than a Retry-After; any other 4xx is given up at once. The wrapper counts attempts and
-the provider's token counts of the replies it passed on.
+the provider's token counts of the replies it passed on, and keeps two clocks apart: the time
+from each request sent to its reply (``request_s``, the provider's latency, every attempt) and
+the time spent waiting for the shared rate limiter before sending (``queued_s``). A sweep whose
+limiter books requests minutes ahead would otherwise report those minutes as the provider's
+latency. The back-off sleeps between attempts are in neither.
 
 No wait is longer than MAX_RETRY_WAIT_S: a Retry-After beyond it (a provider answering
 ``Retry-After: 999999999`` would park the worker for 31 years, issue 51) ends the unit at once
@@ -50,17 +54,21 @@ class GuardedModel:
         backoff_max_s: float = 30.0,
         sleep=time.sleep,
         max_wait_s: float = MAX_RETRY_WAIT_S,
+        clock=time.monotonic,
     ):
         self.model = model
         self.name, self.provider, self.endpoint = model.name, model.provider, model.endpoint
         self.limiter = limiter
         self.max_attempts = max_attempts
         self.sleep = sleep
+        self.clock = clock
         self.max_wait_s = max_wait_s
         self._jitter = tenacity.wait_random_exponential(multiplier=backoff_s, max=min(backoff_max_s, max_wait_s))
         self.attempts = 0
         self.input_tokens = 0
         self.output_tokens = 0
+        self.request_s = 0.0
+        self.queued_s = 0.0
         self.errors: list[str] = []
 
     def _wait(self, state: tenacity.RetryCallState) -> float:
@@ -80,6 +88,13 @@ class GuardedModel:
         )
         return retrying(self._once, messages, decoding)
 
+    def _timed(self, messages: list[Message], decoding: Decoding) -> Completion:
+        sent = self.clock()
+        try:
+            return self.model.complete(messages, decoding)
+        finally:  # a failed attempt waited on the provider too
+            self.request_s += self.clock() - sent
+
     def _once(self, messages: list[Message], decoding: Decoding) -> Completion:
         self.attempts += 1
         estimate = 0
@@ -87,11 +102,13 @@ class GuardedModel:
             texts = [p.text for m in messages for p in m.parts if p.text]
             images = sum(1 for m in messages for p in m.parts if p.is_image)
             estimate = estimate_tokens(texts, images, decoding.max_output_tokens)
+            asked = self.clock()
             delay = self.limiter.reserve(estimate)
             if delay > 0:
                 self.sleep(delay)
+            self.queued_s += self.clock() - asked  # the booking's round trip is queueing too
         try:
-            completion = self.model.complete(messages, decoding)
+            completion = self._timed(messages, decoding)
         except TransientModelError as err:
             self.errors.append(str(err)[:200])
             if err.retry_after_s and self.limiter is not None:

@@ -24,6 +24,14 @@ class Image:
 
 
 @dataclass
+class Panels:
+    """Images side by side, each with its caption under it (the gallery's views of one case)."""
+
+    images: list[Image]
+    captions: list[str]
+
+
+@dataclass
 class Para:
     text: str
 
@@ -39,6 +47,9 @@ class Section:
     title: str
     blocks: list = field(default_factory=list)
     anchor: str = ""
+    # reference material (e.g. transcripts) the report sets after every other section, so
+    # that it never pushes another protocol's sections down the page
+    appendix: bool = False
 
 
 def slug(text: str) -> str:
@@ -96,6 +107,11 @@ def to_markdown(title: str, sections: list[Section], image_dir: str = "images") 
                 path = f"{image_dir}/{b.name}"
                 files[path] = b.png
                 out += [f"![{b.alt or b.name}]({path})", ""]
+            elif isinstance(b, Panels):
+                for img, caption in zip(b.images, b.captions):
+                    path = f"{image_dir}/{img.name}"
+                    files[path] = img.png
+                    out += [f"![{img.alt or img.name}]({path})", f"*{caption}*", ""]
             elif isinstance(b, Para):
                 out += [b.text, ""]
             elif isinstance(b, Raw):
@@ -108,8 +124,12 @@ _CSS = """body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1200px
 #summary+ul{background:#f4f8fb;border-left:4px solid #1f4e79;padding:0.6em 0.6em 0.6em 2em}
 pre,code{overflow-wrap:anywhere}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}
 th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}td{white-space:nowrap}
+.scroll td:first-child,.scroll th:first-child{position:sticky;left:0;z-index:1;box-shadow:inset -1px 0 #ccc}
+.scroll td:first-child{background:#fff}
 .caption{font-style:italic;margin:0.8em 0 0.2em}
-img{max-width:100%}.gallery img{width:220px}.gallery td{vertical-align:top;text-align:left}
+img{max-width:100%}.panels{display:flex;flex-wrap:wrap;gap:8px;margin:0.5em 0}
+.panels figure{margin:0;width:220px}.panels img{width:220px}
+.panels figcaption{font-size:0.85em;color:#444;margin-top:2px}
 pre{background:#f7f7f7;padding:0.5em;white-space:pre-wrap}details{margin:0.3em 0}"""
 
 
@@ -219,6 +239,11 @@ def to_html(title: str, sections: list[Section]) -> str:
                                                  for r in b.rows) + "</table></div>")
             elif isinstance(b, Image):
                 parts.append(f'<img alt="{html.escape(b.alt or b.name)}" src="{data_uri(b.png)}">')
+            elif isinstance(b, Panels):
+                parts.append("<div class='panels'>" + "".join(
+                    f'<figure><img alt="{html.escape(img.alt or img.name)}" src="{data_uri(img.png)}">'
+                    f"<figcaption>{_inline(caption)}</figcaption></figure>"
+                    for img, caption in zip(b.images, b.captions)) + "</div>")
             elif isinstance(b, Para):
                 parts.append(f"<p>{_inline(b.text)}</p>")
             elif isinstance(b, Raw):

@@ -1,5 +1,6 @@
 """Gallery panels: a case's original, erased and control views with their masks outlined
-(counterfactual paper Figure 2 style: yellow the lesion, dashed cyan the edited region)."""
+(counterfactual paper Figure 2 style: yellow the lesion, dashed cyan the edited region), in the
+colours of ``medscope.render.palette``, which ``views export`` draws with too."""
 
 from __future__ import annotations
 
@@ -7,9 +8,7 @@ import numpy as np
 from scipy import ndimage
 
 from medscope import images
-
-YELLOW = np.array([255, 220, 0], np.uint8)
-CYAN = np.array([0, 220, 255], np.uint8)
+from medscope.render.palette import EDIT, LESION
 
 
 def outline(image: np.ndarray, mask: np.ndarray, color: np.ndarray, dashed: bool = False) -> np.ndarray:
@@ -66,7 +65,7 @@ def box_mask(shape, bbox) -> np.ndarray | None:
     return m
 
 
-def panel(view: dict, lesion_mask: np.ndarray | None, max_side: int = 256) -> bytes | None:
+def panel(view: dict, lesion_mask: np.ndarray | None, max_side: int | None = 256) -> bytes | None:
     """PNG of one view with the lesion (yellow) and edit mask (dashed cyan) outlined; None if no pixels.
 
     Parameters
@@ -76,8 +75,9 @@ def panel(view: dict, lesion_mask: np.ndarray | None, max_side: int = 256) -> by
     lesion_mask : numpy.ndarray of bool or None
         The case's lesion mask; None or a size other than the image's: the ``lesion_bbox`` box instead.
         Not drawn on a target-removal view.
-    max_side : int
-        The panel's long side is downscaled to at most this many pixels (never upscaled).
+    max_side : int or None
+        The panel's long side is downscaled to at most this many pixels (never upscaled); None keeps
+        the view's own size.
 
     Returns
     -------
@@ -91,8 +91,8 @@ def panel(view: dict, lesion_mask: np.ndarray | None, max_side: int = 256) -> by
     if lesion is None or lesion.shape != img.shape[:2]:
         lesion = box_mask(img.shape, view.get("lesion_bbox"))
     if view["kind"] != "target_removal":  # the lesion is gone from an erased view
-        img = outline(img, lesion, YELLOW)
+        img = outline(img, lesion, LESION)
     if view.get("edit_mask"):
         edit = images.decode_mask(view["edit_mask"])
-        img = outline(img, edit, CYAN, dashed=True)
-    return images.encode_png(images.resize_long_side(img, max_side))
+        img = outline(img, edit, EDIT, dashed=True)
+    return images.encode_png(img if max_side is None else images.resize_long_side(img, max_side))

@@ -4,7 +4,8 @@ Each scored run's ``run.json`` names the protocol that scored it; that protocol 
 run's sections (``EvalProtocol.report_sections``), so the report of a demo that ran several
 protocols is one document. ``report.html`` inlines everything and opens with no server;
 ``report.md`` keeps its images in ``images/``. Callers may add sections as ``(title, markdown)``,
-``(title, {"markdown", "html"})`` or ``(title, [blocks])``.
+``(title, {"markdown", "html"})`` or ``(title, [blocks])``. The summaries open the document and
+the appendices (a section's ``appendix``: the transcripts) close it, after every protocol's sections.
 """
 
 from __future__ import annotations
@@ -134,8 +135,9 @@ def build_report(runs: str | list[str], out: str, extra_sections=(), title: str 
     thin_cells = thin.summary_section(sections)  # the summary names the thin cells
     if thin_cells is not None:
         sections.append(thin_cells)
-    # the summaries open the document, so its first screen answers "which models read the image?"
-    sections.sort(key=lambda s: not (s.anchor or "").startswith("summary"))
+    # the summaries open the document, so its first screen answers "which models read the image?";
+    # appendices (transcripts) close it, so no protocol's sections sit below another's reference material
+    sections.sort(key=lambda s: (not (s.anchor or "").startswith("summary"), s.appendix))
     rep = layout.Report(out)
     title = title or f"MedScope report: {runs[0].rstrip('/').rsplit('/', 1)[-1]}"
     md, files = to_markdown(title, sections)

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 import threading
-import time
 from collections import OrderedDict
 
 import ray
@@ -157,7 +156,6 @@ class EpisodeWorker:
             # Finished by a worker that died before reporting, or by a concurrent run: never
             # request (or bill) a finished key twice.
             return {**out, "status": "exists", "cost_usd": 0.0, "attempts": 0, "error": None}
-        start = time.monotonic()
         try:
             guarded = GuardedModel(
                 self._model(entry.name), self.limiters.get(entry.limiter_group), entry.max_attempts, self.backoff_s
@@ -177,7 +175,7 @@ class EpisodeWorker:
             return {**out, "status": "retry_later", "attempts": guarded.attempts, "error": self._clean(str(err))}
         except Exception as err:
             return {**out, "status": "failed", "attempts": guarded.attempts, "error": self._clean(f"{type(err).__name__}: {err}")}
-        row = episode_row(unit, item, entry, result, guarded, time.monotonic() - start, error, self.run_id, self.protocol)
+        row = episode_row(unit, item, entry, result, guarded, guarded.request_s, error, self.run_id, self.protocol)
         row = {k: self._clean(v) if isinstance(v, str) else v for k, v in row.items()}
         wrote = records.write_part("episodes", [row], self.episodes_uri, unit["key"])
         return {**out, "status": "done" if wrote else "exists", "cost_usd": row["cost_usd"],
@@ -206,7 +204,9 @@ def episode_row(unit, item: Item, entry: ModelEntry, result: EpisodeResult, guar
     guarded : GuardedModel
         The guarded model the episode ran through: its token counts and attempts.
     latency_s : float
-        Wall-clock seconds the episode took.
+        Seconds from each request sent to its reply, summed over the episode's requests and
+        attempts (the guarded model's ``request_s``); the wait for the rate limiter is recorded
+        apart, as ``queued_s``, from the guarded model.
     error : str or None
         A permanent provider error recorded with the episode, or None.
     run_id : str
@@ -218,7 +218,7 @@ def episode_row(unit, item: Item, entry: ModelEntry, result: EpisodeResult, guar
     -------
     dict
         One row of the episodes table, with its cost in USD from the larger of the guarded and
-        reported token counts.
+        reported token counts, and the guarded model's time queued for the rate limiter.
     """
     tokens_in = max(guarded.input_tokens, result.input_tokens or 0)
     tokens_out = max(guarded.output_tokens, result.output_tokens or 0)
@@ -246,6 +246,7 @@ def episode_row(unit, item: Item, entry: ModelEntry, result: EpisodeResult, guar
         "latency_s": float(latency_s),
         "attempts": int(guarded.attempts),
         "error": error,
+        "queued_s": float(guarded.queued_s),
         "reading": getattr(result, "reading", None),
         "reading_rule": getattr(result, "reading_rule", None),
         "reading_note": getattr(result, "reading_note", None),

@@ -20,7 +20,7 @@ from tests.fixtures import multinode_driver as drv
 
 from tests.conftest import REPO_ROOT as REPO  # noqa: E402
 BUCKET = "medscope-multinode"
-RUN_VOLATILE = ("latency_s",)  # an episode's wall time: the only run-specific column
+RUN_VOLATILE = ("latency_s", "queued_s")  # times measured in the run: its only run-specific columns
 # a three-node cluster running four jobs, and three single-node references, take more than the
 # ~20 s of an ordinary test file; pytest-timeout's 600 s per test is too tight on a loaded machine
 pytestmark = [pytest.mark.slow, pytest.mark.ray, pytest.mark.multinode, pytest.mark.timeout(3600)]  # a hang guard only: a passing run takes ~1.5 min idle

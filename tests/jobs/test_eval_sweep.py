@@ -66,6 +66,15 @@ def test_sweep_writes_every_episode_to_s3_and_resumes_without_requests(ray_clust
     assert len(after) == 10
     assert all(t >= j * 0.25 - 0.01 for j, t in enumerate(after)), after  # 0.01 s: two clocks' rounding
     table = records.read_table("episodes", f"{out}/episodes")
+    # latency runs from the request sent to its reply: a request the provider held until the
+    # release waited at least from its arrival to the release; the limiter's wait is apart
+    latency = {(r["item_id"], r["condition"]): r["latency_s"] for r in table.to_pylist()}
+    held = [r for r in openai_server.requests if r.t <= released]
+    assert len(held) == 2
+    for r in held:
+        (unit,) = [u for u in latency if unit_tag(*u) in r.text]
+        assert latency[unit] >= released - r.t - 0.01, (unit, latency[unit], released - r.t)
+    assert all(q is not None and q >= 0.0 for q in table.column("queued_s").to_pylist())
     assert table.num_rows == 12
     assert len(set(table.column("request_key").to_pylist())) == 12
     # One request per unit, each carrying its own tag.

@@ -126,3 +126,39 @@ def test_report_in_chromium_fits_loads_links_and_opens_with_the_summary(report, 
     # the probe's summary lines and POPE's own table are in the page
     assert browser.find_element("id", "summary-probe").is_displayed()
     assert "yes-ratio" in browser.find_element("tag name", "body").text
+
+
+# Where a wide table's first column sits once its scroller is scrolled to the end, and the
+# page's order of sections and gallery captions.
+READER_FACTS = """
+const wide = [...document.querySelectorAll('.scroll')].filter(s => s.scrollWidth > s.clientWidth + 20);
+const s = wide[0];
+const first = () => s.querySelector('tr:nth-child(2) td:first-child').getBoundingClientRect().left;
+const before = first(), boxLeft = s.getBoundingClientRect().left;
+s.scrollLeft = s.scrollWidth;
+const second = () => s.querySelector('tr:nth-child(2) td:nth-child(2)').getBoundingClientRect().left;
+const after = first(), secondAfter = second();
+const h2 = [...document.querySelectorAll('h2')].map(h => h.id);
+const figs = [...document.querySelectorAll('.panels figure')].map(f => ({
+  caption: f.querySelector('figcaption') ? f.querySelector('figcaption').innerText.trim() : '',
+  below: f.querySelector('figcaption') ? f.querySelector('figcaption').getBoundingClientRect().top >=
+         f.querySelector('img').getBoundingClientRect().bottom - 1 : false}));
+return {wide: wide.length, scrolled: s.scrollLeft, boxLeft: boxLeft, before: before, after: after,
+        secondAfter: secondAfter, h2: h2, figs: figs};
+"""
+
+
+@pytest.mark.slow
+def test_wide_tables_keep_their_first_column_and_transcripts_close_the_page(report, browser):
+    browser.get((report / "report" / "report.html").as_uri())
+    facts = browser.execute_script(READER_FACTS)
+    # a table wider than the page (nine model columns) scrolled to its end: its first column
+    # stays at the scroller's left edge while the second has moved under it
+    assert facts["wide"] >= 1 and facts["scrolled"] > 0
+    assert abs(facts["after"] - facts["boxLeft"]) <= 1 and abs(facts["before"] - facts["boxLeft"]) <= 1
+    assert facts["secondAfter"] < facts["boxLeft"]
+    # the transcripts are the page's last section, after the probe's
+    assert facts["h2"][-1] == "transcripts" and facts["h2"].index("probe") < len(facts["h2"]) - 1
+    # every gallery panel has a caption under it
+    assert len(facts["figs"]) == 2 * 3
+    assert all(f["caption"] and f["below"] for f in facts["figs"]), facts["figs"]

@@ -10,6 +10,7 @@ import pytest
 from medscope import images
 from medscope.io import records
 from medscope.report.build import build_report
+from medscope.render import palette
 from medscope.render.document import md_to_html
 from medscope.testing import synthetic_runs as synthetic
 from pipelines import demo
@@ -61,8 +62,9 @@ def test_report_files_self_contained_html_and_numbers(run):
         line = next(ln for ln in md.splitlines() if ln.startswith(f"| {model} |") and "[" in ln)
         assert f"{esg.value:.3f} [{esg.ci_low:.3f}, {esg.ci_high:.3f}] ({esg.n_cases} cases)" in line
         assert f"{nu.value:.3f} [{nu.ci_low:.3f}, {nu.ci_high:.3f}]" in line
-        erased = row('erased_claims')  # a rate with the cases it is over, as every value
-        assert f"| {100 * erased.value:.1f} ({erased.n_cases} cases) |" in line
+        erased = row('erased_claims')  # a rate with its interval and the cases it is over, as every value
+        assert (f"| {100 * erased.value:.1f} [{100 * erased.ci_low:.1f}, {100 * erased.ci_high:.1f}] "
+                f"({erased.n_cases} cases) |") in line
     # a report writes nothing into the run it reads: the comparisons it made lie beside it
     assert {p: p.stat().st_mtime_ns for p in (run / "run").rglob("*")} == before
     assert written["comparisons"] == str(out / "comparisons.parquet")
@@ -75,6 +77,25 @@ def test_report_files_self_contained_html_and_numbers(run):
         assert f"| {name}" in md or f" {name} |" in md
     assert "Volumetric probe" in html and "<td>0.812</td>" in html
     assert html.count("<details") >= 3 * 3 and written["reference"] == "model-00"
+    # the transcripts close the report, after every other section (an extra one included), so
+    # that they push nothing down the page
+    titles = [ln for ln in md.splitlines() if ln.startswith("## ")]
+    assert titles[-1] == "## Transcripts" and titles.index("## Volumetric probe") < len(titles) - 1
+    assert html.rindex("<h2") == html.index('<h2 id="transcripts"')
+    # the size table: each cell's ESG and erased-lesion claims with the interval of the metrics row
+    size = md.split("## ESG by lesion-size quartile", 1)[1].split("\n## ", 1)[0]
+    for q in ("Q1", "Q4"):
+        r = {k: m[(m.model == "model-01") & (m.metric == k) & (m.breakdown == f"size_quartile={q}")].iloc[0]
+             for k in ("esg", "erased_claims")}
+        cell = " / ".join(f"{x.value:.3f} [{x.ci_low:.3f}, {x.ci_high:.3f}]" for x in r.values())
+        row = next(ln for ln in size.splitlines() if ln.startswith(f"| {q} "))
+        assert cell in row, (cell, row)
+    # the further metrics too: each with its interval and the cases it is over
+    more = md.split("## Further metrics", 1)[1].split("\n## ", 1)[0]
+    row = next(ln for ln in more.splitlines() if ln.startswith("| model-01"))
+    for k in ("strict_esg", "grounded_accuracy", "decision_aurc"):
+        r = m[(m.model == "model-01") & (m.metric == k) & (m.breakdown == "all")].iloc[0]
+        assert f"| {r.value:.3f} [{r.ci_low:.3f}, {r.ci_high:.3f}] ({r.n_cases} cases)" in row, (k, row)
 
 
 def test_gallery_shows_evaluated_cases_and_the_tests_of_section_3_9(run, tmp_path):
@@ -97,6 +118,17 @@ def test_gallery_shows_evaluated_cases_and_the_tests_of_section_3_9(run, tmp_pat
     assert len(cells) == 2 * 3 and all("–" not in ln for ln in cells)
     shown = re.findall(r"\*\*(L\d{4})\*\*", gallery)
     assert shown and set(shown) <= set(evaluated)
+    # every panel has its caption under it, in the words of the shared palette
+    lines = gallery.splitlines()
+    panels = [i for i, ln in enumerate(lines) if ln.startswith("![")]
+    assert len(panels) == 3 * 3
+    for i in panels:
+        kind = re.search(r"_(original|target_removal|random_removal)\.png\)$", lines[i])[1]
+        assert lines[i + 1] == f"*{palette.PANEL_CAPTIONS[kind]}*"
+    html = (tmp_path / "rep" / "report.html").read_text()
+    figures = re.findall(r"<figure><img alt=\"[^\"]+\" src=\"data:image/png;base64,[^\"]+\"><figcaption>([^<]+)</figcaption>",
+                         html)
+    assert len(figures) == 3 * 3 and set(figures) == set(palette.PANEL_CAPTIONS.values())
     tests = md[md.index("## Further tests"):]
     assert "McNemar CCR vs model-00" in tests and "Fisher erased" in tests and "TOST CCR" in tests
     assert "## By source (Table 15)" in md and "## By erasure tool (Table 12)" in md

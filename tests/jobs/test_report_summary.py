@@ -239,12 +239,19 @@ def test_report_details_b_used_no_nan_one_p_format_and_rates_with_n(report):
     tests = md.split("## Further tests", 1)[1].split("\n## ", 1)[0]
     ref = next(ln for ln in tests.splitlines() if ln.startswith("| model-02 [agent]"))
     assert "– (reference)" in ref
-    # CCR and the claim rates carry the cases they are over (from the metrics rows)
+    # CCR and the claim rates carry their interval and the cases they are over (from the metrics rows)
     m = records.read_table("metrics", str(report / "run" / "metrics.parquet")).to_pandas()
     main = md.split("## Main table", 1)[1].split("\n## ", 1)[0]
     row = next(ln for ln in main.splitlines() if ln.startswith("| model-02 [agent]"))
     for metric in ("ccr", "erased_claims", "healthy_claims"):
         r = m[(m.model == "model-02") & (m.condition == "agent") & (m.metric == metric) & (m.breakdown == "all")
               & m.reference.isna()].iloc[0]
-        shown = f"{100 * r.value:.1f}" if metric.endswith("claims") else f"{r.value:.3f}"
+        scale, digits = (100, 1) if metric.endswith("claims") else (1, 3)
+        shown = " ".join([f"{scale * r.value:.{digits}f}", f"[{scale * r.ci_low:.{digits}f},",
+                          f"{scale * r.ci_high:.{digits}f}]"])
         assert f"| {shown} ({r.n_cases} cases)" in row, (metric, row)
+    # the summary's ESG says the cases it is over
+    esg = m[(m.model == "model-02") & (m.condition == "agent") & (m.metric == "esg") & (m.breakdown == "all")
+            & m.reference.isna()].iloc[0]
+    summ = md.split("## Summary", 1)[1].split("\n## ", 1)[0]
+    assert f"ESG {esg.value:.3f} [{esg.ci_low:.3f}, {esg.ci_high:.3f}] ({esg.n_cases} cases)" in summ

@@ -125,7 +125,24 @@ def table1(m: pd.DataFrame, items: pd.DataFrame, scores: pd.DataFrame | None = N
                  "over the pool. " + thin.note())
 
 
-def table2(m: pd.DataFrame) -> Table:
+def _paired_n(scores: pd.DataFrame | None) -> dict:
+    """(cohort, qtype, model) -> questions valid in both the sighted and the blind run: the n of a
+    Table 2 or Table 3 cell."""
+    if scores is None or scores.empty:
+        return {}
+    from medscope.protocols.benchmark_mcq.scoring import paired_frame
+
+    return {k: len(paired_frame(g)) for k, g in scores.groupby(["cohort", "qtype", "model"], sort=True)}
+
+
+def _paired_cell(r, n_items, signed=False) -> str:
+    """A Table 2 / Table 3 figure ± the half-width of its interval, with the questions and cases it is over."""
+    if r is None:
+        return "–"
+    return thin.cell(_pm(r["value"], r["ci_low"], r["ci_high"], signed), n_items, r["n_cases"])
+
+
+def table2(m: pd.DataFrame, scores: pd.DataFrame | None = None) -> Table:
     """Table 2: the blind ablation, blind accuracy and Δ = sighted - blind per cohort, question type and
     model.
 
@@ -133,12 +150,14 @@ def table2(m: pd.DataFrame) -> Table:
     ----------
     m : pandas.DataFrame
         metrics rows of the scored run (``accuracy_paired`` and ``delta``).
+    scores : pandas.DataFrame or None, optional
+        mcq_scores rows; the questions valid in both runs give each cell's n (cases only without them).
 
     Returns
     -------
     Table
-        One row per cohort and question type with any figure; two columns (blind, Δ ± half-width) per
-        model.
+        One row per cohort and question type with any figure; two columns (blind, Δ, each ± half-width
+        with its questions and cases, thin cells marked) per model.
 
     References
     ----------
@@ -146,20 +165,21 @@ def table2(m: pd.DataFrame) -> Table:
     """
     d = m[m["metric"] == "delta"]
     models = sorted(d["model"].unique())
+    n_paired = _paired_n(scores)
     rows = []
     for cohort in sorted(d["test_set"].unique()):
         for q, label in QTYPES:
             cells = []
             for model in models:
-                blind = _metric(m, cohort, q, model, "blind", "accuracy_paired")
-                delta = _metric(m, cohort, q, model, "sighted", "delta")
-                cells += ["–" if blind is None else f"{blind['value']:.3f}",
-                          "–" if delta is None else _pm(delta["value"], delta["ci_low"], delta["ci_high"], True)]
+                n = n_paired.get((cohort, q, model))
+                cells += [_paired_cell(_metric(m, cohort, q, model, "blind", "accuracy_paired"), n),
+                          _paired_cell(_metric(m, cohort, q, model, "sighted", "delta"), n, signed=True)]
             if any(c != "–" for c in cells):
                 rows.append([cohort, label, *cells])
     headers = ["Dataset", "Q. type", *[f"{m_} {h}" for m_ in models for h in ("blind", "Δ")]]
-    return Table(headers, rows, "Table 2. Blind ablation on the questions valid in both runs; Δ = sighted − blind "
-                 "± half-width of the 95% case-clustered paired bootstrap interval.")
+    return Table(headers, rows, "Table 2. Blind ablation on the questions valid in both runs: blind accuracy ± "
+                 "half-width of its 95% case-clustered bootstrap interval; Δ = sighted − blind ± half-width of the 95% "
+                 "case-clustered paired bootstrap interval; (n questions valid in both runs, cases). " + thin.note())
 
 
 def identical_generation(cohorts, build_records: dict[str, dict]) -> tuple[bool, str]:
@@ -211,13 +231,14 @@ def table3(m: pd.DataFrame, scores: pd.DataFrame, build_records: dict[str, dict]
     -------
     Table
         One row per cohort, question type and model of the identically generated groups: sighted, blind and
-        Δ ± half-width; the caption says which groups were left out and why.
+        Δ, each ± half-width with its questions and cases; the caption says which groups were left out and why.
 
     References
     ----------
     .. [1] benchmark-MCQ paper, Table 3.
     """
     groups = scores.dropna(subset=["matched_group"]).groupby("matched_group")["cohort"].unique()
+    n_paired = _paired_n(scores)
     rows, notes = [], []
     for group, cohorts in groups.items():
         if len(cohorts) < 2:
@@ -234,10 +255,12 @@ def table3(m: pd.DataFrame, scores: pd.DataFrame, build_records: dict[str, dict]
                     b = _metric(m, cohort, q, model, "blind", "accuracy_paired")
                     dl = _metric(m, cohort, q, model, "sighted", "delta")
                     if dl is not None:
-                        rows.append([f"{cohort} ({src})", label, model, f"{s['value']:.3f}", f"{b['value']:.3f}",
-                                     _pm(dl["value"], dl["ci_low"], dl["ci_high"], True)])
+                        n = n_paired.get((cohort, q, model))
+                        rows.append([f"{cohort} ({src})", label, model, _paired_cell(s, n), _paired_cell(b, n),
+                                     _paired_cell(dl, n, signed=True)])
     caption = ("Table 3. Public versus private imaging under matched generation (cohorts sharing a matched_group); "
-               "paired on sighted ∩ blind.")
+               "paired on sighted ∩ blind: each figure ± half-width of its 95% case-clustered bootstrap interval "
+               "(n questions valid in both runs, cases). " + thin.note())
     if not rows:
         caption += " No matched group with two identically generated cohorts was evaluated in this run."
     if notes:
@@ -410,5 +433,5 @@ def sections(scored_run: str, work_dir: str) -> list[tuple[str, list]]:
     return [("Contamination-controlled multiple-choice benchmark (benchmark-MCQ paper)",
              [note, Para("; ".join(describe(t.to_dict("records"))) + "." if len(t) else "No tests."),
               Para(thin.summary(thin_cells(t))),
-              table1(m, items, scores), table2(m), table3(m, scores, build_records), table4(t), supp_table1(t),
+              table1(m, items, scores), table2(m, scores), table3(m, scores, build_records), table4(t), supp_table1(t),
               *subcategory_plot(m, work_dir)])]

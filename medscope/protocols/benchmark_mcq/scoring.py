@@ -92,8 +92,8 @@ def metrics_rows(df: pd.DataFrame, items: pd.DataFrame, b: int = 2000, seed: int
     (cohort, question type, model, condition): ``accuracy`` with its case-clustered interval, the
     counts ``valid`` and ``invalid``, ``chance_valid_pool``, and the same accuracy and chance per
     subcategory. Per (cohort, question type, model) with questions valid in both conditions:
-    ``accuracy_paired`` of each condition and ``delta`` (sighted - blind) with its interval and
-    two-sided p.
+    ``accuracy_paired`` of each condition with its case-clustered interval and ``delta`` (sighted -
+    blind) with its interval and two-sided p.
 
     Parameters
     ----------
@@ -143,8 +143,11 @@ def metrics_rows(df: pd.DataFrame, items: pd.DataFrame, b: int = 2000, seed: int
             continue
         d = stats.paired_delta(pf["case_id"], pf["correct_sighted"], pf["correct_blind"], b, seed)
         bd, n = f"qtype={qtype}", pf["case_id"].nunique()
-        out.append(_row(model, SIGHTED, cohort, bd, "accuracy_paired", d.sighted, n=n))
-        out.append(_row(model, BLIND, cohort, bd, "accuracy_paired", d.blind, n=n))
+        every = np.ones(len(pf), bool)  # the paired frame holds only questions valid in both runs
+        for cond, column in ((SIGHTED, "correct_sighted"), (BLIND, "correct_blind")):
+            # each condition's accuracy on the paired questions, with its own case-clustered interval
+            e = stats.accuracy(pf["case_id"], pf[column], every, b, seed)
+            out.append(_row(model, cond, cohort, bd, "accuracy_paired", e.value, e.ci_low, e.ci_high, n, b=b))
         out.append(_row(model, SIGHTED, cohort, bd, "delta", d.delta.value, d.delta.ci_low, d.delta.ci_high, n,
                         reference=BLIND, p=d.p, b=b))
     return out

@@ -22,18 +22,20 @@ from medscope.io import layout, records, safe_text, storage
 from medscope.errors import MedScopeError
 from medscope.protocols.counterfactual import report_summary as rs
 from medscope.protocols.counterfactual import plots
-from medscope.render import gallery, thin
+from medscope.render import gallery, palette, thin
+from medscope.render.plots import png
 from medscope.protocols.counterfactual import summary
 from medscope.protocols.counterfactual.agent_episode import IMAGE_BLIND_CONDITIONS
-from medscope.render.document import Image, Para, Raw, Section, Table, slug
+from medscope.render.document import Image, Panels, Para, Raw, Section, Table, slug
 from medscope.analysis import paired_differences as cmp
 from medscope.protocols.counterfactual import costs, rewards
 from medscope.analysis import significance as pt
 from medscope.analysis import view_metrics as scoring_metrics
 from medscope.stats import bootstrap as bs
 
-MAIN = [("ccr", "CCR", False), ("esg", "ESG", True), ("erased_claims", "Erased %", False),
-        ("healthy_claims", "Healthy %", False), ("net_utility", "Net utility", True)]
+# every value with its interval: a rate without one reads as more certain than an ESG with one
+MAIN = [("ccr", "CCR", True), ("esg", "ESG", True), ("erased_claims", "Erased %", True),
+        ("healthy_claims", "Healthy %", True), ("net_utility", "Net utility", True)]
 MORE = ["strict_esg", "sensitivity", "grounded_accuracy", "clarify_rate", "control_denial", "referral_rate",
         "unparseable_rate", "net_utility_no_degraded", "selective_risk@1.00", "selective_risk@0.70", "aurc",
         "decision_risk@0.70", "decision_aurc"]
@@ -146,7 +148,8 @@ def report_sections(run: str, work_dir: str, reference: str | None = None, galle
     transcripts = _write_transcripts(manifest, work_dir)
     gal = _gallery(manifest, scores, keys, multi, gallery_cases)
     sections.append(Section("Gallery", gal["blocks"], anchor="gallery"))
-    sections.append(Section("Transcripts", _transcript_blocks(transcripts, gal["views"]), anchor="transcripts"))
+    sections.append(Section("Transcripts", _transcript_blocks(transcripts, gal["views"]), anchor="transcripts",
+                            appendix=True))
     return sections, {"transcripts": transcripts.get("index"), "comparisons": comps_written, "reference": reference}
 
 
@@ -255,14 +258,18 @@ def _curve_sections(scores, metrics, keys, ts0, multi, constant) -> list:
                + ") are left out: they read no image" if constant else "")
     sm = metrics.assign(model=[_label(m, c, multi) for m, c in zip(metrics.model, metrics.condition)])
     ss = scores.assign(model=[_label(m, c, multi) for m, c in zip(scores.model, scores.condition)])
+    points = plots.size_quartile_points(sm[sm.test_set == ts0], labels)
+    bare = points[~points.interval] if len(points) else points
+    hollow = (f" Hollow points have no interval: {len(bare)} of {len(points)} points, each a quartile of one case "
+              "(a bootstrap over one case cannot vary) or a value whose bounds were not computed." if len(bare) else "")
     return [
         Section("ESG by lesion-size quartile", [
-            Image(plots.esg_by_size_quartile(sm[sm.test_set == ts0], labels), "esg_by_size.png",
-                  "ESG with 95% intervals by quartile of lesion area, one series per model that reads the image, "
-                  "n cases per quartile under each tick"),
-            Para(f"ESG on {ts0} by quartile of lesion area (share of the image), 95% case-bootstrap intervals; n "
-                 f"under each quartile is the number of cases with a lesion mask in it, so intervals on a few cases "
-                 f"are wide{omitted}."),
+            Image(png(plots.esg_by_size_quartile_figure(points, labels)), "esg_by_size.png",
+                  "ESG by quartile of lesion area with 95% intervals where a quartile has them, one series per model "
+                  "that is not a constant policy, n cases per quartile under each tick"),
+            Para(f"ESG on {ts0} by quartile of lesion area (share of the image), each point with its 95% "
+                 f"case-bootstrap interval; n under each quartile is the number of cases with a lesion mask in it, so "
+                 f"intervals on a few cases are wide{omitted}.{hollow}"),
             _by_breakdown(metrics, readers, ts0, "size_quartile", multi, metric_list=("esg", "erased_claims"))],
             anchor="size"),
         Section("Risk-coverage", [
@@ -345,39 +352,45 @@ def _paired_table(comps, multi, keys=()) -> Table:
 
 
 def _by_breakdown(metrics, keys, ts, dim, multi, metric_list=("esg", "erased_claims", "net_utility"),
-                  constant=frozenset()) -> Table:
+                  constant=frozenset(), with_ci=True) -> Table:
     part = metrics[(metrics.test_set == ts) & metrics.breakdown.str.startswith(f"{dim}=")]
     groups = sorted(set(part.breakdown))
     rows = []
+    show = _ci if with_ci else (lambda r: _fmt(getattr(r, "value", None)))
     for g in groups:
         n = part[part.breakdown == g].n_cases.max()
         cells = [thin.cell(g.split("=", 1)[1], None, n)]  # "label (n cases)", marked when thin
         for m, c in keys:
-            cells.append(" / ".join(_fmt(getattr(_get(metrics, m, c, ts, k, g), "value", None)) for k in metric_list))
+            cells.append(" / ".join(show(_get(metrics, m, c, ts, k, g)) for k in metric_list))
         rows.append(cells)
     over = {"esg": "ESG (erased and random-removal views)", "erased_claims": "erased-lesion claims (share of erased "
             "views)", "net_utility": "net utility (all views)", "sensitivity": "sensitivity (original views)",
             "healthy_claims": "healthy-image claims (share of lesion-free views)",
-            "referral_rate": "referral rate (original and random-removal views)"}
+            "referral_rate": "referral rate (original and random-removal views)",
+            "ccr": "CCR (original and random-removal views)", "control_denial": "control denial (random-removal views)"}
     return Table([dim.replace("_", " ") + " (cases)"] + [_label(m, c, multi) + (" (constant)" if (m, c) in constant
                                                                                    else "") for m, c in keys], rows,
                  "Each cell: " + " / ".join(over.get(k, k) for k in metric_list)
-                 + f", on {ts}, within each {dim.replace('_', ' ')}; cases in brackets. " + thin.note())
+                 + f", on {ts}, within each {dim.replace('_', ' ')}"
+                 + ("; each with its 95% case-bootstrap interval in square brackets" if with_ci else "")
+                 + "; the group's cases in parentheses. " + thin.note())
 
 
 def _more_table(metrics, keys, ts, multi, constant=frozenset()) -> Table:
     def cell(m, c, k):
         if (m, c) in constant and (k.startswith("selective_risk") or k == "aurc"):
             return "n/a"  # one confidence tie: no ranking to select by
-        return _fmt(getattr(_get(metrics, m, c, ts, k), "value", None))
+        r = _get(metrics, m, c, ts, k)
+        return "–" if r is None else thin.cell(_ci(r), None, r.n_cases)
 
     rows = [[_label(m, c, multi) + (" (constant)" if (m, c) in constant else "")] + [cell(m, c, k) for k in MORE]
             for m, c in keys]
     head = [k + (" (addition)" if k.startswith("decision_") or k == "sensitivity" else "") for k in MORE]
     return Table(["Model"] + head, rows,
-                 f"Test set {ts}. O, T, R, N, D: original, target-removal, random-removal, natural-negative and "
-                 "degraded views. " + "; ".join(f"{k}: {v}" for k, v in MORE_DEFS.items())
-                 + ". n/a: not defined for a constant policy (one confidence tie).")
+                 f"Test set {ts}. Each value with its 95% case-bootstrap interval and the cases it is over. O, T, R, N, "
+                 "D: original, target-removal, random-removal, natural-negative and degraded views. "
+                 + "; ".join(f"{k}: {v}" for k, v in MORE_DEFS.items())
+                 + ". n/a: not defined for a constant policy (one confidence tie). " + thin.note())
 
 
 def _answerable() -> str:
@@ -419,7 +432,6 @@ def _gallery(manifest, scores, keys, multi, n_cases) -> dict:
         if c not in chosen:
             chosen.append(c)
     chosen = chosen[:n_cases]
-    kinds = ["original", "target_removal", "random_removal"]
     blocks, shown = [], []
     header = ["View"] + [_label(m, c, multi) for m, c in keys]
     for case in chosen:
@@ -428,17 +440,17 @@ def _gallery(manifest, scores, keys, multi, n_cases) -> dict:
         if "target_removal" in cv.index and cv.loc["target_removal", "edit_mask"] is not None:
             lesion = images.decode_mask(cv.loc["target_removal", "edit_mask"])  # the dilated lesion mask
         blocks.append(Para(f"**{case}** ({cv.imaging_type.iloc[0]}): {cv.question.iloc[0]}"))
-        rows = []
-        for k in kinds:
+        rows, panels = [], Panels([], [])
+        for k in palette.PANEL_KINDS:
             if k not in cv.index:
                 continue
             v = cv.loc[k].to_dict() | {"kind": k}
             png = gallery.panel(v, lesion)
             if png is not None:
-                what = {"original": "original view, lesion outlined in yellow",
-                        "target_removal": "lesion erased, erased region dashed cyan",
-                        "random_removal": "edit elsewhere (dashed cyan), lesion in yellow"}[k]
-                blocks.append(Image(png, f"{slug(case)}_{k}.png", f"Case {case} ({cv.imaging_type.iloc[0]}): {what}"))
+                caption = palette.PANEL_CAPTIONS[k]
+                panels.images.append(Image(png, f"{slug(case)}_{k}.png",
+                                           f"Case {case} ({cv.imaging_type.iloc[0]}): {caption}"))
+                panels.captions.append(caption)
             shown.append(v["view_id"])
             cells = [k]
             for m, c in keys:
@@ -451,8 +463,10 @@ def _gallery(manifest, scores, keys, multi, n_cases) -> dict:
                 mark = "✓" if s.correct else "✗"
                 cells.append(f"[{what} {mark} ({s.reward:+.2f})](#{_tr_anchor(m, c, v['view_id'])})")
             rows.append(cells)
-        blocks.append(Table(header, rows, "Each model's decision (reward); links go to its transcript below. "
-                                          "Yellow: lesion; dashed cyan: edited region."))
+        if panels.images:
+            blocks.append(panels)
+        blocks.append(Table(header, rows, "Each model's decision (reward) on each view above; links go to its "
+                                          f"transcript at the end of the report. {palette.LEGEND.capitalize()}."))
     return {"blocks": blocks, "views": shown}
 
 

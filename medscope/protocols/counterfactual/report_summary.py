@@ -42,8 +42,9 @@ def model_rows(metrics: pd.DataFrame, keys, ts: str, constant: set, label) -> li
     Returns
     -------
     list of summary.ModelRow
-        ESG with its interval, erased-lesion claims and net utility (NaN when missing), one per key;
-        ``shown`` says what a condition of ``IMAGE_BLIND_CONDITIONS`` shows instead of the image.
+        ESG with its interval and the cases it is over, erased-lesion claims and net utility (NaN
+        when missing), one per key; ``shown`` says what a condition of ``IMAGE_BLIND_CONDITIONS``
+        shows instead of the image.
 
     References
     ----------
@@ -54,8 +55,14 @@ def model_rows(metrics: pd.DataFrame, keys, ts: str, constant: set, label) -> li
         e, lo, hi = _val(metrics, m, c, ts, "esg")
         rows.append(summary.ModelRow(label(m, c), e, lo, hi, _val(metrics, m, c, ts, "erased_claims")[0],
                                      _val(metrics, m, c, ts, "net_utility")[0], (m, c) in constant,
-                                     IMAGE_BLIND_CONDITIONS.get(c, "")))
+                                     IMAGE_BLIND_CONDITIONS.get(c, ""), _cases(metrics, m, c, ts, "esg")))
     return rows
+
+
+def _cases(metrics, model, cond, ts, metric) -> int:
+    r = metrics[(metrics.model == model) & (metrics.condition == cond) & (metrics.test_set == ts)
+                & (metrics.metric == metric) & (metrics.breakdown == "all")]
+    return int(r.n_cases.iloc[0]) if len(r) and pd.notna(r.n_cases.iloc[0]) else 0
 
 
 def differences(comps: pd.DataFrame, ts: str, constant: set, label) -> list[summary.Difference]:
@@ -75,8 +82,8 @@ def differences(comps: pd.DataFrame, ts: str, constant: set, label) -> list[summ
     Returns
     -------
     list of summary.Difference
-        One per breakdown ``all`` row: value, 95% interval, p (NaN when missing) and ``n_boot``
-        (0 when missing).
+        One per breakdown ``all`` row: value, 95% interval, p (NaN when missing), ``n_boot`` and
+        the shared cases (0 when missing).
 
     References
     ----------
@@ -91,7 +98,8 @@ def differences(comps: pd.DataFrame, ts: str, constant: set, label) -> list[summ
         out.append(summary.Difference(label(r.model, r.condition), label(ref_model, ref_cond or r.condition),
                                       r.metric, float(r.value), float(r.ci_low), float(r.ci_high),
                                       float(r.p_value) if pd.notna(r.p_value) else np.nan,
-                                      int(r.n_boot) if pd.notna(r.n_boot) else 0))
+                                      int(r.n_boot) if pd.notna(r.n_boot) else 0,
+                                      int(r.n_cases) if pd.notna(r.n_cases) else 0))
     return out
 
 

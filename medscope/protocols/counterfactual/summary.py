@@ -33,7 +33,8 @@ SMALL_N = 100  # below this many cases an interval is too wide to separate most 
 class ModelRow:
     """One model (x condition) of the main test: ESG, erased-lesion claims and net utility with
     their 95% intervals (``lo``/``hi`` NaN when not computed), whether it is a constant policy, and
-    ``shown``: what its condition shows instead of the case's image (empty when it shows the image)."""
+    ``shown``: what its condition shows instead of the case's image (empty when it shows the image);
+    ``n_cases``: the cases its ESG is over (0: not known)."""
     label: str
     esg: float
     esg_lo: float = np.nan
@@ -42,11 +43,13 @@ class ModelRow:
     net_utility: float = np.nan
     constant: bool = False
     shown: str = ""
+    n_cases: int = 0
 
 
 @dataclass
 class Difference:
-    """``label`` minus ``reference`` on ``metric``, paired bootstrap: value, 95% CI, p over ``n_boot``."""
+    """``label`` minus ``reference`` on ``metric``, paired bootstrap: value, 95% CI, p over ``n_boot``,
+    over ``n_cases`` shared cases (0: not known)."""
     label: str
     reference: str
     metric: str
@@ -55,6 +58,7 @@ class Difference:
     hi: float
     p: float
     n_boot: int = 0
+    n_cases: int = 0
 
 
 @dataclass
@@ -129,6 +133,11 @@ def _ci(v, lo, hi, pct=False) -> str:
     return f"{f(v)} [{f(lo)}, {f(hi)}]" if np.isfinite(lo) and np.isfinite(hi) else f(v)
 
 
+def _esg(r: ModelRow) -> str:
+    """A row's ESG with its interval and the cases it is over."""
+    return f"ESG {_ci(r.esg, r.esg_lo, r.esg_hi)}" + (f" ({r.n_cases} cases)" if r.n_cases else "")
+
+
 
 
 NAMES = {"esg": "ESG", "erased_claims": "erased-lesion claims", "net_utility": "net utility",
@@ -166,20 +175,20 @@ def summary_lines(rows: list[ModelRow], diffs: list[Difference], facts: RunFacts
     follows = sorted(by.get(FOLLOWS, []), key=lambda r: -r.esg)
     if follows:
         out.append("- **Follow the image** (ESG 95% interval above 0): " + "; ".join(
-            f"**{r.label}** ESG {_ci(r.esg, r.esg_lo, r.esg_hi)}" for r in follows) + ".")
+            f"**{r.label}** {_esg(r)}" for r in follows) + ".")
     else:
         out.append("- **No model is shown to follow the image**: no ESG 95% interval lies above 0.")
     if by.get(UNCLEAR):
         out.append("- **No evidence either way** (ESG interval includes 0): " + "; ".join(
-            f"{r.label} ESG {_ci(r.esg, r.esg_lo, r.esg_hi)}" for r in by[UNCLEAR]) + ".")
+            f"{r.label} {_esg(r)}" for r in by[UNCLEAR]) + ".")
     if by.get(AGAINST):
         out.append("- **Answer against the image** (ESG interval below 0: more 'absent' after an edit elsewhere "
                    "than after the lesion is erased): " + "; ".join(
-                       f"{r.label} ESG {_ci(r.esg, r.esg_lo, r.esg_hi)}" for r in by[AGAINST]) + ".")
+                       f"{r.label} {_esg(r)}" for r in by[AGAINST]) + ".")
     if by.get(BLIND_BY_DESIGN):
         out.append("- **Image-blind by design** (the condition never shows the case's image, so it cannot "
                    "follow it; an ESG away from 0 comes from the question's wording): " + "; ".join(
-                       f"{r.label} ({r.shown}) ESG {_ci(r.esg, r.esg_lo, r.esg_hi)}" for r in by[BLIND_BY_DESIGN]) + ".")
+                       f"{r.label} ({r.shown}) {_esg(r)}" for r in by[BLIND_BY_DESIGN]) + ".")
     if by.get(CONSTANT):
         out.append("- **Image-blind by construction** (the same decision on every view; ESG 0; shown as a "
                    "reference, never ranked): " + ", ".join(r.label for r in by[CONSTANT]) + ".")
@@ -187,7 +196,9 @@ def summary_lines(rows: list[ModelRow], diffs: list[Difference], facts: RunFacts
     labels = list(dict.fromkeys(d.label for d in heads))
     for label in labels[:MAX_HEADLINES]:  # one line per model; the paired table holds every comparison
         ds = [d for d in heads if d.label == label]
-        out.append(f"- **{label} minus {ds[0].reference}** (paired case bootstrap): " + "; ".join(
+        shared = max(d.n_cases for d in ds)
+        out.append(f"- **{label} minus {ds[0].reference}** (paired case bootstrap"
+                   + (f" over {shared} shared cases" if shared else "") + "): " + "; ".join(
             f"{NAMES[d.metric]} {d.value:+.3f} [{d.lo:+.3f}, {d.hi:+.3f}], {p_text(d.p, d.n_boot)}" for d in ds) + ".")
     if len(labels) > MAX_HEADLINES:
         out.append(f"- {len(labels) - MAX_HEADLINES} more comparisons in [the paired differences](#paired).")

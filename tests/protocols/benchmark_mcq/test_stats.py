@@ -118,6 +118,11 @@ def test_scoring_pairs_on_questions_valid_in_both_runs():
     assert get("invalid", "blind") == 1.0
     # paired on i0, i1, i3 only: sighted 3/3, blind 2/3 -> Δ = 1/3
     assert get("accuracy_paired", "sighted") == 1.0 and get("accuracy_paired", "blind") == pytest.approx(2 / 3)
+    # each with its case-clustered interval: every resample of three all-right answers is 1
+    paired = m[(m["metric"] == "accuracy_paired") & (m["model"] == "m")].set_index("condition")
+    assert (paired.loc["sighted", "ci_low"], paired.loc["sighted", "ci_high"]) == (1.0, 1.0)
+    assert paired.loc["blind", "ci_low"] <= 2 / 3 <= paired.loc["blind", "ci_high"]
+    assert paired.loc["blind", "ci_high"] > paired.loc["blind", "ci_low"]
     assert get("delta", "sighted") == pytest.approx(1 / 3)
     base = m[m["metric"] == "random_baseline"]["value"].iloc[0]
     assert base == pytest.approx((1 / 2 + 1 / 4 + 1 / 2 + 1 / 3) / 4)
@@ -147,7 +152,7 @@ def test_reply_reader():
 
 
 def test_table3_pairs_public_and_private_cohorts_of_one_matched_group():
-    from medscope.protocols.benchmark_mcq.report import table3, table4
+    from medscope.protocols.benchmark_mcq.report import table2, table3, table4
 
     items, eps = [], []
     for cohort, source, blind_right in (("pub", "public", True), ("priv", "private", False)):
@@ -164,8 +169,13 @@ def test_table3_pairs_public_and_private_cohorts_of_one_matched_group():
     same = {c: {"generation_record": dict(gen)} for c in ("pub", "priv")}
     t3 = table3(m, df, same)
     got = {(r[0], r[2]): (r[3], r[4], r[5]) for r in t3.rows}
-    assert got[("pub (public)", "m")] == ("1.000", "1.000", "+0.000 ± 0.000")
-    assert got[("priv (private)", "m")] == ("1.000", "0.000", "+1.000 ± 0.000")
+    # each figure with its interval's half-width and what it is over: 4 questions valid in both runs
+    # of 2 cases, a thin cell (fewer than 10 items)
+    over = "(n=4, 2 cases) †"
+    assert got[("pub (public)", "m")] == (f"1.000 ± 0.000 {over}", f"1.000 ± 0.000 {over}", f"+0.000 ± 0.000 {over}")
+    assert got[("priv (private)", "m")] == (f"1.000 ± 0.000 {over}", f"0.000 ± 0.000 {over}", f"+1.000 ± 0.000 {over}")
+    t2 = {(r[0], r[1]): tuple(r[2:]) for r in table2(m, df).rows}
+    assert t2[("priv", "RADS-style")] == (f"0.000 ± 0.000 {over}", f"+1.000 ± 0.000 {over}")
     # the matched_group flag alone is not trusted: records that differ (or are missing) leave the group out
     other = {**same, "priv": {"generation_record": {**gen, "seed": 7}}}
     assert table3(m, df, other).rows == [] and "differs in seed" in table3(m, df, other).caption
