@@ -397,7 +397,7 @@ class PairArrays:
 
 
 def large_groups(ids: list[str], hashes: np.ndarray, thumbs, *, max_bits: int = MAX_BITS,
-                 large_group: int = LARGE_GROUP) -> LargeGroups:
+                 large_group: int | None = None) -> LargeGroups:
     """The hash-close groups of more than ``large_group`` images, each with a representative (its
     smallest id) and every member's hash distance and thumbnail correlation to it; no pair of
     members is made (``hamming_search.hash_groups``: memory is the cohort plus one block).
@@ -412,8 +412,8 @@ def large_groups(ids: list[str], hashes: np.ndarray, thumbs, *, max_bits: int = 
         ``thumbs[i]`` is the thumbnail of ``ids[i]``; read only for the large groups' members.
     max_bits : int, optional
         Largest Hamming distance joining two images.
-    large_group : int, optional
-        A group of more images than this is large (``LARGE_GROUP``, an addition).
+    large_group : int or None, optional
+        A group of more images than this is large; None: ``LARGE_GROUP`` (an addition).
 
     Returns
     -------
@@ -425,6 +425,7 @@ def large_groups(ids: list[str], hashes: np.ndarray, thumbs, *, max_bits: int = 
     .. [1] counterfactual paper, §4.1 (near-copy groups)
     """
     h = np.asarray(hashes, dtype=np.uint64)
+    large_group = LARGE_GROUP if large_group is None else large_group
     if len(h) <= large_group:  # no group can be larger than the cohort: the search is skipped
         return LargeGroups.none()
     label = hamming_search.hash_groups(h, max_bits)
@@ -450,7 +451,7 @@ def large_groups(ids: list[str], hashes: np.ndarray, thumbs, *, max_bits: int = 
 
 
 def near_copy_arrays(ids: list[str], hashes: list[int] | np.ndarray, thumbs, *, max_bits: int = MAX_BITS,
-                     min_corr: float = NEAR_COPY_CORR, large_group: int = LARGE_GROUP) -> PairArrays:
+                     min_corr: float = NEAR_COPY_CORR, large_group: int | None = None) -> PairArrays:
     """Every hash-close pair with its correlation and tier, as :class:`PairArrays` sorted by
     ids, except the pairs inside a hash-close group of more than ``large_group`` images: such a
     group is found without its pairs and reported whole (:func:`large_groups`, in ``large``).
@@ -468,8 +469,8 @@ def near_copy_arrays(ids: list[str], hashes: list[int] | np.ndarray, thumbs, *, 
         Largest Hamming distance of a candidate pair.
     min_corr : float, optional
         Lower bound of the ``near_copy`` tier (:func:`tier_of`).
-    large_group : int, optional
-        A hash-close group of more images than this is not paired (``LARGE_GROUP``, an addition).
+    large_group : int or None, optional
+        A hash-close group of more images than this is not paired; None: ``LARGE_GROUP`` (an addition).
 
     Returns
     -------
@@ -649,13 +650,13 @@ class CrosswalkFiles:
         self.cases_of[key].append(case)
 
     def report(self, protect: tuple[str, ...] | list[str] = ("test",), max_bits: int = MAX_BITS,
-               large_group: int = LARGE_GROUP) -> dict:
+               large_group: int | None = None) -> dict:
         """The crosswalk report of the files added (:func:`crosswalk` describes it)."""
-        return _report(self, tuple(protect), max_bits, large_group)
+        return _report(self, tuple(protect), max_bits, LARGE_GROUP if large_group is None else large_group)
 
 
 def crosswalk(sets: dict[str, list[dict]], protect: tuple[str, ...] | list[str] = ("test",),
-              max_bits: int = MAX_BITS, large_group: int = LARGE_GROUP) -> dict:
+              max_bits: int = MAX_BITS, large_group: int | None = None) -> dict:
     """§4.1 over named sets of unedited images: every file hashed once, every hash-close pair of
     files tiered, and the cases to move off the protected images' near-copy groups.
 
@@ -679,8 +680,8 @@ def crosswalk(sets: dict[str, list[dict]], protect: tuple[str, ...] | list[str] 
         Split or set names whose cases are protected.
     max_bits : int, optional
         Largest Hamming distance of a candidate pair.
-    large_group : int, optional
-        A hash-close group of more files than this is reported whole, not paired (``LARGE_GROUP``).
+    large_group : int or None, optional
+        A hash-close group of more files than this is reported whole, not paired; None: ``LARGE_GROUP``.
 
     Returns
     -------
@@ -712,9 +713,11 @@ def _report(files: CrosswalkFiles, protect: tuple[str, ...], max_bits: int, larg
     names = sorted(files.images)
     # distinct files in the order of their first case (sets sorted, then labels)
     keys = sorted(cases_of, key=lambda k: (cases_of[k][0]["set"], cases_of[k][0]["label"]))
-    ids = sorted(keys)
-    found = near_copy_arrays(ids, files.store.hash_array(ids), _StoreThumbs(files.store, ids), max_bits=max_bits,
-                             large_group=large_group)
+    ids = sorted(keys, key=lambda k: cases_of[k][0]["label"])
+    # searched by each file's first case label, so that a large group's representative is its
+    # first case, not the file whose SHA-256 sorts first
+    found = near_copy_arrays([cases_of[k][0]["label"] for k in ids], files.store.hash_array(ids),
+                             _StoreThumbs(files.store, ids), max_bits=max_bits, large_group=large_group)
     sets_of = {k: sorted({c["set"] for c in cs}) for k, cs in cases_of.items()}
 
     def side(key: str) -> dict:
