@@ -353,6 +353,11 @@ class LargeGroups:
         """Members per group, in group order."""
         return np.bincount(self.group, minlength=len(self)).astype(np.int64)
 
+    def spans(self) -> list[slice]:
+        """Per group, the slice of the member arrays that holds it (members are sorted by group)."""
+        ends = np.cumsum(self.sizes()).tolist()
+        return [slice(e - k, e) for e, k in zip(ends, self.sizes().tolist())]
+
     def edges(self) -> tuple[np.ndarray, np.ndarray]:
         """(member, representative) index arrays, one per member other than the representative:
         a star that joins each group into one near-copy group with as many edges as members."""
@@ -743,13 +748,13 @@ def _report(files: CrosswalkFiles, protect: tuple[str, ...], max_bits: int, larg
     ea, eb = found.copy_edges()
     large = found.large
     groups = []
-    for g in range(len(large)):
-        at = np.flatnonzero(large.group == g)
+    for g, at in enumerate(large.spans()):
         members = [{"cases": side(ids[m])["cases"], "distance": int(d), "correlation": round(float(r), 4)}
                    for m, d, r in zip(large.member[at].tolist(), large.distance[at].tolist(),
                                       large.correlation[at].tolist())]
         member_cases = [c for m in large.member[at].tolist() for c in cases_of[ids[m]]]
-        groups.append({"representative": side(ids[int(large.representative[g])])["cases"][0], "files": len(at),
+        groups.append({"representative": side(ids[int(large.representative[g])])["cases"][0],
+                       "files": at.stop - at.start,
                        "images": len(member_cases), "sets": sorted({c["set"] for c in member_cases}),
                        "protected": sum(_protected(c, protect) for c in member_cases),
                        "members": sorted(members, key=lambda m: m["cases"][0])})

@@ -185,8 +185,7 @@ def large_group_summary(ids: list[str], large: near_copies.LargeGroups, source_o
         min_correlation}`` per group, in group order.
     """
     out = []
-    for g in range(len(large)):
-        at = np.flatnonzero(large.group == g)
+    for g, at in enumerate(large.spans()):
         members = [ids[m] for m in large.member[at].tolist()]
         sources: dict[str, int] = {}
         for m in members:
