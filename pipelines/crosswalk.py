@@ -16,13 +16,17 @@ from __future__ import annotations
 import json
 import posixpath
 import sys
+from collections.abc import Iterator
 
+import pyarrow as pa
+import pyarrow.compute as pc
 import pydantic
 
-from medscope.io import records, storage
+from medscope.io import storage, tablescan
 from medscope.config import StrictModel
 from medscope.errors import MedScopeError
 from medscope.qc import near_copies
+from medscope.views.stream import HashStore
 from pipelines.support.flags import add_config_flags, config_from_args
 from pipelines.support.jobs import job_main
 
@@ -95,40 +99,61 @@ def named_sets(specs: list[str]) -> dict[str, str]:
     return out
 
 
-def unedited_images(uri: str) -> list[dict]:
-    """Rows {case_id, split, source_file, image} of every unedited image of a cases or views table.
+# rows decoded at once: a batch of images is all the pixels the verb holds
+BATCH_ROWS = 16
+
+
+def unedited_images(uri: str, batch_rows: int = BATCH_ROWS) -> Iterator[dict]:
+    """Rows {case_id, split, source_file, image} of every unedited image of a cases or views
+    table, read ``batch_rows`` at a time (``medscope.io.tablescan``): the caller holds one batch.
 
     A views table gives its ``original`` and ``natural_negative`` views (those rows carry ``kind``
-    instead of ``source_file``); a cases table gives every row.
+    instead of ``source_file``); a cases table gives every row. Which table ``uri`` holds is
+    settled before this returns, so a wrong input fails here, not part-way through.
 
     Parameters
     ----------
     uri : str
         A views or cases table, or the views-build / cohort folder holding one.
+    batch_rows : int, optional
+        Rows decoded at once.
 
     Returns
     -------
-    list of dict
-        One row per unedited image.
+    iterator of dict
+        One row per unedited image, in the table's order.
 
     Raises
     ------
     MedScopeError
         When ``uri`` is neither a views nor a cases table.
     """
+    views_columns, cases_columns = ["case_id", "kind", "split", "image"], ["case_id", "split", "source_file", "image"]
     try:
-        table = records.read_table("views", uri, columns=["case_id", "kind", "split", "image"])
-        return [r for r in table.to_pylist() if r["kind"] in UNEDITED_KINDS]
+        next(tablescan.iter_tables("views", uri, columns=views_columns, batch_rows=1), None)
+        name, columns = "views", views_columns
     except MedScopeError:  # not a views table: a cases table, where every image is unedited
-        pass
-    try:
-        return records.read_table("cases", uri, columns=["case_id", "split", "source_file", "image"]).to_pylist()
-    except MedScopeError as err:
-        raise MedScopeError(f"{uri}: neither a views nor a cases table ({err})") from None
+        try:
+            next(tablescan.iter_tables("cases", uri, columns=cases_columns, batch_rows=1), None)
+        except MedScopeError as err:
+            raise MedScopeError(f"{uri}: neither a views nor a cases table ({err})") from None
+        name, columns = "cases", cases_columns
+
+    def rows() -> Iterator[dict]:
+        for batch in tablescan.iter_tables(name, uri, columns=columns, batch_rows=batch_rows):
+            if name == "views":  # edited views' images are never turned into Python bytes
+                batch = batch.filter(pc.is_in(batch.column("kind"), value_set=pa.array(UNEDITED_KINDS)))
+            yield from batch.to_pylist()
+
+    return rows()
 
 
 def run(cfg: CrosswalkConfig) -> dict:
     """Find near-copies across the configured sets and list the cases to move.
+
+    The tables are read a batch at a time; of each image only what the crosswalk needs is kept
+    (its file's hash, a 64 px thumbnail in a scratch file, its case), so the driver's memory
+    grows with the cohort's files and cases, not with its pixels.
 
     Parameters
     ----------
@@ -139,8 +164,8 @@ def run(cfg: CrosswalkConfig) -> dict:
     Returns
     -------
     dict
-        The report of :func:`medscope.qc.near_copies.crosswalk`: counts, every pair, ``to_move``,
-        ``unreadable``, ``protect`` and ``thresholds``.
+        The report of :func:`medscope.qc.near_copies.crosswalk`: counts, every pair,
+        ``large_groups``, ``to_move``, ``unreadable``, ``protect`` and ``thresholds``.
 
     Raises
     ------
@@ -151,15 +176,18 @@ def run(cfg: CrosswalkConfig) -> dict:
     ----------
     .. [1] counterfactual paper, §4.1.
     """
-    sets: dict[str, list[dict]] = {}
-    for name, uri in named_sets(cfg.sets).items():
-        rows = unedited_images(uri)
-        if not cfg.by_split:
-            sets[name] = rows
-            continue
-        for r in rows:
-            sets.setdefault(f"{name}/{r.get('split') or 'none'}", []).append(r)
-    report = near_copies.crosswalk(sets, protect=cfg.protect)
+    store = HashStore()  # thumbnails in a scratch file, removed when closed
+    try:
+        files = near_copies.CrosswalkFiles(store)
+        for name, uri in named_sets(cfg.sets).items():
+            rows = unedited_images(uri)
+            if not cfg.by_split:
+                files.add_set(name)
+            for r in rows:
+                files.add(f"{name}/{r.get('split') or 'none'}" if cfg.by_split else name, r)
+        report = files.report(cfg.protect)
+    finally:
+        store.close()
     if cfg.out:
         storage.write_text(cfg.out, json.dumps(report, indent=2) + "\n")
     return report
@@ -188,9 +216,15 @@ def summary_lines(rep: dict) -> list[str]:
              f"{len(rep['same_file_in_several_sets'])} files in several sets"]
     lines += [f"  {p['a']} ~ {p['b']}: {p['tier']}, distance {p['distance']}, correlation {p['correlation']:.3f}"
               for p in cross]
+    for g in rep.get("large_groups", []):
+        lines.append(f"hash-close group of {g['files']} files ({g['images']} images; over {t['large_group']}, so not "
+                     f"paired, one near-copy group) represented by {g['representative']}: sets {', '.join(g['sets'])}; "
+                     f"{g['protected']} protected")
     lines.append(f"{len(rep['to_move'])} cases to move (near-copy group holds a protected case; "
                  f"protected: {', '.join(rep['protect'])})")
-    lines += [f"  {m['case']} ({m['split'] or 'no split'}): copy of {', '.join(m['because_of'])}" for m in rep["to_move"]]
+    lines += [f"  {m['case']} ({m['split'] or 'no split'}): " + (
+        f"in the hash-close group of {m['large_group']}, with {m['protected_in_group']} protected" if "large_group" in m
+        else f"copy of {', '.join(m['because_of'])}") for m in rep["to_move"]]
     if rep["unreadable"]:
         lines.append(f"{len(rep['unreadable'])} images could not be decoded: {', '.join(rep['unreadable'][:10])}")
     return lines

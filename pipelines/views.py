@@ -73,11 +73,12 @@ def output_uris(out: str) -> dict[str, str]:
     Returns
     -------
     dict of str to str
-        ``views``, ``rejects``, ``qc_report`` and ``near_copy_pairs``: each file's URI.
+        ``views``, ``rejects``, ``qc_report``, ``near_copy_pairs`` and ``near_copy_groups``: each
+        file's URI.
     """
     build = layout.ViewsBuild(out)
     return {"views": build.views, "rejects": build.rejects, "qc_report": build.qc_report,
-            "near_copy_pairs": build.near_copy_pairs}
+            "near_copy_pairs": build.near_copy_pairs, "near_copy_groups": build.near_copy_groups}
 
 
 def _check_recipe(out: str, recipe: Recipe, rhash: str) -> None:
@@ -206,11 +207,13 @@ def build_views(cases_uri: str, out: str, recipe: Recipe, *, workers: int | None
     staged = stage_cases(cases_uri, build.staged_cases, done, case_key, batch_rows=block_rows)
     memory["staged"] = memory_mb()
     pinned = _earlier_splits(out)
-    plan, cross_report, pairs = planmod.make_plan(staged.meta, staged.hashes, recipe, pinned)
+    plan, cross_report, pairs, large_groups = planmod.make_plan(staged.meta, staged.hashes, recipe, pinned)
     # the pairs go to their own table now, not into the driver's QC report at the end
     records.write_table("near_copy_pairs", pairs, build.near_copy_pairs)
+    records.write_table("near_copy_groups", large_groups, build.near_copy_groups)
     cross_report["near_copy_pairs_table"] = "near_copy_pairs.parquet"
-    del pairs
+    cross_report["near_copy_groups_table"] = "near_copy_groups.parquet"
+    del pairs, large_groups
     _write_splits(out, pinned, plan)
     borrowed = {p[k] for p in plan.values() for k in ("recipient", "donor") if p[k]}
     where = {cid: staged.where[cid] for cid in sorted(borrowed) if cid in staged.where}
@@ -502,6 +505,10 @@ def cmd_show(args) -> None:
         print(f"keep rules (§3.3): {k['kept_by_rules']} of {k['lesion_cases']} lesion cases kept; dropped by "
               f"(i) {k['dropped_rule_i']}, by (ii) {k['dropped_rule_ii']} ({k['dropped_rule_ii_only']} by (ii) alone)")
     print(f"near-copy pairs by tier: {s['near_copy_pairs_by_tier']}; cross-cohort pairs: {s['cross_cohort_pairs']}")
+    for g in s.get("large_hash_groups", []):
+        print(f"hash-close group of {g['cases']} cases, not paired (one near-copy group, split {g['split']}): "
+              f"represented by {g['representative']}, {g['near_copies_of_representative']} of them at the near-copy "
+              f"correlation to it; members in near_copy_groups.parquet")
     for line in thin_warning(s):
         print(line)
 

@@ -89,6 +89,12 @@ class ViewsBuild(_Folder):
         return self._at("near_copy_pairs.parquet")
 
     @property
+    def near_copy_groups(self) -> str:
+        """The crosswalk's hash-close groups too large to pair, member by member
+        (``qc_report.json`` summarises each)."""
+        return self._at("near_copy_groups.parquet")
+
+    @property
     def recipe(self) -> str:
         return self._at("recipe.json")
 
@@ -445,6 +451,7 @@ TABLE_MEMBERS: dict[str, tuple[str, ...]] = {
     "vqa_items": ("vqa_items.parquet",),
     "rejects": ("rejects.parquet", "rejects"),
     "near_copy_pairs": ("near_copy_pairs.parquet",),
+    "near_copy_groups": ("near_copy_groups.parquet",),
     "episodes": ("episodes",),
     "metrics": ("metrics.parquet",),
     "comparisons": ("comparisons.parquet",),

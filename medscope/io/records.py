@@ -245,6 +245,18 @@ SCHEMAS: dict[str, pa.Schema] = {
             pa.field("tier", pa.string(), nullable=False),
         ]
     ),
+    # a views build's hash-close groups too large to pair (medscope.views.plan): every member,
+    # sorted by group, then case id; each group is one near-copy group
+    "near_copy_groups": pa.schema(
+        [
+            pa.field("case_id", pa.string(), nullable=False),
+            pa.field("group", pa.int32(), nullable=False),  # 0, 1, ... in order of the representatives
+            pa.field("group_size", pa.int64(), nullable=False),  # cases in the group
+            pa.field("representative", pa.bool_(), nullable=False),  # the group's smallest case id
+            pa.field("distance", pa.int32(), nullable=False),  # dHash bits from the representative
+            pa.field("correlation", pa.float64(), nullable=False),  # 64 px thumbnails, to the representative
+        ]
+    ),
 }
 
 

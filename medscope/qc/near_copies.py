@@ -29,7 +29,7 @@ docs/counterfactual.md).
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import cv2
 import numpy as np
@@ -48,6 +48,15 @@ SHARED_ANATOMY_CORR = 0.90  # §4.1: the looser tier, 0.90-0.97, "reflects share
 # addition: the paper names no threshold for "the same picture"; its one recurring image had
 # distance 0 and correlation 1.000, and 0.999 leaves room for re-encoding noise.
 IDENTICAL_CORR = 0.999
+
+# addition: §4.1 confirms every hash-close pair by pixel correlation. A hash-close group (images
+# joined by chains of pairs within MAX_BITS) of k images holds up to k(k-1)/2 pairs: 20,000 blank
+# or templated images of one hash give 2·10⁸, 2.6 GB as arrays and hours of correlations. A group
+# of more than this many images is not paired: it is reported (its size, its members with their
+# correlation to a representative) and treated whole as one near-copy group, so a protected
+# image in it moves the whole group (conservative: never a leak, possibly more moved). At the cap
+# a group costs at most ~500,000 correlations (~20 s).
+LARGE_GROUP = 1000
 
 TIERS = ("identical", "near_copy", "shared_anatomy", "hash_only")
 COPY_TIERS = ("identical", "near_copy")  # the tiers that are the same image or study
@@ -318,17 +327,59 @@ def candidate_pairs(hashes: np.ndarray, max_bits: int = MAX_BITS, block: int | N
 
 
 @dataclass
+class LargeGroups:
+    """Hash-close groups of more than ``LARGE_GROUP`` images, found without making their pairs
+    (``hamming_search.hash_groups``). Per member (indices into the ids searched, sorted by group,
+    then by id): its ``group`` (0, 1, ... in order of the groups' representatives), and its hash
+    ``distance`` and thumbnail ``correlation`` to the group's ``representative`` (its smallest
+    id; distance 0 and correlation 1 for the representative itself)."""
+
+    member: np.ndarray  # int64, index into ids
+    group: np.ndarray  # int64, per member
+    distance: np.ndarray  # uint8, per member: bits from the representative's hash
+    correlation: np.ndarray  # float64, per member: to the representative's thumbnail
+    representative: np.ndarray  # int64, per group: index into ids
+
+    @classmethod
+    def none(cls) -> LargeGroups:
+        """No large group."""
+        z = np.zeros(0, np.int64)
+        return cls(z, z.copy(), np.zeros(0, np.uint8), np.zeros(0, np.float64), z.copy())
+
+    def __len__(self) -> int:
+        return len(self.representative)
+
+    def sizes(self) -> np.ndarray:
+        """Members per group, in group order."""
+        return np.bincount(self.group, minlength=len(self)).astype(np.int64)
+
+    def spans(self) -> list[slice]:
+        """Per group, the slice of the member arrays that holds it (members are sorted by group)."""
+        ends = np.cumsum(self.sizes()).tolist()
+        return [slice(e - k, e) for e, k in zip(ends, self.sizes().tolist())]
+
+    def edges(self) -> tuple[np.ndarray, np.ndarray]:
+        """(member, representative) index arrays, one per member other than the representative:
+        a star that joins each group into one near-copy group with as many edges as members."""
+        rep = self.representative[self.group]
+        keep = self.member != rep
+        return self.member[keep], rep[keep]
+
+
+@dataclass
 class PairArrays:
     """Hash-close pairs as columns: ``a``, ``b`` index the ids they were found among (the
     smaller id first), sorted by (id a, id b); ``tier`` indexes ``TIERS``. A pair costs 21
     bytes here instead of a :class:`Pair` (~300 bytes with its float and tuple), so the
-    views-build driver can hold every pair of a large cohort."""
+    views-build driver can hold every pair of a large cohort. ``large`` holds the hash-close
+    groups too large to pair (:class:`LargeGroups`); no pair has a side in one of them."""
 
     a: np.ndarray  # int64
     b: np.ndarray  # int64
     distance: np.ndarray  # uint8
     correlation: np.ndarray  # float64
     tier: np.ndarray  # int8, index into TIERS
+    large: LargeGroups = field(default_factory=LargeGroups.none)
 
     def __len__(self) -> int:
         return len(self.a)
@@ -337,16 +388,79 @@ class PairArrays:
         """Mask of the pairs that are copies (``COPY_TIERS``)."""
         return np.isin(self.tier, [TIERS.index(t) for t in COPY_TIERS])
 
+    def copy_edges(self) -> tuple[np.ndarray, np.ndarray]:
+        """(a, b) index arrays of what joins near-copy groups: the copy pairs, and a star per
+        large group (:meth:`LargeGroups.edges`)."""
+        mask = self.copies()
+        ga, gb = self.large.edges()
+        return np.concatenate([self.a[mask], ga]), np.concatenate([self.b[mask], gb])
+
     def counts_by_tier(self) -> dict[str, int]:
         """Pairs per tier, the tiers that occur only, in ``TIERS`` order."""
         n = np.bincount(self.tier, minlength=len(TIERS)) if len(self) else np.zeros(len(TIERS), int)
         return {t: int(n[k]) for k, t in enumerate(TIERS) if n[k]}
 
 
+def large_groups(ids: list[str], hashes: np.ndarray, thumbs, *, max_bits: int = MAX_BITS,
+                 large_group: int | None = None) -> LargeGroups:
+    """The hash-close groups of more than ``large_group`` images, each with a representative (its
+    smallest id) and every member's hash distance and thumbnail correlation to it; no pair of
+    members is made (``hamming_search.hash_groups``: memory is the cohort plus one block).
+
+    Parameters
+    ----------
+    ids : list of str
+        One id per image.
+    hashes : numpy.ndarray of uint64
+        ``hashes[i]`` is the hash of ``ids[i]``.
+    thumbs : sequence of numpy.ndarray
+        ``thumbs[i]`` is the thumbnail of ``ids[i]``; read only for the large groups' members.
+    max_bits : int, optional
+        Largest Hamming distance joining two images.
+    large_group : int or None, optional
+        A group of more images than this is large; None: ``LARGE_GROUP`` (an addition).
+
+    Returns
+    -------
+    LargeGroups
+        The large groups; none when the cohort holds ``large_group`` images or fewer.
+
+    References
+    ----------
+    .. [1] counterfactual paper, §4.1 (near-copy groups)
+    """
+    h = np.asarray(hashes, dtype=np.uint64)
+    large_group = LARGE_GROUP if large_group is None else large_group
+    if len(h) <= large_group:  # no group can be larger than the cohort: the search is skipped
+        return LargeGroups.none()
+    label = hamming_search.hash_groups(h, max_bits)
+    sizes = np.bincount(label)
+    big = np.flatnonzero(sizes > large_group)
+    if not len(big):
+        return LargeGroups.none()
+    rank = np.empty(len(ids), np.int64)
+    rank[sorted(range(len(ids)), key=ids.__getitem__)] = np.arange(len(ids))
+    member = np.flatnonzero(np.isin(label, big))
+    first_rank = np.full(len(sizes), len(ids), np.int64)  # per group: the rank of its smallest id
+    np.minimum.at(first_rank, label[member], rank[member])
+    key = first_rank[label[member]]
+    member = member[np.lexsort((rank[member], key))]  # by group (its smallest id), then by id
+    _, starts, group = np.unique(first_rank[label[member]], return_index=True, return_inverse=True)
+    representative = member[starts]
+    rep = representative[group]
+    distance = np.bitwise_count(h[member] ^ h[rep]).astype(np.uint8)
+    correlation = np.array([pixel_correlation(thumbs[m], thumbs[r]) for m, r in zip(member.tolist(), rep.tolist())],
+                           dtype=np.float64)
+    return LargeGroups(member.astype(np.int64), group.astype(np.int64), distance, correlation,
+                       representative.astype(np.int64))
+
+
 def near_copy_arrays(ids: list[str], hashes: list[int] | np.ndarray, thumbs, *, max_bits: int = MAX_BITS,
-                     min_corr: float = NEAR_COPY_CORR) -> PairArrays:
+                     min_corr: float = NEAR_COPY_CORR, large_group: int | None = None) -> PairArrays:
     """Every hash-close pair with its correlation and tier, as :class:`PairArrays` sorted by
-    ids. ``thumbs[i]`` is the thumbnail of ``ids[i]`` (a list, or one n × 64 × 64 array).
+    ids, except the pairs inside a hash-close group of more than ``large_group`` images: such a
+    group is found without its pairs and reported whole (:func:`large_groups`, in ``large``).
+    ``thumbs[i]`` is the thumbnail of ``ids[i]`` (a list, or one n × 64 × 64 array).
 
     Parameters
     ----------
@@ -360,20 +474,31 @@ def near_copy_arrays(ids: list[str], hashes: list[int] | np.ndarray, thumbs, *, 
         Largest Hamming distance of a candidate pair.
     min_corr : float, optional
         Lower bound of the ``near_copy`` tier (:func:`tier_of`).
+    large_group : int or None, optional
+        A hash-close group of more images than this is not paired; None: ``LARGE_GROUP`` (an addition).
 
     Returns
     -------
     PairArrays
-        Every candidate pair, indices into ``ids``, the smaller id first, sorted by ids.
+        Every candidate pair outside the large groups, indices into ``ids``, the smaller id first,
+        sorted by ids; the large groups in ``large``.
 
     References
     ----------
     .. [1] counterfactual paper, §4.1
     """
+    h = np.asarray(hashes, dtype=np.uint64)
+    large = large_groups(ids, h, thumbs, max_bits=max_bits, large_group=large_group)
+    # a pair is always within one hash-close group, so leaving the large groups' members out of
+    # the search leaves out exactly their pairs
+    searched = np.arange(len(h), dtype=np.int64)
+    if len(large):
+        searched = np.setdiff1d(searched, large.member, assume_unique=True)
     # candidates come a block at a time from the multi-index search and are confirmed as they
     # come: only the tiered pairs (21 bytes each) are kept, never a second list of candidates
     found: list[tuple[np.ndarray, ...]] = []
-    for bi, bj, bd in hamming_search.pair_blocks(np.asarray(hashes, dtype=np.uint64), max_bits):
+    for bi, bj, bd in hamming_search.pair_blocks(h[searched], max_bits):
+        bi, bj = searched[bi], searched[bj]
         corr = np.array([pixel_correlation(thumbs[x], thumbs[y]) for x, y in zip(bi.tolist(), bj.tolist())],
                         dtype=np.float64)
         tier = np.array([TIERS.index(tier_of(dd, c, min_corr)) for dd, c in zip(bd.tolist(), corr.tolist())],
@@ -389,12 +514,14 @@ def near_copy_arrays(ids: list[str], hashes: list[int] | np.ndarray, thumbs, *, 
     swap = rank[i] > rank[j]
     a, b = np.where(swap, j, i), np.where(swap, i, j)
     order = np.lexsort((rank[b], rank[a]))
-    return PairArrays(a[order], b[order], d[order], corr[order], tier[order])
+    return PairArrays(a[order], b[order], d[order], corr[order], tier[order], large)
 
 
 def find_near_copies(ids: list[str], hashes: list[int], thumbs: list[np.ndarray], *, max_bits: int = MAX_BITS,
                      min_corr: float = NEAR_COPY_CORR) -> list[Pair]:
-    """Every hash-close pair with its correlation and tier, sorted by ids.
+    """Every hash-close pair with its correlation and tier, sorted by ids: every pair, large
+    groups included (one Python object a pair: for small sets; the verbs use
+    :func:`near_copy_arrays`).
 
     Parameters
     ----------
@@ -418,7 +545,7 @@ def find_near_copies(ids: list[str], hashes: list[int], thumbs: list[np.ndarray]
     ----------
     .. [1] counterfactual paper, §4.1
     """
-    p = near_copy_arrays(ids, hashes, thumbs, max_bits=max_bits, min_corr=min_corr)
+    p = near_copy_arrays(ids, hashes, thumbs, max_bits=max_bits, min_corr=min_corr, large_group=len(ids))
     return [Pair(ids[a], ids[b], d, c, TIERS[t])
             for a, b, d, c, t in zip(p.a.tolist(), p.b.tolist(), p.distance.tolist(), p.correlation.tolist(),
                                      p.tier.tolist())]
@@ -466,8 +593,75 @@ def _label(set_name: str, case_id: str) -> str:
     return f"{set_name}:{case_id}"
 
 
+class _Thumbnails:
+    """file key -> (hash, thumbnail) in memory: what :class:`CrosswalkFiles` keeps by default
+    (a ``views.stream.HashStore`` keeps the thumbnails in a scratch file instead)."""
+
+    def __init__(self) -> None:
+        self._items: dict[str, tuple[int, np.ndarray]] = {}
+
+    def add(self, key: str, dhash: int, thumb: np.ndarray) -> None:
+        self._items[key] = (dhash, thumb)
+
+    def __getitem__(self, key: str) -> tuple[int, np.ndarray]:
+        return self._items[key]
+
+    def hash_array(self, keys: list[str]) -> np.ndarray:
+        return np.array([self._items[k][0] for k in keys], np.uint64)
+
+
+class CrosswalkFiles:
+    """The crosswalk's distinct files, filled one image at a time (:meth:`add`) and reported once
+    (:meth:`report`): per file its hash, its thumbnail (in ``store``) and its cases; no image's
+    bytes are kept, so a caller that reads its tables in batches holds one batch of pixels.
+
+    Parameters
+    ----------
+    store : object, optional
+        Where hashes and thumbnails are kept: ``add(key, dhash, thumb)``, ``[key] -> (dhash,
+        thumb)`` and ``hash_array(keys)``; default in memory (16 KB a file).
+    """
+
+    def __init__(self, store=None) -> None:
+        self.store = store if store is not None else _Thumbnails()
+        self.cases_of: dict[str, list[dict]] = {}  # file key -> its cases {label, set, split, source_file}
+        self.images: dict[str, int] = {}
+        self.unreadable: list[str] = []
+
+    def add_set(self, name: str) -> None:
+        """Name a set, so that it is counted (0 images) even when none of its rows has an image."""
+        self.images.setdefault(name, 0)
+
+    def add(self, name: str, row: dict) -> None:
+        """One row ``{case_id, image (PNG bytes), split (optional), source_file (optional)}`` of
+        set ``name``: a file seen before only gains a case; a new file is decoded, hashed and
+        thumbnailed; a file that cannot be decoded is named in ``unreadable``, never dropped
+        silently; a row without an image is not counted."""
+        self.add_set(name)
+        if not row.get("image"):
+            return
+        self.images[name] += 1
+        key = file_key(row["image"])
+        case = {"label": _label(name, row["case_id"]), "set": name, "split": row.get("split"),
+                "source_file": (row.get("source_file") or "").split("#")[0] or None}
+        if key not in self.cases_of:
+            try:
+                image = decode_png(row["image"])
+            except Exception:
+                self.unreadable.append(case["label"])
+                return
+            self.store.add(key, dhash64(image), thumbnail(image))
+            self.cases_of[key] = []
+        self.cases_of[key].append(case)
+
+    def report(self, protect: tuple[str, ...] | list[str] = ("test",), max_bits: int = MAX_BITS,
+               large_group: int | None = None) -> dict:
+        """The crosswalk report of the files added (:func:`crosswalk` describes it)."""
+        return _report(self, tuple(protect), max_bits, LARGE_GROUP if large_group is None else large_group)
+
+
 def crosswalk(sets: dict[str, list[dict]], protect: tuple[str, ...] | list[str] = ("test",),
-              max_bits: int = MAX_BITS) -> dict:
+              max_bits: int = MAX_BITS, large_group: int | None = None) -> dict:
     """§4.1 over named sets of unedited images: every file hashed once, every hash-close pair of
     files tiered, and the cases to move off the protected images' near-copy groups.
 
@@ -479,6 +673,9 @@ def crosswalk(sets: dict[str, list[dict]], protect: tuple[str, ...] | list[str] 
     components; one file holds every case stored with its bytes), and every unprotected case in
     a group holding a protected case is listed in ``to_move``. Patients are not grouped here:
     identifiers do not cross datasets (§4.1); ``views build`` groups them within a cohort.
+    A hash-close group of more than ``large_group`` files is not paired: it is listed in
+    ``large_groups`` and is one near-copy group (:func:`near_copy_arrays`).
+    Rows are taken from lists here; :class:`CrosswalkFiles` takes them one at a time.
 
     Parameters
     ----------
@@ -488,13 +685,17 @@ def crosswalk(sets: dict[str, list[dict]], protect: tuple[str, ...] | list[str] 
         Split or set names whose cases are protected.
     max_bits : int, optional
         Largest Hamming distance of a candidate pair.
+    large_group : int or None, optional
+        A hash-close group of more files than this is reported whole, not paired; None: ``LARGE_GROUP``.
 
     Returns
     -------
     dict
         ``images`` (per set), ``files``, ``files_by_set``, ``pairs_by_tier``, ``cross_set_by_tier``,
         ``same_file_in_several_sets``, ``pairs`` (every pair above ``hash_only``, both sides' cases,
-        sets and source files, distance, correlation, tier, ``cross_set``), ``to_move``
+        sets and source files, distance, correlation, tier, ``cross_set``), ``large_groups`` (per
+        group: ``representative``, ``files``, ``images``, ``sets``, ``protected``, ``members`` with
+        each file's cases, distance and correlation to the representative), ``to_move``
         (:func:`cases_to_move`), ``unreadable`` (case labels ``<set>:<case_id>``), ``protect`` and
         ``thresholds``.
 
@@ -502,32 +703,26 @@ def crosswalk(sets: dict[str, list[dict]], protect: tuple[str, ...] | list[str] 
     ----------
     .. [1] counterfactual paper, §4.1; §3.3 (iii)
     """
-    keys: list[str] = []  # distinct files, in first-seen order over sorted sets
-    cases_of: dict[str, list[dict]] = {}  # file key -> its cases {label, set, split, source_file}
-    hashes, thumbs, unreadable = [], [], []
-    images = {}
+    files = CrosswalkFiles()
     for name in sorted(sets):
-        images[name] = 0
-        for row in sorted(sets[name], key=lambda r: str(r["case_id"])):
-            if not row.get("image"):
-                continue
-            images[name] += 1
-            key = file_key(row["image"])
-            case = {"label": _label(name, row["case_id"]), "set": name, "split": row.get("split"),
-                    "source_file": (row.get("source_file") or "").split("#")[0] or None}
-            if key not in cases_of:
-                try:
-                    image = decode_png(row["image"])
-                except Exception:  # a file that cannot be decoded is named, never dropped silently
-                    unreadable.append(case["label"])
-                    continue
-                keys.append(key)
-                cases_of[key] = []
-                hashes.append(dhash64(image))
-                thumbs.append(thumbnail(image))
-            cases_of[key].append(case)
-    pairs = find_near_copies(keys, hashes, thumbs, max_bits=max_bits)
-    index = {k: i for i, k in enumerate(keys)}
+        files.add_set(name)
+        for row in sets[name]:
+            files.add(name, row)
+    return files.report(protect, max_bits, large_group)
+
+
+def _report(files: CrosswalkFiles, protect: tuple[str, ...], max_bits: int, large_group: int) -> dict:
+    cases_of = files.cases_of
+    for cs in cases_of.values():  # the same order whatever order the rows came in
+        cs.sort(key=lambda c: (c["set"], c["label"]))
+    names = sorted(files.images)
+    # distinct files in the order of their first case (sets sorted, then labels)
+    keys = sorted(cases_of, key=lambda k: (cases_of[k][0]["set"], cases_of[k][0]["label"]))
+    ids = sorted(keys, key=lambda k: cases_of[k][0]["label"])
+    # searched by each file's first case label, so that a large group's representative is its
+    # first case, not the file whose SHA-256 sorts first
+    found = near_copy_arrays([cases_of[k][0]["label"] for k in ids], files.store.hash_array(ids),
+                             _StoreThumbs(files.store, ids), max_bits=max_bits, large_group=large_group)
     sets_of = {k: sorted({c["set"] for c in cs}) for k, cs in cases_of.items()}
 
     def side(key: str) -> dict:
@@ -535,39 +730,78 @@ def crosswalk(sets: dict[str, list[dict]], protect: tuple[str, ...] | list[str] 
         return {"cases": [c["label"] for c in cs], "sets": sets_of[key], "source_file": cs[0]["source_file"]}
 
     reported = []
-    for p in pairs:
-        if p.tier == "hash_only":
+    for a_i, b_i, d, r, t in zip(found.a.tolist(), found.b.tolist(), found.distance.tolist(),
+                                 found.correlation.tolist(), found.tier.tolist()):
+        if TIERS[t] == "hash_only":
             continue
-        a, b = side(p.a), side(p.b)
+        a, b = side(ids[a_i]), side(ids[b_i])
         if a["cases"][0] > b["cases"][0]:
             a, b = b, a
         reported.append({"a": a["cases"][0], "b": b["cases"][0], "cases_a": a["cases"], "cases_b": b["cases"],
                          "sets_a": a["sets"], "sets_b": b["sets"], "source_file_a": a["source_file"],
-                         "source_file_b": b["source_file"], "distance": p.distance,
-                         "correlation": round(p.correlation, 4), "tier": p.tier,
+                         "source_file_b": b["source_file"], "distance": d,
+                         "correlation": round(r, 4), "tier": TIERS[t],
                          "cross_set": a["sets"] != b["sets"] or len(a["sets"]) > 1})
     reported.sort(key=lambda r: (TIERS.index(r["tier"]), r["a"], r["b"]))
-    copies = [(index[p.a], index[p.b]) for p in confirmed(pairs)]
+    by_tier = found.counts_by_tier()
+    files_list = [cases_of[k] for k in ids]
+    ea, eb = found.copy_edges()
+    large = found.large
+    groups = []
+    for g, at in enumerate(large.spans()):
+        members = [{"cases": side(ids[m])["cases"], "distance": int(d), "correlation": round(float(r), 4)}
+                   for m, d, r in zip(large.member[at].tolist(), large.distance[at].tolist(),
+                                      large.correlation[at].tolist())]
+        member_cases = [c for m in large.member[at].tolist() for c in cases_of[ids[m]]]
+        groups.append({"representative": side(ids[int(large.representative[g])])["cases"][0],
+                       "files": at.stop - at.start,
+                       "images": len(member_cases), "sets": sorted({c["set"] for c in member_cases}),
+                       "protected": sum(_protected(c, protect) for c in member_cases),
+                       "members": sorted(members, key=lambda m: m["cases"][0])})
+    groups.sort(key=lambda g: g["representative"])
+    rep_label = [side(ids[r])["cases"][0] for r in large.representative.tolist()]
+    in_large = {m: rep_label[g] for m, g in zip(large.member.tolist(), large.group.tolist())}
     return {
-        "images": images,
+        "images": {n: files.images[n] for n in names},
         "files": len(keys),
-        "files_by_set": {n: sum(1 for k in keys if n in sets_of[k]) for n in sorted(sets)},
-        "pairs_by_tier": {t: sum(1 for p in pairs if p.tier == t) for t in TIERS},
+        "files_by_set": {n: sum(1 for k in keys if n in sets_of[k]) for n in names},
+        "pairs_by_tier": {t: by_tier.get(t, 0) for t in TIERS},
         "cross_set_by_tier": {t: sum(1 for r in reported if r["cross_set"] and r["tier"] == t) for t in TIERS[:3]},
         "same_file_in_several_sets": [{"file": k[:16], "cases": [c["label"] for c in cases_of[k]], "sets": sets_of[k]}
                                       for k in sorted(keys, key=lambda k: cases_of[k][0]["label"])
                                       if len(sets_of[k]) > 1],
         "pairs": reported,
-        "to_move": cases_to_move([cases_of[k] for k in keys], copies, tuple(protect)),
-        "unreadable": sorted(unreadable),
+        "large_groups": groups,
+        "to_move": cases_to_move(files_list, list(zip(ea.tolist(), eb.tolist())), protect, in_large),
+        "unreadable": sorted(files.unreadable),
         "protect": sorted(protect),
         "thresholds": {"hash_bits": HASH_SIZE * HASH_SIZE, "max_bits": max_bits, "thumbnail_px": THUMB,
                        "near_copy_corr": NEAR_COPY_CORR, "shared_anatomy_corr": SHARED_ANATOMY_CORR,
-                       "identical_corr": IDENTICAL_CORR},
+                       "identical_corr": IDENTICAL_CORR, "large_group": large_group},
     }
 
 
-def cases_to_move(files: list[list[dict]], copies: list[tuple[int, int]], protect: tuple[str, ...]) -> list[dict]:
+class _StoreThumbs:
+    """``thumbs[i]``: the thumbnail of ``ids[i]`` from a store, read when asked for."""
+
+    def __init__(self, store, ids: list[str]) -> None:
+        self.store, self.ids = store, ids
+
+    def __getitem__(self, i: int) -> np.ndarray:
+        return self.store[self.ids[i]][1]
+
+
+def _protected(case: dict, protect: tuple[str, ...]) -> bool:
+    return case["split"] in protect or case["set"] in protect
+
+
+# a moving case of a large group names this many of its group's protected cases (the group may
+# hold thousands); the count is beside them
+BECAUSE_OF_SHOWN = 10
+
+
+def cases_to_move(files: list[list[dict]], copies: list[tuple[int, int]], protect: tuple[str, ...],
+                  large_group_of: dict[int, str] | None = None) -> list[dict]:
     """Every unprotected case in a near-copy group (connected files) that holds a protected case,
     with the protected cases that make it move (§4.1's test protection).
 
@@ -576,15 +810,21 @@ def cases_to_move(files: list[list[dict]], copies: list[tuple[int, int]], protec
     files : list of list of dict
         Per distinct file, its cases ``{label, set, split, source_file}``.
     copies : list of tuple of (int, int)
-        Index pairs into ``files`` linked by a copy tier.
+        Index pairs into ``files`` linked by a copy tier (and the stars of large groups,
+        :meth:`PairArrays.copy_edges`).
     protect : tuple of str
         Split or set names whose cases are protected.
+    large_group_of : dict of int to str, optional
+        File index -> its large hash-close group's representative, for the files of groups too
+        large to pair (:func:`large_groups`).
 
     Returns
     -------
     list of dict
         ``{case, split, because_of}`` per unprotected case to move, sorted by case label;
-        ``because_of`` lists the group's protected case labels.
+        ``because_of`` lists the group's protected case labels. A case of a large group also
+        carries ``large_group`` (its representative) and ``protected_in_group`` (how many), and
+        ``because_of`` names the first ``BECAUSE_OF_SHOWN`` of them only.
 
     References
     ----------
@@ -593,18 +833,25 @@ def cases_to_move(files: list[list[dict]], copies: list[tuple[int, int]], protec
     if not files:
         return []
     n = len(files)
+    large_group_of = large_group_of or {}
     rows, cols = zip(*copies) if copies else ((), ())
     _, group = connected_components(coo_matrix((np.ones(len(rows)), (rows, cols)), shape=(n, n)), directed=False)
-
-    def protected(c: dict) -> bool:
-        return c["split"] in protect or c["set"] in protect
-
     members: dict[int, list[dict]] = {}
+    large_rep: dict[int, str] = {}
     for i, cs in enumerate(files):
         members.setdefault(int(group[i]), []).extend(cs)
+        if i in large_group_of:
+            large_rep[int(group[i])] = large_group_of[i]
     out = []
-    for cs in members.values():
-        keep = sorted(c["label"] for c in cs if protected(c))
-        if keep:
-            out += [{"case": c["label"], "split": c["split"], "because_of": keep} for c in cs if not protected(c)]
+    for g, cs in members.items():
+        keep = sorted(c["label"] for c in cs if _protected(c, protect))
+        if not keep:
+            continue
+        moving = [c for c in cs if not _protected(c, protect)]
+        if g in large_rep:
+            extra = {"large_group": large_rep[g], "protected_in_group": len(keep)}
+            out += [{"case": c["label"], "split": c["split"], "because_of": keep[:BECAUSE_OF_SHOWN], **extra}
+                    for c in moving]
+        else:
+            out += [{"case": c["label"], "split": c["split"], "because_of": keep} for c in moving]
     return sorted(out, key=lambda r: r["case"])

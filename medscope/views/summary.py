@@ -48,7 +48,8 @@ def summarize(views: pa.Table, rejects: pa.Table | list[dict], report: dict) -> 
     dict
         ``views`` and ``passed`` totals; {views, passed} counts ``by_kind``, ``by_tool``, ``by_imaging_type``,
         ``by_split``; ``reject_reasons`` counts; the edit detector's and adversarial filter's AUCs, the
-        adversarially dropped cases, ``keep_rules``, and near-copy pair counts.
+        adversarially dropped cases, ``keep_rules``, near-copy pair counts and the hash-close groups too
+        large to pair (``large_hash_groups``).
     """
     # counted by Arrow, not over a Python dict per view (a transient of ~0.6 KB a view at the
     # driver's peak)
@@ -73,4 +74,5 @@ def summarize(views: pa.Table, rejects: pa.Table | list[dict], report: dict) -> 
         "adversarial_dropped_cases": adv.get("dropped"), "keep_rules": report.get("keep_rules", {}),
         "cross_cohort_pairs": len(report.get("crosswalk", {}).get("cross_cohort_pairs", [])),
         "near_copy_pairs_by_tier": report.get("crosswalk", {}).get("pairs_by_tier", {}),
+        "large_hash_groups": report.get("crosswalk", {}).get("large_hash_groups", []),
     }

@@ -78,7 +78,7 @@ class SyntheticHashes(Mapping):
         return len(self._index)
 
 
-def synthetic_cohort(n: int, seed: int = 0) -> tuple[list[dict], SyntheticHashes, int]:
+def synthetic_cohort(n: int, seed: int = 0, equal: int = 0) -> tuple[list[dict], SyntheticHashes, int]:
     """A hash-only cohort of ``n`` cases (see the module docstring).
 
     Parameters
@@ -87,6 +87,8 @@ def synthetic_cohort(n: int, seed: int = 0) -> tuple[list[dict], SyntheticHashes
         Cases.
     seed : int, optional
         Seed of everything drawn.
+    equal : int, optional
+        The first ``equal`` cases show one picture with one hash (blank or templated images).
 
     Returns
     -------
@@ -108,6 +110,7 @@ def synthetic_cohort(n: int, seed: int = 0) -> tuple[list[dict], SyntheticHashes
     for c, o in zip(copies.tolist(), originals.tolist()):
         flip = sum(1 << int(b) for b in rng.choice(64, int(rng.integers(0, 7)), replace=False))
         hashes[c], picture[c] = hashes[o] ^ np.uint64(flip), picture[o]
+    hashes[:equal], picture[:equal] = hashes[0], picture[0]
     patient = rng.integers(0, max(1, n // 2), n)
     has_patient = rng.random(n) >= 0.10
     test = rng.random(n) < TEST_SHARE
@@ -155,7 +158,7 @@ def measure(n: int, all_pairs: bool) -> dict:
 
     cases, store, planted = synthetic_cohort(n)
     out["memory"]["cohort"] = memory_mb()
-    (plan, report, pairs), wall, cpu = _timed(lambda: make_plan(cases, store, Recipe(seed=0)))
+    (plan, report, pairs, _large), wall, cpu = _timed(lambda: make_plan(cases, store, Recipe(seed=0)))
     copies_mask = np.isin(np.asarray(pairs.column("tier").to_pylist()), near_copies.COPY_TIERS)
     out["plan"] = {"wall_s": wall, "cpu_s": cpu, "planted_copies": planted, "pairs_by_tier": report["pairs_by_tier"],
                    "groups": report["n_groups"], "split_counts": report["split_counts"],
@@ -203,8 +206,9 @@ def measure(n: int, all_pairs: bool) -> dict:
 
 def measure_equal_block(n: int, k: int, block: int) -> dict:
     """A cohort of ``n`` random hashes of which ``k`` are one hash (blank or near-identical
-    images): its k(k-1)/2 pairs streamed in blocks and counted, and its groups found without
-    any pair, in this process.
+    images): its k(k-1)/2 pairs streamed in blocks and counted, its groups found without
+    any pair, and the views build's plan of such a cohort (the group over ``LARGE_GROUP``, not
+    paired), in this process.
 
     Parameters
     ----------
@@ -219,9 +223,12 @@ def measure_equal_block(n: int, k: int, block: int) -> dict:
     -------
     dict
         ``pairs`` streamed, ``largest_block``, ``groups`` and ``largest_group``, seconds of each,
-        ``held_if_listed_mb`` (what the pairs would take as arrays) and ``driver_peak_rss_mb``.
+        ``held_if_listed_mb`` (what the pairs would take as arrays), ``plan`` (CPU seconds, pair
+        rows, the large groups' sizes, their split) and ``driver_peak_rss_mb``.
     """
     from medscope.qc import hamming_search, near_copies
+    from medscope.views.plan import make_plan
+    from medscope.views.recipe import Recipe
     from pipelines.support.peak_memory import memory_mb
 
     h = np.random.default_rng(2).integers(0, 2**64, n, dtype=np.uint64)
@@ -236,9 +243,15 @@ def measure_equal_block(n: int, k: int, block: int) -> dict:
     (total, largest), wall_pairs, _ = _timed(stream)
     groups, wall_groups, _ = _timed(lambda: hamming_search.hash_groups(h, near_copies.MAX_BITS, block))
     sizes = np.bincount(groups)
+    cases, store, _ = synthetic_cohort(n, equal=k)
+    (_, report, pairs, large), _, plan_cpu = _timed(lambda: make_plan(cases, store, Recipe(seed=0)))
+    plan = {"cpu_s": plan_cpu, "pair_rows": pairs.num_rows, "group_rows": large.num_rows,
+            "large_group": near_copies.LARGE_GROUP,
+            "large_groups": [g["cases"] for g in report["large_hash_groups"]],
+            "splits": sorted({g["split"] for g in report["large_hash_groups"]})}
     return {"cases": n, "equal": k, "pairs": total, "largest_block": largest, "pairs_s": wall_pairs,
             "groups": len(sizes), "largest_group": int(sizes.max()), "groups_s": wall_groups,
-            "held_if_listed_mb": round(total * 13 / 1e6, 1), "driver_peak_rss_mb": memory_mb().get("peak")}
+            "held_if_listed_mb": round(total * 13 / 1e6, 1), "plan": plan, "driver_peak_rss_mb": memory_mb().get("peak")}
 
 
 def hashing_per_image(side: int = 1024, images: int = 40) -> float:
@@ -313,6 +326,9 @@ def bench(args) -> list[dict]:
     print(f"\none hash shared by {block['equal']:,} of {block['cases']:,} cases: {block['pairs']:,} pairs streamed in "
           f"{block['pairs_s']} s (wall), never more than {block['largest_block']:,} at once (listed: {block['held_if_listed_mb']} MB); "
           f"groups without pairs in {block['groups_s']} s: {block['groups']:,} groups, the largest {block['largest_group']:,}; "
+          f"views plan of that cohort in {block['plan']['cpu_s']} CPU s: {block['plan']['pair_rows']:,} pair rows, "
+          f"groups over {block['plan']['large_group']:,} cases not paired: {block['plan']['large_groups']} "
+          f"({block['plan']['group_rows']:,} member rows, split {', '.join(block['plan']['splits'])}); "
           f"peak RSS {block['driver_peak_rss_mb']} MB")
     return rows + [block]
 

@@ -182,3 +182,45 @@ def test_the_old_cohort_crosswalk_says_where_it_moved(capsys):
 
     assert cli.main(["cohort", "crosswalk", "a", "b"]) == 2
     assert "has moved: medscope crosswalk --sets" in capsys.readouterr().err
+
+
+def test_a_hash_close_group_over_the_cap_is_one_near_copy_group_reported_whole(tmp_path, monkeypatch, capsys):
+    from medscope.qc import near_copies
+
+    base = _smooth(7)
+    template = [_png(_noisy_copy(base, 0.995, 100 + k)) for k in range(8)]  # one template, 8 files
+    other = _smooth(8)
+    rows = [_case(f"t{k}", png, "test" if k == 3 else "train", "site") for k, png in enumerate(template)]
+    rows += [_case("u0", _png(other), "train", "site"), _case("u1", _png(other, level=1), "test", "site"),
+             _case("v0", _png(_smooth(9)), "train", "site")]
+    hashes = {r["case_id"]: imagehash.dhash(Image.open(io.BytesIO(r["image"])).convert("L"), hash_size=8) for r in rows}
+    # preconditions, by imagehash: the template's files are hash-close, the others far from them
+    assert max(hashes[f"t{a}"] - hashes[f"t{b}"] for a in range(8) for b in range(8)) <= PAPER_MAX_BITS
+    assert min(hashes[f"t{a}"] - hashes[o] for a in range(8) for o in ("u0", "v0")) > PAPER_MAX_BITS
+    records.write_table("cases", rows, str(tmp_path / "site" / "cases.parquet"))
+
+    monkeypatch.setattr(near_copies, "LARGE_GROUP", 5)  # the 8 template files are a large group
+    rep = verb.run(verb.CrosswalkConfig(sets=[str(tmp_path / "site")]))
+    (group,) = rep["large_groups"]
+    assert (group["representative"], group["files"], group["images"], group["protected"]) == ("site:t0", 8, 8, 1)
+    assert [m["cases"] for m in group["members"]] == [[f"site:t{k}"] for k in range(8)]
+    t0 = _gray(template[0]).ravel().astype(float)
+    for k, m in enumerate(group["members"]):
+        assert m["correlation"] == pytest.approx(pearsonr(_gray(template[k]).ravel().astype(float), t0)[0], abs=1e-4)
+        assert m["distance"] == hashes[f"t{k}"] - hashes["t0"]
+    # no pair inside the group: the re-encoded u0 / u1 is the one pair
+    assert [(p["a"], p["b"], p["tier"]) for p in rep["pairs"]] == [("site:u0", "site:u1", "identical")]
+    assert rep["thresholds"]["large_group"] == 5
+    # t3 (test) sends the whole template off test's way; u0 moves for its copy u1; v0 stays
+    moved = [(m["case"], m["because_of"], m.get("large_group")) for m in rep["to_move"]]
+    assert moved == [(f"site:t{k}", ["site:t3"], "site:t0") for k in (0, 1, 2, 4, 5, 6, 7)] + \
+        [("site:u0", ["site:u1"], None)]
+    print("\n".join(verb.summary_lines(rep)))
+    assert "hash-close group of 8 files (8 images; over 5, so not paired" in capsys.readouterr().out
+
+    # under the default cap the template's 28 pairs are made and confirmed: the same cases move
+    monkeypatch.undo()
+    paired = verb.run(verb.CrosswalkConfig(sets=[str(tmp_path / "site")]))
+    assert paired["large_groups"] == [] and paired["pairs_by_tier"]["near_copy"] + \
+        paired["pairs_by_tier"]["identical"] == 28 + 1
+    assert [m["case"] for m in paired["to_move"]] == [m[0] for m in moved]

@@ -80,7 +80,7 @@ def test_views_plan_groups_the_twins_and_keeps_patients_whole(every_cohort):
     for r in rows:
         if r["case_id"] == chest:
             r["split"] = None  # the plan draws splits itself; only the test label is given
-    plan, report, _pairs = make_plan(rows, {c["case_id"]: hash_case(c["image"]) for c in cases}, Recipe())
+    plan, report, _pairs, _groups = make_plan(rows, {c["case_id"]: hash_case(c["image"]) for c in cases}, Recipe())
     cross = {(p["a"], p["b"]) for p in report["cross_cohort_pairs"]}
     assert tuple(sorted((chest, qata))) in cross
     assert plan[chest]["split"] == "test" and plan[chest]["group_id"] == plan[qata]["group_id"]

@@ -27,7 +27,7 @@ def test_every_design_table_has_a_schema():
     for name, package in records.DECLARED_IN.items():
         assert records.declared_by(name) == f"{package}.tables", name
     assert records.SHARED == {"cases", "views", "episodes", "metrics", "rejects", "volumes", "vqa_items", "reply_judgements",
-                              "near_copy_pairs"}
+                              "near_copy_pairs", "near_copy_groups"}
 
 
 def test_a_protocols_table_read_before_its_protocol_is_imported_names_the_protocol(monkeypatch, tmp_path):

@@ -5,6 +5,8 @@ bounded blocks, and every-pair beyond the measured sizes is extrapolated by n² 
 from __future__ import annotations
 
 import numpy as np
+from scipy.sparse import coo_matrix
+from scipy.sparse.csgraph import connected_components
 
 from medscope.qc import near_copies
 from pipelines.bench import crosswalk as bench
@@ -36,12 +38,20 @@ def test_the_synthetic_store_hands_out_hashes_without_thumbnails_and_copies_shar
     assert sum(c["split"] == "test" for c in cases) in range(20, 60)  # 2 % of 2,000 released as test
 
 
-def test_an_equal_block_is_counted_in_bounded_blocks_and_grouped():
+def test_an_equal_block_is_counted_in_bounded_blocks_and_grouped(monkeypatch):
+    monkeypatch.setattr(near_copies, "LARGE_GROUP", 100)  # the plan's 300 equal cases: a large group
     row = bench.measure_equal_block(2000, 300, 1000)
     h = np.random.default_rng(2).integers(0, 2**64, 2000, dtype=np.uint64)
     h[:300] = h[0]
     assert row["pairs"] == len(near_copies.candidate_arrays(h, 8)[0]) >= 300 * 299 // 2
     assert row["largest_block"] <= 1000 and row["largest_group"] == 300
+    # the plan's cohort (its own hashes): its largest hash-close group, by every pair and scipy
+    cases, store, _ = bench.synthetic_cohort(2000, equal=300)
+    i, j, _ = near_copies.candidate_arrays(store.hash_array([c["case_id"] for c in cases]), 8)
+    _, label = connected_components(coo_matrix((np.ones(len(i)), (i, j)), shape=(2000, 2000)), directed=False)
+    largest = int(np.bincount(label).max())
+    assert largest >= 300 and row["plan"]["large_groups"] == [largest] and row["plan"]["group_rows"] == largest
+    assert row["plan"]["pair_rows"] < largest  # its ~45,000 pairs are not made
 
 
 def test_every_pair_is_extrapolated_by_the_square_beyond_the_largest_measured_size():

@@ -68,7 +68,7 @@ def _brute_force(hashes):
 
 def test_the_pairs_table_holds_every_hash_close_pair_found_by_brute_force(crosswalk_set):
     cases, hashes = crosswalk_set
-    plan, report, table = make_plan(cases, hashes, Recipe(seed=0))
+    plan, report, table, _ = make_plan(cases, hashes, Recipe(seed=0))
     want = _brute_force(hashes)
     assert {w[4] for w in want} == set(near_copies.TIERS)  # every tier occurs: the check can fail
     got = records.to_table("near_copy_pairs", table).to_pylist()  # the registered schema
@@ -100,7 +100,7 @@ def test_pair_arrays_put_the_smaller_id_first_whatever_the_input_order(crosswalk
 def test_no_hashed_case_gives_an_empty_pairs_table():
     cases = [{"case_id": "a", "source": "s", "imaging_type": "xr", "patient_id": None, "split": None,
               "has_lesion": False}]
-    _, report, table = make_plan(cases, {}, Recipe(seed=0))
+    _, report, table, _ = make_plan(cases, {}, Recipe(seed=0))
     assert records.to_table("near_copy_pairs", table).num_rows == 0 and report["pairs_by_tier"] == {}
 
 
@@ -220,8 +220,8 @@ def test_a_plan_from_the_hash_store_equals_the_plan_from_a_dict(crosswalk_set):
     for cid, (h, t) in hashes.items():
         store.add(cid, h, np.round(np.clip(t, 0, 255)))  # an 8-bit image's thumbnail: whole numbers
     exact = {cid: store[cid] for cid in store}
-    p1, r1, t1 = make_plan(cases, store, Recipe(seed=0))
-    p2, r2, t2 = make_plan(cases, exact, Recipe(seed=0))
+    p1, r1, t1, g1 = make_plan(cases, store, Recipe(seed=0))
+    p2, r2, t2, g2 = make_plan(cases, exact, Recipe(seed=0))
     assert p1 == p2 and r1 == r2 and t1.equals(t2) and t1.num_rows > 0
     store.close()
 

@@ -89,6 +89,10 @@ ADDITIONS = (
              "§4.1 says 'the crosswalk hashes files', not with which content hash"),
     Addition("flat_image_correlation", "two flat thumbnails correlate 1 when equal, else 0",
              "medscope/qc/near_copies.py", "views", "Pearson correlation is undefined for a constant image"),
+    Addition("large_group", "a hash-close group of more than 1,000 images is not paired: reported whole "
+             "(size, members, a representative) and treated as one near-copy group",
+             "medscope/qc/near_copies.py", "views",
+             "§4.1 confirms every hash-close pair by pixel correlation; a group's pairs grow with the square of its size"),
 )
 
 _PAPER_TOOLS = {"lama", "transplant", "telea", "sd"}
