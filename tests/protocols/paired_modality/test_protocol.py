@@ -18,7 +18,7 @@ from medscope.models.base import Completion
 from medscope.protocols.paired_modality import PROTOCOL, tables
 from medscope.protocols.paired_modality import judge as jd
 from medscope.protocols.paired_modality.extraction import extract_photo_findings
-from medscope.protocols.paired_modality.manifest import fit_long_side, read_manifest, vocabulary
+from medscope.protocols.paired_modality.manifest import fit_long_side, photo_distance, read_manifest, slug, vocabulary
 from medscope.protocols.paired_modality.rates_and_agreement import clopper_pearson, cohen_kappa, mcnemar_exact
 from medscope.testing.providers import FakeProvider, status
 
@@ -89,7 +89,11 @@ def _photo(image, caption="a caption", findings=()):
 def test_manifest_rejects_bad_entries_and_keeps_every_good_photo(tmp_path):
     for name in ("rx.png", "m.png"):
         (tmp_path / name).write_bytes(_png())
-    (tmp_path / "x.png").write_bytes(_png(color=(120, 60, 160)))
+    # the mismatched photograph: the same skin with a purple patch (a flat picture in another colour
+    # would be a colour-shifted copy of m.png)
+    patched = np.full((64, 48, 3), (200, 150, 120), np.uint8)
+    patched[20:40, 12:32] = (120, 60, 160)
+    (tmp_path / "x.png").write_bytes(encode_png(patched))
     (tmp_path / "broken.png").write_bytes(b"\x89PNG\r\n\x1a\n not really a png")
     good = {"condition": "varicella", "radiograph": "rx.png", "matched": _photo("m.png", findings=["vesicles"]),
             "mismatched": _photo("x.png")}
@@ -128,6 +132,105 @@ def test_manifest_rejects_bad_entries_and_keeps_every_good_photo(tmp_path):
     records.to_table("rejects", rejects)  # the rows fit the shared rejects schema
     items = PROTOCOL().load_items(str(tmp_path / tables.MANIFEST))
     assert len(items) == 5 and all(len(i.images) == 2 for i in items)
+
+
+def _encoded(image, fmt: str, **save) -> bytes:
+    import io
+
+    buf = io.BytesIO()
+    image.save(buf, fmt, **save)
+    return buf.getvalue()
+
+
+def _near_copies(image):
+    """The copies of one photograph a pair set must not pass off as its other photograph."""
+    from PIL import Image, ImageEnhance
+
+    w, h = image.size
+    tinted = np.asarray(image).astype(int) + (18, 4, -16)  # a warm white balance, clipped
+    copies = {
+        "jpeg q85": _encoded(image, "JPEG", quality=85),
+        "jpeg q95": _encoded(image, "JPEG", quality=95),
+        "half size": _encoded(image.resize((w // 2, h // 2), Image.LANCZOS), "PNG"),
+        "1.5x size": _encoded(image.resize((w * 3 // 2, h * 3 // 2), Image.BICUBIC), "PNG"),
+        "warm tint": encode_png(np.clip(tinted, 0, 255).astype(np.uint8)),
+        "darker": _encoded(ImageEnhance.Brightness(image).enhance(0.85), "PNG"),
+        "lower contrast": _encoded(ImageEnhance.Contrast(image).enhance(0.8), "PNG"),
+    }
+    if w // 2 >= 128:  # JPEG blocks on a picture under 128 px may wipe out a few-pixel finding
+        copies["jpeg q85 of a half-size tinted copy"] = _encoded(
+            Image.fromarray(np.clip(tinted, 0, 255).astype(np.uint8)).resize((w // 2, h // 2), Image.LANCZOS),
+            "JPEG", quality=85)
+    return copies
+
+
+# the embedded set's sign / look-alike pairs, each on one subject (the procedural drawing code)
+GENUINE_PAIRS = [("skin", "vesicles", "acne"), ("nail", "cyanosis", "nail_polish"), ("face", "ecchymosis", "port_wine")]
+
+
+def test_a_reencoded_resized_or_recoloured_copy_is_refused_as_identical_photos(tmp_path):
+    from PIL import Image
+
+    from medscope.protocols.paired_modality import draw
+
+    (tmp_path / "rx.png").write_bytes(_png())
+    entries, expected = [], []
+    for region, sign, _ in GENUINE_PAIRS:
+        for size in (128, 256):
+            original = draw.photo(region, sign, seed=5, size=size)
+            name = f"{region}-{size}"
+            (tmp_path / f"{name}.png").write_bytes(encode_png(original))
+            for i, (how, data) in enumerate(_near_copies(Image.fromarray(original)).items()):
+                (tmp_path / f"{name}-copy{i}.bin").write_bytes(data)
+                condition = f"{name} {how}"
+                entries.append({"condition": condition, "radiograph": "rx.png",
+                                "matched": _photo(f"{name}.png", findings=[sign]),
+                                "mismatched": _photo(f"{name}-copy{i}.bin")})
+                expected += [(f"{slug(condition)}:{t}", "identical photos") for t in ("matched", "mismatched")]
+    (tmp_path / tables.MANIFEST).write_text(yaml.safe_dump({"conditions": entries}))
+    photos, rejects = read_manifest(str(tmp_path))
+    assert len(entries) == 3 * (7 + 8) and not photos  # 7 copies at 128 px, 8 at 256
+    assert sorted((r["item_id"], r["reason"]) for r in rejects) == sorted(expected)
+
+
+def test_photographs_of_one_subject_with_different_findings_stand(tmp_path):
+    from medscope.protocols.paired_modality import draw
+
+    (tmp_path / "rx.png").write_bytes(_png())
+    entries = []
+    for region, sign, look_alike in GENUINE_PAIRS:
+        for seed in range(4):
+            for size in (128, 256):
+                name = f"{region}-{seed}-{size}"
+                (tmp_path / f"{name}-m.png").write_bytes(encode_png(draw.photo(region, sign, seed, size)))
+                (tmp_path / f"{name}-x.png").write_bytes(
+                    encode_png(draw.photo(region, look_alike, seed, size, mark_seed=seed + 1000)))
+                entries.append({"condition": name, "radiograph": "rx.png",
+                                "matched": _photo(f"{name}-m.png", findings=[sign]), "mismatched": _photo(f"{name}-x.png")})
+    (tmp_path / tables.MANIFEST).write_text(yaml.safe_dump({"conditions": entries}))
+    photos, rejects = read_manifest(str(tmp_path))
+    assert rejects == [] and len(photos) == 2 * 3 * 4 * 2
+
+
+def test_photo_distance_is_the_largest_block_residual_hand_worked():
+    from PIL import Image
+
+    grey = np.full((128, 128, 3), 100, np.uint8)
+    patch = grey.copy()
+    patch[32:48, 32:48, 0] = 200  # a 16 x 16 red patch: 256 of 16,384 pixels
+    # mapping the flat picture onto the patched one can only give its mean, 100 + 100 x 256 / 16384
+    # in red; a block inside the patch keeps 200 minus that mean
+    expected = 200 - (100 + 100 * 256 / 128 ** 2)
+    assert photo_distance(encode_png(patch), encode_png(grey)) == pytest.approx(expected, abs=0.05)
+    # a gain and offset per channel (contrast, brightness, tint) leaves only the rounding to whole
+    # levels (of the copy and of each blurred picture: at most 1.5 levels a channel, sqrt(3) x 1.5 in all)
+    texture = np.random.default_rng(0).integers(40, 200, (128, 128, 3)).astype(np.uint8)
+    shifted = (texture.astype(int) * np.array([0.8, 0.9, 1.1]) + np.array([30, 10, -20])).round().astype(np.uint8)
+    assert photo_distance(encode_png(texture), encode_png(shifted)) < 3 ** 0.5 * 1.5
+    assert photo_distance(encode_png(texture), encode_png(texture)) == 0.0
+    # the same pictures at another size compare on the smaller one's grid
+    small = np.asarray(Image.fromarray(patch).resize((64, 64), Image.BOX))
+    assert photo_distance(encode_png(small), encode_png(grey)) == pytest.approx(expected, abs=0.5)
 
 
 def test_images_native_up_to_1568_else_downscaled():
