@@ -17,7 +17,7 @@ from medscope.images import decode_png, encode_png
 from medscope.models.base import Completion
 from medscope.protocols.paired_modality import PROTOCOL, tables
 from medscope.protocols.paired_modality import judge as jd
-from medscope.protocols.paired_modality.extraction import extract_photo_findings
+from medscope.protocols.paired_modality.extraction import Extraction, extract_photo_findings
 from medscope.protocols.paired_modality.manifest import fit_long_side, photo_distance, read_manifest, slug, vocabulary
 from medscope.protocols.paired_modality.rates_and_agreement import clopper_pearson, cohen_kappa, mcnemar_exact
 from medscope.testing.providers import FakeProvider, status
@@ -59,6 +59,38 @@ from medscope.testing.providers import FakeProvider, status
 def test_extraction_keeps_only_the_photo_findings(reply, text, method):
     ext = extract_photo_findings(reply)
     assert (ext.text, ext.method) == (text, method)
+
+
+@pytest.mark.parametrize("reply, text", [
+    # the prompt's three sections on one line: only the photograph's words reach the judge
+    ("PHOTO FINDINGS: Scattered acne papules on the back. RADIOGRAPH FINDINGS: Diffuse nodular opacities. "
+     "SUGGESTIVE OF: Varicella pneumonia.", "Scattered acne papules on the back."),
+    ("photo findings: purple nail polish. radiograph findings: patchy opacities. suggestive of: ARDS",
+     "purple nail polish."),
+    ("**Photo findings:** irregular bruise **Radiograph findings:** rib fracture **Suggestive of:** trauma",
+     "irregular bruise"),
+    ("**PHOTO FINDINGS**: a bruise. **RADIOGRAPH FINDINGS**: fracture.", "a bruise."),
+    ("CLINICAL PHOTOGRAPH: blue nail beds. CHEST X-RAY: effusion. IMPRESSION: hypoxaemia", "blue nail beds."),
+    ("RADIOGRAPH FINDINGS: nodules. PHOTO FINDINGS: crusted vesicles. SUGGESTIVE OF: varicella", "crusted vesicles."),
+    ("PHOTO FINDINGS - acne papules | RADIOGRAPH FINDINGS - clear | SUGGESTIVE OF - nothing", "acne papules"),
+    # a diagnosis appended inside the photo line is a section of its own, and goes
+    ("PHOTO FINDINGS: crusted vesicles. Suggestive of: chickenpox\nRADIOGRAPH FINDINGS: nodules", "crusted vesicles."),
+    # words of a header in prose, neither capitals, bold nor the prompt's names, split nothing
+    ("PHOTO FINDINGS: vesicles; the overlying skin: otherwise normal.\nRADIOGRAPH FINDINGS: nodules",
+     "vesicles; the overlying skin: otherwise normal."),
+])
+def test_extraction_splits_headers_wherever_they_stand_on_the_line(reply, text):
+    for setting in ("paired", "photo_only"):
+        assert extract_photo_findings(reply, setting) == Extraction(text, "section")
+
+
+@pytest.mark.parametrize("reply, text", [
+    # one header-like phrase inside a sentence names one kind of section only: prose, not sections
+    ("Red papules on the cheek, suggestive of: acne.", ""),
+    ("The overlying skin: dry. Nothing else.", "The overlying skin: dry. Nothing else."),
+])
+def test_a_lone_header_word_inside_a_sentence_starts_no_section(reply, text):
+    assert extract_photo_findings(reply, "photo_only") == Extraction(text, "whole_reply")
 
 
 def test_an_unsectioned_paired_reply_fails_extraction_but_a_photo_only_one_does_not():
