@@ -431,6 +431,54 @@ def test_scoring_caches_judge_replies_and_resumes(pair_set, tmp_path, monkeypatc
     assert row[5].startswith("**100.0 (54.1–100.0)**")  # mismatched FP, the higher setting in bold
 
 
+def test_score_exits_3_on_unjudged_replies_unless_allowed(pair_set, tmp_path, monkeypatch, capsys):
+    """``medscope score`` of a paired run: a reply the judge could not label is counted per cell,
+    in no rate, and exits 3 as the demo does; --allow-unjudged accepts it (still counted)."""
+    from pipelines import cli
+
+    protocol = PROTOCOL()
+    items = protocol.load_items(pair_set)
+    by_png = {i.images[0]: i for i in items}
+    truth = {"matched": "Clustered vesicles, crusted.", "mismatched": "Acne papules; purple nail polish."}
+    model = Scripted("reader", lambda images: f"PHOTO FINDINGS: {truth[by_png[images[0]].meta['photo_type']]}\n"
+                                              "RADIOGRAPH FINDINGS: opacities")
+    episodes = str(tmp_path / "episodes.parquet")
+    _episodes(protocol, items, [model], episodes)
+    rule = jd.rule_judge_responder(vocabulary(read_manifest(pair_set)[0]))
+    # the judge answers every prompt about purple nail polish in prose it cannot be read from
+    server = FakeProvider("openai", responder=lambda text, images: "I would rather not say." if "purple nail polish"
+                          in text else rule(text, images))
+    monkeypatch.setenv("PAIRS_TEST_JUDGE_KEY", "k-test")
+    judges = tmp_path / "judges.yaml"
+    judges.write_text(yaml.safe_dump({"models": [{"name": "judge", "kind": "openai", "model": "judge-model",
+                                                  "base_url": server.url, "api_key_env": "PAIRS_TEST_JUDGE_KEY"}]}))
+    args = ["score", "--episodes", episodes, "--items", pair_set, "--judge", "judge", "--judge-models", str(judges)]
+    try:
+        refused = cli.main([*args, "--out", str(tmp_path / "strict")])
+        err = capsys.readouterr().err
+        allowed = cli.main([*args, "--out", str(tmp_path / "allowed"), "--allow-unjudged"])
+    finally:
+        server.close()
+    # 6 mismatched photographs x 1 model, photo only and paired: the 12 mismatched replies name the
+    # polish; every one of the 24 replies keeps its section, so 12 are judged and 12 are not
+    assert (refused, allowed) == (3, 0)
+    assert "left 12 replies unjudged" in err and "reader:paired:mismatched 6; reader:photo_only:mismatched 6" in err
+    for out, allow in (("strict", False), ("allowed", True)):
+        run = json.loads(storage.read_utf8(str(tmp_path / out / tables.RUN)))
+        assert (run["unjudged"], run["labelled"], run["unjudged_allowed"]) == (12, 12, allow)
+        cells = {(c["setting"], c["photo_type"]): c["unjudged"] for c in run["cells"]}
+        assert cells == {("photo_only", "matched"): 0, ("photo_only", "mismatched"): 6,
+                         ("paired", "matched"): 0, ("paired", "mismatched"): 6}
+        metrics = records.read_table("metrics", str(tmp_path / out / tables.METRICS)).to_pylist()
+        assert {r["breakdown"] for r in metrics} == {"photo_type=matched"}  # the unjudged are in no rate
+    blocks = protocol.report_sections(str(tmp_path / "strict"), str(tmp_path))[0][0].blocks
+    shown = next(b for b in blocks if "Unjudged" in getattr(b, "headers", []))
+    column = shown.headers.index("Unjudged")
+    assert {(r[1], r[2]): r[column] for r in shown.rows} == {
+        ("Photo only", "matched"): "0", ("Photo only", "mismatched"): "6",
+        ("Photo + radiograph", "matched"): "0", ("Photo + radiograph", "mismatched"): "6"}
+
+
 # -- statistics ---------------------------------------------------------------------------------------------
 
 
