@@ -550,6 +550,33 @@ def register(sub) -> None:
                "print the plan's hash (for an amendment's `hash:`)")
 
 
+def conclude_judging(result: dict) -> None:
+    """Decide ``score``'s exit code from the replies a judge left unlabelled, as the demo does: a
+    reply the judge could not label is a failed unit of the judging, in no rate. The protocol's
+    ``allow_unjudged`` option accepts them (they stay counted in run.json and the report).
+
+    Parameters
+    ----------
+    result : dict
+        ``score``'s result; without ``unjudged`` (a protocol with no judge) nothing is decided.
+
+    Raises
+    ------
+    UnitsIncomplete
+        Exit 3 when any reply is unjudged and ``unjudged_allowed`` is not set.
+    """
+    from pipelines.support import accounting
+
+    unjudged = result.get("unjudged") if isinstance(result, dict) else None
+    if not unjudged or result.get("unjudged_allowed"):
+        return
+    where = "; ".join(f"{cell} {n}" for cell, n in sorted((result.get("unjudged_by_cell") or {}).items()))
+    raise accounting.UnitsIncomplete(
+        f"score: the judge left {unjudged} replies unjudged ({where}); they are in no rate. Scoring again asks the "
+        "failed requests again (an unreadable reply stays in the judge cache), or pass --allow-unjudged to accept them",
+        accounting.EXIT_UNITS_FAILED)
+
+
 def _scored_protocol_named(argv: list[str]) -> list[str] | None:
     """The protocol a ``score`` command line is about: ``--protocol``, else the eval run's."""
     known = protocol_flags.peek(argv, "--protocol", "--episodes")
@@ -569,6 +596,7 @@ def _score_cli(args) -> None:
     result = score(cfg.episodes, cfg.out, cfg.items, cfg.protocol, **options)
     _print(result)
     conclude_coverage(result, cfg.max_failed)  # after the summary is printed and the run written
+    conclude_judging(result)
 
 
 def _print(obj) -> None:

@@ -26,6 +26,7 @@ BENCHES: dict[str, str] = {
     "scale": "pipelines.bench.scale:bench_scale",
     "gpu": "pipelines.bench.gpu:bench_gpu",
     "crosswalk": "pipelines.bench.crosswalk:bench",
+    "pair-distance": "pipelines.bench.pair_distance:bench",
 }
 
 

@@ -13,7 +13,7 @@ from medscope.pairs import review as rv
 from medscope.pairs.embedded import embedded_spec
 from medscope.pairs.generators import build_generator
 from medscope.pairs.spec import PairsSpec
-from medscope.protocols.paired_modality.manifest import NEAR_IDENTICAL_BITS, photo_distance, read_manifest
+from medscope.protocols.paired_modality.manifest import NEAR_COPY_DISTANCE, photo_distance, read_manifest
 
 
 @pytest.fixture(scope="module")
@@ -46,12 +46,12 @@ def test_diffusers_generator_shared_base_to_manifest(tiny_pipeline, tmp_path):
     rv.decide(work, ["all-pending"], "approve", reviewer="dr-d")
     manifest = rv.build(spec, work, str(tmp_path / "set"))["manifest"]
     # a random-initialised pipeline barely follows its prompt, so its two edits of one base may be
-    # near-identical: `pairs check` refuses exactly when the hashes say so
-    photos, rejects = read_manifest(manifest, min_hash_distance=-1)  # the check off: the plumbing
+    # near-identical: `pairs check` refuses exactly when the photographs' distance says so
+    photos, rejects = read_manifest(manifest, near_copy_distance=-1)  # the check off: the plumbing
     assert len(photos) == 2 and not rejects
-    bits, colour = photo_distance(photos[0].photo_png, photos[1].photo_png)
+    distance = photo_distance(photos[0].photo_png, photos[1].photo_png)
     refused = read_manifest(manifest)[1]
-    assert {r["reason"] for r in refused} == ({"identical photos"} if bits <= NEAR_IDENTICAL_BITS and colour == 0 else set())
+    assert {r["reason"] for r in refused} == ({"identical photos"} if distance <= NEAR_COPY_DISTANCE else set())
     assert photos[0].provenance["generator"] == "diffusers"
 
 

@@ -4,7 +4,11 @@ Only the PHOTO FINDINGS section of a reply reaches the judge: the radiograph des
 the SUGGESTIVE OF hypotheses are removed, so a diagnosis stated elsewhere is never counted as a
 photographic finding. Replies are messy, so headers are found in any common spelling
 (``PHOTO FINDINGS:``, ``## Photo findings``, ``**Clinical photograph:**``, ``Photograph:``,
-``1. Clinical photo findings -``, ``Skin:``, ``PHOTO_FINDINGS``) and in any order. Fallbacks, each named in ``method``:
+``1. Clinical photo findings -``, ``Skin:``, ``PHOTO_FINDINGS``), in any order, and wherever they
+stand on a line: a one-line reply ``PHOTO FINDINGS: ... RADIOGRAPH FINDINGS: ... SUGGESTIVE OF: ...``
+splits like a multi-line one. Inside a line a header must be written as one (the prompt's section
+names in any case, capitals, or markdown bold) and the reply must name at least two kinds of
+section. Fallbacks, each named in ``method``:
 
 - ``section``: one or more photo-findings sections, joined;
 - ``final_action``: a reply in the agent action format (``<final>{...}</final>``): its
@@ -45,6 +49,17 @@ _HEADER = re.compile(
     r"(?:[ \t]*\([^)\n]{0,40}\))?[ \t]*[*_]{0,3}[ \t]*(?::|[-–—](?=[ \t])|\n|$)[*_]{0,3}",
     re.IGNORECASE | re.MULTILINE,
 )
+# A header inside a line ("PHOTO FINDINGS: acne. RADIOGRAPH FINDINGS: nodules. SUGGESTIVE OF: ..."
+# on one line): after a space or punctuation, the name, then a colon or a spaced dash. Prose uses
+# these words too ("the overlying skin: dry"), so one counts only when it is written as a header:
+# a name of the prompt's own sections (any case), in capitals, or in markdown bold.
+_INLINE_HEADER = re.compile(
+    r"(?<![^\s.;,|)])(?P<open>\*\*|__)?[ \t]*"
+    rf"(?P<name>{_PHOTO}|{_RADIO}|{_SUGGEST})"
+    r"(?:[ \t]*\([^)\n]{0,40}\))?[ \t]*(?P<close>\*\*|__)?[ \t]*(?::|[-–—](?=[ \t]))(?P<after>\*\*|__)?",
+    re.IGNORECASE,
+)
+_PROMPT_SECTION = re.compile(rf"photo{_SEP}findings|radiograph{_SEP}findings|suggestive{_SEP}of", re.IGNORECASE)
 _DIAGNOSTIC = re.compile(r"suggestive of|consistent with|diagnos[ie]s|differential|likely represents", re.IGNORECASE)
 
 
@@ -78,6 +93,26 @@ def header_kind(name: str) -> str:
     return "suggestive"
 
 
+def _written_as_header(m: re.Match) -> bool:
+    name = m.group("name")
+    bold = bool(m.group("open")) and bool(m.group("close") or m.group("after"))
+    return bool(_PROMPT_SECTION.fullmatch(name)) or name.isupper() or bold
+
+
+def _headers(text: str) -> list[re.Match]:
+    """Every header of a reply, in order: those opening a line, and those inside a line that are
+    written as headers (:data:`_INLINE_HEADER`) when the reply names at least two kinds of section
+    (a lone "suggestive of:" inside a sentence starts no section)."""
+    line_start = list(_HEADER.finditer(text))
+    taken = [(m.start(), m.end()) for m in line_start]
+    inline = [m for m in _INLINE_HEADER.finditer(text)
+              if _written_as_header(m) and not any(a <= m.start() < b or m.start() <= a < m.end() for a, b in taken)]
+    heads = sorted(line_start + inline, key=lambda m: m.start())
+    if len({header_kind(m.group("name")) for m in heads}) < 2:
+        return line_start
+    return heads
+
+
 def split_sections(text: str) -> tuple[str, list[tuple[str, str]]]:
     """(text before the first header, [(kind, body), ...]) of a reply.
 
@@ -94,7 +129,7 @@ def split_sections(text: str) -> tuple[str, list[tuple[str, str]]]:
         Each header's kind (:func:`header_kind`) and the text up to the next header, in order; empty
         when there is no header.
     """
-    heads = list(_HEADER.finditer(text))
+    heads = _headers(text)
     if not heads:
         return text, []
     out = []
@@ -106,7 +141,7 @@ def split_sections(text: str) -> tuple[str, list[tuple[str, str]]]:
 
 def _tidy(text: str) -> str:
     lines = [ln.rstrip() for ln in text.strip().splitlines()]
-    return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip(" \n*_")
+    return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip(" \t\n*_|")
 
 
 def extract_photo_findings(reply: str | None, setting: str | None = None) -> Extraction:

@@ -21,6 +21,9 @@ class PairedModalityOptions(ProtocolOptions):
         "judgement cache (default <out>/judge_cache; share it between runs to reuse judgements)"))
     judge_workers: int = option(4, verb="score", ge=1, description="judge requests in flight")
     alpha: float = option(0.05, verb="score", gt=0, lt=1, description="significance level of the McNemar tests")
+    allow_unjudged: bool = option(False, verb="score", description=(
+        "exit 0 although the judge left replies unlabelled (counted in run.json and the report either way; "
+        "by default score exits 3, as the demo does)"))
     pooled_models: list[str] | None = option(None, verb="score", description=(
         "subject models the pooled McNemar rows pool (default: every evaluated model but constant policies; "
         "a judge never)"))

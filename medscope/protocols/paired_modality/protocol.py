@@ -182,17 +182,28 @@ class PairedModalityProtocol:
         failed = sum(1 for r in labels if r["extraction_method"] == scoring.FAILED)
         unjudged = sum(1 for r in labels if r["fp"] is None) - failed
         cells = scoring.cell_counts(labels)
+        if unjudged:  # a reply the judge could not label is no "no finding": it is in no rate
+            print(f"paired_modality: the judge left {unjudged} of {len(labels) - failed} extracted replies unjudged ("
+                  + "; ".join(f"{c['model']} {c['setting']} {c['photo_type']}: {c['unjudged']} of {c['episodes']}"
+                              for c in cells if c["unjudged"])
+                  + "); a failed request is asked again when scored again, an unreadable reply stays cached"
+                  + ("" if o.allow_unjudged else
+                                                  "; score exits 3 unless --allow-unjudged"), file=sys.stderr)
         run = {"protocol": self.name, "prompt_version": self.prompt_version, "episodes": episodes_uri,
                "items": items_uri, "judges": [j.identity() for j in judges],
                "judge_prompt_version": scoring.jd.judge_spec()["version"], "judge_cache": cache, "alpha": alpha,
                "counts": counts, "labelled": len(labels) - unjudged - failed, "unjudged": unjudged,
+               "unjudged_allowed": o.allow_unjudged,
                "extraction_failed": failed, "unverified": sum(c["unverified"] for c in cells), "cells": cells,
                "manifest_rejects": len(rejects), "pooled_models": pool, "not_pooled": left_out,
                "scored_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}
         storage.write_text(storage.join(out, tables.RUN), json.dumps(run, indent=2, default=str) + "\n")
         return {"out": out, "labels": storage.join(out, tables.LABELS), "metrics": storage.join(out, tables.METRICS),
                 "mcnemar": storage.join(out, tables.MCNEMAR), "labelled": len(labels) - unjudged - failed,
-                "unjudged": unjudged, "extraction_failed": failed, "pooled_models": pool, "judge_requests": {k: v for k, v in counts.items() if k.startswith("judge")},
+                "unjudged": unjudged, "unjudged_allowed": o.allow_unjudged,
+                "unjudged_by_cell": {f"{c['model']}:{c['setting']}:{c['photo_type']}": c["unjudged"]
+                                     for c in cells if c["unjudged"]},
+                "extraction_failed": failed, "pooled_models": pool, "judge_requests": {k: v for k, v in counts.items() if k.startswith("judge")},
                 "kappa_fp": kappa.get("fp", {}).get("kappa") if kappa else None}
 
     def report_sections(self, scored_run: str, work_dir: str) -> tuple[list, dict]:

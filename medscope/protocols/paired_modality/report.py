@@ -100,14 +100,15 @@ def cells_table(cells: list[dict]) -> Table:
     Returns
     -------
     Table
-        One row per cell: model, setting, photo type, replies, extraction failures and unverified replies
-        (with their statement count).
+        One row per cell: model, setting, photo type, replies, extraction failures, unjudged replies and
+        unverified replies (with their statement count).
     """
     rows = [[c["model"], SETTING_LABELS[c["setting"]], c["photo_type"], str(c["episodes"]), str(c["extraction_failed"]),
-             f"{c['unverified']} ({c['unverified_findings']} statements)"] for c in cells]
-    return Table(["Model", "Setting", "Photo type", "Replies", "Extraction failed", "Unverified findings"], rows,
-                 caption="Replies per cell: extraction failures are left out of every rate; unverified findings are "
-                         "asserted photo findings the judge could not match to a known finding or the caption")
+             str(c.get("unjudged", "–")), f"{c['unverified']} ({c['unverified_findings']} statements)"] for c in cells]
+    return Table(["Model", "Setting", "Photo type", "Replies", "Extraction failed", "Unjudged", "Unverified findings"], rows,
+                 caption="Replies per cell: extraction failures and replies the judge left unlabelled are left out of "
+                         "every rate; unverified findings are asserted photo findings the judge could not match to a "
+                         "known finding or the caption")
 
 
 FLIPS_SHOWN = 6  # addition: how many flipped readings the report quotes (paired-modality paper Figures 1 and 4 show a few)

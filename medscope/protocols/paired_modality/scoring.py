@@ -183,8 +183,9 @@ def label_episodes(episodes: list[dict], photos: dict[str, PairPhoto], judges: l
 
 
 def cell_counts(labels: list[dict]) -> list[dict]:
-    """Per model x setting x photo type: episodes, extraction failures, and episodes whose (first)
-    judge found asserted photo findings it could not verify (a rule judge's "unverified").
+    """Per model x setting x photo type: episodes, extraction failures, replies the (first) judge
+    left unlabelled, and episodes whose (first) judge found asserted photo findings it could not
+    verify (a rule judge's "unverified").
 
     Parameters
     ----------
@@ -195,14 +196,15 @@ def cell_counts(labels: list[dict]) -> list[dict]:
     -------
     list of dict
         One row per (model, setting, photo type), sorted: ``episodes``, ``extraction_failed``,
-        ``unverified`` (episodes) and ``unverified_findings`` (statements).
+        ``unjudged``, ``unverified`` (episodes) and ``unverified_findings`` (statements).
     """
     cells: dict[tuple, dict] = {}
     for r in labels:
         c = cells.setdefault((r["model"], r["setting"], r["photo_type"]),
-                             {"episodes": 0, FAILED: 0, "unverified": 0, "unverified_findings": 0})
+                             {"episodes": 0, FAILED: 0, "unjudged": 0, "unverified": 0, "unverified_findings": 0})
         c["episodes"] += 1
         c[FAILED] += r["extraction_method"] == FAILED
+        c["unjudged"] += r["fp"] is None and r["extraction_method"] != FAILED
         if r.get("unverified"):
             c["unverified"] += 1
             c["unverified_findings"] += len(r["unverified"])

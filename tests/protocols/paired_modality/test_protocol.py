@@ -17,8 +17,8 @@ from medscope.images import decode_png, encode_png
 from medscope.models.base import Completion
 from medscope.protocols.paired_modality import PROTOCOL, tables
 from medscope.protocols.paired_modality import judge as jd
-from medscope.protocols.paired_modality.extraction import extract_photo_findings
-from medscope.protocols.paired_modality.manifest import fit_long_side, read_manifest, vocabulary
+from medscope.protocols.paired_modality.extraction import Extraction, extract_photo_findings
+from medscope.protocols.paired_modality.manifest import fit_long_side, photo_distance, read_manifest, slug, vocabulary
 from medscope.protocols.paired_modality.rates_and_agreement import clopper_pearson, cohen_kappa, mcnemar_exact
 from medscope.testing.providers import FakeProvider, status
 
@@ -61,6 +61,38 @@ def test_extraction_keeps_only_the_photo_findings(reply, text, method):
     assert (ext.text, ext.method) == (text, method)
 
 
+@pytest.mark.parametrize("reply, text", [
+    # the prompt's three sections on one line: only the photograph's words reach the judge
+    ("PHOTO FINDINGS: Scattered acne papules on the back. RADIOGRAPH FINDINGS: Diffuse nodular opacities. "
+     "SUGGESTIVE OF: Varicella pneumonia.", "Scattered acne papules on the back."),
+    ("photo findings: purple nail polish. radiograph findings: patchy opacities. suggestive of: ARDS",
+     "purple nail polish."),
+    ("**Photo findings:** irregular bruise **Radiograph findings:** rib fracture **Suggestive of:** trauma",
+     "irregular bruise"),
+    ("**PHOTO FINDINGS**: a bruise. **RADIOGRAPH FINDINGS**: fracture.", "a bruise."),
+    ("CLINICAL PHOTOGRAPH: blue nail beds. CHEST X-RAY: effusion. IMPRESSION: hypoxaemia", "blue nail beds."),
+    ("RADIOGRAPH FINDINGS: nodules. PHOTO FINDINGS: crusted vesicles. SUGGESTIVE OF: varicella", "crusted vesicles."),
+    ("PHOTO FINDINGS - acne papules | RADIOGRAPH FINDINGS - clear | SUGGESTIVE OF - nothing", "acne papules"),
+    # a diagnosis appended inside the photo line is a section of its own, and goes
+    ("PHOTO FINDINGS: crusted vesicles. Suggestive of: chickenpox\nRADIOGRAPH FINDINGS: nodules", "crusted vesicles."),
+    # words of a header in prose, neither capitals, bold nor the prompt's names, split nothing
+    ("PHOTO FINDINGS: vesicles; the overlying skin: otherwise normal.\nRADIOGRAPH FINDINGS: nodules",
+     "vesicles; the overlying skin: otherwise normal."),
+])
+def test_extraction_splits_headers_wherever_they_stand_on_the_line(reply, text):
+    for setting in ("paired", "photo_only"):
+        assert extract_photo_findings(reply, setting) == Extraction(text, "section")
+
+
+@pytest.mark.parametrize("reply, text", [
+    # one header-like phrase inside a sentence names one kind of section only: prose, not sections
+    ("Red papules on the cheek, suggestive of: acne.", ""),
+    ("The overlying skin: dry. Nothing else.", "The overlying skin: dry. Nothing else."),
+])
+def test_a_lone_header_word_inside_a_sentence_starts_no_section(reply, text):
+    assert extract_photo_findings(reply, "photo_only") == Extraction(text, "whole_reply")
+
+
 def test_an_unsectioned_paired_reply_fails_extraction_but_a_photo_only_one_does_not():
     reply = "Purple nail polish on the nail. The lungs show a right effusion."
     assert extract_photo_findings(reply, "paired").method == "extraction_failed"
@@ -89,7 +121,11 @@ def _photo(image, caption="a caption", findings=()):
 def test_manifest_rejects_bad_entries_and_keeps_every_good_photo(tmp_path):
     for name in ("rx.png", "m.png"):
         (tmp_path / name).write_bytes(_png())
-    (tmp_path / "x.png").write_bytes(_png(color=(120, 60, 160)))
+    # the mismatched photograph: the same skin with a purple patch (a flat picture in another colour
+    # would be a colour-shifted copy of m.png)
+    patched = np.full((64, 48, 3), (200, 150, 120), np.uint8)
+    patched[20:40, 12:32] = (120, 60, 160)
+    (tmp_path / "x.png").write_bytes(encode_png(patched))
     (tmp_path / "broken.png").write_bytes(b"\x89PNG\r\n\x1a\n not really a png")
     good = {"condition": "varicella", "radiograph": "rx.png", "matched": _photo("m.png", findings=["vesicles"]),
             "mismatched": _photo("x.png")}
@@ -128,6 +164,105 @@ def test_manifest_rejects_bad_entries_and_keeps_every_good_photo(tmp_path):
     records.to_table("rejects", rejects)  # the rows fit the shared rejects schema
     items = PROTOCOL().load_items(str(tmp_path / tables.MANIFEST))
     assert len(items) == 5 and all(len(i.images) == 2 for i in items)
+
+
+def _encoded(image, fmt: str, **save) -> bytes:
+    import io
+
+    buf = io.BytesIO()
+    image.save(buf, fmt, **save)
+    return buf.getvalue()
+
+
+def _near_copies(image):
+    """The copies of one photograph a pair set must not pass off as its other photograph."""
+    from PIL import Image, ImageEnhance
+
+    w, h = image.size
+    tinted = np.asarray(image).astype(int) + (18, 4, -16)  # a warm white balance, clipped
+    copies = {
+        "jpeg q85": _encoded(image, "JPEG", quality=85),
+        "jpeg q95": _encoded(image, "JPEG", quality=95),
+        "half size": _encoded(image.resize((w // 2, h // 2), Image.LANCZOS), "PNG"),
+        "1.5x size": _encoded(image.resize((w * 3 // 2, h * 3 // 2), Image.BICUBIC), "PNG"),
+        "warm tint": encode_png(np.clip(tinted, 0, 255).astype(np.uint8)),
+        "darker": _encoded(ImageEnhance.Brightness(image).enhance(0.85), "PNG"),
+        "lower contrast": _encoded(ImageEnhance.Contrast(image).enhance(0.8), "PNG"),
+    }
+    if w // 2 >= 128:  # JPEG blocks on a picture under 128 px may wipe out a few-pixel finding
+        copies["jpeg q85 of a half-size tinted copy"] = _encoded(
+            Image.fromarray(np.clip(tinted, 0, 255).astype(np.uint8)).resize((w // 2, h // 2), Image.LANCZOS),
+            "JPEG", quality=85)
+    return copies
+
+
+# the embedded set's sign / look-alike pairs, each on one subject (the procedural drawing code)
+GENUINE_PAIRS = [("skin", "vesicles", "acne"), ("nail", "cyanosis", "nail_polish"), ("face", "ecchymosis", "port_wine")]
+
+
+def test_a_reencoded_resized_or_recoloured_copy_is_refused_as_identical_photos(tmp_path):
+    from PIL import Image
+
+    from medscope.protocols.paired_modality import draw
+
+    (tmp_path / "rx.png").write_bytes(_png())
+    entries, expected = [], []
+    for region, sign, _ in GENUINE_PAIRS:
+        for size in (128, 256):
+            original = draw.photo(region, sign, seed=5, size=size)
+            name = f"{region}-{size}"
+            (tmp_path / f"{name}.png").write_bytes(encode_png(original))
+            for i, (how, data) in enumerate(_near_copies(Image.fromarray(original)).items()):
+                (tmp_path / f"{name}-copy{i}.bin").write_bytes(data)
+                condition = f"{name} {how}"
+                entries.append({"condition": condition, "radiograph": "rx.png",
+                                "matched": _photo(f"{name}.png", findings=[sign]),
+                                "mismatched": _photo(f"{name}-copy{i}.bin")})
+                expected += [(f"{slug(condition)}:{t}", "identical photos") for t in ("matched", "mismatched")]
+    (tmp_path / tables.MANIFEST).write_text(yaml.safe_dump({"conditions": entries}))
+    photos, rejects = read_manifest(str(tmp_path))
+    assert len(entries) == 3 * (7 + 8) and not photos  # 7 copies at 128 px, 8 at 256
+    assert sorted((r["item_id"], r["reason"]) for r in rejects) == sorted(expected)
+
+
+def test_photographs_of_one_subject_with_different_findings_stand(tmp_path):
+    from medscope.protocols.paired_modality import draw
+
+    (tmp_path / "rx.png").write_bytes(_png())
+    entries = []
+    for region, sign, look_alike in GENUINE_PAIRS:
+        for seed in range(4):
+            for size in (128, 256):
+                name = f"{region}-{seed}-{size}"
+                (tmp_path / f"{name}-m.png").write_bytes(encode_png(draw.photo(region, sign, seed, size)))
+                (tmp_path / f"{name}-x.png").write_bytes(
+                    encode_png(draw.photo(region, look_alike, seed, size, mark_seed=seed + 1000)))
+                entries.append({"condition": name, "radiograph": "rx.png",
+                                "matched": _photo(f"{name}-m.png", findings=[sign]), "mismatched": _photo(f"{name}-x.png")})
+    (tmp_path / tables.MANIFEST).write_text(yaml.safe_dump({"conditions": entries}))
+    photos, rejects = read_manifest(str(tmp_path))
+    assert rejects == [] and len(photos) == 2 * 3 * 4 * 2
+
+
+def test_photo_distance_is_the_largest_block_residual_hand_worked():
+    from PIL import Image
+
+    grey = np.full((128, 128, 3), 100, np.uint8)
+    patch = grey.copy()
+    patch[32:48, 32:48, 0] = 200  # a 16 x 16 red patch: 256 of 16,384 pixels
+    # mapping the flat picture onto the patched one can only give its mean, 100 + 100 x 256 / 16384
+    # in red; a block inside the patch keeps 200 minus that mean
+    expected = 200 - (100 + 100 * 256 / 128 ** 2)
+    assert photo_distance(encode_png(patch), encode_png(grey)) == pytest.approx(expected, abs=0.05)
+    # a gain and offset per channel (contrast, brightness, tint) leaves only the rounding to whole
+    # levels (of the copy and of each blurred picture: at most 1.5 levels a channel, sqrt(3) x 1.5 in all)
+    texture = np.random.default_rng(0).integers(40, 200, (128, 128, 3)).astype(np.uint8)
+    shifted = (texture.astype(int) * np.array([0.8, 0.9, 1.1]) + np.array([30, 10, -20])).round().astype(np.uint8)
+    assert photo_distance(encode_png(texture), encode_png(shifted)) < 3 ** 0.5 * 1.5
+    assert photo_distance(encode_png(texture), encode_png(texture)) == 0.0
+    # the same pictures at another size compare on the smaller one's grid
+    small = np.asarray(Image.fromarray(patch).resize((64, 64), Image.BOX))
+    assert photo_distance(encode_png(small), encode_png(grey)) == pytest.approx(expected, abs=0.5)
 
 
 def test_images_native_up_to_1568_else_downscaled():
@@ -294,6 +429,54 @@ def test_scoring_caches_judge_replies_and_resumes(pair_set, tmp_path, monkeypatc
     table = sections[0].blocks[1]
     row = next(r for r in table.rows if r[:2] == ["swayed", "Photo + radiograph"])
     assert row[5].startswith("**100.0 (54.1–100.0)**")  # mismatched FP, the higher setting in bold
+
+
+def test_score_exits_3_on_unjudged_replies_unless_allowed(pair_set, tmp_path, monkeypatch, capsys):
+    """``medscope score`` of a paired run: a reply the judge could not label is counted per cell,
+    in no rate, and exits 3 as the demo does; --allow-unjudged accepts it (still counted)."""
+    from pipelines import cli
+
+    protocol = PROTOCOL()
+    items = protocol.load_items(pair_set)
+    by_png = {i.images[0]: i for i in items}
+    truth = {"matched": "Clustered vesicles, crusted.", "mismatched": "Acne papules; purple nail polish."}
+    model = Scripted("reader", lambda images: f"PHOTO FINDINGS: {truth[by_png[images[0]].meta['photo_type']]}\n"
+                                              "RADIOGRAPH FINDINGS: opacities")
+    episodes = str(tmp_path / "episodes.parquet")
+    _episodes(protocol, items, [model], episodes)
+    rule = jd.rule_judge_responder(vocabulary(read_manifest(pair_set)[0]))
+    # the judge answers every prompt about purple nail polish in prose it cannot be read from
+    server = FakeProvider("openai", responder=lambda text, images: "I would rather not say." if "purple nail polish"
+                          in text else rule(text, images))
+    monkeypatch.setenv("PAIRS_TEST_JUDGE_KEY", "k-test")
+    judges = tmp_path / "judges.yaml"
+    judges.write_text(yaml.safe_dump({"models": [{"name": "judge", "kind": "openai", "model": "judge-model",
+                                                  "base_url": server.url, "api_key_env": "PAIRS_TEST_JUDGE_KEY"}]}))
+    args = ["score", "--episodes", episodes, "--items", pair_set, "--judge", "judge", "--judge-models", str(judges)]
+    try:
+        refused = cli.main([*args, "--out", str(tmp_path / "strict")])
+        err = capsys.readouterr().err
+        allowed = cli.main([*args, "--out", str(tmp_path / "allowed"), "--allow-unjudged"])
+    finally:
+        server.close()
+    # 6 mismatched photographs x 1 model, photo only and paired: the 12 mismatched replies name the
+    # polish; every one of the 24 replies keeps its section, so 12 are judged and 12 are not
+    assert (refused, allowed) == (3, 0)
+    assert "left 12 replies unjudged" in err and "reader:paired:mismatched 6; reader:photo_only:mismatched 6" in err
+    for out, allow in (("strict", False), ("allowed", True)):
+        run = json.loads(storage.read_utf8(str(tmp_path / out / tables.RUN)))
+        assert (run["unjudged"], run["labelled"], run["unjudged_allowed"]) == (12, 12, allow)
+        cells = {(c["setting"], c["photo_type"]): c["unjudged"] for c in run["cells"]}
+        assert cells == {("photo_only", "matched"): 0, ("photo_only", "mismatched"): 6,
+                         ("paired", "matched"): 0, ("paired", "mismatched"): 6}
+        metrics = records.read_table("metrics", str(tmp_path / out / tables.METRICS)).to_pylist()
+        assert {r["breakdown"] for r in metrics} == {"photo_type=matched"}  # the unjudged are in no rate
+    blocks = protocol.report_sections(str(tmp_path / "strict"), str(tmp_path))[0][0].blocks
+    shown = next(b for b in blocks if "Unjudged" in getattr(b, "headers", []))
+    column = shown.headers.index("Unjudged")
+    assert {(r[1], r[2]): r[column] for r in shown.rows} == {
+        ("Photo only", "matched"): "0", ("Photo only", "mismatched"): "6",
+        ("Photo + radiograph", "matched"): "0", ("Photo + radiograph", "mismatched"): "6"}
 
 
 # -- statistics ---------------------------------------------------------------------------------------------
