@@ -6,6 +6,8 @@ case id, so the plan is the same whatever the order or partitioning of the cohor
 
 from __future__ import annotations
 
+from collections import Counter
+
 import numpy as np
 import pyarrow as pa
 
@@ -187,9 +189,7 @@ def large_group_summary(ids: list[str], large: near_copies.LargeGroups, source_o
     out = []
     for g, at in enumerate(large.spans()):
         members = [ids[m] for m in large.member[at].tolist()]
-        sources: dict[str, int] = {}
-        for m in members:
-            sources[source_of[m]] = sources.get(source_of[m], 0) + 1
+        sources = Counter(source_of[m] for m in members)
         corr = large.correlation[at]
         out.append({"representative": ids[int(large.representative[g])], "cases": len(members),
                     "sources": dict(sorted(sources.items())), "split": split_of[members[0]],
