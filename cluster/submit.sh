@@ -63,9 +63,10 @@ attempt=0
 while :; do
   attempt=$((attempt + 1))
   set +e
-  "$RAY" job submit --address "$RAY_ADDRESS" --runtime-env-json "$env_json" "$@" \
-    -- python -m "pipelines.$job" --config "$config" "${out_args[@]}" 2>&1 | tee "$said"
-  rc=${PIPESTATUS[0]}
+  # stdout as it was; stderr (where Ray's answer comes) shown and kept in $said
+  { "$RAY" job submit --address "$RAY_ADDRESS" --runtime-env-json "$env_json" "$@" \
+      -- python -m "pipelines.$job" --config "$config" "${out_args[@]}" 2>&1 1>&3 3>&- | tee "$said" >&2
+    rc=${PIPESTATUS[0]}; } 3>&1
   set -e
   if [ "$rc" -eq 0 ] || ! grep -q "No available agent to submit job" "$said" || [ "$attempt" -gt "$retries" ]; then
     exit "$rc"
