@@ -527,7 +527,7 @@ class SchemaActionConfig(StrictModel):
     sample: int = F(200, ge=1, description="induce: reports in the stratified sample (by study)")
     organ: str = F("organ", description="induce: the organ the schema covers")
     sequence: list[str] = F([], description="induce: a sequence of the cohort (default ct:CT)",
-                            json_schema_extra=cli(repeat=True, metavar="NAME:CT|MR"))
+                            json_schema_extra=cli(repeat=True, metavar="NAME:CT|MR|US"))
     min_support: int = F(2, ge=1, description="induce: reports a field's values each need")
     seed: int = F(42, description="induce: seed of the stratified sample")
     checkpoint: Literal[schemamod.CHECKPOINTS] | None = F(  # type: ignore[valid-type]

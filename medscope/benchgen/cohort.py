@@ -332,7 +332,7 @@ def sequence_montage(volume: np.ndarray, spec: SequenceSpec, grid: int = 12, max
         Canonical (X, Y, Z) volume (HU for CT).
     spec : SequenceSpec
         How the sequence is rendered: ``modality``, ``window`` (CT; ``soft_tissue`` when unset) and
-        ``percentiles`` (MR).
+        ``percentiles`` (MR, US).
     grid : int, optional
         Grid side: ``grid**2`` uniformly sampled axial slices.
     max_side : int, optional

@@ -149,7 +149,7 @@ def propose_rules(sample: list[dict], organ: str, sequences: dict[str, str], min
     organ : str
         The organ the schema is for (also names it: ``<organ>_induced``).
     sequences : dict of str to str
-        ``{sequence name: modality}`` (``"CT"`` or ``"MR"``); all become ``report_sequences``.
+        ``{sequence name: modality}`` (``"CT"``, ``"MR"`` or ``"US"``); all become ``report_sequences``.
     min_support : int, optional
         Reports a term must be affirmed in and denied in (and side, location values and sizes must
         reach) for a field.

@@ -33,9 +33,10 @@ CHECKPOINTS = ("schema", "templates")
 
 
 class SequenceSpec(StrictModel):
-    modality: Literal["CT", "MR"]
+    # US volumes (3D ultrasound) have no calibrated units either: rendered by percentiles, as MR
+    modality: Literal["CT", "MR", "US"]
     window: str | tuple[float, float] | None = None  # CT: preset name or (width, level)
-    percentiles: tuple[float, float] = (1.0, 99.0)  # MR: intensity scaling
+    percentiles: tuple[float, float] = (1.0, 99.0)  # MR, US: intensity scaling
 
 
 class ValueSpec(StrictModel):

@@ -169,6 +169,11 @@ def test_montage_geometry_and_windows():
     assert level - width / 2 == pytest.approx(lo) and level + width / 2 == pytest.approx(hi)
     out = cohort.sequence_montage(mr, sch.SequenceSpec(modality="MR"))
     assert out.shape == (384, 384, 3) and out.max() == 255 and out.min() == 0
+    # 3D ultrasound has no calibrated units either: the same percentile rendering as MR
+    us = cohort.sequence_montage(mr, sch.SequenceSpec(modality="US"))
+    assert np.array_equal(us, out)
+    with pytest.raises(ValueError):
+        sch.SequenceSpec(modality="PET")
 
 
 def _dicom_slice(pixels: np.ndarray, z: float, n: int) -> bytes:
