@@ -11,12 +11,15 @@ the appendices (a section's ``appendix``: the transcripts) close it, after every
 from __future__ import annotations
 
 
+import dataclasses
+import re
+
 from medscope import protocols
 from medscope.io import layout, safe_text, storage
 from medscope.errors import MedScopeError
 from medscope.protocols.base import parse_options
 from medscope.render import thin
-from medscope.render.document import Raw, Section, to_html, to_markdown
+from medscope.render.document import Image, Panels, Para, Raw, Section, Table, slug, to_html, to_markdown
 
 
 def run_protocol(run: str) -> str:
@@ -126,8 +129,18 @@ def build_report(runs: str | list[str], out: str, extra_sections=(), title: str 
                             f"({', '.join(sorted({p.name for _, p in built}))})")
     sections: list[Section] = []
     written: dict = {}
-    for run, protocol in built:
-        more, info = protocol.report_sections(run, out)
+    anchors_used: set[str] = set()
+    images_used: set[str] = set()
+    names = _run_names(runs)
+    seen_protocols: set[str] = set()
+    repeated = {p.name for _, p in built if sum(q.name == p.name for _, q in built) > 1}
+    for (run, protocol), name in zip(built, names):
+        # a second run of a protocol writes its files (transcripts, comparisons) in a folder of its own
+        apart = protocol.name in seen_protocols
+        seen_protocols.add(protocol.name)
+        more, info = protocol.report_sections(run, storage.join(out, name) if apart else out)
+        more = _kept_apart(more, name, anchors_used, images_used, files_under=name if apart else None,
+                           titled=protocol.name in repeated)
         sections.extend(more)
         written.update(info)
     for t, body in extra_sections:
@@ -146,6 +159,81 @@ def build_report(runs: str | list[str], out: str, extra_sections=(), title: str 
     storage.write_text(rep.markdown, md)
     storage.write_text(rep.html, to_html(title, sections))
     return {"markdown": rep.markdown, "html": rep.html, **written}
+
+
+def _run_names(runs: list[str]) -> list[str]:
+    """A short, distinct name per run for anchors and folders: its folder's name, with the parent's
+    name before it where two runs share a folder name, and a number where they still collide."""
+    parts = [run.rstrip("/").split("/") for run in runs]
+    names = [slug(p[-1]) or "run" for p in parts]
+    for i, p in enumerate(parts):
+        if names.count(names[i]) > 1 and len(p) > 1:
+            names[i] = slug(f"{p[-2]}-{p[-1]}") or names[i]
+    out = []
+    for n in names:
+        out.append(n if n not in out else f"{n}-{sum(o.startswith(n) for o in out) + 1}")
+    return out
+
+
+_LINK_MD = re.compile(r"\]\(([^)\s]+)\)")
+_LINK_HTML = re.compile(r'\b(href|id)="([^"]+)"')
+
+
+def _kept_apart(sections: list[Section], name: str, anchors_used: set[str], images_used: set[str],
+                files_under: str | None = None, titled: bool = False) -> list[Section]:
+    """One run's sections with anchors, element ids and image names that no earlier run's hold.
+
+    Two runs of one protocol give the same anchors (``summary``, ``paired``, transcript ids) and
+    image names; when one is already used, every anchor of the run gets ``-<name>`` and the links
+    inside the run's own blocks follow; a used image name gets ``<name>-``. ``titled``: titles say
+    which run they belong to (``(<name>)``). ``files_under``: the folder the run's files were
+    written in (relative links to them are moved under it).
+    """
+    own = {s.anchor or slug(s.title) for s in sections}
+    for s in sections:
+        for b in s.blocks:
+            if isinstance(b, Raw) and b.html:
+                own.update(v for k, v in _LINK_HTML.findall(b.html) if k == "id")
+    clash = own & anchors_used
+    rename = {a: f"{a}-{name}" for a in own} if clash else {}
+    anchors_used.update(rename.get(a, a) for a in own)
+
+    def target(t: str) -> str:
+        if t.startswith("#"):
+            return "#" + rename.get(t[1:], t[1:])
+        if files_under and not re.match(r"^[a-z][a-z0-9+.-]*:", t) and not t.startswith("/"):
+            return f"{files_under}/{t}"
+        return t
+
+    def text(t: str) -> str:
+        t = _LINK_MD.sub(lambda m: f"]({target(m.group(1))})", t)
+        return _LINK_HTML.sub(lambda m: f'{m.group(1)}="{rename.get(m.group(2), m.group(2)) if m.group(1) == "id" else target(m.group(2))}"', t)
+
+    def image(img: Image) -> Image:
+        n = img.name if img.name not in images_used else f"{name}-{img.name}"
+        images_used.add(n)
+        return dataclasses.replace(img, name=n)
+
+    out = []
+    for s in sections:
+        blocks = []
+        for b in s.blocks:
+            if isinstance(b, Table):
+                b = Table(list(b.headers), [[text(c) if isinstance(c, str) else c for c in r] for r in b.rows],
+                          text(b.caption))
+            elif isinstance(b, Image):
+                b = image(b)
+            elif isinstance(b, Panels):
+                b = Panels([image(i) for i in b.images], [text(c) for c in b.captions])
+            elif isinstance(b, Para):
+                b = Para(text(b.text))
+            elif isinstance(b, Raw):
+                b = Raw(text(b.markdown), None if b.html is None else text(b.html))
+            blocks.append(b)
+        anchor = s.anchor or slug(s.title)
+        out.append(dataclasses.replace(s, blocks=blocks, anchor=rename.get(anchor, anchor),
+                                       title=f"{s.title} ({name})" if titled else s.title))
+    return out
 
 
 def _extra(title, body) -> Section:

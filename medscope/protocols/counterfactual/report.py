@@ -15,6 +15,7 @@ import re
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from medscope import images
 from medscope.answers.audit import reading_check_line
@@ -142,7 +143,7 @@ def report_sections(run: str, work_dir: str, reference: str | None = None, galle
         metrics, keys, ts0, "finding", multi, metric_list=("sensitivity", "erased_claims", "healthy_claims",
                                                              "referral_rate"), constant=constant)],
                             anchor="finding"))
-    sections.append(Section("Rankings under every cost matrix", [_rankings(scores_t, keys, multi, constant)],
+    sections.append(Section("Rankings under every cost matrix", [_rankings(scores_t, keys, multi, constant, ts0, manifest)],
                             anchor="rankings"))
     sections.append(Section("How replies were read", _reading_blocks(manifest), anchor="reading"))
     transcripts = _write_transcripts(manifest, work_dir)
@@ -399,20 +400,50 @@ def _answerable() -> str:
     return ", ".join(kinds) if kinds else "the scoring calls answerable"
 
 
-def _rankings(scores_t, keys, multi, constant=frozenset()) -> Table:
-    df = scores_t.select(["model", "condition"]).to_pandas(use_threads=False)
+def _rankings(scores_t, keys, multi, constant=frozenset(), test_set: str = "main", manifest: dict | None = None) -> Table:
+    """Rank and net utility with its clustered bootstrap interval under every cost matrix (§5.5), over
+    the views of ``test_set`` only (a scores table may also hold ``-undisputed`` copies of them).
+
+    The interval resamples the run's clusters (``run.json``'s ``cluster``, B and seed), as the main
+    table's net utility does, so the Table 3 row of this matrix reads the same here and there."""
+    manifest = manifest or {}
+    keep = pc.equal(scores_t.column("test_set"), test_set)
+    part = scores_t.filter(keep)
+    cluster = manifest.get("cluster") or "case_id"
+    df = part.select(["model", "condition", cluster]).to_pandas(use_threads=False)
+    n_boot = int(manifest.get("n_boot") or bs.DEFAULT_B)
+    _, codes = bs.codes_of(df[cluster])
+    n_clusters = int(codes.max()) + 1 if len(codes) else 0
+    counts = bs.resample_counts(n_clusters, n_boot, int(manifest.get("seed", bs.DEFAULT_SEED)))
+    runs = list(df.groupby(["model", "condition"], sort=False).indices.items())
+    member = np.zeros((len(df), len(runs)))  # row x run indicator: every run's mean is one ratio column
+    for j, (_, rows) in enumerate(runs):
+        member[rows, j] = 1.0
+    den = bs.cluster_sums(member, codes, n_clusters)
     cols, ranks = [], {}
     for matrix in costs.load_all():
-        nu = df.assign(r=rewards.rescore(scores_t, matrix)).groupby(["model", "condition"])["r"].mean()
+        reward = rewards.rescore(part, matrix)
+        num = bs.cluster_sums(member * reward[:, None], codes, n_clusters)
+        low, high = bs.percentile_ci(bs.ratio_samples(num, den, counts))
+        nu = pd.Series({k: reward[rows].mean() for k, rows in runs})
+        ci = {k: (low[i], high[i]) for i, (k, _) in enumerate(runs)}
         order = nu[[k not in constant for k in nu.index]].sort_values(ascending=False, kind="stable")
-        ranks[matrix.name] = {k: (i + 1, v) for i, (k, v) in enumerate(order.items())}
-        ranks[matrix.name].update({k: ("ref.", v) for k, v in nu.items() if k in constant})
+        ranks[matrix.name] = {k: (i + 1, v, ci[k]) for i, (k, v) in enumerate(order.items())}
+        ranks[matrix.name].update({k: ("ref.", v, ci[k]) for k, v in nu.items() if k in constant})
         cols.append(matrix.name)
-    rows = [[_label(m, c, multi)] + [f"{ranks[n][(m, c)][0]} ({ranks[n][(m, c)][1]:.3f})" for n in cols]
+    n_views = {k: len(rows) for k, rows in runs}
+
+    def cell(name, k):
+        rank, v, (lo, hi) = ranks[name][k]
+        return f"{rank} ({v:.3f} [{lo:.3f}, {hi:.3f}])"
+
+    rows = [[_label(m, c, multi), n_views[(m, c)]] + [cell(n, (m, c)) for n in cols]
             for m, c in sorted(keys, key=lambda k: (k in constant, ranks[cols[0]][k][0] if k not in constant else 0))]
-    return Table(["Model"] + cols, rows, "Rank by net utility (mean reward over all views) under each cost matrix "
-                                         "(configs/cost_matrices/), among models that read the image; 'ref.': a "
-                                         "constant policy, shown with its net utility but not ranked.")
+    return Table(["Model", "n views"] + cols, rows,
+                 f"Rank by net utility (mean reward over the {test_set} test set's views, with its 95% interval "
+                 f"from {n_boot} bootstrap resamples of {cluster}) under each cost matrix (configs/cost_matrices/), "
+                 "among models that read the image; 'ref.': a constant policy, shown with its net utility but not "
+                 "ranked. Ranks are by the point values: overlapping intervals mean the order is not settled.")
 
 
 def _gallery(manifest, scores, keys, multi, n_cases) -> dict:
