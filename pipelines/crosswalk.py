@@ -44,6 +44,11 @@ class CrosswalkConfig(StrictModel):
         ["test"], description="splits or set names whose images are protected: every other case in their "
         "near-copy group is listed to move")
     out: str | None = pydantic.Field(None, description="write the full report (every pair) here as JSON")
+    # addition: the paper pairs every hash-close image; the cap bounds driver time and memory
+    # (medscope.qc.near_copies.LARGE_GROUP says why 1,000)
+    large_group: int = pydantic.Field(
+        near_copies.LARGE_GROUP, ge=1, description="a hash-close group of more files than this is not paired but "
+        "reported whole, as one near-copy group")
 
 
 def set_name(uri: str) -> str:
@@ -159,7 +164,8 @@ def run(cfg: CrosswalkConfig) -> dict:
     ----------
     cfg : CrosswalkConfig
         Reads ``sets``, ``by_split`` (each split of each set is its own set, ``NAME/split``),
-        ``protect`` and ``out`` (when set, the full report is written there as JSON).
+        ``protect``, ``large_group`` (the cap on a hash-close group that is paired) and ``out`` (when
+        set, the full report is written there as JSON).
 
     Returns
     -------
@@ -185,7 +191,7 @@ def run(cfg: CrosswalkConfig) -> dict:
                 files.add_set(name)
             for r in rows:
                 files.add(f"{name}/{r.get('split') or 'none'}" if cfg.by_split else name, r)
-        report = files.report(cfg.protect)
+        report = files.report(cfg.protect, large_group=cfg.large_group)
     finally:
         store.close()
     if cfg.out:

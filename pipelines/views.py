@@ -32,6 +32,7 @@ from medscope.analysis import thin_splits as thinmod
 from medscope.io import layout, records, safe_text, storage
 from medscope.config import StrictModel
 from medscope.errors import MedScopeError
+from medscope.qc import near_copies
 from medscope.views.finalize import finalize
 from medscope.views.summary import sorted_rejects, summarize
 from medscope.views import plan as planmod
@@ -60,6 +61,10 @@ class BuildViewsConfig(StrictModel):
     tools: list[str] | None = pydantic.Field(None, description="erasure tools, overriding the recipe's, e.g. telea,transplant")
     workers: int | None = pydantic.Field(None, ge=1, description="actor pool size (default: all CPUs)")
     engine: Literal["ray", "local"] = pydantic.Field("ray", description="ray, or local: a plain loop in this process")
+    # addition: the paper pairs every hash-close image; the cap bounds the driver's time and
+    # memory (medscope.qc.near_copies.LARGE_GROUP says why 1,000)
+    large_group: int = pydantic.Field(near_copies.LARGE_GROUP, ge=1, description="a hash-close group of more cases "
+                                      "than this is not paired but kept whole, as one near-copy group in one split")
 
 
 def output_uris(out: str) -> dict[str, str]:
@@ -138,7 +143,8 @@ def _log(msg: str) -> None:
 
 
 def build_views(cases_uri: str, out: str, recipe: Recipe, *, workers: int | None = None, engine: str = "ray",
-                block_rows: int = 4, quiet: bool = False, row_group_bytes: int = FLUSH_BYTES) -> dict:
+                block_rows: int = 4, quiet: bool = False, row_group_bytes: int = FLUSH_BYTES,
+                large_group: int | None = None) -> dict:
     """Build, QC and write the views of every case; returns the job summary.
 
     ``block_rows`` cases make one unit of work; ``row_group_bytes`` bounds how much of the
@@ -169,6 +175,9 @@ def build_views(cases_uri: str, out: str, recipe: Recipe, *, workers: int | None
         No progress on stderr.
     row_group_bytes : int, optional
         Bytes of views the driver gathers before writing them out as one Parquet row group.
+    large_group : int or None, optional
+        A hash-close group of more cases than this is not paired: one near-copy group, listed in
+        ``near_copy_groups.parquet``; None: ``near_copies.LARGE_GROUP`` (an addition).
 
     Returns
     -------
@@ -207,7 +216,8 @@ def build_views(cases_uri: str, out: str, recipe: Recipe, *, workers: int | None
     staged = stage_cases(cases_uri, build.staged_cases, done, case_key, batch_rows=block_rows)
     memory["staged"] = memory_mb()
     pinned = _earlier_splits(out)
-    plan, cross_report, pairs, large_groups = planmod.make_plan(staged.meta, staged.hashes, recipe, pinned)
+    plan, cross_report, pairs, large_groups = planmod.make_plan(staged.meta, staged.hashes, recipe, pinned,
+                                                               large_group=large_group)
     # the pairs go to their own table now, not into the driver's QC report at the end
     records.write_table("near_copy_pairs", pairs, build.near_copy_pairs)
     records.write_table("near_copy_groups", large_groups, build.near_copy_groups)
@@ -361,7 +371,7 @@ def run(cfg: BuildViewsConfig) -> dict:
     Parameters
     ----------
     cfg : BuildViewsConfig
-        Reads ``cases``, ``out``, ``recipe``, ``tools``, ``workers`` and ``engine``.
+        Reads ``cases``, ``out``, ``recipe``, ``tools``, ``workers``, ``engine`` and ``large_group``.
 
     Returns
     -------
@@ -373,7 +383,7 @@ def run(cfg: BuildViewsConfig) -> dict:
         uri, why = default_recipe()
         print(f"views build: {why}", file=sys.stderr, flush=True)
     recipe = load_recipe(uri, cfg.tools)
-    return build_views(cfg.cases, cfg.out, recipe, workers=cfg.workers, engine=cfg.engine)
+    return build_views(cfg.cases, cfg.out, recipe, workers=cfg.workers, engine=cfg.engine, large_group=cfg.large_group)
 
 
 def thin_warning(summary: dict) -> list[str]:
@@ -393,9 +403,33 @@ def thin_warning(summary: dict) -> list[str]:
     return thinmod.warning_lines([thinmod.ThinSplit(**t) for t in summary.get("thin_splits", [])])
 
 
+def large_group_lines(summary: dict) -> list[str]:
+    """One line per hash-close group too large to pair: its size, the cap it is over, its split
+    and representative, how many of its cases are near-copies of the representative.
+
+    Parameters
+    ----------
+    summary : dict
+        A build or show summary holding ``large_hash_groups`` (:func:`medscope.views.plan.large_group_summary`)
+        and ``large_group_cap`` (absent in a report older than the cap: then not named).
+
+    Returns
+    -------
+    list of str
+        The lines, without newlines; none when no group was over the cap.
+    """
+    cap = summary.get("large_group_cap")
+    over = f"over the cap of {cap:,}, so " if cap is not None else ""
+    return [f"hash-close group of {g['cases']:,} cases ({over}not paired: one near-copy group, split {g['split']}): "
+            f"represented by {g['representative']}, {g['near_copies_of_representative']:,} of them at the near-copy "
+            f"correlation to it; members in near_copy_groups.parquet"
+            for g in summary.get("large_hash_groups", [])]
+
+
 def cmd_build(args) -> None:
-    """``medscope views build``: build, print the summary, and end with a warning on stderr for
-    every evaluation split too small for a report interval.
+    """``medscope views build``: build, print the summary, and end on stderr with a line for each
+    hash-close group too large to pair and a warning for every evaluation split too small for a
+    report interval.
 
     Parameters
     ----------
@@ -404,14 +438,14 @@ def cmd_build(args) -> None:
     """
     summary = run(config_from_args(args, source="medscope views build"))
     print_summary(summary)
-    for line in thin_warning(summary):
+    for line in large_group_lines(summary) + thin_warning(summary):
         print(line, file=sys.stderr)
 
 
 def _job(cfg: "BuildViewsConfig") -> dict:
     """``python -m pipelines.views``: :func:`run`, with the thin-split warning on stderr."""
     summary = run(cfg)
-    for line in thin_warning(summary):
+    for line in large_group_lines(summary) + thin_warning(summary):
         print(line, file=sys.stderr)
     return summary
 
@@ -505,10 +539,8 @@ def cmd_show(args) -> None:
         print(f"keep rules (§3.3): {k['kept_by_rules']} of {k['lesion_cases']} lesion cases kept; dropped by "
               f"(i) {k['dropped_rule_i']}, by (ii) {k['dropped_rule_ii']} ({k['dropped_rule_ii_only']} by (ii) alone)")
     print(f"near-copy pairs by tier: {s['near_copy_pairs_by_tier']}; cross-cohort pairs: {s['cross_cohort_pairs']}")
-    for g in s.get("large_hash_groups", []):
-        print(f"hash-close group of {g['cases']} cases, not paired (one near-copy group, split {g['split']}): "
-              f"represented by {g['representative']}, {g['near_copies_of_representative']} of them at the near-copy "
-              f"correlation to it; members in near_copy_groups.parquet")
+    for line in large_group_lines(s):
+        print(line)
     for line in thin_warning(s):
         print(line)
 

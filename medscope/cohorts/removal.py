@@ -5,7 +5,10 @@ per-case parts, eval runs' episode parts, scored runs) loses the rows of the wit
 rows whose ``case_id`` is one of them, and rows whose ``view_id`` / ``item_id`` names one of
 their views or items (views, episodes, scores, rejects, QC features). Part files that held
 only withdrawn rows are deleted, so a resumed job never counts them as done work of a case
-that is still there. A views build's split ledger forgets them. Aggregates computed from the
+that is still there. A views build's split ledger forgets them; its near-copy groups table
+(groups too large to pair) says each group's size as the members left, while each member's
+distance and correlation stay those to the group's representative, which may be withdrawn
+itself (then no row is marked representative) until ``views build`` is rerun. Aggregates computed from the
 withdrawn rows (a scored run's metrics and comparisons) cannot be edited row by row: they are
 deleted and the record says to rescore; a views build's QC report is rewritten by rerunning
 ``views build`` (it builds nothing), which the record says too. Each changed folder gets one line appended to its
@@ -31,6 +34,9 @@ CASE_COLUMN = "case_id"
 DERIVED_COLUMNS = ("view_id", "item_id")
 # A views build's near-copy pairs table names its two cases in ``a`` and ``b``.
 PAIR_COLUMNS = {layout.ViewsBuild("_").near_copy_pairs.rsplit("/", 1)[-1]: ("a", "b")}
+# A views build's near-copy groups table counts each group's cases in every member's row: the
+# count is redone from the rows left (file name -> (group column, count column)).
+RECOUNT_COLUMNS = {layout.ViewsBuild("_").near_copy_groups.rsplit("/", 1)[-1]: ("group", "group_size")}
 # Tables of a scored run that aggregate over cases: removed, to be recomputed by `score`.
 AGGREGATES = tuple(uri.rsplit("/", 1)[-1] for uri in (layout.ScoredRun("_").metrics, layout.ScoredRun("_").comparisons))
 
@@ -167,6 +173,30 @@ def _drop_mask(t: pa.Table, cases: set[str], derived: set[str], case_columns: tu
     return mask
 
 
+def recount_groups(t: pa.Table, group: str, count: str) -> pa.Table:
+    """``t`` with ``count`` redone as the number of rows of each row's ``group`` (the members a
+    group has left once withdrawn cases' rows are gone), its type kept.
+
+    Parameters
+    ----------
+    t : pyarrow.Table
+        The rows left, holding the ``group`` and ``count`` columns.
+    group : str
+        The column naming each row's group.
+    count : str
+        The column holding the group's size, replaced.
+
+    Returns
+    -------
+    pyarrow.Table
+        ``t`` with the same columns, rows and order; ``count`` recounted.
+    """
+    sizes = t.group_by(group, use_threads=False).aggregate([([], "count_all")])
+    at = pc.index_in(t[group], value_set=sizes[group])
+    recount = pc.take(sizes["count_all"], at).cast(t.schema.field(count).type)
+    return t.set_column(t.schema.get_field_index(count), t.schema.field(count), recount)
+
+
 def remove_cases(case_ids: list[str], folders: list[str], reason: str = "withdrawn consent") -> dict:
     """Remove ``case_ids`` from every table under ``folders``; returns (and records) what went.
 
@@ -212,8 +242,11 @@ def remove_cases(case_ids: list[str], folders: list[str], reason: str = "withdra
             elif base in AGGREGATES:
                 continue  # summaries over cases, whatever their columns: decided below
             elif n:
+                left = t.filter(pc.invert(drop))
+                if base in RECOUNT_COLUMNS:  # a group's size counts its members still there
+                    left = recount_groups(left, *RECOUNT_COLUMNS[base])
                 sink = io.BytesIO()
-                pq.write_table(t.filter(pc.invert(drop)), sink, compression="zstd")
+                pq.write_table(left, sink, compression="zstd")
                 storage.write_bytes(uri, sink.getvalue())
                 changed["rows"][rel] = n
         if changed["rows"]:  # a folder whose rows changed: its summaries held the withdrawn cases

@@ -48,8 +48,9 @@ def summarize(views: pa.Table, rejects: pa.Table | list[dict], report: dict) -> 
     dict
         ``views`` and ``passed`` totals; {views, passed} counts ``by_kind``, ``by_tool``, ``by_imaging_type``,
         ``by_split``; ``reject_reasons`` counts; the edit detector's and adversarial filter's AUCs, the
-        adversarially dropped cases, ``keep_rules``, near-copy pair counts and the hash-close groups too
-        large to pair (``large_hash_groups``).
+        adversarially dropped cases, ``keep_rules``, near-copy pair counts, the hash-close groups too
+        large to pair (``large_hash_groups``) and the cap they are over (``large_group_cap``; None in a
+        report older than the cap).
     """
     # counted by Arrow, not over a Python dict per view (a transient of ~0.6 KB a view at the
     # driver's peak)
@@ -75,4 +76,5 @@ def summarize(views: pa.Table, rejects: pa.Table | list[dict], report: dict) -> 
         "cross_cohort_pairs": len(report.get("crosswalk", {}).get("cross_cohort_pairs", [])),
         "near_copy_pairs_by_tier": report.get("crosswalk", {}).get("pairs_by_tier", {}),
         "large_hash_groups": report.get("crosswalk", {}).get("large_hash_groups", []),
+        "large_group_cap": report.get("crosswalk", {}).get("large_group_cap"),
     }

@@ -184,9 +184,10 @@ def test_the_old_cohort_crosswalk_says_where_it_moved(capsys):
     assert "has moved: medscope crosswalk --sets" in capsys.readouterr().err
 
 
-def test_a_hash_close_group_over_the_cap_is_one_near_copy_group_reported_whole(tmp_path, monkeypatch, capsys):
-    from medscope.qc import near_copies
-
+def _template_site(root) -> tuple[list[bytes], dict]:
+    """A site of 11 files: 8 noisy copies of one template (t3 in test, the others in train), a
+    re-encoded pair u0 (train) / u1 (test), and v0 alone; returns the template PNGs and every
+    file's hash by imagehash."""
     base = _smooth(7)
     template = [_png(_noisy_copy(base, 0.995, 100 + k)) for k in range(8)]  # one template, 8 files
     other = _smooth(8)
@@ -197,10 +198,14 @@ def test_a_hash_close_group_over_the_cap_is_one_near_copy_group_reported_whole(t
     # preconditions, by imagehash: the template's files are hash-close, the others far from them
     assert max(hashes[f"t{a}"] - hashes[f"t{b}"] for a in range(8) for b in range(8)) <= PAPER_MAX_BITS
     assert min(hashes[f"t{a}"] - hashes[o] for a in range(8) for o in ("u0", "v0")) > PAPER_MAX_BITS
-    records.write_table("cases", rows, str(tmp_path / "site" / "cases.parquet"))
+    records.write_table("cases", rows, str(root / "site" / "cases.parquet"))
+    return template, hashes
 
-    monkeypatch.setattr(near_copies, "LARGE_GROUP", 5)  # the 8 template files are a large group
-    rep = verb.run(verb.CrosswalkConfig(sets=[str(tmp_path / "site")]))
+
+def test_a_hash_close_group_over_the_cap_is_one_near_copy_group_reported_whole(tmp_path, capsys):
+    template, hashes = _template_site(tmp_path)
+    # a cap of 5: the 8 template files are a large group
+    rep = verb.run(verb.CrosswalkConfig(sets=[str(tmp_path / "site")], large_group=5))
     (group,) = rep["large_groups"]
     assert (group["representative"], group["files"], group["images"], group["protected"]) == ("site:t0", 8, 8, 1)
     assert [m["cases"] for m in group["members"]] == [[f"site:t{k}"] for k in range(8)]
@@ -219,8 +224,35 @@ def test_a_hash_close_group_over_the_cap_is_one_near_copy_group_reported_whole(t
     assert "hash-close group of 8 files (8 images; over 5, so not paired" in capsys.readouterr().out
 
     # under the default cap the template's 28 pairs are made and confirmed: the same cases move
-    monkeypatch.undo()
     paired = verb.run(verb.CrosswalkConfig(sets=[str(tmp_path / "site")]))
     assert paired["large_groups"] == [] and paired["pairs_by_tier"]["near_copy"] + \
         paired["pairs_by_tier"]["identical"] == 28 + 1
     assert [m["case"] for m in paired["to_move"]] == [m[0] for m in moved]
+
+
+def test_the_verb_prints_the_large_group_and_the_cases_it_moves(tmp_path, capsys):
+    """``medscope crosswalk --large-group 5`` on the template site: every line worked out by hand
+    (11 files in one set; the one pair u0 ~ u1, identical; the template's 8 files over the cap of
+    5 with t3 protected; 7 template cases and u0 to move)."""
+    _template_site(tmp_path)
+    assert cli.main(["crosswalk", "--sets", str(tmp_path / "site"), "--large-group", "5"]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "11 distinct image files (11 images) in 1 sets; hash neighbours within 8 bits by tier: "
+        "{'identical': 1, 'near_copy': 0, 'shared_anatomy': 0, 'hash_only': 0}",
+        "0 near-copy pairs across sets (correlation >= 0.97 at 64 px); 0 shared-anatomy pairs across sets "
+        "(0.9-0.97, not copies); 0 files in several sets",
+        "hash-close group of 8 files (8 images; over 5, so not paired, one near-copy group) represented by "
+        "site:t0: sets site; 1 protected",
+        "8 cases to move (near-copy group holds a protected case; protected: test)",
+        *(f"  site:t{k} (train): in the hash-close group of site:t0, with 1 protected" for k in (0, 1, 2, 4, 5, 6, 7)),
+        "  site:u0 (train): copy of site:u1",
+    ]
+    # a cap the group is not over: no group line, its 28 pairs made
+    assert cli.main(["crosswalk", "--sets", str(tmp_path / "site"), "--large-group", "8"]) == 0
+    out = capsys.readouterr().out
+    assert "hash-close group" not in out and "hash neighbours within 8 bits by tier: {'identical': 1, " in out
+
+
+def test_a_cap_below_one_is_refused(tmp_path, capsys):
+    assert cli.main(["crosswalk", "--sets", str(tmp_path / "site"), "--large-group", "0"]) == 2
+    assert "large_group" in capsys.readouterr().err
