@@ -28,6 +28,9 @@ from medscope.views.recipe import load_recipe
 from medscope.views.synthetic_cases import blob, case_row, synthetic_cases, tissue
 from pipelines.views import build_views
 
+# a real views build on Ray over 27 cases and its rebuild: ~14 s (the fast tier's 5 s rule)
+pytestmark = pytest.mark.slow
+
 PAPER_MAX_BITS = 8  # §4.1: hashes within 8 bits are candidates
 PAPER_NEAR_COPY = 0.97  # §4.1: a near-copy at correlation >= 0.97
 CAP = 5  # the group of 10 alike cases is over it
