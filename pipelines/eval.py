@@ -42,7 +42,7 @@ from medscope.models import checkpoints
 from medscope.models.config import ModelEntry, ModelsConfig
 from medscope.seeding import stable_hash
 from pipelines.support.accounting import Accounting, conclude, failure_reason
-from pipelines.support.eval_drive import drive_units, unit_outcome
+from pipelines.support.eval_drive import MAX_CONNECTION_FAILURES, drive_units, unit_outcome
 from pipelines.support.flags import add_action, add_config_flags, cli, config_from_args
 from pipelines.support.jobs import job_main, print_summary
 from pipelines.support import preflight, protocol_flags
@@ -78,6 +78,9 @@ class EvalConfig(StrictModel):
     # addition: the paper sets no tolerance; by default any failed or refused unit exits non-zero
     max_failed: float | None = pydantic.Field(None, ge=0, description="failed + refused units accepted before the exit "
                                               "code says so: a count (3) or a fraction of the units run (0.05)")
+    # addition: no paper sets it (pipelines.support.eval_drive.MAX_CONNECTION_FAILURES)
+    max_connection_failures: int = pydantic.Field(MAX_CONNECTION_FAILURES, ge=0, description=(
+        "units in a row that cannot connect to one endpoint before its other units are not sent (0: never stop)"))
     preflight: bool = pydantic.Field(True, description=(
         "before Ray starts, one model-list request to each API model's endpoint (--no-preflight: offline, "
         "keys still checked)"))
@@ -347,7 +350,7 @@ def run_sweep(cfg: EvalConfig, protocol: EvalProtocol | None = None, entries: li
     if cfg.budget_usd is not None and spent_before >= cfg.budget_usd and todo:
         stopped, todo = "budget", deque()
     results: list[dict] = []
-    workers_lost, sent_again = 0, []
+    workers_lost, sent_again, endpoints_stopped = 0, [], {}
     if todo:
         # a missing key or a down endpoint: one line per model now, not one failed unit each after Ray starts
         wanted = {u["model"] for u in todo}
@@ -356,6 +359,7 @@ def run_sweep(cfg: EvalConfig, protocol: EvalProtocol | None = None, entries: li
         driven = drive_units(cfg, protocol, entries, todo, episodes_uri, run_id, spent_before, cluster_gpus() > 0)
         results, stopped, workers_lost, sent_again = (driven.results, driven.stopped, driven.workers_lost,
                                                       driven.sent_again)
+        endpoints_stopped = {safe_text.redact_url(e): why for e, why in driven.endpoints_stopped.items()}
         for res in results:
             if res["status"] in ("failed", "retry_later"):
                 records.write_part("rejects", [records.reject_row(
@@ -373,7 +377,7 @@ def run_sweep(cfg: EvalConfig, protocol: EvalProtocol | None = None, entries: li
         "done": status["done"], "already_written": status["exists"], "failed": status["failed"],
         "retry_later": status["retry_later"], "permanent_errors": sum(1 for r in results if r.get("error") and r["status"] == "done"),
         "spent_usd": round(spent_before + sum(r.get("cost_usd") or 0.0 for r in results), 6),
-        "stopped": stopped, "workers_lost": workers_lost,
+        "stopped": stopped, "workers_lost": workers_lost, "endpoints_stopped": endpoints_stopped,
         # units in flight on a lost or unreachable worker, queued again: possibly requested (and billed) twice
         "units_sent_again": sorted(set(sent_again)), "episodes": episodes_uri, "rejects": rejects_uri,
         "models": [{"name": e.name, "kind": e.kind, "model": e.model, "endpoint": safe_text.redact_url(e.endpoint)} for e in entries],

@@ -11,12 +11,13 @@ fails, its model does not fit) stops it after ``max_actor_restarts`` tries in a 
 from __future__ import annotations
 
 import os
+import re
 import sys
 import uuid
 from collections import deque
 from dataclasses import dataclass, field
 
-from medscope.io import storage
+from medscope.io import safe_text, storage
 from medscope.errors import MedScopeError
 from medscope.models.api_common import short_secret_warning
 from medscope.models.config import ModelEntry
@@ -50,6 +51,74 @@ def unit_outcome(res: dict) -> tuple[str, str | None]:
 
 
 POOL = "pool"  # the lane of API workers; every other lane is one local model's
+
+# addition: no paper sets it. Five units in a row that could not connect to one endpoint (each after
+# its own max_attempts) mean the endpoint is down, not slow: the rest of its units are not sent.
+MAX_CONNECTION_FAILURES = 5
+# what a unit's error says when no connection was made (the SDKs' and httpx's names, the OS's words,
+# the request deadline's DNS messages): a server that answered (HTTP 4xx / 5xx, a slow or cut body)
+# is reachable and never counts
+_NO_CONNECTION = re.compile(
+    r"APIConnectionError|ConnectError|ConnectTimeout|Connection refused|Connection error|"
+    r"Name or service not known|nodename nor servname|No route to host|Network is unreachable|"
+    r"DNS lookup of \S+ (?:failed|did not answer)", re.IGNORECASE)
+
+
+def connection_failure(res: dict) -> bool:
+    """Whether a worker result is a unit that failed without ever reaching its endpoint.
+
+    Parameters
+    ----------
+    res : dict
+        The summary ``EpisodeWorker.run`` returned: its ``status`` and ``error``.
+
+    Returns
+    -------
+    bool
+        True for a failed or retry-later unit whose error names a connection that was never made
+        (refused, unreachable, unknown host, DNS without an answer); False for anything the server
+        answered, including HTTP errors and replies cut short.
+    """
+    if res.get("status") not in ("failed", "retry_later"):
+        return False
+    error = res.get("error") or ""
+    return not re.search(r"\bHTTP [1-5]\d\d\b", error) and bool(_NO_CONNECTION.search(error))
+
+
+@dataclass
+class EndpointBreaker:
+    """Consecutive units that could not connect, per endpoint; at ``limit`` the endpoint is stopped.
+
+    Any result of a unit that reached the endpoint (an answer, an HTTP error) resets its count, so
+    an endpoint that drops a connection now and then is never stopped. ``limit`` 0 never stops one.
+    """
+
+    limit: int
+    in_a_row: dict = field(default_factory=dict)
+    stopped: dict = field(default_factory=dict)  # endpoint -> the reason, as the console said it
+
+    def record(self, endpoint: str, res: dict) -> bool:
+        """Count one result of ``endpoint``; True when this result stops it."""
+        if endpoint in self.stopped or endpoint == "local":
+            return False
+        if not connection_failure(res):
+            self.in_a_row[endpoint] = 0
+            return False
+        self.in_a_row[endpoint] = self.in_a_row.get(endpoint, 0) + 1
+        if self.limit and self.in_a_row[endpoint] >= self.limit:
+            last = (res.get("error") or "").splitlines()[0][:160]
+            self.stopped[endpoint] = (f"{self.in_a_row[endpoint]} units in a row could not connect "
+                                      f"(last: {last})")
+            return True
+        return False
+
+
+def not_sent(unit: dict, endpoint: str, why: str) -> dict:
+    """The result of a unit left unsent because its endpoint was stopped: a failed unit whose
+    reason (``failed: not sent``) groups in the accounting, the endpoint in its error."""
+    return {"key": unit["key"], "model": unit["model"], "condition": unit["condition"], "item_id": unit["item_id"],
+            "status": "failed", "cost_usd": 0.0, "attempts": 0,
+            "error": f"not sent: endpoint {safe_text.redact_url(endpoint)} stopped, {why}"}
 
 
 @dataclass
@@ -91,6 +160,7 @@ class DriveOutcome:
     stopped: str | None  # why submitting stopped early
     workers_lost: int
     sent_again: list[str]
+    endpoints_stopped: dict = field(default_factory=dict)  # endpoint -> why its units were not sent
 
 
 def drive_units(cfg, protocol, entries, todo, episodes_uri, run_id, spent, gpus) -> DriveOutcome:
@@ -100,7 +170,7 @@ def drive_units(cfg, protocol, entries, todo, episodes_uri, run_id, spent, gpus)
     ----------
     cfg : EvalConfig
         The sweep's config: ``concurrency``, ``workers``, ``pool_resources``, ``backoff_s``,
-        ``items``, ``budget_usd`` and ``max_actor_restarts`` are read.
+        ``items``, ``budget_usd``, ``max_actor_restarts`` and ``max_connection_failures`` are read.
     protocol : EvalProtocol
         The protocol each worker runs its episodes through.
     entries : list of ModelEntry
@@ -119,8 +189,9 @@ def drive_units(cfg, protocol, entries, todo, episodes_uri, run_id, spent, gpus)
     Returns
     -------
     DriveOutcome
-        The workers' results, why submitting stopped early (``"budget"`` or None), the workers
-        lost and the keys of units sent again after a loss.
+        The workers' results (with a failed ``not sent`` result for each unit of an endpoint that
+        was stopped: :class:`EndpointBreaker`), why submitting stopped early (``"budget"`` or
+        None), the workers lost, the keys of units sent again after a loss and the endpoints stopped.
 
     Raises
     ------
@@ -153,6 +224,8 @@ def drive_units(cfg, protocol, entries, todo, episodes_uri, run_id, spent, gpus)
     pending: dict = {}
     outcome = DriveOutcome(results=[], stopped=None, workers_lost=0, sent_again=[])
     progress = Progress("episodes", total=len(todo))
+    endpoints = {e.name: e.endpoint for e in entries}
+    breaker = EndpointBreaker(getattr(cfg, "max_connection_failures", MAX_CONNECTION_FAILURES))
     actor_lost = actor_lost_errors()
     try:
         while pending or (not outcome.stopped and any(lane.queue for lane in lanes)):
@@ -169,6 +242,9 @@ def drive_units(cfg, protocol, entries, todo, episodes_uri, run_id, spent, gpus)
                     continue
                 lane.deaths_in_a_row = 0
                 outcome.results.append(res)
+                endpoint = endpoints[unit["model"]]
+                if breaker.record(endpoint, res):
+                    _stop_endpoint(endpoint, breaker.stopped[endpoint], lanes, endpoints, outcome, progress)
                 spent += res.get("cost_usd") or 0.0
                 progress.update(outcome=unit_outcome(res)[0])
                 if cfg.budget_usd is not None and spent >= cfg.budget_usd and not outcome.stopped:
@@ -181,7 +257,27 @@ def drive_units(cfg, protocol, entries, todo, episodes_uri, run_id, spent, gpus)
                 ray.kill(actor)
         for handle in limiters.values():
             ray.kill(handle)
+    outcome.endpoints_stopped = dict(breaker.stopped)
     return outcome
+
+
+def _stop_endpoint(endpoint: str, why: str, lanes: list[Lane], endpoints: dict, outcome: DriveOutcome,
+                   progress: Progress) -> None:
+    """Take every queued unit of ``endpoint`` off its lane as a failed ``not sent`` unit (those in
+    flight come back as they are) and say so on the console, naming the endpoint and why."""
+    left = 0
+    for lane in lanes:
+        keep = deque()
+        for unit in lane.queue:
+            if endpoints[unit["model"]] == endpoint:
+                outcome.results.append(not_sent(unit, endpoint, why))
+                progress.update(outcome="failed")
+                left += 1
+            else:
+                keep.append(unit)
+        lane.queue = keep
+    print(f"  endpoint {safe_text.redact_url(endpoint)} stopped: {why}; its {left} queued unit(s) are not sent "
+          f"(failed units; fix the endpoint and rerun to send them)", file=sys.stderr, flush=True)
 
 
 def _rate_limiters(entries) -> dict:

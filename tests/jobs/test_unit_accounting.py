@@ -149,3 +149,77 @@ def test_permanent_error_stays_a_failure_on_resume_without_a_resend(ray_cluster,
         assert list(acc["failed_by_reason"]) == ["done: permanent HTTP 400 (earlier run)"]
     finally:
         server.close()
+
+
+def test_connection_failures_are_told_apart_from_answers():
+    from pipelines.support.eval_drive import connection_failure
+
+    refused = {"status": "retry_later", "error": "APIConnectionError: Connection error."}
+    dns = {"status": "retry_later", "error": "DNS lookup of api.example.invalid failed: [Errno -2] Name or service "
+                                             "not known; APIConnectionError: Connection error."}
+    assert connection_failure(refused) and connection_failure(dns)
+    # the server answered: an HTTP error, a body cut short, a slow reply, a permanent error
+    assert not connection_failure({"status": "retry_later", "error": "HTTP 503: InternalServerError: ConnectError upstream"})
+    assert not connection_failure({"status": "retry_later", "error": "malformed response: no choices"})
+    assert not connection_failure({"status": "retry_later", "error": "no complete answer within the request deadline "
+                                                                     "of 2 s (timeout_s); APITimeoutError: timed out"})
+    assert not connection_failure({"status": "done", "error": "permanent: HTTP 400: BadRequestError"})
+    assert not connection_failure({"status": "done", "error": None})
+
+
+def test_breaker_stops_an_endpoint_after_limit_connection_failures_in_a_row():
+    from pipelines.support.eval_drive import EndpointBreaker
+
+    down = {"status": "retry_later", "error": "APIConnectionError: Connection error."}
+    answered = {"status": "retry_later", "error": "HTTP 429: RateLimitError"}
+    done = {"status": "done", "error": None}
+    b = EndpointBreaker(limit=3)
+    # A: down, down, answered (resets), down, down, down -> stopped at the sixth result
+    trips = [b.record("http://a/v1", r) for r in (down, down, answered, down, down, down)]
+    assert trips == [False, False, False, False, False, True]
+    assert b.stopped["http://a/v1"].startswith("3 units in a row could not connect")
+    # B's results never count towards A's, and a stopped endpoint does not trip again
+    assert [b.record("http://b/v1", r) for r in (down, done, down, down)] == [False, False, False, False]
+    assert not b.record("http://a/v1", down)
+    # local models never connect anywhere; a limit of 0 never stops
+    assert not any(EndpointBreaker(limit=1).record("local", down) for _ in range(3))
+    assert not any(EndpointBreaker(limit=0).record("http://a/v1", down) for _ in range(10))
+
+
+@pytest.mark.slow
+def test_down_endpoint_is_stopped_and_its_queued_units_counted_not_sent(ray_cluster, tmp_path, monkeypatch, capfd):
+    monkeypatch.setenv(KEY_ENV, "k")
+    server = fp.FakeProvider("openai", responder=lambda text, images: "yes", expected_key="k")
+    try:
+        views = write_views(str(tmp_path / "views.parquet"), 8)
+        down_url = f"http://127.0.0.1:{_closed_port()}/v1"
+        models = tmp_path / "models.yaml"
+        models.write_text(yaml.safe_dump({"models": [
+            entry(server, name="up").model_dump(exclude_defaults=True),
+            {"name": "down", "kind": "openai", "model": "m", "base_url": down_url,
+             "api_key_env": KEY_ENV, "max_attempts": 1, "timeout_s": 2.0}]}))
+        out = tmp_path / "eval"
+        # one worker, one request at a time: down's results arrive one by one, so exactly 3 are sent
+        rc = cli_main(["eval", "run", "--items", views, "--models", str(models), "--conditions", "agent,plain",
+                       "--out", str(out), "--protocol", PROTOCOL, "--backoff-s", "0.01", "--no-preflight",
+                       "--workers", "1", "--concurrency", "1", "--max-connection-failures", "3"])
+        err = capfd.readouterr().err
+        assert rc == EXIT_UNITS_FAILED
+        sweep = json.loads((out / "sweep.json").read_text())
+        acc = sweep["accounting"]
+        # 8 views x 2 conditions per model: up does all 16; down sends 3, 13 are not sent
+        assert [(r["model"], r["done"], r["failed"]) for r in acc["by_model_condition"]] == [
+            ("down", 0, 8), ("down", 0, 8), ("up", 8, 0), ("up", 8, 0)]
+        assert acc["failed_by_reason"] == {"retry_later: APIConnectionError": 3, "failed: not sent": 13}
+        assert list(sweep["endpoints_stopped"]) == [down_url]
+        assert sweep["endpoints_stopped"][down_url].startswith("3 units in a row could not connect")
+        assert f"endpoint {down_url} stopped: 3 units in a row could not connect" in err
+        assert "its 13 queued unit(s) are not sent" in err
+        # the rerun sends down's units again (stopped once more after 3) and never re-sends up's
+        n = len(server.requests)
+        cli_main(["eval", "run", "--items", views, "--models", str(models), "--conditions", "agent,plain",
+                  "--out", str(out), "--protocol", PROTOCOL, "--backoff-s", "0.01", "--no-preflight",
+                  "--workers", "1", "--concurrency", "1", "--max-connection-failures", "3"])
+        assert len(server.requests) == n
+    finally:
+        server.close()
