@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Submit one MedScope job to a Ray cluster:
-#   RAY_ADDRESS=http://HEAD:8265 [OUT=URI] cluster/submit.sh <job> <config.yaml> [extra ray job submit args]
+#   RAY_ADDRESS=http://HEAD:8265 [OUT=URI] cluster/submit.sh <job> <config.yaml> [ray job submit args] [-- job flags]
 # e.g. OUT=$PWD/demo-out cluster/submit.sh demo configs/demo.yaml
+#      OUT=$PWD/small-demo cluster/submit.sh demo configs/demo.yaml -- --set cases=64   # a small demo, no config written
 #      cluster/submit.sh demo configs/demo-s3.yaml
 # OUT (an absolute path every node sees, or s3://...) overrides the config's out:. A job refuses a
 # relative out: it would land in Ray's temporary copy of the working dir, which Ray deletes.
@@ -23,6 +24,12 @@ cd "$(dirname "$0")/.."
 job=${1:?usage: submit.sh <job> <config.yaml>}
 config=${2:?usage: submit.sh <job> <config.yaml>}
 shift 2
+# what follows "--" goes to the job (its flags override the config file, as on the command line)
+ray_args=() job_args=()
+while [ $# -gt 0 ]; do
+  if [ "$1" = "--" ]; then shift; job_args=("$@"); break; fi
+  ray_args+=("$1"); shift
+done
 : "${RAY_ADDRESS:?set RAY_ADDRESS to the cluster dashboard, e.g. http://127.0.0.1:8265}"
 # The checkout's own ray (as start-local-head.sh uses), else one on PATH; RAY= overrides both.
 if [ -z "${RAY:-}" ]; then
@@ -64,8 +71,9 @@ while :; do
   attempt=$((attempt + 1))
   set +e
   # stdout as it was; stderr (where Ray's answer comes) shown and kept in $said
-  { "$RAY" job submit --address "$RAY_ADDRESS" --runtime-env-json "$env_json" "$@" \
-      -- python -m "pipelines.$job" --config "$config" "${out_args[@]}" 2>&1 1>&3 3>&- | tee "$said" >&2
+  { "$RAY" job submit --address "$RAY_ADDRESS" --runtime-env-json "$env_json" ${ray_args[@]+"${ray_args[@]}"} \
+      -- python -m "pipelines.$job" --config "$config" ${out_args[@]+"${out_args[@]}"} \
+      ${job_args[@]+"${job_args[@]}"} 2>&1 1>&3 3>&- | tee "$said" >&2
     rc=${PIPESTATUS[0]}; } 3>&1
   set -e
   if [ "$rc" -eq 0 ] || ! grep -q "No available agent to submit job" "$said" || [ "$attempt" -gt "$retries" ]; then

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 import pydantic
+import yaml
 
 from medscope import config as cfgmod
 from medscope.errors import MedScopeError
@@ -52,12 +53,17 @@ def job_main(name: str, model: type[C], run: Callable[[C], dict], argv: list[str
     if "out" in model.model_fields:
         parser.add_argument("--append", action="store_true", help="out: holds another run: add this one to it")
         parser.add_argument("--overwrite", action="store_true", help="out: holds another run: replace it")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="overrides",
+                        help="override one config key with a YAML value, e.g. --set cases=24 (repeatable)")
     args = parser.parse_args(argv)
 
     def go():
+        overrides = dict(_override(o) for o in args.overrides)
         if getattr(args, "out", None):
-            data = dict(cfgmod.load_yaml(args.config) or {}, out=args.out)
-            cfg = cfgmod.parse(model, data, source=args.config)
+            overrides["out"] = args.out
+        if overrides:
+            data = dict(cfgmod.load_yaml(args.config) or {}, **overrides)
+            cfg = cfgmod.parse(model, data, source=f"{args.config} with {', '.join(sorted(overrides))} set")
         else:
             cfg = cfgmod.load(model, args.config)
         where = outputs.check_out(cfg.out, "out:") if isinstance(getattr(cfg, "out", None), str) else None
@@ -76,6 +82,17 @@ def job_main(name: str, model: type[C], run: Callable[[C], dict], argv: list[str
             conclude(summary, getattr(cfg, "max_failed", None), name)
 
     return guarded(go)
+
+
+def _override(text: str) -> tuple[str, object]:
+    """``KEY=VALUE`` of ``--set`` -> (key, the value read as YAML: ``cases=24`` gives 24)."""
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise MedScopeError(f"--set {text!r}: give KEY=VALUE, e.g. --set cases=24")
+    try:
+        return key.strip(), yaml.safe_load(value)
+    except yaml.YAMLError as err:
+        raise MedScopeError(f"--set {text!r}: the value is not YAML ({str(err).splitlines()[0]})") from None
 
 
 def guarded(fn: Callable[[], object]) -> int:

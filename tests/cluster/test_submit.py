@@ -162,6 +162,25 @@ def test_submit_script_forwards_settings_but_never_keys(tmp_path):
     assert "sentinel-secret" not in json.dumps(args)
 
 
+def test_submit_script_passes_flags_after_a_double_dash_to_the_job(tmp_path):
+    """`-- --set cases=64`: a small demo without a config file written into the checkout; the
+    flags before `--` still go to `ray job submit`."""
+    seen = tmp_path / "args.json"
+    fake = tmp_path / "ray"
+    fake.write_text(f"#!{sys.executable}\nimport json, sys\njson.dump(sys.argv[1:], open({str(seen)!r}, 'w'))\n")
+    fake.chmod(0o755)
+    env = dict(os.environ, RAY=str(fake), RAY_ADDRESS="http://127.0.0.1:1", OUT=str(tmp_path / "small"))
+    r = subprocess.run(["bash", os.path.join(REPO_ROOT, "cluster", "submit.sh"), "demo", "configs/demo.yaml",
+                        "--submission-id", "small-1", "--", "--set", "cases=64"],
+                       env=env, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    args = json.loads(seen.read_text())
+    entry = args[args.index("--", args.index("--runtime-env-json")):]
+    assert args[args.index("--submission-id") + 1] == "small-1" and args.index("--submission-id") < len(args) - len(entry)
+    assert entry == ["--", "python", "-m", "pipelines.demo", "--config", "configs/demo.yaml",
+                     "--out", str(tmp_path / "small"), "--set", "cases=64"]
+
+
 def _counting_fake_ray(tmp_path, answers: list[tuple[int, str]]):
     """A stand-in `ray` that gives the n-th call's (exit status, output) and counts its calls."""
     fake = tmp_path / "ray"

@@ -47,6 +47,22 @@ def test_job_main_validates_config(tmp_path, capsys):
     assert "bad.yaml: invalid Cfg: nn: Extra inputs are not permitted" in err
 
 
+def test_job_main_set_overrides_config_keys_with_yaml_values(tmp_path, capsys):
+    good = tmp_path / "good.yaml"
+    good.write_text("name: x\nn: 3\n")
+    seen = []
+    argv = ["--config", str(good), "--set", "n=24", "--set", "name=small demo"]
+    assert jobs.job_main("t", Cfg, lambda c: seen.append(c) or {}, argv) == 0
+    assert seen == [Cfg(name="small demo", n=24)]  # "24" read as YAML: the int the model wants
+    # an unknown key is an error naming it, as in the file; a value that is not YAML, and no "="
+    assert jobs.job_main("t", Cfg, lambda c: {}, ["--config", str(good), "--set", "cases=24"]) == 2
+    assert "with cases set: invalid Cfg: cases: Extra inputs are not permitted" in capsys.readouterr().err
+    assert jobs.job_main("t", Cfg, lambda c: {}, ["--config", str(good), "--set", "n=[1"]) == 2
+    assert "--set 'n=[1': the value is not YAML" in capsys.readouterr().err
+    assert jobs.job_main("t", Cfg, lambda c: {}, ["--config", str(good), "--set", "n"]) == 2
+    assert "--set 'n': give KEY=VALUE" in capsys.readouterr().err
+
+
 def test_guarded_passes_medscope_errors_as_one_line(capsys):
     def fail():
         raise MedScopeError("kvasir/images/1.jpg: unreadable image; re-export it as JPEG or PNG")
