@@ -15,6 +15,7 @@ import pyarrow as pa
 from medscope.io import layout, records, storage
 from medscope.errors import MedScopeError
 from medscope.protocols.counterfactual import costs, rewards
+from medscope.protocols.denominators import eval_run_pairs
 from medscope.analysis import view_metrics as metrics, decision_rules as rules, testsets
 from medscope.stats import bootstrap as bs
 from medscope.stats import labelnoise
@@ -107,7 +108,7 @@ def coverage(expected: pd.DataFrame, episodes: pa.Table, scores: pa.Table, rejec
         by_rule[r["reason"]] = by_rule.get(r["reason"], 0) + 1
     answerable = expected[expected["kind"].isin(("original", "random_removal"))]
     critical_cases = int(answerable.loc[answerable["critical"].fillna(False).astype(bool), "case_id"].nunique())
-    return {"views": len(ids), "cases": int(expected["case_id"].nunique()), "critical_cases": critical_cases,
+    return {"unit": "views", "views": len(ids), "cases": int(expected["case_id"].nunique()), "critical_cases": critical_cases,
             "by_kind": {k: int(n) for k, n in expected["kind"].value_counts().reindex(testsets.EVAL_KINDS).dropna().items()},
             "by_model_condition": rows, "scored": sum(r["scored"] for r in rows),
             "unclear": sum(r["unclear"] for r in rows), "missing": sum(r["missing"] for r in rows),
@@ -149,31 +150,6 @@ def format_coverage(cov: dict, test_set: str) -> str:
         lines.append(f"  {cov['missing']} missing episode(s): failed units against the fixed denominator; no number "
                      "is over them (listed in rejects.parquet as missing_episode)")
     return "\n".join(lines)
-
-
-def eval_run_pairs(episodes_uri: str) -> list[tuple[str, str]]:
-    """The (model, condition) pairs the eval run's sweep.json accounted for (none without one).
-
-    Parameters
-    ----------
-    episodes_uri : str
-        The eval run's episodes table.
-
-    Returns
-    -------
-    list of tuple of (str, str)
-        Each ``by_model_condition`` row's model and condition.
-    """
-    from medscope.io import safe_text
-
-    try:
-        summary = layout.EvalRun(layout.folder_of("episodes", episodes_uri)).summary
-    except MedScopeError:
-        return []
-    if not storage.exists(summary):
-        return []
-    acc = (safe_text.read_json(summary) or {}).get("accounting") or {}
-    return [(r["model"], r["condition"]) for r in acc.get("by_model_condition") or []]
 
 
 def score_run(episodes_uri: str, views_uri: str, out: str, cost_matrix: str = costs.DEFAULT,
