@@ -56,7 +56,18 @@ def eval_run_pairs(episodes_uri: str) -> list[tuple[str, str]]:
 
 
 def missing_key(cov: dict) -> str:
-    """The key of a coverage row's missing item ids: ``missing_<unit>``."""
+    """The key of a coverage row's missing item ids: ``missing_<unit>``.
+
+    Parameters
+    ----------
+    cov : dict
+        :func:`coverage`'s result.
+
+    Returns
+    -------
+    str
+        ``missing_`` and the coverage's unit.
+    """
     return f"missing_{cov['unit']}"
 
 
@@ -184,12 +195,33 @@ def missing_rejects(cov: dict, table: str) -> list[dict]:
 
 
 def summary(cov: dict) -> dict:
-    """The coverage ``score`` returns: without the missing ids (run.json and the rejects hold them)."""
+    """The coverage ``score`` returns: without the missing ids (run.json and the rejects hold them).
+
+    Parameters
+    ----------
+    cov : dict
+        :func:`coverage`'s result.
+
+    Returns
+    -------
+    dict
+        The same, each ``by_model_condition`` row without its ``missing_<unit>`` list.
+    """
     key = missing_key(cov)
     return {**{k: v for k, v in cov.items() if k != "by_model_condition"},
             "by_model_condition": [{k: v for k, v in r.items() if k != key} for r in cov["by_model_condition"]]}
 
 
 def report(cov: dict, rules: dict[str, str] | None = None, file=None) -> None:
-    """Print :func:`format_coverage` on stderr (``file``), as every protocol's ``score`` does."""
+    """Print :func:`format_coverage`, as every protocol's ``score`` does.
+
+    Parameters
+    ----------
+    cov : dict
+        :func:`coverage`'s result.
+    rules : dict of str to str, optional
+        What each exclusion rule means.
+    file : file-like, optional
+        Where to print (default: stderr).
+    """
     print(format_coverage(cov, rules), file=file or sys.stderr, flush=True)
