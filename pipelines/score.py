@@ -462,15 +462,16 @@ def conclude_coverage(result: dict, max_failed: float | None = None) -> None:
     if code == accounting.EXIT_OK:
         return
     units = acc["done"] + acc["failed"]
+    unit = cov.get("unit", "views")
     who = "; ".join(f"{r['model']}:{r['condition']} {r['missing']} of {r['expected']}"
                     for r in cov["by_model_condition"] if r["missing"])
     if code == accounting.EXIT_NO_WORK:
-        raise accounting.UnitsIncomplete(f"score: no view of the test set has an episode ({who}); "
+        raise accounting.UnitsIncomplete(f"score: no {unit.rstrip('s')} of the test set has an episode ({who}); "
                                          "is this the eval run of that test set?", code)
     raise accounting.UnitsIncomplete(
         f"score: {cov['missing']} of {units} episodes are missing ({who}; allowed: "
         f"{accounting.allowed_failures(max_failed, units)}); the metrics are over the episodes scored, not over the "
-        f"test set's {cov['views']} views; rerun the eval run to fill them, or pass --max-failed N (or a fraction) "
+        f"test set's {cov[unit]} {unit}; rerun the eval run to fill them, or pass --max-failed N (or a fraction) "
         "to accept them", code)
 
 

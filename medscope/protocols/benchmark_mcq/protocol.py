@@ -21,6 +21,7 @@ from medscope.models.base import ChatModel, Decoding, Message, Part
 from medscope.protocols.base import EpisodeResult, Item
 from medscope.protocols.benchmark_mcq.options import BenchmarkMCQOptions
 from medscope.protocols.benchmark_mcq import scoring
+from medscope.protocols import denominators as den
 from medscope.protocols.benchmark_mcq.builds import build_folders, read_items_table
 from medscope.protocols.benchmark_mcq.families import describe, load_plan
 from medscope.protocols.benchmark_mcq.replies import PROMPT_VERSION, mcq_prompt, read_choice
@@ -107,7 +108,11 @@ class BenchmarkMCQProtocol:
         by_id = {r["item_id"]: r for r in table.to_pylist()}
         episodes = records.read_table("episodes", episodes_uri).to_pylist()
         rows, skipped = scoring.score_rows(episodes, by_id)
+        cov = scoring.coverage(list(by_id), episodes, rows, den.eval_run_pairs(episodes_uri))
+        den.report(cov, scoring.EXCLUSION_RULES)
         scores = records.write_table("mcq_scores", rows, run.table("mcq_scores"))
+        if cov["missing"]:
+            records.write_table("rejects", den.missing_rejects(cov, "mcq_scores"), run.rejects)
         df = scores.to_pandas(use_threads=False)
         metrics = scoring.metrics_rows(df, items, n_boot, seed) if len(df) else []
         tests = scoring.test_rows(df, b_tests, seed, self.margin, plan) if len(df) else []
@@ -121,11 +126,12 @@ class BenchmarkMCQProtocol:
         manifest = {"protocol": self.name, "prompt_version": self.prompt_version, "episodes": episodes_uri,
                     "items": ",".join(build_folders(items_uri)), "n_boot": n_boot, "n_boot_tests": b_tests,
                     "seed": seed, "margin": self.margin, "cluster": "case_id", "skipped": skipped,
-                    "bh_families": families, "plan": o.plan,
+                    "bh_families": families, "plan": o.plan, "coverage": cov,
                     "scored_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}
         storage.write_text(run.manifest, json.dumps(manifest, indent=2) + "\n")
         return {"scores": run.table("mcq_scores"), "metrics": run.metrics,
-                "tests": run.table("mcq_tests"), "episodes": len(rows), "skipped": skipped}
+                "tests": run.table("mcq_tests"), "episodes": len(rows), "skipped": skipped,
+                "coverage": den.summary(cov)}
 
     def report_sections(self, scored_run: str, work_dir: str) -> tuple[list, dict]:
         from medscope.protocols.benchmark_mcq.report import sections

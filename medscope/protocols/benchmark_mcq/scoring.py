@@ -15,12 +15,60 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from medscope.protocols import denominators as den
 from medscope.protocols.benchmark_mcq import accuracy_tests as stats  # accuracy, its intervals and tests
 from medscope.protocols.benchmark_mcq.families import assign_families
 from medscope.protocols.benchmark_mcq.replies import read_choice
 from medscope.render import thin
 
 SIGHTED, BLIND = "sighted", "blind"
+
+
+EXCLUSION_RULES = {den.NOT_IN_ITEMS: "question not in the builds' mcq_items",
+                   den.UNKNOWN_CONDITION: "not sighted or blind",
+                   den.FAILED_CALL: "an error and no reply; its question stays missing"}
+
+
+def coverage(item_ids: list[str], episodes: list[dict], rows: list[dict], pairs: list[tuple[str, str]] = ()) -> dict:
+    """Every model x condition (sighted, blind) against the builds' questions (the fixed
+    denominator): questions answered (an invalid reply is an answer, in the invalid rate), missing
+    (no episode, or only a failed call: a failed unit), and the episodes excluded by rule.
+
+    Parameters
+    ----------
+    item_ids : list of str
+        The questions of the builds scored.
+    episodes : list of dict
+        Every episode read (``model``, ``condition``, ``item_id``, ``raw_text``, ``error``).
+    rows : list of dict
+        :func:`score_rows`' rows.
+    pairs : list of tuple of (str, str), optional
+        (model, condition) pairs the eval run accounted for (``denominators.eval_run_pairs``).
+
+    Returns
+    -------
+    dict
+        ``denominators.coverage``'s result, unit ``questions``, test set ``mcq``.
+
+    References
+    ----------
+    .. [1] benchmark-MCQ paper, Methods (every question, sighted and blind).
+    """
+    known = set(item_ids)
+    excluded = []
+    for ep in episodes:
+        if ep["item_id"] not in known:
+            rule = den.NOT_IN_ITEMS
+        elif ep["condition"] not in (SIGHTED, BLIND):
+            rule = den.UNKNOWN_CONDITION
+        elif ep.get("raw_text") is None and ep.get("error"):
+            rule = den.FAILED_CALL
+        else:
+            continue
+        excluded.append((ep["model"], ep["condition"], rule))
+    return den.coverage(item_ids, [(e["model"], e["condition"]) for e in episodes if e["condition"] in (SIGHTED, BLIND)],
+                        [(r["model"], r["condition"], r["item_id"]) for r in rows], excluded, (), pairs,
+                        unit="questions", test_set="mcq")
 
 
 def score_rows(episodes: list[dict], items: dict[str, dict]) -> tuple[list[dict], int]:

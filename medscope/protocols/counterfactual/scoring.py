@@ -15,6 +15,7 @@ import pyarrow as pa
 from medscope.io import layout, records, storage
 from medscope.errors import MedScopeError
 from medscope.protocols.counterfactual import costs, rewards
+from medscope.protocols import denominators as den
 from medscope.analysis import view_metrics as metrics, decision_rules as rules, testsets
 from medscope.stats import bootstrap as bs
 from medscope.stats import labelnoise
@@ -54,7 +55,7 @@ def test_set_views(views: pa.Table, test_set: str, splits: tuple[str, ...],
 
 
 def coverage(expected: pd.DataFrame, episodes: pa.Table, scores: pa.Table, rejects: list[dict],
-             pairs: list[tuple[str, str]] = ()) -> dict:
+             pairs: list[tuple[str, str]] = (), test_set: str = "main") -> dict:
     """Every model x condition against the test set's fixed denominator: views scored, read as
     unclear, and missing (no episode: a failed unit), with the episodes excluded by rule.
 
@@ -71,11 +72,13 @@ def coverage(expected: pd.DataFrame, episodes: pa.Table, scores: pa.Table, rejec
     pairs : list of tuple of (str, str), optional
         Further (model, condition) pairs that should have episodes (the eval run's accounting):
         a pair with none at all is missing every view.
+    test_set : str, optional
+        The test set's name.
 
     Returns
     -------
     dict
-        ``views``, ``cases``, ``by_kind`` (the denominator), ``critical_cases`` (lesion cases whose
+        ``denominators.coverage``'s result (unit ``views``; each row with ``excluded``) and ``cases``, ``by_kind`` (the denominator), ``critical_cases`` (lesion cases whose
         missed finding costs Table 2's critical penalty), ``by_model_condition`` (``expected``,
         ``scored``, ``unclear``, ``missing``, ``missing_views``: every missing view id), ``scored``,
         ``unclear``, ``missing`` (totals) and ``excluded`` / ``excluded_by_rule`` (episodes not
@@ -85,33 +88,23 @@ def coverage(expected: pd.DataFrame, episodes: pa.Table, scores: pa.Table, rejec
     ----------
     .. [1] counterfactual paper, §3.9 ("the same 507 cases"), Table 5.
     """
-    ids = set(expected["view_id"])
-    order = list(expected["view_id"])
     sc = scores.select(["model", "condition", "view_id"]).to_pandas(use_threads=False)
-    done: dict[tuple[str, str], set] = {k: set(g) for k, g in sc.groupby(["model", "condition"])["view_id"]}
     ep = episodes.select(["model", "condition", "item_id", "action"]).to_pandas(use_threads=False)
-    for key in ep[["model", "condition"]].drop_duplicates().itertuples(index=False):
-        done.setdefault(tuple(key), set())
-    unc = ep[(ep["action"] == "unclear") & ep["item_id"].isin(ids)]
-    unclear: dict[tuple[str, str], set] = {k: set(g) for k, g in unc.groupby(["model", "condition"])["item_id"]}
-    for key in pairs:
-        done.setdefault(tuple(key), set())
-    rows = []
-    for (m, c) in sorted(done):
-        got, unc = done[(m, c)], unclear.get((m, c), set()) - done[(m, c)]
-        missing = [v for v in order if v not in got and v not in unc]
-        rows.append({"model": m, "condition": c, "expected": len(ids), "scored": len(got), "unclear": len(unc),
-                     "missing": len(missing), "missing_views": missing})
-    by_rule: dict[str, int] = {}
-    for r in rejects:
-        by_rule[r["reason"]] = by_rule.get(r["reason"], 0) + 1
+    keys = sorted({(m, c) for m, c in ep[["model", "condition"]].drop_duplicates().itertuples(index=False)})
+    unc = ep[ep["action"] == "unclear"]
+    cov = den.coverage(list(expected["view_id"]), keys, zip(sc["model"], sc["condition"], sc["view_id"]),
+                       [(*_pair_of(r["item_id"], keys), r["reason"]) for r in rejects],
+                       zip(unc["model"], unc["condition"], unc["item_id"]), pairs, unit="views", test_set=test_set)
     answerable = expected[expected["kind"].isin(("original", "random_removal"))]
     critical_cases = int(answerable.loc[answerable["critical"].fillna(False).astype(bool), "case_id"].nunique())
-    return {"views": len(ids), "cases": int(expected["case_id"].nunique()), "critical_cases": critical_cases,
-            "by_kind": {k: int(n) for k, n in expected["kind"].value_counts().reindex(testsets.EVAL_KINDS).dropna().items()},
-            "by_model_condition": rows, "scored": sum(r["scored"] for r in rows),
-            "unclear": sum(r["unclear"] for r in rows), "missing": sum(r["missing"] for r in rows),
-            "excluded": len(rejects), "excluded_by_rule": dict(sorted(by_rule.items()))}
+    return {**cov, "cases": int(expected["case_id"].nunique()), "critical_cases": critical_cases,
+            "by_kind": {k: int(n) for k, n in expected["kind"].value_counts().reindex(testsets.EVAL_KINDS).dropna().items()}}
+
+
+def _pair_of(item_id: str, keys: list[tuple[str, str]]) -> tuple[str, str]:
+    """The (model, condition) of a rejects row's ``model/condition/view`` id (model names may hold '/')."""
+    found = [k for k in keys if item_id.startswith(f"{k[0]}/{k[1]}/")]
+    return max(found, key=lambda k: len(k[0]) + len(k[1])) if found else ("?", "?")
 
 
 def format_coverage(cov: dict, test_set: str) -> str:
@@ -131,49 +124,13 @@ def format_coverage(cov: dict, test_set: str) -> str:
         The lines, joined.
     """
     kinds = ", ".join(f"{k} {n}" for k, n in cov["by_kind"].items())
-    lines = [f"  test set {test_set}: {cov['views']} views of {cov['cases']} cases ({kinds}): every model x "
-             "condition is scored against these"]
-    # which findings are critical is the cohort config's declaration (an addition: the paper lists none)
-    lines.append(f"  {cov['critical_cases']} critical lesion case(s): a missed finding there costs Table 2's critical "
-                 "penalty; the paper does not list critical findings, the cohort's config declares them "
-                 "(critical_findings)")
-    if cov["excluded"]:
-        lines.append(f"  excluded {cov['excluded']} episode(s), not scored: "
-                     + ", ".join(f"{k} {n}" for k, n in cov["excluded_by_rule"].items()) + " (rejects.parquet)")
-    width = max([len(f"{r['model']}:{r['condition']}") for r in cov["by_model_condition"]] + [15])
-    lines.append(f"  {'model:condition'.ljust(width)}  scored  unclear  missing  of")
-    for r in cov["by_model_condition"]:
-        lines.append(f"  {(r['model'] + ':' + r['condition']).ljust(width)}  {r['scored']:>6}  {r['unclear']:>7}  "
-                     f"{r['missing']:>7}  {r['expected']}")
-    if cov["missing"]:
-        lines.append(f"  {cov['missing']} missing episode(s): failed units against the fixed denominator; no number "
-                     "is over them (listed in rejects.parquet as missing_episode)")
-    return "\n".join(lines)
-
-
-def eval_run_pairs(episodes_uri: str) -> list[tuple[str, str]]:
-    """The (model, condition) pairs the eval run's sweep.json accounted for (none without one).
-
-    Parameters
-    ----------
-    episodes_uri : str
-        The eval run's episodes table.
-
-    Returns
-    -------
-    list of tuple of (str, str)
-        Each ``by_model_condition`` row's model and condition.
-    """
-    from medscope.io import safe_text
-
-    try:
-        summary = layout.EvalRun(layout.folder_of("episodes", episodes_uri)).summary
-    except MedScopeError:
-        return []
-    if not storage.exists(summary):
-        return []
-    acc = (safe_text.read_json(summary) or {}).get("accounting") or {}
-    return [(r["model"], r["condition"]) for r in acc.get("by_model_condition") or []]
+    header = [f"  test set {test_set}: {cov['views']} views of {cov['cases']} cases ({kinds}): every model x "
+              "condition is scored against these",
+              # which findings are critical is the cohort config's declaration (an addition: the paper lists none)
+              f"  {cov['critical_cases']} critical lesion case(s): a missed finding there costs Table 2's critical "
+              "penalty; the paper does not list critical findings, the cohort's config declares them "
+              "(critical_findings)"]
+    return "\n".join(header + den.format_coverage(cov).splitlines()[1:])
 
 
 def score_run(episodes_uri: str, views_uri: str, out: str, cost_matrix: str = costs.DEFAULT,
@@ -252,14 +209,12 @@ def score_run(episodes_uri: str, views_uri: str, out: str, cost_matrix: str = co
     scores, rejects = rewards.score_episodes(episodes, views, matrix, test_set=test_set, box_units=box_units,
                                              splits=splits, tools=tools)
     expected = test_set_views(views, test_set, splits, tools)
-    cov = coverage(expected, episodes, scores, rejects, eval_run_pairs(episodes_uri))
+    cov = coverage(expected, episodes, scores, rejects, den.eval_run_pairs(episodes_uri), test_set)
     unclear = rewards.unclear_counts(episodes, set(expected["view_id"]))
     print(f"  scored {scores.num_rows} episodes ({len(rejects)} excluded) in {time.monotonic() - t0:.1f}s",
           file=sys.stderr, flush=True)
     print(format_coverage(cov, test_set), file=sys.stderr, flush=True)
-    missing_rows = [records.reject_row("scores", "episodes", f"{r['model']}/{r['condition']}/{v}", "score",
-                                       "missing_episode", f"no episode of this {test_set} view: a failed unit")
-                    for r in cov["by_model_condition"] for v in r["missing_views"]]
+    missing_rows = den.missing_rejects(cov, "scores")
     if unclear:
         print(f"  {sum(unclear.values())} replies read as unclear, left out of every n: "
               + ", ".join(f"{k} {v}" for k, v in unclear.items()), file=sys.stderr, flush=True)
@@ -287,6 +242,4 @@ def score_run(episodes_uri: str, views_uri: str, out: str, cost_matrix: str = co
     return {"scores": run.scores, "metrics": run.metrics,
             "episodes": scores.num_rows, "rejects": len(rejects), "models": len(set(scores.column("model").to_pylist())),
             "disputed_cases": len(disputed), "unclear": sum(unclear.values()),
-            "coverage": {**{k: v for k, v in cov.items() if k != "by_model_condition"},
-                         "by_model_condition": [{k: v for k, v in r.items() if k != "missing_views"}
-                                                for r in cov["by_model_condition"]]}}
+            "coverage": den.summary(cov)}

@@ -15,8 +15,11 @@ from __future__ import annotations
 import json
 from collections.abc import Collection
 
+import pyarrow as pa
+
 from medscope.io import layout, records, storage, tablescan
 from medscope.models.base import ChatModel, Decoding, Message, Part
+from medscope.protocols import denominators as den
 from medscope.protocols.base import EpisodeResult, Item
 from medscope.protocols.edit_rating.options import EditRatingOptions
 from medscope.analysis import testsets
@@ -25,6 +28,16 @@ from medscope.protocols.edit_rating.scoring import KINDS, rating_aucs, read_rati
 
 PROMPT = ("Was this medical image digitally edited (for example, a region inpainted or copied from elsewhere)? "
           "Reply with only the probability that it was edited, a number between 0 and 1.")
+
+
+NOT_RATED_KIND = "not_a_rated_kind"
+NO_IMAGE = "no_image"
+EXCLUSION_RULES = {den.NOT_IN_ITEMS: "view not in the views table",
+                   NOT_RATED_KIND: "not an original, target or random removal",
+                   "failed_qc": "the view failed QC", "outside_split": "a split the test set does not read",
+                   NO_IMAGE: "a view without an image",
+                   den.UNKNOWN_CONDITION: "not the protocol's condition, zero_shot",
+                   den.FAILED_CALL: "an error and no reply; its view stays missing"}
 
 
 class EditRatingProtocol:
@@ -69,13 +82,80 @@ class EditRatingProtocol:
         ``edit_ratings.json`` beside the scored run's ``run.json``."""
         n_boot = self.options.n_boot or 2000
         seed = 42 if self.options.seed is None else self.options.seed
-        result = rating_aucs(records.read_table("episodes", episodes_uri), records.read_table("views", items_uri),
-                             n_boot, seed)
+        episodes = records.read_table("episodes", episodes_uri)
+        views = records.read_table("views", items_uri)
+        expected = [i.item_id for i in self.load_items(items_uri, images=False)]  # the test set, recomputed
+        cov, kept = self.coverage(expected, views, episodes, den.eval_run_pairs(episodes_uri))
+        den.report(cov, EXCLUSION_RULES)
+        result = rating_aucs(episodes.filter(pa.array(kept, pa.bool_())), views, n_boot, seed)
         run = layout.ScoredRun(out)
         tables.write_ratings(out, result)
+        if cov["missing"]:
+            records.write_table("rejects", den.missing_rejects(cov, "edit_ratings"), run.rejects)
         storage.write_text(run.manifest, json.dumps({"protocol": self.name, "episodes": episodes_uri,
-                                                     "items": items_uri, "n_boot": n_boot, "seed": seed}, indent=2))
-        return result
+                                                     "items": items_uri, "test_set": self.test_set,
+                                                     "splits": list(self.splits), "n_boot": n_boot, "seed": seed,
+                                                     "coverage": cov}, indent=2))
+        return {"models": result, "coverage": den.summary(cov)}
+
+    def coverage(self, expected: list[str], views, episodes, pairs: list[tuple[str, str]] = ()) -> tuple[dict, list[bool]]:
+        """Every model x condition against the test set's rated views (passed originals, target
+        and random removals of its splits, with an image: ``load_items``), the fixed denominator:
+        rated, unparseable (``unclear``: a done unit in no AUC), missing (no episode, or a failed
+        call: a failed unit); an episode of any other view is excluded under its rule.
+
+        Parameters
+        ----------
+        expected : list of str
+            The test set's view ids.
+        views : pyarrow.Table
+            The views table.
+        episodes : pyarrow.Table
+            The episodes table.
+        pairs : list of tuple of (str, str), optional
+            (model, condition) pairs the eval run accounted for.
+
+        Returns
+        -------
+        cov : dict
+            ``denominators.coverage``'s result, unit ``views``.
+        kept : list of bool
+            Per episode row, whether it is scored (a test-set view, the protocol's condition, a reply).
+
+        References
+        ----------
+        .. [1] counterfactual paper, §5.4.
+        """
+        ids = set(expected)
+        rows = {r["view_id"]: r for r in views.select(
+            [c for c in ("view_id", "kind", "passed", "split", "tool", "reject_reason") if c in views.column_names]
+        ).to_pylist()}
+        eps = episodes.select(["model", "condition", "item_id", "raw_text", "error", "action", "confidence"]).to_pylist()
+        excluded, kept, rated, unparseable = [], [], [], []
+        for e in eps:
+            rule = None
+            if e["item_id"] not in ids:
+                view = rows.get(e["item_id"])
+                if view is None:
+                    rule = den.NOT_IN_ITEMS
+                elif view["kind"] not in KINDS:
+                    rule = NOT_RATED_KIND
+                else:
+                    rule = (testsets.outside_reason(view, self.test_set, self.splits) or (NO_IMAGE, ""))[0]
+            elif e["condition"] not in self.conditions():
+                rule = den.UNKNOWN_CONDITION
+            elif e["raw_text"] is None and e["error"]:
+                rule = den.FAILED_CALL
+            kept.append(rule is None)
+            if rule is not None:
+                excluded.append((e["model"], e["condition"], rule))
+            elif e["action"] == "answer" and e["confidence"] is not None:
+                rated.append((e["model"], e["condition"], e["item_id"]))
+            else:
+                unparseable.append((e["model"], e["condition"], e["item_id"]))
+        cov = den.coverage(expected, [(e["model"], e["condition"]) for e in eps if e["condition"] in self.conditions()],
+                           rated, excluded, unparseable, pairs, unit="views", test_set=self.test_set)
+        return cov, kept
 
     def report_sections(self, scored_run: str, work_dir: str) -> tuple[list, dict]:
         return report.report_sections(scored_run), {}

@@ -26,6 +26,7 @@ from medscope.errors import MedScopeError
 from medscope.stats import bootstrap as bs
 from medscope.stats.inference import logistic_clustered
 from medscope.volumes.config import FORMATS, IMAGE_MODES, ProbeConfig, split_condition
+from medscope.protocols import denominators as den
 from medscope.protocols.organ_presence.replies import read_reply
 
 NEGATIVE_STRATEGIES = ("random", "popular", "adversarial")
@@ -436,16 +437,21 @@ def score_run(episodes_uri: str, items_uri: str, out_uri: str, cfg=None) -> dict
     cfg = cfg or ProbeConfig()
     items = {r["item_id"]: r for r in records.read_table("probe_items", items_uri, columns=ITEM_COLUMNS).to_pylist()}
     cols = ["run_id", "model", "condition", "item_id", "case_id", "raw_text", "error"]
-    episodes = [e for e in records.read_table("episodes", episodes_uri, columns=cols).to_pylist() if e["item_id"] in items]
+    read = records.read_table("episodes", episodes_uri, columns=cols).to_pylist()
+    episodes = [e for e in read if e["item_id"] in items]
     if not episodes:
         raise MedScopeError(f"{episodes_uri}: no episodes of the probe items in {items_uri}")
     scored, skipped = score_episodes(episodes, items, cfg.hedge_lexicon)
+    cov = coverage(list(items), read, scored, den.eval_run_pairs(episodes_uri))
+    den.report(cov, EXCLUSION_RULES)
     metrics = probe_metrics(scored, far_mm=cfg.far_mm, b=cfg.bootstrap_b, seed=cfg.bootstrap_seed)
     run = layout.ScoredRun(out_uri)
     records.write_table("probe_scores", scored, run.table("probe_scores"))
     records.write_table("metrics", metrics, run.metrics)
+    if cov["missing"]:
+        records.write_table("rejects", den.missing_rejects(cov, "probe_scores"), run.rejects)
     manifest = {"protocol": "organ_presence", "episodes": episodes_uri, "items": items_uri,
-                "n_boot": cfg.bootstrap_b, "seed": cfg.bootstrap_seed, "far_mm": cfg.far_mm}
+                "n_boot": cfg.bootstrap_b, "seed": cfg.bootstrap_seed, "far_mm": cfg.far_mm, "coverage": cov}
     storage.write_text(run.manifest, json.dumps(manifest, indent=2) + "\n")
     headline = {
         f"{m['model']} | {m['condition']} | {m['breakdown']}": round(m["value"], 3)
@@ -453,4 +459,59 @@ def score_run(episodes_uri: str, items_uri: str, out_uri: str, cfg=None) -> dict
         and "absent_from_volume" not in m["breakdown"]
     }
     return {"episodes": len(episodes), "scored": len(scored), "skipped_errors": skipped,
-            "metrics": run.metrics, "specificity": headline}
+            "metrics": run.metrics, "specificity": headline, "coverage": den.summary(cov)}
+
+
+EXCLUSION_RULES = {den.NOT_IN_ITEMS: "item not in the probe_items table",
+                   den.UNKNOWN_CONDITION: "not a probe format x image mode",
+                   den.FAILED_CALL: "an error and no reply; its item stays missing"}
+
+
+def coverage(item_ids: list[str], episodes: list[dict], scored: list[dict],
+             pairs: list[tuple[str, str]] = ()) -> dict:
+    """Every model x probe condition against the probe_items table (the fixed denominator): items
+    read (a not-addressed reply is a reading), read as unclear (a done unit in no n), missing (no
+    episode, or only a failed call: a failed unit), and the episodes excluded by rule.
+
+    Parameters
+    ----------
+    item_ids : list of str
+        The probe items.
+    episodes : list of dict
+        Every episode read (``model``, ``condition``, ``item_id``, ``raw_text``, ``error``).
+    scored : list of dict
+        :func:`score_episodes`' rows.
+    pairs : list of tuple of (str, str), optional
+        (model, condition) pairs the eval run accounted for (``denominators.eval_run_pairs``).
+
+    Returns
+    -------
+    dict
+        ``denominators.coverage``'s result, unit ``items``, test set ``probe``.
+
+    References
+    ----------
+    .. [1] organ-presence paper (every item under every format and image mode).
+    """
+    known = set(item_ids)
+
+    def probe_condition(condition: str) -> bool:
+        fmt, mode = split_condition(condition)
+        return fmt in FORMATS and mode in IMAGE_MODES
+
+    excluded = []
+    for e in episodes:
+        if e["item_id"] not in known:
+            rule = den.NOT_IN_ITEMS
+        elif not probe_condition(e["condition"]):
+            rule = den.UNKNOWN_CONDITION
+        elif e.get("raw_text") is None and e.get("error"):
+            rule = den.FAILED_CALL
+        else:
+            continue
+        excluded.append((e["model"], e["condition"], rule))
+    return den.coverage(
+        item_ids, [(e["model"], e["condition"]) for e in episodes if probe_condition(e["condition"])],
+        [(r["model"], r["condition"], r["item_id"]) for r in scored if r["verdict"] != "unclear"], excluded,
+        [(r["model"], r["condition"], r["item_id"]) for r in scored if r["verdict"] == "unclear"], pairs,
+        unit="items", test_set="probe")

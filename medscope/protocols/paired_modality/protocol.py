@@ -22,6 +22,7 @@ import yaml
 
 from medscope.io import layout, records, safe_text, storage
 from medscope.models.base import ChatModel, Decoding, Message, Part
+from medscope.protocols import denominators as den
 from medscope.protocols.base import EpisodeResult, Item
 from medscope.protocols.paired_modality.options import PairedModalityOptions
 from medscope.protocols.paired_modality import tables, scoring
@@ -166,6 +167,9 @@ class PairedModalityProtocol:
         cache = o.judge_cache or storage.join(out, tables.JUDGE_CACHE)
         labels, counts = scoring.label_episodes(episodes, {p.item_id: p for p in photos}, judges, cache,
                                                 o.judge_workers)
+        cov = scoring.coverage(photos, rejects, episodes, labels,
+                               [k for k in den.eval_run_pairs(episodes_uri) if k[0] not in as_judge])
+        den.report(cov, scoring.EXCLUSION_RULES)
         alpha = o.alpha
         metrics = scoring.rate_rows(labels, alpha)
         tests = scoring.mcnemar_rows(labels, pool)
@@ -177,8 +181,8 @@ class PairedModalityProtocol:
             storage.write_bytes(storage.join(out, tables.MCNEMAR), records.to_parquet_bytes(pa.Table.from_pylist(tests)))
         if kappa:
             storage.write_text(storage.join(out, tables.AGREEMENT), json.dumps(kappa, indent=2) + "\n")
-        if rejects:
-            records.write_table("rejects", rejects, storage.join(out, tables.REJECTS))
+        if rejects or cov["missing"]:
+            records.write_table("rejects", rejects + den.missing_rejects(cov, "labels"), storage.join(out, tables.REJECTS))
         failed = sum(1 for r in labels if r["extraction_method"] == scoring.FAILED)
         unjudged = sum(1 for r in labels if r["fp"] is None) - failed
         cells = scoring.cell_counts(labels)
@@ -195,7 +199,7 @@ class PairedModalityProtocol:
                "counts": counts, "labelled": len(labels) - unjudged - failed, "unjudged": unjudged,
                "unjudged_allowed": o.allow_unjudged,
                "extraction_failed": failed, "unverified": sum(c["unverified"] for c in cells), "cells": cells,
-               "manifest_rejects": len(rejects), "pooled_models": pool, "not_pooled": left_out,
+               "manifest_rejects": len(rejects), "coverage": cov, "pooled_models": pool, "not_pooled": left_out,
                "scored_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}
         storage.write_text(storage.join(out, tables.RUN), json.dumps(run, indent=2, default=str) + "\n")
         return {"out": out, "labels": storage.join(out, tables.LABELS), "metrics": storage.join(out, tables.METRICS),
@@ -204,7 +208,7 @@ class PairedModalityProtocol:
                 "unjudged_by_cell": {f"{c['model']}:{c['setting']}:{c['photo_type']}": c["unjudged"]
                                      for c in cells if c["unjudged"]},
                 "extraction_failed": failed, "pooled_models": pool, "judge_requests": {k: v for k, v in counts.items() if k.startswith("judge")},
-                "kappa_fp": kappa.get("fp", {}).get("kappa") if kappa else None}
+                "kappa_fp": kappa.get("fp", {}).get("kappa") if kappa else None, "coverage": den.summary(cov)}
 
     def report_sections(self, scored_run: str, work_dir: str) -> tuple[list, dict]:
         from medscope.protocols.paired_modality.report import sections

@@ -12,6 +12,7 @@ from collections import defaultdict
 
 from medscope.models.config import ModelEntry, ModelsConfig
 from medscope.errors import MedScopeError
+from medscope.protocols import denominators as den
 from medscope.protocols.paired_modality import judge as jd
 from medscope.protocols.paired_modality.extraction import FAILED, extract_photo_findings
 from medscope.protocols.paired_modality.manifest import PHOTO_TYPES, PairPhoto
@@ -21,6 +22,11 @@ SETTINGS = ("photo_only", "paired")
 SETTING_LABELS = {"photo_only": "Photo only", "paired": "Photo + radiograph"}
 METRICS = {"fp_rate": "fp", "fn_rate": "fn", "any_rate": "any_error"}
 TEST_SET = "pairs"
+MANIFEST_REJECTED = "manifest_rejected"
+EXCLUSION_RULES = {den.NOT_IN_ITEMS: "photograph not in the manifest",
+                   MANIFEST_REJECTED: "photograph the manifest check refused",
+                   den.UNKNOWN_CONDITION: "not a setting: photo_only or paired",
+                   den.FAILED_CALL: "an error and no reply; its photograph stays missing"}
 
 
 def make_judge(spec, vocabulary: list[str], models_file: str | None = None):
@@ -387,3 +393,52 @@ def agreement(labels: list[dict]) -> dict:
     for col in ("fp", "fn", "any_error"):
         out[col] = cohen_kappa([r[col] for r in both], [r[f"{col}_2"] for r in both])
     return out
+
+
+def coverage(photos: list[PairPhoto], manifest_rejects: list[dict], episodes: list[dict], labels: list[dict],
+             pairs: list[tuple[str, str]] = ()) -> dict:
+    """Every subject model x setting against the manifest's photographs (the fixed denominator of
+    Table 1's rates): labelled, extraction failed (``unclear``: a done unit in no rate), missing (no
+    episode, or only a failed call: a failed unit), and the episodes excluded by rule.
+
+    Parameters
+    ----------
+    photos : list of PairPhoto
+        The manifest's good photographs (``read_manifest``).
+    manifest_rejects : list of dict
+        Its rejects rows; an episode of a refused photograph is excluded as ``manifest_rejected``.
+    episodes : list of dict
+        The subject models' episodes of this protocol (``item_id``, ``model``, ``condition``,
+        ``raw_text``, ``error``).
+    labels : list of dict
+        :func:`label_episodes`' rows.
+    pairs : list of tuple of (str, str), optional
+        (model, setting) pairs the eval run accounted for (``denominators.eval_run_pairs``).
+
+    Returns
+    -------
+    dict
+        ``denominators.coverage``'s result, unit ``photographs``, test set ``pairs``.
+
+    References
+    ----------
+    .. [1] paired-modality paper, Table 1 (every photograph in every setting).
+    """
+    known = {p.item_id for p in photos}
+    refused = {r["item_id"] for r in manifest_rejects}
+    excluded = []
+    for e in episodes:
+        if e["item_id"] not in known:
+            rule = MANIFEST_REJECTED if e["item_id"] in refused else den.NOT_IN_ITEMS
+        elif e["condition"] not in SETTINGS:
+            rule = den.UNKNOWN_CONDITION
+        elif e.get("raw_text") is None and e.get("error"):
+            rule = den.FAILED_CALL
+        else:
+            continue
+        excluded.append((e["model"], e["condition"], rule))
+    return den.coverage(
+        [p.item_id for p in photos], [(e["model"], e["condition"]) for e in episodes if e["condition"] in SETTINGS],
+        [(r["model"], r["setting"], r["item_id"]) for r in labels if r["extraction_method"] != FAILED],
+        excluded, [(r["model"], r["setting"], r["item_id"]) for r in labels if r["extraction_method"] == FAILED],
+        pairs, unit="photographs", test_set=TEST_SET)

@@ -18,6 +18,7 @@ from collections.abc import Collection
 
 from medscope.io import layout, records, storage, tablescan
 from medscope.models.base import ChatModel, Decoding, Message, Part
+from medscope.protocols import denominators as den
 from medscope.protocols.base import EpisodeResult, Item
 from medscope.protocols.standard_vqa.options import StandardVQAOptions
 from medscope.protocols.standard_vqa import report
@@ -26,6 +27,13 @@ from medscope.seeding import stable_hash
 
 INSTRUCTION = "Answer the question about the image with a single word or a short phrase."
 DEFAULT_SAMPLE = {"slake": 300, "pathvqa": 300}  # Table 16; sources not named are taken whole
+
+
+OUTSIDE_TEST_SET = "outside_test_set"
+EXCLUSION_RULES = {OUTSIDE_TEST_SET: "a question of the tables outside the chosen splits or the seeded sample",
+                   den.NOT_IN_ITEMS: "question in no vqa_items table given",
+                   den.UNKNOWN_CONDITION: "not the protocol's condition, plain",
+                   den.FAILED_CALL: "no reply; its question stays missing"}
 
 
 class StandardVQAProtocol:
@@ -112,18 +120,71 @@ class StandardVQAProtocol:
         """Write ``vqa_scores.parquet``, ``metrics.parquet`` and ``run.json`` under ``out``."""
         n_boot = 2000 if self.options.n_boot is None else self.options.n_boot
         seed = 42 if self.options.seed is None else self.options.seed
-        items = {i.item_id: i for i in self.load_items(items_uri)}
-        episodes = records.read_table("episodes", episodes_uri).to_pylist()
-        scores, skipped = score_episodes(episodes, items)
+        items = {i.item_id: i for i in self.load_items(items_uri)}  # the test set, recomputed every time
+        episodes = [e for e in records.read_table("episodes", episodes_uri).to_pylist()
+                    if e.get("protocol") in (None, self.name)]
+        ours = [e for e in episodes if e["condition"] in self.conditions()]
+        scores, skipped = score_episodes(ours, items)
+        skipped += len(episodes) - len(ours)
+        cov = self.coverage(items, episodes, scores, items_uri, den.eval_run_pairs(episodes_uri))
+        den.report(cov, EXCLUSION_RULES)
         metrics = vqa_metrics(scores, n_boot=n_boot, seed=seed)
         run = layout.ScoredRun(out)
         records.write_table("vqa_scores", scores, run.table("vqa_scores"))
         records.write_table("metrics", metrics, run.metrics)
+        if cov["missing"]:
+            records.write_table("rejects", den.missing_rejects(cov, "vqa_scores"), run.rejects)
         summary = {"protocol": self.name, "prompt_version": self.prompt_version, "episodes": episodes_uri,
                    "items": items_uri, "n_items": len(items), "scored": len(scores), "skipped": skipped,
                    "n_boot": n_boot, "seed": seed, "metrics": run.metrics}
-        storage.write_bytes(run.manifest, json.dumps(summary, indent=2).encode())
-        return summary
+        storage.write_bytes(run.manifest, json.dumps({**summary, "coverage": cov}, indent=2).encode())
+        return {**summary, "coverage": den.summary(cov)}
+
+    def coverage(self, items: dict[str, Item], episodes: list[dict], scores: list[dict], items_uri: str,
+                 pairs: list[tuple[str, str]] = ()) -> dict:
+        """Every model x condition against the test set ``load_items`` draws (the chosen splits,
+        then the seeded sample per source): the fixed denominator. A question without a scored
+        episode (none, or a failed call) is a failed unit; an episode of a question outside the
+        test set is excluded as ``outside_test_set`` (in the tables, not drawn) or ``not_in_items``.
+
+        Parameters
+        ----------
+        items : dict of str to Item
+            The test set's items by id.
+        episodes : list of dict
+            This protocol's episodes (``model``, ``condition``, ``item_id``, ``raw_text``).
+        scores : list of dict
+            The vqa_scores rows.
+        items_uri : str
+            The vqa_items tables (comma-separated), to tell a question outside the test set from
+            one in no table.
+        pairs : list of tuple of (str, str), optional
+            (model, condition) pairs the eval run accounted for.
+
+        Returns
+        -------
+        dict
+            ``denominators.coverage``'s result, unit ``questions``, test set ``standard_vqa``.
+        """
+        stray = {e["item_id"] for e in episodes} - set(items)
+        in_tables = set()
+        for one in (u.strip() for u in items_uri.split(",") if u.strip() and stray):
+            in_tables |= {r["item_id"] for r in tablescan.iter_rows("vqa_items", one, ["item_id"], where=("item_id", stray))}
+        excluded = []
+        for e in episodes:
+            if e["item_id"] not in items:
+                rule = OUTSIDE_TEST_SET if e["item_id"] in in_tables else den.NOT_IN_ITEMS
+            elif e["condition"] not in self.conditions():
+                rule = den.UNKNOWN_CONDITION
+            elif e.get("raw_text") is None:
+                rule = den.FAILED_CALL
+            else:
+                continue
+            excluded.append((e["model"], e["condition"], rule))
+        return den.coverage(sorted(items), [(e["model"], e["condition"]) for e in episodes
+                                            if e["condition"] in self.conditions()],
+                            [(r["model"], r["condition"], r["item_id"]) for r in scores], excluded, (), pairs,
+                            unit="questions", test_set=self.name)
 
     def report_sections(self, scored_run: str, work_dir: str) -> tuple[list, dict]:
         return report.report_sections(scored_run), {}

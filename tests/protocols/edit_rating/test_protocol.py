@@ -76,3 +76,72 @@ def test_visibility_report_carries_the_zero_shot_table():
              "target_rated_unedited": 1, "target_rated_between": 0, "target_rated_edited": 1}
     md = report_markdown({"train_split": "train", "test_split": "test", "zero_shot": {"m": entry}})
     assert "| m | – | 0.700 [0.600, 0.800] | 1 / 0 / 1 | 1 of 6 |" in md
+
+
+def test_score_rates_against_the_test_sets_fixed_views(tmp_path, capsys):
+    """Issue 50: the test set's rated views are recomputed from the views table; an episode of any
+    other view is excluded under its rule, never rated, and a view without a rating episode is a
+    failed unit against the fixed denominator, deciding the exit code as eval run's --max-failed.
+
+    10 cases x (O, T, R) = 30 views, all in the test split; case 0's random removal is invisible
+    (rated 0.1). Planted views outside the test set, each holding a visible fill (rated 0.9, which
+    would lower R vs O if read as originals): a failed-QC original, a train-split original, a
+    natural negative; and an episode of a view in no table. c001's original and random removal
+    have no episode, c002's target removal is a failed call, c003's original is unparseable.
+    By hand: 30 views; rated 26, unparseable 1, missing 3; excluded 5 (one per rule). T vs O: 9
+    T at 0.9 vs 8 O at 0.1 -> 1. R vs O: 9 R (8 at 0.9, c000's at 0.1) vs 8 O at 0.1 -> (8 * 8 +
+    1 * 8 * 0.5) / 72 = 68 / 72. Exit 3 (3 of 26 + 1 + 3 = 30 units missing)."""
+    import json
+
+    from tests.protocols.counterfactual.test_edit_visibility import make_views
+    from pipelines import cli
+
+    rows = make_views(10, visible=True)
+    base = {"source": "s", "imaging_type": "x", "finding": "f", "question": "q?", "question_kind": "presence",
+            "critical": False, "lesion_area_frac": 0.04, "lesion_bbox": None, "width": 48, "height": 48,
+            "recipe_hash": "r", "private": False, "endpoint_allowlist": None, "degradation": None}
+    views = [dict(base, **{**r, "split": "test"}, view_id=f"{r['case_id']}/{r['kind']}", tool="telea",
+                  expected="absent" if r["kind"] == "target_removal" else "present") for r in rows]
+    views[2]["image"] = views[0]["image"]
+    flat = views[1]["image"]
+    views += [dict(views[0], view_id="bad/original", case_id="bad", passed=False, reject_reason="paired_control_failed",
+                   image=flat),
+              dict(views[0], view_id="train/original", case_id="train", split="train", image=flat),
+              dict(views[0], view_id="nn/natural_negative", case_id="nn", kind="natural_negative", image=flat)]
+    uri = str(tmp_path / "views.parquet")
+    records.write_table("views", views, uri)
+    proto = protocols.load("edit_rating")
+    model = FlatPatchRater()
+    eps = []
+    for v in views + [dict(views[1], view_id="ghost/original")]:
+        if v["view_id"] in ("c001/original", "c001/random_removal"):
+            continue
+        r = proto.run_episode(protocols.base.Item(item_id=v["view_id"], case_id=v["case_id"], question="q",
+                                                  truth="", images=(v["image"],)), model, "zero_shot", Decoding())
+        ep = {"run_id": "x", "protocol": "edit_rating", "model": "flat-rater", "condition": "zero_shot",
+              "item_id": v["view_id"], "case_id": v["case_id"], "request_key": v["view_id"], "prompt_version": "v",
+              "decoding": "g", "turns": None, "raw_text": r.raw_text, "action": r.action, "answer": r.answer,
+              "claims_finding": None, "box": None, "confidence": r.confidence, "tool_calls": 0, "input_tokens": 0,
+              "output_tokens": 0, "cost_usd": 0.0, "latency_s": 0.0, "attempts": 1, "error": None}
+        if v["view_id"] == "c002/target_removal":
+            ep.update(raw_text=None, action="unparseable", answer=None, confidence=None, error="HTTP 500")
+        if v["view_id"] == "c003/original":
+            ep.update(raw_text="no idea", action="unparseable", answer=None, confidence=None)
+        eps.append(ep)
+    records.write_table("episodes", eps, str(tmp_path / "episodes.parquet"))
+    args = ["score", "--episodes", str(tmp_path / "episodes.parquet"), "--items", uri, "--protocol", "edit_rating",
+            "--n-boot", "20"]
+    assert cli.main([*args, "--out", str(tmp_path / "strict")]) == 3
+    err = capsys.readouterr().err
+    assert "test set main: 30 views" in err and "3 of 30 episodes are missing (flat-rater:zero_shot 3 of 30" in err
+    cov = json.loads((tmp_path / "strict" / "run.json").read_text())["coverage"]
+    assert (cov["views"], cov["scored"], cov["unclear"], cov["missing"], cov["excluded"]) == (30, 26, 1, 3, 5)
+    assert cov["excluded_by_rule"] == {"failed_call": 1, "failed_qc": 1, "not_a_rated_kind": 1, "not_in_items": 1,
+                                       "outside_split": 1}
+    assert cov["by_model_condition"][0]["missing_views"] == ["c001/original", "c001/random_removal",
+                                                             "c002/target_removal"]
+    res = json.loads((tmp_path / "strict" / "edit_ratings.json").read_text())["flat-rater"]
+    assert res["T_vs_O"]["auc"] == 1.0
+    assert res["R_vs_O"]["auc"] == pytest.approx(68 / 72)
+    assert (res["episodes"], res["unparseable"], res["target_rated_edited"]) == (27, 1, 9)
+    assert cli.main([*args, "--out", str(tmp_path / "ok"), "--max-failed", "3"]) == 0

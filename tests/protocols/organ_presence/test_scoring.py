@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -188,3 +190,66 @@ def test_render_concordance_by_hand():
     assert m["render_flips_to_present"]["value"] == 1.0
     # cases resampled: AA -> 1/2, BB -> 1, AB -> 3/4
     assert (m["render_concordance"]["ci_low"], m["render_concordance"]["ci_high"]) == pytest.approx((0.5, 1.0))
+
+
+def _probe_items(tmp_path):
+    """4 probe items of 2 cases: 3 adversarial negatives (truth absent) and 1 positive."""
+    from medscope.io import records
+
+    png = encode_png(np.zeros((8, 8), np.uint8))
+    rows = [{"item_id": f"i{k}", "case_id": "A" if k < 3 else "B", "z": k, "z_mm": float(k), "organ": "spleen",
+             "truth": "present" if k == 4 else "absent", "strategy": "positive" if k == 4 else "adversarial",
+             "stratum": "mid", "z_distance_mm": None if k == 4 else 10.0, "absent_from_volume": False,
+             "render": "gray", "question": "Is the spleen visible on this slice?", "image": png}
+            for k in (1, 2, 3, 4)]
+    uri = str(tmp_path / "probe_items.parquet")
+    records.write_table("probe_items", rows, uri)
+    return uri
+
+
+def test_score_counts_every_item_against_the_fixed_denominator(tmp_path, capsys):
+    """Issue 50: a missing episode (or a failed call) is a failed unit against the probe_items
+    table, episodes outside it are excluded with the rule, and the exit code follows --max-failed.
+
+    By hand: model m answers i1 "No." (correct), i2 "Yes." (wrong), i4 "Yes." and has no episode of
+    i3; model n answers every item "No." but its i4 call failed; plus an episode of an item not in
+    the table and one of a condition the probe does not have. free_text: 4 items each; m scored 3,
+    missing 1; n scored 3, missing 1 (the failed call, also excluded as failed_call); 2 missing of
+    6 + 2 = 8 units. m's adversarial specificity is 1/2 over its 2 answers, not 1/3 or 2/3: the
+    missing i3 is in no n, and the exit code says so."""
+    from medscope.io import records
+    from pipelines import cli
+
+    items = _probe_items(tmp_path)
+    base = {"run_id": "t", "protocol": "organ_presence", "case_id": "A", "prompt_version": "probe-v2",
+            "decoding": "d", "turns": [], "action": "answer", "answer": None, "tool_calls": 0, "input_tokens": 0,
+            "output_tokens": 0, "cost_usd": 0.0, "latency_s": 0.0, "attempts": 1, "error": None}
+    replies = {("m", "i1"): "No.", ("m", "i2"): "Yes.", ("m", "i4"): "Yes.",
+               ("n", "i1"): "No.", ("n", "i2"): "No.", ("n", "i3"): "No.", ("n", "i4"): None,
+               ("n", "ghost"): "No."}
+    eps = [dict(base, model=m, condition="free_text", item_id=i, raw_text=t, request_key=f"{m}|{i}",
+                error="HTTP 500" if t is None else None) for (m, i), t in replies.items()]
+    eps.append(dict(base, model="n", condition="agent", item_id="i1", raw_text="No.", request_key="n|agent|i1"))
+    uri = str(tmp_path / "episodes.parquet")
+    records.write_table("episodes", eps, uri)
+    args = ["score", "--episodes", uri, "--items", items, "--n-boot", "20"]
+    assert cli.main([*args, "--out", str(tmp_path / "strict")]) == 3
+    err = capsys.readouterr().err
+    assert "test set probe: 4 items" in err
+    assert "2 of 8 episodes are missing (m:free_text 1 of 4; n:free_text 1 of 4" in err
+    run = json.loads((tmp_path / "strict" / "run.json").read_text())
+    cov = run["coverage"]
+    assert cov["excluded_by_rule"] == {"failed_call": 1, "not_in_items": 1, "unknown_condition": 1}
+    rows = {r["model"]: r for r in cov["by_model_condition"]}
+    assert set(rows) == {"m", "n"}  # the agent condition owes nothing
+    assert [rows["m"][k] for k in ("expected", "scored", "missing", "excluded", "missing_items")] == [4, 3, 1, 0, ["i3"]]
+    assert [rows["n"][k] for k in ("expected", "scored", "missing", "excluded", "missing_items")] == [4, 3, 1, 2, ["i4"]]
+    rejects = records.read_table("rejects", str(tmp_path / "strict" / "rejects.parquet")).to_pylist()
+    assert sorted(r["item_id"] for r in rejects) == ["m/free_text/i3", "n/free_text/i4"]
+    metrics = {(r["model"], r["breakdown"], r["metric"]): r
+               for r in records.read_table("metrics", str(tmp_path / "strict" / "metrics.parquet")).to_pylist()}
+    assert metrics[("m", "strategy=adversarial;render=gray", "specificity")]["value"] == pytest.approx(1 / 2)
+    assert metrics[("n", "strategy=adversarial;render=gray", "specificity")]["value"] == pytest.approx(3 / 3)
+    assert cli.main([*args, "--out", str(tmp_path / "one"), "--max-failed", "1"]) == 3
+    assert cli.main([*args, "--out", str(tmp_path / "two"), "--max-failed", "2"]) == 0
+    assert cli.main([*args, "--out", str(tmp_path / "quarter"), "--max-failed", "0.25"]) == 0  # 2 of 8

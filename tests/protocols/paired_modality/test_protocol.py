@@ -639,3 +639,69 @@ def test_pooled_tests_pool_named_subjects_and_never_the_judge_or_a_constant_poli
     s2 = PROTOCOL(PROTOCOL.Options(judge="rule", pooled_models="reader-a,always-claims")).score(
         episodes, pair_set, str(tmp_path / "scored2"))
     assert s2["pooled_models"] == ["reader-a", "always-claims"]
+
+
+def test_score_counts_every_photograph_against_the_fixed_denominator(pair_set, tmp_path, capsys):
+    """Issue 50: a missing episode is a failed unit against the manifest's 12 photographs per
+    model x setting, episodes outside the manifest are excluded with their rule, and the exit code
+    follows eval run's --max-failed.
+
+    Planted, by hand: "swayed" (faithful alone, every mismatched photo FP with a radiograph) loses
+    2 photo-only mismatched episodes, 1 paired mismatched episode is a failed call, plus one
+    episode of a photograph the manifest does not hold and one of a setting that does not exist.
+    photo_only: 10 labelled, 2 missing, 1 excluded (not_in_items); paired: 11 labelled, 1 missing
+    (the failed call), 1 excluded (failed_call); unknown_condition 1, in no row. 3 missing of the
+    21 + 3 = 24 units; the paired mismatched FP rate is 5/5 over n = 5, not 6/6."""
+    from pipelines import cli
+
+    protocol = PROTOCOL()
+    items = protocol.load_items(pair_set)
+    by_png = {i.images[0]: i for i in items}
+
+    def swayed(images):
+        item = by_png[images[0]]
+        truth = {"matched": "Clustered vesicles, crusted. Bluish nail bed, cyanosis. A bruise (ecchymosis).",
+                 "mismatched": "Acne papules; purple nail polish; a port-wine stain."}
+        photo = truth["matched"] if len(images) > 1 else truth[item.meta["photo_type"]]
+        return f"PHOTO FINDINGS: {photo}\nRADIOGRAPH FINDINGS: opacities"
+
+    rows = _episodes(protocol, items, [Scripted("swayed", swayed)], str(tmp_path / "all.parquet"))
+    assert len(items) == 12 and len(rows) == 24
+    mismatched = sorted(i.item_id for i in items if i.meta["photo_type"] == "mismatched")
+    gone = set(mismatched[:2])
+    rows = [r for r in rows if not (r["condition"] == "photo_only" and r["item_id"] in gone)]
+    for r in rows:
+        if r["condition"] == "paired" and r["item_id"] == mismatched[5]:
+            r.update(raw_text=None, answer=None, error="APIError: 500")
+    ghost = dict(rows[0], item_id="nowhere:matched", request_key="ghost", condition="photo_only")
+    odd = dict(rows[0], request_key="odd", condition="radiograph_only")
+    episodes = str(tmp_path / "episodes.parquet")
+    records.write_table("episodes", rows + [ghost, odd], episodes)
+    args = ["score", "--episodes", episodes, "--items", pair_set, "--judge", "rule"]
+    rc = cli.main([*args, "--out", str(tmp_path / "strict")])
+    err = capsys.readouterr().err
+    assert rc == 3
+    assert "3 of 24 episodes are missing (swayed:paired 1 of 12; swayed:photo_only 2 of 12" in err
+    assert "test set pairs: 12 photographs" in err
+    assert "failed_call 1" in err and "not_in_items 1" in err and "unknown_condition 1" in err
+    run = json.loads(storage.read_utf8(str(tmp_path / "strict" / tables.RUN)))
+    cov = run["coverage"]
+    assert (cov["photographs"], cov["scored"], cov["missing"], cov["excluded"]) == (12, 21, 3, 3)
+    assert cov["excluded_by_rule"] == {"failed_call": 1, "not_in_items": 1, "unknown_condition": 1}
+    by = {r["condition"]: r for r in cov["by_model_condition"]}
+    assert set(by) == {"photo_only", "paired"}
+    assert [by["photo_only"][k] for k in ("expected", "scored", "missing", "excluded")] == [12, 10, 2, 1]
+    assert [by["paired"][k] for k in ("expected", "scored", "missing", "excluded")] == [12, 11, 1, 1]
+    assert sorted(by["photo_only"]["missing_photographs"]) == sorted(gone)
+    assert by["paired"]["missing_photographs"] == [mismatched[5]]
+    rejects = records.read_table("rejects", str(tmp_path / "strict" / tables.REJECTS)).to_pylist()
+    assert sorted(r["item_id"] for r in rejects if r["reason"] == "missing_episode") == sorted(
+        [f"swayed/photo_only/{i}" for i in gone] + [f"swayed/paired/{mismatched[5]}"])
+    metrics = {(r["condition"], r["breakdown"], r["metric"]): r
+               for r in records.read_table("metrics", str(tmp_path / "strict" / tables.METRICS)).to_pylist()}
+    fp = metrics[("paired", "photo_type=mismatched", "fp_rate")]
+    assert (fp["value"], fp["n_cases"]) == (1.0, 5)  # over the 5 labelled, said so; the exit code says 1 is missing
+    assert metrics[("photo_only", "photo_type=mismatched", "fp_rate")]["n_cases"] == 4
+    assert cli.main([*args, "--out", str(tmp_path / "two"), "--max-failed", "2"]) == 3
+    assert cli.main([*args, "--out", str(tmp_path / "three"), "--max-failed", "3"]) == 0
+    assert cli.main([*args, "--out", str(tmp_path / "frac"), "--max-failed", "0.125"]) == 0  # 3 of 24

@@ -1,6 +1,8 @@
 """The standard-VQA protocol (counterfactual paper §5.6, Table 16): its answer rules by hand, and two constant
 policies plus the tiny VLM through the shared Ray sweep on VQA-RAD / SLAKE / PathVQA-layout fixtures."""
 
+import json
+
 import pytest
 
 from tests.fixtures.release_layouts import write_slake
@@ -107,3 +109,49 @@ def test_policies_and_tiny_vlm_through_the_sweep(ray_cluster, tmp_path):
     sections, _ = protocol.report_sections(out, str(tmp_path))
     title, blocks = sections[0].title, sections[0].blocks
     assert title.startswith("Standard medical VQA") and blocks[0].rows == table.rows
+
+
+def test_score_counts_every_question_of_the_test_split_against_the_fixed_denominator(tmp_path, capsys):
+    """Issue 50: the test set is drawn again from the tables (VQA-RAD's fixture: 2 test questions,
+    closed "yes" and open "2", and 1 train question). By hand: model a answers the closed one
+    "Yes" and has no episode of the open one; model b answers both "yes", its open call failed
+    (no reply); both answer the train question (excluded: outside_test_set), a asks one no table
+    holds (not_in_items) and one under another condition (unknown_condition). 2 missing of 2 + 2
+    = 4 units: exit 3. a's accuracy is 1/1 over what it answered -- with its missing open question
+    counted wrong it would be 1/2 -- so the missing one must stop score, and does."""
+    from pipelines import cli
+    from medscope.io import storage
+
+    write_vqa_rad(tmp_path / "vqa-rad")
+    table, _ = cohorts.load("vqa-rad", str(tmp_path / "vqa-rad"))
+    items = str(tmp_path / "vqa.parquet")
+    records.write_table("vqa_items", table, items)
+    ids = {r["answer"]: r["item_id"] for r in table.select(["item_id", "answer"]).to_pylist()}
+    closed, open_, train = ids["yes"], ids["2"], ids["No"]
+    base = {**dict.fromkeys(records.schema("episodes").names), "run_id": "t", "protocol": "standard_vqa",
+            "case_id": "c", "prompt_version": "svqa-v1", "decoding": "d", "turns": [], "action": "answer",
+            "tool_calls": 0, "input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0, "latency_s": 0.0, "attempts": 1}
+    plan = [("a", "plain", closed, "Yes"), ("a", "plain", train, "No"), ("a", "plain", "nowhere", "yes"),
+            ("a", "agent", closed, "Yes"), ("b", "plain", closed, "yes"), ("b", "plain", open_, None),
+            ("b", "plain", train, "No")]
+    eps = [dict(base, model=m, condition=c, item_id=i, raw_text=t, request_key=f"{m}|{c}|{i}",
+                error="HTTP 500" if t is None else None) for m, c, i, t in plan]
+    uri = str(tmp_path / "episodes.parquet")
+    records.write_table("episodes", eps, uri)
+    args = ["score", "--episodes", uri, "--items", items, "--protocol", "standard_vqa", "--n-boot", "20"]
+    assert cli.main([*args, "--out", str(tmp_path / "strict")]) == 3
+    err = capsys.readouterr().err
+    assert "test set standard_vqa: 2 questions" in err
+    assert "2 of 4 episodes are missing (a:plain 1 of 2; b:plain 1 of 2" in err
+    run = json.loads(storage.read_utf8(str(tmp_path / "strict" / "run.json")))
+    cov = run["coverage"]
+    assert cov["excluded_by_rule"] == {"failed_call": 1, "not_in_items": 1, "outside_test_set": 2,
+                                       "unknown_condition": 1}
+    rows = {r["model"]: r for r in cov["by_model_condition"]}
+    assert [rows["a"][k] for k in ("scored", "missing", "excluded", "missing_questions")] == [1, 1, 2, [open_]]
+    assert [rows["b"][k] for k in ("scored", "missing", "excluded", "missing_questions")] == [1, 1, 2, [open_]]
+    assert run["scored"] == 2
+    metrics = records.read_table("metrics", str(tmp_path / "strict" / "metrics.parquet")).to_pylist()
+    acc = {(r["model"], r["metric"]): r for r in metrics if r["breakdown"] == "source=vqa-rad"}
+    assert (acc[("a", "accuracy_all")]["value"], acc[("a", "accuracy_all")]["n_cases"]) == (1.0, 1)
+    assert cli.main([*args, "--out", str(tmp_path / "ok"), "--max-failed", "2"]) == 0
