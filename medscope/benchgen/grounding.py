@@ -64,11 +64,18 @@ GENERIC = frozenset(
     "centred mainly primarily predominantly epicenter within into adjacent".split())
 # Nouns that name the object of a question ("Does the mass enhance?"): used only when nothing else is.
 TOPIC = frozenset("mass masses lesion lesions nodule nodules observation observations tumor tumour".split())
+# Stems of the nouns that name a focal lesion: a Yes to "Is there a tumour in the left temporal lobe?"
+# needs a sentence naming a lesion, not only the place.
+LESION_STEMS = frozenset({"nodul", "mass", "lesion", "observ", "cyst", "tumor", "metastas", "angiomyolipoma",
+                          "hemangioma", "adenoma", "neoplasm", "hypodensit", "hypodensiti", "hyperdensit", "hyperdensiti", "carcinoma", "focu",
+                          "foci", "glioma", "meningioma", "lymphoma"})
 STOP = frozenset("a an the of in on at to and or with is are was were be been there this that it its "
                  "by as for from into".split())
 # Same-meaning spellings read as one word (both sides of the comparison).
 SAME = {"hepatic": "liver", "hepatocellular": "hepatocellular", "oedema": "edema", "tumour": "tumor",
-        "haemorrhage": "hemorrhage", "metastasi": "metastas", "metastas": "metastas"}
+        "haemorrhage": "hemorrhage", "metastasi": "metastas", "metastas": "metastas",
+        # an organ part's adjective and its noun: "isthmic nodule" is the nodule in the isthmus
+        "isthmic": "isthmus", "hilar": "hilum", "haemorrhagic": "hemorrhagic", "oedematous": "edematous"}
 REWRITES = (  # abbreviations and one-word findings spelled out, so either wording is found
     (r"\bhcc\b", "hepatocellular carcinoma hcc"), (r"\brcc\b", "renal cell carcinoma rcc"),
     (r"\bgbm\b", "glioblastoma gbm"), (r"\bsplenomegaly\b", "enlarged spleen"),
@@ -383,7 +390,10 @@ def check_yes_no(question: str, yes: bool, sents: list[str]) -> tuple[bool, str,
                    r"decreas\w*|enlarg\w*|progress\w*|shrunk|shrink\w*|smaller|larger|bigger|in size|since|has|have|had|"
                    r"did)\b",
                    " ", q) if polarity != "presence" else q
-    subject = subject_stems(asked) - {stem(w) for w in ("left", "right", "new")}
+    # sides and "new" are read from each mention's phrase, not matched as words; with them gone, "Has
+    # the left lobe nodule grown?" is about the nodule
+    subject = subject_stems(re.sub(r"\b(?:left|right|new)\b", " ", asked))
+    q_lesion = {t for t, _, _ in tokens(q)} & LESION_STEMS
     if polarity != "presence":
         return _check_change(polarity, yes, sents, subject)
     best, n = _best_sentences(sents, subject)
@@ -410,6 +420,8 @@ def check_yes_no(question: str, yes: bool, sents: list[str]) -> tuple[bool, str,
                 continue  # a side-free mention does not place the finding on the asked side
             if st in ("affirmed", "favoured") and new_only and not is_new:
                 continue
+            if st in ("affirmed", "favoured") and q_lesion and not {t for t, _, _ in tokens(s)} & LESION_STEMS:
+                continue  # "Postoperative changes in the left temporal lobe" places no tumour there
             statuses.append(st)
         if not statuses:
             continue

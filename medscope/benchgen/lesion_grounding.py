@@ -66,6 +66,9 @@ def _about(q: str, found: list[findmod.Finding], nouns: set[str]) -> list[findmo
             continue
         if places and not all(p in f.text for p in places):
             continue
+        # "the occipital lesion", "the isthmic nodule": each place word of the question in the finding's words
+        if not _place_stems(q) <= _place_stems(f.text):
+            continue
         if (f.largest_of_group if plural else f.summarised):
             continue
         out.append(f)
@@ -74,6 +77,12 @@ def _about(q: str, found: list[findmod.Finding], nouns: set[str]) -> list[findmo
         described = [f for f in out if qualifiers <= {t for t, _, _ in grounding.tokens(f.text)}]
         return described
     return out
+
+
+def _place_stems(text: str) -> set[str]:
+    """Stems of the place words of ``text`` ("occipital", "isthmic" -> "isthmus", "lower pole")."""
+    return {grounding.stem(w) for pat, _ in findmod.PLACE_ORGANS for m in re.finditer(pat, text)
+            for w in m.group(0).split()}
 
 
 def _qualifiers(q: str) -> set[str]:
@@ -86,10 +95,13 @@ def _qualifiers(q: str) -> set[str]:
                                         "pulmonary", "lung", "hepatic", "liver", "adrenal", "brain", "interpolar",
                                         "region", "axis", "short", "long", "largest", "larger", "dominant",
                                         "examination", "exam", "study", "scan", "ct", "mri", "image", "images",
-                                        "comparison", "measure", "measured", "today", "currently")}
+                                        "comparison", "measure", "measured", "today", "currently", "focal",
+                                        # laterality is read from the finding's side, never from its words
+                                        "unilateral", "bilateral", "both", "either", "ipsilateral",
+                                        "contralateral", "sided", "side")}
     organ_words = set()
-    for pat in findmod.ORGAN_WORDS.values():
-        organ_words |= {grounding.stem(m.group(0).split()[-1]) for m in re.finditer(pat, q)}
+    for pat in [*findmod.ORGAN_WORDS.values(), *(p for p, _ in findmod.PLACE_ORGANS)]:
+        organ_words |= {grounding.stem(w) for m in re.finditer(pat, q) for w in m.group(0).split()}
     return {w for w in subject - drop - organ_words if not w[0].isdigit()}
 
 

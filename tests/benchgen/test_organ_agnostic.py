@@ -1,0 +1,116 @@
+"""Issue 49: the lesion-level rules on organ systems the held-out sets never saw.
+
+Two small institutional schemas (``tests/data/benchgen/synthetic``: brain MRI with British
+spellings, thyroid on neck CT with lobes, poles and the isthmus) and four reports each. Every key
+below was worked out by hand from the report as a radiologist reads it, before the rules were run
+on these reports: ``None`` where the report does not settle the field. The benchmark-MCQ paper's
+Methods populate fields "deterministically from report text" and keep a key only when it is
+"explicitly supported by the source text"; the schema asks about *the dominant* lesion.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from medscope.benchgen.extract import extract_with_rejects
+from medscope.benchgen.questions import grounded
+from medscope.benchgen.schema import load_schema
+
+HERE = Path(__file__).parents[1] / "data" / "benchgen" / "synthetic"
+
+BRAIN = {
+    # dominant by size (42 mm vs 8 mm), "4.2 x 3.8 x 3.5 cm" read as its largest dimension
+    "b1": ("There is a 4.2 x 3.8 x 3.5 cm heterogeneously enhancing mass centred in the right frontal lobe with "
+           "surrounding vasogenic oedema and 6 mm of leftward midline shift. A further 8 mm enhancing lesion in the "
+           "left occipital lobe. No intratumoural haemorrhage.",
+           "Dominant right frontal enhancing tumour with mass effect, and a second small left occipital lesion, "
+           "in keeping with metastases.",
+           {"tumour_present": "yes", "hemisphere": "right hemisphere", "lobe": "frontal", "size": "4 cm or larger",
+            "enhancement": "yes", "oedema": "yes", "midline_shift": "yes", "haemorrhage": "no"}),
+    # a bilateral group whose largest member is placed and sized
+    "b2": ("Multiple ring-enhancing lesions in both cerebral hemispheres, the largest in the left parietal lobe "
+           "measuring 2.4 cm with surrounding oedema. No hydrocephalus or midline shift.",
+           "Multiple enhancing lesions, likely metastases.",
+           {"tumour_present": "yes", "hemisphere": "left hemisphere", "lobe": "parietal", "size": "2 to 3.9 cm",
+            "enhancement": "yes", "oedema": "yes", "midline_shift": "no", "haemorrhage": None}),
+    # post-operative, no tumour: a denied list ("No haemorrhage, hydrocephalus or midline shift")
+    "b3": ("Postoperative changes in the left temporal lobe. No residual or recurrent enhancing tumour. "
+           "No haemorrhage, hydrocephalus or midline shift.",
+           "No evidence of recurrent tumour.",
+           {"tumour_present": "no", "hemisphere": None, "lobe": None, "size": None, "enhancement": None,
+            "oedema": None, "midline_shift": "no", "haemorrhage": "no"}),
+    "b4": ("Normal appearance of the brain parenchyma. No focal lesion, haemorrhage or midline shift.",
+           "Normal MRI brain.",
+           {"tumour_present": "no", "hemisphere": None, "lobe": None, "size": None, "enhancement": None,
+            "oedema": None, "midline_shift": "no", "haemorrhage": "no"}),
+}
+
+THYROID = {
+    # "Right lobe:" headers place each nodule; 2.3 x 1.6 x 1.4 cm = 23 mm beats 6 mm
+    "t1": ("Right lobe: 2.3 x 1.6 x 1.4 cm solid hypoattenuating nodule in the lower pole with microcalcifications. "
+           "Left lobe: 6 mm cystic nodule in the upper pole. Isthmus normal. No abnormal cervical lymph nodes.",
+           "Dominant right lower pole solid nodule, TI-RADS 5.",
+           {"nodule_present": "yes", "nodule_site": "right lobe", "nodule_pole": "lower pole",
+            "nodule_size": "15 to 24 mm", "composition": "solid", "microcalcifications": "yes",
+            "cervical_nodes": "no"}),
+    "t2": ("The thyroid gland is normal in size. A 1.2 cm mixed cystic and solid nodule in the isthmus without "
+           "microcalcifications. Tiny colloid cysts in the left lobe, up to 3 mm.",
+           "Isthmic nodule, TI-RADS 3.",
+           {"nodule_present": "yes", "nodule_site": "isthmus", "nodule_pole": None, "nodule_size": "10 to 14 mm",
+            "composition": "mixed cystic and solid", "microcalcifications": "no", "cervical_nodes": None}),
+    # current vs prior size; "no new nodules" beside a known one is not a No
+    "t3": ("Known solid nodule in the left lobe now measures 18 mm, previously 14 mm. No new thyroid nodules. "
+           "Enlarged level IV lymph node on the left, 12 mm in short axis.",
+           "Interval growth of the left lobe solid nodule.",
+           {"nodule_present": "yes", "nodule_site": "left lobe", "nodule_pole": None, "nodule_size": "15 to 24 mm",
+            "composition": "solid", "microcalcifications": None, "cervical_nodes": "yes"}),
+    "t4": ("Both lobes are normal in size and attenuation. No thyroid nodules. No abnormal cervical lymph nodes.",
+           "Normal thyroid.",
+           {"nodule_present": "no", "nodule_site": None, "nodule_pole": None, "nodule_size": None,
+            "composition": None, "microcalcifications": None, "cervical_nodes": "no"}),
+}
+
+# (report, question, options, index of the key, whether the report asserts that key)
+PLANTED = [
+    ("b1", "What is the maximum diameter of the right frontal mass?", ["42 mm", "38 mm", "8 mm"], 0, True),
+    ("b1", "Which lobe contains the largest lesion?", ["Frontal lobe", "Occipital lobe", "Parietal lobe"], 0, True),
+    ("b1", "Is there haemorrhage?", ["Yes", "No"], 1, True),
+    ("b1", "On which side is the occipital lesion?", ["Left", "Right"], 0, True),
+    ("b2", "Are the lesions unilateral or bilateral?", ["Unilateral", "Bilateral"], 1, True),
+    ("b2", "Is there hydrocephalus?", ["Yes", "No"], 1, True),
+    ("b2", "What is the most likely diagnosis?", ["Metastases", "Abscesses", "Glioblastoma"], 0, True),
+    ("b3", "Is there residual enhancing tumour?", ["Yes", "No"], 1, True),
+    ("b3", "Is there a tumour in the left temporal lobe?", ["Yes", "No"], 0, False),
+    ("t1", "What is the size of the dominant nodule?", ["2.3 cm", "1.6 cm", "6 mm"], 0, True),
+    ("t1", "Which lobe contains the cystic nodule?", ["Left lobe", "Right lobe", "Isthmus"], 0, True),
+    ("t2", "Does the isthmic nodule contain microcalcifications?", ["Yes", "No"], 1, True),
+    ("t3", "What was the previous size of the left lobe nodule?", ["14 mm", "18 mm", "12 mm"], 0, True),
+    ("t3", "What is the size of the left lobe nodule?", ["1.4 cm", "1.8 cm"], 0, False),
+    ("t3", "Is there a new thyroid nodule?", ["Yes", "No"], 1, True),
+    ("t3", "Is there a new thyroid nodule?", ["Yes", "No"], 0, False),
+    ("t3", "Has the left lobe nodule grown?", ["Yes", "No"], 0, True),
+    ("t4", "Is there a thyroid nodule?", ["Yes", "No"], 1, True),
+    ("t4", "Is there a nodule in the right lobe?", ["Yes", "No"], 1, True),
+]
+
+
+@pytest.mark.parametrize("schema_file,reports", [("brain_mri_schema.yaml", BRAIN),
+                                                 ("thyroid_ct_schema.yaml", THYROID)])
+def test_schema_keys_match_the_hand_keys(schema_file, reports):
+    schema = load_schema(str(HERE / schema_file))
+    for rid, (findings, impression, want) in reports.items():
+        got, unset = extract_with_rejects(schema, findings, impression)
+        emitted = {k: v for k, (v, _) in got.items()}
+        assert emitted == {k: v for k, v in want.items() if v is not None}, (rid, unset)
+        assert all(unset[k] for k, v in want.items() if v is None), (rid, unset)
+
+
+@pytest.mark.parametrize("rid,question,options,answer,asserted", PLANTED)
+def test_planted_questions_kept_exactly_when_the_report_asserts_the_key(rid, question, options, answer, asserted):
+    findings, impression, _ = {**BRAIN, **THYROID}[rid]
+    q = {"question": question, "options": options, "answer": answer, "level": "perception"}
+    kept, evidence, reason = grounded(q, findings, impression)
+    assert kept is asserted, (reason, evidence)
+    assert (reason == "") is kept
