@@ -75,6 +75,7 @@ STOP = frozenset("a an the of in on at to and or with is are was were be been th
 SAME = {"hepatic": "liver", "hepatocellular": "hepatocellular", "oedema": "edema", "tumour": "tumor",
         "haemorrhage": "hemorrhage", "metastasi": "metastas", "metastas": "metastas",
         # an organ part's adjective and its noun: "isthmic nodule" is the nodule in the isthmus
+        "calculi": "calculus", "foci": "focus",
         "isthmic": "isthmus", "hilar": "hilum", "haemorrhagic": "hemorrhagic", "oedematous": "edematous"}
 REWRITES = (  # abbreviations and one-word findings spelled out, so either wording is found
     (r"\bhcc\b", "hepatocellular carcinoma hcc"), (r"\brcc\b", "renal cell carcinoma rcc"),
@@ -246,14 +247,20 @@ def _best_sentences(sents: list[str], subject: set[str]) -> tuple[list[tuple[str
     """Sentences with the largest overlap with the subject, each with its matching tokens; on a
     tie, those that also name a topic noun ("No enhancement of the adjacent dura" is not about
     whether the mass enhances)."""
+    from medscope.benchgen.findings import ORGAN_WORDS  # findings reads sentences with this module
+
     topic = {stem(t) for t in TOPIC}
+    organ_adjectives = {stem(m.group(0)) for pat in ORGAN_WORDS.values() for s in sents for m in re.finditer(pat, s)}
     scored = []
     for s in sents:
         toks = tokens(s)
         hits = [t for t in toks if t[0] in subject]
         n = len({t[0] for t in hits})
-        scored.append(((n, bool(n) and any(t[0] in topic for t in toks)), s, hits))
-    best = max((k for k, _, _ in scored), default=(0, False))
+        # on a tie, the sentence naming the asked thing beats one naming only its organ: "On which side
+        # is the renal calculus?" is answered by "left lower pole calculus", not by "renal cysts"
+        own = len({t[0] for t in hits} - organ_adjectives)
+        scored.append(((n, own, bool(n) and any(t[0] in topic for t in toks)), s, hits))
+    best = max((k for k, _, _ in scored), default=(0, 0, False))
     return [(s, hits) for k, s, hits in scored if k == best and k[0] > 0], best[0]
 
 
@@ -322,6 +329,14 @@ def _phrase_scope(s: str, a: int, b: int, st: str) -> tuple[set[str], bool]:
     sides = {"bilateral" if w in ("bilateral", "bilaterally", "both") else w for w in words}
     is_new = bool(re.search(r"\bno\s+(?:new|additional|further|other|enlarging)\b", s[start:b]))
     return sides, is_new
+
+
+def _said_new(s: str, a: int, b: int) -> bool:
+    """Whether an asserted mention is called new: "new mild hydronephrosis", "hydronephrosis, new since
+    the prior study", "the nodule is new" (never "no new X", which is no mention asserted)."""
+    clause_start = max([0] + [m.end() for m in _CLAUSE.finditer(s[:a])])
+    return bool(re.search(r"\b(?:new|newly)\b", s[clause_start:a])
+                or re.match(r"\W*(?:[\w-]+\W+){0,2}?(?:(?:is|are)\s+)?(?:new|newly)\b", s[b:]))
 
 
 def _check_change(polarity: str, yes: bool, sents: list[str], subject: set[str]) -> tuple[bool, str, str]:
@@ -418,7 +433,7 @@ def check_yes_no(question: str, yes: bool, sents: list[str]) -> tuple[bool, str,
                 continue
             if st in ("affirmed", "favoured") and q_side and not sides:
                 continue  # a side-free mention does not place the finding on the asked side
-            if st in ("affirmed", "favoured") and new_only and not is_new:
+            if st in ("affirmed", "favoured") and new_only and not _said_new(s, a, b):
                 continue
             if st in ("affirmed", "favoured") and q_lesion and not {t for t, _, _ in tokens(s)} & LESION_STEMS:
                 continue  # "Postoperative changes in the left temporal lobe" places no tumour there
@@ -595,9 +610,10 @@ def check_side(question: str, answer: str, sents: list[str]) -> tuple[bool, str,
                 continue
             # the side word names the subject: up to five words before it, or "... in the left X" after
             near = " ".join(clause[: hits[0][1]].split()[-5:])
-            after = re.match(r"\W*(?:[\w-]+\W+){0,3}?(?:on|in|of) the (left|right)\b", clause[hits[-1][2]:])
+            after = re.match(r"\W*(?:[\w-]+\W+){0,3}?(?:(?:on|in|of) the (left|right)\b|(?:in|on|of) (both)\b|"
+                             r"(bilaterally)\b)", clause[hits[-1][2]:])
             found = {SIDES.get(m.group(1), "bilateral") for m in _SIDE.finditer(near)}
-            found |= {after.group(1)} if after else set()
+            found |= {SIDES.get(next(g for g in after.groups() if g), "bilateral")} if after else set()
             sides |= found
             where = where or (s if want in found else "")
     if not sides:
@@ -652,7 +668,8 @@ def check_term(question: str, answer: str, sents: list[str]) -> tuple[bool, str,
     """
     need = {s for s, _, _ in tokens(normalize_sentence(answer))}
     if len(need) > 1:
-        need -= {"lobe"}  # "parietal lesion" states the parietal lobe
+        # "parietal lesion" states the parietal lobe, "interpolar kidney" the interpolar region
+        need -= {stem(w) for w in ("lobe", "region", "area", "portion", "part", "aspect")}
     if not need:
         return False, "", "empty_answer"
     q = normalize_sentence(question)
