@@ -77,8 +77,11 @@ def field_value(field: FieldSpec, sentence: str, lesion_text: bool = False) -> s
     if field.context and not lesion_text and not _any(field.context, text):
         return None
     if field.type == "binary":
-        calls = [(m.start(), "no") for m in _matches(field.no_patterns, text)]
+        calls = [(m.start(), "no") for m in _matches(field.no_patterns, text)
+                 if not findmod.another_thing_after(text, m.end())]
         for m in _matches(field.yes_patterns, text):
+            if findmod.another_thing_after(text, m.end()):
+                continue
             st = _mention_status(text, m.start(), m.end())
             if st in ("affirmed", "negated"):
                 calls.append((m.start(), "yes" if st == "affirmed" else "no"))
@@ -166,7 +169,7 @@ def _side_values(field: FieldSpec) -> dict[str, str] | None:
     return out
 
 
-def study_binary(field: FieldSpec, sents: list[str]) -> tuple[str | None, str, str]:
+def study_binary(field: FieldSpec, sents: list[str], lesion_side: str | None = None) -> tuple[str | None, str, str]:
     """A study-level binary field over every sentence: (value, evidence, reason when unset).
 
     An asserted mention says yes; a denial says no only when it covers the whole question (not one
@@ -179,6 +182,12 @@ def study_binary(field: FieldSpec, sents: list[str]) -> tuple[str | None, str, s
         A binary field.
     sents : list of str
         The report's sentences as written.
+    lesion_side : str or None, optional
+        The side of the dominant lesion when the question is about something of that lesion
+        ("Is there tumour thrombus in the renal vein?"): a denial on that side alone ("Left renal
+        vein is patent" beside a left renal tumour) then answers No, since the lesion's own side is
+        the only one the question can be about (used for paired organs only). None: a one-sided
+        denial never answers.
 
     Returns
     -------
@@ -191,6 +200,7 @@ def study_binary(field: FieldSpec, sents: list[str]) -> tuple[str | None, str, s
         or ``conflicting_statements``.
     """
     yes, no, partial_sides, partial = [], [], set(), []
+    other_narrowing = []  # partial denials narrowed by more than a side ("no new", "no solid")
     for s in sents:
         text = normalize_sentence(s)
         if is_recommendation(text):
@@ -199,19 +209,25 @@ def study_binary(field: FieldSpec, sents: list[str]) -> tuple[str | None, str, s
             continue
         denied = []
         for m in _matches(field.no_patterns, text):
+            if findmod.another_thing_after(text, m.end()):
+                continue  # "No mass effect" denies no mass
             denied.append((m.start(), m.end()))
-            _denial(text, m.start(), m.end(), s, no, partial, partial_sides)
+            _denial(text, m.start(), m.end(), s, no, partial, partial_sides, other_narrowing)
         for m in _matches(field.yes_patterns, text):
-            if any(a <= m.start() < b for a, b in denied):
+            if any(a <= m.start() < b for a, b in denied) or findmod.another_thing_after(text, m.end()):
                 continue
             st = _mention_status(text, m.start(), m.end())
             if findmod._NO_NEW.search(text[:m.start()]) or re.search(r"\bno\s+(?:new|further|additional)\s+(?:\w+\s+){0,2}$", text[:m.start()]):
                 partial.append(s)
+                other_narrowing.append(s)
             elif st == "affirmed":
                 yes.append(s)
             elif st == "negated":
-                _denial(text, m.start(), m.end(), s, no, partial, partial_sides)
+                _denial(text, m.start(), m.end(), s, no, partial, partial_sides, other_narrowing)
     if {"left", "right"} <= partial_sides and not no:
+        no.append(partial[0])
+    if (lesion_side in ("left", "right") and partial_sides == {lesion_side} and not no and not yes
+            and not other_narrowing):
         no.append(partial[0])
     if yes and no:
         return None, "", "conflicting_statements"
@@ -225,7 +241,7 @@ def study_binary(field: FieldSpec, sents: list[str]) -> tuple[str | None, str, s
 _DENIER = re.compile(r"\b(?:no|without|not|negative for|absence of|free of)\b")
 
 
-def _denial(text, a, b, s, no, partial, partial_sides) -> None:
+def _denial(text, a, b, s, no, partial, partial_sides, other_narrowing) -> None:
     """File one denial as covering (``no``) or narrowed to a side / to new lesions (``partial``):
     the words from its negation to the end of its phrase, and an ``Organ:`` header, decide."""
     triggers = [m for m in _DENIER.finditer(text[:a]) if a - m.end() < 60]
@@ -241,6 +257,8 @@ def _denial(text, a, b, s, no, partial, partial_sides) -> None:
     if narrow:
         partial.append(s)
         partial_sides |= narrow & {"left", "right"}
+        if narrow - {"left", "right"}:
+            other_narrowing.append(s)
     else:
         no.append(s)
 
@@ -292,7 +310,16 @@ def extract_with_rejects(schema: Schema, findings: str, impression: str
                 out[field.name] = (value, dom.sentence)
             continue
         if field.type == "binary":
-            value, evidence, why = study_binary(field, sents)
+            # in a paired organ the lesion's side is its organ's side, so "Left renal vein is patent"
+            # covers the one vein a left renal tumour can reach; in a single organ (liver, brain,
+            # thyroid) "left portal vein" leaves the main and right ones unsaid
+            names_lesion = (dom is not None and findmod.schema_organ(schema.organ) in findmod.PAIRED_ORGANS
+                            and bool(findmod.nouns_of([field.question])))
+            value, evidence, why = study_binary(field, sents, dom.side if names_lesion else None)
+            if value is None and why in ("not_in_report", "only_partial_denial"):
+                # the schema's patterns missed the wording ("renal angiomyolipomas", "lymph node,
+                # enlarged"): the field's own question goes through the report-grounded check
+                value, evidence = _grounded_binary(field, findings, impression)
             if value is None:
                 unset[field.name] = why
             else:
@@ -306,6 +333,21 @@ def extract_with_rejects(schema: Schema, findings: str, impression: str
         else:
             unset[field.name] = "not_in_report"
     return out, unset
+
+
+def _grounded_binary(field: FieldSpec, findings: str, impression: str) -> tuple[str | None, str]:
+    """("yes" / "no", evidence) when the report-grounded check keeps exactly one of Yes and No for the
+    field's own question, lesions placed by their own organ words only; else (None, "")."""
+    from medscope.benchgen.lesion_grounding import check_key  # it reads findings, as this module does
+
+    kept = {}
+    for answer in ("Yes", "No"):
+        ok, evidence, _ = check_key(field.question, answer, findings, impression, placed=True)
+        if ok:
+            kept[answer.lower()] = evidence
+    if len(kept) != 1:
+        return None, ""
+    return next(iter(kept.items()))
 
 
 def lesion_value(field: FieldSpec, finding: "findmod.Finding") -> tuple[str | None, str]:

@@ -84,6 +84,8 @@ PLACE_ORGANS = (
      r"semiovale|corona radiata|pons|pontine|medulla\w*|midbrain)\b", {"brain"}),
     (r"\b(?:peripheral|transition(?:al)?|central) zones?\b", {"prostate"}),
 )
+# addition: organs that come in pairs, one per side: a lesion's side is then its organ's side.
+PAIRED_ORGANS = frozenset({"kidney", "lung", "breast", "ovary", "testis", "adrenal"})
 SCHEMA_ORGAN = {"lung": "lung", "liver": "liver", "kidney": "kidney", "brain": "brain"}
 _SIDE = re.compile(r"\b(left|right|bilateral|bilaterally|both)\b")
 _DOMINANT = re.compile(r"\b(?:dominant|largest|biggest|index)\b")
@@ -205,11 +207,19 @@ def _mentions(sent: str, nouns: set[str]) -> list[tuple[int, int, str]]:
     for m in found:  # "lymph node" is not a nodule; overlapping patterns count once
         if out and m[0] < out[-1][1]:
             continue
-        if (re.search(r"\blymph\s+$", sent[:m[0]]) or re.match(r"[- ]effect", sent[m[1]:])
-                or re.match(r"\s+(?:thromb\w*|in (?:the )?(?:\w+ )?veins?)\b", sent[m[1]:])):
+        if re.search(r"\blymph\s+$", sent[:m[0]]) or another_thing_after(sent, m[1]):
             continue  # a lymph node is not a nodule, mass effect not a mass, tumour thrombus not a tumour
         out.append(m)
     return out
+
+
+_COMPOUND_AFTER = re.compile(r"[- ]effect\b|\s+(?:thromb\w*|in (?:the )?(?:\w+ )?veins?)\b")
+
+
+def another_thing_after(sent: str, end: int) -> bool:
+    """Whether the lesion noun ending at ``end`` is part of another thing's name: "mass effect",
+    "tumour thrombus", "tumour in the portal vein"."""
+    return bool(_COMPOUND_AFTER.match(sent[end:]))
 
 
 def _segments(sent: str, mentions: list[tuple[int, int, str]]) -> list[tuple[int, int]]:

@@ -331,6 +331,29 @@ def _phrase_scope(s: str, a: int, b: int, st: str) -> tuple[set[str], bool]:
     return sides, is_new
 
 
+_OPENER = re.compile(r"^\W*(?:is|are|was|were|does|do|did|has|have|can|could)\s+(?:there\s+)?")
+_PREPOSITION = re.compile(r"\b(?:in|of|on|at|within|involving|along|from|with|into|to|by|around|near|adjacent)\b")
+
+
+def _head_phrase(q: str, core: set[str]) -> list[str]:
+    """The stems of ``core`` in the asked noun phrase, in order, its head last: the words before the
+    question's first preposition ("tumour thrombus" of "... thrombus in the renal vein", "enhance" of
+    "Does the lesion enhance in the arterial phase?"); all of ``core`` when none stand there."""
+    opened = _OPENER.sub("", q)
+    cut = _PREPOSITION.search(opened)
+    phrase = opened[:cut.start()] if cut else opened
+    stems = [t for t, _, _ in tokens(phrase) if t in core]
+    ordered = list(dict.fromkeys(stems))
+    if ordered:
+        return ordered
+    return [t for t, _, _ in tokens(opened) if t in core][-1:] if core else []
+
+
+def yes_side(hits, s: str) -> bool:
+    """Whether the first mention of the subject in ``s`` is asserted (not denied)."""
+    return not hits or _mention_status(s, hits[0][1], hits[0][2]) != "negated"
+
+
 def _said_new(s: str, a: int, b: int) -> bool:
     """Whether an asserted mention is called new: "new mild hydronephrosis", "hydronephrosis, new since
     the prior study", "the nodule is new" (never "no new X", which is no mention asserted)."""
@@ -414,15 +437,29 @@ def check_yes_no(question: str, yes: bool, sents: list[str]) -> tuple[bool, str,
     best, n = _best_sentences(sents, subject)
     if not best:
         return False, "", "subject_not_in_report"
+    from medscope.benchgen.findings import ORGAN_WORDS  # findings reads sentences with this module
+
+    # what the question asks about, less the organ it is in: a sentence must name all of it to say Yes
+    # or No by its own words ("No renal mass" says nothing of tumour thrombus in the renal vein)
+    core = subject - {stem(m.group(0)) for pat in ORGAN_WORDS.values() for m in re.finditer(pat, q)}
+    # "Is there a tumour in ...?" asks about the tumour; in "Is the lesion a cyst?" the lesion is the topic
+    head_phrase = _head_phrase(q, core | (q_lesion if re.match(r"^\W*(?:is|are)\s+there\b", q) else set()))
     verdicts, narrowed = [], []
     for s, hits in best:
+        said = {t[0] for t in tokens(s)}
+        named = {c for c in head_phrase if c in said or (len(c) >= 5 and any(c in w for w in said))}
+        # a Yes names the whole asked thing ("enhancing capsule"); a No may deny it more broadly
+        # ("No capsule"), but must name its head ("No renal mass" denies no tumour thrombus)
+        partial_match = bool(head_phrase) and (named != set(head_phrase) if yes_side(hits, s) else
+                                               head_phrase[-1] not in named)
         first = {}
         for st_, a, b in hits:
             first.setdefault(st_, (a, b))
-        statuses = []
+        statuses, one_sided = [], False
         for a, b in first.values():
             st = _mention_status(s, a, b)
             sides, is_new = _phrase_scope(s, a, b, st)
+            one_sided = one_sided or bool(sides & {"left", "right"}) and "bilateral" not in sides
             if q_side and sides and q_side.group(1) not in sides and "bilateral" not in sides:
                 continue  # a mention about the other side says nothing of this one
             if st == "negated" and is_new and not new_only:
@@ -435,18 +472,29 @@ def check_yes_no(question: str, yes: bool, sents: list[str]) -> tuple[bool, str,
                 continue  # a side-free mention does not place the finding on the asked side
             if st in ("affirmed", "favoured") and new_only and not _said_new(s, a, b):
                 continue
-            if st in ("affirmed", "favoured") and q_lesion and not {t for t, _, _ in tokens(s)} & LESION_STEMS:
-                continue  # "Postoperative changes in the left temporal lobe" places no tumour there
+            if st in ("affirmed", "favoured") and q_lesion and not any(
+                    t in LESION_STEMS and _mention_status(s, ta, tb) in ("affirmed", "favoured")
+                    for t, ta, tb in tokens(s)):
+                # "Postoperative changes in the left temporal lobe" places no tumour there, nor does
+                # "... temporal lobe, possibly a glioma" (the lesion itself must be asserted)
+                continue
             statuses.append(st)
         if not statuses:
             continue
         v = _verdict(statuses)
         if v in ("affirmed", "favoured") and n < len(subject) and NORMAL.search(s):
+            if one_sided and not q_side:
+                narrowed.append("side")  # "Left renal vein is patent" says nothing of the right one
+                continue
             v = "negated"  # "Spleen measures 11 cm, normal." answers "Is the spleen enlarged?"
+        elif partial_match:
+            narrowed.append("partial")
+            continue
         verdicts.append((v, s))
     kinds = {v for v, _ in verdicts if v != "historical"}
     if not verdicts and narrowed:
-        return False, "", "only_no_new" if "no_new" in narrowed else "only_side_specific_denial"
+        return False, "", ("only_no_new" if "no_new" in narrowed else "only_side_specific_denial" if "side" in narrowed
+                           else "subject_only_partly_in_report")
     if not kinds:
         return False, "", "only_historical" if verdicts else "subject_not_in_report"
     if "possible" in kinds or kinds == {"favoured"}:

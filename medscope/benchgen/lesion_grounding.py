@@ -45,9 +45,11 @@ def _question_nouns(q: str) -> set[str]:
     return set(findmod.LESION_NOUNS) if found & findmod.UMBRELLA else found
 
 
-def _about(q: str, found: list[findmod.Finding], nouns: set[str]) -> list[findmod.Finding]:
+def _about(q: str, found: list[findmod.Finding], nouns: set[str], placed: bool = False) -> list[findmod.Finding]:
     """The findings a question is about: its noun, organ, side, location and describing words
-    ("the ground-glass nodule"); a plural noun asks about groups, a singular one about lesions."""
+    ("the ground-glass nodule"); a plural noun asks about groups, a singular one about lesions.
+    ``placed``: a question naming an organ is about findings the report puts in that organ (by an
+    organ word, or a place word only that organ has among those it could be)."""
     organ = findmod._organ(q)
     plural = any(m.group(0).endswith("s") and not m.group(0).endswith("ss")
                  for _, pat in findmod._NOUN_OF for m in pat.finditer(q)) and "metastasis" not in q
@@ -59,6 +61,10 @@ def _about(q: str, found: list[findmod.Finding], nouns: set[str]) -> list[findmo
         if noun not in nouns:
             continue
         if organ and organ != "lymph node" and f.organ not in (None, organ):
+            continue
+        if organ and organ != "lymph node" and f.organ is None and f.places_in and organ not in f.places_in:
+            continue  # "segment 7" is no place in a kidney
+        if placed and organ and organ != "lymph node" and f.organ is None and organ not in f.places_in:
             continue
         if side and f.side not in (side.group(1), "bilateral") and f.side is not None:
             continue
@@ -105,7 +111,7 @@ def _qualifiers(q: str) -> set[str]:
     return {w for w in subject - drop - organ_words if not w[0].isdigit()}
 
 
-def check_lesion_key(question: str, answer: str, kind: str, findings: str, impression: str
+def check_lesion_key(question: str, answer: str, kind: str, findings: str, impression: str, placed: bool = False
                      ) -> tuple[bool, str, str] | None:
     """(kept, supporting sentence, reason) of a key about a lesion, from the report's findings;
     None when the question is not about a lesion or its findings cannot settle it.
@@ -145,7 +151,7 @@ def check_lesion_key(question: str, answer: str, kind: str, findings: str, impre
     if kind == "yes_no":
         if not _PRESENCE.match(q.strip()):
             return None
-        return _presence(q, normalize_sentence(answer).startswith("yes"), found, nouns)
+        return _presence(q, normalize_sentence(answer).startswith("yes"), found, nouns, placed)
     if superlative:
         organ = findmod._organ(q)
         pool = [f for f in found if next((k for k, p in findmod._NOUN_OF if p.fullmatch(f.entity)), None) in nouns]
@@ -162,9 +168,9 @@ def check_lesion_key(question: str, answer: str, kind: str, findings: str, impre
     return _side_key(answer, about, superlative)
 
 
-def _presence(q: str, yes: bool, found, nouns) -> tuple[bool, str, str] | None:
+def _presence(q: str, yes: bool, found, nouns, placed: bool = False) -> tuple[bool, str, str] | None:
     new_only = bool(re.search(r"\bnew\b", q))
-    about = _about(q, found, nouns)
+    about = _about(q, found, nouns, placed)
     side = _QSIDE.search(q)
     if not about:
         # a side-specific question with a side-free denial: "No renal mass." answers "Is there a left renal mass?"
@@ -233,7 +239,8 @@ def _side_key(answer: str, about, superlative: bool) -> tuple[bool, str, str] | 
     return False, "", "contradicted_by_report"
 
 
-def check_key(question: str, answer: str, findings: str, impression: str) -> tuple[bool, str, str]:
+def check_key(question: str, answer: str, findings: str, impression: str, placed: bool = False
+              ) -> tuple[bool, str, str]:
     """(kept, supporting sentence, reject reason) of one key against its report: a lesion question
     from the report's findings (:func:`check_lesion_key`), anything else -- and a lesion question the
     findings cannot settle -- by the sentence rules (:func:`medscope.benchgen.grounding.check_key`).
@@ -248,6 +255,9 @@ def check_key(question: str, answer: str, findings: str, impression: str) -> tup
         The report's findings section.
     impression : str
         The report's impression section.
+    placed : bool, optional
+        A presence question naming an organ counts only findings the report places in that organ
+        (a schema field read this way, where an unplaced lesion of another organ must not answer).
 
     Returns
     -------
@@ -262,7 +272,7 @@ def check_key(question: str, answer: str, findings: str, impression: str) -> tup
     ----------
     .. [1] benchmark-MCQ paper, Methods ("report-grounded check").
     """
-    on_finding = check_lesion_key(question, answer, answer_kind(question, answer), findings, impression)
+    on_finding = check_lesion_key(question, answer, answer_kind(question, answer), findings, impression, placed)
     if on_finding is not None:
         return on_finding
     return grounding.check_key(question, answer, findings, impression)

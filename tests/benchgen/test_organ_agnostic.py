@@ -45,6 +45,12 @@ BRAIN = {
            "Normal MRI brain.",
            {"tumour_present": "no", "hemisphere": None, "lobe": None, "size": None, "enhancement": None,
             "oedema": None, "midline_shift": "no", "haemorrhage": "no"}),
+    # a differential and "cannot be excluded": no lesion is asserted, so nothing about one is keyed
+    "b5": ("Ill-defined T2 hyperintensity in the right temporal lobe, possibly a low-grade glioma versus cortical "
+           "dysplasia. No enhancement. No mass effect.",
+           "Indeterminate right temporal signal abnormality; a low-grade tumour cannot be excluded.",
+           {"tumour_present": None, "hemisphere": None, "lobe": None, "size": None, "enhancement": None,
+            "oedema": None, "midline_shift": None, "haemorrhage": None}),
 }
 
 THYROID = {
@@ -72,6 +78,33 @@ THYROID = {
             "composition": None, "microcalcifications": None, "cervical_nodes": "no"}),
 }
 
+LIVER = {
+    # dominant by size; only the left portal vein is said patent: the main and right ones are unsaid
+    "l1": ("Cirrhotic liver. A 3.4 x 2.8 cm arterially hyperenhancing lesion in segment 7 with washout and an "
+           "enhancing capsule. A second 1.1 cm lesion in segment 4 without washout. The left portal vein is patent. "
+           "No ascites.",
+           "Dominant segment 7 lesion, LR-5.",
+           {"lesion_present": "yes", "segment": "segment 7", "size": "20 to 49 mm", "washout": "yes",
+            "portal_vein": None, "ascites": "no"}),
+    # "No solid liver lesion" denies solid lesions only; the cysts' largest is 8 mm ("up to")
+    "l2": ("Several hepatic cysts, up to 8 mm. No solid liver lesion. The portal veins are patent. Small volume "
+           "ascites.",
+           "Simple hepatic cysts. Small volume ascites.",
+           {"lesion_present": "yes", "segment": None, "size": "under 10 mm", "washout": None, "portal_vein": "no",
+            "ascites": "yes"}),
+    # the one known lesion has resolved and there is no new one
+    "l3": ("Previously seen segment 6 lesion has resolved. No new focal liver lesion. No ascites.",
+           "Resolution of the segment 6 lesion.",
+           {"lesion_present": "no", "segment": None, "size": None, "washout": None, "portal_vein": None,
+            "ascites": "no"}),
+    # a mass spanning two segments has no one segment
+    "l4": ("Liver: 6.2 cm heterogeneous mass in the right lobe (segments 7 and 8) with tumour thrombus extending "
+           "into the right portal vein. Moderate ascites.",
+           "Large right lobe HCC with right portal vein tumour thrombus.",
+           {"lesion_present": "yes", "segment": None, "size": "50 mm or larger", "washout": None,
+            "portal_vein": "yes", "ascites": "yes"}),
+}
+
 # (report, question, options, index of the key, whether the report asserts that key)
 PLANTED = [
     ("b1", "What is the maximum diameter of the right frontal mass?", ["42 mm", "38 mm", "8 mm"], 0, True),
@@ -83,6 +116,10 @@ PLANTED = [
     ("b2", "What is the most likely diagnosis?", ["Metastases", "Abscesses", "Glioblastoma"], 0, True),
     ("b3", "Is there residual enhancing tumour?", ["Yes", "No"], 1, True),
     ("b3", "Is there a tumour in the left temporal lobe?", ["Yes", "No"], 0, False),
+    ("b5", "Is there a low-grade glioma?", ["Yes", "No"], 0, False),
+    ("b5", "Is there a tumour in the right temporal lobe?", ["Yes", "No"], 0, False),
+    ("b5", "Does the abnormality enhance?", ["Yes", "No"], 1, True),
+    ("b5", "Is there mass effect?", ["Yes", "No"], 1, True),
     ("t1", "What is the size of the dominant nodule?", ["2.3 cm", "1.6 cm", "6 mm"], 0, True),
     ("t1", "Which lobe contains the cystic nodule?", ["Left lobe", "Right lobe", "Isthmus"], 0, True),
     ("t2", "Does the isthmic nodule contain microcalcifications?", ["Yes", "No"], 1, True),
@@ -93,11 +130,23 @@ PLANTED = [
     ("t3", "Has the left lobe nodule grown?", ["Yes", "No"], 0, True),
     ("t4", "Is there a thyroid nodule?", ["Yes", "No"], 1, True),
     ("t4", "Is there a nodule in the right lobe?", ["Yes", "No"], 1, True),
+    ("l1", "What is the size of the dominant lesion?", ["34 mm", "28 mm", "11 mm"], 0, True),
+    ("l1", "What is the size of the dominant lesion?", ["3.4 cm", "2.8 cm", "1.1 cm"], 0, True),
+    ("l1", "Is there tumour thrombus in the portal vein?", ["Yes", "No"], 1, False),
+    ("l1", "Which segment contains the largest lesion?", ["Segment 7", "Segment 4", "Segment 2"], 0, True),
+    ("l2", "What is the size of the largest cyst?", ["8 mm", "3 mm", "12 mm"], 0, True),
+    ("l3", "Has the segment 6 lesion resolved?", ["Yes", "No"], 0, True),
+    ("l3", "Is there a lesion in segment 6?", ["Yes", "No"], 0, False),
+    ("l4", "Is there ascites?", ["Yes", "No"], 0, True),
+    ("l4", "Is there tumour thrombus in the portal vein?", ["Yes", "No"], 0, True),
+    ("l4", "Is there tumour thrombus in the portal vein?", ["Yes", "No"], 1, False),
+    ("l1", "Is there tumour thrombus in the renal vein?", ["Yes", "No"], 1, False),
 ]
 
 
 @pytest.mark.parametrize("schema_file,reports", [("brain_mri_schema.yaml", BRAIN),
-                                                 ("thyroid_ct_schema.yaml", THYROID)])
+                                                 ("thyroid_ct_schema.yaml", THYROID),
+                                                 ("liver_ct_schema.yaml", LIVER)])
 def test_schema_keys_match_the_hand_keys(schema_file, reports):
     schema = load_schema(str(HERE / schema_file))
     for rid, (findings, impression, want) in reports.items():
@@ -109,7 +158,7 @@ def test_schema_keys_match_the_hand_keys(schema_file, reports):
 
 @pytest.mark.parametrize("rid,question,options,answer,asserted", PLANTED)
 def test_planted_questions_kept_exactly_when_the_report_asserts_the_key(rid, question, options, answer, asserted):
-    findings, impression, _ = {**BRAIN, **THYROID}[rid]
+    findings, impression, _ = {**BRAIN, **THYROID, **LIVER}[rid]
     q = {"question": question, "options": options, "answer": answer, "level": "perception"}
     kept, evidence, reason = grounded(q, findings, impression)
     assert kept is asserted, (reason, evidence)
