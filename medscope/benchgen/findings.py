@@ -42,7 +42,7 @@ from __future__ import annotations
 import dataclasses
 import re
 
-from medscope.benchgen.grounding import _mention_status, is_recommendation, measurements, normalize_sentence, sentences
+from medscope.benchgen.grounding import _MEASURE, _mention_status, is_recommendation, measurements, normalize_sentence, sentences
 
 # addition: the lesion nouns of a schema. The paper does not list them; these are the nouns
 # radiology reports use for a focal lesion. "lesion" / "observation" are umbrella terms: a
@@ -247,7 +247,7 @@ def _listed_members(sent: str, end: int, b: int) -> list[tuple[int, int]]:
     if not lead:
         return []
     starts = [end + lead.end() + m.start() for m in
-              re.finditer(r"(?<![\w.])\d+(?:\.\d+)?\s*(?:x\s*\d+(?:\.\d+)?\s*)*(?:mm|cm)\b", rest[lead.end():])]
+              re.finditer(r"(?<![\w.])" + _MEASURE.pattern, rest[lead.end():]) if m.group(2) != "hu"]
     if len(starts) < 2:
         return []
     bounds = starts[1:] + [b]

@@ -83,6 +83,9 @@ REWRITES = (  # abbreviations and one-word findings spelled out, so either wordi
     (r"\bhepatomegaly\b", "enlarged liver"), (r"\bcardiomegaly\b", "enlarged heart"),
     (r"\bsteatosis\b", "steatosis fatty infiltration"), (r"\bcholelithiasis\b", "cholelithiasis gallstones"),
     (r"\bnon(?=enhanc|calcif|obstruct|occlus|dilat)", "non-"),
+    # units spelled out, and a decimal comma ("1,2 cm" is 12 mm, not 2 cm)
+    (r"\bmillimet(?:er|re)s?\b", "mm"), (r"\bcentimet(?:er|re)s?\b", "cm"),
+    (r"(?<![\d.,])(\d+),(\d+)(?=\s*-?\s*(?:mm|cm)\b)", r"\1.\2"),
 )
 FAVOURING = ("consistent with", "most consistent with", "compatible with", "in keeping with", "likely",
              "most likely", "probably", "probable", "represents", "represent", "diagnostic of",
@@ -99,7 +102,8 @@ SIDES = {"left": "left", "right": "right", "bilateral": "bilateral", "both": "bi
 _SIDE = re.compile(r"\b(left|right|bilateral|bilaterally|both)\b")
 _CLAUSE = re.compile(r"[;:]|,\s*(?=(?:the|a|an|and|which|with|one|another|no)\b)|\band (?=one|another)")
 UNITS = {"mm": ("length", 1.0), "cm": ("length", 10.0), "hu": ("hu", 1.0)}
-_MEASURE = re.compile(r"((?:\d+(?:\.\d+)?\s*(?:x|×|by)\s*)*\d+(?:\.\d+)?)\s*(mm|cm|hu)\b")
+# "3.0 x 2.1 x 1.9 cm", "2.0 cm x 1.5 cm" (a unit after each dimension), "12-mm"
+_MEASURE = re.compile(r"((?:\d+(?:\.\d+)?\s*(?:(?:mm|cm)\s*)?(?:x|×|by)\s*)*\d+(?:\.\d+)?)\s*-?\s*(mm|cm|hu)\b")
 NUMBER_WORDS = {"one": 1, "single": 1, "solitary": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
                 "seven": 7, "eight": 8, "nine": 9, "ten": 10}
 _SUFFIXES = ("ational", "ations", "ation", "ating", "ement", "ments", "ment", "ions", "ion", "ated", "ates",
@@ -524,7 +528,9 @@ def measurements(sent: str) -> list[tuple[str, list[float], int]]:
     out = []
     for m in _MEASURE.finditer(sent):
         kind, scale = UNITS[m.group(2)]
-        dims = [float(x) * scale for x in re.findall(r"\d+(?:\.\d+)?", m.group(1))]
+        # a dimension with its own unit is read in it; the others in the measurement's last unit
+        dims = [float(x) * (UNITS[u][1] if u else scale)
+                for x, u in re.findall(r"(\d+(?:\.\d+)?)\s*(mm|cm)?", m.group(1))]
         out.append((kind, dims, m.start()))
     return out
 

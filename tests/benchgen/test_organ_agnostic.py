@@ -163,3 +163,23 @@ def test_planted_questions_kept_exactly_when_the_report_asserts_the_key(rid, que
     kept, evidence, reason = grounded(q, findings, impression)
     assert kept is asserted, (reason, evidence)
     assert (reason == "") is kept
+
+
+@pytest.mark.parametrize("text,dims_mm", [
+    ("a 12-mm nodule", [12.0]),                # hyphenated unit
+    ("1,2 cm", [12.0]),                        # decimal comma: 12 mm, not 2 cm
+    ("1.5 cm x 2.0 cm", [15.0, 20.0]),         # a unit after each dimension is one measurement
+    ("2 cm x 15 mm", [20.0, 15.0]),            # each dimension in its own unit
+    ("12 millimetres", [12.0]), ("1.5 centimeters", [15.0]),
+])
+def test_lengths_in_any_written_form_are_one_measurement_in_mm(text, dims_mm):
+    from medscope.benchgen.grounding import measurements, normalize_sentence
+
+    assert [dims for kind, dims, _ in measurements(normalize_sentence(text))] == [dims_mm]
+
+
+def test_a_one_sided_normal_structure_does_not_answer_the_side_free_question():
+    # "Left pleural space is clear" says nothing of the right: no No to "Is there a pleural effusion?"
+    q = {"question": "Is there a pleural effusion?", "options": ["Yes", "No"], "answer": 1, "level": "perception"}
+    kept, _, reason = grounded(q, "Left pleural space is clear. 8 mm nodule in the right upper lobe.", "")
+    assert not kept and reason == "only_side_specific_denial"
