@@ -88,7 +88,7 @@ PLACE_ORGANS = (
 PAIRED_ORGANS = frozenset({"kidney", "lung", "breast", "ovary", "testis", "adrenal"})
 SCHEMA_ORGAN = {"lung": "lung", "liver": "liver", "kidney": "kidney", "brain": "brain"}
 _SIDE = re.compile(r"\b(left|right|bilateral|bilaterally|both)\b")
-_DOMINANT = re.compile(r"\b(?:dominant|largest|biggest|index)\b")
+_DOMINANT = re.compile(r"\b(?:dominant|largest|biggest|larger|bigger|index)\b")
 _PRIOR_BEFORE = re.compile(r"\b(?:previously|prior|formerly|was|from|compared (?:with|to)|versus|vs)\W+(?:\w+\W+){0,2}$")
 _SMALL = re.compile(r"\b(?:small|tiny|punctate|subcentimet\w*|sub-centimet\w*|too small to characteri[sz]e|micro\w*)\b")
 _DEFINITE = re.compile(r"\b(?:the|this|that|these|those|said)\s+(?:[\w-]+\s+){0,3}$")
@@ -335,7 +335,8 @@ def report_findings(findings: str, impression: str, nouns: set[str] | None = Non
                     continue
                 # "the largest in the right upper pole measuring 4.1 cm" after a plural mention
                 # ("measuring up to 9 mm": the largest is 9 mm)
-                sub = re.search(r"(?:,\s*|\b)(?:the\s+)?(?:largest|dominant|biggest)\b|\bup to\b", sent[end:b])
+                sub = re.search(r"(?:,\s*|\b)(?:the\s+)?(?:largest|dominant|biggest|larger|bigger)\b|\bup to\b",
+                                sent[end:b])
                 if sub and f.plural:
                     # the group is its own words: "renal masses, the dominant 4.8 cm on the right" is
                     # a bilateral group of unknown size whose dominant member is 4.8 cm on the right,

@@ -57,7 +57,7 @@ def sentences(text: str) -> list[str]:
 GENERIC = frozenset(
     "what which where how is are was were does do did the a an of in on at to and or with there this that "
     "these those it its be been being any show shows showing demonstrate demonstrates contain contains "
-    "present presence seen visible evidence sign signs finding findings most likely diagnosis cause "
+    "present presence seen visible evidence sign signs finding findings most likely diagnosis cause still "
     "type size dimension dimensions diameter length largest maximal maximum greatest long short axis "
     "measure measurement many number side lobe segment located location severity amount degree grade "
     "category li rads rad lr attenuation margins margin complication for from by as much centered "
@@ -75,7 +75,7 @@ STOP = frozenset("a an the of in on at to and or with is are was were be been th
 SAME = {"hepatic": "liver", "hepatocellular": "hepatocellular", "oedema": "edema", "tumour": "tumor",
         "haemorrhage": "hemorrhage", "metastasi": "metastas", "metastas": "metastas",
         # an organ part's adjective and its noun: "isthmic nodule" is the nodule in the isthmus
-        "calculi": "calculus", "foci": "focus",
+        "calculi": "calculus", "foci": "focus", "intratumoral": "tumor", "intratumoural": "tumor",
         "isthmic": "isthmus", "hilar": "hilum", "haemorrhagic": "hemorrhagic", "oedematous": "edematous"}
 REWRITES = (  # abbreviations and one-word findings spelled out, so either wording is found
     (r"\bhcc\b", "hepatocellular carcinoma hcc"), (r"\brcc\b", "renal cell carcinoma rcc"),

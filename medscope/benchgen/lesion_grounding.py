@@ -151,7 +151,11 @@ def check_lesion_key(question: str, answer: str, kind: str, findings: str, impre
     if kind == "yes_no":
         if not _PRESENCE.match(q.strip()):
             return None
-        return _presence(q, normalize_sentence(answer).startswith("yes"), found, nouns, placed)
+        yes = normalize_sentence(answer).startswith("yes")
+        said = _presence(q, yes, found, nouns, placed)
+        if said is None:
+            said = _normal_on_side(q, yes, findings, impression)
+        return said
     if superlative:
         organ = findmod._organ(q)
         pool = [f for f in found if next((k for k, p in findmod._NOUN_OF if p.fullmatch(f.entity)), None) in nouns]
@@ -197,6 +201,22 @@ def _presence(q: str, yes: bool, found, nouns, placed: bool = False) -> tuple[bo
     if statuses & {"possible"}:
         return False, "", "uncertain_in_report"
     return False, "", "only_historical" if "historical" in statuses else "subject_not_in_report"
+
+
+def _normal_on_side(q: str, yes: bool, findings: str, impression: str) -> tuple[bool, str, str] | None:
+    """"Left adrenal gland normal." answers No to "Is there a left adrenal nodule?": the asked
+    organ on the asked side called normal, in a sentence that names no lesion; None otherwise."""
+    side, organ = _QSIDE.search(q), findmod._organ(q)
+    if not side or organ in (None, "lymph node"):
+        return None
+    for original in grounding.sentences(findings) + grounding.sentences(impression):
+        s = normalize_sentence(original)
+        if (re.search(findmod.ORGAN_WORDS[organ], s) and re.search(rf"\b{side.group(1)}\b", s)
+                and not re.search(r"\b(?:left|right)\b", s.replace(side.group(1), " "))
+                and grounding.NORMAL.search(s) and not findmod._mentions(s, set(findmod.LESION_NOUNS))
+                and not re.search(r"\b(?:not|no|but|except|apart from|aside from)\b", s)):
+            return (False, "", "contradicted_by_report") if yes else (True, original, "")
+    return None
 
 
 def _quantity(q: str, answer: str, about) -> tuple[bool, str, str] | None:

@@ -183,3 +183,48 @@ def test_a_one_sided_normal_structure_does_not_answer_the_side_free_question():
     q = {"question": "Is there a pleural effusion?", "options": ["Yes", "No"], "answer": 1, "level": "perception"}
     kept, _, reason = grounded(q, "Left pleural space is clear. 8 mm nodule in the right upper lobe.", "")
     assert not kept and reason == "only_side_specific_denial"
+
+
+# Report-derived questions on other organs (adrenal, pancreas, brain, thyroid, pleura), one report
+# each: (findings, impression, question, options, index of the key, whether the report asserts it).
+# Change and polarity ("resolved", "still present", "decreased"), prior vs current size, denied
+# lists, British and American spellings, "the larger" of a bilateral pair, a side called normal.
+SINGLE_REPORTS = [
+    ("Previously seen right frontal enhancing lesion is no longer seen. No new lesions.", "", "Has the right frontal lesion resolved?", ["Yes","No"], 0, True),
+    ("Previously seen right frontal enhancing lesion is no longer seen. No new lesions.", "", "Is the right frontal lesion still present?", ["Yes","No"], 1, True),
+    ("Right frontal mass measures 3.1 cm, previously 2.2 cm.", "", "Has the mass decreased in size?", ["Yes","No"], 1, True),
+    ("Right frontal mass measures 3.1 cm, previously 2.2 cm.", "", "What was the previous size of the mass?", ["22 mm","31 mm"], 0, True),
+    ("Right frontal mass measures 3.1 cm, previously 2.2 cm.", "", "What is the current size of the mass?", ["31 mm","22 mm"], 0, True),
+    ("Right frontal mass measures 3.1 cm, previously 2.2 cm.", "", "What is the size of the mass?", ["2.2 cm","3.1 cm"], 0, False),
+    ("The thyroid gland is normal in size and attenuation. No nodules.", "", "Is the thyroid gland enlarged?", ["Yes","No"], 1, True),
+    ("Enhancement is absent.", "", "Does the lesion enhance?", ["Yes","No"], 1, True),
+    ("Left temporal lesion with surrounding vasogenic oedema.", "", "Is there vasogenic edema?", ["Yes","No"], 0, True),
+    ("Left temporal lesion with surrounding vasogenic oedema.", "", "Is there oedema around the lesion?", ["Yes","No"], 0, True),
+    ("No acute haemorrhage.", "", "Is there acute hemorrhage?", ["Yes","No"], 1, True),
+    ("Right frontal tumour with foci of haemorrhage.", "", "Is there intratumoral hemorrhage?", ["Yes","No"], 0, True),
+    ("No hydrocephalus, haemorrhage or midline shift.", "", "Is there hydrocephalus?", ["Yes","No"], 1, True),
+    ("No hydrocephalus, haemorrhage or midline shift.", "", "Is there midline shift?", ["Yes","No"], 1, True),
+    ("No hydrocephalus, haemorrhage or midline shift.", "", "Is there a haemorrhage?", ["Yes","No"], 1, True),
+    ("Small left pleural effusion. No right effusion.", "", "On which side is the pleural effusion?", ["Left","Right","Bilateral"], 0, True),
+    ("Bilateral adrenal nodules, the larger on the left measuring 1.8 cm.", "", "On which side is the larger adrenal nodule?", ["Left","Right"], 0, True),
+    ("Bilateral adrenal nodules, the larger on the left measuring 1.8 cm.", "", "Are the adrenal nodules bilateral?", ["Yes","No"], 0, True),
+    ("Bilateral adrenal nodules, the larger on the left measuring 1.8 cm.", "", "Is there a right adrenal nodule?", ["Yes","No"], 0, True),
+    ("Right adrenal nodule measuring 1.2 cm. Left adrenal gland normal.", "", "Is there a left adrenal nodule?", ["Yes","No"], 1, True),
+    ("Right adrenal nodule measuring 1.2 cm. Left adrenal gland normal.", "", "Is there an adrenal nodule?", ["Yes","No"], 0, True),
+    ("Right adrenal nodule measuring 1.2 cm. Left adrenal gland normal.", "", "What is the size of the right adrenal nodule?", ["12 mm","1.5 cm"], 0, True),
+    ("Pancreatic head mass measuring 3.2 x 2.5 cm abutting the SMV. No pancreatic duct dilatation.", "", "Where is the pancreatic mass located?", ["Pancreatic head","Pancreatic tail","Uncinate process"], 0, True),
+    ("Pancreatic head mass measuring 3.2 x 2.5 cm abutting the SMV. No pancreatic duct dilatation.", "", "Is the pancreatic duct dilated?", ["Yes","No"], 1, True),
+    ("Pancreatic head mass measuring 3.2 x 2.5 cm abutting the SMV. No pancreatic duct dilatation.", "", "What is the size of the pancreatic mass?", ["3.2 cm","2.5 cm"], 0, True),
+    ("Possible small nodule in the left lobe versus a prominent vessel.", "", "Is there a nodule in the left lobe?", ["Yes","No"], 0, False),
+    ("A metastasis cannot be excluded.", "", "Is there a metastasis?", ["Yes","No"], 0, False),
+    ("Solid nodule in the left lobe. No suspicious features.", "", "Is there a thyroid nodule?", ["Yes","No"], 0, True),
+    ("Mild right hydronephrosis.", "", "Is there hydronephrosis on the left?", ["Yes","No"], 1, False),
+    ("Segment 7 lesion measuring 2 cm. Segment 2 cyst 5 mm.", "", "In which segment is the largest lesion?", ["Segment 7","Segment 2"], 0, True),
+]
+
+
+@pytest.mark.parametrize("findings,impression,question,options,answer,asserted", SINGLE_REPORTS)
+def test_report_questions_on_other_organs(findings, impression, question, options, answer, asserted):
+    q = {"question": question, "options": options, "answer": answer, "level": "perception"}
+    kept, evidence, reason = grounded(q, findings, impression)
+    assert kept is asserted, (reason, evidence)
