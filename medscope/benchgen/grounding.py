@@ -79,8 +79,10 @@ SAME = {"hepatic": "liver", "hepatocellular": "hepatocellular", "oedema": "edema
         "isthmic": "isthmus", "hilar": "hilum", "haemorrhagic": "hemorrhagic", "oedematous": "edematous"}
 REWRITES = (  # abbreviations and one-word findings spelled out, so either wording is found
     (r"\bhcc\b", "hepatocellular carcinoma hcc"), (r"\brcc\b", "renal cell carcinoma rcc"),
-    (r"\bgbm\b", "glioblastoma gbm"), (r"\bsplenomegaly\b", "enlarged spleen"),
-    (r"\bhepatomegaly\b", "enlarged liver"), (r"\bcardiomegaly\b", "enlarged heart"),
+    # a one-word finding keeps its own word first (a schema's "no splenomegaly" pattern still reads it)
+    (r"\bgbm\b", "glioblastoma gbm"), (r"\bsplenomegaly\b", "splenomegaly enlarged spleen"),
+    (r"\bhepatomegaly\b", "hepatomegaly enlarged liver"), (r"\bcardiomegaly\b", "cardiomegaly enlarged heart"),
+    (r"\b(lymphadenopathy|adenopathy)\b", r"\1 enlarged lymph nodes"),
     (r"\bsteatosis\b", "steatosis fatty infiltration"), (r"\bcholelithiasis\b", "cholelithiasis gallstones"),
     (r"\bnon(?=enhanc|calcif|obstruct|occlus|dilat)", "non-"),
     # units spelled out, and a decimal comma ("1,2 cm" is 12 mm, not 2 cm)
@@ -173,6 +175,11 @@ def stem(word: str) -> str:
     return SAME.get(word, word)
 
 
+# One-word findings that REWRITES spell out: a question is read by the spelled-out words alone
+ONE_WORD_FINDINGS = frozenset(stem(w) for w in ("splenomegaly", "hepatomegaly", "cardiomegaly", "lymphadenopathy",
+                                                 "adenopathy"))
+
+
 def tokens(text: str) -> list[tuple[str, int, int]]:
     """(stem, start, end) of every word or number of normalised text, stopwords dropped.
 
@@ -208,6 +215,7 @@ def subject_stems(question: str) -> set[str]:
         Stems of the question's content words; the ``TOPIC`` nouns only when nothing else remains.
     """
     words = {s for s, _, _ in tokens(normalize_sentence(question)) if s not in {stem(g) for g in GENERIC}}
+    words -= ONE_WORD_FINDINGS  # asked by their spelled-out words, which every wording of the report has
     topic = {stem(t) for t in TOPIC}
     return (words - topic) or words
 
@@ -563,7 +571,11 @@ def check_quantity(question: str, answer: str, sents: list[str]) -> tuple[bool, 
     if kind is None or len(dims) != 1:
         return False, "", "answer_not_a_quantity"
     q = normalize_sentence(question)
-    best, _ = _best_sentences(sents, subject_stems(question))
+    best, n = _best_sentences(sents, subject_stems(question))
+    measured, n_measured = _best_sentences([s for s in sents if any(k == kind for k, _, _ in measurements(s))],
+                                           subject_stems(question))
+    if measured and n_measured == n:
+        best = measured  # a quantity is read from the best-matching sentences that give one
     short = "short axis" in q or "smallest dimension" in q
     values = []
     for s, _ in best:

@@ -190,6 +190,12 @@ def test_a_one_sided_normal_structure_does_not_answer_the_side_free_question():
 # Change and polarity ("resolved", "still present", "decreased"), prior vs current size, denied
 # lists, British and American spellings, "the larger" of a bilateral pair, a side called normal.
 SINGLE_REPORTS = [
+    # one-word findings and their spelled-out wording, both ways
+    ("Mediastinal lymph nodes are not enlarged.", "", "Is there mediastinal lymphadenopathy?", ["Yes", "No"], 1, True),
+    ("Right paratracheal lymph node, enlarged, 1.6 cm short axis.", "", "Is there lymphadenopathy?", ["Yes", "No"], 0,
+     True),
+    ("No lymphadenopathy.", "", "Are there enlarged lymph nodes?", ["Yes", "No"], 1, True),
+    ("The spleen is enlarged, measuring 15 cm.", "", "Is there splenomegaly?", ["Yes", "No"], 0, True),
     ("Previously seen right frontal enhancing lesion is no longer seen. No new lesions.", "", "Has the right frontal lesion resolved?", ["Yes","No"], 0, True),
     ("Previously seen right frontal enhancing lesion is no longer seen. No new lesions.", "", "Is the right frontal lesion still present?", ["Yes","No"], 1, True),
     ("Right frontal mass measures 3.1 cm, previously 2.2 cm.", "", "Has the mass decreased in size?", ["Yes","No"], 1, True),
@@ -228,3 +234,15 @@ def test_report_questions_on_other_organs(findings, impression, question, option
     q = {"question": question, "options": options, "answer": answer, "level": "perception"}
     kept, evidence, reason = grounded(q, findings, impression)
     assert kept is asserted, (reason, evidence)
+
+
+def test_a_schema_pattern_on_a_one_word_finding_still_reads_it():
+    # the check spells "splenomegaly" out as "enlarged spleen" but keeps the word, so an
+    # institution's "no splenomegaly" pattern still denies it
+    from medscope.benchgen.extract import field_value
+    from medscope.benchgen.schema import FieldSpec
+
+    field = FieldSpec(name="splenomegaly", type="binary", subcategory="spleen", question="Is there splenomegaly?",
+                      no_patterns=[r"\bno (?:\w+ )?splenomegaly\b"], yes_patterns=[r"\bsplenomegaly\b"])
+    assert field_value(field, "No splenomegaly.") == "no"
+    assert field_value(field, "Mild splenomegaly.") == "yes"
