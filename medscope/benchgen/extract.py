@@ -282,8 +282,8 @@ def extract_with_rejects(schema: Schema, findings: str, impression: str
         ``{field name: (value, evidence sentence)}`` for the fields the report settles.
     unset : dict of str to str
         ``{field name: reason}`` for the others: ``not_in_report``, ``no_lesion_reported``,
-        ``no_dominant_lesion:<why>``, ``size_not_stated``, ``side_not_stated``, ``only_partial_denial``
-        or ``conflicting_statements``.
+        ``no_dominant_lesion:<why>``, ``size_not_stated``, ``side_not_stated``,
+        ``several_values_for_dominant_lesion``, ``only_partial_denial`` or ``conflicting_statements``.
 
     References
     ----------
@@ -366,7 +366,8 @@ def lesion_value(field: FieldSpec, finding: "findmod.Finding") -> tuple[str | No
         The bin of its current size (binned), the value naming its side (a field whose every value
         names one side), else the value its own words give (:func:`field_value` on its clause).
     reason : str
-        Empty when set; else ``size_not_stated``, ``side_not_stated`` or ``not_stated_for_dominant_lesion``.
+        Empty when set; else ``size_not_stated``, ``side_not_stated``, ``several_values_for_dominant_lesion``
+        (a lesion spanning two places: :func:`several_values`) or ``not_stated_for_dominant_lesion``.
     """
     if field.type == "binned":
         if finding.size_mm is None:
@@ -376,11 +377,49 @@ def lesion_value(field: FieldSpec, finding: "findmod.Finding") -> tuple[str | No
     if sides is not None:
         value = sides.get(finding.side or "")
         return (value, "") if value else (None, "side_not_stated")
+    if field.type == "multi" and several_values(field, finding.text):
+        return None, "several_values_for_dominant_lesion"
     for piece in re.split(r"(?<=[.;])\s+", finding.text):  # each sentence's scope stays its own
         value = field_value(field, piece, lesion_text=True)
         if value is not None:
             return value, ""
     return None, "not_stated_for_dominant_lesion"
+
+
+_JOINED = re.compile(r"^[\s,]*(?:(?:lobes?|poles?|segments?|regions?)\s*)?(?:and|or|/|-|to|through|&)\s*(?:the\s+)?$")
+_NUMERAL_LIST = re.compile(r"^\s*(?:,|and|or|/|-|to|through|&)\s*(?:\d+|[ivx]+)[ab]?\b")
+
+
+def several_values(field: FieldSpec, text: str) -> bool:
+    """Whether a finding's words give a multi-value field two values at once: "involving the
+    frontal and parietal lobes", "upper/interpolar", "segments 7 and 8" (a lesion that spans two
+    places has no one value, and choosing the first would be a wrong key).
+
+    Parameters
+    ----------
+    field : FieldSpec
+        A multi-value field.
+    text : str
+        The finding's words (normalised).
+
+    Returns
+    -------
+    bool
+        True when two different values are asserted side by side, joined by "and" / "or" / "/" /
+        "-" / "to" / "through", or a value is followed by a list of numerals.
+    """
+    text = normalize_sentence(text)
+    # a value named whole ("mixed cystic and solid") holds the other values' words inside it
+    named = [(m.start(), m.end()) for v in field.values
+             for m in re.finditer(rf"\b{re.escape(normalize_sentence(v.value))}\b", text) if " " in v.value]
+    hits = sorted((m.start(), m.end(), v.value) for v in field.values for m in _matches(v.patterns, text)
+                  if not SECONDARY.search(text[: m.start()])
+                  and not any(a <= m.start() and m.end() <= b and text[m.start():m.end()] != text[a:b]
+                              for a, b in named))
+    for (a1, e1, v1), (a2, _, v2) in zip(hits, hits[1:]):
+        if v1 != v2 and a2 >= e1 and _JOINED.match(text[e1:a2]):
+            return True
+    return any(_NUMERAL_LIST.match(text[e:]) for _, e, _ in hits)
 
 
 def extract_rules(schema: Schema, findings: str, impression: str) -> dict[str, tuple[str, str]]:

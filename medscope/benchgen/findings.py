@@ -79,7 +79,7 @@ PLACE_ORGANS = (
     (r"\b(?:upper|middle|lower) lobes?\b|\blingula\w*|\b(?:rul|rml|rll|lul|lll)\b", {"lung"}),
     (r"\b(?:right|left) lobes?\b", {"liver", "thyroid"}),
     (r"\bisthm\w*", {"thyroid"}),
-    (r"\b(?:caudate|segment (?:[1-8]|i{1,3}|iv|v|vi{1,3})[ab]?)\b", {"liver"}),
+    (r"\b(?:caudate|segments? (?:[1-8]|i{1,3}|iv|v|vi{1,3})[ab]?)\b", {"liver"}),
     (r"\b(?:frontal|parietal|temporal|occipital|insula\w*|ventric\w*|periventric\w*|basal ganglia|centrum "
      r"semiovale|corona radiata|pons|pontine|medulla\w*|midbrain)\b", {"brain"}),
     (r"\b(?:peripheral|transition(?:al)?|central) zones?\b", {"prostate"}),
@@ -296,7 +296,7 @@ def report_findings(findings: str, impression: str, nouns: set[str] | None = Non
     """
     nouns = set(LESION_NOUNS) if nouns is None else nouns
     out: list[Finding] = []
-    section_organ, chained = None, None
+    section_organ, chained, previous_header = None, None, ""
     for section, text in (("findings", findings), ("impression", impression)):
         for original in sentences(text):
             sent = normalize_sentence(original)
@@ -308,16 +308,22 @@ def report_findings(findings: str, impression: str, nouns: set[str] | None = Non
             if header and not sent[header.end():].strip():
                 section_organ = _organ(header_text)  # "LIVER:" on its own line heads what follows
                 continue
+            # a header the sentence shares with the one before it ("RIGHT LOBE:" on its own line
+            # heads both) starts no new place: the sentence's own words decide
+            same_section = bool(header) and header_text == previous_header
+            previous_header = header_text
+            body = sent[header.end():] if same_section else sent
             mentions = _mentions(sent, nouns)
             if not mentions:
                 # "It measures 12 mm." / "Central necrosis." / "No washout.": a sentence naming no
                 # lesion, no side or place and no organ, right after a lesion's sentence, describes it
                 last = out[-1] if out else None
                 if (last is not None and chained is last and last.status == "present"
-                        and (re.match(r"^(?:it|this)\b", sent)
-                             or not (_SIDE.search(sent) or _PLACE.search(sent) or _organ(sent) or place_organs(sent) or header))):
-                    dims, prior = _sizes(sent)
-                    last.text += " " + sent
+                        and (re.match(r"^(?:it|this)\b", body)
+                             or not (_SIDE.search(body) or _PLACE.search(body) or _organ(body) or place_organs(body)
+                                     or (header and not same_section)))):
+                    dims, prior = _sizes(body)
+                    last.text += " " + body
                     if dims and last.size_mm is None:
                         last.dims_mm, last.size_mm = dims, max(dims)
                     last.prior_size_mm = last.prior_size_mm if prior is None else prior

@@ -49,9 +49,26 @@ def sentences(text: str) -> list[str]:
     Returns
     -------
     list of str
-        The stripped, non-empty sentences, split after ``.``, ``;``, ``!`` or ``?`` and at line breaks.
+        The stripped, non-empty sentences, split after ``.``, ``;``, ``!`` or ``?`` and at line breaks;
+        a header alone on its line ("RIGHT LOBE:") is put before each sentence it heads, until the
+        next header, so "No nodules." under "LEFT LOBE:" denies the left lobe's only.
     """
-    return [s.strip() for s in _SENTENCE.split(text or "") if s.strip()]
+    out, header = [], ""
+    for piece in _SENTENCE.split(text or ""):
+        piece = piece.strip()
+        if not piece:
+            continue
+        if _HEADER_ONLY.match(piece):
+            header = piece  # "RIGHT LOBE:" on its own line heads each sentence until the next header
+            continue
+        if _HEADER_INLINE.match(piece):
+            header = ""  # "SPLEEN: Normal." starts a section of its own
+        out.append(f"{header} {piece}" if header else piece)
+    return out
+
+
+_HEADER_ONLY = re.compile(r"^[A-Za-z][A-Za-z ,/&()-]{0,40}:$")
+_HEADER_INLINE = re.compile(r"^[A-Za-z][A-Za-z ,/&()-]{0,40}:\s")
 
 # Words of a question that name what is asked, not what it is about.
 GENERIC = frozenset(
@@ -112,7 +129,7 @@ _SUFFIXES = ("ational", "ations", "ation", "ating", "ement", "ments", "ment", "i
              "ary", "ate", "ing", "ial", "ed", "es", "ly", "ar", "um", "al", "s", "e", "y")
 
 
-_RECOMMENDATION = re.compile(r"^\W*(?:\d+\.\s*)?(?:recommend\w*|suggest\w*|consider\w*|advise\w*|follow[- ]?up|"
+_RECOMMENDATION = re.compile(r"^\W*(?:(?:[a-z]+\s*){1,3}:\s*)?(?:\d+\.\s*)?(?:recommend\w*|suggest\w*|consider\w*|advise\w*|follow[- ]?up|"
                              r"further (?:evaluation|imaging|assessment)|correlat\w*|dedicated)\b")
 
 

@@ -246,3 +246,24 @@ def test_a_schema_pattern_on_a_one_word_finding_still_reads_it():
                       no_patterns=[r"\bno (?:\w+ )?splenomegaly\b"], yes_patterns=[r"\bsplenomegaly\b"])
     assert field_value(field, "No splenomegaly.") == "no"
     assert field_value(field, "Mild splenomegaly.") == "yes"
+
+
+def test_headers_on_their_own_line_place_what_follows_and_narrow_denials():
+    # "No nodules." under "LEFT LOBE:" denies the left lobe's only: the right lobe's nodule stands
+    schema = load_schema(str(HERE / "thyroid_ct_schema.yaml"))
+    got, unset = extract_with_rejects(schema, "RIGHT LOBE:\nSolid nodule in the lower pole measuring 1.8 cm.\n"
+                                              "LEFT LOBE:\nNo nodules.", "")
+    assert {k: v for k, (v, _) in got.items()} == {"nodule_present": "yes", "nodule_site": "right lobe",
+                                                   "nodule_pole": "lower pole", "nodule_size": "15 to 24 mm",
+                                                   "composition": "solid"}
+
+
+@pytest.mark.parametrize("schema_file,findings,field", [
+    ("brain_mri_schema.yaml", "Large enhancing mass involving the right frontal and parietal lobes measuring 5.2 cm.",
+     "lobe"),
+    ("brain_mri_schema.yaml", "Right frontal/parietal enhancing mass measuring 4 cm.", "lobe"),
+])
+def test_a_lesion_spanning_two_places_gets_no_one_place(schema_file, findings, field):
+    # taking the first-named lobe would key one lobe of a two-lobe mass
+    got, unset = extract_with_rejects(load_schema(str(HERE / schema_file)), findings, "")
+    assert field not in got and unset[field] == "several_values_for_dominant_lesion"
