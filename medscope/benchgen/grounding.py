@@ -76,6 +76,7 @@ GENERIC = frozenset(
     "these those it its be been being any show shows showing demonstrate demonstrates contain contains "
     "present presence seen visible evidence sign signs finding findings most likely diagnosis cause still "
     "type size dimension dimensions diameter length largest maximal maximum greatest long short axis "
+    "dominant index larger biggest bigger smaller smallest "
     "measure measurement many number side lobe segment located location severity amount degree grade "
     "category li rads rad lr attenuation margins margin complication for from by as much centered "
     "centred mainly primarily predominantly epicenter within into adjacent".split())

@@ -144,18 +144,19 @@ def check_lesion_key(question: str, answer: str, kind: str, findings: str, impre
     """
     q = normalize_sentence(question)
     nouns = _question_nouns(q)
-    if not nouns or kind not in ("yes_no", "quantity", "side"):
+    if not nouns or kind not in ("yes_no", "quantity", "side", "term"):
         return None
     found = findmod.report_findings(findings, impression)
     superlative = bool(_SUPERLATIVE.search(q))
-    if kind == "yes_no":
-        if not _PRESENCE.match(q.strip()):
-            return None
+    if kind == "yes_no" and _PRESENCE.match(q.strip()):
         yes = normalize_sentence(answer).startswith("yes")
         said = _presence(q, yes, found, nouns, placed)
         if said is None:
             said = _normal_on_side(q, yes, findings, impression)
         return said
+    if kind in ("yes_no", "term") and (grounding.question_polarity(q) != "presence"
+                                       or re.search(r"\b(?:diagnos\w*|most likely|represent\w*|favou?red)\b", q)):
+        return None  # change and diagnosis questions read the whole report
     if superlative:
         organ = findmod._organ(q)
         pool = [f for f in found if next((k for k, p in findmod._NOUN_OF if p.fullmatch(f.entity)), None) in nouns]
@@ -165,11 +166,48 @@ def check_lesion_key(question: str, answer: str, kind: str, findings: str, impre
         about = [dom]
     else:
         about = [f for f in _about(q, found, nouns) if f.status == "present"]
+        if re.search(r"\b(?:smaller|smallest)\b", q) and len(about) > 1:
+            # "the smaller lesion": the one of least current size, when every one is sized and it is alone
+            sized = sorted((f.size_mm, i) for i, f in enumerate(about) if f.size_mm is not None and not f.summarised)
+            if len(sized) != len([f for f in about if not f.summarised]) or len(sized) < 2 or sized[0][0] == sized[1][0]:
+                return False, "", "no_smallest_lesion"
+            about = [about[sized[0][1]]]
     if not about:
         return None
     if kind == "quantity":
         return _quantity(q, answer, about)
+    if kind in ("yes_no", "term"):
+        return _described(q, answer, kind, about, found, superlative)
     return _side_key(answer, about, superlative)
+
+
+def _described(q: str, answer: str, kind: str, about, found, superlative: bool) -> tuple[bool, str, str] | None:
+    """A feature or place of the asked lesion ("Does the largest lesion show washout?", "Which
+    lobe contains the largest nodule?") read from that finding's own words, so another lesion's
+    washout or lobe never answers; None (the sentence rules decide) when several findings are
+    asked about and the question names no one of them."""
+    if not superlative and len([f for f in found if f.status == "present"]) < 2:
+        return None  # one lesion: its sentences are the report's
+    results = []
+    for f in about:
+        pieces = [p for p in re.split(r"(?<=[.;])\s+", f.text) if p.strip()]
+        if kind == "yes_no":
+            asked = _SUPERLATIVE.sub(" ", q)
+            results.append(grounding.check_yes_no(asked, normalize_sentence(answer).startswith("yes"), pieces))
+        else:
+            results.append(grounding.check_term("which?", answer, pieces))
+    kept = [r for r in results if r[0]]
+    if kept and len(kept) == len(results):
+        sentence = about[results.index(kept[0])].sentence
+        return True, sentence, ""
+    if kept:
+        return False, "", "ambiguous_lesion"
+    if superlative or len(about) == 1:
+        # the asked lesion's own words do not state it; another lesion's may, which is no answer
+        reason = results[0][2]
+        return False, "", ("not_stated_for_asked_lesion" if reason in ("answer_not_in_report", "subject_not_in_report",
+                                                                         "subject_only_partly_in_report") else reason)
+    return None
 
 
 def _presence(q: str, yes: bool, found, nouns, placed: bool = False) -> tuple[bool, str, str] | None:

@@ -267,3 +267,42 @@ def test_a_lesion_spanning_two_places_gets_no_one_place(schema_file, findings, f
     # taking the first-named lobe would key one lobe of a two-lobe mass
     got, unset = extract_with_rejects(load_schema(str(HERE / schema_file)), findings, "")
     assert field not in got and unset[field] == "several_values_for_dominant_lesion"
+
+
+# Questions about one of several lesions (liver, brain, thyroid): a feature, place or size of
+# "the largest" / "the smaller" / "the occipital" lesion comes from that lesion's own words, never
+# from another lesion's. (findings, question, options, index of the key, whether it is asserted)
+L1 = ("Cirrhotic liver. A 3.4 x 2.8 cm arterially hyperenhancing lesion in segment 7 with washout and an enhancing capsule. "
+      "A second 1.1 cm lesion in segment 4 without washout. The left portal vein is patent. No ascites.")
+B1 = ("There is a 4.2 x 3.8 x 3.5 cm heterogeneously enhancing mass centred in the right frontal lobe with "
+      "surrounding vasogenic oedema. A further 8 mm enhancing lesion in the left occipital lobe. No intratumoural haemorrhage.")
+T1 = ("Right lobe: 2.3 x 1.6 x 1.4 cm solid nodule in the lower pole with microcalcifications. "
+      "Left lobe: 6 mm cystic nodule in the upper pole.")
+PER_LESION = [
+    (L1, "Which segment contains the largest lesion?", ["Segment 4","Segment 7"], 0, False),
+    (L1, "Which segment contains the dominant lesion?", ["Segment 7","Segment 4"], 0, True),
+    (L1, "Does the largest lesion show washout?", ["Yes","No"], 0, True),
+    (L1, "Does the largest lesion show washout?", ["Yes","No"], 1, False),
+    (L1, "Does the smaller lesion show washout?", ["Yes","No"], 1, True),
+    (L1, "What is the size of the lesion in segment 4?", ["11 mm","34 mm"], 0, True),
+    (L1, "What is the size of the lesion in segment 4?", ["34 mm","11 mm"], 0, False),
+    (L1, "What is the size of the largest lesion?", ["11 mm","34 mm"], 0, False),
+    (B1, "In which lobe is the largest lesion?", ["Occipital lobe","Frontal lobe"], 0, False),
+    (B1, "In which lobe is the largest lesion?", ["Frontal lobe","Occipital lobe"], 0, True),
+    (B1, "On which side is the dominant mass?", ["Left","Right"], 0, False),
+    (B1, "On which side is the dominant mass?", ["Right","Left"], 0, True),
+    (B1, "What is the size of the occipital lesion?", ["8 mm","42 mm"], 0, True),
+    (B1, "What is the size of the occipital lesion?", ["42 mm","8 mm"], 0, False),
+    (T1, "Which lobe contains the largest nodule?", ["Left lobe","Right lobe"], 0, False),
+    (T1, "Which pole contains the dominant nodule?", ["Upper pole","Lower pole"], 0, False),
+    (T1, "Which pole contains the dominant nodule?", ["Lower pole","Upper pole"], 0, True),
+    (T1, "What is the composition of the largest nodule?", ["Cystic","Solid"], 0, False),
+    (T1, "Does the left lobe nodule contain microcalcifications?", ["Yes","No"], 0, False),
+]
+
+
+@pytest.mark.parametrize("findings,question,options,answer,asserted", PER_LESION)
+def test_a_question_about_one_of_several_lesions_reads_that_lesion(findings, question, options, answer, asserted):
+    q = {"question": question, "options": options, "answer": answer, "level": "characterization"}
+    kept, evidence, reason = grounded(q, findings, "")
+    assert kept is asserted, (reason, evidence)
