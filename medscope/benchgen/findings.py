@@ -343,6 +343,9 @@ def report_findings(findings: str, impression: str, nouns: set[str] | None = Non
                 # ("measuring up to 9 mm": the largest is 9 mm)
                 sub = re.search(r"(?:,\s*|\b)(?:the\s+)?(?:largest|dominant|biggest|larger|bigger)\b|\bup to\b",
                                 sent[end:b])
+                if sub and re.search(r"\b(?:no|none|not|without|neither)\s+(?:\w+\s+)?$",
+                                     sent[end:end + sub.start() + len(sub.group(0)) - len(sub.group(0).lstrip(", "))]):
+                    sub = None  # "innumerable nodules, none dominant" names no dominant one
                 if sub and f.plural:
                     # the group is its own words: "renal masses, the dominant 4.8 cm on the right" is
                     # a bilateral group of unknown size whose dominant member is 4.8 cm on the right,

@@ -238,6 +238,11 @@ def subject_stems(question: str) -> set[str]:
     return (words - topic) or words
 
 
+_HEDGED_DENIAL_BEFORE = re.compile(r"\b(?:unlikely|doubt\w*|probably not|not likely|less likely|improbable)\b")
+_HEDGED_DENIAL_AFTER = re.compile(r"^\W*(?:[\w-]+\W+){0,3}?(?:(?:is|are|seems?|appears?)\s+)?"
+                                  r"(?:unlikely|doubtful|less likely|improbable|probably not)\b")
+
+
 def _mention_status(sent: str, start: int, end: int) -> str:
     """ConText status, with the hedge split into ``favoured`` (signed as a diagnosis) and
     ``possible``, and differentials / "X versus Y" / "X is also possible" read as ``possible``."""
@@ -245,6 +250,10 @@ def _mention_status(sent: str, start: int, end: int) -> str:
     if re.search(r"\bnon[- ]$", before):
         return "negated"  # "non-enhancing" denies only its own word, so it is read here, not as a trigger
     st = status(sent, start, end)
+    if st == "negated" and (_HEDGED_DENIAL_BEFORE.search(forward_scope(before)) or _HEDGED_DENIAL_AFTER.match(after)):
+        # "Haemorrhagic transformation is unlikely": a reply's hedged denial, but no report states
+        # the absence by it, so it settles nothing
+        return "possible"
     if st == "negated":
         return st  # "no X or Y" is a denied list, not a differential
     if UNCERTAIN_BEFORE.search(forward_scope(before)) or UNCERTAIN_AFTER.search(after):

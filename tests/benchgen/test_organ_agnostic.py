@@ -306,3 +306,15 @@ def test_a_question_about_one_of_several_lesions_reads_that_lesion(findings, que
     q = {"question": question, "options": options, "answer": answer, "level": "characterization"}
     kept, evidence, reason = grounded(q, findings, "")
     assert kept is asserted, (reason, evidence)
+
+
+def test_a_hedged_denial_and_none_dominant_settle_nothing():
+    brain = load_schema(str(HERE / "brain_mri_schema.yaml"))
+    got, unset = extract_with_rejects(brain, "Right parietal enhancing mass measuring 2 cm. Haemorrhagic "
+                                             "transformation is unlikely.", "")
+    assert "haemorrhage" not in got  # "unlikely" is a hedge, not a stated absence
+    thyroid = load_schema(str(HERE / "thyroid_ct_schema.yaml"))
+    got, unset = extract_with_rejects(thyroid, "Multinodular goitre with innumerable nodules, none dominant.", "")
+    assert got["nodule_present"][0] == "yes" and unset["nodule_size"] == "no_dominant_lesion:group"
+    q = {"question": "Is there haemorrhage?", "options": ["Yes", "No"], "answer": 1, "level": "perception"}
+    assert grounded(q, "Haemorrhage is unlikely.", "")[2] == "uncertain_in_report"
