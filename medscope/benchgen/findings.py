@@ -42,7 +42,7 @@ from __future__ import annotations
 import dataclasses
 import re
 
-from medscope.benchgen.grounding import _MEASURE, _mention_status, is_recommendation, measurements, normalize_sentence, sentences
+from medscope.benchgen.grounding import _MEASURE, ORGAN_WORDS, _mention_status, is_recommendation, measurements, normalize_sentence, sentences
 
 # addition: the lesion nouns of a schema. The paper does not list them; these are the nouns
 # radiology reports use for a focal lesion. "lesion" / "observation" are umbrella terms: a
@@ -55,20 +55,6 @@ LESION_NOUNS = {
 }
 UMBRELLA = {"lesion", "observation"}
 _NOUN_OF = [(k, re.compile(rf"\b{v}\b")) for k, v in LESION_NOUNS.items()]
-# addition: words that place a lesion in an organ; a finding is about the schema's organ when its
-# clause (or its sentence's "Organ:" header) names that organ, or names none. These are the organ's
-# own nouns and adjectives ("renal", "hepatic", "thyroid"): a word that names one organ only.
-ORGAN_WORDS = {
-    "kidney": r"\b(?:kidneys?|renal|nephr\w*|perinephric)\b",
-    "liver": r"\b(?:liver|hepatic|hepato\w*)\b",
-    "lung": r"\b(?:lungs?|pulmonary|perifissural)\b",
-    "brain": r"\b(?:brain|cerebr\w*|intracranial|intra-axial|cerebell\w*|thalam\w*|callos\w*|brainstem)\b",
-    "adrenal": r"\badrenals?\b", "pancreas": r"\bpancrea\w*", "spleen": r"\b(?:spleen|splenic)\b",
-    "bone": r"\b(?:osseous|bones?|vertebra\w*|ribs?|sacrum|iliac bone)\b",
-    "lymph node": r"\blymph\b", "breast": r"\bbreasts?\b", "thyroid": r"\bthyroid\w*\b",
-    "prostate": r"\bprostat\w*", "bladder": r"\b(?:urinary )?bladder\b", "uterus": r"\b(?:uter\w*|endometri\w*)\b",
-    "ovary": r"\b(?:ovar\w*|adnex\w*)\b", "testis": r"\b(?:testi[sc]\w*|testes|scrot\w*)\b",
-}
 # addition: place words (lobes, poles, segments) and the organs each can be in. "lower pole" is a
 # kidney's, a thyroid lobe's, the spleen's or a testis's; "right lobe" a liver's or a thyroid's:
 # a place word never puts a lesion in one organ when several have that place, so a thyroid
@@ -154,14 +140,37 @@ def _organ(text: str) -> str | None:
 
 
 def place_organs(text: str) -> frozenset[str]:
-    """The organs every place word of ``text`` can be in (their intersection); empty when it has none."""
+    """The organs every place word of ``text`` can be in.
+
+    Parameters
+    ----------
+    text : str
+        Normalised text (a finding's clause, a header).
+
+    Returns
+    -------
+    frozenset of str
+        The intersection of the organ sets (:data:`PLACE_ORGANS`) of its place words; empty when
+        it has none.
+    """
     sets = [organs for pat, organs in PLACE_ORGANS if re.search(pat, text)]
     return frozenset(set.intersection(*map(set, sets))) if sets else frozenset()
 
 
 def schema_organ(organ: str | None) -> str | None:
-    """A schema's organ as a key of :data:`ORGAN_WORDS` ("Kidney", "renal", "thyroid gland" -> one
-    key); the text itself when it names none of them, None when there is none."""
+    """A schema's organ as a key of :data:`ORGAN_WORDS` ("kidney", "renal", "thyroid gland" -> one key).
+
+    Parameters
+    ----------
+    organ : str or None
+        ``Schema.organ`` as the institution wrote it.
+
+    Returns
+    -------
+    str or None
+        The :data:`ORGAN_WORDS` key it names; the text itself when it names none of them; None
+        when there is none.
+    """
     if not organ:
         return None
     return SCHEMA_ORGAN.get(organ) or _organ(normalize_sentence(organ)) or organ
@@ -217,8 +226,20 @@ _COMPOUND_AFTER = re.compile(r"[- ]effect\b|\s+(?:thromb\w*|in (?:the )?(?:\w+ )
 
 
 def another_thing_after(sent: str, end: int) -> bool:
-    """Whether the lesion noun ending at ``end`` is part of another thing's name: "mass effect",
-    "tumour thrombus", "tumour in the portal vein"."""
+    """Whether the lesion noun ending at ``end`` is part of another thing's name.
+
+    Parameters
+    ----------
+    sent : str
+        A normalised sentence.
+    end : int
+        Where the lesion noun ends in ``sent``.
+
+    Returns
+    -------
+    bool
+        True for "mass effect", "tumour thrombus", "tumour in the portal vein".
+    """
     return bool(_COMPOUND_AFTER.match(sent[end:]))
 
 

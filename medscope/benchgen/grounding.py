@@ -35,6 +35,21 @@ import re
 from medscope.answers.context import FORWARD, forward_scope, status
 from medscope.answers.matching import normalize
 
+# addition (issue 49; medscope.benchgen.findings reads it too): words that place a lesion in an
+# organ; a finding is about the schema's organ when its clause (or its sentence's "Organ:" header)
+# names that organ, or names none. These are the organ's own nouns and adjectives ("renal",
+# "hepatic", "thyroid"): a word that names one organ only.
+ORGAN_WORDS = {
+    "kidney": r"\b(?:kidneys?|renal|nephr\w*|perinephric)\b",
+    "liver": r"\b(?:liver|hepatic|hepato\w*)\b",
+    "lung": r"\b(?:lungs?|pulmonary|perifissural)\b",
+    "brain": r"\b(?:brain|cerebr\w*|intracranial|intra-axial|cerebell\w*|thalam\w*|callos\w*|brainstem)\b",
+    "adrenal": r"\badrenals?\b", "pancreas": r"\bpancrea\w*", "spleen": r"\b(?:spleen|splenic)\b",
+    "bone": r"\b(?:osseous|bones?|vertebra\w*|ribs?|sacrum|iliac bone)\b",
+    "lymph node": r"\blymph\b", "breast": r"\bbreasts?\b", "thyroid": r"\bthyroid\w*\b",
+    "prostate": r"\bprostat\w*", "bladder": r"\b(?:urinary )?bladder\b", "uterus": r"\b(?:uter\w*|endometri\w*)\b",
+    "ovary": r"\b(?:ovar\w*|adnex\w*)\b", "testis": r"\b(?:testi[sc]\w*|testes|scrot\w*)\b",
+}
 _SENTENCE = re.compile(r"(?<=[.;!?])\s+|\n+")
 
 
@@ -286,8 +301,6 @@ def _best_sentences(sents: list[str], subject: set[str]) -> tuple[list[tuple[str
     """Sentences with the largest overlap with the subject, each with its matching tokens; on a
     tie, those that also name a topic noun ("No enhancement of the adjacent dura" is not about
     whether the mass enhances)."""
-    from medscope.benchgen.findings import ORGAN_WORDS  # findings reads sentences with this module
-
     topic = {stem(t) for t in TOPIC}
     organ_adjectives = {stem(m.group(0)) for pat in ORGAN_WORDS.values() for s in sents for m in re.finditer(pat, s)}
     scored = []
@@ -388,7 +401,7 @@ def _head_phrase(q: str, core: set[str]) -> list[str]:
     return [t for t, _, _ in tokens(opened) if t in core][-1:] if core else []
 
 
-def yes_side(hits, s: str) -> bool:
+def _yes_side(hits, s: str) -> bool:
     """Whether the first mention of the subject in ``s`` is asserted (not denied)."""
     return not hits or _mention_status(s, hits[0][1], hits[0][2]) != "negated"
 
@@ -476,8 +489,6 @@ def check_yes_no(question: str, yes: bool, sents: list[str]) -> tuple[bool, str,
     best, n = _best_sentences(sents, subject)
     if not best:
         return False, "", "subject_not_in_report"
-    from medscope.benchgen.findings import ORGAN_WORDS  # findings reads sentences with this module
-
     # what the question asks about, less the organ it is in: a sentence must name all of it to say Yes
     # or No by its own words ("No renal mass" says nothing of tumour thrombus in the renal vein)
     core = subject - {stem(m.group(0)) for pat in ORGAN_WORDS.values() for m in re.finditer(pat, q)}
@@ -489,7 +500,7 @@ def check_yes_no(question: str, yes: bool, sents: list[str]) -> tuple[bool, str,
         named = {c for c in head_phrase if c in said or (len(c) >= 5 and any(c in w for w in said))}
         # a Yes names the whole asked thing ("enhancing capsule"); a No may deny it more broadly
         # ("No capsule"), but must name its head ("No renal mass" denies no tumour thrombus)
-        partial_match = bool(head_phrase) and (named != set(head_phrase) if yes_side(hits, s) else
+        partial_match = bool(head_phrase) and (named != set(head_phrase) if _yes_side(hits, s) else
                                                head_phrase[-1] not in named)
         first = {}
         for st_, a, b in hits:
