@@ -52,6 +52,9 @@ LESION_NOUNS = {
     "cyst": r"cysts?", "tumor": r"tumou?rs?", "metastasis": r"metastas[ie]s", "angiomyolipoma": r"angiomyolipomas?",
     "hemangioma": r"ha?emangiomas?", "adenoma": r"adenomas?", "neoplasm": r"neoplasms?",
     "hypodensity": r"hypodensit(?:y|ies)", "hyperdensity": r"hyperdensit(?:y|ies)",
+    # named tumours and focal collections other organ systems report as "the lesion"
+    "glioma": r"(?:glioblastoma|glioma)s?", "meningioma": r"meningiomas?", "schwannoma": r"schwannomas?",
+    "lymphoma": r"lymphomas?", "abscess": r"abscess(?:es)?", "haematoma": r"ha?ematomas?",
 }
 UMBRELLA = {"lesion", "observation"}
 _NOUN_OF = [(k, re.compile(rf"\b{v}\b")) for k, v in LESION_NOUNS.items()]

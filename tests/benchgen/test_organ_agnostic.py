@@ -318,3 +318,12 @@ def test_a_hedged_denial_and_none_dominant_settle_nothing():
     assert got["nodule_present"][0] == "yes" and unset["nodule_size"] == "no_dominant_lesion:group"
     q = {"question": "Is there haemorrhage?", "options": ["Yes", "No"], "answer": 1, "level": "perception"}
     assert grounded(q, "Haemorrhage is unlikely.", "")[2] == "uncertain_in_report"
+
+
+def test_a_named_tumour_is_a_lesion_the_dominant_questions_can_be_about():
+    # "glioblastoma", "meningioma" are lesions: the 3.2 cm left frontal one is the dominant one
+    brain = load_schema(str(HERE / "brain_mri_schema.yaml"))
+    got, _ = extract_with_rejects(brain, "A 3.2 cm enhancing glioblastoma in the left frontal lobe with vasogenic "
+                                         "oedema. Small right parietal meningioma 8 mm.", "")
+    assert {k: got[k][0] for k in ("hemisphere", "lobe", "size", "enhancement")} == {
+        "hemisphere": "left hemisphere", "lobe": "frontal", "size": "2 to 3.9 cm", "enhancement": "yes"}
