@@ -77,8 +77,11 @@ def field_value(field: FieldSpec, sentence: str, lesion_text: bool = False) -> s
     if field.context and not lesion_text and not _any(field.context, text):
         return None
     if field.type == "binary":
-        calls = [(m.start(), "no") for m in _matches(field.no_patterns, text)]
+        calls = [(m.start(), "no") for m in _matches(field.no_patterns, text)
+                 if not findmod.another_thing_after(text, m.end())]
         for m in _matches(field.yes_patterns, text):
+            if findmod.another_thing_after(text, m.end()):
+                continue
             st = _mention_status(text, m.start(), m.end())
             if st in ("affirmed", "negated"):
                 calls.append((m.start(), "yes" if st == "affirmed" else "no"))
@@ -166,7 +169,7 @@ def _side_values(field: FieldSpec) -> dict[str, str] | None:
     return out
 
 
-def study_binary(field: FieldSpec, sents: list[str]) -> tuple[str | None, str, str]:
+def study_binary(field: FieldSpec, sents: list[str], lesion_side: str | None = None) -> tuple[str | None, str, str]:
     """A study-level binary field over every sentence: (value, evidence, reason when unset).
 
     An asserted mention says yes; a denial says no only when it covers the whole question (not one
@@ -179,6 +182,12 @@ def study_binary(field: FieldSpec, sents: list[str]) -> tuple[str | None, str, s
         A binary field.
     sents : list of str
         The report's sentences as written.
+    lesion_side : str or None, optional
+        The side of the dominant lesion when the question is about something of that lesion
+        ("Is there tumour thrombus in the renal vein?"): a denial on that side alone ("Left renal
+        vein is patent" beside a left renal tumour) then answers No, since the lesion's own side is
+        the only one the question can be about (used for paired organs only). None: a one-sided
+        denial never answers.
 
     Returns
     -------
@@ -191,6 +200,7 @@ def study_binary(field: FieldSpec, sents: list[str]) -> tuple[str | None, str, s
         or ``conflicting_statements``.
     """
     yes, no, partial_sides, partial = [], [], set(), []
+    other_narrowing = []  # partial denials narrowed by more than a side ("no new", "no solid")
     for s in sents:
         text = normalize_sentence(s)
         if is_recommendation(text):
@@ -199,19 +209,25 @@ def study_binary(field: FieldSpec, sents: list[str]) -> tuple[str | None, str, s
             continue
         denied = []
         for m in _matches(field.no_patterns, text):
+            if findmod.another_thing_after(text, m.end()):
+                continue  # "No mass effect" denies no mass
             denied.append((m.start(), m.end()))
-            _denial(text, m.start(), m.end(), s, no, partial, partial_sides)
+            _denial(text, m.start(), m.end(), s, no, partial, partial_sides, other_narrowing)
         for m in _matches(field.yes_patterns, text):
-            if any(a <= m.start() < b for a, b in denied):
+            if any(a <= m.start() < b for a, b in denied) or findmod.another_thing_after(text, m.end()):
                 continue
             st = _mention_status(text, m.start(), m.end())
             if findmod._NO_NEW.search(text[:m.start()]) or re.search(r"\bno\s+(?:new|further|additional)\s+(?:\w+\s+){0,2}$", text[:m.start()]):
                 partial.append(s)
+                other_narrowing.append(s)
             elif st == "affirmed":
                 yes.append(s)
             elif st == "negated":
-                _denial(text, m.start(), m.end(), s, no, partial, partial_sides)
+                _denial(text, m.start(), m.end(), s, no, partial, partial_sides, other_narrowing)
     if {"left", "right"} <= partial_sides and not no:
+        no.append(partial[0])
+    if (lesion_side in ("left", "right") and partial_sides == {lesion_side} and not no and not yes
+            and not other_narrowing):
         no.append(partial[0])
     if yes and no:
         return None, "", "conflicting_statements"
@@ -225,7 +241,7 @@ def study_binary(field: FieldSpec, sents: list[str]) -> tuple[str | None, str, s
 _DENIER = re.compile(r"\b(?:no|without|not|negative for|absence of|free of)\b")
 
 
-def _denial(text, a, b, s, no, partial, partial_sides) -> None:
+def _denial(text, a, b, s, no, partial, partial_sides, other_narrowing) -> None:
     """File one denial as covering (``no``) or narrowed to a side / to new lesions (``partial``):
     the words from its negation to the end of its phrase, and an ``Organ:`` header, decide."""
     triggers = [m for m in _DENIER.finditer(text[:a]) if a - m.end() < 60]
@@ -241,6 +257,8 @@ def _denial(text, a, b, s, no, partial, partial_sides) -> None:
     if narrow:
         partial.append(s)
         partial_sides |= narrow & {"left", "right"}
+        if narrow - {"left", "right"}:
+            other_narrowing.append(s)
     else:
         no.append(s)
 
@@ -264,8 +282,8 @@ def extract_with_rejects(schema: Schema, findings: str, impression: str
         ``{field name: (value, evidence sentence)}`` for the fields the report settles.
     unset : dict of str to str
         ``{field name: reason}`` for the others: ``not_in_report``, ``no_lesion_reported``,
-        ``no_dominant_lesion:<why>``, ``size_not_stated``, ``side_not_stated``, ``only_partial_denial``
-        or ``conflicting_statements``.
+        ``no_dominant_lesion:<why>``, ``size_not_stated``, ``side_not_stated``,
+        ``several_values_for_dominant_lesion``, ``only_partial_denial`` or ``conflicting_statements``.
 
     References
     ----------
@@ -292,7 +310,16 @@ def extract_with_rejects(schema: Schema, findings: str, impression: str
                 out[field.name] = (value, dom.sentence)
             continue
         if field.type == "binary":
-            value, evidence, why = study_binary(field, sents)
+            # in a paired organ the lesion's side is its organ's side, so "Left renal vein is patent"
+            # covers the one vein a left renal tumour can reach; in a single organ (liver, brain,
+            # thyroid) "left portal vein" leaves the main and right ones unsaid
+            names_lesion = (dom is not None and findmod.schema_organ(schema.organ) in findmod.PAIRED_ORGANS
+                            and bool(findmod.nouns_of([field.question])))
+            value, evidence, why = study_binary(field, sents, dom.side if names_lesion else None)
+            if value is None and why in ("not_in_report", "only_partial_denial"):
+                # the schema's patterns missed the wording ("renal angiomyolipomas", "lymph node,
+                # enlarged"): the field's own question goes through the report-grounded check
+                value, evidence = _grounded_binary(field, findings, impression)
             if value is None:
                 unset[field.name] = why
             else:
@@ -306,6 +333,21 @@ def extract_with_rejects(schema: Schema, findings: str, impression: str
         else:
             unset[field.name] = "not_in_report"
     return out, unset
+
+
+def _grounded_binary(field: FieldSpec, findings: str, impression: str) -> tuple[str | None, str]:
+    """("yes" / "no", evidence) when the report-grounded check keeps exactly one of Yes and No for the
+    field's own question, lesions placed by their own organ words only; else (None, "")."""
+    from medscope.benchgen.lesion_grounding import check_key  # it reads findings, as this module does
+
+    kept = {}
+    for answer in ("Yes", "No"):
+        ok, evidence, _ = check_key(field.question, answer, findings, impression, placed=True)
+        if ok:
+            kept[answer.lower()] = evidence
+    if len(kept) != 1:
+        return None, ""
+    return next(iter(kept.items()))
 
 
 def lesion_value(field: FieldSpec, finding: "findmod.Finding") -> tuple[str | None, str]:
@@ -324,7 +366,8 @@ def lesion_value(field: FieldSpec, finding: "findmod.Finding") -> tuple[str | No
         The bin of its current size (binned), the value naming its side (a field whose every value
         names one side), else the value its own words give (:func:`field_value` on its clause).
     reason : str
-        Empty when set; else ``size_not_stated``, ``side_not_stated`` or ``not_stated_for_dominant_lesion``.
+        Empty when set; else ``size_not_stated``, ``side_not_stated``, ``several_values_for_dominant_lesion``
+        (a lesion spanning two places: :func:`several_values`) or ``not_stated_for_dominant_lesion``.
     """
     if field.type == "binned":
         if finding.size_mm is None:
@@ -334,11 +377,49 @@ def lesion_value(field: FieldSpec, finding: "findmod.Finding") -> tuple[str | No
     if sides is not None:
         value = sides.get(finding.side or "")
         return (value, "") if value else (None, "side_not_stated")
+    if field.type == "multi" and several_values(field, finding.text):
+        return None, "several_values_for_dominant_lesion"
     for piece in re.split(r"(?<=[.;])\s+", finding.text):  # each sentence's scope stays its own
         value = field_value(field, piece, lesion_text=True)
         if value is not None:
             return value, ""
     return None, "not_stated_for_dominant_lesion"
+
+
+_JOINED = re.compile(r"^[\s,]*(?:(?:lobes?|poles?|segments?|regions?)\s*)?(?:and|or|/|-|to|through|&)\s*(?:the\s+)?$")
+_NUMERAL_LIST = re.compile(r"^\s*(?:,|and|or|/|-|to|through|&)\s*(?:\d+|[ivx]+)[ab]?\b")
+
+
+def several_values(field: FieldSpec, text: str) -> bool:
+    """Whether a finding's words give a multi-value field two values at once: "involving the
+    frontal and parietal lobes", "upper/interpolar", "segments 7 and 8" (a lesion that spans two
+    places has no one value, and choosing the first would be a wrong key).
+
+    Parameters
+    ----------
+    field : FieldSpec
+        A multi-value field.
+    text : str
+        The finding's words (normalised).
+
+    Returns
+    -------
+    bool
+        True when two different values are asserted side by side, joined by "and" / "or" / "/" /
+        "-" / "to" / "through", or a value is followed by a list of numerals.
+    """
+    text = normalize_sentence(text)
+    # a value named whole ("mixed cystic and solid") holds the other values' words inside it
+    named = [(m.start(), m.end()) for v in field.values
+             for m in re.finditer(rf"\b{re.escape(normalize_sentence(v.value))}\b", text) if " " in v.value]
+    hits = sorted((m.start(), m.end(), v.value) for v in field.values for m in _matches(v.patterns, text)
+                  if not SECONDARY.search(text[: m.start()])
+                  and not any(a <= m.start() and m.end() <= b and text[m.start():m.end()] != text[a:b]
+                              for a, b in named))
+    for (a1, e1, v1), (a2, _, v2) in zip(hits, hits[1:]):
+        if v1 != v2 and a2 >= e1 and _JOINED.match(text[e1:a2]):
+            return True
+    return any(_NUMERAL_LIST.match(text[e:]) for _, e, _ in hits)
 
 
 def extract_rules(schema: Schema, findings: str, impression: str) -> dict[str, tuple[str, str]]:

@@ -42,7 +42,7 @@ from __future__ import annotations
 import dataclasses
 import re
 
-from medscope.benchgen.grounding import _mention_status, is_recommendation, measurements, normalize_sentence, sentences
+from medscope.benchgen.grounding import _MEASURE, ORGAN_WORDS, _mention_status, is_recommendation, measurements, normalize_sentence, sentences
 
 # addition: the lesion nouns of a schema. The paper does not list them; these are the nouns
 # radiology reports use for a focal lesion. "lesion" / "observation" are umbrella terms: a
@@ -52,24 +52,32 @@ LESION_NOUNS = {
     "cyst": r"cysts?", "tumor": r"tumou?rs?", "metastasis": r"metastas[ie]s", "angiomyolipoma": r"angiomyolipomas?",
     "hemangioma": r"ha?emangiomas?", "adenoma": r"adenomas?", "neoplasm": r"neoplasms?",
     "hypodensity": r"hypodensit(?:y|ies)", "hyperdensity": r"hyperdensit(?:y|ies)",
+    # named tumours and focal collections other organ systems report as "the lesion"
+    "glioma": r"(?:glioblastoma|glioma)s?", "meningioma": r"meningiomas?", "schwannoma": r"schwannomas?",
+    "lymphoma": r"lymphomas?", "abscess": r"abscess(?:es)?", "haematoma": r"ha?ematomas?",
 }
 UMBRELLA = {"lesion", "observation"}
 _NOUN_OF = [(k, re.compile(rf"\b{v}\b")) for k, v in LESION_NOUNS.items()]
-# addition: words that place a lesion in an organ; a finding is about the schema's organ when its
-# clause (or its sentence's "Organ:" header) names that organ, or names none.
-ORGAN_WORDS = {
-    "kidney": r"\b(?:kidneys?|renal|nephr\w*|interpolar|upper pole|lower pole|perinephric)\b",
-    "liver": r"\b(?:liver|hepatic|hepato\w*|caudate|segment (?:[1-8]|i{1,3}|iv|v|vi{1,3})[ab]?)\b",
-    "lung": r"\b(?:lungs?|pulmonary|(?:upper|middle|lower) lobe|lingula\w*|rul|rml|rll|lul|lll|perifissural)\b",
-    "brain": r"\b(?:brain|cerebr\w*|frontal|parietal|temporal|occipital|insula\w*|thalam\w*|cerebell\w*|"
-             r"ventric\w*|callos\w*)\b",
-    "adrenal": r"\badrenals?\b", "pancreas": r"\bpancrea\w*", "spleen": r"\b(?:spleen|splenic)\b",
-    "bone": r"\b(?:osseous|bones?|vertebra\w*|ribs?|sacrum|iliac bone)\b",
-    "lymph node": r"\blymph\b", "breast": r"\bbreasts?\b", "thyroid": r"\bthyroid\b",
-}
+# addition: place words (lobes, poles, segments) and the organs each can be in. "lower pole" is a
+# kidney's, a thyroid lobe's, the spleen's or a testis's; "right lobe" a liver's or a thyroid's:
+# a place word never puts a lesion in one organ when several have that place, so a thyroid
+# nodule "in the lower pole" stays a candidate of a thyroid schema.
+PLACE_ORGANS = (
+    (r"\binterpolar\b", {"kidney"}),
+    (r"\b(?:upper|lower|mid)[- ]?poles?\b", {"kidney", "thyroid", "spleen", "testis"}),
+    (r"\b(?:upper|middle|lower) lobes?\b|\blingula\w*|\b(?:rul|rml|rll|lul|lll)\b", {"lung"}),
+    (r"\b(?:right|left) lobes?\b", {"liver", "thyroid"}),
+    (r"\bisthm\w*", {"thyroid"}),
+    (r"\b(?:caudate|segments? (?:[1-8]|i{1,3}|iv|v|vi{1,3})[ab]?)\b", {"liver"}),
+    (r"\b(?:frontal|parietal|temporal|occipital|insula\w*|ventric\w*|periventric\w*|basal ganglia|centrum "
+     r"semiovale|corona radiata|pons|pontine|medulla\w*|midbrain)\b", {"brain"}),
+    (r"\b(?:peripheral|transition(?:al)?|central) zones?\b", {"prostate"}),
+)
+# addition: organs that come in pairs, one per side: a lesion's side is then its organ's side.
+PAIRED_ORGANS = frozenset({"kidney", "lung", "breast", "ovary", "testis", "adrenal"})
 SCHEMA_ORGAN = {"lung": "lung", "liver": "liver", "kidney": "kidney", "brain": "brain"}
 _SIDE = re.compile(r"\b(left|right|bilateral|bilaterally|both)\b")
-_DOMINANT = re.compile(r"\b(?:dominant|largest|biggest|index)\b")
+_DOMINANT = re.compile(r"\b(?:dominant|largest|biggest|larger|bigger|index)\b")
 _PRIOR_BEFORE = re.compile(r"\b(?:previously|prior|formerly|was|from|compared (?:with|to)|versus|vs)\W+(?:\w+\W+){0,2}$")
 _SMALL = re.compile(r"\b(?:small|tiny|punctate|subcentimet\w*|sub-centimet\w*|too small to characteri[sz]e|micro\w*)\b")
 _DEFINITE = re.compile(r"\b(?:the|this|that|these|those|said)\s+(?:[\w-]+\s+){0,3}$")
@@ -77,7 +85,7 @@ _COPULA = re.compile(r"^\W*(?:is|are|was|represents?|consists? of|appears as)\s+
 _GAP_BREAK = re.compile(r";|,\s|\s(?:and|while|whereas|but|as well as)\s")
 _GAP_START = re.compile(r"\b(?:a|an|another|additional|second|third|one|two|three|several|multiple|\d)")
 _HEADER = re.compile(r"^((?:[a-z]+\s*){1,3}):\s*")
-_PLACE = re.compile(r"\b(?:lobes?|poles?|segments?|region|hilum|hilar|apex|base|lingula)\b")
+_PLACE = re.compile(r"\b(?:lobes?|poles?|segments?|region|hilum|hilar|apex|base|lingula|isthm\w*|hemispheres?|zones?)\b")
 _NO_NEW = re.compile(r"\bno\s+(?:new|additional|further|other|enlarging|new or enlarging)\b[^.;]*$")
 
 
@@ -101,6 +109,7 @@ class Finding:
     summarised: bool = False  # a group whose largest member is its own finding
     small: bool = False
     section: str = "findings"
+    places_in: frozenset = frozenset()  # organs its place words ("lower pole") can be in
 
     def as_row(self) -> dict:
         """The finding as one row of the extraction table (docs/benchgen.md)."""
@@ -128,8 +137,46 @@ def nouns_of(texts: list[str]) -> set[str]:
 
 
 def _organ(text: str) -> str | None:
+    """The organ the first organ word of ``text`` names (never a shared place word)."""
     hits = [(m.start(), organ) for organ, pat in ORGAN_WORDS.items() for m in re.finditer(pat, text)]
     return min(hits)[1] if hits else None
+
+
+def place_organs(text: str) -> frozenset[str]:
+    """The organs every place word of ``text`` can be in.
+
+    Parameters
+    ----------
+    text : str
+        Normalised text (a finding's clause, a header).
+
+    Returns
+    -------
+    frozenset of str
+        The intersection of the organ sets (:data:`PLACE_ORGANS`) of its place words; empty when
+        it has none.
+    """
+    sets = [organs for pat, organs in PLACE_ORGANS if re.search(pat, text)]
+    return frozenset(set.intersection(*map(set, sets))) if sets else frozenset()
+
+
+def schema_organ(organ: str | None) -> str | None:
+    """A schema's organ as a key of :data:`ORGAN_WORDS` ("kidney", "renal", "thyroid gland" -> one key).
+
+    Parameters
+    ----------
+    organ : str or None
+        ``Schema.organ`` as the institution wrote it.
+
+    Returns
+    -------
+    str or None
+        The :data:`ORGAN_WORDS` key it names; the text itself when it names none of them; None
+        when there is none.
+    """
+    if not organ:
+        return None
+    return SCHEMA_ORGAN.get(organ) or _organ(normalize_sentence(organ)) or organ
 
 
 def _side(text: str, anchor: int) -> str | None:
@@ -172,11 +219,31 @@ def _mentions(sent: str, nouns: set[str]) -> list[tuple[int, int, str]]:
     for m in found:  # "lymph node" is not a nodule; overlapping patterns count once
         if out and m[0] < out[-1][1]:
             continue
-        if (re.search(r"\blymph\s+$", sent[:m[0]]) or re.match(r"[- ]effect", sent[m[1]:])
-                or re.match(r"\s+(?:thromb\w*|in (?:the )?(?:\w+ )?veins?)\b", sent[m[1]:])):
+        if re.search(r"\blymph\s+$", sent[:m[0]]) or another_thing_after(sent, m[1]):
             continue  # a lymph node is not a nodule, mass effect not a mass, tumour thrombus not a tumour
         out.append(m)
     return out
+
+
+_COMPOUND_AFTER = re.compile(r"[- ]effect\b|\s+(?:thromb\w*|in (?:the )?(?:\w+ )?veins?)\b")
+
+
+def another_thing_after(sent: str, end: int) -> bool:
+    """Whether the lesion noun ending at ``end`` is part of another thing's name.
+
+    Parameters
+    ----------
+    sent : str
+        A normalised sentence.
+    end : int
+        Where the lesion noun ends in ``sent``.
+
+    Returns
+    -------
+    bool
+        True for "mass effect", "tumour thrombus", "tumour in the portal vein".
+    """
+    return bool(_COMPOUND_AFTER.match(sent[end:]))
 
 
 def _segments(sent: str, mentions: list[tuple[int, int, str]]) -> list[tuple[int, int]]:
@@ -204,7 +271,7 @@ def _listed_members(sent: str, end: int, b: int) -> list[tuple[int, int]]:
     if not lead:
         return []
     starts = [end + lead.end() + m.start() for m in
-              re.finditer(r"(?<![\w.])\d+(?:\.\d+)?\s*(?:x\s*\d+(?:\.\d+)?\s*)*(?:mm|cm)\b", rest[lead.end():])]
+              re.finditer(r"(?<![\w.])" + _MEASURE.pattern, rest[lead.end():]) if m.group(2) != "hu"]
     if len(starts) < 2:
         return []
     bounds = starts[1:] + [b]
@@ -216,10 +283,18 @@ def _listed_members(sent: str, end: int, b: int) -> list[tuple[int, int]]:
     return spans
 
 
+def _fits(f: Finding, organ: str | None) -> bool:
+    """Whether ``f`` can be in ``organ``: its own organ word, else its place words, allow it."""
+    if organ is None:
+        return True
+    if f.organ is not None:
+        return f.organ == organ
+    return not f.places_in or organ in f.places_in
+
+
 def _compatible(a: Finding, b: Finding) -> bool:
     sides = {a.side, b.side}
-    return ((a.organ in (None, b.organ) or b.organ is None)
-            and (None in sides or len(sides) == 1 or "bilateral" in sides))
+    return _fits(a, b.organ) and _fits(b, a.organ) and (None in sides or len(sides) == 1 or "bilateral" in sides)
 
 
 def report_findings(findings: str, impression: str, nouns: set[str] | None = None) -> list[Finding]:
@@ -245,7 +320,7 @@ def report_findings(findings: str, impression: str, nouns: set[str] | None = Non
     """
     nouns = set(LESION_NOUNS) if nouns is None else nouns
     out: list[Finding] = []
-    section_organ, chained = None, None
+    section_organ, chained, previous_header = None, None, ""
     for section, text in (("findings", findings), ("impression", impression)):
         for original in sentences(text):
             sent = normalize_sentence(original)
@@ -257,16 +332,22 @@ def report_findings(findings: str, impression: str, nouns: set[str] | None = Non
             if header and not sent[header.end():].strip():
                 section_organ = _organ(header_text)  # "LIVER:" on its own line heads what follows
                 continue
+            # a header the sentence shares with the one before it ("RIGHT LOBE:" on its own line
+            # heads both) starts no new place: the sentence's own words decide
+            same_section = bool(header) and header_text == previous_header
+            previous_header = header_text
+            body = sent[header.end():] if same_section else sent
             mentions = _mentions(sent, nouns)
             if not mentions:
                 # "It measures 12 mm." / "Central necrosis." / "No washout.": a sentence naming no
                 # lesion, no side or place and no organ, right after a lesion's sentence, describes it
                 last = out[-1] if out else None
                 if (last is not None and chained is last and last.status == "present"
-                        and (re.match(r"^(?:it|this)\b", sent)
-                             or not (_SIDE.search(sent) or _PLACE.search(sent) or _organ(sent) or header))):
-                    dims, prior = _sizes(sent)
-                    last.text += " " + sent
+                        and (re.match(r"^(?:it|this)\b", body)
+                             or not (_SIDE.search(body) or _PLACE.search(body) or _organ(body) or place_organs(body)
+                                     or (header and not same_section)))):
+                    dims, prior = _sizes(body)
+                    last.text += " " + body
                     if dims and last.size_mm is None:
                         last.dims_mm, last.size_mm = dims, max(dims)
                     last.prior_size_mm = last.prior_size_mm if prior is None else prior
@@ -284,7 +365,18 @@ def report_findings(findings: str, impression: str, nouns: set[str] | None = Non
                     continue
                 # "the largest in the right upper pole measuring 4.1 cm" after a plural mention
                 # ("measuring up to 9 mm": the largest is 9 mm)
-                sub = re.search(r"(?:,\s*|\b)(?:the\s+)?(?:largest|dominant|biggest)\b|\bup to\b", sent[end:b])
+                sub = re.search(r"(?:,\s*|\b)(?:the\s+)?(?:largest|dominant|biggest|larger|bigger)\b|\bup to\b",
+                                sent[end:b])
+                if sub and re.search(r"\b(?:no|none|not|without|neither)\s+(?:\w+\s+)?$",
+                                     sent[end:end + sub.start() + len(sub.group(0)) - len(sub.group(0).lstrip(", "))]):
+                    sub = None  # "innumerable nodules, none dominant" names no dominant one
+                if sub and f.plural:
+                    # the group is its own words: "renal masses, the dominant 4.8 cm on the right" is
+                    # a bilateral group of unknown size whose dominant member is 4.8 cm on the right,
+                    # so the group joins the earlier group, never the earlier 4.8 cm lesion
+                    group_words = sent[a:end + sub.start()]
+                    f.dims_mm, f.prior_size_mm = _sizes(group_words)
+                    f.size_mm, f.side = (max(f.dims_mm) if f.dims_mm else None), _side(group_words, start - a)
                 target = _referent(out, f, sent[:start], section)
                 if target is not None:
                     _merge(target, f)
@@ -347,7 +439,7 @@ def _new_finding(original, sent, start, end, word, a, b, header_text, section_or
     dims, prior = _sizes(clause)
     organ = _organ(clause) or _organ(header_text) or section_organ
     side = _side(clause, start - a) or _side(header_text, 0)
-    return Finding(entity=word, status=_status(sent, start, end), organ=organ, side=side,
+    return Finding(places_in=place_organs(clause + " " + header_text), entity=word, status=_status(sent, start, end), organ=organ, side=side,
                    size_mm=max(dims) if dims else None, dims_mm=dims, prior_size_mm=prior, text=clause,
                    sentence=original, span=(a, b), plural=word.endswith("s") and not word.endswith("ss")
                    and word not in ("metastasis",),
@@ -384,6 +476,7 @@ def _merge(target: Finding, f: Finding, keep_status: bool = False) -> None:
     target.prior_size_mm = target.prior_size_mm if target.prior_size_mm is not None else f.prior_size_mm
     target.side = target.side or f.side
     target.organ = target.organ or f.organ
+    target.places_in = target.places_in or f.places_in
     target.called_dominant = target.called_dominant or f.called_dominant
     target.small = target.small or f.small
     if not keep_status and target.status != "present":
@@ -403,10 +496,16 @@ def in_organ(f: Finding, organ: str | None) -> bool:
     Returns
     -------
     bool
-        True when ``organ`` is None, the finding names no organ, or names ``organ``.
+        True when ``organ`` is None, the finding names ``organ``, or names no organ and either has no
+        place word or one that ``organ`` (or an organ outside :data:`ORGAN_WORDS`) can have.
     """
-    want = SCHEMA_ORGAN.get(organ or "", organ)
-    return want is None or f.organ is None or f.organ == want
+    want = schema_organ(organ)
+    if want is None:
+        return True
+    if f.organ is not None:
+        return f.organ == want
+    # placed only by a place word: a candidate unless every organ that place fits is a known other one
+    return not f.places_in or want in f.places_in or want not in ORGAN_WORDS
 
 
 def dominant(found: list[Finding], organ: str | None = None) -> tuple[Finding | None, str]:

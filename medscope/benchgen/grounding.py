@@ -35,6 +35,21 @@ import re
 from medscope.answers.context import FORWARD, forward_scope, status
 from medscope.answers.matching import normalize
 
+# addition (issue 49; medscope.benchgen.findings reads it too): words that place a lesion in an
+# organ; a finding is about the schema's organ when its clause (or its sentence's "Organ:" header)
+# names that organ, or names none. These are the organ's own nouns and adjectives ("renal",
+# "hepatic", "thyroid"): a word that names one organ only.
+ORGAN_WORDS = {
+    "kidney": r"\b(?:kidneys?|renal|nephr\w*|perinephric)\b",
+    "liver": r"\b(?:liver|hepatic|hepato\w*)\b",
+    "lung": r"\b(?:lungs?|pulmonary|perifissural)\b",
+    "brain": r"\b(?:brain|cerebr\w*|intracranial|intra-axial|cerebell\w*|thalam\w*|callos\w*|brainstem)\b",
+    "adrenal": r"\badrenals?\b", "pancreas": r"\bpancrea\w*", "spleen": r"\b(?:spleen|splenic)\b",
+    "bone": r"\b(?:osseous|bones?|vertebra\w*|ribs?|sacrum|iliac bone)\b",
+    "lymph node": r"\blymph\b", "breast": r"\bbreasts?\b", "thyroid": r"\bthyroid\w*\b",
+    "prostate": r"\bprostat\w*", "bladder": r"\b(?:urinary )?bladder\b", "uterus": r"\b(?:uter\w*|endometri\w*)\b",
+    "ovary": r"\b(?:ovar\w*|adnex\w*)\b", "testis": r"\b(?:testi[sc]\w*|testes|scrot\w*)\b",
+}
 _SENTENCE = re.compile(r"(?<=[.;!?])\s+|\n+")
 
 
@@ -49,32 +64,63 @@ def sentences(text: str) -> list[str]:
     Returns
     -------
     list of str
-        The stripped, non-empty sentences, split after ``.``, ``;``, ``!`` or ``?`` and at line breaks.
+        The stripped, non-empty sentences, split after ``.``, ``;``, ``!`` or ``?`` and at line breaks;
+        a header alone on its line ("RIGHT LOBE:") is put before each sentence it heads, until the
+        next header, so "No nodules." under "LEFT LOBE:" denies the left lobe's only.
     """
-    return [s.strip() for s in _SENTENCE.split(text or "") if s.strip()]
+    out, header = [], ""
+    for piece in _SENTENCE.split(text or ""):
+        piece = piece.strip()
+        if not piece:
+            continue
+        if _HEADER_ONLY.match(piece):
+            header = piece  # "RIGHT LOBE:" on its own line heads each sentence until the next header
+            continue
+        if _HEADER_INLINE.match(piece):
+            header = ""  # "SPLEEN: Normal." starts a section of its own
+        out.append(f"{header} {piece}" if header else piece)
+    return out
+
+
+_HEADER_ONLY = re.compile(r"^[A-Za-z][A-Za-z ,/&()-]{0,40}:$")
+_HEADER_INLINE = re.compile(r"^[A-Za-z][A-Za-z ,/&()-]{0,40}:\s")
 
 # Words of a question that name what is asked, not what it is about.
 GENERIC = frozenset(
     "what which where how is are was were does do did the a an of in on at to and or with there this that "
     "these those it its be been being any show shows showing demonstrate demonstrates contain contains "
-    "present presence seen visible evidence sign signs finding findings most likely diagnosis cause "
+    "present presence seen visible evidence sign signs finding findings most likely diagnosis cause still "
     "type size dimension dimensions diameter length largest maximal maximum greatest long short axis "
+    "dominant index larger biggest bigger smaller smallest "
     "measure measurement many number side lobe segment located location severity amount degree grade "
     "category li rads rad lr attenuation margins margin complication for from by as much centered "
     "centred mainly primarily predominantly epicenter within into adjacent".split())
 # Nouns that name the object of a question ("Does the mass enhance?"): used only when nothing else is.
 TOPIC = frozenset("mass masses lesion lesions nodule nodules observation observations tumor tumour".split())
+# Stems of the nouns that name a focal lesion: a Yes to "Is there a tumour in the left temporal lobe?"
+# needs a sentence naming a lesion, not only the place.
+LESION_STEMS = frozenset({"nodul", "mass", "lesion", "observ", "cyst", "tumor", "metastas", "angiomyolipoma",
+                          "hemangioma", "adenoma", "neoplasm", "hypodensit", "hypodensiti", "hyperdensit", "hyperdensiti", "carcinoma", "focu",
+                          "foci", "glioma", "meningioma", "lymphoma"})
 STOP = frozenset("a an the of in on at to and or with is are was were be been there this that it its "
                  "by as for from into".split())
 # Same-meaning spellings read as one word (both sides of the comparison).
 SAME = {"hepatic": "liver", "hepatocellular": "hepatocellular", "oedema": "edema", "tumour": "tumor",
-        "haemorrhage": "hemorrhage", "metastasi": "metastas", "metastas": "metastas"}
+        "haemorrhage": "hemorrhage", "metastasi": "metastas", "metastas": "metastas",
+        # an organ part's adjective and its noun: "isthmic nodule" is the nodule in the isthmus
+        "calculi": "calculus", "foci": "focus", "intratumoral": "tumor", "intratumoural": "tumor",
+        "isthmic": "isthmus", "hilar": "hilum", "haemorrhagic": "hemorrhagic", "oedematous": "edematous"}
 REWRITES = (  # abbreviations and one-word findings spelled out, so either wording is found
     (r"\bhcc\b", "hepatocellular carcinoma hcc"), (r"\brcc\b", "renal cell carcinoma rcc"),
-    (r"\bgbm\b", "glioblastoma gbm"), (r"\bsplenomegaly\b", "enlarged spleen"),
-    (r"\bhepatomegaly\b", "enlarged liver"), (r"\bcardiomegaly\b", "enlarged heart"),
+    # a one-word finding keeps its own word first (a schema's "no splenomegaly" pattern still reads it)
+    (r"\bgbm\b", "glioblastoma gbm"), (r"\bsplenomegaly\b", "splenomegaly enlarged spleen"),
+    (r"\bhepatomegaly\b", "hepatomegaly enlarged liver"), (r"\bcardiomegaly\b", "cardiomegaly enlarged heart"),
+    (r"\b(lymphadenopathy|adenopathy)\b", r"\1 enlarged lymph nodes"),
     (r"\bsteatosis\b", "steatosis fatty infiltration"), (r"\bcholelithiasis\b", "cholelithiasis gallstones"),
     (r"\bnon(?=enhanc|calcif|obstruct|occlus|dilat)", "non-"),
+    # units spelled out, and a decimal comma ("1,2 cm" is 12 mm, not 2 cm)
+    (r"\bmillimet(?:er|re)s?\b", "mm"), (r"\bcentimet(?:er|re)s?\b", "cm"),
+    (r"(?<![\d.,])(\d+),(\d+)(?=\s*-?\s*(?:mm|cm)\b)", r"\1.\2"),
 )
 FAVOURING = ("consistent with", "most consistent with", "compatible with", "in keeping with", "likely",
              "most likely", "probably", "probable", "represents", "represent", "diagnostic of",
@@ -91,14 +137,15 @@ SIDES = {"left": "left", "right": "right", "bilateral": "bilateral", "both": "bi
 _SIDE = re.compile(r"\b(left|right|bilateral|bilaterally|both)\b")
 _CLAUSE = re.compile(r"[;:]|,\s*(?=(?:the|a|an|and|which|with|one|another|no)\b)|\band (?=one|another)")
 UNITS = {"mm": ("length", 1.0), "cm": ("length", 10.0), "hu": ("hu", 1.0)}
-_MEASURE = re.compile(r"((?:\d+(?:\.\d+)?\s*(?:x|×|by)\s*)*\d+(?:\.\d+)?)\s*(mm|cm|hu)\b")
+# "3.0 x 2.1 x 1.9 cm", "2.0 cm x 1.5 cm" (a unit after each dimension), "12-mm"
+_MEASURE = re.compile(r"((?:\d+(?:\.\d+)?\s*(?:(?:mm|cm)\s*)?(?:x|×|by)\s*)*\d+(?:\.\d+)?)\s*-?\s*(mm|cm|hu)\b")
 NUMBER_WORDS = {"one": 1, "single": 1, "solitary": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
                 "seven": 7, "eight": 8, "nine": 9, "ten": 10}
 _SUFFIXES = ("ational", "ations", "ation", "ating", "ement", "ments", "ment", "ions", "ion", "ated", "ates",
              "ary", "ate", "ing", "ial", "ed", "es", "ly", "ar", "um", "al", "s", "e", "y")
 
 
-_RECOMMENDATION = re.compile(r"^\W*(?:\d+\.\s*)?(?:recommend\w*|suggest\w*|consider\w*|advise\w*|follow[- ]?up|"
+_RECOMMENDATION = re.compile(r"^\W*(?:(?:[a-z]+\s*){1,3}:\s*)?(?:\d+\.\s*)?(?:recommend\w*|suggest\w*|consider\w*|advise\w*|follow[- ]?up|"
                              r"further (?:evaluation|imaging|assessment)|correlat\w*|dedicated)\b")
 
 
@@ -161,6 +208,11 @@ def stem(word: str) -> str:
     return SAME.get(word, word)
 
 
+# One-word findings that REWRITES spell out: a question is read by the spelled-out words alone
+ONE_WORD_FINDINGS = frozenset(stem(w) for w in ("splenomegaly", "hepatomegaly", "cardiomegaly", "lymphadenopathy",
+                                                 "adenopathy"))
+
+
 def tokens(text: str) -> list[tuple[str, int, int]]:
     """(stem, start, end) of every word or number of normalised text, stopwords dropped.
 
@@ -196,8 +248,14 @@ def subject_stems(question: str) -> set[str]:
         Stems of the question's content words; the ``TOPIC`` nouns only when nothing else remains.
     """
     words = {s for s, _, _ in tokens(normalize_sentence(question)) if s not in {stem(g) for g in GENERIC}}
+    words -= ONE_WORD_FINDINGS  # asked by their spelled-out words, which every wording of the report has
     topic = {stem(t) for t in TOPIC}
     return (words - topic) or words
+
+
+_HEDGED_DENIAL_BEFORE = re.compile(r"\b(?:unlikely|doubt\w*|probably not|not likely|less likely|improbable)\b")
+_HEDGED_DENIAL_AFTER = re.compile(r"^\W*(?:[\w-]+\W+){0,3}?(?:(?:is|are|seems?|appears?)\s+)?"
+                                  r"(?:unlikely|doubtful|less likely|improbable|probably not)\b")
 
 
 def _mention_status(sent: str, start: int, end: int) -> str:
@@ -207,6 +265,10 @@ def _mention_status(sent: str, start: int, end: int) -> str:
     if re.search(r"\bnon[- ]$", before):
         return "negated"  # "non-enhancing" denies only its own word, so it is read here, not as a trigger
     st = status(sent, start, end)
+    if st == "negated" and (_HEDGED_DENIAL_BEFORE.search(forward_scope(before)) or _HEDGED_DENIAL_AFTER.match(after)):
+        # "Haemorrhagic transformation is unlikely": a reply's hedged denial, but no report states
+        # the absence by it, so it settles nothing
+        return "possible"
     if st == "negated":
         return st  # "no X or Y" is a denied list, not a differential
     if UNCERTAIN_BEFORE.search(forward_scope(before)) or UNCERTAIN_AFTER.search(after):
@@ -240,13 +302,17 @@ def _best_sentences(sents: list[str], subject: set[str]) -> tuple[list[tuple[str
     tie, those that also name a topic noun ("No enhancement of the adjacent dura" is not about
     whether the mass enhances)."""
     topic = {stem(t) for t in TOPIC}
+    organ_adjectives = {stem(m.group(0)) for pat in ORGAN_WORDS.values() for s in sents for m in re.finditer(pat, s)}
     scored = []
     for s in sents:
         toks = tokens(s)
         hits = [t for t in toks if t[0] in subject]
         n = len({t[0] for t in hits})
-        scored.append(((n, bool(n) and any(t[0] in topic for t in toks)), s, hits))
-    best = max((k for k, _, _ in scored), default=(0, False))
+        # on a tie, the sentence naming the asked thing beats one naming only its organ: "On which side
+        # is the renal calculus?" is answered by "left lower pole calculus", not by "renal cysts"
+        own = len({t[0] for t in hits} - organ_adjectives)
+        scored.append(((n, own, bool(n) and any(t[0] in topic for t in toks)), s, hits))
+    best = max((k for k, _, _ in scored), default=(0, 0, False))
     return [(s, hits) for k, s, hits in scored if k == best and k[0] > 0], best[0]
 
 
@@ -317,6 +383,37 @@ def _phrase_scope(s: str, a: int, b: int, st: str) -> tuple[set[str], bool]:
     return sides, is_new
 
 
+_OPENER = re.compile(r"^\W*(?:is|are|was|were|does|do|did|has|have|can|could)\s+(?:there\s+)?")
+_PREPOSITION = re.compile(r"\b(?:in|of|on|at|within|involving|along|from|with|into|to|by|around|near|adjacent)\b")
+
+
+def _head_phrase(q: str, core: set[str]) -> list[str]:
+    """The stems of ``core`` in the asked noun phrase, in order, its head last: the words before the
+    question's first preposition ("tumour thrombus" of "... thrombus in the renal vein", "enhance" of
+    "Does the lesion enhance in the arterial phase?"); all of ``core`` when none stand there."""
+    opened = _OPENER.sub("", q)
+    cut = _PREPOSITION.search(opened)
+    phrase = opened[:cut.start()] if cut else opened
+    stems = [t for t, _, _ in tokens(phrase) if t in core]
+    ordered = list(dict.fromkeys(stems))
+    if ordered:
+        return ordered
+    return [t for t, _, _ in tokens(opened) if t in core][-1:] if core else []
+
+
+def _yes_side(hits, s: str) -> bool:
+    """Whether the first mention of the subject in ``s`` is asserted (not denied)."""
+    return not hits or _mention_status(s, hits[0][1], hits[0][2]) != "negated"
+
+
+def _said_new(s: str, a: int, b: int) -> bool:
+    """Whether an asserted mention is called new: "new mild hydronephrosis", "hydronephrosis, new since
+    the prior study", "the nodule is new" (never "no new X", which is no mention asserted)."""
+    clause_start = max([0] + [m.end() for m in _CLAUSE.finditer(s[:a])])
+    return bool(re.search(r"\b(?:new|newly)\b", s[clause_start:a])
+                or re.match(r"\W*(?:[\w-]+\W+){0,2}?(?:(?:is|are)\s+)?(?:new|newly)\b", s[b:]))
+
+
 def _check_change(polarity: str, yes: bool, sents: list[str], subject: set[str]) -> tuple[bool, str, str]:
     """Yes / No to "Has X resolved / changed / grown / decreased?" from what the report says of X."""
     best, _ = _best_sentences(sents, subject)
@@ -383,21 +480,36 @@ def check_yes_no(question: str, yes: bool, sents: list[str]) -> tuple[bool, str,
                    r"decreas\w*|enlarg\w*|progress\w*|shrunk|shrink\w*|smaller|larger|bigger|in size|since|has|have|had|"
                    r"did)\b",
                    " ", q) if polarity != "presence" else q
-    subject = subject_stems(asked) - {stem(w) for w in ("left", "right", "new")}
+    # sides and "new" are read from each mention's phrase, not matched as words; with them gone, "Has
+    # the left lobe nodule grown?" is about the nodule
+    subject = subject_stems(re.sub(r"\b(?:left|right|new)\b", " ", asked))
+    q_lesion = {t for t, _, _ in tokens(q)} & LESION_STEMS
     if polarity != "presence":
         return _check_change(polarity, yes, sents, subject)
     best, n = _best_sentences(sents, subject)
     if not best:
         return False, "", "subject_not_in_report"
+    # what the question asks about, less the organ it is in: a sentence must name all of it to say Yes
+    # or No by its own words ("No renal mass" says nothing of tumour thrombus in the renal vein)
+    core = subject - {stem(m.group(0)) for pat in ORGAN_WORDS.values() for m in re.finditer(pat, q)}
+    # "Is there a tumour in ...?" asks about the tumour; in "Is the lesion a cyst?" the lesion is the topic
+    head_phrase = _head_phrase(q, core | (q_lesion if re.match(r"^\W*(?:is|are)\s+there\b", q) else set()))
     verdicts, narrowed = [], []
     for s, hits in best:
+        said = {t[0] for t in tokens(s)}
+        named = {c for c in head_phrase if c in said or (len(c) >= 5 and any(c in w for w in said))}
+        # a Yes names the whole asked thing ("enhancing capsule"); a No may deny it more broadly
+        # ("No capsule"), but must name its head ("No renal mass" denies no tumour thrombus)
+        partial_match = bool(head_phrase) and (named != set(head_phrase) if _yes_side(hits, s) else
+                                               head_phrase[-1] not in named)
         first = {}
         for st_, a, b in hits:
             first.setdefault(st_, (a, b))
-        statuses = []
+        statuses, one_sided = [], False
         for a, b in first.values():
             st = _mention_status(s, a, b)
             sides, is_new = _phrase_scope(s, a, b, st)
+            one_sided = one_sided or bool(sides & {"left", "right"}) and "bilateral" not in sides
             if q_side and sides and q_side.group(1) not in sides and "bilateral" not in sides:
                 continue  # a mention about the other side says nothing of this one
             if st == "negated" and is_new and not new_only:
@@ -408,18 +520,31 @@ def check_yes_no(question: str, yes: bool, sents: list[str]) -> tuple[bool, str,
                 continue
             if st in ("affirmed", "favoured") and q_side and not sides:
                 continue  # a side-free mention does not place the finding on the asked side
-            if st in ("affirmed", "favoured") and new_only and not is_new:
+            if st in ("affirmed", "favoured") and new_only and not _said_new(s, a, b):
+                continue
+            if st in ("affirmed", "favoured") and q_lesion and not any(
+                    t in LESION_STEMS and _mention_status(s, ta, tb) in ("affirmed", "favoured")
+                    for t, ta, tb in tokens(s)):
+                # "Postoperative changes in the left temporal lobe" places no tumour there, nor does
+                # "... temporal lobe, possibly a glioma" (the lesion itself must be asserted)
                 continue
             statuses.append(st)
         if not statuses:
             continue
         v = _verdict(statuses)
         if v in ("affirmed", "favoured") and n < len(subject) and NORMAL.search(s):
+            if one_sided and not q_side:
+                narrowed.append("side")  # "Left renal vein is patent" says nothing of the right one
+                continue
             v = "negated"  # "Spleen measures 11 cm, normal." answers "Is the spleen enlarged?"
+        elif partial_match:
+            narrowed.append("partial")
+            continue
         verdicts.append((v, s))
     kinds = {v for v, _ in verdicts if v != "historical"}
     if not verdicts and narrowed:
-        return False, "", "only_no_new" if "no_new" in narrowed else "only_side_specific_denial"
+        return False, "", ("only_no_new" if "no_new" in narrowed else "only_side_specific_denial" if "side" in narrowed
+                           else "subject_only_partly_in_report")
     if not kinds:
         return False, "", "only_historical" if verdicts else "subject_not_in_report"
     if "possible" in kinds or kinds == {"favoured"}:
@@ -449,7 +574,9 @@ def measurements(sent: str) -> list[tuple[str, list[float], int]]:
     out = []
     for m in _MEASURE.finditer(sent):
         kind, scale = UNITS[m.group(2)]
-        dims = [float(x) * scale for x in re.findall(r"\d+(?:\.\d+)?", m.group(1))]
+        # a dimension with its own unit is read in it; the others in the measurement's last unit
+        dims = [float(x) * (UNITS[u][1] if u else scale)
+                for x, u in re.findall(r"(\d+(?:\.\d+)?)\s*(mm|cm)?", m.group(1))]
         out.append((kind, dims, m.start()))
     return out
 
@@ -482,7 +609,11 @@ def check_quantity(question: str, answer: str, sents: list[str]) -> tuple[bool, 
     if kind is None or len(dims) != 1:
         return False, "", "answer_not_a_quantity"
     q = normalize_sentence(question)
-    best, _ = _best_sentences(sents, subject_stems(question))
+    best, n = _best_sentences(sents, subject_stems(question))
+    measured, n_measured = _best_sentences([s for s in sents if any(k == kind for k, _, _ in measurements(s))],
+                                           subject_stems(question))
+    if measured and n_measured == n:
+        best = measured  # a quantity is read from the best-matching sentences that give one
     short = "short axis" in q or "smallest dimension" in q
     values = []
     for s, _ in best:
@@ -583,9 +714,10 @@ def check_side(question: str, answer: str, sents: list[str]) -> tuple[bool, str,
                 continue
             # the side word names the subject: up to five words before it, or "... in the left X" after
             near = " ".join(clause[: hits[0][1]].split()[-5:])
-            after = re.match(r"\W*(?:[\w-]+\W+){0,3}?(?:on|in|of) the (left|right)\b", clause[hits[-1][2]:])
+            after = re.match(r"\W*(?:[\w-]+\W+){0,3}?(?:(?:on|in|of) the (left|right)\b|(?:in|on|of) (both)\b|"
+                             r"(bilaterally)\b)", clause[hits[-1][2]:])
             found = {SIDES.get(m.group(1), "bilateral") for m in _SIDE.finditer(near)}
-            found |= {after.group(1)} if after else set()
+            found |= {SIDES.get(next(g for g in after.groups() if g), "bilateral")} if after else set()
             sides |= found
             where = where or (s if want in found else "")
     if not sides:
@@ -640,7 +772,8 @@ def check_term(question: str, answer: str, sents: list[str]) -> tuple[bool, str,
     """
     need = {s for s, _, _ in tokens(normalize_sentence(answer))}
     if len(need) > 1:
-        need -= {"lobe"}  # "parietal lesion" states the parietal lobe
+        # "parietal lesion" states the parietal lobe, "interpolar kidney" the interpolar region
+        need -= {stem(w) for w in ("lobe", "region", "area", "portion", "part", "aspect")}
     if not need:
         return False, "", "empty_answer"
     q = normalize_sentence(question)

@@ -45,9 +45,11 @@ def _question_nouns(q: str) -> set[str]:
     return set(findmod.LESION_NOUNS) if found & findmod.UMBRELLA else found
 
 
-def _about(q: str, found: list[findmod.Finding], nouns: set[str]) -> list[findmod.Finding]:
+def _about(q: str, found: list[findmod.Finding], nouns: set[str], placed: bool = False) -> list[findmod.Finding]:
     """The findings a question is about: its noun, organ, side, location and describing words
-    ("the ground-glass nodule"); a plural noun asks about groups, a singular one about lesions."""
+    ("the ground-glass nodule"); a plural noun asks about groups, a singular one about lesions.
+    ``placed``: a question naming an organ is about findings the report puts in that organ (by an
+    organ word, or a place word only that organ has among those it could be)."""
     organ = findmod._organ(q)
     plural = any(m.group(0).endswith("s") and not m.group(0).endswith("ss")
                  for _, pat in findmod._NOUN_OF for m in pat.finditer(q)) and "metastasis" not in q
@@ -60,11 +62,18 @@ def _about(q: str, found: list[findmod.Finding], nouns: set[str]) -> list[findmo
             continue
         if organ and organ != "lymph node" and f.organ not in (None, organ):
             continue
+        if organ and organ != "lymph node" and f.organ is None and f.places_in and organ not in f.places_in:
+            continue  # "segment 7" is no place in a kidney
+        if placed and organ and organ != "lymph node" and f.organ is None and organ not in f.places_in:
+            continue
         if side and f.side not in (side.group(1), "bilateral") and f.side is not None:
             continue
         if side and f.side is None:
             continue
         if places and not all(p in f.text for p in places):
+            continue
+        # "the occipital lesion", "the isthmic nodule": each place word of the question in the finding's words
+        if not _place_stems(q) <= _place_stems(f.text):
             continue
         if (f.largest_of_group if plural else f.summarised):
             continue
@@ -74,6 +83,12 @@ def _about(q: str, found: list[findmod.Finding], nouns: set[str]) -> list[findmo
         described = [f for f in out if qualifiers <= {t for t, _, _ in grounding.tokens(f.text)}]
         return described
     return out
+
+
+def _place_stems(text: str) -> set[str]:
+    """Stems of the place words of ``text`` ("occipital", "isthmic" -> "isthmus", "lower pole")."""
+    return {grounding.stem(w) for pat, _ in findmod.PLACE_ORGANS for m in re.finditer(pat, text)
+            for w in m.group(0).split()}
 
 
 def _qualifiers(q: str) -> set[str]:
@@ -86,14 +101,17 @@ def _qualifiers(q: str) -> set[str]:
                                         "pulmonary", "lung", "hepatic", "liver", "adrenal", "brain", "interpolar",
                                         "region", "axis", "short", "long", "largest", "larger", "dominant",
                                         "examination", "exam", "study", "scan", "ct", "mri", "image", "images",
-                                        "comparison", "measure", "measured", "today", "currently")}
+                                        "comparison", "measure", "measured", "today", "currently", "focal",
+                                        # laterality is read from the finding's side, never from its words
+                                        "unilateral", "bilateral", "both", "either", "ipsilateral",
+                                        "contralateral", "sided", "side")}
     organ_words = set()
-    for pat in findmod.ORGAN_WORDS.values():
-        organ_words |= {grounding.stem(m.group(0).split()[-1]) for m in re.finditer(pat, q)}
+    for pat in [*findmod.ORGAN_WORDS.values(), *(p for p, _ in findmod.PLACE_ORGANS)]:
+        organ_words |= {grounding.stem(w) for m in re.finditer(pat, q) for w in m.group(0).split()}
     return {w for w in subject - drop - organ_words if not w[0].isdigit()}
 
 
-def check_lesion_key(question: str, answer: str, kind: str, findings: str, impression: str
+def check_lesion_key(question: str, answer: str, kind: str, findings: str, impression: str, placed: bool = False
                      ) -> tuple[bool, str, str] | None:
     """(kept, supporting sentence, reason) of a key about a lesion, from the report's findings;
     None when the question is not about a lesion or its findings cannot settle it.
@@ -126,14 +144,19 @@ def check_lesion_key(question: str, answer: str, kind: str, findings: str, impre
     """
     q = normalize_sentence(question)
     nouns = _question_nouns(q)
-    if not nouns or kind not in ("yes_no", "quantity", "side"):
+    if not nouns or kind not in ("yes_no", "quantity", "side", "term"):
         return None
     found = findmod.report_findings(findings, impression)
     superlative = bool(_SUPERLATIVE.search(q))
-    if kind == "yes_no":
-        if not _PRESENCE.match(q.strip()):
-            return None
-        return _presence(q, normalize_sentence(answer).startswith("yes"), found, nouns)
+    if kind == "yes_no" and _PRESENCE.match(q.strip()):
+        yes = normalize_sentence(answer).startswith("yes")
+        said = _presence(q, yes, found, nouns, placed)
+        if said is None:
+            said = _normal_on_side(q, yes, findings, impression)
+        return said
+    if kind in ("yes_no", "term") and (grounding.question_polarity(q) != "presence"
+                                       or re.search(r"\b(?:diagnos\w*|most likely|represent\w*|favou?red)\b", q)):
+        return None  # change and diagnosis questions read the whole report
     if superlative:
         organ = findmod._organ(q)
         pool = [f for f in found if next((k for k, p in findmod._NOUN_OF if p.fullmatch(f.entity)), None) in nouns]
@@ -143,16 +166,53 @@ def check_lesion_key(question: str, answer: str, kind: str, findings: str, impre
         about = [dom]
     else:
         about = [f for f in _about(q, found, nouns) if f.status == "present"]
+        if re.search(r"\b(?:smaller|smallest)\b", q) and len(about) > 1:
+            # "the smaller lesion": the one of least current size, when every one is sized and it is alone
+            sized = sorted((f.size_mm, i) for i, f in enumerate(about) if f.size_mm is not None and not f.summarised)
+            if len(sized) != len([f for f in about if not f.summarised]) or len(sized) < 2 or sized[0][0] == sized[1][0]:
+                return False, "", "no_smallest_lesion"
+            about = [about[sized[0][1]]]
     if not about:
         return None
     if kind == "quantity":
         return _quantity(q, answer, about)
+    if kind in ("yes_no", "term"):
+        return _described(q, answer, kind, about, found, superlative)
     return _side_key(answer, about, superlative)
 
 
-def _presence(q: str, yes: bool, found, nouns) -> tuple[bool, str, str] | None:
+def _described(q: str, answer: str, kind: str, about, found, superlative: bool) -> tuple[bool, str, str] | None:
+    """A feature or place of the asked lesion ("Does the largest lesion show washout?", "Which
+    lobe contains the largest nodule?") read from that finding's own words, so another lesion's
+    washout or lobe never answers; None (the sentence rules decide) when several findings are
+    asked about and the question names no one of them."""
+    if not superlative and len([f for f in found if f.status == "present"]) < 2:
+        return None  # one lesion: its sentences are the report's
+    results = []
+    for f in about:
+        pieces = [p for p in re.split(r"(?<=[.;])\s+", f.text) if p.strip()]
+        if kind == "yes_no":
+            asked = _SUPERLATIVE.sub(" ", q)
+            results.append(grounding.check_yes_no(asked, normalize_sentence(answer).startswith("yes"), pieces))
+        else:
+            results.append(grounding.check_term("which?", answer, pieces))
+    kept = [r for r in results if r[0]]
+    if kept and len(kept) == len(results):
+        sentence = about[results.index(kept[0])].sentence
+        return True, sentence, ""
+    if kept:
+        return False, "", "ambiguous_lesion"
+    if superlative or len(about) == 1:
+        # the asked lesion's own words do not state it; another lesion's may, which is no answer
+        reason = results[0][2]
+        return False, "", ("not_stated_for_asked_lesion" if reason in ("answer_not_in_report", "subject_not_in_report",
+                                                                         "subject_only_partly_in_report") else reason)
+    return None
+
+
+def _presence(q: str, yes: bool, found, nouns, placed: bool = False) -> tuple[bool, str, str] | None:
     new_only = bool(re.search(r"\bnew\b", q))
-    about = _about(q, found, nouns)
+    about = _about(q, found, nouns, placed)
     side = _QSIDE.search(q)
     if not about:
         # a side-specific question with a side-free denial: "No renal mass." answers "Is there a left renal mass?"
@@ -179,6 +239,22 @@ def _presence(q: str, yes: bool, found, nouns) -> tuple[bool, str, str] | None:
     if statuses & {"possible"}:
         return False, "", "uncertain_in_report"
     return False, "", "only_historical" if "historical" in statuses else "subject_not_in_report"
+
+
+def _normal_on_side(q: str, yes: bool, findings: str, impression: str) -> tuple[bool, str, str] | None:
+    """"Left adrenal gland normal." answers No to "Is there a left adrenal nodule?": the asked
+    organ on the asked side called normal, in a sentence that names no lesion; None otherwise."""
+    side, organ = _QSIDE.search(q), findmod._organ(q)
+    if not side or organ in (None, "lymph node"):
+        return None
+    for original in grounding.sentences(findings) + grounding.sentences(impression):
+        s = normalize_sentence(original)
+        if (re.search(findmod.ORGAN_WORDS[organ], s) and re.search(rf"\b{side.group(1)}\b", s)
+                and not re.search(r"\b(?:left|right)\b", s.replace(side.group(1), " "))
+                and grounding.NORMAL.search(s) and not findmod._mentions(s, set(findmod.LESION_NOUNS))
+                and not re.search(r"\b(?:not|no|but|except|apart from|aside from)\b", s)):
+            return (False, "", "contradicted_by_report") if yes else (True, original, "")
+    return None
 
 
 def _quantity(q: str, answer: str, about) -> tuple[bool, str, str] | None:
@@ -221,7 +297,8 @@ def _side_key(answer: str, about, superlative: bool) -> tuple[bool, str, str] | 
     return False, "", "contradicted_by_report"
 
 
-def check_key(question: str, answer: str, findings: str, impression: str) -> tuple[bool, str, str]:
+def check_key(question: str, answer: str, findings: str, impression: str, placed: bool = False
+              ) -> tuple[bool, str, str]:
     """(kept, supporting sentence, reject reason) of one key against its report: a lesion question
     from the report's findings (:func:`check_lesion_key`), anything else -- and a lesion question the
     findings cannot settle -- by the sentence rules (:func:`medscope.benchgen.grounding.check_key`).
@@ -236,6 +313,9 @@ def check_key(question: str, answer: str, findings: str, impression: str) -> tup
         The report's findings section.
     impression : str
         The report's impression section.
+    placed : bool, optional
+        A presence question naming an organ counts only findings the report places in that organ
+        (a schema field read this way, where an unplaced lesion of another organ must not answer).
 
     Returns
     -------
@@ -250,7 +330,7 @@ def check_key(question: str, answer: str, findings: str, impression: str) -> tup
     ----------
     .. [1] benchmark-MCQ paper, Methods ("report-grounded check").
     """
-    on_finding = check_lesion_key(question, answer, answer_kind(question, answer), findings, impression)
+    on_finding = check_lesion_key(question, answer, answer_kind(question, answer), findings, impression, placed)
     if on_finding is not None:
         return on_finding
     return grounding.check_key(question, answer, findings, impression)
