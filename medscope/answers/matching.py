@@ -52,6 +52,7 @@ extending NegEx (W. W. Chapman et al., J. Biomed. Inform. 34(5), 2001); see ``co
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, replace
 from functools import lru_cache
@@ -70,8 +71,8 @@ RULES = ("final-tag", "json-field", "json-partial", "self-correction", "verdict-
          "both", "leading-yes-no", "search-outcome", "mention", "health-words", "undecided", "predicate", "open", "none")
 
 _WRONG_ANATOMY = re.compile(r"\b(?:this|it|(?:the|this) (?:\w+ )?(?:image|scan|study|film|picture|frame))"
-                            r" (?:is|appears to be|looks like|seems to be|shows) an? [^.;]{0,40}?"
-                            r"(?:rather than|not|instead of) an?\b|"
+                            r" (?:is|appears to be|looks like|seems to be|shows) an? [^.;]{0,60}?"
+                            r"(?:(?:rather than|instead of) (?:an? )?\w|not an?\b)|"
                             r"\b(?:this|it|(?:the|this) (?:image|scan|picture|frame)) (?:is|does) not (?:appear to be |look like |"
                             r"show )?an? (?:[\w-]+ ){0,3}(?:image|scan|x-ray|radiograph|ultrasound|ct|mri|frame|film|"
                             r"photo|study|slice|mammogram|endoscopy|colonoscopy|sonogram)\b")
@@ -90,7 +91,8 @@ _SPACES = re.compile(r"[ \t]+")
 _PARTICLE_END = r"(?=$|[\s,.!?;:()\u2013\u2014\uff0c\u3001\u3002]|\s-)"
 _VERDICT = re.compile(
     r"(?:^|(?<=[\s(]))(?:(?:my|the|final|so the|so my) answer(?: would be| is)?|final verdict|verdict|"
-    r"answer|in conclusion|conclusion|impression|bottom line|in summary|summary|overall|decision)"
+    r"answer|in conclusion|conclusion|impression|bottom line|in summary|summary|overall|decision|"
+    r"(?:i am |i would be |so )?leaning(?: towards?)?)"
     r"\s*(?:is\s*)?[:\-\u2013\u2014,]?\s+(?P<rest>\S.*)$"
 )
 _THEREFORE = re.compile(r"^(?:therefore|thus|hence|so)\b,?\s*(?P<rest>\S.*)$")
@@ -218,6 +220,57 @@ def finding_terms(finding: str, synonyms: tuple[str, ...] = ()) -> tuple[str, ..
     if len(words) > 1 and head in ("lesion", "lesions"):
         terms.update(_plural(head))  # "breast lesion": "lesion" itself names it
     return tuple(sorted(terms, key=len, reverse=True))
+
+
+@lru_cache(maxsize=256)
+def name_terms(finding: str) -> tuple[str, ...]:
+    """The words that name the finding itself, not its signs: the finding, its head noun and its
+    side-less form with their plurals, without the synonym table ("lesion" for "breast lesion",
+    never "hypoechoic area"; "consolidation", never "opacity").
+
+    Parameters
+    ----------
+    finding : str
+        The asked finding.
+
+    Returns
+    -------
+    tuple of str
+        A subset of :func:`finding_terms` (without the view's or the table's synonyms).
+    """
+    f = normalize(finding)
+    if not f:
+        return ()
+    words = f.split()
+    terms = set(_plural(f)) | set(_plural(words[-1]) if len(words) > 1 else ())
+    sideless = " ".join(w for w in words if w not in _SIDES)
+    if sideless:
+        terms.update(_plural(sideless))
+    return tuple(sorted(terms, key=len, reverse=True))
+
+
+# A qualifier that makes the finding's head noun another entity ("descending colon" asked about the
+# sigmoid colon, "thyroid nodule" asked about a lung nodule); an adjective names its organ.
+_ORGAN_ADJECTIVES = {"pulmonary": "lung", "renal": "kidney", "hepatic": "liver", "splenic": "spleen",
+                     "cardiac": "heart", "gastric": "stomach", "pancreatic": "pancreas", "colonic": "colon",
+                     "vesical": "bladder", "mammary": "breast", "adrenal": "adrenal", "thyroid": "thyroid",
+                     "uterine": "uterus", "prostatic": "prostate", "rectal": "rectum", "biliary": "gallbladder"}
+_SEGMENT_QUALIFIERS = ("ascending", "descending", "transverse", "sigmoid", "rectosigmoid", "cecal", "caecal",
+                       "duodenal", "jejunal", "ileal", "esophageal", "oesophageal", "breast", "liver", "kidney", "lung",
+                       "spleen", "bone", "skin", "bowel")
+
+
+def _other_qualified_head(s: str, m: re.Match, finding: str) -> bool:
+    """Whether the mention is the finding's bare head noun qualified as another entity."""
+    words = normalize(finding).split()
+    if len(words) < 2 or m.group(0) not in _plural(words[-1]):
+        return False
+    before = s[:m.start()].split()
+    if not before:
+        return False
+    q = before[-1].strip(",;:()")
+    named = _ORGAN_ADJECTIVES.get(q, q if q in _SEGMENT_QUALIFIERS else None)
+    return named is not None and q not in words and not any(named == w or named in _plural(w) for w in words)
 
 
 @lru_cache(maxsize=256)
@@ -429,7 +482,7 @@ def _mention_statuses(sentences: list[str], terms: tuple[str, ...], finding: str
     free = re.compile(r"(?<![\w-])(?:" + "|".join(re.escape(t) for t in terms) + r")-free\b") if terms else None
     out, found = [], False
     for s in sentences:
-        hits = list(pat.finditer(s))
+        hits = [m for m in pat.finditer(s) if not _other_qualified_head(s, m, finding)]
         for m in hits:
             found = True
             st = _mention_status(s, m, finding, organ)
@@ -459,11 +512,20 @@ _NORMAL_AS_REFERENCE = re.compile(r"\b(?:above|beyond|exceeds?|exceeding|outside
                                   r"(?:upper\s+)?(?:limits?\s+of\s+)?normal\b|\bnormal\s+(?:threshold|cut-?off|value|range)\b")
 
 
+# "Lines and tubes otherwise unremarkable", "the catheter is in a normal position": a device's
+# position, not the patient's health.
+_DEVICE_NORMAL = re.compile(
+    r"\b(?:lines?|tubes?|catheters?|devices?|hardware|drains?|leads?|wires?|clips?|stents?|pacemaker)"
+    r"(?:\s+and\s+(?:lines?|tubes?|catheters?|devices?|drains?))?\s+(?:(?:is|are|appear|appears|look|looks|"
+    r"otherwise|in|a|an|position|positioned|placement)\s+){0,3}(?:unremarkable|normal|satisfactory|appropriate|fine|ok)\b")
+
+
 def _health_statuses(sentences: list[str], kind: str = "health") -> list[str]:
     """Normal / abnormal words as mentions of the finding (a normal word's polarity inverted). To a
-    "above the normal threshold" is a reference, not a statement of health."""
+    "above the normal threshold" is a reference, not a statement of health; a device "otherwise
+    unremarkable" speaks of the device."""
     out = []
-    sentences = [_NORMAL_AS_REFERENCE.sub(" ", s) for s in sentences]
+    sentences = [_DEVICE_NORMAL.sub(" ", _NORMAL_AS_REFERENCE.sub(" ", s)) for s in sentences]
     abnormal = _term_pattern(ABNORMAL_WORDS)
     normal = _term_pattern(NORMAL_WORDS)
     invert = {"affirmed": "negated", "negated": "affirmed"}
@@ -482,11 +544,28 @@ def _health_statuses(sentences: list[str], kind: str = "health") -> list[str]:
     return out
 
 
+def _names_over_signs(mentions: list[str], sentences: list[str], terms, finding: str, organ: bool) -> list[str]:
+    """Where mentions assert both ways, the finding's own name outranks its signs: "the hazy opacity
+    ... so this is not consolidation" denies consolidation, whatever the opacity is. Only an
+    affirmed-against-negated conflict is settled so, and only when the name's own mentions commit."""
+    if _aggregate(mentions) != ("unclear", None):
+        return mentions
+    own = tuple(t for t in terms if t in set(name_terms(finding)))
+    if not own or len(own) == len(terms):
+        return mentions
+    named = _mention_statuses(sentences, own, finding, organ)
+    got = _aggregate(named)
+    if got is not None and got[0] == "answer" and any(m in ("affirmed", "negated") for m in named):
+        return named
+    return mentions
+
+
 def _content(sentences: list[str], terms, finding, kind, flip: bool) -> tuple[str, bool | None, str] | None:
     """Rules 3-5 on some sentences: leading particle, mentions, health words."""
     if sentences and _BOTH.match(re.sub(r"^[\W_]+", "", sentences[0])):
         return "refer", None, "both"  # "Yes and no - ...": commits to neither
     mentions = _mention_statuses(sentences, terms, finding, organ=kind == "organ")
+    mentions = _names_over_signs(mentions, sentences, terms, finding, kind == "organ")
     health = _health_statuses(sentences, kind) if kind != "organ" else []  # "no acute abnormality" is not about an organ
     if kind == "health" and flip:
         # To "Is this normal?", "No, I don't see a pneumothorax" denies the finding: the particle's
@@ -503,6 +582,14 @@ def _content(sentences: list[str], terms, finding, kind, flip: bool) -> tuple[st
         if lead is not None:
             said = _aggregate([m for m in mentions if m in ("affirmed", "negated")]
                               or [h for h in health if h in ("affirmed", "negated")])
+            if said is not None and said[0] == "unclear":
+                # the mentions assert both ways: the particle stands only with the sentence that answers
+                first = next((i for i, x in enumerate(sentences) if _mention_statuses([x], terms, finding, kind == "organ")), None)
+                said = _aggregate([m for m in _mention_statuses(sentences[:first + 1] if first is not None else [],
+                                                                terms, finding, kind == "organ")
+                                   if m in ("affirmed", "negated")])
+                if said is None or said[0] != "answer" or said[1] != lead:
+                    return "unclear", None, "leading-yes-no"
             if said is not None and said[0] == "answer" and said[1] != lead:
                 return "unclear", None, "leading-yes-no"  # "Yes. The liver is not visible.": two verdicts
             return "answer", lead, "leading-yes-no"
@@ -596,9 +683,19 @@ _QUALITY_FINE = re.compile(r"\b(?:image quality|the image|quality) (?:is|looks|s
                            r"sufficient|acceptable|ok|okay|diagnostic|clear)\b")
 
 
+# "The image is a lateral lumbar spine radiograph; heart size cannot be assessed": the reply says
+# what the image is and that the question cannot be answered on it, so it is the wrong image.
+_IMAGE_IS = re.compile(r"\b(?:the|this) (?:image|scan|study|film|picture) is an? [^.;]{0,50}?"
+                       r"\b(?:image|radiograph|x-ray|ultrasound|ct|mri|endoscopy|colonoscopy|photo|scan|film)\b")
+_CANNOT_ANSWER_HERE = re.compile(r"\bcan not be (?:reliably )?(?:evaluated|assessed|judged|answered|determined)\b|"
+                                 r"\bcan not (?:answer|evaluate|assess|judge)\b|\bcan not make a determination\b")
+
+
 def _undecided(text: str) -> str | None:
     text = _QUALITY_FINE.sub(" ", text)  # "the image quality is adequate, but I can't tell" declines on a usable image
     if _CLARIFY.search(text) or _WRONG_ANATOMY.search(text):
+        return "clarify"
+    if _IMAGE_IS.search(text) and _CANNOT_ANSWER_HERE.search(text):
         return "clarify"
     if _REFER.search(text):
         return "refer"
@@ -644,6 +741,39 @@ def _json_value_reader(question: str, finding: str, kind: str):
     return read
 
 
+# A JSON reply's own reasoning ("reasoning": "This is the liver.", "present": false) read as free
+# text; where it commits the other way the reply contradicts itself.
+REASONING_KEYS = ("reasoning", "reason", "rationale", "explanation", "observation", "observations", "thinking",
+                  "thoughts", "analysis", "justification", "notes", "note", "comment", "comments")
+_STATEMENT_DENIAL = re.compile(r"\b(?:incorrect|wrong|untrue|false|not true|not the case|can not be said|inaccurate)\b")
+_OFF_LEVEL = re.compile(r"\bnot expected (?:at|on|in) this (?:level|slice|image|section)\b|"
+                        r"\b(?:is|lies|sits) (?:below|above) this level\b")
+
+
+def _reasoning_disagrees(obj: dict, claim: bool, finding: str, synonyms) -> bool:
+    """Whether the object's reasoning fields say plainly the opposite of ``claim``: "This is the
+    liver." beside ``"present": false``; "not expected at this level" or "the heart is not
+    included" beside ``"present": true``. Only plain identifications and plain denials count (one
+    sentence, the finding named, no second negation): reasoning about anatomy ("the esophagus ends
+    above this level") is not read as a verdict."""
+    texts = [str(v) for k, v in obj.items() if isinstance(v, str) and structured._norm(k) in REASONING_KEYS]
+    terms = finding_terms(finding, tuple(synonyms))
+    if not texts or not terms:
+        return False
+    alt = "|".join(re.escape(t) for t in terms)
+    affirms = re.compile(rf"\b(?:this|it) is (?:the |a )?(?:{alt})\b|\b(?:{alt}) (?:is|are) (?:clearly |well |partly )?"
+                         rf"(?:seen|visible|identified|present|depicted|included)\b")
+    denies = re.compile(rf"\b(?:{alt}) (?:is|are) not (?:\w+ ){{0,2}}?(?:seen|visible|identified|present|depicted|"
+                        rf"included|expected)\b|\bno (?:{alt}) (?:is |are )?(?:seen|visible|identified)\b")
+    for sentence in (x for t in texts for line in _lines(t) for x in _sentences(line)):
+        cues = len(_NEGATION_CUE.findall(sentence)) + len(_STATEMENT_DENIAL.findall(sentence))
+        if claim is False and cues == 0 and affirms.search(sentence):
+            return True
+        if claim is True and (_OFF_LEVEL.search(sentence) or (cues == 1 and denies.search(sentence))):
+            return True
+    return False
+
+
 _FINAL_TAG = re.compile(r"<\s*final\s*>(?P<inner>.*?)(?:<\s*/\s*final\s*>|$)", re.IGNORECASE | re.DOTALL)
 
 
@@ -663,6 +793,9 @@ def _structured(text, question, finding, kind, synonyms) -> Reading | str | None
         r = read_decision(inner, question, finding, kind, synonyms)
         return Reading(r.action, r.claim, "final-tag")
     t = (text or "").strip()
+    listed = structured.list_reply(t)
+    if listed is not None:  # ["stomach", false]: the pair as {"stomach": false}
+        t = json.dumps(listed)
     brace = t.find("{")
     if brace < 0 or (brace > 80 and not t.lstrip("`json \n").startswith("{")):
         return None
@@ -672,10 +805,12 @@ def _structured(text, question, finding, kind, synonyms) -> Reading | str | None
     if late is not None:  # "Final answer: No" after the object outranks it, as in every format
         return Reading(late[0], late[1], "verdict-line")
     tail = revisions.correction_tail("\n".join(after)) if after else None
+    retracted = False
     if tail:  # "Correction: on closer inspection ..." after the object takes its verdict back
         r = read_decision(tail, question, finding, kind, synonyms, _corrections=False)
         if r.action == "answer":
             return Reading(r.action, r.claim, "self-correction")
+        retracted = r.action in ("refer", "clarify", "unclear")
     obj = parser._first_object(t)
     complete = isinstance(obj, dict)
     v = structured.json_verdict(obj if complete else structured.complete_pairs(t[brace:]), finding, terms,
@@ -683,6 +818,10 @@ def _structured(text, question, finding, kind, synonyms) -> Reading | str | None
     if v.found:
         if v.claim is None:
             return Reading("refer", None, "json-field")
+        if retracted:  # {"present": true} then "Note: on review only the diaphragm is visible"
+            return Reading("unclear", None, "self-correction")
+        if complete and _reasoning_disagrees(obj, v.claim, finding, synonyms):
+            return Reading("unclear", None, "json-field")
         return Reading("answer", v.claim, "json-field" if complete else "json-partial")
     if not complete:
         return Reading("unparseable", None, "none")  # a cut-off object: its verdict never came
@@ -724,7 +863,18 @@ def read_decision(text: str, question: str, finding: str, question_kind: str | N
     return r if r.evidence else replace(r, evidence=_evidence(r, text, finding_terms(finding, tuple(synonyms))))
 
 
+# An explicit refusal to decide the asked question; beside a reading made from mentions it makes
+# two readings, so the reply is unclear (a verdict line or a label outranks it: those commit).
+_DECLINE = re.compile(
+    r"\b(?:can not|could not|unable to|not able to|impossible to)\s+(?:reliably\s+|confidently\s+|really\s+)?"
+    r"(?:tell|determine|decide|judge|be sure|be certain|say (?:whether|if|for sure|for certain|with certainty|"
+    r"definitely|definitively))\b|\bcan not be determined\b|"
+    r"\b(?:difficult|hard) to (?:tell|determine|say|decide|be sure)\b|\b(?:i am )?not sure\b|\bindeterminate\b")
+
 _UNCLEAR_WHY = {
+    "declined": "the reply declines to decide, and its mentions of the finding would commit",
+    "self-correction": "the reply takes its verdict back without committing to another",
+    "json-field": "the verdict field and the reply's own reasoning disagree",
     "mention": "the finding's mentions assert both ways, or a negation of a negation it cannot resolve",
     "leading-yes-no": "the opening yes / no and what the reply says of the finding disagree",
     "predicate": "the finding is never named, and the reply's presence words stand beside negations",
@@ -772,20 +922,26 @@ def _read(text: str, question: str, finding: str, question_kind: str | None, syn
     lines = _drop_echo(_lines(text), finding_terms(finding, tuple(synonyms)), question)
     if not lines:
         return Reading("unparseable", None, "none")
+    retracted = False
     if _corrections:
         tail = revisions.correction_tail("\n".join(lines))
         r = read_decision(tail, question, finding, kind, synonyms, _corrections=False) if tail else None
         if r is not None and r.action == "answer":  # read by what follows its last correction
             return Reading(r.action, r.claim, "self-correction")
+        retracted = r is not None and r.action in ("refer", "clarify", "unclear")
     terms = finding_terms(finding, tuple(synonyms))
+    flat = " ".join(lines)
     got = (_verdict_lines(lines, terms, finding, kind) or _label_lines(lines, terms)
            or _final_colon(lines, terms, finding, kind))
     if got is None:
         sentences = [s for line in lines for s in _sentences(line)]
         got = _content(sentences, terms, finding, kind, flip=True)
+    if got is not None and got[0] == "answer" and retracted:
+        return Reading("unclear", None, "self-correction")  # "Yes. Actually, on review, I can't tell."
+    if got is not None and got[0] == "answer" and got[2] in ("mention", "health-words") and _DECLINE.search(flat):
+        return Reading("unclear", None, "declined")  # "Can't tell. The loops could be sigmoid."
     if got is not None:
         return Reading(*got)
-    flat = " ".join(lines)
     undecided = _undecided(flat)
     if undecided:
         return Reading(undecided, None, "undecided")

@@ -277,3 +277,42 @@ def string_values(obj) -> list[str]:
     if isinstance(obj, list):
         return [s for v in obj for s in string_values(v)]
     return []
+
+
+def list_reply(text: str) -> dict | None:
+    """A reply that is a bare JSON list, as the object it stands for: ``["stomach", false]`` ->
+    ``{"stomach": false}``, ``[["liver", true], ["spleen", false]]`` -> both pairs,
+    ``[{"organ": ...}, ...]`` -> ``{"findings": [...]}``; None for anything else (not a list, or a
+    list of another shape, which is then read as text).
+
+    Parameters
+    ----------
+    text : str
+        The stripped reply.
+
+    Returns
+    -------
+    dict or None
+    """
+    body = text.strip().strip("`").strip()
+    if body.startswith("json"):
+        body = body[4:].strip()
+    if not body.startswith("["):
+        return None
+    try:
+        obj = json.loads(body)
+    except ValueError:
+        return None
+    if not isinstance(obj, list) or not obj:
+        return None
+
+    def pair(x):
+        return isinstance(x, list) and len(x) == 2 and isinstance(x[0], str) and not isinstance(x[1], (list, dict))
+
+    if pair(obj):
+        return {obj[0]: obj[1]}
+    if all(pair(x) for x in obj):
+        return {x[0]: x[1] for x in obj}
+    if all(isinstance(x, dict) for x in obj):
+        return {"findings": obj}
+    return None
