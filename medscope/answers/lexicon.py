@@ -66,6 +66,8 @@ REFER_PHRASES = (
     "ik weet het niet", "weet het niet", "niet zeker", "non lo so", "non sono sicuro", "não sei", "nie wiem",
     "не знаю", "не уверен", "不知道", "不确定", "わかりません", "分かりません", "모르겠습니다", "판단할 수 없습니다",
     "لا أعرف", "لا أستطيع", "नहीं पता", "bilmiyorum", "emin değilim",
+    "no es posible", "não é possível", "nao e possivel", "il n'est pas possible", "nicht möglich", "non è possibile",
+    "无法确定", "不能确定", "判断できません",
 )
 
 # Anatomy a probe reply may name instead of the asked organ ("I can see the liver, the right kidney

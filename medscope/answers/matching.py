@@ -60,7 +60,7 @@ from importlib import resources
 
 import yaml
 
-from medscope.answers import parser, revisions, structured
+from medscope.answers import languages, parser, revisions, structured
 from medscope.answers.context import status
 from medscope.answers.lexicon import (  # the word lists, importable from here as before
     ABNORMAL_WORDS, CLARIFY_PHRASES, HEDGED_LEADS, NO_PARTICLES, NORMAL_WORDS, ORGAN_WORDS, POLARITY_WORDS,
@@ -68,7 +68,8 @@ from medscope.answers.lexicon import (  # the word lists, importable from here a
 )
 
 RULES = ("final-tag", "json-field", "json-partial", "self-correction", "verdict-line", "label-line", "final-colon",
-         "both", "leading-yes-no", "search-outcome", "mention", "health-words", "undecided", "predicate", "open", "none")
+         "both", "leading-yes-no", "search-outcome", "mention", "health-words", "declined", "other-language",
+         "undecided", "other-entity", "predicate", "open", "none")
 
 _WRONG_ANATOMY = re.compile(r"\b(?:this|it|(?:the|this) (?:\w+ )?(?:image|scan|study|film|picture|frame))"
                             r" (?:is|appears to be|looks like|seems to be|shows) an? [^.;]{0,60}?"
@@ -873,6 +874,7 @@ _DECLINE = re.compile(
 
 _UNCLEAR_WHY = {
     "declined": "the reply declines to decide, and its mentions of the finding would commit",
+    "other-language": "the reply's clauses in another language disagree, hedge or decline",
     "self-correction": "the reply takes its verdict back without committing to another",
     "json-field": "the verdict field and the reply's own reasoning disagree",
     "mention": "the finding's mentions assert both ways, or a negation of a negation it cannot resolve",
@@ -942,6 +944,10 @@ def _read(text: str, question: str, finding: str, question_kind: str | None, syn
         return Reading("unclear", None, "declined")  # "Can't tell. The loops could be sigmoid."
     if got is not None:
         return Reading(*got)
+    side = next((w for w in normalize(finding).split() if w in _SIDES), None)
+    foreign = languages.foreign_reading(flat, terms, side)
+    if foreign is not None:  # full sentences in another language: its own verdict lexicon
+        return Reading(foreign[0], foreign[1], "other-language")
     undecided = _undecided(flat)
     if undecided:
         return Reading(undecided, None, "undecided")

@@ -34,7 +34,11 @@ from dataclasses import dataclass
 # Words that make a key a verdict key on their own (after the prefixes below are removed).
 PRESENCE_KEY_WORDS = ("present", "presence", "visible", "visibility", "detected", "seen", "exists", "exist",
                       "identified", "found", "in slice", "in image", "in view")
-GENERAL_KEY_WORDS = ("verdict", "answer", "final answer", "result", "status", "conclusion", "decision", "outcome")
+GENERAL_KEY_WORDS = ("verdict", "answer", "final answer", "result", "status", "conclusion", "decision", "outcome",
+                     # the same in the languages models answer in (es, pt, fr, de, it, zh, ja)
+                     "veredicto", "respuesta", "resposta", "conclusión", "conclusão", "réponse", "résultat",
+                     "urteil", "antwort", "ergebnis", "schlussfolgerung", "risposta", "conclusione", "结论", "答案",
+                     "結論", "回答")
 KEY_PREFIXES = ("is", "has", "organ", "finding", "any", "final", "the")
 NAME_FIELDS = ("organ", "name", "finding", "structure", "label", "target")
 UNRESOLVED_VALUES = ("null", "none?", "n/a", "na", "unknown", "unclear", "uncertain", "undetermined", "undecided",
