@@ -10,8 +10,8 @@ semicolons, the CJK comma and "but" in each language):
 - a clause that names the finding (:data:`FOREIGN_NAMES`, the other side skipped) and holds an
   absence phrase and no presence phrase denies it; a presence phrase and no absence phrase
   claims it; both, a hedge ("posible", "可能") or a decline ("no es posible", "无法") is unclear;
-- a short reply whose one verdict clause names no organ at all ("不可见", "nicht sichtbar") is
-  read as about the asked finding, like the English "It is not visible";
+- a short reply whose one verdict clause is a bare verdict of at most three words ("不可见",
+  "nicht sichtbar") is read as about the asked finding, like the English "It is not visible";
 - the clauses' verdicts must agree, else the reply is unclear.
 
 Absence phrases are matched first and masked, since most contain a presence phrase ("no se
@@ -28,7 +28,7 @@ from functools import lru_cache
 # zh / ja, as regular expressions; a trailing \w* takes German compounds ("Nierenhilus") and plurals.
 FOREIGN_NAMES = {
     "liver": (r"h[ií]gado", r"f[ií]gado", r"foie", r"leber\w*", r"fegato", r"hep[aá]tic[oa]", r"肝"),
-    "kidney": (r"ri[ñn][óo]n(?:es)?", r"\brins?\b", r"reins?", r"niere\w*", r"nieren\w*", r"ren[ei]", r"肾(?!上腺)", r"腎"),
+    "kidney": (r"ri[ñn][óo]n(?:es)?", r"\brim\b", r"\brins\b", r"reins?", r"niere\w*", r"nieren\w*", r"ren[ei]", r"肾(?!上腺)", r"腎"),
     "spleen": (r"bazo", r"ba[çc]o", r"la rate", r"milz", r"milza", r"脾"),
     "pancreas": (r"p[aâá]ncreas", r"pancr[ée]as", r"pankreas", r"胰", r"膵"),
     "gallbladder": (r"ves[íi]cula(?: biliar)?", r"v[ée]sicule biliaire", r"gallenblase", r"colecisti", r"cistifellea",
@@ -100,7 +100,7 @@ HEDGE = (r"\bposibles?\b", r"poss[íi]vel", r"\bpossible\b", r"möglich\w*", r"p
 DECLINE = (r"no es posible", r"n[ãa]o [ée] poss[íi]vel", r"il n'est pas possible", r"impossible de", r"nicht m[öo]glich",
            r"nicht beurteilbar", r"non [èe] possibile", r"无法", r"不能确定", r"不确定", r"判断できません", r"わかりません",
            r"不明(?!瞭)", r"no se puede determinar", r"n[ãa]o se pode", r"je ne sais pas", r"ich weiß nicht", r"non lo so")
-_CLAUSE_END = re.compile(r"[.!?;\n。！？；，、:：]+|\s(?:pero|sin embargo|mas|por[ée]m|mais|aber|jedoch|ma|per[òo])\s|但是?|而且|然而|が、")
+_CLAUSE_END = re.compile(r"[.!?;\n。！？；，:：]+|\s(?:pero|sin embargo|mas|por[ée]m|mais|aber|jedoch|ma|per[òo])\s|但是?|而且|然而|が、")
 
 
 def _alt(patterns) -> re.Pattern:
@@ -189,8 +189,10 @@ def foreign_reading(text: str, english_terms: tuple[str, ...], side: str | None)
         # a short reply whose one verdict names no organ: "不可见", "nicht sichtbar"
         judged = [(c, _clause_verdict(c)) for c in clauses]
         judged = [(c, v) for c, v in judged if v is not None]
-        short = len(text.split()) <= 12 and len(text) <= 60
-        if short and len(judged) == 1 and not _ANY_NAME.search(judged[0][0]):
+        # only a bare verdict: a longer clause may name an organ the table does not know
+        bare = len(judged) == 1 and (len(judged[0][0].split()) <= 3 if not _CJK.search(judged[0][0])
+                                     else len(judged[0][0]) <= 6)
+        if bare and len(text) <= 60 and not _ANY_NAME.search(judged[0][0]):
             verdicts = [judged[0][1]]
     if not verdicts:
         return None

@@ -68,7 +68,8 @@ from medscope.answers.lexicon import (  # the word lists, importable from here a
 )
 
 RULES = ("final-tag", "json-field", "json-partial", "self-correction", "verdict-line", "label-line", "final-colon",
-         "both", "leading-yes-no", "search-outcome", "mention", "health-words", "declined", "other-language",
+         "both", "leading-yes-no", "search-outcome", "mention", "health-words", "declined", "probability",
+         "rating", "other-language",
          "undecided", "other-entity", "predicate", "open", "none")
 
 _WRONG_ANATOMY = re.compile(r"\b(?:this|it|(?:the|this) (?:\w+ )?(?:image|scan|study|film|picture|frame))"
@@ -294,6 +295,44 @@ def _lines(text: str) -> list[str]:
         if line and re.search(r"\w", line):
             out.append(line)
     return out
+
+
+def _osa_distance(a: str, b: str, cap: int) -> int:
+    """Edit distance with adjacent transpositions (optimal string alignment), stopped past ``cap``."""
+    if abs(len(a) - len(b)) > cap:
+        return cap + 1
+    prev2, prev = None, list(range(len(b) + 1))
+    for i in range(1, len(a) + 1):
+        cur = [i] + [0] * len(b)
+        for j in range(1, len(b) + 1):
+            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] != b[j - 1]))
+            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                cur[j] = min(cur[j], prev2[j - 2] + 1)
+        if min(cur) > cap:
+            return cap + 1
+        prev2, prev = prev, cur
+    return prev[-1]
+
+
+def _mend_typos(line: str, terms: tuple[str, ...]) -> str:
+    """The finding's one-word names spelt as typed in a hurry ("pneumothroax", "effusoin") put right:
+    a word of eight letters or more one edit (a transposition counts one) from a name, eleven or
+    more two edits. Shorter words are left alone: "rectus" is a muscle, not a misspelt "rectum"."""
+    names = [t for t in terms if " " not in t and len(t) >= 8]
+    if not names:
+        return line
+
+    def mend(m: re.Match) -> str:
+        word = m.group(0)
+        if len(word) < 8 or word in terms:
+            return word
+        for name in names:
+            cap = 2 if len(name) >= 11 and len(word) >= 11 else 1
+            if _osa_distance(word, name, cap) <= cap:
+                return name
+        return word
+
+    return re.sub(r"[a-z]{8,}", mend, line)
 
 
 _QUESTION_LEAD = re.compile(r"^q(?:uestion)?\s*[:.)-]\s*")
@@ -604,6 +643,15 @@ def _content(sentences: list[str], terms, finding, kind, flip: bool) -> tuple[st
     return None
 
 
+def _decide(lines, terms, finding, kind):
+    """Rules 1-5 on some lines: checklist, verdict line, label line, final colon, then the content."""
+    got = (_checkmarks(lines, terms) or _verdict_lines(lines, terms, finding, kind) or _label_lines(lines, terms)
+           or _final_colon(lines, terms, finding, kind))
+    if got is None:
+        got = _content([s for line in lines for s in _sentences(line)], terms, finding, kind, flip=True)
+    return got
+
+
 def _verdict_lines(lines, terms, finding, kind):
     """Rule 1: the last explicit verdict that decides."""
     candidates = []
@@ -872,7 +920,96 @@ _DECLINE = re.compile(
     r"definitely|definitively))\b|\bcan not be determined\b|"
     r"\b(?:difficult|hard) to (?:tell|determine|say|decide|be sure)\b|\b(?:i am )?not sure\b|\bindeterminate\b")
 
+# Checklists: "[x] Pneumothorax", "✓ nodule", "Polyp: ✗", "| Effusion | ❌ |" (a table row reads as
+# "effusion: ❌"). A tick claims, a cross denies, an empty box is not read as either.
+_TICKS, _CROSSES, _EMPTY = "x\u2713\u2714\u2611\u2705", "\u2717\u2718\u2612\u274c\u274e", "\u2610\u2b1c"
+_MARK = (rf"(?:\[(?P<box>[{_TICKS} ])\]|(?P<mark>[{_TICKS[1:]}{_CROSSES}{_EMPTY}]))")
+_CHECK_LEAD = re.compile(rf"^{_MARK}\s*(?P<label>[^{_TICKS[1:]}{_CROSSES}{_EMPTY}]+?)\s*[.!]?$")
+_CHECK_TRAIL = re.compile(rf"^(?P<label>[^{_TICKS[1:]}{_CROSSES}{_EMPTY}\[]+?)\s*[:=\-\u2013\u2014]?\s*{_MARK}\s*[.!]?$")
+
+
+def _checkmarks(lines: list[str], terms: tuple[str, ...]) -> tuple[str, bool | None, str] | None:
+    """Rule ``label-line`` for checklists: the finding's line ticked, crossed or left empty. Lines
+    that disagree, or an empty box, are ``unclear``: a box left empty may mean "absent" or "not
+    looked at"."""
+    pat = _term_pattern(terms)
+    if pat is None:
+        return None
+    marks = []
+    for line in lines:
+        m = _CHECK_LEAD.match(line) or _CHECK_TRAIL.match(line)
+        if not m or not pat.search(m.group("label")) or len(m.group("label").split()) > 6:
+            continue
+        box, mark = m.group("box"), m.group("mark")
+        if box == " " or (mark and mark in _EMPTY):
+            marks.append(None)
+        else:
+            marks.append(not (mark and mark in _CROSSES))
+    if not marks:
+        return None
+    if None in marks or len(set(marks)) > 1:
+        return "unclear", None, "label-line"
+    return "answer", marks[0], "label-line"
+
+
+# Probabilities ("~80% likely present", "probability of a nodule: 0.15") and ratings ("confidence 3/5").
+# Addition (issue 48; no paper sets these): a stated probability of presence of 70% or more reads as
+# a claim (a hedged affirmation, like "likely"), 30% or less as a denial, anything between as
+# unclear; a confidence below 70% in what the reply says makes it unclear; a rating on a scale
+# whose direction the reader cannot check decides nothing on its own.
+PROBABILITY_CLAIM_AT, PROBABILITY_DENY_AT = 0.70, 0.30
+_PROBABILITY_WORDS = re.compile(r"\b(?:likely|likelihood|probability|probable|chance|odds)\b")
+_CONFIDENCE_WORDS = re.compile(r"\b(?:confident|confidence|certain|certainty|sure)\b")
+_NUMBER = re.compile(r"(?<![\w.])(?P<pct>\d{1,3}(?:\.\d+)?)\s*%|(?<![\w.])(?P<dec>0?\.\d+|1\.0+|0|1)(?![\w.%/])")
+_RATING = re.compile(r"(?<![\w.])(?:10|\d)\s*(?:/|out of)\s*(?:5|7|10)\b")
+
+
+def _without_probability(line: str, terms: tuple[str, ...]) -> str:
+    """A line with its stated probabilities removed: the number, the probability word and the
+    finding's name within four words of it ("pneumothorax probability: 0.1" -> "")."""
+    if not (_PROBABILITY_WORDS.search(line) and _NUMBER.search(line)):
+        return line
+    pat = _term_pattern(terms)
+    if pat is not None:
+        near = re.compile(rf"(?:{pat.pattern})(?:\W+\w+){{0,4}}?\W+(?={_PROBABILITY_WORDS.pattern})|"
+                          rf"{_PROBABILITY_WORDS.pattern}(?:\W+\w+){{0,4}}?\W+(?:{pat.pattern})")
+        line = near.sub(" ", line)
+    line = re.sub(rf"{_PROBABILITY_WORDS.pattern}(?:\W+\w+){{0,2}}?\W+(?:present|presence|visible|seen)\b", " ", line)
+    return _SPACES.sub(" ", _NUMBER.sub(" ", _PROBABILITY_WORDS.sub(" ", line))).strip(" ,:;()")
+
+
+def _probability(sentences: list[str]) -> tuple[str, bool | None] | None:
+    """What the reply's stated probabilities say: ``("answer", claim)``, ``("unclear", None)``,
+    ``("keep", None)`` (a confident statement: the other rules read it), or None (none stated)."""
+    found = []
+    for s in sentences:
+        prob, conf = _PROBABILITY_WORDS.search(s), _CONFIDENCE_WORDS.search(s)
+        if not (prob or conf):
+            continue
+        for m in _NUMBER.finditer(s):
+            p = float(m.group("pct")) / 100 if m.group("pct") else float(m.group("dec"))
+            if not 0 <= p <= 1:
+                continue
+            if conf or _NEGATION_CUE.search(s) or re.search(r"\b(?:absent|absence)\b", s):
+                found.append(("keep", None) if p >= PROBABILITY_CLAIM_AT else ("unclear", None))
+            elif p >= PROBABILITY_CLAIM_AT:
+                found.append(("answer", True))
+            elif p <= PROBABILITY_DENY_AT:
+                found.append(("answer", False))
+            else:
+                found.append(("unclear", None))
+    if not found:
+        return None
+    if ("unclear", None) in found or len({f for f in found if f[0] == "answer"}) > 1:
+        return "unclear", None
+    answers = [f for f in found if f[0] == "answer"]
+    return answers[0] if answers else ("keep", None)
+
+
 _UNCLEAR_WHY = {
+    "probability": "the stated probability is between the claim and denial thresholds, or disagrees with the words",
+    "rating": "a rating on a scale whose direction the reader cannot check",
+    "label-line": "the checklist's marks for the finding disagree, or its box is left empty",
     "declined": "the reply declines to decide, and its mentions of the finding would commit",
     "other-language": "the reply's clauses in another language disagree, hedge or decline",
     "self-correction": "the reply takes its verdict back without committing to another",
@@ -901,6 +1038,7 @@ def _evidence(r: Reading, text: str, terms: tuple[str, ...]) -> str:
         "health-words": lambda s: bool(_term_pattern(NORMAL_WORDS + ABNORMAL_WORDS).search(s)),
         "undecided": lambda s: bool(_CLARIFY.search(s) or _REFER.search(s) or _WRONG_ANATOMY.search(s)),
         "predicate": lambda s: bool(_ABSENT_PREDICATE.search(s) or _PRESENT_PREDICATE.search(s)),
+        "probability": lambda s: bool(_PROBABILITY_WORDS.search(s) and _NUMBER.search(s)),
         "other-entity": lambda s: bool(_ORGANS.search(s)), "none": lambda s: False,
     }
     find = finders.get(r.rule)
@@ -921,7 +1059,8 @@ def _read(text: str, question: str, finding: str, question_kind: str | None, syn
         return got
     if isinstance(got, str):
         text = got
-    lines = _drop_echo(_lines(text), finding_terms(finding, tuple(synonyms)), question)
+    terms = finding_terms(finding, tuple(synonyms))
+    lines = _drop_echo([_mend_typos(line, terms) for line in _lines(text)], terms, question)
     if not lines:
         return Reading("unparseable", None, "none")
     retracted = False
@@ -933,11 +1072,22 @@ def _read(text: str, question: str, finding: str, question_kind: str | None, syn
         retracted = r is not None and r.action in ("refer", "clarify", "unclear")
     terms = finding_terms(finding, tuple(synonyms))
     flat = " ".join(lines)
-    got = (_verdict_lines(lines, terms, finding, kind) or _label_lines(lines, terms)
-           or _final_colon(lines, terms, finding, kind))
-    if got is None:
-        sentences = [s for line in lines for s in _sentences(line)]
-        got = _content(sentences, terms, finding, kind, flip=True)
+    got = _decide(lines, terms, finding, kind)
+    sentences = [s for line in lines for s in _sentences(line)]
+    stated = _probability(sentences)
+    if stated is not None and stated[0] != "keep":
+        # "Pneumothorax probability: 0.1": the mention is the probability's subject, so the reply is
+        # read again without it; what the rest says must agree with the probability
+        bare = [_without_probability(line, terms) for line in lines]
+        bare = [line for line in bare if re.search(r"\w", line)]
+        other = _decide(bare, terms, finding, kind) if bare else None
+        if stated[0] == "unclear" or (other is not None and other[0] == "unclear") or (
+                other is not None and other[0] == "answer" and other[1] is not stated[1]):
+            return Reading("unclear", None, "probability")
+        return Reading("answer", stated[1], "probability")
+    rated = [x for x in sentences if _RATING.search(x)]
+    if rated and (got is None or got[0] != "answer" or any(_PROBABILITY_WORDS.search(x) for x in rated)):
+        return Reading("unclear", None, "rating")  # "likelihood 2/5": which end of the scale is "present"?
     if got is not None and got[0] == "answer" and retracted:
         return Reading("unclear", None, "self-correction")  # "Yes. Actually, on review, I can't tell."
     if got is not None and got[0] == "answer" and got[2] in ("mention", "health-words") and _DECLINE.search(flat):
