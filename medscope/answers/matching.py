@@ -810,15 +810,21 @@ def _reasoning_disagrees(obj: dict, claim: bool, finding: str, synonyms) -> bool
     if not texts or not terms:
         return False
     alt = "|".join(re.escape(t) for t in terms)
-    affirms = re.compile(rf"\b(?:this|it) is (?:the |a )?(?:{alt})\b|\b(?:{alt}) (?:is|are) (?:clearly |well |partly )?"
+    if revisions.correction_tail(normalize(" ".join(texts))):
+        return False  # "The liver is visible. Wait, that is the spleen.": the field is where it ended
+    affirms = re.compile(rf"\b(?:this|it) is (?:the |a )?(?P<t>{alt})\b|\b(?P<u>{alt}) (?:is|are) (?:clearly |well |partly )?"
                          rf"(?:seen|visible|identified|present|depicted|included)\b")
-    denies = re.compile(rf"\b(?:{alt}) (?:is|are) not (?:\w+ ){{0,2}}?(?:seen|visible|identified|present|depicted|"
-                        rf"included|expected)\b|\bno (?:{alt}) (?:is |are )?(?:seen|visible|identified)\b")
+    denies = re.compile(rf"\b(?P<t>{alt}) (?:is|are) not (?:\w+ ){{0,2}}?(?:seen|visible|identified|present|depicted|"
+                        rf"included|expected)\b|\bno (?P<u>{alt}) (?:is |are )?(?:seen|visible|identified)\b")
+
+    def about_it(m: re.Match | None, sentence: str) -> bool:  # not "the right kidney is visible" for the left
+        return m is not None and _side_conflict(sentence, m.start("t" if m.group("t") else "u"), finding) is None
+
     for sentence in (x for t in texts for line in _lines(t) for x in _sentences(line)):
         cues = len(_NEGATION_CUE.findall(sentence)) + len(_STATEMENT_DENIAL.findall(sentence))
-        if claim is False and cues == 0 and affirms.search(sentence):
+        if claim is False and cues == 0 and about_it(affirms.search(sentence), sentence):
             return True
-        if claim is True and (_OFF_LEVEL.search(sentence) or (cues == 1 and denies.search(sentence))):
+        if claim is True and (_OFF_LEVEL.search(sentence) or (cues == 1 and about_it(denies.search(sentence), sentence))):
             return True
     return False
 
