@@ -69,7 +69,7 @@ from medscope.answers.lexicon import (  # the word lists, importable from here a
 
 RULES = ("final-tag", "json-field", "json-partial", "self-correction", "verdict-line", "label-line", "final-colon",
          "both", "leading-yes-no", "search-outcome", "mention", "health-words", "declined", "probability",
-         "rating", "other-language",
+         "rating", "graded-sign", "other-language",
          "undecided", "other-entity", "predicate", "open", "none")
 
 _WRONG_ANATOMY = re.compile(r"\b(?:this|it|(?:the|this) (?:\w+ )?(?:image|scan|study|film|picture|frame))"
@@ -674,6 +674,10 @@ def _label_pattern(terms: tuple[str, ...]) -> re.Pattern:
     return re.compile(rf"^{_LABEL_PREFIX}(?:{alt}){_LABEL_SUFFIX}\s*(?:[:=?]|\s[-\u2013\u2014])\s*(?P<rest>.*)$")
 
 
+_CHOICE_HEADER = re.compile(r"^(?:present|yes|seen|visible)\s+(?:absent|no|not seen|not visible)\b|"
+                            r"^(?:absent|no)\s+(?:present|yes)\b")
+
+
 def _label_lines(lines, terms):
     """Rule 2: "<finding>: <value>" lines; the value is finding polarity."""
     if not terms:
@@ -685,6 +689,9 @@ def _label_lines(lines, terms):
         if not m or not re.search(r"\w", m.group("rest")):
             continue
         rest = m.group("rest")
+        if _CHOICE_HEADER.match(rest):  # "| Pneumothorax | Present | Absent |": the columns, not a value
+            found = ("unclear", None)
+            continue
         lead = _leading(rest, "presence", flip=False)
         if lead is not None:
             found = ("answer", lead)
@@ -967,7 +974,33 @@ PROBABILITY_CLAIM_AT, PROBABILITY_DENY_AT = 0.70, 0.30
 _PROBABILITY_WORDS = re.compile(r"\b(?:likely|likelihood|probability|probable|chance|odds)\b")
 _CONFIDENCE_WORDS = re.compile(r"\b(?:confident|confidence|certain|certainty|sure)\b")
 _NUMBER = re.compile(r"(?<![\w.])(?P<pct>\d{1,3}(?:\.\d+)?)\s*%|(?<![\w.])(?P<dec>0?\.\d+|1\.0+|0|1)(?![\w.%/])")
-_RATING = re.compile(r"(?<![\w.])(?:10|\d)\s*(?:/|out of)\s*(?:5|7|10)\b")
+_RATING = re.compile(r"(?<![\w.])(?:10|\d)\s*(?:/|out of)\s*(?:5|7|10)\b|"
+                     r"\b[01]\s*=\s*[^,;)]{0,40}[,;]\s*(?:[2-9]|10)\s*=")  # a scale with its legend
+
+# Findings named by a graded sign (issue 48's "findings named only by their signs"): BI-RADS for a
+# breast lesion (ACR BI-RADS: 1 negative; 2 benign, 3 probably benign, 4-5 suspicious, 6 known
+# cancer: a finding is there; 0 incomplete) and the cardiothoracic ratio for cardiomegaly (above
+# 0.5 on a PA film is the textbook definition; exactly 0.5 decides nothing).
+_BIRADS = re.compile(r"\bbi-?rads\s*(?:category\s*|cat\.?\s*)?[:=]?\s*(?P<cat>[0-6])(?:[abc])?\b")
+_CTR = re.compile(r"\b(?:ctr|cardio-?thoracic ratio)\b[^.;\d]{0,25}?(?P<v>0?\.\d+|\d{2}(?:\.\d+)?\s*%)")
+
+
+def _graded_sign(text: str, finding: str) -> tuple[str, bool | None] | None:
+    """The verdict a graded sign states for the finding, or None when the reply states none."""
+    f = normalize(finding)
+    found = set()
+    if re.search(r"\b(?:breast|lesion|mass)\b", f):
+        for m in _BIRADS.finditer(text):
+            cat = int(m.group("cat"))
+            found.add(("refer", None) if cat == 0 else ("answer", cat >= 2))
+    if "cardiomegaly" in f:
+        for m in _CTR.finditer(text):
+            v = m.group("v")
+            ratio = float(v.rstrip(" %")) / 100 if "%" in v else float(v)
+            found.add(("unclear", None) if ratio == 0.5 else ("answer", ratio > 0.5))
+    if not found:
+        return None
+    return found.pop() if len(found) == 1 else ("unclear", None)
 
 
 def _without_probability(line: str, terms: tuple[str, ...]) -> str:
@@ -1015,6 +1048,7 @@ def _probability(sentences: list[str]) -> tuple[str, bool | None] | None:
 _UNCLEAR_WHY = {
     "probability": "the stated probability is between the claim and denial thresholds, or disagrees with the words",
     "rating": "a rating on a scale whose direction the reader cannot check",
+    "graded-sign": "the graded sign (BI-RADS, cardiothoracic ratio) and the reply's words disagree",
     "label-line": "the checklist's marks for the finding disagree, or its box is left empty",
     "declined": "the reply declines to decide, and its mentions of the finding would commit",
     "other-language": "the reply's clauses in another language disagree, hedge or decline",
@@ -1091,6 +1125,12 @@ def _read(text: str, question: str, finding: str, question_kind: str | None, syn
                 other is not None and other[0] == "answer" and other[1] is not stated[1]):
             return Reading("unclear", None, "probability")
         return Reading("answer", stated[1], "probability")
+    sign = _graded_sign(flat, finding)
+    if sign is not None:
+        if got is not None and got[0] == "answer" and (sign[0] != "answer" or got[1] is not sign[1]):
+            return Reading("unclear", None, "graded-sign")  # "BI-RADS 1 ... a suspicious mass": two verdicts
+        if got is None or got[0] != "answer":
+            return Reading(sign[0], sign[1], "graded-sign")
     rated = [x for x in sentences if _RATING.search(x)]
     if rated and (got is None or got[0] != "answer" or any(_PROBABILITY_WORDS.search(x) for x in rated)):
         return Reading("unclear", None, "rating")  # "likelihood 2/5": which end of the scale is "present"?

@@ -130,3 +130,30 @@ def test_list_reply_shapes():
     assert list_reply('["stomach", false]') == {"stomach": False}
     assert list_reply('[{"organ": "liver", "present": true}]') == {"findings": [{"organ": "liver", "present": True}]}
     assert list_reply('[1, 2, 3]') is None and list_reply("no") is None
+
+
+@pytest.mark.parametrize("reply, finding, decision", [
+    # graded signs: ACR BI-RADS (1 negative, 2-6 a finding is there, 0 incomplete)
+    ("BI-RADS 4A", "breast lesion", "claim"),
+    ("BI-RADS 1", "breast lesion", "deny"),
+    ("BI-RADS 0: additional imaging needed.", "breast lesion", "refer"),
+    ("No lesion. BI-RADS 4.", "breast lesion", "unclear"),  # the words and the grade disagree
+    # the cardiothoracic ratio: above 0.5 is cardiomegaly
+    ("CTR 0.58", "cardiomegaly", "claim"),
+    ("Cardiothoracic ratio 0.45.", "cardiomegaly", "deny"),
+    # a table whose columns are the choices: the mark's column cannot be read, so unclear
+    ("| Pneumothorax | Present | Absent |\n|---|---|---|\n| | X | |", "pneumothorax", "unclear"),
+    # a scale with its legend: which number is the answer is not checked
+    ("Likert (1=definitely absent, 5=definitely present): 4", "pneumothorax", "unclear"),
+])
+def test_graded_signs_and_scales(reply, finding, decision):
+    assert lesion(reply, finding).decision == decision
+
+
+@pytest.mark.parametrize("reply, name, decision", [
+    ("LK: not in FOV", "left kidney", "absent"),
+    ("RK: present. LK: not in FOV.", "left kidney", "absent"),
+    ("RK: present. LK: not in FOV.", "right kidney", "present"),
+])
+def test_side_shorthand(reply, name, decision):
+    assert organ(reply, name).decision == decision
