@@ -63,7 +63,7 @@ FORWARD = {
         "resolution of", "no longer", "no residual", "fails to", "failed to", "resected", "excised",
         "removed", "rather than", "instead of", "mimicking", "mimics", "mimicker of", "simulating",
         "masquerading as", "pseudo", "devoid of", "free from", "clear of", "nothing to suggest", "nicht", "kein", "keine", "keinen", "geen", "pas de", "sin", "sem", "nessun",
-        "nessuna", "brak",
+        "nessuna", "brak", "não", "nao", "aucun", "aucune", "ningún", "ninguna", "nenhum", "nenhuma", "nessuno",
     ) + STATEMENT_DENIALS + HEDGED_DENIALS,
     "possible": (
         "possible", "possibly", "probable", "probably", "likely", "may", "might", "could",
@@ -82,6 +82,10 @@ FORWARD = {
         "unable to evaluate", "probability that", "probability of", "likelihood that", "likelihood of",
         "chance that", "chance of", "question about", "asks about", "asked about", "can hide", "may hide",
         "could hide", "initially", "at first", "looked like",
+        # a refusal that names the finding only as a topic ("consult your doctor about any concerns
+        # regarding lung nodules") asserts nothing about this image
+        "concerns about", "concerns regarding", "concern about", "concern regarding", "questions about",
+        "questions regarding", "information about", "information on",
     ),
     "historical": ("history of", "previously seen", "previous", "prior", "status post", "old"),
 }
@@ -102,6 +106,10 @@ BACKWARD = {
         "não é visível", "não está presente", "não se identifica", "n'est pas visible", "n'est pas vu",
         "nicht sichtbar", "nicht erkennbar", "non è visibile", "non si vede", "niet zichtbaar", "不可见", "未见",
         "看不到", "見えません", "見られません", "보이지 않습니다",
+        # an organ placed off the slice ("the sigmoid is below this level", "not expected at this level")
+        "is below this level", "is above this level", "lies below this level", "lies above this level",
+        "below this level", "above this level", "below the level of this slice", "above the level of this slice",
+        "not expected at this level", "not at this level",
     ),
     "possible": (
         "can not be excluded", "can not be ruled out", "not excluded", "not ruled out",
@@ -113,7 +121,12 @@ BACKWARD = {
                      "may be missed", "can not be assessed", "can not be evaluated", "can not be determined",
                      "can not be commented on", "can not be answered", "refers to", "is defined as", "is a condition",
                      "is a collection", "is a term", "can be difficult", "can be very difficult", "can be hard",
-                     "may be difficult", "can be subtle"),
+                     "may be difficult", "can be subtle",
+                     # a textbook statement about the finding in general, not about this image
+                     # ("Pleural effusions are commonly caused by heart failure ...")
+                     "are commonly", "are often", "are usually", "are typically", "are generally",
+                     "are most commonly", "are caused by", "is commonly caused", "is usually caused",
+                     "is often caused", "is typically caused"),
 }
 # "X is/was/appears ... not <verb>" with up to two words between "not" and the verb.
 _NOT_PREDICATE = re.compile(

@@ -22,7 +22,8 @@ HEDGED_LEADS = ("i would say", "i would lean towards", "i would lean toward", "i
 POLARITY_WORDS = {"present": True, "positive": True, "absent": False, "negative": False, "none": False,
                   "nothing": False, "unlikely": False, "likely": True}
 NORMAL_WORDS = ("within normal limits", "normal", "healthy", "unremarkable", "no acute", "looks fine", "look fine",
-                "looks okay", "looks ok", "looks good", "fine to me", "nothing concerning", "nothing worrying",
+                "looks okay", "looks ok", "looks good",
+                "look okay", "look ok", "look good", "fine to me", "nothing concerning", "nothing worrying",
                 "sano", "sana", "normale", "gesund", "sain", "saudável", "正常", "健康")
 ABNORMAL_WORDS = ("abnormal", "abnormality", "abnormalities", "unhealthy", "pathological", "pathology",
                   "diseased", "lesion", "lesions", "mass", "masses", "tumor", "tumour", "anomaly",
@@ -41,6 +42,10 @@ CLARIFY_PHRASES = (
     "wazig", "размыто", "размытое", "размыт", "模糊", "ぼやけ", "흐릿",
     "correct image", "confirm the image", "wrong image", "right image", "intended image",
     "obscured by stool", "obscured by bubbles", "obscured by debris",
+    # the image never arrived, or the reply asks which part to read (issue 48, set D)
+    "did not come through", "not come through", "blank image", "blank gray", "blank grey", "blank square",
+    "upload it again", "uploading it again", "re-upload", "reupload", "image is missing",
+    "could you clarify", "can you clarify", "please clarify", "please specify", "could you specify",
 )
 REFER_PHRASES = (
     "can not determine", "unable to determine", "can not be determined", "can not tell", "unclear",
@@ -53,11 +58,16 @@ REFER_PHRASES = (
     "can not provide medical", "can not give a diagnosis", "can not diagnose", "unable to diagnose",
     "please consult", "consult a", "not qualified", "idk", "dunno", "no idea", "hard to say", "can not be sure",
     "either way", "can not call it", "can not confidently",
+    # passive declines ("the cardiac size can't be reliably judged", "I can't make a determination")
+    "can not be reliably", "can not be judged", "can not be assessed", "can not be evaluated",
+    "can not make a determination", "unable to make a determination", "before calling it", "i am an ai",
     # the same in the languages models answer in
     "no lo sé", "no sé", "no estoy seguro", "je ne sais pas", "pas sûr", "ich weiß nicht", "nicht sicher",
     "ik weet het niet", "weet het niet", "niet zeker", "non lo so", "non sono sicuro", "não sei", "nie wiem",
     "не знаю", "не уверен", "不知道", "不确定", "わかりません", "分かりません", "모르겠습니다", "판단할 수 없습니다",
     "لا أعرف", "لا أستطيع", "नहीं पता", "bilmiyorum", "emin değilim",
+    "no es posible", "não é possível", "nao e possivel", "il n'est pas possible", "nicht möglich", "non è possibile",
+    "无法确定", "不能确定", "判断できません",
 )
 
 # Anatomy a probe reply may name instead of the asked organ ("I can see the liver, the right kidney

@@ -52,6 +52,7 @@ extending NegEx (W. W. Chapman et al., J. Biomed. Inform. 34(5), 2001); see ``co
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, replace
 from functools import lru_cache
@@ -59,7 +60,7 @@ from importlib import resources
 
 import yaml
 
-from medscope.answers import parser, revisions, structured
+from medscope.answers import languages, parser, revisions, structured
 from medscope.answers.context import status
 from medscope.answers.lexicon import (  # the word lists, importable from here as before
     ABNORMAL_WORDS, CLARIFY_PHRASES, HEDGED_LEADS, NO_PARTICLES, NORMAL_WORDS, ORGAN_WORDS, POLARITY_WORDS,
@@ -67,11 +68,13 @@ from medscope.answers.lexicon import (  # the word lists, importable from here a
 )
 
 RULES = ("final-tag", "json-field", "json-partial", "self-correction", "verdict-line", "label-line", "final-colon",
-         "both", "leading-yes-no", "search-outcome", "mention", "health-words", "undecided", "predicate", "open", "none")
+         "both", "leading-yes-no", "search-outcome", "mention", "health-words", "declined", "probability",
+         "rating", "graded-sign", "other-language",
+         "undecided", "other-entity", "predicate", "open", "none")
 
 _WRONG_ANATOMY = re.compile(r"\b(?:this|it|(?:the|this) (?:\w+ )?(?:image|scan|study|film|picture|frame))"
-                            r" (?:is|appears to be|looks like|seems to be|shows) an? [^.;]{0,40}?"
-                            r"(?:rather than|not|instead of) an?\b|"
+                            r" (?:is|appears to be|looks like|seems to be|shows) an? [^.;]{0,60}?"
+                            r"(?:(?:rather than|instead of) (?:an? )?\w|not an?\b)|"
                             r"\b(?:this|it|(?:the|this) (?:image|scan|picture|frame)) (?:is|does) not (?:appear to be |look like |"
                             r"show )?an? (?:[\w-]+ ){0,3}(?:image|scan|x-ray|radiograph|ultrasound|ct|mri|frame|film|"
                             r"photo|study|slice|mammogram|endoscopy|colonoscopy|sonogram)\b")
@@ -90,7 +93,8 @@ _SPACES = re.compile(r"[ \t]+")
 _PARTICLE_END = r"(?=$|[\s,.!?;:()\u2013\u2014\uff0c\u3001\u3002]|\s-)"
 _VERDICT = re.compile(
     r"(?:^|(?<=[\s(]))(?:(?:my|the|final|so the|so my) answer(?: would be| is)?|final verdict|verdict|"
-    r"answer|in conclusion|conclusion|impression|bottom line|in summary|summary|overall|decision)"
+    r"answer|in conclusion|conclusion|impression|bottom line|in summary|summary|overall|decision|"
+    r"(?:i am |i would be |so )?leaning(?: towards?)?)"
     r"\s*(?:is\s*)?[:\-\u2013\u2014,]?\s+(?P<rest>\S.*)$"
 )
 _THEREFORE = re.compile(r"^(?:therefore|thus|hence|so)\b,?\s*(?P<rest>\S.*)$")
@@ -221,6 +225,57 @@ def finding_terms(finding: str, synonyms: tuple[str, ...] = ()) -> tuple[str, ..
 
 
 @lru_cache(maxsize=256)
+def name_terms(finding: str) -> tuple[str, ...]:
+    """The words that name the finding itself, not its signs: the finding, its head noun and its
+    side-less form with their plurals, without the synonym table ("lesion" for "breast lesion",
+    never "hypoechoic area"; "consolidation", never "opacity").
+
+    Parameters
+    ----------
+    finding : str
+        The asked finding.
+
+    Returns
+    -------
+    tuple of str
+        A subset of :func:`finding_terms` (without the view's or the table's synonyms).
+    """
+    f = normalize(finding)
+    if not f:
+        return ()
+    words = f.split()
+    terms = set(_plural(f)) | set(_plural(words[-1]) if len(words) > 1 else ())
+    sideless = " ".join(w for w in words if w not in _SIDES)
+    if sideless:
+        terms.update(_plural(sideless))
+    return tuple(sorted(terms, key=len, reverse=True))
+
+
+# A qualifier that makes the finding's head noun another entity ("descending colon" asked about the
+# sigmoid colon, "thyroid nodule" asked about a lung nodule); an adjective names its organ.
+_ORGAN_ADJECTIVES = {"pulmonary": "lung", "renal": "kidney", "hepatic": "liver", "splenic": "spleen",
+                     "cardiac": "heart", "gastric": "stomach", "pancreatic": "pancreas", "colonic": "colon",
+                     "vesical": "bladder", "mammary": "breast", "adrenal": "adrenal", "thyroid": "thyroid",
+                     "uterine": "uterus", "prostatic": "prostate", "rectal": "rectum", "biliary": "gallbladder"}
+_SEGMENT_QUALIFIERS = ("ascending", "descending", "transverse", "sigmoid", "rectosigmoid", "cecal", "caecal",
+                       "duodenal", "jejunal", "ileal", "esophageal", "oesophageal", "breast", "liver", "kidney", "lung",
+                       "spleen", "bone", "skin", "bowel")
+
+
+def _other_qualified_head(s: str, m: re.Match, finding: str) -> bool:
+    """Whether the mention is the finding's bare head noun qualified as another entity."""
+    words = normalize(finding).split()
+    if len(words) < 2 or m.group(0) not in _plural(words[-1]):
+        return False
+    before = s[:m.start()].split()
+    if not before:
+        return False
+    q = before[-1].strip(",;:()")
+    named = _ORGAN_ADJECTIVES.get(q, q if q in _SEGMENT_QUALIFIERS else None)
+    return named is not None and q not in words and not any(named == w or named in _plural(w) for w in words)
+
+
+@lru_cache(maxsize=256)
 def _term_pattern(terms: tuple[str, ...]) -> re.Pattern | None:
     if not terms:
         return None
@@ -240,6 +295,44 @@ def _lines(text: str) -> list[str]:
         if line and re.search(r"\w", line):
             out.append(line)
     return out
+
+
+def _osa_distance(a: str, b: str, cap: int) -> int:
+    """Edit distance with adjacent transpositions (optimal string alignment), stopped past ``cap``."""
+    if abs(len(a) - len(b)) > cap:
+        return cap + 1
+    prev2, prev = None, list(range(len(b) + 1))
+    for i in range(1, len(a) + 1):
+        cur = [i] + [0] * len(b)
+        for j in range(1, len(b) + 1):
+            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] != b[j - 1]))
+            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                cur[j] = min(cur[j], prev2[j - 2] + 1)
+        if min(cur) > cap:
+            return cap + 1
+        prev2, prev = prev, cur
+    return prev[-1]
+
+
+def _mend_typos(line: str, terms: tuple[str, ...]) -> str:
+    """The finding's one-word names spelt as typed in a hurry ("pneumothroax", "effusoin") put right:
+    a word of eight letters or more one edit (a transposition counts one) from a name, eleven or
+    more two edits. Shorter words are left alone: "rectus" is a muscle, not a misspelt "rectum"."""
+    names = [t for t in terms if " " not in t and len(t) >= 8]
+    if not names:
+        return line
+
+    def mend(m: re.Match) -> str:
+        word = m.group(0)
+        if len(word) < 8 or word in terms:
+            return word
+        for name in names:
+            cap = 2 if len(name) >= 11 and len(word) >= 11 else 1
+            if _osa_distance(word, name, cap) <= cap:
+                return name
+        return word
+
+    return re.sub(r"[a-z]{8,}", mend, line)
 
 
 _QUESTION_LEAD = re.compile(r"^q(?:uestion)?\s*[:.)-]\s*")
@@ -429,7 +522,7 @@ def _mention_statuses(sentences: list[str], terms: tuple[str, ...], finding: str
     free = re.compile(r"(?<![\w-])(?:" + "|".join(re.escape(t) for t in terms) + r")-free\b") if terms else None
     out, found = [], False
     for s in sentences:
-        hits = list(pat.finditer(s))
+        hits = [m for m in pat.finditer(s) if not _other_qualified_head(s, m, finding)]
         for m in hits:
             found = True
             st = _mention_status(s, m, finding, organ)
@@ -459,11 +552,20 @@ _NORMAL_AS_REFERENCE = re.compile(r"\b(?:above|beyond|exceeds?|exceeding|outside
                                   r"(?:upper\s+)?(?:limits?\s+of\s+)?normal\b|\bnormal\s+(?:threshold|cut-?off|value|range)\b")
 
 
+# "Lines and tubes otherwise unremarkable", "the catheter is in a normal position": a device's
+# position, not the patient's health.
+_DEVICE_NORMAL = re.compile(
+    r"\b(?:lines?|tubes?|catheters?|devices?|hardware|drains?|leads?|wires?|clips?|stents?|pacemaker)"
+    r"(?:\s+and\s+(?:lines?|tubes?|catheters?|devices?|drains?))?\s+(?:(?:is|are|appear|appears|look|looks|"
+    r"otherwise|in|a|an|position|positioned|placement)\s+){0,3}(?:unremarkable|normal|satisfactory|appropriate|fine|ok)\b")
+
+
 def _health_statuses(sentences: list[str], kind: str = "health") -> list[str]:
     """Normal / abnormal words as mentions of the finding (a normal word's polarity inverted). To a
-    "above the normal threshold" is a reference, not a statement of health."""
+    "above the normal threshold" is a reference, not a statement of health; a device "otherwise
+    unremarkable" speaks of the device."""
     out = []
-    sentences = [_NORMAL_AS_REFERENCE.sub(" ", s) for s in sentences]
+    sentences = [_DEVICE_NORMAL.sub(" ", _NORMAL_AS_REFERENCE.sub(" ", s)) for s in sentences]
     abnormal = _term_pattern(ABNORMAL_WORDS)
     normal = _term_pattern(NORMAL_WORDS)
     invert = {"affirmed": "negated", "negated": "affirmed"}
@@ -482,11 +584,28 @@ def _health_statuses(sentences: list[str], kind: str = "health") -> list[str]:
     return out
 
 
+def _names_over_signs(mentions: list[str], sentences: list[str], terms, finding: str, organ: bool) -> list[str]:
+    """Where mentions assert both ways, the finding's own name outranks its signs: "the hazy opacity
+    ... so this is not consolidation" denies consolidation, whatever the opacity is. Only an
+    affirmed-against-negated conflict is settled so, and only when the name's own mentions commit."""
+    if _aggregate(mentions) != ("unclear", None):
+        return mentions
+    own = tuple(t for t in terms if t in set(name_terms(finding)))
+    if not own or len(own) == len(terms):
+        return mentions
+    named = _mention_statuses(sentences, own, finding, organ)
+    got = _aggregate(named)
+    if got is not None and got[0] == "answer" and any(m in ("affirmed", "negated") for m in named):
+        return named
+    return mentions
+
+
 def _content(sentences: list[str], terms, finding, kind, flip: bool) -> tuple[str, bool | None, str] | None:
     """Rules 3-5 on some sentences: leading particle, mentions, health words."""
     if sentences and _BOTH.match(re.sub(r"^[\W_]+", "", sentences[0])):
         return "refer", None, "both"  # "Yes and no - ...": commits to neither
     mentions = _mention_statuses(sentences, terms, finding, organ=kind == "organ")
+    mentions = _names_over_signs(mentions, sentences, terms, finding, kind == "organ")
     health = _health_statuses(sentences, kind) if kind != "organ" else []  # "no acute abnormality" is not about an organ
     if kind == "health" and flip:
         # To "Is this normal?", "No, I don't see a pneumothorax" denies the finding: the particle's
@@ -503,6 +622,14 @@ def _content(sentences: list[str], terms, finding, kind, flip: bool) -> tuple[st
         if lead is not None:
             said = _aggregate([m for m in mentions if m in ("affirmed", "negated")]
                               or [h for h in health if h in ("affirmed", "negated")])
+            if said is not None and said[0] == "unclear":
+                # the mentions assert both ways: the particle stands only with the sentence that answers
+                first = next((i for i, x in enumerate(sentences) if _mention_statuses([x], terms, finding, kind == "organ")), None)
+                said = _aggregate([m for m in _mention_statuses(sentences[:first + 1] if first is not None else [],
+                                                                terms, finding, kind == "organ")
+                                   if m in ("affirmed", "negated")])
+                if said is None or said[0] != "answer" or said[1] != lead:
+                    return "unclear", None, "leading-yes-no"
             if said is not None and said[0] == "answer" and said[1] != lead:
                 return "unclear", None, "leading-yes-no"  # "Yes. The liver is not visible.": two verdicts
             return "answer", lead, "leading-yes-no"
@@ -514,6 +641,15 @@ def _content(sentences: list[str], terms, finding, kind, flip: bool) -> tuple[st
         if got is not None:
             return (*got, rule)
     return None
+
+
+def _decide(lines, terms, finding, kind):
+    """Rules 1-5 on some lines: checklist, verdict line, label line, final colon, then the content."""
+    got = (_checkmarks(lines, terms) or _verdict_lines(lines, terms, finding, kind) or _label_lines(lines, terms)
+           or _final_colon(lines, terms, finding, kind))
+    if got is None:
+        got = _content([s for line in lines for s in _sentences(line)], terms, finding, kind, flip=True)
+    return got
 
 
 def _verdict_lines(lines, terms, finding, kind):
@@ -538,6 +674,10 @@ def _label_pattern(terms: tuple[str, ...]) -> re.Pattern:
     return re.compile(rf"^{_LABEL_PREFIX}(?:{alt}){_LABEL_SUFFIX}\s*(?:[:=?]|\s[-\u2013\u2014])\s*(?P<rest>.*)$")
 
 
+_CHOICE_HEADER = re.compile(r"^(?:present|yes|seen|visible)\s+(?:absent|no|not seen|not visible)\b|"
+                            r"^(?:absent|no)\s+(?:present|yes)\b")
+
+
 def _label_lines(lines, terms):
     """Rule 2: "<finding>: <value>" lines; the value is finding polarity."""
     if not terms:
@@ -549,6 +689,9 @@ def _label_lines(lines, terms):
         if not m or not re.search(r"\w", m.group("rest")):
             continue
         rest = m.group("rest")
+        if _CHOICE_HEADER.match(rest):  # "| Pneumothorax | Present | Absent |": the columns, not a value
+            found = ("unclear", None)
+            continue
         lead = _leading(rest, "presence", flip=False)
         if lead is not None:
             found = ("answer", lead)
@@ -596,9 +739,19 @@ _QUALITY_FINE = re.compile(r"\b(?:image quality|the image|quality) (?:is|looks|s
                            r"sufficient|acceptable|ok|okay|diagnostic|clear)\b")
 
 
+# "The image is a lateral lumbar spine radiograph; heart size cannot be assessed": the reply says
+# what the image is and that the question cannot be answered on it, so it is the wrong image.
+_IMAGE_IS = re.compile(r"\b(?:the|this) (?:image|scan|study|film|picture) is an? [^.;]{0,50}?"
+                       r"\b(?:image|radiograph|x-ray|ultrasound|ct|mri|endoscopy|colonoscopy|photo|scan|film)\b")
+_CANNOT_ANSWER_HERE = re.compile(r"\bcan not be (?:reliably )?(?:evaluated|assessed|judged|answered|determined)\b|"
+                                 r"\bcan not (?:answer|evaluate|assess|judge)\b|\bcan not make a determination\b")
+
+
 def _undecided(text: str) -> str | None:
     text = _QUALITY_FINE.sub(" ", text)  # "the image quality is adequate, but I can't tell" declines on a usable image
     if _CLARIFY.search(text) or _WRONG_ANATOMY.search(text):
+        return "clarify"
+    if _IMAGE_IS.search(text) and _CANNOT_ANSWER_HERE.search(text):
         return "clarify"
     if _REFER.search(text):
         return "refer"
@@ -644,6 +797,45 @@ def _json_value_reader(question: str, finding: str, kind: str):
     return read
 
 
+# A JSON reply's own reasoning ("reasoning": "This is the liver.", "present": false) read as free
+# text; where it commits the other way the reply contradicts itself.
+REASONING_KEYS = ("reasoning", "reason", "rationale", "explanation", "observation", "observations", "thinking",
+                  "thoughts", "analysis", "justification", "notes", "note", "comment", "comments")
+_STATEMENT_DENIAL = re.compile(r"\b(?:incorrect|wrong|untrue|false|not true|not the case|can not be said|inaccurate)\b")
+_OFF_LEVEL = re.compile(r"\bnot expected (?:at|on|in) this (?:level|slice|image|section)\b|"
+                        r"\b(?:is|lies|sits) (?:below|above) this level\b")
+
+
+def _reasoning_disagrees(obj: dict, claim: bool, finding: str, synonyms) -> bool:
+    """Whether the object's reasoning fields say plainly the opposite of ``claim``: "This is the
+    liver." beside ``"present": false``; "not expected at this level" or "the heart is not
+    included" beside ``"present": true``. Only plain identifications and plain denials count (one
+    sentence, the finding named, no second negation): reasoning about anatomy ("the esophagus ends
+    above this level") is not read as a verdict."""
+    texts = [str(v) for k, v in obj.items() if isinstance(v, str) and structured._norm(k) in REASONING_KEYS]
+    terms = finding_terms(finding, tuple(synonyms))
+    if not texts or not terms:
+        return False
+    alt = "|".join(re.escape(t) for t in terms)
+    if revisions.correction_tail(normalize(" ".join(texts))):
+        return False  # "The liver is visible. Wait, that is the spleen.": the field is where it ended
+    affirms = re.compile(rf"\b(?:this|it) is (?:the |a )?(?P<t>{alt})\b|\b(?P<u>{alt}) (?:is|are) (?:clearly |well |partly )?"
+                         rf"(?:seen|visible|identified|present|depicted|included)\b")
+    denies = re.compile(rf"\b(?P<t>{alt}) (?:is|are) not (?:\w+ ){{0,2}}?(?:seen|visible|identified|present|depicted|"
+                        rf"included|expected)\b|\bno (?P<u>{alt}) (?:is |are )?(?:seen|visible|identified)\b")
+
+    def about_it(m: re.Match | None, sentence: str) -> bool:  # not "the right kidney is visible" for the left
+        return m is not None and _side_conflict(sentence, m.start("t" if m.group("t") else "u"), finding) is None
+
+    for sentence in (x for t in texts for line in _lines(t) for x in _sentences(line)):
+        cues = len(_NEGATION_CUE.findall(sentence)) + len(_STATEMENT_DENIAL.findall(sentence))
+        if claim is False and cues == 0 and about_it(affirms.search(sentence), sentence):
+            return True
+        if claim is True and (_OFF_LEVEL.search(sentence) or (cues == 1 and about_it(denies.search(sentence), sentence))):
+            return True
+    return False
+
+
 _FINAL_TAG = re.compile(r"<\s*final\s*>(?P<inner>.*?)(?:<\s*/\s*final\s*>|$)", re.IGNORECASE | re.DOTALL)
 
 
@@ -663,6 +855,9 @@ def _structured(text, question, finding, kind, synonyms) -> Reading | str | None
         r = read_decision(inner, question, finding, kind, synonyms)
         return Reading(r.action, r.claim, "final-tag")
     t = (text or "").strip()
+    listed = structured.list_reply(t)
+    if listed is not None:  # ["stomach", false]: the pair as {"stomach": false}
+        t = json.dumps(listed)
     brace = t.find("{")
     if brace < 0 or (brace > 80 and not t.lstrip("`json \n").startswith("{")):
         return None
@@ -672,10 +867,12 @@ def _structured(text, question, finding, kind, synonyms) -> Reading | str | None
     if late is not None:  # "Final answer: No" after the object outranks it, as in every format
         return Reading(late[0], late[1], "verdict-line")
     tail = revisions.correction_tail("\n".join(after)) if after else None
+    retracted = False
     if tail:  # "Correction: on closer inspection ..." after the object takes its verdict back
         r = read_decision(tail, question, finding, kind, synonyms, _corrections=False)
         if r.action == "answer":
             return Reading(r.action, r.claim, "self-correction")
+        retracted = r.action in ("refer", "clarify", "unclear")
     obj = parser._first_object(t)
     complete = isinstance(obj, dict)
     v = structured.json_verdict(obj if complete else structured.complete_pairs(t[brace:]), finding, terms,
@@ -683,6 +880,10 @@ def _structured(text, question, finding, kind, synonyms) -> Reading | str | None
     if v.found:
         if v.claim is None:
             return Reading("refer", None, "json-field")
+        if retracted:  # {"present": true} then "Note: on review only the diaphragm is visible"
+            return Reading("unclear", None, "self-correction")
+        if complete and _reasoning_disagrees(obj, v.claim, finding, synonyms):
+            return Reading("unclear", None, "json-field")
         return Reading("answer", v.claim, "json-field" if complete else "json-partial")
     if not complete:
         return Reading("unparseable", None, "none")  # a cut-off object: its verdict never came
@@ -724,7 +925,135 @@ def read_decision(text: str, question: str, finding: str, question_kind: str | N
     return r if r.evidence else replace(r, evidence=_evidence(r, text, finding_terms(finding, tuple(synonyms))))
 
 
+# An explicit refusal to decide the asked question; beside a reading made from mentions it makes
+# two readings, so the reply is unclear (a verdict line or a label outranks it: those commit).
+_DECLINE = re.compile(
+    r"\b(?:can not|could not|unable to|not able to|impossible to)\s+(?:reliably\s+|confidently\s+|really\s+)?"
+    r"(?:tell|determine|decide|judge|be sure|be certain|say (?:whether|if|for sure|for certain|with certainty|"
+    r"definitely|definitively))\b|\bcan not be determined\b|"
+    r"\b(?:difficult|hard) to (?:tell|determine|say|decide|be sure)\b|\b(?:i am )?not sure\b|\bindeterminate\b")
+
+# Checklists: "[x] Pneumothorax", "✓ nodule", "Polyp: ✗", "| Effusion | ❌ |" (a table row reads as
+# "effusion: ❌"). A tick claims, a cross denies, an empty box is not read as either.
+_TICKS, _CROSSES, _EMPTY = "x\u2713\u2714\u2611\u2705", "\u2717\u2718\u2612\u274c\u274e", "\u2610\u2b1c"
+_MARK = (rf"(?:\[(?P<box>[{_TICKS} ])\]|(?P<mark>[{_TICKS[1:]}{_CROSSES}{_EMPTY}]))")
+_CHECK_LEAD = re.compile(rf"^{_MARK}\s*(?P<label>[^{_TICKS[1:]}{_CROSSES}{_EMPTY}]+?)\s*[.!]?$")
+_CHECK_TRAIL = re.compile(rf"^(?P<label>[^{_TICKS[1:]}{_CROSSES}{_EMPTY}\[]+?)\s*[:=\-\u2013\u2014]?\s*{_MARK}\s*[.!]?$")
+
+
+def _checkmarks(lines: list[str], terms: tuple[str, ...]) -> tuple[str, bool | None, str] | None:
+    """Rule ``label-line`` for checklists: the finding's line ticked, crossed or left empty. Lines
+    that disagree, or an empty box, are ``unclear``: a box left empty may mean "absent" or "not
+    looked at"."""
+    pat = _term_pattern(terms)
+    if pat is None:
+        return None
+    marks = []
+    for line in lines:
+        m = _CHECK_LEAD.match(line) or _CHECK_TRAIL.match(line)
+        if not m or not pat.search(m.group("label")) or len(m.group("label").split()) > 6:
+            continue
+        box, mark = m.group("box"), m.group("mark")
+        if box == " " or (mark and mark in _EMPTY):
+            marks.append(None)
+        else:
+            marks.append(not (mark and mark in _CROSSES))
+    if not marks:
+        return None
+    if None in marks or len(set(marks)) > 1:
+        return "unclear", None, "label-line"
+    return "answer", marks[0], "label-line"
+
+
+# Probabilities ("~80% likely present", "probability of a nodule: 0.15") and ratings ("confidence 3/5").
+# Addition (issue 48; no paper sets these): a stated probability of presence of 70% or more reads as
+# a claim (a hedged affirmation, like "likely"), 30% or less as a denial, anything between as
+# unclear; a confidence below 70% in what the reply says makes it unclear; a rating on a scale
+# whose direction the reader cannot check decides nothing on its own.
+PROBABILITY_CLAIM_AT, PROBABILITY_DENY_AT = 0.70, 0.30
+_PROBABILITY_WORDS = re.compile(r"\b(?:likely|likelihood|probability|probable|chance|odds)\b")
+_CONFIDENCE_WORDS = re.compile(r"\b(?:confident|confidence|certain|certainty|sure)\b")
+_NUMBER = re.compile(r"(?<![\w.])(?P<pct>\d{1,3}(?:\.\d+)?)\s*%|(?<![\w.])(?P<dec>0?\.\d+|1\.0+|0|1)(?![\w.%/])")
+_RATING = re.compile(r"(?<![\w.])(?:10|\d)\s*(?:/|out of)\s*(?:5|7|10)\b|"
+                     r"\b[01]\s*=\s*[^,;)]{0,40}[,;]\s*(?:[2-9]|10)\s*=")  # a scale with its legend
+
+# Findings named by a graded sign (issue 48's "findings named only by their signs"): BI-RADS for a
+# breast lesion (ACR BI-RADS: 1 negative; 2 benign, 3 probably benign, 4-5 suspicious, 6 known
+# cancer: a finding is there; 0 incomplete) and the cardiothoracic ratio for cardiomegaly (above
+# 0.5 on a PA film is the textbook definition; exactly 0.5 decides nothing).
+_BIRADS = re.compile(r"\bbi-?rads\s*(?:category\s*|cat\.?\s*)?[:=]?\s*(?P<cat>[0-6])(?:[abc])?\b")
+_CTR = re.compile(r"\b(?:ctr|cardio-?thoracic ratio)\b[^.;\d]{0,25}?(?P<v>0?\.\d+|\d{2}(?:\.\d+)?\s*%)")
+
+
+def _graded_sign(text: str, finding: str) -> tuple[str, bool | None] | None:
+    """The verdict a graded sign states for the finding, or None when the reply states none."""
+    f = normalize(finding)
+    found = set()
+    if re.search(r"\b(?:breast|lesion|mass)\b", f):
+        for m in _BIRADS.finditer(text):
+            cat = int(m.group("cat"))
+            found.add(("refer", None) if cat == 0 else ("answer", cat >= 2))
+    if "cardiomegaly" in f:
+        for m in _CTR.finditer(text):
+            v = m.group("v")
+            ratio = float(v.rstrip(" %")) / 100 if "%" in v else float(v)
+            found.add(("unclear", None) if ratio == 0.5 else ("answer", ratio > 0.5))
+    if not found:
+        return None
+    return found.pop() if len(found) == 1 else ("unclear", None)
+
+
+def _without_probability(line: str, terms: tuple[str, ...]) -> str:
+    """A line with its stated probabilities removed: the number, the probability word and the
+    finding's name within four words of it ("pneumothorax probability: 0.1" -> "")."""
+    if not (_PROBABILITY_WORDS.search(line) and _NUMBER.search(line)):
+        return line
+    pat = _term_pattern(terms)
+    if pat is not None:
+        near = re.compile(rf"(?:{pat.pattern})(?:\W+\w+){{0,4}}?\W+(?={_PROBABILITY_WORDS.pattern})|"
+                          rf"{_PROBABILITY_WORDS.pattern}(?:\W+\w+){{0,4}}?\W+(?:{pat.pattern})")
+        line = near.sub(" ", line)
+    line = re.sub(rf"{_PROBABILITY_WORDS.pattern}(?:\W+\w+){{0,2}}?\W+(?:present|presence|visible|seen)\b", " ", line)
+    return _SPACES.sub(" ", _NUMBER.sub(" ", _PROBABILITY_WORDS.sub(" ", line))).strip(" ,:;()")
+
+
+def _probability(sentences: list[str]) -> tuple[str, bool | None] | None:
+    """What the reply's stated probabilities say: ``("answer", claim)``, ``("unclear", None)``,
+    ``("keep", None)`` (a confident statement: the other rules read it), or None (none stated)."""
+    found = []
+    for s in sentences:
+        prob, conf = _PROBABILITY_WORDS.search(s), _CONFIDENCE_WORDS.search(s)
+        if not (prob or conf):
+            continue
+        for m in _NUMBER.finditer(s):
+            p = float(m.group("pct")) / 100 if m.group("pct") else float(m.group("dec"))
+            if not 0 <= p <= 1:
+                continue
+            if conf or _NEGATION_CUE.search(s) or re.search(r"\b(?:absent|absence)\b", s):
+                found.append(("keep", None) if p >= PROBABILITY_CLAIM_AT else ("unclear", None))
+            elif p >= PROBABILITY_CLAIM_AT:
+                found.append(("answer", True))
+            elif p <= PROBABILITY_DENY_AT:
+                found.append(("answer", False))
+            else:
+                found.append(("unclear", None))
+    if not found:
+        return None
+    if ("unclear", None) in found or len({f for f in found if f[0] == "answer"}) > 1:
+        return "unclear", None
+    answers = [f for f in found if f[0] == "answer"]
+    return answers[0] if answers else ("keep", None)
+
+
 _UNCLEAR_WHY = {
+    "probability": "the stated probability is between the claim and denial thresholds, or disagrees with the words",
+    "rating": "a rating on a scale whose direction the reader cannot check",
+    "graded-sign": "the graded sign (BI-RADS, cardiothoracic ratio) and the reply's words disagree",
+    "label-line": "the checklist's marks for the finding disagree, or its box is left empty",
+    "declined": "the reply declines to decide, and its mentions of the finding would commit",
+    "other-language": "the reply's clauses in another language disagree, hedge or decline",
+    "self-correction": "the reply takes its verdict back without committing to another",
+    "json-field": "the verdict field and the reply's own reasoning disagree",
     "mention": "the finding's mentions assert both ways, or a negation of a negation it cannot resolve",
     "leading-yes-no": "the opening yes / no and what the reply says of the finding disagree",
     "predicate": "the finding is never named, and the reply's presence words stand beside negations",
@@ -749,6 +1078,7 @@ def _evidence(r: Reading, text: str, terms: tuple[str, ...]) -> str:
         "health-words": lambda s: bool(_term_pattern(NORMAL_WORDS + ABNORMAL_WORDS).search(s)),
         "undecided": lambda s: bool(_CLARIFY.search(s) or _REFER.search(s) or _WRONG_ANATOMY.search(s)),
         "predicate": lambda s: bool(_ABSENT_PREDICATE.search(s) or _PRESENT_PREDICATE.search(s)),
+        "probability": lambda s: bool(_PROBABILITY_WORDS.search(s) and _NUMBER.search(s)),
         "other-entity": lambda s: bool(_ORGANS.search(s)), "none": lambda s: False,
     }
     find = finders.get(r.rule)
@@ -769,23 +1099,51 @@ def _read(text: str, question: str, finding: str, question_kind: str | None, syn
         return got
     if isinstance(got, str):
         text = got
-    lines = _drop_echo(_lines(text), finding_terms(finding, tuple(synonyms)), question)
+    terms = finding_terms(finding, tuple(synonyms))
+    lines = _drop_echo([_mend_typos(line, terms) for line in _lines(text)], terms, question)
     if not lines:
         return Reading("unparseable", None, "none")
+    retracted = False
     if _corrections:
         tail = revisions.correction_tail("\n".join(lines))
         r = read_decision(tail, question, finding, kind, synonyms, _corrections=False) if tail else None
         if r is not None and r.action == "answer":  # read by what follows its last correction
             return Reading(r.action, r.claim, "self-correction")
+        retracted = r is not None and r.action in ("refer", "clarify", "unclear")
     terms = finding_terms(finding, tuple(synonyms))
-    got = (_verdict_lines(lines, terms, finding, kind) or _label_lines(lines, terms)
-           or _final_colon(lines, terms, finding, kind))
-    if got is None:
-        sentences = [s for line in lines for s in _sentences(line)]
-        got = _content(sentences, terms, finding, kind, flip=True)
+    flat = " ".join(lines)
+    got = _decide(lines, terms, finding, kind)
+    sentences = [s for line in lines for s in _sentences(line)]
+    stated = _probability(sentences)
+    if stated is not None and stated[0] != "keep":
+        # "Pneumothorax probability: 0.1": the mention is the probability's subject, so the reply is
+        # read again without it; what the rest says must agree with the probability
+        bare = [_without_probability(line, terms) for line in lines]
+        bare = [line for line in bare if re.search(r"\w", line)]
+        other = _decide(bare, terms, finding, kind) if bare else None
+        if stated[0] == "unclear" or (other is not None and other[0] == "unclear") or (
+                other is not None and other[0] == "answer" and other[1] is not stated[1]):
+            return Reading("unclear", None, "probability")
+        return Reading("answer", stated[1], "probability")
+    sign = _graded_sign(flat, finding)
+    if sign is not None:
+        if got is not None and got[0] == "answer" and (sign[0] != "answer" or got[1] is not sign[1]):
+            return Reading("unclear", None, "graded-sign")  # "BI-RADS 1 ... a suspicious mass": two verdicts
+        if got is None or got[0] != "answer":
+            return Reading(sign[0], sign[1], "graded-sign")
+    rated = [x for x in sentences if _RATING.search(x)]
+    if rated and (got is None or got[0] != "answer" or any(_PROBABILITY_WORDS.search(x) for x in rated)):
+        return Reading("unclear", None, "rating")  # "likelihood 2/5": which end of the scale is "present"?
+    if got is not None and got[0] == "answer" and retracted:
+        return Reading("unclear", None, "self-correction")  # "Yes. Actually, on review, I can't tell."
+    if got is not None and got[0] == "answer" and got[2] in ("mention", "health-words") and _DECLINE.search(flat):
+        return Reading("unclear", None, "declined")  # "Can't tell. The loops could be sigmoid."
     if got is not None:
         return Reading(*got)
-    flat = " ".join(lines)
+    side = next((w for w in normalize(finding).split() if w in _SIDES), None)
+    foreign = languages.foreign_reading(flat, terms, side)
+    if foreign is not None:  # full sentences in another language: its own verdict lexicon
+        return Reading(foreign[0], foreign[1], "other-language")
     undecided = _undecided(flat)
     if undecided:
         return Reading(undecided, None, "undecided")

@@ -34,7 +34,11 @@ from dataclasses import dataclass
 # Words that make a key a verdict key on their own (after the prefixes below are removed).
 PRESENCE_KEY_WORDS = ("present", "presence", "visible", "visibility", "detected", "seen", "exists", "exist",
                       "identified", "found", "in slice", "in image", "in view")
-GENERAL_KEY_WORDS = ("verdict", "answer", "final answer", "result", "status", "conclusion", "decision", "outcome")
+GENERAL_KEY_WORDS = ("verdict", "answer", "final answer", "result", "status", "conclusion", "decision", "outcome",
+                     # the same in the languages models answer in (es, pt, fr, de, it, zh, ja)
+                     "veredicto", "respuesta", "resposta", "conclusión", "conclusão", "réponse", "résultat",
+                     "urteil", "antwort", "ergebnis", "schlussfolgerung", "risposta", "conclusione", "结论", "答案",
+                     "結論", "回答")
 KEY_PREFIXES = ("is", "has", "organ", "finding", "any", "final", "the")
 NAME_FIELDS = ("organ", "name", "finding", "structure", "label", "target")
 UNRESOLVED_VALUES = ("null", "none?", "n/a", "na", "unknown", "unclear", "uncertain", "undetermined", "undecided",
@@ -277,3 +281,42 @@ def string_values(obj) -> list[str]:
     if isinstance(obj, list):
         return [s for v in obj for s in string_values(v)]
     return []
+
+
+def list_reply(text: str) -> dict | None:
+    """A reply that is a bare JSON list, as the object it stands for: ``["stomach", false]`` ->
+    ``{"stomach": false}``, ``[["liver", true], ["spleen", false]]`` -> both pairs,
+    ``[{"organ": ...}, ...]`` -> ``{"findings": [...]}``; None for anything else (not a list, or a
+    list of another shape, which is then read as text).
+
+    Parameters
+    ----------
+    text : str
+        The stripped reply.
+
+    Returns
+    -------
+    dict or None
+    """
+    body = text.strip().strip("`").strip()
+    if body.startswith("json"):
+        body = body[4:].strip()
+    if not body.startswith("["):
+        return None
+    try:
+        obj = json.loads(body)
+    except ValueError:
+        return None
+    if not isinstance(obj, list) or not obj:
+        return None
+
+    def pair(x):
+        return isinstance(x, list) and len(x) == 2 and isinstance(x[0], str) and not isinstance(x[1], (list, dict))
+
+    if pair(obj):
+        return {obj[0]: obj[1]}
+    if all(pair(x) for x in obj):
+        return {x[0]: x[1] for x in obj}
+    if all(isinstance(x, dict) for x in obj):
+        return {"findings": obj}
+    return None

@@ -1,10 +1,11 @@
 """The reader against the held-out reply sets of ``medscope/answers/data/heldout/``, each written by
 someone who had not read the reader's rules and committed before the rules it was scored on.
 
-Sets A, B and C were each read once as committed, then the rules were changed for the kinds
-they showed; they are now regression tables (0 flips; A and B at >= 0.97, C at its figure after
-its flips were fixed). Set D was read once as committed and not tuned on: it is the honest figure
-(docs/answers.md) and is not asserted here, so a test can never be what the rules are fitted to."""
+Sets A, B, C and D were each read once as committed, then the rules were changed for the kinds
+they showed; they are now regression tables (0 flips, each at or above its floor: A and B 0.97,
+C 0.93, D 0.995). D's honest figure is its first read (docs/answers.md: 0.885, 3 flips), taken
+before it was tuned on; the honest figure of this round is the next blind set's, which the rules
+have never seen and which is not asserted here."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ HELDOUT = resources.files("medscope.answers").joinpath("data", "heldout")
 
 
 @pytest.mark.parametrize("name, floor", [("frozen_a.jsonl", 0.97), ("sealed_b.jsonl", 0.97),
-                                         ("sealed_c.jsonl", 0.88)])
+                                         ("sealed_c.jsonl", 0.93), ("sealed_d.jsonl", 0.995)])
 def test_tuned_sets_read_without_flips(name, floor):
     s = score_labelled_set(load_labelled_set(str(HELDOUT.joinpath(name))))
     assert s.flips == 0, [(r.row_id, r.label, g.decision, r.reply) for r, g in s.misses if g.decision != "unclear"]

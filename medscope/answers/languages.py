@@ -1,0 +1,201 @@
+"""Full-sentence replies in other languages (Spanish, Portuguese, French, German, Italian, Chinese,
+Japanese): the asked finding's name in that language and a small verdict lexicon of presence,
+absence (with its negation words), hedge and decline phrases.
+
+Why a lexicon and not a translator: a reply read through machine translation can come back the
+wrong way round (a dropped negation is a flip), and no translation model ships with the project.
+The lexicon is read conservatively, a clause at a time (the clauses split at sentence ends,
+semicolons, the CJK comma and "but" in each language):
+
+- a clause that names the finding (:data:`FOREIGN_NAMES`, the other side skipped) and holds an
+  absence phrase and no presence phrase denies it; a presence phrase and no absence phrase
+  claims it; both, a hedge ("posible", "可能") or a decline ("no es posible", "无法") is unclear;
+- a short reply whose one verdict clause is a bare verdict of at most three words ("不可见",
+  "nicht sichtbar") is read as about the asked finding, like the English "It is not visible";
+- the clauses' verdicts must agree, else the reply is unclear.
+
+Absence phrases are matched first and masked, since most contain a presence phrase ("no se
+observa" holds "se observa", "不可见" holds "可见"). Used by :mod:`medscope.answers.matching` only
+where no English rule decided. Addition: the lexicon is this project's (issue 48), not a paper's.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+# English finding or organ (as normalised by the reader) -> its names in es / pt / fr / de / it /
+# zh / ja, as regular expressions; a trailing \w* takes German compounds ("Nierenhilus") and plurals.
+FOREIGN_NAMES = {
+    "liver": (r"h[ií]gado", r"f[ií]gado", r"foie", r"leber\w*", r"fegato", r"hep[aá]tic[oa]", r"肝"),
+    "kidney": (r"ri[ñn][óo]n(?:es)?", r"\brim\b", r"\brins\b", r"reins?", r"niere\w*", r"nieren\w*", r"ren[ei]", r"肾(?!上腺)", r"腎"),
+    "spleen": (r"bazo", r"ba[çc]o", r"la rate", r"milz", r"milza", r"脾"),
+    "pancreas": (r"p[aâá]ncreas", r"pancr[ée]as", r"pankreas", r"胰", r"膵"),
+    "gallbladder": (r"ves[íi]cula(?: biliar)?", r"v[ée]sicule biliaire", r"gallenblase", r"colecisti", r"cistifellea",
+                    r"胆囊", r"胆嚢"),
+    "stomach": (r"est[óô]mago", r"estomac", r"magen", r"stomaco", r"胃"),
+    "lung": (r"pulm[óo]n(?:es)?", r"pulmonar(?:es)?", r"pulm[ãa]o", r"pulm[õo]es", r"poumons?", r"pulmonaire",
+             r"lunge\w*", r"polmon[ei]", r"polmonare", r"肺"),
+    "heart": (r"coraz[óo]n", r"cora[çc][ãa]o", r"c(?:œ|oe)ur", r"herz\w*", r"cuore", r"card[íi]ac[oa]", r"cardiaque",
+              r"心脏", r"心臓"),
+    "aorta": (r"aort[ae]", r"主动脉", r"大動脈"),
+    "bladder": (r"vejiga", r"bexiga", r"vessie", r"harnblase", r"vescica", r"膀胱"),
+    "prostate": (r"pr[óo]stata", r"prostate", r"前列腺"),
+    "colon": (r"c[óo]lon", r"dickdarm", r"结肠", r"結腸"),
+    "esophagus": (r"es[óô]fago", r"(?:œ|oe)sophage", r"speiseröhre", r"ösophagus", r"esofago", r"食管", r"食道"),
+    "adrenal": (r"suprarrenal", r"surr[ée]nale", r"nebenniere\w*", r"surrene", r"肾上腺", r"副腎"),
+    "uterus": (r"[úu]tero", r"ut[ée]rus", r"gebärmutter", r"子宫", r"子宮"),
+    "rectum": (r"recto", r"reto", r"rektum", r"retto", r"直肠", r"直腸"),
+    "lesion": (r"lesi[óo]n(?:es)?", r"les[ãa]o", r"les[õo]es", r"l[ée]sions?", r"läsion\w*", r"lesion[ei]", r"病变",
+               r"病変", r"病灶"),
+    "mass": (r"masa", r"massa", r"masse", r"raumforderung", r"肿块", r"腫瘤", r"腫块", r"肿物"),
+    "nodule": (r"n[óo]dulos?", r"nodules?", r"knoten", r"rundherd", r"noduli", r"结节", r"結節"),
+    "fracture": (r"fractura", r"fratura", r"fractures?", r"fraktur\w*", r"frattura", r"骨折"),
+    "pneumothorax": (r"neumot[óo]rax", r"pneumot[óo]rax", r"pneumothorax", r"pneumotorace", r"气胸", r"気胸"),
+    "effusion": (r"derrame", r"[ée]panchement", r"erguss", r"versamento", r"积液", r"胸水"),
+    "polyp": (r"p[óo]lipos?", r"polype", r"polyp\w*", r"polipo", r"息肉", r"ポリープ"),
+    "consolidation": (r"consolidaci[óo]n", r"consolida[çc][ãa]o", r"konsolidierung", r"consolidamento", r"实变"),
+    "cardiomegaly": (r"cardiomegalia", r"cardiom[ée]galie", r"kardiomegalie", r"心脏扩大", r"心影增大"),
+}
+# English words of the reader that name a key above
+_KEY_OF = {"kidneys": "kidney", "lungs": "lung", "urinary bladder": "bladder", "adrenal gland": "adrenal",
+           "adrenals": "adrenal", "oesophagus": "esophagus", "lesions": "lesion", "masses": "mass",
+           "nodules": "nodule", "fractures": "fracture", "polyps": "polyp", "pleural effusion": "effusion",
+           "tumor": "mass", "tumour": "mass"}
+SIDE_WORDS = {
+    "left": (r"izquierd[oa]s?", r"esquerd[oa]s?", r"gauche", r"link\w*", r"sinistr[oa]", r"左"),
+    "right": (r"derech[oa]s?", r"direit[oa]s?", r"droite?", r"recht\w*", r"destr[oa]", r"右"),
+}
+ABSENT = (
+    # es
+    r"no se (?:observa|identifica|ve|visualiza|aprecia|evidencia|detecta|incluye)n?", r"no (?:hay|existe|es visible|"
+    r"est[áa] presente|se encuentra|aparece)", r"\bsin\b", r"ausencia de", r"ning[úu]n(?:a)?", r"ausente",
+    # pt
+    r"n[ãa]o (?:se (?:observa|identifica|v[êe]|visualiza)|h[áa]|[ée] vis[íi]vel|est[áa] presente|foi identificad[oa]|"
+    r"aparece|[ée] observad[oa])", r"\bsem\b", r"aus[êe]ncia de", r"nenhum(?:a)?",
+    # fr
+    r"\bpas de\b", r"\baucune?\b", r"n'est pas (?:visible|vue?|pr[ée]sente?|identifi[ée]e?)", r"absence de",
+    r"\babsente?\b", r"ne (?:montre|voit|visualise) pas",
+    # de
+    r"\bkein(?:e|en|er|es)?\b", r"nicht (?:sichtbar|erkennbar|zu sehen|vorhanden|abgebildet|dargestellt|nachweisbar|"
+    r"getroffen|erfasst)", r"\bfehlt\b", r"\bohne\b",
+    # it
+    r"non (?:si (?:vede|osserva|identifica|visualizza)|[èe] (?:visibile|presente)|sono (?:visibili|presenti))",
+    r"nessun[oa]?", r"assenza di", r"\bassente\b",
+    # zh / ja
+    r"未见", r"未發現", r"未发现", r"没有", r"沒有", r"无明显", r"看不到", r"不可见", r"未显示", r"不存在", r"(?<!显)无(?!法)",
+    r"認められません", r"見られません", r"ありません", r"認めません", r"見えません", r"確認できません", r"描出されません",
+)
+PRESENT = (
+    r"se (?:observa|identifica|ve|visualiza|aprecia|evidencia|detecta)n?", r"\bhay\b", r"\bpresentes?\b",
+    r"\bvisibles?\b", r"\bexiste\b", r"\bh[áa]\b", r"vis[íi]vel", r"observa-se", r"identifica-se", r"nota-se",
+    r"on (?:voit|observe|note)", r"il y a", r"pr[ée]sente?", r"\bmontre\b", r"sichtbar", r"zu sehen", r"vorhanden",
+    r"erkennbar", r"es gibt", r"abgebildet", r"dargestellt", r"nachweisbar", r"si (?:vede|osserva|nota)", r"c'[èe]",
+    r"visibile", r"可见", r"有", r"显示", r"存在", r"確認できます", r"認められます", r"あります", r"見られます", r"見えます",
+    r"描出されています",
+)
+HEDGE = (r"\bposibles?\b", r"poss[íi]vel", r"\bpossible\b", r"möglich\w*", r"possibile", r"可能", r"疑い", r"quiz[áa]s?",
+         r"talvez", r"peut-[êe]tre", r"vielleicht", r"\bforse\b", r"疑似", r"\bverdacht\w*", r"sospech\w*", r"suspeit\w*",
+         r"sospett\w*")
+DECLINE = (r"no es posible", r"n[ãa]o [ée] poss[íi]vel", r"il n'est pas possible", r"impossible de", r"nicht m[öo]glich",
+           r"nicht beurteilbar", r"non [èe] possibile", r"无法", r"不能确定", r"不确定", r"判断できません", r"わかりません",
+           r"不明(?!瞭)", r"no se puede determinar", r"n[ãa]o se pode", r"je ne sais pas", r"ich weiß nicht", r"non lo so")
+_CLAUSE_END = re.compile(r"[.!?;\n。！？；，:：]+|\s(?:pero|sin embargo|mas|por[ée]m|mais|aber|jedoch|ma|per[òo])\s|但是?|而且|然而|が、")
+
+
+def _alt(patterns) -> re.Pattern:
+    return re.compile("(?:" + "|".join(patterns) + ")")
+
+
+_ABSENT, _PRESENT, _HEDGE, _DECLINE = _alt(ABSENT), _alt(PRESENT), _alt(HEDGE), _alt(DECLINE)
+_ANY_NAME = _alt(p for names in FOREIGN_NAMES.values() for p in names)
+
+
+# Words that mark a reply as written in another language, and words that mark it as English.
+_CJK = re.compile(r"[\u3040-\u30ff\u4e00-\u9fff]")
+_FOREIGN_TEXT = re.compile(r"\b(?:el|los|las|se|n[ãa]o|est|une|der|das|ist|nicht|il|è|di|del|em|da|una|des|les|dans|im|"
+                           r"nel|que|und|ein|eine|sin|sem|kein|keine|en|y|et|es|la|le|no)\b")
+_ENGLISH_TEXT = re.compile(r"\b(?:the|is|are|an?|of|in|this|that|not|no|yes|may|can|please|it|there|i)\b|"
+                           r"\b(?:present|visible|seen)\b")
+
+
+def _foreign(text: str) -> bool:
+    """Whether a reply is written in another language: CJK script, or more of the other languages'
+    function words than English ones (and at least two), or no English word at all."""
+    if _CJK.search(text):
+        return True
+    foreign, english = len(_FOREIGN_TEXT.findall(text)), len(_ENGLISH_TEXT.findall(text))
+    return english == 0 or (foreign >= 2 and foreign > english)
+
+
+@lru_cache(maxsize=256)
+def _finding_pattern(english_terms: tuple[str, ...]) -> re.Pattern | None:
+    keys = set()
+    for term in english_terms:
+        for t in (term, term.split()[-1] if term else ""):
+            key = _KEY_OF.get(t, t)
+            if key in FOREIGN_NAMES:
+                keys.add(key)
+    if not keys:
+        return None
+    return _alt(p for k in sorted(keys) for p in FOREIGN_NAMES[k])
+
+
+def _clause_verdict(clause: str) -> str | None:
+    """'absent', 'present', 'unclear' (both, a hedge or a decline) or None (no verdict phrase)."""
+    if _DECLINE.search(clause) or _HEDGE.search(clause):
+        return "unclear"
+    absent = bool(_ABSENT.search(clause))
+    present = bool(_PRESENT.search(_ABSENT.sub(" ", clause)))
+    if absent and present:
+        return "unclear"
+    return "absent" if absent else ("present" if present else None)
+
+
+def foreign_reading(text: str, english_terms: tuple[str, ...], side: str | None) -> tuple[str, bool | None] | None:
+    """Read a reply in another language about the finding named by ``english_terms``.
+
+    Parameters
+    ----------
+    text : str
+        The normalised reply (lower case).
+    english_terms : tuple of str
+        The finding's English words (:func:`medscope.answers.matching.finding_terms`).
+    side : {"left", "right"} or None
+        The finding's side, if it has one: a clause naming only the other side is skipped.
+
+    Returns
+    -------
+    tuple or None
+        ``("answer", claim)``, ``("unclear", None)`` when the clauses disagree, hedge or decline, or
+        None when the reply is not read this way (no foreign text, no verdict clause).
+    """
+    if not _foreign(text):
+        return None  # English ("The pancreas may or may not be present") is the English rules' to read
+    names = _finding_pattern(english_terms)
+    clauses = [c.strip() for c in _CLAUSE_END.split(text) if c and c.strip()]
+    other = _alt(SIDE_WORDS[{"left": "right", "right": "left"}[side]]) if side else None
+    own_side = _alt(SIDE_WORDS[side]) if side else None
+    verdicts = []
+    for clause in clauses:
+        if names is None or not names.search(clause):
+            continue
+        if other is not None and other.search(clause) and not own_side.search(clause):
+            continue  # "el riñón izquierdo" asked about the right kidney
+        v = _clause_verdict(clause)
+        if v is not None:
+            verdicts.append(v)
+    if not verdicts:
+        # a short reply whose one verdict names no organ: "不可见", "nicht sichtbar"
+        judged = [(c, _clause_verdict(c)) for c in clauses]
+        judged = [(c, v) for c, v in judged if v is not None]
+        # only a bare verdict: a longer clause may name an organ the table does not know
+        bare = len(judged) == 1 and (len(judged[0][0].split()) <= 3 if not _CJK.search(judged[0][0])
+                                     else len(judged[0][0]) <= 6)
+        if bare and len(text) <= 60 and not _ANY_NAME.search(judged[0][0]):
+            verdicts = [judged[0][1]]
+    if not verdicts:
+        return None
+    if "unclear" in verdicts or len(set(verdicts)) > 1:
+        return "unclear", None
+    return "answer", verdicts[0] == "present"
