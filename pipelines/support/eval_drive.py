@@ -115,7 +115,22 @@ class EndpointBreaker:
 
 def not_sent(unit: dict, endpoint: str, why: str) -> dict:
     """The result of a unit left unsent because its endpoint was stopped: a failed unit whose
-    reason (``failed: not sent``) groups in the accounting, the endpoint in its error."""
+    reason (``failed: not sent``) groups in the accounting, the endpoint in its error.
+
+    Parameters
+    ----------
+    unit : dict
+        The queued unit (``key``, ``model``, ``condition``, ``item_id``).
+    endpoint : str
+        The stopped endpoint (redacted in the error).
+    why : str
+        Why it was stopped, as :class:`EndpointBreaker` recorded it.
+
+    Returns
+    -------
+    dict
+        A worker result: status ``failed``, no cost, no attempts, the error ``not sent: ...``.
+    """
     return {"key": unit["key"], "model": unit["model"], "condition": unit["condition"], "item_id": unit["item_id"],
             "status": "failed", "cost_usd": 0.0, "attempts": 0,
             "error": f"not sent: endpoint {safe_text.redact_url(endpoint)} stopped, {why}"}
