@@ -420,6 +420,12 @@ def score(episodes_uri: str, out: str, items_uri: str | None = None, protocol: s
     proto = cls(typed)
     items_uri = items_uri or items_of(episodes_uri)
     result = proto.score(episodes_uri, items_uri, out)
+    coverage = result.get("coverage") if isinstance(result, dict) else None
+    if coverage and not coverage.get("views"):
+        # every metric would be over no view and the run exited 0 (issue 51)
+        raise MedScopeError(f"{items_uri}: no view of the {name} test set in this item table (0 views to score, "
+                            f"{out} holds metrics over nothing); give --items the table the eval run evaluated "
+                            f"(default: the one its sweep.json names)")
     record_options(out, name, protocols.spec_of(proto), typed)
     missing = units_not_scored(episodes_uri)
     if missing and isinstance(result, dict):  # what the numbers are NOT over, and why

@@ -182,3 +182,16 @@ def test_an_unclear_reading_is_accounted_for_not_missing(tmp_path):
     assert manifest["unclear"] == {"a/agent": 1}
     # 21 views: one natural negative (+0.5) fewer than 2.6 / 22
     assert _value(metrics, "a", "net_utility") == pytest.approx(2.1 / 21)
+
+
+def test_an_item_table_with_no_view_of_the_test_set_is_an_error_not_metrics_over_nothing(tmp_path, capsys):
+    # issue 51: `score --items` a 0-row table exited 0 with metrics over no view
+    views = _views()
+    records.write_table("episodes", _refer(views), str(tmp_path / "episodes.parquet"))
+    records.write_table("views", views.slice(0, 0), str(tmp_path / "empty.parquet"))
+    rc = cli.main(["score", "--episodes", str(tmp_path / "episodes.parquet"), "--views", str(tmp_path / "empty.parquet"),
+                   "--out", str(tmp_path / "run"), "--n-boot", "20"])
+    assert rc == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err.startswith(f"medscope: error: {tmp_path / 'empty.parquet'}: no view of the counterfactual test set "
+                          "in this item table (0 views to score")
