@@ -92,7 +92,7 @@ class ProtocolOptions(StrictModel):
     # numpy for a 14.6 TiB index array and ended in MemoryError (issue 51)
     n_boot: int | None = option(None, verb="score", ge=0, le=MAX_N_BOOT,
                                 description=f"bootstrap resamples, at most {MAX_N_BOOT:,} (default: the protocol's, "
-                                            "its paper's; 0: no intervals)")
+                                            "its paper's; 0: point estimates only)")
     seed: int | None = option(None, verb="score", description="bootstrap seed (default: the protocol's, 42)")
 
     @classmethod
