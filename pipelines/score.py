@@ -435,7 +435,7 @@ def score(episodes_uri: str, out: str, items_uri: str | None = None, protocol: s
     return result
 
 
-def conclude_coverage(result: dict, max_failed: float | None = None) -> None:
+def conclude_coverage(result: dict, max_failed: float | None = None, items: str | None = None) -> None:
     """Decide ``score``'s exit code from the coverage the protocol returned, as ``eval run``
     decides its own from its accounting (``accounting.exit_code``): a missing episode is a failed
     unit against the test set's fixed denominator, a scored or unclear one a done unit.
@@ -447,6 +447,9 @@ def conclude_coverage(result: dict, max_failed: float | None = None) -> None:
         set) nothing is decided.
     max_failed : float or None, optional
         ``--max-failed``: missing episodes accepted, a count (>= 1) or a fraction of the units.
+    items : str or None, optional
+        The item table scored against, named when no view of it has an episode (another table
+        given as ``--items`` is the usual cause).
 
     Raises
     ------
@@ -471,7 +474,8 @@ def conclude_coverage(result: dict, max_failed: float | None = None) -> None:
     who = "; ".join(f"{r['model']}:{r['condition']} {r['missing']} of {r['expected']}"
                     for r in cov["by_model_condition"] if r["missing"])
     if code == accounting.EXIT_NO_WORK:
-        raise accounting.UnitsIncomplete(f"score: no view of the test set has an episode ({who}); "
+        table = f" of {items}" if items else ""
+        raise accounting.UnitsIncomplete(f"score: no view of the test set{table} has an episode ({who}); "
                                          "is this the eval run of that test set?", code)
     raise accounting.UnitsIncomplete(
         f"score: {cov['missing']} of {units} episodes are missing ({who}; allowed: "
@@ -601,7 +605,7 @@ def _score_cli(args) -> None:
     options = {**cfg.protocol_options, **protocol_flags.given(args, model, "score")}
     result = score(cfg.episodes, cfg.out, cfg.items, cfg.protocol, **options)
     _print(result)
-    conclude_coverage(result, cfg.max_failed)  # after the summary is printed and the run written
+    conclude_coverage(result, cfg.max_failed, cfg.items or items_of(cfg.episodes))  # after the summary and the run
     conclude_judging(result)
 
 
