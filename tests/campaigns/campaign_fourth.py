@@ -283,6 +283,7 @@ def base_run(tmp) -> str:
         os.chmod(d, 0o755)  # the read-only probes read its items table as another user
         srv = fp.FakeProvider("openai", responder=lambda t, i: "yes", expected_key=SECRET)
         items = write_items(os.path.join(d, "views.parquet"))
+        os.chmod(items, 0o644)  # tables are written owner-only (0600); the read-only probes read it as nobody
         models = models_file(os.path.join(d, "models.yaml"), srv.url)
         res = run(eval_args(items, models, os.path.join(d, "out")), timeout=EVAL_TIMEOUT)
         srv.close()
