@@ -34,7 +34,7 @@ import pydantic
 
 from medscope import config as cfgmod
 from medscope import protocols
-from medscope.io import layout, records, safe_text, storage
+from medscope.io import folder_lock, layout, records, safe_text, storage
 from medscope.protocols.base import EvalProtocol, Item, parse_options
 from medscope.config import StrictModel
 from medscope.errors import MedScopeError
@@ -287,8 +287,6 @@ def run_sweep(cfg: EvalConfig, protocol: EvalProtocol | None = None, entries: li
     ----------
     .. [1] counterfactual paper, §3.10, §4.2, §5.5
     """
-    from pipelines.support.raycluster import cluster_gpus, ensure_ray
-
     protocol = protocol or load_protocol(cfg.protocol, cfg.protocol_options)
     entries = entries or cfgmod.load(ModelsConfig, cfg.models).models
     if cfg.models_filter:
@@ -304,6 +302,18 @@ def run_sweep(cfg: EvalConfig, protocol: EvalProtocol | None = None, entries: li
     dupes = sorted(k for k, n in Counter(i.item_id for i in items).items() if n > 1)
     if dupes:
         raise MedScopeError(f"{cfg.items}: item ids must be unique (they key the episodes); repeated: {dupes[:5]}")
+    if not items:  # a sweep of nothing would exit 0 and look like a finished run
+        raise MedScopeError(f"{cfg.items}: no items to evaluate (the item table has no rows the protocol "
+                            f"{protocol.name} reads); check --items")
+    # two sweeps into one --out would both write parts and sweep.json (issue 51): one writer at a time
+    with folder_lock.writer_lock(cfg.out, "eval run"):
+        return _sweep(cfg, protocol, entries, items)
+
+
+def _sweep(cfg: EvalConfig, protocol: EvalProtocol, entries: list[ModelEntry], items: list[Item]) -> dict:
+    """`run_sweep` once its inputs are checked, holding ``cfg.out``'s writer lock."""
+    from pipelines.support.raycluster import cluster_gpus, ensure_ray
+
     run_id = cfg.run_id or stable_hash("eval", cfg.out)
     run = layout.EvalRun(cfg.out)
     episodes_uri, rejects_uri = run.episodes, run.rejects

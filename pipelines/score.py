@@ -27,6 +27,7 @@ from medscope import protocols
 from medscope.io import layout, records, safe_text, storage
 from medscope.config import StrictModel
 from medscope.protocols.base import parse_options
+from medscope.protocols import denominators as den
 from pipelines.support import runcheck
 from medscope.errors import MedScopeError
 from medscope.analysis import paired_differences as cmp
@@ -419,7 +420,19 @@ def score(episodes_uri: str, out: str, items_uri: str | None = None, protocol: s
     typed = parse_options(model, {**fixed, **given}, name)
     proto = cls(typed)
     items_uri = items_uri or items_of(episodes_uri)
-    result = proto.score(episodes_uri, items_uri, out)
+    try:
+        result = proto.score(episodes_uri, items_uri, out)
+    except den.EmptyTestSet as err:  # said with the table read: another table as --items is the usual cause
+        raise MedScopeError(f"{items_uri}: no {err.unit.rstrip('s')} of the {name} test set in this item table "
+                            f"(0 {err.unit} to score: {err}); give --items the table the eval run evaluated "
+                            "(default: the one its sweep.json names)") from None
+    coverage = result.get("coverage") if isinstance(result, dict) else None
+    unit = (coverage or {}).get("unit", "views")
+    if coverage and not coverage.get(unit):
+        # every metric would be over no item and the run exited 0 (issue 51)
+        raise MedScopeError(f"{items_uri}: no {unit.rstrip('s')} of the {name} test set in this item table (0 {unit} to score, "
+                            f"{out} holds metrics over nothing); give --items the table the eval run evaluated "
+                            f"(default: the one its sweep.json names)")
     record_options(out, name, protocols.spec_of(proto), typed)
     missing = units_not_scored(episodes_uri)
     if missing and isinstance(result, dict):  # what the numbers are NOT over, and why
@@ -429,7 +442,7 @@ def score(episodes_uri: str, out: str, items_uri: str | None = None, protocol: s
     return result
 
 
-def conclude_coverage(result: dict, max_failed: float | None = None) -> None:
+def conclude_coverage(result: dict, max_failed: float | None = None, items: str | None = None) -> None:
     """Decide ``score``'s exit code from the coverage the protocol returned, as ``eval run``
     decides its own from its accounting (``accounting.exit_code``): a missing episode is a failed
     unit against the test set's fixed denominator, a scored or unclear one a done unit.
@@ -441,6 +454,9 @@ def conclude_coverage(result: dict, max_failed: float | None = None) -> None:
         set) nothing is decided.
     max_failed : float or None, optional
         ``--max-failed``: missing episodes accepted, a count (>= 1) or a fraction of the units.
+    items : str or None, optional
+        The item table scored against, named when no view of it has an episode (another table
+        given as ``--items`` is the usual cause).
 
     Raises
     ------
@@ -466,7 +482,8 @@ def conclude_coverage(result: dict, max_failed: float | None = None) -> None:
     who = "; ".join(f"{r['model']}:{r['condition']} {r['missing']} of {r['expected']}"
                     for r in cov["by_model_condition"] if r["missing"])
     if code == accounting.EXIT_NO_WORK:
-        raise accounting.UnitsIncomplete(f"score: no {unit.rstrip('s')} of the test set has an episode ({who}); "
+        table = f" of {items}" if items else ""
+        raise accounting.UnitsIncomplete(f"score: no {unit.rstrip('s')} of the test set{table} has an episode ({who}); "
                                          "is this the eval run of that test set?", code)
     raise accounting.UnitsIncomplete(
         f"score: {cov['missing']} of {units} episodes are missing ({who}; allowed: "
@@ -596,7 +613,7 @@ def _score_cli(args) -> None:
     options = {**cfg.protocol_options, **protocol_flags.given(args, model, "score")}
     result = score(cfg.episodes, cfg.out, cfg.items, cfg.protocol, **options)
     _print(result)
-    conclude_coverage(result, cfg.max_failed)  # after the summary is printed and the run written
+    conclude_coverage(result, cfg.max_failed, cfg.items or items_of(cfg.episodes))  # after the summary and the run
     conclude_judging(result)
 
 

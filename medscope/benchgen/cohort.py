@@ -19,6 +19,7 @@ import re
 
 import numpy as np
 
+from medscope.errors import MedScopeError
 from medscope.io import records, safe_text, storage
 from medscope.benchgen.schema import SequenceSpec
 from medscope.volumes.nifti import VolumeError, read_nifti
@@ -125,6 +126,9 @@ def read_reports(uri: str) -> tuple[list[dict], list[dict]]:
             raw.append(obj)
     else:
         raw = safe_text.loads_csv(text, uri)  # BOM-stripped header, fields of any length
+    if not raw and not rejects:  # the build went on and failed on its own empty items table (issue 51)
+        raise MedScopeError(f"{uri}: no reports in this file (it is empty, blank or a CSV header alone); "
+                            "export the reports again")
     rows, seen = [], set()
     for n, r in enumerate(raw, 1):
         case = str(r.get("case_id") or "").strip()

@@ -35,6 +35,7 @@ import time
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from medscope.errors import MedScopeError
 from medscope.io import layout, safe_text, storage
 from medscope.io.parquet_bytes import parquet_file, read_parquet_bytes
 
@@ -129,7 +130,17 @@ def _classify(folder: str) -> tuple[dict, list, list, list, list]:
     named = {e["name"] for e in held["files"]}
     absorbed = absorbed_keys(held)
     committed, orphans, live, stale = [], [], [], []
-    for uri, size in _listing(folder):
+    listing = _listing(folder)
+    gone = sorted(named - {_name(uri) for uri, _ in listing})
+    if gone:
+        # its parts were deleted when it was committed: reading on (or resuming) without it would
+        # silently lose those rows, or skip their units as finished (issue 51)
+        rows = sum(e["rows"] for e in held["files"] if e["name"] in gone)
+        raise MedScopeError(
+            f"{folder}: compacted file {', '.join(gone)} named in {layout.COMPACTION} is missing ({rows} rows); "
+            f"restore it from a copy of the run, or delete its entry from {layout.COMPACTION} and rerun the "
+            f"verb that wrote the folder to redo those units")
+    for uri, size in listing:
         base = _name(uri)
         if is_compacted(base):
             (committed if base in named else orphans).append((uri, size))
@@ -422,7 +433,8 @@ def verify(folder: str) -> list[str]:
             continue
         data = storage.read_bytes(uri)
         if hashlib.sha256(data).hexdigest() != entry["sha256"]:
-            problems.append(f"{entry['name']}: sha256 differs from the manifest")
+            problems.append(f"{entry['name']}: sha256 differs from the manifest (the file was changed)")
+            continue  # its bytes may not parse at all; the hash already says it is not the file written
         rows = parquet_file(data).metadata.num_rows
         if rows != entry["rows"] or rows != sum(n for _, n in entry["parts"]):
             problems.append(f"{entry['name']}: {rows} rows, manifest says {entry['rows']}")

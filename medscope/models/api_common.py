@@ -217,6 +217,13 @@ def classify(err: BaseException, secret: str | None = None) -> Exception:
     response = getattr(err, "response", None)
     headers = getattr(response, "headers", None)
     message = scrub(f"{type(err).__name__}: {err}", secret)[:500]
+    if isinstance(status, int) and 300 <= status < 400:
+        # never followed (http_client): a redirect would carry the images, the prompt and the key
+        # to a host the private allow-list never named (issue 51)
+        where = scrub(str(getattr(headers, "get", lambda k: None)("location") or "?"), secret)[:200]
+        return PermanentModelError(
+            f"HTTP {status}: the endpoint redirected to {where}; redirects are not followed (the request and "
+            f"its key go only to base_url): set base_url to the address that answers")
     if isinstance(status, int) and status >= 400:
         if status in TRANSIENT_STATUS or status >= 500:
             return TransientModelError(f"HTTP {status}: {message}", retry_after_s=retry_after_s(headers))
@@ -261,7 +268,8 @@ def http_client(sdk):
     ----------
     sdk : module
         ``openai`` or ``anthropic``: each exports ``DefaultHttpxClient`` (its defaults for
-        connection limits and redirects).
+        connection limits; redirects are not followed, so nothing reaches a host other than
+        ``base_url``).
 
     Returns
     -------
@@ -270,7 +278,7 @@ def http_client(sdk):
     """
     from medscope.models import deadline  # the HTTP stack: only for a client, not for scrub()
 
-    return sdk.DefaultHttpxClient(transport=deadline.DeadlineTransport())
+    return sdk.DefaultHttpxClient(transport=deadline.DeadlineTransport(), follow_redirects=False)
 
 
 def send_within_deadline(send, timeout_s: float, secret: str | None = None):

@@ -26,7 +26,7 @@ class GeminiChatModel:
         self.endpoint = entry.endpoint
         self._key = common.api_key(entry.api_key_env, entry.name)
         options = {"timeout": int(entry.timeout_s * 1000),
-                   "client_args": {"transport": deadline.DeadlineTransport()}}
+                   "client_args": {"transport": deadline.DeadlineTransport(), "follow_redirects": False}}
         if entry.base_url:
             options["base_url"] = entry.base_url
         self._types = types

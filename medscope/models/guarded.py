@@ -122,6 +122,14 @@ class GuardedModel:
                     f"{self.max_wait_s:g} s cap on one wait (MAX_RETRY_WAIT_S): not waited for; {err}"[:500],
                     retry_after_s=err.retry_after_s) from None
             raise
+        usage = (completion.input_tokens, completion.output_tokens)
+        if any(not isinstance(n, int) or n < 0 for n in usage):
+            # a negative count would lower the spend and let a sweep run past --budget-usd (issue 51)
+            if self.limiter is not None:
+                self.limiter.settle(estimate, 0)
+            self.errors.append(f"negative token usage {usage}")
+            raise TransientModelError(f"malformed response: negative token usage (input {usage[0]}, output "
+                                      f"{usage[1]}); the reply is not kept and costs nothing")
         if self.limiter is not None:
             self.limiter.settle(estimate, completion.input_tokens + completion.output_tokens)
         self.input_tokens += completion.input_tokens

@@ -79,14 +79,20 @@ def verb_of(field: pydantic.fields.FieldInfo) -> str | None:
     return extra.get("verb")
 
 
+MAX_N_BOOT = 100_000  # addition: see ProtocolOptions.n_boot
+
+
 class ProtocolOptions(StrictModel):
     """Base of every protocol's ``Options``: unknown keys and wrong types are errors naming the
     key; every field is declared with :func:`option` (the verb that sets it). The bootstrap's
     resamples and seed are every protocol's scoring options (None: the protocol's own default,
     its paper's)."""
 
-    n_boot: int | None = option(None, verb="score", ge=0,
-                                description="bootstrap resamples (default: the protocol's, its paper's)")
+    # addition: MAX_N_BOOT bounds the resamples; the papers use 1,000 to 10,000, and 10**12 asked
+    # numpy for a 14.6 TiB index array and ended in MemoryError (issue 51)
+    n_boot: int | None = option(None, verb="score", ge=0, le=MAX_N_BOOT,
+                                description=f"bootstrap resamples, at most {MAX_N_BOOT:,} (default: the protocol's, "
+                                            "its paper's; 0: point estimates only)")
     seed: int | None = option(None, verb="score", description="bootstrap seed (default: the protocol's, 42)")
 
     @classmethod

@@ -32,6 +32,14 @@ FAILED_CALL = "failed_call"  # an error and no reply: no answer to score (its it
 MISSING = "missing_episode"
 
 
+
+class EmptyTestSet(MedScopeError):
+    """The item table holds no item of the test set: every number would be over nothing."""
+
+    def __init__(self, message: str, unit: str = "items"):
+        super().__init__(message)
+        self.unit = unit
+
 def eval_run_pairs(episodes_uri: str) -> list[tuple[str, str]]:
     """The (model, condition) pairs the eval run's sweep.json accounted for (none without one).
 
@@ -111,7 +119,7 @@ def coverage(expected: Sequence[str], episodes: Iterable[tuple[str, str]], score
     """
     order = list(dict.fromkeys(expected))
     if not order:
-        raise MedScopeError(f"test set {test_set or '(unnamed)'} has no {unit}: nothing to score against")
+        raise EmptyTestSet(f"test set {test_set or '(unnamed)'} has no {unit}: nothing to score against", unit)
     ids = set(order)
     keys: set[tuple[str, str]] = {tuple(k) for k in episodes} | {tuple(k) for k in pairs}
     done: dict[tuple[str, str], set] = {}

@@ -219,6 +219,17 @@ def test_dicom_series_reads_in_ras_order(tmp_path):
         cohort.read_sequence(str(series))
 
 
+@pytest.mark.parametrize("name, text", [("reports.jsonl", ""), ("reports.jsonl", "\n  \n"),
+                                        ("reports.csv", "case_id,study,findings,impression\n")])
+def test_a_reports_file_with_no_report_is_one_error_naming_it(tmp_path, name, text):
+    # issue 51: an empty export went on to fail on the build's own empty items table
+    path = tmp_path / name
+    path.write_text(text)
+    with pytest.raises(MedScopeError, match=rf"^{path}: no reports in this file \(it is empty, blank or a CSV "
+                                            r"header alone\)"):
+        cohort.read_reports(str(path))
+
+
 def test_phantom_reports_match_label_maps(tmp_path):
     out = phantom.phantom_cohort(str(tmp_path), n_cases=3, shape=(64, 64, 24))
     import nibabel as nib

@@ -233,3 +233,38 @@ def test_files_are_sized_by_their_rows(tmp_path):
     files = parts.manifest(folder)["files"]
     assert [len(f["parts"]) for f in files] == [64, 22]
     assert records.read_table("episodes", folder).equals(before)
+
+
+def test_a_deleted_compacted_file_is_named_not_read_as_no_rows(tmp_path):
+    # issue 51: its parts were deleted at commit, so reading on without it lost its rows silently
+    # ("no episodes") and a resume would have skipped those units as finished
+    folder = str(tmp_path / "eval" / "episodes")
+    _, e = _episodes(4, 4, 1, models=1)
+    _write_parts(folder, e)
+    parts.compact(str(tmp_path / "eval"))
+    [entry] = parts.manifest(folder)["files"]
+    assert entry["rows"] == e.num_rows
+    (tmp_path / "eval" / "episodes" / entry["name"]).unlink()
+    for read in (lambda: records.read_table("episodes", folder), lambda: records.part_keys(folder),
+                 lambda: parts.compact(str(tmp_path / "eval"))):
+        with pytest.raises(MedScopeError, match=rf"compacted file {entry['name']} named in compaction.json is "
+                                                rf"missing \({e.num_rows} rows\); restore it"):
+            read()
+
+
+def test_verify_names_a_compacted_file_whose_bytes_changed(tmp_path, capsys):
+    from pipelines.cli import main
+
+    folder = tmp_path / "eval" / "episodes"
+    _, e = _episodes(4, 4, 1, models=1)
+    _write_parts(str(folder), e)
+    parts.compact(str(tmp_path / "eval"))
+    [entry] = parts.manifest(str(folder))["files"]
+    data = bytearray((folder / entry["name"]).read_bytes())
+    mid = len(data) // 2
+    data[mid:mid + 16] = bytes(b ^ 0xFF for b in data[mid:mid + 16])  # the footer may no longer parse
+    (folder / entry["name"]).write_bytes(bytes(data))
+    assert main(["compact", str(tmp_path / "eval"), "--verify"]) == 2
+    captured = capsys.readouterr()
+    assert f"{entry['name']}: sha256 differs from the manifest (the file was changed)" in captured.out
+    assert "medscope: error: compacted files differ from their manifests" in captured.err

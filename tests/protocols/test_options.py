@@ -159,3 +159,13 @@ def test_an_unknown_protocol_or_unreadable_run_is_one_line_not_a_traceback(tmp_p
     assert "unknown protocol 'nosuch'" in capsys.readouterr().err
     assert cli.main(["score", "--episodes", str(tmp_path / "missing"), "--out", str(tmp_path / "s")]) == 2
     assert "Traceback" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", sorted(WRONG_TYPE))
+def test_n_boot_past_the_cap_is_refused_naming_it(name):
+    # issue 51: --n-boot 1000000000000 reached numpy and ended in a 14.6 TiB MemoryError
+    with pytest.raises(MedScopeError) as err:
+        protocols.load(name, {"n_boot": 10**12})
+    assert str(err.value).startswith(f"protocol option 'n_boot' of {name}: Input should be less than or equal "
+                                     "to 100000")
+    assert protocols.load(name, {"n_boot": 100_000}).options.n_boot == 100_000

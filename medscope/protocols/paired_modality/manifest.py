@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 import pydantic
 
 from medscope import config as cfgmod
-from medscope.io import records, storage
+from medscope.io import guarded, records, safe_text, storage
 from medscope.config import StrictModel
 from medscope.errors import MedScopeError
 from medscope.images import decode_png, encode_png, resize_long_side
@@ -190,6 +190,15 @@ def _resolve(base: str, ref: str) -> str:
 
 
 def _load_image(base: str, ref: str, max_side: int) -> tuple[bytes | None, str | None, str]:
+    if not ("://" in ref or ref.startswith("/")):  # a URI or absolute path is named on purpose (docs)
+        # a relative path is the set's own file: one that climbs out (../) or is a symlink resolving
+        # out of the set folder would send a file from elsewhere to a model as this pair's (issue 51)
+        try:
+            guarded.require_inside(base, safe_text.inside_root(ref))
+        except (safe_text.BadText, guarded.InputRejected):
+            return None, "path leaves the set", (f"{ref}: a relative path must stay inside the set folder {base} "
+                                                 "(symlinks resolved); copy the file into the set, or name it by "
+                                                 "its full path or URI")
     uri = _resolve(base, ref)
     if not storage.exists(uri):
         return None, "missing file", uri

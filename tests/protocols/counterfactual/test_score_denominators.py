@@ -182,3 +182,30 @@ def test_an_unclear_reading_is_accounted_for_not_missing(tmp_path):
     assert manifest["unclear"] == {"a/agent": 1}
     # 21 views: one natural negative (+0.5) fewer than 2.6 / 22
     assert _value(metrics, "a", "net_utility") == pytest.approx(2.1 / 21)
+
+
+def test_an_item_table_with_no_view_of_the_test_set_is_an_error_not_metrics_over_nothing(tmp_path, capsys):
+    # issue 51: `score --items` a 0-row table exited 0 with metrics over no view
+    views = _views()
+    records.write_table("episodes", _refer(views), str(tmp_path / "episodes.parquet"))
+    records.write_table("views", views.slice(0, 0), str(tmp_path / "empty.parquet"))
+    rc = cli.main(["score", "--episodes", str(tmp_path / "episodes.parquet"), "--views", str(tmp_path / "empty.parquet"),
+                   "--out", str(tmp_path / "run"), "--n-boot", "20"])
+    assert rc == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err.startswith(f"medscope: error: {tmp_path / 'empty.parquet'}: no view of the counterfactual test set "
+                          "in this item table (0 views to score")
+
+
+def test_another_item_table_with_no_view_episoded_names_the_table(tmp_path, capsys):
+    # issue 51: `score --items` a table of other ids said "no view of the test set has an episode"
+    # without saying which table was read
+    views = _views()
+    records.write_table("episodes", _refer(views), str(tmp_path / "episodes.parquet"))
+    renamed = [dict(v, view_id="other/" + v["view_id"]) for v in views.to_pylist()]
+    records.write_table("views", records.to_table("views", renamed), str(tmp_path / "other.parquet"))
+    rc = cli.main(["score", "--episodes", str(tmp_path / "episodes.parquet"), "--views", str(tmp_path / "other.parquet"),
+                   "--out", str(tmp_path / "run"), "--n-boot", "20"])
+    assert rc == 4  # EXIT_NO_WORK, as documented
+    err = capsys.readouterr().err
+    assert f"score: no view of the test set of {tmp_path / 'other.parquet'} has an episode (a:agent 22 of 22" in err

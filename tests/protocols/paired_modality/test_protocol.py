@@ -705,3 +705,35 @@ def test_score_counts_every_photograph_against_the_fixed_denominator(pair_set, t
     assert cli.main([*args, "--out", str(tmp_path / "two"), "--max-failed", "2"]) == 3
     assert cli.main([*args, "--out", str(tmp_path / "three"), "--max-failed", "3"]) == 0
     assert cli.main([*args, "--out", str(tmp_path / "frac"), "--max-failed", "0.125"]) == 0  # 3 of 24
+
+
+def test_a_photo_that_leaves_its_set_is_rejected_and_the_rest_kept(tmp_path):
+    # issue 51: `../outside.png` and a symlink out of the set were read as the pair's photographs
+    s = tmp_path / "set"
+    s.mkdir()
+    for name in ("rx.png", "m.png"):
+        (s / name).write_bytes(_png())
+    patched = np.full((64, 48, 3), (200, 150, 120), np.uint8)
+    patched[20:40, 12:32] = (120, 60, 160)
+    (s / "x.png").write_bytes(encode_png(patched))
+    (tmp_path / "outside.png").write_bytes(_png())
+    os.symlink(tmp_path / "outside.png", s / "link.png")
+    good = {"condition": "varicella", "radiograph": "rx.png", "matched": _photo("m.png", findings=["vesicles"]),
+            "mismatched": _photo("x.png")}
+    entries = [
+        good,
+        {**good, "condition": "climber", "matched": _photo("../outside.png")},
+        {**good, "condition": "linked", "matched": _photo("link.png")},
+        {**good, "condition": "radiograph climbs", "radiograph": "sub/../../outside.png"},
+        # a full path is named on purpose (docs/paired-modality.md: "or any URI"): read
+        {**good, "condition": "absolute", "matched": _photo(str(tmp_path / "outside.png"))},
+    ]
+    (s / tables.MANIFEST).write_text(yaml.safe_dump({"conditions": entries}))
+    photos, rejects = read_manifest(str(s))
+    assert sorted((r["item_id"], r["reason"]) for r in rejects) == [
+        ("climber:matched", "path leaves the set"), ("linked:matched", "path leaves the set"),
+        ("radiograph climbs", "path leaves the set")]
+    assert all("must stay inside the set folder" in r["detail"] and str(tmp_path / "outside.png") not in r["detail"]
+               for r in rejects)
+    assert sorted(p.item_id for p in photos) == ["absolute:matched", "absolute:mismatched", "climber:mismatched",
+                                                 "linked:mismatched", "varicella:matched", "varicella:mismatched"]
