@@ -24,6 +24,7 @@ UNCLEAR_WHY = {
     "cut-off-reasoning": "the reply stops inside its reasoning block, before any answer",
     "reasoning-disagrees": "the answer and the reasoning block before it commit to opposite verdicts",
     "two-objects": "two JSON objects with different verdicts",
+    "open-form": "the checkbox form has no option ticked, or several",
     "even-odds": "the reply gives even odds (50/50, a coin flip)",
     "truncated": "the reply is cut off mid-sentence before it commits",
     "other-side": "the reply speaks of the other side than the one asked",
@@ -226,8 +227,9 @@ def _yaml_object(text: str, is_verdict_key) -> dict | None:
     return obj
 
 
-def _rewrite_lines(text: str, question: str) -> str:
-    """Checkbox forms, compact flags, 0/1 flags, arrows, lettered options and shorthand, line by line."""
+def _rewrite_lines(text: str, question: str) -> tuple[str, bool]:
+    """Checkbox forms, compact flags, 0/1 flags, arrows, lettered options and shorthand, line by
+    line; and whether a checkbox form leaves its answer open (no box or several ticked)."""
     options = {m.group("letter").upper(): m.group("text").strip() for m in _OPTION.finditer(question or "")}
     m = _LETTER_REPLY.match(text.strip())
     if len(options) >= 2 and m and m.group("letter").upper() in options:
@@ -241,7 +243,9 @@ def _rewrite_lines(text: str, question: str) -> str:
         if len(boxes) >= 2 and line[:boxes[0].start()].strip():
             label = line[:boxes[0].start()].strip().rstrip(":")
             ticked = [b.group("option") for b in boxes if b.group("mark") != " "]
-            line = f"{label}: {ticked[0] if len(ticked) == 1 else 'unclear'}"
+            if len(ticked) != 1:  # none or several ticked: the form does not answer
+                return text, True
+            line = f"{label}: {ticked[0]}"
         parts = [p for p in line.split(";") if p.strip()]
         if len(parts) >= 2 and all(_KV_PART.match(p) for p in parts):
             flags = {"y": "yes", "n": "no", "y/y": "yes", "n/n": "no"}
@@ -261,7 +265,7 @@ def _rewrite_lines(text: str, question: str) -> str:
     lead = _LEAD_PERCENT.match(text)
     if lead and not re.search(r"\b(?:likely|likelihood|probability|chance|odds|confiden)", text[:lead.end() + 40], re.I):
         text = f"Probability: {lead.group('p')}%{text[lead.end():]}"
-    return _SHORTHAND.sub(lambda m: SHORTHAND[m.group(1).lower()], text)
+    return _SHORTHAND.sub(lambda m: SHORTHAND[m.group(1).lower()], text), False
 
 
 def unwrap(text: str, question: str = "", is_verdict_key=lambda key: False) -> Unwrapped:
@@ -319,7 +323,9 @@ def unwrap(text: str, question: str = "", is_verdict_key=lambda key: False) -> U
         return Unwrapped(json.dumps(objects[0], ensure_ascii=False), reasoning)
     if _EVEN_ODDS.search(text):
         return Unwrapped(text, reasoning, unclear="even-odds")
-    text = _rewrite_lines(text, question)
+    text, open_form = _rewrite_lines(text, question)
+    if open_form:
+        return Unwrapped(text, reasoning, unclear="open-form")
     last = text.strip().split("\n")[-1].strip() if text.strip() else ""
     if last and len(text) > 120 and not re.search(r"[.!?)\]}\u3002]$", last) and _DANGLING.search(last):
         return Unwrapped(text, reasoning, unclear="truncated")
