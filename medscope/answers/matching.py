@@ -60,7 +60,9 @@ from importlib import resources
 
 import yaml
 
-from medscope.answers import languages, parser, revisions, structured
+from contextvars import ContextVar
+
+from medscope.answers import languages, markup, parser, revisions, structured
 from medscope.answers.context import status
 from medscope.answers.lexicon import (  # the word lists, importable from here as before
     ABNORMAL_WORDS, CLARIFY_PHRASES, HEDGED_LEADS, NO_PARTICLES, NORMAL_WORDS, ORGAN_WORDS, POLARITY_WORDS,
@@ -69,7 +71,7 @@ from medscope.answers.lexicon import (  # the word lists, importable from here a
 
 RULES = ("final-tag", "json-field", "json-partial", "self-correction", "verdict-line", "label-line", "final-colon",
          "both", "leading-yes-no", "search-outcome", "mention", "health-words", "declined", "probability",
-         "rating", "graded-sign", "other-language",
+         "rating", "graded-sign", "other-language", *markup.UNCLEAR_WHY,
          "undecided", "other-entity", "predicate", "open", "none")
 
 _WRONG_ANATOMY = re.compile(r"\b(?:this|it|(?:the|this) (?:\w+ )?(?:image|scan|study|film|picture|frame))"
@@ -93,13 +95,14 @@ _SPACES = re.compile(r"[ \t]+")
 _PARTICLE_END = r"(?=$|[\s,.!?;:()\u2013\u2014\uff0c\u3001\u3002]|\s-)"
 _VERDICT = re.compile(
     r"(?:^|(?<=[\s(]))(?:(?:my|the|final|so the|so my) answer(?: would be| is)?|final verdict|verdict|"
-    r"answer|in conclusion|conclusion|impression|bottom line|in summary|summary|overall|decision|"
+    r"answer(?: first)?|in conclusion|conclusion|impression|bottom line|in summary|summary|overall|decision|"
     r"(?:i am |i would be |so )?leaning(?: towards?)?)"
     r"\s*(?:is\s*)?[:\-\u2013\u2014,]?\s+(?P<rest>\S.*)$"
 )
 _THEREFORE = re.compile(r"^(?:therefore|thus|hence|so)\b,?\s*(?P<rest>\S.*)$")
 _LABEL_PREFIX = r"(?:(?:evidence of|evaluate for|evaluation for|assess for|signs? of|checking for|check for|any)\s+)?"
-_LABEL_SUFFIX = r"(?:\s+(?:present|detected|seen|visible|identified|found))?"
+_LABEL_SUFFIX = (r"(?:\s+(?:present|detected|seen|visible|identified|found|status|result|"
+                 r"in (?:the )?(?:field of view|fov|slice|image)))?")
 _SIDES = {"left": "right", "right": "left"}
 _ABSENT_PREDICATE = re.compile(
     r"\bnot\s+(?:\w+\s+){0,2}?(?:visible|present|seen|identified|depicted|shown|visuali[sz]ed|evident|"
@@ -373,8 +376,30 @@ def _sentences(line: str) -> list[str]:
     return [s for s in re.split(r"(?<=[.!?])\s+", line) if re.search(r"\w", s)]
 
 
+# "Is the stomach absent?", "Is there no pneumothorax?", "Is the pleural space free of fluid?": a
+# yes / no particle answers the absence, so it carries the opposite claim (set per reading).
+_REVERSED_QUESTION: ContextVar[bool] = ContextVar("reversed_question", default=False)
+_ABSENCE_QUESTION = re.compile(
+    r"^(?:is|are|was|were)\b.*\b(?:absent|missing|free of|excluded|lacking)\b|"
+    r"^(?:is|are|was|were) (?:there )?no\b|^(?:is|are|was|were) (?:the |this |there )?[\w\s]{0,40}?\bnot "
+    r"(?:visible|present|seen|shown|included|in)\b|^(?:does|do) (?:the |this )?[\w\s]{0,40}?\b(?:lack|not (?:show|contain|include))\b")
+
+
+def question_is_reversed(question: str) -> bool:
+    """Whether ``question`` asks about absence, so that "yes" means the finding is absent."""
+    return bool(_ABSENCE_QUESTION.search(normalize(question or "")))
+
+
 def _leading(sentence: str, kind: str, flip: bool) -> bool | None:
-    """The claim carried by a leading yes/no particle or polarity word, or None."""
+    """The claim carried by a leading yes/no particle or polarity word, or None (a particle's
+    claim is reversed for a question about absence)."""
+    claim = _particle(sentence, kind, flip)
+    if claim is not None and flip and _REVERSED_QUESTION.get() and not _POLARITY.match(re.sub(r"^[\W_]+", "", sentence)):
+        return not claim
+    return claim
+
+
+def _particle(sentence: str, kind: str, flip: bool) -> bool | None:
     s = re.sub(r"^[\W_]+", "", sentence)
     if _BOTH.match(s) or _REFER.match(s):  # "لا أستطيع التحديد" is "I cannot tell", not "no"
         return None
@@ -921,7 +946,11 @@ def read_decision(text: str, question: str, finding: str, question_kind: str | N
     ----------
     .. [1] Counterfactual paper, §3.1, §3.10.
     """
-    r = _read(text, question, finding, question_kind, tuple(synonyms), _corrections)
+    token = _REVERSED_QUESTION.set(question_is_reversed(question))
+    try:
+        r = _read_wrapped(text, question, finding, question_kind, tuple(synonyms), _corrections)
+    finally:
+        _REVERSED_QUESTION.reset(token)
     return r if r.evidence else replace(r, evidence=_evidence(r, text, finding_terms(finding, tuple(synonyms))))
 
 
@@ -973,7 +1002,7 @@ def _checkmarks(lines: list[str], terms: tuple[str, ...]) -> tuple[str, bool | N
 PROBABILITY_CLAIM_AT, PROBABILITY_DENY_AT = 0.70, 0.30
 _PROBABILITY_WORDS = re.compile(r"\b(?:likely|likelihood|probability|probable|chance|odds)\b")
 _CONFIDENCE_WORDS = re.compile(r"\b(?:confident|confidence|certain|certainty|sure)\b")
-_NUMBER = re.compile(r"(?<![\w.])(?P<pct>\d{1,3}(?:\.\d+)?)\s*%|(?<![\w.])(?P<dec>0?\.\d+|1\.0+|0|1)(?![\w.%/])")
+_NUMBER = re.compile(r"(?<![\w.])(?P<pct>\d{1,3}(?:\.\d+)?)\s*%|(?<![\w.])(?P<dec>0?\.\d+|1\.0+|0|1)(?![\w%/]|\.\d)")
 _RATING = re.compile(r"(?<![\w.])(?:10|\d)\s*(?:/|out of)\s*(?:5|7|10)\b|"
                      r"\b[01]\s*=\s*[^,;)]{0,40}[,;]\s*(?:[2-9]|10)\s*=")  # a scale with its legend
 
@@ -1063,7 +1092,7 @@ _UNCLEAR_WHY = {
 def _evidence(r: Reading, text: str, terms: tuple[str, ...]) -> str:
     """The text that decided ``r`` (normalised, at most 200 characters), or why it is unclear."""
     if r.action == "unclear":
-        return _UNCLEAR_WHY.get(r.rule, "the reply's readings disagree")
+        return _UNCLEAR_WHY.get(r.rule) or markup.UNCLEAR_WHY.get(r.rule, "the reply's readings disagree")
     if r.rule in ("json-field", "json-partial", "final-tag"):
         return " ".join((text or "").split())[:200]
     sentences = [s for line in _lines(text) for s in _sentences(line)]
@@ -1088,6 +1117,56 @@ def _evidence(r: Reading, text: str, terms: tuple[str, ...]) -> str:
     if not hits:
         return ""
     return (hits[-1] if r.rule in ("verdict-line", "label-line") else hits[0])[:200]
+
+
+# adjectives that name an organ's property, not the organ ("no aortic aneurysm" is about the aorta's size)
+_ORGAN_ADJECTIVES = {"aortic": "aorta", "hepatic": "liver", "renal": "kidney", "splenic": "spleen",
+                     "pancreatic": "pancreas", "gastric": "stomach", "cardiac": "heart", "pulmonary": "lung",
+                     "vesical": "bladder", "colonic": "colon", "duodenal": "duodenum", "uterine": "uterus",
+                     "prostatic": "prostate", "adrenal": "adrenal"}
+_QUESTION_SIDE = re.compile(r"\b(right|left)(?:-sided| sided)?\b")
+
+
+def _read_wrapped(text: str, question: str, finding: str, question_kind: str | None, synonyms: tuple[str, ...],
+                  _corrections: bool) -> Reading:
+    """:func:`_read` after :func:`markup.unwrap`, with the checks a wrapper or the question adds:
+    a reasoning block that disagrees, several JSON objects, a cut-off reply, the other side, a
+    denied property of the organ."""
+    kind = question_kind or infer_question_kind(question)
+    terms = finding_terms(finding, tuple(synonyms))
+    u = markup.unwrap(text, question, lambda k: structured.key_kind(k, terms, finding) in ("presence", "general"))
+    if u.unparseable:
+        return Reading("unparseable", None, "none")
+    if u.unclear and u.unclear != "truncated":
+        return Reading("unclear", None, u.unclear, markup.UNCLEAR_WHY[u.unclear])
+    if u.objects:
+        reads = [_read(o, question, finding, kind, synonyms, _corrections) for o in u.objects]
+        if len({(r.action, r.claim) for r in reads}) == 1:
+            return reads[0]
+        return Reading("unclear", None, "two-objects", markup.UNCLEAR_WHY["two-objects"])
+    r = _read(u.text, question, finding, kind, synonyms, _corrections)
+    if r.action != "answer":
+        return r
+    if u.reasoning:
+        thought = _read(u.reasoning, question, finding, kind, synonyms, _corrections)
+        if thought.action == "answer" and thought.claim is not r.claim:
+            return Reading("unclear", None, "reasoning-disagrees", markup.UNCLEAR_WHY["reasoning-disagrees"])
+    if u.unclear == "truncated" and r.rule not in ("leading-yes-no", "verdict-line", "label-line", "json-field",
+                                                   "final-tag", "self-correction"):
+        return Reading("unclear", None, "truncated", markup.UNCLEAR_WHY["truncated"])
+    flat = normalize(u.text)
+    asked = _QUESTION_SIDE.search(normalize(question))
+    if asked and not any(w in _SIDES for w in normalize(finding).split()):
+        other = _SIDES[asked.group(1)]
+        if re.search(rf"\b{other}\b", flat) and not re.search(rf"\b{asked.group(1)}\b", flat):
+            return Reading("unclear", None, "other-side", markup.UNCLEAR_WHY["other-side"])
+    pat = _term_pattern(tuple(t for t in terms if t not in _ORGAN_ADJECTIVES))
+    if kind == "organ" and r.claim is False and pat is not None and not pat.search(flat):  # only the adjective names it
+        names = set(normalize(finding).split())
+        for m in re.finditer(r"\bno ((?:\w+ ){0,2}\w+) \w+", flat):
+            if any(_ORGAN_ADJECTIVES.get(w) in names for w in m.group(1).split()):
+                return Reading("unclear", None, "property-denied", markup.UNCLEAR_WHY["property-denied"])
+    return r
 
 
 def _read(text: str, question: str, finding: str, question_kind: str | None, synonyms: tuple[str, ...],
