@@ -15,6 +15,7 @@ parse (issue 48: keep rules "for what it does not do (verdict words, output form
 
 from __future__ import annotations
 
+import html
 import json
 import re
 from dataclasses import dataclass, field
@@ -268,6 +269,21 @@ def _rewrite_lines(text: str, question: str) -> tuple[str, bool]:
     return _SHORTHAND.sub(lambda m: SHORTHAND[m.group(1).lower()], text), False
 
 
+_ENTITY = re.compile(r"&(?:#\d+|#x[0-9a-f]+|[a-z]+\d*);", re.I)
+
+
+def _decoded(text: str) -> str:
+    """A reply as the model meant it, where a post-processor escaped it: HTML entities ("isn&#39;t",
+    "&nbsp;", "&lt;answer&gt;") decoded, no-break spaces as spaces, and literal ``\\n`` in a reply
+    with no line break read as line breaks (a JSON-escaped string printed raw)."""
+    if _ENTITY.search(text):
+        text = html.unescape(text)
+    text = text.replace("\u00a0", " ")
+    if "\\n" in text and "\n" not in text:  # but not LaTeX's \neq, \nu, \not...
+        text = re.sub(r"\\n(?!(?:eq|u|ot|abla|eg|leq|geq|e|i)\b)", "\n", text)
+    return text
+
+
 def unwrap(text: str, question: str = "", is_verdict_key=lambda key: False) -> Unwrapped:
     """The reply with its wrappers removed (module docstring).
 
@@ -285,7 +301,7 @@ def unwrap(text: str, question: str = "", is_verdict_key=lambda key: False) -> U
     -------
     Unwrapped
     """
-    text = text or ""
+    text = _decoded(text or "")
     reasoning = ""
     think = _THINK.search(text)
     if think:
