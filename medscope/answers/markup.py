@@ -141,7 +141,18 @@ def canonical_object(obj: dict) -> dict:
     absence keys as ``present`` with the opposite boolean, ``final`` as ``final answer``, tick and
     cross emoji as booleans, a stated probability of presence as a verdict (the reader's
     probability thresholds, an addition), words for "not in the image" as ``absent``, and a value
-    that points elsewhere ("see reasoning below") as unresolved."""
+    that points elsewhere ("see reasoning below") as unresolved.
+
+    Parameters
+    ----------
+    obj : dict
+        One JSON (or XML / YAML) object of a reply.
+
+    Returns
+    -------
+    dict
+        A new object; ``obj`` is left as it was.
+    """
     from medscope.answers.matching import PROBABILITY_CLAIM_AT, PROBABILITY_DENY_AT
 
     out = {}

@@ -386,7 +386,18 @@ _ABSENCE_QUESTION = re.compile(
 
 
 def question_is_reversed(question: str) -> bool:
-    """Whether ``question`` asks about absence, so that "yes" means the finding is absent."""
+    """Whether ``question`` asks about absence, so that "yes" means the finding is absent.
+
+    Parameters
+    ----------
+    question : str
+        The question asked ("Is the stomach absent?", "Is there no pneumothorax?").
+
+    Returns
+    -------
+    bool
+        True when a yes / no particle answering it carries the opposite claim.
+    """
     return bool(_ABSENCE_QUESTION.search(normalize(question or "")))
 
 
