@@ -20,7 +20,7 @@ References
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from medscope.errors import MedScopeError
 from medscope.io import layout, records, safe_text, storage
@@ -30,7 +30,75 @@ NOT_IN_ITEMS = "not_in_items"  # its item is not in the items table (or not in t
 UNKNOWN_CONDITION = "unknown_condition"  # a condition the protocol does not evaluate
 FAILED_CALL = "failed_call"  # an error and no reply: no answer to score (its item stays missing)
 MISSING = "missing_episode"
+# a second scorable episode of one model x condition x item: the first (in table order) is scored,
+# as the counterfactual protocol keeps it; counted twice it would weigh the item double in a rate
+# while the fixed denominator counts it once
+DUPLICATE = "duplicate_episode"
+DUPLICATE_MEANING = ("a second episode of the same model x condition x item; the first is scored "
+                     "(runs of different seeds must be distinct models: <arm>@seed<k>)")
 
+
+def split_duplicates(episodes: Iterable[dict], scorable: Callable[[dict], bool] = lambda e: True,
+                     item_key: str = "item_id") -> tuple[list[dict], list[dict]]:
+    """The episodes without the duplicates, and the duplicates: of the scorable episodes of one
+    (model, condition, item), the first in table order is kept, every later one is a duplicate.
+
+    An episode ``scorable`` refuses (excluded under another rule, a failed call) is kept and never
+    makes a later one a duplicate: a reply after a failed call is the item's first answer.
+
+    Parameters
+    ----------
+    episodes : iterable of dict
+        Episode rows in table order (``model``, ``condition`` and ``item_key``).
+    scorable : callable, optional
+        Whether an episode would be scored (or read as unclear): excluded by no other rule.
+    item_key : str, optional
+        The item's column (``item_id``).
+
+    Returns
+    -------
+    kept : list of dict
+        Every episode but the duplicates, in table order.
+    duplicates : list of dict
+        The duplicates (rule :data:`DUPLICATE`), in table order.
+
+    References
+    ----------
+    .. [1] counterfactual paper, §3.9: each model decides each of "the same 507 cases" once.
+    """
+    kept, duplicates, seen = [], [], set()
+    for ep in episodes:
+        if scorable(ep):
+            key = (ep["model"], ep["condition"], ep[item_key])
+            if key in seen:
+                duplicates.append(ep)
+                continue
+            seen.add(key)
+        kept.append(ep)
+    return kept, duplicates
+
+
+def duplicate_rejects(duplicates: Iterable[dict], table: str, item_key: str = "item_id") -> list[dict]:
+    """One rejects row per duplicate episode (``model/condition/item``, reason ``duplicate_episode``).
+
+    Parameters
+    ----------
+    duplicates : iterable of dict
+        :func:`split_duplicates`' duplicates.
+    table : str
+        The scores table the episode would have gone into.
+    item_key : str, optional
+        The item's column (``item_id``).
+
+    Returns
+    -------
+    list of dict
+        ``records.reject_row`` rows, naming the duplicate's run.
+    """
+    return [records.reject_row(table, "episodes", f"{e['model']}/{e['condition']}/{e[item_key]}", "score", DUPLICATE,
+                               f"a second episode of this item in run {e.get('run_id')}; the first is scored "
+                               "(runs of different seeds must be distinct models: <arm>@seed<k>)")
+            for e in duplicates]
 
 
 class EmptyTestSet(MedScopeError):

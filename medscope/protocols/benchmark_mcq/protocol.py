@@ -106,13 +106,16 @@ class BenchmarkMCQProtocol:
         table = read_items_table(items_uri)
         items = table.to_pandas(use_threads=False)
         by_id = {r["item_id"]: r for r in table.to_pylist()}
-        episodes = records.read_table("episodes", episodes_uri).to_pylist()
+        episodes, duplicates = den.split_duplicates(records.read_table("episodes", episodes_uri).to_pylist(),
+                                                    lambda e: scoring.exclusion_rule(e, by_id) is None)
         rows, skipped = scoring.score_rows(episodes, by_id)
-        cov = scoring.coverage(list(by_id), episodes, rows, den.eval_run_pairs(episodes_uri))
+        skipped += len(duplicates)
+        cov = scoring.coverage(list(by_id), episodes, rows, den.eval_run_pairs(episodes_uri), duplicates)
         den.report(cov, scoring.EXCLUSION_RULES)
         scores = records.write_table("mcq_scores", rows, run.table("mcq_scores"))
-        if cov["missing"]:
-            records.write_table("rejects", den.missing_rejects(cov, "mcq_scores"), run.rejects)
+        rejects = den.duplicate_rejects(duplicates, "mcq_scores") + den.missing_rejects(cov, "mcq_scores")
+        if rejects:
+            records.write_table("rejects", rejects, run.rejects)
         df = scores.to_pandas(use_threads=False)
         metrics = scoring.metrics_rows(df, items, n_boot, seed) if len(df) else []
         tests = scoring.test_rows(df, b_tests, seed, self.margin, plan) if len(df) else []

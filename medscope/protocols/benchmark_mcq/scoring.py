@@ -26,10 +26,36 @@ SIGHTED, BLIND = "sighted", "blind"
 
 EXCLUSION_RULES = {den.NOT_IN_ITEMS: "question not in the builds' mcq_items",
                    den.UNKNOWN_CONDITION: "not sighted or blind",
-                   den.FAILED_CALL: "an error and no reply; its question stays missing"}
+                   den.FAILED_CALL: "an error and no reply; its question stays missing",
+                   den.DUPLICATE: den.DUPLICATE_MEANING}
 
 
-def coverage(item_ids: list[str], episodes: list[dict], rows: list[dict], pairs: list[tuple[str, str]] = ()) -> dict:
+def exclusion_rule(ep: dict, known) -> str | None:
+    """The rule an episode is excluded under before any duplicate is looked for (None: scorable).
+
+    Parameters
+    ----------
+    ep : dict
+        An episode (``item_id``, ``condition``, ``raw_text``, ``error``).
+    known : collection of str
+        The builds' question ids.
+
+    Returns
+    -------
+    str or None
+        ``not_in_items``, ``unknown_condition``, ``failed_call``, or None.
+    """
+    if ep["item_id"] not in known:
+        return den.NOT_IN_ITEMS
+    if ep["condition"] not in (SIGHTED, BLIND):
+        return den.UNKNOWN_CONDITION
+    if ep.get("raw_text") is None and ep.get("error"):
+        return den.FAILED_CALL
+    return None
+
+
+def coverage(item_ids: list[str], episodes: list[dict], rows: list[dict], pairs: list[tuple[str, str]] = (),
+             duplicates: list[dict] = ()) -> dict:
     """Every model x condition (sighted, blind) against the builds' questions (the fixed
     denominator): questions answered (an invalid reply is an answer, in the invalid rate), missing
     (no episode, or only a failed call: a failed unit), and the episodes excluded by rule.
@@ -44,6 +70,8 @@ def coverage(item_ids: list[str], episodes: list[dict], rows: list[dict], pairs:
         :func:`score_rows`' rows.
     pairs : list of tuple of (str, str), optional
         (model, condition) pairs the eval run accounted for (``denominators.eval_run_pairs``).
+    duplicates : list of dict, optional
+        Episodes ``denominators.split_duplicates`` left out (excluded as ``duplicate_episode``).
 
     Returns
     -------
@@ -55,17 +83,9 @@ def coverage(item_ids: list[str], episodes: list[dict], rows: list[dict], pairs:
     .. [1] benchmark-MCQ paper, Methods (every question, sighted and blind).
     """
     known = set(item_ids)
-    excluded = []
-    for ep in episodes:
-        if ep["item_id"] not in known:
-            rule = den.NOT_IN_ITEMS
-        elif ep["condition"] not in (SIGHTED, BLIND):
-            rule = den.UNKNOWN_CONDITION
-        elif ep.get("raw_text") is None and ep.get("error"):
-            rule = den.FAILED_CALL
-        else:
-            continue
-        excluded.append((ep["model"], ep["condition"], rule))
+    excluded = [(ep["model"], ep["condition"], rule) for ep in episodes
+                if (rule := exclusion_rule(ep, known)) is not None]
+    excluded += [(ep["model"], ep["condition"], den.DUPLICATE) for ep in duplicates]
     return den.coverage(item_ids, [(e["model"], e["condition"]) for e in episodes if e["condition"] in (SIGHTED, BLIND)],
                         [(r["model"], r["condition"], r["item_id"]) for r in rows], excluded, (), pairs,
                         unit="questions", test_set="mcq")

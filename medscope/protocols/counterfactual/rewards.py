@@ -24,6 +24,7 @@ import pyarrow as pa
 
 from medscope.io import records
 from medscope.errors import MedScopeError
+from medscope.protocols import denominators as den
 from medscope.protocols.counterfactual.costs import CostMatrix
 from medscope.analysis.training_seeds import arm_seed_columns
 from medscope.analysis import testsets
@@ -311,7 +312,7 @@ def score_episodes(
                        f"view {r.view_id} is not in the views table")
         for r in merged[lost].itertuples()
     ] + [
-        records.reject_row("scores", "episodes", f"{r.model}/{r.condition}/{r.view_id}", "score", "duplicate_episode",
+        records.reject_row("scores", "episodes", f"{r.model}/{r.condition}/{r.view_id}", "score", den.DUPLICATE,
                        f"a second episode of this view in run {r.run_id}; the first is scored "
                        "(runs of different seeds must be distinct models: <arm>@seed<k>)")
         for r in merged[dup].itertuples()

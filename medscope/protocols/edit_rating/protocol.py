@@ -37,7 +37,8 @@ EXCLUSION_RULES = {den.NOT_IN_ITEMS: "view not in the views table",
                    "failed_qc": "the view failed QC", "outside_split": "a split the test set does not read",
                    NO_IMAGE: "a view without an image",
                    den.UNKNOWN_CONDITION: "not the protocol's condition, zero_shot",
-                   den.FAILED_CALL: "an error and no reply; its view stays missing"}
+                   den.FAILED_CALL: "an error and no reply; its view stays missing",
+                   den.DUPLICATE: den.DUPLICATE_MEANING}
 
 
 class EditRatingProtocol:
@@ -85,24 +86,27 @@ class EditRatingProtocol:
         episodes = records.read_table("episodes", episodes_uri)
         views = records.read_table("views", items_uri)
         expected = [i.item_id for i in self.load_items(items_uri, images=False)]  # the test set, recomputed
-        cov, kept = self.coverage(expected, views, episodes, den.eval_run_pairs(episodes_uri))
+        cov, kept, duplicates = self.coverage(expected, views, episodes, den.eval_run_pairs(episodes_uri))
         den.report(cov, EXCLUSION_RULES)
         result = rating_aucs(episodes.filter(pa.array(kept, pa.bool_())), views, n_boot, seed)
         run = layout.ScoredRun(out)
         tables.write_ratings(out, result)
-        if cov["missing"]:
-            records.write_table("rejects", den.missing_rejects(cov, "edit_ratings"), run.rejects)
+        rejects = den.duplicate_rejects(duplicates, "edit_ratings") + den.missing_rejects(cov, "edit_ratings")
+        if rejects:
+            records.write_table("rejects", rejects, run.rejects)
         storage.write_text(run.manifest, json.dumps({"protocol": self.name, "episodes": episodes_uri,
                                                      "items": items_uri, "test_set": self.test_set,
                                                      "splits": list(self.splits), "n_boot": n_boot, "seed": seed,
                                                      "coverage": cov}, indent=2))
         return {"models": result, "coverage": den.summary(cov)}
 
-    def coverage(self, expected: list[str], views, episodes, pairs: list[tuple[str, str]] = ()) -> tuple[dict, list[bool]]:
+    def coverage(self, expected: list[str], views, episodes,
+                 pairs: list[tuple[str, str]] = ()) -> tuple[dict, list[bool], list[dict]]:
         """Every model x condition against the test set's rated views (passed originals, target
         and random removals of its splits, with an image: ``load_items``), the fixed denominator:
         rated, unparseable (``unclear``: a done unit in no AUC), missing (no episode, or a failed
-        call: a failed unit); an episode of any other view is excluded under its rule.
+        call: a failed unit); an episode of any other view is excluded under its rule, and a
+        second one of a view already rated by the model x condition as ``duplicate_episode``.
 
         Parameters
         ----------
@@ -120,7 +124,10 @@ class EditRatingProtocol:
         cov : dict
             ``denominators.coverage``'s result, unit ``views``.
         kept : list of bool
-            Per episode row, whether it is scored (a test-set view, the protocol's condition, a reply).
+            Per episode row, whether it is scored (a test-set view, the protocol's condition, a reply,
+            the first such episode of its model x condition x view).
+        duplicates : list of dict
+            The episodes excluded as ``duplicate_episode`` (``denominators.split_duplicates``).
 
         References
         ----------
@@ -130,22 +137,16 @@ class EditRatingProtocol:
         rows = {r["view_id"]: r for r in views.select(
             [c for c in ("view_id", "kind", "passed", "split", "tool", "reject_reason") if c in views.column_names]
         ).to_pylist()}
-        eps = episodes.select(["model", "condition", "item_id", "raw_text", "error", "action", "confidence"]).to_pylist()
+        cols = ["model", "condition", "item_id", "raw_text", "error", "action", "confidence"]
+        eps = episodes.select(cols + ["run_id"] * ("run_id" in episodes.column_names)).to_pylist()
+        rules = [self._exclusion_rule(e, ids, rows) for e in eps]
+        scorable = {id(e) for e, rule in zip(eps, rules) if rule is None}
+        _, duplicates = den.split_duplicates(eps, lambda e: id(e) in scorable)
+        repeated = {id(e) for e in duplicates}
         excluded, kept, rated, unparseable = [], [], [], []
-        for e in eps:
-            rule = None
-            if e["item_id"] not in ids:
-                view = rows.get(e["item_id"])
-                if view is None:
-                    rule = den.NOT_IN_ITEMS
-                elif view["kind"] not in KINDS:
-                    rule = NOT_RATED_KIND
-                else:
-                    rule = (testsets.outside_reason(view, self.test_set, self.splits) or (NO_IMAGE, ""))[0]
-            elif e["condition"] not in self.conditions():
-                rule = den.UNKNOWN_CONDITION
-            elif e["raw_text"] is None and e["error"]:
-                rule = den.FAILED_CALL
+        for e, rule in zip(eps, rules):
+            if id(e) in repeated:
+                rule = den.DUPLICATE
             kept.append(rule is None)
             if rule is not None:
                 excluded.append((e["model"], e["condition"], rule))
@@ -155,7 +156,37 @@ class EditRatingProtocol:
                 unparseable.append((e["model"], e["condition"], e["item_id"]))
         cov = den.coverage(expected, [(e["model"], e["condition"]) for e in eps if e["condition"] in self.conditions()],
                            rated, excluded, unparseable, pairs, unit="views", test_set=self.test_set)
-        return cov, kept
+        return cov, kept, duplicates
+
+    def _exclusion_rule(self, e: dict, ids: set, rows: dict) -> str | None:
+        """The rule an episode is excluded under before any duplicate is looked for.
+
+        Parameters
+        ----------
+        e : dict
+            An episode (``item_id``, ``condition``, ``raw_text``, ``error``).
+        ids : set of str
+            The test set's view ids.
+        rows : dict of str to dict
+            The views table's rows by view id.
+
+        Returns
+        -------
+        str or None
+            The rule, or None for an episode rated or read as unparseable.
+        """
+        if e["item_id"] not in ids:
+            view = rows.get(e["item_id"])
+            if view is None:
+                return den.NOT_IN_ITEMS
+            if view["kind"] not in KINDS:
+                return NOT_RATED_KIND
+            return (testsets.outside_reason(view, self.test_set, self.splits) or (NO_IMAGE, ""))[0]
+        if e["condition"] not in self.conditions():
+            return den.UNKNOWN_CONDITION
+        if e["raw_text"] is None and e["error"]:
+            return den.FAILED_CALL
+        return None
 
     def report_sections(self, scored_run: str, work_dir: str) -> tuple[list, dict]:
         return report.report_sections(scored_run), {}

@@ -437,19 +437,21 @@ def score_run(episodes_uri: str, items_uri: str, out_uri: str, cfg=None) -> dict
     cfg = cfg or ProbeConfig()
     items = {r["item_id"]: r for r in records.read_table("probe_items", items_uri, columns=ITEM_COLUMNS).to_pylist()}
     cols = ["run_id", "model", "condition", "item_id", "case_id", "raw_text", "error"]
-    read = records.read_table("episodes", episodes_uri, columns=cols).to_pylist()
+    read, duplicates = den.split_duplicates(records.read_table("episodes", episodes_uri, columns=cols).to_pylist(),
+                                            lambda e: exclusion_rule(e, items) is None)
     episodes = [e for e in read if e["item_id"] in items]
     if not episodes:
         raise MedScopeError(f"{episodes_uri}: no episodes of the probe items in {items_uri}")
     scored, skipped = score_episodes(episodes, items, cfg.hedge_lexicon)
-    cov = coverage(list(items), read, scored, den.eval_run_pairs(episodes_uri))
+    cov = coverage(list(items), read, scored, den.eval_run_pairs(episodes_uri), duplicates)
     den.report(cov, EXCLUSION_RULES)
     metrics = probe_metrics(scored, far_mm=cfg.far_mm, b=cfg.bootstrap_b, seed=cfg.bootstrap_seed)
     run = layout.ScoredRun(out_uri)
     records.write_table("probe_scores", scored, run.table("probe_scores"))
     records.write_table("metrics", metrics, run.metrics)
-    if cov["missing"]:
-        records.write_table("rejects", den.missing_rejects(cov, "probe_scores"), run.rejects)
+    rejects = den.duplicate_rejects(duplicates, "probe_scores") + den.missing_rejects(cov, "probe_scores")
+    if rejects:
+        records.write_table("rejects", rejects, run.rejects)
     manifest = {"protocol": "organ_presence", "episodes": episodes_uri, "items": items_uri,
                 "n_boot": cfg.bootstrap_b, "seed": cfg.bootstrap_seed, "far_mm": cfg.far_mm, "coverage": cov}
     storage.write_text(run.manifest, json.dumps(manifest, indent=2) + "\n")
@@ -464,11 +466,53 @@ def score_run(episodes_uri: str, items_uri: str, out_uri: str, cfg=None) -> dict
 
 EXCLUSION_RULES = {den.NOT_IN_ITEMS: "item not in the probe_items table",
                    den.UNKNOWN_CONDITION: "not a probe format x image mode",
-                   den.FAILED_CALL: "an error and no reply; its item stays missing"}
+                   den.FAILED_CALL: "an error and no reply; its item stays missing",
+                   den.DUPLICATE: den.DUPLICATE_MEANING}
+
+
+def probe_condition(condition: str) -> bool:
+    """Whether a condition is a probe format x image mode.
+
+    Parameters
+    ----------
+    condition : str
+        An episode's condition.
+
+    Returns
+    -------
+    bool
+        Its format is in ``FORMATS`` and its image mode in ``IMAGE_MODES``.
+    """
+    fmt, mode = split_condition(condition)
+    return fmt in FORMATS and mode in IMAGE_MODES
+
+
+def exclusion_rule(ep: dict, known) -> str | None:
+    """The rule an episode is excluded under before any duplicate is looked for (None: read).
+
+    Parameters
+    ----------
+    ep : dict
+        An episode (``item_id``, ``condition``, ``raw_text``, ``error``).
+    known : collection of str
+        The probe items' ids.
+
+    Returns
+    -------
+    str or None
+        ``not_in_items``, ``unknown_condition``, ``failed_call``, or None.
+    """
+    if ep["item_id"] not in known:
+        return den.NOT_IN_ITEMS
+    if not probe_condition(ep["condition"]):
+        return den.UNKNOWN_CONDITION
+    if ep.get("raw_text") is None and ep.get("error"):
+        return den.FAILED_CALL
+    return None
 
 
 def coverage(item_ids: list[str], episodes: list[dict], scored: list[dict],
-             pairs: list[tuple[str, str]] = ()) -> dict:
+             pairs: list[tuple[str, str]] = (), duplicates: list[dict] = ()) -> dict:
     """Every model x probe condition against the probe_items table (the fixed denominator): items
     read (a not-addressed reply is a reading), read as unclear (a done unit in no n), missing (no
     episode, or only a failed call: a failed unit), and the episodes excluded by rule.
@@ -483,6 +527,8 @@ def coverage(item_ids: list[str], episodes: list[dict], scored: list[dict],
         :func:`score_episodes`' rows.
     pairs : list of tuple of (str, str), optional
         (model, condition) pairs the eval run accounted for (``denominators.eval_run_pairs``).
+    duplicates : list of dict, optional
+        Episodes ``denominators.split_duplicates`` left out (excluded as ``duplicate_episode``).
 
     Returns
     -------
@@ -494,22 +540,8 @@ def coverage(item_ids: list[str], episodes: list[dict], scored: list[dict],
     .. [1] organ-presence paper (every item under every format and image mode).
     """
     known = set(item_ids)
-
-    def probe_condition(condition: str) -> bool:
-        fmt, mode = split_condition(condition)
-        return fmt in FORMATS and mode in IMAGE_MODES
-
-    excluded = []
-    for e in episodes:
-        if e["item_id"] not in known:
-            rule = den.NOT_IN_ITEMS
-        elif not probe_condition(e["condition"]):
-            rule = den.UNKNOWN_CONDITION
-        elif e.get("raw_text") is None and e.get("error"):
-            rule = den.FAILED_CALL
-        else:
-            continue
-        excluded.append((e["model"], e["condition"], rule))
+    excluded = [(e["model"], e["condition"], rule) for e in episodes if (rule := exclusion_rule(e, known)) is not None]
+    excluded += [(e["model"], e["condition"], den.DUPLICATE) for e in duplicates]
     return den.coverage(
         item_ids, [(e["model"], e["condition"]) for e in episodes if probe_condition(e["condition"])],
         [(r["model"], r["condition"], r["item_id"]) for r in scored if r["verdict"] != "unclear"], excluded,

@@ -165,10 +165,12 @@ class PairedModalityProtocol:
               + (f"; left out: {', '.join(f'{m} ({why})' for m, why in sorted(left_out.items()))}" if left_out else ""),
               file=sys.stderr)
         cache = o.judge_cache or storage.join(out, tables.JUDGE_CACHE)
+        known = {p.item_id for p in photos}
+        episodes, duplicates = den.split_duplicates(episodes, lambda e: scoring.exclusion_rule(e, known) is None)
         labels, counts = scoring.label_episodes(episodes, {p.item_id: p for p in photos}, judges, cache,
                                                 o.judge_workers)
         cov = scoring.coverage(photos, rejects, episodes, labels,
-                               [k for k in den.eval_run_pairs(episodes_uri) if k[0] not in as_judge])
+                               [k for k in den.eval_run_pairs(episodes_uri) if k[0] not in as_judge], duplicates)
         den.report(cov, scoring.EXCLUSION_RULES)
         alpha = o.alpha
         metrics = scoring.rate_rows(labels, alpha)
@@ -181,8 +183,9 @@ class PairedModalityProtocol:
             storage.write_bytes(storage.join(out, tables.MCNEMAR), records.to_parquet_bytes(pa.Table.from_pylist(tests)))
         if kappa:
             storage.write_text(storage.join(out, tables.AGREEMENT), json.dumps(kappa, indent=2) + "\n")
-        if rejects or cov["missing"]:
-            records.write_table("rejects", rejects + den.missing_rejects(cov, "labels"), storage.join(out, tables.REJECTS))
+        rejects = rejects + den.duplicate_rejects(duplicates, "labels") + den.missing_rejects(cov, "labels")
+        if rejects:
+            records.write_table("rejects", rejects, storage.join(out, tables.REJECTS))
         failed = sum(1 for r in labels if r["extraction_method"] == scoring.FAILED)
         unjudged = sum(1 for r in labels if r["fp"] is None) - failed
         cells = scoring.cell_counts(labels)

@@ -26,7 +26,34 @@ MANIFEST_REJECTED = "manifest_rejected"
 EXCLUSION_RULES = {den.NOT_IN_ITEMS: "photograph not in the manifest",
                    MANIFEST_REJECTED: "photograph the manifest check refused",
                    den.UNKNOWN_CONDITION: "not a setting: photo_only or paired",
-                   den.FAILED_CALL: "an error and no reply; its photograph stays missing"}
+                   den.FAILED_CALL: "an error and no reply; its photograph stays missing",
+                   den.DUPLICATE: den.DUPLICATE_MEANING}
+
+
+def exclusion_rule(ep: dict, known, refused=()) -> str | None:
+    """The rule an episode is excluded under before any duplicate is looked for (None: labelled).
+
+    Parameters
+    ----------
+    ep : dict
+        An episode (``item_id``, ``condition`` as the setting, ``raw_text``, ``error``).
+    known : collection of str
+        The manifest's good photographs' ids.
+    refused : collection of str, optional
+        The ids the manifest refused (``manifest_rejected``).
+
+    Returns
+    -------
+    str or None
+        ``manifest_rejected``, ``not_in_items``, ``unknown_condition``, ``failed_call``, or None.
+    """
+    if ep["item_id"] not in known:
+        return MANIFEST_REJECTED if ep["item_id"] in refused else den.NOT_IN_ITEMS
+    if ep["condition"] not in SETTINGS:
+        return den.UNKNOWN_CONDITION
+    if ep.get("raw_text") is None and ep.get("error"):
+        return den.FAILED_CALL
+    return None
 
 
 def make_judge(spec, vocabulary: list[str], models_file: str | None = None):
@@ -396,7 +423,7 @@ def agreement(labels: list[dict]) -> dict:
 
 
 def coverage(photos: list[PairPhoto], manifest_rejects: list[dict], episodes: list[dict], labels: list[dict],
-             pairs: list[tuple[str, str]] = ()) -> dict:
+             pairs: list[tuple[str, str]] = (), duplicates: list[dict] = ()) -> dict:
     """Every subject model x setting against the manifest's photographs (the fixed denominator of
     Table 1's rates): labelled, extraction failed (``unclear``: a done unit in no rate), missing (no
     episode, or only a failed call: a failed unit), and the episodes excluded by rule.
@@ -414,6 +441,8 @@ def coverage(photos: list[PairPhoto], manifest_rejects: list[dict], episodes: li
         :func:`label_episodes`' rows.
     pairs : list of tuple of (str, str), optional
         (model, setting) pairs the eval run accounted for (``denominators.eval_run_pairs``).
+    duplicates : list of dict, optional
+        Episodes ``denominators.split_duplicates`` left out (excluded as ``duplicate_episode``).
 
     Returns
     -------
@@ -426,17 +455,9 @@ def coverage(photos: list[PairPhoto], manifest_rejects: list[dict], episodes: li
     """
     known = {p.item_id for p in photos}
     refused = {r["item_id"] for r in manifest_rejects}
-    excluded = []
-    for e in episodes:
-        if e["item_id"] not in known:
-            rule = MANIFEST_REJECTED if e["item_id"] in refused else den.NOT_IN_ITEMS
-        elif e["condition"] not in SETTINGS:
-            rule = den.UNKNOWN_CONDITION
-        elif e.get("raw_text") is None and e.get("error"):
-            rule = den.FAILED_CALL
-        else:
-            continue
-        excluded.append((e["model"], e["condition"], rule))
+    excluded = [(e["model"], e["condition"], rule) for e in episodes
+                if (rule := exclusion_rule(e, known, refused)) is not None]
+    excluded += [(e["model"], e["condition"], den.DUPLICATE) for e in duplicates]
     return den.coverage(
         [p.item_id for p in photos], [(e["model"], e["condition"]) for e in episodes if e["condition"] in SETTINGS],
         [(r["model"], r["setting"], r["item_id"]) for r in labels if r["extraction_method"] != FAILED],

@@ -33,7 +33,8 @@ OUTSIDE_TEST_SET = "outside_test_set"
 EXCLUSION_RULES = {OUTSIDE_TEST_SET: "a question of the tables outside the chosen splits or the seeded sample",
                    den.NOT_IN_ITEMS: "question in no vqa_items table given",
                    den.UNKNOWN_CONDITION: "not the protocol's condition, plain",
-                   den.FAILED_CALL: "no reply; its question stays missing"}
+                   den.FAILED_CALL: "no reply; its question stays missing",
+                   den.DUPLICATE: den.DUPLICATE_MEANING}
 
 
 class StandardVQAProtocol:
@@ -121,27 +122,48 @@ class StandardVQAProtocol:
         n_boot = 2000 if self.options.n_boot is None else self.options.n_boot
         seed = 42 if self.options.seed is None else self.options.seed
         items = {i.item_id: i for i in self.load_items(items_uri)}  # the test set, recomputed every time
-        episodes = [e for e in records.read_table("episodes", episodes_uri).to_pylist()
-                    if e.get("protocol") in (None, self.name)]
+        episodes, duplicates = den.split_duplicates(
+            [e for e in records.read_table("episodes", episodes_uri).to_pylist() if e.get("protocol") in (None, self.name)],
+            lambda e: self.scorable(e, items))
         ours = [e for e in episodes if e["condition"] in self.conditions()]
         scores, skipped = score_episodes(ours, items)
-        skipped += len(episodes) - len(ours)
-        cov = self.coverage(items, episodes, scores, items_uri, den.eval_run_pairs(episodes_uri))
+        skipped += len(episodes) - len(ours) + len(duplicates)
+        cov = self.coverage(items, episodes, scores, items_uri, den.eval_run_pairs(episodes_uri), duplicates)
         den.report(cov, EXCLUSION_RULES)
         metrics = vqa_metrics(scores, n_boot=n_boot, seed=seed)
         run = layout.ScoredRun(out)
         records.write_table("vqa_scores", scores, run.table("vqa_scores"))
         records.write_table("metrics", metrics, run.metrics)
-        if cov["missing"]:
-            records.write_table("rejects", den.missing_rejects(cov, "vqa_scores"), run.rejects)
+        rejects = den.duplicate_rejects(duplicates, "vqa_scores") + den.missing_rejects(cov, "vqa_scores")
+        if rejects:
+            records.write_table("rejects", rejects, run.rejects)
         summary = {"protocol": self.name, "prompt_version": self.prompt_version, "episodes": episodes_uri,
                    "items": items_uri, "n_items": len(items), "scored": len(scores), "skipped": skipped,
                    "n_boot": n_boot, "seed": seed, "metrics": run.metrics}
         storage.write_bytes(run.manifest, json.dumps({**summary, "coverage": cov}, indent=2).encode())
         return {**summary, "coverage": den.summary(cov)}
 
+    def scorable(self, episode: dict, items: dict[str, Item]) -> bool:
+        """Whether an episode is excluded by no rule but ``duplicate_episode`` (a test-set question,
+        the protocol's condition, a reply): the episodes a duplicate is looked for among.
+
+        Parameters
+        ----------
+        episode : dict
+            An episode (``item_id``, ``condition``, ``raw_text``).
+        items : dict of str to Item
+            The test set's items by id.
+
+        Returns
+        -------
+        bool
+            True when :meth:`coverage` would score it.
+        """
+        return (episode["item_id"] in items and episode["condition"] in self.conditions()
+                and episode.get("raw_text") is not None)
+
     def coverage(self, items: dict[str, Item], episodes: list[dict], scores: list[dict], items_uri: str,
-                 pairs: list[tuple[str, str]] = ()) -> dict:
+                 pairs: list[tuple[str, str]] = (), duplicates: list[dict] = ()) -> dict:
         """Every model x condition against the test set ``load_items`` draws (the chosen splits,
         then the seeded sample per source): the fixed denominator. A question without a scored
         episode (none, or a failed call) is a failed unit; an episode of a question outside the
@@ -160,6 +182,8 @@ class StandardVQAProtocol:
             one in no table.
         pairs : list of tuple of (str, str), optional
             (model, condition) pairs the eval run accounted for.
+        duplicates : list of dict, optional
+            Episodes ``denominators.split_duplicates`` left out (excluded as ``duplicate_episode``).
 
         Returns
         -------
@@ -181,6 +205,7 @@ class StandardVQAProtocol:
             else:
                 continue
             excluded.append((e["model"], e["condition"], rule))
+        excluded += [(e["model"], e["condition"], den.DUPLICATE) for e in duplicates]
         return den.coverage(sorted(items), [(e["model"], e["condition"]) for e in episodes
                                             if e["condition"] in self.conditions()],
                             [(r["model"], r["condition"], r["item_id"]) for r in scores], excluded, (), pairs,

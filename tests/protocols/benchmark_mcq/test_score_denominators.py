@@ -76,3 +76,38 @@ def test_a_missing_question_is_a_failed_unit_against_the_builds_questions(tmp_pa
     assert acc.loc["blind", "value"] == pytest.approx(1 / 3)
     assert cli.main([*args, "--out", str(tmp_path / "one"), "--max-failed", "1"]) == 3
     assert cli.main([*args, "--out", str(tmp_path / "two"), "--max-failed", "2"]) == 0
+
+
+def test_a_second_episode_of_a_question_is_excluded_and_the_first_is_scored(tmp_path, capsys):
+    """By hand: sighted, m answers q0 A (right), q1 A (wrong), q2 B (wrong), q3 B (right): 2/4;
+    then a second episode of q1 answering B (right), which scored too would make 3/5 = 0.6 over 5
+    replies. Blind, q0's call fails and its retry answers A (right; not a duplicate: the failed
+    call is no answer), q1 B (right), q2 B (wrong), q3 B (right): 3/4. The duplicate is excluded as duplicate_episode
+    (1), listed in rejects, and no question is missing."""
+    build = _build(tmp_path)
+    eps = [_episode("m", "sighted", q, a) for q, a in (("q0", "A"), ("q1", "A"), ("q2", "B"), ("q3", "B"))]
+    eps += [_episode("m", "blind", "q0", None, error="HTTP 500")]
+    eps += [_episode("m", "blind", q, a) for q, a in (("q0", "A"), ("q1", "B"), ("q2", "B"), ("q3", "B"))]
+    eps += [_episode("m", "sighted", "q1", "B")]
+    uri = str(tmp_path / "episodes.parquet")
+    records.write_table("episodes", eps, uri)
+    out = tmp_path / "scored"
+    assert cli.main(["score", "--episodes", uri, "--items", build, "--n-boot", "20", "--n-boot-tests", "20",
+                     "--out", str(out)]) == 0
+    assert "duplicate_episode 1 (a second episode of the same model x condition x item" in capsys.readouterr().err
+    cov = json.loads((out / "run.json").read_text())["coverage"]
+    assert (cov["questions"], cov["scored"], cov["missing"]) == (4, 8, 0)
+    assert cov["excluded_by_rule"] == {"duplicate_episode": 1, "failed_call": 1}
+    rows = {r["condition"]: r for r in cov["by_model_condition"]}
+    assert [rows["sighted"][k] for k in ("scored", "missing", "excluded")] == [4, 0, 1]
+    rejects = records.read_table("rejects", str(out / "rejects.parquet")).to_pylist()
+    assert [(r["item_id"], r["reason"]) for r in rejects] == [("m/sighted/q1", "duplicate_episode")]
+    scores = records.read_table("mcq_scores", str(out / "mcq_scores.parquet")).to_pylist()
+    assert [(r["item_id"], r["chosen"]) for r in scores if r["condition"] == "sighted"] == [
+        ("q0", "A"), ("q1", "A"), ("q2", "B"), ("q3", "B")]
+    metrics = records.read_table("metrics", str(out / "metrics.parquet")).to_pandas()
+    cell = metrics[metrics["breakdown"] == "qtype=rads"].set_index(["condition", "metric"])
+    assert cell.loc[("sighted", "accuracy"), "value"] == pytest.approx(2 / 4)
+    assert cell.loc[("sighted", "valid"), "value"] == 4
+    assert cell.loc[("blind", "accuracy"), "value"] == pytest.approx(3 / 4)
+    assert cell.loc[("blind", "valid"), "value"] == 4

@@ -145,3 +145,53 @@ def test_score_rates_against_the_test_sets_fixed_views(tmp_path, capsys):
     assert res["R_vs_O"]["auc"] == pytest.approx(68 / 72)
     assert (res["episodes"], res["unparseable"], res["target_rated_edited"]) == (27, 1, 9)
     assert cli.main([*args, "--out", str(tmp_path / "ok"), "--max-failed", "3"]) == 0
+
+
+def test_score_excludes_a_second_episode_of_a_view_and_rates_the_first(tmp_path, capsys):
+    """Issue 50: 10 cases x (O, T, R), all in the test split, case 0's random removal invisible. By
+    hand, as the end-to-end test: T vs O = 1, R vs O = (9 * 10 + 1 * 10 * 0.5) / 100 = 0.95 over
+    30 rated episodes. A second episode of c000's original rated 0.9 would, rated too, tie with
+    every T: T vs O = (10 * 10 + 10 * 0.5) / 110; it is excluded as duplicate_episode, listed in
+    rejects, and no view is missing (exit 0)."""
+    import json
+
+    from tests.protocols.counterfactual.test_edit_visibility import make_views
+    from pipelines import cli
+
+    base = {"source": "s", "imaging_type": "x", "finding": "f", "question": "q?", "question_kind": "presence",
+            "critical": False, "lesion_area_frac": 0.04, "lesion_bbox": None, "width": 48, "height": 48,
+            "recipe_hash": "r", "private": False, "endpoint_allowlist": None, "degradation": None}
+    views = [dict(base, **{**r, "split": "test"}, view_id=f"{r['case_id']}/{r['kind']}", tool="telea",
+                  expected="absent" if r["kind"] == "target_removal" else "present") for r in make_views(10, visible=True)]
+    by_id = {v["view_id"]: v for v in views}
+    by_id["c000/random_removal"]["image"] = by_id["c000/original"]["image"]
+    uri = str(tmp_path / "views.parquet")
+    records.write_table("views", views, uri)
+    proto = protocols.load("edit_rating")
+    model = FlatPatchRater()
+    eps = []
+    for it in proto.load_items(uri):
+        r = proto.run_episode(it, model, "zero_shot", Decoding())
+        eps.append({"run_id": "x", "protocol": "edit_rating", "model": "flat-rater", "condition": "zero_shot",
+                    "item_id": it.item_id, "case_id": it.case_id, "request_key": it.item_id, "prompt_version": "v",
+                    "decoding": "g", "turns": None, "raw_text": r.raw_text, "action": r.action, "answer": r.answer,
+                    "claims_finding": None, "box": None, "confidence": r.confidence, "tool_calls": 0,
+                    "input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0, "latency_s": 0.0, "attempts": 1,
+                    "error": None})
+    first = next(e for e in eps if e["item_id"] == "c000/original")
+    assert first["confidence"] == 0.1
+    eps.append(dict(first, run_id="y", request_key="again", raw_text="0.9", answer="0.900", confidence=0.9))
+    records.write_table("episodes", eps, str(tmp_path / "episodes.parquet"))
+    out = tmp_path / "scored"
+    assert cli.main(["score", "--episodes", str(tmp_path / "episodes.parquet"), "--items", uri, "--protocol",
+                     "edit_rating", "--n-boot", "20", "--out", str(out)]) == 0
+    assert "duplicate_episode 1" in capsys.readouterr().err
+    cov = json.loads((out / "run.json").read_text())["coverage"]
+    assert (cov["views"], cov["scored"], cov["missing"], cov["excluded_by_rule"]) == (30, 30, 0, {"duplicate_episode": 1})
+    rejects = records.read_table("rejects", str(out / "rejects.parquet")).to_pylist()
+    assert [(r["item_id"], r["reason"]) for r in rejects] == [("flat-rater/zero_shot/c000/original", "duplicate_episode")]
+    assert "in run y" in rejects[0]["detail"]
+    res = json.loads((out / "edit_ratings.json").read_text())["flat-rater"]
+    assert res["T_vs_O"]["auc"] == 1.0
+    assert res["R_vs_O"]["auc"] == pytest.approx(0.95)
+    assert res["episodes"] == 30

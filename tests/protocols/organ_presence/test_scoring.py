@@ -253,3 +253,36 @@ def test_score_counts_every_item_against_the_fixed_denominator(tmp_path, capsys)
     assert cli.main([*args, "--out", str(tmp_path / "one"), "--max-failed", "1"]) == 3
     assert cli.main([*args, "--out", str(tmp_path / "two"), "--max-failed", "2"]) == 0
     assert cli.main([*args, "--out", str(tmp_path / "quarter"), "--max-failed", "0.25"]) == 0  # 2 of 8
+
+
+def test_score_excludes_a_second_episode_of_an_item_and_scores_the_first(tmp_path, capsys):
+    """Issue 50: by hand, m answers i1 "No." (right), i2 "Yes." (wrong), i3 "No." (right) and i4
+    "Yes."; adversarial specificity 2/3 over the negatives i1..i3 of cases A and B. A second episode
+    of i2 answering "No." would, scored too, make it 3/4; it is excluded as duplicate_episode, listed
+    in rejects, and the 4 items stay scored once each (none missing: exit 0)."""
+    from medscope.io import records
+    from pipelines import cli
+
+    items = _probe_items(tmp_path)
+    base = {"run_id": "t", "protocol": "organ_presence", "case_id": "A", "prompt_version": "probe-v2",
+            "decoding": "d", "turns": [], "action": "answer", "answer": None, "tool_calls": 0, "input_tokens": 0,
+            "output_tokens": 0, "cost_usd": 0.0, "latency_s": 0.0, "attempts": 1, "error": None}
+    replies = [("i1", "No."), ("i2", "Yes."), ("i3", "No."), ("i4", "Yes."), ("i2", "No.")]
+    eps = [dict(base, model="m", condition="free_text", item_id=i, raw_text=t, request_key=f"m|{i}|{k}")
+           for k, (i, t) in enumerate(replies)]
+    uri = str(tmp_path / "episodes.parquet")
+    records.write_table("episodes", eps, uri)
+    out = tmp_path / "scored"
+    assert cli.main(["score", "--episodes", uri, "--items", items, "--n-boot", "20", "--out", str(out)]) == 0
+    assert "duplicate_episode 1" in capsys.readouterr().err
+    cov = json.loads((out / "run.json").read_text())["coverage"]
+    assert cov["excluded_by_rule"] == {"duplicate_episode": 1}
+    assert [cov["by_model_condition"][0][k] for k in ("expected", "scored", "missing", "excluded")] == [4, 4, 0, 1]
+    rejects = records.read_table("rejects", str(out / "rejects.parquet")).to_pylist()
+    assert [(r["item_id"], r["reason"]) for r in rejects] == [("m/free_text/i2", "duplicate_episode")]
+    scores = records.read_table("probe_scores", str(out / "probe_scores.parquet")).to_pylist()
+    assert sorted(r["item_id"] for r in scores) == ["i1", "i2", "i3", "i4"]
+    spec = {r["metric"]: r for r in records.read_table("metrics", str(out / "metrics.parquet")).to_pylist()
+            if r["breakdown"] == "strategy=adversarial;render=gray"}["specificity"]
+    assert spec["value"] == pytest.approx(2 / 3)
+    assert spec["n_cases"] == 2

@@ -707,6 +707,46 @@ def test_score_counts_every_photograph_against_the_fixed_denominator(pair_set, t
     assert cli.main([*args, "--out", str(tmp_path / "frac"), "--max-failed", "0.125"]) == 0  # 3 of 24
 
 
+def test_score_excludes_a_second_episode_of_a_photograph_and_scores_the_first(pair_set, tmp_path, capsys):
+    """Issue 50: "swayed" is faithful alone, so by hand its photo-only mismatched FP rate is 0/6 over
+    the 6 mismatched photographs (each its own case). A second photo-only episode of one of them,
+    describing the matched findings (an FP), would, labelled too, make it 1/7; it is excluded as
+    duplicate_episode and listed in rejects, and the 24 units stay labelled once each (exit 0)."""
+    from pipelines import cli
+
+    protocol = PROTOCOL()
+    items = protocol.load_items(pair_set)
+    by_png = {i.images[0]: i for i in items}
+    matched = "Clustered vesicles, crusted. Bluish nail bed, cyanosis. A bruise (ecchymosis)."
+
+    def swayed(images):
+        item = by_png[images[0]]
+        truth = {"matched": matched, "mismatched": "Acne papules; purple nail polish; a port-wine stain."}
+        photo = truth["matched"] if len(images) > 1 else truth[item.meta["photo_type"]]
+        return f"PHOTO FINDINGS: {photo}\nRADIOGRAPH FINDINGS: opacities"
+
+    rows = _episodes(protocol, items, [Scripted("swayed", swayed)], str(tmp_path / "all.parquet"))
+    photo_type = {i.item_id: i.meta["photo_type"] for i in items}
+    first = next(r for r in rows if r["condition"] == "photo_only" and photo_type[r["item_id"]] == "mismatched")
+    again = dict(first, request_key="again", raw_text=f"PHOTO FINDINGS: {matched}\nRADIOGRAPH FINDINGS: opacities")
+    episodes = str(tmp_path / "episodes.parquet")
+    records.write_table("episodes", rows + [again], episodes)
+    out = tmp_path / "scored"
+    assert cli.main(["score", "--episodes", episodes, "--items", pair_set, "--judge", "rule", "--out", str(out)]) == 0
+    assert "duplicate_episode 1" in capsys.readouterr().err
+    cov = json.loads(storage.read_utf8(str(out / tables.RUN)))["coverage"]
+    assert (cov["scored"], cov["missing"], cov["excluded_by_rule"]) == (24, 0, {"duplicate_episode": 1})
+    by = {r["condition"]: r for r in cov["by_model_condition"]}
+    assert [by["photo_only"][k] for k in ("scored", "missing", "excluded")] == [12, 0, 1]
+    rejects = records.read_table("rejects", str(out / tables.REJECTS)).to_pylist()
+    assert [(r["item_id"], r["reason"]) for r in rejects] == [(f"swayed/photo_only/{first['item_id']}",
+                                                               "duplicate_episode")]
+    metrics = {(r["condition"], r["breakdown"], r["metric"]): r
+               for r in records.read_table("metrics", str(out / tables.METRICS)).to_pylist()}
+    fp = metrics[("photo_only", "photo_type=mismatched", "fp_rate")]
+    assert (fp["value"], fp["n_cases"]) == (0.0, 6)
+
+
 def test_a_photo_that_leaves_its_set_is_rejected_and_the_rest_kept(tmp_path):
     # issue 51: `../outside.png` and a symlink out of the set were read as the pair's photographs
     s = tmp_path / "set"

@@ -155,3 +155,41 @@ def test_score_counts_every_question_of_the_test_split_against_the_fixed_denomin
     acc = {(r["model"], r["metric"]): r for r in metrics if r["breakdown"] == "source=vqa-rad"}
     assert (acc[("a", "accuracy_all")]["value"], acc[("a", "accuracy_all")]["n_cases"]) == (1.0, 1)
     assert cli.main([*args, "--out", str(tmp_path / "ok"), "--max-failed", "2"]) == 0
+
+
+def test_score_excludes_a_second_episode_of_a_question_and_scores_the_first(tmp_path, capsys):
+    """Issue 50: VQA-RAD's fixture has 2 test questions, closed "yes" and open "2". By hand: model a
+    answers the closed one "No" (wrong) and the open one "2" (right): accuracy_all 1/2. A second
+    episode of the closed question answering "Yes" would, scored too, make 2/3; it is excluded as
+    duplicate_episode and listed in rejects; both questions stay scored once (exit 0)."""
+    from pipelines import cli
+    from medscope.io import storage
+
+    write_vqa_rad(tmp_path / "vqa-rad")
+    table, _ = cohorts.load("vqa-rad", str(tmp_path / "vqa-rad"))
+    items = str(tmp_path / "vqa.parquet")
+    records.write_table("vqa_items", table, items)
+    ids = {r["answer"]: r["item_id"] for r in table.select(["item_id", "answer"]).to_pylist()}
+    closed, open_ = ids["yes"], ids["2"]
+    base = {**dict.fromkeys(records.schema("episodes").names), "run_id": "t", "protocol": "standard_vqa",
+            "case_id": "c", "prompt_version": "svqa-v1", "decoding": "d", "turns": [], "action": "answer",
+            "tool_calls": 0, "input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0, "latency_s": 0.0, "attempts": 1}
+    plan = [(closed, "No"), (open_, "2"), (closed, "Yes")]
+    eps = [dict(base, model="a", condition="plain", item_id=i, raw_text=t, request_key=f"a|{i}|{k}")
+           for k, (i, t) in enumerate(plan)]
+    uri = str(tmp_path / "episodes.parquet")
+    records.write_table("episodes", eps, uri)
+    out = tmp_path / "scored"
+    assert cli.main(["score", "--episodes", uri, "--items", items, "--protocol", "standard_vqa", "--n-boot", "20",
+                     "--out", str(out)]) == 0
+    assert "duplicate_episode 1" in capsys.readouterr().err
+    run = json.loads(storage.read_utf8(str(out / "run.json")))
+    assert run["coverage"]["excluded_by_rule"] == {"duplicate_episode": 1}
+    assert [run["coverage"]["by_model_condition"][0][k] for k in ("scored", "missing", "excluded")] == [2, 0, 1]
+    assert run["scored"] == 2
+    rejects = records.read_table("rejects", str(out / "rejects.parquet")).to_pylist()
+    assert [(r["item_id"], r["reason"]) for r in rejects] == [(f"a/plain/{closed}", "duplicate_episode")]
+    metrics = records.read_table("metrics", str(out / "metrics.parquet")).to_pylist()
+    acc = {r["metric"]: r for r in metrics if r["model"] == "a" and r["breakdown"] == "source=vqa-rad"}
+    assert (acc["accuracy_all"]["value"], acc["accuracy_closed"]["value"]) == (0.5, 0.0)
+    assert acc["accuracy_all"]["n_cases"] == 2
