@@ -87,3 +87,10 @@ RESECTIONS = {
     "colon": ("colectomy",), "uterus": ("hysterectomy",), "prostate": ("prostatectomy",), "lung": ("pneumonectomy",),
     "thyroid": ("thyroidectomy",), "liver": ("hepatectomy",),
 }
+
+
+# Addition (issue 48; no paper sets these): a stated probability of presence of 70% or more reads as
+# a claim (a hedged affirmation, like "likely"), 30% or less as a denial, anything between as
+# unclear; a confidence below 70% in what the reply says makes it unclear; a rating on a scale
+# whose direction the reader cannot check decides nothing on its own.
+PROBABILITY_CLAIM_AT, PROBABILITY_DENY_AT = 0.70, 0.30

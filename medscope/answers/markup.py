@@ -20,6 +20,8 @@ import json
 import re
 from dataclasses import dataclass, field
 
+from medscope.answers.lexicon import PROBABILITY_CLAIM_AT, PROBABILITY_DENY_AT
+
 # why a wrapper leaves the verdict open; the reader's ``unclear`` evidence
 UNCLEAR_WHY = {
     "cut-off-reasoning": "the reply stops inside its reasoning block, before any answer",
@@ -153,7 +155,6 @@ def canonical_object(obj: dict) -> dict:
     dict
         A new object; ``obj`` is left as it was.
     """
-    from medscope.answers.matching import PROBABILITY_CLAIM_AT, PROBABILITY_DENY_AT
 
     out = {}
     for key, value in obj.items():

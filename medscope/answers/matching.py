@@ -66,6 +66,7 @@ from medscope.answers import languages, markup, parser, revisions, structured
 from medscope.answers.context import status
 from medscope.answers.lexicon import (  # the word lists, importable from here as before
     ABNORMAL_WORDS, CLARIFY_PHRASES, HEDGED_LEADS, NO_PARTICLES, NORMAL_WORDS, ORGAN_WORDS, POLARITY_WORDS,
+    PROBABILITY_CLAIM_AT, PROBABILITY_DENY_AT,
     REFER_PHRASES, RESECTIONS, YES_PARTICLES,
 )
 
@@ -1005,12 +1006,9 @@ def _checkmarks(lines: list[str], terms: tuple[str, ...]) -> tuple[str, bool | N
     return "answer", marks[0], "label-line"
 
 
-# Probabilities ("~80% likely present", "probability of a nodule: 0.15") and ratings ("confidence 3/5").
-# Addition (issue 48; no paper sets these): a stated probability of presence of 70% or more reads as
-# a claim (a hedged affirmation, like "likely"), 30% or less as a denial, anything between as
-# unclear; a confidence below 70% in what the reply says makes it unclear; a rating on a scale
-# whose direction the reader cannot check decides nothing on its own.
-PROBABILITY_CLAIM_AT, PROBABILITY_DENY_AT = 0.70, 0.30
+# Probabilities ("~80% likely present", "probability of a nodule: 0.15") and ratings ("confidence 3/5"):
+# the thresholds (an addition) are lexicon.PROBABILITY_CLAIM_AT / PROBABILITY_DENY_AT, shared with
+# markup's reading of a probability value in an object.
 _PROBABILITY_WORDS = re.compile(r"\b(?:likely|likelihood|probability|probable|chance|odds)\b")
 _CONFIDENCE_WORDS = re.compile(r"\b(?:confident|confidence|certain|certainty|sure)\b")
 _NUMBER = re.compile(r"(?<![\w.])(?P<pct>\d{1,3}(?:\.\d+)?)\s*%|(?<![\w.])(?P<dec>0?\.\d+|1\.0+|0|1)(?![\w%/]|\.\d)")
