@@ -776,8 +776,9 @@ class DemoConfig(StrictModel):
 
     out: str = pydantic.Field(DEFAULT_OUT, description="output URI (a folder, or s3://bucket/prefix)")
     seed: int = pydantic.Field(0, description="run seed: every random choice derives from it")
-    cases: int = pydantic.Field(192, ge=32, description=(
-        "phantom 2D cases (half train the classical reader); under 32 too few test cases pass QC for a reader pack"))
+    cases: int = pydantic.Field(192, ge=8, description=(
+        "phantom 2D cases (half train the classical reader); the whole demo needs 32 or more (fewer leave too "
+        "few test cases for the reader pack; a run of some steps may use fewer)"))
     steps: list[str] | None = pydantic.Field(
         None, description="only these steps and what they need, e.g. evaluate,report (default: all; "
                           "names: cohort, views, reader_pack, probe_build, probe_evaluate, fit_reader, evaluate, "
