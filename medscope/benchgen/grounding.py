@@ -258,6 +258,35 @@ _HEDGED_DENIAL_AFTER = re.compile(r"^\W*(?:[\w-]+\W+){0,3}?(?:(?:is|are|seems?|a
                                   r"(?:unlikely|doubtful|less likely|improbable|probably not)\b")
 
 
+# words that grade a denial without narrowing what it denies ("no significant extension")
+_DENIAL_GRADES = {"signific", "definit", "definite", "obvious", "apprecia", "apprec", "discret", "evident", "gross",
+                  "frank", "measur", "detect", "demonstr", "visibl", "residu", "focal"}
+
+
+_DENIAL_WORDS = {"no", "not", "nor", "without", "or", "and", "any", "the", "a", "an", "of", "for", "with", "free",
+                 "negat", "absent", "absenc"}
+
+
+def _other_kind_of_head(sent: str, head_phrase: list[str]) -> bool:
+    """Whether a denial names the asked head noun only as another kind of it: "No substernal
+    extension" says nothing of extrathyroidal extension (the word before the head is a modifier
+    the question does not have)."""
+    if len(head_phrase) < 2:
+        return False
+    toks = tokens(sent)
+    if {t for t, _, _ in toks} & set(head_phrase[:-1]):
+        return False  # one of the asked modifiers is named ("no suspicious cervical lymph nodes")
+    for i, (t, a, _) in enumerate(toks):
+        if t != head_phrase[-1] or i == 0:
+            continue
+        prev, pa, pb = toks[i - 1]
+        if sent[pb:a].strip() or prev in head_phrase or prev in LESION_STEMS or prev in _DENIAL_WORDS:
+            continue
+        if not any(prev.startswith(g) or g.startswith(prev) for g in _DENIAL_GRADES):
+            return True
+    return False
+
+
 def _mention_status(sent: str, start: int, end: int) -> str:
     """ConText status, with the hedge split into ``favoured`` (signed as a diagnosis) and
     ``possible``, and differentials / "X versus Y" / "X is also possible" read as ``possible``."""
@@ -501,7 +530,8 @@ def check_yes_no(question: str, yes: bool, sents: list[str]) -> tuple[bool, str,
         # a Yes names the whole asked thing ("enhancing capsule"); a No may deny it more broadly
         # ("No capsule"), but must name its head ("No renal mass" denies no tumour thrombus)
         partial_match = bool(head_phrase) and (named != set(head_phrase) if _yes_side(hits, s) else
-                                               head_phrase[-1] not in named)
+                                               head_phrase[-1] not in named
+                                               or _other_kind_of_head(s, head_phrase))
         first = {}
         for st_, a, b in hits:
             first.setdefault(st_, (a, b))
@@ -747,6 +777,15 @@ def _tightest(toks: list[tuple[str, int, int]], need: set[str]) -> tuple[tuple, 
     return best
 
 
+# A descriptor given as a range or an alternative of another descriptor ("isoechoic to mildly
+# hypoechoic", "solid or cystic"): the report commits to neither end. Descriptors are read by their
+# adjective endings, so "extends to the right lobe" is no range.
+_DESCRIPTOR = r"[a-z-]+(?:ic|al|ous|ed|ar|ive|ent|ant|id)"
+_RANGE_ADVERB = r"(?:(?:mildly|slightly|minimally|moderately|markedly|very|predominantly|partly|focally)\s+)?"
+_RANGE_BEFORE = re.compile(rf"\b{_DESCRIPTOR}\s+(?:to|or|and/or|/)\s+{_RANGE_ADVERB}$")
+_RANGE_AFTER = re.compile(rf"^\s*(?:to|or|and/or|/)\s+{_RANGE_ADVERB}{_DESCRIPTOR}\b")
+
+
 def check_term(question: str, answer: str, sents: list[str]) -> tuple[bool, str, str]:
     """Any other key (a diagnosis, a location, a grade, a category): every content word of the
     answer in one sentence about the question's subject, asserted there and nowhere denied.
@@ -793,6 +832,8 @@ def check_term(question: str, answer: str, sents: list[str]) -> tuple[bool, str,
             st = "affirmed"  # "What are the lesions suspicious for?" asks about the suspicion itself
         if SECONDARY.search(s[: first[1]]):
             st = "secondary"
+        if _RANGE_BEFORE.search(s[: first[1]]) or _RANGE_AFTER.match(s[last[2]:]):
+            st = "range"  # "isoechoic to mildly hypoechoic" settles neither end
         statuses.append(st)
         if st in ("affirmed", "favoured") and not where:
             where = s
@@ -800,6 +841,8 @@ def check_term(question: str, answer: str, sents: list[str]) -> tuple[bool, str,
         return False, "", "answer_not_in_report"
     if "negated" in statuses:
         return False, "", "contradicted_by_report"
+    if "range" in statuses:
+        return False, "", "range_in_report"
     if "secondary" in statuses and not where:
         return False, "", "secondary_location"
     if "possible" in statuses or "hypothetical" in statuses:
