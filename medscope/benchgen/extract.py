@@ -25,7 +25,7 @@ import json
 import re
 
 from medscope.benchgen import findings as findmod
-from medscope.benchgen.grounding import (_SIDE_TAIL, SECONDARY, _mention_status, is_recommendation, measurements,
+from medscope.benchgen.grounding import (_MIXED_BEFORE, _SIDE_TAIL, SECONDARY, _spread, _mention_status, is_recommendation, measurements,
                                         normalize_sentence, sentences)
 from medscope.benchgen.schema import FieldSpec, Schema
 
@@ -89,13 +89,25 @@ def field_value(field: FieldSpec, sentence: str, lesion_text: bool = False) -> s
     if INCIDENTAL.search(text):
         return None
     if field.type == "multi":
-        found = []
+        found, spans = [], []
         for order, v in enumerate(field.values):
             for m in _matches(v.patterns, text):
                 if SECONDARY.search(text[: m.start()]) or _mention_status(text, m.start(), m.end()) not in (
                         "affirmed", "favoured"):
                     continue
                 found.append((m.start(), order, v.value))
+                spans.append((m.start(), m.end()))
+        # a value given as one end of a range or one part of a mixture ("predominantly solid" where
+        # the schema has no mixed value) settles nothing, unless a longer value names the whole
+        for a, b in spans:
+            kind = _spread(text, [(a, b)])
+            if not kind or any(a2 <= a and b <= b2 and (a2, b2) != (a, b) for a2, b2 in spans):
+                continue
+            # "mixed cystic and solid" where a value's pattern is "mixed" alone: that value names the mixture
+            lead = _MIXED_BEFORE.search(text[:a]) if kind == "mixed" else None
+            if lead and any(lead.start() <= a2 < a for a2, _ in spans):
+                continue
+            return None
         return min(found)[2] if found else None
     key = _SIZE_KEY.search(text)
     sizes = [dims for kind, dims, _ in measurements(text[key.end():])] if key else []

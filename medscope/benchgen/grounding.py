@@ -267,6 +267,22 @@ _DENIAL_WORDS = {"no", "not", "nor", "without", "or", "and", "any", "the", "a", 
                  "negat", "absent", "absenc"}
 
 
+# a descriptor that is one part of a mixture: "mixed cystic and solid", "predominantly solid", "partly cystic"
+_MIXED_BEFORE = re.compile(r"\b(?:mixed\s+(?:[a-z-]+\s+(?:and|or|/)\s+)?|(?:partially|partly|predominantly|mostly|"
+                           r"largely|part)\s+)$")
+
+
+def _spread(sent: str, spans: list[tuple[int, int]]) -> str:
+    """``"range"`` / ``"mixed"`` when an asked descriptor stands in a range of descriptors or as one
+    part of a mixture (neither settles a Yes to it alone), else ``""``."""
+    for a, b in spans:
+        if _RANGE_BEFORE.search(sent[:a]) or _RANGE_AFTER.match(sent[b:]):
+            return "range"
+        if _MIXED_BEFORE.search(sent[:a]):
+            return "mixed"
+    return ""
+
+
 def _other_kind_of_head(sent: str, head_phrase: list[str]) -> bool:
     """Whether a denial names the asked head noun only as another kind of it: "No substernal
     extension" says nothing of extrathyroidal extension (the word before the head is a modifier
@@ -532,6 +548,10 @@ def check_yes_no(question: str, yes: bool, sents: list[str]) -> tuple[bool, str,
         partial_match = bool(head_phrase) and (named != set(head_phrase) if _yes_side(hits, s) else
                                                head_phrase[-1] not in named
                                                or _other_kind_of_head(s, head_phrase))
+        spread = _spread(s, [(a, b) for st_, a, b in hits if st_ in core])
+        if spread and yes:
+            narrowed.append(spread)  # "mildly hypoechoic to isoechoic", "mixed cystic and solid": not a Yes
+            continue
         first = {}
         for st_, a, b in hits:
             first.setdefault(st_, (a, b))
@@ -574,6 +594,8 @@ def check_yes_no(question: str, yes: bool, sents: list[str]) -> tuple[bool, str,
     kinds = {v for v, _ in verdicts if v != "historical"}
     if not verdicts and narrowed:
         return False, "", ("only_no_new" if "no_new" in narrowed else "only_side_specific_denial" if "side" in narrowed
+                           else "range_in_report" if "range" in narrowed
+                           else "mixed_composition_in_report" if "mixed" in narrowed
                            else "subject_only_partly_in_report")
     if not kinds:
         return False, "", "only_historical" if verdicts else "subject_not_in_report"
@@ -832,8 +854,8 @@ def check_term(question: str, answer: str, sents: list[str]) -> tuple[bool, str,
             st = "affirmed"  # "What are the lesions suspicious for?" asks about the suspicion itself
         if SECONDARY.search(s[: first[1]]):
             st = "secondary"
-        if _RANGE_BEFORE.search(s[: first[1]]) or _RANGE_AFTER.match(s[last[2]:]):
-            st = "range"  # "isoechoic to mildly hypoechoic" settles neither end
+        if _spread(s, [(first[1], last[2])]):
+            st = _spread(s, [(first[1], last[2])])  # "isoechoic to mildly hypoechoic" settles neither end, "mixed cystic and solid" neither part
         statuses.append(st)
         if st in ("affirmed", "favoured") and not where:
             where = s
@@ -843,6 +865,8 @@ def check_term(question: str, answer: str, sents: list[str]) -> tuple[bool, str,
         return False, "", "contradicted_by_report"
     if "range" in statuses:
         return False, "", "range_in_report"
+    if "mixed" in statuses:
+        return False, "", "mixed_composition_in_report"
     if "secondary" in statuses and not where:
         return False, "", "secondary_location"
     if "possible" in statuses or "hypothetical" in statuses:
