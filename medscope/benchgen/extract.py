@@ -25,7 +25,7 @@ import json
 import re
 
 from medscope.benchgen import findings as findmod
-from medscope.benchgen.grounding import (_MIXED_BEFORE, _SIDE_TAIL, SECONDARY, _spread, _mention_status, is_recommendation, measurements,
+from medscope.benchgen.grounding import (_MIXED_BEFORE, ARTIFACT_AFTER, _SIDE_TAIL, SECONDARY, _spread, _mention_status, is_recommendation, measurements,
                                         normalize_sentence, sentences)
 from medscope.benchgen.schema import FieldSpec, Schema
 
@@ -80,7 +80,7 @@ def field_value(field: FieldSpec, sentence: str, lesion_text: bool = False) -> s
         calls = [(m.start(), "no") for m in _matches(field.no_patterns, text)
                  if not findmod.another_thing_after(text, m.end())]
         for m in _matches(field.yes_patterns, text):
-            if findmod.another_thing_after(text, m.end()):
+            if findmod.another_thing_after(text, m.end()) or ARTIFACT_AFTER.match(text[m.end():]):
                 continue
             st = _mention_status(text, m.start(), m.end())
             if st in ("affirmed", "negated"):
@@ -226,7 +226,8 @@ def study_binary(field: FieldSpec, sents: list[str], lesion_side: str | None = N
             denied.append((m.start(), m.end()))
             _denial(text, m.start(), m.end(), s, no, partial, partial_sides, other_narrowing)
         for m in _matches(field.yes_patterns, text):
-            if any(a <= m.start() < b for a, b in denied) or findmod.another_thing_after(text, m.end()):
+            if (any(a <= m.start() < b for a, b in denied) or findmod.another_thing_after(text, m.end())
+                    or ARTIFACT_AFTER.match(text[m.end():])):
                 continue
             st = _mention_status(text, m.start(), m.end())
             if findmod._RESOLVED_AFTER.search(text[m.end():]) and not findmod._mentions_between(text, m.end()):

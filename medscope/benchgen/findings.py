@@ -91,7 +91,7 @@ _PART_MEASURES = re.compile(r"(?:^|[.;:]\s*|\band\s+)(?:the\s+)?(?:(?:right|left
                             r"organ|kidneys?|liver|spleen|thyroid|pancreas|uterus|prostate|ovary|testis|bladder|lungs?)\s+"
                             r"(?:measures?|measuring|measured)\s+(?:approximately\s+|about\s+)?$")
 # a lesion labelled by its number: "Nodule 1, right lower pole: 2.8 cm ... nodule" is one lesion
-_LABEL = re.compile(r"^\s*(?:#\s*|no\.?\s*)?\d{1,2}[a-z]?\s*[,:]")
+_LABEL = re.compile(r"^\s*(?:#\s*|no\.?\s*)?\d{1,2}[a-z]?\s*(?:[,:(]|-\s)")
 # a lesion said to be gone: "the previously described nodule ... has resolved", "is no longer seen"
 _RESOLVED_AFTER = re.compile(r"\b(?:has|have)\s+(?:since\s+|now\s+|completely\s+)?(?:resolved|disappeared|been resected|been removed)\b"
                              r"|\b(?:is|are)\s+no longer\s+(?:seen|visible|identified|present|evident|demonstrated)\b")

@@ -118,6 +118,9 @@ REWRITES = (  # abbreviations and one-word findings spelled out, so either wordi
     (r"\b(lymphadenopathy|adenopathy)\b", r"\1 enlarged lymph nodes"),
     (r"\bsteatosis\b", "steatosis fatty infiltration"), (r"\bcholelithiasis\b", "cholelithiasis gallstones"),
     (r"\bnon(?=enhanc|calcif|obstruct|occlus|dilat)", "non-"),
+    # "in both lobes" / "both kidneys" is bilateral (never "both poles": two parts of one side)
+    (r"\bboth (lobes|kidneys|lungs|breasts|ovaries|adnexa|sides|hemispheres|adrenals|adrenal glands|testes|parotids|"
+     r"parotid glands)\b(?! bilateral)", r"both \1 bilateral"),
     # units spelled out, and a decimal comma ("1,2 cm" is 12 mm, not 2 cm)
     (r"\bmillimet(?:er|re)s?\b", "mm"), (r"\bcentimet(?:er|re)s?\b", "cm"),
     (r"(?<![\d.,])(\d+),(\d+)(?=\s*-?\s*(?:mm|cm)\b)", r"\1.\2"),
@@ -265,6 +268,11 @@ _DENIAL_GRADES = {"signific", "definit", "definite", "obvious", "apprecia", "app
 
 _DENIAL_WORDS = {"no", "not", "nor", "without", "or", "and", "any", "the", "a", "an", "of", "for", "with", "free",
                  "negat", "absent", "absenc"}
+
+
+# an imaging artifact that says what a finding is ("echogenic foci with comet-tail artifact" are
+# inspissated colloid, not punctate echogenic foci / microcalcifications; ring-down is gas)
+ARTIFACT_AFTER = re.compile(r"^[^.;]{0,40}?\b(?:comet[- ]tail|ring[- ]down|reverberation)\b")
 
 
 # a descriptor that is one part of a mixture: "mixed cystic and solid", "predominantly solid", "partly cystic"
@@ -552,6 +560,9 @@ def check_yes_no(question: str, yes: bool, sents: list[str]) -> tuple[bool, str,
         if spread and yes:
             narrowed.append(spread)  # "mildly hypoechoic to isoechoic", "mixed cystic and solid": not a Yes
             continue
+        if yes and hits and ARTIFACT_AFTER.match(s[max(b for _, _, b in hits):]):
+            narrowed.append("artifact")  # "echogenic foci with comet-tail artifact" are colloid, not the asked foci
+            continue
         first = {}
         for st_, a, b in hits:
             first.setdefault(st_, (a, b))
@@ -596,6 +607,7 @@ def check_yes_no(question: str, yes: bool, sents: list[str]) -> tuple[bool, str,
         return False, "", ("only_no_new" if "no_new" in narrowed else "only_side_specific_denial" if "side" in narrowed
                            else "range_in_report" if "range" in narrowed
                            else "mixed_composition_in_report" if "mixed" in narrowed
+                           else "artifact_in_report" if "artifact" in narrowed
                            else "subject_only_partly_in_report")
     if not kinds:
         return False, "", "only_historical" if verdicts else "subject_not_in_report"

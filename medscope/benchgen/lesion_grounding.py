@@ -167,6 +167,10 @@ def check_lesion_key(question: str, answer: str, kind: str, findings: str, impre
     if superlative:
         organ = findmod._organ(q)
         pool = [f for f in found if next((k for k, p in findmod._NOUN_OF if p.fullmatch(f.entity)), None) in nouns]
+        others = re.search(r"\b(remaining|other|additional)\s+(?:[\w-]+\s+){0,2}?(?:%s)\b"
+                           % "|".join(findmod.LESION_NOUNS.values()), q)
+        if others:  # "the largest of the remaining nodules" is the largest of the group the report calls so
+            pool = [f for f in pool if re.search(rf"\b{others.group(1)}\b", f.text)]
         side = _QSIDE.search(q)
         if side:  # "the largest right lobe nodule" is the largest of those on that side
             pool = [f for f in pool if f.side in (side.group(1), None) or f.status != "present"]

@@ -130,6 +130,22 @@ PLANTED = [
      "Are the renal cysts unilateral or bilateral?", "Bilateral", True, ""),
     ("No lesions in the left lobe or caudate lobe. Right lobe: 1.2 cm hyperechoic lesion.",
      "Is there a lesion in the caudate lobe?", "No", True, ""),
+    # "the remaining" lesions are their own group: its largest is "up to" its size, not the dominant one's
+    ("Multiple liver lesions. The dominant lesion is 2.2 cm in segment 6. The remaining lesions measure up to 1.4 cm.",
+     "What is the size of the largest of the remaining lesions?", "1.4 cm", True, ""),
+    ("Multiple liver lesions. The dominant lesion is 2.2 cm in segment 6. The remaining lesions measure up to 1.4 cm.",
+     "What is the size of the largest of the remaining lesions?", "2.2 cm", False, "quantity_not_stated"),
+    # lesions labelled by number, the label followed by "(" or " - " and the place
+    ("Lesion #1 (segment 7): 3.2 cm arterially enhancing lesion with washout. "
+     "Lesion #2 (segment 2): 1.0 cm lesion without washout.",
+     "Which segment contains the largest lesion?", "Segment 7", True, ""),
+    ("Lesion 1 - segment 7: 3.2 cm arterially enhancing lesion with washout. Lesion 2 - segment 2: 1.0 cm lesion "
+     "without washout.", "Does the largest lesion show washout?", "Yes", True, ""),
+    # foci whose comet-tail (or ring-down) artifact says what they are are not the asked foci
+    ("Left lobe: 2.1 cm solid isoechoic nodule with punctate echogenic foci with comet-tail artifact.",
+     "Does the nodule contain punctate echogenic foci?", "Yes", False, "artifact_in_report"),
+    ("Left lobe: 2.1 cm solid isoechoic nodule with punctate echogenic foci.",
+     "Does the nodule contain punctate echogenic foci?", "Yes", True, ""),
 ]
 
 
