@@ -384,6 +384,11 @@ _RESOLUTION_Q = re.compile(r"^\W*(?:has|have|did)\b.*\b(resolv\w*|disappear\w*|c
 _CHANGE_Q = re.compile(r"^\W*(?:has|have|did)\b.*\b(chang\w*|grow\w*|grown|increas\w*|decreas\w*|"
                        r"enlarg\w*|progress\w*|shrunk|shrink\w*|smaller|larger|bigger)\b")
 _RESOLVED = re.compile(r"\b(?:resolved|resolution|no longer|disappeared|cleared|interval clearance)\b")
+_NOT_RESOLVED = re.compile(r"\b(?:not|never|yet to)\s+(?:\w+\s+)?(?:resolved|disappeared|cleared)\b|\bunresolved\b|"
+                           r"\b(?:partial(?:ly)?|incomplete(?:ly)?|near(?:ly)?|almost)\s+(?:\w+\s+)?(?:resol\w*|clear\w*)|"
+                           r"\bno (?:\w+ )?resolution\b|\bpersist\w*|\bstill\b")
+_SINCE_PRIOR = re.compile(r"\b(?:since|from|compared (?:with|to)|relative to|on)\s+(?:the\s+)?(?:prior|previous|last|"
+                          r"earlier|most recent|baseline)\s+(?:\w+\s+)?(?:study|exam\w*|scan|imaging|ultrasound|ct|mri)\b")
 _STABLE = re.compile(r"\b(?:stable|unchanged|no (?:significant |interval )?change|not changed|similar in size|"
                      r"without (?:interval )?change)\b")
 _GREW = re.compile(r"\b(?:increas\w*|enlarg\w*|grow\w*|grown|larger|progress\w*|interval growth)\b")
@@ -477,8 +482,10 @@ def _check_change(polarity: str, yes: bool, sents: list[str], subject: set[str])
         a, b = hits[0][1], hits[-1][2]
         st = _mention_status(s, a, b)
         if polarity == "resolved":
-            if _RESOLVED.search(s) and st == "negated":
-                said = said or (True, s)
+            if _NOT_RESOLVED.search(s):
+                said = said or (False, s)  # "has not resolved", "partially resolved", "persists"
+            elif _RESOLVED.search(s) and st in ("negated", "affirmed", "historical"):
+                said = said or (True, s)  # "the nodule ... has resolved", "Resolution of the cyst"
             elif st == "affirmed":
                 said = said or (False, s)
             continue
@@ -535,6 +542,13 @@ def check_yes_no(question: str, yes: bool, sents: list[str]) -> tuple[bool, str,
                    " ", q) if polarity != "presence" else q
     # sides and "new" are read from each mention's phrase, not matched as words; with them gone, "Has
     # the left lobe nodule grown?" is about the nodule
+    if polarity != "presence":
+        # "since the prior study" names the comparison, not the thing; the organ of a named lesion
+        # ("the right thyroid nodule") is no part of which lesion changed
+        asked = _SINCE_PRIOR.sub(" ", asked)
+        if {t for t, _, _ in tokens(asked)} & LESION_STEMS:
+            for pat in ORGAN_WORDS.values():
+                asked = re.sub(pat, " ", asked)
     subject = subject_stems(re.sub(r"\b(?:left|right|new)\b", " ", asked))
     q_lesion = {t for t, _, _ in tokens(q)} & LESION_STEMS
     if polarity != "presence":

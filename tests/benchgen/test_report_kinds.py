@@ -146,6 +146,18 @@ PLANTED = [
      "Does the nodule contain punctate echogenic foci?", "Yes", False, "artifact_in_report"),
     ("Left lobe: 2.1 cm solid isoechoic nodule with punctate echogenic foci.",
      "Does the nodule contain punctate echogenic foci?", "Yes", True, ""),
+    # change questions: "since the prior study" and the organ's name are not what changed; a
+    # resolution said of the lesion is a Yes, "has not / partially resolved" a No
+    ("Comparison: CT of 3 March. The left renal cyst now measures 3.1 cm, previously 2.2 cm.",
+     "Has the left renal cyst grown since the prior study?", "Yes", True, ""),
+    ("The left renal cyst is unchanged at 2.1 cm. No new renal cysts.",
+     "Has the left renal cyst changed in size?", "No", True, ""),
+    ("The previously described 1.6 cm liver lesion, thought to represent a haematoma, has resolved.",
+     "Has the liver lesion resolved?", "Yes", True, ""),
+    ("The right lower lobe nodule has partially resolved, now 5 mm.",
+     "Has the nodule resolved?", "Yes", False, "contradicted_by_report"),
+    ("The previously seen 2 cm liver lesion has not resolved.",
+     "Has the liver lesion resolved?", "Yes", False, "contradicted_by_report"),
 ]
 
 
