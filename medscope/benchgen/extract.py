@@ -25,7 +25,7 @@ import json
 import re
 
 from medscope.benchgen import findings as findmod
-from medscope.benchgen.grounding import (_SIDE_TAIL, SECONDARY, _mention_status, is_recommendation, measurements,
+from medscope.benchgen.grounding import (_MIXED_BEFORE, ARTIFACT_AFTER, _SIDE_TAIL, SECONDARY, _spread, _mention_status, is_recommendation, measurements,
                                         normalize_sentence, sentences)
 from medscope.benchgen.schema import FieldSpec, Schema
 
@@ -80,7 +80,7 @@ def field_value(field: FieldSpec, sentence: str, lesion_text: bool = False) -> s
         calls = [(m.start(), "no") for m in _matches(field.no_patterns, text)
                  if not findmod.another_thing_after(text, m.end())]
         for m in _matches(field.yes_patterns, text):
-            if findmod.another_thing_after(text, m.end()):
+            if findmod.another_thing_after(text, m.end()) or ARTIFACT_AFTER.match(text[m.end():]):
                 continue
             st = _mention_status(text, m.start(), m.end())
             if st in ("affirmed", "negated"):
@@ -89,13 +89,25 @@ def field_value(field: FieldSpec, sentence: str, lesion_text: bool = False) -> s
     if INCIDENTAL.search(text):
         return None
     if field.type == "multi":
-        found = []
+        found, spans = [], []
         for order, v in enumerate(field.values):
             for m in _matches(v.patterns, text):
                 if SECONDARY.search(text[: m.start()]) or _mention_status(text, m.start(), m.end()) not in (
                         "affirmed", "favoured"):
                     continue
                 found.append((m.start(), order, v.value))
+                spans.append((m.start(), m.end()))
+        # a value given as one end of a range or one part of a mixture ("predominantly solid" where
+        # the schema has no mixed value) settles nothing, unless a longer value names the whole
+        for a, b in spans:
+            kind = _spread(text, [(a, b)])
+            if not kind or any(a2 <= a and b <= b2 and (a2, b2) != (a, b) for a2, b2 in spans):
+                continue
+            # "mixed cystic and solid" where a value's pattern is "mixed" alone: that value names the mixture
+            lead = _MIXED_BEFORE.search(text[:a]) if kind == "mixed" else None
+            if lead and any(lead.start() <= a2 < a for a2, _ in spans):
+                continue
+            return None
         return min(found)[2] if found else None
     key = _SIZE_KEY.search(text)
     sizes = [dims for kind, dims, _ in measurements(text[key.end():])] if key else []
@@ -214,9 +226,12 @@ def study_binary(field: FieldSpec, sents: list[str], lesion_side: str | None = N
             denied.append((m.start(), m.end()))
             _denial(text, m.start(), m.end(), s, no, partial, partial_sides, other_narrowing)
         for m in _matches(field.yes_patterns, text):
-            if any(a <= m.start() < b for a, b in denied) or findmod.another_thing_after(text, m.end()):
+            if (any(a <= m.start() < b for a, b in denied) or findmod.another_thing_after(text, m.end())
+                    or ARTIFACT_AFTER.match(text[m.end():])):
                 continue
             st = _mention_status(text, m.start(), m.end())
+            if findmod._RESOLVED_AFTER.search(text[m.end():]) and not findmod._mentions_between(text, m.end()):
+                continue  # "the previously described nodule ... has resolved" asserts no nodule now
             if findmod._NO_NEW.search(text[:m.start()]) or re.search(r"\bno\s+(?:new|further|additional)\s+(?:\w+\s+){0,2}$", text[:m.start()]):
                 partial.append(s)
                 other_narrowing.append(s)
@@ -238,6 +253,10 @@ def study_binary(field: FieldSpec, sents: list[str], lesion_side: str | None = N
     return None, "", "only_partial_denial" if partial else "not_in_report"
 
 
+_PART_TAIL = re.compile(r"^\s+(?:in|within|of|at|involving)\s+(?:the\s+)?[^.;,]{0,40}?\b(?:lobes?|poles?|isthmus|"
+                        r"segments?|regions?|zones?|hemispheres?|portions?|thirds?)\b")
+# a resected organ's bed: a denial there is about recurrence, not about the organ's own lesions
+_RESECTED_BED = re.compile(r"\b(?:\w+ectomy|surgical|resection|operative|postoperative)\s+bed\b")
 _DENIER = re.compile(r"\b(?:no|without|not|negative for|absence of|free of)\b")
 
 
@@ -251,6 +270,18 @@ def _denial(text, a, b, s, no, partial, partial_sides, other_narrowing) -> None:
     start = triggers[-1].start() if triggers else clause_start
     tail = _SIDE_TAIL.match(text[b:])  # "no effusion on the left", never "... in the left insula"
     clause = text[start:b] + (tail.group(0) if tail else "")
+    # "No nodules in the left lobe or isthmus": a denial placed in part of the organ leaves the rest unsaid
+    part = _PART_TAIL.match(text[b:])
+    if part and not re.search(r"\b(?:either|both|any|all|bilateral\w*|whole|entire)\b", part.group(0)):
+        partial.append(s)
+        partial_sides |= set(_SIDE_WORD.findall(part.group(0))) & {"left", "right"}
+        if not set(_SIDE_WORD.findall(part.group(0))):
+            other_narrowing.append(s)
+        return
+    if _RESECTED_BED.search(text):
+        partial.append(s)  # "the thyroidectomy bed is clear": the organ is gone, its lesions are not denied
+        other_narrowing.append(s)
+        return
     header = re.match(r"^((?:[a-z]+\s*){1,3}):", text)
     narrow = set(_NARROW.findall(clause)) | (set(_SIDE_WORD.findall(header.group(1))) if header else set())
     narrow -= {"bilateral", "both"}
@@ -320,6 +351,8 @@ def extract_with_rejects(schema: Schema, findings: str, impression: str
                 # the schema's patterns missed the wording ("renal angiomyolipomas", "lymph node,
                 # enlarged"): the field's own question goes through the report-grounded check
                 value, evidence = _grounded_binary(field, findings, impression)
+                if value == "no" and _RESECTED_BED.search(normalize_sentence(evidence)):
+                    value, why = None, "only_partial_denial"  # a clear resection bed denies recurrence only
             if value is None:
                 unset[field.name] = why
             else:
@@ -383,10 +416,21 @@ def lesion_value(field: FieldSpec, finding: "findmod.Finding") -> tuple[str | No
         value = field_value(field, piece, lesion_text=True)
         if value is not None:
             return value, ""
+    if field.type == "multi" and finding.side in ("left", "right"):
+        # "a nodule in the right mid pole" is in the right lobe: the one value naming the lesion's
+        # side (and no other side) answers a part-of-organ field whose own words the report did not use
+        named = [v.value for v in field.values if set(_SIDE_WORD.findall(v.value.lower())) == {finding.side}]
+        if len(named) == 1:
+            return named[0], ""
     return None, "not_stated_for_dominant_lesion"
 
 
-_JOINED = re.compile(r"^[\s,]*(?:(?:lobes?|poles?|segments?|regions?)\s*)?(?:and|or|/|-|to|through|&)\s*(?:the\s+)?$")
+# "isoechoic to mildly hypoechoic" is a range: it settles neither end, whatever adverb the second carries
+_JOINED = re.compile(r"^[\s,]*(?:(?:lobes?|poles?|segments?|regions?)\s*)?(?:and|or|and/or|/|-|to|through|&)\s*(?:the\s+)?"
+                     r"(?:(?:mildly|slightly|minimally|moderately|markedly|very|predominantly|partly|focally)\s+)?$")
+# "the mid and lower pole": two places sharing one head noun
+_SHARED_HEAD = re.compile(r"\b([a-z]+)\s+(?:and|or|and/or|/|to|through|-)\s+(?:the\s+)?([a-z]+)\s+(poles?|lobes?|segments?|"
+                          r"regions?|thirds?|portions?|zones?)\b")
 _NUMERAL_LIST = re.compile(r"^\s*(?:,|and|or|/|-|to|through|&)\s*(?:\d+|[ivx]+)[ab]?\b")
 
 
@@ -418,6 +462,12 @@ def several_values(field: FieldSpec, text: str) -> bool:
                               for a, b in named))
     for (a1, e1, v1), (a2, _, v2) in zip(hits, hits[1:]):
         if v1 != v2 and a2 >= e1 and _JOINED.match(text[e1:a2]):
+            return True
+    for m in _SHARED_HEAD.finditer(text):
+        head = m.group(3).rstrip("s") if m.group(3) != "lobes" else "lobe"
+        first = {v.value for v in field.values if _matches(v.patterns, f"{m.group(1)} {head}")}
+        second = {v.value for v in field.values if _matches(v.patterns, f"{m.group(2)} {head}")}
+        if first and second and first != second:
             return True
     return any(_NUMERAL_LIST.match(text[e:]) for _, e, _ in hits)
 

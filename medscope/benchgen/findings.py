@@ -81,7 +81,20 @@ _DOMINANT = re.compile(r"\b(?:dominant|largest|biggest|larger|bigger|index)\b")
 _PRIOR_BEFORE = re.compile(r"\b(?:previously|prior|formerly|was|from|compared (?:with|to)|versus|vs)\W+(?:\w+\W+){0,2}$")
 _SMALL = re.compile(r"\b(?:small|tiny|punctate|subcentimet\w*|sub-centimet\w*|too small to characteri[sz]e|micro\w*)\b")
 _DEFINITE = re.compile(r"\b(?:the|this|that|these|those|said)\s+(?:[\w-]+\s+){0,3}$")
-_COPULA = re.compile(r"^\W*(?:is|are|was|represents?|consists? of|appears as)\s+(?:a|an|the)?\b")
+# "the dominant nodule, in the right mid pole, is a 2.2 cm ... nodule": a place set off by commas
+# between the subject and its copula keeps the two nouns one lesion
+_COPULA = re.compile(r"^\W*(?:,[^,;.]{0,60},\s*)?(?:is|are|was|represents?|consists? of|appears as)\s+(?:a|an|the)?\b")
+# the organ's (or its part's) own measurement: "The left lobe measures 4.6 x 1.5 x 1.6 cm and contains a
+# 1.2 cm nodule" -- 4.6 cm is the lobe's size, never the nodule's
+# (the part is the clause's subject: "a nodule in the lower pole measuring 24 mm" is the nodule's size)
+_PART_MEASURES = re.compile(r"(?:^|[.;:]\s*|\band\s+)(?:the\s+)?(?:(?:right|left)\s+)?(?:thyroid\s+)?(?:lobes?|gland|isthmus|"
+                            r"organ|kidneys?|liver|spleen|thyroid|pancreas|uterus|prostate|ovary|testis|bladder|lungs?)\s+"
+                            r"(?:measures?|measuring|measured)\s+(?:approximately\s+|about\s+)?$")
+# a lesion labelled by its number: "Nodule 1, right lower pole: 2.8 cm ... nodule" is one lesion
+_LABEL = re.compile(r"^\s*(?:#\s*|no\.?\s*)?\d{1,2}[a-z]?\s*(?:[,:(]|-\s)")
+# a lesion said to be gone: "the previously described nodule ... has resolved", "is no longer seen"
+_RESOLVED_AFTER = re.compile(r"\b(?:has|have)\s+(?:since\s+|now\s+|completely\s+)?(?:resolved|disappeared|been resected|been removed)\b"
+                             r"|\b(?:is|are)\s+no longer\s+(?:seen|visible|identified|present|evident|demonstrated)\b")
 _GAP_BREAK = re.compile(r";|,\s|\s(?:and|while|whereas|but|as well as)\s")
 _GAP_START = re.compile(r"\b(?:a|an|another|additional|second|third|one|two|three|several|multiple|\d)")
 _HEADER = re.compile(r"^((?:[a-z]+\s*){1,3}):\s*")
@@ -192,7 +205,7 @@ def _sizes(text: str) -> tuple[tuple[float, ...], float | None]:
     "previously" / "prior" / "from" is the prior one."""
     current, prior = (), None
     for kind, dims, start in measurements(text):
-        if kind != "length":
+        if kind != "length" or _PART_MEASURES.search(text[:start]):
             continue
         if _PRIOR_BEFORE.search(text[:start]):
             prior = prior if prior is not None else max(dims)
@@ -204,9 +217,21 @@ def _sizes(text: str) -> tuple[tuple[float, ...], float | None]:
 def _status(sent: str, start: int, end: int) -> str:
     if _NO_NEW.search(sent[:start]):
         return "prior_comparison"
+    if _RESOLVED_AFTER.search(sent[end:]) and not _mentions_between(sent, end):
+        return "historical"  # the sentence's subject is said to be gone
     st = _mention_status(sent, start, end)
     return {"affirmed": "present", "favoured": "possible", "hypothetical": "possible",
             "conflicting": "possible"}.get(st, st)
+
+
+def _mentions_between(sent: str, end: int) -> bool:
+    """Whether another lesion is named as the subject of its own clause between ``end`` and the
+    sentence's "has resolved" (a clause of its own, so the resolution is that lesion's)."""
+    gone = _RESOLVED_AFTER.search(sent[end:])
+    gap = sent[end:end + gone.start()]
+    # "nodule ..., thought to represent a haemorrhagic cyst, has resolved": an apposition between
+    # commas is still the same subject; a new clause ("; the cyst has resolved") is not
+    return bool(re.search(r"[;]|\band\s+(?:the|a|an)\s", gap))
 
 
 def _mentions(sent: str, nouns: set[str]) -> list[tuple[int, int, str]]:
@@ -253,7 +278,9 @@ def _segments(sent: str, mentions: list[tuple[int, int, str]]) -> list[tuple[int
     for (_, e1, _), (s2, _, _) in zip(mentions, mentions[1:]):
         gap = sent[e1:s2]
         breaks = list(_GAP_BREAK.finditer(gap))
-        if breaks:
+        if _COPULA.match(gap) or _LABEL.match(gap):
+            cuts.append(s2)  # "nodule, in the mid pole, is a mixed cystic and solid nodule": one lesion's words
+        elif breaks:
             cuts.append(e1 + breaks[-1].end())
         else:
             starts = list(_GAP_START.finditer(gap))
@@ -359,7 +386,8 @@ def report_findings(findings: str, impression: str, nouns: set[str] | None = Non
             for (start, end, word), (a, b) in zip(mentions, segs):
                 f = _new_finding(original, sent, start, end, word, a, b, header_text, section_organ, section)
                 # "Dominant lesion is a 2.1 cm mass": a copula joins the two nouns into one lesion
-                if joined_to_previous is not None and _COPULA.match(sent[joined_prev_end:start]):
+                if joined_to_previous is not None and (_COPULA.match(sent[joined_prev_end:start])
+                                                       or _LABEL.match(sent[joined_prev_end:start])):
                     _merge(joined_to_previous, f, keep_status=True)
                     joined_prev_end = end
                     continue
@@ -452,6 +480,8 @@ def _referent(out: list[Finding], f: Finding, before: str, section: str) -> Find
     if not out or f.status not in ("present",):
         return None
     candidates = [g for g in out if g.status == "present" and _compatible(g, f)]
+    if re.search(r"\b(?:remaining|other|additional|further|another|second)\s+(?:[\w-]+\s+){0,2}$", before):
+        return None  # "the remaining nodules" are not the nodule just described
     if _DEFINITE.search(before) and not f.called_dominant:
         same = [g for g in candidates if not g.plural and (g.entity.rstrip("s") == f.entity.rstrip("s")
                                                            or f.entity.rstrip("s") in UMBRELLA)]
@@ -534,6 +564,11 @@ def dominant(found: list[Finding], organ: str | None = None) -> tuple[Finding | 
     .. [1] benchmark-MCQ paper, Methods ("RADS-style questions": the dominant lesion).
     """
     present = [f for f in found if f.status == "present" and in_organ(f, organ) and not f.summarised]
+    # "Bilateral thyroid nodules. Right lobe: ... Left lobe: ...": an unsized group on both sides
+    # whose members are then described on each side is an overview of them, not one more lesion
+    sides_described = {f.side for f in present if f.side in ("left", "right")}
+    present = [f for f in present if not (f.plural and f.side == "bilateral" and f.size_mm is None
+                                          and sides_described == {"left", "right"})]
     if not present:
         return None, "no_lesion_reported"
     named = [f for f in present if f.called_dominant and not f.plural]

@@ -118,6 +118,9 @@ REWRITES = (  # abbreviations and one-word findings spelled out, so either wordi
     (r"\b(lymphadenopathy|adenopathy)\b", r"\1 enlarged lymph nodes"),
     (r"\bsteatosis\b", "steatosis fatty infiltration"), (r"\bcholelithiasis\b", "cholelithiasis gallstones"),
     (r"\bnon(?=enhanc|calcif|obstruct|occlus|dilat)", "non-"),
+    # "in both lobes" / "both kidneys" is bilateral (never "both poles": two parts of one side)
+    (r"\bboth (lobes|kidneys|lungs|breasts|ovaries|adnexa|sides|hemispheres|adrenals|adrenal glands|testes|parotids|"
+     r"parotid glands)\b(?! bilateral)", r"both \1 bilateral"),
     # units spelled out, and a decimal comma ("1,2 cm" is 12 mm, not 2 cm)
     (r"\bmillimet(?:er|re)s?\b", "mm"), (r"\bcentimet(?:er|re)s?\b", "cm"),
     (r"(?<![\d.,])(\d+),(\d+)(?=\s*-?\s*(?:mm|cm)\b)", r"\1.\2"),
@@ -258,6 +261,56 @@ _HEDGED_DENIAL_AFTER = re.compile(r"^\W*(?:[\w-]+\W+){0,3}?(?:(?:is|are|seems?|a
                                   r"(?:unlikely|doubtful|less likely|improbable|probably not)\b")
 
 
+# words that grade a denial without narrowing what it denies ("no significant extension")
+_DENIAL_GRADES = {"signific", "definit", "definite", "obvious", "apprecia", "apprec", "discret", "evident", "gross",
+                  "frank", "measur", "detect", "demonstr", "visibl", "residu", "focal"}
+
+
+_DENIAL_WORDS = {"no", "not", "nor", "without", "or", "and", "any", "the", "a", "an", "of", "for", "with", "free",
+                 "negat", "absent", "absenc"}
+
+
+# an imaging artifact that says what a finding is ("echogenic foci with comet-tail artifact" are
+# inspissated colloid, not punctate echogenic foci / microcalcifications; ring-down is gas)
+ARTIFACT_AFTER = re.compile(r"^[^.;]{0,40}?\b(?:comet[- ]tail|ring[- ]down|reverberation)\b")
+
+
+# a descriptor that is one part of a mixture: "mixed cystic and solid", "predominantly solid", "partly cystic"
+_MIXED_BEFORE = re.compile(r"\b(?:mixed\s+(?:[a-z-]+\s+(?:and|or|/)\s+)?|(?:partially|partly|predominantly|mostly|"
+                           r"largely|part)\s+)$")
+
+
+def _spread(sent: str, spans: list[tuple[int, int]]) -> str:
+    """``"range"`` / ``"mixed"`` when an asked descriptor stands in a range of descriptors or as one
+    part of a mixture (neither settles a Yes to it alone), else ``""``."""
+    for a, b in spans:
+        if _RANGE_BEFORE.search(sent[:a]) or _RANGE_AFTER.match(sent[b:]):
+            return "range"
+        if _MIXED_BEFORE.search(sent[:a]):
+            return "mixed"
+    return ""
+
+
+def _other_kind_of_head(sent: str, head_phrase: list[str]) -> bool:
+    """Whether a denial names the asked head noun only as another kind of it: "No substernal
+    extension" says nothing of extrathyroidal extension (the word before the head is a modifier
+    the question does not have)."""
+    if len(head_phrase) < 2:
+        return False
+    toks = tokens(sent)
+    if {t for t, _, _ in toks} & set(head_phrase[:-1]):
+        return False  # one of the asked modifiers is named ("no suspicious cervical lymph nodes")
+    for i, (t, a, _) in enumerate(toks):
+        if t != head_phrase[-1] or i == 0:
+            continue
+        prev, pa, pb = toks[i - 1]
+        if sent[pb:a].strip() or prev in head_phrase or prev in LESION_STEMS or prev in _DENIAL_WORDS:
+            continue
+        if not any(prev.startswith(g) or g.startswith(prev) for g in _DENIAL_GRADES):
+            return True
+    return False
+
+
 def _mention_status(sent: str, start: int, end: int) -> str:
     """ConText status, with the hedge split into ``favoured`` (signed as a diagnosis) and
     ``possible``, and differentials / "X versus Y" / "X is also possible" read as ``possible``."""
@@ -331,6 +384,11 @@ _RESOLUTION_Q = re.compile(r"^\W*(?:has|have|did)\b.*\b(resolv\w*|disappear\w*|c
 _CHANGE_Q = re.compile(r"^\W*(?:has|have|did)\b.*\b(chang\w*|grow\w*|grown|increas\w*|decreas\w*|"
                        r"enlarg\w*|progress\w*|shrunk|shrink\w*|smaller|larger|bigger)\b")
 _RESOLVED = re.compile(r"\b(?:resolved|resolution|no longer|disappeared|cleared|interval clearance)\b")
+_NOT_RESOLVED = re.compile(r"\b(?:not|never|yet to)\s+(?:\w+\s+)?(?:resolved|disappeared|cleared)\b|\bunresolved\b|"
+                           r"\b(?:partial(?:ly)?|incomplete(?:ly)?|near(?:ly)?|almost)\s+(?:\w+\s+)?(?:resol\w*|clear\w*)|"
+                           r"\bno (?:\w+ )?resolution\b|\bpersist\w*|\bstill\b")
+_SINCE_PRIOR = re.compile(r"\b(?:since|from|compared (?:with|to)|relative to|on)\s+(?:the\s+)?(?:prior|previous|last|"
+                          r"earlier|most recent|baseline)\s+(?:\w+\s+)?(?:study|exam\w*|scan|imaging|ultrasound|ct|mri)\b")
 _STABLE = re.compile(r"\b(?:stable|unchanged|no (?:significant |interval )?change|not changed|similar in size|"
                      r"without (?:interval )?change)\b")
 _GREW = re.compile(r"\b(?:increas\w*|enlarg\w*|grow\w*|grown|larger|progress\w*|interval growth)\b")
@@ -424,8 +482,10 @@ def _check_change(polarity: str, yes: bool, sents: list[str], subject: set[str])
         a, b = hits[0][1], hits[-1][2]
         st = _mention_status(s, a, b)
         if polarity == "resolved":
-            if _RESOLVED.search(s) and st == "negated":
-                said = said or (True, s)
+            if _NOT_RESOLVED.search(s):
+                said = said or (False, s)  # "has not resolved", "partially resolved", "persists"
+            elif _RESOLVED.search(s) and st in ("negated", "affirmed", "historical"):
+                said = said or (True, s)  # "the nodule ... has resolved", "Resolution of the cyst"
             elif st == "affirmed":
                 said = said or (False, s)
             continue
@@ -482,6 +542,13 @@ def check_yes_no(question: str, yes: bool, sents: list[str]) -> tuple[bool, str,
                    " ", q) if polarity != "presence" else q
     # sides and "new" are read from each mention's phrase, not matched as words; with them gone, "Has
     # the left lobe nodule grown?" is about the nodule
+    if polarity != "presence":
+        # "since the prior study" names the comparison, not the thing; the organ of a named lesion
+        # ("the right thyroid nodule") is no part of which lesion changed
+        asked = _SINCE_PRIOR.sub(" ", asked)
+        if {t for t, _, _ in tokens(asked)} & LESION_STEMS:
+            for pat in ORGAN_WORDS.values():
+                asked = re.sub(pat, " ", asked)
     subject = subject_stems(re.sub(r"\b(?:left|right|new)\b", " ", asked))
     q_lesion = {t for t, _, _ in tokens(q)} & LESION_STEMS
     if polarity != "presence":
@@ -501,7 +568,15 @@ def check_yes_no(question: str, yes: bool, sents: list[str]) -> tuple[bool, str,
         # a Yes names the whole asked thing ("enhancing capsule"); a No may deny it more broadly
         # ("No capsule"), but must name its head ("No renal mass" denies no tumour thrombus)
         partial_match = bool(head_phrase) and (named != set(head_phrase) if _yes_side(hits, s) else
-                                               head_phrase[-1] not in named)
+                                               head_phrase[-1] not in named
+                                               or _other_kind_of_head(s, head_phrase))
+        spread = _spread(s, [(a, b) for st_, a, b in hits if st_ in core])
+        if spread and yes:
+            narrowed.append(spread)  # "mildly hypoechoic to isoechoic", "mixed cystic and solid": not a Yes
+            continue
+        if yes and hits and ARTIFACT_AFTER.match(s[max(b for _, _, b in hits):]):
+            narrowed.append("artifact")  # "echogenic foci with comet-tail artifact" are colloid, not the asked foci
+            continue
         first = {}
         for st_, a, b in hits:
             first.setdefault(st_, (a, b))
@@ -544,6 +619,9 @@ def check_yes_no(question: str, yes: bool, sents: list[str]) -> tuple[bool, str,
     kinds = {v for v, _ in verdicts if v != "historical"}
     if not verdicts and narrowed:
         return False, "", ("only_no_new" if "no_new" in narrowed else "only_side_specific_denial" if "side" in narrowed
+                           else "range_in_report" if "range" in narrowed
+                           else "mixed_composition_in_report" if "mixed" in narrowed
+                           else "artifact_in_report" if "artifact" in narrowed
                            else "subject_only_partly_in_report")
     if not kinds:
         return False, "", "only_historical" if verdicts else "subject_not_in_report"
@@ -747,6 +825,15 @@ def _tightest(toks: list[tuple[str, int, int]], need: set[str]) -> tuple[tuple, 
     return best
 
 
+# A descriptor given as a range or an alternative of another descriptor ("isoechoic to mildly
+# hypoechoic", "solid or cystic"): the report commits to neither end. Descriptors are read by their
+# adjective endings, so "extends to the right lobe" is no range.
+_DESCRIPTOR = r"[a-z-]+(?:ic|al|ous|ed|ar|ive|ent|ant|id)"
+_RANGE_ADVERB = r"(?:(?:mildly|slightly|minimally|moderately|markedly|very|predominantly|partly|focally)\s+)?"
+_RANGE_BEFORE = re.compile(rf"\b{_DESCRIPTOR}\s+(?:to|or|and/or|/)\s+{_RANGE_ADVERB}$")
+_RANGE_AFTER = re.compile(rf"^\s*(?:to|or|and/or|/)\s+{_RANGE_ADVERB}{_DESCRIPTOR}\b")
+
+
 def check_term(question: str, answer: str, sents: list[str]) -> tuple[bool, str, str]:
     """Any other key (a diagnosis, a location, a grade, a category): every content word of the
     answer in one sentence about the question's subject, asserted there and nowhere denied.
@@ -793,6 +880,8 @@ def check_term(question: str, answer: str, sents: list[str]) -> tuple[bool, str,
             st = "affirmed"  # "What are the lesions suspicious for?" asks about the suspicion itself
         if SECONDARY.search(s[: first[1]]):
             st = "secondary"
+        if _spread(s, [(first[1], last[2])]):
+            st = _spread(s, [(first[1], last[2])])  # "isoechoic to mildly hypoechoic" settles neither end, "mixed cystic and solid" neither part
         statuses.append(st)
         if st in ("affirmed", "favoured") and not where:
             where = s
@@ -800,6 +889,10 @@ def check_term(question: str, answer: str, sents: list[str]) -> tuple[bool, str,
         return False, "", "answer_not_in_report"
     if "negated" in statuses:
         return False, "", "contradicted_by_report"
+    if "range" in statuses:
+        return False, "", "range_in_report"
+    if "mixed" in statuses:
+        return False, "", "mixed_composition_in_report"
     if "secondary" in statuses and not where:
         return False, "", "secondary_location"
     if "possible" in statuses or "hypothetical" in statuses:

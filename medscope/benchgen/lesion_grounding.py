@@ -80,7 +80,11 @@ def _about(q: str, found: list[findmod.Finding], nouns: set[str], placed: bool =
         out.append(f)
     qualifiers = _qualifiers(q)
     if qualifiers and out:
-        described = [f for f in out if qualifiers <= {t for t, _, _ in grounding.tokens(f.text)}]
+        # asking whether such a lesion exists, a describing word counts only where the finding asserts
+        # it: "no solid component" is no solid nodule (a feature question keeps the lesion to deny it)
+        presence = bool(_PRESENCE.match(q.strip()))
+        described = [f for f in out if qualifiers <= {t for t, a, b in grounding.tokens(f.text)
+                                                      if not presence or grounding._mention_status(f.text, a, b) != "negated"}]
         return described
     return out
 
@@ -94,7 +98,10 @@ def _place_stems(text: str) -> set[str]:
 def _qualifiers(q: str) -> set[str]:
     """Stems of the words that describe the asked lesion ("ground-glass", "solid", "enhancing"),
     i.e. the question's subject minus lesion nouns, sides, places, organs and change words."""
-    subject = grounding.subject_stems(q)
+    # "the TI-RADS category of the right lobe nodule": what is asked of the lesion is no word describing it
+    asked_of = re.search(r"^.*?\bof\s+(?:the|this|that|each|its)\s+(?=(?:[\w-]+\s+){0,4}?(?:%s)\b)"
+                         % "|".join(findmod.LESION_NOUNS.values()), q)
+    subject = grounding.subject_stems(q[asked_of.end():] if asked_of else q)
     drop = {grounding.stem(w) for w in (*findmod.LESION_NOUNS, "nodules", "masses", "lesions", "cysts", "left",
                                         "right", "upper", "middle", "lower", "pole", "lobe", "segment", "current",
                                         "currently", "now", "prior", "previous", "new", "renal", "kidney",
@@ -160,6 +167,14 @@ def check_lesion_key(question: str, answer: str, kind: str, findings: str, impre
     if superlative:
         organ = findmod._organ(q)
         pool = [f for f in found if next((k for k, p in findmod._NOUN_OF if p.fullmatch(f.entity)), None) in nouns]
+        others = re.search(r"\b(remaining|other|additional)\s+(?:[\w-]+\s+){0,2}?(?:%s)\b"
+                           % "|".join(findmod.LESION_NOUNS.values()), q)
+        if others:  # "the largest of the remaining nodules" is the largest of the group the report calls so
+            pool = [f for f in pool if re.search(rf"\b{others.group(1)}\b", f.text)]
+        side = _QSIDE.search(q)
+        if side:  # "the largest right lobe nodule" is the largest of those on that side
+            pool = [f for f in pool if f.side in (side.group(1), None) or f.status != "present"]
+            pool = [f for f in pool if f.side == side.group(1) or f.status != "present"] or pool
         dom, why = findmod.dominant(pool, organ)
         if dom is None:
             return (False, "", why) if why != "no_lesion_reported" else None
@@ -223,8 +238,11 @@ def _presence(q: str, yes: bool, found, nouns, placed: bool = False) -> tuple[bo
         return None
     present = [f for f in about if f.status == "present" and (not new_only or re.search(r"\bnew\b", f.text))]
     denied = [f for f in about if f.status == "negated" or (new_only and f.status == "prior_comparison")]
+    asked_places = _place_stems(q)
     if side is None:
-        sided = [f for f in denied if f.side in ("left", "right")]
+        # "No nodules in the left lobe or isthmus" denies the isthmus whatever its side word says
+        sided = [f for f in denied if f.side in ("left", "right")
+                 and not (asked_places and asked_places <= _place_stems(f.text))]
         if sided and {f.side for f in sided} != {"left", "right"}:
             denied = [f for f in denied if f not in sided]  # "Left kidney: no focal lesion" is not a No
             if not denied and not present:
@@ -289,6 +307,9 @@ def _side_key(answer: str, about, superlative: bool) -> tuple[bool, str, str] | 
     sides = {f.side for f in about if f.side}
     if not sides:
         return None
+    if want == "bilateral" and not superlative and ("bilateral" in sides or {"left", "right"} <= sides):
+        # "Are the nodules unilateral or bilateral?": lesions on both sides make the set bilateral
+        return True, next(f.sentence for f in about if f.side in ("bilateral", "left", "right")), ""
     if len(sides) > 1:
         return False, "", "ambiguous_side"
     side = sides.pop()

@@ -79,7 +79,7 @@ def score(verbose: bool = True, name: str = "heldout_abdomen_ct.yaml") -> dict:
     lost = fig["settled_no_question"] + fig["planted_asserted_rejected"]
     fig["correct_questions"], fig["correct_rejected"] = correct, lost
     if verbose:
-        print(f"held-out abdominal CT: {len(data['reports'])} reports, {fig['fields_total']} schema fields "
+        print(f"held-out set {name} ({data['schema']}): {len(data['reports'])} reports, {fig['fields_total']} schema fields "
               f"({fig['fields_settled']} settled by the report), {fig['planted_asserted']} planted correct and "
               f"{fig['planted_not_asserted']} planted not-asserted questions")
         print(f"  schema keys: right {fig['keys_right']}, wrong value {fig['keys_wrong_value']}, "
