@@ -263,6 +263,21 @@ def write_bytes(uri: str, data: bytes) -> None:
     _invalidate(fs, path)
 
 
+def _process_umask() -> int:
+    """This process's umask, read without changing it where Linux shows it (``os.umask`` sets it
+    while reading, which another thread's file creation could see)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 @contextlib.contextmanager
 def _local_atomic(path: str):
     """A file object on a temporary file beside ``path``, renamed onto it when the block exits
@@ -271,6 +286,8 @@ def _local_atomic(path: str):
     os.makedirs(directory, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=".part")
     try:
+        # mkstemp makes 0600 files; a table should get the mode any other new file gets here
+        os.fchmod(fd, 0o666 & ~_process_umask())
         with os.fdopen(fd, "wb") as fh:
             yield fh
         os.replace(tmp, path)

@@ -1,6 +1,9 @@
 """Storage over local paths, file://, memory:// and a real S3 server on loopback."""
 
 import os
+import stat
+import subprocess
+import sys
 import threading
 
 import pytest
@@ -176,3 +179,14 @@ def test_only_the_storage_module_reads_the_s3_endpoint_from_the_environment():
                 if name.endswith(".py") and "AWS_ENDPOINT_URL" in open(path, encoding="utf-8").read():
                     readers.append(os.path.relpath(path, root))
     assert readers == ["medscope/io/storage.py"]
+
+
+@pytest.mark.parametrize("umask, mode", [(0o022, 0o644), (0o077, 0o600), (0o002, 0o664)])
+def test_local_writes_get_the_mode_the_umask_gives(tmp_path, umask, mode):
+    # a fresh process, so the umask set here is the one the write sees
+    code = ("import os, sys; os.umask(int(sys.argv[2], 8)); from medscope.io import storage; "
+            "storage.write_bytes(os.path.join(sys.argv[1], 'a', 't.parquet'), b'x')\n"
+            "with storage.open_write(os.path.join(sys.argv[1], 'b.bin')) as fh: fh.write(b'y')")
+    subprocess.run([sys.executable, "-c", code, str(tmp_path), oct(umask)[2:]], check=True)
+    assert stat.S_IMODE(os.stat(tmp_path / "a" / "t.parquet").st_mode) == mode
+    assert stat.S_IMODE(os.stat(tmp_path / "b.bin").st_mode) == mode
