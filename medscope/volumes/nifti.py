@@ -264,7 +264,8 @@ def read_nifti(uri: str) -> nib.Nifti1Image:
     except bounded.InputRejected as err:
         reason = {"corrupt NIfTI": "corrupt_nifti", "not a 3-D volume": "not_3d",
                   "unreadable file": "unreadable"}.get(err.reason, err.reason)
-        raise VolumeError(reason, f"{uri}: {err.detail}") from None
+        detail = err.detail[len(f"{uri}: "):] if err.detail.startswith(f"{uri}: ") else err.detail
+        raise VolumeError(reason, f"{uri}: {detail}") from None
     except Exception as err:  # noqa: BLE001 - nibabel raises many types on corrupt headers/data
         raise VolumeError("corrupt_nifti", f"{uri}: {type(err).__name__}: {err}") from None
     if img.ndim > 3:

@@ -78,6 +78,15 @@ def test_bad_volumes_raise_with_reason(tmp_path, make, reason):
     assert err.value.reason == reason
 
 
+@pytest.mark.parametrize("gz", [True, False])
+def test_a_corrupt_volume_is_named_once(tmp_path, gz):
+    row = _truncated(write_pair(str(tmp_path), "t", gz=gz), gz=gz)
+    with pytest.raises(VolumeError) as err:
+        load_volume(row["case_id"], row["image_uri"], row["label_uri"], row["organ_map"])
+    assert err.value.detail.startswith(row["label_uri"] + ": ")
+    assert err.value.detail.count(row["label_uri"]) == 1
+
+
 def _truncated(row, gz):
     with open(row["label_uri"], "rb") as fh:
         data = fh.read()
