@@ -109,7 +109,7 @@ SAME = {"hepatic": "liver", "hepatocellular": "hepatocellular", "oedema": "edema
         "haemorrhage": "hemorrhage", "metastasi": "metastas", "metastas": "metastas",
         # an organ part's adjective and its noun: "isthmic nodule" is the nodule in the isthmus
         "calculi": "calculus", "foci": "focus", "intratumoral": "tumor", "intratumoural": "tumor",
-        "isthmic": "isthmus", "hilar": "hilum", "haemorrhagic": "hemorrhagic", "oedematous": "edematous"}
+        "isthmic": "isthmus", "hilar": "hilum", "biliary": "bile", "pancreatic": "pancreas", "haemorrhagic": "hemorrhagic", "oedematous": "edematous"}
 REWRITES = (  # abbreviations and one-word findings spelled out, so either wording is found
     (r"\bhcc\b", "hepatocellular carcinoma hcc"), (r"\brcc\b", "renal cell carcinoma rcc"),
     # a one-word finding keeps its own word first (a schema's "no splenomegaly" pattern still reads it)
@@ -292,23 +292,63 @@ def _spread(sent: str, spans: list[tuple[int, int]]) -> str:
 
 
 def _other_kind_of_head(sent: str, head_phrase: list[str]) -> bool:
-    """Whether a denial names the asked head noun only as another kind of it: "No substernal
-    extension" says nothing of extrathyroidal extension (the word before the head is a modifier
-    the question does not have)."""
+    """Whether a sentence names an asked word only as another kind of it: "No substernal
+    extension" says nothing of extrathyroidal extension, "No pancreatic ductal dilatation" and "The
+    main pancreatic duct is normal" nothing of biliary ductal dilatation (the word before an asked
+    word is a modifier the question does not have, and the question's own modifiers of that word
+    are not named)."""
     if len(head_phrase) < 2:
         return False
     toks = tokens(sent)
-    if {t for t, _, _ in toks} & set(head_phrase[:-1]):
-        return False  # one of the asked modifiers is named ("no suspicious cervical lymph nodes")
+    said = {t for t, _, _ in toks}
     for i, (t, a, _) in enumerate(toks):
-        if t != head_phrase[-1] or i == 0:
+        if t not in head_phrase[1:] or i == 0:
             continue
+        if said & set(head_phrase[:head_phrase.index(t)]):
+            continue  # one of the asked modifiers is named ("no suspicious cervical lymph nodes")
         prev, pa, pb = toks[i - 1]
-        if sent[pb:a].strip() or prev in head_phrase or prev in LESION_STEMS or prev in _DENIAL_WORDS:
+        if (sent[pb:a].strip() or prev in head_phrase or prev in LESION_STEMS or prev in _DENIAL_WORDS
+                or prev in ONE_WORD_FINDINGS):  # "lymphadenopathy enlarged lymph nodes" is one finding spelled out
             continue
-        if not any(prev.startswith(g) or g.startswith(prev) for g in _DENIAL_GRADES):
+        if not any(prev.startswith(g) or g.startswith(prev) for g in _DENIAL_GRADES | _PLAIN_MODIFIERS):
             return True
     return False
+
+
+# words before a structure's name that say which one of it without making it another structure
+_PLAIN_MODIFIERS = {"main", "common", "whole", "entir", "entire", "overall", "visualiz", "visualis"}
+
+
+# words between a named thing and "normal" that still leave the normal word about that thing
+_NORMAL_FILLER = re.compile(r"^(?:\d+(?:\.\d+)?|mm|cm|x|appear\w*|measur\w*|remain\w*|[a-z]+ly|"
+                            r"also|again|now|size|normal|gland|organ)$")
+
+
+def _normal_of_other(sent: str, hits: list[tuple[str, int, int]]) -> bool:
+    """Whether the normal word of a sentence describes something named after the asked words:
+    "Main pancreatic duct normal" (the duct, not the pancreas), "The residual pancreatic head and
+    neck are unremarkable" (two parts, not the gland); "Spleen measures 11 cm, normal" stays the spleen's.
+    "The pancreas is otherwise unremarkable" clears it except for what the report described, which
+    may be the asked thing: it settles nothing."""
+    m = NORMAL.search(sent)
+    if m and re.search(r"\botherwise\s+(?:\w+\s+)?$", sent[:m.start()]):
+        return True
+    before = [b for _, _, b in hits if m and b <= m.start()]
+    if not before:
+        return False
+    between = [t for t, _, _ in tokens(sent[max(before):m.start()])]
+    generic = {stem(g) for g in GENERIC}
+    return any(t not in generic and not _NORMAL_FILLER.match(t) for t in between)
+
+
+def _denial_of_other_organ(sent: str, q: str, head_phrase: list[str], named: set[str]) -> bool:
+    """Whether a denial that leaves one of the asked modifiers unnamed stands in a sentence about an
+    organ the question does not name ("The pancreas is otherwise unremarkable, with no ductal
+    dilatation" denies the pancreatic duct's dilatation, not the bile ducts')."""
+    if len(head_phrase) < 2 or set(head_phrase[:-1]) <= named:
+        return False
+    asked = {organ for organ, pat in ORGAN_WORDS.items() if re.search(pat, q)}
+    return any(re.search(pat, sent) for organ, pat in ORGAN_WORDS.items() if organ not in asked)
 
 
 def _mention_status(sent: str, start: int, end: int) -> str:
@@ -460,8 +500,11 @@ def _head_phrase(q: str, core: set[str]) -> list[str]:
 
 
 def _yes_side(hits, s: str) -> bool:
-    """Whether the first mention of the subject in ``s`` is asserted (not denied)."""
-    return not hits or _mention_status(s, hits[0][1], hits[0][2]) != "negated"
+    """Whether the first mention of the subject in ``s`` is asserted (not denied); a section header
+    ("BILIARY: no biliary dilatation") names the topic, asserting nothing."""
+    header = re.match(r"^(?:[a-z]+\s*){1,3}:", s)
+    body = [h for h in hits if not header or h[1] >= header.end()] or hits
+    return not body or _mention_status(s, body[0][1], body[0][2]) != "negated"
 
 
 def _said_new(s: str, a: int, b: int) -> bool:
@@ -611,7 +654,15 @@ def check_yes_no(question: str, yes: bool, sents: list[str]) -> tuple[bool, str,
             if one_sided and not q_side:
                 narrowed.append("side")  # "Left renal vein is patent" says nothing of the right one
                 continue
+            if _normal_of_other(s, hits) or _other_kind_of_head(s, head_phrase):
+                # "Main pancreatic duct normal." calls the duct normal, not the parenchyma or the bile ducts
+                narrowed.append("partial")
+                continue
             v = "negated"  # "Spleen measures 11 cm, normal." answers "Is the spleen enlarged?"
+        elif v == "negated" and _denial_of_other_organ(s, q, head_phrase, named):
+            # "The pancreas is otherwise unremarkable, with no ductal dilatation": the pancreatic duct
+            narrowed.append("partial")
+            continue
         elif partial_match:
             narrowed.append("partial")
             continue
