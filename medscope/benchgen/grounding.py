@@ -362,6 +362,9 @@ def _mention_status(sent: str, start: int, end: int) -> str:
         # "Haemorrhagic transformation is unlikely": a reply's hedged denial, but no report states
         # the absence by it, so it settles nothing
         return "possible"
+    attendant = re.search(r",\s*with\s+((?:[\w-]+\s+){0,4})$", before)
+    if st == "negated" and attendant and not re.search(r"\b(?:no|not|without|neither|nor|none)\b", attendant.group(1)):
+        return "affirmed"  # "without an obstructing lesion, with mild atrophy": ", with" opens an attendant finding
     if st == "negated":
         return st  # "no X or Y" is a denied list, not a differential
     if UNCERTAIN_BEFORE.search(forward_scope(before)) or UNCERTAIN_AFTER.search(after):
