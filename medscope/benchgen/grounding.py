@@ -747,13 +747,16 @@ def check_quantity(question: str, answer: str, sents: list[str]) -> tuple[bool, 
     if measured and n_measured == n:
         best = measured  # a quantity is read from the best-matching sentences that give one
     short = "short axis" in q or "smallest dimension" in q
-    values = []
-    for s, _ in best:
-        for k, ds, _ in measurements(s):
+    values, spans_more = [], False
+    for s, hits in best:
+        for k, ds, at in measurements(s):
             if k == kind:
+                if re.search(r"\bup to\s+$", s[:at]) and _joined_to_unasked(s, hits, subject_stems(question)):
+                    spans_more = True  # "The others measure up to 9 mm and lie in the head and uncinate process"
+                    continue
                 values.append((min(ds) if short else max(ds), s))
     if not values:
-        return False, "", "quantity_not_stated"
+        return False, "", "group_bound_spans_other_places" if spans_more else "quantity_not_stated"
     if re.search(r"\b(?:largest|biggest|dominant)\b", q):
         values = [max(values)]
     elif re.search(r"\bsmallest\b", q):
@@ -765,6 +768,18 @@ def check_quantity(question: str, answer: str, sents: list[str]) -> tuple[bool, 
     if len(distinct) > 1:
         return False, "", "ambiguous_measurement"
     return True, hit[0], ""
+
+
+def _joined_to_unasked(sent: str, hits: list[tuple[str, int, int]], subject: set[str]) -> bool:
+    """Whether an asked word of ``sent`` is joined by "and" / "or" to a word the question does not
+    ask ("in the head and uncinate process" when the head is asked): a bound ("up to 9 mm") said of
+    such a group covers both, so it is no size of the asked one."""
+    for _, a, b in hits:
+        after = re.match(r"^\s+(?:and|or)\s+(?:the\s+)?([a-z]+)", sent[b:])
+        before = re.search(r"\b([a-z]+)\s+(?:and|or)\s+(?:the\s+)?$", sent[:a])
+        if any(m and m.group(1) not in STOP and stem(m.group(1)) not in subject for m in (after, before)):
+            return True
+    return False
 
 
 def _count(answer: str) -> int | None:
