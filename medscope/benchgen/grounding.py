@@ -109,7 +109,7 @@ SAME = {"hepatic": "liver", "hepatocellular": "hepatocellular", "oedema": "edema
         "haemorrhage": "hemorrhage", "metastasi": "metastas", "metastas": "metastas",
         # an organ part's adjective and its noun: "isthmic nodule" is the nodule in the isthmus
         "calculi": "calculus", "foci": "focus", "intratumoral": "tumor", "intratumoural": "tumor",
-        "isthmic": "isthmus", "hilar": "hilum", "haemorrhagic": "hemorrhagic", "oedematous": "edematous"}
+        "isthmic": "isthmus", "hilar": "hilum", "biliary": "bile", "pancreatic": "pancreas", "haemorrhagic": "hemorrhagic", "oedematous": "edematous"}
 REWRITES = (  # abbreviations and one-word findings spelled out, so either wording is found
     (r"\bhcc\b", "hepatocellular carcinoma hcc"), (r"\brcc\b", "renal cell carcinoma rcc"),
     # a one-word finding keeps its own word first (a schema's "no splenomegaly" pattern still reads it)
@@ -292,23 +292,63 @@ def _spread(sent: str, spans: list[tuple[int, int]]) -> str:
 
 
 def _other_kind_of_head(sent: str, head_phrase: list[str]) -> bool:
-    """Whether a denial names the asked head noun only as another kind of it: "No substernal
-    extension" says nothing of extrathyroidal extension (the word before the head is a modifier
-    the question does not have)."""
+    """Whether a sentence names an asked word only as another kind of it: "No substernal
+    extension" says nothing of extrathyroidal extension, "No pancreatic ductal dilatation" and "The
+    main pancreatic duct is normal" nothing of biliary ductal dilatation (the word before an asked
+    word is a modifier the question does not have, and the question's own modifiers of that word
+    are not named)."""
     if len(head_phrase) < 2:
         return False
     toks = tokens(sent)
-    if {t for t, _, _ in toks} & set(head_phrase[:-1]):
-        return False  # one of the asked modifiers is named ("no suspicious cervical lymph nodes")
+    said = {t for t, _, _ in toks}
     for i, (t, a, _) in enumerate(toks):
-        if t != head_phrase[-1] or i == 0:
+        if t not in head_phrase[1:] or i == 0:
             continue
+        if said & set(head_phrase[:head_phrase.index(t)]):
+            continue  # one of the asked modifiers is named ("no suspicious cervical lymph nodes")
         prev, pa, pb = toks[i - 1]
-        if sent[pb:a].strip() or prev in head_phrase or prev in LESION_STEMS or prev in _DENIAL_WORDS:
+        if (sent[pb:a].strip() or prev in head_phrase or prev in LESION_STEMS or prev in _DENIAL_WORDS
+                or prev in ONE_WORD_FINDINGS):  # "lymphadenopathy enlarged lymph nodes" is one finding spelled out
             continue
-        if not any(prev.startswith(g) or g.startswith(prev) for g in _DENIAL_GRADES):
+        if not any(prev.startswith(g) or g.startswith(prev) for g in _DENIAL_GRADES | _PLAIN_MODIFIERS):
             return True
     return False
+
+
+# words before a structure's name that say which one of it without making it another structure
+_PLAIN_MODIFIERS = {"main", "common", "whole", "entir", "entire", "overall", "visualiz", "visualis"}
+
+
+# words between a named thing and "normal" that still leave the normal word about that thing
+_NORMAL_FILLER = re.compile(r"^(?:\d+(?:\.\d+)?|mm|cm|x|appear\w*|measur\w*|remain\w*|[a-z]+ly|"
+                            r"also|again|now|size|normal|gland|organ)$")
+
+
+def _normal_of_other(sent: str, hits: list[tuple[str, int, int]]) -> bool:
+    """Whether the normal word of a sentence describes something named after the asked words:
+    "Main pancreatic duct normal" (the duct, not the pancreas), "The residual pancreatic head and
+    neck are unremarkable" (two parts, not the gland); "Spleen measures 11 cm, normal" stays the spleen's.
+    "The pancreas is otherwise unremarkable" clears it except for what the report described, which
+    may be the asked thing: it settles nothing."""
+    m = NORMAL.search(sent)
+    if m and re.search(r"\botherwise\s+(?:\w+\s+)?$", sent[:m.start()]):
+        return True
+    before = [b for _, _, b in hits if m and b <= m.start()]
+    if not before:
+        return False
+    between = [t for t, _, _ in tokens(sent[max(before):m.start()])]
+    generic = {stem(g) for g in GENERIC}
+    return any(t not in generic and not _NORMAL_FILLER.match(t) for t in between)
+
+
+def _denial_of_other_organ(sent: str, q: str, head_phrase: list[str], named: set[str]) -> bool:
+    """Whether a denial that leaves one of the asked modifiers unnamed stands in a sentence about an
+    organ the question does not name ("The pancreas is otherwise unremarkable, with no ductal
+    dilatation" denies the pancreatic duct's dilatation, not the bile ducts')."""
+    if len(head_phrase) < 2 or set(head_phrase[:-1]) <= named:
+        return False
+    asked = {organ for organ, pat in ORGAN_WORDS.items() if re.search(pat, q)}
+    return any(re.search(pat, sent) for organ, pat in ORGAN_WORDS.items() if organ not in asked)
 
 
 def _mention_status(sent: str, start: int, end: int) -> str:
@@ -322,6 +362,9 @@ def _mention_status(sent: str, start: int, end: int) -> str:
         # "Haemorrhagic transformation is unlikely": a reply's hedged denial, but no report states
         # the absence by it, so it settles nothing
         return "possible"
+    attendant = re.search(r",\s*with\s+((?:[\w-]+\s+){0,4})$", before)
+    if st == "negated" and attendant and not re.search(r"\b(?:no|not|without|neither|nor|none)\b", attendant.group(1)):
+        return "affirmed"  # "without an obstructing lesion, with mild atrophy": ", with" opens an attendant finding
     if st == "negated":
         return st  # "no X or Y" is a denied list, not a differential
     if UNCERTAIN_BEFORE.search(forward_scope(before)) or UNCERTAIN_AFTER.search(after):
@@ -460,8 +503,11 @@ def _head_phrase(q: str, core: set[str]) -> list[str]:
 
 
 def _yes_side(hits, s: str) -> bool:
-    """Whether the first mention of the subject in ``s`` is asserted (not denied)."""
-    return not hits or _mention_status(s, hits[0][1], hits[0][2]) != "negated"
+    """Whether the first mention of the subject in ``s`` is asserted (not denied); a section header
+    ("BILIARY: no biliary dilatation") names the topic, asserting nothing."""
+    header = re.match(r"^(?:[a-z]+\s*){1,3}:", s)
+    body = [h for h in hits if not header or h[1] >= header.end()] or hits
+    return not body or _mention_status(s, body[0][1], body[0][2]) != "negated"
 
 
 def _said_new(s: str, a: int, b: int) -> bool:
@@ -611,7 +657,15 @@ def check_yes_no(question: str, yes: bool, sents: list[str]) -> tuple[bool, str,
             if one_sided and not q_side:
                 narrowed.append("side")  # "Left renal vein is patent" says nothing of the right one
                 continue
+            if _normal_of_other(s, hits) or _other_kind_of_head(s, head_phrase):
+                # "Main pancreatic duct normal." calls the duct normal, not the parenchyma or the bile ducts
+                narrowed.append("partial")
+                continue
             v = "negated"  # "Spleen measures 11 cm, normal." answers "Is the spleen enlarged?"
+        elif v == "negated" and _denial_of_other_organ(s, q, head_phrase, named):
+            # "The pancreas is otherwise unremarkable, with no ductal dilatation": the pancreatic duct
+            narrowed.append("partial")
+            continue
         elif partial_match:
             narrowed.append("partial")
             continue
@@ -693,13 +747,16 @@ def check_quantity(question: str, answer: str, sents: list[str]) -> tuple[bool, 
     if measured and n_measured == n:
         best = measured  # a quantity is read from the best-matching sentences that give one
     short = "short axis" in q or "smallest dimension" in q
-    values = []
-    for s, _ in best:
-        for k, ds, _ in measurements(s):
+    values, spans_more = [], False
+    for s, hits in best:
+        for k, ds, at in measurements(s):
             if k == kind:
+                if re.search(r"\bup to\s+$", s[:at]) and _joined_to_unasked(s, hits, subject_stems(question)):
+                    spans_more = True  # "The others measure up to 9 mm and lie in the head and uncinate process"
+                    continue
                 values.append((min(ds) if short else max(ds), s))
     if not values:
-        return False, "", "quantity_not_stated"
+        return False, "", "group_bound_spans_other_places" if spans_more else "quantity_not_stated"
     if re.search(r"\b(?:largest|biggest|dominant)\b", q):
         values = [max(values)]
     elif re.search(r"\bsmallest\b", q):
@@ -711,6 +768,18 @@ def check_quantity(question: str, answer: str, sents: list[str]) -> tuple[bool, 
     if len(distinct) > 1:
         return False, "", "ambiguous_measurement"
     return True, hit[0], ""
+
+
+def _joined_to_unasked(sent: str, hits: list[tuple[str, int, int]], subject: set[str]) -> bool:
+    """Whether an asked word of ``sent`` is joined by "and" / "or" to a word the question does not
+    ask ("in the head and uncinate process" when the head is asked): a bound ("up to 9 mm") said of
+    such a group covers both, so it is no size of the asked one."""
+    for _, a, b in hits:
+        after = re.match(r"^\s+(?:and|or)\s+(?:the\s+)?([a-z]+)", sent[b:])
+        before = re.search(r"\b([a-z]+)\s+(?:and|or)\s+(?:the\s+)?$", sent[:a])
+        if any(m and m.group(1) not in STOP and stem(m.group(1)) not in subject for m in (after, before)):
+            return True
+    return False
 
 
 def _count(answer: str) -> int | None:

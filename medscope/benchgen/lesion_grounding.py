@@ -238,6 +238,11 @@ def _presence(q: str, yes: bool, found, nouns, placed: bool = False) -> tuple[bo
         return None
     present = [f for f in about if f.status == "present" and (not new_only or re.search(r"\bnew\b", f.text))]
     denied = [f for f in about if f.status == "negated" or (new_only and f.status == "prior_comparison")]
+    # "without an obstructing lesion", "no solid mass": a denial of one kind leaves the others unsaid
+    kinds = [f for f in denied if _denied_kind(f) - set(re.findall(r"[a-z]+", q))]
+    denied = [f for f in denied if f not in kinds]
+    if kinds and not denied and not present:
+        return False, "", "only_partial_denial" if not yes else "subject_not_in_report"
     asked_places = _place_stems(q)
     if side is None:
         # "No nodules in the left lobe or isthmus" denies the isthmus whatever its side word says
@@ -257,6 +262,21 @@ def _presence(q: str, yes: bool, found, nouns, placed: bool = False) -> tuple[bo
     if statuses & {"possible"}:
         return False, "", "uncertain_in_report"
     return False, "", "only_historical" if "historical" in statuses else "subject_not_in_report"
+
+
+# addition: words that narrow a denial to one kind of lesion ("no obstructing lesion", "no solid mass")
+_DENIED_KIND = re.compile(r"\b(?:obstructing|solid|cystic|enhancing|calcified|suspicious|dominant|large|enlarging|"
+                          r"hypervascular|hypoattenuating|hyperenhancing|mural)\b")
+
+
+def _denied_kind(f: findmod.Finding) -> set[str]:
+    """The narrowing words between a denied finding's negation and its noun ("no discrete cystic
+    lesion" -> {"cystic"})."""
+    at = f.text.find(f.entity)
+    neg = list(re.finditer(r"\b(?:no|without|not|absence of|free of)\b", f.text[:max(at, 0)]))
+    if at < 0 or not neg:
+        return set()
+    return set(_DENIED_KIND.findall(f.text[neg[-1].end():at]))
 
 
 def _normal_on_side(q: str, yes: bool, findings: str, impression: str) -> tuple[bool, str, str] | None:
