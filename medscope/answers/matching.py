@@ -72,7 +72,7 @@ from medscope.answers.lexicon import (  # the word lists, importable from here a
 
 RULES = ("final-tag", "json-field", "json-partial", "self-correction", "verdict-line", "label-line", "final-colon",
          "both", "leading-yes-no", "search-outcome", "mention", "health-words", "declined", "probability",
-         "rating", "graded-sign", "other-language", *markup.UNCLEAR_WHY,
+         "rating", "graded-sign", "other-language", "table-row", *markup.UNCLEAR_WHY,
          "undecided", "other-entity", "predicate", "open", "none")
 
 _WRONG_ANATOMY = re.compile(r"\b(?:this|it|(?:the|this) (?:\w+ )?(?:image|scan|study|film|picture|frame))"
@@ -1095,6 +1095,7 @@ _UNCLEAR_WHY = {
     "mention": "the finding's mentions assert both ways, or a negation of a negation it cannot resolve",
     "leading-yes-no": "the opening yes / no and what the reply says of the finding disagree",
     "predicate": "the finding is never named, and the reply's presence words stand beside negations",
+    "table-row": "the table's row for the finding gives no value (n/a, blank)",
 }
 
 
@@ -1143,6 +1144,15 @@ def _read_wrapped(text: str, question: str, finding: str, question_kind: str | N
     denied property of the organ."""
     kind = question_kind or infer_question_kind(question)
     terms = finding_terms(finding, tuple(synonyms))
+    table = structured.delimited_table(text)
+    row = structured.table_row_verdict(table, terms, finding) if table else None
+    if row == "verdict-column":  # "organ,visible / gallbladder,0": the row is a JSON object in another shape
+        text = json.dumps(structured.typed_cells(
+            next(r for r in table if structured.names_finding(next(iter(r.values())), terms, finding))))
+    elif row == "absent":
+        return Reading("answer", False, "table-row")
+    elif row == "empty":
+        return Reading("unclear", None, "table-row")
     u = markup.unwrap(text, question, lambda k: structured.key_kind(k, terms, finding) in ("presence", "general"))
     if u.unparseable:
         return Reading("unparseable", None, "none")
