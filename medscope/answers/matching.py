@@ -72,7 +72,7 @@ from medscope.answers.lexicon import (  # the word lists, importable from here a
 
 RULES = ("final-tag", "json-field", "json-partial", "self-correction", "verdict-line", "label-line", "final-colon",
          "both", "leading-yes-no", "search-outcome", "mention", "health-words", "declined", "probability",
-         "rating", "graded-sign", "other-language", "table-row", *markup.UNCLEAR_WHY,
+         "rating", "graded-sign", "other-language", "table-row", "modified-echo", *markup.UNCLEAR_WHY,
          "undecided", "other-entity", "predicate", "open", "none")
 
 _WRONG_ANATOMY = re.compile(r"\b(?:this|it|(?:the|this) (?:\w+ )?(?:image|scan|study|film|picture|frame))"
@@ -371,6 +371,32 @@ def _drop_echo(lines: list[str], terms: tuple[str, ...], question: str = "") -> 
         if rest and re.search(r"\w", rest):
             out.append(rest)
     return out
+
+
+# words an echo of the question may add or drop without asking something else
+_ECHO_FREE = frozenset(
+    "is are was were does do did can could would will you we i there any a an the this that these it on in at of for "
+    "to from with image images slice slices scan ct mri mr x-ray xray radiograph film picture frame view study axial "
+    "coronal sagittal section level visible seen present shown show shows see identified depicted included include "
+    "includes visualised visualized appear appears evidence here really actually q question so well ok okay".split())
+
+
+def _modified_echo(lines: list[str], terms: tuple[str, ...], question: str) -> str | None:
+    """The reply's leading question about the finding when it asks something other than the
+    question put ("Is the spleen *enlarged*?" for "Is the spleen visible?", the left kidney for the
+    right): a yes / no after it answers that question, not the one asked. None when there is none."""
+    pat = _term_pattern(terms)
+    asked = set(re.findall(r"[\w-]+", normalize(question)))
+    if pat is None or not lines or not asked:
+        return None
+    for sent in _sentences(_ASKED.sub("", lines[0])):
+        bare = _QUESTION_LEAD.sub("", re.sub(r"^[\W_]+", "", sent))
+        if not (sent.rstrip().endswith("?") and _INTERROGATIVE.match(bare) and pat.search(sent)):
+            return None
+        extra = set(re.findall(r"[\w-]+", bare)) - asked - _ECHO_FREE
+        if extra:
+            return sent
+    return None
 
 
 def _sentences(line: str) -> list[str]:
@@ -795,9 +821,16 @@ def _undecided(text: str) -> str | None:
     return None
 
 
+# a clinical note's section headings after which a short value speaks of the section, not the finding
+_NOTE_SECTION = re.compile(r"^\W*(?:s|o|p|plan|recommendations?|follow[- ]?up|history|clinical history|indication|"
+                           r"technique|comparison|signed|dictated by)\s*:")
+
+
 def _final_colon(lines, terms, finding, kind):
     """Rule ``final-colon``: a short verdict after the reply's last colon, question polarity."""
     last = _sentences(lines[-1])
+    if last and _NOTE_SECTION.match(last[-1]):
+        return None  # "P: None." closes a SOAP note: the plan is none, not the organ
     rest = revisions.final_colon_rest(last[-1]) if last else None
     got = _content([rest], terms, finding, kind, flip=True) if rest else None
     return (got[0], got[1], "final-colon") if got is not None else None
@@ -1096,6 +1129,7 @@ _UNCLEAR_WHY = {
     "leading-yes-no": "the opening yes / no and what the reply says of the finding disagree",
     "predicate": "the finding is never named, and the reply's presence words stand beside negations",
     "table-row": "the table's row for the finding gives no value (n/a, blank)",
+    "modified-echo": "the reply restates the question as another one (a property, the other side) before answering it",
 }
 
 
@@ -1198,7 +1232,10 @@ def _read(text: str, question: str, finding: str, question_kind: str | None, syn
     if isinstance(got, str):
         text = got
     terms = finding_terms(finding, tuple(synonyms))
-    lines = _drop_echo([_mend_typos(line, terms) for line in _lines(text)], terms, question)
+    mended = [_mend_typos(line, terms) for line in _lines(text)]
+    if _modified_echo(mended, terms, question):
+        return Reading("unclear", None, "modified-echo")
+    lines = _drop_echo(mended, terms, question)
     if not lines:
         return Reading("unparseable", None, "none")
     retracted = False
