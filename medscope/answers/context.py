@@ -86,6 +86,9 @@ FORWARD = {
         # regarding lung nodules") asserts nothing about this image
         "concerns about", "concerns regarding", "concern about", "concern regarding", "questions about",
         "questions regarding", "information about", "information on",
+        # a caveat names a case the reply allows for, not one it sees ("with the usual caveat about a
+        # contracted gallbladder")
+        "caveat about", "caveat regarding", "caveat of", "caveats about",
     ),
     "historical": ("history of", "previously seen", "previous", "prior", "status post", "old"),
 }

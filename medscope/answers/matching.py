@@ -518,7 +518,8 @@ def mention_statuses(text: str, term: str) -> list[str]:
 # ("at the level below the liver", "a clip in the gallbladder fossa").
 _LANDMARK_BEFORE = re.compile(
     r"(?:\b(?:level|region|area|site|location|vicinity|bed|fossa)\s+(?:of|below|above|beneath)|"
-    r"\b(?:below|above|beneath|underneath|inferior to|superior to|caudal to|cranial to|under))\s+(?:the\s+)?"
+    r"\b(?:below|above|beneath|underneath|inferior to|superior to|caudal to|cranial to|under))\s+"
+    r"(?:where\s+|the\s+level\s+(?:where|at\s+which)\s+)?(?:the\s+)?"
     r"(?:level\s+of\s+(?:the\s+)?)?$")
 _LANDMARK_AFTER = re.compile(r"^\s+(?:fossa|bed|region|area|level|hilum|hilar region|resection bed)\b")
 # "no focal lesion in the liver": the denial is of a property; the organ itself is presupposed.
@@ -539,6 +540,11 @@ _NEGATION_CUE = re.compile(r"(?<![\w'])(?:no|not|without|none|nothing)(?![\w'])"
 # a later pronoun that refers back to the finding ("... cannot be excluded, though it is not
 # clearly seen"; "... no effusion. Possibly a small one.")
 _BACK_NEGATED = re.compile(r"\b(?:argues?|speaks?)\s+against\s+(?:it|this|that)\b|"
+                           # an expectation about the slice, or the reply's own call on the organ
+                           r"\b(?:it|they|one)\s+(?:should|would)\s+not\s+be\s+(?:on|in|at|within)\s+(?:this|the)\s+"
+                           r"(?:slice|level|image|section|scan)\b|"
+                           r"\b(?:call|calling|read|reading|mark|marking)\s+it\s+(?:as\s+)?"
+                           r"(?:not seen|not visible|not present|absent)\b|"
                            r"\b(?:(?:it|one|this)\s+(?:is|was)\s+not|none\s+(?:is|was))\s+(?:clearly\s+|definitely\s+)?"
                            r"(?:seen|visible|identified|visuali[sz]ed|present|in (?:the|this) (?:image|slice|view|film))\b")
 _BACK_POSSIBLE = re.compile(r"\b(?:(?:one|it|this)\s+(?:can|could)\s+not\s+be\s+(?:excluded|ruled out)|"
@@ -585,6 +591,7 @@ def _mention_statuses(sentences: list[str], terms: tuple[str, ...], finding: str
     free = re.compile(r"(?<![\w-])(?:" + "|".join(re.escape(t) for t in terms) + r")-free\b") if terms else None
     out, found = [], False
     for s in sentences:
+        named_before = found
         hits = [m for m in pat.finditer(s) if not _other_qualified_head(s, m, finding)]
         for m in hits:
             found = True
@@ -604,6 +611,8 @@ def _mention_statuses(sentences: list[str], terms: tuple[str, ...], finding: str
                 found = True
                 out.append("negated")
         tail = s[hits[-1].end():] if hits else s
+        if hits and named_before:  # named before: a pronoun ahead of this mention may speak of it too
+            tail = s[:hits[0].start()] + " ; " + tail
         if found and _BACK_POSSIBLE.search(tail):
             out.append("possible")
         elif found and _BACK_NEGATED.search(tail):
