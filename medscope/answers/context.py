@@ -109,6 +109,8 @@ BACKWARD = {
         "não é visível", "não está presente", "não se identifica", "n'est pas visible", "n'est pas vu",
         "nicht sichtbar", "nicht erkennbar", "non è visibile", "non si vede", "niet zichtbaar", "不可见", "未见",
         "看不到", "見えません", "見られません", "보이지 않습니다",
+        # Hinglish, as written in Latin letters ("koi fracture nahi dikh raha")
+        "nahi", "nahin", "nahi hai", "nahi dikh raha", "nahi dikhta", "nahi dikhai", "नहीं",
         # an organ placed off the slice ("the sigmoid is below this level", "not expected at this level")
         "is below this level", "is above this level", "lies below this level", "lies above this level",
         "below this level", "above this level", "below the level of this slice", "above the level of this slice",

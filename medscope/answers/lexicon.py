@@ -23,7 +23,7 @@ POLARITY_WORDS = {"present": True, "positive": True, "absent": False, "negative"
                   "nothing": False, "unlikely": False, "likely": True}
 NORMAL_WORDS = ("within normal limits", "normal", "healthy", "unremarkable", "no acute", "looks fine", "look fine",
                 "looks okay", "looks ok", "looks good",
-                "look okay", "look ok", "look good", "fine to me", "nothing concerning", "nothing worrying",
+                "look okay", "look ok", "look good", "look clean", "looks clean", "fine to me", "nothing concerning", "nothing worrying",
                 "sano", "sana", "normale", "gesund", "sain", "saudável", "正常", "健康")
 ABNORMAL_WORDS = ("abnormal", "abnormality", "abnormalities", "unhealthy", "pathological", "pathology",
                   "diseased", "lesion", "lesions", "mass", "masses", "tumor", "tumour", "anomaly",

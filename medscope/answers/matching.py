@@ -746,6 +746,13 @@ def _label_pattern(terms: tuple[str, ...]) -> re.Pattern:
     return re.compile(rf"^{_LABEL_PREFIX}(?:{alt}){_LABEL_SUFFIX}\s*(?:[:=?]|\s[-\u2013\u2014])\s*(?P<rest>.*)$")
 
 
+@lru_cache(maxsize=256)
+def _count_pattern(terms: tuple[str, ...]) -> re.Pattern:
+    alt = "|".join(re.escape(t) for t in terms)
+    return re.compile(rf"^(?:(?:number|count|total) of\s+(?:{alt})(?:e?s)?|(?:{alt})(?:e?s)?\s+(?:count|number|total))"
+                      rf"\s*[:=]\s*(?P<n>\d+)\s*(?:[.;,]|$)")
+
+
 _CHOICE_HEADER = re.compile(r"^(?:present|yes|seen|visible)\s+(?:absent|no|not seen|not visible)\b|"
                             r"^(?:absent|no)\s+(?:present|yes)\b")
 
@@ -755,8 +762,13 @@ def _label_lines(lines, terms):
     if not terms:
         return None
     pat = _label_pattern(terms)
+    counted = _count_pattern(terms)
     found = None
     for part in (p for line in lines for p in [line] + _sentences(line)[1:]):
+        c = counted.match(part)
+        if c:  # "Polyp count: 0": a count of none denies, a count of one or more claims
+            found = ("answer", int(c.group("n")) > 0)
+            continue
         m = pat.match(part)
         if not m or not re.search(r"\w", m.group("rest")):
             continue
