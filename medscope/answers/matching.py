@@ -1294,9 +1294,15 @@ def _read(text: str, question: str, finding: str, question_kind: str | None, syn
         return Reading("unclear", None, "self-correction")  # "Yes. Actually, on review, I can't tell."
     if got is not None and got[0] == "answer" and got[2] in ("mention", "health-words") and _DECLINE.search(flat):
         return Reading("unclear", None, "declined")  # "Can't tell. The loops could be sigmoid."
+    side = next((w for w in normalize(finding).split() if w in _SIDES), None)
+    switched = languages.code_switched_reading(flat, terms, side)
+    if switched is not None and got is not None and got[0] == "answer" and (switched[0] != "answer"
+                                                                            or switched[1] is not got[1]):
+        return Reading("unclear", None, "other-language")  # "Yes, ... 不过，右肾在这个层面看不到。"
+    if switched is not None and switched[0] == "answer" and (got is None or got[0] not in ("answer", "unclear")):
+        return Reading(*switched, "other-language")  # "The liver is visible, pero el bazo no aparece"
     if got is not None:
         return Reading(*got)
-    side = next((w for w in normalize(finding).split() if w in _SIDES), None)
     foreign = languages.foreign_reading(flat, terms, side)
     if foreign is not None:  # full sentences in another language: its own verdict lexicon
         return Reading(foreign[0], foreign[1], "other-language")
