@@ -72,7 +72,7 @@ from medscope.answers.lexicon import (  # the word lists, importable from here a
 
 RULES = ("final-tag", "json-field", "json-partial", "self-correction", "verdict-line", "label-line", "final-colon",
          "both", "leading-yes-no", "search-outcome", "mention", "health-words", "declined", "probability",
-         "rating", "graded-sign", "other-language", "table-row", "modified-echo", *markup.UNCLEAR_WHY,
+         "rating", "graded-sign", "other-language", "table-row", "modified-echo", "qualified-normal", *markup.UNCLEAR_WHY,
          "undecided", "other-entity", "predicate", "open", "none")
 
 _WRONG_ANATOMY = re.compile(r"\b(?:this|it|(?:the|this) (?:\w+ )?(?:image|scan|study|film|picture|frame))"
@@ -350,6 +350,7 @@ def _drop_echo(lines: list[str], terms: tuple[str, ...], question: str = "") -> 
     ("Is the kidney visible? No.", "The left kidney? Not on this one.", "Question: ... Answer: no")
     and a "You asked whether X is visible -" lead. An echo that is all there is leaves nothing."""
     asked = normalize(question).rstrip("?").strip()
+    asked_words = set(re.findall(r"[\w-]+", asked))
     pat = _term_pattern(terms + ((asked,) if asked else ()))
     if pat is None:
         return lines
@@ -363,9 +364,12 @@ def _drop_echo(lines: list[str], terms: tuple[str, ...], question: str = "") -> 
         for sent in _sentences(line):
             # a question, or the cut-off tail of a repeated one
             echo = sent.rstrip().endswith("?") or _QUESTION_LEAD.match(sent) or (dropped and _INTERROGATIVE.match(sent))
-            if not kept and echo and pat.search(sent):
-                dropped = True
+            words = set(re.findall(r"[\w-]+", sent))
+            if not kept and echo and (pat.search(sent) or (words and words <= asked_words | _ECHO_FREE)):
+                dropped = True  # "Normal?" to "Is this chest X-ray normal?" echoes it too
                 continue
+            if not kept and dropped and sent.rstrip().endswith("?"):
+                continue  # a rhetorical retort after the echo: "Is the Pope Catholic? Yes."
             kept.append(sent)
         rest = " ".join(kept).strip()
         if rest and re.search(r"\w", rest):
@@ -1151,6 +1155,7 @@ _UNCLEAR_WHY = {
     "predicate": "the finding is never named, and the reply's presence words stand beside negations",
     "table-row": "the table's row for the finding gives no value (n/a, blank)",
     "modified-echo": "the reply restates the question as another one (a property, the other side) before answering it",
+    "qualified-normal": "the reply denies the finding but excepts or affirms something else: it does not call the image normal",
 }
 
 
@@ -1243,6 +1248,15 @@ def _read_wrapped(text: str, question: str, finding: str, question_kind: str | N
     return r
 
 
+# To "Is this X-ray normal?", a denial of the asked finding is not "normal" where the reply excepts
+# something ("totally normal - if you ignore the collapsed lung") or affirms another finding after
+# a contrast ("No pneumothorax, pero hay un pequeño derrame"): the image is not called normal.
+# ("normal apart from degenerative changes" is still normal for the finding: a report's usual phrasing)
+_QUALIFIED_NORMAL = re.compile(r"\bif (?:you|we|one) (?:ignore|overlook|discount|disregard|look past)\b")
+_OTHER_ABNORMALITY = re.compile(r"(?:\b(?:but|however|although|though|pero|mais|aber|mas|por[ée]m)\b|但是?|不过)"
+                                r"[^.;]*?(?:\b(?:there (?:is|are)|hay|il y a|es gibt|h[áa]|c'[èe])\b|有)(?!\s+(?:no|not|nothing|ningún|ninguna)\b)")
+
+
 def _read(text: str, question: str, finding: str, question_kind: str | None, synonyms: tuple[str, ...],
           _corrections: bool) -> Reading:
     """:func:`read_decision` without the evidence."""
@@ -1294,6 +1308,9 @@ def _read(text: str, question: str, finding: str, question_kind: str | None, syn
         return Reading("unclear", None, "self-correction")  # "Yes. Actually, on review, I can't tell."
     if got is not None and got[0] == "answer" and got[2] in ("mention", "health-words") and _DECLINE.search(flat):
         return Reading("unclear", None, "declined")  # "Can't tell. The loops could be sigmoid."
+    if (kind == "health" and got is not None and got[:2] == ("answer", False) and got[2] in ("mention", "health-words")
+            and (_QUALIFIED_NORMAL.search(flat) or _OTHER_ABNORMALITY.search(flat))):
+        return Reading("unclear", None, "qualified-normal")
     side = next((w for w in normalize(finding).split() if w in _SIDES), None)
     switched = languages.code_switched_reading(flat, terms, side)
     if switched is not None and got is not None and got[0] == "answer" and (switched[0] != "answer"
