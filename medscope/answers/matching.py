@@ -72,7 +72,7 @@ from medscope.answers.lexicon import (  # the word lists, importable from here a
 
 RULES = ("final-tag", "json-field", "json-partial", "self-correction", "verdict-line", "label-line", "final-colon",
          "both", "leading-yes-no", "search-outcome", "mention", "health-words", "declined", "probability",
-         "rating", "graded-sign", "other-language", "table-row", "modified-echo", "qualified-normal", *markup.UNCLEAR_WHY,
+         "rating", "graded-sign", "other-language", "table-row", "modified-echo", "qualified-normal", "differential", *markup.UNCLEAR_WHY,
          "undecided", "other-entity", "predicate", "open", "none")
 
 _WRONG_ANATOMY = re.compile(r"\b(?:this|it|(?:the|this) (?:\w+ )?(?:image|scan|study|film|picture|frame))"
@@ -1248,6 +1248,30 @@ def _read_wrapped(text: str, question: str, finding: str, question_kind: str | N
     return r
 
 
+_DIFFERENTIAL_HEAD = re.compile(r"\b(?:differential|ddx|possibilities|candidates|considerations|alternatives)\b")
+_LIST_ITEM = re.compile(r"^\s*(?:\d{1,2}[.)]|[-*\u2022])\s+\S")
+
+
+def _differential_item(text: str, terms: tuple[str, ...]) -> bool:
+    """Whether the reply is a ranked list of alternatives ("Ranked differential: 1. Skin fold
+    2. Scapular border 3. Pneumothorax (unlikely)") with the finding one item of two or more: each
+    item is a candidate, so its own words rank it and do not commit the reply."""
+    pat = _term_pattern(terms)
+    raw = [line for line in text.splitlines() if line.strip()]
+    lines = [normalize(line) for line in raw]
+    head = next((i for i, line in enumerate(lines) if _DIFFERENTIAL_HEAD.search(line)), None)
+    if pat is None or head is None:
+        return False
+    items = [i for i in range(head + 1, len(lines)) if _LIST_ITEM.match(lines[i])]
+    if len(items) < 2 or not any(pat.search(lines[i]) for i in items):
+        return False
+    # a conclusion after the list that names the finding or points at an item ("Most likely #1.")
+    # commits, and the rest of the reader reads it
+    after = " ".join(lines[items[-1] + 1:])
+    pointer = re.search(r"#\s*\d|\b(?:number|option|item|choice)\s+\d", " ".join(raw[items[-1] + 1:]), re.I)
+    return not (pat.search(after) or pointer)
+
+
 # To "Is this X-ray normal?", a denial of the asked finding is not "normal" where the reply excepts
 # something ("totally normal - if you ignore the collapsed lung") or affirms another finding after
 # a contrast ("No pneumothorax, pero hay un pequeño derrame"): the image is not called normal.
@@ -1282,6 +1306,8 @@ def _read(text: str, question: str, finding: str, question_kind: str | None, syn
         retracted = r is not None and r.action in ("refer", "clarify", "unclear")
     terms = finding_terms(finding, tuple(synonyms))
     flat = " ".join(lines)
+    if _differential_item(text, terms):
+        return Reading("refer", None, "differential")  # the finding is one ranked alternative, not a verdict
     got = _decide(lines, terms, finding, kind)
     sentences = [s for line in lines for s in _sentences(line)]
     stated = _probability(sentences)
