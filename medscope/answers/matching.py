@@ -397,8 +397,10 @@ def _modified_echo(lines: list[str], terms: tuple[str, ...], question: str) -> s
         bare = _QUESTION_LEAD.sub("", re.sub(r"^[\W_]+", "", sent))
         if not (sent.rstrip().endswith("?") and _INTERROGATIVE.match(bare) and pat.search(sent)):
             return None
+        if bare.split()[0] != normalize(question).split()[0]:
+            return None  # "Could that density be a nodule?": the reply's own question, not the one put again
         extra = set(re.findall(r"[\w-]+", bare)) - asked - _ECHO_FREE
-        if extra:
+        if 0 < len(extra) <= 2:
             return sent
     return None
 
