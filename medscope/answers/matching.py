@@ -96,7 +96,7 @@ _SPACES = re.compile(r"[ \t]+")
 _PARTICLE_END = r"(?=$|[\s,.!?;:()\u2013\u2014\uff0c\u3001\u3002]|\s-)"
 _VERDICT = re.compile(
     r"(?:^|(?<=[\s(]))(?:(?:my|the|final|so the|so my) answer(?: would be| is)?|final verdict|verdict|"
-    r"answer(?: first)?|in conclusion|conclusion|impression|bottom line|in summary|summary|overall|decision|"
+    r"answer(?: first)?|in conclusion|conclusion|impression|bottom line|bluf|in summary|summary|overall|decision|"
     r"(?:i am |i would be |so )?leaning(?: towards?)?)"
     r"\s*(?:is\s*)?[:\-\u2013\u2014,]?\s+(?P<rest>\S.*)$"
 )
@@ -449,6 +449,13 @@ def _particle(sentence: str, kind: str, flip: bool) -> bool | None:
         return None
     if _NOT_HERE.match(s):  # "Not on this one.", "Not here."
         return True if (flip and kind == "health") else False
+    if kind != "health":
+        sure = _SURE_LEAD.match(s)
+        rest = s[sure.end():] if sure else s
+        if _NOT_LEAD.match(rest) or (sure and _PRONOUN_NOT.match(rest)):
+            return False  # "Not present.", "Reasonably confident it is not on this slice."
+        if sure and _PRONOUN_IS.match(rest):
+            return True
     hedged = _HEDGED_LEAD.match(s)
     if hedged:  # "I would say no", "Probably yes": the hedged verdict is that verdict
         s = s[hedged.end():]
@@ -736,6 +743,8 @@ def _verdict_lines(lines, terms, finding, kind):
     for i, line in enumerate(lines):
         for s in _sentences(line):
             m = _VERDICT.search(s) or _THEREFORE.match(s)
+            if m and re.search(r"\blong\s*$", s[:m.start()]):
+                continue  # "Short answer: can't say. Long answer: ...": the long one explains, the short one answers
             if m:
                 rest = m.group("rest") + line[line.find(s) + len(s):]
                 candidates.append(rest)
@@ -805,6 +814,15 @@ _NO = re.compile("(?:" + "|".join(re.escape(p) for p in sorted(NO_PARTICLES, key
 _BARE_NO = re.compile(r"no(?:$|\s*[,.!?;:()\u2013\u2014]|\s-|\s+(?:there|it|i|the|this|that|they|we)\b)")
 _NOT_HERE = re.compile(r"not\s+(?:on|in)\s+(?:this|the)\s+(?:one|image|slice|scan|frame|film)\b|not\s+here\b|"
                        r"not\s+(?:that\s+)?i\s+(?:can\s+)?see\b")
+# a verdict that opens the reply without naming the finding: "Not seen on this slice", "Pretty much
+# certain it isn't - ..." (the pronoun is the asked finding: nothing else has been named yet)
+_NOT_LEAD = re.compile(r"not\s+(?:present|seen|visible|visuali[sz]ed|identified|depicted|included|in view)\b")
+_SURE_LEAD = re.compile(r"(?:i am\s+)?(?:reasonably|fairly|pretty much|pretty|quite|very|almost|moderately|highly)\s+"
+                        r"(?:confident|certain|sure)\s*(?:that\s+)?(?=(?:it|this)\b)")
+_PRONOUN_NOT = re.compile(r"(?:it|this)\s+(?:is|was)\s+not(?=\s*(?:$|[,.!;:\u2013\u2014]|\s-)|\s+(?:on|in)\s+(?:this|the)\s+"
+                          r"(?:slice|image|scan|section|view)\b|\s+(?:there|here|visible|seen|present)\b)")
+_PRONOUN_IS = re.compile(r"(?:it|this)\s+(?:is|was)(?=\s*(?:$|[,.!;:\u2013\u2014]|\s-)|\s+(?:on|in)\s+(?:this|the)\s+"
+                         r"(?:slice|image|scan|section|view)\b|\s+(?:there|here|visible|seen|present)\b)")
 _BOTH = re.compile(r"(?:both\s+)?(?:yes\s+and\s+no|no\s+and\s+yes|yes\s+or\s+no|yes\s*/\s*no)\b")
 _HEDGED_LEAD = re.compile(r"(?:" + "|".join(re.escape(p) for p in sorted(HEDGED_LEADS, key=len, reverse=True))
                           + r")[\s,:]+(?:a\s+|that\s+)?(?=(?:yes|no|not|" + "|".join(
