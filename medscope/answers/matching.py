@@ -1050,7 +1050,9 @@ _DECLINE = re.compile(
     r"\b(?:can not|could not|unable to|not able to|impossible to)\s+(?:reliably\s+|confidently\s+|really\s+)?"
     r"(?:tell|determine|decide|judge|be sure|be certain|say (?:whether|if|for sure|for certain|with certainty|"
     r"definitely|definitively))\b|\bcan not be determined\b|"
-    r"\b(?:difficult|hard) to (?:tell|determine|say|decide|be sure)\b|\b(?:i am )?not sure\b|\bindeterminate\b")
+    r"\b(?:difficult|hard) to (?:tell|determine|say|decide|be sure)\b|\b(?:i am )?not sure\b|\bindeterminate\b|"
+    # a refusal to commit, said as such: "it's cropped and I can't say.", "I'd rather not commit"
+    r"\bcan not say\s*(?:[.!;,]|$)|\b(?:rather not|not going to|will not|do not want to)\s+commit\b")
 
 # Checklists: "[x] Pneumothorax", "✓ nodule", "Polyp: ✗", "| Effusion | ❌ |" (a table row reads as
 # "effusion: ❌"). A tick claims, a cross denies, an empty box is not read as either.
