@@ -33,7 +33,8 @@ from dataclasses import dataclass
 
 # Words that make a key a verdict key on their own (after the prefixes below are removed).
 PRESENCE_KEY_WORDS = ("present", "presence", "visible", "visibility", "detected", "seen", "exists", "exist",
-                      "identified", "found", "in slice", "in image", "in view")
+                      "identified", "found", "in slice", "in image", "in view", "visualised", "visualized",
+                      "depicted", "in field of view", "in fov")
 GENERAL_KEY_WORDS = ("verdict", "answer", "final answer", "result", "status", "conclusion", "decision", "outcome",
                      # the same in the languages models answer in (es, pt, fr, de, it, zh, ja)
                      "veredicto", "respuesta", "resposta", "conclusión", "conclusão", "réponse", "résultat",
