@@ -90,6 +90,8 @@ FORWARD = {
         # a caveat names a case the reply allows for, not one it sees ("with the usual caveat about a
         # contracted gallbladder")
         "caveat about", "caveat regarding", "caveat of", "caveats about",
+        # a pointer to reading elsewhere names the finding as a topic ("read more about pleural effusions here")
+        "read more about", "more about", "walkthrough of", "a guide to", "locating",
     ),
     "historical": ("history of", "previously seen", "previous", "prior", "status post", "old"),
 }

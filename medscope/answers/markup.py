@@ -291,16 +291,23 @@ def _rewrite_lines(text: str, question: str) -> tuple[str, str]:
     return _SHORTHAND.sub(lambda m: SHORTHAND[m.group(1).lower()], text), ""
 
 
+_LINK = re.compile(r"\[([^\]\n]+)\]\((?:https?://|www\.)[^)\s]*\)")
+_BARE_URL = re.compile(r"\bhttps?://[^\s)\]]+")
 _ENTITY = re.compile(r"&(?:#\d+|#x[0-9a-f]+|[a-z]+\d*);", re.I)
 
 
 def _decoded(text: str) -> str:
     """A reply as the model meant it, where a post-processor escaped it: HTML entities ("isn&#39;t",
-    "&nbsp;", "&lt;answer&gt;") decoded, no-break spaces as spaces, and literal ``\\n`` in a reply
+    "&nbsp;", "&lt;answer&gt;") decoded, no-break spaces as spaces, markdown links as their words,
+    web addresses dropped, and literal ``\\n`` in a reply
     with no line break read as line breaks (a JSON-escaped string printed raw)."""
     if _ENTITY.search(text):
         text = html.unescape(text)
     text = text.replace("\u00a0", " ")
+    # a link is its words: "[this guide](https://...)" -> "this guide" (the address's colon and
+    # slashes are no verdict line)
+    text = _LINK.sub(lambda m: m.group(1), text)
+    text = _BARE_URL.sub(" ", text)
     if "\\n" in text and "\n" not in text:  # but not LaTeX's \neq, \nu, \not...
         text = re.sub(r"\\n(?!(?:eq|u|ot|abla|eg|leq|geq|e|i)\b)", "\n", text)
     return text
