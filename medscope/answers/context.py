@@ -91,7 +91,7 @@ FORWARD = {
         # contracted gallbladder")
         "caveat about", "caveat regarding", "caveat of", "caveats about",
         # a pointer to reading elsewhere names the finding as a topic ("read more about pleural effusions here")
-        "read more about", "more about", "walkthrough of", "a guide to", "locating",
+        "read more about", "more about", "walkthrough of", "a guide to", "locating", "to comment on",
     ),
     "historical": ("history of", "previously seen", "previous", "prior", "status post", "old"),
 }

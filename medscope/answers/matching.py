@@ -558,6 +558,7 @@ _BACK_NEGATED = re.compile(r"\b(?:argues?|speaks?)\s+against\s+(?:it|this|that)\
                            r"(?:slice|level|image|section|scan)\b|"
                            r"\b(?:call|calling|read|reading|mark|marking)\s+it\s+(?:as\s+)?"
                            r"(?:not seen|not visible|not present|absent)\b|"
+                           r"\b(?:it|one|this)\s+(?:is|was)\s+no\s+longer\s+(?:in view|visible|seen|in (?:the|this) (?:frame|image|view))\b|"
                            r"\b(?:(?:it|one|this)\s+(?:is|was)\s+not|none\s+(?:is|was))\s+(?:clearly\s+|definitely\s+)?"
                            r"(?:seen|visible|identified|visuali[sz]ed|present|in (?:the|this) (?:image|slice|view|film))\b")
 _BACK_POSSIBLE = re.compile(r"\b(?:(?:one|it|this)\s+(?:can|could)\s+not\s+be\s+(?:excluded|ruled out)|"
