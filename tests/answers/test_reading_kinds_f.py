@@ -117,3 +117,48 @@ def test_is_it_normal_with_an_exception(reply, expected):
 ])
 def test_a_ranked_differential(reply, expected):
     assert finding(reply, "pneumothorax", "Is there a pneumothorax on this chest X-ray?") == expected
+
+
+@pytest.mark.parametrize("reply, q, expected", [
+    ("Bowel loops fill the pelvis.\nFinal answer: (B)", "Is the spleen visible in this CT slice? (A) Yes (B) No", "absent"),
+    ("Soft tissue under the left hemidiaphragm.\n\nFinal answer: (A)", "Is the spleen visible in this CT slice? (A) Yes (B) No",
+     "present"),
+    ("Could be spleen or colon.\nFinal answer: (C)",
+     "Is the spleen visible in this CT slice? (A) Yes (B) No (C) Cannot be determined", "not_addressed"),
+    ("Soft tissue under the left hemidiaphragm.\nFinal answer: (A)", None, "unclear"),  # no options to give (A) a meaning
+])
+def test_a_final_option_letter(reply, q, expected):
+    assert organ(reply, q=q) in ((expected,) if expected != "not_addressed" else ("not_addressed", "unclear"))
+
+
+@pytest.mark.parametrize("reply, expected", [
+    ("Fairly confident it isn't on this slice.", "absent"),
+    ("Quite sure it is not - the slice is through the pelvis, only bladder and rectum.", "absent"),
+    ("Not seen here; the left upper quadrant holds only colon.", "absent"),
+    ("BLUF: not present. The slice is through the pelvis.", "absent"),
+    ("Fairly confident it is there, under the left hemidiaphragm.", "present"),
+    ("I was unable to identify the spleen on this image.", "absent"),
+    ('{"visualised": false}', "absent"),
+])
+def test_verdicts_that_do_not_name_the_organ_first(reply, expected):
+    assert organ(reply) == expected
+
+
+@pytest.mark.parametrize("reply, f, q, expected", [
+    ("Short answer: can't say.\nLong answer: a faint line at the apex could be a pneumothorax or a skin fold.",
+     "pneumothorax", "Is there a pneumothorax on this chest X-ray?", ("unclear", "refer")),
+    ("A shadow at the base might be consolidation, but I'd rather not commit.", "consolidation",
+     "Is there consolidation on this chest X-ray?", ("unclear", "refer")),
+    ("Can't rule it in, can't rule it out.", "fracture", "Is there a fracture in this radiograph?", ("refer",)),
+    ("This is shown in a bone window, so the lungs can't be judged. Please send lung windows.", "nodule",
+     "Is there a nodule on this chest CT?", ("clarify",)),
+    ("Read more about fractures [in this article](https://example.org/fractures).", "fracture",
+     "Is there a fracture in this radiograph?", ("unparseable",)),
+    ("A prior frame showed a polyp; the scope has moved on and it is no longer in view.", "polyp",
+     "Is there a polyp in this frame?", ("deny",)),
+    # "earlier" is no history word: a polyp affirmed, then denied, is two readings
+    ("Earlier in the video there was a polyp; the scope has moved on and it is no longer in view.", "polyp",
+     "Is there a polyp in this frame?", ("unclear",)),
+])
+def test_declines_requests_and_pointers(reply, f, q, expected):
+    assert finding(reply, f, q) in expected
