@@ -438,7 +438,10 @@ def _leading(sentence: str, kind: str, flip: bool) -> bool | None:
     """The claim carried by a leading yes/no particle or polarity word, or None (a particle's
     claim is reversed for a question about absence)."""
     claim = _particle(sentence, kind, flip)
-    if claim is not None and flip and _REVERSED_QUESTION.get() and not _POLARITY.match(re.sub(r"^[\W_]+", "", sentence)):
+    bare = re.sub(r"^[\W_]+", "", sentence)
+    # a statement ("Not seen on this slice", "confident it is not") keeps its polarity whatever the question's
+    stated = _POLARITY.match(bare) or _NOT_LEAD.match(bare) or _NOT_HERE.match(bare) or _SURE_LEAD.match(bare)
+    if claim is not None and flip and _REVERSED_QUESTION.get() and not stated:
         return not claim
     return claim
 

@@ -162,3 +162,11 @@ def test_verdicts_that_do_not_name_the_organ_first(reply, expected):
 ])
 def test_declines_requests_and_pointers(reply, f, q, expected):
     assert finding(reply, f, q) in expected
+
+
+@pytest.mark.parametrize("reply, expected", [
+    ("Not seen on this slice.", "absent"), ("Fairly confident it is not on this slice.", "absent"),
+    ("Not here.", "absent"), ("No.", "present"), ("Yes.", "absent"),  # a particle answers the reversed question
+])
+def test_an_opening_statement_keeps_its_polarity_to_a_question_about_absence(reply, expected):
+    assert organ(reply, o="stomach", q="Is the stomach absent from this CT slice?") == expected
