@@ -412,6 +412,8 @@ def _sentences(line: str) -> list[str]:
 # "Is the stomach absent?", "Is there no pneumothorax?", "Is the pleural space free of fluid?": a
 # yes / no particle answers the absence, so it carries the opposite claim (set per reading).
 _REVERSED_QUESTION: ContextVar[bool] = ContextVar("reversed_question", default=False)
+# whether the whole reply declines or asks for another image: an opening "Not seen" is then no verdict
+_DECLINING: ContextVar[bool] = ContextVar("declining", default=False)
 _ABSENCE_QUESTION = re.compile(
     r"^(?:is|are|was|were)\b.*\b(?:absent|missing|free of|excluded|lacking)\b|"
     r"^(?:is|are|was|were) (?:there )?no\b|^(?:is|are|was|were) (?:the |this |there )?[\w\s]{0,40}?\bnot "
@@ -452,7 +454,7 @@ def _particle(sentence: str, kind: str, flip: bool) -> bool | None:
         return None
     if _NOT_HERE.match(s):  # "Not on this one.", "Not here."
         return True if (flip and kind == "health") else False
-    if kind != "health":
+    if kind != "health" and not _DECLINING.get():  # "Not visible due to overlying artifact" asks for another image
         sure = _SURE_LEAD.match(s)
         rest = s[sure.end():] if sure else s
         if _NOT_LEAD.match(rest) or (sure and _PRONOUN_NOT.match(rest)):
@@ -1041,10 +1043,12 @@ def read_decision(text: str, question: str, finding: str, question_kind: str | N
     .. [1] Counterfactual paper, §3.1, §3.10.
     """
     token = _REVERSED_QUESTION.set(question_is_reversed(question))
+    declines = _DECLINING.set(bool(_undecided(normalize(text or ""))))
     try:
         r = _read_wrapped(text, question, finding, question_kind, tuple(synonyms), _corrections)
     finally:
         _REVERSED_QUESTION.reset(token)
+        _DECLINING.reset(declines)
     return r if r.evidence else replace(r, evidence=_evidence(r, text, finding_terms(finding, tuple(synonyms))))
 
 

@@ -170,3 +170,12 @@ def test_declines_requests_and_pointers(reply, f, q, expected):
 ])
 def test_an_opening_statement_keeps_its_polarity_to_a_question_about_absence(reply, expected):
     assert organ(reply, o="stomach", q="Is the stomach absent from this CT slice?") == expected
+
+
+@pytest.mark.parametrize("reply, expected", [
+    ("Not visible due to overlying artifact.", "clarify"),  # asks for another image, does not deny
+    ("Not seen, but the image is too dark to be sure.", "clarify"),
+    ("Not present.", "deny"),
+])
+def test_an_opening_not_seen_beside_a_request_for_another_image(reply, expected):
+    assert finding(reply, "pneumothorax", "Is there a pneumothorax on this chest X-ray?") == expected
