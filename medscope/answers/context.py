@@ -62,6 +62,7 @@ FORWARD = {
         "exclude", "lack of", "lacks", "doubt", "unlikely to be", "unable to see", "resolved",
         "resolution of", "no longer", "no residual", "fails to", "failed to", "resected", "excised",
         "removed", "rather than", "instead of", "mimicking", "mimics", "mimicker of", "simulating",
+        "unable to identify", "was unable to identify", "could not identify", "can not identify", "did not identify",
         "masquerading as", "pseudo", "devoid of", "free from", "clear of", "nothing to suggest", "nicht", "kein", "keine", "keinen", "geen", "pas de", "sin", "sem", "nessun",
         "nessuna", "brak", "não", "nao", "aucun", "aucune", "ningún", "ninguna", "nenhum", "nenhuma", "nessuno",
     ) + STATEMENT_DENIALS + HEDGED_DENIALS,
@@ -86,6 +87,11 @@ FORWARD = {
         # regarding lung nodules") asserts nothing about this image
         "concerns about", "concerns regarding", "concern about", "concern regarding", "questions about",
         "questions regarding", "information about", "information on",
+        # a caveat names a case the reply allows for, not one it sees ("with the usual caveat about a
+        # contracted gallbladder")
+        "caveat about", "caveat regarding", "caveat of", "caveats about",
+        # a pointer to reading elsewhere names the finding as a topic ("read more about pleural effusions here")
+        "read more about", "more about", "walkthrough of", "a guide to", "locating", "to comment on",
     ),
     "historical": ("history of", "previously seen", "previous", "prior", "status post", "old"),
 }
@@ -106,6 +112,8 @@ BACKWARD = {
         "não é visível", "não está presente", "não se identifica", "n'est pas visible", "n'est pas vu",
         "nicht sichtbar", "nicht erkennbar", "non è visibile", "non si vede", "niet zichtbaar", "不可见", "未见",
         "看不到", "見えません", "見られません", "보이지 않습니다",
+        # Hinglish, as written in Latin letters ("koi fracture nahi dikh raha")
+        "nahi", "nahin", "nahi hai", "nahi dikh raha", "nahi dikhta", "nahi dikhai", "नहीं",
         # an organ placed off the slice ("the sigmoid is below this level", "not expected at this level")
         "is below this level", "is above this level", "lies below this level", "lies above this level",
         "below this level", "above this level", "below the level of this slice", "above the level of this slice",

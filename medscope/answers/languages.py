@@ -83,7 +83,7 @@ ABSENT = (
     r"non (?:si (?:vede|osserva|identifica|visualizza)|[èe] (?:visibile|presente)|sono (?:visibili|presenti))",
     r"nessun[oa]?", r"assenza di", r"\bassente\b",
     # zh / ja
-    r"未见", r"未發現", r"未发现", r"没有", r"沒有", r"无明显", r"看不到", r"不可见", r"未显示", r"不存在", r"(?<!显)无(?!法)",
+    r"未见", r"(?<!是)不是", r"未發現", r"未发现", r"没有", r"沒有", r"无明显", r"看不到", r"不可见", r"未显示", r"不存在", r"(?<!显)无(?!法)",
     r"認められません", r"見られません", r"ありません", r"認めません", r"見えません", r"確認できません", r"描出されません",
 )
 PRESENT = (
@@ -194,6 +194,51 @@ def foreign_reading(text: str, english_terms: tuple[str, ...], side: str | None)
                                      else len(judged[0][0]) <= 6)
         if bare and len(text) <= 60 and not _ANY_NAME.search(judged[0][0]):
             verdicts = [judged[0][1]]
+    if not verdicts:
+        return None
+    if "unclear" in verdicts or len(set(verdicts)) > 1:
+        return "unclear", None
+    return "answer", verdicts[0] == "present"
+
+
+def code_switched_reading(text: str, english_terms: tuple[str, ...], side: str | None) -> tuple[str, bool | None] | None:
+    """Read only the other-language clauses of a reply written mostly in English ("Yes, there's a
+    nodule. 但仔细看，那只是乳头影，不是结节。", "The liver is visible, pero el bazo no aparece"): a
+    reply that switches language mid-way may say the opposite in its second language, so the
+    reader sets that reading beside the English one. Only clauses that name the finding count.
+
+    Parameters
+    ----------
+    text : str
+        The normalised reply (lower case).
+    english_terms : tuple of str
+        The finding's English words.
+    side : {"left", "right"} or None
+        The finding's side, if it has one.
+
+    Returns
+    -------
+    tuple or None
+        ``("answer", claim)``, ``("unclear", None)`` when those clauses disagree or hedge, or None
+        when the reply is in one language or its other-language clauses do not name the finding.
+    """
+    mixed = bool(_CJK.search(text)) and len(_ENGLISH_TEXT.findall(_CJK.sub(" ", text))) >= 2
+    if not mixed and _foreign(text):
+        return None  # wholly in another language: :func:`foreign_reading` reads it
+    names = _finding_pattern(english_terms)
+    if names is None:
+        return None
+    other = _alt(SIDE_WORDS[{"left": "right", "right": "left"}[side]]) if side else None
+    own_side = _alt(SIDE_WORDS[side]) if side else None
+    verdicts = []
+    for clause in (c.strip() for c in _CLAUSE_END.split(text) if c and c.strip()):
+        if not (_CJK.search(clause) or (_FOREIGN_TEXT.search(clause) and _foreign(clause))) or not names.search(clause):
+            continue
+        if other is not None and other.search(clause) and not own_side.search(clause):
+            continue
+        v = _clause_verdict(clause)
+        if v is not None:
+            verdicts.append(v)
     if not verdicts:
         return None
     if "unclear" in verdicts or len(set(verdicts)) > 1:

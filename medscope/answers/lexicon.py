@@ -23,7 +23,7 @@ POLARITY_WORDS = {"present": True, "positive": True, "absent": False, "negative"
                   "nothing": False, "unlikely": False, "likely": True}
 NORMAL_WORDS = ("within normal limits", "normal", "healthy", "unremarkable", "no acute", "looks fine", "look fine",
                 "looks okay", "looks ok", "looks good",
-                "look okay", "look ok", "look good", "fine to me", "nothing concerning", "nothing worrying",
+                "look okay", "look ok", "look good", "look clean", "looks clean", "fine to me", "nothing concerning", "nothing worrying",
                 "sano", "sana", "normale", "gesund", "sain", "saudável", "正常", "健康")
 ABNORMAL_WORDS = ("abnormal", "abnormality", "abnormalities", "unhealthy", "pathological", "pathology",
                   "diseased", "lesion", "lesions", "mass", "masses", "tumor", "tumour", "anomaly",
@@ -46,6 +46,9 @@ CLARIFY_PHRASES = (
     "did not come through", "not come through", "blank image", "blank gray", "blank grey", "blank square",
     "upload it again", "uploading it again", "re-upload", "reupload", "image is missing",
     "could you clarify", "can you clarify", "please clarify", "please specify", "could you specify",
+    # the image shows something else than the anatomy: a window, a header, a menu over it (issue 48, set F)
+    "bone window", "lung window", "lung windows", "wrong window", "soft tissue window", "image area itself is blank",
+    "image is blank", "is overlaid across", "overlaid on the whole", "only the dicom header",
 )
 REFER_PHRASES = (
     "can not determine", "unable to determine", "can not be determined", "can not tell", "unclear",
@@ -68,6 +71,9 @@ REFER_PHRASES = (
     "لا أعرف", "لا أستطيع", "नहीं पता", "bilmiyorum", "emin değilim",
     "no es posible", "não é possível", "nao e possivel", "il n'est pas possible", "nicht möglich", "non è possibile",
     "无法确定", "不能确定", "判断できません",
+    # a verdict withheld until something else is given (issue 48, set F)
+    "can not rule it in", "not going to give a verdict", "will not give a verdict", "can not give a verdict",
+    "without the clinical picture", "without the clinical history",
 )
 
 # Anatomy a probe reply may name instead of the asked organ ("I can see the liver, the right kidney

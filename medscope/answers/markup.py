@@ -28,6 +28,7 @@ UNCLEAR_WHY = {
     "reasoning-disagrees": "the answer and the reasoning block before it commit to opposite verdicts",
     "two-objects": "two JSON objects with different verdicts",
     "open-form": "the checkbox form has no option ticked, or several",
+    "letter-without-options": "the reply answers with an option letter, and the question lists no options",
     "even-odds": "the reply gives even odds (50/50, a coin flip)",
     "truncated": "the reply is cut off mid-sentence before it commits",
     "other-side": "the reply speaks of the other side than the one asked",
@@ -59,6 +60,8 @@ _FENCE = re.compile(r"```[\w-]*\s*\n?(?P<body>.*?)```", re.S)
 _OPTION = re.compile(r"\(?\b(?P<letter>[A-E])\)\s*(?P<text>[^()]+?)(?=\s*\(?\b[A-E]\)|\s*$)")
 _LETTER_REPLY = re.compile(r"^(?:(?:final\s+)?answer\s*[:\-]?\s*)?\(?(?P<letter>[A-E])\)?(?=$|[\s.:,\u2014-])(?P<rest>.*)$",
                            re.S | re.I)
+_FINAL_LETTER = re.compile(r"^(?:\*\*)?(?:final\s+)?answer(?:\*\*)?\s*[:\-]\s*(?:\*\*)?\(?(?P<letter>[A-E])\)?(?:\*\*)?\s*\.?$",
+                           re.I)
 _BOX_OPTION = re.compile(r"\[(?P<mark>[ xX\u2713\u2714])\]\s*(?P<option>[^\[\]]+?)\s*(?=\[|$)")
 _YAML_LINE = re.compile(r"^\s*(?P<key>[A-Za-z_][\w \-]{0,30}?)\s*:\s*(?P<value>\S.*?)\s*$")
 _KV_PART = re.compile(r"^\s*(?P<key>[A-Za-z][\w \-]{0,30}?)\s*=\s*(?P<value>[^=;]+?)\s*$")
@@ -240,9 +243,11 @@ def _yaml_object(text: str, is_verdict_key) -> dict | None:
     return obj
 
 
-def _rewrite_lines(text: str, question: str) -> tuple[str, bool]:
-    """Checkbox forms, compact flags, 0/1 flags, arrows, lettered options and shorthand, line by
-    line; and whether a checkbox form leaves its answer open (no box or several ticked)."""
+def _rewrite_lines(text: str, question: str) -> tuple[str, str]:
+    """Checkbox forms, compact flags, 0/1 flags, arrows, lettered options (a whole reply or its
+    "Final answer: (C)" line) and shorthand, line by line; and why the form leaves its answer open
+    ("open-form": no box or several ticked; "letter-without-options": a final letter with no
+    options in the question to give it meaning), else ""."""
     options = {m.group("letter").upper(): m.group("text").strip() for m in _OPTION.finditer(question or "")}
     m = _LETTER_REPLY.match(text.strip())
     if len(options) >= 2 and m and m.group("letter").upper() in options:
@@ -252,12 +257,17 @@ def _rewrite_lines(text: str, question: str) -> tuple[str, bool]:
         text = rest
     out = []
     for line in text.split("\n"):
+        final = _FINAL_LETTER.match(line.strip())
+        if final and final.group("letter").upper() in options:  # "Final answer: (C)" after reasoning
+            line = f"Final answer: {options[final.group('letter').upper()]}"
+        elif final and not options:
+            return text, "letter-without-options"
         boxes = list(_BOX_OPTION.finditer(line))
         if len(boxes) >= 2 and line[:boxes[0].start()].strip():
             label = line[:boxes[0].start()].strip().rstrip(":")
             ticked = [b.group("option") for b in boxes if b.group("mark") != " "]
             if len(ticked) != 1:  # none or several ticked: the form does not answer
-                return text, True
+                return text, "open-form"
             line = f"{label}: {ticked[0]}"
         parts = [p for p in line.split(";") if p.strip()]
         if len(parts) >= 2 and all(_KV_PART.match(p) for p in parts):
@@ -278,19 +288,26 @@ def _rewrite_lines(text: str, question: str) -> tuple[str, bool]:
     lead = _LEAD_PERCENT.match(text)
     if lead and not re.search(r"\b(?:likely|likelihood|probability|chance|odds|confiden)", text[:lead.end() + 40], re.I):
         text = f"Probability: {lead.group('p')}%{text[lead.end():]}"
-    return _SHORTHAND.sub(lambda m: SHORTHAND[m.group(1).lower()], text), False
+    return _SHORTHAND.sub(lambda m: SHORTHAND[m.group(1).lower()], text), ""
 
 
+_LINK = re.compile(r"\[([^\]\n]+)\]\((?:https?://|www\.)[^)\s]*\)")
+_BARE_URL = re.compile(r"\bhttps?://[^\s)\]]+")
 _ENTITY = re.compile(r"&(?:#\d+|#x[0-9a-f]+|[a-z]+\d*);", re.I)
 
 
 def _decoded(text: str) -> str:
     """A reply as the model meant it, where a post-processor escaped it: HTML entities ("isn&#39;t",
-    "&nbsp;", "&lt;answer&gt;") decoded, no-break spaces as spaces, and literal ``\\n`` in a reply
+    "&nbsp;", "&lt;answer&gt;") decoded, no-break spaces as spaces, markdown links as their words,
+    web addresses dropped, and literal ``\\n`` in a reply
     with no line break read as line breaks (a JSON-escaped string printed raw)."""
     if _ENTITY.search(text):
         text = html.unescape(text)
     text = text.replace("\u00a0", " ")
+    # a link is its words: "[this guide](https://...)" -> "this guide" (the address's colon and
+    # slashes are no verdict line)
+    text = _LINK.sub(lambda m: m.group(1), text)
+    text = _BARE_URL.sub(" ", text)
     if "\\n" in text and "\n" not in text:  # but not LaTeX's \neq, \nu, \not...
         text = re.sub(r"\\n(?!(?:eq|u|ot|abla|eg|leq|geq|e|i)\b)", "\n", text)
     return text
@@ -353,7 +370,7 @@ def unwrap(text: str, question: str = "", is_verdict_key=lambda key: False) -> U
         return Unwrapped(text, reasoning, unclear="even-odds")
     text, open_form = _rewrite_lines(text, question)
     if open_form:
-        return Unwrapped(text, reasoning, unclear="open-form")
+        return Unwrapped(text, reasoning, unclear=open_form)
     last = text.strip().split("\n")[-1].strip() if text.strip() else ""
     if last and len(text) > 120 and not re.search(r"[.!?)\]}\u3002]$", last) and _DANGLING.search(last):
         return Unwrapped(text, reasoning, unclear="truncated")

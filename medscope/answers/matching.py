@@ -72,7 +72,7 @@ from medscope.answers.lexicon import (  # the word lists, importable from here a
 
 RULES = ("final-tag", "json-field", "json-partial", "self-correction", "verdict-line", "label-line", "final-colon",
          "both", "leading-yes-no", "search-outcome", "mention", "health-words", "declined", "probability",
-         "rating", "graded-sign", "other-language", *markup.UNCLEAR_WHY,
+         "rating", "graded-sign", "other-language", "table-row", "modified-echo", "qualified-normal", "differential", *markup.UNCLEAR_WHY,
          "undecided", "other-entity", "predicate", "open", "none")
 
 _WRONG_ANATOMY = re.compile(r"\b(?:this|it|(?:the|this) (?:\w+ )?(?:image|scan|study|film|picture|frame))"
@@ -96,7 +96,7 @@ _SPACES = re.compile(r"[ \t]+")
 _PARTICLE_END = r"(?=$|[\s,.!?;:()\u2013\u2014\uff0c\u3001\u3002]|\s-)"
 _VERDICT = re.compile(
     r"(?:^|(?<=[\s(]))(?:(?:my|the|final|so the|so my) answer(?: would be| is)?|final verdict|verdict|"
-    r"answer(?: first)?|in conclusion|conclusion|impression|bottom line|in summary|summary|overall|decision|"
+    r"answer(?: first)?|in conclusion|conclusion|impression|bottom line|bluf|in summary|summary|overall|decision|"
     r"(?:i am |i would be |so )?leaning(?: towards?)?)"
     r"\s*(?:is\s*)?[:\-\u2013\u2014,]?\s+(?P<rest>\S.*)$"
 )
@@ -350,6 +350,7 @@ def _drop_echo(lines: list[str], terms: tuple[str, ...], question: str = "") -> 
     ("Is the kidney visible? No.", "The left kidney? Not on this one.", "Question: ... Answer: no")
     and a "You asked whether X is visible -" lead. An echo that is all there is leaves nothing."""
     asked = normalize(question).rstrip("?").strip()
+    asked_words = set(re.findall(r"[\w-]+", asked))
     pat = _term_pattern(terms + ((asked,) if asked else ()))
     if pat is None:
         return lines
@@ -363,14 +364,45 @@ def _drop_echo(lines: list[str], terms: tuple[str, ...], question: str = "") -> 
         for sent in _sentences(line):
             # a question, or the cut-off tail of a repeated one
             echo = sent.rstrip().endswith("?") or _QUESTION_LEAD.match(sent) or (dropped and _INTERROGATIVE.match(sent))
-            if not kept and echo and pat.search(sent):
-                dropped = True
+            words = set(re.findall(r"[\w-]+", sent))
+            if not kept and echo and (pat.search(sent) or (words and words <= asked_words | _ECHO_FREE)):
+                dropped = True  # "Normal?" to "Is this chest X-ray normal?" echoes it too
                 continue
+            if not kept and dropped and sent.rstrip().endswith("?"):
+                continue  # a rhetorical retort after the echo: "Is the Pope Catholic? Yes."
             kept.append(sent)
         rest = " ".join(kept).strip()
         if rest and re.search(r"\w", rest):
             out.append(rest)
     return out
+
+
+# words an echo of the question may add or drop without asking something else
+_ECHO_FREE = frozenset(
+    "is are was were does do did can could would will you we i there any a an the this that these it on in at of for "
+    "to from with image images slice slices scan ct mri mr x-ray xray radiograph film picture frame view study axial "
+    "coronal sagittal section level visible seen present shown show shows see identified depicted included include "
+    "includes visualised visualized appear appears evidence here really actually q question so well ok okay".split())
+
+
+def _modified_echo(lines: list[str], terms: tuple[str, ...], question: str) -> str | None:
+    """The reply's leading question about the finding when it asks something other than the
+    question put ("Is the spleen *enlarged*?" for "Is the spleen visible?", the left kidney for the
+    right): a yes / no after it answers that question, not the one asked. None when there is none."""
+    pat = _term_pattern(terms)
+    asked = set(re.findall(r"[\w-]+", normalize(question)))
+    if pat is None or not lines or not asked:
+        return None
+    for sent in _sentences(_ASKED.sub("", lines[0])):
+        bare = _QUESTION_LEAD.sub("", re.sub(r"^[\W_]+", "", sent))
+        if not (sent.rstrip().endswith("?") and _INTERROGATIVE.match(bare) and pat.search(sent)):
+            return None
+        if bare.split()[0] != normalize(question).split()[0]:
+            return None  # "Could that density be a nodule?": the reply's own question, not the one put again
+        extra = set(re.findall(r"[\w-]+", bare)) - asked - _ECHO_FREE
+        if 0 < len(extra) <= 2:
+            return sent
+    return None
 
 
 def _sentences(line: str) -> list[str]:
@@ -380,6 +412,8 @@ def _sentences(line: str) -> list[str]:
 # "Is the stomach absent?", "Is there no pneumothorax?", "Is the pleural space free of fluid?": a
 # yes / no particle answers the absence, so it carries the opposite claim (set per reading).
 _REVERSED_QUESTION: ContextVar[bool] = ContextVar("reversed_question", default=False)
+# whether the whole reply declines or asks for another image: an opening "Not seen" is then no verdict
+_DECLINING: ContextVar[bool] = ContextVar("declining", default=False)
 _ABSENCE_QUESTION = re.compile(
     r"^(?:is|are|was|were)\b.*\b(?:absent|missing|free of|excluded|lacking)\b|"
     r"^(?:is|are|was|were) (?:there )?no\b|^(?:is|are|was|were) (?:the |this |there )?[\w\s]{0,40}?\bnot "
@@ -406,7 +440,10 @@ def _leading(sentence: str, kind: str, flip: bool) -> bool | None:
     """The claim carried by a leading yes/no particle or polarity word, or None (a particle's
     claim is reversed for a question about absence)."""
     claim = _particle(sentence, kind, flip)
-    if claim is not None and flip and _REVERSED_QUESTION.get() and not _POLARITY.match(re.sub(r"^[\W_]+", "", sentence)):
+    bare = re.sub(r"^[\W_]+", "", sentence)
+    # a statement ("Not seen on this slice", "confident it is not") keeps its polarity whatever the question's
+    stated = _POLARITY.match(bare) or _NOT_LEAD.match(bare) or _NOT_HERE.match(bare) or _SURE_LEAD.match(bare)
+    if claim is not None and flip and _REVERSED_QUESTION.get() and not stated:
         return not claim
     return claim
 
@@ -417,6 +454,13 @@ def _particle(sentence: str, kind: str, flip: bool) -> bool | None:
         return None
     if _NOT_HERE.match(s):  # "Not on this one.", "Not here."
         return True if (flip and kind == "health") else False
+    if kind != "health" and not _DECLINING.get():  # "Not visible due to overlying artifact" asks for another image
+        sure = _SURE_LEAD.match(s)
+        rest = s[sure.end():] if sure else s
+        if _NOT_LEAD.match(rest) or (sure and _PRONOUN_NOT.match(rest)):
+            return False  # "Not present.", "Reasonably confident it is not on this slice."
+        if sure and _PRONOUN_IS.match(rest):
+            return True
     hedged = _HEDGED_LEAD.match(s)
     if hedged:  # "I would say no", "Probably yes": the hedged verdict is that verdict
         s = s[hedged.end():]
@@ -492,7 +536,8 @@ def mention_statuses(text: str, term: str) -> list[str]:
 # ("at the level below the liver", "a clip in the gallbladder fossa").
 _LANDMARK_BEFORE = re.compile(
     r"(?:\b(?:level|region|area|site|location|vicinity|bed|fossa)\s+(?:of|below|above|beneath)|"
-    r"\b(?:below|above|beneath|underneath|inferior to|superior to|caudal to|cranial to|under))\s+(?:the\s+)?"
+    r"\b(?:below|above|beneath|underneath|inferior to|superior to|caudal to|cranial to|under))\s+"
+    r"(?:where\s+|the\s+level\s+(?:where|at\s+which)\s+)?(?:the\s+)?"
     r"(?:level\s+of\s+(?:the\s+)?)?$")
 _LANDMARK_AFTER = re.compile(r"^\s+(?:fossa|bed|region|area|level|hilum|hilar region|resection bed)\b")
 # "no focal lesion in the liver": the denial is of a property; the organ itself is presupposed.
@@ -513,6 +558,12 @@ _NEGATION_CUE = re.compile(r"(?<![\w'])(?:no|not|without|none|nothing)(?![\w'])"
 # a later pronoun that refers back to the finding ("... cannot be excluded, though it is not
 # clearly seen"; "... no effusion. Possibly a small one.")
 _BACK_NEGATED = re.compile(r"\b(?:argues?|speaks?)\s+against\s+(?:it|this|that)\b|"
+                           # an expectation about the slice, or the reply's own call on the organ
+                           r"\b(?:it|they|one)\s+(?:should|would)\s+not\s+be\s+(?:on|in|at|within)\s+(?:this|the)\s+"
+                           r"(?:slice|level|image|section|scan)\b|"
+                           r"\b(?:call|calling|read|reading|mark|marking)\s+it\s+(?:as\s+)?"
+                           r"(?:not seen|not visible|not present|absent)\b|"
+                           r"\b(?:it|one|this)\s+(?:is|was)\s+no\s+longer\s+(?:in view|visible|seen|in (?:the|this) (?:frame|image|view))\b|"
                            r"\b(?:(?:it|one|this)\s+(?:is|was)\s+not|none\s+(?:is|was))\s+(?:clearly\s+|definitely\s+)?"
                            r"(?:seen|visible|identified|visuali[sz]ed|present|in (?:the|this) (?:image|slice|view|film))\b")
 _BACK_POSSIBLE = re.compile(r"\b(?:(?:one|it|this)\s+(?:can|could)\s+not\s+be\s+(?:excluded|ruled out)|"
@@ -559,6 +610,7 @@ def _mention_statuses(sentences: list[str], terms: tuple[str, ...], finding: str
     free = re.compile(r"(?<![\w-])(?:" + "|".join(re.escape(t) for t in terms) + r")-free\b") if terms else None
     out, found = [], False
     for s in sentences:
+        named_before = found
         hits = [m for m in pat.finditer(s) if not _other_qualified_head(s, m, finding)]
         for m in hits:
             found = True
@@ -578,6 +630,8 @@ def _mention_statuses(sentences: list[str], terms: tuple[str, ...], finding: str
                 found = True
                 out.append("negated")
         tail = s[hits[-1].end():] if hits else s
+        if hits and named_before:  # named before: a pronoun ahead of this mention may speak of it too
+            tail = s[:hits[0].start()] + " ; " + tail
         if found and _BACK_POSSIBLE.search(tail):
             out.append("possible")
         elif found and _BACK_NEGATED.search(tail):
@@ -695,6 +749,8 @@ def _verdict_lines(lines, terms, finding, kind):
     for i, line in enumerate(lines):
         for s in _sentences(line):
             m = _VERDICT.search(s) or _THEREFORE.match(s)
+            if m and re.search(r"\blong\s*$", s[:m.start()]):
+                continue  # "Short answer: can't say. Long answer: ...": the long one explains, the short one answers
             if m:
                 rest = m.group("rest") + line[line.find(s) + len(s):]
                 candidates.append(rest)
@@ -711,6 +767,13 @@ def _label_pattern(terms: tuple[str, ...]) -> re.Pattern:
     return re.compile(rf"^{_LABEL_PREFIX}(?:{alt}){_LABEL_SUFFIX}\s*(?:[:=?]|\s[-\u2013\u2014])\s*(?P<rest>.*)$")
 
 
+@lru_cache(maxsize=256)
+def _count_pattern(terms: tuple[str, ...]) -> re.Pattern:
+    alt = "|".join(re.escape(t) for t in terms)
+    return re.compile(rf"^(?:(?:number|count|total) of\s+(?:{alt})(?:e?s)?|(?:{alt})(?:e?s)?\s+(?:count|number|total))"
+                      rf"\s*[:=]\s*(?P<n>\d+)\s*(?:[.;,]|$)")
+
+
 _CHOICE_HEADER = re.compile(r"^(?:present|yes|seen|visible)\s+(?:absent|no|not seen|not visible)\b|"
                             r"^(?:absent|no)\s+(?:present|yes)\b")
 
@@ -720,8 +783,13 @@ def _label_lines(lines, terms):
     if not terms:
         return None
     pat = _label_pattern(terms)
+    counted = _count_pattern(terms)
     found = None
     for part in (p for line in lines for p in [line] + _sentences(line)[1:]):
+        c = counted.match(part)
+        if c:  # "Polyp count: 0": a count of none denies, a count of one or more claims
+            found = ("answer", int(c.group("n")) > 0)
+            continue
         m = pat.match(part)
         if not m or not re.search(r"\w", m.group("rest")):
             continue
@@ -752,6 +820,15 @@ _NO = re.compile("(?:" + "|".join(re.escape(p) for p in sorted(NO_PARTICLES, key
 _BARE_NO = re.compile(r"no(?:$|\s*[,.!?;:()\u2013\u2014]|\s-|\s+(?:there|it|i|the|this|that|they|we)\b)")
 _NOT_HERE = re.compile(r"not\s+(?:on|in)\s+(?:this|the)\s+(?:one|image|slice|scan|frame|film)\b|not\s+here\b|"
                        r"not\s+(?:that\s+)?i\s+(?:can\s+)?see\b")
+# a verdict that opens the reply without naming the finding: "Not seen on this slice", "Pretty much
+# certain it isn't - ..." (the pronoun is the asked finding: nothing else has been named yet)
+_NOT_LEAD = re.compile(r"not\s+(?:present|seen|visible|visuali[sz]ed|identified|depicted|included|in view)\b")
+_SURE_LEAD = re.compile(r"(?:i am\s+)?(?:reasonably|fairly|pretty much|pretty|quite|very|almost|moderately|highly)\s+"
+                        r"(?:confident|certain|sure)\s*(?:that\s+)?(?=(?:it|this)\b)")
+_PRONOUN_NOT = re.compile(r"(?:it|this)\s+(?:is|was)\s+not(?=\s*(?:$|[,.!;:\u2013\u2014]|\s-)|\s+(?:on|in)\s+(?:this|the)\s+"
+                          r"(?:slice|image|scan|section|view)\b|\s+(?:there|here|visible|seen|present)\b)")
+_PRONOUN_IS = re.compile(r"(?:it|this)\s+(?:is|was)(?=\s*(?:$|[,.!;:\u2013\u2014]|\s-)|\s+(?:on|in)\s+(?:this|the)\s+"
+                         r"(?:slice|image|scan|section|view)\b|\s+(?:there|here|visible|seen|present)\b)")
 _BOTH = re.compile(r"(?:both\s+)?(?:yes\s+and\s+no|no\s+and\s+yes|yes\s+or\s+no|yes\s*/\s*no)\b")
 _HEDGED_LEAD = re.compile(r"(?:" + "|".join(re.escape(p) for p in sorted(HEDGED_LEADS, key=len, reverse=True))
                           + r")[\s,:]+(?:a\s+|that\s+)?(?=(?:yes|no|not|" + "|".join(
@@ -795,9 +872,16 @@ def _undecided(text: str) -> str | None:
     return None
 
 
+# a clinical note's section headings after which a short value speaks of the section, not the finding
+_NOTE_SECTION = re.compile(r"^\W*(?:s|o|p|plan|recommendations?|follow[- ]?up|history|clinical history|indication|"
+                           r"technique|comparison|signed|dictated by)\s*:")
+
+
 def _final_colon(lines, terms, finding, kind):
     """Rule ``final-colon``: a short verdict after the reply's last colon, question polarity."""
     last = _sentences(lines[-1])
+    if last and _NOTE_SECTION.match(last[-1]):
+        return None  # "P: None." closes a SOAP note: the plan is none, not the organ
     rest = revisions.final_colon_rest(last[-1]) if last else None
     got = _content([rest], terms, finding, kind, flip=True) if rest else None
     return (got[0], got[1], "final-colon") if got is not None else None
@@ -959,10 +1043,12 @@ def read_decision(text: str, question: str, finding: str, question_kind: str | N
     .. [1] Counterfactual paper, §3.1, §3.10.
     """
     token = _REVERSED_QUESTION.set(question_is_reversed(question))
+    declines = _DECLINING.set(bool(_undecided(normalize(text or ""))))
     try:
         r = _read_wrapped(text, question, finding, question_kind, tuple(synonyms), _corrections)
     finally:
         _REVERSED_QUESTION.reset(token)
+        _DECLINING.reset(declines)
     return r if r.evidence else replace(r, evidence=_evidence(r, text, finding_terms(finding, tuple(synonyms))))
 
 
@@ -972,7 +1058,9 @@ _DECLINE = re.compile(
     r"\b(?:can not|could not|unable to|not able to|impossible to)\s+(?:reliably\s+|confidently\s+|really\s+)?"
     r"(?:tell|determine|decide|judge|be sure|be certain|say (?:whether|if|for sure|for certain|with certainty|"
     r"definitely|definitively))\b|\bcan not be determined\b|"
-    r"\b(?:difficult|hard) to (?:tell|determine|say|decide|be sure)\b|\b(?:i am )?not sure\b|\bindeterminate\b")
+    r"\b(?:difficult|hard) to (?:tell|determine|say|decide|be sure)\b|\b(?:i am )?not sure\b|\bindeterminate\b|"
+    # a refusal to commit, said as such: "it's cropped and I can't say.", "I'd rather not commit"
+    r"\bcan not say\s*(?:[.!;,]|$)|\b(?:rather not|not going to|will not|do not want to)\s+commit\b")
 
 # Checklists: "[x] Pneumothorax", "✓ nodule", "Polyp: ✗", "| Effusion | ❌ |" (a table row reads as
 # "effusion: ❌"). A tick claims, a cross denies, an empty box is not read as either.
@@ -1095,6 +1183,9 @@ _UNCLEAR_WHY = {
     "mention": "the finding's mentions assert both ways, or a negation of a negation it cannot resolve",
     "leading-yes-no": "the opening yes / no and what the reply says of the finding disagree",
     "predicate": "the finding is never named, and the reply's presence words stand beside negations",
+    "table-row": "the table's row for the finding gives no value (n/a, blank)",
+    "modified-echo": "the reply restates the question as another one (a property, the other side) before answering it",
+    "qualified-normal": "the reply denies the finding but excepts or affirms something else: it does not call the image normal",
 }
 
 
@@ -1143,6 +1234,15 @@ def _read_wrapped(text: str, question: str, finding: str, question_kind: str | N
     denied property of the organ."""
     kind = question_kind or infer_question_kind(question)
     terms = finding_terms(finding, tuple(synonyms))
+    table = structured.delimited_table(text)
+    row = structured.table_row_verdict(table, terms, finding) if table else None
+    if row == "verdict-column":  # "organ,visible / gallbladder,0": the row is a JSON object in another shape
+        text = json.dumps(structured.typed_cells(
+            next(r for r in table if structured.names_finding(next(iter(r.values())), terms, finding))))
+    elif row == "absent":
+        return Reading("answer", False, "table-row")
+    elif row == "empty":
+        return Reading("unclear", None, "table-row")
     u = markup.unwrap(text, question, lambda k: structured.key_kind(k, terms, finding) in ("presence", "general"))
     if u.unparseable:
         return Reading("unparseable", None, "none")
@@ -1178,6 +1278,39 @@ def _read_wrapped(text: str, question: str, finding: str, question_kind: str | N
     return r
 
 
+_DIFFERENTIAL_HEAD = re.compile(r"\b(?:differential|ddx|possibilities|candidates|considerations|alternatives)\b")
+_LIST_ITEM = re.compile(r"^\s*(?:\d{1,2}[.)]|[-*\u2022])\s+\S")
+
+
+def _differential_item(text: str, terms: tuple[str, ...]) -> bool:
+    """Whether the reply is a ranked list of alternatives ("Ranked differential: 1. Skin fold
+    2. Scapular border 3. Pneumothorax (unlikely)") with the finding one item of two or more: each
+    item is a candidate, so its own words rank it and do not commit the reply."""
+    pat = _term_pattern(terms)
+    raw = [line for line in text.splitlines() if line.strip()]
+    lines = [normalize(line) for line in raw]
+    head = next((i for i, line in enumerate(lines) if _DIFFERENTIAL_HEAD.search(line)), None)
+    if pat is None or head is None:
+        return False
+    items = [i for i in range(head + 1, len(lines)) if _LIST_ITEM.match(lines[i])]
+    if len(items) < 2 or not any(pat.search(lines[i]) for i in items):
+        return False
+    # a conclusion after the list that names the finding or points at an item ("Most likely #1.")
+    # commits, and the rest of the reader reads it
+    after = " ".join(lines[items[-1] + 1:])
+    pointer = re.search(r"#\s*\d|\b(?:number|option|item|choice)\s+\d", " ".join(raw[items[-1] + 1:]), re.I)
+    return not (pat.search(after) or pointer)
+
+
+# To "Is this X-ray normal?", a denial of the asked finding is not "normal" where the reply excepts
+# something ("totally normal - if you ignore the collapsed lung") or affirms another finding after
+# a contrast ("No pneumothorax, pero hay un pequeño derrame"): the image is not called normal.
+# ("normal apart from degenerative changes" is still normal for the finding: a report's usual phrasing)
+_QUALIFIED_NORMAL = re.compile(r"\bif (?:you|we|one) (?:ignore|overlook|discount|disregard|look past)\b")
+_OTHER_ABNORMALITY = re.compile(r"(?:\b(?:but|however|although|though|pero|mais|aber|mas|por[ée]m)\b|但是?|不过)"
+                                r"[^.;]*?(?:\b(?:there (?:is|are)|hay|il y a|es gibt|h[áa]|c'[èe])\b|有)(?!\s+(?:no|not|nothing|ningún|ninguna)\b)")
+
+
 def _read(text: str, question: str, finding: str, question_kind: str | None, synonyms: tuple[str, ...],
           _corrections: bool) -> Reading:
     """:func:`read_decision` without the evidence."""
@@ -1188,7 +1321,10 @@ def _read(text: str, question: str, finding: str, question_kind: str | None, syn
     if isinstance(got, str):
         text = got
     terms = finding_terms(finding, tuple(synonyms))
-    lines = _drop_echo([_mend_typos(line, terms) for line in _lines(text)], terms, question)
+    mended = [_mend_typos(line, terms) for line in _lines(text)]
+    if _modified_echo(mended, terms, question):
+        return Reading("unclear", None, "modified-echo")
+    lines = _drop_echo(mended, terms, question)
     if not lines:
         return Reading("unparseable", None, "none")
     retracted = False
@@ -1200,6 +1336,8 @@ def _read(text: str, question: str, finding: str, question_kind: str | None, syn
         retracted = r is not None and r.action in ("refer", "clarify", "unclear")
     terms = finding_terms(finding, tuple(synonyms))
     flat = " ".join(lines)
+    if _differential_item(text, terms):
+        return Reading("refer", None, "differential")  # the finding is one ranked alternative, not a verdict
     got = _decide(lines, terms, finding, kind)
     sentences = [s for line in lines for s in _sentences(line)]
     stated = _probability(sentences)
@@ -1226,9 +1364,18 @@ def _read(text: str, question: str, finding: str, question_kind: str | None, syn
         return Reading("unclear", None, "self-correction")  # "Yes. Actually, on review, I can't tell."
     if got is not None and got[0] == "answer" and got[2] in ("mention", "health-words") and _DECLINE.search(flat):
         return Reading("unclear", None, "declined")  # "Can't tell. The loops could be sigmoid."
+    if (kind == "health" and got is not None and got[:2] == ("answer", False) and got[2] in ("mention", "health-words")
+            and (_QUALIFIED_NORMAL.search(flat) or _OTHER_ABNORMALITY.search(flat))):
+        return Reading("unclear", None, "qualified-normal")
+    side = next((w for w in normalize(finding).split() if w in _SIDES), None)
+    switched = languages.code_switched_reading(flat, terms, side)
+    if switched is not None and got is not None and got[0] == "answer" and (switched[0] != "answer"
+                                                                            or switched[1] is not got[1]):
+        return Reading("unclear", None, "other-language")  # "Yes, ... 不过，右肾在这个层面看不到。"
+    if switched is not None and switched[0] == "answer" and (got is None or got[0] not in ("answer", "unclear")):
+        return Reading(*switched, "other-language")  # "The liver is visible, pero el bazo no aparece"
     if got is not None:
         return Reading(*got)
-    side = next((w for w in normalize(finding).split() if w in _SIDES), None)
     foreign = languages.foreign_reading(flat, terms, side)
     if foreign is not None:  # full sentences in another language: its own verdict lexicon
         return Reading(foreign[0], foreign[1], "other-language")

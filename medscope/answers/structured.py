@@ -33,7 +33,8 @@ from dataclasses import dataclass
 
 # Words that make a key a verdict key on their own (after the prefixes below are removed).
 PRESENCE_KEY_WORDS = ("present", "presence", "visible", "visibility", "detected", "seen", "exists", "exist",
-                      "identified", "found", "in slice", "in image", "in view")
+                      "identified", "found", "in slice", "in image", "in view", "visualised", "visualized",
+                      "depicted", "in field of view", "in fov")
 GENERAL_KEY_WORDS = ("verdict", "answer", "final answer", "result", "status", "conclusion", "decision", "outcome",
                      # the same in the languages models answer in (es, pt, fr, de, it, zh, ja)
                      "veredicto", "respuesta", "resposta", "conclusión", "conclusão", "réponse", "résultat",
@@ -320,3 +321,104 @@ def list_reply(text: str) -> dict | None:
     if all(isinstance(x, dict) for x in obj):
         return {"findings": obj}
     return None
+
+
+# A table row's cell that says the organ is not in the image, or that gives no value at all.
+ABSENT_CELLS = ("not in field of view", "not in the field of view", "outside field of view", "outside the field of view",
+                "not in fov", "outside fov", "out of fov", "not imaged", "not included", "not seen", "not visible",
+                "not visualised", "not visualized", "not identified", "not depicted", "absent", "excluded")
+EMPTY_CELLS = ("", "n/a", "na", "-", "\u2013", "\u2014", "not applicable", "not assessed", "not assessable", "?")
+_PIPE_RULE = re.compile(r"^\|?\s*:?-{2,}:?\s*(?:\|\s*:?-{2,}:?\s*)*\|?$")
+
+
+def delimited_table(text: str) -> list[dict[str, str]] | None:
+    """A reply that is a table and nothing else, as one dict per data row keyed by the header: a
+    markdown pipe table (header, ``|---|`` rule, rows) or comma-separated values (a header line
+    and rows with as many commas, short cells). None for anything else.
+
+    Parameters
+    ----------
+    text : str
+        The reply.
+
+    Returns
+    -------
+    list of dict or None
+        Each row's cells by header, in order (the first header names the row's organ or finding).
+    """
+    lines = [line.strip() for line in (text or "").strip().splitlines() if line.strip()]
+    if len(lines) < 2:
+        return None
+    if all(line.startswith("|") for line in lines):
+        if len(lines) < 3 or not _PIPE_RULE.match(lines[1]):
+            return None
+        cells = [[c.strip() for c in line.strip("|").split("|")] for line in [lines[0]] + lines[2:]]
+    elif "|" not in text and all(line.count(",") == lines[0].count(",") >= 1 for line in lines):
+        cells = [[c.strip() for c in line.split(",")] for line in lines]
+        if any(len(c.split()) > 4 for row in cells for c in row):  # prose with commas, not a table
+            return None
+    else:
+        return None
+    header = cells[0]
+    if any(len(row) != len(header) for row in cells) or len(set(header)) != len(header):
+        return None
+    return [dict(zip(header, row)) for row in cells[1:]]
+
+
+def table_row_verdict(rows: list[dict[str, str]], terms: tuple[str, ...], finding: str) -> str | None:
+    """What the one row naming the finding says when none of its columns is a verdict column:
+    ``"absent"`` (a cell says it is not in view, and no cell gives a measurement), ``"empty"``
+    (every other cell is blank or n/a: the table does not address it), ``"verdict-column"`` (a
+    column is a verdict key: read the row as a JSON object), or None (no single row names it, or
+    its cells say something else: the table is read as text).
+
+    Parameters
+    ----------
+    rows : list of dict
+        :func:`delimited_table`'s rows.
+    terms : tuple of str
+        Normalised words naming the finding.
+    finding : str
+        The asked finding.
+
+    Returns
+    -------
+    str or None
+    """
+    asked = [row for row in rows if names_finding(next(iter(row.values()), ""), terms, finding)]
+    if len(asked) != 1:
+        return None
+    keys = list(asked[0])[1:]
+    if any(key_kind(k, terms, finding) in ("presence", "general") for k in keys):
+        return "verdict-column"
+    values = [_norm(asked[0][k]).strip(".") for k in keys]
+    if all(v in EMPTY_CELLS for v in values):
+        return "empty"
+    if any(v in ABSENT_CELLS for v in values) and not any(re.search(r"\d", v) for v in values):
+        return "absent"
+    return None
+
+
+def typed_cells(row: dict[str, str]) -> dict:
+    """A table row's cells as JSON would have typed them: ``0`` / ``1`` / ``0.88`` as numbers,
+    ``TRUE`` / ``FALSE`` as booleans, anything else as written.
+
+    Parameters
+    ----------
+    row : dict
+        One row of :func:`delimited_table`.
+
+    Returns
+    -------
+    dict
+    """
+    out = {}
+    for key, value in row.items():
+        low = value.strip().lower()
+        if low in ("true", "false"):
+            out[key] = low == "true"
+        elif re.fullmatch(r"\d+(?:\.\d+)?", low):
+            out[key] = float(low) if "." in low else int(low)
+        else:
+            out[key] = value
+    return out
