@@ -998,6 +998,10 @@ def answer_kind(question: str, answer: str) -> str:
     return "side" if a in SIDES else "term"
 
 
+# "Which study is recommended next?", "Is endoscopic ultrasound advised?": asks what the report recommends
+_ASKS_ADVICE = re.compile(r"\b(?:recommend\w*|advised|advisable|suggested)\b")
+
+
 def check_key(question: str, answer: str, findings: str, impression: str) -> tuple[bool, str, str]:
     """(kept, supporting sentence, reject reason) of one key against its report, by the sentence rules.
 
@@ -1028,7 +1032,10 @@ def check_key(question: str, answer: str, findings: str, impression: str) -> tup
     ----------
     .. [1] benchmark-MCQ paper, Methods ("report-grounded check").
     """
-    original = [s for s in sentences(findings) + sentences(impression) if not is_recommendation(normalize_sentence(s))]
+    # a recommendation asserts no finding, but it is what a question about the recommendation asks
+    asks_advice = bool(_ASKS_ADVICE.search(normalize_sentence(question)))
+    original = [s for s in sentences(findings) + sentences(impression)
+                if asks_advice or not is_recommendation(normalize_sentence(s))]
     sents = [normalize_sentence(s) for s in original]
     kind = answer_kind(question, answer)
     if kind == "yes_no":
