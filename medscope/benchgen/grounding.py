@@ -437,6 +437,11 @@ _STABLE = re.compile(r"\b(?:stable|unchanged|no (?:significant |interval )?chang
 _GREW = re.compile(r"\b(?:increas\w*|enlarg\w*|grow\w*|grown|larger|progress\w*|interval growth)\b")
 _SHRANK = re.compile(r"\b(?:decreas\w*|smaller|shrunk|regress\w*|reduc\w*)\b")
 _PRIOR_LENGTH = re.compile(r"\b(?:previously|prior|formerly|was|from|compared (?:with|to))\W+(?:\w+\W+){0,2}$")
+# a length dated to an earlier study: "It measured 4.1 cm in 2022", "1.2 cm on the prior CT"
+_DATED_LENGTH = re.compile(r"^(?:[\d.\s]|x)*(?:mm|cm)\W*(?:in|on|at)\s+(?:(?:the\s+)?(?:prior|previous|earlier|last|baseline)|"
+                           r"(?:[a-z]+\s+)?(?:19|20)\d\d)\b")
+# a question asking for an earlier size: "on the prior study", "previously", "in 2022"
+ASKS_PRIOR = re.compile(r"\b(?:prior|previous|previously|earlier|baseline|formerly)\b|\bin\s+(?:[a-z]+\s+)?(?:19|20)\d\d\b")
 _SIDE_TAIL = re.compile(r"\s*(?:(?:is|are)\s+(?:not\s+)?(?:seen\s+|present\s+)?)?(?:on\s+(?:the\s+)?(?:left|right)(?:\s+side)?\b|"
                         r"bilaterally\b|in\s+(?:either|both)\b)")
 _PHRASE_SIDE = re.compile(r"\b(left|right|bilateral|bilaterally|both)\b")
@@ -734,7 +739,9 @@ def check_quantity(question: str, answer: str, sents: list[str]) -> tuple[bool, 
     sentence : str
         The sentence giving it when kept; empty otherwise.
     reason : str
-        Empty when kept; else ``answer_not_a_quantity``, ``quantity_not_stated`` or
+        Empty when kept; else ``answer_not_a_quantity``, ``quantity_not_stated``,
+        ``group_bound_spans_other_places``, ``prior_size_only`` (only an earlier size is given),
+        ``current_size_only`` (an earlier size asked, only the current one given) or
         ``ambiguous_measurement``.
     """
     (kind, dims, _), = measurements(normalize_sentence(answer))[:1] or [(None, [], 0)]
@@ -747,16 +754,22 @@ def check_quantity(question: str, answer: str, sents: list[str]) -> tuple[bool, 
     if measured and n_measured == n:
         best = measured  # a quantity is read from the best-matching sentences that give one
     short = "short axis" in q or "smallest dimension" in q
-    values, spans_more = [], False
+    asks_prior = bool(ASKS_PRIOR.search(q))
+    values, spans_more, other_time = [], False, False
     for s, hits in best:
         for k, ds, at in measurements(s):
             if k == kind:
                 if re.search(r"\bup to\s+$", s[:at]) and _joined_to_unasked(s, hits, subject_stems(question)):
                     spans_more = True  # "The others measure up to 9 mm and lie in the head and uncinate process"
                     continue
+                if asks_prior != bool(_PRIOR_LENGTH.search(s[:at]) or _DATED_LENGTH.match(s[at:])):
+                    # "now 2.4 cm (previously 1.7 cm)": the prior size answers only the prior question
+                    other_time = True
+                    continue
                 values.append((min(ds) if short else max(ds), s))
     if not values:
-        return False, "", "group_bound_spans_other_places" if spans_more else "quantity_not_stated"
+        why = "group_bound_spans_other_places" if spans_more else "quantity_not_stated"
+        return False, "", (("current_size_only" if asks_prior else "prior_size_only") if other_time else why)
     if re.search(r"\b(?:largest|biggest|dominant)\b", q):
         values = [max(values)]
     elif re.search(r"\bsmallest\b", q):

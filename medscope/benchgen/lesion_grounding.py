@@ -37,7 +37,7 @@ _QSIDE = re.compile(r"\b(left|right)\b")
 _PLACE_PHRASE = re.compile(r"\b(?:(?:upper|middle|lower)\s+(?:lobe|pole)|interpolar|lingula\w*|caudate|"
                            r"segment\s+\w+|(?:frontal|parietal|temporal|occipital)\s+lobe|"
                            r"rul|rml|rll|lul|lll)\b")
-_PRIOR_Q = re.compile(r"\b(?:prior|previous|previously|earlier|baseline)\b")
+_PRIOR_Q = grounding.ASKS_PRIOR
 
 
 def _question_nouns(q: str) -> set[str]:

@@ -39,3 +39,29 @@ RECOMMENDATIONS = [
 def test_a_question_about_the_recommendation_reads_it(findings, impression, question, options, answer, asserted):
     kept, evidence, reason = check(findings, impression, question, options, answer)
     assert kept is asserted, (reason, evidence)
+
+
+# An earlier size ("previously 1.7 cm", "It measured 4.1 cm in 2022", "1.2 cm on the prior CT") answers
+# only a question about the earlier size, and the current one only the current question.
+PRIOR_SIZES = [
+    ("The cyst in the splenic hilum now measures 2.4 x 1.9 cm, previously 1.7 x 1.5 cm.", "",
+     "What was the size of the splenic cyst on the prior study?", ["1.7 cm", "2.4 cm"], 0, True),
+    ("The cyst in the splenic hilum now measures 2.4 x 1.9 cm, previously 1.7 x 1.5 cm.", "",
+     "What was the size of the splenic cyst on the prior study?", ["2.4 cm", "1.7 cm"], 0, False),
+    ("The cyst in the splenic hilum now measures 2.4 x 1.9 cm, previously 1.7 x 1.5 cm.", "",
+     "What is the size of the splenic cyst?", ["1.7 cm", "2.4 cm"], 0, False),
+    ("A 4.2 x 3.6 cm adrenal myelolipoma. It measured 4.1 cm in 2022.", "",
+     "What was the size of the myelolipoma in 2022?", ["4.1 cm", "4.2 cm"], 0, True),
+    ("A 4.2 x 3.6 cm adrenal myelolipoma. It measured 4.1 cm in 2022.", "",
+     "What was the size of the myelolipoma in 2022?", ["4.2 cm", "4.1 cm"], 0, False),
+    # no earlier size given: the current one is no answer to the earlier one
+    ("A 4.2 x 3.6 cm adrenal myelolipoma.", "", "What was the previous size of the myelolipoma?",
+     ["4.2 cm", "3.6 cm"], 0, False),
+]
+
+
+@pytest.mark.parametrize("findings,impression,question,options,answer,asserted", PRIOR_SIZES)
+def test_an_earlier_size_answers_only_the_earlier_size_question(findings, impression, question, options, answer,
+                                                                 asserted):
+    kept, evidence, reason = check(findings, impression, question, options, answer)
+    assert kept is asserted, (reason, evidence)
