@@ -561,6 +561,12 @@ def _check_change(polarity: str, yes: bool, sents: list[str], subject: set[str])
     return True, said[1], ""
 
 
+# addition: a question about a structure's normal state, and the abnormal state it is the denial of
+_NORMAL_ASKED = ((r"\b(?:of\s+)?normal\s+(?:calibre|caliber|diameter|width)\b", "dilated"),
+                 (r"\b(?:non-?\s*|not\s+|un)dilated\b", "dilated"),
+                 (r"\b(?:of\s+)?normal\s+(?:size|volume)\b", "enlarged"))
+
+
 def check_yes_no(question: str, yes: bool, sents: list[str]) -> tuple[bool, str, str]:
     """A Yes / No key against the sentences that best match the question's subject.
 
@@ -584,6 +590,10 @@ def check_yes_no(question: str, yes: bool, sents: list[str]) -> tuple[bool, str,
         ``conflicting_statements`` or ``contradicted_by_report``.
     """
     q = normalize_sentence(question)
+    for asked_normal, abnormal in _NORMAL_ASKED:
+        if re.search(asked_normal, q):
+            # "Is the duct of normal calibre? No" is "Is the duct dilated? Yes": "dilated to 6 mm" answers both
+            return check_yes_no(re.sub(asked_normal, abnormal, q), not yes, sents)
     polarity = question_polarity(q)
     q_side = _QUESTION_SIDE.search(q)
     new_only = bool(re.search(r"\bnew\b", q))

@@ -65,3 +65,26 @@ def test_an_earlier_size_answers_only_the_earlier_size_question(findings, impres
                                                                  asserted):
     kept, evidence, reason = check(findings, impression, question, options, answer)
     assert kept is asserted, (reason, evidence)
+
+
+# A question about a structure's normal state is the denial of its abnormal one: "dilated to 6 mm"
+# answers No to "of normal calibre?" and "non-dilated?", a normal calibre answers Yes.
+NORMAL_STATE = [
+    ("The common bile duct is dilated to 11 mm.", "", "Is the common bile duct of normal calibre?", ["Yes", "No"], 1,
+     True),
+    ("The common bile duct is dilated to 11 mm.", "", "Is the common bile duct of normal calibre?", ["Yes", "No"], 0,
+     False),
+    ("Obstructing calculus in the distal left ureter, which is dilated to 9 mm upstream.", "", "Is the left ureter non-dilated?",
+     ["Yes", "No"], 1, True),
+    ("The common bile duct is not dilated.", "", "Is the common bile duct of normal calibre?", ["Yes", "No"], 0, True),
+    # the other duct's dilatation says nothing of the asked one's
+    ("The main pancreatic duct is dilated to 6 mm.", "", "Is the common bile duct of normal calibre?", ["Yes", "No"],
+     1, False),
+]
+
+
+@pytest.mark.parametrize("findings,impression,question,options,answer,asserted", NORMAL_STATE)
+def test_a_normal_state_question_is_read_as_the_denial_of_the_abnormal_one(findings, impression, question, options,
+                                                                           answer, asserted):
+    kept, evidence, reason = check(findings, impression, question, options, answer)
+    assert kept is asserted, (reason, evidence)
