@@ -87,7 +87,7 @@ _HEADER_INLINE = re.compile(r"^[A-Za-z][A-Za-z ,/&()-]{0,40}:\s")
 
 # Words of a question that name what is asked, not what it is about.
 GENERIC = frozenset(
-    "what which where how is are was were does do did the a an of in on at to and or with there this that "
+    "what which where how is are was were does do did have has the a an of in on at to and or with there this that "
     "these those it its be been being any show shows showing demonstrate demonstrates contain contains "
     "present presence seen visible evidence sign signs finding findings most likely diagnosis cause still "
     "type size dimension dimensions diameter length largest maximal maximum greatest long short axis "
@@ -625,7 +625,9 @@ def check_yes_no(question: str, yes: bool, sents: list[str]) -> tuple[bool, str,
     verdicts, narrowed = [], []
     for s, hits in best:
         said = {t[0] for t in tokens(s)}
-        named = {c for c in head_phrase if c in said or (len(c) >= 5 and any(c in w for w in said))}
+        # a lesion noun is named by its adjective too: "cystic lesion in the pancreatic head" is the head cyst
+        named = {c for c in head_phrase if c in said or (len(c) >= 5 and any(c in w for w in said))
+                 or (c in LESION_STEMS and any(w.startswith(c) for w in said))}
         # a Yes names the whole asked thing ("enhancing capsule"); a No may deny it more broadly
         # ("No capsule"), but must name its head ("No renal mass" denies no tumour thrombus)
         partial_match = bool(head_phrase) and (named != set(head_phrase) if _yes_side(hits, s) else
@@ -1021,6 +1023,22 @@ def answer_kind(question: str, answer: str) -> str:
     return "side" if a in SIDES else "term"
 
 
+# Rewrites the report-grounded check makes on top of ``REWRITES`` (never in the schema extractor, whose
+# institutional patterns are written against the report's own wording): vessel and duct abbreviations
+# spelled out, and a structure called "free" / "spared" read as not involved ("The SMA is free").
+CHECK_REWRITES = (
+    (r"\bsma\b", "superior mesenteric artery sma"), (r"\bsmv\b", "superior mesenteric vein smv"),
+    (r"\bivc\b", "inferior vena cava ivc"), (r"\bcbd\b", "common bile duct cbd"),
+    (r"\b(is|are)\s+(free|spared|uninvolved)\b(?!\s+(?:of|from|fluid|air|gas)\b)", r"\1 \2, not involved,"),
+)
+
+
+def _check_wording(text: str) -> str:
+    for pat, rep in CHECK_REWRITES:
+        text = re.sub(pat, rep, text, flags=re.IGNORECASE)
+    return text
+
+
 # "Which study is recommended next?", "Is endoscopic ultrasound advised?": asks what the report recommends
 _ASKS_ADVICE = re.compile(r"\b(?:recommend\w*|advised|advisable|suggested)\b")
 
@@ -1059,7 +1077,8 @@ def check_key(question: str, answer: str, findings: str, impression: str) -> tup
     asks_advice = bool(_ASKS_ADVICE.search(normalize_sentence(question)))
     original = [s for s in sentences(findings) + sentences(impression)
                 if asks_advice or not is_recommendation(normalize_sentence(s))]
-    sents = [normalize_sentence(s) for s in original]
+    sents = [_check_wording(normalize_sentence(s)) for s in original]
+    question = _check_wording(question)
     kind = answer_kind(question, answer)
     if kind == "yes_no":
         kept, where, why = check_yes_no(question, normalize_sentence(answer).startswith("yes"), sents)

@@ -88,3 +88,36 @@ def test_a_normal_state_question_is_read_as_the_denial_of_the_abnormal_one(findi
                                                                            answer, asserted):
     kept, evidence, reason = check(findings, impression, question, options, answer)
     assert kept is asserted, (reason, evidence)
+
+
+# "The SMA is free" / "are spared" answers No to involvement; vessel and duct abbreviations are read as
+# their names; "displaced but not narrowed" denies the narrowing; a lesion noun is named by its
+# adjective ("cystic lesion in the tail" is the tail cyst); "Does X have Y?" asks about Y of X.
+VESSELS_AND_NOUNS = [
+    ("The mass abuts the SMV. The SMA, coeliac axis and common hepatic artery are free with preserved fat planes.", "",
+     "Does the pancreatic mass involve the superior mesenteric artery?", ["Yes", "No"], 1, True),
+    ("The mass abuts the SMV. The SMA, coeliac axis and common hepatic artery are free with preserved fat planes.", "",
+     "Does the mass involve the SMA?", ["Yes", "No"], 0, False),
+    # the SMV is abutted, not said free: no No to its involvement
+    ("The mass abuts the SMV. The SMA is free.", "", "Does the mass involve the superior mesenteric vein?",
+     ["Yes", "No"], 1, False),
+    ("The IVC is displaced but not narrowed by the right adrenal mass.", "", "Is the inferior vena cava narrowed?",
+     ["Yes", "No"], 1, True),
+    ("The CBD is dilated to 12 mm.", "", "Is the common bile duct dilated?", ["Yes", "No"], 0, True),
+    ("A 3.4 cm unilocular cystic lesion in the left ovary with a thin wall and no solid component.", "",
+     "Does the left ovarian cyst have a solid component?", ["Yes", "No"], 1, True),
+    ("A 3.4 cm unilocular cystic lesion in the left ovary with a thin wall and no solid component.", "",
+     "Does the left ovarian cyst have a solid component?", ["Yes", "No"], 0, False),
+    ("A 2.1 cm multiloculated cystic lesion in the right kidney communicates with the collecting system.", "",
+     "Does the right renal cyst communicate with the collecting system?", ["Yes", "No"], 0, True),
+    ("A 2.1 cm multiloculated cystic lesion in the right kidney communicates with the collecting system.", "",
+     "Does the left renal cyst communicate with the collecting system?", ["Yes", "No"], 0, False),
+    # "free fluid" is fluid, not a structure called free
+    ("Small volume of free fluid in the pelvis.", "", "Is there free fluid?", ["Yes", "No"], 0, True),
+]
+
+
+@pytest.mark.parametrize("findings,impression,question,options,answer,asserted", VESSELS_AND_NOUNS)
+def test_free_vessels_abbreviations_and_lesion_adjectives(findings, impression, question, options, answer, asserted):
+    kept, evidence, reason = check(findings, impression, question, options, answer)
+    assert kept is asserted, (reason, evidence)
