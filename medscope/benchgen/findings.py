@@ -42,7 +42,7 @@ from __future__ import annotations
 import dataclasses
 import re
 
-from medscope.benchgen.grounding import _MEASURE, ORGAN_WORDS, _mention_status, is_recommendation, measurements, normalize_sentence, sentences
+from medscope.benchgen.grounding import _MEASURE, OPERATED_FOR, ORGAN_WORDS, _mention_status, is_recommendation, measurements, normalize_sentence, sentences
 
 # addition: the lesion nouns of a schema. The paper does not list them; these are the nouns
 # radiology reports use for a focal lesion. "lesion" / "observation" are umbrella terms: a
@@ -95,9 +95,6 @@ _LABEL = re.compile(r"^\s*(?:#\s*|no\.?\s*)?\d{1,2}[a-z]?\s*(?:[,:(]|-\s)")
 # a lesion said to be gone: "the previously described nodule ... has resolved", "is no longer seen"
 _RESOLVED_AFTER = re.compile(r"\b(?:has|have)\s+(?:since\s+|now\s+|completely\s+)?(?:resolved|disappeared|been resected|been removed)\b"
                              r"|\b(?:is|are)\s+no longer\s+(?:seen|visible|identified|present|evident|demonstrated)\b")
-# a lesion named as an operation's indication ("nephrectomy for renal cell carcinoma") is gone
-_OPERATED_FOR = re.compile(r"\b(?:\w+ectomy|resection|ablation|whipple(?: procedure)?|excision)\b[^.;]{0,60}?\bfor\s+"
-                           r"(?:[\w-]+\s+){0,4}$")
 _GAP_BREAK = re.compile(r";|,\s|\s(?:and|while|whereas|but|as well as)\s")
 _GAP_START = re.compile(r"\b(?:a|an|another|additional|second|third|one|two|three|several|multiple|\d)")
 _HEADER = re.compile(r"^((?:[a-z]+\s*){1,3}):\s*")
@@ -220,7 +217,7 @@ def _sizes(text: str) -> tuple[tuple[float, ...], float | None]:
 def _status(sent: str, start: int, end: int) -> str:
     if _NO_NEW.search(sent[:start]):
         return "prior_comparison"
-    if _OPERATED_FOR.search(sent[:start]):
+    if OPERATED_FOR.search(sent[:start]):
         return "historical"  # "distal pancreatectomy for mucinous cystic neoplasm": the operation removed it
     if _RESOLVED_AFTER.search(sent[end:]) and not _mentions_between(sent, end):
         return "historical"  # the sentence's subject is said to be gone

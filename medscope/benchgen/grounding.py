@@ -351,6 +351,11 @@ def _denial_of_other_organ(sent: str, q: str, head_phrase: list[str], named: set
     return any(re.search(pat, sent) for organ, pat in ORGAN_WORDS.items() if organ not in asked)
 
 
+# a lesion named as an operation's indication ("nephrectomy for renal cell carcinoma") is gone
+OPERATED_FOR = re.compile(r"\b(?:\w+ectomy|resection|ablation|whipple(?: procedure)?|excision)\b[^.;]{0,60}?\bfor\s+"
+                          r"(?:[\w-]+\s+){0,4}$")
+
+
 def _mention_status(sent: str, start: int, end: int) -> str:
     """ConText status, with the hedge split into ``favoured`` (signed as a diagnosis) and
     ``possible``, and differentials / "X versus Y" / "X is also possible" read as ``possible``."""
@@ -367,6 +372,8 @@ def _mention_status(sent: str, start: int, end: int) -> str:
         return "affirmed"  # "without an obstructing lesion, with mild atrophy": ", with" opens an attendant finding
     if st == "negated":
         return st  # "no X or Y" is a denied list, not a differential
+    if st == "affirmed" and OPERATED_FOR.search(before):
+        return "historical"  # "distal pancreatectomy for mucinous cystic neoplasm": the operation removed it
     if UNCERTAIN_BEFORE.search(forward_scope(before)) or UNCERTAIN_AFTER.search(after):
         return "possible"
     if st != "possible":
@@ -417,6 +424,8 @@ def _verdict(statuses: list[str]) -> str:
         return "negated"
     if "possible" in statuses or "hypothetical" in statuses:
         return "possible"
+    if statuses and set(statuses) == {"historical"}:
+        return "historical"  # "Status post nephrectomy for renal cell carcinoma": no carcinoma now
     return "favoured" if "favoured" in statuses else "affirmed" if statuses else "absent"
 
 
@@ -590,6 +599,9 @@ def check_yes_no(question: str, yes: bool, sents: list[str]) -> tuple[bool, str,
         ``conflicting_statements`` or ``contradicted_by_report``.
     """
     q = normalize_sentence(question)
+    removal = _check_removal(q, yes, sents)
+    if removal is not None:
+        return removal
     for asked_normal, abnormal in _NORMAL_ASKED:
         if re.search(asked_normal, q):
             # "Is the duct of normal calibre? No" is "Is the duct dilated? Yes": "dilated to 6 mm" answers both
@@ -960,10 +972,14 @@ def check_term(question: str, answer: str, sents: list[str]) -> tuple[bool, str,
     q = normalize_sentence(question)
     subject = subject_stems(question)
     diagnosis = bool(re.search(r"\b(?:diagnos\w*|most likely|represent\w*|favou?red)\b", q))
+    # "What was the indication for the pancreatectomy?", "What operation has the patient had?": the past is asked
+    asks_indication = bool(re.search(r"\b(?:indication|reason)\s+for\b|\b(?:operation|procedure|surgery)\b", q))
     statuses, where = [], ""
     for s in sents:
         toks = tokens(s)
         have = {t[0] for t in toks}
+        if _OPERATION.search(s):
+            have |= {stem(w) for w in ("operation", "procedure", "surgery")}  # "What operation has the patient had?"
         if not need <= have or (subject and not subject & have and not diagnosis):
             continue
         first, last = _tightest(toks, need)
@@ -976,6 +992,8 @@ def check_term(question: str, answer: str, sents: list[str]) -> tuple[bool, str,
             st = "secondary"
         if _spread(s, [(first[1], last[2])]):
             st = _spread(s, [(first[1], last[2])])  # "isoechoic to mildly hypoechoic" settles neither end, "mixed cystic and solid" neither part
+        if st == "historical" and asks_indication:
+            st = "affirmed"  # "What was the indication for the pancreatectomy?" asks what was operated on
         statuses.append(st)
         if st in ("affirmed", "favoured") and not where:
             where = s
@@ -1030,13 +1048,46 @@ CHECK_REWRITES = (
     (r"\bsma\b", "superior mesenteric artery sma"), (r"\bsmv\b", "superior mesenteric vein smv"),
     (r"\bivc\b", "inferior vena cava ivc"), (r"\bcbd\b", "common bile duct cbd"),
     (r"\b(is|are)\s+(free|spared|uninvolved)\b(?!\s+(?:of|from|fluid|air|gas)\b)", r"\1 \2, not involved,"),
+    # an operation named by its eponym is the operation ("Whipple procedure" is a pancreaticoduodenectomy)
+    (r"\bwhipple(?:\s+procedure)?\b(?!\s+(?:procedure\s+)?pancreaticoduodenectomy)", "whipple procedure pancreaticoduodenectomy"),
 )
+# addition: an organ's removal named by its operation ("splenectomy": the spleen has been removed)
+REMOVED_ORGAN = {"splenectomy": "spleen", "nephrectomy": "kidney", "cholecystectomy": "gallbladder",
+                 "thyroidectomy": "thyroid", "hysterectomy": "uterus", "pancreatectomy": "pancreas",
+                 "adrenalectomy": "adrenal gland", "oophorectomy": "ovary", "appendectomy": "appendix",
+                 "appendicectomy": "appendix", "colectomy": "colon", "gastrectomy": "stomach",
+                 "prostatectomy": "prostate", "mastectomy": "breast", "cystectomy": "bladder",
+                 "orchiectomy": "testis", "orchidectomy": "testis"}
+# an operation in any wording: what a question about "the operation" / "the procedure" is answered by
+_OPERATION = re.compile(r"\b(?:\w+(?:ectomy|ectomies|otomy|ostomy|plasty)|resection|whipple|procedure|surgery|operation)\b")
 
 
 def _check_wording(text: str) -> str:
     for pat, rep in CHECK_REWRITES:
         text = re.sub(pat, rep, text, flags=re.IGNORECASE)
     return text
+
+
+_REMOVAL_Q = re.compile(r"^\W*(?:has|have|was|were)\s+(?:the\s+)?(?:patient'?s?\s+)?(.+?)\s+(?:been\s+)?(?:surgically\s+)?"
+                        r"(?:removed|resected|excised)\b")
+
+
+def _check_removal(q: str, yes: bool, sents: list[str]) -> tuple[bool, str, str] | None:
+    """"Has the spleen been removed?" answered by the operation that removes it ("Status post distal
+    pancreatectomy and splenectomy"); None when the question asks no removal of an organ the
+    operations of :data:`REMOVED_ORGAN` name, or no sentence names such an operation."""
+    m = _REMOVAL_Q.match(q)
+    if not m:
+        return None
+    asked = {stem(w) for w in m.group(1).split()}
+    ops = [op for op, organ in REMOVED_ORGAN.items() if {stem(w) for w in organ.split()} <= asked]
+    for s in sents:
+        for op in ops:
+            for hit in re.finditer(rf"\b{op}\b", s):
+                if _mention_status(s, hit.start(), hit.end()) in ("negated", "possible", "hypothetical"):
+                    continue
+                return (True, s, "") if yes else (False, "", "contradicted_by_report")
+    return None
 
 
 # "Which study is recommended next?", "Is endoscopic ultrasound advised?": asks what the report recommends

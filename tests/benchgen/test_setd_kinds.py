@@ -121,3 +121,38 @@ VESSELS_AND_NOUNS = [
 def test_free_vessels_abbreviations_and_lesion_adjectives(findings, impression, question, options, answer, asserted):
     kept, evidence, reason = check(findings, impression, question, options, answer)
     assert kept is asserted, (reason, evidence)
+
+
+# An operation in any of its names answers "What operation has the patient had?" (the Whipple
+# procedure is a pancreaticoduodenectomy); "splenectomy" answers "Has the spleen been removed?"; an
+# operation's indication ("nephrectomy for renal cell carcinoma") answers the indication question,
+# though the lesion it names is gone and so answers no presence question.
+OPERATIONS = [
+    ("Post-Whipple changes. No local recurrence.", "", "What operation has the patient had?",
+     ["Pancreaticoduodenectomy", "Distal pancreatectomy"], 0, True),
+    ("Post-Whipple changes. No local recurrence.", "", "What operation has the patient had?",
+     ["Distal pancreatectomy", "Pancreaticoduodenectomy"], 0, False),
+    ("Status post right hemicolectomy. No recurrence.", "", "What operation has the patient had?",
+     ["Right hemicolectomy", "Sigmoid colectomy"], 0, True),
+    ("Status post distal pancreatectomy and splenectomy for mucinous cystic neoplasm.", "",
+     "Has the spleen been removed?", ["Yes", "No"], 0, True),
+    ("Status post distal pancreatectomy and splenectomy for mucinous cystic neoplasm.", "",
+     "Has the spleen been removed?", ["Yes", "No"], 1, False),
+    ("Status post left nephrectomy for renal cell carcinoma. The right kidney is normal.", "",
+     "Has the left kidney been removed?", ["Yes", "No"], 0, True),
+    # the operation removed another organ: nothing said of the asked one
+    ("Status post cholecystectomy. The spleen is normal in size.", "", "Has the spleen been removed?",
+     ["Yes", "No"], 0, False),
+    ("Status post left nephrectomy for renal cell carcinoma.", "", "What was the indication for the nephrectomy?",
+     ["Renal cell carcinoma", "Angiomyolipoma"], 0, True),
+    ("Status post left nephrectomy for renal cell carcinoma.", "", "What was the indication for the nephrectomy?",
+     ["Angiomyolipoma", "Renal cell carcinoma"], 0, False),
+    ("Status post left nephrectomy for renal cell carcinoma.", "", "Is there a renal cell carcinoma?",
+     ["Yes", "No"], 0, False),
+]
+
+
+@pytest.mark.parametrize("findings,impression,question,options,answer,asserted", OPERATIONS)
+def test_operations_removals_and_indications(findings, impression, question, options, answer, asserted):
+    kept, evidence, reason = check(findings, impression, question, options, answer)
+    assert kept is asserted, (reason, evidence)
