@@ -371,6 +371,25 @@ def report_findings(findings: str, impression: str, nouns: set[str] | None = Non
                 # "It measures 12 mm." / "Central necrosis." / "No washout.": a sentence naming no
                 # lesion, no side or place and no organ, right after a lesion's sentence, describes it
                 last = out[-1] if out else None
+                largest = re.match(r"^\W*(?:the\s+)?(largest|dominant|biggest)\b", body)
+                if largest and last is not None and chained is last and last.status == "present" and last.plural:
+                    # "Multiple cystic lesions ... The largest is in the pancreatic body and measures 1.6 cm.":
+                    # the group's largest member, described by this sentence alone
+                    dims, prior = _sizes(body)
+                    chained = dataclasses.replace(
+                        last, plural=False, called_dominant=largest.group(1) == "dominant",
+                        largest_of_group=largest.group(1) != "dominant", dims_mm=dims,
+                        # the group's words describe its largest too ("cystic"), less a side both share
+                        text=(_SIDE.sub(" ", last.text) if last.side == "bilateral" else last.text) + " " + body,
+                        size_mm=max(dims) if dims else None, prior_size_mm=prior, sentence=original,
+                        span=(len(sent) - len(body), len(sent)), side=_side(body, 0) or
+                        (None if last.side == "bilateral" else last.side), summarised=False)
+                    last.summarised = True
+                    out.append(chained)
+                    continue
+                if re.match(r"^\W*(?:the\s+)?(?:others?|remaining|rest)\b", body):
+                    chained = None  # "The others measure up to 9 mm": the rest of a group, not its last-named member
+                    continue
                 if (last is not None and chained is last and last.status == "present"
                         and (re.match(r"^(?:it|this)\b", body)
                              or not (_SIDE.search(body) or _PLACE.search(body) or _organ(body) or place_organs(body)

@@ -156,3 +156,38 @@ OPERATIONS = [
 def test_operations_removals_and_indications(findings, impression, question, options, answer, asserted):
     kept, evidence, reason = check(findings, impression, question, options, answer)
     assert kept is asserted, (reason, evidence)
+
+
+# "Multiple lesions ... The largest is in the left parietal lobe and measures 2.4 cm.": a sentence
+# opening with "the largest" after a group describes the group's largest member, the dominant lesion;
+# "The others measure up to 8 mm and lie in the frontal lobes" is the rest of the group, never it.
+GROUP_THEN_LARGEST = ("Multiple ring-enhancing lesions in both cerebral hemispheres. The largest is in the left "
+                      "parietal lobe and measures 2.4 cm, with surrounding oedema. The others measure up to 8 mm and "
+                      "lie in the frontal lobes. No midline shift.")
+
+
+def test_a_sentence_on_the_largest_of_a_group_gives_the_dominant_lesion():
+    from pathlib import Path
+
+    from medscope.benchgen.extract import extract_with_rejects
+    from medscope.benchgen.schema import load_schema
+
+    brain = load_schema(str(Path(__file__).parents[1] / "data" / "benchgen" / "synthetic" / "brain_mri_schema.yaml"))
+    got, unset = extract_with_rejects(brain, GROUP_THEN_LARGEST, "")
+    assert {k: v for k, (v, _) in got.items()} == {
+        "tumour_present": "yes", "hemisphere": "left hemisphere", "lobe": "parietal", "size": "2 to 3.9 cm",
+        "enhancement": "yes", "oedema": "yes", "midline_shift": "no"}
+    assert unset == {"haemorrhage": "not_in_report"}
+
+
+@pytest.mark.parametrize("question,options,asserted", [
+    ("Which lobe contains the largest lesion?", ["Parietal lobe", "Frontal lobe"], True),
+    ("Which lobe contains the largest lesion?", ["Frontal lobe", "Parietal lobe"], False),
+    ("What is the size of the largest lesion?", ["24 mm", "8 mm"], True),
+    ("What is the size of the largest lesion?", ["8 mm", "24 mm"], False),
+    ("On which side is the largest lesion?", ["Left", "Right"], True),
+])
+def test_questions_on_the_largest_of_a_group(question, options, asserted):
+    kept, evidence, reason = check(GROUP_THEN_LARGEST, "", question, options, 0)
+    assert kept is asserted, (reason, evidence)
+    assert not kept or evidence.startswith("The largest is in the left parietal lobe")
