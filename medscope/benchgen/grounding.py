@@ -118,6 +118,8 @@ REWRITES = (  # abbreviations and one-word findings spelled out, so either wordi
     (r"\b(lymphadenopathy|adenopathy)\b", r"\1 enlarged lymph nodes"),
     (r"\bsteatosis\b", "steatosis fatty infiltration"), (r"\bcholelithiasis\b", "cholelithiasis gallstones"),
     (r"\bnon(?=enhanc|calcif|obstruct|occlus|dilat)", "non-"),
+    # a patient's age is no old finding: "In this 24-year-old woman" (ConText reads "old" as historical)
+    (r"\b(\d+)[- ]?(?:years?|yrs?|months?|weeks?|days?)[- ]old\b", r"aged \1"),
     # "in both lobes" / "both kidneys" is bilateral (never "both poles": two parts of one side)
     (r"\bboth (lobes|kidneys|lungs|breasts|ovaries|adnexa|sides|hemispheres|adrenals|adrenal glands|testes|parotids|"
      r"parotid glands)\b(?! bilateral)", r"both \1 bilateral"),
@@ -378,7 +380,10 @@ def _mention_status(sent: str, start: int, end: int) -> str:
         return "possible"
     if st != "possible":
         return st
-    return "favoured" if nearest_hedge(before) in FAVOURING else "possible"
+    hedge = nearest_hedge(before)
+    if hedge == "suggestive of" and re.search(r"\bmost\s+suggestive of\s+(?:[\w-]+\s+){0,5}$", before):
+        return "favoured"  # "most suggestive of X" signs X as the diagnosis, as "most consistent with" does
+    return "favoured" if hedge in FAVOURING else "possible"
 
 
 def nearest_hedge(before: str) -> str | None:

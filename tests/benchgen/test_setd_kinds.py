@@ -191,3 +191,26 @@ def test_questions_on_the_largest_of_a_group(question, options, asserted):
     kept, evidence, reason = check(GROUP_THEN_LARGEST, "", question, options, 0)
     assert kept is asserted, (reason, evidence)
     assert not kept or evidence.startswith("The largest is in the left parietal lobe")
+
+
+# "most suggestive of X" signs the diagnosis as "most consistent with" does ("suggestive of" alone
+# stays a hedge); a patient's age ("24-year-old") is no old, historical finding.
+DIAGNOSIS_WORDING = [
+    ("A 1.4 cm arterially hyperenhancing lesion in segment 6.", "Most suggestive of a focal nodular hyperplasia.",
+     "What is the most likely diagnosis of the segment 6 lesion?", ["Focal nodular hyperplasia", "Metastasis"], 0,
+     True),
+    ("A 1.4 cm arterially hyperenhancing lesion in segment 6.", "Suggestive of a focal nodular hyperplasia.",
+     "Is there a focal nodular hyperplasia?", ["Yes", "No"], 0, False),
+    ("A 3.1 cm solid mass in the right testis.",
+     "3.1 cm right testicular mass. In this 30-year-old man, seminoma is favoured; lymphoma is less likely.",
+     "What is the favoured diagnosis of the testicular mass?", ["Seminoma", "Lymphoma"], 0, True),
+    ("A 3.1 cm solid mass in the right testis.",
+     "3.1 cm right testicular mass. In this 30-year-old man, seminoma is favoured; lymphoma is less likely.",
+     "What is the favoured diagnosis of the testicular mass?", ["Lymphoma", "Seminoma"], 0, False),
+]
+
+
+@pytest.mark.parametrize("findings,impression,question,options,answer,asserted", DIAGNOSIS_WORDING)
+def test_diagnosis_wording(findings, impression, question, options, answer, asserted):
+    kept, evidence, reason = check(findings, impression, question, options, answer)
+    assert kept is asserted, (reason, evidence)
