@@ -109,7 +109,7 @@ SAME = {"hepatic": "liver", "hepatocellular": "hepatocellular", "oedema": "edema
         "haemorrhage": "hemorrhage", "metastasi": "metastas", "metastas": "metastas",
         # an organ part's adjective and its noun: "isthmic nodule" is the nodule in the isthmus
         "calculi": "calculus", "foci": "focus", "intratumoral": "tumor", "intratumoural": "tumor",
-        "isthmic": "isthmus", "hilar": "hilum", "biliary": "bile", "pancreatic": "pancreas", "haemorrhagic": "hemorrhagic", "oedematous": "edematous"}
+        "isthmic": "isthmus", "hilar": "hilum", "biliary": "bile", "resectability": "resectable", "pancreatic": "pancreas", "haemorrhagic": "hemorrhagic", "oedematous": "edematous"}
 REWRITES = (  # abbreviations and one-word findings spelled out, so either wording is found
     (r"\bhcc\b", "hepatocellular carcinoma hcc"), (r"\brcc\b", "renal cell carcinoma rcc"),
     # a one-word finding keeps its own word first (a schema's "no splenomegaly" pattern still reads it)
@@ -945,6 +945,11 @@ _RANGE_BEFORE = re.compile(rf"\b{_DESCRIPTOR}\s+(?:to|or|and/or|/)\s+{_RANGE_ADV
 _RANGE_AFTER = re.compile(rf"^\s*(?:to|or|and/or|/)\s+{_RANGE_ADVERB}{_DESCRIPTOR}\b")
 
 
+# addition: words that name only the kind of a question's answer ("Which anatomic variant is present?")
+_ANSWER_KINDS = ("anatomic", "anatomical", "variant", "variation", "anomaly", "congenital", "status", "category",
+                 "classification", "stage")
+
+
 def check_term(question: str, answer: str, sents: list[str]) -> tuple[bool, str, str]:
     """Any other key (a diagnosis, a location, a grade, a category): every content word of the
     answer in one sentence about the question's subject, asserted there and nowhere denied.
@@ -978,6 +983,9 @@ def check_term(question: str, answer: str, sents: list[str]) -> tuple[bool, str,
     subject = subject_stems(question)
     diagnosis = bool(re.search(r"\b(?:diagnos\w*|most likely|represent\w*|favou?red)\b", q))
     # "What was the indication for the pancreatectomy?", "What operation has the patient had?": the past is asked
+    # "Which anatomic variant is present?": the question names only the kind of its answer, which
+    # then stands for the subject ("Pancreas divisum.")
+    category = bool(subject) and subject <= {stem(w) for w in _ANSWER_KINDS}
     asks_indication = bool(re.search(r"\b(?:indication|reason)\s+for\b|\b(?:operation|procedure|surgery)\b", q))
     statuses, where = [], ""
     for s in sents:
@@ -985,7 +993,7 @@ def check_term(question: str, answer: str, sents: list[str]) -> tuple[bool, str,
         have = {t[0] for t in toks}
         if _OPERATION.search(s):
             have |= {stem(w) for w in ("operation", "procedure", "surgery")}  # "What operation has the patient had?"
-        if not need <= have or (subject and not subject & have and not diagnosis):
+        if not need <= have or (subject and not subject & have and not diagnosis and not category):
             continue
         first, last = _tightest(toks, need)
         # the answer's whole span is the mention: "surgically absent" states absence itself

@@ -214,3 +214,25 @@ DIAGNOSIS_WORDING = [
 def test_diagnosis_wording(findings, impression, question, options, answer, asserted):
     kept, evidence, reason = check(findings, impression, question, options, answer)
     assert kept is asserted, (reason, evidence)
+
+
+# A question naming only the kind of its answer ("Which anatomic variant is present?") is answered by
+# the answer asserted alone; "borderline resectable" states that option, never "Resectable" inside it.
+ANSWER_KINDS = [
+    ("Retroaortic left renal vein. Both kidneys are normal.", "", "Which anatomic variant is present?",
+     ["Retroaortic left renal vein", "Circumaortic left renal vein"], 0, True),
+    ("Retroaortic left renal vein. Both kidneys are normal.", "", "Which anatomic variant is present?",
+     ["Circumaortic left renal vein", "Retroaortic left renal vein"], 0, False),
+    ("No pancreas divisum. Normal pancreas.", "", "Which anatomic variant is present?",
+     ["Pancreas divisum", "Annular pancreas"], 0, False),
+    ("Hilar cholangiocarcinoma with encasement of the right hepatic artery.", "Borderline resectable.",
+     "What is the resectability status of the tumour?", ["Borderline resectable", "Resectable"], 0, True),
+    ("Hilar cholangiocarcinoma with encasement of the right hepatic artery.", "Borderline resectable.",
+     "What is the resectability status of the tumour?", ["Resectable", "Borderline resectable"], 0, False),
+]
+
+
+@pytest.mark.parametrize("findings,impression,question,options,answer,asserted", ANSWER_KINDS)
+def test_answer_kind_questions_and_options_inside_others(findings, impression, question, options, answer, asserted):
+    kept, evidence, reason = check(findings, impression, question, options, answer)
+    assert kept is asserted, (reason, evidence)
