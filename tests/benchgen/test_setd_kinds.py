@@ -236,3 +236,29 @@ ANSWER_KINDS = [
 def test_answer_kind_questions_and_options_inside_others(findings, impression, question, options, answer, asserted):
     kept, evidence, reason = check(findings, impression, question, options, answer)
     assert kept is asserted, (reason, evidence)
+
+
+# The dominant lesion's place: places that belong to another finding ("with oedema of the frontal and
+# parietal lobes", "atrophy of the body and tail") are not the lesion's; a number with a unit after a
+# place ("segment 6, 18 mm") is a size, not a second place; an incidental lesion's own words place it.
+# A lesion that does span two places still gets none.
+@pytest.mark.parametrize("schema_file,findings,field,value", [
+    ("brain_mri_schema.yaml", "Incidental 6 mm enhancing lesion in the left frontal lobe, likely a meningioma.",
+     "lobe", "frontal"),
+    ("brain_mri_schema.yaml", "A 2.5 cm enhancing mass in the right temporal lobe with oedema of the frontal and "
+     "parietal lobes.", "lobe", "temporal"),
+    ("liver_ct_schema.yaml", "Hypervascular lesion in segment 6, 18 mm, with washout.", "segment", "segment 6"),
+    ("brain_mri_schema.yaml", "A 2.5 cm enhancing mass involving the frontal and parietal lobes.", "lobe", None),
+])
+def test_the_dominant_lesions_place_is_its_own(schema_file, findings, field, value):
+    from pathlib import Path
+
+    from medscope.benchgen.extract import extract_with_rejects
+    from medscope.benchgen.schema import load_schema
+
+    schema = load_schema(str(Path(__file__).parents[1] / "data" / "benchgen" / "synthetic" / schema_file))
+    got, unset = extract_with_rejects(schema, findings, "")
+    if value is None:
+        assert field not in got and unset[field] == "several_values_for_dominant_lesion"
+    else:
+        assert got[field][0] == value, unset
