@@ -358,6 +358,44 @@ OPERATED_FOR = re.compile(r"\b(?:\w+ectomy|resection|ablation|whipple(?: procedu
                           r"(?:[\w-]+\s+){0,4}$")
 
 
+# addition: words that say which structure a shared noun is ("bile duct" / "pancreatic duct", "portal vein" /
+# "splenic vein", "renal artery" / "hepatic artery")
+_STRUCTURE_WORDS = ("pancreatic", "bile", "biliary", "cystic", "hepatic", "portal", "splenic", "renal", "mesenteric",
+                    "iliac", "carotid", "vertebral", "femoral", "subclavian", "jugular", "gastric", "coeliac", "celiac",
+                    "ureteric", "urethral", "thyroid", "adrenal", "ovarian", "testicular", "gonadal", "pulmonary")
+
+
+# addition: words that narrow a denial to one kind of lesion ("no obstructing lesion", "no solid mass")
+DENIED_KIND = re.compile(r"\b(?:obstructing|solid|cystic|enhancing|calcified|suspicious|dominant|large|enlarging|"
+                         r"hypervascular|hypoattenuating|hyperenhancing|mural)\b")
+
+
+def _denial_of_one_kind(sent: str, a: int, q: str) -> bool:
+    """Whether a denied mention at ``a`` is narrowed to one kind the question does not ask
+    ("without an obstructing calculus" leaves a non-obstructing one unsaid)."""
+    neg = list(re.finditer(r"\b(?:no|without|not|absence of|free of)\b", sent[:a]))
+    if not neg:
+        return False
+    # "No suspicious cervical lymph nodes" denies abnormal nodes, i.e. lymphadenopathy itself
+    return bool(set(DENIED_KIND.findall(sent[neg[-1].end():a])) - set(re.findall(r"[a-z]+", q)) - {"suspicious"})
+
+
+def _other_structure_named(q: str, sent: str, head_phrase: list[str]) -> bool:
+    """Whether ``sent`` names an asked noun only as another structure's: the word before it says a
+    different structure in the question and in the sentence ("main pancreatic duct" asked, "common
+    bile duct" said; "splenic vein" asked, "portal vein" said)."""
+    words = {t for w in _STRUCTURE_WORDS for t, _, _ in tokens(w)}
+    q_toks, s_toks = [t for t, _, _ in tokens(q)], [t for t, _, _ in tokens(sent)]
+    for noun in head_phrase:
+        if noun not in q_toks or noun not in s_toks:
+            continue
+        qi, si = q_toks.index(noun), s_toks.index(noun)
+        asked, said = (q_toks[qi - 1] if qi else None), (s_toks[si - 1] if si else None)
+        if asked in words and said in words and asked != said and asked not in s_toks:
+            return True
+    return False
+
+
 def _mention_status(sent: str, start: int, end: int) -> str:
     """ConText status, with the hedge split into ``favoured`` (signed as a diagnosis) and
     ``possible``, and differentials / "X versus Y" / "X is also possible" read as ``possible``."""
@@ -578,7 +616,7 @@ def _check_change(polarity: str, yes: bool, sents: list[str], subject: set[str])
 # addition: a question about a structure's normal state, and the abnormal state it is the denial of
 _NORMAL_ASKED = ((r"\b(?:of\s+)?normal\s+(?:calibre|caliber|diameter|width)\b", "dilated"),
                  (r"\b(?:non-?\s*|not\s+|un)dilated\b", "dilated"),
-                 (r"\b(?:of\s+)?normal\s+(?:size|volume)\b", "enlarged"))
+                 (r"\b(?:of\s+)?normal\s+(?:size|volume)\b", "enlarged"), (r"\bpatent\b", "occluded"))
 
 
 def check_yes_no(question: str, yes: bool, sents: list[str]) -> tuple[bool, str, str]:
@@ -657,6 +695,9 @@ def check_yes_no(question: str, yes: bool, sents: list[str]) -> tuple[bool, str,
         if yes and hits and ARTIFACT_AFTER.match(s[max(b for _, _, b in hits):]):
             narrowed.append("artifact")  # "echogenic foci with comet-tail artifact" are colloid, not the asked foci
             continue
+        if _other_structure_named(q, s, head_phrase):
+            narrowed.append("partial")  # "The common bile duct is normal" says nothing of the pancreatic duct
+            continue
         first = {}
         for st_, a, b in hits:
             first.setdefault(st_, (a, b))
@@ -667,6 +708,9 @@ def check_yes_no(question: str, yes: bool, sents: list[str]) -> tuple[bool, str,
             one_sided = one_sided or bool(sides & {"left", "right"}) and "bilateral" not in sides
             if q_side and sides and q_side.group(1) not in sides and "bilateral" not in sides:
                 continue  # a mention about the other side says nothing of this one
+            if st == "negated" and _denial_of_one_kind(s, a, q):
+                narrowed.append("partial")  # "without an obstructing calculus": other calculi unsaid
+                continue
             if st == "negated" and is_new and not new_only:
                 narrowed.append("no_new")  # "no new nodules" does not deny a known one
                 continue

@@ -264,9 +264,7 @@ def _presence(q: str, yes: bool, found, nouns, placed: bool = False) -> tuple[bo
     return False, "", "only_historical" if "historical" in statuses else "subject_not_in_report"
 
 
-# addition: words that narrow a denial to one kind of lesion ("no obstructing lesion", "no solid mass")
-_DENIED_KIND = re.compile(r"\b(?:obstructing|solid|cystic|enhancing|calcified|suspicious|dominant|large|enlarging|"
-                          r"hypervascular|hypoattenuating|hyperenhancing|mural)\b")
+_DENIED_KIND = grounding.DENIED_KIND
 
 
 def _denied_kind(f: findmod.Finding) -> set[str]:

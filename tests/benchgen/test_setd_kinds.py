@@ -262,3 +262,42 @@ def test_the_dominant_lesions_place_is_its_own(schema_file, findings, field, val
         assert field not in got and unset[field] == "several_values_for_dominant_lesion"
     else:
         assert got[field][0] == value, unset
+
+
+# A statement about another structure settles nothing about the asked one ("The common bile duct is
+# normal" / "No pancreatic ductal dilatation" vs the other duct; "The portal vein is patent" vs the
+# splenic vein); "otherwise unremarkable" settles nothing; a denial of one kind ("without an obstructing
+# calculus") is no No to the kind-free question, though "No suspicious lymph nodes" denies
+# lymphadenopathy; ", with" ends a denial's reach; "patent?" is the denial of "occluded?"; a group's
+# bound ("the others measure up to 9 mm and lie in the left kidney and right lower pole") is no size
+# of a lesion in one of those places.
+OTHER_STRUCTURES = [
+    ("A 2.1 cm mass in the pancreatic head. No pancreatic ductal dilatation.", "Is there biliary ductal dilatation?",
+     1, False),
+    ("The common bile duct is normal.", "Is the main pancreatic duct dilated?", 1, False),
+    ("The common bile duct is dilated to 12 mm.", "Is the main pancreatic duct dilated?", 0, False),
+    ("The main pancreatic duct is normal in calibre.", "Is the main pancreatic duct dilated?", 1, True),
+    ("The splenic vein is occluded. The portal vein is patent.", "Is the splenic vein patent?", 1, True),
+    ("The splenic vein is occluded. The portal vein is patent.", "Is the splenic vein patent?", 0, False),
+    ("The splenic vein is occluded. The portal vein is patent.", "Is the portal vein patent?", 0, True),
+    ("A 2 cm cyst in segment 7. The liver is otherwise unremarkable.", "Is there hepatic steatosis?", 1, False),
+    ("Mild right hydronephrosis without an obstructing calculus.", "Is there a renal calculus?", 1, False),
+    ("Mild right hydronephrosis without an obstructing calculus.", "Is there an obstructing calculus?", 1, True),
+    ("No suspicious cervical lymph nodes.", "Is there cervical lymphadenopathy?", 1, True),
+    ("Dilatation of the common bile duct to 12 mm without an obstructing stone, with mild intrahepatic biliary "
+     "dilatation.", "Is there intrahepatic biliary dilatation?", 0, True),
+]
+
+
+@pytest.mark.parametrize("findings,question,answer,asserted", OTHER_STRUCTURES)
+def test_a_statement_about_another_structure_or_kind_settles_nothing(findings, question, answer, asserted):
+    kept, evidence, reason = check(findings, "", question, ["Yes", "No"], answer)
+    assert kept is asserted, (reason, evidence)
+
+
+def test_a_groups_bound_is_no_size_of_a_lesion_in_one_of_its_places():
+    findings = ("Multiple renal cysts. The largest is in the right upper pole and measures 3.1 cm. The others "
+                "measure up to 9 mm and lie in the left kidney and right lower pole.")
+    kept, _, reason = check(findings, "", "What is the size of the largest cyst in the left kidney?",
+                            ["9 mm", "31 mm"], 0)
+    assert not kept and reason == "group_bound_spans_other_places"
