@@ -826,6 +826,13 @@ def check_quantity(question: str, answer: str, sents: list[str]) -> tuple[bool, 
                                            subject_stems(question))
     if measured and n_measured == n:
         best = measured  # a quantity is read from the best-matching sentences that give one
+    organ_stems = {stem(m.group(0)) for pat in ORGAN_WORDS.values() for m in re.finditer(pat, q)}
+    which = subject_stems(question) - LESION_STEMS - organ_stems
+    naming = [(s, hits) for s, hits in best if which & {t[0] for t in hits}]
+    if naming and len(naming) < len(best):
+        # "the pancreatic neck cyst": "In the pancreatic neck, 11 mm" says which one, "three pancreatic
+        # cysts, the largest 1.9 cm in the tail" names another
+        best = naming
     short = "short axis" in q or "smallest dimension" in q
     asks_prior = bool(ASKS_PRIOR.search(q))
     values, spans_more, other_time = [], False, False

@@ -301,3 +301,21 @@ def test_a_groups_bound_is_no_size_of_a_lesion_in_one_of_its_places():
     kept, _, reason = check(findings, "", "What is the size of the largest cyst in the left kidney?",
                             ["9 mm", "31 mm"], 0)
     assert not kept and reason == "group_bound_spans_other_places"
+
+
+# Sentences that tie on the asked words: the one naming the asked place says which lesion ("In the
+# renal sinus, 11 mm"), not one naming only the lesion noun and another place ("the largest 1.9 cm in
+# the upper pole").
+SEVERAL_SIZED = ("Several hypodense renal cysts. In the renal sinus, 11 mm. In the renal cortex, 7 mm. The largest, "
+                 "in the upper pole, measures 19 x 15 mm.")
+SEVERAL_SIZED_IMPRESSION = "Three small renal cysts, the largest 1.9 cm in the upper pole."
+
+
+@pytest.mark.parametrize("question,options,asserted", [
+    ("What is the size of the renal sinus cyst?", ["1.1 cm", "1.9 cm"], True),
+    ("What is the size of the renal sinus cyst?", ["1.9 cm", "1.1 cm"], False),
+    ("What is the size of the largest renal cyst?", ["19 mm", "11 mm"], True),
+])
+def test_the_sentence_naming_the_asked_place_gives_its_size(question, options, asserted):
+    kept, evidence, reason = check(SEVERAL_SIZED, SEVERAL_SIZED_IMPRESSION, question, options, 0)
+    assert kept is asserted, (reason, evidence)
