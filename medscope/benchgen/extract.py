@@ -35,6 +35,7 @@ def _any(patterns: list[str], text: str) -> bool:
     return any(re.search(p, text, flags=re.IGNORECASE) for p in patterns)
 
 
+_MEASURED_AND = re.compile(r"(?<=\S)\s+(?:measures|measuring)\s+\d+(?:\.\d+)?\s*(?:mm|cm)\s+and(?=\s+(?:is|are)\b)")
 INCIDENTAL = re.compile(r"\bincidental(?:ly)?\b", re.IGNORECASE)
 _SIZE_KEY = re.compile(r"\b(?:largest|measuring|measures|measured|size of|diameter of|up to)\b", re.IGNORECASE)
 
@@ -77,6 +78,9 @@ def field_value(field: FieldSpec, sentence: str, lesion_text: bool = False) -> s
     if field.context and not lesion_text and not _any(field.context, text):
         return None
     if field.type == "binary":
+        # "The main pancreatic duct measures 2 mm and is normal": a measurement between a structure and
+        # its state leaves the state the structure's (the schema's pattern reads "duct is normal")
+        text = _MEASURED_AND.sub("", text)
         calls = [(m.start(), "no") for m in _matches(field.no_patterns, text)
                  if not findmod.another_thing_after(text, m.end())]
         for m in _matches(field.yes_patterns, text):
@@ -216,7 +220,7 @@ def study_binary(field: FieldSpec, sents: list[str], lesion_side: str | None = N
     yes, no, partial_sides, partial = [], [], set(), []
     other_narrowing = []  # partial denials narrowed by more than a side ("no new", "no solid")
     for s in sents:
-        text = normalize_sentence(s)
+        text = _MEASURED_AND.sub("", normalize_sentence(s))  # "duct measures 2 mm and is normal": the duct is normal
         if is_recommendation(text):
             continue
         if field.context and not _any(field.context, text):

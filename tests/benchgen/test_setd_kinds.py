@@ -319,3 +319,17 @@ SEVERAL_SIZED_IMPRESSION = "Three small renal cysts, the largest 1.9 cm in the u
 def test_the_sentence_naming_the_asked_place_gives_its_size(question, options, asserted):
     kept, evidence, reason = check(SEVERAL_SIZED, SEVERAL_SIZED_IMPRESSION, question, options, 0)
     assert kept is asserted, (reason, evidence)
+
+
+def test_a_measurement_between_a_structure_and_its_state_leaves_the_state_its_own():
+    # an institution's pattern "common bile duct is normal" still reads "... measures 4 mm and is normal"
+    from medscope.benchgen.extract import study_binary
+    from medscope.benchgen.schema import FieldSpec
+
+    field = FieldSpec(name="cbd_dilatation", type="binary", subcategory="bile duct",
+                      question="Is the common bile duct dilated?",
+                      no_patterns=[r"\bcommon bile duct (?:is )?(?:normal|not dilated)\b"],
+                      yes_patterns=[r"\bcommon bile duct (?:is )?dilated\b"])
+    assert study_binary(field, ["The common bile duct measures 4 mm and is normal."])[0] == "no"
+    assert study_binary(field, ["The common bile duct measures 14 mm and is dilated."])[0] == "yes"
+    assert study_binary(field, ["The common bile duct measures 4 mm."])[0] is None
