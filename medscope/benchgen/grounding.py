@@ -1037,7 +1037,9 @@ def check_term(question: str, answer: str, sents: list[str]) -> tuple[bool, str,
     # "Which anatomic variant is present?": the question names only the kind of its answer, which
     # then stands for the subject ("Pancreas divisum.")
     category = bool(subject) and subject <= {stem(w) for w in _ANSWER_KINDS}
-    asks_indication = bool(re.search(r"\b(?:indication|reason)\s+for\b|\b(?:operation|procedure|surgery)\b", q))
+    asks_indication = bool(re.search(r"\b(?:indication|reason)\s+for\b", q) or (
+        re.search(r"\b(?:operation|procedure|surgery)\b", q) and not _ASKS_ADVICE.search(q)
+        and re.search(r"\b(?:had|has|have|undergone|underwent|performed|previous|prior)\b", q)))
     statuses, where = [], ""
     for s in sents:
         toks = tokens(s)
@@ -1155,7 +1157,7 @@ def _check_removal(q: str, yes: bool, sents: list[str]) -> tuple[bool, str, str]
 
 
 # "Which study is recommended next?", "Is endoscopic ultrasound advised?": asks what the report recommends
-_ASKS_ADVICE = re.compile(r"\b(?:recommend\w*|advised|advisable|suggested)\b")
+_ASKS_ADVICE = re.compile(r"\b(?:recommend\w*|advised|advisable)\b")
 
 
 def check_key(question: str, answer: str, findings: str, impression: str) -> tuple[bool, str, str]:

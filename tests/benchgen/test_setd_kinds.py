@@ -333,3 +333,12 @@ def test_a_measurement_between_a_structure_and_its_state_leaves_the_state_its_ow
     assert study_binary(field, ["The common bile duct measures 4 mm and is normal."])[0] == "no"
     assert study_binary(field, ["The common bile duct measures 14 mm and is dilated."])[0] == "yes"
     assert study_binary(field, ["The common bile duct measures 4 mm."])[0] is None
+
+
+def test_a_past_operation_answers_no_question_about_the_recommended_one():
+    kept, _, reason = check("Status post cholecystectomy. Dilated common bile duct.", "Recommend ERCP.",
+                            "Which procedure is recommended?", ["Cholecystectomy", "ERCP"], 0)
+    assert not kept, reason
+    kept, _, reason = check("Status post cholecystectomy. Dilated common bile duct.", "Recommend ERCP.",
+                            "Which procedure is recommended?", ["ERCP", "Cholecystectomy"], 0)
+    assert kept, reason
