@@ -677,6 +677,7 @@ def check_yes_no(question: str, yes: bool, sents: list[str]) -> tuple[bool, str,
     core = subject - {stem(m.group(0)) for pat in ORGAN_WORDS.values() for m in re.finditer(pat, q)}
     # "Is there a tumour in ...?" asks about the tumour; in "Is the lesion a cyst?" the lesion is the topic
     head_phrase = _head_phrase(q, core | (q_lesion if re.match(r"^\W*(?:is|are)\s+there\b", q) else set()))
+    asks_history = bool(re.search(r"\b(?:history|previous(?:ly)?|prior|had|undergone|underwent|status post)\b", q))
     verdicts, narrowed = [], []
     for s, hits in best:
         said = {t[0] for t in tokens(s)}
@@ -704,6 +705,8 @@ def check_yes_no(question: str, yes: bool, sents: list[str]) -> tuple[bool, str,
         statuses, one_sided = [], False
         for a, b in first.values():
             st = _mention_status(s, a, b)
+            if st == "historical" and asks_history:
+                st = "affirmed"  # "Is there a history of renal cell carcinoma?" asks about the past itself
             sides, is_new = _phrase_scope(s, a, b, st)
             one_sided = one_sided or bool(sides & {"left", "right"}) and "bilateral" not in sides
             if q_side and sides and q_side.group(1) not in sides and "bilateral" not in sides:
@@ -722,7 +725,8 @@ def check_yes_no(question: str, yes: bool, sents: list[str]) -> tuple[bool, str,
             if st in ("affirmed", "favoured") and new_only and not _said_new(s, a, b):
                 continue
             if st in ("affirmed", "favoured") and q_lesion and not any(
-                    t in LESION_STEMS and _mention_status(s, ta, tb) in ("affirmed", "favoured")
+                    t in LESION_STEMS and _mention_status(s, ta, tb) in (
+                        ("affirmed", "favoured", "historical") if asks_history else ("affirmed", "favoured"))
                     for t, ta, tb in tokens(s)):
                 # "Postoperative changes in the left temporal lobe" places no tumour there, nor does
                 # "... temporal lobe, possibly a glioma" (the lesion itself must be asserted)

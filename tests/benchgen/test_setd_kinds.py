@@ -342,3 +342,14 @@ def test_a_past_operation_answers_no_question_about_the_recommended_one():
     kept, _, reason = check("Status post cholecystectomy. Dilated common bile duct.", "Recommend ERCP.",
                             "Which procedure is recommended?", ["ERCP", "Cholecystectomy"], 0)
     assert kept, reason
+
+
+# A sentence whose only mentions are historical answers no presence question, but a question that
+# asks about the past itself ("Is there a history of ...?") is answered by it.
+@pytest.mark.parametrize("findings,question,asserted", [
+    ("History of renal cell carcinoma. No renal mass.", "Is there a history of renal cell carcinoma?", True),
+    ("Status post left nephrectomy for renal cell carcinoma.", "Is there a renal cell carcinoma?", False),
+])
+def test_a_historical_mention_answers_only_a_question_about_the_past(findings, question, asserted):
+    kept, evidence, reason = check(findings, "", question, ["Yes", "No"], 0)
+    assert kept is asserted, (reason, evidence)
