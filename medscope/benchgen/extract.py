@@ -35,6 +35,7 @@ def _any(patterns: list[str], text: str) -> bool:
     return any(re.search(p, text, flags=re.IGNORECASE) for p in patterns)
 
 
+_MEASURED_AND = re.compile(r"(?<=\S)\s+(?:measures|measuring)\s+\d+(?:\.\d+)?\s*(?:mm|cm)\s+and(?=\s+(?:is|are)\b)")
 INCIDENTAL = re.compile(r"\bincidental(?:ly)?\b", re.IGNORECASE)
 _SIZE_KEY = re.compile(r"\b(?:largest|measuring|measures|measured|size of|diameter of|up to)\b", re.IGNORECASE)
 
@@ -77,6 +78,9 @@ def field_value(field: FieldSpec, sentence: str, lesion_text: bool = False) -> s
     if field.context and not lesion_text and not _any(field.context, text):
         return None
     if field.type == "binary":
+        # "The main pancreatic duct measures 2 mm and is normal": a measurement between a structure and
+        # its state leaves the state the structure's (the schema's pattern reads "duct is normal")
+        text = _MEASURED_AND.sub("", text)
         calls = [(m.start(), "no") for m in _matches(field.no_patterns, text)
                  if not findmod.another_thing_after(text, m.end())]
         for m in _matches(field.yes_patterns, text):
@@ -86,7 +90,9 @@ def field_value(field: FieldSpec, sentence: str, lesion_text: bool = False) -> s
             if st in ("affirmed", "negated"):
                 calls.append((m.start(), "yes" if st == "affirmed" else "no"))
         return min(calls)[1] if calls else None
-    if INCIDENTAL.search(text):
+    if INCIDENTAL.search(text) and not (lesion_text and re.match(r"^\W*incidental(?:ly)?\b", text)):
+        # an incidental other finding settles nothing; the lesion's own words opening with it
+        # ("Incidental 6 mm hypodensity in the pancreatic body") still place that lesion
         return None
     if field.type == "multi":
         found, spans = [], []
@@ -214,7 +220,7 @@ def study_binary(field: FieldSpec, sents: list[str], lesion_side: str | None = N
     yes, no, partial_sides, partial = [], [], set(), []
     other_narrowing = []  # partial denials narrowed by more than a side ("no new", "no solid")
     for s in sents:
-        text = normalize_sentence(s)
+        text = _MEASURED_AND.sub("", normalize_sentence(s))  # "duct measures 2 mm and is normal": the duct is normal
         if is_recommendation(text):
             continue
         if field.context and not _any(field.context, text):
@@ -431,7 +437,12 @@ _JOINED = re.compile(r"^[\s,]*(?:(?:lobes?|poles?|segments?|regions?)\s*)?(?:and
 # "the mid and lower pole": two places sharing one head noun
 _SHARED_HEAD = re.compile(r"\b([a-z]+)\s+(?:and|or|and/or|/|to|through|-)\s+(?:the\s+)?([a-z]+)\s+(poles?|lobes?|segments?|"
                           r"regions?|thirds?|portions?|zones?)\b")
-_NUMERAL_LIST = re.compile(r"^\s*(?:,|and|or|/|-|to|through|&)\s*(?:\d+|[ivx]+)[ab]?\b")
+# (a number with a unit is a measurement: "in the pancreatic body, 6 mm ..." lists no second place)
+_NUMERAL_LIST = re.compile(r"^\s*(?:,|and|or|/|-|to|through|&)\s*(?:\d+|[ivx]+)[ab]?\b(?!\s*(?:\.\d+\s*)?-?\s*(?:mm|cm|x)\b)")
+# places that belong to another finding of the organ, not the lesion: "mild atrophy of the body and tail"
+_OTHER_FINDING_OF = re.compile(r"\b(?:atroph\w*|dilat\w*|cut-?off|stranding|o?edema|inflammation|steatosis|"
+                               r"fatty (?:infiltration|replacement))\s+(?:of|in|within|throughout)\s+(?:the\s+)?"
+                               r"(?:[\w-]+\s+){0,2}$")
 
 
 def several_values(field: FieldSpec, text: str) -> bool:
@@ -457,13 +468,15 @@ def several_values(field: FieldSpec, text: str) -> bool:
     named = [(m.start(), m.end()) for v in field.values
              for m in re.finditer(rf"\b{re.escape(normalize_sentence(v.value))}\b", text) if " " in v.value]
     hits = sorted((m.start(), m.end(), v.value) for v in field.values for m in _matches(v.patterns, text)
-                  if not SECONDARY.search(text[: m.start()])
+                  if not SECONDARY.search(text[: m.start()]) and not _OTHER_FINDING_OF.search(text[: m.start()])
                   and not any(a <= m.start() and m.end() <= b and text[m.start():m.end()] != text[a:b]
                               for a, b in named))
     for (a1, e1, v1), (a2, _, v2) in zip(hits, hits[1:]):
         if v1 != v2 and a2 >= e1 and _JOINED.match(text[e1:a2]):
             return True
     for m in _SHARED_HEAD.finditer(text):
+        if _OTHER_FINDING_OF.search(text[:m.start()]):
+            continue  # "with oedema of the frontal and parietal lobes": the oedema's places
         head = m.group(3).rstrip("s") if m.group(3) != "lobes" else "lobe"
         first = {v.value for v in field.values if _matches(v.patterns, f"{m.group(1)} {head}")}
         second = {v.value for v in field.values if _matches(v.patterns, f"{m.group(2)} {head}")}

@@ -42,7 +42,7 @@ from __future__ import annotations
 import dataclasses
 import re
 
-from medscope.benchgen.grounding import _MEASURE, ORGAN_WORDS, _mention_status, is_recommendation, measurements, normalize_sentence, sentences
+from medscope.benchgen.grounding import _MEASURE, OPERATED_FOR, ORGAN_WORDS, _mention_status, is_recommendation, measurements, normalize_sentence, sentences
 
 # addition: the lesion nouns of a schema. The paper does not list them; these are the nouns
 # radiology reports use for a focal lesion. "lesion" / "observation" are umbrella terms: a
@@ -95,9 +95,6 @@ _LABEL = re.compile(r"^\s*(?:#\s*|no\.?\s*)?\d{1,2}[a-z]?\s*(?:[,:(]|-\s)")
 # a lesion said to be gone: "the previously described nodule ... has resolved", "is no longer seen"
 _RESOLVED_AFTER = re.compile(r"\b(?:has|have)\s+(?:since\s+|now\s+|completely\s+)?(?:resolved|disappeared|been resected|been removed)\b"
                              r"|\b(?:is|are)\s+no longer\s+(?:seen|visible|identified|present|evident|demonstrated)\b")
-# a lesion named as an operation's indication ("nephrectomy for renal cell carcinoma") is gone
-_OPERATED_FOR = re.compile(r"\b(?:\w+ectomy|resection|ablation|whipple(?: procedure)?|excision)\b[^.;]{0,60}?\bfor\s+"
-                           r"(?:[\w-]+\s+){0,4}$")
 _GAP_BREAK = re.compile(r";|,\s|\s(?:and|while|whereas|but|as well as)\s")
 _GAP_START = re.compile(r"\b(?:a|an|another|additional|second|third|one|two|three|several|multiple|\d)")
 _HEADER = re.compile(r"^((?:[a-z]+\s*){1,3}):\s*")
@@ -220,7 +217,7 @@ def _sizes(text: str) -> tuple[tuple[float, ...], float | None]:
 def _status(sent: str, start: int, end: int) -> str:
     if _NO_NEW.search(sent[:start]):
         return "prior_comparison"
-    if _OPERATED_FOR.search(sent[:start]):
+    if OPERATED_FOR.search(sent[:start]):
         return "historical"  # "distal pancreatectomy for mucinous cystic neoplasm": the operation removed it
     if _RESOLVED_AFTER.search(sent[end:]) and not _mentions_between(sent, end):
         return "historical"  # the sentence's subject is said to be gone
@@ -374,6 +371,25 @@ def report_findings(findings: str, impression: str, nouns: set[str] | None = Non
                 # "It measures 12 mm." / "Central necrosis." / "No washout.": a sentence naming no
                 # lesion, no side or place and no organ, right after a lesion's sentence, describes it
                 last = out[-1] if out else None
+                largest = re.match(r"^\W*(?:the\s+)?(largest|dominant|biggest)\b", body)
+                if largest and last is not None and chained is last and last.status == "present" and last.plural:
+                    # "Multiple cystic lesions ... The largest is in the pancreatic body and measures 1.6 cm.":
+                    # the group's largest member, described by this sentence alone
+                    dims, prior = _sizes(body)
+                    chained = dataclasses.replace(
+                        last, plural=False, called_dominant=largest.group(1) == "dominant",
+                        largest_of_group=largest.group(1) != "dominant", dims_mm=dims,
+                        # the group's words describe its largest too ("cystic"), less a side both share
+                        text=(_SIDE.sub(" ", last.text) if last.side == "bilateral" else last.text) + " " + body,
+                        size_mm=max(dims) if dims else None, prior_size_mm=prior, sentence=original,
+                        span=(len(sent) - len(body), len(sent)), side=_side(body, 0) or
+                        (None if last.side == "bilateral" else last.side), summarised=False)
+                    last.summarised = True
+                    out.append(chained)
+                    continue
+                if re.match(r"^\W*(?:the\s+)?(?:others?|remaining|rest)\b", body):
+                    chained = None  # "The others measure up to 9 mm": the rest of a group, not its last-named member
+                    continue
                 if (last is not None and chained is last and last.status == "present"
                         and (re.match(r"^(?:it|this)\b", body)
                              or not (_SIDE.search(body) or _PLACE.search(body) or _organ(body) or place_organs(body)

@@ -87,7 +87,7 @@ _HEADER_INLINE = re.compile(r"^[A-Za-z][A-Za-z ,/&()-]{0,40}:\s")
 
 # Words of a question that name what is asked, not what it is about.
 GENERIC = frozenset(
-    "what which where how is are was were does do did the a an of in on at to and or with there this that "
+    "what which where how is are was were does do did have has the a an of in on at to and or with there this that "
     "these those it its be been being any show shows showing demonstrate demonstrates contain contains "
     "present presence seen visible evidence sign signs finding findings most likely diagnosis cause still "
     "type size dimension dimensions diameter length largest maximal maximum greatest long short axis "
@@ -109,7 +109,7 @@ SAME = {"hepatic": "liver", "hepatocellular": "hepatocellular", "oedema": "edema
         "haemorrhage": "hemorrhage", "metastasi": "metastas", "metastas": "metastas",
         # an organ part's adjective and its noun: "isthmic nodule" is the nodule in the isthmus
         "calculi": "calculus", "foci": "focus", "intratumoral": "tumor", "intratumoural": "tumor",
-        "isthmic": "isthmus", "hilar": "hilum", "biliary": "bile", "pancreatic": "pancreas", "haemorrhagic": "hemorrhagic", "oedematous": "edematous"}
+        "isthmic": "isthmus", "hilar": "hilum", "biliary": "bile", "resectability": "resectable", "pancreatic": "pancreas", "haemorrhagic": "hemorrhagic", "oedematous": "edematous"}
 REWRITES = (  # abbreviations and one-word findings spelled out, so either wording is found
     (r"\bhcc\b", "hepatocellular carcinoma hcc"), (r"\brcc\b", "renal cell carcinoma rcc"),
     # a one-word finding keeps its own word first (a schema's "no splenomegaly" pattern still reads it)
@@ -118,6 +118,8 @@ REWRITES = (  # abbreviations and one-word findings spelled out, so either wordi
     (r"\b(lymphadenopathy|adenopathy)\b", r"\1 enlarged lymph nodes"),
     (r"\bsteatosis\b", "steatosis fatty infiltration"), (r"\bcholelithiasis\b", "cholelithiasis gallstones"),
     (r"\bnon(?=enhanc|calcif|obstruct|occlus|dilat)", "non-"),
+    # a patient's age is no old finding: "In this 24-year-old woman" (ConText reads "old" as historical)
+    (r"\b(\d+)[- ]?(?:years?|yrs?|months?|weeks?|days?)[- ]old\b", r"aged \1"),
     # "in both lobes" / "both kidneys" is bilateral (never "both poles": two parts of one side)
     (r"\bboth (lobes|kidneys|lungs|breasts|ovaries|adnexa|sides|hemispheres|adrenals|adrenal glands|testes|parotids|"
      r"parotid glands)\b(?! bilateral)", r"both \1 bilateral"),
@@ -351,6 +353,49 @@ def _denial_of_other_organ(sent: str, q: str, head_phrase: list[str], named: set
     return any(re.search(pat, sent) for organ, pat in ORGAN_WORDS.items() if organ not in asked)
 
 
+# a lesion named as an operation's indication ("nephrectomy for renal cell carcinoma") is gone
+OPERATED_FOR = re.compile(r"\b(?:\w+ectomy|resection|ablation|whipple(?: procedure)?|excision)\b[^.;]{0,60}?\bfor\s+"
+                          r"(?:[\w-]+\s+){0,4}$")
+
+
+# addition: words that say which structure a shared noun is ("bile duct" / "pancreatic duct", "portal vein" /
+# "splenic vein", "renal artery" / "hepatic artery")
+_STRUCTURE_WORDS = ("pancreatic", "bile", "biliary", "cystic", "hepatic", "portal", "splenic", "renal", "mesenteric",
+                    "iliac", "carotid", "vertebral", "femoral", "subclavian", "jugular", "gastric", "coeliac", "celiac",
+                    "ureteric", "urethral", "thyroid", "adrenal", "ovarian", "testicular", "gonadal", "pulmonary")
+
+
+# addition: words that narrow a denial to one kind of lesion ("no obstructing lesion", "no solid mass")
+DENIED_KIND = re.compile(r"\b(?:obstructing|solid|cystic|enhancing|calcified|suspicious|dominant|large|enlarging|"
+                         r"hypervascular|hypoattenuating|hyperenhancing|mural)\b")
+
+
+def _denial_of_one_kind(sent: str, a: int, q: str) -> bool:
+    """Whether a denied mention at ``a`` is narrowed to one kind the question does not ask
+    ("without an obstructing calculus" leaves a non-obstructing one unsaid)."""
+    neg = list(re.finditer(r"\b(?:no|without|not|absence of|free of)\b", sent[:a]))
+    if not neg:
+        return False
+    # "No suspicious cervical lymph nodes" denies abnormal nodes, i.e. lymphadenopathy itself
+    return bool(set(DENIED_KIND.findall(sent[neg[-1].end():a])) - set(re.findall(r"[a-z]+", q)) - {"suspicious"})
+
+
+def _other_structure_named(q: str, sent: str, head_phrase: list[str]) -> bool:
+    """Whether ``sent`` names an asked noun only as another structure's: the word before it says a
+    different structure in the question and in the sentence ("main pancreatic duct" asked, "common
+    bile duct" said; "splenic vein" asked, "portal vein" said)."""
+    words = {t for w in _STRUCTURE_WORDS for t, _, _ in tokens(w)}
+    q_toks, s_toks = [t for t, _, _ in tokens(q)], [t for t, _, _ in tokens(sent)]
+    for noun in head_phrase:
+        if noun not in q_toks or noun not in s_toks:
+            continue
+        qi, si = q_toks.index(noun), s_toks.index(noun)
+        asked, said = (q_toks[qi - 1] if qi else None), (s_toks[si - 1] if si else None)
+        if asked in words and said in words and asked != said and asked not in s_toks:
+            return True
+    return False
+
+
 def _mention_status(sent: str, start: int, end: int) -> str:
     """ConText status, with the hedge split into ``favoured`` (signed as a diagnosis) and
     ``possible``, and differentials / "X versus Y" / "X is also possible" read as ``possible``."""
@@ -367,11 +412,16 @@ def _mention_status(sent: str, start: int, end: int) -> str:
         return "affirmed"  # "without an obstructing lesion, with mild atrophy": ", with" opens an attendant finding
     if st == "negated":
         return st  # "no X or Y" is a denied list, not a differential
+    if st == "affirmed" and OPERATED_FOR.search(before):
+        return "historical"  # "distal pancreatectomy for mucinous cystic neoplasm": the operation removed it
     if UNCERTAIN_BEFORE.search(forward_scope(before)) or UNCERTAIN_AFTER.search(after):
         return "possible"
     if st != "possible":
         return st
-    return "favoured" if nearest_hedge(before) in FAVOURING else "possible"
+    hedge = nearest_hedge(before)
+    if hedge == "suggestive of" and re.search(r"\bmost\s+suggestive of\s+(?:[\w-]+\s+){0,5}$", before):
+        return "favoured"  # "most suggestive of X" signs X as the diagnosis, as "most consistent with" does
+    return "favoured" if hedge in FAVOURING else "possible"
 
 
 def nearest_hedge(before: str) -> str | None:
@@ -417,6 +467,8 @@ def _verdict(statuses: list[str]) -> str:
         return "negated"
     if "possible" in statuses or "hypothetical" in statuses:
         return "possible"
+    if statuses and set(statuses) == {"historical"}:
+        return "historical"  # "Status post nephrectomy for renal cell carcinoma": no carcinoma now
     return "favoured" if "favoured" in statuses else "affirmed" if statuses else "absent"
 
 
@@ -437,6 +489,11 @@ _STABLE = re.compile(r"\b(?:stable|unchanged|no (?:significant |interval )?chang
 _GREW = re.compile(r"\b(?:increas\w*|enlarg\w*|grow\w*|grown|larger|progress\w*|interval growth)\b")
 _SHRANK = re.compile(r"\b(?:decreas\w*|smaller|shrunk|regress\w*|reduc\w*)\b")
 _PRIOR_LENGTH = re.compile(r"\b(?:previously|prior|formerly|was|from|compared (?:with|to))\W+(?:\w+\W+){0,2}$")
+# a length dated to an earlier study: "It measured 4.1 cm in 2022", "1.2 cm on the prior CT"
+_DATED_LENGTH = re.compile(r"^(?:[\d.\s]|x)*(?:mm|cm)\W*(?:in|on|at)\s+(?:(?:the\s+)?(?:prior|previous|earlier|last|baseline)|"
+                           r"(?:[a-z]+\s+)?(?:19|20)\d\d)\b")
+# a question asking for an earlier size: "on the prior study", "previously", "in 2022"
+ASKS_PRIOR = re.compile(r"\b(?:prior|previous|previously|earlier|baseline|formerly)\b|\bin\s+(?:[a-z]+\s+)?(?:19|20)\d\d\b")
 _SIDE_TAIL = re.compile(r"\s*(?:(?:is|are)\s+(?:not\s+)?(?:seen\s+|present\s+)?)?(?:on\s+(?:the\s+)?(?:left|right)(?:\s+side)?\b|"
                         r"bilaterally\b|in\s+(?:either|both)\b)")
 _PHRASE_SIDE = re.compile(r"\b(left|right|bilateral|bilaterally|both)\b")
@@ -556,6 +613,12 @@ def _check_change(polarity: str, yes: bool, sents: list[str], subject: set[str])
     return True, said[1], ""
 
 
+# addition: a question about a structure's normal state, and the abnormal state it is the denial of
+_NORMAL_ASKED = ((r"\b(?:of\s+)?normal\s+(?:calibre|caliber|diameter|width)\b", "dilated"),
+                 (r"\b(?:non-?\s*|not\s+|un)dilated\b", "dilated"),
+                 (r"\b(?:of\s+)?normal\s+(?:size|volume)\b", "enlarged"), (r"\bpatent\b", "occluded"))
+
+
 def check_yes_no(question: str, yes: bool, sents: list[str]) -> tuple[bool, str, str]:
     """A Yes / No key against the sentences that best match the question's subject.
 
@@ -579,6 +642,13 @@ def check_yes_no(question: str, yes: bool, sents: list[str]) -> tuple[bool, str,
         ``conflicting_statements`` or ``contradicted_by_report``.
     """
     q = normalize_sentence(question)
+    removal = _check_removal(q, yes, sents)
+    if removal is not None:
+        return removal
+    for asked_normal, abnormal in _NORMAL_ASKED:
+        if re.search(asked_normal, q):
+            # "Is the duct of normal calibre? No" is "Is the duct dilated? Yes": "dilated to 6 mm" answers both
+            return check_yes_no(re.sub(asked_normal, abnormal, q), not yes, sents)
     polarity = question_polarity(q)
     q_side = _QUESTION_SIDE.search(q)
     new_only = bool(re.search(r"\bnew\b", q))
@@ -607,10 +677,13 @@ def check_yes_no(question: str, yes: bool, sents: list[str]) -> tuple[bool, str,
     core = subject - {stem(m.group(0)) for pat in ORGAN_WORDS.values() for m in re.finditer(pat, q)}
     # "Is there a tumour in ...?" asks about the tumour; in "Is the lesion a cyst?" the lesion is the topic
     head_phrase = _head_phrase(q, core | (q_lesion if re.match(r"^\W*(?:is|are)\s+there\b", q) else set()))
+    asks_history = bool(re.search(r"\b(?:history|previous(?:ly)?|prior|had|undergone|underwent|status post)\b", q))
     verdicts, narrowed = [], []
     for s, hits in best:
         said = {t[0] for t in tokens(s)}
-        named = {c for c in head_phrase if c in said or (len(c) >= 5 and any(c in w for w in said))}
+        # a lesion noun is named by its adjective too: "cystic lesion in the pancreatic head" is the head cyst
+        named = {c for c in head_phrase if c in said or (len(c) >= 5 and any(c in w for w in said))
+                 or (c in LESION_STEMS and any(w.startswith(c) for w in said))}
         # a Yes names the whole asked thing ("enhancing capsule"); a No may deny it more broadly
         # ("No capsule"), but must name its head ("No renal mass" denies no tumour thrombus)
         partial_match = bool(head_phrase) and (named != set(head_phrase) if _yes_side(hits, s) else
@@ -623,16 +696,24 @@ def check_yes_no(question: str, yes: bool, sents: list[str]) -> tuple[bool, str,
         if yes and hits and ARTIFACT_AFTER.match(s[max(b for _, _, b in hits):]):
             narrowed.append("artifact")  # "echogenic foci with comet-tail artifact" are colloid, not the asked foci
             continue
+        if _other_structure_named(q, s, head_phrase):
+            narrowed.append("partial")  # "The common bile duct is normal" says nothing of the pancreatic duct
+            continue
         first = {}
         for st_, a, b in hits:
             first.setdefault(st_, (a, b))
         statuses, one_sided = [], False
         for a, b in first.values():
             st = _mention_status(s, a, b)
+            if st == "historical" and asks_history:
+                st = "affirmed"  # "Is there a history of renal cell carcinoma?" asks about the past itself
             sides, is_new = _phrase_scope(s, a, b, st)
             one_sided = one_sided or bool(sides & {"left", "right"}) and "bilateral" not in sides
             if q_side and sides and q_side.group(1) not in sides and "bilateral" not in sides:
                 continue  # a mention about the other side says nothing of this one
+            if st == "negated" and _denial_of_one_kind(s, a, q):
+                narrowed.append("partial")  # "without an obstructing calculus": other calculi unsaid
+                continue
             if st == "negated" and is_new and not new_only:
                 narrowed.append("no_new")  # "no new nodules" does not deny a known one
                 continue
@@ -644,7 +725,8 @@ def check_yes_no(question: str, yes: bool, sents: list[str]) -> tuple[bool, str,
             if st in ("affirmed", "favoured") and new_only and not _said_new(s, a, b):
                 continue
             if st in ("affirmed", "favoured") and q_lesion and not any(
-                    t in LESION_STEMS and _mention_status(s, ta, tb) in ("affirmed", "favoured")
+                    t in LESION_STEMS and _mention_status(s, ta, tb) in (
+                        ("affirmed", "favoured", "historical") if asks_history else ("affirmed", "favoured"))
                     for t, ta, tb in tokens(s)):
                 # "Postoperative changes in the left temporal lobe" places no tumour there, nor does
                 # "... temporal lobe, possibly a glioma" (the lesion itself must be asserted)
@@ -734,7 +816,9 @@ def check_quantity(question: str, answer: str, sents: list[str]) -> tuple[bool, 
     sentence : str
         The sentence giving it when kept; empty otherwise.
     reason : str
-        Empty when kept; else ``answer_not_a_quantity``, ``quantity_not_stated`` or
+        Empty when kept; else ``answer_not_a_quantity``, ``quantity_not_stated``,
+        ``group_bound_spans_other_places``, ``prior_size_only`` (only an earlier size is given),
+        ``current_size_only`` (an earlier size asked, only the current one given) or
         ``ambiguous_measurement``.
     """
     (kind, dims, _), = measurements(normalize_sentence(answer))[:1] or [(None, [], 0)]
@@ -746,17 +830,30 @@ def check_quantity(question: str, answer: str, sents: list[str]) -> tuple[bool, 
                                            subject_stems(question))
     if measured and n_measured == n:
         best = measured  # a quantity is read from the best-matching sentences that give one
+    organ_stems = {stem(m.group(0)) for pat in ORGAN_WORDS.values() for m in re.finditer(pat, q)}
+    which = subject_stems(question) - LESION_STEMS - organ_stems
+    naming = [(s, hits) for s, hits in best if which & {t[0] for t in hits}]
+    if naming and len(naming) < len(best):
+        # "the pancreatic neck cyst": "In the pancreatic neck, 11 mm" says which one, "three pancreatic
+        # cysts, the largest 1.9 cm in the tail" names another
+        best = naming
     short = "short axis" in q or "smallest dimension" in q
-    values, spans_more = [], False
+    asks_prior = bool(ASKS_PRIOR.search(q))
+    values, spans_more, other_time = [], False, False
     for s, hits in best:
         for k, ds, at in measurements(s):
             if k == kind:
                 if re.search(r"\bup to\s+$", s[:at]) and _joined_to_unasked(s, hits, subject_stems(question)):
                     spans_more = True  # "The others measure up to 9 mm and lie in the head and uncinate process"
                     continue
+                if asks_prior != bool(_PRIOR_LENGTH.search(s[:at]) or _DATED_LENGTH.match(s[at:])):
+                    # "now 2.4 cm (previously 1.7 cm)": the prior size answers only the prior question
+                    other_time = True
+                    continue
                 values.append((min(ds) if short else max(ds), s))
     if not values:
-        return False, "", "group_bound_spans_other_places" if spans_more else "quantity_not_stated"
+        why = "group_bound_spans_other_places" if spans_more else "quantity_not_stated"
+        return False, "", (("current_size_only" if asks_prior else "prior_size_only") if other_time else why)
     if re.search(r"\b(?:largest|biggest|dominant)\b", q):
         values = [max(values)]
     elif re.search(r"\bsmallest\b", q):
@@ -903,6 +1000,11 @@ _RANGE_BEFORE = re.compile(rf"\b{_DESCRIPTOR}\s+(?:to|or|and/or|/)\s+{_RANGE_ADV
 _RANGE_AFTER = re.compile(rf"^\s*(?:to|or|and/or|/)\s+{_RANGE_ADVERB}{_DESCRIPTOR}\b")
 
 
+# addition: words that name only the kind of a question's answer ("Which anatomic variant is present?")
+_ANSWER_KINDS = ("anatomic", "anatomical", "variant", "variation", "anomaly", "congenital", "status", "category",
+                 "classification", "stage")
+
+
 def check_term(question: str, answer: str, sents: list[str]) -> tuple[bool, str, str]:
     """Any other key (a diagnosis, a location, a grade, a category): every content word of the
     answer in one sentence about the question's subject, asserted there and nowhere denied.
@@ -935,11 +1037,20 @@ def check_term(question: str, answer: str, sents: list[str]) -> tuple[bool, str,
     q = normalize_sentence(question)
     subject = subject_stems(question)
     diagnosis = bool(re.search(r"\b(?:diagnos\w*|most likely|represent\w*|favou?red)\b", q))
+    # "What was the indication for the pancreatectomy?", "What operation has the patient had?": the past is asked
+    # "Which anatomic variant is present?": the question names only the kind of its answer, which
+    # then stands for the subject ("Pancreas divisum.")
+    category = bool(subject) and subject <= {stem(w) for w in _ANSWER_KINDS}
+    asks_indication = bool(re.search(r"\b(?:indication|reason)\s+for\b", q) or (
+        re.search(r"\b(?:operation|procedure|surgery)\b", q) and not _ASKS_ADVICE.search(q)
+        and re.search(r"\b(?:had|has|have|undergone|underwent|performed|previous|prior)\b", q)))
     statuses, where = [], ""
     for s in sents:
         toks = tokens(s)
         have = {t[0] for t in toks}
-        if not need <= have or (subject and not subject & have and not diagnosis):
+        if _OPERATION.search(s):
+            have |= {stem(w) for w in ("operation", "procedure", "surgery")}  # "What operation has the patient had?"
+        if not need <= have or (subject and not subject & have and not diagnosis and not category):
             continue
         first, last = _tightest(toks, need)
         # the answer's whole span is the mention: "surgically absent" states absence itself
@@ -951,6 +1062,8 @@ def check_term(question: str, answer: str, sents: list[str]) -> tuple[bool, str,
             st = "secondary"
         if _spread(s, [(first[1], last[2])]):
             st = _spread(s, [(first[1], last[2])])  # "isoechoic to mildly hypoechoic" settles neither end, "mixed cystic and solid" neither part
+        if st == "historical" and asks_indication:
+            st = "affirmed"  # "What was the indication for the pancreatectomy?" asks what was operated on
         statuses.append(st)
         if st in ("affirmed", "favoured") and not where:
             where = s
@@ -998,6 +1111,59 @@ def answer_kind(question: str, answer: str) -> str:
     return "side" if a in SIDES else "term"
 
 
+# Rewrites the report-grounded check makes on top of ``REWRITES`` (never in the schema extractor, whose
+# institutional patterns are written against the report's own wording): vessel and duct abbreviations
+# spelled out, and a structure called "free" / "spared" read as not involved ("The SMA is free").
+CHECK_REWRITES = (
+    (r"\bsma\b", "superior mesenteric artery sma"), (r"\bsmv\b", "superior mesenteric vein smv"),
+    (r"\bivc\b", "inferior vena cava ivc"), (r"\bcbd\b", "common bile duct cbd"),
+    (r"\b(is|are)\s+(free|spared|uninvolved)\b(?!\s+(?:of|from|fluid|air|gas)\b)", r"\1 \2, not involved,"),
+    # an operation named by its eponym is the operation ("Whipple procedure" is a pancreaticoduodenectomy)
+    (r"\bwhipple(?:\s+procedure)?\b(?!\s+(?:procedure\s+)?pancreaticoduodenectomy)", "whipple procedure pancreaticoduodenectomy"),
+)
+# addition: an organ's removal named by its operation ("splenectomy": the spleen has been removed)
+REMOVED_ORGAN = {"splenectomy": "spleen", "nephrectomy": "kidney", "cholecystectomy": "gallbladder",
+                 "thyroidectomy": "thyroid", "hysterectomy": "uterus", "pancreatectomy": "pancreas",
+                 "adrenalectomy": "adrenal gland", "oophorectomy": "ovary", "appendectomy": "appendix",
+                 "appendicectomy": "appendix", "colectomy": "colon", "gastrectomy": "stomach",
+                 "prostatectomy": "prostate", "mastectomy": "breast", "cystectomy": "bladder",
+                 "orchiectomy": "testis", "orchidectomy": "testis"}
+# an operation in any wording: what a question about "the operation" / "the procedure" is answered by
+_OPERATION = re.compile(r"\b(?:\w+(?:ectomy|ectomies|otomy|ostomy|plasty)|resection|whipple|procedure|surgery|operation)\b")
+
+
+def _check_wording(text: str) -> str:
+    for pat, rep in CHECK_REWRITES:
+        text = re.sub(pat, rep, text, flags=re.IGNORECASE)
+    return text
+
+
+_REMOVAL_Q = re.compile(r"^\W*(?:has|have|was|were)\s+(?:the\s+)?(?:patient'?s?\s+)?(.+?)\s+(?:been\s+)?(?:surgically\s+)?"
+                        r"(?:removed|resected|excised)\b")
+
+
+def _check_removal(q: str, yes: bool, sents: list[str]) -> tuple[bool, str, str] | None:
+    """"Has the spleen been removed?" answered by the operation that removes it ("Status post distal
+    pancreatectomy and splenectomy"); None when the question asks no removal of an organ the
+    operations of :data:`REMOVED_ORGAN` name, or no sentence names such an operation."""
+    m = _REMOVAL_Q.match(q)
+    if not m:
+        return None
+    asked = {stem(w) for w in m.group(1).split()}
+    ops = [op for op, organ in REMOVED_ORGAN.items() if {stem(w) for w in organ.split()} <= asked]
+    for s in sents:
+        for op in ops:
+            for hit in re.finditer(rf"\b{op}\b", s):
+                if _mention_status(s, hit.start(), hit.end()) in ("negated", "possible", "hypothetical"):
+                    continue
+                return (True, s, "") if yes else (False, "", "contradicted_by_report")
+    return None
+
+
+# "Which study is recommended next?", "Is endoscopic ultrasound advised?": asks what the report recommends
+_ASKS_ADVICE = re.compile(r"\b(?:recommend\w*|advised|advisable)\b")
+
+
 def check_key(question: str, answer: str, findings: str, impression: str) -> tuple[bool, str, str]:
     """(kept, supporting sentence, reject reason) of one key against its report, by the sentence rules.
 
@@ -1028,8 +1194,12 @@ def check_key(question: str, answer: str, findings: str, impression: str) -> tup
     ----------
     .. [1] benchmark-MCQ paper, Methods ("report-grounded check").
     """
-    original = [s for s in sentences(findings) + sentences(impression) if not is_recommendation(normalize_sentence(s))]
-    sents = [normalize_sentence(s) for s in original]
+    # a recommendation asserts no finding, but it is what a question about the recommendation asks
+    asks_advice = bool(_ASKS_ADVICE.search(normalize_sentence(question)))
+    original = [s for s in sentences(findings) + sentences(impression)
+                if asks_advice or not is_recommendation(normalize_sentence(s))]
+    sents = [_check_wording(normalize_sentence(s)) for s in original]
+    question = _check_wording(question)
     kind = answer_kind(question, answer)
     if kind == "yes_no":
         kept, where, why = check_yes_no(question, normalize_sentence(answer).startswith("yes"), sents)

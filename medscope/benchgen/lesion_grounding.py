@@ -37,7 +37,7 @@ _QSIDE = re.compile(r"\b(left|right)\b")
 _PLACE_PHRASE = re.compile(r"\b(?:(?:upper|middle|lower)\s+(?:lobe|pole)|interpolar|lingula\w*|caudate|"
                            r"segment\s+\w+|(?:frontal|parietal|temporal|occipital)\s+lobe|"
                            r"rul|rml|rll|lul|lll)\b")
-_PRIOR_Q = re.compile(r"\b(?:prior|previous|previously|earlier|baseline)\b")
+_PRIOR_Q = grounding.ASKS_PRIOR
 
 
 def _question_nouns(q: str) -> set[str]:
@@ -264,9 +264,7 @@ def _presence(q: str, yes: bool, found, nouns, placed: bool = False) -> tuple[bo
     return False, "", "only_historical" if "historical" in statuses else "subject_not_in_report"
 
 
-# addition: words that narrow a denial to one kind of lesion ("no obstructing lesion", "no solid mass")
-_DENIED_KIND = re.compile(r"\b(?:obstructing|solid|cystic|enhancing|calcified|suspicious|dominant|large|enlarging|"
-                          r"hypervascular|hypoattenuating|hyperenhancing|mural)\b")
+_DENIED_KIND = grounding.DENIED_KIND
 
 
 def _denied_kind(f: findmod.Finding) -> set[str]:

@@ -17,6 +17,7 @@ import string
 from collections import Counter
 
 from medscope.benchgen.extract import first_json_object, sentences
+from medscope.benchgen.grounding import answer_kind, normalize_sentence, tokens
 from medscope.benchgen.lesion_grounding import check_key
 from medscope.benchgen.schema import FieldSpec, Schema
 from medscope.benchgen.verification import verification_key
@@ -265,8 +266,9 @@ def grounded(q: dict, findings: str, impression: str) -> tuple[bool, str, str]:
     evidence : str
         The supporting report sentence when kept; empty otherwise.
     reason : str
-        Empty when kept; else ``evidence_not_in_report`` or the reason of
-        :func:`medscope.benchgen.lesion_grounding.check_key`.
+        Empty when kept; else ``evidence_not_in_report``, ``another_option_stated`` (the report
+        states another option that holds all of the key's words and more: "borderline resectable"
+        for the key "Resectable") or the reason of :func:`medscope.benchgen.lesion_grounding.check_key`.
 
     References
     ----------
@@ -278,7 +280,15 @@ def grounded(q: dict, findings: str, impression: str) -> tuple[bool, str, str]:
     if quote and not any(quote in norm(s) or norm(s) in quote
                          for s in sentences(findings) + sentences(impression)):
         return False, "", "evidence_not_in_report"
-    return check_key(q["question"], answer, findings, impression)
+    kept, evidence, reason = check_key(q["question"], answer, findings, impression)
+    if kept and answer_kind(q["question"], answer) == "term":
+        # "borderline resectable" states the option "Borderline resectable", not "Resectable" inside it
+        words = {t for t, _, _ in tokens(normalize_sentence(answer))}
+        for other in q["options"]:
+            more = {t for t, _, _ in tokens(normalize_sentence(str(other)))}
+            if other != answer and words < more and check_key(q["question"], str(other), findings, impression)[0]:
+                return False, "", "another_option_stated"
+    return kept, evidence, reason
 
 
 def subcategory_tag(question: str) -> str:
