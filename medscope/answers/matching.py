@@ -72,7 +72,7 @@ from medscope.answers.lexicon import (  # the word lists, importable from here a
 
 RULES = ("final-tag", "json-field", "json-partial", "self-correction", "verdict-line", "label-line", "final-colon",
          "both", "leading-yes-no", "search-outcome", "mention", "health-words", "declined", "probability",
-         "rating", "graded-sign", "other-language", "table-row", "modified-echo", "qualified-normal", "differential", *markup.UNCLEAR_WHY,
+         "rating", "graded-sign", "other-language", "table-row", "bare-mention", "modified-echo", "qualified-normal", "differential", *markup.UNCLEAR_WHY,
          "undecided", "other-entity", "predicate", "open", "none")
 
 _WRONG_ANATOMY = re.compile(r"\b(?:this|it|(?:the|this) (?:\w+ )?(?:image|scan|study|film|picture|frame))"
@@ -1172,6 +1172,8 @@ def _probability(sentences: list[str]) -> tuple[str, bool | None] | None:
 
 
 _UNCLEAR_WHY = {
+    "bare-mention": "the finding is only named (no word says it is there) and the same line carries a negative, "
+                    "zero or unknown-language token the reader did not attach",
     "probability": "the stated probability is between the claim and denial thresholds, or disagrees with the words",
     "rating": "a rating on a scale whose direction the reader cannot check",
     "graded-sign": "the graded sign (BI-RADS, cardiothoracic ratio) and the reply's words disagree",
@@ -1278,6 +1280,56 @@ def _read_wrapped(text: str, question: str, finding: str, question_kind: str | N
     return r
 
 
+# Guard (a) of the round tuned on set G (issue 48): a present / claim reading that rests only on a
+# bare mention ("organ: stomach", "Spleen: \U0001f534", "pankreas ... irisan ini") has no word that
+# says the finding is there; where the same line also carries a negative or zero token the reader
+# did not attach to the mention (a 0% bar, 0.0 cm2, NOT_VISIBLE, a strike-through, a red or cross
+# mark, a word in a language the reader does not know), the line may well deny it: unclear.
+_POSITIVE_PREDICATE = re.compile(
+    r"\b(?:visible|visuali[sz]ed?|seen|present|presence|identified|identifiable|noted|depicted|shown|demonstrated|"
+    r"included|in view|evident|appreciated|captured|detected|appears?|measur\w*|enlarged|there (?:is|are)|"
+    r"yes|true|contains?|i see|can see|shows?|showing|normal|unremarkable|intact|lies|sits|located|occup\w+)\b")
+_NEGATIVE_TOKEN = re.compile(
+    r"(?<![\w'])(?:false|nil)(?![\w'])|"
+    r"(?<![\w.])0+(?:[.,]0+)?(?:\s*%|(?![\w.,]))|(?<![\w.])0(?:[.,]0+)?\s*(?:mm|cm|ml|cc|cm2|cm\u00b2|mm\u00b2|voxels?)\b|"
+    r"\bnot_\w+|~~|[\U0001f534\u274c\u2717\u2718\u26d4\U0001f6ab\u2716\u2715\u2613]")
+
+
+def _bare_mention_negated(lines: list[str], terms: tuple[str, ...], finding: str, organ: bool) -> bool:
+    """Whether a present / claim reading made from mentions rests on bare mentions only (no
+    sentence naming the finding says it is there) while a line naming it carries a negative, zero or
+    unknown-language token (guard (a) of the round tuned on set G, issue 48)."""
+    pat = _term_pattern(terms)
+    if pat is None:
+        return False
+    negative = False
+    for line in lines:
+        if not pat.search(line):
+            continue
+        for s in _sentences(line):
+            if not pat.search(s):
+                continue
+            rest = pat.sub(" ", s)
+            if _POSITIVE_PREDICATE.search(rest):
+                return False
+        rest = pat.sub(" ", line)
+        negative = negative or bool(_NEGATIVE_TOKEN.search(rest)) or (organ and _unknown_language(rest))
+    return negative
+
+
+_ENGLISH_WORD = re.compile(r"\b(?:with|and|or|on|at|to|for|from|by|as|be|was|were|has|have|its|here|seen|right|left)\b")
+
+
+def _unknown_language(prose: str) -> bool:
+    """Whether a line beside a mention is prose in a language the reader has no lexicon for: three
+    or more words, none of them an English function word, and no markup or numbers (a tag, a box,
+    a measurement read as English shorthand)."""
+    if re.search(r"[<\[{(|\d]", prose):
+        return False
+    words = re.findall(r"[^\W\d_]+", prose)
+    return len(words) >= 3 and not languages._ENGLISH_TEXT.search(prose) and not _ENGLISH_WORD.search(prose)
+
+
 _DIFFERENTIAL_HEAD = re.compile(r"\b(?:differential|ddx|possibilities|candidates|considerations|alternatives)\b")
 _LIST_ITEM = re.compile(r"^\s*(?:\d{1,2}[.)]|[-*\u2022])\s+\S")
 
@@ -1374,6 +1426,8 @@ def _read(text: str, question: str, finding: str, question_kind: str | None, syn
         return Reading("unclear", None, "other-language")  # "Yes, ... 不过，右肾在这个层面看不到。"
     if switched is not None and switched[0] == "answer" and (got is None or got[0] not in ("answer", "unclear")):
         return Reading(*switched, "other-language")  # "The liver is visible, pero el bazo no aparece"
+    if got is not None and got[:3] == ("answer", True, "mention") and _bare_mention_negated(lines, terms, finding, kind == "organ"):
+        return Reading("unclear", None, "bare-mention", _UNCLEAR_WHY["bare-mention"])
     if got is not None:
         return Reading(*got)
     foreign = languages.foreign_reading(flat, terms, side)
