@@ -72,7 +72,7 @@ from medscope.answers.lexicon import (  # the word lists, importable from here a
 
 RULES = ("final-tag", "json-field", "json-partial", "self-correction", "verdict-line", "label-line", "final-colon",
          "both", "leading-yes-no", "search-outcome", "mention", "health-words", "declined", "probability",
-         "rating", "graded-sign", "other-language", "table-row", "bare-mention", "modified-echo", "qualified-normal", "differential", *markup.UNCLEAR_WHY,
+         "rating", "graded-sign", "other-language", "table-row", "bare-mention", "other-subject", "modified-echo", "qualified-normal", "differential", *markup.UNCLEAR_WHY,
          "undecided", "other-entity", "predicate", "open", "none")
 
 _WRONG_ANATOMY = re.compile(r"\b(?:this|it|(?:the|this) (?:\w+ )?(?:image|scan|study|film|picture|frame))"
@@ -1172,6 +1172,7 @@ def _probability(sentences: list[str]) -> tuple[str, bool | None] | None:
 
 
 _UNCLEAR_WHY = {
+    "other-subject": "the finding is not named and the presence words speak of another entity (their subject)",
     "bare-mention": "the finding is only named (no word says it is there) and the same line carries a negative, "
                     "zero or unknown-language token the reader did not attach",
     "probability": "the stated probability is between the claim and denial thresholds, or disagrees with the words",
@@ -1330,6 +1331,30 @@ def _unknown_language(prose: str) -> bool:
     return len(words) >= 3 and not languages._ENGLISH_TEXT.search(prose) and not _ENGLISH_WORD.search(prose)
 
 
+# Guard (b) of the round tuned on set G (issue 48): a predicate read without the finding's name
+# ("Not visible.", "It is present.") speaks of the finding only when its subject is a pronoun or the
+# finding's own words; "Lung sliding is present", "B-lines absent" speak of another entity.
+_SUBJECT_FREE = frozenset(
+    "yes no not it its this that these those they them one ones there here is are was were be been being am "
+    "do does did can could clearly definitely certainly probably likely possibly partially partly only barely "
+    "well also still fully completely easily readily just really indeed both either i we you organ structure "
+    "finding answer so and but however thus therefore then well now too again a an the".split())
+
+
+def _other_subject(flat: str, m: re.Match, terms: tuple[str, ...]) -> bool:
+    """Whether the clause before the predicate ``m`` names a subject other than a pronoun or the
+    finding's own words (guard (b) of the round tuned on set G, issue 48)."""
+    clause = re.split(r"[.;:,!?\u2013\u2014(]|\s-\s", flat[:m.start()])[-1]
+    words = [w for w in re.findall(r"[^\W\d_]+", clause) if w not in _SUBJECT_FREE]
+    if not words:
+        return False
+    own = {w for t in terms for w in t.split()}
+    if all(w in own for w in words):
+        return False
+    joined = "".join(words)  # "the pan cree us is visible": the name spelt out in pieces
+    return not any(_osa_distance(joined, t.replace(" ", ""), 3) <= 2 for t in terms if len(t) >= 5)
+
+
 _DIFFERENTIAL_HEAD = re.compile(r"\b(?:differential|ddx|possibilities|candidates|considerations|alternatives)\b")
 _LIST_ITEM = re.compile(r"^\s*(?:\d{1,2}[.)]|[-*\u2022])\s+\S")
 
@@ -1441,6 +1466,8 @@ def _read(text: str, question: str, finding: str, question_kind: str | None, syn
     pat = _term_pattern(terms)
     if pat is None or not pat.search(flat):
         absent, present = _ABSENT_PREDICATE.search(flat), _PRESENT_PREDICATE.search(flat)
+        if (absent or present) and _other_subject(flat, absent or present, terms):
+            return Reading("unclear", None, "other-subject", _UNCLEAR_WHY["other-subject"])
         if absent:
             return Reading("answer", False, "predicate")
         if present and kind != "open":
