@@ -1097,6 +1097,10 @@ def _checkmarks(lines: list[str], terms: tuple[str, ...]) -> tuple[str, bool | N
 # Probabilities ("~80% likely present", "probability of a nodule: 0.15") and ratings ("confidence 3/5"):
 # the thresholds (an addition) are lexicon.PROBABILITY_CLAIM_AT / PROBABILITY_DENY_AT, shared with
 # markup's reading of a probability value in an object.
+# Guard (c) of the round tuned on set G (issue 48): "P(stone) in [0.02, 0.08]" states a probability
+# as a verdict; read as "stone probability ..." it goes to the probability rule and its documented
+# thresholds (an interval decides only when both ends fall on one side), else it is unclear.
+_P_NOTATION = re.compile(r"(?<![\w.])p\s*\(\s*([a-z][^()]{0,40}?)\s*\)(?=[^\d\n]{0,12}\d)")
 _PROBABILITY_WORDS = re.compile(r"\b(?:likely|likelihood|probability|probable|chance|odds)\b")
 _CONFIDENCE_WORDS = re.compile(r"\b(?:confident|confidence|certain|certainty|sure)\b")
 _NUMBER = re.compile(r"(?<![\w.])(?P<pct>\d{1,3}(?:\.\d+)?)\s*%|(?<![\w.])(?P<dec>0?\.\d+|1\.0+|0|1)(?![\w%/]|\.\d)")
@@ -1401,7 +1405,7 @@ def _read(text: str, question: str, finding: str, question_kind: str | None, syn
     mended = [_mend_typos(line, terms) for line in _lines(text)]
     if _modified_echo(mended, terms, question):
         return Reading("unclear", None, "modified-echo")
-    lines = _drop_echo(mended, terms, question)
+    lines = [_P_NOTATION.sub(r"\1 probability", line) for line in _drop_echo(mended, terms, question)]
     if not lines:
         return Reading("unparseable", None, "none")
     retracted = False
