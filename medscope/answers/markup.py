@@ -141,6 +141,57 @@ def _top_values(text: str) -> list | None:
     return out or None
 
 
+# Verdict forms of the round tuned on set G (issue 48): an enum value ("NOT_VISIBLE", "NOT-PRESENT"),
+# a function call whose arguments are a JSON string ({"name": "submit_verdict", "arguments":
+# "{\"visible\": false}"}), and a FHIR Observation ({"code": {"text": "Liver visible"},
+# "valueBoolean": true}; interpretation POS / NEG; HL7 v3 ObservationInterpretation).
+_ENUM_VALUE = re.compile(r"^[A-Z]+(?:[_-][A-Z]+)+$")
+_CALL_KEYS = ("arguments", "args", "parameters", "input")
+_FHIR_INTERPRETATION = {"pos": True, "neg": False, "det": True, "nd": False, "a": True, "n": False}
+
+
+def _call_arguments(obj: dict) -> dict:
+    """A function call's arguments (JSON in a string, or an object) as the object, else ``obj``."""
+    inner = obj.get("function") if isinstance(obj.get("function"), dict) else obj
+    if "name" not in inner:
+        return obj
+    for key in _CALL_KEYS:
+        args = inner.get(key)
+        if isinstance(args, str):
+            try:
+                args = json.loads(args)
+            except ValueError:
+                continue
+        if isinstance(args, dict) and args:
+            return args
+    return obj
+
+
+def _fhir_observation(obj: dict) -> dict:
+    """A FHIR Observation as ``{code text: value}`` (valueBoolean, valueString, valueCodeableConcept,
+    or the interpretation code), else ``obj``."""
+    if str(obj.get("resourceType", "")).lower() != "observation" or not isinstance(obj.get("code"), dict):
+        return obj
+    code = obj["code"]
+    name = code.get("text") or next((c.get("display") for c in code.get("coding") or () if isinstance(c, dict)), None)
+    if not isinstance(name, str):
+        return obj
+    value = obj.get("valueBoolean")
+    if not isinstance(value, bool):
+        concept = obj.get("valueCodeableConcept")
+        value = concept.get("text") if isinstance(concept, dict) else obj.get("valueString")
+    flags = [str(c.get("code", "")).lower() for i in obj.get("interpretation") or () if isinstance(i, dict)
+             for c in i.get("coding") or () if isinstance(c, dict)]
+    flag = {_FHIR_INTERPRETATION[f] for f in flags if f in _FHIR_INTERPRETATION}
+    # "Liver visible on image": the code names the finding and asks its presence; the value answers
+    name = re.sub(r"\s+(?:is\s+)?(?:visible|present|seen|identified|detected|visuali[sz]ed)\b.*$", "", name, flags=re.I)
+    if len(flag) == 1 and not isinstance(value, bool):
+        return {"finding": name, "present": flag.pop()}
+    if isinstance(value, bool):
+        return {"finding": name, "present": value}
+    return {"finding": name, "result": value} if isinstance(value, str) else obj
+
+
 def canonical_object(obj: dict) -> dict:
     """``obj`` with its keys and values in the shapes :mod:`medscope.answers.structured` reads:
     absence keys as ``present`` with the opposite boolean, ``final`` as ``final answer``, tick and
@@ -159,9 +210,12 @@ def canonical_object(obj: dict) -> dict:
         A new object; ``obj`` is left as it was.
     """
 
+    obj = _call_arguments(_fhir_observation(obj))
     out = {}
     for key, value in obj.items():
         words = _norm_key(key)
+        if isinstance(value, str) and _ENUM_VALUE.match(value.strip()):
+            value = value.strip().lower().replace("_", " ")  # "NOT_VISIBLE" -> "not visible"
         if isinstance(value, str) and value.strip() in _TICK_VALUES:
             value = _TICK_VALUES[value.strip()]
         if isinstance(value, str):
@@ -234,7 +288,7 @@ def _yaml_object(text: str, is_verdict_key) -> dict | None:
     pairs = [_YAML_LINE.match(line) for line in lines]
     if not all(pairs):
         return None
-    obj = {p.group("key").strip(): p.group("value") for p in pairs}
+    obj = {p.group("key").strip(): p.group("value").strip().strip('"\'') for p in pairs}
     if not any(is_verdict_key(k) for k in obj):
         return None
     for k, v in list(obj.items()):
