@@ -367,6 +367,30 @@ def _decoded(text: str) -> str:
     return text
 
 
+# Struck-through text ("~~Visible~~ Not visible") is withdrawn by its writer: read what is left.
+_STRUCK = re.compile(r"~~[^~\n]+~~")
+# DICOM SR content items: a coded concept is (code value, scheme, "meaning"); a property's
+# "HAS PROPERTIES: (...) = (...)" row is read against the concept coded above it.
+_SR_CODE = re.compile(r"\(\s*[\w.:-]+\s*,\s*[\w.-]+\s*,\s*\"([^\"]+)\"\s*\)")
+_SR_CONCEPT = re.compile(r"^\s*(?:CODE|HAS CONCEPT MOD|CONTAINS|INFERRED FROM)\s*:\s*(?P<concept>[^=]+?)\s*$", re.I)
+_SR_PROPERTY = re.compile(r"^\s*(?:HAS PROPERTIES|HAS OBS CONTEXT)\s*:\s*(?P<name>[^=]+?)\s*=\s*(?P<value>.+?)\s*$", re.I)
+
+
+def _dicom_sr(text: str) -> str:
+    """A DICOM SR content tree as lines the reader reads ("Abdominal aorta presence: No"), else ``text``."""
+    if not _SR_CODE.search(text):
+        return text
+    concept, out = None, []
+    for line in _SR_CODE.sub(lambda m: m.group(1), text).split("\n"):
+        c, p = _SR_CONCEPT.match(line), _SR_PROPERTY.match(line)
+        if c:
+            concept = c.group("concept")
+        elif p and concept:
+            line = f"{concept} {p.group('name')}: {p.group('value')}"
+        out.append(line)
+    return "\n".join(out)
+
+
 def unwrap(text: str, question: str = "", is_verdict_key=lambda key: False) -> Unwrapped:
     """The reply with its wrappers removed (module docstring).
 
@@ -384,7 +408,7 @@ def unwrap(text: str, question: str = "", is_verdict_key=lambda key: False) -> U
     -------
     Unwrapped
     """
-    text = _decoded(text or "")
+    text = _dicom_sr(_STRUCK.sub(" ", _decoded(text or "")))
     reasoning = ""
     think = _THINK.search(text)
     if think:
