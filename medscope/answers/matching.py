@@ -1348,6 +1348,8 @@ _SUBJECT_FREE = frozenset(
 def _other_subject(flat: str, m: re.Match, terms: tuple[str, ...]) -> bool:
     """Whether the clause before the predicate ``m`` names a subject other than a pronoun or the
     finding's own words (guard (b) of the round tuned on set G, issue 48)."""
+    if not [t for t in terms if t.strip()]:
+        return False  # no finding named to the reader (a caller without one): any subject may be it
     clause = re.split(r"[.;:,!?\u2013\u2014(]|\s-\s", flat[:m.start()])[-1]
     words = [w for w in re.findall(r"[^\W\d_]+", clause) if w not in _SUBJECT_FREE]
     if not words:
