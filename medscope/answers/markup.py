@@ -376,6 +376,25 @@ _SR_CONCEPT = re.compile(r"^\s*(?:CODE|HAS CONCEPT MOD|CONTAINS|INFERRED FROM)\s
 _SR_PROPERTY = re.compile(r"^\s*(?:HAS PROPERTIES|HAS OBS CONTEXT)\s*:\s*(?P<name>[^=]+?)\s*=\s*(?P<value>.+?)\s*$", re.I)
 
 
+# An HL7 v2 OBX segment: its fifth field is the observation's value (a coded value
+# "code^text^system" reads as its text); the identifiers, units and flags around it are not prose.
+_HL7_OBX = re.compile(r"^\s*OBX\|[^|\n]*\|(?P<type>[^|\n]*)\|(?P<id>[^|\n]*)\|[^|\n]*\|(?P<value>[^|\n]*)(?:\|.*)?$",
+                      re.M)
+
+
+def _coded_text(field: str) -> str:
+    parts = field.split("^")
+    return (parts[1] if len(parts) > 1 and parts[1].strip() else parts[0]).strip()
+
+
+def _obx_value(m: re.Match) -> str:
+    """"OBX|1|ST|LIVER^Liver in slice^L||No" -> "Liver in slice: No" (the identifier asks, the value answers)."""
+    value = m.group("value")
+    if m.group("type").strip().upper() in ("CE", "CWE", "CNE"):
+        value = _coded_text(value)
+    return f"{_coded_text(m.group('id'))}: {value.replace('^', ' ').strip()}"
+
+
 def _dicom_sr(text: str) -> str:
     """A DICOM SR content tree as lines the reader reads ("Abdominal aorta presence: No"), else ``text``."""
     if not _SR_CODE.search(text):
@@ -408,7 +427,7 @@ def unwrap(text: str, question: str = "", is_verdict_key=lambda key: False) -> U
     -------
     Unwrapped
     """
-    text = _dicom_sr(_STRUCK.sub(" ", _decoded(text or "")))
+    text = _HL7_OBX.sub(_obx_value, _dicom_sr(_STRUCK.sub(" ", _decoded(text or ""))))
     reasoning = ""
     think = _THINK.search(text)
     if think:
