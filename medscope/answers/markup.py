@@ -141,6 +141,57 @@ def _top_values(text: str) -> list | None:
     return out or None
 
 
+# Verdict forms of the round tuned on set G (issue 48): an enum value ("NOT_VISIBLE", "NOT-PRESENT"),
+# a function call whose arguments are a JSON string ({"name": "submit_verdict", "arguments":
+# "{\"visible\": false}"}), and a FHIR Observation ({"code": {"text": "Liver visible"},
+# "valueBoolean": true}; interpretation POS / NEG; HL7 v3 ObservationInterpretation).
+_ENUM_VALUE = re.compile(r"^[A-Z]+(?:[_-][A-Z]+)+$")
+_CALL_KEYS = ("arguments", "args", "parameters", "input")
+_FHIR_INTERPRETATION = {"pos": True, "neg": False, "det": True, "nd": False, "a": True, "n": False}
+
+
+def _call_arguments(obj: dict) -> dict:
+    """A function call's arguments (JSON in a string, or an object) as the object, else ``obj``."""
+    inner = obj.get("function") if isinstance(obj.get("function"), dict) else obj
+    if "name" not in inner:
+        return obj
+    for key in _CALL_KEYS:
+        args = inner.get(key)
+        if isinstance(args, str):
+            try:
+                args = json.loads(args)
+            except ValueError:
+                continue
+        if isinstance(args, dict) and args:
+            return args
+    return obj
+
+
+def _fhir_observation(obj: dict) -> dict:
+    """A FHIR Observation as ``{code text: value}`` (valueBoolean, valueString, valueCodeableConcept,
+    or the interpretation code), else ``obj``."""
+    if str(obj.get("resourceType", "")).lower() != "observation" or not isinstance(obj.get("code"), dict):
+        return obj
+    code = obj["code"]
+    name = code.get("text") or next((c.get("display") for c in code.get("coding") or () if isinstance(c, dict)), None)
+    if not isinstance(name, str):
+        return obj
+    value = obj.get("valueBoolean")
+    if not isinstance(value, bool):
+        concept = obj.get("valueCodeableConcept")
+        value = concept.get("text") if isinstance(concept, dict) else obj.get("valueString")
+    flags = [str(c.get("code", "")).lower() for i in obj.get("interpretation") or () if isinstance(i, dict)
+             for c in i.get("coding") or () if isinstance(c, dict)]
+    flag = {_FHIR_INTERPRETATION[f] for f in flags if f in _FHIR_INTERPRETATION}
+    # "Liver visible on image": the code names the finding and asks its presence; the value answers
+    name = re.sub(r"\s+(?:is\s+)?(?:visible|present|seen|identified|detected|visuali[sz]ed)\b.*$", "", name, flags=re.I)
+    if len(flag) == 1 and not isinstance(value, bool):
+        return {"finding": name, "present": flag.pop()}
+    if isinstance(value, bool):
+        return {"finding": name, "present": value}
+    return {"finding": name, "result": value} if isinstance(value, str) else obj
+
+
 def canonical_object(obj: dict) -> dict:
     """``obj`` with its keys and values in the shapes :mod:`medscope.answers.structured` reads:
     absence keys as ``present`` with the opposite boolean, ``final`` as ``final answer``, tick and
@@ -159,9 +210,12 @@ def canonical_object(obj: dict) -> dict:
         A new object; ``obj`` is left as it was.
     """
 
+    obj = _call_arguments(_fhir_observation(obj))
     out = {}
     for key, value in obj.items():
         words = _norm_key(key)
+        if isinstance(value, str) and _ENUM_VALUE.match(value.strip()):
+            value = value.strip().lower().replace("_", " ")  # "NOT_VISIBLE" -> "not visible"
         if isinstance(value, str) and value.strip() in _TICK_VALUES:
             value = _TICK_VALUES[value.strip()]
         if isinstance(value, str):
@@ -234,7 +288,7 @@ def _yaml_object(text: str, is_verdict_key) -> dict | None:
     pairs = [_YAML_LINE.match(line) for line in lines]
     if not all(pairs):
         return None
-    obj = {p.group("key").strip(): p.group("value") for p in pairs}
+    obj = {p.group("key").strip(): p.group("value").strip().strip('"\'') for p in pairs}
     if not any(is_verdict_key(k) for k in obj):
         return None
     for k, v in list(obj.items()):
@@ -313,6 +367,49 @@ def _decoded(text: str) -> str:
     return text
 
 
+# Struck-through text ("~~Visible~~ Not visible") is withdrawn by its writer: read what is left.
+_STRUCK = re.compile(r"~~[^~\n]+~~")
+# DICOM SR content items: a coded concept is (code value, scheme, "meaning"); a property's
+# "HAS PROPERTIES: (...) = (...)" row is read against the concept coded above it.
+_SR_CODE = re.compile(r"\(\s*[\w.:-]+\s*,\s*[\w.-]+\s*,\s*\"([^\"]+)\"\s*\)")
+_SR_CONCEPT = re.compile(r"^\s*(?:CODE|HAS CONCEPT MOD|CONTAINS|INFERRED FROM)\s*:\s*(?P<concept>[^=]+?)\s*$", re.I)
+_SR_PROPERTY = re.compile(r"^\s*(?:HAS PROPERTIES|HAS OBS CONTEXT)\s*:\s*(?P<name>[^=]+?)\s*=\s*(?P<value>.+?)\s*$", re.I)
+
+
+# An HL7 v2 OBX segment: its fifth field is the observation's value (a coded value
+# "code^text^system" reads as its text); the identifiers, units and flags around it are not prose.
+_HL7_OBX = re.compile(r"^\s*OBX\|[^|\n]*\|(?P<type>[^|\n]*)\|(?P<id>[^|\n]*)\|[^|\n]*\|(?P<value>[^|\n]*)(?:\|.*)?$",
+                      re.M)
+
+
+def _coded_text(field: str) -> str:
+    parts = field.split("^")
+    return (parts[1] if len(parts) > 1 and parts[1].strip() else parts[0]).strip()
+
+
+def _obx_value(m: re.Match) -> str:
+    """"OBX|1|ST|LIVER^Liver in slice^L||No" -> "Liver in slice: No" (the identifier asks, the value answers)."""
+    value = m.group("value")
+    if m.group("type").strip().upper() in ("CE", "CWE", "CNE"):
+        value = _coded_text(value)
+    return f"{_coded_text(m.group('id'))}: {value.replace('^', ' ').strip()}"
+
+
+def _dicom_sr(text: str) -> str:
+    """A DICOM SR content tree as lines the reader reads ("Abdominal aorta presence: No"), else ``text``."""
+    if not _SR_CODE.search(text):
+        return text
+    concept, out = None, []
+    for line in _SR_CODE.sub(lambda m: m.group(1), text).split("\n"):
+        c, p = _SR_CONCEPT.match(line), _SR_PROPERTY.match(line)
+        if c:
+            concept = c.group("concept")
+        elif p and concept:
+            line = f"{concept} {p.group('name')}: {p.group('value')}"
+        out.append(line)
+    return "\n".join(out)
+
+
 def unwrap(text: str, question: str = "", is_verdict_key=lambda key: False) -> Unwrapped:
     """The reply with its wrappers removed (module docstring).
 
@@ -330,7 +427,7 @@ def unwrap(text: str, question: str = "", is_verdict_key=lambda key: False) -> U
     -------
     Unwrapped
     """
-    text = _decoded(text or "")
+    text = _HL7_OBX.sub(_obx_value, _dicom_sr(_STRUCK.sub(" ", _decoded(text or ""))))
     reasoning = ""
     think = _THINK.search(text)
     if think:

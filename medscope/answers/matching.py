@@ -72,7 +72,7 @@ from medscope.answers.lexicon import (  # the word lists, importable from here a
 
 RULES = ("final-tag", "json-field", "json-partial", "self-correction", "verdict-line", "label-line", "final-colon",
          "both", "leading-yes-no", "search-outcome", "mention", "health-words", "declined", "probability",
-         "rating", "graded-sign", "other-language", "table-row", "modified-echo", "qualified-normal", "differential", *markup.UNCLEAR_WHY,
+         "rating", "graded-sign", "other-language", "table-row", "bare-mention", "other-subject", "modified-echo", "qualified-normal", "differential", *markup.UNCLEAR_WHY,
          "undecided", "other-entity", "predicate", "open", "none")
 
 _WRONG_ANATOMY = re.compile(r"\b(?:this|it|(?:the|this) (?:\w+ )?(?:image|scan|study|film|picture|frame))"
@@ -1097,6 +1097,10 @@ def _checkmarks(lines: list[str], terms: tuple[str, ...]) -> tuple[str, bool | N
 # Probabilities ("~80% likely present", "probability of a nodule: 0.15") and ratings ("confidence 3/5"):
 # the thresholds (an addition) are lexicon.PROBABILITY_CLAIM_AT / PROBABILITY_DENY_AT, shared with
 # markup's reading of a probability value in an object.
+# Guard (c) of the round tuned on set G (issue 48): "P(stone) in [0.02, 0.08]" states a probability
+# as a verdict; read as "stone probability ..." it goes to the probability rule and its documented
+# thresholds (an interval decides only when both ends fall on one side), else it is unclear.
+_P_NOTATION = re.compile(r"(?<![\w.])p\s*\(\s*([a-z][^()]{0,40}?)\s*\)(?=[^\d\n]{0,12}\d)")
 _PROBABILITY_WORDS = re.compile(r"\b(?:likely|likelihood|probability|probable|chance|odds)\b")
 _CONFIDENCE_WORDS = re.compile(r"\b(?:confident|confidence|certain|certainty|sure)\b")
 _NUMBER = re.compile(r"(?<![\w.])(?P<pct>\d{1,3}(?:\.\d+)?)\s*%|(?<![\w.])(?P<dec>0?\.\d+|1\.0+|0|1)(?![\w%/]|\.\d)")
@@ -1172,6 +1176,9 @@ def _probability(sentences: list[str]) -> tuple[str, bool | None] | None:
 
 
 _UNCLEAR_WHY = {
+    "other-subject": "the finding is not named and the presence words speak of another entity (their subject)",
+    "bare-mention": "the finding is only named (no word says it is there) and the same line carries a negative, "
+                    "zero or unknown-language token the reader did not attach",
     "probability": "the stated probability is between the claim and denial thresholds, or disagrees with the words",
     "rating": "a rating on a scale whose direction the reader cannot check",
     "graded-sign": "the graded sign (BI-RADS, cardiothoracic ratio) and the reply's words disagree",
@@ -1278,6 +1285,82 @@ def _read_wrapped(text: str, question: str, finding: str, question_kind: str | N
     return r
 
 
+# Guard (a) of the round tuned on set G (issue 48): a present / claim reading that rests only on a
+# bare mention ("organ: stomach", "Spleen: \U0001f534", "pankreas ... irisan ini") has no word that
+# says the finding is there; where the same line also carries a negative or zero token the reader
+# did not attach to the mention (a 0% bar, 0.0 cm2, NOT_VISIBLE, a strike-through, a red or cross
+# mark, a word in a language the reader does not know), the line may well deny it: unclear.
+_POSITIVE_PREDICATE = re.compile(
+    r"\b(?:visible|visuali[sz]ed?|seen|present|presence|identified|identifiable|noted|depicted|shown|demonstrated|"
+    r"included|in view|evident|appreciated|captured|detected|appears?|measur\w*|enlarged|there (?:is|are)|"
+    r"yes|true|contains?|i see|can see|shows?|showing|normal|unremarkable|intact|lies|sits|located|occup\w+)\b")
+_NEGATIVE_TOKEN = re.compile(
+    r"(?<![\w'])(?:false|nil)(?![\w'])|"
+    r"(?<![\w.])0+(?:[.,]0+)?(?:\s*%|(?![\w.,]))|(?<![\w.])0(?:[.,]0+)?\s*(?:mm|cm|ml|cc|cm2|cm\u00b2|mm\u00b2|voxels?)\b|"
+    r"\bnot_\w+|~~|[\U0001f534\u274c\u2717\u2718\u26d4\U0001f6ab\u2716\u2715\u2613]")
+
+
+def _bare_mention_negated(lines: list[str], terms: tuple[str, ...], finding: str, organ: bool) -> bool:
+    """Whether a present / claim reading made from mentions rests on bare mentions only (no
+    sentence naming the finding says it is there) while a line naming it carries a negative, zero or
+    unknown-language token (guard (a) of the round tuned on set G, issue 48)."""
+    pat = _term_pattern(terms)
+    if pat is None:
+        return False
+    negative = False
+    for line in lines:
+        if not pat.search(line):
+            continue
+        for s in _sentences(line):
+            if not pat.search(s):
+                continue
+            rest = pat.sub(" ", s)
+            if _POSITIVE_PREDICATE.search(rest):
+                return False
+        rest = pat.sub(" ", line)
+        negative = negative or bool(_NEGATIVE_TOKEN.search(rest)) or (organ and _unknown_language(rest))
+    return negative
+
+
+_ENGLISH_WORD = re.compile(r"\b(?:with|and|or|on|at|to|for|from|by|as|be|was|were|has|have|its|here|seen|right|left)\b")
+
+
+def _unknown_language(prose: str) -> bool:
+    """Whether a line beside a mention is prose in a language the reader has no lexicon for: three
+    or more words, none of them an English function word, and no markup or numbers (a tag, a box,
+    a measurement read as English shorthand)."""
+    if re.search(r"[<\[{(|\d]", prose):
+        return False
+    words = re.findall(r"[^\W\d_]+", prose)
+    return len(words) >= 3 and not languages._ENGLISH_TEXT.search(prose) and not _ENGLISH_WORD.search(prose)
+
+
+# Guard (b) of the round tuned on set G (issue 48): a predicate read without the finding's name
+# ("Not visible.", "It is present.") speaks of the finding only when its subject is a pronoun or the
+# finding's own words; "Lung sliding is present", "B-lines absent" speak of another entity.
+_SUBJECT_FREE = frozenset(
+    "yes no not it its this that these those they them one ones there here is are was were be been being am "
+    "do does did can could clearly definitely certainly probably likely possibly partially partly only barely "
+    "well also still fully completely easily readily just really indeed both either i we you organ structure "
+    "finding answer so and but however thus therefore then well now too again a an the".split())
+
+
+def _other_subject(flat: str, m: re.Match, terms: tuple[str, ...]) -> bool:
+    """Whether the clause before the predicate ``m`` names a subject other than a pronoun or the
+    finding's own words (guard (b) of the round tuned on set G, issue 48)."""
+    if not [t for t in terms if t.strip()]:
+        return False  # no finding named to the reader (a caller without one): any subject may be it
+    clause = re.split(r"[.;:,!?\u2013\u2014(]|\s-\s", flat[:m.start()])[-1]
+    words = [w for w in re.findall(r"[^\W\d_]+", clause) if w not in _SUBJECT_FREE]
+    if not words:
+        return False
+    own = {w for t in terms for w in t.split()}
+    if all(w in own for w in words):
+        return False
+    joined = "".join(words)  # "the pan cree us is visible": the name spelt out in pieces
+    return not any(_osa_distance(joined, t.replace(" ", ""), 3) <= 2 for t in terms if len(t) >= 5)
+
+
 _DIFFERENTIAL_HEAD = re.compile(r"\b(?:differential|ddx|possibilities|candidates|considerations|alternatives)\b")
 _LIST_ITEM = re.compile(r"^\s*(?:\d{1,2}[.)]|[-*\u2022])\s+\S")
 
@@ -1324,7 +1407,7 @@ def _read(text: str, question: str, finding: str, question_kind: str | None, syn
     mended = [_mend_typos(line, terms) for line in _lines(text)]
     if _modified_echo(mended, terms, question):
         return Reading("unclear", None, "modified-echo")
-    lines = _drop_echo(mended, terms, question)
+    lines = [_P_NOTATION.sub(r"\1 probability", line) for line in _drop_echo(mended, terms, question)]
     if not lines:
         return Reading("unparseable", None, "none")
     retracted = False
@@ -1374,6 +1457,8 @@ def _read(text: str, question: str, finding: str, question_kind: str | None, syn
         return Reading("unclear", None, "other-language")  # "Yes, ... 不过，右肾在这个层面看不到。"
     if switched is not None and switched[0] == "answer" and (got is None or got[0] not in ("answer", "unclear")):
         return Reading(*switched, "other-language")  # "The liver is visible, pero el bazo no aparece"
+    if got is not None and got[:3] == ("answer", True, "mention") and _bare_mention_negated(lines, terms, finding, kind == "organ"):
+        return Reading("unclear", None, "bare-mention", _UNCLEAR_WHY["bare-mention"])
     if got is not None:
         return Reading(*got)
     foreign = languages.foreign_reading(flat, terms, side)
@@ -1387,6 +1472,8 @@ def _read(text: str, question: str, finding: str, question_kind: str | None, syn
     pat = _term_pattern(terms)
     if pat is None or not pat.search(flat):
         absent, present = _ABSENT_PREDICATE.search(flat), _PRESENT_PREDICATE.search(flat)
+        if (absent or present) and _other_subject(flat, absent or present, terms):
+            return Reading("unclear", None, "other-subject", _UNCLEAR_WHY["other-subject"])
         if absent:
             return Reading("answer", False, "predicate")
         if present and kind != "open":
