@@ -782,10 +782,13 @@ def _cast_column(values: pa.ChunkedArray, field: pa.Field, uri: str) -> pa.Chunk
     """``values`` cast to ``field``'s type, or one MedScopeError naming the file and the column.
     A number or a bool where text belongs is refused rather than cast: Arrow would turn a
     question column of 1, 2, 3 into the questions "1", "2", "3" (issue 51, fresh campaign).
+    Whole numbers in an id column (``*_id``: a hospital's numeric patient ids) read as their
+    decimal text, which loses nothing.
     """
     text = pa.types.is_string(field.type) or pa.types.is_large_string(field.type)
-    if text and (pa.types.is_integer(values.type) or pa.types.is_floating(values.type)
-                 or pa.types.is_boolean(values.type)):
+    numeric_id = pa.types.is_integer(values.type) and field.name.endswith("_id")
+    if text and not numeric_id and (pa.types.is_integer(values.type) or pa.types.is_floating(values.type)
+                                    or pa.types.is_boolean(values.type)):
         raise MedScopeError(f"{uri}: column {field.name!r} holds {values.type} values where text belongs; "
                             "write it as strings")
     try:

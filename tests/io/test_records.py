@@ -206,6 +206,10 @@ def test_numbers_where_text_belongs_are_refused_naming_the_column(tmp_path, valu
         records.read_table("views", uri)
     pq.write_table(good, uri)
     assert records.read_table("views", uri).column("question").to_pylist() == good.column("question").to_pylist()
+    # whole numbers in an id column are ids as a hospital writes them: read as their decimal text
+    ids = pa.array([12345 + k for k in range(good.num_rows)], pa.int64())
+    pq.write_table(good.set_column(good.column_names.index("patient_id"), "patient_id", ids), uri)
+    assert records.read_table("views", uri).column("patient_id").to_pylist() == [str(12345 + k) for k in range(good.num_rows)]
 
 
 @pytest.mark.timeout(120)
