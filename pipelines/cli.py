@@ -121,6 +121,7 @@ def main(argv: list[str] | None = None) -> int:
             # an --out holding a different run is refused unless --append / --overwrite, or the
             # action itself says this run adds to what --out holds
             settings = outguard.settings_of(args)  # flags over the --config file's keys
+            outguard.refuse_both(bool(settings.get("append")), bool(getattr(args, "overwrite", False)))
             append = bool(settings.get("append")) or _appends_by_design(args, settings)
             aside = outguard.check(out, run, append, getattr(args, "overwrite", False))
         finished = False

@@ -214,6 +214,9 @@ def build_views(cases_uri: str, out: str, recipe: Recipe, *, workers: int | None
     done = records.part_keys(folders["views"])
     # one pass over the cases, one block in memory: ids, plan columns, hashes, staging table
     staged = stage_cases(cases_uri, build.staged_cases, done, case_key, batch_rows=block_rows)
+    if not staged.meta:  # else a build of 0 views exits 0, as if the cohort had been read (issue 51)
+        raise MedScopeError(f"{cases_uri} holds no cases (0 rows): no views to build; give the cohort's cases.parquet "
+                            "(medscope cohort import / cohort phantom write it)")
     memory["staged"] = memory_mb()
     pinned = _earlier_splits(out)
     plan, cross_report, pairs, large_groups = planmod.make_plan(staged.meta, staged.hashes, recipe, pinned,

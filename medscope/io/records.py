@@ -778,6 +778,26 @@ def _read_one(uri: str, sch: pa.Schema, columns: Sequence[str] | None) -> pa.Tab
     return conform(table, sch, columns, uri)
 
 
+def _cast_column(values: pa.ChunkedArray, field: pa.Field, uri: str) -> pa.ChunkedArray:
+    """``values`` cast to ``field``'s type, or one MedScopeError naming the file and the column.
+    A number or a bool where text belongs is refused rather than cast: Arrow would turn a
+    question column of 1, 2, 3 into the questions "1", "2", "3" (issue 51, fresh campaign).
+    Whole numbers in an id column (``*_id``: a hospital's numeric patient ids) read as their
+    decimal text, which loses nothing.
+    """
+    text = pa.types.is_string(field.type) or pa.types.is_large_string(field.type)
+    numeric_id = pa.types.is_integer(values.type) and field.name.endswith("_id")
+    if text and not numeric_id and (pa.types.is_integer(values.type) or pa.types.is_floating(values.type)
+                                    or pa.types.is_boolean(values.type)):
+        raise MedScopeError(f"{uri}: column {field.name!r} holds {values.type} values where text belongs; "
+                            "write it as strings")
+    try:
+        return values.cast(field.type)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError) as err:
+        raise MedScopeError(f"{uri}: column {field.name!r} ({values.type}) cannot be read as {field.type}: "
+                            f"{err}") from None
+
+
 def conform(table: pa.Table, sch: pa.Schema, columns: Sequence[str] | None, uri: str) -> pa.Table:
     """``table`` (read from ``uri``) as exactly ``columns`` of schema ``sch`` (all when None).
 
@@ -817,10 +837,13 @@ def conform(table: pa.Table, sch: pa.Schema, columns: Sequence[str] | None, uri:
         # finished work from before the change stays readable (and resumable).
         if field.nullable and field.name not in table.column_names:
             table = table.append_column(field.name, pa.nulls(table.num_rows, field.type))
-    try:
-        table = table.select(target.names).cast(target)
-    except (KeyError, pa.ArrowInvalid, ValueError) as err:
-        raise MedScopeError(f"{uri} does not hold the expected table: {err}") from None
+    missing = [name for name in target.names if name not in table.column_names]
+    if missing:
+        raise MedScopeError(f"{uri} does not hold the expected table: no column {', '.join(map(repr, missing))}")
+    table = table.select(target.names)
+    for field in target:
+        table = table.set_column(table.schema.get_field_index(field.name), field,
+                                 _cast_column(table.column(field.name), field, uri))
     check_fractions(next((n for n, s in SCHEMAS.items() if s is sch), ""), table, uri)
     return table
 

@@ -63,6 +63,19 @@ class ModelEntry(StrictModel):
             raise ValueError("must be the NAME of an environment variable (e.g. OPENAI_API_KEY), never the key")
         return v
 
+    @pydantic.field_validator("base_url")
+    @classmethod
+    def _base_url_is_a_url(cls, v: str | None) -> str | None:
+        # Else '${HOST}/v1' (a shell reference YAML does not expand) fails only at the first
+        # request, with urllib's "unknown url type" (issue 51, fresh campaign).
+        if v is None:
+            return v
+        if "${" in v or re.match(r"\$[A-Za-z_]", v):
+            raise ValueError(f"{v!r} holds an environment reference, which is not expanded here; write the URL itself")
+        if not re.match(r"https?://[^/\s]+", v):
+            raise ValueError(f"{v!r} is not an http:// or https:// URL with a host")
+        return v
+
     @pydantic.model_validator(mode="after")
     def _api_fields(self) -> "ModelEntry":
         if self.kind in API_KINDS and not self.model:

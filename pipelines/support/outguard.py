@@ -95,6 +95,28 @@ def _differs(a: dict, b: dict) -> str:
     return f"its `{a['verb']}` run had other settings ({shown}{', ...' if len(keys) > 3 else ''})"
 
 
+def refuse_both(append: bool, overwrite: bool) -> None:
+    """Refuse ``--append`` and ``--overwrite`` given together: one keeps what --out holds, the
+    other deletes it, and neither may be guessed (issue 51, fresh campaign: both were accepted
+    and --overwrite silently won).
+
+    Parameters
+    ----------
+    append : bool
+        ``--append`` as given (not an action's own appending).
+    overwrite : bool
+        ``--overwrite`` as given.
+
+    Raises
+    ------
+    MedScopeError
+        When both are set.
+    """
+    if append and overwrite:
+        raise MedScopeError("--append and --overwrite contradict each other (--append keeps what --out holds and adds "
+                            "this run, --overwrite deletes it first): give one of them")
+
+
 def check(out: str, run: dict, append: bool = False, overwrite: bool = False, flag: str = "--out") -> str | None:
     """Refuse (MedScopeError) an ``out`` holding a different run. ``overwrite``: a local folder is
     moved aside (returned: ``settle`` deletes it once the new run finished, or puts it back if

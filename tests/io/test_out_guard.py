@@ -68,3 +68,20 @@ def test_second_build_into_the_same_folder_is_refused_and_keeps_the_first(tmp_pa
     assert records.read_table("cases", out + "/cases.parquet").num_rows == n
     assert cli.main(["cohort", "phantom", "--out", out, "--cases", "12", "--volumes", "0", "--overwrite"]) == 0
     assert records.read_table("cases", out + "/cases.parquet").num_rows != n
+
+
+def test_append_and_overwrite_together_are_refused_and_the_folder_kept(tmp_path, capsys):
+    # Fresh campaign (issue 51): both flags were accepted and --overwrite silently won.
+    out = str(tmp_path / "cohort")
+    assert cli.main(["cohort", "phantom", "--out", out, "--cases", "8", "--volumes", "0"]) == 0
+    n = records.read_table("cases", out + "/cases.parquet").num_rows
+    capsys.readouterr()
+    assert cli.main(["cohort", "phantom", "--out", out, "--cases", "12", "--volumes", "0", "--append",
+                     "--overwrite"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--append and --overwrite contradict each other" in err
+    assert records.read_table("cases", out + "/cases.parquet").num_rows == n
+    with pytest.raises(MedScopeError, match="contradict"):
+        outguard.refuse_both(True, True)
+    for one in ((True, False), (False, True), (False, False)):
+        assert outguard.refuse_both(*one) is None

@@ -189,3 +189,53 @@ def test_views_with_a_non_finite_lesion_fraction_are_refused_on_write_and_read(t
     # the same table with the good value reads back whole
     pq.write_table(good, uri)
     assert records.read_table("views", uri).num_rows == len(rows)
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("values", [[1, 2, 3], [1.5, 2.5, 3.5], [True, False, True]])
+def test_numbers_where_text_belongs_are_refused_naming_the_column(tmp_path, values):
+    # Fresh campaign (issue 51): a question column of 1, 2, 3 was cast to the questions "1", "2", "3"
+    # and sent to the models.
+    good = records.to_table("views", synthetic_views(3, seed=1, size=32))
+    uri = str(tmp_path / "views.parquet")
+    i = good.column_names.index("question")
+    column = pa.array([values[k % len(values)] for k in range(good.num_rows)])
+    pq.write_table(good.set_column(i, "question", column), uri)
+    kind = pa.array(values).type
+    with pytest.raises(MedScopeError, match=rf"views.parquet: column 'question' holds {kind} values where text belongs"):
+        records.read_table("views", uri)
+    pq.write_table(good, uri)
+    assert records.read_table("views", uri).column("question").to_pylist() == good.column("question").to_pylist()
+    # whole numbers in an id column are ids as a hospital writes them: read as their decimal text
+    ids = pa.array([12345 + k for k in range(good.num_rows)], pa.int64())
+    pq.write_table(good.set_column(good.column_names.index("patient_id"), "patient_id", ids), uri)
+    assert records.read_table("views", uri).column("patient_id").to_pylist() == [str(12345 + k) for k in range(good.num_rows)]
+
+
+@pytest.mark.timeout(120)
+def test_a_value_past_the_columns_type_names_the_column(tmp_path):
+    # height is int32 in the views schema; 10**12 does not fit, and the error said only
+    # "Integer value ... not in range", not which column.
+    good = records.to_table("views", synthetic_views(3, seed=1, size=32))
+    uri = str(tmp_path / "views.parquet")
+    i = good.column_names.index("height")
+    heights = [10**12 if k == 1 else 32 for k in range(good.num_rows)]
+    pq.write_table(good.set_column(i, "height", pa.array(heights, pa.int64())), uri)
+    with pytest.raises(MedScopeError, match=r"views.parquet: column 'height' \(int64\) cannot be read as int32"):
+        records.read_table("views", uri)
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("column, bad", [("width", -5), ("height", 0)])
+def test_image_sizes_below_one_pixel_are_refused_naming_the_view(tmp_path, column, bad):
+    rows = synthetic_views(3, seed=1, size=32)
+    rows[1][column] = bad
+    with pytest.raises(MedScopeError, match=rf"views.{column} must be a size of at least 1 pixel; 1 row"):
+        records.to_table("views", rows)
+    good = records.to_table("views", synthetic_views(3, seed=1, size=32))
+    sizes = good.column(column).to_pylist()
+    sizes[1] = bad
+    uri = str(tmp_path / "views.parquet")
+    pq.write_table(good.set_column(good.column_names.index(column), column, pa.array(sizes, pa.int32())), uri)
+    with pytest.raises(MedScopeError, match=rf"views.parquet: views.{column} .*{rows[1]['view_id']}"):
+        records.read_table("views", uri)

@@ -176,3 +176,17 @@ def test_multi_turn_history_keeps_roles_and_images(server):
     }[server.wire](body)
     assert roles == {"openai": ["system", "user", "assistant", "user"], "anthropic": ["user", "assistant", "user"],
                      "gemini": ["user", "model", "user"]}[server.wire]
+
+
+@pytest.mark.parametrize("url, why", [("${PROVIDER_HOST}/v1", "environment reference"),
+                                      ("$PROVIDER_HOST/v1", "environment reference"),
+                                      ("api.example.org/v1", "not an http:// or https:// URL"),
+                                      ("ftp://files.example.org/v1", "not an http:// or https:// URL"),
+                                      ("https:///v1", "not an http:// or https:// URL")])
+def test_a_base_url_that_is_no_url_is_refused_naming_it(url, why):
+    # Fresh campaign (issue 51): '${PROVIDER_HOST}/v1' passed the config and failed only at the
+    # pre-flight request, with urllib's "unknown url type".
+    with pytest.raises(ValueError, match=f"(?s)base_url.*{why}"):
+        ModelEntry(name="m", kind="openai", model="x", base_url=url)
+    for good in ("http://127.0.0.1:8000/v1", "https://my-resource.openai.azure.com"):
+        assert ModelEntry(name="m", kind="openai", model="x", base_url=good).base_url == good

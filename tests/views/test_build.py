@@ -198,3 +198,13 @@ def test_row_groups_per_block_by_hand(n, workers, per_block):
 
     # n // (8 blocks an actor x actors), between 1 and 4 row groups
     assert row_groups_per_block(n, workers) == per_block
+
+
+def test_a_cases_table_of_no_rows_is_refused_naming_it(cohort, tmp_path):
+    # Fresh campaign (issue 51): a 0-row cases table built 0 views and exited 0, as if read.
+    _root, cases = cohort
+    empty = str(tmp_path / "nocases.parquet")
+    records.write_table("cases", records.read_table("cases", cases).slice(0, 0).to_pylist(), empty)
+    with pytest.raises(MedScopeError, match=r"nocases.parquet holds no cases \(0 rows\): no views to build"):
+        build_views(empty, str(tmp_path / "v"), RECIPE, engine="local", quiet=True)
+    assert not os.path.exists(tmp_path / "v" / "views.parquet")
