@@ -109,7 +109,9 @@ SAME = {"hepatic": "liver", "hepatocellular": "hepatocellular", "oedema": "edema
         "haemorrhage": "hemorrhage", "metastasi": "metastas", "metastas": "metastas",
         # an organ part's adjective and its noun: "isthmic nodule" is the nodule in the isthmus
         "calculi": "calculus", "foci": "focus", "intratumoral": "tumor", "intratumoural": "tumor",
-        "isthmic": "isthmus", "hilar": "hilum", "biliary": "bile", "resectability": "resectable", "pancreatic": "pancreas", "haemorrhagic": "hemorrhagic", "oedematous": "edematous"}
+        "isthmic": "isthmus", "hilar": "hilum", "biliary": "bile", "resectability": "resectable", "pancreatic": "pancreas", "haemorrhagic": "hemorrhagic", "oedematous": "edematous",
+        # a gland's apex and base by their adjectives: "the apical lesion" is the lesion at the apex
+        "apical": "apex", "basal": "base"}
 REWRITES = (  # abbreviations and one-word findings spelled out, so either wording is found
     (r"\bhcc\b", "hepatocellular carcinoma hcc"), (r"\brcc\b", "renal cell carcinoma rcc"),
     # a one-word finding keeps its own word first (a schema's "no splenomegaly" pattern still reads it)
