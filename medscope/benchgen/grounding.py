@@ -109,7 +109,9 @@ SAME = {"hepatic": "liver", "hepatocellular": "hepatocellular", "oedema": "edema
         "haemorrhage": "hemorrhage", "metastasi": "metastas", "metastas": "metastas",
         # an organ part's adjective and its noun: "isthmic nodule" is the nodule in the isthmus
         "calculi": "calculus", "foci": "focus", "intratumoral": "tumor", "intratumoural": "tumor",
-        "isthmic": "isthmus", "hilar": "hilum", "biliary": "bile", "resectability": "resectable", "pancreatic": "pancreas", "haemorrhagic": "hemorrhagic", "oedematous": "edematous"}
+        "isthmic": "isthmus", "hilar": "hilum", "biliary": "bile", "resectability": "resectable", "pancreatic": "pancreas", "haemorrhagic": "hemorrhagic", "oedematous": "edematous",
+        # a gland's apex and base by their adjectives: "the apical lesion" is the lesion at the apex
+        "apical": "apex", "basal": "base"}
 REWRITES = (  # abbreviations and one-word findings spelled out, so either wording is found
     (r"\bhcc\b", "hepatocellular carcinoma hcc"), (r"\brcc\b", "renal cell carcinoma rcc"),
     # a one-word finding keeps its own word first (a schema's "no splenomegaly" pattern still reads it)
@@ -619,6 +621,18 @@ _NORMAL_ASKED = ((r"\b(?:of\s+)?normal\s+(?:calibre|caliber|diameter|width)\b", 
                  (r"\b(?:of\s+)?normal\s+(?:size|volume)\b", "enlarged"), (r"\bpatent\b", "occluded"))
 
 
+_NAMED_THEN_CALLED = re.compile(r"^\W*(?:is|are)\s+(?:the|this|that|these|those)\s+(?:[\w-]+\s+){0,5}?"
+                                r"(?:focus|foci|lesions?|nodules?|mass(?:es)?|findings?|abnormality|area|observation|"
+                                r"collection|opacity|change|changes)\s+(?:(?:a|an)\s+)?([a-z][\w\s-]*?)\s*\?$")
+
+
+def _predicate_stems(q: str) -> set[str]:
+    """Stems of what a question calls a finding it has named ("Is the left focus prostatitis?" ->
+    {prostatitis}); empty when it calls it nothing. A Yes needs a sentence that says so."""
+    m = _NAMED_THEN_CALLED.match(q)
+    return {t for t, _, _ in tokens(m.group(1))} if m else set()
+
+
 def check_yes_no(question: str, yes: bool, sents: list[str]) -> tuple[bool, str, str]:
     """A Yes / No key against the sentences that best match the question's subject.
 
@@ -678,6 +692,7 @@ def check_yes_no(question: str, yes: bool, sents: list[str]) -> tuple[bool, str,
     # "Is there a tumour in ...?" asks about the tumour; in "Is the lesion a cyst?" the lesion is the topic
     head_phrase = _head_phrase(q, core | (q_lesion if re.match(r"^\W*(?:is|are)\s+there\b", q) else set()))
     asks_history = bool(re.search(r"\b(?:history|previous(?:ly)?|prior|had|undergone|underwent|status post)\b", q))
+    predicate = _predicate_stems(q)
     verdicts, narrowed = [], []
     for s, hits in best:
         said = {t[0] for t in tokens(s)}
@@ -689,6 +704,10 @@ def check_yes_no(question: str, yes: bool, sents: list[str]) -> tuple[bool, str,
         partial_match = bool(head_phrase) and (named != set(head_phrase) if _yes_side(hits, s) else
                                                head_phrase[-1] not in named
                                                or _other_kind_of_head(s, head_phrase))
+        if yes and predicate and not predicate <= said:
+            # "Is the left focus prostatitis?": the sentence placing the focus says nothing of what it is
+            narrowed.append("partial")
+            continue
         spread = _spread(s, [(a, b) for st_, a, b in hits if st_ in core])
         if spread and yes:
             narrowed.append(spread)  # "mildly hypoechoic to isoechoic", "mixed cystic and solid": not a Yes

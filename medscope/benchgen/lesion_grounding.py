@@ -102,6 +102,10 @@ def _qualifiers(q: str) -> set[str]:
     asked_of = re.search(r"^.*?\bof\s+(?:the|this|that|each|its)\s+(?=(?:[\w-]+\s+){0,4}?(?:%s)\b)"
                          % "|".join(findmod.LESION_NOUNS.values()), q)
     subject = grounding.subject_stems(q[asked_of.end():] if asked_of else q)
+    # "At what level is the left lesion?": the attribute asked for is no word describing the lesion
+    asked = re.match(r"^\W*(?:(?:at|in|on|to)\s+)?(?:what|which)\s+([\w-]+)\s+(?:is|are|was|were|does|do)\b", q)
+    if asked:
+        subject -= {grounding.stem(asked.group(1))}
     drop = {grounding.stem(w) for w in (*findmod.LESION_NOUNS, "nodules", "masses", "lesions", "cysts", "left",
                                         "right", "upper", "middle", "lower", "pole", "lobe", "segment", "current",
                                         "currently", "now", "prior", "previous", "new", "renal", "kidney",
