@@ -91,6 +91,22 @@ _CONTRACTIONS = ((r"\bcan't\b", "can not"), (r"\bcannot\b", "can not"), (r"\bwon
                  (r"\bdoesnt\b", "does not"), (r"\bdont\b", "do not"), (r"\bcant\b", "can not"),
                  (r"\bwasnt\b", "was not"), (r"\bits not\b", "it is not"))
 _CONTRACTION_RES = tuple((re.compile(p), r) for p, r in _CONTRACTIONS)
+# Positive idioms built from negation words ("you can't miss the liver", "no doubt it's there",
+# "not only the spleen but also ..."): read word by word they deny, so they are said plainly
+# before any reading (issue 48, set H). A rewrite only drops the negation word of the idiom; any
+# other negation in the sentence still counts, so a reply that also denies reads two ways (unclear).
+_POSITIVE_IDIOMS = tuple((re.compile(p), r) for p, r in (
+    (r"\b(?:you|one|we|i)\s+(?:can|could|would|will)\s+not\s+(?:possibly\s+)?miss\b", "you clearly see"),
+    (r"\b(?:can|could)\s+not\s+(?:possibly\s+)?be\s+missed\b", "is clearly seen"),
+    (r"\b(?:impossible|hard|difficult)\s+to\s+miss\b", "clearly seen"),
+    (r"\b(?:there\s+is\s+|there\s+can\s+be\s+|i\s+have\s+|with\s+)?(?:no|little)\s+(?:doubt|mistaking|denying)"
+     r"(?:\s+about\s+it)?(?:\s+(?:that|whatsoever|at\s+all))?\b", "certainly"),
+    # "no question" is the idiom only as a statement ("no question about it", "there's no question it's there")
+    (r"\b(?:(?:there\s+is|there\s+can\s+be|i\s+have|with)\s+no\s+question(?:\s+about\s+it)?(?:\s+that)?|"
+     r"no\s+question\s+about\s+it|no\s+question(?:\s+that)?(?=\s+(?:it|this|there|the|they)\s))\b", "certainly"),
+    (r"\bwithout\s+(?:a|any)\s+doubt\b", "certainly"),
+    (r"\bnot\s+only\b([^.;!?]{1,80}?)\bbut\s+also\b", r"both\1and also"),
+))
 _MARKDOWN = re.compile(r"[*_\"`#>]")
 _SPACES = re.compile(r"[ \t]+")
 _PARTICLE_END = r"(?=$|[\s,.!?;:()\u2013\u2014\uff0c\u3001\u3002]|\s-)"
@@ -141,6 +157,9 @@ def normalize(text: str) -> str:
     text = _MARKDOWN.sub(" ", text)
     if "'" in text or "cannot" in text or re.search(r"\b(?:theres|isnt|arent|doesnt|dont|cant|wasnt|its)\b", text):
         for pat, rep in _CONTRACTION_RES:
+            text = pat.sub(rep, text)
+    if re.search(r"\b(?:miss|missed|doubt|question|mistaking|denying|only)\b", text):
+        for pat, rep in _POSITIVE_IDIOMS:
             text = pat.sub(rep, text)
     return _SPACES.sub(" ", text).strip()
 
