@@ -797,6 +797,12 @@ _CHOICE_HEADER = re.compile(r"^(?:present|yes|seen|visible)\s+(?:absent|no|not s
                             r"^(?:absent|no)\s+(?:present|yes)\b")
 
 
+# The whole value of a "<finding>: <value>" field in clinical shorthand (issue 48, set H): "neg",
+# "nil", "-ve" deny; "pos", "+ve" claim. Only the whole value: "nil else" or "neg for mass" is not it.
+_SHORT_VALUE = re.compile(r"^(?:(?P<neg>neg|negative|nil|-\s?ve|absent|none|not seen|not present|no)|"
+                          r"(?P<pos>pos|positive|\+\s?ve|present|seen|yes))\s*[.!;]?\s*$")
+
+
 def _label_lines(lines, terms):
     """Rule 2: "<finding>: <value>" lines; the value is finding polarity."""
     if not terms:
@@ -815,6 +821,10 @@ def _label_lines(lines, terms):
         rest = m.group("rest")
         if _CHOICE_HEADER.match(rest):  # "| Pneumothorax | Present | Absent |": the columns, not a value
             found = ("unclear", None)
+            continue
+        short = _SHORT_VALUE.match(rest)
+        if short:  # "PTX: neg", "Effusion: nil.", "Fx: +ve": a report's verdict field
+            found = ("answer", short.group("neg") is None)
             continue
         lead = _leading(rest, "presence", flip=False)
         if lead is not None:
