@@ -382,7 +382,10 @@ def _drop_echo(lines: list[str], terms: tuple[str, ...], question: str = "") -> 
         kept, dropped = [], False
         for sent in _sentences(line):
             # a question, or the cut-off tail of a repeated one
-            echo = sent.rstrip().endswith("?") or _QUESTION_LEAD.match(sent) or (dropped and _INTERROGATIVE.match(sent))
+            # a statement, then a question of the reply's own after a semicolon ("The image is too
+            # blurry to assess for polyps; could you send a clearer frame?") echoes nothing
+            echo = ((sent.rstrip().endswith("?") and ";" not in sent) or _QUESTION_LEAD.match(sent)
+                    or (dropped and _INTERROGATIVE.match(sent)))
             words = set(re.findall(r"[\w-]+", sent))
             if not kept and echo and (pat.search(sent) or (words and words <= asked_words | _ECHO_FREE)):
                 dropped = True  # "Normal?" to "Is this chest X-ray normal?" echoes it too
@@ -890,13 +893,46 @@ _CANNOT_ANSWER_HERE = re.compile(r"\bcan not be (?:reliably )?(?:evaluated|asses
                                  r"\bcan not (?:answer|evaluate|assess|judge)\b|\bcan not make a determination\b")
 
 
+# The ordinary ways a reply asks for another image, or leaves the call to a person (issue 48, set
+# H): phrase families, not one reply's wording. Read only where nothing else decides.
+_ASKS_FOR_IMAGE = re.compile(
+    r"\b(?:can|could|would|will)\s+you\s+(?:please\s+)?(?:send|upload|share|attach|provide|re-?send)\b|"
+    r"\bplease\s+(?:send|upload|share|attach|re-?send)\b|\bwhich\s+(?:image|scan|picture|frame|view|film)\b|"
+    r"\bonly\s+(?:received|got|have)\s+an?\s+(?:\w+\s+){0,3}(?:frame|image|file|page|screen|square)\b|"
+    r"\bblank\s+(?:\w+\s+)?(?:frame|image|screen|square)\b|"
+    r"\byou\s+asked\s+(?:about|for)\s+(?:the|a|an)\b[^.;]{0,40}\b(?:but|while|whereas)\b|"
+    r"\bbut\s+you\s+asked\s+(?:about|for)\b|"
+    # the same in the languages models answer in
+    r"\b(?:puede|podría|pourriez-vous|pouvez-vous|können sie|könnten sie|potrebbe|può)\s+(?:\w+\s+){0,2}?"
+    r"(?:enviar|envoyer|senden|schicken|inviare|mandar|subir)\b|"
+    r"\b(?:está cortada|está cortado|est coupée|est coupé|ist abgeschnitten|è tagliata)\b")
+_DEFERS = re.compile(
+    r"\bdefer(?:ring)?\s+to\b|\b(?:i would|i had|i will|i am going to)\s+(?:rather|prefer)\s+not\s+(?:to\s+)?"
+    r"(?:say|comment|guess|call it|commit)\b|"
+    r"\b(?:reviewed|assessed|read|evaluated|checked|looked at|interpreted|reported|seen)\s+(?:urgently\s+)?by\s+"
+    r"(?:a|an|the|your)\s+(?:\w+\s+){0,2}?(?:\w+ologists?|radiographers?|doctors?|physicians?|clinicians?|"
+    r"specialists?|surgeons?|endoscopists?|professionals?|experts?)\b|"
+    r"\bhave\s+(?:a|an|the|your)\s+(?:\w+\s+){0,2}?(?:\w+ologists?|doctors?|physicians?|clinicians?|specialists?|"
+    r"endoscopists?|experts?)\s+(?:review|look at|read|check|assess|interpret)\b|"
+    r"\b(?:a|the)\s+(?:call|question|decision|job)\s+for\s+(?:a|an|the|your)\s+(?:\w+\s+){0,2}?"
+    r"(?:\w+ologists?|\w+scopists?|doctors?|physicians?|clinicians?|specialists?|surgeons?|experts?)\b|"
+    r"\b(?:can not|will not|am not able to|am unable to)\s+(?:make|give|offer|provide|offer you)\s+(?:a|an|any)\s+"
+    r"(?:diagnosis|diagnostic|interpretation|medical)\b|"
+    # the same in the languages models answer in
+    r"\bno puedo (?:dar|hacer|ofrecer)\b|\bje ne (?:peux|puis) pas (?:me prononcer|donner|poser|faire)\b|"
+    r"\bkeine aussage\b|\bkann ich (?:nichts|keine)\b|\bnon posso (?:dare|fare|esprimermi)\b|"
+    r"\b(?:consulte|consultar|consulter|konsultieren|consultare|consulti)\s+(?:a|un|une|einen|eine|il|un|votre|su|à)?\s*"
+    r"(?:\w+\s+)?(?:radi\w+|m[ée]dic\w+|médecin|arzt|ärztin|doctor|dottore|especialista|spécialiste|facharzt)\b|"
+    r"\bvon einem (?:radiologen|arzt|facharzt)\b")
+
+
 def _undecided(text: str) -> str | None:
     text = _QUALITY_FINE.sub(" ", text)  # "the image quality is adequate, but I can't tell" declines on a usable image
-    if _CLARIFY.search(text) or _WRONG_ANATOMY.search(text):
+    if _CLARIFY.search(text) or _WRONG_ANATOMY.search(text) or _ASKS_FOR_IMAGE.search(text):
         return "clarify"
     if _IMAGE_IS.search(text) and _CANNOT_ANSWER_HERE.search(text):
         return "clarify"
-    if _REFER.search(text):
+    if _REFER.search(text) or _DEFERS.search(text):
         return "refer"
     return None
 
