@@ -907,7 +907,7 @@ _ASKS_FOR_IMAGE = re.compile(
     r"(?:enviar|envoyer|senden|schicken|inviare|mandar|subir)\b|"
     r"\b(?:está cortada|está cortado|est coupée|est coupé|ist abgeschnitten|è tagliata)\b")
 _DEFERS = re.compile(
-    r"\bdefer(?:ring)?\s+to\b|\b(?:i would|i had|i will|i am going to)\s+(?:rather|prefer)\s+not\s+(?:to\s+)?"
+    r"\bdefer(?:ring)?\s+(?:\w+\s+){0,3}?to\s+(?:a|an|the|your)\b|\b(?:i would|i had|i will|i am going to)\s+(?:rather|prefer)\s+not\s+(?:to\s+)?"
     r"(?:say|comment|guess|call it|commit)\b|"
     r"\b(?:reviewed|assessed|read|evaluated|checked|looked at|interpreted|reported|seen)\s+(?:urgently\s+)?by\s+"
     r"(?:a|an|the|your)\s+(?:\w+\s+){0,2}?(?:\w+ologists?|radiographers?|doctors?|physicians?|clinicians?|"
