@@ -77,3 +77,8 @@ def test_an_ordinary_request_for_another_image_reads_as_clarify(reply):
 def test_a_statement_then_its_own_question_after_a_semicolon_is_not_an_echo():
     got = finding("Too underexposed to look for a pneumothorax; could you resend it?")
     assert got.decision == "clarify"
+
+
+@pytest.mark.parametrize("reply", ["Non saprei, sinceramente.", "Não saberia dizer ao certo."])
+def test_i_would_not_know_in_another_language_is_no_denial(reply):
+    assert organ(reply, "gallbladder").decision == "not_addressed"
