@@ -82,3 +82,9 @@ def test_a_statement_then_its_own_question_after_a_semicolon_is_not_an_echo():
 @pytest.mark.parametrize("reply", ["Non saprei, sinceramente.", "Não saberia dizer ao certo."])
 def test_i_would_not_know_in_another_language_is_no_denial(reply):
     assert organ(reply, "gallbladder").decision == "not_addressed"
+
+
+def test_yes_no_run_together_is_neither():
+    assert organ("yes no maybe, the slice is odd", "liver").decision == "not_addressed"
+    # with a comma, "no" is the determiner of a denial after an answer: not this rule
+    assert finding("Yes, no pneumothorax.", q="Is this chest X-ray normal?").decision == "deny"
