@@ -74,6 +74,10 @@ REFER_PHRASES = (
     # a verdict withheld until something else is given (issue 48, set F)
     "can not rule it in", "not going to give a verdict", "will not give a verdict", "can not give a verdict",
     "without the clinical picture", "without the clinical history",
+    # "I wouldn't know / couldn't say" in the languages models answer in (issue 48, set H): a
+    # leading "non" / "no" of these is no verdict
+    "non saprei", "non posso dire", "non posso dirlo", "no sabría", "no podría decir", "je ne saurais",
+    "ich könnte nicht sagen", "kann ich nicht sagen", "não saberia", "não sei dizer",
 )
 
 # Anatomy a probe reply may name instead of the asked organ ("I can see the liver, the right kidney

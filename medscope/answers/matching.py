@@ -91,6 +91,22 @@ _CONTRACTIONS = ((r"\bcan't\b", "can not"), (r"\bcannot\b", "can not"), (r"\bwon
                  (r"\bdoesnt\b", "does not"), (r"\bdont\b", "do not"), (r"\bcant\b", "can not"),
                  (r"\bwasnt\b", "was not"), (r"\bits not\b", "it is not"))
 _CONTRACTION_RES = tuple((re.compile(p), r) for p, r in _CONTRACTIONS)
+# Positive idioms built from negation words ("you can't miss the liver", "no doubt it's there",
+# "not only the spleen but also ..."): read word by word they deny, so they are said plainly
+# before any reading (issue 48, set H). A rewrite only drops the negation word of the idiom; any
+# other negation in the sentence still counts, so a reply that also denies reads two ways (unclear).
+_POSITIVE_IDIOMS = tuple((re.compile(p), r) for p, r in (
+    (r"\b(?:you|one|we|i)\s+(?:can|could|would|will)\s+not\s+(?:possibly\s+)?miss\b", "you clearly see"),
+    (r"\b(?:can|could)\s+not\s+(?:possibly\s+)?be\s+missed\b", "is clearly seen"),
+    (r"\b(?:impossible|hard|difficult)\s+to\s+miss\b", "clearly seen"),
+    (r"\b(?:there\s+is\s+|there\s+can\s+be\s+|i\s+have\s+|with\s+)?(?:no|little)\s+(?:doubt|mistaking|denying)"
+     r"(?:\s+about\s+it)?(?:\s+(?:that|whatsoever|at\s+all))?\b", "certainly"),
+    # "no question" is the idiom only as a statement ("no question about it", "there's no question it's there")
+    (r"\b(?:(?:there\s+is|there\s+can\s+be|i\s+have|with)\s+no\s+question(?:\s+about\s+it)?(?:\s+that)?|"
+     r"no\s+question\s+about\s+it|no\s+question(?:\s+that)?(?=\s+(?:it|this|there|the|they)\s))\b", "certainly"),
+    (r"\bwithout\s+(?:a|any)\s+doubt\b", "certainly"),
+    (r"\bnot\s+only\b([^.;!?]{1,80}?)\bbut\s+also\b", r"both\1and also"),
+))
 _MARKDOWN = re.compile(r"[*_\"`#>]")
 _SPACES = re.compile(r"[ \t]+")
 _PARTICLE_END = r"(?=$|[\s,.!?;:()\u2013\u2014\uff0c\u3001\u3002]|\s-)"
@@ -141,6 +157,9 @@ def normalize(text: str) -> str:
     text = _MARKDOWN.sub(" ", text)
     if "'" in text or "cannot" in text or re.search(r"\b(?:theres|isnt|arent|doesnt|dont|cant|wasnt|its)\b", text):
         for pat, rep in _CONTRACTION_RES:
+            text = pat.sub(rep, text)
+    if re.search(r"\b(?:miss|missed|doubt|question|mistaking|denying|only)\b", text):
+        for pat, rep in _POSITIVE_IDIOMS:
             text = pat.sub(rep, text)
     return _SPACES.sub(" ", text).strip()
 
@@ -363,7 +382,10 @@ def _drop_echo(lines: list[str], terms: tuple[str, ...], question: str = "") -> 
         kept, dropped = [], False
         for sent in _sentences(line):
             # a question, or the cut-off tail of a repeated one
-            echo = sent.rstrip().endswith("?") or _QUESTION_LEAD.match(sent) or (dropped and _INTERROGATIVE.match(sent))
+            # a statement, then a question of the reply's own after a semicolon ("The image is too
+            # blurry to assess for polyps; could you send a clearer frame?") echoes nothing
+            echo = ((sent.rstrip().endswith("?") and ";" not in sent) or _QUESTION_LEAD.match(sent)
+                    or (dropped and _INTERROGATIVE.match(sent)))
             words = set(re.findall(r"[\w-]+", sent))
             if not kept and echo and (pat.search(sent) or (words and words <= asked_words | _ECHO_FREE)):
                 dropped = True  # "Normal?" to "Is this chest X-ray normal?" echoes it too
@@ -778,6 +800,12 @@ _CHOICE_HEADER = re.compile(r"^(?:present|yes|seen|visible)\s+(?:absent|no|not s
                             r"^(?:absent|no)\s+(?:present|yes)\b")
 
 
+# The whole value of a "<finding>: <value>" field in clinical shorthand (issue 48, set H): "neg",
+# "nil", "-ve" deny; "pos", "+ve" claim. Only the whole value: "nil else" or "neg for mass" is not it.
+_SHORT_VALUE = re.compile(r"^(?:(?P<neg>neg|negative|nil|-\s?ve|absent|none|not seen|not present|no)|"
+                          r"(?P<pos>pos|positive|\+\s?ve|present|seen|yes))\s*[.!;]?\s*$")
+
+
 def _label_lines(lines, terms):
     """Rule 2: "<finding>: <value>" lines; the value is finding polarity."""
     if not terms:
@@ -796,6 +824,10 @@ def _label_lines(lines, terms):
         rest = m.group("rest")
         if _CHOICE_HEADER.match(rest):  # "| Pneumothorax | Present | Absent |": the columns, not a value
             found = ("unclear", None)
+            continue
+        short = _SHORT_VALUE.match(rest)
+        if short:  # "PTX: neg", "Effusion: nil.", "Fx: +ve": a report's verdict field
+            found = ("answer", short.group("neg") is None)
             continue
         lead = _leading(rest, "presence", flip=False)
         if lead is not None:
@@ -829,7 +861,8 @@ _PRONOUN_NOT = re.compile(r"(?:it|this)\s+(?:is|was)\s+not(?=\s*(?:$|[,.!;:\u201
                           r"(?:slice|image|scan|section|view)\b|\s+(?:there|here|visible|seen|present)\b)")
 _PRONOUN_IS = re.compile(r"(?:it|this)\s+(?:is|was)(?=\s*(?:$|[,.!;:\u2013\u2014]|\s-)|\s+(?:on|in)\s+(?:this|the)\s+"
                          r"(?:slice|image|scan|section|view)\b|\s+(?:there|here|visible|seen|present)\b)")
-_BOTH = re.compile(r"(?:both\s+)?(?:yes\s+and\s+no|no\s+and\s+yes|yes\s+or\s+no|yes\s*/\s*no)\b")
+# "yes no hard to tell" (no comma between: both particles, not "Yes, no pneumothorax") says neither
+_BOTH = re.compile(r"(?:both\s+)?(?:yes\s+and\s+no|no\s+and\s+yes|yes\s+or\s+no|yes\s*/\s*no|yes\s+no|no\s+yes)\b")
 _HEDGED_LEAD = re.compile(r"(?:" + "|".join(re.escape(p) for p in sorted(HEDGED_LEADS, key=len, reverse=True))
                           + r")[\s,:]+(?:a\s+|that\s+)?(?=(?:yes|no|not|" + "|".join(
                               re.escape(p) for p in YES_PARTICLES + NO_PARTICLES if " " not in p) + r")\b)")
@@ -861,13 +894,46 @@ _CANNOT_ANSWER_HERE = re.compile(r"\bcan not be (?:reliably )?(?:evaluated|asses
                                  r"\bcan not (?:answer|evaluate|assess|judge)\b|\bcan not make a determination\b")
 
 
+# The ordinary ways a reply asks for another image, or leaves the call to a person (issue 48, set
+# H): phrase families, not one reply's wording. Read only where nothing else decides.
+_ASKS_FOR_IMAGE = re.compile(
+    r"\b(?:can|could|would|will)\s+you\s+(?:please\s+)?(?:send|upload|share|attach|provide|re-?send)\b|"
+    r"\bplease\s+(?:send|upload|share|attach|re-?send)\b|\bwhich\s+(?:image|scan|picture|frame|view|film)\b|"
+    r"\bonly\s+(?:received|got|have)\s+an?\s+(?:\w+\s+){0,3}(?:frame|image|file|page|screen|square)\b|"
+    r"\bblank\s+(?:\w+\s+)?(?:frame|image|screen|square)\b|"
+    r"\byou\s+asked\s+(?:about|for)\s+(?:the|a|an)\b[^.;]{0,40}\b(?:but|while|whereas)\b|"
+    r"\bbut\s+you\s+asked\s+(?:about|for)\b|"
+    # the same in the languages models answer in
+    r"\b(?:puede|podría|pourriez-vous|pouvez-vous|können sie|könnten sie|potrebbe|può)\s+(?:\w+\s+){0,2}?"
+    r"(?:enviar|envoyer|senden|schicken|inviare|mandar|subir)\b|"
+    r"\b(?:está cortada|está cortado|est coupée|est coupé|ist abgeschnitten|è tagliata)\b")
+_DEFERS = re.compile(
+    r"\bdefer(?:ring)?\s+(?:\w+\s+){0,3}?to\s+(?:a|an|the|your)\b|\b(?:i would|i had|i will|i am going to)\s+(?:rather|prefer)\s+not\s+(?:to\s+)?"
+    r"(?:say|comment|guess|call it|commit)\b|"
+    r"\b(?:reviewed|assessed|read|evaluated|checked|looked at|interpreted|reported|seen)\s+(?:urgently\s+)?by\s+"
+    r"(?:a|an|the|your)\s+(?:\w+\s+){0,2}?(?:\w+ologists?|radiographers?|doctors?|physicians?|clinicians?|"
+    r"specialists?|surgeons?|endoscopists?|professionals?|experts?)\b|"
+    r"\bhave\s+(?:a|an|the|your)\s+(?:\w+\s+){0,2}?(?:\w+ologists?|doctors?|physicians?|clinicians?|specialists?|"
+    r"endoscopists?|experts?)\s+(?:review|look at|read|check|assess|interpret)\b|"
+    r"\b(?:a|the)\s+(?:call|question|decision|job)\s+for\s+(?:a|an|the|your)\s+(?:\w+\s+){0,2}?"
+    r"(?:\w+ologists?|\w+scopists?|doctors?|physicians?|clinicians?|specialists?|surgeons?|experts?)\b|"
+    r"\b(?:can not|will not|am not able to|am unable to)\s+(?:make|give|offer|provide|offer you)\s+(?:a|an|any)\s+"
+    r"(?:diagnosis|diagnostic|interpretation|medical)\b|"
+    # the same in the languages models answer in
+    r"\bno puedo (?:dar|hacer|ofrecer)\b|\bje ne (?:peux|puis) pas (?:me prononcer|donner|poser|faire)\b|"
+    r"\bkeine aussage\b|\bkann ich (?:nichts|keine)\b|\bnon posso (?:dare|fare|esprimermi)\b|"
+    r"\b(?:consulte|consultar|consulter|konsultieren|consultare|consulti)\s+(?:a|un|une|einen|eine|il|un|votre|su|à)?\s*"
+    r"(?:\w+\s+)?(?:radi\w+|m[ée]dic\w+|médecin|arzt|ärztin|doctor|dottore|especialista|spécialiste|facharzt)\b|"
+    r"\bvon einem (?:radiologen|arzt|facharzt)\b")
+
+
 def _undecided(text: str) -> str | None:
     text = _QUALITY_FINE.sub(" ", text)  # "the image quality is adequate, but I can't tell" declines on a usable image
-    if _CLARIFY.search(text) or _WRONG_ANATOMY.search(text):
+    if _CLARIFY.search(text) or _WRONG_ANATOMY.search(text) or _ASKS_FOR_IMAGE.search(text):
         return "clarify"
     if _IMAGE_IS.search(text) and _CANNOT_ANSWER_HERE.search(text):
         return "clarify"
-    if _REFER.search(text):
+    if _REFER.search(text) or _DEFERS.search(text):
         return "refer"
     return None
 

@@ -23,7 +23,7 @@ HELDOUT = resources.files("medscope.answers").joinpath("data", "heldout")
 @pytest.mark.parametrize("name, floor", [("frozen_a.jsonl", 0.97), ("sealed_b.jsonl", 0.97),
                                          ("sealed_c.jsonl", 0.93), ("sealed_d.jsonl", 0.995),
                                          ("sealed_e.jsonl", 0.88), ("sealed_f.jsonl", 0.91),
-                                         ("sealed_g.jsonl", 0.67)])
+                                         ("sealed_g.jsonl", 0.67), ("sealed_h.jsonl", 0.95)])
 def test_tuned_sets_read_without_flips(name, floor):
     s = score_labelled_set(load_labelled_set(str(HELDOUT.joinpath(name))))
     assert s.flips == 0, [(r.row_id, r.label, g.decision, r.reply) for r, g in s.misses if g.decision != "unclear"]
@@ -32,6 +32,6 @@ def test_tuned_sets_read_without_flips(name, floor):
 
 def test_every_set_holds_both_protocols_and_parses():
     for name in ("frozen_a.jsonl", "sealed_b.jsonl", "sealed_c.jsonl", "sealed_d.jsonl", "sealed_e.jsonl",
-                 "sealed_f.jsonl", "sealed_g.jsonl"):
+                 "sealed_f.jsonl", "sealed_g.jsonl", "sealed_h.jsonl"):
         rows = load_labelled_set(str(HELDOUT.joinpath(name)))
         assert len(rows) >= 200 and {r.protocol for r in rows} == {"counterfactual", "organ_presence"}
