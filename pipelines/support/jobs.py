@@ -68,7 +68,7 @@ def job_main(name: str, model: type[C], run: Callable[[C], dict], argv: list[str
             cfg = cfgmod.load(model, args.config)
         where = outputs.check_out(cfg.out, "out:") if isinstance(getattr(cfg, "out", None), str) else None
         marked = outguard.identity(name, cfg.model_dump()) if where else None
-        outguard.refuse_both(args.append, args.overwrite)
+        outguard.refuse_both(getattr(args, "append", False), getattr(args, "overwrite", False))
         if where:  # an out: holding a different run is refused unless --append / --overwrite
             outguard.check(cfg.out, marked, args.append, args.overwrite, "out:")
         summary = run(cfg)
