@@ -364,6 +364,14 @@ def extract_with_rejects(schema: Schema, findings: str, impression: str
             else:
                 out[field.name] = (value, evidence)
             continue
+        if (dom is not None and findmod.category(dom) is not None and field.values
+                and all(findmod.category_word(v.value) for v in field.values)):
+            # a RADS category field: the study's category is its dominant lesion's ("PI-RADS 3"
+            # of a second, smaller lesion written first is not the overall category)
+            v = field_value(field, dom.text)
+            if v is not None:
+                out[field.name] = (v, dom.sentence)
+                continue
         for s in sents:
             v = field_value(field, s)
             if v is not None:

@@ -50,3 +50,40 @@ def test_yes_kept_when_a_sentence_calls_the_finding_so():
     findings = "A 14 mm nodule in the right adrenal gland measures 8 HU."
     impression = "The right adrenal nodule is an adenoma."
     assert _kept("Is the right adrenal nodule an adenoma?", ["Yes", "No"], 0, findings, impression)
+
+
+# --- the dominant lesion: a category the report assigns outranks size ------------------------
+
+def _extract(schema_name: str, findings: str, impression: str = "") -> dict[str, str]:
+    from medscope.benchgen.extract import extract_with_rejects
+    from medscope.benchgen.schema import load_schema
+    from tests.benchgen.heldout_abdomen import HERE
+    values, _ = extract_with_rejects(load_schema(str(HERE / schema_name)), findings, impression)
+    return {k: v for k, (v, _) in values.items()}
+
+
+def test_higher_category_is_dominant_over_a_larger_lesion_thyroid():
+    # the 24 mm nodule (TR3) is written first and is larger; the 12 mm TR5 nodule is the index one
+    keys = _extract("thyroid_schema.yaml",
+                    "Nodule 1: right lobe, lower pole, 24 x 15 mm, spongiform. ACR TI-RADS 3. "
+                    "Nodule 2: left lobe, upper pole, 12 x 9 mm, solid and markedly hypoechoic. ACR TI-RADS 5.")
+    assert keys["nodule_lobe"] == "left lobe"
+    assert keys["nodule_size"] == "1 to 1.4 cm"
+
+
+def test_same_category_falls_back_to_size_and_larger_question_reads_size():
+    from medscope.benchgen import findings as findmod
+    found = findmod.report_findings("Lesion A: segment 7, 31 mm, LR-4. Lesion B: segment 3, 18 mm, LR-5.", "",
+                                    {"lesion"})
+    assert findmod.dominant(found)[0].size_mm == 18.0      # LR-5 outranks the larger LR-4
+    assert findmod.dominant(found, by_category=False)[0].size_mm == 31.0   # "the larger lesion"
+    tie = findmod.report_findings("Lesion A: 31 mm, LR-4. Lesion B: 18 mm, LR-4.", "", {"lesion"})
+    assert findmod.dominant(tie)[0].size_mm == 31.0
+
+
+def test_overall_category_is_the_dominant_lesions():
+    keys = _extract("prostate_schema.yaml",
+                    "Lesion 1: left transition zone at the base, 18 mm, PI-RADS 2. "
+                    "Lesion 2: right peripheral zone at the apex, 8 mm, PI-RADS 5.")
+    assert keys["pirads_category"] == "PI-RADS 5"
+    assert keys["lesion_side"] == "right"
