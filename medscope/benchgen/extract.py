@@ -320,7 +320,8 @@ def extract_with_rejects(schema: Schema, findings: str, impression: str
     unset : dict of str to str
         ``{field name: reason}`` for the others: ``not_in_report``, ``no_lesion_reported``,
         ``no_dominant_lesion:<why>``, ``size_not_stated``, ``side_not_stated``,
-        ``several_values_for_dominant_lesion``, ``only_partial_denial`` or ``conflicting_statements``.
+        ``several_values_for_dominant_lesion``, ``only_partial_denial``, ``conflicting_statements`` or
+        ``organ_removed`` (the organ's whole removal: :func:`medscope.benchgen.findings.organ_removed`).
 
     References
     ----------
@@ -335,6 +336,9 @@ def extract_with_rejects(schema: Schema, findings: str, impression: str
         nouns = findmod.nouns_of([f.question for f in lesion_fields]
                                  + [p for f in schema.fields if not lesion_scoped(f) for p in f.yes_patterns])
         dom, why_none = findmod.dominant(findmod.report_findings(findings, impression, nouns), schema.organ)
+    removed = findmod.organ_removed(normalize_sentence(findings + " " + impression), schema.organ)
+    if removed:
+        dom, why_none = None, "organ_removed"
     for field in schema.fields:
         if field in lesion_fields:
             if dom is None:
@@ -345,6 +349,10 @@ def extract_with_rejects(schema: Schema, findings: str, impression: str
                 unset[field.name] = why
             else:
                 out[field.name] = (value, dom.sentence)
+            continue
+        if removed and findmod.schema_organ(schema.organ) in findmod.place_organs(normalize_sentence(field.question)) | {
+                findmod._organ(normalize_sentence(field.question))}:
+            unset[field.name] = "organ_removed"  # "Is there a lesion in the prostate?" after its removal
             continue
         if field.type == "binary":
             # in a paired organ the lesion's side is its organ's side, so "Left renal vein is patent"

@@ -196,6 +196,48 @@ def schema_organ(organ: str | None) -> str | None:
     return SCHEMA_ORGAN.get(organ) or _organ(normalize_sentence(organ)) or organ
 
 
+# addition: the operation that removes each organ whole. A paired organ's is never the whole of
+# it (the other one is left), nor is a "partial" / "hemi-" / "distal" one: those leave tissue
+# whose lesions the report still describes.
+REMOVAL_OF = {"prostate": r"prostatectom\w*", "thyroid": r"thyroidectom\w*", "pancreas": r"pancreatectom\w*",
+              "spleen": r"splenectom\w*", "bladder": r"cystectom\w*", "uterus": r"hysterectom\w*"}
+_PART_OF_ORGAN = re.compile(r"\b(?:partial|hemi-?|distal|proximal|subtotal|near-total|segmental|central|left|right|"
+                            r"completion of)\s*$")
+
+
+def organ_removed(text: str, organ: str | None) -> bool:
+    """Whether the report says the schema's organ has been removed whole.
+
+    After a radical prostatectomy or a total thyroidectomy the organ's own fields (is there a
+    lesion in it, the lesion's zone, size, category) are unsettled: a nodule in the operative bed
+    is a recurrence, not a lesion of the organ, and a denial elsewhere is no denial about it.
+
+    Parameters
+    ----------
+    text : str
+        The report (findings and impression), normalised.
+    organ : str or None
+        The schema's organ.
+
+    Returns
+    -------
+    bool
+        True when the report names the organ's whole removal (:data:`REMOVAL_OF`, with no
+        partial qualifier just before it) or says the organ is absent or removed.
+    """
+    want = schema_organ(organ)
+    if want is None or want in PAIRED_ORGANS:
+        return False
+    surgery = REMOVAL_OF.get(want)
+    if surgery:
+        for m in re.finditer(rf"\b{surgery}\b", text):
+            if not _PART_OF_ORGAN.search(text[:m.start()]):
+                return True
+    word = ORGAN_WORDS.get(want)
+    return bool(word and re.search(rf"{word}(?:\s+and\s+[\w ]{{1,30}}?)?\s+(?:is|are|has been|have been)\s+"
+                                   r"(?:surgically\s+)?(?:absent|removed|resected)\b", text))
+
+
 def _side(text: str, anchor: int) -> str | None:
     sides = [(abs(m.start() - anchor), m.group(1)) for m in _SIDE.finditer(text)]
     if not sides:

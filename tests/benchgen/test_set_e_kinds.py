@@ -87,3 +87,27 @@ def test_overall_category_is_the_dominant_lesions():
                     "Lesion 2: right peripheral zone at the apex, 8 mm, PI-RADS 5.")
     assert keys["pirads_category"] == "PI-RADS 5"
     assert keys["lesion_side"] == "right"
+
+
+# --- a removed organ: its own fields are not settled by a nodule in its bed -------------------
+
+def test_total_thyroidectomy_bed_nodule_is_no_thyroid_nodule():
+    from medscope.benchgen.extract import extract_with_rejects
+    from medscope.benchgen.schema import load_schema
+    from tests.benchgen.heldout_abdomen import HERE
+    schema = load_schema(str(HERE / "thyroid_schema.yaml"))
+    findings = ("History: total thyroidectomy for papillary carcinoma in 2019. In the right thyroid bed there is "
+                "a 7 mm hypoechoic nodule. No cervical lymphadenopathy.")
+    values, unset = extract_with_rejects(schema, findings, "")
+    assert unset["thyroid_nodule_present"] == "organ_removed"
+    assert unset["nodule_size"] == "organ_removed" and "nodule_lobe" not in values
+    assert values["cervical_lymphadenopathy"][0] == "no"   # a field outside the removed organ stays
+
+
+def test_partial_removal_leaves_the_organ_and_absent_prostate_removes_it():
+    from medscope.benchgen import findings as findmod
+    assert not findmod.organ_removed("status post right hemithyroidectomy. left lobe nodule, 12 mm.", "thyroid")
+    assert not findmod.organ_removed("distal pancreatectomy in 2020; the pancreatic head is normal.", "pancreas")
+    assert findmod.organ_removed("the prostate and seminal vesicles are surgically absent.", "prostate")
+    assert findmod.organ_removed("post total pancreatectomy.", "pancreas")
+    assert not findmod.organ_removed("left nephrectomy in 2015.", "kidney")   # the other kidney remains
