@@ -263,6 +263,10 @@ _PART_TAIL = re.compile(r"^\s+(?:in|within|of|at|involving)\s+(?:the\s+)?[^.;,]{
                         r"segments?|regions?|zones?|hemispheres?|portions?|thirds?)\b")
 # a resected organ's bed: a denial there is about recurrence, not about the organ's own lesions
 _RESECTED_BED = re.compile(r"\b(?:\w+ectomy|surgical|resection|operative|postoperative)\s+bed\b")
+# a denial limited to some sequences or phases ("on T2-weighted or DCE images", "on the arterial phase")
+_ON_SOME_IMAGES = re.compile(r"^\s+(?:on|in)\s+(?:the\s+)?(?:[\w-]+\s+){0,4}?(?:images?|sequences?|phases?|series)\b")
+_SOME_IMAGES_DENIAL = re.compile(r"\b(?:no|without)\b[^.;]*?\s(?:on|in)\s+(?:the\s+)?(?:[\w-]+\s+){0,4}?"
+                                 r"(?:images?|sequences?|phases?|series)\b")
 _DENIER = re.compile(r"\b(?:no|without|not|negative for|absence of|free of)\b")
 
 
@@ -283,6 +287,10 @@ def _denial(text, a, b, s, no, partial, partial_sides, other_narrowing) -> None:
         partial_sides |= set(_SIDE_WORD.findall(part.group(0))) & {"left", "right"}
         if not set(_SIDE_WORD.findall(part.group(0))):
             other_narrowing.append(s)
+        return
+    if _ON_SOME_IMAGES.match(text[b:]):
+        partial.append(s)  # "no suspicious lesion on T2-weighted or DCE images": the other sequences are unsaid
+        other_narrowing.append(s)
         return
     if _RESECTED_BED.search(text):
         partial.append(s)  # "the thyroidectomy bed is clear": the organ is gone, its lesions are not denied
@@ -367,6 +375,10 @@ def extract_with_rejects(schema: Schema, findings: str, impression: str
                 value, evidence = _grounded_binary(field, findings, impression)
                 if value == "no" and _RESECTED_BED.search(normalize_sentence(evidence)):
                     value, why = None, "only_partial_denial"  # a clear resection bed denies recurrence only
+                if value == "no" and _SOME_IMAGES_DENIAL.search(normalize_sentence(evidence)):
+                    value, why = None, "only_partial_denial"  # denied on some sequences only
+                if value == "no" and _one_of_a_pair(field.question, evidence):
+                    value, why = None, "only_partial_denial"
             if value is None:
                 unset[field.name] = why
             else:
@@ -388,6 +400,14 @@ def extract_with_rejects(schema: Schema, findings: str, impression: str
         else:
             unset[field.name] = "not_in_report"
     return out, unset
+
+
+def _one_of_a_pair(question: str, evidence: str) -> bool:
+    """Whether a denial names one side only ("in the left seminal vesicle, without invasion") where
+    the field asks of both ("Is there seminal vesicle invasion?"): the other one is left unsaid."""
+    q_sides = set(_SIDE_WORD.findall(normalize_sentence(question)))
+    e_sides = set(_SIDE_WORD.findall(normalize_sentence(evidence)))
+    return not q_sides and len(e_sides & {"left", "right"}) == 1 and not e_sides & {"both", "bilateral"}
 
 
 def _grounded_binary(field: FieldSpec, findings: str, impression: str) -> tuple[str | None, str]:

@@ -111,3 +111,35 @@ def test_partial_removal_leaves_the_organ_and_absent_prostate_removes_it():
     assert findmod.organ_removed("the prostate and seminal vesicles are surgically absent.", "prostate")
     assert findmod.organ_removed("post total pancreatectomy.", "pancreas")
     assert not findmod.organ_removed("left nephrectomy in 2015.", "kidney")   # the other kidney remains
+
+
+# --- partial denials: one of a pair, or some sequences only ------------------------------------
+
+def _unset(schema_name: str, findings: str, impression: str = "") -> dict[str, str]:
+    from medscope.benchgen.extract import extract_with_rejects
+    from medscope.benchgen.schema import load_schema
+    from tests.benchgen.heldout_abdomen import HERE
+    return extract_with_rejects(load_schema(str(HERE / schema_name)), findings, impression)[1]
+
+
+def test_denial_of_one_seminal_vesicle_leaves_the_pair_unsettled():
+    unset = _unset("prostate_schema.yaml", "Seminal vesicles: T1-bright blood products in the right seminal vesicle, "
+                   "without invasion. No lymphadenopathy.")
+    assert unset["seminal_vesicle_invasion"] == "only_partial_denial"
+
+
+def test_denial_on_some_sequences_does_not_settle_presence():
+    # pancreas: the arterial phase is degraded; only the portal venous phase is read
+    unset = _unset("pancreas_schema.yaml", "Arterial phase degraded by motion. No focal pancreatic lesion on the "
+                   "portal venous phase images.", "A small pancreatic lesion cannot be excluded.")
+    assert unset["pancreatic_lesion_present"] == "only_partial_denial"
+    unset = _unset("prostate_schema.yaml", "DWI is non-diagnostic. No suspicious lesion on T2-weighted or DCE "
+                   "images.", "A small lesion cannot be excluded.")
+    assert unset["prostate_lesion_present"] == "only_partial_denial"
+
+
+def test_one_of_a_pair_rule():
+    from medscope.benchgen.extract import _one_of_a_pair
+    assert _one_of_a_pair("Is there seminal vesicle invasion?", "Haemorrhage in the left seminal vesicle, without invasion.")
+    assert not _one_of_a_pair("Is there seminal vesicle invasion?", "Both seminal vesicles are free of tumour; the left is small.")
+    assert not _one_of_a_pair("Is the left ovary normal?", "The left ovary is normal.")
