@@ -219,14 +219,19 @@ def study_binary(field: FieldSpec, sents: list[str], lesion_side: str | None = N
     """
     yes, no, partial_sides, partial = [], [], set(), []
     other_narrowing = []  # partial denials narrowed by more than a side ("no new", "no solid")
+    asked_organ = findmod._organ(normalize_sentence(field.question))  # "Is there a focal renal lesion?": kidney
     for s in sents:
         text = _MEASURED_AND.sub("", normalize_sentence(s))  # "duct measures 2 mm and is normal": the duct is normal
         if is_recommendation(text):
             continue
         if field.context and not _any(field.context, text):
             continue
+        other_section = _under_other_organ(asked_organ, text)
         denied = []
         for m in _matches(field.no_patterns, text):
+            if other_section:
+                denied.append((m.start(), m.end()))
+                continue
             if findmod.another_thing_after(text, m.end()):
                 continue  # "No mass effect" denies no mass
             denied.append((m.start(), m.end()))
@@ -377,6 +382,9 @@ def extract_with_rejects(schema: Schema, findings: str, impression: str
                     value, why = None, "only_partial_denial"  # a clear resection bed denies recurrence only
                 if value == "no" and _SOME_IMAGES_DENIAL.search(normalize_sentence(evidence)):
                     value, why = None, "only_partial_denial"  # denied on some sequences only
+                if value == "no" and _under_other_organ(findmod._organ(normalize_sentence(field.question)),
+                                                        normalize_sentence(evidence)):
+                    value, why = None, "not_in_report"
                 if value == "no" and _one_of_a_pair(field.question, evidence):
                     value, why = None, "only_partial_denial"
             if value is None:
@@ -400,6 +408,14 @@ def extract_with_rejects(schema: Schema, findings: str, impression: str
         else:
             unset[field.name] = "not_in_report"
     return out, unset
+
+
+def _under_other_organ(asked_organ: str | None, text: str) -> bool:
+    """Whether a normalised sentence stands under another organ's heading than the one asked of:
+    "BONES: No focal lesion." denies nothing of a question about the kidney or the prostate."""
+    header = re.match(r"^((?:[a-z]+\s*){1,3}):", text)
+    header_organ = findmod._organ(header.group(1)) if header else None
+    return asked_organ is not None and header_organ is not None and header_organ != asked_organ
 
 
 def _one_of_a_pair(question: str, evidence: str) -> bool:

@@ -143,3 +143,19 @@ def test_one_of_a_pair_rule():
     assert _one_of_a_pair("Is there seminal vesicle invasion?", "Haemorrhage in the left seminal vesicle, without invasion.")
     assert not _one_of_a_pair("Is there seminal vesicle invasion?", "Both seminal vesicles are free of tumour; the left is small.")
     assert not _one_of_a_pair("Is the left ovary normal?", "The left ovary is normal.")
+
+
+# --- a denial under another organ's heading ----------------------------------------------------
+
+@pytest.mark.parametrize("schema_name, field, findings, settled", [
+    ("kidney_schema.yaml", "renal_lesion_present", "LIVER: No focal lesion. KIDNEYS: Normal in size.", False),
+    ("pancreas_schema.yaml", "pancreatic_lesion_present", "LIVER: No focal lesion. SPLEEN: Normal.", False),
+    # the asked organ's own heading still denies
+    ("kidney_schema.yaml", "renal_lesion_present", "LIVER: Steatosis. KIDNEYS: No focal lesion.", True),
+])
+def test_denial_under_another_organs_heading_is_no_denial(schema_name, field, findings, settled):
+    from medscope.benchgen.extract import extract_with_rejects
+    from medscope.benchgen.schema import load_schema
+    from tests.benchgen.heldout_abdomen import HERE
+    values, _ = extract_with_rejects(load_schema(str(HERE / schema_name)), findings, "")
+    assert (values.get(field, (None,))[0] == "no") is settled
