@@ -418,6 +418,12 @@ def _mention_status(sent: str, start: int, end: int) -> str:
         return "historical"  # "distal pancreatectomy for mucinous cystic neoplasm": the operation removed it
     if UNCERTAIN_BEFORE.search(forward_scope(before)) or UNCERTAIN_AFTER.search(after):
         return "possible"
+    if st == "affirmed" and re.search(r"\b(?:upgraded|downgraded|changed|revised|increased|decreased|reduced|up|down)"
+                                      r"\s+from\s+(?:the\s+)?(?:[\w-]+\s+){0,2}$", before):
+        return "historical"  # "PI-RADS 4, upgraded from PI-RADS 3": the prior value, not the current one
+    if st == "affirmed" and re.search(r"\bfavou?r(?:s|ing)?\s+(?:[\w-]+\s+){0,3}$", before):
+        # "the low PSA density favours BPH as the cause": a favoured cause, signed only as a diagnosis
+        return "favoured"
     if st != "possible":
         return st
     hedge = nearest_hedge(before)

@@ -159,3 +159,18 @@ def test_denial_under_another_organs_heading_is_no_denial(schema_name, field, fi
     from tests.benchgen.heldout_abdomen import HERE
     values, _ = extract_with_rejects(load_schema(str(HERE / schema_name)), findings, "")
     assert (values.get(field, (None,))[0] == "no") is settled
+
+
+# --- a favoured cause is a hedge; a prior category is not the current one ------------------------
+
+def test_favoured_cause_is_not_asserted():
+    findings = "The liver is enlarged, 19 cm, and diffusely hypodense."
+    impression = "Hepatomegaly. The diffuse hypodensity favours steatosis as the cause of the hepatomegaly."
+    assert not _kept("Is the hepatomegaly caused by steatosis?", ["Yes", "No"], 0, findings, impression)
+
+
+def test_prior_category_is_not_the_current_one():
+    findings = "The left breast mass is now BI-RADS 5, upgraded from BI-RADS 4."
+    q = "What is the current BI-RADS category of the mass?"
+    assert not _kept(q, ["BI-RADS 4", "BI-RADS 3", "BI-RADS 2"], 0, findings, "")
+    assert _kept(q, ["BI-RADS 5", "BI-RADS 3", "BI-RADS 2"], 0, findings, "")
