@@ -418,6 +418,13 @@ def _mention_status(sent: str, start: int, end: int) -> str:
         return "historical"  # "distal pancreatectomy for mucinous cystic neoplasm": the operation removed it
     if UNCERTAIN_BEFORE.search(forward_scope(before)) or UNCERTAIN_AFTER.search(after):
         return "possible"
+    if st == "affirmed" and (re.search(r"\b(?:junction|interface|boundary) (?:of|between)\s+[^.;]{0,60}$", before)
+                             or re.match(r"^\s*junction\b", after)
+                             and re.search(r"(?:\band\b|/)\s*(?:the\s+)?(?:[\w-]+\s+){0,4}$", before)):
+        return "possible"  # "at the junction of the transition zone and the AFMS": two places, neither alone
+    if st == "affirmed" and re.search(r"\b(?:(?:distinct|different|separate|distinguished) from|unlike|in contrast to|"
+                                      r"as opposed to)\s+(?:[\w-]+\s+){0,4}$", before):
+        return "possible"  # "distinct from the normal central zone": a contrast, said of something else
     if st == "affirmed" and re.search(r"\b(?:upgraded|downgraded|changed|revised|increased|decreased|reduced|up|down)"
                                       r"\s+from\s+(?:the\s+)?(?:[\w-]+\s+){0,2}$", before):
         return "historical"  # "PI-RADS 4, upgraded from PI-RADS 3": the prior value, not the current one

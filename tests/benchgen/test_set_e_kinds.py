@@ -174,3 +174,22 @@ def test_prior_category_is_not_the_current_one():
     q = "What is the current BI-RADS category of the mass?"
     assert not _kept(q, ["BI-RADS 4", "BI-RADS 3", "BI-RADS 2"], 0, findings, "")
     assert _kept(q, ["BI-RADS 5", "BI-RADS 3", "BI-RADS 2"], 0, findings, "")
+
+
+# --- a contrast is not the lesion's place; a junction of two places is neither ------------------
+
+@pytest.mark.parametrize("question, findings", [
+    ("Is the left adrenal finding a normal asymmetric adrenal limb?",
+     "LEFT ADRENAL: an asymmetric 14 mm nodular thickening of the medial limb, low in attenuation, distinct from "
+     "the symmetric normal adrenal limb on the right."),
+    ("Is the splenic finding a normal lobulated spleen?",
+     "A lobulated 2 cm hypoenhancing focus at the splenic hilum, distinct from the normal lobulated spleen contour."),
+])
+def test_what_a_lesion_is_distinct_from_is_not_asserted_of_it(question, findings):
+    assert not _kept(question, ["Yes", "No"], 0, findings, "")
+
+
+@pytest.mark.parametrize("answer", [0, 1])
+def test_junction_of_two_parts_answers_neither(answer):
+    findings = "A 22 mm hypoenhancing mass at the junction of the pancreatic body and tail."
+    assert not _kept("In which part of the pancreas is the mass?", ["Body", "Tail", "Head"], answer, findings, "")
