@@ -193,3 +193,16 @@ def test_what_a_lesion_is_distinct_from_is_not_asserted_of_it(question, findings
 def test_junction_of_two_parts_answers_neither(answer):
     findings = "A 22 mm hypoenhancing mass at the junction of the pancreatic body and tail."
     assert not _kept("In which part of the pancreas is the mass?", ["Body", "Tail", "Head"], answer, findings, "")
+
+
+# --- "in centimetres" asks for a unit, not for a sentence that writes it --------------------------
+
+@pytest.mark.parametrize("question, options, findings", [
+    ("What is the size of the lesion in centimetres?", ["0.9 cm", "9 cm", "0.7 cm"],
+     "Liver: a 9 x 7 mm hypodense lesion in segment 6. The spleen measures 11 cm."),
+    ("What is the size of the nodule in millimetres?", ["16 mm", "1.6 mm", "11 mm"],
+     "Right lobe: a solid nodule, 1.6 x 1.1 cm. The left lobe measures 14 mm in thickness."),
+])
+def test_size_asked_in_the_other_unit_is_read_from_the_lesions_sentence(question, options, findings):
+    assert _kept(question, options, 0, findings, "")
+    assert not _kept(question, options[1:] + options[:1], 0, findings, "")   # 9 cm / 1.6 mm are not it
