@@ -606,13 +606,40 @@ def in_organ(f: Finding, organ: str | None) -> bool:
 
 
 def category(f: Finding) -> int | None:
-    """The highest RADS category the report assigns the finding in its own words, or None."""
+    """The highest RADS category the report assigns the finding in its own words, or None.
+
+    Parameters
+    ----------
+    f : Finding
+        A finding of :func:`report_findings`.
+
+    Returns
+    -------
+    int or None
+        The highest category number written in the finding's text ("PI-RADS 4", "LR-5", "TI-RADS
+        category 3"), a prior one ("upgraded from PI-RADS 3") not counted; None when none is.
+
+    References
+    ----------
+    .. [1] benchmark-MCQ paper, Methods ("RADS-style questions": the dominant lesion).
+    """
     cats = [int(m.group(1)) for m in _CATEGORY.finditer(f.text)]
     return max(cats) if cats else None
 
 
 def category_word(value: str) -> bool:
-    """Whether a schema value names a RADS category ("PI-RADS 4", "LR-5")."""
+    """Whether a schema value names a RADS category ("PI-RADS 4", "LR-5").
+
+    Parameters
+    ----------
+    value : str
+        A value of a multi-value schema field.
+
+    Returns
+    -------
+    bool
+        True when it is written as a RADS category.
+    """
     return _CATEGORY.search(value.lower()) is not None
 
 
