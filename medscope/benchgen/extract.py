@@ -219,14 +219,19 @@ def study_binary(field: FieldSpec, sents: list[str], lesion_side: str | None = N
     """
     yes, no, partial_sides, partial = [], [], set(), []
     other_narrowing = []  # partial denials narrowed by more than a side ("no new", "no solid")
+    asked_organ = findmod._organ(normalize_sentence(field.question))  # "Is there a focal renal lesion?": kidney
     for s in sents:
         text = _MEASURED_AND.sub("", normalize_sentence(s))  # "duct measures 2 mm and is normal": the duct is normal
         if is_recommendation(text):
             continue
         if field.context and not _any(field.context, text):
             continue
+        other_section = _under_other_organ(asked_organ, text)
         denied = []
         for m in _matches(field.no_patterns, text):
+            if other_section:
+                denied.append((m.start(), m.end()))
+                continue
             if findmod.another_thing_after(text, m.end()):
                 continue  # "No mass effect" denies no mass
             denied.append((m.start(), m.end()))
@@ -263,6 +268,10 @@ _PART_TAIL = re.compile(r"^\s+(?:in|within|of|at|involving)\s+(?:the\s+)?[^.;,]{
                         r"segments?|regions?|zones?|hemispheres?|portions?|thirds?)\b")
 # a resected organ's bed: a denial there is about recurrence, not about the organ's own lesions
 _RESECTED_BED = re.compile(r"\b(?:\w+ectomy|surgical|resection|operative|postoperative)\s+bed\b")
+# a denial limited to some sequences or phases ("on T2-weighted or DCE images", "on the arterial phase")
+_ON_SOME_IMAGES = re.compile(r"^\s+(?:on|in)\s+(?:the\s+)?(?:[\w-]+\s+){0,4}?(?:images?|sequences?|phases?|series)\b")
+_SOME_IMAGES_DENIAL = re.compile(r"\b(?:no|without)\b[^.;]*?\s(?:on|in)\s+(?:the\s+)?(?:[\w-]+\s+){0,4}?"
+                                 r"(?:images?|sequences?|phases?|series)\b")
 _DENIER = re.compile(r"\b(?:no|without|not|negative for|absence of|free of)\b")
 
 
@@ -283,6 +292,10 @@ def _denial(text, a, b, s, no, partial, partial_sides, other_narrowing) -> None:
         partial_sides |= set(_SIDE_WORD.findall(part.group(0))) & {"left", "right"}
         if not set(_SIDE_WORD.findall(part.group(0))):
             other_narrowing.append(s)
+        return
+    if _ON_SOME_IMAGES.match(text[b:]):
+        partial.append(s)  # "no suspicious lesion on T2-weighted or DCE images": the other sequences are unsaid
+        other_narrowing.append(s)
         return
     if _RESECTED_BED.search(text):
         partial.append(s)  # "the thyroidectomy bed is clear": the organ is gone, its lesions are not denied
@@ -320,7 +333,8 @@ def extract_with_rejects(schema: Schema, findings: str, impression: str
     unset : dict of str to str
         ``{field name: reason}`` for the others: ``not_in_report``, ``no_lesion_reported``,
         ``no_dominant_lesion:<why>``, ``size_not_stated``, ``side_not_stated``,
-        ``several_values_for_dominant_lesion``, ``only_partial_denial`` or ``conflicting_statements``.
+        ``several_values_for_dominant_lesion``, ``only_partial_denial``, ``conflicting_statements`` or
+        ``organ_removed`` (the organ's whole removal: :func:`medscope.benchgen.findings.organ_removed`).
 
     References
     ----------
@@ -335,6 +349,9 @@ def extract_with_rejects(schema: Schema, findings: str, impression: str
         nouns = findmod.nouns_of([f.question for f in lesion_fields]
                                  + [p for f in schema.fields if not lesion_scoped(f) for p in f.yes_patterns])
         dom, why_none = findmod.dominant(findmod.report_findings(findings, impression, nouns), schema.organ)
+    removed = findmod.organ_removed(normalize_sentence(findings + " " + impression), schema.organ)
+    if removed:
+        dom, why_none = None, "organ_removed"
     for field in schema.fields:
         if field in lesion_fields:
             if dom is None:
@@ -345,6 +362,10 @@ def extract_with_rejects(schema: Schema, findings: str, impression: str
                 unset[field.name] = why
             else:
                 out[field.name] = (value, dom.sentence)
+            continue
+        if removed and findmod.schema_organ(schema.organ) in findmod.place_organs(normalize_sentence(field.question)) | {
+                findmod._organ(normalize_sentence(field.question))}:
+            unset[field.name] = "organ_removed"  # "Is there a lesion in the prostate?" after its removal
             continue
         if field.type == "binary":
             # in a paired organ the lesion's side is its organ's side, so "Left renal vein is patent"
@@ -359,11 +380,26 @@ def extract_with_rejects(schema: Schema, findings: str, impression: str
                 value, evidence = _grounded_binary(field, findings, impression)
                 if value == "no" and _RESECTED_BED.search(normalize_sentence(evidence)):
                     value, why = None, "only_partial_denial"  # a clear resection bed denies recurrence only
+                if value == "no" and _SOME_IMAGES_DENIAL.search(normalize_sentence(evidence)):
+                    value, why = None, "only_partial_denial"  # denied on some sequences only
+                if value == "no" and _under_other_organ(findmod._organ(normalize_sentence(field.question)),
+                                                        normalize_sentence(evidence)):
+                    value, why = None, "not_in_report"
+                if value == "no" and _one_of_a_pair(field.question, evidence):
+                    value, why = None, "only_partial_denial"
             if value is None:
                 unset[field.name] = why
             else:
                 out[field.name] = (value, evidence)
             continue
+        if (dom is not None and findmod.category(dom) is not None and field.values
+                and all(findmod.category_word(v.value) for v in field.values)):
+            # a RADS category field: the study's category is its dominant lesion's ("PI-RADS 3"
+            # of a second, smaller lesion written first is not the overall category)
+            v = field_value(field, dom.text)
+            if v is not None:
+                out[field.name] = (v, dom.sentence)
+                continue
         for s in sents:
             v = field_value(field, s)
             if v is not None:
@@ -372,6 +408,22 @@ def extract_with_rejects(schema: Schema, findings: str, impression: str
         else:
             unset[field.name] = "not_in_report"
     return out, unset
+
+
+def _under_other_organ(asked_organ: str | None, text: str) -> bool:
+    """Whether a normalised sentence stands under another organ's heading than the one asked of:
+    "BONES: No focal lesion." denies nothing of a question about the kidney or the prostate."""
+    header = re.match(r"^((?:[a-z]+\s*){1,3}):", text)
+    header_organ = findmod._organ(header.group(1)) if header else None
+    return asked_organ is not None and header_organ is not None and header_organ != asked_organ
+
+
+def _one_of_a_pair(question: str, evidence: str) -> bool:
+    """Whether a denial names one side only ("in the left seminal vesicle, without invasion") where
+    the field asks of both ("Is there seminal vesicle invasion?"): the other one is left unsaid."""
+    q_sides = set(_SIDE_WORD.findall(normalize_sentence(question)))
+    e_sides = set(_SIDE_WORD.findall(normalize_sentence(evidence)))
+    return not q_sides and len(e_sides & {"left", "right"}) == 1 and not e_sides & {"both", "bilateral"}
 
 
 def _grounded_binary(field: FieldSpec, findings: str, impression: str) -> tuple[str | None, str]:

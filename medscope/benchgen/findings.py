@@ -79,6 +79,10 @@ SCHEMA_ORGAN = {"lung": "lung", "liver": "liver", "kidney": "kidney", "brain": "
 _SIDE = re.compile(r"\b(left|right|bilateral|bilaterally|both)\b")
 _DOMINANT = re.compile(r"\b(?:dominant|largest|biggest|larger|bigger|index)\b")
 _PRIOR_BEFORE = re.compile(r"\b(?:previously|prior|formerly|was|from|compared (?:with|to)|versus|vs)\W+(?:\w+\W+){0,2}$")
+# a RADS category the report assigns a lesion ("PI-RADS 4", "TI-RADS 5", "LR-5", "BI-RADS category 4a");
+# one given as a prior value ("upgraded from PI-RADS 3") is not the lesion's category now
+_CATEGORY = re.compile(r"(?<!from )(?<!previously )(?<!prior )(?<!was )\b(?:[a-z]{1,4}-?rads|lr)(?:\s+v?\d\.\d)?"
+                       r"(?:\s+(?:category|score|assessment))?\s*[:-]?\s*(\d)\b")
 _SMALL = re.compile(r"\b(?:small|tiny|punctate|subcentimet\w*|sub-centimet\w*|too small to characteri[sz]e|micro\w*)\b")
 _DEFINITE = re.compile(r"\b(?:the|this|that|these|those|said)\s+(?:[\w-]+\s+){0,3}$")
 # "the dominant nodule, in the right mid pole, is a 2.2 cm ... nodule": a place set off by commas
@@ -190,6 +194,48 @@ def schema_organ(organ: str | None) -> str | None:
     if not organ:
         return None
     return SCHEMA_ORGAN.get(organ) or _organ(normalize_sentence(organ)) or organ
+
+
+# addition: the operation that removes each organ whole. A paired organ's is never the whole of
+# it (the other one is left), nor is a "partial" / "hemi-" / "distal" one: those leave tissue
+# whose lesions the report still describes.
+REMOVAL_OF = {"prostate": r"prostatectom\w*", "thyroid": r"thyroidectom\w*", "pancreas": r"pancreatectom\w*",
+              "spleen": r"splenectom\w*", "bladder": r"cystectom\w*", "uterus": r"hysterectom\w*"}
+_PART_OF_ORGAN = re.compile(r"\b(?:partial|hemi-?|distal|proximal|subtotal|near-total|segmental|central|left|right|"
+                            r"completion of)\s*$")
+
+
+def organ_removed(text: str, organ: str | None) -> bool:
+    """Whether the report says the schema's organ has been removed whole.
+
+    After a radical prostatectomy or a total thyroidectomy the organ's own fields (is there a
+    lesion in it, the lesion's zone, size, category) are unsettled: a nodule in the operative bed
+    is a recurrence, not a lesion of the organ, and a denial elsewhere is no denial about it.
+
+    Parameters
+    ----------
+    text : str
+        The report (findings and impression), normalised.
+    organ : str or None
+        The schema's organ.
+
+    Returns
+    -------
+    bool
+        True when the report names the organ's whole removal (:data:`REMOVAL_OF`, with no
+        partial qualifier just before it) or says the organ is absent or removed.
+    """
+    want = schema_organ(organ)
+    if want is None or want in PAIRED_ORGANS:
+        return False
+    surgery = REMOVAL_OF.get(want)
+    if surgery:
+        for m in re.finditer(rf"\b{surgery}\b", text):
+            if not _PART_OF_ORGAN.search(text[:m.start()]):
+                return True
+    word = ORGAN_WORDS.get(want)
+    return bool(word and re.search(rf"{word}(?:\s+and\s+[\w ]{{1,30}}?)?\s+(?:is|are|has been|have been)\s+"
+                                   r"(?:surgically\s+)?(?:absent|removed|resected)\b", text))
 
 
 def _side(text: str, anchor: int) -> str | None:
@@ -559,7 +605,46 @@ def in_organ(f: Finding, organ: str | None) -> bool:
     return not f.places_in or want in f.places_in or want not in ORGAN_WORDS
 
 
-def dominant(found: list[Finding], organ: str | None = None) -> tuple[Finding | None, str]:
+def category(f: Finding) -> int | None:
+    """The highest RADS category the report assigns the finding in its own words, or None.
+
+    Parameters
+    ----------
+    f : Finding
+        A finding of :func:`report_findings`.
+
+    Returns
+    -------
+    int or None
+        The highest category number written in the finding's text ("PI-RADS 4", "LR-5", "TI-RADS
+        category 3"), a prior one ("upgraded from PI-RADS 3") not counted; None when none is.
+
+    References
+    ----------
+    .. [1] benchmark-MCQ paper, Methods ("RADS-style questions": the dominant lesion).
+    """
+    cats = [int(m.group(1)) for m in _CATEGORY.finditer(f.text)]
+    return max(cats) if cats else None
+
+
+def category_word(value: str) -> bool:
+    """Whether a schema value names a RADS category ("PI-RADS 4", "LR-5").
+
+    Parameters
+    ----------
+    value : str
+        A value of a multi-value schema field.
+
+    Returns
+    -------
+    bool
+        True when it is written as a RADS category.
+    """
+    return _CATEGORY.search(value.lower()) is not None
+
+
+def dominant(found: list[Finding], organ: str | None = None, by_category: bool = True
+             ) -> tuple[Finding | None, str]:
     """The dominant lesion by the schema's rule, or None with the reason none is.
 
     Parameters
@@ -568,11 +653,16 @@ def dominant(found: list[Finding], organ: str | None = None) -> tuple[Finding | 
         The report's findings (:func:`report_findings`).
     organ : str or None, optional
         The schema's organ; findings placed in another organ are not candidates.
+    by_category : bool, optional
+        Whether a RADS category outranks size (the dominant / index lesion); False for "the
+        largest / larger" lesion, which is the largest whatever its category.
 
     Returns
     -------
     finding : Finding or None
-        The finding the report calls dominant / index; else the one present finding; else the
+        The finding the report calls dominant / index; else the one present finding; else, when every
+        present finding has a RADS category (:func:`category`), the one of the highest category (a
+        category the report assigns outranks size; the larger breaks a tie); else the
         largest present finding by current size ("the largest" of a group is that group's
         largest, a candidate by its size: a group whose largest is its own finding stands for it).
     reason : str
@@ -600,6 +690,14 @@ def dominant(found: list[Finding], organ: str | None = None) -> tuple[Finding | 
         return None, "no_dominant_lesion:two_called_dominant"
     if len(present) == 1:
         return (None, "no_dominant_lesion:group") if present[0].plural else (present[0], "")
+    cats = {id(f): category(f) for f in present}
+    if by_category and None not in cats.values() and not any(f.plural for f in present):
+        # "LESION 1: 15 mm ... PI-RADS 3. LESION 2: 11 mm ... PI-RADS 4.": the index lesion is the
+        # higher category whatever its size; only lesions sharing that category go on to size
+        top_cat = max(cats.values())
+        present = [f for f in present if cats[id(f)] == top_cat]
+        if len(present) == 1:
+            return present[0], ""
     sized = [f for f in present if f.size_mm is not None]
     unsized = [f for f in present if f.size_mm is None]
     if not sized or any(not f.small for f in unsized):

@@ -418,6 +418,19 @@ def _mention_status(sent: str, start: int, end: int) -> str:
         return "historical"  # "distal pancreatectomy for mucinous cystic neoplasm": the operation removed it
     if UNCERTAIN_BEFORE.search(forward_scope(before)) or UNCERTAIN_AFTER.search(after):
         return "possible"
+    if st == "affirmed" and (re.search(r"\b(?:junction|interface|boundary) (?:of|between)\s+[^.;]{0,60}$", before)
+                             or re.match(r"^\s*junction\b", after)
+                             and re.search(r"(?:\band\b|/)\s*(?:the\s+)?(?:[\w-]+\s+){0,4}$", before)):
+        return "possible"  # "at the junction of the transition zone and the AFMS": two places, neither alone
+    if st == "affirmed" and re.search(r"\b(?:(?:distinct|different|separate|distinguished) from|unlike|in contrast to|"
+                                      r"as opposed to)\s+(?:[\w-]+\s+){0,4}$", before):
+        return "possible"  # "distinct from the normal central zone": a contrast, said of something else
+    if st == "affirmed" and re.search(r"\b(?:upgraded|downgraded|changed|revised|increased|decreased|reduced|up|down)"
+                                      r"\s+from\s+(?:the\s+)?(?:[\w-]+\s+){0,2}$", before):
+        return "historical"  # "PI-RADS 4, upgraded from PI-RADS 3": the prior value, not the current one
+    if st == "affirmed" and re.search(r"\bfavou?r(?:s|ing)?\s+(?:[\w-]+\s+){0,3}$", before):
+        # "the low PSA density favours BPH as the cause": a favoured cause, signed only as a diagnosis
+        return "favoured"
     if st != "possible":
         return st
     hedge = nearest_hedge(before)
@@ -844,13 +857,16 @@ def check_quantity(question: str, answer: str, sents: list[str]) -> tuple[bool, 
     if kind is None or len(dims) != 1:
         return False, "", "answer_not_a_quantity"
     q = normalize_sentence(question)
-    best, n = _best_sentences(sents, subject_stems(question))
+    # "in centimetres" asks for a unit, not for a sentence that writes one: "9 x 7 mm" answers 0.9 cm
+    subject = subject_stems(re.sub(r"\s*\b(?:in|as)\s+(?:mm|cm|millimet\w*|centimet\w*|millimeters?|centimeters?)\b",
+                                   "", question, flags=re.IGNORECASE))
+    best, n = _best_sentences(sents, subject)
     measured, n_measured = _best_sentences([s for s in sents if any(k == kind for k, _, _ in measurements(s))],
-                                           subject_stems(question))
+                                           subject)
     if measured and n_measured == n:
         best = measured  # a quantity is read from the best-matching sentences that give one
     organ_stems = {stem(m.group(0)) for pat in ORGAN_WORDS.values() for m in re.finditer(pat, q)}
-    which = subject_stems(question) - LESION_STEMS - organ_stems
+    which = subject - LESION_STEMS - organ_stems
     naming = [(s, hits) for s, hits in best if which & {t[0] for t in hits}]
     if naming and len(naming) < len(best):
         # "the pancreatic neck cyst": "In the pancreatic neck, 11 mm" says which one, "three pancreatic
@@ -862,7 +878,7 @@ def check_quantity(question: str, answer: str, sents: list[str]) -> tuple[bool, 
     for s, hits in best:
         for k, ds, at in measurements(s):
             if k == kind:
-                if re.search(r"\bup to\s+$", s[:at]) and _joined_to_unasked(s, hits, subject_stems(question)):
+                if re.search(r"\bup to\s+$", s[:at]) and _joined_to_unasked(s, hits, subject):
                     spans_more = True  # "The others measure up to 9 mm and lie in the head and uncinate process"
                     continue
                 if asks_prior != bool(_PRIOR_LENGTH.search(s[:at]) or _DATED_LENGTH.match(s[at:])):

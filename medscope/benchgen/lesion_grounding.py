@@ -179,7 +179,7 @@ def check_lesion_key(question: str, answer: str, kind: str, findings: str, impre
         if side:  # "the largest right lobe nodule" is the largest of those on that side
             pool = [f for f in pool if f.side in (side.group(1), None) or f.status != "present"]
             pool = [f for f in pool if f.side == side.group(1) or f.status != "present"] or pool
-        dom, why = findmod.dominant(pool, organ)
+        dom, why = findmod.dominant(pool, organ, by_category=not re.search(r"\b(?:larg|bigg)", q))
         if dom is None:
             return (False, "", why) if why != "no_lesion_reported" else None
         about = [dom]
