@@ -278,6 +278,8 @@ def read(cfg: AnswersReadConfig) -> tuple[list[dict], str]:
             r = read_reply_decision(cfg.protocol, obj["reply"], question, finding, obj.get("question_kind"))
             rows.append({"id": obj.get("id", i), "question": question, "finding": finding, "reply": obj["reply"],
                          "decision": r.decision, "rule": r.rule, "evidence": r.evidence})
+        if not rows:  # an empty readings file would say "read" of nothing (issue 51)
+            raise MedScopeError(f"{cfg.replies}: no replies to read (the file holds no line with a reply)")
         base = cfg.replies.rsplit("/", 1)[0] if "/" in cfg.replies else "."
         out = cfg.out or storage.join(base, "readings.jsonl")
     storage.write_text(out, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))

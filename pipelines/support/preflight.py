@@ -140,8 +140,8 @@ def endpoint_failure(entry: ModelEntry, timeout_s: float = TIMEOUT_S) -> str | N
 
 
 def check(entries: list[ModelEntry], reach: bool = True, timeout_s: float = TIMEOUT_S) -> list[Failure]:
-    """Every API model's key and, with ``reach``, its endpoint; one request per distinct
-    (kind, endpoint, key variable).
+    """Every model's kind, every API model's key and, with ``reach``, its endpoint; one request per
+    distinct (kind, endpoint, key variable).
 
     Parameters
     ----------
@@ -157,8 +157,15 @@ def check(entries: list[ModelEntry], reach: bool = True, timeout_s: float = TIME
     list of Failure
         One per model that cannot run, in the entries' order; empty when all can.
     """
+    from medscope.models.registry import MODEL_KINDS
+
     failures, answered = [], {}
     for entry in entries:
+        if entry.kind not in MODEL_KINDS and ":" not in entry.kind:
+            # found here, not by every unit's worker after Ray started (issue 51, sixth campaign)
+            failures.append(Failure(entry.name, f"unknown kind {entry.kind!r} (one of: {', '.join(sorted(MODEL_KINDS))}; "
+                                                "or package.module:Class)"))
+            continue
         if entry.kind not in API_KINDS:
             continue
         why = key_failure(entry)

@@ -5,17 +5,22 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import socket
 import sys
 import tempfile
 
 import ray
 
 import pipelines
+from medscope.errors import MedScopeError
 from medscope.io.safe_text import redact_url
 
 # The folder holding the medscope and pipelines packages (a checkout, or site-packages after
 # a plain install): Ray workers of a local cluster get it on their path to import our code.
 CODE_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(pipelines.__file__)))
+# addition: how long the driver waits for RAY_ADDRESS's head to accept a connection before saying it is not
+# there (ray.init itself retries an absent head for minutes)
+HEAD_CONNECT_TIMEOUT_S = 5.0
 
 
 def ensure_ray(num_cpus: int | None = None) -> None:
@@ -47,6 +52,8 @@ def ensure_ray(num_cpus: int | None = None) -> None:
     address, note = driver_address(os.environ.get("RAY_ADDRESS"))
     if note:
         print(note, file=sys.stderr, flush=True)
+    if address:
+        require_head_reachable(address)
     with contextlib.nullcontext() if verbose else _init_lines_to_log():
         if address:
             # Under `ray job submit` the job's runtime_env (working_dir, env vars) already
@@ -98,6 +105,44 @@ def driver_address(env_address: str | None) -> tuple[str | None, str | None]:
                       f"cluster/submit.sh; this command starts its own local Ray (to run it on that head: "
                       f"RAY_ADDRESS={host}:6379, its GCS port)")
     return env_address, None
+
+
+def require_head_reachable(address: str, timeout_s: float = HEAD_CONNECT_TIMEOUT_S) -> None:
+    """Stop with one line when ``RAY_ADDRESS``'s head does not accept a connection.
+
+    ``ray.init`` retries a ``HOST:PORT`` (or ``ray://HOST:PORT``) where nothing listens for minutes
+    (a sweep with a stale ``RAY_ADDRESS`` held its terminal past 150 s, issue 51's sixth
+    campaign); one TCP connection with a short timeout tells the same in seconds. ``auto`` (the head
+    that ``ray start`` left on this machine) is left to Ray.
+
+    Parameters
+    ----------
+    address : str
+        The address the driver attaches to (:func:`driver_address`).
+    timeout_s : float, optional
+        Seconds to wait for the connection.
+
+    Raises
+    ------
+    MedScopeError
+        Naming ``RAY_ADDRESS`` (credentials redacted), why it failed, and the two ways on.
+    """
+    rest = address.split("://", 1)[1] if "://" in address else address
+    netloc = rest.split("/", 1)[0].rpartition("@")[2]
+    if address == "auto" or not netloc:
+        return
+    host, sep, port = netloc.rpartition(":")
+    if not sep or not port.isdigit():
+        host, port = netloc, "10001" if address.startswith("ray://") else "6379"  # Ray's default ports
+    host = host.strip("[]")  # an IPv6 literal
+    try:
+        with socket.create_connection((host, int(port)), timeout=timeout_s):
+            return
+    except (OSError, ValueError) as err:
+        why = "no answer within {:g} s".format(timeout_s) if isinstance(err, TimeoutError) else (
+            getattr(err, "strerror", None) or str(err))
+        raise MedScopeError(f"RAY_ADDRESS={redact_url(address)}: no Ray head there ({why}); start the head "
+                            "(`ray start --head`), or unset RAY_ADDRESS to run on a local Ray") from None
 
 
 @contextlib.contextmanager

@@ -131,3 +131,15 @@ def test_answers_read_writes_every_reading(tmp_path, capsys):
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"reply": "No."}\n')
     assert cli(["answers", "read", "--protocol", "counterfactual", "--replies", str(bad)]) == 2
+
+
+@pytest.mark.parametrize("text", ["", "\n\n  \n"])
+def test_answers_read_of_a_file_without_replies_is_refused_naming_it(tmp_path, capsys, text):
+    # issue 51 (sixth campaign): a zero-byte replies file exited 0 with an empty readings.jsonl
+    replies = tmp_path / "none.jsonl"
+    replies.write_text(text)
+    assert cli(["answers", "read", "--protocol", "counterfactual", "--replies", str(replies),
+                "--question", "Is there a polyp?", "--finding", "polyp"]) == 2
+    err = capsys.readouterr().err
+    assert f"{replies}: no replies to read" in err
+    assert not (tmp_path / "readings.jsonl").exists()

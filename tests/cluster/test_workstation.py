@@ -154,3 +154,36 @@ def test_a_script_already_leading_its_session_keeps_the_head_in_it(tmp_path):
         for pid in (daemon, worker):
             if _alive(pid):
                 os.kill(pid, signal.SIGKILL)
+
+
+def test_a_ray_address_where_no_head_listens_is_one_line_not_a_hang(monkeypatch):
+    # issue 51 (sixth campaign): RAY_ADDRESS=127.0.0.1:9 held `eval run` past 150 s (ray.init retries)
+    import socket
+
+    import pytest
+
+    from medscope.errors import MedScopeError
+    from pipelines.support import raycluster
+
+    calls = []
+    monkeypatch.setattr(raycluster.ray, "is_initialized", lambda: False)
+    monkeypatch.setattr(raycluster.ray, "init", lambda **kw: calls.append(kw))
+    monkeypatch.setenv("MEDSCOPE_VERBOSE", "1")  # no stderr redirection around ray.init
+    with socket.socket() as bound:  # bound, never listening: a connection to it is refused at once
+        bound.bind(("127.0.0.1", 0))
+        port = bound.getsockname()[1]
+        for address in (f"127.0.0.1:{port}", f"ray://alice:pw@127.0.0.1:{port}"):
+            monkeypatch.setenv("RAY_ADDRESS", address)
+            with pytest.raises(MedScopeError) as err:
+                raycluster.ensure_ray(num_cpus=1)
+            shown = address.replace("alice:pw", "***")
+            assert str(err.value) == (f"RAY_ADDRESS={shown}: no Ray head there (Connection refused); start the "
+                                      "head (`ray start --head`), or unset RAY_ADDRESS to run on a local Ray")
+    assert calls == []  # nothing waited on ray.init
+    with socket.socket() as head:  # something listening there: the driver attaches as before
+        head.bind(("127.0.0.1", 0))
+        head.listen(1)
+        there = f"127.0.0.1:{head.getsockname()[1]}"
+        monkeypatch.setenv("RAY_ADDRESS", there)
+        raycluster.ensure_ray(num_cpus=1)
+    assert calls[0]["address"] == there

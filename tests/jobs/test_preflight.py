@@ -106,3 +106,31 @@ def test_eval_run_stops_before_ray_naming_the_variable_never_the_key(tmp_path, m
         assert not (out / "episodes").exists()
     finally:
         server.close()
+
+
+def test_an_unknown_kind_stops_the_sweep_before_ray_naming_it(tmp_path, monkeypatch, capfd):
+    # issue 51 (sixth campaign): `kind: carrier-pigeon` passed the pre-flight, Ray started, and every
+    # unit failed in its worker (exit 4) instead of one line before anything ran
+    from pipelines.support import raycluster
+
+    def no_ray(*a, **k):
+        raise AssertionError("Ray started before the pre-flight failed")
+
+    monkeypatch.setattr(raycluster, "ensure_ray", no_ray)
+    monkeypatch.setenv(KEY_ENV, SECRET)
+    known = [ModelEntry(name="always-refer", kind="policy", model="always-refer"),
+             ModelEntry(name="outside", kind="my_pkg.adapters:Pigeon", model="x")]
+    assert preflight.check(known, reach=False) == []  # a registered kind, and an adapter named by import path
+    pigeon = ModelEntry(name="bird", kind="carrier-pigeon", model="x")
+    (line,) = [f.line() for f in preflight.check([pigeon], reach=False)]
+    assert line.startswith("model bird: unknown kind 'carrier-pigeon' (one of: ")
+    assert "anthropic, azure_openai" in line and line.endswith("; or package.module:Class)")
+    views = write_views(str(tmp_path / "views.parquet"), 2)
+    models = tmp_path / "models.yaml"
+    models.write_text(yaml.safe_dump({"models": [pigeon.model_dump(exclude_defaults=True)]}))
+    rc = cli_main(["eval", "run", "--items", views, "--models", str(models), "--conditions", "plain",
+                   "--out", str(tmp_path / "eval"), "--protocol", PROTOCOL])
+    err = capfd.readouterr().err
+    assert rc == 2
+    assert "  model bird: unknown kind 'carrier-pigeon'" in err
+    assert not (tmp_path / "eval" / "episodes").exists()
