@@ -290,7 +290,14 @@ def run_sweep(cfg: EvalConfig, protocol: EvalProtocol | None = None, entries: li
     protocol = protocol or load_protocol(cfg.protocol, cfg.protocol_options)
     entries = entries or cfgmod.load(ModelsConfig, cfg.models).models
     if cfg.models_filter:
+        # a filter naming no model (a typo) ran nothing and exited 0 "results in ..." (issue 51)
+        absent = sorted(set(cfg.models_filter) - {e.name for e in entries})
+        if absent:
+            raise MedScopeError(f"--models-filter {', '.join(absent)}: no such model in {cfg.models} "
+                                f"(it names {', '.join(e.name for e in entries) or 'none'})")
         entries = [e for e in entries if e.name in set(cfg.models_filter)]
+    if not entries:  # `models: []` ran nothing and exited 0 as if finished (issue 51)
+        raise MedScopeError(f"{cfg.models}: lists no model to evaluate; add an entry under `models:`")
     checkpoints.require_local_models(entries, cfg.models)  # a missing checkpoint: one line, before Ray
     unknown = sorted(set(cfg.conditions) - set(protocol.conditions()))
     if unknown:

@@ -55,6 +55,14 @@ class ModelEntry(StrictModel):
     settings: ProviderSettings = ProviderSettings()
     options: dict[str, str | int | float | bool] = {}  # kind-specific extras (local models, policies)
 
+    @pydantic.field_validator("name")
+    @classmethod
+    def _name_not_blank(cls, v: str) -> str:
+        # A blank name was accepted and became an empty model column (issue 51, seventh campaign).
+        if not v.strip():
+            raise ValueError("must not be empty: it is the model column of every table")
+        return v
+
     @pydantic.field_validator("api_key_env")
     @classmethod
     def _env_name_not_key(cls, v: str | None) -> str | None:

@@ -134,3 +134,36 @@ def test_an_unknown_kind_stops_the_sweep_before_ray_naming_it(tmp_path, monkeypa
     assert rc == 2
     assert "  model bird: unknown kind 'carrier-pigeon'" in err
     assert not (tmp_path / "eval" / "episodes").exists()
+
+
+@pytest.mark.parametrize("filter_args, models_doc, needle", [
+    # issue 51 (seventh campaign): both ran 0 units and exited 0, "results in ..."
+    ([], {"models": []}, "models.yaml: lists no model to evaluate"),
+    (["--models-filter", "ghost"], {"models": [{"name": "always-refer", "kind": "policy", "model": "always-refer"}]},
+     "--models-filter ghost: no such model in"),
+])
+def test_a_sweep_of_no_model_is_refused_before_ray(tmp_path, monkeypatch, capfd, filter_args, models_doc, needle):
+    from pipelines.support import raycluster
+
+    def no_ray(*a, **k):
+        raise AssertionError("Ray started for a sweep of no model")
+
+    monkeypatch.setattr(raycluster, "ensure_ray", no_ray)
+    views = write_views(str(tmp_path / "views.parquet"), 2)
+    models = tmp_path / "models.yaml"
+    models.write_text(yaml.safe_dump(models_doc))
+    rc = cli_main(["eval", "run", "--items", views, "--models", str(models), "--conditions", "plain",
+                   "--out", str(tmp_path / "eval"), "--protocol", PROTOCOL, *filter_args])
+    err = capfd.readouterr().err
+    assert rc == 2
+    assert needle in err
+    if filter_args:  # the names the file does hold, so the typo can be seen
+        assert "(it names always-refer)" in err
+    assert not (tmp_path / "eval" / "episodes").exists()
+
+
+@pytest.mark.parametrize("blank", ["", "   "])
+def test_a_blank_model_name_is_refused(blank):
+    # issue 51 (seventh campaign): `name: ''` passed and became an empty model column
+    with pytest.raises(ValueError, match="name\n.*must not be empty"):
+        ModelEntry(name=blank, kind="policy", model="always-refer")
