@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-
+import typing
 from typing import Literal
 
 import pydantic
@@ -148,6 +148,12 @@ def load_recipe(uri: str | None, tools: list[str] | None = None) -> Recipe:
     """
     data = cfgmod.load_yaml(uri) if uri else {}
     if tools:
+        # else pydantic blamed the recipe file ("demo.yaml: invalid Recipe: tools.0") and never
+        # named the flag's value (issue 51, seventh campaign)
+        unknown = [t for t in tools if t not in typing.get_args(Tool)]
+        if unknown:
+            raise MedScopeError(f"--tools {', '.join(unknown)}: unknown erasure tool(s) "
+                                f"(one of: {', '.join(typing.get_args(Tool))})")
         data["tools"] = tools
     recipe = cfgmod.parse(Recipe, data, source=uri or "recipe")
     if recipe.heldout_from:

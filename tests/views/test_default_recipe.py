@@ -42,3 +42,18 @@ def test_the_build_says_which_recipe_it_used(tmp_path, monkeypatch, capsys):
     assert "views build: no --recipe: configs/views/offline.yaml" in capsys.readouterr().err
     recorded = json.loads((tmp_path / "v" / "recipe.json").read_text())["recipe"]
     assert recorded["name"] == "offline" and recorded["tools"] == ["transplant", "graft"]
+
+
+def test_an_unknown_tools_value_is_named_as_the_flags_not_the_recipes(tmp_path, capsys):
+    # issue 51 (seventh campaign): `--tools crayon` was reported as "configs/views/demo.yaml: invalid
+    # Recipe: tools.0: ..." -- the recipe file blamed, the bad value never named
+    import pytest
+    from medscope.errors import MedScopeError
+    with pytest.raises(MedScopeError) as err:
+        load_recipe("configs/views/demo.yaml", ["transplant", "crayon"])
+    assert str(err.value).startswith("--tools crayon: unknown erasure tool(s) (one of: telea, ns, ")
+    assert "demo.yaml" not in str(err.value)
+    assert load_recipe("configs/views/demo.yaml", ["telea"]).tools == ["telea"]  # a known tool still overrides
+    assert cli.main(["views", "build", "--cases", str(tmp_path / "absent"), "--out", str(tmp_path / "v"),
+                     "--recipe", "configs/views/demo.yaml", "--tools", "crayon", "--engine", "local"]) == 2
+    assert "medscope: error: --tools crayon: unknown erasure tool(s)" in capsys.readouterr().err
