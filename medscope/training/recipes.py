@@ -131,7 +131,7 @@ class TrainRecipe(StrictModel):
     batch_size: int = Field(4, ge=1)
     grad_accum: int = Field(1, ge=1)
     epochs: int = Field(1, ge=1)
-    max_steps: int | None = None  # cap on optimiser steps (smoke runs)
+    max_steps: int | None = Field(None, ge=1)  # cap on optimiser steps (smoke runs); 0 or less trained nothing
     # a fixed number of optimiser steps: the examples are passed over again (each pass in a new
     # seed order) until it is reached, or cut. The sweep sets every arm's to the reference
     # arm's one-pass count, so all arms have the same steps and schedule (§4.2).

@@ -109,3 +109,15 @@ def test_recipe_states_its_data_steps_and_schedule_and_the_run_logs_show_them(pa
     assert summary["allowed_kinds"] == load_recipe(path).allowed_kinds
     if recipe.method == "replay":
         assert sum(summary["vqa_by_set"].values()) == round(recipe.replay.vqa_share * 10) and summary["absent_share"] >= 0.35
+
+
+@pytest.mark.parametrize("bad", [0, -3])
+def test_a_max_steps_below_one_is_refused_naming_it(bad):
+    # issue 51 (seventh campaign): `--overrides {max_steps: -3}` was accepted (no bound), a run of no step
+    from medscope.errors import MedScopeError
+    from pipelines.train import TrainJob, resolve_recipe
+    job = TrainJob(recipe="configs/train/smoke.yaml", views="unused", out="unused", overrides={"max_steps": bad})
+    with pytest.raises(MedScopeError, match=r"smoke\.yaml.*max_steps.*greater than or equal to 1"):
+        resolve_recipe(job)
+    job = TrainJob(recipe="configs/train/smoke.yaml", views="unused", out="unused", overrides={"max_steps": 1})
+    assert resolve_recipe(job).max_steps == 1
