@@ -674,14 +674,17 @@ _DEVICE_NORMAL = re.compile(
 
 
 def _health_statuses(sentences: list[str], kind: str = "health") -> list[str]:
-    """Normal / abnormal words as mentions of the finding (a normal word's polarity inverted). To a
+    """Normal / abnormal words as mentions of the finding (a normal word's polarity inverted, a hedged
+    normal word a hedged denial). To a
     "above the normal threshold" is a reference, not a statement of health; a device "otherwise
     unremarkable" speaks of the device."""
     out = []
     sentences = [_DEVICE_NORMAL.sub(" ", _NORMAL_AS_REFERENCE.sub(" ", s)) for s in sentences]
     abnormal = _term_pattern(ABNORMAL_WORDS)
     normal = _term_pattern(NORMAL_WORDS)
-    invert = {"affirmed": "negated", "negated": "affirmed"}
+    # a hedged normal word is a hedged denial of the abnormality ("probably normal" reads as "probably
+    # no abnormality" does), never a hedged claim of it
+    invert = {"affirmed": "negated", "negated": "affirmed", "possible": "negated"}
     for s in sentences:
         for m in abnormal.finditer(s):
             out.append(status(s, m.start(), m.end()))
