@@ -601,6 +601,49 @@ def _resection_pattern(finding: str) -> re.Pattern | None:
     return _term_pattern(tuple(sorted(names))) if names else None
 
 
+# A textbook statement with the finding as its subject ("The bladder is a hollow organ that stores
+# urine", "Kidney stones are common", "A pneumothorax occurs when air leaks ...") tells what the
+# finding is, not whether this image shows it; an observation word ("here", "this slice", "seen")
+# anywhere in the sentence makes it a statement about the image again.
+_GENERIC_SUBJECT = re.compile(r"^\W*(?:(?:the|a|an)\s+)?(?:(?:left|right|bilateral|both)\s+)?$")
+_GENERIC_PREDICATE = re.compile(
+    r"^(?:s|es)?\s+(?:(?:is|are)\s+(?:(?:an?|the)\s+(?:[\w-]+\s+){0,3}?(?:organ|gland|structure|tube|condition|"
+    r"disease|complication|collection|accumulation|cause)s?\b|(?:usually|often|typically|generally|normally|"
+    r"commonly|frequently|more)\b|(?:common|rare|caused|defined|managed|treated|formed|found in|best (?:seen|"
+    r"assessed|evaluated))\b|(?:small|thin|tiny)\s+and\s+(?:often|usually)\b)|"
+    r"(?:occurs?|develops?|happens?|runs?|stores?|produces?|secretes?|refers?\s+to|means?)\s+(?:when|if|in|through|"
+    r"along|from|behind|as|to|urine|bile|the|a|an)\b|"
+    r"(?:evaluation|assessment|imaging)\s+(?:requires?|needs?|is best)\b)")
+_OBSERVED = re.compile(r"\b(?:this|these|here|current|currently|noted|shown|demonstrated|identified|depicted|appears?|"
+                       r"looks?|i|we|image|slice|scan|film|study|view|(?:is|are)\s+(?:seen|visible|visuali[sz]ed))\b")
+
+
+# One of two candidates for what a structure is ("could be the pancreatic tail or jejunum", "either a
+# flat polyp or just a fold", "polyp versus fold"): the reply has not decided which, so the mention
+# asserts nothing; the rest of the reply (a referral, another mention) decides.
+_CANDIDATE_LEAD = r"(?:(?:could|might|may|can)\s+(?:also\s+)?(?:be|represent)|either)\s+(?:either\s+)?"
+_ARTICLE_WORDS = r"(?:(?:the|a|an|just|simply|only|possibly|perhaps|normal)\s+)*(?:[\w-]+\s+){0,2}?"
+_FIRST_CANDIDATE_BEFORE = re.compile(_CANDIDATE_LEAD + _ARTICLE_WORDS + r"$")
+_FIRST_CANDIDATE_AFTER = re.compile(r"^(?:s|es)?\s*,?\s+(?:or|versus|vs\.?)\s+(?!not\b|no\b)")
+_SECOND_CANDIDATE_BEFORE = re.compile(_CANDIDATE_LEAD + _ARTICLE_WORDS + r"[\w-]+\s*,?\s+(?:or|versus|vs\.?)\s+"
+                                      + _ARTICLE_WORDS + r"$|\b[\w-]+\s+(?:versus|vs\.?)\s+" + _ARTICLE_WORDS + r"$")
+
+
+def _one_of_two_candidates(s: str, m: re.Match) -> bool:
+    """Whether the mention ``m`` is offered as one of two candidates in ``s`` (see :data:`_CANDIDATE_LEAD`)."""
+    before, after = s[:m.start()], s[m.end():]
+    return bool((_FIRST_CANDIDATE_BEFORE.search(before) and _FIRST_CANDIDATE_AFTER.match(after))
+                or _SECOND_CANDIDATE_BEFORE.search(before)
+                or (_FIRST_CANDIDATE_AFTER.match(after) and re.search(r"\b(?:versus|vs\.?)\s", after[:12])))
+
+
+def _generic_statement(s: str, m: re.Match) -> bool:
+    """Whether the mention ``m`` is the subject of a textbook statement in ``s`` (see :data:`_GENERIC_PREDICATE`)."""
+    clause = re.split(r"[;:\u2013\u2014]|\s-\s", s[m.end():])[0]
+    return bool(_GENERIC_SUBJECT.match(s[:m.start()]) and _GENERIC_PREDICATE.match(s[m.end():])
+                and not _OBSERVED.search(s[:m.start()] + clause))
+
+
 def _mention_status(s: str, m: re.Match, finding: str, organ: bool = False) -> str | None:
     """One mention's status, or None when it asserts nothing about the finding (another side, a landmark)."""
     conflict = _side_conflict(s, m.start(), finding)
@@ -611,6 +654,10 @@ def _mention_status(s: str, m: re.Match, finding: str, organ: bool = False) -> s
         return "negated" if _WHICH_NOT.match(s[m.end():]) else None
     if conflict:
         return conflict
+    if _one_of_two_candidates(s, m):
+        return None  # undecided between two readings of one structure: it asserts neither
+    if _generic_statement(s, m):
+        return "hypothetical"  # a textbook statement asserts nothing about this image
     st = status(s, m.start(), m.end())
     if st == "negated" and organ and _PROPERTY_AFTER.match(s[m.end():]):
         return "affirmed"  # "no bladder wall thickening": the organ names where, the property is denied
@@ -991,6 +1038,9 @@ def _json_value_reader(question: str, finding: str, kind: str):
 # text; where it commits the other way the reply contradicts itself.
 REASONING_KEYS = ("reasoning", "reason", "rationale", "explanation", "observation", "observations", "thinking",
                   "thoughts", "analysis", "justification", "notes", "note", "comment", "comments")
+# a second identity offered for the structure the verdict calls the finding
+_ANOTHER_IDENTITY = re.compile(r"\b(?:could|might|may|can)\s+(?:also|equally|instead|just as well)\s+(?:be|represent)\b|"
+                               r"\bor (?:it )?(?:could|might|may) be\b")
 _STATEMENT_DENIAL = re.compile(r"\b(?:incorrect|wrong|untrue|false|not true|not the case|can not be said|inaccurate)\b")
 _OFF_LEVEL = re.compile(r"\bnot expected (?:at|on|in) this (?:level|slice|image|section)\b|"
                         r"\b(?:is|lies|sits) (?:below|above) this level\b")
@@ -1023,6 +1073,8 @@ def _reasoning_disagrees(obj: dict, claim: bool, finding: str, synonyms) -> bool
             return True
         if claim is True and (_OFF_LEVEL.search(sentence) or (cues == 1 and about_it(denies.search(sentence), sentence))):
             return True
+        if claim is True and _ANOTHER_IDENTITY.search(sentence) and not re.search(rf"\b(?:{alt})\b", sentence):
+            return True  # "could also be duodenum": the structure called the finding may be something else
     return False
 
 
