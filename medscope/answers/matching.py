@@ -618,6 +618,13 @@ _OBSERVED = re.compile(r"\b(?:this|these|here|current|currently|noted|shown|demo
                        r"looks?|i|we|image|slice|scan|film|study|view|(?:is|are)\s+(?:seen|visible|visuali[sz]ed))\b")
 
 
+# The finding as the object of a refusal to comment ("I can't reliably comment on the urinary
+# bladder"): the negation belongs to the comment, not the finding.
+_DECLINED_OBJECT = re.compile(r"\b(?:can not|could not|am unable to|am not able to|unable to)\s+(?:\w+\s+){0,2}?"
+                              r"(?:comment on|comment about|speak to|say anything about|say much about|assess|evaluate|"
+                              r"judge|look for)\s+(?:(?:the|a|an|any)\s+)?(?:[\w-]+\s+){0,2}?$")
+
+
 # One of two candidates for what a structure is ("could be the pancreatic tail or jejunum", "either a
 # flat polyp or just a fold", "polyp versus fold"): the reply has not decided which, so the mention
 # asserts nothing; the rest of the reply (a referral, another mention) decides.
@@ -654,6 +661,8 @@ def _mention_status(s: str, m: re.Match, finding: str, organ: bool = False) -> s
         return "negated" if _WHICH_NOT.match(s[m.end():]) else None
     if conflict:
         return conflict
+    if _DECLINED_OBJECT.search(s[:m.start()]):
+        return None  # "I can't reliably comment on the bladder": the comment is refused, not the organ
     if _one_of_two_candidates(s, m):
         return None  # undecided between two readings of one structure: it asserts neither
     if _generic_statement(s, m):
@@ -948,7 +957,10 @@ _CANNOT_ANSWER_HERE = re.compile(r"\bcan not be (?:reliably )?(?:evaluated|asses
 # H): phrase families, not one reply's wording. Read only where nothing else decides.
 _ASKS_FOR_IMAGE = re.compile(
     r"\b(?:can|could|would|will)\s+you\s+(?:please\s+)?(?:send|upload|share|attach|provide|re-?send)\b|"
-    r"\bplease\s+(?:send|upload|share|attach|re-?send)\b|\bwhich\s+(?:image|scan|picture|frame|view|film)\b|"
+    r"\bplease\s+(?:send|upload|share|attach|re-?send)\b|"
+    r"\b(?:i would|i will|i|we would|we) (?:need|require) (?:to see )?(?:the|a|an|more|another|other|additional|further|"
+    r"some)\s+(?:[\w/-]+\s+){0,3}?(?:images?|slices?|series|views?|sequences?|films?|scans?|projections?|cuts)\b|"
+    r"\bwhich\s+(?:image|scan|picture|frame|view|film)\b|"
     r"\bonly\s+(?:received|got|have)\s+an?\s+(?:\w+\s+){0,3}(?:frame|image|file|page|screen|square)\b|"
     r"\bblank\s+(?:\w+\s+)?(?:frame|image|screen|square)\b|"
     r"\byou\s+asked\s+(?:about|for)\s+(?:the|a|an)\b[^.;]{0,40}\b(?:but|while|whereas)\b|"
@@ -969,6 +981,9 @@ _DEFERS = re.compile(
     r"(?:\w+ologists?|\w+scopists?|doctors?|physicians?|clinicians?|specialists?|surgeons?|experts?)\b|"
     r"\b(?:can not|will not|am not able to|am unable to)\s+(?:make|give|offer|provide|offer you)\s+(?:a|an|any)\s+"
     r"(?:diagnosis|diagnostic|interpretation|medical)\b|"
+    r"\b(?:can not|could not|am not able to|am unable to)\s+(?:\w+\s+)?(?:comment on|give|offer|provide)\s+"
+    r"(?:(?:a|an|any)\s+)?(?:definitive|definite|confident|reliable|firm|certain)\s+(?:answer|opinion|read|call)\b|"
+    r"\b(?:can not|could not|am not able to|am unable to)\s+(?:reliably|confidently|safely|really)\s+comment\b|"
     # the same in the languages models answer in
     r"\bno puedo (?:dar|hacer|ofrecer)\b|\bje ne (?:peux|puis) pas (?:me prononcer|donner|poser|faire)\b|"
     r"\bkeine aussage\b|\bkann ich (?:nichts|keine)\b|\bnon posso (?:dare|fare|esprimermi)\b|"
@@ -1163,6 +1178,9 @@ def read_decision(text: str, question: str, finding: str, question_kind: str | N
     ----------
     .. [1] Counterfactual paper, §3.1, §3.10.
     """
+    words = re.findall(r"\w+", normalize(text or ""))
+    if len(words) >= 3 and len(set(words)) == 1:
+        return Reading("unparseable", None, "none", "one word repeated: degenerate output, not a reply")
     token = _REVERSED_QUESTION.set(question_is_reversed(question))
     declines = _DECLINING.set(bool(_undecided(normalize(text or ""))))
     try:

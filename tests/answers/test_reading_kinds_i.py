@@ -83,3 +83,32 @@ def test_an_organ_offered_as_one_of_two_candidates_is_not_present():
 def test_a_verdict_whose_reasoning_offers_another_identity_is_unclear():
     reply = '{"pancreas_visible": true, "reasoning": "soft tissue behind the stomach; it might also be a bowel loop"}'
     assert organ(reply).decision == "unclear"
+
+
+@pytest.mark.parametrize("reply", [
+    "Motion blurs the pelvis, so I can't confidently comment on the bladder.",
+    "With this much streak artefact I am unable to assess the bladder.",
+])
+def test_a_refusal_to_comment_on_the_organ_is_no_absence(reply):
+    assert organ(reply, "bladder").decision == "not_addressed"
+
+
+@pytest.mark.parametrize("reply", [
+    "Ultrasound of the gallbladder needs a fasting patient; I cannot give a definite answer from this.",
+    "I can't reliably comment here; a sonographer should review the whole cine loop.",
+])
+def test_a_refusal_to_give_a_firm_answer_reads_as_refer(reply):
+    assert finding(reply).decision == "refer"
+
+
+@pytest.mark.parametrize("reply", [
+    "This looks like a localiser only; I would need the transverse images of the gallbladder.",
+    "Only the longitudinal sweep came through, so I'd need additional views to decide.",
+])
+def test_saying_which_images_it_would_need_reads_as_clarify(reply):
+    assert finding(reply).decision == "clarify"
+
+
+@pytest.mark.parametrize("reply", ["gallstone gallstone gallstone gallstone", "Yes yes yes yes yes"])
+def test_one_word_repeated_is_degenerate_output_not_a_reply(reply):
+    assert finding(reply).decision == "unparseable"
