@@ -112,3 +112,12 @@ def test_saying_which_images_it_would_need_reads_as_clarify(reply):
 @pytest.mark.parametrize("reply", ["gallstone gallstone gallstone gallstone", "Yes yes yes yes yes"])
 def test_one_word_repeated_is_degenerate_output_not_a_reply(reply):
     assert finding(reply).decision == "unparseable"
+
+
+@pytest.mark.parametrize("reply, want", [
+    ("No ureteral calculi are seen on either side.", "deny"),
+    ("Nephrolithiasis in the lower pole of the left kidney, about 4 mm.", "claim"),
+])
+def test_a_calculus_names_a_kidney_stone(reply, want):
+    got = read_reply_decision("counterfactual", reply, "Is there a kidney stone in this CT?", "kidney stone")
+    assert got.decision == want
