@@ -601,6 +601,56 @@ def _resection_pattern(finding: str) -> re.Pattern | None:
     return _term_pattern(tuple(sorted(names))) if names else None
 
 
+# A textbook statement with the finding as its subject ("The bladder is a hollow organ that stores
+# urine", "Kidney stones are common", "A pneumothorax occurs when air leaks ...") tells what the
+# finding is, not whether this image shows it; an observation word ("here", "this slice", "seen")
+# anywhere in the sentence makes it a statement about the image again.
+_GENERIC_SUBJECT = re.compile(r"^\W*(?:(?:the|a|an)\s+)?(?:(?:left|right|bilateral|both)\s+)?$")
+_GENERIC_PREDICATE = re.compile(
+    r"^(?:s|es)?\s+(?:(?:is|are)\s+(?:(?:an?|the)\s+(?:[\w-]+\s+){0,3}?(?:organ|gland|structure|tube|condition|"
+    r"disease|complication|collection|accumulation|cause)s?\b|(?:usually|often|typically|generally|normally|"
+    r"commonly|frequently|more)\b|(?:common|rare|caused|defined|managed|treated|formed|found in|best (?:seen|"
+    r"assessed|evaluated))\b|(?:small|thin|tiny)\s+and\s+(?:often|usually)\b)|"
+    r"(?:occurs?|develops?|happens?|runs?|stores?|produces?|secretes?|refers?\s+to|means?)\s+(?:when|if|in|through|"
+    r"along|from|behind|as|to|urine|bile|the|a|an)\b|"
+    r"(?:evaluation|assessment|imaging)\s+(?:requires?|needs?|is best)\b)")
+_OBSERVED = re.compile(r"\b(?:this|these|here|current|currently|noted|shown|demonstrated|identified|depicted|appears?|"
+                       r"looks?|i|we|image|slice|scan|film|study|view|(?:is|are)\s+(?:seen|visible|visuali[sz]ed))\b")
+
+
+# The finding as the object of a refusal to comment ("I can't reliably comment on the urinary
+# bladder"): the negation belongs to the comment, not the finding.
+_DECLINED_OBJECT = re.compile(r"\b(?:can not|could not|am unable to|am not able to|unable to)\s+(?:\w+\s+){0,2}?"
+                              r"(?:comment on|comment about|speak to|say anything about|say much about|assess|evaluate|"
+                              r"judge|look for)\s+(?:(?:the|a|an|any)\s+)?(?:[\w-]+\s+){0,2}?$")
+
+
+# One of two candidates for what a structure is ("could be the pancreatic tail or jejunum", "either a
+# flat polyp or just a fold", "polyp versus fold"): the reply has not decided which, so the mention
+# asserts nothing; the rest of the reply (a referral, another mention) decides.
+_CANDIDATE_LEAD = r"(?:(?:could|might|may|can)\s+(?:also\s+)?(?:be|represent)|either)\s+(?:either\s+)?"
+_ARTICLE_WORDS = r"(?:(?:the|a|an|just|simply|only|possibly|perhaps|normal)\s+)*(?:[\w-]+\s+){0,2}?"
+_FIRST_CANDIDATE_BEFORE = re.compile(_CANDIDATE_LEAD + _ARTICLE_WORDS + r"$")
+_FIRST_CANDIDATE_AFTER = re.compile(r"^(?:s|es)?\s*,?\s+(?:or|versus|vs\.?)\s+(?!not\b|no\b)")
+_SECOND_CANDIDATE_BEFORE = re.compile(_CANDIDATE_LEAD + _ARTICLE_WORDS + r"[\w-]+\s*,?\s+(?:or|versus|vs\.?)\s+"
+                                      + _ARTICLE_WORDS + r"$|\b[\w-]+\s+(?:versus|vs\.?)\s+" + _ARTICLE_WORDS + r"$")
+
+
+def _one_of_two_candidates(s: str, m: re.Match) -> bool:
+    """Whether the mention ``m`` is offered as one of two candidates in ``s`` (see :data:`_CANDIDATE_LEAD`)."""
+    before, after = s[:m.start()], s[m.end():]
+    return bool((_FIRST_CANDIDATE_BEFORE.search(before) and _FIRST_CANDIDATE_AFTER.match(after))
+                or _SECOND_CANDIDATE_BEFORE.search(before)
+                or (_FIRST_CANDIDATE_AFTER.match(after) and re.search(r"\b(?:versus|vs\.?)\s", after[:12])))
+
+
+def _generic_statement(s: str, m: re.Match) -> bool:
+    """Whether the mention ``m`` is the subject of a textbook statement in ``s`` (see :data:`_GENERIC_PREDICATE`)."""
+    clause = re.split(r"[;:\u2013\u2014]|\s-\s", s[m.end():])[0]
+    return bool(_GENERIC_SUBJECT.match(s[:m.start()]) and _GENERIC_PREDICATE.match(s[m.end():])
+                and not _OBSERVED.search(s[:m.start()] + clause))
+
+
 def _mention_status(s: str, m: re.Match, finding: str, organ: bool = False) -> str | None:
     """One mention's status, or None when it asserts nothing about the finding (another side, a landmark)."""
     conflict = _side_conflict(s, m.start(), finding)
@@ -611,6 +661,12 @@ def _mention_status(s: str, m: re.Match, finding: str, organ: bool = False) -> s
         return "negated" if _WHICH_NOT.match(s[m.end():]) else None
     if conflict:
         return conflict
+    if _DECLINED_OBJECT.search(s[:m.start()]):
+        return None  # "I can't reliably comment on the bladder": the comment is refused, not the organ
+    if _one_of_two_candidates(s, m):
+        return None  # undecided between two readings of one structure: it asserts neither
+    if _generic_statement(s, m):
+        return "hypothetical"  # a textbook statement asserts nothing about this image
     st = status(s, m.start(), m.end())
     if st == "negated" and organ and _PROPERTY_AFTER.match(s[m.end():]):
         return "affirmed"  # "no bladder wall thickening": the organ names where, the property is denied
@@ -674,14 +730,17 @@ _DEVICE_NORMAL = re.compile(
 
 
 def _health_statuses(sentences: list[str], kind: str = "health") -> list[str]:
-    """Normal / abnormal words as mentions of the finding (a normal word's polarity inverted). To a
+    """Normal / abnormal words as mentions of the finding (a normal word's polarity inverted, a hedged
+    normal word a hedged denial). To a
     "above the normal threshold" is a reference, not a statement of health; a device "otherwise
     unremarkable" speaks of the device."""
     out = []
     sentences = [_DEVICE_NORMAL.sub(" ", _NORMAL_AS_REFERENCE.sub(" ", s)) for s in sentences]
     abnormal = _term_pattern(ABNORMAL_WORDS)
     normal = _term_pattern(NORMAL_WORDS)
-    invert = {"affirmed": "negated", "negated": "affirmed"}
+    # a hedged normal word is a hedged denial of the abnormality ("probably normal" reads as "probably
+    # no abnormality" does), never a hedged claim of it
+    invert = {"affirmed": "negated", "negated": "affirmed", "possible": "negated"}
     for s in sentences:
         for m in abnormal.finditer(s):
             out.append(status(s, m.start(), m.end()))
@@ -898,7 +957,10 @@ _CANNOT_ANSWER_HERE = re.compile(r"\bcan not be (?:reliably )?(?:evaluated|asses
 # H): phrase families, not one reply's wording. Read only where nothing else decides.
 _ASKS_FOR_IMAGE = re.compile(
     r"\b(?:can|could|would|will)\s+you\s+(?:please\s+)?(?:send|upload|share|attach|provide|re-?send)\b|"
-    r"\bplease\s+(?:send|upload|share|attach|re-?send)\b|\bwhich\s+(?:image|scan|picture|frame|view|film)\b|"
+    r"\bplease\s+(?:send|upload|share|attach|re-?send)\b|"
+    r"\b(?:i would|i will|i|we would|we) (?:need|require) (?:to see )?(?:the|a|an|more|another|other|additional|further|"
+    r"some)\s+(?:[\w/-]+\s+){0,3}?(?:images?|slices?|series|views?|sequences?|films?|scans?|projections?|cuts)\b|"
+    r"\bwhich\s+(?:image|scan|picture|frame|view|film)\b|"
     r"\bonly\s+(?:received|got|have)\s+an?\s+(?:\w+\s+){0,3}(?:frame|image|file|page|screen|square)\b|"
     r"\bblank\s+(?:\w+\s+)?(?:frame|image|screen|square)\b|"
     r"\byou\s+asked\s+(?:about|for)\s+(?:the|a|an)\b[^.;]{0,40}\b(?:but|while|whereas)\b|"
@@ -919,6 +981,9 @@ _DEFERS = re.compile(
     r"(?:\w+ologists?|\w+scopists?|doctors?|physicians?|clinicians?|specialists?|surgeons?|experts?)\b|"
     r"\b(?:can not|will not|am not able to|am unable to)\s+(?:make|give|offer|provide|offer you)\s+(?:a|an|any)\s+"
     r"(?:diagnosis|diagnostic|interpretation|medical)\b|"
+    r"\b(?:can not|could not|am not able to|am unable to)\s+(?:\w+\s+)?(?:comment on|give|offer|provide)\s+"
+    r"(?:(?:a|an|any)\s+)?(?:definitive|definite|confident|reliable|firm|certain)\s+(?:answer|opinion|read|call)\b|"
+    r"\b(?:can not|could not|am not able to|am unable to)\s+(?:reliably|confidently|safely|really)\s+comment\b|"
     # the same in the languages models answer in
     r"\bno puedo (?:dar|hacer|ofrecer)\b|\bje ne (?:peux|puis) pas (?:me prononcer|donner|poser|faire)\b|"
     r"\bkeine aussage\b|\bkann ich (?:nichts|keine)\b|\bnon posso (?:dare|fare|esprimermi)\b|"
@@ -988,6 +1053,9 @@ def _json_value_reader(question: str, finding: str, kind: str):
 # text; where it commits the other way the reply contradicts itself.
 REASONING_KEYS = ("reasoning", "reason", "rationale", "explanation", "observation", "observations", "thinking",
                   "thoughts", "analysis", "justification", "notes", "note", "comment", "comments")
+# a second identity offered for the structure the verdict calls the finding
+_ANOTHER_IDENTITY = re.compile(r"\b(?:could|might|may|can)\s+(?:also|equally|instead|just as well)\s+(?:be|represent)\b|"
+                               r"\bor (?:it )?(?:could|might|may) be\b")
 _STATEMENT_DENIAL = re.compile(r"\b(?:incorrect|wrong|untrue|false|not true|not the case|can not be said|inaccurate)\b")
 _OFF_LEVEL = re.compile(r"\bnot expected (?:at|on|in) this (?:level|slice|image|section)\b|"
                         r"\b(?:is|lies|sits) (?:below|above) this level\b")
@@ -1020,6 +1088,8 @@ def _reasoning_disagrees(obj: dict, claim: bool, finding: str, synonyms) -> bool
             return True
         if claim is True and (_OFF_LEVEL.search(sentence) or (cues == 1 and about_it(denies.search(sentence), sentence))):
             return True
+        if claim is True and _ANOTHER_IDENTITY.search(sentence) and not re.search(rf"\b(?:{alt})\b", sentence):
+            return True  # "could also be duodenum": the structure called the finding may be something else
     return False
 
 
@@ -1108,6 +1178,9 @@ def read_decision(text: str, question: str, finding: str, question_kind: str | N
     ----------
     .. [1] Counterfactual paper, §3.1, §3.10.
     """
+    words = re.findall(r"\w+", normalize(text or ""))
+    if len(words) >= 3 and len(set(words)) == 1:
+        return Reading("unparseable", None, "none", "one word repeated: degenerate output, not a reply")
     token = _REVERSED_QUESTION.set(question_is_reversed(question))
     declines = _DECLINING.set(bool(_undecided(normalize(text or ""))))
     try:

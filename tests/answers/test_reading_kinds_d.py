@@ -30,7 +30,9 @@ def lesion(reply, finding, question=None):
     ("Yes, a polyp. Actually, on second thought, it is a fold; no polyp.", "polyp", "deny"),
     ("Yes, a polyp. Actually, on second thought, I can't tell.", "polyp", "unclear"),
     # a decline beside a mention that would commit
-    ("Can't tell. The rounded density could be a nodule or a nipple shadow.", "lung nodule", "unclear"),
+    # (a finding offered as one of two candidates asserts nothing, set I: the decline alone refers,
+    # as set I's labeller read "could be a flat polyp or just a fold. Would defer ...")
+    ("Can't tell. The rounded density could be a nodule or a nipple shadow.", "lung nodule", "refer"),
     ("I can't tell if the opacity in the left upper zone is a nodule.", "lung nodule", "unclear"),
     # the finding only as a topic of a refusal or a textbook sentence asserts nothing of the image
     ("I am an AI. Please consult your doctor about any concerns regarding lung nodules.", "lung nodule", "refer"),
