@@ -34,6 +34,6 @@ def test_tuned_sets_read_without_flips(name, floor):
 
 def test_every_set_holds_both_protocols_and_parses():
     for name in ("frozen_a.jsonl", "sealed_b.jsonl", "sealed_c.jsonl", "sealed_d.jsonl", "sealed_e.jsonl",
-                 "sealed_f.jsonl", "sealed_g.jsonl", "sealed_h.jsonl", "sealed_i.jsonl"):
+                 "sealed_f.jsonl", "sealed_g.jsonl", "sealed_h.jsonl", "sealed_i.jsonl", "sealed_j.jsonl"):
         rows = load_labelled_set(str(HELDOUT.joinpath(name)))
         assert len(rows) >= 200 and {r.protocol for r in rows} == {"counterfactual", "organ_presence"}
