@@ -1123,15 +1123,22 @@ def _(tmp):
 
 # -- main ---------------------------------------------------------------------------------------
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    return run_probes(PROBES, __doc__.splitlines()[0], "c4-", argv)
+
+
+def run_probes(probes, description: str, prefix: str, argv=None) -> int:
+    """Run ``probes`` ((family, name, fn) each, fn given a fresh temporary folder), print one line
+    per probe and the clean figure per family; every campaign runs through this one loop, so all
+    count alike. ``--only FAMILY`` / ``name:SUBSTRING`` picks probes, ``--json OUT`` keeps the verdicts."""
+    ap = argparse.ArgumentParser(description=description)
     ap.add_argument("--only", help="run one family (or name:SUBSTRING, the probes whose name holds it)")
     ap.add_argument("--json", help="write the verdicts here")
     args = ap.parse_args(argv)
     verdicts = []
-    for family, name, fn in PROBES:
+    for family, name, fn in probes:
         if args.only and args.only != family and not (args.only.startswith("name:") and args.only[5:] in name):
             continue
-        tmp = tempfile.mkdtemp(prefix="c4-")
+        tmp = tempfile.mkdtemp(prefix=prefix)
         t0 = time.monotonic()
         try:
             fn(tmp)
@@ -1142,7 +1149,7 @@ def main(argv=None):
             verdict, why = "ERROR", f"campaign error: {type(e).__name__}: {e} | {traceback.format_exc().splitlines()[-3:]}"
         dt = time.monotonic() - t0
         verdicts.append({"family": family, "probe": name, "verdict": verdict, "why": why, "seconds": round(dt, 1)})
-        print(f"{verdict:5} {family:12} {name:55} {dt:5.1f}s {why[:260]}", flush=True)
+        print(f"{verdict:5} {family:12} {name:62} {dt:5.1f}s {why[:260]}", flush=True)
         shutil.rmtree(tmp, ignore_errors=True)
     fams: dict[str, list[int]] = {}
     for v in verdicts:

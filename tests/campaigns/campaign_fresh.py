@@ -22,15 +22,12 @@ files), ``provider`` (loopback replies), ``runs`` (eval run folders), ``flags``.
 
 from __future__ import annotations
 
-import argparse
 import gzip
 import json
 import os
 import shutil
 import sys
-import tempfile
 import time
-import traceback
 
 import numpy as np
 
@@ -39,7 +36,7 @@ sys.path.insert(0, REPO)
 
 from medscope.testing import providers as fp  # noqa: E402
 from tests.campaigns.campaign_fourth import (  # noqa: E402
-    EVAL_TIMEOUT, SECRET, NotClean, _last, base_run, check_bad_unit_kept_apart, episodes, eval_args, generic,
+    EVAL_TIMEOUT, SECRET, _last, base_run, check_bad_unit_kept_apart, episodes, eval_args, generic,
     models_file, one_bad_unit, raw, require, run, write_items)
 
 PROBES: list[tuple[str, str, object]] = []
@@ -864,40 +861,9 @@ def _(tmp):
 
 # -- main ---------------------------------------------------------------------------------------
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--only", help="run one family (or name:SUBSTRING, the probes whose name holds it)")
-    ap.add_argument("--json", help="write the verdicts here")
-    args = ap.parse_args(argv)
-    verdicts = []
-    for family, name, fn in PROBES:
-        if args.only and args.only != family and not (args.only.startswith("name:") and args.only[5:] in name):
-            continue
-        tmp = tempfile.mkdtemp(prefix="c51f-")
-        t0 = time.monotonic()
-        try:
-            fn(tmp)
-            verdict, why = "clean", ""
-        except NotClean as e:
-            verdict, why = "NOT", str(e)
-        except Exception as e:  # the campaign's own failure: reported, never counted clean
-            verdict, why = "ERROR", f"campaign error: {type(e).__name__}: {e} | {traceback.format_exc().splitlines()[-3:]}"
-        dt = time.monotonic() - t0
-        verdicts.append({"family": family, "probe": name, "verdict": verdict, "why": why, "seconds": round(dt, 1)})
-        print(f"{verdict:5} {family:9} {name:62} {dt:5.1f}s {why[:260]}", flush=True)
-        shutil.rmtree(tmp, ignore_errors=True)
-    fams: dict[str, list[int]] = {}
-    for v in verdicts:
-        c = fams.setdefault(v["family"], [0, 0])
-        c[0] += v["verdict"] == "clean"
-        c[1] += 1
-    print()
-    for fam, (c, n) in fams.items():
-        print(f"{fam:12} {c}/{n}")
-    total = sum(c for c, _ in fams.values()), sum(n for _, n in fams.values())
-    print(f"{'total':12} {total[0]}/{total[1]} ({100 * total[0] / max(total[1], 1):.1f} %)")
-    if args.json:
-        json.dump({"verdicts": verdicts, "families": fams}, open(args.json, "w"), indent=1)
-    return 0
+    from tests.campaigns.campaign_fourth import run_probes
+
+    return run_probes(PROBES, __doc__.splitlines()[0], "c51f-", argv)
 
 
 if __name__ == "__main__":

@@ -572,8 +572,9 @@ def _(tmp):
 
 
 def main(argv=None):
-    cf.PROBES[:] = PROBES
-    return cf.main(argv)
+    from tests.campaigns.campaign_fourth import run_probes
+
+    return run_probes(PROBES, __doc__.splitlines()[0], "c6-", argv)
 
 
 if __name__ == "__main__":
