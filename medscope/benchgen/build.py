@@ -54,10 +54,10 @@ def render_study(study: dict, schema: Schema, grid: int = 12, max_side: int = 15
     for seq, uri in sorted(study["sequences"].items()):
         try:
             vol = read_sequence(uri)
+            img = sequence_montage(vol, schema.sequences[seq], grid=grid, max_side=max_side)
         except VolumeError as err:
             rejects.append(records.reject_row("montages", uri, study["case_id"], "render", err.reason, err.detail))
             continue
-        img = sequence_montage(vol, schema.sequences[seq], grid=grid, max_side=max_side)
         rows.append({"case_id": study["case_id"], "cohort": cohort, "sequence": seq, "image": encode_png(img),
                      "height": int(img.shape[0]), "width": int(img.shape[1]), "slices": int(vol.shape[2])})
     return rows, rejects

@@ -22,8 +22,9 @@ import numpy as np
 from medscope.errors import MedScopeError
 from medscope.io import records, safe_text, storage
 from medscope.benchgen.schema import SequenceSpec
-from medscope.volumes.nifti import VolumeError, read_nifti
-from medscope.volumes.render import render_montage
+from medscope.images import resize_long_side
+from medscope.volumes.nifti import VolumeError, axial_slice, read_nifti
+from medscope.volumes.render import apply_window, render_montage
 
 NIFTI_SUFFIXES = (".nii.gz", ".nii")
 REQUIRED = ("case_id", "findings", "impression")
@@ -328,7 +329,8 @@ def percentile_window(volume: np.ndarray, percentiles: tuple[float, float] = (1.
 
 
 def sequence_montage(volume: np.ndarray, spec: SequenceSpec, grid: int = 12, max_side: int = 1536) -> np.ndarray:
-    """The benchmark-MCQ paper's composite of one sequence: CT with its window, MRI with percentile scaling.
+    """The benchmark-MCQ paper's composite of one sequence: CT with its window, MRI with percentile scaling;
+    a mammographic view (MG, a projection) is its one image, percentile-scaled, never tiled.
 
     Parameters
     ----------
@@ -336,7 +338,7 @@ def sequence_montage(volume: np.ndarray, spec: SequenceSpec, grid: int = 12, max
         Canonical (X, Y, Z) volume (HU for CT).
     spec : SequenceSpec
         How the sequence is rendered: ``modality``, ``window`` (CT; ``soft_tissue`` when unset) and
-        ``percentiles`` (MR, US).
+        ``percentiles`` (MR, US, MG).
     grid : int, optional
         Grid side: ``grid**2`` uniformly sampled axial slices.
     max_side : int, optional
@@ -350,7 +352,21 @@ def sequence_montage(volume: np.ndarray, spec: SequenceSpec, grid: int = 12, max
     References
     ----------
     .. [1] benchmark-MCQ paper, Methods.
+
+    Raises
+    ------
+    VolumeError
+        ``projection_with_slices``: an MG view stored with more than one slice (a tomosynthesis
+        stack is not a mammographic view; rendering one slice of it would show a view nobody read).
     """
+    if spec.modality == "MG":
+        if volume.ndim == 3 and volume.shape[2] != 1:
+            raise VolumeError("projection_with_slices",
+                              f"an MG (mammography) view is one image; this one has {volume.shape[2]} slices")
+        view = volume if volume.ndim == 3 else volume[:, :, None]
+        width, level = percentile_window(view, spec.percentiles)
+        canvas = resize_long_side(apply_window(axial_slice(view, 0), width, level), max_side)
+        return np.repeat(canvas[:, :, None], 3, axis=2)
     if spec.modality == "CT":
         window = spec.window or "soft_tissue"
         window = tuple(window) if isinstance(window, (list, tuple)) else window

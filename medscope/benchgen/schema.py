@@ -33,10 +33,12 @@ CHECKPOINTS = ("schema", "templates")
 
 
 class SequenceSpec(StrictModel):
-    # US volumes (3D ultrasound) have no calibrated units either: rendered by percentiles, as MR
-    modality: Literal["CT", "MR", "US"]
+    # US volumes (3D ultrasound) have no calibrated units either: rendered by percentiles, as MR.
+    # MG (mammography) is a projection: one image per view (a one-slice volume), shown whole, not
+    # as a montage of slices; a breast institution's schema names its views (cc, mlo) this way.
+    modality: Literal["CT", "MR", "US", "MG"]
     window: str | tuple[float, float] | None = None  # CT: preset name or (width, level)
-    percentiles: tuple[float, float] = (1.0, 99.0)  # MR, US: intensity scaling
+    percentiles: tuple[float, float] = (1.0, 99.0)  # MR, US, MG: intensity scaling
 
 
 class ValueSpec(StrictModel):

@@ -16,6 +16,7 @@ from medscope.benchgen import schema as sch
 from medscope.benchgen.extract import extract_rules, read_extraction
 from medscope.errors import MedScopeError
 from medscope.volumes.render import apply_window, montage_indices
+from medscope.volumes.nifti import VolumeError, axial_slice
 
 FINDINGS = ("LIVER: Two hypoattenuating lesions are seen in the right hepatic lobe, the largest measuring 2.4 cm. "
             "No washout. The portal and hepatic veins are patent.\nSPLEEN: Normal in size, measuring 11.0 cm.")
@@ -271,3 +272,37 @@ def test_unreadable_series_becomes_a_reject_and_its_questions_are_not_shown(tmp_
     needs = {**fields, "arterial_hyperenhancement": ("yes", "APHE.")}
     rows2, qrej2 = study_questions(study, s, needs, {}, None, {"ct"}, {"name": "c", "private": True})
     assert len(rows2) == len(rows) and [r["reason"] for r in qrej2] == ["missing_sequence"]
+
+
+def test_mammographic_view_is_one_image_never_tiled():
+    # A projection (MG) is shown whole: a 1-slice volume renders as that slice in radiological
+    # display, percentile-scaled (1st percentile -> 0, 99th -> 255), at most max_side on its long side.
+    rng = np.random.default_rng(3)
+    view = rng.gamma(2.0, 100.0, (60, 40, 1)).astype(np.float32)
+    img = cohort.sequence_montage(view, sch.SequenceSpec(modality="MG"))
+    lo, hi = np.percentile(view[view > 0], [1, 99])
+    want = apply_window(axial_slice(view, 0), float(hi - lo), float(hi + lo) / 2.0)
+    assert img.shape == (40, 60, 3) and np.array_equal(img[:, :, 0], want)
+    assert np.array_equal(cohort.sequence_montage(view[:, :, 0], sch.SequenceSpec(modality="MG")), img)
+    small = cohort.sequence_montage(view, sch.SequenceSpec(modality="MG"), max_side=30)
+    assert small.shape == (20, 30, 3)
+    with pytest.raises(VolumeError) as err:  # a tomosynthesis-like stack is no mammographic view
+        cohort.sequence_montage(np.zeros((60, 40, 5), np.float32), sch.SequenceSpec(modality="MG"))
+    assert err.value.reason == "projection_with_slices" and "5 slices" in err.value.detail
+
+
+def test_render_study_rejects_a_stacked_mammographic_view_and_keeps_the_others(tmp_path):
+    import nibabel as nib
+
+    schema = sch.Schema.model_validate({
+        "name": "breast_t", "organ": "breast", "framework": "t",
+        "sequences": {"cc": {"modality": "MG"}, "mlo": {"modality": "MG"}},
+        "fields": [{"name": "lesion_present", "type": "binary", "subcategory": "s", "question": "q?",
+                    "no_patterns": ["no mass"], "yes_patterns": ["mass"]}]})
+    cc, mlo = tmp_path / "cc.nii.gz", tmp_path / "mlo.nii.gz"
+    nib.save(nib.Nifti1Image(np.arange(24 * 16, dtype=np.float32).reshape(24, 16, 1), np.eye(4)), cc)
+    nib.save(nib.Nifti1Image(np.ones((24, 16, 3), np.float32), np.eye(4)), mlo)
+    from medscope.benchgen.build import render_study
+    rows, rejects = render_study({"case_id": "b1", "sequences": {"cc": str(cc), "mlo": str(mlo)}}, schema)
+    assert [(r["sequence"], r["height"], r["width"], r["slices"]) for r in rows] == [("cc", 16, 24, 1)]
+    assert len(rejects) == 1 and rejects[0]["reason"] == "projection_with_slices" and "mlo" in rejects[0]["source"]
