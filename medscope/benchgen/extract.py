@@ -25,8 +25,8 @@ import json
 import re
 
 from medscope.benchgen import findings as findmod
-from medscope.benchgen.grounding import (_MIXED_BEFORE, ARTIFACT_AFTER, _SIDE_TAIL, SECONDARY, _spread, _mention_status, is_recommendation, measurements,
-                                        normalize_sentence, sentences)
+from medscope.benchgen.grounding import (_MIXED_BEFORE, ARTIFACT_AFTER, _SIDE_TAIL, SECONDARY, _spread,
+                                        _mention_status, is_recommendation, measurements, normalize_sentence, sentences)
 from medscope.benchgen.schema import FieldSpec, Schema
 
 
@@ -42,6 +42,15 @@ _SIZE_KEY = re.compile(r"\b(?:largest|measuring|measures|measured|size of|diamet
 
 def _matches(patterns: list[str], text: str) -> list[re.Match]:
     return [m for p in patterns for m in re.finditer(p, text, flags=re.IGNORECASE)]
+
+
+def graded_denial(text: str, a: int, b: int) -> bool:
+    """Whether a schema denial pattern's match ``text[a:b]`` is graded by certainty ("without
+    definite extraprostatic extension", "no convincing invasion"): the thing is left possible, so
+    the match denies nothing (and the finding inside it asserts nothing)."""
+    start = max([max(0, a - 60)] + [m.end() for m in re.finditer(r"[;,]", text[:a])])  # its own clause only
+    return re.search(r"\b(?:no|without)\s+(?:(?:a|an|any)\s+)?(?:definite(?:ly)?|definitive|convincing|unequivocal|"
+                     r"frank|overt|obvious|clear(?:-cut)?)\b", text[start:b]) is not None
 
 
 def field_value(field: FieldSpec, sentence: str, lesion_text: bool = False) -> str | None:
@@ -81,10 +90,12 @@ def field_value(field: FieldSpec, sentence: str, lesion_text: bool = False) -> s
         # "The main pancreatic duct measures 2 mm and is normal": a measurement between a structure and
         # its state leaves the state the structure's (the schema's pattern reads "duct is normal")
         text = _MEASURED_AND.sub("", text)
+        graded = [(m.start(), m.end()) for m in _matches(field.no_patterns, text) if graded_denial(text, m.start(), m.end())]
         calls = [(m.start(), "no") for m in _matches(field.no_patterns, text)
-                 if not findmod.another_thing_after(text, m.end())]
+                 if not findmod.another_thing_after(text, m.end()) and (m.start(), m.end()) not in graded]
         for m in _matches(field.yes_patterns, text):
-            if findmod.another_thing_after(text, m.end()) or ARTIFACT_AFTER.match(text[m.end():]):
+            if (findmod.another_thing_after(text, m.end()) or ARTIFACT_AFTER.match(text[m.end():])
+                    or any(a <= m.start() < b for a, b in graded)):
                 continue
             st = _mention_status(text, m.start(), m.end())
             if st in ("affirmed", "negated"):
@@ -229,6 +240,9 @@ def study_binary(field: FieldSpec, sents: list[str], lesion_side: str | None = N
         other_section = _under_other_organ(asked_organ, text)
         denied = []
         for m in _matches(field.no_patterns, text):
+            if graded_denial(text, m.start(), m.end()):
+                denied.append((m.start(), m.end()))  # "without definite EPE": neither a denial nor a mention
+                continue
             if other_section:
                 denied.append((m.start(), m.end()))
                 continue

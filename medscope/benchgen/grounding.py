@@ -263,6 +263,14 @@ def subject_stems(question: str) -> set[str]:
 _HEDGED_DENIAL_BEFORE = re.compile(r"\b(?:unlikely|doubt\w*|probably not|not likely|less likely|improbable)\b")
 _HEDGED_DENIAL_AFTER = re.compile(r"^\W*(?:[\w-]+\W+){0,3}?(?:(?:is|are|seems?|appears?)\s+)?"
                                   r"(?:unlikely|doubtful|less likely|improbable|probably not)\b")
+# a denial graded by certainty ("without definite extraprostatic extension", "no convincing
+# invasion", "no frank tumour"): the report leaves the thing possible, so it denies nothing
+CERTAINTY_GRADED_DENIAL = re.compile(r"\b(?:no|without)\s+(?:(?:a|an|any)\s+)?(?:definite(?:ly)?|definitive|convincing|"
+                                     r"unequivocal|frank|overt|obvious|clear(?:-cut)?)\s+(?:[\w-]+\s+){0,3}$")
+# a hedge written after its finding at the end of the clause ("; extraprostatic extension possible.",
+# "invasion suspected", "EPE equivocal"): "mass, likely a cyst" hedges the cyst, not the mass
+HEDGE_AFTER_CLAUSE = re.compile(r"^\s*(?:(?:is|are|was|remains?)\s+)?(?:(?:also|still)\s+)?(?:possible|possibly|probable|"
+                                r"suspected|questionable|equivocal|indeterminate|likely|not excluded|uncertain)\s*(?:[.;,)]|$)")
 
 
 # words that grade a denial without narrowing what it denies ("no significant extension")
@@ -405,6 +413,10 @@ def _mention_status(sent: str, start: int, end: int) -> str:
     if re.search(r"\bnon[- ]$", before):
         return "negated"  # "non-enhancing" denies only its own word, so it is read here, not as a trigger
     st = status(sent, start, end)
+    if st == "negated" and CERTAINTY_GRADED_DENIAL.search(before):
+        return "possible"
+    if st == "affirmed" and HEDGE_AFTER_CLAUSE.match(after):
+        return "possible"
     if st == "negated" and (_HEDGED_DENIAL_BEFORE.search(forward_scope(before)) or _HEDGED_DENIAL_AFTER.match(after)):
         # "Haemorrhagic transformation is unlikely": a reply's hedged denial, but no report states
         # the absence by it, so it settles nothing
