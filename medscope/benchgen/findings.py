@@ -345,10 +345,20 @@ def _listed_members(sent: str, end: int, b: int) -> list[tuple[int, int]]:
     lead = re.match(r"\s*[:,]\s*", rest)
     if not lead:
         return []
-    starts = [end + lead.end() + m.start() for m in
-              re.finditer(r"(?<![\w.])" + _MEASURE.pattern, rest[lead.end():]) if m.group(2) != "hu"]
+    found = [m for m in re.finditer(r"(?<![\w.])" + _MEASURE.pattern, rest[lead.end():]) if m.group(2) != "hu"]
+    starts = [end + lead.end() + m.start() for m in found]
     if len(starts) < 2:
         return []
+    if re.search(r"[a-z]", rest[lead.end():found[0].start()]):
+        # "...: left base 14 mm and right apex 12 mm": each member's place comes before its length,
+        # so a member runs from the previous one's end to its own length
+        spans, a_ = [], end + lead.end()
+        for m in found:
+            b_ = end + lead.end() + m.end()
+            spans.append((a_, b_))
+            after = re.match(r"(?:\s*[,;]\s*|\s+)(?:and\s+)?", sent[b_:])
+            a_ = b_ + (after.end() if after else 0)
+        return spans
     bounds = starts[1:] + [b]
     spans = []
     for a_, b_ in zip(starts, bounds):
@@ -691,6 +701,13 @@ def dominant(found: list[Finding], organ: str | None = None, by_category: bool =
     if len(present) == 1:
         return (None, "no_dominant_lesion:group") if present[0].plural else (present[0], "")
     cats = {id(f): category(f) for f in present}
+    if by_category and any(c is not None for c in cats.values()):
+        # "PI-RADS 4 lesion ..., 13 mm. Background BPH nodules elsewhere.": a finding the report
+        # neither sizes nor scores, beside one it scores, is not the index lesion (the index lesion
+        # is the highest category the report assigns; an unscored one was not assessed as one)
+        present = [f for f in present if cats[id(f)] is not None or f.size_mm is not None]
+        if len(present) == 1:
+            return (None, "no_dominant_lesion:group") if present[0].plural else (present[0], "")
     if by_category and None not in cats.values() and not any(f.plural for f in present):
         # "LESION 1: 15 mm ... PI-RADS 3. LESION 2: 11 mm ... PI-RADS 4.": the index lesion is the
         # higher category whatever its size; only lesions sharing that category go on to size
