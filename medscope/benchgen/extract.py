@@ -318,6 +318,10 @@ def _denial(text, a, b, s, no, partial, partial_sides, other_narrowing) -> None:
     header = re.match(r"^((?:[a-z]+\s*){1,3}):", text)
     narrow = set(_NARROW.findall(clause)) | (set(_SIDE_WORD.findall(header.group(1))) if header else set())
     narrow -= {"bilateral", "both"}
+    if header and findmod._PLACE.search(header.group(1)) and header.end() <= a:
+        # "PERIPHERAL ZONE: No focal lesion." / "RIGHT LOBE: No nodule.": a denial under a part's
+        # heading clears that part, not the organ
+        narrow.add("part")
     if narrow:
         partial.append(s)
         partial_sides |= narrow & {"left", "right"}
