@@ -238,7 +238,13 @@ def organ_removed(text: str, organ: str | None) -> bool:
                                    r"(?:surgically\s+)?(?:absent|removed|resected)\b", text))
 
 
+# a lesion said to cross the midline occupies both sides, whatever side it is centred on
+_ACROSS_MIDLINE = re.compile(r"\b(?:cross(?:es|ing)?|across|spann?(?:s|ing)?|traversing|traverses)\s+(?:the\s+)?midline\b")
+
+
 def _side(text: str, anchor: int) -> str | None:
+    if _ACROSS_MIDLINE.search(text):
+        return "bilateral"
     sides = [(abs(m.start() - anchor), m.group(1)) for m in _SIDE.finditer(text)]
     if not sides:
         return None
