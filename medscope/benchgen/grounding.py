@@ -269,7 +269,7 @@ CERTAINTY_GRADED_DENIAL = re.compile(r"\b(?:no|without)\s+(?:(?:a|an|any)\s+)?(?
                                      r"unequivocal|frank|overt|obvious|clear(?:-cut)?)\s+(?:[\w-]+\s+){0,3}$")
 # a hedge written after its finding at the end of the clause ("; extraprostatic extension possible.",
 # "invasion suspected", "EPE equivocal"): "mass, likely a cyst" hedges the cyst, not the mass
-HEDGE_AFTER_CLAUSE = re.compile(r"^\s*(?:(?:is|are|was|remains?)\s+)?(?:(?:also|still)\s+)?(?:possible|possibly|probable|"
+HEDGE_AFTER_CLAUSE = re.compile(r"^(?:\s+(?!(?:is|are|was|remains?|also|still)\b)[\w-]+){0,5}?\s*(?:(?:is|are|was|remains?)\s+)?(?:(?:also|still)\s+)?(?:possible|possibly|probable|"
                                 r"suspected|questionable|equivocal|indeterminate|likely|not excluded|uncertain)\s*(?:[.;,)]|$)")
 
 
