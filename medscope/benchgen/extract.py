@@ -47,7 +47,21 @@ def _matches(patterns: list[str], text: str) -> list[re.Match]:
 def graded_denial(text: str, a: int, b: int) -> bool:
     """Whether a schema denial pattern's match ``text[a:b]`` is graded by certainty ("without
     definite extraprostatic extension", "no convincing invasion"): the thing is left possible, so
-    the match denies nothing (and the finding inside it asserts nothing)."""
+    the match denies nothing (and the finding inside it asserts nothing).
+
+    Parameters
+    ----------
+    text : str
+        A normalised sentence.
+    a, b : int
+        The denial match's span in ``text``.
+
+    Returns
+    -------
+    bool
+        True when "no" / "without" of the match's own clause is followed by a certainty grade
+        ("definite", "convincing", "unequivocal", "frank", "overt", "obvious", "clear").
+    """
     start = max([max(0, a - 60)] + [m.end() for m in re.finditer(r"[;,]", text[:a])])  # its own clause only
     return re.search(r"\b(?:no|without)\s+(?:(?:a|an|any)\s+)?(?:definite(?:ly)?|definitive|convincing|unequivocal|"
                      r"frank|overt|obvious|clear(?:-cut)?)\b", text[start:b]) is not None
@@ -318,7 +332,7 @@ def _denial(text, a, b, s, no, partial, partial_sides, other_narrowing) -> None:
     header = re.match(r"^((?:[a-z]+\s*){1,3}):", text)
     narrow = set(_NARROW.findall(clause)) | (set(_SIDE_WORD.findall(header.group(1))) if header else set())
     narrow -= {"bilateral", "both"}
-    if header and findmod._PLACE.search(header.group(1)) and header.end() <= a:
+    if findmod.under_part_heading(text) and header.end() <= a:
         # "PERIPHERAL ZONE: No focal lesion." / "RIGHT LOBE: No nodule.": a denial under a part's
         # heading clears that part, not the organ
         narrow.add("part")
@@ -403,6 +417,8 @@ def extract_with_rejects(schema: Schema, findings: str, impression: str
                 if value == "no" and _under_other_organ(findmod._organ(normalize_sentence(field.question)),
                                                         normalize_sentence(evidence)):
                     value, why = None, "not_in_report"
+                if value == "no" and findmod.under_part_heading(normalize_sentence(evidence)):
+                    value, why = None, "only_partial_denial"  # "PERIPHERAL ZONE: No focal lesion."
                 if value == "no" and _one_of_a_pair(field.question, evidence):
                     value, why = None, "only_partial_denial"
             if value is None:

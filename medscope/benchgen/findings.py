@@ -596,6 +596,25 @@ def _merge(target: Finding, f: Finding, keep_status: bool = False) -> None:
         target.status = f.status
 
 
+def under_part_heading(text: str) -> bool:
+    """Whether a normalised sentence stands under a heading that names a part of an organ ("peripheral
+    zone:", "upper lobes:", "right lobe:"): a denial there clears that part, not the organ.
+
+    Parameters
+    ----------
+    text : str
+        A normalised sentence.
+
+    Returns
+    -------
+    bool
+        True when the sentence opens with a heading of up to three words holding a place word
+        (:data:`_PLACE`: lobe, pole, segment, zone, apex, base ...).
+    """
+    header = re.match(r"^((?:[a-z]+\s*){1,3}):", text)
+    return bool(header and _PLACE.search(header.group(1)))
+
+
 def in_organ(f: Finding, organ: str | None) -> bool:
     """Whether a finding may be the schema organ's lesion: its organ is that one, or unnamed.
 

@@ -265,6 +265,14 @@ def _presence(q: str, yes: bool, found, nouns, placed: bool = False) -> tuple[bo
             denied = [f for f in denied if f not in sided]  # "Left kidney: no focal lesion" is not a No
             if not denied and not present:
                 return False, "", "only_side_specific_denial" if not yes else "subject_not_in_report"
+    # "PERIPHERAL ZONE: No focal lesion.": a denial under a part's heading clears that part only
+    parted = [f for f in denied if findmod.under_part_heading(normalize_sentence(f.sentence))
+              and not (asked_places and asked_places <= _place_stems(f.text))
+              and normalize_sentence(f.sentence).split(":")[0].strip() not in q]  # unless the question names that part
+    if parted:
+        denied = [f for f in denied if f not in parted]
+        if not denied and not present:
+            return False, "", "only_partial_denial" if not yes else "subject_not_in_report"
     if present:
         return (True, present[0].sentence, "") if yes else (False, "", "contradicted_by_report")
     if denied:

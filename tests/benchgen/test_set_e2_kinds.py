@@ -127,6 +127,15 @@ def test_denial_under_a_part_heading_alone_is_no_whole_organ_no_lung():
     assert "nodule_present" not in keys, keys
 
 
+UPPER_ONLY = "UPPER LOBES: No nodule. The lung bases are not included in this limited study."
+
+
+@pytest.mark.parametrize("question, kept", [("Is there a pulmonary nodule?", False),
+                                            ("Is there a nodule in the upper lobes?", True)])
+def test_denial_under_a_part_heading_answers_only_that_part_lung(question, kept):
+    assert _kept(question, ["Yes", "No"], 1, UPPER_ONLY)[0] is kept
+
+
 # --- kind 5: "the lesion" is the single described lesion, not a group beside it ---------------
 # (E2: "In which zone is the lesion?" with "Background BPH nodules" beside it: ambiguous_lesion)
 
