@@ -301,6 +301,13 @@ def _mentions(sent: str, nouns: set[str]) -> list[tuple[int, int, str]]:
         if re.search(r"\blymph\s+$", sent[:m[0]]) or another_thing_after(sent, m[1]):
             continue  # a lymph node is not a nodule, mass effect not a mass, tumour thrombus not a tumour
         out.append(m)
+    if not out and nouns & UMBRELLA:
+        # "a 6 mm ill-defined area of T2 hypointensity ..., PI-RADS 3": a finding the report scores
+        # with a RADS category is a lesion whatever it is called ("area", "focus", "abnormality")
+        cat = _CATEGORY.search(sent)
+        word = re.search(r"\b(?:area|focus|region|abnormality)\b", sent[:cat.start()]) if cat else None
+        if word:
+            out.append((word.start(), word.end(), "lesion"))
     return out
 
 

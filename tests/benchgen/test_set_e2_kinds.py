@@ -168,3 +168,18 @@ def test_crossing_the_midline_keys_the_bilateral_value_prostate():
     keys, _ = _extract("prostate_b_schema.yaml", "A 22 mm lesion in the anterior transition zone at the mid-gland, "
                                                  "extending across the midline, PI-RADS 5.")
     assert keys["lesion_side"] == "bilateral or midline"
+
+
+# --- kind 7: a finding the report scores with a RADS category is a lesion whatever its noun ----
+# (E2: "a 6 mm ill-defined area of moderate T2 hypointensity ..., PI-RADS 3": no lesion reported)
+
+def test_scored_area_is_the_lesion_liver():
+    keys, _ = _extract("liver", "In the right lobe there is a 15 mm area of arterial hyperenhancement with washout, LR-4.")
+    assert keys["largest_size"] == "10 to 19 mm"
+    assert keys["lobe"] == "right lobe"
+
+
+def test_unscored_area_is_no_lesion_lung():
+    # no category: "area of atelectasis" stays no nodule, so no nodule field is keyed from it
+    keys, unset = _extract("lung", "A 15 mm area of atelectasis in the left lower lobe.")
+    assert "nodule_size" not in keys and unset["nodule_size"] == "no_lesion_reported"
