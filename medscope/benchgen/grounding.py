@@ -111,7 +111,9 @@ SAME = {"hepatic": "liver", "hepatocellular": "hepatocellular", "oedema": "edema
         "calculi": "calculus", "foci": "focus", "intratumoral": "tumor", "intratumoural": "tumor",
         "isthmic": "isthmus", "hilar": "hilum", "biliary": "bile", "resectability": "resectable", "pancreatic": "pancreas", "haemorrhagic": "hemorrhagic", "oedematous": "edematous",
         # a gland's apex and base by their adjectives: "the apical lesion" is the lesion at the apex
-        "apical": "apex", "basal": "base"}
+        "apical": "apex", "basal": "base",
+        # a verb in -de and its noun in -sion are one word: "invaded" / "invasion", "eroded" / "erosion"
+        "invas": "invad", "eros": "erod", "occlus": "occlud", "protrus": "protrud"}
 REWRITES = (  # abbreviations and one-word findings spelled out, so either wording is found
     (r"\bhcc\b", "hepatocellular carcinoma hcc"), (r"\brcc\b", "renal cell carcinoma rcc"),
     # a one-word finding keeps its own word first (a schema's "no splenomegaly" pattern still reads it)
@@ -643,7 +645,9 @@ def _check_change(polarity: str, yes: bool, sents: list[str], subject: set[str])
 # addition: a question about a structure's normal state, and the abnormal state it is the denial of
 _NORMAL_ASKED = ((r"\b(?:of\s+)?normal\s+(?:calibre|caliber|diameter|width)\b", "dilated"),
                  (r"\b(?:non-?\s*|not\s+|un)dilated\b", "dilated"),
-                 (r"\b(?:of\s+)?normal\s+(?:size|volume)\b", "enlarged"), (r"\bpatent\b", "occluded"))
+                 (r"\b(?:of\s+)?normal\s+(?:size|volume)\b", "enlarged"), (r"\bpatent\b", "occluded"),
+                 # "Are the seminal vesicles free of tumour?" Yes is "Are they invaded?" No
+                 (r"\b(?:free|clear)\s+of\s+(?:tumou?r|cancer|malignancy|invasion|involvement)\b", "invaded"))
 
 
 _NAMED_THEN_CALLED = re.compile(r"^\W*(?:is|are)\s+(?:the|this|that|these|those)\s+(?:[\w-]+\s+){0,5}?"

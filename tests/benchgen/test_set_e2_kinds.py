@@ -183,3 +183,26 @@ def test_unscored_area_is_no_lesion_lung():
     # no category: "area of atelectasis" stays no nodule, so no nodule field is keyed from it
     keys, unset = _extract("lung", "A 15 mm area of atelectasis in the left lower lobe.")
     assert "nodule_size" not in keys and unset["nodule_size"] == "no_lesion_reported"
+
+
+# --- kind 8: "free of tumour?" asks the denial of invasion; "invaded" and "invasion" are one word
+# (E2: "Are the seminal vesicles free of tumour?" Yes and "Are the seminal vesicles invaded?" No,
+# both beside "No seminal vesicle invasion", rejected as naming only part of the subject)
+
+PORTAL_CLEAR = ("A 4.2 cm mass in the pancreatic head abuts the superior mesenteric vein.", "No portal vein invasion.")
+
+
+@pytest.mark.parametrize("question, answer, kept", [
+    ("Is the portal vein invaded?", 1, True),            # No: the invasion is denied
+    ("Is the portal vein invaded?", 0, False),
+    ("Is the portal vein free of tumour?", 0, True),      # Yes: the same denial, asked as the normal state
+    ("Is the portal vein free of tumour?", 1, False),
+])
+def test_free_of_tumour_is_the_denial_of_invasion_pancreas(question, answer, kept):
+    assert _kept(question, ["Yes", "No"], answer, *PORTAL_CLEAR)[0] is kept
+
+
+def test_free_of_tumour_is_not_kept_from_a_hedged_invasion_kidney():
+    kept, _ = _kept("Is the renal vein free of tumour?", ["Yes", "No"], 0,
+                    "A 6 cm enhancing mass in the left kidney.", "Possible left renal vein invasion.")
+    assert not kept
