@@ -25,8 +25,8 @@ import json
 import re
 
 from medscope.benchgen import findings as findmod
-from medscope.benchgen.grounding import (_MIXED_BEFORE, ARTIFACT_AFTER, _SIDE_TAIL, SECONDARY, _spread, _mention_status, is_recommendation, measurements,
-                                        normalize_sentence, sentences)
+from medscope.benchgen.grounding import (_MIXED_BEFORE, ARTIFACT_AFTER, _SIDE_TAIL, SECONDARY, _spread,
+                                        _mention_status, is_recommendation, measurements, normalize_sentence, sentences)
 from medscope.benchgen.schema import FieldSpec, Schema
 
 
@@ -42,6 +42,29 @@ _SIZE_KEY = re.compile(r"\b(?:largest|measuring|measures|measured|size of|diamet
 
 def _matches(patterns: list[str], text: str) -> list[re.Match]:
     return [m for p in patterns for m in re.finditer(p, text, flags=re.IGNORECASE)]
+
+
+def graded_denial(text: str, a: int, b: int) -> bool:
+    """Whether a schema denial pattern's match ``text[a:b]`` is graded by certainty ("without
+    definite extraprostatic extension", "no convincing invasion"): the thing is left possible, so
+    the match denies nothing (and the finding inside it asserts nothing).
+
+    Parameters
+    ----------
+    text : str
+        A normalised sentence.
+    a, b : int
+        The denial match's span in ``text``.
+
+    Returns
+    -------
+    bool
+        True when "no" / "without" of the match's own clause is followed by a certainty grade
+        ("definite", "convincing", "unequivocal", "frank", "overt", "obvious", "clear").
+    """
+    start = max([max(0, a - 60)] + [m.end() for m in re.finditer(r"[;,]", text[:a])])  # its own clause only
+    return re.search(r"\b(?:no|without)\s+(?:(?:a|an|any)\s+)?(?:definite(?:ly)?|definitive|convincing|unequivocal|"
+                     r"frank|overt|obvious|clear(?:-cut)?)\b", text[start:b]) is not None
 
 
 def field_value(field: FieldSpec, sentence: str, lesion_text: bool = False) -> str | None:
@@ -81,10 +104,12 @@ def field_value(field: FieldSpec, sentence: str, lesion_text: bool = False) -> s
         # "The main pancreatic duct measures 2 mm and is normal": a measurement between a structure and
         # its state leaves the state the structure's (the schema's pattern reads "duct is normal")
         text = _MEASURED_AND.sub("", text)
+        graded = [(m.start(), m.end()) for m in _matches(field.no_patterns, text) if graded_denial(text, m.start(), m.end())]
         calls = [(m.start(), "no") for m in _matches(field.no_patterns, text)
-                 if not findmod.another_thing_after(text, m.end())]
+                 if not findmod.another_thing_after(text, m.end()) and (m.start(), m.end()) not in graded]
         for m in _matches(field.yes_patterns, text):
-            if findmod.another_thing_after(text, m.end()) or ARTIFACT_AFTER.match(text[m.end():]):
+            if (findmod.another_thing_after(text, m.end()) or ARTIFACT_AFTER.match(text[m.end():])
+                    or any(a <= m.start() < b for a, b in graded)):
                 continue
             st = _mention_status(text, m.start(), m.end())
             if st in ("affirmed", "negated"):
@@ -229,6 +254,9 @@ def study_binary(field: FieldSpec, sents: list[str], lesion_side: str | None = N
         other_section = _under_other_organ(asked_organ, text)
         denied = []
         for m in _matches(field.no_patterns, text):
+            if graded_denial(text, m.start(), m.end()):
+                denied.append((m.start(), m.end()))  # "without definite EPE": neither a denial nor a mention
+                continue
             if other_section:
                 denied.append((m.start(), m.end()))
                 continue
@@ -304,6 +332,10 @@ def _denial(text, a, b, s, no, partial, partial_sides, other_narrowing) -> None:
     header = re.match(r"^((?:[a-z]+\s*){1,3}):", text)
     narrow = set(_NARROW.findall(clause)) | (set(_SIDE_WORD.findall(header.group(1))) if header else set())
     narrow -= {"bilateral", "both"}
+    if findmod.under_part_heading(text) and header.end() <= a:
+        # "PERIPHERAL ZONE: No focal lesion." / "RIGHT LOBE: No nodule.": a denial under a part's
+        # heading clears that part, not the organ
+        narrow.add("part")
     if narrow:
         partial.append(s)
         partial_sides |= narrow & {"left", "right"}
@@ -385,6 +417,8 @@ def extract_with_rejects(schema: Schema, findings: str, impression: str
                 if value == "no" and _under_other_organ(findmod._organ(normalize_sentence(field.question)),
                                                         normalize_sentence(evidence)):
                     value, why = None, "not_in_report"
+                if value == "no" and findmod.under_part_heading(normalize_sentence(evidence)):
+                    value, why = None, "only_partial_denial"  # "PERIPHERAL ZONE: No focal lesion."
                 if value == "no" and _one_of_a_pair(field.question, evidence):
                     value, why = None, "only_partial_denial"
             if value is None:

@@ -238,7 +238,13 @@ def organ_removed(text: str, organ: str | None) -> bool:
                                    r"(?:surgically\s+)?(?:absent|removed|resected)\b", text))
 
 
+# a lesion said to cross the midline occupies both sides, whatever side it is centred on
+_ACROSS_MIDLINE = re.compile(r"\b(?:cross(?:es|ing)?|across|spann?(?:s|ing)?|traversing|traverses)\s+(?:the\s+)?midline\b")
+
+
 def _side(text: str, anchor: int) -> str | None:
+    if _ACROSS_MIDLINE.search(text):
+        return "bilateral"
     sides = [(abs(m.start() - anchor), m.group(1)) for m in _SIDE.finditer(text)]
     if not sides:
         return None
@@ -295,6 +301,13 @@ def _mentions(sent: str, nouns: set[str]) -> list[tuple[int, int, str]]:
         if re.search(r"\blymph\s+$", sent[:m[0]]) or another_thing_after(sent, m[1]):
             continue  # a lymph node is not a nodule, mass effect not a mass, tumour thrombus not a tumour
         out.append(m)
+    if not out and nouns & UMBRELLA:
+        # "a 6 mm ill-defined area of T2 hypointensity ..., PI-RADS 3": a finding the report scores
+        # with a RADS category is a lesion whatever it is called ("area", "focus", "abnormality")
+        cat = _CATEGORY.search(sent)
+        word = re.search(r"\b(?:area|focus|region|abnormality)\b", sent[:cat.start()]) if cat else None
+        if word:
+            out.append((word.start(), word.end(), "lesion"))
     return out
 
 
@@ -345,10 +358,20 @@ def _listed_members(sent: str, end: int, b: int) -> list[tuple[int, int]]:
     lead = re.match(r"\s*[:,]\s*", rest)
     if not lead:
         return []
-    starts = [end + lead.end() + m.start() for m in
-              re.finditer(r"(?<![\w.])" + _MEASURE.pattern, rest[lead.end():]) if m.group(2) != "hu"]
+    found = [m for m in re.finditer(r"(?<![\w.])" + _MEASURE.pattern, rest[lead.end():]) if m.group(2) != "hu"]
+    starts = [end + lead.end() + m.start() for m in found]
     if len(starts) < 2:
         return []
+    if re.search(r"[a-z]", rest[lead.end():found[0].start()]):
+        # "...: left base 14 mm and right apex 12 mm": each member's place comes before its length,
+        # so a member runs from the previous one's end to its own length
+        spans, a_ = [], end + lead.end()
+        for m in found:
+            b_ = end + lead.end() + m.end()
+            spans.append((a_, b_))
+            after = re.match(r"(?:\s*[,;]\s*|\s+)(?:and\s+)?", sent[b_:])
+            a_ = b_ + (after.end() if after else 0)
+        return spans
     bounds = starts[1:] + [b]
     spans = []
     for a_, b_ in zip(starts, bounds):
@@ -580,6 +603,25 @@ def _merge(target: Finding, f: Finding, keep_status: bool = False) -> None:
         target.status = f.status
 
 
+def under_part_heading(text: str) -> bool:
+    """Whether a normalised sentence stands under a heading that names a part of an organ ("peripheral
+    zone:", "upper lobes:", "right lobe:"): a denial there clears that part, not the organ.
+
+    Parameters
+    ----------
+    text : str
+        A normalised sentence.
+
+    Returns
+    -------
+    bool
+        True when the sentence opens with a heading of up to three words holding a place word
+        (:data:`_PLACE`: lobe, pole, segment, zone, apex, base ...).
+    """
+    header = re.match(r"^((?:[a-z]+\s*){1,3}):", text)
+    return bool(header and _PLACE.search(header.group(1)))
+
+
 def in_organ(f: Finding, organ: str | None) -> bool:
     """Whether a finding may be the schema organ's lesion: its organ is that one, or unnamed.
 
@@ -691,6 +733,13 @@ def dominant(found: list[Finding], organ: str | None = None, by_category: bool =
     if len(present) == 1:
         return (None, "no_dominant_lesion:group") if present[0].plural else (present[0], "")
     cats = {id(f): category(f) for f in present}
+    if by_category and any(c is not None for c in cats.values()):
+        # "PI-RADS 4 lesion ..., 13 mm. Background BPH nodules elsewhere.": a finding the report
+        # neither sizes nor scores, beside one it scores, is not the index lesion (the index lesion
+        # is the highest category the report assigns; an unscored one was not assessed as one)
+        present = [f for f in present if cats[id(f)] is not None or f.size_mm is not None]
+        if len(present) == 1:
+            return (None, "no_dominant_lesion:group") if present[0].plural else (present[0], "")
     if by_category and None not in cats.values() and not any(f.plural for f in present):
         # "LESION 1: 15 mm ... PI-RADS 3. LESION 2: 11 mm ... PI-RADS 4.": the index lesion is the
         # higher category whatever its size; only lesions sharing that category go on to size

@@ -111,7 +111,9 @@ SAME = {"hepatic": "liver", "hepatocellular": "hepatocellular", "oedema": "edema
         "calculi": "calculus", "foci": "focus", "intratumoral": "tumor", "intratumoural": "tumor",
         "isthmic": "isthmus", "hilar": "hilum", "biliary": "bile", "resectability": "resectable", "pancreatic": "pancreas", "haemorrhagic": "hemorrhagic", "oedematous": "edematous",
         # a gland's apex and base by their adjectives: "the apical lesion" is the lesion at the apex
-        "apical": "apex", "basal": "base"}
+        "apical": "apex", "basal": "base",
+        # a verb in -de and its noun in -sion are one word: "invaded" / "invasion", "eroded" / "erosion"
+        "invas": "invad", "eros": "erod", "occlus": "occlud", "protrus": "protrud"}
 REWRITES = (  # abbreviations and one-word findings spelled out, so either wording is found
     (r"\bhcc\b", "hepatocellular carcinoma hcc"), (r"\brcc\b", "renal cell carcinoma rcc"),
     # a one-word finding keeps its own word first (a schema's "no splenomegaly" pattern still reads it)
@@ -263,6 +265,14 @@ def subject_stems(question: str) -> set[str]:
 _HEDGED_DENIAL_BEFORE = re.compile(r"\b(?:unlikely|doubt\w*|probably not|not likely|less likely|improbable)\b")
 _HEDGED_DENIAL_AFTER = re.compile(r"^\W*(?:[\w-]+\W+){0,3}?(?:(?:is|are|seems?|appears?)\s+)?"
                                   r"(?:unlikely|doubtful|less likely|improbable|probably not)\b")
+# a denial graded by certainty ("without definite extraprostatic extension", "no convincing
+# invasion", "no frank tumour"): the report leaves the thing possible, so it denies nothing
+CERTAINTY_GRADED_DENIAL = re.compile(r"\b(?:no|without)\s+(?:(?:a|an|any)\s+)?(?:definite(?:ly)?|definitive|convincing|"
+                                     r"unequivocal|frank|overt|obvious|clear(?:-cut)?)\s+(?:[\w-]+\s+){0,3}$")
+# a hedge written after its finding at the end of the clause ("; extraprostatic extension possible.",
+# "invasion suspected", "EPE equivocal"): "mass, likely a cyst" hedges the cyst, not the mass
+HEDGE_AFTER_CLAUSE = re.compile(r"^(?:\s+(?!(?:is|are|was|remains?|also|still)\b)[\w-]+){0,5}?\s*(?:(?:is|are|was|remains?)\s+)?(?:(?:also|still)\s+)?(?:possible|possibly|probable|"
+                                r"suspected|questionable|equivocal|indeterminate|likely|not excluded|uncertain)\s*(?:[.;,)]|$)")
 
 
 # words that grade a denial without narrowing what it denies ("no significant extension")
@@ -405,6 +415,10 @@ def _mention_status(sent: str, start: int, end: int) -> str:
     if re.search(r"\bnon[- ]$", before):
         return "negated"  # "non-enhancing" denies only its own word, so it is read here, not as a trigger
     st = status(sent, start, end)
+    if st == "negated" and CERTAINTY_GRADED_DENIAL.search(before):
+        return "possible"
+    if st == "affirmed" and HEDGE_AFTER_CLAUSE.match(after):
+        return "possible"
     if st == "negated" and (_HEDGED_DENIAL_BEFORE.search(forward_scope(before)) or _HEDGED_DENIAL_AFTER.match(after)):
         # "Haemorrhagic transformation is unlikely": a reply's hedged denial, but no report states
         # the absence by it, so it settles nothing
@@ -631,7 +645,9 @@ def _check_change(polarity: str, yes: bool, sents: list[str], subject: set[str])
 # addition: a question about a structure's normal state, and the abnormal state it is the denial of
 _NORMAL_ASKED = ((r"\b(?:of\s+)?normal\s+(?:calibre|caliber|diameter|width)\b", "dilated"),
                  (r"\b(?:non-?\s*|not\s+|un)dilated\b", "dilated"),
-                 (r"\b(?:of\s+)?normal\s+(?:size|volume)\b", "enlarged"), (r"\bpatent\b", "occluded"))
+                 (r"\b(?:of\s+)?normal\s+(?:size|volume)\b", "enlarged"), (r"\bpatent\b", "occluded"),
+                 # "Are the seminal vesicles free of tumour?" Yes is "Are they invaded?" No
+                 (r"\b(?:free|clear)\s+of\s+(?:tumou?r|cancer|malignancy|invasion|involvement)\b", "invaded"))
 
 
 _NAMED_THEN_CALLED = re.compile(r"^\W*(?:is|are)\s+(?:the|this|that|these|those)\s+(?:[\w-]+\s+){0,5}?"

@@ -51,8 +51,7 @@ def _about(q: str, found: list[findmod.Finding], nouns: set[str], placed: bool =
     ``placed``: a question naming an organ is about findings the report puts in that organ (by an
     organ word, or a place word only that organ has among those it could be)."""
     organ = findmod._organ(q)
-    plural = any(m.group(0).endswith("s") and not m.group(0).endswith("ss")
-                 for _, pat in findmod._NOUN_OF for m in pat.finditer(q)) and "metastasis" not in q
+    plural = _plural_question(q)
     side = _QSIDE.search(q)
     places = [p.group(0) for p in _PLACE_PHRASE.finditer(q)]
     out = []
@@ -87,6 +86,12 @@ def _about(q: str, found: list[findmod.Finding], nouns: set[str], placed: bool =
                                                       if not presence or grounding._mention_status(f.text, a, b) != "negated"}]
         return described
     return out
+
+
+def _plural_question(q: str) -> bool:
+    """Whether the question's lesion noun is plural ("the nodules", not "the nodule" or "metastasis")."""
+    return any(m.group(0).endswith("s") and not m.group(0).endswith("ss")
+               for _, pat in findmod._NOUN_OF for m in pat.finditer(q)) and "metastasis" not in q
 
 
 def _place_stems(text: str) -> set[str]:
@@ -185,6 +190,10 @@ def check_lesion_key(question: str, answer: str, kind: str, findings: str, impre
         about = [dom]
     else:
         about = [f for f in _about(q, found, nouns) if f.status == "present"]
+        if not _plural_question(q) and any(not f.plural for f in about):
+            # "In which zone is the lesion?" beside "Background BPH nodules elsewhere": a group is no
+            # "the lesion" where a single one is described
+            about = [f for f in about if not f.plural]
         if re.search(r"\b(?:smaller|smallest)\b", q) and len(about) > 1:
             # "the smaller lesion": the one of least current size, when every one is sized and it is alone
             sized = sorted((f.size_mm, i) for i, f in enumerate(about) if f.size_mm is not None and not f.summarised)
@@ -256,6 +265,14 @@ def _presence(q: str, yes: bool, found, nouns, placed: bool = False) -> tuple[bo
             denied = [f for f in denied if f not in sided]  # "Left kidney: no focal lesion" is not a No
             if not denied and not present:
                 return False, "", "only_side_specific_denial" if not yes else "subject_not_in_report"
+    # "PERIPHERAL ZONE: No focal lesion.": a denial under a part's heading clears that part only
+    parted = [f for f in denied if findmod.under_part_heading(normalize_sentence(f.sentence))
+              and not (asked_places and asked_places <= _place_stems(f.text))
+              and normalize_sentence(f.sentence).split(":")[0].strip() not in q]  # unless the question names that part
+    if parted:
+        denied = [f for f in denied if f not in parted]
+        if not denied and not present:
+            return False, "", "only_partial_denial" if not yes else "subject_not_in_report"
     if present:
         return (True, present[0].sentence, "") if yes else (False, "", "contradicted_by_report")
     if denied:
