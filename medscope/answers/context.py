@@ -63,7 +63,10 @@ FORWARD = {
         "resolution of", "no longer", "no residual", "fails to", "failed to", "resected", "excised",
         "removed", "rather than", "instead of", "mimicking", "mimics", "mimicker of", "simulating",
         "unable to identify", "was unable to identify", "could not identify", "can not identify", "did not identify",
-        "masquerading as", "pseudo", "devoid of", "free from", "clear of", "nothing to suggest", "nicht", "kein", "keine", "keinen", "geen", "pas de", "sin", "sem", "nessun",
+        "masquerading as", "pseudo", "devoid of", "free from", "clear of", "nothing to suggest",
+        # evidence weighed against the finding ("contains air, arguing against appendicitis")
+        "argues against", "argue against", "arguing against", "argued against", "speaks against",
+        "speak against", "speaking against", "evidence against", "points against", "pointing against", "nicht", "kein", "keine", "keinen", "geen", "pas de", "sin", "sem", "nessun",
         "nessuna", "brak", "não", "nao", "aucun", "aucune", "ningún", "ninguna", "nenhum", "nenhuma", "nessuno",
     ) + STATEMENT_DENIALS + HEDGED_DENIALS,
     "possible": (

@@ -77,7 +77,7 @@ RULES = ("final-tag", "json-field", "json-partial", "self-correction", "verdict-
 
 _WRONG_ANATOMY = re.compile(r"\b(?:this|it|(?:the|this) (?:\w+ )?(?:image|scan|study|film|picture|frame))"
                             r" (?:is|appears to be|looks like|seems to be|shows) an? [^.;]{0,60}?"
-                            r"(?:(?:rather than|instead of) (?:an? )?\w|not an?\b)|"
+                            r"(?:(?:rather than|instead of) (?:an? )?\w|not (?:an?|the)\b)|"
                             r"\b(?:this|it|(?:the|this) (?:image|scan|picture|frame)) (?:is|does) not (?:appear to be |look like |"
                             r"show )?an? (?:[\w-]+ ){0,3}(?:image|scan|x-ray|radiograph|ultrasound|ct|mri|frame|film|"
                             r"photo|study|slice|mammogram|endoscopy|colonoscopy|sonogram)\b")
@@ -587,7 +587,7 @@ _BACK_NEGATED = re.compile(r"\b(?:argues?|speaks?)\s+against\s+(?:it|this|that)\
                            r"(?:not seen|not visible|not present|absent)\b|"
                            r"\b(?:it|one|this)\s+(?:is|was)\s+no\s+longer\s+(?:in view|visible|seen|in (?:the|this) (?:frame|image|view))\b|"
                            r"\b(?:(?:it|one|this)\s+(?:is|was)\s+not|none\s+(?:is|was))\s+(?:clearly\s+|definitely\s+)?"
-                           r"(?:seen|visible|identified|visuali[sz]ed|present|in (?:the|this) (?:image|slice|view|film))\b")
+                           r"(?:seen|visible|identified|visuali[sz]ed|present|(?:in|on) (?:the|this) (?:image|slice|view|film|section|cut))\b")
 _BACK_POSSIBLE = re.compile(r"\b(?:(?:one|it|this)\s+(?:can|could)\s+not\s+be\s+(?:excluded|ruled out)|"
                             r"(?:possibly|probably|perhaps|maybe)\s+(?:a\s+|an\s+)?(?:small\s+|tiny\s+|little\s+)?one)\b")
 
@@ -613,7 +613,21 @@ _GENERIC_PREDICATE = re.compile(
     r"assessed|evaluated))\b|(?:small|thin|tiny)\s+and\s+(?:often|usually)\b)|"
     r"(?:occurs?|develops?|happens?|runs?|stores?|produces?|secretes?|refers?\s+to|means?)\s+(?:when|if|in|through|"
     r"along|from|behind|as|to|urine|bile|the|a|an)\b|"
-    r"(?:evaluation|assessment|imaging)\s+(?:requires?|needs?|is best)\b)")
+
+    r"(?:evaluation|assessment|imaging|detection|diagnosis|grading|interpretation|screening|identification)\s+"
+    r"(?:requires?|needs?|is best|is beyond|should be (?:done|performed|made|left))\b|"
+    r"(?:is|are)\s+(?:usually\s+|typically\s+)?(?:diagnosed|detected|confirmed|graded)\s+(?:clinically|by|with|using|"
+    r"through|based on|on the basis of)\b)")
+# Where an organ lies in the body ("the bladder lies in the pelvis") is anatomy, not this slice; a
+# finding's location ("the polyp is located in the sigmoid") is where the reply sees it.
+_ORGAN_LOCATION = re.compile(
+    r"^(?:s|es)?\s+(?:lies?|sits?|(?:is|are)\s+(?:normally\s+)?(?:located|situated))\s+(?:deep\s+)?(?:in|within|"
+    r"behind|below|beneath|under|above|in front of|posterior to|anterior to|along)\s+(?:the|a)\b")
+# A definition: "A fracture is a break in ..." (an indefinite subject: any fracture, not the one in
+# this image); "A fracture is a possibility" is a hedged claim, not a definition.
+_INDEFINITE_SUBJECT = re.compile(r"^\W*an?\s+$")
+_DEFINITION = re.compile(r"^\s+is\s+(?:an?|the)\s+(?!(?:possibility|possible|concern|consideration|differential|likely|probable|"
+                         r"distinct|real|strong|definite|clear|given|must|worry|risk|question|finding|feature|sign)\b)")
 _OBSERVED = re.compile(r"\b(?:this|these|here|current|currently|noted|shown|demonstrated|identified|depicted|appears?|"
                        r"looks?|i|we|image|slice|scan|film|study|view|(?:is|are)\s+(?:seen|visible|visuali[sz]ed))\b")
 
@@ -622,7 +636,13 @@ _OBSERVED = re.compile(r"\b(?:this|these|here|current|currently|noted|shown|demo
 # bladder"): the negation belongs to the comment, not the finding.
 _DECLINED_OBJECT = re.compile(r"\b(?:can not|could not|am unable to|am not able to|unable to)\s+(?:\w+\s+){0,2}?"
                               r"(?:comment on|comment about|speak to|say anything about|say much about|assess|evaluate|"
-                              r"judge|look for)\s+(?:(?:the|a|an|any)\s+)?(?:[\w-]+\s+){0,2}?$")
+                              r"judge|look for|call (?:it|this)|label (?:it|this)|declare (?:it|this))\s+(?:(?:the|a|an|any)\s+)?(?:[\w-]+\s+){0,2}?$|"
+                              # an ability qualified by how well ("I'm not able to reliably detect polyps")
+                              # is a statement about the reader, not the image
+                              r"\b(?:can not|could not|am unable to|am not able to|unable to|not able to)\s+"
+                              r"(?:reliably|confidently|safely|accurately|dependably)\s+(?:detect|identify|see|spot|find|"
+                              r"diagnose|rule out|exclude|recogni[sz]e|pick up|distinguish)\s+(?:(?:the|a|an|any)\s+)?"
+                              r"(?:[\w-]+\s+){0,2}?$")
 
 
 # One of two candidates for what a structure is ("could be the pancreatic tail or jejunum", "either a
@@ -644,11 +664,14 @@ def _one_of_two_candidates(s: str, m: re.Match) -> bool:
                 or (_FIRST_CANDIDATE_AFTER.match(after) and re.search(r"\b(?:versus|vs\.?)\s", after[:12])))
 
 
-def _generic_statement(s: str, m: re.Match) -> bool:
-    """Whether the mention ``m`` is the subject of a textbook statement in ``s`` (see :data:`_GENERIC_PREDICATE`)."""
-    clause = re.split(r"[;:\u2013\u2014]|\s-\s", s[m.end():])[0]
-    return bool(_GENERIC_SUBJECT.match(s[:m.start()]) and _GENERIC_PREDICATE.match(s[m.end():])
-                and not _OBSERVED.search(s[:m.start()] + clause))
+def _generic_statement(s: str, m: re.Match, organ: bool = False) -> bool:
+    """Whether the mention ``m`` is the subject of a textbook statement in ``s`` (see :data:`_GENERIC_PREDICATE`;
+    for an organ also :data:`_ORGAN_LOCATION`)."""
+    # a conclusion after "so" / "but" is a clause of its own ("... lies in the pelvis, so it is not on this slice")
+    clause = re.split(r"[;:\u2013\u2014]|\s-\s|,?\s+(?:so|therefore|thus|hence|but|however)\b", s[m.end():])[0]
+    predicate = (_GENERIC_PREDICATE.match(s[m.end():]) or (organ and _ORGAN_LOCATION.match(s[m.end():]))
+                 or (_INDEFINITE_SUBJECT.match(s[:m.start()]) and _DEFINITION.match(s[m.end():])))
+    return bool(_GENERIC_SUBJECT.match(s[:m.start()]) and predicate and not _OBSERVED.search(s[:m.start()] + clause))
 
 
 def _mention_status(s: str, m: re.Match, finding: str, organ: bool = False) -> str | None:
@@ -665,7 +688,7 @@ def _mention_status(s: str, m: re.Match, finding: str, organ: bool = False) -> s
         return None  # "I can't reliably comment on the bladder": the comment is refused, not the organ
     if _one_of_two_candidates(s, m):
         return None  # undecided between two readings of one structure: it asserts neither
-    if _generic_statement(s, m):
+    if _generic_statement(s, m, organ):
         return "hypothetical"  # a textbook statement asserts nothing about this image
     st = status(s, m.start(), m.end())
     if st == "negated" and organ and _PROPERTY_AFTER.match(s[m.end():]):
@@ -690,9 +713,12 @@ def _mention_statuses(sentences: list[str], terms: tuple[str, ...], finding: str
     for s in sentences:
         named_before = found
         hits = [m for m in pat.finditer(s) if not _other_qualified_head(s, m, finding)]
-        for m in hits:
+        # a sentence that opens as a textbook statement about the finding stays one ("Polyps are
+        # common, and most are hyperplastic polyps") unless it turns to the image
+        textbook = bool(hits) and _generic_statement(s, hits[0], organ) and not _OBSERVED.search(s)
+        for i, m in enumerate(hits):
             found = True
-            st = _mention_status(s, m, finding, organ)
+            st = "hypothetical" if textbook and i else _mention_status(s, m, finding, organ)
             if st is not None:
                 out.append(st)
         if free is not None and free.search(s):  # "polyp-free mucosa"
@@ -729,13 +755,19 @@ _DEVICE_NORMAL = re.compile(
     r"otherwise|in|a|an|position|positioned|placement)\s+){0,3}(?:unremarkable|normal|satisfactory|appropriate|fine|ok)\b")
 
 
+# Both health words offered as the choice ("I can't call it normal or abnormal") assert neither.
+_HEALTH_CHOICE = re.compile(r"\b(?:ab)?normal\s+(?:or|nor|and|versus|vs\.?|/)\s+(?:ab)?normal\b|\bnormal\s+or\s+not\b")
+# a report's list item "no X," before a normal word: the normal word opens the next item
+_NEGATED_ITEM_BEFORE = re.compile(r"\bno\s+(?:[\w-]+\s+){0,3}?[\w-]+\s*,\s*(?:and\s+)?(?=$)")
+
+
 def _health_statuses(sentences: list[str], kind: str = "health") -> list[str]:
     """Normal / abnormal words as mentions of the finding (a normal word's polarity inverted, a hedged
     normal word a hedged denial). To a
     "above the normal threshold" is a reference, not a statement of health; a device "otherwise
     unremarkable" speaks of the device."""
     out = []
-    sentences = [_DEVICE_NORMAL.sub(" ", _NORMAL_AS_REFERENCE.sub(" ", s)) for s in sentences]
+    sentences = [_HEALTH_CHOICE.sub(" ", _DEVICE_NORMAL.sub(" ", _NORMAL_AS_REFERENCE.sub(" ", s))) for s in sentences]
     abnormal = _term_pattern(ABNORMAL_WORDS)
     normal = _term_pattern(NORMAL_WORDS)
     # a hedged normal word is a hedged denial of the abnormality ("probably normal" reads as "probably
@@ -748,10 +780,14 @@ def _health_statuses(sentences: list[str], kind: str = "health") -> list[str]:
             if m.group(0) == "no acute":
                 out.append("negated")
                 continue
-            st = status(s, m.start(), m.end())
+            item = _NEGATED_ITEM_BEFORE.search(s[:m.start()])
+            if item:  # "no free gas, normal heart": a new item of a report's list, outside the "no"
+                st = status(s[item.end():], m.start() - item.end(), m.end() - item.end())
+            else:
+                st = status(s, m.start(), m.end())
             out.append(invert.get(st, st))
         if re.search(r"(?<!image )(?<!picture )(?<!film )(?<!view )\b(?:are|is|look|looks|appear|appears|remain|remains)"
-                     r"\s+clear\b", s):
+                     r"\s+clear\b|\b(?:lungs|lung fields|both lungs|lung)\s+clear\s*(?:$|[.;,])", s):
             out.append("negated")
     return out
 
@@ -959,7 +995,9 @@ _ASKS_FOR_IMAGE = re.compile(
     r"\b(?:can|could|would|will)\s+you\s+(?:please\s+)?(?:send|upload|share|attach|provide|re-?send)\b|"
     r"\bplease\s+(?:send|upload|share|attach|re-?send)\b|"
     r"\b(?:i would|i will|i|we would|we) (?:need|require) (?:to see )?(?:the|a|an|more|another|other|additional|further|"
-    r"some)\s+(?:[\w/-]+\s+){0,3}?(?:images?|slices?|series|views?|sequences?|films?|scans?|projections?|cuts)\b|"
+    r"some)\s+(?:[\w/-]+\s+){0,3}?(?:images?|slices?|series|views?|sequences?|films?|scans?|projections?|cuts|ct|mri|"
+    r"x-rays?|radiographs?|ultrasounds?|mammograms?|photographs?)\b|"
+    r"\b(?:please\s+)?confirm\s+which\s+(?:\w+\s+)?(?:joint|side|view|image|body part|organ|study|region|limb|breast|eye)\b|"
     r"\bwhich\s+(?:image|scan|picture|frame|view|film)\b|"
     r"\bonly\s+(?:received|got|have)\s+an?\s+(?:\w+\s+){0,3}(?:frame|image|file|page|screen|square)\b|"
     r"\bblank\s+(?:\w+\s+)?(?:frame|image|screen|square)\b|"
@@ -984,9 +1022,27 @@ _DEFERS = re.compile(
     r"\b(?:can not|could not|am not able to|am unable to)\s+(?:\w+\s+)?(?:comment on|give|offer|provide)\s+"
     r"(?:(?:a|an|any)\s+)?(?:definitive|definite|confident|reliable|firm|certain)\s+(?:answer|opinion|read|call)\b|"
     r"\b(?:can not|could not|am not able to|am unable to)\s+(?:reliably|confidently|safely|really)\s+comment\b|"
+    # (issue 48, set J) the person named as the one who should read it, the read named as beyond the
+    # reply ("a gastroenterologist should review", "should be done by an ophthalmologist", "I'll defer
+    # to them", "discuss with your breast imaging team", "beyond what I can safely offer")
+    r"\b(?:a|an|the|your)\s+(?:[\w-]+\s+){0,3}?(?:\w+ologists?|radiographers?|doctors?|physicians?|clinicians?|"
+    r"specialists?|surgeons?|endoscopists?|graders?|team|experts?|professionals?)\s+(?:should|must|needs to|will need to)\s+"
+    r"(?:\w+\s+)?(?:review|look at|read|report|assess|interpret|evaluate|see|examine|check|grade)\b|"
+    r"\b(?:should|must|needs? to|has to|is best)\s+be\s+(?:done|performed|made|read|reviewed|assessed|interpreted|reported|"
+    r"graded|evaluated)\s+by\s+(?:a|an|the|your)\b|\bdefer(?:ring)?\s+to\s+(?:them|him|her|those|that|their)\b|"
+    r"\b(?:discuss|talk about)\s+(?:this\s+|it\s+)?with\s+(?:a|an|the|your)\s+(?:[\w-]+\s+){0,3}?(?:team|doctors?|"
+    r"\w+ologists?|clinicians?|physicians?|specialists?|gp|providers?|surgeons?)\b|"
+    r"\byou\s+should\s+(?:be\s+)?(?:evaluated|seen|assessed|examined|checked)\s+(?:in|at|by)\b|"
+    r"\b(?:rather than|instead of|do not|should not|can not)\s+rel(?:y|ying)\s+on\s+me\b|"
+    r"\bbeyond\s+(?:what\s+i\s+can|my\s+(?:scope|abilities|ability|capabilities|remit))\b|"
+    r"\bnot\s+in\s+a\s+position\s+to\b|\b(?:needs?|requires?)\s+(?:a|an)\s+(?:qualified|trained|certified|licensed|"
+    r"human)\b|\b(?:recommend|suggest|advise)\s+(?:an?|the|your)\s+(?:[\w-]+\s+){0,2}?(?:or\s+(?:[\w-]+\s+){1,2})?"
+    r"(?:read|review|opinion|consultation|consult)\b|"
     # the same in the languages models answer in
     r"\bno puedo (?:dar|hacer|ofrecer)\b|\bje ne (?:peux|puis) pas (?:me prononcer|donner|poser|faire)\b|"
-    r"\bkeine aussage\b|\bkann ich (?:nichts|keine)\b|\bnon posso (?:dare|fare|esprimermi)\b|"
+    r"\bkeine aussage\b|\bkann ich (?:nichts|keine)\b|\bnon posso (?:dare|fare|esprimermi|interpretare|valutare)\b|"
+    r"\bno puedo (?:interpretar|evaluar)\b|\bje ne (?:peux|puis) pas (?:interpréter|évaluer)\b|"
+    r"\b(?:si rivolga|rivolgersi|rivolgiti|acuda|acudir|adressez-vous)\s+(?:a|à|al)\b|"
     r"\b(?:consulte|consultar|consulter|konsultieren|consultare|consulti)\s+(?:a|un|une|einen|eine|il|un|votre|su|à)?\s*"
     r"(?:\w+\s+)?(?:radi\w+|m[ée]dic\w+|médecin|arzt|ärztin|doctor|dottore|especialista|spécialiste|facharzt)\b|"
     r"\bvon einem (?:radiologen|arzt|facharzt)\b")
