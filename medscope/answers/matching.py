@@ -209,6 +209,20 @@ def _plural(word: str) -> tuple[str, ...]:
     return (word, word + "s")
 
 
+def _singular(phrase: str) -> str:
+    """The phrase with its last word in the singular ("adrenal glands" -> "adrenal gland", "lungs" ->
+    "lung"); unchanged where the word is not a regular plural ("pancreas", "uterus", "mass")."""
+    words = phrase.split()
+    if not words:
+        return phrase
+    w = words[-1]
+    if w.endswith("ies") and len(w) > 4:
+        w = w[:-3] + "y"
+    elif w.endswith("s") and len(w) > 3 and not w.endswith(("ss", "us", "is", "as", "os", "ys" if len(w) < 5 else "-")):
+        w = w[:-1]
+    return " ".join(words[:-1] + [w])
+
+
 @lru_cache(maxsize=256)
 def finding_terms(finding: str, synonyms: tuple[str, ...] = ()) -> tuple[str, ...]:
     """Words that name the finding: itself, plural, head noun, synonyms (longest first).
@@ -228,10 +242,13 @@ def finding_terms(finding: str, synonyms: tuple[str, ...] = ()) -> tuple[str, ..
     f = normalize(finding)
     if not f:
         return ()
+    # a finding asked in the plural ("Is the lungs visible?") is named in the singular too ("the left
+    # lung is seen", "neither adrenal gland is identified")
+    f = _singular(f)
     table = synonym_table()
     words = f.split()
     head = words[-1]
-    terms: set[str] = set(_plural(f))
+    terms: set[str] = set(_plural(f)) | {normalize(finding)}
     if len(words) > 1 and head not in ("lesion", "lesions", "abnormality", "finding"):
         terms.update(_plural(head))
     sideless = " ".join(w for w in words if w not in _SIDES)
@@ -266,8 +283,9 @@ def name_terms(finding: str) -> tuple[str, ...]:
     f = normalize(finding)
     if not f:
         return ()
+    f = _singular(f)
     words = f.split()
-    terms = set(_plural(f)) | set(_plural(words[-1]) if len(words) > 1 else ())
+    terms = set(_plural(f)) | {normalize(finding)} | set(_plural(words[-1]) if len(words) > 1 else ())
     sideless = " ".join(w for w in words if w not in _SIDES)
     if sideless:
         terms.update(_plural(sideless))
@@ -576,6 +594,13 @@ _PROPERTY_AFTER = re.compile(
     r"^\s+(?:wall|walls|parenchyma|parenchymal|lesions?|mass(?:es)?|stones?|calcul(?:us|i)|thickening|dilat(?:ation|ion)|"
     r"enlargement|injur(?:y|ies)|lacerations?|contour|margins?|abnormalit(?:y|ies)|pathology|calcifications?|"
     r"cysts?|nodules?|hypodensit(?:y|ies))\b")
+# The organ's own tissue or parts as the subject ("lung parenchyma is not included", "the lung
+# bases are included") name the organ, unless a property of that tissue follows ("no liver
+# parenchyma lesion").
+_ORGAN_ITSELF = re.compile(r"^\s+(?:parenchyma|tissue|bases?|apex|apices|lobes?|poles?|dome|edge|tip)\b"
+                           r"(?!\s+(?:[\w-]+\s+)?(?:lesions?|mass(?:es)?|abnormalit(?:y|ies)|nodules?|cysts?|"
+                           r"thickening|enhancement|calcifications?|injur(?:y|ies)|lacerations?|hypodensit(?:y|ies)|"
+                           r"changes?|disease|pathology)\b)")
 _NEGATION_CUE = re.compile(r"(?<![\w'])(?:no|not|without|none|nothing)(?![\w'])")
 # a later pronoun that refers back to the finding ("... cannot be excluded, though it is not
 # clearly seen"; "... no effusion. Possibly a small one.")
@@ -691,7 +716,7 @@ def _mention_status(s: str, m: re.Match, finding: str, organ: bool = False) -> s
     if _generic_statement(s, m, organ):
         return "hypothetical"  # a textbook statement asserts nothing about this image
     st = status(s, m.start(), m.end())
-    if st == "negated" and organ and _PROPERTY_AFTER.match(s[m.end():]):
+    if st == "negated" and organ and _PROPERTY_AFTER.match(s[m.end():]) and not _ORGAN_ITSELF.match(s[m.end():]):
         return "affirmed"  # "no bladder wall thickening": the organ names where, the property is denied
     if st == "negated":
         before = s[:m.start()]
