@@ -106,7 +106,7 @@ BACKWARD = {
         "resected", "excised",
         "not seen", "not visible", "not present", "not identified", "not detected",
         "not demonstrated", "not shown", "not depicted", "not included", "not in", "not there",
-        "not evident", "not appreciated", "not noted", "not found", "not captured",
+        "not evident", "not appreciated", "not noted", "not found", "not captured", "not imaged", "not covered",
         "not clearly visible", "not clearly seen", "found none", "none seen", "is missing", "are missing",
         "missing", "is lacking", "lacking", "not within", "outside the field of view", "out of the field of view",
         "outside the field", "out of view", "out of plane", "not in fov", "not in the fov",
@@ -143,7 +143,7 @@ BACKWARD = {
 _NOT_PREDICATE = re.compile(
     r"^(?:\W*\w+){0,6}?\W*\bnot\s+(?:\w+\s+){0,2}?"
     r"(?:visible|seen|present|identified|detected|depicted|demonstrated|shown|evident|"
-    r"appreciated|included|captured|found|noted|visuali[sz]ed|in|on|there)\b"
+    r"appreciated|included|captured|found|noted|visuali[sz]ed|imaged|covered|scanned|in|on|there)\b"
 )
 _FORWARD_END = re.compile(
     r"\b(?:but|however|although|though|yet|except|whereas|while|apart from|aside from|despite|"

@@ -123,7 +123,7 @@ _LABEL_SUFFIX = (r"(?:\s+(?:present|detected|seen|visible|identified|found|statu
 _SIDES = {"left": "right", "right": "left"}
 _ABSENT_PREDICATE = re.compile(
     r"\bnot\s+(?:\w+\s+){0,2}?(?:visible|present|seen|identified|depicted|shown|visuali[sz]ed|evident|"
-    r"appreciated|included|captured|detected|in (?:this|the) (?:image|slice))\b|\bno evidence of\b|"
+    r"appreciated|included|captured|detected|imaged|covered|in (?:this|the) (?:image|slice))\b|\bno evidence of\b|"
     r"\babsent\b|\bdoes not (?:appear|show|contain|include)\b|"
     r"\b(?:it|there|they|one)\s+(?:is|are|was)\s+(?:not|none)\s*[.!]?$|\bthere\s+is\s+none\b")
 _PRESENT_PREDICATE = re.compile(
@@ -355,25 +355,44 @@ def _osa_distance(a: str, b: str, cap: int) -> int:
     return prev[-1]
 
 
+def _slip(word: str, name: str) -> bool:
+    """Whether ``word`` is ``name`` with one of the two commonest slips of the keyboard: two adjacent
+    letters swapped ("kideny"), or a doubled letter typed once or a letter doubled ("efusion",
+    "splen", "bladdder")."""
+    if len(word) == len(name):
+        diff = [i for i in range(len(word)) if word[i] != name[i]]
+        return len(diff) == 2 and diff[1] == diff[0] + 1 and word[diff[0]] == name[diff[1]] and word[diff[1]] == name[diff[0]]
+    if abs(len(word) - len(name)) != 1:
+        return False
+    long, short = (word, name) if len(word) > len(name) else (name, word)
+    return any(long[i] == long[i + 1] and long[:i] + long[i + 1:] == short for i in range(len(long) - 1))
+
+
 def _mend_typos(line: str, terms: tuple[str, ...]) -> str:
     """The finding's one-word names spelt as typed in a hurry ("pneumothroax", "effusoin") put right:
     a word of eight letters or more one edit (a transposition counts one) from a name, eleven or
-    more two edits. Shorter words are left alone: "rectus" is a muscle, not a misspelt "rectum"."""
-    names = [t for t in terms if " " not in t and len(t) >= 8]
+    more two edits; a word of five to seven letters only for the slips of :func:`_slip` of a name of
+    six letters or more ("kideny", "efusion"). Other short words are left alone: "rectus" is a
+    muscle, not a misspelt "rectum"."""
+    names = [t for t in terms if " " not in t and len(t) >= 6]
     if not names:
         return line
 
     def mend(m: re.Match) -> str:
         word = m.group(0)
-        if len(word) < 8 or word in terms:
+        if word in terms:
             return word
         for name in names:
+            if len(word) < 8 or len(name) < 8:
+                if _slip(word, name):
+                    return name
+                continue
             cap = 2 if len(name) >= 11 and len(word) >= 11 else 1
             if _osa_distance(word, name, cap) <= cap:
                 return name
         return word
 
-    return re.sub(r"[a-z]{8,}", mend, line)
+    return re.sub(r"[a-z]{5,}", mend, line)
 
 
 _QUESTION_LEAD = re.compile(r"^q(?:uestion)?\s*[:.)-]\s*")
@@ -612,7 +631,7 @@ _BACK_NEGATED = re.compile(r"\b(?:argues?|speaks?)\s+against\s+(?:it|this|that)\
                            r"(?:not seen|not visible|not present|absent)\b|"
                            r"\b(?:it|one|this)\s+(?:is|was)\s+no\s+longer\s+(?:in view|visible|seen|in (?:the|this) (?:frame|image|view))\b|"
                            r"\b(?:(?:it|one|this)\s+(?:is|was)\s+not|none\s+(?:is|was))\s+(?:clearly\s+|definitely\s+)?"
-                           r"(?:seen|visible|identified|visuali[sz]ed|present|(?:in|on) (?:the|this) (?:image|slice|view|film|section|cut))\b")
+                           r"(?:seen|visible|identified|visuali[sz]ed|imaged|included|present|(?:in|on) (?:the|this) (?:image|slice|view|film|section|cut))\b")
 _BACK_POSSIBLE = re.compile(r"\b(?:(?:one|it|this)\s+(?:can|could)\s+not\s+be\s+(?:excluded|ruled out)|"
                             r"(?:possibly|probably|perhaps|maybe)\s+(?:a\s+|an\s+)?(?:small\s+|tiny\s+|little\s+)?one)\b")
 
@@ -676,8 +695,11 @@ _DECLINED_OBJECT = re.compile(r"\b(?:can not|could not|am unable to|am not able 
 _CANDIDATE_LEAD = r"(?:(?:could|might|may|can)\s+(?:also\s+)?(?:be|represent)|either)\s+(?:either\s+)?"
 _ARTICLE_WORDS = r"(?:(?:the|a|an|just|simply|only|possibly|perhaps|normal)\s+)*(?:[\w-]+\s+){0,2}?"
 _FIRST_CANDIDATE_BEFORE = re.compile(_CANDIDATE_LEAD + _ARTICLE_WORDS + r"$")
-_FIRST_CANDIDATE_AFTER = re.compile(r"^(?:s|es)?\s*,?\s+(?:or|versus|vs\.?)\s+(?!not\b|no\b)")
-_SECOND_CANDIDATE_BEFORE = re.compile(_CANDIDATE_LEAD + _ARTICLE_WORDS + r"[\w-]+\s*,?\s+(?:or|versus|vs\.?)\s+"
+# the second candidate may come with its own modal ("might be the gallbladder, might be a diverticulum")
+_MODAL_CANDIDATE = r",\s*(?:or\s+)?(?:it\s+|that\s+)?(?:could|might|may)\s+(?:also\s+)?(?:be|represent)\b"
+_NEXT_CANDIDATE = r"(?:(?:or|versus|vs\.?)\s+(?!not\b|no\b)|" + _MODAL_CANDIDATE + ")"
+_FIRST_CANDIDATE_AFTER = re.compile(r"^(?:s|es)?\s*,?\s+(?:or|versus|vs\.?)\s+(?!not\b|no\b)|^(?:s|es)?\s*" + _MODAL_CANDIDATE)
+_SECOND_CANDIDATE_BEFORE = re.compile(_CANDIDATE_LEAD + _ARTICLE_WORDS + r"[\w-]+\s*,?\s*" + _NEXT_CANDIDATE + r"\s*"
                                       + _ARTICLE_WORDS + r"$|\b[\w-]+\s+(?:versus|vs\.?)\s+" + _ARTICLE_WORDS + r"$")
 
 
