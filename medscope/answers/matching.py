@@ -507,6 +507,10 @@ def _leading(sentence: str, kind: str, flip: bool) -> bool | None:
     return claim
 
 
+# "Possibly.", "Probably — ...": a hedged yes, which the hedge rule reads as yes
+_HEDGED_YES = re.compile(r"(?:quite |very |most )?(?:possibly|probably)(?=\s*(?:$|[.!,;:\u2013\u2014]|-\s))")
+
+
 def _particle(sentence: str, kind: str, flip: bool) -> bool | None:
     s = re.sub(r"^[\W_]+", "", sentence)
     if _BOTH.match(s) or _REFER.match(s):  # "لا أستطيع التحديد" is "I cannot tell", not "no"
@@ -528,7 +532,7 @@ def _particle(sentence: str, kind: str, flip: bool) -> bool | None:
     m = _NO.match(s)
     if m and not (m.group(0) == "no" and not _BARE_NO.match(s)):  # "no pneumothorax": a determiner
         return True if (flip and kind == "health") else False
-    if _YES.match(s):
+    if _YES.match(s) or _HEDGED_YES.match(s):
         return False if (flip and kind == "health") else True
     m = _POLARITY.match(s)
     return POLARITY_WORDS[m.group(1)] if m else None
@@ -660,8 +664,8 @@ _GENERIC_PREDICATE = re.compile(
 
     r"(?:evaluation|assessment|imaging|detection|diagnosis|grading|interpretation|screening|identification)\s+"
     r"(?:requires?|needs?|is best|is beyond|should be (?:done|performed|made|left))\b|"
-    r"(?:is|are)\s+(?:usually\s+|typically\s+)?(?:diagnosed|detected|confirmed|graded)\s+(?:clinically|by|with|using|"
-    r"through|based on|on the basis of)\b)")
+    r"(?:is|are)\s+(?:usually\s+|typically\s+)?(?:diagnosed|detected|confirmed|graded|classified|staged|categori[sz]ed)\s+"
+    r"(?:clinically|by|with|using|through|based on|on the basis of|as|into|according to)\b)")
 # Where an organ lies in the body ("the bladder lies in the pelvis") is anatomy, not this slice; a
 # finding's location ("the polyp is located in the sigmoid") is where the reply sees it.
 _ORGAN_LOCATION = re.compile(
@@ -680,7 +684,7 @@ _OBSERVED = re.compile(r"\b(?:this|these|here|current|currently|noted|shown|demo
 # bladder"): the negation belongs to the comment, not the finding.
 _DECLINED_OBJECT = re.compile(r"\b(?:can not|could not|am unable to|am not able to|unable to)\s+(?:\w+\s+){0,2}?"
                               r"(?:comment on|comment about|speak to|say anything about|say much about|assess|evaluate|"
-                              r"judge|look for|call (?:it|this)|label (?:it|this)|declare (?:it|this))\s+(?:(?:the|a|an|any)\s+)?(?:[\w-]+\s+){0,2}?$|"
+                              r"judge|look for|call (?:it|this)|label (?:it|this)|declare (?:it|this)|diagnose|grade|interpret)\s+(?:(?:the|a|an|any)\s+)?(?:[\w-]+\s+){0,2}?$|"
                               # an ability qualified by how well ("I'm not able to reliably detect polyps")
                               # is a statement about the reader, not the image
                               r"\b(?:can not|could not|am unable to|am not able to|unable to|not able to)\s+"
@@ -1161,7 +1165,9 @@ _ANOTHER_IDENTITY = re.compile(r"\b(?:could|might|may|can)\s+(?:also|equally|ins
                                r"\bor (?:it )?(?:could|might|may) be\b")
 _STATEMENT_DENIAL = re.compile(r"\b(?:incorrect|wrong|untrue|false|not true|not the case|can not be said|inaccurate)\b")
 _OFF_LEVEL = re.compile(r"\bnot expected (?:at|on|in) this (?:level|slice|image|section)\b|"
-                        r"\b(?:is|lies|sits) (?:below|above) this level\b")
+                        r"\b(?:is|lies|sits) (?:below|above) this level\b|"
+                        # the slice placed at a level "where it is not" (the organ seen at another level)
+                        r"\b(?:where|at which)\s+(?:it|they)\s+(?:is|are)\s+not\b")
 
 
 def _reasoning_disagrees(obj: dict, claim: bool, finding: str, synonyms) -> bool:
@@ -1522,6 +1528,8 @@ def _read_wrapped(text: str, question: str, finding: str, question_kind: str | N
     if kind == "organ" and r.claim is False and pat is not None and not pat.search(flat):  # only the adjective names it
         names = set(normalize(finding).split())
         for m in re.finditer(r"\bno ((?:\w+ ){0,2}\w+) \w+", flat):
+            if re.match(r"no (?:residual |remaining )?\w+ (?:tissue|parenchyma)\b(?! \w+ (?:is|are|seen)\b)", m.group(0)):
+                continue  # "no gastric tissue remains": the organ's own tissue, not a property of it
             if any(_ORGAN_ADJECTIVES.get(w) in names for w in m.group(1).split()):
                 return Reading("unclear", None, "property-denied", markup.UNCLEAR_WHY["property-denied"])
     return r
