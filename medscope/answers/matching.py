@@ -1644,6 +1644,12 @@ _OTHER_ABNORMALITY = re.compile(r"(?:\b(?:but|however|although|though|pero|mais|
                                 r"[^.;]*?(?:\b(?:there (?:is|are)|hay|il y a|es gibt|h[áa]|c'[èe])\b|有)(?!\s+(?:no|not|nothing|ningún|ninguna)\b)")
 
 
+# A last sentence that offers another answer to the one just given ("Or it might be both.", "Or
+# maybe not.") takes the verdict back without a replacement.
+_REOPENED = re.compile(r"^\W*or\s+(?:(?:(?:it|that|this|they|there)\s+)?(?:might|may|could)\b|maybe\b|perhaps\b|"
+                       r"(?:both|neither|not)\s*[.!?]*$)")
+
+
 def _read(text: str, question: str, finding: str, question_kind: str | None, synonyms: tuple[str, ...],
           _corrections: bool) -> Reading:
     """:func:`read_decision` without the evidence."""
@@ -1665,6 +1671,9 @@ def _read(text: str, question: str, finding: str, question_kind: str | None, syn
         tail = revisions.correction_tail("\n".join(lines))
         r = read_decision(tail, question, finding, kind, synonyms, _corrections=False) if tail else None
         if r is not None and r.action == "answer":  # read by what follows its last correction
+            last = [x for line in _lines(tail) for x in _sentences(line)][-1:]
+            if last and _REOPENED.match(last[0]):
+                return Reading("unclear", None, "self-correction")  # the correction itself taken back
             return Reading(r.action, r.claim, "self-correction")
         retracted = r is not None and r.action in ("refer", "clarify", "unclear")
     terms = finding_terms(finding, tuple(synonyms))
@@ -1695,6 +1704,8 @@ def _read(text: str, question: str, finding: str, question_kind: str | None, syn
         return Reading("unclear", None, "rating")  # "likelihood 2/5": which end of the scale is "present"?
     if got is not None and got[0] == "answer" and retracted:
         return Reading("unclear", None, "self-correction")  # "Yes. Actually, on review, I can't tell."
+    if got is not None and got[0] == "answer" and sentences and _REOPENED.match(sentences[-1]):
+        return Reading("unclear", None, "self-correction")  # "... isn't in this slice. Or it might be both."
     if got is not None and got[0] == "answer" and got[2] in ("mention", "health-words") and _DECLINE.search(flat):
         return Reading("unclear", None, "declined")  # "Can't tell. The loops could be sigmoid."
     if (kind == "health" and got is not None and got[:2] == ("answer", False) and got[2] in ("mention", "health-words")
