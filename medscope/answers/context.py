@@ -79,7 +79,7 @@ FORWARD = {
     "hypothetical": (
         "whether", "if", "assess for", "assessing for", "evaluate for", "evaluating for",
         "evaluation for", "look for", "looks for", "looking for", "looked for", "check for",
-        "checking for", "to rule out", "question of", "asks", "asked", "too", "equivocal for",
+        "checking for", "to rule out", "ruling out", "question of", "asks", "asked", "too", "equivocal for",
         "indeterminate for", "may or may not", "mistaken for", "mimic", "considered",
         "first thought", "to tell", "to identify", "to say", "can not assess", "can not evaluate",
         "can not determine", "can not judge", "can not comment on", "can not decide", "unable to assess",

@@ -79,6 +79,9 @@ REFER_PHRASES = (
     # leading "non" / "no" of these is no verdict
     "non saprei", "non posso dire", "non posso dirlo", "no sabría", "no podría decir", "je ne saurais",
     "ich könnte nicht sagen", "kann ich nicht sagen", "não saberia", "não sei dizer",
+    # "I can't assess / interpret it" (issue 48, set J): a leading "non" / "no" of these is no verdict
+    "non posso valutare", "non posso interpretare", "no puedo evaluar", "no puedo interpretar",
+    "não posso avaliar", "não posso interpretar",
 )
 
 # Anatomy a probe reply may name instead of the asked organ ("I can see the liver, the right kidney

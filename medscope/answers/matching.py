@@ -722,6 +722,8 @@ def _generic_statement(s: str, m: re.Match, organ: bool = False) -> bool:
     clause = re.split(r"[;:\u2013\u2014]|\s-\s|,?\s+(?:so|therefore|thus|hence|but|however)\b", s[m.end():])[0]
     predicate = (_GENERIC_PREDICATE.match(s[m.end():]) or (organ and _ORGAN_LOCATION.match(s[m.end():]))
                  or (_INDEFINITE_SUBJECT.match(s[:m.start()]) and _DEFINITION.match(s[m.end():])))
+    # "beyond what I can offer" speaks of the reply's reach, not of something it observes
+    clause = re.sub(r"\bwhat i (?:can|could)\b", " ", clause)
     return bool(_GENERIC_SUBJECT.match(s[:m.start()]) and predicate and not _OBSERVED.search(s[:m.start()] + clause))
 
 
@@ -752,6 +754,14 @@ def _mention_status(s: str, m: re.Match, finding: str, organ: bool = False) -> s
         if cue is not None and _PROPERTY_DENIED.match(before[cue.end():]):
             return "affirmed"
     return st
+
+
+def _textbook_sentence(s: str, terms: tuple[str, ...], finding: str) -> bool:
+    """Whether the sentence opens as a textbook statement about the finding (its first mention the
+    subject of :func:`_generic_statement`) and never turns to the image."""
+    pat = _term_pattern(terms)
+    hits = [m for m in pat.finditer(s) if not _other_qualified_head(s, m, finding)] if pat is not None else []
+    return bool(hits) and _generic_statement(s, hits[0]) and not _OBSERVED.search(s)
 
 
 def _mention_statuses(sentences: list[str], terms: tuple[str, ...], finding: str, organ: bool = False) -> list[str]:
@@ -865,7 +875,9 @@ def _content(sentences: list[str], terms, finding, kind, flip: bool) -> tuple[st
         return "refer", None, "both"  # "Yes and no - ...": commits to neither
     mentions = _mention_statuses(sentences, terms, finding, organ=kind == "organ")
     mentions = _names_over_signs(mentions, sentences, terms, finding, kind == "organ")
-    health = _health_statuses(sentences, kind) if kind != "organ" else []  # "no acute abnormality" is not about an organ
+    # "no acute abnormality" is not about an organ; "a polyp is an abnormal growth" is a textbook sentence
+    health = _health_statuses([x for x in sentences if not _textbook_sentence(x, terms, finding)], kind) \
+        if kind != "organ" else []
     if kind == "health" and flip:
         # To "Is this normal?", "No, I don't see a pneumothorax" denies the finding: the particle's
         # polarity is ambiguous there, an explicit statement about the finding is not.
