@@ -63,7 +63,10 @@ FORWARD = {
         "resolution of", "no longer", "no residual", "fails to", "failed to", "resected", "excised",
         "removed", "rather than", "instead of", "mimicking", "mimics", "mimicker of", "simulating",
         "unable to identify", "was unable to identify", "could not identify", "can not identify", "did not identify",
-        "masquerading as", "pseudo", "devoid of", "free from", "clear of", "nothing to suggest", "nicht", "kein", "keine", "keinen", "geen", "pas de", "sin", "sem", "nessun",
+        "masquerading as", "pseudo", "devoid of", "free from", "clear of", "nothing to suggest",
+        # evidence weighed against the finding ("contains air, arguing against appendicitis")
+        "argues against", "argue against", "arguing against", "argued against", "speaks against",
+        "speak against", "speaking against", "evidence against", "points against", "pointing against", "nicht", "kein", "keine", "keinen", "geen", "pas de", "sin", "sem", "nessun",
         "nessuna", "brak", "não", "nao", "aucun", "aucune", "ningún", "ninguna", "nenhum", "nenhuma", "nessuno",
     ) + STATEMENT_DENIALS + HEDGED_DENIALS,
     "possible": (
@@ -76,7 +79,7 @@ FORWARD = {
     "hypothetical": (
         "whether", "if", "assess for", "assessing for", "evaluate for", "evaluating for",
         "evaluation for", "look for", "looks for", "looking for", "looked for", "check for",
-        "checking for", "to rule out", "question of", "asks", "asked", "too", "equivocal for",
+        "checking for", "to rule out", "ruling out", "question of", "asks", "asked", "too", "equivocal for",
         "indeterminate for", "may or may not", "mistaken for", "mimic", "considered",
         "first thought", "to tell", "to identify", "to say", "can not assess", "can not evaluate",
         "can not determine", "can not judge", "can not comment on", "can not decide", "unable to assess",
@@ -103,7 +106,7 @@ BACKWARD = {
         "resected", "excised",
         "not seen", "not visible", "not present", "not identified", "not detected",
         "not demonstrated", "not shown", "not depicted", "not included", "not in", "not there",
-        "not evident", "not appreciated", "not noted", "not found", "not captured",
+        "not evident", "not appreciated", "not noted", "not found", "not captured", "not imaged", "not covered",
         "not clearly visible", "not clearly seen", "found none", "none seen", "is missing", "are missing",
         "missing", "is lacking", "lacking", "not within", "outside the field of view", "out of the field of view",
         "outside the field", "out of view", "out of plane", "not in fov", "not in the fov",
@@ -140,7 +143,7 @@ BACKWARD = {
 _NOT_PREDICATE = re.compile(
     r"^(?:\W*\w+){0,6}?\W*\bnot\s+(?:\w+\s+){0,2}?"
     r"(?:visible|seen|present|identified|detected|depicted|demonstrated|shown|evident|"
-    r"appreciated|included|captured|found|noted|visuali[sz]ed|in|on|there)\b"
+    r"appreciated|included|captured|found|noted|visuali[sz]ed|imaged|covered|scanned|in|on|there)\b"
 )
 _FORWARD_END = re.compile(
     r"\b(?:but|however|although|though|yet|except|whereas|while|apart from|aside from|despite|"

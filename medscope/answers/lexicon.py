@@ -18,7 +18,8 @@ NO_PARTICLES = ("yeah no", "yeah, no", "no", "noo", "nooo", "nope", "nah", "naw"
 HEDGED_LEADS = ("i would say", "i would lean towards", "i would lean toward", "i lean towards", "i lean toward",
                 "leaning towards", "leaning toward", "i would guess", "my guess is", "i guess", "i think",
                 "i believe", "i suspect", "probably", "most likely", "mostly likely", "more likely", "likely",
-                "very likely", "almost certainly", "i would go with", "i am going with", "i will go with")
+                "very likely", "almost certainly", "i would go with", "i am going with", "i will go with",
+                "possibly", "quite possibly", "most probably")
 POLARITY_WORDS = {"present": True, "positive": True, "absent": False, "negative": False, "none": False,
                   "nothing": False, "unlikely": False, "likely": True}
 NORMAL_WORDS = ("within normal limits", "normal", "healthy", "unremarkable", "no acute", "looks fine", "look fine",
@@ -78,6 +79,9 @@ REFER_PHRASES = (
     # leading "non" / "no" of these is no verdict
     "non saprei", "non posso dire", "non posso dirlo", "no sabría", "no podría decir", "je ne saurais",
     "ich könnte nicht sagen", "kann ich nicht sagen", "não saberia", "não sei dizer",
+    # "I can't assess / interpret it" (issue 48, set J): a leading "non" / "no" of these is no verdict
+    "non posso valutare", "non posso interpretare", "no puedo evaluar", "no puedo interpretar",
+    "não posso avaliar", "não posso interpretar",
 )
 
 # Anatomy a probe reply may name instead of the asked organ ("I can see the liver, the right kidney

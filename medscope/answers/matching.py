@@ -77,7 +77,7 @@ RULES = ("final-tag", "json-field", "json-partial", "self-correction", "verdict-
 
 _WRONG_ANATOMY = re.compile(r"\b(?:this|it|(?:the|this) (?:\w+ )?(?:image|scan|study|film|picture|frame))"
                             r" (?:is|appears to be|looks like|seems to be|shows) an? [^.;]{0,60}?"
-                            r"(?:(?:rather than|instead of) (?:an? )?\w|not an?\b)|"
+                            r"(?:(?:rather than|instead of) (?:an? )?\w|not (?:an?|the)\b)|"
                             r"\b(?:this|it|(?:the|this) (?:image|scan|picture|frame)) (?:is|does) not (?:appear to be |look like |"
                             r"show )?an? (?:[\w-]+ ){0,3}(?:image|scan|x-ray|radiograph|ultrasound|ct|mri|frame|film|"
                             r"photo|study|slice|mammogram|endoscopy|colonoscopy|sonogram)\b")
@@ -123,7 +123,7 @@ _LABEL_SUFFIX = (r"(?:\s+(?:present|detected|seen|visible|identified|found|statu
 _SIDES = {"left": "right", "right": "left"}
 _ABSENT_PREDICATE = re.compile(
     r"\bnot\s+(?:\w+\s+){0,2}?(?:visible|present|seen|identified|depicted|shown|visuali[sz]ed|evident|"
-    r"appreciated|included|captured|detected|in (?:this|the) (?:image|slice))\b|\bno evidence of\b|"
+    r"appreciated|included|captured|detected|imaged|covered|in (?:this|the) (?:image|slice))\b|\bno evidence of\b|"
     r"\babsent\b|\bdoes not (?:appear|show|contain|include)\b|"
     r"\b(?:it|there|they|one)\s+(?:is|are|was)\s+(?:not|none)\s*[.!]?$|\bthere\s+is\s+none\b")
 _PRESENT_PREDICATE = re.compile(
@@ -209,6 +209,20 @@ def _plural(word: str) -> tuple[str, ...]:
     return (word, word + "s")
 
 
+def _singular(phrase: str) -> str:
+    """The phrase with its last word in the singular ("adrenal glands" -> "adrenal gland", "lungs" ->
+    "lung"); unchanged where the word is not a regular plural ("pancreas", "uterus", "mass")."""
+    words = phrase.split()
+    if not words:
+        return phrase
+    w = words[-1]
+    if w.endswith("ies") and len(w) > 4:
+        w = w[:-3] + "y"
+    elif w.endswith("s") and len(w) > 3 and not w.endswith(("ss", "us", "is", "as", "os", "ys" if len(w) < 5 else "-")):
+        w = w[:-1]
+    return " ".join(words[:-1] + [w])
+
+
 @lru_cache(maxsize=256)
 def finding_terms(finding: str, synonyms: tuple[str, ...] = ()) -> tuple[str, ...]:
     """Words that name the finding: itself, plural, head noun, synonyms (longest first).
@@ -228,10 +242,13 @@ def finding_terms(finding: str, synonyms: tuple[str, ...] = ()) -> tuple[str, ..
     f = normalize(finding)
     if not f:
         return ()
+    # a finding asked in the plural ("Is the lungs visible?") is named in the singular too ("the left
+    # lung is seen", "neither adrenal gland is identified")
+    f = _singular(f)
     table = synonym_table()
     words = f.split()
     head = words[-1]
-    terms: set[str] = set(_plural(f))
+    terms: set[str] = set(_plural(f)) | {normalize(finding)}
     if len(words) > 1 and head not in ("lesion", "lesions", "abnormality", "finding"):
         terms.update(_plural(head))
     sideless = " ".join(w for w in words if w not in _SIDES)
@@ -266,8 +283,9 @@ def name_terms(finding: str) -> tuple[str, ...]:
     f = normalize(finding)
     if not f:
         return ()
+    f = _singular(f)
     words = f.split()
-    terms = set(_plural(f)) | set(_plural(words[-1]) if len(words) > 1 else ())
+    terms = set(_plural(f)) | {normalize(finding)} | set(_plural(words[-1]) if len(words) > 1 else ())
     sideless = " ".join(w for w in words if w not in _SIDES)
     if sideless:
         terms.update(_plural(sideless))
@@ -337,25 +355,44 @@ def _osa_distance(a: str, b: str, cap: int) -> int:
     return prev[-1]
 
 
+def _slip(word: str, name: str) -> bool:
+    """Whether ``word`` is ``name`` with one of the two commonest slips of the keyboard: two adjacent
+    letters swapped ("kideny"), or a doubled letter typed once or a letter doubled ("efusion",
+    "splen", "bladdder")."""
+    if len(word) == len(name):
+        diff = [i for i in range(len(word)) if word[i] != name[i]]
+        return len(diff) == 2 and diff[1] == diff[0] + 1 and word[diff[0]] == name[diff[1]] and word[diff[1]] == name[diff[0]]
+    if abs(len(word) - len(name)) != 1:
+        return False
+    long, short = (word, name) if len(word) > len(name) else (name, word)
+    return any(long[i] == long[i + 1] and long[:i] + long[i + 1:] == short for i in range(len(long) - 1))
+
+
 def _mend_typos(line: str, terms: tuple[str, ...]) -> str:
     """The finding's one-word names spelt as typed in a hurry ("pneumothroax", "effusoin") put right:
     a word of eight letters or more one edit (a transposition counts one) from a name, eleven or
-    more two edits. Shorter words are left alone: "rectus" is a muscle, not a misspelt "rectum"."""
-    names = [t for t in terms if " " not in t and len(t) >= 8]
+    more two edits; a word of five to seven letters only for the slips of :func:`_slip` of a name of
+    six letters or more ("kideny", "efusion"). Other short words are left alone: "rectus" is a
+    muscle, not a misspelt "rectum"."""
+    names = [t for t in terms if " " not in t and len(t) >= 6]
     if not names:
         return line
 
     def mend(m: re.Match) -> str:
         word = m.group(0)
-        if len(word) < 8 or word in terms:
+        if word in terms:
             return word
         for name in names:
+            if len(word) < 8 or len(name) < 8:
+                if _slip(word, name):
+                    return name
+                continue
             cap = 2 if len(name) >= 11 and len(word) >= 11 else 1
             if _osa_distance(word, name, cap) <= cap:
                 return name
         return word
 
-    return re.sub(r"[a-z]{8,}", mend, line)
+    return re.sub(r"[a-z]{5,}", mend, line)
 
 
 _QUESTION_LEAD = re.compile(r"^q(?:uestion)?\s*[:.)-]\s*")
@@ -470,6 +507,10 @@ def _leading(sentence: str, kind: str, flip: bool) -> bool | None:
     return claim
 
 
+# "Possibly.", "Probably — ...": a hedged yes, which the hedge rule reads as yes
+_HEDGED_YES = re.compile(r"(?:quite |very |most )?(?:possibly|probably)(?=\s*(?:$|[.!,;:\u2013\u2014]|-\s))")
+
+
 def _particle(sentence: str, kind: str, flip: bool) -> bool | None:
     s = re.sub(r"^[\W_]+", "", sentence)
     if _BOTH.match(s) or _REFER.match(s):  # "لا أستطيع التحديد" is "I cannot tell", not "no"
@@ -491,7 +532,7 @@ def _particle(sentence: str, kind: str, flip: bool) -> bool | None:
     m = _NO.match(s)
     if m and not (m.group(0) == "no" and not _BARE_NO.match(s)):  # "no pneumothorax": a determiner
         return True if (flip and kind == "health") else False
-    if _YES.match(s):
+    if _YES.match(s) or _HEDGED_YES.match(s):
         return False if (flip and kind == "health") else True
     m = _POLARITY.match(s)
     return POLARITY_WORDS[m.group(1)] if m else None
@@ -576,6 +617,13 @@ _PROPERTY_AFTER = re.compile(
     r"^\s+(?:wall|walls|parenchyma|parenchymal|lesions?|mass(?:es)?|stones?|calcul(?:us|i)|thickening|dilat(?:ation|ion)|"
     r"enlargement|injur(?:y|ies)|lacerations?|contour|margins?|abnormalit(?:y|ies)|pathology|calcifications?|"
     r"cysts?|nodules?|hypodensit(?:y|ies))\b")
+# The organ's own tissue or parts as the subject ("lung parenchyma is not included", "the lung
+# bases are included") name the organ, unless a property of that tissue follows ("no liver
+# parenchyma lesion").
+_ORGAN_ITSELF = re.compile(r"^\s+(?:parenchyma|tissue|bases?|apex|apices|lobes?|poles?|dome|edge|tip)\b"
+                           r"(?!\s+(?:[\w-]+\s+)?(?:lesions?|mass(?:es)?|abnormalit(?:y|ies)|nodules?|cysts?|"
+                           r"thickening|enhancement|calcifications?|injur(?:y|ies)|lacerations?|hypodensit(?:y|ies)|"
+                           r"changes?|disease|pathology)\b)")
 _NEGATION_CUE = re.compile(r"(?<![\w'])(?:no|not|without|none|nothing)(?![\w'])")
 # a later pronoun that refers back to the finding ("... cannot be excluded, though it is not
 # clearly seen"; "... no effusion. Possibly a small one.")
@@ -587,7 +635,7 @@ _BACK_NEGATED = re.compile(r"\b(?:argues?|speaks?)\s+against\s+(?:it|this|that)\
                            r"(?:not seen|not visible|not present|absent)\b|"
                            r"\b(?:it|one|this)\s+(?:is|was)\s+no\s+longer\s+(?:in view|visible|seen|in (?:the|this) (?:frame|image|view))\b|"
                            r"\b(?:(?:it|one|this)\s+(?:is|was)\s+not|none\s+(?:is|was))\s+(?:clearly\s+|definitely\s+)?"
-                           r"(?:seen|visible|identified|visuali[sz]ed|present|in (?:the|this) (?:image|slice|view|film))\b")
+                           r"(?:seen|visible|identified|visuali[sz]ed|imaged|included|present|(?:in|on) (?:the|this) (?:image|slice|view|film|section|cut))\b")
 _BACK_POSSIBLE = re.compile(r"\b(?:(?:one|it|this)\s+(?:can|could)\s+not\s+be\s+(?:excluded|ruled out)|"
                             r"(?:possibly|probably|perhaps|maybe)\s+(?:a\s+|an\s+)?(?:small\s+|tiny\s+|little\s+)?one)\b")
 
@@ -613,7 +661,21 @@ _GENERIC_PREDICATE = re.compile(
     r"assessed|evaluated))\b|(?:small|thin|tiny)\s+and\s+(?:often|usually)\b)|"
     r"(?:occurs?|develops?|happens?|runs?|stores?|produces?|secretes?|refers?\s+to|means?)\s+(?:when|if|in|through|"
     r"along|from|behind|as|to|urine|bile|the|a|an)\b|"
-    r"(?:evaluation|assessment|imaging)\s+(?:requires?|needs?|is best)\b)")
+
+    r"(?:evaluation|assessment|imaging|detection|diagnosis|grading|interpretation|screening|identification)\s+"
+    r"(?:requires?|needs?|is best|is beyond|should be (?:done|performed|made|left))\b|"
+    r"(?:is|are)\s+(?:usually\s+|typically\s+)?(?:diagnosed|detected|confirmed|graded|classified|staged|categori[sz]ed)\s+"
+    r"(?:clinically|by|with|using|through|based on|on the basis of|as|into|according to)\b)")
+# Where an organ lies in the body ("the bladder lies in the pelvis") is anatomy, not this slice; a
+# finding's location ("the polyp is located in the sigmoid") is where the reply sees it.
+_ORGAN_LOCATION = re.compile(
+    r"^(?:s|es)?\s+(?:lies?|sits?|(?:is|are)\s+(?:normally\s+)?(?:located|situated))\s+(?:deep\s+)?(?:in|within|"
+    r"behind|below|beneath|under|above|in front of|posterior to|anterior to|along)\s+(?:the|a)\b")
+# A definition: "A fracture is a break in ..." (an indefinite subject: any fracture, not the one in
+# this image); "A fracture is a possibility" is a hedged claim, not a definition.
+_INDEFINITE_SUBJECT = re.compile(r"^\W*an?\s+$")
+_DEFINITION = re.compile(r"^\s+is\s+(?:an?|the)\s+(?!(?:possibility|possible|concern|consideration|differential|likely|probable|"
+                         r"distinct|real|strong|definite|clear|given|must|worry|risk|question|finding|feature|sign)\b)")
 _OBSERVED = re.compile(r"\b(?:this|these|here|current|currently|noted|shown|demonstrated|identified|depicted|appears?|"
                        r"looks?|i|we|image|slice|scan|film|study|view|(?:is|are)\s+(?:seen|visible|visuali[sz]ed))\b")
 
@@ -622,7 +684,13 @@ _OBSERVED = re.compile(r"\b(?:this|these|here|current|currently|noted|shown|demo
 # bladder"): the negation belongs to the comment, not the finding.
 _DECLINED_OBJECT = re.compile(r"\b(?:can not|could not|am unable to|am not able to|unable to)\s+(?:\w+\s+){0,2}?"
                               r"(?:comment on|comment about|speak to|say anything about|say much about|assess|evaluate|"
-                              r"judge|look for)\s+(?:(?:the|a|an|any)\s+)?(?:[\w-]+\s+){0,2}?$")
+                              r"judge|look for|call (?:it|this)|label (?:it|this)|declare (?:it|this)|diagnose|grade|interpret)\s+(?:(?:the|a|an|any)\s+)?(?:[\w-]+\s+){0,2}?$|"
+                              # an ability qualified by how well ("I'm not able to reliably detect polyps")
+                              # is a statement about the reader, not the image
+                              r"\b(?:can not|could not|am unable to|am not able to|unable to|not able to)\s+"
+                              r"(?:reliably|confidently|safely|accurately|dependably)\s+(?:detect|identify|see|spot|find|"
+                              r"diagnose|rule out|exclude|recogni[sz]e|pick up|distinguish)\s+(?:(?:the|a|an|any)\s+)?"
+                              r"(?:[\w-]+\s+){0,2}?$")
 
 
 # One of two candidates for what a structure is ("could be the pancreatic tail or jejunum", "either a
@@ -631,8 +699,11 @@ _DECLINED_OBJECT = re.compile(r"\b(?:can not|could not|am unable to|am not able 
 _CANDIDATE_LEAD = r"(?:(?:could|might|may|can)\s+(?:also\s+)?(?:be|represent)|either)\s+(?:either\s+)?"
 _ARTICLE_WORDS = r"(?:(?:the|a|an|just|simply|only|possibly|perhaps|normal)\s+)*(?:[\w-]+\s+){0,2}?"
 _FIRST_CANDIDATE_BEFORE = re.compile(_CANDIDATE_LEAD + _ARTICLE_WORDS + r"$")
-_FIRST_CANDIDATE_AFTER = re.compile(r"^(?:s|es)?\s*,?\s+(?:or|versus|vs\.?)\s+(?!not\b|no\b)")
-_SECOND_CANDIDATE_BEFORE = re.compile(_CANDIDATE_LEAD + _ARTICLE_WORDS + r"[\w-]+\s*,?\s+(?:or|versus|vs\.?)\s+"
+# the second candidate may come with its own modal ("might be the gallbladder, might be a diverticulum")
+_MODAL_CANDIDATE = r",\s*(?:or\s+)?(?:it\s+|that\s+)?(?:could|might|may)\s+(?:also\s+)?(?:be|represent)\b"
+_NEXT_CANDIDATE = r"(?:(?:or|versus|vs\.?)\s+(?!not\b|no\b)|" + _MODAL_CANDIDATE + ")"
+_FIRST_CANDIDATE_AFTER = re.compile(r"^(?:s|es)?\s*,?\s+(?:or|versus|vs\.?)\s+(?!not\b|no\b)|^(?:s|es)?\s*" + _MODAL_CANDIDATE)
+_SECOND_CANDIDATE_BEFORE = re.compile(_CANDIDATE_LEAD + _ARTICLE_WORDS + r"[\w-]+\s*,?\s*" + _NEXT_CANDIDATE + r"\s*"
                                       + _ARTICLE_WORDS + r"$|\b[\w-]+\s+(?:versus|vs\.?)\s+" + _ARTICLE_WORDS + r"$")
 
 
@@ -644,11 +715,16 @@ def _one_of_two_candidates(s: str, m: re.Match) -> bool:
                 or (_FIRST_CANDIDATE_AFTER.match(after) and re.search(r"\b(?:versus|vs\.?)\s", after[:12])))
 
 
-def _generic_statement(s: str, m: re.Match) -> bool:
-    """Whether the mention ``m`` is the subject of a textbook statement in ``s`` (see :data:`_GENERIC_PREDICATE`)."""
-    clause = re.split(r"[;:\u2013\u2014]|\s-\s", s[m.end():])[0]
-    return bool(_GENERIC_SUBJECT.match(s[:m.start()]) and _GENERIC_PREDICATE.match(s[m.end():])
-                and not _OBSERVED.search(s[:m.start()] + clause))
+def _generic_statement(s: str, m: re.Match, organ: bool = False) -> bool:
+    """Whether the mention ``m`` is the subject of a textbook statement in ``s`` (see :data:`_GENERIC_PREDICATE`;
+    for an organ also :data:`_ORGAN_LOCATION`)."""
+    # a conclusion after "so" / "but" is a clause of its own ("... lies in the pelvis, so it is not on this slice")
+    clause = re.split(r"[;:\u2013\u2014]|\s-\s|,?\s+(?:so|therefore|thus|hence|but|however)\b", s[m.end():])[0]
+    predicate = (_GENERIC_PREDICATE.match(s[m.end():]) or (organ and _ORGAN_LOCATION.match(s[m.end():]))
+                 or (_INDEFINITE_SUBJECT.match(s[:m.start()]) and _DEFINITION.match(s[m.end():])))
+    # "beyond what I can offer" speaks of the reply's reach, not of something it observes
+    clause = re.sub(r"\bwhat i (?:can|could)\b", " ", clause)
+    return bool(_GENERIC_SUBJECT.match(s[:m.start()]) and predicate and not _OBSERVED.search(s[:m.start()] + clause))
 
 
 def _mention_status(s: str, m: re.Match, finding: str, organ: bool = False) -> str | None:
@@ -665,10 +741,10 @@ def _mention_status(s: str, m: re.Match, finding: str, organ: bool = False) -> s
         return None  # "I can't reliably comment on the bladder": the comment is refused, not the organ
     if _one_of_two_candidates(s, m):
         return None  # undecided between two readings of one structure: it asserts neither
-    if _generic_statement(s, m):
+    if _generic_statement(s, m, organ):
         return "hypothetical"  # a textbook statement asserts nothing about this image
     st = status(s, m.start(), m.end())
-    if st == "negated" and organ and _PROPERTY_AFTER.match(s[m.end():]):
+    if st == "negated" and organ and _PROPERTY_AFTER.match(s[m.end():]) and not _ORGAN_ITSELF.match(s[m.end():]):
         return "affirmed"  # "no bladder wall thickening": the organ names where, the property is denied
     if st == "negated":
         before = s[:m.start()]
@@ -678,6 +754,14 @@ def _mention_status(s: str, m: re.Match, finding: str, organ: bool = False) -> s
         if cue is not None and _PROPERTY_DENIED.match(before[cue.end():]):
             return "affirmed"
     return st
+
+
+def _textbook_sentence(s: str, terms: tuple[str, ...], finding: str) -> bool:
+    """Whether the sentence opens as a textbook statement about the finding (its first mention the
+    subject of :func:`_generic_statement`) and never turns to the image."""
+    pat = _term_pattern(terms)
+    hits = [m for m in pat.finditer(s) if not _other_qualified_head(s, m, finding)] if pat is not None else []
+    return bool(hits) and _generic_statement(s, hits[0]) and not _OBSERVED.search(s)
 
 
 def _mention_statuses(sentences: list[str], terms: tuple[str, ...], finding: str, organ: bool = False) -> list[str]:
@@ -690,9 +774,12 @@ def _mention_statuses(sentences: list[str], terms: tuple[str, ...], finding: str
     for s in sentences:
         named_before = found
         hits = [m for m in pat.finditer(s) if not _other_qualified_head(s, m, finding)]
-        for m in hits:
+        # a sentence that opens as a textbook statement about the finding stays one ("Polyps are
+        # common, and most are hyperplastic polyps") unless it turns to the image
+        textbook = bool(hits) and _generic_statement(s, hits[0], organ) and not _OBSERVED.search(s)
+        for i, m in enumerate(hits):
             found = True
-            st = _mention_status(s, m, finding, organ)
+            st = "hypothetical" if textbook and i else _mention_status(s, m, finding, organ)
             if st is not None:
                 out.append(st)
         if free is not None and free.search(s):  # "polyp-free mucosa"
@@ -729,13 +816,19 @@ _DEVICE_NORMAL = re.compile(
     r"otherwise|in|a|an|position|positioned|placement)\s+){0,3}(?:unremarkable|normal|satisfactory|appropriate|fine|ok)\b")
 
 
+# Both health words offered as the choice ("I can't call it normal or abnormal") assert neither.
+_HEALTH_CHOICE = re.compile(r"\b(?:ab)?normal\s+(?:or|nor|and|versus|vs\.?|/)\s+(?:ab)?normal\b|\bnormal\s+or\s+not\b")
+# a report's list item "no X," before a normal word: the normal word opens the next item
+_NEGATED_ITEM_BEFORE = re.compile(r"\bno\s+(?:[\w-]+\s+){0,3}?[\w-]+\s*,\s*(?:and\s+)?(?=$)")
+
+
 def _health_statuses(sentences: list[str], kind: str = "health") -> list[str]:
     """Normal / abnormal words as mentions of the finding (a normal word's polarity inverted, a hedged
     normal word a hedged denial). To a
     "above the normal threshold" is a reference, not a statement of health; a device "otherwise
     unremarkable" speaks of the device."""
     out = []
-    sentences = [_DEVICE_NORMAL.sub(" ", _NORMAL_AS_REFERENCE.sub(" ", s)) for s in sentences]
+    sentences = [_HEALTH_CHOICE.sub(" ", _DEVICE_NORMAL.sub(" ", _NORMAL_AS_REFERENCE.sub(" ", s))) for s in sentences]
     abnormal = _term_pattern(ABNORMAL_WORDS)
     normal = _term_pattern(NORMAL_WORDS)
     # a hedged normal word is a hedged denial of the abnormality ("probably normal" reads as "probably
@@ -748,10 +841,14 @@ def _health_statuses(sentences: list[str], kind: str = "health") -> list[str]:
             if m.group(0) == "no acute":
                 out.append("negated")
                 continue
-            st = status(s, m.start(), m.end())
+            item = _NEGATED_ITEM_BEFORE.search(s[:m.start()])
+            if item:  # "no free gas, normal heart": a new item of a report's list, outside the "no"
+                st = status(s[item.end():], m.start() - item.end(), m.end() - item.end())
+            else:
+                st = status(s, m.start(), m.end())
             out.append(invert.get(st, st))
         if re.search(r"(?<!image )(?<!picture )(?<!film )(?<!view )\b(?:are|is|look|looks|appear|appears|remain|remains)"
-                     r"\s+clear\b", s):
+                     r"\s+clear\b|\b(?:lungs|lung fields|both lungs|lung)\s+clear\s*(?:$|[.;,])", s):
             out.append("negated")
     return out
 
@@ -778,7 +875,9 @@ def _content(sentences: list[str], terms, finding, kind, flip: bool) -> tuple[st
         return "refer", None, "both"  # "Yes and no - ...": commits to neither
     mentions = _mention_statuses(sentences, terms, finding, organ=kind == "organ")
     mentions = _names_over_signs(mentions, sentences, terms, finding, kind == "organ")
-    health = _health_statuses(sentences, kind) if kind != "organ" else []  # "no acute abnormality" is not about an organ
+    # "no acute abnormality" is not about an organ; "a polyp is an abnormal growth" is a textbook sentence
+    health = _health_statuses([x for x in sentences if not _textbook_sentence(x, terms, finding)], kind) \
+        if kind != "organ" else []
     if kind == "health" and flip:
         # To "Is this normal?", "No, I don't see a pneumothorax" denies the finding: the particle's
         # polarity is ambiguous there, an explicit statement about the finding is not.
@@ -959,7 +1058,9 @@ _ASKS_FOR_IMAGE = re.compile(
     r"\b(?:can|could|would|will)\s+you\s+(?:please\s+)?(?:send|upload|share|attach|provide|re-?send)\b|"
     r"\bplease\s+(?:send|upload|share|attach|re-?send)\b|"
     r"\b(?:i would|i will|i|we would|we) (?:need|require) (?:to see )?(?:the|a|an|more|another|other|additional|further|"
-    r"some)\s+(?:[\w/-]+\s+){0,3}?(?:images?|slices?|series|views?|sequences?|films?|scans?|projections?|cuts)\b|"
+    r"some)\s+(?:[\w/-]+\s+){0,3}?(?:images?|slices?|series|views?|sequences?|films?|scans?|projections?|cuts|ct|mri|"
+    r"x-rays?|radiographs?|ultrasounds?|mammograms?|photographs?)\b|"
+    r"\b(?:please\s+)?confirm\s+which\s+(?:\w+\s+)?(?:joint|side|view|image|body part|organ|study|region|limb|breast|eye)\b|"
     r"\bwhich\s+(?:image|scan|picture|frame|view|film)\b|"
     r"\bonly\s+(?:received|got|have)\s+an?\s+(?:\w+\s+){0,3}(?:frame|image|file|page|screen|square)\b|"
     r"\bblank\s+(?:\w+\s+)?(?:frame|image|screen|square)\b|"
@@ -984,9 +1085,27 @@ _DEFERS = re.compile(
     r"\b(?:can not|could not|am not able to|am unable to)\s+(?:\w+\s+)?(?:comment on|give|offer|provide)\s+"
     r"(?:(?:a|an|any)\s+)?(?:definitive|definite|confident|reliable|firm|certain)\s+(?:answer|opinion|read|call)\b|"
     r"\b(?:can not|could not|am not able to|am unable to)\s+(?:reliably|confidently|safely|really)\s+comment\b|"
+    # (issue 48, set J) the person named as the one who should read it, the read named as beyond the
+    # reply ("a gastroenterologist should review", "should be done by an ophthalmologist", "I'll defer
+    # to them", "discuss with your breast imaging team", "beyond what I can safely offer")
+    r"\b(?:a|an|the|your)\s+(?:[\w-]+\s+){0,3}?(?:\w+ologists?|radiographers?|doctors?|physicians?|clinicians?|"
+    r"specialists?|surgeons?|endoscopists?|graders?|team|experts?|professionals?)\s+(?:should|must|needs to|will need to)\s+"
+    r"(?:\w+\s+)?(?:review|look at|read|report|assess|interpret|evaluate|see|examine|check|grade)\b|"
+    r"\b(?:should|must|needs? to|has to|is best)\s+be\s+(?:done|performed|made|read|reviewed|assessed|interpreted|reported|"
+    r"graded|evaluated)\s+by\s+(?:a|an|the|your)\b|\bdefer(?:ring)?\s+to\s+(?:them|him|her|those|that|their)\b|"
+    r"\b(?:discuss|talk about)\s+(?:this\s+|it\s+)?with\s+(?:a|an|the|your)\s+(?:[\w-]+\s+){0,3}?(?:team|doctors?|"
+    r"\w+ologists?|clinicians?|physicians?|specialists?|gp|providers?|surgeons?)\b|"
+    r"\byou\s+should\s+(?:be\s+)?(?:evaluated|seen|assessed|examined|checked)\s+(?:in|at|by)\b|"
+    r"\b(?:rather than|instead of|do not|should not|can not)\s+rel(?:y|ying)\s+on\s+me\b|"
+    r"\bbeyond\s+(?:what\s+i\s+can|my\s+(?:scope|abilities|ability|capabilities|remit))\b|"
+    r"\bnot\s+in\s+a\s+position\s+to\b|\b(?:needs?|requires?)\s+(?:a|an)\s+(?:qualified|trained|certified|licensed|"
+    r"human)\b|\b(?:recommend|suggest|advise)\s+(?:an?|the|your)\s+(?:[\w-]+\s+){0,2}?(?:or\s+(?:[\w-]+\s+){1,2})?"
+    r"(?:read|review|opinion|consultation|consult)\b|"
     # the same in the languages models answer in
     r"\bno puedo (?:dar|hacer|ofrecer)\b|\bje ne (?:peux|puis) pas (?:me prononcer|donner|poser|faire)\b|"
-    r"\bkeine aussage\b|\bkann ich (?:nichts|keine)\b|\bnon posso (?:dare|fare|esprimermi)\b|"
+    r"\bkeine aussage\b|\bkann ich (?:nichts|keine)\b|\bnon posso (?:dare|fare|esprimermi|interpretare|valutare)\b|"
+    r"\bno puedo (?:interpretar|evaluar)\b|\bje ne (?:peux|puis) pas (?:interpréter|évaluer)\b|"
+    r"\b(?:si rivolga|rivolgersi|rivolgiti|acuda|acudir|adressez-vous)\s+(?:a|à|al)\b|"
     r"\b(?:consulte|consultar|consulter|konsultieren|consultare|consulti)\s+(?:a|un|une|einen|eine|il|un|votre|su|à)?\s*"
     r"(?:\w+\s+)?(?:radi\w+|m[ée]dic\w+|médecin|arzt|ärztin|doctor|dottore|especialista|spécialiste|facharzt)\b|"
     r"\bvon einem (?:radiologen|arzt|facharzt)\b")
@@ -1058,7 +1177,9 @@ _ANOTHER_IDENTITY = re.compile(r"\b(?:could|might|may|can)\s+(?:also|equally|ins
                                r"\bor (?:it )?(?:could|might|may) be\b")
 _STATEMENT_DENIAL = re.compile(r"\b(?:incorrect|wrong|untrue|false|not true|not the case|can not be said|inaccurate)\b")
 _OFF_LEVEL = re.compile(r"\bnot expected (?:at|on|in) this (?:level|slice|image|section)\b|"
-                        r"\b(?:is|lies|sits) (?:below|above) this level\b")
+                        r"\b(?:is|lies|sits) (?:below|above) this level\b|"
+                        # the slice placed at a level "where it is not" (the organ seen at another level)
+                        r"\b(?:where|at which)\s+(?:it|they)\s+(?:is|are)\s+not\b")
 
 
 def _reasoning_disagrees(obj: dict, claim: bool, finding: str, synonyms) -> bool:
@@ -1419,6 +1540,8 @@ def _read_wrapped(text: str, question: str, finding: str, question_kind: str | N
     if kind == "organ" and r.claim is False and pat is not None and not pat.search(flat):  # only the adjective names it
         names = set(normalize(finding).split())
         for m in re.finditer(r"\bno ((?:\w+ ){0,2}\w+) \w+", flat):
+            if re.match(r"no (?:residual |remaining )?\w+ (?:tissue|parenchyma)\b(?! \w+ (?:is|are|seen)\b)", m.group(0)):
+                continue  # "no gastric tissue remains": the organ's own tissue, not a property of it
             if any(_ORGAN_ADJECTIVES.get(w) in names for w in m.group(1).split()):
                 return Reading("unclear", None, "property-denied", markup.UNCLEAR_WHY["property-denied"])
     return r
@@ -1533,6 +1656,12 @@ _OTHER_ABNORMALITY = re.compile(r"(?:\b(?:but|however|although|though|pero|mais|
                                 r"[^.;]*?(?:\b(?:there (?:is|are)|hay|il y a|es gibt|h[áa]|c'[èe])\b|有)(?!\s+(?:no|not|nothing|ningún|ninguna)\b)")
 
 
+# A last sentence that offers another answer to the one just given ("Or it might be both.", "Or
+# maybe not.") takes the verdict back without a replacement.
+_REOPENED = re.compile(r"^\W*or\s+(?:(?:(?:it|that|this|they|there)\s+)?(?:might|may|could)\b|maybe\b|perhaps\b|"
+                       r"(?:both|neither|not)\s*[.!?]*$)")
+
+
 def _read(text: str, question: str, finding: str, question_kind: str | None, synonyms: tuple[str, ...],
           _corrections: bool) -> Reading:
     """:func:`read_decision` without the evidence."""
@@ -1554,6 +1683,9 @@ def _read(text: str, question: str, finding: str, question_kind: str | None, syn
         tail = revisions.correction_tail("\n".join(lines))
         r = read_decision(tail, question, finding, kind, synonyms, _corrections=False) if tail else None
         if r is not None and r.action == "answer":  # read by what follows its last correction
+            last = [x for line in _lines(tail) for x in _sentences(line)][-1:]
+            if last and _REOPENED.match(last[0]):
+                return Reading("unclear", None, "self-correction")  # the correction itself taken back
             return Reading(r.action, r.claim, "self-correction")
         retracted = r is not None and r.action in ("refer", "clarify", "unclear")
     terms = finding_terms(finding, tuple(synonyms))
@@ -1584,6 +1716,8 @@ def _read(text: str, question: str, finding: str, question_kind: str | None, syn
         return Reading("unclear", None, "rating")  # "likelihood 2/5": which end of the scale is "present"?
     if got is not None and got[0] == "answer" and retracted:
         return Reading("unclear", None, "self-correction")  # "Yes. Actually, on review, I can't tell."
+    if got is not None and got[0] == "answer" and sentences and _REOPENED.match(sentences[-1]):
+        return Reading("unclear", None, "self-correction")  # "... isn't in this slice. Or it might be both."
     if got is not None and got[0] == "answer" and got[2] in ("mention", "health-words") and _DECLINE.search(flat):
         return Reading("unclear", None, "declined")  # "Can't tell. The loops could be sigmoid."
     if (kind == "health" and got is not None and got[:2] == ("answer", False) and got[2] in ("mention", "health-words")

@@ -58,7 +58,7 @@ def _bench_heldout_sets() -> None:
                        ("sealed_g.jsonl", "read blind, then tuned on"),
                        ("sealed_h.jsonl", "read blind, then tuned on"),
                        ("sealed_i.jsonl", "read blind, then tuned on"),
-                       ("sealed_j.jsonl", "read blind; not tuned on")):
+                       ("sealed_j.jsonl", "read blind, then tuned on")):
         rows = load_labelled_set(str(folder.joinpath(name)))
         parts = []
         for protocol in ("counterfactual", "organ_presence"):
