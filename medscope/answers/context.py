@@ -121,6 +121,9 @@ BACKWARD = {
         "is below this level", "is above this level", "lies below this level", "lies above this level",
         "below this level", "above this level", "below the level of this slice", "above the level of this slice",
         "not expected at this level", "not at this level",
+        # the organ placed off the imaged volume ("lies well above the field of view", "lie below this slice")
+        "above the field of view", "below the field of view", "beyond the field of view", "above this slice",
+        "below this slice", "above the slice", "below the slice", "above the imaged", "below the imaged",
     ),
     "possible": (
         "can not be excluded", "can not be ruled out", "not excluded", "not ruled out",
@@ -220,6 +223,9 @@ _NEGATION_WORDS = re.compile(r"(?<![\w'])(?:not|no|never|none|missing|absent|lac
 _NOT_WITHOUT = re.compile(r"(?<![\w'])not\s+(?:without|no)(?![\w'])")
 
 
+_NOT_ABSENT = re.compile(r"^\W*(?:(?:is|are|was|were)\s+)?(?:\w+\s+)?not\s+(?:\w+\s+)?(?:absent|missing|lacking)(?![\w'])")
+
+
 def _double_negation(before: str, after: str) -> str | None:
     """'affirmed' for a denied denial ("wrong to say there is no X", "I don't think X is missing",
     "not without X"), 'conflicting' for a hedged one ("I can't say X is absent"), None otherwise."""
@@ -263,6 +269,9 @@ def status(sentence: str, start: int, end: int) -> str:
     double = _double_negation(before, after)
     if double is not None:
         return double
+    if _NOT_ABSENT.match(after):
+        # "X is certainly not absent": a denied absence affirms, unless something else negates it too
+        return "conflicting" if _FORWARD["negated"].search(before) else "affirmed"
     best = None  # (position, category): the backward trigger nearest the mention
     m = _NOT_PREDICATE.search(after)
     if m:
@@ -283,6 +292,7 @@ def status(sentence: str, start: int, end: int) -> str:
         cuts = list(_FORWARD_END.finditer(masked[:start]))
         clause = masked[cuts[-1].end() if cuts else 0:start]  # the whole clause, not only eight words
         lead = clause[:len(clause) - (len(before) - (best[0][0] - best[0][1]))]
-        if re.search(r"\bto\s+$", lead) and _FORWARD["negated"].search(lead):
-            return "negated"  # "nothing to suggest X", "fails to show a line to suggest X": the hedge is denied
+        if re.search(r"\b(?:to|that|which|not)\s+(?:(?:would|could|might|may|can)\s+)?$", lead) and _FORWARD["negated"].search(lead):
+            # "nothing to suggest X", "I don't see features that suggest X", "not suggestive of X": the hedge is denied
+            return "negated"
     return best[1] if best is not None else "affirmed"
