@@ -67,7 +67,8 @@ FORWARD = {
         # evidence weighed against the finding ("contains air, arguing against appendicitis")
         "argues against", "argue against", "arguing against", "argued against", "speaks against",
         "speak against", "speaking against", "evidence against", "points against", "pointing against", "nicht", "kein", "keine", "keinen", "geen", "pas de", "sin", "sem", "nessun",
-        "nessuna", "brak", "não", "nao", "aucun", "aucune", "ningún", "ninguna", "nenhum", "nenhuma", "nessuno",
+        "nessuna", "brak", "non si osserva", "non si osservano", "non si vede", "non si vedono", "no se observa",
+        "no se observan", "no se ven", "não se observa", "não se observam", "não", "nao", "aucun", "aucune", "ningún", "ninguna", "nenhum", "nenhuma", "nessuno",
     ) + STATEMENT_DENIALS + HEDGED_DENIALS,
     "possible": (
         "possible", "possibly", "probable", "probably", "likely", "may", "might", "could",
@@ -75,6 +76,8 @@ FORWARD = {
         "concerning for", "consistent with", "in keeping with", "compatible with",
         "can not rule out", "can not exclude", "could not rule out", "not rule out", "questionable",
         "represent", "represents", "may represent", "cannot exclude",
+        # a denied inconsistency is a hedged consistency ("not inconsistent with a meningioma")
+        "not inconsistent with",
     ),
     "hypothetical": (
         "whether", "if", "assess for", "assessing for", "evaluate for", "evaluating for",
@@ -124,6 +127,12 @@ BACKWARD = {
         # the organ placed off the imaged volume ("lies well above the field of view", "lie below this slice")
         "above the field of view", "below the field of view", "beyond the field of view", "above this slice",
         "below this slice", "above the slice", "below the slice", "above the imaged", "below the imaged",
+        "outside the imaged region", "outside the imaged volume", "outside the imaged field", "outside the imaged area",
+        "outside the scan range", "outside the scanned", "out of the imaged",
+        # German / Italian / French predicates a mended name ("Pankreas" -> "pancreas") leaves in English prose
+        "nicht abgebildet", "nicht dargestellt", "nicht erfasst", "nicht getroffen", "nicht vorhanden", "nicht zu sehen",
+        "non si osserva", "non si osservano", "non si vede", "non si vedono", "non sono visibili", "n'est pas visible",
+        "ne sont pas visibles",
     ),
     "possible": (
         "can not be excluded", "can not be ruled out", "not excluded", "not ruled out",

@@ -54,6 +54,7 @@ from __future__ import annotations
 
 import json
 import re
+from itertools import groupby
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from importlib import resources
@@ -72,7 +73,7 @@ from medscope.answers.lexicon import (  # the word lists, importable from here a
 
 RULES = ("final-tag", "json-field", "json-partial", "self-correction", "verdict-line", "label-line", "final-colon",
          "both", "leading-yes-no", "search-outcome", "mention", "health-words", "declined", "probability",
-         "rating", "graded-sign", "other-language", "table-row", "bare-mention", "other-subject", "modified-echo", "qualified-normal", "differential", "conflicting-evidence", *markup.UNCLEAR_WHY,
+         "rating", "graded-sign", "other-language", "table-row", "bare-mention", "other-subject", "modified-echo", "qualified-normal", "differential", "conflicting-evidence", "hedged-workup", *markup.UNCLEAR_WHY,
          "undecided", "other-entity", "predicate", "open", "none")
 
 _WRONG_ANATOMY = re.compile(r"\b(?:this|it|(?:the|this) (?:\w+ )?(?:image|scan|study|film|picture|frame))"
@@ -1067,6 +1068,10 @@ _ASKS_FOR_IMAGE = re.compile(
     r"\bblank\s+(?:\w+\s+)?(?:frame|image|screen|square)\b|"
     r"\byou\s+asked\s+(?:about|for)\s+(?:the|a|an)\b[^.;]{0,40}\b(?:but|while|whereas)\b|"
     r"\bbut\s+you\s+asked\s+(?:about|for)\b|"
+    # "That's a knee, not a chest ... Wrong file maybe? Send the CXR"
+    r"\bwrong\s+(?:file|image|study|scan|upload|picture|attachment)\b|"
+    r"\b(?:that|this|it)\s+is\s+an?\s+(?:\w+\s+){0,2}?\w+\s*,\s+not\s+an?\s+\w+\b|"
+    r"\bsend\s+(?:me\s+|over\s+)?the\s+(?:\w+\s+)?(?:cxr|image|scan|film|x-ray|radiograph|ct|mri|study|photo)\b|"
     # the same in the languages models answer in
     r"\b(?:puede|podría|pourriez-vous|pouvez-vous|können sie|könnten sie|potrebbe|può)\s+(?:\w+\s+){0,2}?"
     r"(?:enviar|envoyer|senden|schicken|inviare|mandar|subir)\b|"
@@ -1303,6 +1308,9 @@ def read_decision(text: str, question: str, finding: str, question_kind: str | N
     words = re.findall(r"\w+", normalize(text or ""))
     if len(words) >= 3 and len(set(words)) == 1:
         return Reading("unparseable", None, "none", "one word repeated: degenerate output, not a reply")
+    runs = [len(list(g)) for _, g in groupby(words)]
+    if len(words) >= 6 and len(runs) >= 2 and min(runs) >= 2:  # "skin skin skin lesion lesion image image"
+        return Reading("unparseable", None, "none", "words repeated in runs: degenerate output, not a reply")
     token = _REVERSED_QUESTION.set(question_is_reversed(question))
     declines = _DECLINING.set(bool(_undecided(normalize(text or ""))))
     try:
@@ -1629,6 +1637,9 @@ _DIFFERENTIAL_HEAD = re.compile(r"\b(?:differential|ddx|possibilities|candidates
 _LIST_ITEM = re.compile(r"^\s*(?:\d{1,2}[.)]|[-*\u2022])\s+\S")
 
 
+_MOST_LIKELY = re.compile(r"\b(?:most likely|most probable|favou?red|leading (?:diagnosis|candidate)|top candidate)\b")
+
+
 def _differential_item(text: str, terms: tuple[str, ...]) -> bool:
     """Whether the reply is a ranked list of alternatives ("Ranked differential: 1. Skin fold
     2. Scapular border 3. Pneumothorax (unlikely)") with the finding one item of two or more: each
@@ -1644,6 +1655,11 @@ def _differential_item(text: str, terms: tuple[str, ...]) -> bool:
         return False
     # a conclusion after the list that names the finding or points at an item ("Most likely #1.")
     # commits, and the rest of the reader reads it
+    # an item that names the finding and ranks it first ("1. Acute appendicitis - most likely, given
+    # ...") is the reply's call, unless another item is ranked so too
+    ranked = [i for i in items if _MOST_LIKELY.search(lines[i])]
+    if len(ranked) == 1 and pat.search(lines[ranked[0]]) and not re.search(r"\b(?:un|less |least )likely\b", lines[ranked[0]]):
+        return False
     after = " ".join(lines[items[-1] + 1:])
     pointer = re.search(r"#\s*\d|\b(?:number|option|item|choice)\s+\d", " ".join(raw[items[-1] + 1:]), re.I)
     return not (pat.search(after) or pointer)
@@ -1745,6 +1761,18 @@ def _conflicting_evidence(lines: list[str], terms: tuple[str, ...], finding: str
     return next((c for st, c in _clause_readings(sentences, terms, finding, organ) if st == opposite), None)
 
 
+# A hedged mention beside a request for more imaging or another reader ("A small effusion cannot be
+# excluded ... a decubitus view would help clarify", "repeat films in 10-14 days are advised") defers
+# the call: the reply refers, it does not claim.
+_FURTHER_WORKUP = re.compile(
+    r"\b(?:would|could|will|may|might)\s+help\s+(?:to\s+)?(?:clarify|confirm|exclude|settle|decide|resolve)\b|"
+    r"\b(?:repeat|further|additional|follow-up|dedicated|cross-sectional)\s+(?:\w+\s+){0,2}?(?:films?|imaging|views?|"
+    r"radiographs?|x-rays?|ct|mri|ultrasound|sequences?|scans?)\b[^.]*\b(?:advised|recommended|suggested|needed|"
+    r"required|warranted)\b|"
+    r"\b(?:review|assessment|opinion|correlation)\b[^.]{0,60}\b(?:is|are|would be)\s+(?:needed|required|advised|"
+    r"recommended|warranted)\b")
+
+
 # A last sentence that offers another answer to the one just given ("Or it might be both.", "Or
 # maybe not.") takes the verdict back without a replacement.
 _REOPENED = re.compile(r"^\W*or\s+(?:(?:(?:it|that|this|they|there)\s+)?(?:might|may|could)\b|maybe\b|perhaps\b|"
@@ -1821,6 +1849,9 @@ def _read(text: str, question: str, finding: str, question_kind: str | None, syn
         return Reading(*switched, "other-language")  # "The liver is visible, pero el bazo no aparece"
     if got is not None and got[:3] == ("answer", True, "mention") and _bare_mention_negated(lines, terms, finding, kind == "organ"):
         return Reading("unclear", None, "bare-mention", _UNCLEAR_WHY["bare-mention"])
+    if (got is not None and got[:3] == ("answer", True, "mention") and _FURTHER_WORKUP.search(flat)
+            and "affirmed" not in _mention_statuses(sentences, terms, finding, kind == "organ")):
+        return Reading("refer", None, "hedged-workup")  # "X cannot be excluded ... a decubitus view would help"
     if got is not None and got[0] == "answer" and got[2] not in ("self-correction",):
         against = _conflicting_evidence(lines, terms, finding, kind == "organ", got[1])
         if against is not None:
