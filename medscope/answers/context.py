@@ -67,7 +67,8 @@ FORWARD = {
         # evidence weighed against the finding ("contains air, arguing against appendicitis")
         "argues against", "argue against", "arguing against", "argued against", "speaks against",
         "speak against", "speaking against", "evidence against", "points against", "pointing against", "nicht", "kein", "keine", "keinen", "geen", "pas de", "sin", "sem", "nessun",
-        "nessuna", "brak", "não", "nao", "aucun", "aucune", "ningún", "ninguna", "nenhum", "nenhuma", "nessuno",
+        "nessuna", "brak", "non si osserva", "non si osservano", "non si vede", "non si vedono", "no se observa",
+        "no se observan", "no se ven", "não se observa", "não se observam", "não", "nao", "aucun", "aucune", "ningún", "ninguna", "nenhum", "nenhuma", "nessuno",
     ) + STATEMENT_DENIALS + HEDGED_DENIALS,
     "possible": (
         "possible", "possibly", "probable", "probably", "likely", "may", "might", "could",
@@ -75,6 +76,8 @@ FORWARD = {
         "concerning for", "consistent with", "in keeping with", "compatible with",
         "can not rule out", "can not exclude", "could not rule out", "not rule out", "questionable",
         "represent", "represents", "may represent", "cannot exclude",
+        # a denied inconsistency is a hedged consistency ("not inconsistent with a meningioma")
+        "not inconsistent with",
     ),
     "hypothetical": (
         "whether", "if", "assess for", "assessing for", "evaluate for", "evaluating for",
@@ -121,6 +124,15 @@ BACKWARD = {
         "is below this level", "is above this level", "lies below this level", "lies above this level",
         "below this level", "above this level", "below the level of this slice", "above the level of this slice",
         "not expected at this level", "not at this level",
+        # the organ placed off the imaged volume ("lies well above the field of view", "lie below this slice")
+        "above the field of view", "below the field of view", "beyond the field of view", "above this slice",
+        "below this slice", "above the slice", "below the slice", "above the imaged", "below the imaged",
+        "outside the imaged region", "outside the imaged volume", "outside the imaged field", "outside the imaged area",
+        "outside the scan range", "outside the scanned", "out of the imaged",
+        # German / Italian / French predicates a mended name ("Pankreas" -> "pancreas") leaves in English prose
+        "nicht abgebildet", "nicht dargestellt", "nicht erfasst", "nicht getroffen", "nicht vorhanden", "nicht zu sehen",
+        "non si osserva", "non si osservano", "non si vede", "non si vedono", "non sono visibili", "n'est pas visible",
+        "ne sont pas visibles",
     ),
     "possible": (
         "can not be excluded", "can not be ruled out", "not excluded", "not ruled out",
@@ -220,6 +232,9 @@ _NEGATION_WORDS = re.compile(r"(?<![\w'])(?:not|no|never|none|missing|absent|lac
 _NOT_WITHOUT = re.compile(r"(?<![\w'])not\s+(?:without|no)(?![\w'])")
 
 
+_NOT_ABSENT = re.compile(r"^\W*(?:(?:is|are|was|were)\s+)?(?:\w+\s+)?not\s+(?:\w+\s+)?(?:absent|missing|lacking)(?![\w'])")
+
+
 def _double_negation(before: str, after: str) -> str | None:
     """'affirmed' for a denied denial ("wrong to say there is no X", "I don't think X is missing",
     "not without X"), 'conflicting' for a hedged one ("I can't say X is absent"), None otherwise."""
@@ -263,6 +278,9 @@ def status(sentence: str, start: int, end: int) -> str:
     double = _double_negation(before, after)
     if double is not None:
         return double
+    if _NOT_ABSENT.match(after):
+        # "X is certainly not absent": a denied absence affirms, unless something else negates it too
+        return "conflicting" if _FORWARD["negated"].search(before) else "affirmed"
     best = None  # (position, category): the backward trigger nearest the mention
     m = _NOT_PREDICATE.search(after)
     if m:
@@ -283,6 +301,7 @@ def status(sentence: str, start: int, end: int) -> str:
         cuts = list(_FORWARD_END.finditer(masked[:start]))
         clause = masked[cuts[-1].end() if cuts else 0:start]  # the whole clause, not only eight words
         lead = clause[:len(clause) - (len(before) - (best[0][0] - best[0][1]))]
-        if re.search(r"\bto\s+$", lead) and _FORWARD["negated"].search(lead):
-            return "negated"  # "nothing to suggest X", "fails to show a line to suggest X": the hedge is denied
+        if re.search(r"\b(?:to|that|which|not)\s+(?:(?:would|could|might|may|can)\s+)?$", lead) and _FORWARD["negated"].search(lead):
+            # "nothing to suggest X", "I don't see features that suggest X", "not suggestive of X": the hedge is denied
+            return "negated"
     return best[1] if best is not None else "affirmed"

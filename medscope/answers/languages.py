@@ -50,7 +50,11 @@ FOREIGN_NAMES = {
                r"病変", r"病灶"),
     "mass": (r"masa", r"massa", r"masse", r"raumforderung", r"肿块", r"腫瘤", r"腫块", r"肿物"),
     "nodule": (r"n[óo]dulos?", r"nodules?", r"knoten", r"rundherd", r"noduli", r"结节", r"結節"),
-    "fracture": (r"fractura", r"fratura", r"fractures?", r"fraktur\w*", r"frattura", r"骨折"),
+    "fracture": (r"fracturas?", r"fraturas?", r"fractures?", r"fraktur\w*", r"frattur[ae]", r"骨折"),
+    "retinopathy": (r"retinopat[íi]as?", r"r[ée]tinopathies?", r"retinopathie\w*", r"retinopatia"),
+    "femoral head": (r"testa del femore", r"testa femorale", r"cabeza (?:del )?f[ée]mur", r"cabeza femoral",
+                     r"cabe[çc]a (?:do )?f[êe]mur", r"cabe[çc]a femoral", r"t[êe]te (?:du )?f[ée]mur", r"t[êe]te f[ée]morale",
+                     r"hüftkopf\w*", r"femurkopf\w*", r"大腿骨頭", r"股骨头"),
     "pneumothorax": (r"neumot[óo]rax", r"pneumot[óo]rax", r"pneumothorax", r"pneumotorace", r"气胸", r"気胸"),
     "effusion": (r"derrame", r"[ée]panchement", r"erguss", r"versamento", r"积液", r"胸水"),
     "polyp": (r"p[óo]lipos?", r"polype", r"polyp\w*", r"polipo", r"息肉", r"ポリープ"),
@@ -61,7 +65,8 @@ FOREIGN_NAMES = {
 _KEY_OF = {"kidneys": "kidney", "lungs": "lung", "urinary bladder": "bladder", "adrenal gland": "adrenal",
            "adrenals": "adrenal", "oesophagus": "esophagus", "lesions": "lesion", "masses": "mass",
            "nodules": "nodule", "fractures": "fracture", "polyps": "polyp", "pleural effusion": "effusion",
-           "tumor": "mass", "tumour": "mass"}
+           "tumor": "mass", "tumour": "mass", "diabetic retinopathy": "retinopathy", "femoral heads": "femoral head",
+           "left femoral head": "femoral head", "right femoral head": "femoral head"}
 SIDE_WORDS = {
     "left": (r"izquierd[oa]s?", r"esquerd[oa]s?", r"gauche", r"link\w*", r"sinistr[oa]", r"左"),
     "right": (r"derech[oa]s?", r"direit[oa]s?", r"droite?", r"recht\w*", r"destr[oa]", r"右"),
@@ -80,7 +85,7 @@ ABSENT = (
     r"\bkein(?:e|en|er|es)?\b", r"nicht (?:sichtbar|erkennbar|zu sehen|vorhanden|abgebildet|dargestellt|nachweisbar|"
     r"getroffen|erfasst)", r"\bfehlt\b", r"\bohne\b",
     # it
-    r"non (?:si (?:vede|osserva|identifica|visualizza)|[èe] (?:visibile|presente)|sono (?:visibili|presenti))",
+    r"non (?:si (?:vede|osserva|identifica|visualizza)(?:no)?|[èe] (?:visibile|presente)|sono (?:visibili|presenti))",
     r"nessun[oa]?", r"assenza di", r"\bassente\b",
     # zh / ja
     r"未见", r"(?<!是)不是", r"未發現", r"未发现", r"没有", r"沒有", r"无明显", r"看不到", r"不可见", r"未显示", r"不存在", r"(?<!显)无(?!法)",

@@ -445,6 +445,10 @@ def unwrap(text: str, question: str = "", is_verdict_key=lambda key: False) -> U
     fenced = _FENCE.search(text)
     if fenced and not text[:fenced.start()].strip() and not text[fenced.end():].strip():
         text = fenced.group("body").strip()
+        if re.match(r"```diff\b", fenced.group(0)):
+            # a diff is an explicit correction: its removed lines are withdrawn, its added lines stand
+            text = "\n".join(line[1:].strip() if line.startswith("+") else line for line in text.splitlines()
+                              if not (line.startswith("-") and not line.startswith("---")))
     stripped = text.strip()
     if stripped.startswith('"') and stripped.endswith('"'):
         try:

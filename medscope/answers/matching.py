@@ -54,6 +54,7 @@ from __future__ import annotations
 
 import json
 import re
+from itertools import groupby
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from importlib import resources
@@ -72,7 +73,7 @@ from medscope.answers.lexicon import (  # the word lists, importable from here a
 
 RULES = ("final-tag", "json-field", "json-partial", "self-correction", "verdict-line", "label-line", "final-colon",
          "both", "leading-yes-no", "search-outcome", "mention", "health-words", "declined", "probability",
-         "rating", "graded-sign", "other-language", "table-row", "bare-mention", "other-subject", "modified-echo", "qualified-normal", "differential", *markup.UNCLEAR_WHY,
+         "rating", "graded-sign", "other-language", "table-row", "bare-mention", "other-subject", "modified-echo", "qualified-normal", "differential", "conflicting-evidence", "hedged-workup", *markup.UNCLEAR_WHY,
          "undecided", "other-entity", "predicate", "open", "none")
 
 _WRONG_ANATOMY = re.compile(r"\b(?:this|it|(?:the|this) (?:\w+ )?(?:image|scan|study|film|picture|frame))"
@@ -772,6 +773,7 @@ def _mention_statuses(sentences: list[str], terms: tuple[str, ...], finding: str
     free = re.compile(r"(?<![\w-])(?:" + "|".join(re.escape(t) for t in terms) + r")-free\b") if terms else None
     out, found = [], False
     for s in sentences:
+        s = _PARENTHETICAL.sub(" ", s)  # "the thyroid, however, is not present": one clause
         named_before = found
         hits = [m for m in pat.finditer(s) if not _other_qualified_head(s, m, finding)]
         # a sentence that opens as a textbook statement about the finding stays one ("Polyps are
@@ -1066,6 +1068,10 @@ _ASKS_FOR_IMAGE = re.compile(
     r"\bblank\s+(?:\w+\s+)?(?:frame|image|screen|square)\b|"
     r"\byou\s+asked\s+(?:about|for)\s+(?:the|a|an)\b[^.;]{0,40}\b(?:but|while|whereas)\b|"
     r"\bbut\s+you\s+asked\s+(?:about|for)\b|"
+    # "That's a knee, not a chest ... Wrong file maybe? Send the CXR"
+    r"\bwrong\s+(?:file|image|study|scan|upload|picture|attachment)\b|"
+    r"\b(?:that|this|it)\s+is\s+an?\s+(?:\w+\s+){0,2}?\w+\s*,\s+not\s+an?\s+\w+\b|"
+    r"\bsend\s+(?:me\s+|over\s+)?the\s+(?:\w+\s+)?(?:cxr|image|scan|film|x-ray|radiograph|ct|mri|study|photo)\b|"
     # the same in the languages models answer in
     r"\b(?:puede|podría|pourriez-vous|pouvez-vous|können sie|könnten sie|potrebbe|può)\s+(?:\w+\s+){0,2}?"
     r"(?:enviar|envoyer|senden|schicken|inviare|mandar|subir)\b|"
@@ -1302,6 +1308,9 @@ def read_decision(text: str, question: str, finding: str, question_kind: str | N
     words = re.findall(r"\w+", normalize(text or ""))
     if len(words) >= 3 and len(set(words)) == 1:
         return Reading("unparseable", None, "none", "one word repeated: degenerate output, not a reply")
+    runs = [len(list(g)) for _, g in groupby(words)]
+    if len(words) >= 6 and len(runs) >= 2 and min(runs) >= 2:  # "skin skin skin lesion lesion image image"
+        return Reading("unparseable", None, "none", "words repeated in runs: degenerate output, not a reply")
     token = _REVERSED_QUESTION.set(question_is_reversed(question))
     declines = _DECLINING.set(bool(_undecided(normalize(text or ""))))
     try:
@@ -1453,6 +1462,7 @@ _UNCLEAR_WHY = {
     "table-row": "the table's row for the finding gives no value (n/a, blank)",
     "modified-echo": "the reply restates the question as another one (a property, the other side) before answering it",
     "qualified-normal": "the reply denies the finding but excepts or affirms something else: it does not call the image normal",
+    "conflicting-evidence": "another clause about the finding, read alone, asserts the opposite of the verdict",
 }
 
 
@@ -1627,6 +1637,9 @@ _DIFFERENTIAL_HEAD = re.compile(r"\b(?:differential|ddx|possibilities|candidates
 _LIST_ITEM = re.compile(r"^\s*(?:\d{1,2}[.)]|[-*\u2022])\s+\S")
 
 
+_MOST_LIKELY = re.compile(r"\b(?:most likely|most probable|favou?red|leading (?:diagnosis|candidate)|top candidate)\b")
+
+
 def _differential_item(text: str, terms: tuple[str, ...]) -> bool:
     """Whether the reply is a ranked list of alternatives ("Ranked differential: 1. Skin fold
     2. Scapular border 3. Pneumothorax (unlikely)") with the finding one item of two or more: each
@@ -1642,6 +1655,11 @@ def _differential_item(text: str, terms: tuple[str, ...]) -> bool:
         return False
     # a conclusion after the list that names the finding or points at an item ("Most likely #1.")
     # commits, and the rest of the reader reads it
+    # an item that names the finding and ranks it first ("1. Acute appendicitis - most likely, given
+    # ...") is the reply's call, unless another item is ranked so too
+    ranked = [i for i in items if _MOST_LIKELY.search(lines[i])]
+    if len(ranked) == 1 and pat.search(lines[ranked[0]]) and not re.search(r"\b(?:un|less |least )likely\b", lines[ranked[0]]):
+        return False
     after = " ".join(lines[items[-1] + 1:])
     pointer = re.search(r"#\s*\d|\b(?:number|option|item|choice)\s+\d", " ".join(raw[items[-1] + 1:]), re.I)
     return not (pat.search(after) or pointer)
@@ -1654,6 +1672,105 @@ def _differential_item(text: str, terms: tuple[str, ...]) -> bool:
 _QUALIFIED_NORMAL = re.compile(r"\bif (?:you|we|one) (?:ignore|overlook|discount|disregard|look past)\b")
 _OTHER_ABNORMALITY = re.compile(r"(?:\b(?:but|however|although|though|pero|mais|aber|mas|por[ée]m)\b|但是?|不过)"
                                 r"[^.;]*?(?:\b(?:there (?:is|are)|hay|il y a|es gibt|h[áa]|c'[èe])\b|有)(?!\s+(?:no|not|nothing|ningún|ninguna)\b)")
+
+
+# The conflict guard of the round tuned on set K (issue 48): a committed verdict stands only where
+# no other clause about the asked finding, read alone with its assertion status, asserts the
+# opposite. Rules read a reply as a whole (the opening particle, the first mention, a verdict
+# line), and ConText reads each mention within its own scope, so a predicate the mention's scope
+# does not reach ("the liver lies well above the field of view and is not included"), a clause
+# whose subject is a pronoun ("... not absent - it is seen posterior to the bladder") or a second
+# sentence that says the opposite ("Yes, the X is visible. The X is not seen.") was outvoted by the
+# louder reading. The guard never picks a side: it makes the reading unclear.
+_CLAUSE_CUT = re.compile(r"[;\u2013\u2014]|\s-\s|,?\s+(?=(?:but|however|so|though|although|whereas|yet)\b)|"
+                         r"\s+(?=and\s+(?:(?:it|they)\s+)?(?:is|are|was|were|lies|lie|sits|sit)\b)")
+_CLAUSE_LEAD = re.compile(r"^\W*(?:(?:but|however|so|though|although|whereas|yet|and|thus|therefore|hence)\b\W*)*")
+# a clause whose subject is left out or a pronoun: the nearest clause before it names its subject
+_PRONOUN_SUBJECT = re.compile(r"^(?:(?:it|they|this organ|this structure)\s+)?(?=(?:is|are|was|were|lies|lie|sits|sit|can)\b)")
+_CLAUSE_SEEN = re.compile(r"^(?:is|are|was|were|can be)\s+(?:(?:clearly|well|easily|readily|definitely|certainly|"
+                          r"also|still|partly|partially|fully)\s+)?(?:seen|visible|present|identified|included|depicted|"
+                          r"shown|visuali[sz]ed|captured|in view)\b")
+# "X, however, is not present": a discourse adverb between the subject and its predicate
+_PARENTHETICAL = re.compile(r"(?<=\w),\s*(?:however|though|too|also|in turn|in contrast|by contrast|instead|of course|"
+                            r"unfortunately|on the other hand)\s*,\s*(?=(?:is|are|was|were|does|do|did|can|could|lies|lie|"
+                            r"sits|sit|appears?|remains?|seems?)\b)")
+
+
+# what a clause must say to affirm the finding on its own: an observation of it, with no negative
+# token anywhere in the clause ("Spleen in field of view: [x] No" affirms nothing)
+_CLAUSE_OBSERVES = re.compile(r"\b(?:seen|visible|visuali[sz]ed|present|identified|included|depicted|shown|captured|"
+                              r"in view|demonstrated|noted|appreciated|evident|there (?:is|are)|i (?:can )?see|"
+                              r"we (?:can )?see|shows?|showing|measur\w*|detected)\b")
+_CLAUSE_NEGATIVE = re.compile(r"(?<![\w'])(?:no|not|none|nothing|without|neg|nil|negative|absent|false|0)(?![\w'])|"
+                              r"[\u2717\u2718\u274c\u2716\u2715]")
+# a belief reported, a hedge or a case supposed: the clause asserts nothing about this image
+_CLAUSE_UNASSERTED = re.compile(r"\b(?:initially|at first|first glance|thought|i think|i believe|looks? like|looked like|"
+                                r"could|might|may|would|should|if|whether|normally|usually|typically|generally|expected|"
+                                r"reader \w|sampled|vote[sd]?)\b")
+
+
+def _clause_readings(sentences: list[str], terms: tuple[str, ...], finding: str, organ: bool) -> list[tuple[str, str]]:
+    """Every clause about the finding with its own assertion status, read alone: ``(status, clause)``
+    for the clauses that affirm or deny it (a clause naming it, or one whose subject is a pronoun or
+    left out right after a clause naming it). Hedged, hypothetical and textbook clauses assert nothing."""
+    pat = _term_pattern(terms)
+    if pat is None:
+        return []
+    out = []
+    for s in sentences:
+        s = _PARENTHETICAL.sub(" ", s)
+        previous_named = False
+        for raw in _CLAUSE_CUT.split(s):
+            clause = _CLAUSE_LEAD.sub("", raw).strip()
+            if not clause:
+                continue
+            first = pat.search(clause)
+            if first:
+                previous_named = True
+                if _CLAUSE_UNASSERTED.search(clause):
+                    continue
+                statuses = _mention_statuses([clause], terms, finding, organ)
+                rest = pat.sub(" ", clause)
+                if "negated" in statuses:
+                    # only a negation attached to the finding (its predicate, or within four words
+                    # before it): "lack of a vascular distribution favours neoplasm" denies no neoplasm
+                    near = " ".join(clause[:first.start()].split()[-4:]) + " " + clause[first.start():]
+                    if "negated" in _mention_statuses([near], terms, finding, organ):
+                        out.append(("negated", clause))
+                elif "affirmed" in statuses and _CLAUSE_OBSERVES.search(rest) and not _CLAUSE_NEGATIVE.search(rest):
+                    out.append(("affirmed", clause))
+                continue
+            m = _PRONOUN_SUBJECT.match(clause)
+            if previous_named and m is not None and not _CLAUSE_UNASSERTED.search(clause):
+                predicate = clause[m.end():]
+                name = next(t for t in terms if t.strip())
+                st = _mention_statuses([f"the {name} {predicate}"], terms, finding, organ)
+                if "negated" in st:
+                    out.append(("negated", clause))
+                elif st == ["affirmed"] and _CLAUSE_SEEN.match(predicate):
+                    out.append(("affirmed", clause))
+                continue
+            previous_named = False
+    return out
+
+
+def _conflicting_evidence(lines: list[str], terms: tuple[str, ...], finding: str, organ: bool, claim: bool) -> str | None:
+    """The clause that asserts the opposite of ``claim`` about the finding, or None (see :data:`_CLAUSE_CUT`)."""
+    opposite = "negated" if claim else "affirmed"
+    sentences = [x for line in lines for x in _sentences(line)]
+    return next((c for st, c in _clause_readings(sentences, terms, finding, organ) if st == opposite), None)
+
+
+# A hedged mention beside a request for more imaging or another reader ("A small effusion cannot be
+# excluded ... a decubitus view would help clarify", "repeat films in 10-14 days are advised") defers
+# the call: the reply refers, it does not claim.
+_FURTHER_WORKUP = re.compile(
+    r"\b(?:would|could|will|may|might)\s+help\s+(?:to\s+)?(?:clarify|confirm|exclude|settle|decide|resolve)\b|"
+    r"\b(?:repeat|further|additional|follow-up|dedicated|cross-sectional)\s+(?:\w+\s+){0,2}?(?:films?|imaging|views?|"
+    r"radiographs?|x-rays?|ct|mri|ultrasound|sequences?|scans?)\b[^.]*\b(?:advised|recommended|suggested|needed|"
+    r"required|warranted)\b|"
+    r"\b(?:review|assessment|opinion|correlation)\b[^.]{0,60}\b(?:is|are|would be)\s+(?:needed|required|advised|"
+    r"recommended|warranted)\b")
 
 
 # A last sentence that offers another answer to the one just given ("Or it might be both.", "Or
@@ -1732,6 +1849,13 @@ def _read(text: str, question: str, finding: str, question_kind: str | None, syn
         return Reading(*switched, "other-language")  # "The liver is visible, pero el bazo no aparece"
     if got is not None and got[:3] == ("answer", True, "mention") and _bare_mention_negated(lines, terms, finding, kind == "organ"):
         return Reading("unclear", None, "bare-mention", _UNCLEAR_WHY["bare-mention"])
+    if (got is not None and got[:3] == ("answer", True, "mention") and _FURTHER_WORKUP.search(flat)
+            and "affirmed" not in _mention_statuses(sentences, terms, finding, kind == "organ")):
+        return Reading("refer", None, "hedged-workup")  # "X cannot be excluded ... a decubitus view would help"
+    if got is not None and got[0] == "answer" and got[2] not in ("self-correction",):
+        against = _conflicting_evidence(lines, terms, finding, kind == "organ", got[1])
+        if against is not None:
+            return Reading("unclear", None, "conflicting-evidence", f"{_UNCLEAR_WHY['conflicting-evidence']}: {against[:150]}")
     if got is not None:
         return Reading(*got)
     foreign = languages.foreign_reading(flat, terms, side)
