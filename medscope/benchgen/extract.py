@@ -141,7 +141,7 @@ def field_value(field: FieldSpec, sentence: str, lesion_text: bool = False) -> s
             return None
         return min(found)[2] if found else None
     key = _SIZE_KEY.search(text)
-    sizes = [dims for kind, dims, _ in measurements(text[key.end():])] if key else []
+    sizes = [dims for kind, dims, _ in measurements(text[key.end():]) if kind == "length"] if key else []
     if key and sizes and _mention_status(text, key.start(), key.end()) not in ("negated", "historical"):
         return bin_value(field, max(sizes[0]))
     m = re.search(field.measure, text, flags=re.IGNORECASE)

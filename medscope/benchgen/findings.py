@@ -82,7 +82,7 @@ _PRIOR_BEFORE = re.compile(r"\b(?:previously|prior|formerly|was|from|compared (?
 # a RADS category the report assigns a lesion ("PI-RADS 4", "TI-RADS 5", "LR-5", "BI-RADS category 4a");
 # one given as a prior value ("upgraded from PI-RADS 3") is not the lesion's category now
 _CATEGORY = re.compile(r"(?<!from )(?<!previously )(?<!prior )(?<!was )\b(?:[a-z]{1,4}-?rads|lr)(?:\s+v?\d\.\d)?"
-                       r"(?:\s+(?:category|score|assessment))?\s*[:-]?\s*(\d)\b")
+                       r"(?:\s+(?:category|score|assessment))?\s*[:-]?\s*(\d)([abc])?\b")
 _SMALL = re.compile(r"\b(?:small|tiny|punctate|subcentimet\w*|sub-centimet\w*|too small to characteri[sz]e|micro\w*)\b")
 _DEFINITE = re.compile(r"\b(?:the|this|that|these|those|said)\s+(?:[\w-]+\s+){0,3}$")
 # "the dominant nodule, in the right mid pole, is a 2.2 cm ... nodule": a place set off by commas
@@ -459,10 +459,11 @@ def report_findings(findings: str, impression: str, nouns: set[str] | None = Non
                 if re.match(r"^\W*(?:the\s+)?(?:others?|remaining|rest)\b", body):
                     chained = None  # "The others measure up to 9 mm": the rest of a group, not its last-named member
                     continue
-                if (last is not None and chained is last and last.status == "present"
+                if (chained is not None and chained.status == "present"
                         and (re.match(r"^(?:it|this)\b", body)
                              or not (_SIDE.search(body) or _PLACE.search(body) or _organ(body) or place_organs(body)
                                      or (header and not same_section)))):
+                    last = chained
                     dims, prior = _sizes(body)
                     last.text += " " + body
                     if dims and last.size_mm is None:
@@ -473,6 +474,7 @@ def report_findings(findings: str, impression: str, nouns: set[str] | None = Non
                 continue
             segs = _segments(sent, mentions)
             joined_to_previous, joined_prev_end = None, 0
+            touched = None  # the finding the sentence's last mention names: the next unnamed sentence describes it
             for (start, end, word), (a, b) in zip(mentions, segs):
                 f = _new_finding(original, sent, start, end, word, a, b, header_text, section_organ, section)
                 # "Dominant lesion is a 2.1 cm mass": a copula joins the two nouns into one lesion
@@ -499,6 +501,7 @@ def report_findings(findings: str, impression: str, nouns: set[str] | None = Non
                 if target is not None:
                     _merge(target, f)
                     joined_to_previous, joined_prev_end = target, end
+                    touched = target
                 elif (section == "impression" and f.status == "present" and f.size_mm is None and not sub
                       and any(g.section == "findings" and g.status == "present" and _compatible(g, f) for g in out)):
                     # an unsized restatement ("Bilateral renal cysts.") summarises lesions already
@@ -508,6 +511,7 @@ def report_findings(findings: str, impression: str, nouns: set[str] | None = Non
                 else:
                     out.append(f)
                     joined_to_previous, joined_prev_end = f, end
+                    touched = None
                 members = _listed_members(sent, end, b) if f.plural and not sub else []
                 if members:
                     # "Two masses: 3.8 cm in the right upper pole and 2.0 cm in the right lower pole":
@@ -548,7 +552,9 @@ def report_findings(findings: str, impression: str, nouns: set[str] | None = Non
                         _merge(target, child)
                     else:
                         out.append(child)
-            chained = out[-1] if out else None
+            # a restatement that joined an earlier lesion ("1. Right breast 9 mm mass." after both
+            # breasts were described) is what "BI-RADS 4A: ..." next describes, not the last lesion listed
+            chained = touched if touched is not None else (out[-1] if out else None)
     return out
 
 
@@ -647,7 +653,7 @@ def in_organ(f: Finding, organ: str | None) -> bool:
     return not f.places_in or want in f.places_in or want not in ORGAN_WORDS
 
 
-def category(f: Finding) -> int | None:
+def category(f: Finding) -> float | None:
     """The highest RADS category the report assigns the finding in its own words, or None.
 
     Parameters
@@ -657,15 +663,18 @@ def category(f: Finding) -> int | None:
 
     Returns
     -------
-    int or None
+    int, float or None
         The highest category number written in the finding's text ("PI-RADS 4", "LR-5", "TI-RADS
-        category 3"), a prior one ("upgraded from PI-RADS 3") not counted; None when none is.
+        category 3"; a lettered subdivision as tenths, "BI-RADS 4B" 4.2), a prior one ("upgraded
+        from PI-RADS 3") not counted; None when none is.
 
     References
     ----------
     .. [1] benchmark-MCQ paper, Methods ("RADS-style questions": the dominant lesion).
     """
-    cats = [int(m.group(1)) for m in _CATEGORY.finditer(f.text)]
+    # a lettered subdivision ranks inside its number: BI-RADS 4A < 4B < 4C < 5
+    cats = [int(m.group(1)) + ("abc".index(m.group(2)) + 1) / 10 if m.group(2) else int(m.group(1))
+            for m in _CATEGORY.finditer(f.text)]
     return max(cats) if cats else None
 
 

@@ -819,6 +819,17 @@ def check_yes_no(question: str, yes: bool, sents: list[str]) -> tuple[bool, str,
     return True, verdicts[0][1], ""
 
 
+# a length from a landmark is a distance, not a size, on any organ: "3 cm from the nipple", "2 cm
+# deep to the skin", "6 cm above the anal verge", "within 5 mm of the pleura", "8 cm FN"; "from"
+# followed by a number or an earlier study is a change ("2.1 cm from 1.7 cm"), not a landmark
+_DISTANCE_AFTER = re.compile(r"\s*(?:away\s+)?(?:from\s+(?!(?:the\s+|a\s+)?(?:\d|prior|previous|preceding|earlier|last|"
+                             r"baseline|initial|recent|most recent|comparison|study|exam\w*|scan|mri|ct|ultrasound|"
+                             r"mammogram)\b)(?:the\s+|its\s+)?[a-z]|fn\b|(?:deep|proximal|distal|superior|inferior|lateral|"
+                             r"medial|anterior|posterior|caudal|cranial|cephalad)\s+to\b|(?:below|above|beneath|"
+                             r"under)\s+the\b)")
+_DISTANCE_BEFORE = re.compile(r"\b(?:distance of|within)\s+(?:approximately\s+|about\s+|~\s*)?$")
+
+
 def measurements(sent: str) -> list[tuple[str, list[float], int]]:
     """(unit kind, dimensions in mm or HU, position) of every measurement: "4.2 x 3.1 cm" is one.
 
@@ -831,11 +842,14 @@ def measurements(sent: str) -> list[tuple[str, list[float], int]]:
     -------
     list of tuple of (str, list of float, int)
         ``(kind, dimensions, start)`` per measurement: kind ``"length"`` (dimensions in mm, cm
-        converted) or ``"hu"``; ``start`` is its character offset.
+        converted), ``"distance"`` (a length from a landmark: "3 cm from the nipple", never a
+        size) or ``"hu"``; ``start`` is its character offset.
     """
     out = []
     for m in _MEASURE.finditer(sent):
         kind, scale = UNITS[m.group(2)]
+        if kind == "length" and (_DISTANCE_AFTER.match(sent[m.end():]) or _DISTANCE_BEFORE.search(sent[:m.start()])):
+            kind = "distance"  # "3 cm from the nipple" places a lesion; it is never its size
         # a dimension with its own unit is read in it; the others in the measurement's last unit
         dims = [float(x) * (UNITS[u][1] if u else scale)
                 for x, u in re.findall(r"(\d+(?:\.\d+)?)\s*(mm|cm)?", m.group(1))]
@@ -873,6 +887,10 @@ def check_quantity(question: str, answer: str, sents: list[str]) -> tuple[bool, 
     if kind is None or len(dims) != 1:
         return False, "", "answer_not_a_quantity"
     q = normalize_sentence(question)
+    if kind == "length" and _ASKS_DISTANCE.search(q) and any(k == "distance" for s in sents for k, _, _ in measurements(s)):
+        # "How far from the nipple is the cyst?" is answered by a distance, never by the cyst's size
+        # ("protruding 2.1 cm into the bladder", with no landmark, is still read as a length)
+        kind = "distance"
     # "in centimetres" asks for a unit, not for a sentence that writes one: "9 x 7 mm" answers 0.9 cm
     subject = subject_stems(re.sub(r"\s*\b(?:in|as)\s+(?:mm|cm|millimet\w*|centimet\w*|millimeters?|centimeters?)\b",
                                    "", question, flags=re.IGNORECASE))
@@ -916,6 +934,9 @@ def check_quantity(question: str, answer: str, sents: list[str]) -> tuple[bool, 
     if len(distinct) > 1:
         return False, "", "ambiguous_measurement"
     return True, hit[0], ""
+
+
+_ASKS_DISTANCE = re.compile(r"\bhow far\b|\bdistance\b")
 
 
 def _joined_to_unasked(sent: str, hits: list[tuple[str, int, int]], subject: set[str]) -> bool:
