@@ -245,10 +245,11 @@ def study_binary(field: FieldSpec, sents: list[str], lesion_side: str | None = N
     yes, no, partial_sides, partial = [], [], set(), []
     other_narrowing = []  # partial denials narrowed by more than a side ("no new", "no solid")
     asked_organ = findmod._organ(normalize_sentence(field.question))  # "Is there a focal renal lesion?": kidney
-    for s in sents:
+    for i, s in enumerate(sents):
         text = _MEASURED_AND.sub("", normalize_sentence(s))  # "duct measures 2 mm and is normal": the duct is normal
         if is_recommendation(text):
             continue
+        before = normalize_sentence(sents[i - 1]) if i else ""
         if field.context and not _any(field.context, text):
             continue
         other_section = _under_other_organ(asked_organ, text)
@@ -268,6 +269,9 @@ def study_binary(field: FieldSpec, sents: list[str], lesion_side: str | None = N
             if (any(a <= m.start() < b for a, b in denied) or findmod.another_thing_after(text, m.end())
                     or ARTIFACT_AFTER.match(text[m.end():])):
                 continue
+            if findmod.category_of_a_node(m.group(0), "") or (
+                    findmod._CATEGORY.search(m.group(0)) and findmod.category_of_a_node(text, before)):
+                continue  # "Abnormal axillary lymph node. BI-RADS 4C.": the node's category, no lesion's
             st = _mention_status(text, m.start(), m.end())
             if findmod._RESOLVED_AFTER.search(text[m.end():]) and not findmod._mentions_between(text, m.end()):
                 continue  # "the previously described nodule ... has resolved" asserts no nodule now

@@ -99,6 +99,12 @@ _LABEL = re.compile(r"^\s*(?:#\s*|no\.?\s*)?\d{1,2}[a-z]?\s*(?:[,:(]|-\s)")
 # a lesion said to be gone: "the previously described nodule ... has resolved", "is no longer seen"
 _RESOLVED_AFTER = re.compile(r"\b(?:has|have)\s+(?:since\s+|now\s+|completely\s+)?(?:resolved|disappeared|been resected|been removed)\b"
                              r"|\b(?:is|are)\s+no longer\s+(?:seen|visible|identified|present|evident|demonstrated)\b")
+# a finding the report explains away is no lesion: "the asymmetry disperses ..., consistent with
+# summation artifact", "represents a pseudolesion", "corresponds to normal fibroglandular tissue"
+NOT_A_LESION = re.compile(r"\b(?:summation|pseudo-?lesion|pseudo-?mass|disperses|dissipates|"
+                          r"(?:represents?|consistent with|corresponds? to|due to)\s+(?:a\s+)?(?:normal|overlapping)\s+"
+                          r"(?:[a-z]+\s+)?(?:tissue|parenchyma|structures?|vessels?|bowel)|"
+                          r"(?:imaging|positioning|motion|technical)\s+artifact)\b")
 _GAP_BREAK = re.compile(r";|,\s|\s(?:and|while|whereas|but|as well as)\s")
 _GAP_START = re.compile(r"\b(?:a|an|another|additional|second|third|one|two|three|several|multiple|\d)")
 _HEADER = re.compile(r"^((?:[a-z]+\s*){1,3}):\s*")
@@ -200,7 +206,11 @@ def schema_organ(organ: str | None) -> str | None:
 # it (the other one is left), nor is a "partial" / "hemi-" / "distal" one: those leave tissue
 # whose lesions the report still describes.
 REMOVAL_OF = {"prostate": r"prostatectom\w*", "thyroid": r"thyroidectom\w*", "pancreas": r"pancreatectom\w*",
-              "spleen": r"splenectom\w*", "bladder": r"cystectom\w*", "uterus": r"hysterectom\w*"}
+              "spleen": r"splenectom\w*", "bladder": r"cystectom\w*", "uterus": r"hysterectom\w*",
+              # paired organs: removed whole only when both are ("bilateral mastectomies")
+              "breast": r"mastectom\w*", "kidney": r"nephrectom\w*", "ovary": r"oophorectom\w*",
+              "testis": r"orchi(?:d)?ectom\w*", "adrenal": r"adrenalectom\w*"}
+_BOTH_BEFORE = re.compile(r"\b(?:bilateral|both|double)\s+(?:[a-z-]+\s+){0,2}$")
 _PART_OF_ORGAN = re.compile(r"\b(?:partial|hemi-?|distal|proximal|subtotal|near-total|segmental|central|left|right|"
                             r"completion of)\s*$")
 
@@ -223,16 +233,23 @@ def organ_removed(text: str, organ: str | None) -> bool:
     -------
     bool
         True when the report names the organ's whole removal (:data:`REMOVAL_OF`, with no
-        partial qualifier just before it) or says the organ is absent or removed.
+        partial qualifier just before it; for a paired organ, "bilateral" / "both" / "double"
+        before it) or says the organ is absent or removed.
     """
     want = schema_organ(organ)
-    if want is None or want in PAIRED_ORGANS:
+    if want is None:
         return False
+    paired = want in PAIRED_ORGANS
     surgery = REMOVAL_OF.get(want)
     if surgery:
         for m in re.finditer(rf"\b{surgery}\b", text):
-            if not _PART_OF_ORGAN.search(text[:m.start()]):
+            if _PART_OF_ORGAN.search(text[:m.start()]):
+                continue
+            # one breast / kidney removed leaves the other, whose lesions the report still describes
+            if not paired or _BOTH_BEFORE.search(text[:m.start()]):
                 return True
+    if paired:
+        return False
     word = ORGAN_WORDS.get(want)
     return bool(word and re.search(rf"{word}(?:\s+and\s+[\w ]{{1,30}}?)?\s+(?:is|are|has been|have been)\s+"
                                    r"(?:surgically\s+)?(?:absent|removed|resected)\b", text))
@@ -676,6 +693,31 @@ def category(f: Finding) -> float | None:
     cats = [int(m.group(1)) + ("abc".index(m.group(2)) + 1) / 10 if m.group(2) else int(m.group(1))
             for m in _CATEGORY.finditer(f.text)]
     return max(cats) if cats else None
+
+
+_NODE = re.compile(r"\b(?:lymph\s+nodes?|nodes?|(?:lymph)?adenopathy)\b")
+
+
+def category_of_a_node(text: str, before: str = "") -> bool:
+    """Whether the RADS category in ``text`` is a lymph node's, not a lesion's of the organ.
+
+    Parameters
+    ----------
+    text : str
+        A normalised sentence with a RADS category ("BI-RADS 4C.").
+    before : str, optional
+        The sentence before it: a category standing alone is said of what that sentence described.
+
+    Returns
+    -------
+    bool
+        True when the category's sentence (or, where it names nothing, the one before) names a lymph
+        node and no lesion noun: "Abnormal 2.8 cm axillary lymph node. BI-RADS 4C." scores the node.
+    """
+    if not _CATEGORY.search(text):
+        return False
+    own = text if (_mentions(text, set(LESION_NOUNS)) or _NODE.search(text)) else before
+    return bool(_NODE.search(own)) and not _mentions(own, set(LESION_NOUNS))
 
 
 def category_word(value: str) -> bool:

@@ -655,11 +655,33 @@ _NAMED_THEN_CALLED = re.compile(r"^\W*(?:is|are)\s+(?:the|this|that|these|those)
                                 r"collection|opacity|change|changes)\s+(?:(?:a|an)\s+)?([a-z][\w\s-]*?)\s*\?$")
 
 
+# "Is the mass at left 2 o'clock malignant?": the finding is named with its place, then called something
+_NAMED_PLACED_THEN_CALLED = re.compile(r"^\W*(?:is|are)\s+(?:the|this|that|these|those)\s+(?:[\w-]+\s+){0,5}?"
+                                       r"(?:focus|foci|lesions?|nodules?|mass(?:es)?|findings?|abnormality|area|"
+                                       r"observation|collection|opacity)\s+(?:at|in|on|within|near)\s+[^?]*?\s"
+                                       r"([a-z][a-z-]+)\s*\?$")
+_PLACE_WORD = re.compile(r"^(?:clock|lobes?|poles?|segments?|zones?|quadrants?|regions?|breasts?|kidneys?|lungs?|"
+                         r"glands?|apex|base|midline|side|aspect|margin|level)$")
+
+
 def _predicate_stems(q: str) -> set[str]:
     """Stems of what a question calls a finding it has named ("Is the left focus prostatitis?" ->
-    {prostatitis}); empty when it calls it nothing. A Yes needs a sentence that says so."""
+    {prostatitis}; "Is the mass at left 2 o'clock malignant?" -> {malignant}); empty when it calls it
+    nothing. A Yes needs a sentence that says so ("suspicious mass at left 2 o'clock" does not)."""
     m = _NAMED_THEN_CALLED.match(q)
-    return {t for t, _, _ in tokens(m.group(1))} if m else set()
+    if m:
+        return {t for t, _, _ in tokens(m.group(1))}
+    m = _NAMED_PLACED_THEN_CALLED.match(q)
+    if m and not _PLACE_WORD.match(m.group(1)) and not any(re.fullmatch(p, m.group(1)) for p in ORGAN_WORDS.values()):
+        return {t for t, _, _ in tokens(m.group(1))}
+    return set()
+
+
+# "Is the effusion caused by heart failure?": a cause, kept only where a sentence states the link
+_ASKS_CAUSE = re.compile(r"\b(?:caused by|due to|secondary to|because of|(?:the\s+)?result of|attributable to|"
+                         r"induced by|related to)\b")
+_CAUSE_SAID = re.compile(r"\b(?:caused by|due to|secondary to|because of|result(?:s|ing)? (?:of|from)|attribut\w+ to|"
+                         r"induced|related to|from)\b|-(?:induced|related)\b")
 
 
 def check_yes_no(question: str, yes: bool, sents: list[str]) -> tuple[bool, str, str]:
@@ -682,7 +704,8 @@ def check_yes_no(question: str, yes: bool, sents: list[str]) -> tuple[bool, str,
         The first best-matching sentence when kept; empty otherwise.
     reason : str
         Empty when kept; else ``subject_not_in_report``, ``only_historical``, ``uncertain_in_report``,
-        ``conflicting_statements`` or ``contradicted_by_report``.
+        ``conflicting_statements``, ``contradicted_by_report`` or ``cause_not_stated`` (a cause asked,
+        no sentence stating the link).
     """
     q = normalize_sentence(question)
     removal = _check_removal(q, yes, sents)
@@ -733,6 +756,11 @@ def check_yes_no(question: str, yes: bool, sents: list[str]) -> tuple[bool, str,
         partial_match = bool(head_phrase) and (named != set(head_phrase) if _yes_side(hits, s) else
                                                head_phrase[-1] not in named
                                                or _other_kind_of_head(s, head_phrase))
+        if yes and _ASKS_CAUSE.search(q) and not _CAUSE_SAID.search(s):
+            # "man on spironolactone ... consistent with gynecomastia" names the drug and the finding,
+            # never that one caused the other
+            narrowed.append("cause")
+            continue
         if yes and predicate and not predicate <= said:
             # "Is the left focus prostatitis?": the sentence placing the focus says nothing of what it is
             narrowed.append("partial")
@@ -806,6 +834,7 @@ def check_yes_no(question: str, yes: bool, sents: list[str]) -> tuple[bool, str,
                            else "range_in_report" if "range" in narrowed
                            else "mixed_composition_in_report" if "mixed" in narrowed
                            else "artifact_in_report" if "artifact" in narrowed
+                           else "cause_not_stated" if "cause" in narrowed
                            else "subject_only_partly_in_report")
     if not kinds:
         return False, "", "only_historical" if verdicts else "subject_not_in_report"

@@ -185,6 +185,13 @@ def check_lesion_key(question: str, answer: str, kind: str, findings: str, impre
             pool = [f for f in pool if f.side in (side.group(1), None) or f.status != "present"]
             pool = [f for f in pool if f.side == side.group(1) or f.status != "present"] or pool
         dom, why = findmod.dominant(pool, organ, by_category=not re.search(r"\b(?:larg|bigg)", q))
+        if dom is None and why == "no_lesion_reported":
+            said = normalize_sentence(answer).strip(" .")
+            if said and any(said in s and findmod.NOT_A_LESION.search(s)
+                            for s in map(normalize_sentence, grounding.sentences(findings + " " + impression))):
+                # "the asymmetry disperses ..., consistent with summation artifact": the place the
+                # report gives is a finding's it explains away, so the dominant lesion has none
+                return False, "", "finding_explained_away"
         if dom is None:
             return (False, "", why) if why != "no_lesion_reported" else None
         about = [dom]

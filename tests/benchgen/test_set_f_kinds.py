@@ -87,3 +87,73 @@ def test_lettered_category_ranks_within_its_number_and_picks_the_index_lesion():
     # the smaller right mass is the higher category (4B > 3), so it is the index lesion
     assert dom is not None and dom.side == "right" and dom.size_mm == 8.0
     assert sorted(c for c in (category(f) for f in found) if c is not None) == [3, 4.2]
+
+
+# --- kind 3: both of a paired organ removed leaves its lesion fields unsettled ---------------------
+# (F: fat necrosis in a flap after bilateral mastectomies keyed as the breast lesion's size and margin,
+# and "BI-RADS 2" as a No to a breast lesion)
+
+def test_both_kidneys_removed_leave_the_lesion_fields_unsettled():
+    report = ("History: bilateral nephrectomies for renal cell carcinoma, on dialysis. In the left renal fossa "
+              "there is a 2.4 cm enhancing soft tissue nodule.")
+    keys, unset = _extract("kidney_schema.yaml", report)
+    assert "lesion_size" not in keys and unset["lesion_size"] == "organ_removed"
+    assert "renal_lesion_present" not in keys and unset["renal_lesion_present"] == "organ_removed"
+
+
+def test_one_kidney_removed_leaves_the_other_described():
+    report = "Status post left nephrectomy. In the right kidney, upper pole, there is a 2.4 cm enhancing solid mass."
+    keys, _ = _extract("kidney_schema.yaml", report)
+    assert keys["lesion_size"] == "2 to 3.9 cm" and keys["lesion_side"] == "right kidney"
+    # a partial removal of both is still not a whole removal
+    keys, _ = _extract("kidney_schema.yaml", "Bilateral partial nephrectomies. A 2.4 cm enhancing solid mass in the "
+                                             "right kidney, upper pole.")
+    assert keys["lesion_size"] == "2 to 3.9 cm"
+
+
+# --- kind 4: a RADS category given to a lymph node is no lesion of the organ ---------------------
+# (F: "Abnormal 2.8 cm right axillary lymph node ... BI-RADS 4C." keyed Yes to a breast lesion)
+
+def test_category_of_a_node_is_not_the_organs_lesion():
+    schema = load_schema(str(HERE / "breast_schema.yaml"))
+    field = next(f for f in schema.fields if f.name == "lesion_present")
+    from medscope.benchgen.extract import study_binary
+    value, _, _ = study_binary(field, ["Enlarged left axillary lymph node with a 6 mm cortex and effaced hilum.",
+                                       "BI-RADS 4B."])
+    assert value is None
+    # the same category after a mass is the mass's
+    value, _, _ = study_binary(field, ["Irregular 11 mm mass at 10 o'clock in the left breast.", "BI-RADS 4B."])
+    assert value == "yes"
+
+
+# --- kind 5: a finding the report explains away is no lesion ------------------------------------
+# (F: "Which quadrant holds the dominant lesion?" kept as the place of an asymmetry called summation)
+
+def test_place_of_a_finding_called_summation_or_normal_tissue_is_no_lesions_place():
+    kept, reason = _kept("In which lobe is the dominant lesion?", ["Right lower lobe", "Left upper lobe", "Lingula",
+                                                                  "Right upper lobe"], 0,
+                         "The questioned opacity in the right lower lobe represents overlapping normal vessels on "
+                         "the lateral view. No pulmonary nodule.")
+    assert not kept and reason == "finding_explained_away"
+
+
+# --- kind 6: "suspicious" is not "malignant"; a finding named with its place, then called X ------
+# (F: "Is the additional mass at left 2 o'clock malignant?" kept Yes from "suspicious mass")
+
+def test_named_and_placed_finding_called_malignant_needs_a_sentence_calling_it_so():
+    q = "Is the additional nodule at 3 o'clock malignant?"
+    report = "Additional 5 mm suspicious nodule at 3 o'clock in the anal canal, 2 cm from the known tumour."
+    assert not _kept(q, ["Yes", "No"], 0, report)[0]
+    assert _kept(q, ["Yes", "No"], 0, "The additional 5 mm nodule at 3 o'clock in the anal canal is malignant on "
+                                      "biopsy.")[0]
+
+
+# --- kind 7: a cause is kept only where a sentence states the link -------------------------------
+# (F: "Is the gynecomastia caused by spironolactone?" kept from "man on spironolactone")
+
+def test_cause_needs_a_sentence_stating_the_link():
+    report = "History: on amiodarone. The liver is diffusely hyperattenuating, consistent with iodine deposition."
+    kept, reason = _kept("Is the hyperattenuation caused by amiodarone?", ["Yes", "No"], 0, report)
+    assert not kept and reason == "cause_not_stated"
+    assert _kept("Is the hyperattenuation caused by amiodarone?", ["Yes", "No"], 0,
+                 "The liver is diffusely hyperattenuating, due to amiodarone.")[0]
