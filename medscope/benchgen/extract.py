@@ -518,6 +518,15 @@ def lesion_value(field: FieldSpec, finding: "findmod.Finding") -> tuple[str | No
         named = [v.value for v in field.values if set(_SIDE_WORD.findall(v.value.lower())) == {finding.side}]
         if len(named) == 1:
             return named[0], ""
+    if field.type == "multi":
+        # "left breast 10 o'clock" is the upper inner quadrant: a clock position read as the schema's
+        # quadrant value, where the schema has one naming it and the report names none
+        quadrant, why = findmod.clock_quadrant(finding.text, finding.side)
+        named = [v.value for v in field.values if quadrant and quadrant in v.value.lower()]
+        if len(named) == 1:
+            return named[0], ""
+        if why and any(re.search(r"\b(?:upper|lower)\s+(?:outer|inner)\b", v.value.lower()) for v in field.values):
+            return None, why
     return None, "not_stated_for_dominant_lesion"
 
 

@@ -720,6 +720,48 @@ def category_of_a_node(text: str, before: str = "") -> bool:
     return bool(_NODE.search(own)) and not _mentions(own, set(LESION_NOUNS))
 
 
+# addition: a clock-face position as the radiologist faces the patient (ACR BI-RADS atlas). On the
+# right breast 9 to 12 o'clock is upper outer, 12 to 3 upper inner, 3 to 6 lower inner, 6 to 9 lower
+# outer; the left breast is mirrored. A position on 12, 3, 6 or 9 lies between two quadrants.
+_CLOCK = re.compile(r"\b(1[0-2]|[1-9])(?::([0-5]\d))?\s*o'?\s*clock\b|\b(1[0-2]|[1-9]):([0-5]\d)\b(?!\s*(?:am|pm|h)\b)")
+_QUADRANT_OF = {"right": ("upper inner", "lower inner", "lower outer", "upper outer"),
+                "left": ("upper outer", "lower outer", "lower inner", "upper inner")}
+
+
+def clock_quadrant(text: str, side: str | None) -> tuple[str | None, str]:
+    """The quadrant a clock-face position falls in, a normalisation like cm to mm.
+
+    Parameters
+    ----------
+    text : str
+        A finding's normalised text ("... left breast 10 o'clock ...").
+    side : str or None
+        The finding's side: the same hour is an outer quadrant on one side, an inner one on the other.
+
+    Returns
+    -------
+    quadrant : str or None
+        "upper outer", "upper inner", "lower outer" or "lower inner"; None when unsettled.
+    reason : str
+        Empty when set or when no clock position is written; else ``clock_between_quadrants`` (12,
+        3, 6 or 9 o'clock), ``several_clock_positions`` or ``side_not_stated``.
+    """
+    hours = set()
+    for m in _CLOCK.finditer(text):
+        h, mins = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
+        hours.add((int(h) % 12) + int(mins or 0) / 60)
+    if not hours:
+        return None, ""
+    if len(hours) > 1:
+        return None, "several_clock_positions"
+    if side not in _QUADRANT_OF:
+        return None, "side_not_stated"
+    (h,) = hours
+    if h % 3 == 0:
+        return None, "clock_between_quadrants"
+    return _QUADRANT_OF[side][int(h // 3)], ""
+
+
 def category_word(value: str) -> bool:
     """Whether a schema value names a RADS category ("PI-RADS 4", "LR-5").
 

@@ -238,6 +238,14 @@ def _described(q: str, answer: str, kind: str, about, found, superlative: bool) 
     if kept:
         return False, "", "ambiguous_lesion"
     if superlative or len(about) == 1:
+        quadrant, why = findmod.clock_quadrant(about[0].text, about[0].side)
+        said = normalize_sentence(answer)
+        if kind == "term" and re.search(r"\b(?:upper|lower)\s+(?:outer|inner)\b", said):
+            # the asked lesion placed only by a clock position: the quadrant that position falls in
+            if quadrant and quadrant in said:
+                return True, about[0].sentence, ""
+            if quadrant or why:
+                return False, "", why or "contradicted_by_report"
         # the asked lesion's own words do not state it; another lesion's may, which is no answer
         reason = results[0][2]
         return False, "", ("not_stated_for_asked_lesion" if reason in ("answer_not_in_report", "subject_not_in_report",

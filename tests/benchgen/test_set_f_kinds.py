@@ -157,3 +157,33 @@ def test_cause_needs_a_sentence_stating_the_link():
     assert not kept and reason == "cause_not_stated"
     assert _kept("Is the hyperattenuation caused by amiodarone?", ["Yes", "No"], 0,
                  "The liver is diffusely hyperattenuating, due to amiodarone.")[0]
+
+
+# --- kind 8: a clock-face position is read as its quadrant (a normalisation, like cm to mm) -------
+# (F: quadrant fields left unset where the report gives only "left breast 10 o'clock"; the writer's
+# rule is the ACR one, as the radiologist faces the patient; 12, 3, 6 and 9 o'clock stay unsettled)
+
+def test_clock_position_to_quadrant_by_hand():
+    from medscope.benchgen.findings import clock_quadrant
+    # right breast: 9-12 upper outer, 12-3 upper inner, 3-6 lower inner, 6-9 lower outer; left mirrored
+    assert clock_quadrant("mass at 10 o'clock", "right") == ("upper outer", "")
+    assert clock_quadrant("mass at 10 o'clock", "left") == ("upper inner", "")
+    assert clock_quadrant("mass at 4:30", "left") == ("lower outer", "")
+    assert clock_quadrant("mass at 7 o'clock", "right") == ("lower outer", "")
+    assert clock_quadrant("mass at 12 o'clock", "right") == (None, "clock_between_quadrants")
+    assert clock_quadrant("mass at 3:00", "left") == (None, "clock_between_quadrants")
+    assert clock_quadrant("mass at 2 o'clock", None) == (None, "side_not_stated")
+    assert clock_quadrant("masses at 2 and at 5 o'clock, the other at 7 o'clock", "left")[0] is None
+
+
+def test_quadrant_key_from_the_dominant_lesions_clock_position():
+    keys, _ = _extract("breast_schema.yaml", "Ultrasound. In the right breast at 2 o'clock, 6 cm from the nipple, there "
+                                             "is a 12 mm irregular hypoechoic mass with angular margins. BI-RADS 4B.")
+    assert keys["lesion_quadrant"] == "upper inner quadrant" and keys["lesion_size"] == "10 to 19 mm"
+    keys, unset = _extract("breast_schema.yaml", "Ultrasound. In the left breast at 9 o'clock, 3 cm from the nipple, "
+                                                 "there is a 12 mm irregular hypoechoic mass. BI-RADS 4A.")
+    assert "lesion_quadrant" not in keys and unset["lesion_quadrant"] == "clock_between_quadrants"
+    # the words win over the clock: "retroareolar" is checked first
+    keys, _ = _extract("breast_schema.yaml", "Left breast: in the retroareolar region at 10 o'clock there is a 7 mm "
+                                             "intraductal mass. BI-RADS 4A.")
+    assert keys["lesion_quadrant"] == "retroareolar / central"
