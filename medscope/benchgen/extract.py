@@ -141,7 +141,7 @@ def field_value(field: FieldSpec, sentence: str, lesion_text: bool = False) -> s
             return None
         return min(found)[2] if found else None
     key = _SIZE_KEY.search(text)
-    sizes = [dims for kind, dims, _ in measurements(text[key.end():])] if key else []
+    sizes = [dims for kind, dims, _ in measurements(text[key.end():]) if kind == "length"] if key else []
     if key and sizes and _mention_status(text, key.start(), key.end()) not in ("negated", "historical"):
         return bin_value(field, max(sizes[0]))
     m = re.search(field.measure, text, flags=re.IGNORECASE)
@@ -245,10 +245,11 @@ def study_binary(field: FieldSpec, sents: list[str], lesion_side: str | None = N
     yes, no, partial_sides, partial = [], [], set(), []
     other_narrowing = []  # partial denials narrowed by more than a side ("no new", "no solid")
     asked_organ = findmod._organ(normalize_sentence(field.question))  # "Is there a focal renal lesion?": kidney
-    for s in sents:
+    for i, s in enumerate(sents):
         text = _MEASURED_AND.sub("", normalize_sentence(s))  # "duct measures 2 mm and is normal": the duct is normal
         if is_recommendation(text):
             continue
+        before = normalize_sentence(sents[i - 1]) if i else ""
         if field.context and not _any(field.context, text):
             continue
         other_section = _under_other_organ(asked_organ, text)
@@ -268,6 +269,9 @@ def study_binary(field: FieldSpec, sents: list[str], lesion_side: str | None = N
             if (any(a <= m.start() < b for a, b in denied) or findmod.another_thing_after(text, m.end())
                     or ARTIFACT_AFTER.match(text[m.end():])):
                 continue
+            if findmod.category_of_a_node(m.group(0), "") or (
+                    findmod._CATEGORY.search(m.group(0)) and findmod.category_of_a_node(text, before)):
+                continue  # "Abnormal axillary lymph node. BI-RADS 4C.": the node's category, no lesion's
             st = _mention_status(text, m.start(), m.end())
             if findmod._RESOLVED_AFTER.search(text[m.end():]) and not findmod._mentions_between(text, m.end()):
                 continue  # "the previously described nodule ... has resolved" asserts no nodule now
@@ -514,6 +518,15 @@ def lesion_value(field: FieldSpec, finding: "findmod.Finding") -> tuple[str | No
         named = [v.value for v in field.values if set(_SIDE_WORD.findall(v.value.lower())) == {finding.side}]
         if len(named) == 1:
             return named[0], ""
+    if field.type == "multi":
+        # "left breast 10 o'clock" is the upper inner quadrant: a clock position read as the schema's
+        # quadrant value, where the schema has one naming it and the report names none
+        quadrant, why = findmod.clock_quadrant(finding.text, finding.side)
+        named = [v.value for v in field.values if quadrant and quadrant in v.value.lower()]
+        if len(named) == 1:
+            return named[0], ""
+        if why and any(re.search(r"\b(?:upper|lower)\s+(?:outer|inner)\b", v.value.lower()) for v in field.values):
+            return None, why
     return None, "not_stated_for_dominant_lesion"
 
 

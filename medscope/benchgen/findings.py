@@ -82,7 +82,7 @@ _PRIOR_BEFORE = re.compile(r"\b(?:previously|prior|formerly|was|from|compared (?
 # a RADS category the report assigns a lesion ("PI-RADS 4", "TI-RADS 5", "LR-5", "BI-RADS category 4a");
 # one given as a prior value ("upgraded from PI-RADS 3") is not the lesion's category now
 _CATEGORY = re.compile(r"(?<!from )(?<!previously )(?<!prior )(?<!was )\b(?:[a-z]{1,4}-?rads|lr)(?:\s+v?\d\.\d)?"
-                       r"(?:\s+(?:category|score|assessment))?\s*[:-]?\s*(\d)\b")
+                       r"(?:\s+(?:category|score|assessment))?\s*[:-]?\s*(\d)([abc])?\b")
 _SMALL = re.compile(r"\b(?:small|tiny|punctate|subcentimet\w*|sub-centimet\w*|too small to characteri[sz]e|micro\w*)\b")
 _DEFINITE = re.compile(r"\b(?:the|this|that|these|those|said)\s+(?:[\w-]+\s+){0,3}$")
 # "the dominant nodule, in the right mid pole, is a 2.2 cm ... nodule": a place set off by commas
@@ -99,6 +99,12 @@ _LABEL = re.compile(r"^\s*(?:#\s*|no\.?\s*)?\d{1,2}[a-z]?\s*(?:[,:(]|-\s)")
 # a lesion said to be gone: "the previously described nodule ... has resolved", "is no longer seen"
 _RESOLVED_AFTER = re.compile(r"\b(?:has|have)\s+(?:since\s+|now\s+|completely\s+)?(?:resolved|disappeared|been resected|been removed)\b"
                              r"|\b(?:is|are)\s+no longer\s+(?:seen|visible|identified|present|evident|demonstrated)\b")
+# a finding the report explains away is no lesion: "the asymmetry disperses ..., consistent with
+# summation artifact", "represents a pseudolesion", "corresponds to normal fibroglandular tissue"
+NOT_A_LESION = re.compile(r"\b(?:summation|pseudo-?lesion|pseudo-?mass|disperses|dissipates|"
+                          r"(?:represents?|consistent with|corresponds? to|due to)\s+(?:a\s+)?(?:normal|overlapping)\s+"
+                          r"(?:[a-z]+\s+)?(?:tissue|parenchyma|structures?|vessels?|bowel)|"
+                          r"(?:imaging|positioning|motion|technical)\s+artifact)\b")
 _GAP_BREAK = re.compile(r";|,\s|\s(?:and|while|whereas|but|as well as)\s")
 _GAP_START = re.compile(r"\b(?:a|an|another|additional|second|third|one|two|three|several|multiple|\d)")
 _HEADER = re.compile(r"^((?:[a-z]+\s*){1,3}):\s*")
@@ -200,7 +206,11 @@ def schema_organ(organ: str | None) -> str | None:
 # it (the other one is left), nor is a "partial" / "hemi-" / "distal" one: those leave tissue
 # whose lesions the report still describes.
 REMOVAL_OF = {"prostate": r"prostatectom\w*", "thyroid": r"thyroidectom\w*", "pancreas": r"pancreatectom\w*",
-              "spleen": r"splenectom\w*", "bladder": r"cystectom\w*", "uterus": r"hysterectom\w*"}
+              "spleen": r"splenectom\w*", "bladder": r"cystectom\w*", "uterus": r"hysterectom\w*",
+              # paired organs: removed whole only when both are ("bilateral mastectomies")
+              "breast": r"mastectom\w*", "kidney": r"nephrectom\w*", "ovary": r"oophorectom\w*",
+              "testis": r"orchi(?:d)?ectom\w*", "adrenal": r"adrenalectom\w*"}
+_BOTH_BEFORE = re.compile(r"\b(?:bilateral|both|double)\s+(?:[a-z-]+\s+){0,2}$")
 _PART_OF_ORGAN = re.compile(r"\b(?:partial|hemi-?|distal|proximal|subtotal|near-total|segmental|central|left|right|"
                             r"completion of)\s*$")
 
@@ -223,16 +233,23 @@ def organ_removed(text: str, organ: str | None) -> bool:
     -------
     bool
         True when the report names the organ's whole removal (:data:`REMOVAL_OF`, with no
-        partial qualifier just before it) or says the organ is absent or removed.
+        partial qualifier just before it; for a paired organ, "bilateral" / "both" / "double"
+        before it) or says the organ is absent or removed.
     """
     want = schema_organ(organ)
-    if want is None or want in PAIRED_ORGANS:
+    if want is None:
         return False
+    paired = want in PAIRED_ORGANS
     surgery = REMOVAL_OF.get(want)
     if surgery:
         for m in re.finditer(rf"\b{surgery}\b", text):
-            if not _PART_OF_ORGAN.search(text[:m.start()]):
+            if _PART_OF_ORGAN.search(text[:m.start()]):
+                continue
+            # one breast / kidney removed leaves the other, whose lesions the report still describes
+            if not paired or _BOTH_BEFORE.search(text[:m.start()]):
                 return True
+    if paired:
+        return False
     word = ORGAN_WORDS.get(want)
     return bool(word and re.search(rf"{word}(?:\s+and\s+[\w ]{{1,30}}?)?\s+(?:is|are|has been|have been)\s+"
                                    r"(?:surgically\s+)?(?:absent|removed|resected)\b", text))
@@ -459,10 +476,11 @@ def report_findings(findings: str, impression: str, nouns: set[str] | None = Non
                 if re.match(r"^\W*(?:the\s+)?(?:others?|remaining|rest)\b", body):
                     chained = None  # "The others measure up to 9 mm": the rest of a group, not its last-named member
                     continue
-                if (last is not None and chained is last and last.status == "present"
+                if (chained is not None and chained.status == "present"
                         and (re.match(r"^(?:it|this)\b", body)
                              or not (_SIDE.search(body) or _PLACE.search(body) or _organ(body) or place_organs(body)
                                      or (header and not same_section)))):
+                    last = chained
                     dims, prior = _sizes(body)
                     last.text += " " + body
                     if dims and last.size_mm is None:
@@ -473,6 +491,7 @@ def report_findings(findings: str, impression: str, nouns: set[str] | None = Non
                 continue
             segs = _segments(sent, mentions)
             joined_to_previous, joined_prev_end = None, 0
+            touched = None  # the finding the sentence's last mention names: the next unnamed sentence describes it
             for (start, end, word), (a, b) in zip(mentions, segs):
                 f = _new_finding(original, sent, start, end, word, a, b, header_text, section_organ, section)
                 # "Dominant lesion is a 2.1 cm mass": a copula joins the two nouns into one lesion
@@ -499,6 +518,7 @@ def report_findings(findings: str, impression: str, nouns: set[str] | None = Non
                 if target is not None:
                     _merge(target, f)
                     joined_to_previous, joined_prev_end = target, end
+                    touched = target
                 elif (section == "impression" and f.status == "present" and f.size_mm is None and not sub
                       and any(g.section == "findings" and g.status == "present" and _compatible(g, f) for g in out)):
                     # an unsized restatement ("Bilateral renal cysts.") summarises lesions already
@@ -508,6 +528,7 @@ def report_findings(findings: str, impression: str, nouns: set[str] | None = Non
                 else:
                     out.append(f)
                     joined_to_previous, joined_prev_end = f, end
+                    touched = None
                 members = _listed_members(sent, end, b) if f.plural and not sub else []
                 if members:
                     # "Two masses: 3.8 cm in the right upper pole and 2.0 cm in the right lower pole":
@@ -548,7 +569,9 @@ def report_findings(findings: str, impression: str, nouns: set[str] | None = Non
                         _merge(target, child)
                     else:
                         out.append(child)
-            chained = out[-1] if out else None
+            # a restatement that joined an earlier lesion ("1. Right breast 9 mm mass." after both
+            # breasts were described) is what "BI-RADS 4A: ..." next describes, not the last lesion listed
+            chained = touched if touched is not None else (out[-1] if out else None)
     return out
 
 
@@ -647,7 +670,7 @@ def in_organ(f: Finding, organ: str | None) -> bool:
     return not f.places_in or want in f.places_in or want not in ORGAN_WORDS
 
 
-def category(f: Finding) -> int | None:
+def category(f: Finding) -> float | None:
     """The highest RADS category the report assigns the finding in its own words, or None.
 
     Parameters
@@ -657,16 +680,86 @@ def category(f: Finding) -> int | None:
 
     Returns
     -------
-    int or None
+    int, float or None
         The highest category number written in the finding's text ("PI-RADS 4", "LR-5", "TI-RADS
-        category 3"), a prior one ("upgraded from PI-RADS 3") not counted; None when none is.
+        category 3"; a lettered subdivision as tenths, "BI-RADS 4B" 4.2), a prior one ("upgraded
+        from PI-RADS 3") not counted; None when none is.
 
     References
     ----------
     .. [1] benchmark-MCQ paper, Methods ("RADS-style questions": the dominant lesion).
     """
-    cats = [int(m.group(1)) for m in _CATEGORY.finditer(f.text)]
+    # a lettered subdivision ranks inside its number: BI-RADS 4A < 4B < 4C < 5
+    cats = [int(m.group(1)) + ("abc".index(m.group(2)) + 1) / 10 if m.group(2) else int(m.group(1))
+            for m in _CATEGORY.finditer(f.text)]
     return max(cats) if cats else None
+
+
+_NODE = re.compile(r"\b(?:lymph\s+nodes?|nodes?|(?:lymph)?adenopathy)\b")
+
+
+def category_of_a_node(text: str, before: str = "") -> bool:
+    """Whether the RADS category in ``text`` is a lymph node's, not a lesion's of the organ.
+
+    Parameters
+    ----------
+    text : str
+        A normalised sentence with a RADS category ("BI-RADS 4C.").
+    before : str, optional
+        The sentence before it: a category standing alone is said of what that sentence described.
+
+    Returns
+    -------
+    bool
+        True when the category's sentence (or, where it names nothing, the one before) names a lymph
+        node and no lesion noun: "Abnormal 2.8 cm axillary lymph node. BI-RADS 4C." scores the node.
+    """
+    if not _CATEGORY.search(text):
+        return False
+    own = text if (_mentions(text, set(LESION_NOUNS)) or _NODE.search(text)) else before
+    return bool(_NODE.search(own)) and not _mentions(own, set(LESION_NOUNS))
+
+
+# addition: a clock-face position as the radiologist faces the patient (ACR BI-RADS atlas). On the
+# right breast 9 to 12 o'clock is upper outer, 12 to 3 upper inner, 3 to 6 lower inner, 6 to 9 lower
+# outer; the left breast is mirrored. A position on 12, 3, 6 or 9 lies between two quadrants.
+_CLOCK = re.compile(r"\b(1[0-2]|[1-9])(?::([0-5]\d))?\s*o'?\s*clock\b|\b(1[0-2]|[1-9]):([0-5]\d)\b(?!\s*(?:am|pm|h)\b)")
+_QUADRANT_OF = {"right": ("upper inner", "lower inner", "lower outer", "upper outer"),
+                "left": ("upper outer", "lower outer", "lower inner", "upper inner")}
+
+
+def clock_quadrant(text: str, side: str | None) -> tuple[str | None, str]:
+    """The quadrant a clock-face position falls in, a normalisation like cm to mm.
+
+    Parameters
+    ----------
+    text : str
+        A finding's normalised text ("... left breast 10 o'clock ...").
+    side : str or None
+        The finding's side: the same hour is an outer quadrant on one side, an inner one on the other.
+
+    Returns
+    -------
+    quadrant : str or None
+        "upper outer", "upper inner", "lower outer" or "lower inner"; None when unsettled.
+    reason : str
+        Empty when set or when no clock position is written; else ``clock_between_quadrants`` (12,
+        3, 6 or 9 o'clock), ``several_clock_positions`` or ``side_not_stated``.
+    """
+    hours = set()
+    for m in _CLOCK.finditer(text):
+        h, mins = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
+        hours.add((int(h) % 12) + int(mins or 0) / 60)
+    if not hours:
+        return None, ""
+    if len(hours) > 1:
+        return None, "several_clock_positions"
+    if side not in _QUADRANT_OF:
+        return None, "side_not_stated"
+    (h,) = hours
+    if h % 3 == 0:
+        return None, "clock_between_quadrants"
+    return _QUADRANT_OF[side][int(h // 3)], ""
 
 
 def category_word(value: str) -> bool:

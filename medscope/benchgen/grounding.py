@@ -655,11 +655,33 @@ _NAMED_THEN_CALLED = re.compile(r"^\W*(?:is|are)\s+(?:the|this|that|these|those)
                                 r"collection|opacity|change|changes)\s+(?:(?:a|an)\s+)?([a-z][\w\s-]*?)\s*\?$")
 
 
+# "Is the mass at left 2 o'clock malignant?": the finding is named with its place, then called something
+_NAMED_PLACED_THEN_CALLED = re.compile(r"^\W*(?:is|are)\s+(?:the|this|that|these|those)\s+(?:[\w-]+\s+){0,5}?"
+                                       r"(?:focus|foci|lesions?|nodules?|mass(?:es)?|findings?|abnormality|area|"
+                                       r"observation|collection|opacity)\s+(?:at|in|on|within|near)\s+[^?]*?\s"
+                                       r"([a-z][a-z-]+)\s*\?$")
+_PLACE_WORD = re.compile(r"^(?:clock|lobes?|poles?|segments?|zones?|quadrants?|regions?|breasts?|kidneys?|lungs?|"
+                         r"glands?|apex|base|midline|side|aspect|margin|level)$")
+
+
 def _predicate_stems(q: str) -> set[str]:
     """Stems of what a question calls a finding it has named ("Is the left focus prostatitis?" ->
-    {prostatitis}); empty when it calls it nothing. A Yes needs a sentence that says so."""
+    {prostatitis}; "Is the mass at left 2 o'clock malignant?" -> {malignant}); empty when it calls it
+    nothing. A Yes needs a sentence that says so ("suspicious mass at left 2 o'clock" does not)."""
     m = _NAMED_THEN_CALLED.match(q)
-    return {t for t, _, _ in tokens(m.group(1))} if m else set()
+    if m:
+        return {t for t, _, _ in tokens(m.group(1))}
+    m = _NAMED_PLACED_THEN_CALLED.match(q)
+    if m and not _PLACE_WORD.match(m.group(1)) and not any(re.fullmatch(p, m.group(1)) for p in ORGAN_WORDS.values()):
+        return {t for t, _, _ in tokens(m.group(1))}
+    return set()
+
+
+# "Is the effusion caused by heart failure?": a cause, kept only where a sentence states the link
+_ASKS_CAUSE = re.compile(r"\b(?:caused by|due to|secondary to|because of|(?:the\s+)?result of|attributable to|"
+                         r"induced by|related to)\b")
+_CAUSE_SAID = re.compile(r"\b(?:caused by|due to|secondary to|because of|result(?:s|ing)? (?:of|from)|attribut\w+ to|"
+                         r"induced|related to|from)\b|-(?:induced|related)\b")
 
 
 def check_yes_no(question: str, yes: bool, sents: list[str]) -> tuple[bool, str, str]:
@@ -682,7 +704,8 @@ def check_yes_no(question: str, yes: bool, sents: list[str]) -> tuple[bool, str,
         The first best-matching sentence when kept; empty otherwise.
     reason : str
         Empty when kept; else ``subject_not_in_report``, ``only_historical``, ``uncertain_in_report``,
-        ``conflicting_statements`` or ``contradicted_by_report``.
+        ``conflicting_statements``, ``contradicted_by_report`` or ``cause_not_stated`` (a cause asked,
+        no sentence stating the link).
     """
     q = normalize_sentence(question)
     removal = _check_removal(q, yes, sents)
@@ -733,6 +756,11 @@ def check_yes_no(question: str, yes: bool, sents: list[str]) -> tuple[bool, str,
         partial_match = bool(head_phrase) and (named != set(head_phrase) if _yes_side(hits, s) else
                                                head_phrase[-1] not in named
                                                or _other_kind_of_head(s, head_phrase))
+        if yes and _ASKS_CAUSE.search(q) and not _CAUSE_SAID.search(s):
+            # "man on spironolactone ... consistent with gynecomastia" names the drug and the finding,
+            # never that one caused the other
+            narrowed.append("cause")
+            continue
         if yes and predicate and not predicate <= said:
             # "Is the left focus prostatitis?": the sentence placing the focus says nothing of what it is
             narrowed.append("partial")
@@ -806,6 +834,7 @@ def check_yes_no(question: str, yes: bool, sents: list[str]) -> tuple[bool, str,
                            else "range_in_report" if "range" in narrowed
                            else "mixed_composition_in_report" if "mixed" in narrowed
                            else "artifact_in_report" if "artifact" in narrowed
+                           else "cause_not_stated" if "cause" in narrowed
                            else "subject_only_partly_in_report")
     if not kinds:
         return False, "", "only_historical" if verdicts else "subject_not_in_report"
@@ -817,6 +846,17 @@ def check_yes_no(question: str, yes: bool, sents: list[str]) -> tuple[bool, str,
     if said_yes != yes:
         return False, "", "contradicted_by_report"
     return True, verdicts[0][1], ""
+
+
+# a length from a landmark is a distance, not a size, on any organ: "3 cm from the nipple", "2 cm
+# deep to the skin", "6 cm above the anal verge", "within 5 mm of the pleura", "8 cm FN"; "from"
+# followed by a number or an earlier study is a change ("2.1 cm from 1.7 cm"), not a landmark
+_DISTANCE_AFTER = re.compile(r"\s*(?:away\s+)?(?:from\s+(?!(?:the\s+|a\s+)?(?:\d|prior|previous|preceding|earlier|last|"
+                             r"baseline|initial|recent|most recent|comparison|study|exam\w*|scan|mri|ct|ultrasound|"
+                             r"mammogram)\b)(?:the\s+|its\s+)?[a-z]|fn\b|(?:deep|proximal|distal|superior|inferior|lateral|"
+                             r"medial|anterior|posterior|caudal|cranial|cephalad)\s+to\b|(?:below|above|beneath|"
+                             r"under)\s+the\b)")
+_DISTANCE_BEFORE = re.compile(r"\b(?:distance of|within)\s+(?:approximately\s+|about\s+|~\s*)?$")
 
 
 def measurements(sent: str) -> list[tuple[str, list[float], int]]:
@@ -831,11 +871,14 @@ def measurements(sent: str) -> list[tuple[str, list[float], int]]:
     -------
     list of tuple of (str, list of float, int)
         ``(kind, dimensions, start)`` per measurement: kind ``"length"`` (dimensions in mm, cm
-        converted) or ``"hu"``; ``start`` is its character offset.
+        converted), ``"distance"`` (a length from a landmark: "3 cm from the nipple", never a
+        size) or ``"hu"``; ``start`` is its character offset.
     """
     out = []
     for m in _MEASURE.finditer(sent):
         kind, scale = UNITS[m.group(2)]
+        if kind == "length" and (_DISTANCE_AFTER.match(sent[m.end():]) or _DISTANCE_BEFORE.search(sent[:m.start()])):
+            kind = "distance"  # "3 cm from the nipple" places a lesion; it is never its size
         # a dimension with its own unit is read in it; the others in the measurement's last unit
         dims = [float(x) * (UNITS[u][1] if u else scale)
                 for x, u in re.findall(r"(\d+(?:\.\d+)?)\s*(mm|cm)?", m.group(1))]
@@ -873,6 +916,10 @@ def check_quantity(question: str, answer: str, sents: list[str]) -> tuple[bool, 
     if kind is None or len(dims) != 1:
         return False, "", "answer_not_a_quantity"
     q = normalize_sentence(question)
+    if kind == "length" and _ASKS_DISTANCE.search(q) and any(k == "distance" for s in sents for k, _, _ in measurements(s)):
+        # "How far from the nipple is the cyst?" is answered by a distance, never by the cyst's size
+        # ("protruding 2.1 cm into the bladder", with no landmark, is still read as a length)
+        kind = "distance"
     # "in centimetres" asks for a unit, not for a sentence that writes one: "9 x 7 mm" answers 0.9 cm
     subject = subject_stems(re.sub(r"\s*\b(?:in|as)\s+(?:mm|cm|millimet\w*|centimet\w*|millimeters?|centimeters?)\b",
                                    "", question, flags=re.IGNORECASE))
@@ -916,6 +963,9 @@ def check_quantity(question: str, answer: str, sents: list[str]) -> tuple[bool, 
     if len(distinct) > 1:
         return False, "", "ambiguous_measurement"
     return True, hit[0], ""
+
+
+_ASKS_DISTANCE = re.compile(r"\bhow far\b|\bdistance\b")
 
 
 def _joined_to_unasked(sent: str, hits: list[tuple[str, int, int]], subject: set[str]) -> bool:

@@ -185,6 +185,13 @@ def check_lesion_key(question: str, answer: str, kind: str, findings: str, impre
             pool = [f for f in pool if f.side in (side.group(1), None) or f.status != "present"]
             pool = [f for f in pool if f.side == side.group(1) or f.status != "present"] or pool
         dom, why = findmod.dominant(pool, organ, by_category=not re.search(r"\b(?:larg|bigg)", q))
+        if dom is None and why == "no_lesion_reported":
+            said = normalize_sentence(answer).strip(" .")
+            if said and any(said in s and findmod.NOT_A_LESION.search(s)
+                            for s in map(normalize_sentence, grounding.sentences(findings + " " + impression))):
+                # "the asymmetry disperses ..., consistent with summation artifact": the place the
+                # report gives is a finding's it explains away, so the dominant lesion has none
+                return False, "", "finding_explained_away"
         if dom is None:
             return (False, "", why) if why != "no_lesion_reported" else None
         about = [dom]
@@ -231,6 +238,14 @@ def _described(q: str, answer: str, kind: str, about, found, superlative: bool) 
     if kept:
         return False, "", "ambiguous_lesion"
     if superlative or len(about) == 1:
+        quadrant, why = findmod.clock_quadrant(about[0].text, about[0].side)
+        said = normalize_sentence(answer)
+        if kind == "term" and re.search(r"\b(?:upper|lower)\s+(?:outer|inner)\b", said):
+            # the asked lesion placed only by a clock position: the quadrant that position falls in
+            if quadrant and quadrant in said:
+                return True, about[0].sentence, ""
+            if quadrant or why:
+                return False, "", why or "contradicted_by_report"
         # the asked lesion's own words do not state it; another lesion's may, which is no answer
         reason = results[0][2]
         return False, "", ("not_stated_for_asked_lesion" if reason in ("answer_not_in_report", "subject_not_in_report",
