@@ -120,14 +120,7 @@ def field_value(field: FieldSpec, sentence: str, lesion_text: bool = False) -> s
         # ("Incidental 6 mm hypodensity in the pancreatic body") still place that lesion
         return None
     if field.type == "multi":
-        found, spans = [], []
-        for order, v in enumerate(field.values):
-            for m in _matches(v.patterns, text):
-                if SECONDARY.search(text[: m.start()]) or _mention_status(text, m.start(), m.end()) not in (
-                        "affirmed", "favoured"):
-                    continue
-                found.append((m.start(), order, v.value))
-                spans.append((m.start(), m.end()))
+        found, spans = _multi_found(field, text)
         # a value given as one end of a range or one part of a mixture ("predominantly solid" where
         # the schema has no mixed value) settles nothing, unless a longer value names the whole
         for a, b in spans:
@@ -149,6 +142,30 @@ def field_value(field: FieldSpec, sentence: str, lesion_text: bool = False) -> s
         return None
     mm = float(m.group(1)) * (10.0 if m.group(2).lower() == "cm" else 1.0)
     return bin_value(field, mm)
+
+
+# a structure the lesion lies beside, not in: "adjacent to the right ovary but separate from it",
+# "moving separately from the left ovary", "between the ovary and the uterus", "abutting the
+# pancreatic head" (a relation to a structure is no origin or place in it)
+RELATION_BEFORE = re.compile(r"\b(?:adjacent to|separate(?:ly)? from|separated from|distinct from|independent(?:ly)? of|"
+                             r"abutt?(?:ing|s)?|(?:closely )?applied to|close to|next to|between|in contact with|"
+                             r"contacting|indenting|displacing|compressing)\s+(?:(?:both|the|its|a|an)\s+)?"
+                             r"(?:[\w-]+\s+){0,2}$")
+
+
+def _multi_found(field: FieldSpec, text: str) -> tuple[list[tuple[int, int, str]], list[tuple[int, int]]]:
+    """((start, schema order, value), (start, end)) of every asserted value mention of a multi field
+    in normalised ``text``: never one reached by "extending into", one the sentence denies or
+    hedges, or a structure the lesion is only beside (:data:`RELATION_BEFORE`)."""
+    found, spans = [], []
+    for order, v in enumerate(field.values):
+        for m in _matches(v.patterns, text):
+            if (SECONDARY.search(text[: m.start()]) or RELATION_BEFORE.search(text[: m.start()])
+                    or _mention_status(text, m.start(), m.end()) not in ("affirmed", "favoured")):
+                continue
+            found.append((m.start(), order, v.value))
+            spans.append((m.start(), m.end()))
+    return found, spans
 
 
 def bin_value(field: FieldSpec, mm: float) -> str:
@@ -496,7 +513,8 @@ def lesion_value(field: FieldSpec, finding: "findmod.Finding") -> tuple[str | No
         names one side), else the value its own words give (:func:`field_value` on its clause).
     reason : str
         Empty when set; else ``size_not_stated``, ``side_not_stated``, ``several_values_for_dominant_lesion``
-        (a lesion spanning two places: :func:`several_values`) or ``not_stated_for_dominant_lesion``.
+        (a lesion spanning two places: :func:`several_values`), ``conflicting_values_for_dominant_lesion``
+        (two values said of it, "unilocular cyst with a papillary projection") or ``not_stated_for_dominant_lesion``.
     """
     if field.type == "binned":
         if finding.size_mm is None:
@@ -508,6 +526,24 @@ def lesion_value(field: FieldSpec, finding: "findmod.Finding") -> tuple[str | No
         return (value, "") if value else (None, "side_not_stated")
     if field.type == "multi" and several_values(field, finding.text):
         return None, "several_values_for_dominant_lesion"
+    if field.type == "multi" and not any(_SIDE_WORD.search(v.value.lower()) for v in field.values):
+        # "unilocular cyst ... with papillary projections": two of the field's values said of one lesion.
+        # The schema's value order is no documented precedence, and the first mentioned is no reason
+        # to choose, so the field gets no question. (A side-naming field reads the finding's side:
+        # its other side words are other structures', "normal central zone on the right".)
+        said = set()
+        for piece in re.split(r"(?<=[.;])\s+", finding.text):
+            text = normalize_sentence(piece)
+            found, spans = _multi_found(field, text)
+            # a value named inside a longer one ("very hypoechoic"), a part's ("a hypoechoic halo")
+            # and another finding's place ("atrophy of the body and tail") are not the lesion's values
+            said |= {v for (_, _, v), (a, b) in zip(found, spans)
+                     if not any(a2 <= a and b <= b2 and (a2, b2) != (a, b) for a2, b2 in spans)
+                     and not _PART_AFTER.match(text[b:]) and not _OTHER_FINDING_OF.search(text[:a])}
+        # a value whose name holds the others' words ("mixed cystic and solid") names them together
+        said = {v for v in said if not any(w != v and set(v.lower().split()) < set(w.lower().split()) for w in said)}
+        if len(said) > 1:
+            return None, "conflicting_values_for_dominant_lesion"
     for piece in re.split(r"(?<=[.;])\s+", finding.text):  # each sentence's scope stays its own
         value = field_value(field, piece, lesion_text=True)
         if value is not None:
@@ -542,6 +578,11 @@ _NUMERAL_LIST = re.compile(r"^\s*(?:,|and|or|/|-|to|through|&)\s*(?:\d+|[ivx]+)[
 _OTHER_FINDING_OF = re.compile(r"\b(?:atroph\w*|dilat\w*|cut-?off|stranding|o?edema|inflammation|steatosis|"
                                r"fatty (?:infiltration|replacement))\s+(?:of|in|within|throughout)\s+(?:the\s+)?"
                                r"(?:[\w-]+\s+){0,2}$")
+
+
+# a value word naming a part of the lesion, not the lesion: "a thin hypoechoic halo", "an echogenic rim"
+_PART_AFTER = re.compile(r"\s+(?:halo|rim|wall|capsule|margins?|borders?|septum|septa|septations?|band|line|lines|"
+                         r"ring|foci|focus|spaces?|shadowing|artefact|artifact)\b")
 
 
 def several_values(field: FieldSpec, text: str) -> bool:

@@ -42,7 +42,7 @@ from __future__ import annotations
 import dataclasses
 import re
 
-from medscope.benchgen.grounding import _MEASURE, OPERATED_FOR, ORGAN_WORDS, _mention_status, is_recommendation, measurements, normalize_sentence, sentences
+from medscope.benchgen.grounding import _DATED_LENGTH, _MEASURE, OPERATED_FOR, ORGAN_WORDS, _mention_status, is_recommendation, measurements, normalize_sentence, sentences
 
 # addition: the lesion nouns of a schema. The paper does not list them; these are the nouns
 # radiology reports use for a focal lesion. "lesion" / "observation" are umbrella terms: a
@@ -271,12 +271,13 @@ def _side(text: str, anchor: int) -> str | None:
 
 def _sizes(text: str) -> tuple[tuple[float, ...], float | None]:
     """(current dimensions, prior size) of the lengths in a clause: a length right after
-    "previously" / "prior" / "from" is the prior one."""
+    "previously" / "prior" / "from", or dated to an earlier study ("4.8 cm on 2 September 2025",
+    "1.2 cm in 2023"), is the prior one."""
     current, prior = (), None
     for kind, dims, start in measurements(text):
         if kind != "length" or _PART_MEASURES.search(text[:start]):
             continue
-        if _PRIOR_BEFORE.search(text[:start]):
+        if _PRIOR_BEFORE.search(text[:start]) or _DATED_LENGTH.match(text[start:]):  # "4.8 cm on 2 September 2025"
             prior = prior if prior is not None else max(dims)
         elif not current:
             current = tuple(dims)
@@ -437,8 +438,16 @@ def report_findings(findings: str, impression: str, nouns: set[str] | None = Non
     out: list[Finding] = []
     section_organ, chained, previous_header = None, None, ""
     for section, text in (("findings", findings), ("impression", impression)):
+        referral = [m.group(0) for m in _CLINICAL_LINE.finditer(text)]
         for original in sentences(text):
             sent = normalize_sentence(original)
+            if any(original.strip() in r for r in referral):
+                # "Clinical: right adnexal cyst on CT.": the reason for the study, seen elsewhere (its size
+                # dated there), is what this report examines, not one more lesion it describes
+                for f in _referral_findings(original, sent, nouns, section):
+                    out.append(f)
+                chained = None
+                continue
             if is_recommendation(sent):
                 chained = None
                 continue
@@ -575,6 +584,24 @@ def report_findings(findings: str, impression: str, nouns: set[str] | None = Non
     return out
 
 
+# the clinical / indication line: "Clinical: 63-year-old; right adnexal cyst on CT." up to its full stop
+_CLINICAL_LINE = re.compile(r"\b(?:clinical(?:\s+(?:history|information|details|indication|question))?|history|indications?|"
+                            r"reason for (?:exam\w*|study|referral|scan)|referral)\s*:.*?(?:\.(?=\s+[A-Z])|\n|$)",
+                            re.IGNORECASE | re.DOTALL)
+
+
+def _referral_findings(original: str, sent: str, nouns: set[str], section: str) -> list[Finding]:
+    """The lesions a clinical / indication line names, each ``historical``: no candidate of the
+    dominant lesion and no referent of a later mention."""
+    mentions = _mentions(sent, nouns)
+    out = []
+    for (start, end, word), (a, b) in zip(mentions, _segments(sent, mentions)):
+        f = _new_finding(original, sent, start, end, word, a, b, "", None, section)
+        f.status = "historical" if f.status == "present" else f.status
+        out.append(f)
+    return out
+
+
 def _new_finding(original, sent, start, end, word, a, b, header_text, section_organ, section) -> Finding:
     clause = sent[a:b]
     dims, prior = _sizes(clause)
@@ -584,7 +611,9 @@ def _new_finding(original, sent, start, end, word, a, b, header_text, section_or
                    size_mm=max(dims) if dims else None, dims_mm=dims, prior_size_mm=prior, text=clause,
                    sentence=original, span=(a, b), plural=word.endswith("s") and not word.endswith("ss")
                    and word not in ("metastasis",),
-                   called_dominant=bool(_DOMINANT.search(sent[a:start])), small=bool(_SMALL.search(clause)),
+                   called_dominant=bool(_DOMINANT.search(sent[a:start])),
+                   # "innumerable small cysts": the words just before the noun qualify it even where its clause starts at it
+                   small=bool(_SMALL.search(clause) or _SMALL.search(re.search(r"(?:\S+\s+){0,2}$", sent[:start]).group(0))),
                    section=section)
 
 

@@ -158,9 +158,17 @@ _RECOMMENDATION = re.compile(r"^\W*(?:(?:[a-z]+\s*){1,3}:\s*)?(?:\d+\.\s*)?(?:re
                              r"further (?:evaluation|imaging|assessment)|correlat\w*|dedicated)\b")
 
 
+# a management rule stated for a class of lesions ("a haemorrhagic cyst of 5 cm or less needs no
+# follow-up", "nodules of 6 mm or less require no follow-up"): a threshold with what to do about it
+_GUIDELINE_ACTION = re.compile(r"\b(?:follow[- ]?up|surveillance|further (?:imaging|evaluation|assessment)|no further|"
+                               r"(?:is|are) recommended|(?:need|needs|needed|require|requires|required|warrant|warrants)\b)")
+
+
 def is_recommendation(sentence: str) -> bool:
     """Whether a sentence is a recommendation ("Recommend renal mass protocol CT."): it names
-    findings only as what to look for, so it asserts nothing about them.
+    findings only as what to look for, so it asserts nothing about them. A guideline sentence (a
+    threshold length, "5 cm or less", with what to do: "... no follow-up is needed") is one too:
+    its lesion is a class, not the patient's.
 
     Parameters
     ----------
@@ -171,9 +179,12 @@ def is_recommendation(sentence: str) -> bool:
     -------
     bool
         True when the sentence opens with recommend / suggest / consider / advise / follow-up /
-        further evaluation / correlate / dedicated.
+        further evaluation / correlate / dedicated, or states a threshold with an action.
     """
-    return bool(_RECOMMENDATION.match(sentence))
+    if _RECOMMENDATION.match(sentence):
+        return True
+    return (any(k == "threshold" for k, _, _ in measurements(sentence))
+            and _GUIDELINE_ACTION.search(sentence) is not None)
 
 
 def normalize_sentence(text: str) -> str:
@@ -519,8 +530,9 @@ _GREW = re.compile(r"\b(?:increas\w*|enlarg\w*|grow\w*|grown|larger|progress\w*|
 _SHRANK = re.compile(r"\b(?:decreas\w*|smaller|shrunk|regress\w*|reduc\w*)\b")
 _PRIOR_LENGTH = re.compile(r"\b(?:previously|prior|formerly|was|from|compared (?:with|to))\W+(?:\w+\W+){0,2}$")
 # a length dated to an earlier study: "It measured 4.1 cm in 2022", "1.2 cm on the prior CT"
-_DATED_LENGTH = re.compile(r"^(?:[\d.\s]|x)*(?:mm|cm)\W*(?:in|on|at)\s+(?:(?:the\s+)?(?:prior|previous|earlier|last|baseline)|"
-                           r"(?:[a-z]+\s+)?(?:19|20)\d\d)\b")
+_DATED_LENGTH = re.compile(r"^(?:[\d.\s]|x)*(?:mm|cm)\W*(?:in|on|at|dated)\s+(?:(?:the\s+)?(?:prior|previous|earlier|last|baseline)|"
+                           r"(?:\d{1,2}(?:st|nd|rd|th)?\s+)?(?:[a-z]+\.?\s+)?(?:\d{1,2}(?:st|nd|rd|th)?,?\s+)?(?:19|20)\d\d|"
+                           r"\d{1,2}[/.-]\d{1,2}[/.-](?:19|20)?\d\d)\b")
 # a question asking for an earlier size: "on the prior study", "previously", "in 2022"
 ASKS_PRIOR = re.compile(r"\b(?:prior|previous|previously|earlier|baseline|formerly)\b|\bin\s+(?:[a-z]+\s+)?(?:19|20)\d\d\b")
 _SIDE_TAIL = re.compile(r"\s*(?:(?:is|are)\s+(?:not\s+)?(?:seen\s+|present\s+)?)?(?:on\s+(?:the\s+)?(?:left|right)(?:\s+side)?\b|"
@@ -857,6 +869,10 @@ _DISTANCE_AFTER = re.compile(r"\s*(?:away\s+)?(?:from\s+(?!(?:the\s+|a\s+)?(?:\d
                              r"medial|anterior|posterior|caudal|cranial|cephalad)\s+to\b|(?:below|above|beneath|"
                              r"under)\s+the\b)")
 _DISTANCE_BEFORE = re.compile(r"\b(?:distance of|within)\s+(?:approximately\s+|about\s+|~\s*)?$")
+# a length bounding a class is a threshold, never a lesion's size: "a cyst of 5 cm or less",
+# "nodules 6 mm or larger", "a threshold of 1 cm" ("at least 4 cm" still bounds the lesion's own size)
+_THRESHOLD_AFTER = re.compile(r"\s*(?:or|and)\s+(?:less|more|smaller|larger|greater|bigger|below|above|under|over)\b")
+_THRESHOLD_BEFORE = re.compile(r"\b(?:threshold|cut-?off) of\s+$")
 
 
 def measurements(sent: str) -> list[tuple[str, list[float], int]]:
@@ -872,13 +888,15 @@ def measurements(sent: str) -> list[tuple[str, list[float], int]]:
     list of tuple of (str, list of float, int)
         ``(kind, dimensions, start)`` per measurement: kind ``"length"`` (dimensions in mm, cm
         converted), ``"distance"`` (a length from a landmark: "3 cm from the nipple", never a
-        size) or ``"hu"``; ``start`` is its character offset.
+        size), ``"threshold"`` (a bound: "5 cm or less", "a threshold of 1 cm") or ``"hu"``; ``start`` is its character offset.
     """
     out = []
     for m in _MEASURE.finditer(sent):
         kind, scale = UNITS[m.group(2)]
         if kind == "length" and (_DISTANCE_AFTER.match(sent[m.end():]) or _DISTANCE_BEFORE.search(sent[:m.start()])):
             kind = "distance"  # "3 cm from the nipple" places a lesion; it is never its size
+        elif kind == "length" and (_THRESHOLD_AFTER.match(sent[m.end():]) or _THRESHOLD_BEFORE.search(sent[:m.start()])):
+            kind = "threshold"  # "a cyst of 5 cm or less needs no follow-up" sizes no lesion
         # a dimension with its own unit is read in it; the others in the measurement's last unit
         dims = [float(x) * (UNITS[u][1] if u else scale)
                 for x, u in re.findall(r"(\d+(?:\.\d+)?)\s*(mm|cm)?", m.group(1))]

@@ -4,8 +4,10 @@
 Sets A to E, E2 and F were each read blind first (their honest figures are in docs/benchgen.md,
 "Agreement with hand labels") and then tuned on; they are now regression tables: no wrong key, no
 kept question the report does not assert, and no more correct questions lost (fields left unasked
-plus planted correct questions rejected) than after their round. Every frozen set is also checked
-to be well formed."""
+plus planted correct questions rejected) than after their round. Set G (adnexa) was tuned on in
+part: it is a ratchet row, no more wrong keys, kept questions or losses than after its round (its
+remaining wrong keys are listed in docs/benchgen.md). Every frozen set is also checked to be well
+formed."""
 
 from __future__ import annotations
 
@@ -23,12 +25,22 @@ HELDOUT = Path(__file__).parents[1] / "data" / "benchgen" / "heldout"
 @pytest.mark.parametrize("name, lost_at_most", [("heldout_abdomen_ct.yaml", 0), ("heldout_abdomen_ct_b.yaml", 0),
                                                 ("heldout_thyroid_us.yaml", 15), ("heldout_pancreas.yaml", 0),
                                                 ("heldout_prostate.yaml", 55), ("heldout_prostate_b.yaml", 9),
-                                                ("heldout_breast.yaml", 60)])
+                                                ("heldout_breast.yaml", 59)])
 def test_tuned_report_sets_give_no_wrong_key_and_keep_nothing_unasserted(name, lost_at_most):
     fig = score(verbose=False, name=name)
     assert fig["keys_wrong_value"] + fig["keys_not_stated"] == 0, [e for e in fig["errors"] if "key" in e[2]]
     assert fig["planted_not_asserted_kept"] == 0, [e for e in fig["errors"] if e[2].startswith("kept")]
     assert fig["correct_rejected"] <= lost_at_most
+
+
+def test_set_g_no_worse_than_after_its_round():
+    # G round (issue 49): 11 wrong keys / 4 kept / 81 lost blind; 5 / 3 / 49 after the round. Not yet the
+    # 0 / 0 bar: a04's side (header rule vs the dominant lesion), a14's fibroid size, a20's solid nodule
+    # described in its own sentence, a21's region-limited ascites denial, a02 and a15's kept questions
+    fig = score(verbose=False, name="heldout_adnexa.yaml")
+    assert fig["keys_wrong_value"] + fig["keys_not_stated"] <= 5, [e for e in fig["errors"] if "key" in e[2]]
+    assert fig["planted_not_asserted_kept"] <= 3, [e for e in fig["errors"] if e[2].startswith("kept")]
+    assert fig["correct_rejected"] <= 49
 
 
 @pytest.mark.parametrize("name", sorted(p.name for p in HELDOUT.glob("heldout_*.yaml")))
