@@ -126,7 +126,10 @@ _ABSENT_PREDICATE = re.compile(
     r"\bnot\s+(?:\w+\s+){0,2}?(?:visible|present|seen|identified|depicted|shown|visuali[sz]ed|evident|"
     r"appreciated|included|captured|detected|imaged|covered|in (?:this|the) (?:image|slice))\b|\bno evidence of\b|"
     r"\babsent\b|\bdoes not (?:appear|show|contain|include)\b|"
-    r"\b(?:it|there|they|one)\s+(?:is|are|was)\s+(?:not|none)\s*[.!]?$|\bthere\s+is\s+none\b")
+    r"\b(?:it|there|they|one)\s+(?:is|are|was)\s+(?:not|none)\s*[.!]?$|\bthere\s+is\s+none\b|"
+    # (issue 48, set L) "I don't see it.": the pronoun is the asked finding
+    r"\b(?:i|we)\s+(?:do|did|can|could)\s+not\s+(?:(?:clearly|really|definitely)\s+)?(?:see|identify|find|"
+    r"visuali[sz]e|appreciate|make out)\s+(?:it|them|one|any)\b")
 _PRESENT_PREDICATE = re.compile(
     r"\b(?:visible|present|seen|identified|depicted|shown|visuali[sz]ed|evident|appreciated|included|"
     r"captured|detected|appears?|contains?|can see|i see)\b")
@@ -258,6 +261,12 @@ def finding_terms(finding: str, synonyms: tuple[str, ...] = ()) -> tuple[str, ..
     for key in (f, sideless, head):
         for syn in table.get(key, ()):
             terms.update(_plural(syn))
+    # a finding asked by one of its synonyms ("IVC", "oesophagus") is named by the others and the key
+    for key, syns in table.items():
+        if f in syns or (sideless and sideless != f and sideless in syns):
+            terms.update(_plural(key))
+            for syn in syns:
+                terms.update(_plural(syn))
     for syn in synonyms:
         terms.update(_plural(normalize(syn)))
     if len(words) > 1 and head in ("lesion", "lesions"):
@@ -635,8 +644,18 @@ _BACK_NEGATED = re.compile(r"\b(?:argues?|speaks?)\s+against\s+(?:it|this|that)\
                            r"\b(?:call|calling|read|reading|mark|marking)\s+it\s+(?:as\s+)?"
                            r"(?:not seen|not visible|not present|absent)\b|"
                            r"\b(?:it|one|this)\s+(?:is|was)\s+no\s+longer\s+(?:in view|visible|seen|in (?:the|this) (?:frame|image|view))\b|"
-                           r"\b(?:(?:it|one|this)\s+(?:is|was)\s+not|none\s+(?:is|was))\s+(?:clearly\s+|definitely\s+)?"
-                           r"(?:seen|visible|identified|visuali[sz]ed|imaged|included|present|(?:in|on) (?:the|this) (?:image|slice|view|film|section|cut))\b")
+                           r"\b(?:(?:it|one|this)\s+(?:is|was)\s+not|they\s+(?:are|were)\s+not|none\s+(?:is|was)|"
+                           # (issue 48, set L) the subject left out after "and": "lies lower ... and is not captured"
+                           r"and\s+(?:is|are|was|were)\s+not)\s+(?:clearly\s+|definitely\s+|therefore\s+|thus\s+)?"
+                           r"(?:seen|visible|identified|visuali[sz]ed|imaged|included|present|captured|depicted|shown|covered|"
+                           r"(?:in|on) (?:the|this) (?:image|slice|view|film|section|cut))\b|"
+                           # a conclusion from the slice's level: "..., so the heart would not be included"
+                           r"\b(?:so|therefore|thus|hence|which means)\s+(?:it|they|one)\s+(?:would|will)\s+not\s+be\s+"
+                           r"(?:seen|visible|included|captured|imaged|depicted|in view|(?:in|on) (?:the|this) (?:image|slice|view|section))\b")
+# a conclusion after a reason, with the finding named: "... a CT of the pelvis, so the heart would not be included"
+_CONCLUDED_NOT = re.compile(r"^(?:s|es)?\s+(?:would|will)\s+not\s+be\s+(?:\w+\s+)?(?:seen|visible|included|captured|imaged|"
+                            r"depicted|in view|(?:in|on) (?:the|this) (?:image|slice|view|section|field))\b")
+_CONCLUSION_BEFORE = re.compile(r"\b(?:so|therefore|thus|hence|which means)\s+(?:that\s+)?(?:the\s+)?$")
 _BACK_POSSIBLE = re.compile(r"\b(?:(?:one|it|this)\s+(?:can|could)\s+not\s+be\s+(?:excluded|ruled out)|"
                             r"(?:possibly|probably|perhaps|maybe)\s+(?:a\s+|an\s+)?(?:small\s+|tiny\s+|little\s+)?one)\b")
 
@@ -671,7 +690,24 @@ _GENERIC_PREDICATE = re.compile(
 # finding's location ("the polyp is located in the sigmoid") is where the reply sees it.
 _ORGAN_LOCATION = re.compile(
     r"^(?:s|es)?\s+(?:lies?|sits?|(?:is|are)\s+(?:normally\s+)?(?:located|situated))\s+(?:deep\s+)?(?:in|within|"
-    r"behind|below|beneath|under|above|in front of|posterior to|anterior to|along)\s+(?:the|a)\b")
+    r"behind|below|beneath|under|above|in front of|posterior to|anterior to|along)\s+(?:the|a)\b|"
+    # (issue 48, set L) "the pancreas lies lower, at around L1-L2", "sits higher, under the diaphragm":
+    # the organ's level in the body, not an observation of this slice
+    r"^(?:s|es)?\s+(?:(?:normally|usually|typically)\s+)?(?:lies?|sits?|(?:is|are)\s+(?:normally\s+)?(?:located|situated))\s+"
+    r"(?:(?:much|well|further|farther|a bit|slightly)\s+)?(?:lower|higher|more\s+(?:inferiorly|superiorly|caudally|"
+    r"cranially|medially|laterally|anteriorly|posteriorly)|further\s+(?:down|up)|(?:at|around)\s+(?:around\s+)?"
+    r"(?:the\s+level\s+of\s+)?(?:[ltcs]\d|the\s+level\s+of\s+(?:the\s+)?[ltcs]\d))")
+# "the round structure I took for the aorta", "what I thought was the spleen": the reply's earlier
+# belief, named as such (issue 48, set L)
+_TOOK_FOR = re.compile(r"\b(?:i|we)\s+(?:had\s+)?(?:initially\s+|first\s+|originally\s+|previously\s+)?(?:(?:took|mistook)\s+"
+                       r"(?:it\s+|this\s+)?for|thought\s+was)\s+(?:the\s+|a\s+|an\s+)?$|\bwhat\s+(?:i|we)\s+"
+                       r"(?:initially\s+|first\s+)?(?:thought|took)\s+(?:was\s+|to be\s+|for\s+)(?:the\s+|a\s+|an\s+)?$")
+# "lateral to where the IVC runs", "where the bladder normally sits": where the organ is in the body
+_WHERE_BEFORE = re.compile(r"\bwhere\s+(?:the\s+|a\s+)?$")
+_WHERE_AFTER = re.compile(r"^(?:s|es)?\s+(?:(?:normally|usually|typically|would|should)\s+)?(?:runs?|lies?|sits?|courses?|"
+                          r"travels?|passes?|be|(?:is|are)\s+(?:normally|usually|typically|located|situated))\b")
+# a clause boundary before a textbook subject ("This is a CT of the abdomen, and the thyroid is located in the neck")
+_SUBJECT_CLAUSE_CUT = re.compile(r",\s*(?:and|but|while|whereas)\s+|;|\s-\s|[\u2013\u2014]|,\s*(?=the\s)")
 # A definition: "A fracture is a break in ..." (an indefinite subject: any fracture, not the one in
 # this image); "A fracture is a possibility" is a hedged claim, not a definition.
 _INDEFINITE_SUBJECT = re.compile(r"^\W*an?\s+$")
@@ -720,12 +756,15 @@ def _generic_statement(s: str, m: re.Match, organ: bool = False) -> bool:
     """Whether the mention ``m`` is the subject of a textbook statement in ``s`` (see :data:`_GENERIC_PREDICATE`;
     for an organ also :data:`_ORGAN_LOCATION`)."""
     # a conclusion after "so" / "but" is a clause of its own ("... lies in the pelvis, so it is not on this slice")
-    clause = re.split(r"[;:\u2013\u2014]|\s-\s|,?\s+(?:so|therefore|thus|hence|but|however)\b", s[m.end():])[0]
+    clause = re.split(r"[;:\u2013\u2014]|\s-\s|,?\s+(?:so|therefore|thus|hence|but|however)\b|"
+                      r",?\s+and\s+(?=(?:is|are|was|were)\b)", s[m.end():])[0]
     predicate = (_GENERIC_PREDICATE.match(s[m.end():]) or (organ and _ORGAN_LOCATION.match(s[m.end():]))
                  or (_INDEFINITE_SUBJECT.match(s[:m.start()]) and _DEFINITION.match(s[m.end():])))
     # "beyond what I can offer" speaks of the reply's reach, not of something it observes
     clause = re.sub(r"\bwhat i (?:can|could)\b", " ", clause)
-    return bool(_GENERIC_SUBJECT.match(s[:m.start()]) and predicate and not _OBSERVED.search(s[:m.start()] + clause))
+    # the subject may open a later clause of the sentence: only that clause's words count
+    subject = _SUBJECT_CLAUSE_CUT.split(s[:m.start()])[-1]
+    return bool(_GENERIC_SUBJECT.match(subject) and predicate and not _OBSERVED.search(subject + clause))
 
 
 def _mention_status(s: str, m: re.Match, finding: str, organ: bool = False) -> str | None:
@@ -736,6 +775,13 @@ def _mention_status(s: str, m: re.Match, finding: str, organ: bool = False) -> s
     if _LANDMARK_BEFORE.search(s[:m.start()]) or _LANDMARK_AFTER.match(s[m.end():]):
         # only its own relative clause speaks of it: "below the spleen, which is therefore not depicted"
         return "negated" if _WHICH_NOT.match(s[m.end():]) else None
+    if _CONCLUSION_BEFORE.search(s[:m.start()]) and _CONCLUDED_NOT.match(s[m.end():]) and not re.search(
+            r"\b(?:if|were|had)\b", s[:m.start()]):
+        return "negated"  # "... of the pelvis, so the heart would not be included": the reply's conclusion
+    if _TOOK_FOR.search(s[:m.start()]):
+        return "hypothetical"  # "the structure I took for the aorta": a belief reported, then withdrawn
+    if _WHERE_BEFORE.search(s[:m.start()]) and _WHERE_AFTER.match(s[m.end():]):
+        return None  # "lateral to where the IVC runs": a place in the body named by the organ
     if conflict:
         return conflict
     if _DECLINED_OBJECT.search(s[:m.start()]):
@@ -1201,8 +1247,10 @@ def _reasoning_disagrees(obj: dict, claim: bool, finding: str, synonyms) -> bool
     alt = "|".join(re.escape(t) for t in terms)
     if revisions.correction_tail(normalize(" ".join(texts))):
         return False  # "The liver is visible. Wait, that is the spleen.": the field is where it ended
-    affirms = re.compile(rf"\b(?:this|it) is (?:the |a )?(?P<t>{alt})\b|\b(?P<u>{alt}) (?:is|are) (?:clearly |well |partly )?"
-                         rf"(?:seen|visible|identified|present|depicted|included)\b")
+    # the organ or its own parts as the subject ("both thyroid lobes are shown", issue 48 set L)
+    affirms = re.compile(rf"\b(?:this|it) is (?:the |a )?(?P<t>{alt})\b|\b(?P<u>{alt})(?: (?:lobes?|poles?|parenchyma|"
+                         rf"tissue|gland|glands))? (?:is|are) (?:clearly |well |partly |both |fully )?"
+                         rf"(?:seen|visible|identified|present|depicted|included|shown|captured|demonstrated|in view)\b")
     denies = re.compile(rf"\b(?P<t>{alt}) (?:is|are) not (?:\w+ ){{0,2}}?(?:seen|visible|identified|present|depicted|"
                         rf"included|expected)\b|\bno (?P<u>{alt}) (?:is |are )?(?:seen|visible|identified)\b")
 
