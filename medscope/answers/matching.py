@@ -1429,6 +1429,8 @@ _RATING = re.compile(r"(?<![\w.])(?:10|\d)\s*(?:/|out of)\s*(?:5|7|10)\b|"
 # cancer: a finding is there; 0 incomplete) and the cardiothoracic ratio for cardiomegaly (above
 # 0.5 on a PA film is the textbook definition; exactly 0.5 decides nothing).
 _BIRADS = re.compile(r"\bbi-?rads\s*(?:category\s*|cat\.?\s*)?[:=]?\s*(?P<cat>[0-6])(?:[abc])?\b")
+_BOUND = re.compile(r"(?P<lt>\b(?:less|lower|smaller)\s+than|\bbelow|\bunder|<)|(?P<gt>\b(?:more|greater|higher|larger)\s+than|"
+                    r"\babove|\bover|\bexceeds?|\bexceeding|>)")
 _CTR = re.compile(r"\b(?:ctr|cardio-?thoracic ratio)\b[^.;\d]{0,25}?(?P<v>0?\.\d+|\d{2}(?:\.\d+)?\s*%)")
 
 
@@ -1444,6 +1446,13 @@ def _graded_sign(text: str, finding: str) -> tuple[str, bool | None] | None:
         for m in _CTR.finditer(text):
             v = m.group("v")
             ratio = float(v.rstrip(" %")) / 100 if "%" in v else float(v)
+            # a bound, not a value (issue 48, set L): "less than 0.5" is below the threshold, "over 0.5" above
+            bound = _BOUND.search(text[m.start():m.start("v")])
+            if bound is not None and not re.search(r"\b(?:not|no)\s+$", text[m.start():m.start() + bound.start()]):
+                below = bound.group("lt") is not None
+                settled = (below and ratio <= 0.5) or (not below and ratio >= 0.5)
+                found.add(("answer", not below) if settled else ("unclear", None))  # "under 0.6": either side
+                continue
             found.add(("unclear", None) if ratio == 0.5 else ("answer", ratio > 0.5))
     if not found:
         return None
