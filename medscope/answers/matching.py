@@ -817,6 +817,8 @@ def _mention_statuses(sentences: list[str], terms: tuple[str, ...], finding: str
         return []
     resected = _resection_pattern(finding)
     free = re.compile(r"(?<![\w-])(?:" + "|".join(re.escape(t) for t in terms) + r")-free\b") if terms else None
+    # the finding's name with "non-" ("the gas pattern is non-obstructive"; issue 48, set L) denies it
+    nonform = re.compile(r"(?<![\w-])non-?(?:" + "|".join(re.escape(t) for t in terms) + r")(?![\w-])") if terms else None
     out, found = [], False
     for s in sentences:
         s = _PARENTHETICAL.sub(" ", s)  # "the thyroid, however, is not present": one clause
@@ -830,7 +832,7 @@ def _mention_statuses(sentences: list[str], terms: tuple[str, ...], finding: str
             st = "hypothetical" if textbook and i else _mention_status(s, m, finding, organ)
             if st is not None:
                 out.append(st)
-        if free is not None and free.search(s):  # "polyp-free mucosa"
+        if free is not None and (free.search(s) or nonform.search(s)):  # "polyp-free mucosa", "non-obstructive"
             found = True
             out.append("negated")
         for m in resected.finditer(s) if resected is not None else ():
@@ -870,7 +872,13 @@ _HEALTH_CHOICE = re.compile(r"\b(?:ab)?normal\s+(?:or|nor|and|versus|vs\.?|/)\s+
 _NEGATED_ITEM_BEFORE = re.compile(r"\bno\s+(?:[\w-]+\s+){0,3}?[\w-]+\s*,\s*(?:and\s+)?(?=$)")
 
 
-def _health_statuses(sentences: list[str], kind: str = "health") -> list[str]:
+# a normal word that excepts what the reply has just named ("Otherwise unremarkable", "the rest of the
+# study is normal") says nothing against it (issue 48, set L)
+_OTHERWISE = re.compile(r"\b(?:otherwise|elsewhere)\s+(?:[\w-]+\s+){0,3}?$|^\W*(?:the\s+)?(?:rest|remainder)\s+of\b|"
+                        r"\b(?:is|are|looks?|appears?)\s+otherwise\s+$")
+
+
+def _health_statuses(sentences: list[str], kind: str = "health", excepting: bool = False) -> list[str]:
     """Normal / abnormal words as mentions of the finding (a normal word's polarity inverted, a hedged
     normal word a hedged denial). To a
     "above the normal threshold" is a reference, not a statement of health; a device "otherwise
@@ -889,6 +897,8 @@ def _health_statuses(sentences: list[str], kind: str = "health") -> list[str]:
             if m.group(0) == "no acute":
                 out.append("negated")
                 continue
+            if excepting and _OTHERWISE.search(s[:m.start()]):
+                continue  # "... a calculus. Otherwise unremarkable.": normal apart from what was named
             item = _NEGATED_ITEM_BEFORE.search(s[:m.start()])
             if item:  # "no free gas, normal heart": a new item of a report's list, outside the "no"
                 st = status(s[item.end():], m.start() - item.end(), m.end() - item.end())
@@ -931,7 +941,9 @@ def _content(sentences: list[str], terms, finding, kind, flip: bool) -> tuple[st
         # polarity is ambiguous there, an explicit statement about the finding is not.
         got = _aggregate(mentions)
         if got is not None:
-            told = _aggregate(health)
+            # "Otherwise unremarkable" after the finding excepts it: no disagreement with it
+            told = _aggregate(_health_statuses([x for x in sentences if not _textbook_sentence(x, terms, finding)],
+                                               kind, excepting=True))
             hedged_only = not any(m in ("affirmed", "negated") for m in mentions)
             if hedged_only and got[0] == "answer" and told is not None and told[0] == "answer" and told[1] != got[1]:
                 return "unclear", None, "mention"  # "normal, though a pneumothorax cannot be excluded"
