@@ -73,7 +73,7 @@ from medscope.answers.lexicon import (  # the word lists, importable from here a
 
 RULES = ("final-tag", "json-field", "json-partial", "self-correction", "verdict-line", "label-line", "final-colon",
          "both", "leading-yes-no", "search-outcome", "mention", "health-words", "declined", "probability",
-         "rating", "graded-sign", "other-language", "table-row", "bare-mention", "other-subject", "modified-echo", "qualified-normal", "differential", "conflicting-evidence", "hedged-workup", *markup.UNCLEAR_WHY,
+         "rating", "graded-sign", "other-language", "table-row", "bare-mention", "other-subject", "modified-echo", "qualified-normal", "differential", "conflicting-evidence", "hedged-workup", "one-side-seen", *markup.UNCLEAR_WHY,
          "undecided", "other-entity", "predicate", "open", "none")
 
 _WRONG_ANATOMY = re.compile(r"\b(?:this|it|(?:the|this) (?:\w+ )?(?:image|scan|study|film|picture|frame))"
@@ -697,6 +697,7 @@ _ORGAN_LOCATION = re.compile(
     r"(?:(?:much|well|further|farther|a bit|slightly)\s+)?(?:lower|higher|more\s+(?:inferiorly|superiorly|caudally|"
     r"cranially|medially|laterally|anteriorly|posteriorly)|further\s+(?:down|up)|(?:at|around)\s+(?:around\s+)?"
     r"(?:the\s+level\s+of\s+)?(?:[ltcs]\d|the\s+level\s+of\s+(?:the\s+)?[ltcs]\d))")
+_EITHER = re.compile(r"(?:^|[,;:]\s*|\b(?:because|since|as)\s+)\W*either\b(?!\s+(?:way|side|case|of|one)\b)")
 # "the round structure I took for the aorta", "what I thought was the spleen": the reply's earlier
 # belief, named as such (issue 48, set L)
 _TOOK_FOR = re.compile(r"\b(?:i|we)\s+(?:had\s+)?(?:initially\s+|first\s+|originally\s+|previously\s+)?(?:(?:took|mistook)\s+"
@@ -778,6 +779,10 @@ def _mention_status(s: str, m: re.Match, finding: str, organ: bool = False) -> s
     if _CONCLUSION_BEFORE.search(s[:m.start()]) and _CONCLUDED_NOT.match(s[m.end():]) and not re.search(
             r"\b(?:if|were|had)\b", s[:m.start()]):
         return "negated"  # "... of the pelvis, so the heart would not be included": the reply's conclusion
+    if _EITHER.search(s[:m.start()]) and re.search(r"\bor\b", s):
+        # "Either this slice is above the pelvis or the bladder is empty": two explanations offered,
+        # neither asserted (issue 48, set L); the reply's own verdict stands elsewhere
+        return "hypothetical"
     if _TOOK_FOR.search(s[:m.start()]):
         return "hypothetical"  # "the structure I took for the aorta": a belief reported, then withdrawn
     if _WHERE_BEFORE.search(s[:m.start()]) and _WHERE_AFTER.match(s[m.end():]):
@@ -927,6 +932,27 @@ def _names_over_signs(mentions: list[str], sentences: list[str], terms, finding:
     return mentions
 
 
+def _one_side_seen(sentences: list[str], terms: tuple[str, ...], finding: str) -> bool:
+    """Whether a paired organ asked without a side ("Are the adrenal glands visible?") is seen on one
+    side and denied on the other, every clause that asserts naming its side: one of the pair is in
+    view, so the organ is (issue 48, set L). A clause without a side that denies keeps it unclear."""
+    if any(w in _SIDES for w in normalize(finding).split()):
+        return False
+    readings = _clause_readings(sentences, terms, finding, True)
+    pat = _term_pattern(terms)
+    sided = []
+    for st, clause in readings:
+        m = pat.search(clause) if pat is not None else None
+        before = clause[:m.start()].split()[-3:] if m is not None else []
+        side = next((w for w in before if w in _SIDES), None)
+        if side is None:
+            return False
+        sided.append((st, side))
+    seen = {side for st, side in sided if st == "affirmed"}
+    denied = {side for st, side in sided if st == "negated"}
+    return bool(seen) and bool(denied) and not (seen & denied)
+
+
 def _content(sentences: list[str], terms, finding, kind, flip: bool) -> tuple[str, bool | None, str] | None:
     """Rules 3-5 on some sentences: leading particle, mentions, health words."""
     if sentences and _BOTH.match(re.sub(r"^[\W_]+", "", sentences[0])):
@@ -967,6 +993,8 @@ def _content(sentences: list[str], terms, finding, kind, flip: bool) -> tuple[st
     searched = revisions.search_outcome(" ".join(sentences), _term_pattern(terms))
     if searched is not None:
         return "answer", searched, "search-outcome"
+    if kind == "organ" and _aggregate(mentions) == ("unclear", None) and _one_side_seen(sentences, terms, finding):
+        return "answer", True, "one-side-seen"  # "the right adrenal is seen, the left is not": the organ is in view
     for rule, statuses in (("mention", mentions), ("health-words", health)):
         got = _aggregate(statuses)
         if got is not None:
@@ -1921,7 +1949,7 @@ def _read(text: str, question: str, finding: str, question_kind: str | None, syn
     if (got is not None and got[:3] == ("answer", True, "mention") and _FURTHER_WORKUP.search(flat)
             and "affirmed" not in _mention_statuses(sentences, terms, finding, kind == "organ")):
         return Reading("refer", None, "hedged-workup")  # "X cannot be excluded ... a decubitus view would help"
-    if got is not None and got[0] == "answer" and got[2] not in ("self-correction",):
+    if got is not None and got[0] == "answer" and got[2] not in ("self-correction", "one-side-seen"):
         against = _conflicting_evidence(lines, terms, finding, kind == "organ", got[1])
         if against is not None:
             return Reading("unclear", None, "conflicting-evidence", f"{_UNCLEAR_WHY['conflicting-evidence']}: {against[:150]}")
