@@ -1161,7 +1161,9 @@ _ASKS_FOR_IMAGE = re.compile(
     # the same in the languages models answer in
     r"\b(?:puede|podría|pourriez-vous|pouvez-vous|können sie|könnten sie|potrebbe|può)\s+(?:\w+\s+){0,2}?"
     r"(?:enviar|envoyer|senden|schicken|inviare|mandar|subir)\b|"
-    r"\b(?:está cortada|está cortado|est coupée|est coupé|ist abgeschnitten|è tagliata)\b")
+    r"\b(?:está cortada|está cortado|est coupée|est coupé|ist abgeschnitten|è tagliata)\b|"
+    r"请(?:重新)?(?:上传|提供|发送)|分辨率(?:太|过)低|图(?:像|片)(?:太|过于)?模糊|画像を(?:再度|もう一度)?(?:送|アップロード)|"
+    r"画質が(?:悪|低|不十分)")
 _DEFERS = re.compile(
     r"\bdefer(?:ring)?\s+(?:\w+\s+){0,3}?to\s+(?:a|an|the|your)\b|\b(?:i would|i had|i will|i am going to)\s+(?:rather|prefer)\s+not\s+(?:to\s+)?"
     r"(?:say|comment|guess|call it|commit)\b|"
@@ -1200,7 +1202,14 @@ _DEFERS = re.compile(
     r"\b(?:si rivolga|rivolgersi|rivolgiti|acuda|acudir|adressez-vous)\s+(?:a|à|al)\b|"
     r"\b(?:consulte|consultar|consulter|konsultieren|consultare|consulti)\s+(?:a|un|une|einen|eine|il|un|votre|su|à)?\s*"
     r"(?:\w+\s+)?(?:radi\w+|m[ée]dic\w+|médecin|arzt|ärztin|doctor|dottore|especialista|spécialiste|facharzt)\b|"
-    r"\bvon einem (?:radiologen|arzt|facharzt)\b")
+    r"\bvon einem (?:radiologen|arzt|facharzt)\b|"
+    # (issue 48, set L) "wenden Sie sich an Ihren Arzt", "fragen Sie Ihren Arzt", "parlez-en à votre médecin"
+    r"\b(?:wenden sie sich|wende dich)\s+an\b|\bfragen sie\s+(?:ihren|ihre|einen|eine)\s+(?:arzt|ärztin|radiologen)\b|"
+    r"\bparlez-en\s+à\b|\bhable con su\s+(?:médico|radiólogo)\b|\bconverse com (?:o )?seu\s+(?:médico|radiologista)\b|"
+    # an image discussed with the person who reads it: "I recommend discussing this image with your radiologist"
+    r"\b(?:discuss|discussing|review|reviewing|go over|going over)\s+(?:this|the|these|your)\s+(?:\w+\s+)?"
+    r"(?:image|images|scan|scans|film|films|study|mammogram|x-ray|results?|findings?)\s+with\s+(?:a|an|the|your)\s+"
+    r"(?:[\w-]+\s+){0,2}?(?:\w+ologists?|doctors?|physicians?|clinicians?|specialists?|gp|providers?|team)\b")
 
 
 def _undecided(text: str) -> str | None:
@@ -1956,6 +1965,9 @@ def _read(text: str, question: str, finding: str, question_kind: str | None, syn
     if got is not None:
         return Reading(*got)
     foreign = languages.foreign_reading(flat, terms, side)
+    if foreign is not None and foreign[0] == "refer":
+        # a decline in another language: a request for a better image still asks for it (clarify)
+        return Reading(_undecided(flat) or "refer", None, "other-language")
     if foreign is not None:  # full sentences in another language: its own verdict lexicon
         return Reading(foreign[0], foreign[1], "other-language")
     undecided = _undecided(flat)
