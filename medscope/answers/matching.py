@@ -697,6 +697,14 @@ _ORGAN_LOCATION = re.compile(
     r"(?:(?:much|well|further|farther|a bit|slightly)\s+)?(?:lower|higher|more\s+(?:inferiorly|superiorly|caudally|"
     r"cranially|medially|laterally|anteriorly|posteriorly)|further\s+(?:down|up)|(?:at|around)\s+(?:around\s+)?"
     r"(?:the\s+level\s+of\s+)?(?:[ltcs]\d|the\s+level\s+of\s+(?:the\s+)?[ltcs]\d))")
+_GERUND_TOPIC = re.compile(r"^\W*(?:identifying|assessing|evaluating|detecting|seeing|visuali[sz]ing|finding|spotting|"
+                           r"locating|distinguishing|recogni[sz]ing|judging)\s+(?:the\s+|a\s+|an\s+)?$")
+_TOPIC_PREDICATE = re.compile(r"^(?:s|es)?\s+(?:[\w-]+\s+){0,4}?(?:depends|relies|requires|needs|varies|"
+                              r"(?:is|can be)\s+(?:often\s+)?(?:difficult|hard|easier|easy|tricky|challenging|best|done))\b")
+# a norm, not an observation: "is usually seen at this level", "is normally visible on such slices"
+_NORM_PREDICATE = re.compile(r"^(?:s|es)?\s+(?:is|are)\s+(?:usually|normally|typically|generally|commonly|often)\s+"
+                             r"(?:seen|visible|found|present|identified|located|situated|demonstrated|visuali[sz]ed|included)\b"
+                             r"(?![^.;]*\b(?:here|and (?:it )?is (?:also |clearly )?(?:seen|visible)|i (?:can )?see)\b)")
 _EITHER = re.compile(r"(?:^|[,;:]\s*|\b(?:because|since|as)\s+)\W*either\b(?!\s+(?:way|side|case|of|one)\b)")
 # "the round structure I took for the aorta", "what I thought was the spleen": the reply's earlier
 # belief, named as such (issue 48, set L)
@@ -779,6 +787,10 @@ def _mention_status(s: str, m: re.Match, finding: str, organ: bool = False) -> s
     if _CONCLUSION_BEFORE.search(s[:m.start()]) and _CONCLUDED_NOT.match(s[m.end():]) and not re.search(
             r"\b(?:if|were|had)\b", s[:m.start()]):
         return "negated"  # "... of the pelvis, so the heart would not be included": the reply's conclusion
+    if _GERUND_TOPIC.search(s[:m.start()]) and _TOPIC_PREDICATE.match(s[m.end():]):
+        return "hypothetical"  # "Identifying the lungs on imaging depends on the window": a topic (issue 48, set L)
+    if _GENERIC_SUBJECT.match(_SUBJECT_CLAUSE_CUT.split(s[:m.start()])[-1]) and _NORM_PREDICATE.match(s[m.end():]):
+        return "hypothetical"  # "The pancreas is usually seen at this level": what is usual, not what is here
     if _EITHER.search(s[:m.start()]) and re.search(r"\bor\b", s):
         # "Either this slice is above the pelvis or the bladder is empty": two explanations offered,
         # neither asserted (issue 48, set L); the reply's own verdict stands elsewhere
@@ -960,8 +972,10 @@ def _content(sentences: list[str], terms, finding, kind, flip: bool) -> tuple[st
     mentions = _mention_statuses(sentences, terms, finding, organ=kind == "organ")
     mentions = _names_over_signs(mentions, sentences, terms, finding, kind == "organ")
     # "no acute abnormality" is not about an organ; "a polyp is an abnormal growth" is a textbook sentence
-    health = _health_statuses([x for x in sentences if not _textbook_sentence(x, terms, finding)], kind) \
-        if kind != "organ" else []
+    # a sentence that hands the read to someone ("Skin lesions need to be assessed in person by a
+    # dermatologist") speaks of who should look, not of what this image shows (issue 48, set L)
+    health = _health_statuses([x for x in sentences if not _textbook_sentence(x, terms, finding)
+                               and not _HANDED_OVER.search(x)], kind) if kind != "organ" else []
     if kind == "health" and flip:
         # To "Is this normal?", "No, I don't see a pneumothorax" denies the finding: the particle's
         # polarity is ambiguous there, an explicit statement about the finding is not.
@@ -1164,6 +1178,10 @@ _ASKS_FOR_IMAGE = re.compile(
     r"\b(?:está cortada|está cortado|est coupée|est coupé|ist abgeschnitten|è tagliata)\b|"
     r"请(?:重新)?(?:上传|提供|发送)|分辨率(?:太|过)低|图(?:像|片)(?:太|过于)?模糊|画像を(?:再度|もう一度)?(?:送|アップロード)|"
     r"画質が(?:悪|低|不十分)")
+# the read handed to a person, in the passive ("need to be assessed in person by a dermatologist")
+_HANDED_OVER = re.compile(
+    r"\b(?:should|must|needs? to|has to|have to|is best)\s+be\s+(?:done|performed|made|read|reviewed|assessed|interpreted|"
+    r"reported|graded|evaluated|examined|seen)\s+(?:in person\s+|directly\s+|clinically\s+|properly\s+)?by\s+(?:a|an|the|your)\b")
 _DEFERS = re.compile(
     r"\bdefer(?:ring)?\s+(?:\w+\s+){0,3}?to\s+(?:a|an|the|your)\b|\b(?:i would|i had|i will|i am going to)\s+(?:rather|prefer)\s+not\s+(?:to\s+)?"
     r"(?:say|comment|guess|call it|commit)\b|"
@@ -1185,8 +1203,8 @@ _DEFERS = re.compile(
     r"\b(?:a|an|the|your)\s+(?:[\w-]+\s+){0,3}?(?:\w+ologists?|radiographers?|doctors?|physicians?|clinicians?|"
     r"specialists?|surgeons?|endoscopists?|graders?|team|experts?|professionals?)\s+(?:should|must|needs to|will need to)\s+"
     r"(?:\w+\s+)?(?:review|look at|read|report|assess|interpret|evaluate|see|examine|check|grade)\b|"
-    r"\b(?:should|must|needs? to|has to|is best)\s+be\s+(?:done|performed|made|read|reviewed|assessed|interpreted|reported|"
-    r"graded|evaluated)\s+by\s+(?:a|an|the|your)\b|\bdefer(?:ring)?\s+to\s+(?:them|him|her|those|that|their)\b|"
+    + _HANDED_OVER.pattern + r"|"
+    r"\bdefer(?:ring)?\s+to\s+(?:them|him|her|those|that|their)\b|"
     r"\b(?:discuss|talk about)\s+(?:this\s+|it\s+)?with\s+(?:a|an|the|your)\s+(?:[\w-]+\s+){0,3}?(?:team|doctors?|"
     r"\w+ologists?|clinicians?|physicians?|specialists?|gp|providers?|surgeons?)\b|"
     r"\byou\s+should\s+(?:be\s+)?(?:evaluated|seen|assessed|examined|checked)\s+(?:in|at|by)\b|"
@@ -1408,6 +1426,12 @@ def read_decision(text: str, question: str, finding: str, question_kind: str | N
     runs = [len(list(g)) for _, g in groupby(words)]
     if len(words) >= 6 and len(runs) >= 2 and min(runs) >= 2:  # "skin skin skin lesion lesion image image"
         return Reading("unparseable", None, "none", "words repeated in runs: degenerate output, not a reply")
+    # the same after a label that echoes the question ("Aortic aneurysm: the the aorta aorta ####"; issue 48, set L)
+    label = re.match(r"^\W*[^:\n]{1,40}:\s*(?P<value>[^\n]*)$", normalize(text or ""))
+    value = re.findall(r"\w+", label.group("value")) if label else []
+    value_runs = [len(list(g)) for _, g in groupby(value)]
+    if len(value) >= 4 and len(value_runs) >= 2 and min(value_runs) >= 2:
+        return Reading("unparseable", None, "none", "words repeated in runs after a label: degenerate output, not a reply")
     token = _REVERSED_QUESTION.set(question_is_reversed(question))
     declines = _DECLINING.set(bool(_undecided(normalize(text or ""))))
     try:
@@ -1424,6 +1448,9 @@ _DECLINE = re.compile(
     r"\b(?:can not|could not|unable to|not able to|impossible to)\s+(?:reliably\s+|confidently\s+|really\s+)?"
     r"(?:tell|determine|decide|judge|be sure|be certain|say (?:whether|if|for sure|for certain|with certainty|"
     r"definitely|definitively))\b|\bcan not be determined\b|"
+    # "I can't confidently identify it" (issue 48, set L): the reader declines the identification
+    r"\b(?:can not|could not|unable to|not able to)\s+(?:confidently|reliably|definitely|clearly|really)\s+"
+    r"(?:identify|see|make out|distinguish|separate)\s+(?:it|them|this|that|the)\b|"
     r"\b(?:difficult|hard) to (?:tell|determine|say|decide|be sure)\b|\b(?:i am )?not sure\b|\bindeterminate\b|"
     # a refusal to commit, said as such: "it's cropped and I can't say.", "I'd rather not commit"
     r"\bcan not say\s*(?:[.!;,]|$)|\b(?:rather not|not going to|will not|do not want to)\s+commit\b")
@@ -1879,6 +1906,15 @@ _FURTHER_WORKUP = re.compile(
     r"recommended|warranted)\b")
 
 
+# ... or beside a limitation of the technique that the reply gives as its reason ("cannot be excluded on
+# this AP film, as the AP projection magnifies the heart"; issue 48, set L): it refers too
+_TECHNIQUE_LIMIT = re.compile(
+    r"\b(?:ap|portable|supine|rotated|oblique|under-?penetrated|lordotic|expiratory)\s+(?:\w+\s+)?(?:films?|projections?|"
+    r"views?|radiographs?|technique|positioning|study|image)\b[^.]*\b(?:magnif\w*|exaggerat\w*|overestimat\w*|limits?|"
+    r"limited|limiting|can not be (?:reliably )?(?:assessed|judged|evaluated))\b|"
+    r"\blimited by (?:the\s+)?(?:ap|portable|supine|rotation|projection|technique|positioning|motion|artefact|artifact)\b")
+
+
 # A last sentence that offers another answer to the one just given ("Or it might be both.", "Or
 # maybe not.") takes the verdict back without a replacement.
 _REOPENED = re.compile(r"^\W*or\s+(?:(?:(?:it|that|this|they|there)\s+)?(?:might|may|could)\b|maybe\b|perhaps\b|"
@@ -1955,7 +1991,7 @@ def _read(text: str, question: str, finding: str, question_kind: str | None, syn
         return Reading(*switched, "other-language")  # "The liver is visible, pero el bazo no aparece"
     if got is not None and got[:3] == ("answer", True, "mention") and _bare_mention_negated(lines, terms, finding, kind == "organ"):
         return Reading("unclear", None, "bare-mention", _UNCLEAR_WHY["bare-mention"])
-    if (got is not None and got[:3] == ("answer", True, "mention") and _FURTHER_WORKUP.search(flat)
+    if (got is not None and got[:3] == ("answer", True, "mention") and (_FURTHER_WORKUP.search(flat) or _TECHNIQUE_LIMIT.search(flat))
             and "affirmed" not in _mention_statuses(sentences, terms, finding, kind == "organ")):
         return Reading("refer", None, "hedged-workup")  # "X cannot be excluded ... a decubitus view would help"
     if got is not None and got[0] == "answer" and got[2] not in ("self-correction", "one-side-seen"):
