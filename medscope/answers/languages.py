@@ -112,6 +112,11 @@ HEDGE = (r"\bposibles?\b", r"poss[íi]vel", r"\bpossible\b", r"möglich\w*", r"p
 DECLINE = (r"no es posible", r"n[ãa]o [ée] poss[íi]vel", r"il n'est pas possible", r"impossible de", r"nicht m[öo]glich",
            r"nicht beurteilbar", r"non [èe] possibile", r"无法", r"不能确定", r"不确定", r"判断できません", r"わかりません",
            r"不明(?!瞭)", r"no se puede determinar", r"n[ãa]o se pode", r"je ne sais pas", r"ich weiß nicht", r"non lo so")
+# a negation that is the noun's determiner ("kein", "nessun", "aucun", "ningún", "nenhum"): a bare presence
+# predicate after it is that noun's, so "kein X nachweisbar" is one denial, not two verdicts
+_NEGATED_NOUN = re.compile(r"^\W*(?:kein(?:e|en|er|es)?|nessun[oa]?|aucune?|ning[úu]n[oa]?|nenhum[a]?)\s+\S+(?:\s+\S+)?\s+"
+                           r"(?:ist\s+|sind\s+|è\s+|est\s+)?(?:nachweisbar|sichtbar|erkennbar|vorhanden|zu sehen|abgrenzbar|"
+                           r"visibles?|vis[íi]vel|visibile|presente?s?|evidente?)\W*$")
 _CLAUSE_END = re.compile(r"[.!?;\n。！？；，:：]+|\s(?:pero|sin embargo|mas|por[ée]m|mais|aber|jedoch|ma|per[òo])\s|但是?|而且|然而|が、")
 
 
@@ -161,6 +166,10 @@ def _clause_verdict(clause: str) -> str | None:
         return "unclear"
     absent = bool(_ABSENT.search(clause))
     present = bool(_PRESENT.search(_ABSENT.sub(" ", clause)))
+    if absent and present and _NEGATED_NOUN.match(clause):
+        # "Kein Nierenstein nachweisbar", "nessun nodulo visibile" (issue 48, set L): the predicate is the
+        # negated noun's own, so the clause denies it
+        return "absent"
     if absent and present:
         return "unclear"
     return "absent" if absent else ("present" if present else None)

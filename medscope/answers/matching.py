@@ -1222,7 +1222,7 @@ _DEFERS = re.compile(
     r"(?:\w+\s+)?(?:radi\w+|m[ée]dic\w+|médecin|arzt|ärztin|doctor|dottore|especialista|spécialiste|facharzt)\b|"
     r"\bvon einem (?:radiologen|arzt|facharzt)\b|"
     # (issue 48, set L) "wenden Sie sich an Ihren Arzt", "fragen Sie Ihren Arzt", "parlez-en à votre médecin"
-    r"\b(?:wenden sie sich|wende dich)\s+an\b|\bfragen sie\s+(?:ihren|ihre|einen|eine)\s+(?:arzt|ärztin|radiologen)\b|"
+    r"\b(?:wenden sie sich|wende dich)\s+(?:bitte\s+)?an\b|\bfragen sie\s+(?:ihren|ihre|einen|eine)\s+(?:arzt|ärztin|radiologen)\b|"
     r"\bparlez-en\s+à\b|\bhable con su\s+(?:médico|radiólogo)\b|\bconverse com (?:o )?seu\s+(?:médico|radiologista)\b|"
     # an image discussed with the person who reads it: "I recommend discussing this image with your radiologist"
     r"\b(?:discuss|discussing|review|reviewing|go over|going over)\s+(?:this|the|these|your)\s+(?:\w+\s+)?"
