@@ -129,6 +129,9 @@ BACKWARD = {
         "below this slice", "above the slice", "below the slice", "above the imaged", "below the imaged",
         "outside the imaged region", "outside the imaged volume", "outside the imaged field", "outside the imaged area",
         "outside the scan range", "outside the scanned", "out of the imaged",
+        # (issue 48, set L) the scanned range named by its other words
+        "above the scanned", "below the scanned", "beyond the scanned", "above the scan range", "below the scan range",
+        "above the imaging range", "below the imaging range", "above the scanned range", "below the scanned range",
         # German / Italian / French predicates a mended name ("Pankreas" -> "pancreas") leaves in English prose
         "nicht abgebildet", "nicht dargestellt", "nicht erfasst", "nicht getroffen", "nicht vorhanden", "nicht zu sehen",
         "non si osserva", "non si osservano", "non si vede", "non si vedono", "non sono visibili", "n'est pas visible",

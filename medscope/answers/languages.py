@@ -51,7 +51,12 @@ FOREIGN_NAMES = {
     "mass": (r"masa", r"massa", r"masse", r"raumforderung", r"肿块", r"腫瘤", r"腫块", r"肿物"),
     "nodule": (r"n[óo]dulos?", r"nodules?", r"knoten", r"rundherd", r"noduli", r"结节", r"結節"),
     "fracture": (r"fracturas?", r"fraturas?", r"fractures?", r"fraktur\w*", r"frattur[ae]", r"骨折"),
-    "retinopathy": (r"retinopat[íi]as?", r"r[ée]tinopathies?", r"retinopathie\w*", r"retinopatia"),
+    "retinopathy": (r"retinopat[íi]as?", r"r[ée]tinopathies?", r"retinopathie\w*", r"retinopatia", r"網膜症",
+                    r"视网膜病变", r"視網膜病變",
+                    # its ETDRS lesions (issue 48, set L): dot haemorrhages, hard / soft exudates, microaneurysms
+                    r"点状出血", r"硬性白斑", r"軟性白斑", r"毛細血管瘤", r"微小血管瘤", r"微动脉瘤", r"硬性渗出", r"棉絮斑"),
+    "stone": (r"c[áa]lculos?", r"calculs?", r"\w*steine?\b", r"\w*steinen\b", r"calcol[oi]", r"litiasis", r"lit[íi]ase",
+              r"lithiase", r"结石", r"結石"),
     "femoral head": (r"testa del femore", r"testa femorale", r"cabeza (?:del )?f[ée]mur", r"cabeza femoral",
                      r"cabe[çc]a (?:do )?f[êe]mur", r"cabe[çc]a femoral", r"t[êe]te (?:du )?f[ée]mur", r"t[êe]te f[ée]morale",
                      r"hüftkopf\w*", r"femurkopf\w*", r"大腿骨頭", r"股骨头"),
@@ -66,7 +71,9 @@ _KEY_OF = {"kidneys": "kidney", "lungs": "lung", "urinary bladder": "bladder", "
            "adrenals": "adrenal", "oesophagus": "esophagus", "lesions": "lesion", "masses": "mass",
            "nodules": "nodule", "fractures": "fracture", "polyps": "polyp", "pleural effusion": "effusion",
            "tumor": "mass", "tumour": "mass", "diabetic retinopathy": "retinopathy", "femoral heads": "femoral head",
-           "left femoral head": "femoral head", "right femoral head": "femoral head"}
+           "left femoral head": "femoral head", "right femoral head": "femoral head", "stones": "stone",
+           "kidney stone": "stone", "kidney stones": "stone", "calculus": "stone", "calculi": "stone",
+           "diabetic retinopathy lesion": "retinopathy"}
 SIDE_WORDS = {
     "left": (r"izquierd[oa]s?", r"esquerd[oa]s?", r"gauche", r"link\w*", r"sinistr[oa]", r"左"),
     "right": (r"derech[oa]s?", r"direit[oa]s?", r"droite?", r"recht\w*", r"destr[oa]", r"右"),
@@ -105,6 +112,11 @@ HEDGE = (r"\bposibles?\b", r"poss[íi]vel", r"\bpossible\b", r"möglich\w*", r"p
 DECLINE = (r"no es posible", r"n[ãa]o [ée] poss[íi]vel", r"il n'est pas possible", r"impossible de", r"nicht m[öo]glich",
            r"nicht beurteilbar", r"non [èe] possibile", r"无法", r"不能确定", r"不确定", r"判断できません", r"わかりません",
            r"不明(?!瞭)", r"no se puede determinar", r"n[ãa]o se pode", r"je ne sais pas", r"ich weiß nicht", r"non lo so")
+# a negation that is the noun's determiner ("kein", "nessun", "aucun", "ningún", "nenhum"): a bare presence
+# predicate after it is that noun's, so "kein X nachweisbar" is one denial, not two verdicts
+_NEGATED_NOUN = re.compile(r"^\W*(?:kein(?:e|en|er|es)?|nessun[oa]?|aucune?|ning[úu]n[oa]?|nenhum[a]?)\s+\S+(?:\s+\S+)?\s+"
+                           r"(?:ist\s+|sind\s+|è\s+|est\s+)?(?:nachweisbar|sichtbar|erkennbar|vorhanden|zu sehen|abgrenzbar|"
+                           r"visibles?|vis[íi]vel|visibile|presente?s?|evidente?)\W*$")
 _CLAUSE_END = re.compile(r"[.!?;\n。！？；，:：]+|\s(?:pero|sin embargo|mas|por[ée]m|mais|aber|jedoch|ma|per[òo])\s|但是?|而且|然而|が、")
 
 
@@ -148,10 +160,16 @@ def _finding_pattern(english_terms: tuple[str, ...]) -> re.Pattern | None:
 
 def _clause_verdict(clause: str) -> str | None:
     """'absent', 'present', 'unclear' (both, a hedge or a decline) or None (no verdict phrase)."""
-    if _DECLINE.search(clause) or _HEDGE.search(clause):
+    if _DECLINE.search(clause):
+        return "declined"
+    if _HEDGE.search(clause):
         return "unclear"
     absent = bool(_ABSENT.search(clause))
     present = bool(_PRESENT.search(_ABSENT.sub(" ", clause)))
+    if absent and present and _NEGATED_NOUN.match(clause):
+        # "Kein Nierenstein nachweisbar", "nessun nodulo visibile" (issue 48, set L): the predicate is the
+        # negated noun's own, so the clause denies it
+        return "absent"
     if absent and present:
         return "unclear"
     return "absent" if absent else ("present" if present else None)
@@ -201,7 +219,9 @@ def foreign_reading(text: str, english_terms: tuple[str, ...], side: str | None)
             verdicts = [judged[0][1]]
     if not verdicts:
         return None
-    if "unclear" in verdicts or len(set(verdicts)) > 1:
+    if set(verdicts) == {"declined"}:
+        return "refer", None  # "No es posible determinar si hay un cálculo": declines, as "cannot determine" does
+    if "unclear" in verdicts or "declined" in verdicts or len(set(verdicts)) > 1:
         return "unclear", None
     return "answer", verdicts[0] == "present"
 
@@ -246,6 +266,6 @@ def code_switched_reading(text: str, english_terms: tuple[str, ...], side: str |
             verdicts.append(v)
     if not verdicts:
         return None
-    if "unclear" in verdicts or len(set(verdicts)) > 1:
+    if "unclear" in verdicts or "declined" in verdicts or len(set(verdicts)) > 1:
         return "unclear", None
     return "answer", verdicts[0] == "present"

@@ -73,7 +73,7 @@ from medscope.answers.lexicon import (  # the word lists, importable from here a
 
 RULES = ("final-tag", "json-field", "json-partial", "self-correction", "verdict-line", "label-line", "final-colon",
          "both", "leading-yes-no", "search-outcome", "mention", "health-words", "declined", "probability",
-         "rating", "graded-sign", "other-language", "table-row", "bare-mention", "other-subject", "modified-echo", "qualified-normal", "differential", "conflicting-evidence", "hedged-workup", *markup.UNCLEAR_WHY,
+         "rating", "graded-sign", "other-language", "table-row", "bare-mention", "other-subject", "modified-echo", "qualified-normal", "differential", "conflicting-evidence", "hedged-workup", "one-side-seen", *markup.UNCLEAR_WHY,
          "undecided", "other-entity", "predicate", "open", "none")
 
 _WRONG_ANATOMY = re.compile(r"\b(?:this|it|(?:the|this) (?:\w+ )?(?:image|scan|study|film|picture|frame))"
@@ -126,7 +126,10 @@ _ABSENT_PREDICATE = re.compile(
     r"\bnot\s+(?:\w+\s+){0,2}?(?:visible|present|seen|identified|depicted|shown|visuali[sz]ed|evident|"
     r"appreciated|included|captured|detected|imaged|covered|in (?:this|the) (?:image|slice))\b|\bno evidence of\b|"
     r"\babsent\b|\bdoes not (?:appear|show|contain|include)\b|"
-    r"\b(?:it|there|they|one)\s+(?:is|are|was)\s+(?:not|none)\s*[.!]?$|\bthere\s+is\s+none\b")
+    r"\b(?:it|there|they|one)\s+(?:is|are|was)\s+(?:not|none)\s*[.!]?$|\bthere\s+is\s+none\b|"
+    # (issue 48, set L) "I don't see it.": the pronoun is the asked finding
+    r"\b(?:i|we)\s+(?:do|did|can|could)\s+not\s+(?:(?:clearly|really|definitely)\s+)?(?:see|identify|find|"
+    r"visuali[sz]e|appreciate|make out)\s+(?:it|them|one|any)\b")
 _PRESENT_PREDICATE = re.compile(
     r"\b(?:visible|present|seen|identified|depicted|shown|visuali[sz]ed|evident|appreciated|included|"
     r"captured|detected|appears?|contains?|can see|i see)\b")
@@ -258,6 +261,12 @@ def finding_terms(finding: str, synonyms: tuple[str, ...] = ()) -> tuple[str, ..
     for key in (f, sideless, head):
         for syn in table.get(key, ()):
             terms.update(_plural(syn))
+    # a finding asked by one of its synonyms ("IVC", "oesophagus") is named by the others and the key
+    for key, syns in table.items():
+        if f in syns or (sideless and sideless != f and sideless in syns):
+            terms.update(_plural(key))
+            for syn in syns:
+                terms.update(_plural(syn))
     for syn in synonyms:
         terms.update(_plural(normalize(syn)))
     if len(words) > 1 and head in ("lesion", "lesions"):
@@ -635,8 +644,18 @@ _BACK_NEGATED = re.compile(r"\b(?:argues?|speaks?)\s+against\s+(?:it|this|that)\
                            r"\b(?:call|calling|read|reading|mark|marking)\s+it\s+(?:as\s+)?"
                            r"(?:not seen|not visible|not present|absent)\b|"
                            r"\b(?:it|one|this)\s+(?:is|was)\s+no\s+longer\s+(?:in view|visible|seen|in (?:the|this) (?:frame|image|view))\b|"
-                           r"\b(?:(?:it|one|this)\s+(?:is|was)\s+not|none\s+(?:is|was))\s+(?:clearly\s+|definitely\s+)?"
-                           r"(?:seen|visible|identified|visuali[sz]ed|imaged|included|present|(?:in|on) (?:the|this) (?:image|slice|view|film|section|cut))\b")
+                           r"\b(?:(?:it|one|this)\s+(?:is|was)\s+not|they\s+(?:are|were)\s+not|none\s+(?:is|was)|"
+                           # (issue 48, set L) the subject left out after "and": "lies lower ... and is not captured"
+                           r"and\s+(?:is|are|was|were)\s+not)\s+(?:clearly\s+|definitely\s+|therefore\s+|thus\s+)?"
+                           r"(?:seen|visible|identified|visuali[sz]ed|imaged|included|present|captured|depicted|shown|covered|"
+                           r"(?:in|on) (?:the|this) (?:image|slice|view|film|section|cut))\b|"
+                           # a conclusion from the slice's level: "..., so the heart would not be included"
+                           r"\b(?:so|therefore|thus|hence|which means)\s+(?:it|they|one)\s+(?:would|will)\s+not\s+be\s+"
+                           r"(?:seen|visible|included|captured|imaged|depicted|in view|(?:in|on) (?:the|this) (?:image|slice|view|section))\b")
+# a conclusion after a reason, with the finding named: "... a CT of the pelvis, so the heart would not be included"
+_CONCLUDED_NOT = re.compile(r"^(?:s|es)?\s+(?:would|will)\s+not\s+be\s+(?:\w+\s+)?(?:seen|visible|included|captured|imaged|"
+                            r"depicted|in view|(?:in|on) (?:the|this) (?:image|slice|view|section|field))\b")
+_CONCLUSION_BEFORE = re.compile(r"\b(?:so|therefore|thus|hence|which means)\s+(?:that\s+)?(?:the\s+)?$")
 _BACK_POSSIBLE = re.compile(r"\b(?:(?:one|it|this)\s+(?:can|could)\s+not\s+be\s+(?:excluded|ruled out)|"
                             r"(?:possibly|probably|perhaps|maybe)\s+(?:a\s+|an\s+)?(?:small\s+|tiny\s+|little\s+)?one)\b")
 
@@ -671,7 +690,33 @@ _GENERIC_PREDICATE = re.compile(
 # finding's location ("the polyp is located in the sigmoid") is where the reply sees it.
 _ORGAN_LOCATION = re.compile(
     r"^(?:s|es)?\s+(?:lies?|sits?|(?:is|are)\s+(?:normally\s+)?(?:located|situated))\s+(?:deep\s+)?(?:in|within|"
-    r"behind|below|beneath|under|above|in front of|posterior to|anterior to|along)\s+(?:the|a)\b")
+    r"behind|below|beneath|under|above|in front of|posterior to|anterior to|along)\s+(?:the|a)\b|"
+    # (issue 48, set L) "the pancreas lies lower, at around L1-L2", "sits higher, under the diaphragm":
+    # the organ's level in the body, not an observation of this slice
+    r"^(?:s|es)?\s+(?:(?:normally|usually|typically)\s+)?(?:lies?|sits?|(?:is|are)\s+(?:normally\s+)?(?:located|situated))\s+"
+    r"(?:(?:much|well|further|farther|a bit|slightly)\s+)?(?:lower|higher|more\s+(?:inferiorly|superiorly|caudally|"
+    r"cranially|medially|laterally|anteriorly|posteriorly)|further\s+(?:down|up)|(?:at|around)\s+(?:around\s+)?"
+    r"(?:the\s+level\s+of\s+)?(?:[ltcs]\d|the\s+level\s+of\s+(?:the\s+)?[ltcs]\d))")
+_GERUND_TOPIC = re.compile(r"^\W*(?:identifying|assessing|evaluating|detecting|seeing|visuali[sz]ing|finding|spotting|"
+                           r"locating|distinguishing|recogni[sz]ing|judging)\s+(?:the\s+|a\s+|an\s+)?$")
+_TOPIC_PREDICATE = re.compile(r"^(?:s|es)?\s+(?:[\w-]+\s+){0,4}?(?:depends|relies|requires|needs|varies|"
+                              r"(?:is|can be)\s+(?:often\s+)?(?:difficult|hard|easier|easy|tricky|challenging|best|done))\b")
+# a norm, not an observation: "is usually seen at this level", "is normally visible on such slices"
+_NORM_PREDICATE = re.compile(r"^(?:s|es)?\s+(?:is|are)\s+(?:usually|normally|typically|generally|commonly|often)\s+"
+                             r"(?:seen|visible|found|present|identified|located|situated|demonstrated|visuali[sz]ed|included)\b"
+                             r"(?![^.;]*\b(?:here|and (?:it )?is (?:also |clearly )?(?:seen|visible)|i (?:can )?see)\b)")
+_EITHER = re.compile(r"(?:^|[,;:]\s*|\b(?:because|since|as)\s+)\W*either\b(?!\s+(?:way|side|case|of|one)\b)")
+# "the round structure I took for the aorta", "what I thought was the spleen": the reply's earlier
+# belief, named as such (issue 48, set L)
+_TOOK_FOR = re.compile(r"\b(?:i|we)\s+(?:had\s+)?(?:initially\s+|first\s+|originally\s+|previously\s+)?(?:(?:took|mistook)\s+"
+                       r"(?:it\s+|this\s+)?for|thought\s+was)\s+(?:the\s+|a\s+|an\s+)?$|\bwhat\s+(?:i|we)\s+"
+                       r"(?:initially\s+|first\s+)?(?:thought|took)\s+(?:was\s+|to be\s+|for\s+)(?:the\s+|a\s+|an\s+)?$")
+# "lateral to where the IVC runs", "where the bladder normally sits": where the organ is in the body
+_WHERE_BEFORE = re.compile(r"\bwhere\s+(?:the\s+|a\s+)?$")
+_WHERE_AFTER = re.compile(r"^(?:s|es)?\s+(?:(?:normally|usually|typically|would|should)\s+)?(?:runs?|lies?|sits?|courses?|"
+                          r"travels?|passes?|be|(?:is|are)\s+(?:normally|usually|typically|located|situated))\b")
+# a clause boundary before a textbook subject ("This is a CT of the abdomen, and the thyroid is located in the neck")
+_SUBJECT_CLAUSE_CUT = re.compile(r",\s*(?:and|but|while|whereas)\s+|;|\s-\s|[\u2013\u2014]|,\s*(?=the\s)")
 # A definition: "A fracture is a break in ..." (an indefinite subject: any fracture, not the one in
 # this image); "A fracture is a possibility" is a hedged claim, not a definition.
 _INDEFINITE_SUBJECT = re.compile(r"^\W*an?\s+$")
@@ -720,12 +765,15 @@ def _generic_statement(s: str, m: re.Match, organ: bool = False) -> bool:
     """Whether the mention ``m`` is the subject of a textbook statement in ``s`` (see :data:`_GENERIC_PREDICATE`;
     for an organ also :data:`_ORGAN_LOCATION`)."""
     # a conclusion after "so" / "but" is a clause of its own ("... lies in the pelvis, so it is not on this slice")
-    clause = re.split(r"[;:\u2013\u2014]|\s-\s|,?\s+(?:so|therefore|thus|hence|but|however)\b", s[m.end():])[0]
+    clause = re.split(r"[;:\u2013\u2014]|\s-\s|,?\s+(?:so|therefore|thus|hence|but|however)\b|"
+                      r",?\s+and\s+(?=(?:is|are|was|were)\b)", s[m.end():])[0]
     predicate = (_GENERIC_PREDICATE.match(s[m.end():]) or (organ and _ORGAN_LOCATION.match(s[m.end():]))
                  or (_INDEFINITE_SUBJECT.match(s[:m.start()]) and _DEFINITION.match(s[m.end():])))
     # "beyond what I can offer" speaks of the reply's reach, not of something it observes
     clause = re.sub(r"\bwhat i (?:can|could)\b", " ", clause)
-    return bool(_GENERIC_SUBJECT.match(s[:m.start()]) and predicate and not _OBSERVED.search(s[:m.start()] + clause))
+    # the subject may open a later clause of the sentence: only that clause's words count
+    subject = _SUBJECT_CLAUSE_CUT.split(s[:m.start()])[-1]
+    return bool(_GENERIC_SUBJECT.match(subject) and predicate and not _OBSERVED.search(subject + clause))
 
 
 def _mention_status(s: str, m: re.Match, finding: str, organ: bool = False) -> str | None:
@@ -736,6 +784,21 @@ def _mention_status(s: str, m: re.Match, finding: str, organ: bool = False) -> s
     if _LANDMARK_BEFORE.search(s[:m.start()]) or _LANDMARK_AFTER.match(s[m.end():]):
         # only its own relative clause speaks of it: "below the spleen, which is therefore not depicted"
         return "negated" if _WHICH_NOT.match(s[m.end():]) else None
+    if _CONCLUSION_BEFORE.search(s[:m.start()]) and _CONCLUDED_NOT.match(s[m.end():]) and not re.search(
+            r"\b(?:if|were|had)\b", s[:m.start()]):
+        return "negated"  # "... of the pelvis, so the heart would not be included": the reply's conclusion
+    if _GERUND_TOPIC.search(s[:m.start()]) and _TOPIC_PREDICATE.match(s[m.end():]):
+        return "hypothetical"  # "Identifying the lungs on imaging depends on the window": a topic (issue 48, set L)
+    if _GENERIC_SUBJECT.match(_SUBJECT_CLAUSE_CUT.split(s[:m.start()])[-1]) and _NORM_PREDICATE.match(s[m.end():]):
+        return "hypothetical"  # "The pancreas is usually seen at this level": what is usual, not what is here
+    if _EITHER.search(s[:m.start()]) and re.search(r"\bor\b", s):
+        # "Either this slice is above the pelvis or the bladder is empty": two explanations offered,
+        # neither asserted (issue 48, set L); the reply's own verdict stands elsewhere
+        return "hypothetical"
+    if _TOOK_FOR.search(s[:m.start()]):
+        return "hypothetical"  # "the structure I took for the aorta": a belief reported, then withdrawn
+    if _WHERE_BEFORE.search(s[:m.start()]) and _WHERE_AFTER.match(s[m.end():]):
+        return None  # "lateral to where the IVC runs": a place in the body named by the organ
     if conflict:
         return conflict
     if _DECLINED_OBJECT.search(s[:m.start()]):
@@ -771,6 +834,8 @@ def _mention_statuses(sentences: list[str], terms: tuple[str, ...], finding: str
         return []
     resected = _resection_pattern(finding)
     free = re.compile(r"(?<![\w-])(?:" + "|".join(re.escape(t) for t in terms) + r")-free\b") if terms else None
+    # the finding's name with "non-" ("the gas pattern is non-obstructive"; issue 48, set L) denies it
+    nonform = re.compile(r"(?<![\w-])non-?(?:" + "|".join(re.escape(t) for t in terms) + r")(?![\w-])") if terms else None
     out, found = [], False
     for s in sentences:
         s = _PARENTHETICAL.sub(" ", s)  # "the thyroid, however, is not present": one clause
@@ -784,7 +849,7 @@ def _mention_statuses(sentences: list[str], terms: tuple[str, ...], finding: str
             st = "hypothetical" if textbook and i else _mention_status(s, m, finding, organ)
             if st is not None:
                 out.append(st)
-        if free is not None and free.search(s):  # "polyp-free mucosa"
+        if free is not None and (free.search(s) or nonform.search(s)):  # "polyp-free mucosa", "non-obstructive"
             found = True
             out.append("negated")
         for m in resected.finditer(s) if resected is not None else ():
@@ -824,7 +889,13 @@ _HEALTH_CHOICE = re.compile(r"\b(?:ab)?normal\s+(?:or|nor|and|versus|vs\.?|/)\s+
 _NEGATED_ITEM_BEFORE = re.compile(r"\bno\s+(?:[\w-]+\s+){0,3}?[\w-]+\s*,\s*(?:and\s+)?(?=$)")
 
 
-def _health_statuses(sentences: list[str], kind: str = "health") -> list[str]:
+# a normal word that excepts what the reply has just named ("Otherwise unremarkable", "the rest of the
+# study is normal") says nothing against it (issue 48, set L)
+_OTHERWISE = re.compile(r"\b(?:otherwise|elsewhere)\s+(?:[\w-]+\s+){0,3}?$|^\W*(?:the\s+)?(?:rest|remainder)\s+of\b|"
+                        r"\b(?:is|are|looks?|appears?)\s+otherwise\s+$")
+
+
+def _health_statuses(sentences: list[str], kind: str = "health", excepting: bool = False) -> list[str]:
     """Normal / abnormal words as mentions of the finding (a normal word's polarity inverted, a hedged
     normal word a hedged denial). To a
     "above the normal threshold" is a reference, not a statement of health; a device "otherwise
@@ -843,6 +914,8 @@ def _health_statuses(sentences: list[str], kind: str = "health") -> list[str]:
             if m.group(0) == "no acute":
                 out.append("negated")
                 continue
+            if excepting and _OTHERWISE.search(s[:m.start()]):
+                continue  # "... a calculus. Otherwise unremarkable.": normal apart from what was named
             item = _NEGATED_ITEM_BEFORE.search(s[:m.start()])
             if item:  # "no free gas, normal heart": a new item of a report's list, outside the "no"
                 st = status(s[item.end():], m.start() - item.end(), m.end() - item.end())
@@ -871,6 +944,27 @@ def _names_over_signs(mentions: list[str], sentences: list[str], terms, finding:
     return mentions
 
 
+def _one_side_seen(sentences: list[str], terms: tuple[str, ...], finding: str) -> bool:
+    """Whether a paired organ asked without a side ("Are the adrenal glands visible?") is seen on one
+    side and denied on the other, every clause that asserts naming its side: one of the pair is in
+    view, so the organ is (issue 48, set L). A clause without a side that denies keeps it unclear."""
+    if any(w in _SIDES for w in normalize(finding).split()):
+        return False
+    readings = _clause_readings(sentences, terms, finding, True)
+    pat = _term_pattern(terms)
+    sided = []
+    for st, clause in readings:
+        m = pat.search(clause) if pat is not None else None
+        before = clause[:m.start()].split()[-3:] if m is not None else []
+        side = next((w for w in before if w in _SIDES), None)
+        if side is None:
+            return False
+        sided.append((st, side))
+    seen = {side for st, side in sided if st == "affirmed"}
+    denied = {side for st, side in sided if st == "negated"}
+    return bool(seen) and bool(denied) and not (seen & denied)
+
+
 def _content(sentences: list[str], terms, finding, kind, flip: bool) -> tuple[str, bool | None, str] | None:
     """Rules 3-5 on some sentences: leading particle, mentions, health words."""
     if sentences and _BOTH.match(re.sub(r"^[\W_]+", "", sentences[0])):
@@ -878,14 +972,18 @@ def _content(sentences: list[str], terms, finding, kind, flip: bool) -> tuple[st
     mentions = _mention_statuses(sentences, terms, finding, organ=kind == "organ")
     mentions = _names_over_signs(mentions, sentences, terms, finding, kind == "organ")
     # "no acute abnormality" is not about an organ; "a polyp is an abnormal growth" is a textbook sentence
-    health = _health_statuses([x for x in sentences if not _textbook_sentence(x, terms, finding)], kind) \
-        if kind != "organ" else []
+    # a sentence that hands the read to someone ("Skin lesions need to be assessed in person by a
+    # dermatologist") speaks of who should look, not of what this image shows (issue 48, set L)
+    health = _health_statuses([x for x in sentences if not _textbook_sentence(x, terms, finding)
+                               and not _HANDED_OVER.search(x)], kind) if kind != "organ" else []
     if kind == "health" and flip:
         # To "Is this normal?", "No, I don't see a pneumothorax" denies the finding: the particle's
         # polarity is ambiguous there, an explicit statement about the finding is not.
         got = _aggregate(mentions)
         if got is not None:
-            told = _aggregate(health)
+            # "Otherwise unremarkable" after the finding excepts it: no disagreement with it
+            told = _aggregate(_health_statuses([x for x in sentences if not _textbook_sentence(x, terms, finding)],
+                                               kind, excepting=True))
             hedged_only = not any(m in ("affirmed", "negated") for m in mentions)
             if hedged_only and got[0] == "answer" and told is not None and told[0] == "answer" and told[1] != got[1]:
                 return "unclear", None, "mention"  # "normal, though a pneumothorax cannot be excluded"
@@ -909,6 +1007,8 @@ def _content(sentences: list[str], terms, finding, kind, flip: bool) -> tuple[st
     searched = revisions.search_outcome(" ".join(sentences), _term_pattern(terms))
     if searched is not None:
         return "answer", searched, "search-outcome"
+    if kind == "organ" and _aggregate(mentions) == ("unclear", None) and _one_side_seen(sentences, terms, finding):
+        return "answer", True, "one-side-seen"  # "the right adrenal is seen, the left is not": the organ is in view
     for rule, statuses in (("mention", mentions), ("health-words", health)):
         got = _aggregate(statuses)
         if got is not None:
@@ -1075,7 +1175,13 @@ _ASKS_FOR_IMAGE = re.compile(
     # the same in the languages models answer in
     r"\b(?:puede|podría|pourriez-vous|pouvez-vous|können sie|könnten sie|potrebbe|può)\s+(?:\w+\s+){0,2}?"
     r"(?:enviar|envoyer|senden|schicken|inviare|mandar|subir)\b|"
-    r"\b(?:está cortada|está cortado|est coupée|est coupé|ist abgeschnitten|è tagliata)\b")
+    r"\b(?:está cortada|está cortado|est coupée|est coupé|ist abgeschnitten|è tagliata)\b|"
+    r"请(?:重新)?(?:上传|提供|发送)|分辨率(?:太|过)低|图(?:像|片)(?:太|过于)?模糊|画像を(?:再度|もう一度)?(?:送|アップロード)|"
+    r"画質が(?:悪|低|不十分)")
+# the read handed to a person, in the passive ("need to be assessed in person by a dermatologist")
+_HANDED_OVER = re.compile(
+    r"\b(?:should|must|needs? to|has to|have to|is best)\s+be\s+(?:done|performed|made|read|reviewed|assessed|interpreted|"
+    r"reported|graded|evaluated|examined|seen)\s+(?:in person\s+|directly\s+|clinically\s+|properly\s+)?by\s+(?:a|an|the|your)\b")
 _DEFERS = re.compile(
     r"\bdefer(?:ring)?\s+(?:\w+\s+){0,3}?to\s+(?:a|an|the|your)\b|\b(?:i would|i had|i will|i am going to)\s+(?:rather|prefer)\s+not\s+(?:to\s+)?"
     r"(?:say|comment|guess|call it|commit)\b|"
@@ -1097,8 +1203,8 @@ _DEFERS = re.compile(
     r"\b(?:a|an|the|your)\s+(?:[\w-]+\s+){0,3}?(?:\w+ologists?|radiographers?|doctors?|physicians?|clinicians?|"
     r"specialists?|surgeons?|endoscopists?|graders?|team|experts?|professionals?)\s+(?:should|must|needs to|will need to)\s+"
     r"(?:\w+\s+)?(?:review|look at|read|report|assess|interpret|evaluate|see|examine|check|grade)\b|"
-    r"\b(?:should|must|needs? to|has to|is best)\s+be\s+(?:done|performed|made|read|reviewed|assessed|interpreted|reported|"
-    r"graded|evaluated)\s+by\s+(?:a|an|the|your)\b|\bdefer(?:ring)?\s+to\s+(?:them|him|her|those|that|their)\b|"
+    + _HANDED_OVER.pattern + r"|"
+    r"\bdefer(?:ring)?\s+to\s+(?:them|him|her|those|that|their)\b|"
     r"\b(?:discuss|talk about)\s+(?:this\s+|it\s+)?with\s+(?:a|an|the|your)\s+(?:[\w-]+\s+){0,3}?(?:team|doctors?|"
     r"\w+ologists?|clinicians?|physicians?|specialists?|gp|providers?|surgeons?)\b|"
     r"\byou\s+should\s+(?:be\s+)?(?:evaluated|seen|assessed|examined|checked)\s+(?:in|at|by)\b|"
@@ -1114,7 +1220,14 @@ _DEFERS = re.compile(
     r"\b(?:si rivolga|rivolgersi|rivolgiti|acuda|acudir|adressez-vous)\s+(?:a|à|al)\b|"
     r"\b(?:consulte|consultar|consulter|konsultieren|consultare|consulti)\s+(?:a|un|une|einen|eine|il|un|votre|su|à)?\s*"
     r"(?:\w+\s+)?(?:radi\w+|m[ée]dic\w+|médecin|arzt|ärztin|doctor|dottore|especialista|spécialiste|facharzt)\b|"
-    r"\bvon einem (?:radiologen|arzt|facharzt)\b")
+    r"\bvon einem (?:radiologen|arzt|facharzt)\b|"
+    # (issue 48, set L) "wenden Sie sich an Ihren Arzt", "fragen Sie Ihren Arzt", "parlez-en à votre médecin"
+    r"\b(?:wenden sie sich|wende dich)\s+(?:bitte\s+)?an\b|\bfragen sie\s+(?:ihren|ihre|einen|eine)\s+(?:arzt|ärztin|radiologen)\b|"
+    r"\bparlez-en\s+à\b|\bhable con su\s+(?:médico|radiólogo)\b|\bconverse com (?:o )?seu\s+(?:médico|radiologista)\b|"
+    # an image discussed with the person who reads it: "I recommend discussing this image with your radiologist"
+    r"\b(?:discuss|discussing|review|reviewing|go over|going over)\s+(?:this|the|these|your)\s+(?:\w+\s+)?"
+    r"(?:image|images|scan|scans|film|films|study|mammogram|x-ray|results?|findings?)\s+with\s+(?:a|an|the|your)\s+"
+    r"(?:[\w-]+\s+){0,2}?(?:\w+ologists?|doctors?|physicians?|clinicians?|specialists?|gp|providers?|team)\b")
 
 
 def _undecided(text: str) -> str | None:
@@ -1201,8 +1314,10 @@ def _reasoning_disagrees(obj: dict, claim: bool, finding: str, synonyms) -> bool
     alt = "|".join(re.escape(t) for t in terms)
     if revisions.correction_tail(normalize(" ".join(texts))):
         return False  # "The liver is visible. Wait, that is the spleen.": the field is where it ended
-    affirms = re.compile(rf"\b(?:this|it) is (?:the |a )?(?P<t>{alt})\b|\b(?P<u>{alt}) (?:is|are) (?:clearly |well |partly )?"
-                         rf"(?:seen|visible|identified|present|depicted|included)\b")
+    # the organ or its own parts as the subject ("both thyroid lobes are shown", issue 48 set L)
+    affirms = re.compile(rf"\b(?:this|it) is (?:the |a )?(?P<t>{alt})\b|\b(?P<u>{alt})(?: (?:lobes?|poles?|parenchyma|"
+                         rf"tissue|gland|glands))? (?:is|are) (?:clearly |well |partly |both |fully )?"
+                         rf"(?:seen|visible|identified|present|depicted|included|shown|captured|demonstrated|in view)\b")
     denies = re.compile(rf"\b(?P<t>{alt}) (?:is|are) not (?:\w+ ){{0,2}}?(?:seen|visible|identified|present|depicted|"
                         rf"included|expected)\b|\bno (?P<u>{alt}) (?:is |are )?(?:seen|visible|identified)\b")
 
@@ -1311,6 +1426,12 @@ def read_decision(text: str, question: str, finding: str, question_kind: str | N
     runs = [len(list(g)) for _, g in groupby(words)]
     if len(words) >= 6 and len(runs) >= 2 and min(runs) >= 2:  # "skin skin skin lesion lesion image image"
         return Reading("unparseable", None, "none", "words repeated in runs: degenerate output, not a reply")
+    # the same after a label that echoes the question ("Aortic aneurysm: the the aorta aorta ####"; issue 48, set L)
+    label = re.match(r"^\W*[^:\n]{1,40}:\s*(?P<value>[^\n]*)$", normalize(text or ""))
+    value = re.findall(r"\w+", label.group("value")) if label else []
+    value_runs = [len(list(g)) for _, g in groupby(value)]
+    if len(value) >= 4 and len(value_runs) >= 2 and min(value_runs) >= 2:
+        return Reading("unparseable", None, "none", "words repeated in runs after a label: degenerate output, not a reply")
     token = _REVERSED_QUESTION.set(question_is_reversed(question))
     declines = _DECLINING.set(bool(_undecided(normalize(text or ""))))
     try:
@@ -1327,6 +1448,9 @@ _DECLINE = re.compile(
     r"\b(?:can not|could not|unable to|not able to|impossible to)\s+(?:reliably\s+|confidently\s+|really\s+)?"
     r"(?:tell|determine|decide|judge|be sure|be certain|say (?:whether|if|for sure|for certain|with certainty|"
     r"definitely|definitively))\b|\bcan not be determined\b|"
+    # "I can't confidently identify it" (issue 48, set L): the reader declines the identification
+    r"\b(?:can not|could not|unable to|not able to)\s+(?:confidently|reliably|definitely|clearly|really)\s+"
+    r"(?:identify|see|make out|distinguish|separate)\s+(?:it|them|this|that|the)\b|"
     r"\b(?:difficult|hard) to (?:tell|determine|say|decide|be sure)\b|\b(?:i am )?not sure\b|\bindeterminate\b|"
     # a refusal to commit, said as such: "it's cropped and I can't say.", "I'd rather not commit"
     r"\bcan not say\s*(?:[.!;,]|$)|\b(?:rather not|not going to|will not|do not want to)\s+commit\b")
@@ -1381,6 +1505,8 @@ _RATING = re.compile(r"(?<![\w.])(?:10|\d)\s*(?:/|out of)\s*(?:5|7|10)\b|"
 # cancer: a finding is there; 0 incomplete) and the cardiothoracic ratio for cardiomegaly (above
 # 0.5 on a PA film is the textbook definition; exactly 0.5 decides nothing).
 _BIRADS = re.compile(r"\bbi-?rads\s*(?:category\s*|cat\.?\s*)?[:=]?\s*(?P<cat>[0-6])(?:[abc])?\b")
+_BOUND = re.compile(r"(?P<lt>\b(?:less|lower|smaller)\s+than|\bbelow|\bunder|<)|(?P<gt>\b(?:more|greater|higher|larger)\s+than|"
+                    r"\babove|\bover|\bexceeds?|\bexceeding|>)")
 _CTR = re.compile(r"\b(?:ctr|cardio-?thoracic ratio)\b[^.;\d]{0,25}?(?P<v>0?\.\d+|\d{2}(?:\.\d+)?\s*%)")
 
 
@@ -1396,6 +1522,13 @@ def _graded_sign(text: str, finding: str) -> tuple[str, bool | None] | None:
         for m in _CTR.finditer(text):
             v = m.group("v")
             ratio = float(v.rstrip(" %")) / 100 if "%" in v else float(v)
+            # a bound, not a value (issue 48, set L): "less than 0.5" is below the threshold, "over 0.5" above
+            bound = _BOUND.search(text[m.start():m.start("v")])
+            if bound is not None and not re.search(r"\b(?:not|no)\s+$", text[m.start():m.start() + bound.start()]):
+                below = bound.group("lt") is not None
+                settled = (below and ratio <= 0.5) or (not below and ratio >= 0.5)
+                found.add(("answer", not below) if settled else ("unclear", None))  # "under 0.6": either side
+                continue
             found.add(("unclear", None) if ratio == 0.5 else ("answer", ratio > 0.5))
     if not found:
         return None
@@ -1773,6 +1906,15 @@ _FURTHER_WORKUP = re.compile(
     r"recommended|warranted)\b")
 
 
+# ... or beside a limitation of the technique that the reply gives as its reason ("cannot be excluded on
+# this AP film, as the AP projection magnifies the heart"; issue 48, set L): it refers too
+_TECHNIQUE_LIMIT = re.compile(
+    r"\b(?:ap|portable|supine|rotated|oblique|under-?penetrated|lordotic|expiratory)\s+(?:\w+\s+)?(?:films?|projections?|"
+    r"views?|radiographs?|technique|positioning|study|image)\b[^.]*\b(?:magnif\w*|exaggerat\w*|overestimat\w*|limits?|"
+    r"limited|limiting|can not be (?:reliably )?(?:assessed|judged|evaluated))\b|"
+    r"\blimited by (?:the\s+)?(?:ap|portable|supine|rotation|projection|technique|positioning|motion|artefact|artifact)\b")
+
+
 # A last sentence that offers another answer to the one just given ("Or it might be both.", "Or
 # maybe not.") takes the verdict back without a replacement.
 _REOPENED = re.compile(r"^\W*or\s+(?:(?:(?:it|that|this|they|there)\s+)?(?:might|may|could)\b|maybe\b|perhaps\b|"
@@ -1849,16 +1991,19 @@ def _read(text: str, question: str, finding: str, question_kind: str | None, syn
         return Reading(*switched, "other-language")  # "The liver is visible, pero el bazo no aparece"
     if got is not None and got[:3] == ("answer", True, "mention") and _bare_mention_negated(lines, terms, finding, kind == "organ"):
         return Reading("unclear", None, "bare-mention", _UNCLEAR_WHY["bare-mention"])
-    if (got is not None and got[:3] == ("answer", True, "mention") and _FURTHER_WORKUP.search(flat)
+    if (got is not None and got[:3] == ("answer", True, "mention") and (_FURTHER_WORKUP.search(flat) or _TECHNIQUE_LIMIT.search(flat))
             and "affirmed" not in _mention_statuses(sentences, terms, finding, kind == "organ")):
         return Reading("refer", None, "hedged-workup")  # "X cannot be excluded ... a decubitus view would help"
-    if got is not None and got[0] == "answer" and got[2] not in ("self-correction",):
+    if got is not None and got[0] == "answer" and got[2] not in ("self-correction", "one-side-seen"):
         against = _conflicting_evidence(lines, terms, finding, kind == "organ", got[1])
         if against is not None:
             return Reading("unclear", None, "conflicting-evidence", f"{_UNCLEAR_WHY['conflicting-evidence']}: {against[:150]}")
     if got is not None:
         return Reading(*got)
     foreign = languages.foreign_reading(flat, terms, side)
+    if foreign is not None and foreign[0] == "refer":
+        # a decline in another language: a request for a better image still asks for it (clarify)
+        return Reading(_undecided(flat) or "refer", None, "other-language")
     if foreign is not None:  # full sentences in another language: its own verdict lexicon
         return Reading(foreign[0], foreign[1], "other-language")
     undecided = _undecided(flat)

@@ -46,6 +46,13 @@ UNRESOLVED_VALUES = ("null", "none?", "n/a", "na", "unknown", "unclear", "uncert
                      "indeterminate", "equivocal", "maybe", "perhaps", "unsure", "not sure", "not applicable",
                      "tbd", "pending", "not assessable", "not evaluable", "cannot say")
 
+# a value that says the verdict cannot be reached ("not determinable", "cannot be assessed", "not
+# possible to tell"): unresolved, never a "not" read as absence (issue 48, set L)
+_UNDETERMINABLE = re.compile(
+    r"^(?:(?:not|non|un|in)[ -]?(?:determinable|determined|assessable|assessed|evaluable|evaluated|decidable|"
+    r"interpretable|clear|certain|known)|(?:can ?not|can't|could not|unable to|not possible to|impossible to)\s+"
+    r"(?:be\s+)?(?:determined?|assessed?|evaluated?|decided?|tell|say|judged?))\b(?!.*\b(?:but|however)\b)")
+
 
 @dataclass(frozen=True)
 class JsonVerdict:
@@ -154,7 +161,7 @@ def _value_claim(value, kind: str, finding: str, terms, read_value: ValueReader)
             return True, True
         return False, None
     s = _norm(value).strip(" .!")
-    if not re.search(r"\w", s) or s in UNRESOLVED_VALUES:
+    if not re.search(r"\w", s) or s in UNRESOLVED_VALUES or _UNDETERMINABLE.match(s):
         return False, None
     return read_value(kind, str(value))
 

@@ -29,8 +29,6 @@ def finding(reply, f="pneumothorax", where="chest X-ray"):
 # --- the conflict guard: two readings of the asked finding that disagree -------------------------
 
 @pytest.mark.parametrize("reply, o", [
-    # an elliptical predicate after the organ's own clause says it is off the slice
-    ("We are at the level of the knees, so the heart sits far above the scanned range and is not captured.", "heart"),
     # a later sentence says the opposite of the opening particle
     ("Yes, the pancreas is seen. The pancreas is not visible on this slice.", "pancreas"),
     # a pronoun clause affirms what the first clause denied
@@ -39,6 +37,13 @@ def finding(reply, f="pneumothorax", where="chest X-ray"):
 def test_a_clause_that_says_the_opposite_makes_the_reading_unclear(reply, o):
     got = organ(reply, o)
     assert got.decision == "unclear" and got.rule == "conflicting-evidence"
+
+
+def test_an_organ_above_the_scanned_range_is_read_absent_since_the_l_round():
+    # the K round left this unclear (the location clause read as affirming); since the L round
+    # "sits far above the scanned range" puts the organ off the slice and the elliptical clause agrees
+    got = organ("We are at the level of the knees, so the heart sits far above the scanned range and is not captured.", "heart")
+    assert got.decision == "absent"
 
 
 @pytest.mark.parametrize("reply, o, want", [
