@@ -25,7 +25,7 @@ import json
 import re
 
 from medscope.benchgen import findings as findmod
-from medscope.benchgen.grounding import (_MIXED_BEFORE, ARTIFACT_AFTER, _SIDE_TAIL, SECONDARY, _spread,
+from medscope.benchgen.grounding import (ORGAN_WORDS, _MIXED_BEFORE, ARTIFACT_AFTER, _SIDE_TAIL, SECONDARY, _spread,
                                         _mention_status, is_recommendation, measurements, normalize_sentence, sentences)
 from medscope.benchgen.schema import FieldSpec, Schema
 
@@ -324,6 +324,35 @@ _SOME_IMAGES_DENIAL = re.compile(r"\b(?:no|without)\b[^.;]*?\s(?:on|in)\s+(?:the
 _DENIER = re.compile(r"\b(?:no|without|not|negative for|absence of|free of)\b")
 
 
+# addition: one of a pair of organs named with its side ("the right testis", "the left kidney", "left
+# and right ovaries" is both); the organ words are the project's own (grounding.ORGAN_WORDS)
+_PAIRED_SUBJECT = re.compile(r"\b(left|right)(?:\s+and\s+(left|right))?\s+(?:[a-z-]+\s+)?(?:"
+                             + "|".join(ORGAN_WORDS[o] for o in sorted(findmod.PAIRED_ORGANS)) + ")")
+_BOTH_SIDES = re.compile(r"\b(?:both|either|neither|bilateral\w*|each)\b")
+
+
+def paired_subject_side(before: str) -> set[str]:
+    """The side of the one-of-a-pair organ a sentence is about before a denial: "The right testis is
+    normal, with no focal lesion" denies a lesion of the right testis only, so a side-free field
+    ("Is there a testicular lesion?") is left to the other one. The nearest named organ before the
+    denial decides; "right and left testes" names both; "both" / "either" before it clears the pair.
+
+    Parameters
+    ----------
+    before : str
+        The normalised sentence up to the denying word.
+
+    Returns
+    -------
+    set of str
+        ``{"left"}``, ``{"right"}``, ``{"left", "right"}`` or empty (no side-named paired organ).
+    """
+    hits = list(_PAIRED_SUBJECT.finditer(before))
+    if not hits or _BOTH_SIDES.search(before[hits[-1].start():]):
+        return set()
+    return {g for g in hits[-1].groups() if g}
+
+
 def _denial(text, a, b, s, no, partial, partial_sides, other_narrowing) -> None:
     """File one denial as covering (``no``) or narrowed to a side / to new lesions (``partial``):
     the words from its negation to the end of its phrase, and an ``Organ:`` header, decide."""
@@ -353,6 +382,9 @@ def _denial(text, a, b, s, no, partial, partial_sides, other_narrowing) -> None:
     header = re.match(r"^((?:[a-z]+\s*){1,3}):", text)
     narrow = set(_NARROW.findall(clause)) | (set(_SIDE_WORD.findall(header.group(1))) if header else set())
     narrow -= {"bilateral", "both"}
+    if not narrow and not _BOTH_SIDES.search(clause) and (triggers or _DENIER.match(text[a:b])):
+        # a denying word, not a category said of one lesion ("left ovarian dermoid, O-RADS 2")
+        narrow |= paired_subject_side(text[:start])
     if findmod.under_part_heading(text) and header.end() <= a:
         # "PERIPHERAL ZONE: No focal lesion." / "RIGHT LOBE: No nodule.": a denial under a part's
         # heading clears that part, not the organ
