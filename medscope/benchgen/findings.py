@@ -42,7 +42,7 @@ from __future__ import annotations
 import dataclasses
 import re
 
-from medscope.benchgen.grounding import _DATED_LENGTH, _MEASURE, OPERATED_FOR, ORGAN_WORDS, _mention_status, is_recommendation, measurements, normalize_sentence, sentences
+from medscope.benchgen.grounding import _MEASURE, prior_length, OPERATED_FOR, ORGAN_WORDS, _mention_status, is_recommendation, measurements, normalize_sentence, sentences
 
 # addition: the lesion nouns of a schema. The paper does not list them; these are the nouns
 # radiology reports use for a focal lesion. "lesion" / "observation" are umbrella terms: a
@@ -277,7 +277,7 @@ def _sizes(text: str) -> tuple[tuple[float, ...], float | None]:
     for kind, dims, start in measurements(text):
         if kind != "length" or _PART_MEASURES.search(text[:start]):
             continue
-        if _PRIOR_BEFORE.search(text[:start]) or _DATED_LENGTH.match(text[start:]):  # "4.8 cm on 2 September 2025"
+        if _PRIOR_BEFORE.search(text[:start]) or prior_length(text, start):  # "4.8 cm on 2 September 2025"
             prior = prior if prior is not None else max(dims)
         elif not current:
             current = tuple(dims)
@@ -438,12 +438,13 @@ def report_findings(findings: str, impression: str, nouns: set[str] | None = Non
     out: list[Finding] = []
     section_organ, chained, previous_header = None, None, ""
     for section, text in (("findings", findings), ("impression", impression)):
-        referral = [m.group(0) for m in _CLINICAL_LINE.finditer(text)]
+        referral = [m.group(0) for m in _CLINICAL_LINE.finditer(text)] + [m.group(0) for m in _COMPARISON_LINE.finditer(text)]
         for original in sentences(text):
             sent = normalize_sentence(original)
             if any(original.strip() in r for r in referral):
                 # "Clinical: right adnexal cyst on CT.": the reason for the study, seen elsewhere (its size
-                # dated there), is what this report examines, not one more lesion it describes
+                # dated there), is what this report examines, not one more lesion it describes;
+                # "Comparison: 3 March 2026, when the lesion measured 7 mm.": the earlier study's view of it
                 for f in _referral_findings(original, sent, nouns, section):
                     out.append(f)
                 chained = None
@@ -588,6 +589,12 @@ def report_findings(findings: str, impression: str, nouns: set[str] | None = Non
 _CLINICAL_LINE = re.compile(r"\b(?:clinical(?:\s+(?:history|information|details|indication|question))?|history|indications?|"
                             r"reason for (?:exam\w*|study|referral|scan)|referral)\s*:.*?(?:\.(?=\s+[A-Z])|\n|$)",
                             re.IGNORECASE | re.DOTALL)
+
+
+# a comparison line: what an earlier study showed ("Comparison: ultrasound 8/5/2025, when the mass
+# measured 3.1 cm"); its lesions are the earlier study's view, the current one described after it
+_COMPARISON_LINE = re.compile(r"\b(?:comparison|compared|prior(?: study| studies| imaging)?|previous(?: study| studies| imaging)?)"
+                              r"\s*:.*?(?:\.(?=\s+[A-Z])|\n|$)", re.IGNORECASE | re.DOTALL)
 
 
 def _referral_findings(original: str, sent: str, nouns: set[str], section: str) -> list[Finding]:
