@@ -884,4 +884,24 @@ def dominant(found: list[Finding], organ: str | None = None, by_category: bool =
     tops = [f for f in sized if f.size_mm == top]
     if len(tops) > 1:
         return None, "no_dominant_lesion:equal_sizes"
+    if by_category and _called_benign(tops[0]) and any(_called_suspicious(f) for f in present if f is not tops[0]):
+        # "a 14 mm simple cyst ... a 9 mm solid nodule": the largest is the rule's pick, the suspicious
+        # one many institutions' (an RADS category would settle it; none is given): unclear, no pick
+        return None, "no_dominant_lesion:suspicious_not_largest"
     return tops[0], ""
+
+
+# addition: what a report calls a lesion, for the one case where size and suspicion disagree
+_BENIGN_CALL = re.compile(r"\b(?:simple|benign|typical|classic)\b")
+_SUSPICIOUS_CALL = re.compile(r"\b(?:suspicious|concerning|worrisome|malignan\w*|neoplas\w*|solid|enhancing|"
+                              r"(?:can ?not|not) be excluded)\b")
+
+
+def _called_benign(f: Finding) -> bool:
+    return bool(_BENIGN_CALL.search(f.text)) and not _called_suspicious(f)
+
+
+def _called_suspicious(f: Finding) -> bool:
+    """A suspicion word said of the finding, not denied ("no solid component" says it has none)."""
+    return any(not re.search(r"\b(?:no|without|not|non)\W+(?:\w+\W+){0,2}$", f.text[:m.start()])
+               for m in _SUSPICIOUS_CALL.finditer(f.text))
