@@ -419,6 +419,12 @@ def _other_structure_named(q: str, sent: str, head_phrase: list[str]) -> bool:
     return False
 
 
+# addition: a condition named as a risk ("a risk factor for X", "at increased risk of X", "predisposes
+# to X", "screening for X") is what might come, never a finding of this study
+RISK_OF = re.compile(r"\b(?:risk(?:\s+factors?)?\s+(?:for|of)|at\s+(?:[\w-]+\s+)?risk\s+(?:for|of)|predispos\w*\s+"
+                     r"(?:to|for)|screening\s+for)\s+(?:[\w-]+\s+){0,4}$")
+
+
 def _mention_status(sent: str, start: int, end: int) -> str:
     """ConText status, with the hedge split into ``favoured`` (signed as a diagnosis) and
     ``possible``, and differentials / "X versus Y" / "X is also possible" read as ``possible``."""
@@ -439,6 +445,8 @@ def _mention_status(sent: str, start: int, end: int) -> str:
         return "affirmed"  # "without an obstructing lesion, with mild atrophy": ", with" opens an attendant finding
     if st == "negated":
         return st  # "no X or Y" is a denied list, not a differential
+    if st == "affirmed" and RISK_OF.search(before):
+        return "hypothetical"  # "a risk factor for germ cell neoplasia in situ": a risk, not a finding
     if st == "affirmed" and OPERATED_FOR.search(before):
         return "historical"  # "distal pancreatectomy for mucinous cystic neoplasm": the operation removed it
     if UNCERTAIN_BEFORE.search(forward_scope(before)) or UNCERTAIN_AFTER.search(after):
