@@ -4,8 +4,8 @@ report text"; the schema asks about *the dominant* lesion).
 
 A report becomes a list of :class:`Finding`, one per lesion: its entity noun ("nodule", "mass",
 "cyst"), the organ it is in, its side, its current size (the largest dimension of "a x b x c",
-mm and cm read as mm; a size after "previously" / "prior" / "from" is the prior size, kept
-apart), the text that describes it (its clause: the words between the previous lesion's clause
+mm and cm read as mm; a size after "previously" / "prior" / "from", dated, or in a clause set in
+an earlier study ("Comparison: ..., when it measured 7 mm") is the prior size, kept apart), the text that describes it (its clause: the words between the previous lesion's clause
 and the next one's, so "4.8 cm mass in the right lower pole and 1.9 cm mass in the left upper
 pole" are two findings with their own side and pole) and its assertion status, read by the reply
 reader's clinical-text layer (:func:`medscope.answers.context.status` through
@@ -20,7 +20,7 @@ rules):
     hedged or in a differential ("possibly a small nodule versus atelectasis", "cannot be
     excluded", "likely cysts");
 ``historical``
-    a past finding ("history of", "status post");
+    a past finding ("history of", "status post"), or one a clinical or comparison line names;
 ``prior_comparison``
     "no new X": it denies only *new* lesions, never that a known one is there.
 
