@@ -262,6 +262,10 @@ def study_binary(field: FieldSpec, sents: list[str], lesion_side: str | None = N
     yes, no, partial_sides, partial = [], [], set(), []
     other_narrowing = []  # partial denials narrowed by more than a side ("no new", "no solid")
     asked_organ = findmod._organ(normalize_sentence(field.question))  # "Is there a focal renal lesion?": kidney
+    # the question's own qualifiers, never one of a choice ("solid or complex": "no solid lesion" leaves
+    # the complex ones unsaid)
+    q_text = normalize_sentence(field.question)
+    asked_words = frozenset(re.findall(r"[a-z]+", re.sub(r"\b[a-z-]+\s+(?:or|and/or)\s+[a-z-]+\b", " ", q_text)))
     for i, s in enumerate(sents):
         text = _MEASURED_AND.sub("", normalize_sentence(s))  # "duct measures 2 mm and is normal": the duct is normal
         if is_recommendation(text):
@@ -281,7 +285,7 @@ def study_binary(field: FieldSpec, sents: list[str], lesion_side: str | None = N
             if findmod.another_thing_after(text, m.end()):
                 continue  # "No mass effect" denies no mass
             denied.append((m.start(), m.end()))
-            _denial(text, m.start(), m.end(), s, no, partial, partial_sides, other_narrowing)
+            _denial(text, m.start(), m.end(), s, no, partial, partial_sides, other_narrowing, asked_words)
         for m in _matches(field.yes_patterns, text):
             if (any(a <= m.start() < b for a, b in denied) or findmod.another_thing_after(text, m.end())
                     or ARTIFACT_AFTER.match(text[m.end():])):
@@ -298,7 +302,7 @@ def study_binary(field: FieldSpec, sents: list[str], lesion_side: str | None = N
             elif st == "affirmed":
                 yes.append(s)
             elif st == "negated":
-                _denial(text, m.start(), m.end(), s, no, partial, partial_sides, other_narrowing)
+                _denial(text, m.start(), m.end(), s, no, partial, partial_sides, other_narrowing, asked_words)
     if {"left", "right"} <= partial_sides and not no:
         no.append(partial[0])
     if (lesion_side in ("left", "right") and partial_sides == {lesion_side} and not no and not yes
@@ -353,7 +357,7 @@ def paired_subject_side(before: str) -> set[str]:
     return {g for g in hits[-1].groups() if g}
 
 
-def _denial(text, a, b, s, no, partial, partial_sides, other_narrowing) -> None:
+def _denial(text, a, b, s, no, partial, partial_sides, other_narrowing, asked_words=frozenset()) -> None:
     """File one denial as covering (``no``) or narrowed to a side / to new lesions (``partial``):
     the words from its negation to the end of its phrase, and an ``Organ:`` header, decide."""
     triggers = [m for m in _DENIER.finditer(text[:a]) if a - m.end() < 60]
@@ -382,6 +386,9 @@ def _denial(text, a, b, s, no, partial, partial_sides, other_narrowing) -> None:
     header = re.match(r"^((?:[a-z]+\s*){1,3}):", text)
     narrow = set(_NARROW.findall(clause)) | (set(_SIDE_WORD.findall(header.group(1))) if header else set())
     narrow -= {"bilateral", "both"}
+    # a qualifier the question itself asks with ("Is there a focal solid ... lesion?": "no solid lesion")
+    # narrows the denial to nothing less than what is asked
+    narrow -= set(asked_words) - {"left", "right"}
     if not narrow and not _BOTH_SIDES.search(clause) and (triggers or _DENIER.match(text[a:b])):
         # a denying word, not a category said of one lesion ("left ovarian dermoid, O-RADS 2")
         narrow |= paired_subject_side(text[:start])

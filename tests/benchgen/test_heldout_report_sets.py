@@ -26,7 +26,7 @@ HELDOUT = Path(__file__).parents[1] / "data" / "benchgen" / "heldout"
 @pytest.mark.parametrize("name, lost_at_most", [("heldout_abdomen_ct.yaml", 0), ("heldout_abdomen_ct_b.yaml", 0),
                                                 ("heldout_thyroid_us.yaml", 15), ("heldout_pancreas.yaml", 0),
                                                 ("heldout_prostate.yaml", 55), ("heldout_prostate_b.yaml", 9),
-                                                ("heldout_breast.yaml", 58), ("heldout_scrotum.yaml", 58)])
+                                                ("heldout_breast.yaml", 57), ("heldout_scrotum.yaml", 58)])
 def test_tuned_report_sets_give_no_wrong_key_and_keep_nothing_unasserted(name, lost_at_most):
     fig = score(verbose=False, name=name)
     assert fig["keys_wrong_value"] + fig["keys_not_stated"] == 0, [e for e in fig["errors"] if "key" in e[2]]

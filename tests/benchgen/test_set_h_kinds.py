@@ -159,3 +159,16 @@ def test_dominant_lesion_feature_not_taken_from_diffuse_change():
     kept, _ = _kept("Does the dominant lesion enhance?", ["Yes", "No"], 0,
                     "A 2 cm enhancing lesion in the pancreatic tail.")
     assert kept
+
+
+# --- kind 6 (found on F while scoring this round): the question's own qualifier narrows nothing -------
+
+def test_denial_qualified_as_the_question_is_covering():
+    # "Are there suspicious calcifications?": "no suspicious calcifications" denies exactly what is asked
+    # (the side-limited "Right breast: ..." alone would leave it unset; the whole-study denial settles it)
+    got, _ = _extract("breast_schema.yaml", "Right breast: no suspicious mass or calcifications. "
+                                            "No suspicious calcifications.")
+    assert got["suspicious_calcifications"] == "no"
+    # one of a choice ("solid or complex") is part of what is asked: the complex ones are left unsaid
+    got, unset = _extract("scrotum_schema.yaml", "Both testes are of normal size, with no solid lesion.")
+    assert "lesion_present" not in got and unset["lesion_present"] == "only_partial_denial"
