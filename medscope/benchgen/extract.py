@@ -25,7 +25,7 @@ import json
 import re
 
 from medscope.benchgen import findings as findmod
-from medscope.benchgen.grounding import (_MIXED_BEFORE, ARTIFACT_AFTER, _SIDE_TAIL, SECONDARY, _spread,
+from medscope.benchgen.grounding import (ORGAN_WORDS, _MIXED_BEFORE, ARTIFACT_AFTER, _SIDE_TAIL, SECONDARY, _spread,
                                         _mention_status, is_recommendation, measurements, normalize_sentence, sentences)
 from medscope.benchgen.schema import FieldSpec, Schema
 
@@ -262,6 +262,10 @@ def study_binary(field: FieldSpec, sents: list[str], lesion_side: str | None = N
     yes, no, partial_sides, partial = [], [], set(), []
     other_narrowing = []  # partial denials narrowed by more than a side ("no new", "no solid")
     asked_organ = findmod._organ(normalize_sentence(field.question))  # "Is there a focal renal lesion?": kidney
+    # the question's own qualifiers, never one of a choice ("solid or complex": "no solid lesion" leaves
+    # the complex ones unsaid)
+    q_text = normalize_sentence(field.question)
+    asked_words = frozenset(re.findall(r"[a-z]+", re.sub(r"\b[a-z-]+\s+(?:or|and/or)\s+[a-z-]+\b", " ", q_text)))
     for i, s in enumerate(sents):
         text = _MEASURED_AND.sub("", normalize_sentence(s))  # "duct measures 2 mm and is normal": the duct is normal
         if is_recommendation(text):
@@ -281,7 +285,7 @@ def study_binary(field: FieldSpec, sents: list[str], lesion_side: str | None = N
             if findmod.another_thing_after(text, m.end()):
                 continue  # "No mass effect" denies no mass
             denied.append((m.start(), m.end()))
-            _denial(text, m.start(), m.end(), s, no, partial, partial_sides, other_narrowing)
+            _denial(text, m.start(), m.end(), s, no, partial, partial_sides, other_narrowing, asked_words)
         for m in _matches(field.yes_patterns, text):
             if (any(a <= m.start() < b for a, b in denied) or findmod.another_thing_after(text, m.end())
                     or ARTIFACT_AFTER.match(text[m.end():])):
@@ -298,7 +302,7 @@ def study_binary(field: FieldSpec, sents: list[str], lesion_side: str | None = N
             elif st == "affirmed":
                 yes.append(s)
             elif st == "negated":
-                _denial(text, m.start(), m.end(), s, no, partial, partial_sides, other_narrowing)
+                _denial(text, m.start(), m.end(), s, no, partial, partial_sides, other_narrowing, asked_words)
     if {"left", "right"} <= partial_sides and not no:
         no.append(partial[0])
     if (lesion_side in ("left", "right") and partial_sides == {lesion_side} and not no and not yes
@@ -324,7 +328,36 @@ _SOME_IMAGES_DENIAL = re.compile(r"\b(?:no|without)\b[^.;]*?\s(?:on|in)\s+(?:the
 _DENIER = re.compile(r"\b(?:no|without|not|negative for|absence of|free of)\b")
 
 
-def _denial(text, a, b, s, no, partial, partial_sides, other_narrowing) -> None:
+# addition: one of a pair of organs named with its side ("the right testis", "the left kidney", "left
+# and right ovaries" is both); the organ words are the project's own (grounding.ORGAN_WORDS)
+_PAIRED_SUBJECT = re.compile(r"\b(left|right)(?:\s+and\s+(left|right))?\s+(?:[a-z-]+\s+)?(?:"
+                             + "|".join(ORGAN_WORDS[o] for o in sorted(findmod.PAIRED_ORGANS)) + ")")
+_BOTH_SIDES = re.compile(r"\b(?:both|either|neither|bilateral\w*|each)\b")
+
+
+def paired_subject_side(before: str) -> set[str]:
+    """The side of the one-of-a-pair organ a sentence is about before a denial: "The right testis is
+    normal, with no focal lesion" denies a lesion of the right testis only, so a side-free field
+    ("Is there a testicular lesion?") is left to the other one. The nearest named organ before the
+    denial decides; "right and left testes" names both; "both" / "either" before it clears the pair.
+
+    Parameters
+    ----------
+    before : str
+        The normalised sentence up to the denying word.
+
+    Returns
+    -------
+    set of str
+        ``{"left"}``, ``{"right"}``, ``{"left", "right"}`` or empty (no side-named paired organ).
+    """
+    hits = list(_PAIRED_SUBJECT.finditer(before))
+    if not hits or _BOTH_SIDES.search(before[hits[-1].start():]):
+        return set()
+    return {g for g in hits[-1].groups() if g}
+
+
+def _denial(text, a, b, s, no, partial, partial_sides, other_narrowing, asked_words=frozenset()) -> None:
     """File one denial as covering (``no``) or narrowed to a side / to new lesions (``partial``):
     the words from its negation to the end of its phrase, and an ``Organ:`` header, decide."""
     triggers = [m for m in _DENIER.finditer(text[:a]) if a - m.end() < 60]
@@ -353,6 +386,12 @@ def _denial(text, a, b, s, no, partial, partial_sides, other_narrowing) -> None:
     header = re.match(r"^((?:[a-z]+\s*){1,3}):", text)
     narrow = set(_NARROW.findall(clause)) | (set(_SIDE_WORD.findall(header.group(1))) if header else set())
     narrow -= {"bilateral", "both"}
+    # a qualifier the question itself asks with ("Is there a focal solid ... lesion?": "no solid lesion")
+    # narrows the denial to nothing less than what is asked
+    narrow -= set(asked_words) - {"left", "right"}
+    if not narrow and not _BOTH_SIDES.search(clause) and (triggers or _DENIER.match(text[a:b])):
+        # a denying word, not a category said of one lesion ("left ovarian dermoid, O-RADS 2")
+        narrow |= paired_subject_side(text[:start])
     if findmod.under_part_heading(text) and header.end() <= a:
         # "PERIPHERAL ZONE: No focal lesion." / "RIGHT LOBE: No nodule.": a denial under a part's
         # heading clears that part, not the organ

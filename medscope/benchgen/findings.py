@@ -4,8 +4,8 @@ report text"; the schema asks about *the dominant* lesion).
 
 A report becomes a list of :class:`Finding`, one per lesion: its entity noun ("nodule", "mass",
 "cyst"), the organ it is in, its side, its current size (the largest dimension of "a x b x c",
-mm and cm read as mm; a size after "previously" / "prior" / "from" is the prior size, kept
-apart), the text that describes it (its clause: the words between the previous lesion's clause
+mm and cm read as mm; a size after "previously" / "prior" / "from", dated, or in a clause set in
+an earlier study ("Comparison: ..., when it measured 7 mm") is the prior size, kept apart), the text that describes it (its clause: the words between the previous lesion's clause
 and the next one's, so "4.8 cm mass in the right lower pole and 1.9 cm mass in the left upper
 pole" are two findings with their own side and pole) and its assertion status, read by the reply
 reader's clinical-text layer (:func:`medscope.answers.context.status` through
@@ -20,7 +20,7 @@ rules):
     hedged or in a differential ("possibly a small nodule versus atelectasis", "cannot be
     excluded", "likely cysts");
 ``historical``
-    a past finding ("history of", "status post");
+    a past finding ("history of", "status post"), or one a clinical or comparison line names;
 ``prior_comparison``
     "no new X": it denies only *new* lesions, never that a known one is there.
 
@@ -42,7 +42,7 @@ from __future__ import annotations
 import dataclasses
 import re
 
-from medscope.benchgen.grounding import _DATED_LENGTH, _MEASURE, OPERATED_FOR, ORGAN_WORDS, _mention_status, is_recommendation, measurements, normalize_sentence, sentences
+from medscope.benchgen.grounding import _MEASURE, prior_length, OPERATED_FOR, ORGAN_WORDS, _mention_status, is_recommendation, measurements, normalize_sentence, sentences
 
 # addition: the lesion nouns of a schema. The paper does not list them; these are the nouns
 # radiology reports use for a focal lesion. "lesion" / "observation" are umbrella terms: a
@@ -277,7 +277,7 @@ def _sizes(text: str) -> tuple[tuple[float, ...], float | None]:
     for kind, dims, start in measurements(text):
         if kind != "length" or _PART_MEASURES.search(text[:start]):
             continue
-        if _PRIOR_BEFORE.search(text[:start]) or _DATED_LENGTH.match(text[start:]):  # "4.8 cm on 2 September 2025"
+        if _PRIOR_BEFORE.search(text[:start]) or prior_length(text, start):  # "4.8 cm on 2 September 2025"
             prior = prior if prior is not None else max(dims)
         elif not current:
             current = tuple(dims)
@@ -438,12 +438,13 @@ def report_findings(findings: str, impression: str, nouns: set[str] | None = Non
     out: list[Finding] = []
     section_organ, chained, previous_header = None, None, ""
     for section, text in (("findings", findings), ("impression", impression)):
-        referral = [m.group(0) for m in _CLINICAL_LINE.finditer(text)]
+        referral = [m.group(0) for m in _CLINICAL_LINE.finditer(text)] + [m.group(0) for m in _COMPARISON_LINE.finditer(text)]
         for original in sentences(text):
             sent = normalize_sentence(original)
             if any(original.strip() in r for r in referral):
                 # "Clinical: right adnexal cyst on CT.": the reason for the study, seen elsewhere (its size
-                # dated there), is what this report examines, not one more lesion it describes
+                # dated there), is what this report examines, not one more lesion it describes;
+                # "Comparison: 3 March 2026, when the lesion measured 7 mm.": the earlier study's view of it
                 for f in _referral_findings(original, sent, nouns, section):
                     out.append(f)
                 chained = None
@@ -588,6 +589,12 @@ def report_findings(findings: str, impression: str, nouns: set[str] | None = Non
 _CLINICAL_LINE = re.compile(r"\b(?:clinical(?:\s+(?:history|information|details|indication|question))?|history|indications?|"
                             r"reason for (?:exam\w*|study|referral|scan)|referral)\s*:.*?(?:\.(?=\s+[A-Z])|\n|$)",
                             re.IGNORECASE | re.DOTALL)
+
+
+# a comparison line: what an earlier study showed ("Comparison: ultrasound 8/5/2025, when the mass
+# measured 3.1 cm"); its lesions are the earlier study's view, the current one described after it
+_COMPARISON_LINE = re.compile(r"\b(?:comparison|compared|prior(?: study| studies| imaging)?|previous(?: study| studies| imaging)?)"
+                              r"\s*:.*?(?:\.(?=\s+[A-Z])|\n|$)", re.IGNORECASE | re.DOTALL)
 
 
 def _referral_findings(original: str, sent: str, nouns: set[str], section: str) -> list[Finding]:
@@ -877,4 +884,24 @@ def dominant(found: list[Finding], organ: str | None = None, by_category: bool =
     tops = [f for f in sized if f.size_mm == top]
     if len(tops) > 1:
         return None, "no_dominant_lesion:equal_sizes"
+    if by_category and _called_benign(tops[0]) and any(_called_suspicious(f) for f in present if f is not tops[0]):
+        # "a 14 mm simple cyst ... a 9 mm solid nodule": the largest is the rule's pick, the suspicious
+        # one many institutions' (an RADS category would settle it; none is given): unclear, no pick
+        return None, "no_dominant_lesion:suspicious_not_largest"
     return tops[0], ""
+
+
+# addition: what a report calls a lesion, for the one case where size and suspicion disagree
+_BENIGN_CALL = re.compile(r"\b(?:simple|benign|typical|classic)\b")
+_SUSPICIOUS_CALL = re.compile(r"\b(?:suspicious|concerning|worrisome|malignan\w*|neoplas\w*|solid|enhancing|"
+                              r"(?:can ?not|not) be excluded)\b")
+
+
+def _called_benign(f: Finding) -> bool:
+    return bool(_BENIGN_CALL.search(f.text)) and not _called_suspicious(f)
+
+
+def _called_suspicious(f: Finding) -> bool:
+    """A suspicion word said of the finding, not denied ("no solid component" says it has none)."""
+    return any(not re.search(r"\b(?:no|without|not|non)\W+(?:\w+\W+){0,2}$", f.text[:m.start()])
+               for m in _SUSPICIOUS_CALL.finditer(f.text))

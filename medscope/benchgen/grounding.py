@@ -419,6 +419,12 @@ def _other_structure_named(q: str, sent: str, head_phrase: list[str]) -> bool:
     return False
 
 
+# addition: a condition named as a risk ("a risk factor for X", "at increased risk of X", "predisposes
+# to X", "screening for X") is what might come, never a finding of this study
+RISK_OF = re.compile(r"\b(?:risk(?:\s+factors?)?\s+(?:for|of)|at\s+(?:[\w-]+\s+)?risk\s+(?:for|of)|predispos\w*\s+"
+                     r"(?:to|for)|screening\s+for)\s+(?:[\w-]+\s+){0,4}$")
+
+
 def _mention_status(sent: str, start: int, end: int) -> str:
     """ConText status, with the hedge split into ``favoured`` (signed as a diagnosis) and
     ``possible``, and differentials / "X versus Y" / "X is also possible" read as ``possible``."""
@@ -439,6 +445,8 @@ def _mention_status(sent: str, start: int, end: int) -> str:
         return "affirmed"  # "without an obstructing lesion, with mild atrophy": ", with" opens an attendant finding
     if st == "negated":
         return st  # "no X or Y" is a denied list, not a differential
+    if st == "affirmed" and RISK_OF.search(before):
+        return "hypothetical"  # "a risk factor for germ cell neoplasia in situ": a risk, not a finding
     if st == "affirmed" and OPERATED_FOR.search(before):
         return "historical"  # "distal pancreatectomy for mucinous cystic neoplasm": the operation removed it
     if UNCERTAIN_BEFORE.search(forward_scope(before)) or UNCERTAIN_AFTER.search(after):
@@ -533,6 +541,40 @@ _PRIOR_LENGTH = re.compile(r"\b(?:previously|prior|formerly|was|from|compared (?
 _DATED_LENGTH = re.compile(r"^(?:[\d.\s]|x)*(?:mm|cm)\W*(?:in|on|at|dated)\s+(?:(?:the\s+)?(?:prior|previous|earlier|last|baseline)|"
                            r"(?:\d{1,2}(?:st|nd|rd|th)?\s+)?(?:[a-z]+\.?\s+)?(?:\d{1,2}(?:st|nd|rd|th)?,?\s+)?(?:19|20)\d\d|"
                            r"\d{1,2}[/.-]\d{1,2}[/.-](?:19|20)?\d\d)\b")
+# addition: a clause set in an earlier study: a comparison line ("Comparison: 3 March 2026, when the
+# lesion measured 7 mm"), "on the 2025 study the right lesion measured 12 mm", "when it measured 7 mm";
+# its lengths are prior ones unless "now" / "currently" comes between
+_EARLIER_STUDY = re.compile(r"^\W*(?:comparison|prior(?: study| imaging)?|previous(?: study| imaging)?)\s*:|"
+                            r"\b(?:on|at|in)\s+the\s+(?:prior|previous|earlier|last|baseline|most recent|"
+                            r"(?:[a-z]+\s+)?(?:19|20)\d\d)\s+(?:[\w-]+\s+)?(?:study|exam\w*|scan|imaging|ultrasound|"
+                            r"us|mri?|ct)\b|\bwhen\s+(?:it|they|the\s[^.;]{0,60}?)\s+measured\b")
+_NOW = re.compile(r"\b(?:now|currently|today|at present|presently|this study|the current (?:study|exam\w*|scan))\b")
+
+
+def prior_length(s: str, at: int) -> bool:
+    """Whether the length starting at ``at`` in the normalised sentence ``s`` is an earlier study's:
+    after "previously" / "prior" / "from", dated ("4.1 cm in 2022"), or in a clause set in an earlier
+    study ("Comparison: 3 March 2026, when the lesion measured 7 mm"; "On the 2025 study the right
+    lesion measured 12 mm") with no "now" / "currently" between.
+
+    Parameters
+    ----------
+    s : str
+        A normalised sentence.
+    at : int
+        Where the length starts in ``s``.
+
+    Returns
+    -------
+    bool
+        True for a prior length, never the current size.
+    """
+    if _PRIOR_LENGTH.search(s[:at]) or _DATED_LENGTH.match(s[at:]):
+        return True
+    earlier = list(_EARLIER_STUDY.finditer(s[:at]))
+    return bool(earlier) and not _NOW.search(s[earlier[-1].end():at])
+
+
 # a question asking for an earlier size: "on the prior study", "previously", "in 2022"
 ASKS_PRIOR = re.compile(r"\b(?:prior|previous|previously|earlier|baseline|formerly)\b|\bin\s+(?:[a-z]+\s+)?(?:19|20)\d\d\b")
 _SIDE_TAIL = re.compile(r"\s*(?:(?:is|are)\s+(?:not\s+)?(?:seen\s+|present\s+)?)?(?:on\s+(?:the\s+)?(?:left|right)(?:\s+side)?\b|"
@@ -636,7 +678,7 @@ def _check_change(polarity: str, yes: bool, sents: list[str], subject: set[str])
         if _STABLE.search(s):
             said = said or (False, s)
             continue
-        sizes = [(max(d), bool(_PRIOR_LENGTH.search(s[:at]))) for k, d, at in measurements(s) if k == "length"]
+        sizes = [(max(d), prior_length(s, at)) for k, d, at in measurements(s) if k == "length"]
         now = [v for v, prior in sizes if not prior]
         before = [v for v, prior in sizes if prior]
         if now and before and not _GREW.search(s) and not _SHRANK.search(s):
@@ -962,7 +1004,7 @@ def check_quantity(question: str, answer: str, sents: list[str]) -> tuple[bool, 
                 if re.search(r"\bup to\s+$", s[:at]) and _joined_to_unasked(s, hits, subject):
                     spans_more = True  # "The others measure up to 9 mm and lie in the head and uncinate process"
                     continue
-                if asks_prior != bool(_PRIOR_LENGTH.search(s[:at]) or _DATED_LENGTH.match(s[at:])):
+                if asks_prior != prior_length(s, at):
                     # "now 2.4 cm (previously 1.7 cm)": the prior size answers only the prior question
                     other_time = True
                     continue

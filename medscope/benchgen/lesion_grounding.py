@@ -192,6 +192,13 @@ def check_lesion_key(question: str, answer: str, kind: str, findings: str, impre
                 # "the asymmetry disperses ..., consistent with summation artifact": the place the
                 # report gives is a finding's it explains away, so the dominant lesion has none
                 return False, "", "finding_explained_away"
+        if dom is None and why == "no_lesion_reported" and not any(f.status == "present" for f in found) and any(
+                f.status == "negated" and f.side in (None, "bilateral")
+                and re.search(rf"\b{re.escape(f.entity.rstrip('s'))}", q) for f in pool):
+            # "Neither testis contains a focal lesion" and no lesion described: the report denies the
+            # asked noun itself outright, so a feature it gives elsewhere (an inflamed epididymis's
+            # flow) is no dominant lesion's ("No mass" denies no calcification group)
+            return False, "", why
         if dom is None:
             return (False, "", why) if why != "no_lesion_reported" else None
         about = [dom]
