@@ -10,9 +10,8 @@ from typing import TypeVar
 import pydantic
 import yaml
 
-from medscope.io import storage
 from medscope.errors import MedScopeError
-from medscope.io.safe_text import decode_text
+from medscope.io.safe_text import read_text
 
 M = TypeVar("M", bound=pydantic.BaseModel)
 
@@ -121,8 +120,9 @@ def load_yaml(uri: str) -> dict:
     Parameters
     ----------
     uri : str
-        Path or URI of the YAML file, passed through :func:`resolve` first; read with
-        :func:`medscope.io.storage.read_bytes` and decoded by :func:`medscope.io.safe_text.decode_text`.
+        Path or URI of the YAML file, passed through :func:`resolve` first; read and decoded by
+        :func:`medscope.io.safe_text.read_text` (a regular file of at most 256 MiB, opened without
+        blocking, so a FIFO or a device such as ``/dev/zero`` is refused in one line, never read).
 
     Returns
     -------
@@ -132,11 +132,15 @@ def load_yaml(uri: str) -> dict:
     Raises
     ------
     MedScopeError
-        When the text is not valid YAML (duplicate keys included) or its top level is not a mapping.
+        When the file is missing, not a regular file, too large or binary, when the text is not valid
+        YAML (duplicate keys included) or its top level is not a mapping.
     """
     uri = resolve(uri)
+    # bounded and non-blocking: a models file that is a FIFO hung `eval run`, a plan that is
+    # /dev/zero hung `rules hash` reading for ever (issue 51, the eighth campaign)
+    text = read_text(uri)  # BOM / UTF-16 / cp1252 too
     try:
-        data = safe_load_unique(decode_text(storage.read_bytes(uri), uri))  # BOM / UTF-16 / cp1252 too
+        data = safe_load_unique(text)
     except yaml.YAMLError as err:
         raise MedScopeError(f"{uri}: not valid YAML ({err})") from None
     if data is None:

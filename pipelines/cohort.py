@@ -44,15 +44,25 @@ class CohortImportConfig(StrictModel):
     dataset: dict = F({}, description="inline dataset overrides (YAML mapping), applied last")
 
 
+# addition: the most phantom cases and volumes one command generates (no paper sets one). The
+# phantom is built in memory before it is written; --cases 1000000000 grew to 5 GB in a minute and
+# ran until killed (issue 51). Ten thousand cases and a thousand volumes are far past any demo or
+# bench; a larger cohort is grown in batches (--batch).
+MAX_PHANTOM_CASES = 10_000
+MAX_PHANTOM_VOLUMES = 1_000
+
+
 class CohortPhantomConfig(StrictModel):
     """``medscope cohort phantom``: the seeded phantom cohort (2D cases + CT volumes)."""
 
     format: Literal["phantom"] = F("phantom", description="phantom (so a job file of cohort import's keys may "
                                                           "name it: python -m pipelines.cohort)")
     out: str = F(description="output folder URI")
-    cases: int = F(48, ge=1, description="2D cases to generate")
+    cases: int = F(48, ge=1, le=MAX_PHANTOM_CASES,
+                   description=f"2D cases to generate (at most {MAX_PHANTOM_CASES:,})")
     seed: int = F(0, description="generator seed")
-    volumes: int = F(4, ge=0, description="CT volumes to generate")
+    volumes: int = F(4, ge=0, le=MAX_PHANTOM_VOLUMES,
+                     description=f"CT volumes to generate (at most {MAX_PHANTOM_VOLUMES:,})")
     batch: int = F(1, ge=1, description="2, 3, ...: add a later batch of `cases` new cases (and a near-copy of an "
                                         "earlier case) to the phantom cohort already in --out: a growing cohort")
 
@@ -83,9 +93,9 @@ class CohortJobConfig(StrictModel):
     path: str | None = F(None, description="dataset folder (path or URI; not for phantom)")
     dataset_config: str | None = F(None, description="dataset YAML overlaid on configs/datasets/<format>.yaml")
     dataset: dict = F({}, description="inline dataset overrides (YAML mapping), applied last")
-    cases: int = F(48, ge=1, description="phantom only: 2D cases to generate")
+    cases: int = F(48, ge=1, le=MAX_PHANTOM_CASES, description="phantom only: 2D cases to generate")
     seed: int = F(0, description="phantom only: generator seed")
-    volumes: int = F(4, ge=0, description="phantom only: CT volumes to generate")
+    volumes: int = F(4, ge=0, le=MAX_PHANTOM_VOLUMES, description="phantom only: CT volumes to generate")
     batch: int = F(1, ge=1, description="phantom only: a later batch added to the cohort already in out")
 
 

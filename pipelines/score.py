@@ -629,7 +629,7 @@ class CompareConfig(StrictModel):
     scores: str | None = F(None, description="scores URI (default: scores.parquet beside the metrics)")
     out: str | None = F(None, description="where to write the comparisons (default: comparisons.parquet beside the metrics)")
     n_boot: int = F(bs.DEFAULT_B, ge=0, description="bootstrap resamples")
-    seed: int = F(bs.DEFAULT_SEED, description="bootstrap seed")
+    seed: int = F(bs.DEFAULT_SEED, ge=0, description="bootstrap seed (0 or more)")
     cluster: Literal["case_id", "group_id", "patient_id"] = F("case_id", description="bootstrap unit: cases, "
                                                                                      "near-copy groups or patients")
     metric: list[str] = F([], description=f"metric to compare (default: {', '.join(cmp.PRIMARY)})",

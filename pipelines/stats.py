@@ -86,7 +86,7 @@ class TostConfig(_TwoModels):
 
     margin: float = F(0.05, gt=0, description="equivalence margin")
     n_boot: int = F(bs.DEFAULT_B, ge=0, description="bootstrap resamples")
-    seed: int = F(bs.DEFAULT_SEED, description="bootstrap seed")
+    seed: int = F(bs.DEFAULT_SEED, ge=0, description="bootstrap seed (0 or more)")
 
 
 class ChanceConfig(_OnScores):
@@ -95,7 +95,7 @@ class ChanceConfig(_OnScores):
     model: str = F(description="MODEL or MODEL:CONDITION")
     k: int = F(2, ge=2, description="answer options (2: yes/no)")
     n_boot: int = F(bs.DEFAULT_B, ge=0, description="bootstrap resamples")
-    seed: int = F(bs.DEFAULT_SEED, description="bootstrap seed")
+    seed: int = F(bs.DEFAULT_SEED, ge=0, description="bootstrap seed (0 or more)")
 
 
 class SeedsConfig(StrictModel):

@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import os
 import posixpath
+import stat
 import tempfile
 import uuid
 from functools import lru_cache
@@ -281,7 +282,12 @@ def _process_umask() -> int:
 @contextlib.contextmanager
 def _local_atomic(path: str):
     """A file object on a temporary file beside ``path``, renamed onto it when the block exits
-    without error (readers never see half a file) and removed otherwise."""
+    without error (readers never see half a file) and removed otherwise.
+
+    A ``path`` that is a device, FIFO or socket is refused before anything is written: renamed
+    onto, ``--out /dev/full`` replaced the device node with a regular file (issue 51, the eighth
+    campaign), and a FIFO's reader would never see the data."""
+    _refuse_special(path)
     directory = os.path.dirname(path)
     os.makedirs(directory, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=".part")
@@ -294,6 +300,22 @@ def _local_atomic(path: str):
     except BaseException:
         _unlink_quietly(tmp)
         raise
+
+
+_SPECIAL = ((stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"), (stat.S_ISFIFO, "a FIFO"),
+            (stat.S_ISSOCK, "a socket"))
+
+
+def _refuse_special(path: str) -> None:
+    """MedScopeError naming ``path`` when it exists as a device, FIFO or socket (a symlink is left
+    alone: the rename replaces the link, never what it points to)."""
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:
+        return
+    for test, kind in _SPECIAL:
+        if test(mode):
+            raise MedScopeError(f"{path}: {kind}, not a file MedScope can write; give the path of a regular file")
 
 
 def _remote_target(uri: str):

@@ -16,6 +16,11 @@ from medscope.models.base import Decoding
 
 API_KINDS = ("openai", "anthropic", "gemini", "azure_openai")
 
+# addition: the longest deadline one request may have (no paper sets one). A day is past any
+# provider's slowest reply; `timeout_s: 1e30` overflowed the deadline's clock and failed every
+# unit of a sweep against a healthy provider (issue 51).
+MAX_TIMEOUT_S = 86_400.0
+
 
 class ProviderSettings(StrictModel):
     """Provider-specific request settings; every one is part of the request key."""
@@ -46,7 +51,7 @@ class ModelEntry(StrictModel):
     rpm: float | None = pydantic.Field(None, gt=0)  # requests per minute for this provider (None: unlimited)
     tpm: float | None = pydantic.Field(None, gt=0)  # tokens per minute (input + output)
     rate_group: str | None = None  # models sharing one provider quota share a limiter; default: base_url
-    timeout_s: float = pydantic.Field(120.0, gt=0)
+    timeout_s: float = pydantic.Field(120.0, gt=0, le=MAX_TIMEOUT_S)
     max_attempts: int = pydantic.Field(6, ge=1)  # tries per request for transient errors (429, 5xx, timeouts, resets)
     temperature: float | None = None  # None: the provider's default sampling (counterfactual paper §3.10)
     max_output_tokens: int = pydantic.Field(4000, ge=1)

@@ -31,6 +31,11 @@ from medscope.models.ratelimit import estimate_tokens
 # Anthropic ask for seconds to a minute) while a worker never idles much longer than a request.
 MAX_RETRY_WAIT_S = 120.0
 
+# addition: the most tokens one reply may report for its input or its output; no source paper gives
+# one. No model's context holds a billion tokens, and a count past it (a usage of 10**30 stopped a
+# whole sweep with an OverflowError in the episodes table, issue 51) is a malformed response.
+MAX_REPLY_TOKENS = 10**9
+
 
 class RetryAfterOverCap(TransientModelError):
     """A Retry-After longer than MAX_RETRY_WAIT_S: not waited for, the unit ends (retry later)."""
@@ -123,15 +128,32 @@ class GuardedModel:
                     retry_after_s=err.retry_after_s) from None
             raise
         usage = (completion.input_tokens, completion.output_tokens)
-        if any(not isinstance(n, int) or n < 0 for n in usage):
-            # a negative count would lower the spend and let a sweep run past --budget-usd (issue 51)
+        if any(not isinstance(n, int) or n < 0 or n > MAX_REPLY_TOKENS for n in usage):
+            # a negative count would lower the spend and let a sweep run past --budget-usd; one past
+            # any context overflows the episodes table's int64 columns (issue 51)
             if self.limiter is not None:
                 self.limiter.settle(estimate, 0)
-            self.errors.append(f"negative token usage {usage}")
-            raise TransientModelError(f"malformed response: negative token usage (input {usage[0]}, output "
-                                      f"{usage[1]}); the reply is not kept and costs nothing")
+            what = "negative" if any(isinstance(n, int) and n < 0 for n in usage) else "impossible"
+            self.errors.append(f"{what} token usage {usage}"[:200])
+            raise TransientModelError(f"malformed response: {what} token usage (input {str(usage[0])[:40]}, output "
+                                      f"{str(usage[1])[:40]}); each count lies in 0..{MAX_REPLY_TOKENS:,}; the reply "
+                                      "is not kept and costs nothing")
+        completion.text = _without_lone_surrogates(completion.text)
         if self.limiter is not None:
             self.limiter.settle(estimate, completion.input_tokens + completion.output_tokens)
         self.input_tokens += completion.input_tokens
         self.output_tokens += completion.output_tokens
         return completion
+
+
+def _without_lone_surrogates(text):
+    """``text`` with each lone UTF-16 surrogate (a JSON ``"\\ud800"`` escape decodes to one) replaced
+    by U+FFFD: such a string cannot be written as UTF-8, and one reply holding it stopped a whole
+    sweep with a UnicodeEncodeError (issue 51). The rest of the reply is kept as sent."""
+    if not isinstance(text, str):
+        return text
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return "".join("\ufffd" if 0xD800 <= ord(ch) <= 0xDFFF else ch for ch in text)

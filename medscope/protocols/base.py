@@ -93,7 +93,10 @@ class ProtocolOptions(StrictModel):
     n_boot: int | None = option(None, verb="score", ge=0, le=MAX_N_BOOT,
                                 description=f"bootstrap resamples, at most {MAX_N_BOOT:,} (default: the protocol's, "
                                             "its paper's; 0: point estimates only)")
-    seed: int | None = option(None, verb="score", description="bootstrap seed (default: the protocol's, 42)")
+    # numpy's generators take a non-negative seed; -1 ended in a bare "ValueError: expected
+    # non-negative integer" naming nothing (issue 51)
+    seed: int | None = option(None, verb="score", ge=0,
+                              description="bootstrap seed, 0 or more (default: the protocol's, 42)")
 
     @classmethod
     def __pydantic_init_subclass__(cls, **kw) -> None:

@@ -190,3 +190,22 @@ def test_local_writes_get_the_mode_the_umask_gives(tmp_path, umask, mode):
     subprocess.run([sys.executable, "-c", code, str(tmp_path), oct(umask)[2:]], check=True)
     assert stat.S_IMODE(os.stat(tmp_path / "a" / "t.parquet").st_mode) == mode
     assert stat.S_IMODE(os.stat(tmp_path / "b.bin").st_mode) == mode
+
+
+def test_a_write_onto_a_fifo_is_refused_and_the_fifo_kept(tmp_path):
+    # issue 51, the eighth campaign: `answers read --out /dev/full` renamed a temporary file onto
+    # the device node, replacing /dev/full with a regular file (as root). A path that is a device,
+    # FIFO or socket is refused before anything is written; a FIFO stands in for the device here
+    fifo = tmp_path / "out.jsonl"
+    os.mkfifo(fifo)
+    with pytest.raises(MedScopeError, match=f"{fifo}: a FIFO, not a file MedScope can write"):
+        storage.write_text(str(fifo), "x\n")
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    assert [p.name for p in tmp_path.iterdir()] == ["out.jsonl"]  # no temporary file left beside it
+    # a symlink to a regular file is still replaced as before, its target untouched
+    target = tmp_path / "target.txt"
+    target.write_text("old")
+    link = tmp_path / "link.txt"
+    link.symlink_to(target)
+    storage.write_text(str(link), "new")
+    assert not link.is_symlink() and link.read_text() == "new" and target.read_text() == "old"

@@ -131,3 +131,61 @@ def test_config_values_are_validated_naming_file_and_field(tmp_path):
 
 def _recipe_minimal():
     return {"name": "r", "allowed_kinds": ["original"]}
+
+
+def _in_a_thread(fn, seconds=20):
+    """(finished, exception) of ``fn()`` run in a daemon thread for at most ``seconds``."""
+    import threading
+    box = {}
+
+    def go():
+        try:
+            fn()
+        except BaseException as err:  # noqa: BLE001 - handed back to the test
+            box["err"] = err
+    t = threading.Thread(target=go, daemon=True)
+    t.start()
+    t.join(seconds)
+    return not t.is_alive(), box.get("err")
+
+
+def test_a_config_that_is_a_fifo_or_a_device_is_refused_at_once_naming_it(tmp_path):
+    # issue 51, the eighth campaign: a models file that was a FIFO held `eval run` until it was
+    # killed, and `rules hash --plan /dev/zero` read for ever; both are one line naming the file
+    import os
+    fifo = tmp_path / "models.yaml"
+    os.mkfifo(fifo)
+    try:
+        finished, err = _in_a_thread(lambda: cfgmod.load_yaml(str(fifo)))
+        assert finished, "load_yaml blocked on a FIFO"
+        assert isinstance(err, MedScopeError) and str(err).startswith(f"{fifo}: not a regular file")
+    finally:
+        # unblock a reader the old code left waiting, so the thread ends
+        fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK) if not finished else None
+        if fd is not None:
+            os.close(fd)
+    # (/dev/zero takes the same path, the regular-file check; it is not read here, because the
+    # code before read it without bound and a failing run would fill the machine's memory)
+    # a regular file, an empty one and a missing one read as before
+    ok = tmp_path / "ok.yaml"
+    ok.write_text("a: 1\n")
+    assert cfgmod.load_yaml(str(ok)) == {"a": 1}
+    (tmp_path / "empty.yaml").write_text("")
+    assert cfgmod.load_yaml(str(tmp_path / "empty.yaml")) == {}
+    with pytest.raises(MedScopeError, match="missing.yaml: no such file"):
+        cfgmod.load_yaml(str(tmp_path / "missing.yaml"))
+
+
+def test_a_timeout_past_a_day_is_refused_naming_it(tmp_path):
+    # issue 51, the eighth campaign: timeout_s: 1e30 passed and failed every unit of a sweep
+    # against a healthy provider; a day (86,400 s) is the documented maximum, inclusive
+    from medscope.models.config import ModelsConfig
+    for value, ok in (("86400", True), ("86400.5", False), ("1e30", False)):
+        f = tmp_path / "models.yaml"
+        f.write_text(f"models:\n  - {{name: a, kind: openai, model: m, timeout_s: {value}}}\n")
+        if ok:
+            assert cfgmod.load(ModelsConfig, str(f)).models[0].timeout_s == 86400.0
+            continue
+        with pytest.raises(MedScopeError) as err:
+            cfgmod.load(ModelsConfig, str(f))
+        assert str(f) in str(err.value) and "timeout_s" in str(err.value) and "86400" in str(err.value)

@@ -169,3 +169,13 @@ def test_n_boot_past_the_cap_is_refused_naming_it(name):
     assert str(err.value).startswith(f"protocol option 'n_boot' of {name}: Input should be less than or equal "
                                      "to 100000")
     assert protocols.load(name, {"n_boot": 100_000}).options.n_boot == 100_000
+
+
+@pytest.mark.parametrize("name", sorted(WRONG_TYPE))
+def test_a_negative_seed_is_refused_naming_it(name):
+    # issue 51, the eighth campaign: `score --seed -1` reached numpy and ended in a bare
+    # "ValueError: expected non-negative integer" that named no option
+    with pytest.raises(MedScopeError) as err:
+        protocols.load(name, {"seed": -1})
+    assert str(err.value).startswith(f"protocol option 'seed' of {name}: Input should be greater than or equal to 0")
+    assert protocols.load(name, {"seed": 0}).options.seed == 0
