@@ -562,7 +562,7 @@ def register(sub) -> None:
     rsub.required = True
     add_action(rsub, "apply", RulesApplyConfig, lambda x: print(apply_rules(x.plan, x.metrics, x.lock, x.unlocked)),
                "apply a plan's rules verbatim to metrics (and comparisons) tables")
-    add_action(rsub, "lock", RulesLockConfig, lambda x: _print(rules.lock_plan(x.plan, x.run)),
+    add_action(rsub, "lock", RulesLockConfig, lambda x: _lock(x.plan, x.run),
                "record the plan's hash in <run>/plan.lock.json")
     add_action(rsub, "hash", RulesHashConfig, lambda x: print(rules.load_plan(x.plan)[1]),
                "print the plan's hash (for an amendment's `hash:`)")
@@ -619,6 +619,20 @@ def _score_cli(args) -> None:
 
 def _print(obj) -> None:
     print(json.dumps(obj, indent=2, sort_keys=True, default=str))
+
+
+def _lock(plan_uri: str, run_uri: str) -> None:
+    """``rules lock``: print the run's lock, and say so on stderr when the run was already locked to
+    another hash (first lock wins, so the user who edited the plan learns that their edit is not what
+    is locked, and that applying it needs an amendment)."""
+    lock = rules.lock_plan(plan_uri, run_uri)
+    _, current = rules.load_plan(plan_uri)
+    if lock["hash"] != current:
+        print(f"medscope: note: {run_uri} was already locked at {lock.get('locked_at', '?')} to "
+              f"{lock.get('plan_uri', '?')} (hash {lock['hash']}); {plan_uri} hashes {current}. The first "
+              f"lock stands: `rules apply` refuses this plan unless an amendment in it leads from "
+              f"{lock['hash']} to {current} (docs/scoring-and-report.md).", file=sys.stderr)
+    _print(lock)
 
 
 class CompareConfig(StrictModel):

@@ -330,3 +330,25 @@ def test_label_noise_rerun_through_the_cli(tmp_path, capsys):
     cli(["compare", "--metrics", str(run), "--reference", "model-00", "--n-boot", "50", "--exclude-disputed"])
     comp = records.read_table("metrics", str(run / "comparisons.parquet")).to_pandas()
     assert (comp.n_cases == 22 - len(expected)).all()
+
+
+def test_rules_lock_says_when_the_run_stays_locked_to_another_plan(tmp_path, capsys):
+    from pipelines.score import _lock
+
+    plan_path = tmp_path / "plan.yaml"
+    data = yaml.safe_load(open(PLAN))
+    write_plan(plan_path, data)
+    run = tmp_path / "run"
+    _lock(str(plan_path), str(run))
+    first = capsys.readouterr()
+    assert first.err == "" and json.loads(first.out)["hash"] == rules.load_plan(str(plan_path))[1]
+    locked = json.loads(first.out)["hash"]
+    _lock(str(plan_path), str(run))  # the same plan again: idempotent, nothing to say
+    assert capsys.readouterr().err == ""
+    data["rules"][0]["harm_tolerance"] = 0.05
+    write_plan(plan_path, data)
+    _lock(str(plan_path), str(run))
+    again = capsys.readouterr()
+    new = rules.load_plan(str(plan_path))[1]
+    assert json.loads(again.out)["hash"] == locked != new
+    assert f"hash {locked}" in again.err and f"hashes {new}" in again.err and "amendment" in again.err
