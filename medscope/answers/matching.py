@@ -73,7 +73,7 @@ from medscope.answers.lexicon import (  # the word lists, importable from here a
 
 RULES = ("final-tag", "json-field", "json-partial", "self-correction", "verdict-line", "label-line", "final-colon",
          "both", "leading-yes-no", "search-outcome", "mention", "health-words", "declined", "probability",
-         "rating", "graded-sign", "other-language", "table-row", "bare-mention", "other-subject", "modified-echo", "qualified-normal", "differential", "conflicting-evidence", "hedged-workup", "one-side-seen", *markup.UNCLEAR_WHY,
+         "rating", "graded-sign", "other-language", "table-row", "bare-mention", "other-subject", "modified-echo", "qualified-normal", "differential", "conflicting-evidence", "unaccounted-negation", "hedged-workup", "one-side-seen", *markup.UNCLEAR_WHY,
          "undecided", "other-entity", "predicate", "open", "none")
 
 _WRONG_ANATOMY = re.compile(r"\b(?:this|it|(?:the|this) (?:\w+ )?(?:image|scan|study|film|picture|frame))"
@@ -776,6 +776,15 @@ def _generic_statement(s: str, m: re.Match, organ: bool = False) -> bool:
     return bool(_GENERIC_SUBJECT.match(subject) and predicate and not _OBSERVED.search(subject + clause))
 
 
+# A list under a header that says how its items stand ("Seen: clear lungs. Not seen: effusion,
+# pneumothorax."; issue 48, set M): the header is the list's predicate, and its items are plain nouns
+_LIST_HEADER = re.compile(
+    r"(?:^|[.;]\s*)\W*(?:(?P<neg>not\s+(?:seen|visible|visuali[sz]ed|identified|present|demonstrated|detected|shown|found)|"
+    r"absent|negative(?:\s+for)?|excluded|ruled\s+out|none\s+of|no\s+evidence\s+of)|"
+    r"(?P<pos>seen|visible|visuali[sz]ed|identified|present|demonstrated|detected|shown|found|positive(?:\s+for)?))"
+    r"\s*:\s*(?:[\w/-]+(?:\s+[\w/-]+){0,3}\s*(?:,\s*(?:and\s+|or\s+)?|\s+and\s+|\s+or\s+))*$")
+
+
 def _mention_status(s: str, m: re.Match, finding: str, organ: bool = False) -> str | None:
     """One mention's status, or None when it asserts nothing about the finding (another side, a landmark)."""
     conflict = _side_conflict(s, m.start(), finding)
@@ -807,6 +816,9 @@ def _mention_status(s: str, m: re.Match, finding: str, organ: bool = False) -> s
         return None  # undecided between two readings of one structure: it asserts neither
     if _generic_statement(s, m, organ):
         return "hypothetical"  # a textbook statement asserts nothing about this image
+    header = _LIST_HEADER.search(s[:m.start()])
+    if header is not None:  # "Not seen: effusion, pneumothorax" (issue 48, set M): the header decides its list
+        return "affirmed" if header.group("pos") else "negated"
     st = status(s, m.start(), m.end())
     if st == "negated" and organ and _PROPERTY_AFTER.match(s[m.end():]) and not _ORGAN_ITSELF.match(s[m.end():]):
         return "affirmed"  # "no bladder wall thickening": the organ names where, the property is denied
@@ -1252,6 +1264,8 @@ def _final_colon(lines, terms, finding, kind):
     if last and _NOTE_SECTION.match(last[-1]):
         return None  # "P: None." closes a SOAP note: the plan is none, not the organ
     rest = revisions.final_colon_rest(last[-1]) if last else None
+    if rest and _LIST_HEADER.search(last[-1].rsplit(":", 1)[0] + ":"):
+        return None  # "Not seen: effusion, pneumothorax": a list under its header, read by the mention rule
     got = _content([rest], terms, finding, kind, flip=True) if rest else None
     return (got[0], got[1], "final-colon") if got is not None else None
 
@@ -1596,6 +1610,7 @@ _UNCLEAR_WHY = {
     "modified-echo": "the reply restates the question as another one (a property, the other side) before answering it",
     "qualified-normal": "the reply denies the finding but excepts or affirms something else: it does not call the image normal",
     "conflicting-evidence": "another clause about the finding, read alone, asserts the opposite of the verdict",
+    "unaccounted-negation": "the clause that decided holds a negation of the finding or its predicate that no rule accounted for",
 }
 
 
@@ -1894,6 +1909,83 @@ def _conflicting_evidence(lines: list[str], terms: tuple[str, ...], finding: str
     return next((c for st, c in _clause_readings(sentences, terms, finding, organ) if st == opposite), None)
 
 
+# The unaccounted-negation guard of the round tuned on sets M and N (issue 48): a verdict stands only
+# where its deciding clause holds no negation the reader did not account for. A clause about the
+# finding that ConText reads as affirmed, while a negation cue covers the finding (within a few words
+# before it) or its predicate ("The femoral heads are not part of this image"), was decided by a rule
+# that did not see that negation: the reading is unclear, never present / claim. Its mirror: a
+# clause read as denying that holds a second negation chained to the first ("not unremarkable",
+# "never absent") is unclear unless a rule resolved it. Negations that rules do account for are
+# taken out first: hedges ("cannot be excluded", "no doubt", "not only"), a denied property of the
+# organ ("not enlarged"), and cues that scope another entity ("with no effusion").
+_SCOPED_CUE = re.compile(r"(?<![\w'])(?:no|not|never|without|neither|nor|none|nothing|absent|free of|lacks?|lacking)(?![\w'])")
+_ACCOUNTED_NEGATION = re.compile(
+    r"\b(?:can|could|may|might|should|must|will|would)\s+not\s+be\s+(?:\w+\s+)?(?:excluded|ruled out|discounted|"
+    r"dismissed)\b|\b(?:can|could)\s+not\s+(?:\w+\s+)?(?:exclude|rule out|discount)\b|"
+    r"\b(?:has|have|is|are)\s+not\s+been\s+(?:excluded|ruled out)\b|"
+    r"\bno\s+doubt\b|\bnot\s+(?:only|just|merely|least|uncommon|unusual|infrequently)\b|\bnone\s+other\s+than\b|"
+    r"\bnot\s+(?:\w+\s+)?(?:enlarged|dilated|distended|thickened|calcified|displaced|compressed|obstructed|inflamed|"
+    r"atrophic|small|large|enhancing|opacified|normal|abnormal|unremarkable|remarkable|markedly|significantly|"
+    r"particularly|well\s+(?:defined|circumscribed|distended|opacified|aerated)|in\s+(?:its|their)\s+(?:usual|normal))\b|"
+    r"\b(?:no|without)\s+(?:\w+\s+){0,2}?(?:lesions?|mass(?:es)?|abnormalit(?:y|ies)|dilat(?:ation|ion)|enlargement|"
+    r"thickening|stones?|calcul(?:us|i)|fluid|collections?|nodules?|cysts?|(?:focal|acute)\s+\w+|change|"
+    r"evidence of (?:(?:a|an|any)\s+)?(?:complication|rupture|perforation|mass effect|shift))\b")
+_SCOPE_BREAK = re.compile(r"\b(?:with|and|but|while|whereas|although|though|which|that|who|apart from|except)\b|[,;:()]")
+_PREDICATE_LEAD = re.compile(
+    r"^(?:s|es)?\s*,?\s*(?:(?:is|are|was|were|has|have|had|does|do|did|can|could|will|would|should|may|might|must|"
+    r"appears?|seems?|remains?|lies|lie|sits?|gets?)\s+)(?:[\w-]+\s+){0,2}?$")
+_CHAINED_NEGATION = re.compile(
+    r"(?<![\w'])(?:not|never|no|hardly|scarcely)\s+(?:(?:\w+ly|be|been|entirely|at all)\s+)?(?:absent|missing|lacking|without|excluded|"
+    r"none|no|not|un(?!der|til|less|ion|it|iform|ited)[a-z]+(?:ed|able|ible|ent|ant|ous|ive|ful))(?![\w'])")
+
+
+def _negation_covers(clause: str, m: re.Match) -> str | None:
+    """The negation cue in ``clause`` whose scope covers the mention ``m`` or its predicate, once the
+    negations rules account for are taken out; None if there is none."""
+    text = _ACCOUNTED_NEGATION.sub(lambda x: "_" * len(x.group()), clause)
+    # two negations or a denied statement ("it would be wrong to say there is no X", "not without X",
+    # "isn't no X"): the rule for denied denials resolved them
+    if len(_SCOPED_CUE.findall(text)) >= 2 or _STATEMENT_DENIAL.search(text) or re.search(r"\b(?:i|we)\s+do\s+not\s+(?:think|believe|feel)\b", text):
+        return None
+    before = text[:m.start()]
+    if _PROPERTY_AFTER.match(text[m.end():]) and not _ORGAN_ITSELF.match(text[m.end():]):
+        before = ""  # "no bladder wall thickening": the organ names where, the property is denied
+    for cue in _SCOPED_CUE.finditer(before):
+        between = before[cue.end():]
+        if len(between.split()) <= 3 and not _SCOPE_BREAK.search(between):
+            return cue.group()
+    after = text[m.end():]
+    for cue in _SCOPED_CUE.finditer(after):
+        if _PREDICATE_LEAD.match(after[:cue.start()]):
+            return cue.group()
+        break  # only the predicate's first negation: later ones scope its object
+    return None
+
+
+def _unaccounted_negation(lines: list[str], terms: tuple[str, ...], finding: str, organ: bool, claim: bool) -> str | None:
+    """The deciding clause that holds a negation no rule accounted for (see :data:`_SCOPED_CUE`), or None."""
+    pat = _term_pattern(terms)
+    if pat is None:
+        return None
+    for s in (x for line in lines for x in _sentences(line)):
+        for raw in _CLAUSE_CUT.split(_PARENTHETICAL.sub(" ", s)):
+            clause = _CLAUSE_LEAD.sub("", raw).strip()
+            hits = [m for m in pat.finditer(clause) if not _other_qualified_head(clause, m, finding)]
+            if not hits:
+                continue
+            statuses = _mention_statuses([clause], terms, finding, organ)
+            if claim and "affirmed" in statuses and "negated" not in statuses:
+                for m in hits:
+                    cue = _negation_covers(clause, m)
+                    if cue is not None:
+                        return f"'{cue}' in: {clause}"
+            if not claim and "negated" in statuses and "affirmed" not in statuses:
+                chained = _CHAINED_NEGATION.search(_ACCOUNTED_NEGATION.sub(lambda x: "_" * len(x.group()), clause))
+                if chained is not None:
+                    return f"'{chained.group()}' in: {clause}"
+    return None
+
+
 # A hedged mention beside a request for more imaging or another reader ("A small effusion cannot be
 # excluded ... a decubitus view would help clarify", "repeat films in 10-14 days are advised") defers
 # the call: the reply refers, it does not claim.
@@ -1998,6 +2090,9 @@ def _read(text: str, question: str, finding: str, question_kind: str | None, syn
         against = _conflicting_evidence(lines, terms, finding, kind == "organ", got[1])
         if against is not None:
             return Reading("unclear", None, "conflicting-evidence", f"{_UNCLEAR_WHY['conflicting-evidence']}: {against[:150]}")
+        unaccounted = _unaccounted_negation(lines, terms, finding, kind == "organ", got[1])
+        if unaccounted is not None:
+            return Reading("unclear", None, "unaccounted-negation", f"{_UNCLEAR_WHY['unaccounted-negation']}: {unaccounted[:150]}")
     if got is not None:
         return Reading(*got)
     foreign = languages.foreign_reading(flat, terms, side)
