@@ -621,7 +621,7 @@ _PROPERTY_DENIED = re.compile(
     r"hyperdensit(?:y|ies)|pathology|disease|inflammation|obstruction|hydronephrosis|ascites)\s+(?:is\s+|are\s+)?"
     r"(?:seen\s+|noted\s+|identified\s+|present\s+|visible\s+|evident\s+|detected\s+)?"
     r"(?:in|within|of|involving|inside|along|on|from|arising from|around)\s+(?:the\s+)?$")
-_WHICH_NOT = re.compile(r"^\s*,?\s*(?:which|that)\s+(?:is|are|was)\s+(?:\w+\s+){0,2}?not\s+(?:\w+\s+){0,1}?"
+_WHICH_NOT = re.compile(r"^(?:\s+(?:gland|glands|vessel|organ|bone|bones))?\s*,?\s*(?:which|that)\s+(?:is|are|was)\s+(?:\w+\s+){0,2}?not\s+(?:\w+\s+){0,1}?"
                         r"(?:visible|seen|present|depicted|shown|included|captured|identified|in)\b")
 _PROPERTY_AFTER = re.compile(
     r"^\s+(?:wall|walls|parenchyma|parenchymal|lesions?|mass(?:es)?|stones?|calcul(?:us|i)|thickening|dilat(?:ation|ion)|"
@@ -685,11 +685,24 @@ _GENERIC_PREDICATE = re.compile(
     r"(?:evaluation|assessment|imaging|detection|diagnosis|grading|interpretation|screening|identification)\s+"
     r"(?:requires?|needs?|is best|is beyond|should be (?:done|performed|made|left))\b|"
     r"(?:is|are)\s+(?:usually\s+|typically\s+)?(?:diagnosed|detected|confirmed|graded|classified|staged|categori[sz]ed)\s+"
-    r"(?:clinically|by|with|using|through|based on|on the basis of|as|into|according to)\b)")
+    r"(?:clinically|by|with|using|through|based on|on the basis of|as|into|according to)\b|"
+    # (issue 48, sets M and N) what the finding or organ is in general: "Appendicitis is inflammation of
+    # the appendix", "Kidney stones ... are hard deposits of minerals", "the IVC is an abdominal vessel",
+    # "Ovaries are hard to evaluate on MRI in postmenopausal women", "... are organs commonly assessed on MRI"
+    r"(?:is|are)\s+(?:(?:an?|the)\s+)?(?:[\w-]+\s+){0,2}?(?:inflammation|infection|deposits?|vessels?|arter(?:y|ies)|"
+    r"veins?|organs?\s+(?:commonly|usually|often|typically|routinely)|paired\s+organs?)\s+(?:of|in|that|which|commonly|"
+    r"assessed|formed|made|carrying|draining|and|,|\.|$)|"
+    r"(?:is|are)\s+(?:often\s+|usually\s+|notoriously\s+)?(?:hard|difficult|easy|tricky|challenging)\s+to\s+"
+    r"(?:evaluate|assess|see|identify|visuali[sz]e|detect|image|characteri[sz]e)\s+(?:on|with|in|at|by)\s+(?!this\b|these\b)"
+    r"(?:[\w-]+\s+){0,1}?(?:mri|ct|ultrasound|x-rays?|radiographs?|imaging|scans?|women|men|patients|children|adults|"
+    r"the elderly|older)\b)")
 # Where an organ lies in the body ("the bladder lies in the pelvis") is anatomy, not this slice; a
 # finding's location ("the polyp is located in the sigmoid") is where the reply sees it.
 _ORGAN_LOCATION = re.compile(
-    r"^(?:s|es)?\s+(?:lies?|sits?|(?:is|are)\s+(?:normally\s+)?(?:located|situated))\s+(?:deep\s+)?(?:in|within|"
+    # "The heart is in the chest", "the trachea is in the neck and upper chest" (issue 48, set N)
+    r"^(?:s|es)?\s+(?:is|are)\s+(?:normally\s+|usually\s+)?in\s+the\s+(?:upper\s+|lower\s+)?(?:neck|chest|thorax|abdomen|"
+    r"pelvis|head|skull|mediastinum|retroperitoneum|posterior fossa|brain)\b|"
+    r"^(?:s|es)?\s+(?:lies?|sits?|(?:is|are)\s+(?:normally\s+)?(?:located|situated))\s+(?:deep\s+)?(?:in|within|on|"
     r"behind|below|beneath|under|above|in front of|posterior to|anterior to|along)\s+(?:the|a)\b|"
     # (issue 48, set L) "the pancreas lies lower, at around L1-L2", "sits higher, under the diaphragm":
     # the organ's level in the body, not an observation of this slice
@@ -761,14 +774,22 @@ def _one_of_two_candidates(s: str, m: re.Match) -> bool:
                 or (_FIRST_CANDIDATE_AFTER.match(after) and re.search(r"\b(?:versus|vs\.?)\s", after[:12])))
 
 
+_SUBJECT_TAIL = re.compile(r"^(?:s|es)?\s*,\s*(?:(?:or|also called|also known as|aka|i\.e\.)\s+[^,.;]{1,40}?\s*,\s*|"
+                           r"(?:[\w-]+\s*,\s*)*[\w-]+\s+and\s+(?:the\s+)?[\w-]+\s+|)(?=(?:is|are)\b)")
+
+
 def _generic_statement(s: str, m: re.Match, organ: bool = False) -> bool:
     """Whether the mention ``m`` is the subject of a textbook statement in ``s`` (see :data:`_GENERIC_PREDICATE`;
     for an organ also :data:`_ORGAN_LOCATION`)."""
     # a conclusion after "so" / "but" is a clause of its own ("... lies in the pelvis, so it is not on this slice")
+    # the subject may go on past the name: an appositive ("Kidney stones, or renal calculi, are ...") or a
+    # list of organs ("The spleen, liver and kidneys are organs ..."; issue 48, set N)
+    after = _SUBJECT_TAIL.sub(" ", s[m.end():], count=1)
     clause = re.split(r"[;:\u2013\u2014]|\s-\s|,?\s+(?:so|therefore|thus|hence|but|however)\b|"
-                      r",?\s+and\s+(?=(?:is|are|was|were)\b)", s[m.end():])[0]
-    predicate = (_GENERIC_PREDICATE.match(s[m.end():]) or (organ and _ORGAN_LOCATION.match(s[m.end():]))
-                 or (_INDEFINITE_SUBJECT.match(s[:m.start()]) and _DEFINITION.match(s[m.end():])))
+                      r",\s*(?=(?:well|far|way|completely|entirely)?\s*(?:outside|above|below|beyond)\b)|"
+                      r",?\s+and\s+(?=(?:is|are|was|were|can|could|will|would|does|do)\b)", after)[0]
+    predicate = (_GENERIC_PREDICATE.match(after) or (organ and _ORGAN_LOCATION.match(after))
+                 or (_INDEFINITE_SUBJECT.match(s[:m.start()]) and _DEFINITION.match(after)))
     # "beyond what I can offer" speaks of the reply's reach, not of something it observes
     clause = re.sub(r"\bwhat i (?:can|could)\b", " ", clause)
     # the subject may open a later clause of the sentence: only that clause's words count
