@@ -742,12 +742,12 @@ _OBSERVED = re.compile(r"\b(?:this|these|here|current|currently|noted|shown|demo
 # The finding as the object of a refusal to comment ("I can't reliably comment on the urinary
 # bladder"): the negation belongs to the comment, not the finding.
 _DECLINED_OBJECT = re.compile(r"\b(?:can not|could not|am unable to|am not able to|unable to)\s+(?:\w+\s+){0,2}?"
-                              r"(?:comment on|comment about|speak to|say anything about|say much about|assess|evaluate|"
+                              r"(?:comment on|comment about|speak to|say anything about|say much about|assess|evaluate|make a diagnosis of|"
                               r"judge|look for|call (?:it|this)|label (?:it|this)|declare (?:it|this)|diagnose|grade|interpret)\s+(?:(?:the|a|an|any)\s+)?(?:[\w-]+\s+){0,2}?$|"
                               # an ability qualified by how well ("I'm not able to reliably detect polyps")
                               # is a statement about the reader, not the image
                               r"\b(?:can not|could not|am unable to|am not able to|unable to|not able to)\s+"
-                              r"(?:reliably|confidently|safely|accurately|dependably)\s+(?:detect|identify|see|spot|find|"
+                              r"(?:reliably|confidently|safely|accurately|dependably)\s+(?:detect|identify|see|spot|find|call|confirm|"
                               r"diagnose|rule out|exclude|recogni[sz]e|pick up|distinguish)\s+(?:(?:the|a|an|any)\s+)?"
                               r"(?:[\w-]+\s+){0,2}?$")
 
@@ -755,7 +755,7 @@ _DECLINED_OBJECT = re.compile(r"\b(?:can not|could not|am unable to|am not able 
 # One of two candidates for what a structure is ("could be the pancreatic tail or jejunum", "either a
 # flat polyp or just a fold", "polyp versus fold"): the reply has not decided which, so the mention
 # asserts nothing; the rest of the reply (a referral, another mention) decides.
-_CANDIDATE_LEAD = r"(?:(?:could|might|may|can)\s+(?:also\s+)?(?:be|represent)|either)\s+(?:either\s+)?"
+_CANDIDATE_LEAD = r"(?:(?:could|might|may|can)\s+(?:also\s+)?(?:be|represent|show)|either)\s+(?:either\s+)?"
 _ARTICLE_WORDS = r"(?:(?:the|a|an|just|simply|only|possibly|perhaps|normal)\s+)*(?:[\w-]+\s+){0,2}?"
 _FIRST_CANDIDATE_BEFORE = re.compile(_CANDIDATE_LEAD + _ARTICLE_WORDS + r"$")
 # the second candidate may come with its own modal ("might be the gallbladder, might be a diverticulum")
@@ -806,6 +806,12 @@ _LIST_HEADER = re.compile(
     r"\s*:\s*(?:[\w/-]+(?:\s+[\w/-]+){0,3}\s*(?:,\s*(?:and\s+|or\s+)?|\s+and\s+|\s+or\s+))*$")
 
 
+_NEITHER_AFTER = re.compile(r"^(?:s|es)?\s+(?:(?:can|could|may)\s+)?(?:be\s+)?(?:neither|not)\s+(?:be\s+)?(?:confirmed|"
+                            r"established|proven|diagnosed)\s+(?:n?or|and)\s+(?:be\s+)?(?:excluded|ruled out|refuted|denied)\b")
+_NEITHER_BEFORE = re.compile(r"\b(?:neither|not)\s+(?:confirm|establish|prove|diagnose)\s+(?:n?or)\s+(?:exclude|rule out)\s+"
+                             r"(?:(?:the|a|an|any)\s+)?(?:[\w-]+\s+){0,2}?$")
+
+
 def _mention_status(s: str, m: re.Match, finding: str, organ: bool = False) -> str | None:
     """One mention's status, or None when it asserts nothing about the finding (another side, a landmark)."""
     conflict = _side_conflict(s, m.start(), finding)
@@ -825,6 +831,8 @@ def _mention_status(s: str, m: re.Match, finding: str, organ: bool = False) -> s
         # "Either this slice is above the pelvis or the bladder is empty": two explanations offered,
         # neither asserted (issue 48, set L); the reply's own verdict stands elsewhere
         return "hypothetical"
+    if _NEITHER_AFTER.match(s[m.end():]) or _NEITHER_BEFORE.search(s[:m.start()]):
+        return None  # "X can be neither confirmed nor excluded" (issue 48, set M): the call is declined
     if _TOOK_FOR.search(s[:m.start()]):
         return "hypothetical"  # "the structure I took for the aorta": a belief reported, then withdrawn
     if _WHERE_BEFORE.search(s[:m.start()]) and _WHERE_AFTER.match(s[m.end():]):
@@ -1488,7 +1496,9 @@ _DECLINE = re.compile(
     r"(?:identify|see|make out|distinguish|separate)\s+(?:it|them|this|that|the)\b|"
     r"\b(?:difficult|hard) to (?:tell|determine|say|decide|be sure)\b|\b(?:i am )?not sure\b|\bindeterminate\b|"
     # a refusal to commit, said as such: "it's cropped and I can't say.", "I'd rather not commit"
-    r"\bcan not say\s*(?:[.!;,]|$)|\b(?:rather not|not going to|will not|do not want to)\s+commit\b")
+    r"\bcan not say\s*(?:[.!;,]|$)|\b(?:rather not|not going to|will not|do not want to)\s+commit\b|"
+    # (issue 48, sets M and N) "I can't say either way", "whether the cord itself is discernible is uncertain"
+    r"\bcan not say either way\b|\bwhether\b[^.;]{1,80}\b(?:is|remains)\s+(?:uncertain|unclear|indeterminate)\b")
 
 # Checklists: "[x] Pneumothorax", "✓ nodule", "Polyp: ✗", "| Effusion | ❌ |" (a table row reads as
 # "effusion: ❌"). A tick claims, a cross denies, an empty box is not read as either.
@@ -2016,7 +2026,12 @@ _FURTHER_WORKUP = re.compile(
     r"radiographs?|x-rays?|ct|mri|ultrasound|sequences?|scans?)\b[^.]*\b(?:advised|recommended|suggested|needed|"
     r"required|warranted)\b|"
     r"\b(?:review|assessment|opinion|correlation)\b[^.]{0,60}\b(?:is|are|would be)\s+(?:needed|required|advised|"
-    r"recommended|warranted)\b")
+    r"recommended|warranted)\b|"
+    # (issue 48, sets M and N) "Consider an expiratory film or CT", "must be reviewed urgently by a
+    # radiologist", "correlate clinically"
+    r"\bconsider\s+(?:an?\s+)?(?:[\w-]+\s+){0,2}?(?:films?|views?|radiographs?|x-rays?|ct|mri|ultrasound|imaging|scans?)\b|"
+    r"\b(?:must|should|needs? to)\s+be\s+(?:\w+\s+)?(?:reviewed|reported|assessed|read)\s+(?:\w+\s+)?by\b|"
+    r"\bcorrelate\s+clinically\b|\bclinical(?:ly)?\s+correlat\w+\b")
 
 
 # ... or beside a limitation of the technique that the reply gives as its reason ("cannot be excluded on
