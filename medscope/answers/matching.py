@@ -2118,6 +2118,8 @@ def _read(text: str, question: str, finding: str, question_kind: str | None, syn
     if switched is not None and switched[0] == "answer" and (got is None or got[0] not in ("answer", "unclear")):
         return Reading(*switched, "other-language")  # "The liver is visible, pero el bazo no aparece"
     if got is not None and got[:3] == ("answer", True, "mention") and _bare_mention_negated(lines, terms, finding, kind == "organ"):
+        if languages.foreign_reading(flat, terms, side) == ("answer", True):
+            return Reading("answer", True, "other-language")  # "la prostata è visibile": its own language says so
         return Reading("unclear", None, "bare-mention", _UNCLEAR_WHY["bare-mention"])
     if (got is not None and got[:3] == ("answer", True, "mention") and (_FURTHER_WORKUP.search(flat) or _TECHNIQUE_LIMIT.search(flat))
             and "affirmed" not in _mention_statuses(sentences, terms, finding, kind == "organ")):
