@@ -308,7 +308,10 @@ def status(sentence: str, start: int, end: int) -> str:
         cuts = list(_FORWARD_END.finditer(masked[:start]))
         clause = masked[cuts[-1].end() if cuts else 0:start]  # the whole clause, not only eight words
         lead = clause[:len(clause) - (len(before) - (best[0][0] - best[0][1]))]
-        if re.search(r"\b(?:to|that|which|not)\s+(?:(?:would|could|might|may|can)\s+)?$", lead) and _FORWARD["negated"].search(lead):
+        # (issue 48, set M) "nothing concerning for X", "no features suspicious for X"
+        if (re.search(r"\b(?:to|that|which|not)\s+(?:(?:would|could|might|may|can)\s+)?$|\b(?:nothing|no\s+(?:[\w-]+\s+){0,2}?"
+                      r"(?:features?|findings?|signs?|areas?|changes?|appearances?))\s+$", lead)
+                and _FORWARD["negated"].search(lead)):
             # "nothing to suggest X", "I don't see features that suggest X", "not suggestive of X": the hedge is denied
             return "negated"
     return best[1] if best is not None else "affirmed"

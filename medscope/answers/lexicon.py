@@ -76,6 +76,7 @@ REFER_PHRASES = (
     # (issue 48, sets M and N) a call declined, a read handed over
     "neither confirmed nor excluded", "neither confirm nor exclude", "neither be confirmed nor", "definite answer",
     "can not confirm or rule out", "can not confirm or exclude", "not confirm or rule out",
+    "correlating with clinical", "correlate with clinical",
     "formal review", "formally reported", "reviewed by a radiologist", "review by a radiologist",
     "non posso stabilire", "no puedo establecer", "não posso estabelecer", "impossible de dire",
     "can not rule it in", "not going to give a verdict", "will not give a verdict", "can not give a verdict",

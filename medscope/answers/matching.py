@@ -692,6 +692,7 @@ _GENERIC_PREDICATE = re.compile(
     r"(?:is|are)\s+(?:(?:an?|the)\s+)?(?:[\w-]+\s+){0,2}?(?:inflammation|infection|deposits?|vessels?|arter(?:y|ies)|"
     r"veins?|organs?\s+(?:commonly|usually|often|typically|routinely)|paired\s+organs?)\s+(?:of|in|that|which|commonly|"
     r"assessed|formed|made|carrying|draining|and|,|\.|$)|"
+    r"(?:is|are)\s+(?:an?\s+)?(?:[\w-]+\s+){0,3}?diagnos[ie]s\s*(?:$|[.,;]|of\s+exclusion|made|based)|"
     r"(?:is|are)\s+(?:often\s+|usually\s+|notoriously\s+)?(?:hard|difficult|easy|tricky|challenging)\s+to\s+"
     r"(?:evaluate|assess|see|identify|visuali[sz]e|detect|image|characteri[sz]e)\s+(?:on|with|in|at|by)\s+(?!this\b|these\b)"
     r"(?:[\w-]+\s+){0,1}?(?:mri|ct|ultrasound|x-rays?|radiographs?|imaging|scans?|women|men|patients|children|adults|"
