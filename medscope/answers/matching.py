@@ -1433,6 +1433,12 @@ def _structured(text, question, finding, kind, synonyms) -> Reading | str | None
     return "\n".join(structured.string_values(obj))
 
 
+_SPECIAL_TOKENS = re.compile(r"\[(?:end|eos|sep|pad|/?inst)\]|</?s>|<\|[\w-]+\|>|<(?:eos|pad|unk|bos)>", re.IGNORECASE)
+# a short reply that stops on a word that cannot end a sentence ("The lateral ventricles are"): cut off
+_CUT_OFF = re.compile(r"\b(?:is|are|was|were|the|a|an|of|and|or|to|with|in|on|at|by|for|but|that|which|its|their|be|"
+                      r"been|being)\s*$")
+
+
 def read_decision(text: str, question: str, finding: str, question_kind: str | None = None,
               synonyms: tuple[str, ...] | list[str] = (), *, _corrections: bool = True) -> Reading:
     """Read a free-text reply (or an answer field) into a decision about ``finding``.
@@ -1464,11 +1470,17 @@ def read_decision(text: str, question: str, finding: str, question_kind: str | N
     ----------
     .. [1] Counterfactual paper, §3.1, §3.10.
     """
-    words = re.findall(r"\w+", normalize(text or ""))
+    # end-of-sequence and template tokens ("[END]", "</s>", "<|endoftext|>") are a generator's
+    # leftovers, not words of the reply (issue 48, set M)
+    stripped = normalize(_SPECIAL_TOKENS.sub(" ", text or ""))
+    words = re.findall(r"\w+", stripped)
+    if 2 <= len(words) <= 8 and _CUT_OFF.search(stripped):
+        return Reading("unparseable", None, "none", "the reply stops mid-sentence before it says anything of the finding")
     if len(words) >= 3 and len(set(words)) == 1:
         return Reading("unparseable", None, "none", "one word repeated: degenerate output, not a reply")
     runs = [len(list(g)) for _, g in groupby(words)]
-    if len(words) >= 6 and len(runs) >= 2 and min(runs) >= 2:  # "skin skin skin lesion lesion image image"
+    enough = 4 if stripped != normalize(text or "") else 6  # a leftover token marks a degenerate output already
+    if len(words) >= enough and len(runs) >= 2 and min(runs) >= 2:  # "skin skin skin lesion lesion image image"
         return Reading("unparseable", None, "none", "words repeated in runs: degenerate output, not a reply")
     # the same after a label that echoes the question ("Aortic aneurysm: the the aorta aorta ####"; issue 48, set L)
     label = re.match(r"^\W*[^:\n]{1,40}:\s*(?P<value>[^\n]*)$", normalize(text or ""))
