@@ -2062,6 +2062,15 @@ _REOPENED = re.compile(r"^\W*or\s+(?:(?:(?:it|that|this|they|there)\s+)?(?:might
                        r"(?:both|neither|not)\s*[.!?]*$)")
 
 
+# A finding that is a property of a named part, said of the part (issue 48, set M): "Renal pelves and
+# calyces are not dilated" denies hydronephrosis, as "no hydronephrosis" does; "the left collecting
+# system is mildly dilated" claims it. Only this one property of these parts is read so.
+_DILATED_SYSTEM = re.compile(
+    r"\b(?:the\s+)?(?:(?:left|right|bilateral)\s+)?(?:renal\s+)?(?:pelv(?:is|es)|pelvicalyceal\s+systems?|pelvicaliceal\s+systems?|"
+    r"collecting\s+systems?|calyces|calices)(?:\s+and\s+(?:the\s+)?(?:calyces|calices|collecting\s+systems?))?\s+(?:is|are)\s+"
+    r"(?P<neg>not\s+)?(?:(?:mildly|moderately|severely|markedly|slightly|minimally)\s+)?dilated\b")
+
+
 def _read(text: str, question: str, finding: str, question_kind: str | None, synonyms: tuple[str, ...],
           _corrections: bool) -> Reading:
     """:func:`read_decision` without the evidence."""
@@ -2076,6 +2085,8 @@ def _read(text: str, question: str, finding: str, question_kind: str | None, syn
     if _modified_echo(mended, terms, question):
         return Reading("unclear", None, "modified-echo")
     lines = [_P_NOTATION.sub(r"\1 probability", line) for line in _drop_echo(mended, terms, question)]
+    if "hydronephrosis" in terms:
+        lines = [_DILATED_SYSTEM.sub(lambda m: "no hydronephrosis" if m.group("neg") else "hydronephrosis", line) for line in lines]
     if not lines:
         return Reading("unparseable", None, "none")
     retracted = False
