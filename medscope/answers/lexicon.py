@@ -78,7 +78,7 @@ REFER_PHRASES = (
     "can not confirm or rule out", "can not confirm or exclude", "not confirm or rule out",
     "correlating with clinical", "correlate with clinical",
     "formal review", "formally reported", "reviewed by a radiologist", "review by a radiologist",
-    "non posso stabilire", "no puedo establecer", "não posso estabelecer", "impossible de dire",
+    "non posso stabilire", "non posso determinare", "no puedo determinar", "no puedo establecer", "não posso estabelecer", "impossible de dire",
     "can not rule it in", "not going to give a verdict", "will not give a verdict", "can not give a verdict",
     "without the clinical picture", "without the clinical history",
     # "I wouldn't know / couldn't say" in the languages models answer in (issue 48, set H): a

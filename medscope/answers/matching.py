@@ -673,7 +673,8 @@ def _resection_pattern(finding: str) -> re.Pattern | None:
 # urine", "Kidney stones are common", "A pneumothorax occurs when air leaks ...") tells what the
 # finding is, not whether this image shows it; an observation word ("here", "this slice", "seen")
 # anywhere in the sentence makes it a statement about the image again.
-_GENERIC_SUBJECT = re.compile(r"^\W*(?:(?:the|a|an)\s+)?(?:(?:left|right|bilateral|both)\s+)?$")
+# (issue 48, set N) the subject may be a list that the name ends or continues ("The liver, spleen and ...")
+_GENERIC_SUBJECT = re.compile(r"^\W*(?:(?:the|a|an)\s+)?(?:(?!yes\b|no\b)[\w-]+\s*,\s*)*(?:(?:left|right|bilateral|both)\s+)?$")
 _GENERIC_PREDICATE = re.compile(
     r"^(?:s|es)?\s+(?:(?:is|are)\s+(?:(?:an?|the)\s+(?:[\w-]+\s+){0,3}?(?:organ|gland|structure|tube|condition|"
     r"disease|complication|collection|accumulation|cause)s?\b|(?:usually|often|typically|generally|normally|"
@@ -776,7 +777,8 @@ def _one_of_two_candidates(s: str, m: re.Match) -> bool:
 
 
 _SUBJECT_TAIL = re.compile(r"^(?:s|es)?\s*,\s*(?:(?:or|also called|also known as|aka|i\.e\.)\s+[^,.;]{1,40}?\s*,\s*|"
-                           r"(?:[\w-]+\s*,\s*)*[\w-]+\s+and\s+(?:the\s+)?[\w-]+\s+|)(?=(?:is|are)\b)")
+                           r"(?:[\w-]+\s*,\s*)*[\w-]+\s+and\s+(?:the\s+)?[\w-]+\s+|)(?=(?:is|are)\b)|"
+                           r"^(?:s|es)?\s+and\s+(?:the\s+)?[\w-]+\s+(?=are\b)")
 
 
 def _generic_statement(s: str, m: re.Match, organ: bool = False) -> bool:
@@ -788,7 +790,8 @@ def _generic_statement(s: str, m: re.Match, organ: bool = False) -> bool:
     after = _SUBJECT_TAIL.sub(" ", s[m.end():], count=1)
     clause = re.split(r"[;:\u2013\u2014]|\s-\s|,?\s+(?:so|therefore|thus|hence|but|however)\b|"
                       r",\s*(?=(?:well|far|way|completely|entirely)?\s*(?:outside|above|below|beyond)\b)|"
-                      r",?\s+and\s+(?=(?:is|are|was|were|can|could|will|would|does|do)\b)", after)[0]
+                      r",?\s+and\s+(?=(?:is|are|was|were|can|could|will|would|does|do)\b)|"
+                      r"\s+(?:that|which)\s+(?=(?:can|could|would|will)\s+not\b)", after)[0]
     predicate = (_GENERIC_PREDICATE.match(after) or (organ and _ORGAN_LOCATION.match(after))
                  or (_INDEFINITE_SUBJECT.match(s[:m.start()]) and _DEFINITION.match(after)))
     # "beyond what I can offer" speaks of the reply's reach, not of something it observes
