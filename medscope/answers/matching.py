@@ -1970,7 +1970,8 @@ _ACCOUNTED_NEGATION = re.compile(
     r"\b(?:can|could|may|might|should|must|will|would)\s+not\s+be\s+(?:\w+\s+)?(?:excluded|ruled out|discounted|"
     r"dismissed)\b|\b(?:can|could)\s+not\s+(?:\w+\s+)?(?:exclude|rule out|discount)\b|"
     r"\b(?:has|have|is|are)\s+not\s+been\s+(?:excluded|ruled out)\b|"
-    r"\bno\s+doubt\b|\bnot\s+(?:only|just|merely|least|uncommon|unusual|infrequently)\b|\bnone\s+other\s+than\b|"
+    r"\b(?:no|without)\s+(?:a\s+)?(?:doubt|question)\b|\bnot\s+(?:only|just|merely|least|uncommon|unusual|infrequently)\b|"
+    r"\bnone\s+other\s+than\b|\b(?:not|never)\s+(?:\w+\s+)?(?:absent|missing|lacking)\b|"
     r"\bnot\s+(?:\w+\s+)?(?:enlarged|dilated|distended|thickened|calcified|displaced|compressed|obstructed|inflamed|"
     r"atrophic|small|large|enhancing|opacified|normal|abnormal|unremarkable|remarkable|markedly|significantly|"
     r"particularly|well\s+(?:defined|circumscribed|distended|opacified|aerated)|in\s+(?:its|their)\s+(?:usual|normal))\b|"
@@ -2047,7 +2048,8 @@ _FURTHER_WORKUP = re.compile(
     # radiologist", "correlate clinically"
     r"\bconsider\s+(?:an?\s+)?(?:[\w-]+\s+){0,2}?(?:films?|views?|radiographs?|x-rays?|ct|mri|ultrasound|imaging|scans?)\b|"
     r"\b(?:must|should|needs? to)\s+be\s+(?:\w+\s+)?(?:reviewed|reported|assessed|read)\s+(?:\w+\s+)?by\b|"
-    r"\bcorrelate\s+clinically\b|\bclinical(?:ly)?\s+correlat\w+\b")
+    # "correlate clinically" after an exclusion hedge only: "suggests X; recommend clinical correlation" still claims
+    r"\b(?:can|could)\s+not\s+be\s+(?:\w+\s+)?(?:excluded|ruled out)\b[^.]{0,30}?\bcorrelate\s+clinically\b")
 
 
 # ... or beside a limitation of the technique that the reply gives as its reason ("cannot be excluded on

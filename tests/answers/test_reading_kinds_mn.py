@@ -135,6 +135,10 @@ def test_a_committed_reply_beside_a_referral_still_commits():
     assert finding("There is a large right pneumothorax. Consider an urgent chest drain; must be reviewed by the "
                    "on-call team.") == "claim"
     assert finding("No pneumothorax. Consider an expiratory film only if symptoms persist.") == "deny"
+    # clinical correlation refers only after an exclusion hedge; after a suggestion the claim stands
+    assert finding("Appearances suggest a right lower lobe consolidation; recommend clinical correlation.",
+                   "consolidation") == "claim"
+    assert finding("A subtle consolidation cannot be excluded; correlate clinically.", "consolidation") == "refer"
 
 
 @pytest.mark.parametrize("reply, o", [
