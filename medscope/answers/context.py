@@ -132,6 +132,10 @@ BACKWARD = {
         # (issue 48, set L) the scanned range named by its other words
         "above the scanned", "below the scanned", "beyond the scanned", "above the scan range", "below the scan range",
         "above the imaging range", "below the imaging range", "above the scanned range", "below the scanned range",
+        # (issue 48, sets M and N) the field of view named with "this", and a slice that cannot hold the organ
+        "outside this field of view", "outside this field", "outside this image", "outside this slice",
+        "outside of this field of view", "can not appear here", "can not appear in this", "can not appear on this",
+        "can not be in this", "can not be on this",
         # German / Italian / French predicates a mended name ("Pankreas" -> "pancreas") leaves in English prose
         "nicht abgebildet", "nicht dargestellt", "nicht erfasst", "nicht getroffen", "nicht vorhanden", "nicht zu sehen",
         "non si osserva", "non si osservano", "non si vede", "non si vedono", "non sono visibili", "n'est pas visible",
@@ -158,7 +162,7 @@ BACKWARD = {
 _NOT_PREDICATE = re.compile(
     r"^(?:\W*\w+){0,6}?\W*\bnot\s+(?:\w+\s+){0,2}?"
     r"(?:visible|seen|present|identified|detected|depicted|demonstrated|shown|evident|"
-    r"appreciated|included|captured|found|noted|visuali[sz]ed|imaged|covered|scanned|in|on|there)\b"
+    r"appreciated|included|captured|found|noted|visuali[sz]ed|imaged|covered|scanned|in|on|there|part\s+of)\b"
 )
 _FORWARD_END = re.compile(
     r"\b(?:but|however|although|though|yet|except|whereas|while|apart from|aside from|despite|"
@@ -304,7 +308,10 @@ def status(sentence: str, start: int, end: int) -> str:
         cuts = list(_FORWARD_END.finditer(masked[:start]))
         clause = masked[cuts[-1].end() if cuts else 0:start]  # the whole clause, not only eight words
         lead = clause[:len(clause) - (len(before) - (best[0][0] - best[0][1]))]
-        if re.search(r"\b(?:to|that|which|not)\s+(?:(?:would|could|might|may|can)\s+)?$", lead) and _FORWARD["negated"].search(lead):
+        # (issue 48, set M) "nothing concerning for X", "no features suspicious for X"
+        if (re.search(r"\b(?:to|that|which|not)\s+(?:(?:would|could|might|may|can)\s+)?$|\b(?:nothing|no\s+(?:[\w-]+\s+){0,2}?"
+                      r"(?:features?|findings?|signs?|areas?|changes?|appearances?))\s+$", lead)
+                and _FORWARD["negated"].search(lead)):
             # "nothing to suggest X", "I don't see features that suggest X", "not suggestive of X": the hedge is denied
             return "negated"
     return best[1] if best is not None else "affirmed"

@@ -43,7 +43,7 @@ FOREIGN_NAMES = {
     "prostate": (r"pr[óo]stata", r"prostate", r"前列腺"),
     "colon": (r"c[óo]lon", r"dickdarm", r"结肠", r"結腸"),
     "esophagus": (r"es[óô]fago", r"(?:œ|oe)sophage", r"speiseröhre", r"ösophagus", r"esofago", r"食管", r"食道"),
-    "adrenal": (r"suprarrenal", r"surr[ée]nale", r"nebenniere\w*", r"surrene", r"肾上腺", r"副腎"),
+    "adrenal": (r"الكظرية", r"надпочечник\w*", r"thượng thận", r"suprarrenal", r"surr[ée]nale", r"nebenniere\w*", r"surrene", r"肾上腺", r"副腎"),
     "uterus": (r"[úu]tero", r"ut[ée]rus", r"gebärmutter", r"子宫", r"子宮"),
     "rectum": (r"recto", r"reto", r"rektum", r"retto", r"直肠", r"直腸"),
     "lesion": (r"lesi[óo]n(?:es)?", r"les[ãa]o", r"les[õo]es", r"l[ée]sions?", r"läsion\w*", r"lesion[ei]", r"病变",
@@ -59,11 +59,16 @@ FOREIGN_NAMES = {
               r"lithiase", r"结石", r"結石"),
     "femoral head": (r"testa del femore", r"testa femorale", r"cabeza (?:del )?f[ée]mur", r"cabeza femoral",
                      r"cabe[çc]a (?:do )?f[êe]mur", r"cabe[çc]a femoral", r"t[êe]te (?:du )?f[ée]mur", r"t[êe]te f[ée]morale",
-                     r"hüftkopf\w*", r"femurkopf\w*", r"大腿骨頭", r"股骨头"),
+                     r"hüftkopf\w*", r"femurkopf\w*", r"大腿骨頭", r"股骨头", r"chỏm xương đùi", r"головк\w* бедренн\w*",
+                     r"رأس(?:ا)? (?:عظم )?الفخذ"),
     "pneumothorax": (r"neumot[óo]rax", r"pneumot[óo]rax", r"pneumothorax", r"pneumotorace", r"气胸", r"気胸"),
     "effusion": (r"derrame", r"[ée]panchement", r"erguss", r"versamento", r"积液", r"胸水"),
     "polyp": (r"p[óo]lipos?", r"polype", r"polyp\w*", r"polipo", r"息肉", r"ポリープ"),
     "consolidation": (r"consolidaci[óo]n", r"consolida[çc][ãa]o", r"konsolidierung", r"consolidamento", r"实变"),
+    # (issue 48, sets M and N) Russian, Vietnamese and Arabic names where the sets used them
+    "trachea": (r"tr[áa]quea", r"traqueia", r"trach[ée]e", r"luftröhre", r"трахе\w*", r"khí quản", r"القصبة الهوائية", r"气管",
+                r"気管"),
+    "aneurysm": (r"aneurism[ao]s?", r"an[ée]vrisme", r"aneurysma\w*", r"аневризм\w*", r"phình", r"تمدد", r"动脉瘤", r"動脈瘤"),
     "cardiomegaly": (r"cardiomegalia", r"cardiom[ée]galie", r"kardiomegalie", r"心脏扩大", r"心影增大"),
 }
 # English words of the reader that name a key above
@@ -73,7 +78,8 @@ _KEY_OF = {"kidneys": "kidney", "lungs": "lung", "urinary bladder": "bladder", "
            "tumor": "mass", "tumour": "mass", "diabetic retinopathy": "retinopathy", "femoral heads": "femoral head",
            "left femoral head": "femoral head", "right femoral head": "femoral head", "stones": "stone",
            "kidney stone": "stone", "kidney stones": "stone", "calculus": "stone", "calculi": "stone",
-           "diabetic retinopathy lesion": "retinopathy"}
+           "diabetic retinopathy lesion": "retinopathy", "aortic aneurysm": "aneurysm", "aneurysms": "aneurysm",
+           "adrenal glands": "adrenal"}
 SIDE_WORDS = {
     "left": (r"izquierd[oa]s?", r"esquerd[oa]s?", r"gauche", r"link\w*", r"sinistr[oa]", r"左"),
     "right": (r"derech[oa]s?", r"direit[oa]s?", r"droite?", r"recht\w*", r"destr[oa]", r"右"),
@@ -96,6 +102,9 @@ ABSENT = (
     r"nessun[oa]?", r"assenza di", r"\bassente\b",
     # zh / ja
     r"未见", r"(?<!是)不是", r"未發現", r"未发现", r"没有", r"沒有", r"无明显", r"看不到", r"不可见", r"未显示", r"不存在", r"(?<!显)无(?!法)",
+    # ru / vi / ar (issue 48, sets M and N)
+    r"не (?:видн[аоы]|виден|визуализиру\w+|определя\w+)", r"отсутству\w+", r"không (?:thấy|có|nhìn thấy|quan sát thấy)",
+    r"غير (?:ظاهر\w*|مرئي\w*|واضح\w*)", r"لا (?:يظهر|تظهر|يوجد|توجد)",
     r"認められません", r"見られません", r"ありません", r"認めません", r"見えません", r"確認できません", r"描出されません",
 )
 PRESENT = (
@@ -104,20 +113,24 @@ PRESENT = (
     r"on (?:voit|observe|note)", r"il y a", r"pr[ée]sente?", r"\bmontre\b", r"sichtbar", r"zu sehen", r"vorhanden",
     r"erkennbar", r"es gibt", r"abgebildet", r"dargestellt", r"nachweisbar", r"si (?:vede|osserva|nota)", r"c'[èe]",
     r"visibile", r"可见", r"有", r"显示", r"存在", r"確認できます", r"認められます", r"あります", r"見られます", r"見えます",
-    r"描出されています",
+    r"描出されています", r"видн[аоы]", r"виден", r"визуализиру\w+", r"nhìn thấy", r"quan sát thấy", r"ظاهر\w*", r"مرئي\w*",
+    r"يظهر", r"تظهر",
 )
 HEDGE = (r"\bposibles?\b", r"poss[íi]vel", r"\bpossible\b", r"möglich\w*", r"possibile", r"可能", r"疑い", r"quiz[áa]s?",
          r"talvez", r"peut-[êe]tre", r"vielleicht", r"\bforse\b", r"疑似", r"\bverdacht\w*", r"sospech\w*", r"suspeit\w*",
          r"sospett\w*")
 DECLINE = (r"no es posible", r"n[ãa]o [ée] poss[íi]vel", r"il n'est pas possible", r"impossible de", r"nicht m[öo]glich",
            r"nicht beurteilbar", r"non [èe] possibile", r"无法", r"不能确定", r"不确定", r"判断できません", r"わかりません",
-           r"不明(?!瞭)", r"no se puede determinar", r"n[ãa]o se pode", r"je ne sais pas", r"ich weiß nicht", r"non lo so")
+           r"不明(?!瞭)", r"no se puede determinar", r"n[ãa]o se pode", r"je ne sais pas", r"ich weiß nicht", r"non lo so",
+           # "I can't establish / determine" (issue 48, set N)
+           r"non posso (?:stabilire|determinare)", r"no puedo (?:establecer|determinar)", r"n[ãa]o posso (?:estabelecer|determinar)",
+           r"не могу (?:определить|сказать|установить)", r"không thể (?:xác định|kết luận)", r"لا (?:يمكن|أستطيع)")
 # a negation that is the noun's determiner ("kein", "nessun", "aucun", "ningún", "nenhum"): a bare presence
 # predicate after it is that noun's, so "kein X nachweisbar" is one denial, not two verdicts
 _NEGATED_NOUN = re.compile(r"^\W*(?:kein(?:e|en|er|es)?|nessun[oa]?|aucune?|ning[úu]n[oa]?|nenhum[a]?)\s+\S+(?:\s+\S+)?\s+"
                            r"(?:ist\s+|sind\s+|è\s+|est\s+)?(?:nachweisbar|sichtbar|erkennbar|vorhanden|zu sehen|abgrenzbar|"
                            r"visibles?|vis[íi]vel|visibile|presente?s?|evidente?)\W*$")
-_CLAUSE_END = re.compile(r"[.!?;\n。！？；，:：]+|\s(?:pero|sin embargo|mas|por[ée]m|mais|aber|jedoch|ma|per[òo])\s|但是?|而且|然而|が、")
+_CLAUSE_END = re.compile(r"[.!?;\n。！？；，:：؛،]+|,\s|\s(?:pero|sin embargo|mas|por[ée]m|mais|aber|jedoch|ma|per[òo])\s|但是?|而且|然而|が、")
 
 
 def _alt(patterns) -> re.Pattern:

@@ -73,6 +73,12 @@ REFER_PHRASES = (
     "no es posible", "não é possível", "nao e possivel", "il n'est pas possible", "nicht möglich", "non è possibile",
     "无法确定", "不能确定", "判断できません",
     # a verdict withheld until something else is given (issue 48, set F)
+    # (issue 48, sets M and N) a call declined, a read handed over
+    "neither confirmed nor excluded", "neither confirm nor exclude", "neither be confirmed nor", "definite answer",
+    "can not confirm or rule out", "can not confirm or exclude", "not confirm or rule out",
+    "correlating with clinical", "correlate with clinical",
+    "formal review", "formally reported", "reviewed by a radiologist", "review by a radiologist",
+    "non posso stabilire", "non posso determinare", "no puedo determinar", "no puedo establecer", "não posso estabelecer", "impossible de dire",
     "can not rule it in", "not going to give a verdict", "will not give a verdict", "can not give a verdict",
     "without the clinical picture", "without the clinical history",
     # "I wouldn't know / couldn't say" in the languages models answer in (issue 48, set H): a

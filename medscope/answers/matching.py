@@ -73,7 +73,7 @@ from medscope.answers.lexicon import (  # the word lists, importable from here a
 
 RULES = ("final-tag", "json-field", "json-partial", "self-correction", "verdict-line", "label-line", "final-colon",
          "both", "leading-yes-no", "search-outcome", "mention", "health-words", "declined", "probability",
-         "rating", "graded-sign", "other-language", "table-row", "bare-mention", "other-subject", "modified-echo", "qualified-normal", "differential", "conflicting-evidence", "hedged-workup", "one-side-seen", *markup.UNCLEAR_WHY,
+         "rating", "graded-sign", "other-language", "table-row", "bare-mention", "other-subject", "modified-echo", "qualified-normal", "differential", "conflicting-evidence", "unaccounted-negation", "hedged-workup", "one-side-seen", *markup.UNCLEAR_WHY,
          "undecided", "other-entity", "predicate", "open", "none")
 
 _WRONG_ANATOMY = re.compile(r"\b(?:this|it|(?:the|this) (?:\w+ )?(?:image|scan|study|film|picture|frame))"
@@ -621,7 +621,7 @@ _PROPERTY_DENIED = re.compile(
     r"hyperdensit(?:y|ies)|pathology|disease|inflammation|obstruction|hydronephrosis|ascites)\s+(?:is\s+|are\s+)?"
     r"(?:seen\s+|noted\s+|identified\s+|present\s+|visible\s+|evident\s+|detected\s+)?"
     r"(?:in|within|of|involving|inside|along|on|from|arising from|around)\s+(?:the\s+)?$")
-_WHICH_NOT = re.compile(r"^\s*,?\s*(?:which|that)\s+(?:is|are|was)\s+(?:\w+\s+){0,2}?not\s+(?:\w+\s+){0,1}?"
+_WHICH_NOT = re.compile(r"^(?:\s+(?:gland|glands|vessel|organ|bone|bones))?\s*,?\s*(?:which|that)\s+(?:is|are|was)\s+(?:\w+\s+){0,2}?not\s+(?:\w+\s+){0,1}?"
                         r"(?:visible|seen|present|depicted|shown|included|captured|identified|in)\b")
 _PROPERTY_AFTER = re.compile(
     r"^\s+(?:wall|walls|parenchyma|parenchymal|lesions?|mass(?:es)?|stones?|calcul(?:us|i)|thickening|dilat(?:ation|ion)|"
@@ -673,7 +673,8 @@ def _resection_pattern(finding: str) -> re.Pattern | None:
 # urine", "Kidney stones are common", "A pneumothorax occurs when air leaks ...") tells what the
 # finding is, not whether this image shows it; an observation word ("here", "this slice", "seen")
 # anywhere in the sentence makes it a statement about the image again.
-_GENERIC_SUBJECT = re.compile(r"^\W*(?:(?:the|a|an)\s+)?(?:(?:left|right|bilateral|both)\s+)?$")
+# (issue 48, set N) the subject may be a list that the name ends or continues ("The liver, spleen and ...")
+_GENERIC_SUBJECT = re.compile(r"^\W*(?:(?:the|a|an)\s+)?(?:(?!yes\b|no\b)[\w-]+\s*,\s*)*(?:(?:left|right|bilateral|both)\s+)?$")
 _GENERIC_PREDICATE = re.compile(
     r"^(?:s|es)?\s+(?:(?:is|are)\s+(?:(?:an?|the)\s+(?:[\w-]+\s+){0,3}?(?:organ|gland|structure|tube|condition|"
     r"disease|complication|collection|accumulation|cause)s?\b|(?:usually|often|typically|generally|normally|"
@@ -685,11 +686,25 @@ _GENERIC_PREDICATE = re.compile(
     r"(?:evaluation|assessment|imaging|detection|diagnosis|grading|interpretation|screening|identification)\s+"
     r"(?:requires?|needs?|is best|is beyond|should be (?:done|performed|made|left))\b|"
     r"(?:is|are)\s+(?:usually\s+|typically\s+)?(?:diagnosed|detected|confirmed|graded|classified|staged|categori[sz]ed)\s+"
-    r"(?:clinically|by|with|using|through|based on|on the basis of|as|into|according to)\b)")
+    r"(?:clinically|by|with|using|through|based on|on the basis of|as|into|according to)\b|"
+    # (issue 48, sets M and N) what the finding or organ is in general: "Appendicitis is inflammation of
+    # the appendix", "Kidney stones ... are hard deposits of minerals", "the IVC is an abdominal vessel",
+    # "Ovaries are hard to evaluate on MRI in postmenopausal women", "... are organs commonly assessed on MRI"
+    r"(?:is|are)\s+(?:(?:an?|the)\s+)?(?:[\w-]+\s+){0,2}?(?:inflammation|infection|deposits?|vessels?|arter(?:y|ies)|"
+    r"veins?|organs?\s+(?:commonly|usually|often|typically|routinely)|paired\s+organs?)\s+(?:of|in|that|which|commonly|"
+    r"assessed|formed|made|carrying|draining|and|,|\.|$)|"
+    r"(?:is|are)\s+(?:an?\s+)?(?:[\w-]+\s+){0,3}?diagnos[ie]s\s*(?:$|[.,;]|of\s+exclusion|made|based)|"
+    r"(?:is|are)\s+(?:often\s+|usually\s+|notoriously\s+)?(?:hard|difficult|easy|tricky|challenging)\s+to\s+"
+    r"(?:evaluate|assess|see|identify|visuali[sz]e|detect|image|characteri[sz]e)\s+(?:on|with|in|at|by)\s+(?!this\b|these\b)"
+    r"(?:[\w-]+\s+){0,1}?(?:mri|ct|ultrasound|x-rays?|radiographs?|imaging|scans?|women|men|patients|children|adults|"
+    r"the elderly|older)\b)")
 # Where an organ lies in the body ("the bladder lies in the pelvis") is anatomy, not this slice; a
 # finding's location ("the polyp is located in the sigmoid") is where the reply sees it.
 _ORGAN_LOCATION = re.compile(
-    r"^(?:s|es)?\s+(?:lies?|sits?|(?:is|are)\s+(?:normally\s+)?(?:located|situated))\s+(?:deep\s+)?(?:in|within|"
+    # "The heart is in the chest", "the trachea is in the neck and upper chest" (issue 48, set N)
+    r"^(?:s|es)?\s+(?:is|are)\s+(?:normally\s+|usually\s+)?in\s+the\s+(?:upper\s+|lower\s+)?(?:neck|chest|thorax|abdomen|"
+    r"pelvis|head|skull|mediastinum|retroperitoneum|posterior fossa|brain)\b|"
+    r"^(?:s|es)?\s+(?:lies?|sits?|(?:is|are)\s+(?:normally\s+)?(?:located|situated))\s+(?:deep\s+)?(?:in|within|on|"
     r"behind|below|beneath|under|above|in front of|posterior to|anterior to|along)\s+(?:the|a)\b|"
     # (issue 48, set L) "the pancreas lies lower, at around L1-L2", "sits higher, under the diaphragm":
     # the organ's level in the body, not an observation of this slice
@@ -729,12 +744,12 @@ _OBSERVED = re.compile(r"\b(?:this|these|here|current|currently|noted|shown|demo
 # The finding as the object of a refusal to comment ("I can't reliably comment on the urinary
 # bladder"): the negation belongs to the comment, not the finding.
 _DECLINED_OBJECT = re.compile(r"\b(?:can not|could not|am unable to|am not able to|unable to)\s+(?:\w+\s+){0,2}?"
-                              r"(?:comment on|comment about|speak to|say anything about|say much about|assess|evaluate|"
+                              r"(?:comment on|comment about|speak to|say anything about|say much about|assess|evaluate|make a diagnosis of|"
                               r"judge|look for|call (?:it|this)|label (?:it|this)|declare (?:it|this)|diagnose|grade|interpret)\s+(?:(?:the|a|an|any)\s+)?(?:[\w-]+\s+){0,2}?$|"
                               # an ability qualified by how well ("I'm not able to reliably detect polyps")
                               # is a statement about the reader, not the image
                               r"\b(?:can not|could not|am unable to|am not able to|unable to|not able to)\s+"
-                              r"(?:reliably|confidently|safely|accurately|dependably)\s+(?:detect|identify|see|spot|find|"
+                              r"(?:reliably|confidently|safely|accurately|dependably)\s+(?:detect|identify|see|spot|find|call|confirm|"
                               r"diagnose|rule out|exclude|recogni[sz]e|pick up|distinguish)\s+(?:(?:the|a|an|any)\s+)?"
                               r"(?:[\w-]+\s+){0,2}?$")
 
@@ -742,7 +757,7 @@ _DECLINED_OBJECT = re.compile(r"\b(?:can not|could not|am unable to|am not able 
 # One of two candidates for what a structure is ("could be the pancreatic tail or jejunum", "either a
 # flat polyp or just a fold", "polyp versus fold"): the reply has not decided which, so the mention
 # asserts nothing; the rest of the reply (a referral, another mention) decides.
-_CANDIDATE_LEAD = r"(?:(?:could|might|may|can)\s+(?:also\s+)?(?:be|represent)|either)\s+(?:either\s+)?"
+_CANDIDATE_LEAD = r"(?:(?:could|might|may|can)\s+(?:also\s+)?(?:be|represent|show)|either)\s+(?:either\s+)?"
 _ARTICLE_WORDS = r"(?:(?:the|a|an|just|simply|only|possibly|perhaps|normal)\s+)*(?:[\w-]+\s+){0,2}?"
 _FIRST_CANDIDATE_BEFORE = re.compile(_CANDIDATE_LEAD + _ARTICLE_WORDS + r"$")
 # the second candidate may come with its own modal ("might be the gallbladder, might be a diverticulum")
@@ -761,19 +776,44 @@ def _one_of_two_candidates(s: str, m: re.Match) -> bool:
                 or (_FIRST_CANDIDATE_AFTER.match(after) and re.search(r"\b(?:versus|vs\.?)\s", after[:12])))
 
 
+_SUBJECT_TAIL = re.compile(r"^(?:s|es)?\s*,\s*(?:(?:or|also called|also known as|aka|i\.e\.)\s+[^,.;]{1,40}?\s*,\s*|"
+                           r"(?:[\w-]+\s*,\s*)*[\w-]+\s+and\s+(?:the\s+)?[\w-]+\s+|)(?=(?:is|are)\b)|"
+                           r"^(?:s|es)?\s+and\s+(?:the\s+)?[\w-]+\s+(?=are\b)")
+
+
 def _generic_statement(s: str, m: re.Match, organ: bool = False) -> bool:
     """Whether the mention ``m`` is the subject of a textbook statement in ``s`` (see :data:`_GENERIC_PREDICATE`;
     for an organ also :data:`_ORGAN_LOCATION`)."""
     # a conclusion after "so" / "but" is a clause of its own ("... lies in the pelvis, so it is not on this slice")
+    # the subject may go on past the name: an appositive ("Kidney stones, or renal calculi, are ...") or a
+    # list of organs ("The spleen, liver and kidneys are organs ..."; issue 48, set N)
+    after = _SUBJECT_TAIL.sub(" ", s[m.end():], count=1)
     clause = re.split(r"[;:\u2013\u2014]|\s-\s|,?\s+(?:so|therefore|thus|hence|but|however)\b|"
-                      r",?\s+and\s+(?=(?:is|are|was|were)\b)", s[m.end():])[0]
-    predicate = (_GENERIC_PREDICATE.match(s[m.end():]) or (organ and _ORGAN_LOCATION.match(s[m.end():]))
-                 or (_INDEFINITE_SUBJECT.match(s[:m.start()]) and _DEFINITION.match(s[m.end():])))
+                      r",\s*(?=(?:well|far|way|completely|entirely)?\s*(?:outside|above|below|beyond)\b)|"
+                      r",?\s+and\s+(?=(?:is|are|was|were|can|could|will|would|does|do)\b)|"
+                      r"\s+(?:that|which)\s+(?=(?:can|could|would|will)\s+not\b)", after)[0]
+    predicate = (_GENERIC_PREDICATE.match(after) or (organ and _ORGAN_LOCATION.match(after))
+                 or (_INDEFINITE_SUBJECT.match(s[:m.start()]) and _DEFINITION.match(after)))
     # "beyond what I can offer" speaks of the reply's reach, not of something it observes
     clause = re.sub(r"\bwhat i (?:can|could)\b", " ", clause)
     # the subject may open a later clause of the sentence: only that clause's words count
     subject = _SUBJECT_CLAUSE_CUT.split(s[:m.start()])[-1]
     return bool(_GENERIC_SUBJECT.match(subject) and predicate and not _OBSERVED.search(subject + clause))
+
+
+# A list under a header that says how its items stand ("Seen: clear lungs. Not seen: effusion,
+# pneumothorax."; issue 48, set M): the header is the list's predicate, and its items are plain nouns
+_LIST_HEADER = re.compile(
+    r"(?:^|[.;]\s*)\W*(?:(?P<neg>not\s+(?:seen|visible|visuali[sz]ed|identified|present|demonstrated|detected|shown|found)|"
+    r"absent|negative(?:\s+for)?|excluded|ruled\s+out|none\s+of|no\s+evidence\s+of)|"
+    r"(?P<pos>seen|visible|visuali[sz]ed|identified|present|demonstrated|detected|shown|found|positive(?:\s+for)?))"
+    r"\s*:\s*(?:[\w/-]+(?:\s+[\w/-]+){0,3}\s*(?:,\s*(?:and\s+|or\s+)?|\s+and\s+|\s+or\s+))*$")
+
+
+_NEITHER_AFTER = re.compile(r"^(?:s|es)?\s+(?:(?:can|could|may)\s+)?(?:be\s+)?(?:neither|not)\s+(?:be\s+)?(?:confirmed|"
+                            r"established|proven|diagnosed)\s+(?:n?or|and)\s+(?:be\s+)?(?:excluded|ruled out|refuted|denied)\b")
+_NEITHER_BEFORE = re.compile(r"\b(?:neither|not)\s+(?:confirm|establish|prove|diagnose)\s+(?:n?or)\s+(?:exclude|rule out)\s+"
+                             r"(?:(?:the|a|an|any)\s+)?(?:[\w-]+\s+){0,2}?$")
 
 
 def _mention_status(s: str, m: re.Match, finding: str, organ: bool = False) -> str | None:
@@ -795,6 +835,8 @@ def _mention_status(s: str, m: re.Match, finding: str, organ: bool = False) -> s
         # "Either this slice is above the pelvis or the bladder is empty": two explanations offered,
         # neither asserted (issue 48, set L); the reply's own verdict stands elsewhere
         return "hypothetical"
+    if _NEITHER_AFTER.match(s[m.end():]) or _NEITHER_BEFORE.search(s[:m.start()]):
+        return None  # "X can be neither confirmed nor excluded" (issue 48, set M): the call is declined
     if _TOOK_FOR.search(s[:m.start()]):
         return "hypothetical"  # "the structure I took for the aorta": a belief reported, then withdrawn
     if _WHERE_BEFORE.search(s[:m.start()]) and _WHERE_AFTER.match(s[m.end():]):
@@ -807,6 +849,9 @@ def _mention_status(s: str, m: re.Match, finding: str, organ: bool = False) -> s
         return None  # undecided between two readings of one structure: it asserts neither
     if _generic_statement(s, m, organ):
         return "hypothetical"  # a textbook statement asserts nothing about this image
+    header = _LIST_HEADER.search(s[:m.start()])
+    if header is not None:  # "Not seen: effusion, pneumothorax" (issue 48, set M): the header decides its list
+        return "affirmed" if header.group("pos") else "negated"
     st = status(s, m.start(), m.end())
     if st == "negated" and organ and _PROPERTY_AFTER.match(s[m.end():]) and not _ORGAN_ITSELF.match(s[m.end():]):
         return "affirmed"  # "no bladder wall thickening": the organ names where, the property is denied
@@ -1252,6 +1297,8 @@ def _final_colon(lines, terms, finding, kind):
     if last and _NOTE_SECTION.match(last[-1]):
         return None  # "P: None." closes a SOAP note: the plan is none, not the organ
     rest = revisions.final_colon_rest(last[-1]) if last else None
+    if rest and _LIST_HEADER.search(last[-1].rsplit(":", 1)[0] + ":"):
+        return None  # "Not seen: effusion, pneumothorax": a list under its header, read by the mention rule
     got = _content([rest], terms, finding, kind, flip=True) if rest else None
     return (got[0], got[1], "final-colon") if got is not None else None
 
@@ -1389,6 +1436,12 @@ def _structured(text, question, finding, kind, synonyms) -> Reading | str | None
     return "\n".join(structured.string_values(obj))
 
 
+_SPECIAL_TOKENS = re.compile(r"\[(?:end|eos|sep|pad|/?inst)\]|</?s>|<\|[\w-]+\|>|<(?:eos|pad|unk|bos)>", re.IGNORECASE)
+# a short reply that stops on a word that cannot end a sentence ("The lateral ventricles are"): cut off
+_CUT_OFF = re.compile(r"\b(?:is|are|was|were|the|a|an|of|and|or|to|with|in|on|at|by|for|but|that|which|its|their|be|"
+                      r"been|being)\s*$")
+
+
 def read_decision(text: str, question: str, finding: str, question_kind: str | None = None,
               synonyms: tuple[str, ...] | list[str] = (), *, _corrections: bool = True) -> Reading:
     """Read a free-text reply (or an answer field) into a decision about ``finding``.
@@ -1420,11 +1473,17 @@ def read_decision(text: str, question: str, finding: str, question_kind: str | N
     ----------
     .. [1] Counterfactual paper, §3.1, §3.10.
     """
-    words = re.findall(r"\w+", normalize(text or ""))
+    # end-of-sequence and template tokens ("[END]", "</s>", "<|endoftext|>") are a generator's
+    # leftovers, not words of the reply (issue 48, set M)
+    stripped = normalize(_SPECIAL_TOKENS.sub(" ", text or ""))
+    words = re.findall(r"\w+", stripped)
+    if 2 <= len(words) <= 8 and _CUT_OFF.search(stripped):
+        return Reading("unparseable", None, "none", "the reply stops mid-sentence before it says anything of the finding")
     if len(words) >= 3 and len(set(words)) == 1:
         return Reading("unparseable", None, "none", "one word repeated: degenerate output, not a reply")
     runs = [len(list(g)) for _, g in groupby(words)]
-    if len(words) >= 6 and len(runs) >= 2 and min(runs) >= 2:  # "skin skin skin lesion lesion image image"
+    enough = 4 if stripped != normalize(text or "") else 6  # a leftover token marks a degenerate output already
+    if len(words) >= enough and len(runs) >= 2 and min(runs) >= 2:  # "skin skin skin lesion lesion image image"
         return Reading("unparseable", None, "none", "words repeated in runs: degenerate output, not a reply")
     # the same after a label that echoes the question ("Aortic aneurysm: the the aorta aorta ####"; issue 48, set L)
     label = re.match(r"^\W*[^:\n]{1,40}:\s*(?P<value>[^\n]*)$", normalize(text or ""))
@@ -1453,7 +1512,9 @@ _DECLINE = re.compile(
     r"(?:identify|see|make out|distinguish|separate)\s+(?:it|them|this|that|the)\b|"
     r"\b(?:difficult|hard) to (?:tell|determine|say|decide|be sure)\b|\b(?:i am )?not sure\b|\bindeterminate\b|"
     # a refusal to commit, said as such: "it's cropped and I can't say.", "I'd rather not commit"
-    r"\bcan not say\s*(?:[.!;,]|$)|\b(?:rather not|not going to|will not|do not want to)\s+commit\b")
+    r"\bcan not say\s*(?:[.!;,]|$)|\b(?:rather not|not going to|will not|do not want to)\s+commit\b|"
+    # (issue 48, sets M and N) "I can't say either way", "whether the cord itself is discernible is uncertain"
+    r"\bcan not say either way\b|\bwhether\b[^.;]{1,80}\b(?:is|remains)\s+(?:uncertain|unclear|indeterminate)\b")
 
 # Checklists: "[x] Pneumothorax", "✓ nodule", "Polyp: ✗", "| Effusion | ❌ |" (a table row reads as
 # "effusion: ❌"). A tick claims, a cross denies, an empty box is not read as either.
@@ -1596,6 +1657,7 @@ _UNCLEAR_WHY = {
     "modified-echo": "the reply restates the question as another one (a property, the other side) before answering it",
     "qualified-normal": "the reply denies the finding but excepts or affirms something else: it does not call the image normal",
     "conflicting-evidence": "another clause about the finding, read alone, asserts the opposite of the verdict",
+    "unaccounted-negation": "the clause that decided holds a negation of the finding or its predicate that no rule accounted for",
 }
 
 
@@ -1894,6 +1956,84 @@ def _conflicting_evidence(lines: list[str], terms: tuple[str, ...], finding: str
     return next((c for st, c in _clause_readings(sentences, terms, finding, organ) if st == opposite), None)
 
 
+# The unaccounted-negation guard of the round tuned on sets M and N (issue 48): a verdict stands only
+# where its deciding clause holds no negation the reader did not account for. A clause about the
+# finding that ConText reads as affirmed, while a negation cue covers the finding (within a few words
+# before it) or its predicate ("The femoral heads are not part of this image"), was decided by a rule
+# that did not see that negation: the reading is unclear, never present / claim. Its mirror: a
+# clause read as denying that holds a second negation chained to the first ("not unremarkable",
+# "never absent") is unclear unless a rule resolved it. Negations that rules do account for are
+# taken out first: hedges ("cannot be excluded", "no doubt", "not only"), a denied property of the
+# organ ("not enlarged"), and cues that scope another entity ("with no effusion").
+_SCOPED_CUE = re.compile(r"(?<![\w'])(?:no|not|never|without|neither|nor|none|nothing|absent|free of|lacks?|lacking)(?![\w'])")
+_ACCOUNTED_NEGATION = re.compile(
+    r"\b(?:can|could|may|might|should|must|will|would)\s+not\s+be\s+(?:\w+\s+)?(?:excluded|ruled out|discounted|"
+    r"dismissed)\b|\b(?:can|could)\s+not\s+(?:\w+\s+)?(?:exclude|rule out|discount)\b|"
+    r"\b(?:has|have|is|are)\s+not\s+been\s+(?:excluded|ruled out)\b|"
+    r"\b(?:no|without)\s+(?:a\s+)?(?:doubt|question)\b|\bnot\s+(?:only|just|merely|least|uncommon|unusual|infrequently)\b|"
+    r"\bnone\s+other\s+than\b|\b(?:not|never)\s+(?:\w+\s+)?(?:absent|missing|lacking)\b|"
+    r"\bnot\s+(?:\w+\s+)?(?:enlarged|dilated|distended|thickened|calcified|displaced|compressed|obstructed|inflamed|"
+    r"atrophic|small|large|enhancing|opacified|normal|abnormal|unremarkable|remarkable|markedly|significantly|"
+    r"particularly|well\s+(?:defined|circumscribed|distended|opacified|aerated)|in\s+(?:its|their)\s+(?:usual|normal))\b|"
+    r"\b(?:no|without)\s+(?:\w+\s+){0,2}?(?:lesions?|mass(?:es)?|abnormalit(?:y|ies)|dilat(?:ation|ion)|enlargement|"
+    r"thickening|stones?|calcul(?:us|i)|fluid|collections?|nodules?|cysts?|(?:focal|acute)\s+\w+|change|"
+    r"evidence of (?:(?:a|an|any)\s+)?(?:complication|rupture|perforation|mass effect|shift))\b")
+_SCOPE_BREAK = re.compile(r"\b(?:with|and|but|while|whereas|although|though|which|that|who|apart from|except)\b|[,;:()]")
+_PREDICATE_LEAD = re.compile(
+    r"^(?:s|es)?\s*,?\s*(?:(?:is|are|was|were|has|have|had|does|do|did|can|could|will|would|should|may|might|must|"
+    r"appears?|seems?|remains?|lies|lie|sits?|gets?)\s+)(?:[\w-]+\s+){0,2}?$")
+_CHAINED_NEGATION = re.compile(
+    r"(?<![\w'])(?:not|never|no|hardly|scarcely)\s+(?:(?:\w+ly|be|been|entirely|at all)\s+)?(?:absent|missing|lacking|without|excluded|"
+    r"none|no|not|un(?!der|til|less|ion|it|iform|ited)[a-z]+(?:ed|able|ible|ent|ant|ous|ive|ful))(?![\w'])")
+
+
+def _negation_covers(clause: str, m: re.Match) -> str | None:
+    """The negation cue in ``clause`` whose scope covers the mention ``m`` or its predicate, once the
+    negations rules account for are taken out; None if there is none."""
+    text = _ACCOUNTED_NEGATION.sub(lambda x: "_" * len(x.group()), clause)
+    # two negations or a denied statement ("it would be wrong to say there is no X", "not without X",
+    # "isn't no X"): the rule for denied denials resolved them
+    if len(_SCOPED_CUE.findall(text)) >= 2 or _STATEMENT_DENIAL.search(text) or re.search(r"\b(?:i|we)\s+do\s+not\s+(?:think|believe|feel)\b", text):
+        return None
+    before = text[:m.start()]
+    if _PROPERTY_AFTER.match(text[m.end():]) and not _ORGAN_ITSELF.match(text[m.end():]):
+        before = ""  # "no bladder wall thickening": the organ names where, the property is denied
+    for cue in _SCOPED_CUE.finditer(before):
+        between = before[cue.end():]
+        if len(between.split()) <= 3 and not _SCOPE_BREAK.search(between):
+            return cue.group()
+    after = text[m.end():]
+    for cue in _SCOPED_CUE.finditer(after):
+        if _PREDICATE_LEAD.match(after[:cue.start()]):
+            return cue.group()
+        break  # only the predicate's first negation: later ones scope its object
+    return None
+
+
+def _unaccounted_negation(lines: list[str], terms: tuple[str, ...], finding: str, organ: bool, claim: bool) -> str | None:
+    """The deciding clause that holds a negation no rule accounted for (see :data:`_SCOPED_CUE`), or None."""
+    pat = _term_pattern(terms)
+    if pat is None:
+        return None
+    for s in (x for line in lines for x in _sentences(line)):
+        for raw in _CLAUSE_CUT.split(_PARENTHETICAL.sub(" ", s)):
+            clause = _CLAUSE_LEAD.sub("", raw).strip()
+            hits = [m for m in pat.finditer(clause) if not _other_qualified_head(clause, m, finding)]
+            if not hits:
+                continue
+            statuses = _mention_statuses([clause], terms, finding, organ)
+            if claim and "affirmed" in statuses and "negated" not in statuses:
+                for m in hits:
+                    cue = _negation_covers(clause, m)
+                    if cue is not None:
+                        return f"'{cue}' in: {clause}"
+            if not claim and "negated" in statuses and "affirmed" not in statuses:
+                chained = _CHAINED_NEGATION.search(_ACCOUNTED_NEGATION.sub(lambda x: "_" * len(x.group()), clause))
+                if chained is not None:
+                    return f"'{chained.group()}' in: {clause}"
+    return None
+
+
 # A hedged mention beside a request for more imaging or another reader ("A small effusion cannot be
 # excluded ... a decubitus view would help clarify", "repeat films in 10-14 days are advised") defers
 # the call: the reply refers, it does not claim.
@@ -1903,7 +2043,13 @@ _FURTHER_WORKUP = re.compile(
     r"radiographs?|x-rays?|ct|mri|ultrasound|sequences?|scans?)\b[^.]*\b(?:advised|recommended|suggested|needed|"
     r"required|warranted)\b|"
     r"\b(?:review|assessment|opinion|correlation)\b[^.]{0,60}\b(?:is|are|would be)\s+(?:needed|required|advised|"
-    r"recommended|warranted)\b")
+    r"recommended|warranted)\b|"
+    # (issue 48, sets M and N) "Consider an expiratory film or CT", "must be reviewed urgently by a
+    # radiologist", "correlate clinically"
+    r"\bconsider\s+(?:an?\s+)?(?:[\w-]+\s+){0,2}?(?:films?|views?|radiographs?|x-rays?|ct|mri|ultrasound|imaging|scans?)\b|"
+    r"\b(?:must|should|needs? to)\s+be\s+(?:\w+\s+)?(?:reviewed|reported|assessed|read)\s+(?:\w+\s+)?by\b|"
+    # "correlate clinically" after an exclusion hedge only: "suggests X; recommend clinical correlation" still claims
+    r"\b(?:can|could)\s+not\s+be\s+(?:\w+\s+)?(?:excluded|ruled out)\b[^.]{0,30}?\bcorrelate\s+clinically\b")
 
 
 # ... or beside a limitation of the technique that the reply gives as its reason ("cannot be excluded on
@@ -1921,6 +2067,15 @@ _REOPENED = re.compile(r"^\W*or\s+(?:(?:(?:it|that|this|they|there)\s+)?(?:might
                        r"(?:both|neither|not)\s*[.!?]*$)")
 
 
+# A finding that is a property of a named part, said of the part (issue 48, set M): "Renal pelves and
+# calyces are not dilated" denies hydronephrosis, as "no hydronephrosis" does; "the left collecting
+# system is mildly dilated" claims it. Only this one property of these parts is read so.
+_DILATED_SYSTEM = re.compile(
+    r"\b(?:the\s+)?(?:(?:left|right|bilateral)\s+)?(?:renal\s+)?(?:pelv(?:is|es)|pelvicalyceal\s+systems?|pelvicaliceal\s+systems?|"
+    r"collecting\s+systems?|calyces|calices)(?:\s+and\s+(?:the\s+)?(?:calyces|calices|collecting\s+systems?))?\s+(?:is|are)\s+"
+    r"(?P<neg>not\s+)?(?:(?:mildly|moderately|severely|markedly|slightly|minimally)\s+)?dilated\b")
+
+
 def _read(text: str, question: str, finding: str, question_kind: str | None, synonyms: tuple[str, ...],
           _corrections: bool) -> Reading:
     """:func:`read_decision` without the evidence."""
@@ -1935,6 +2090,8 @@ def _read(text: str, question: str, finding: str, question_kind: str | None, syn
     if _modified_echo(mended, terms, question):
         return Reading("unclear", None, "modified-echo")
     lines = [_P_NOTATION.sub(r"\1 probability", line) for line in _drop_echo(mended, terms, question)]
+    if "hydronephrosis" in terms:
+        lines = [_DILATED_SYSTEM.sub(lambda m: "no hydronephrosis" if m.group("neg") else "hydronephrosis", line) for line in lines]
     if not lines:
         return Reading("unparseable", None, "none")
     retracted = False
@@ -1990,6 +2147,8 @@ def _read(text: str, question: str, finding: str, question_kind: str | None, syn
     if switched is not None and switched[0] == "answer" and (got is None or got[0] not in ("answer", "unclear")):
         return Reading(*switched, "other-language")  # "The liver is visible, pero el bazo no aparece"
     if got is not None and got[:3] == ("answer", True, "mention") and _bare_mention_negated(lines, terms, finding, kind == "organ"):
+        if languages.foreign_reading(flat, terms, side) == ("answer", True):
+            return Reading("answer", True, "other-language")  # "la prostata è visibile": its own language says so
         return Reading("unclear", None, "bare-mention", _UNCLEAR_WHY["bare-mention"])
     if (got is not None and got[:3] == ("answer", True, "mention") and (_FURTHER_WORKUP.search(flat) or _TECHNIQUE_LIMIT.search(flat))
             and "affirmed" not in _mention_statuses(sentences, terms, finding, kind == "organ")):
@@ -1998,6 +2157,9 @@ def _read(text: str, question: str, finding: str, question_kind: str | None, syn
         against = _conflicting_evidence(lines, terms, finding, kind == "organ", got[1])
         if against is not None:
             return Reading("unclear", None, "conflicting-evidence", f"{_UNCLEAR_WHY['conflicting-evidence']}: {against[:150]}")
+        unaccounted = _unaccounted_negation(lines, terms, finding, kind == "organ", got[1])
+        if unaccounted is not None:
+            return Reading("unclear", None, "unaccounted-negation", f"{_UNCLEAR_WHY['unaccounted-negation']}: {unaccounted[:150]}")
     if got is not None:
         return Reading(*got)
     foreign = languages.foreign_reading(flat, terms, side)
