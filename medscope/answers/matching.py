@@ -737,6 +737,8 @@ _SUBJECT_CLAUSE_CUT = re.compile(r",\s*(?:and|but|while|whereas)\s+|;|\s-\s|[\u2
 _INDEFINITE_SUBJECT = re.compile(r"^\W*an?\s+$")
 _DEFINITION = re.compile(r"^\s+is\s+(?:an?|the)\s+(?!(?:possibility|possible|concern|consideration|differential|likely|probable|"
                          r"distinct|real|strong|definite|clear|given|must|worry|risk|question|finding|feature|sign)\b)")
+_BARE_SIZED = re.compile(r"^\s+is\s+(?:an?|the)\s+(?:(?:very|fairly|quite|rather)\s+)?(?:small|large|big|tiny|moderate|mild|"
+                         r"massive|subtle|huge|minimal|left|right|bilateral|apical|basal|new|old|known|single|\w+-sided)\b")
 _OBSERVED = re.compile(r"\b(?:this|these|here|current|currently|noted|shown|demonstrated|identified|depicted|appears?|"
                        r"looks?|i|we|image|slice|scan|film|study|view|(?:is|are)\s+(?:seen|visible|visuali[sz]ed))\b")
 
@@ -793,7 +795,10 @@ def _generic_statement(s: str, m: re.Match, organ: bool = False) -> bool:
                       r",?\s+and\s+(?=(?:is|are|was|were|can|could|will|would|does|do)\b)|"
                       r"\s+(?:that|which)\s+(?=(?:can|could|would|will)\s+not\b)", after)[0]
     predicate = (_GENERIC_PREDICATE.match(after) or (organ and _ORGAN_LOCATION.match(after))
-                 or (_INDEFINITE_SUBJECT.match(s[:m.start()]) and _DEFINITION.match(after)))
+                 or (_INDEFINITE_SUBJECT.match(s[:m.start()]) and _DEFINITION.match(after))
+                 # "Pulmonary embolism is a blockage of ...": a mass noun opening the sentence with no
+                 # article, defined (issue 48, set O); not "Pneumothorax is a small one" (a size, a side)
+                 or (not s[:m.start()].strip(" \t\"'*_(") and _DEFINITION.match(after) and not _BARE_SIZED.match(after)))
     # "beyond what I can offer" speaks of the reply's reach, not of something it observes
     clause = re.sub(r"\bwhat i (?:can|could)\b", " ", clause)
     # the subject may open a later clause of the sentence: only that clause's words count
@@ -1436,7 +1441,32 @@ def _structured(text, question, finding, kind, synonyms) -> Reading | str | None
     return "\n".join(structured.string_values(obj))
 
 
-_SPECIAL_TOKENS = re.compile(r"\[(?:end|eos|sep|pad|/?inst)\]|</?s>|<\|[\w-]+\|>|<(?:eos|pad|unk|bos)>", re.IGNORECASE)
+# (issue 48, set O) a vision model's image placeholder ("<image>") is a template token too
+_SPECIAL_TOKENS = re.compile(r"\[(?:end|eos|sep|pad|/?inst)\]|</?s>|<\|[\w-]+\|>|<(?:eos|pad|unk|bos|image|img)>", re.IGNORECASE)
+# A template left unfilled (issue 48, set O): every line an empty label ("Answer:", "Fracture
+# evaluation:"), a bare list number ("1."), or the question echoed back ("Question: Is there ...?"),
+# so the reply holds no word of its own about the finding. A label that is itself a verdict ("No:") is words.
+_EMPTY_LABEL = re.compile(r"^\W*(?P<label>[^:\n]{1,40}?)\s*:\s*$")
+_BARE_ITEM = re.compile(r"^\W*\d{0,2}\s*[.)\-*\u2022]?\s*$")
+_VERDICT_WORD = re.compile(r"\b(?:yes|no|not|none|present|absent|positive|negative|seen|visible|normal|abnormal|nil|"
+                           r"neg|pos|true|false)\b")
+
+
+def _unfilled_template(text: str, question: str) -> bool:
+    """Whether ``text`` is a template with nothing filled in (see :data:`_EMPTY_LABEL`)."""
+    asked = re.sub(r"\W+", " ", normalize(question or "")).strip()
+    lines = [ln.strip() for ln in normalize(text or "").split("\n") if ln.strip()]
+    if not lines:
+        return False
+    frame = False  # an option letter or number alone ("(B)", "1") is a choice, not a template
+    for line in lines:
+        label = _EMPTY_LABEL.match(line)
+        echo = re.sub(r"\W+", " ", _QUESTION_LEAD.sub("", line)).strip()
+        if (label is not None and not _VERDICT_WORD.search(label.group("label"))) or (asked and echo == asked):
+            frame = True
+        elif not _BARE_ITEM.match(line):
+            return False
+    return frame
 # a short reply that stops on a word that cannot end a sentence ("The lateral ventricles are"): cut off
 _CUT_OFF = re.compile(r"\b(?:is|are|was|were|the|a|an|of|and|or|to|with|in|on|at|by|for|but|that|which|its|their|be|"
                       r"been|being)\s*$")
@@ -1491,6 +1521,8 @@ def read_decision(text: str, question: str, finding: str, question_kind: str | N
     value_runs = [len(list(g)) for _, g in groupby(value)]
     if len(value) >= 4 and len(value_runs) >= 2 and min(value_runs) >= 2:
         return Reading("unparseable", None, "none", "words repeated in runs after a label: degenerate output, not a reply")
+    if _unfilled_template(stripped, question):
+        return Reading("unparseable", None, "none", "an unfilled template: empty labels, list numbers or the question echoed")
     token = _REVERSED_QUESTION.set(question_is_reversed(question))
     declines = _DECLINING.set(bool(_undecided(normalize(text or ""))))
     try:
