@@ -759,6 +759,13 @@ _DECLINED_OBJECT = re.compile(r"\b(?:can not|could not|am unable to|am not able 
 # One of two candidates for what a structure is ("could be the pancreatic tail or jejunum", "either a
 # flat polyp or just a fold", "polyp versus fold"): the reply has not decided which, so the mention
 # asserts nothing; the rest of the reply (a referral, another mention) decides.
+# The finding as the subject of a declined read (issue 48, set O): "the rectum (and sigmoid colon) could
+# not be evaluated / assessed", "... is not assessable / not evaluable": the verb is the reader's, not the organ's
+_DECLINED_PREDICATE = re.compile(
+    r"^(?:s|es)?(?:\s+and\s+(?:the\s+)?[\w-]+(?:\s+[\w-]+)?)?\s+(?:(?:could|can|may)\s+not\s+be|(?:is|are|was|were)\s+not)\s+"
+    r"(?:reliably\s+|adequately\s+|fully\s+|properly\s+|confidently\s+|well\s+)?(?:evaluated|assessed|judged|appraised|"
+    r"characteri[sz]ed|assessable|evaluable|interpretable)\b|"
+    r"^(?:s|es)?\s+(?:(?:could|can)\s+not\s+be\s+)?(?:non-?diagnostic|unassessable|not assessable|not evaluable)\b")
 _CANDIDATE_LEAD = r"(?:(?:could|might|may|can)\s+(?:also\s+)?(?:be|represent|show)|either)\s+(?:either\s+)?"
 _ARTICLE_WORDS = r"(?:(?:the|a|an|just|simply|only|possibly|perhaps|normal)\s+)*(?:[\w-]+\s+){0,2}?"
 _FIRST_CANDIDATE_BEFORE = re.compile(_CANDIDATE_LEAD + _ARTICLE_WORDS + r"$")
@@ -848,6 +855,8 @@ def _mention_status(s: str, m: re.Match, finding: str, organ: bool = False) -> s
         return None  # "lateral to where the IVC runs": a place in the body named by the organ
     if conflict:
         return conflict
+    if _DECLINED_PREDICATE.match(s[m.end():]):
+        return None  # "The rectum could not be evaluated due to streak artefact": the read is declined (issue 48, set O)
     if _DECLINED_OBJECT.search(s[:m.start()]):
         return None  # "I can't reliably comment on the bladder": the comment is refused, not the organ
     if _one_of_two_candidates(s, m):
@@ -1132,6 +1141,10 @@ def _label_lines(lines, terms):
         if not m or not re.search(r"\w", m.group("rest")):
             continue
         rest = m.group("rest")
+        if _DECLINE.search(rest) or _DECLINED_PREDICATE.match(" " + rest):
+            # "Prostate — can't tell; motion artefact ..." (issue 48, set O): the field is declined, not filled
+            found = ("refer", None)
+            continue
         if _CHOICE_HEADER.match(rest):  # "| Pneumothorax | Present | Absent |": the columns, not a value
             found = ("unclear", None)
             continue
