@@ -518,6 +518,7 @@ def _leading(sentence: str, kind: str, flip: bool) -> bool | None:
 
 
 # "Possibly.", "Probably — ...": a hedged yes, which the hedge rule reads as yes
+_NOT_ENTIRELY = re.compile(r"not\s+(?:entirely|completely|quite|fully|totally|altogether|wholly)\s*(?:[:,;.\u2013\u2014]|-\s)")
 _HEDGED_YES = re.compile(r"(?:quite |very |most )?(?:possibly|probably)(?=\s*(?:$|[.!,;:\u2013\u2014]|-\s))")
 
 
@@ -525,6 +526,10 @@ def _particle(sentence: str, kind: str, flip: bool) -> bool | None:
     s = re.sub(r"^[\W_]+", "", sentence)
     if _BOTH.match(s) or _REFER.match(s):  # "لا أستطيع التحديد" is "I cannot tell", not "no"
         return None
+    if kind == "health" and _NOT_ENTIRELY.match(s):
+        # "Is this mammogram normal?" "Not entirely: there is a cluster of ..." (issue 48, set O): a no to
+        # the question asked; read only for health questions, where "partly normal" is abnormal
+        return True if flip else False
     if _NOT_HERE.match(s):  # "Not on this one.", "Not here."
         return True if (flip and kind == "health") else False
     if kind != "health" and not _DECLINING.get():  # "Not visible due to overlying artifact" asks for another image
@@ -612,7 +617,9 @@ _LANDMARK_BEFORE = re.compile(
     r"\b(?:below|above|beneath|underneath|inferior to|superior to|caudal to|cranial to|under))\s+"
     r"(?:where\s+|the\s+level\s+(?:where|at\s+which)\s+)?(?:the\s+)?"
     r"(?:level\s+of\s+(?:the\s+)?)?$")
-_LANDMARK_AFTER = re.compile(r"^\s+(?:fossa|bed|region|area|level|hilum|hilar region|resection bed)\b")
+# (issue 48, set O) "lung windows", "liver window", "bone kernel": a display setting named after the organ
+_LANDMARK_AFTER = re.compile(r"^\s+(?:fossa|bed|region|area|level|hilum|hilar region|resection bed|windows?|window settings?|"
+                             r"kernels?|algorithm)\b")
 # "no focal lesion in the liver": the denial is of a property; the organ itself is presupposed.
 _PROPERTY_DENIED = re.compile(
     r"^\s*(?:[\w-]+\s+){0,3}?(?:lesions?|mass(?:es)?|abnormalit(?:y|ies)|stones?|calcul(?:us|i)|fluid|collections?|"
@@ -712,7 +719,7 @@ _ORGAN_LOCATION = re.compile(
     r"(?:(?:much|well|further|farther|a bit|slightly)\s+)?(?:lower|higher|more\s+(?:inferiorly|superiorly|caudally|"
     r"cranially|medially|laterally|anteriorly|posteriorly)|further\s+(?:down|up)|(?:at|around)\s+(?:around\s+)?"
     r"(?:the\s+level\s+of\s+)?(?:[ltcs]\d|the\s+level\s+of\s+(?:the\s+)?[ltcs]\d))")
-_GERUND_TOPIC = re.compile(r"^\W*(?:identifying|assessing|evaluating|detecting|seeing|visuali[sz]ing|finding|spotting|"
+_GERUND_TOPIC = re.compile(r"^\W*whether\s+(?:the\s+|a\s+|an\s+)?$|^\W*(?:identifying|assessing|evaluating|detecting|seeing|visuali[sz]ing|finding|spotting|"
                            r"locating|distinguishing|recogni[sz]ing|judging)\s+(?:the\s+|a\s+|an\s+)?$")
 _TOPIC_PREDICATE = re.compile(r"^(?:s|es)?\s+(?:[\w-]+\s+){0,4}?(?:depends|relies|requires|needs|varies|"
                               r"(?:is|can be)\s+(?:often\s+)?(?:difficult|hard|easier|easy|tricky|challenging|best|done))\b")
