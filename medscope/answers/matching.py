@@ -616,7 +616,10 @@ _LANDMARK_BEFORE = re.compile(
     r"(?:\b(?:level|region|area|site|location|vicinity|bed|fossa)\s+(?:of|below|above|beneath)|"
     r"\b(?:below|above|beneath|underneath|inferior to|superior to|caudal to|cranial to|under))\s+"
     r"(?:where\s+|the\s+level\s+(?:where|at\s+which)\s+)?(?:the\s+)?"
-    r"(?:level\s+of\s+(?:the\s+)?)?$")
+    r"(?:level\s+of\s+(?:the\s+)?)?"
+    # (issue 48, set O) "below the inferior tip of the spleen": the organ's edge as the landmark
+    r"(?:(?:(?:inferior|superior|lower|upper|caudal|cranial)(?:most)?\s+)?(?:tip|pole|edge|margin|border|dome|apex|extent)\s+of\s+"
+    r"(?:the\s+)?)?$")
 # (issue 48, set O) "lung windows", "liver window", "bone kernel": a display setting named after the organ
 _LANDMARK_AFTER = re.compile(r"^\s+(?:fossa|bed|region|area|level|hilum|hilar region|resection bed|windows?|window settings?|"
                              r"kernels?|algorithm)\b")
@@ -766,6 +769,14 @@ _DECLINED_OBJECT = re.compile(r"\b(?:can not|could not|am unable to|am not able 
 # One of two candidates for what a structure is ("could be the pancreatic tail or jejunum", "either a
 # flat polyp or just a fold", "polyp versus fold"): the reply has not decided which, so the mention
 # asserts nothing; the rest of the reply (a referral, another mention) decides.
+# The finding as what a test is good or poor at finding (issue 48, set O): "although CT is insensitive for
+# non-calcified gallstones", "ultrasound is the test of choice for ...": a limitation of the method, said
+# after the reply's verdict, that asserts nothing about this image
+_MODALITY_FOR = re.compile(
+    r"\b(?:(?:in)?sensitive|specific|(?:un)?reliable|accurate|limited|poor|better|best|worse|(?:the\s+)?(?:test|modality|"
+    r"investigation|study|examination|imaging)\s+of\s+choice|preferred|superior|inferior)\s+(?:\w+\s+)?(?:for|at|in)\s+"
+    r"(?:(?:detecting|identifying|excluding|ruling out|picking up|showing|assessing|evaluating|diagnosing)\s+)?"
+    r"(?:(?:the|a|an|small|tiny|subtle|early|non-?calcified|radiolucent|[\w-]+)\s+){0,2}?$")
 # The finding as the subject of a declined read (issue 48, set O): "the rectum (and sigmoid colon) could
 # not be evaluated / assessed", "... is not assessable / not evaluable": the verb is the reader's, not the organ's
 _DECLINED_PREDICATE = re.compile(
@@ -862,6 +873,8 @@ def _mention_status(s: str, m: re.Match, finding: str, organ: bool = False) -> s
         return None  # "lateral to where the IVC runs": a place in the body named by the organ
     if conflict:
         return conflict
+    if _MODALITY_FOR.search(s[:m.start()]):
+        return "hypothetical"  # "CT is insensitive for non-calcified gallstones": the test's reach, not this image
     if _DECLINED_PREDICATE.match(s[m.end():]):
         return None  # "The rectum could not be evaluated due to streak artefact": the read is declined (issue 48, set O)
     if _DECLINED_OBJECT.search(s[:m.start()]):
