@@ -2141,6 +2141,46 @@ _DILATED_SYSTEM = re.compile(
     r"(?P<neg>not\s+)?(?:(?:mildly|moderately|severely|markedly|slightly|minimally)\s+)?dilated\b")
 
 
+# The body region or bony housing that holds an organ (issue 48, set O): a reply that says the region is
+# out of the image ("The posterior fossa is not included", "the sella turcica is not in the field of
+# view", "the pelvis lies well below the field of view") says the organ inside it is out too. Only
+# regions that wholly contain the organ, and only where the organ itself is not named.
+_CONTAINING_REGION = {
+    "cerebellum": ("posterior fossa", "posterior cranial fossa"), "brainstem": ("posterior fossa", "posterior cranial fossa"),
+    "pons": ("posterior fossa",), "medulla": ("posterior fossa",), "fourth ventricle": ("posterior fossa",),
+    "pituitary": ("sella turcica", "sella", "pituitary fossa", "hypophyseal fossa"),
+    "bladder": ("pelvis", "true pelvis", "lesser pelvis"), "prostate": ("pelvis", "true pelvis", "lesser pelvis"),
+    "uterus": ("pelvis", "true pelvis", "lesser pelvis"), "ovary": ("pelvis", "true pelvis"), "ovaries": ("pelvis", "true pelvis"),
+    "rectum": ("pelvis", "true pelvis"), "seminal vesicles": ("pelvis",),
+    "heart": ("chest", "thorax", "mediastinum"), "lungs": ("chest", "thorax"), "lung": ("chest", "thorax"),
+    "globe": ("orbits", "orbit"), "globes": ("orbits", "orbit"), "eye": ("orbits", "orbit"), "eyes": ("orbits", "orbit"),
+    "lens": ("orbits", "orbit"), "optic nerve": ("orbits", "orbit"),
+}
+_REGION_OUT = re.compile(
+    r"^\s+(?:(?:is|are|was|were)\s+(?:(?:therefore|thus|also|clearly|entirely|completely)\s+)?not\s+(?:included|imaged|covered|"
+    r"captured|visible|seen|shown|depicted|(?:in|within)\s+(?:the\s+|this\s+)?(?:field\s+of\s+view|fov|view|image|slice|section|"
+    r"scan))|(?:lies?|sits?|is|are)\s+(?:well\s+|far\s+|entirely\s+|completely\s+)?(?:below|above|outside|beyond)\s+"
+    r"(?:the\s+|this\s+)?(?:field\s+of\s+view|fov|slice|image|section|scan|imaged\s+(?:volume|range)))\b")
+
+
+def _region_excluded(flat: str, finding: str, terms: tuple[str, ...]) -> bool:
+    """Whether the reply puts the region that holds ``finding`` out of the image (:data:`_CONTAINING_REGION`)
+    and says nothing else of that region; the organ itself must not be named (its own mentions decide)."""
+    name = normalize(finding)
+    regions = _CONTAINING_REGION.get(name) or next(
+        (v for k, v in _CONTAINING_REGION.items() if re.search(rf"\b{re.escape(k)}\b", name)), None)
+    if not regions:
+        return False
+    pat = _term_pattern(terms)
+    if pat is not None and pat.search(flat):
+        return False
+    hits = list(re.finditer(r"\b(?<!renal )(?<!kidney )(?:the\s+)?(?:" + "|".join(re.escape(r) for r in sorted(regions, key=len, reverse=True))
+                            + r")\b", flat))  # "the renal pelvis" is the kidney's, not the body's
+    # every mention of the region puts it out, none hedged ("may not be included") or partial ("only partly included")
+    return bool(hits) and all(_REGION_OUT.match(flat[h.end():]) for h in hits) and not re.search(
+        r"\b(?:partly|partially|part of|may|might|could|possibly|probably)\b", flat)
+
+
 def _read(text: str, question: str, finding: str, question_kind: str | None, synonyms: tuple[str, ...],
           _corrections: bool) -> Reading:
     """:func:`read_decision` without the evidence."""
@@ -2233,6 +2273,8 @@ def _read(text: str, question: str, finding: str, question_kind: str | None, syn
         return Reading(_undecided(flat) or "refer", None, "other-language")
     if foreign is not None:  # full sentences in another language: its own verdict lexicon
         return Reading(foreign[0], foreign[1], "other-language")
+    if kind == "organ" and _region_excluded(flat, finding, terms):
+        return Reading("answer", False, "region-excluded")  # "The posterior fossa is not included" (the cerebellum)
     undecided = _undecided(flat)
     if undecided:
         return Reading(undecided, None, "undecided")
