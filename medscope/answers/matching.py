@@ -722,7 +722,10 @@ _ORGAN_LOCATION = re.compile(
     r"(?:(?:much|well|further|farther|a bit|slightly)\s+)?(?:lower|higher|more\s+(?:inferiorly|superiorly|caudally|"
     r"cranially|medially|laterally|anteriorly|posteriorly)|further\s+(?:down|up)|(?:at|around)\s+(?:around\s+)?"
     r"(?:the\s+level\s+of\s+)?(?:[ltcs]\d|the\s+level\s+of\s+(?:the\s+)?[ltcs]\d))")
-_GERUND_TOPIC = re.compile(r"^\W*whether\s+(?:the\s+|a\s+|an\s+)?$|^\W*(?:identifying|assessing|evaluating|detecting|seeing|visuali[sz]ing|finding|spotting|"
+_GERUND_TOPIC = re.compile(r"^\W*whether\s+(?:the\s+|a\s+|an\s+)?$|"
+                           # "Evaluation of pneumothorax requires ..." (issue 48, set O): the task, not the finding
+                           r"^\W*(?:(?:the|an?)\s+)?(?:evaluation|assessment|detection|diagnosis|identification|exclusion|"
+                           r"interpretation)\s+(?:of|for)\s+(?:the\s+|a\s+|an\s+|any\s+)?$|^\W*(?:identifying|assessing|evaluating|detecting|seeing|visuali[sz]ing|finding|spotting|"
                            r"locating|distinguishing|recogni[sz]ing|judging)\s+(?:the\s+|a\s+|an\s+)?$")
 _TOPIC_PREDICATE = re.compile(r"^(?:s|es)?\s+(?:[\w-]+\s+){0,4}?(?:depends|relies|requires|needs|varies|"
                               r"(?:is|can be)\s+(?:often\s+)?(?:difficult|hard|easier|easy|tricky|challenging|best|done))\b")
@@ -2103,6 +2106,9 @@ def _unaccounted_negation(lines: list[str], terms: tuple[str, ...], finding: str
 # excluded ... a decubitus view would help clarify", "repeat films in 10-14 days are advised") defers
 # the call: the reply refers, it does not claim.
 _FURTHER_WORKUP = re.compile(
+    # (issue 48, set O) a reader named to look again: "I'd recommend a radiologist review the adjacent slices"
+    r"\b(?:recommend|suggest|advise)\s+(?:that\s+)?(?:a|an|the|your)\s+(?:[\w-]+\s+)?(?:radiologists?|\w+ologists?|"
+    r"specialists?|clinicians?|doctors?|physicians?)\s+(?:review|reviews|look at|looks at|assess|assesses|check|checks)\b|"
     r"\b(?:would|could|will|may|might)\s+help\s+(?:to\s+)?(?:clarify|confirm|exclude|settle|decide|resolve)\b|"
     r"\b(?:repeat|further|additional|follow-up|dedicated|cross-sectional)\s+(?:\w+\s+){0,2}?(?:films?|imaging|views?|"
     r"radiographs?|x-rays?|ct|mri|ultrasound|sequences?|scans?)\b[^.]*\b(?:advised|recommended|suggested|needed|"
