@@ -2187,6 +2187,22 @@ def _region_excluded(flat: str, finding: str, terms: tuple[str, ...]) -> bool:
         r"\b(?:partly|partially|part of|may|might|could|possibly|probably)\b", flat)
 
 
+# "The appendix is not visualised. There are no secondary signs such as fat stranding or free fluid"
+# (issue 48, set O): where the finding is not named, a reply that denies its secondary (indirect,
+# ancillary) signs and says nothing positive denies it, as a reader who cannot see the organ does.
+_SECONDARY_SIGNS = re.compile(r"\b(?:no|without|absence of|nor)\s+(?:(?:other|secondary|indirect|ancillary|associated)\s+)"
+                              r"(?:signs?|features?|findings?)\b")
+_HEDGE_WORD = re.compile(r"\b(?:may|might|could|possibl[ey]|probabl[ey]|perhaps|cannot|can not|uncertain|unclear|equivocal|"
+                         r"suspicious|suggest\w*|likely)\b")
+
+
+def _no_secondary_signs(sentences: list[str]) -> bool:
+    """Whether the reply denies the finding's secondary signs and every sentence of it is a negation."""
+    return (any(_SECONDARY_SIGNS.search(x) for x in sentences)
+            and all(_NEGATION_CUE.search(x) for x in sentences if re.search(r"\w", x))
+            and not any(_HEDGE_WORD.search(x) for x in sentences))
+
+
 def _read(text: str, question: str, finding: str, question_kind: str | None, synonyms: tuple[str, ...],
           _corrections: bool) -> Reading:
     """:func:`read_decision` without the evidence."""
@@ -2287,6 +2303,8 @@ def _read(text: str, question: str, finding: str, question_kind: str | None, syn
     if kind == "organ" and terms and _other_anatomy(flat, terms, finding):
         return Reading("refer", None, "other-entity")  # it speaks of other organs, not the asked one
     pat = _term_pattern(terms)
+    if kind != "organ" and (pat is None or not pat.search(flat)) and _no_secondary_signs(sentences):
+        return Reading("answer", False, "no-secondary-signs")  # "... not visualised. No secondary signs such as ..."
     if pat is None or not pat.search(flat):
         absent, present = _ABSENT_PREDICATE.search(flat), _PRESENT_PREDICATE.search(flat)
         if (absent or present) and _other_subject(flat, absent or present, terms):
