@@ -29,7 +29,7 @@ from functools import lru_cache
 FOREIGN_NAMES = {
     "liver": (r"\blever\w*", r"wątrob\w*", r"játr\w*", r"ficat\w*", r"ήπα[ρτ]\w*", r"печен\w*", r"karaciğer\w*", r"h[ií]gado", r"f[ií]gado", r"foie", r"leber\w*", r"fegato", r"hep[aá]tic[oa]", r"肝"),
     "kidney": (r"njur\w*", r"nyre\w*", r"\bnier\b", r"nerk\w*", r"ledvin\w*", r"rinich\w*", r"νεφρ\w*", r"почк\w*", r"böbre\w*", r"ri[ñn][óo]n(?:es)?", r"\brim\b", r"\brins\b", r"reins?", r"niere\w*", r"nieren\w*", r"ren[ei]", r"肾(?!上腺)", r"腎"),
-    "spleen": (r"mjält\w*", r"\bmilt\b", r"śledzion\w*", r"slezin\w*", r"splin\w*", r"σπλήν\w*", r"селезён\w*", r"селезен\w*", r"dalak\w*", r"bazo", r"ba[çc]o", r"la rate", r"milz", r"milza", r"脾"),
+    "spleen": (r"mjält\w*", r"\bmilt(?:en)?\b", r"śledzion\w*", r"slezin\w*", r"splin\w*", r"σπλήν\w*", r"селезён\w*", r"селезен\w*", r"dalak\w*", r"bazo", r"ba[çc]o", r"la rate", r"milz", r"milza", r"脾"),
     "pancreas": (r"p[aâá]ncreas", r"pancr[ée]as", r"pankreas", r"胰", r"膵"),
     "gallbladder": (r"ves[íi]cula(?: biliar)?", r"v[ée]sicule biliaire", r"gallenblase", r"colecisti", r"cistifellea",
                     r"胆囊", r"胆嚢"),
@@ -196,7 +196,10 @@ _ANY_NAME = _alt(p for names in FOREIGN_NAMES.values() for p in names)
 # Words that mark a reply as written in another language, and words that mark it as English.
 _CJK = re.compile(r"[\u3040-\u30ff\u4e00-\u9fff]")
 _FOREIGN_TEXT = re.compile(r"\b(?:el|los|las|se|n[ãa]o|est|une|der|das|ist|nicht|il|è|di|del|em|da|una|des|les|dans|im|"
-                           r"nel|que|und|ein|eine|sin|sem|kein|keine|en|y|et|es|la|le|no)\b")
+                           r"nel|que|und|ein|eine|sin|sem|kein|keine|en|y|et|es|la|le|no|"
+                           # (issue 48, set O) nl / sv / no / da / pl / cs / ro / tr function words
+                           r"de|het|een|niet|deze|och|inte|på|denna|det|ikke|dette|og|nie|jest|na|tym|nejsou|není|"
+                           r"este|pe|această|bu|ve)\b")
 _ENGLISH_TEXT = re.compile(r"\b(?:the|is|are|an?|of|in|this|that|not|no|yes|may|can|please|it|there|i)\b|"
                            r"\b(?:present|visible|seen)\b")
 
@@ -221,6 +224,12 @@ def _finding_pattern(english_terms: tuple[str, ...]) -> re.Pattern | None:
     if not keys:
         return None
     return _alt(p for k in sorted(keys) for p in FOREIGN_NAMES[k])
+
+
+def opens_with_decline(text: str) -> bool:
+    """Whether ``text`` (normalised) opens with a decline in another language ("nie można ocenić",
+    "δεν μπορώ"), whose first word would otherwise read as a bare "no" particle (issue 48, set O)."""
+    return bool(_DECLINE.match(text.lstrip(" \t\"'*_-")))
 
 
 def _clause_verdict(clause: str) -> str | None:

@@ -524,7 +524,7 @@ _HEDGED_YES = re.compile(r"(?:quite |very |most )?(?:possibly|probably)(?=\s*(?:
 
 def _particle(sentence: str, kind: str, flip: bool) -> bool | None:
     s = re.sub(r"^[\W_]+", "", sentence)
-    if _BOTH.match(s) or _REFER.match(s):  # "لا أستطيع التحديد" is "I cannot tell", not "no"
+    if _BOTH.match(s) or _REFER.match(s) or languages.opens_with_decline(s):  # "لا أستطيع التحديد" is "I cannot tell", not "no"
         return None
     if kind == "health" and _NOT_ENTIRELY.match(s):
         # "Is this mammogram normal?" "Not entirely: there is a cluster of ..." (issue 48, set O): a no to
@@ -779,7 +779,9 @@ _MODALITY_FOR = re.compile(
     r"\b(?:(?:in)?sensitive|specific|(?:un)?reliable|accurate|limited|poor|better|best|worse|(?:the\s+)?(?:test|modality|"
     r"investigation|study|examination|imaging)\s+of\s+choice|preferred|superior|inferior)\s+(?:\w+\s+)?(?:for|at|in)\s+"
     r"(?:(?:detecting|identifying|excluding|ruling out|picking up|showing|assessing|evaluating|diagnosing)\s+)?"
-    r"(?:(?:the|a|an|small|tiny|subtle|early|non-?calcified|radiolucent|[\w-]+)\s+){0,2}?$")
+    r"(?:(?:the|a|an|small|tiny|subtle|early|non-?calcified|radiolucent|[\w-]+)\s+){0,2}?|"
+    # "although a plain film misses radiolucent stones"
+    r"\b(?:misses|overlooks|can miss|may miss|often misses)\s+(?:[\w-]+\s+){0,2}?$")
 # The finding as the subject of a declined read (issue 48, set O): "the rectum (and sigmoid colon) could
 # not be evaluated / assessed", "... is not assessable / not evaluable": the verb is the reader's, not the organ's
 _DECLINED_PREDICATE = re.compile(
