@@ -1,6 +1,11 @@
 """Full-sentence replies in other languages (Spanish, Portuguese, French, German, Italian, Chinese,
-Japanese): the asked finding's name in that language and a small verdict lexicon of presence,
-absence (with its negation words), hedge and decline phrases.
+Japanese; Russian, Vietnamese, Arabic since the M+N round; Dutch, Swedish, Norwegian, Danish, Polish,
+Czech, Romanian, Greek, Turkish, Korean, Hindi since the O round): the asked finding's name in that
+language and a small verdict lexicon of presence, absence (with its negation words), hedge and decline
+phrases. The lexicon is kept per language, not per phrase: each language's common visibility verbs
+(seen / visible / shown / included), their negated forms, its negating determiners ("kein", "ingen",
+"geen", "κανένα") and its "cannot judge" (a decline, read before the negators so "판단할 수 없습니다"
+is not a denial).
 
 Why a lexicon and not a translator: a reply read through machine translation can come back the
 wrong way round (a dropped negation is a flip), and no translation model ships with the project.

@@ -73,7 +73,7 @@ from medscope.answers.lexicon import (  # the word lists, importable from here a
 
 RULES = ("final-tag", "json-field", "json-partial", "self-correction", "verdict-line", "label-line", "final-colon",
          "both", "leading-yes-no", "search-outcome", "mention", "health-words", "declined", "probability",
-         "rating", "graded-sign", "other-language", "table-row", "bare-mention", "other-subject", "modified-echo", "qualified-normal", "differential", "conflicting-evidence", "unaccounted-negation", "hedged-workup", "one-side-seen", *markup.UNCLEAR_WHY,
+         "rating", "graded-sign", "other-language", "table-row", "bare-mention", "other-subject", "modified-echo", "qualified-normal", "differential", "conflicting-evidence", "unaccounted-negation", "hedged-workup", "one-side-seen", "region-excluded", "no-secondary-signs", *markup.UNCLEAR_WHY,
          "undecided", "other-entity", "predicate", "open", "none")
 
 _WRONG_ANATOMY = re.compile(r"\b(?:this|it|(?:the|this) (?:\w+ )?(?:image|scan|study|film|picture|frame))"
