@@ -140,7 +140,7 @@ ABSENT = (
     r"(?:syns|ses|finns|visas|avbildas) inte", r"inte (?:synlig\w*|avbildad\w*|med)", r"\bsaknas\b",
     r"(?:ses|sees|vises|finnes|findes|avbildes|afbildes) ikke", r"ikke (?:synlig\w*|avbildet|afbildet|med)",
     r"\b(?:ingen|inget|inga|intet)\b",
-    r"nie (?:jest |są |ma |widać|uwidacznia się|stwierdza się)(?:widoczn\w*)?", r"\bbrak\b",
+    r"nie (?:jest|są) widoczn\w*", r"nie (?:widać|uwidacznia się|stwierdza się|ma)\b", r"\bbrak\b",
     r"(?:není|nejsou) (?:vidět|viditeln\w*|patrn\w*|zobrazen\w*)", r"\bžádn\w*",
     r"nu (?:se (?:vede|vizualizeaz\w*|observ\w*)|este vizibil\w*|sunt vizibil\w*|apare)", r"\bniciun\w*", r"\bfără\b",
     r"δεν (?:απεικονίζ\w*|φαίν\w*|είναι ορατ\w*|υπάρχ\w*|παρατηρ\w*|διακρίν\w*|περιλαμβάν\w*)", r"\bχωρίς\b", r"\bκαμία\b",
@@ -165,7 +165,12 @@ PRESENT = (
 )
 HEDGE = (r"\bposibles?\b", r"poss[íi]vel", r"\bpossible\b", r"möglich\w*", r"possibile", r"可能", r"疑い", r"quiz[áa]s?",
          r"talvez", r"peut-[êe]tre", r"vielleicht", r"\bforse\b", r"疑似", r"\bverdacht\w*", r"sospech\w*", r"suspeit\w*",
-         r"sospett\w*")
+         r"sospett\w*",
+         # (issue 48, set O) the hedges and "cannot be excluded" of the languages added in the O round, so a
+         # hedged clause there is not read as committed
+         r"mogelijk\w*", r"möjlig\w*", r"\bmulig\w*", r"możliw\w*", r"\bmožn[áéý]\w*", r"\bposibil\w*", r"πιθαν\w*",
+         r"\bolası\w*", r"muhtemel\w*", r"uteslut\w*", r"utelukk\w*", r"udelukk\w*", r"uitgesloten", r"uitsluiten",
+         r"wykluczy\w*", r"wyklucz\w*", r"vylouč\w*", r"exclus\w*", r"αποκλε\w*", r"dışlanam\w*", r"\bescludere\b", r"esclus\w*")
 DECLINE = (r"no es posible", r"n[ãa]o [ée] poss[íi]vel", r"il n'est pas possible", r"impossible de", r"nicht m[öo]glich",
            r"nicht beurteilbar", r"non [èe] possibile", r"无法", r"不能确定", r"不确定", r"判断できません", r"わかりません",
            r"不明(?!瞭)", r"no se puede determinar", r"n[ãa]o se pode", r"je ne sais pas", r"ich weiß nicht", r"non lo so",
@@ -218,6 +223,27 @@ def _foreign(text: str) -> bool:
     return english == 0 or (foreign >= 2 and foreign > english)
 
 
+def names_in_other_language(text: str, english_terms: tuple[str, ...]) -> bool:
+    """Whether a normalised line of another language names the finding in that language (see
+    :data:`FOREIGN_NAMES`): the reader then does not mend it as an English typo ("bloeding" is the
+    Dutch name, not "bleeding" misspelt; issue 48, set O).
+
+    Parameters
+    ----------
+    text : str
+        A normalised line.
+    english_terms : tuple of str
+        The finding's English words.
+
+    Returns
+    -------
+    bool
+        True when the line is in another language and holds one of the finding's names in it.
+    """
+    names = _finding_pattern(tuple(english_terms))
+    return names is not None and _foreign(text) and bool(names.search(text))
+
+
 @lru_cache(maxsize=256)
 def _finding_pattern(english_terms: tuple[str, ...]) -> re.Pattern | None:
     keys = set()
@@ -233,7 +259,18 @@ def _finding_pattern(english_terms: tuple[str, ...]) -> re.Pattern | None:
 
 def opens_with_decline(text: str) -> bool:
     """Whether ``text`` (normalised) opens with a decline in another language ("nie można ocenić",
-    "δεν μπορώ"), whose first word would otherwise read as a bare "no" particle (issue 48, set O)."""
+    "δεν μπορώ"), whose first word would otherwise read as a bare "no" particle (issue 48, set O).
+
+    Parameters
+    ----------
+    text : str
+        A normalised sentence.
+
+    Returns
+    -------
+    bool
+        True when the sentence opens with a phrase of :data:`DECLINE`.
+    """
     return bool(_DECLINE.match(text.lstrip(" \t\"'*_-")))
 
 

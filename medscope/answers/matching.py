@@ -2215,7 +2215,8 @@ def _read(text: str, question: str, finding: str, question_kind: str | None, syn
     if isinstance(got, str):
         text = got
     terms = finding_terms(finding, tuple(synonyms))
-    mended = [_mend_typos(line, terms) for line in _lines(text)]
+    # a line that names the finding in another language is not mended as an English typo ("bloeding" is Dutch)
+    mended = [line if languages.names_in_other_language(line, terms) else _mend_typos(line, terms) for line in _lines(text)]
     if _modified_echo(mended, terms, question):
         return Reading("unclear", None, "modified-echo")
     lines = [_P_NOTATION.sub(r"\1 probability", line) for line in _drop_echo(mended, terms, question)]

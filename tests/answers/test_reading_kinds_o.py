@@ -193,3 +193,12 @@ def test_declines_in_other_languages_are_not_denials():
     for reply in ("판단할 수 없습니다.", "Jag kan inte avgöra om det finns en blödning.",
                   "Nie można ocenić, czy jest krwotok."):
         assert read_reply_decision("counterfactual", reply, q, "haemorrhage").decision in ("refer", "unclear"), reply
+
+
+@pytest.mark.parametrize("reply", ["Krwotok nie jest wykluczony.", "Blödning kan inte uteslutas.",
+                                   "Mogelijk een kleine bloeding.", "Πιθανή μικρή αιμορραγία."])
+def test_hedges_in_the_added_languages_do_not_commit(reply):
+    # "not excluded" / "cannot be excluded" / "possibly": a Polish "nie jest" or a Dutch name that looks
+    # like an English typo ("bloeding") must not make a verdict
+    assert read_reply_decision("counterfactual", reply, "Is there a haemorrhage on this CT?",
+                               "haemorrhage").decision not in ("claim", "deny")
