@@ -1,6 +1,11 @@
 """Full-sentence replies in other languages (Spanish, Portuguese, French, German, Italian, Chinese,
-Japanese): the asked finding's name in that language and a small verdict lexicon of presence,
-absence (with its negation words), hedge and decline phrases.
+Japanese; Russian, Vietnamese, Arabic since the M+N round; Dutch, Swedish, Norwegian, Danish, Polish,
+Czech, Romanian, Greek, Turkish, Korean, Hindi since the O round): the asked finding's name in that
+language and a small verdict lexicon of presence, absence (with its negation words), hedge and decline
+phrases. The lexicon is kept per language, not per phrase: each language's common visibility verbs
+(seen / visible / shown / included), their negated forms, its negating determiners ("kein", "ingen",
+"geen", "κανένα") and its "cannot judge" (a decline, read before the negators so "판단할 수 없습니다"
+is not a denial).
 
 Why a lexicon and not a translator: a reply read through machine translation can come back the
 wrong way round (a dropped negation is a flip), and no translation model ships with the project.
@@ -27,19 +32,19 @@ from functools import lru_cache
 # English finding or organ (as normalised by the reader) -> its names in es / pt / fr / de / it /
 # zh / ja, as regular expressions; a trailing \w* takes German compounds ("Nierenhilus") and plurals.
 FOREIGN_NAMES = {
-    "liver": (r"h[ií]gado", r"f[ií]gado", r"foie", r"leber\w*", r"fegato", r"hep[aá]tic[oa]", r"肝"),
-    "kidney": (r"ri[ñn][óo]n(?:es)?", r"\brim\b", r"\brins\b", r"reins?", r"niere\w*", r"nieren\w*", r"ren[ei]", r"肾(?!上腺)", r"腎"),
-    "spleen": (r"bazo", r"ba[çc]o", r"la rate", r"milz", r"milza", r"脾"),
+    "liver": (r"\blever\w*", r"wątrob\w*", r"játr\w*", r"ficat\w*", r"ήπα[ρτ]\w*", r"печен\w*", r"karaciğer\w*", r"h[ií]gado", r"f[ií]gado", r"foie", r"leber\w*", r"fegato", r"hep[aá]tic[oa]", r"肝"),
+    "kidney": (r"njur\w*", r"nyre\w*", r"\bnier\b", r"nerk\w*", r"ledvin\w*", r"rinich\w*", r"νεφρ\w*", r"почк\w*", r"böbre\w*", r"ri[ñn][óo]n(?:es)?", r"\brim\b", r"\brins\b", r"reins?", r"niere\w*", r"nieren\w*", r"ren[ei]", r"肾(?!上腺)", r"腎"),
+    "spleen": (r"mjält\w*", r"\bmilt(?:en)?\b", r"śledzion\w*", r"slezin\w*", r"splin\w*", r"σπλήν\w*", r"селезён\w*", r"селезен\w*", r"dalak\w*", r"bazo", r"ba[çc]o", r"la rate", r"milz", r"milza", r"脾"),
     "pancreas": (r"p[aâá]ncreas", r"pancr[ée]as", r"pankreas", r"胰", r"膵"),
     "gallbladder": (r"ves[íi]cula(?: biliar)?", r"v[ée]sicule biliaire", r"gallenblase", r"colecisti", r"cistifellea",
                     r"胆囊", r"胆嚢"),
-    "stomach": (r"est[óô]mago", r"estomac", r"magen", r"stomaco", r"胃"),
-    "lung": (r"pulm[óo]n(?:es)?", r"pulmonar(?:es)?", r"pulm[ãa]o", r"pulm[õo]es", r"poumons?", r"pulmonaire",
+    "stomach": (r"magsäck\w*", r"\bmave\w*", r"\bmaag\b", r"żołąd\w*", r"žalud\w*", r"stomac\w*", r"στομάχ\w*", r"желуд(?!оч)\w*", r"\bmide\w*", r"est[óô]mago", r"estomac", r"magen", r"stomaco", r"胃"),
+    "lung": (r"lung(?:a|an|or|orna)\b", r"\blonge?n?\b", r"płuc\w*", r"plíc\w*", r"plic\w*", r"plămân\w*", r"πνεύμον\w*", r"лёгк\w*", r"легк\w*", r"akciğer\w*", r"pulm[óo]n(?:es)?", r"pulmonar(?:es)?", r"pulm[ãa]o", r"pulm[õo]es", r"poumons?", r"pulmonaire",
              r"lunge\w*", r"polmon[ei]", r"polmonare", r"肺"),
-    "heart": (r"coraz[óo]n", r"cora[çc][ãa]o", r"c(?:œ|oe)ur", r"herz\w*", r"cuore", r"card[íi]ac[oa]", r"cardiaque",
+    "heart": (r"hjärta\w*", r"hjerte\w*", r"\bhart\b", r"serc[ea]\b", r"srdce", r"\binim\w*", r"καρδι\w*", r"сердц\w*", r"\bkalp\w*", r"coraz[óo]n", r"cora[çc][ãa]o", r"c(?:œ|oe)ur", r"herz\w*", r"cuore", r"card[íi]ac[oa]", r"cardiaque",
               r"心脏", r"心臓"),
     "aorta": (r"aort[ae]", r"主动脉", r"大動脈"),
-    "bladder": (r"vejiga", r"bexiga", r"vessie", r"harnblase", r"vescica", r"膀胱"),
+    "bladder": (r"urinblås\w*", r"urinblære\w*", r"\bblaas\b", r"pęcherz\w*", r"měchýř\w*", r"vezic\w*", r"ουροδόχ\w*", r"мочев\w* пузыр\w*", r"mesane\w*", r"vejiga", r"bexiga", r"vessie", r"harnblase", r"vescica", r"膀胱"),
     "prostate": (r"pr[óo]stata", r"prostate", r"前列腺"),
     "colon": (r"c[óo]lon", r"dickdarm", r"结肠", r"結腸"),
     "esophagus": (r"es[óô]fago", r"(?:œ|oe)sophage", r"speiseröhre", r"ösophagus", r"esofago", r"食管", r"食道"),
@@ -69,6 +74,23 @@ FOREIGN_NAMES = {
     "trachea": (r"tr[áa]quea", r"traqueia", r"trach[ée]e", r"luftröhre", r"трахе\w*", r"khí quản", r"القصبة الهوائية", r"气管",
                 r"気管"),
     "aneurysm": (r"aneurism[ao]s?", r"an[ée]vrisme", r"aneurysma\w*", r"аневризм\w*", r"phình", r"تمدد", r"动脉瘤", r"動脈瘤"),
+    # (issue 48, set O) organs and findings the sets name in the other languages, in es / pt / fr / it / de /
+    # nl / sv / no / da / pl / cs / ro / el / ru / tr / zh / ja
+    "lateral ventricle": (r"ventr[íi]culos? laterai?l?e?s?", r"ventricules? lat[ée]raux", r"ventricol[oi] lateral[ei]",
+                          r"seitenventrikel\w*", r"laterale ventrikel\w*", r"sidoventrik\w*", r"sideventrik\w*",
+                          r"komor\w* boczn\w*", r"postrann\w* komor\w*", r"ventricul\w* lateral\w*", r"πλάγι\w* κοιλ\w*",
+                          r"боков\w* желудоч\w*", r"lateral ventrikül\w*", r"侧脑室", r"側脳室"),
+    "duodenum": (r"duodeno", r"duod[ée]num", r"zwölffingerdarm", r"twaalfvingerige darm", r"tolvfingertarm\w*",
+                 r"dwunastnic\w*", r"dvanáctník\w*", r"δωδεκαδάκτυλ\w*", r"двенадцатиперстн\w*", r"onikiparmak\w*",
+                 r"十二指肠", r"十二指腸"),
+    "haemorrhage": (r"hemorragias?", r"h[ée]morragies?", r"blutung\w*", r"emorragi[ae]", r"bloeding\w*", r"blödning\w*",
+                    r"blødning\w*", r"krwotok\w*", r"krwawieni\w*", r"krvácení", r"hemoragi[ea]\w*", r"αιμορραγ\w*",
+                    r"кровоизлияни\w*", r"kanama\w*", r"出血"),
+    "cerebellum": (r"cerebelo", r"cervelet", r"cervelletto", r"kleinhirn\w*", r"kleine hersenen", r"lillhjärn\w*",
+                   r"lillehjerne\w*", r"móżdż\w*", r"mozeček", r"cerebel\w*", r"παρεγκεφαλ\w*", r"мозжеч\w*", r"beyincik",
+                   r"小脑", r"小脳"),
+    "pituitary": (r"hip[óo]fise", r"hipófisis", r"hypophyse", r"ipofisi", r"hypophys\w*", r"hypofys\w*", r"przysadk\w*",
+                  r"hypofýz\w*", r"hipofiz\w*", r"υπόφυσ\w*", r"гипофиз\w*", r"垂体", r"下垂体"),
     "cardiomegaly": (r"cardiomegalia", r"cardiom[ée]galie", r"kardiomegalie", r"心脏扩大", r"心影增大"),
 }
 # English words of the reader that name a key above
@@ -79,7 +101,9 @@ _KEY_OF = {"kidneys": "kidney", "lungs": "lung", "urinary bladder": "bladder", "
            "left femoral head": "femoral head", "right femoral head": "femoral head", "stones": "stone",
            "kidney stone": "stone", "kidney stones": "stone", "calculus": "stone", "calculi": "stone",
            "diabetic retinopathy lesion": "retinopathy", "aortic aneurysm": "aneurysm", "aneurysms": "aneurysm",
-           "adrenal glands": "adrenal"}
+           "adrenal glands": "adrenal", "lateral ventricles": "lateral ventricle", "hemorrhage": "haemorrhage",
+           "haemorrhages": "haemorrhage", "hemorrhages": "haemorrhage", "bleed": "haemorrhage", "bleeding": "haemorrhage",
+           "pituitary gland": "pituitary", "hypophysis": "pituitary"}
 SIDE_WORDS = {
     "left": (r"izquierd[oa]s?", r"esquerd[oa]s?", r"gauche", r"link\w*", r"sinistr[oa]", r"左"),
     "right": (r"derech[oa]s?", r"direit[oa]s?", r"droite?", r"recht\w*", r"destr[oa]", r"右"),
@@ -105,6 +129,24 @@ ABSENT = (
     # ru / vi / ar (issue 48, sets M and N)
     r"не (?:видн[аоы]|виден|визуализиру\w+|определя\w+)", r"отсутству\w+", r"không (?:thấy|có|nhìn thấy|quan sát thấy)",
     r"غير (?:ظاهر\w*|مرئي\w*|واضح\w*)", r"لا (?:يظهر|تظهر|يوجد|توجد)",
+    # (issue 48, set O) each language's common negated visibility verbs and negating determiners, not one
+    # reply's phrase: it "non è compreso / incluso / rappresentato", es / pt "no está incluido", fr "n'est pas
+    # inclus", nl, sv, no, da, pl, cs, ro, el, tr, ko, hi
+    r"non (?:[èe]|sono) (?:compres[oaie]|inclus[oaie]|rappresentat[oaie]|visualizzat[oaie]|evident[ei]|apprezzabil[ei]|"
+    r"documentabil[ei])", r"non (?:si )?(?:vede|vedono|apprezza|apprezzano|evidenzia|evidenziano)",
+    r"no (?:est[áa]n? incluid[oa]s?|se incluye)", r"n[ãa]o (?:est[áa]o? incluíd[oa]s?|se v[êe]em)",
+    r"n'(?:est|sont) pas (?:inclus\w*|visualis\w*|d[ée]tect\w*|repr[ée]sent\w*)",
+    r"niet (?:zichtbaar|te zien|aanwezig|afgebeeld|in beeld)", r"\bgeen\b", r"\bontbreekt\b",
+    r"(?:syns|ses|finns|visas|avbildas) inte", r"inte (?:synlig\w*|avbildad\w*|med)", r"\bsaknas\b",
+    r"(?:ses|sees|vises|finnes|findes|avbildes|afbildes) ikke", r"ikke (?:synlig\w*|avbildet|afbildet|med)",
+    r"\b(?:ingen|inget|inga|intet)\b",
+    r"nie (?:jest|są) widoczn\w*", r"nie (?:widać|uwidacznia się|stwierdza się|ma)\b", r"\bbrak\b",
+    r"(?:není|nejsou) (?:vidět|viditeln\w*|patrn\w*|zobrazen\w*)", r"\bžádn\w*",
+    r"nu (?:se (?:vede|vizualizeaz\w*|observ\w*)|este vizibil\w*|sunt vizibil\w*|apare)", r"\bniciun\w*", r"\bfără\b",
+    r"δεν (?:απεικονίζ\w*|φαίν\w*|είναι ορατ\w*|υπάρχ\w*|παρατηρ\w*|διακρίν\w*|περιλαμβάν\w*)", r"\bχωρίς\b", r"\bκαμία\b",
+    r"\bκανέν\w*", r"\bнет\b", r"не (?:попада\w*|включ\w*|отмеча\w*|выявля\w*)",
+    r"görülm(?:üyor|emektedir|edi)", r"izlenm(?:iyor|emektedir|edi)", r"\byok(?:tur)?\b",
+    r"보이지 않", r"없습니다", r"없음", r"없다", r"दिखाई नहीं", r"नहीं दिख", r"नहीं है",
     r"認められません", r"見られません", r"ありません", r"認めません", r"見えません", r"確認できません", r"描出されません",
 )
 PRESENT = (
@@ -115,21 +157,41 @@ PRESENT = (
     r"visibile", r"可见", r"有", r"显示", r"存在", r"確認できます", r"認められます", r"あります", r"見られます", r"見えます",
     r"描出されています", r"видн[аоы]", r"виден", r"визуализиру\w+", r"nhìn thấy", r"quan sát thấy", r"ظاهر\w*", r"مرئي\w*",
     r"يظهر", r"تظهر",
+    # (issue 48, set O) the same languages' plain visibility verbs
+    r"\bcompres[oaie]\b", r"\binclus[oaie]\b", r"zichtbaar", r"te zien", r"aanwezig", r"\b(?:syns|ses|finns|visas|sees|vises)\b",
+    r"synlig\w*", r"widoczn\w*", r"\bwidać\b", r"viditeln\w*", r"\bpatrn\w*", r"vizibil\w*", r"\bse vede\b",
+    r"απεικονίζ\w*", r"φαίν\w*", r"ορατ\w*", r"görül\w*", r"izlen\w*", r"\bmevcut\b", r"보입니다", r"보임", r"있습니다",
+    r"दिखाई दे\w*", r"दिख रह\w*",
 )
 HEDGE = (r"\bposibles?\b", r"poss[íi]vel", r"\bpossible\b", r"möglich\w*", r"possibile", r"可能", r"疑い", r"quiz[áa]s?",
          r"talvez", r"peut-[êe]tre", r"vielleicht", r"\bforse\b", r"疑似", r"\bverdacht\w*", r"sospech\w*", r"suspeit\w*",
-         r"sospett\w*")
+         r"sospett\w*",
+         # (issue 48, set O) the hedges and "cannot be excluded" of the languages added in the O round, so a
+         # hedged clause there is not read as committed
+         r"mogelijk\w*", r"möjlig\w*", r"\bmulig\w*", r"możliw\w*", r"\bmožn[áéý]\w*", r"\bposibil\w*", r"πιθαν\w*",
+         r"\bolası\w*", r"muhtemel\w*", r"uteslut\w*", r"utelukk\w*", r"udelukk\w*", r"uitgesloten", r"uitsluiten",
+         r"wykluczy\w*", r"wyklucz\w*", r"vylouč\w*", r"exclus\w*", r"αποκλε\w*", r"dışlanam\w*", r"\bescludere\b", r"esclus\w*")
 DECLINE = (r"no es posible", r"n[ãa]o [ée] poss[íi]vel", r"il n'est pas possible", r"impossible de", r"nicht m[öo]glich",
            r"nicht beurteilbar", r"non [èe] possibile", r"无法", r"不能确定", r"不确定", r"判断できません", r"わかりません",
            r"不明(?!瞭)", r"no se puede determinar", r"n[ãa]o se pode", r"je ne sais pas", r"ich weiß nicht", r"non lo so",
            # "I can't establish / determine" (issue 48, set N)
            r"non posso (?:stabilire|determinare)", r"no puedo (?:establecer|determinar)", r"n[ãa]o posso (?:estabelecer|determinar)",
-           r"не могу (?:определить|сказать|установить)", r"không thể (?:xác định|kết luận)", r"لا (?:يمكن|أستطيع)")
+           r"не могу (?:определить|сказать|установить)", r"không thể (?:xác định|kết luận)", r"لا (?:يمكن|أستطيع)",
+           # (issue 48, set O) "cannot judge / cannot be evaluated" in the languages whose negators are read
+           # above, so a decline is not read as their "no" ("판단할 수 없습니다" is not a denial)
+           r"수 없", r"kan (?:inte|ikke|niet) (?:\w+ )?(?:avgöra|bedöma|säga|avgjøre|afgøre|vurdere|si|sige|beoordelen|zeggen|bepalen)",
+           r"nie (?:można|mogę|da się) (?:\w+ )?(?:ocenić|określić|stwierdzić|powiedzieć)", r"nelze (?:\w+ )?(?:určit|posoudit|hodnotit)",
+           r"nu (?:pot|se poate) (?:\w+ )?(?:determina|spune|evalua|aprecia)", r"δεν (?:μπορ\w*|είναι δυνατ\w*)",
+           r"değerlendiril(?:e|a)mez\w*", r"belirleyemi\w*", r"söyleyeme\w*", r"नहीं कह सक\w*", r"невозможно (?:оценить|определить)",
+           r"non (?:può|possono) essere valutat\w*", r"non valutabil\w*", r"no (?:se )?puede(?:n)? (?:ser )?evaluad\w*",
+           r"ne peu(?:t|vent) pas être [ée]valu\w*", r"non [ée]valuable")
 # a negation that is the noun's determiner ("kein", "nessun", "aucun", "ningún", "nenhum"): a bare presence
 # predicate after it is that noun's, so "kein X nachweisbar" is one denial, not two verdicts
-_NEGATED_NOUN = re.compile(r"^\W*(?:kein(?:e|en|er|es)?|nessun[oa]?|aucune?|ning[úu]n[oa]?|nenhum[a]?)\s+\S+(?:\s+\S+)?\s+"
-                           r"(?:ist\s+|sind\s+|è\s+|est\s+)?(?:nachweisbar|sichtbar|erkennbar|vorhanden|zu sehen|abgrenzbar|"
-                           r"visibles?|vis[íi]vel|visibile|presente?s?|evidente?)\W*$")
+_NEGATED_NOUN = re.compile(r"^\W*(?:kein(?:e|en|er|es)?|nessun[oa]?|aucune?|ning[úu]n[oa]?|nenhum[a]?|geen|ingen|inget|inga|intet|"
+                           r"žádn\w*|niciun\w*|κανέν\w*|καμία)\s+\S+(?:\s+\S+)?\s+"
+                           r"(?:ist\s+|sind\s+|è\s+|est\s+|is\s+|är\s+|er\s+)?(?:nachweisbar|sichtbar|erkennbar|vorhanden|zu sehen|abgrenzbar|"
+                           r"visibles?|vis[íi]vel|visibile|presente?s?|evidente?|zichtbaar|aanwezig|ses|syns|sees|vises|synlig\w*|"
+                           r"vizibil\w*|ορατ\w*)\W*$")
 _CLAUSE_END = re.compile(r"[.!?;\n。！？；，:：؛،]+|,\s|\s(?:pero|sin embargo|mas|por[ée]m|mais|aber|jedoch|ma|per[òo])\s|但是?|而且|然而|が、")
 
 
@@ -144,7 +206,10 @@ _ANY_NAME = _alt(p for names in FOREIGN_NAMES.values() for p in names)
 # Words that mark a reply as written in another language, and words that mark it as English.
 _CJK = re.compile(r"[\u3040-\u30ff\u4e00-\u9fff]")
 _FOREIGN_TEXT = re.compile(r"\b(?:el|los|las|se|n[ãa]o|est|une|der|das|ist|nicht|il|è|di|del|em|da|una|des|les|dans|im|"
-                           r"nel|que|und|ein|eine|sin|sem|kein|keine|en|y|et|es|la|le|no)\b")
+                           r"nel|que|und|ein|eine|sin|sem|kein|keine|en|y|et|es|la|le|no|"
+                           # (issue 48, set O) nl / sv / no / da / pl / cs / ro / tr function words
+                           r"de|het|een|niet|deze|och|inte|på|denna|det|ikke|dette|og|nie|jest|na|tym|nejsou|není|"
+                           r"este|pe|această|bu|ve)\b")
 _ENGLISH_TEXT = re.compile(r"\b(?:the|is|are|an?|of|in|this|that|not|no|yes|may|can|please|it|there|i)\b|"
                            r"\b(?:present|visible|seen)\b")
 
@@ -158,6 +223,27 @@ def _foreign(text: str) -> bool:
     return english == 0 or (foreign >= 2 and foreign > english)
 
 
+def names_in_other_language(text: str, english_terms: tuple[str, ...]) -> bool:
+    """Whether a normalised line of another language names the finding in that language (see
+    :data:`FOREIGN_NAMES`): the reader then does not mend it as an English typo ("bloeding" is the
+    Dutch name, not "bleeding" misspelt; issue 48, set O).
+
+    Parameters
+    ----------
+    text : str
+        A normalised line.
+    english_terms : tuple of str
+        The finding's English words.
+
+    Returns
+    -------
+    bool
+        True when the line is in another language and holds one of the finding's names in it.
+    """
+    names = _finding_pattern(tuple(english_terms))
+    return names is not None and _foreign(text) and bool(names.search(text))
+
+
 @lru_cache(maxsize=256)
 def _finding_pattern(english_terms: tuple[str, ...]) -> re.Pattern | None:
     keys = set()
@@ -169,6 +255,23 @@ def _finding_pattern(english_terms: tuple[str, ...]) -> re.Pattern | None:
     if not keys:
         return None
     return _alt(p for k in sorted(keys) for p in FOREIGN_NAMES[k])
+
+
+def opens_with_decline(text: str) -> bool:
+    """Whether ``text`` (normalised) opens with a decline in another language ("nie można ocenić",
+    "δεν μπορώ"), whose first word would otherwise read as a bare "no" particle (issue 48, set O).
+
+    Parameters
+    ----------
+    text : str
+        A normalised sentence.
+
+    Returns
+    -------
+    bool
+        True when the sentence opens with a phrase of :data:`DECLINE`.
+    """
+    return bool(_DECLINE.match(text.lstrip(" \t\"'*_-")))
 
 
 def _clause_verdict(clause: str) -> str | None:

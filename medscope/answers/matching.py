@@ -73,7 +73,7 @@ from medscope.answers.lexicon import (  # the word lists, importable from here a
 
 RULES = ("final-tag", "json-field", "json-partial", "self-correction", "verdict-line", "label-line", "final-colon",
          "both", "leading-yes-no", "search-outcome", "mention", "health-words", "declined", "probability",
-         "rating", "graded-sign", "other-language", "table-row", "bare-mention", "other-subject", "modified-echo", "qualified-normal", "differential", "conflicting-evidence", "unaccounted-negation", "hedged-workup", "one-side-seen", *markup.UNCLEAR_WHY,
+         "rating", "graded-sign", "other-language", "table-row", "bare-mention", "other-subject", "modified-echo", "qualified-normal", "differential", "conflicting-evidence", "unaccounted-negation", "hedged-workup", "one-side-seen", "region-excluded", "no-secondary-signs", *markup.UNCLEAR_WHY,
          "undecided", "other-entity", "predicate", "open", "none")
 
 _WRONG_ANATOMY = re.compile(r"\b(?:this|it|(?:the|this) (?:\w+ )?(?:image|scan|study|film|picture|frame))"
@@ -518,13 +518,18 @@ def _leading(sentence: str, kind: str, flip: bool) -> bool | None:
 
 
 # "Possibly.", "Probably — ...": a hedged yes, which the hedge rule reads as yes
+_NOT_ENTIRELY = re.compile(r"not\s+(?:entirely|completely|quite|fully|totally|altogether|wholly)\s*(?:[:,;.\u2013\u2014]|-\s)")
 _HEDGED_YES = re.compile(r"(?:quite |very |most )?(?:possibly|probably)(?=\s*(?:$|[.!,;:\u2013\u2014]|-\s))")
 
 
 def _particle(sentence: str, kind: str, flip: bool) -> bool | None:
     s = re.sub(r"^[\W_]+", "", sentence)
-    if _BOTH.match(s) or _REFER.match(s):  # "لا أستطيع التحديد" is "I cannot tell", not "no"
+    if _BOTH.match(s) or _REFER.match(s) or languages.opens_with_decline(s):  # "لا أستطيع التحديد" is "I cannot tell", not "no"
         return None
+    if kind == "health" and _NOT_ENTIRELY.match(s):
+        # "Is this mammogram normal?" "Not entirely: there is a cluster of ..." (issue 48, set O): a no to
+        # the question asked; read only for health questions, where "partly normal" is abnormal
+        return True if flip else False
     if _NOT_HERE.match(s):  # "Not on this one.", "Not here."
         return True if (flip and kind == "health") else False
     if kind != "health" and not _DECLINING.get():  # "Not visible due to overlying artifact" asks for another image
@@ -611,8 +616,13 @@ _LANDMARK_BEFORE = re.compile(
     r"(?:\b(?:level|region|area|site|location|vicinity|bed|fossa)\s+(?:of|below|above|beneath)|"
     r"\b(?:below|above|beneath|underneath|inferior to|superior to|caudal to|cranial to|under))\s+"
     r"(?:where\s+|the\s+level\s+(?:where|at\s+which)\s+)?(?:the\s+)?"
-    r"(?:level\s+of\s+(?:the\s+)?)?$")
-_LANDMARK_AFTER = re.compile(r"^\s+(?:fossa|bed|region|area|level|hilum|hilar region|resection bed)\b")
+    r"(?:level\s+of\s+(?:the\s+)?)?"
+    # (issue 48, set O) "below the inferior tip of the spleen": the organ's edge as the landmark
+    r"(?:(?:(?:inferior|superior|lower|upper|caudal|cranial)(?:most)?\s+)?(?:tip|pole|edge|margin|border|dome|apex|extent)\s+of\s+"
+    r"(?:the\s+)?)?$")
+# (issue 48, set O) "lung windows", "liver window", "bone kernel": a display setting named after the organ
+_LANDMARK_AFTER = re.compile(r"^\s+(?:fossa|bed|region|area|level|hilum|hilar region|resection bed|windows?|window settings?|"
+                             r"kernels?|algorithm)\b")
 # "no focal lesion in the liver": the denial is of a property; the organ itself is presupposed.
 _PROPERTY_DENIED = re.compile(
     r"^\s*(?:[\w-]+\s+){0,3}?(?:lesions?|mass(?:es)?|abnormalit(?:y|ies)|stones?|calcul(?:us|i)|fluid|collections?|"
@@ -712,7 +722,10 @@ _ORGAN_LOCATION = re.compile(
     r"(?:(?:much|well|further|farther|a bit|slightly)\s+)?(?:lower|higher|more\s+(?:inferiorly|superiorly|caudally|"
     r"cranially|medially|laterally|anteriorly|posteriorly)|further\s+(?:down|up)|(?:at|around)\s+(?:around\s+)?"
     r"(?:the\s+level\s+of\s+)?(?:[ltcs]\d|the\s+level\s+of\s+(?:the\s+)?[ltcs]\d))")
-_GERUND_TOPIC = re.compile(r"^\W*(?:identifying|assessing|evaluating|detecting|seeing|visuali[sz]ing|finding|spotting|"
+_GERUND_TOPIC = re.compile(r"^\W*whether\s+(?:the\s+|a\s+|an\s+)?$|"
+                           # "Evaluation of pneumothorax requires ..." (issue 48, set O): the task, not the finding
+                           r"^\W*(?:(?:the|an?)\s+)?(?:evaluation|assessment|detection|diagnosis|identification|exclusion|"
+                           r"interpretation)\s+(?:of|for)\s+(?:the\s+|a\s+|an\s+|any\s+)?$|^\W*(?:identifying|assessing|evaluating|detecting|seeing|visuali[sz]ing|finding|spotting|"
                            r"locating|distinguishing|recogni[sz]ing|judging)\s+(?:the\s+|a\s+|an\s+)?$")
 _TOPIC_PREDICATE = re.compile(r"^(?:s|es)?\s+(?:[\w-]+\s+){0,4}?(?:depends|relies|requires|needs|varies|"
                               r"(?:is|can be)\s+(?:often\s+)?(?:difficult|hard|easier|easy|tricky|challenging|best|done))\b")
@@ -737,6 +750,8 @@ _SUBJECT_CLAUSE_CUT = re.compile(r",\s*(?:and|but|while|whereas)\s+|;|\s-\s|[\u2
 _INDEFINITE_SUBJECT = re.compile(r"^\W*an?\s+$")
 _DEFINITION = re.compile(r"^\s+is\s+(?:an?|the)\s+(?!(?:possibility|possible|concern|consideration|differential|likely|probable|"
                          r"distinct|real|strong|definite|clear|given|must|worry|risk|question|finding|feature|sign)\b)")
+_BARE_SIZED = re.compile(r"^\s+is\s+(?:an?|the)\s+(?:(?:very|fairly|quite|rather)\s+)?(?:small|large|big|tiny|moderate|mild|"
+                         r"massive|subtle|huge|minimal|left|right|bilateral|apical|basal|new|old|known|single|\w+-sided)\b")
 _OBSERVED = re.compile(r"\b(?:this|these|here|current|currently|noted|shown|demonstrated|identified|depicted|appears?|"
                        r"looks?|i|we|image|slice|scan|film|study|view|(?:is|are)\s+(?:seen|visible|visuali[sz]ed))\b")
 
@@ -757,6 +772,23 @@ _DECLINED_OBJECT = re.compile(r"\b(?:can not|could not|am unable to|am not able 
 # One of two candidates for what a structure is ("could be the pancreatic tail or jejunum", "either a
 # flat polyp or just a fold", "polyp versus fold"): the reply has not decided which, so the mention
 # asserts nothing; the rest of the reply (a referral, another mention) decides.
+# The finding as what a test is good or poor at finding (issue 48, set O): "although CT is insensitive for
+# non-calcified gallstones", "ultrasound is the test of choice for ...": a limitation of the method, said
+# after the reply's verdict, that asserts nothing about this image
+_MODALITY_FOR = re.compile(
+    r"\b(?:(?:in)?sensitive|specific|(?:un)?reliable|accurate|limited|poor|better|best|worse|(?:the\s+)?(?:test|modality|"
+    r"investigation|study|examination|imaging)\s+of\s+choice|preferred|superior|inferior)\s+(?:\w+\s+)?(?:for|at|in)\s+"
+    r"(?:(?:detecting|identifying|excluding|ruling out|picking up|showing|assessing|evaluating|diagnosing)\s+)?"
+    r"(?:(?:the|a|an|small|tiny|subtle|early|non-?calcified|radiolucent|[\w-]+)\s+){0,2}?|"
+    # "although a plain film misses radiolucent stones"
+    r"\b(?:misses|overlooks|can miss|may miss|often misses)\s+(?:[\w-]+\s+){0,2}?$")
+# The finding as the subject of a declined read (issue 48, set O): "the rectum (and sigmoid colon) could
+# not be evaluated / assessed", "... is not assessable / not evaluable": the verb is the reader's, not the organ's
+_DECLINED_PREDICATE = re.compile(
+    r"^(?:s|es)?(?:\s+and\s+(?:the\s+)?[\w-]+(?:\s+[\w-]+)?)?\s+(?:(?:could|can|may)\s+not\s+be|(?:is|are|was|were)\s+not)\s+"
+    r"(?:reliably\s+|adequately\s+|fully\s+|properly\s+|confidently\s+|well\s+)?(?:evaluated|assessed|judged|appraised|"
+    r"characteri[sz]ed|assessable|evaluable|interpretable)\b|"
+    r"^(?:s|es)?\s+(?:(?:could|can)\s+not\s+be\s+)?(?:non-?diagnostic|unassessable|not assessable|not evaluable)\b")
 _CANDIDATE_LEAD = r"(?:(?:could|might|may|can)\s+(?:also\s+)?(?:be|represent|show)|either)\s+(?:either\s+)?"
 _ARTICLE_WORDS = r"(?:(?:the|a|an|just|simply|only|possibly|perhaps|normal)\s+)*(?:[\w-]+\s+){0,2}?"
 _FIRST_CANDIDATE_BEFORE = re.compile(_CANDIDATE_LEAD + _ARTICLE_WORDS + r"$")
@@ -793,7 +825,10 @@ def _generic_statement(s: str, m: re.Match, organ: bool = False) -> bool:
                       r",?\s+and\s+(?=(?:is|are|was|were|can|could|will|would|does|do)\b)|"
                       r"\s+(?:that|which)\s+(?=(?:can|could|would|will)\s+not\b)", after)[0]
     predicate = (_GENERIC_PREDICATE.match(after) or (organ and _ORGAN_LOCATION.match(after))
-                 or (_INDEFINITE_SUBJECT.match(s[:m.start()]) and _DEFINITION.match(after)))
+                 or (_INDEFINITE_SUBJECT.match(s[:m.start()]) and _DEFINITION.match(after))
+                 # "Pulmonary embolism is a blockage of ...": a mass noun opening the sentence with no
+                 # article, defined (issue 48, set O); not "Pneumothorax is a small one" (a size, a side)
+                 or (not s[:m.start()].strip(" \t\"'*_(") and _DEFINITION.match(after) and not _BARE_SIZED.match(after)))
     # "beyond what I can offer" speaks of the reply's reach, not of something it observes
     clause = re.sub(r"\bwhat i (?:can|could)\b", " ", clause)
     # the subject may open a later clause of the sentence: only that clause's words count
@@ -843,6 +878,10 @@ def _mention_status(s: str, m: re.Match, finding: str, organ: bool = False) -> s
         return None  # "lateral to where the IVC runs": a place in the body named by the organ
     if conflict:
         return conflict
+    if _MODALITY_FOR.search(s[:m.start()]):
+        return "hypothetical"  # "CT is insensitive for non-calcified gallstones": the test's reach, not this image
+    if _DECLINED_PREDICATE.match(s[m.end():]):
+        return None  # "The rectum could not be evaluated due to streak artefact": the read is declined (issue 48, set O)
     if _DECLINED_OBJECT.search(s[:m.start()]):
         return None  # "I can't reliably comment on the bladder": the comment is refused, not the organ
     if _one_of_two_candidates(s, m):
@@ -1127,6 +1166,10 @@ def _label_lines(lines, terms):
         if not m or not re.search(r"\w", m.group("rest")):
             continue
         rest = m.group("rest")
+        if _DECLINE.search(rest) or _DECLINED_PREDICATE.match(" " + rest):
+            # "Prostate — can't tell; motion artefact ..." (issue 48, set O): the field is declined, not filled
+            found = ("refer", None)
+            continue
         if _CHOICE_HEADER.match(rest):  # "| Pneumothorax | Present | Absent |": the columns, not a value
             found = ("unclear", None)
             continue
@@ -1436,7 +1479,32 @@ def _structured(text, question, finding, kind, synonyms) -> Reading | str | None
     return "\n".join(structured.string_values(obj))
 
 
-_SPECIAL_TOKENS = re.compile(r"\[(?:end|eos|sep|pad|/?inst)\]|</?s>|<\|[\w-]+\|>|<(?:eos|pad|unk|bos)>", re.IGNORECASE)
+# (issue 48, set O) a vision model's image placeholder ("<image>") is a template token too
+_SPECIAL_TOKENS = re.compile(r"\[(?:end|eos|sep|pad|/?inst)\]|</?s>|<\|[\w-]+\|>|<(?:eos|pad|unk|bos|image|img)>", re.IGNORECASE)
+# A template left unfilled (issue 48, set O): every line an empty label ("Answer:", "Fracture
+# evaluation:"), a bare list number ("1."), or the question echoed back ("Question: Is there ...?"),
+# so the reply holds no word of its own about the finding. A label that is itself a verdict ("No:") is words.
+_EMPTY_LABEL = re.compile(r"^\W*(?P<label>[^:\n]{1,40}?)\s*:\s*$")
+_BARE_ITEM = re.compile(r"^\W*\d{0,2}\s*[.)\-*\u2022]?\s*$")
+_VERDICT_WORD = re.compile(r"\b(?:yes|no|not|none|present|absent|positive|negative|seen|visible|normal|abnormal|nil|"
+                           r"neg|pos|true|false)\b")
+
+
+def _unfilled_template(text: str, question: str) -> bool:
+    """Whether ``text`` is a template with nothing filled in (see :data:`_EMPTY_LABEL`)."""
+    asked = re.sub(r"\W+", " ", normalize(question or "")).strip()
+    lines = [ln.strip() for ln in normalize(text or "").split("\n") if ln.strip()]
+    if not lines:
+        return False
+    frame = False  # an option letter or number alone ("(B)", "1") is a choice, not a template
+    for line in lines:
+        label = _EMPTY_LABEL.match(line)
+        echo = re.sub(r"\W+", " ", _QUESTION_LEAD.sub("", line)).strip()
+        if (label is not None and not _VERDICT_WORD.search(label.group("label"))) or (asked and echo == asked):
+            frame = True
+        elif not _BARE_ITEM.match(line):
+            return False
+    return frame
 # a short reply that stops on a word that cannot end a sentence ("The lateral ventricles are"): cut off
 _CUT_OFF = re.compile(r"\b(?:is|are|was|were|the|a|an|of|and|or|to|with|in|on|at|by|for|but|that|which|its|their|be|"
                       r"been|being)\s*$")
@@ -1491,6 +1559,8 @@ def read_decision(text: str, question: str, finding: str, question_kind: str | N
     value_runs = [len(list(g)) for _, g in groupby(value)]
     if len(value) >= 4 and len(value_runs) >= 2 and min(value_runs) >= 2:
         return Reading("unparseable", None, "none", "words repeated in runs after a label: degenerate output, not a reply")
+    if _unfilled_template(stripped, question):
+        return Reading("unparseable", None, "none", "an unfilled template: empty labels, list numbers or the question echoed")
     token = _REVERSED_QUESTION.set(question_is_reversed(question))
     declines = _DECLINING.set(bool(_undecided(normalize(text or ""))))
     try:
@@ -2038,6 +2108,9 @@ def _unaccounted_negation(lines: list[str], terms: tuple[str, ...], finding: str
 # excluded ... a decubitus view would help clarify", "repeat films in 10-14 days are advised") defers
 # the call: the reply refers, it does not claim.
 _FURTHER_WORKUP = re.compile(
+    # (issue 48, set O) a reader named to look again: "I'd recommend a radiologist review the adjacent slices"
+    r"\b(?:recommend|suggest|advise)\s+(?:that\s+)?(?:a|an|the|your)\s+(?:[\w-]+\s+)?(?:radiologists?|\w+ologists?|"
+    r"specialists?|clinicians?|doctors?|physicians?)\s+(?:review|reviews|look at|looks at|assess|assesses|check|checks)\b|"
     r"\b(?:would|could|will|may|might)\s+help\s+(?:to\s+)?(?:clarify|confirm|exclude|settle|decide|resolve)\b|"
     r"\b(?:repeat|further|additional|follow-up|dedicated|cross-sectional)\s+(?:\w+\s+){0,2}?(?:films?|imaging|views?|"
     r"radiographs?|x-rays?|ct|mri|ultrasound|sequences?|scans?)\b[^.]*\b(?:advised|recommended|suggested|needed|"
@@ -2076,6 +2149,62 @@ _DILATED_SYSTEM = re.compile(
     r"(?P<neg>not\s+)?(?:(?:mildly|moderately|severely|markedly|slightly|minimally)\s+)?dilated\b")
 
 
+# The body region or bony housing that holds an organ (issue 48, set O): a reply that says the region is
+# out of the image ("The posterior fossa is not included", "the sella turcica is not in the field of
+# view", "the pelvis lies well below the field of view") says the organ inside it is out too. Only
+# regions that wholly contain the organ, and only where the organ itself is not named.
+_CONTAINING_REGION = {
+    "cerebellum": ("posterior fossa", "posterior cranial fossa"), "brainstem": ("posterior fossa", "posterior cranial fossa"),
+    "pons": ("posterior fossa",), "medulla": ("posterior fossa",), "fourth ventricle": ("posterior fossa",),
+    "pituitary": ("sella turcica", "sella", "pituitary fossa", "hypophyseal fossa"),
+    "bladder": ("pelvis", "true pelvis", "lesser pelvis"), "prostate": ("pelvis", "true pelvis", "lesser pelvis"),
+    "uterus": ("pelvis", "true pelvis", "lesser pelvis"), "ovary": ("pelvis", "true pelvis"), "ovaries": ("pelvis", "true pelvis"),
+    "rectum": ("pelvis", "true pelvis"), "seminal vesicles": ("pelvis",),
+    "heart": ("chest", "thorax", "mediastinum"), "lungs": ("chest", "thorax"), "lung": ("chest", "thorax"),
+    "globe": ("orbits", "orbit"), "globes": ("orbits", "orbit"), "eye": ("orbits", "orbit"), "eyes": ("orbits", "orbit"),
+    "lens": ("orbits", "orbit"), "optic nerve": ("orbits", "orbit"),
+}
+_REGION_OUT = re.compile(
+    r"^\s+(?:(?:is|are|was|were)\s+(?:(?:therefore|thus|also|clearly|entirely|completely)\s+)?not\s+(?:included|imaged|covered|"
+    r"captured|visible|seen|shown|depicted|(?:in|within)\s+(?:the\s+|this\s+)?(?:field\s+of\s+view|fov|view|image|slice|section|"
+    r"scan))|(?:lies?|sits?|is|are)\s+(?:well\s+|far\s+|entirely\s+|completely\s+)?(?:below|above|outside|beyond)\s+"
+    r"(?:the\s+|this\s+)?(?:field\s+of\s+view|fov|slice|image|section|scan|imaged\s+(?:volume|range)))\b")
+
+
+def _region_excluded(flat: str, finding: str, terms: tuple[str, ...]) -> bool:
+    """Whether the reply puts the region that holds ``finding`` out of the image (:data:`_CONTAINING_REGION`)
+    and says nothing else of that region; the organ itself must not be named (its own mentions decide)."""
+    name = normalize(finding)
+    regions = _CONTAINING_REGION.get(name) or next(
+        (v for k, v in _CONTAINING_REGION.items() if re.search(rf"\b{re.escape(k)}\b", name)), None)
+    if not regions:
+        return False
+    pat = _term_pattern(terms)
+    if pat is not None and pat.search(flat):
+        return False
+    hits = list(re.finditer(r"\b(?<!renal )(?<!kidney )(?:the\s+)?(?:" + "|".join(re.escape(r) for r in sorted(regions, key=len, reverse=True))
+                            + r")\b", flat))  # "the renal pelvis" is the kidney's, not the body's
+    # every mention of the region puts it out, none hedged ("may not be included") or partial ("only partly included")
+    return bool(hits) and all(_REGION_OUT.match(flat[h.end():]) for h in hits) and not re.search(
+        r"\b(?:partly|partially|part of|may|might|could|possibly|probably)\b", flat)
+
+
+# "The appendix is not visualised. There are no secondary signs such as fat stranding or free fluid"
+# (issue 48, set O): where the finding is not named, a reply that denies its secondary (indirect,
+# ancillary) signs and says nothing positive denies it, as a reader who cannot see the organ does.
+_SECONDARY_SIGNS = re.compile(r"\b(?:no|without|absence of|nor)\s+(?:(?:other|secondary|indirect|ancillary|associated)\s+)"
+                              r"(?:signs?|features?|findings?)\b")
+_HEDGE_WORD = re.compile(r"\b(?:may|might|could|possibl[ey]|probabl[ey]|perhaps|cannot|can not|uncertain|unclear|equivocal|"
+                         r"suspicious|suggest\w*|likely)\b")
+
+
+def _no_secondary_signs(sentences: list[str]) -> bool:
+    """Whether the reply denies the finding's secondary signs and every sentence of it is a negation."""
+    return (any(_SECONDARY_SIGNS.search(x) for x in sentences)
+            and all(_NEGATION_CUE.search(x) for x in sentences if re.search(r"\w", x))
+            and not any(_HEDGE_WORD.search(x) for x in sentences))
+
+
 def _read(text: str, question: str, finding: str, question_kind: str | None, synonyms: tuple[str, ...],
           _corrections: bool) -> Reading:
     """:func:`read_decision` without the evidence."""
@@ -2086,7 +2215,8 @@ def _read(text: str, question: str, finding: str, question_kind: str | None, syn
     if isinstance(got, str):
         text = got
     terms = finding_terms(finding, tuple(synonyms))
-    mended = [_mend_typos(line, terms) for line in _lines(text)]
+    # a line that names the finding in another language is not mended as an English typo ("bloeding" is Dutch)
+    mended = [line if languages.names_in_other_language(line, terms) else _mend_typos(line, terms) for line in _lines(text)]
     if _modified_echo(mended, terms, question):
         return Reading("unclear", None, "modified-echo")
     lines = [_P_NOTATION.sub(r"\1 probability", line) for line in _drop_echo(mended, terms, question)]
@@ -2168,12 +2298,16 @@ def _read(text: str, question: str, finding: str, question_kind: str | None, syn
         return Reading(_undecided(flat) or "refer", None, "other-language")
     if foreign is not None:  # full sentences in another language: its own verdict lexicon
         return Reading(foreign[0], foreign[1], "other-language")
+    if kind == "organ" and _region_excluded(flat, finding, terms):
+        return Reading("answer", False, "region-excluded")  # "The posterior fossa is not included" (the cerebellum)
     undecided = _undecided(flat)
     if undecided:
         return Reading(undecided, None, "undecided")
     if kind == "organ" and terms and _other_anatomy(flat, terms, finding):
         return Reading("refer", None, "other-entity")  # it speaks of other organs, not the asked one
     pat = _term_pattern(terms)
+    if kind != "organ" and (pat is None or not pat.search(flat)) and _no_secondary_signs(sentences):
+        return Reading("answer", False, "no-secondary-signs")  # "... not visualised. No secondary signs such as ..."
     if pat is None or not pat.search(flat):
         absent, present = _ABSENT_PREDICATE.search(flat), _PRESENT_PREDICATE.search(flat)
         if (absent or present) and _other_subject(flat, absent or present, terms):

@@ -59,6 +59,12 @@ _CORRECTION = re.compile(
     r"correct myself|revised answer|update after review|i was wrong|i stand corrected|scratch that)\b")
 
 
+# "I would recommend reviewing the image in lung windows" (issue 48, set O): a re-read advised to the
+# user is advice, not the reply correcting itself
+_ADVISED = re.compile(r"\b(?:recommend|recommends|suggest|suggests|advise|advises|consider|worth|benefit from|requires?|"
+                      r"needs?)\s+$")
+
+
 def correction_tail(text: str) -> str | None:
     """What follows a reply's last self-correction ("Yes - actually, on closer inspection, no" ->
     "no"), or None when the reply corrects nothing.
@@ -76,8 +82,9 @@ def correction_tail(text: str) -> str | None:
         (never after "revised answer").
     """
     last = None
-    for last in _CORRECTION.finditer(text):
-        pass
+    for m in _CORRECTION.finditer(text):
+        if not _ADVISED.search(text[:m.start()]):
+            last = m
     if last is None:
         return None
     tail = text[last.end():].lstrip(" ,:;.-\u2014\u2013")
