@@ -548,6 +548,12 @@ _EARLIER_STUDY = re.compile(r"^\W*(?:comparison|prior(?: study| imaging)?|previo
                             r"\b(?:on|at|in)\s+the\s+(?:prior|previous|earlier|last|baseline|most recent|"
                             r"(?:[a-z]+\s+)?(?:19|20)\d\d)\s+(?:[\w-]+\s+)?(?:study|exam\w*|scan|imaging|ultrasound|"
                             r"us|mri?|ct)\b|\bwhen\s+(?:it|they|the\s[^.;]{0,60}?)\s+measured\b")
+# "the 6.8 cm previously reported", "a 2 cm lesion described in 2023": a size the report attributes
+# to an earlier report or study
+_REPORTED_BEFORE = re.compile(r"^(?:[\d.\s]|x)*(?:mm|cm)\W*(?:(?:lesion|mass|nodule|cyst|lipoma|tumou?r)\s+)?(?:as\s+)?"
+                              r"(?:previously|formerly|earlier|originally)\s+(?:reported|described|measured|seen|noted|"
+                              r"documented)\b|^(?:[\d.\s]|x)*(?:mm|cm)\W*(?:reported|described|measured|seen|noted)\s+"
+                              r"(?:previously|before|earlier|on\s+the\s+(?:prior|previous|earlier))\b")
 _NOW = re.compile(r"\b(?:now|currently|today|at present|presently|this study|the current (?:study|exam\w*|scan))\b")
 
 
@@ -569,7 +575,7 @@ def prior_length(s: str, at: int) -> bool:
     bool
         True for a prior length, never the current size.
     """
-    if _PRIOR_LENGTH.search(s[:at]) or _DATED_LENGTH.match(s[at:]):
+    if _PRIOR_LENGTH.search(s[:at]) or _DATED_LENGTH.match(s[at:]) or _REPORTED_BEFORE.match(s[at:]):
         return True
     earlier = list(_EARLIER_STUDY.finditer(s[:at]))
     return bool(earlier) and not _NOW.search(s[earlier[-1].end():at])
@@ -903,18 +909,24 @@ def check_yes_no(question: str, yes: bool, sents: list[str]) -> tuple[bool, str,
 
 
 # a length from a landmark is a distance, not a size, on any organ: "3 cm from the nipple", "2 cm
-# deep to the skin", "6 cm above the anal verge", "within 5 mm of the pleura", "8 cm FN"; "from"
+# deep to the skin", "6 cm above the anal verge", "within 5 mm of the pleura", "8 cm FN", or a bare
+# direction ("a smaller nodule 3 cm distally", "2 cm more proximally"); "from"
 # followed by a number or an earlier study is a change ("2.1 cm from 1.7 cm"), not a landmark
 _DISTANCE_AFTER = re.compile(r"\s*(?:away\s+)?(?:from\s+(?!(?:the\s+|a\s+)?(?:\d|prior|previous|preceding|earlier|last|"
                              r"baseline|initial|recent|most recent|comparison|study|exam\w*|scan|mri|ct|ultrasound|"
                              r"mammogram)\b)(?:the\s+|its\s+)?[a-z]|fn\b|(?:deep|proximal|distal|superior|inferior|lateral|"
                              r"medial|anterior|posterior|caudal|cranial|cephalad)\s+to\b|(?:below|above|beneath|"
-                             r"under)\s+the\b)")
+                             r"under)\s+the\b|(?:distally|proximally|cranially|caudally|cephalad|caudad|superiorly|"
+                             r"inferiorly|medially|laterally|anteriorly|posteriorly|deeper|more\s+(?:distally|proximally|"
+                             r"superiorly|inferiorly|medially|laterally|anteriorly|posteriorly))\b)")
 _DISTANCE_BEFORE = re.compile(r"\b(?:distance of|within)\s+(?:approximately\s+|about\s+|~\s*)?$")
 # a length bounding a class is a threshold, never a lesion's size: "a cyst of 5 cm or less",
 # "nodules 6 mm or larger", "a threshold of 1 cm" ("at least 4 cm" still bounds the lesion's own size)
+# the far side of a comparison ("larger than the 6.8 cm previously reported") and a bare bound ("thin
+# septa under 2 mm") measure nothing
 _THRESHOLD_AFTER = re.compile(r"\s*(?:or|and)\s+(?:less|more|smaller|larger|greater|bigger|below|above|under|over)\b")
-_THRESHOLD_BEFORE = re.compile(r"\b(?:threshold|cut-?off) of\s+$")
+_THRESHOLD_BEFORE = re.compile(r"\b(?:threshold|cut-?off) of\s+$|\bthan\s+(?:the\s+|its\s+|a\s+)?(?:[a-z]+\s+)?$|"
+                               r"\b(?:under|below|over|beyond|exceeding)\s+$")
 
 
 def measurements(sent: str) -> list[tuple[str, list[float], int]]:
@@ -929,8 +941,10 @@ def measurements(sent: str) -> list[tuple[str, list[float], int]]:
     -------
     list of tuple of (str, list of float, int)
         ``(kind, dimensions, start)`` per measurement: kind ``"length"`` (dimensions in mm, cm
-        converted), ``"distance"`` (a length from a landmark: "3 cm from the nipple", never a
-        size), ``"threshold"`` (a bound: "5 cm or less", "a threshold of 1 cm") or ``"hu"``; ``start`` is its character offset.
+        converted), ``"distance"`` (a length from a landmark or in a direction: "3 cm from the
+        nipple", "a second nodule 3 cm distally", never a size), ``"threshold"`` (a bound: "5 cm
+        or less", "a threshold of 1 cm", the far side of a comparison: "larger than the 6.8 cm
+        previously reported") or ``"hu"``; ``start`` is its character offset.
     """
     out = []
     for m in _MEASURE.finditer(sent):
