@@ -26,7 +26,8 @@ import re
 
 from medscope.benchgen import findings as findmod
 from medscope.benchgen.grounding import (ORGAN_WORDS, _MIXED_BEFORE, ARTIFACT_AFTER, _SIDE_TAIL, SECONDARY, _spread,
-                                        _mention_status, is_recommendation, measurements, normalize_sentence, sentences)
+                                        _mention_status, is_recommendation, measurements, normalize_sentence, sentences,
+                                        TOPIC, stem, tokens)
 from medscope.benchgen.schema import FieldSpec, Schema
 
 
@@ -266,6 +267,7 @@ def study_binary(field: FieldSpec, sents: list[str], lesion_side: str | None = N
     # the complex ones unsaid)
     q_text = normalize_sentence(field.question)
     asked_words = frozenset(re.findall(r"[a-z]+", re.sub(r"\b[a-z-]+\s+(?:or|and/or)\s+[a-z-]+\b", " ", q_text)))
+    q_stems = {t for t, _, _ in tokens(q_text)}
     for i, s in enumerate(sents):
         text = _MEASURED_AND.sub("", normalize_sentence(s))  # "duct measures 2 mm and is normal": the duct is normal
         if is_recommendation(text):
@@ -301,6 +303,10 @@ def study_binary(field: FieldSpec, sents: list[str], lesion_side: str | None = N
                 other_narrowing.append(s)
             elif st == "affirmed":
                 yes.append(s)
+            elif st == "negated" and not _names_the_asked(m.group(0), q_stems):
+                # "No Baker's cyst.": one named kind of the asked thing denied leaves the others unsaid
+                partial.append(s)
+                other_narrowing.append(s)
             elif st == "negated":
                 _denial(text, m.start(), m.end(), s, no, partial, partial_sides, other_narrowing, asked_words)
     if {"left", "right"} <= partial_sides and not no:
@@ -355,6 +361,18 @@ def paired_subject_side(before: str) -> set[str]:
     if not hits or _BOTH_SIDES.search(before[hits[-1].start():]):
         return set()
     return {g for g in hits[-1].groups() if g}
+
+
+_TOPIC_STEMS = frozenset(stem(t) for t in TOPIC)
+
+
+def _names_the_asked(mention: str, q_stems: set[str]) -> bool:
+    """Whether a denied mention of a field's yes-pattern names what the question asks: a word of the
+    question, or a generic lesion noun ("no focal lesion" for "Is there a mass?"). A named entity of
+    the pattern's list ("No Baker's cyst", "no angiomyolipoma") is one kind of the asked thing, and
+    its denial leaves the others unsaid."""
+    said = {t for t, _, _ in tokens(normalize_sentence(mention))}
+    return not said or bool(said & (q_stems | _TOPIC_STEMS))
 
 
 def _denial(text, a, b, s, no, partial, partial_sides, other_narrowing, asked_words=frozenset()) -> None:
