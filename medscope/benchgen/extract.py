@@ -27,7 +27,7 @@ import re
 from medscope.benchgen import findings as findmod
 from medscope.benchgen.grounding import (ORGAN_WORDS, _MIXED_BEFORE, ARTIFACT_AFTER, _SIDE_TAIL, SECONDARY, _spread,
                                         _mention_status, is_recommendation, measurements, normalize_sentence, sentences,
-                                        TOPIC, stem, tokens)
+                                        TOPIC, in_technical_phrase, stem, tokens)
 from medscope.benchgen.schema import FieldSpec, Schema
 
 
@@ -107,9 +107,11 @@ def field_value(field: FieldSpec, sentence: str, lesion_text: bool = False) -> s
         text = _MEASURED_AND.sub("", text)
         graded = [(m.start(), m.end()) for m in _matches(field.no_patterns, text) if graded_denial(text, m.start(), m.end())]
         calls = [(m.start(), "no") for m in _matches(field.no_patterns, text)
-                 if not findmod.another_thing_after(text, m.end()) and (m.start(), m.end()) not in graded]
+                 if not findmod.another_thing_after(text, m.end()) and (m.start(), m.end()) not in graded
+                 and not in_technical_phrase(text, m.start(), m.end())]
         for m in _matches(field.yes_patterns, text):
             if (findmod.another_thing_after(text, m.end()) or ARTIFACT_AFTER.match(text[m.end():])
+                    or in_technical_phrase(text, m.start(), m.end())
                     or any(a <= m.start() < b for a, b in graded)):
                 continue
             st = _mention_status(text, m.start(), m.end())
@@ -162,6 +164,7 @@ def _multi_found(field: FieldSpec, text: str) -> tuple[list[tuple[int, int, str]
     for order, v in enumerate(field.values):
         for m in _matches(v.patterns, text):
             if (SECONDARY.search(text[: m.start()]) or RELATION_BEFORE.search(text[: m.start()])
+                    or in_technical_phrase(text, m.start(), m.end())
                     or _mention_status(text, m.start(), m.end()) not in ("affirmed", "favoured")):
                 continue
             found.append((m.start(), order, v.value))
@@ -284,13 +287,13 @@ def study_binary(field: FieldSpec, sents: list[str], lesion_side: str | None = N
             if other_section:
                 denied.append((m.start(), m.end()))
                 continue
-            if findmod.another_thing_after(text, m.end()):
-                continue  # "No mass effect" denies no mass
+            if findmod.another_thing_after(text, m.end()) or in_technical_phrase(text, m.start(), m.end()):
+                continue  # "No mass effect" denies no mass, "no acoustic enhancement" no contrast enhancement
             denied.append((m.start(), m.end()))
             _denial(text, m.start(), m.end(), s, no, partial, partial_sides, other_narrowing, asked_words)
         for m in _matches(field.yes_patterns, text):
             if (any(a <= m.start() < b for a, b in denied) or findmod.another_thing_after(text, m.end())
-                    or ARTIFACT_AFTER.match(text[m.end():])):
+                    or ARTIFACT_AFTER.match(text[m.end():]) or in_technical_phrase(text, m.start(), m.end())):
                 continue
             if findmod.category_of_a_node(m.group(0), "") or (
                     findmod._CATEGORY.search(m.group(0)) and findmod.category_of_a_node(text, before)):

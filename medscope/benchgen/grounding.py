@@ -300,6 +300,23 @@ _DENIAL_WORDS = {"no", "not", "nor", "without", "or", "and", "any", "the", "a", 
 ARTIFACT_AFTER = re.compile(r"^[^.;]{0,40}?\b(?:comet[- ]tail|ring[- ]down|reverberation)\b")
 
 
+# a fixed technical phrase whose words mean something else than the schema term they contain: an
+# acoustic phenomenon ("posterior acoustic enhancement", "increased through-transmission") is no
+# enhancement after contrast, a sequence or study name ("fat-suppressed T2", "contrast-enhanced
+# MRI") says nothing of the lesion's fat or enhancement, "chemical shift" no shift
+TECHNICAL_PHRASE = re.compile(r"\b(?:(?:posterior\s+)?acoustic\s+(?:enhancement|shadow\w*)|(?:increased\s+)?through[- ]?"
+                              r"transmission(?:\s+enhancement)?|edge\s+enhancement|(?:fat|water)[- ]?(?:suppress\w*|"
+                              r"saturat\w*|sat)\b|chemical[- ]shift|contrast[- ]enhanced\s+(?:mri?|ct|cect|imaging|"
+                              r"scans?|stud(?:y|ies)|exam\w*|sequences?|images?|t1\w*|series|ultrasound|us))")
+
+
+def in_technical_phrase(text: str, a: int, b: int) -> bool:
+    """Whether ``text[a:b]`` (a schema pattern's match) lies inside a :data:`TECHNICAL_PHRASE`, so
+    that it mentions no field ("posterior acoustic enhancement" is no contrast enhancement)."""
+    return any(m.start() <= a and b <= m.end() or m.start() < b <= m.end() or m.start() <= a < m.end()
+               for m in TECHNICAL_PHRASE.finditer(text))
+
+
 # a descriptor that is one part of a mixture: "mixed cystic and solid", "predominantly solid", "partly cystic"
 _MIXED_BEFORE = re.compile(r"\b(?:mixed\s+(?:[a-z-]+\s+(?:and|or|/)\s+)?|(?:partially|partly|predominantly|mostly|"
                            r"largely|part)\s+)$")
@@ -806,7 +823,14 @@ def check_yes_no(question: str, yes: bool, sents: list[str]) -> tuple[bool, str,
     asks_history = bool(re.search(r"\b(?:history|previous(?:ly)?|prior|had|undergone|underwent|status post)\b", q))
     predicate = _predicate_stems(q)
     verdicts, narrowed = [], []
+    asks_technical = bool(TECHNICAL_PHRASE.search(q))
     for s, hits in best:
+        if not asks_technical and any(in_technical_phrase(s, a, b) for _, a, b in hits):
+            # "posterior acoustic enhancement" answers no contrast-enhancement question
+            hits = [h for h in hits if not in_technical_phrase(s, h[1], h[2])]
+            if not {t for t, _, _ in hits} & subject:
+                narrowed.append("partial")
+                continue
         said = {t[0] for t in tokens(s)}
         # a lesion noun is named by its adjective too: "cystic lesion in the pancreatic head" is the head cyst
         named = {c for c in head_phrase if c in said or (len(c) >= 5 and any(c in w for w in said))
