@@ -1204,6 +1204,12 @@ _ANSWER_KINDS = ("anatomic", "anatomical", "variant", "variation", "anomaly", "c
                  "classification", "stage")
 
 
+# a key that places by a relation to a reference structure ("deep to the fascia", "proximal to the
+# joint"): the relation must be said of that structure, since "deep to the skin" is not deep to the fascia
+_RELATION_ANSWER = re.compile(r"^(deep|superficial|proximal|distal|anterior|posterior|medial|lateral|superior|"
+                              r"inferior|cranial|caudal)\s+to\s+(?:the\s+)?(?:[\w-]+\s+){0,3}?([\w-]+)$")
+
+
 def check_term(question: str, answer: str, sents: list[str]) -> tuple[bool, str, str]:
     """Any other key (a diagnosis, a location, a grade, a category): every content word of the
     answer in one sentence about the question's subject, asserted there and nowhere denied.
@@ -1244,9 +1250,13 @@ def check_term(question: str, answer: str, sents: list[str]) -> tuple[bool, str,
         re.search(r"\b(?:operation|procedure|surgery)\b", q) and not _ASKS_ADVICE.search(q)
         and re.search(r"\b(?:had|has|have|undergone|underwent|performed|previous|prior)\b", q)))
     statuses, where = [], ""
+    relation = _RELATION_ANSWER.match(normalize_sentence(answer).strip(" ."))
     for s in sents:
         toks = tokens(s)
         have = {t[0] for t in toks}
+        if relation and not re.search(rf"\b{relation.group(1)}\s+to\s+(?:the\s+|its\s+|a\s+)?(?:[\w-]+\s+){{0,3}}?"
+                                      rf"{re.escape(relation.group(2))}\b", s):
+            continue  # "deep to the skin ... and superficial to the fascia" is no "deep to the fascia"
         if _OPERATION.search(s):
             have |= {stem(w) for w in ("operation", "procedure", "surgery")}  # "What operation has the patient had?"
         if not need <= have or (subject and not subject & have and not diagnosis and not category):
