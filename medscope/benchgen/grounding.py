@@ -303,11 +303,14 @@ ARTIFACT_AFTER = re.compile(r"^[^.;]{0,40}?\b(?:comet[- ]tail|ring[- ]down|rever
 # a fixed technical phrase whose words mean something else than the schema term they contain: an
 # acoustic phenomenon ("posterior acoustic enhancement", "increased through-transmission") is no
 # enhancement after contrast, a sequence or study name ("fat-suppressed T2", "contrast-enhanced
-# MRI") says nothing of the lesion's fat or enhancement, "chemical shift" no shift
+# MRI") says nothing of the lesion's fat or enhancement, "chemical shift" no shift, and the study's
+# technique ("MRI of the arm with and without contrast") denies no enhancement
 TECHNICAL_PHRASE = re.compile(r"\b(?:(?:posterior\s+)?acoustic\s+(?:enhancement|shadow\w*)|(?:increased\s+)?through[- ]?"
                               r"transmission(?:\s+enhancement)?|edge\s+enhancement|(?:fat|water)[- ]?(?:suppress\w*|"
                               r"saturat\w*|sat)\b|chemical[- ]shift|contrast[- ]enhanced\s+(?:mri?|ct|cect|imaging|"
-                              r"scans?|stud(?:y|ies)|exam\w*|sequences?|images?|t1\w*|series|ultrasound|us))")
+                              r"scans?|stud(?:y|ies)|exam\w*|sequences?|images?|t1\w*|series|ultrasound|us)|"
+                              r"(?:with\s+and\s+)?without\s+(?:(?:iv|intravenous|gadolinium)\s+)?contrast|non-?contrast|"
+                              r"pre-?\s*and\s+post-?\s*contrast)")
 
 
 def in_technical_phrase(text: str, a: int, b: int) -> bool:
