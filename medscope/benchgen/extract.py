@@ -27,7 +27,7 @@ import re
 from medscope.benchgen import findings as findmod
 from medscope.benchgen.grounding import (ORGAN_WORDS, _MIXED_BEFORE, ARTIFACT_AFTER, _SIDE_TAIL, SECONDARY, _spread,
                                         _mention_status, is_recommendation, measurements, normalize_sentence, sentences,
-                                        TOPIC, in_technical_phrase, stem, tokens)
+                                        DENIED_KIND, TOPIC, in_technical_phrase, stem, tokens)
 from medscope.benchgen.schema import FieldSpec, Schema
 
 
@@ -108,7 +108,9 @@ def field_value(field: FieldSpec, sentence: str, lesion_text: bool = False) -> s
         graded = [(m.start(), m.end()) for m in _matches(field.no_patterns, text) if graded_denial(text, m.start(), m.end())]
         calls = [(m.start(), "no") for m in _matches(field.no_patterns, text)
                  if not findmod.another_thing_after(text, m.end()) and (m.start(), m.end()) not in graded
-                 and not in_technical_phrase(text, m.start(), m.end())]
+                 and not in_technical_phrase(text, m.start(), m.end())
+                 # "no internal enhancement" denies one part's, not the lesion's ("an enhancing wall")
+                 and not set(DENIED_KIND.findall(m.group(0).lower())) - set(re.findall(r"[a-z]+", field.question.lower()))]
         for m in _matches(field.yes_patterns, text):
             if (findmod.another_thing_after(text, m.end()) or ARTIFACT_AFTER.match(text[m.end():])
                     or in_technical_phrase(text, m.start(), m.end())

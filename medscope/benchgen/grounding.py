@@ -409,8 +409,10 @@ _STRUCTURE_WORDS = ("pancreatic", "bile", "biliary", "cystic", "hepatic", "porta
 
 
 # addition: words that narrow a denial to one kind of lesion ("no obstructing lesion", "no solid mass")
+# (a part of the lesion too: "no internal enhancement" beside an enhancing wall leaves the wall's unsaid)
 DENIED_KIND = re.compile(r"\b(?:obstructing|solid|cystic|enhancing|calcified|suspicious|dominant|large|enlarging|"
-                         r"hypervascular|hypoattenuating|hyperenhancing|mural)\b")
+                         r"hypervascular|hypoattenuating|hyperenhancing|mural|internal|central|peripheral|septal|"
+                         r"intralesional|nodular)\b")
 
 
 def _denial_of_one_kind(sent: str, a: int, q: str) -> bool:
