@@ -55,6 +55,8 @@ LESION_NOUNS = {
     # named tumours and focal collections other organ systems report as "the lesion"
     "glioma": r"(?:glioblastoma|glioma)s?", "meningioma": r"meningiomas?", "schwannoma": r"schwannomas?",
     "lymphoma": r"lymphomas?", "abscess": r"abscess(?:es)?", "haematoma": r"ha?ematomas?",
+    # named soft-tissue tumours (lipoma, liposarcoma, elastofibroma, neurofibroma, myxoma)
+    "lipoma": r"lipomas?", "sarcoma": r"[a-z]*sarcomas?", "fibroma": r"[a-z]*fibromas?", "myxoma": r"myxomas?",
 }
 UMBRELLA = {"lesion", "observation"}
 _NOUN_OF = [(k, re.compile(rf"\b{v}\b")) for k, v in LESION_NOUNS.items()]
