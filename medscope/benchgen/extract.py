@@ -463,7 +463,11 @@ def extract_with_rejects(schema: Schema, findings: str, impression: str
     if lesion_fields:
         nouns = findmod.nouns_of([f.question for f in lesion_fields]
                                  + [p for f in schema.fields if not lesion_scoped(f) for p in f.yes_patterns])
-        dom, why_none = findmod.dominant(findmod.report_findings(findings, impression, nouns), schema.organ)
+        found = findmod.report_findings(findings, impression, nouns)
+        dom, why_none = findmod.dominant(found, schema.organ)
+        # the report's one lesion: a sentence naming none ("The underlying bones are normal.") can be
+        # about no other, so a Yes / No feature of it is read from the whole report
+        sole = dom is not None and findmod.sole_lesion(found) is dom
     removed = findmod.organ_removed(normalize_sentence(findings + " " + impression), schema.organ)
     if removed:
         dom, why_none = None, "organ_removed"
@@ -473,10 +477,14 @@ def extract_with_rejects(schema: Schema, findings: str, impression: str
                 unset[field.name] = why_none
                 continue
             value, why = lesion_value(field, dom)
+            evidence = dom.sentence
+            if value is None and sole and field.type == "binary" and why == "not_stated_for_dominant_lesion":
+                value, evidence, why = _binary_field(field, sents, findings, impression, None)
+                why = why if why != "not_in_report" else "not_stated_for_dominant_lesion"
             if value is None:
                 unset[field.name] = why
             else:
-                out[field.name] = (value, dom.sentence)
+                out[field.name] = (value, evidence)
             continue
         if removed and findmod.schema_organ(schema.organ) in findmod.place_organs(normalize_sentence(field.question)) | {
                 findmod._organ(normalize_sentence(field.question))}:
@@ -488,22 +496,8 @@ def extract_with_rejects(schema: Schema, findings: str, impression: str
             # thyroid) "left portal vein" leaves the main and right ones unsaid
             names_lesion = (dom is not None and findmod.schema_organ(schema.organ) in findmod.PAIRED_ORGANS
                             and bool(findmod.nouns_of([field.question])))
-            value, evidence, why = study_binary(field, sents, dom.side if names_lesion else None)
-            if value is None and why in ("not_in_report", "only_partial_denial"):
-                # the schema's patterns missed the wording ("renal angiomyolipomas", "lymph node,
-                # enlarged"): the field's own question goes through the report-grounded check
-                value, evidence = _grounded_binary(field, findings, impression)
-                if value == "no" and _RESECTED_BED.search(normalize_sentence(evidence)):
-                    value, why = None, "only_partial_denial"  # a clear resection bed denies recurrence only
-                if value == "no" and _SOME_IMAGES_DENIAL.search(normalize_sentence(evidence)):
-                    value, why = None, "only_partial_denial"  # denied on some sequences only
-                if value == "no" and _under_other_organ(findmod._organ(normalize_sentence(field.question)),
-                                                        normalize_sentence(evidence)):
-                    value, why = None, "not_in_report"
-                if value == "no" and findmod.under_part_heading(normalize_sentence(evidence)):
-                    value, why = None, "only_partial_denial"  # "PERIPHERAL ZONE: No focal lesion."
-                if value == "no" and _one_of_a_pair(field.question, evidence):
-                    value, why = None, "only_partial_denial"
+            value, evidence, why = _binary_field(field, sents, findings, impression,
+                                                 dom.side if names_lesion else None)
             if value is None:
                 unset[field.name] = why
             else:
@@ -525,6 +519,29 @@ def extract_with_rejects(schema: Schema, findings: str, impression: str
         else:
             unset[field.name] = "not_in_report"
     return out, unset
+
+
+def _binary_field(field: FieldSpec, sents: list[str], findings: str, impression: str,
+                  lesion_side: str | None) -> tuple[str | None, str, str]:
+    """(value, evidence, reason when unset) of a binary field read over the whole report
+    (:func:`study_binary`, then the field's question through the report-grounded check)."""
+    value, evidence, why = study_binary(field, sents, lesion_side)
+    if value is None and why in ("not_in_report", "only_partial_denial"):
+        # the schema's patterns missed the wording ("renal angiomyolipomas", "lymph node,
+        # enlarged"): the field's own question goes through the report-grounded check
+        value, evidence = _grounded_binary(field, findings, impression)
+        if value == "no" and _RESECTED_BED.search(normalize_sentence(evidence)):
+            value, why = None, "only_partial_denial"  # a clear resection bed denies recurrence only
+        if value == "no" and _SOME_IMAGES_DENIAL.search(normalize_sentence(evidence)):
+            value, why = None, "only_partial_denial"  # denied on some sequences only
+        if value == "no" and _under_other_organ(findmod._organ(normalize_sentence(field.question)),
+                                                normalize_sentence(evidence)):
+            value, why = None, "not_in_report"
+        if value == "no" and findmod.under_part_heading(normalize_sentence(evidence)):
+            value, why = None, "only_partial_denial"  # "PERIPHERAL ZONE: No focal lesion."
+        if value == "no" and _one_of_a_pair(field.question, evidence):
+            value, why = None, "only_partial_denial"
+    return value, evidence, why
 
 
 def _under_other_organ(asked_organ: str | None, text: str) -> bool:
