@@ -27,7 +27,7 @@ import re
 from medscope.benchgen import findings as findmod
 from medscope.benchgen.grounding import (ORGAN_WORDS, _MIXED_BEFORE, ARTIFACT_AFTER, _SIDE_TAIL, SECONDARY, _spread,
                                         _mention_status, is_recommendation, measurements, normalize_sentence, sentences,
-                                        DENIED_KIND, TOPIC, in_technical_phrase, stem, tokens)
+                                        PART_DENIED, TOPIC, in_technical_phrase, stem, tokens)
 from medscope.benchgen.schema import FieldSpec, Schema
 
 
@@ -66,6 +66,12 @@ def graded_denial(text: str, a: int, b: int) -> bool:
     start = max([max(0, a - 60)] + [m.end() for m in re.finditer(r"[;,]", text[:a])])  # its own clause only
     return re.search(r"\b(?:no|without)\s+(?:(?:a|an|any)\s+)?(?:definite(?:ly)?|definitive|convincing|unequivocal|"
                      r"frank|overt|obvious|clear(?:-cut)?)\b", text[start:b]) is not None
+
+
+def _part_denied(denial: str, field: FieldSpec) -> bool:
+    """Whether a denial is narrowed to a part of the lesion the field's question does not ask
+    ("no internal enhancement" denies the lesion's enhancement only inside it)."""
+    return bool(set(PART_DENIED.findall(denial.lower())) - set(re.findall(r"[a-z]+", field.question.lower())))
 
 
 def field_value(field: FieldSpec, sentence: str, lesion_text: bool = False) -> str | None:
@@ -110,13 +116,16 @@ def field_value(field: FieldSpec, sentence: str, lesion_text: bool = False) -> s
                  if not findmod.another_thing_after(text, m.end()) and (m.start(), m.end()) not in graded
                  and not in_technical_phrase(text, m.start(), m.end())
                  # "no internal enhancement" denies one part's, not the lesion's ("an enhancing wall")
-                 and not set(DENIED_KIND.findall(m.group(0).lower())) - set(re.findall(r"[a-z]+", field.question.lower()))]
+                 and not _part_denied(m.group(0), field)]
         for m in _matches(field.yes_patterns, text):
             if (findmod.another_thing_after(text, m.end()) or ARTIFACT_AFTER.match(text[m.end():])
                     or in_technical_phrase(text, m.start(), m.end())
                     or any(a <= m.start() < b for a, b in graded)):
                 continue
             st = _mention_status(text, m.start(), m.end())
+            neg = list(_DENIER.finditer(text[:m.start()]))
+            if st == "negated" and neg and _part_denied(text[neg[-1].start():m.end()], field):
+                continue  # "no internal enhancement" beside "a thick enhancing wall"
             if st in ("affirmed", "negated"):
                 calls.append((m.start(), "yes" if st == "affirmed" else "no"))
         return min(calls)[1] if calls else None

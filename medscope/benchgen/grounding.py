@@ -415,6 +415,10 @@ DENIED_KIND = re.compile(r"\b(?:obstructing|solid|cystic|enhancing|calcified|sus
                          r"intralesional|nodular)\b")
 
 
+# a part of a lesion a denial can be narrowed to ("no internal enhancement", "no central flow")
+PART_DENIED = re.compile(r"\b(?:internal|central|peripheral|septal|intralesional|mural)\b")
+
+
 def _denial_of_one_kind(sent: str, a: int, q: str) -> bool:
     """Whether a denied mention at ``a`` is narrowed to one kind the question does not ask
     ("without an obstructing calculus" leaves a non-obstructing one unsaid)."""
