@@ -281,7 +281,9 @@ def study_binary(field: FieldSpec, sents: list[str], lesion_side: str | None = N
     # the complex ones unsaid)
     q_text = normalize_sentence(field.question)
     asked_words = frozenset(re.findall(r"[a-z]+", re.sub(r"\b[a-z-]+\s+(?:or|and/or)\s+[a-z-]+\b", " ", q_text)))
-    q_stems = {t for t, _, _ in tokens(q_text)}
+    # what the question asks for, less the organ it is in ("No thyroid cyst" names the organ, not the nodule)
+    q_stems = {t for t, _, _ in tokens(q_text)} - {stem(w) for pat in ORGAN_WORDS.values()
+                                                   for m in re.finditer(pat, q_text) for w in m.group(0).split()}
     for i, s in enumerate(sents):
         text = _MEASURED_AND.sub("", normalize_sentence(s))  # "duct measures 2 mm and is normal": the duct is normal
         if is_recommendation(text):
@@ -382,7 +384,7 @@ _TOPIC_STEMS = frozenset(stem(t) for t in TOPIC)
 
 def _names_the_asked(mention: str, q_stems: set[str]) -> bool:
     """Whether a denied mention of a field's yes-pattern names what the question asks: a word of the
-    question, or a generic lesion noun ("no focal lesion" for "Is there a mass?"). A named entity of
+    question other than its organ, or a generic lesion noun ("no focal lesion" for "Is there a mass?"). A named entity of
     the pattern's list ("No Baker's cyst", "no angiomyolipoma") is one kind of the asked thing, and
     its denial leaves the others unsaid."""
     said = {t for t, _, _ in tokens(normalize_sentence(mention))}
