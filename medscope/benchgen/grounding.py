@@ -315,7 +315,20 @@ TECHNICAL_PHRASE = re.compile(r"\b(?:(?:posterior\s+)?acoustic\s+(?:enhancement|
 
 def in_technical_phrase(text: str, a: int, b: int) -> bool:
     """Whether ``text[a:b]`` (a schema pattern's match) lies inside a :data:`TECHNICAL_PHRASE`, so
-    that it mentions no field ("posterior acoustic enhancement" is no contrast enhancement)."""
+    that it mentions no field ("posterior acoustic enhancement" is no contrast enhancement).
+
+    Parameters
+    ----------
+    text : str
+        A normalised sentence.
+    a, b : int
+        The match's span in ``text``.
+
+    Returns
+    -------
+    bool
+        True when the span overlaps a technical phrase.
+    """
     return any(m.start() <= a and b <= m.end() or m.start() < b <= m.end() or m.start() <= a < m.end()
                for m in TECHNICAL_PHRASE.finditer(text))
 
