@@ -26,7 +26,8 @@ import re
 
 from medscope.benchgen import findings as findmod
 from medscope.benchgen.grounding import (ORGAN_WORDS, _MIXED_BEFORE, ARTIFACT_AFTER, _SIDE_TAIL, SECONDARY, _spread,
-                                        _mention_status, is_recommendation, measurements, normalize_sentence, sentences)
+                                        _mention_status, is_recommendation, measurements, normalize_sentence, sentences,
+                                        PART_DENIED, TOPIC, in_technical_phrase, stem, tokens)
 from medscope.benchgen.schema import FieldSpec, Schema
 
 
@@ -65,6 +66,12 @@ def graded_denial(text: str, a: int, b: int) -> bool:
     start = max([max(0, a - 60)] + [m.end() for m in re.finditer(r"[;,]", text[:a])])  # its own clause only
     return re.search(r"\b(?:no|without)\s+(?:(?:a|an|any)\s+)?(?:definite(?:ly)?|definitive|convincing|unequivocal|"
                      r"frank|overt|obvious|clear(?:-cut)?)\b", text[start:b]) is not None
+
+
+def _part_denied(denial: str, field: FieldSpec) -> bool:
+    """Whether a denial is narrowed to a part of the lesion the field's question does not ask
+    ("no internal enhancement" denies the lesion's enhancement only inside it)."""
+    return bool(set(PART_DENIED.findall(denial.lower())) - set(re.findall(r"[a-z]+", field.question.lower())))
 
 
 def field_value(field: FieldSpec, sentence: str, lesion_text: bool = False) -> str | None:
@@ -106,12 +113,19 @@ def field_value(field: FieldSpec, sentence: str, lesion_text: bool = False) -> s
         text = _MEASURED_AND.sub("", text)
         graded = [(m.start(), m.end()) for m in _matches(field.no_patterns, text) if graded_denial(text, m.start(), m.end())]
         calls = [(m.start(), "no") for m in _matches(field.no_patterns, text)
-                 if not findmod.another_thing_after(text, m.end()) and (m.start(), m.end()) not in graded]
+                 if not findmod.another_thing_after(text, m.end()) and (m.start(), m.end()) not in graded
+                 and not in_technical_phrase(text, m.start(), m.end())
+                 # "no internal enhancement" denies one part's, not the lesion's ("an enhancing wall")
+                 and not _part_denied(m.group(0), field)]
         for m in _matches(field.yes_patterns, text):
             if (findmod.another_thing_after(text, m.end()) or ARTIFACT_AFTER.match(text[m.end():])
+                    or in_technical_phrase(text, m.start(), m.end())
                     or any(a <= m.start() < b for a, b in graded)):
                 continue
             st = _mention_status(text, m.start(), m.end())
+            neg = list(_DENIER.finditer(text[:m.start()]))
+            if st == "negated" and neg and _part_denied(text[neg[-1].start():m.end()], field):
+                continue  # "no internal enhancement" beside "a thick enhancing wall"
             if st in ("affirmed", "negated"):
                 calls.append((m.start(), "yes" if st == "affirmed" else "no"))
         return min(calls)[1] if calls else None
@@ -161,6 +175,7 @@ def _multi_found(field: FieldSpec, text: str) -> tuple[list[tuple[int, int, str]
     for order, v in enumerate(field.values):
         for m in _matches(v.patterns, text):
             if (SECONDARY.search(text[: m.start()]) or RELATION_BEFORE.search(text[: m.start()])
+                    or in_technical_phrase(text, m.start(), m.end())
                     or _mention_status(text, m.start(), m.end()) not in ("affirmed", "favoured")):
                 continue
             found.append((m.start(), order, v.value))
@@ -266,6 +281,9 @@ def study_binary(field: FieldSpec, sents: list[str], lesion_side: str | None = N
     # the complex ones unsaid)
     q_text = normalize_sentence(field.question)
     asked_words = frozenset(re.findall(r"[a-z]+", re.sub(r"\b[a-z-]+\s+(?:or|and/or)\s+[a-z-]+\b", " ", q_text)))
+    # what the question asks for, less the organ it is in ("No thyroid cyst" names the organ, not the nodule)
+    q_stems = {t for t, _, _ in tokens(q_text)} - {stem(w) for pat in ORGAN_WORDS.values()
+                                                   for m in re.finditer(pat, q_text) for w in m.group(0).split()}
     for i, s in enumerate(sents):
         text = _MEASURED_AND.sub("", normalize_sentence(s))  # "duct measures 2 mm and is normal": the duct is normal
         if is_recommendation(text):
@@ -282,13 +300,13 @@ def study_binary(field: FieldSpec, sents: list[str], lesion_side: str | None = N
             if other_section:
                 denied.append((m.start(), m.end()))
                 continue
-            if findmod.another_thing_after(text, m.end()):
-                continue  # "No mass effect" denies no mass
+            if findmod.another_thing_after(text, m.end()) or in_technical_phrase(text, m.start(), m.end()):
+                continue  # "No mass effect" denies no mass, "no acoustic enhancement" no contrast enhancement
             denied.append((m.start(), m.end()))
             _denial(text, m.start(), m.end(), s, no, partial, partial_sides, other_narrowing, asked_words)
         for m in _matches(field.yes_patterns, text):
             if (any(a <= m.start() < b for a, b in denied) or findmod.another_thing_after(text, m.end())
-                    or ARTIFACT_AFTER.match(text[m.end():])):
+                    or ARTIFACT_AFTER.match(text[m.end():]) or in_technical_phrase(text, m.start(), m.end())):
                 continue
             if findmod.category_of_a_node(m.group(0), "") or (
                     findmod._CATEGORY.search(m.group(0)) and findmod.category_of_a_node(text, before)):
@@ -301,6 +319,10 @@ def study_binary(field: FieldSpec, sents: list[str], lesion_side: str | None = N
                 other_narrowing.append(s)
             elif st == "affirmed":
                 yes.append(s)
+            elif st == "negated" and not _names_the_asked(m.group(0), q_stems):
+                # "No Baker's cyst.": one named kind of the asked thing denied leaves the others unsaid
+                partial.append(s)
+                other_narrowing.append(s)
             elif st == "negated":
                 _denial(text, m.start(), m.end(), s, no, partial, partial_sides, other_narrowing, asked_words)
     if {"left", "right"} <= partial_sides and not no:
@@ -355,6 +377,18 @@ def paired_subject_side(before: str) -> set[str]:
     if not hits or _BOTH_SIDES.search(before[hits[-1].start():]):
         return set()
     return {g for g in hits[-1].groups() if g}
+
+
+_TOPIC_STEMS = frozenset(stem(t) for t in TOPIC)
+
+
+def _names_the_asked(mention: str, q_stems: set[str]) -> bool:
+    """Whether a denied mention of a field's yes-pattern names what the question asks: a word of the
+    question other than its organ, or a generic lesion noun ("no focal lesion" for "Is there a mass?"). A named entity of
+    the pattern's list ("No Baker's cyst", "no angiomyolipoma") is one kind of the asked thing, and
+    its denial leaves the others unsaid."""
+    said = {t for t, _, _ in tokens(normalize_sentence(mention))}
+    return not said or bool(said & (q_stems | _TOPIC_STEMS))
 
 
 def _denial(text, a, b, s, no, partial, partial_sides, other_narrowing, asked_words=frozenset()) -> None:
@@ -440,7 +474,11 @@ def extract_with_rejects(schema: Schema, findings: str, impression: str
     if lesion_fields:
         nouns = findmod.nouns_of([f.question for f in lesion_fields]
                                  + [p for f in schema.fields if not lesion_scoped(f) for p in f.yes_patterns])
-        dom, why_none = findmod.dominant(findmod.report_findings(findings, impression, nouns), schema.organ)
+        found = findmod.report_findings(findings, impression, nouns)
+        dom, why_none = findmod.dominant(found, schema.organ)
+        # the report's one lesion: a sentence naming none ("The underlying bones are normal.") can be
+        # about no other, so a Yes / No feature of it is read from the whole report
+        sole = dom is not None and findmod.sole_lesion(found) is dom
     removed = findmod.organ_removed(normalize_sentence(findings + " " + impression), schema.organ)
     if removed:
         dom, why_none = None, "organ_removed"
@@ -450,10 +488,14 @@ def extract_with_rejects(schema: Schema, findings: str, impression: str
                 unset[field.name] = why_none
                 continue
             value, why = lesion_value(field, dom)
+            evidence = dom.sentence
+            if value is None and sole and field.type == "binary" and why == "not_stated_for_dominant_lesion":
+                value, evidence, why = _binary_field(field, sents, findings, impression, None)
+                why = why if why != "not_in_report" else "not_stated_for_dominant_lesion"
             if value is None:
                 unset[field.name] = why
             else:
-                out[field.name] = (value, dom.sentence)
+                out[field.name] = (value, evidence)
             continue
         if removed and findmod.schema_organ(schema.organ) in findmod.place_organs(normalize_sentence(field.question)) | {
                 findmod._organ(normalize_sentence(field.question))}:
@@ -465,22 +507,8 @@ def extract_with_rejects(schema: Schema, findings: str, impression: str
             # thyroid) "left portal vein" leaves the main and right ones unsaid
             names_lesion = (dom is not None and findmod.schema_organ(schema.organ) in findmod.PAIRED_ORGANS
                             and bool(findmod.nouns_of([field.question])))
-            value, evidence, why = study_binary(field, sents, dom.side if names_lesion else None)
-            if value is None and why in ("not_in_report", "only_partial_denial"):
-                # the schema's patterns missed the wording ("renal angiomyolipomas", "lymph node,
-                # enlarged"): the field's own question goes through the report-grounded check
-                value, evidence = _grounded_binary(field, findings, impression)
-                if value == "no" and _RESECTED_BED.search(normalize_sentence(evidence)):
-                    value, why = None, "only_partial_denial"  # a clear resection bed denies recurrence only
-                if value == "no" and _SOME_IMAGES_DENIAL.search(normalize_sentence(evidence)):
-                    value, why = None, "only_partial_denial"  # denied on some sequences only
-                if value == "no" and _under_other_organ(findmod._organ(normalize_sentence(field.question)),
-                                                        normalize_sentence(evidence)):
-                    value, why = None, "not_in_report"
-                if value == "no" and findmod.under_part_heading(normalize_sentence(evidence)):
-                    value, why = None, "only_partial_denial"  # "PERIPHERAL ZONE: No focal lesion."
-                if value == "no" and _one_of_a_pair(field.question, evidence):
-                    value, why = None, "only_partial_denial"
+            value, evidence, why = _binary_field(field, sents, findings, impression,
+                                                 dom.side if names_lesion else None)
             if value is None:
                 unset[field.name] = why
             else:
@@ -502,6 +530,29 @@ def extract_with_rejects(schema: Schema, findings: str, impression: str
         else:
             unset[field.name] = "not_in_report"
     return out, unset
+
+
+def _binary_field(field: FieldSpec, sents: list[str], findings: str, impression: str,
+                  lesion_side: str | None) -> tuple[str | None, str, str]:
+    """(value, evidence, reason when unset) of a binary field read over the whole report
+    (:func:`study_binary`, then the field's question through the report-grounded check)."""
+    value, evidence, why = study_binary(field, sents, lesion_side)
+    if value is None and why in ("not_in_report", "only_partial_denial"):
+        # the schema's patterns missed the wording ("renal angiomyolipomas", "lymph node,
+        # enlarged"): the field's own question goes through the report-grounded check
+        value, evidence = _grounded_binary(field, findings, impression)
+        if value == "no" and _RESECTED_BED.search(normalize_sentence(evidence)):
+            value, why = None, "only_partial_denial"  # a clear resection bed denies recurrence only
+        if value == "no" and _SOME_IMAGES_DENIAL.search(normalize_sentence(evidence)):
+            value, why = None, "only_partial_denial"  # denied on some sequences only
+        if value == "no" and _under_other_organ(findmod._organ(normalize_sentence(field.question)),
+                                                normalize_sentence(evidence)):
+            value, why = None, "not_in_report"
+        if value == "no" and findmod.under_part_heading(normalize_sentence(evidence)):
+            value, why = None, "only_partial_denial"  # "PERIPHERAL ZONE: No focal lesion."
+        if value == "no" and _one_of_a_pair(field.question, evidence):
+            value, why = None, "only_partial_denial"
+    return value, evidence, why
 
 
 def _under_other_organ(asked_organ: str | None, text: str) -> bool:

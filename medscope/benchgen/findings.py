@@ -55,6 +55,8 @@ LESION_NOUNS = {
     # named tumours and focal collections other organ systems report as "the lesion"
     "glioma": r"(?:glioblastoma|glioma)s?", "meningioma": r"meningiomas?", "schwannoma": r"schwannomas?",
     "lymphoma": r"lymphomas?", "abscess": r"abscess(?:es)?", "haematoma": r"ha?ematomas?",
+    # named soft-tissue tumours (lipoma, liposarcoma, elastofibroma, neurofibroma, myxoma)
+    "lipoma": r"lipomas?", "sarcoma": r"[a-z]*sarcomas?", "fibroma": r"[a-z]*fibromas?", "myxoma": r"myxomas?",
 }
 UMBRELLA = {"lesion", "observation"}
 _NOUN_OF = [(k, re.compile(rf"\b{v}\b")) for k, v in LESION_NOUNS.items()]
@@ -812,6 +814,27 @@ def category_word(value: str) -> bool:
         True when it is written as a RADS category.
     """
     return _CATEGORY.search(value.lower()) is not None
+
+
+def sole_lesion(found: list[Finding]) -> Finding | None:
+    """The report's one described lesion, or None when it describes none or several.
+
+    A possible finding with no size of its own ("most likely a high-grade sarcoma", "favouring
+    schwannoma") is the described lesion's diagnosis, not a second lesion; a sized one is another.
+
+    Parameters
+    ----------
+    found : list of Finding
+        The report's findings (:func:`report_findings`).
+
+    Returns
+    -------
+    Finding or None
+        The one present finding when no other present or sized possible finding is reported.
+    """
+    present = [f for f in found if f.status == "present"]
+    others = [f for f in found if f.status == "possible" and f.size_mm is not None]
+    return present[0] if len(present) == 1 and not others and not present[0].plural else None
 
 
 def dominant(found: list[Finding], organ: str | None = None, by_category: bool = True

@@ -300,6 +300,39 @@ _DENIAL_WORDS = {"no", "not", "nor", "without", "or", "and", "any", "the", "a", 
 ARTIFACT_AFTER = re.compile(r"^[^.;]{0,40}?\b(?:comet[- ]tail|ring[- ]down|reverberation)\b")
 
 
+# a fixed technical phrase whose words mean something else than the schema term they contain: an
+# acoustic phenomenon ("posterior acoustic enhancement", "increased through-transmission") is no
+# enhancement after contrast, a sequence or study name ("fat-suppressed T2", "contrast-enhanced
+# MRI") says nothing of the lesion's fat or enhancement, "chemical shift" no shift, and the study's
+# technique ("MRI of the arm with and without contrast") denies no enhancement
+TECHNICAL_PHRASE = re.compile(r"\b(?:(?:posterior\s+)?acoustic\s+(?:enhancement|shadow\w*)|(?:increased\s+)?through[- ]?"
+                              r"transmission(?:\s+enhancement)?|edge\s+enhancement|(?:fat|water)[- ]?(?:suppress\w*|"
+                              r"saturat\w*|sat)\b|chemical[- ]shift|contrast[- ]enhanced\s+(?:mri?|ct|cect|imaging|"
+                              r"scans?|stud(?:y|ies)|exam\w*|sequences?|images?|t1\w*|series|ultrasound|us)|"
+                              r"(?:with\s+and\s+)?without\s+(?:(?:iv|intravenous|gadolinium)\s+)?contrast|non-?contrast|"
+                              r"pre-?\s*and\s+post-?\s*contrast)")
+
+
+def in_technical_phrase(text: str, a: int, b: int) -> bool:
+    """Whether ``text[a:b]`` (a schema pattern's match) lies inside a :data:`TECHNICAL_PHRASE`, so
+    that it mentions no field ("posterior acoustic enhancement" is no contrast enhancement).
+
+    Parameters
+    ----------
+    text : str
+        A normalised sentence.
+    a, b : int
+        The match's span in ``text``.
+
+    Returns
+    -------
+    bool
+        True when the span overlaps a technical phrase.
+    """
+    return any(m.start() <= a and b <= m.end() or m.start() < b <= m.end() or m.start() <= a < m.end()
+               for m in TECHNICAL_PHRASE.finditer(text))
+
+
 # a descriptor that is one part of a mixture: "mixed cystic and solid", "predominantly solid", "partly cystic"
 _MIXED_BEFORE = re.compile(r"\b(?:mixed\s+(?:[a-z-]+\s+(?:and|or|/)\s+)?|(?:partially|partly|predominantly|mostly|"
                            r"largely|part)\s+)$")
@@ -389,8 +422,14 @@ _STRUCTURE_WORDS = ("pancreatic", "bile", "biliary", "cystic", "hepatic", "porta
 
 
 # addition: words that narrow a denial to one kind of lesion ("no obstructing lesion", "no solid mass")
+# (a part of the lesion too: "no internal enhancement" beside an enhancing wall leaves the wall's unsaid)
 DENIED_KIND = re.compile(r"\b(?:obstructing|solid|cystic|enhancing|calcified|suspicious|dominant|large|enlarging|"
-                         r"hypervascular|hypoattenuating|hyperenhancing|mural)\b")
+                         r"hypervascular|hypoattenuating|hyperenhancing|mural|internal|central|peripheral|septal|"
+                         r"intralesional|nodular)\b")
+
+
+# a part of a lesion a denial can be narrowed to ("no internal enhancement", "no central flow")
+PART_DENIED = re.compile(r"\b(?:internal|central|peripheral|septal|intralesional|mural)\b")
 
 
 def _denial_of_one_kind(sent: str, a: int, q: str) -> bool:
@@ -548,6 +587,12 @@ _EARLIER_STUDY = re.compile(r"^\W*(?:comparison|prior(?: study| imaging)?|previo
                             r"\b(?:on|at|in)\s+the\s+(?:prior|previous|earlier|last|baseline|most recent|"
                             r"(?:[a-z]+\s+)?(?:19|20)\d\d)\s+(?:[\w-]+\s+)?(?:study|exam\w*|scan|imaging|ultrasound|"
                             r"us|mri?|ct)\b|\bwhen\s+(?:it|they|the\s[^.;]{0,60}?)\s+measured\b")
+# "the 6.8 cm previously reported", "a 2 cm lesion described in 2023": a size the report attributes
+# to an earlier report or study
+_REPORTED_BEFORE = re.compile(r"^(?:[\d.\s]|x)*(?:mm|cm)\W*(?:(?:lesion|mass|nodule|cyst|lipoma|tumou?r)\s+)?(?:as\s+)?"
+                              r"(?:previously|formerly|earlier|originally)\s+(?:reported|described|measured|seen|noted|"
+                              r"documented)\b|^(?:[\d.\s]|x)*(?:mm|cm)\W*(?:reported|described|measured|seen|noted)\s+"
+                              r"(?:previously|before|earlier|on\s+the\s+(?:prior|previous|earlier))\b")
 _NOW = re.compile(r"\b(?:now|currently|today|at present|presently|this study|the current (?:study|exam\w*|scan))\b")
 
 
@@ -569,7 +614,7 @@ def prior_length(s: str, at: int) -> bool:
     bool
         True for a prior length, never the current size.
     """
-    if _PRIOR_LENGTH.search(s[:at]) or _DATED_LENGTH.match(s[at:]):
+    if _PRIOR_LENGTH.search(s[:at]) or _DATED_LENGTH.match(s[at:]) or _REPORTED_BEFORE.match(s[at:]):
         return True
     earlier = list(_EARLIER_STUDY.finditer(s[:at]))
     return bool(earlier) and not _NOW.search(s[earlier[-1].end():at])
@@ -800,7 +845,14 @@ def check_yes_no(question: str, yes: bool, sents: list[str]) -> tuple[bool, str,
     asks_history = bool(re.search(r"\b(?:history|previous(?:ly)?|prior|had|undergone|underwent|status post)\b", q))
     predicate = _predicate_stems(q)
     verdicts, narrowed = [], []
+    asks_technical = bool(TECHNICAL_PHRASE.search(q))
     for s, hits in best:
+        if not asks_technical and any(in_technical_phrase(s, a, b) for _, a, b in hits):
+            # "posterior acoustic enhancement" answers no contrast-enhancement question
+            hits = [h for h in hits if not in_technical_phrase(s, h[1], h[2])]
+            if not {t for t, _, _ in hits} & subject:
+                narrowed.append("partial")
+                continue
         said = {t[0] for t in tokens(s)}
         # a lesion noun is named by its adjective too: "cystic lesion in the pancreatic head" is the head cyst
         named = {c for c in head_phrase if c in said or (len(c) >= 5 and any(c in w for w in said))
@@ -903,18 +955,24 @@ def check_yes_no(question: str, yes: bool, sents: list[str]) -> tuple[bool, str,
 
 
 # a length from a landmark is a distance, not a size, on any organ: "3 cm from the nipple", "2 cm
-# deep to the skin", "6 cm above the anal verge", "within 5 mm of the pleura", "8 cm FN"; "from"
+# deep to the skin", "6 cm above the anal verge", "within 5 mm of the pleura", "8 cm FN", or a bare
+# direction ("a smaller nodule 3 cm distally", "2 cm more proximally"); "from"
 # followed by a number or an earlier study is a change ("2.1 cm from 1.7 cm"), not a landmark
 _DISTANCE_AFTER = re.compile(r"\s*(?:away\s+)?(?:from\s+(?!(?:the\s+|a\s+)?(?:\d|prior|previous|preceding|earlier|last|"
                              r"baseline|initial|recent|most recent|comparison|study|exam\w*|scan|mri|ct|ultrasound|"
                              r"mammogram)\b)(?:the\s+|its\s+)?[a-z]|fn\b|(?:deep|proximal|distal|superior|inferior|lateral|"
                              r"medial|anterior|posterior|caudal|cranial|cephalad)\s+to\b|(?:below|above|beneath|"
-                             r"under)\s+the\b)")
+                             r"under)\s+the\b|(?:distally|proximally|cranially|caudally|cephalad|caudad|superiorly|"
+                             r"inferiorly|medially|laterally|anteriorly|posteriorly|deeper|more\s+(?:distally|proximally|"
+                             r"superiorly|inferiorly|medially|laterally|anteriorly|posteriorly))\b)")
 _DISTANCE_BEFORE = re.compile(r"\b(?:distance of|within)\s+(?:approximately\s+|about\s+|~\s*)?$")
 # a length bounding a class is a threshold, never a lesion's size: "a cyst of 5 cm or less",
 # "nodules 6 mm or larger", "a threshold of 1 cm" ("at least 4 cm" still bounds the lesion's own size)
+# the far side of a comparison ("larger than the 6.8 cm previously reported") and a bare bound ("thin
+# septa under 2 mm") measure nothing
 _THRESHOLD_AFTER = re.compile(r"\s*(?:or|and)\s+(?:less|more|smaller|larger|greater|bigger|below|above|under|over)\b")
-_THRESHOLD_BEFORE = re.compile(r"\b(?:threshold|cut-?off) of\s+$")
+_THRESHOLD_BEFORE = re.compile(r"\b(?:threshold|cut-?off) of\s+$|\bthan\s+(?:the\s+|its\s+|a\s+)?(?:[a-z]+\s+)?$|"
+                               r"\b(?:under|below|over|beyond|exceeding)\s+$")
 
 
 def measurements(sent: str) -> list[tuple[str, list[float], int]]:
@@ -929,8 +987,10 @@ def measurements(sent: str) -> list[tuple[str, list[float], int]]:
     -------
     list of tuple of (str, list of float, int)
         ``(kind, dimensions, start)`` per measurement: kind ``"length"`` (dimensions in mm, cm
-        converted), ``"distance"`` (a length from a landmark: "3 cm from the nipple", never a
-        size), ``"threshold"`` (a bound: "5 cm or less", "a threshold of 1 cm") or ``"hu"``; ``start`` is its character offset.
+        converted), ``"distance"`` (a length from a landmark or in a direction: "3 cm from the
+        nipple", "a second nodule 3 cm distally", never a size), ``"threshold"`` (a bound: "5 cm
+        or less", "a threshold of 1 cm", the far side of a comparison: "larger than the 6.8 cm
+        previously reported") or ``"hu"``; ``start`` is its character offset.
     """
     out = []
     for m in _MEASURE.finditer(sent):
@@ -1166,6 +1226,12 @@ _ANSWER_KINDS = ("anatomic", "anatomical", "variant", "variation", "anomaly", "c
                  "classification", "stage")
 
 
+# a key that places by a relation to a reference structure ("deep to the fascia", "proximal to the
+# joint"): the relation must be said of that structure, since "deep to the skin" is not deep to the fascia
+_RELATION_ANSWER = re.compile(r"^(deep|superficial|proximal|distal|anterior|posterior|medial|lateral|superior|"
+                              r"inferior|cranial|caudal)\s+to\s+(?:the\s+)?(?:[\w-]+\s+){0,3}?([\w-]+)$")
+
+
 def check_term(question: str, answer: str, sents: list[str]) -> tuple[bool, str, str]:
     """Any other key (a diagnosis, a location, a grade, a category): every content word of the
     answer in one sentence about the question's subject, asserted there and nowhere denied.
@@ -1206,9 +1272,13 @@ def check_term(question: str, answer: str, sents: list[str]) -> tuple[bool, str,
         re.search(r"\b(?:operation|procedure|surgery)\b", q) and not _ASKS_ADVICE.search(q)
         and re.search(r"\b(?:had|has|have|undergone|underwent|performed|previous|prior)\b", q)))
     statuses, where = [], ""
+    relation = _RELATION_ANSWER.match(normalize_sentence(answer).strip(" ."))
     for s in sents:
         toks = tokens(s)
         have = {t[0] for t in toks}
+        if relation and not re.search(rf"\b{relation.group(1)}\s+to\s+(?:the\s+|its\s+|a\s+)?(?:[\w-]+\s+){{0,3}}?"
+                                      rf"{re.escape(relation.group(2))}\b", s):
+            continue  # "deep to the skin ... and superficial to the fascia" is no "deep to the fascia"
         if _OPERATION.search(s):
             have |= {stem(w) for w in ("operation", "procedure", "surgery")}  # "What operation has the patient had?"
         if not need <= have or (subject and not subject & have and not diagnosis and not category):

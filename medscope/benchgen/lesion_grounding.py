@@ -228,8 +228,10 @@ def _described(q: str, answer: str, kind: str, about, found, superlative: bool) 
     lobe contains the largest nodule?") read from that finding's own words, so another lesion's
     washout or lobe never answers; None (the sentence rules decide) when several findings are
     asked about and the question names no one of them."""
-    if not superlative and len([f for f in found if f.status == "present"]) < 2:
-        return None  # one lesion: its sentences are the report's
+    if findmod.sole_lesion(found) and (not superlative or kind == "yes_no"):
+        # one lesion: its sentences are the report's ("The underlying bones are normal" is about the
+        # bone under the dominant mass when the report describes no other)
+        return None
     results = []
     for f in about:
         pieces = [p for p in re.split(r"(?<=[.;])\s+", f.text) if p.strip()]
