@@ -344,8 +344,18 @@ def _lines(text: str) -> list[str]:
             line = f"{cells[0]}: {' '.join(cells[1:])}" if len(cells) > 1 else cells[0]
         line = re.sub(r"^(?:[-+\u2022]\s+|\d{1,2}[.)]\s+|[a-z][.)]\s+(?=\w))", "", line).strip()
         if line and re.search(r"\w", line):
+            if out and _BARE_LABEL.match(out[-1]) and _NEXT_VALUE.match(line):
+                # "Pneumothorax:" over "absent": the label's value on the next line is read as on the same
+                # line; read apart, the label alone named the finding and read as a claim (issue 48, set P)
+                out[-1] = f"{out[-1]} {line}"
+                continue
             out.append(line)
     return out
+
+
+# a line that is only a short label ("Pneumothorax:", "Present:") and a short value line under it
+_BARE_LABEL = re.compile(r"^[^\W\d_][^:\n]{0,40}:$")
+_NEXT_VALUE = re.compile(r"^(?!.*:)\W*(?:[\w'-]+\W*){1,6}$")
 
 
 def _osa_distance(a: str, b: str, cap: int) -> int:
@@ -979,13 +989,25 @@ _OTHERWISE = re.compile(r"\b(?:otherwise|elsewhere)\s+(?:[\w-]+\s+){0,3}?$|^\W*(
                         r"\b(?:is|are|looks?|appears?)\s+otherwise\s+$")
 
 
+# "Ce n'est pas normal", "no es normal", "non è normale", "nicht normal", "não é normal": a negated normal
+# word in another language is "abnormal". ConText's English negators do not reach "pas" / "nicht" before
+# the shared word "normal", so the French reply read as "normal" (issue 48, set P: a flip).
+_FOREIGN_NOT_NORMAL = re.compile(
+    r"\b(?:(?:ce\s+|c'|il\s+|elle\s+)?n'(?:est|sont|a)\s+pas\s+(?:l'air\s+|tout\s+[àa]\s+fait\s+)?normal(?:e|es|s)?|"
+    r"pas\s+normal(?:e|es|s)?|no\s+(?:es|est[áa]|son|parece|se\s+ve)\s+normal(?:es)?|"
+    r"non\s+(?:[èe]|sono|sembra|appare)\s+normal[ei]|n[ãa]o\s+(?:[ée]|est[áa]|s[ãa]o|parece)\s+normal(?:is)?|"
+    r"(?:nicht|kein(?:e|en)?)\s+normal(?:e|er|es)?|niet\s+normaal|nie\s+jest\s+(?:normaln\w+|prawidłow\w+)|"
+    r"(?:inte|ikke)\s+normal(?:t)?|není\s+normální|nu\s+(?:este|e|arată)\s+normal(?:ă)?)\b", re.I)
+
+
 def _health_statuses(sentences: list[str], kind: str = "health", excepting: bool = False) -> list[str]:
     """Normal / abnormal words as mentions of the finding (a normal word's polarity inverted, a hedged
     normal word a hedged denial). To a
     "above the normal threshold" is a reference, not a statement of health; a device "otherwise
     unremarkable" speaks of the device."""
     out = []
-    sentences = [_HEALTH_CHOICE.sub(" ", _DEVICE_NORMAL.sub(" ", _NORMAL_AS_REFERENCE.sub(" ", s))) for s in sentences]
+    sentences = [_FOREIGN_NOT_NORMAL.sub(" abnormal ", _HEALTH_CHOICE.sub(" ", _DEVICE_NORMAL.sub(" ", _NORMAL_AS_REFERENCE.sub(" ", s))))
+                 for s in sentences]
     abnormal = _term_pattern(ABNORMAL_WORDS)
     normal = _term_pattern(NORMAL_WORDS)
     # a hedged normal word is a hedged denial of the abnormality ("probably normal" reads as "probably
@@ -1150,6 +1172,13 @@ _SHORT_VALUE = re.compile(r"^(?:(?P<neg>neg|negative|nil|-\s?ve|absent|none|not 
                           r"(?P<pos>pos|positive|\+\s?ve|present|seen|yes))\s*[.!;]?\s*$")
 
 
+# a presence word as the label of a yes / no value ("Present: no", "Visible:" over "yes", "Absent: true"): read
+# as a leading particle, "present" claimed whatever the value said (issue 48, set P)
+_POLARITY_LABEL = re.compile(r"^(?:(?P<pos>present|visible|seen|detected|identified|positive)|(?P<neg>absent|not visible|"
+                             r"not seen|not present|negative))\s*(?:[:=]|\s[-\u2013\u2014])\s*(?P<val>yes|no|true|false|y|n)"
+                             r"\s*[.!]?\s*$")
+
+
 def _label_lines(lines, terms):
     """Rule 2: "<finding>: <value>" lines; the value is finding polarity."""
     if not terms:
@@ -1158,6 +1187,10 @@ def _label_lines(lines, terms):
     counted = _count_pattern(terms)
     found = None
     for part in (p for line in lines for p in [line] + _sentences(line)[1:]):
+        v = _POLARITY_LABEL.match(part)
+        if v:  # "Present: no", "Absent: yes": the value answers the label's word, not the particle the label opens with
+            found = ("answer", (v.group("val") in ("yes", "true", "y")) == (v.group("pos") is not None))
+            continue
         c = counted.match(part)
         if c:  # "Polyp count: 0": a count of none denies, a count of one or more claims
             found = ("answer", int(c.group("n")) > 0)
