@@ -711,7 +711,8 @@ _GENERIC_PREDICATE = re.compile(
     # the appendix", "Kidney stones ... are hard deposits of minerals", "the IVC is an abdominal vessel",
     # "Ovaries are hard to evaluate on MRI in postmenopausal women", "... are organs commonly assessed on MRI"
     r"(?:is|are)\s+(?:(?:an?|the)\s+)?(?:[\w-]+\s+){0,2}?(?:inflammation|infection|deposits?|vessels?|arter(?:y|ies)|"
-    r"veins?|organs?\s+(?:commonly|usually|often|typically|routinely)|paired\s+organs?)\s+(?:of|in|that|which|commonly|"
+    r"veins?|organs?\s+(?:commonly|usually|often|typically|routinely)|paired\s+organs?|(?:out)?growths?|swellings?)\s+(?:of|in|on|"
+    r"from|that|which|commonly|"
     r"assessed|formed|made|carrying|draining|and|,|\.|$)|"
     r"(?:is|are)\s+(?:an?\s+)?(?:[\w-]+\s+){0,3}?diagnos[ie]s\s*(?:$|[.,;]|of\s+exclusion|made|based)|"
     r"(?:is|are)\s+(?:often\s+|usually\s+|notoriously\s+)?(?:hard|difficult|easy|tricky|challenging)\s+to\s+"
@@ -724,7 +725,8 @@ _ORGAN_LOCATION = re.compile(
     # "The heart is in the chest", "the trachea is in the neck and upper chest" (issue 48, set N)
     r"^(?:s|es)?\s+(?:is|are)\s+(?:normally\s+|usually\s+)?in\s+the\s+(?:upper\s+|lower\s+)?(?:neck|chest|thorax|abdomen|"
     r"pelvis|head|skull|mediastinum|retroperitoneum|posterior fossa|brain)\b|"
-    r"^(?:s|es)?\s+(?:lies?|sits?|(?:is|are)\s+(?:normally\s+)?(?:located|situated))\s+(?:deep\s+)?(?:in|within|on|"
+    r"^(?:s|es)?\s+(?:(?:normally|usually|typically|generally)\s+)?(?:lies?|sits?|(?:is|are)\s+(?:normally\s+)?(?:located|"
+    r"situated))\s+(?:deep\s+)?(?:in|within|on|"
     r"behind|below|beneath|under|above|in front of|posterior to|anterior to|along)\s+(?:the|a)\b|"
     # (issue 48, set L) "the pancreas lies lower, at around L1-L2", "sits higher, under the diaphragm":
     # the organ's level in the body, not an observation of this slice
@@ -818,7 +820,11 @@ def _one_of_two_candidates(s: str, m: re.Match) -> bool:
                 or (_FIRST_CANDIDATE_AFTER.match(after) and re.search(r"\b(?:versus|vs\.?)\s", after[:12])))
 
 
-_SUBJECT_TAIL = re.compile(r"^(?:s|es)?\s*,\s*(?:(?:or|also called|also known as|aka|i\.e\.)\s+[^,.;]{1,40}?\s*,\s*|"
+# (issue 48, set P) the organ may name what the subject's findings are of ("Thyroid nodules are common ..."):
+# a statement about such findings in general is as much a textbook one
+_SUBJECT_TAIL = re.compile(r"^(?:s|es)?\s+(?:nodules?|cysts?|stones?|polyps?|tumou?rs?|masses|lesions?|cancers?|"
+                           r"fractures?|diseases?|problems?|conditions?)(?=\s+(?:is|are)\b)|"
+                           r"^(?:s|es)?\s*,\s*(?:(?:or|also called|also known as|aka|i\.e\.)\s+[^,.;]{1,40}?\s*,\s*|"
                            r"(?:[\w-]+\s*,\s*)*[\w-]+\s+and\s+(?:the\s+)?[\w-]+\s+|)(?=(?:is|are)\b)|"
                            r"^(?:s|es)?\s+and\s+(?:the\s+)?[\w-]+\s+(?=are\b)")
 
@@ -1586,6 +1592,11 @@ def read_decision(text: str, question: str, finding: str, question_kind: str | N
     enough = 4 if stripped != normalize(text or "") else 6  # a leftover token marks a degenerate output already
     if len(words) >= enough and len(runs) >= 2 and min(runs) >= 2:  # "skin skin skin lesion lesion image image"
         return Reading("unparseable", None, "none", "words repeated in runs: degenerate output, not a reply")
+    if enough == 4 and runs and max(runs) >= 3:  # "asdkj heart heart heart ||| <unk>" (issue 48, set P)
+        return Reading("unparseable", None, "none", "a word stuttered beside a generator token: degenerate output")
+    if re.fullmatch(r"(?:i|we)\s+(?:can\s+)?see|i\s+understand|okay|ok|hmm+", " ".join(words)):
+        # "I see" alone acknowledges; it says nothing of the finding (issue 48, set P)
+        return Reading("unparseable", None, "none", "an acknowledgement alone, not a reply")
     # the same after a label that echoes the question ("Aortic aneurysm: the the aorta aorta ####"; issue 48, set L)
     label = re.match(r"^\W*[^:\n]{1,40}:\s*(?P<value>[^\n]*)$", normalize(text or ""))
     value = re.findall(r"\w+", label.group("value")) if label else []
