@@ -25,7 +25,10 @@ POLARITY_WORDS = {"present": True, "positive": True, "absent": False, "negative"
 NORMAL_WORDS = ("within normal limits", "normal", "healthy", "unremarkable", "no acute", "looks fine", "look fine",
                 "looks okay", "looks ok", "looks good",
                 "look okay", "look ok", "look good", "look clean", "looks clean", "fine to me", "nothing concerning", "nothing worrying",
-                "sano", "sana", "normale", "gesund", "sain", "saudável", "正常", "健康")
+                "sano", "sana", "normale", "gesund", "sain", "saudável", "正常", "健康",
+                # "within the norm" in Italian, Spanish, Portuguese, German (issue 48, set P)
+                "nella norma", "nei limiti della norma", "dentro de la normalidad", "dentro da normalidade",
+                "dentro dos limites da normalidade", "im normbereich", "unauffällig")
 ABNORMAL_WORDS = ("abnormal", "abnormality", "abnormalities", "unhealthy", "pathological", "pathology",
                   "diseased", "lesion", "lesions", "mass", "masses", "tumor", "tumour", "anomaly",
                   "suspicious", "enlarged", "anormal", "anormale", "anomalo", "anómalo", "auffällig", "不正常", "异常", "異常")
