@@ -53,6 +53,12 @@ CLARIFY_PHRASES = (
     # the image shows something else than the anatomy: a window, a header, a menu over it (issue 48, set F)
     "bone window", "lung window", "lung windows", "wrong window", "soft tissue window", "image area itself is blank",
     "image is blank", "is overlaid across", "overlaid on the whole", "only the dicom header",
+    # (issue 48, set P) a corrupted file and a request to upload it again, in the languages models answer in
+    "file is corrupted", "file seems corrupted", "file appears corrupted", "corrupted file", "sembra corrotto",
+    "è corrotto", "file corrotto", "caricarlo di nuovo", "caricarla di nuovo", "ricaricar", "semble corrompu",
+    "fichier corrompu", "parece dañado", "archivo dañado", "parece corrupto", "archivo corrupto", "subirla de nuevo",
+    "subirlo de nuevo", "parece corrompido", "arquivo corrompido", "enviar novamente", "scheint beschädigt",
+    "datei ist beschädigt", "erneut hochladen",
 )
 REFER_PHRASES = (
     "can not determine", "unable to determine", "can not be determined", "can not tell", "unclear",
@@ -91,6 +97,12 @@ REFER_PHRASES = (
     # "I can't assess / interpret it" (issue 48, set J): a leading "non" / "no" of these is no verdict
     "non posso valutare", "non posso interpretare", "no puedo evaluar", "no puedo interpretar",
     "não posso avaliar", "não posso interpretar",
+    # "please consult a doctor" in the languages models answer in (issue 48, set P)
+    "consultați un medic", "să consultați", "consulte a un médico", "consulte um médico", "consultez un médecin",
+    "consulti un medico", "rivolgersi a un medico", "wenden sie sich an", "raadpleeg een arts",
+    # a refusal of the task ("Sorry, I can't help with interpreting endoscopy images"; issue 48, set P)
+    "i can not help with", "i am unable to help with", "i am not able to help with", "can not help interpret",
+    "formally graded", "certified grader", "qualified ophthalmologist",
 )
 
 # Anatomy a probe reply may name instead of the asked organ ("I can see the liver, the right kidney

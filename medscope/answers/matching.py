@@ -738,6 +738,8 @@ _GERUND_TOPIC = re.compile(r"^\W*whether\s+(?:the\s+|a\s+|an\s+)?$|"
                            # "Evaluation of pneumothorax requires ..." (issue 48, set O): the task, not the finding
                            r"^\W*(?:(?:the|an?)\s+)?(?:evaluation|assessment|detection|diagnosis|identification|exclusion|"
                            r"interpretation)\s+(?:of|for)\s+(?:the\s+|a\s+|an\s+|any\s+)?$|^\W*(?:identifying|assessing|evaluating|detecting|seeing|visuali[sz]ing|finding|spotting|"
+                           # "Grading diabetic retinopathy needs ...", "Diagnosing appendicitis needs ..." (issue 48, set P)
+                           r"grading|diagnosing|interpreting|staging|"
                            r"locating|distinguishing|recogni[sz]ing|judging)\s+(?:the\s+|a\s+|an\s+)?$")
 _TOPIC_PREDICATE = re.compile(r"^(?:s|es)?\s+(?:[\w-]+\s+){0,4}?(?:depends|relies|requires|needs|varies|"
                               r"(?:is|can be)\s+(?:often\s+)?(?:difficult|hard|easier|easy|tricky|challenging|best|done))\b")
