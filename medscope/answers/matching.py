@@ -1449,8 +1449,10 @@ def _reasoning_disagrees(obj: dict, claim: bool, finding: str, synonyms) -> bool
     affirms = re.compile(rf"\b(?:this|it) is (?:the |a )?(?P<t>{alt})\b|\b(?P<u>{alt})(?: (?:lobes?|poles?|parenchyma|"
                          rf"tissue|gland|glands))? (?:is|are) (?:clearly |well |partly |both |fully )?"
                          rf"(?:seen|visible|identified|present|depicted|included|shown|captured|demonstrated|in view)\b")
+    # "not visualised / demonstrated / shown / appreciated" deny as plainly as "not seen" (issue 48, set P)
     denies = re.compile(rf"\b(?P<t>{alt}) (?:is|are) not (?:\w+ ){{0,2}}?(?:seen|visible|identified|present|depicted|"
-                        rf"included|expected)\b|\bno (?P<u>{alt}) (?:is |are )?(?:seen|visible|identified)\b")
+                        rf"included|expected|visuali[sz]ed|demonstrated|shown|appreciated|captured|in view)\b|"
+                        rf"\bno (?P<u>{alt}) (?:is |are )?(?:seen|visible|identified|visuali[sz]ed)\b")
 
     def about_it(m: re.Match | None, sentence: str) -> bool:  # not "the right kidney is visible" for the left
         return m is not None and _side_conflict(sentence, m.start("t" if m.group("t") else "u"), finding) is None
@@ -1467,6 +1469,25 @@ def _reasoning_disagrees(obj: dict, claim: bool, finding: str, synonyms) -> bool
 
 
 _FINAL_TAG = re.compile(r"<\s*final\s*>(?P<inner>.*?)(?:<\s*/\s*final\s*>|$)", re.IGNORECASE | re.DOTALL)
+
+
+_SCALAR_PAIR = re.compile(r"[\"'](?P<key>[^\"'\n]{1,40})[\"']\s*:\s*(?P<value>true|false|null|yes|no|-?\d+(?:\.\d+)?|\"[^\"\n]{0,40}\")",
+                          re.IGNORECASE)
+
+
+def _duplicate_key_disagrees(text: str) -> bool:
+    """Whether one key is given twice with different scalar values ("present": true, "present": false):
+    JSON parsers keep the last, others the first, so the object commits to neither (issue 48, set P)."""
+    body = text[:text.rfind("}") + 1]
+    if body.count("{") != 1 or "[" in body:
+        return False  # one flat object only: a list of objects names each organ once per object
+    seen: dict[str, str] = {}
+    for m in _SCALAR_PAIR.finditer(body):
+        key, value = m.group("key").strip().lower(), m.group("value").strip().lower()
+        if key in seen and seen[key] != value:
+            return True
+        seen.setdefault(key, value)
+    return False
 
 
 def _structured(text, question, finding, kind, synonyms) -> Reading | str | None:
@@ -1505,6 +1526,8 @@ def _structured(text, question, finding, kind, synonyms) -> Reading | str | None
         retracted = r.action in ("refer", "clarify", "unclear")
     obj = parser._first_object(t)
     complete = isinstance(obj, dict)
+    if complete and _duplicate_key_disagrees(t[brace:]):
+        return Reading("unclear", None, "json-field")  # {"present": true, "present": false}: a parser keeps either
     v = structured.json_verdict(obj if complete else structured.complete_pairs(t[brace:]), finding, terms,
                                 _json_value_reader(question, finding, kind))
     if v.found:
@@ -1831,6 +1854,9 @@ def _read_wrapped(text: str, question: str, finding: str, question_kind: str | N
         return Reading("answer", False, "table-row")
     elif row == "empty":
         return Reading("unclear", None, "table-row")
+    brace = (text or "").find("{")
+    if brace >= 0 and _duplicate_key_disagrees(text[brace:]):
+        return Reading("unclear", None, "json-field")  # {"present": true, "present": false}: a parser keeps either
     u = markup.unwrap(text, question, lambda k: structured.key_kind(k, terms, finding) in ("presence", "general"))
     if u.unparseable:
         return Reading("unparseable", None, "none")
