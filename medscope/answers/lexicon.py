@@ -102,7 +102,8 @@ REFER_PHRASES = (
     "consulti un medico", "rivolgersi a un medico", "wenden sie sich an", "raadpleeg een arts",
     # a refusal of the task ("Sorry, I can't help with interpreting endoscopy images"; issue 48, set P)
     "i can not help with", "i am unable to help with", "i am not able to help with", "can not help interpret",
-    "formally graded", "certified grader", "qualified ophthalmologist",
+    "formally graded", "certified grader", "qualified ophthalmologist", "reported formally", "graded formally",
+    "nu pot stabili", "nu pot determina", "nu pot spune",
 )
 
 # Anatomy a probe reply may name instead of the asked organ ("I can see the liver, the right kidney
