@@ -181,7 +181,7 @@ DECLINE = (r"no es posible", r"n[ãa]o [ée] poss[íi]vel", r"il n'est pas possi
            # above, so a decline is not read as their "no" ("판단할 수 없습니다" is not a denial)
            r"수 없", r"kan (?:inte|ikke|niet) (?:\w+ )?(?:avgöra|bedöma|säga|avgjøre|afgøre|vurdere|si|sige|beoordelen|zeggen|bepalen)",
            r"nie (?:można|mogę|da się) (?:\w+ )?(?:ocenić|określić|stwierdzić|powiedzieć)", r"nelze (?:\w+ )?(?:určit|posoudit|hodnotit)",
-           r"nu (?:pot|se poate) (?:\w+ )?(?:determina|spune|evalua|aprecia)", r"δεν (?:μπορ\w*|είναι δυνατ\w*)",
+           r"nu (?:pot|se poate) (?:\w+ )?(?:determina|spune|evalua|aprecia|stabili)", r"δεν (?:μπορ\w*|είναι δυνατ\w*)",
            r"değerlendiril(?:e|a)mez\w*", r"belirleyemi\w*", r"söyleyeme\w*", r"नहीं कह सक\w*", r"невозможно (?:оценить|определить)",
            r"non (?:può|possono) essere valutat\w*", r"non valutabil\w*", r"no (?:se )?puede(?:n)? (?:ser )?evaluad\w*",
            r"ne peu(?:t|vent) pas être [ée]valu\w*", r"non [ée]valuable")

@@ -25,7 +25,10 @@ POLARITY_WORDS = {"present": True, "positive": True, "absent": False, "negative"
 NORMAL_WORDS = ("within normal limits", "normal", "healthy", "unremarkable", "no acute", "looks fine", "look fine",
                 "looks okay", "looks ok", "looks good",
                 "look okay", "look ok", "look good", "look clean", "looks clean", "fine to me", "nothing concerning", "nothing worrying",
-                "sano", "sana", "normale", "gesund", "sain", "saudável", "正常", "健康")
+                "sano", "sana", "normale", "gesund", "sain", "saudável", "正常", "健康",
+                # "within the norm" in Italian, Spanish, Portuguese, German (issue 48, set P)
+                "nella norma", "nei limiti della norma", "dentro de la normalidad", "dentro da normalidade",
+                "dentro dos limites da normalidade", "im normbereich", "unauffällig")
 ABNORMAL_WORDS = ("abnormal", "abnormality", "abnormalities", "unhealthy", "pathological", "pathology",
                   "diseased", "lesion", "lesions", "mass", "masses", "tumor", "tumour", "anomaly",
                   "suspicious", "enlarged", "anormal", "anormale", "anomalo", "anómalo", "auffällig", "不正常", "异常", "異常")
@@ -50,6 +53,12 @@ CLARIFY_PHRASES = (
     # the image shows something else than the anatomy: a window, a header, a menu over it (issue 48, set F)
     "bone window", "lung window", "lung windows", "wrong window", "soft tissue window", "image area itself is blank",
     "image is blank", "is overlaid across", "overlaid on the whole", "only the dicom header",
+    # (issue 48, set P) a corrupted file and a request to upload it again, in the languages models answer in
+    "file is corrupted", "file seems corrupted", "file appears corrupted", "corrupted file", "sembra corrotto",
+    "è corrotto", "file corrotto", "caricarlo di nuovo", "caricarla di nuovo", "ricaricar", "semble corrompu",
+    "fichier corrompu", "parece dañado", "archivo dañado", "parece corrupto", "archivo corrupto", "subirla de nuevo",
+    "subirlo de nuevo", "parece corrompido", "arquivo corrompido", "enviar novamente", "scheint beschädigt",
+    "datei ist beschädigt", "erneut hochladen",
 )
 REFER_PHRASES = (
     "can not determine", "unable to determine", "can not be determined", "can not tell", "unclear",
@@ -88,6 +97,13 @@ REFER_PHRASES = (
     # "I can't assess / interpret it" (issue 48, set J): a leading "non" / "no" of these is no verdict
     "non posso valutare", "non posso interpretare", "no puedo evaluar", "no puedo interpretar",
     "não posso avaliar", "não posso interpretar",
+    # "please consult a doctor" in the languages models answer in (issue 48, set P)
+    "consultați un medic", "să consultați", "consulte a un médico", "consulte um médico", "consultez un médecin",
+    "consulti un medico", "rivolgersi a un medico", "wenden sie sich an", "raadpleeg een arts",
+    # a refusal of the task ("Sorry, I can't help with interpreting endoscopy images"; issue 48, set P)
+    "i can not help with", "i am unable to help with", "i am not able to help with", "can not help interpret",
+    "formally graded", "certified grader", "qualified ophthalmologist", "reported formally", "graded formally",
+    "nu pot stabili", "nu pot determina", "nu pot spune",
 )
 
 # Anatomy a probe reply may name instead of the asked organ ("I can see the liver, the right kidney

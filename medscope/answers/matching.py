@@ -344,8 +344,18 @@ def _lines(text: str) -> list[str]:
             line = f"{cells[0]}: {' '.join(cells[1:])}" if len(cells) > 1 else cells[0]
         line = re.sub(r"^(?:[-+\u2022]\s+|\d{1,2}[.)]\s+|[a-z][.)]\s+(?=\w))", "", line).strip()
         if line and re.search(r"\w", line):
+            if out and _BARE_LABEL.match(out[-1]) and _NEXT_VALUE.match(line):
+                # "Pneumothorax:" over "absent": the label's value on the next line is read as on the same
+                # line; read apart, the label alone named the finding and read as a claim (issue 48, set P)
+                out[-1] = f"{out[-1]} {line}"
+                continue
             out.append(line)
     return out
+
+
+# a line that is only a short label ("Pneumothorax:", "Present:") and a short value line under it
+_BARE_LABEL = re.compile(r"^[^\W\d_][^:\n]{0,40}:$")
+_NEXT_VALUE = re.compile(r"^(?!.*:)\W*(?:[\w'-]+\W*){1,6}$")
 
 
 def _osa_distance(a: str, b: str, cap: int) -> int:
@@ -701,7 +711,8 @@ _GENERIC_PREDICATE = re.compile(
     # the appendix", "Kidney stones ... are hard deposits of minerals", "the IVC is an abdominal vessel",
     # "Ovaries are hard to evaluate on MRI in postmenopausal women", "... are organs commonly assessed on MRI"
     r"(?:is|are)\s+(?:(?:an?|the)\s+)?(?:[\w-]+\s+){0,2}?(?:inflammation|infection|deposits?|vessels?|arter(?:y|ies)|"
-    r"veins?|organs?\s+(?:commonly|usually|often|typically|routinely)|paired\s+organs?)\s+(?:of|in|that|which|commonly|"
+    r"veins?|organs?\s+(?:commonly|usually|often|typically|routinely)|paired\s+organs?|(?:out)?growths?|swellings?)\s+(?:of|in|on|"
+    r"from|that|which|commonly|"
     r"assessed|formed|made|carrying|draining|and|,|\.|$)|"
     r"(?:is|are)\s+(?:an?\s+)?(?:[\w-]+\s+){0,3}?diagnos[ie]s\s*(?:$|[.,;]|of\s+exclusion|made|based)|"
     r"(?:is|are)\s+(?:often\s+|usually\s+|notoriously\s+)?(?:hard|difficult|easy|tricky|challenging)\s+to\s+"
@@ -714,7 +725,8 @@ _ORGAN_LOCATION = re.compile(
     # "The heart is in the chest", "the trachea is in the neck and upper chest" (issue 48, set N)
     r"^(?:s|es)?\s+(?:is|are)\s+(?:normally\s+|usually\s+)?in\s+the\s+(?:upper\s+|lower\s+)?(?:neck|chest|thorax|abdomen|"
     r"pelvis|head|skull|mediastinum|retroperitoneum|posterior fossa|brain)\b|"
-    r"^(?:s|es)?\s+(?:lies?|sits?|(?:is|are)\s+(?:normally\s+)?(?:located|situated))\s+(?:deep\s+)?(?:in|within|on|"
+    r"^(?:s|es)?\s+(?:(?:normally|usually|typically|generally)\s+)?(?:lies?|sits?|(?:is|are)\s+(?:normally\s+)?(?:located|"
+    r"situated))\s+(?:deep\s+)?(?:in|within|on|"
     r"behind|below|beneath|under|above|in front of|posterior to|anterior to|along)\s+(?:the|a)\b|"
     # (issue 48, set L) "the pancreas lies lower, at around L1-L2", "sits higher, under the diaphragm":
     # the organ's level in the body, not an observation of this slice
@@ -726,6 +738,8 @@ _GERUND_TOPIC = re.compile(r"^\W*whether\s+(?:the\s+|a\s+|an\s+)?$|"
                            # "Evaluation of pneumothorax requires ..." (issue 48, set O): the task, not the finding
                            r"^\W*(?:(?:the|an?)\s+)?(?:evaluation|assessment|detection|diagnosis|identification|exclusion|"
                            r"interpretation)\s+(?:of|for)\s+(?:the\s+|a\s+|an\s+|any\s+)?$|^\W*(?:identifying|assessing|evaluating|detecting|seeing|visuali[sz]ing|finding|spotting|"
+                           # "Grading diabetic retinopathy needs ...", "Diagnosing appendicitis needs ..." (issue 48, set P)
+                           r"grading|diagnosing|interpreting|staging|"
                            r"locating|distinguishing|recogni[sz]ing|judging)\s+(?:the\s+|a\s+|an\s+)?$")
 _TOPIC_PREDICATE = re.compile(r"^(?:s|es)?\s+(?:[\w-]+\s+){0,4}?(?:depends|relies|requires|needs|varies|"
                               r"(?:is|can be)\s+(?:often\s+)?(?:difficult|hard|easier|easy|tricky|challenging|best|done))\b")
@@ -808,7 +822,11 @@ def _one_of_two_candidates(s: str, m: re.Match) -> bool:
                 or (_FIRST_CANDIDATE_AFTER.match(after) and re.search(r"\b(?:versus|vs\.?)\s", after[:12])))
 
 
-_SUBJECT_TAIL = re.compile(r"^(?:s|es)?\s*,\s*(?:(?:or|also called|also known as|aka|i\.e\.)\s+[^,.;]{1,40}?\s*,\s*|"
+# (issue 48, set P) the organ may name what the subject's findings are of ("Thyroid nodules are common ..."):
+# a statement about such findings in general is as much a textbook one
+_SUBJECT_TAIL = re.compile(r"^(?:s|es)?\s+(?:nodules?|cysts?|stones?|polyps?|tumou?rs?|masses|lesions?|cancers?|"
+                           r"fractures?|diseases?|problems?|conditions?)(?=\s+(?:is|are)\b)|"
+                           r"^(?:s|es)?\s*,\s*(?:(?:or|also called|also known as|aka|i\.e\.)\s+[^,.;]{1,40}?\s*,\s*|"
                            r"(?:[\w-]+\s*,\s*)*[\w-]+\s+and\s+(?:the\s+)?[\w-]+\s+|)(?=(?:is|are)\b)|"
                            r"^(?:s|es)?\s+and\s+(?:the\s+)?[\w-]+\s+(?=are\b)")
 
@@ -979,13 +997,25 @@ _OTHERWISE = re.compile(r"\b(?:otherwise|elsewhere)\s+(?:[\w-]+\s+){0,3}?$|^\W*(
                         r"\b(?:is|are|looks?|appears?)\s+otherwise\s+$")
 
 
+# "Ce n'est pas normal", "no es normal", "non è normale", "nicht normal", "não é normal": a negated normal
+# word in another language is "abnormal". ConText's English negators do not reach "pas" / "nicht" before
+# the shared word "normal", so the French reply read as "normal" (issue 48, set P: a flip).
+_FOREIGN_NOT_NORMAL = re.compile(
+    r"\b(?:(?:ce\s+|c'|il\s+|elle\s+)?n'(?:est|sont|a)\s+pas\s+(?:l'air\s+|tout\s+[àa]\s+fait\s+)?normal(?:e|es|s)?|"
+    r"pas\s+normal(?:e|es|s)?|no\s+(?:es|est[áa]|son|parece|se\s+ve)\s+normal(?:es)?|"
+    r"non\s+(?:[èe]|sono|sembra|appare)\s+normal[ei]|n[ãa]o\s+(?:[ée]|est[áa]|s[ãa]o|parece)\s+normal(?:is)?|"
+    r"(?:nicht|kein(?:e|en)?)\s+normal(?:e|er|es)?|niet\s+normaal|nie\s+jest\s+(?:normaln\w+|prawidłow\w+)|"
+    r"(?:inte|ikke)\s+normal(?:t)?|není\s+normální|nu\s+(?:este|e|arată)\s+normal(?:ă)?)\b", re.I)
+
+
 def _health_statuses(sentences: list[str], kind: str = "health", excepting: bool = False) -> list[str]:
     """Normal / abnormal words as mentions of the finding (a normal word's polarity inverted, a hedged
     normal word a hedged denial). To a
     "above the normal threshold" is a reference, not a statement of health; a device "otherwise
     unremarkable" speaks of the device."""
     out = []
-    sentences = [_HEALTH_CHOICE.sub(" ", _DEVICE_NORMAL.sub(" ", _NORMAL_AS_REFERENCE.sub(" ", s))) for s in sentences]
+    sentences = [_FOREIGN_NOT_NORMAL.sub(" abnormal ", _HEALTH_CHOICE.sub(" ", _DEVICE_NORMAL.sub(" ", _NORMAL_AS_REFERENCE.sub(" ", s))))
+                 for s in sentences]
     abnormal = _term_pattern(ABNORMAL_WORDS)
     normal = _term_pattern(NORMAL_WORDS)
     # a hedged normal word is a hedged denial of the abnormality ("probably normal" reads as "probably
@@ -1150,6 +1180,13 @@ _SHORT_VALUE = re.compile(r"^(?:(?P<neg>neg|negative|nil|-\s?ve|absent|none|not 
                           r"(?P<pos>pos|positive|\+\s?ve|present|seen|yes))\s*[.!;]?\s*$")
 
 
+# a presence word as the label of a yes / no value ("Present: no", "Visible:" over "yes", "Absent: true"): read
+# as a leading particle, "present" claimed whatever the value said (issue 48, set P)
+_POLARITY_LABEL = re.compile(r"^(?:(?P<pos>present|visible|seen|detected|identified|positive)|(?P<neg>absent|not visible|"
+                             r"not seen|not present|negative))\s*(?:[:=]|\s[-\u2013\u2014])\s*(?P<val>yes|no|true|false|y|n)"
+                             r"\s*[.!]?\s*$")
+
+
 def _label_lines(lines, terms):
     """Rule 2: "<finding>: <value>" lines; the value is finding polarity."""
     if not terms:
@@ -1158,6 +1195,10 @@ def _label_lines(lines, terms):
     counted = _count_pattern(terms)
     found = None
     for part in (p for line in lines for p in [line] + _sentences(line)[1:]):
+        v = _POLARITY_LABEL.match(part)
+        if v:  # "Present: no", "Absent: yes": the value answers the label's word, not the particle the label opens with
+            found = ("answer", (v.group("val") in ("yes", "true", "y")) == (v.group("pos") is not None))
+            continue
         c = counted.match(part)
         if c:  # "Polyp count: 0": a count of none denies, a count of one or more claims
             found = ("answer", int(c.group("n")) > 0)
@@ -1408,8 +1449,10 @@ def _reasoning_disagrees(obj: dict, claim: bool, finding: str, synonyms) -> bool
     affirms = re.compile(rf"\b(?:this|it) is (?:the |a )?(?P<t>{alt})\b|\b(?P<u>{alt})(?: (?:lobes?|poles?|parenchyma|"
                          rf"tissue|gland|glands))? (?:is|are) (?:clearly |well |partly |both |fully )?"
                          rf"(?:seen|visible|identified|present|depicted|included|shown|captured|demonstrated|in view)\b")
+    # "not visualised / demonstrated / shown / appreciated" deny as plainly as "not seen" (issue 48, set P)
     denies = re.compile(rf"\b(?P<t>{alt}) (?:is|are) not (?:\w+ ){{0,2}}?(?:seen|visible|identified|present|depicted|"
-                        rf"included|expected)\b|\bno (?P<u>{alt}) (?:is |are )?(?:seen|visible|identified)\b")
+                        rf"included|expected|visuali[sz]ed|demonstrated|shown|appreciated|captured|in view)\b|"
+                        rf"\bno (?P<u>{alt}) (?:is |are )?(?:seen|visible|identified|visuali[sz]ed)\b")
 
     def about_it(m: re.Match | None, sentence: str) -> bool:  # not "the right kidney is visible" for the left
         return m is not None and _side_conflict(sentence, m.start("t" if m.group("t") else "u"), finding) is None
@@ -1426,6 +1469,25 @@ def _reasoning_disagrees(obj: dict, claim: bool, finding: str, synonyms) -> bool
 
 
 _FINAL_TAG = re.compile(r"<\s*final\s*>(?P<inner>.*?)(?:<\s*/\s*final\s*>|$)", re.IGNORECASE | re.DOTALL)
+
+
+_SCALAR_PAIR = re.compile(r"[\"'](?P<key>[^\"'\n]{1,40})[\"']\s*:\s*(?P<value>true|false|null|yes|no|-?\d+(?:\.\d+)?|\"[^\"\n]{0,40}\")",
+                          re.IGNORECASE)
+
+
+def _duplicate_key_disagrees(text: str) -> bool:
+    """Whether one key is given twice with different scalar values ("present": true, "present": false):
+    JSON parsers keep the last, others the first, so the object commits to neither (issue 48, set P)."""
+    body = text[:text.rfind("}") + 1]
+    if body.count("{") != 1 or "[" in body:
+        return False  # one flat object only: a list of objects names each organ once per object
+    seen: dict[str, str] = {}
+    for m in _SCALAR_PAIR.finditer(body):
+        key, value = m.group("key").strip().lower(), m.group("value").strip().lower()
+        if key in seen and seen[key] != value:
+            return True
+        seen.setdefault(key, value)
+    return False
 
 
 def _structured(text, question, finding, kind, synonyms) -> Reading | str | None:
@@ -1464,6 +1526,8 @@ def _structured(text, question, finding, kind, synonyms) -> Reading | str | None
         retracted = r.action in ("refer", "clarify", "unclear")
     obj = parser._first_object(t)
     complete = isinstance(obj, dict)
+    if complete and _duplicate_key_disagrees(t[brace:]):
+        return Reading("unclear", None, "json-field")  # {"present": true, "present": false}: a parser keeps either
     v = structured.json_verdict(obj if complete else structured.complete_pairs(t[brace:]), finding, terms,
                                 _json_value_reader(question, finding, kind))
     if v.found:
@@ -1553,6 +1617,11 @@ def read_decision(text: str, question: str, finding: str, question_kind: str | N
     enough = 4 if stripped != normalize(text or "") else 6  # a leftover token marks a degenerate output already
     if len(words) >= enough and len(runs) >= 2 and min(runs) >= 2:  # "skin skin skin lesion lesion image image"
         return Reading("unparseable", None, "none", "words repeated in runs: degenerate output, not a reply")
+    if enough == 4 and runs and max(runs) >= 3:  # "asdkj heart heart heart ||| <unk>" (issue 48, set P)
+        return Reading("unparseable", None, "none", "a word stuttered beside a generator token: degenerate output")
+    if re.fullmatch(r"(?:i|we)\s+(?:can\s+)?see|i\s+understand|okay|ok|hmm+", " ".join(words)):
+        # "I see" alone acknowledges; it says nothing of the finding (issue 48, set P)
+        return Reading("unparseable", None, "none", "an acknowledgement alone, not a reply")
     # the same after a label that echoes the question ("Aortic aneurysm: the the aorta aorta ####"; issue 48, set L)
     label = re.match(r"^\W*[^:\n]{1,40}:\s*(?P<value>[^\n]*)$", normalize(text or ""))
     value = re.findall(r"\w+", label.group("value")) if label else []
@@ -1785,6 +1854,9 @@ def _read_wrapped(text: str, question: str, finding: str, question_kind: str | N
         return Reading("answer", False, "table-row")
     elif row == "empty":
         return Reading("unclear", None, "table-row")
+    brace = (text or "").find("{")
+    if brace >= 0 and _duplicate_key_disagrees(text[brace:]):
+        return Reading("unclear", None, "json-field")  # {"present": true, "present": false}: a parser keeps either
     u = markup.unwrap(text, question, lambda k: structured.key_kind(k, terms, finding) in ("presence", "general"))
     if u.unparseable:
         return Reading("unparseable", None, "none")
