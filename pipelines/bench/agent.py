@@ -66,7 +66,8 @@ def _bench_heldout_sets() -> None:
                        ("sealed_m.jsonl", "read blind, then tuned on"),
                        ("sealed_n.jsonl", "read blind, then tuned on"),
                        ("sealed_o.jsonl", "read blind, then tuned on"),
-                       ("sealed_p.jsonl", "read blind, then tuned on")):
+                       ("sealed_p.jsonl", "read blind, then tuned on"),
+                       ("sealed_q.jsonl", "read blind (not tuned on)")):
         rows = load_labelled_set(str(folder.joinpath(name)))
         parts = []
         for protocol in ("counterfactual", "organ_presence"):
