@@ -340,7 +340,10 @@ def _nl_with(tmp, plant, stem, want_reject):
         require(rej[0].get("reason") and rej[0]["reason"] != "missing label map",
                 f"img{stem}: reject {rej[0].get('reason')!r}")
         return
-    require(not want_reject and f"img{stem}" in have, f"img{stem}: neither a volume nor a reject")
+    require(f"img{stem}" in have, f"img{stem}: neither a volume nor a reject")
+    # message corrected after the first run (the verdict is unchanged): it read "neither a volume nor
+    # a reject" also when the volume was kept where a reject is required
+    require(not want_reject, f"img{stem}: kept as a volume, where a reject is required")
 
 
 @probe("images", "nifti-labels: a gzipped header claiming 30000^3 int16 voxels (54 TB)")
@@ -643,8 +646,13 @@ def _(tmp):
 @probe("verbs", "compare --metrics a scores.parquet")
 def _(tmp):
     sc = _scored(tmp)
-    clean_error(run(["compare", "--metrics", os.path.join(sc, "scores.parquet"), "--reference", "m",
-                     "--n-boot", "20"]), "scores.parquet")
+    res = run(["compare", "--metrics", os.path.join(sc, "scores.parquet"), "--reference", "m", "--n-boot", "20"])
+    # harness correction after the first run: compare reads only the scores beside the --metrics path
+    # (its help: "metrics URI of a scored run (its scores.parquet is used)"; pipelines/score.compare_run
+    # takes the folder of the path), so a scores.parquet given there is beside the very scores it
+    # reads and the comparison is the right one; the first run demanded an error
+    error_or(res, ["scores.parquet"], lambda: require(os.path.exists(os.path.join(sc, "comparisons.parquet")),
+                                                      "no comparisons.parquet beside the scores"))
 
 
 @probe("verbs", "stats mcnemar --scores an eval run never scored")
