@@ -119,7 +119,11 @@ def _siim_csv_or_error(tmp, edit):
     nothing written as complete), or every good case imported as from the plain CSV."""
     def plant(root):
         p = os.path.join(root, "train-rle.csv")
-        open(p, "w").write(edit(open(p).read()))
+        # harness correction after the first run: `open(p, "w").write(edit(open(p).read()))` truncated
+        # the file before reading it, so the first run's two probes edited an empty CSV
+        text = open(p).read()
+        require("ImageId, EncodedPixels" in text, "setup: no Kaggle header in the CSV")
+        open(p, "w").write(edit(text))
     res, out = _siim(tmp, plant)
     generic(res, out)
     if res.rc == 2:
@@ -163,7 +167,11 @@ def _(tmp):
 def _labels_text(tmp, edit):
     run_dir, out, rows = _audited(tmp)
     p = _labels(tmp, out, {r["sample_id"]: r["reading"]["decision"] for r in rows})
-    open(p, "w").write(edit(open(p).read()))
+    # harness correction after the first run: `open(p, "w").write(edit(open(p).read()))` truncated
+    # the labels before reading them, so the first run's two probes edited an empty file
+    text = open(p).read()
+    require(text.rstrip().endswith("}") and ', "' in text, "setup: labels.json is not the one-line JSON written")
+    open(p, "w").write(edit(text))
     res = _agreement(tmp, run_dir, p)
     ag = os.path.join(tmp, "agreement.json")
     error_or(res, ["labels.json"], lambda: require(os.path.exists(ag), "no agreement.json"))
