@@ -170,8 +170,10 @@ def test_health_question_polarity_through_the_loop():
 def test_unparseable_and_refusal_replies():
     res = run_episode(_item(), Scripted(["<final>not json</final>"]), "agent", DEC)
     assert res.action == "unparseable" and res.claims_finding is None
+    # a refusal of the task declines to decide on a usable image: refer, never a claim or a denial
+    # (issue 48 lists "refusals unparseable rather than refer" among the misreadings)
     res = run_episode(_item(), Scripted(["I'm sorry, I can't help with that."]), "agent", DEC)
-    assert res.action == "unparseable"
+    assert res.action == "refer" and res.claims_finding is None
 
 
 class Batched(Scripted):
