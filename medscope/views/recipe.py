@@ -157,10 +157,27 @@ def load_recipe(uri: str | None, tools: list[str] | None = None) -> Recipe:
         data["tools"] = tools
     recipe = cfgmod.parse(Recipe, data, source=uri or "recipe")
     if recipe.heldout_from:
-
+        _refuse_heldout_cycle(uri or "recipe", recipe.heldout_from)
         training = load_recipe(recipe.heldout_from)
         check_heldout(recipe.all_tools(), training.all_tools(), recipe.name, f"{training.name} ({recipe.heldout_from})")
     return recipe
+
+
+def _refuse_heldout_cycle(uri: str, first: str) -> None:
+    # Recipes that name each other through heldout_from recursed until Python's limit and the error
+    # named no file (issue 51, tenth campaign): walk the chain first and name it.
+    def key(u: str) -> str:
+        return u if "://" in u else os.path.realpath(u)
+
+    chain, seen, nxt = [uri], {key(uri)}, first
+    while nxt:
+        chain.append(nxt)
+        if key(nxt) in seen:
+            raise MedScopeError(f"{uri}: heldout_from forms a cycle ({' -> '.join(chain)}): a held-out "
+                                f"recipe must name a training recipe that is not itself held out from it")
+        seen.add(key(nxt))
+        data = cfgmod.load_yaml(nxt)
+        nxt = data.get("heldout_from") if isinstance(data, dict) else None
 
 
 def recipe_hash(recipe: Recipe) -> str:

@@ -57,3 +57,22 @@ def test_an_unknown_tools_value_is_named_as_the_flags_not_the_recipes(tmp_path, 
     assert cli.main(["views", "build", "--cases", str(tmp_path / "absent"), "--out", str(tmp_path / "v"),
                      "--recipe", "configs/views/demo.yaml", "--tools", "crayon", "--engine", "local"]) == 2
     assert "medscope: error: --tools crayon: unknown erasure tool(s)" in capsys.readouterr().err
+
+
+def test_recipes_held_out_from_each_other_are_one_named_error(tmp_path, monkeypatch):
+    # a held out from b, b held out from a: one line naming the chain, not Python's recursion limit
+    import pytest
+    from medscope.errors import MedScopeError
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a.yaml").write_text("name: a\ntools: [telea]\nheldout_from: b.yaml\n")
+    (tmp_path / "b.yaml").write_text("name: b\ntools: [transplant]\nheldout_from: a.yaml\n")
+    with pytest.raises(MedScopeError) as err:
+        load_recipe(str(tmp_path / "a.yaml"))
+    msg = str(err.value)
+    assert "cycle" in msg and f"{tmp_path / 'a.yaml'} -> b.yaml -> a.yaml" in msg
+    (tmp_path / "c.yaml").write_text("name: c\ntools: [telea]\nheldout_from: c.yaml\n")  # names itself
+    with pytest.raises(MedScopeError, match="cycle"):
+        load_recipe("c.yaml")
+    (tmp_path / "b.yaml").write_text("name: b\ntools: [transplant]\n")  # the chain ends: a loads
+    assert load_recipe(str(tmp_path / "a.yaml")).heldout_from == "b.yaml"
