@@ -48,7 +48,40 @@ def api_key(env_name: str | None, model_name: str) -> str:
     value = os.environ.get(env_name)
     if not value:
         raise MedScopeError(f"model {model_name}: environment variable {env_name} is not set")
+    why = key_value_problem(value)
+    if why:
+        raise MedScopeError(f"model {model_name}: environment variable {env_name} {why}")
     return value
+
+
+def key_value_problem(value: str) -> str | None:
+    """Why a key's value cannot be sent as an HTTP header, or None; the reason never quotes the key.
+
+    A key read with its Windows line end (``KEY=$(cat key.txt)`` of a CRLF file), or pasted with
+    smart quotes from a document, is no key the provider issued. Sent, the first made the HTTP
+    client's error quote the whole header, key included (issue 51, ninth campaign); the second
+    failed as ``ordinal not in range(256)``, naming nothing. Keys are printable ASCII.
+
+    Parameters
+    ----------
+    value : str
+        The environment variable's value.
+
+    Returns
+    -------
+    str or None
+        What is wrong and where (the character's position and, outside ASCII, its code point),
+        phrased to follow "environment variable NAME"; None for a printable ASCII value.
+    """
+    if value != value.strip():
+        return "starts or ends with white space or a line end (\\r\\n?): set it to the key alone"
+    for i, ch in enumerate(value):
+        if ord(ch) < 0x20 or ord(ch) == 0x7F:
+            return f"holds a control character (U+{ord(ch):04X}) at position {i + 1}: set it to the key alone"
+        if ord(ch) > 0x7E:
+            return (f"holds a character outside ASCII (U+{ord(ch):04X}) at position {i + 1}, which no issued key "
+                    "has (a smart quote pasted from a document?): set it to the key alone")
+    return None
 
 
 def b64png(png: bytes) -> str:

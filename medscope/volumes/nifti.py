@@ -195,6 +195,15 @@ def nifti_from_bytes(data: bytes, what: str = "image", limits: guarded.Limits = 
         raise bounded.InputRejected("corrupt NIfTI", f"{what}: {type(err).__name__}: {err}") from None
     if not np.all(np.isfinite(affine)) or abs(float(np.linalg.det(affine[:3, :3]))) < 1e-12:
         raise bounded.InputRejected("invalid affine", f"{what}: voxel-to-world matrix is singular (e.g. an all-zero sform)")
+    if int(hdr["sform_code"]) == 0:
+        # Without an sform the matrix is built from pixdim (qform or none). nibabel's header check
+        # turns a zero voxel size into 1 mm with a warning only, so the file's own matrix, singular,
+        # would pass as 1 mm voxels it never stated (issue 51, ninth campaign): read pixdim unchecked.
+        zooms = kind.from_fileobj(io.BytesIO(head), check=False)["pixdim"][1:1 + min(3, len(shape))]
+        if not all(np.isfinite(z) and z != 0 for z in zooms.tolist()):
+            raise bounded.InputRejected(
+                "invalid affine", f"{what}: voxel size {tuple(float(z) for z in zooms)} in pixdim and no sform: "
+                                  "the voxel-to-world matrix is singular")
     core = tuple(shape)
     while len(core) > 3 and core[-1] == 1:  # (X, Y, Z, 1) exports are common
         core = core[:-1]

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 from medscope.errors import MedScopeError
 from medscope.io import safe_text
+from medscope.models import api_common as common
 from medscope.models.config import API_KINDS, ModelEntry
 
 # addition: how long the pre-flight request waits; a provider's model list answers in well under a second
@@ -69,8 +70,12 @@ def key_failure(entry: ModelEntry) -> str | None:
     """
     if not entry.api_key_env:
         return "no api_key_env in the models YAML (the NAME of the variable holding its key)"
-    if not os.environ.get(entry.api_key_env):
+    value = os.environ.get(entry.api_key_env)
+    if not value:
         return f"environment variable {entry.api_key_env} is not set (export it before the sweep)"
+    why = common.key_value_problem(value)
+    if why:
+        return f"environment variable {entry.api_key_env} {why}"
     return None
 
 
@@ -136,6 +141,9 @@ def endpoint_failure(entry: ModelEntry, timeout_s: float = TIMEOUT_S) -> str | N
         if isinstance(why, (TimeoutError, socket.timeout)):
             return late
         text = why.strerror if isinstance(why, OSError) and why.strerror else str(why)
+        key = os.environ.get(entry.api_key_env or "", "")
+        if len(key) >= 8:  # an HTTP client's error may quote the header it refused, key and all
+            text = text.replace(key.strip(), "[redacted]").replace(repr(key.strip())[1:-1], "[redacted]")
         return f"{where} is not reachable ({text})"
 
 

@@ -176,3 +176,35 @@ def test_nifti_labels_refuse_wrapping_labels_nan_voxels_and_non_3d(tmp_path):
     got = by_item(rejects)
     assert got == bad
     assert "2" in detail_of(rejects, "imagesTr/img0021.nii.gz")  # 2 non-finite voxels
+
+
+def _no_orientation(arr, path, zooms):
+    """A NIfTI-1 with sform_code = qform_code = 0 and pixdim[1:4] = ``zooms`` as written on disk."""
+    img = nib.Nifti1Image(arr, None, dtype=arr.dtype)
+    img.header["pixdim"][1:4] = zooms
+    img.header["sform_code"] = 0
+    img.header["qform_code"] = 0
+    nib.save(img, path)
+
+
+@pytest.mark.timeout(120)
+def test_a_zero_voxel_size_without_sform_is_an_invalid_affine_not_an_invented_1_mm(tmp_path):
+    # issue 51, ninth campaign: pixdim 0 and no sform / qform; nibabel's loader sets the zero
+    # pixdims to 1 (a warning), so the volume was kept with spacing [1, 1, 1] its file never stated
+    good, bad = write_nifti_labels(tmp_path)
+    img = np.full((16, 16, 6), 40, np.int16)
+    lab = np.zeros((16, 16, 6), np.uint8)
+    lab[4:8, 4:8, 1:4] = 1
+    _no_orientation(img, tmp_path / "imagesTr" / "img0021.nii.gz", (0, 0, 0))
+    _no_orientation(lab, tmp_path / "labelsTr" / "label0021.nii.gz", (0, 0, 0))
+    bad["imagesTr/img0021.nii.gz"] = "invalid affine"
+    # the control: the same file with its voxel size written (0.8 x 0.8 x 2.5 mm) is kept at that size
+    _no_orientation(img, tmp_path / "imagesTr" / "img0022.nii.gz", (0.8, 0.8, 2.5))
+    _no_orientation(lab, tmp_path / "labelsTr" / "label0022.nii.gz", (0.8, 0.8, 2.5))
+    cfg = cohorts.dataset_config("nifti-labels", overrides={"organ_map": {1: "spleen", 2: "liver", 3: "aorta"}})
+    table, rejects = cohorts.load("nifti-labels", str(tmp_path), cfg)
+    rows = {r["image_uri"].rsplit(str(tmp_path) + "/", 1)[-1]: r for r in table.to_pylist()}
+    assert set(rows) == set(good) | {"imagesTr/img0022.nii.gz"}
+    assert rows["imagesTr/img0022.nii.gz"]["spacing"] == pytest.approx([0.8, 0.8, 2.5])
+    assert by_item(rejects) == bad
+    assert "voxel size (0.0, 0.0, 0.0)" in detail_of(rejects, "imagesTr/img0021.nii.gz")

@@ -167,3 +167,43 @@ def test_a_blank_model_name_is_refused(blank):
     # issue 51 (seventh campaign): `name: ''` passed and became an empty model column
     with pytest.raises(ValueError, match="name\n.*must not be empty"):
         ModelEntry(name=blank, kind="policy", model="always-refer")
+
+
+@pytest.mark.parametrize("value, reason", [
+    # a key file saved on Windows, read with KEY=$(cat key.txt) kept its line end
+    (SECRET + "\r\n", "starts or ends with white space or a line end (\\r\\n?): set it to the key alone"),
+    # pasted from a document: the quotes are U+201C / U+201D, the first at position 1
+    ("\u201c" + SECRET + "\u201d", "holds a character outside ASCII (U+201C) at position 1, which no issued key has "
+                                   "(a smart quote pasted from a document?): set it to the key alone"),
+    # a tab inside: 'sk-a' then U+0009 at position 5
+    ("sk-a\tkey-value", "holds a control character (U+0009) at position 5: set it to the key alone"),
+])
+def test_a_key_pasted_with_a_line_end_or_smart_quotes_is_named_by_its_variable_never_quoted(
+        servers, monkeypatch, value, reason):
+    # issue 51, ninth campaign: SECRET + "\r\n" made the pre-flight print "Invalid header value
+    # b'Bearer sk-...\r\n'" (the key in the error); smart quotes gave "ordinal not in range(256)"
+    from medscope.errors import MedScopeError
+    from medscope.models import api_common
+
+    monkeypatch.setenv(KEY_ENV, value)
+    server = servers["openai"]
+    lines = [f.line() for f in preflight.check([_entry("m", base_url=server.url)])]
+    assert lines == [f"model m: environment variable {KEY_ENV} {reason}"]
+    assert server.model_list_requests == [] and server.requests == []  # refused before any request
+    assert SECRET not in lines[0] and "sk-a" not in lines[0]
+    # the workers read the key the same way: one error naming the variable, not the key
+    with pytest.raises(MedScopeError) as err:
+        api_common.api_key(KEY_ENV, "m")
+    assert str(err.value) == f"model m: environment variable {KEY_ENV} {reason}"
+
+
+def test_an_unreachable_endpoints_reason_never_quotes_the_key(monkeypatch):
+    # defence in depth: whatever an HTTP client's error quotes, the pre-flight line holds no key
+    monkeypatch.setenv(KEY_ENV, SECRET)
+
+    def refuses(request, timeout):
+        raise ValueError(f"Invalid header value b'Bearer {SECRET}'")
+
+    monkeypatch.setattr(preflight.urllib.request, "urlopen", refuses)
+    why = preflight.endpoint_failure(_entry("m", base_url="http://127.0.0.1:9/v1"))
+    assert why == "http://127.0.0.1:9/v1 is not reachable (Invalid header value b'Bearer [redacted]')"
