@@ -665,11 +665,13 @@ def _(tmp):
 
 @probe("tables", "eval run: a views table whose split is 'TEST' (upper case)")
 def _(tmp):
-    def upper(rows):
-        for r in rows:
-            r["split"] = "TEST"
-        return rows
-    items = _views_table(os.path.join(tmp, "upper-split.parquet"), mutate_rows=upper)
+    # harness correction after the first run: the split was set in the rows given to MedScope's own
+    # writer, which refuses 'TEST' (views.split is an enum), so the setup raised before any command
+    # ran (ERROR, the campaign's fault); another tool writes the table, so set it with pyarrow
+    def upper(t, pa):
+        return t.set_column(t.schema.get_field_index("split"), t.schema.field("split"),
+                            pa.array(["TEST"] * t.num_rows, t.schema.field("split").type))
+    items = _views_table(os.path.join(tmp, "upper-split.parquet"), mutate_table=upper)
     res, out = _eval_good_provider(tmp, items)
     # read as the test split (4 units) or refused naming the table: never a run of nothing
     _error_or_any(res, ["upper-split.parquet", "split"], _clean_episodes(out, ["v000", "v001", "v002", "v003"]),
