@@ -80,7 +80,8 @@ PAIRED_ORGANS = frozenset({"kidney", "lung", "breast", "ovary", "testis", "adren
 SCHEMA_ORGAN = {"lung": "lung", "liver": "liver", "kidney": "kidney", "brain": "brain"}
 _SIDE = re.compile(r"\b(left|right|bilateral|bilaterally|both)\b")
 _DOMINANT = re.compile(r"\b(?:dominant|largest|biggest|larger|bigger|index)\b")
-_PRIOR_BEFORE = re.compile(r"\b(?:previously|prior|formerly|was|from|compared (?:with|to)|versus|vs)\W+(?:\w+\W+){0,2}$")
+# the one prior-size cue grounding.prior_length does not read: "versus 1.8 cm", "vs 12 mm"
+_VERSUS_BEFORE = re.compile(r"\b(?:versus|vs)\W+(?:\w+\W+){0,2}$")
 # a RADS category the report assigns a lesion ("PI-RADS 4", "TI-RADS 5", "LR-5", "BI-RADS category 4a");
 # one given as a prior value ("upgraded from PI-RADS 3") is not the lesion's category now
 _CATEGORY = re.compile(r"(?<!from )(?<!previously )(?<!prior )(?<!was )\b(?:[a-z]{1,4}-?rads|lr)(?:\s+v?\d\.\d)?"
@@ -279,7 +280,7 @@ def _sizes(text: str) -> tuple[tuple[float, ...], float | None]:
     for kind, dims, start in measurements(text):
         if kind != "length" or _PART_MEASURES.search(text[:start]):
             continue
-        if _PRIOR_BEFORE.search(text[:start]) or prior_length(text, start):  # "4.8 cm on 2 September 2025"
+        if prior_length(text, start) or _VERSUS_BEFORE.search(text[:start]):  # "4.8 cm on 2 September 2025"
             prior = prior if prior is not None else max(dims)
         elif not current:
             current = tuple(dims)
