@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import os
 import sys
@@ -96,6 +97,46 @@ def _override(text: str) -> tuple[str, object]:
         raise MedScopeError(f"--set {text!r}: the value is not YAML ({str(err).splitlines()[0]})") from None
 
 
+def broken_symlink_message(err: OSError) -> str | None:
+    """What to tell the user when ``err`` came from a path (or a folder above it) that is a
+    symlink leading nowhere: a dangling link or a loop.
+
+    ``os.makedirs`` on such a path raises a bare ``FileExistsError: File exists`` although nothing
+    usable exists there (issue 51, the tenth campaign), which names neither the link nor a fix.
+
+    Parameters
+    ----------
+    err : OSError
+        The error; its ``filename`` and ``filename2`` are the paths looked at.
+
+    Returns
+    -------
+    str or None
+        One line naming the link, where it points and what to do; None when no path of ``err``
+        passes through a broken symlink.
+    """
+    for name in (err.filename, err.filename2):
+        if not isinstance(name, (str, bytes, os.PathLike)):
+            continue
+        path = os.path.abspath(os.fsdecode(name))
+        while True:
+            if os.path.islink(path) and not os.path.exists(path):
+                target = os.readlink(path)
+                try:
+                    os.stat(path)
+                except OSError as stat_err:
+                    if stat_err.errno == errno.ELOOP:
+                        return (f"{path} is a symlink loop (it points to {target!r}, which leads back to itself); "
+                                "remove the link or give another path")
+                return (f"{path} is a dangling symlink (it points to {target!r}, which does not exist); "
+                        "remove the link, create its target, or give another path")
+            parent = os.path.dirname(path)
+            if parent == path:
+                break
+            path = parent
+    return None
+
+
 def guarded(fn: Callable[[], object]) -> int:
     """Run ``fn``; errors become one line on stderr (exit 2, or the error's own ``exit_code``:
     pipelines.support.accounting) instead of a traceback.
@@ -126,6 +167,10 @@ def guarded(fn: Callable[[], object]) -> int:
         print("medscope: interrupted; finished work is kept and a rerun resumes", file=sys.stderr)
         return 130
     except Exception as err:  # noqa: BLE001 - the CLI's last line of defence
+        broken = broken_symlink_message(err) if isinstance(err, OSError) else None
+        if broken:
+            print(redact_urls(f"medscope: error: {broken}"), file=sys.stderr)
+            return 2
         if os.environ.get("MEDSCOPE_DEBUG"):
             raise
         print(

@@ -1,5 +1,7 @@
 """The medscope command: verbs register, errors are one line, jobs load validated configs."""
 
+import os
+
 import pytest
 
 from medscope.config import StrictModel
@@ -117,3 +119,25 @@ def test_eval_with_a_missing_local_checkpoint_stops_before_ray_naming_the_model(
     assert "claims" not in str(err.value)
     assert not (tmp_path / "eval").exists()
 
+
+
+def test_broken_symlink_out_is_named_with_its_target(tmp_path, capsys):
+    # os.makedirs on a dangling link (or one below it) raises a bare "File exists"; the user is
+    # told which link, where it points, and what to do (issue 51, tenth campaign)
+    (tmp_path / "out").symlink_to(tmp_path / "gone")
+    (tmp_path / "loop").symlink_to("loop")
+
+    def makedirs(path):
+        return lambda: os.makedirs(path, exist_ok=True)
+
+    assert jobs.guarded(makedirs(str(tmp_path / "out" / "run"))) == 2
+    assert capsys.readouterr().err == (
+        f"medscope: error: {tmp_path / 'out'} is a dangling symlink (it points to {str(tmp_path / 'gone')!r}, "
+        "which does not exist); remove the link, create its target, or give another path\n")
+    assert jobs.guarded(makedirs(str(tmp_path / "loop"))) == 2
+    assert capsys.readouterr().err == (
+        f"medscope: error: {tmp_path / 'loop'} is a symlink loop (it points to 'loop', which leads back to "
+        "itself); remove the link or give another path\n")
+    # an ordinary missing file is not a link: the generic line stays
+    assert jobs.guarded(lambda: open(tmp_path / "absent.txt")) == 2
+    assert "FileNotFoundError" in capsys.readouterr().err
