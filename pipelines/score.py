@@ -134,8 +134,8 @@ def compare_run(metrics_uri: str, reference: str, scores_uri: str | None = None,
     Raises
     ------
     MedScopeError
-        When the scores table is missing, or ``exclude_disputed`` is asked of a run that records
-        no disputed cases.
+        When the scores table is missing, ``exclude_disputed`` is asked of a run that records
+        no disputed cases, or nothing is left to compare with the reference (nothing is written).
 
     References
     ----------
@@ -158,6 +158,13 @@ def compare_run(metrics_uri: str, reference: str, scores_uri: str | None = None,
     else:
         table = cmp.compare(scores, reference, n_boot=n_boot, seed=seed, metric_names=metric_names,
                             cluster=cluster, breakdowns=breakdowns, pools=cmp.parse_pools(pools))
+    if table.num_rows == 0:
+        # written and printed, an empty table was one empty line and exit 0, which reads as "no
+        # differences", and it replaced the comparisons an earlier compare had written
+        raise MedScopeError(
+            f"nothing to compare with the reference {reference!r}: the run holds no other model (or, with "
+            "MODEL:CONDITION, no other condition of it); score a run of two or more models, or give "
+            "--reference MODEL:CONDITION to compare a model's other conditions with that one")
     out = out or layout.ScoredRun(folder).comparisons
     records.write_table("metrics", table, out)
     return table.to_pandas(use_threads=False)

@@ -59,6 +59,12 @@ def test_compare_through_the_cli_writes_the_within_model_rows(tmp_path, capsys):
     assert cli.main(["compare", "--metrics", str(run), "--reference", "m:blind", "--n-boot", "100"]) == 0
     out = capsys.readouterr().out
     assert "main: m:agent - m:blind: esg +" in out
+    # a reference without a condition compares other models only, and this run has none: said and
+    # exit 2, not an empty line and exit 0
+    assert cli.main(["compare", "--metrics", str(run), "--reference", "m", "--n-boot", "100"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.startswith("medscope: error: nothing to compare with the reference 'm': the run holds no other model")
     written = records.read_table("metrics", str(run / "comparisons.parquet")).to_pandas()
     assert set(zip(written.model, written.condition, written.reference)) == {("m", "agent", "m:blind")}
 
