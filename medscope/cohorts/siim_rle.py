@@ -127,7 +127,7 @@ def rle_encode(mask: np.ndarray) -> str:
     return " ".join(str(int(v)) for v in pairs)
 
 
-def read_rle_csv(data: bytes) -> tuple[dict[str, list[str]], list[tuple[int, str, bounded.InputRejected]]]:
+def read_rle_csv(data: bytes, name: str = "RLE CSV") -> tuple[dict[str, list[str]], list[tuple[int, str, bounded.InputRejected]]]:
     """CSV bytes -> ({ImageId: [EncodedPixels, ...]} in file order, bad rows).
 
     Each bad row is ``(line number, ImageId as far as readable or "", InputRejected)``. An unusable
@@ -137,6 +137,8 @@ def read_rle_csv(data: bytes) -> tuple[dict[str, list[str]], list[tuple[int, str
     ----------
     data : bytes
         The whole CSV file with an ``ImageId`` and an ``EncodedPixels`` column.
+    name : str, optional
+        What the errors call the file (its path, where the caller has one).
 
     Returns
     -------
@@ -154,12 +156,12 @@ def read_rle_csv(data: bytes) -> tuple[dict[str, list[str]], list[tuple[int, str
     first = next(rows, None)
     if first is None or isinstance(first[1], bounded.InputRejected):
         why = "empty file" if first is None else f"{first[1].reason}: {first[1].detail}"
-        raise MedScopeError(f"RLE CSV is not readable: header line: {why}")
+        raise MedScopeError(f"{name} is not readable: header line: {why}")
     header = first[1]
     try:
         id_col, rle_col = header.index("ImageId"), header.index("EncodedPixels")
     except ValueError:
-        raise MedScopeError(f"RLE CSV needs columns ImageId, EncodedPixels; has {header}") from None
+        raise MedScopeError(f"{name} needs columns ImageId, EncodedPixels; has {header}") from None
     out: dict[str, list[str]] = {}
     bad: list[tuple[int, str, bounded.InputRejected]] = []
     for no, fields, raw in rows:
@@ -293,7 +295,7 @@ def load(path: str, cfg: DatasetConfig | None = None, on_item: OnItem = None) ->
     if not storage.exists(csv_uri):
         raise MedScopeError(f"{path}: no {cfg.rle_csv} (set rle_csv in the dataset config)")
     try:
-        rles, bad_rows = read_rle_csv(bounded.read_bounded(csv_uri, cfg.limits.max_file_bytes))
+        rles, bad_rows = read_rle_csv(bounded.read_bounded(csv_uri, cfg.limits.max_file_bytes), name=csv_uri)
     except bounded.InputRejected as err:
         raise MedScopeError(f"{csv_uri}: {err.reason}: {err.detail}") from None
     tainted = {image_id: (no, err) for no, image_id, err in bad_rows if image_id}

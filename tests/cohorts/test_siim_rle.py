@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from medscope import cohorts
+from medscope.errors import MedScopeError
 
 from tests.fixtures.bad_input import ANY, KEPT, _png, by_item, run_kind
 from tests.fixtures.cohort_bad_layouts import write_raw
@@ -131,3 +132,18 @@ def test_siim_csv_saved_as_utf16_gives_the_same_cases(tmp_path):
     t16, r16 = cohorts.load("siim-rle", str(tmp_path))
     assert t16.to_pylist() == t8.to_pylist() and t16.num_rows == len(good)
     assert by_item(r16) == by_item(r8)
+
+
+@pytest.mark.timeout(120)
+def test_a_csv_header_without_the_needed_columns_is_named_by_its_path(tmp_path):
+    # the error named "RLE CSV" only: a user with several CSVs could not tell which one
+    write_siim(tmp_path)
+    csv_path = tmp_path / "train-rle.csv"
+    csv_path.write_text("ImageId,Pixels\n1.2.3.1,-1\n")
+    with pytest.raises(MedScopeError) as err:
+        cohorts.load("siim-rle", str(tmp_path))
+    assert str(err.value) == f"{csv_path} needs columns ImageId, EncodedPixels; has ['ImageId', 'Pixels']"
+    csv_path.write_bytes(b"")
+    with pytest.raises(MedScopeError) as err:
+        cohorts.load("siim-rle", str(tmp_path))
+    assert str(err.value) == f"{csv_path} is not readable: header line: empty file"
