@@ -169,9 +169,15 @@ def dataset_config(fmt: str, uri: str | None = None, overrides: dict | None = No
     if uri:
         data.update(cfgmod.load_yaml(uri))
         source = uri
-    if overrides:
-        data.update(overrides)
-    return cfgmod.parse(DatasetConfig, data, source=source)
+    if not overrides:
+        return cfgmod.parse(DatasetConfig, data, source=source)
+    try:
+        return cfgmod.parse(DatasetConfig, {**data, **overrides}, source=source)
+    except MedScopeError:
+        # the error names the layer at fault: blamed on the packaged file, an inline value the user
+        # typed sent them looking in a file they never wrote
+        cfgmod.parse(DatasetConfig, data, source=source)
+        return cfgmod.parse(DatasetConfig, {**data, **overrides}, source="the inline dataset overrides (--dataset)")
 
 
 @lru_cache(maxsize=None)

@@ -189,3 +189,17 @@ def test_a_timeout_past_a_day_is_refused_naming_it(tmp_path):
         with pytest.raises(MedScopeError) as err:
             cfgmod.load(ModelsConfig, str(f))
         assert str(f) in str(err.value) and "timeout_s" in str(err.value) and "86400" in str(err.value)
+
+
+@pytest.mark.timeout(120)
+def test_an_inline_dataset_override_that_does_not_validate_is_blamed_on_the_override(tmp_path):
+    # blamed on the packaged image-mask-folder.yaml, the error sent the user to a file they never wrote
+    msg = _err(lambda: cohorts.dataset_config("image-mask-folder", None, {"limits": {"max_image_pixels": "5e7"}}))
+    assert msg.startswith("the inline dataset overrides (--dataset): invalid DatasetConfig: limits.max_image_pixels")
+    # a fault in the user's file is still named by the file, even with valid overrides on top
+    f = tmp_path / "ds.yaml"
+    f.write_text("mask_sufix: _m\n")
+    msg = _err(lambda: cohorts.dataset_config("image-mask-folder", str(f), {"mask_suffix": "_m"}))
+    assert msg.startswith(f"{f}: invalid DatasetConfig: mask_sufix: Extra inputs are not permitted")
+    # overrides that complete the file are not refused for the file's own gap
+    assert cohorts.dataset_config("image-mask-folder", None, {"mask_suffix": "_m"}).mask_suffix == "_m"
