@@ -205,3 +205,20 @@ def test_url_credentials_reach_no_output_and_score_refuses_a_partial_copy(ray_cl
     err = capfd.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "says 4 episodes were written, but only 2 are there (2 missing" in err[0]
     assert not (tmp_path / "scored").exists()
+
+    # parts taken out by `cohort remove` are named as such, with what to do, not as a partial copy;
+    # a damaged log line does not hide the records around it
+    record = {"at": "2026-12-05T10:00:00Z", "cases": ["c1"],
+              "removed": {"rows": {f"episodes/{parts[0].name}": 1, "views.parquet": 3}}}
+    (out / "removals.jsonl").write_text(json.dumps(record) + "\n{damaged\n")
+    assert runcheck.removed_episodes(str(out)) == (1, "2026-12-05T10:00:00Z")
+    assert guarded(lambda: args.func(args)) == 2
+    err = capfd.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "says 4 episodes were written, 2 are there: `medscope cohort remove` took 1 out" in err[0]
+    assert "last at 2026-12-05T10:00:00Z); rerun `medscope eval run`" in err[0]
+    assert err[0].endswith("; 1 more are missing than were removed: copy the whole run folder")
+    record["removed"]["rows"][f"episodes/{parts[1].name}"] = 1
+    (out / "removals.jsonl").write_text(json.dumps(record) + "\n")
+    assert guarded(lambda: args.func(args)) == 2
+    err = capfd.readouterr().err.strip().splitlines()
+    assert "took 2 out" in err[0] and "more are missing" not in err[0] and "partial copy" not in err[0]
