@@ -234,7 +234,8 @@ def classify(err: BaseException, secret: str | None = None) -> Exception:
     -------
     Exception
         ``err`` itself when already a model error; else a TransientModelError (HTTP 408, 409, 425, 429,
-        5xx with its Retry-After; timeouts, connection failures, bad JSON) or a PermanentModelError
+        5xx with its Retry-After; timeouts, connection failures, bad or too deeply nested JSON) or a
+        PermanentModelError
         (anything else), its message at most 500 characters.
 
     References
@@ -261,6 +262,10 @@ def classify(err: BaseException, secret: str | None = None) -> Exception:
         if status in TRANSIENT_STATUS or status >= 500:
             return TransientModelError(f"HTTP {status}: {message}", retry_after_s=retry_after_s(headers))
         return PermanentModelError(f"HTTP {status}: {message}")
+    if isinstance(err, RecursionError):
+        # a body nested too deep to parse is as malformed as one cut short: retried like it, where a
+        # permanent failure was never sent again (issue 51, the tenth campaign)
+        return TransientModelError(f"malformed response: body nested too deep to parse ({message[:200]})")
     names = {c.__name__ for c in type(err).__mro__}
     # Timeouts, refused / reset connections, bodies cut short or not JSON: the server may
     # answer properly next time.

@@ -126,9 +126,10 @@ def trickle(byte_interval_s: float = 0.05) -> Action:
 
 TRICKLE_MIN_BODY = 4096
 
-RESET, TRUNCATED, NONJSON, EMPTY, REFUSAL, ECHO_KEY, HANG = (
-    Action(k) for k in ("reset", "truncated", "nonjson", "empty", "refusal", "echo_key", "hang")
+RESET, TRUNCATED, NONJSON, EMPTY, REFUSAL, ECHO_KEY, HANG, DEEP = (
+    Action(k) for k in ("reset", "truncated", "nonjson", "empty", "refusal", "echo_key", "hang", "deep")
 )
+DEEP_LEVELS = 100_000  # far past any JSON parser's recursion limit
 HANG_LIMIT_S = 300.0  # a client that never gives up: the server closes after this
 
 
@@ -433,6 +434,9 @@ def _handler_for(fake: FakeProvider):
             data = json.dumps(payload).encode()
             if kind == "trickle":
                 return self._trickle(data.ljust(TRICKLE_MIN_BODY), action.delay_s)
+            if kind == "deep":
+                # a 200 answer whose unused extra field is nested past the parser's recursion limit
+                data = data[:-1] + b', "debug": ' + b"[" * DEEP_LEVELS + b"]" * DEEP_LEVELS + b"}"
             if kind == "nonjson":
                 data = b"<html><body>502 Bad Gateway from a proxy</body></html>"
                 return self._raw(200, data, "text/html")

@@ -77,8 +77,9 @@ def test_provider_settings_reach_the_wire(server):
     assert "temperature" not in body and "temperature" not in body.get("generationConfig", {})
 
 
+# DEEP: a body nested too deep to parse was a permanent failure, never sent again (tenth campaign)
 TRANSIENT = [fp.status(429, retry_after=0.2), fp.status(429), fp.status(500), fp.status(503), fp.HANG,
-             fp.RESET, fp.TRUNCATED, fp.NONJSON]
+             fp.RESET, fp.TRUNCATED, fp.NONJSON, fp.DEEP]
 HANG_TIMEOUT_S = 3.0  # the client's timeout that ends a hanging request (the fault waits for it)
 
 
