@@ -271,7 +271,21 @@ def finding_terms(finding: str, synonyms: tuple[str, ...] = ()) -> tuple[str, ..
         terms.update(_plural(normalize(syn)))
     if len(words) > 1 and head in ("lesion", "lesions"):
         terms.update(_plural(head))  # "breast lesion": "lesion" itself names it
+    for adjective in _ADJECTIVES_OF_ORGAN.get(sideless, ()):
+        # "the cardiac silhouette", "the renal outline": the organ's own outline or tissue named by its adjective
+        terms.update(f"{adjective} {noun}" for noun in _OUTLINE_NOUNS)
     return tuple(sorted(terms, key=len, reverse=True))
+
+
+# An organ named by its adjective and a noun for its outline or tissue (issue 48, set Q: "The cardiac
+# silhouette is ... normal in size" describes the heart). Every organ with an adjective of its own, not
+# one reply's phrase; a property after the adjective ("no focal hepatic lesion") is not the organ (_read).
+_ADJECTIVES_OF_ORGAN = {"heart": ("cardiac",), "liver": ("hepatic",), "kidney": ("renal",), "spleen": ("splenic",),
+                        "pancreas": ("pancreatic",), "stomach": ("gastric",), "lung": ("pulmonary",),
+                        "bladder": ("vesical",), "urinary bladder": ("vesical",), "colon": ("colonic",),
+                        "uterus": ("uterine",), "prostate": ("prostatic",), "aorta": ("aortic",),
+                        "duodenum": ("duodenal",), "thyroid": ("thyroid",), "thyroid gland": ("thyroid",)}
+_OUTLINE_NOUNS = ("silhouette", "shadow", "contour", "outline", "parenchyma", "tissue")
 
 
 @lru_cache(maxsize=256)
@@ -2277,6 +2291,28 @@ def _no_secondary_signs(sentences: list[str]) -> bool:
             and not any(_HEDGE_WORD.search(x) for x in sentences))
 
 
+# A property of the organ named by the organ's adjective ("No focal hepatic lesion is identified", "a
+# simple renal cyst"): the organ is where the property is looked for, so it is in view, as "no focal
+# lesion in the liver" already reads (issue 48, set Q). Only properties that lie in the organ; a vessel
+# named by the adjective ("the hepatic veins", "the splenic vein") may run where the organ is not.
+_ORGAN_PROPERTY = (r"(?:lesions?|mass(?:es)?|stones?|calcul(?:us|i)|thickening|dilat(?:ation|ion)|enlargement|"
+                   r"injur(?:y|ies)|lacerations?|abnormalit(?:y|ies)|pathology|calcifications?|cysts?|nodules?|"
+                   r"hypodensit(?:y|ies)|hyperdensit(?:y|ies)|collections?|tumou?rs?|metastas[ie]s)")
+
+
+def _property_by_adjective(lines: list[str], finding: str, terms: tuple[str, ...]) -> list[str]:
+    """The lines with the organ's adjective before a property of the organ read as the organ's name
+    ("no focal hepatic lesion" -> "no focal liver lesion"), where the reply never names the organ
+    and the organ has no side (a "renal cyst" does not say which kidney)."""
+    organ = normalize(finding)
+    adjectives = _ADJECTIVES_OF_ORGAN.get(_singular(organ), ())
+    pat = _term_pattern(terms)
+    if not adjectives or any(w in _SIDES for w in organ.split()) or (pat is not None and any(pat.search(x) for x in lines)):
+        return lines
+    before_property = re.compile(r"\b(?:" + "|".join(adjectives) + r")(?=\s+" + _ORGAN_PROPERTY + r"\b)")
+    return [before_property.sub(_singular(organ), line) for line in lines]
+
+
 def _read(text: str, question: str, finding: str, question_kind: str | None, synonyms: tuple[str, ...],
           _corrections: bool) -> Reading:
     """:func:`read_decision` without the evidence."""
@@ -2292,6 +2328,8 @@ def _read(text: str, question: str, finding: str, question_kind: str | None, syn
     if _modified_echo(mended, terms, question):
         return Reading("unclear", None, "modified-echo")
     lines = [_P_NOTATION.sub(r"\1 probability", line) for line in _drop_echo(mended, terms, question)]
+    if kind == "organ":
+        lines = _property_by_adjective(lines, finding, terms)
     if "hydronephrosis" in terms:
         lines = [_DILATED_SYSTEM.sub(lambda m: "no hydronephrosis" if m.group("neg") else "hydronephrosis", line) for line in lines]
     if not lines:
