@@ -164,6 +164,16 @@ _NOT_PREDICATE = re.compile(
     r"(?:visible|seen|present|identified|detected|depicted|demonstrated|shown|evident|"
     r"appreciated|included|captured|found|noted|visuali[sz]ed|imaged|covered|scanned|in|on|there|part\s+of)\b"
 )
+# The organ placed past one edge of the image, named by its direction ("lies below the caudal extent of
+# this image", "is beyond the lower margin of the scan"; issue 48, set Q): below the lower edge or above the
+# upper one is off the image, while "above the lower edge" is still on it, so the direction must agree.
+_EDGE = r"(?:extent|edge|margin|limit|border|boundary|end)\s+of\s+(?:this|the)\s+(?:\w+\s+)?(?:image|slice|scan|study|field of view|" \
+        r"fov|volume|range|coverage|acquisition|series|film|radiograph|section)\b"
+_OFF_EDGE = re.compile(
+    r"^\s*(?:(?:lies?|sits?|is|are|was|were|falls?|remains?|located|situated|positioned|well|entirely|completely|wholly|"
+    r"just|far|further|farther|probably)\s+){1,4}(?:(?:below|beneath|under|caudal to|inferior to)\s+(?:the\s+)?"
+    r"(?:caudal|inferior|lower|bottom)(?:most)?\s+" + _EDGE + r"|(?:above|cranial to|superior to)\s+(?:the\s+)?"
+    r"(?:cranial|superior|upper|top)(?:most)?\s+" + _EDGE + r"|(?:beyond|outside|past)\s+(?:the\s+)?(?:\w+\s+)?" + _EDGE + ")")
 _FORWARD_END = re.compile(
     r"\b(?:but|however|although|though|yet|except|whereas|while|apart from|aside from|despite|"
     r"because|so|therefore)\b|[;:\u2013\u2014]|\s-\s|,\s*(?=(?:a|an|the|there|it|this|which|i|we|and)\b)"
@@ -292,6 +302,9 @@ def status(sentence: str, start: int, end: int) -> str:
     m = _NOT_PREDICATE.search(after)
     if m:
         best = (m.group(0).rfind("not"), "negated")  # "is not seen", "isn't in this slice"
+    m = _OFF_EDGE.match(after)
+    if m and (best is None or m.start() < best[0]):
+        best = (m.start(), "negated")  # "lies below the caudal extent of this image"
     for cat, pat in _BACKWARD.items():
         m = pat.search(after)
         if m and (best is None or m.start() < best[0] or (m.start() == best[0] and cat == "possible")):
