@@ -1558,7 +1558,9 @@ def _structured(text, question, finding, kind, synonyms) -> Reading | str | None
 
 
 # (issue 48, set O) a vision model's image placeholder ("<image>") is a template token too
-_SPECIAL_TOKENS = re.compile(r"\[(?:end|eos|sep|pad|/?inst)\]|</?s>|<\|[\w-]+\|>|<(?:eos|pad|unk|bos|image|img)>", re.IGNORECASE)
+# (issue 48, set Q) a detection model's location and mask tokens ("<loc_0412>", "<seg_017>") are too
+_SPECIAL_TOKENS = re.compile(r"\[(?:end|eos|sep|pad|/?inst)\]|</?s>|<\|[\w-]+\|>|<(?:eos|pad|unk|bos|image|img)>|"
+                             r"<(?:loc|seg)_?\d{1,4}>", re.IGNORECASE)
 # A template left unfilled (issue 48, set O): every line an empty label ("Answer:", "Fracture
 # evaluation:"), a bare list number ("1."), or the question echoed back ("Question: Is there ...?"),
 # so the reply holds no word of its own about the finding. A label that is itself a verdict ("No:") is words.
@@ -1586,6 +1588,20 @@ def _unfilled_template(text: str, question: str) -> bool:
 # a short reply that stops on a word that cannot end a sentence ("The lateral ventricles are"): cut off
 _CUT_OFF = re.compile(r"\b(?:is|are|was|were|the|a|an|of|and|or|to|with|in|on|at|by|for|but|that|which|its|their|be|"
                       r"been|being)\s*$")
+# (issue 48, set Q) a lead-in phrase and then only the subject, no predicate and no full stop ("Looking at the
+# image, the trachea"; "On this slice, both kidneys"): cut off before it says how the subject stands
+_LEAD_IN_CUT = re.compile(r"^\W*(?:(?:looking|having looked)\s+(?:at|through|over)|examining|reviewing|inspecting|assessing|"
+                          r"evaluating|scanning|on\s+(?:close\s+)?(?:review|inspection|examination)(?:\s+of)?|in|on|at|from|based\s+on)"
+                          r"\b[^,.;:!?\n]{0,50},\s*(?:(?:the|a|an|this|these|both)\s+)?(?:[\w-]+\s+){0,2}[\w-]+\s*$")
+
+
+def _phrase_loop(words: list[str]) -> bool:
+    """Whether ``words`` are one phrase of two to four words said over and over, at least three times
+    ("breast lesion breast lesion breast lesion"; issue 48, set Q); the last turn may be cut short."""
+    for period in range(2, 5):
+        if len(words) >= 3 * period and all(w == words[i % period] for i, w in enumerate(words)):
+            return True
+    return False
 
 
 def read_decision(text: str, question: str, finding: str, question_kind: str | None = None,
@@ -1625,14 +1641,23 @@ def read_decision(text: str, question: str, finding: str, question_kind: str | N
     words = re.findall(r"\w+", stripped)
     if 2 <= len(words) <= 8 and _CUT_OFF.search(stripped):
         return Reading("unparseable", None, "none", "the reply stops mid-sentence before it says anything of the finding")
+    if len(words) <= 12 and _LEAD_IN_CUT.match(stripped) and not _VERDICT_WORD.search(stripped):
+        return Reading("unparseable", None, "none", "the reply stops after its subject, before it says anything of it")
     if len(words) >= 3 and len(set(words)) == 1:
         return Reading("unparseable", None, "none", "one word repeated: degenerate output, not a reply")
+    if _phrase_loop(words):
+        return Reading("unparseable", None, "none", "one phrase repeated in a loop: degenerate output, not a reply")
     runs = [len(list(g)) for _, g in groupby(words)]
     enough = 4 if stripped != normalize(text or "") else 6  # a leftover token marks a degenerate output already
     if len(words) >= enough and len(runs) >= 2 and min(runs) >= 2:  # "skin skin skin lesion lesion image image"
         return Reading("unparseable", None, "none", "words repeated in runs: degenerate output, not a reply")
     if enough == 4 and runs and max(runs) >= 3:  # "asdkj heart heart heart ||| <unk>" (issue 48, set P)
         return Reading("unparseable", None, "none", "a word stuttered beside a generator token: degenerate output")
+    if (enough == 4 and runs and max(runs) >= 2 and not _VERDICT_WORD.search(stripped)
+            and not _POSITIVE_PREDICATE.search(stripped)):
+        # "adrenal adrenal ### 0.87 seg_mask <loc_0412>" (issue 48, set Q): a name said twice beside a generator's
+        # token and no word that says anything of it
+        return Reading("unparseable", None, "none", "a name stuttered beside a generator token, no statement: degenerate output")
     if re.fullmatch(r"(?:i|we)\s+(?:can\s+)?see|i\s+understand|okay|ok|hmm+", " ".join(words)):
         # "I see" alone acknowledges; it says nothing of the finding (issue 48, set P)
         return Reading("unparseable", None, "none", "an acknowledgement alone, not a reply")
