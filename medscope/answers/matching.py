@@ -960,8 +960,12 @@ def _mention_statuses(sentences: list[str], terms: tuple[str, ...], finding: str
         # a sentence that opens as a textbook statement about the finding stays one ("Polyps are
         # common, and most are hyperplastic polyps") unless it turns to the image
         textbook = bool(hits) and _generic_statement(s, hits[0], organ) and not _OBSERVED.search(s)
+        both_ways = bool(hits) and _hedged_both_ways(s[hits[-1].end():])
         for i, m in enumerate(hits):
             found = True
+            if both_ways and i == len(hits) - 1:
+                out.extend(("possible", "negated"))  # "could be contracted and indistinguishable, or it could be ..."
+                continue
             st = "hypothetical" if textbook and i else _mention_status(s, m, finding, organ)
             if st is not None:
                 out.append(st)
@@ -977,6 +981,8 @@ def _mention_statuses(sentences: list[str], terms: tuple[str, ...], finding: str
             if st not in ("negated", "hypothetical"):  # "status post nephrectomy": the organ is gone
                 found = True
                 out.append("negated")
+        if both_ways:
+            continue
         tail = s[hits[-1].end():] if hits else s
         if hits and named_before:  # named before: a pronoun ahead of this mention may speak of it too
             tail = s[:hits[0].start()] + " ; " + tail
@@ -984,7 +990,31 @@ def _mention_statuses(sentences: list[str], terms: tuple[str, ...], finding: str
             out.append("possible")
         elif found and _BACK_NEGATED.search(tail):
             out.append("negated")
+        elif hits and out and out[-1] == "negated" and _BACK_AFFIRMED.search(s[hits[-1].end():]):
+            out.append("affirmed")  # "... are not visible, as both can be seen seated in the acetabula": both at once
     return out
+
+
+# (issue 48, set Q) the organ offered two ways, one of them unseen: "The gallbladder could be contracted and
+# therefore indistinguishable, or it could be the small hypodense focus": hedged both ways, it commits to neither
+_BOTH_WAYS = re.compile(r"^(?:s|es)?\s+(?:could|might|may)\s+(?:also\s+)?(?:be|have|lie)\b(?P<first>[^;]*?),?\s+or\s+"
+                        r"(?:(?:it|that|this|they)\s+)?(?:(?:could|might|may)\s+(?:also\s+)?(?:be|have|lie)|(?:is|are)\s+"
+                        r"(?:simply|just|perhaps))\b(?P<second>[^;]*)")
+def _hedged_both_ways(after: str) -> bool:
+    """Whether the text after a mention offers it two ways, one of them unseen (see :data:`_BOTH_WAYS`)."""
+    m = _BOTH_WAYS.match(after)
+    return m is not None and any(_UNSEEN.search(g) for g in m.groups())
+
+
+_UNSEEN = re.compile(r"\b(?:indistinguishable|inseparable|invisible|absent|not\s+(?:\w+\s+)?(?:visible|seen|identifiable|"
+                     r"included|in view|captured|depicted)|out\s+of\s+(?:view|the field|plane)|outside\s+the\s+(?:field|image|slice)|"
+                     r"obscured|hidden)\b")
+# (issue 48, set Q) a pronoun that says the denied organ is seen after all: "The femoral heads are not visible,
+# as both can be seen ...": the reply asserts both, so it is read as neither (not a view elsewhere: "on other slices")
+_BACK_AFFIRMED = re.compile(r"\b(?:both|they|it|each)(?:\s+of\s+them)?\s+(?:can\s+be|are|is)\s+(?:clearly\s+|well\s+|easily\s+|"
+                            r"readily\s+)?(?:seen|visible|identified|visuali[sz]ed|depicted|demonstrated|shown)\b"
+                            r"(?!\s+(?:only\s+)?(?:on|in)\s+(?:other|adjacent|another|the next|neighbouring|neighboring|lower|higher|"
+                            r"more|different|prior|previous)\b)")
 
 
 _NORMAL_AS_REFERENCE = re.compile(r"\b(?:above|beyond|exceeds?|exceeding|outside|over|upper limit of|greater than)\s+(?:the\s+)?"
