@@ -1397,6 +1397,18 @@ _DEFERS = re.compile(
     # (issue 48, set L) "wenden Sie sich an Ihren Arzt", "fragen Sie Ihren Arzt", "parlez-en à votre médecin"
     r"\b(?:wenden sie sich|wende dich)\s+(?:bitte\s+)?an\b|\bfragen sie\s+(?:ihren|ihre|einen|eine)\s+(?:arzt|ärztin|radiologen)\b|"
     r"\bparlez-en\s+à\b|\bhable con su\s+(?:médico|radiólogo)\b|\bconverse com (?:o )?seu\s+(?:médico|radiologista)\b|"
+    # (issue 48, set Q) the read handed to a person in nl / es / it / pt / id, and "I can't diagnose this" there:
+    # "laat de foto beoordelen door een radioloog", "que lo valore un radiólogo", "lo faccia valutare da un medico",
+    # "sebaiknya diperiksa oleh dokter", "ik kan hierover geen diagnose stellen"
+    r"\b(?:beoordeeld|beoordelen|bekijken|bekeken|nakijken|nagekeken|laten zien)\s+(?:\w+\s+)?door\s+(?:een|uw|je|de)\b|"
+    r"\braadpleeg\s+(?:een|uw|je|de)\b|\bkan\s+(?:\w+\s+)?geen\s+(?:diagnose|uitspraak|oordeel)\b|"
+    r"\bque\s+(?:lo|la|los|las)\s+(?:revise|valore|evalúe|vea|interprete)\s+(?:un|una|su)\b|"
+    r"\b(?:debe|deben|deber[íi]a)\s+ser\s+(?:evaluad|valorad|revisad|interpretad)\w*\s+por\b|"
+    r"\b(?:far|faccia|fate|fai)\s+(?:valutare|vedere|controllare|esaminare)\s+(?:\w+\s+){0,2}?da\s+(?:un|uno|una|il|lo|la|un')|"
+    r"\b(?:deve|dovrebbe)\s+essere\s+(?:valutat|esaminat|refertat|interpretat)\w*\s+da\b|"
+    r"\b(?:deve|deveria)\s+ser\s+(?:avaliad|examinad|interpretad)\w*\s+por\b|\bprocure\s+(?:um|uma|o\s+seu)\b|"
+    r"\b(?:konsultasikan|periksakan)\b|\b(?:sebaiknya|harus|perlu)\s+(?:\w+\s+)?(?:diperiksa|dievaluasi|dinilai|dibaca)\s+oleh\b|"
+    r"\btidak\s+(?:dapat|bisa|mampu)\s+(?:\w+\s+)?(?:mendiagnosis|memberikan\s+diagnosis)\b|"
     # an image discussed with the person who reads it: "I recommend discussing this image with your radiologist"
     r"\b(?:discuss|discussing|review|reviewing|go over|going over)\s+(?:this|the|these|your)\s+(?:\w+\s+)?"
     r"(?:image|images|scan|scans|film|films|study|mammogram|x-ray|results?|findings?)\s+with\s+(?:a|an|the|your)\s+"
@@ -2439,6 +2451,11 @@ def _read(text: str, question: str, finding: str, question_kind: str | None, syn
     if switched is not None and got is not None and got[0] == "answer" and (switched[0] != "answer"
                                                                             or switched[1] is not got[1]):
         return Reading("unclear", None, "other-language")  # "Yes, ... 不过，右肾在这个层面看不到。"
+    if got is not None and got[:1] + got[2:] == ("answer", "leading-yes-no") and languages.is_foreign(flat):
+        # "Sí, no se observa consolidación": the particle read as English must not say the opposite of what the
+        # reply's own language says of the finding (issue 48, set Q)
+        if languages.foreign_reading(flat, terms, side) == ("answer", not got[1]):
+            return Reading("unclear", None, "other-language")
     if switched is not None and switched[0] == "answer" and (got is None or got[0] not in ("answer", "unclear")):
         return Reading(*switched, "other-language")  # "The liver is visible, pero el bazo no aparece"
     if got is not None and got[:3] == ("answer", True, "mention") and _bare_mention_negated(lines, terms, finding, kind == "organ"):
@@ -2457,7 +2474,8 @@ def _read(text: str, question: str, finding: str, question_kind: str | None, syn
             return Reading("unclear", None, "unaccounted-negation", f"{_UNCLEAR_WHY['unaccounted-negation']}: {unaccounted[:150]}")
     if got is not None:
         return Reading(*got)
-    foreign = languages.foreign_reading(flat, terms, side)
+    foreign = languages.foreign_reading(flat, terms, side, answers_presence=kind in ("presence", "organ")
+                                        and not _REVERSED_QUESTION.get())
     if foreign is not None and foreign[0] == "refer":
         # a decline in another language: a request for a better image still asks for it (clarify)
         return Reading(_undecided(flat) or "refer", None, "other-language")
