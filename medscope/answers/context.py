@@ -110,6 +110,8 @@ BACKWARD = {
         "not seen", "not visible", "not present", "not identified", "not detected",
         "not demonstrated", "not shown", "not depicted", "not included", "not in", "not there",
         "not evident", "not appreciated", "not noted", "not found", "not captured", "not imaged", "not covered",
+        # (issue 48, set Q) a report's conclusion that the findings do not bear the diagnosis out
+        "not supported", "is not supported", "not favoured", "not favored", "is not favoured", "is not favored",
         "not clearly visible", "not clearly seen", "found none", "none seen", "is missing", "are missing",
         "missing", "is lacking", "lacking", "not within", "outside the field of view", "out of the field of view",
         "outside the field", "out of view", "out of plane", "not in fov", "not in the fov",
