@@ -902,6 +902,10 @@ def _mention_status(s: str, m: re.Match, finding: str, organ: bool = False) -> s
         # "Either this slice is above the pelvis or the bladder is empty": two explanations offered,
         # neither asserted (issue 48, set L); the reply's own verdict stands elsewhere
         return "hypothetical"
+    if ((re.search(r"\brule\s+(?:(?:the|a|an|any)\s+)?(?:[\w-]+\s+){0,2}?$", s[:m.start()])
+         and re.match(r"^(?:s|es)?\s+in\s+or\s+(?:rule\s+)?out\b", s[m.end():]))
+            or re.search(r"\brule\s+in\s+or\s+(?:rule\s+)?out\s+(?:(?:the|a|an|any)\s+)?(?:[\w-]+\s+){0,2}?$", s[:m.start()])):
+        return None  # "I can't reliably rule a bleed in or out" (issue 48, set P): both ways named, the call declined
     if _NEITHER_AFTER.match(s[m.end():]) or _NEITHER_BEFORE.search(s[:m.start()]):
         return None  # "X can be neither confirmed nor excluded" (issue 48, set M): the call is declined
     if _TOOK_FOR.search(s[:m.start()]):
@@ -1123,6 +1127,15 @@ def _one_side_seen(sentences: list[str], terms: tuple[str, ...], finding: str) -
     return bool(seen) and bool(denied) and not (seen & denied)
 
 
+# (issue 48, set Q) the reader sent to a person ("Please see a dermatologist, who can examine the lesion properly"):
+# the sentence says who should look, so its "lesion" is the reader's lesion to be examined, not a finding
+_SENT_TO = re.compile(r"\b(?:(?:please|should|must|to|(?:recommend|suggest)\s+you)\s+see|consult|visit|contact|talk\s+to|"
+                      r"speak\s+(?:to|with)|show\s+(?:it|this|that)\s+to|"
+                      r"get\s+(?:it|this|that)\s+(?:checked|looked\s+at|seen|examined)\s+by)\s+(?:a|an|your|the)\s+(?:[\w-]+\s+){0,2}?"
+                      r"(?:\w+ologists?|doctors?|physicians?|gp|clinicians?|specialists?|surgeons?|nurses?|optometrists?|"
+                      r"professionals?|experts?)\b")
+
+
 def _content(sentences: list[str], terms, finding, kind, flip: bool) -> tuple[str, bool | None, str] | None:
     """Rules 3-5 on some sentences: leading particle, mentions, health words."""
     if sentences and _BOTH.match(re.sub(r"^[\W_]+", "", sentences[0])):
@@ -1133,7 +1146,7 @@ def _content(sentences: list[str], terms, finding, kind, flip: bool) -> tuple[st
     # a sentence that hands the read to someone ("Skin lesions need to be assessed in person by a
     # dermatologist") speaks of who should look, not of what this image shows (issue 48, set L)
     health = _health_statuses([x for x in sentences if not _textbook_sentence(x, terms, finding)
-                               and not _HANDED_OVER.search(x)], kind) if kind != "organ" else []
+                               and not _HANDED_OVER.search(x) and not _SENT_TO.search(x)], kind) if kind != "organ" else []
     if kind == "health" and flip:
         # To "Is this normal?", "No, I don't see a pneumothorax" denies the finding: the particle's
         # polarity is ambiguous there, an explicit statement about the finding is not.
@@ -1384,7 +1397,14 @@ _DEFERS = re.compile(
     r"\b(?:rather than|instead of|do not|should not|can not)\s+rel(?:y|ying)\s+on\s+me\b|"
     r"\bbeyond\s+(?:what\s+i\s+can|my\s+(?:scope|abilities|ability|capabilities|remit))\b|"
     r"\bnot\s+in\s+a\s+position\s+to\b|\b(?:needs?|requires?)\s+(?:a|an)\s+(?:qualified|trained|certified|licensed|"
-    r"human)\b|\b(?:recommend|suggest|advise)\s+(?:an?|the|your)\s+(?:[\w-]+\s+){0,2}?(?:or\s+(?:[\w-]+\s+){1,2})?"
+    r"human)\b|"
+    # (issue 48, set Q) "PE assessment needs a radiologist with ...", "please get an urgent read", "I can't reliably
+    # rule a bleed in or out": the read named as a person's, or as not to be made here
+    r"\b(?:needs?|requires?|calls?\s+for)\s+(?:a|an)\s+(?:[\w-]+\s+){0,2}?(?:\w+ologists?|radiographers?|doctors?|"
+    r"physicians?|clinicians?|specialists?|experts?|professionals?)\b|"
+    r"\b(?:get|have|arrange|obtain|request|seek)\s+(?:a|an)\s+(?:(?:urgent|formal|proper|specialist|expert|radiologist's|"
+    r"official|human)\s+)+(?:read|review|report|opinion|look)\b|"
+    r"\b(?:can not|could not|am unable to|am not able to|unable to)\s+(?:\w+\s+)?rule\s+(?:[\w-]+\s+){0,3}?in\s+or\s+out\b|\b(?:recommend|suggest|advise)\s+(?:an?|the|your)\s+(?:[\w-]+\s+){0,2}?(?:or\s+(?:[\w-]+\s+){1,2})?"
     r"(?:read|review|opinion|consultation|consult)\b|"
     # the same in the languages models answer in
     r"\bno puedo (?:dar|hacer|ofrecer)\b|\bje ne (?:peux|puis) pas (?:me prononcer|donner|poser|faire)\b|"
@@ -1421,7 +1441,7 @@ def _undecided(text: str) -> str | None:
         return "clarify"
     if _IMAGE_IS.search(text) and _CANNOT_ANSWER_HERE.search(text):
         return "clarify"
-    if _REFER.search(text) or _DEFERS.search(text):
+    if _REFER.search(text) or _DEFERS.search(text) or _SENT_TO.search(text):
         return "refer"
     return None
 
