@@ -721,6 +721,10 @@ _GENERIC_PREDICATE = re.compile(
     r"(?:requires?|needs?|is best|is beyond|should be (?:done|performed|made|left))\b|"
     r"(?:is|are)\s+(?:usually\s+|typically\s+)?(?:diagnosed|detected|confirmed|graded|classified|staged|categori[sz]ed)\s+"
     r"(?:clinically|by|with|using|through|based on|on the basis of|as|into|according to)\b|"
+    # (issue 48, set Q) how the finding may be graded in general: "Hydronephrosis can be graded from I to IV according
+    # to the SFU system" (not "can be graded as mild": that is the reply's own grade)
+    r"(?:can|may|could)\s+be\s+(?:graded|classified|staged|categori[sz]ed|divided|subdivided|scored)\s+"
+    r"(?:from|into|according to|using|by|on the basis of|based on|in(?=\s+(?:\w+\s+)?(?:grades|stages|categories|types)))\b|"
     # (issue 48, sets M and N) what the finding or organ is in general: "Appendicitis is inflammation of
     # the appendix", "Kidney stones ... are hard deposits of minerals", "the IVC is an abdominal vessel",
     # "Ovaries are hard to evaluate on MRI in postmenopausal women", "... are organs commonly assessed on MRI"
@@ -863,6 +867,8 @@ def _generic_statement(s: str, m: re.Match, organ: bool = False) -> bool:
                  or (not s[:m.start()].strip(" \t\"'*_(") and _DEFINITION.match(after) and not _BARE_SIZED.match(after)))
     # "beyond what I can offer" speaks of the reply's reach, not of something it observes
     clause = re.sub(r"\bwhat i (?:can|could)\b", " ", clause)
+    # a range of grades in Roman numerals ("from I to IV") is no "I" who observes (issue 48, set Q)
+    clause = re.sub(r"\b[ivx]{1,4}\s*(?:to|-|\u2013|through)\s*[ivx]{1,4}\b", " ", clause)
     # the subject may open a later clause of the sentence: only that clause's words count
     subject = _SUBJECT_CLAUSE_CUT.split(s[:m.start()])[-1]
     return bool(_GENERIC_SUBJECT.match(subject) and predicate and not _OBSERVED.search(subject + clause))
