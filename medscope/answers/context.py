@@ -304,7 +304,8 @@ def status(sentence: str, start: int, end: int) -> str:
     m = _NOT_PREDICATE.search(after)
     if m:
         best = (m.group(0).rfind("not"), "negated")  # "is not seen", "isn't in this slice"
-    m = _OFF_EDGE.match(after)
+    clause_end = _BACKWARD_END.search(masked[end:])
+    m = _OFF_EDGE.match(masked[end:][:clause_end.start()] if clause_end else masked[end:])  # past eight words: "... of this field of view"
     if m and (best is None or m.start() < best[0]):
         best = (m.start(), "negated")  # "lies below the caudal extent of this image"
     for cat, pat in _BACKWARD.items():

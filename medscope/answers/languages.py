@@ -198,8 +198,9 @@ DECLINE = (r"no es posible", r"n[ãa]o [ée] poss[íi]vel", r"il n'est pas possi
            # (issue 48, set Q) "I cannot diagnose / judge this" in nl (the negator may be "geen": "kan hierover geen
            # diagnose stellen"), es, it, pt, id: a decline, not the language's "no" / "geen"
            r"kan (?:\w+ )?(?:niet|geen) (?:\w+ ){0,2}?(?:beoordelen|zeggen|bepalen|vaststellen|stellen|geven)",
-           r"no puedo (?:\w+ )?(?:diagnosticar|confirmar|descartar|valorar|decir)", r"non posso (?:\w+ )?(?:diagnosticare|"
-           r"confermare|escludere|dire)", r"n[ãa]o posso (?:\w+ )?(?:diagnosticar|confirmar|excluir|dizer)",
+           # ("I can't exclude X" is left to the hedges: a hedge, as "cannot be excluded" is)
+           r"no puedo (?:\w+ )?(?:diagnosticar|confirmar|valorar|decir)", r"non posso (?:\w+ )?(?:diagnosticare|"
+           r"confermare|dire)", r"n[ãa]o posso (?:\w+ )?(?:diagnosticar|confirmar|dizer)",
            r"tidak (?:dapat|bisa|mampu) (?:\w+ )?(?:menentukan|menilai|memastikan|mengatakan|mendiagnosis|didiagnosis|dinilai)",
            r"saya tidak tahu")
 # a negation that is the noun's determiner ("kein", "nessun", "aucun", "ningún", "nenhum"): a bare presence

@@ -724,7 +724,8 @@ _GENERIC_PREDICATE = re.compile(
     # (issue 48, set Q) how the finding may be graded in general: "Hydronephrosis can be graded from I to IV according
     # to the SFU system" (not "can be graded as mild": that is the reply's own grade)
     r"(?:can|may|could)\s+be\s+(?:graded|classified|staged|categori[sz]ed|divided|subdivided|scored)\s+"
-    r"(?:from|into|according to|using|by|on the basis of|based on|in(?=\s+(?:\w+\s+)?(?:grades|stages|categories|types)))\b|"
+    r"(?:from|into|according to|using|by|on the basis of|based on|in(?=\s+(?:\w+\s+)?(?:grades|stages|categories|types))|"
+    r"as(?=\s+(?:either\s+)?[\w-]+\s+or\s))\b|"
     # (issue 48, sets M and N) what the finding or organ is in general: "Appendicitis is inflammation of
     # the appendix", "Kidney stones ... are hard deposits of minerals", "the IVC is an abdominal vessel",
     # "Ovaries are hard to evaluate on MRI in postmenopausal women", "... are organs commonly assessed on MRI"
@@ -1021,8 +1022,8 @@ _UNSEEN = re.compile(r"\b(?:indistinguishable|inseparable|invisible|absent|not\s
                      r"obscured|hidden)\b")
 # (issue 48, set Q) a pronoun that says the denied organ is seen after all: "The femoral heads are not visible,
 # as both can be seen ...": the reply asserts both, so it is read as neither (not a view elsewhere: "on other slices")
-_BACK_AFFIRMED = re.compile(r"\b(?:both|they|it|each)(?:\s+of\s+them)?\s+(?:can\s+be|are|is)\s+(?:clearly\s+|well\s+|easily\s+|"
-                            r"readily\s+)?(?:seen|visible|identified|visuali[sz]ed|depicted|demonstrated|shown)\b"
+_BACK_AFFIRMED = re.compile(r"\b(?:both|they|it|each)(?:\s+of\s+them)?\s+(?:can\s+be|are|is)\s+(?:both\s+|all\s+)?(?:clearly\s+|"
+                            r"well\s+|easily\s+|readily\s+)?(?:seen|visible|identified|visuali[sz]ed|depicted|demonstrated|shown)\b"
                             r"(?!\s+(?:only\s+)?(?:on|in)\s+(?:other|adjacent|another|the next|neighbouring|neighboring|lower|higher|"
                             r"more|different|prior|previous)\b)")
 
