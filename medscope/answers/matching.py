@@ -1001,8 +1001,6 @@ def _mention_statuses(sentences: list[str], terms: tuple[str, ...], finding: str
             out.append("possible")
         elif found and _BACK_NEGATED.search(tail):
             out.append("negated")
-        elif hits and out and out[-1] == "negated" and _BACK_AFFIRMED.search(s[hits[-1].end():]):
-            out.append("affirmed")  # "... are not visible, as both can be seen seated in the acetabula": both at once
     return out
 
 
@@ -1020,12 +1018,7 @@ def _hedged_both_ways(after: str) -> bool:
 _UNSEEN = re.compile(r"\b(?:indistinguishable|inseparable|invisible|absent|not\s+(?:\w+\s+)?(?:visible|seen|identifiable|"
                      r"included|in view|captured|depicted)|out\s+of\s+(?:view|the field|plane)|outside\s+the\s+(?:field|image|slice)|"
                      r"obscured|hidden)\b")
-# (issue 48, set Q) a pronoun that says the denied organ is seen after all: "The femoral heads are not visible,
-# as both can be seen ...": the reply asserts both, so it is read as neither (not a view elsewhere: "on other slices")
-_BACK_AFFIRMED = re.compile(r"\b(?:both|they|it|each)(?:\s+of\s+them)?\s+(?:can\s+be|are|is)\s+(?:both\s+|all\s+)?(?:clearly\s+|"
-                            r"well\s+|easily\s+|readily\s+)?(?:seen|visible|identified|visuali[sz]ed|depicted|demonstrated|shown)\b"
-                            r"(?!\s+(?:only\s+)?(?:on|in)\s+(?:other|adjacent|another|the next|neighbouring|neighboring|lower|higher|"
-                            r"more|different|prior|previous)\b)")
+
 
 
 _NORMAL_AS_REFERENCE = re.compile(r"\b(?:above|beyond|exceeds?|exceeding|outside|over|upper limit of|greater than)\s+(?:the\s+)?"
@@ -2128,10 +2121,17 @@ _OTHER_ABNORMALITY = re.compile(r"(?:\b(?:but|however|although|though|pero|mais|
 # sentence that says the opposite ("Yes, the X is visible. The X is not seen.") was outvoted by the
 # louder reading. The guard never picks a side: it makes the reading unclear.
 _CLAUSE_CUT = re.compile(r"[;\u2013\u2014]|\s-\s|,?\s+(?=(?:but|however|so|though|although|whereas|yet)\b)|"
-                         r"\s+(?=and\s+(?:(?:it|they)\s+)?(?:is|are|was|were|lies|lie|sits|sit)\b)")
-_CLAUSE_LEAD = re.compile(r"^\W*(?:(?:but|however|so|though|although|whereas|yet|and|thus|therefore|hence)\b\W*)*")
-# a clause whose subject is left out or a pronoun: the nearest clause before it names its subject
-_PRONOUN_SUBJECT = re.compile(r"^(?:(?:it|they|this organ|this structure)\s+)?(?=(?:is|are|was|were|lies|lie|sits|sit|can)\b)")
+                         r"\s+(?=and\s+(?:(?:it|they)\s+)?(?:is|are|was|were|lies|lie|sits|sit)\b)|"
+                         # (issue 48, set Q) a reason with a subject of its own: "..., as both can be seen ..."
+                         r",\s+(?=(?:as|since|because)\s+(?:it|they|both|each)\b)")
+_CLAUSE_LEAD = re.compile(r"^\W*(?:(?:but|however|so|though|although|whereas|yet|and|thus|therefore|hence|as|since|because)"
+                          r"\b\W*)*")
+# a clause whose subject is left out or a pronoun ("both", "each" of a pair: issue 48, set Q): the nearest
+# clause before it names its subject
+_PRONOUN_SUBJECT = re.compile(r"^(?:(?:it|they|this organ|this structure|both|each|both of them|each of them)\s+)?"
+                              r"(?=(?:is|are|was|were|lies|lie|sits|sit|can)\b)")
+# "they are both clearly visible": the quantifier after the verb belongs to the subject
+_FLOATING_QUANTIFIER = re.compile(r"^((?:they|both|each)\s+(?:are|were|can\s+be))\s+(?:both|all|each)\b")
 _CLAUSE_SEEN = re.compile(r"^(?:is|are|was|were|can be)\s+(?:(?:clearly|well|easily|readily|definitely|certainly|"
                           r"also|still|partly|partially|fully)\s+)?(?:seen|visible|present|identified|included|depicted|"
                           r"shown|visuali[sz]ed|captured|in view)\b")
@@ -2185,6 +2185,7 @@ def _clause_readings(sentences: list[str], terms: tuple[str, ...], finding: str,
                 elif "affirmed" in statuses and _CLAUSE_OBSERVES.search(rest) and not _CLAUSE_NEGATIVE.search(rest):
                     out.append(("affirmed", clause))
                 continue
+            clause = _FLOATING_QUANTIFIER.sub(r"\1", clause)
             m = _PRONOUN_SUBJECT.match(clause)
             if previous_named and m is not None and not _CLAUSE_UNASSERTED.search(clause):
                 predicate = clause[m.end():]
