@@ -1128,12 +1128,14 @@ def _one_side_seen(sentences: list[str], terms: tuple[str, ...], finding: str) -
 
 
 # (issue 48, set Q) the reader sent to a person ("Please see a dermatologist, who can examine the lesion properly"):
-# the sentence says who should look, so its "lesion" is the reader's lesion to be examined, not a finding
+# what the person can do there ("who can examine the lesion") names the reader's lesion to be examined, not a
+# finding of the image; the rest of the sentence still speaks ("see a doctor, as this looks abnormal")
 _SENT_TO = re.compile(r"\b(?:(?:please|should|must|to|(?:recommend|suggest)\s+you)\s+see|consult|visit|contact|talk\s+to|"
                       r"speak\s+(?:to|with)|show\s+(?:it|this|that)\s+to|"
                       r"get\s+(?:it|this|that)\s+(?:checked|looked\s+at|seen|examined)\s+by)\s+(?:a|an|your|the)\s+(?:[\w-]+\s+){0,2}?"
                       r"(?:\w+ologists?|doctors?|physicians?|gp|clinicians?|specialists?|surgeons?|nurses?|optometrists?|"
                       r"professionals?|experts?)\b")
+_PERSON_WILL = re.compile(_SENT_TO.pattern + r"\s*,?\s*(?:who|that|which)\s+(?:can|could|will|would|may|should)\b[^.;]*")
 
 
 def _content(sentences: list[str], terms, finding, kind, flip: bool) -> tuple[str, bool | None, str] | None:
@@ -1145,8 +1147,8 @@ def _content(sentences: list[str], terms, finding, kind, flip: bool) -> tuple[st
     # "no acute abnormality" is not about an organ; "a polyp is an abnormal growth" is a textbook sentence
     # a sentence that hands the read to someone ("Skin lesions need to be assessed in person by a
     # dermatologist") speaks of who should look, not of what this image shows (issue 48, set L)
-    health = _health_statuses([x for x in sentences if not _textbook_sentence(x, terms, finding)
-                               and not _HANDED_OVER.search(x) and not _SENT_TO.search(x)], kind) if kind != "organ" else []
+    health = _health_statuses([_PERSON_WILL.sub(" ", x) for x in sentences if not _textbook_sentence(x, terms, finding)
+                               and not _HANDED_OVER.search(x)], kind) if kind != "organ" else []
     if kind == "health" and flip:
         # To "Is this normal?", "No, I don't see a pneumothorax" denies the finding: the particle's
         # polarity is ambiguous there, an explicit statement about the finding is not.

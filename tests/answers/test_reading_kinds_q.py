@@ -210,6 +210,12 @@ def test_a_lesion_named_only_in_the_referral_is_no_claim():
     assert got.decision == "refer"
 
 
+def test_a_referral_that_gives_its_reason_still_says_it():
+    # only what the person will do is set aside: "as this looks abnormal" is the reply's own verdict
+    got = read("Please see a doctor as this looks abnormal.", "pneumothorax", "Is this chest X-ray normal?", "health")
+    assert got.decision == "claim"
+
+
 @pytest.mark.parametrize("reply, f, want", [
     ("Pneumothorax can be classified as primary or secondary.", "pneumothorax", "unparseable"),
     ("Fractures may be classified by their location into proximal, waist and distal types.", "fracture", "unparseable"),
