@@ -1,7 +1,7 @@
 """Full-sentence replies in other languages (Spanish, Portuguese, French, German, Italian, Chinese,
 Japanese; Russian, Vietnamese, Arabic since the M+N round; Dutch, Swedish, Norwegian, Danish, Polish,
-Czech, Romanian, Greek, Turkish, Korean, Hindi since the O round; Indonesian since the Q round): the asked finding's name in that
-language and a small verdict lexicon of presence, absence (with its negation words), hedge and decline
+Czech, Romanian, Greek, Turkish, Korean, Hindi since the O round; Indonesian since the Q round): the
+asked finding's name in that language and a small verdict lexicon of presence, absence (with its negation words), hedge and decline
 phrases. The lexicon is kept per language, not per phrase: each language's common visibility verbs
 (seen / visible / shown / included), their negated forms, its negating determiners ("kein", "ingen",
 "geen", "κανένα") and its "cannot judge" (a decline, read before the negators so "판단할 수 없습니다"
@@ -31,6 +31,8 @@ from functools import lru_cache
 
 # English finding or organ (as normalised by the reader) -> its names in es / pt / fr / de / it /
 # zh / ja, as regular expressions; a trailing \w* takes German compounds ("Nierenhilus") and plurals.
+# (issue 48, set Q) each entry opens with its Indonesian names ("ginjal", "batu", "perdarahan"), then the Dutch
+# and Italian names the tables lacked ("consolidatie", "galblaas", "addensamento")
 FOREIGN_NAMES = {
     "liver": (r"\bhati\b", r"\bhepar\b", r"\blever\w*", r"wątrob\w*", r"játr\w*", r"ficat\w*", r"ήπα[ρτ]\w*", r"печен\w*", r"karaciğer\w*", r"h[ií]gado", r"f[ií]gado", r"foie", r"leber\w*", r"fegato", r"hep[aá]tic[oa]", r"肝"),
     "kidney": (r"ginjal", r"njur\w*", r"nyre\w*", r"\bnier\b", r"nerk\w*", r"ledvin\w*", r"rinich\w*", r"νεφρ\w*", r"почк\w*", r"böbre\w*", r"ri[ñn][óo]n(?:es)?", r"\brim\b", r"\brins\b", r"reins?", r"niere\w*", r"nieren\w*", r"ren[ei]", r"肾(?!上腺)", r"腎"),

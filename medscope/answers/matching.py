@@ -1009,16 +1009,15 @@ def _mention_statuses(sentences: list[str], terms: tuple[str, ...], finding: str
 _BOTH_WAYS = re.compile(r"^(?:s|es)?\s+(?:could|might|may)\s+(?:also\s+)?(?:be|have|lie)\b(?P<first>[^;]*?),?\s+or\s+"
                         r"(?:(?:it|that|this|they)\s+)?(?:(?:could|might|may)\s+(?:also\s+)?(?:be|have|lie)|(?:is|are)\s+"
                         r"(?:simply|just|perhaps))\b(?P<second>[^;]*)")
-def _hedged_both_ways(after: str) -> bool:
-    """Whether the text after a mention offers it two ways, one of them unseen (see :data:`_BOTH_WAYS`)."""
-    m = _BOTH_WAYS.match(after)
-    return m is not None and any(_UNSEEN.search(g) for g in m.groups())
-
-
 _UNSEEN = re.compile(r"\b(?:indistinguishable|inseparable|invisible|absent|not\s+(?:\w+\s+)?(?:visible|seen|identifiable|"
                      r"included|in view|captured|depicted)|out\s+of\s+(?:view|the field|plane)|outside\s+the\s+(?:field|image|slice)|"
                      r"obscured|hidden)\b")
 
+
+def _hedged_both_ways(after: str) -> bool:
+    """Whether the text after a mention offers it two ways, one of them unseen (see :data:`_BOTH_WAYS`)."""
+    m = _BOTH_WAYS.match(after)
+    return m is not None and any(_UNSEEN.search(g) for g in m.groups())
 
 
 _NORMAL_AS_REFERENCE = re.compile(r"\b(?:above|beyond|exceeds?|exceeding|outside|over|upper limit of|greater than)\s+(?:the\s+)?"
@@ -1406,7 +1405,8 @@ _DEFERS = re.compile(
     r"physicians?|clinicians?|specialists?|experts?|professionals?)\b|"
     r"\b(?:get|have|arrange|obtain|request|seek)\s+(?:a|an)\s+(?:(?:urgent|formal|proper|specialist|expert|radiologist's|"
     r"official|human)\s+)+(?:read|review|report|opinion|look)\b|"
-    r"\b(?:can not|could not|am unable to|am not able to|unable to)\s+(?:\w+\s+)?rule\s+(?:[\w-]+\s+){0,3}?in\s+or\s+out\b|\b(?:recommend|suggest|advise)\s+(?:an?|the|your)\s+(?:[\w-]+\s+){0,2}?(?:or\s+(?:[\w-]+\s+){1,2})?"
+    r"\b(?:can not|could not|am unable to|am not able to|unable to)\s+(?:\w+\s+)?rule\s+(?:[\w-]+\s+){0,3}?in\s+or\s+out\b|"
+    r"\b(?:recommend|suggest|advise)\s+(?:an?|the|your)\s+(?:[\w-]+\s+){0,2}?(?:or\s+(?:[\w-]+\s+){1,2})?"
     r"(?:read|review|opinion|consultation|consult)\b|"
     # the same in the languages models answer in
     r"\bno puedo (?:dar|hacer|ofrecer)\b|\bje ne (?:peux|puis) pas (?:me prononcer|donner|poser|faire)\b|"
