@@ -110,6 +110,8 @@ BACKWARD = {
         "not seen", "not visible", "not present", "not identified", "not detected",
         "not demonstrated", "not shown", "not depicted", "not included", "not in", "not there",
         "not evident", "not appreciated", "not noted", "not found", "not captured", "not imaged", "not covered",
+        # (issue 48, set Q) a report's conclusion that the findings do not bear the diagnosis out
+        "not supported", "is not supported", "not favoured", "not favored", "is not favoured", "is not favored",
         "not clearly visible", "not clearly seen", "found none", "none seen", "is missing", "are missing",
         "missing", "is lacking", "lacking", "not within", "outside the field of view", "out of the field of view",
         "outside the field", "out of view", "out of plane", "not in fov", "not in the fov",
@@ -164,6 +166,16 @@ _NOT_PREDICATE = re.compile(
     r"(?:visible|seen|present|identified|detected|depicted|demonstrated|shown|evident|"
     r"appreciated|included|captured|found|noted|visuali[sz]ed|imaged|covered|scanned|in|on|there|part\s+of)\b"
 )
+# The organ placed past one edge of the image, named by its direction ("lies below the caudal extent of
+# this image", "is beyond the lower margin of the scan"; issue 48, set Q): below the lower edge or above the
+# upper one is off the image, while "above the lower edge" is still on it, so the direction must agree.
+_EDGE = r"(?:extent|edge|margin|limit|border|boundary|end)\s+of\s+(?:this|the)\s+(?:\w+\s+)?(?:image|slice|scan|study|field of view|" \
+        r"fov|volume|range|coverage|acquisition|series|film|radiograph|section)\b"
+_OFF_EDGE = re.compile(
+    r"^\s*(?:(?:lies?|sits?|is|are|was|were|falls?|remains?|located|situated|positioned|well|entirely|completely|wholly|"
+    r"just|far|further|farther|probably)\s+){1,4}(?:(?:below|beneath|under|caudal to|inferior to)\s+(?:the\s+)?"
+    r"(?:caudal|inferior|lower|bottom)(?:most)?\s+" + _EDGE + r"|(?:above|cranial to|superior to)\s+(?:the\s+)?"
+    r"(?:cranial|superior|upper|top)(?:most)?\s+" + _EDGE + r"|(?:beyond|outside|past)\s+(?:the\s+)?(?:\w+\s+)?" + _EDGE + ")")
 _FORWARD_END = re.compile(
     r"\b(?:but|however|although|though|yet|except|whereas|while|apart from|aside from|despite|"
     r"because|so|therefore)\b|[;:\u2013\u2014]|\s-\s|,\s*(?=(?:a|an|the|there|it|this|which|i|we|and)\b)"
@@ -292,6 +304,10 @@ def status(sentence: str, start: int, end: int) -> str:
     m = _NOT_PREDICATE.search(after)
     if m:
         best = (m.group(0).rfind("not"), "negated")  # "is not seen", "isn't in this slice"
+    clause_end = _BACKWARD_END.search(masked[end:])
+    m = _OFF_EDGE.match(masked[end:][:clause_end.start()] if clause_end else masked[end:])  # past eight words: "... of this field of view"
+    if m and (best is None or m.start() < best[0]):
+        best = (m.start(), "negated")  # "lies below the caudal extent of this image"
     for cat, pat in _BACKWARD.items():
         m = pat.search(after)
         if m and (best is None or m.start() < best[0] or (m.start() == best[0] and cat == "possible")):

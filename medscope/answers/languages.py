@@ -1,7 +1,7 @@
 """Full-sentence replies in other languages (Spanish, Portuguese, French, German, Italian, Chinese,
 Japanese; Russian, Vietnamese, Arabic since the M+N round; Dutch, Swedish, Norwegian, Danish, Polish,
-Czech, Romanian, Greek, Turkish, Korean, Hindi since the O round): the asked finding's name in that
-language and a small verdict lexicon of presence, absence (with its negation words), hedge and decline
+Czech, Romanian, Greek, Turkish, Korean, Hindi since the O round; Indonesian since the Q round): the
+asked finding's name in that language and a small verdict lexicon of presence, absence (with its negation words), hedge and decline
 phrases. The lexicon is kept per language, not per phrase: each language's common visibility verbs
 (seen / visible / shown / included), their negated forms, its negating determiners ("kein", "ingen",
 "geen", "κανένα") and its "cannot judge" (a decline, read before the negators so "판단할 수 없습니다"
@@ -31,47 +31,49 @@ from functools import lru_cache
 
 # English finding or organ (as normalised by the reader) -> its names in es / pt / fr / de / it /
 # zh / ja, as regular expressions; a trailing \w* takes German compounds ("Nierenhilus") and plurals.
+# (issue 48, set Q) each entry opens with its Indonesian names ("ginjal", "batu", "perdarahan"), then the Dutch
+# and Italian names the tables lacked ("consolidatie", "galblaas", "addensamento")
 FOREIGN_NAMES = {
-    "liver": (r"\blever\w*", r"wątrob\w*", r"játr\w*", r"ficat\w*", r"ήπα[ρτ]\w*", r"печен\w*", r"karaciğer\w*", r"h[ií]gado", r"f[ií]gado", r"foie", r"leber\w*", r"fegato", r"hep[aá]tic[oa]", r"肝"),
-    "kidney": (r"njur\w*", r"nyre\w*", r"\bnier\b", r"nerk\w*", r"ledvin\w*", r"rinich\w*", r"νεφρ\w*", r"почк\w*", r"böbre\w*", r"ri[ñn][óo]n(?:es)?", r"\brim\b", r"\brins\b", r"reins?", r"niere\w*", r"nieren\w*", r"ren[ei]", r"肾(?!上腺)", r"腎"),
-    "spleen": (r"mjält\w*", r"\bmilt(?:en)?\b", r"śledzion\w*", r"slezin\w*", r"splin\w*", r"σπλήν\w*", r"селезён\w*", r"селезен\w*", r"dalak\w*", r"bazo", r"ba[çc]o", r"la rate", r"milz", r"milza", r"脾"),
+    "liver": (r"\bhati\b", r"\bhepar\b", r"\blever\w*", r"wątrob\w*", r"játr\w*", r"ficat\w*", r"ήπα[ρτ]\w*", r"печен\w*", r"karaciğer\w*", r"h[ií]gado", r"f[ií]gado", r"foie", r"leber\w*", r"fegato", r"hep[aá]tic[oa]", r"肝"),
+    "kidney": (r"ginjal", r"njur\w*", r"nyre\w*", r"\bnier\b", r"nerk\w*", r"ledvin\w*", r"rinich\w*", r"νεφρ\w*", r"почк\w*", r"böbre\w*", r"ri[ñn][óo]n(?:es)?", r"\brim\b", r"\brins\b", r"reins?", r"niere\w*", r"nieren\w*", r"ren[ei]", r"肾(?!上腺)", r"腎"),
+    "spleen": (r"\blimpa\b", r"mjält\w*", r"\bmilt(?:en)?\b", r"śledzion\w*", r"slezin\w*", r"splin\w*", r"σπλήν\w*", r"селезён\w*", r"селезен\w*", r"dalak\w*", r"bazo", r"ba[çc]o", r"la rate", r"milz", r"milza", r"脾"),
     "pancreas": (r"p[aâá]ncreas", r"pancr[ée]as", r"pankreas", r"胰", r"膵"),
-    "gallbladder": (r"ves[íi]cula(?: biliar)?", r"v[ée]sicule biliaire", r"gallenblase", r"colecisti", r"cistifellea",
+    "gallbladder": (r"kandung empedu", r"\bgalblaas\w*", r"ves[íi]cula(?: biliar)?", r"v[ée]sicule biliaire", r"gallenblase", r"colecisti", r"cistifellea",
                     r"胆囊", r"胆嚢"),
-    "stomach": (r"magsäck\w*", r"\bmave\w*", r"\bmaag\b", r"żołąd\w*", r"žalud\w*", r"stomac\w*", r"στομάχ\w*", r"желуд(?!оч)\w*", r"\bmide\w*", r"est[óô]mago", r"estomac", r"magen", r"stomaco", r"胃"),
-    "lung": (r"lung(?:a|an|or|orna)\b", r"\blonge?n?\b", r"płuc\w*", r"plíc\w*", r"plic\w*", r"plămân\w*", r"πνεύμον\w*", r"лёгк\w*", r"легк\w*", r"akciğer\w*", r"pulm[óo]n(?:es)?", r"pulmonar(?:es)?", r"pulm[ãa]o", r"pulm[õo]es", r"poumons?", r"pulmonaire",
+    "stomach": (r"\blambung\b", r"magsäck\w*", r"\bmave\w*", r"\bmaag\b", r"żołąd\w*", r"žalud\w*", r"stomac\w*", r"στομάχ\w*", r"желуд(?!оч)\w*", r"\bmide\w*", r"est[óô]mago", r"estomac", r"magen", r"stomaco", r"胃"),
+    "lung": (r"\bparu(?:-paru)?\b", r"lung(?:a|an|or|orna)\b", r"\blonge?n?\b", r"płuc\w*", r"plíc\w*", r"plic\w*", r"plămân\w*", r"πνεύμον\w*", r"лёгк\w*", r"легк\w*", r"akciğer\w*", r"pulm[óo]n(?:es)?", r"pulmonar(?:es)?", r"pulm[ãa]o", r"pulm[õo]es", r"poumons?", r"pulmonaire",
              r"lunge\w*", r"polmon[ei]", r"polmonare", r"肺"),
-    "heart": (r"hjärta\w*", r"hjerte\w*", r"\bhart\b", r"serc[ea]\b", r"srdce", r"\binim\w*", r"καρδι\w*", r"сердц\w*", r"\bkalp\w*", r"coraz[óo]n", r"cora[çc][ãa]o", r"c(?:œ|oe)ur", r"herz\w*", r"cuore", r"card[íi]ac[oa]", r"cardiaque",
+    "heart": (r"\bjantung\b", r"hjärta\w*", r"hjerte\w*", r"\bhart\b", r"serc[ea]\b", r"srdce", r"\binim\w*", r"καρδι\w*", r"сердц\w*", r"\bkalp\w*", r"coraz[óo]n", r"cora[çc][ãa]o", r"c(?:œ|oe)ur", r"herz\w*", r"cuore", r"card[íi]ac[oa]", r"cardiaque",
               r"心脏", r"心臓"),
     "aorta": (r"aort[ae]", r"主动脉", r"大動脈"),
-    "bladder": (r"urinblås\w*", r"urinblære\w*", r"\bblaas\b", r"pęcherz\w*", r"měchýř\w*", r"vezic\w*", r"ουροδόχ\w*", r"мочев\w* пузыр\w*", r"mesane\w*", r"vejiga", r"bexiga", r"vessie", r"harnblase", r"vescica", r"膀胱"),
-    "prostate": (r"pr[óo]stata", r"prostate", r"前列腺"),
-    "colon": (r"c[óo]lon", r"dickdarm", r"结肠", r"結腸"),
-    "esophagus": (r"es[óô]fago", r"(?:œ|oe)sophage", r"speiseröhre", r"ösophagus", r"esofago", r"食管", r"食道"),
+    "bladder": (r"kandung kemih", r"urinblås\w*", r"urinblære\w*", r"\bblaas\b", r"pęcherz\w*", r"měchýř\w*", r"vezic\w*", r"ουροδόχ\w*", r"мочев\w* пузыр\w*", r"mesane\w*", r"vejiga", r"bexiga", r"vessie", r"harnblase", r"vescica", r"膀胱"),
+    "prostate": (r"\bprostat\b", r"\bprostaat\b", r"pr[óo]stata", r"prostate", r"前列腺"),
+    "colon": (r"usus besar", r"\bkolon\b", r"dikke darm", r"c[óo]lon", r"dickdarm", r"结肠", r"結腸"),
+    "esophagus": (r"esofagus", r"kerongkongan", r"slokdarm", r"es[óô]fago", r"(?:œ|oe)sophage", r"speiseröhre", r"ösophagus", r"esofago", r"食管", r"食道"),
     "adrenal": (r"الكظرية", r"надпочечник\w*", r"thượng thận", r"suprarrenal", r"surr[ée]nale", r"nebenniere\w*", r"surrene", r"肾上腺", r"副腎"),
-    "uterus": (r"[úu]tero", r"ut[ée]rus", r"gebärmutter", r"子宫", r"子宮"),
+    "uterus": (r"\brahim\b", r"baarmoeder", r"[úu]tero", r"ut[ée]rus", r"gebärmutter", r"子宫", r"子宮"),
     "rectum": (r"recto", r"reto", r"rektum", r"retto", r"直肠", r"直腸"),
-    "lesion": (r"lesi[óo]n(?:es)?", r"les[ãa]o", r"les[õo]es", r"l[ée]sions?", r"läsion\w*", r"lesion[ei]", r"病变",
+    "lesion": (r"\blesi\b", r"\blaesies?\b", r"lesi[óo]n(?:es)?", r"les[ãa]o", r"les[õo]es", r"l[ée]sions?", r"läsion\w*", r"lesion[ei]", r"病变",
                r"病変", r"病灶"),
     "mass": (r"masa", r"massa", r"masse", r"raumforderung", r"肿块", r"腫瘤", r"腫块", r"肿物"),
-    "nodule": (r"n[óo]dulos?", r"nodules?", r"knoten", r"rundherd", r"noduli", r"结节", r"結節"),
-    "fracture": (r"fracturas?", r"fraturas?", r"fractures?", r"fraktur\w*", r"frattur[ae]", r"骨折"),
-    "retinopathy": (r"retinopat[íi]as?", r"r[ée]tinopathies?", r"retinopathie\w*", r"retinopatia", r"網膜症",
+    "nodule": (r"\bnodul\b", r"\bnodulus\b", r"n[óo]dulos?", r"nodules?", r"knoten", r"rundherd", r"noduli", r"结节", r"結節"),
+    "fracture": (r"patah tulang", r"\bfractuur\b", r"\bbreuk\b", r"fracturas?", r"fraturas?", r"fractures?", r"fraktur\w*", r"frattur[ae]", r"骨折"),
+    "retinopathy": (r"retinopati\b", r"retinopat[íi]as?", r"r[ée]tinopathies?", r"retinopathie\w*", r"retinopatia", r"網膜症",
                     r"视网膜病变", r"視網膜病變",
                     # its ETDRS lesions (issue 48, set L): dot haemorrhages, hard / soft exudates, microaneurysms
                     r"点状出血", r"硬性白斑", r"軟性白斑", r"毛細血管瘤", r"微小血管瘤", r"微动脉瘤", r"硬性渗出", r"棉絮斑"),
-    "stone": (r"c[áa]lculos?", r"calculs?", r"\w*steine?\b", r"\w*steinen\b", r"calcol[oi]", r"litiasis", r"lit[íi]ase",
+    "stone": (r"\bbatu\b", r"\w*stenen\b", r"\w*steen\b", r"litiasi\b", r"c[áa]lculos?", r"calculs?", r"\w*steine?\b", r"\w*steinen\b", r"calcol[oi]", r"litiasis", r"lit[íi]ase",
               r"lithiase", r"结石", r"結石"),
     "femoral head": (r"testa del femore", r"testa femorale", r"cabeza (?:del )?f[ée]mur", r"cabeza femoral",
                      r"cabe[çc]a (?:do )?f[êe]mur", r"cabe[çc]a femoral", r"t[êe]te (?:du )?f[ée]mur", r"t[êe]te f[ée]morale",
                      r"hüftkopf\w*", r"femurkopf\w*", r"大腿骨頭", r"股骨头", r"chỏm xương đùi", r"головк\w* бедренн\w*",
                      r"رأس(?:ا)? (?:عظم )?الفخذ"),
-    "pneumothorax": (r"neumot[óo]rax", r"pneumot[óo]rax", r"pneumothorax", r"pneumotorace", r"气胸", r"気胸"),
-    "effusion": (r"derrame", r"[ée]panchement", r"erguss", r"versamento", r"积液", r"胸水"),
-    "polyp": (r"p[óo]lipos?", r"polype", r"polyp\w*", r"polipo", r"息肉", r"ポリープ"),
-    "consolidation": (r"consolidaci[óo]n", r"consolida[çc][ãa]o", r"konsolidierung", r"consolidamento", r"实变"),
+    "pneumothorax": (r"pneumotoraks", r"neumot[óo]rax", r"pneumot[óo]rax", r"pneumothorax", r"pneumotorace", r"气胸", r"気胸"),
+    "effusion": (r"\befusi\b", r"pleuravocht", r"\beffusie\b", r"derrame", r"[ée]panchement", r"erguss", r"versamento", r"积液", r"胸水"),
+    "polyp": (r"\bpolip\b", r"\bpoliep\w*", r"p[óo]lipos?", r"polype", r"polyp\w*", r"polipo", r"息肉", r"ポリープ"),
+    "consolidation": (r"konsolidasi", r"consolidatie", r"addensament[oi]", r"consolidaci[óo]n", r"consolida[çc][ãa]o", r"konsolidierung", r"consolidamento", r"实变"),
     # (issue 48, sets M and N) Russian, Vietnamese and Arabic names where the sets used them
-    "trachea": (r"tr[áa]quea", r"traqueia", r"trach[ée]e", r"luftröhre", r"трахе\w*", r"khí quản", r"القصبة الهوائية", r"气管",
+    "trachea": (r"\btrakea\b", r"tr[áa]quea", r"traqueia", r"trach[ée]e", r"luftröhre", r"трахе\w*", r"khí quản", r"القصبة الهوائية", r"气管",
                 r"気管"),
     "aneurysm": (r"aneurism[ao]s?", r"an[ée]vrisme", r"aneurysma\w*", r"аневризм\w*", r"phình", r"تمدد", r"动脉瘤", r"動脈瘤"),
     # (issue 48, set O) organs and findings the sets name in the other languages, in es / pt / fr / it / de /
@@ -83,15 +85,15 @@ FOREIGN_NAMES = {
     "duodenum": (r"duodeno", r"duod[ée]num", r"zwölffingerdarm", r"twaalfvingerige darm", r"tolvfingertarm\w*",
                  r"dwunastnic\w*", r"dvanáctník\w*", r"δωδεκαδάκτυλ\w*", r"двенадцатиперстн\w*", r"onikiparmak\w*",
                  r"十二指肠", r"十二指腸"),
-    "haemorrhage": (r"hemorragias?", r"h[ée]morragies?", r"blutung\w*", r"emorragi[ae]", r"bloeding\w*", r"blödning\w*",
+    "haemorrhage": (r"p[ae]rdarahan", r"hemorragias?", r"h[ée]morragies?", r"blutung\w*", r"emorragi[ae]", r"bloeding\w*", r"blödning\w*",
                     r"blødning\w*", r"krwotok\w*", r"krwawieni\w*", r"krvácení", r"hemoragi[ea]\w*", r"αιμορραγ\w*",
                     r"кровоизлияни\w*", r"kanama\w*", r"出血"),
     "cerebellum": (r"cerebelo", r"cervelet", r"cervelletto", r"kleinhirn\w*", r"kleine hersenen", r"lillhjärn\w*",
                    r"lillehjerne\w*", r"móżdż\w*", r"mozeček", r"cerebel\w*", r"παρεγκεφαλ\w*", r"мозжеч\w*", r"beyincik",
                    r"小脑", r"小脳"),
-    "pituitary": (r"hip[óo]fise", r"hipófisis", r"hypophyse", r"ipofisi", r"hypophys\w*", r"hypofys\w*", r"przysadk\w*",
+    "pituitary": (r"hipofisis", r"hip[óo]fise", r"hipófisis", r"hypophyse", r"ipofisi", r"hypophys\w*", r"hypofys\w*", r"przysadk\w*",
                   r"hypofýz\w*", r"hipofiz\w*", r"υπόφυσ\w*", r"гипофиз\w*", r"垂体", r"下垂体"),
-    "cardiomegaly": (r"cardiomegalia", r"cardiom[ée]galie", r"kardiomegalie", r"心脏扩大", r"心影增大"),
+    "cardiomegaly": (r"kardiomegali\b", r"cardiomegalia", r"cardiom[ée]galie", r"kardiomegalie", r"心脏扩大", r"心影增大"),
 }
 # English words of the reader that name a key above
 _KEY_OF = {"kidneys": "kidney", "lungs": "lung", "urinary bladder": "bladder", "adrenal gland": "adrenal",
@@ -117,13 +119,13 @@ ABSENT = (
     r"aparece|[ée] observad[oa])", r"\bsem\b", r"aus[êe]ncia de", r"nenhum(?:a)?",
     # fr
     r"\bpas de\b", r"\baucune?\b", r"n'est pas (?:visible|vue?|pr[ée]sente?|identifi[ée]e?)", r"absence de",
-    r"\babsente?\b", r"ne (?:montre|voit|visualise) pas",
+    r"\babsente?\b", r"ne (?:montre|voit|visualise) pas", r"n'appara(?:[îi]t|issent) pas",
     # de
     r"\bkein(?:e|en|er|es)?\b", r"nicht (?:sichtbar|erkennbar|zu sehen|vorhanden|abgebildet|dargestellt|nachweisbar|"
     r"getroffen|erfasst)", r"\bfehlt\b", r"\bohne\b",
     # it
     r"non (?:si (?:vede|osserva|identifica|visualizza)(?:no)?|[èe] (?:visibile|presente)|sono (?:visibili|presenti))",
-    r"nessun[oa]?", r"assenza di", r"\bassente\b",
+    r"nessun[oa]?", r"assenza di", r"\bassente\b", r"non c'[èe]", r"non ci sono",
     # zh / ja
     r"未见", r"(?<!是)不是", r"未發現", r"未发现", r"没有", r"沒有", r"无明显", r"看不到", r"不可见", r"未显示", r"不存在", r"(?<!显)无(?!法)",
     # ru / vi / ar (issue 48, sets M and N)
@@ -136,7 +138,7 @@ ABSENT = (
     r"documentabil[ei])", r"non (?:si )?(?:vede|vedono|apprezza|apprezzano|evidenzia|evidenziano)",
     r"no (?:est[áa]n? incluid[oa]s?|se incluye)", r"n[ãa]o (?:est[áa]o? incluíd[oa]s?|se v[êe]em)",
     r"n'(?:est|sont) pas (?:inclus\w*|visualis\w*|d[ée]tect\w*|repr[ée]sent\w*)",
-    r"niet (?:zichtbaar|te zien|aanwezig|afgebeeld|in beeld)", r"\bgeen\b", r"\bontbreekt\b",
+    r"niet (?:zichtbaar|te zien|aanwezig|afgebeeld|in beeld)", r"\bgeen\b", r"\bontbreekt\b", r"buiten (?:het )?beeld",
     r"(?:syns|ses|finns|visas|avbildas) inte", r"inte (?:synlig\w*|avbildad\w*|med)", r"\bsaknas\b",
     r"(?:ses|sees|vises|finnes|findes|avbildes|afbildes) ikke", r"ikke (?:synlig\w*|avbildet|afbildet|med)",
     r"\b(?:ingen|inget|inga|intet)\b",
@@ -148,6 +150,11 @@ ABSENT = (
     r"görülm(?:üyor|emektedir|edi)", r"izlenm(?:iyor|emektedir|edi)", r"\byok(?:tur)?\b",
     r"보이지 않", r"없습니다", r"없음", r"없다", r"दिखाई नहीं", r"नहीं दिख", r"नहीं है",
     r"認められません", r"見られません", r"ありません", r"認めません", r"見えません", r"確認できません", r"描出されません",
+    # (issue 48, set Q) id: "tidak ada X yang terlihat" (no X that is seen) is one denial, so it comes first and is
+    # masked whole; then the negated visibility verbs, "tanpa" (without), "bukan" (is not)
+    r"tidak (?:ada|terdapat|tampak|terlihat|ditemukan|dijumpai|didapatkan)(?:\s+\S+){0,4}?\s+yang\s+(?:terlihat|tampak|"
+    r"ditemukan|terdeteksi|dijumpai)", r"tidak (?:ada|terdapat|tampak|terlihat|ditemukan|dijumpai|didapatkan|terdeteksi|"
+    r"tervisualisasi)", r"\btanpa\b", r"\bbukan\b",
 )
 PRESENT = (
     r"se (?:observa|identifica|ve|visualiza|aprecia|evidencia|detecta)n?", r"\bhay\b", r"\bpresentes?\b",
@@ -162,6 +169,9 @@ PRESENT = (
     r"synlig\w*", r"widoczn\w*", r"\bwidać\b", r"viditeln\w*", r"\bpatrn\w*", r"vizibil\w*", r"\bse vede\b",
     r"απεικονίζ\w*", r"φαίν\w*", r"ορατ\w*", r"görül\w*", r"izlen\w*", r"\bmevcut\b", r"보입니다", r"보임", r"있습니다",
     r"दिखाई दे\w*", r"दिख रह\w*",
+    # (issue 48, set Q) id
+    r"\bterlihat\b", r"\btampak\b", r"\bterdapat\b", r"\bditemukan\b", r"\bdijumpai\b", r"\bada\b", r"\bterdeteksi\b",
+    r"\bdidapatkan\b",
 )
 HEDGE = (r"\bposibles?\b", r"poss[íi]vel", r"\bpossible\b", r"möglich\w*", r"possibile", r"可能", r"疑い", r"quiz[áa]s?",
          r"talvez", r"peut-[êe]tre", r"vielleicht", r"\bforse\b", r"疑似", r"\bverdacht\w*", r"sospech\w*", r"suspeit\w*",
@@ -170,7 +180,9 @@ HEDGE = (r"\bposibles?\b", r"poss[íi]vel", r"\bpossible\b", r"möglich\w*", r"p
          # hedged clause there is not read as committed
          r"mogelijk\w*", r"möjlig\w*", r"\bmulig\w*", r"możliw\w*", r"\bmožn[áéý]\w*", r"\bposibil\w*", r"πιθαν\w*",
          r"\bolası\w*", r"muhtemel\w*", r"uteslut\w*", r"utelukk\w*", r"udelukk\w*", r"uitgesloten", r"uitsluiten",
-         r"wykluczy\w*", r"wyklucz\w*", r"vylouč\w*", r"exclus\w*", r"αποκλε\w*", r"dışlanam\w*", r"\bescludere\b", r"esclus\w*")
+         r"wykluczy\w*", r"wyklucz\w*", r"vylouč\w*", r"exclus\w*", r"αποκλε\w*", r"dışlanam\w*", r"\bescludere\b", r"esclus\w*",
+         # (issue 48, set Q) id: "possibly", "suspected", "cannot be ruled out"
+         r"\bmungkin\b", r"\bkemungkinan\b", r"\bdicurigai\b", r"\bcuriga\w*", r"disingkirkan")
 DECLINE = (r"no es posible", r"n[ãa]o [ée] poss[íi]vel", r"il n'est pas possible", r"impossible de", r"nicht m[öo]glich",
            r"nicht beurteilbar", r"non [èe] possibile", r"无法", r"不能确定", r"不确定", r"判断できません", r"わかりません",
            r"不明(?!瞭)", r"no se puede determinar", r"n[ãa]o se pode", r"je ne sais pas", r"ich weiß nicht", r"non lo so",
@@ -184,7 +196,15 @@ DECLINE = (r"no es posible", r"n[ãa]o [ée] poss[íi]vel", r"il n'est pas possi
            r"nu (?:pot|se poate) (?:\w+ )?(?:determina|spune|evalua|aprecia|stabili)", r"δεν (?:μπορ\w*|είναι δυνατ\w*)",
            r"değerlendiril(?:e|a)mez\w*", r"belirleyemi\w*", r"söyleyeme\w*", r"नहीं कह सक\w*", r"невозможно (?:оценить|определить)",
            r"non (?:può|possono) essere valutat\w*", r"non valutabil\w*", r"no (?:se )?puede(?:n)? (?:ser )?evaluad\w*",
-           r"ne peu(?:t|vent) pas être [ée]valu\w*", r"non [ée]valuable")
+           r"ne peu(?:t|vent) pas être [ée]valu\w*", r"non [ée]valuable",
+           # (issue 48, set Q) "I cannot diagnose / judge this" in nl (the negator may be "geen": "kan hierover geen
+           # diagnose stellen"), es, it, pt, id: a decline, not the language's "no" / "geen"
+           r"kan (?:\w+ )?(?:niet|geen) (?:\w+ ){0,2}?(?:beoordelen|zeggen|bepalen|vaststellen|stellen|geven)",
+           # ("I can't exclude X" is left to the hedges: a hedge, as "cannot be excluded" is)
+           r"no puedo (?:\w+ )?(?:diagnosticar|confirmar|valorar|decir)", r"non posso (?:\w+ )?(?:diagnosticare|"
+           r"confermare|dire)", r"n[ãa]o posso (?:\w+ )?(?:diagnosticar|confirmar|dizer)",
+           r"tidak (?:dapat|bisa|mampu) (?:\w+ )?(?:menentukan|menilai|memastikan|mengatakan|mendiagnosis|didiagnosis|dinilai)",
+           r"saya tidak tahu")
 # a negation that is the noun's determiner ("kein", "nessun", "aucun", "ningún", "nenhum"): a bare presence
 # predicate after it is that noun's, so "kein X nachweisbar" is one denial, not two verdicts
 _NEGATED_NOUN = re.compile(r"^\W*(?:kein(?:e|en|er|es)?|nessun[oa]?|aucune?|ning[úu]n[oa]?|nenhum[a]?|geen|ingen|inget|inga|intet|"
@@ -192,6 +212,14 @@ _NEGATED_NOUN = re.compile(r"^\W*(?:kein(?:e|en|er|es)?|nessun[oa]?|aucune?|ning
                            r"(?:ist\s+|sind\s+|è\s+|est\s+|is\s+|är\s+|er\s+)?(?:nachweisbar|sichtbar|erkennbar|vorhanden|zu sehen|abgrenzbar|"
                            r"visibles?|vis[íi]vel|visibile|presente?s?|evidente?|zichtbaar|aanwezig|ses|syns|sees|vises|synlig\w*|"
                            r"vizibil\w*|ορατ\w*)\W*$")
+# (issue 48, set Q) each language's yes and no as a clause of their own ("... con broncograma aéreo. Sí.", "Sì,
+# emorragia ..."): the answer to the question asked, read with the clauses that name the finding
+ANSWER_WORDS = {
+    True: ("sí", "si", "sì", "sim", "oui", "ja", "jawel", "tak", "ano", "ya", "iya", "evet", "ναι", "да", "igen", "kyllä"),
+    False: ("no", "non", "não", "nao", "nein", "nee", "neen", "nej", "nei", "nie", "ne", "tidak", "bukan", "hayır",
+            "όχι", "нет", "nem"),
+}
+_ANSWER_OF = {w: said for said, words in ANSWER_WORDS.items() for w in words}
 _CLAUSE_END = re.compile(r"[.!?;\n。！？；，:：؛،]+|,\s|\s(?:pero|sin embargo|mas|por[ée]m|mais|aber|jedoch|ma|per[òo])\s|但是?|而且|然而|が、")
 
 
@@ -209,7 +237,10 @@ _FOREIGN_TEXT = re.compile(r"\b(?:el|los|las|se|n[ãa]o|est|une|der|das|ist|nich
                            r"nel|que|und|ein|eine|sin|sem|kein|keine|en|y|et|es|la|le|no|"
                            # (issue 48, set O) nl / sv / no / da / pl / cs / ro / tr function words
                            r"de|het|een|niet|deze|och|inte|på|denna|det|ikke|dette|og|nie|jest|na|tym|nejsou|není|"
-                           r"este|pe|această|bu|ve)\b")
+                           r"este|pe|această|bu|ve|"
+                           # (issue 48, set Q) id, and it / es articles and prepositions the list lacked
+                           r"yang|pada|ini|itu|dan|dengan|tidak|dari|untuk|adalah|dalam|saya|"
+                           r"nei|della|dei|delle|degli|nella|nelle|alla|alle|sono|gli|con|per|al|por)\b")
 _ENGLISH_TEXT = re.compile(r"\b(?:the|is|are|an?|of|in|this|that|not|no|yes|may|can|please|it|there|i)\b|"
                            r"\b(?:present|visible|seen)\b")
 
@@ -221,6 +252,23 @@ def _foreign(text: str) -> bool:
         return True
     foreign, english = len(_FOREIGN_TEXT.findall(text)), len(_ENGLISH_TEXT.findall(text))
     return english == 0 or (foreign >= 2 and foreign > english)
+
+
+def is_foreign(text: str) -> bool:
+    """Whether a normalised reply is written in another language (CJK script, or more of the other
+    languages' function words than English ones, or no English word at all).
+
+    Parameters
+    ----------
+    text : str
+        The normalised reply.
+
+    Returns
+    -------
+    bool
+        True when the reply reads as written in another language.
+    """
+    return _foreign(text)
 
 
 def names_in_other_language(text: str, english_terms: tuple[str, ...]) -> bool:
@@ -271,7 +319,15 @@ def opens_with_decline(text: str) -> bool:
     bool
         True when the sentence opens with a phrase of :data:`DECLINE`.
     """
-    return bool(_DECLINE.match(text.lstrip(" \t\"'*_-")))
+    text = text.lstrip(" \t\"'*_-")
+    return bool(_DECLINE.match(text) or _ABILITY_DENIED.match(text))
+
+
+# (issue 48, set Q) "I can't ..." opening a reply in another language speaks of the reader, so its first word is
+# no "no": "Non posso fare una diagnosi: la faccia valutare da un radiologo" was read as a leading "no" (deny)
+_ABILITY_DENIED = re.compile(r"(?:non posso|no puedo|n[ãa]o posso|je ne (?:peux|puis) pas|ich kann (?:nicht|keine?)|"
+                             r"ik kan (?:niet|geen)|nie mogę|nu pot|saya tidak (?:dapat|bisa|mampu)|tidak (?:dapat|bisa) "
+                             r"(?:saya|kami))\b")
 
 
 def _clause_verdict(clause: str) -> str | None:
@@ -291,7 +347,8 @@ def _clause_verdict(clause: str) -> str | None:
     return "absent" if absent else ("present" if present else None)
 
 
-def foreign_reading(text: str, english_terms: tuple[str, ...], side: str | None) -> tuple[str, bool | None] | None:
+def foreign_reading(text: str, english_terms: tuple[str, ...], side: str | None,
+                    answers_presence: bool = False) -> tuple[str, bool | None] | None:
     """Read a reply in another language about the finding named by ``english_terms``.
 
     Parameters
@@ -302,6 +359,10 @@ def foreign_reading(text: str, english_terms: tuple[str, ...], side: str | None)
         The finding's English words (:func:`medscope.answers.matching.finding_terms`).
     side : {"left", "right"} or None
         The finding's side, if it has one: a clause naming only the other side is skipped.
+    answers_presence : bool, optional
+        True when a yes / no answers whether the finding is there (a presence question, not "Is this
+        normal?" nor a question about absence): a clause that is only a yes or no (:data:`ANSWER_WORDS`)
+        is then read with the clauses that name the finding. Default False: they are not read.
 
     Returns
     -------
@@ -315,7 +376,7 @@ def foreign_reading(text: str, english_terms: tuple[str, ...], side: str | None)
     clauses = [c.strip() for c in _CLAUSE_END.split(text) if c and c.strip()]
     other = _alt(SIDE_WORDS[{"left": "right", "right": "left"}[side]]) if side else None
     own_side = _alt(SIDE_WORDS[side]) if side else None
-    verdicts = []
+    verdicts, named = [], False
     for clause in clauses:
         if names is None or not names.search(clause):
             continue
@@ -324,6 +385,17 @@ def foreign_reading(text: str, english_terms: tuple[str, ...], side: str | None)
         v = _clause_verdict(clause)
         if v is not None:
             verdicts.append(v)
+        else:
+            named = True  # a clause that names the finding and says no more ("emorragia ... nei gangli della base")
+    answered = {_ANSWER_OF[c.strip(" '\"*_-")] for c in clauses if c.strip(" '\"*_-") in _ANSWER_OF}
+    if answers_presence and answered and (verdicts or (named and answered == {True})):
+        # a yes / no clause beside clauses that name the finding: the reply's verdicts must agree with it, and a
+        # finding named bare beside a yes is the finding the yes is about ("Sì, emorragia intraparenchimale";
+        # beside a no the bare name may be the denied one's ellipsis, so it decides nothing)
+        said = answered.pop() if len(answered) == 1 else None
+        if said is None or any(v != ("present" if said else "absent") for v in verdicts):
+            return "unclear", None
+        return "answer", said
     if not verdicts:
         # a short reply whose one verdict names no organ: "不可见", "nicht sichtbar"
         judged = [(c, _clause_verdict(c)) for c in clauses]

@@ -104,6 +104,9 @@ REFER_PHRASES = (
     "i can not help with", "i am unable to help with", "i am not able to help with", "can not help interpret",
     "formally graded", "certified grader", "qualified ophthalmologist", "reported formally", "graded formally",
     "nu pot stabili", "nu pot determina", "nu pot spune",
+    # a call declined (issue 48, set Q: "I won't make a call from a single image")
+    "will not make a call", "can not make a call", "not going to make a call", "will not make the call",
+    "can not make the call", "will not make that call", "can not make that call", "will not call it",
 )
 
 # Anatomy a probe reply may name instead of the asked organ ("I can see the liver, the right kidney

@@ -271,7 +271,21 @@ def finding_terms(finding: str, synonyms: tuple[str, ...] = ()) -> tuple[str, ..
         terms.update(_plural(normalize(syn)))
     if len(words) > 1 and head in ("lesion", "lesions"):
         terms.update(_plural(head))  # "breast lesion": "lesion" itself names it
+    for adjective in _ADJECTIVES_OF_ORGAN.get(sideless, ()):
+        # "the cardiac silhouette", "the renal outline": the organ's own outline or tissue named by its adjective
+        terms.update(f"{adjective} {noun}" for noun in _OUTLINE_NOUNS)
     return tuple(sorted(terms, key=len, reverse=True))
+
+
+# An organ named by its adjective and a noun for its outline or tissue (issue 48, set Q: "The cardiac
+# silhouette is ... normal in size" describes the heart). Every organ with an adjective of its own, not
+# one reply's phrase; a property after the adjective ("no focal hepatic lesion") is not the organ (_read).
+_ADJECTIVES_OF_ORGAN = {"heart": ("cardiac",), "liver": ("hepatic",), "kidney": ("renal",), "spleen": ("splenic",),
+                        "pancreas": ("pancreatic",), "stomach": ("gastric",), "lung": ("pulmonary",),
+                        "bladder": ("vesical",), "urinary bladder": ("vesical",), "colon": ("colonic",),
+                        "uterus": ("uterine",), "prostate": ("prostatic",), "aorta": ("aortic",),
+                        "duodenum": ("duodenal",), "thyroid": ("thyroid",), "thyroid gland": ("thyroid",)}
+_OUTLINE_NOUNS = ("silhouette", "shadow", "contour", "outline", "parenchyma", "tissue")
 
 
 @lru_cache(maxsize=256)
@@ -707,6 +721,11 @@ _GENERIC_PREDICATE = re.compile(
     r"(?:requires?|needs?|is best|is beyond|should be (?:done|performed|made|left))\b|"
     r"(?:is|are)\s+(?:usually\s+|typically\s+)?(?:diagnosed|detected|confirmed|graded|classified|staged|categori[sz]ed)\s+"
     r"(?:clinically|by|with|using|through|based on|on the basis of|as|into|according to)\b|"
+    # (issue 48, set Q) how the finding may be graded in general: "Hydronephrosis can be graded from I to IV according
+    # to the SFU system" (not "can be graded as mild": that is the reply's own grade)
+    r"(?:can|may|could)\s+be\s+(?:graded|classified|staged|categori[sz]ed|divided|subdivided|scored)\s+"
+    r"(?:from|into|according to|using|by|on the basis of|based on|in(?=\s+(?:\w+\s+)?(?:grades|stages|categories|types))|"
+    r"as(?=\s+(?:either\s+)?[\w-]+\s+or\s))\b|"
     # (issue 48, sets M and N) what the finding or organ is in general: "Appendicitis is inflammation of
     # the appendix", "Kidney stones ... are hard deposits of minerals", "the IVC is an abdominal vessel",
     # "Ovaries are hard to evaluate on MRI in postmenopausal women", "... are organs commonly assessed on MRI"
@@ -849,6 +868,8 @@ def _generic_statement(s: str, m: re.Match, organ: bool = False) -> bool:
                  or (not s[:m.start()].strip(" \t\"'*_(") and _DEFINITION.match(after) and not _BARE_SIZED.match(after)))
     # "beyond what I can offer" speaks of the reply's reach, not of something it observes
     clause = re.sub(r"\bwhat i (?:can|could)\b", " ", clause)
+    # a range of grades in Roman numerals ("from I to IV") is no "I" who observes (issue 48, set Q)
+    clause = re.sub(r"\b[ivx]{1,4}\s*(?:to|-|\u2013|through)\s*[ivx]{1,4}\b", " ", clause)
     # the subject may open a later clause of the sentence: only that clause's words count
     subject = _SUBJECT_CLAUSE_CUT.split(s[:m.start()])[-1]
     return bool(_GENERIC_SUBJECT.match(subject) and predicate and not _OBSERVED.search(subject + clause))
@@ -888,6 +909,10 @@ def _mention_status(s: str, m: re.Match, finding: str, organ: bool = False) -> s
         # "Either this slice is above the pelvis or the bladder is empty": two explanations offered,
         # neither asserted (issue 48, set L); the reply's own verdict stands elsewhere
         return "hypothetical"
+    if ((re.search(r"\brule\s+(?:(?:the|a|an|any)\s+)?(?:[\w-]+\s+){0,2}?$", s[:m.start()])
+         and re.match(r"^(?:s|es)?\s+in\s+or\s+(?:rule\s+)?out\b", s[m.end():]))
+            or re.search(r"\brule\s+in\s+or\s+(?:rule\s+)?out\s+(?:(?:the|a|an|any)\s+)?(?:[\w-]+\s+){0,2}?$", s[:m.start()])):
+        return None  # "I can't reliably rule a bleed in or out" (issue 48, set P): both ways named, the call declined
     if _NEITHER_AFTER.match(s[m.end():]) or _NEITHER_BEFORE.search(s[:m.start()]):
         return None  # "X can be neither confirmed nor excluded" (issue 48, set M): the call is declined
     if _TOOK_FOR.search(s[:m.start()]):
@@ -946,8 +971,12 @@ def _mention_statuses(sentences: list[str], terms: tuple[str, ...], finding: str
         # a sentence that opens as a textbook statement about the finding stays one ("Polyps are
         # common, and most are hyperplastic polyps") unless it turns to the image
         textbook = bool(hits) and _generic_statement(s, hits[0], organ) and not _OBSERVED.search(s)
+        both_ways = bool(hits) and _hedged_both_ways(s[hits[-1].end():])
         for i, m in enumerate(hits):
             found = True
+            if both_ways and i == len(hits) - 1:
+                out.extend(("possible", "negated"))  # "could be contracted and indistinguishable, or it could be ..."
+                continue
             st = "hypothetical" if textbook and i else _mention_status(s, m, finding, organ)
             if st is not None:
                 out.append(st)
@@ -963,6 +992,8 @@ def _mention_statuses(sentences: list[str], terms: tuple[str, ...], finding: str
             if st not in ("negated", "hypothetical"):  # "status post nephrectomy": the organ is gone
                 found = True
                 out.append("negated")
+        if both_ways:
+            continue
         tail = s[hits[-1].end():] if hits else s
         if hits and named_before:  # named before: a pronoun ahead of this mention may speak of it too
             tail = s[:hits[0].start()] + " ; " + tail
@@ -971,6 +1002,22 @@ def _mention_statuses(sentences: list[str], terms: tuple[str, ...], finding: str
         elif found and _BACK_NEGATED.search(tail):
             out.append("negated")
     return out
+
+
+# (issue 48, set Q) the organ offered two ways, one of them unseen: "The gallbladder could be contracted and
+# therefore indistinguishable, or it could be the small hypodense focus": hedged both ways, it commits to neither
+_BOTH_WAYS = re.compile(r"^(?:s|es)?\s+(?:could|might|may)\s+(?:also\s+)?(?:be|have|lie)\b(?P<first>[^;]*?),?\s+or\s+"
+                        r"(?:(?:it|that|this|they)\s+)?(?:(?:could|might|may)\s+(?:also\s+)?(?:be|have|lie)|(?:is|are)\s+"
+                        r"(?:simply|just|perhaps))\b(?P<second>[^;]*)")
+_UNSEEN = re.compile(r"\b(?:indistinguishable|inseparable|invisible|absent|not\s+(?:\w+\s+)?(?:visible|seen|identifiable|"
+                     r"included|in view|captured|depicted)|out\s+of\s+(?:view|the field|plane)|outside\s+the\s+(?:field|image|slice)|"
+                     r"obscured|hidden)\b")
+
+
+def _hedged_both_ways(after: str) -> bool:
+    """Whether the text after a mention offers it two ways, one of them unseen (see :data:`_BOTH_WAYS`)."""
+    m = _BOTH_WAYS.match(after)
+    return m is not None and any(_UNSEEN.search(g) for g in m.groups())
 
 
 _NORMAL_AS_REFERENCE = re.compile(r"\b(?:above|beyond|exceeds?|exceeding|outside|over|upper limit of|greater than)\s+(?:the\s+)?"
@@ -1079,6 +1126,17 @@ def _one_side_seen(sentences: list[str], terms: tuple[str, ...], finding: str) -
     return bool(seen) and bool(denied) and not (seen & denied)
 
 
+# (issue 48, set Q) the reader sent to a person ("Please see a dermatologist, who can examine the lesion properly"):
+# what the person can do there ("who can examine the lesion") names the reader's lesion to be examined, not a
+# finding of the image; the rest of the sentence still speaks ("see a doctor, as this looks abnormal")
+_SENT_TO = re.compile(r"\b(?:(?:please|should|must|to|(?:recommend|suggest)\s+you)\s+see|consult|visit|contact|talk\s+to|"
+                      r"speak\s+(?:to|with)|show\s+(?:it|this|that)\s+to|"
+                      r"get\s+(?:it|this|that)\s+(?:checked|looked\s+at|seen|examined)\s+by)\s+(?:a|an|your|the)\s+(?:[\w-]+\s+){0,2}?"
+                      r"(?:\w+ologists?|doctors?|physicians?|gp|clinicians?|specialists?|surgeons?|nurses?|optometrists?|"
+                      r"professionals?|experts?)\b")
+_PERSON_WILL = re.compile(_SENT_TO.pattern + r"\s*,?\s*(?:who|that|which)\s+(?:can|could|will|would|may|should)\b[^.;]*")
+
+
 def _content(sentences: list[str], terms, finding, kind, flip: bool) -> tuple[str, bool | None, str] | None:
     """Rules 3-5 on some sentences: leading particle, mentions, health words."""
     if sentences and _BOTH.match(re.sub(r"^[\W_]+", "", sentences[0])):
@@ -1088,7 +1146,7 @@ def _content(sentences: list[str], terms, finding, kind, flip: bool) -> tuple[st
     # "no acute abnormality" is not about an organ; "a polyp is an abnormal growth" is a textbook sentence
     # a sentence that hands the read to someone ("Skin lesions need to be assessed in person by a
     # dermatologist") speaks of who should look, not of what this image shows (issue 48, set L)
-    health = _health_statuses([x for x in sentences if not _textbook_sentence(x, terms, finding)
+    health = _health_statuses([_PERSON_WILL.sub(" ", x) for x in sentences if not _textbook_sentence(x, terms, finding)
                                and not _HANDED_OVER.search(x)], kind) if kind != "organ" else []
     if kind == "health" and flip:
         # To "Is this normal?", "No, I don't see a pneumothorax" denies the finding: the particle's
@@ -1340,7 +1398,15 @@ _DEFERS = re.compile(
     r"\b(?:rather than|instead of|do not|should not|can not)\s+rel(?:y|ying)\s+on\s+me\b|"
     r"\bbeyond\s+(?:what\s+i\s+can|my\s+(?:scope|abilities|ability|capabilities|remit))\b|"
     r"\bnot\s+in\s+a\s+position\s+to\b|\b(?:needs?|requires?)\s+(?:a|an)\s+(?:qualified|trained|certified|licensed|"
-    r"human)\b|\b(?:recommend|suggest|advise)\s+(?:an?|the|your)\s+(?:[\w-]+\s+){0,2}?(?:or\s+(?:[\w-]+\s+){1,2})?"
+    r"human)\b|"
+    # (issue 48, set Q) "PE assessment needs a radiologist with ...", "please get an urgent read", "I can't reliably
+    # rule a bleed in or out": the read named as a person's, or as not to be made here
+    r"\b(?:needs?|requires?|calls?\s+for)\s+(?:a|an)\s+(?:[\w-]+\s+){0,2}?(?:\w+ologists?|radiographers?|doctors?|"
+    r"physicians?|clinicians?|specialists?|experts?|professionals?)\b|"
+    r"\b(?:get|have|arrange|obtain|request|seek)\s+(?:a|an)\s+(?:(?:urgent|formal|proper|specialist|expert|radiologist's|"
+    r"official|human)\s+)+(?:read|review|report|opinion|look)\b|"
+    r"\b(?:can not|could not|am unable to|am not able to|unable to)\s+(?:\w+\s+)?rule\s+(?:[\w-]+\s+){0,3}?in\s+or\s+out\b|"
+    r"\b(?:recommend|suggest|advise)\s+(?:an?|the|your)\s+(?:[\w-]+\s+){0,2}?(?:or\s+(?:[\w-]+\s+){1,2})?"
     r"(?:read|review|opinion|consultation|consult)\b|"
     # the same in the languages models answer in
     r"\bno puedo (?:dar|hacer|ofrecer)\b|\bje ne (?:peux|puis) pas (?:me prononcer|donner|poser|faire)\b|"
@@ -1353,6 +1419,18 @@ _DEFERS = re.compile(
     # (issue 48, set L) "wenden Sie sich an Ihren Arzt", "fragen Sie Ihren Arzt", "parlez-en à votre médecin"
     r"\b(?:wenden sie sich|wende dich)\s+(?:bitte\s+)?an\b|\bfragen sie\s+(?:ihren|ihre|einen|eine)\s+(?:arzt|ärztin|radiologen)\b|"
     r"\bparlez-en\s+à\b|\bhable con su\s+(?:médico|radiólogo)\b|\bconverse com (?:o )?seu\s+(?:médico|radiologista)\b|"
+    # (issue 48, set Q) the read handed to a person in nl / es / it / pt / id, and "I can't diagnose this" there:
+    # "laat de foto beoordelen door een radioloog", "que lo valore un radiólogo", "lo faccia valutare da un medico",
+    # "sebaiknya diperiksa oleh dokter", "ik kan hierover geen diagnose stellen"
+    r"\b(?:beoordeeld|beoordelen|bekijken|bekeken|nakijken|nagekeken|laten zien)\s+(?:\w+\s+)?door\s+(?:een|uw|je|de)\b|"
+    r"\braadpleeg\s+(?:een|uw|je|de)\b|\bkan\s+(?:\w+\s+)?geen\s+(?:diagnose|uitspraak|oordeel)\b|"
+    r"\bque\s+(?:lo|la|los|las)\s+(?:revise|valore|evalúe|vea|interprete)\s+(?:un|una|su)\b|"
+    r"\b(?:debe|deben|deber[íi]a)\s+ser\s+(?:evaluad|valorad|revisad|interpretad)\w*\s+por\b|"
+    r"\b(?:far|faccia|fate|fai)\s+(?:valutare|vedere|controllare|esaminare)\s+(?:\w+\s+){0,2}?da\s+(?:un|uno|una|il|lo|la|un')|"
+    r"\b(?:deve|dovrebbe)\s+essere\s+(?:valutat|esaminat|refertat|interpretat)\w*\s+da\b|"
+    r"\b(?:deve|deveria)\s+ser\s+(?:avaliad|examinad|interpretad)\w*\s+por\b|\bprocure\s+(?:um|uma|o\s+seu)\b|"
+    r"\b(?:konsultasikan|periksakan)\b|\b(?:sebaiknya|harus|perlu)\s+(?:\w+\s+)?(?:diperiksa|dievaluasi|dinilai|dibaca)\s+oleh\b|"
+    r"\btidak\s+(?:dapat|bisa|mampu)\s+(?:\w+\s+)?(?:mendiagnosis|memberikan\s+diagnosis)\b|"
     # an image discussed with the person who reads it: "I recommend discussing this image with your radiologist"
     r"\b(?:discuss|discussing|review|reviewing|go over|going over)\s+(?:this|the|these|your)\s+(?:\w+\s+)?"
     r"(?:image|images|scan|scans|film|films|study|mammogram|x-ray|results?|findings?)\s+with\s+(?:a|an|the|your)\s+"
@@ -1365,7 +1443,7 @@ def _undecided(text: str) -> str | None:
         return "clarify"
     if _IMAGE_IS.search(text) and _CANNOT_ANSWER_HERE.search(text):
         return "clarify"
-    if _REFER.search(text) or _DEFERS.search(text):
+    if _REFER.search(text) or _DEFERS.search(text) or _SENT_TO.search(text):
         return "refer"
     return None
 
@@ -1544,7 +1622,9 @@ def _structured(text, question, finding, kind, synonyms) -> Reading | str | None
 
 
 # (issue 48, set O) a vision model's image placeholder ("<image>") is a template token too
-_SPECIAL_TOKENS = re.compile(r"\[(?:end|eos|sep|pad|/?inst)\]|</?s>|<\|[\w-]+\|>|<(?:eos|pad|unk|bos|image|img)>", re.IGNORECASE)
+# (issue 48, set Q) a detection model's location and mask tokens ("<loc_0412>", "<seg_017>") are too
+_SPECIAL_TOKENS = re.compile(r"\[(?:end|eos|sep|pad|/?inst)\]|</?s>|<\|[\w-]+\|>|<(?:eos|pad|unk|bos|image|img)>|"
+                             r"<(?:loc|seg)_?\d{1,4}>", re.IGNORECASE)
 # A template left unfilled (issue 48, set O): every line an empty label ("Answer:", "Fracture
 # evaluation:"), a bare list number ("1."), or the question echoed back ("Question: Is there ...?"),
 # so the reply holds no word of its own about the finding. A label that is itself a verdict ("No:") is words.
@@ -1572,6 +1652,20 @@ def _unfilled_template(text: str, question: str) -> bool:
 # a short reply that stops on a word that cannot end a sentence ("The lateral ventricles are"): cut off
 _CUT_OFF = re.compile(r"\b(?:is|are|was|were|the|a|an|of|and|or|to|with|in|on|at|by|for|but|that|which|its|their|be|"
                       r"been|being)\s*$")
+# (issue 48, set Q) a lead-in phrase and then only the subject, no predicate and no full stop ("Looking at the
+# image, the trachea"; "On this slice, both kidneys"): cut off before it says how the subject stands
+_LEAD_IN_CUT = re.compile(r"^\W*(?:(?:looking|having looked)\s+(?:at|through|over)|examining|reviewing|inspecting|assessing|"
+                          r"evaluating|scanning|on\s+(?:close\s+)?(?:review|inspection|examination)(?:\s+of)?|in|on|at|from|based\s+on)"
+                          r"\b[^,.;:!?\n]{0,50},\s*(?:(?:the|a|an|this|these|both)\s+)?(?:[\w-]+\s+){0,2}[\w-]+\s*$")
+
+
+def _phrase_loop(words: list[str]) -> bool:
+    """Whether ``words`` are one phrase of two to four words said over and over, at least three times
+    ("breast lesion breast lesion breast lesion"; issue 48, set Q); the last turn may be cut short."""
+    for period in range(2, 5):
+        if len(words) >= 3 * period and all(w == words[i % period] for i, w in enumerate(words)):
+            return True
+    return False
 
 
 def read_decision(text: str, question: str, finding: str, question_kind: str | None = None,
@@ -1611,14 +1705,23 @@ def read_decision(text: str, question: str, finding: str, question_kind: str | N
     words = re.findall(r"\w+", stripped)
     if 2 <= len(words) <= 8 and _CUT_OFF.search(stripped):
         return Reading("unparseable", None, "none", "the reply stops mid-sentence before it says anything of the finding")
+    if len(words) <= 12 and _LEAD_IN_CUT.match(stripped) and not _VERDICT_WORD.search(stripped):
+        return Reading("unparseable", None, "none", "the reply stops after its subject, before it says anything of it")
     if len(words) >= 3 and len(set(words)) == 1:
         return Reading("unparseable", None, "none", "one word repeated: degenerate output, not a reply")
+    if _phrase_loop(words):
+        return Reading("unparseable", None, "none", "one phrase repeated in a loop: degenerate output, not a reply")
     runs = [len(list(g)) for _, g in groupby(words)]
     enough = 4 if stripped != normalize(text or "") else 6  # a leftover token marks a degenerate output already
     if len(words) >= enough and len(runs) >= 2 and min(runs) >= 2:  # "skin skin skin lesion lesion image image"
         return Reading("unparseable", None, "none", "words repeated in runs: degenerate output, not a reply")
     if enough == 4 and runs and max(runs) >= 3:  # "asdkj heart heart heart ||| <unk>" (issue 48, set P)
         return Reading("unparseable", None, "none", "a word stuttered beside a generator token: degenerate output")
+    if (enough == 4 and runs and max(runs) >= 2 and not _VERDICT_WORD.search(stripped)
+            and not _POSITIVE_PREDICATE.search(stripped)):
+        # "adrenal adrenal ### 0.87 seg_mask <loc_0412>" (issue 48, set Q): a name said twice beside a generator's
+        # token and no word that says anything of it
+        return Reading("unparseable", None, "none", "a name stuttered beside a generator token, no statement: degenerate output")
     if re.fullmatch(r"(?:i|we)\s+(?:can\s+)?see|i\s+understand|okay|ok|hmm+", " ".join(words)):
         # "I see" alone acknowledges; it says nothing of the finding (issue 48, set P)
         return Reading("unparseable", None, "none", "an acknowledgement alone, not a reply")
@@ -2020,10 +2123,17 @@ _OTHER_ABNORMALITY = re.compile(r"(?:\b(?:but|however|although|though|pero|mais|
 # sentence that says the opposite ("Yes, the X is visible. The X is not seen.") was outvoted by the
 # louder reading. The guard never picks a side: it makes the reading unclear.
 _CLAUSE_CUT = re.compile(r"[;\u2013\u2014]|\s-\s|,?\s+(?=(?:but|however|so|though|although|whereas|yet)\b)|"
-                         r"\s+(?=and\s+(?:(?:it|they)\s+)?(?:is|are|was|were|lies|lie|sits|sit)\b)")
-_CLAUSE_LEAD = re.compile(r"^\W*(?:(?:but|however|so|though|although|whereas|yet|and|thus|therefore|hence)\b\W*)*")
-# a clause whose subject is left out or a pronoun: the nearest clause before it names its subject
-_PRONOUN_SUBJECT = re.compile(r"^(?:(?:it|they|this organ|this structure)\s+)?(?=(?:is|are|was|were|lies|lie|sits|sit|can)\b)")
+                         r"\s+(?=and\s+(?:(?:it|they)\s+)?(?:is|are|was|were|lies|lie|sits|sit)\b)|"
+                         # (issue 48, set Q) a reason with a subject of its own: "..., as both can be seen ..."
+                         r",\s+(?=(?:as|since|because)\s+(?:it|they|both|each)\b)")
+_CLAUSE_LEAD = re.compile(r"^\W*(?:(?:but|however|so|though|although|whereas|yet|and|thus|therefore|hence|as|since|because)"
+                          r"\b\W*)*")
+# a clause whose subject is left out or a pronoun ("both", "each" of a pair: issue 48, set Q): the nearest
+# clause before it names its subject
+_PRONOUN_SUBJECT = re.compile(r"^(?:(?:it|they|this organ|this structure|both|each|both of them|each of them)\s+)?"
+                              r"(?=(?:is|are|was|were|lies|lie|sits|sit|can)\b)")
+# "they are both clearly visible": the quantifier after the verb belongs to the subject
+_FLOATING_QUANTIFIER = re.compile(r"^((?:they|both|each)\s+(?:are|were|can\s+be))\s+(?:both|all|each)\b")
 _CLAUSE_SEEN = re.compile(r"^(?:is|are|was|were|can be)\s+(?:(?:clearly|well|easily|readily|definitely|certainly|"
                           r"also|still|partly|partially|fully)\s+)?(?:seen|visible|present|identified|included|depicted|"
                           r"shown|visuali[sz]ed|captured|in view)\b")
@@ -2077,6 +2187,7 @@ def _clause_readings(sentences: list[str], terms: tuple[str, ...], finding: str,
                 elif "affirmed" in statuses and _CLAUSE_OBSERVES.search(rest) and not _CLAUSE_NEGATIVE.search(rest):
                     out.append(("affirmed", clause))
                 continue
+            clause = _FLOATING_QUANTIFIER.sub(r"\1", clause)
             m = _PRONOUN_SUBJECT.match(clause)
             if previous_named and m is not None and not _CLAUSE_UNASSERTED.search(clause):
                 predicate = clause[m.end():]
@@ -2277,6 +2388,28 @@ def _no_secondary_signs(sentences: list[str]) -> bool:
             and not any(_HEDGE_WORD.search(x) for x in sentences))
 
 
+# A property of the organ named by the organ's adjective ("No focal hepatic lesion is identified", "a
+# simple renal cyst"): the organ is where the property is looked for, so it is in view, as "no focal
+# lesion in the liver" already reads (issue 48, set Q). Only properties that lie in the organ; a vessel
+# named by the adjective ("the hepatic veins", "the splenic vein") may run where the organ is not.
+_ORGAN_PROPERTY = (r"(?:lesions?|mass(?:es)?|stones?|calcul(?:us|i)|thickening|dilat(?:ation|ion)|enlargement|"
+                   r"injur(?:y|ies)|lacerations?|abnormalit(?:y|ies)|pathology|calcifications?|cysts?|nodules?|"
+                   r"hypodensit(?:y|ies)|hyperdensit(?:y|ies)|collections?|tumou?rs?|metastas[ie]s)")
+
+
+def _property_by_adjective(lines: list[str], finding: str, terms: tuple[str, ...]) -> list[str]:
+    """The lines with the organ's adjective before a property of the organ read as the organ's name
+    ("no focal hepatic lesion" -> "no focal liver lesion"), where the reply never names the organ
+    and the organ has no side (a "renal cyst" does not say which kidney)."""
+    organ = normalize(finding)
+    adjectives = _ADJECTIVES_OF_ORGAN.get(_singular(organ), ())
+    pat = _term_pattern(terms)
+    if not adjectives or any(w in _SIDES for w in organ.split()) or (pat is not None and any(pat.search(x) for x in lines)):
+        return lines
+    before_property = re.compile(r"\b(?:" + "|".join(adjectives) + r")(?=\s+" + _ORGAN_PROPERTY + r"\b)")
+    return [before_property.sub(_singular(organ), line) for line in lines]
+
+
 def _read(text: str, question: str, finding: str, question_kind: str | None, synonyms: tuple[str, ...],
           _corrections: bool) -> Reading:
     """:func:`read_decision` without the evidence."""
@@ -2292,6 +2425,8 @@ def _read(text: str, question: str, finding: str, question_kind: str | None, syn
     if _modified_echo(mended, terms, question):
         return Reading("unclear", None, "modified-echo")
     lines = [_P_NOTATION.sub(r"\1 probability", line) for line in _drop_echo(mended, terms, question)]
+    if kind == "organ":
+        lines = _property_by_adjective(lines, finding, terms)
     if "hydronephrosis" in terms:
         lines = [_DILATED_SYSTEM.sub(lambda m: "no hydronephrosis" if m.group("neg") else "hydronephrosis", line) for line in lines]
     if not lines:
@@ -2346,6 +2481,11 @@ def _read(text: str, question: str, finding: str, question_kind: str | None, syn
     if switched is not None and got is not None and got[0] == "answer" and (switched[0] != "answer"
                                                                             or switched[1] is not got[1]):
         return Reading("unclear", None, "other-language")  # "Yes, ... 不过，右肾在这个层面看不到。"
+    if got is not None and got[:1] + got[2:] == ("answer", "leading-yes-no") and languages.is_foreign(flat):
+        # "Sí, no se observa consolidación": the particle read as English must not say the opposite of what the
+        # reply's own language says of the finding (issue 48, set Q)
+        if languages.foreign_reading(flat, terms, side) == ("answer", not got[1]):
+            return Reading("unclear", None, "other-language")
     if switched is not None and switched[0] == "answer" and (got is None or got[0] not in ("answer", "unclear")):
         return Reading(*switched, "other-language")  # "The liver is visible, pero el bazo no aparece"
     if got is not None and got[:3] == ("answer", True, "mention") and _bare_mention_negated(lines, terms, finding, kind == "organ"):
@@ -2364,7 +2504,8 @@ def _read(text: str, question: str, finding: str, question_kind: str | None, syn
             return Reading("unclear", None, "unaccounted-negation", f"{_UNCLEAR_WHY['unaccounted-negation']}: {unaccounted[:150]}")
     if got is not None:
         return Reading(*got)
-    foreign = languages.foreign_reading(flat, terms, side)
+    foreign = languages.foreign_reading(flat, terms, side, answers_presence=kind in ("presence", "organ")
+                                        and not _REVERSED_QUESTION.get())
     if foreign is not None and foreign[0] == "refer":
         # a decline in another language: a request for a better image still asks for it (clarify)
         return Reading(_undecided(flat) or "refer", None, "other-language")
