@@ -76,7 +76,7 @@ PLACE_ORGANS = (
     (r"\b(?:peripheral|transition(?:al)?|central) zones?\b", {"prostate"}),
 )
 # addition: organs that come in pairs, one per side: a lesion's side is then its organ's side.
-PAIRED_ORGANS = frozenset({"kidney", "lung", "breast", "ovary", "testis", "adrenal"})
+PAIRED_ORGANS = frozenset({"kidney", "lung", "breast", "ovary", "testis", "adrenal", "salivary gland"})
 SCHEMA_ORGAN = {"lung": "lung", "liver": "liver", "kidney": "kidney", "brain": "brain"}
 _SIDE = re.compile(r"\b(left|right|bilateral|bilaterally|both)\b")
 _DOMINANT = re.compile(r"\b(?:dominant|largest|biggest|larger|bigger|index)\b")

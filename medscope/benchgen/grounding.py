@@ -49,6 +49,8 @@ ORGAN_WORDS = {
     "lymph node": r"\blymph\b", "breast": r"\bbreasts?\b", "thyroid": r"\bthyroid\w*\b",
     "prostate": r"\bprostat\w*", "bladder": r"\b(?:urinary )?bladder\b", "uterus": r"\b(?:uter\w*|endometri\w*)\b",
     "ovary": r"\b(?:ovar\w*|adnex\w*)\b", "testis": r"\b(?:testi[sc]\w*|testes|scrot\w*)\b",
+    # the major salivary glands: one organ of three paired glands ("parotidectomy bed" is the parotid's)
+    "salivary gland": r"\b(?:salivary|parotid\w*|submandibular|sublingual)\b",
 }
 _SENTENCE = re.compile(r"(?<=[.;!?])\s+|\n+")
 
