@@ -244,6 +244,43 @@ def _side_values(field: FieldSpec) -> dict[str, str] | None:
     return out
 
 
+# "Is there a focal renal lesion?", "Is there a pulmonary nodule or mass?": a lesion of the organ,
+# nothing narrower (no category, kind or suspicion the question asks for)
+_ANY_LESION_Q = re.compile(r"^\W*(?:is|are)\s+there\s+(?:a|an|any)?\s*(?:focal\s+)?(?:[\w-]+\s+){0,2}?"
+                           r"(?:lesions?|mass(?:es)?|nodules?|tumou?rs?)(?:\s+or\s+(?:lesions?|mass(?:es)?|nodules?|"
+                           r"tumou?rs?))?(?:\s+(?:in|of)\s+the\s+[\w\s-]+?)?\s*\?$")
+
+
+def asks_any_lesion(field: FieldSpec) -> bool:
+    """Whether a binary field asks whether the organ has any focal lesion at all ("Is there a focal
+    salivary gland lesion?"), not one of a kind, category or suspicion ("a suspicious focal lesion",
+    "a lesion of O-RADS category 3 or higher", "a solid or complex lesion").
+
+    Parameters
+    ----------
+    field : FieldSpec
+        A schema field.
+
+    Returns
+    -------
+    bool
+        True for a binary field whose question asks for a lesion, mass, nodule or tumour, optionally
+        focal, with no word before the noun but the organ's own (:data:`ORGAN_WORDS`, "gland").
+    """
+    if field.type != "binary":
+        return False
+    q = normalize_sentence(field.question)
+    m = _ANY_LESION_Q.match(q)
+    if not m:
+        return False
+    head = re.sub(r"^\W*(?:is|are)\s+there\s+(?:(?:a|an|any)\s+)?(?:focal\s+)?", "", q)
+    # the words before the noun and any place after it ("in the prostate") name the organ only
+    rest = re.sub(r"\b(?:lesions?|mass(?:es)?|nodules?|tumou?rs?)\b|\b(?:or|in|of|the)\b|\?", " ", head)
+    for pat in ORGAN_WORDS.values():
+        rest = re.sub(pat, " ", rest)
+    return not re.sub(r"\b(?:gland|glands|soft-tissue|soft|tissue)\b", " ", rest).strip()
+
+
 def study_binary(field: FieldSpec, sents: list[str], lesion_side: str | None = None) -> tuple[str | None, str, str]:
     """A study-level binary field over every sentence: (value, evidence, reason when unset).
 
@@ -482,6 +519,15 @@ def extract_with_rejects(schema: Schema, findings: str, impression: str
     removed = findmod.organ_removed(normalize_sentence(findings + " " + impression), schema.organ)
     if removed:
         dom, why_none = None, "organ_removed"
+    presence = [f for f in schema.fields if f not in lesion_fields and asks_any_lesion(f)]
+    if dom is not None and presence:
+        # the schema's own question "Is there a focal lesion?" answered No: whatever else the report
+        # describes ("innumerable small cysts up to 4 mm" of a diffuse disease, "a 2 mm hyperdensity
+        # that may represent a tiny calculus") is not the lesion the schema asks about, so the
+        # dominant lesion's fields would key a lesion the report denies
+        value, _, _ = _binary_field(presence[0], sents, findings, impression, None)
+        if value == "no":
+            dom, why_none = None, "lesion_denied"
     for field in schema.fields:
         if field in lesion_fields:
             if dom is None:
