@@ -26,6 +26,7 @@ import re
 
 from medscope.benchgen import findings as findmod
 from medscope.benchgen.grounding import (ORGAN_WORDS, _MIXED_BEFORE, ARTIFACT_AFTER, _SIDE_TAIL, SECONDARY, _spread,
+                                        RELATIVE_TO_BEFORE,
                                         _mention_status, is_recommendation, measurements, normalize_sentence, sentences,
                                         PART_DENIED, TOPIC, in_technical_phrase, stem, tokens)
 from medscope.benchgen.schema import FieldSpec, Schema
@@ -175,6 +176,7 @@ def _multi_found(field: FieldSpec, text: str) -> tuple[list[tuple[int, int, str]
     for order, v in enumerate(field.values):
         for m in _matches(v.patterns, text):
             if (SECONDARY.search(text[: m.start()]) or RELATION_BEFORE.search(text[: m.start()])
+                    or RELATIVE_TO_BEFORE.search(text[: m.start()])
                     or in_technical_phrase(text, m.start(), m.end())
                     or _mention_status(text, m.start(), m.end()) not in ("affirmed", "favoured")):
                 continue

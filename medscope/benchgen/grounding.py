@@ -1228,6 +1228,12 @@ _ANSWER_KINDS = ("anatomic", "anatomical", "variant", "variation", "anomaly", "c
                  "classification", "stage")
 
 
+# a place said by its relation to a structure ("superficial to the residual deep lobe", "anterior to
+# the kidney", "deep to the fascia"): the structure named after it is where the lesion is not
+RELATIVE_TO_BEFORE = re.compile(r"\b(?:superficial|deep|anterior|posterior|medial|lateral|superior|inferior|proximal|"
+                                r"distal|cranial|caudal|above|below)\s+to\s+(?:(?:the|its|a|an)\s+)?(?:[\w-]+\s+){0,2}$")
+
+
 # a key that places by a relation to a reference structure ("deep to the fascia", "proximal to the
 # joint"): the relation must be said of that structure, since "deep to the skin" is not deep to the fascia
 _RELATION_ANSWER = re.compile(r"^(deep|superficial|proximal|distal|anterior|posterior|medial|lateral|superior|"
@@ -1255,7 +1261,8 @@ def check_term(question: str, answer: str, sents: list[str]) -> tuple[bool, str,
         The first sentence asserting it when kept; empty otherwise.
     reason : str
         Empty when kept; else ``empty_answer``, ``answer_not_in_report``, ``contradicted_by_report``,
-        ``secondary_location``, ``uncertain_in_report`` or ``only_historical``.
+        ``secondary_location``, ``relative_location`` (the answer's structure is named only as what
+        the subject lies superficial / deep / anterior ... to), ``uncertain_in_report`` or ``only_historical``.
     """
     need = {s for s, _, _ in tokens(normalize_sentence(answer))}
     if len(need) > 1:
@@ -1293,6 +1300,8 @@ def check_term(question: str, answer: str, sents: list[str]) -> tuple[bool, str,
             st = "affirmed"  # "What are the lesions suspicious for?" asks about the suspicion itself
         if SECONDARY.search(s[: first[1]]):
             st = "secondary"
+        if not relation and RELATIVE_TO_BEFORE.search(s[: first[1]]):
+            st = "relative"  # "superficial to the residual deep lobe" is not in the deep lobe
         if _spread(s, [(first[1], last[2])]):
             st = _spread(s, [(first[1], last[2])])  # "isoechoic to mildly hypoechoic" settles neither end, "mixed cystic and solid" neither part
         if st == "historical" and asks_indication:
@@ -1310,6 +1319,8 @@ def check_term(question: str, answer: str, sents: list[str]) -> tuple[bool, str,
         return False, "", "mixed_composition_in_report"
     if "secondary" in statuses and not where:
         return False, "", "secondary_location"
+    if "relative" in statuses and not where:
+        return False, "", "relative_location"
     if "possible" in statuses or "hypothetical" in statuses:
         return False, "", "uncertain_in_report"
     if not where:
