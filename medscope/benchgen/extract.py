@@ -26,7 +26,7 @@ import re
 
 from medscope.benchgen import findings as findmod
 from medscope.benchgen.grounding import (ORGAN_WORDS, _MIXED_BEFORE, ARTIFACT_AFTER, _SIDE_TAIL, SECONDARY, _spread,
-                                        RELATIVE_TO_BEFORE,
+                                        RELATIVE_TO_BEFORE, SHARED_HEAD,
                                         _mention_status, is_recommendation, measurements, normalize_sentence, sentences,
                                         PART_DENIED, TOPIC, in_technical_phrase, stem, tokens)
 from medscope.benchgen.schema import FieldSpec, Schema
@@ -707,9 +707,6 @@ def lesion_value(field: FieldSpec, finding: "findmod.Finding") -> tuple[str | No
 # "isoechoic to mildly hypoechoic" is a range: it settles neither end, whatever adverb the second carries
 _JOINED = re.compile(r"^[\s,]*(?:(?:lobes?|poles?|segments?|regions?)\s*)?(?:and|or|and/or|/|-|to|through|&)\s*(?:the\s+)?"
                      r"(?:(?:mildly|slightly|minimally|moderately|markedly|very|predominantly|partly|focally)\s+)?$")
-# "the mid and lower pole": two places sharing one head noun
-_SHARED_HEAD = re.compile(r"\b([a-z]+)\s+(?:and|or|and/or|/|to|through|-)\s+(?:the\s+)?([a-z]+)\s+(poles?|lobes?|segments?|"
-                          r"regions?|thirds?|portions?|zones?)\b")
 # (a number with a unit is a measurement: "in the pancreatic body, 6 mm ..." lists no second place)
 _NUMERAL_LIST = re.compile(r"^\s*(?:,|and|or|/|-|to|through|&)\s*(?:\d+|[ivx]+)[ab]?\b(?!\s*(?:\.\d+\s*)?-?\s*(?:mm|cm|x)\b)")
 # places that belong to another finding of the organ, not the lesion: "mild atrophy of the body and tail"
@@ -752,7 +749,7 @@ def several_values(field: FieldSpec, text: str) -> bool:
     for (a1, e1, v1), (a2, _, v2) in zip(hits, hits[1:]):
         if v1 != v2 and a2 >= e1 and _JOINED.match(text[e1:a2]):
             return True
-    for m in _SHARED_HEAD.finditer(text):
+    for m in SHARED_HEAD.finditer(text):
         if _OTHER_FINDING_OF.search(text[:m.start()]):
             continue  # "with oedema of the frontal and parietal lobes": the oedema's places
         head = m.group(3).rstrip("s") if m.group(3) != "lobes" else "lobe"

@@ -129,6 +129,10 @@ REWRITES = (  # abbreviations and one-word findings spelled out, so either wordi
     # "in both lobes" / "both kidneys" is bilateral (never "both poles": two parts of one side)
     (r"\bboth (lobes|kidneys|lungs|breasts|ovaries|adnexa|sides|hemispheres|adrenals|adrenal glands|testes|parotids|"
      r"parotid glands)\b(?! bilateral)", r"both \1 bilateral"),
+    # "both" of two parts of one organ ("both the superficial and deep lobes of the right parotid", "both
+    # the upper and lower poles") is no second side: the parts stay, the side is the organ's
+    (r"\bboth\s+((?:the\s+)?(?!left\b|right\b)[a-z-]+\s+and\s+(?!left\b|right\b)[a-z-]+\s+(?:lobes|poles|segments|"
+     r"zones|portions|parts|regions|thirds|aspects|surfaces|walls|compartments|components)\b)", r"\1"),
     # units spelled out, and a decimal comma ("1,2 cm" is 12 mm, not 2 cm)
     (r"\bmillimet(?:er|re)s?\b", "mm"), (r"\bcentimet(?:er|re)s?\b", "cm"),
     (r"(?<![\d.,])(\d+),(\d+)(?=\s*-?\s*(?:mm|cm)\b)", r"\1.\2"),
@@ -1223,6 +1227,21 @@ _RANGE_BEFORE = re.compile(rf"\b{_DESCRIPTOR}\s+(?:to|or|and/or|/)\s+{_RANGE_ADV
 _RANGE_AFTER = re.compile(rf"^\s*(?:to|or|and/or|/)\s+{_RANGE_ADVERB}{_DESCRIPTOR}\b")
 
 
+# "the mid and lower pole", "the superficial and deep lobes": two places sharing one head noun
+SHARED_HEAD = re.compile(r"\b([a-z]+)\s+(?:and|or|and/or|/|to|through|-)\s+(?:the\s+)?([a-z]+)\s+(poles?|lobes?|segments?|"
+                         r"regions?|thirds?|portions?|zones?)\b")
+
+
+def _one_of_two_places(s: str, answer_words: set[str]) -> bool:
+    """Whether ``s`` names the answer's place only together with another of the same head noun
+    ("occupies the superficial and deep lobes" for the key "superficial lobe"): the lesion spans both."""
+    for m in SHARED_HEAD.finditer(s):
+        head = re.sub(r"s$", "", m.group(3))
+        if head in answer_words and (m.group(1) in answer_words) != (m.group(2) in answer_words):
+            return True
+    return False
+
+
 # addition: words that name only the kind of a question's answer ("Which anatomic variant is present?")
 _ANSWER_KINDS = ("anatomic", "anatomical", "variant", "variation", "anomaly", "congenital", "status", "category",
                  "classification", "stage")
@@ -1262,7 +1281,9 @@ def check_term(question: str, answer: str, sents: list[str]) -> tuple[bool, str,
     reason : str
         Empty when kept; else ``empty_answer``, ``answer_not_in_report``, ``contradicted_by_report``,
         ``secondary_location``, ``relative_location`` (the answer's structure is named only as what
-        the subject lies superficial / deep / anterior ... to), ``uncertain_in_report`` or ``only_historical``.
+        the subject lies superficial / deep / anterior ... to), ``several_places_in_report`` (the answer's
+        place named only with another of its kind: "the superficial and deep lobes"), ``uncertain_in_report``
+        or ``only_historical``.
     """
     need = {s for s, _, _ in tokens(normalize_sentence(answer))}
     if len(need) > 1:
@@ -1282,6 +1303,7 @@ def check_term(question: str, answer: str, sents: list[str]) -> tuple[bool, str,
         and re.search(r"\b(?:had|has|have|undergone|underwent|performed|previous|prior)\b", q)))
     statuses, where = [], ""
     relation = _RELATION_ANSWER.match(normalize_sentence(answer).strip(" ."))
+    answer_words = set(re.findall(r"[a-z]+", normalize_sentence(answer)))
     for s in sents:
         toks = tokens(s)
         have = {t[0] for t in toks}
@@ -1302,6 +1324,8 @@ def check_term(question: str, answer: str, sents: list[str]) -> tuple[bool, str,
             st = "secondary"
         if not relation and RELATIVE_TO_BEFORE.search(s[: first[1]]):
             st = "relative"  # "superficial to the residual deep lobe" is not in the deep lobe
+        if _one_of_two_places(s, answer_words):
+            st = "several"  # "the superficial and deep lobes": the lesion is in neither alone
         if _spread(s, [(first[1], last[2])]):
             st = _spread(s, [(first[1], last[2])])  # "isoechoic to mildly hypoechoic" settles neither end, "mixed cystic and solid" neither part
         if st == "historical" and asks_indication:
@@ -1313,6 +1337,8 @@ def check_term(question: str, answer: str, sents: list[str]) -> tuple[bool, str,
         return False, "", "answer_not_in_report"
     if "negated" in statuses:
         return False, "", "contradicted_by_report"
+    if "several" in statuses:
+        return False, "", "several_places_in_report"
     if "range" in statuses:
         return False, "", "range_in_report"
     if "mixed" in statuses:
