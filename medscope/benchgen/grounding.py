@@ -470,6 +470,11 @@ RISK_OF = re.compile(r"\b(?:risk(?:\s+factors?)?\s+(?:for|of)|at\s+(?:[\w-]+\s+)
                      r"(?:to|for)|screening\s+for)\s+(?:[\w-]+\s+){0,4}$")
 
 
+# the favouring hedge written after its diagnosis: "Warthin tumours are favoured", "X is the favoured diagnosis"
+_FAVOURED_AFTER = re.compile(r"^\W*(?:(?!(?:is|are|was|were|remains?|and|but|with)\b)[\w-]+\s+){0,3}?(?:(?:is|are|was|were|remains?)\s+)?(?:(?:also|still|the)\s+)?(?:favou?red|"
+                             r"preferred)\b")
+
+
 def _mention_status(sent: str, start: int, end: int) -> str:
     """ConText status, with the hedge split into ``favoured`` (signed as a diagnosis) and
     ``possible``, and differentials / "X versus Y" / "X is also possible" read as ``possible``."""
@@ -506,8 +511,10 @@ def _mention_status(sent: str, start: int, end: int) -> str:
     if st == "affirmed" and re.search(r"\b(?:upgraded|downgraded|changed|revised|increased|decreased|reduced|up|down)"
                                       r"\s+from\s+(?:the\s+)?(?:[\w-]+\s+){0,2}$", before):
         return "historical"  # "PI-RADS 4, upgraded from PI-RADS 3": the prior value, not the current one
-    if st == "affirmed" and re.search(r"\bfavou?r(?:s|ing)?\s+(?:[\w-]+\s+){0,3}$", before):
-        # "the low PSA density favours BPH as the cause": a favoured cause, signed only as a diagnosis
+    if st == "affirmed" and (re.search(r"\bfavou?r(?:s|ing|ed)?\s+(?:[\w-]+\s+){0,3}$", before)
+                             or _FAVOURED_AFTER.match(after)):
+        # "the low PSA density favours BPH as the cause", "Warthin tumours are favoured": a favoured
+        # diagnosis, signed only as a diagnosis
         return "favoured"
     if st != "possible":
         return st
