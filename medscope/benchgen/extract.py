@@ -26,7 +26,8 @@ import re
 
 from medscope.benchgen import findings as findmod
 from medscope.benchgen.grounding import (ORGAN_WORDS, _MIXED_BEFORE, ARTIFACT_AFTER, _SIDE_TAIL, SECONDARY, _spread,
-                                        RELATIVE_TO_BEFORE, SHARED_HEAD,
+                                        RELATIVE_TO_BEFORE, SHARED_HEAD, named_members, member_subject,
+                                        paired_subject_side, _BOTH_SIDES,
                                         _mention_status, is_recommendation, measurements, normalize_sentence, sentences,
                                         PART_DENIED, TOPIC, in_technical_phrase, stem, tokens)
 from medscope.benchgen.schema import FieldSpec, Schema
@@ -323,6 +324,7 @@ def study_binary(field: FieldSpec, sents: list[str], lesion_side: str | None = N
     # what the question asks for, less the organ it is in ("No thyroid cyst" names the organ, not the nodule)
     q_stems = {t for t, _, _ in tokens(q_text)} - {stem(w) for pat in ORGAN_WORDS.values()
                                                    for m in re.finditer(pat, q_text) for w in m.group(0).split()}
+    members = named_members([normalize_sentence(s) for s in sents])
     for i, s in enumerate(sents):
         text = _MEASURED_AND.sub("", normalize_sentence(s))  # "duct measures 2 mm and is normal": the duct is normal
         if is_recommendation(text):
@@ -342,7 +344,7 @@ def study_binary(field: FieldSpec, sents: list[str], lesion_side: str | None = N
             if findmod.another_thing_after(text, m.end()) or in_technical_phrase(text, m.start(), m.end()):
                 continue  # "No mass effect" denies no mass, "no acoustic enhancement" no contrast enhancement
             denied.append((m.start(), m.end()))
-            _denial(text, m.start(), m.end(), s, no, partial, partial_sides, other_narrowing, asked_words)
+            _denial(text, m.start(), m.end(), s, no, partial, partial_sides, other_narrowing, asked_words, members)
         for m in _matches(field.yes_patterns, text):
             if (any(a <= m.start() < b for a, b in denied) or findmod.another_thing_after(text, m.end())
                     or ARTIFACT_AFTER.match(text[m.end():]) or in_technical_phrase(text, m.start(), m.end())):
@@ -363,7 +365,7 @@ def study_binary(field: FieldSpec, sents: list[str], lesion_side: str | None = N
                 partial.append(s)
                 other_narrowing.append(s)
             elif st == "negated":
-                _denial(text, m.start(), m.end(), s, no, partial, partial_sides, other_narrowing, asked_words)
+                _denial(text, m.start(), m.end(), s, no, partial, partial_sides, other_narrowing, asked_words, members)
     if {"left", "right"} <= partial_sides and not no:
         no.append(partial[0])
     if (lesion_side in ("left", "right") and partial_sides == {lesion_side} and not no and not yes
@@ -389,33 +391,6 @@ _SOME_IMAGES_DENIAL = re.compile(r"\b(?:no|without)\b[^.;]*?\s(?:on|in)\s+(?:the
 _DENIER = re.compile(r"\b(?:no|without|not|negative for|absence of|free of)\b")
 
 
-# addition: one of a pair of organs named with its side ("the right testis", "the left kidney", "left
-# and right ovaries" is both); the organ words are the project's own (grounding.ORGAN_WORDS)
-_PAIRED_SUBJECT = re.compile(r"\b(left|right)(?:\s+and\s+(left|right))?\s+(?:[a-z-]+\s+)?(?:"
-                             + "|".join(ORGAN_WORDS[o] for o in sorted(findmod.PAIRED_ORGANS)) + ")")
-_BOTH_SIDES = re.compile(r"\b(?:both|either|neither|bilateral\w*|each)\b")
-
-
-def paired_subject_side(before: str) -> set[str]:
-    """The side of the one-of-a-pair organ a sentence is about before a denial: "The right testis is
-    normal, with no focal lesion" denies a lesion of the right testis only, so a side-free field
-    ("Is there a testicular lesion?") is left to the other one. The nearest named organ before the
-    denial decides; "right and left testes" names both; "both" / "either" before it clears the pair.
-
-    Parameters
-    ----------
-    before : str
-        The normalised sentence up to the denying word.
-
-    Returns
-    -------
-    set of str
-        ``{"left"}``, ``{"right"}``, ``{"left", "right"}`` or empty (no side-named paired organ).
-    """
-    hits = list(_PAIRED_SUBJECT.finditer(before))
-    if not hits or _BOTH_SIDES.search(before[hits[-1].start():]):
-        return set()
-    return {g for g in hits[-1].groups() if g}
 
 
 _TOPIC_STEMS = frozenset(stem(t) for t in TOPIC)
@@ -430,7 +405,7 @@ def _names_the_asked(mention: str, q_stems: set[str]) -> bool:
     return not said or bool(said & (q_stems | _TOPIC_STEMS))
 
 
-def _denial(text, a, b, s, no, partial, partial_sides, other_narrowing, asked_words=frozenset()) -> None:
+def _denial(text, a, b, s, no, partial, partial_sides, other_narrowing, asked_words=frozenset(), members=None) -> None:
     """File one denial as covering (``no``) or narrowed to a side / to new lesions (``partial``):
     the words from its negation to the end of its phrase, and an ``Organ:`` header, decide."""
     triggers = [m for m in _DENIER.finditer(text[:a]) if a - m.end() < 60]
@@ -462,9 +437,15 @@ def _denial(text, a, b, s, no, partial, partial_sides, other_narrowing, asked_wo
     # a qualifier the question itself asks with ("Is there a focal solid ... lesion?": "no solid lesion")
     # narrows the denial to nothing less than what is asked
     narrow -= set(asked_words) - {"left", "right"}
+    # the sentence's words before the denying word (a schema pattern may hold it: "no calculus")
+    subject = text[:start] if triggers else text[:a]
     if not narrow and not _BOTH_SIDES.search(clause) and (triggers or _DENIER.match(text[a:b])):
         # a denying word, not a category said of one lesion ("left ovarian dermoid, O-RADS 2")
-        narrow |= paired_subject_side(text[:start])
+        narrow |= paired_subject_side(subject)
+    if not narrow and members and member_subject(subject, set(asked_words), members):
+        # "Both submandibular glands are normal with no calculus", the parotids named elsewhere: the
+        # denial is the submandibular glands', not the salivary glands'
+        narrow.add("part")
     if findmod.under_part_heading(text) and header.end() <= a:
         # "PERIPHERAL ZONE: No focal lesion." / "RIGHT LOBE: No nodule.": a denial under a part's
         # heading clears that part, not the organ
@@ -600,6 +581,8 @@ def _binary_field(field: FieldSpec, sents: list[str], findings: str, impression:
             value, why = None, "only_partial_denial"  # "PERIPHERAL ZONE: No focal lesion."
         if value == "no" and _one_of_a_pair(field.question, evidence):
             value, why = None, "only_partial_denial"
+        if value == "no" and _member_denied(field.question, evidence, sents):
+            value, why = None, "only_partial_denial"
     return value, evidence, why
 
 
@@ -617,6 +600,20 @@ def _one_of_a_pair(question: str, evidence: str) -> bool:
     q_sides = set(_SIDE_WORD.findall(normalize_sentence(question)))
     e_sides = set(_SIDE_WORD.findall(normalize_sentence(evidence)))
     return not q_sides and len(e_sides & {"left", "right"}) == 1 and not e_sides & {"both", "bilateral"}
+
+
+def _member_denied(question: str, evidence: str, sents: list[str]) -> bool:
+    """Whether a denial's sentence is about one side-named organ of a pair or one member of a family
+    of structures the report names ("The left submandibular gland is ... otherwise normal, with no
+    calculus"), which the field's question does not narrow to."""
+    text = normalize_sentence(evidence)
+    neg = list(_DENIER.finditer(text))
+    before = text[:neg[-1].start()] if neg else text
+    asked = set(re.findall(r"[a-z]+", normalize_sentence(question)))
+    sides = paired_subject_side(before)
+    if sides and not (sides & asked):
+        return True
+    return bool(member_subject(before, asked, named_members([normalize_sentence(s) for s in sents])))
 
 
 def _grounded_binary(field: FieldSpec, findings: str, impression: str) -> tuple[str | None, str]:

@@ -42,7 +42,7 @@ from __future__ import annotations
 import dataclasses
 import re
 
-from medscope.benchgen.grounding import _MEASURE, prior_length, OPERATED_FOR, ORGAN_WORDS, _mention_status, is_recommendation, measurements, normalize_sentence, sentences
+from medscope.benchgen.grounding import PAIRED_ORGANS, _MEASURE, prior_length, OPERATED_FOR, ORGAN_WORDS, _mention_status, is_recommendation, measurements, normalize_sentence, sentences
 
 # addition: the lesion nouns of a schema. The paper does not list them; these are the nouns
 # radiology reports use for a focal lesion. "lesion" / "observation" are umbrella terms: a
@@ -75,8 +75,6 @@ PLACE_ORGANS = (
      r"semiovale|corona radiata|pons|pontine|medulla\w*|midbrain)\b", {"brain"}),
     (r"\b(?:peripheral|transition(?:al)?|central) zones?\b", {"prostate"}),
 )
-# addition: organs that come in pairs, one per side: a lesion's side is then its organ's side.
-PAIRED_ORGANS = frozenset({"kidney", "lung", "breast", "ovary", "testis", "adrenal", "salivary gland"})
 SCHEMA_ORGAN = {"lung": "lung", "liver": "liver", "kidney": "kidney", "brain": "brain"}
 _SIDE = re.compile(r"\b(left|right|bilateral|bilaterally|both)\b")
 _DOMINANT = re.compile(r"\b(?:dominant|largest|biggest|larger|bigger|index)\b")

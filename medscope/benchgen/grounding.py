@@ -415,6 +415,105 @@ def _denial_of_other_organ(sent: str, q: str, head_phrase: list[str], named: set
     return any(re.search(pat, sent) for organ, pat in ORGAN_WORDS.items() if organ not in asked)
 
 
+# addition: organs that come in pairs, one per side: a lesion's side is then its organ's side
+# (medscope.benchgen.findings reads it from here)
+PAIRED_ORGANS = frozenset({"kidney", "lung", "breast", "ovary", "testis", "adrenal", "salivary gland"})
+
+
+# addition: one of a pair of organs named with its side ("the right testis", "the left kidney", "left
+# and right ovaries" is both); the organ words are the project's own (grounding.ORGAN_WORDS)
+_PAIRED_SUBJECT = re.compile(r"\b(left|right)(?:\s+and\s+(left|right))?\s+(?:[a-z-]+\s+)?(?:"
+                             + "|".join(ORGAN_WORDS[o] for o in sorted(PAIRED_ORGANS)) + ")")
+_BOTH_SIDES = re.compile(r"\b(?:both|either|neither|bilateral\w*|each)\b")
+
+
+def paired_subject_side(before: str) -> set[str]:
+    """The side of the one-of-a-pair organ a sentence is about before a denial: "The right testis is
+    normal, with no focal lesion" denies a lesion of the right testis only, so a side-free field
+    ("Is there a testicular lesion?") is left to the other one. The nearest named organ before the
+    denial decides; "right and left testes" names both; "both" / "either" before it clears the pair.
+
+    Parameters
+    ----------
+    before : str
+        The normalised sentence up to the denying word.
+
+    Returns
+    -------
+    set of str
+        ``{"left"}``, ``{"right"}``, ``{"left", "right"}`` or empty (no side-named paired organ).
+    """
+    hits = list(_PAIRED_SUBJECT.finditer(before))
+    if not hits or _BOTH_SIDES.search(before[hits[-1].start():]):
+        return set()
+    return {g for g in hits[-1].groups() if g}
+
+
+# a structure named by one of its kind: "submandibular glands", "deep lobe", "transition zone"
+_MEMBER = re.compile(r"\b([a-z][a-z-]+)\s+(gland|lobe|pole|duct|zone|segment)s?\b")
+_NOT_A_QUALIFIER = frozenset("the a an both either each all any left right bilateral of and or its their other "
+                             "remaining residual same whole entire this that these those".split())
+
+
+def named_members(sents: list[str]) -> dict[str, set[str]]:
+    """The members of each family of structures a report names: {head noun: qualifiers}, e.g.
+    {"gland": {"parotid", "submandibular"}} for a report that names both glands.
+
+    Parameters
+    ----------
+    sents : list of str
+        The report's sentences, normalised.
+
+    Returns
+    -------
+    dict of str to set of str
+        For each head noun (gland, lobe, pole, duct, zone, segment) the words that name one of its
+        kind just before it (never a side, an article or "both").
+    """
+    out: dict[str, set[str]] = {}
+    for s in sents:
+        for m in _MEMBER.finditer(s):
+            if m.group(1) not in _NOT_A_QUALIFIER:
+                out.setdefault(m.group(2), set()).add(m.group(1))
+    return out
+
+
+def member_subject(before: str, asked: set[str], members: dict[str, set[str]]) -> str:
+    """The one member of a family of structures a sentence is about before a denial, where the report
+    names others of that family and the question names none of them: "Both submandibular glands are
+    normal with no calculus" (the parotid glands named elsewhere) denies a calculus of the
+    submandibular glands only, so "Is there a salivary calculus?" is left to the others.
+
+    Parameters
+    ----------
+    before : str
+        The normalised sentence up to the denying word.
+    asked : set of str
+        The words of the question.
+    members : dict of str to set of str
+        The report's families (:func:`named_members`).
+
+    Returns
+    -------
+    str
+        The member ("submandibular gland"); empty when the subject names none, the report names no
+        other of its family, the question names one of the family, or the question does not name the
+        organ the member is of.
+    """
+    asked_text = " ".join(sorted(asked))
+    for m in _MEMBER.finditer(before):
+        family = members.get(m.group(2), set())
+        if m.group(1) in _NOT_A_QUALIFIER or len(family) < 2 or family & asked:
+            continue
+        # the question asks of the organ the member is one of ("salivary" for the submandibular
+        # gland); a question about something inside it ("the wedge-shaped area" of the peripheral
+        # zone) is not narrowed by it
+        organs = [o for o, pat in ORGAN_WORDS.items() if re.search(pat, m.group(0))]
+        if organs and re.search(ORGAN_WORDS[organs[0]], asked_text):
+            return f"{m.group(1)} {m.group(2)}"
+    return ""
+
+
 # a lesion named as an operation's indication ("nephrectomy for renal cell carcinoma") is gone
 OPERATED_FOR = re.compile(r"\b(?:\w+ectomy|resection|ablation|whipple(?: procedure)?|excision)\b[^.;]{0,60}?\bfor\s+"
                           r"(?:[\w-]+\s+){0,4}$")
@@ -859,6 +958,7 @@ def check_yes_no(question: str, yes: bool, sents: list[str]) -> tuple[bool, str,
     predicate = _predicate_stems(q)
     verdicts, narrowed = [], []
     asks_technical = bool(TECHNICAL_PHRASE.search(q))
+    members, q_words = named_members(sents), set(re.findall(r"[a-z]+", q))
     for s, hits in best:
         if not asks_technical and any(in_technical_phrase(s, a, b) for _, a, b in hits):
             # "posterior acoustic enhancement" answers no contrast-enhancement question
@@ -915,6 +1015,23 @@ def check_yes_no(question: str, yes: bool, sents: list[str]) -> tuple[bool, str,
             if st == "negated" and not q_side and sides & {"left", "right"}:
                 narrowed.append("side")  # "No right effusion" does not answer the side-free question
                 continue
+            if st == "negated" and not sides:
+                # "The left submandibular gland is ... normal, with no calculus", "Both submandibular
+                # glands are normal with no calculus" (the parotids named elsewhere): the sentence's
+                # subject limits the denial to one organ of a pair or one member of a family
+                denier = list(re.finditer(r"\b(?:no|without|not|negative for|absence of|free of)\b", s[:b]))
+                subject = s[:denier[-1].start()] if denier else s[:a]
+                subject_sides = paired_subject_side(subject)
+                pair = list(_PAIRED_SUBJECT.finditer(subject))
+                if (subject_sides and not (q_side and q_side.group(1) in subject_sides)
+                        and any(re.search(pat, pair[-1].group(0)) and re.search(pat, q) for pat in ORGAN_WORDS.values())):
+                    # "The left submandibular gland ... with no calculus" for "Is there a salivary calculus?"
+                    # (never "the right renal vein without IVC involvement" for a question about the IVC)
+                    narrowed.append("side")
+                    continue
+                if member_subject(subject, q_words, members):
+                    narrowed.append("partial")
+                    continue
             if st in ("affirmed", "favoured") and q_side and not sides:
                 continue  # a side-free mention does not place the finding on the asked side
             if st in ("affirmed", "favoured") and new_only and not _said_new(s, a, b):

@@ -414,6 +414,28 @@ def check_key(question: str, answer: str, findings: str, impression: str, placed
     ----------
     .. [1] benchmark-MCQ paper, Methods ("report-grounded check").
     """
+    named = _PARENTHESIS.search(question)
+    if named:
+        # "Is there a salivary calculus (sialolithiasis)?": the parenthesis names the asked thing again,
+        # so the question is asked in either wording; one that contradicts the key rejects it
+        plain = _PARENTHESIS.sub("", question)
+        kept = _check_one(plain, answer, findings, impression, placed)
+        if kept[0] or kept[2] == "contradicted_by_report":
+            return kept
+        opener = re.match(r"^\W*(?:is|are)\s+there\s+", plain, flags=re.IGNORECASE)
+        if opener and not re.search(r"\b(?:or|and|of|in)\b", named.group(1)):
+            other = _check_one(f"{opener.group(0)}{named.group(1)}?", answer, findings, impression, placed)
+            if other[0]:
+                return other
+        return kept
+    return _check_one(question, answer, findings, impression, placed)
+
+
+# a parenthesis naming the asked thing again: "(sialolithiasis)", "(hydronephrosis)"
+_PARENTHESIS = re.compile(r"\s*\(([^()]{3,40})\)(?=\s*\?\s*$)")
+
+
+def _check_one(question: str, answer: str, findings: str, impression: str, placed: bool) -> tuple[bool, str, str]:
     on_finding = check_lesion_key(question, answer, answer_kind(question, answer), findings, impression, placed)
     if on_finding is not None:
         return on_finding
