@@ -610,10 +610,16 @@ def _referral_findings(original: str, sent: str, nouns: set[str], section: str) 
     return out
 
 
+# a lesion noun a lymph node carries: "nodal metastasis", "lymph node mass", "nodal conglomerate mass"
+_NODAL_BEFORE = re.compile(r"\b(?:nodal|(?:lymph\s+)?nodes?)\s+(?:[\w-]+\s+)?$")
+
+
 def _new_finding(original, sent, start, end, word, a, b, header_text, section_organ, section) -> Finding:
     clause = sent[a:b]
     dims, prior = _sizes(clause)
     organ = _organ(clause) or _organ(header_text) or section_organ
+    if _NODAL_BEFORE.search(sent[max(0, start - 40):start]):
+        organ = "lymph node"  # "a necrotic level IIA nodal metastasis, 18 mm in short axis" is a node, not the organ's lesion
     side = _side(clause, start - a) or _side(header_text, 0)
     return Finding(places_in=place_organs(clause + " " + header_text), entity=word, status=_status(sent, start, end), organ=organ, side=side,
                    size_mm=max(dims) if dims else None, dims_mm=dims, prior_size_mm=prior, text=clause,
@@ -696,11 +702,15 @@ def in_organ(f: Finding, organ: str | None) -> bool:
     -------
     bool
         True when ``organ`` is None, the finding names ``organ``, or names no organ and either has no
-        place word or one that ``organ`` (or an organ outside :data:`ORGAN_WORDS`) can have.
+        place word or one that ``organ`` (or an organ outside :data:`ORGAN_WORDS`) can have; a lymph
+        node's finding ("nodal metastasis") only where ``organ`` is a region outside :data:`ORGAN_WORDS`
+        ("soft tissue"), never an organ's lesion.
     """
     want = schema_organ(organ)
     if want is None:
         return True
+    if f.organ == "lymph node" and want not in ORGAN_WORDS:
+        return True  # a region's schema ("soft tissue") holds its nodal masses; an organ's never does
     if f.organ is not None:
         return f.organ == want
     # placed only by a place word: a candidate unless every organ that place fits is a known other one
@@ -819,7 +829,8 @@ def sole_lesion(found: list[Finding]) -> Finding | None:
     """The report's one described lesion, or None when it describes none or several.
 
     A possible finding with no size of its own ("most likely a high-grade sarcoma", "favouring
-    schwannoma") is the described lesion's diagnosis, not a second lesion; a sized one is another.
+    schwannoma") is the described lesion's diagnosis, not a second lesion; a sized one is another. A
+    lymph node's finding ("nodal metastasis") beside a lesion of the organ is no second lesion.
 
     Parameters
     ----------
@@ -833,6 +844,9 @@ def sole_lesion(found: list[Finding]) -> Finding | None:
     """
     present = [f for f in found if f.status == "present"]
     others = [f for f in found if f.status == "possible" and f.size_mm is not None]
+    if any(f.organ != "lymph node" for f in present):
+        # "Necrotic right level II nodal metastasis" beside a parotid mass: a node is no second lesion of the organ
+        present = [f for f in present if f.organ != "lymph node"]
     return present[0] if len(present) == 1 and not others and not present[0].plural else None
 
 

@@ -1188,9 +1188,19 @@ def check_quantity(question: str, answer: str, sents: list[str]) -> tuple[bool, 
     short = "short axis" in q or "smallest dimension" in q
     asks_prior = bool(ASKS_PRIOR.search(q))
     values, spans_more, other_time = [], False, False
+    q_side = re.search(r"\b(left|right)\b", q)
     for s, hits in best:
-        for k, ds, at in measurements(s):
+        found = measurements(s)
+        # a size belongs to the noun it measures: "a 7 mm calculus ..., with upstream ductal dilatation to
+        # 4 mm" sizes the calculus by 7 mm only; "a 5 mm calculus in the left ... and a 3 mm calculus in
+        # the right ..." sizes the left one by 5 mm only
+        owned = {at for k, _, at in found if k == kind and _measures_asked(s, at, subject)}
+        for k, ds, at in found:
             if k == kind:
+                if owned and at not in owned:
+                    continue
+                if q_side and _other_side_piece(s, at, q_side.group(1)):
+                    continue
                 if re.search(r"\bup to\s+$", s[:at]) and _joined_to_unasked(s, hits, subject):
                     spans_more = True  # "The others measure up to 9 mm and lie in the head and uncinate process"
                     continue
@@ -1216,6 +1226,27 @@ def check_quantity(question: str, answer: str, sents: list[str]) -> tuple[bool, 
 
 
 _ASKS_DISTANCE = re.compile(r"\bhow far\b|\bdistance\b")
+_UNIT_END = re.compile(r"^[\d.\s]*(?:(?:x|by)[\d.\s]*(?:mm|cm)?\s*)*(?:mm|cm)\b")
+
+
+def _measures_asked(s: str, at: int, subject: set[str]) -> bool:
+    """Whether the length at ``at`` is written as the asked thing's own ("a 7 mm calculus", "a 2.4 x 1.8
+    cm hypoechoic solid lesion"): a word of the question among the three words after its unit, before
+    any preposition or comma."""
+    unit = _UNIT_END.match(s[at:])
+    after = s[at + unit.end():] if unit else ""
+    phrase = re.split(r"[,;]|\b(?:in|of|at|on|with|from|to|and|within|along|near)\b", after, maxsplit=1)[0]
+    return any(t in subject for t, _, _ in tokens(" ".join(phrase.split()[:3])))
+
+
+def _other_side_piece(s: str, at: int, side: str) -> bool:
+    """Whether the length at ``at`` stands in a piece of the sentence ("a 3 mm calculus in the mid right
+    Wharton duct", split at "and a" / ";") that names only the other side than ``side``."""
+    bounds = [0] + [m.end() for m in re.finditer(r"\s+and\s+(?=(?:a|an|another|the|\d)\b)|;", s)] + [len(s)]
+    lo = max(b for b in bounds if b <= at)
+    hi = min(b for b in bounds if b > at)
+    sides = set(re.findall(r"\b(left|right)\b", s[lo:hi]))
+    return bool(sides) and side not in sides
 
 
 def _joined_to_unasked(sent: str, hits: list[tuple[str, int, int]], subject: set[str]) -> bool:
