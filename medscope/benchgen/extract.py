@@ -325,6 +325,8 @@ def study_binary(field: FieldSpec, sents: list[str], lesion_side: str | None = N
     q_stems = {t for t, _, _ in tokens(q_text)} - {stem(w) for pat in ORGAN_WORDS.values()
                                                    for m in re.finditer(pat, q_text) for w in m.group(0).split()}
     members = named_members([normalize_sentence(s) for s in sents])
+    # "Clinical: right preauricular fullness, query parotid mass.": the reason for the study, not a finding of it
+    referral = [m.group(0) for m in findmod._CLINICAL_LINE.finditer(" ".join(sents))]
     for i, s in enumerate(sents):
         text = _MEASURED_AND.sub("", normalize_sentence(s))  # "duct measures 2 mm and is normal": the duct is normal
         if is_recommendation(text):
@@ -346,6 +348,8 @@ def study_binary(field: FieldSpec, sents: list[str], lesion_side: str | None = N
             denied.append((m.start(), m.end()))
             _denial(text, m.start(), m.end(), s, no, partial, partial_sides, other_narrowing, asked_words, members)
         for m in _matches(field.yes_patterns, text):
+            if any(s.strip() in r for r in referral):
+                break
             if (any(a <= m.start() < b for a, b in denied) or findmod.another_thing_after(text, m.end())
                     or ARTIFACT_AFTER.match(text[m.end():]) or in_technical_phrase(text, m.start(), m.end())):
                 continue
@@ -389,6 +393,8 @@ _ON_SOME_IMAGES = re.compile(r"^\s+(?:on|in)\s+(?:the\s+)?(?:[\w-]+\s+){0,4}?(?:
 _SOME_IMAGES_DENIAL = re.compile(r"\b(?:no|without)\b[^.;]*?\s(?:on|in)\s+(?:the\s+)?(?:[\w-]+\s+){0,4}?"
                                  r"(?:images?|sequences?|phases?|series)\b")
 _DENIER = re.compile(r"\b(?:no|without|not|negative for|absence of|free of)\b")
+# a denial placed on one side after its noun: "no focal lesion in the right parotid", "within the left kidney"
+_IN_SIDE_TAIL = re.compile(r"^\s+(?:in|within|of|involving|at)\s+(?:the\s+)?(left|right)\b(?!\s+and\b)")
 
 
 
@@ -422,6 +428,12 @@ def _denial(text, a, b, s, no, partial, partial_sides, other_narrowing, asked_wo
         partial_sides |= set(_SIDE_WORD.findall(part.group(0))) & {"left", "right"}
         if not set(_SIDE_WORD.findall(part.group(0))):
             other_narrowing.append(s)
+        return
+    placed = _IN_SIDE_TAIL.match(text[b:])
+    if placed:
+        # "No focal lesion in the right parotid": a denial placed on one side leaves the other unsaid
+        partial.append(s)
+        partial_sides.add(placed.group(1))
         return
     if _ON_SOME_IMAGES.match(text[b:]):
         partial.append(s)  # "no suspicious lesion on T2-weighted or DCE images": the other sequences are unsaid
