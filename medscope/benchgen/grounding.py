@@ -1178,6 +1178,14 @@ def check_quantity(question: str, answer: str, sents: list[str]) -> tuple[bool, 
                                            subject)
     if measured and n_measured == n:
         best = measured  # a quantity is read from the best-matching sentences that give one
+    short = bool(re.search(r"\bshort[- ]axis\b|\bsmallest dimension\b", q))
+    if short:
+        # a short axis is read from every sentence naming the whole subject with a length, not only those
+        # a topic noun favours ("The palpable nodule is a normal-appearing 9 mm intraparotid lymph node"
+        # gives no short axis; "... intraparotid lymph node ..., oval, 9 x 5 mm" does)
+        wide = [(s, [t for t in tokens(s) if t[0] in subject]) for s in sents
+                if any(k == kind for k, _, _ in measurements(s))]
+        best = [(s, hits) for s, hits in wide if len({t[0] for t in hits}) == n] or best
     organ_stems = {stem(m.group(0)) for pat in ORGAN_WORDS.values() for m in re.finditer(pat, q)}
     which = subject - LESION_STEMS - organ_stems
     naming = [(s, hits) for s, hits in best if which & {t[0] for t in hits}]
@@ -1185,7 +1193,6 @@ def check_quantity(question: str, answer: str, sents: list[str]) -> tuple[bool, 
         # "the pancreatic neck cyst": "In the pancreatic neck, 11 mm" says which one, "three pancreatic
         # cysts, the largest 1.9 cm in the tail" names another
         best = naming
-    short = "short axis" in q or "smallest dimension" in q
     asks_prior = bool(ASKS_PRIOR.search(q))
     values, spans_more, other_time = [], False, False
     q_side = re.search(r"\b(left|right)\b", q)
@@ -1208,6 +1215,8 @@ def check_quantity(question: str, answer: str, sents: list[str]) -> tuple[bool, 
                     # "now 2.4 cm (previously 1.7 cm)": the prior size answers only the prior question
                     other_time = True
                     continue
+                if short and len(ds) == 1 and not _SAID_SHORT_AXIS.match(s[at:]):
+                    continue  # "a 9 mm intraparotid lymph node" is its size, not its short axis
                 values.append((min(ds) if short else max(ds), s))
     if not values:
         why = "group_bound_spans_other_places" if spans_more else "quantity_not_stated"
@@ -1226,6 +1235,8 @@ def check_quantity(question: str, answer: str, sents: list[str]) -> tuple[bool, 
 
 
 _ASKS_DISTANCE = re.compile(r"\bhow far\b|\bdistance\b")
+# one length said to be the short axis: "18 mm in short axis", "1.6 cm short-axis"
+_SAID_SHORT_AXIS = re.compile(r"^[\d.\s]*(?:mm|cm)\W*(?:in\s+)?(?:the\s+)?short[- ]axis\b")
 _UNIT_END = re.compile(r"^[\d.\s]*(?:(?:x|by)[\d.\s]*(?:mm|cm)?\s*)*(?:mm|cm)\b")
 
 

@@ -343,7 +343,7 @@ def _quantity(q: str, answer: str, about) -> tuple[bool, str, str] | None:
     if len(got) != 1 or got[0][0] != "length" or len(got[0][1]) != 1:
         return None
     want = got[0][1][0]
-    short = "short axis" in q or "smallest dimension" in q
+    short = bool(re.search(r"\bshort[- ]axis\b|\bsmallest dimension\b", q))
     prior = bool(_PRIOR_Q.search(q))
     values = []
     for f in about:
