@@ -650,7 +650,10 @@ def _referent(out: list[Finding], f: Finding, before: str, section: str) -> Find
     if section == "impression":
         pool = [g for g in candidates if not g.plural] if not f.plural else [g for g in candidates if g.plural]
         if f.side is not None:
-            pool = [g for g in pool if g.side == f.side]
+            # "Left parotid superficial lobe lesion, unchanged" restates "The lesion is again seen", whose
+            # side the findings never wrote: a lesion of unknown side is compatible, when it is the only one
+            same_side = [g for g in pool if g.side == f.side]
+            pool = same_side or [g for g in pool if g.side is None]
         return pool[0] if len(pool) == 1 else None
     return None
 
