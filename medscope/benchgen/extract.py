@@ -523,8 +523,15 @@ def extract_with_rejects(schema: Schema, findings: str, impression: str
         value, _, _ = _binary_field(presence[0], sents, findings, impression, None)
         if value == "no":
             dom, why_none = None, "lesion_denied"
+    ties = findmod.tied_for_dominant(found, schema.organ) if lesion_fields and dom is None and not removed and (
+        why_none == "no_dominant_lesion:equal_sizes") else []
     for field in schema.fields:
         if field in lesion_fields:
+            if dom is None and ties:
+                value = tied_value(field, ties)
+                if value is not None:
+                    out[field.name] = (value, ties[0].sentence)
+                    continue
             if dom is None:
                 unset[field.name] = why_none
                 continue
@@ -641,6 +648,45 @@ def _grounded_binary(field: FieldSpec, findings: str, impression: str) -> tuple[
     if len(kept) != 1:
         return None, ""
     return next(iter(kept.items()))
+
+
+def tied_value(field: FieldSpec, ties: list["findmod.Finding"]) -> str | None:
+    """The value of a dominant-lesion field where lesions tie for dominant: the one value every tied
+    lesion gives (three well-defined lesions of 14 mm: "well-defined", "less than 20 mm" whichever is
+    the dominant one), and for a side field whose values include "bilateral", "bilateral" where the
+    tied lesions lie on both sides. None where they differ or one gives none.
+
+    Parameters
+    ----------
+    field : FieldSpec
+        A field about the dominant lesion.
+    ties : list of Finding
+        The lesions tied for dominant (:func:`medscope.benchgen.findings.tied_for_dominant`).
+
+    Returns
+    -------
+    str or None
+        The value that holds whichever of them is the dominant one; None otherwise.
+    """
+    sides = _side_values(field)
+    if sides is not None or _side_field(field):
+        covered = set()
+        for f in ties:
+            covered |= {"left", "right"} if f.side == "bilateral" else {f.side}
+        bilateral = [v.value for v in field.values if re.search(r"\bbilateral\b", v.value.lower())]
+        if covered == {"left", "right"} and len(bilateral) == 1:
+            return bilateral[0]
+        if len(covered) == 1 and None not in covered and sides is not None:
+            return sides.get(next(iter(covered)))
+        if len(covered) != 1 or None in covered:
+            return None
+    values = {lesion_value(field, f)[0] for f in ties}
+    return values.pop() if len(values) == 1 and None not in values else None
+
+
+def _side_field(field: FieldSpec) -> bool:
+    """Whether a multi field's values are sides ("left", "right", "bilateral")."""
+    return field.type == "multi" and all(_SIDE_WORD.search(v.value.lower()) for v in field.values)
 
 
 def lesion_value(field: FieldSpec, finding: "findmod.Finding") -> tuple[str | None, str]:

@@ -261,8 +261,8 @@ _ACROSS_MIDLINE = re.compile(r"\b(?:cross(?:es|ing)?|across|spann?(?:s|ing)?|tra
 
 
 def _side(text: str, anchor: int) -> str | None:
-    if _ACROSS_MIDLINE.search(text):
-        return "bilateral"
+    if _ACROSS_MIDLINE.search(text) or re.search(r"\b(?:on|of|in)\s+(?:each|both)\s+sides?\b", text):
+        return "bilateral"  # "up to 14 mm on each side"
     sides = [(abs(m.start() - anchor), m.group(1)) for m in _SIDE.finditer(text)]
     if not sides:
         return None
@@ -853,8 +853,30 @@ def sole_lesion(found: list[Finding]) -> Finding | None:
     return present[0] if len(present) == 1 and not others and not present[0].plural else None
 
 
-def dominant(found: list[Finding], organ: str | None = None, by_category: bool = True
-             ) -> tuple[Finding | None, str]:
+def tied_for_dominant(found: list[Finding], organ: str | None = None) -> list[Finding]:
+    """The lesions that tie for dominant by the schema's rule (the same largest size, none called
+    dominant, no category between them), or an empty list when one is dominant or none ties.
+
+    Parameters
+    ----------
+    found : list of Finding
+        The report's findings (:func:`report_findings`).
+    organ : str or None, optional
+        The schema's organ (:func:`dominant`).
+
+    Returns
+    -------
+    list of Finding
+        The tied findings, in report order; empty unless :func:`dominant` gives
+        ``no_dominant_lesion:equal_sizes``.
+    """
+    ties: list[Finding] = []
+    dominant(found, organ, ties=ties)
+    return ties
+
+
+def dominant(found: list[Finding], organ: str | None = None, by_category: bool = True,
+             ties: list[Finding] | None = None) -> tuple[Finding | None, str]:
     """The dominant lesion by the schema's rule, or None with the reason none is.
 
     Parameters
@@ -866,6 +888,9 @@ def dominant(found: list[Finding], organ: str | None = None, by_category: bool =
     by_category : bool, optional
         Whether a RADS category outranks size (the dominant / index lesion); False for "the
         largest / larger" lesion, which is the largest whatever its category.
+    ties : list of Finding or None, optional
+        Filled with the tied lesions when none is dominant for ``equal_sizes``
+        (:func:`tied_for_dominant`).
 
     Returns
     -------
@@ -922,6 +947,8 @@ def dominant(found: list[Finding], organ: str | None = None, by_category: bool =
     top = max(f.size_mm for f in sized)
     tops = [f for f in sized if f.size_mm == top]
     if len(tops) > 1:
+        if ties is not None:
+            ties.extend(tops)
         return None, "no_dominant_lesion:equal_sizes"
     if by_category and _called_benign(tops[0]) and any(_called_suspicious(f) for f in present if f is not tops[0]):
         # "a 14 mm simple cyst ... a 9 mm solid nodule": the largest is the rule's pick, the suspicious
