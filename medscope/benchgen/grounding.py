@@ -618,6 +618,10 @@ def _mention_status(sent: str, start: int, end: int) -> str:
     if st != "possible":
         return st
     hedge = nearest_hedge(before)
+    if hedge in FAVOURING and attendant and not re.search(rf"\b{re.escape(hedge)}\b", attendant.group(1)):
+        # "nodule ... consistent with local recurrence, with perineural spread along the facial nerve":
+        # ", with" opens an attendant finding the report states; the favouring hedge names the nodule's diagnosis
+        return "affirmed"
     if hedge == "suggestive of" and re.search(r"\bmost\s+suggestive of\s+(?:[\w-]+\s+){0,5}$", before):
         return "favoured"  # "most suggestive of X" signs X as the diagnosis, as "most consistent with" does
     return "favoured" if hedge in FAVOURING else "possible"
