@@ -120,7 +120,9 @@ def _qualifiers(q: str) -> set[str]:
                                         "comparison", "measure", "measured", "today", "currently", "focal",
                                         # laterality is read from the finding's side, never from its words
                                         "unilateral", "bilateral", "both", "either", "ipsilateral",
-                                        "contralateral", "sided", "side")}
+                                        "contralateral", "sided", "side",
+                                        # an organ's own structure word: "salivary gland" is the organ
+                                        "gland", "glands")}
     organ_words = set()
     for pat in [*findmod.ORGAN_WORDS.values(), *(p for p, _ in findmod.PLACE_ORGANS)]:
         organ_words |= {grounding.stem(w) for m in re.finditer(pat, q) for w in m.group(0).split()}
