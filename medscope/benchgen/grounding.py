@@ -1309,6 +1309,18 @@ def check_count(question: str, answer: str, sents: list[str]) -> tuple[bool, str
         for m in re.finditer(r"\b(\d+|" + "|".join(NUMBER_WORDS) + r")\b((?:\s+[a-z-]+){1,3})", s):
             if {t[0] for t in tokens(m.group(2))} & subject:
                 counts.setdefault(_count(m.group(1)), s)
+    counted = re.search(r"\bhow many\s+([a-z-]+)", normalize_sentence(question))
+    if not counts and counted:
+        # "How many lesions are in the right parotid gland?": the topic noun is what is counted, and the
+        # sentence must name the places asked ("RIGHT PAROTID: Three well-defined hypoechoic lesions")
+        noun = stem(counted.group(1))
+        places = subject - {noun} - {stem(w) for w in ("gland", "glands")}
+        for s in sents:
+            if not places <= {t[0] for t in tokens(s)}:
+                continue
+            for m in re.finditer(r"\b(\d+|" + "|".join(NUMBER_WORDS) + r")\b((?:\s+[a-z-]+){1,3})", s):
+                if noun in {t[0] for t in tokens(m.group(2))}:
+                    counts.setdefault(_count(m.group(1)), s)
     if not counts:
         return False, "", "count_not_stated"
     if n not in counts:
