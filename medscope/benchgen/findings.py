@@ -134,6 +134,9 @@ class Finding:
     small: bool = False
     section: str = "findings"
     places_in: frozenset = frozenset()  # organs its place words ("lower pole") can be in
+    # a hedged diagnosis offered for it ("typical of a Warthin tumour"): it calls the lesion benign or
+    # suspicious, but is kept out of ``text``, whose words give feature values
+    diagnosis: str = ""
 
     def as_row(self) -> dict:
         """The finding as one row of the extraction table (docs/benchgen.md)."""
@@ -525,6 +528,13 @@ def report_findings(findings: str, impression: str, nouns: set[str] | None = Non
                     group_words = sent[a:end + sub.start()]
                     f.dims_mm, f.prior_size_mm = _sizes(group_words)
                     f.size_mm, f.side = (max(f.dims_mm) if f.dims_mm else None), _side(group_words, start - a)
+                if (joined_to_previous is not None and f.status == "possible" and f.size_mm is None
+                        and joined_to_previous.status == "present" and _DIAGNOSIS_BEFORE.search(sent[joined_prev_end:start])):
+                    # "the known lesion ... measures 29 x 20 mm, unchanged since 2022, typical of a Warthin
+                    # tumour": the hedged diagnosis names the lesion just described, not one more lesion
+                    joined_to_previous.diagnosis += " " + sent[joined_prev_end:b].strip()
+                    joined_prev_end = end
+                    continue
                 target = _referent(out, f, sent[:start], section)
                 if target is not None:
                     _merge(target, f)
@@ -610,6 +620,12 @@ def _referral_findings(original: str, sent: str, nouns: set[str], section: str) 
     return out
 
 
+# a diagnosis offered for the lesion just named: "..., typical of a", "consistent with", "most likely a"
+_DIAGNOSIS_BEFORE = re.compile(r"\b(?:consistent with|in keeping with|compatible with|typical of|characteristic of|"
+                               r"diagnostic of|(?:most\s+)?likely|probably|representing|suggestive of|favou?ring|"
+                               r"suspicious for|concerning for)\s+(?:(?:a|an|the)\s+)?(?:[\w-]+\s+){0,3}$")
+
+
 # a lesion noun a lymph node carries: "nodal metastasis", "lymph node mass", "nodal conglomerate mass"
 _NODAL_BEFORE = re.compile(r"\b(?:nodal|(?:lymph\s+)?nodes?)\s+(?:[\w-]+\s+)?$")
 
@@ -660,6 +676,7 @@ def _referent(out: list[Finding], f: Finding, before: str, section: str) -> Find
 
 def _merge(target: Finding, f: Finding, keep_status: bool = False) -> None:
     target.text += " " + f.text
+    target.diagnosis = (target.diagnosis + " " + f.diagnosis).strip()
     if target.size_mm is None and f.size_mm is not None:
         target.size_mm, target.dims_mm = f.size_mm, f.dims_mm
     target.prior_size_mm = target.prior_size_mm if target.prior_size_mm is not None else f.prior_size_mm
@@ -964,10 +981,11 @@ _SUSPICIOUS_CALL = re.compile(r"\b(?:suspicious|concerning|worrisome|malignan\w*
 
 
 def _called_benign(f: Finding) -> bool:
-    return bool(_BENIGN_CALL.search(f.text)) and not _called_suspicious(f)
+    return bool(_BENIGN_CALL.search(f.text + " " + f.diagnosis)) and not _called_suspicious(f)
 
 
 def _called_suspicious(f: Finding) -> bool:
     """A suspicion word said of the finding, not denied ("no solid component" says it has none)."""
-    return any(not re.search(r"\b(?:no|without|not|non)\W+(?:\w+\W+){0,2}$", f.text[:m.start()])
-               for m in _SUSPICIOUS_CALL.finditer(f.text))
+    words = f.text + " " + f.diagnosis
+    return any(not re.search(r"\b(?:no|without|not|non)\W+(?:\w+\W+){0,2}$", words[:m.start()])
+               for m in _SUSPICIOUS_CALL.finditer(words))

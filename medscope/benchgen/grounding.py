@@ -611,6 +611,8 @@ def _mention_status(sent: str, start: int, end: int) -> str:
                                       r"\s+from\s+(?:the\s+)?(?:[\w-]+\s+){0,2}$", before):
         return "historical"  # "PI-RADS 4, upgraded from PI-RADS 3": the prior value, not the current one
     if st == "affirmed" and (re.search(r"\bfavou?r(?:s|ing|ed)?\s+(?:[\w-]+\s+){0,3}$", before)
+                             or re.search(r"\b(?:typical|characteristic|diagnostic)\s+of\s+(?:(?:a|an|the)\s+)?"
+                                          r"(?:[\w-]+\s+){0,2}$", before)
                              or _FAVOURED_AFTER.match(after)):
         # "the low PSA density favours BPH as the cause", "Warthin tumours are favoured": a favoured
         # diagnosis, signed only as a diagnosis
