@@ -115,7 +115,9 @@ SAME = {"hepatic": "liver", "hepatocellular": "hepatocellular", "oedema": "edema
         # a gland's apex and base by their adjectives: "the apical lesion" is the lesion at the apex
         "apical": "apex", "basal": "base",
         # a verb in -de and its noun in -sion are one word: "invaded" / "invasion", "eroded" / "erosion"
-        "invas": "invad", "eros": "erod", "occlus": "occlud", "protrus": "protrud"}
+        "invas": "invad", "eros": "erod", "occlus": "occlud", "protrus": "protrud",
+        # a noun in -ence and its adjective in -ent: "recurrence" / "recurrent"
+        "recurrence": "recurrent"}
 REWRITES = (  # abbreviations and one-word findings spelled out, so either wording is found
     (r"\bhcc\b", "hepatocellular carcinoma hcc"), (r"\brcc\b", "renal cell carcinoma rcc"),
     # a one-word finding keeps its own word first (a schema's "no splenomegaly" pattern still reads it)

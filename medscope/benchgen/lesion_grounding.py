@@ -164,6 +164,8 @@ def check_lesion_key(question: str, answer: str, kind: str, findings: str, impre
     nouns = _question_nouns(q)
     if not nouns or kind not in ("yes_no", "quantity", "side", "term"):
         return None
+    if kind == "quantity" and grounding._ASKS_DISTANCE.search(q):
+        return None  # "the distance from the deep margin of the mass to the foramen" is no size of the mass
     found = findmod.report_findings(findings, impression)
     superlative = bool(_SUPERLATIVE.search(q))
     if kind == "yes_no" and _PRESENCE.match(q.strip()):
