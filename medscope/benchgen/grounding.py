@@ -1309,12 +1309,8 @@ def check_count(question: str, answer: str, sents: list[str]) -> tuple[bool, str
     n = _count(answer)
     subject = subject_stems(question)
     counts = {}
-    for s in sents:
-        for m in re.finditer(r"\b(\d+|" + "|".join(NUMBER_WORDS) + r")\b((?:\s+[a-z-]+){1,3})", s):
-            if {t[0] for t in tokens(m.group(2))} & subject:
-                counts.setdefault(_count(m.group(1)), s)
     counted = re.search(r"\bhow many\s+([a-z-]+)", normalize_sentence(question))
-    if not counts and counted:
+    if counted:
         # "How many lesions are in the right parotid gland?": the topic noun is what is counted, and the
         # sentence must name the places asked ("RIGHT PAROTID: Three well-defined hypoechoic lesions")
         noun = stem(counted.group(1))
@@ -1324,6 +1320,11 @@ def check_count(question: str, answer: str, sents: list[str]) -> tuple[bool, str
                 continue
             for m in re.finditer(r"\b(\d+|" + "|".join(NUMBER_WORDS) + r")\b((?:\s+[a-z-]+){1,3})", s):
                 if noun in {t[0] for t in tokens(m.group(2))}:
+                    counts.setdefault(_count(m.group(1)), s)
+    if not counts:
+        for s in sents:
+            for m in re.finditer(r"\b(\d+|" + "|".join(NUMBER_WORDS) + r")\b((?:\s+[a-z-]+){1,3})", s):
+                if {t[0] for t in tokens(m.group(2))} & subject:
                     counts.setdefault(_count(m.group(1)), s)
     if not counts:
         return False, "", "count_not_stated"
@@ -1422,6 +1423,8 @@ def _one_of_two_places(s: str, answer_words: set[str]) -> bool:
     """Whether ``s`` names the answer's place only together with another of the same head noun
     ("occupies the superficial and deep lobes" for the key "superficial lobe"): the lesion spans both."""
     for m in SHARED_HEAD.finditer(s):
+        if RELATIVE_TO_BEFORE.search(s[:m.start(2)]):
+            continue  # "anterior to the lower pole" is a relation, not two places
         head = re.sub(r"s$", "", m.group(3))
         if head in answer_words and (m.group(1) in answer_words) != (m.group(2) in answer_words):
             return True
