@@ -26,6 +26,8 @@ import re
 
 from medscope.benchgen import findings as findmod
 from medscope.benchgen.grounding import (ORGAN_WORDS, _MIXED_BEFORE, ARTIFACT_AFTER, _SIDE_TAIL, SECONDARY, _spread,
+                                        RELATIVE_TO_BEFORE, SHARED_HEAD, named_members, member_subject,
+                                        paired_subject_side, _BOTH_SIDES,
                                         _mention_status, is_recommendation, measurements, normalize_sentence, sentences,
                                         PART_DENIED, TOPIC, in_technical_phrase, stem, tokens)
 from medscope.benchgen.schema import FieldSpec, Schema
@@ -175,6 +177,7 @@ def _multi_found(field: FieldSpec, text: str) -> tuple[list[tuple[int, int, str]
     for order, v in enumerate(field.values):
         for m in _matches(v.patterns, text):
             if (SECONDARY.search(text[: m.start()]) or RELATION_BEFORE.search(text[: m.start()])
+                    or RELATIVE_TO_BEFORE.search(text[: m.start()])
                     or in_technical_phrase(text, m.start(), m.end())
                     or _mention_status(text, m.start(), m.end()) not in ("affirmed", "favoured")):
                 continue
@@ -244,6 +247,43 @@ def _side_values(field: FieldSpec) -> dict[str, str] | None:
     return out
 
 
+# "Is there a focal renal lesion?", "Is there a pulmonary nodule or mass?": a lesion of the organ,
+# nothing narrower (no category, kind or suspicion the question asks for)
+_ANY_LESION_Q = re.compile(r"^\W*(?:is|are)\s+there\s+(?:a|an|any)?\s*(?:focal\s+)?(?:[\w-]+\s+){0,2}?"
+                           r"(?:lesions?|mass(?:es)?|nodules?|tumou?rs?)(?:\s+or\s+(?:lesions?|mass(?:es)?|nodules?|"
+                           r"tumou?rs?))?(?:\s+(?:in|of)\s+the\s+[\w\s-]+?)?\s*\?$")
+
+
+def asks_any_lesion(field: FieldSpec) -> bool:
+    """Whether a binary field asks whether the organ has any focal lesion at all ("Is there a focal
+    salivary gland lesion?"), not one of a kind, category or suspicion ("a suspicious focal lesion",
+    "a lesion of O-RADS category 3 or higher", "a solid or complex lesion").
+
+    Parameters
+    ----------
+    field : FieldSpec
+        A schema field.
+
+    Returns
+    -------
+    bool
+        True for a binary field whose question asks for a lesion, mass, nodule or tumour, optionally
+        focal, with no word before the noun but the organ's own (:data:`ORGAN_WORDS`, "gland").
+    """
+    if field.type != "binary":
+        return False
+    q = normalize_sentence(field.question)
+    m = _ANY_LESION_Q.match(q)
+    if not m:
+        return False
+    head = re.sub(r"^\W*(?:is|are)\s+there\s+(?:(?:a|an|any)\s+)?(?:focal\s+)?", "", q)
+    # the words before the noun and any place after it ("in the prostate") name the organ only
+    rest = re.sub(r"\b(?:lesions?|mass(?:es)?|nodules?|tumou?rs?)\b|\b(?:or|in|of|the)\b|\?", " ", head)
+    for pat in ORGAN_WORDS.values():
+        rest = re.sub(pat, " ", rest)
+    return not re.sub(r"\b(?:gland|glands|soft-tissue|soft|tissue)\b", " ", rest).strip()
+
+
 def study_binary(field: FieldSpec, sents: list[str], lesion_side: str | None = None) -> tuple[str | None, str, str]:
     """A study-level binary field over every sentence: (value, evidence, reason when unset).
 
@@ -284,6 +324,9 @@ def study_binary(field: FieldSpec, sents: list[str], lesion_side: str | None = N
     # what the question asks for, less the organ it is in ("No thyroid cyst" names the organ, not the nodule)
     q_stems = {t for t, _, _ in tokens(q_text)} - {stem(w) for pat in ORGAN_WORDS.values()
                                                    for m in re.finditer(pat, q_text) for w in m.group(0).split()}
+    members = named_members([normalize_sentence(s) for s in sents])
+    # "Clinical: right preauricular fullness, query parotid mass.": the reason for the study, not a finding of it
+    referral = [m.group(0) for m in findmod._CLINICAL_LINE.finditer(" ".join(sents))]
     for i, s in enumerate(sents):
         text = _MEASURED_AND.sub("", normalize_sentence(s))  # "duct measures 2 mm and is normal": the duct is normal
         if is_recommendation(text):
@@ -303,8 +346,10 @@ def study_binary(field: FieldSpec, sents: list[str], lesion_side: str | None = N
             if findmod.another_thing_after(text, m.end()) or in_technical_phrase(text, m.start(), m.end()):
                 continue  # "No mass effect" denies no mass, "no acoustic enhancement" no contrast enhancement
             denied.append((m.start(), m.end()))
-            _denial(text, m.start(), m.end(), s, no, partial, partial_sides, other_narrowing, asked_words)
+            _denial(text, m.start(), m.end(), s, no, partial, partial_sides, other_narrowing, asked_words, members)
         for m in _matches(field.yes_patterns, text):
+            if any(s.strip() in r for r in referral):
+                break
             if (any(a <= m.start() < b for a, b in denied) or findmod.another_thing_after(text, m.end())
                     or ARTIFACT_AFTER.match(text[m.end():]) or in_technical_phrase(text, m.start(), m.end())):
                 continue
@@ -324,7 +369,7 @@ def study_binary(field: FieldSpec, sents: list[str], lesion_side: str | None = N
                 partial.append(s)
                 other_narrowing.append(s)
             elif st == "negated":
-                _denial(text, m.start(), m.end(), s, no, partial, partial_sides, other_narrowing, asked_words)
+                _denial(text, m.start(), m.end(), s, no, partial, partial_sides, other_narrowing, asked_words, members)
     if {"left", "right"} <= partial_sides and not no:
         no.append(partial[0])
     if (lesion_side in ("left", "right") and partial_sides == {lesion_side} and not no and not yes
@@ -348,35 +393,10 @@ _ON_SOME_IMAGES = re.compile(r"^\s+(?:on|in)\s+(?:the\s+)?(?:[\w-]+\s+){0,4}?(?:
 _SOME_IMAGES_DENIAL = re.compile(r"\b(?:no|without)\b[^.;]*?\s(?:on|in)\s+(?:the\s+)?(?:[\w-]+\s+){0,4}?"
                                  r"(?:images?|sequences?|phases?|series)\b")
 _DENIER = re.compile(r"\b(?:no|without|not|negative for|absence of|free of)\b")
+# a denial placed on one side after its noun: "no focal lesion in the right parotid", "within the left kidney"
+_IN_SIDE_TAIL = re.compile(r"^\s+(?:in|within|of|involving|at)\s+(?:the\s+)?(left|right)\b(?!\s+and\b)")
 
 
-# addition: one of a pair of organs named with its side ("the right testis", "the left kidney", "left
-# and right ovaries" is both); the organ words are the project's own (grounding.ORGAN_WORDS)
-_PAIRED_SUBJECT = re.compile(r"\b(left|right)(?:\s+and\s+(left|right))?\s+(?:[a-z-]+\s+)?(?:"
-                             + "|".join(ORGAN_WORDS[o] for o in sorted(findmod.PAIRED_ORGANS)) + ")")
-_BOTH_SIDES = re.compile(r"\b(?:both|either|neither|bilateral\w*|each)\b")
-
-
-def paired_subject_side(before: str) -> set[str]:
-    """The side of the one-of-a-pair organ a sentence is about before a denial: "The right testis is
-    normal, with no focal lesion" denies a lesion of the right testis only, so a side-free field
-    ("Is there a testicular lesion?") is left to the other one. The nearest named organ before the
-    denial decides; "right and left testes" names both; "both" / "either" before it clears the pair.
-
-    Parameters
-    ----------
-    before : str
-        The normalised sentence up to the denying word.
-
-    Returns
-    -------
-    set of str
-        ``{"left"}``, ``{"right"}``, ``{"left", "right"}`` or empty (no side-named paired organ).
-    """
-    hits = list(_PAIRED_SUBJECT.finditer(before))
-    if not hits or _BOTH_SIDES.search(before[hits[-1].start():]):
-        return set()
-    return {g for g in hits[-1].groups() if g}
 
 
 _TOPIC_STEMS = frozenset(stem(t) for t in TOPIC)
@@ -391,7 +411,7 @@ def _names_the_asked(mention: str, q_stems: set[str]) -> bool:
     return not said or bool(said & (q_stems | _TOPIC_STEMS))
 
 
-def _denial(text, a, b, s, no, partial, partial_sides, other_narrowing, asked_words=frozenset()) -> None:
+def _denial(text, a, b, s, no, partial, partial_sides, other_narrowing, asked_words=frozenset(), members=None) -> None:
     """File one denial as covering (``no``) or narrowed to a side / to new lesions (``partial``):
     the words from its negation to the end of its phrase, and an ``Organ:`` header, decide."""
     triggers = [m for m in _DENIER.finditer(text[:a]) if a - m.end() < 60]
@@ -409,6 +429,12 @@ def _denial(text, a, b, s, no, partial, partial_sides, other_narrowing, asked_wo
         if not set(_SIDE_WORD.findall(part.group(0))):
             other_narrowing.append(s)
         return
+    placed = _IN_SIDE_TAIL.match(text[b:])
+    if placed:
+        # "No focal lesion in the right parotid": a denial placed on one side leaves the other unsaid
+        partial.append(s)
+        partial_sides.add(placed.group(1))
+        return
     if _ON_SOME_IMAGES.match(text[b:]):
         partial.append(s)  # "no suspicious lesion on T2-weighted or DCE images": the other sequences are unsaid
         other_narrowing.append(s)
@@ -423,9 +449,15 @@ def _denial(text, a, b, s, no, partial, partial_sides, other_narrowing, asked_wo
     # a qualifier the question itself asks with ("Is there a focal solid ... lesion?": "no solid lesion")
     # narrows the denial to nothing less than what is asked
     narrow -= set(asked_words) - {"left", "right"}
+    # the sentence's words before the denying word (a schema pattern may hold it: "no calculus")
+    subject = text[:start] if triggers else text[:a]
     if not narrow and not _BOTH_SIDES.search(clause) and (triggers or _DENIER.match(text[a:b])):
         # a denying word, not a category said of one lesion ("left ovarian dermoid, O-RADS 2")
-        narrow |= paired_subject_side(text[:start])
+        narrow |= paired_subject_side(subject)
+    if not narrow and members and member_subject(subject, set(asked_words), members):
+        # "Both submandibular glands are normal with no calculus", the parotids named elsewhere: the
+        # denial is the submandibular glands', not the salivary glands'
+        narrow.add("part")
     if findmod.under_part_heading(text) and header.end() <= a:
         # "PERIPHERAL ZONE: No focal lesion." / "RIGHT LOBE: No nodule.": a denial under a part's
         # heading clears that part, not the organ
@@ -482,8 +514,24 @@ def extract_with_rejects(schema: Schema, findings: str, impression: str
     removed = findmod.organ_removed(normalize_sentence(findings + " " + impression), schema.organ)
     if removed:
         dom, why_none = None, "organ_removed"
+    presence = [f for f in schema.fields if f not in lesion_fields and asks_any_lesion(f)]
+    if dom is not None and presence:
+        # the schema's own question "Is there a focal lesion?" answered No: whatever else the report
+        # describes ("innumerable small cysts up to 4 mm" of a diffuse disease, "a 2 mm hyperdensity
+        # that may represent a tiny calculus") is not the lesion the schema asks about, so the
+        # dominant lesion's fields would key a lesion the report denies
+        value, _, _ = _binary_field(presence[0], sents, findings, impression, None)
+        if value == "no":
+            dom, why_none = None, "lesion_denied"
+    ties = findmod.tied_for_dominant(found, schema.organ) if lesion_fields and dom is None and not removed and (
+        why_none == "no_dominant_lesion:equal_sizes") else []
     for field in schema.fields:
         if field in lesion_fields:
+            if dom is None and ties:
+                value = tied_value(field, ties)
+                if value is not None:
+                    out[field.name] = (value, ties[0].sentence)
+                    continue
             if dom is None:
                 unset[field.name] = why_none
                 continue
@@ -552,6 +600,8 @@ def _binary_field(field: FieldSpec, sents: list[str], findings: str, impression:
             value, why = None, "only_partial_denial"  # "PERIPHERAL ZONE: No focal lesion."
         if value == "no" and _one_of_a_pair(field.question, evidence):
             value, why = None, "only_partial_denial"
+        if value == "no" and _member_denied(field.question, evidence, sents):
+            value, why = None, "only_partial_denial"
     return value, evidence, why
 
 
@@ -571,6 +621,20 @@ def _one_of_a_pair(question: str, evidence: str) -> bool:
     return not q_sides and len(e_sides & {"left", "right"}) == 1 and not e_sides & {"both", "bilateral"}
 
 
+def _member_denied(question: str, evidence: str, sents: list[str]) -> bool:
+    """Whether a denial's sentence is about one side-named organ of a pair or one member of a family
+    of structures the report names ("The left submandibular gland is ... otherwise normal, with no
+    calculus"), which the field's question does not narrow to."""
+    text = normalize_sentence(evidence)
+    neg = list(_DENIER.finditer(text))
+    before = text[:neg[-1].start()] if neg else text
+    asked = set(re.findall(r"[a-z]+", normalize_sentence(question)))
+    sides = paired_subject_side(before)
+    if sides and not (sides & asked):
+        return True
+    return bool(member_subject(before, asked, named_members([normalize_sentence(s) for s in sents])))
+
+
 def _grounded_binary(field: FieldSpec, findings: str, impression: str) -> tuple[str | None, str]:
     """("yes" / "no", evidence) when the report-grounded check keeps exactly one of Yes and No for the
     field's own question, lesions placed by their own organ words only; else (None, "")."""
@@ -584,6 +648,45 @@ def _grounded_binary(field: FieldSpec, findings: str, impression: str) -> tuple[
     if len(kept) != 1:
         return None, ""
     return next(iter(kept.items()))
+
+
+def tied_value(field: FieldSpec, ties: list["findmod.Finding"]) -> str | None:
+    """The value of a dominant-lesion field where lesions tie for dominant: the one value every tied
+    lesion gives (three well-defined lesions of 14 mm: "well-defined", "less than 20 mm" whichever is
+    the dominant one), and for a side field whose values include "bilateral", "bilateral" where the
+    tied lesions lie on both sides. None where they differ or one gives none.
+
+    Parameters
+    ----------
+    field : FieldSpec
+        A field about the dominant lesion.
+    ties : list of Finding
+        The lesions tied for dominant (:func:`medscope.benchgen.findings.tied_for_dominant`).
+
+    Returns
+    -------
+    str or None
+        The value that holds whichever of them is the dominant one; None otherwise.
+    """
+    sides = _side_values(field)
+    if sides is not None or _side_field(field):
+        covered = set()
+        for f in ties:
+            covered |= {"left", "right"} if f.side == "bilateral" else {f.side}
+        bilateral = [v.value for v in field.values if re.search(r"\bbilateral\b", v.value.lower())]
+        if covered == {"left", "right"} and len(bilateral) == 1:
+            return bilateral[0]
+        if len(covered) == 1 and None not in covered and sides is not None:
+            return sides.get(next(iter(covered)))
+        if len(covered) != 1 or None in covered:
+            return None
+    values = {lesion_value(field, f)[0] for f in ties}
+    return values.pop() if len(values) == 1 and None not in values else None
+
+
+def _side_field(field: FieldSpec) -> bool:
+    """Whether a multi field's values are sides ("left", "right", "bilateral")."""
+    return field.type == "multi" and all(_SIDE_WORD.search(v.value.lower()) for v in field.values)
 
 
 def lesion_value(field: FieldSpec, finding: "findmod.Finding") -> tuple[str | None, str]:
@@ -659,9 +762,6 @@ def lesion_value(field: FieldSpec, finding: "findmod.Finding") -> tuple[str | No
 # "isoechoic to mildly hypoechoic" is a range: it settles neither end, whatever adverb the second carries
 _JOINED = re.compile(r"^[\s,]*(?:(?:lobes?|poles?|segments?|regions?)\s*)?(?:and|or|and/or|/|-|to|through|&)\s*(?:the\s+)?"
                      r"(?:(?:mildly|slightly|minimally|moderately|markedly|very|predominantly|partly|focally)\s+)?$")
-# "the mid and lower pole": two places sharing one head noun
-_SHARED_HEAD = re.compile(r"\b([a-z]+)\s+(?:and|or|and/or|/|to|through|-)\s+(?:the\s+)?([a-z]+)\s+(poles?|lobes?|segments?|"
-                          r"regions?|thirds?|portions?|zones?)\b")
 # (a number with a unit is a measurement: "in the pancreatic body, 6 mm ..." lists no second place)
 _NUMERAL_LIST = re.compile(r"^\s*(?:,|and|or|/|-|to|through|&)\s*(?:\d+|[ivx]+)[ab]?\b(?!\s*(?:\.\d+\s*)?-?\s*(?:mm|cm|x)\b)")
 # places that belong to another finding of the organ, not the lesion: "mild atrophy of the body and tail"
@@ -704,7 +804,7 @@ def several_values(field: FieldSpec, text: str) -> bool:
     for (a1, e1, v1), (a2, _, v2) in zip(hits, hits[1:]):
         if v1 != v2 and a2 >= e1 and _JOINED.match(text[e1:a2]):
             return True
-    for m in _SHARED_HEAD.finditer(text):
+    for m in SHARED_HEAD.finditer(text):
         if _OTHER_FINDING_OF.search(text[:m.start()]):
             continue  # "with oedema of the frontal and parietal lobes": the oedema's places
         head = m.group(3).rstrip("s") if m.group(3) != "lobes" else "lobe"

@@ -42,7 +42,7 @@ from __future__ import annotations
 import dataclasses
 import re
 
-from medscope.benchgen.grounding import _MEASURE, prior_length, OPERATED_FOR, ORGAN_WORDS, _mention_status, is_recommendation, measurements, normalize_sentence, sentences
+from medscope.benchgen.grounding import PAIRED_ORGANS, _MEASURE, prior_length, OPERATED_FOR, ORGAN_WORDS, _mention_status, is_recommendation, measurements, normalize_sentence, sentences
 
 # addition: the lesion nouns of a schema. The paper does not list them; these are the nouns
 # radiology reports use for a focal lesion. "lesion" / "observation" are umbrella terms: a
@@ -75,8 +75,6 @@ PLACE_ORGANS = (
      r"semiovale|corona radiata|pons|pontine|medulla\w*|midbrain)\b", {"brain"}),
     (r"\b(?:peripheral|transition(?:al)?|central) zones?\b", {"prostate"}),
 )
-# addition: organs that come in pairs, one per side: a lesion's side is then its organ's side.
-PAIRED_ORGANS = frozenset({"kidney", "lung", "breast", "ovary", "testis", "adrenal"})
 SCHEMA_ORGAN = {"lung": "lung", "liver": "liver", "kidney": "kidney", "brain": "brain"}
 _SIDE = re.compile(r"\b(left|right|bilateral|bilaterally|both)\b")
 _DOMINANT = re.compile(r"\b(?:dominant|largest|biggest|larger|bigger|index)\b")
@@ -136,6 +134,9 @@ class Finding:
     small: bool = False
     section: str = "findings"
     places_in: frozenset = frozenset()  # organs its place words ("lower pole") can be in
+    # a hedged diagnosis offered for it ("typical of a Warthin tumour"): it calls the lesion benign or
+    # suspicious, but is kept out of ``text``, whose words give feature values
+    diagnosis: str = ""
 
     def as_row(self) -> dict:
         """The finding as one row of the extraction table (docs/benchgen.md)."""
@@ -263,8 +264,8 @@ _ACROSS_MIDLINE = re.compile(r"\b(?:cross(?:es|ing)?|across|spann?(?:s|ing)?|tra
 
 
 def _side(text: str, anchor: int) -> str | None:
-    if _ACROSS_MIDLINE.search(text):
-        return "bilateral"
+    if _ACROSS_MIDLINE.search(text) or re.search(r"\b(?:on|of|in)\s+(?:each|both)\s+sides?\b", text):
+        return "bilateral"  # "up to 14 mm on each side"
     sides = [(abs(m.start() - anchor), m.group(1)) for m in _SIDE.finditer(text)]
     if not sides:
         return None
@@ -527,6 +528,13 @@ def report_findings(findings: str, impression: str, nouns: set[str] | None = Non
                     group_words = sent[a:end + sub.start()]
                     f.dims_mm, f.prior_size_mm = _sizes(group_words)
                     f.size_mm, f.side = (max(f.dims_mm) if f.dims_mm else None), _side(group_words, start - a)
+                if (joined_to_previous is not None and f.status == "possible" and f.size_mm is None
+                        and joined_to_previous.status == "present" and _DIAGNOSIS_BEFORE.search(sent[joined_prev_end:start])):
+                    # "the known lesion ... measures 29 x 20 mm, unchanged since 2022, typical of a Warthin
+                    # tumour": the hedged diagnosis names the lesion just described, not one more lesion
+                    joined_to_previous.diagnosis += " " + sent[joined_prev_end:b].strip()
+                    joined_prev_end = end
+                    continue
                 target = _referent(out, f, sent[:start], section)
                 if target is not None:
                     _merge(target, f)
@@ -612,10 +620,22 @@ def _referral_findings(original: str, sent: str, nouns: set[str], section: str) 
     return out
 
 
+# a diagnosis offered for the lesion just named: "..., typical of a", "consistent with", "most likely a"
+_DIAGNOSIS_BEFORE = re.compile(r"\b(?:consistent with|in keeping with|compatible with|typical of|characteristic of|"
+                               r"diagnostic of|(?:most\s+)?likely|probably|representing|suggestive of|favou?ring|"
+                               r"suspicious for|concerning for)\s+(?:(?:a|an|the)\s+)?(?:[\w-]+\s+){0,3}$")
+
+
+# a lesion noun a lymph node carries: "nodal metastasis", "lymph node mass", "nodal conglomerate mass"
+_NODAL_BEFORE = re.compile(r"\b(?:nodal|(?:lymph\s+)?nodes?)\s+(?:[\w-]+\s+)?$")
+
+
 def _new_finding(original, sent, start, end, word, a, b, header_text, section_organ, section) -> Finding:
     clause = sent[a:b]
     dims, prior = _sizes(clause)
     organ = _organ(clause) or _organ(header_text) or section_organ
+    if _NODAL_BEFORE.search(sent[max(0, start - 40):start]):
+        organ = "lymph node"  # "a necrotic level IIA nodal metastasis, 18 mm in short axis" is a node, not the organ's lesion
     side = _side(clause, start - a) or _side(header_text, 0)
     return Finding(places_in=place_organs(clause + " " + header_text), entity=word, status=_status(sent, start, end), organ=organ, side=side,
                    size_mm=max(dims) if dims else None, dims_mm=dims, prior_size_mm=prior, text=clause,
@@ -646,13 +666,17 @@ def _referent(out: list[Finding], f: Finding, before: str, section: str) -> Find
     if section == "impression":
         pool = [g for g in candidates if not g.plural] if not f.plural else [g for g in candidates if g.plural]
         if f.side is not None:
-            pool = [g for g in pool if g.side == f.side]
+            # "Left parotid superficial lobe lesion, unchanged" restates "The lesion is again seen", whose
+            # side the findings never wrote: a lesion of unknown side is compatible, when it is the only one
+            same_side = [g for g in pool if g.side == f.side]
+            pool = same_side or [g for g in pool if g.side is None]
         return pool[0] if len(pool) == 1 else None
     return None
 
 
 def _merge(target: Finding, f: Finding, keep_status: bool = False) -> None:
     target.text += " " + f.text
+    target.diagnosis = (target.diagnosis + " " + f.diagnosis).strip()
     if target.size_mm is None and f.size_mm is not None:
         target.size_mm, target.dims_mm = f.size_mm, f.dims_mm
     target.prior_size_mm = target.prior_size_mm if target.prior_size_mm is not None else f.prior_size_mm
@@ -698,11 +722,15 @@ def in_organ(f: Finding, organ: str | None) -> bool:
     -------
     bool
         True when ``organ`` is None, the finding names ``organ``, or names no organ and either has no
-        place word or one that ``organ`` (or an organ outside :data:`ORGAN_WORDS`) can have.
+        place word or one that ``organ`` (or an organ outside :data:`ORGAN_WORDS`) can have; a lymph
+        node's finding ("nodal metastasis") only where ``organ`` is a region outside :data:`ORGAN_WORDS`
+        ("soft tissue"), never an organ's lesion.
     """
     want = schema_organ(organ)
     if want is None:
         return True
+    if f.organ == "lymph node" and want not in ORGAN_WORDS:
+        return True  # a region's schema ("soft tissue") holds its nodal masses; an organ's never does
     if f.organ is not None:
         return f.organ == want
     # placed only by a place word: a candidate unless every organ that place fits is a known other one
@@ -821,7 +849,8 @@ def sole_lesion(found: list[Finding]) -> Finding | None:
     """The report's one described lesion, or None when it describes none or several.
 
     A possible finding with no size of its own ("most likely a high-grade sarcoma", "favouring
-    schwannoma") is the described lesion's diagnosis, not a second lesion; a sized one is another.
+    schwannoma") is the described lesion's diagnosis, not a second lesion; a sized one is another. A
+    lymph node's finding ("nodal metastasis") beside a lesion of the organ is no second lesion.
 
     Parameters
     ----------
@@ -835,11 +864,36 @@ def sole_lesion(found: list[Finding]) -> Finding | None:
     """
     present = [f for f in found if f.status == "present"]
     others = [f for f in found if f.status == "possible" and f.size_mm is not None]
+    if any(f.organ != "lymph node" for f in present):
+        # "Necrotic right level II nodal metastasis" beside a parotid mass: a node is no second lesion of the organ
+        present = [f for f in present if f.organ != "lymph node"]
     return present[0] if len(present) == 1 and not others and not present[0].plural else None
 
 
-def dominant(found: list[Finding], organ: str | None = None, by_category: bool = True
-             ) -> tuple[Finding | None, str]:
+def tied_for_dominant(found: list[Finding], organ: str | None = None) -> list[Finding]:
+    """The lesions that tie for dominant by the schema's rule (the same largest size, none called
+    dominant, no category between them), or an empty list when one is dominant or none ties.
+
+    Parameters
+    ----------
+    found : list of Finding
+        The report's findings (:func:`report_findings`).
+    organ : str or None, optional
+        The schema's organ (:func:`dominant`).
+
+    Returns
+    -------
+    list of Finding
+        The tied findings, in report order; empty unless :func:`dominant` gives
+        ``no_dominant_lesion:equal_sizes``.
+    """
+    ties: list[Finding] = []
+    dominant(found, organ, ties=ties)
+    return ties
+
+
+def dominant(found: list[Finding], organ: str | None = None, by_category: bool = True,
+             ties: list[Finding] | None = None) -> tuple[Finding | None, str]:
     """The dominant lesion by the schema's rule, or None with the reason none is.
 
     Parameters
@@ -851,6 +905,9 @@ def dominant(found: list[Finding], organ: str | None = None, by_category: bool =
     by_category : bool, optional
         Whether a RADS category outranks size (the dominant / index lesion); False for "the
         largest / larger" lesion, which is the largest whatever its category.
+    ties : list of Finding or None, optional
+        Filled with the tied lesions when none is dominant for ``equal_sizes``
+        (:func:`tied_for_dominant`).
 
     Returns
     -------
@@ -907,6 +964,8 @@ def dominant(found: list[Finding], organ: str | None = None, by_category: bool =
     top = max(f.size_mm for f in sized)
     tops = [f for f in sized if f.size_mm == top]
     if len(tops) > 1:
+        if ties is not None:
+            ties.extend(tops)
         return None, "no_dominant_lesion:equal_sizes"
     if by_category and _called_benign(tops[0]) and any(_called_suspicious(f) for f in present if f is not tops[0]):
         # "a 14 mm simple cyst ... a 9 mm solid nodule": the largest is the rule's pick, the suspicious
@@ -922,10 +981,11 @@ _SUSPICIOUS_CALL = re.compile(r"\b(?:suspicious|concerning|worrisome|malignan\w*
 
 
 def _called_benign(f: Finding) -> bool:
-    return bool(_BENIGN_CALL.search(f.text)) and not _called_suspicious(f)
+    return bool(_BENIGN_CALL.search(f.text + " " + f.diagnosis)) and not _called_suspicious(f)
 
 
 def _called_suspicious(f: Finding) -> bool:
     """A suspicion word said of the finding, not denied ("no solid component" says it has none)."""
-    return any(not re.search(r"\b(?:no|without|not|non)\W+(?:\w+\W+){0,2}$", f.text[:m.start()])
-               for m in _SUSPICIOUS_CALL.finditer(f.text))
+    words = f.text + " " + f.diagnosis
+    return any(not re.search(r"\b(?:no|without|not|non)\W+(?:\w+\W+){0,2}$", words[:m.start()])
+               for m in _SUSPICIOUS_CALL.finditer(words))

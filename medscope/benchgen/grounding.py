@@ -49,6 +49,8 @@ ORGAN_WORDS = {
     "lymph node": r"\blymph\b", "breast": r"\bbreasts?\b", "thyroid": r"\bthyroid\w*\b",
     "prostate": r"\bprostat\w*", "bladder": r"\b(?:urinary )?bladder\b", "uterus": r"\b(?:uter\w*|endometri\w*)\b",
     "ovary": r"\b(?:ovar\w*|adnex\w*)\b", "testis": r"\b(?:testi[sc]\w*|testes|scrot\w*)\b",
+    # the major salivary glands: one organ of three paired glands ("parotidectomy bed" is the parotid's)
+    "salivary gland": r"\b(?:salivary|parotid\w*|submandibular|sublingual)\b",
 }
 _SENTENCE = re.compile(r"(?<=[.;!?])\s+|\n+")
 
@@ -113,7 +115,9 @@ SAME = {"hepatic": "liver", "hepatocellular": "hepatocellular", "oedema": "edema
         # a gland's apex and base by their adjectives: "the apical lesion" is the lesion at the apex
         "apical": "apex", "basal": "base",
         # a verb in -de and its noun in -sion are one word: "invaded" / "invasion", "eroded" / "erosion"
-        "invas": "invad", "eros": "erod", "occlus": "occlud", "protrus": "protrud"}
+        "invas": "invad", "eros": "erod", "occlus": "occlud", "protrus": "protrud",
+        # a noun in -ence and its adjective in -ent: "recurrence" / "recurrent"
+        "recurrence": "recurrent"}
 REWRITES = (  # abbreviations and one-word findings spelled out, so either wording is found
     (r"\bhcc\b", "hepatocellular carcinoma hcc"), (r"\brcc\b", "renal cell carcinoma rcc"),
     # a one-word finding keeps its own word first (a schema's "no splenomegaly" pattern still reads it)
@@ -127,6 +131,10 @@ REWRITES = (  # abbreviations and one-word findings spelled out, so either wordi
     # "in both lobes" / "both kidneys" is bilateral (never "both poles": two parts of one side)
     (r"\bboth (lobes|kidneys|lungs|breasts|ovaries|adnexa|sides|hemispheres|adrenals|adrenal glands|testes|parotids|"
      r"parotid glands)\b(?! bilateral)", r"both \1 bilateral"),
+    # "both" of two parts of one organ ("both the superficial and deep lobes of the right parotid", "both
+    # the upper and lower poles") is no second side: the parts stay, the side is the organ's
+    (r"\bboth\s+((?:the\s+)?(?!left\b|right\b)[a-z-]+\s+and\s+(?!left\b|right\b)[a-z-]+\s+(?:lobes|poles|segments|"
+     r"zones|portions|parts|regions|thirds|aspects|surfaces|walls|compartments|components)\b)", r"\1"),
     # units spelled out, and a decimal comma ("1,2 cm" is 12 mm, not 2 cm)
     (r"\bmillimet(?:er|re)s?\b", "mm"), (r"\bcentimet(?:er|re)s?\b", "cm"),
     (r"(?<![\d.,])(\d+),(\d+)(?=\s*-?\s*(?:mm|cm)\b)", r"\1.\2"),
@@ -409,6 +417,105 @@ def _denial_of_other_organ(sent: str, q: str, head_phrase: list[str], named: set
     return any(re.search(pat, sent) for organ, pat in ORGAN_WORDS.items() if organ not in asked)
 
 
+# addition: organs that come in pairs, one per side: a lesion's side is then its organ's side
+# (medscope.benchgen.findings reads it from here)
+PAIRED_ORGANS = frozenset({"kidney", "lung", "breast", "ovary", "testis", "adrenal", "salivary gland"})
+
+
+# addition: one of a pair of organs named with its side ("the right testis", "the left kidney", "left
+# and right ovaries" is both); the organ words are the project's own (grounding.ORGAN_WORDS)
+_PAIRED_SUBJECT = re.compile(r"\b(left|right)(?:\s+and\s+(left|right))?\s+(?:[a-z-]+\s+)?(?:"
+                             + "|".join(ORGAN_WORDS[o] for o in sorted(PAIRED_ORGANS)) + ")")
+_BOTH_SIDES = re.compile(r"\b(?:both|either|neither|bilateral\w*|each)\b")
+
+
+def paired_subject_side(before: str) -> set[str]:
+    """The side of the one-of-a-pair organ a sentence is about before a denial: "The right testis is
+    normal, with no focal lesion" denies a lesion of the right testis only, so a side-free field
+    ("Is there a testicular lesion?") is left to the other one. The nearest named organ before the
+    denial decides; "right and left testes" names both; "both" / "either" before it clears the pair.
+
+    Parameters
+    ----------
+    before : str
+        The normalised sentence up to the denying word.
+
+    Returns
+    -------
+    set of str
+        ``{"left"}``, ``{"right"}``, ``{"left", "right"}`` or empty (no side-named paired organ).
+    """
+    hits = list(_PAIRED_SUBJECT.finditer(before))
+    if not hits or _BOTH_SIDES.search(before[hits[-1].start():]):
+        return set()
+    return {g for g in hits[-1].groups() if g}
+
+
+# a structure named by one of its kind: "submandibular glands", "deep lobe", "transition zone"
+_MEMBER = re.compile(r"\b([a-z][a-z-]+)\s+(gland|lobe|pole|duct|zone|segment)s?\b")
+_NOT_A_QUALIFIER = frozenset("the a an both either each all any left right bilateral of and or its their other "
+                             "remaining residual same whole entire this that these those".split())
+
+
+def named_members(sents: list[str]) -> dict[str, set[str]]:
+    """The members of each family of structures a report names: {head noun: qualifiers}, e.g.
+    {"gland": {"parotid", "submandibular"}} for a report that names both glands.
+
+    Parameters
+    ----------
+    sents : list of str
+        The report's sentences, normalised.
+
+    Returns
+    -------
+    dict of str to set of str
+        For each head noun (gland, lobe, pole, duct, zone, segment) the words that name one of its
+        kind just before it (never a side, an article or "both").
+    """
+    out: dict[str, set[str]] = {}
+    for s in sents:
+        for m in _MEMBER.finditer(s):
+            if m.group(1) not in _NOT_A_QUALIFIER:
+                out.setdefault(m.group(2), set()).add(m.group(1))
+    return out
+
+
+def member_subject(before: str, asked: set[str], members: dict[str, set[str]]) -> str:
+    """The one member of a family of structures a sentence is about before a denial, where the report
+    names others of that family and the question names none of them: "Both submandibular glands are
+    normal with no calculus" (the parotid glands named elsewhere) denies a calculus of the
+    submandibular glands only, so "Is there a salivary calculus?" is left to the others.
+
+    Parameters
+    ----------
+    before : str
+        The normalised sentence up to the denying word.
+    asked : set of str
+        The words of the question.
+    members : dict of str to set of str
+        The report's families (:func:`named_members`).
+
+    Returns
+    -------
+    str
+        The member ("submandibular gland"); empty when the subject names none, the report names no
+        other of its family, the question names one of the family, or the question does not name the
+        organ the member is of.
+    """
+    asked_text = " ".join(sorted(asked))
+    for m in _MEMBER.finditer(before):
+        family = members.get(m.group(2), set())
+        if m.group(1) in _NOT_A_QUALIFIER or len(family) < 2 or family & asked:
+            continue
+        # the question asks of the organ the member is one of ("salivary" for the submandibular
+        # gland); a question about something inside it ("the wedge-shaped area" of the peripheral
+        # zone) is not narrowed by it
+        organs = [o for o, pat in ORGAN_WORDS.items() if re.search(pat, m.group(0))]
+        if organs and re.search(ORGAN_WORDS[organs[0]], asked_text):
+            return f"{m.group(1)} {m.group(2)}"
+    return ""
+
+
 # a lesion named as an operation's indication ("nephrectomy for renal cell carcinoma") is gone
 OPERATED_FOR = re.compile(r"\b(?:\w+ectomy|resection|ablation|whipple(?: procedure)?|excision)\b[^.;]{0,60}?\bfor\s+"
                           r"(?:[\w-]+\s+){0,4}$")
@@ -464,6 +571,11 @@ RISK_OF = re.compile(r"\b(?:risk(?:\s+factors?)?\s+(?:for|of)|at\s+(?:[\w-]+\s+)
                      r"(?:to|for)|screening\s+for)\s+(?:[\w-]+\s+){0,4}$")
 
 
+# the favouring hedge written after its diagnosis: "Warthin tumours are favoured", "X is the favoured diagnosis"
+_FAVOURED_AFTER = re.compile(r"^\W*(?:(?!(?:is|are|was|were|remains?|and|but|with)\b)[\w-]+\s+){0,3}?(?:(?:is|are|was|were|remains?)\s+)?(?:(?:also|still|the)\s+)?(?:favou?red|"
+                             r"preferred)\b")
+
+
 def _mention_status(sent: str, start: int, end: int) -> str:
     """ConText status, with the hedge split into ``favoured`` (signed as a diagnosis) and
     ``possible``, and differentials / "X versus Y" / "X is also possible" read as ``possible``."""
@@ -500,12 +612,20 @@ def _mention_status(sent: str, start: int, end: int) -> str:
     if st == "affirmed" and re.search(r"\b(?:upgraded|downgraded|changed|revised|increased|decreased|reduced|up|down)"
                                       r"\s+from\s+(?:the\s+)?(?:[\w-]+\s+){0,2}$", before):
         return "historical"  # "PI-RADS 4, upgraded from PI-RADS 3": the prior value, not the current one
-    if st == "affirmed" and re.search(r"\bfavou?r(?:s|ing)?\s+(?:[\w-]+\s+){0,3}$", before):
-        # "the low PSA density favours BPH as the cause": a favoured cause, signed only as a diagnosis
+    if st == "affirmed" and (re.search(r"\bfavou?r(?:s|ing|ed)?\s+(?:[\w-]+\s+){0,3}$", before)
+                             or re.search(r"\b(?:typical|characteristic|diagnostic)\s+of\s+(?:(?:a|an|the)\s+)?"
+                                          r"(?:[\w-]+\s+){0,2}$", before)
+                             or _FAVOURED_AFTER.match(after)):
+        # "the low PSA density favours BPH as the cause", "Warthin tumours are favoured": a favoured
+        # diagnosis, signed only as a diagnosis
         return "favoured"
     if st != "possible":
         return st
     hedge = nearest_hedge(before)
+    if hedge in FAVOURING and attendant and not re.search(rf"\b{re.escape(hedge)}\b", attendant.group(1)):
+        # "nodule ... consistent with local recurrence, with perineural spread along the facial nerve":
+        # ", with" opens an attendant finding the report states; the favouring hedge names the nodule's diagnosis
+        return "affirmed"
     if hedge == "suggestive of" and re.search(r"\bmost\s+suggestive of\s+(?:[\w-]+\s+){0,5}$", before):
         return "favoured"  # "most suggestive of X" signs X as the diagnosis, as "most consistent with" does
     return "favoured" if hedge in FAVOURING else "possible"
@@ -846,6 +966,7 @@ def check_yes_no(question: str, yes: bool, sents: list[str]) -> tuple[bool, str,
     predicate = _predicate_stems(q)
     verdicts, narrowed = [], []
     asks_technical = bool(TECHNICAL_PHRASE.search(q))
+    members, q_words = named_members(sents), set(re.findall(r"[a-z]+", q))
     for s, hits in best:
         if not asks_technical and any(in_technical_phrase(s, a, b) for _, a, b in hits):
             # "posterior acoustic enhancement" answers no contrast-enhancement question
@@ -902,6 +1023,23 @@ def check_yes_no(question: str, yes: bool, sents: list[str]) -> tuple[bool, str,
             if st == "negated" and not q_side and sides & {"left", "right"}:
                 narrowed.append("side")  # "No right effusion" does not answer the side-free question
                 continue
+            if st == "negated" and not sides:
+                # "The left submandibular gland is ... normal, with no calculus", "Both submandibular
+                # glands are normal with no calculus" (the parotids named elsewhere): the sentence's
+                # subject limits the denial to one organ of a pair or one member of a family
+                denier = list(re.finditer(r"\b(?:no|without|not|negative for|absence of|free of)\b", s[:b]))
+                subject = s[:denier[-1].start()] if denier else s[:a]
+                subject_sides = paired_subject_side(subject)
+                pair = list(_PAIRED_SUBJECT.finditer(subject))
+                if (subject_sides and not (q_side and q_side.group(1) in subject_sides)
+                        and any(re.search(pat, pair[-1].group(0)) and re.search(pat, q) for pat in ORGAN_WORDS.values())):
+                    # "The left submandibular gland ... with no calculus" for "Is there a salivary calculus?"
+                    # (never "the right renal vein without IVC involvement" for a question about the IVC)
+                    narrowed.append("side")
+                    continue
+                if member_subject(subject, q_words, members):
+                    narrowed.append("partial")
+                    continue
             if st in ("affirmed", "favoured") and q_side and not sides:
                 continue  # a side-free mention does not place the finding on the asked side
             if st in ("affirmed", "favoured") and new_only and not _said_new(s, a, b):
@@ -1048,6 +1186,14 @@ def check_quantity(question: str, answer: str, sents: list[str]) -> tuple[bool, 
                                            subject)
     if measured and n_measured == n:
         best = measured  # a quantity is read from the best-matching sentences that give one
+    short = bool(re.search(r"\bshort[- ]axis\b|\bsmallest dimension\b", q))
+    if short:
+        # a short axis is read from every sentence naming the whole subject with a length, not only those
+        # a topic noun favours ("The palpable nodule is a normal-appearing 9 mm intraparotid lymph node"
+        # gives no short axis; "... intraparotid lymph node ..., oval, 9 x 5 mm" does)
+        wide = [(s, [t for t in tokens(s) if t[0] in subject]) for s in sents
+                if any(k == kind for k, _, _ in measurements(s))]
+        best = [(s, hits) for s, hits in wide if len({t[0] for t in hits}) == n] or best
     organ_stems = {stem(m.group(0)) for pat in ORGAN_WORDS.values() for m in re.finditer(pat, q)}
     which = subject - LESION_STEMS - organ_stems
     naming = [(s, hits) for s, hits in best if which & {t[0] for t in hits}]
@@ -1055,12 +1201,21 @@ def check_quantity(question: str, answer: str, sents: list[str]) -> tuple[bool, 
         # "the pancreatic neck cyst": "In the pancreatic neck, 11 mm" says which one, "three pancreatic
         # cysts, the largest 1.9 cm in the tail" names another
         best = naming
-    short = "short axis" in q or "smallest dimension" in q
     asks_prior = bool(ASKS_PRIOR.search(q))
     values, spans_more, other_time = [], False, False
+    q_side = re.search(r"\b(left|right)\b", q)
     for s, hits in best:
-        for k, ds, at in measurements(s):
+        found = measurements(s)
+        # a size belongs to the noun it measures: "a 7 mm calculus ..., with upstream ductal dilatation to
+        # 4 mm" sizes the calculus by 7 mm only; "a 5 mm calculus in the left ... and a 3 mm calculus in
+        # the right ..." sizes the left one by 5 mm only
+        owned = {at for k, _, at in found if k == kind and _measures_asked(s, at, subject)}
+        for k, ds, at in found:
             if k == kind:
+                if owned and at not in owned:
+                    continue
+                if q_side and _other_side_piece(s, at, q_side.group(1)):
+                    continue
                 if re.search(r"\bup to\s+$", s[:at]) and _joined_to_unasked(s, hits, subject):
                     spans_more = True  # "The others measure up to 9 mm and lie in the head and uncinate process"
                     continue
@@ -1068,6 +1223,8 @@ def check_quantity(question: str, answer: str, sents: list[str]) -> tuple[bool, 
                     # "now 2.4 cm (previously 1.7 cm)": the prior size answers only the prior question
                     other_time = True
                     continue
+                if short and len(ds) == 1 and not _SAID_SHORT_AXIS.match(s[at:]):
+                    continue  # "a 9 mm intraparotid lymph node" is its size, not its short axis
                 values.append((min(ds) if short else max(ds), s))
     if not values:
         why = "group_bound_spans_other_places" if spans_more else "quantity_not_stated"
@@ -1086,6 +1243,29 @@ def check_quantity(question: str, answer: str, sents: list[str]) -> tuple[bool, 
 
 
 _ASKS_DISTANCE = re.compile(r"\bhow far\b|\bdistance\b")
+# one length said to be the short axis: "18 mm in short axis", "1.6 cm short-axis"
+_SAID_SHORT_AXIS = re.compile(r"^[\d.\s]*(?:mm|cm)\W*(?:in\s+)?(?:the\s+)?short[- ]axis\b")
+_UNIT_END = re.compile(r"^[\d.\s]*(?:(?:x|by)[\d.\s]*(?:mm|cm)?\s*)*(?:mm|cm)\b")
+
+
+def _measures_asked(s: str, at: int, subject: set[str]) -> bool:
+    """Whether the length at ``at`` is written as the asked thing's own ("a 7 mm calculus", "a 2.4 x 1.8
+    cm hypoechoic solid lesion"): a word of the question among the three words after its unit, before
+    any preposition or comma."""
+    unit = _UNIT_END.match(s[at:])
+    after = s[at + unit.end():] if unit else ""
+    phrase = re.split(r"[,;]|\b(?:in|of|at|on|with|from|to|and|within|along|near)\b", after, maxsplit=1)[0]
+    return any(t in subject for t, _, _ in tokens(" ".join(phrase.split()[:3])))
+
+
+def _other_side_piece(s: str, at: int, side: str) -> bool:
+    """Whether the length at ``at`` stands in a piece of the sentence ("a 3 mm calculus in the mid right
+    Wharton duct", split at "and a" / ";") that names only the other side than ``side``."""
+    bounds = [0] + [m.end() for m in re.finditer(r"\s+and\s+(?=(?:a|an|another|the|\d)\b)|;", s)] + [len(s)]
+    lo = max(b for b in bounds if b <= at)
+    hi = min(b for b in bounds if b > at)
+    sides = set(re.findall(r"\b(left|right)\b", s[lo:hi]))
+    return bool(sides) and side not in sides
 
 
 def _joined_to_unasked(sent: str, hits: list[tuple[str, int, int]], subject: set[str]) -> bool:
@@ -1129,10 +1309,23 @@ def check_count(question: str, answer: str, sents: list[str]) -> tuple[bool, str
     n = _count(answer)
     subject = subject_stems(question)
     counts = {}
-    for s in sents:
-        for m in re.finditer(r"\b(\d+|" + "|".join(NUMBER_WORDS) + r")\b((?:\s+[a-z-]+){1,3})", s):
-            if {t[0] for t in tokens(m.group(2))} & subject:
-                counts.setdefault(_count(m.group(1)), s)
+    counted = re.search(r"\bhow many\s+([a-z-]+)", normalize_sentence(question))
+    if counted:
+        # "How many lesions are in the right parotid gland?": the topic noun is what is counted, and the
+        # sentence must name the places asked ("RIGHT PAROTID: Three well-defined hypoechoic lesions")
+        noun = stem(counted.group(1))
+        places = subject - {noun} - {stem(w) for w in ("gland", "glands")}
+        for s in sents:
+            if not places <= {t[0] for t in tokens(s)}:
+                continue
+            for m in re.finditer(r"\b(\d+|" + "|".join(NUMBER_WORDS) + r")\b((?:\s+[a-z-]+){1,3})", s):
+                if noun in {t[0] for t in tokens(m.group(2))}:
+                    counts.setdefault(_count(m.group(1)), s)
+    if not counts:
+        for s in sents:
+            for m in re.finditer(r"\b(\d+|" + "|".join(NUMBER_WORDS) + r")\b((?:\s+[a-z-]+){1,3})", s):
+                if {t[0] for t in tokens(m.group(2))} & subject:
+                    counts.setdefault(_count(m.group(1)), s)
     if not counts:
         return False, "", "count_not_stated"
     if n not in counts:
@@ -1221,9 +1414,32 @@ _RANGE_BEFORE = re.compile(rf"\b{_DESCRIPTOR}\s+(?:to|or|and/or|/)\s+{_RANGE_ADV
 _RANGE_AFTER = re.compile(rf"^\s*(?:to|or|and/or|/)\s+{_RANGE_ADVERB}{_DESCRIPTOR}\b")
 
 
+# "the mid and lower pole", "the superficial and deep lobes": two places sharing one head noun
+SHARED_HEAD = re.compile(r"\b([a-z]+)\s+(?:and|or|and/or|/|to|through|-)\s+(?:the\s+)?([a-z]+)\s+(poles?|lobes?|segments?|"
+                         r"regions?|thirds?|portions?|zones?)\b")
+
+
+def _one_of_two_places(s: str, answer_words: set[str]) -> bool:
+    """Whether ``s`` names the answer's place only together with another of the same head noun
+    ("occupies the superficial and deep lobes" for the key "superficial lobe"): the lesion spans both."""
+    for m in SHARED_HEAD.finditer(s):
+        if RELATIVE_TO_BEFORE.search(s[:m.start(2)]):
+            continue  # "anterior to the lower pole" is a relation, not two places
+        head = re.sub(r"s$", "", m.group(3))
+        if head in answer_words and (m.group(1) in answer_words) != (m.group(2) in answer_words):
+            return True
+    return False
+
+
 # addition: words that name only the kind of a question's answer ("Which anatomic variant is present?")
 _ANSWER_KINDS = ("anatomic", "anatomical", "variant", "variation", "anomaly", "congenital", "status", "category",
                  "classification", "stage")
+
+
+# a place said by its relation to a structure ("superficial to the residual deep lobe", "anterior to
+# the kidney", "deep to the fascia"): the structure named after it is where the lesion is not
+RELATIVE_TO_BEFORE = re.compile(r"\b(?:superficial|deep|anterior|posterior|medial|lateral|superior|inferior|proximal|"
+                                r"distal|cranial|caudal|above|below)\s+to\s+(?:(?:the|its|a|an)\s+)?(?:[\w-]+\s+){0,2}$")
 
 
 # a key that places by a relation to a reference structure ("deep to the fascia", "proximal to the
@@ -1253,7 +1469,10 @@ def check_term(question: str, answer: str, sents: list[str]) -> tuple[bool, str,
         The first sentence asserting it when kept; empty otherwise.
     reason : str
         Empty when kept; else ``empty_answer``, ``answer_not_in_report``, ``contradicted_by_report``,
-        ``secondary_location``, ``uncertain_in_report`` or ``only_historical``.
+        ``secondary_location``, ``relative_location`` (the answer's structure is named only as what
+        the subject lies superficial / deep / anterior ... to), ``several_places_in_report`` (the answer's
+        place named only with another of its kind: "the superficial and deep lobes"), ``uncertain_in_report``
+        or ``only_historical``.
     """
     need = {s for s, _, _ in tokens(normalize_sentence(answer))}
     if len(need) > 1:
@@ -1273,6 +1492,7 @@ def check_term(question: str, answer: str, sents: list[str]) -> tuple[bool, str,
         and re.search(r"\b(?:had|has|have|undergone|underwent|performed|previous|prior)\b", q)))
     statuses, where = [], ""
     relation = _RELATION_ANSWER.match(normalize_sentence(answer).strip(" ."))
+    answer_words = set(re.findall(r"[a-z]+", normalize_sentence(answer)))
     for s in sents:
         toks = tokens(s)
         have = {t[0] for t in toks}
@@ -1291,6 +1511,10 @@ def check_term(question: str, answer: str, sents: list[str]) -> tuple[bool, str,
             st = "affirmed"  # "What are the lesions suspicious for?" asks about the suspicion itself
         if SECONDARY.search(s[: first[1]]):
             st = "secondary"
+        if not relation and RELATIVE_TO_BEFORE.search(s[: first[1]]):
+            st = "relative"  # "superficial to the residual deep lobe" is not in the deep lobe
+        if _one_of_two_places(s, answer_words):
+            st = "several"  # "the superficial and deep lobes": the lesion is in neither alone
         if _spread(s, [(first[1], last[2])]):
             st = _spread(s, [(first[1], last[2])])  # "isoechoic to mildly hypoechoic" settles neither end, "mixed cystic and solid" neither part
         if st == "historical" and asks_indication:
@@ -1302,12 +1526,16 @@ def check_term(question: str, answer: str, sents: list[str]) -> tuple[bool, str,
         return False, "", "answer_not_in_report"
     if "negated" in statuses:
         return False, "", "contradicted_by_report"
+    if "several" in statuses:
+        return False, "", "several_places_in_report"
     if "range" in statuses:
         return False, "", "range_in_report"
     if "mixed" in statuses:
         return False, "", "mixed_composition_in_report"
     if "secondary" in statuses and not where:
         return False, "", "secondary_location"
+    if "relative" in statuses and not where:
+        return False, "", "relative_location"
     if "possible" in statuses or "hypothetical" in statuses:
         return False, "", "uncertain_in_report"
     if not where:

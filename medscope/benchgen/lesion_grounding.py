@@ -120,7 +120,9 @@ def _qualifiers(q: str) -> set[str]:
                                         "comparison", "measure", "measured", "today", "currently", "focal",
                                         # laterality is read from the finding's side, never from its words
                                         "unilateral", "bilateral", "both", "either", "ipsilateral",
-                                        "contralateral", "sided", "side")}
+                                        "contralateral", "sided", "side",
+                                        # an organ's own structure word: "salivary gland" is the organ
+                                        "gland", "glands")}
     organ_words = set()
     for pat in [*findmod.ORGAN_WORDS.values(), *(p for p, _ in findmod.PLACE_ORGANS)]:
         organ_words |= {grounding.stem(w) for m in re.finditer(pat, q) for w in m.group(0).split()}
@@ -162,6 +164,8 @@ def check_lesion_key(question: str, answer: str, kind: str, findings: str, impre
     nouns = _question_nouns(q)
     if not nouns or kind not in ("yes_no", "quantity", "side", "term"):
         return None
+    if kind == "quantity" and grounding._ASKS_DISTANCE.search(q):
+        return None  # "the distance from the deep margin of the mass to the foramen" is no size of the mass
     found = findmod.report_findings(findings, impression)
     superlative = bool(_SUPERLATIVE.search(q))
     if kind == "yes_no" and _PRESENCE.match(q.strip()):
@@ -343,7 +347,7 @@ def _quantity(q: str, answer: str, about) -> tuple[bool, str, str] | None:
     if len(got) != 1 or got[0][0] != "length" or len(got[0][1]) != 1:
         return None
     want = got[0][1][0]
-    short = "short axis" in q or "smallest dimension" in q
+    short = bool(re.search(r"\bshort[- ]axis\b|\bsmallest dimension\b", q))
     prior = bool(_PRIOR_Q.search(q))
     values = []
     for f in about:
@@ -414,6 +418,28 @@ def check_key(question: str, answer: str, findings: str, impression: str, placed
     ----------
     .. [1] benchmark-MCQ paper, Methods ("report-grounded check").
     """
+    named = _PARENTHESIS.search(question)
+    if named:
+        # "Is there a salivary calculus (sialolithiasis)?": the parenthesis names the asked thing again,
+        # so the question is asked in either wording; one that contradicts the key rejects it
+        plain = _PARENTHESIS.sub("", question)
+        kept = _check_one(plain, answer, findings, impression, placed)
+        if kept[0] or kept[2] == "contradicted_by_report":
+            return kept
+        opener = re.match(r"^\W*(?:is|are)\s+there\s+", plain, flags=re.IGNORECASE)
+        if opener and not re.search(r"\b(?:or|and|of|in)\b", named.group(1)):
+            other = _check_one(f"{opener.group(0)}{named.group(1)}?", answer, findings, impression, placed)
+            if other[0]:
+                return other
+        return kept
+    return _check_one(question, answer, findings, impression, placed)
+
+
+# a parenthesis naming the asked thing again: "(sialolithiasis)", "(hydronephrosis)"
+_PARENTHESIS = re.compile(r"\s*\(([^()]{3,40})\)(?=\s*\?\s*$)")
+
+
+def _check_one(question: str, answer: str, findings: str, impression: str, placed: bool) -> tuple[bool, str, str]:
     on_finding = check_lesion_key(question, answer, answer_kind(question, answer), findings, impression, placed)
     if on_finding is not None:
         return on_finding
