@@ -67,7 +67,8 @@ def _bench_heldout_sets() -> None:
                        ("sealed_n.jsonl", "read blind, then tuned on"),
                        ("sealed_o.jsonl", "read blind, then tuned on"),
                        ("sealed_p.jsonl", "read blind, then tuned on"),
-                       ("sealed_q.jsonl", "read blind, then tuned on")):
+                       ("sealed_q.jsonl", "read blind, then tuned on"),
+                       ("sealed_r.jsonl", "read blind (not tuned on)")):
         rows = load_labelled_set(str(folder.joinpath(name)))
         parts = []
         for protocol in ("counterfactual", "organ_presence"):
