@@ -61,11 +61,37 @@ fi
 # A head answers "No available agent to submit job" while its job agent is still starting (for up
 # to a minute after `ray start` on a loaded machine); the job was not submitted, so that one answer is
 # retried, SUBMIT_AGENT_RETRIES times (addition: 12), SUBMIT_RETRY_WAIT_S apart (addition: 5 s),
-# saying so. Any other failure, and the job's own exit status, pass through unchanged.
+# saying so. A head that drops the connection mid-request ("Remote end closed connection without
+# response", seen on a loaded machine) may or may not have taken the job, so every try carries one
+# submission id (the user's --submission-id, else one made here): the head is asked for that job,
+# a job it holds is followed to its end (its status decides the exit), one it does not is submitted
+# again, and a second submission of the same id is refused by Ray ("already exists") rather than run
+# twice. Any other failure, and the job's own exit status, pass through unchanged.
 retries=${SUBMIT_AGENT_RETRIES:-12}
 wait_s=${SUBMIT_RETRY_WAIT_S:-5}
+submission_id=""
+for ((i = 0; i < ${#ray_args[@]}; i++)); do
+  case "${ray_args[$i]}" in
+    --submission-id) submission_id=${ray_args[$((i + 1))]:-} ;;
+    --submission-id=*) submission_id=${ray_args[$i]#--submission-id=} ;;
+  esac
+done
+if [ -z "$submission_id" ]; then
+  submission_id="medscope-$job-$(date -u +%Y%m%d-%H%M%S)-$(python3 -c 'import secrets; print(secrets.token_hex(3))')"
+  ray_args+=(--submission-id "$submission_id")
+fi
 said=$(mktemp "${TMPDIR:-/tmp}/medscope-submit-XXXXXX")
 trap 'rm -f "$said"' EXIT
+follow() {
+  # the head holds the job: its logs to the end, then its status decides the exit (as `ray job submit`)
+  echo "submit.sh: the head holds job $submission_id; following it" >&2
+  "$RAY" job logs --address "$RAY_ADDRESS" --follow "$submission_id" || true
+  local status
+  status=$("$RAY" job status --address "$RAY_ADDRESS" "$submission_id" 2>&1) || true
+  echo "$status" >&2
+  if grep -q "Job '$submission_id' succeeded" <<<"$status"; then exit 0; fi
+  exit 1
+}
 attempt=0
 while :; do
   attempt=$((attempt + 1))
@@ -76,10 +102,20 @@ while :; do
       ${job_args[@]+"${job_args[@]}"} 2>&1 1>&3 3>&- | tee "$said" >&2
     rc=${PIPESTATUS[0]}; } 3>&1
   set -e
-  if [ "$rc" -eq 0 ] || ! grep -q "No available agent to submit job" "$said" || [ "$attempt" -gt "$retries" ]; then
+  if [ "$rc" -eq 0 ]; then exit 0; fi
+  if [ "$attempt" -gt 1 ] && grep -q "submission_id $submission_id already exists" "$said"; then
+    follow  # the dropped request had landed
+  fi
+  if [ "$attempt" -gt "$retries" ]; then exit "$rc"; fi
+  if grep -q "No available agent to submit job" "$said"; then
+    echo "submit.sh: the head's job agent is not up yet (attempt $attempt of $((retries + 1))); retrying in ${wait_s}s" >&2
+  elif grep -Eq "Remote end closed connection without response|Connection aborted|Connection reset by peer" "$said"; then
+    if "$RAY" job status --address "$RAY_ADDRESS" "$submission_id" >/dev/null 2>&1; then
+      follow
+    fi
+    echo "submit.sh: the head dropped the connection before taking job $submission_id (attempt $attempt of $((retries + 1))); retrying in ${wait_s}s" >&2
+  else
     exit "$rc"
   fi
-  echo "submit.sh: the head's job agent is not up yet (attempt $attempt of $((retries + 1))); retrying in ${wait_s}s" >&2
   sleep "$wait_s"
 done
-

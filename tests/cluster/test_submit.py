@@ -212,3 +212,50 @@ def test_submit_retries_only_the_answer_of_a_head_whose_job_agent_is_starting(tm
     assert r.returncode == rc, r.stderr
     assert int(counter.read_text()) == calls
     assert r.stderr.count("job agent is not up yet") == calls - 1
+
+
+def _scripted_fake_ray(tmp_path, script: dict[str, list[tuple[int, str]]]):
+    """A stand-in `ray` whose n-th `job <verb>` call gives ``script[verb][n]`` (the last one again past
+    the end) as (exit status, output with ``{id}`` the submission id it was given), and logs each call
+    as a JSON line (verb, submission id) to the returned file."""
+    fake, calls = tmp_path / "ray", tmp_path / "calls.jsonl"
+    fake.write_text(
+        f"#!{sys.executable}\nimport json, os, sys\nscript = {script!r}\npath = {str(calls)!r}\n"
+        "verb = sys.argv[2]\nargs = sys.argv[3:]\n"
+        "sid = args[args.index('--submission-id') + 1] if verb == 'submit' else args[-1]\n"
+        "done = [json.loads(l)['verb'] for l in open(path)] if os.path.exists(path) else []\n"
+        "open(path, 'a').write(json.dumps({'verb': verb, 'id': sid}) + '\\n')\n"
+        "answers = script[verb]\nrc, text = answers[min(done.count(verb), len(answers) - 1)]\n"
+        "print(text.replace('{id}', sid), file=sys.stderr)\nsys.exit(rc)\n")
+    fake.chmod(0o755)
+    return fake, calls
+
+
+DROPPED = ("requests.exceptions.ConnectionError: ('Connection aborted.', "
+           "RemoteDisconnected('Remote end closed connection without response'))")
+
+
+@pytest.mark.parametrize("script, submits, follows, rc", [
+    # the dropped request had landed: the head holds the job, which is followed, not submitted again
+    ({"submit": [(1, DROPPED)], "status": [(0, "Status for job '{id}': RUNNING"), (0, "Job '{id}' succeeded")],
+      "logs": [(0, "demo finished")]}, 1, True, 0),
+    # it had not: submitted again under the same id
+    ({"submit": [(1, DROPPED), (0, "Job '{id}' succeeded")], "status": [(1, "Job {id} does not exist")],
+      "logs": [(0, "")]}, 2, False, 0),
+    # the head could not say; the second submission finds the first ("already exists"): followed, and
+    # the job's failure is the exit status
+    ({"submit": [(1, DROPPED), (1, "Job with submission_id {id} already exists. Please use a different submission_id.")],
+      "status": [(1, DROPPED), (0, "Job '{id}' failed")], "logs": [(0, "Traceback ...")]}, 2, True, 1),
+])
+def test_a_dropped_submission_is_never_run_twice(tmp_path, script, submits, follows, rc):
+    fake, calls = _scripted_fake_ray(tmp_path, script)
+    env = dict(os.environ, RAY=str(fake), RAY_ADDRESS="http://127.0.0.1:1", SUBMIT_AGENT_RETRIES="3",
+               SUBMIT_RETRY_WAIT_S="0")
+    r = subprocess.run(["bash", os.path.join(REPO_ROOT, "cluster", "submit.sh"), "demo", "configs/demo.yaml"],
+                       env=env, capture_output=True, text=True, timeout=60)
+    assert r.returncode == rc, r.stderr
+    made = [json.loads(line) for line in calls.read_text().splitlines()]
+    assert [c["verb"] for c in made].count("submit") == submits
+    assert ("logs" in [c["verb"] for c in made]) == follows
+    ids = {c["id"] for c in made}
+    assert len(ids) == 1 and ids.pop().startswith("medscope-demo-")  # one id for every try and query
