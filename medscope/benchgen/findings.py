@@ -630,10 +630,15 @@ _DIAGNOSIS_BEFORE = re.compile(r"\b(?:consistent with|in keeping with|compatible
 _NODAL_BEFORE = re.compile(r"\b(?:nodal|(?:lymph\s+)?nodes?)\s+(?:[\w-]+\s+)?$")
 
 
+# a name in quotation marks is another study's or the referrer's ("the ultrasound 'adnexal mass' is a ... fibroid
+# arising from the uterine fundus"): it places the lesion in no organ
+_QUOTED = re.compile(r"(?<!\w)'[^'.;]{2,40}'(?!\w)|\"[^\".;]{2,40}\"")
+
+
 def _new_finding(original, sent, start, end, word, a, b, header_text, section_organ, section) -> Finding:
     clause = sent[a:b]
     dims, prior = _sizes(clause)
-    organ = _organ(clause) or _organ(header_text) or section_organ
+    organ = _organ(_QUOTED.sub(lambda m: " " * len(m.group(0)), clause)) or _organ(header_text) or section_organ
     if _NODAL_BEFORE.search(sent[max(0, start - 40):start]):
         organ = "lymph node"  # "a necrotic level IIA nodal metastasis, 18 mm in short axis" is a node, not the organ's lesion
     side = _side(clause, start - a) or _side(header_text, 0)
@@ -978,14 +983,21 @@ def dominant(found: list[Finding], organ: str | None = None, by_category: bool =
 _BENIGN_CALL = re.compile(r"\b(?:simple|benign|typical|classic)\b")
 _SUSPICIOUS_CALL = re.compile(r"\b(?:suspicious|concerning|worrisome|malignan\w*|neoplas\w*|solid|enhancing|"
                               r"(?:can ?not|not) be excluded)\b")
+# a suspicion the radiologist states, as against a feature word ("solid", "enhancing") that a benign
+# tumour has too: a meningioma "homogeneously enhancing ..., typical of a benign meningioma" is called benign
+_SUSPICION_STATED = re.compile(r"\b(?:suspicious|concerning|worrisome|malignan\w*|(?:can ?not|not) be excluded)\b")
+# the benign diagnosis the report offers for it: "typical of a benign meningioma", "in keeping with a simple cyst"
+_BENIGN_DIAGNOSIS = re.compile(r"\bbenign\b|\b(?:typical|classic|characteristic|diagnostic) of\b")
 
 
 def _called_benign(f: Finding) -> bool:
+    if _BENIGN_DIAGNOSIS.search(f.diagnosis) and not _called_suspicious(f, _SUSPICION_STATED):
+        return True
     return bool(_BENIGN_CALL.search(f.text + " " + f.diagnosis)) and not _called_suspicious(f)
 
 
-def _called_suspicious(f: Finding) -> bool:
+def _called_suspicious(f: Finding, words_of: re.Pattern = _SUSPICIOUS_CALL) -> bool:
     """A suspicion word said of the finding, not denied ("no solid component" says it has none)."""
     words = f.text + " " + f.diagnosis
     return any(not re.search(r"\b(?:no|without|not|non)\W+(?:\w+\W+){0,2}$", words[:m.start()])
-               for m in _SUSPICIOUS_CALL.finditer(words))
+               for m in words_of.finditer(words))

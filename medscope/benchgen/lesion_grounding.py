@@ -129,6 +129,10 @@ def _qualifiers(q: str) -> set[str]:
     return {w for w in subject - drop - organ_words if not w[0].isdigit()}
 
 
+# a question that asks of the operated site itself ("the nodule in the prostatectomy bed"), not of the organ
+_ASKS_OPERATED_SITE = re.compile(r"\b(?:bed|\w+ectomy|flap|reconstruct\w*|stump|remnant)\b")
+
+
 def check_lesion_key(question: str, answer: str, kind: str, findings: str, impression: str, placed: bool = False
                      ) -> tuple[bool, str, str] | None:
     """(kept, supporting sentence, reason) of a key about a lesion, from the report's findings;
@@ -188,6 +192,11 @@ def check_lesion_key(question: str, answer: str, kind: str, findings: str, impre
         if side:  # "the largest right lobe nodule" is the largest of those on that side
             pool = [f for f in pool if f.side in (side.group(1), None) or f.status != "present"]
             pool = [f for f in pool if f.side == side.group(1) or f.status != "present"] or pool
+        if (kind == "quantity" and organ and not _ASKS_OPERATED_SITE.search(q)
+                and findmod.organ_removed(normalize_sentence(findings + " " + impression), organ)):
+            # "the dominant breast lesion" after bilateral mastectomies: a mass in the reconstruction flap is
+            # no lesion of the organ, as the schema's own fields read it (``organ_removed``)
+            return False, "", "organ_removed"
         dom, why = findmod.dominant(pool, organ, by_category=not re.search(r"\b(?:larg|bigg)", q))
         if dom is None and why == "no_lesion_reported":
             said = normalize_sentence(answer).strip(" .")
@@ -202,6 +211,10 @@ def check_lesion_key(question: str, answer: str, kind: str, findings: str, impre
             # "Neither testis contains a focal lesion" and no lesion described: the report denies the
             # asked noun itself outright, so a feature it gives elsewhere (an inflamed epididymis's
             # flow) is no dominant lesion's ("No mass" denies no calcification group)
+            return False, "", why
+        if dom is None and why == "no_lesion_reported" and kind == "quantity" and grounding.size_range(answer):
+            # a size step of "the dominant breast lesion" where the report places no lesion in the organ: the
+            # only lengths are another organ's (an axillary node, a uterine fibroid), never the asked lesion's
             return False, "", why
         if dom is None:
             return (False, "", why) if why != "no_lesion_reported" else None
@@ -343,10 +356,11 @@ def _normal_on_side(q: str, yes: bool, findings: str, impression: str) -> tuple[
 
 
 def _quantity(q: str, answer: str, about) -> tuple[bool, str, str] | None:
+    step = grounding.size_range(answer)
     got = measurements(normalize_sentence(answer))
-    if len(got) != 1 or got[0][0] != "length" or len(got[0][1]) != 1:
+    if step is None and (len(got) != 1 or got[0][0] != "length" or len(got[0][1]) != 1):
         return None
-    want = got[0][1][0]
+    want = step[0] if step is not None else got[0][1][0]
     short = bool(re.search(r"\bshort[- ]axis\b|\bsmallest dimension\b", q))
     prior = bool(_PRIOR_Q.search(q))
     values = []
@@ -362,7 +376,7 @@ def _quantity(q: str, answer: str, about) -> tuple[bool, str, str] | None:
     if len({round(v, 3) for v, _ in values}) > 1:
         return False, "", "ambiguous_measurement"
     v, f = values[0]
-    if math.isclose(v, want, rel_tol=1e-6, abs_tol=1e-6):
+    if grounding.in_size_range(v, step) if step is not None else math.isclose(v, want, rel_tol=1e-6, abs_tol=1e-6):
         return True, f.sentence, ""
     return False, "", "quantity_not_stated"
 
