@@ -129,6 +129,25 @@ def _qualifiers(q: str) -> set[str]:
     return {w for w in subject - drop - organ_words if not w[0].isdigit()}
 
 
+# "Is there haemorrhage within the lesion?": something asked inside the lesion, not the lesion's presence
+_INSIDE_LESION = re.compile(r"^(?:is|are)\s+there\s+(?:a|an|any)?\s*(.+?)\s+(?:within|in|inside)\s+(?:the|this)\s+"
+                            r"(?:[\w-]+\s+)?(?:nodule|mass|lesion|tumou?r|cyst)\s*\??$")
+
+
+def _offered_as_possible(asked: str, findings: str, impression: str) -> bool:
+    """Whether a mention of the asked words' last stem is hedged as a possibility (not a favoured
+    diagnosis) in some sentence of the report."""
+    words = [t for t, _, _ in grounding.tokens(normalize_sentence(asked))]
+    if not words:
+        return False
+    for s in grounding.sentences(findings) + grounding.sentences(impression):
+        s = normalize_sentence(s)
+        for t, a, b in grounding.tokens(s):
+            if t == words[-1] and grounding._mention_status(s, a, b) == "possible":
+                return True
+    return False
+
+
 # a question that asks of the operated site itself ("the nodule in the prostatectomy bed"), not of the organ
 _ASKS_OPERATED_SITE = re.compile(r"\b(?:bed|\w+ectomy|flap|reconstruct\w*|stump|remnant)\b")
 
@@ -172,6 +191,12 @@ def check_lesion_key(question: str, answer: str, kind: str, findings: str, impre
         return None  # "the distance from the deep margin of the mass to the foramen" is no size of the mass
     found = findmod.report_findings(findings, impression)
     superlative = bool(_SUPERLATIVE.search(q))
+    inside = _INSIDE_LESION.match(q.strip())
+    if kind == "yes_no" and inside and not _question_nouns(inside.group(1)) and _offered_as_possible(
+            inside.group(1), findings, impression):
+        # "Is there haemorrhage within the lesion?" beside "foci within the mass may represent hemorrhage or
+        # calcification": the lesion is there, but what it holds is offered only as a possibility
+        return False, "", "uncertain_in_report"
     if kind == "yes_no" and _PRESENCE.match(q.strip()):
         yes = normalize_sentence(answer).startswith("yes")
         said = _presence(q, yes, found, nouns, placed)
