@@ -691,8 +691,11 @@ _NOT_RESOLVED = re.compile(r"\b(?:not|never|yet to)\s+(?:\w+\s+)?(?:resolved|dis
                            r"\bno (?:\w+ )?resolution\b|\bpersist\w*|\bstill\b")
 _SINCE_PRIOR = re.compile(r"\b(?:since|from|compared (?:with|to)|relative to|on)\s+(?:the\s+)?(?:prior|previous|last|"
                           r"earlier|most recent|baseline)\s+(?:\w+\s+)?(?:study|exam\w*|scan|imaging|ultrasound|ct|mri)\b")
-_STABLE = re.compile(r"\b(?:stable|unchanged|no (?:significant |interval )?change|not changed|similar in size|"
-                     r"without (?:interval )?change)\b")
+# (a difference the report calls "within measurement variability / error" is no change: radiologists write it
+# of two sizes 1 mm apart, which measure the same lesion the same)
+_STABLE = re.compile(r"\b(?:stable|unchanged|no (?:significant |interval )?change|not (?:significantly )?changed|"
+                     r"similar in size|without (?:significant |interval )?change|"
+                     r"within (?:the (?:limits|range) of )?(?:inter-?observer |measurement )(?:variability|variation|error))\b")
 _GREW = re.compile(r"\b(?:increas\w*|enlarg\w*|grow\w*|grown|larger|progress\w*|interval growth)\b")
 _SHRANK = re.compile(r"\b(?:decreas\w*|smaller|shrunk|regress\w*|reduc\w*)\b")
 _PRIOR_LENGTH = re.compile(r"\b(?:previously|prior|formerly|was|from|compared (?:with|to))\W+(?:\w+\W+){0,2}$")
