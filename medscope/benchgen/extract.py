@@ -165,7 +165,10 @@ def field_value(field: FieldSpec, sentence: str, lesion_text: bool = False) -> s
 # pancreatic head" (a relation to a structure is no origin or place in it)
 RELATION_BEFORE = re.compile(r"\b(?:adjacent to|separate(?:ly)? from|separated from|distinct from|independent(?:ly)? of|"
                              r"abutt?(?:ing|s)?|(?:closely )?applied to|close to|next to|between|in contact with|"
-                             r"contacting|indenting|displacing|compressing)\s+(?:(?:both|the|its|a|an)\s+)?"
+                             r"contacting|indent(?:s|ing)|displac(?:es|ing)|compress(?:es|ing)|effac(?:es|ing)|"
+                             # a structure the mass pushes on is not where it lies ("displaces both frontal lobes")
+                             r"distort(?:s|ing)|deform(?:s|ing)|splay(?:s|ing)|(?:mass effect|pressure) (?:on|upon))\s+"
+                             r"(?:(?:both|the|its|a|an)\s+)?"
                              r"(?:[\w-]+\s+){0,2}$")
 
 
