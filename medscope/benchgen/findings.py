@@ -570,16 +570,22 @@ def report_findings(findings: str, impression: str, nouns: set[str] | None = Non
                             summarised=False))
                 if sub and f.plural:
                     child_text = sent[end + sub.start():b]
+                    bound = sub.group(0).strip() == "up to"
+                    if bound:
+                        # "Innumerable lesions ... up to 7 mm. Two of the lesions, in the right occipital lobe
+                        # ...": a bound names no member, so its largest lies where the group lies, not in a
+                        # later sentence's place
+                        child_text = re.split(r"(?<=[.;])\s", child_text, maxsplit=1)[0]
                     dims, prior = _sizes(child_text)
-                    child_side = _side(child_text, 0)
+                    child_side = None if bound else _side(child_text, 0)
                     head = sent[a:end + sub.start()]  # the group's own words
                     named = re.search(r"dominant", sub.group(0)) is not None
                     child = dataclasses.replace(
                         f, plural=False, called_dominant=named, largest_of_group=not named,
                         # a group on both sides / in both lobes leaves the side to the child's own words
-                        text=(_SIDE.sub(" ", head) if f.side == "bilateral" else head) + " " + child_text,
+                        text=(_SIDE.sub(" ", head) if f.side == "bilateral" and not bound else head) + " " + child_text,
                         dims_mm=dims, size_mm=max(dims) if dims else None, prior_size_mm=prior,
-                        side=child_side if child_side else (None if f.side == "bilateral" else f.side))
+                        side=child_side if child_side else (None if f.side == "bilateral" and not bound else f.side))
                     if joined_to_previous is f:  # the group keeps its own words and sizes
                         f.text, (f.dims_mm, f.prior_size_mm) = head, _sizes(head)
                         f.size_mm, f.side = (max(f.dims_mm) if f.dims_mm else None), _side(head, start - a)
