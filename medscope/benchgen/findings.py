@@ -137,6 +137,9 @@ class Finding:
     # a hedged diagnosis offered for it ("typical of a Warthin tumour"): it calls the lesion benign or
     # suspicious, but is kept out of ``text``, whose words give feature values
     diagnosis: str = ""
+    # the largest of a group known only by the group's bound ("innumerable lesions ... up to 7 mm"): its size
+    # and the group's side are known, never a place of its own
+    bound_only: bool = False
 
     def as_row(self) -> dict:
         """The finding as one row of the extraction table (docs/benchgen.md)."""
@@ -581,7 +584,7 @@ def report_findings(findings: str, impression: str, nouns: set[str] | None = Non
                     head = sent[a:end + sub.start()]  # the group's own words
                     named = re.search(r"dominant", sub.group(0)) is not None
                     child = dataclasses.replace(
-                        f, plural=False, called_dominant=named, largest_of_group=not named,
+                        f, plural=False, called_dominant=named, largest_of_group=not named, bound_only=bound,
                         # a group on both sides / in both lobes leaves the side to the child's own words
                         text=(_SIDE.sub(" ", head) if f.side == "bilateral" and not bound else head) + " " + child_text,
                         dims_mm=dims, size_mm=max(dims) if dims else None, prior_size_mm=prior,

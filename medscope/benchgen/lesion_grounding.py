@@ -243,6 +243,10 @@ def check_lesion_key(question: str, answer: str, kind: str, findings: str, impre
             return False, "", why
         if dom is None:
             return (False, "", why) if why != "no_lesion_reported" else None
+        if dom.bound_only and kind == "term":
+            # "Innumerable lesions ... up to 7 mm": the largest is known by the group's bound only, so it has
+            # no place of its own ("two of the lesions, in the right occipital lobe" are two of many)
+            return False, "", "no_dominant_lesion:group"
         about = [dom]
     else:
         about = [f for f in _about(q, found, nouns) if f.status == "present"]
