@@ -773,6 +773,10 @@ def question_polarity(q: str) -> str:
     return "changed" if word.startswith("chang") else "shrank" if _SHRANK.match(word) else "grew"
 
 
+# (vocabulary) an older form of a finding a time-narrowed denial leaves standing: blood products of an earlier bleed
+_OLDER_FORM = re.compile(r"\b(?:ha?emosiderin|blood products|(?:chronic|old|prior|remote)\s+(?:ha?emorrhage|blood|bleed))\b")
+
+
 def _phrase_scope(s: str, a: int, b: int, st: str) -> tuple[set[str], bool]:
     """(sides, denies only new ones) of a mention: the words from its negation (or the clause start)
     to the end of its phrase, and an ``Organ:`` header."""
@@ -788,7 +792,9 @@ def _phrase_scope(s: str, a: int, b: int, st: str) -> tuple[set[str], bool]:
     header = re.match(r"^((?:[a-z]+\s*){1,3}):", s)
     words = _PHRASE_SIDE.findall(phrase) + (_PHRASE_SIDE.findall(header.group(1)) if header else [])
     sides = {"bilateral" if w in ("bilateral", "bilaterally", "both") else w for w in words}
-    is_new = bool(re.search(r"\bno\s+(?:new|additional|further|other|enlarging)\b", s[start:b]))
+    # "no evidence of recent haemorrhage" denies only recent blood, as "no new nodules" only new ones
+    is_new = bool(re.search(r"\bno\s+(?:(?:evidence|features?|signs?)\s+of\s+)?(?:new|additional|further|other|enlarging|recent)\b",
+                            s[start:b]))
     return sides, is_new
 
 
@@ -1014,6 +1020,11 @@ def check_yes_no(question: str, yes: bool, sents: list[str]) -> tuple[bool, str,
             if st == "historical" and asks_history:
                 st = "affirmed"  # "Is there a history of renal cell carcinoma?" asks about the past itself
             sides, is_new = _phrase_scope(s, a, b, st)
+            if (st == "negated" and not is_new and re.search(r"\b(?:acute|recent|active|fresh)\s+(?:[\w-]+\s+)?$", s[:a])
+                    and any(_OLDER_FORM.search(x) for x in sents)):
+                # "No features of acute haemorrhage" beside a haemosiderin rim: only the acute kind is denied
+                # where the report describes an older one
+                is_new = True
             one_sided = one_sided or bool(sides & {"left", "right"}) and "bilateral" not in sides
             if q_side and sides and q_side.group(1) not in sides and "bilateral" not in sides:
                 continue  # a mention about the other side says nothing of this one
