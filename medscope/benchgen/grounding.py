@@ -777,6 +777,28 @@ def question_polarity(q: str) -> str:
 _OLDER_FORM = re.compile(r"\b(?:ha?emosiderin|blood products|(?:chronic|old|prior|remote)\s+(?:ha?emorrhage|blood|bleed))\b")
 
 
+def time_narrowed_denial(before: str, sents: list[str]) -> bool:
+    """Whether a denied mention is narrowed to a time that leaves an older one standing.
+
+    Parameters
+    ----------
+    before : str
+        The normalised sentence up to the denied mention.
+    sents : list of str
+        The report's sentences (normalised).
+
+    Returns
+    -------
+    bool
+        True for "no evidence of recent X" (recent only, as "no new X" is new only), and for "no acute X"
+        where the report describes an older form of it (:data:`_OLDER_FORM`: "a rim of haemosiderin").
+    """
+    if re.search(r"\bno\s+(?:(?:evidence|features?|signs?)\s+of\s+)?recent\s+(?:[\w-]+\s+)?$", before):
+        return True
+    return bool(re.search(r"\b(?:acute|active|fresh)\s+(?:[\w-]+\s+)?$", before)
+                and any(_OLDER_FORM.search(normalize_sentence(x)) for x in sents))
+
+
 def _phrase_scope(s: str, a: int, b: int, st: str) -> tuple[set[str], bool]:
     """(sides, denies only new ones) of a mention: the words from its negation (or the clause start)
     to the end of its phrase, and an ``Organ:`` header."""
@@ -1020,8 +1042,7 @@ def check_yes_no(question: str, yes: bool, sents: list[str]) -> tuple[bool, str,
             if st == "historical" and asks_history:
                 st = "affirmed"  # "Is there a history of renal cell carcinoma?" asks about the past itself
             sides, is_new = _phrase_scope(s, a, b, st)
-            if (st == "negated" and not is_new and re.search(r"\b(?:acute|recent|active|fresh)\s+(?:[\w-]+\s+)?$", s[:a])
-                    and any(_OLDER_FORM.search(x) for x in sents)):
+            if st == "negated" and not is_new and time_narrowed_denial(s[:a], sents):
                 # "No features of acute haemorrhage" beside a haemosiderin rim: only the acute kind is denied
                 # where the report describes an older one
                 is_new = True
