@@ -26,7 +26,7 @@ import re
 
 from medscope.benchgen import findings as findmod
 from medscope.benchgen.grounding import (ORGAN_WORDS, _MIXED_BEFORE, ARTIFACT_AFTER, _SIDE_TAIL, SECONDARY, _spread,
-                                        RELATIVE_TO_BEFORE, SHARED_HEAD, named_members, member_subject,
+                                        RELATIVE_TO_BEFORE, SHARED_HEAD, named_members, member_subject, time_narrowed_denial,
                                         paired_subject_side, _BOTH_SIDES,
                                         _mention_status, is_recommendation, measurements, normalize_sentence, sentences,
                                         PART_DENIED, TOPIC, in_technical_phrase, stem, tokens)
@@ -165,7 +165,10 @@ def field_value(field: FieldSpec, sentence: str, lesion_text: bool = False) -> s
 # pancreatic head" (a relation to a structure is no origin or place in it)
 RELATION_BEFORE = re.compile(r"\b(?:adjacent to|separate(?:ly)? from|separated from|distinct from|independent(?:ly)? of|"
                              r"abutt?(?:ing|s)?|(?:closely )?applied to|close to|next to|between|in contact with|"
-                             r"contacting|indenting|displacing|compressing)\s+(?:(?:both|the|its|a|an)\s+)?"
+                             r"contacting|indent(?:s|ing)|displac(?:es|ing)|compress(?:es|ing)|effac(?:es|ing)|"
+                             # a structure the mass pushes on is not where it lies ("displaces both frontal lobes")
+                             r"distort(?:s|ing)|deform(?:s|ing)|splay(?:s|ing)|(?:mass effect|pressure) (?:on|upon))\s+"
+                             r"(?:(?:both|the|its|a|an)\s+)?"
                              r"(?:[\w-]+\s+){0,2}$")
 
 
@@ -359,7 +362,8 @@ def study_binary(field: FieldSpec, sents: list[str], lesion_side: str | None = N
             st = _mention_status(text, m.start(), m.end())
             if findmod._RESOLVED_AFTER.search(text[m.end():]) and not findmod._mentions_between(text, m.end()):
                 continue  # "the previously described nodule ... has resolved" asserts no nodule now
-            if findmod._NO_NEW.search(text[:m.start()]) or re.search(r"\bno\s+(?:new|further|additional)\s+(?:\w+\s+){0,2}$", text[:m.start()]):
+            if (findmod._NO_NEW.search(text[:m.start()]) or re.search(r"\bno\s+(?:new|further|additional)\s+(?:\w+\s+){0,2}$", text[:m.start()])
+                    or st == "negated" and time_narrowed_denial(text[:m.start()], sents)):
                 partial.append(s)
                 other_narrowing.append(s)
             elif st == "affirmed":

@@ -137,6 +137,9 @@ class Finding:
     # a hedged diagnosis offered for it ("typical of a Warthin tumour"): it calls the lesion benign or
     # suspicious, but is kept out of ``text``, whose words give feature values
     diagnosis: str = ""
+    # the largest of a group known only by the group's bound ("innumerable lesions ... up to 7 mm"): its size
+    # and the group's side are known, never a place of its own
+    bound_only: bool = False
 
     def as_row(self) -> dict:
         """The finding as one row of the extraction table (docs/benchgen.md)."""
@@ -570,16 +573,22 @@ def report_findings(findings: str, impression: str, nouns: set[str] | None = Non
                             summarised=False))
                 if sub and f.plural:
                     child_text = sent[end + sub.start():b]
+                    bound = sub.group(0).strip() == "up to"
+                    if bound:
+                        # "Innumerable lesions ... up to 7 mm. Two of the lesions, in the right occipital lobe
+                        # ...": a bound names no member, so its largest lies where the group lies, not in a
+                        # later sentence's place
+                        child_text = re.split(r"(?<=[.;])\s", child_text, maxsplit=1)[0]
                     dims, prior = _sizes(child_text)
-                    child_side = _side(child_text, 0)
+                    child_side = None if bound else _side(child_text, 0)
                     head = sent[a:end + sub.start()]  # the group's own words
                     named = re.search(r"dominant", sub.group(0)) is not None
                     child = dataclasses.replace(
-                        f, plural=False, called_dominant=named, largest_of_group=not named,
+                        f, plural=False, called_dominant=named, largest_of_group=not named, bound_only=bound,
                         # a group on both sides / in both lobes leaves the side to the child's own words
-                        text=(_SIDE.sub(" ", head) if f.side == "bilateral" else head) + " " + child_text,
+                        text=(_SIDE.sub(" ", head) if f.side == "bilateral" and not bound else head) + " " + child_text,
                         dims_mm=dims, size_mm=max(dims) if dims else None, prior_size_mm=prior,
-                        side=child_side if child_side else (None if f.side == "bilateral" else f.side))
+                        side=child_side if child_side else (None if f.side == "bilateral" and not bound else f.side))
                     if joined_to_previous is f:  # the group keeps its own words and sizes
                         f.text, (f.dims_mm, f.prior_size_mm) = head, _sizes(head)
                         f.size_mm, f.side = (max(f.dims_mm) if f.dims_mm else None), _side(head, start - a)
@@ -630,10 +639,15 @@ _DIAGNOSIS_BEFORE = re.compile(r"\b(?:consistent with|in keeping with|compatible
 _NODAL_BEFORE = re.compile(r"\b(?:nodal|(?:lymph\s+)?nodes?)\s+(?:[\w-]+\s+)?$")
 
 
+# a name in quotation marks is another study's or the referrer's ("the ultrasound 'adnexal mass' is a ... fibroid
+# arising from the uterine fundus"): it places the lesion in no organ
+_QUOTED = re.compile(r"(?<!\w)'[^'.;]{2,40}'(?!\w)|\"[^\".;]{2,40}\"")
+
+
 def _new_finding(original, sent, start, end, word, a, b, header_text, section_organ, section) -> Finding:
     clause = sent[a:b]
     dims, prior = _sizes(clause)
-    organ = _organ(clause) or _organ(header_text) or section_organ
+    organ = _organ(_QUOTED.sub(lambda m: " " * len(m.group(0)), clause)) or _organ(header_text) or section_organ
     if _NODAL_BEFORE.search(sent[max(0, start - 40):start]):
         organ = "lymph node"  # "a necrotic level IIA nodal metastasis, 18 mm in short axis" is a node, not the organ's lesion
     side = _side(clause, start - a) or _side(header_text, 0)
@@ -978,14 +992,21 @@ def dominant(found: list[Finding], organ: str | None = None, by_category: bool =
 _BENIGN_CALL = re.compile(r"\b(?:simple|benign|typical|classic)\b")
 _SUSPICIOUS_CALL = re.compile(r"\b(?:suspicious|concerning|worrisome|malignan\w*|neoplas\w*|solid|enhancing|"
                               r"(?:can ?not|not) be excluded)\b")
+# a suspicion the radiologist states, as against a feature word ("solid", "enhancing") that a benign
+# tumour has too: a meningioma "homogeneously enhancing ..., typical of a benign meningioma" is called benign
+_SUSPICION_STATED = re.compile(r"\b(?:suspicious|concerning|worrisome|malignan\w*|(?:can ?not|not) be excluded)\b")
+# the benign diagnosis the report offers for it: "typical of a benign meningioma", "in keeping with a simple cyst"
+_BENIGN_DIAGNOSIS = re.compile(r"\bbenign\b|\b(?:typical|classic|characteristic|diagnostic) of\b")
 
 
 def _called_benign(f: Finding) -> bool:
+    if _BENIGN_DIAGNOSIS.search(f.diagnosis) and not _called_suspicious(f, _SUSPICION_STATED):
+        return True
     return bool(_BENIGN_CALL.search(f.text + " " + f.diagnosis)) and not _called_suspicious(f)
 
 
-def _called_suspicious(f: Finding) -> bool:
+def _called_suspicious(f: Finding, words_of: re.Pattern = _SUSPICIOUS_CALL) -> bool:
     """A suspicion word said of the finding, not denied ("no solid component" says it has none)."""
     words = f.text + " " + f.diagnosis
     return any(not re.search(r"\b(?:no|without|not|non)\W+(?:\w+\W+){0,2}$", words[:m.start()])
-               for m in _SUSPICIOUS_CALL.finditer(words))
+               for m in words_of.finditer(words))

@@ -691,8 +691,11 @@ _NOT_RESOLVED = re.compile(r"\b(?:not|never|yet to)\s+(?:\w+\s+)?(?:resolved|dis
                            r"\bno (?:\w+ )?resolution\b|\bpersist\w*|\bstill\b")
 _SINCE_PRIOR = re.compile(r"\b(?:since|from|compared (?:with|to)|relative to|on)\s+(?:the\s+)?(?:prior|previous|last|"
                           r"earlier|most recent|baseline)\s+(?:\w+\s+)?(?:study|exam\w*|scan|imaging|ultrasound|ct|mri)\b")
-_STABLE = re.compile(r"\b(?:stable|unchanged|no (?:significant |interval )?change|not changed|similar in size|"
-                     r"without (?:interval )?change)\b")
+# (a difference the report calls "within measurement variability / error" is no change: radiologists write it
+# of two sizes 1 mm apart, which measure the same lesion the same)
+_STABLE = re.compile(r"\b(?:stable|unchanged|no (?:significant |interval )?change|not (?:significantly )?changed|"
+                     r"similar in size|without (?:significant |interval )?change|"
+                     r"within (?:the (?:limits|range) of )?(?:inter-?observer |measurement )(?:variability|variation|error))\b")
 _GREW = re.compile(r"\b(?:increas\w*|enlarg\w*|grow\w*|grown|larger|progress\w*|interval growth)\b")
 _SHRANK = re.compile(r"\b(?:decreas\w*|smaller|shrunk|regress\w*|reduc\w*)\b")
 _PRIOR_LENGTH = re.compile(r"\b(?:previously|prior|formerly|was|from|compared (?:with|to))\W+(?:\w+\W+){0,2}$")
@@ -770,6 +773,32 @@ def question_polarity(q: str) -> str:
     return "changed" if word.startswith("chang") else "shrank" if _SHRANK.match(word) else "grew"
 
 
+# (vocabulary) an older form of a finding a time-narrowed denial leaves standing: blood products of an earlier bleed
+_OLDER_FORM = re.compile(r"\b(?:ha?emosiderin|blood products|(?:chronic|old|prior|remote)\s+(?:ha?emorrhage|blood|bleed))\b")
+
+
+def time_narrowed_denial(before: str, sents: list[str]) -> bool:
+    """Whether a denied mention is narrowed to a time that leaves an older one standing.
+
+    Parameters
+    ----------
+    before : str
+        The normalised sentence up to the denied mention.
+    sents : list of str
+        The report's sentences (normalised).
+
+    Returns
+    -------
+    bool
+        True for "no evidence of recent X" (recent only, as "no new X" is new only), and for "no acute X"
+        where the report describes an older form of it (:data:`_OLDER_FORM`: "a rim of haemosiderin").
+    """
+    if re.search(r"\bno\s+(?:(?:evidence|features?|signs?)\s+of\s+)?recent\s+(?:[\w-]+\s+)?$", before):
+        return True
+    return bool(re.search(r"\b(?:acute|active|fresh)\s+(?:[\w-]+\s+)?$", before)
+                and any(_OLDER_FORM.search(normalize_sentence(x)) for x in sents))
+
+
 def _phrase_scope(s: str, a: int, b: int, st: str) -> tuple[set[str], bool]:
     """(sides, denies only new ones) of a mention: the words from its negation (or the clause start)
     to the end of its phrase, and an ``Organ:`` header."""
@@ -785,7 +814,9 @@ def _phrase_scope(s: str, a: int, b: int, st: str) -> tuple[set[str], bool]:
     header = re.match(r"^((?:[a-z]+\s*){1,3}):", s)
     words = _PHRASE_SIDE.findall(phrase) + (_PHRASE_SIDE.findall(header.group(1)) if header else [])
     sides = {"bilateral" if w in ("bilateral", "bilaterally", "both") else w for w in words}
-    is_new = bool(re.search(r"\bno\s+(?:new|additional|further|other|enlarging)\b", s[start:b]))
+    # "no evidence of recent haemorrhage" denies only recent blood, as "no new nodules" only new ones
+    is_new = bool(re.search(r"\bno\s+(?:(?:evidence|features?|signs?)\s+of\s+)?(?:new|additional|further|other|enlarging|recent)\b",
+                            s[start:b]))
     return sides, is_new
 
 
@@ -1011,6 +1042,10 @@ def check_yes_no(question: str, yes: bool, sents: list[str]) -> tuple[bool, str,
             if st == "historical" and asks_history:
                 st = "affirmed"  # "Is there a history of renal cell carcinoma?" asks about the past itself
             sides, is_new = _phrase_scope(s, a, b, st)
+            if st == "negated" and not is_new and time_narrowed_denial(s[:a], sents):
+                # "No features of acute haemorrhage" beside a haemosiderin rim: only the acute kind is denied
+                # where the report describes an older one
+                is_new = True
             one_sided = one_sided or bool(sides & {"left", "right"}) and "bilateral" not in sides
             if q_side and sides and q_side.group(1) not in sides and "bilateral" not in sides:
                 continue  # a mention about the other side says nothing of this one
@@ -1144,6 +1179,59 @@ def measurements(sent: str) -> list[tuple[str, list[float], int]]:
     return out
 
 
+# a size step written as a range, as a binned schema field words its options: "less than 10 mm", "10 to 19
+# mm", "2-3.9 cm", "40 mm or larger", "at least 5 cm"
+_NUM_UNIT = r"(\d+(?:\.\d+)?)\s*(mm|cm)?"
+_RANGE_BELOW = re.compile(rf"^(?:less than|smaller than|under|below|<)\s*{_NUM_UNIT}$")
+_RANGE_BETWEEN = re.compile(rf"^(?:from\s+)?{_NUM_UNIT}\s*(?:to|-|–)\s*{_NUM_UNIT}$")
+_RANGE_ABOVE = re.compile(rf"^(?:(?:at least|>=|≥)\s*{_NUM_UNIT}|{_NUM_UNIT}\s*(?:or|and)\s+(?:larger|greater|more|above|over|bigger))$")
+_RANGE_OVER = re.compile(rf"^(?:more than|larger than|greater than|bigger than|over|above|>)\s*{_NUM_UNIT}$")
+
+
+def size_range(answer: str) -> tuple[float, float, bool] | None:
+    """The lengths a size-step option covers, in mm, or None when the option is no range.
+
+    Parameters
+    ----------
+    answer : str
+        An option's text ("less than 10 mm", "10 to 19 mm", "40 mm or larger", "4 to 6.9 cm").
+
+    Returns
+    -------
+    tuple of (float, float, bool) or None
+        ``(low, high, high_included)``: a length ``v`` is in the step when ``low <= v`` and ``v < high``
+        (``v <= high`` when ``high_included``: "10 to 19 mm" holds 19 mm); "more than X" is read as
+        starting just above X. A unit left out of the first bound of "10 to 19 mm" is the second's.
+    """
+    a = normalize_sentence(answer).strip(" .")
+
+    def mm(x: str, unit: str | None, default: str | None) -> float | None:
+        unit = unit or default
+        return float(x) * UNITS[unit][1] if unit else None
+
+    m = _RANGE_BETWEEN.match(a)
+    if m:
+        lo, hi = mm(m.group(1), m.group(2), m.group(4)), mm(m.group(3), m.group(4), m.group(2))
+        return (lo, hi, True) if lo is not None and hi is not None and lo < hi else None
+    m = _RANGE_BELOW.match(a)
+    if m and m.group(2):
+        return 0.0, mm(m.group(1), m.group(2), None), False
+    m = _RANGE_ABOVE.match(a)
+    if m:
+        x, unit = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
+        return (mm(x, unit, None), math.inf, False) if unit else None
+    m = _RANGE_OVER.match(a)
+    if m and m.group(2):
+        return mm(m.group(1), m.group(2), None) + 1e-9, math.inf, False
+    return None
+
+
+def in_size_range(value: float, step: tuple[float, float, bool]) -> bool:
+    """Whether a length in mm lies in a size step of :func:`size_range`."""
+    low, high, high_included = step
+    return low - 1e-6 <= value and (value <= high + 1e-6 if high_included else value < high - 1e-6)
+
+
 def check_quantity(question: str, answer: str, sents: list[str]) -> tuple[bool, str, str]:
     """A measured key: the size of a measurement is its largest dimension (the short axis when
     asked); "largest" / "smallest" pick among the subject's measurements; several other values
@@ -1170,7 +1258,11 @@ def check_quantity(question: str, answer: str, sents: list[str]) -> tuple[bool, 
         ``current_size_only`` (an earlier size asked, only the current one given) or
         ``ambiguous_measurement``.
     """
+    step = size_range(answer)
     (kind, dims, _), = measurements(normalize_sentence(answer))[:1] or [(None, [], 0)]
+    if step is not None:
+        # "What is the size of the lesion? 40 mm or larger" is answered by a length in that step
+        kind, dims = "length", [step[0]]
     if kind is None or len(dims) != 1:
         return False, "", "answer_not_a_quantity"
     q = normalize_sentence(question)
@@ -1233,8 +1325,13 @@ def check_quantity(question: str, answer: str, sents: list[str]) -> tuple[bool, 
         values = [max(values)]
     elif re.search(r"\bsmallest\b", q):
         values = [min(values)]
-    distinct = {round(v, 3) for v, _ in values}
-    hit = [s for v, s in values if math.isclose(v, dims[0], rel_tol=1e-6, abs_tol=1e-6)]
+    if step is not None:
+        hit = [s for v, s in values if in_size_range(v, step)]
+        # lengths of several steps make the step ambiguous; several lengths in the asked one do not
+        distinct = {in_size_range(v, step) for v, _ in values}
+    else:
+        distinct = {round(v, 3) for v, _ in values}
+        hit = [s for v, s in values if math.isclose(v, dims[0], rel_tol=1e-6, abs_tol=1e-6)]
     if not hit:
         return False, "", "quantity_not_stated"
     if len(distinct) > 1:

@@ -129,6 +129,29 @@ def _qualifiers(q: str) -> set[str]:
     return {w for w in subject - drop - organ_words if not w[0].isdigit()}
 
 
+# "Is there haemorrhage within the lesion?": something asked inside the lesion, not the lesion's presence
+_INSIDE_LESION = re.compile(r"^(?:is|are)\s+there\s+(?:a|an|any)?\s*(.+?)\s+(?:within|in|inside)\s+(?:the|this)\s+"
+                            r"(?:[\w-]+\s+)?(?:nodule|mass|lesion|tumou?r|cyst)\s*\??$")
+
+
+def _offered_as_possible(asked: str, findings: str, impression: str) -> bool:
+    """Whether a mention of the asked words' last stem is hedged as a possibility (not a favoured
+    diagnosis) in some sentence of the report."""
+    words = [t for t, _, _ in grounding.tokens(normalize_sentence(asked))]
+    if not words:
+        return False
+    for s in grounding.sentences(findings) + grounding.sentences(impression):
+        s = normalize_sentence(s)
+        for t, a, b in grounding.tokens(s):
+            if t == words[-1] and grounding._mention_status(s, a, b) == "possible":
+                return True
+    return False
+
+
+# a question that asks of the operated site itself ("the nodule in the prostatectomy bed"), not of the organ
+_ASKS_OPERATED_SITE = re.compile(r"\b(?:bed|\w+ectomy|flap|reconstruct\w*|stump|remnant)\b")
+
+
 def check_lesion_key(question: str, answer: str, kind: str, findings: str, impression: str, placed: bool = False
                      ) -> tuple[bool, str, str] | None:
     """(kept, supporting sentence, reason) of a key about a lesion, from the report's findings;
@@ -168,6 +191,12 @@ def check_lesion_key(question: str, answer: str, kind: str, findings: str, impre
         return None  # "the distance from the deep margin of the mass to the foramen" is no size of the mass
     found = findmod.report_findings(findings, impression)
     superlative = bool(_SUPERLATIVE.search(q))
+    inside = _INSIDE_LESION.match(q.strip())
+    if kind == "yes_no" and inside and not _question_nouns(inside.group(1)) and _offered_as_possible(
+            inside.group(1), findings, impression):
+        # "Is there haemorrhage within the lesion?" beside "foci within the mass may represent hemorrhage or
+        # calcification": the lesion is there, but what it holds is offered only as a possibility
+        return False, "", "uncertain_in_report"
     if kind == "yes_no" and _PRESENCE.match(q.strip()):
         yes = normalize_sentence(answer).startswith("yes")
         said = _presence(q, yes, found, nouns, placed)
@@ -188,6 +217,11 @@ def check_lesion_key(question: str, answer: str, kind: str, findings: str, impre
         if side:  # "the largest right lobe nodule" is the largest of those on that side
             pool = [f for f in pool if f.side in (side.group(1), None) or f.status != "present"]
             pool = [f for f in pool if f.side == side.group(1) or f.status != "present"] or pool
+        if (kind == "quantity" and organ and not _ASKS_OPERATED_SITE.search(q)
+                and findmod.organ_removed(normalize_sentence(findings + " " + impression), organ)):
+            # "the dominant breast lesion" after bilateral mastectomies: a mass in the reconstruction flap is
+            # no lesion of the organ, as the schema's own fields read it (``organ_removed``)
+            return False, "", "organ_removed"
         dom, why = findmod.dominant(pool, organ, by_category=not re.search(r"\b(?:larg|bigg)", q))
         if dom is None and why == "no_lesion_reported":
             said = normalize_sentence(answer).strip(" .")
@@ -203,8 +237,16 @@ def check_lesion_key(question: str, answer: str, kind: str, findings: str, impre
             # asked noun itself outright, so a feature it gives elsewhere (an inflamed epididymis's
             # flow) is no dominant lesion's ("No mass" denies no calcification group)
             return False, "", why
+        if dom is None and why == "no_lesion_reported" and kind == "quantity" and grounding.size_range(answer):
+            # a size step of "the dominant breast lesion" where the report places no lesion in the organ: the
+            # only lengths are another organ's (an axillary node, a uterine fibroid), never the asked lesion's
+            return False, "", why
         if dom is None:
             return (False, "", why) if why != "no_lesion_reported" else None
+        if dom.bound_only and kind == "term":
+            # "Innumerable lesions ... up to 7 mm": the largest is known by the group's bound only, so it has
+            # no place of its own ("two of the lesions, in the right occipital lobe" are two of many)
+            return False, "", "no_dominant_lesion:group"
         about = [dom]
     else:
         about = [f for f in _about(q, found, nouns) if f.status == "present"]
@@ -343,10 +385,11 @@ def _normal_on_side(q: str, yes: bool, findings: str, impression: str) -> tuple[
 
 
 def _quantity(q: str, answer: str, about) -> tuple[bool, str, str] | None:
+    step = grounding.size_range(answer)
     got = measurements(normalize_sentence(answer))
-    if len(got) != 1 or got[0][0] != "length" or len(got[0][1]) != 1:
+    if step is None and (len(got) != 1 or got[0][0] != "length" or len(got[0][1]) != 1):
         return None
-    want = got[0][1][0]
+    want = step[0] if step is not None else got[0][1][0]
     short = bool(re.search(r"\bshort[- ]axis\b|\bsmallest dimension\b", q))
     prior = bool(_PRIOR_Q.search(q))
     values = []
@@ -362,7 +405,7 @@ def _quantity(q: str, answer: str, about) -> tuple[bool, str, str] | None:
     if len({round(v, 3) for v, _ in values}) > 1:
         return False, "", "ambiguous_measurement"
     v, f = values[0]
-    if math.isclose(v, want, rel_tol=1e-6, abs_tol=1e-6):
+    if grounding.in_size_range(v, step) if step is not None else math.isclose(v, want, rel_tol=1e-6, abs_tol=1e-6):
         return True, f.sentence, ""
     return False, "", "quantity_not_stated"
 

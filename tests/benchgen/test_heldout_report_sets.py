@@ -10,8 +10,10 @@ remaining wrong keys are listed in docs/benchgen.md). Set H (scrotum) was read b
 and reaches 0 / 0 after its round: a regression row. Set I (soft-tissue masses) was read blind at
 5 / 3 / 97 and reaches 0 / 0 / 85 after its round: a regression row. Set J (salivary glands and neck)
 was read blind at 9 / 3 / 58 and reaches 0 / 0 / 20 after its round: a regression row (the J round also
-took E to 30 lost, G to 47 and I to 82, bounds tightened to match). Every frozen set is also checked to
-be well formed."""
+took E to 30 lost, G to 47 and I to 82, bounds tightened to match). Set K (brain, intracranial masses) was
+read blind at 6 / 5 / 59 and reaches 0 / 0 / 54 after its round: a regression row (the K round also took F to
+55 lost, G to 4 wrong keys and 46 lost, H to 56 and I to 81, bounds tightened to match). Every frozen set is
+also checked to be well formed."""
 
 from __future__ import annotations
 
@@ -29,8 +31,9 @@ HELDOUT = Path(__file__).parents[1] / "data" / "benchgen" / "heldout"
 @pytest.mark.parametrize("name, lost_at_most", [("heldout_abdomen_ct.yaml", 0), ("heldout_abdomen_ct_b.yaml", 0),
                                                 ("heldout_thyroid_us.yaml", 15), ("heldout_pancreas.yaml", 0),
                                                 ("heldout_prostate.yaml", 30), ("heldout_prostate_b.yaml", 9),
-                                                ("heldout_breast.yaml", 57), ("heldout_scrotum.yaml", 58),
-                                                ("heldout_soft_tissue.yaml", 82), ("heldout_salivary.yaml", 20)])
+                                                ("heldout_breast.yaml", 55), ("heldout_scrotum.yaml", 56),
+                                                ("heldout_soft_tissue.yaml", 81), ("heldout_salivary.yaml", 20),
+                                                ("heldout_brain.yaml", 54)])
 def test_tuned_report_sets_give_no_wrong_key_and_keep_nothing_unasserted(name, lost_at_most):
     fig = score(verbose=False, name=name)
     assert fig["keys_wrong_value"] + fig["keys_not_stated"] == 0, [e for e in fig["errors"] if "key" in e[2]]
@@ -44,9 +47,10 @@ def test_set_g_no_worse_than_after_its_round():
     # 0 / 0 bar: a04's side (header rule vs the dominant lesion), a14's fibroid size, a20's solid nodule
     # described in its own sentence, a21's region-limited ascites denial, a02 and a15's kept questions
     fig = score(verbose=False, name="heldout_adnexa.yaml")
-    assert fig["keys_wrong_value"] + fig["keys_not_stated"] <= 5, [e for e in fig["errors"] if "key" in e[2]]
+    # K round: 4 / 3 / 46 (a14's fibroid, named "adnexal mass" in quotes, is placed by the uterine fundus)
+    assert fig["keys_wrong_value"] + fig["keys_not_stated"] <= 4, [e for e in fig["errors"] if "key" in e[2]]
     assert fig["planted_not_asserted_kept"] <= 3, [e for e in fig["errors"] if e[2].startswith("kept")]
-    assert fig["correct_rejected"] <= 47
+    assert fig["correct_rejected"] <= 46
 
 
 @pytest.mark.parametrize("name", sorted(p.name for p in HELDOUT.glob("heldout_*.yaml")))
