@@ -1,0 +1,41 @@
+"""One test per reply kind that set R (issue 48) showed read the wrong way, too timidly or over-committed,
+each in wording of its own (not the set's rows, except where a test says so), decided by hand: what a
+careful reader commits to, and what must stay as it was (the other polarity).
+
+R's writer was asked for styles a rule reader finds hard: question kinds spelled another way
+("normality"), description-only replies, nested JSON by side, multiple-choice letters, double
+negations, and yes / no verdicts in languages the reader had not read (Vietnamese, Indonesian, Italian,
+Portuguese, Dutch, Turkish)."""
+
+from __future__ import annotations
+
+import pytest
+
+from medscope.answers.decisions import read_reply_decision
+
+ORGAN_Q = "Is the {o} visible in this CT slice?"
+
+
+def organ(reply, o="liver", question=None):
+    return read_reply_decision("organ_presence", reply, question or ORGAN_Q.format(o=o), o).decision
+
+
+def finding(reply, f="pneumothorax", where="chest X-ray", kind=None):
+    return read_reply_decision("counterfactual", reply, f"Is there a {f} in this {where}?", f, kind).decision
+
+
+def normal(reply, kind="health", f="any abnormality", where="chest X-ray"):
+    return read_reply_decision("counterfactual", reply, f"Is this {where} normal?", f, kind).decision
+
+
+# "Is this X-ray normal?" is the health question however its kind is spelled: "No." says it is abnormal,
+# a claim; read as a presence question it was a denial, the wrong way round.
+@pytest.mark.parametrize("kind", ["health", "normality", "Normality", None, "some-kind-not-known"])
+@pytest.mark.parametrize("reply, want", [
+    ("No.", "claim"),
+    ("Yes.", "deny"),
+    ("No, it is not normal: there is a right pleural effusion.", "claim"),
+    ("Yes, it is a normal study.", "deny"),
+])
+def test_health_question_kind_spellings(kind, reply, want):
+    assert normal(reply, kind) == want
