@@ -63,6 +63,10 @@ FORWARD = {
         "resolution of", "no longer", "no residual", "fails to", "failed to", "resected", "excised",
         "removed", "rather than", "instead of", "mimicking", "mimics", "mimicker of", "simulating",
         "unable to identify", "was unable to identify", "could not identify", "can not identify", "did not identify",
+        # (issue 48, set R) "Unable to visualize the pancreas": the reader looked and did not see it
+        "unable to visualize", "unable to visualise", "could not visualize", "could not visualise",
+        "can not visualize", "can not visualise", "not able to visualize", "not able to visualise",
+        "unable to demonstrate", "could not demonstrate", "unable to locate", "could not locate",
         "masquerading as", "pseudo", "devoid of", "free from", "clear of", "nothing to suggest",
         # evidence weighed against the finding ("contains air, arguing against appendicitis")
         "argues against", "argue against", "arguing against", "argued against", "speaks against",

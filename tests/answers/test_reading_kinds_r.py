@@ -39,3 +39,27 @@ def normal(reply, kind="health", f="any abnormality", where="chest X-ray"):
 ])
 def test_health_question_kind_spellings(kind, reply, want):
     assert normal(reply, kind) == want
+
+
+# "Unable to visualize X" says the reader looked for X and did not see it: absent, as "unable to see" was.
+@pytest.mark.parametrize("reply, o, want", [
+    ("Unable to visualise the spleen.", "spleen", "absent"),
+    ("I could not visualize the gallbladder on this slice.", "gallbladder", "absent"),
+    ("Could not locate the appendix.", "appendix", "absent"),
+    # the other polarity stays
+    ("The spleen is well visualised.", "spleen", "present"),
+])
+def test_unable_to_visualize(reply, o, want):
+    assert organ(reply, o) == want
+
+
+# A verdict given per side: the asked side's value decides; asked about no side, the sides must agree.
+@pytest.mark.parametrize("reply, o, want", [
+    ('{"organ": "kidney", "visible": {"left": true, "right": false}}', "right kidney", "absent"),
+    ('{"organ": "kidney", "visible": {"left": true, "right": false}}', "left kidney", "present"),
+    ('{"organ": "kidneys", "visible": {"left": true}}', "right kidney", "not_addressed"),
+    ('{"organ": "kidneys", "present": {"left": true, "right": true}}', "kidneys", "present"),
+    ('{"organ": "kidneys", "present": {"left": false, "right": true}}', "kidneys", "not_addressed"),
+])
+def test_json_verdict_per_side(reply, o, want):
+    assert organ(reply, o) == want
