@@ -185,7 +185,7 @@ _FORWARD_END = re.compile(
     r"because|so|therefore)\b|[;:\u2013\u2014]|\s-\s|,\s*(?=(?:a|an|the|there|it|this|which|i|we|and)\b)"
 )
 _BACKWARD_END = re.compile(
-    r"\b(?:but|however|although|though|yet|except|whereas|while|and there|there is|there are)\b|[;:(\u2013\u2014]"
+    r"\b(?:but|however|although|though|yet|except|whereas|while|and there|there is|there are|with|without)\b|[;:(\u2013\u2014]"
     r"|\s-\s|,(?!\s*which\b)"
 )
 

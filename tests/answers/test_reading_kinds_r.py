@@ -63,3 +63,16 @@ def test_unable_to_visualize(reply, o, want):
 ])
 def test_json_verdict_per_side(reply, o, want):
     assert organ(reply, o) == want
+
+
+# A "with" phrase describes the mention; a negation inside it is about what it names ("absent lung
+# markings"), not the mention's predicate.
+@pytest.mark.parametrize("reply, want", [
+    ("Large left pneumothorax with absent lung markings lateral to the pleural edge.", "claim"),
+    ("Tension pneumothorax with no lung markings beyond the pleural line.", "claim"),
+    # the mention's own predicate still denies
+    ("Pneumothorax is absent.", "deny"),
+    ("No pneumothorax, with normal lung markings to the periphery.", "deny"),
+])
+def test_negation_inside_a_with_phrase(reply, want):
+    assert finding(reply) == want
