@@ -71,7 +71,9 @@ FORWARD = {
         # evidence weighed against the finding ("contains air, arguing against appendicitis")
         "argues against", "argue against", "arguing against", "argued against", "speaks against",
         "speak against", "speaking against", "evidence against", "points against", "pointing against", "nicht", "kein", "keine", "keinen", "geen", "pas de", "sin", "sem", "nessun",
-        "nessuna", "brak", "non si osserva", "non si osservano", "non si vede", "non si vedono", "no se observa",
+        "nessuna", "brak",
+        # (issue 48, set R) the plain "not" of Indonesian, Dutch and Vietnamese ("gambar ini tidak normal")
+        "tidak", "bukan", "niet", "không", "non si osserva", "non si osservano", "non si vede", "non si vedono", "no se observa",
         "no se observan", "no se ven", "não se observa", "não se observam", "não", "nao", "aucun", "aucune", "ningún", "ninguna", "nenhum", "nenhuma", "nessuno",
     ) + STATEMENT_DENIALS + HEDGED_DENIALS,
     "possible": (
@@ -122,7 +124,7 @@ BACKWARD = {
         # the same in the languages models answer in
         "no se observa", "no se identifica", "no se ve", "no se visualiza", "no es visible", "não se observa",
         "não é visível", "não está presente", "não se identifica", "n'est pas visible", "n'est pas vu",
-        "nicht sichtbar", "nicht erkennbar", "non è visibile", "non si vede", "niet zichtbaar", "不可见", "未见",
+        "nicht sichtbar", "nicht erkennbar", "değil", "non è visibile", "non si vede", "niet zichtbaar", "不可见", "未见",
         "看不到", "見えません", "見られません", "보이지 않습니다",
         # Hinglish, as written in Latin letters ("koi fracture nahi dikh raha")
         "nahi", "nahin", "nahi hai", "nahi dikh raha", "nahi dikhta", "nahi dikhai", "नहीं",

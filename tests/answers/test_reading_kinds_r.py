@@ -76,3 +76,18 @@ def test_json_verdict_per_side(reply, o, want):
 ])
 def test_negation_inside_a_with_phrase(reply, want):
     assert finding(reply) == want
+
+
+# The plain "not" of Indonesian, Dutch and Turkish negates what it precedes (follows, in Turkish), so
+# "tidak normal" is not "normal": read as English, the bare "normal" answered "Is this normal?" yes.
+@pytest.mark.parametrize("reply, want", [
+    ("Tidak, gambar ini tidak normal; terdapat efusi pleura.", "claim"),
+    ("Tidak normal.", "claim"),
+    ("Bu görüntü normal değil.", "claim"),
+    ("Nee, deze foto is niet normaal.", "claim"),
+    # the other polarity stays
+    ("Gambar ini normal, tidak ada kelainan.", "deny"),
+    ("Ya, gambar ini normal.", "deny"),
+])
+def test_foreign_not_before_normal(reply, want):
+    assert normal(reply) == want
