@@ -1703,7 +1703,9 @@ def read_decision(text: str, question: str, finding: str, question_kind: str | N
     # leftovers, not words of the reply (issue 48, set M)
     stripped = normalize(_SPECIAL_TOKENS.sub(" ", text or ""))
     words = re.findall(r"\w+", stripped)
-    if 2 <= len(words) <= 8 and _CUT_OFF.search(stripped):
+    # "Answer: A" to a question with lettered options is a choice, not a reply cut after its article (issue 48, set R)
+    chose_letter = bool(re.fullmatch(r"\W*(?:(?:final\s+)?answer\W*)?\(?[a-e]\)?\W*", stripped)) and markup.has_options(question)
+    if 2 <= len(words) <= 8 and _CUT_OFF.search(stripped) and not chose_letter:
         return Reading("unparseable", None, "none", "the reply stops mid-sentence before it says anything of the finding")
     if len(words) <= 12 and _LEAD_IN_CUT.match(stripped) and not _VERDICT_WORD.search(stripped):
         return Reading("unparseable", None, "none", "the reply stops after its subject, before it says anything of it")

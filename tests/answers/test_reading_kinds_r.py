@@ -91,3 +91,22 @@ def test_negation_inside_a_with_phrase(reply, want):
 ])
 def test_foreign_not_before_normal(reply, want):
     assert normal(reply) == want
+
+
+# Options lettered "A. ..." or "A: ..." are options as "(A) ..." are: the chosen letter is read as its text.
+@pytest.mark.parametrize("reply, o, want", [
+    ("B", "spleen", "absent"),
+    ("Answer: A", "spleen", "present"),
+    ("(B)", "spleen", "absent"),
+])
+def test_lettered_options_with_a_dot(reply, o, want):
+    assert organ(reply, o, question=f"Is the {o} visible in this CT slice? A. Yes B. No") == want
+
+
+@pytest.mark.parametrize("reply, want", [
+    ("A", "deny"),  # "None": no abnormality
+    ("C", "claim"),
+])
+def test_lettered_options_open_question(reply, want):
+    q = "What is shown in this chest X-ray? A: None B: Pneumothorax C: Rib fracture"
+    assert read_reply_decision("counterfactual", reply, q, "any abnormality", "open").decision == want
