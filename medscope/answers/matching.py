@@ -1055,12 +1055,21 @@ _FOREIGN_NOT_NORMAL = re.compile(
     r"(?:inte|ikke)\s+normal(?:t)?|není\s+normální|nu\s+(?:este|e|arată)\s+normal(?:ă)?)\b", re.I)
 
 
+# (issue 48, set R) a denied "not normal": "I don't see anything that isn't normal", "nothing here is not normal",
+# "no area that does not look normal" say all is normal; read word by word, the inner "not normal" read abnormal
+_NOTHING_NOT_NORMAL = re.compile(
+    r"\b(?:nothing|not\s+(?:\w+\s+){0,3}?(?:anything|any\s+\w+)|no\s+(?:\w+\s+){0,2}?(?:area|part|region|finding|structure|"
+    r"feature|thing)s?)\s+(?:\w+\s+){0,3}?(?:(?:that|which)\s+)?(?:is|are|looks?|appears?|seems?|does|do)\s+not\s+"
+    r"(?:look\s+|appear\s+|seem\s+)?(?:normal|healthy|unremarkable)\b")
+
+
 def _health_statuses(sentences: list[str], kind: str = "health", excepting: bool = False) -> list[str]:
     """Normal / abnormal words as mentions of the finding (a normal word's polarity inverted, a hedged
     normal word a hedged denial). To a
     "above the normal threshold" is a reference, not a statement of health; a device "otherwise
     unremarkable" speaks of the device."""
     out = []
+    sentences = [_NOTHING_NOT_NORMAL.sub(" all is normal ", s) for s in sentences]
     sentences = [_FOREIGN_NOT_NORMAL.sub(" abnormal ", _HEALTH_CHOICE.sub(" ", _DEVICE_NORMAL.sub(" ", _NORMAL_AS_REFERENCE.sub(" ", s))))
                  for s in sentences]
     abnormal = _term_pattern(ABNORMAL_WORDS)

@@ -110,3 +110,17 @@ def test_lettered_options_with_a_dot(reply, o, want):
 def test_lettered_options_open_question(reply, want):
     q = "What is shown in this chest X-ray? A: None B: Pneumothorax C: Rib fracture"
     assert read_reply_decision("counterfactual", reply, q, "any abnormality", "open").decision == want
+
+
+# A denied "not normal" ("nothing that isn't normal") says all is normal; the inner "not normal" alone is
+# not the reply's verdict.
+@pytest.mark.parametrize("reply, want", [
+    ("Nothing on this film is not normal.", "deny"),
+    ("There is no area that doesn't look normal.", "deny"),
+    ("I can't find anything that is not normal here.", "deny"),
+    # the other polarity stays
+    ("I see something that is not normal.", "claim"),
+    ("I don't think it's normal.", "claim"),
+])
+def test_nothing_that_is_not_normal(reply, want):
+    assert normal(reply) == want
