@@ -201,13 +201,14 @@ _PSEUDO = _alternation(PSEUDO)
 _FORWARD = {cat: _alternation(p) for cat, p in FORWARD.items()}
 _BACKWARD = {cat: _alternation(p) for cat, p in BACKWARD.items()}
 # "no" followed by punctuation is the answer particle ("No, there is..."), not a determiner.
-_PARTICLE_NO = re.compile(r"(?<![\w'])no(?=\s*[,.!\-\u2013\u2014:]|\s*$)")
+# (issue 48, set R) so are Vietnamese and Indonesian "không," / "tidak," (their "not" negates a word it precedes)
+_PARTICLE_NO = re.compile(r"(?<![\w'])(?:no|không|tidak)(?=\s*[,.!\-\u2013\u2014:]|\s*$)")
 
 
 def _mask(text: str) -> str:
     """Pseudo-triggers and answer particles replaced by same-length filler (offsets kept)."""
     text = _PSEUDO.sub(lambda m: "_" * len(m.group(0)), text)
-    return _PARTICLE_NO.sub("__", text)
+    return _PARTICLE_NO.sub(lambda m: "_" * len(m.group(0)), text)
 
 
 def forward_scope(before: str) -> str:

@@ -68,7 +68,7 @@ from medscope.answers.context import status
 from medscope.answers.lexicon import (  # the word lists, importable from here as before
     ABNORMAL_WORDS, CLARIFY_PHRASES, HEDGED_LEADS, NO_PARTICLES, NORMAL_WORDS, ORGAN_WORDS, POLARITY_WORDS,
     PROBABILITY_CLAIM_AT, PROBABILITY_DENY_AT,
-    REFER_PHRASES, RESECTIONS, YES_PARTICLES,
+    PUNCTUATED_PARTICLES, REFER_PHRASES, RESECTIONS, YES_PARTICLES,
 )
 
 RULES = ("final-tag", "json-field", "json-partial", "self-correction", "verdict-line", "label-line", "final-colon",
@@ -568,6 +568,8 @@ def _particle(sentence: str, kind: str, flip: bool) -> bool | None:
         s = s[hedged.end():]
         if re.match(r"not\b", s):
             return True if (flip and kind == "health") else False
+    if any(re.match(rf"{w}\s+\w", s) for w in PUNCTUATED_PARTICLES):
+        return None  # "Không thấy ...", "Tidak ada ...": the language's "not" / "there is", read by its clauses
     m = _NO.match(s)
     if m and not (m.group(0) == "no" and not _BARE_NO.match(s)):  # "no pneumothorax": a determiner
         return True if (flip and kind == "health") else False
@@ -1318,7 +1320,9 @@ _PRONOUN_NOT = re.compile(r"(?:it|this)\s+(?:is|was)\s+not(?=\s*(?:$|[,.!;:\u201
 _PRONOUN_IS = re.compile(r"(?:it|this)\s+(?:is|was)(?=\s*(?:$|[,.!;:\u2013\u2014]|\s-)|\s+(?:on|in)\s+(?:this|the)\s+"
                          r"(?:slice|image|scan|section|view)\b|\s+(?:there|here|visible|seen|present)\b)")
 # "yes no hard to tell" (no comma between: both particles, not "Yes, no pneumothorax") says neither
-_BOTH = re.compile(r"(?:both\s+)?(?:yes\s+and\s+no|no\s+and\s+yes|yes\s+or\s+no|yes\s*/\s*no|yes\s+no|no\s+yes)\b")
+# (issue 48, set R) and in the languages whose yes is read: "sì e no", "sí y no", "sim e não", "oui et non", "ja und nein"
+_BOTH = re.compile(r"(?:both\s+)?(?:yes\s+and\s+no|no\s+and\s+yes|yes\s+or\s+no|yes\s*/\s*no|yes\s+no|no\s+yes|"
+                   r"s[ìií]\s+(?:e|y)\s+no|sim\s+e\s+n[ãa]o|oui\s+et\s+non|ja\s+(?:und|en|og|och)\s+(?:nein|nee|nej))(?!\w)")
 _HEDGED_LEAD = re.compile(r"(?:" + "|".join(re.escape(p) for p in sorted(HEDGED_LEADS, key=len, reverse=True))
                           + r")[\s,:]+(?:a\s+|that\s+)?(?=(?:yes|no|not|" + "|".join(
                               re.escape(p) for p in YES_PARTICLES + NO_PARTICLES if " " not in p) + r")\b)")
@@ -2497,6 +2501,15 @@ def _read(text: str, question: str, finding: str, question_kind: str | None, syn
         # reply's own language says of the finding (issue 48, set Q)
         if languages.foreign_reading(flat, terms, side) == ("answer", not got[1]):
             return Reading("unclear", None, "other-language")
+        if languages.names_finding_bare(flat, terms, side):
+            # (issue 48, set R) the finding named and nothing more said of it states it, as in English: to "Is this
+            # normal?" it is the abnormality, whatever the particle ("Sí. Consolidación en el lóbulo inferior
+            # derecho", as "Yes. Consolidation in the right lower lobe." reads); beside a "no" to a presence
+            # question the no and the named finding disagree ("No, emorragia intraparenchimale ...")
+            if kind == "health":
+                return Reading("answer", True, "other-language")
+            if got[1] is False and kind in ("presence", "organ") and not _REVERSED_QUESTION.get():
+                return Reading("unclear", None, "other-language")
     if switched is not None and switched[0] == "answer" and (got is None or got[0] not in ("answer", "unclear")):
         return Reading(*switched, "other-language")  # "The liver is visible, pero el bazo no aparece"
     if got is not None and got[:3] == ("answer", True, "mention") and _bare_mention_negated(lines, terms, finding, kind == "organ"):
@@ -2517,6 +2530,9 @@ def _read(text: str, question: str, finding: str, question_kind: str | None, syn
         return Reading(*got)
     foreign = languages.foreign_reading(flat, terms, side, answers_presence=kind in ("presence", "organ")
                                         and not _REVERSED_QUESTION.get())
+    if foreign is None and kind in ("presence", "health") and not _REVERSED_QUESTION.get() and languages.names_finding_bare(flat, terms, side):
+        # "Derrame pleural derecho.": the finding named alone states it, as "Right pleural effusion." does (issue 48, set R)
+        return Reading("answer", True, "other-language")
     if foreign is not None and foreign[0] == "refer":
         # a decline in another language: a request for a better image still asks for it (clarify)
         return Reading(_undecided(flat) or "refer", None, "other-language")

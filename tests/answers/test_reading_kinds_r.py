@@ -124,3 +124,76 @@ def test_lettered_options_open_question(reply, want):
 ])
 def test_nothing_that_is_not_normal(reply, want):
     assert normal(reply) == want
+
+
+# Vietnamese: its yes / no ("Có," / "Không,") as clauses of their own, names of the common findings and
+# organs, "cho thấy" (shows) and "không phát hiện" (not detected), "bình thường" (normal); "an abnormality"
+# named in the languages read, so a denial of it answers an open question "none".
+@pytest.mark.parametrize("reply, want", [
+    ("Có, có tràn khí màng phổi bên trái.", "claim"),
+    ("Không, không phát hiện tràn khí màng phổi.", "deny"),
+])
+def test_vietnamese_presence(reply, want):
+    assert finding(reply, kind="presence") == want
+
+
+def test_vietnamese_organ():
+    assert organ("Có, tuyến giáp được nhìn thấy ở thùy phải.", "thyroid") == "present"
+    assert organ("Không thấy gan trên lát cắt này.", "liver") == "absent"
+
+
+@pytest.mark.parametrize("reply, want", [
+    ("Có, hình ảnh bình thường.", "deny"),
+    ("Không, hình ảnh này không bình thường.", "claim"),
+    # a leading "Không," is the answer, not a "not" before the next word (copied kind of set N's LN067, here
+    # to the health question: the "normal" after it is the reply's own)
+    ("Không, bình thường.", "unclear"),
+])
+def test_vietnamese_health(reply, want):
+    assert normal(reply) == want
+
+
+@pytest.mark.parametrize("reply, want", [
+    ("Không thấy bất thường nào trên hình ảnh.", "deny"),
+    ("No se observan anomalías en esta imagen.", "deny"),
+    ("Tidak ditemukan kelainan.", "deny"),
+])
+def test_open_question_none_in_other_languages(reply, want):
+    assert read_reply_decision("counterfactual", reply, "What abnormality is shown in this image?",
+                               "any abnormality", "open").decision == want
+
+
+# A reply in another language that names the finding and says nothing more of it states the finding, as
+# "Consolidation in the right lower lobe." does: to "Is this normal?" it is the abnormality whatever the
+# particle (the English reader reads "Yes. Consolidation ..." so too); beside a "no" to a presence question
+# the no and the named finding disagree, so unclear (before, the "no" read deny alone).
+@pytest.mark.parametrize("reply, want", [
+    ("Sí. Derrame pleural derecho.", "claim"),
+    ("Sì. Addensamento al lobo inferiore destro.", "claim"),
+    ("No. Derrame pleural derecho.", "claim"),
+    # the other polarity stays: a verdict phrase or a negation is no bare name
+    ("Sí, normal.", "deny"),
+    ("Oui, sans épanchement.", "deny"),
+])
+def test_finding_named_bare_to_a_health_question(reply, want):
+    assert normal(reply, f="effusion" if "rrame" in reply or "panchement" in reply else "consolidation") == want
+
+
+@pytest.mark.parametrize("reply, want", [
+    ("No, emorragia subaracnoidea nei solchi frontali.", "unclear"),
+    ("No, hemorragia subaracnoidea en los surcos frontales.", "unclear"),
+    # the other polarity and plain denials stay
+    ("Sì, emorragia subaracnoidea nei solchi frontali.", "claim"),
+    ("No, non si vede emorragia.", "deny"),
+    ("Nein, keine Blutung.", "deny"),
+])
+def test_no_beside_a_named_finding(reply, want):
+    assert finding(reply, f="haemorrhage", where="head CT", kind="presence") == want
+
+
+@pytest.mark.parametrize("reply, want", [
+    ("Derrame pleural derecho.", "claim"),  # named alone, as "Right pleural effusion." claims
+    ("Sì e no: il versamento potrebbe esserci.", "refer"),  # "yes and no" in Italian commits to neither
+])
+def test_named_alone_and_yes_and_no(reply, want):
+    assert finding(reply, f="pleural effusion", kind="presence") == want
