@@ -81,6 +81,9 @@ FORWARD = {
         "suspicious for", "suspected", "suspect", "suggestive of", "suggests", "suggest",
         "concerning for", "consistent with", "in keeping with", "compatible with",
         "can not rule out", "can not exclude", "could not rule out", "not rule out", "questionable",
+        # (issue 48, set R) the same said of the mention before, read by what follows: "X can not be excluded given
+        # blunting of the angle" is no denial of the blunting (its "not" read as one)
+        "can not be excluded", "can not be ruled out", "could not be excluded", "could not be ruled out",
         "represent", "represents", "may represent", "cannot exclude",
         # a denied inconsistency is a hedged consistency ("not inconsistent with a meningioma")
         "not inconsistent with",
@@ -281,6 +284,13 @@ def _double_negation(before: str, after: str) -> str | None:
     return None
 
 
+# (issue 48, set R) "absent" / "missing" / "lacking" as an attribute of the noun that follows ("and absent lung
+# markings peripheral to it"): a pre-negation of that noun, so no backward trigger of an earlier mention
+_ATTRIBUTIVE_NEGATION = re.compile(r"(?:absent|missing|lacking)\s+(?!(?:in|on|at|from|here|there|bilaterally|throughout|and|or|but|"
+                                   r"as|since|because|due|with|without|within|on|this|these|the|entirely|completely|altogether|"
+                                   r"today|now|again|too|also|is|are|was|were)\b)[a-z][\w-]*")
+
+
 def status(sentence: str, start: int, end: int) -> str:
     """Assertion status of the mention ``sentence[start:end]`` (normalised text).
 
@@ -316,7 +326,8 @@ def status(sentence: str, start: int, end: int) -> str:
     if m and (best is None or m.start() < best[0]):
         best = (m.start(), "negated")  # "lies below the caudal extent of this image"
     for cat, pat in _BACKWARD.items():
-        m = pat.search(after)
+        # "absent lung markings": a bare "absent" / "missing" before a noun is that noun's, not the mention's predicate
+        m = next((x for x in pat.finditer(after) if not _ATTRIBUTIVE_NEGATION.match(after, x.start())), None)
         if m and (best is None or m.start() < best[0] or (m.start() == best[0] and cat == "possible")):
             best = (m.start(), cat)
     if best is not None:

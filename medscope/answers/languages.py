@@ -449,8 +449,9 @@ def names_finding_bare(text: str, english_terms: tuple[str, ...], side: str | No
         naming it gives a verdict.
     """
     names = _finding_pattern(tuple(english_terms))
-    if names is None or not _foreign(text):
-        return False
+    english = re.compile(r"(?<![\w-])(?:" + "|".join(re.escape(t) for t in english_terms) + r")(?![\w-])") if english_terms else None
+    if names is None or not _foreign(text) or (english is not None and english.search(text)):
+        return False  # the English name ("Equivocal for pneumothorax") is the English rules' to read
     other = _alt(SIDE_WORDS[{"left": "right", "right": "left"}[side]]) if side else None
     own_side = _alt(SIDE_WORDS[side]) if side else None
     bare = False

@@ -327,9 +327,33 @@ _SEGMENT_QUALIFIERS = ("ascending", "descending", "transverse", "sigmoid", "rect
                        "spleen", "bone", "skin", "bowel")
 
 
+# organs named by an adjective or noun before a bare head noun that the finding's own names do not use ("a renal
+# stone" asked about gallstones, whose names qualify "stone" by gallbladder / biliary / gall only)
+_SITE_QUALIFIERS = frozenset({"renal", "kidney", "ureteric", "ureteral", "ureter", "urinary", "bladder", "vesical",
+                              "salivary", "pancreatic", "prostatic", "biliary", "gallbladder", "gall", "hepatic", "liver",
+                              "splenic", "pulmonary", "lung", "breast", "thyroid", "adrenal", "ovarian", "uterine"})
+
+
+def _head_of_other_site(s: str, m: re.Match, finding: str) -> bool:
+    """Whether a one-word name that is only the head noun of the finding's longer names ("stone" of "gallbladder
+    stone") is qualified by another site than those names give it ("No gallstones; a 4 mm renal stone is noted":
+    the stone is the kidney's, not the gallbladder's; issue 48)."""
+    head = m.group(0)
+    if " " in head or head in normalize(finding).split():
+        return False
+    own = {t.split()[-2] for t in finding_terms(finding) if " " in t and t.split()[-1] == head}
+    before = s[:m.start()].split()
+    if not own or not before:
+        return False
+    q = before[-1].strip(",;:()")
+    return q in _SITE_QUALIFIERS and q not in own
+
+
 def _other_qualified_head(s: str, m: re.Match, finding: str) -> bool:
     """Whether the mention is the finding's bare head noun qualified as another entity."""
     words = normalize(finding).split()
+    if len(words) < 2 and _head_of_other_site(s, m, finding):
+        return True
     if len(words) < 2 or m.group(0) not in _plural(words[-1]):
         return False
     before = s[:m.start()].split()
@@ -546,8 +570,17 @@ _NOT_ENTIRELY = re.compile(r"not\s+(?:entirely|completely|quite|fully|totally|al
 _HEDGED_YES = re.compile(r"(?:quite |very |most )?(?:possibly|probably)(?=\s*(?:$|[.!,;:\u2013\u2014]|-\s))")
 
 
+# (issue 48) where the answer holds, said before the particle ("On this slice, yes", "In this image, no"): the
+# particle still answers the question asked about this image
+_WHERE_LEAD = re.compile(r"(?:on|in|at|from|for|based on|looking at)\s+(?:this|the|that|these|this particular)\s+(?:[\w-]+\s+){0,2}?"
+                         r"(?:slice|image|view|film|level|scan|section|study|radiograph|x-ray|picture|one|cut|frame)\s*,\s*")
+
+
 def _particle(sentence: str, kind: str, flip: bool) -> bool | None:
     s = re.sub(r"^[\W_]+", "", sentence)
+    where = _WHERE_LEAD.match(s)
+    if where and (_YES.match(s[where.end():]) or _NO.match(s[where.end():])):
+        s = s[where.end():]
     if _BOTH.match(s) or _REFER.match(s) or languages.opens_with_decline(s):  # "لا أستطيع التحديد" is "I cannot tell", not "no"
         return None
     if kind == "health" and _NOT_ENTIRELY.match(s):
@@ -722,7 +755,10 @@ _GENERIC_PREDICATE = re.compile(
     r"(?:evaluation|assessment|imaging|detection|diagnosis|grading|interpretation|screening|identification)\s+"
     r"(?:requires?|needs?|is best|is beyond|should be (?:done|performed|made|left))\b|"
     r"(?:is|are)\s+(?:usually\s+|typically\s+)?(?:diagnosed|detected|confirmed|graded|classified|staged|categori[sz]ed)\s+"
-    r"(?:clinically|by|with|using|through|based on|on the basis of|as|into|according to)\b|"
+    # "is graded as mild, moderate or severe" is how it is graded in general, "is graded as SFU grade 2 on the left"
+    # the reply's own grade (issue 48): "as" only before a choice of grades
+    r"(?:clinically|by|with|using|through|based on|on the basis of|into|according to|"
+    r"as(?=\s+(?:either\s+)?(?:[\w-]+\s+){1,3}?or\s|\s+(?:[\w-]+\s*,\s*)+))\b|"
     # (issue 48, set Q) how the finding may be graded in general: "Hydronephrosis can be graded from I to IV according
     # to the SFU system" (not "can be graded as mild": that is the reply's own grade)
     r"(?:can|may|could)\s+be\s+(?:graded|classified|staged|categori[sz]ed|divided|subdivided|scored)\s+"
@@ -1712,6 +1748,8 @@ def read_decision(text: str, question: str, finding: str, question_kind: str | N
     ----------
     .. [1] Counterfactual paper, §3.1, §3.10.
     """
+    # NUL characters are a decoder's leftovers (UTF-16 read as bytes: "Y\x00e\x00s"), never part of a word (issue 48)
+    text = (text or "").replace("\x00", "")
     # end-of-sequence and template tokens ("[END]", "</s>", "<|endoftext|>") are a generator's
     # leftovers, not words of the reply (issue 48, set M)
     stripped = normalize(_SPECIAL_TOKENS.sub(" ", text or ""))
@@ -2249,7 +2287,8 @@ _ACCOUNTED_NEGATION = re.compile(
 _SCOPE_BREAK = re.compile(r"\b(?:with|and|but|while|whereas|although|though|which|that|who|apart from|except)\b|[,;:()]")
 _PREDICATE_LEAD = re.compile(
     r"^(?:s|es)?\s*,?\s*(?:(?:is|are|was|were|has|have|had|does|do|did|can|could|will|would|should|may|might|must|"
-    r"appears?|seems?|remains?|lies|lie|sits?|gets?)\s+)(?:[\w-]+\s+){0,2}?$")
+    # (issue 48, set R) not across "with": "is visible with absent lung markings" negates the markings, not the predicate
+    r"appears?|seems?|remains?|lies|lie|sits?|gets?)\s+)(?:(?!with\b)[\w-]+\s+){0,2}?$")
 _CHAINED_NEGATION = re.compile(
     r"(?<![\w'])(?:not|never|no|hardly|scarcely)\s+(?:(?:\w+ly|be|been|entirely|at all)\s+)?(?:absent|missing|lacking|without|excluded|"
     r"none|no|not|un(?!der|til|less|ion|it|iform|ited)[a-z]+(?:ed|able|ible|ent|ant|ous|ive|ful))(?![\w'])")

@@ -197,3 +197,99 @@ def test_no_beside_a_named_finding(reply, want):
 ])
 def test_named_alone_and_yes_and_no(reply, want):
     assert finding(reply, f="pleural effusion", kind="presence") == want
+
+
+# A bare name in English that the foreign lexicon also lists ("pneumothorax" is French too) is the English
+# rules' to read: "Equivocal for pneumothorax." stays a hedge, not a finding named bare.
+@pytest.mark.parametrize("reply, want", [
+    ("Equivocal for pneumothorax.", "refer"),
+    ("Absent: pneumothorax, effusion.", "deny"),
+])
+def test_english_name_is_not_a_foreign_bare_name(reply, want):
+    assert finding(reply, kind="presence") == want
+
+
+# NUL characters (UTF-16 read as bytes) are stripped before reading.
+@pytest.mark.parametrize("reply, want", [
+    ("Y\x00e\x00s\x00", "claim"),
+    ("N\x00o\x00.", "deny"),
+    ('{"present": fa\x00lse}', "deny"),
+    ("\x00There is a small apical pneumothorax.\x00", "claim"),
+])
+def test_nul_characters_stripped(reply, want):
+    assert finding(reply, kind="presence") == want
+
+
+# Where the answer holds, said before the particle, leaves the particle the answer.
+@pytest.mark.parametrize("reply, o, want", [
+    ("On this slice, yes", "liver", "present"),
+    ("In this image, no.", "spleen", "absent"),
+    ("At this level, yes, both kidneys are seen.", "kidneys", "present"),
+])
+def test_where_before_the_particle(reply, o, want):
+    assert organ(reply, o) == want
+
+
+def test_where_before_the_particle_finding():
+    assert finding("On this slice, yes", kind="presence") == "claim"
+    assert finding("On this film, no.", kind="presence") == "deny"
+
+
+# "is graded as <one grade>" is the reply's own grade (a claim); "graded as X or Y" / a list says how the
+# finding is graded in general.
+@pytest.mark.parametrize("reply, want", [
+    ("Hydronephrosis is graded as SFU grade 3 on the right.", "claim"),
+    ("The hydronephrosis is graded as moderate.", "claim"),
+    ("Hydronephrosis is graded as mild, moderate or severe.", "unparseable"),
+    ("Hydronephrosis is graded as either mild or severe.", "unparseable"),
+])
+def test_graded_as_one_grade(reply, want):
+    assert finding(reply, f="hydronephrosis", where="renal ultrasound", kind="presence") == want
+
+
+# A bare head noun qualified by another site is that site's ("a renal stone" asked about gallstones).
+@pytest.mark.parametrize("reply, want", [
+    ("No gallstones; a 6 mm renal stone is incidentally noted.", "deny"),
+    ("No gallstones. Incidental left ureteric stone.", "deny"),
+    # the finding's own sites and the bare noun in the gallbladder's context stay
+    ("Several stones lie in the gallbladder.", "claim"),
+    ("A biliary stone is seen.", "claim"),
+    ("No stones or sludge.", "deny"),
+])
+def test_stone_of_another_site(reply, want):
+    assert finding(reply, f="gallstones", where="ultrasound image", kind="presence") == want
+
+
+# A description that names the finding's sign and not the finding: the sign's polarity is the finding's.
+@pytest.mark.parametrize("reply, f, want", [
+    ("A thin visceral pleural line is seen at the left apex.", "pneumothorax", "claim"),
+    ("No visceral pleural line is identified at either apex.", "pneumothorax", "deny"),
+    ("Blunting of the left costophrenic angle.", "pleural effusion", "claim"),
+    ("Sharp costophrenic angles, no blunting of the costophrenic angle.", "pleural effusion", "deny"),
+])
+def test_signs_named_instead_of_the_finding(reply, f, want):
+    assert finding(reply, f=f, kind="presence") == want
+
+
+def test_gallstone_sign():
+    assert finding("Thin-walled gallbladder without echogenic shadowing foci.", f="gallstones",
+                   where="ultrasound image", kind="presence") == "deny"
+    assert finding("Two echogenic shadowing foci lie in the gallbladder neck.", f="gallstones",
+                   where="ultrasound image", kind="presence") == "claim"
+
+
+# "absent" before a noun is that noun's ("absent lung markings"); after the mention with nothing after it, the
+# mention's predicate.
+@pytest.mark.parametrize("reply, want", [
+    ("Left pneumothorax, visceral pleural line visible and absent lung markings beyond it.", "claim"),
+    ("Pneumothorax: absent.", "deny"),
+    ("Pneumothorax absent on this film.", "deny"),
+])
+def test_attributive_absent(reply, want):
+    assert finding(reply, kind="presence") == want
+
+
+# "X cannot be excluded given Y": the hedge holds, and the sign Y after it is not denied by its "not".
+def test_cannot_be_excluded_given_a_sign():
+    assert finding("A small pleural effusion cannot be excluded given mild blunting of the costophrenic angle.",
+                   f="pleural effusion", kind="presence") == "claim"
