@@ -212,7 +212,51 @@ DECLINE = (r"no es posible", r"n[ãa]o [ée] poss[íi]vel", r"il n'est pas possi
            r"no puedo (?:\w+ )?(?:diagnosticar|confirmar|valorar|decir)", r"non posso (?:\w+ )?(?:diagnosticare|"
            r"confermare|dire)", r"n[ãa]o posso (?:\w+ )?(?:diagnosticar|confirmar|dizer)",
            r"tidak (?:dapat|bisa|mampu) (?:\w+ )?(?:menentukan|menilai|memastikan|mengatakan|mendiagnosis|didiagnosis|dinilai)",
-           r"saya tidak tahu")
+           r"saya tidak tahu",
+           # (issue 48, set R) tr "no assessment can be made"
+           r"(?:değerlendirme|yorum|tanı|karar) (?:\w+ )?(?:yapılam|verilem)\w*")
+# (issue 48, set R) the image itself too poor to read, in the languages read here: a decline for that reason asks
+# for a better image (clarify), as "too noisy to assess" does in English
+POOR_IMAGE = (r"ru[íi]do", r"\bruidos[ao]\b", r"muito escur[ao]", r"muy oscur[ao]", r"borr(?:ad|os)[ao]", r"baix[ao] resolu[çc][ãa]o",
+              r"baja resoluci[óo]n", r"\bflou(?:e)?\b", r"bruit[ée]e?", r"basse r[ée]solution", r"unscharf", r"verrauscht",
+              r"niedrige auflösung", r"sfocat[ao]", r"rumoros[ao]", r"bassa risoluzione", r"troppo scur[ao]", r"onscherp",
+              r"lage resolutie", r"düşük çözünürlük\w*", r"bulanık", r"gürültülü", r"\bburam\b", r"resolusi rendah",
+              r"độ phân giải thấp", r"\bmờ\b", r"nhiễu", r"模糊", r"分辨率低", r"噪声", r"ぼやけ", r"解像度が低")
+_POOR_IMAGE = re.compile("(?:" + "|".join(POOR_IMAGE) + ")")
+
+
+def declines(text: str) -> bool:
+    """Whether a normalised reply in another language holds a decline (:data:`DECLINE`: "değerlendirme
+    yapılamıyor", "no es posible determinar").
+
+    Parameters
+    ----------
+    text : str
+        The normalised reply.
+
+    Returns
+    -------
+    bool
+        True when the reply is in another language and declines.
+    """
+    return _foreign(text) and bool(_DECLINE.search(text))
+
+
+def complains_of_image(text: str) -> bool:
+    """Whether a normalised reply in another language says the image is too poor to read (noisy, dark, blurred,
+    low resolution): its decline then asks for a better image.
+
+    Parameters
+    ----------
+    text : str
+        The normalised reply.
+
+    Returns
+    -------
+    bool
+        True when a phrase of :data:`POOR_IMAGE` is in it.
+    """
+    return bool(_POOR_IMAGE.search(text))
 # a negation that is the noun's determiner ("kein", "nessun", "aucun", "ningún", "nenhum"): a bare presence
 # predicate after it is that noun's, so "kein X nachweisbar" is one denial, not two verdicts
 _NEGATED_NOUN = re.compile(r"^\W*(?:kein(?:e|en|er|es)?|nessun[oa]?|aucune?|ning[úu]n[oa]?|nenhum[a]?|geen|ingen|inget|inga|intet|"

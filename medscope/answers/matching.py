@@ -280,7 +280,7 @@ def finding_terms(finding: str, synonyms: tuple[str, ...] = ()) -> tuple[str, ..
 # An organ named by its adjective and a noun for its outline or tissue (issue 48, set Q: "The cardiac
 # silhouette is ... normal in size" describes the heart). Every organ with an adjective of its own, not
 # one reply's phrase; a property after the adjective ("no focal hepatic lesion") is not the organ (_read).
-_ADJECTIVES_OF_ORGAN = {"heart": ("cardiac",), "liver": ("hepatic",), "kidney": ("renal",), "spleen": ("splenic",),
+_ADJECTIVES_OF_ORGAN = {"heart": ("cardiac", "cardiomediastinal", "cardiopericardial"), "liver": ("hepatic",), "kidney": ("renal",), "spleen": ("splenic",),
                         "pancreas": ("pancreatic",), "stomach": ("gastric",), "lung": ("pulmonary",),
                         "bladder": ("vesical",), "urinary bladder": ("vesical",), "colon": ("colonic",),
                         "uterus": ("uterine",), "prostate": ("prostatic",), "aorta": ("aortic",),
@@ -578,6 +578,8 @@ _WHERE_LEAD = re.compile(r"(?:on|in|at|from|for|based on|looking at)\s+(?:this|t
 
 def _particle(sentence: str, kind: str, flip: bool) -> bool | None:
     s = re.sub(r"^[\W_]+", "", sentence)
+    if re.fullmatch(r"(?:not|no)\b[^.!;:]*\?\s*", s):
+        return None  # "Not visible? Quite the opposite: ...": a question put back, not its answer (issue 48, set R)
     where = _WHERE_LEAD.match(s)
     if where and (_YES.match(s[where.end():]) or _NO.match(s[where.end():])):
         s = s[where.end():]
@@ -735,7 +737,11 @@ def _resection_pattern(finding: str) -> re.Pattern | None:
     names = set()
     for key in (" ".join(words), words[-1] if words else ""):
         names.update(RESECTIONS.get(key, ()))
-    return _term_pattern(tuple(sorted(names))) if names else None
+    if not names:
+        return None
+    # (issue 48, set R) "post-hysterectomy appearance" is status post hysterectomy: the hyphen joins the prefix
+    alt = "|".join(re.escape(t) for t in sorted(names))
+    return re.compile(rf"(?:(?<=post-)|(?<![\w-]))(?:{alt})(?![\w-])")
 
 
 # A textbook statement with the finding as its subject ("The bladder is a hollow organ that stores
@@ -1493,7 +1499,9 @@ def _undecided(text: str) -> str | None:
     if _IMAGE_IS.search(text) and _CANNOT_ANSWER_HERE.search(text):
         return "clarify"
     if _REFER.search(text) or _DEFERS.search(text) or _SENT_TO.search(text):
-        return "refer"
+        # a decline for the image's sake in another language ("muito escura e com muito ruído; não é possível avaliar")
+        # asks for a better image (issue 48, set R)
+        return "clarify" if languages.complains_of_image(text) else "refer"
     return None
 
 
@@ -2569,12 +2577,15 @@ def _read(text: str, question: str, finding: str, question_kind: str | None, syn
         return Reading(*got)
     foreign = languages.foreign_reading(flat, terms, side, answers_presence=kind in ("presence", "organ")
                                         and not _REVERSED_QUESTION.get())
+    if foreign is None and languages.declines(flat):
+        # a decline in another language that names no finding ("bu haliyle değerlendirme yapılamıyor"; issue 48, set R)
+        return Reading("clarify" if languages.complains_of_image(flat) else "refer", None, "other-language")
     if foreign is None and kind in ("presence", "health") and not _REVERSED_QUESTION.get() and languages.names_finding_bare(flat, terms, side):
         # "Derrame pleural derecho.": the finding named alone states it, as "Right pleural effusion." does (issue 48, set R)
         return Reading("answer", True, "other-language")
     if foreign is not None and foreign[0] == "refer":
         # a decline in another language: a request for a better image still asks for it (clarify)
-        return Reading(_undecided(flat) or "refer", None, "other-language")
+        return Reading(_undecided(flat) or ("clarify" if languages.complains_of_image(flat) else "refer"), None, "other-language")
     if foreign is not None:  # full sentences in another language: its own verdict lexicon
         return Reading(foreign[0], foreign[1], "other-language")
     if kind == "organ" and _region_excluded(flat, finding, terms):

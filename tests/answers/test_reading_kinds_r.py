@@ -293,3 +293,39 @@ def test_attributive_absent(reply, want):
 def test_cannot_be_excluded_given_a_sign():
     assert finding("A small pleural effusion cannot be excluded given mild blunting of the costophrenic angle.",
                    f="pleural effusion", kind="presence") == "claim"
+
+
+# "Post-hysterectomy appearance": the resection with its prefix joined by a hyphen removes the organ.
+def test_post_resection_hyphenated():
+    assert organ("Post-hysterectomy appearance; the vaginal cuff is unremarkable.", "uterus") == "absent"
+    assert organ("Post-cholecystectomy clips in the right upper quadrant.", "gallbladder") == "absent"
+
+
+# A "not" put back as a question ("Not visible? Quite the opposite: ...") is not the reply's answer.
+@pytest.mark.parametrize("reply, want", [
+    ("Not visible? Far from it: the spleen is clearly outlined behind the stomach.", "present"),
+    ("Not visible.", "absent"),
+])
+def test_rhetorical_not(reply, want):
+    assert organ(reply, "spleen") == want
+
+
+# The cardiomediastinal silhouette holds the heart's outline.
+@pytest.mark.parametrize("reply, want", [
+    ("Cardiomediastinal contour is unremarkable.", "present"),
+    ("The cardiomediastinal silhouette is not included on this abdominal film.", "absent"),
+])
+def test_cardiomediastinal_silhouette(reply, want):
+    assert organ(reply, "heart", question="Is the heart visible in this X-ray?") == want
+
+
+# A decline in another language because the image is too poor (dark, noisy, blurred, low resolution) asks for a
+# better image; a decline alone refers.
+@pytest.mark.parametrize("reply, want", [
+    ("La imagen está muy oscura y con mucho ruido; no es posible evaluar.", "clarify"),
+    ("Görüntü bulanık; bu haliyle değerlendirme yapılamıyor.", "clarify"),
+    ("Bu haliyle değerlendirme yapılamıyor.", "refer"),
+    ("No es posible determinar si hay neumotórax.", "refer"),
+])
+def test_foreign_decline_for_a_poor_image(reply, want):
+    assert finding(reply, kind="presence") == want
