@@ -107,6 +107,10 @@ FORWARD = {
         "caveat about", "caveat regarding", "caveat of", "caveats about",
         # a pointer to reading elsewhere names the finding as a topic ("read more about pleural effusions here")
         "read more about", "more about", "walkthrough of", "a guide to", "locating", "to comment on",
+        # (issue 48, set R) the organ as the aim of more imaging ("recommended to fully evaluate the pancreas"): a
+        # purpose, not a sighting
+        "to evaluate", "to fully evaluate", "to better evaluate", "to further evaluate", "to assess", "to fully assess",
+        "to better assess", "to further assess",
     ),
     "historical": ("history of", "previously seen", "previous", "prior", "status post", "old"),
 }

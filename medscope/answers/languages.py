@@ -100,6 +100,8 @@ FOREIGN_NAMES = {
     "abnormality": (r"bất thường", r"anomal[íi]as?", r"anormalidad(?:es)?", r"altera[çc](?:[ãa]o|[õo]es)", r"alteraci[óo]n(?:es)?",
                     r"anomalies?", r"auffälligkeit\w*", r"anomali[ae]", r"afwijking\w*", r"\bkelainan\b", r"abnormalit\w*",
                     r"anormallik\w*", r"异常", r"異常"),
+    "appendicitis": (r"appendicite", r"apendicitis", r"apendicite", r"appendizitis", r"blindedarmontsteking", r"apendisitis",
+                     r"apandisit", r"viêm ruột thừa", r"аппендицит\w*", r"阑尾炎", r"虫垂炎"),
     "cardiomegaly": (r"tim to", r"bóng tim to", r"kardiomegali\b", r"cardiomegalia", r"cardiom[ée]galie", r"kardiomegalie", r"心脏扩大", r"心影增大"),
 }
 # English words of the reader that name a key above

@@ -774,8 +774,9 @@ _GENERIC_PREDICATE = re.compile(
     # the appendix", "Kidney stones ... are hard deposits of minerals", "the IVC is an abdominal vessel",
     # "Ovaries are hard to evaluate on MRI in postmenopausal women", "... are organs commonly assessed on MRI"
     r"(?:is|are)\s+(?:(?:an?|the)\s+)?(?:[\w-]+\s+){0,2}?(?:inflammation|infection|deposits?|vessels?|arter(?:y|ies)|"
-    r"veins?|organs?\s+(?:commonly|usually|often|typically|routinely)|paired\s+organs?|(?:out)?growths?|swellings?)\s+(?:of|in|on|"
-    r"from|that|which|commonly|"
+    # (issue 48, set R) "are paired retroperitoneal organs located superomedial to the kidneys"
+    r"veins?|organs?\s+(?:commonly|usually|often|typically|routinely)|paired\s+(?:[\w-]+\s+)?organs?|(?:out)?growths?|swellings?)\s+(?:of|in|on|"
+    r"from|that|which|commonly|located|situated|lying|"
     r"assessed|formed|made|carrying|draining|and|,|\.|$)|"
     r"(?:is|are)\s+(?:an?\s+)?(?:[\w-]+\s+){0,3}?diagnos[ie]s\s*(?:$|[.,;]|of\s+exclusion|made|based)|"
     r"(?:is|are)\s+(?:often\s+|usually\s+|notoriously\s+)?(?:hard|difficult|easy|tricky|challenging)\s+to\s+"
@@ -1423,7 +1424,11 @@ _ASKS_FOR_IMAGE = re.compile(
 # the read handed to a person, in the passive ("need to be assessed in person by a dermatologist")
 _HANDED_OVER = re.compile(
     r"\b(?:should|must|needs? to|has to|have to|is best)\s+be\s+(?:done|performed|made|read|reviewed|assessed|interpreted|"
-    r"reported|graded|evaluated|examined|seen)\s+(?:in person\s+|directly\s+|clinically\s+|properly\s+)?by\s+(?:a|an|the|your)\b")
+    r"reported|graded|evaluated|examined|seen)\s+(?:in person\s+|directly\s+|clinically\s+|properly\s+)?by\s+(?:a|an|the|your)\b|"
+    # (issue 48, set R) the same said actively: "A dermatologist should examine the lesion in person"
+    r"\b(?:a|an|the|your)\s+(?:[\w-]+\s+){0,2}?(?:\w+ologists?|doctors?|physicians?|clinicians?|specialists?|surgeons?|gp|"
+    r"experts?|professionals?)\s+(?:should|must|needs? to|has to|have to|can|could|will|would need to)\s+(?:\w+\s+)?"
+    r"(?:examine|review|assess|evaluate|see|look at|check|read|interpret)\b")
 _DEFERS = re.compile(
     r"\bdefer(?:ring)?\s+(?:\w+\s+){0,3}?to\s+(?:a|an|the|your)\b|\b(?:i would|i had|i will|i am going to)\s+(?:rather|prefer)\s+not\s+(?:to\s+)?"
     r"(?:say|comment|guess|call it|commit)\b|"

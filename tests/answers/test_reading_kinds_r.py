@@ -329,3 +329,40 @@ def test_cardiomediastinal_silhouette(reply, want):
 ])
 def test_foreign_decline_for_a_poor_image(reply, want):
     assert finding(reply, kind="presence") == want
+
+
+# Appendicitis named in other languages, so "appendicite" is not mended as an English typo of it (that read
+# "non ci sono segni di appendicite" as an affirmed "appendicitis").
+@pytest.mark.parametrize("reply, want", [
+    ("No, non ci sono segni di appendicite.", "deny"),
+    ("Sì, quadro di appendicite acuta con appendice ispessita.", "claim"),
+    ("No, no hay signos de apendicitis.", "deny"),
+])
+def test_appendicitis_in_other_languages(reply, want):
+    assert finding(reply, f="appendicitis", where="CT image", kind="presence") == want
+
+
+# What an organ is in general ("paired retroperitoneal organs located ...") is a textbook statement.
+def test_paired_organs_textbook():
+    assert organ("The kidneys are paired retroperitoneal organs located on either side of the spine.",
+                 "kidneys") == "not_addressed"
+    assert organ("Both kidneys are seen as paired bean-shaped organs here.", "kidneys") == "present"
+
+
+# The organ as the aim of more imaging ("recommended to fully evaluate the pancreas") is not seen.
+@pytest.mark.parametrize("reply, want", [
+    ("Thinner slices are needed to fully evaluate the spleen.", "not_addressed"),
+    ("The spleen is seen; its hilum is hard to assess.", "present"),
+])
+def test_organ_as_the_aim_of_imaging(reply, want):
+    assert organ(reply, "spleen") == want
+
+
+# A person named as the one to examine ("A dermatologist should examine the lesion in person") hands the read
+# over; the lesion named there is not an abnormality the reply sees.
+@pytest.mark.parametrize("reply, want", [
+    ("I can't diagnose this from a photo. A dermatologist should examine the lesion in person.", "refer"),
+    ("A radiologist should review the full series.", "refer"),
+])
+def test_person_should_examine(reply, want):
+    assert finding(reply, f="melanoma", where="skin photo", kind="presence") == want
