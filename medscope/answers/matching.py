@@ -1696,6 +1696,13 @@ _VERDICT_WORD = re.compile(r"\b(?:yes|no|not|none|present|absent|positive|negati
                            r"neg|pos|true|false)\b")
 
 
+# (issue 48, set R) how an image was made: scanner, field strength, sequence, acquisition
+_ACQUISITION = re.compile(r"\b(?:acquired|acquisition|scanner|sequences?|[\w-]*weighted|tesla|\d+(?:\.\d+)?\s*t|slice thickness|"
+                          r"kvp|mas|field strength|reconstructed|reconstruction kernel|contrast phase|protocol)\b")
+# byte debris a generator leaves: replacement characters, SentencePiece word markers, hex literals
+_BYTE_DEBRIS = re.compile(r"[\ufffd\u2581]|\b0x[0-9a-f]+\b")
+
+
 def _unfilled_template(text: str, question: str) -> bool:
     """Whether ``text`` is a template with nothing filled in (see :data:`_EMPTY_LABEL`)."""
     asked = re.sub(r"\W+", " ", normalize(question or "")).strip()
@@ -1788,6 +1795,9 @@ def read_decision(text: str, question: str, finding: str, question_kind: str | N
         # "adrenal adrenal ### 0.87 seg_mask <loc_0412>" (issue 48, set Q): a name said twice beside a generator's
         # token and no word that says anything of it
         return Reading("unparseable", None, "none", "a name stuttered beside a generator token, no statement: degenerate output")
+    if enough == 4 and _BYTE_DEBRIS.search(stripped) and not _VERDICT_WORD.search(stripped) and not _POSITIVE_PREDICATE.search(stripped):
+        # "</s><s>[/INST] ▁▁▁ 0x3f ### image_patch_17 ��": generator tokens beside byte debris, no statement (issue 48, set R)
+        return Reading("unparseable", None, "none", "generator tokens and byte debris, no statement: degenerate output")
     if re.fullmatch(r"(?:i|we)\s+(?:can\s+)?see|i\s+understand|okay|ok|hmm+", " ".join(words)):
         # "I see" alone acknowledges; it says nothing of the finding (issue 48, set P)
         return Reading("unparseable", None, "none", "an acknowledgement alone, not a reply")
@@ -2613,6 +2623,11 @@ def _read(text: str, question: str, finding: str, question_kind: str | None, syn
             if _NEGATION_CUE.search(flat):  # "no evidence that the cortex is not intact ... visualized": no verdict
                 return Reading("unclear", None, "predicate")
             return Reading("answer", True, "predicate")
+    if kind == "open" and all(_ACQUISITION.search(x) for x in sentences) and not _POSITIVE_PREDICATE.search(flat) and not (
+            _term_pattern(ABNORMAL_WORDS).search(flat) or _term_pattern(NORMAL_WORDS).search(flat)):
+        # "This image was acquired on a 1.5 T scanner using a T2-weighted sequence": how the image was made, no
+        # finding (issue 48, set R)
+        return Reading("unparseable", None, "none", "the reply speaks only of how the image was acquired")
     if kind == "open" and re.search(r"\w", flat):
         return Reading("answer", True, "open")
     return Reading("unparseable", None, "none")

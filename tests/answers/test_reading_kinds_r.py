@@ -366,3 +366,21 @@ def test_organ_as_the_aim_of_imaging(reply, want):
 ])
 def test_person_should_examine(reply, want):
     assert finding(reply, f="melanoma", where="skin photo", kind="presence") == want
+
+
+def open_q(reply):
+    return read_reply_decision("counterfactual", reply, "What is the main finding in this image?", "any abnormality",
+                               "open").decision
+
+
+# Generator tokens beside byte debris (replacement characters, SentencePiece markers, hex) are no reply; a reply
+# that speaks only of how the image was acquired names no finding.
+@pytest.mark.parametrize("reply, want", [
+    ("<s>[INST] \u2581\u2581 0x1a ## token_patch_3 \ufffd", "unparseable"),
+    ("Acquired on a 3 T scanner with a FLAIR sequence.", "unparseable"),
+    # a finding named beside either stays a reply
+    ("FLAIR sequence shows a mass in the right temporal lobe.", "claim"),
+    ("</s> A mass in the liver.", "claim"),
+])
+def test_debris_and_acquisition_only(reply, want):
+    assert open_q(reply) == want
