@@ -63,11 +63,17 @@ FORWARD = {
         "resolution of", "no longer", "no residual", "fails to", "failed to", "resected", "excised",
         "removed", "rather than", "instead of", "mimicking", "mimics", "mimicker of", "simulating",
         "unable to identify", "was unable to identify", "could not identify", "can not identify", "did not identify",
+        # (issue 48, set R) "Unable to visualize the pancreas": the reader looked and did not see it
+        "unable to visualize", "unable to visualise", "could not visualize", "could not visualise",
+        "can not visualize", "can not visualise", "not able to visualize", "not able to visualise",
+        "unable to demonstrate", "could not demonstrate", "unable to locate", "could not locate",
         "masquerading as", "pseudo", "devoid of", "free from", "clear of", "nothing to suggest",
         # evidence weighed against the finding ("contains air, arguing against appendicitis")
         "argues against", "argue against", "arguing against", "argued against", "speaks against",
         "speak against", "speaking against", "evidence against", "points against", "pointing against", "nicht", "kein", "keine", "keinen", "geen", "pas de", "sin", "sem", "nessun",
-        "nessuna", "brak", "non si osserva", "non si osservano", "non si vede", "non si vedono", "no se observa",
+        "nessuna", "brak",
+        # (issue 48, set R) the plain "not" of Indonesian, Dutch and Vietnamese ("gambar ini tidak normal")
+        "tidak", "bukan", "niet", "không", "non si osserva", "non si osservano", "non si vede", "non si vedono", "no se observa",
         "no se observan", "no se ven", "não se observa", "não se observam", "não", "nao", "aucun", "aucune", "ningún", "ninguna", "nenhum", "nenhuma", "nessuno",
     ) + STATEMENT_DENIALS + HEDGED_DENIALS,
     "possible": (
@@ -75,6 +81,9 @@ FORWARD = {
         "suspicious for", "suspected", "suspect", "suggestive of", "suggests", "suggest",
         "concerning for", "consistent with", "in keeping with", "compatible with",
         "can not rule out", "can not exclude", "could not rule out", "not rule out", "questionable",
+        # (issue 48, set R) the same said of the mention before, read by what follows: "X can not be excluded given
+        # blunting of the angle" is no denial of the blunting (its "not" read as one)
+        "can not be excluded", "can not be ruled out", "could not be excluded", "could not be ruled out",
         "represent", "represents", "may represent", "cannot exclude",
         # a denied inconsistency is a hedged consistency ("not inconsistent with a meningioma")
         "not inconsistent with",
@@ -98,6 +107,10 @@ FORWARD = {
         "caveat about", "caveat regarding", "caveat of", "caveats about",
         # a pointer to reading elsewhere names the finding as a topic ("read more about pleural effusions here")
         "read more about", "more about", "walkthrough of", "a guide to", "locating", "to comment on",
+        # (issue 48, set R) the organ as the aim of more imaging ("recommended to fully evaluate the pancreas"): a
+        # purpose, not a sighting
+        "to evaluate", "to fully evaluate", "to better evaluate", "to further evaluate", "to assess", "to fully assess",
+        "to better assess", "to further assess",
     ),
     "historical": ("history of", "previously seen", "previous", "prior", "status post", "old"),
 }
@@ -118,7 +131,7 @@ BACKWARD = {
         # the same in the languages models answer in
         "no se observa", "no se identifica", "no se ve", "no se visualiza", "no es visible", "não se observa",
         "não é visível", "não está presente", "não se identifica", "n'est pas visible", "n'est pas vu",
-        "nicht sichtbar", "nicht erkennbar", "non è visibile", "non si vede", "niet zichtbaar", "不可见", "未见",
+        "nicht sichtbar", "nicht erkennbar", "değil", "non è visibile", "non si vede", "niet zichtbaar", "不可见", "未见",
         "看不到", "見えません", "見られません", "보이지 않습니다",
         # Hinglish, as written in Latin letters ("koi fracture nahi dikh raha")
         "nahi", "nahin", "nahi hai", "nahi dikh raha", "nahi dikhta", "nahi dikhai", "नहीं",
@@ -181,7 +194,7 @@ _FORWARD_END = re.compile(
     r"because|so|therefore)\b|[;:\u2013\u2014]|\s-\s|,\s*(?=(?:a|an|the|there|it|this|which|i|we|and)\b)"
 )
 _BACKWARD_END = re.compile(
-    r"\b(?:but|however|although|though|yet|except|whereas|while|and there|there is|there are)\b|[;:(\u2013\u2014]"
+    r"\b(?:but|however|although|though|yet|except|whereas|while|and there|there is|there are|with|without)\b|[;:(\u2013\u2014]"
     r"|\s-\s|,(?!\s*which\b)"
 )
 
@@ -195,13 +208,14 @@ _PSEUDO = _alternation(PSEUDO)
 _FORWARD = {cat: _alternation(p) for cat, p in FORWARD.items()}
 _BACKWARD = {cat: _alternation(p) for cat, p in BACKWARD.items()}
 # "no" followed by punctuation is the answer particle ("No, there is..."), not a determiner.
-_PARTICLE_NO = re.compile(r"(?<![\w'])no(?=\s*[,.!\-\u2013\u2014:]|\s*$)")
+# (issue 48, set R) so are Vietnamese and Indonesian "không," / "tidak," (their "not" negates a word it precedes)
+_PARTICLE_NO = re.compile(r"(?<![\w'])(?:no|không|tidak)(?=\s*[,.!\-\u2013\u2014:]|\s*$)")
 
 
 def _mask(text: str) -> str:
     """Pseudo-triggers and answer particles replaced by same-length filler (offsets kept)."""
     text = _PSEUDO.sub(lambda m: "_" * len(m.group(0)), text)
-    return _PARTICLE_NO.sub("__", text)
+    return _PARTICLE_NO.sub(lambda m: "_" * len(m.group(0)), text)
 
 
 def forward_scope(before: str) -> str:
@@ -274,6 +288,13 @@ def _double_negation(before: str, after: str) -> str | None:
     return None
 
 
+# (issue 48, set R) "absent" / "missing" / "lacking" as an attribute of the noun that follows ("and absent lung
+# markings peripheral to it"): a pre-negation of that noun, so no backward trigger of an earlier mention
+_ATTRIBUTIVE_NEGATION = re.compile(r"(?:absent|missing|lacking)\s+(?!(?:in|on|at|from|here|there|bilaterally|throughout|and|or|but|"
+                                   r"as|since|because|due|with|without|within|on|this|these|the|entirely|completely|altogether|"
+                                   r"today|now|again|too|also|is|are|was|were)\b)[a-z][\w-]*")
+
+
 def status(sentence: str, start: int, end: int) -> str:
     """Assertion status of the mention ``sentence[start:end]`` (normalised text).
 
@@ -309,7 +330,8 @@ def status(sentence: str, start: int, end: int) -> str:
     if m and (best is None or m.start() < best[0]):
         best = (m.start(), "negated")  # "lies below the caudal extent of this image"
     for cat, pat in _BACKWARD.items():
-        m = pat.search(after)
+        # "absent lung markings": a bare "absent" / "missing" before a noun is that noun's, not the mention's predicate
+        m = next((x for x in pat.finditer(after) if not _ATTRIBUTIVE_NEGATION.match(after, x.start())), None)
         if m and (best is None or m.start() < best[0] or (m.start() == best[0] and cat == "possible")):
             best = (m.start(), cat)
     if best is not None:

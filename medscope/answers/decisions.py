@@ -26,6 +26,10 @@ COMMITTED = frozenset({"claim", "deny", "present", "absent"})
 OPPOSITE = {"claim": "deny", "deny": "claim", "present": "absent", "absent": "present"}
 # spellings of labels written by hand (the development sets say "claims" / "denies")
 LABEL_SPELLINGS = {"claims": "claim", "denies": "deny", "not addressed": "not_addressed", "not-addressed": "not_addressed"}
+# spellings of question kinds written by hand: "Is this X-ray normal?" is the reader's health question
+# (set R calls it "normality"; read as a presence question, "No." to it read deny, the wrong way round)
+QUESTION_KIND_SPELLINGS = {"normality": "health", "normal": "health", "abnormality": "health", "health": "health",
+                           "presence": "presence", "open": "open", "open-ended": "open", "open_ended": "open"}
 
 
 @dataclass(frozen=True)
@@ -114,7 +118,9 @@ def read_reply_decision(protocol: str, reply: str | None, question: str, finding
     finding : str
         The asked finding or organ (``"polyp"``, ``"left kidney"``).
     question_kind : {"presence", "health", "open"} or None, optional
-        The question's kind; None to infer it from ``question`` (the organ-presence probe always asks presence).
+        The question's kind (or a spelling of :data:`QUESTION_KIND_SPELLINGS`, "normality" for
+        "health"); None or an unknown kind to infer it from ``question`` (the organ-presence probe
+        always asks presence).
     synonyms : sequence of str, optional
         Extra words naming the finding.
 
@@ -135,7 +141,8 @@ def read_reply_decision(protocol: str, reply: str | None, question: str, finding
 
     if protocol not in PROTOCOL_DECISIONS:
         raise ValueError(f"unknown protocol {protocol!r} for reading replies; known: {', '.join(READABLE_PROTOCOLS)}")
-    kind = "organ" if protocol == "organ_presence" else question_kind
+    # a kind the reader does not know is inferred from the question's wording, never read as presence
+    kind = "organ" if protocol == "organ_presence" else QUESTION_KIND_SPELLINGS.get(str(question_kind or "").strip().lower())
     r = read_decision(reply or "", question, finding, kind, tuple(synonyms))
     evidence = getattr(r, "evidence", "")
     if r.action == "unclear":

@@ -34,8 +34,8 @@ from functools import lru_cache
 # (issue 48, set Q) each entry opens with its Indonesian names ("ginjal", "batu", "perdarahan"), then the Dutch
 # and Italian names the tables lacked ("consolidatie", "galblaas", "addensamento")
 FOREIGN_NAMES = {
-    "liver": (r"\bhati\b", r"\bhepar\b", r"\blever\w*", r"wątrob\w*", r"játr\w*", r"ficat\w*", r"ήπα[ρτ]\w*", r"печен\w*", r"karaciğer\w*", r"h[ií]gado", r"f[ií]gado", r"foie", r"leber\w*", r"fegato", r"hep[aá]tic[oa]", r"肝"),
-    "kidney": (r"ginjal", r"njur\w*", r"nyre\w*", r"\bnier\b", r"nerk\w*", r"ledvin\w*", r"rinich\w*", r"νεφρ\w*", r"почк\w*", r"böbre\w*", r"ri[ñn][óo]n(?:es)?", r"\brim\b", r"\brins\b", r"reins?", r"niere\w*", r"nieren\w*", r"ren[ei]", r"肾(?!上腺)", r"腎"),
+    "liver": (r"\bgan\b", r"\bhati\b", r"\bhepar\b", r"\blever\w*", r"wątrob\w*", r"játr\w*", r"ficat\w*", r"ήπα[ρτ]\w*", r"печен\w*", r"karaciğer\w*", r"h[ií]gado", r"f[ií]gado", r"foie", r"leber\w*", r"fegato", r"hep[aá]tic[oa]", r"肝"),
+    "kidney": (r"\bthận\b(?<!thượng thận)", r"ginjal", r"njur\w*", r"nyre\w*", r"\bnier\b", r"nerk\w*", r"ledvin\w*", r"rinich\w*", r"νεφρ\w*", r"почк\w*", r"böbre\w*", r"ri[ñn][óo]n(?:es)?", r"\brim\b", r"\brins\b", r"reins?", r"niere\w*", r"nieren\w*", r"ren[ei]", r"肾(?!上腺)", r"腎"),
     "spleen": (r"\blimpa\b", r"mjält\w*", r"\bmilt(?:en)?\b", r"śledzion\w*", r"slezin\w*", r"splin\w*", r"σπλήν\w*", r"селезён\w*", r"селезен\w*", r"dalak\w*", r"bazo", r"ba[çc]o", r"la rate", r"milz", r"milza", r"脾"),
     "pancreas": (r"p[aâá]ncreas", r"pancr[ée]as", r"pankreas", r"胰", r"膵"),
     "gallbladder": (r"kandung empedu", r"\bgalblaas\w*", r"ves[íi]cula(?: biliar)?", r"v[ée]sicule biliaire", r"gallenblase", r"colecisti", r"cistifellea",
@@ -57,7 +57,7 @@ FOREIGN_NAMES = {
                r"病変", r"病灶"),
     "mass": (r"masa", r"massa", r"masse", r"raumforderung", r"肿块", r"腫瘤", r"腫块", r"肿物"),
     "nodule": (r"\bnodul\b", r"\bnodulus\b", r"n[óo]dulos?", r"nodules?", r"knoten", r"rundherd", r"noduli", r"结节", r"結節"),
-    "fracture": (r"patah tulang", r"\bfractuur\b", r"\bbreuk\b", r"fracturas?", r"fraturas?", r"fractures?", r"fraktur\w*", r"frattur[ae]", r"骨折"),
+    "fracture": (r"gãy xương", r"\bgãy\b", r"patah tulang", r"\bfractuur\b", r"\bbreuk\b", r"fracturas?", r"fraturas?", r"fractures?", r"fraktur\w*", r"frattur[ae]", r"骨折"),
     "retinopathy": (r"retinopati\b", r"retinopat[íi]as?", r"r[ée]tinopathies?", r"retinopathie\w*", r"retinopatia", r"網膜症",
                     r"视网膜病变", r"視網膜病變",
                     # its ETDRS lesions (issue 48, set L): dot haemorrhages, hard / soft exudates, microaneurysms
@@ -68,8 +68,8 @@ FOREIGN_NAMES = {
                      r"cabe[çc]a (?:do )?f[êe]mur", r"cabe[çc]a femoral", r"t[êe]te (?:du )?f[ée]mur", r"t[êe]te f[ée]morale",
                      r"hüftkopf\w*", r"femurkopf\w*", r"大腿骨頭", r"股骨头", r"chỏm xương đùi", r"головк\w* бедренн\w*",
                      r"رأس(?:ا)? (?:عظم )?الفخذ"),
-    "pneumothorax": (r"pneumotoraks", r"neumot[óo]rax", r"pneumot[óo]rax", r"pneumothorax", r"pneumotorace", r"气胸", r"気胸"),
-    "effusion": (r"\befusi\b", r"pleuravocht", r"\beffusie\b", r"derrame", r"[ée]panchement", r"erguss", r"versamento", r"积液", r"胸水"),
+    "pneumothorax": (r"tràn khí màng phổi", r"pneumotoraks", r"neumot[óo]rax", r"pneumot[óo]rax", r"pneumothorax", r"pneumotorace", r"气胸", r"気胸"),
+    "effusion": (r"tràn dịch màng phổi", r"tràn dịch", r"\befusi\b", r"pleuravocht", r"\beffusie\b", r"derrame", r"[ée]panchement", r"erguss", r"versamento", r"积液", r"胸水"),
     "polyp": (r"\bpolip\b", r"\bpoliep\w*", r"p[óo]lipos?", r"polype", r"polyp\w*", r"polipo", r"息肉", r"ポリープ"),
     "consolidation": (r"konsolidasi", r"consolidatie", r"addensament[oi]", r"consolidaci[óo]n", r"consolida[çc][ãa]o", r"konsolidierung", r"consolidamento", r"实变"),
     # (issue 48, sets M and N) Russian, Vietnamese and Arabic names where the sets used them
@@ -85,7 +85,7 @@ FOREIGN_NAMES = {
     "duodenum": (r"duodeno", r"duod[ée]num", r"zwölffingerdarm", r"twaalfvingerige darm", r"tolvfingertarm\w*",
                  r"dwunastnic\w*", r"dvanáctník\w*", r"δωδεκαδάκτυλ\w*", r"двенадцатиперстн\w*", r"onikiparmak\w*",
                  r"十二指肠", r"十二指腸"),
-    "haemorrhage": (r"p[ae]rdarahan", r"hemorragias?", r"h[ée]morragies?", r"blutung\w*", r"emorragi[ae]", r"bloeding\w*", r"blödning\w*",
+    "haemorrhage": (r"xuất huyết", r"chảy máu", r"p[ae]rdarahan", r"hemorragias?", r"h[ée]morragies?", r"blutung\w*", r"emorragi[ae]", r"bloeding\w*", r"blödning\w*",
                     r"blødning\w*", r"krwotok\w*", r"krwawieni\w*", r"krvácení", r"hemoragi[ea]\w*", r"αιμορραγ\w*",
                     r"кровоизлияни\w*", r"kanama\w*", r"出血"),
     "cerebellum": (r"cerebelo", r"cervelet", r"cervelletto", r"kleinhirn\w*", r"kleine hersenen", r"lillhjärn\w*",
@@ -93,7 +93,16 @@ FOREIGN_NAMES = {
                    r"小脑", r"小脳"),
     "pituitary": (r"hipofisis", r"hip[óo]fise", r"hipófisis", r"hypophyse", r"ipofisi", r"hypophys\w*", r"hypofys\w*", r"przysadk\w*",
                   r"hypofýz\w*", r"hipofiz\w*", r"υπόφυσ\w*", r"гипофиз\w*", r"垂体", r"下垂体"),
-    "cardiomegaly": (r"kardiomegali\b", r"cardiomegalia", r"cardiom[ée]galie", r"kardiomegalie", r"心脏扩大", r"心影增大"),
+    # (issue 48, set R) Vietnamese names of the organs and findings asked most, and the thyroid and "an abnormality"
+    # (the open question's finding) in the languages read here
+    "thyroid": (r"tuyến giáp", r"tiroides", r"tireoide", r"thyro[ïi]de", r"schilddrüse\w*", r"tiroide", r"schildklier\w*", r"sköldkörtel\w*",
+                r"skjoldbruskkjertel\w*", r"tarczyc\w*", r"tiroid\w*", r"\bgondok\b", r"щитовидн\w*", r"甲状腺"),
+    "abnormality": (r"bất thường", r"anomal[íi]as?", r"anormalidad(?:es)?", r"altera[çc](?:[ãa]o|[õo]es)", r"alteraci[óo]n(?:es)?",
+                    r"anomalies?", r"auffälligkeit\w*", r"anomali[ae]", r"afwijking\w*", r"\bkelainan\b", r"abnormalit\w*",
+                    r"anormallik\w*", r"异常", r"異常"),
+    "appendicitis": (r"appendicite", r"apendicitis", r"apendicite", r"appendizitis", r"blindedarmontsteking", r"apendisitis",
+                     r"apandisit", r"viêm ruột thừa", r"аппендицит\w*", r"阑尾炎", r"虫垂炎"),
+    "cardiomegaly": (r"tim to", r"bóng tim to", r"kardiomegali\b", r"cardiomegalia", r"cardiom[ée]galie", r"kardiomegalie", r"心脏扩大", r"心影增大"),
 }
 # English words of the reader that name a key above
 _KEY_OF = {"kidneys": "kidney", "lungs": "lung", "urinary bladder": "bladder", "adrenal gland": "adrenal",
@@ -105,10 +114,11 @@ _KEY_OF = {"kidneys": "kidney", "lungs": "lung", "urinary bladder": "bladder", "
            "diabetic retinopathy lesion": "retinopathy", "aortic aneurysm": "aneurysm", "aneurysms": "aneurysm",
            "adrenal glands": "adrenal", "lateral ventricles": "lateral ventricle", "hemorrhage": "haemorrhage",
            "haemorrhages": "haemorrhage", "hemorrhages": "haemorrhage", "bleed": "haemorrhage", "bleeding": "haemorrhage",
-           "pituitary gland": "pituitary", "hypophysis": "pituitary"}
+           "pituitary gland": "pituitary", "hypophysis": "pituitary",
+           "abnormalities": "abnormality", "thyroid gland": "thyroid", "thyroids": "thyroid"}
 SIDE_WORDS = {
-    "left": (r"izquierd[oa]s?", r"esquerd[oa]s?", r"gauche", r"link\w*", r"sinistr[oa]", r"左"),
-    "right": (r"derech[oa]s?", r"direit[oa]s?", r"droite?", r"recht\w*", r"destr[oa]", r"右"),
+    "left": (r"bên trái", r"izquierd[oa]s?", r"esquerd[oa]s?", r"gauche", r"link\w*", r"sinistr[oa]", r"左"),
+    "right": (r"bên phải", r"derech[oa]s?", r"direit[oa]s?", r"droite?", r"recht\w*", r"destr[oa]", r"右"),
 }
 ABSENT = (
     # es
@@ -118,18 +128,18 @@ ABSENT = (
     r"n[ãa]o (?:se (?:observa|identifica|v[êe]|visualiza)|h[áa]|[ée] vis[íi]vel|est[áa] presente|foi identificad[oa]|"
     r"aparece|[ée] observad[oa])", r"\bsem\b", r"aus[êe]ncia de", r"nenhum(?:a)?",
     # fr
-    r"\bpas de\b", r"\baucune?\b", r"n'est pas (?:visible|vue?|pr[ée]sente?|identifi[ée]e?)", r"absence de",
+    r"\bpas de\b", r"\bsans\b", r"\baucune?\b", r"n'est pas (?:visible|vue?|pr[ée]sente?|identifi[ée]e?)", r"absence de",
     r"\babsente?\b", r"ne (?:montre|voit|visualise) pas", r"n'appara(?:[îi]t|issent) pas",
     # de
     r"\bkein(?:e|en|er|es)?\b", r"nicht (?:sichtbar|erkennbar|zu sehen|vorhanden|abgebildet|dargestellt|nachweisbar|"
     r"getroffen|erfasst)", r"\bfehlt\b", r"\bohne\b",
     # it
     r"non (?:si (?:vede|osserva|identifica|visualizza)(?:no)?|[èe] (?:visibile|presente)|sono (?:visibili|presenti))",
-    r"nessun[oa]?", r"assenza di", r"\bassente\b", r"non c'[èe]", r"non ci sono",
+    r"nessun[oa]?", r"\bsenza\b", r"assenza di", r"\bassente\b", r"non c'[èe]", r"non ci sono",
     # zh / ja
     r"未见", r"(?<!是)不是", r"未發現", r"未发现", r"没有", r"沒有", r"无明显", r"看不到", r"不可见", r"未显示", r"不存在", r"(?<!显)无(?!法)",
     # ru / vi / ar (issue 48, sets M and N)
-    r"не (?:видн[аоы]|виден|визуализиру\w+|определя\w+)", r"отсутству\w+", r"không (?:thấy|có|nhìn thấy|quan sát thấy)",
+    r"не (?:видн[аоы]|виден|визуализиру\w+|определя\w+)", r"отсутству\w+", r"không (?:thấy|có|nhìn thấy|quan sát thấy|phát hiện|ghi nhận)",
     r"غير (?:ظاهر\w*|مرئي\w*|واضح\w*)", r"لا (?:يظهر|تظهر|يوجد|توجد)",
     # (issue 48, set O) each language's common negated visibility verbs and negating determiners, not one
     # reply's phrase: it "non è compreso / incluso / rappresentato", es / pt "no está incluido", fr "n'est pas
@@ -162,7 +172,7 @@ PRESENT = (
     r"on (?:voit|observe|note)", r"il y a", r"pr[ée]sente?", r"\bmontre\b", r"sichtbar", r"zu sehen", r"vorhanden",
     r"erkennbar", r"es gibt", r"abgebildet", r"dargestellt", r"nachweisbar", r"si (?:vede|osserva|nota)", r"c'[èe]",
     r"visibile", r"可见", r"有", r"显示", r"存在", r"確認できます", r"認められます", r"あります", r"見られます", r"見えます",
-    r"描出されています", r"видн[аоы]", r"виден", r"визуализиру\w+", r"nhìn thấy", r"quan sát thấy", r"ظاهر\w*", r"مرئي\w*",
+    r"描出されています", r"видн[аоы]", r"виден", r"визуализиру\w+", r"nhìn thấy", r"quan sát thấy", r"cho thấy", r"ghi nhận", r"phát hiện", r"ظاهر\w*", r"مرئي\w*",
     r"يظهر", r"تظهر",
     # (issue 48, set O) the same languages' plain visibility verbs
     r"\bcompres[oaie]\b", r"\binclus[oaie]\b", r"zichtbaar", r"te zien", r"aanwezig", r"\b(?:syns|ses|finns|visas|sees|vises)\b",
@@ -204,7 +214,51 @@ DECLINE = (r"no es posible", r"n[ãa]o [ée] poss[íi]vel", r"il n'est pas possi
            r"no puedo (?:\w+ )?(?:diagnosticar|confirmar|valorar|decir)", r"non posso (?:\w+ )?(?:diagnosticare|"
            r"confermare|dire)", r"n[ãa]o posso (?:\w+ )?(?:diagnosticar|confirmar|dizer)",
            r"tidak (?:dapat|bisa|mampu) (?:\w+ )?(?:menentukan|menilai|memastikan|mengatakan|mendiagnosis|didiagnosis|dinilai)",
-           r"saya tidak tahu")
+           r"saya tidak tahu",
+           # (issue 48, set R) tr "no assessment can be made"
+           r"(?:değerlendirme|yorum|tanı|karar) (?:\w+ )?(?:yapılam|verilem)\w*")
+# (issue 48, set R) the image itself too poor to read, in the languages read here: a decline for that reason asks
+# for a better image (clarify), as "too noisy to assess" does in English
+POOR_IMAGE = (r"ru[íi]do", r"\bruidos[ao]\b", r"muito escur[ao]", r"muy oscur[ao]", r"borr(?:ad|os)[ao]", r"baix[ao] resolu[çc][ãa]o",
+              r"baja resoluci[óo]n", r"\bflou(?:e)?\b", r"bruit[ée]e?", r"basse r[ée]solution", r"unscharf", r"verrauscht",
+              r"niedrige auflösung", r"sfocat[ao]", r"rumoros[ao]", r"bassa risoluzione", r"troppo scur[ao]", r"onscherp",
+              r"lage resolutie", r"düşük çözünürlük\w*", r"bulanık", r"gürültülü", r"\bburam\b", r"resolusi rendah",
+              r"độ phân giải thấp", r"\bmờ\b", r"nhiễu", r"模糊", r"分辨率低", r"噪声", r"ぼやけ", r"解像度が低")
+_POOR_IMAGE = re.compile("(?:" + "|".join(POOR_IMAGE) + ")")
+
+
+def declines(text: str) -> bool:
+    """Whether a normalised reply in another language holds a decline (:data:`DECLINE`: "değerlendirme
+    yapılamıyor", "no es posible determinar").
+
+    Parameters
+    ----------
+    text : str
+        The normalised reply.
+
+    Returns
+    -------
+    bool
+        True when the reply is in another language and declines.
+    """
+    return _foreign(text) and bool(_DECLINE.search(text))
+
+
+def complains_of_image(text: str) -> bool:
+    """Whether a normalised reply in another language says the image is too poor to read (noisy, dark, blurred,
+    low resolution): its decline then asks for a better image.
+
+    Parameters
+    ----------
+    text : str
+        The normalised reply.
+
+    Returns
+    -------
+    bool
+        True when a phrase of :data:`POOR_IMAGE` is in it.
+    """
+    return bool(_POOR_IMAGE.search(text))
 # a negation that is the noun's determiner ("kein", "nessun", "aucun", "ningún", "nenhum"): a bare presence
 # predicate after it is that noun's, so "kein X nachweisbar" is one denial, not two verdicts
 _NEGATED_NOUN = re.compile(r"^\W*(?:kein(?:e|en|er|es)?|nessun[oa]?|aucune?|ning[úu]n[oa]?|nenhum[a]?|geen|ingen|inget|inga|intet|"
@@ -215,9 +269,9 @@ _NEGATED_NOUN = re.compile(r"^\W*(?:kein(?:e|en|er|es)?|nessun[oa]?|aucune?|ning
 # (issue 48, set Q) each language's yes and no as a clause of their own ("... con broncograma aéreo. Sí.", "Sì,
 # emorragia ..."): the answer to the question asked, read with the clauses that name the finding
 ANSWER_WORDS = {
-    True: ("sí", "si", "sì", "sim", "oui", "ja", "jawel", "tak", "ano", "ya", "iya", "evet", "ναι", "да", "igen", "kyllä"),
+    True: ("sí", "si", "sì", "sim", "oui", "ja", "jawel", "tak", "ano", "ya", "iya", "evet", "ναι", "да", "igen", "kyllä", "có"),
     False: ("no", "non", "não", "nao", "nein", "nee", "neen", "nej", "nei", "nie", "ne", "tidak", "bukan", "hayır",
-            "όχι", "нет", "nem"),
+            "όχι", "нет", "nem", "không"),
 }
 _ANSWER_OF = {w: said for said, words in ANSWER_WORDS.items() for w in words}
 _CLAUSE_END = re.compile(r"[.!?;\n。！？；，:：؛،]+|,\s|\s(?:pero|sin embargo|mas|por[ée]m|mais|aber|jedoch|ma|per[òo])\s|但是?|而且|然而|が、")
@@ -412,6 +466,48 @@ def foreign_reading(text: str, english_terms: tuple[str, ...], side: str | None,
     if "unclear" in verdicts or "declined" in verdicts or len(set(verdicts)) > 1:
         return "unclear", None
     return "answer", verdicts[0] == "present"
+
+
+# any language's plain negator, so a clause the lexicon cannot read is never taken for a bare name
+_ANY_NEGATOR = re.compile(r"(?<!\w)(?:no|non|not|nicht|kein\w*|nie|niet|geen|ne|pas|sans|sin|sem|senza|ohne|без|нет|не|không|"
+                          r"tidak|bukan|değil|yok|ikke|inte|nu|δεν|χωρίς)(?!\w)|n'|不|没|無|ない|ません|없|않|لا|غير|नहीं")
+
+
+def names_finding_bare(text: str, english_terms: tuple[str, ...], side: str | None) -> bool:
+    """Whether a reply in another language names the finding in a clause that says nothing more of it
+    (no presence, absence, hedge or decline phrase): "Consolidación en el lóbulo inferior derecho",
+    "emorragia intraparenchimale nei gangli della base" (issue 48, set R). Such a clause states the
+    finding, as "Consolidation in the right lower lobe." does in English.
+
+    Parameters
+    ----------
+    text : str
+        The normalised reply (lower case).
+    english_terms : tuple of str
+        The finding's English words.
+    side : {"left", "right"} or None
+        The finding's side, if it has one: a clause naming only the other side does not count.
+
+    Returns
+    -------
+    bool
+        True when the reply is in another language, some clause names the finding bare and no clause
+        naming it gives a verdict.
+    """
+    names = _finding_pattern(tuple(english_terms))
+    english = re.compile(r"(?<![\w-])(?:" + "|".join(re.escape(t) for t in english_terms) + r")(?![\w-])") if english_terms else None
+    if names is None or not _foreign(text) or (english is not None and english.search(text)):
+        return False  # the English name ("Equivocal for pneumothorax") is the English rules' to read
+    other = _alt(SIDE_WORDS[{"left": "right", "right": "left"}[side]]) if side else None
+    own_side = _alt(SIDE_WORDS[side]) if side else None
+    bare = False
+    for clause in (c.strip() for c in _CLAUSE_END.split(text) if c and c.strip()):
+        if not names.search(clause) or (other is not None and other.search(clause) and not own_side.search(clause)):
+            continue
+        if _clause_verdict(clause) is not None or _ANY_NEGATOR.search(clause):
+            return False  # a negation the lexicon has no phrase for ("nicht enthalten", "含まれていません") is no bare name
+        bare = True
+    return bare
 
 
 def code_switched_reading(text: str, english_terms: tuple[str, ...], side: str | None) -> tuple[str, bool | None] | None:

@@ -6,13 +6,16 @@ unusable image (clarify) or of declining to decide (refer). One table a reviewer
 # models answer in when the prompt or the user's locale is not English.
 YES_PARTICLES = ("yes", "yess", "yesss", "yeah", "yea", "yah", "ya", "ye", "yep", "yup", "correct", "affirmative",
                  "true", "indeed", "i think so", "i believe so", "definitely", "absolutely",
-                 "sí", "si", "oui", "ja", "jawel", "да", "是", "是的", "对", "有", "はい", "ある", "あります", "네", "예",
-                 "있습니다", "sim", "evet", "tak", "ano", "igen", "kyllä", "ναι", "نعم", "हाँ", "हां", "haan")
+                 "sí", "sì", "si", "oui", "ja", "jawel", "да", "是", "是的", "对", "有", "はい", "ある", "あります", "네", "예",
+                 "있습니다", "sim", "evet", "tak", "ano", "igen", "kyllä", "ναι", "نعم", "हाँ", "हां", "haan", "có", "iya")
 NO_PARTICLES = ("yeah no", "yeah, no", "no", "noo", "nooo", "nope", "nah", "naw", "nay", "false", "incorrect", "non", "nein", "nee", "нет",
                 "否", "不", "不是", "没有", "無い", "ない", "いいえ", "아니요", "아니오", "없습니다", "não", "nao", "hayır",
                 "nie", "ne", "nem", "όχι", "لا", "नहीं", "nahi", "def not", "definitely not", "absolutely not",
-                "certainly not", "no way", "not that i can see", "i do not think so",
+                "certainly not", "no way", "not that i can see", "i do not think so", "không", "tidak",
                 "i do not believe so", "not really", "not at all")
+# (issue 48, set R) particles that are also the language's "not" / "there is" before a word ("không thấy", "tidak
+# ada", "có tràn khí"): a particle only where punctuation or the end follows
+PUNCTUATED_PARTICLES = ("không", "tidak", "có")
 # A hedged lead before the particle keeps the particle's polarity ("I would say no", "Probably
 # yes", "I'd lean towards yes"): the hedge rule reads a hedged verdict as that verdict.
 HEDGED_LEADS = ("i would say", "i would lean towards", "i would lean toward", "i lean towards", "i lean toward",
@@ -28,10 +31,13 @@ NORMAL_WORDS = ("within normal limits", "normal", "healthy", "unremarkable", "no
                 "sano", "sana", "normale", "gesund", "sain", "saudável", "正常", "健康",
                 # "within the norm" in Italian, Spanish, Portuguese, German (issue 48, set P)
                 "nella norma", "nei limiti della norma", "dentro de la normalidad", "dentro da normalidade",
-                "dentro dos limites da normalidade", "im normbereich", "unauffällig")
+                "dentro dos limites da normalidade", "im normbereich", "unauffällig", "normaal",
+                # Vietnamese (issue 48, set R); "không bình thường" is negated by "không"
+                "bình thường")
 ABNORMAL_WORDS = ("abnormal", "abnormality", "abnormalities", "unhealthy", "pathological", "pathology",
                   "diseased", "lesion", "lesions", "mass", "masses", "tumor", "tumour", "anomaly",
-                  "suspicious", "enlarged", "anormal", "anormale", "anomalo", "anómalo", "auffällig", "不正常", "异常", "異常")
+                  "suspicious", "enlarged", "anormal", "anormale", "anomalo", "anómalo", "auffällig", "不正常", "异常", "異常",
+                  "bất thường")
 CLARIFY_PHRASES = (
     "too blurry", "blurry", "blurred", "blur", "too noisy", "noisy", "noise", "low resolution",
     "low-resolution", "poor quality", "image quality", "poor image", "unusable", "non-diagnostic",

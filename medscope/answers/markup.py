@@ -57,7 +57,10 @@ _ATTR = re.compile(r"([\w-]+)\s*=\s*\"([^\"]*)\"")
 _TAG_TEXT = re.compile(r"<(?P<tag>\w+)>(?P<body>[^<]*)</(?P=tag)>")
 _BOXED = re.compile(r"\$*\\boxed\{\s*(?:\\text(?:bf)?\{)?(?P<v>[^{}]*)\}?\s*\}\$*")
 _FENCE = re.compile(r"```[\w-]*\s*\n?(?P<body>.*?)```", re.S)
-_OPTION = re.compile(r"\(?\b(?P<letter>[A-E])\)\s*(?P<text>[^()]+?)(?=\s*\(?\b[A-E]\)|\s*$)")
+# "(A) yes (B) no", "A) yes B) no", and (issue 48, set R) "A. Yes B. No" / "A: None B: Pneumothorax": a letter
+# then ")", "." or ":" and a space; a letter with a dot needs the space, so "vitamin A.5" is not an option
+_OPTION = re.compile(r"(?:\(|(?<![\w.]))(?P<letter>[A-E])(?:\)|[.:](?=\s))\s*(?P<text>[^()]+?)"
+                     r"(?=\s*(?:\(|(?<![\w.]))[A-E](?:\)|[.:]\s)|\s*$)")
 _LETTER_REPLY = re.compile(r"^(?:(?:final\s+)?answer\s*[:\-]?\s*)?\(?(?P<letter>[A-E])\)?(?=$|[\s.:,\u2014-])(?P<rest>.*)$",
                            re.S | re.I)
 _FINAL_LETTER = re.compile(r"^(?:\*\*)?(?:final\s+)?answer(?:\*\*)?\s*[:\-]\s*(?:\*\*)?\(?(?P<letter>[A-E])\)?(?:\*\*)?\s*\.?$",
@@ -295,6 +298,22 @@ def _yaml_object(text: str, is_verdict_key) -> dict | None:
         if v.lower() in ("true", "false"):
             obj[k] = v.lower() == "true"
     return obj
+
+
+def has_options(question: str) -> bool:
+    """Whether a question lists lettered options ("A. Yes B. No", "(A) ... (B) ...").
+
+    Parameters
+    ----------
+    question : str
+        The question as asked.
+
+    Returns
+    -------
+    bool
+        True when at least two options are lettered in it.
+    """
+    return len({m.group("letter").upper() for m in _OPTION.finditer(question or "")}) >= 2
 
 
 def _rewrite_lines(text: str, question: str) -> tuple[str, str]:

@@ -68,7 +68,7 @@ from medscope.answers.context import status
 from medscope.answers.lexicon import (  # the word lists, importable from here as before
     ABNORMAL_WORDS, CLARIFY_PHRASES, HEDGED_LEADS, NO_PARTICLES, NORMAL_WORDS, ORGAN_WORDS, POLARITY_WORDS,
     PROBABILITY_CLAIM_AT, PROBABILITY_DENY_AT,
-    REFER_PHRASES, RESECTIONS, YES_PARTICLES,
+    PUNCTUATED_PARTICLES, REFER_PHRASES, RESECTIONS, YES_PARTICLES,
 )
 
 RULES = ("final-tag", "json-field", "json-partial", "self-correction", "verdict-line", "label-line", "final-colon",
@@ -280,7 +280,7 @@ def finding_terms(finding: str, synonyms: tuple[str, ...] = ()) -> tuple[str, ..
 # An organ named by its adjective and a noun for its outline or tissue (issue 48, set Q: "The cardiac
 # silhouette is ... normal in size" describes the heart). Every organ with an adjective of its own, not
 # one reply's phrase; a property after the adjective ("no focal hepatic lesion") is not the organ (_read).
-_ADJECTIVES_OF_ORGAN = {"heart": ("cardiac",), "liver": ("hepatic",), "kidney": ("renal",), "spleen": ("splenic",),
+_ADJECTIVES_OF_ORGAN = {"heart": ("cardiac", "cardiomediastinal", "cardiopericardial"), "liver": ("hepatic",), "kidney": ("renal",), "spleen": ("splenic",),
                         "pancreas": ("pancreatic",), "stomach": ("gastric",), "lung": ("pulmonary",),
                         "bladder": ("vesical",), "urinary bladder": ("vesical",), "colon": ("colonic",),
                         "uterus": ("uterine",), "prostate": ("prostatic",), "aorta": ("aortic",),
@@ -327,9 +327,33 @@ _SEGMENT_QUALIFIERS = ("ascending", "descending", "transverse", "sigmoid", "rect
                        "spleen", "bone", "skin", "bowel")
 
 
+# organs named by an adjective or noun before a bare head noun that the finding's own names do not use ("a renal
+# stone" asked about gallstones, whose names qualify "stone" by gallbladder / biliary / gall only)
+_SITE_QUALIFIERS = frozenset({"renal", "kidney", "ureteric", "ureteral", "ureter", "urinary", "bladder", "vesical",
+                              "salivary", "pancreatic", "prostatic", "biliary", "gallbladder", "gall", "hepatic", "liver",
+                              "splenic", "pulmonary", "lung", "breast", "thyroid", "adrenal", "ovarian", "uterine"})
+
+
+def _head_of_other_site(s: str, m: re.Match, finding: str) -> bool:
+    """Whether a one-word name that is only the head noun of the finding's longer names ("stone" of "gallbladder
+    stone") is qualified by another site than those names give it ("No gallstones; a 4 mm renal stone is noted":
+    the stone is the kidney's, not the gallbladder's; issue 48)."""
+    head = m.group(0)
+    if " " in head or head in normalize(finding).split():
+        return False
+    own = {t.split()[-2] for t in finding_terms(finding) if " " in t and t.split()[-1] == head}
+    before = s[:m.start()].split()
+    if not own or not before:
+        return False
+    q = before[-1].strip(",;:()")
+    return q in _SITE_QUALIFIERS and q not in own
+
+
 def _other_qualified_head(s: str, m: re.Match, finding: str) -> bool:
     """Whether the mention is the finding's bare head noun qualified as another entity."""
     words = normalize(finding).split()
+    if len(words) < 2 and _head_of_other_site(s, m, finding):
+        return True
     if len(words) < 2 or m.group(0) not in _plural(words[-1]):
         return False
     before = s[:m.start()].split()
@@ -546,8 +570,19 @@ _NOT_ENTIRELY = re.compile(r"not\s+(?:entirely|completely|quite|fully|totally|al
 _HEDGED_YES = re.compile(r"(?:quite |very |most )?(?:possibly|probably)(?=\s*(?:$|[.!,;:\u2013\u2014]|-\s))")
 
 
+# (issue 48) where the answer holds, said before the particle ("On this slice, yes", "In this image, no"): the
+# particle still answers the question asked about this image
+_WHERE_LEAD = re.compile(r"(?:on|in|at|from|for|based on|looking at)\s+(?:this|the|that|these|this particular)\s+(?:[\w-]+\s+){0,2}?"
+                         r"(?:slice|image|view|film|level|scan|section|study|radiograph|x-ray|picture|one|cut|frame)\s*,\s*")
+
+
 def _particle(sentence: str, kind: str, flip: bool) -> bool | None:
     s = re.sub(r"^[\W_]+", "", sentence)
+    if re.fullmatch(r"(?:not|no)\b[^.!;:]*\?\s*", s):
+        return None  # "Not visible? Quite the opposite: ...": a question put back, not its answer (issue 48, set R)
+    where = _WHERE_LEAD.match(s)
+    if where and (_YES.match(s[where.end():]) or _NO.match(s[where.end():])):
+        s = s[where.end():]
     if _BOTH.match(s) or _REFER.match(s) or languages.opens_with_decline(s):  # "لا أستطيع التحديد" is "I cannot tell", not "no"
         return None
     if kind == "health" and _NOT_ENTIRELY.match(s):
@@ -568,6 +603,8 @@ def _particle(sentence: str, kind: str, flip: bool) -> bool | None:
         s = s[hedged.end():]
         if re.match(r"not\b", s):
             return True if (flip and kind == "health") else False
+    if any(re.match(rf"{w}\s+\w", s) for w in PUNCTUATED_PARTICLES):
+        return None  # "Không thấy ...", "Tidak ada ...": the language's "not" / "there is", read by its clauses
     m = _NO.match(s)
     if m and not (m.group(0) == "no" and not _BARE_NO.match(s)):  # "no pneumothorax": a determiner
         return True if (flip and kind == "health") else False
@@ -700,7 +737,11 @@ def _resection_pattern(finding: str) -> re.Pattern | None:
     names = set()
     for key in (" ".join(words), words[-1] if words else ""):
         names.update(RESECTIONS.get(key, ()))
-    return _term_pattern(tuple(sorted(names))) if names else None
+    if not names:
+        return None
+    # (issue 48, set R) "post-hysterectomy appearance" is status post hysterectomy: the hyphen joins the prefix
+    alt = "|".join(re.escape(t) for t in sorted(names))
+    return re.compile(rf"(?:(?<=post-)|(?<![\w-]))(?:{alt})(?![\w-])")
 
 
 # A textbook statement with the finding as its subject ("The bladder is a hollow organ that stores
@@ -720,7 +761,10 @@ _GENERIC_PREDICATE = re.compile(
     r"(?:evaluation|assessment|imaging|detection|diagnosis|grading|interpretation|screening|identification)\s+"
     r"(?:requires?|needs?|is best|is beyond|should be (?:done|performed|made|left))\b|"
     r"(?:is|are)\s+(?:usually\s+|typically\s+)?(?:diagnosed|detected|confirmed|graded|classified|staged|categori[sz]ed)\s+"
-    r"(?:clinically|by|with|using|through|based on|on the basis of|as|into|according to)\b|"
+    # "is graded as mild, moderate or severe" is how it is graded in general, "is graded as SFU grade 2 on the left"
+    # the reply's own grade (issue 48): "as" only before a choice of grades
+    r"(?:clinically|by|with|using|through|based on|on the basis of|into|according to|"
+    r"as(?=\s+(?:either\s+)?(?:[\w-]+\s+){1,3}?or\s|\s+(?:[\w-]+\s*,\s*)+))\b|"
     # (issue 48, set Q) how the finding may be graded in general: "Hydronephrosis can be graded from I to IV according
     # to the SFU system" (not "can be graded as mild": that is the reply's own grade)
     r"(?:can|may|could)\s+be\s+(?:graded|classified|staged|categori[sz]ed|divided|subdivided|scored)\s+"
@@ -730,8 +774,9 @@ _GENERIC_PREDICATE = re.compile(
     # the appendix", "Kidney stones ... are hard deposits of minerals", "the IVC is an abdominal vessel",
     # "Ovaries are hard to evaluate on MRI in postmenopausal women", "... are organs commonly assessed on MRI"
     r"(?:is|are)\s+(?:(?:an?|the)\s+)?(?:[\w-]+\s+){0,2}?(?:inflammation|infection|deposits?|vessels?|arter(?:y|ies)|"
-    r"veins?|organs?\s+(?:commonly|usually|often|typically|routinely)|paired\s+organs?|(?:out)?growths?|swellings?)\s+(?:of|in|on|"
-    r"from|that|which|commonly|"
+    # (issue 48, set R) "are paired retroperitoneal organs located superomedial to the kidneys"
+    r"veins?|organs?\s+(?:commonly|usually|often|typically|routinely)|paired\s+(?:[\w-]+\s+)?organs?|(?:out)?growths?|swellings?)\s+(?:of|in|on|"
+    r"from|that|which|commonly|located|situated|lying|"
     r"assessed|formed|made|carrying|draining|and|,|\.|$)|"
     r"(?:is|are)\s+(?:an?\s+)?(?:[\w-]+\s+){0,3}?diagnos[ie]s\s*(?:$|[.,;]|of\s+exclusion|made|based)|"
     r"(?:is|are)\s+(?:often\s+|usually\s+|notoriously\s+)?(?:hard|difficult|easy|tricky|challenging)\s+to\s+"
@@ -1055,12 +1100,21 @@ _FOREIGN_NOT_NORMAL = re.compile(
     r"(?:inte|ikke)\s+normal(?:t)?|není\s+normální|nu\s+(?:este|e|arată)\s+normal(?:ă)?)\b", re.I)
 
 
+# (issue 48, set R) a denied "not normal": "I don't see anything that isn't normal", "nothing here is not normal",
+# "no area that does not look normal" say all is normal; read word by word, the inner "not normal" read abnormal
+_NOTHING_NOT_NORMAL = re.compile(
+    r"\b(?:nothing|not\s+(?:\w+\s+){0,3}?(?:anything|any\s+\w+)|no\s+(?:\w+\s+){0,2}?(?:area|part|region|finding|structure|"
+    r"feature|thing)s?)\s+(?:\w+\s+){0,3}?(?:(?:that|which)\s+)?(?:is|are|looks?|appears?|seems?|does|do)\s+not\s+"
+    r"(?:look\s+|appear\s+|seem\s+)?(?:normal|healthy|unremarkable)\b")
+
+
 def _health_statuses(sentences: list[str], kind: str = "health", excepting: bool = False) -> list[str]:
     """Normal / abnormal words as mentions of the finding (a normal word's polarity inverted, a hedged
     normal word a hedged denial). To a
     "above the normal threshold" is a reference, not a statement of health; a device "otherwise
     unremarkable" speaks of the device."""
     out = []
+    sentences = [_NOTHING_NOT_NORMAL.sub(" all is normal ", s) for s in sentences]
     sentences = [_FOREIGN_NOT_NORMAL.sub(" abnormal ", _HEALTH_CHOICE.sub(" ", _DEVICE_NORMAL.sub(" ", _NORMAL_AS_REFERENCE.sub(" ", s))))
                  for s in sentences]
     abnormal = _term_pattern(ABNORMAL_WORDS)
@@ -1309,7 +1363,9 @@ _PRONOUN_NOT = re.compile(r"(?:it|this)\s+(?:is|was)\s+not(?=\s*(?:$|[,.!;:\u201
 _PRONOUN_IS = re.compile(r"(?:it|this)\s+(?:is|was)(?=\s*(?:$|[,.!;:\u2013\u2014]|\s-)|\s+(?:on|in)\s+(?:this|the)\s+"
                          r"(?:slice|image|scan|section|view)\b|\s+(?:there|here|visible|seen|present)\b)")
 # "yes no hard to tell" (no comma between: both particles, not "Yes, no pneumothorax") says neither
-_BOTH = re.compile(r"(?:both\s+)?(?:yes\s+and\s+no|no\s+and\s+yes|yes\s+or\s+no|yes\s*/\s*no|yes\s+no|no\s+yes)\b")
+# (issue 48, set R) and in the languages whose yes is read: "sì e no", "sí y no", "sim e não", "oui et non", "ja und nein"
+_BOTH = re.compile(r"(?:both\s+)?(?:yes\s+and\s+no|no\s+and\s+yes|yes\s+or\s+no|yes\s*/\s*no|yes\s+no|no\s+yes|"
+                   r"s[ìií]\s+(?:e|y)\s+no|sim\s+e\s+n[ãa]o|oui\s+et\s+non|ja\s+(?:und|en|og|och)\s+(?:nein|nee|nej))(?!\w)")
 _HEDGED_LEAD = re.compile(r"(?:" + "|".join(re.escape(p) for p in sorted(HEDGED_LEADS, key=len, reverse=True))
                           + r")[\s,:]+(?:a\s+|that\s+)?(?=(?:yes|no|not|" + "|".join(
                               re.escape(p) for p in YES_PARTICLES + NO_PARTICLES if " " not in p) + r")\b)")
@@ -1368,7 +1424,11 @@ _ASKS_FOR_IMAGE = re.compile(
 # the read handed to a person, in the passive ("need to be assessed in person by a dermatologist")
 _HANDED_OVER = re.compile(
     r"\b(?:should|must|needs? to|has to|have to|is best)\s+be\s+(?:done|performed|made|read|reviewed|assessed|interpreted|"
-    r"reported|graded|evaluated|examined|seen)\s+(?:in person\s+|directly\s+|clinically\s+|properly\s+)?by\s+(?:a|an|the|your)\b")
+    r"reported|graded|evaluated|examined|seen)\s+(?:in person\s+|directly\s+|clinically\s+|properly\s+)?by\s+(?:a|an|the|your)\b|"
+    # (issue 48, set R) the same said actively: "A dermatologist should examine the lesion in person"
+    r"\b(?:a|an|the|your)\s+(?:[\w-]+\s+){0,2}?(?:\w+ologists?|doctors?|physicians?|clinicians?|specialists?|surgeons?|gp|"
+    r"experts?|professionals?)\s+(?:should|must|needs? to|has to|have to|can|could|will|would need to)\s+(?:\w+\s+)?"
+    r"(?:examine|review|assess|evaluate|see|look at|check|read|interpret)\b")
 _DEFERS = re.compile(
     r"\bdefer(?:ring)?\s+(?:\w+\s+){0,3}?to\s+(?:a|an|the|your)\b|\b(?:i would|i had|i will|i am going to)\s+(?:rather|prefer)\s+not\s+(?:to\s+)?"
     r"(?:say|comment|guess|call it|commit)\b|"
@@ -1444,7 +1504,9 @@ def _undecided(text: str) -> str | None:
     if _IMAGE_IS.search(text) and _CANNOT_ANSWER_HERE.search(text):
         return "clarify"
     if _REFER.search(text) or _DEFERS.search(text) or _SENT_TO.search(text):
-        return "refer"
+        # a decline for the image's sake in another language ("muito escura e com muito ruído; não é possível avaliar")
+        # asks for a better image (issue 48, set R)
+        return "clarify" if languages.complains_of_image(text) else "refer"
     return None
 
 
@@ -1634,6 +1696,13 @@ _VERDICT_WORD = re.compile(r"\b(?:yes|no|not|none|present|absent|positive|negati
                            r"neg|pos|true|false)\b")
 
 
+# (issue 48, set R) how an image was made: scanner, field strength, sequence, acquisition
+_ACQUISITION = re.compile(r"\b(?:acquired|acquisition|scanner|sequences?|[\w-]*weighted|tesla|\d+(?:\.\d+)?\s*t|slice thickness|"
+                          r"kvp|mas|field strength|reconstructed|reconstruction kernel|contrast phase|protocol)\b")
+# byte debris a generator leaves: replacement characters, SentencePiece word markers, hex literals
+_BYTE_DEBRIS = re.compile(r"[\ufffd\u2581]|\b0x[0-9a-f]+\b")
+
+
 def _unfilled_template(text: str, question: str) -> bool:
     """Whether ``text`` is a template with nothing filled in (see :data:`_EMPTY_LABEL`)."""
     asked = re.sub(r"\W+", " ", normalize(question or "")).strip()
@@ -1699,11 +1768,15 @@ def read_decision(text: str, question: str, finding: str, question_kind: str | N
     ----------
     .. [1] Counterfactual paper, §3.1, §3.10.
     """
+    # NUL characters are a decoder's leftovers (UTF-16 read as bytes: "Y\x00e\x00s"), never part of a word (issue 48)
+    text = (text or "").replace("\x00", "")
     # end-of-sequence and template tokens ("[END]", "</s>", "<|endoftext|>") are a generator's
     # leftovers, not words of the reply (issue 48, set M)
     stripped = normalize(_SPECIAL_TOKENS.sub(" ", text or ""))
     words = re.findall(r"\w+", stripped)
-    if 2 <= len(words) <= 8 and _CUT_OFF.search(stripped):
+    # "Answer: A" to a question with lettered options is a choice, not a reply cut after its article (issue 48, set R)
+    chose_letter = bool(re.fullmatch(r"\W*(?:(?:final\s+)?answer\W*)?\(?[a-e]\)?\W*", stripped)) and markup.has_options(question)
+    if 2 <= len(words) <= 8 and _CUT_OFF.search(stripped) and not chose_letter:
         return Reading("unparseable", None, "none", "the reply stops mid-sentence before it says anything of the finding")
     if len(words) <= 12 and _LEAD_IN_CUT.match(stripped) and not _VERDICT_WORD.search(stripped):
         return Reading("unparseable", None, "none", "the reply stops after its subject, before it says anything of it")
@@ -1722,6 +1795,9 @@ def read_decision(text: str, question: str, finding: str, question_kind: str | N
         # "adrenal adrenal ### 0.87 seg_mask <loc_0412>" (issue 48, set Q): a name said twice beside a generator's
         # token and no word that says anything of it
         return Reading("unparseable", None, "none", "a name stuttered beside a generator token, no statement: degenerate output")
+    if enough == 4 and _BYTE_DEBRIS.search(stripped) and not _VERDICT_WORD.search(stripped) and not _POSITIVE_PREDICATE.search(stripped):
+        # "</s><s>[/INST] ▁▁▁ 0x3f ### image_patch_17 ��": generator tokens beside byte debris, no statement (issue 48, set R)
+        return Reading("unparseable", None, "none", "generator tokens and byte debris, no statement: degenerate output")
     if re.fullmatch(r"(?:i|we)\s+(?:can\s+)?see|i\s+understand|okay|ok|hmm+", " ".join(words)):
         # "I see" alone acknowledges; it says nothing of the finding (issue 48, set P)
         return Reading("unparseable", None, "none", "an acknowledgement alone, not a reply")
@@ -2234,7 +2310,8 @@ _ACCOUNTED_NEGATION = re.compile(
 _SCOPE_BREAK = re.compile(r"\b(?:with|and|but|while|whereas|although|though|which|that|who|apart from|except)\b|[,;:()]")
 _PREDICATE_LEAD = re.compile(
     r"^(?:s|es)?\s*,?\s*(?:(?:is|are|was|were|has|have|had|does|do|did|can|could|will|would|should|may|might|must|"
-    r"appears?|seems?|remains?|lies|lie|sits?|gets?)\s+)(?:[\w-]+\s+){0,2}?$")
+    # (issue 48, set R) not across "with": "is visible with absent lung markings" negates the markings, not the predicate
+    r"appears?|seems?|remains?|lies|lie|sits?|gets?)\s+)(?:(?!with\b)[\w-]+\s+){0,2}?$")
 _CHAINED_NEGATION = re.compile(
     r"(?<![\w'])(?:not|never|no|hardly|scarcely)\s+(?:(?:\w+ly|be|been|entirely|at all)\s+)?(?:absent|missing|lacking|without|excluded|"
     r"none|no|not|un(?!der|til|less|ion|it|iform|ited)[a-z]+(?:ed|able|ible|ent|ant|ous|ive|ful))(?![\w'])")
@@ -2486,6 +2563,15 @@ def _read(text: str, question: str, finding: str, question_kind: str | None, syn
         # reply's own language says of the finding (issue 48, set Q)
         if languages.foreign_reading(flat, terms, side) == ("answer", not got[1]):
             return Reading("unclear", None, "other-language")
+        if languages.names_finding_bare(flat, terms, side):
+            # (issue 48, set R) the finding named and nothing more said of it states it, as in English: to "Is this
+            # normal?" it is the abnormality, whatever the particle ("Sí. Consolidación en el lóbulo inferior
+            # derecho", as "Yes. Consolidation in the right lower lobe." reads); beside a "no" to a presence
+            # question the no and the named finding disagree ("No, emorragia intraparenchimale ...")
+            if kind == "health":
+                return Reading("answer", True, "other-language")
+            if got[1] is False and kind in ("presence", "organ") and not _REVERSED_QUESTION.get():
+                return Reading("unclear", None, "other-language")
     if switched is not None and switched[0] == "answer" and (got is None or got[0] not in ("answer", "unclear")):
         return Reading(*switched, "other-language")  # "The liver is visible, pero el bazo no aparece"
     if got is not None and got[:3] == ("answer", True, "mention") and _bare_mention_negated(lines, terms, finding, kind == "organ"):
@@ -2506,9 +2592,15 @@ def _read(text: str, question: str, finding: str, question_kind: str | None, syn
         return Reading(*got)
     foreign = languages.foreign_reading(flat, terms, side, answers_presence=kind in ("presence", "organ")
                                         and not _REVERSED_QUESTION.get())
+    if foreign is None and languages.declines(flat):
+        # a decline in another language that names no finding ("bu haliyle değerlendirme yapılamıyor"; issue 48, set R)
+        return Reading("clarify" if languages.complains_of_image(flat) else "refer", None, "other-language")
+    if foreign is None and kind in ("presence", "health") and not _REVERSED_QUESTION.get() and languages.names_finding_bare(flat, terms, side):
+        # "Derrame pleural derecho.": the finding named alone states it, as "Right pleural effusion." does (issue 48, set R)
+        return Reading("answer", True, "other-language")
     if foreign is not None and foreign[0] == "refer":
         # a decline in another language: a request for a better image still asks for it (clarify)
-        return Reading(_undecided(flat) or "refer", None, "other-language")
+        return Reading(_undecided(flat) or ("clarify" if languages.complains_of_image(flat) else "refer"), None, "other-language")
     if foreign is not None:  # full sentences in another language: its own verdict lexicon
         return Reading(foreign[0], foreign[1], "other-language")
     if kind == "organ" and _region_excluded(flat, finding, terms):
@@ -2531,6 +2623,11 @@ def _read(text: str, question: str, finding: str, question_kind: str | None, syn
             if _NEGATION_CUE.search(flat):  # "no evidence that the cortex is not intact ... visualized": no verdict
                 return Reading("unclear", None, "predicate")
             return Reading("answer", True, "predicate")
+    if kind == "open" and all(_ACQUISITION.search(x) for x in sentences) and not _POSITIVE_PREDICATE.search(flat) and not (
+            _term_pattern(ABNORMAL_WORDS).search(flat) or _term_pattern(NORMAL_WORDS).search(flat)):
+        # "This image was acquired on a 1.5 T scanner using a T2-weighted sequence": how the image was made, no
+        # finding (issue 48, set R)
+        return Reading("unparseable", None, "none", "the reply speaks only of how the image was acquired")
     if kind == "open" and re.search(r"\w", flat):
         return Reading("answer", True, "open")
     return Reading("unparseable", None, "none")

@@ -143,6 +143,9 @@ def _value_claim(value, kind: str, finding: str, terms, read_value: ValueReader)
     if isinstance(value, (int, float)):
         return (value in (0, 1), bool(value) if value in (0, 1) else None)
     if isinstance(value, dict):
+        by_side = _side_map_claim(value, kind, finding, terms, read_value)
+        if by_side is not None:
+            return by_side
         got = json_verdict(value, finding, terms, read_value)
         if got.found:
             return got.claim is not None, got.claim
@@ -164,6 +167,31 @@ def _value_claim(value, kind: str, finding: str, terms, read_value: ValueReader)
     if not re.search(r"\w", s) or s in UNRESOLVED_VALUES or _UNDETERMINABLE.match(s):
         return False, None
     return read_value(kind, str(value))
+
+
+def _side_map_claim(value: dict, kind: str, finding: str, terms, read_value: ValueReader) -> tuple[bool, bool | None] | None:
+    """(resolved?, claim) of a verdict given per side (``"present": {"left": false, "right": true}``),
+    None where ``value`` is not keyed by side. The asked side's value decides (issue 48, set R: the
+    left kidney read present from the right's ``true``); asked about no side, the sides must agree."""
+    sides = {k.strip().lower(): v for k, v in value.items()}
+    if not sides or not set(sides) <= set(SIDES):
+        return None
+    asked = [w for w in _norm(finding).split() if w in SIDES]
+    if asked:
+        if asked[0] not in sides:
+            return False, None
+        return _value_claim(sides[asked[0]], kind, finding, terms, read_value)
+    claims = {_value_claim(v, kind, finding, terms, read_value) for v in sides.values()}
+    return claims.pop() if len(claims) == 1 else (False, None)
+
+
+def _sided_by_its_values(obj: dict, name: str, finding: str) -> bool:
+    """Whether an object names the asked organ without its side ("organ": "kidney" for the left kidney)
+    and gives its verdict per side: the side is in the values, so the object is about the asked organ."""
+    words = [w for w in _norm(finding).split() if w not in SIDES]
+    if len(words) == len(_norm(finding).split()) or _norm(name).rstrip("s") != " ".join(words).rstrip("s"):
+        return False
+    return any(isinstance(v, dict) and v and {str(k).strip().lower() for k in v} <= set(SIDES) for v in obj.values())
 
 
 def json_verdict(obj: dict, finding: str, terms: tuple[str, ...], read_value: ValueReader) -> JsonVerdict:
@@ -196,7 +224,7 @@ def json_verdict(obj: dict, finding: str, terms: tuple[str, ...], read_value: Va
     if listed is not None:
         return listed
     name = next((obj[k] for k in obj if _norm(k) in NAME_FIELDS and isinstance(obj[k], str)), None)
-    if name is not None and terms and not names_finding(name, terms, finding):
+    if name is not None and terms and not names_finding(name, terms, finding) and not _sided_by_its_values(obj, name, finding):
         return JsonVerdict(False, None)  # this object is about another organ / finding
     kinds = [(k, key_kind(k, terms, finding)) for k in obj]
     for want in ("finding", "presence", "general"):
