@@ -1227,7 +1227,21 @@ def size_range(answer: str) -> tuple[float, float, bool] | None:
 
 
 def in_size_range(value: float, step: tuple[float, float, bool]) -> bool:
-    """Whether a length in mm lies in a size step of :func:`size_range`."""
+    """Whether a length in mm lies in a size step of :func:`size_range` ("40 mm or larger").
+
+    Parameters
+    ----------
+    value : float
+        A length in mm (a report's, converted from cm where given so).
+    step : tuple of (float, float, bool)
+        The step's lower bound (included), upper bound and whether the upper bound is included, in mm.
+
+    Returns
+    -------
+    bool
+        Whether ``value`` is in the step; bounds are compared within 1e-6 mm, so "1.1 cm" is in
+        "up to 11 mm" although 1.1 * 10 is 11.000000000000002 in floating point.
+    """
     low, high, high_included = step
     return low - 1e-6 <= value and (value <= high + 1e-6 if high_included else value < high - 1e-6)
 
