@@ -1239,8 +1239,8 @@ def in_size_range(value: float, step: tuple[float, float, bool]) -> bool:
     Returns
     -------
     bool
-        Whether ``value`` is in the step; bounds are compared within 1e-6 mm, so "1.1 cm" is in
-        "up to 11 mm" although 1.1 * 10 is 11.000000000000002 in floating point.
+        Whether ``value`` is in the step; bounds are compared within 1e-6 mm, so "0.57 cm" is in
+        "5.7 mm or larger" although 0.57 * 10 is 5.699999999999999 in floating point.
     """
     low, high, high_included = step
     return low - 1e-6 <= value and (value <= high + 1e-6 if high_included else value < high - 1e-6)
