@@ -587,6 +587,10 @@ def _mention_status(sent: str, start: int, end: int) -> str:
         return "possible"
     if st == "affirmed" and HEDGE_AFTER_CLAUSE.match(after):
         return "possible"
+    if st == "affirmed" and re.search(r"\bequivocal\s+(?:[\w-]+\s+)?$", before):
+        # "equivocal washout": a feature the reader could not call (LI-RADS counts an equivocal feature as
+        # absent), so the report neither states nor denies it
+        return "possible"
     if st == "negated" and (_HEDGED_DENIAL_BEFORE.search(forward_scope(before)) or _HEDGED_DENIAL_AFTER.match(after)):
         # "Haemorrhagic transformation is unlikely": a reply's hedged denial, but no report states
         # the absence by it, so it settles nothing
