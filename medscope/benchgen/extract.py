@@ -317,7 +317,7 @@ def study_binary(field: FieldSpec, sents: list[str], lesion_side: str | None = N
         Empty when set; else ``not_in_report``, ``only_partial_denial`` (side-specific or "no new")
         or ``conflicting_statements``.
     """
-    yes, no, partial_sides, partial = [], [], set(), []
+    yes, no, partial_sides, partial, hedged = [], [], set(), [], []
     other_narrowing = []  # partial denials narrowed by more than a side ("no new", "no solid")
     asked_organ = findmod._organ(normalize_sentence(field.question))  # "Is there a focal renal lesion?": kidney
     # the question's own qualifiers, never one of a choice ("solid or complex": "no solid lesion" leaves
@@ -368,6 +368,8 @@ def study_binary(field: FieldSpec, sents: list[str], lesion_side: str | None = N
                 other_narrowing.append(s)
             elif st == "affirmed":
                 yes.append(s)
+            elif st == "possible" and _not_excluded(text[:m.start()], text[m.end():]):
+                hedged.append(s)
             elif st == "negated" and not _names_the_asked(m.group(0), q_stems):
                 # "No Baker's cyst.": one named kind of the asked thing denied leaves the others unsaid
                 partial.append(s)
@@ -383,9 +385,25 @@ def study_binary(field: FieldSpec, sents: list[str], lesion_side: str | None = N
         return None, "", "conflicting_statements"
     if yes:
         return "yes", yes[0], ""
+    if hedged:
+        # "early cirrhosis cannot be excluded": the radiologist leaves the asked thing open, so no
+        # other sentence ("The liver is of normal size ...") answers No for the report ("X is less
+        # likely" leans to No and is not read here)
+        return None, "", "uncertain_in_report"
     if no:
         return "no", no[0], ""
     return None, "", "only_partial_denial" if partial else "not_in_report"
+
+
+# the radiologist says he cannot exclude the mention: "X cannot be excluded / is not excluded / cannot be
+# ruled out", "cannot exclude X"
+_NOT_EXCLUDED_AFTER = re.compile(r"^\W*(?:[\w-]+\W+){0,2}?(?:(?:can ?not|could not|not) be (?:excluded|ruled out)|"
+                                 r"(?:is|are) not (?:excluded|ruled out))\b")
+_NOT_EXCLUDED_BEFORE = re.compile(r"\b(?:can ?not|could not|not) (?:exclude|rule out)\s+(?:[\w-]+\s+){0,3}$")
+
+
+def _not_excluded(before: str, after: str) -> bool:
+    return bool(_NOT_EXCLUDED_AFTER.match(after) or _NOT_EXCLUDED_BEFORE.search(before))
 
 
 _PART_TAIL = re.compile(r"^\s+(?:in|within|of|at|involving)\s+(?:the\s+)?[^.;,]{0,40}?\b(?:lobes?|poles?|isthmus|"
