@@ -607,6 +607,11 @@ def _binary_field(field: FieldSpec, sents: list[str], findings: str, impression:
     """(value, evidence, reason when unset) of a binary field read over the whole report
     (:func:`study_binary`, then the field's question through the report-grounded check)."""
     value, evidence, why = study_binary(field, sents, lesion_side)
+    if value == "no" and not _DENIER.search(normalize_sentence(evidence)) and _grounded_yes(field, findings, impression):
+        # "The main portal vein is patent." beside "a bland thrombus lies in the anterior branch of the
+        # right portal vein": a No read from a structure called patent or normal, not from a denial of the
+        # asked thing, yields where the field's own question, checked against the report, is stated Yes
+        return None, "", "conflicting_statements"
     if value is None and why in ("not_in_report", "only_partial_denial"):
         # the schema's patterns missed the wording ("renal angiomyolipomas", "lymph node,
         # enlarged"): the field's own question goes through the report-grounded check
@@ -655,6 +660,14 @@ def _member_denied(question: str, evidence: str, sents: list[str]) -> bool:
     if sides and not (sides & asked):
         return True
     return bool(member_subject(before, asked, named_members([normalize_sentence(s) for s in sents])))
+
+
+def _grounded_yes(field: FieldSpec, findings: str, impression: str) -> bool:
+    """Whether the report-grounded check keeps Yes, and not No, for the field's own question."""
+    from medscope.benchgen.lesion_grounding import check_key
+
+    return (check_key(field.question, "Yes", findings, impression, placed=True)[0]
+            and not check_key(field.question, "No", findings, impression, placed=True)[0])
 
 
 def _grounded_binary(field: FieldSpec, findings: str, impression: str) -> tuple[str | None, str]:

@@ -117,7 +117,9 @@ SAME = {"hepatic": "liver", "hepatocellular": "hepatocellular", "oedema": "edema
         # a verb in -de and its noun in -sion are one word: "invaded" / "invasion", "eroded" / "erosion"
         "invas": "invad", "eros": "erod", "occlus": "occlud", "protrus": "protrud",
         # a noun in -ence and its adjective in -ent: "recurrence" / "recurrent"
-        "recurrence": "recurrent"}
+        "recurrence": "recurrent",
+        # the condition and its clot are one word: "portal vein thrombosis" is a thrombus in the portal vein
+        "thrombosis": "thrombus", "thrombosed": "thrombus", "thrombi": "thrombus"}
 REWRITES = (  # abbreviations and one-word findings spelled out, so either wording is found
     (r"\bhcc\b", "hepatocellular carcinoma hcc"), (r"\brcc\b", "renal cell carcinoma rcc"),
     # a one-word finding keeps its own word first (a schema's "no splenomegaly" pattern still reads it)
@@ -587,6 +589,10 @@ def _mention_status(sent: str, start: int, end: int) -> str:
         return "possible"
     if st == "affirmed" and HEDGE_AFTER_CLAUSE.match(after):
         return "possible"
+    if st == "affirmed" and re.match(r"^[^.;]{0,80}?\b(?:has|have)\s+(?:since\s+|now\s+|completely\s+)?recanali[sz]ed\b", after):
+        # "the previously described thrombus in the right portal vein has recanalised": the vessel is open
+        # again, the clot gone, as "has resolved" says of a lesion
+        return "negated"
     if st == "affirmed" and re.search(r"\bequivocal\s+(?:[\w-]+\s+)?$", before):
         # "equivocal washout": a feature the reader could not call (LI-RADS counts an equivocal feature as
         # absent), so the report neither states nor denies it
