@@ -493,6 +493,40 @@ def _denial(text, a, b, s, no, partial, partial_sides, other_narrowing, asked_wo
         no.append(s)
 
 
+# a contrast phase, as a technique line and a question name it
+_PHASE_ASKED = re.compile(r"\b(?:(?:late |early )?arterial|portal(?: venous)?|delayed|equilibrium|transitional|hepatobiliary)"
+                          r"(?= phase)")
+_TECHNIQUE = re.compile(r"\b(?:ct|mri?|mr|magnetic resonance|computed tomography)\b[^.]*\bphases?\b")
+
+
+def _phase_name(words: str) -> str:
+    return "portal" if words.startswith("portal") else words.split()[-1]
+
+
+def phases_acquired(findings: str) -> set[str]:
+    """The contrast phases the report's technique line names ("CT abdomen, late arterial and portal venous
+    phases": {"arterial", "portal"}), or an empty set where the first sentence names no phase.
+
+    Parameters
+    ----------
+    findings : str
+        The report's findings section, its technique line first.
+
+    Returns
+    -------
+    set of str
+        Each phase by one word ("arterial", "portal", "delayed", "equilibrium", "transitional",
+        "hepatobiliary"); empty where the report does not say which phases were acquired.
+    """
+    first = normalize_sentence(sentences(findings)[0]) if sentences(findings) else ""
+    if not _TECHNIQUE.search(first):
+        return set()
+    words = re.sub(r"\bphases\b", "phase", first)
+    # "arterial and portal venous phases": each named phase, the plural shared
+    named = re.findall(r"\b((?:late |early )?arterial|portal(?: venous)?|delayed|equilibrium|transitional|hepatobiliary)\b", words)
+    return {_phase_name(w) for w in named}
+
+
 def extract_with_rejects(schema: Schema, findings: str, impression: str
                          ) -> tuple[dict[str, tuple[str, str]], dict[str, str]]:
     """``({field: (value, evidence sentence)}, {field: why it is unset})`` from the schema's patterns.
@@ -547,7 +581,14 @@ def extract_with_rejects(schema: Schema, findings: str, impression: str
             dom, why_none = None, "lesion_denied"
     ties = findmod.tied_for_dominant(found, schema.organ) if lesion_fields and dom is None and not removed and (
         why_none == "no_dominant_lesion:equal_sizes") else []
+    acquired = phases_acquired(findings)
     for field in schema.fields:
+        asked_phase = _PHASE_ASKED.search(normalize_sentence(field.question))
+        if asked_phase and acquired and _phase_name(asked_phase.group(0)) not in acquired:
+            # "CT ..., portal venous phase." asked "What is the arterial phase enhancement?": the study has
+            # no arterial phase, so the enhancement it describes is not the asked phase's
+            unset[field.name] = "phase_not_acquired"
+            continue
         if field in lesion_fields:
             if dom is None and ties:
                 value = tied_value(field, ties)

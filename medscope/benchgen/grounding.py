@@ -120,7 +120,19 @@ SAME = {"hepatic": "liver", "hepatocellular": "hepatocellular", "oedema": "edema
         "recurrence": "recurrent",
         # the condition and its clot are one word: "portal vein thrombosis" is a thrombus in the portal vein
         "thrombosis": "thrombus", "thrombosed": "thrombus", "thrombi": "thrombus"}
+# a numbered place (a Couinaud segment, a nodal level), arabic or roman
+_PLACE_NUMBER = r"(?:vi{1,3}|iv|v|i{1,3}|[1-8])[ab]?"
+
+
+def _each_numbered_place(m: re.Match) -> str:
+    """'segments 5 and 8' / 'segment 7/8' as 'segment 5 and segment 8': each number names its own place."""
+    return " and ".join(f"{m.group(1)} {n}" for n in re.findall(_PLACE_NUMBER, m.group(2)))
+
+
 REWRITES = (  # abbreviations and one-word findings spelled out, so either wording is found
+    # a list of numbered places under one plural head ("spans segments 5 and 8", "segments 7/8", "the
+    # segment 5/6 junction") names each place: a lesion there lies in both, never in the first alone
+    (rf"\b(segment|level)s?\s+((?:{_PLACE_NUMBER}\s*(?:,|/|and|or|&)\s*)+{_PLACE_NUMBER})\b", _each_numbered_place),
     (r"\bhcc\b", "hepatocellular carcinoma hcc"), (r"\brcc\b", "renal cell carcinoma rcc"),
     # a one-word finding keeps its own word first (a schema's "no splenomegaly" pattern still reads it)
     (r"\bgbm\b", "glioblastoma gbm"), (r"\bsplenomegaly\b", "splenomegaly enlarged spleen"),
