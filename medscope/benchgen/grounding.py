@@ -725,6 +725,14 @@ _PRIOR_LENGTH = re.compile(r"\b(?:previously|prior|formerly|was|from|compared (?
 _DATED_LENGTH = re.compile(r"^(?:[\d.\s]|x)*(?:mm|cm)\W*(?:in|on|at|dated)\s+(?:(?:the\s+)?(?:prior|previous|earlier|last|baseline)|"
                            r"(?:\d{1,2}(?:st|nd|rd|th)?\s+)?(?:[a-z]+\.?\s+)?(?:\d{1,2}(?:st|nd|rd|th)?,?\s+)?(?:19|20)\d\d|"
                            r"\d{1,2}[/.-]\d{1,2}[/.-](?:19|20)?\d\d)\b")
+# a length the lesion had before a treatment the sentence dates in the past: "abscess (6.3 cm) drained 8
+# weeks ago", "a 2.2 cm tumour, ablated in March": the size before treatment is a prior size
+_BEFORE_TREATMENT = re.compile(r"^(?:[\d.\s]|x)*(?:mm|cm)\W*(?:[a-z]+\s+){0,2}?(?:drained|treated|ablated|resected|excised|"
+                               r"embolised|embolized|irradiated|operated|removed)\s+(?:[\w-]+\s+){0,3}?(?:ago|in\s+"
+                               r"(?:[a-z]+\s+)?(?:19|20)\d\d|previously|before)\b")
+# "radiofrequency ablation of a 2.2 cm segment 6 HCC", "resection of a 4 cm mass": the size it was treated at
+_TREATMENT_OF_BEFORE = re.compile(r"\b(?:ablation|resection|excision|emboli[sz]ation|chemoemboli[sz]ation|drainage|"
+                                  r"radiotherapy|treatment)\s+of\s+(?:a|an|the|one|his|her)\s+$")
 # addition: a clause set in an earlier study: a comparison line ("Comparison: 3 March 2026, when the
 # lesion measured 7 mm"), "on the 2025 study the right lesion measured 12 mm", "when it measured 7 mm";
 # its lengths are prior ones unless "now" / "currently" comes between
@@ -759,14 +767,18 @@ def prior_length(s: str, at: int) -> bool:
     bool
         True for a prior length, never the current size.
     """
-    if _PRIOR_LENGTH.search(s[:at]) or _DATED_LENGTH.match(s[at:]) or _REPORTED_BEFORE.match(s[at:]):
+    if (_PRIOR_LENGTH.search(s[:at]) or _DATED_LENGTH.match(s[at:]) or _REPORTED_BEFORE.match(s[at:])
+            or _BEFORE_TREATMENT.match(s[at:]) or _TREATMENT_OF_BEFORE.search(s[:at])):
         return True
     earlier = list(_EARLIER_STUDY.finditer(s[:at]))
     return bool(earlier) and not _NOW.search(s[earlier[-1].end():at])
 
 
 # a question asking for an earlier size: "on the prior study", "previously", "in 2022"
-ASKS_PRIOR = re.compile(r"\b(?:prior|previous|previously|earlier|baseline|formerly)\b|\bin\s+(?:[a-z]+\s+)?(?:19|20)\d\d\b")
+ASKS_PRIOR = re.compile(r"\b(?:prior|previous|previously|earlier|baseline|formerly)\b|\bin\s+(?:[a-z]+\s+)?(?:19|20)\d\d\b"
+                        # "before ablation": the size the lesion was treated at
+                        r"|\bbefore\s+(?:the\s+)?(?:[\w-]+\s+)?(?:drainage|treatment|ablation|resection|surgery|"
+                        r"emboli[sz]ation|chemoemboli[sz]ation|tace|therapy|chemotherapy|radiotherapy)\b")
 _SIDE_TAIL = re.compile(r"\s*(?:(?:is|are)\s+(?:not\s+)?(?:seen\s+|present\s+)?)?(?:on\s+(?:the\s+)?(?:left|right)(?:\s+side)?\b|"
                         r"bilaterally\b|in\s+(?:either|both)\b)")
 _PHRASE_SIDE = re.compile(r"\b(left|right|bilateral|bilaterally|both)\b")
@@ -1550,6 +1562,30 @@ def _one_of_two_places(s: str, answer_words: set[str]) -> bool:
     return False
 
 
+_ROMAN = {"i": "1", "ii": "2", "iii": "3", "iv": "4", "v": "5", "vi": "6", "vii": "7", "viii": "8"}
+_NUMBERED_PLACES = re.compile(rf"\b(segment|level) ({_PLACE_NUMBER})(?: and \1 {_PLACE_NUMBER})+\b")
+
+
+def _place_number(word: str) -> str:
+    word = word.rstrip("ab") if len(word) > 1 and word[-1] in "ab" else word  # "4b" is segment 4
+    return _ROMAN.get(word, word)
+
+
+def _one_of_numbered_places(s: str, answer: str) -> bool:
+    """Whether ``s`` names the answer's numbered place only in a list of several ("spans segment 5 and
+    segment 8", the rewrite of "segments 5 and 8", for the key "segment 5"): the lesion lies in each."""
+    said = re.search(rf"\b(segment|level) ({_PLACE_NUMBER})\b", normalize_sentence(answer))
+    if not said:
+        return False
+    for m in _NUMBERED_PLACES.finditer(s):
+        if m.group(1) != said.group(1):
+            continue
+        numbers = {_place_number(n) for n in re.findall(rf"\b{m.group(1)} ({_PLACE_NUMBER})\b", m.group(0))}
+        if _place_number(said.group(2)) in numbers and len(numbers) > 1:
+            return True
+    return False
+
+
 # addition: words that name only the kind of a question's answer ("Which anatomic variant is present?")
 _ANSWER_KINDS = ("anatomic", "anatomical", "variant", "variation", "anomaly", "congenital", "status", "category",
                  "classification", "stage")
@@ -1632,7 +1668,7 @@ def check_term(question: str, answer: str, sents: list[str]) -> tuple[bool, str,
             st = "secondary"
         if not relation and RELATIVE_TO_BEFORE.search(s[: first[1]]):
             st = "relative"  # "superficial to the residual deep lobe" is not in the deep lobe
-        if _one_of_two_places(s, answer_words):
+        if _one_of_two_places(s, answer_words) or _one_of_numbered_places(s, answer):
             st = "several"  # "the superficial and deep lobes": the lesion is in neither alone
         if _spread(s, [(first[1], last[2])]):
             st = _spread(s, [(first[1], last[2])])  # "isoechoic to mildly hypoechoic" settles neither end, "mixed cystic and solid" neither part
