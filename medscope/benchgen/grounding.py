@@ -124,6 +124,9 @@ SAME = {"hepatic": "liver", "hepatocellular": "hepatocellular", "oedema": "edema
 _PLACE_NUMBER = r"(?:vi{1,3}|iv|v|i{1,3}|[1-8])[ab]?"
 
 
+_ROMAN = {"i": "1", "ii": "2", "iii": "3", "iv": "4", "v": "5", "vi": "6", "vii": "7", "viii": "8"}
+
+
 def _each_numbered_place(m: re.Match) -> str:
     """'segments 5 and 8' / 'segment 7/8' as 'segment 5 and segment 8': each number names its own place."""
     return " and ".join(f"{m.group(1)} {n}" for n in re.findall(_PLACE_NUMBER, m.group(2)))
@@ -133,6 +136,10 @@ REWRITES = (  # abbreviations and one-word findings spelled out, so either wordi
     # a list of numbered places under one plural head ("spans segments 5 and 8", "segments 7/8", "the
     # segment 5/6 junction") names each place: a lesion there lies in both, never in the first alone
     (rf"\b(segment|level)s?\s+((?:{_PLACE_NUMBER}\s*(?:,|/|and|or|&)\s*)+{_PLACE_NUMBER})\b", _each_numbered_place),
+    # (vocabulary) a Couinaud segment in roman numerals is the arabic one ("segment vii" is segment 7), and a
+    # sub-segment lies in its segment ("segment 4b" is in segment 4)
+    (r"\bsegment (vi{1,3}|iv|v|i{1,3})([ab]?)\b", lambda m: f"segment {_ROMAN[m.group(1)]}{m.group(2)}"),
+    (r"\bsegment ([1-8])([ab])\b(?! segment)", r"segment \1\2 segment \1"),
     (r"\bhcc\b", "hepatocellular carcinoma hcc"), (r"\brcc\b", "renal cell carcinoma rcc"),
     # a one-word finding keeps its own word first (a schema's "no splenomegaly" pattern still reads it)
     (r"\bgbm\b", "glioblastoma gbm"), (r"\bsplenomegaly\b", "splenomegaly enlarged spleen"),
@@ -1562,7 +1569,6 @@ def _one_of_two_places(s: str, answer_words: set[str]) -> bool:
     return False
 
 
-_ROMAN = {"i": "1", "ii": "2", "iii": "3", "iv": "4", "v": "5", "vi": "6", "vii": "7", "viii": "8"}
 _NUMBERED_PLACES = re.compile(rf"\b(segment|level) ({_PLACE_NUMBER})(?: and \1 {_PLACE_NUMBER})+\b")
 
 
