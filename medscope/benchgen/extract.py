@@ -385,10 +385,10 @@ def study_binary(field: FieldSpec, sents: list[str], lesion_side: str | None = N
         return None, "", "conflicting_statements"
     if yes:
         return "yes", yes[0], ""
-    if hedged:
+    if hedged and not partial:
         # "early cirrhosis cannot be excluded": the radiologist leaves the asked thing open, so no
         # other sentence ("The liver is of normal size ...") answers No for the report ("X is less
-        # likely" leans to No and is not read here)
+        # likely" leans to No and is not read here; a denial on some images only keeps its own reason)
         return None, "", "uncertain_in_report"
     if no:
         return "no", no[0], ""
