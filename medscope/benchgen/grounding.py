@@ -895,6 +895,10 @@ def _said_new(s: str, a: int, b: int) -> bool:
                 or re.match(r"\W*(?:[\w-]+\W+){0,2}?(?:(?:is|are)\s+)?(?:new|newly)\b", s[b:]))
 
 
+_REFERRAL_SENTENCE = re.compile(r"^\W*(?:clinical(?:\s+(?:history|information|details|indication))?|history|indications?|"
+                                r"reason for (?:exam\w*|study|referral|scan)|referral)\s*:")
+
+
 def _check_change(polarity: str, yes: bool, sents: list[str], subject: set[str]) -> tuple[bool, str, str]:
     """Yes / No to "Has X resolved / changed / grown / decreased?" from what the report says of X."""
     best, _ = _best_sentences(sents, subject)
@@ -909,7 +913,9 @@ def _check_change(polarity: str, yes: bool, sents: list[str], subject: set[str])
                 said = said or (False, s)  # "has not resolved", "partially resolved", "persists"
             elif _RESOLVED.search(s) and st in ("negated", "affirmed", "historical"):
                 said = said or (True, s)  # "the nodule ... has resolved", "Resolution of the cyst"
-            elif st == "affirmed":
+            elif st == "affirmed" and not _REFERRAL_SENTENCE.match(s):
+                # (the clinical line, "Clinical: liver abscess drained 8 weeks ago", names why the study was
+                # done, not what it shows now, so it says nothing of whether the abscess has since resolved)
                 said = said or (False, s)
             continue
         if _STABLE.search(s):
