@@ -144,3 +144,14 @@ def test_roman_segment_and_subsegment():
     assert _kept("In which segment is the cyst?", SEGMENTS, 2, "A 12 mm simple cyst in segment VII.") == (True, "")
     assert _kept("In which segment is the haemangioma?", ["Segment 2", "Segment 3", "Segment 4", "Segment 5"], 2,
                  "A 9 mm haemangioma in segment IVa.") == (True, "")
+
+
+# --- kind 10 (a loss): the clinical line says why the study was done, not whether a lesion has since resolved ---
+# (L: "Has the liver abscess resolved?" Yes rejected as contradicted by "Clinical: ... abscess (6.3 cm) drained")
+
+def test_clinical_line_does_not_answer_whether_a_lesion_resolved():
+    findings = ("Clinical: left renal abscess drained last month. The previously drained left renal abscess has "
+                "resolved. No perinephric collection.")
+    assert _kept("Has the renal abscess resolved?", YES_NO, 0, findings) == (True, "")
+    kept, reason = _kept("Has the renal abscess resolved?", YES_NO, 1, findings)
+    assert not kept and reason == "contradicted_by_report"
