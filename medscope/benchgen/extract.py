@@ -317,7 +317,7 @@ def study_binary(field: FieldSpec, sents: list[str], lesion_side: str | None = N
         Empty when set; else ``not_in_report``, ``only_partial_denial`` (side-specific or "no new")
         or ``conflicting_statements``.
     """
-    yes, no, partial_sides, partial = [], [], set(), []
+    yes, no, partial_sides, partial, hedged = [], [], set(), [], []
     other_narrowing = []  # partial denials narrowed by more than a side ("no new", "no solid")
     asked_organ = findmod._organ(normalize_sentence(field.question))  # "Is there a focal renal lesion?": kidney
     # the question's own qualifiers, never one of a choice ("solid or complex": "no solid lesion" leaves
@@ -368,6 +368,8 @@ def study_binary(field: FieldSpec, sents: list[str], lesion_side: str | None = N
                 other_narrowing.append(s)
             elif st == "affirmed":
                 yes.append(s)
+            elif st == "possible" and _not_excluded(text[:m.start()], text[m.end():]):
+                hedged.append(s)
             elif st == "negated" and not _names_the_asked(m.group(0), q_stems):
                 # "No Baker's cyst.": one named kind of the asked thing denied leaves the others unsaid
                 partial.append(s)
@@ -383,9 +385,25 @@ def study_binary(field: FieldSpec, sents: list[str], lesion_side: str | None = N
         return None, "", "conflicting_statements"
     if yes:
         return "yes", yes[0], ""
+    if hedged and not partial:
+        # "early cirrhosis cannot be excluded": the radiologist leaves the asked thing open, so no
+        # other sentence ("The liver is of normal size ...") answers No for the report ("X is less
+        # likely" leans to No and is not read here; a denial on some images only keeps its own reason)
+        return None, "", "uncertain_in_report"
     if no:
         return "no", no[0], ""
     return None, "", "only_partial_denial" if partial else "not_in_report"
+
+
+# the radiologist says he cannot exclude the mention: "X cannot be excluded / is not excluded / cannot be
+# ruled out", "cannot exclude X"
+_NOT_EXCLUDED_AFTER = re.compile(r"^\W*(?:[\w-]+\W+){0,2}?(?:(?:can ?not|could not|not) be (?:excluded|ruled out)|"
+                                 r"(?:is|are) not (?:excluded|ruled out))\b")
+_NOT_EXCLUDED_BEFORE = re.compile(r"\b(?:can ?not|could not|not) (?:exclude|rule out)\s+(?:[\w-]+\s+){0,3}$")
+
+
+def _not_excluded(before: str, after: str) -> bool:
+    return bool(_NOT_EXCLUDED_AFTER.match(after) or _NOT_EXCLUDED_BEFORE.search(before))
 
 
 _PART_TAIL = re.compile(r"^\s+(?:in|within|of|at|involving)\s+(?:the\s+)?[^.;,]{0,40}?\b(?:lobes?|poles?|isthmus|"
@@ -475,6 +493,40 @@ def _denial(text, a, b, s, no, partial, partial_sides, other_narrowing, asked_wo
         no.append(s)
 
 
+# a contrast phase, as a technique line and a question name it
+_PHASE_ASKED = re.compile(r"\b(?:(?:late |early )?arterial|portal(?: venous)?|delayed|equilibrium|transitional|hepatobiliary)"
+                          r"(?= phase)")
+_TECHNIQUE = re.compile(r"\b(?:ct|mri?|mr|magnetic resonance|computed tomography)\b[^.]*\bphases?\b")
+
+
+def _phase_name(words: str) -> str:
+    return "portal" if words.startswith("portal") else words.split()[-1]
+
+
+def phases_acquired(findings: str) -> set[str]:
+    """The contrast phases the report's technique line names ("CT abdomen, late arterial and portal venous
+    phases": {"arterial", "portal"}), or an empty set where the first sentence names no phase.
+
+    Parameters
+    ----------
+    findings : str
+        The report's findings section, its technique line first.
+
+    Returns
+    -------
+    set of str
+        Each phase by one word ("arterial", "portal", "delayed", "equilibrium", "transitional",
+        "hepatobiliary"); empty where the report does not say which phases were acquired.
+    """
+    first = normalize_sentence(sentences(findings)[0]) if sentences(findings) else ""
+    if not _TECHNIQUE.search(first):
+        return set()
+    words = re.sub(r"\bphases\b", "phase", first)
+    # "arterial and portal venous phases": each named phase, the plural shared
+    named = re.findall(r"\b((?:late |early )?arterial|portal(?: venous)?|delayed|equilibrium|transitional|hepatobiliary)\b", words)
+    return {_phase_name(w) for w in named}
+
+
 def extract_with_rejects(schema: Schema, findings: str, impression: str
                          ) -> tuple[dict[str, tuple[str, str]], dict[str, str]]:
     """``({field: (value, evidence sentence)}, {field: why it is unset})`` from the schema's patterns.
@@ -529,7 +581,14 @@ def extract_with_rejects(schema: Schema, findings: str, impression: str
             dom, why_none = None, "lesion_denied"
     ties = findmod.tied_for_dominant(found, schema.organ) if lesion_fields and dom is None and not removed and (
         why_none == "no_dominant_lesion:equal_sizes") else []
+    acquired = phases_acquired(findings)
     for field in schema.fields:
+        asked_phase = _PHASE_ASKED.search(normalize_sentence(field.question))
+        if asked_phase and acquired and _phase_name(asked_phase.group(0)) not in acquired:
+            # "CT ..., portal venous phase." asked "What is the arterial phase enhancement?": the study has
+            # no arterial phase, so the enhancement it describes is not the asked phase's
+            unset[field.name] = "phase_not_acquired"
+            continue
         if field in lesion_fields:
             if dom is None and ties:
                 value = tied_value(field, ties)
@@ -589,6 +648,11 @@ def _binary_field(field: FieldSpec, sents: list[str], findings: str, impression:
     """(value, evidence, reason when unset) of a binary field read over the whole report
     (:func:`study_binary`, then the field's question through the report-grounded check)."""
     value, evidence, why = study_binary(field, sents, lesion_side)
+    if value == "no" and not _DENIER.search(normalize_sentence(evidence)) and _grounded_yes(field, findings, impression):
+        # "The main portal vein is patent." beside "a bland thrombus lies in the anterior branch of the
+        # right portal vein": a No read from a structure called patent or normal, not from a denial of the
+        # asked thing, yields where the field's own question, checked against the report, is stated Yes
+        return None, "", "conflicting_statements"
     if value is None and why in ("not_in_report", "only_partial_denial"):
         # the schema's patterns missed the wording ("renal angiomyolipomas", "lymph node,
         # enlarged"): the field's own question goes through the report-grounded check
@@ -637,6 +701,14 @@ def _member_denied(question: str, evidence: str, sents: list[str]) -> bool:
     if sides and not (sides & asked):
         return True
     return bool(member_subject(before, asked, named_members([normalize_sentence(s) for s in sents])))
+
+
+def _grounded_yes(field: FieldSpec, findings: str, impression: str) -> bool:
+    """Whether the report-grounded check keeps Yes, and not No, for the field's own question."""
+    from medscope.benchgen.lesion_grounding import check_key
+
+    return (check_key(field.question, "Yes", findings, impression, placed=True)[0]
+            and not check_key(field.question, "No", findings, impression, placed=True)[0])
 
 
 def _grounded_binary(field: FieldSpec, findings: str, impression: str) -> tuple[str | None, str]:

@@ -276,13 +276,20 @@ def _side(text: str, anchor: int) -> str | None:
     return "bilateral" if word in ("bilateral", "bilaterally", "both") else word
 
 
+# a treatment's product measured in the lesion's clause: "the treated lesion contains dense lipiodol over an
+# area of 3.0 x 2.6 cm", "the ablation zone measures 3.5 cm" -- the deposit or the zone (tumour plus its
+# margin) is measured, not the viable tumour, so the length is no size of the lesion
+_TREATMENT_PRODUCT_BEFORE = re.compile(r"\b(?:lipiodol|ethiodi[sz]ed oil|embolic material|(?:ablation|treatment) "
+                                       r"(?:zone|cavity|defect|bed))\b[^.;]{0,40}$")
+
+
 def _sizes(text: str) -> tuple[tuple[float, ...], float | None]:
     """(current dimensions, prior size) of the lengths in a clause: a length right after
     "previously" / "prior" / "from", or dated to an earlier study ("4.8 cm on 2 September 2025",
     "1.2 cm in 2023"), is the prior one."""
     current, prior = (), None
     for kind, dims, start in measurements(text):
-        if kind != "length" or _PART_MEASURES.search(text[:start]):
+        if kind != "length" or _PART_MEASURES.search(text[:start]) or _TREATMENT_PRODUCT_BEFORE.search(text[:start]):
             continue
         if prior_length(text, start) or _VERSUS_BEFORE.search(text[:start]):  # "4.8 cm on 2 September 2025"
             prior = prior if prior is not None else max(dims)
@@ -470,6 +477,10 @@ def report_findings(findings: str, impression: str, nouns: set[str] | None = Non
             previous_header = header_text
             body = sent[header.end():] if same_section else sent
             mentions = _mentions(sent, nouns)
+            if header and re.fullmatch(r"(?:\w+\s+)?\w+s", header_text.strip()):
+                # "OBSERVATIONS: (A) Segment 4b: 8 mm observation ...": a plural heading lists the lesions
+                # that follow, it is no lesion itself
+                mentions = [m for m in mentions if m[0] >= header.end() - 1 or m[2] not in header_text]
             if not mentions:
                 # "It measures 12 mm." / "Central necrosis." / "No washout.": a sentence naming no
                 # lesion, no side or place and no organ, right after a lesion's sentence, describes it

@@ -117,8 +117,29 @@ SAME = {"hepatic": "liver", "hepatocellular": "hepatocellular", "oedema": "edema
         # a verb in -de and its noun in -sion are one word: "invaded" / "invasion", "eroded" / "erosion"
         "invas": "invad", "eros": "erod", "occlus": "occlud", "protrus": "protrud",
         # a noun in -ence and its adjective in -ent: "recurrence" / "recurrent"
-        "recurrence": "recurrent"}
+        "recurrence": "recurrent",
+        # the condition and its clot are one word: "portal vein thrombosis" is a thrombus in the portal vein
+        "thrombosis": "thrombus", "thrombosed": "thrombus", "thrombi": "thrombus"}
+# a numbered place (a Couinaud segment, a nodal level), arabic or roman
+_PLACE_NUMBER = r"(?:vi{1,3}|iv|v|i{1,3}|[1-8])[ab]?"
+
+
+_ROMAN = {"i": "1", "ii": "2", "iii": "3", "iv": "4", "v": "5", "vi": "6", "vii": "7", "viii": "8"}
+
+
+def _each_numbered_place(m: re.Match) -> str:
+    """'segments 5 and 8' / 'segment 7/8' as 'segment 5 and segment 8': each number names its own place."""
+    return " and ".join(f"{m.group(1)} {n}" for n in re.findall(_PLACE_NUMBER, m.group(2)))
+
+
 REWRITES = (  # abbreviations and one-word findings spelled out, so either wording is found
+    # a list of numbered places under one plural head ("spans segments 5 and 8", "segments 7/8", "the
+    # segment 5/6 junction") names each place: a lesion there lies in both, never in the first alone
+    (rf"\b(segment|level)s?\s+((?:{_PLACE_NUMBER}\s*(?:,|/|and|or|&)\s*)+{_PLACE_NUMBER})\b", _each_numbered_place),
+    # (vocabulary) a Couinaud segment in roman numerals is the arabic one ("segment vii" is segment 7), and a
+    # sub-segment lies in its segment ("segment 4b" is in segment 4)
+    (r"\bsegment (vi{1,3}|iv|v|i{1,3})([ab]?)\b", lambda m: f"segment {_ROMAN[m.group(1)]}{m.group(2)}"),
+    (r"\bsegment ([1-8])([ab])\b(?! segment)", r"segment \1\2 segment \1"),
     (r"\bhcc\b", "hepatocellular carcinoma hcc"), (r"\brcc\b", "renal cell carcinoma rcc"),
     # a one-word finding keeps its own word first (a schema's "no splenomegaly" pattern still reads it)
     (r"\bgbm\b", "glioblastoma gbm"), (r"\bsplenomegaly\b", "splenomegaly enlarged spleen"),
@@ -587,6 +608,14 @@ def _mention_status(sent: str, start: int, end: int) -> str:
         return "possible"
     if st == "affirmed" and HEDGE_AFTER_CLAUSE.match(after):
         return "possible"
+    if st == "affirmed" and re.match(r"^[^.;]{0,80}?\b(?:has|have)\s+(?:since\s+|now\s+|completely\s+)?recanali[sz]ed\b", after):
+        # "the previously described thrombus in the right portal vein has recanalised": the vessel is open
+        # again, the clot gone, as "has resolved" says of a lesion
+        return "negated"
+    if st == "affirmed" and re.search(r"\bequivocal\s+(?:[\w-]+\s+)?$", before):
+        # "equivocal washout": a feature the reader could not call (LI-RADS counts an equivocal feature as
+        # absent), so the report neither states nor denies it
+        return "possible"
     if st == "negated" and (_HEDGED_DENIAL_BEFORE.search(forward_scope(before)) or _HEDGED_DENIAL_AFTER.match(after)):
         # "Haemorrhagic transformation is unlikely": a reply's hedged denial, but no report states
         # the absence by it, so it settles nothing
@@ -703,6 +732,14 @@ _PRIOR_LENGTH = re.compile(r"\b(?:previously|prior|formerly|was|from|compared (?
 _DATED_LENGTH = re.compile(r"^(?:[\d.\s]|x)*(?:mm|cm)\W*(?:in|on|at|dated)\s+(?:(?:the\s+)?(?:prior|previous|earlier|last|baseline)|"
                            r"(?:\d{1,2}(?:st|nd|rd|th)?\s+)?(?:[a-z]+\.?\s+)?(?:\d{1,2}(?:st|nd|rd|th)?,?\s+)?(?:19|20)\d\d|"
                            r"\d{1,2}[/.-]\d{1,2}[/.-](?:19|20)?\d\d)\b")
+# a length the lesion had before a treatment the sentence dates in the past: "abscess (6.3 cm) drained 8
+# weeks ago", "a 2.2 cm tumour, ablated in March": the size before treatment is a prior size
+_BEFORE_TREATMENT = re.compile(r"^(?:[\d.\s]|x)*(?:mm|cm)\W*(?:[a-z]+\s+){0,2}?(?:drained|treated|ablated|resected|excised|"
+                               r"embolised|embolized|irradiated|operated|removed)\s+(?:[\w-]+\s+){0,3}?(?:ago|in\s+"
+                               r"(?:[a-z]+\s+)?(?:19|20)\d\d|previously|before)\b")
+# "radiofrequency ablation of a 2.2 cm segment 6 HCC", "resection of a 4 cm mass": the size it was treated at
+_TREATMENT_OF_BEFORE = re.compile(r"\b(?:ablation|resection|excision|emboli[sz]ation|chemoemboli[sz]ation|drainage|"
+                                  r"radiotherapy|treatment)\s+of\s+(?:a|an|the|one|his|her)\s+$")
 # addition: a clause set in an earlier study: a comparison line ("Comparison: 3 March 2026, when the
 # lesion measured 7 mm"), "on the 2025 study the right lesion measured 12 mm", "when it measured 7 mm";
 # its lengths are prior ones unless "now" / "currently" comes between
@@ -737,14 +774,18 @@ def prior_length(s: str, at: int) -> bool:
     bool
         True for a prior length, never the current size.
     """
-    if _PRIOR_LENGTH.search(s[:at]) or _DATED_LENGTH.match(s[at:]) or _REPORTED_BEFORE.match(s[at:]):
+    if (_PRIOR_LENGTH.search(s[:at]) or _DATED_LENGTH.match(s[at:]) or _REPORTED_BEFORE.match(s[at:])
+            or _BEFORE_TREATMENT.match(s[at:]) or _TREATMENT_OF_BEFORE.search(s[:at])):
         return True
     earlier = list(_EARLIER_STUDY.finditer(s[:at]))
     return bool(earlier) and not _NOW.search(s[earlier[-1].end():at])
 
 
 # a question asking for an earlier size: "on the prior study", "previously", "in 2022"
-ASKS_PRIOR = re.compile(r"\b(?:prior|previous|previously|earlier|baseline|formerly)\b|\bin\s+(?:[a-z]+\s+)?(?:19|20)\d\d\b")
+ASKS_PRIOR = re.compile(r"\b(?:prior|previous|previously|earlier|baseline|formerly)\b|\bin\s+(?:[a-z]+\s+)?(?:19|20)\d\d\b"
+                        # "before ablation": the size the lesion was treated at
+                        r"|\bbefore\s+(?:the\s+)?(?:[\w-]+\s+)?(?:drainage|treatment|ablation|resection|surgery|"
+                        r"emboli[sz]ation|chemoemboli[sz]ation|tace|therapy|chemotherapy|radiotherapy)\b")
 _SIDE_TAIL = re.compile(r"\s*(?:(?:is|are)\s+(?:not\s+)?(?:seen\s+|present\s+)?)?(?:on\s+(?:the\s+)?(?:left|right)(?:\s+side)?\b|"
                         r"bilaterally\b|in\s+(?:either|both)\b)")
 _PHRASE_SIDE = re.compile(r"\b(left|right|bilateral|bilaterally|both)\b")
@@ -854,6 +895,10 @@ def _said_new(s: str, a: int, b: int) -> bool:
                 or re.match(r"\W*(?:[\w-]+\W+){0,2}?(?:(?:is|are)\s+)?(?:new|newly)\b", s[b:]))
 
 
+_REFERRAL_SENTENCE = re.compile(r"^\W*(?:clinical(?:\s+(?:history|information|details|indication))?|history|indications?|"
+                                r"reason for (?:exam\w*|study|referral|scan)|referral)\s*:")
+
+
 def _check_change(polarity: str, yes: bool, sents: list[str], subject: set[str]) -> tuple[bool, str, str]:
     """Yes / No to "Has X resolved / changed / grown / decreased?" from what the report says of X."""
     best, _ = _best_sentences(sents, subject)
@@ -868,7 +913,9 @@ def _check_change(polarity: str, yes: bool, sents: list[str], subject: set[str])
                 said = said or (False, s)  # "has not resolved", "partially resolved", "persists"
             elif _RESOLVED.search(s) and st in ("negated", "affirmed", "historical"):
                 said = said or (True, s)  # "the nodule ... has resolved", "Resolution of the cyst"
-            elif st == "affirmed":
+            elif st == "affirmed" and not _REFERRAL_SENTENCE.match(s):
+                # (the clinical line, "Clinical: liver abscess drained 8 weeks ago", names why the study was
+                # done, not what it shows now, so it says nothing of whether the abscess has since resolved)
                 said = said or (False, s)
             continue
         if _STABLE.search(s):
@@ -1542,6 +1589,29 @@ def _one_of_two_places(s: str, answer_words: set[str]) -> bool:
     return False
 
 
+_NUMBERED_PLACES = re.compile(rf"\b(segment|level) ({_PLACE_NUMBER})(?: and \1 {_PLACE_NUMBER})+\b")
+
+
+def _place_number(word: str) -> str:
+    word = word.rstrip("ab") if len(word) > 1 and word[-1] in "ab" else word  # "4b" is segment 4
+    return _ROMAN.get(word, word)
+
+
+def _one_of_numbered_places(s: str, answer: str) -> bool:
+    """Whether ``s`` names the answer's numbered place only in a list of several ("spans segment 5 and
+    segment 8", the rewrite of "segments 5 and 8", for the key "segment 5"): the lesion lies in each."""
+    said = re.search(rf"\b(segment|level) ({_PLACE_NUMBER})\b", normalize_sentence(answer))
+    if not said:
+        return False
+    for m in _NUMBERED_PLACES.finditer(s):
+        if m.group(1) != said.group(1):
+            continue
+        numbers = {_place_number(n) for n in re.findall(rf"\b{m.group(1)} ({_PLACE_NUMBER})\b", m.group(0))}
+        if _place_number(said.group(2)) in numbers and len(numbers) > 1:
+            return True
+    return False
+
+
 # addition: words that name only the kind of a question's answer ("Which anatomic variant is present?")
 _ANSWER_KINDS = ("anatomic", "anatomical", "variant", "variation", "anomaly", "congenital", "status", "category",
                  "classification", "stage")
@@ -1624,7 +1694,7 @@ def check_term(question: str, answer: str, sents: list[str]) -> tuple[bool, str,
             st = "secondary"
         if not relation and RELATIVE_TO_BEFORE.search(s[: first[1]]):
             st = "relative"  # "superficial to the residual deep lobe" is not in the deep lobe
-        if _one_of_two_places(s, answer_words):
+        if _one_of_two_places(s, answer_words) or _one_of_numbered_places(s, answer):
             st = "several"  # "the superficial and deep lobes": the lesion is in neither alone
         if _spread(s, [(first[1], last[2])]):
             st = _spread(s, [(first[1], last[2])])  # "isoechoic to mildly hypoechoic" settles neither end, "mixed cystic and solid" neither part
