@@ -269,11 +269,22 @@ def _likert(obj: dict) -> dict:
     return {"present": verdict}
 
 
-def _xml_object(text: str) -> dict | None:
-    """``<finding name="skin lesion" present="false"/>`` (and sibling ``<tag>text</tag>``) as a dict."""
+# (issue 48, set S) a reply made only of elements, one wrapper at most ("<organ>uterus</organ><visible>no</visible>")
+_ELEMENTS_ONLY = re.compile(r"^\s*(?:<(?P<wrap>\w+)>\s*)?(?:<(?P<tag>\w+)>[^<]*</(?P=tag)>\s*)+(?:</(?P=wrap)>\s*)?$")
+
+
+def _xml_object(text: str, is_verdict_key=None) -> dict | None:
+    """``<finding name="skin lesion" present="false"/>`` (and sibling ``<tag>text</tag>``) as a dict;
+    a reply of text elements only is one when one of its tags is a verdict key (``is_verdict_key``), so
+    ``<visible>no</visible>`` is read as the JSON ``"visible": "no"`` is, not as prose holding "no"."""
     m = _SELF_CLOSING.search(text)
     if not m:
-        return None
+        if is_verdict_key is None or not _ELEMENTS_ONLY.match(text):
+            return None
+        obj = {}
+        for t in _TAG_TEXT.finditer(text):
+            obj.setdefault(t.group("tag"), t.group("body").strip())
+        return obj if len(obj) >= 2 and any(is_verdict_key(k) for k in obj) else None
     obj = {k: v for k, v in _ATTR.findall(m.group("attrs"))}
     for k, v in list(obj.items()):
         if v.lower() in ("true", "false"):
@@ -478,7 +489,7 @@ def unwrap(text: str, question: str = "", is_verdict_key=lambda key: False) -> U
             text = stripped = inner.strip()
     objects = _top_values(stripped) if stripped.startswith("{") else None
     if objects is None:
-        xml = _xml_object(stripped) if stripped.startswith("<") else None
+        xml = _xml_object(stripped, is_verdict_key) if stripped.startswith("<") else None
         yml = None if xml is not None else _yaml_object(stripped, is_verdict_key)
         objects = [xml or yml] if (xml or yml) else None
     if objects:
