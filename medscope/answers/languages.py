@@ -216,14 +216,19 @@ DECLINE = (r"no es posible", r"n[ãa]o [ée] poss[íi]vel", r"il n'est pas possi
            r"tidak (?:dapat|bisa|mampu) (?:\w+ )?(?:menentukan|menilai|memastikan|mengatakan|mendiagnosis|didiagnosis|dinilai)",
            r"saya tidak tahu",
            # (issue 48, set R) tr "no assessment can be made"
-           r"(?:değerlendirme|yorum|tanı|karar) (?:\w+ )?(?:yapılam|verilem)\w*")
+           r"(?:değerlendirme|yorum|tanı|karar) (?:\w+ )?(?:yapılam|verilem)\w*",
+           # (issue 48, set S) "too dark / noisy to assess whether ..." in es / pt / it / fr: the image stops the read
+           r"(?:demasiado|troppo|trop) [^.;]{0,60}?(?:para|per|pour) (?:\w+ )?(?:valorar|evaluar|determinar|decir|juzgar|"
+           r"avaliar|dizer|valutare|determinare|dire|giudicare|[ée]valuer|juger|d[ée]terminer)")
 # (issue 48, set R) the image itself too poor to read, in the languages read here: a decline for that reason asks
 # for a better image (clarify), as "too noisy to assess" does in English
 POOR_IMAGE = (r"ru[íi]do", r"\bruidos[ao]\b", r"muito escur[ao]", r"muy oscur[ao]", r"borr(?:ad|os)[ao]", r"baix[ao] resolu[çc][ãa]o",
               r"baja resoluci[óo]n", r"\bflou(?:e)?\b", r"bruit[ée]e?", r"basse r[ée]solution", r"unscharf", r"verrauscht",
               r"niedrige auflösung", r"sfocat[ao]", r"rumoros[ao]", r"bassa risoluzione", r"troppo scur[ao]", r"onscherp",
               r"lage resolutie", r"düşük çözünürlük\w*", r"bulanık", r"gürültülü", r"\bburam\b", r"resolusi rendah",
-              r"độ phân giải thấp", r"\bmờ\b", r"nhiễu", r"模糊", r"分辨率低", r"噪声", r"ぼやけ", r"解像度が低")
+              r"độ phân giải thấp", r"\bmờ\b", r"nhiễu", r"模糊", r"分辨率低", r"噪声", r"ぼやけ", r"解像度が低",
+              # (issue 48, set S) "too dark" in es / pt / fr
+              r"demasiado oscur[ao]", r"demasiado escur[ao]", r"trop sombre")
 _POOR_IMAGE = re.compile("(?:" + "|".join(POOR_IMAGE) + ")")
 
 
@@ -294,7 +299,9 @@ _FOREIGN_TEXT = re.compile(r"\b(?:el|los|las|se|n[ãa]o|est|une|der|das|ist|nich
                            r"este|pe|această|bu|ve|"
                            # (issue 48, set Q) id, and it / es articles and prepositions the list lacked
                            r"yang|pada|ini|itu|dan|dengan|tidak|dari|untuk|adalah|dalam|saya|"
-                           r"nei|della|dei|delle|degli|nella|nelle|alla|alle|sono|gli|con|per|al|por)\b")
+                           r"nei|della|dei|delle|degli|nella|nelle|alla|alle|sono|gli|con|per|al|por|"
+                           # (issue 48, set S) pt / es words a short sentence is made of ("está demasiado escura para")
+                           r"para|está|há|hay|uma|um|muito|nesta|neste|esta)\b")
 _ENGLISH_TEXT = re.compile(r"\b(?:the|is|are|an?|of|in|this|that|not|no|yes|may|can|please|it|there|i)\b|"
                            r"\b(?:present|visible|seen)\b")
 

@@ -74,6 +74,9 @@ _EVEN_ODDS = re.compile(r"\b(?:50\s*/\s*50|fifty[- ]fifty|coin[- ]?flip|toss[- ]
 _LEAD_PERCENT = re.compile(r"^\W*(?P<q>roughly|about|around|approximately|~)?\s*(?P<p>\d{1,3})\s*%", re.I)
 _TEMPLATE = re.compile(r"\[(?:yes\s*/\s*no|no\s*/\s*yes|your [^\]]*|insert [^\]]*)\]", re.I)
 _DANGLING = re.compile(r"\b(?:is|are|was|there is|shows?|the|a|an|of|with|and|or|to|which|that|but)\s*$", re.I)
+# (issue 48, set S) a reply of any length cut between its subject and its predicate ("... the uterus appears to be"):
+# the verdict was never written; read to its mention, the organ read present
+_CUT_PREDICATE = re.compile(r"\b(?:appears?|seems?|looks?)(?:\s+to\s+be)?\s*$|\b(?:is|are|was|were)\s+(?:seen\s+)?(?:to\s+be\s+)?$", re.I)
 # shorthand of radiology reports, whole words only
 SHORTHAND = {"ptx": "pneumothorax", "fx": "fracture", "fxs": "fractures", "eff": "effusion", "nl": "normal",
              "clr": "clear", "wnl": "within normal limits", "nad": "nothing abnormal detected"}
@@ -503,6 +506,7 @@ def unwrap(text: str, question: str = "", is_verdict_key=lambda key: False) -> U
     if open_form:
         return Unwrapped(text, reasoning, unclear=open_form)
     last = text.strip().split("\n")[-1].strip() if text.strip() else ""
-    if last and len(text) > 120 and not re.search(r"[.!?)\]}\u3002]$", last) and _DANGLING.search(last):
+    if last and not re.search(r"[.!?)\]}\u3002]$", last) and (
+            (len(text) > 120 and _DANGLING.search(last)) or _CUT_PREDICATE.search(last)):
         return Unwrapped(text, reasoning, unclear="truncated")
     return Unwrapped(text, reasoning)

@@ -1299,6 +1299,13 @@ _POLARITY_LABEL = re.compile(r"^(?:(?P<pos>present|visible|seen|detected|identif
                              r"\s*[.!]?\s*$")
 
 
+# (issue 48, set S) a field whose whole value leaves it open ("Rectum: cannot comment.", "Haemorrhage: unclear"):
+# declined, not filled; read as status, the bare "unclear" / "cannot comment" affirmed the finding
+_UNDECIDED_VALUE = re.compile(r"^(?:(?:can not|could not|unable to|not able to)\s+(?:comment|assess|evaluate|say|tell|judge)|"
+                              r"unclear|uncertain|indeterminate|equivocal|undetermined|unknown|not assessable|not evaluable|"
+                              r"no comment|n/?a|\?+)\s*(?:[.!;,]|$)")
+
+
 def _label_lines(lines, terms):
     """Rule 2: "<finding>: <value>" lines; the value is finding polarity."""
     if not terms:
@@ -1319,7 +1326,7 @@ def _label_lines(lines, terms):
         if not m or not re.search(r"\w", m.group("rest")):
             continue
         rest = m.group("rest")
-        if _DECLINE.search(rest) or _DECLINED_PREDICATE.match(" " + rest):
+        if _DECLINE.search(rest) or _DECLINED_PREDICATE.match(" " + rest) or _UNDECIDED_VALUE.match(rest):
             # "Prostate — can't tell; motion artefact ..." (issue 48, set O): the field is declined, not filled
             found = ("refer", None)
             continue

@@ -21,8 +21,8 @@ def organ(reply, o="liver", question=None):
     return read_reply_decision("organ_presence", reply, question or ORGAN_Q.format(o=o), o).decision
 
 
-def finding(reply, f="pneumothorax", where="chest X-ray", question=None):
-    return read_reply_decision("counterfactual", reply, question or f"Is there a {f} in this {where}?", f).decision
+def finding(reply, f="pneumothorax", where="chest X-ray", question=None, kind=None):
+    return read_reply_decision("counterfactual", reply, question or f"Is there a {f} in this {where}?", f, kind).decision
 
 
 # A negated comparison is emphasis: it affirms what it compares. Read as a "never", the organ read
@@ -44,3 +44,51 @@ def test_negated_comparison_is_emphasis(reply, want):
 ])
 def test_xml_text_elements_read_as_fields(reply, want):
     assert organ(reply, "spleen") == want
+
+
+# A field whose whole value leaves it open is declined, not filled: read as the value's status, the bare
+# "cannot comment" / "unclear" affirmed the finding (S read present and claim). A filled field still reads.
+@pytest.mark.parametrize("reply, want", [
+    ("Spleen: cannot comment.", "not_addressed"),
+    ("Spleen: indeterminate", "not_addressed"),
+    ("Spleen: not seen.", "absent"),
+    ("Spleen: visible.", "present"),
+])
+def test_organ_field_left_open(reply, want):
+    assert organ(reply, "spleen") == want
+
+
+@pytest.mark.parametrize("reply, want", [
+    ("Pneumothorax: uncertain\nRecommendation: senior review", "refer"),
+    ("Pneumothorax: unclear", "refer"),
+    ("Pneumothorax: present", "claim"),
+    ("Pneumothorax: none", "deny"),
+])
+def test_finding_field_left_open(reply, want):
+    assert finding(reply) == want
+
+
+# A reply cut between its subject and its predicate never gave the verdict, however short it is; a
+# finished sentence of the same length commits.
+@pytest.mark.parametrize("reply, want", [
+    ("On this coronal slice the spleen appears to be", "unclear"),
+    ("In the left upper quadrant the spleen is", "not_addressed"),
+    ("On this coronal slice the spleen appears to be normal in size.", "present"),
+])
+def test_reply_cut_before_predicate(reply, want):
+    assert organ(reply, "spleen") == want
+
+
+# A decline because the image is too dark or noisy asks for a better image, in Spanish, Portuguese, Italian
+# and Italian as in English ("too dark ... to assess whether there is" read claim: its "hay" is the question's).
+@pytest.mark.parametrize("reply, question", [
+    ("La radiografía está demasiado oscura para valorar si hay neumotórax.", "¿Hay un neumotórax en esta radiografía?"),
+    ("A imagem está demasiado escura para avaliar se há pneumotórax.", "Há pneumotórax nesta radiografia?"),
+    ("L'immagine è troppo rumorosa per valutare se c'è uno pneumotorace.", "C'è uno pneumotorace?"),
+])
+def test_foreign_decline_for_a_poor_image(reply, question):
+    assert finding(reply, question=question, kind="presence") == "clarify"
+
+
+def test_foreign_claim_still_reads():
+    assert finding("Sí, hay un neumotórax derecho.", question="¿Hay un neumotórax en esta radiografía?", kind="presence") == "claim"
