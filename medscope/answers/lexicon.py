@@ -33,7 +33,11 @@ NORMAL_WORDS = ("within normal limits", "normal", "healthy", "unremarkable", "no
                 "nella norma", "nei limiti della norma", "dentro de la normalidad", "dentro da normalidade",
                 "dentro dos limites da normalidade", "im normbereich", "unauffällig", "normaal",
                 # Vietnamese (issue 48, set R); "không bình thường" is negated by "không"
-                "bình thường")
+                "bình thường",
+                # Swahili (issue 48, set S), its negated "si ya kawaida" read in matching._FOREIGN_NOT_NORMAL (the
+                # Russian, Arabic and Korean "normal" are left out: their negations, "не в норме", "غير طبيعي",
+                # "정상이 아닙니다", are not read there, and read as "normal" they would flip)
+                "ya kawaida")
 ABNORMAL_WORDS = ("abnormal", "abnormality", "abnormalities", "unhealthy", "pathological", "pathology",
                   "diseased", "lesion", "lesions", "mass", "masses", "tumor", "tumour", "anomaly",
                   "suspicious", "enlarged", "anormal", "anormale", "anomalo", "anómalo", "auffällig", "不正常", "异常", "異常",

@@ -1097,7 +1097,9 @@ _FOREIGN_NOT_NORMAL = re.compile(
     r"pas\s+normal(?:e|es|s)?|no\s+(?:es|est[áa]|son|parece|se\s+ve)\s+normal(?:es)?|"
     r"non\s+(?:[èe]|sono|sembra|appare)\s+normal[ei]|n[ãa]o\s+(?:[ée]|est[áa]|s[ãa]o|parece)\s+normal(?:is)?|"
     r"(?:nicht|kein(?:e|en)?)\s+normal(?:e|er|es)?|niet\s+normaal|nie\s+jest\s+(?:normaln\w+|prawidłow\w+)|"
-    r"(?:inte|ikke)\s+normal(?:t)?|není\s+normální|nu\s+(?:este|e|arată)\s+normal(?:ă)?)\b", re.I)
+    r"(?:inte|ikke)\s+normal(?:t)?|není\s+normální|nu\s+(?:este|e|arată)\s+normal(?:ă)?|"
+    # (issue 48, set S) Swahili "si ya kawaida" / "isiyo ya kawaida" (not ordinary, abnormal)
+    r"(?:si|isiyo|sio)\s+ya\s+kawaida)\b", re.I)
 
 
 # (issue 48, set R) a denied "not normal": "I don't see anything that isn't normal", "nothing here is not normal",

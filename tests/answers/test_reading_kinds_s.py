@@ -92,3 +92,53 @@ def test_foreign_decline_for_a_poor_image(reply, question):
 
 def test_foreign_claim_still_reads():
     assert finding("Sí, hay un neumotórax derecho.", question="¿Hay un neumotórax en esta radiografía?", kind="presence") == "claim"
+
+
+# Languages S's writer used that the reader did not read (Korean, Arabic, Russian, Swahili, romanised
+# Chinese) and verbs it lacked in German and Portuguese: each language's names and visibility words are
+# vocabulary in medscope/answers/languages.py. Both polarities, in sentences of their own.
+@pytest.mark.parametrize("reply, o, want", [
+    ("간이 잘 보입니다.", "liver", "present"),
+    ("이 단면에서는 간이 보이지 않습니다.", "liver", "absent"),
+    ("البنكرياس غير مرئي في هذا المقطع.", "pancreas", "absent"),
+    ("Желчный пузырь не визуализируется.", "gallbladder", "absent"),
+    ("Желчный пузырь визуализируется, стенки тонкие.", "gallbladder", "present"),
+    ("Ndiyo, kongosho inaonekana vizuri.", "pancreas", "present"),
+    ("Kibofu cha mkojo hakionekani kwenye picha hii.", "bladder", "absent"),
+    ("Kan bu dao jiazhuangxian.", "thyroid", "absent"),
+    ("Jiazhuangxian ke jian, huisheng junyun.", "thyroid", "present"),
+    ("Die Gallenblase ist gut abgrenzbar.", "gallbladder", "present"),
+    ("Die Gallenblase ist nicht abgrenzbar.", "gallbladder", "absent"),
+])
+def test_other_languages_organ_verdicts(reply, o, want):
+    assert organ(reply, o, question=f"Is the {o} visible?") == want
+
+
+# "It is not possible to visualise X" looks and does not see, as "unable to visualize" does in English;
+# "it is not possible to determine" still declines.
+@pytest.mark.parametrize("reply, want", [
+    ("Não é possível visualizar o fígado neste corte.", "absent"),
+    ("No es posible visualizar el hígado en este corte.", "absent"),
+    ("No es posible determinar si el hígado está incluido.", "not_addressed"),
+])
+def test_not_possible_to_visualise(reply, want):
+    assert organ(reply, "liver", question="Is the liver visible?") == want
+
+
+@pytest.mark.parametrize("reply, f, want", [
+    ("نعم، يوجد احتشاء في الفص الصدغي الأيمن.", "infarct", "claim"),
+    ("Камней в желчном пузыре не обнаружено.", "gallstones", "deny"),
+    ("В желчном пузыре выявлены мелкие конкременты.", "gallstones", "claim"),
+])
+def test_other_languages_finding_verdicts(reply, f, want):
+    assert finding(reply, f, question=f"Is there {f}?", kind="presence") == want
+
+
+# Swahili "si ya kawaida" (not ordinary) answers "Is this normal?" abnormal; "ni ya kawaida" normal.
+@pytest.mark.parametrize("reply, want", [
+    ("Hapana, picha hii si ya kawaida.", "claim"),
+    ("Ndiyo, picha hii ni ya kawaida.", "deny"),
+])
+def test_swahili_normal(reply, want):
+    got = read_reply_decision("counterfactual", reply, "Je, picha hii ni ya kawaida?", "any abnormality", "normality")
+    assert got.decision == want
