@@ -318,10 +318,13 @@ def name_terms(finding: str) -> tuple[str, ...]:
 
 # A qualifier that makes the finding's head noun another entity ("descending colon" asked about the
 # sigmoid colon, "thyroid nodule" asked about a lung nodule); an adjective names its organ.
+# (issue 48, set S) one table: it was defined twice, the second (the one in use, since both readers look the name
+# up when they run) lacking "biliary", "mammary", "thyroid" and "rectal"
 _ORGAN_ADJECTIVES = {"pulmonary": "lung", "renal": "kidney", "hepatic": "liver", "splenic": "spleen",
                      "cardiac": "heart", "gastric": "stomach", "pancreatic": "pancreas", "colonic": "colon",
                      "vesical": "bladder", "mammary": "breast", "adrenal": "adrenal", "thyroid": "thyroid",
-                     "uterine": "uterus", "prostatic": "prostate", "rectal": "rectum", "biliary": "gallbladder"}
+                     "uterine": "uterus", "prostatic": "prostate", "rectal": "rectum", "biliary": "gallbladder",
+                     "aortic": "aorta", "duodenal": "duodenum"}
 _SEGMENT_QUALIFIERS = ("ascending", "descending", "transverse", "sigmoid", "rectosigmoid", "cecal", "caecal",
                        "duodenal", "jejunal", "ileal", "esophageal", "oesophageal", "breast", "liver", "kidney", "lung",
                        "spleen", "bone", "skin", "bowel")
@@ -2019,10 +2022,6 @@ def _evidence(r: Reading, text: str, terms: tuple[str, ...]) -> str:
 
 
 # adjectives that name an organ's property, not the organ ("no aortic aneurysm" is about the aorta's size)
-_ORGAN_ADJECTIVES = {"aortic": "aorta", "hepatic": "liver", "renal": "kidney", "splenic": "spleen",
-                     "pancreatic": "pancreas", "gastric": "stomach", "cardiac": "heart", "pulmonary": "lung",
-                     "vesical": "bladder", "colonic": "colon", "duodenal": "duodenum", "uterine": "uterus",
-                     "prostatic": "prostate", "adrenal": "adrenal"}
 _QUESTION_SIDE = re.compile(r"\b(right|left)(?:-sided| sided)?\b")
 
 
@@ -2075,8 +2074,10 @@ def _read_wrapped(text: str, question: str, finding: str, question_kind: str | N
     if kind == "organ" and r.claim is False and pat is not None and not pat.search(flat):  # only the adjective names it
         names = set(normalize(finding).split())
         for m in re.finditer(r"\bno ((?:\w+ ){0,2}\w+) \w+", flat):
-            if re.match(r"no (?:residual |remaining )?\w+ (?:tissue|parenchyma)\b(?! \w+ (?:is|are|seen)\b)", m.group(0)):
-                continue  # "no gastric tissue remains": the organ's own tissue, not a property of it
+            if re.match(r"no (?:residual |remaining )?\w+ (?:tissue|parenchyma|lumen)\b(?! \w+ (?:is|are|seen)\b)", m.group(0)):
+                # "no gastric tissue remains", "no rectal lumen" (set S, once "rectal" was in the one table): the
+                # organ's own tissue or lumen, not a property of it
+                continue
             if any(_ORGAN_ADJECTIVES.get(w) in names for w in m.group(1).split()):
                 return Reading("unclear", None, "property-denied", markup.UNCLEAR_WHY["property-denied"])
     return r

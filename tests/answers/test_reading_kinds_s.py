@@ -142,3 +142,19 @@ def test_other_languages_finding_verdicts(reply, f, want):
 def test_swahili_normal(reply, want):
     got = read_reply_decision("counterfactual", reply, "Je, picha hii ni ya kawaida?", "any abnormality", "normality")
     assert got.decision == want
+
+
+# One table of organ adjectives (it was defined twice; the one in use lacked "rectal", "biliary", "mammary",
+# "thyroid"): a denied property named by "rectal" is the rectum's property, and the organ's own lumen is the organ.
+@pytest.mark.parametrize("reply, want", [
+    ('{"present": false, "reason": "no rectal wall thickening"}', "unclear"),
+    ('{"reasoning": "After resection there is no rectal lumen.", "present": false}', "absent"),
+])
+def test_rectal_adjective(reply, want):
+    assert organ(reply, "rectum", question="Is the rectum visible in this MRI?") == want
+
+
+def test_one_organ_adjective_table():
+    from medscope.answers import matching
+    assert {"biliary", "mammary", "thyroid", "rectal", "aortic", "duodenal"} <= set(matching._ORGAN_ADJECTIVES)
+    assert matching._ORGAN_ADJECTIVES["rectal"] == "rectum"
