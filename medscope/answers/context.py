@@ -111,6 +111,9 @@ FORWARD = {
         # purpose, not a sighting
         "to evaluate", "to fully evaluate", "to better evaluate", "to further evaluate", "to assess", "to fully assess",
         "to better assess", "to further assess",
+        # (issue 48, set S) a question the reasoning asks itself ("a subtle opacity, could that be consolidation? But ..."):
+        # the inverted modal asks, where "that could be consolidation" hedges
+        "could that be", "could this be", "might that be", "might this be", "can that be", "is that really",
     ),
     "historical": ("history of", "previously seen", "previous", "prior", "status post", "old"),
 }

@@ -66,7 +66,7 @@ from contextvars import ContextVar
 from medscope.answers import languages, markup, parser, revisions, structured
 from medscope.answers.context import status
 from medscope.answers.lexicon import (  # the word lists, importable from here as before
-    ABNORMAL_WORDS, CLARIFY_PHRASES, HEDGED_LEADS, NO_PARTICLES, NORMAL_WORDS, ORGAN_WORDS, POLARITY_WORDS,
+    ABNORMAL_WORDS, CLARIFY_PHRASES, HEDGED_LEADS, NO_PARTICLES, NORMAL_SIGNS, NORMAL_WORDS, ORGAN_WORDS, POLARITY_WORDS,
     PROBABILITY_CLAIM_AT, PROBABILITY_DENY_AT,
     PUNCTUATED_PARTICLES, REFER_PHRASES, RESECTIONS, YES_PARTICLES,
 )
@@ -74,7 +74,7 @@ from medscope.answers.lexicon import (  # the word lists, importable from here a
 RULES = ("final-tag", "json-field", "json-partial", "self-correction", "verdict-line", "label-line", "final-colon",
          "both", "leading-yes-no", "search-outcome", "mention", "health-words", "declined", "probability",
          "rating", "graded-sign", "other-language", "table-row", "bare-mention", "other-subject", "modified-echo", "qualified-normal", "differential", "conflicting-evidence", "unaccounted-negation", "hedged-workup", "one-side-seen", "region-excluded", "no-secondary-signs", *markup.UNCLEAR_WHY,
-         "undecided", "other-entity", "predicate", "open", "none")
+         "undecided", "normal-sign", "other-entity", "predicate", "open", "none")
 
 _WRONG_ANATOMY = re.compile(r"\b(?:this|it|(?:the|this) (?:\w+ )?(?:image|scan|study|film|picture|frame))"
                             r" (?:is|appears to be|looks like|seems to be|shows) an? [^.;]{0,60}?"
@@ -1509,9 +1509,43 @@ _DEFERS = re.compile(
     r"(?:[\w-]+\s+){0,2}?(?:\w+ologists?|doctors?|physicians?|clinicians?|specialists?|gp|providers?|team)\b")
 
 
+# (issue 48, set S) the question said not to fit the image ("This is a knee radiograph; the question about intracranial
+# haemorrhage does not apply to it"): the wrong image for the question, so a request for the right one
+_QUESTION_DOES_NOT_APPLY = re.compile(r"\bquestion\b[^.;]{0,80}?\b(?:does not apply|do not apply|is not applicable|"
+                                      r"not applicable to (?:this|the) (?:image|scan|study|film|radiograph))\b")
+
+
+_EMPTY_BED = re.compile(r"\b(?:(?P<side>left|right) )?(?P<organ>[a-z]+) (?:fossa|bed|recess) (?:is|are|appears?|looks?|lies|remains?) "
+                        r"(?:now |completely |entirely )?empty\b|\bempty (?:(?P<side2>left|right) )?(?P<organ2>[a-z]+) (?:fossa|bed)\b")
+
+
+def _empty_bed(text: str, finding: str) -> bool:
+    """Whether the organ's own bed or fossa is said to be empty ("the left renal fossa is empty", "an empty
+    gallbladder fossa"): the organ is not there. The bed is the organ's by its adjective or noun, and on the
+    asked side when one is asked."""
+    words = normalize(finding).split()
+    asked_side = next((w for w in words if w in ("left", "right")), None)
+    organ = " ".join(w for w in words if w not in ("left", "right"))
+    for m in _EMPTY_BED.finditer(text):
+        named, side = m.group("organ") or m.group("organ2"), m.group("side") or m.group("side2")
+        if _ORGAN_ADJECTIVES.get(named, named) == organ and (asked_side is None or side in (None, asked_side)):
+            return True
+    return False
+
+
+def _normal_sign(text: str, finding: str) -> bool:
+    """Whether ``text`` gives the finding's normal sign (:data:`lexicon.NORMAL_SIGNS`), not negated, in place of a verdict."""
+    for pattern in NORMAL_SIGNS.get(normalize(finding), ()):
+        m = re.search(pattern, text)
+        if m and not re.search(r"\b(?:not|no|never|neither|nor|without|less)\b", text[max(0, m.start() - 40):m.end()]):
+            return True
+    return False
+
+
 def _undecided(text: str) -> str | None:
     text = _QUALITY_FINE.sub(" ", text)  # "the image quality is adequate, but I can't tell" declines on a usable image
-    if _CLARIFY.search(text) or _WRONG_ANATOMY.search(text) or _ASKS_FOR_IMAGE.search(text):
+    if (_CLARIFY.search(text) or _WRONG_ANATOMY.search(text) or _ASKS_FOR_IMAGE.search(text)
+            or _QUESTION_DOES_NOT_APPLY.search(text)):
         return "clarify"
     if _IMAGE_IS.search(text) and _CANNOT_ANSWER_HERE.search(text):
         return "clarify"
@@ -1684,7 +1718,10 @@ def _structured(text, question, finding, kind, synonyms) -> Reading | str | None
                                 _json_value_reader(question, finding, kind))
     if v.found:
         if v.claim is None:
-            return Reading("refer", None, "json-field")
+            # (issue 48, set S) a null verdict whose reason is the wrong body part or a poor image asks for the right
+            # image, as the same reason in prose does: {"present": null, "reason": "wrong body part: ... a hand"}
+            why = normalize(" ".join(structured.string_values(obj))) if complete else ""
+            return Reading("clarify" if why and _undecided(why) == "clarify" else "refer", None, "json-field")
         if retracted:  # {"present": true} then "Note: on review only the diaphragm is visible"
             return Reading("unclear", None, "self-correction")
         if complete and _reasoning_disagrees(obj, v.claim, finding, synonyms):
@@ -2613,11 +2650,15 @@ def _read(text: str, question: str, finding: str, question_kind: str | None, syn
         return Reading(_undecided(flat) or ("clarify" if languages.complains_of_image(flat) else "refer"), None, "other-language")
     if foreign is not None:  # full sentences in another language: its own verdict lexicon
         return Reading(foreign[0], foreign[1], "other-language")
+    if kind == "organ" and _empty_bed(flat, finding):
+        return Reading("answer", False, "region-excluded")  # "The left renal fossa is empty" (issue 48, set S)
     if kind == "organ" and _region_excluded(flat, finding, terms):
         return Reading("answer", False, "region-excluded")  # "The posterior fossa is not included" (the cerebellum)
     undecided = _undecided(flat)
     if undecided:
         return Reading(undecided, None, "undecided")
+    if kind in ("presence", "health") and not _REVERSED_QUESTION.get() and _normal_sign(flat, finding):
+        return Reading("answer", False, "normal-sign")  # "Both costophrenic angles are sharp." (an effusion; issue 48, set S)
     if kind == "organ" and terms and _other_anatomy(flat, terms, finding):
         return Reading("refer", None, "other-entity")  # it speaks of other organs, not the asked one
     pat = _term_pattern(terms)

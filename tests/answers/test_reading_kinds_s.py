@@ -158,3 +158,55 @@ def test_one_organ_adjective_table():
     from medscope.answers import matching
     assert {"biliary", "mammary", "thyroid", "rectal", "aortic", "duodenal"} <= set(matching._ORGAN_ADJECTIVES)
     assert matching._ORGAN_ADJECTIVES["rectal"] == "rectum"
+
+
+# A null verdict whose reason is the wrong body part asks for the right image, as the reason in prose does;
+# a null verdict without such a reason still hands the read over. A question said not to fit the image too.
+@pytest.mark.parametrize("reply, want", [
+    ('{"present": null, "reason": "wrong body part: this is a foot radiograph"}', "clarify"),
+    ('{"present": null, "reason": "too blurry to read"}', "clarify"),
+    ('{"present": null, "reason": "needs a radiologist"}', "refer"),
+    ("This is an abdominal film; the question about a pneumothorax does not apply to it.", "clarify"),
+])
+def test_wrong_image_for_the_question(reply, want):
+    assert finding(reply) == want
+
+
+# Pneumonia on a radiograph is read from its consolidation, with the sign's polarity ("has resolved"
+# denies); a question the reasoning asks itself ("could that be consolidation?") asserts nothing.
+@pytest.mark.parametrize("reply, want", [
+    ("Dense left lower lobe consolidation with air bronchograms.", "claim"),
+    ("The left lower lobe consolidation has resolved since the last film.", "deny"),
+    ("No consolidation.", "deny"),
+    ("<think>Hazy density at the right base, could that be consolidation? No, it is the breast shadow.</think>\n"
+     "Final answer: No.", "deny"),
+])
+def test_pneumonia_read_from_consolidation(reply, want):
+    assert finding(reply, "pneumonia") == want
+
+
+# A normal sign given in place of the verdict denies the finding; the sign negated decides nothing here.
+@pytest.mark.parametrize("reply, f, want", [
+    ("The costophrenic angles are sharp bilaterally.", "pleural effusion", "deny"),
+    ("Sharp costophrenic angles.", "pleural effusion", "deny"),
+    ("The costophrenic angles are not sharp.", "pleural effusion", "unparseable"),
+    ("Lung markings extend to the chest wall on both sides.", "pneumothorax", "deny"),
+])
+def test_normal_sign_as_verdict(reply, f, want):
+    assert finding(reply, f) == want
+
+
+def test_structure_behaving_normally_is_normal():
+    got = read_reply_decision("counterfactual", "The common bile duct tapers normally to the ampulla.",
+                              "Is this ultrasound normal?", "any abnormality", "normality")
+    assert got.decision == "deny"
+
+
+# The organ's own bed or fossa said to be empty: the organ is not there, on the asked side only.
+@pytest.mark.parametrize("reply, o, want", [
+    ("The right renal fossa is empty; bowel loops lie in it.", "right kidney", "absent"),
+    ("The right renal fossa is empty; bowel loops lie in it.", "left kidney", "not_addressed"),
+    ("Empty gallbladder fossa with surgical clips.", "gallbladder", "absent"),
+])
+def test_empty_organ_bed(reply, o, want):
+    assert organ(reply, o, question=f"Is the {o} visible?") == want
