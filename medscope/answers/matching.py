@@ -285,7 +285,9 @@ _ADJECTIVES_OF_ORGAN = {"heart": ("cardiac", "cardiomediastinal", "cardiopericar
                         "bladder": ("vesical",), "urinary bladder": ("vesical",), "colon": ("colonic",),
                         "uterus": ("uterine",), "prostate": ("prostatic",), "aorta": ("aortic",),
                         "duodenum": ("duodenal",), "thyroid": ("thyroid",), "thyroid gland": ("thyroid",)}
-_OUTLINE_NOUNS = ("silhouette", "shadow", "contour", "outline", "parenchyma", "tissue")
+# (issue 48, set S) and what an image shows of the organ's own substance: its uptake on PET ("diffuse mild hepatic
+# uptake"), its echotexture on ultrasound
+_OUTLINE_NOUNS = ("silhouette", "shadow", "contour", "outline", "parenchyma", "tissue", "uptake", "echotexture", "echogenicity")
 
 
 @lru_cache(maxsize=256)
@@ -2117,6 +2119,10 @@ def _read_wrapped(text: str, question: str, finding: str, question_kind: str | N
                 continue
             if any(_ORGAN_ADJECTIVES.get(w) in names for w in m.group(1).split()):
                 return Reading("unclear", None, "property-denied", markup.UNCLEAR_WHY["property-denied"])
+    if kind == "organ" and r.claim is False and re.search(
+            r"\b(?:no|without|absent)\s+(?:\w+\s+)?(?:%s)\s+(?:uptake|echogenicity)\b" % "|".join(_ORGAN_ADJECTIVES), flat):
+        # (issue 48, set S) "no hepatic uptake" on PET shows an organ that takes up no tracer, not its absence
+        return Reading("unclear", None, "property-denied", markup.UNCLEAR_WHY["property-denied"])
     return r
 
 

@@ -210,3 +210,14 @@ def test_structure_behaving_normally_is_normal():
 ])
 def test_empty_organ_bed(reply, o, want):
     assert organ(reply, o, question=f"Is the {o} visible?") == want
+
+
+# What an image shows of the organ's own substance names the organ: its uptake on PET, its echotexture on
+# ultrasound. Uptake denied is a property of the organ (no tracer taken up), not its absence.
+@pytest.mark.parametrize("reply, want", [
+    ("Physiological splenic uptake, SUVmax 2.1.", "present"),
+    ("Splenic echotexture is homogeneous.", "present"),
+    ("No splenic uptake on this slice.", "unclear"),
+])
+def test_organ_named_by_its_substance(reply, want):
+    assert organ(reply, "spleen", question="Is the spleen visible in this PET/CT image?") == want
