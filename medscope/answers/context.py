@@ -111,6 +111,9 @@ FORWARD = {
         # purpose, not a sighting
         "to evaluate", "to fully evaluate", "to better evaluate", "to further evaluate", "to assess", "to fully assess",
         "to better assess", "to further assess",
+        # (issue 48, set S) a question the reasoning asks itself ("a subtle opacity, could that be consolidation? But ..."):
+        # the inverted modal asks, where "that could be consolidation" hedges
+        "could that be", "could this be", "might that be", "might this be", "can that be", "is that really",
     ),
     "historical": ("history of", "previously seen", "previous", "prior", "status post", "old"),
 }
@@ -212,9 +215,19 @@ _BACKWARD = {cat: _alternation(p) for cat, p in BACKWARD.items()}
 _PARTICLE_NO = re.compile(r"(?<![\w'])(?:no|không|tidak)(?=\s*[,.!\-\u2013\u2014:]|\s*$)")
 
 
+# (issue 48, set S) a negated comparison is emphasis, not denial: "I have never seen a clearer view of the portal vein",
+# "it could not be clearer" affirm what they compare (read as a "never" / "not", the organ read absent: a flip)
+_EMPHATIC_NEGATION = re.compile(
+    r"(?<![\w'])(?:never\s+(?:(?:have|had|has|'ve)\s+)?(?:seen|had|got|gotten|obtained|found)\s+(?:an?|such\s+an?)\s+"
+    r"(?:(?:much|far|any)\s+)?(?:better|clearer|sharper|nicer|cleaner|finer|more\s+\w+|\w{3,}er)"
+    r"|(?:could|can|would)\s+not\s+(?:have\s+)?(?:be|been|look|looked)\s+(?:any\s+)?(?:better|clearer|sharper|more\s+obvious|more\s+clearly))"
+    r"(?![\w'])")
+
+
 def _mask(text: str) -> str:
     """Pseudo-triggers and answer particles replaced by same-length filler (offsets kept)."""
     text = _PSEUDO.sub(lambda m: "_" * len(m.group(0)), text)
+    text = _EMPHATIC_NEGATION.sub(lambda m: "_" * len(m.group(0)), text)
     return _PARTICLE_NO.sub(lambda m: "_" * len(m.group(0)), text)
 
 

@@ -34,11 +34,11 @@ from functools import lru_cache
 # (issue 48, set Q) each entry opens with its Indonesian names ("ginjal", "batu", "perdarahan"), then the Dutch
 # and Italian names the tables lacked ("consolidatie", "galblaas", "addensamento")
 FOREIGN_NAMES = {
-    "liver": (r"\bgan\b", r"\bhati\b", r"\bhepar\b", r"\blever\w*", r"wątrob\w*", r"játr\w*", r"ficat\w*", r"ήπα[ρτ]\w*", r"печен\w*", r"karaciğer\w*", r"h[ií]gado", r"f[ií]gado", r"foie", r"leber\w*", r"fegato", r"hep[aá]tic[oa]", r"肝"),
+    "liver": (r"(?<![가-힣])간(?=이|은|을|의|에|\s|$)", r"الكبد", r"\bini\b", r"\bgan\b", r"\bhati\b", r"\bhepar\b", r"\blever\w*", r"wątrob\w*", r"játr\w*", r"ficat\w*", r"ήπα[ρτ]\w*", r"печен\w*", r"karaciğer\w*", r"h[ií]gado", r"f[ií]gado", r"foie", r"leber\w*", r"fegato", r"hep[aá]tic[oa]", r"肝"),
     "kidney": (r"\bthận\b(?<!thượng thận)", r"ginjal", r"njur\w*", r"nyre\w*", r"\bnier\b", r"nerk\w*", r"ledvin\w*", r"rinich\w*", r"νεφρ\w*", r"почк\w*", r"böbre\w*", r"ri[ñn][óo]n(?:es)?", r"\brim\b", r"\brins\b", r"reins?", r"niere\w*", r"nieren\w*", r"ren[ei]", r"肾(?!上腺)", r"腎"),
     "spleen": (r"\blimpa\b", r"mjält\w*", r"\bmilt(?:en)?\b", r"śledzion\w*", r"slezin\w*", r"splin\w*", r"σπλήν\w*", r"селезён\w*", r"селезен\w*", r"dalak\w*", r"bazo", r"ba[çc]o", r"la rate", r"milz", r"milza", r"脾"),
-    "pancreas": (r"p[aâá]ncreas", r"pancr[ée]as", r"pankreas", r"胰", r"膵"),
-    "gallbladder": (r"kandung empedu", r"\bgalblaas\w*", r"ves[íi]cula(?: biliar)?", r"v[ée]sicule biliaire", r"gallenblase", r"colecisti", r"cistifellea",
+    "pancreas": (r"поджелудочн\w* желез\w*", r"췌장", r"البنكرياس", r"\bkongosho\b", r"p[aâá]ncreas", r"pancr[ée]as", r"pankreas", r"胰", r"膵"),
+    "gallbladder": (r"желчн\w* пузыр\w*", r"담낭", r"المرارة", r"kibofu cha nyongo", r"kandung empedu", r"\bgalblaas\w*", r"ves[íi]cula(?: biliar)?", r"v[ée]sicule biliaire", r"gallenblase", r"colecisti", r"cistifellea",
                     r"胆囊", r"胆嚢"),
     "stomach": (r"\blambung\b", r"magsäck\w*", r"\bmave\w*", r"\bmaag\b", r"żołąd\w*", r"žalud\w*", r"stomac\w*", r"στομάχ\w*", r"желуд(?!оч)\w*", r"\bmide\w*", r"est[óô]mago", r"estomac", r"magen", r"stomaco", r"胃"),
     "lung": (r"\bparu(?:-paru)?\b", r"lung(?:a|an|or|orna)\b", r"\blonge?n?\b", r"płuc\w*", r"plíc\w*", r"plic\w*", r"plămân\w*", r"πνεύμον\w*", r"лёгк\w*", r"легк\w*", r"akciğer\w*", r"pulm[óo]n(?:es)?", r"pulmonar(?:es)?", r"pulm[ãa]o", r"pulm[õo]es", r"poumons?", r"pulmonaire",
@@ -46,7 +46,7 @@ FOREIGN_NAMES = {
     "heart": (r"\bjantung\b", r"hjärta\w*", r"hjerte\w*", r"\bhart\b", r"serc[ea]\b", r"srdce", r"\binim\w*", r"καρδι\w*", r"сердц\w*", r"\bkalp\w*", r"coraz[óo]n", r"cora[çc][ãa]o", r"c(?:œ|oe)ur", r"herz\w*", r"cuore", r"card[íi]ac[oa]", r"cardiaque",
               r"心脏", r"心臓"),
     "aorta": (r"aort[ae]", r"主动脉", r"大動脈"),
-    "bladder": (r"kandung kemih", r"urinblås\w*", r"urinblære\w*", r"\bblaas\b", r"pęcherz\w*", r"měchýř\w*", r"vezic\w*", r"ουροδόχ\w*", r"мочев\w* пузыр\w*", r"mesane\w*", r"vejiga", r"bexiga", r"vessie", r"harnblase", r"vescica", r"膀胱"),
+    "bladder": (r"kibofu cha mkojo", r"المثانة", r"방광", r"kandung kemih", r"urinblås\w*", r"urinblære\w*", r"\bblaas\b", r"pęcherz\w*", r"měchýř\w*", r"vezic\w*", r"ουροδόχ\w*", r"мочев\w* пузыр\w*", r"mesane\w*", r"vejiga", r"bexiga", r"vessie", r"harnblase", r"vescica", r"膀胱"),
     "prostate": (r"\bprostat\b", r"\bprostaat\b", r"pr[óo]stata", r"prostate", r"前列腺"),
     "colon": (r"usus besar", r"\bkolon\b", r"dikke darm", r"c[óo]lon", r"dickdarm", r"结肠", r"結腸"),
     "esophagus": (r"esofagus", r"kerongkongan", r"slokdarm", r"es[óô]fago", r"(?:œ|oe)sophage", r"speiseröhre", r"ösophagus", r"esofago", r"食管", r"食道"),
@@ -62,7 +62,7 @@ FOREIGN_NAMES = {
                     r"视网膜病变", r"視網膜病變",
                     # its ETDRS lesions (issue 48, set L): dot haemorrhages, hard / soft exudates, microaneurysms
                     r"点状出血", r"硬性白斑", r"軟性白斑", r"毛細血管瘤", r"微小血管瘤", r"微动脉瘤", r"硬性渗出", r"棉絮斑"),
-    "stone": (r"\bbatu\b", r"\w*stenen\b", r"\w*steen\b", r"litiasi\b", r"c[áa]lculos?", r"calculs?", r"\w*steine?\b", r"\w*steinen\b", r"calcol[oi]", r"litiasis", r"lit[íi]ase",
+    "stone": (r"конкремент\w*", r"камн\w*", r"камен\w*", r"حصى", r"حصوات", r"결석", r"\bbatu\b", r"\w*stenen\b", r"\w*steen\b", r"litiasi\b", r"c[áa]lculos?", r"calculs?", r"\w*steine?\b", r"\w*steinen\b", r"calcol[oi]", r"litiasis", r"lit[íi]ase",
               r"lithiase", r"结石", r"結石"),
     "femoral head": (r"testa del femore", r"testa femorale", r"cabeza (?:del )?f[ée]mur", r"cabeza femoral",
                      r"cabe[çc]a (?:do )?f[êe]mur", r"cabe[çc]a femoral", r"t[êe]te (?:du )?f[ée]mur", r"t[êe]te f[ée]morale",
@@ -95,13 +95,15 @@ FOREIGN_NAMES = {
                   r"hypofýz\w*", r"hipofiz\w*", r"υπόφυσ\w*", r"гипофиз\w*", r"垂体", r"下垂体"),
     # (issue 48, set R) Vietnamese names of the organs and findings asked most, and the thyroid and "an abnormality"
     # (the open question's finding) in the languages read here
-    "thyroid": (r"tuyến giáp", r"tiroides", r"tireoide", r"thyro[ïi]de", r"schilddrüse\w*", r"tiroide", r"schildklier\w*", r"sköldkörtel\w*",
+    "thyroid": (r"jiazhuangxian", r"갑상선", r"الغدة الدرقية", r"tezi dume", r"tuyến giáp", r"tiroides", r"tireoide", r"thyro[ïi]de", r"schilddrüse\w*", r"tiroide", r"schildklier\w*", r"sköldkörtel\w*",
                 r"skjoldbruskkjertel\w*", r"tarczyc\w*", r"tiroid\w*", r"\bgondok\b", r"щитовидн\w*", r"甲状腺"),
     "abnormality": (r"bất thường", r"anomal[íi]as?", r"anormalidad(?:es)?", r"altera[çc](?:[ãa]o|[õo]es)", r"alteraci[óo]n(?:es)?",
                     r"anomalies?", r"auffälligkeit\w*", r"anomali[ae]", r"afwijking\w*", r"\bkelainan\b", r"abnormalit\w*",
                     r"anormallik\w*", r"异常", r"異常"),
     "appendicitis": (r"appendicite", r"apendicitis", r"apendicite", r"appendizitis", r"blindedarmontsteking", r"apendisitis",
                      r"apandisit", r"viêm ruột thừa", r"аппендицит\w*", r"阑尾炎", r"虫垂炎"),
+    # (issue 48, set S) an infarct, and the languages S's writer added (ko, ar, ru, sw, romanised zh)
+    "infarct": (r"احتشاء", r"infart[oa]s?", r"enfarte", r"infarctus", r"infarkt\w*", r"инфаркт\w*", r"梗死", r"梗塞", r"경색"),
     "cardiomegaly": (r"tim to", r"bóng tim to", r"kardiomegali\b", r"cardiomegalia", r"cardiom[ée]galie", r"kardiomegalie", r"心脏扩大", r"心影增大"),
 }
 # English words of the reader that name a key above
@@ -115,6 +117,7 @@ _KEY_OF = {"kidneys": "kidney", "lungs": "lung", "urinary bladder": "bladder", "
            "adrenal glands": "adrenal", "lateral ventricles": "lateral ventricle", "hemorrhage": "haemorrhage",
            "haemorrhages": "haemorrhage", "hemorrhages": "haemorrhage", "bleed": "haemorrhage", "bleeding": "haemorrhage",
            "pituitary gland": "pituitary", "hypophysis": "pituitary",
+           "infarction": "infarct", "infarcts": "infarct", "cerebral infarct": "infarct", "gallstones": "stone", "gallstone": "stone",
            "abnormalities": "abnormality", "thyroid gland": "thyroid", "thyroids": "thyroid"}
 SIDE_WORDS = {
     "left": (r"bên trái", r"izquierd[oa]s?", r"esquerd[oa]s?", r"gauche", r"link\w*", r"sinistr[oa]", r"左"),
@@ -165,6 +168,11 @@ ABSENT = (
     r"tidak (?:ada|terdapat|tampak|terlihat|ditemukan|dijumpai|didapatkan)(?:\s+\S+){0,4}?\s+yang\s+(?:terlihat|tampak|"
     r"ditemukan|terdeteksi|dijumpai)", r"tidak (?:ada|terdapat|tampak|terlihat|ditemukan|dijumpai|didapatkan|terdeteksi|"
     r"tervisualisasi)", r"\btanpa\b", r"\bbukan\b",
+    # (issue 48, set S) "it is not possible to visualise X" (pt / es) denies it, as "unable to visualize" does; ru "not
+    # found / revealed"; de "nicht abgrenzbar"; sw "is not seen", "there is no"; romanised zh "cannot see", "not visible"
+    r"n[ãa]o [ée] poss[íi]vel (?:visualizar|ver|identificar)", r"no es posible (?:visualizar|ver|identificar)",
+    r"не (?:выявлен\w*|обнаружен\w*|визуализир\w*)", r"nicht (?:abgrenzbar|abzugrenzen)",
+    r"\b\w+onekani\b", r"\bhakuna\b", r"\bkan bu (?:dao|jian|qing)\b", r"\b(?:bu|wei) ?(?:ke ?)?jian\b", r"\bmei you\b",
 )
 PRESENT = (
     r"se (?:observa|identifica|ve|visualiza|aprecia|evidencia|detecta)n?", r"\bhay\b", r"\bpresentes?\b",
@@ -182,8 +190,12 @@ PRESENT = (
     # (issue 48, set Q) id
     r"\bterlihat\b", r"\btampak\b", r"\bterdapat\b", r"\bditemukan\b", r"\bdijumpai\b", r"\bada\b", r"\bterdeteksi\b",
     r"\bdidapatkan\b",
+    # (issue 48, set S) de "abgrenzbar" (delineable); ar "there is"; ru "revealed"; sw "is seen", "there is"; romanised zh
+    # "can see", "visible", "shown clearly"
+    r"abgrenzbar", r"توجد", r"يوجد", r"выявлен\w*", r"обнаружен\w*", r"\b\w+onekana\b", r"\bkuna\b",
+    r"\bkan (?:de )?dao\b", r"\bke ?jian\b", r"\bxianshi\b",
 )
-HEDGE = (r"\bposibles?\b", r"poss[íi]vel", r"\bpossible\b", r"möglich\w*", r"possibile", r"可能", r"疑い", r"quiz[áa]s?",
+HEDGE = (r"(?<!no es )\bposibles?\b", r"(?<!n[ãa]o [ée] )poss[íi]vel", r"\bpossible\b", r"möglich\w*", r"possibile", r"可能", r"疑い", r"quiz[áa]s?",
          r"talvez", r"peut-[êe]tre", r"vielleicht", r"\bforse\b", r"疑似", r"\bverdacht\w*", r"sospech\w*", r"suspeit\w*",
          r"sospett\w*",
          # (issue 48, set O) the hedges and "cannot be excluded" of the languages added in the O round, so a
@@ -193,7 +205,7 @@ HEDGE = (r"\bposibles?\b", r"poss[íi]vel", r"\bpossible\b", r"möglich\w*", r"p
          r"wykluczy\w*", r"wyklucz\w*", r"vylouč\w*", r"exclus\w*", r"αποκλε\w*", r"dışlanam\w*", r"\bescludere\b", r"esclus\w*",
          # (issue 48, set Q) id: "possibly", "suspected", "cannot be ruled out"
          r"\bmungkin\b", r"\bkemungkinan\b", r"\bdicurigai\b", r"\bcuriga\w*", r"disingkirkan")
-DECLINE = (r"no es posible", r"n[ãa]o [ée] poss[íi]vel", r"il n'est pas possible", r"impossible de", r"nicht m[öo]glich",
+DECLINE = (r"no es posible(?! (?:visualizar|ver|identificar))", r"n[ãa]o [ée] poss[íi]vel(?! (?:visualizar|ver|identificar))", r"il n'est pas possible", r"impossible de", r"nicht m[öo]glich",
            r"nicht beurteilbar", r"non [èe] possibile", r"无法", r"不能确定", r"不确定", r"判断できません", r"わかりません",
            r"不明(?!瞭)", r"no se puede determinar", r"n[ãa]o se pode", r"je ne sais pas", r"ich weiß nicht", r"non lo so",
            # "I can't establish / determine" (issue 48, set N)
@@ -216,14 +228,19 @@ DECLINE = (r"no es posible", r"n[ãa]o [ée] poss[íi]vel", r"il n'est pas possi
            r"tidak (?:dapat|bisa|mampu) (?:\w+ )?(?:menentukan|menilai|memastikan|mengatakan|mendiagnosis|didiagnosis|dinilai)",
            r"saya tidak tahu",
            # (issue 48, set R) tr "no assessment can be made"
-           r"(?:değerlendirme|yorum|tanı|karar) (?:\w+ )?(?:yapılam|verilem)\w*")
+           r"(?:değerlendirme|yorum|tanı|karar) (?:\w+ )?(?:yapılam|verilem)\w*",
+           # (issue 48, set S) "too dark / noisy to assess whether ..." in es / pt / it / fr: the image stops the read
+           r"(?:demasiado|troppo|trop) [^.;]{0,60}?(?:para|per|pour) (?:\w+ )?(?:valorar|evaluar|determinar|decir|juzgar|"
+           r"avaliar|dizer|valutare|determinare|dire|giudicare|[ée]valuer|juger|d[ée]terminer)")
 # (issue 48, set R) the image itself too poor to read, in the languages read here: a decline for that reason asks
 # for a better image (clarify), as "too noisy to assess" does in English
 POOR_IMAGE = (r"ru[íi]do", r"\bruidos[ao]\b", r"muito escur[ao]", r"muy oscur[ao]", r"borr(?:ad|os)[ao]", r"baix[ao] resolu[çc][ãa]o",
               r"baja resoluci[óo]n", r"\bflou(?:e)?\b", r"bruit[ée]e?", r"basse r[ée]solution", r"unscharf", r"verrauscht",
               r"niedrige auflösung", r"sfocat[ao]", r"rumoros[ao]", r"bassa risoluzione", r"troppo scur[ao]", r"onscherp",
               r"lage resolutie", r"düşük çözünürlük\w*", r"bulanık", r"gürültülü", r"\bburam\b", r"resolusi rendah",
-              r"độ phân giải thấp", r"\bmờ\b", r"nhiễu", r"模糊", r"分辨率低", r"噪声", r"ぼやけ", r"解像度が低")
+              r"độ phân giải thấp", r"\bmờ\b", r"nhiễu", r"模糊", r"分辨率低", r"噪声", r"ぼやけ", r"解像度が低",
+              # (issue 48, set S) "too dark" in es / pt / fr
+              r"demasiado oscur[ao]", r"demasiado escur[ao]", r"trop sombre")
 _POOR_IMAGE = re.compile("(?:" + "|".join(POOR_IMAGE) + ")")
 
 
@@ -269,9 +286,11 @@ _NEGATED_NOUN = re.compile(r"^\W*(?:kein(?:e|en|er|es)?|nessun[oa]?|aucune?|ning
 # (issue 48, set Q) each language's yes and no as a clause of their own ("... con broncograma aéreo. Sí.", "Sì,
 # emorragia ..."): the answer to the question asked, read with the clauses that name the finding
 ANSWER_WORDS = {
-    True: ("sí", "si", "sì", "sim", "oui", "ja", "jawel", "tak", "ano", "ya", "iya", "evet", "ναι", "да", "igen", "kyllä", "có"),
+    True: ("sí", "si", "sì", "sim", "oui", "ja", "jawel", "tak", "ano", "ya", "iya", "evet", "ναι", "да", "igen", "kyllä", "có",
+           # (issue 48, set S) ar, sw, ko
+           "نعم", "ndiyo", "ndio", "네", "예"),
     False: ("no", "non", "não", "nao", "nein", "nee", "neen", "nej", "nei", "nie", "ne", "tidak", "bukan", "hayır",
-            "όχι", "нет", "nem", "không"),
+            "όχι", "нет", "nem", "không", "لا", "hapana", "아니요", "아니오"),
 }
 _ANSWER_OF = {w: said for said, words in ANSWER_WORDS.items() for w in words}
 _CLAUSE_END = re.compile(r"[.!?;\n。！？；，:：؛،]+|,\s|\s(?:pero|sin embargo|mas|por[ée]m|mais|aber|jedoch|ma|per[òo])\s|但是?|而且|然而|が、")
@@ -294,7 +313,9 @@ _FOREIGN_TEXT = re.compile(r"\b(?:el|los|las|se|n[ãa]o|est|une|der|das|ist|nich
                            r"este|pe|această|bu|ve|"
                            # (issue 48, set Q) id, and it / es articles and prepositions the list lacked
                            r"yang|pada|ini|itu|dan|dengan|tidak|dari|untuk|adalah|dalam|saya|"
-                           r"nei|della|dei|delle|degli|nella|nelle|alla|alle|sono|gli|con|per|al|por)\b")
+                           r"nei|della|dei|delle|degli|nella|nelle|alla|alle|sono|gli|con|per|al|por|"
+                           # (issue 48, set S) pt / es words a short sentence is made of ("está demasiado escura para")
+                           r"para|está|há|hay|uma|um|muito|nesta|neste|esta)\b")
 _ENGLISH_TEXT = re.compile(r"\b(?:the|is|are|an?|of|in|this|that|not|no|yes|may|can|please|it|there|i)\b|"
                            r"\b(?:present|visible|seen)\b")
 

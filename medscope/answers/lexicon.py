@@ -33,7 +33,15 @@ NORMAL_WORDS = ("within normal limits", "normal", "healthy", "unremarkable", "no
                 "nella norma", "nei limiti della norma", "dentro de la normalidad", "dentro da normalidade",
                 "dentro dos limites da normalidade", "im normbereich", "unauffällig", "normaal",
                 # Vietnamese (issue 48, set R); "không bình thường" is negated by "không"
-                "bình thường")
+                "bình thường",
+                # Swahili (issue 48, set S), its negated "si ya kawaida" read in matching._FOREIGN_NOT_NORMAL (the
+                # Russian, Arabic and Korean "normal" are left out: their negations, "не в норме", "غير طبيعي",
+                # "정상이 아닙니다", are not read there, and read as "normal" they would flip)
+                "ya kawaida",
+                # (issue 48, set S) a structure said to behave normally ("the aorta tapers normally")
+                "tapers normally", "enhances normally", "fills normally", "drains normally", "empties normally",
+                "opacifies normally", "moves normally", "contracts normally", "normally sized", "normal calibre",
+                "normal caliber")
 ABNORMAL_WORDS = ("abnormal", "abnormality", "abnormalities", "unhealthy", "pathological", "pathology",
                   "diseased", "lesion", "lesions", "mass", "masses", "tumor", "tumour", "anomaly",
                   "suspicious", "enlarged", "anormal", "anormale", "anomalo", "anómalo", "auffällig", "不正常", "异常", "異常",
@@ -139,3 +147,13 @@ RESECTIONS = {
 # unclear; a confidence below 70% in what the reply says makes it unclear; a rating on a scale
 # whose direction the reader cannot check decides nothing on its own.
 PROBABILITY_CLAIM_AT, PROBABILITY_DENY_AT = 0.70, 0.30
+# (issue 48, set S) the normal sign a reader gives in place of the verdict, as a regular expression per finding: "Both
+# costophrenic angles are sharp" denies an effusion, as "blunting of the costophrenic angle" (synonyms.yaml) claims one.
+# Read only where nothing else in the reply decided (matching._normal_sign).
+NORMAL_SIGNS = {
+    "pleural effusion": (r"\bcostophrenic (?:angles?|recess(?:es)?) (?:is |are |remains? |appears? |look |looks )?(?:sharp|crisp|clear|"
+                         r"preserved|well[- ]defined)\b", r"\b(?:sharp|crisp|clear|preserved) (?:\w+ )?costophrenic (?:angles?|recess(?:es)?)\b"),
+    "pneumothorax": (r"\blung markings (?:are seen |can be seen )?(?:extend|extending|reach|reaching|run|running) (?:all the way )?to the "
+                     r"(?:periphery|chest wall|pleural surface|apex|apices)\b",),
+}
+NORMAL_SIGNS["effusion"] = NORMAL_SIGNS["pleural effusion"]

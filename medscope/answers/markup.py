@@ -74,6 +74,9 @@ _EVEN_ODDS = re.compile(r"\b(?:50\s*/\s*50|fifty[- ]fifty|coin[- ]?flip|toss[- ]
 _LEAD_PERCENT = re.compile(r"^\W*(?P<q>roughly|about|around|approximately|~)?\s*(?P<p>\d{1,3})\s*%", re.I)
 _TEMPLATE = re.compile(r"\[(?:yes\s*/\s*no|no\s*/\s*yes|your [^\]]*|insert [^\]]*)\]", re.I)
 _DANGLING = re.compile(r"\b(?:is|are|was|there is|shows?|the|a|an|of|with|and|or|to|which|that|but)\s*$", re.I)
+# (issue 48, set S) a reply of any length cut between its subject and its predicate ("... the uterus appears to be"):
+# the verdict was never written; read to its mention, the organ read present
+_CUT_PREDICATE = re.compile(r"\b(?:appears?|seems?|looks?)(?:\s+to\s+be)?\s*$|\b(?:is|are|was|were)\s+(?:seen\s+)?(?:to\s+be\s+)?$", re.I)
 # shorthand of radiology reports, whole words only
 SHORTHAND = {"ptx": "pneumothorax", "fx": "fracture", "fxs": "fractures", "eff": "effusion", "nl": "normal",
              "clr": "clear", "wnl": "within normal limits", "nad": "nothing abnormal detected"}
@@ -269,11 +272,22 @@ def _likert(obj: dict) -> dict:
     return {"present": verdict}
 
 
-def _xml_object(text: str) -> dict | None:
-    """``<finding name="skin lesion" present="false"/>`` (and sibling ``<tag>text</tag>``) as a dict."""
+# (issue 48, set S) a reply made only of elements, one wrapper at most ("<organ>uterus</organ><visible>no</visible>")
+_ELEMENTS_ONLY = re.compile(r"^\s*(?:<(?P<wrap>\w+)>\s*)?(?:<(?P<tag>\w+)>[^<]*</(?P=tag)>\s*)+(?:</(?P=wrap)>\s*)?$")
+
+
+def _xml_object(text: str, is_verdict_key=None) -> dict | None:
+    """``<finding name="skin lesion" present="false"/>`` (and sibling ``<tag>text</tag>``) as a dict;
+    a reply of text elements only is one when one of its tags is a verdict key (``is_verdict_key``), so
+    ``<visible>no</visible>`` is read as the JSON ``"visible": "no"`` is, not as prose holding "no"."""
     m = _SELF_CLOSING.search(text)
     if not m:
-        return None
+        if is_verdict_key is None or not _ELEMENTS_ONLY.match(text):
+            return None
+        obj = {}
+        for t in _TAG_TEXT.finditer(text):
+            obj.setdefault(t.group("tag"), t.group("body").strip())
+        return obj if len(obj) >= 2 and any(is_verdict_key(k) for k in obj) else None
     obj = {k: v for k, v in _ATTR.findall(m.group("attrs"))}
     for k, v in list(obj.items()):
         if v.lower() in ("true", "false"):
@@ -478,7 +492,7 @@ def unwrap(text: str, question: str = "", is_verdict_key=lambda key: False) -> U
             text = stripped = inner.strip()
     objects = _top_values(stripped) if stripped.startswith("{") else None
     if objects is None:
-        xml = _xml_object(stripped) if stripped.startswith("<") else None
+        xml = _xml_object(stripped, is_verdict_key) if stripped.startswith("<") else None
         yml = None if xml is not None else _yaml_object(stripped, is_verdict_key)
         objects = [xml or yml] if (xml or yml) else None
     if objects:
@@ -492,6 +506,7 @@ def unwrap(text: str, question: str = "", is_verdict_key=lambda key: False) -> U
     if open_form:
         return Unwrapped(text, reasoning, unclear=open_form)
     last = text.strip().split("\n")[-1].strip() if text.strip() else ""
-    if last and len(text) > 120 and not re.search(r"[.!?)\]}\u3002]$", last) and _DANGLING.search(last):
+    if last and not re.search(r"[.!?)\]}\u3002]$", last) and (
+            (len(text) > 120 and _DANGLING.search(last)) or _CUT_PREDICATE.search(last)):
         return Unwrapped(text, reasoning, unclear="truncated")
     return Unwrapped(text, reasoning)

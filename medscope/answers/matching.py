@@ -66,7 +66,7 @@ from contextvars import ContextVar
 from medscope.answers import languages, markup, parser, revisions, structured
 from medscope.answers.context import status
 from medscope.answers.lexicon import (  # the word lists, importable from here as before
-    ABNORMAL_WORDS, CLARIFY_PHRASES, HEDGED_LEADS, NO_PARTICLES, NORMAL_WORDS, ORGAN_WORDS, POLARITY_WORDS,
+    ABNORMAL_WORDS, CLARIFY_PHRASES, HEDGED_LEADS, NO_PARTICLES, NORMAL_SIGNS, NORMAL_WORDS, ORGAN_WORDS, POLARITY_WORDS,
     PROBABILITY_CLAIM_AT, PROBABILITY_DENY_AT,
     PUNCTUATED_PARTICLES, REFER_PHRASES, RESECTIONS, YES_PARTICLES,
 )
@@ -74,7 +74,7 @@ from medscope.answers.lexicon import (  # the word lists, importable from here a
 RULES = ("final-tag", "json-field", "json-partial", "self-correction", "verdict-line", "label-line", "final-colon",
          "both", "leading-yes-no", "search-outcome", "mention", "health-words", "declined", "probability",
          "rating", "graded-sign", "other-language", "table-row", "bare-mention", "other-subject", "modified-echo", "qualified-normal", "differential", "conflicting-evidence", "unaccounted-negation", "hedged-workup", "one-side-seen", "region-excluded", "no-secondary-signs", *markup.UNCLEAR_WHY,
-         "undecided", "other-entity", "predicate", "open", "none")
+         "undecided", "normal-sign", "other-entity", "predicate", "open", "none")
 
 _WRONG_ANATOMY = re.compile(r"\b(?:this|it|(?:the|this) (?:\w+ )?(?:image|scan|study|film|picture|frame))"
                             r" (?:is|appears to be|looks like|seems to be|shows) an? [^.;]{0,60}?"
@@ -285,7 +285,9 @@ _ADJECTIVES_OF_ORGAN = {"heart": ("cardiac", "cardiomediastinal", "cardiopericar
                         "bladder": ("vesical",), "urinary bladder": ("vesical",), "colon": ("colonic",),
                         "uterus": ("uterine",), "prostate": ("prostatic",), "aorta": ("aortic",),
                         "duodenum": ("duodenal",), "thyroid": ("thyroid",), "thyroid gland": ("thyroid",)}
-_OUTLINE_NOUNS = ("silhouette", "shadow", "contour", "outline", "parenchyma", "tissue")
+# (issue 48, set S) and what an image shows of the organ's own substance: its uptake on PET ("diffuse mild hepatic
+# uptake"), its echotexture on ultrasound
+_OUTLINE_NOUNS = ("silhouette", "shadow", "contour", "outline", "parenchyma", "tissue", "uptake", "echotexture", "echogenicity")
 
 
 @lru_cache(maxsize=256)
@@ -318,10 +320,13 @@ def name_terms(finding: str) -> tuple[str, ...]:
 
 # A qualifier that makes the finding's head noun another entity ("descending colon" asked about the
 # sigmoid colon, "thyroid nodule" asked about a lung nodule); an adjective names its organ.
+# (issue 48, set S) one table: it was defined twice, the second (the one in use, since both readers look the name
+# up when they run) lacking "biliary", "mammary", "thyroid" and "rectal"
 _ORGAN_ADJECTIVES = {"pulmonary": "lung", "renal": "kidney", "hepatic": "liver", "splenic": "spleen",
                      "cardiac": "heart", "gastric": "stomach", "pancreatic": "pancreas", "colonic": "colon",
                      "vesical": "bladder", "mammary": "breast", "adrenal": "adrenal", "thyroid": "thyroid",
-                     "uterine": "uterus", "prostatic": "prostate", "rectal": "rectum", "biliary": "gallbladder"}
+                     "uterine": "uterus", "prostatic": "prostate", "rectal": "rectum", "biliary": "gallbladder",
+                     "aortic": "aorta", "duodenal": "duodenum"}
 _SEGMENT_QUALIFIERS = ("ascending", "descending", "transverse", "sigmoid", "rectosigmoid", "cecal", "caecal",
                        "duodenal", "jejunal", "ileal", "esophageal", "oesophageal", "breast", "liver", "kidney", "lung",
                        "spleen", "bone", "skin", "bowel")
@@ -1097,7 +1102,9 @@ _FOREIGN_NOT_NORMAL = re.compile(
     r"pas\s+normal(?:e|es|s)?|no\s+(?:es|est[áa]|son|parece|se\s+ve)\s+normal(?:es)?|"
     r"non\s+(?:[èe]|sono|sembra|appare)\s+normal[ei]|n[ãa]o\s+(?:[ée]|est[áa]|s[ãa]o|parece)\s+normal(?:is)?|"
     r"(?:nicht|kein(?:e|en)?)\s+normal(?:e|er|es)?|niet\s+normaal|nie\s+jest\s+(?:normaln\w+|prawidłow\w+)|"
-    r"(?:inte|ikke)\s+normal(?:t)?|není\s+normální|nu\s+(?:este|e|arată)\s+normal(?:ă)?)\b", re.I)
+    r"(?:inte|ikke)\s+normal(?:t)?|není\s+normální|nu\s+(?:este|e|arată)\s+normal(?:ă)?|"
+    # (issue 48, set S) Swahili "si ya kawaida" / "isiyo ya kawaida" (not ordinary, abnormal)
+    r"(?:si|isiyo|sio)\s+ya\s+kawaida)\b", re.I)
 
 
 # (issue 48, set R) a denied "not normal": "I don't see anything that isn't normal", "nothing here is not normal",
@@ -1299,6 +1306,13 @@ _POLARITY_LABEL = re.compile(r"^(?:(?P<pos>present|visible|seen|detected|identif
                              r"\s*[.!]?\s*$")
 
 
+# (issue 48, set S) a field whose whole value leaves it open ("Rectum: cannot comment.", "Haemorrhage: unclear"):
+# declined, not filled; read as status, the bare "unclear" / "cannot comment" affirmed the finding
+_UNDECIDED_VALUE = re.compile(r"^(?:(?:can not|could not|unable to|not able to)\s+(?:comment|assess|evaluate|say|tell|judge)|"
+                              r"unclear|uncertain|indeterminate|equivocal|undetermined|unknown|not assessable|not evaluable|"
+                              r"no comment|n/?a|\?+)\s*(?:[.!;,]|$)")
+
+
 def _label_lines(lines, terms):
     """Rule 2: "<finding>: <value>" lines; the value is finding polarity."""
     if not terms:
@@ -1319,7 +1333,7 @@ def _label_lines(lines, terms):
         if not m or not re.search(r"\w", m.group("rest")):
             continue
         rest = m.group("rest")
-        if _DECLINE.search(rest) or _DECLINED_PREDICATE.match(" " + rest):
+        if _DECLINE.search(rest) or _DECLINED_PREDICATE.match(" " + rest) or _UNDECIDED_VALUE.match(rest):
             # "Prostate — can't tell; motion artefact ..." (issue 48, set O): the field is declined, not filled
             found = ("refer", None)
             continue
@@ -1497,9 +1511,43 @@ _DEFERS = re.compile(
     r"(?:[\w-]+\s+){0,2}?(?:\w+ologists?|doctors?|physicians?|clinicians?|specialists?|gp|providers?|team)\b")
 
 
+# (issue 48, set S) the question said not to fit the image ("This is a knee radiograph; the question about intracranial
+# haemorrhage does not apply to it"): the wrong image for the question, so a request for the right one
+_QUESTION_DOES_NOT_APPLY = re.compile(r"\bquestion\b[^.;]{0,80}?\b(?:does not apply|do not apply|is not applicable|"
+                                      r"not applicable to (?:this|the) (?:image|scan|study|film|radiograph))\b")
+
+
+_EMPTY_BED = re.compile(r"\b(?:(?P<side>left|right) )?(?P<organ>[a-z]+) (?:fossa|bed|recess) (?:is|are|appears?|looks?|lies|remains?) "
+                        r"(?:now |completely |entirely )?empty\b|\bempty (?:(?P<side2>left|right) )?(?P<organ2>[a-z]+) (?:fossa|bed)\b")
+
+
+def _empty_bed(text: str, finding: str) -> bool:
+    """Whether the organ's own bed or fossa is said to be empty ("the left renal fossa is empty", "an empty
+    gallbladder fossa"): the organ is not there. The bed is the organ's by its adjective or noun, and on the
+    asked side when one is asked."""
+    words = normalize(finding).split()
+    asked_side = next((w for w in words if w in ("left", "right")), None)
+    organ = " ".join(w for w in words if w not in ("left", "right"))
+    for m in _EMPTY_BED.finditer(text):
+        named, side = m.group("organ") or m.group("organ2"), m.group("side") or m.group("side2")
+        if _ORGAN_ADJECTIVES.get(named, named) == organ and (asked_side is None or side in (None, asked_side)):
+            return True
+    return False
+
+
+def _normal_sign(text: str, finding: str) -> bool:
+    """Whether ``text`` gives the finding's normal sign (:data:`lexicon.NORMAL_SIGNS`), not negated, in place of a verdict."""
+    for pattern in NORMAL_SIGNS.get(normalize(finding), ()):
+        m = re.search(pattern, text)
+        if m and not re.search(r"\b(?:not|no|never|neither|nor|without|less)\b", text[max(0, m.start() - 40):m.end()]):
+            return True
+    return False
+
+
 def _undecided(text: str) -> str | None:
     text = _QUALITY_FINE.sub(" ", text)  # "the image quality is adequate, but I can't tell" declines on a usable image
-    if _CLARIFY.search(text) or _WRONG_ANATOMY.search(text) or _ASKS_FOR_IMAGE.search(text):
+    if (_CLARIFY.search(text) or _WRONG_ANATOMY.search(text) or _ASKS_FOR_IMAGE.search(text)
+            or _QUESTION_DOES_NOT_APPLY.search(text)):
         return "clarify"
     if _IMAGE_IS.search(text) and _CANNOT_ANSWER_HERE.search(text):
         return "clarify"
@@ -1672,7 +1720,10 @@ def _structured(text, question, finding, kind, synonyms) -> Reading | str | None
                                 _json_value_reader(question, finding, kind))
     if v.found:
         if v.claim is None:
-            return Reading("refer", None, "json-field")
+            # (issue 48, set S) a null verdict whose reason is the wrong body part or a poor image asks for the right
+            # image, as the same reason in prose does: {"present": null, "reason": "wrong body part: ... a hand"}
+            why = normalize(" ".join(structured.string_values(obj))) if complete else ""
+            return Reading("clarify" if why and _undecided(why) == "clarify" else "refer", None, "json-field")
         if retracted:  # {"present": true} then "Note: on review only the diaphragm is visible"
             return Reading("unclear", None, "self-correction")
         if complete and _reasoning_disagrees(obj, v.claim, finding, synonyms):
@@ -2010,10 +2061,6 @@ def _evidence(r: Reading, text: str, terms: tuple[str, ...]) -> str:
 
 
 # adjectives that name an organ's property, not the organ ("no aortic aneurysm" is about the aorta's size)
-_ORGAN_ADJECTIVES = {"aortic": "aorta", "hepatic": "liver", "renal": "kidney", "splenic": "spleen",
-                     "pancreatic": "pancreas", "gastric": "stomach", "cardiac": "heart", "pulmonary": "lung",
-                     "vesical": "bladder", "colonic": "colon", "duodenal": "duodenum", "uterine": "uterus",
-                     "prostatic": "prostate", "adrenal": "adrenal"}
 _QUESTION_SIDE = re.compile(r"\b(right|left)(?:-sided| sided)?\b")
 
 
@@ -2066,10 +2113,16 @@ def _read_wrapped(text: str, question: str, finding: str, question_kind: str | N
     if kind == "organ" and r.claim is False and pat is not None and not pat.search(flat):  # only the adjective names it
         names = set(normalize(finding).split())
         for m in re.finditer(r"\bno ((?:\w+ ){0,2}\w+) \w+", flat):
-            if re.match(r"no (?:residual |remaining )?\w+ (?:tissue|parenchyma)\b(?! \w+ (?:is|are|seen)\b)", m.group(0)):
-                continue  # "no gastric tissue remains": the organ's own tissue, not a property of it
+            if re.match(r"no (?:residual |remaining )?\w+ (?:tissue|parenchyma|lumen)\b(?! \w+ (?:is|are|seen)\b)", m.group(0)):
+                # "no gastric tissue remains", "no rectal lumen" (set S, once "rectal" was in the one table): the
+                # organ's own tissue or lumen, not a property of it
+                continue
             if any(_ORGAN_ADJECTIVES.get(w) in names for w in m.group(1).split()):
                 return Reading("unclear", None, "property-denied", markup.UNCLEAR_WHY["property-denied"])
+    if kind == "organ" and r.claim is False and re.search(
+            r"\b(?:no|without|absent)\s+(?:\w+\s+)?(?:%s)\s+(?:uptake|echogenicity)\b" % "|".join(_ORGAN_ADJECTIVES), flat):
+        # (issue 48, set S) "no hepatic uptake" on PET shows an organ that takes up no tracer, not its absence
+        return Reading("unclear", None, "property-denied", markup.UNCLEAR_WHY["property-denied"])
     return r
 
 
@@ -2603,11 +2656,15 @@ def _read(text: str, question: str, finding: str, question_kind: str | None, syn
         return Reading(_undecided(flat) or ("clarify" if languages.complains_of_image(flat) else "refer"), None, "other-language")
     if foreign is not None:  # full sentences in another language: its own verdict lexicon
         return Reading(foreign[0], foreign[1], "other-language")
+    if kind == "organ" and _empty_bed(flat, finding):
+        return Reading("answer", False, "region-excluded")  # "The left renal fossa is empty" (issue 48, set S)
     if kind == "organ" and _region_excluded(flat, finding, terms):
         return Reading("answer", False, "region-excluded")  # "The posterior fossa is not included" (the cerebellum)
     undecided = _undecided(flat)
     if undecided:
         return Reading(undecided, None, "undecided")
+    if kind in ("presence", "health") and not _REVERSED_QUESTION.get() and _normal_sign(flat, finding):
+        return Reading("answer", False, "normal-sign")  # "Both costophrenic angles are sharp." (an effusion; issue 48, set S)
     if kind == "organ" and terms and _other_anatomy(flat, terms, finding):
         return Reading("refer", None, "other-entity")  # it speaks of other organs, not the asked one
     pat = _term_pattern(terms)

@@ -43,12 +43,12 @@ def bench_replies(args=None) -> None:
 
 def _bench_heldout_sets() -> None:
     """The held-out sets of issue 48's kinds (``data/heldout``): agreement, flips and unclear per set
-    and protocol. A-R were each read once as committed and then tuned on (their first reads are in
+    and protocol. A-S were each read once as committed and then tuned on (their first reads are in
     docs/answers.md; F's 0.680 with 19 flips, G's 0.655 with 11 flips, H's 0.870 with 3 flips, L's
     0.855 with 1 flip, M's 0.900 with 2 flips, N's 0.865 with 1 flip, O's 0.880 with 0 flips and 5 unclear, P's 0.885 with
     1 flip and 4 unclear, Q's 0.910 with 0 flips and 4 unclear misses, R's 0.825 with 9 flips and 16 unclear):
-    regression figures. S was read once, blind, after the R round (0.865, 2 flips). A new
-    blind set's first read is the honest figure."""
+    regression figures. S was read once, blind, after the R round (0.865, 2 flips), then tuned on in the S
+    round. A new blind set's first read is the honest figure."""
     from importlib import resources
 
     from medscope.answers.decisions import load_labelled_set, score_labelled_set
@@ -69,7 +69,7 @@ def _bench_heldout_sets() -> None:
                        ("sealed_p.jsonl", "read blind, then tuned on"),
                        ("sealed_q.jsonl", "read blind, then tuned on"),
                        ("sealed_r.jsonl", "read blind, then tuned on"),
-                       ("sealed_s.jsonl", "read blind (not tuned on)")):
+                       ("sealed_s.jsonl", "read blind, then tuned on")):
         rows = load_labelled_set(str(folder.joinpath(name)))
         parts = []
         for protocol in ("counterfactual", "organ_presence"):
