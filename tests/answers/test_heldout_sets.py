@@ -56,6 +56,6 @@ def test_every_set_holds_both_protocols_and_parses():
                  "sealed_f.jsonl", "sealed_g.jsonl", "sealed_h.jsonl", "sealed_i.jsonl", "sealed_j.jsonl",
                  "sealed_k.jsonl", "sealed_l.jsonl", "sealed_m.jsonl", "sealed_n.jsonl", "sealed_o.jsonl",
                  "sealed_p.jsonl", "sealed_q.jsonl", "sealed_r.jsonl", "sealed_s.jsonl",
-                 "sealed_t.jsonl"):
+                 "sealed_t.jsonl", "sealed_u.jsonl"):
         rows = load_labelled_set(str(HELDOUT.joinpath(name)))
         assert len(rows) >= 200 and {r.protocol for r in rows} == {"counterfactual", "organ_presence"}
