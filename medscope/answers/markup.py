@@ -79,7 +79,9 @@ _DANGLING = re.compile(r"\b(?:is|are|was|there is|shows?|the|a|an|of|with|and|or
 _CUT_PREDICATE = re.compile(r"\b(?:appears?|seems?|looks?)(?:\s+to\s+be)?\s*$|\b(?:is|are|was|were)\s+(?:seen\s+)?(?:to\s+be\s+)?$", re.I)
 # shorthand of radiology reports, whole words only
 SHORTHAND = {"ptx": "pneumothorax", "fx": "fracture", "fxs": "fractures", "eff": "effusion", "nl": "normal",
-             "clr": "clear", "wnl": "within normal limits", "nad": "nothing abnormal detected"}
+             "clr": "clear", "wnl": "within normal limits", "nad": "nothing abnormal detected",
+             # (issue 48, set T) "GB: +": the gallbladder's field, unread when the abbreviation was no name of it
+             "gb": "gallbladder"}
 _SHORTHAND = re.compile(r"(?<![\w-])(" + "|".join(SHORTHAND) + r")(?![\w-])", re.I)
 # keys that name absence: their boolean is the opposite of presence
 ABSENCE_KEYS = ("absent", "absence", "missing", "excluded", "excluded from fov", "excluded from field of view",

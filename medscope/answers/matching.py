@@ -940,6 +940,11 @@ _NEITHER_BEFORE = re.compile(r"\b(?:neither|not)\s+(?:confirm|establish|prove|di
                              r"(?:(?:the|a|an|any)\s+)?(?:[\w-]+\s+){0,2}?$")
 
 
+_PREVENTION_BEFORE = re.compile(r"\b(?:(?:reduce|lower|decrease|minimi[sz]e|cut)\s+(?:your|the|one's|their)\s+(?:risk|chances?|"
+                                r"likelihood)\s+of|(?:prevent|avoid|help prevent|protect against))\s+(?:developing\s+|getting\s+|"
+                                r"forming\s+|future\s+|further\s+|recurrent\s+)?(?:[\w-]+\s+)?$")
+
+
 def _mention_status(s: str, m: re.Match, finding: str, organ: bool = False) -> str | None:
     """One mention's status, or None when it asserts nothing about the finding (another side, a landmark)."""
     conflict = _side_conflict(s, m.start(), finding)
@@ -965,6 +970,8 @@ def _mention_status(s: str, m: re.Match, finding: str, organ: bool = False) -> s
         return None  # "I can't reliably rule a bleed in or out" (issue 48, set P): both ways named, the call declined
     if _NEITHER_AFTER.match(s[m.end():]) or _NEITHER_BEFORE.search(s[:m.start()]):
         return None  # "X can be neither confirmed nor excluded" (issue 48, set M): the call is declined
+    if _PREVENTION_BEFORE.search(s[:m.start()]):
+        return "hypothetical"  # "... to reduce your risk of kidney stones": advice about the finding, not this image (set T)
     if _TOOK_FOR.search(s[:m.start()]):
         return "hypothetical"  # "the structure I took for the aorta": a belief reported, then withdrawn
     if _WHERE_BEFORE.search(s[:m.start()]) and _WHERE_AFTER.match(s[m.end():]):
@@ -1005,6 +1012,9 @@ def _textbook_sentence(s: str, terms: tuple[str, ...], finding: str) -> bool:
     return bool(hits) and _generic_statement(s, hits[0]) and not _OBSERVED.search(s)
 
 
+_REMNANT = re.compile(r"\b(?:remnant|remaining|residual)\s+(?:(?:left|right)\s+)?(?:lobes?|segments?|portion|part)\b")
+
+
 def _mention_statuses(sentences: list[str], terms: tuple[str, ...], finding: str, organ: bool = False) -> list[str]:
     pat = _term_pattern(terms)
     if pat is None:
@@ -1038,6 +1048,15 @@ def _mention_statuses(sentences: list[str], terms: tuple[str, ...], finding: str
                 continue
             if re.search(r"\b(?:partial|subtotal|hemi|sleeve|segmental|wedge)\W*$", s[:m.start()]):
                 continue  # a partial resection leaves the organ
+            if not any(w in _SIDES for w in normalize(finding).split()) and re.search(
+                    r"\b(?:left|right)(?:\s+lobe)?\W*$", s[:m.start()]):
+                # "status post right hepatectomy" to "the liver": one side removed, the rest remains; "the remnant
+                # left lobe is visible" then speaks of the organ (issue 48, set T)
+                for part in _REMNANT.finditer(s, m.end()):
+                    if status(s, part.start(), part.end()) == "affirmed":
+                        found = True
+                        out.append("affirmed")
+                continue
             st = status(s, m.start(), m.end())
             if st not in ("negated", "hypothetical"):  # "status post nephrectomy": the organ is gone
                 found = True
@@ -1064,8 +1083,15 @@ _UNSEEN = re.compile(r"\b(?:indistinguishable|inseparable|invisible|absent|not\s
                      r"obscured|hidden)\b")
 
 
+# (issue 48, set T) a modal taken back in its own sentence: "The kidneys might be in the image, or they might not"
+_OR_NOT = re.compile(r"^(?:s|es)?\s+(?:could|might|may)\s+(?:well\s+)?(?:be|lie|appear)\b[^;.]*?,?\s+or\s+"
+                     r"(?:(?:it|that|this|they)\s+)?(?:could|might|may)\s+not\b")
+
+
 def _hedged_both_ways(after: str) -> bool:
     """Whether the text after a mention offers it two ways, one of them unseen (see :data:`_BOTH_WAYS`)."""
+    if _OR_NOT.match(after):
+        return True
     m = _BOTH_WAYS.match(after)
     return m is not None and any(_UNSEEN.search(g) for g in m.groups())
 
@@ -1115,6 +1141,10 @@ _NOTHING_NOT_NORMAL = re.compile(
     r"(?:look\s+|appear\s+|seem\s+)?(?:normal|healthy|unremarkable)\b")
 
 
+_LIFESTYLE = re.compile(r"\b(?:healthy|normal)\s+(?:lifestyle|diet|weight|habits?|eating|living|choices|fluid intake|"
+                        r"hydration|blood pressure)\b")
+
+
 def _health_statuses(sentences: list[str], kind: str = "health", excepting: bool = False) -> list[str]:
     """Normal / abnormal words as mentions of the finding (a normal word's polarity inverted, a hedged
     normal word a hedged denial). To a
@@ -1122,6 +1152,8 @@ def _health_statuses(sentences: list[str], kind: str = "health", excepting: bool
     unremarkable" speaks of the device."""
     out = []
     sentences = [_NOTHING_NOT_NORMAL.sub(" all is normal ", s) for s in sentences]
+    # "maintain a healthy lifestyle" is advice to the patient, not the image's health (issue 48, set T)
+    sentences = [_LIFESTYLE.sub(" ", s) for s in sentences]
     sentences = [_FOREIGN_NOT_NORMAL.sub(" abnormal ", _HEALTH_CHOICE.sub(" ", _DEVICE_NORMAL.sub(" ", _NORMAL_AS_REFERENCE.sub(" ", s))))
                  for s in sentences]
     abnormal = _term_pattern(ABNORMAL_WORDS)
@@ -1278,8 +1310,12 @@ def _verdict_lines(lines, terms, finding, kind):
 
 @lru_cache(maxsize=256)
 def _label_pattern(terms: tuple[str, ...]) -> re.Pattern:
-    alt = "|".join(re.escape(t) for t in terms)
-    return re.compile(rf"^{_LABEL_PREFIX}(?:{alt}){_LABEL_SUFFIX}\s*(?:[:=?]|\s[-\u2013\u2014])\s*(?P<rest>.*)$")
+    # (issue 48, set T) a field names an organ with its head noun or without it ("Prostate gland:", "Left adrenal:"
+    # for the left adrenal gland): unmatched, the field's denial was read as a bare mention, present
+    heads = {re.sub(r"\s+glands?$", "", t) for t in terms}
+    alt = "|".join(re.escape(t) for t in sorted(heads | set(terms), key=len, reverse=True))
+    return re.compile(rf"^{_LABEL_PREFIX}(?:{alt})(?:\s+glands?)?{_LABEL_SUFFIX}"
+                      rf"\s*(?:[:=?]|\s[-\u2013\u2014]|(?=\s*\(\s*[+-]\s*\)\s*[.;]?\s*$))\s*(?P<rest>.*)$")
 
 
 @lru_cache(maxsize=256)
@@ -1295,8 +1331,11 @@ _CHOICE_HEADER = re.compile(r"^(?:present|yes|seen|visible)\s+(?:absent|no|not s
 
 # The whole value of a "<finding>: <value>" field in clinical shorthand (issue 48, set H): "neg",
 # "nil", "-ve" deny; "pos", "+ve" claim. Only the whole value: "nil else" or "neg for mass" is not it.
-_SHORT_VALUE = re.compile(r"^(?:(?P<neg>neg|negative|nil|-\s?ve|absent|none|not seen|not present|no)|"
-                          r"(?P<pos>pos|positive|\+\s?ve|present|seen|yes))\s*[.!;]?\s*$")
+# (issue 48, set T) a sign alone or in brackets is the value too: "L kidney (-)", "GB: +"
+_SHORT_VALUE = re.compile(r"^(?:(?P<neg>neg|negative|nil|-\s?ve|absent|none|not seen|not present|no|n/v|\(\s*-\s*\)|-)|"
+                          r"(?P<pos>pos|positive|\+\s?ve|present|seen|yes|\(\s*\+\s*\)|\+))\s*[.!;]?\s*$")
+# a side abbreviated before a field's name ("L kidney (-)", "R adrenal: normal") is that side spelled out
+_SIDE_LETTER = re.compile(r"^([lr])\.?\s+(?=[^\W\d_]{2})")
 
 
 # a presence word as the label of a yes / no value ("Present: no", "Visible:" over "yes", "Absent: true"): read
@@ -1311,6 +1350,9 @@ _POLARITY_LABEL = re.compile(r"^(?:(?P<pos>present|visible|seen|detected|identif
 _UNDECIDED_VALUE = re.compile(r"^(?:(?:can not|could not|unable to|not able to)\s+(?:comment|assess|evaluate|say|tell|judge)|"
                               r"unclear|uncertain|indeterminate|equivocal|undetermined|unknown|not assessable|not evaluable|"
                               r"no comment|n/?a|\?+)\s*(?:[.!;,]|$)")
+
+
+_NEXT_FIELD = re.compile(r"(?<=[.;])\s+(?=[^\W\d_][^:.;\n]{0,40}:)")
 
 
 def _label_lines(lines, terms):
@@ -1329,10 +1371,12 @@ def _label_lines(lines, terms):
         if c:  # "Polyp count: 0": a count of none denies, a count of one or more claims
             found = ("answer", int(c.group("n")) > 0)
             continue
-        m = pat.match(part)
-        if not m or not re.search(r"\w", m.group("rest")):
+        m = pat.match(_SIDE_LETTER.sub(lambda x: "left " if x.group(1) == "l" else "right ", part))
+        if not m or not (re.search(r"\w", m.group("rest")) or _SHORT_VALUE.match(m.group("rest"))):
             continue
-        rest = m.group("rest")
+        # a field's value ends where the next field of its line begins ("Right adrenal: normal. Left adrenal: not
+        # seen."; issue 48, set T): read to the line's end, the other side's denial was the asked side's value
+        rest = _NEXT_FIELD.split(m.group("rest"), maxsplit=1)[0]
         if _DECLINE.search(rest) or _DECLINED_PREDICATE.match(" " + rest) or _UNDECIDED_VALUE.match(rest):
             # "Prostate — can't tell; motion artefact ..." (issue 48, set O): the field is declined, not filled
             found = ("refer", None)
@@ -1347,6 +1391,11 @@ def _label_lines(lines, terms):
         lead = _leading(rest, "presence", flip=False)
         if lead is not None:
             found = ("answer", lead)
+            continue
+        if _ABSENT_PREDICATE.search(rest) and not _NEGATION_CUE.search(_ABSENT_PREDICATE.sub(" ", rest)):
+            # "GB: s/p CCY, not visualized." (issue 48, set T): a denial later in the value, past a clause the scope
+            # of "x <value>" stops at
+            found = ("answer", False)
             continue
         st = status("x " + rest, 0, 1)
         got = _aggregate([st])
@@ -1788,6 +1837,14 @@ def _phrase_loop(words: list[str]) -> bool:
     return False
 
 
+_KEY_ROWS = ("qwertyuiop", "asdfghjkl", "zxcvbnm")
+
+
+def _keyboard_run(word: str) -> bool:
+    """Whether ``word`` is three or more neighbouring keys of one keyboard row struck in order ("asdf", "qwerty", "jkl")."""
+    return len(word) >= 3 and any(word in row or word in row[::-1] for row in _KEY_ROWS)
+
+
 def read_decision(text: str, question: str, finding: str, question_kind: str | None = None,
               synonyms: tuple[str, ...] | list[str] = (), *, _corrections: bool = True) -> Reading:
     """Read a free-text reply (or an answer field) into a decision about ``finding``.
@@ -1849,6 +1906,10 @@ def read_decision(text: str, question: str, finding: str, question_kind: str | N
     if enough == 4 and _BYTE_DEBRIS.search(stripped) and not _VERDICT_WORD.search(stripped) and not _POSITIVE_PREDICATE.search(stripped):
         # "</s><s>[/INST] ▁▁▁ 0x3f ### image_patch_17 ��": generator tokens beside byte debris, no statement (issue 48, set R)
         return Reading("unparseable", None, "none", "generator tokens and byte debris, no statement: degenerate output")
+    if words and all(_keyboard_run(w) for w in words):
+        # "asdf ### <unk> <unk> </s>" (issue 48, set T): keys struck in a row beside a generator's tokens, no word;
+        # to an open question any text had read as a finding described
+        return Reading("unparseable", None, "none", "keys struck in a row, no word: degenerate output, not a reply")
     if re.fullmatch(r"(?:i|we)\s+(?:can\s+)?see|i\s+understand|okay|ok|hmm+", " ".join(words)):
         # "I see" alone acknowledges; it says nothing of the finding (issue 48, set P)
         return Reading("unparseable", None, "none", "an acknowledgement alone, not a reply")
@@ -1883,7 +1944,10 @@ _DECLINE = re.compile(
     # a refusal to commit, said as such: "it's cropped and I can't say.", "I'd rather not commit"
     r"\bcan not say\s*(?:[.!;,]|$)|\b(?:rather not|not going to|will not|do not want to)\s+commit\b|"
     # (issue 48, sets M and N) "I can't say either way", "whether the cord itself is discernible is uncertain"
-    r"\bcan not say either way\b|\bwhether\b[^.;]{1,80}\b(?:is|remains)\s+(?:uncertain|unclear|indeterminate)\b")
+    r"\bcan not say either way\b|\bwhether\b[^.;]{1,80}\b(?:is|remains)\s+(?:uncertain|unclear|indeterminate)\b|"
+    # (issue 48, set T) "I cannot reach a conclusion" after a lucency that "could be a fracture, but could also be a physis"
+    r"\b(?:can not|could not|unable to|not able to)\s+(?:reach|come to|make|draw|arrive at)\s+(?:a|any)\s+"
+    r"(?:firm\s+|definite\s+|definitive\s+|final\s+)?(?:conclusion|decision|determination|call)\b")
 
 # Checklists: "[x] Pneumothorax", "✓ nodule", "Polyp: ✗", "| Effusion | ❌ |" (a table row reads as
 # "effusion: ❌"). A tick claims, a cross denies, an empty box is not read as either.
@@ -2540,6 +2604,16 @@ def _property_by_adjective(lines: list[str], finding: str, terms: tuple[str, ...
     return [before_property.sub(_singular(organ), line) for line in lines]
 
 
+# faults of the image that keep the finding from being read (issue 48, set T)
+_POOR_IMAGE = re.compile(r"\b(?:obscured|hidden|overexposed|underexposed|over-exposed|under-exposed|blurr(?:ed|y)|out of focus|"
+                         r"too (?:dark|bright|blurry|small|noisy)|poor(?:ly)? (?:quality|exposed|lit)|low resolution|pixelated|"
+                         r"motion artefact|motion artifact)\b")
+
+
+def _clauses(sentences: list[str]) -> list[str]:
+    return [c for x in sentences for c in re.split(r";|,?\s+and\s+(?=the\b|this\b|it\b)", x) if re.search(r"\w", c)]
+
+
 def _read(text: str, question: str, finding: str, question_kind: str | None, synonyms: tuple[str, ...],
           _corrections: bool) -> Reading:
     """:func:`read_decision` without the evidence."""
@@ -2603,6 +2677,16 @@ def _read(text: str, question: str, finding: str, question_kind: str | None, syn
         return Reading("unclear", None, "self-correction")  # "... isn't in this slice. Or it might be both."
     if got is not None and got[0] == "answer" and got[2] in ("mention", "health-words") and _DECLINE.search(flat):
         return Reading("unclear", None, "declined")  # "Can't tell. The loops could be sigmoid."
+    if (got is not None and got[0] == "answer" and got[2] in ("mention", "open") and _ASKS_FOR_IMAGE.search(flat)
+            and all(_POOR_IMAGE.search(x) or _ASKS_FOR_IMAGE.search(x) for x in _clauses(sentences))):
+        # "The lesion is obscured by hair and the photo is overexposed; could you provide a clearer image?": the
+        # image's faults and a request for a better one, nothing said of the finding (issue 48, set T)
+        return Reading("clarify", None, "undecided")
+    if (got is not None and got[:3] == ("answer", True, "mention") and languages.is_foreign(flat) and languages.declines(flat)
+            and (languages.foreign_reading(flat, terms, None) or ("",))[0] != "answer"):
+        # "trop sombre pour évaluer s'il y a un pneumothorax": the English name inside a decline in another language
+        # (issue 48, set T)
+        return Reading("clarify" if languages.complains_of_image(flat) else "refer", None, "other-language")
     if (kind == "health" and got is not None and got[:2] == ("answer", False) and got[2] in ("mention", "health-words")
             and (_QUALIFIED_NORMAL.search(flat) or _OTHER_ABNORMALITY.search(flat))):
         return Reading("unclear", None, "qualified-normal")
