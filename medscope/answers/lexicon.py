@@ -7,10 +7,11 @@ unusable image (clarify) or of declining to decide (refer). One table a reviewer
 YES_PARTICLES = ("yes", "yess", "yesss", "yeah", "yea", "yah", "ya", "ye", "yep", "yup", "correct", "affirmative",
                  "true", "indeed", "i think so", "i believe so", "definitely", "absolutely",
                  "sí", "sì", "si", "oui", "ja", "jawel", "да", "是", "是的", "对", "有", "はい", "ある", "あります", "네", "예",
-                 "있습니다", "sim", "evet", "tak", "ano", "igen", "kyllä", "ναι", "نعم", "हाँ", "हां", "haan", "có", "iya")
+                 "있습니다", "sim", "evet", "tak", "ano", "igen", "kyllä", "ναι", "نعم", "हाँ", "हां", "haan", "có", "iya",
+                 "כן")
 NO_PARTICLES = ("yeah no", "yeah, no", "no", "noo", "nooo", "nope", "nah", "naw", "nay", "false", "incorrect", "non", "nein", "nee", "нет",
                 "否", "不", "不是", "没有", "無い", "ない", "いいえ", "아니요", "아니오", "없습니다", "não", "nao", "hayır",
-                "nie", "ne", "nem", "όχι", "لا", "नहीं", "nahi", "def not", "definitely not", "absolutely not",
+                "nie", "ne", "nem", "όχι", "لا", "לא", "नहीं", "nahi", "def not", "definitely not", "absolutely not",
                 "certainly not", "no way", "not that i can see", "i do not think so", "không", "tidak",
                 "i do not believe so", "not really", "not at all")
 # (issue 48, set R) particles that are also the language's "not" / "there is" before a word ("không thấy", "tidak

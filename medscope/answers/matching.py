@@ -143,6 +143,13 @@ class Reading:
     evidence: str = ""  # the text that decided, or why the reading is unclear
 
 
+# (issue 48, set U) a dictation error: "Know fracture seen." for "No fracture seen."; "know" opening a sentence
+# before a noun, or after "there is", is the heard "no" (not "know that", "know if", "know the ...")
+_DICTATED_NO = re.compile(r"(^|[.!?;:\n\u2022-]\s*|\bthere\s+(?:is|are)\s+)know\s+(?!(?:that|if|whether|what|how|why|the|"
+                          r"this|these|those|it|its|your|you|i|we|they|he|she|him|her|them|of|about|more|less|when|where|"
+                          r"which|who|a|an|anything|nothing|something|everything|for|to|and|or|my|our|their)\b)(?=[a-z])")
+
+
 def normalize(text: str) -> str:
     """Lower case, unified quotes and spaces, markdown removed, contractions expanded
     ("doesn't" -> "does not", "can't" -> "can not").
@@ -165,6 +172,8 @@ def normalize(text: str) -> str:
     if re.search(r"\b(?:miss|missed|doubt|question|mistaking|denying|only)\b", text):
         for pat, rep in _POSITIVE_IDIOMS:
             text = pat.sub(rep, text)
+    if "know" in text:
+        text = _DICTATED_NO.sub(r"\1no ", text)
     return _SPACES.sub(" ", text).strip()
 
 
@@ -1355,6 +1364,13 @@ _UNDECIDED_VALUE = re.compile(r"^(?:(?:can not|could not|unable to|not able to)\
 _NEXT_FIELD = re.compile(r"(?<=[.;])\s+(?=[^\W\d_][^:.;\n]{0,40}:)")
 
 
+# (issue 48, set U) a measurement field of an organ ("Spleen length:") whose value says the organ is out of view
+_MEASURE_FIELD = re.compile(r"^(?P<name>[a-z][a-z ]{1,30}?)\s+(?:length|size|span|diameter|volume|measurements?|"
+                            r"dimensions?)\s*[:=]\s*(?P<rest>.+)$")
+_OUT_OF_VIEW = re.compile(r"(?<!partly )(?<!partially )\b(?:outside|out of|beyond|not (?:in|within))\s+(?:the\s+)?"
+                          r"(?:field of view|fov|imaged field|scan range)\b")
+
+
 def _label_lines(lines, terms):
     """Rule 2: "<finding>: <value>" lines; the value is finding polarity."""
     if not terms:
@@ -1370,6 +1386,11 @@ def _label_lines(lines, terms):
         c = counted.match(part)
         if c:  # "Polyp count: 0": a count of none denies, a count of one or more claims
             found = ("answer", int(c.group("n")) > 0)
+            continue
+        measured = _MEASURE_FIELD.match(part)
+        if measured and any(t == measured.group("name") for t in terms) and _OUT_OF_VIEW.search(measured.group("rest")):
+            # "Spleen length: not measurable (outside the field of view)" (issue 48, set U): the organ is out of view
+            found = ("answer", False)
             continue
         m = pat.match(_SIDE_LETTER.sub(lambda x: "left " if x.group(1) == "l" else "right ", part))
         if not m or not (re.search(r"\w", m.group("rest")) or _SHORT_VALUE.match(m.group("rest"))):
@@ -1845,6 +1866,55 @@ def _keyboard_run(word: str) -> bool:
     return len(word) >= 3 and any(word in row or word in row[::-1] for row in _KEY_ROWS)
 
 
+# (issue 48, set U) Russian written in Latin letters: the reply is all Latin letters, says "ne" / "net" beside a
+# verb or noun of finding ("vyyavleno", "vidna", "patologii") and has no English function word
+_ROMANIZED_NEGATOR = re.compile(r"\b(?:ne|net)\b", re.I)
+_ROMANIZED_WORD = re.compile(r"\b(?:vyyavl\w*|obnaruzh\w*|vid(?:en|na|no|ny|at)|patologi\w*|nichego|otmecha\w*)\b", re.I)
+_ENGLISH_WORD = re.compile(r"\b(?:the|is|are|this|that|of|and|there|no|not|seen|visible)\b", re.I)
+_LATIN_TO_CYRILLIC = (("shch", "щ"), ("sch", "щ"), ("zh", "ж"), ("kh", "х"), ("ts", "ц"), ("ch", "ч"), ("sh", "ш"),
+                      ("yu", "ю"), ("ya", "я"), ("yo", "ё"), ("ye", "е"), ("a", "а"), ("b", "б"), ("v", "в"),
+                      ("g", "г"), ("d", "д"), ("e", "е"), ("z", "з"), ("i", "и"), ("y", "ы"), ("k", "к"), ("l", "л"),
+                      ("m", "м"), ("n", "н"), ("o", "о"), ("p", "п"), ("r", "р"), ("s", "с"), ("t", "т"), ("u", "у"),
+                      ("f", "ф"), ("'", "ь"))
+_LATIN_LETTERS = re.compile("|".join(re.escape(a) for a, _ in _LATIN_TO_CYRILLIC))
+_CYRILLIC_OF = dict(_LATIN_TO_CYRILLIC)
+
+
+def _cyrillic_of_romanized_russian(text: str) -> str:
+    """The reply in Cyrillic where it is Russian in Latin letters; otherwise the reply unchanged."""
+    if (not text.isascii() or "{" in text or not _ROMANIZED_NEGATOR.search(text) or not _ROMANIZED_WORD.search(text)
+            or _ENGLISH_WORD.search(text)):
+        return text
+    return _LATIN_LETTERS.sub(lambda m: _CYRILLIC_OF[m.group(0)], text.lower())
+
+
+# (issue 48, set U) sarcasm: an ironic lead ("oh sure", "oh no", "yeah right"), an emphatic word in its verdict
+# ("totally", "absolutely") and a tail after a dash that takes it back ("- if you count ...", "... for fun")
+_SARCASM = re.compile(r"^\W*(?:oh\s+(?:sure|yes|yeah|no|absolutely|definitely|totally)|yeah,?\s+right|sure\s+thing)\b"
+                      r"[^.\n]{0,80}?\b(?:totally|absolutely|definitely|clearly|obviously|certainly)\b[^.\n]{0,80}?"
+                      r"(?:\s[-\u2013\u2014]|[\u2013\u2014])\s*(?=[^.\n]*\b(?:if you count|unless|for fun|just|only if|"
+                      r"as long as|assuming)\b)")
+
+
+# (issue 48, set U) a transplanted kidney named as there: "renal transplant", "transplant kidney", "renal allograft"
+_TRANSPLANT = re.compile(r"\b(?:(?:renal|kidney)\s+(?:transplant|allograft|graft)|transplant(?:ed)?\s+kidney|"
+                         r"allograft\s+kidney)\b")
+_CLAUSE_BREAK = re.compile(r"[.;,:\n]|\b(?:but|with|while|whereas|although)\b")
+
+
+def _transplant_seen(text: str, finding: str) -> bool:
+    """Whether an unsided kidney question is answered by a transplanted kidney said to be there: not
+    negated in its own clause ("no renal transplant", "the transplant kidney is not seen" are not)."""
+    if finding.strip().lower() not in ("kidney", "kidneys") or _YES.match(text) or _NO.match(text):
+        return False
+    m = _TRANSPLANT.search(text)
+    if not m:
+        return False
+    before = _CLAUSE_BREAK.split(text[:m.start()])[-1]
+    after = _CLAUSE_BREAK.split(text[m.end():])[0]
+    return not _NEGATION_CUE.search(before + " " + after) and not re.search(r"\b(?:absent|removed|explanted)\b", after)
+
+
 def read_decision(text: str, question: str, finding: str, question_kind: str | None = None,
               synonyms: tuple[str, ...] | list[str] = (), *, _corrections: bool = True) -> Reading:
     """Read a free-text reply (or an answer field) into a decision about ``finding``.
@@ -1878,6 +1948,9 @@ def read_decision(text: str, question: str, finding: str, question_kind: str | N
     """
     # NUL characters are a decoder's leftovers (UTF-16 read as bytes: "Y\x00e\x00s"), never part of a word (issue 48)
     text = (text or "").replace("\x00", "")
+    # (issue 48, set U) Russian in Latin letters ("Patologii ne vyyavleno", no pathology found) is read in Cyrillic,
+    # as the reader reads Russian; read as English, the open question's reply was a finding described
+    text = _cyrillic_of_romanized_russian(text)
     # end-of-sequence and template tokens ("[END]", "</s>", "<|endoftext|>") are a generator's
     # leftovers, not words of the reply (issue 48, set M)
     stripped = normalize(_SPECIAL_TOKENS.sub(" ", text or ""))
@@ -1921,6 +1994,15 @@ def read_decision(text: str, question: str, finding: str, question_kind: str | N
         return Reading("unparseable", None, "none", "words repeated in runs after a label: degenerate output, not a reply")
     if _unfilled_template(stripped, question):
         return Reading("unparseable", None, "none", "an unfilled template: empty labels, list numbers or the question echoed")
+    if _SARCASM.search(stripped):
+        # (issue 48, set U) "Oh sure, the pancreas is *totally* visible — if you count a slice through the thighs":
+        # the words say one thing and mean the other; read literally it flipped, and the reader cannot be sure
+        return Reading("unclear", None, "conflicting-evidence", "sarcasm: an ironic lead and an emphatic verdict "
+                       "taken back by its own tail; the literal words may mean the opposite")
+    if question_kind == "organ" and _transplant_seen(stripped, finding):
+        # (issue 48, set U) "the native kidneys are not well seen, but there is a renal transplant in the right
+        # iliac fossa": a transplanted kidney is a kidney; the native ones' denial read absent
+        return Reading("answer", True, "mention", _TRANSPLANT.search(stripped).group(0))
     token = _REVERSED_QUESTION.set(question_is_reversed(question))
     declines = _DECLINING.set(bool(_undecided(normalize(text or ""))))
     try:
