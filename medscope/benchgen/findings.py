@@ -57,8 +57,31 @@ LESION_NOUNS = {
     "lymphoma": r"lymphomas?", "abscess": r"abscess(?:es)?", "haematoma": r"ha?ematomas?",
     # named soft-tissue tumours (lipoma, liposarcoma, elastofibroma, neurofibroma, myxoma)
     "lipoma": r"lipomas?", "sarcoma": r"[a-z]*sarcomas?", "fibroma": r"[a-z]*fibromas?", "myxoma": r"myxomas?",
+    # the uterus's focal lesions (a fibroid of any FIGO position, an adenomyoma, a polyp)
+    "fibroid": r"(?:fibroids?|(?:leio)?myomas?)", "adenomyoma": r"adenomyomas?", "polyp": r"polyps?",
 }
 UMBRELLA = {"lesion", "observation"}
+# nouns of one organ's own lesions: an umbrella ("the dominant lesion") takes them in only where the texts
+# name that organ, so a fibroid beside an adnexal mass stays the uterus's and never the adnexal lesion
+ORGAN_NOUNS = {"fibroid": "uterus", "adenomyoma": "uterus", "polyp": "uterus"}
+
+
+def umbrella_nouns(texts: str) -> set[str]:
+    """Every lesion noun an umbrella term ("lesion") stands for in ``texts``: all of :data:`LESION_NOUNS`
+    but the nouns of an organ (:data:`ORGAN_NOUNS`) that ``texts`` do not name.
+
+    Parameters
+    ----------
+    texts : str
+        Normalised question text(s) or a schema's organ and questions.
+
+    Returns
+    -------
+    set of str
+        Keys of :data:`LESION_NOUNS`.
+    """
+    named = {organ for organ in set(ORGAN_NOUNS.values()) if re.search(ORGAN_WORDS[organ], texts)}
+    return {k for k in LESION_NOUNS if k not in ORGAN_NOUNS or ORGAN_NOUNS[k] in named}
 _NOUN_OF = [(k, re.compile(rf"\b{v}\b")) for k, v in LESION_NOUNS.items()]
 # addition: place words (lobes, poles, segments) and the organs each can be in. "lower pole" is a
 # kidney's, a thyroid lobe's, the spleen's or a testis's; "right lobe" a liver's or a thyroid's:
@@ -77,7 +100,9 @@ PLACE_ORGANS = (
 )
 SCHEMA_ORGAN = {"lung": "lung", "liver": "liver", "kidney": "kidney", "brain": "brain"}
 _SIDE = re.compile(r"\b(left|right|bilateral|bilaterally|both)\b")
-_DOMINANT = re.compile(r"\b(?:dominant|largest|biggest|larger|bigger|index)\b")
+_DOMINANT = re.compile(r"\b(?:dominant|largest|biggest|larger|bigger|index|target)\b")
+# "several fibroids, the largest a 3.0 cm ... fibroid": the largest of the group just named, not of every lesion
+_LARGEST_OF_NAMED_GROUP = re.compile(r"\w+s\s*,\s*(?:the\s+)?(?:largest|biggest)\b[^.;]*$")
 # the one prior-size cue grounding.prior_length does not read: "versus 1.8 cm", "vs 12 mm"
 _VERSUS_BEFORE = re.compile(r"\b(?:versus|vs)\W+(?:\w+\W+){0,2}$")
 # a RADS category the report assigns a lesion ("PI-RADS 4", "TI-RADS 5", "LR-5", "BI-RADS category 4a");
@@ -163,7 +188,7 @@ def nouns_of(texts: list[str]) -> set[str]:
     """
     joined = normalize_sentence(" ".join(texts))
     found = {k for k, pat in _NOUN_OF if pat.search(joined) or re.search(rf"\b{k}", joined)}
-    return set(LESION_NOUNS) if found & UMBRELLA else found
+    return found | umbrella_nouns(joined) if found & UMBRELLA else found
 
 
 def _organ(text: str) -> str | None:
@@ -666,10 +691,21 @@ def _new_finding(original, sent, start, end, word, a, b, header_text, section_or
                    size_mm=max(dims) if dims else None, dims_mm=dims, prior_size_mm=prior, text=clause,
                    sentence=original, span=(a, b), plural=word.endswith("s") and not word.endswith("ss")
                    and word not in ("metastasis",),
-                   called_dominant=bool(_DOMINANT.search(sent[a:start])),
+                   called_dominant=bool(_DOMINANT.search(sent[a:start])) and not _largest_of_named_group(sent, a, start),
+                   largest_of_group=_largest_of_named_group(sent, a, start),
                    # "innumerable small cysts": the words just before the noun qualify it even where its clause starts at it
                    small=bool(_SMALL.search(clause) or _SMALL.search(re.search(r"(?:\S+\s+){0,2}$", sent[:start]).group(0))),
                    section=section)
+
+
+def _largest_of_named_group(sent: str, a: int, start: int) -> bool:
+    """Whether the superlative before a noun ranks it in the plural group its sentence names just before
+    ("Bulky uterus with several fibroids, the largest a 3.0 cm ... fibroid"): the group's largest, which
+    another kind of lesion (a tumour) may still outsize."""
+    words = sent[a:start]
+    sup = re.search(r"\b(?:largest|biggest)\b", words)
+    return bool(sup and not re.search(r"\b(?:dominant|index|target)\b", words)
+                and _LARGEST_OF_NAMED_GROUP.search(sent[max(0, a - 60):a + sup.end()]))
 
 
 def _referent(out: list[Finding], f: Finding, before: str, section: str) -> Finding | None:
@@ -677,8 +713,8 @@ def _referent(out: list[Finding], f: Finding, before: str, section: str) -> Find
     if not out or f.status not in ("present",):
         return None
     candidates = [g for g in out if g.status == "present" and _compatible(g, f)]
-    if re.search(r"\b(?:remaining|other|additional|further|another|second)\s+(?:[\w-]+\s+){0,2}$", before):
-        return None  # "the remaining nodules" are not the nodule just described
+    if re.search(r"\b(?:remaining|other|additional|further|another|second|smaller)\s+(?:[\w-]+\s+){0,2}$", before):
+        return None  # "the remaining nodules", "the smaller fibroids" are not the nodule just described
     if _DEFINITE.search(before) and not f.called_dominant:
         same = [g for g in candidates if not g.plural and (g.entity.rstrip("s") == f.entity.rstrip("s")
                                                            or f.entity.rstrip("s") in UMBRELLA)]

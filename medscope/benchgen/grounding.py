@@ -47,10 +47,14 @@ ORGAN_WORDS = {
     "adrenal": r"\badrenals?\b", "pancreas": r"\bpancrea\w*", "spleen": r"\b(?:spleen|splenic)\b",
     "bone": r"\b(?:osseous|bones?|vertebra\w*|ribs?|sacrum|iliac bone)\b",
     "lymph node": r"\blymph\b", "breast": r"\bbreasts?\b", "thyroid": r"\bthyroid\w*\b",
-    "prostate": r"\bprostat\w*", "bladder": r"\b(?:urinary )?bladder\b", "uterus": r"\b(?:uter\w*|endometri\w*)\b",
+    "prostate": r"\bprostat\w*", "bladder": r"\b(?:urinary )?bladder\b", "uterus": r"\b(?:uter(?!osacral)\w*|endometri(?!os|om|otic)\w*)\b",
     "ovary": r"\b(?:ovar\w*|adnex\w*)\b", "testis": r"\b(?:testi[sc]\w*|testes|scrot\w*)\b",
     # the major salivary glands: one organ of three paired glands ("parotidectomy bed" is the parotid's)
     "salivary gland": r"\b(?:salivary|parotid\w*|submandibular|sublingual)\b",
+    # the pelvic ligaments and a pregnancy's own tissues lie in or on the uterus and are no part of it: a
+    # uterosacral endometriosis nodule or a subchorionic haematoma is never a uterine lesion
+    "pelvic ligament": r"\b(?:uterosacral|sacrouterine|broad|round|cardinal) ligaments?\b",
+    "pregnancy": r"\b(?:subchorionic|retroplacental|placent\w*|gestational sac)\b",
 }
 _SENTENCE = re.compile(r"(?<=[.;!?])\s+|\n+")
 

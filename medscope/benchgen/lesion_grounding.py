@@ -42,7 +42,7 @@ _PRIOR_Q = grounding.ASKS_PRIOR
 
 def _question_nouns(q: str) -> set[str]:
     found = {k for k, pat in findmod._NOUN_OF if pat.search(q)}
-    return set(findmod.LESION_NOUNS) if found & findmod.UMBRELLA else found
+    return found | findmod.umbrella_nouns(q) if found & findmod.UMBRELLA else found
 
 
 def _about(q: str, found: list[findmod.Finding], nouns: set[str], placed: bool = False) -> list[findmod.Finding]:
