@@ -25,7 +25,7 @@ import json
 import re
 
 from medscope.benchgen import findings as findmod
-from medscope.benchgen.grounding import (ORGAN_WORDS, _MIXED_BEFORE, ARTIFACT_AFTER, _SIDE_TAIL, SECONDARY, _spread,
+from medscope.benchgen.grounding import (ORGAN_WORDS, one_region_denied, _MIXED_BEFORE, ARTIFACT_AFTER, _SIDE_TAIL, SECONDARY, _spread,
                                         RELATIVE_TO_BEFORE, SHARED_HEAD, named_members, member_subject, time_narrowed_denial,
                                         paired_subject_side, _BOTH_SIDES,
                                         _mention_status, is_recommendation, measurements, normalize_sentence, sentences,
@@ -648,6 +648,9 @@ def _binary_field(field: FieldSpec, sents: list[str], findings: str, impression:
     """(value, evidence, reason when unset) of a binary field read over the whole report
     (:func:`study_binary`, then the field's question through the report-grounded check)."""
     value, evidence, why = study_binary(field, sents, lesion_side)
+    if value == "no" and one_region_denied(normalize_sentence(field.question), normalize_sentence(evidence),
+                                           [normalize_sentence(x) for x in sents]):
+        return None, "", "only_partial_denial"  # "No para-aortic lymphadenopathy." beside an enlarged iliac node
     if value == "no" and not _DENIER.search(normalize_sentence(evidence)) and _grounded_yes(field, findings, impression):
         # "The main portal vein is patent." beside "a bland thrombus lies in the anterior branch of the
         # right portal vein": a No read from a structure called patent or normal, not from a denial of the
