@@ -553,6 +553,15 @@ def report_findings(findings: str, impression: str, nouns: set[str] | None = Non
                     _merge(joined_to_previous, f, keep_status=True)
                     joined_prev_end = end
                     continue
+                if (joined_to_previous is not None and f.called_dominant and f.size_mm is None and not f.plural
+                        and f.entity.rstrip("s") in UMBRELLA and not joined_to_previous.plural
+                        and re.search(r"[:,;]\s*(?:the\s+)?(?:dominant|index|target)\s+$", sent[:start])):
+                    # "... fibroid (FIGO 0), 3.3 cm, arising from the fundus: the target lesion for resection":
+                    # an unsized "target / dominant lesion" set beside one lesion names that lesion ("2.5 cm from
+                    # the index lesion" is a distance, no apposition)
+                    _merge(joined_to_previous, f, keep_status=True)
+                    joined_prev_end = end
+                    continue
                 # "the largest in the right upper pole measuring 4.1 cm" after a plural mention
                 # ("measuring up to 9 mm": the largest is 9 mm)
                 sub = re.search(r"(?:,\s*|\b)(?:the\s+)?(?:largest|dominant|biggest|larger|bigger)\b|\bup to\b",
