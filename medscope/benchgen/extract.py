@@ -598,6 +598,11 @@ def extract_with_rejects(schema: Schema, findings: str, impression: str
             if dom is None:
                 unset[field.name] = why_none
                 continue
+            if findmod.dominant_of_another_kind([dom], findmod.nouns_of([field.question]), schema.organ):
+                # "the dominant fibroid" of a report whose dominant lesion is a tumour, an adenomyoma or a
+                # "lesion" left as polyp versus fibroid: no fibroid is the dominant lesion
+                unset[field.name] = "dominant_lesion_of_another_kind"
+                continue
             value, why = lesion_value(field, dom)
             evidence = dom.sentence
             if value is None and sole and field.type == "binary" and why == "not_stated_for_dominant_lesion":

@@ -717,6 +717,39 @@ def _largest_of_named_group(sent: str, a: int, start: int) -> bool:
                 and _LARGEST_OF_NAMED_GROUP.search(sent[max(0, a - 60):a + sup.end()]))
 
 
+# nouns any kind of lesion goes by ("the dominant mass" may be a lipoma): they ask of no one kind
+_GENERIC_NOUNS = {"mass", "nodule", "tumor", "neoplasm"}
+
+
+def dominant_of_another_kind(found: list[Finding], asked: set[str], organ: str | None = None) -> bool:
+    """Whether the dominant lesion of every kind the organ holds is of another kind than the one asked.
+
+    Parameters
+    ----------
+    found : list of Finding
+        The report's findings (:func:`report_findings`, read with every noun of the organ).
+    asked : set of str
+        The lesion nouns a question names (keys of :data:`LESION_NOUNS`), e.g. {"fibroid"}.
+    organ : str or None, optional
+        The schema's organ.
+
+    Returns
+    -------
+    bool
+        True when ``asked`` names one kind (no umbrella or generic noun: mass, nodule, tumour) and the dominant finding of ``found``
+        (:func:`dominant`) is a lesion of no asked kind: "the dominant fibroid" of a uterus whose
+        dominant lesion is a 3.8 cm adenomyoma, beside a 1.2 cm fibroid, or a "lesion" the report
+        leaves as polyp versus fibroid. False where no lesion is dominant.
+    """
+    if not asked or asked & (UMBRELLA | _GENERIC_NOUNS):
+        return False
+    dom, _ = dominant(found, organ)
+    if dom is None:
+        return False
+    kind = next((k for k, p in _NOUN_OF if p.fullmatch(dom.entity)), None)
+    return kind not in asked
+
+
 def _referent(out: list[Finding], f: Finding, before: str, section: str) -> Finding | None:
     """The earlier finding a mention names again, or None for a new lesion."""
     if not out or f.status not in ("present",):
