@@ -172,6 +172,11 @@ RELATION_BEFORE = re.compile(r"\b(?:adjacent to|separate(?:ly)? from|separated f
                              r"(?:[\w-]+\s+){0,2}$")
 
 
+# a share of a lesion's own volume ("more than half of its volume projects into the cavity", a fibroid's
+# FIGO grading) says where the lesion lies, never how deep a tumour invades a wall
+_SHARE_OF_VOLUME = re.compile(r"\s*(?:%\s*)?of\s+(?:its|the\s+(?:lesion|fibroid|mass|tumou?r)(?:'s)?)\s+volume\b")
+
+
 def _multi_found(field: FieldSpec, text: str) -> tuple[list[tuple[int, int, str]], list[tuple[int, int]]]:
     """((start, schema order, value), (start, end)) of every asserted value mention of a multi field
     in normalised ``text``: never one reached by "extending into", one the sentence denies or
@@ -182,6 +187,7 @@ def _multi_found(field: FieldSpec, text: str) -> tuple[list[tuple[int, int, str]
             if (SECONDARY.search(text[: m.start()]) or RELATION_BEFORE.search(text[: m.start()])
                     or RELATIVE_TO_BEFORE.search(text[: m.start()])
                     or in_technical_phrase(text, m.start(), m.end())
+                    or _SHARE_OF_VOLUME.match(text[m.end():])
                     or _mention_status(text, m.start(), m.end()) not in ("affirmed", "favoured")):
                 continue
             found.append((m.start(), order, v.value))
