@@ -707,6 +707,18 @@ def _new_finding(original, sent, start, end, word, a, b, header_text, section_or
                    section=section)
 
 
+# vocabulary: positions a lesion has one of (a fibroid's FIGO position)
+_POSITIONS = ("submucosal", "intramural", "subserosal")
+
+
+def _other_position(before: str, earlier: str) -> bool:
+    """Whether a definite mention's own words give it a position ("the subserosal fibroid") that the
+    earlier lesion's words give otherwise ("the dominant intramural fibroid"): another lesion."""
+    own = re.search(r"\b(?:the|this)\s+((?:[\w-]+\s+){0,3})$", before)
+    said = {p for p in _POSITIONS if own and p in own.group(1)}
+    return bool(said) and not said & {p for p in _POSITIONS if p in earlier}
+
+
 def _largest_of_named_group(sent: str, a: int, start: int) -> bool:
     """Whether the superlative before a noun ranks it in the plural group its sentence names just before
     ("Bulky uterus with several fibroids, the largest a 3.0 cm ... fibroid"): the group's largest, which
@@ -758,7 +770,8 @@ def _referent(out: list[Finding], f: Finding, before: str, section: str) -> Find
     if re.search(r"\b(?:remaining|other|additional|further|another|second|smaller)\s+(?:[\w-]+\s+){0,2}$", before):
         return None  # "the remaining nodules", "the smaller fibroids" are not the nodule just described
     if _DEFINITE.search(before) and not f.called_dominant:
-        same = [g for g in candidates if not g.plural and (g.entity.rstrip("s") == f.entity.rstrip("s")
+        same = [g for g in candidates if not g.plural and not _other_position(before, g.text)
+                and (g.entity.rstrip("s") == f.entity.rstrip("s")
                                                            or f.entity.rstrip("s") in UMBRELLA)]
         return same[-1] if same else None
     if section != "impression" and not f.called_dominant:
