@@ -547,6 +547,8 @@ def report_findings(findings: str, impression: str, nouns: set[str] | None = Non
             touched = None  # the finding the sentence's last mention names: the next unnamed sentence describes it
             for (start, end, word), (a, b) in zip(mentions, segs):
                 f = _new_finding(original, sent, start, end, word, a, b, header_text, section_organ, section)
+                if f.largest_of_group and joined_to_previous is not None and joined_to_previous.plural:
+                    joined_to_previous.summarised = True  # the group stands for its largest, now described
                 # "Dominant lesion is a 2.1 cm mass": a copula joins the two nouns into one lesion
                 if joined_to_previous is not None and (_COPULA.match(sent[joined_prev_end:start])
                                                        or _LABEL.match(sent[joined_prev_end:start])):
