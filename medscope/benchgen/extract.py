@@ -25,7 +25,7 @@ import json
 import re
 
 from medscope.benchgen import findings as findmod
-from medscope.benchgen.grounding import (ORGAN_WORDS, _MIXED_BEFORE, ARTIFACT_AFTER, _SIDE_TAIL, SECONDARY, _spread,
+from medscope.benchgen.grounding import (ORGAN_WORDS, one_region_denied, _MIXED_BEFORE, ARTIFACT_AFTER, _SIDE_TAIL, SECONDARY, _spread,
                                         RELATIVE_TO_BEFORE, SHARED_HEAD, named_members, member_subject, time_narrowed_denial,
                                         paired_subject_side, _BOTH_SIDES,
                                         _mention_status, is_recommendation, measurements, normalize_sentence, sentences,
@@ -172,6 +172,11 @@ RELATION_BEFORE = re.compile(r"\b(?:adjacent to|separate(?:ly)? from|separated f
                              r"(?:[\w-]+\s+){0,2}$")
 
 
+# a share of a lesion's own volume ("more than half of its volume projects into the cavity", a fibroid's
+# FIGO grading) says where the lesion lies, never how deep a tumour invades a wall
+_SHARE_OF_VOLUME = re.compile(r"\s*(?:%\s*)?of\s+(?:its|the\s+(?:lesion|fibroid|mass|tumou?r)(?:'s)?)\s+volume\b")
+
+
 def _multi_found(field: FieldSpec, text: str) -> tuple[list[tuple[int, int, str]], list[tuple[int, int]]]:
     """((start, schema order, value), (start, end)) of every asserted value mention of a multi field
     in normalised ``text``: never one reached by "extending into", one the sentence denies or
@@ -182,6 +187,7 @@ def _multi_found(field: FieldSpec, text: str) -> tuple[list[tuple[int, int, str]
             if (SECONDARY.search(text[: m.start()]) or RELATION_BEFORE.search(text[: m.start()])
                     or RELATIVE_TO_BEFORE.search(text[: m.start()])
                     or in_technical_phrase(text, m.start(), m.end())
+                    or _SHARE_OF_VOLUME.match(text[m.end():])
                     or _mention_status(text, m.start(), m.end()) not in ("affirmed", "favoured")):
                 continue
             found.append((m.start(), order, v.value))
@@ -598,6 +604,11 @@ def extract_with_rejects(schema: Schema, findings: str, impression: str
             if dom is None:
                 unset[field.name] = why_none
                 continue
+            if findmod.dominant_of_another_kind([dom], findmod.nouns_of([field.question]), schema.organ):
+                # "the dominant fibroid" of a report whose dominant lesion is a tumour, an adenomyoma or a
+                # "lesion" left as polyp versus fibroid: no fibroid is the dominant lesion
+                unset[field.name] = "dominant_lesion_of_another_kind"
+                continue
             value, why = lesion_value(field, dom)
             evidence = dom.sentence
             if value is None and sole and field.type == "binary" and why == "not_stated_for_dominant_lesion":
@@ -648,6 +659,9 @@ def _binary_field(field: FieldSpec, sents: list[str], findings: str, impression:
     """(value, evidence, reason when unset) of a binary field read over the whole report
     (:func:`study_binary`, then the field's question through the report-grounded check)."""
     value, evidence, why = study_binary(field, sents, lesion_side)
+    if value == "no" and one_region_denied(normalize_sentence(field.question), normalize_sentence(evidence),
+                                           [normalize_sentence(x) for x in sents]):
+        return None, "", "only_partial_denial"  # "No para-aortic lymphadenopathy." beside an enlarged iliac node
     if value == "no" and not _DENIER.search(normalize_sentence(evidence)) and _grounded_yes(field, findings, impression):
         # "The main portal vein is patent." beside "a bland thrombus lies in the anterior branch of the
         # right portal vein": a No read from a structure called patent or normal, not from a denial of the

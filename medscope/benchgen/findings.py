@@ -57,8 +57,31 @@ LESION_NOUNS = {
     "lymphoma": r"lymphomas?", "abscess": r"abscess(?:es)?", "haematoma": r"ha?ematomas?",
     # named soft-tissue tumours (lipoma, liposarcoma, elastofibroma, neurofibroma, myxoma)
     "lipoma": r"lipomas?", "sarcoma": r"[a-z]*sarcomas?", "fibroma": r"[a-z]*fibromas?", "myxoma": r"myxomas?",
+    # the uterus's focal lesions (a fibroid of any FIGO position, an adenomyoma, a polyp)
+    "fibroid": r"(?:fibroids?|(?:leio)?myomas?)", "adenomyoma": r"adenomyomas?", "polyp": r"polyps?",
 }
 UMBRELLA = {"lesion", "observation"}
+# nouns of one organ's own lesions: an umbrella ("the dominant lesion") takes them in only where the texts
+# name that organ, so a fibroid beside an adnexal mass stays the uterus's and never the adnexal lesion
+ORGAN_NOUNS = {"fibroid": "uterus", "adenomyoma": "uterus", "polyp": "uterus"}
+
+
+def umbrella_nouns(texts: str) -> set[str]:
+    """Every lesion noun an umbrella term ("lesion") stands for in ``texts``: all of :data:`LESION_NOUNS`
+    but the nouns of an organ (:data:`ORGAN_NOUNS`) that ``texts`` do not name.
+
+    Parameters
+    ----------
+    texts : str
+        Normalised question text(s) or a schema's organ and questions.
+
+    Returns
+    -------
+    set of str
+        Keys of :data:`LESION_NOUNS`.
+    """
+    named = {organ for organ in set(ORGAN_NOUNS.values()) if re.search(ORGAN_WORDS[organ], texts)}
+    return {k for k in LESION_NOUNS if k not in ORGAN_NOUNS or ORGAN_NOUNS[k] in named}
 _NOUN_OF = [(k, re.compile(rf"\b{v}\b")) for k, v in LESION_NOUNS.items()]
 # addition: place words (lobes, poles, segments) and the organs each can be in. "lower pole" is a
 # kidney's, a thyroid lobe's, the spleen's or a testis's; "right lobe" a liver's or a thyroid's:
@@ -77,7 +100,9 @@ PLACE_ORGANS = (
 )
 SCHEMA_ORGAN = {"lung": "lung", "liver": "liver", "kidney": "kidney", "brain": "brain"}
 _SIDE = re.compile(r"\b(left|right|bilateral|bilaterally|both)\b")
-_DOMINANT = re.compile(r"\b(?:dominant|largest|biggest|larger|bigger|index)\b")
+_DOMINANT = re.compile(r"\b(?:dominant|largest|biggest|larger|bigger|index|target)\b")
+# "several fibroids, the largest a 3.0 cm ... fibroid": the largest of the group just named, not of every lesion
+_LARGEST_OF_NAMED_GROUP = re.compile(r"\w+s\s*,\s*(?:the\s+)?(?:largest|biggest)\b[^.;]*$")
 # the one prior-size cue grounding.prior_length does not read: "versus 1.8 cm", "vs 12 mm"
 _VERSUS_BEFORE = re.compile(r"\b(?:versus|vs)\W+(?:\w+\W+){0,2}$")
 # a RADS category the report assigns a lesion ("PI-RADS 4", "TI-RADS 5", "LR-5", "BI-RADS category 4a");
@@ -163,7 +188,7 @@ def nouns_of(texts: list[str]) -> set[str]:
     """
     joined = normalize_sentence(" ".join(texts))
     found = {k for k, pat in _NOUN_OF if pat.search(joined) or re.search(rf"\b{k}", joined)}
-    return set(LESION_NOUNS) if found & UMBRELLA else found
+    return found | umbrella_nouns(joined) if found & UMBRELLA else found
 
 
 def _organ(text: str) -> str | None:
@@ -522,9 +547,20 @@ def report_findings(findings: str, impression: str, nouns: set[str] | None = Non
             touched = None  # the finding the sentence's last mention names: the next unnamed sentence describes it
             for (start, end, word), (a, b) in zip(mentions, segs):
                 f = _new_finding(original, sent, start, end, word, a, b, header_text, section_organ, section)
+                if f.largest_of_group and joined_to_previous is not None and joined_to_previous.plural:
+                    joined_to_previous.summarised = True  # the group stands for its largest, now described
                 # "Dominant lesion is a 2.1 cm mass": a copula joins the two nouns into one lesion
                 if joined_to_previous is not None and (_COPULA.match(sent[joined_prev_end:start])
                                                        or _LABEL.match(sent[joined_prev_end:start])):
+                    _merge(joined_to_previous, f, keep_status=True)
+                    joined_prev_end = end
+                    continue
+                if (joined_to_previous is not None and f.called_dominant and f.size_mm is None and not f.plural
+                        and f.entity.rstrip("s") in UMBRELLA and not joined_to_previous.plural
+                        and re.search(r"[:,;]\s*(?:the\s+)?(?:dominant|index|target)\s+$", sent[:start])):
+                    # "... fibroid (FIGO 0), 3.3 cm, arising from the fundus: the target lesion for resection":
+                    # an unsized "target / dominant lesion" set beside one lesion names that lesion ("2.5 cm from
+                    # the index lesion" is a distance, no apposition)
                     _merge(joined_to_previous, f, keep_status=True)
                     joined_prev_end = end
                     continue
@@ -666,10 +702,66 @@ def _new_finding(original, sent, start, end, word, a, b, header_text, section_or
                    size_mm=max(dims) if dims else None, dims_mm=dims, prior_size_mm=prior, text=clause,
                    sentence=original, span=(a, b), plural=word.endswith("s") and not word.endswith("ss")
                    and word not in ("metastasis",),
-                   called_dominant=bool(_DOMINANT.search(sent[a:start])),
+                   called_dominant=bool(_DOMINANT.search(sent[a:start])) and not _largest_of_named_group(sent, a, start),
+                   largest_of_group=_largest_of_named_group(sent, a, start),
                    # "innumerable small cysts": the words just before the noun qualify it even where its clause starts at it
                    small=bool(_SMALL.search(clause) or _SMALL.search(re.search(r"(?:\S+\s+){0,2}$", sent[:start]).group(0))),
                    section=section)
+
+
+# vocabulary: positions a lesion has one of (a fibroid's FIGO position)
+_POSITIONS = ("submucosal", "intramural", "subserosal")
+
+
+def _other_position(before: str, earlier: str) -> bool:
+    """Whether a definite mention's own words give it a position ("the subserosal fibroid") that the
+    earlier lesion's words give otherwise ("the dominant intramural fibroid"): another lesion."""
+    own = re.search(r"\b(?:the|this)\s+((?:[\w-]+\s+){0,3})$", before)
+    said = {p for p in _POSITIONS if own and p in own.group(1)}
+    return bool(said) and not said & {p for p in _POSITIONS if p in earlier}
+
+
+def _largest_of_named_group(sent: str, a: int, start: int) -> bool:
+    """Whether the superlative before a noun ranks it in the plural group its sentence names just before
+    ("Bulky uterus with several fibroids, the largest a 3.0 cm ... fibroid"): the group's largest, which
+    another kind of lesion (a tumour) may still outsize."""
+    words = sent[a:start]
+    sup = re.search(r"\b(?:largest|biggest)\b", words)
+    return bool(sup and not re.search(r"\b(?:dominant|index|target)\b", words)
+                and _LARGEST_OF_NAMED_GROUP.search(sent[max(0, a - 60):a + sup.end()]))
+
+
+# nouns any kind of lesion goes by ("the dominant mass" may be a lipoma): they ask of no one kind
+_GENERIC_NOUNS = {"mass", "nodule", "tumor", "neoplasm"}
+
+
+def dominant_of_another_kind(found: list[Finding], asked: set[str], organ: str | None = None) -> bool:
+    """Whether the dominant lesion of every kind the organ holds is of another kind than the one asked.
+
+    Parameters
+    ----------
+    found : list of Finding
+        The report's findings (:func:`report_findings`, read with every noun of the organ).
+    asked : set of str
+        The lesion nouns a question names (keys of :data:`LESION_NOUNS`), e.g. {"fibroid"}.
+    organ : str or None, optional
+        The schema's organ.
+
+    Returns
+    -------
+    bool
+        True when ``asked`` names one kind (no umbrella or generic noun: mass, nodule, tumour) and the dominant finding of ``found``
+        (:func:`dominant`) is a lesion of no asked kind: "the dominant fibroid" of a uterus whose
+        dominant lesion is a 3.8 cm adenomyoma, beside a 1.2 cm fibroid, or a "lesion" the report
+        leaves as polyp versus fibroid. False where no lesion is dominant.
+    """
+    if not asked or asked & (UMBRELLA | _GENERIC_NOUNS):
+        return False
+    dom, _ = dominant(found, organ)
+    if dom is None:
+        return False
+    kind = next((k for k, p in _NOUN_OF if p.fullmatch(dom.entity)), None)
+    return kind not in asked
 
 
 def _referent(out: list[Finding], f: Finding, before: str, section: str) -> Finding | None:
@@ -677,10 +769,11 @@ def _referent(out: list[Finding], f: Finding, before: str, section: str) -> Find
     if not out or f.status not in ("present",):
         return None
     candidates = [g for g in out if g.status == "present" and _compatible(g, f)]
-    if re.search(r"\b(?:remaining|other|additional|further|another|second)\s+(?:[\w-]+\s+){0,2}$", before):
-        return None  # "the remaining nodules" are not the nodule just described
+    if re.search(r"\b(?:remaining|other|additional|further|another|second|smaller)\s+(?:[\w-]+\s+){0,2}$", before):
+        return None  # "the remaining nodules", "the smaller fibroids" are not the nodule just described
     if _DEFINITE.search(before) and not f.called_dominant:
-        same = [g for g in candidates if not g.plural and (g.entity.rstrip("s") == f.entity.rstrip("s")
+        same = [g for g in candidates if not g.plural and not _other_position(before, g.text)
+                and (g.entity.rstrip("s") == f.entity.rstrip("s")
                                                            or f.entity.rstrip("s") in UMBRELLA)]
         return same[-1] if same else None
     if section != "impression" and not f.called_dominant:

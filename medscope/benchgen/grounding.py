@@ -47,10 +47,14 @@ ORGAN_WORDS = {
     "adrenal": r"\badrenals?\b", "pancreas": r"\bpancrea\w*", "spleen": r"\b(?:spleen|splenic)\b",
     "bone": r"\b(?:osseous|bones?|vertebra\w*|ribs?|sacrum|iliac bone)\b",
     "lymph node": r"\blymph\b", "breast": r"\bbreasts?\b", "thyroid": r"\bthyroid\w*\b",
-    "prostate": r"\bprostat\w*", "bladder": r"\b(?:urinary )?bladder\b", "uterus": r"\b(?:uter\w*|endometri\w*)\b",
+    "prostate": r"\bprostat\w*", "bladder": r"\b(?:urinary )?bladder\b", "uterus": r"\b(?:uter(?!osacral)\w*|endometri(?!os|om|otic)\w*)\b",
     "ovary": r"\b(?:ovar\w*|adnex\w*)\b", "testis": r"\b(?:testi[sc]\w*|testes|scrot\w*)\b",
     # the major salivary glands: one organ of three paired glands ("parotidectomy bed" is the parotid's)
     "salivary gland": r"\b(?:salivary|parotid\w*|submandibular|sublingual)\b",
+    # the pelvic ligaments and a pregnancy's own tissues lie in or on the uterus and are no part of it: a
+    # uterosacral endometriosis nodule or a subchorionic haematoma is never a uterine lesion
+    "pelvic ligament": r"\b(?:uterosacral|sacrouterine|broad|round|cardinal) ligaments?\b",
+    "pregnancy": r"\b(?:subchorionic|retroplacental|placent\w*|gestational sac)\b",
 }
 _SENTENCE = re.compile(r"(?<=[.;!?])\s+|\n+")
 
@@ -171,6 +175,9 @@ UNCERTAIN_AFTER = re.compile(r"^\W*(?:\w+\W+){0,2}?(?:versus|vs\b|or\b|(?:is|are
 SECONDARY = re.compile(r"\b(?:extend\w*|extension|spread\w*|involv\w*(?: also)?)\s+(?:in)?to\s+(?:the\s+)?$"
                        r"|\b(?:extend\w*|extension)\s+(?:in(?:to)?|to)\s+(?:the\s+)?(?:\w+\s+){0,2}$")
 NORMAL = re.compile(r"\b(?:normal|unremarkable|clear|patent|preserved)\b")
+# a whole study called normal ("Normal pelvic ultrasound.", "Unremarkable CT of the abdomen")
+_STUDY_NORMAL = re.compile(r"\b(?:normal|unremarkable)\s+(?:[\w-]+\s+){0,2}(?:ultrasound|sonogra\w*|ct|mri|mr|"
+                           r"study|examination|exam|scan|radiograph)\b")
 SIDES = {"left": "left", "right": "right", "bilateral": "bilateral", "both": "bilateral"}
 _SIDE = re.compile(r"\b(left|right|bilateral|bilaterally|both)\b")
 _CLAUSE = re.compile(r"[;:]|,\s*(?=(?:the|a|an|and|which|with|one|another|no)\b)|\band (?=one|another)")
@@ -409,6 +416,55 @@ _PLAIN_MODIFIERS = {"main", "common", "whole", "entir", "entire", "overall", "vi
 # words between a named thing and "normal" that still leave the normal word about that thing
 _NORMAL_FILLER = re.compile(r"^(?:\d+(?:\.\d+)?|mm|cm|x|appear\w*|measur\w*|remain\w*|[a-z]+ly|"
                             r"also|again|now|size|normal|gland|organ)$")
+
+
+def _head_undenied(head_phrase: list[str], sent: str) -> bool:
+    """Whether a sentence names the question's head (its stem, or a node for lymphadenopathy) with no denial."""
+    if not head_phrase or re.search(r"\b(?:no|not|without|neither|nor)\b", sent):
+        return False
+    head = head_phrase[-1]
+    words = {t[0] for t in tokens(sent)}
+    return head in words or (head.startswith("lymphaden") and bool(re.search(r"\b(?:lymph|nodes?|nodal)\b", sent)))
+
+
+# vocabulary: the nodal regions a staging question joins ("pelvic or para-aortic lymphadenopathy")
+_NODAL_REGION = re.compile(r"pelvic|para-?aortic|retroperitoneal|abdominal|inguinal|iliac|mediastinal|hilar|axillary|"
+                           r"cervical|supraclavicular|mesenteric|obturator")
+
+
+def _one_alternative_denied(q: str, sent: str) -> bool:
+    """Whether a denial names one of the two nodal regions a question joins by "or" before its noun
+    ("pelvic or para-aortic lymphadenopathy") and not the other."""
+    alt = re.search(r"\b([\w-]+) or ([\w-]+) [\w-]+", q)
+    if not alt or not all(_NODAL_REGION.fullmatch(w) for w in alt.groups()):
+        return False
+    said = [bool(re.search(rf"\b{re.escape(w)}\b", sent)) for w in alt.groups()]
+    return said.count(True) == 1
+
+
+def one_region_denied(q: str, sent: str, sents: list[str]) -> bool:
+    """Whether a denial answers only one of the two nodal regions a question joins by "or" while the
+    report describes a node elsewhere.
+
+    Parameters
+    ----------
+    q : str
+        The normalised question ("is there pelvic or para-aortic lymphadenopathy?").
+    sent : str
+        The normalised denial ("no para-aortic lymphadenopathy.").
+    sents : list of str
+        The report's normalised sentences.
+
+    Returns
+    -------
+    bool
+        True when ``sent`` names one region of the question's "X or Y" (:data:`_NODAL_REGION`) and not
+        the other, and another sentence names the question's head (a node, for lymphadenopathy) with no
+        denial; "No para-aortic lymphadenopathy" beside an enlarged external iliac node is then no No.
+    """
+    core = subject_stems(q) - {stem(m.group(0)) for pat in ORGAN_WORDS.values() for m in re.finditer(pat, q)}
+    head_phrase = _head_phrase(q, core)
+    return _one_alternative_denied(q, sent) and any(s2 != sent and _head_undenied(head_phrase, s2) for s2 in sents)
 
 
 def _normal_of_other(sent: str, hits: list[tuple[str, int, int]]) -> bool:
@@ -1141,11 +1197,21 @@ def check_yes_no(question: str, yes: bool, sents: list[str]) -> tuple[bool, str,
             if one_sided and not q_side:
                 narrowed.append("side")  # "Left renal vein is patent" says nothing of the right one
                 continue
+            if _STUDY_NORMAL.search(s) and head_phrase and head_phrase[-1] not in named:
+                # "Normal pelvic ultrasound." calls the study normal for what it examined; it names no
+                # lymph node, so it denies no lymphadenopathy (an ultrasound of the pelvis may not look)
+                narrowed.append("partial")
+                continue
             if _normal_of_other(s, hits) or _other_kind_of_head(s, head_phrase):
                 # "Main pancreatic duct normal." calls the duct normal, not the parenchyma or the bile ducts
                 narrowed.append("partial")
                 continue
             v = "negated"  # "Spleen measures 11 cm, normal." answers "Is the spleen enlarged?"
+        elif v == "negated" and one_region_denied(q, s, sents):
+            # "No para-aortic lymphadenopathy." asked "pelvic or para-aortic lymphadenopathy", where an
+            # enlarged external iliac node is reported: the denial answers only the half it names
+            narrowed.append("partial")
+            continue
         elif v == "negated" and _denial_of_other_organ(s, q, head_phrase, named):
             # "The pancreas is otherwise unremarkable, with no ductal dilatation": the pancreatic duct
             narrowed.append("partial")

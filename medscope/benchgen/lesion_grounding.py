@@ -42,7 +42,7 @@ _PRIOR_Q = grounding.ASKS_PRIOR
 
 def _question_nouns(q: str) -> set[str]:
     found = {k for k, pat in findmod._NOUN_OF if pat.search(q)}
-    return set(findmod.LESION_NOUNS) if found & findmod.UMBRELLA else found
+    return found | findmod.umbrella_nouns(q) if found & findmod.UMBRELLA else found
 
 
 def _about(q: str, found: list[findmod.Finding], nouns: set[str], placed: bool = False) -> list[findmod.Finding]:
@@ -223,6 +223,10 @@ def check_lesion_key(question: str, answer: str, kind: str, findings: str, impre
             # no lesion of the organ, as the schema's own fields read it (``organ_removed``)
             return False, "", "organ_removed"
         dom, why = findmod.dominant(pool, organ, by_category=not re.search(r"\b(?:larg|bigg)", q))
+        if dom is not None and re.search(r"\bdominant\b", q) and findmod.dominant_of_another_kind(found, nouns, organ):
+            # "the dominant fibroid" where the organ's dominant lesion is an adenomyoma: the schema's dominant
+            # lesion is no fibroid, so a smaller fibroid's position is not the one asked of
+            return False, "", "dominant_lesion_of_another_kind"
         if dom is None and why == "no_lesion_reported":
             said = normalize_sentence(answer).strip(" .")
             if said and any(said in s and findmod.NOT_A_LESION.search(s)

@@ -14,8 +14,10 @@ took E to 30 lost, G to 47 and I to 82, bounds tightened to match). Set K (brain
 read blind at 6 / 5 / 59 and reaches 0 / 0 / 54 after its round: a regression row (the K round also took F to
 55 lost, G to 4 wrong keys and 46 lost, H to 56 and I to 81, bounds tightened to match). Set L (liver: LI-RADS
 observations, metastases, treated lesions) was read blind at 8 / 6 / 55 and reaches 0 / 0 / 48 after its round:
-a regression row (the L round left A to K's figures as they were). Every frozen set is also checked to be well
-formed."""
+a regression row (the L round left A to K's figures as they were). Set M (uterus and cervix: fibroids by FIGO
+position, endometrial and cervical carcinoma) was read blind at 8 / 6 / 64 and reaches 0 / 0 / 36 after its round: a
+regression row (the M round also took G to 2 kept, bound tightened to match). Every frozen set is also checked to be
+well formed."""
 
 from __future__ import annotations
 
@@ -35,7 +37,8 @@ HELDOUT = Path(__file__).parents[1] / "data" / "benchgen" / "heldout"
                                                 ("heldout_prostate.yaml", 30), ("heldout_prostate_b.yaml", 9),
                                                 ("heldout_breast.yaml", 55), ("heldout_scrotum.yaml", 56),
                                                 ("heldout_soft_tissue.yaml", 81), ("heldout_salivary.yaml", 20),
-                                                ("heldout_brain.yaml", 54), ("heldout_liver.yaml", 48)])
+                                                ("heldout_brain.yaml", 54), ("heldout_liver.yaml", 48),
+                                                ("heldout_uterus.yaml", 36)])
 def test_tuned_report_sets_give_no_wrong_key_and_keep_nothing_unasserted(name, lost_at_most):
     fig = score(verbose=False, name=name)
     assert fig["keys_wrong_value"] + fig["keys_not_stated"] == 0, [e for e in fig["errors"] if "key" in e[2]]
@@ -51,7 +54,7 @@ def test_set_g_no_worse_than_after_its_round():
     fig = score(verbose=False, name="heldout_adnexa.yaml")
     # K round: 4 / 3 / 46 (a14's fibroid, named "adnexal mass" in quotes, is placed by the uterine fundus)
     assert fig["keys_wrong_value"] + fig["keys_not_stated"] <= 4, [e for e in fig["errors"] if "key" in e[2]]
-    assert fig["planted_not_asserted_kept"] <= 3, [e for e in fig["errors"] if e[2].startswith("kept")]
+    assert fig["planted_not_asserted_kept"] <= 2, [e for e in fig["errors"] if e[2].startswith("kept")]
     assert fig["correct_rejected"] <= 46
 
 
