@@ -99,7 +99,10 @@ FOREIGN_NAMES = {
                 r"skjoldbruskkjertel\w*", r"tarczyc\w*", r"tiroid\w*", r"\bgondok\b", r"щитовидн\w*", r"甲状腺"),
     "abnormality": (r"bất thường", r"anomal[íi]as?", r"anormalidad(?:es)?", r"altera[çc](?:[ãa]o|[õo]es)", r"alteraci[óo]n(?:es)?",
                     r"anomalies?", r"auffälligkeit\w*", r"anomali[ae]", r"afwijking\w*", r"\bkelainan\b", r"abnormalit\w*",
-                    r"anormallik\w*", r"异常", r"異常"),
+                    r"anormallik\w*", r"异常", r"異常",
+                    # (issue 48, set U) ru "pathology" / "pathological": "Ничего патологического не выявлено" (nothing
+                    # pathological found) read as a finding described to an open question
+                    r"патолог\w*"),
     "appendicitis": (r"appendicite", r"apendicitis", r"apendicite", r"appendizitis", r"blindedarmontsteking", r"apendisitis",
                      r"apandisit", r"viêm ruột thừa", r"аппендицит\w*", r"阑尾炎", r"虫垂炎"),
     # (issue 48, set S) an infarct, and the languages S's writer added (ko, ar, ru, sw, romanised zh)
@@ -302,6 +305,10 @@ def _alt(patterns) -> re.Pattern:
 
 _ABSENT, _PRESENT, _HEDGE, _DECLINE = _alt(ABSENT), _alt(PRESENT), _alt(HEDGE), _alt(DECLINE)
 _ANY_NAME = _alt(p for names in FOREIGN_NAMES.values() for p in names)
+# (issue 48, set U) "an abnormality", "pathology": the open question's general finding, which names no organ; to a question
+# that is not about presence, "патологии не выявлено" (no pathology found) is a bare verdict on whatever was asked
+_GENERAL_NAME = _alt(FOREIGN_NAMES["abnormality"])
+_SPECIFIC_NAME = _alt(p for key, names in FOREIGN_NAMES.items() if key != "abnormality" for p in names)
 
 
 # Words that mark a reply as written in another language, and words that mark it as English.
@@ -474,11 +481,13 @@ def foreign_reading(text: str, english_terms: tuple[str, ...], side: str | None,
     if not verdicts:
         # a short reply whose one verdict names no organ: "不可见", "nicht sichtbar"
         judged = [(c, _clause_verdict(c)) for c in clauses]
-        judged = [(c, v) for c, v in judged if v is not None]
+        judged = [(c if answers_presence else " ".join(_GENERAL_NAME.sub(" ", c).split()), v) for c, v in judged
+                  if v is not None]
+        names_any = _ANY_NAME if answers_presence else _SPECIFIC_NAME
         # only a bare verdict: a longer clause may name an organ the table does not know
         bare = len(judged) == 1 and (len(judged[0][0].split()) <= 3 if not _CJK.search(judged[0][0])
                                      else len(judged[0][0]) <= 6)
-        if bare and len(text) <= 60 and not _ANY_NAME.search(judged[0][0]):
+        if bare and len(text) <= 60 and not names_any.search(judged[0][0]):
             verdicts = [judged[0][1]]
     if not verdicts:
         return None

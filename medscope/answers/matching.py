@@ -1915,6 +1915,52 @@ def _transplant_seen(text: str, finding: str) -> bool:
     return not _NEGATION_CUE.search(before + " " + after) and not re.search(r"\b(?:absent|removed|explanted)\b", after)
 
 
+# (issue 48, set U) a conditional answered both ways: "If this is the arterial phase, ... would be the liver; if it is a
+# non-contrast study, it could just as well be a fluid collection", "If there was trauma, this could be a fracture; if not,
+# a nutrient canal". Every sentence opens a branch, and there are two branches: the reply commits to neither
+_BRANCH_LEAD = re.compile(r"^\W*(?:(?:but|whereas|and)\s+)?(?:if|otherwise|else|unless)\b")
+_BRANCH = re.compile(r"(?:^|[;,.:\u2013\u2014]\s*|\b(?:but|whereas|while|and)\s+)(?:if|otherwise|else|unless)\b")
+
+
+def _conditional_both_ways(text: str) -> bool:
+    """Whether ``text`` (normalised) is only a conditional with two or more branches, each opened by "if" /
+    "otherwise" / "unless", and no unconditional sentence that commits."""
+    sentences = [x for x in re.split(r"(?<=[.!?])\s+|\n+", text) if re.search(r"\w", x)]
+    if not sentences or len(sentences) > 3 or not all(_BRANCH_LEAD.match(x) for x in sentences):
+        return False
+    return len(_BRANCH.findall(text)) >= 2
+
+
+# (issue 48, set U) "Could be a normal variant, could be early disease": a normal alternative set against a disease
+# alternative, each hedged, says neither; read word by word, the normal word denied the abnormality
+_MAYBE = r"(?:could|may|might|can)\s+(?:also\s+|just\s+as\s+well\s+|equally\s+)?be\s+(?:an?\s+)?"
+_NORMAL_ALTERNATIVE = r"(?:normal|physiologic(?:al)?|benign)(?:\s+(?:variant|finding|appearance|anatomy))?"
+_DISEASE_ALTERNATIVE = r"(?:early\s+|true\s+|real\s+|a\s+)?(?:disease|patholog\w*|abnormal\w*|something\s+(?:real|serious))"
+_NORMAL_OR_DISEASE = re.compile(
+    rf"\b{_MAYBE}{_NORMAL_ALTERNATIVE}\b[^.;]{{0,30}}?[,;]\s*(?:(?:or|but)\s+)?(?:it\s+)?{_MAYBE}{_DISEASE_ALTERNATIVE}\b|"
+    rf"\b{_MAYBE}{_DISEASE_ALTERNATIVE}\b[^.;]{{0,30}}?[,;]\s*(?:(?:or|but)\s+)?(?:it\s+)?{_MAYBE}{_NORMAL_ALTERNATIVE}\b")
+
+
+# (issue 48, set U) a decline sent on to a person: "I can't reliably identify abnormalities on this film; please consult a
+# qualified radiologist" refers the question; its "can't identify abnormalities" is the reader's limit, not a denial
+_CANNOT_IDENTIFY = re.compile(
+    r"\b(?:can not|could not|unable to|not able to)\s+(?:confidently|reliably|definitely|accurately|safely)\s+"
+    r"(?:identify|detect|see|assess|evaluate|interpret|exclude|rule out)\b")
+_TO_A_PERSON = re.compile(r"\b(?:consult|see|ask|contact|refer\w*\s+to|review(?:ed)?\s+by)\s+(?:with\s+)?(?:a|an|your|the)\s+"
+                          r"(?:qualified\s+|board[- ]certified\s+|trained\s+|licensed\s+|treating\s+)?"
+                          r"(?:radiologist|specialist|doctor|physician|clinician|professional)\b")
+
+
+# (issue 48, set U) small talk to an open question ("Great question. Radiology is a fascinating field with many
+# subspecialties."): a pleasantry or a remark about the field, no finding; read as a finding described it claimed
+_SMALL_TALK = re.compile(
+    r"^\W*(?:(?:what\s+an?\s+|a\s+)?(?:great|good|excellent|interesting|fascinating|nice)\s+question|thanks?(?:\s+you)?"
+    r"(?:\s+for\s+(?:asking|the\s+question|sharing))?|(?:hello|hi|hey)(?:\s+there)?|happy\s+to\s+help|"
+    r"i\s+am\s+(?:happy|glad)\s+to\s+help|"
+    r"(?:radiology|medicine|medical\s+imaging|imaging|diagnostic\s+imaging)\s+is\s+(?:a|an|such\s+a)\s+(?:[\w-]+\s+){0,3}?"
+    r"(?:field|discipline|specialty|speciality|science|area|subject)\b[^.!?]*)\W*$")
+
+
 def read_decision(text: str, question: str, finding: str, question_kind: str | None = None,
               synonyms: tuple[str, ...] | list[str] = (), *, _corrections: bool = True) -> Reading:
     """Read a free-text reply (or an answer field) into a decision about ``finding``.
@@ -1999,6 +2045,10 @@ def read_decision(text: str, question: str, finding: str, question_kind: str | N
         # the words say one thing and mean the other; read literally it flipped, and the reader cannot be sure
         return Reading("unclear", None, "conflicting-evidence", "sarcasm: an ironic lead and an emphatic verdict "
                        "taken back by its own tail; the literal words may mean the opposite")
+    if _conditional_both_ways(stripped):
+        # (issue 48, set U) each branch commits only under its own condition; read whole, one branch's words decided
+        return Reading("refer", None, "undecided", "a conditional answered both ways: each branch commits only if its "
+                       "condition holds")
     if question_kind == "organ" and _transplant_seen(stripped, finding):
         # (issue 48, set U) "the native kidneys are not well seen, but there is a renal transplant in the right
         # iliac fossa": a transplanted kidney is a kidney; the native ones' denial read absent
@@ -2757,6 +2807,11 @@ def _read(text: str, question: str, finding: str, question_kind: str | None, syn
         return Reading("unclear", None, "self-correction")  # "Yes. Actually, on review, I can't tell."
     if got is not None and got[0] == "answer" and sentences and _REOPENED.match(sentences[-1]):
         return Reading("unclear", None, "self-correction")  # "... isn't in this slice. Or it might be both."
+    if (got is not None and got[0] == "answer" and got[2] in ("mention", "health-words") and _CANNOT_IDENTIFY.search(flat)
+            and _TO_A_PERSON.search(flat)):
+        return Reading("refer", None, "declined")  # the reader's limit, sent on to a radiologist (issue 48, set U)
+    if got is not None and got[0] == "answer" and got[2] == "health-words" and _NORMAL_OR_DISEASE.search(flat):
+        return Reading("refer", None, "undecided")  # "could be a normal variant, could be early disease" (issue 48, set U)
     if got is not None and got[0] == "answer" and got[2] in ("mention", "health-words") and _DECLINE.search(flat):
         return Reading("unclear", None, "declined")  # "Can't tell. The loops could be sigmoid."
     if (got is not None and got[0] == "answer" and got[2] in ("mention", "open") and _ASKS_FOR_IMAGE.search(flat)
@@ -2851,6 +2906,8 @@ def _read(text: str, question: str, finding: str, question_kind: str | None, syn
         # "This image was acquired on a 1.5 T scanner using a T2-weighted sequence": how the image was made, no
         # finding (issue 48, set R)
         return Reading("unparseable", None, "none", "the reply speaks only of how the image was acquired")
+    if kind == "open" and sentences and all(_SMALL_TALK.match(x) for x in sentences):
+        return Reading("unparseable", None, "none", "small talk: pleasantries or remarks about the field, no finding")
     if kind == "open" and re.search(r"\w", flat):
         return Reading("answer", True, "open")
     return Reading("unparseable", None, "none")

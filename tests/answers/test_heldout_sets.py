@@ -3,7 +3,7 @@ someone who had not read the reader's rules and committed before the rules it wa
 
 Sets A to U were each read once as committed, then the rules were changed for the kinds they
 showed; they are now regression tables (0 flips, each at or above its floor: A and B 0.97, C 0.93,
-D 0.995, E 0.88, F 0.91, G 0.67, H 0.95, I 0.97, J 0.995, K 0.92, L 0.995, M 0.99, N 0.98, O 0.975, P 0.965, Q 0.995, R 0.98, S 0.985, T 0.945, U 0.775). F's honest figure is its first read: 0.710 with 16 flips; G's is
+D 0.995, E 0.88, F 0.91, G 0.67, H 0.95, I 0.97, J 0.995, K 0.92, L 0.995, M 0.99, N 0.98, O 0.975, P 0.965, Q 0.995, R 0.98, S 0.985, T 0.945, U 0.8). F's honest figure is its first read: 0.710 with 16 flips; G's is
 0.655 with 11 flips and 13 unclear (unchanged by the round tuned on F); I's is 0.885 with 1 flip
 and 11 unclear (0.900, 1 flip, 11 unclear after the round tuned on H); J's is 0.845 with 2 flips and
 9 unclear (0.860, 2 flips, 9 unclear after the round tuned on I); K's is 0.845 with 4 flips (0.850, 4
@@ -46,7 +46,7 @@ HELDOUT = resources.files("medscope.answers").joinpath("data", "heldout")
                                          ("sealed_o.jsonl", 0.975), ("sealed_p.jsonl", 0.965),
                                          ("sealed_q.jsonl", 0.995), ("sealed_r.jsonl", 0.98),
                                          ("sealed_s.jsonl", 0.985), ("sealed_t.jsonl", 0.945),
-                                         ("sealed_u.jsonl", 0.775)])
+                                         ("sealed_u.jsonl", 0.8)])
 def test_tuned_sets_read_without_flips(name, floor):
     s = score_labelled_set(load_labelled_set(str(HELDOUT.joinpath(name))))
     assert s.flips == 0, [(r.row_id, r.label, g.decision, r.reply) for r, g in s.misses if g.decision != "unclear"]

@@ -65,3 +65,48 @@ def test_transplanted_kidney_is_a_kidney():
     q = "Is the kidney visible in this ultrasound image?"
     assert organ("Native kidneys not identified; a transplant kidney is seen in the left iliac fossa.", "kidney", q) == "present"
     assert organ("Native kidneys not identified. No renal transplant is seen.", "kidney", q) == "absent"
+
+
+# The readings that committed where the reply does not (issue 48, set U, its second part).
+
+# A conditional answered both ways commits only under each condition: it refers (an organ: not addressed). One
+# condition with a plain verdict after it still commits.
+def test_conditional_both_ways_does_not_commit():
+    assert finding("If the film was taken in expiration, this line may be a pneumothorax; otherwise it is a skin fold.") == "refer"
+    assert organ("If this is the portal venous phase, the bright organ on the left is the spleen; if not, it may be "
+                 "a haematoma.", "spleen") == "not_addressed"
+    assert finding("If you look at the apex, there is a large pneumothorax.") == "claim"
+
+
+# "I can't reliably identify abnormalities; please consult a radiologist" is the reader's limit sent on to a person,
+# not a denial of an abnormality.
+def test_cannot_identify_and_consult_refers():
+    q = "What abnormality, if any, is shown on this CT?"
+    assert finding("I cannot confidently identify any abnormalities on this scan; please see a qualified radiologist.",
+                   "abnormality", question=q) == "refer"
+    assert finding("No abnormalities are identified on this scan.", "abnormality", question=q) == "deny"
+
+
+# A normal alternative set against a disease alternative, each hedged, is no verdict on "Is this normal?".
+def test_normal_or_disease_refers():
+    q = "Is this chest radiograph normal?"
+    assert finding("Hard to call. May be a normal variant; may also be early disease.", "abnormality", question=q) == "refer"
+    assert finding("This is a normal variant.", "abnormality", question=q) == "deny"
+
+
+# Small talk to an open question describes no finding: unparseable, not a finding claimed.
+def test_small_talk_to_an_open_question_is_unparseable():
+    q = "What abnormality, if any, is shown on this knee radiograph?"
+    assert finding("Thank you for asking. Medical imaging is a rewarding specialty.", "abnormality", question=q) == "unparseable"
+    assert finding("Great question. There is a joint effusion.", "abnormality", question=q) == "claim"
+
+
+# Russian "nothing pathological found", in Cyrillic or Latin letters, denies to an open or a normality question, also
+# when the row's finding is a specific one; to an organ question it says nothing of the organ being in view.
+@pytest.mark.parametrize("reply", ["Ничего патологического не выявлено.", "Nichego patologicheskogo ne vyyavleno."])
+def test_russian_nothing_pathological_denies(reply):
+    assert finding(reply, "abnormality", question="What abnormality, if any, is shown on this hand radiograph?") == "deny"
+    assert finding(reply, "fracture", question="Is this hand radiograph normal?") == "deny"
+    assert finding("Выявлены патологические изменения.", "abnormality",
+                   question="What abnormality, if any, is shown on this hand radiograph?") == "claim"
+    assert organ("Патологии не выявлено.", "liver") == "not_addressed"
