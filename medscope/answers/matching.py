@@ -2815,7 +2815,10 @@ def _read(text: str, question: str, finding: str, question_kind: str | None, syn
     if got is not None and got[0] == "answer" and got[2] in ("mention", "health-words") and _DECLINE.search(flat):
         return Reading("unclear", None, "declined")  # "Can't tell. The loops could be sigmoid."
     if (got is not None and got[0] == "answer" and got[2] in ("mention", "open") and _ASKS_FOR_IMAGE.search(flat)
-            and all(_POOR_IMAGE.search(x) or _ASKS_FOR_IMAGE.search(x) for x in _clauses(sentences))):
+            and all(_POOR_IMAGE.search(x) or _ASKS_FOR_IMAGE.search(x) for x in _clauses(sentences))
+            # a fault of the image named: "that is a mucosal fold, not a polyp" also matches a wrong-image
+            # pattern ("That's a knee, not a chest") and is a denial, not a request for a better image
+            and any(_POOR_IMAGE.search(x) for x in _clauses(sentences))):
         # "The lesion is obscured by hair and the photo is overexposed; could you provide a clearer image?": the
         # image's faults and a request for a better one, nothing said of the finding (issue 48, set T)
         return Reading("clarify", None, "undecided")

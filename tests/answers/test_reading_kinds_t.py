@@ -114,3 +114,15 @@ def test_keyboard_runs_are_unparseable(reply, want):
                                    "L'image est trop sombre pour évaluer s'il y a un pneumothorax."])
 def test_foreign_decline_around_english_name(reply):
     assert finding(reply) == "clarify"
+
+
+@pytest.mark.parametrize("reply, expected", [
+    # a correction to another structure denies (the CI run after the T round read it clarify: "that is a X, not
+    # a Y" is also how a reply says the image is of the wrong body part)
+    ("Yes, a polyp. Correction: that is a mucosal fold, not a polyp.", "deny"),
+    ("That is a mucosal fold, not a polyp.", "deny"),
+    # the image's fault named with the request: still clarify
+    ("The mucosa is obscured by debris and the frame is blurry; could you provide a clearer image?", "clarify"),
+])
+def test_a_correction_to_another_structure_is_no_request_for_an_image(reply, expected):
+    assert read_reply_decision("counterfactual", reply, "Is there a polyp in this image?", "polyp", "presence").decision == expected
