@@ -6,17 +6,12 @@ the dominant lesion takes every key from that one finding). No report here is co
 
 from __future__ import annotations
 
-from medscope.benchgen.extract import extract_with_rejects
 from medscope.benchgen.findings import category, dominant, report_findings
 from medscope.benchgen.grounding import measurements, normalize_sentence
 from medscope.benchgen.questions import grounded
 from medscope.benchgen.schema import load_schema
 from tests.benchgen.heldout_abdomen import HERE
-
-
-def _extract(schema: str, findings: str, impression: str = "") -> tuple[dict[str, str], dict[str, str]]:
-    values, unset = extract_with_rejects(load_schema(str(HERE / schema)), findings, impression)
-    return {k: v for k, (v, _) in values.items()}, unset
+from tests.benchgen.kind_helpers import extract_keys as _extract
 
 
 def _kept(question: str, options: list[str], answer: int, findings: str, impression: str = "") -> tuple[bool, str]:

@@ -6,16 +6,9 @@ dominant lesion takes every key from that one finding). No report here is copied
 
 from __future__ import annotations
 
-from medscope.benchgen.extract import extract_with_rejects
 from medscope.benchgen.findings import _sizes, dominant, report_findings
 from medscope.benchgen.grounding import is_recommendation, measurements, normalize_sentence
-from medscope.benchgen.schema import load_schema
-from tests.benchgen.heldout_abdomen import HERE
-
-
-def _extract(schema: str, findings: str, impression: str = "") -> tuple[dict[str, str], dict[str, str]]:
-    values, unset = extract_with_rejects(load_schema(str(HERE / schema)), findings, impression)
-    return {k: v for k, (v, _) in values.items()}, unset
+from tests.benchgen.kind_helpers import extract_keys as _extract
 
 
 # --- kind 1: the clinical / indication line's lesion is the referral, not one more lesion -----------

@@ -6,23 +6,9 @@ from the set."""
 
 from __future__ import annotations
 
-from medscope.benchgen.extract import extract_with_rejects
 from medscope.benchgen.findings import _sizes, report_findings, sole_lesion
 from medscope.benchgen.grounding import in_technical_phrase, measurements, normalize_sentence, prior_length
-from medscope.benchgen.questions import grounded
-from medscope.benchgen.schema import load_schema
-from tests.benchgen.heldout_abdomen import HERE
-
-
-def _extract(schema: str, findings: str, impression: str = "") -> tuple[dict[str, str], dict[str, str]]:
-    values, unset = extract_with_rejects(load_schema(str(HERE / schema)), findings, impression)
-    return {k: v for k, (v, _) in values.items()}, unset
-
-
-def _kept(question: str, options: list[str], answer: int, findings: str, impression: str = "") -> tuple[bool, str]:
-    kept, _, reason = grounded({"question": question, "options": options, "answer": answer, "level": "perception"},
-                               findings, impression)
-    return kept, reason
+from tests.benchgen.kind_helpers import extract_keys as _extract, kept as _kept
 
 
 # --- kind 1: a bare directional distance is a distance, never a size ------------------------------------

@@ -8,23 +8,12 @@ copied from the set."""
 from __future__ import annotations
 
 from medscope.benchgen import findings as findmod
-from medscope.benchgen.extract import asks_any_lesion, extract_with_rejects, tied_value
+from medscope.benchgen.extract import asks_any_lesion, tied_value
 from medscope.benchgen.grounding import (check_quantity, check_yes_no, member_subject, named_members,
                                          normalize_sentence, sentences)
-from medscope.benchgen.questions import grounded
 from medscope.benchgen.schema import load_schema
 from tests.benchgen.heldout_abdomen import HERE
-
-
-def _extract(schema: str, findings: str, impression: str = "") -> tuple[dict[str, str], dict[str, str]]:
-    values, unset = extract_with_rejects(load_schema(str(HERE / schema)), findings, impression)
-    return {k: v for k, (v, _) in values.items()}, unset
-
-
-def _kept(question: str, options: list[str], answer: int, findings: str, impression: str = "") -> tuple[bool, str]:
-    kept, _, reason = grounded({"question": question, "options": options, "answer": answer, "level": "perception"},
-                               findings, impression)
-    return kept, reason
+from tests.benchgen.kind_helpers import extract_keys as _extract, kept as _kept
 
 
 def _sents(findings: str, impression: str = "") -> list[str]:

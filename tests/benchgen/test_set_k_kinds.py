@@ -6,24 +6,10 @@ kept only when the report explicitly supports it). No report here is copied from
 from __future__ import annotations
 
 from medscope.benchgen import findings as findmod
-from medscope.benchgen.extract import extract_with_rejects
 from medscope.benchgen.grounding import in_size_range, size_range
-from medscope.benchgen.questions import grounded
-from medscope.benchgen.schema import load_schema
-from tests.benchgen.heldout_abdomen import HERE
+from tests.benchgen.kind_helpers import extract_keys as _extract, kept as _kept
 
 KIDNEY_SIZE = ["less than 2 cm", "2 to 3.9 cm", "4 to 6.9 cm", "7 cm or larger"]
-
-
-def _extract(schema: str, findings: str, impression: str = "") -> tuple[dict[str, str], dict[str, str]]:
-    values, unset = extract_with_rejects(load_schema(str(HERE / schema)), findings, impression)
-    return {k: v for k, (v, _) in values.items()}, unset
-
-
-def _kept(question: str, options: list[str], answer: int, findings: str, impression: str = "") -> tuple[bool, str]:
-    kept, _, reason = grounded({"question": question, "options": options, "answer": answer, "level": "perception"},
-                               findings, impression)
-    return kept, reason
 
 
 # --- kind 1: a size-step option is answered by a length in that step, in either unit ----------------------

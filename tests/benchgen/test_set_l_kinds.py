@@ -7,24 +7,11 @@ here is copied from the set."""
 from __future__ import annotations
 
 from medscope.benchgen import findings as findmod
-from medscope.benchgen.extract import extract_with_rejects, phases_acquired
-from medscope.benchgen.questions import grounded
-from medscope.benchgen.schema import load_schema
-from tests.benchgen.heldout_abdomen import HERE
+from medscope.benchgen.extract import phases_acquired
+from tests.benchgen.kind_helpers import extract_keys as _extract, kept as _kept
 
 YES_NO = ["Yes", "No"]
 SEGMENTS = ["Segment 5", "Segment 6", "Segment 7", "Segment 8"]
-
-
-def _extract(schema: str, findings: str, impression: str = "") -> tuple[dict[str, str], dict[str, str]]:
-    values, unset = extract_with_rejects(load_schema(str(HERE / schema)), findings, impression)
-    return {k: v for k, (v, _) in values.items()}, unset
-
-
-def _kept(question: str, options: list[str], answer: int, findings: str, impression: str = "") -> tuple[bool, str]:
-    kept, _, reason = grounded({"question": question, "options": options, "answer": answer, "level": "perception"},
-                               findings, impression)
-    return kept, reason
 
 
 # --- kind 1: a plural heading is no lesion, so each lesion's own category ranks them ------------------------

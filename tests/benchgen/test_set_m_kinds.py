@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from medscope.benchgen import findings as findmod
 from medscope.benchgen.extract import extract_with_rejects
-from medscope.benchgen.questions import grounded
 from medscope.benchgen.schema import load_schema
 from tests.benchgen.heldout_abdomen import HERE
+from tests.benchgen.kind_helpers import kept as _kept
 
 YES_NO = ["Yes", "No"]
 FIGO = ["Submucosal", "Intramural", "Subserosal", "Pedunculated subserosal"]
@@ -20,12 +20,6 @@ def _extract(findings: str, impression: str = "", schema: str = "uterus_schema.y
              ) -> tuple[dict[str, str], dict[str, str]]:
     values, unset = extract_with_rejects(load_schema(str(HERE / schema)), findings, impression)
     return {k: v for k, (v, _) in values.items()}, unset
-
-
-def _kept(question: str, options: list[str], answer: int, findings: str, impression: str = "") -> tuple[bool, str]:
-    kept, _, reason = grounded({"question": question, "options": options, "answer": answer, "level": "perception"},
-                               findings, impression)
-    return kept, reason
 
 
 # --- kind 1 (vocabulary): a fibroid, leiomyoma, adenomyoma or polyp is a lesion of the uterus, and of no other
