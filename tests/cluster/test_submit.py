@@ -122,13 +122,19 @@ def test_demo_runs_through_ray_job_submit_into_s3(ray_head, s3_bucket, s3_server
         },
     }
     env = _head_env()
-    result = subprocess.run(
-        [RAY, "job", "submit", "--address", ray_head, "--submission-id", "medscope-demo-test",
-         "--runtime-env-json", json.dumps(runtime_env), "--",
-         sys.executable, "-m", "pipelines.demo", "--config", str(config)],
-        env=env, capture_output=True, text=True, timeout=600,
-    )
-    log = result.stdout + result.stderr
+    # the head's dashboard answers before its job agent is up (a loaded fresh-clone run got "No
+    # available agent to submit job"); like cluster/submit.sh, that one answer means not submitted yet
+    for _ in range(24):
+        result = subprocess.run(
+            [RAY, "job", "submit", "--address", ray_head, "--submission-id", "medscope-demo-test",
+             "--runtime-env-json", json.dumps(runtime_env), "--",
+             sys.executable, "-m", "pipelines.demo", "--config", str(config)],
+            env=env, capture_output=True, text=True, timeout=600,
+        )
+        log = result.stdout + result.stderr
+        if "No available agent to submit job" not in log:
+            break
+        time.sleep(5)
     assert result.returncode == 0, log[-4000:]
 
     from ray.job_submission import JobStatus, JobSubmissionClient
