@@ -177,6 +177,16 @@ RELATION_BEFORE = re.compile(r"\b(?:adjacent to|separate(?:ly)? from|separated f
 _SHARE_OF_VOLUME = re.compile(r"\s*(?:%\s*)?of\s+(?:its|the\s+(?:lesion|fibroid|mass|tumou?r)(?:'s)?)\s+volume\b")
 
 
+# an MR sequence's name is no place: "hyperintense on T1 and T2", "T2 hyperintense", "T1-weighted" (a value
+# pattern for a vertebral level, T1 or T2, matching only the sequence's name names no level)
+_SEQUENCE_NAME = re.compile(r"\bt[12](?:\s*-?\s*(?:and|or|/)\s*t[12])+\b|(?<=\bon )t[12]\b|"
+                            r"\bt[12](?=\s*-?\s*(?:weighted|hyper|hypo|iso|signal|stir|flair))")
+
+
+def _sequence_name(text: str, a: int, b: int) -> bool:
+    return any(m.start() <= a and b <= m.end() for m in _SEQUENCE_NAME.finditer(text))
+
+
 def _multi_found(field: FieldSpec, text: str) -> tuple[list[tuple[int, int, str]], list[tuple[int, int]]]:
     """((start, schema order, value), (start, end)) of every asserted value mention of a multi field
     in normalised ``text``: never one reached by "extending into", one the sentence denies or
@@ -186,7 +196,7 @@ def _multi_found(field: FieldSpec, text: str) -> tuple[list[tuple[int, int, str]
         for m in _matches(v.patterns, text):
             if (SECONDARY.search(text[: m.start()]) or RELATION_BEFORE.search(text[: m.start()])
                     or RELATIVE_TO_BEFORE.search(text[: m.start()])
-                    or in_technical_phrase(text, m.start(), m.end())
+                    or in_technical_phrase(text, m.start(), m.end()) or _sequence_name(text, m.start(), m.end())
                     or _SHARE_OF_VOLUME.match(text[m.end():])
                     or _mention_status(text, m.start(), m.end()) not in ("affirmed", "favoured")):
                 continue
@@ -293,6 +303,23 @@ def asks_any_lesion(field: FieldSpec) -> bool:
     return not re.sub(r"\b(?:gland|glands|soft-tissue|soft|tissue)\b", " ", rest).strip()
 
 
+# "The conus terminates at L1 and is normal in signal": the subject's last coordinated "and is" predicate
+_LATER_PREDICATE = re.compile(r"^(\W*(?:the\s+)?[a-z-]+)\s+(?!(?:is|are)\b)[^.;]*(?:,|\band)\s+(is|are)\s+"
+                              r"(?!otherwise\b)([^.;]*)")
+
+
+def _subject_restated(field: FieldSpec, text: str) -> str:
+    """``text`` with the subject set before its last coordinated predicate ("the conus terminates at L1 and
+    is normal in signal" -> "the conus is normal in signal"), where only that form meets one of the
+    field's patterns (they read a subject with its copula); else ``text`` as it is. An "otherwise normal"
+    predicate is left alone: it clears the rest of the subject, not the asked finding."""
+    m = _LATER_PREDICATE.match(text)
+    if not m or _any(field.no_patterns + field.yes_patterns, text):
+        return text
+    restated = f"{m.group(1)} {m.group(2)} {m.group(3)}."
+    return restated if _any(field.no_patterns + field.yes_patterns, restated) else text
+
+
 def study_binary(field: FieldSpec, sents: list[str], lesion_side: str | None = None) -> tuple[str | None, str, str]:
     """A study-level binary field over every sentence: (value, evidence, reason when unset).
 
@@ -340,6 +367,7 @@ def study_binary(field: FieldSpec, sents: list[str], lesion_side: str | None = N
         text = _MEASURED_AND.sub("", normalize_sentence(s))  # "duct measures 2 mm and is normal": the duct is normal
         if is_recommendation(text):
             continue
+        text = _subject_restated(field, text)
         before = normalize_sentence(sents[i - 1]) if i else ""
         if field.context and not _any(field.context, text):
             continue
@@ -355,6 +383,9 @@ def study_binary(field: FieldSpec, sents: list[str], lesion_side: str | None = N
             if findmod.another_thing_after(text, m.end()) or in_technical_phrase(text, m.start(), m.end()):
                 continue  # "No mass effect" denies no mass, "no acoustic enhancement" no contrast enhancement
             denied.append((m.start(), m.end()))
+            if _favoured_both_ways(text, m.start(), m.end()):
+                hedged.append(s)  # "favour an osteoporotic fracture, but a deposit cannot be excluded": open
+                continue
             _denial(text, m.start(), m.end(), s, no, partial, partial_sides, other_narrowing, asked_words, members)
         for m in _matches(field.yes_patterns, text):
             if any(s.strip() in r for r in referral):
@@ -406,6 +437,31 @@ def study_binary(field: FieldSpec, sents: list[str], lesion_side: str | None = N
 _NOT_EXCLUDED_AFTER = re.compile(r"^\W*(?:[\w-]+\W+){0,2}?(?:(?:can ?not|could not|not) be (?:excluded|ruled out)|"
                                  r"(?:is|are) not (?:excluded|ruled out))\b")
 _NOT_EXCLUDED_BEFORE = re.compile(r"\b(?:can ?not|could not|not) (?:exclude|rule out)\s+(?:[\w-]+\s+){0,3}$")
+
+
+_OTHER_WAY_OPEN = re.compile(r"\b(?:(?:can ?not|could not|not) be (?:\w+ )?(?:excluded|ruled out)|"
+                             r"(?:can ?not|could not) (?:\w+ )?(?:exclude|rule out))\b")
+
+
+def _favoured_both_ways(text: str, a: int, b: int) -> bool:
+    """Whether a reading that answers No ("an osteoporotic fracture") is only favoured, and the same
+    sentence leaves the other reading open ("... cannot be entirely excluded"): the radiologist leans
+    one way and settles nothing.
+
+    Parameters
+    ----------
+    text : str
+        A normalised sentence.
+    a, b : int
+        The span of a field's denial pattern in ``text``.
+
+    Returns
+    -------
+    bool
+        True when the match's status is ``favoured`` (``favour``, ``likely``, ``probably``) and the sentence
+        says something "cannot be excluded / ruled out".
+    """
+    return _mention_status(text, a, b) == "favoured" and _OTHER_WAY_OPEN.search(text) is not None
 
 
 def _not_excluded(before: str, after: str) -> bool:
@@ -533,6 +589,12 @@ def phases_acquired(findings: str) -> set[str]:
     return {_phase_name(w) for w in named}
 
 
+# no lesion is dominant, but the rule knows the few that could be: a value every one of them gives is the
+# dominant lesion's whichever it is (two lesions of one vertebral body, the larger benign, the smaller suspicious)
+_CONTENDED = ("no_dominant_lesion:equal_sizes", "no_dominant_lesion:suspicious_not_largest",
+              "no_dominant_lesion:complication_not_largest")
+
+
 def extract_with_rejects(schema: Schema, findings: str, impression: str
                          ) -> tuple[dict[str, tuple[str, str]], dict[str, str]]:
     """``({field: (value, evidence sentence)}, {field: why it is unset})`` from the schema's patterns.
@@ -586,7 +648,7 @@ def extract_with_rejects(schema: Schema, findings: str, impression: str
         if value == "no":
             dom, why_none = None, "lesion_denied"
     ties = findmod.tied_for_dominant(found, schema.organ) if lesion_fields and dom is None and not removed and (
-        why_none == "no_dominant_lesion:equal_sizes") else []
+        why_none in _CONTENDED) else []
     acquired = phases_acquired(findings)
     for field in schema.fields:
         asked_phase = _PHASE_ASKED.search(normalize_sentence(field.question))
@@ -596,8 +658,11 @@ def extract_with_rejects(schema: Schema, findings: str, impression: str
             unset[field.name] = "phase_not_acquired"
             continue
         if field in lesion_fields:
-            if dom is None and ties:
-                value = tied_value(field, ties)
+            if dom is None and ties and not any(findmod.dominant_of_another_kind([f], findmod.nouns_of([field.question]),
+                                                                               schema.organ) for f in ties):
+                # (a contender of another kind, "the dominant fibroid" beside a mass concerning for sarcoma,
+                # may be the dominant lesion: then no fibroid is, and no fibroid's value answers)
+                value = tied_value(field, ties, equal=why_none == "no_dominant_lesion:equal_sizes")
                 if value is not None:
                     out[field.name] = (value, ties[0].sentence)
                     continue
@@ -740,7 +805,7 @@ def _grounded_binary(field: FieldSpec, findings: str, impression: str) -> tuple[
     return next(iter(kept.items()))
 
 
-def tied_value(field: FieldSpec, ties: list["findmod.Finding"]) -> str | None:
+def tied_value(field: FieldSpec, ties: list["findmod.Finding"], equal: bool = True) -> str | None:
     """The value of a dominant-lesion field where lesions tie for dominant: the one value every tied
     lesion gives (three well-defined lesions of 14 mm: "well-defined", "less than 20 mm" whichever is
     the dominant one), and for a side field whose values include "bilateral", "bilateral" where the
@@ -752,6 +817,10 @@ def tied_value(field: FieldSpec, ties: list["findmod.Finding"]) -> str | None:
         A field about the dominant lesion.
     ties : list of Finding
         The lesions tied for dominant (:func:`medscope.benchgen.findings.tied_for_dominant`).
+    equal : bool, optional
+        True when they tie by size (each is as much the dominant lesion: "bilateral" answers a side
+        field); False when one of them is dominant and the rule cannot tell which, so only a value
+        every one of them gives holds.
 
     Returns
     -------
@@ -764,7 +833,7 @@ def tied_value(field: FieldSpec, ties: list["findmod.Finding"]) -> str | None:
         for f in ties:
             covered |= {"left", "right"} if f.side == "bilateral" else {f.side}
         bilateral = [v.value for v in field.values if re.search(r"\bbilateral\b", v.value.lower())]
-        if covered == {"left", "right"} and len(bilateral) == 1:
+        if equal and covered == {"left", "right"} and len(bilateral) == 1:
             return bilateral[0]
         if len(covered) == 1 and None not in covered and sides is not None:
             return sides.get(next(iter(covered)))
@@ -889,6 +958,7 @@ def several_values(field: FieldSpec, text: str) -> bool:
              for m in re.finditer(rf"\b{re.escape(normalize_sentence(v.value))}\b", text) if " " in v.value]
     hits = sorted((m.start(), m.end(), v.value) for v in field.values for m in _matches(v.patterns, text)
                   if not SECONDARY.search(text[: m.start()]) and not _OTHER_FINDING_OF.search(text[: m.start()])
+                  and not _sequence_name(text, m.start(), m.end())
                   and not any(a <= m.start() and m.end() <= b and text[m.start():m.end()] != text[a:b]
                               for a, b in named))
     for (a1, e1, v1), (a2, _, v2) in zip(hits, hits[1:]):

@@ -764,6 +764,15 @@ def dominant_of_another_kind(found: list[Finding], asked: set[str], organ: str |
     return kind not in asked
 
 
+# nouns any solid lesion goes by: a report names one lesion "a mass", then "the tumour"
+_SOLID_GENERIC = frozenset({"mass", "tumor", "neoplasm"})
+
+
+def _noun_key(entity: str) -> str | None:
+    """The :data:`LESION_NOUNS` key of a noun as the report writes it ("tumours" -> "tumor")."""
+    return next((k for k, pat in _NOUN_OF if pat.fullmatch(entity)), None)
+
+
 def _referent(out: list[Finding], f: Finding, before: str, section: str) -> Finding | None:
     """The earlier finding a mention names again, or None for a new lesion."""
     if not out or f.status not in ("present",):
@@ -774,7 +783,9 @@ def _referent(out: list[Finding], f: Finding, before: str, section: str) -> Find
     if _DEFINITE.search(before) and not f.called_dominant:
         same = [g for g in candidates if not g.plural and not _other_position(before, g.text)
                 and (g.entity.rstrip("s") == f.entity.rstrip("s")
-                                                           or f.entity.rstrip("s") in UMBRELLA)]
+                     or f.entity.rstrip("s") in UMBRELLA
+                     # "an expansile intramedullary mass ... the tumour": a noun any solid lesion goes by
+                     or {_noun_key(f.entity), _noun_key(g.entity)} <= _SOLID_GENERIC)]
         return same[-1] if same else None
     if section != "impression" and not f.called_dominant:
         return None
@@ -826,6 +837,12 @@ def under_part_heading(text: str) -> bool:
     return bool(header and _PLACE.search(header.group(1)))
 
 
+# a schema organ that is a region made of another organ's tissue: the spine's own lesions are its
+# vertebrae's ("osseous metastases", "a lesion in the L3 vertebral body"), so a bone lesion is a
+# candidate of a spine schema, while a lung, liver or brain lesion at the edge of its field is not
+REGION_TISSUES = {"spine": frozenset({"bone"})}
+
+
 def in_organ(f: Finding, organ: str | None) -> bool:
     """Whether a finding may be the schema organ's lesion: its organ is that one, or unnamed.
 
@@ -839,7 +856,8 @@ def in_organ(f: Finding, organ: str | None) -> bool:
     Returns
     -------
     bool
-        True when ``organ`` is None, the finding names ``organ``, or names no organ and either has no
+        True when ``organ`` is None, the finding names ``organ`` or a tissue it is made of
+        (:data:`REGION_TISSUES`: a vertebral lesion of the spine), or names no organ and either has no
         place word or one that ``organ`` (or an organ outside :data:`ORGAN_WORDS`) can have; a lymph
         node's finding ("nodal metastasis") only where ``organ`` is a region outside :data:`ORGAN_WORDS`
         ("soft tissue"), never an organ's lesion.
@@ -850,7 +868,7 @@ def in_organ(f: Finding, organ: str | None) -> bool:
     if f.organ == "lymph node" and want not in ORGAN_WORDS:
         return True  # a region's schema ("soft tissue") holds its nodal masses; an organ's never does
     if f.organ is not None:
-        return f.organ == want
+        return f.organ == want or f.organ in REGION_TISSUES.get(want, ())
     # placed only by a place word: a candidate unless every organ that place fits is a known other one
     return not f.places_in or want in f.places_in or want not in ORGAN_WORDS
 
@@ -1003,7 +1021,8 @@ def tied_for_dominant(found: list[Finding], organ: str | None = None) -> list[Fi
     -------
     list of Finding
         The tied findings, in report order; empty unless :func:`dominant` gives
-        ``no_dominant_lesion:equal_sizes``.
+        ``no_dominant_lesion:equal_sizes``; for ``suspicious_not_largest`` and
+        ``complication_not_largest``, the largest and the lesions that contend with it.
     """
     ties: list[Finding] = []
     dominant(found, organ, ties=ties)
@@ -1056,6 +1075,11 @@ def dominant(found: list[Finding], organ: str | None = None, by_category: bool =
     if named:
         sized = [f for f in named if f.size_mm is not None]
         if len(named) == 1 or (sized and len({f.size_mm for f in sized}) == 1 and len(sized) == len(named)):
+            if not _DOMINANT_BY_CALL.search(named[0].text) and _complication_elsewhere(named[0], present):
+                # "the largest lies in L3 ... epidural tumour at T6 compresses the cord": the report ranks
+                # by size only, and many institutions put the lesion causing the complication first
+                _contenders(ties, named[0], [f for f in present if _complicated(f)])
+                return None, "no_dominant_lesion:complication_not_largest"
             return named[0], ""
         return None, "no_dominant_lesion:two_called_dominant"
     if len(present) == 1:
@@ -1085,11 +1109,42 @@ def dominant(found: list[Finding], organ: str | None = None, by_category: bool =
         if ties is not None:
             ties.extend(tops)
         return None, "no_dominant_lesion:equal_sizes"
+    if _complication_elsewhere(tops[0], present):
+        _contenders(ties, tops[0], [f for f in present if _complicated(f)])
+        return None, "no_dominant_lesion:complication_not_largest"
     if by_category and _called_benign(tops[0]) and any(_called_suspicious(f) for f in present if f is not tops[0]):
         # "a 14 mm simple cyst ... a 9 mm solid nodule": the largest is the rule's pick, the suspicious
         # one many institutions' (an RADS category would settle it; none is given): unclear, no pick
+        _contenders(ties, tops[0], [f for f in present if f is not tops[0] and _called_suspicious(f)])
         return None, "no_dominant_lesion:suspicious_not_largest"
     return tops[0], ""
+
+
+# the report's own pick by rank, as against "the largest", a pick by size alone
+_DOMINANT_BY_CALL = re.compile(r"\b(?:dominant|index|target)\b")
+# a lesion's complication the report states: it compresses or obstructs a structure ("compresses the
+# cord", "causing cord compression", "obstructing the left ureter")
+_COMPLICATION = re.compile(r"\b(?:compress(?:es|ing)|obstruct(?:s|ing)|caus(?:es|ing)\s+(?:[\w-]+\s+){0,2}"
+                           r"(?:compression|obstruction))\b")
+
+
+def _contenders(ties: list[Finding] | None, pick: Finding, others: list[Finding]) -> None:
+    """Fill ``ties`` (when asked for) with the lesions between which the rule cannot choose."""
+    if ties is not None:
+        ties.extend([pick] + [f for f in others if f is not pick])
+
+
+def _complicated(f: Finding) -> bool:
+    """Whether the finding's own words state a complication it causes, not denied ("without cord compression")."""
+    return any(_mention_status(f.text, m.start(), m.end()) == "affirmed"
+               and not re.search(r"\b(?:no|without|not)\W+(?:\w+\W+){0,3}$", f.text[:m.start()])
+               for m in _COMPLICATION.finditer(f.text))
+
+
+def _complication_elsewhere(pick: Finding, present: list[Finding]) -> bool:
+    """Whether a lesion other than the one picked by size causes a complication the pick does not: size
+    and clinical rank disagree, and the schema states no order between them (no pick)."""
+    return not _complicated(pick) and any(_complicated(f) for f in present if f is not pick)
 
 
 # addition: what a report calls a lesion, for the one case where size and suspicion disagree

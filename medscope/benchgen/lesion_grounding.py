@@ -235,11 +235,12 @@ def check_lesion_key(question: str, answer: str, kind: str, findings: str, impre
                 # report gives is a finding's it explains away, so the dominant lesion has none
                 return False, "", "finding_explained_away"
         if dom is None and why == "no_lesion_reported" and not any(f.status == "present" for f in found) and any(
-                f.status == "negated" and f.side in (None, "bilateral")
+                f.status in ("negated", "prior_comparison") and f.side in (None, "bilateral")
                 and re.search(rf"\b{re.escape(f.entity.rstrip('s'))}", q) for f in pool):
             # "Neither testis contains a focal lesion" and no lesion described: the report denies the
             # asked noun itself outright, so a feature it gives elsewhere (an inflamed epididymis's
-            # flow) is no dominant lesion's ("No mass" denies no calcification group)
+            # flow) is no dominant lesion's ("No mass" denies no calcification group); "no other focal
+            # lesion" after a discitis, where no lesion is described, leaves the discitis's level no lesion's
             return False, "", why
         if dom is None and why == "no_lesion_reported" and kind == "quantity" and grounding.size_range(answer):
             # a size step of "the dominant breast lesion" where the report places no lesion in the organ: the
