@@ -308,6 +308,21 @@ _ATTRIBUTIVE_NEGATION = re.compile(r"(?:absent|missing|lacking)\s+(?!(?:in|on|at
                                    r"today|now|again|too|also|is|are|was|were)\b)[a-z][\w-]*")
 
 
+_COORDINATION = re.compile(r"(?<![\w'])(?:and|or)(?![\w'])")
+
+
+def _statement_scope(text_before: str, before: str) -> str:
+    """The text a statement denial before a mention can reach: its whole clause, back past the eight words of
+    ``before`` (issue 48, set V: "it is not the case that the lungs are free of X" puts the denial nine words away,
+    and read without it the inner "free of" denies, a flip), but not past an "and" / "or", which starts a statement
+    of its own ("I don't think the film is rotated and there is no X" denies X)."""
+    cuts = list(_FORWARD_END.finditer(text_before))
+    clause = text_before[cuts[-1].end() if cuts else 0:]
+    joins = list(_COORDINATION.finditer(clause))
+    clause = clause[joins[-1].end():] if joins else clause
+    return clause if len(clause) > len(before) else before
+
+
 def status(sentence: str, start: int, end: int) -> str:
     """Assertion status of the mention ``sentence[start:end]`` (normalised text).
 
@@ -328,7 +343,7 @@ def status(sentence: str, start: int, end: int) -> str:
     masked = _mask(sentence)
     after = backward_scope(masked[end:])
     before = forward_scope(masked[:start])
-    double = _double_negation(before, after)
+    double = _double_negation(_statement_scope(masked[:start], before), after)
     if double is not None:
         return double
     if _NOT_ABSENT.match(after):
