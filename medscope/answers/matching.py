@@ -590,6 +590,12 @@ _WHERE_LEAD = re.compile(r"(?:on|in|at|from|for|based on|looking at)\s+(?:this|t
                          r"(?:slice|image|view|film|level|scan|section|study|radiograph|x-ray|picture|one|cut|frame)\s*,\s*")
 
 
+# a yes particle that is also an adverb, written straight before a polarity word, grades that word ("definitely
+# absent", "absolutely none"): read as "yes", a denial was a claim
+_INTENSIFIED_POLARITY = re.compile(r"(?:definitely|absolutely|certainly|indeed)\s+(present|positive|absent|negative|none|nothing)"
+                                   r"(?=$|\s*[,.!;:()\u2013\u2014]|\s-)")
+
+
 def _particle(sentence: str, kind: str, flip: bool) -> bool | None:
     s = re.sub(r"^[\W_]+", "", sentence)
     if re.fullmatch(r"(?:not|no)\b[^.!;:]*\?\s*", s):
@@ -622,6 +628,9 @@ def _particle(sentence: str, kind: str, flip: bool) -> bool | None:
     m = _NO.match(s)
     if m and not (m.group(0) == "no" and not _BARE_NO.match(s)):  # "no pneumothorax": a determiner
         return True if (flip and kind == "health") else False
+    intensified = _INTENSIFIED_POLARITY.match(s)
+    if intensified:  # "Definitely absent." (issue 48, set V): the adverb grades the polarity word, it is no "yes"
+        return POLARITY_WORDS[intensified.group(1)]
     if _YES.match(s) or _HEDGED_YES.match(s):
         return False if (flip and kind == "health") else True
     m = _POLARITY.match(s)
@@ -2161,6 +2170,72 @@ def _graded_sign(text: str, finding: str) -> tuple[str, bool | None] | None:
     return found.pop() if len(found) == 1 else ("unclear", None)
 
 
+# (issue 48, set V) a rating on a scale the reply states the direction of: by its legend ("1 = definitely not visible,
+# 5 = definitely visible") or by a likelihood word ("Likelihood of nodule (1-5): 4"). Above the scale's middle is a
+# claim (a hedged one on its way up, as "probably present" is), below it a denial, the middle itself commits to
+# neither (refer). Words after the value ("3 - indeterminate", "1 - definitely absent") must agree. Without a stated
+# direction the rating stays unclear ("rating"); read as a probability, the "1" of "(1-5)" was a certainty.
+_SCALE_RANGE = re.compile(r"(?:\(\s*|\bscale\s+of\s+|\bon\s+an?\s+)(?P<lo>\d{1,2})\s*(?:-|\u2013|to)\s*(?P<hi>\d{1,2})"
+                          r"(?:\s*\)|\s+scale\b|(?=\s*[,:]))")
+_LEGEND_ENTRY = re.compile(r"(?<![\w.])(?P<n>\d{1,2})\s*=\s*(?P<text>[^,;=()\u2026]+?)\s*(?=[,;)\u2026]|\.\.\.|\d{1,2}\s*=|$)")
+_OUT_OF = re.compile(r"(?<![\w.])(?P<v>\d{1,2})\s*(?:/|out of)\s*(?P<hi>5|7|10)\b")
+_SCALE_VALUE = re.compile(r"\)?\s*\**\s*[:=]?\s*\**\s*(?P<v>\d{1,2})(?![\d.]|\s*(?:[-\u2013/=]|out of|to)\s*\d)\**")
+_SCALE_DIRECTION_WORDS = re.compile(r"\b(?:likelihood|probability|chance|odds)\b")
+_SCALE_UNDECIDED = re.compile(r"\b(?:indeterminate|equivocal|uncertain|undetermined|unsure|can\s*not\s+tell|not\s+sure|"
+                              r"neither|either way)\b")
+_SCALE_NEGATIVE = re.compile(r"\b(?:not|no|absent|unlikely|none|without)\b")
+_SCALE_POSITIVE = re.compile(r"\b(?:present|visible|seen|in view|likely|identified|detected)\b")
+
+
+def _scale_polarity(words: str) -> str | None:
+    """'refer', 'negative' or 'positive' for the words of a scale's anchor, or None when they say none of these."""
+    if _SCALE_UNDECIDED.search(words):
+        return "refer"
+    if _SCALE_NEGATIVE.search(words):
+        return "negative"
+    return "positive" if _SCALE_POSITIVE.search(words) else None
+
+
+def _scale_rating(sentence: str) -> tuple[str, bool | None] | None:
+    """What a rating on a scale of stated direction says (``("answer", claim)``, ``("refer", None)`` or
+    ``("unclear", None)``), or None when the sentence holds no such rating."""
+    legend = {int(m.group("n")): m.group("text") for m in _LEGEND_ENTRY.finditer(sentence)}
+    if any(re.search(r"\b(?:normal|abnormal)\b", t) for t in legend.values()):
+        return None  # a normality scale: its direction is the finding's only through what "normal" means for it
+    out_of, span = _OUT_OF.search(sentence), _SCALE_RANGE.search(sentence)
+    if out_of:
+        lo, hi, value, end = (0 if out_of.group("hi") == "10" else 1), int(out_of.group("hi")), int(out_of.group("v")), out_of.end()
+    else:
+        entries = list(_LEGEND_ENTRY.finditer(sentence))
+        if span is not None:
+            lo, hi = int(span.group("lo")), int(span.group("hi"))
+        elif len(legend) >= 2:
+            lo, hi = min(legend), max(legend)
+        else:
+            return None
+        end = max(([span.end()] if span else []) + [e.end() for e in entries])
+        m = _SCALE_VALUE.match(sentence, end)
+        if m is None:
+            return None
+        value, end = int(m.group("v")), m.end()
+    if not lo <= value <= hi or lo >= hi:
+        return None
+    ends = (_scale_polarity(legend[lo]) if lo in legend else None, _scale_polarity(legend[hi]) if hi in legend else None)
+    if ends in (("negative", "positive"), ("negative", None), (None, "positive")) or (
+            ends == (None, None) and _SCALE_DIRECTION_WORDS.search(sentence[:end])):
+        up = True
+    elif ends in (("positive", "negative"), ("positive", None), (None, "negative")):
+        up = False
+    else:
+        return None
+    middle = (lo + hi) / 2
+    side = "refer" if value == middle else ("positive" if (value > middle) == up else "negative")
+    said = _scale_polarity(sentence[end:])
+    if said is not None and said != side:
+        return "unclear", None  # "Likelihood (1-5): 4 - unlikely": the words and the number disagree
+    return ("refer", None) if side == "refer" else ("answer", side == "positive")
+
+
 def _without_probability(line: str, terms: tuple[str, ...]) -> str:
     """A line with its stated probabilities removed: the number, the probability word and the
     finding's name within four words of it ("pneumothorax probability: 0.1" -> "")."""
@@ -2783,6 +2858,16 @@ def _read(text: str, question: str, finding: str, question_kind: str | None, syn
         return Reading("refer", None, "differential")  # the finding is one ranked alternative, not a verdict
     got = _decide(lines, terms, finding, kind)
     sentences = [s for line in lines for s in _sentences(line)]
+    scaled = [(x, _scale_rating(x)) for x in sentences]
+    scaled = [(x, r) for x, r in scaled if r is not None]
+    if scaled:
+        # the rest of the reply, read without the rating's sentences, must not say otherwise
+        rest = [line for line in lines if not any(x in line for x, _ in scaled)]
+        other = _decide(rest, terms, finding, kind) if rest else None
+        verdicts = {r for _, r in scaled} | ({other[:2]} if other is not None and other[0] == "answer" else set())
+        if len(verdicts) > 1 or ("unclear", None) in verdicts:
+            return Reading("unclear", None, "rating")
+        return Reading(*verdicts.pop(), "rating")
     stated = _probability(sentences)
     if stated is not None and stated[0] != "keep":
         # "Pneumothorax probability: 0.1": the mention is the probability's subject, so the reply is

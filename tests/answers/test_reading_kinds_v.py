@@ -28,3 +28,27 @@ def test_statement_denial_reaches_its_whole_clause():
                  "spleen") == "present"
     assert finding("I do not think the film is rotated and there is no pleural effusion.") == "deny"
     assert finding("The right costophrenic recess is free of effusion.") == "deny"
+
+
+# "Definitely" / "absolutely" before a polarity word grades that word: "Definitely absent" denies, where read as the
+# yes particle "definitely" it claimed.
+def test_intensified_polarity_word_is_no_yes():
+    assert finding("Pleural effusion: absolutely absent.") == "deny"
+    assert finding("Definitely absent.") == "deny"
+    assert finding("Pleural effusion: definitely present.") == "claim"
+    assert finding("Definitely.") == "claim"
+
+
+# A rating on a scale whose direction the reply states (a legend, or a likelihood word): above the middle claims,
+# below it denies, the middle refers (an organ: not addressed); words after the value that disagree make it unclear.
+# Without a stated direction a rating stays unclear.
+def test_rating_on_a_scale_of_stated_direction():
+    q = "Is there a lung nodule on this chest CT image?"
+    assert finding("Probability of a nodule (1-7): 4 - equivocal.", "lung nodule", question=q) == "refer"
+    assert finding("Probability of a nodule (1-7): 2 - probably not.", "lung nodule", question=q) == "deny"
+    assert finding("Probability of a nodule (1-7): 7.", "lung nodule", question=q) == "claim"
+    assert finding("Probability of a nodule (1-7): 6 - unlikely.", "lung nodule", question=q) == "unclear"
+    assert organ("Score (1 = certainly not in view, 4 = certainly in view): 4", "spleen") == "present"
+    assert organ("Score (1 = certainly not in view, 4 = certainly in view): 1", "spleen") == "absent"
+    assert organ("Score (1 = certainly in view, 5 = certainly not in view): 3", "spleen") == "not_addressed"
+    assert finding("Score 4/5.", "lung nodule", question=q) == "unclear"
