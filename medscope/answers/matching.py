@@ -2173,13 +2173,16 @@ def _graded_sign(text: str, finding: str) -> tuple[str, bool | None] | None:
 # (issue 48, set V) a rating on a scale the reply states the direction of: by its legend ("1 = definitely not visible,
 # 5 = definitely visible") or by a likelihood word ("Likelihood of nodule (1-5): 4"). Above the scale's middle is a
 # claim (a hedged one on its way up, as "probably present" is), below it a denial, the middle itself commits to
-# neither (refer). Words after the value ("3 - indeterminate", "1 - definitely absent") must agree. Without a stated
-# direction the rating stays unclear ("rating"); read as a probability, the "1" of "(1-5)" was a certainty.
+# neither (refer), each only where words say the same ("3 - indeterminate", "1 - definitely absent", or the legend's
+# entry for the value); a bare number stays unclear (which point is the answer is not checked, the D round's rule).
+# Without a stated direction the rating stays unclear ("rating"); read as a probability, the "1" of "(1-5)" was a
+# certainty.
 _SCALE_RANGE = re.compile(r"(?:\(\s*|\bscale\s+of\s+|\bon\s+an?\s+)(?P<lo>\d{1,2})\s*(?:-|\u2013|to)\s*(?P<hi>\d{1,2})"
                           r"(?:\s*\)|\s+scale\b|(?=\s*[,:]))")
 _LEGEND_ENTRY = re.compile(r"(?<![\w.])(?P<n>\d{1,2})\s*=\s*(?P<text>[^,;=()\u2026]+?)\s*(?=[,;)\u2026]|\.\.\.|\d{1,2}\s*=|$)")
 _OUT_OF = re.compile(r"(?<![\w.])(?P<v>\d{1,2})\s*(?:/|out of)\s*(?P<hi>5|7|10)\b")
-_SCALE_VALUE = re.compile(r"\)?\s*\**\s*[:=]?\s*\**\s*(?P<v>\d{1,2})(?![\d.]|\s*(?:[-\u2013/=]|out of|to)\s*\d)\**")
+_SCALE_VALUE = re.compile(r"\)?\s*\**\s*[:=]?\s*\**\s*(?P<v>\d{1,2})(?!\d|\.\d|\s*(?:[-\u2013/=]|out of|to)\s*\d)\**")
+_SCALE_BOUND = re.compile(r"[01]\s*(?:-|\u2013|to)\s*(?:[2-9]|10)(?![\d.%])")
 _SCALE_DIRECTION_WORDS = re.compile(r"\b(?:likelihood|probability|chance|odds)\b")
 _SCALE_UNDECIDED = re.compile(r"\b(?:indeterminate|equivocal|uncertain|undetermined|unsure|can\s*not\s+tell|not\s+sure|"
                               r"neither|either way)\b")
@@ -2230,9 +2233,13 @@ def _scale_rating(sentence: str) -> tuple[str, bool | None] | None:
         return None
     middle = (lo + hi) / 2
     side = "refer" if value == middle else ("positive" if (value > middle) == up else "negative")
+    # the number is read only with words that say the same: its own ("4 - probably present") or its legend entry's
+    # ("5 = definitely visible"); a bare "2/5" or a point between the legend's entries stays unclear
     said = _scale_polarity(sentence[end:])
-    if said is not None and said != side:
-        return "unclear", None  # "Likelihood (1-5): 4 - unlikely": the words and the number disagree
+    if said is None and value in legend:
+        said = _scale_polarity(legend[value])
+    if said != side:
+        return "unclear", None  # "Likelihood (1-5): 4 - unlikely": the words and the number disagree, or no words
     return ("refer", None) if side == "refer" else ("answer", side == "positive")
 
 
@@ -2259,6 +2266,8 @@ def _probability(sentences: list[str]) -> tuple[str, bool | None] | None:
         if not (prob or conf):
             continue
         for m in _NUMBER.finditer(s):
+            if _SCALE_BOUND.match(s, m.start()):
+                continue  # "(1-5)": the bounds of a rating scale, not a certainty (issue 48, set V)
             p = float(m.group("pct")) / 100 if m.group("pct") else float(m.group("dec"))
             if not 0 <= p <= 1:
                 continue

@@ -39,16 +39,37 @@ def test_intensified_polarity_word_is_no_yes():
     assert finding("Definitely.") == "claim"
 
 
-# A rating on a scale whose direction the reply states (a legend, or a likelihood word): above the middle claims,
-# below it denies, the middle refers (an organ: not addressed); words after the value that disagree make it unclear.
-# Without a stated direction a rating stays unclear.
+# A rating on a scale whose direction the reply states (a legend, or a likelihood word) decides where words say the
+# same as the number's side of the middle: the value's own words or its legend entry. Above the middle claims, below
+# it denies, the middle refers (an organ: not addressed). Words that disagree, or none, leave it unclear.
 def test_rating_on_a_scale_of_stated_direction():
     q = "Is there a lung nodule on this chest CT image?"
     assert finding("Probability of a nodule (1-7): 4 - equivocal.", "lung nodule", question=q) == "refer"
     assert finding("Probability of a nodule (1-7): 2 - probably not.", "lung nodule", question=q) == "deny"
-    assert finding("Probability of a nodule (1-7): 7.", "lung nodule", question=q) == "claim"
+    assert finding("Probability of a nodule (1-7): 7 - almost certainly present.", "lung nodule", question=q) == "claim"
     assert finding("Probability of a nodule (1-7): 6 - unlikely.", "lung nodule", question=q) == "unclear"
+    assert finding("Probability of a nodule (1-7): 6.", "lung nodule", question=q) == "unclear"
     assert organ("Score (1 = certainly not in view, 4 = certainly in view): 4", "spleen") == "present"
     assert organ("Score (1 = certainly not in view, 4 = certainly in view): 1", "spleen") == "absent"
-    assert organ("Score (1 = certainly in view, 5 = certainly not in view): 3", "spleen") == "not_addressed"
+    assert organ("Score (1 = certainly not in view, 4 = certainly in view): 3", "spleen") == "unclear"
+    assert organ("Score (1 = certainly in view, 5 = certainly not in view): 3 - can't tell", "spleen") == "not_addressed"
     assert finding("Score 4/5.", "lung nodule", question=q) == "unclear"
+
+
+# The bounds of a scale ("(1-5)") are no probability: read as one, the "1" was a certainty and claimed. Left with
+# only "is low", which no rule reads as a verdict, the reply is unparseable, not a claim.
+def test_scale_bounds_are_no_probability():
+    q = "Is there a lung nodule on this chest CT image?"
+    assert finding("Likelihood of a nodule (1-5) is low.", "lung nodule", question=q) == "unparseable"
+    assert finding("Likelihood of a nodule: 0.9.", "lung nodule", question=q) == "claim"
+
+
+# A JSON value that offers both answers is the format's template echoed back: no answer (an organ: not addressed),
+# where read by its first word "true" / "yes" it claimed.
+def test_echoed_template_value_is_no_answer():
+    q = 'Is the spleen visible in this CT slice? Answer as JSON with a "visible" field.'
+    assert read_reply_decision("organ_presence", '{"visible": "yes or no"}', q, "spleen").decision == "not_addressed"
+    assert read_reply_decision("organ_presence", '{"visible": "false/true"}', q, "spleen").decision == "not_addressed"
+    assert read_reply_decision("counterfactual", '{"present": "True | False"}', "Is there a pneumothorax? Answer as JSON.",
+                               "pneumothorax").decision == "unparseable"
+    assert read_reply_decision("organ_presence", '{"visible": "yes"}', q, "spleen").decision == "present"
