@@ -278,6 +278,13 @@ _NEGATION_WORDS = re.compile(r"(?<![\w'])(?:not|no|never|none|missing|absent|lac
 _NOT_WITHOUT = re.compile(r"(?<![\w'])not\s+(?:without|no)(?![\w'])")
 
 
+# (issue 48, set V) "... but the right kidney is not;": a "not" that ends the clause denies the predicate it leaves out
+# (the one said just before of the other side); read without it, the mention was affirmed
+_ELIDED_NOT = re.compile(r"\s*(?:is|are|was|were|can|could)\s+not(?:\s+(?:be|seen|visible))?\s*(?:[;.:)!]|$|\s[-\u2013\u2014]|\s+(?:but|and|though|whereas)\b)")
+# ... only where the predicate left out is one of presence ("the heart is enlarged; the liver is not" says nothing of
+# whether the liver is there)
+_PRESENCE_BEFORE = re.compile(r"(?<![\w'])(?:seen|visible|present|identified|depicted|shown|included|visuali[sz]ed|"
+                              r"demonstrated|detected|evident|in view)(?![\w'])")
 _NOT_ABSENT = re.compile(r"^\W*(?:(?:is|are|was|were)\s+)?(?:\w+\s+)?not\s+(?:\w+\s+)?(?:absent|missing|lacking)(?![\w'])")
 
 
@@ -349,6 +356,8 @@ def status(sentence: str, start: int, end: int) -> str:
     if _NOT_ABSENT.match(after):
         # "X is certainly not absent": a denied absence affirms, unless something else negates it too
         return "conflicting" if _FORWARD["negated"].search(before) else "affirmed"
+    if _ELIDED_NOT.match(masked[end:]) and _PRESENCE_BEFORE.search(masked[:start]):
+        return "negated"  # "the left kidney is seen, but the right kidney is not;": the predicate before, denied
     best = None  # (position, category): the backward trigger nearest the mention
     m = _NOT_PREDICATE.search(after)
     if m:

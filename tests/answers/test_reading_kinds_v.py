@@ -73,3 +73,13 @@ def test_echoed_template_value_is_no_answer():
     assert read_reply_decision("counterfactual", '{"present": "True | False"}', "Is there a pneumothorax? Answer as JSON.",
                                "pneumothorax").decision == "unparseable"
     assert read_reply_decision("organ_presence", '{"visible": "yes"}', q, "spleen").decision == "present"
+
+
+# "... but the Y is not;": a "not" that ends the clause denies the presence predicate it leaves out (said just before
+# of another organ or side). Where the predicate left out is a property ("enlarged"), nothing is said of presence.
+def test_elided_presence_predicate_denied():
+    assert organ("The right ovary is well seen, whereas the left ovary is not.", "left ovary",
+                 "Is the left ovary visible in this ultrasound image?") == "absent"
+    assert organ("The spleen is visible; the pancreas is not. It lies on a lower slice.", "pancreas") == "absent"
+    assert organ("The pancreas is visible; the spleen is not.", "pancreas") == "present"
+    assert organ("The heart is enlarged; the liver is not.", "liver") == "unclear"
