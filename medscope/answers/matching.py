@@ -2390,7 +2390,11 @@ def _read_wrapped(text: str, question: str, finding: str, question_kind: str | N
         if re.search(rf"\b{other}\b", flat) and not re.search(rf"\b{asked.group(1)}\b", flat):
             return Reading("unclear", None, "other-side", markup.UNCLEAR_WHY["other-side"])
     pat = _term_pattern(tuple(t for t in terms if t not in _ORGAN_ADJECTIVES))
-    if kind == "organ" and r.claim is False and pat is not None and not pat.search(flat):  # only the adjective names it
+    resected = _resection_pattern(finding)
+    # (issue 48, set V) "Status post hysterectomy: ... there is no uterine body": the operation that removed the organ is
+    # named, so the adjective's denial is the organ's, not one of its properties
+    if (kind == "organ" and r.claim is False and pat is not None and not pat.search(flat)
+            and not (resected is not None and resected.search(flat))):  # only the adjective names it
         names = set(normalize(finding).split())
         for m in re.finditer(r"\bno ((?:\w+ ){0,2}\w+) \w+", flat):
             if re.match(r"no (?:residual |remaining )?\w+ (?:tissue|parenchyma|lumen)\b(?! \w+ (?:is|are|seen)\b)", m.group(0)):

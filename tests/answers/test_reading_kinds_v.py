@@ -83,3 +83,11 @@ def test_elided_presence_predicate_denied():
     assert organ("The spleen is visible; the pancreas is not. It lies on a lower slice.", "pancreas") == "absent"
     assert organ("The pancreas is visible; the spleen is not.", "pancreas") == "present"
     assert organ("The heart is enlarged; the liver is not.", "liver") == "unclear"
+
+
+# An operation that removed the organ, named beside a denial by its adjective ("no uterine body"), makes that denial
+# the organ's: absent. Without the operation, "no uterine mass" denies a property of an organ that is there.
+def test_resection_makes_the_adjective_denial_the_organs():
+    q = "Is the uterus visible in this ultrasound image?"
+    assert organ("Prior hysterectomy; only the vaginal vault is seen and no uterine body.", "uterus", q) == "absent"
+    assert organ("The bladder is well distended; no uterine mass.", "uterus", q) == "present"
