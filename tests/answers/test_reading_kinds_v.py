@@ -91,3 +91,15 @@ def test_resection_makes_the_adjective_denial_the_organs():
     q = "Is the uterus visible in this ultrasound image?"
     assert organ("Prior hysterectomy; only the vaginal vault is seen and no uterine body.", "uterus", q) == "absent"
     assert organ("The bladder is well distended; no uterine mass.", "uterus", q) == "present"
+
+
+# A short reply in French or Spanish: "pas d'" (elided "pas de") denies, a negating determiner and the visibility
+# adjective of its noun phrase are one denial, and the cognate "visible" is no sign of English where the finding is
+# named only in the other language (and a letter or word of that language shows). English "long" (also a Dutch name
+# of the lung) keeps a reply English.
+def test_short_reply_in_french_or_spanish():
+    assert finding("Pas d'épanchement.") == "deny"
+    assert finding("Aucun épanchement pleural gauche visible.") == "deny"
+    assert finding("Ningún neumotórax visible.", "pneumothorax") == "deny"
+    assert finding("Épanchement pleural gauche visible.") == "claim"
+    assert organ("Long axis view: liver visible.", "lung") == "not_addressed"
