@@ -1592,6 +1592,13 @@ _DEFERS = re.compile(
 
 # (issue 48, set S) the question said not to fit the image ("This is a knee radiograph; the question about intracranial
 # haemorrhage does not apply to it"): the wrong image for the question, so a request for the right one
+# the anatomy a finding would be in said to be outside the image: with nothing asserted and a decline, the image is
+# the wrong one for the question (clarify), not a usable image the reader cannot decide on (refer)
+_REGION_NOT_IMAGED = re.compile(
+    r"\b(?:is|are|was|were)\s+not\s+(?:\w+\s+)?(?:included|imaged|covered|captured|in\s+(?:the|this)\s+(?:field\s+of\s+view|image|"
+    r"scan|study|film|slice))\b|\b(?:outside|beyond|out\s+of)\s+(?:the|this)\s+(?:field\s+of\s+view|imaged\s+(?:volume|area|"
+    r"region|field)|scan(?:ned)?\s+(?:range|area|region))\b|\b(?:scan|image|study|film|slice|view)\s+(?:only|just)\s+"
+    r"(?:covers|includes|shows|images)\b")
 _QUESTION_DOES_NOT_APPLY = re.compile(r"\bquestion\b[^.;]{0,80}?\b(?:does not apply|do not apply|is not applicable|"
                                       r"not applicable to (?:this|the) (?:image|scan|study|film|radiograph))\b")
 
@@ -2983,6 +2990,10 @@ def _read(text: str, question: str, finding: str, question_kind: str | None, syn
     if kind == "organ" and _region_excluded(flat, finding, terms):
         return Reading("answer", False, "region-excluded")  # "The posterior fossa is not included" (the cerebellum)
     undecided = _undecided(flat)
+    if undecided == "refer" and kind != "organ" and _REGION_NOT_IMAGED.search(flat):
+        # "the scan only covers the pelvis; the liver is not included, so liver lesions cannot be assessed": the image
+        # does not hold the anatomy asked about, the wrong image for the question (issue 48, set V)
+        return Reading("clarify", None, "undecided")
     if undecided:
         return Reading(undecided, None, "undecided")
     if kind in ("presence", "health") and not _REVERSED_QUESTION.get() and _normal_sign(flat, finding):

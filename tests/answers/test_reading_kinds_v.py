@@ -103,3 +103,14 @@ def test_short_reply_in_french_or_spanish():
     assert finding("Ningún neumotórax visible.", "pneumothorax") == "deny"
     assert finding("Épanchement pleural gauche visible.") == "claim"
     assert organ("Long axis view: liver visible.", "lung") == "not_addressed"
+
+
+# A decline whose reason is that the anatomy the finding would be in lies outside the image asks for the right image
+# (clarify); a decline on a usable image of the right region stays refer.
+def test_region_outside_the_image_asks_for_the_right_image():
+    q = "Is there a kidney stone on this CT image?"
+    assert finding("The study is limited to the chest; the kidneys are not imaged, so stones cannot be assessed.",
+                   "kidney stone", question=q) == "clarify"
+    assert finding("The lower pole lies outside the field of view, so I cannot assess it for a stone.",
+                   "kidney stone", question=q) == "clarify"
+    assert finding("Kidney stones cannot be assessed without a non-contrast phase.", "kidney stone", question=q) == "refer"
