@@ -1599,6 +1599,14 @@ _REGION_NOT_IMAGED = re.compile(
     r"scan|study|film|slice))\b|\b(?:outside|beyond|out\s+of)\s+(?:the|this)\s+(?:field\s+of\s+view|imaged\s+(?:volume|area|"
     r"region|field)|scan(?:ned)?\s+(?:range|area|region))\b|\b(?:scan|image|study|film|slice|view)\s+(?:only|just)\s+"
     r"(?:covers|includes|shows|images)\b")
+# (issue 48, set V) "No image was attached to your message": the image never arrived, so the reply asks for it
+_IMAGE_WORD = r"(?:image|images|picture|photo|file|attachment|scan|radiograph|x-ray)"
+_NO_IMAGE_RECEIVED = re.compile(
+    rf"\bno\s+{_IMAGE_WORD}\s+(?:was|were|has\s+been|have\s+been|is|are|seems\s+to\s+have\s+been|appears\s+to\s+have\s+been)\s+"
+    rf"(?:\w+\s+)?(?:attached|included|provided|uploaded|received|shared|sent|supplied)\b|"
+    rf"\b(?:the\s+|your\s+)?{_IMAGE_WORD}\s+(?:was|is|has|were|did)\s+not\s+(?:been\s+|get\s+)?(?:attached|uploaded|received|shared|"
+    rf"included|sent|come\s+through)\b|\b(?:i|we)\s+(?:did|do|have)\s+not\s+(?:receive|received|get|got)\s+(?:an?|any|the|your)\s+"
+    rf"{_IMAGE_WORD}\b|\bthere\s+is\s+no\s+{_IMAGE_WORD}\s+(?:attached|in\s+(?:your|the|this)\s+message)\b")
 _QUESTION_DOES_NOT_APPLY = re.compile(r"\bquestion\b[^.;]{0,80}?\b(?:does not apply|do not apply|is not applicable|"
                                       r"not applicable to (?:this|the) (?:image|scan|study|film|radiograph))\b")
 
@@ -1633,7 +1641,7 @@ def _normal_sign(text: str, finding: str) -> bool:
 def _undecided(text: str) -> str | None:
     text = _QUALITY_FINE.sub(" ", text)  # "the image quality is adequate, but I can't tell" declines on a usable image
     if (_CLARIFY.search(text) or _WRONG_ANATOMY.search(text) or _ASKS_FOR_IMAGE.search(text)
-            or _QUESTION_DOES_NOT_APPLY.search(text)):
+            or _QUESTION_DOES_NOT_APPLY.search(text) or _NO_IMAGE_RECEIVED.search(text)):
         return "clarify"
     if _IMAGE_IS.search(text) and _CANNOT_ANSWER_HERE.search(text):
         return "clarify"

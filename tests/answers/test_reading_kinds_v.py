@@ -114,3 +114,13 @@ def test_region_outside_the_image_asks_for_the_right_image():
     assert finding("The lower pole lies outside the field of view, so I cannot assess it for a stone.",
                    "kidney stone", question=q) == "clarify"
     assert finding("Kidney stones cannot be assessed without a non-contrast phase.", "kidney stone", question=q) == "refer"
+
+
+# A reply that says the image never arrived asks for it (clarify; an organ: not addressed); "no image evidence of X"
+# is a denial of X, not a missing image.
+def test_image_never_arrived_asks_for_it():
+    q = "Is there a fracture on this wrist radiograph?"
+    assert finding("I did not receive any image with your question.", "fracture", question=q) == "clarify"
+    assert finding("It seems no picture has been uploaded yet.", "fracture", question=q) == "clarify"
+    assert organ("Your scan did not come through.", "kidney") == "not_addressed"
+    assert finding("There is no image evidence of a fracture.", "fracture", question=q) == "deny"
