@@ -366,11 +366,19 @@ def status(sentence: str, start: int, end: int) -> str:
     m = _OFF_EDGE.match(masked[end:][:clause_end.start()] if clause_end else masked[end:])  # past eight words: "... of this field of view"
     if m and (best is None or m.start() < best[0]):
         best = (m.start(), "negated")  # "lies below the caudal extent of this image"
+    longest = None  # the length of the backward phrase that set ``best`` (None: one of the two patterns above)
     for cat, pat in _BACKWARD.items():
         # "absent lung markings": a bare "absent" / "missing" before a noun is that noun's, not the mention's predicate
         m = next((x for x in pat.finditer(after) if not _ATTRIBUTIVE_NEGATION.match(after, x.start())), None)
-        if m and (best is None or m.start() < best[0] or (m.start() == best[0] and cat == "possible")):
-            best = (m.start(), cat)
+        if m is None:
+            continue
+        size = m.end() - m.start()
+        # at one place the longer phrase is the predicate ("may be occult" is a generic caveat, hypothetical, not the
+        # hedge "may be" it starts with; issue 48, set V), a hedge on equal terms
+        tie = best is not None and m.start() == best[0] and (
+            cat == "possible" if longest is None else size > longest or (size == longest and cat == "possible"))
+        if best is None or m.start() < best[0] or tie:
+            best, longest = (m.start(), cat), size
     if best is not None:
         return best[1]
     best = None  # the forward trigger nearest the mention (largest end; longest on ties)

@@ -124,3 +124,13 @@ def test_image_never_arrived_asks_for_it():
     assert finding("It seems no picture has been uploaded yet.", "fracture", question=q) == "clarify"
     assert organ("Your scan did not come through.", "kidney") == "not_addressed"
     assert finding("There is no image evidence of a fracture.", "fracture", question=q) == "deny"
+
+
+# A generic caveat after a denial ("a small one can be missed", "may be occult on this projection") is hypothetical,
+# not the hedge "may be" it starts with: the denial stands. A hedged mention beside the denial still refers.
+def test_generic_caveat_leaves_the_denial():
+    q = "Is there a pneumothorax on this supine chest radiograph?"
+    assert finding("No pneumothorax. A small anterior pneumothorax may be occult on a supine projection.",
+                   "pneumothorax", question=q) == "deny"
+    assert finding("No definite pneumothorax; a small apical pneumothorax may be present.", "pneumothorax",
+                   question=q) == "refer"
