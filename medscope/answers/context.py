@@ -278,6 +278,13 @@ _NEGATION_WORDS = re.compile(r"(?<![\w'])(?:not|no|never|none|missing|absent|lac
 _NOT_WITHOUT = re.compile(r"(?<![\w'])not\s+(?:without|no)(?![\w'])")
 
 
+# (issue 48, set V) "... but the right kidney is not;": a "not" that ends the clause denies the predicate it leaves out
+# (the one said just before of the other side); read without it, the mention was affirmed
+_ELIDED_NOT = re.compile(r"\s*(?:is|are|was|were|can|could)\s+not(?:\s+(?:be|seen|visible))?\s*(?:[;.:)!]|$|\s[-\u2013\u2014]|\s+(?:but|and|though|whereas)\b)")
+# ... only where the predicate left out is one of presence ("the heart is enlarged; the liver is not" says nothing of
+# whether the liver is there)
+_PRESENCE_BEFORE = re.compile(r"(?<![\w'])(?:seen|visible|present|identified|depicted|shown|included|visuali[sz]ed|"
+                              r"demonstrated|detected|evident|in view)(?![\w'])")
 _NOT_ABSENT = re.compile(r"^\W*(?:(?:is|are|was|were)\s+)?(?:\w+\s+)?not\s+(?:\w+\s+)?(?:absent|missing|lacking)(?![\w'])")
 
 
@@ -308,6 +315,21 @@ _ATTRIBUTIVE_NEGATION = re.compile(r"(?:absent|missing|lacking)\s+(?!(?:in|on|at
                                    r"today|now|again|too|also|is|are|was|were)\b)[a-z][\w-]*")
 
 
+_COORDINATION = re.compile(r"(?<![\w'])(?:and|or)(?![\w'])")
+
+
+def _statement_scope(text_before: str, before: str) -> str:
+    """The text a statement denial before a mention can reach: its whole clause, back past the eight words of
+    ``before`` (issue 48, set V: "it is not the case that the lungs are free of X" puts the denial nine words away,
+    and read without it the inner "free of" denies, a flip), but not past an "and" / "or", which starts a statement
+    of its own ("I don't think the film is rotated and there is no X" denies X)."""
+    cuts = list(_FORWARD_END.finditer(text_before))
+    clause = text_before[cuts[-1].end() if cuts else 0:]
+    joins = list(_COORDINATION.finditer(clause))
+    clause = clause[joins[-1].end():] if joins else clause
+    return clause if len(clause) > len(before) else before
+
+
 def status(sentence: str, start: int, end: int) -> str:
     """Assertion status of the mention ``sentence[start:end]`` (normalised text).
 
@@ -328,12 +350,14 @@ def status(sentence: str, start: int, end: int) -> str:
     masked = _mask(sentence)
     after = backward_scope(masked[end:])
     before = forward_scope(masked[:start])
-    double = _double_negation(before, after)
+    double = _double_negation(_statement_scope(masked[:start], before), after)
     if double is not None:
         return double
     if _NOT_ABSENT.match(after):
         # "X is certainly not absent": a denied absence affirms, unless something else negates it too
         return "conflicting" if _FORWARD["negated"].search(before) else "affirmed"
+    if _ELIDED_NOT.match(masked[end:]) and _PRESENCE_BEFORE.search(masked[:start]):
+        return "negated"  # "the left kidney is seen, but the right kidney is not;": the predicate before, denied
     best = None  # (position, category): the backward trigger nearest the mention
     m = _NOT_PREDICATE.search(after)
     if m:
@@ -342,11 +366,19 @@ def status(sentence: str, start: int, end: int) -> str:
     m = _OFF_EDGE.match(masked[end:][:clause_end.start()] if clause_end else masked[end:])  # past eight words: "... of this field of view"
     if m and (best is None or m.start() < best[0]):
         best = (m.start(), "negated")  # "lies below the caudal extent of this image"
+    longest = None  # the length of the backward phrase that set ``best`` (None: one of the two patterns above)
     for cat, pat in _BACKWARD.items():
         # "absent lung markings": a bare "absent" / "missing" before a noun is that noun's, not the mention's predicate
         m = next((x for x in pat.finditer(after) if not _ATTRIBUTIVE_NEGATION.match(after, x.start())), None)
-        if m and (best is None or m.start() < best[0] or (m.start() == best[0] and cat == "possible")):
-            best = (m.start(), cat)
+        if m is None:
+            continue
+        size = m.end() - m.start()
+        # at one place the longer phrase is the predicate ("may be occult" is a generic caveat, hypothetical, not the
+        # hedge "may be" it starts with; issue 48, set V), a hedge on equal terms
+        tie = best is not None and m.start() == best[0] and (
+            cat == "possible" if longest is None else size > longest or (size == longest and cat == "possible"))
+        if best is None or m.start() < best[0] or tie:
+            best, longest = (m.start(), cat), size
     if best is not None:
         return best[1]
     best = None  # the forward trigger nearest the mention (largest end; longest on ties)

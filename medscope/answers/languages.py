@@ -127,6 +127,12 @@ SIDE_WORDS = {
     "right": (r"bên phải", r"derech[oa]s?", r"direit[oa]s?", r"droite?", r"recht\w*", r"destr[oa]", r"右"),
 }
 ABSENT = (
+    # (issue 48, set V) a negating determiner and the adjective of visibility of its noun phrase are one denial ("pas
+    # d'épanchement visible", "ningún derrame visible", "nessun versamento visibile"): matched first and masked whole,
+    # the adjective read alone was a presence phrase and the clause unclear
+    r"(?:\bpas d(?:e\s+|')|\baucune?\s+|\bsans\s+|\bning[úu]n[oa]?\s+|\bsin\s+|\bnenhum[a]?\s+|\bsem\s+|\bnessun[oa]?\s+|"
+    r"\bsenza\s+|\bkein(?:e|en|er|es)?\s+)(?:[^\s.,;:!?]+\s+){0,3}?[^\s.,;:!?]*?\s*"
+    r"(?:visibles?|vis[íi]vel|vis[íi]veis|visibil[ei]|sichtbar\w*|d[ée]cel(?:able|ables)|identifiable)(?![\w])",
     # es
     r"no se (?:observa|identifica|ve|visualiza|aprecia|evidencia|detecta|incluye)n?", r"no (?:hay|existe|es visible|"
     r"est[áa] presente|se encuentra|aparece)", r"\bsin\b", r"ausencia de", r"ning[úu]n(?:a)?", r"ausente",
@@ -135,6 +141,8 @@ ABSENT = (
     r"aparece|[ée] observad[oa])", r"\bsem\b", r"aus[êe]ncia de", r"nenhum(?:a)?",
     # fr
     r"\bpas de\b", r"\bsans\b", r"\baucune?\b", r"n'est pas (?:visible|vue?|pr[ée]sente?|identifi[ée]e?)", r"absence de",
+    # (issue 48, set V) "pas de" elided before a vowel: "pas d'épanchement", "absence d'anomalie"
+    r"\bpas d'", r"\babsence d'",
     r"\babsente?\b", r"ne (?:montre|voit|visualise) pas", r"n'appara(?:[îi]t|issent) pas",
     # de
     r"\bkein(?:e|en|er|es)?\b", r"nicht (?:sichtbar|erkennbar|zu sehen|vorhanden|abgebildet|dargestellt|nachweisbar|"
@@ -374,6 +382,22 @@ def names_in_other_language(text: str, english_terms: tuple[str, ...]) -> bool:
     return names is not None and _foreign(text) and bool(names.search(text))
 
 
+# the words an English reply shares with French / Spanish / Italian ones ("visible", "present"): no sign of English
+# in a reply that names the finding only in another language
+_COGNATES = re.compile(r"\b(?:present|visible|seen)\b")
+
+
+def _named_only_in_other_language(text: str, names: re.Pattern | None, english_terms: tuple[str, ...]) -> bool:
+    """Whether a short reply names the finding in another language and not in English, with no English word but the
+    cognates ("Derrame pleural visible.", "Aucun épanchement pleural visible."; issue 48, set V): read as English, the
+    cognate "visible" had no subject the reader knew."""
+    if names is None or not names.search(text) or _ENGLISH_TEXT.findall(_COGNATES.sub(" ", text)):
+        return False
+    if not (_FOREIGN_TEXT.search(text) or re.search(r"[à-öø-ÿ]", text)):
+        return False  # some sign of the other language itself: English "long" is also a Dutch name of the lung
+    return not any(re.search(rf"(?<![\w-]){re.escape(t)}(?![\w-])", text) for t in english_terms if t)
+
+
 @lru_cache(maxsize=256)
 def _finding_pattern(english_terms: tuple[str, ...]) -> re.Pattern | None:
     keys = set()
@@ -452,9 +476,9 @@ def foreign_reading(text: str, english_terms: tuple[str, ...], side: str | None,
         ``("answer", claim)``, ``("unclear", None)`` when the clauses disagree, hedge or decline, or
         None when the reply is not read this way (no foreign text, no verdict clause).
     """
-    if not _foreign(text):
-        return None  # English ("The pancreas may or may not be present") is the English rules' to read
     names = _finding_pattern(english_terms)
+    if not (_foreign(text) or _named_only_in_other_language(text, names, english_terms)):
+        return None  # English ("The pancreas may or may not be present") is the English rules' to read
     clauses = [c.strip() for c in _CLAUSE_END.split(text) if c and c.strip()]
     other = _alt(SIDE_WORDS[{"left": "right", "right": "left"}[side]]) if side else None
     own_side = _alt(SIDE_WORDS[side]) if side else None

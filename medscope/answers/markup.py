@@ -73,6 +73,10 @@ _EVEN_ODDS = re.compile(r"\b(?:50\s*/\s*50|fifty[- ]fifty|coin[- ]?flip|toss[- ]
                         r"^\W*(?:roughly|about|around|~)?\s*50\s*%", re.I)
 _LEAD_PERCENT = re.compile(r"^\W*(?P<q>roughly|about|around|approximately|~)?\s*(?P<p>\d{1,3})\s*%", re.I)
 _TEMPLATE = re.compile(r"\[(?:yes\s*/\s*no|no\s*/\s*yes|your [^\]]*|insert [^\]]*)\]", re.I)
+# (issue 48, set V) a JSON value that offers both answers ({"present": "true or false"}, "yes/no") is the format's
+# template echoed, no answer: read by its first word it was a "true"
+_TEMPLATE_VALUE = re.compile(r":\s*\"\s*<?\s*(?:(?:true|yes|present|visible)\s*(?:or|/|\|)\s*(?:false|no|absent|not visible)|"
+                             r"(?:false|no|absent|not visible)\s*(?:or|/|\|)\s*(?:true|yes|present|visible))\s*>?\s*\"", re.I)
 _DANGLING = re.compile(r"\b(?:is|are|was|there is|shows?|the|a|an|of|with|and|or|to|which|that|but)\s*$", re.I)
 # (issue 48, set S) a reply of any length cut between its subject and its predicate ("... the uterus appears to be"):
 # the verdict was never written; read to its mention, the organ read present
@@ -474,7 +478,7 @@ def unwrap(text: str, question: str = "", is_verdict_key=lambda key: False) -> U
     answer = _ANSWER_TAG.search(text)
     if answer:
         text = answer.group("body").strip()
-    if _TEMPLATE.search(text) or re.search(r"\"properties\"\s*:\s*\{", text):
+    if _TEMPLATE.search(text) or _TEMPLATE_VALUE.search(text) or re.search(r"\"properties\"\s*:\s*\{", text):
         return Unwrapped(text, reasoning, unparseable=True)
     text = _BOXED.sub(lambda m: f"\nFinal answer: {m.group('v').strip()}", text)
     fenced = _FENCE.search(text)

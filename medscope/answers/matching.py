@@ -590,6 +590,12 @@ _WHERE_LEAD = re.compile(r"(?:on|in|at|from|for|based on|looking at)\s+(?:this|t
                          r"(?:slice|image|view|film|level|scan|section|study|radiograph|x-ray|picture|one|cut|frame)\s*,\s*")
 
 
+# a yes particle that is also an adverb, written straight before a polarity word, grades that word ("definitely
+# absent", "absolutely none"): read as "yes", a denial was a claim
+_INTENSIFIED_POLARITY = re.compile(r"(?:definitely|absolutely|certainly|indeed)\s+(present|positive|absent|negative|none|nothing)"
+                                   r"(?=$|\s*[,.!;:()\u2013\u2014]|\s-)")
+
+
 def _particle(sentence: str, kind: str, flip: bool) -> bool | None:
     s = re.sub(r"^[\W_]+", "", sentence)
     if re.fullmatch(r"(?:not|no)\b[^.!;:]*\?\s*", s):
@@ -622,6 +628,9 @@ def _particle(sentence: str, kind: str, flip: bool) -> bool | None:
     m = _NO.match(s)
     if m and not (m.group(0) == "no" and not _BARE_NO.match(s)):  # "no pneumothorax": a determiner
         return True if (flip and kind == "health") else False
+    intensified = _INTENSIFIED_POLARITY.match(s)
+    if intensified:  # "Definitely absent." (issue 48, set V): the adverb grades the polarity word, it is no "yes"
+        return POLARITY_WORDS[intensified.group(1)]
     if _YES.match(s) or _HEDGED_YES.match(s):
         return False if (flip and kind == "health") else True
     m = _POLARITY.match(s)
@@ -1583,6 +1592,21 @@ _DEFERS = re.compile(
 
 # (issue 48, set S) the question said not to fit the image ("This is a knee radiograph; the question about intracranial
 # haemorrhage does not apply to it"): the wrong image for the question, so a request for the right one
+# the anatomy a finding would be in said to be outside the image: with nothing asserted and a decline, the image is
+# the wrong one for the question (clarify), not a usable image the reader cannot decide on (refer)
+_REGION_NOT_IMAGED = re.compile(
+    r"\b(?:is|are|was|were)\s+not\s+(?:\w+\s+)?(?:included|imaged|covered|captured|in\s+(?:the|this)\s+(?:field\s+of\s+view|image|"
+    r"scan|study|film|slice))\b|\b(?:outside|beyond|out\s+of)\s+(?:the|this)\s+(?:field\s+of\s+view|imaged\s+(?:volume|area|"
+    r"region|field)|scan(?:ned)?\s+(?:range|area|region))\b|\b(?:scan|image|study|film|slice|view)\s+(?:only|just)\s+"
+    r"(?:covers|includes|shows|images)\b")
+# (issue 48, set V) "No image was attached to your message": the image never arrived, so the reply asks for it
+_IMAGE_WORD = r"(?:image|images|picture|photo|file|attachment|scan|radiograph|x-ray)"
+_NO_IMAGE_RECEIVED = re.compile(
+    rf"\bno\s+{_IMAGE_WORD}\s+(?:was|were|has\s+been|have\s+been|is|are|seems\s+to\s+have\s+been|appears\s+to\s+have\s+been)\s+"
+    rf"(?:\w+\s+)?(?:attached|included|provided|uploaded|received|shared|sent|supplied)\b|"
+    rf"\b(?:the\s+|your\s+)?{_IMAGE_WORD}\s+(?:was|is|has|were|did)\s+not\s+(?:been\s+|get\s+)?(?:attached|uploaded|received|shared|"
+    rf"included|sent|come\s+through)\b|\b(?:i|we)\s+(?:did|do|have)\s+not\s+(?:receive|received|get|got)\s+(?:an?|any|the|your)\s+"
+    rf"{_IMAGE_WORD}\b|\bthere\s+is\s+no\s+{_IMAGE_WORD}\s+(?:attached|in\s+(?:your|the|this)\s+message)\b")
 _QUESTION_DOES_NOT_APPLY = re.compile(r"\bquestion\b[^.;]{0,80}?\b(?:does not apply|do not apply|is not applicable|"
                                       r"not applicable to (?:this|the) (?:image|scan|study|film|radiograph))\b")
 
@@ -1617,7 +1641,7 @@ def _normal_sign(text: str, finding: str) -> bool:
 def _undecided(text: str) -> str | None:
     text = _QUALITY_FINE.sub(" ", text)  # "the image quality is adequate, but I can't tell" declines on a usable image
     if (_CLARIFY.search(text) or _WRONG_ANATOMY.search(text) or _ASKS_FOR_IMAGE.search(text)
-            or _QUESTION_DOES_NOT_APPLY.search(text)):
+            or _QUESTION_DOES_NOT_APPLY.search(text) or _NO_IMAGE_RECEIVED.search(text)):
         return "clarify"
     if _IMAGE_IS.search(text) and _CANNOT_ANSWER_HERE.search(text):
         return "clarify"
@@ -2161,6 +2185,79 @@ def _graded_sign(text: str, finding: str) -> tuple[str, bool | None] | None:
     return found.pop() if len(found) == 1 else ("unclear", None)
 
 
+# (issue 48, set V) a rating on a scale the reply states the direction of: by its legend ("1 = definitely not visible,
+# 5 = definitely visible") or by a likelihood word ("Likelihood of nodule (1-5): 4"). Above the scale's middle is a
+# claim (a hedged one on its way up, as "probably present" is), below it a denial, the middle itself commits to
+# neither (refer), each only where words say the same ("3 - indeterminate", "1 - definitely absent", or the legend's
+# entry for the value); a bare number stays unclear (which point is the answer is not checked, the D round's rule).
+# Without a stated direction the rating stays unclear ("rating"); read as a probability, the "1" of "(1-5)" was a
+# certainty.
+_SCALE_RANGE = re.compile(r"(?:\(\s*|\bscale\s+of\s+|\bon\s+an?\s+)(?P<lo>\d{1,2})\s*(?:-|\u2013|to)\s*(?P<hi>\d{1,2})"
+                          r"(?:\s*\)|\s+scale\b|(?=\s*[,:]))")
+_LEGEND_ENTRY = re.compile(r"(?<![\w.])(?P<n>\d{1,2})\s*=\s*(?P<text>[^,;=()\u2026]+?)\s*(?=[,;)\u2026]|\.\.\.|\d{1,2}\s*=|$)")
+_OUT_OF = re.compile(r"(?<![\w.])(?P<v>\d{1,2})\s*(?:/|out of)\s*(?P<hi>5|7|10)\b")
+_SCALE_VALUE = re.compile(r"\)?\s*\**\s*[:=]?\s*\**\s*(?P<v>\d{1,2})(?!\d|\.\d|\s*(?:[-\u2013/=]|out of|to)\s*\d)\**")
+_SCALE_BOUND = re.compile(r"[01]\s*(?:-|\u2013|to)\s*(?:[2-9]|10)(?![\d.%])")
+_SCALE_DIRECTION_WORDS = re.compile(r"\b(?:likelihood|probability|chance|odds)\b")
+_SCALE_UNDECIDED = re.compile(r"\b(?:indeterminate|equivocal|uncertain|undetermined|unsure|can\s*not\s+tell|not\s+sure|"
+                              r"neither|either way)\b")
+_SCALE_NEGATIVE = re.compile(r"\b(?:not|no|absent|unlikely|none|without)\b")
+_SCALE_POSITIVE = re.compile(r"\b(?:present|visible|seen|in view|likely|identified|detected)\b")
+
+
+def _scale_polarity(words: str) -> str | None:
+    """'refer', 'negative' or 'positive' for the words of a scale's anchor, or None when they say none of these."""
+    if _SCALE_UNDECIDED.search(words):
+        return "refer"
+    if _SCALE_NEGATIVE.search(words):
+        return "negative"
+    return "positive" if _SCALE_POSITIVE.search(words) else None
+
+
+def _scale_rating(sentence: str) -> tuple[str, bool | None] | None:
+    """What a rating on a scale of stated direction says (``("answer", claim)``, ``("refer", None)`` or
+    ``("unclear", None)``), or None when the sentence holds no such rating."""
+    legend = {int(m.group("n")): m.group("text") for m in _LEGEND_ENTRY.finditer(sentence)}
+    if any(re.search(r"\b(?:normal|abnormal)\b", t) for t in legend.values()):
+        return None  # a normality scale: its direction is the finding's only through what "normal" means for it
+    out_of, span = _OUT_OF.search(sentence), _SCALE_RANGE.search(sentence)
+    if out_of:
+        lo, hi, value, end = (0 if out_of.group("hi") == "10" else 1), int(out_of.group("hi")), int(out_of.group("v")), out_of.end()
+    else:
+        entries = list(_LEGEND_ENTRY.finditer(sentence))
+        if span is not None:
+            lo, hi = int(span.group("lo")), int(span.group("hi"))
+        elif len(legend) >= 2:
+            lo, hi = min(legend), max(legend)
+        else:
+            return None
+        end = max(([span.end()] if span else []) + [e.end() for e in entries])
+        m = _SCALE_VALUE.match(sentence, end)
+        if m is None:
+            return None
+        value, end = int(m.group("v")), m.end()
+    if not lo <= value <= hi or lo >= hi:
+        return None
+    ends = (_scale_polarity(legend[lo]) if lo in legend else None, _scale_polarity(legend[hi]) if hi in legend else None)
+    if ends in (("negative", "positive"), ("negative", None), (None, "positive")) or (
+            ends == (None, None) and _SCALE_DIRECTION_WORDS.search(sentence[:end])):
+        up = True
+    elif ends in (("positive", "negative"), ("positive", None), (None, "negative")):
+        up = False
+    else:
+        return None
+    middle = (lo + hi) / 2
+    side = "refer" if value == middle else ("positive" if (value > middle) == up else "negative")
+    # the number is read only with words that say the same: its own ("4 - probably present") or its legend entry's
+    # ("5 = definitely visible"); a bare "2/5" or a point between the legend's entries stays unclear
+    said = _scale_polarity(sentence[end:])
+    if said is None and value in legend:
+        said = _scale_polarity(legend[value])
+    if said != side:
+        return "unclear", None  # "Likelihood (1-5): 4 - unlikely": the words and the number disagree, or no words
+    return ("refer", None) if side == "refer" else ("answer", side == "positive")
+
+
 def _without_probability(line: str, terms: tuple[str, ...]) -> str:
     """A line with its stated probabilities removed: the number, the probability word and the
     finding's name within four words of it ("pneumothorax probability: 0.1" -> "")."""
@@ -2184,6 +2281,8 @@ def _probability(sentences: list[str]) -> tuple[str, bool | None] | None:
         if not (prob or conf):
             continue
         for m in _NUMBER.finditer(s):
+            if _SCALE_BOUND.match(s, m.start()):
+                continue  # "(1-5)": the bounds of a rating scale, not a certainty (issue 48, set V)
             p = float(m.group("pct")) / 100 if m.group("pct") else float(m.group("dec"))
             if not 0 <= p <= 1:
                 continue
@@ -2306,7 +2405,11 @@ def _read_wrapped(text: str, question: str, finding: str, question_kind: str | N
         if re.search(rf"\b{other}\b", flat) and not re.search(rf"\b{asked.group(1)}\b", flat):
             return Reading("unclear", None, "other-side", markup.UNCLEAR_WHY["other-side"])
     pat = _term_pattern(tuple(t for t in terms if t not in _ORGAN_ADJECTIVES))
-    if kind == "organ" and r.claim is False and pat is not None and not pat.search(flat):  # only the adjective names it
+    resected = _resection_pattern(finding)
+    # (issue 48, set V) "Status post hysterectomy: ... there is no uterine body": the operation that removed the organ is
+    # named, so the adjective's denial is the organ's, not one of its properties
+    if (kind == "organ" and r.claim is False and pat is not None and not pat.search(flat)
+            and not (resected is not None and resected.search(flat))):  # only the adjective names it
         names = set(normalize(finding).split())
         for m in re.finditer(r"\bno ((?:\w+ ){0,2}\w+) \w+", flat):
             if re.match(r"no (?:residual |remaining )?\w+ (?:tissue|parenchyma|lumen)\b(?! \w+ (?:is|are|seen)\b)", m.group(0)):
@@ -2783,6 +2886,16 @@ def _read(text: str, question: str, finding: str, question_kind: str | None, syn
         return Reading("refer", None, "differential")  # the finding is one ranked alternative, not a verdict
     got = _decide(lines, terms, finding, kind)
     sentences = [s for line in lines for s in _sentences(line)]
+    scaled = [(x, _scale_rating(x)) for x in sentences]
+    scaled = [(x, r) for x, r in scaled if r is not None]
+    if scaled:
+        # the rest of the reply, read without the rating's sentences, must not say otherwise
+        rest = [line for line in lines if not any(x in line for x, _ in scaled)]
+        other = _decide(rest, terms, finding, kind) if rest else None
+        verdicts = {r for _, r in scaled} | ({other[:2]} if other is not None and other[0] == "answer" else set())
+        if len(verdicts) > 1 or ("unclear", None) in verdicts:
+            return Reading("unclear", None, "rating")
+        return Reading(*verdicts.pop(), "rating")
     stated = _probability(sentences)
     if stated is not None and stated[0] != "keep":
         # "Pneumothorax probability: 0.1": the mention is the probability's subject, so the reply is
@@ -2885,6 +2998,10 @@ def _read(text: str, question: str, finding: str, question_kind: str | None, syn
     if kind == "organ" and _region_excluded(flat, finding, terms):
         return Reading("answer", False, "region-excluded")  # "The posterior fossa is not included" (the cerebellum)
     undecided = _undecided(flat)
+    if undecided == "refer" and kind != "organ" and _REGION_NOT_IMAGED.search(flat):
+        # "the scan only covers the pelvis; the liver is not included, so liver lesions cannot be assessed": the image
+        # does not hold the anatomy asked about, the wrong image for the question (issue 48, set V)
+        return Reading("clarify", None, "undecided")
     if undecided:
         return Reading(undecided, None, "undecided")
     if kind in ("presence", "health") and not _REVERSED_QUESTION.get() and _normal_sign(flat, finding):

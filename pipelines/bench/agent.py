@@ -71,7 +71,8 @@ def _bench_heldout_sets() -> None:
                        ("sealed_r.jsonl", "read blind, then tuned on"),
                        ("sealed_s.jsonl", "read blind, then tuned on"),
                        ("sealed_t.jsonl", "read blind, then tuned on"),
-                       ("sealed_u.jsonl", "read blind, then tuned on")):
+                       ("sealed_u.jsonl", "read blind, then tuned on"),
+                       ("sealed_v.jsonl", "read blind, then tuned on")):
         rows = load_labelled_set(str(folder.joinpath(name)))
         parts = []
         for protocol in ("counterfactual", "organ_presence"):
